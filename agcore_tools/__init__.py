@@ -1,0 +1,75 @@
+"""agcore_tools: a decorator-first tool system for LLM applications.
+
+Turn type-hinted functions into tools with :func:`tool`, collect them in a
+:class:`ToolRegistry`, guard them with a :class:`PermissionChecker`, let a model call
+them in an automatic loop over the official OpenAI SDK, and bring MCP servers' tools
+into the same registry.
+
+Example:
+    >>> from agcore_tools import ToolRegistry, tool
+    >>> registry = ToolRegistry()
+    >>> @registry.tool
+    ... def add(a: int, b: int) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> registry.list_tools()
+    ['add']
+"""
+
+from .base import BaseTool, CancellationToken, ToolContext
+from .decorator import FunctionTool, tool
+from .error import (
+    InvalidArgumentsError,
+    LlmError,
+    MaxTurnsExceededError,
+    McpError,
+    McpNotInitializedError,
+    McpTimeoutError,
+    PermissionDeniedError,
+    ToolError,
+    ToolExecutionError,
+    ToolIOError,
+    ToolNotFoundError,
+    ToolTimeoutError,
+)
+from .permission import Permission, PermissionChecker, PermissionConfig
+from .registry import (
+    ToolCall,
+    ToolEntry,
+    ToolInvocation,
+    ToolRegistry,
+    ToolStats,
+    default_registry,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BaseTool",
+    "CancellationToken",
+    "FunctionTool",
+    "InvalidArgumentsError",
+    "LlmError",
+    "MaxTurnsExceededError",
+    "McpError",
+    "McpNotInitializedError",
+    "McpTimeoutError",
+    "Permission",
+    "PermissionChecker",
+    "PermissionConfig",
+    "PermissionDeniedError",
+    "ToolCall",
+    "ToolContext",
+    "ToolEntry",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolIOError",
+    "ToolInvocation",
+    "ToolNotFoundError",
+    "ToolRegistry",
+    "ToolStats",
+    "ToolTimeoutError",
+    "__version__",
+    "default_registry",
+    "tool",
+]

@@ -1,0 +1,227 @@
+"""From a type-hinted function to its tool schema and argument validator.
+
+Only pydantic's public API is used: ``create_model``, ``Field``, ``ConfigDict`` and
+``model_json_schema``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
+
+from .base import ToolContext
+from .error import ToolError
+
+_ARG_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments"}
+_OTHER_SECTIONS = {
+    "returns",
+    "return",
+    "yields",
+    "raises",
+    "example",
+    "examples",
+    "note",
+    "notes",
+    "attributes",
+    "see also",
+    "warning",
+    "warnings",
+    "todo",
+}
+_SECTION_RE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*):\s*$")
+_ARG_RE = re.compile(r"^\s*\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class Docstring:
+    """What a Google-style docstring says about a function."""
+
+    description: str
+    """The text before the first section, paragraphs kept."""
+    params: dict[str, str]
+    """Parameter name to its ``Args:`` description."""
+
+
+def parse_docstring(doc: str | None) -> Docstring:
+    """Split a Google-style docstring into its description and ``Args:`` entries."""
+    if not doc:
+        return Docstring("", {})
+    lines = inspect.cleandoc(doc).splitlines()
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    arg_indent: int | None = None
+    for line in lines:
+        header = _SECTION_RE.match(line)
+        if header and header.group(1).strip().lower() in _ARG_SECTIONS | _OTHER_SECTIONS:
+            section = header.group(1).strip().lower()
+            current, arg_indent = None, None
+            continue
+        if section is None:
+            description.append(line)
+        elif section in _ARG_SECTIONS:
+            if not line.strip():
+                current = None
+                continue
+            indent = len(line) - len(line.lstrip())
+            match = _ARG_RE.match(line)
+            if match and (arg_indent is None or indent <= arg_indent):
+                arg_indent = indent
+                current = match.group(1)
+                params[current] = match.group(2).strip()
+            elif current is not None:
+                params[current] = f"{params[current]} {line.strip()}".strip()
+    text = "\n".join(description).strip()
+    # Rejoin wrapped lines inside paragraphs; keep paragraph breaks.
+    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip()]
+    return Docstring("\n\n".join(paragraphs), params)
+
+
+def _is_context_annotation(annotation: Any) -> bool:
+    if annotation is ToolContext:
+        return True
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _is_context_annotation(get_args(annotation)[0])
+    if origin is Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        return len(members) == 1 and members[0] is ToolContext
+    return False
+
+
+def _annotated_description(annotation: Any) -> str | None:
+    if get_origin(annotation) is not Annotated:
+        return None
+    for meta in get_args(annotation)[1:]:
+        if isinstance(meta, FieldInfo) and meta.description:
+            return meta.description
+    return None
+
+
+def _strip_titles(schema: Any, *, in_properties: bool = False) -> Any:
+    # "title" is noise for a model, but it can also be a property's name: only drop
+    # it where it is a schema keyword.
+    if isinstance(schema, dict):
+        return {
+            key: _strip_titles(value, in_properties=key in ("properties", "$defs", "definitions"))
+            for key, value in schema.items()
+            if in_properties or key != "title"
+        }
+    if isinstance(schema, list):
+        return [_strip_titles(item) for item in schema]
+    return schema
+
+
+@dataclass(frozen=True)
+class FunctionSchema:
+    """Everything needed to expose a function as a tool."""
+
+    name: str
+    """The tool name (the function's ``__name__`` unless overridden)."""
+    description: str
+    """The docstring's description."""
+    parameters: dict[str, Any]
+    """The JSON Schema of the arguments object."""
+    model: type[BaseModel]
+    """The pydantic model that validates the arguments."""
+    context_param: str | None
+    """The parameter that receives the :class:`ToolContext`, if any."""
+    positional_only: tuple[str, ...]
+    """Parameters that must be passed by position, in order."""
+    renamed: tuple[tuple[str, str], ...]
+    """``(model field, parameter)`` pairs for parameters whose names pydantic reserves."""
+
+
+def function_schema(
+    func: Callable[..., Any], *, name: str | None = None, description: str | None = None
+) -> FunctionSchema:
+    """Build the tool schema of ``func``; refuse signatures a tool cannot have."""
+    tool_name = name or getattr(func, "__name__", None) or type(func).__name__
+
+    # 1. Read the signature and resolve the annotations (string ones included).
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError) as exc:
+        raise ToolError(f"cannot make tool '{tool_name}': no signature ({exc})") from exc
+    # Callable objects keep their annotations on __call__.
+    annotated = func if inspect.isroutine(func) else type(func).__call__
+    try:
+        hints = typing.get_type_hints(annotated, include_extras=True)
+    except Exception as exc:
+        raise ToolError(
+            f"cannot make tool '{tool_name}': its annotations do not resolve ({exc})"
+        ) from exc
+
+    # 2. Parse the docstring for the description and per-parameter text.
+    doc = parse_docstring(inspect.getdoc(func))
+
+    # 3. One pydantic field per parameter; the ToolContext parameter is injected instead.
+    fields: dict[str, Any] = {}
+    context_param: str | None = None
+    positional_only: list[str] = []
+    renamed: list[tuple[str, str]] = []
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            star = "*" if param.kind is param.VAR_POSITIONAL else "**"
+            raise ToolError(
+                f"cannot make tool '{tool_name}': parameter '{star}{param.name}' is not "
+                "supported; a tool takes named, annotated parameters only"
+            )
+        if param.name not in hints:
+            raise ToolError(
+                f"cannot make tool '{tool_name}': parameter '{param.name}' has no type "
+                "annotation; annotate it (use typing.Any to accept anything)"
+            )
+        annotation = hints[param.name]
+        if _is_context_annotation(annotation):
+            context_param = param.name
+            continue
+        if param.kind is param.POSITIONAL_ONLY:
+            positional_only.append(param.name)
+        default = ... if param.default is param.empty else param.default
+        field_kwargs: dict[str, Any] = {}
+        if _annotated_description(annotation) is None and param.name in doc.params:
+            field_kwargs["description"] = doc.params[param.name]
+        field_name = param.name
+        if param.name.startswith("_") or hasattr(BaseModel, param.name):
+            # pydantic reserves these names; validate under another name, keep the alias.
+            field_name = f"arg_{len(fields)}_{param.name.lstrip('_')}"
+            field_kwargs["alias"] = param.name
+            renamed.append((field_name, param.name))
+        fields[field_name] = (annotation, Field(default, **field_kwargs))
+
+    # 4. Build the model; extra fields are refused so typos reach the model as errors.
+    try:
+        model = create_model(
+            f"{tool_name}_arguments",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            **fields,
+        )
+        schema = model.model_json_schema()
+    except Exception as exc:
+        raise ToolError(
+            f"cannot make tool '{tool_name}': pydantic cannot build its schema ({exc})"
+        ) from exc
+
+    # 5. Clean the schema: no titles, always an object with properties.
+    parameters = _strip_titles(schema)
+    parameters.setdefault("properties", {})
+    parameters["additionalProperties"] = False
+    return FunctionSchema(
+        name=tool_name,
+        description=description if description is not None else doc.description,
+        parameters=parameters,
+        model=model,
+        context_param=context_param,
+        positional_only=tuple(positional_only),
+        renamed=tuple(renamed),
+    )

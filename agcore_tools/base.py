@@ -1,0 +1,203 @@
+"""The tool interface (:class:`BaseTool`) and the context every execution receives.
+
+Example:
+    >>> class Echo(BaseTool):
+    ...     name = "echo"
+    ...     description = "Return the text it is given."
+    ...     parameters = {"type": "object", "properties": {"text": {"type": "string"}}}
+    ...
+    ...     async def execute(self, args, ctx):
+    ...         return args["text"]
+    >>> import asyncio
+    >>> asyncio.run(Echo().execute({"text": "hi"}, ToolContext()))
+    'hi'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .permission import Permission
+
+__all__ = ["BaseTool", "CancellationToken", "ToolContext"]
+
+
+def _new_id() -> str:
+    # 16 random hex characters: unique enough for tracing, far cheaper than uuid4().
+    return os.urandom(8).hex()
+
+
+class CancellationToken:
+    """A cancellation signal a tool can poll (also from a worker thread) or await.
+
+    Cancelling a token cancels its children too.
+
+    Example:
+        >>> token = CancellationToken()
+        >>> child = token.child()
+        >>> token.cancel()
+        >>> child.cancelled
+        True
+    """
+
+    __slots__ = ("_cancelled", "_children", "_event")
+
+    def __init__(self) -> None:
+        self._cancelled = False
+        self._event: asyncio.Event | None = None
+        self._children: list[CancellationToken] = []
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` has been called on this token or a parent."""
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Signal cancellation to this token, its children and every waiter.
+
+        Call it from the event loop's thread.
+        """
+        if self._cancelled:
+            return
+        self._cancelled = True
+        if self._event is not None:
+            self._event.set()
+        for child in self._children:
+            child.cancel()
+        self._children.clear()
+
+    def child(self) -> CancellationToken:
+        """A token cancelled with this one, that can also be cancelled on its own."""
+        token = CancellationToken()
+        if self._cancelled:
+            token._cancelled = True
+        else:
+            self._children.append(token)
+        return token
+
+    async def wait(self) -> None:
+        """Return once the token is cancelled.
+
+        Example:
+            >>> async def worker(ctx: ToolContext) -> str:
+            ...     await ctx.cancellation.wait()
+            ...     return "stopped"
+        """
+        if self._cancelled:
+            return
+        if self._event is None:
+            self._event = asyncio.Event()
+        await self._event.wait()
+
+    def __repr__(self) -> str:
+        return f"CancellationToken(cancelled={self._cancelled})"
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a tool execution knows about its surroundings (seed §9.A extension point).
+
+    New fields (progress reporting, shared state) can be added here without changing
+    :meth:`BaseTool.execute`'s signature. All fields have defaults, so
+    ``ToolContext()`` is a fresh context.
+
+    Example:
+        >>> ctx = ToolContext()
+        >>> len(ctx.session_id), ctx.call_id
+        (16, None)
+        >>> ctx.for_call("call_1").call_id
+        'call_1'
+    """
+
+    session_id: str = field(default_factory=_new_id)
+    """Ties together every tool call of one conversation."""
+    trace_id: str = field(default_factory=_new_id)
+    """Ties together the tool calls of one request, for tracing."""
+    call_id: str | None = None
+    """The model's tool call id, when the call came from a model."""
+    cancellation: CancellationToken = field(default_factory=CancellationToken)
+    """Set when the caller gives up on the call (timeout, cancelled loop)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Free-form values an application passes to its tools (shared, not copied)."""
+
+    @property
+    def cancelled(self) -> bool:
+        """Shorthand for ``self.cancellation.cancelled``."""
+        return self.cancellation.cancelled
+
+    def for_call(self, call_id: str | None) -> ToolContext:
+        """A copy for one call: same session, trace and metadata, its own call id and a
+        child cancellation token."""
+        return replace(self, call_id=call_id, cancellation=self.cancellation.child())
+
+
+class BaseTool(ABC):
+    """The interface every tool implements, local or MCP.
+
+    Subclasses may set ``name``, ``description``, ``parameters`` and
+    ``required_permissions`` as plain class attributes, or as properties.
+
+    Example:
+        >>> class Now(BaseTool):
+        ...     name = "now"
+        ...     description = "The current UNIX time."
+        ...     parameters = {"type": "object", "properties": {}}
+        ...     required_permissions = ("read",)
+        ...
+        ...     async def execute(self, args, ctx):
+        ...         import time
+        ...         return time.time()
+        >>> Now().required_permissions
+        ('read',)
+    """
+
+    name: str
+    """Unique name; the model calls the tool by it. Must match ``^[a-zA-Z0-9_-]{1,64}$``."""
+    description: str = ""
+    """What the tool does; the model reads it to decide when to call the tool."""
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012
+    """The JSON Schema of the arguments object."""
+    required_permissions: Sequence[Permission | str] = ()
+    """Permissions checked before each execution (built-in names or :class:`Permission`)."""
+
+    tags: Sequence[str] = ()
+    """Default tags a registry records when ``register()`` is given none."""
+    category: str | None = None
+    """Default category a registry records when ``register()`` is given none."""
+    version: str | None = None
+    """Default version a registry records when ``register()`` is given none."""
+
+    @abstractmethod
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Run the tool with JSON arguments and return a JSON-compatible result.
+
+        Raise a :class:`~agcore_tools.ToolError` subclass for expected failures; any
+        other exception is wrapped into a ``ToolExecutionError`` by the registry.
+        """
+
+    def definition(self) -> dict[str, Any]:
+        """The Chat Completions tool param for this tool.
+
+        Example:
+            >>> class T(BaseTool):
+            ...     name, description = "t", "A tool."
+            ...     async def execute(self, args, ctx): return None
+            >>> T().definition()["function"]["name"]
+            't'
+        """
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {getattr(self, 'name', '?')!r}>"

@@ -1,0 +1,242 @@
+"""Structured errors of the tool system and of the LLM loop.
+
+Every error raised by ``agcore_tools`` is a :class:`ToolError` or an :class:`LlmError`.
+Each has a one-line message naming what failed and why, and keeps the original
+exception as ``__cause__`` when there is one.
+
+Example:
+    >>> err = ToolNotFoundError("get_weather")
+    >>> str(err)
+    "tool 'get_weather' is not registered"
+    >>> err.is_recoverable()
+    False
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "InvalidArgumentsError",
+    "LlmError",
+    "MaxTurnsExceededError",
+    "McpError",
+    "McpNotInitializedError",
+    "McpTimeoutError",
+    "PermissionDeniedError",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolIOError",
+    "ToolNotFoundError",
+    "ToolTimeoutError",
+]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+class ToolError(Exception):
+    """Base of every tool-system error; also the seed's ``Other`` variant.
+
+    ``tool_name`` names the tool when the error concerns one. Errors of this base
+    class are recoverable: the loop sends their text back to the model.
+
+    Example:
+        >>> ToolError("registry is frozen").is_recoverable()
+        True
+    """
+
+    recoverable: bool = True
+
+    def __init__(self, message: str, *, tool_name: str | None = None) -> None:
+        super().__init__(_one_line(message))
+        self.tool_name = tool_name
+
+    @property
+    def message(self) -> str:
+        """The one-line message, without the class name.
+
+        Example:
+            >>> ToolError("boom").message
+            'boom'
+        """
+        return str(self.args[0]) if self.args else ""
+
+    def is_recoverable(self) -> bool:
+        """Whether a model can act on this error (seed §6 error table).
+
+        Recoverable errors are returned to the model as the tool's result text;
+        unrecoverable ones stop the tool loop.
+
+        Example:
+            >>> PermissionDeniedError("rm", "shell").is_recoverable()
+            False
+        """
+        return self.recoverable
+
+
+class ToolNotFoundError(ToolError):
+    """No tool of that name is registered (unrecoverable).
+
+    Example:
+        >>> str(ToolNotFoundError("nope"))
+        "tool 'nope' is not registered"
+    """
+
+    recoverable = False
+
+    def __init__(self, tool_name: str, detail: str | None = None) -> None:
+        message = f"tool '{tool_name}' is not registered"
+        super().__init__(f"{message}: {detail}" if detail else message, tool_name=tool_name)
+
+
+class ToolExecutionError(ToolError):
+    """The tool ran and failed; the model may retry differently (recoverable).
+
+    Example:
+        >>> str(ToolExecutionError("div", "ZeroDivisionError: division by zero"))
+        "tool 'div' failed: ZeroDivisionError: division by zero"
+    """
+
+    def __init__(self, tool_name: str, reason: str) -> None:
+        super().__init__(f"tool '{tool_name}' failed: {reason}", tool_name=tool_name)
+        self.reason = _one_line(reason)
+
+
+class ToolTimeoutError(ToolExecutionError):
+    """A local tool ran past its time limit and was cancelled (recoverable).
+
+    Example:
+        >>> str(ToolTimeoutError("slow", 1.5))
+        "tool 'slow' failed: timed out after 1.5 s"
+    """
+
+    def __init__(self, tool_name: str, timeout: float) -> None:
+        super().__init__(tool_name, f"timed out after {timeout:g} s")
+        self.timeout = timeout
+
+
+class InvalidArgumentsError(ToolError):
+    """The arguments did not match the tool's schema (recoverable).
+
+    ``errors`` lists one ``(field, problem)`` pair per bad field, so a model can
+    correct itself.
+
+    Example:
+        >>> e = InvalidArgumentsError("add", "b: Field required", errors=[("b", "Field required")])
+        >>> str(e)
+        "tool 'add' got invalid arguments: b: Field required"
+    """
+
+    def __init__(
+        self,
+        tool_name: str,
+        reason: str,
+        *,
+        errors: list[tuple[str, str]] | None = None,
+    ) -> None:
+        super().__init__(f"tool '{tool_name}' got invalid arguments: {reason}", tool_name=tool_name)
+        self.reason = _one_line(reason)
+        self.errors = errors or []
+
+
+class PermissionDeniedError(ToolError):
+    """The permission policy forbids the tool; it never ran (unrecoverable).
+
+    Example:
+        >>> str(PermissionDeniedError("rm", "shell", "is denied"))
+        "permission denied: tool 'rm' needs 'shell', which is denied"
+    """
+
+    recoverable = False
+
+    def __init__(
+        self, tool_name: str, permission: str | None, rule: str = "is not allowed"
+    ) -> None:
+        needs = f"needs '{permission}'" if permission else "declares no permissions"
+        super().__init__(
+            f"permission denied: tool '{tool_name}' {needs}, which {rule}", tool_name=tool_name
+        )
+        self.permission = permission
+        """The refused permission's name, or None when the tool declared none."""
+
+
+class McpError(ToolError):
+    """The MCP server or the link to it failed (unrecoverable).
+
+    Example:
+        >>> str(McpError("fs", "server exited with code 1"))
+        "MCP server 'fs': server exited with code 1"
+    """
+
+    recoverable = False
+
+    def __init__(self, server_name: str, reason: str, *, tool_name: str | None = None) -> None:
+        super().__init__(f"MCP server '{server_name}': {reason}", tool_name=tool_name)
+        self.server_name = server_name
+        self.reason = _one_line(reason)
+
+
+class McpNotInitializedError(McpError):
+    """An MCP client was used before ``connect()`` or after it became unusable.
+
+    Example:
+        >>> str(McpNotInitializedError("fs"))
+        "MCP server 'fs': not connected; call connect() first"
+    """
+
+    def __init__(
+        self,
+        server_name: str,
+        reason: str = "not connected; call connect() first",
+        *,
+        tool_name: str | None = None,
+    ) -> None:
+        super().__init__(server_name, reason, tool_name=tool_name)
+
+
+class McpTimeoutError(McpError):
+    """An MCP request got no answer within the client's timeout (unrecoverable).
+
+    Example:
+        >>> str(McpTimeoutError("fs", "tools/call 'read' timed out after 30 s"))
+        "MCP server 'fs': tools/call 'read' timed out after 30 s"
+    """
+
+
+class ToolIOError(ToolError):
+    """An I/O failure in the tool's environment (unrecoverable).
+
+    Example:
+        >>> ToolIOError("cannot open /tmp/x", tool_name="read").is_recoverable()
+        False
+    """
+
+    recoverable = False
+
+
+class LlmError(Exception):
+    """The LLM loop failed: an API error that survived retries, or a stopped loop.
+
+    The original exception (an OpenAI SDK error, or the unrecoverable
+    :class:`ToolError` that stopped the loop) is kept as ``__cause__``.
+
+    Example:
+        >>> str(LlmError("chat completion failed: 500 Internal Server Error"))
+        'chat completion failed: 500 Internal Server Error'
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_one_line(message))
+
+
+class MaxTurnsExceededError(LlmError):
+    """A new request would exceed ``CycleConfig.max_turns``; it was not sent.
+
+    Example:
+        >>> str(MaxTurnsExceededError(3))
+        'tool loop stopped: a new request would exceed max_turns=3'
+    """
+
+    def __init__(self, max_turns: int) -> None:
+        super().__init__(f"tool loop stopped: a new request would exceed max_turns={max_turns}")
+        self.max_turns = max_turns

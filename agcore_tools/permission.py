@@ -1,0 +1,229 @@
+"""Permissions a tool declares, and the static policy that checks them before a tool runs.
+
+Example:
+    >>> checker = PermissionChecker(PermissionConfig())
+    >>> checker.check("read_file", [Permission.READ]) is None
+    True
+    >>> checker.check("rm", ["shell"])
+    Traceback (most recent call last):
+    ...
+    agcore_tools.error.PermissionDeniedError: permission denied: tool 'rm' needs 'shell', which is denied
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from .error import PermissionDeniedError, ToolError
+
+__all__ = ["Permission", "PermissionChecker", "PermissionConfig", "PermissionLike"]
+
+
+@dataclass(frozen=True, slots=True)
+class Permission:
+    """A permission a tool needs: one of the built-ins or a namespaced custom one.
+
+    Built-ins are class attributes (``Permission.READ`` ...). Custom permissions come from
+    :meth:`custom`; they never equal a built-in, even with the same name.
+
+    Example:
+        >>> Permission.custom("db:write") == Permission.custom("db:write")
+        True
+        >>> Permission.custom("read") == Permission.READ
+        False
+        >>> Permission.parse("read") is Permission.READ
+        True
+    """
+
+    name: str
+    """The permission's name: ``"read"`` for a built-in, ``"ns:name"`` for a custom one."""
+    is_custom: bool = False
+    """True for permissions made with :meth:`custom`."""
+
+    READ: ClassVar[Permission]
+    WRITE: ClassVar[Permission]
+    DELETE: ClassVar[Permission]
+    NETWORK: ClassVar[Permission]
+    SHELL: ClassVar[Permission]
+    FILESYSTEM: ClassVar[Permission]
+    _BUILTINS: ClassVar[dict[str, Permission]]
+
+    @classmethod
+    def custom(cls, name: str) -> Permission:
+        """A custom permission, by convention namespaced as ``"ns:name"``.
+
+        Example:
+            >>> Permission.custom("billing:refund")
+            Permission.custom('billing:refund')
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise ToolError(f"custom permission name must be a non-empty string, got {name!r}")
+        return cls(name, True)
+
+    @classmethod
+    def parse(cls, value: PermissionLike) -> Permission:
+        """A permission from a :class:`Permission` or a built-in's name (``"read"``, ...).
+
+        Example:
+            >>> Permission.parse("network")
+            Permission.NETWORK
+        """
+        if isinstance(value, Permission):
+            return value
+        if isinstance(value, str):
+            builtin = cls._BUILTINS.get(value.lower())
+            if builtin is not None:
+                return builtin
+            names = ", ".join(cls._BUILTINS)
+            raise ToolError(
+                f"unknown permission {value!r}: built-ins are {names}; "
+                f"use Permission.custom({value!r}) for a custom one"
+            )
+        raise ToolError(
+            f"a permission must be a Permission or a string, got {type(value).__name__}"
+        )
+
+    @classmethod
+    def parse_all(cls, values: Iterable[PermissionLike] | None) -> tuple[Permission, ...]:
+        """Parse many permissions, dropping repeats and keeping their first order.
+
+        Example:
+            >>> Permission.parse_all(["read", Permission.READ, "write"])
+            (Permission.READ, Permission.WRITE)
+        """
+        if values is None:
+            return ()
+        if isinstance(values, (str, Permission)):
+            values = [values]
+        return tuple(dict.fromkeys(cls.parse(v) for v in values))
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        if self.is_custom:
+            return f"Permission.custom({self.name!r})"
+        return f"Permission.{self.name.upper()}"
+
+
+PermissionLike = Permission | str
+"""A :class:`Permission`, or the name of a built-in one such as ``"read"``."""
+
+Permission._BUILTINS = {}
+for _name in ("read", "write", "delete", "network", "shell", "filesystem"):
+    _builtin = Permission(_name)
+    Permission._BUILTINS[_name] = _builtin
+    setattr(Permission, _name.upper(), _builtin)
+
+
+def _permission_set(values: Iterable[PermissionLike]) -> frozenset[Permission]:
+    return frozenset(Permission.parse_all(values))
+
+
+@dataclass(frozen=True)
+class PermissionConfig:
+    """The static permission policy; the defaults are the seed's.
+
+    Example:
+        >>> cfg = PermissionConfig(allowed=["read"], denied=[], allow_unspecified=False)
+        >>> Permission.READ in cfg.allowed
+        True
+    """
+
+    allowed: frozenset[Permission] = field(
+        default_factory=lambda: frozenset({Permission.READ, Permission.NETWORK})
+    )
+    """Permissions that pass. A non-empty set is a whitelist: anything else is refused."""
+    denied: frozenset[Permission] = field(
+        default_factory=lambda: frozenset({Permission.DELETE, Permission.SHELL})
+    )
+    """Permissions that are always refused; they win over ``allowed``."""
+    allow_unspecified: bool = True
+    """With an empty ``allowed``, whether other permissions pass; also whether a tool
+    that declares no permissions may run."""
+
+    def __post_init__(self) -> None:
+        # Accept any iterable of permissions or names, store an immutable set.
+        object.__setattr__(self, "allowed", _permission_set(self.allowed))
+        object.__setattr__(self, "denied", _permission_set(self.denied))
+
+
+class PermissionChecker:
+    """Checks a tool's declared permissions against a :class:`PermissionConfig`.
+
+    Rules, in order, for each permission: denied wins; allowed passes; a non-empty
+    allowed list is a whitelist; with an empty allowed list, ``allow_unspecified``
+    decides. A tool that declares no permissions passes iff ``allow_unspecified``.
+
+    Example:
+        >>> checker = PermissionChecker(PermissionConfig(allowed=[], denied=["shell"]))
+        >>> checker.check("fetch", ["network"]) is None
+        True
+        >>> checker.is_allowed(["shell"])
+        False
+    """
+
+    __slots__ = ("_cache", "config")
+
+    def __init__(self, config: PermissionConfig | None = None) -> None:
+        self.config = config if config is not None else PermissionConfig()
+        # Verdicts depend only on the (immutable) config and the permission tuple,
+        # so they are memoised: the check sits on every invoke's hot path.
+        self._cache: dict[tuple[PermissionLike, ...], tuple[Permission | None, str] | None] = {}
+
+    def _first_refusal(
+        self, permissions: tuple[PermissionLike, ...]
+    ) -> tuple[Permission | None, str] | None:
+        try:
+            return self._cache[permissions]
+        except KeyError:
+            pass
+        cfg = self.config
+        verdict: tuple[Permission | None, str] | None = None
+        parsed = Permission.parse_all(permissions)
+        if not parsed and not cfg.allow_unspecified:
+            verdict = (None, "is not allowed (allow_unspecified is off)")
+        for perm in parsed:
+            if perm in cfg.denied:
+                verdict = (perm, "is denied")
+            elif perm in cfg.allowed:
+                continue
+            elif cfg.allowed:
+                verdict = (perm, "is not in the allowed list")
+            elif not cfg.allow_unspecified:
+                verdict = (perm, "is not allowed (allow_unspecified is off)")
+            else:
+                continue
+            break
+        if len(self._cache) < 4096:
+            self._cache[permissions] = verdict
+        return verdict
+
+    def check(self, tool_name: str, permissions: Iterable[PermissionLike]) -> None:
+        """Return None if the tool may run, else raise :class:`PermissionDeniedError`.
+
+        Example:
+            >>> PermissionChecker().check("rm", [Permission.DELETE])
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.PermissionDeniedError: permission denied: tool 'rm' needs 'delete', which is denied
+        """
+        key = permissions if isinstance(permissions, tuple) else tuple(permissions)
+        refusal = self._first_refusal(key)
+        if refusal is not None:
+            perm, rule = refusal
+            raise PermissionDeniedError(tool_name, perm.name if perm else None, rule)
+
+    def is_allowed(self, permissions: Iterable[PermissionLike]) -> bool:
+        """Whether a tool declaring these permissions may run.
+
+        Example:
+            >>> PermissionChecker().is_allowed(["read"])
+            True
+        """
+        return self._first_refusal(tuple(permissions)) is None
+
+    def __repr__(self) -> str:
+        return f"PermissionChecker({self.config!r})"

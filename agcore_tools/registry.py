@@ -1,0 +1,617 @@
+"""The tool registry: registration, discovery, permission checks and execution.
+
+Example:
+    >>> import asyncio
+    >>> from agcore_tools import ToolRegistry
+    >>> registry = ToolRegistry()
+    >>> @registry.tool
+    ... async def add(a: int, b: int) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> asyncio.run(registry.invoke("add", {"a": 2, "b": 3})).result()
+    5
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
+
+from ._aio import with_timeout
+from .base import BaseTool, ToolContext
+from .error import (
+    InvalidArgumentsError,
+    ToolError,
+    ToolExecutionError,
+    ToolNotFoundError,
+    ToolTimeoutError,
+)
+from .permission import Permission, PermissionChecker
+
+if TYPE_CHECKING:
+    from .decorator import FunctionTool
+
+__all__ = [
+    "ToolCall",
+    "ToolEntry",
+    "ToolInvocation",
+    "ToolRegistry",
+    "ToolStats",
+    "default_registry",
+]
+
+logger = logging.getLogger("agcore_tools.registry")
+
+TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+"""The names OpenAI-compatible APIs accept for function tools."""
+
+
+@dataclass(slots=True)
+class ToolStats:
+    """Call counters of one registered tool.
+
+    Example:
+        >>> stats = ToolStats(calls=4, failures=1, total_seconds=0.2)
+        >>> round(stats.mean_seconds, 3)
+        0.05
+    """
+
+    calls: int = 0
+    """Executions started (not counting not-found or permission-denied calls)."""
+    failures: int = 0
+    """Executions that ended with an error."""
+    total_seconds: float = 0.0
+    """Wall time spent in executions."""
+
+    @property
+    def mean_seconds(self) -> float:
+        """Mean wall time per execution, 0.0 before the first one."""
+        return self.total_seconds / self.calls if self.calls else 0.0
+
+
+@dataclass(slots=True)
+class ToolEntry:
+    """A registered tool with its metadata (seed §9.B).
+
+    Example:
+        >>> entry = ToolRegistry().register(_ExampleTool(), tags=["demo"])
+        >>> entry.name, entry.tags
+        ('example', ('demo',))
+    """
+
+    tool: BaseTool
+    """The tool itself."""
+    tags: tuple[str, ...] = ()
+    """Free-form labels for :meth:`ToolRegistry.find_by_tag`."""
+    category: str | None = None
+    """One group name for :meth:`ToolRegistry.groups`, such as ``"memory"``."""
+    version: str | None = None
+    """The tool's version, if it has one."""
+    stats: ToolStats = field(default_factory=ToolStats)
+    """Call counters, updated by every execution through the registry."""
+    permissions: tuple[Permission, ...] = ()
+    """The tool's required permissions, parsed once at registration."""
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.tool.name
+
+
+@dataclass(slots=True)
+class ToolInvocation:
+    """The record of one tool call: what went in, what came out, how long it took.
+
+    Example:
+        >>> inv = ToolInvocation("add", {"a": 1, "b": 2}, output=3)
+        >>> inv.ok, inv.result()
+        (True, 3)
+    """
+
+    tool_name: str
+    """The name the call asked for."""
+    input: Any
+    """The arguments as given."""
+    output: Any = None
+    """The JSON-compatible result, or None when the call failed."""
+    error: ToolError | None = None
+    """What went wrong, or None when the call succeeded."""
+    call_id: str | None = None
+    """The model's tool call id, when there is one."""
+    duration: float = 0.0
+    """Seconds spent executing (0.0 when the tool never ran)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the call succeeded."""
+        return self.error is None
+
+    def result(self) -> Any:
+        """Return the output, or raise the error.
+
+        Example:
+            >>> ToolInvocation("x", {}, error=ToolError("bad")).result()
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.ToolError: bad
+        """
+        if self.error is not None:
+            raise self.error
+        return self.output
+
+
+class ToolCall(NamedTuple):
+    """One call for :meth:`ToolRegistry.invoke_all`: a name, its arguments and an id.
+
+    Plain ``(name, args)`` tuples work too.
+
+    Example:
+        >>> ToolCall("add", {"a": 1, "b": 2}, call_id="call_0").call_id
+        'call_0'
+    """
+
+    name: str
+    """The tool's name."""
+    args: Any
+    """The arguments object (a mapping)."""
+    call_id: str | None = None
+    """The model's tool call id, if any."""
+
+
+_default_registry: ToolRegistry | None = None
+_active_registry: contextvars.ContextVar[ToolRegistry | None] = contextvars.ContextVar(
+    "agcore_tools_active_registry", default=None
+)
+
+
+def default_registry() -> ToolRegistry:
+    """The process-wide registry that ``@tool`` fills outside any ``as_default()`` block.
+
+    Example:
+        >>> default_registry() is default_registry()
+        True
+    """
+    global _default_registry
+    if _default_registry is None:
+        _default_registry = ToolRegistry()
+    return _default_registry
+
+
+def active_registry() -> ToolRegistry:
+    """The registry ``@tool`` registers into right now (see :meth:`ToolRegistry.as_default`)."""
+    registry = _active_registry.get()
+    return registry if registry is not None else default_registry()
+
+
+def _redefinition_key(tool: BaseTool) -> tuple[str, str] | None:
+    # Re-running a notebook cell re-decorates the same function: that replaces the
+    # old tool instead of failing. Anything else with the same name is a collision.
+    return getattr(tool, "_redefinition_key", None)
+
+
+class ToolRegistry:
+    """Holds tools by name and runs them with permission checks, timeouts and stats.
+
+    Registration order is kept everywhere (``list_tools``, ``definitions``), so the
+    tool list sent to a model is byte-stable across requests, which keeps provider
+    prompt caches warm.
+
+    Example:
+        >>> from agcore_tools import PermissionChecker, PermissionConfig
+        >>> registry = ToolRegistry(PermissionChecker(PermissionConfig()))
+        >>> registry.list_tools()
+        []
+    """
+
+    def __init__(self, permission_checker: PermissionChecker | None = None) -> None:
+        self._entries: dict[str, ToolEntry] = {}
+        self._permission_checker = permission_checker
+        self._definitions: dict[str, list[dict[str, Any]]] = {}
+
+    # -- configuration -------------------------------------------------------------
+
+    @property
+    def permission_checker(self) -> PermissionChecker | None:
+        """The checker consulted before each execution, or None (no checks)."""
+        return self._permission_checker
+
+    def with_permission_checker(self, checker: PermissionChecker | None) -> ToolRegistry:
+        """Set the permission checker and return this registry, for chaining.
+
+        Example:
+            >>> registry = ToolRegistry().with_permission_checker(PermissionChecker())
+            >>> registry.permission_checker is not None
+            True
+        """
+        self._permission_checker = checker
+        return self
+
+    @contextmanager
+    def as_default(self) -> Iterator[ToolRegistry]:
+        """Make this registry the one ``@tool`` registers into, within the block.
+
+        The setting is context-local: concurrent tasks each see their own.
+
+        Example:
+            >>> from agcore_tools import tool
+            >>> scoped = ToolRegistry()
+            >>> with scoped.as_default():
+            ...     @tool
+            ...     def ping() -> str:
+            ...         '''Answer pong.'''
+            ...         return "pong"
+            >>> scoped.list_tools()
+            ['ping']
+        """
+        token = _active_registry.set(self)
+        try:
+            yield self
+        finally:
+            _active_registry.reset(token)
+
+    @overload
+    def tool(self, func: Callable[..., Any], /) -> FunctionTool[..., Any]: ...
+
+    @overload
+    def tool(
+        self, func: None = None, /, **options: Any
+    ) -> Callable[[Callable[..., Any]], FunctionTool[..., Any]]: ...
+
+    def tool(
+        self, func: Callable[..., Any] | None = None, /, **options: Any
+    ) -> FunctionTool[..., Any] | Callable[[Callable[..., Any]], FunctionTool[..., Any]]:
+        """``@registry.tool`` or ``@registry.tool(name=..., permissions=...)``: like
+        :func:`~agcore_tools.tool`, registering into this registry.
+
+        Example:
+            >>> registry = ToolRegistry()
+            >>> @registry.tool(permissions=["read"], tags=["math"])
+            ... def square(x: float) -> float:
+            ...     '''Square a number.'''
+            ...     return x * x
+            >>> registry.find_by_tag("math")[0].name
+            'square'
+        """
+        from .decorator import tool
+
+        decorate = tool(registry=self, **options)
+        return decorate if func is None else decorate(func)
+
+    # -- registration --------------------------------------------------------------
+
+    def _make_entry(
+        self,
+        tool: BaseTool,
+        tags: Iterable[str] | None,
+        category: str | None,
+        version: str | None,
+    ) -> ToolEntry:
+        if not isinstance(tool, BaseTool):
+            raise ToolError(f"cannot register {tool!r}: it is not a BaseTool")
+        name = getattr(tool, "name", None)
+        if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+            raise ToolError(
+                f"cannot register tool {name!r}: names must match {TOOL_NAME_PATTERN.pattern}",
+                tool_name=name if isinstance(name, str) else None,
+            )
+        return ToolEntry(
+            tool=tool,
+            tags=tuple(tags if tags is not None else getattr(tool, "tags", ()) or ()),
+            category=category if category is not None else getattr(tool, "category", None),
+            version=version if version is not None else getattr(tool, "version", None),
+            permissions=Permission.parse_all(tool.required_permissions),
+        )
+
+    def _check_free(self, entry: ToolEntry) -> None:
+        existing = self._entries.get(entry.name)
+        if existing is None:
+            return
+        key = _redefinition_key(entry.tool)
+        if key is not None and key == _redefinition_key(existing.tool):
+            return
+        raise ToolError(
+            f"cannot register tool '{entry.name}': a tool of that name is already registered "
+            f"({existing.tool!r}); unregister it first or choose another name",
+            tool_name=entry.name,
+        )
+
+    def _add(self, entry: ToolEntry) -> None:
+        if entry.name in self._entries:
+            logger.debug("tool %r redefined; replacing the earlier definition", entry.name)
+        self._entries[entry.name] = entry
+        self._definitions.clear()
+
+    def register(
+        self,
+        tool: BaseTool,
+        *,
+        tags: Iterable[str] | None = None,
+        category: str | None = None,
+        version: str | None = None,
+    ) -> ToolEntry:
+        """Add a tool. Raises :class:`ToolError` for a taken or malformed name.
+
+        ``tags``, ``category`` and ``version`` default to the tool's own attributes
+        (which ``@tool`` sets from its options).
+
+        Example:
+            >>> registry = ToolRegistry()
+            >>> registry.register(_ExampleTool(), category="demo").category
+            'demo'
+            >>> registry.register(_ExampleTool())
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.ToolError: cannot register tool 'example': a tool of that name is already registered (<_ExampleTool 'example'>); unregister it first or choose another name
+        """
+        entry = self._make_entry(tool, tags, category, version)
+        self._check_free(entry)
+        self._add(entry)
+        return entry
+
+    def register_all(self, tools: Iterable[BaseTool]) -> list[ToolEntry]:
+        """Add several tools, all or none: on any error nothing is registered.
+
+        Example:
+            >>> len(ToolRegistry().register_all([_ExampleTool()]))
+            1
+        """
+        entries = [self._make_entry(t, None, None, None) for t in tools]
+        seen: set[str] = set()
+        for entry in entries:
+            if entry.name in seen:
+                raise ToolError(
+                    f"cannot register tool '{entry.name}': it appears twice in the batch",
+                    tool_name=entry.name,
+                )
+            seen.add(entry.name)
+            self._check_free(entry)
+        for entry in entries:
+            self._add(entry)
+        return entries
+
+    def unregister(self, name: str) -> BaseTool | None:
+        """Remove a tool by name; return it, or None if there was none.
+
+        Example:
+            >>> ToolRegistry().unregister("missing") is None
+            True
+        """
+        entry = self._entries.pop(name, None)
+        if entry is None:
+            return None
+        self._definitions.clear()
+        return entry.tool
+
+    # -- discovery -----------------------------------------------------------------
+
+    def get(self, name: str) -> BaseTool | None:
+        """The tool of that name, or None."""
+        entry = self._entries.get(name)
+        return entry.tool if entry is not None else None
+
+    def entry(self, name: str) -> ToolEntry | None:
+        """The :class:`ToolEntry` of that name, or None."""
+        return self._entries.get(name)
+
+    def entries(self) -> list[ToolEntry]:
+        """Every entry, in registration order."""
+        return list(self._entries.values())
+
+    def list_tools(self) -> list[str]:
+        """Tool names in registration order."""
+        return list(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[BaseTool]:
+        return (entry.tool for entry in list(self._entries.values()))
+
+    def definitions(self, api: Literal["chat", "responses"] = "chat") -> list[dict[str, Any]]:
+        """Tool params for a model request, in registration order.
+
+        ``api="chat"`` (default) gives Chat Completions params
+        (``{"type": "function", "function": {...}}``); ``api="responses"`` gives the
+        flat Responses API function tools.
+
+        Example:
+            >>> registry = ToolRegistry()
+            >>> _ = registry.register(_ExampleTool())
+            >>> registry.definitions()[0]["function"]["name"]
+            'example'
+            >>> registry.definitions(api="responses")[0]["name"]
+            'example'
+        """
+        cached = self._definitions.get(api)
+        if cached is None:
+            if api == "chat":
+                cached = [entry.tool.definition() for entry in self._entries.values()]
+            elif api == "responses":
+                cached = [_responses_definition(entry.tool) for entry in self._entries.values()]
+            else:
+                raise ToolError(f"unknown api {api!r}: expected 'chat' or 'responses'")
+            self._definitions[api] = cached
+        return list(cached)
+
+    def find_by_tag(self, tag: str) -> list[ToolEntry]:
+        """Entries carrying ``tag``, in registration order."""
+        return [entry for entry in self._entries.values() if tag in entry.tags]
+
+    def find_by_category(self, category: str) -> list[ToolEntry]:
+        """Entries of ``category``, in registration order."""
+        return [entry for entry in self._entries.values() if entry.category == category]
+
+    def groups(self) -> dict[str | None, list[ToolEntry]]:
+        """Entries grouped by category (None for uncategorised), in registration order."""
+        grouped: dict[str | None, list[ToolEntry]] = {}
+        for entry in self._entries.values():
+            grouped.setdefault(entry.category, []).append(entry)
+        return grouped
+
+    # -- execution -----------------------------------------------------------------
+
+    def _authorise(self, entry: ToolEntry) -> None:
+        if self._permission_checker is not None:
+            self._permission_checker.check(entry.name, entry.permissions)
+
+    async def _execute(
+        self, entry: ToolEntry, args: Any, ctx: ToolContext, call_id: str | None
+    ) -> ToolInvocation:
+        name = entry.tool.name
+        stats = entry.stats
+        error: ToolError | None = None
+        output: Any = None
+        started = time.perf_counter()
+        try:
+            if not isinstance(args, Mapping):
+                raise InvalidArgumentsError(
+                    name, f"arguments must be a JSON object, got {type(args).__name__}"
+                )
+            output = await entry.tool.execute(args if type(args) is dict else dict(args), ctx)
+        except ToolError as exc:
+            error = exc
+        except Exception as exc:  # noqa: BLE001 - any failure becomes a structured error
+            error = ToolExecutionError(name, f"{type(exc).__name__}: {exc}")
+            error.__cause__ = exc
+        except asyncio.CancelledError:
+            stats.calls += 1
+            stats.failures += 1
+            stats.total_seconds += time.perf_counter() - started
+            raise
+        duration = time.perf_counter() - started
+        stats.calls += 1
+        stats.total_seconds += duration
+        if error is not None:
+            stats.failures += 1
+            logger.debug("tool %r failed: %s", name, error)
+        return ToolInvocation(name, args, output, error, call_id, duration)
+
+    async def invoke(
+        self, name: str, args: Mapping[str, Any], ctx: ToolContext | None = None
+    ) -> ToolInvocation:
+        """Look up, check permissions, then execute one tool.
+
+        Raises :class:`ToolNotFoundError` for an unknown name and
+        :class:`PermissionDeniedError` when the policy refuses (the tool never runs).
+        Failures during execution are recorded in the returned invocation, not raised.
+
+        Example:
+            >>> registry = ToolRegistry()
+            >>> _ = registry.register(_ExampleTool())
+            >>> asyncio.run(registry.invoke("example", {})).output
+            'ok'
+        """
+        entry = self._entries.get(name)
+        if entry is None:
+            raise ToolNotFoundError(name)
+        self._authorise(entry)
+        if ctx is None:
+            ctx = ToolContext()
+        return await self._execute(entry, args, ctx, ctx.call_id)
+
+    async def _invoke_guarded(
+        self, call: ToolCall, ctx: ToolContext, timeout: float | None
+    ) -> ToolInvocation:
+        name, args, call_id = call
+        entry = self._entries.get(name)
+        try:
+            if entry is None:
+                raise ToolNotFoundError(name)
+            self._authorise(entry)
+        except ToolError as exc:
+            return ToolInvocation(name, args, error=exc, call_id=call_id)
+        call_ctx = ctx.for_call(call_id)
+        try:
+            return await with_timeout(self._execute(entry, args, call_ctx, call_id), timeout)
+        except TimeoutError as exc:
+            # The execution was cancelled; a sync tool still running in its thread
+            # can see it through the context's cancellation token.
+            call_ctx.cancellation.cancel()
+            error = ToolTimeoutError(name, timeout or 0.0)
+            error.__cause__ = exc
+            return ToolInvocation(name, args, error=error, call_id=call_id, duration=timeout or 0.0)
+
+    async def invoke_all(
+        self,
+        calls: Iterable[ToolCall | tuple[Any, ...]],
+        *,
+        ctx: ToolContext | None = None,
+        timeout: float | None = 60.0,
+    ) -> list[ToolInvocation]:
+        """Run many calls concurrently; results come back in input order.
+
+        Each call has its own ``timeout`` (seconds, None for none), after which it is
+        cancelled and its invocation holds a :class:`ToolTimeoutError`. Nothing is
+        raised: not-found and permission errors are recorded in the invocations too.
+        Cancelling the caller cancels every call still running.
+
+        Example:
+            >>> registry = ToolRegistry()
+            >>> _ = registry.register(_ExampleTool())
+            >>> results = asyncio.run(registry.invoke_all([("example", {}), ("nope", {})]))
+            >>> [r.ok for r in results]
+            [True, False]
+        """
+        normalised = [_as_call(call) for call in calls]
+        if ctx is None:
+            ctx = ToolContext()
+        if not normalised:
+            return []
+        if len(normalised) == 1:
+            return [await self._invoke_guarded(normalised[0], ctx, timeout)]
+        tasks = [
+            asyncio.ensure_future(self._invoke_guarded(call, ctx, timeout)) for call in normalised
+        ]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+
+    # -- presentation --------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"<ToolRegistry tools={self.list_tools()!r}>"
+
+
+def _as_call(call: ToolCall | Sequence[Any]) -> ToolCall:
+    if isinstance(call, ToolCall):
+        return call
+    if isinstance(call, tuple) and len(call) in (2, 3):
+        return ToolCall(*call)
+    raise ToolError(
+        f"invoke_all() takes (name, args) pairs, (name, args, call_id) triples or ToolCall "
+        f"objects, got {call!r}"
+    )
+
+
+def _responses_definition(tool: BaseTool) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
+        "strict": False,
+    }
+
+
+class _ExampleTool(BaseTool):
+    """A do-nothing tool used by this module's doctests."""
+
+    name = "example"
+    description = "Return 'ok'."
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        return "ok"
