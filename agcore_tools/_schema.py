@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -141,6 +142,15 @@ class FunctionSchema:
     """``(model field, parameter)`` pairs for parameters whose names pydantic reserves."""
 
 
+def _caller_locals() -> dict[str, Any]:
+    # The first frame outside this package is where the function was defined (for a
+    # decorator); its locals resolve string annotations naming local classes.
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("agcore_tools."):
+        frame = frame.f_back  # type: ignore[assignment]
+    return dict(frame.f_locals) if frame is not None else {}
+
+
 def function_schema(
     func: Callable[..., Any], *, name: str | None = None, description: str | None = None
 ) -> FunctionSchema:
@@ -155,7 +165,10 @@ def function_schema(
     # Callable objects keep their annotations on __call__.
     annotated = func if inspect.isroutine(func) else type(func).__call__
     try:
-        hints = typing.get_type_hints(annotated, include_extras=True)
+        try:
+            hints = typing.get_type_hints(annotated, include_extras=True)
+        except NameError:
+            hints = typing.get_type_hints(annotated, localns=_caller_locals(), include_extras=True)
     except Exception as exc:
         raise ToolError(
             f"cannot make tool '{tool_name}': its annotations do not resolve ({exc})"

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agcore_tools import BaseTool, CancellationToken, Permission, ToolContext, ToolRegistry
+
+
+class WeatherTool(BaseTool):
+    """The seed's §7 example, written the Python way: plain class attributes."""
+
+    name = "get_weather"
+    description = "Current weather of a city."
+    parameters = {  # noqa: RUF012
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "City name"}},
+        "required": ["city"],
+    }
+    required_permissions = ("network",)
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        return {"city": args["city"], "temperature": 22, "unit": "°C", "session": ctx.session_id}
+
+
+async def test_subclass_with_plain_class_attributes_registers_and_runs() -> None:
+    registry = ToolRegistry()
+    entry = registry.register(WeatherTool())
+    assert entry.permissions == (Permission.NETWORK,)
+    assert registry.definitions() == [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Current weather of a city.",
+                "parameters": WeatherTool.parameters,
+            },
+        }
+    ]
+    ctx = ToolContext(session_id="s1")
+    result = await registry.invoke("get_weather", {"city": "Beijing"}, ctx)
+    assert result.output == {"city": "Beijing", "temperature": 22, "unit": "°C", "session": "s1"}
+
+
+def test_abstract_execute_is_enforced() -> None:
+    class Incomplete(BaseTool):
+        name = "x"
+
+    with pytest.raises(TypeError):
+        Incomplete()  # type: ignore[abstract]
+
+
+def test_context_defaults_are_fresh() -> None:
+    a, b = ToolContext(), ToolContext()
+    assert a.session_id != b.session_id and a.trace_id != b.trace_id
+    assert a.call_id is None and not a.cancelled
+
+
+def test_for_call_shares_session_and_links_cancellation() -> None:
+    parent = ToolContext(metadata={"user": "ann"})
+    child = parent.for_call("call_7")
+    assert (child.session_id, child.trace_id, child.call_id) == (
+        parent.session_id,
+        parent.trace_id,
+        "call_7",
+    )
+    assert child.metadata is parent.metadata
+    child.cancellation.cancel()
+    assert child.cancelled and not parent.cancelled
+    sibling = parent.for_call("call_8")
+    parent.cancellation.cancel()
+    assert sibling.cancelled
+
+
+async def test_cancellation_can_be_awaited() -> None:
+    token = CancellationToken()
+    waiter = asyncio.create_task(token.wait())
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    token.cancel()
+    await asyncio.wait_for(waiter, 1)
+    assert token.cancelled
+    # A child of a cancelled token starts cancelled.
+    await asyncio.wait_for(token.child().wait(), 1)

@@ -1,0 +1,294 @@
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+from datetime import date
+from typing import Annotated, Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from agcore_tools import (
+    BaseTool,
+    FunctionTool,
+    InvalidArgumentsError,
+    Permission,
+    ToolContext,
+    ToolError,
+    ToolExecutionError,
+    ToolRegistry,
+    ToolTimeoutError,
+    default_registry,
+    tool,
+)
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    return ToolRegistry()
+
+
+def test_bare_decorator_builds_a_callable_basetool(registry: ToolRegistry) -> None:
+    with registry.as_default():
+
+        @tool
+        def add(a: int, b: int) -> int:
+            """Add two integers."""
+            return a + b
+
+    assert isinstance(add, BaseTool) and isinstance(add, FunctionTool)
+    assert add(2, 3) == 5 and add(a=1, b=1) == 2
+    assert add.__name__ == "add" and add.__doc__ == "Add two integers."
+    assert add.name == "add" and add.description == "Add two integers."
+    assert registry.get("add") is add
+
+
+def test_options_are_applied(registry: ToolRegistry) -> None:
+    @tool(
+        name="fetch_page",
+        description="Fetch a web page.",
+        permissions=["network", Permission.custom("http:get")],
+        tags=["web"],
+        category="io",
+        version="2",
+        timeout=3,
+        registry=registry,
+    )
+    async def fetch(url: str) -> str:
+        return url
+
+    assert fetch.name == "fetch_page" and fetch.description == "Fetch a web page."
+    assert fetch.required_permissions == (Permission.NETWORK, Permission.custom("http:get"))
+    entry = registry.entry("fetch_page")
+    assert entry is not None
+    assert (entry.tags, entry.category, entry.version) == (("web",), "io", "2")
+    assert fetch.timeout == 3
+
+
+def test_registry_tool_method_bare_and_with_options(registry: ToolRegistry) -> None:
+    @registry.tool
+    def one() -> int:
+        return 1
+
+    @registry.tool(name="two_alias")
+    def two() -> int:
+        return 2
+
+    assert registry.list_tools() == ["one", "two_alias"]
+    assert "one" not in default_registry()
+
+
+async def test_validation_errors_name_each_bad_field(registry: ToolRegistry) -> None:
+    @registry.tool
+    def book(city: str, nights: int, when: date) -> str:
+        return f"{city} {nights} {when}"
+
+    inv = await registry.invoke("book", {"nights": "many", "when": "2026-13-40", "extra": 1})
+    assert not inv.ok
+    error = inv.error
+    assert isinstance(error, InvalidArgumentsError)
+    fields = [name for name, _ in error.errors]
+    assert fields == ["city", "nights", "when", "extra"]
+    text = str(error)
+    assert text.startswith("tool 'book' got invalid arguments: city: Field required")
+    assert "nights: Input should be a valid integer" in text and "'many'" in text
+    assert "extra: Extra inputs are not permitted" in text
+    assert "\n" not in text
+
+
+async def test_lax_coercion_and_defaults(registry: ToolRegistry) -> None:
+    @registry.tool
+    async def scale(x: float, factor: int = 2) -> float:
+        return x * factor
+
+    assert (await registry.invoke("scale", {"x": "1.5"})).output == 3.0
+
+
+async def test_sync_functions_run_in_a_worker_thread(registry: ToolRegistry) -> None:
+    loop_thread = threading.get_ident()
+
+    @registry.tool
+    def where() -> int:
+        time.sleep(0.05)
+        return threading.get_ident()
+
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        for _ in range(4):
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    inv, _ = await asyncio.gather(registry.invoke("where", {}), ticker())
+    assert inv.output != loop_thread
+    assert ticks == 4  # the loop kept running while the tool blocked
+
+
+async def test_return_values_become_json_compatible(registry: ToolRegistry) -> None:
+    class Weather(BaseModel):
+        city: str
+        day: date
+
+    @dataclass
+    class Point:
+        x: int
+        y: int
+
+    @registry.tool
+    def model() -> Weather:
+        return Weather(city="Rome", day=date(2026, 1, 2))
+
+    @registry.tool
+    def dc() -> list[Point]:
+        return [Point(1, 2)]
+
+    @registry.tool
+    def mixed() -> dict[str, Any]:
+        return {"when": date(2026, 1, 2), "items": (1, 2), "set": {3}}
+
+    assert (await registry.invoke("model", {})).output == {"city": "Rome", "day": "2026-01-02"}
+    assert (await registry.invoke("dc", {})).output == [{"x": 1, "y": 2}]
+    assert (await registry.invoke("mixed", {})).output == {
+        "when": "2026-01-02",
+        "items": [1, 2],
+        "set": [3],
+    }
+
+
+async def test_exceptions_become_execution_errors_with_cause(registry: ToolRegistry) -> None:
+    @registry.tool
+    def divide(a: float, b: float) -> float:
+        return a / b
+
+    @registry.tool
+    async def picky() -> None:
+        raise InvalidArgumentsError("picky", "custom reason")
+
+    inv = await registry.invoke("divide", {"a": 1, "b": 0})
+    assert isinstance(inv.error, ToolExecutionError)
+    assert isinstance(inv.error.__cause__, ZeroDivisionError)
+    assert str(inv.error) == "tool 'divide' failed: ZeroDivisionError: float division by zero"
+    passed = await registry.invoke("picky", {})
+    assert type(passed.error) is InvalidArgumentsError
+    assert passed.error.reason == "custom reason"
+
+
+async def test_unserialisable_return_is_an_execution_error(registry: ToolRegistry) -> None:
+    @registry.tool
+    def weird() -> object:
+        return object()
+
+    inv = await registry.invoke("weird", {})
+    assert isinstance(inv.error, ToolExecutionError)
+    assert "not JSON-compatible" in str(inv.error)
+
+
+async def test_context_is_injected(registry: ToolRegistry) -> None:
+    @registry.tool
+    async def whoami(greeting: str, ctx: ToolContext) -> str:
+        return f"{greeting} {ctx.session_id} {ctx.call_id}"
+
+    assert "ctx" not in whoami.parameters["properties"]
+    ctx = ToolContext(session_id="S", call_id="C")
+    assert (await registry.invoke("whoami", {"greeting": "hi"}, ctx)).output == "hi S C"
+
+
+async def test_tool_timeout_cancels_and_signals(registry: ToolRegistry) -> None:
+    cancelled = asyncio.Event()
+    seen: list[bool] = []
+
+    @registry.tool(timeout=0.05)
+    async def slow() -> None:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    @registry.tool(timeout=0.05)
+    def slow_sync(ctx: ToolContext) -> None:
+        deadline = time.monotonic() + 2
+        while not ctx.cancelled and time.monotonic() < deadline:
+            time.sleep(0.005)
+        seen.append(ctx.cancelled)
+
+    started = time.perf_counter()
+    inv = await registry.invoke("slow", {})
+    assert time.perf_counter() - started < 1
+    assert isinstance(inv.error, ToolTimeoutError) and inv.error.is_recoverable()
+    assert cancelled.is_set()
+
+    caller_ctx = ToolContext()
+    inv = await registry.invoke("slow_sync", {}, caller_ctx)
+    assert isinstance(inv.error, ToolTimeoutError)
+    for _ in range(200):
+        if seen:
+            break
+        await asyncio.sleep(0.01)
+    assert seen == [True]  # the thread saw the timeout ...
+    assert not caller_ctx.cancelled  # ... without cancelling the caller's own token
+
+
+def test_function_timeout_error_is_not_a_tool_timeout() -> None:
+    @FunctionTool
+    async def raises_timeout() -> None:
+        raise TimeoutError("socket timed out")
+
+    inv = asyncio.run(_run_alone(raises_timeout))
+    assert type(inv.error) is ToolExecutionError
+
+
+async def _run_alone(t: BaseTool) -> Any:
+    registry = ToolRegistry()
+    registry.register(t)
+    return await registry.invoke(t.name, {})
+
+
+def test_refuses_generators_and_bad_timeouts() -> None:
+    def gen() -> Any:
+        yield 1
+
+    with pytest.raises(ToolError, match="generator"):
+        FunctionTool(gen)
+    with pytest.raises(ToolError, match="timeout must be positive"):
+        FunctionTool(lambda: None, timeout=0)
+
+
+async def test_async_callable_object_and_annotated(registry: ToolRegistry) -> None:
+    class Greeter:
+        async def __call__(self, name: Annotated[str, Field(min_length=2)]) -> str:
+            return f"hello {name}"
+
+    greet = FunctionTool(Greeter(), name="greet")
+    registry.register(greet)
+    assert (await registry.invoke("greet", {"name": "Al"})).output == "hello Al"
+    bad = await registry.invoke("greet", {"name": "A"})
+    assert isinstance(bad.error, InvalidArgumentsError)
+    assert bad.error.errors[0][0] == "name"
+
+
+async def test_positional_only_and_reserved_names(registry: ToolRegistry) -> None:
+    @registry.tool
+    def f(a: int, /, schema: str, copy: bool = False) -> list[Any]:
+        return [a, schema, copy]
+
+    assert (await registry.invoke("f", {"a": 1, "schema": "s"})).output == [1, "s", False]
+
+
+def test_notebook_redefinition_replaces_but_collisions_fail(registry: ToolRegistry) -> None:
+    source = "def lookup(q: str) -> str:\n    return 'v{}'\n"
+    for version in (1, 2):
+        namespace: dict[str, Any] = {"__name__": "__main__"}
+        exec(source.format(version), namespace)
+        registry.tool(namespace["lookup"])
+    assert registry.list_tools() == ["lookup"]
+    assert registry.get("lookup")("x") == "v2"  # type: ignore[operator]
+
+    def lookup(q: str) -> str:  # same name, different function: a real collision
+        return q
+
+    with pytest.raises(ToolError, match="already registered"):
+        registry.tool(lookup)

@@ -1,0 +1,39 @@
+"""Package-level promises: a light import, a small documented surface, one version."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import agcore_tools
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_import_does_not_load_openai_or_mcp() -> None:
+    code = (
+        "import sys, agcore_tools\n"
+        "heavy = [m for m in ('openai', 'mcp', 'httpx', 'httpx2', 'anyio') if m in sys.modules]\n"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == ""
+
+
+def test_all_is_alphabetised_and_every_public_name_is_documented() -> None:
+    assert agcore_tools.__all__ == sorted(agcore_tools.__all__)
+    for name in agcore_tools.__all__:
+        obj = getattr(agcore_tools, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            assert inspect.getdoc(obj), f"{name} has no docstring"
+
+
+def test_version_matches_pyproject() -> None:
+    match = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert match is not None
+    assert agcore_tools.__version__ == match.group(1)

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agcore_tools import Permission, PermissionChecker, PermissionConfig, PermissionDeniedError
+from agcore_tools.error import ToolError
+
+BUILTINS = [
+    Permission.READ,
+    Permission.WRITE,
+    Permission.DELETE,
+    Permission.NETWORK,
+    Permission.SHELL,
+    Permission.FILESYSTEM,
+]
+UNIVERSE = [*BUILTINS, Permission.custom("db:write"), Permission.custom("read")]
+
+
+def test_builtins_are_distinct_hashable_values() -> None:
+    assert len(set(BUILTINS)) == 6
+    assert Permission.parse("READ") is Permission.READ
+    assert {Permission.custom("a:b"): 1}[Permission.custom("a:b")] == 1
+
+
+def test_custom_never_equals_builtin_of_same_name() -> None:
+    assert Permission.custom("read") != Permission.READ
+    assert Permission.custom("read") == Permission.custom("read")
+    assert hash(Permission.custom("x:y")) == hash(Permission.custom("x:y"))
+
+
+def test_unknown_permission_name_is_refused_with_a_hint() -> None:
+    with pytest.raises(ToolError, match=r"Permission.custom\('fly'\)"):
+        Permission.parse("fly")
+    with pytest.raises(ToolError, match="non-empty"):
+        Permission.custom("  ")
+
+
+def test_default_config_is_the_seeds() -> None:
+    cfg = PermissionConfig()
+    assert cfg.allowed == {Permission.READ, Permission.NETWORK}
+    assert cfg.denied == {Permission.DELETE, Permission.SHELL}
+    assert cfg.allow_unspecified is True
+
+
+def test_config_accepts_names() -> None:
+    cfg = PermissionConfig(allowed=["read", Permission.custom("db:read")], denied=["shell"])
+    assert cfg.allowed == {Permission.READ, Permission.custom("db:read")}
+
+
+def test_denied_wins_over_allowed() -> None:
+    checker = PermissionChecker(PermissionConfig(allowed=["shell"], denied=["shell"]))
+    with pytest.raises(PermissionDeniedError) as info:
+        checker.check("run", ["shell"])
+    assert info.value.tool_name == "run"
+    assert info.value.permission == "shell"
+    assert "run" in str(info.value) and "'shell'" in str(info.value)
+
+
+def test_whitelist_refuses_what_it_does_not_list() -> None:
+    checker = PermissionChecker(PermissionConfig(allowed=["read"], denied=[]))
+    checker.check("cat", ["read"])
+    with pytest.raises(PermissionDeniedError, match="not in the allowed list"):
+        checker.check("cp", ["read", "write"])
+
+
+def test_empty_allowed_list_defers_to_allow_unspecified() -> None:
+    open_ = PermissionChecker(PermissionConfig(allowed=[], denied=[], allow_unspecified=True))
+    closed = PermissionChecker(PermissionConfig(allowed=[], denied=[], allow_unspecified=False))
+    open_.check("t", ["write"])
+    with pytest.raises(PermissionDeniedError, match="allow_unspecified"):
+        closed.check("t", ["write"])
+
+
+def test_tool_without_permissions_passes_iff_allow_unspecified() -> None:
+    PermissionChecker(PermissionConfig(allow_unspecified=True)).check("t", [])
+    with pytest.raises(PermissionDeniedError, match="declares no permissions"):
+        PermissionChecker(PermissionConfig(allow_unspecified=False)).check("t", [])
+
+
+def test_custom_permission_does_not_match_builtin_rule() -> None:
+    checker = PermissionChecker(PermissionConfig(allowed=["read"], denied=[]))
+    with pytest.raises(PermissionDeniedError):
+        checker.check("t", [Permission.custom("read")])
+
+
+def test_verdict_cache_does_not_confuse_strings_and_permissions() -> None:
+    checker = PermissionChecker()
+    checker.check("t", ("read",))
+    checker.check("t", (Permission.READ,))
+    with pytest.raises(PermissionDeniedError):
+        checker.check("t", ("shell",))
+    with pytest.raises(PermissionDeniedError):
+        checker.check("t", (Permission.SHELL,))
+
+
+def _reference(
+    allowed: set[Permission], denied: set[Permission], unspecified: bool, perms: list[Permission]
+) -> bool:
+    """The four rules, written as plainly as possible, one permission at a time."""
+    if not perms:
+        return unspecified
+    for p in perms:
+        if p in denied:
+            verdict = False
+        elif p in allowed:
+            verdict = True
+        elif allowed:
+            verdict = False
+        else:
+            verdict = unspecified
+        if not verdict:
+            return False
+    return True
+
+
+perm_sets = st.sets(st.sampled_from(UNIVERSE), max_size=4)
+
+
+@given(perm_sets, perm_sets, st.booleans(), st.lists(st.sampled_from(UNIVERSE), max_size=4))
+def test_checker_matches_reference_table(
+    allowed: set[Permission], denied: set[Permission], unspecified: bool, perms: list[Permission]
+) -> None:
+    checker = PermissionChecker(PermissionConfig(allowed, denied, unspecified))
+    expected = _reference(allowed, denied, unspecified, perms)
+    assert checker.is_allowed(perms) is expected
+    if expected:
+        checker.check("t", perms)
+    else:
+        with pytest.raises(PermissionDeniedError):
+            checker.check("t", perms)

@@ -1,0 +1,279 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import pytest
+
+from agcore_tools import (
+    BaseTool,
+    InvalidArgumentsError,
+    PermissionChecker,
+    PermissionConfig,
+    PermissionDeniedError,
+    ToolCall,
+    ToolContext,
+    ToolError,
+    ToolExecutionError,
+    ToolInvocation,
+    ToolNotFoundError,
+    ToolRegistry,
+    ToolTimeoutError,
+    default_registry,
+    tool,
+)
+
+
+class Recorder(BaseTool):
+    """A tool that records its runs, optionally sleeping or failing."""
+
+    def __init__(
+        self, name: str, *, delay: float = 0.0, fail: BaseException | None = None, perms: Any = ()
+    ) -> None:
+        self.name = name
+        self.description = f"Recorder {name}."
+        self.required_permissions = perms
+        self.delay = delay
+        self.fail = fail
+        self.runs: list[dict[str, Any]] = []
+        self.cancelled = False
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        self.runs.append(args)
+        try:
+            await asyncio.sleep(self.delay)
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        if self.fail is not None:
+            raise self.fail
+        return {"echo": args, "call_id": ctx.call_id}
+
+
+def test_register_get_list_unregister_in_order() -> None:
+    registry = ToolRegistry()
+    a, b, c = Recorder("a"), Recorder("b"), Recorder("c")
+    registry.register_all([b, a])
+    registry.register(c)
+    assert registry.list_tools() == ["b", "a", "c"]
+    assert registry.get("a") is a and registry.get("zzz") is None
+    assert registry.unregister("a") is a and registry.unregister("a") is None
+    assert registry.list_tools() == ["b", "c"] and len(registry) == 2 and "b" in registry
+
+
+def test_duplicate_and_malformed_names_are_refused() -> None:
+    registry = ToolRegistry()
+    registry.register(Recorder("dup"))
+    with pytest.raises(ToolError, match="already registered"):
+        registry.register(Recorder("dup"))
+    for bad in ("", "has space", "x" * 65, "dots.not.allowed", "中文"):
+        with pytest.raises(ToolError, match="names must match"):
+            registry.register(Recorder(bad))
+    with pytest.raises(ToolError, match="not a BaseTool"):
+        registry.register(object())  # type: ignore[arg-type]
+
+
+def test_register_all_is_all_or_nothing() -> None:
+    registry = ToolRegistry()
+    registry.register(Recorder("taken"))
+    with pytest.raises(ToolError, match="already registered"):
+        registry.register_all([Recorder("new1"), Recorder("taken")])
+    with pytest.raises(ToolError, match="twice in the batch"):
+        registry.register_all([Recorder("x"), Recorder("x")])
+    assert registry.list_tools() == ["taken"]
+
+
+def test_definitions_are_ordered_byte_stable_and_support_responses() -> None:
+    registry = ToolRegistry()
+    registry.register_all([Recorder("z"), Recorder("a")])
+    first = json.dumps(registry.definitions())
+    assert [d["function"]["name"] for d in registry.definitions()] == ["z", "a"]
+    registry.register(Recorder("m"))
+    registry.unregister("m")
+    assert json.dumps(registry.definitions()) == first
+    flat = registry.definitions(api="responses")
+    assert flat[0] == {
+        "type": "function",
+        "name": "z",
+        "description": "Recorder z.",
+        "parameters": {"type": "object", "properties": {}},
+        "strict": False,
+    }
+    registry.definitions().clear()  # callers get a copy
+    assert len(registry.definitions()) == 2
+    with pytest.raises(ToolError, match="unknown api"):
+        registry.definitions(api="grpc")  # type: ignore[arg-type]
+
+
+def test_metadata_tags_categories_groups() -> None:
+    registry = ToolRegistry()
+    registry.register(Recorder("search"), tags=["web", "read"], category="data", version="1.2")
+    registry.register(Recorder("store"), tags=["memory"], category="memory")
+    registry.register(Recorder("loose"))
+
+    @tool(registry=registry, tags=["math"], category="calc")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    assert [e.name for e in registry.find_by_tag("web")] == ["search"]
+    assert [e.name for e in registry.find_by_tag("math")] == ["add"]
+    assert [e.name for e in registry.find_by_category("memory")] == ["store"]
+    assert {k: [e.name for e in v] for k, v in registry.groups().items()} == {
+        "data": ["search"],
+        "memory": ["store"],
+        None: ["loose"],
+        "calc": ["add"],
+    }
+    entry = registry.entry("search")
+    assert entry is not None and entry.version == "1.2"
+
+
+async def test_invoke_runs_and_records_stats() -> None:
+    registry = ToolRegistry()
+    ok, bad = Recorder("ok"), Recorder("bad", fail=RuntimeError("kaput"))
+    registry.register_all([ok, bad])
+    inv = await registry.invoke("ok", {"x": 1}, ToolContext(call_id="c1"))
+    assert isinstance(inv, ToolInvocation) and inv.ok
+    assert inv.result() == {"echo": {"x": 1}, "call_id": "c1"}
+    assert inv.call_id == "c1" and inv.duration >= 0
+    failed = await registry.invoke("bad", {})
+    assert not failed.ok and isinstance(failed.error, ToolExecutionError)
+    assert isinstance(failed.error.__cause__, RuntimeError)
+    with pytest.raises(ToolExecutionError, match="kaput"):
+        failed.result()
+    stats = {e.name: (e.stats.calls, e.stats.failures) for e in registry.entries()}
+    assert stats == {"ok": (1, 0), "bad": (1, 1)}
+
+
+async def test_invoke_raises_not_found() -> None:
+    with pytest.raises(ToolNotFoundError, match="'ghost' is not registered"):
+        await ToolRegistry().invoke("ghost", {})
+
+
+async def test_permission_denied_raises_and_the_tool_never_runs() -> None:
+    checker = PermissionChecker(PermissionConfig())
+    registry = ToolRegistry().with_permission_checker(checker)
+    rm = Recorder("rm", perms=["delete"])
+    registry.register(rm)
+    with pytest.raises(PermissionDeniedError, match="'rm' needs 'delete'"):
+        await registry.invoke("rm", {"path": "/"})
+    assert rm.runs == []
+    assert registry.entry("rm").stats.calls == 0  # type: ignore[union-attr]
+
+
+async def test_non_mapping_arguments_are_invalid() -> None:
+    registry = ToolRegistry()
+    registry.register(Recorder("r"))
+    inv = await registry.invoke("r", ["not", "a", "dict"])  # type: ignore[arg-type]
+    assert isinstance(inv.error, InvalidArgumentsError)
+
+
+async def test_invoke_all_runs_concurrently_in_input_order() -> None:
+    registry = ToolRegistry()
+    for i in range(10):
+        registry.register(Recorder(f"t{i}", delay=0.2 - i * 0.01))
+    started = time.perf_counter()
+    results = await registry.invoke_all(
+        [ToolCall(f"t{i}", {"i": i}, f"id{i}") for i in range(10)], timeout=5
+    )
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.0  # serial would be ~1.55 s
+    assert [r.call_id for r in results] == [f"id{i}" for i in range(10)]
+    assert [r.output["echo"]["i"] for r in results] == list(range(10))
+
+
+async def test_invoke_all_records_every_error_kind_and_raises_none() -> None:
+    registry = ToolRegistry(PermissionChecker())
+    registry.register_all(
+        [
+            Recorder("fine"),
+            Recorder("shell", perms=["shell"]),
+            Recorder("slow", delay=5),
+            Recorder("boom", fail=ValueError("nope")),
+        ]
+    )
+    results = await registry.invoke_all(
+        [("fine", {}), ("missing", {}), ("shell", {}), ("slow", {}), ("boom", {}), ("fine", 3)],
+        timeout=0.1,
+    )
+    kinds = [type(r.error).__name__ if r.error else "ok" for r in results]
+    assert kinds == [
+        "ok",
+        "ToolNotFoundError",
+        "PermissionDeniedError",
+        "ToolTimeoutError",
+        "ToolExecutionError",
+        "InvalidArgumentsError",
+    ]
+    slow = registry.get("slow")
+    assert isinstance(slow, Recorder) and slow.cancelled
+    assert isinstance(results[3].error, ToolTimeoutError) and results[3].error.timeout == 0.1
+    assert await registry.invoke_all([]) == []
+
+
+async def test_invoke_all_gives_each_call_its_own_context() -> None:
+    registry = ToolRegistry()
+    seen: list[tuple[str, str | None]] = []
+
+    @registry.tool
+    async def probe(ctx: ToolContext) -> None:
+        seen.append((ctx.session_id, ctx.call_id))
+
+    ctx = ToolContext(session_id="sess")
+    await registry.invoke_all([("probe", {}, "a"), ("probe", {}, "b")], ctx=ctx)
+    assert sorted(seen) == [("sess", "a"), ("sess", "b")]
+
+
+async def test_cancelling_invoke_all_cancels_running_tools() -> None:
+    registry = ToolRegistry()
+    tools = [Recorder(f"s{i}", delay=10) for i in range(3)]
+    registry.register_all(tools)
+    task = asyncio.create_task(registry.invoke_all([(t.name, {}) for t in tools]))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 2)
+    assert all(t.cancelled for t in tools)
+    leftovers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    assert leftovers == []
+
+
+async def test_sync_tools_block_in_parallel_threads() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def block(i: int) -> int:
+        time.sleep(0.2)
+        return i
+
+    started = time.perf_counter()
+    results = await registry.invoke_all([("block", {"i": i}) for i in range(20)])
+    elapsed = time.perf_counter() - started
+    assert [r.output for r in results] == list(range(20))
+    assert elapsed < 2.0  # serial would be 4 s
+
+
+async def test_as_default_is_context_local_across_tasks() -> None:
+    left, right = ToolRegistry(), ToolRegistry()
+
+    async def define(registry: ToolRegistry, name: str) -> None:
+        with registry.as_default():
+            await asyncio.sleep(0.01)  # let the other task interleave
+
+            @tool(name=name)
+            def f() -> str:
+                return name
+
+            await asyncio.sleep(0.01)
+
+    await asyncio.gather(define(left, "left_tool"), define(right, "right_tool"))
+    assert left.list_tools() == ["left_tool"]
+    assert right.list_tools() == ["right_tool"]
+    assert "left_tool" not in default_registry() and "right_tool" not in default_registry()
+
+
+def test_malformed_call_shape_is_a_clear_error() -> None:
+    with pytest.raises(ToolError, match=r"\(name, args\) pairs"):
+        asyncio.run(ToolRegistry().invoke_all(["just-a-name"]))  # type: ignore[list-item]

@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated, Any, Literal, Optional
+
+import pytest
+from pydantic import BaseModel, Field
+
+from agcore_tools import ToolContext, ToolError
+from agcore_tools._schema import function_schema, parse_docstring
+
+
+def test_required_optional_and_defaults() -> None:
+    def f(a: int, b: str = "x", c: float | None = None) -> None: ...
+
+    schema = function_schema(f).parameters
+    assert schema["type"] == "object"
+    assert schema["required"] == ["a"]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["a"] == {"type": "integer"}
+    assert schema["properties"]["b"] == {"type": "string", "default": "x"}
+
+
+def test_no_title_noise_anywhere_but_a_property_named_title_survives() -> None:
+    class Address(BaseModel):
+        street: str
+        title: str
+
+    def f(title: str, address: Address) -> None: ...
+
+    schema = function_schema(f).parameters
+    assert "title" in schema["properties"]
+    assert "title" in schema["$defs"]["Address"]["properties"]
+
+    def walk(node: Any, inside_properties: bool = False) -> None:
+        if isinstance(node, dict):
+            if not inside_properties:
+                assert "title" not in node, node
+            for key, value in node.items():
+                walk(value, inside_properties=key in ("properties", "$defs"))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(schema)
+
+
+def test_descriptions_from_docstring_and_annotated_which_wins() -> None:
+    def f(
+        city: Annotated[str, Field(description="From Annotated.")],
+        days: int = 1,
+    ) -> None:
+        """Forecast for a city.
+
+        Longer explanation that
+        wraps across lines.
+
+        Args:
+            city: From the docstring (loses).
+            days (int): How many days,
+                at most 7.
+
+        Returns:
+            Nothing.
+        """
+
+    schema = function_schema(f)
+    assert (
+        schema.description == "Forecast for a city.\n\nLonger explanation that wraps across lines."
+    )
+    props = schema.parameters["properties"]
+    assert props["city"]["description"] == "From Annotated."
+    assert props["days"]["description"] == "How many days, at most 7."
+
+
+def test_context_parameter_is_injected_not_exposed() -> None:
+    def f(q: str, ctx: ToolContext) -> None: ...
+
+    def g(q: str, ctx: Optional[ToolContext] = None) -> None: ...  # noqa: UP045
+
+    def h(q: str, ctx: ToolContext | None = None) -> None: ...
+
+    for func in (f, g, h):
+        schema = function_schema(func)
+        assert schema.context_param == "ctx"
+        assert list(schema.parameters["properties"]) == ["q"]
+
+
+def test_rich_types_enum_literal_dataclass_list() -> None:
+    class Color(Enum):
+        RED = "red"
+
+    @dataclass
+    class Point:
+        x: int
+        y: int
+
+    def f(color: Color, mode: Literal["a", "b"], pts: list[Point]) -> None: ...
+
+    props = function_schema(f).parameters["properties"]
+    assert props["mode"]["enum"] == ["a", "b"]
+    assert props["pts"]["type"] == "array"
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("def f(*args: int) -> None: ...", r"'\*args' is not supported"),
+        ("def f(**kw: int) -> None: ...", r"'\*\*kw' is not supported"),
+        ("def f(x) -> None: ...", "'x' has no type annotation"),
+        ("def f(x: 'Missing') -> None: ...", "annotations do not resolve"),
+    ],
+)
+def test_unsupported_signatures_fail_early_and_clearly(source: str, message: str) -> None:
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)
+    with pytest.raises(ToolError, match=message) as info:
+        function_schema(namespace["f"])
+    assert "cannot make tool 'f'" in str(info.value)
+
+
+def test_parameter_names_pydantic_reserves_still_work() -> None:
+    def f(schema: str, model_config: int, json: bool = False) -> None: ...
+
+    result = function_schema(f)
+    assert list(result.parameters["properties"]) == ["schema", "model_config", "json"]
+    assert result.parameters["required"] == ["schema", "model_config"]
+
+
+def test_docstring_parser_tolerates_no_sections_and_none() -> None:
+    assert parse_docstring(None).description == ""
+    doc = parse_docstring("Just a line.")
+    assert (doc.description, doc.params) == ("Just a line.", {})
