@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -45,12 +46,14 @@ class CancellationToken:
         True
     """
 
-    __slots__ = ("_cancelled", "_children", "_event")
+    __slots__ = ("__weakref__", "_cancelled", "_children", "_event")
 
     def __init__(self) -> None:
         self._cancelled = False
         self._event: asyncio.Event | None = None
-        self._children: list[CancellationToken] = []
+        # Weak, so a long conversation's context does not keep every finished call's
+        # token alive.
+        self._children: weakref.WeakSet[CancellationToken] | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -67,9 +70,9 @@ class CancellationToken:
         self._cancelled = True
         if self._event is not None:
             self._event.set()
-        for child in self._children:
+        children, self._children = self._children, None
+        for child in list(children or ()):
             child.cancel()
-        self._children.clear()
 
     def child(self) -> CancellationToken:
         """A token cancelled with this one, that can also be cancelled on its own."""
@@ -77,7 +80,9 @@ class CancellationToken:
         if self._cancelled:
             token._cancelled = True
         else:
-            self._children.append(token)
+            if self._children is None:
+                self._children = weakref.WeakSet()
+            self._children.add(token)
         return token
 
     async def wait(self) -> None:

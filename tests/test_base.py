@@ -83,3 +83,13 @@ async def test_cancellation_can_be_awaited() -> None:
     assert token.cancelled
     # A child of a cancelled token starts cancelled.
     await asyncio.wait_for(token.child().wait(), 1)
+
+
+def test_finished_children_are_not_kept_alive() -> None:
+    import gc
+
+    parent = ToolContext()
+    for i in range(100):
+        parent.for_call(f"c{i}")
+    gc.collect()
+    assert len(parent.cancellation._children or ()) == 0
