@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
 from ._aio import with_timeout
+from ._display import html_table, markdown_table
 from .base import BaseTool, ToolContext
 from .error import (
     InvalidArgumentsError,
@@ -145,6 +146,24 @@ class ToolInvocation:
         if self.error is not None:
             raise self.error
         return self.output
+
+    def _rows(self) -> list[tuple[str, Any]]:
+        outcome = ("output", self.output) if self.ok else ("error", str(self.error))
+        rows = [("tool", self.tool_name), ("input", self.input), outcome]
+        rows.append(("duration", f"{self.duration * 1000:.2f} ms"))
+        if self.call_id:
+            rows.append(("call id", self.call_id))
+        return rows
+
+    def _repr_markdown_(self) -> str:
+        """A notebook view: tool, input, output or error, duration."""
+        mark = "ok" if self.ok else "failed"
+        return f"**ToolInvocation** ({mark})\n\n{markdown_table(('', ''), self._rows())}"
+
+    def _repr_html_(self) -> str:
+        """The same view as :meth:`_repr_markdown_`, in HTML."""
+        mark = "ok" if self.ok else "failed"
+        return html_table(("", ""), self._rows(), f"ToolInvocation ({mark})")
 
 
 class ToolCall(NamedTuple):
@@ -584,6 +603,32 @@ class ToolRegistry:
 
     def __repr__(self) -> str:
         return f"<ToolRegistry tools={self.list_tools()!r}>"
+
+    _TABLE_HEADERS = ("name", "description", "permissions", "tags", "category", "calls", "failures")
+
+    def _table_rows(self) -> list[tuple[Any, ...]]:
+        return [
+            (
+                e.name,
+                e.tool.description,
+                ", ".join(p.name for p in e.permissions) or "-",
+                ", ".join(e.tags) or "-",
+                e.category or "-",
+                e.stats.calls,
+                e.stats.failures,
+            )
+            for e in self._entries.values()
+        ]
+
+    def _repr_markdown_(self) -> str:
+        """A notebook table: name, description, permissions, tags, category, calls, failures."""
+        title = f"**ToolRegistry** — {len(self)} tool(s)"
+        return f"{title}\n\n{markdown_table(self._TABLE_HEADERS, self._table_rows())}"
+
+    def _repr_html_(self) -> str:
+        """The same table as :meth:`_repr_markdown_`, in HTML."""
+        caption = f"ToolRegistry — {len(self)} tool(s)"
+        return html_table(self._TABLE_HEADERS, self._table_rows(), caption)
 
 
 def _as_call(call: ToolCall | Sequence[Any]) -> ToolCall:
