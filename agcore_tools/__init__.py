@@ -17,6 +17,22 @@ Example:
 """
 
 from .base import BaseTool, CancellationToken, ToolContext
+from .cycle import (
+    AssistantTextDelta,
+    ChatResponse,
+    CycleConfig,
+    EventStream,
+    FinishReason,
+    HistoryPolicy,
+    LlmCycle,
+    ReasoningDelta,
+    StreamEvent,
+    ToolExecutionCompleted,
+    ToolExecutionStarted,
+    TrimOldest,
+    TurnComplete,
+    Usage,
+)
 from .decorator import FunctionTool, tool
 from .error import (
     InvalidArgumentsError,
@@ -45,10 +61,17 @@ from .registry import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AssistantTextDelta",
     "BaseTool",
     "CancellationToken",
+    "ChatResponse",
+    "CycleConfig",
+    "EventStream",
+    "FinishReason",
     "FunctionTool",
+    "HistoryPolicy",
     "InvalidArgumentsError",
+    "LlmCycle",
     "LlmError",
     "MaxTurnsExceededError",
     "McpError",
@@ -58,17 +81,24 @@ __all__ = [
     "PermissionChecker",
     "PermissionConfig",
     "PermissionDeniedError",
+    "ReasoningDelta",
+    "StreamEvent",
     "ToolCall",
     "ToolContext",
     "ToolEntry",
     "ToolError",
+    "ToolExecutionCompleted",
     "ToolExecutionError",
+    "ToolExecutionStarted",
     "ToolIOError",
     "ToolInvocation",
     "ToolNotFoundError",
     "ToolRegistry",
     "ToolStats",
     "ToolTimeoutError",
+    "TrimOldest",
+    "TurnComplete",
+    "Usage",
     "__version__",
     "default_registry",
     "tool",

@@ -599,6 +599,43 @@ class ToolRegistry:
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
 
+    async def run_tool_calls(
+        self,
+        tool_calls: Iterable[Any] | None,
+        *,
+        ctx: ToolContext | None = None,
+        timeout: float | None = 60.0,
+        max_result_bytes: int | None = 16384,
+    ) -> list[dict[str, Any]]:
+        """Run a model's tool calls and return the messages that answer them.
+
+        A drop-in for apps that drive the OpenAI SDK themselves. It takes either:
+
+        - Chat Completions ``message.tool_calls`` (SDK objects or dicts), and returns
+          ``{"role": "tool", "tool_call_id", "content"}`` messages to append;
+        - Responses API ``function_call`` items (``response.output`` is fine: other
+          items are skipped), and returns ``function_call_output`` items.
+
+        Calls run concurrently, each with ``timeout`` seconds, and the outputs come
+        back in the calls' order. Every failure (unknown tool, denied permission,
+        arguments that are not a JSON object, exceptions) becomes error text for the
+        model, as in :class:`~agcore_tools.LlmCycle`; results past
+        ``max_result_bytes`` UTF-8 bytes keep their head and tail.
+
+        Example:
+            >>> registry = ToolRegistry()
+            >>> _ = registry.register(_ExampleTool())
+            >>> calls = [{"id": "call_1", "type": "function",
+            ...           "function": {"name": "example", "arguments": "{}"}}]
+            >>> asyncio.run(registry.run_tool_calls(calls))
+            [{'role': 'tool', 'tool_call_id': 'call_1', 'content': 'ok'}]
+        """
+        from ._toolcalls import run_tool_calls
+
+        return await run_tool_calls(
+            self, tool_calls, ctx=ctx, timeout=timeout, max_result_bytes=max_result_bytes
+        )
+
     # -- presentation --------------------------------------------------------------
 
     def __repr__(self) -> str:

@@ -1,0 +1,323 @@
+"""From a model's tool calls to registry calls, and from their results to model text.
+
+Shared by :class:`~agcore_tools.LlmCycle` and :meth:`ToolRegistry.run_tool_calls`, so
+both parse arguments, word errors and cut long results the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_json
+
+from .base import ToolContext
+from .error import InvalidArgumentsError, PermissionDeniedError, ToolError, ToolNotFoundError
+from .registry import ToolCall, ToolInvocation
+
+if TYPE_CHECKING:
+    from .registry import ToolRegistry
+
+__all__ = [
+    "ParsedCall",
+    "aborted_text",
+    "error_text",
+    "iter_invocations",
+    "model_text",
+    "parse_call",
+    "preflight",
+    "result_text",
+    "run_tool_calls",
+    "truncate_utf8",
+]
+
+logger = logging.getLogger("agcore_tools.toolcalls")
+
+_MARKER = "\n[... {omitted} bytes omitted ...]\n"
+# Seconds to wait for cancelled tool tasks to finish their clean-up.
+_CANCEL_GRACE = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    """One tool call of a model, with its arguments parsed (or the reason they are bad)."""
+
+    call_id: str
+    """The model's tool call id."""
+    name: str
+    """The tool the model asked for."""
+    arguments: str
+    """The arguments as JSON text, as the history records them."""
+    args: dict[str, Any] | None
+    """The parsed arguments object, or None when ``error`` is set."""
+    error: InvalidArgumentsError | None = None
+    """Why the arguments are unusable, or None."""
+
+    @property
+    def input(self) -> Any:
+        """The parsed arguments, or the raw text when they could not be parsed."""
+        return self.args if self.args is not None else self.arguments
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "null" if value is None else type(value).__name__
+
+
+def parse_call(name: str, call_id: str, arguments: Any) -> ParsedCall:
+    """Parse a tool call's arguments: JSON text, or an object some servers send as is.
+
+    Empty arguments mean ``{}``. Text that is not JSON, and JSON that is not an object,
+    give a call whose ``error`` is an :class:`InvalidArgumentsError` for the model.
+
+    Example:
+        >>> parse_call("add", "c1", '{"a": 1}').args
+        {'a': 1}
+        >>> parse_call("add", "c1", "{oops").error.reason[:28]
+        'arguments are not valid JSON'
+    """
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return ParsedCall(call_id, name, "{}", {})
+    if isinstance(arguments, str):
+        text = arguments
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            error = InvalidArgumentsError(
+                name,
+                f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
+                f"{exc.colno}); send a JSON object",
+            )
+            error.__cause__ = exc
+            return ParsedCall(call_id, name, text, None, error)
+    else:
+        value = arguments
+        text = json.dumps(arguments, ensure_ascii=False, default=str)
+    if isinstance(value, Mapping):
+        return ParsedCall(call_id, name, text, dict(value))
+    error = InvalidArgumentsError(name, f"arguments must be a JSON object, got {_json_type(value)}")
+    return ParsedCall(call_id, name, text, None, error)
+
+
+def result_text(output: Any) -> str:
+    """A tool's output as text for the model: strings as they are, anything else as JSON.
+
+    Example:
+        >>> result_text({"city": "北京", "temp": 21})
+        '{"city":"北京","temp":21}'
+        >>> result_text("plain text")
+        'plain text'
+    """
+    if isinstance(output, str):
+        return output
+    return to_json(output, fallback=str).decode("utf-8")
+
+
+def error_text(error: ToolError) -> str:
+    """What the model reads when a call failed.
+
+    Example:
+        >>> error_text(ToolNotFoundError("nope"))
+        "Error: tool 'nope' is not registered"
+    """
+    return f"Error: {error}"
+
+
+def aborted_text(call: ParsedCall, reason: str) -> str:
+    """What the model reads for a call that did not run to the end because the loop stopped.
+
+    Example:
+        >>> aborted_text(parse_call("add", "c1", "{}"), "the tool loop was cancelled")
+        "Error: aborted; tool 'add' did not complete: the tool loop was cancelled"
+    """
+    return f"Error: aborted; tool '{call.name}' did not complete: {reason}"
+
+
+def truncate_utf8(text: str, max_bytes: int | None) -> str:
+    """Cut ``text`` to at most ``max_bytes`` UTF-8 bytes, keeping its head and tail.
+
+    The cut falls on character boundaries, and a marker between head and tail says how
+    many bytes were left out. Text that fits is returned unchanged.
+
+    Example:
+        >>> cut = truncate_utf8("天气" * 1000, 120)
+        >>> len(cut.encode()) <= 120, "bytes omitted" in cut
+        (True, True)
+    """
+    # 1. Most results fit; four bytes per character is UTF-8's worst case.
+    if max_bytes is None or len(text) * 4 <= max_bytes:
+        return text
+    data = text.encode("utf-8", "surrogatepass")
+    total = len(data)
+    if total <= max_bytes:
+        return text
+    # 2. Reserve room for the marker with the largest count it could show.
+    budget = max_bytes - len(_MARKER.format(omitted=total))
+    if budget <= 0:
+        return data[:max_bytes].decode("utf-8", "ignore")
+    # 3. Two thirds head, one third tail; "ignore" drops the bytes of a character cut
+    #    in two at either edge, so the cut always lands on a character boundary.
+    head_size = budget * 2 // 3
+    head = data[:head_size].decode("utf-8", "ignore")
+    tail = data[total - (budget - head_size) :].decode("utf-8", "ignore")
+    omitted = total - len(head.encode("utf-8", "surrogatepass")) - len(tail.encode("utf-8"))
+    return f"{head}{_MARKER.format(omitted=omitted)}{tail}"
+
+
+def model_text(invocation: ToolInvocation, max_bytes: int | None) -> str:
+    """The text the model receives for an invocation: output or error, truncated."""
+    if invocation.error is not None:
+        return truncate_utf8(error_text(invocation.error), max_bytes)
+    return truncate_utf8(result_text(invocation.output), max_bytes)
+
+
+def preflight(registry: ToolRegistry, calls: Iterable[ParsedCall]) -> ToolError | None:
+    """The first call the loop must refuse (unknown tool, denied permission), or None.
+
+    Checked for every call of a turn before any of them runs, so a refused call
+    stops the loop without side effects from its siblings.
+    """
+    checker = registry.permission_checker
+    for call in calls:
+        entry = registry.entry(call.name)
+        if entry is None:
+            known = ", ".join(registry.list_tools()) or "none"
+            return ToolNotFoundError(call.name, f"the registered tools are: {known}")
+        if checker is not None:
+            try:
+                checker.check(entry.name, entry.permissions)
+            except PermissionDeniedError as exc:
+                return exc
+    return None
+
+
+async def iter_invocations(
+    registry: ToolRegistry,
+    calls: Sequence[ParsedCall],
+    *,
+    ctx: ToolContext,
+    timeout: float | None,
+) -> AsyncGenerator[tuple[int, ToolInvocation], None]:
+    """Run a turn's calls concurrently; yield ``(position, invocation)`` as each ends.
+
+    Calls with unusable arguments yield their error at once and never run. Each call
+    goes through ``registry.invoke_all`` for its timeout and error handling. Closing
+    the iterator early, or cancelling its consumer, cancels the calls still running
+    and their context's cancellation token.
+    """
+    runnable: list[tuple[int, ToolCall]] = []
+    for position, call in enumerate(calls):
+        if call.args is None:
+            yield (
+                position,
+                ToolInvocation(call.name, call.arguments, error=call.error, call_id=call.call_id),
+            )
+        else:
+            runnable.append((position, ToolCall(call.name, call.args, call.call_id)))
+    if not runnable:
+        return
+    # 1. A child token, so cancelling this turn's calls leaves the caller's ctx usable.
+    turn_ctx = replace(ctx, cancellation=ctx.cancellation.child())
+    if len(runnable) == 1:
+        position, tool_call = runnable[0]
+        try:
+            (invocation,) = await registry.invoke_all([tool_call], ctx=turn_ctx, timeout=timeout)
+        except asyncio.CancelledError:
+            turn_ctx.cancellation.cancel()
+            raise
+        yield position, invocation
+        return
+    # 2. One task per call, so each result can be reported the moment it exists.
+    tasks: dict[asyncio.Future[list[ToolInvocation]], int] = {
+        asyncio.ensure_future(registry.invoke_all([tc], ctx=turn_ctx, timeout=timeout)): position
+        for position, tc in runnable
+    }
+    pending: set[asyncio.Future[list[ToolInvocation]]] = set(tasks)
+    try:
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in sorted(done, key=tasks.__getitem__):
+                yield tasks[task], task.result()[0]
+    finally:
+        # 3. Reached early only by cancellation, an error or a closed iterator.
+        if pending:
+            turn_ctx.cancellation.cancel()
+            for task in pending:
+                task.cancel()
+            _, stuck = await asyncio.wait(pending, timeout=_CANCEL_GRACE)
+            if stuck:
+                logger.warning("%d tool call(s) ignored cancellation", len(stuck))
+
+
+def _field(item: Any, name: str) -> Any:
+    if isinstance(item, Mapping):
+        return item.get(name)
+    return getattr(item, name, None)
+
+
+async def run_tool_calls(
+    registry: ToolRegistry,
+    tool_calls: Iterable[Any] | None,
+    *,
+    ctx: ToolContext | None,
+    timeout: float | None,
+    max_result_bytes: int | None,
+) -> list[dict[str, Any]]:
+    """Implementation of :meth:`ToolRegistry.run_tool_calls`."""
+    # 1. Read each item as a Chat Completions tool call or a Responses function call;
+    #    other Responses output items (messages, reasoning) are skipped.
+    calls: list[ParsedCall] = []
+    shapes: set[str] = set()
+    for item in tool_calls or ():
+        function = _field(item, "function")
+        kind = _field(item, "type")
+        if function is not None:
+            shape, call_id = "chat", _field(item, "id")
+            name, arguments = _field(function, "name"), _field(function, "arguments")
+        elif kind == "function_call":
+            shape, call_id = "responses", _field(item, "call_id")
+            name, arguments = _field(item, "name"), _field(item, "arguments")
+        elif isinstance(kind, str):
+            continue
+        else:
+            raise ToolError(
+                f"run_tool_calls() cannot read {item!r:.120}: expected Chat Completions tool "
+                "calls (message.tool_calls) or Responses 'function_call' items"
+            )
+        if not call_id or not isinstance(name, str):
+            raise ToolError(
+                f"run_tool_calls() got a tool call without an id or name: {item!r:.120}"
+            )
+        shapes.add(shape)
+        calls.append(parse_call(name, str(call_id), arguments))
+    if len(shapes) > 1:
+        raise ToolError("run_tool_calls() got Chat Completions and Responses calls mixed together")
+    # 2. Run them all; failures of any kind become error text for the model.
+    invocations: list[ToolInvocation | None] = [None] * len(calls)
+    async for position, invocation in iter_invocations(
+        registry, calls, ctx=ctx or ToolContext(), timeout=timeout
+    ):
+        invocations[position] = invocation
+    # 3. One output per call, in the calls' order.
+    outputs: list[dict[str, Any]] = []
+    for call, done in zip(calls, invocations, strict=True):
+        assert done is not None  # iter_invocations yields every position once
+        text = model_text(done, max_result_bytes)
+        if "responses" in shapes:
+            outputs.append(
+                {"type": "function_call_output", "call_id": call.call_id, "output": text}
+            )
+        else:
+            outputs.append({"role": "tool", "tool_call_id": call.call_id, "content": text})
+    return outputs

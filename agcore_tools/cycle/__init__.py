@@ -1,0 +1,42 @@
+"""The automatic tool loop over the official OpenAI SDK: :class:`LlmCycle` and friends.
+
+Example:
+    >>> from agcore_tools.cycle import CycleConfig, FinishReason
+    >>> CycleConfig("gpt-4o-mini").max_turns
+    10
+    >>> FinishReason.parse("stop")
+    <FinishReason.STOP: 'stop'>
+"""
+
+from .config import CycleConfig
+from .cycle import EventStream, LlmCycle
+from .events import (
+    AssistantTextDelta,
+    ChatResponse,
+    FinishReason,
+    ReasoningDelta,
+    StreamEvent,
+    ToolExecutionCompleted,
+    ToolExecutionStarted,
+    TurnComplete,
+    Usage,
+)
+from .history import HistoryPolicy, TrimOldest, split_exchanges
+
+__all__ = [
+    "AssistantTextDelta",
+    "ChatResponse",
+    "CycleConfig",
+    "EventStream",
+    "FinishReason",
+    "HistoryPolicy",
+    "LlmCycle",
+    "ReasoningDelta",
+    "StreamEvent",
+    "ToolExecutionCompleted",
+    "ToolExecutionStarted",
+    "TrimOldest",
+    "TurnComplete",
+    "Usage",
+    "split_exchanges",
+]

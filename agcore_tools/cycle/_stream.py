@@ -1,0 +1,259 @@
+"""Assembling one assistant turn from the SDK's stream chunks (or a whole completion).
+
+Both paths feed the same :class:`TurnBuilder`, so a streamed and a non-streamed turn
+normalise tool calls identically. Provider quirks handled here:
+
+- a whole tool call in one chunk, and whole calls in a non-streamed message;
+- deltas without ``index``, or an index reused for a different id (Ollama, SGLang);
+- missing or empty ids: stable ones are generated (``call_<turn>_<n>``);
+- empty-string ``name``/``id`` on continuation deltas, treated as absent;
+- ``arguments`` sent as a JSON object instead of a string (llama.cpp, TGI);
+- ``content: null``, and chunks with empty ``choices`` (Azure's first chunk, usage);
+- an error object in a chunk, raised as :class:`~agcore_tools.LlmError`;
+- ``finish_reason`` in the same chunk as the last argument fragment;
+- DeepSeek/Qwen ``reasoning_content`` (or ``reasoning``) kept on the message.
+
+Keep-alive comment lines never reach this module: the SDK's SSE decoder drops them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._toolcalls import ParsedCall, parse_call
+from ..error import LlmError
+from .events import (
+    AssistantTextDelta,
+    FinishReason,
+    ReasoningDelta,
+    StreamEvent,
+    Usage,
+)
+
+__all__ = ["Turn", "TurnBuilder"]
+
+_NO_EVENTS: tuple[StreamEvent, ...] = ()
+# Providers name the reasoning field differently; the history must echo the same name.
+_REASONING_KEYS = ("reasoning_content", "reasoning")
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One assistant turn, assembled."""
+
+    message: dict[str, Any]
+    """The assistant message in the Chat Completions request format."""
+    text: str
+    """The visible text ("" when none)."""
+    reason: FinishReason
+    """``TOOL_CALLS`` whenever there are calls, else the provider's reason."""
+    raw_reason: str | None
+    """The provider's ``finish_reason``."""
+    calls: tuple[ParsedCall, ...]
+    """The tool calls, in the model's order."""
+    usage: Usage | None
+    """The request's token counts, when reported."""
+
+
+@dataclass(slots=True)
+class _Slot:
+    index: int | None
+    id: str | None = None
+    name: str | None = None
+    parts: list[str] = field(default_factory=list)
+    obj: Any = None
+
+    @property
+    def has_arguments(self) -> bool:
+        return bool(self.parts) or self.obj is not None
+
+
+def _text(value: Any) -> str | None:
+    # Empty strings on continuation deltas mean "absent", not "rename to ''".
+    return value if isinstance(value, str) and value else None
+
+
+class TurnBuilder:
+    """Accumulates chunks of one response into a :class:`Turn`.
+
+    ``turn_tag`` makes generated tool call ids unique within a conversation.
+    """
+
+    __slots__ = (
+        "_by_id",
+        "_by_index",
+        "_content",
+        "_raw_reason",
+        "_reasoning",
+        "_reasoning_key",
+        "_slots",
+        "_turn_tag",
+        "_usage",
+    )
+
+    def __init__(self, turn_tag: str) -> None:
+        self._turn_tag = turn_tag
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
+        self._reasoning_key = _REASONING_KEYS[0]
+        self._raw_reason: str | None = None
+        self._usage: Usage | None = None
+        self._slots: list[_Slot] = []
+        self._by_index: dict[int, _Slot] = {}
+        self._by_id: dict[str, _Slot] = {}
+
+    # -- input -------------------------------------------------------------------------
+
+    def feed(self, chunk: Any) -> tuple[StreamEvent, ...] | list[StreamEvent]:
+        """Take one ``ChatCompletionChunk``; return the text events it carries."""
+        error = getattr(chunk, "error", None)
+        if error:
+            raise LlmError(f"the model's stream reported an error: {_error_message(error)}")
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            # Some servers repeat cumulative usage on every chunk; the last one wins.
+            self._usage = Usage.from_sdk(usage)
+        choices = getattr(chunk, "choices", None)
+        if not choices:
+            return _NO_EVENTS
+        events: list[StreamEvent] = []
+        for choice in choices:
+            if (getattr(choice, "index", None) or 0) != 0:
+                continue  # n > 1: only the first choice drives the loop
+            delta = getattr(choice, "delta", None)
+            if delta is not None:
+                self._take_delta(delta, events)
+            reason = getattr(choice, "finish_reason", None)
+            if reason:
+                self._raw_reason = reason
+        return events
+
+    def feed_completion(self, completion: Any) -> None:
+        """Take a whole (non-streamed) ``ChatCompletion``."""
+        error = getattr(completion, "error", None)
+        if error:
+            raise LlmError(f"the model reported an error: {_error_message(error)}")
+        usage = getattr(completion, "usage", None)
+        if usage is not None:
+            self._usage = Usage.from_sdk(usage)
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            raise LlmError("the model's response has no choices")
+        choice = choices[0]
+        self._raw_reason = getattr(choice, "finish_reason", None)
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise LlmError("the model's response has no message")
+        self._take_text(message, None)
+        for call in getattr(message, "tool_calls", None) or ():
+            self._take_call(call, whole=True)
+
+    def _take_delta(self, delta: Any, events: list[StreamEvent]) -> None:
+        self._take_text(delta, events)
+        calls = getattr(delta, "tool_calls", None)
+        if calls:
+            for call in calls:
+                self._take_call(call, whole=False)
+
+    def _take_text(self, source: Any, events: list[StreamEvent] | None) -> None:
+        content = getattr(source, "content", None)
+        if isinstance(content, str) and content:
+            self._content.append(content)
+            if events is not None:
+                events.append(AssistantTextDelta(content))
+        for key in _REASONING_KEYS:
+            reasoning = getattr(source, key, None)
+            if isinstance(reasoning, str) and reasoning:
+                self._reasoning_key = key
+                self._reasoning.append(reasoning)
+                if events is not None:
+                    events.append(ReasoningDelta(reasoning))
+                break
+
+    def _take_call(self, call: Any, *, whole: bool) -> None:
+        index = getattr(call, "index", None)
+        index = index if isinstance(index, int) else None
+        call_id = _text(getattr(call, "id", None))
+        function = getattr(call, "function", None)
+        name = _text(getattr(function, "name", None)) if function is not None else None
+        arguments = getattr(function, "arguments", None) if function is not None else None
+        slot = self._new_slot(index) if whole else self._slot_for(index, call_id, name)
+        if call_id is not None and slot.id is None:
+            slot.id = call_id
+            self._by_id[call_id] = slot
+        if name is not None and slot.name is None:
+            slot.name = name
+        if isinstance(arguments, str):
+            if arguments:
+                slot.parts.append(arguments)
+        elif arguments is not None:
+            slot.obj = arguments  # llama.cpp and TGI send the object itself
+
+    def _slot_for(self, index: int | None, call_id: str | None, name: str | None) -> _Slot:
+        # 1. A known id names its call, whatever the index says.
+        if call_id is not None:
+            slot = self._by_id.get(call_id)
+            if slot is not None:
+                return slot
+            if index is not None:
+                slot = self._by_index.get(index)
+                if slot is not None and slot.id is None and not slot.has_arguments:
+                    return slot  # the id came after the name
+            return self._new_slot(index)  # a new id: a new call, even on a reused index
+        # 2. No id: the index decides, unless a second name shows the index was reused.
+        if index is not None:
+            slot = self._by_index.get(index)
+            if slot is None:
+                return self._new_slot(index)
+            if name is not None and slot.name is not None and slot.has_arguments:
+                return self._new_slot(index)
+            return slot
+        # 3. Neither: a name starts a new call, anything else continues the last one.
+        if not self._slots or (name is not None and self._slots[-1].name is not None):
+            return self._new_slot(None)
+        return self._slots[-1]
+
+    def _new_slot(self, index: int | None) -> _Slot:
+        slot = _Slot(index)
+        self._slots.append(slot)
+        if index is not None:
+            self._by_index[index] = slot
+        return slot
+
+    # -- output ------------------------------------------------------------------------
+
+    def build(self) -> Turn:
+        """The assembled turn and its assistant message."""
+        calls: list[ParsedCall] = []
+        for position, slot in enumerate(self._slots):
+            if slot.name is None and not slot.has_arguments:
+                continue  # a stray empty delta
+            call_id = slot.id or f"call_{self._turn_tag}_{position}"
+            arguments = slot.obj if slot.obj is not None else "".join(slot.parts)
+            calls.append(parse_call(slot.name or "", call_id, arguments))
+        text = "".join(self._content)
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": text if text or not calls else None,
+        }
+        if self._reasoning:
+            message[self._reasoning_key] = "".join(self._reasoning)
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in calls
+            ]
+        reason = FinishReason.TOOL_CALLS if calls else FinishReason.parse(self._raw_reason)
+        return Turn(message, text, reason, self._raw_reason, tuple(calls), self._usage)
+
+
+def _error_message(error: Any) -> str:
+    if isinstance(error, dict):
+        message = error.get("message")
+        return str(message) if message else str(error)
+    return str(getattr(error, "message", None) or error)

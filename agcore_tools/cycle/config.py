@@ -1,0 +1,115 @@
+"""``CycleConfig``: the model, the loop's limits, and the request options."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..error import LlmError
+from .history import HistoryPolicy, TrimOldest
+
+__all__ = ["CycleConfig"]
+
+# The loop sets these itself; accepting them as options would silently conflict.
+_RESERVED_OPTIONS = frozenset({"model", "messages", "stream", "tools"})
+
+
+@dataclass(frozen=True, init=False)
+class CycleConfig:
+    """Settings of an :class:`~agcore_tools.LlmCycle`.
+
+    Any keyword not listed below is a request option passed unchanged to
+    ``chat.completions.create`` on every request (``temperature``, ``tool_choice``,
+    ``parallel_tool_calls``, ``max_completion_tokens``, ``extra_body``,
+    ``extra_headers``, ``timeout``, ...). They are gathered in ``request_options``.
+
+    Example:
+        >>> config = CycleConfig("gpt-4o-mini", max_turns=5, temperature=0.2)
+        >>> config.max_turns, dict(config.request_options)
+        (5, {'temperature': 0.2})
+        >>> from dataclasses import replace
+        >>> replace(config, max_turns=None).request_options["temperature"]
+        0.2
+    """
+
+    model: str
+    """The model name sent with every request."""
+    max_turns: int | None
+    """Most requests one ``submit*`` call may make; None for no limit."""
+    tool_timeout_secs: float | None
+    """Time limit of each tool call, in seconds; None for none."""
+    max_tool_result_bytes: int | None
+    """UTF-8 bytes of a tool result the model sees before it is cut; None for no limit."""
+    max_retries: int
+    """Retries of a failed request (408, 409, 429, 5xx, timeouts, connection errors)."""
+    retry_initial_delay: float
+    """Seconds before the first retry; doubled each time, with jitter."""
+    retry_max_delay: float
+    """Longest computed wait between retries, in seconds (a server's ``Retry-After``
+    of up to 60 s is honoured even when longer)."""
+    history: HistoryPolicy
+    """Chooses which messages each request sends; the default, ``TrimOldest()`` with no
+    budget, sends them all (see :mod:`agcore_tools.cycle.history`)."""
+    request_options: Mapping[str, Any]
+    """Options passed to ``chat.completions.create`` (read-only)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_turns: int | None = 10,
+        tool_timeout_secs: float | None = 60.0,
+        max_tool_result_bytes: int | None = 16384,
+        max_retries: int = 3,
+        retry_initial_delay: float = 0.5,
+        retry_max_delay: float = 8.0,
+        history: HistoryPolicy | None = None,
+        request_options: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
+        merged = {**(request_options or {}), **options}
+        reserved = sorted(_RESERVED_OPTIONS.intersection(merged))
+        if reserved:
+            raise LlmError(
+                f"CycleConfig cannot take {', '.join(reserved)} as request options: the loop "
+                "sets them (register tools in a ToolRegistry)"
+            )
+        _check("max_turns", max_turns, minimum=1, optional=True)
+        _check("tool_timeout_secs", tool_timeout_secs, minimum=0.0, optional=True, strict=True)
+        _check("max_tool_result_bytes", max_tool_result_bytes, minimum=64, optional=True)
+        _check("max_retries", max_retries, minimum=0)
+        _check("retry_initial_delay", retry_initial_delay, minimum=0.0)
+        _check("retry_max_delay", retry_max_delay, minimum=0.0)
+        if not isinstance(model, str) or not model:
+            raise LlmError(f"CycleConfig.model must be a non-empty string, got {model!r}")
+        set_ = object.__setattr__
+        set_(self, "model", model)
+        set_(self, "max_turns", max_turns)
+        set_(self, "tool_timeout_secs", tool_timeout_secs)
+        set_(self, "max_tool_result_bytes", max_tool_result_bytes)
+        set_(self, "max_retries", max_retries)
+        set_(self, "retry_initial_delay", retry_initial_delay)
+        set_(self, "retry_max_delay", retry_max_delay)
+        set_(self, "history", history if history is not None else TrimOldest())
+        set_(self, "request_options", types.MappingProxyType(merged))
+
+
+def _check(
+    name: str,
+    value: float | None,
+    *,
+    minimum: float,
+    optional: bool = False,
+    strict: bool = False,
+) -> None:
+    if value is None and optional:
+        return
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok and value is not None:
+        ok = value > minimum if strict else value >= minimum
+    if not ok:
+        bound = f"greater than {minimum:g}" if strict else f"at least {minimum:g}"
+        none = " or None" if optional else ""
+        raise LlmError(f"CycleConfig.{name} must be {bound}{none}, got {value!r}")

@@ -1,0 +1,451 @@
+"""``LlmCycle``: a thin conversation loop over the official OpenAI SDK's Chat Completions.
+
+Every ``submit*`` method runs the same loop (:meth:`LlmCycle._loop`); the streaming
+ones hand its events to the caller, the others drain them and return the
+:class:`ChatResponse`. A request is one turn; a turn whose assistant message has tool
+calls runs them through the registry and sends their results back in the next turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from .._aio import with_timeout
+from .._toolcalls import (
+    ParsedCall,
+    aborted_text,
+    error_text,
+    iter_invocations,
+    model_text,
+    preflight,
+)
+from ..base import ToolContext
+from ..error import LlmError, MaxTurnsExceededError, ToolError
+from ..registry import ToolInvocation, ToolRegistry
+from ._retry import RetryPolicy
+from ._stream import TurnBuilder
+from .config import CycleConfig
+from .events import (
+    ZERO_USAGE,
+    ChatResponse,
+    StreamEvent,
+    ToolExecutionCompleted,
+    ToolExecutionStarted,
+    TurnComplete,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["EventStream", "LlmCycle"]
+
+logger = logging.getLogger("agcore_tools.cycle")
+
+Message = dict[str, Any]
+
+# Seconds allowed for closing an abandoned HTTP stream.
+_CLOSE_TIMEOUT = 5.0
+_ONE_REQUEST = Usage()
+
+
+class EventStream:
+    """The events of one ``submit_stream*`` call, for ``async for``.
+
+    Once the iteration ends normally, :attr:`response` holds the
+    :class:`ChatResponse`. Leaving the loop early (``break``) should be followed by
+    :meth:`aclose`, or use ``async with`` so it happens on its own: that stops the
+    running tools and closes the HTTP stream.
+
+    Example:
+        >>> async def main(cycle, registry):  # doctest: +SKIP
+        ...     async with cycle.submit_stream_with_tools("Hi", registry) as events:
+        ...         async for event in events:
+        ...             print(event)
+        ...     return events.response
+    """
+
+    __slots__ = ("_agen", "_response")
+
+    def __init__(self) -> None:
+        self._agen: AsyncGenerator[StreamEvent, None] | None = None
+        self._response: ChatResponse | None = None
+
+    @property
+    def response(self) -> ChatResponse | None:
+        """The call's :class:`ChatResponse`, or None until the events are exhausted."""
+        return self._response
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        assert self._agen is not None
+        return await self._agen.__anext__()
+
+    async def collect(self) -> ChatResponse:
+        """Consume the remaining events and return the :class:`ChatResponse`.
+
+        Example:
+            >>> async def main(cycle):  # doctest: +SKIP
+            ...     return await cycle.submit_stream("Hi").collect()
+        """
+        async for _ in self:
+            pass
+        if self._response is None:
+            raise LlmError("the event stream was closed before the call finished")
+        return self._response
+
+    async def aclose(self) -> None:
+        """Stop the call: cancel running tools and close the HTTP stream."""
+        if self._agen is not None:
+            await self._agen.aclose()
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class LlmCycle:
+    """A conversation with a model, with an automatic tool loop.
+
+    It drives ``AsyncOpenAI().chat.completions``, so it works with OpenAI and every
+    OpenAI-compatible server. Without ``client``, one is created from the usual
+    environment variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``). The cycle's
+    requests use a copy of the client with the SDK's own retries turned off; the
+    cycle retries by itself (see :class:`CycleConfig`).
+
+    The history is :attr:`messages`: plain dicts in the Chat Completions request
+    format, ready to send again or to serialise as JSON. One cycle runs one
+    ``submit*`` call at a time.
+
+    Example:
+        >>> from agcore_tools import CycleConfig, LlmCycle, ToolRegistry
+        >>> async def main(client):  # doctest: +SKIP
+        ...     registry = ToolRegistry()
+        ...
+        ...     @registry.tool
+        ...     def add(a: int, b: int) -> int:
+        ...         '''Add two integers.'''
+        ...         return a + b
+        ...
+        ...     cycle = LlmCycle(CycleConfig("gpt-4o-mini"), client=client)
+        ...     response = await cycle.submit_with_tools("What is 2 + 3?", registry)
+        ...     return response.text
+    """
+
+    def __init__(
+        self,
+        config: CycleConfig,
+        *,
+        client: AsyncOpenAI | None = None,
+        system_prompt: str | None = None,
+    ) -> None:
+        self.config = config
+        """The cycle's settings; replace it (``dataclasses.replace``) to change them."""
+        self.client: AsyncOpenAI = client if client is not None else _client_from_env()
+        """The SDK client given (or created); requests use a retry-less copy of it."""
+        self.messages: list[Message] = []
+        """The conversation so far, in the Chat Completions request format."""
+        if system_prompt is not None:
+            self.messages.append({"role": "system", "content": system_prompt})
+        self._owns_client = client is None
+        self._requester = self.client.with_options(max_retries=0)
+        self._requests = 0  # over the cycle's life: tags generated tool call ids
+        self._busy = False
+
+    # -- public API ----------------------------------------------------------------
+
+    async def submit(self, prompt: str) -> ChatResponse:
+        """Send a user message and return the model's answer (no tools).
+
+        Example:
+            >>> async def main(cycle):  # doctest: +SKIP
+            ...     return (await cycle.submit("Say hi")).text
+        """
+        return await self._start([_user(prompt)], None, None, stream=False).collect()
+
+    async def submit_messages(self, messages: Iterable[Mapping[str, Any]]) -> ChatResponse:
+        """Append ``messages`` to the history as they are (no user message is added),
+        then ask the model (no tools).
+
+        ``submit_messages([])`` resends the history, for example after a failure.
+        """
+        added = [dict(message) for message in messages]
+        return await self._start(added, None, None, stream=False).collect()
+
+    def submit_stream(self, prompt: str) -> EventStream:
+        """Like :meth:`submit`, streaming text deltas and a final ``TurnComplete``.
+
+        Example:
+            >>> async def main(cycle):  # doctest: +SKIP
+            ...     async for event in cycle.submit_stream("Tell me a joke"):
+            ...         if isinstance(event, AssistantTextDelta):
+            ...             print(event.text, end="")
+        """
+        return self._start([_user(prompt)], None, None, stream=True)
+
+    async def submit_with_tools(
+        self, prompt: str, registry: ToolRegistry, *, ctx: ToolContext | None = None
+    ) -> ChatResponse:
+        """Send a user message, run the tools the model calls, and repeat until it answers.
+
+        Recoverable tool errors go back to the model as text. Unrecoverable ones
+        (unknown tool, denied permission, MCP and I/O failures) stop the loop with an
+        :class:`LlmError` whose ``__cause__`` is the :class:`ToolError`; the history
+        stays valid (every call gets a tool message). A request past
+        ``config.max_turns`` raises :class:`MaxTurnsExceededError` unsent.
+
+        ``ctx`` is the context every tool call derives its own from (session id,
+        metadata, cancellation); a fresh one by default.
+        """
+        return await self._start([_user(prompt)], registry, ctx, stream=False).collect()
+
+    def submit_stream_with_tools(
+        self, prompt: str, registry: ToolRegistry, *, ctx: ToolContext | None = None
+    ) -> EventStream:
+        """Like :meth:`submit_with_tools`, streaming events as they happen.
+
+        Per turn: ``AssistantTextDelta`` (and ``ReasoningDelta``) events, then
+        ``TurnComplete``; for a tool turn, a ``ToolExecutionStarted`` per call, then a
+        ``ToolExecutionCompleted`` as each call ends; then the next turn. The last
+        event is the final turn's ``TurnComplete``.
+        """
+        return self._start([_user(prompt)], registry, ctx, stream=True)
+
+    async def aclose(self) -> None:
+        """Close the SDK client if this cycle created it."""
+        if self._owns_client:
+            await self.client.close()
+
+    async def __aenter__(self) -> LlmCycle:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<LlmCycle model={self.config.model!r} messages={len(self.messages)}>"
+
+    # -- the loop --------------------------------------------------------------------
+
+    def _start(
+        self,
+        added: list[Message],
+        registry: ToolRegistry | None,
+        ctx: ToolContext | None,
+        *,
+        stream: bool,
+    ) -> EventStream:
+        events = EventStream()
+        events._agen = self._loop(added, registry, ctx, stream, events)
+        return events
+
+    async def _loop(
+        self,
+        added: list[Message],
+        registry: ToolRegistry | None,
+        ctx: ToolContext | None,
+        stream: bool,
+        sink: EventStream,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        if self._busy:
+            raise LlmError(
+                "this LlmCycle is already running a submit call; await it first or use "
+                "another LlmCycle"
+            )
+        self._busy = True
+        try:
+            config = self.config
+            tools = registry.definitions() if registry is not None and len(registry) else None
+            ctx = ctx if ctx is not None else ToolContext()
+            usage = ZERO_USAGE
+            invocations: list[ToolInvocation] = []
+            self.messages.extend(added)
+            turn = 0
+            while True:
+                # 1. Refuse a turn past the limit before sending anything.
+                if config.max_turns is not None and turn >= config.max_turns:
+                    raise MaxTurnsExceededError(config.max_turns)
+                turn += 1
+                # 2. One request; streamed text events pass straight through.
+                builder = TurnBuilder(str(self._requests))
+                self._requests += 1
+                async for event in self._request(self._params(tools, stream), stream, builder):
+                    yield event
+                result = builder.build()
+                self.messages.append(result.message)
+                usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)
+                yield TurnComplete(
+                    result.reason, turn, result.message, result.usage, result.raw_reason
+                )
+                # 3. A tool turn is one with tool calls, whatever finish_reason says.
+                if not result.calls or registry is None:
+                    sink._response = ChatResponse(
+                        result.message,
+                        result.text,
+                        result.reason,
+                        usage,
+                        turn,
+                        tuple(invocations),
+                    )
+                    return
+                async for event in self._run_tools(registry, result.calls, ctx, invocations):
+                    yield event
+        finally:
+            self._busy = False
+
+    def _params(self, tools: list[dict[str, Any]] | None, stream: bool) -> dict[str, Any]:
+        params = dict(self.config.request_options)
+        params["model"] = self.config.model
+        params["messages"] = self.config.history.select(self.messages)
+        if tools:
+            params["tools"] = tools
+        if stream:
+            params["stream"] = True
+            params.setdefault("stream_options", {"include_usage": True})
+        return params
+
+    async def _request(
+        self, params: dict[str, Any], stream: bool, builder: TurnBuilder
+    ) -> AsyncIterator[StreamEvent]:
+        from openai import OpenAIError
+
+        retry = RetryPolicy(
+            self.config.max_retries, self.config.retry_initial_delay, self.config.retry_max_delay
+        )
+        create = self._requester.chat.completions.create
+        # 1. Retries cover the request up to the first chunk; never a started stream.
+        try:
+            if not stream:
+                builder.feed_completion(await retry.call(functools.partial(create, **params)))
+                return
+            response, first = await retry.call(functools.partial(_open_stream, create, params))
+        except OpenAIError as exc:
+            raise LlmError(f"chat completion request failed: {type(exc).__name__}: {exc}") from exc
+        # 2. Read the stream; closing it on any exit (cancellation included) drops the
+        #    HTTP connection, which tells the server to stop generating.
+        try:
+            chunk = first
+            while chunk is not None:
+                for event in builder.feed(chunk):
+                    yield event
+                try:
+                    chunk = await response.__anext__()
+                except StopAsyncIteration:
+                    chunk = None
+        except OpenAIError as exc:
+            raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            await _close_stream(response)
+
+    async def _run_tools(
+        self,
+        registry: ToolRegistry,
+        calls: Sequence[ParsedCall],
+        ctx: ToolContext,
+        invocations: list[ToolInvocation],
+    ) -> AsyncIterator[StreamEvent]:
+        # 1. An unknown or forbidden tool stops the loop before any call of the turn
+        #    runs; every call still gets a tool message so the history stays valid.
+        refused = preflight(registry, calls)
+        if refused is not None:
+            for call in calls:
+                text = (
+                    error_text(refused)
+                    if call.name == refused.tool_name
+                    else aborted_text(call, f"tool '{refused.tool_name}' was refused")
+                )
+                self.messages.append(_tool_message(call, text))
+            raise LlmError(f"tool loop stopped: {refused}") from refused
+        # 2. Run the calls concurrently, reporting each as it ends.
+        max_bytes = self.config.max_tool_result_bytes
+        texts: list[str | None] = [None] * len(calls)
+        done: list[ToolInvocation | None] = [None] * len(calls)
+        stop: ToolError | None = None
+        for call in calls:
+            yield ToolExecutionStarted(call.name, call.input, call.call_id)
+        try:
+            running = iter_invocations(
+                registry, calls, ctx=ctx, timeout=self.config.tool_timeout_secs
+            )
+            async with contextlib.aclosing(running):
+                async for position, invocation in running:
+                    text = model_text(invocation, max_bytes)
+                    texts[position], done[position] = text, invocation
+                    error = invocation.error
+                    if error is not None and stop is None and not error.is_recoverable():
+                        stop = error
+                    yield ToolExecutionCompleted(
+                        invocation.tool_name,
+                        calls[position].call_id,
+                        invocation.output,
+                        error,
+                        invocation.duration,
+                        text,
+                    )
+        finally:
+            # 3. Answer every call, in the calls' order, even when cancelled midway.
+            for call, answer in zip(calls, texts, strict=True):
+                if answer is None:
+                    answer = aborted_text(call, "the tool loop was cancelled")
+                self.messages.append(_tool_message(call, answer))
+            invocations.extend(inv for inv in done if inv is not None)
+        if stop is not None:
+            raise LlmError(f"tool loop stopped: {stop}") from stop
+
+
+def _user(prompt: str) -> Message:
+    return {"role": "user", "content": prompt}
+
+
+def _tool_message(call: ParsedCall, text: str) -> Message:
+    return {"role": "tool", "tool_call_id": call.call_id, "content": text}
+
+
+def _client_from_env() -> AsyncOpenAI:
+    from openai import AsyncOpenAI, OpenAIError
+
+    try:
+        return AsyncOpenAI()
+    except OpenAIError as exc:
+        raise LlmError(
+            f"cannot create the OpenAI client from the environment: {exc}; pass client= or "
+            "set OPENAI_API_KEY"
+        ) from exc
+
+
+async def _open_stream(create: Any, params: dict[str, Any]) -> tuple[Any, Any]:
+    response = await create(**params)
+    try:
+        first = await response.__anext__()
+    except StopAsyncIteration:
+        return response, None
+    except BaseException:
+        await _close_stream(response)
+        raise
+    return response, first
+
+
+async def _close_stream(response: Any) -> None:
+    try:
+        await with_timeout(response.close(), _CLOSE_TIMEOUT)
+    except TimeoutError:
+        logger.warning("closing the model's HTTP stream took over %.0f s; gave up", _CLOSE_TIMEOUT)

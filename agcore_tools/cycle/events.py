@@ -1,0 +1,281 @@
+"""What the LLM loop reports: finish reasons, usage, responses and stream events.
+
+Events are small frozen dataclasses; match on the class::
+
+    async for event in cycle.submit_stream_with_tools("Weather in Paris?", registry):
+        match event:
+            case AssistantTextDelta(text=text):
+                print(text, end="")
+            case ToolExecutionStarted(tool_name=name, input=args):
+                print(f"\\n-> {name}({args})")
+            case ToolExecutionCompleted(tool_name=name, output=output, error=None):
+                print(f"<- {name}: {output}")
+            case TurnComplete(reason=reason):
+                print(f"\\n[turn ended: {reason.value}]")
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from ..error import ToolError
+
+if TYPE_CHECKING:
+    from ..registry import ToolInvocation
+
+__all__ = [
+    "AssistantTextDelta",
+    "ChatResponse",
+    "FinishReason",
+    "ReasoningDelta",
+    "StreamEvent",
+    "ToolExecutionCompleted",
+    "ToolExecutionStarted",
+    "TurnComplete",
+    "Usage",
+]
+
+
+class FinishReason(str, enum.Enum):
+    """Why the model stopped a turn, as reported by its ``finish_reason``.
+
+    ``OTHER`` stands for anything else a provider sends (or a missing value); the
+    raw string is kept on :class:`TurnComplete`.
+
+    Example:
+        >>> FinishReason.parse("tool_calls") is FinishReason.TOOL_CALLS
+        True
+        >>> FinishReason.parse("eos_token")
+        <FinishReason.OTHER: 'other'>
+    """
+
+    STOP = "stop"
+    """The model finished its answer (or hit a stop sequence)."""
+    LENGTH = "length"
+    """The output hit the token limit."""
+    TOOL_CALLS = "tool_calls"
+    """The model asked for tool calls."""
+    CONTENT_FILTER = "content_filter"
+    """The provider's content filter cut the answer."""
+    OTHER = "other"
+    """Any other value, or none at all."""
+
+    @classmethod
+    def parse(cls, value: str | None) -> FinishReason:
+        """Map a provider's ``finish_reason`` string to a member (``OTHER`` if unknown).
+
+        The legacy ``function_call`` counts as ``TOOL_CALLS``.
+        """
+        if value is None:
+            return cls.OTHER
+        member = _FINISH_REASONS.get(value)
+        return member if member is not None else cls.OTHER
+
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "function_call": FinishReason.TOOL_CALLS,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one request, or summed over several with ``+``.
+
+    Example:
+        >>> total = Usage(10, 5, 15) + Usage(20, 3, 23)
+        >>> total.total_tokens, total.requests
+        (38, 2)
+    """
+
+    prompt_tokens: int = 0
+    """Input tokens."""
+    completion_tokens: int = 0
+    """Output tokens (reasoning tokens included)."""
+    total_tokens: int = 0
+    """Input plus output tokens."""
+    cached_tokens: int = 0
+    """Input tokens served from the provider's prompt cache, when it reports them."""
+    reasoning_tokens: int = 0
+    """Output tokens spent on hidden reasoning, when the provider reports them."""
+    requests: int = 1
+    """How many requests these counts cover."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.requests + other.requests,
+        )
+
+    @classmethod
+    def from_sdk(cls, usage: Any) -> Usage:
+        """Read an OpenAI SDK ``CompletionUsage`` (or a dict of the same shape).
+
+        Missing fields count as zero, since providers fill them unevenly.
+
+        Example:
+            >>> Usage.from_sdk({"prompt_tokens": 7, "completion_tokens": 2}).total_tokens
+            9
+        """
+        prompt = _int(_get(usage, "prompt_tokens"))
+        completion = _int(_get(usage, "completion_tokens"))
+        total = _int(_get(usage, "total_tokens")) or prompt + completion
+        cached = _int(_get(_get(usage, "prompt_tokens_details"), "cached_tokens"))
+        reasoning = _int(_get(_get(usage, "completion_tokens_details"), "reasoning_tokens"))
+        return cls(prompt, completion, total, cached, reasoning)
+
+
+ZERO_USAGE = Usage(requests=0)
+"""The sum of no requests."""
+
+
+def _get(obj: Any, name: str) -> Any:
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """The outcome of one ``submit*`` call: the final assistant message and totals.
+
+    Example:
+        >>> r = ChatResponse({"role": "assistant", "content": "Hi"}, "Hi", FinishReason.STOP)
+        >>> r.text, r.stop_reason.value
+        ('Hi', 'stop')
+    """
+
+    message: dict[str, Any]
+    """The final assistant message, in the Chat Completions request format."""
+    text: str
+    """The final assistant message's text ("" when it has none)."""
+    stop_reason: FinishReason
+    """Why the last turn ended."""
+    usage: Usage = ZERO_USAGE
+    """Token counts summed over every request this call made."""
+    turns: int = 0
+    """How many requests this call made."""
+    invocations: tuple[ToolInvocation, ...] = ()
+    """Every tool call this call executed, in order, each with its full output."""
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantTextDelta:
+    """A piece of the assistant's visible text, as it streams in.
+
+    Example:
+        >>> AssistantTextDelta("Hel").text
+        'Hel'
+    """
+
+    text: str
+    """The new text."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (DeepSeek/Qwen ``reasoning_content``), streamed.
+
+    Example:
+        >>> ReasoningDelta("Let me think").text
+        'Let me think'
+    """
+
+    text: str
+    """The new reasoning text."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionStarted:
+    """A tool call is about to run.
+
+    Example:
+        >>> ToolExecutionStarted("add", {"a": 1, "b": 2}, "call_0").tool_name
+        'add'
+    """
+
+    tool_name: str
+    """The tool the model called."""
+    input: Any
+    """The parsed arguments (the raw text when they were not a JSON object)."""
+    call_id: str
+    """The model's tool call id."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionCompleted:
+    """A tool call ended, successfully or not. ``output`` is the full, untruncated output.
+
+    Example:
+        >>> done = ToolExecutionCompleted("add", "call_0", 3, None, 0.001)
+        >>> done.ok, done.output
+        (True, 3)
+    """
+
+    tool_name: str
+    """The tool the model called."""
+    call_id: str
+    """The model's tool call id."""
+    output: Any
+    """The tool's JSON-compatible output (None when it failed)."""
+    error: ToolError | None
+    """What went wrong, or None."""
+    duration: float = 0.0
+    """Seconds the execution took."""
+    model_text: str = ""
+    """The text sent back to the model (truncated past ``max_tool_result_bytes``)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the call succeeded."""
+        return self.error is None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnComplete:
+    """One request's answer is complete.
+
+    ``reason`` is ``TOOL_CALLS`` whenever the assistant message has tool calls, even
+    if the provider said ``stop`` (as OpenAI does for a forced ``tool_choice``);
+    ``raw_reason`` is what the provider sent.
+
+    Example:
+        >>> TurnComplete(FinishReason.STOP, turn=1).reason.value
+        'stop'
+    """
+
+    reason: FinishReason
+    """Why the turn ended."""
+    turn: int = 1
+    """The turn's number within this call, from 1."""
+    message: dict[str, Any] | None = None
+    """The assistant message the turn produced, as appended to the history."""
+    usage: Usage | None = None
+    """This request's token counts, when the provider reported them."""
+    raw_reason: str | None = None
+    """The provider's ``finish_reason`` string, unmapped."""
+
+
+StreamEvent: TypeAlias = (
+    AssistantTextDelta
+    | ReasoningDelta
+    | ToolExecutionStarted
+    | ToolExecutionCompleted
+    | TurnComplete
+)
+"""Any event a ``submit_stream*`` iterator yields."""

@@ -1,0 +1,632 @@
+"""An offline, scripted Chat Completions server for tests, demos, benchmarks and notebooks.
+
+:class:`ScriptedChatServer` serves ``POST /v1/chat/completions`` over real HTTP on
+127.0.0.1 (a random free port), from a background thread with its own event loop, so
+it works the same under pytest, in a script and in a running notebook. Each request
+takes the next item of its script and is answered as JSON, or as server-sent events
+when the request says ``"stream": true``. Every request is captured (parsed JSON and
+headers). It uses the standard library only.
+
+Script items:
+
+- :meth:`ScriptedChatServer.reply_text` / :meth:`~ScriptedChatServer.reply_tool_calls`
+  build a :class:`Reply` (text, tool calls, reasoning, usage), served in either format;
+- :meth:`ScriptedChatServer.error` builds a :class:`RawResponse` with a status code
+  and headers (``Retry-After``, ``retry-after-ms``, ...);
+- :class:`RawStream` sends exact SSE lines: chunk dicts, comment lines, error objects,
+  :class:`Pause` steps (during which a client disconnect is noticed);
+- a callable ``(CapturedRequest) -> item`` decides per request.
+
+Example:
+    >>> from agcore_tools.testing import ScriptedChatServer
+    >>> script = [
+    ...     ScriptedChatServer.reply_tool_calls([("add", {"a": 2, "b": 3})]),
+    ...     ScriptedChatServer.reply_text("2 + 3 = 5"),
+    ... ]
+    >>> with ScriptedChatServer(script) as server:  # doctest: +SKIP
+    ...     client = server.client()  # an AsyncOpenAI pointed at the server
+    ...     ...
+    ...     server.requests[0].json["messages"]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = [
+    "CapturedRequest",
+    "Pause",
+    "RawResponse",
+    "RawStream",
+    "Reply",
+    "ScriptItem",
+    "ScriptedChatServer",
+]
+
+logger = logging.getLogger("agcore_tools.testing")
+
+_START_TIMEOUT = 10.0
+_STOP_TIMEOUT = 10.0
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 408: "Request Timeout"}
+_REASONS.update({409: "Conflict", 429: "Too Many Requests", 500: "Internal Server Error"})
+_REASONS.update({502: "Bad Gateway", 503: "Service Unavailable"})
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A normal assistant answer, served as JSON or SSE as the request asks.
+
+    Example:
+        >>> Reply(text="Hi").finish_reason is None  # "stop", or "tool_calls" with calls
+        True
+    """
+
+    text: str | None = None
+    """The assistant's text (None: ``content: null``)."""
+    tool_calls: Sequence[tuple[str, Any, str | None]] = ()
+    """``(name, arguments, id)`` triples; a dict is sent as JSON text, a str as is, and
+    a None id gets a unique ``call_<n>``."""
+    reasoning: str | None = None
+    """``reasoning_content`` (DeepSeek/Qwen style), or None."""
+    finish_reason: str | None = None
+    """Overrides the natural ``stop``/``tool_calls``."""
+    usage: Mapping[str, int] | None = None
+    """The usage object; a small default when None."""
+    delay: float = 0.0
+    """Seconds to wait before answering (a disconnect meanwhile is recorded)."""
+
+
+@dataclass(frozen=True)
+class RawResponse:
+    """An exact non-streamed response: status, headers and a JSON (or bytes) body.
+
+    Example:
+        >>> RawResponse(503, {"error": {"message": "busy"}}, {"Retry-After": "1"}).status
+        503
+    """
+
+    status: int = 200
+    """The HTTP status code."""
+    body: Any = None
+    """A JSON-able body, or bytes sent as they are."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Extra response headers."""
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A step of a :class:`RawStream`: wait, noticing if the client disconnects."""
+
+    seconds: float
+    """How long to wait."""
+
+
+@dataclass(frozen=True)
+class RawStream:
+    """An exact SSE response. Dicts become ``data:`` events, strings are sent as
+    lines (``": keep-alive"``, ``"data: [DONE]"``), :class:`Pause` waits.
+
+    Example:
+        >>> RawStream([": keep-alive", {"choices": []}]).done
+        True
+    """
+
+    events: Sequence[Mapping[str, Any] | str | Pause]
+    """The events, in order."""
+    done: bool = True
+    """Whether to end with ``data: [DONE]``."""
+    status: int = 200
+    """The HTTP status code."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Extra response headers."""
+
+
+ScriptItem: TypeAlias = (
+    Reply | RawResponse | RawStream | Callable[["CapturedRequest"], "ScriptItem"]
+)
+"""What a script holds; a callable picks the answer per request."""
+
+
+@dataclass
+class CapturedRequest:
+    """One request the server received.
+
+    Example:
+        >>> CapturedRequest(0, "POST", "/v1/chat/completions", {}, b'{"model": "m"}').json
+        {'model': 'm'}
+    """
+
+    index: int
+    """Its position among the server's requests, from 0."""
+    method: str
+    """The HTTP method."""
+    path: str
+    """The request path, e.g. ``/v1/chat/completions``."""
+    headers: dict[str, str]
+    """Headers, with lower-case names."""
+    body: bytes
+    """The raw body."""
+    disconnected: bool = False
+    """True once the client closed the connection before the response was complete."""
+    completed: bool = False
+    """True once the whole response was written."""
+
+    @property
+    def json(self) -> Any:
+        """The body parsed as JSON (None when empty)."""
+        return json.loads(self.body) if self.body else None
+
+    @property
+    def stream(self) -> bool:
+        """Whether the request asked for a stream."""
+        body = self.json
+        return isinstance(body, dict) and bool(body.get("stream"))
+
+
+class ScriptedChatServer:
+    """A Chat Completions server on 127.0.0.1 that answers from a script.
+
+    Start and stop it with ``with`` (or ``async with``, or :meth:`start`/:meth:`stop`).
+    With ``repeat=True`` the script starts over when exhausted; otherwise a request
+    past its end gets a 500 whose message says so.
+
+    Example:
+        >>> server = ScriptedChatServer([ScriptedChatServer.reply_text("Hello!")])
+        >>> with server:
+        ...     server.base_url.startswith("http://127.0.0.1:")
+        True
+    """
+
+    def __init__(
+        self,
+        script: Iterable[ScriptItem] = (),
+        *,
+        repeat: bool = False,
+        model: str = "scripted-model",
+        chunk_chars: int = 16,
+    ) -> None:
+        self.model = model
+        """The ``model`` field of every response."""
+        self.chunk_chars = chunk_chars
+        """Characters of text or arguments per streamed chunk."""
+        self.repeat = repeat
+        """Whether the script starts over when exhausted."""
+        self.requests: list[CapturedRequest] = []
+        """Every request received, in order."""
+        self._script: collections.deque[ScriptItem] = collections.deque(script)
+        self._played: list[ScriptItem] = []
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        self.port = 0
+        """The port it listens on (0 until started)."""
+
+    # -- script building -------------------------------------------------------------
+
+    @staticmethod
+    def reply_text(
+        text: str,
+        *,
+        reasoning: str | None = None,
+        usage: Mapping[str, int] | None = None,
+        finish_reason: str | None = None,
+    ) -> Reply:
+        """A text answer.
+
+        Example:
+            >>> ScriptedChatServer.reply_text("Hi").text
+            'Hi'
+        """
+        return Reply(text, (), reasoning, finish_reason, usage)
+
+    @staticmethod
+    def reply_tool_calls(
+        calls: Iterable[tuple[str, Any] | tuple[str, Any, str | None]],
+        *,
+        text: str | None = None,
+        reasoning: str | None = None,
+        usage: Mapping[str, int] | None = None,
+        finish_reason: str | None = None,
+    ) -> Reply:
+        """An answer asking for tool calls, given as ``(name, arguments[, id])``.
+
+        Example:
+            >>> ScriptedChatServer.reply_tool_calls([("add", {"a": 1, "b": 2})]).tool_calls
+            (('add', {'a': 1, 'b': 2}, None),)
+        """
+        triples = tuple((c[0], c[1], c[2] if len(c) > 2 else None) for c in calls)
+        return Reply(text, triples, reasoning, finish_reason, usage)
+
+    @staticmethod
+    def error(
+        status: int,
+        message: str = "scripted error",
+        *,
+        headers: Mapping[str, str] | None = None,
+        type: str = "server_error",
+    ) -> RawResponse:
+        """An error response in OpenAI's format.
+
+        Example:
+            >>> ScriptedChatServer.error(429, headers={"Retry-After": "1"}).status
+            429
+        """
+        body = {"error": {"message": message, "type": type, "code": None, "param": None}}
+        return RawResponse(status, body, dict(headers or {}))
+
+    def chunk(
+        self,
+        delta: Mapping[str, Any] | None = None,
+        finish_reason: str | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """A ``chat.completion.chunk`` for :class:`RawStream` scripts.
+
+        Example:
+            >>> ScriptedChatServer().chunk({"content": "Hi"})["choices"][0]["delta"]
+            {'content': 'Hi'}
+        """
+        choice = {"index": 0, "delta": dict(delta or {}), "finish_reason": finish_reason}
+        return {
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [choice],
+            **fields,
+        }
+
+    def add(self, *items: ScriptItem) -> None:
+        """Append items to the script (also while serving)."""
+        self._script.extend(items)
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """The URL to give an OpenAI client: ``http://127.0.0.1:<port>/v1``."""
+        if not self.port:
+            raise RuntimeError("ScriptedChatServer is not running; use `with server:` first")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def client(self, **options: Any) -> AsyncOpenAI:
+        """An ``AsyncOpenAI`` pointed at this server (SDK retries off unless given).
+
+        Example:
+            >>> with ScriptedChatServer() as server:  # doctest: +SKIP
+            ...     client = server.client(timeout=5.0)
+        """
+        from openai import AsyncOpenAI
+
+        options.setdefault("max_retries", 0)
+        options.setdefault("api_key", "scripted-key")
+        return AsyncOpenAI(base_url=self.base_url, **options)
+
+    def start(self) -> ScriptedChatServer:
+        """Start serving in a background thread; returns once the port is bound."""
+        if self._thread is not None:
+            raise RuntimeError("ScriptedChatServer is already running")
+        self._ready.clear()
+        self._failure = None
+        self._thread = threading.Thread(target=self._run, name="scripted-chat-server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(_START_TIMEOUT):
+            raise RuntimeError(f"ScriptedChatServer did not start within {_START_TIMEOUT:g} s")
+        if self._failure is not None:
+            self._thread.join(_STOP_TIMEOUT)
+            self._thread = None
+            raise RuntimeError(f"ScriptedChatServer failed to start: {self._failure}")
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: close open connections and join the thread."""
+        thread, loop, stopping = self._thread, self._loop, self._stopping
+        if thread is None:
+            return
+        if loop is not None and stopping is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stopping.set)
+        thread.join(_STOP_TIMEOUT)
+        if thread.is_alive():
+            raise RuntimeError(f"ScriptedChatServer did not stop within {_STOP_TIMEOUT:g} s")
+        self._thread = None
+        self.port = 0
+
+    def __enter__(self) -> ScriptedChatServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> ScriptedChatServer:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.stop)
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Wait (polling, without blocking the loop) until ``predicate()`` is true.
+
+        Raises ``TimeoutError`` after ``timeout`` seconds.
+
+        Example:
+            >>> async def check(server):  # doctest: +SKIP
+            ...     await server.wait_for(lambda: server.requests[-1].disconnected)
+        """
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"condition not met within {timeout:g} s")
+            await asyncio.sleep(0.005)
+
+    # -- serving ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._serve())
+        except BaseException as exc:  # a thread must not die silently: start() re-raises it
+            self._failure = exc
+            logger.exception("ScriptedChatServer stopped with an error")
+        finally:
+            self._ready.set()
+            loop.close()
+            self._loop = None
+
+    async def _serve(self) -> None:
+        self._stopping = asyncio.Event()
+        connections: set[asyncio.Task[None]] = set()
+
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            connections.add(task)
+            try:
+                await self._connection(reader, writer)
+            except asyncio.CancelledError:
+                # stop() cancels open connections; ending the task quietly here keeps
+                # asyncio's stream callback from reporting the cancellation as an error.
+                logger.debug("connection closed by stop()")
+            finally:
+                connections.discard(task)
+
+        server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        try:
+            await self._stopping.wait()
+        finally:
+            # Close connections before the server: Python 3.12+'s wait_closed() waits
+            # for them.
+            server.close()
+            for task in list(connections):
+                task.cancel()
+            await asyncio.gather(*connections, return_exceptions=True)
+            await server.wait_closed()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                request = await _read_request(reader, len(self.requests))
+                if request is None:
+                    return
+                self.requests.append(request)
+                await self._answer(request, self._next_item(request), reader, writer)
+                if request.disconnected:
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError) as exc:
+            logger.debug("client connection ended: %s", exc)
+        finally:
+            writer.close()
+
+    def _next_item(self, request: CapturedRequest) -> ScriptItem:
+        if request.method != "POST" or not request.path.rstrip("/").endswith("/chat/completions"):
+            return self.error(
+                404,
+                f"ScriptedChatServer serves POST /v1/chat/completions only, "
+                f"not {request.method} {request.path}",
+                type="not_found",
+            )
+        if not self._script and self.repeat and self._played:
+            self._script.extend(self._played)
+            self._played.clear()
+        if not self._script:
+            return self.error(
+                500,
+                f"ScriptedChatServer: the script is exhausted (request #{request.index + 1})",
+                type="script_exhausted",
+            )
+        item = self._script.popleft()
+        if self.repeat:
+            self._played.append(item)
+        while callable(item):
+            item = item(request)
+        return item
+
+    async def _answer(
+        self,
+        request: CapturedRequest,
+        item: ScriptItem,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        if isinstance(item, Reply):
+            if item.delay and not await _hold(reader, item.delay, request):
+                return
+            if request.stream:
+                include_usage = bool(
+                    (request.json.get("stream_options") or {}).get("include_usage")
+                )
+                item = RawStream(self._reply_chunks(item, include_usage))
+            else:
+                item = RawResponse(200, self._reply_json(item))
+        if isinstance(item, RawResponse):
+            body = item.body if isinstance(item.body, bytes) else json.dumps(item.body).encode()
+            head = _head(item.status, "application/json", item.headers, len(body))
+            writer.write(head + body)
+            await writer.drain()
+            request.completed = True
+            return
+        if not isinstance(item, RawStream):
+            raise TypeError(f"ScriptedChatServer cannot serve script item {item!r}")
+        writer.write(_head(item.status, "text/event-stream", item.headers, None))
+        events: list[Any] = [*item.events, "data: [DONE]"] if item.done else list(item.events)
+        for event in events:
+            if isinstance(event, Pause):
+                await writer.drain()
+                if not await _hold(reader, event.seconds, request):
+                    return
+                continue
+            text = event if isinstance(event, str) else "data: " + json.dumps(event)
+            data = (text + "\n\n").encode()
+            writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+        writer.write(b"0\r\n\r\n")
+        try:
+            await writer.drain()
+        except ConnectionError:
+            request.disconnected = True
+            return
+        request.completed = True
+
+    def _calls(self, reply: Reply) -> list[dict[str, Any]]:
+        calls = []
+        for name, arguments, call_id in reply.tool_calls:
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            calls.append(
+                {
+                    "id": call_id if call_id is not None else f"call_{next(self._ids)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": text},
+                }
+            )
+        return calls
+
+    @staticmethod
+    def _finish(reply: Reply) -> str:
+        if reply.finish_reason is not None:
+            return reply.finish_reason
+        return "tool_calls" if reply.tool_calls else "stop"
+
+    @staticmethod
+    def _usage(reply: Reply) -> dict[str, int]:
+        if reply.usage is not None:
+            return dict(reply.usage)
+        completion = len(reply.text or "") // 4 + 4 * len(reply.tool_calls) + 1
+        return {
+            "prompt_tokens": 10,
+            "completion_tokens": completion,
+            "total_tokens": 10 + completion,
+        }
+
+    def _reply_json(self, reply: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.reasoning is not None:
+            message["reasoning_content"] = reply.reasoning
+        if reply.tool_calls:
+            message["tool_calls"] = self._calls(reply)
+        return {
+            "id": f"chatcmpl-scripted-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": self._finish(reply),
+                    "logprobs": None,
+                }
+            ],
+            "usage": self._usage(reply),
+        }
+
+    def _reply_chunks(self, reply: Reply, include_usage: bool) -> list[Any]:
+        size = max(1, self.chunk_chars)
+        chunks: list[Any] = [self.chunk({"role": "assistant", "content": ""})]
+        for key, text in (("reasoning_content", reply.reasoning), ("content", reply.text)):
+            for start in range(0, len(text or ""), size):
+                chunks.append(self.chunk({key: (text or "")[start : start + size]}))
+        for index, call in enumerate(self._calls(reply)):
+            function = call["function"]
+            head = {**call, "index": index, "function": {"name": function["name"], "arguments": ""}}
+            chunks.append(self.chunk({"tool_calls": [head]}))
+            arguments = function["arguments"]
+            for start in range(0, len(arguments), size):
+                piece = {"index": index, "function": {"arguments": arguments[start : start + size]}}
+                chunks.append(self.chunk({"tool_calls": [piece]}))
+        chunks.append(self.chunk({}, self._finish(reply)))
+        if include_usage:
+            chunks.append({**self.chunk(), "choices": [], "usage": self._usage(reply)})
+        return chunks
+
+
+def _head(status: int, content_type: str, headers: Mapping[str, str], length: int | None) -> bytes:
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", f"content-type: {content_type}"]
+    if length is None:
+        lines += ["transfer-encoding: chunked", "cache-control: no-cache"]
+    else:
+        lines.append(f"content-length: {length}")
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+async def _read_request(reader: asyncio.StreamReader, index: int) -> CapturedRequest | None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        return None  # the client closed an idle keep-alive connection
+    request_line, *header_lines = head.decode("latin-1").split("\r\n")
+    method, path, _ = request_line.split(" ", 2)
+    headers: dict[str, str] = {}
+    for line in header_lines:
+        if line:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        parts = []
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            parts.append(await reader.readexactly(size))
+            await reader.readexactly(2)
+        await reader.readuntil(b"\r\n")
+        body = b"".join(parts)
+    else:
+        body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return CapturedRequest(index, method, path, headers, body)
+
+
+async def _hold(reader: asyncio.StreamReader, seconds: float, request: CapturedRequest) -> bool:
+    """Wait ``seconds``; False (and ``request.disconnected``) if the client hung up."""
+    try:
+        data = await asyncio.wait_for(reader.read(1), seconds)
+    except asyncio.TimeoutError:
+        return True
+    if not data:
+        request.disconnected = True
+        return False
+    return True
