@@ -1,0 +1,99 @@
+"""MCP tools as :class:`~agcore_tools.BaseTool` adapters, for a :class:`~agcore_tools.ToolRegistry`.
+
+Names: the server's by default; with a prefix, ``prefix__tool``. Either way, characters
+outside ``[a-zA-Z0-9_-]`` become ``_`` and a name longer than 64 characters keeps its
+first 55 and gets ``_`` plus 8 hex digits of a hash of the full name, so two long names
+stay distinct. Two tools that still end up with the same name fail loudly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..base import BaseTool, ToolContext
+from ..error import ToolError
+from ..permission import Permission
+from .models import McpToolInfo
+
+if TYPE_CHECKING:
+    from .client import McpClient
+    from .policy import PermissionPolicy
+
+__all__ = ["McpTool", "adapter_name", "make_adapters"]
+
+_MAX_NAME = 64
+_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def adapter_name(tool_name: str, prefix: str | None = None) -> str:
+    """The registry name of an MCP tool.
+
+    Example:
+        >>> adapter_name("read_file", "fs")
+        'fs__read_file'
+        >>> adapter_name("files.read")
+        'files_read'
+        >>> len(adapter_name("x" * 80, "server"))
+        64
+    """
+    full = f"{prefix}__{tool_name}" if prefix else tool_name
+    name = _INVALID.sub("_", full)
+    if len(name) > _MAX_NAME:
+        digest = hashlib.sha256(full.encode()).hexdigest()[:8]
+        name = f"{name[: _MAX_NAME - 9]}_{digest}"
+    return name or "_"
+
+
+class McpTool(BaseTool):
+    """A :class:`BaseTool` whose execution is a ``tools/call`` on an :class:`McpClient`.
+
+    Its ``required_permissions`` come from the client's permission policy; the server's
+    own description and input schema are passed to the model unchanged.
+    """
+
+    def __init__(
+        self, client: McpClient, info: McpToolInfo, name: str, permissions: Sequence[Permission]
+    ) -> None:
+        self.client = client
+        """The client that runs the calls."""
+        self.info = info
+        """The tool as the server listed it."""
+        self.name = name
+        self.description = info.description
+        self.parameters = dict(info.input_schema)
+        self.required_permissions = tuple(permissions)
+        self.tags = ("mcp",)
+        self.category = f"mcp:{client.server_name}"
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors."""
+        return await self.client.call_tool(self.info.name, args)
+
+    def __repr__(self) -> str:
+        return f"<McpTool {self.name!r} on {self.client.server_name!r}>"
+
+
+def make_adapters(
+    client: McpClient,
+    infos: Sequence[McpToolInfo],
+    prefix: str | None,
+    policy: PermissionPolicy,
+) -> list[BaseTool]:
+    """One :class:`McpTool` per tool; raises :class:`ToolError` on a name collision."""
+    adapters: list[BaseTool] = []
+    taken: dict[str, str] = {}
+    for info in infos:
+        name = adapter_name(info.name, prefix)
+        if name in taken:
+            raise ToolError(
+                f"MCP server '{client.server_name}': tools {taken[name]!r} and {info.name!r} "
+                f"would both be registered as {name!r}",
+                tool_name=name,
+            )
+        taken[name] = info.name
+        permissions = Permission.parse_all(policy(info))
+        adapters.append(McpTool(client, info, name, permissions))
+    return adapters

@@ -1,0 +1,333 @@
+"""One ``connect()`` … ``close()`` lifetime of an MCP client, run by a single owner task.
+
+The MCP SDK keeps anyio task groups and cancel scopes open for as long as a session
+lives, and anyio requires a scope to be exited by the task that entered it. Entering
+the session in ``connect()`` and leaving it in ``close()`` breaks as soon as those run
+in different tasks ("Attempted to exit cancel scope in a different task"), which is
+what applications do. So a connection gets an owner task that enters the transport and
+the session, waits until it is told to stop (or the server goes away), and exits them
+itself. Other tasks only send requests through the session, which is safe from any
+task: requests travel over memory streams and wait on their own response slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
+from ._state import State
+from ._streams import watch_end
+from .models import McpLogMessage
+from .transport import StdioTransport
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    import anyio
+    import anyio.abc
+    from mcp import Client
+    from mcp.client._transport import TransportStreams
+    from mcp.client.session import IncomingMessage
+    from mcp_types import LoggingMessageNotificationParams
+
+    from ._stdio import ChildProcess
+    from .client import McpClient
+
+__all__ = ["Connection", "call_user"]
+
+logger = logging.getLogger("agcore_tools.mcp")
+server_logger = logging.getLogger("agcore_tools.mcp.server")
+
+_CLOSE_TIMEOUT = 20.0
+"""Bound on a close: the stdio shutdown escalation takes at most ~14 s."""
+
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+class Connection:
+    """The owner task of one connection, and what other tasks may read from it."""
+
+    def __init__(self, owner: McpClient) -> None:
+        self._owner = owner
+        self.server_name = owner.server_name
+        self.state = State.STARTING
+        self.client: Client | None = None
+        """The SDK client, set while the connection is READY."""
+        self.child: ChildProcess | None = None
+        """The stdio child, once spawned."""
+        self.lost_reason: str | None = None
+        self._error: ToolError | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._scope: anyio.CancelScope | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def usable(self) -> bool:
+        """True while requests can be sent."""
+        return self.state is State.READY and self.client is not None
+
+    # -- driven by McpClient ---------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the owner task and wait until the session is ready or start-up failed."""
+        self._task = asyncio.create_task(self._run(), name=f"mcp-client:{self.server_name}")
+        try:
+            await self._ready.wait()
+        except asyncio.CancelledError:
+            await self.stop()
+            raise
+        if self._error is not None:
+            await self.stop()
+            raise self._error
+        if not self.usable:
+            await self.stop()
+            raise McpNotInitializedError(
+                self.server_name, self.lost_reason or "closed while connecting"
+            )
+
+    async def stop(self) -> None:
+        """Ask the owner task to close the session, and wait (bounded) until it has."""
+        if self.state is State.READY:
+            self.state = State.CLOSED
+        if self._scope is not None and not self._ready.is_set():
+            self._scope.cancel()  # still starting: abandon the handshake
+        self._stop.set()
+        task = self._task
+        if task is None or task.done():
+            return
+        done, _ = await asyncio.wait({task}, timeout=_CLOSE_TIMEOUT)
+        if not done:
+            logger.error(
+                "MCP server '%s' did not shut down within %g s; cancelling its task",
+                self.server_name,
+                _CLOSE_TIMEOUT,
+            )
+            task.cancel()
+            await asyncio.wait({task}, timeout=_CLOSE_TIMEOUT)
+
+    def mark_lost(self, reason: str) -> None:
+        """The server went away: refuse further requests and let the owner clean up."""
+        if self.state in (State.STARTING, State.READY):
+            self.state = State.LOST
+            self.lost_reason = reason
+            logger.warning("MCP server '%s': connection lost: %s", self.server_name, reason)
+        self._stop.set()
+
+    async def exit_description(self, wait: float = 0.25) -> str:
+        """Why the connection ended, waiting briefly for a stdio child's exit code."""
+        child = self.child
+        if child is not None and child.returncode is None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + wait
+            while child.returncode is None and loop.time() < deadline:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)  # the exit code has no event of its own
+        if child is not None and child.returncode is not None:
+            if self.state is State.LOST:
+                self.lost_reason = _exit_text(child)
+            return _exit_text(child)
+        return self.lost_reason or "the server closed the connection"
+
+    # -- the owner task --------------------------------------------------------------
+
+    async def _run(self) -> None:
+        import anyio
+
+        owner = self._owner
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                scope.deadline = anyio.current_time() + owner.timeout
+                if self._stop.is_set():
+                    scope.cancel()
+                await self._serve(scope)
+            if self.state is State.STARTING:
+                self._error = self._startup_error(None, timed_out=scope.cancelled_caught)
+        except Exception as exc:  # every failure is reported; none escapes the task
+            if self.state is State.STARTING:
+                self._error = self._startup_error(exc, timed_out=False)
+                logger.debug("MCP server '%s' failed to start", self.server_name, exc_info=exc)
+            else:
+                self.mark_lost(_describe(exc))
+                logger.debug("MCP server '%s' connection failed", self.server_name, exc_info=exc)
+        finally:
+            if self.state is State.LOST and self.child is not None:
+                if self.child.returncode is not None:
+                    self.lost_reason = _exit_text(self.child)
+            elif self.state is not State.LOST:
+                self.state = State.CLOSED
+            self.client = None
+            self._ready.set()
+
+    async def _serve(self, scope: anyio.CancelScope) -> None:
+        import anyio
+        from mcp import Client
+        from mcp_types import Implementation
+
+        from .. import __version__
+
+        owner = self._owner
+        client = Client(
+            self._open_transport(),
+            mode=owner.protocol,
+            read_timeout_seconds=owner.timeout,
+            sampling_callback=owner.sampling_handler,
+            elicitation_callback=owner.elicitation_handler,
+            list_roots_callback=owner.roots_handler,
+            logging_callback=self._on_log,
+            log_level=owner.log_level,  # type: ignore[arg-type]
+            message_handler=self._on_message,
+            client_info=Implementation(name="agcore-tools", version=__version__),
+            cache=None,  # the client keeps its own tool cache (pagination, list_changed, TTL)
+        )
+        async with client, anyio.create_task_group() as tasks:
+            if _wants_listen(client):
+                await tasks.start(self._listen_tools_changed, client)
+            scope.deadline = math.inf
+            self.client = client
+            self.state = State.READY
+            self._ready.set()
+            await self._stop.wait()
+            tasks.cancel_scope.cancel()
+
+    def _open_transport(self) -> AbstractAsyncContextManager[TransportStreams]:
+        transport = self._owner.transport
+        if isinstance(transport, StdioTransport):
+            from ._stdio import open_stdio
+
+            opened = open_stdio(transport, self.server_name, self._spawned)
+        else:
+            from ._http import open_streamable_http
+
+            opened = open_streamable_http(transport)
+        return watch_end(opened, self._transport_ended)
+
+    def _spawned(self, child: ChildProcess) -> None:
+        self.child = child
+
+    def _transport_ended(self) -> None:
+        if self.state is State.READY:
+            self.mark_lost("the server closed the connection")
+
+    def _startup_error(self, exc: BaseException | None, *, timed_out: bool) -> ToolError:
+        name = self.server_name
+        what = self._owner.transport.describe()
+        tail = self.child.stderr.tail() if self.child is not None else ""
+        stderr = f"; stderr: {tail}" if tail else ""
+        if isinstance(exc, ToolError):
+            return exc
+        child = self.child
+        if child is not None and child.returncode is not None:
+            error: ToolError = McpError(name, f"{what} {_exit_text(child)} during start-up{stderr}")
+        elif timed_out:
+            error = McpTimeoutError(
+                name,
+                f"{what} did not complete the MCP handshake within "
+                f"{self._owner.timeout:g} s{stderr}",
+            )
+        elif exc is None:
+            error = McpNotInitializedError(name, "closed while connecting")
+        else:
+            error = McpError(name, f"cannot connect to {what}: {_describe(exc)}{stderr}")
+        error.__cause__ = exc
+        return error
+
+    # -- server-to-client traffic ----------------------------------------------------
+
+    async def _listen_tools_changed(
+        self, client: Client, *, task_status: anyio.abc.TaskStatus[None]
+    ) -> None:
+        # 2026-07-28 servers send notifications/tools/list_changed only on a
+        # subscriptions/listen stream the client opened; earlier ones send it unasked.
+        from mcp.client.subscriptions import SubscriptionLost
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                task_status.started()
+                async for _event in subscription:
+                    # The notification itself reaches _on_message too (the SDK tees it);
+                    # iterating keeps the subscription's backlog drained.
+                    pass
+        except (MCPError, SubscriptionLost, TimeoutError, RuntimeError) as exc:
+            logger.info(
+                "MCP server '%s': no tools/list_changed subscription (%s); tool lists "
+                "are refreshed by TTL or refresh_tools() only",
+                self.server_name,
+                _describe(exc),
+            )
+            task_status.started()
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        from mcp_types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification):
+            self._owner._invalidate_tools("the server's tool list changed")
+        elif isinstance(message, Exception):
+            logger.warning(
+                "MCP server '%s': transport error: %s", self.server_name, _describe(message)
+            )
+
+    async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
+        level = _LOG_LEVELS.get(params.level, logging.INFO)
+        server_logger.log(level, "[%s] %s", self.server_name, params.data)
+        callback = self._owner.on_log
+        if callback is not None:
+            message = McpLogMessage(self.server_name, params.level, params.data, params.logger)
+            await call_user(callback, message, self.server_name)
+
+
+async def call_user(callback: Any, value: Any, server_name: str) -> None:
+    """Call a user's callback (sync or async); its failure is logged, never raised into the SDK."""
+    try:
+        result = callback(value)
+        if inspect.isawaitable(result):
+            await result
+    except Exception:  # a user's callback must not break the connection
+        logger.exception("MCP server '%s': callback %r raised", server_name, callback)
+
+
+def _wants_listen(client: Client) -> bool:
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    tools = client.server_capabilities.tools
+    return (
+        client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        and tools is not None
+        and bool(tools.list_changed)
+    )
+
+
+def _exit_text(child: ChildProcess) -> str:
+    code = child.returncode
+    if code is not None and code < 0:
+        return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _describe(exc: BaseException) -> str:
+    """One line naming the innermost real cause, looking inside exception groups."""
+    leaf = _leaf(exc)
+    text = str(leaf).strip() or "(no message)"
+    return f"{type(leaf).__name__}: {text}".splitlines()[0]
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    inner: list[BaseException] | None = getattr(exc, "exceptions", None)
+    if inner:
+        real = [e for e in inner if not isinstance(e, asyncio.CancelledError)]
+        return _leaf(real[0] if real else inner[0])
+    return exc

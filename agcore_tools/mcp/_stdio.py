@@ -1,0 +1,297 @@
+"""The stdio transport: one server child process, its three pipes and its process group.
+
+Written here rather than taken from ``mcp.client.stdio`` because the client needs
+what that one keeps to itself: the child's pid and exit code (for error messages and
+for ending the process group even when the child exits on its own), and its stderr
+as a pipe the client drains into ``logging``. The framing is the SDK's: one JSON-RPC
+message per line, parsed with ``mcp_types.jsonrpc_message_adapter``.
+
+Shutdown follows the MCP lifecycle for stdio: close the child's stdin, wait, SIGTERM,
+wait, SIGKILL; then whatever is left in the child's process group gets the same
+treatment. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..error import McpError
+from ._stderr import StderrLog
+
+if TYPE_CHECKING:
+    from anyio.abc import Process
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+    from mcp.client._transport import TransportStreams
+    from mcp.shared.message import SessionMessage
+
+    from .transport import StdioTransport
+
+__all__ = ["ChildProcess", "group_members", "open_stdio"]
+
+logger = logging.getLogger("agcore_tools.mcp")
+
+GRACE_SECONDS = 2.0
+"""How long each shutdown step waits before escalating."""
+_POLL = 0.01
+_CHUNK = 65536
+
+
+@dataclass(slots=True)
+class ChildProcess:
+    """What the client knows about a running stdio server."""
+
+    pid: int
+    """The child's pid; also its process group id (it starts a new session)."""
+    stderr: StderrLog
+    """Its stderr reader, which keeps the last lines."""
+    process: Process | None = field(default=None, repr=False)
+    """The anyio process handle while it runs."""
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once the child has exited (negative: killed by that signal)."""
+        return self.process.returncode if self.process is not None else None
+
+
+@asynccontextmanager
+async def open_stdio(
+    transport: StdioTransport, server_name: str, on_spawn: Callable[[ChildProcess], None]
+) -> AsyncIterator[TransportStreams]:
+    """Start the child and yield the (read, write) message streams the MCP session uses.
+
+    ``on_spawn`` receives the :class:`ChildProcess` as soon as the child exists.
+    """
+    import anyio
+    from mcp.client.stdio import get_default_environment
+    from mcp.shared.message import SessionMessage
+
+    env = get_default_environment()
+    env.update(transport.env or {})
+    try:
+        process = await anyio.open_process(
+            [transport.command, *transport.args],
+            env=env,
+            cwd=transport.cwd,
+            start_new_session=True,  # its own process group, so close() can end all of it
+        )
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise McpError(server_name, f"cannot start {transport.describe()}: {reason}") from exc
+    child = ChildProcess(process.pid, StderrLog(server_name), process)
+    on_spawn(child)
+
+    # No awaits between the spawn and the task group: a cancellation there would leak the child.
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    stderr_done = anyio.Event()
+
+    async def pump_stderr() -> None:
+        assert process.stderr is not None
+        try:
+            await child.stderr.pump(process.stderr)
+        finally:
+            stderr_done.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_pump_stdout, process, read_send)
+            tg.start_soon(_pump_stdin, process, write_recv, read_send)
+            tg.start_soon(pump_stderr)
+            try:
+                yield read_recv, write_send
+            finally:
+                with anyio.CancelScope(shield=True):
+                    write_send.close()
+                    read_recv.close()
+                    await _stop(process, server_name)
+                    # Let the reader take the child's last words (they go into error messages).
+                    with anyio.move_on_after(0.5):
+                        await stderr_done.wait()
+                tg.cancel_scope.cancel()
+    finally:
+        await _aclose_process(process)
+
+
+async def _pump_stdout(
+    process: Process, read_send: MemoryObjectSendStream[SessionMessage | Exception]
+) -> None:
+    import anyio
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+    from pydantic import ValidationError
+
+    assert process.stdout is not None
+    adapter = mcp_types.jsonrpc_message_adapter
+    pending: list[bytes] = []
+    async with read_send:
+        try:
+            while True:
+                chunk = await process.stdout.receive(_CHUNK)
+                if b"\n" not in chunk:
+                    pending.append(chunk)
+                    continue
+                if pending:
+                    pending.append(chunk)
+                    chunk = b"".join(pending)
+                    pending.clear()
+                *lines, rest = chunk.split(b"\n")
+                if rest:
+                    pending.append(rest)
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    item: SessionMessage | Exception
+                    try:
+                        item = SessionMessage(adapter.validate_json(line, by_name=False))
+                    except ValidationError as exc:
+                        # The SDK's convention: a bad line reaches the session as an exception
+                        # item (logged there), the connection stays up.
+                        logger.warning("MCP server sent a line that is not JSON-RPC: %.200r", line)
+                        item = exc
+                    await read_send.send(item)
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            # End of stdout: closing read_send (on leaving the block) ends the session's
+            # receive loop, which fails every pending request with CONNECTION_CLOSED.
+            pass
+
+
+async def _pump_stdin(
+    process: Process,
+    write_recv: MemoryObjectReceiveStream[SessionMessage],
+    read_send: MemoryObjectSendStream[SessionMessage | Exception],
+) -> None:
+    import anyio
+
+    assert process.stdin is not None
+    try:
+        async with write_recv:
+            async for message in write_recv:
+                line = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await process.stdin.send(line.encode() + b"\n")
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        # The child stopped reading (it died or closed stdin): end the read side too, so
+        # callers learn the connection is gone instead of waiting for their timeout.
+        read_send.close()
+
+
+async def _stop(process: Process, server_name: str) -> None:
+    """Close stdin, then SIGTERM, then SIGKILL; then the same for the rest of the group."""
+    import anyio
+
+    pgid = process.pid
+    if process.stdin is not None:
+        # Bounded: closing flushes what is buffered, which a child that stopped reading
+        # would never take.
+        with anyio.move_on_after(GRACE_SECONDS):
+            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await process.stdin.aclose()
+    if not await _exited(process, GRACE_SECONDS):
+        logger.info("[%s] did not exit after stdin closed; sending SIGTERM", server_name)
+        _signal_group(pgid, signal.SIGTERM)
+        if not await _exited(process, GRACE_SECONDS):
+            logger.warning("[%s] ignored SIGTERM; sending SIGKILL", server_name)
+            _signal_group(pgid, signal.SIGKILL)
+            if not await _exited(process, GRACE_SECONDS):
+                logger.error("[%s] pid %d survived SIGKILL; abandoning it", server_name, pgid)
+    # The child is gone, but processes it started may live on in its group (npx leaves
+    # node behind when killed). They get the same escalation.
+    if await _members(pgid):
+        _signal_group(pgid, signal.SIGTERM)
+        if not await _group_gone(pgid, GRACE_SECONDS):
+            _signal_group(pgid, signal.SIGKILL)
+            if not await _group_gone(pgid, GRACE_SECONDS):
+                logger.error("[%s] process group %d survived SIGKILL", server_name, pgid)
+
+
+async def _exited(process: Process, seconds: float) -> bool:
+    # Polls returncode rather than awaiting process.wait(): on Python 3.11+ that also
+    # waits for the pipes to close, which a grandchild holding them can delay forever.
+    import anyio
+
+    with anyio.move_on_after(seconds):
+        while process.returncode is None:  # noqa: ASYNC110 - no event signals the exit alone
+            await anyio.sleep(_POLL)
+    return process.returncode is not None
+
+
+async def _group_gone(pgid: int, seconds: float) -> bool:
+    import anyio
+
+    with anyio.move_on_after(seconds):
+        while await _members(pgid):  # noqa: ASYNC110 - nothing signals a group's end
+            await anyio.sleep(_POLL)
+    return not await _members(pgid)
+
+
+async def _members(pgid: int) -> list[int]:
+    # Reading /proc is many small syscalls: off the event loop.
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(group_members, pgid)
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    if sys.platform == "win32":  # pragma: no cover - the SDK's Job Objects would be needed
+        return
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass
+    except PermissionError as exc:
+        logger.warning("cannot signal process group %d: %s", pgid, exc)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes in process group ``pgid``.
+
+    On Linux this reads ``/proc``, so zombies (which a container's init may never reap)
+    don't count. Elsewhere it falls back to probing the group with signal 0.
+
+    Example:
+        >>> group_members(os.getpgrp()) != []
+        True
+    """
+    if sys.platform == "win32":  # pragma: no cover
+        return []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    members = []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # Fields after the parenthesised command: state, ppid, pgrp, ...
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            members.append(int(entry))
+    return members
+
+
+async def _aclose_process(process: Process) -> None:
+    """Release the pipes and reap the child (already stopped by :func:`_stop`)."""
+    import anyio
+
+    with anyio.CancelScope(shield=True):
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await stream.aclose()
+        with anyio.move_on_after(1.0):
+            await process.wait()

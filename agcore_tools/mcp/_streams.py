@@ -1,0 +1,85 @@
+"""A read stream that reports its own end, so a dead server is noticed with no call in flight."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from contextvars import Context
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    from mcp.client._transport import ReadStream, TransportStreams
+    from mcp.shared.message import SessionMessage
+
+__all__ = ["watch_end"]
+
+
+class _WatchedReadStream:
+    """Forwards to ``inner``; calls ``on_end`` once when the stream ends or is closed."""
+
+    __slots__ = ("_ended", "_inner", "_on_end")
+
+    def __init__(
+        self, inner: ReadStream[SessionMessage | Exception], on_end: Callable[[], None]
+    ) -> None:
+        self._inner = inner
+        self._on_end = on_end
+        self._ended = False
+
+    @property
+    def last_context(self) -> Context | None:
+        # The HTTP transport's stream records each message's sender context here and
+        # the SDK's dispatcher reads it back; forward it.
+        context: Context | None = getattr(self._inner, "last_context", None)
+        return context
+
+    def _end(self) -> None:
+        if not self._ended:
+            self._ended = True
+            self._on_end()
+
+    async def receive(self) -> SessionMessage | Exception:
+        import anyio
+
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._end()
+            raise
+
+    def __aiter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+@asynccontextmanager
+async def watch_end(
+    transport: AbstractAsyncContextManager[TransportStreams], on_end: Callable[[], None]
+) -> AsyncIterator[Any]:
+    """Enter ``transport`` and yield its streams, the read one reporting its end to ``on_end``."""
+    async with transport as (read_stream, write_stream):
+        yield _WatchedReadStream(read_stream, on_end), write_stream

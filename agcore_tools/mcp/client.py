@@ -1,0 +1,572 @@
+"""The MCP client users hold: connect to one server, list and call its tools, bridge them
+into a :class:`~agcore_tools.ToolRegistry`.
+
+The protocol itself (JSON-RPC, version negotiation, server-to-client requests) is the
+official MCP SDK's; this module adds the lifecycle (see ``_connection``), a tool cache,
+error translation into :class:`~agcore_tools.ToolError` subclasses, and the registry
+adapters.
+
+Example:
+    >>> import asyncio
+    >>> from agcore_tools import McpClient, StdioTransport, ToolRegistry
+    >>> async def main() -> None:
+    ...     async with McpClient("fs", StdioTransport("npx", ["-y",
+    ...             "@modelcontextprotocol/server-filesystem", "/tmp"])) as fs:
+    ...         print(await fs.call_tool("list_directory", {"path": "/tmp"}))
+    ...         registry = ToolRegistry()
+    ...         registry.register_all(fs.into_tools(prefix=True))
+    >>> asyncio.run(main())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._aio import with_timeout
+from ..base import BaseTool
+from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
+from ._results import result_value
+from ._state import State
+from .models import McpLogMessage, McpProgress, McpToolInfo
+from .policy import McpPermissionPolicy, PermissionPolicy
+from .transport import StdioTransport, StreamableHttpTransport
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.client.session import ElicitationFnT, ListRootsFnT, SamplingFnT
+    from mcp_types import ListToolsResult
+
+    from ._connection import Connection
+
+__all__ = ["McpClient"]
+
+logger = logging.getLogger("agcore_tools.mcp")
+progress_logger = logging.getLogger("agcore_tools.mcp.progress")
+
+_BACKSTOP = 5.0
+"""Extra seconds after the request timeout before the caller stops waiting regardless
+(the SDK's clock does not run while a request is still being written)."""
+_MAX_PAGES = 1000
+
+LogCallback = Callable[[McpLogMessage], "Awaitable[None] | None"]
+"""Receives each log message a server sends."""
+ProgressCallback = Callable[[McpProgress], "Awaitable[None] | None"]
+"""Receives each progress update of a tool call."""
+
+
+class McpClient:
+    """A client for one MCP server, over stdio or Streamable HTTP.
+
+    ``connect()`` starts (or reaches) the server and negotiates the protocol version
+    (2026-07-28 servers through ``server/discover``, older ones through the
+    ``initialize`` handshake). ``connect()`` and ``close()`` may be called from
+    different tasks, and any number of tasks may call tools at once. The client is also
+    an async context manager.
+
+    If the server dies, the call in flight and every later one fail at once with an
+    :class:`~agcore_tools.McpError`; :attr:`connected` turns False and ``connect()``
+    starts it again.
+
+    Server-to-client requests: ``ping`` is answered. Sampling, elicitation and roots
+    are advertised only when a handler is given, and are then routed to it (the
+    handlers use the MCP SDK's callback signatures and types). Log messages go to the
+    ``agcore_tools.mcp.server`` logger and ``on_log``; progress updates to the
+    ``agcore_tools.mcp.progress`` logger (DEBUG) and ``on_progress``.
+
+    Example:
+        >>> client = McpClient("demo", StdioTransport("python", ["examples/mcp_server.py"]))
+        >>> client.with_timeout(10).timeout
+        10.0
+        >>> client.connected
+        False
+    """
+
+    def __init__(
+        self,
+        server_name: str,
+        transport: StdioTransport | StreamableHttpTransport,
+        *,
+        timeout: float = 30.0,
+        tools_ttl: float | None = None,
+        permission_policy: PermissionPolicy | None = None,
+        sampling_handler: SamplingFnT | None = None,
+        elicitation_handler: ElicitationFnT | None = None,
+        roots_handler: ListRootsFnT | None = None,
+        on_log: LogCallback | None = None,
+        on_progress: ProgressCallback | None = None,
+        log_level: str | None = "info",
+        protocol: Literal["auto", "legacy"] = "auto",
+    ) -> None:
+        """Describe the client; nothing starts until :meth:`connect`.
+
+        Args:
+            server_name: Names the server in messages, logs and prefixed tool names.
+            transport: A :class:`StdioTransport` or a :class:`StreamableHttpTransport`.
+            timeout: Seconds for start-up and for each request.
+            tools_ttl: Seconds a tool list stays cached; None keeps it until the server
+                says it changed or :meth:`refresh_tools` is called. A server's own
+                ``ttlMs`` (2026-07-28) shortens it.
+            permission_policy: Maps each tool to the permissions its adapter requires;
+                default :class:`McpPermissionPolicy` (see its table).
+            sampling_handler: Answers ``sampling/createMessage``; advertised only if given.
+            elicitation_handler: Answers ``elicitation/create``; advertised only if given.
+            roots_handler: Answers ``roots/list``; advertised only if given.
+            on_log: Called with each :class:`McpLogMessage` (sync or async).
+            on_progress: Called with each :class:`McpProgress` of a tool call.
+            log_level: The lowest level of log messages to ask 2026-07-28 servers for
+                (None asks for none); older servers choose themselves.
+            protocol: ``"auto"`` tries 2026-07-28 first; ``"legacy"`` goes straight to
+                the ``initialize`` handshake, saving a round trip with older servers.
+        """
+        if not isinstance(server_name, str) or not server_name.strip():
+            raise ToolError(f"an MCP client needs a non-empty server name, got {server_name!r}")
+        if not isinstance(transport, (StdioTransport, StreamableHttpTransport)):
+            raise ToolError(
+                f"MCP server '{server_name}': transport must be a StdioTransport or a "
+                f"StreamableHttpTransport, got {type(transport).__name__}"
+            )
+        if protocol not in ("auto", "legacy"):
+            raise ToolError(f"MCP server '{server_name}': protocol must be 'auto' or 'legacy'")
+        self.server_name = server_name
+        """The name given at construction."""
+        self.transport = transport
+        """How the server is reached."""
+        self._timeout = _check_timeout(server_name, timeout)
+        self.tools_ttl = tools_ttl
+        """Seconds a fetched tool list stays fresh (None: until invalidated)."""
+        self.permission_policy: PermissionPolicy = permission_policy or McpPermissionPolicy()
+        """Decides each adapter's ``required_permissions``."""
+        self.sampling_handler = sampling_handler
+        """The SDK sampling callback, or None (sampling not advertised)."""
+        self.elicitation_handler = elicitation_handler
+        """The SDK elicitation callback, or None (elicitation not advertised)."""
+        self.roots_handler = roots_handler
+        """The SDK roots callback, or None (roots not advertised)."""
+        self.on_log = on_log
+        """Receives server log messages, or None."""
+        self.on_progress = on_progress
+        """Receives progress updates, or None."""
+        self.log_level = log_level
+        """The log level requested from 2026-07-28 servers."""
+        self.protocol = protocol
+        """``"auto"`` or ``"legacy"``."""
+        self._conn: Connection | None = None
+        self._connect_lock = asyncio.Lock()
+        self._tools_lock = asyncio.Lock()
+        self._tools: list[McpToolInfo] | None = None
+        self._tools_fresh_until = -1.0
+        self._tools_generation = 0
+
+    # -- configuration ----------------------------------------------------------------
+
+    @property
+    def timeout(self) -> float:
+        """Seconds allowed for start-up and for each request."""
+        return self._timeout
+
+    def with_timeout(self, secs: float) -> McpClient:
+        """Set :attr:`timeout` and return this client, for chaining.
+
+        Example:
+            >>> McpClient("x", StdioTransport("server")).with_timeout(5).timeout
+            5.0
+        """
+        self._timeout = _check_timeout(self.server_name, secs)
+        return self
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        """True while the client can send requests (False before connect, after close or
+        once the server is gone)."""
+        conn = self._conn
+        return conn is not None and conn.usable
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The protocol version the SDK negotiated, while connected."""
+        client = self._client_or_none()
+        return client.protocol_version if client is not None else None
+
+    @property
+    def server_info(self) -> dict[str, Any] | None:
+        """The server's name and version as it reports them, while connected."""
+        client = self._client_or_none()
+        info = client.server_info if client is not None else None
+        return info.model_dump(mode="json", exclude_none=True) if info is not None else None
+
+    @property
+    def pid(self) -> int | None:
+        """The stdio server's process id (also its process group id), once started."""
+        conn = self._conn
+        return conn.child.pid if conn is not None and conn.child is not None else None
+
+    @property
+    def stderr_tail(self) -> str:
+        """The last lines the stdio server wrote to stderr ("" if none)."""
+        conn = self._conn
+        return conn.child.stderr.tail() if conn is not None and conn.child is not None else ""
+
+    async def connect(self) -> None:
+        """Start the server (stdio) or reach it (HTTP), and negotiate the protocol.
+
+        Does nothing when already connected; after the server was lost, starts a new
+        connection. Raises an :class:`~agcore_tools.McpError` subclass within
+        :attr:`timeout` when the command is missing, the server exits during start-up
+        or never answers; the server's stderr tail is in the message.
+        """
+        async with self._connect_lock:
+            old = self._conn
+            if old is not None and old.usable:
+                return
+            if old is not None:
+                self._conn = None
+                await old.stop()
+            from ._connection import Connection
+
+            conn = Connection(self)
+            self._conn = conn
+            try:
+                await conn.start()
+            except BaseException:
+                if self._conn is conn:
+                    self._conn = None
+                raise
+            self._invalidate_tools(None)
+            if self._has_tools(conn):
+                # One tools/list now: into_tools() can then work without awaiting, and the
+                # SDK learns the tools' output schemas before the first call.
+                await self.tool_infos()
+
+    async def close(self) -> None:
+        """Close the session and stop the server; idempotent.
+
+        A stdio server has its stdin closed, then gets SIGTERM, then SIGKILL; then any
+        process left in its process group gets the same.
+        """
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.stop()
+
+    async def __aenter__(self) -> McpClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- tools -------------------------------------------------------------------------
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """The server's tools as Chat Completions tool params, like
+        :meth:`ToolRegistry.definitions`, with the server's own names.
+
+        The list is cached: pages are followed once, then served from the cache until
+        the server reports a change, :attr:`tools_ttl` (or the server's ``ttlMs``)
+        expires, or :meth:`refresh_tools` is called.
+        """
+        return [_definition(info) for info in await self.tool_infos()]
+
+    async def refresh_tools(self) -> list[dict[str, Any]]:
+        """Re-read the tool list from the server and return it like :meth:`list_tools`."""
+        self._invalidate_tools(None)
+        return await self.list_tools()
+
+    async def tool_infos(self) -> list[McpToolInfo]:
+        """The server's tools with their schemas and annotations (cached like :meth:`list_tools`)."""
+        conn = self._require("tools/list")
+        if self._tools is not None and time.monotonic() < self._tools_fresh_until:
+            return list(self._tools)
+        async with self._tools_lock:
+            # Another task may have fetched while this one waited for the lock.
+            if self._tools is not None and time.monotonic() < self._tools_fresh_until:
+                return list(self._tools)
+            return list(await self._fetch_tools(conn))
+
+    async def call_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """Call a tool and return its value.
+
+        Returns ``structuredContent`` when the server sends it, else the text content
+        (several text parts joined with newlines); when other parts (image, audio,
+        resource, resource_link) are present, the list of all parts as typed JSON.
+
+        Raises:
+            ToolExecutionError: The server answered ``isError: true``; the message is
+                its text (a model can read it and try again).
+            McpTimeoutError: No answer within ``timeout`` (default :attr:`timeout`); the
+                request is cancelled on the server (``notifications/cancelled``).
+            McpNotInitializedError: Not connected (never, closed, or the server is gone).
+            McpError: The server answered with a protocol error, or went away.
+
+        Example:
+            >>> async def weather(client: McpClient) -> Any:
+            ...     return await client.call_tool("get_weather", {"city": "Paris"})
+        """
+        conn = self._conn
+        client = conn.client if conn is not None and conn.state is State.READY else None
+        if client is None:
+            raise self._not_usable(conn, name)
+        limit = self._timeout if timeout is None else _check_timeout(self.server_name, timeout)
+        progress = self._progress_callback(name)
+        try:
+            result = await with_timeout(
+                client.call_tool(
+                    name,
+                    dict(args) if args else {},
+                    read_timeout_seconds=limit,
+                    progress_callback=progress,
+                ),
+                limit + _BACKSTOP,
+            )
+        except Exception as exc:
+            raise await self._translate(conn, exc, f"tools/call '{name}'", limit, name) from exc
+        return result_value(result, name)
+
+    def into_tools(
+        self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
+    ) -> list[BaseTool]:
+        """Adapters for the server's tools, to register in a :class:`ToolRegistry`.
+
+        Uses the tool list fetched by ``connect()`` (or the last ``list_tools()``).
+        Each adapter's ``execute`` calls :meth:`call_tool` on this client, so it keeps
+        working across reconnects.
+
+        Args:
+            prefix: False keeps the server's names; True prefixes them with the server
+                name (``server__tool``); a string prefixes them with that string. Names
+                are cut to the 64-character ``[a-zA-Z0-9_-]`` limit of model APIs.
+            policy: Overrides :attr:`permission_policy` for these adapters.
+
+        Raises:
+            McpNotInitializedError: No tool list has been fetched yet.
+            ToolError: Two tools would get the same name.
+
+        Example:
+            >>> from agcore_tools import ToolRegistry
+            >>> async def bridge(client: McpClient, registry: ToolRegistry) -> None:
+            ...     await client.connect()
+            ...     registry.register_all(client.into_tools(prefix=True))
+        """
+        from ._adapter import make_adapters
+
+        if self._tools is None:
+            raise McpNotInitializedError(
+                self.server_name, "no tool list yet; call connect() or list_tools() first"
+            )
+        if prefix is True:
+            prefix_text: str | None = self.server_name
+        elif prefix is False:
+            prefix_text = None
+        else:
+            prefix_text = prefix
+        return make_adapters(self, self._tools, prefix_text, policy or self.permission_policy)
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _client_or_none(self) -> Client | None:
+        conn = self._conn
+        return conn.client if conn is not None else None
+
+    def _require(self, what: str) -> Connection:
+        conn = self._conn
+        if conn is None or not conn.usable:
+            raise self._not_usable(conn, None, what)
+        return conn
+
+    def _not_usable(
+        self, conn: Connection | None, tool_name: str | None, what: str | None = None
+    ) -> McpNotInitializedError:
+        action = what or f"tools/call '{tool_name}'"
+        if conn is not None and conn.state is State.LOST:
+            reason = (
+                f"cannot send {action}: the connection was lost "
+                f"({conn.lost_reason}); call connect() to start it again"
+            )
+        elif conn is not None and conn.state is State.STARTING:
+            reason = f"cannot send {action}: still connecting"
+        else:
+            reason = f"cannot send {action}: not connected; call connect() first"
+        return McpNotInitializedError(self.server_name, reason, tool_name=tool_name)
+
+    async def _translate(
+        self,
+        conn: Connection | None,
+        exc: Exception,
+        action: str,
+        limit: float,
+        tool_name: str | None,
+    ) -> ToolError:
+        """The :class:`ToolError` for a failed request."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+        from pydantic import ValidationError
+
+        name = self.server_name
+        if isinstance(exc, ToolError):
+            return exc
+        if isinstance(exc, TimeoutError) or (
+            isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
+        ):
+            return McpTimeoutError(
+                name, f"{action} timed out after {limit:g} s", tool_name=tool_name
+            )
+        if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+            if conn is None or conn.state is State.CLOSED:
+                return McpNotInitializedError(
+                    name, f"{action} failed: the client was closed", tool_name=tool_name
+                )
+            reason = await conn.exit_description()
+            conn.mark_lost(reason)
+            return McpError(
+                name, f"{action} failed: connection lost ({reason})", tool_name=tool_name
+            )
+        if isinstance(exc, MCPError):
+            return McpError(
+                name, f"{action} failed: {exc.message} (code {exc.code})", tool_name=tool_name
+            )
+        if isinstance(exc, (ValidationError, RuntimeError)):
+            return McpError(
+                name, f"{action} got an invalid answer: {_first_line(exc)}", tool_name=tool_name
+            )
+        return McpError(
+            name, f"{action} failed: {type(exc).__name__}: {_first_line(exc)}", tool_name=tool_name
+        )
+
+    def _progress_callback(self, tool_name: str) -> Any:
+        # A progress token makes the server send updates; only ask when someone listens.
+        callback = self.on_progress
+        if callback is None and not progress_logger.isEnabledFor(logging.DEBUG):
+            return None
+        from ._connection import call_user
+
+        server = self.server_name
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            update = McpProgress(server, tool_name, progress, total, message)
+            progress_logger.debug("[%s] %s: %s/%s %s", server, tool_name, progress, total, message)
+            if callback is not None:
+                await call_user(callback, update, server)
+
+        return on_progress
+
+    def _has_tools(self, conn: Connection) -> bool:
+        client = conn.client
+        return client is not None and client.server_capabilities.tools is not None
+
+    def _invalidate_tools(self, reason: str | None) -> None:
+        self._tools_generation += 1
+        self._tools_fresh_until = -1.0
+        if reason is not None:
+            logger.info("MCP server '%s': %s; tool list cache cleared", self.server_name, reason)
+
+    async def _fetch_tools(self, conn: Connection) -> list[McpToolInfo]:
+        client = conn.client
+        if client is None:
+            raise self._not_usable(conn, None, "tools/list")
+        generation = self._tools_generation
+        started = time.monotonic()
+        ttl = self.tools_ttl
+        infos: list[McpToolInfo] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(_MAX_PAGES):
+            try:
+                page = await with_timeout(
+                    client.list_tools(cursor=cursor), self._timeout + _BACKSTOP
+                )
+            except Exception as exc:
+                raise await self._translate(conn, exc, "tools/list", self._timeout, None) from exc
+            infos.extend(_info(tool) for tool in page.tools)
+            ttl = _shorter(ttl, _server_ttl(page))
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+            if cursor in seen:
+                raise McpError(self.server_name, f"tools/list repeated the cursor {cursor!r}")
+            seen.add(cursor)
+        else:
+            raise McpError(self.server_name, f"tools/list returned more than {_MAX_PAGES} pages")
+        self._tools = infos
+        if generation == self._tools_generation:
+            # A change notice that arrived during the fetch leaves the list stale.
+            self._tools_fresh_until = started + ttl if ttl is not None else float("inf")
+        return infos
+
+    def __repr__(self) -> str:
+        state = "connected" if self.connected else "not connected"
+        return f"<McpClient {self.server_name!r} {self.transport.describe()} {state}>"
+
+
+def _check_timeout(server_name: str, value: float) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not seconds > 0:
+        raise ToolError(f"MCP server '{server_name}': timeout must be a positive number of seconds")
+    return seconds
+
+
+def _server_ttl(page: ListToolsResult) -> float | None:
+    # Only 2026-07-28 sessions carry ttlMs; the SDK strips it from older ones, so a
+    # field never set on the model means "no hint".
+    if "ttl_ms" not in page.model_fields_set:
+        return None
+    return page.ttl_ms / 1000.0
+
+
+def _shorter(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _info(tool: Any) -> McpToolInfo:
+    annotations = (
+        tool.annotations.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if tool.annotations is not None
+        else {}
+    )
+    return McpToolInfo(
+        name=tool.name,
+        description=tool.description or "",
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=annotations,
+        title=tool.title,
+    )
+
+
+def _definition(info: McpToolInfo) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": info.name,
+            "description": info.description,
+            "parameters": dict(info.input_schema),
+        },
+    }
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"

@@ -1,0 +1,137 @@
+"""``load_mcp_servers``: clients from the ``mcpServers`` JSON of Claude Desktop, Cursor
+and VS Code.
+
+Each entry is either a stdio server (``command``, optional ``args``, ``env``, ``cwd``) or
+an HTTP one (``url``, optional ``headers``). VS Code's ``"servers"`` key and its
+``"type"`` field (``"stdio"``, ``"http"``) are accepted too; ``"sse"`` (the deprecated
+HTTP+SSE transport) is refused. Entries with ``"disabled": true`` are skipped. Values are
+taken literally: placeholders such as ``${env:TOKEN}`` are not expanded.
+
+Example:
+    >>> clients = load_mcp_servers({"mcpServers": {
+    ...     "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]},
+    ...     "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer x"}},
+    ... }})
+    >>> [(c.server_name, type(c.transport).__name__) for c in clients]
+    [('fs', 'StdioTransport'), ('remote', 'StreamableHttpTransport')]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..error import ToolError
+from .client import McpClient
+from .transport import StdioTransport, StreamableHttpTransport
+
+__all__ = ["load_mcp_servers"]
+
+_HTTP_TYPES = ("http", "streamable-http", "streamableHttp", "streamable_http")
+
+
+def load_mcp_servers(
+    config: str | os.PathLike[str] | Mapping[str, Any], **client_options: Any
+) -> list[McpClient]:
+    """One :class:`McpClient` per configured server, in the file's order (not connected).
+
+    Args:
+        config: A path to the JSON file, or the parsed document (with its
+            ``mcpServers``/``servers`` key, or just the mapping of servers).
+        client_options: Passed to every :class:`McpClient` (``timeout=``, ...).
+
+    Raises:
+        ToolError: The file cannot be read or parsed, or an entry is malformed; the
+            message names the server and the field.
+
+    Example:
+        >>> import asyncio
+        >>> from agcore_tools import ToolRegistry
+        >>> async def main() -> None:
+        ...     registry = ToolRegistry()
+        ...     for client in load_mcp_servers("claude_desktop_config.json"):
+        ...         await client.connect()
+        ...         registry.register_all(client.into_tools(prefix=True))
+    """
+    document = _read(config)
+    servers = _servers(document)
+    clients = []
+    for name, entry in servers.items():
+        if not isinstance(entry, Mapping):
+            raise ToolError(f"MCP config: server '{name}' must be an object, got {entry!r}")
+        if entry.get("disabled") is True:
+            continue
+        clients.append(McpClient(str(name), _transport(str(name), entry), **client_options))
+    return clients
+
+
+def _read(config: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(config, Mapping):
+        return config
+    path = Path(config)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ToolError(f"MCP config: cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ToolError(f"MCP config: {str(path)!r} is not valid JSON: {exc}") from exc
+    if not isinstance(document, Mapping):
+        raise ToolError(f"MCP config: {str(path)!r} must hold a JSON object")
+    return document
+
+
+def _servers(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    for key in ("mcpServers", "servers"):
+        if key in document:
+            servers = document[key]
+            if not isinstance(servers, Mapping):
+                raise ToolError(f"MCP config: '{key}' must be an object of servers")
+            return servers
+    # A bare mapping of servers: every value describes one.
+    if all(isinstance(v, Mapping) for v in document.values()):
+        return document
+    raise ToolError("MCP config: expected an 'mcpServers' object")
+
+
+def _transport(name: str, entry: Mapping[str, Any]) -> StdioTransport | StreamableHttpTransport:
+    kind = entry.get("type")
+    if kind == "sse":
+        raise ToolError(
+            f"MCP config: server '{name}' uses the deprecated HTTP+SSE transport; "
+            "use its Streamable HTTP endpoint instead"
+        )
+    if "url" in entry or kind in _HTTP_TYPES:
+        url = _string(name, entry, "url")
+        return StreamableHttpTransport(url, _strings(name, entry, "headers"))
+    if "command" in entry or kind == "stdio":
+        command = _string(name, entry, "command")
+        args = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
+            raise ToolError(f"MCP config: server '{name}': 'args' must be a list of strings")
+        cwd = entry.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            raise ToolError(f"MCP config: server '{name}': 'cwd' must be a string")
+        env = _strings(name, entry, "env")
+        return StdioTransport(command, [str(a) for a in args], env or None, cwd)
+    raise ToolError(f"MCP config: server '{name}' needs a 'command' (stdio) or a 'url' (HTTP)")
+
+
+def _string(name: str, entry: Mapping[str, Any], key: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value:
+        raise ToolError(f"MCP config: server '{name}': '{key}' must be a non-empty string")
+    return value
+
+
+def _strings(name: str, entry: Mapping[str, Any], key: str) -> dict[str, str]:
+    value = entry.get(key) or {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, (str, int, float, bool)) for k, v in value.items()
+    ):
+        raise ToolError(f"MCP config: server '{name}': '{key}' must map names to strings")
+    return {k: str(v) for k, v in value.items()}

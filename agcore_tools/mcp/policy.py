@@ -1,0 +1,85 @@
+"""Which permissions an MCP tool requires, decided from its annotations.
+
+MCP tools describe themselves with hints (``readOnlyHint``, ``destructiveHint``,
+``openWorldHint``). :class:`McpPermissionPolicy` turns them into the
+:class:`~agcore_tools.Permission` values a :class:`~agcore_tools.PermissionChecker`
+checks before each call. When a hint is absent, the MCP specification's default
+applies: not read-only, destructive, open-world; so a tool that says nothing about
+itself is treated as the riskiest kind.
+
+========================================  ==========================
+Hints                                     Required permissions
+========================================  ==========================
+``readOnlyHint: true``                    ``read``
+``readOnlyHint`` false or absent          ``write``
+... and ``destructiveHint`` true/absent   ... plus ``delete``
+``openWorldHint`` true or absent          plus ``network``
+========================================  ==========================
+
+Annotations are hints from the server, not guarantees: a server can claim a tool is
+read-only when it is not. For a server you don't trust, use
+``McpPermissionPolicy(trust_annotations=False)``, which ignores the hints and requires
+``write``, ``delete`` and ``network`` for every tool. Any callable from
+:class:`McpToolInfo` to permissions can replace the policy, per client.
+
+Example:
+    >>> policy = McpPermissionPolicy()
+    >>> policy(McpToolInfo("read_file", annotations={"readOnlyHint": True, "openWorldHint": False}))
+    (Permission.READ,)
+    >>> policy(McpToolInfo("anything"))
+    (Permission.WRITE, Permission.DELETE, Permission.NETWORK)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from ..permission import Permission, PermissionLike
+from .models import McpToolInfo
+
+__all__ = ["McpPermissionPolicy", "PermissionPolicy"]
+
+PermissionPolicy: TypeAlias = Callable[[McpToolInfo], Iterable[PermissionLike]]
+"""Any function from an MCP tool to the permissions it requires."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpPermissionPolicy:
+    """The default policy: the table in this module's docstring, plus ``extra``.
+
+    Example:
+        >>> fs_only = McpPermissionPolicy(extra=[Permission.custom("mcp:fs")])
+        >>> fs_only(McpToolInfo("list", annotations={"readOnlyHint": True}))
+        (Permission.READ, Permission.NETWORK, Permission.custom('mcp:fs'))
+        >>> McpPermissionPolicy(trust_annotations=False)(
+        ...     McpToolInfo("list", annotations={"readOnlyHint": True}))
+        (Permission.WRITE, Permission.DELETE, Permission.NETWORK)
+    """
+
+    trust_annotations: bool = True
+    """Whether hints may lower the requirements; False applies the worst case to every tool."""
+    extra: Iterable[PermissionLike] = ()
+    """Permissions every tool of the client also requires, such as a custom
+    ``Permission.custom("mcp:github")`` that a checker can allow or deny per server."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra", Permission.parse_all(self.extra))
+
+    def __call__(self, tool: McpToolInfo) -> tuple[Permission, ...]:
+        """The permissions ``tool`` requires."""
+        trusted = self.trust_annotations
+        read_only = trusted and tool.hint("readOnlyHint") is True
+        destructive = not trusted or tool.hint("destructiveHint") is not False
+        open_world = not trusted or tool.hint("openWorldHint") is not False
+        required: list[Permission] = []
+        if read_only:
+            required.append(Permission.READ)
+        else:
+            required.append(Permission.WRITE)
+            if destructive:
+                required.append(Permission.DELETE)
+        if open_world:
+            required.append(Permission.NETWORK)
+        return Permission.parse_all([*required, *self.extra])

@@ -1,0 +1,97 @@
+"""How to reach an MCP server: a child process over stdio, or a Streamable HTTP endpoint.
+
+These are plain descriptions; :class:`~agcore_tools.McpClient` opens them on ``connect()``.
+
+Example:
+    >>> StdioTransport("python", ["server.py"], env={"LOG_LEVEL": "debug"}).describe()
+    "'python server.py'"
+    >>> StreamableHttpTransport("http://127.0.0.1:8000/mcp").describe()
+    'http://127.0.0.1:8000/mcp'
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from ..error import ToolError
+
+__all__ = ["McpTransport", "StdioTransport", "StreamableHttpTransport"]
+
+
+@dataclass(frozen=True, slots=True)
+class StdioTransport:
+    """Start the server as a child process and exchange JSON-RPC lines over its stdin/stdout.
+
+    The child gets a minimal environment: the variables the MCP SDK's
+    ``get_default_environment()`` keeps (``PATH``, ``HOME``, ``USER``, ``LOGNAME``,
+    ``SHELL``, ``TERM``), plus ``env``. Secrets in the parent's environment, such as
+    ``OPENAI_API_KEY``, never reach it; pass what the server needs in ``env``.
+    The child runs in its own process group, and ``close()`` ends the whole group, so
+    helpers it started (``npx`` starts ``node``) do not outlive it. Its stderr goes to
+    the ``agcore_tools.mcp.stderr`` logger.
+
+    Example:
+        >>> t = StdioTransport("npx", ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"])
+        >>> t.args
+        ('-y', '@modelcontextprotocol/server-filesystem', '/tmp')
+    """
+
+    command: str
+    """The executable, looked up on the child's ``PATH``."""
+    args: Sequence[str] = ()
+    """Its arguments (stored as a tuple)."""
+    env: Mapping[str, str] | None = None
+    """Extra environment variables, added over the minimal default environment."""
+    cwd: str | os.PathLike[str] | None = None
+    """The child's working directory; None keeps the parent's."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.command, str) or not self.command:
+            raise ToolError(f"StdioTransport needs a non-empty command, got {self.command!r}")
+        if isinstance(self.args, str):
+            raise ToolError(f"StdioTransport args must be a list of strings, got {self.args!r}")
+        # Frozen: normalise through object.__setattr__ so callers' lists can't change it later.
+        object.__setattr__(self, "args", tuple(str(a) for a in self.args))
+        if self.env is not None:
+            object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
+
+    def describe(self) -> str:
+        """The command line, quoted for messages."""
+        return repr(shlex.join([self.command, *self.args]))
+
+
+@dataclass(frozen=True, slots=True)
+class StreamableHttpTransport:
+    """Talk to a server at a Streamable HTTP endpoint (MCP's HTTP transport).
+
+    Example:
+        >>> t = StreamableHttpTransport("https://mcp.example.com/mcp", {"Authorization": "Bearer …"})
+        >>> sorted(t.headers)
+        ['Authorization']
+    """
+
+    url: str
+    """The endpoint, such as ``http://127.0.0.1:8000/mcp``."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Extra HTTP headers sent with every request (authorisation, for example)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
+            raise ToolError(f"StreamableHttpTransport needs an http(s) URL, got {self.url!r}")
+        object.__setattr__(
+            self, "headers", {str(k): str(v) for k, v in (self.headers or {}).items()}
+        )
+
+    def describe(self) -> str:
+        """The URL without credentials, for messages."""
+        scheme, sep, rest = self.url.partition("://")
+        authority, slash, path = rest.partition("/")
+        return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
+
+
+McpTransport: TypeAlias = "StdioTransport | StreamableHttpTransport"
+"""Either transport."""
