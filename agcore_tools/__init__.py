@@ -48,6 +48,14 @@ from .error import (
     ToolNotFoundError,
     ToolTimeoutError,
 )
+from .mcp import (
+    McpClient,
+    McpPermissionPolicy,
+    McpToolInfo,
+    StdioTransport,
+    StreamableHttpTransport,
+    load_mcp_servers,
+)
 from .permission import Permission, PermissionChecker, PermissionConfig
 from .registry import (
     ToolCall,
@@ -74,15 +82,20 @@ __all__ = [
     "LlmCycle",
     "LlmError",
     "MaxTurnsExceededError",
+    "McpClient",
     "McpError",
     "McpNotInitializedError",
+    "McpPermissionPolicy",
     "McpTimeoutError",
+    "McpToolInfo",
     "Permission",
     "PermissionChecker",
     "PermissionConfig",
     "PermissionDeniedError",
     "ReasoningDelta",
+    "StdioTransport",
     "StreamEvent",
+    "StreamableHttpTransport",
     "ToolCall",
     "ToolContext",
     "ToolEntry",
@@ -101,5 +114,6 @@ __all__ = [
     "Usage",
     "__version__",
     "default_registry",
+    "load_mcp_servers",
     "tool",
 ]
