@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from pydantic import ValidationError
@@ -138,28 +138,39 @@ class FunctionTool(BaseTool, Generic[P, R]):
         except ValidationError as exc:
             reason, problems = _describe_validation_error(exc)
             raise InvalidArgumentsError(self.name, reason, errors=problems) from exc
-        kwargs = dict(validated.__dict__)
-        for field_name, param in self._renamed:
-            kwargs[param] = kwargs.pop(field_name)
+        # The fresh model instance is dropped, so its field dict can be the kwargs as is.
+        kwargs = validated.__dict__
+        if self._renamed:
+            for field_name, param in self._renamed:
+                kwargs[param] = kwargs.pop(field_name)
         return kwargs
 
-    async def _run(self, kwargs: dict[str, Any]) -> Any:
-        args: list[Any] = [kwargs.pop(p) for p in self._positional_only]
-        try:
-            if self._is_async:
-                result = await self.func(*args, **kwargs)  # type: ignore[misc]
-            else:
-                result = await run_sync(self.func, *args, **kwargs)
-        except ToolError:
-            raise
-        except Exception as exc:
-            raise ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}") from exc
+    def _start(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        # The call's awaitable: the function's own coroutine, or its run in a worker thread.
+        args = [kwargs.pop(p) for p in self._positional_only] if self._positional_only else ()
+        if self._is_async:
+            return self.func(*args, **kwargs)  # type: ignore[return-value]
+        return run_sync(self.func, *args, **kwargs)
+
+    def _failure(self, exc: Exception) -> ToolExecutionError:
+        return ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}")
+
+    def _jsonable(self, result: Any) -> Any:
         try:
             return _to_json(result)
         except Exception as exc:
             raise ToolExecutionError(
                 self.name, f"returned a {type(result).__name__}, which is not JSON-compatible"
             ) from exc
+
+    async def _run(self, kwargs: dict[str, Any]) -> Any:
+        try:
+            result = await self._start(kwargs)
+        except ToolError:
+            raise
+        except Exception as exc:
+            raise self._failure(exc) from exc
+        return self._jsonable(result)
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Validate ``args``, run the function, return its JSON-compatible result.
@@ -172,7 +183,14 @@ class FunctionTool(BaseTool, Generic[P, R]):
         if self.timeout is None:
             if self._context_param is not None:
                 kwargs[self._context_param] = ctx
-            return await self._run(kwargs)
+            # _run() inlined: one coroutine fewer on the hot path.
+            try:
+                result = await self._start(kwargs)
+            except ToolError:
+                raise
+            except Exception as exc:
+                raise self._failure(exc) from exc
+            return result if isinstance(result, _PLAIN_JSON) else self._jsonable(result)
         # A child context lets a sync function in its thread see the timeout without
         # cancelling the caller's own token.
         local_ctx = ctx.for_call(ctx.call_id)
@@ -186,6 +204,14 @@ class FunctionTool(BaseTool, Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<FunctionTool {self.name!r}>"
+
+
+def _ignores_context(tool: BaseTool) -> bool:
+    # True when tool.execute() provably never reads its ctx: FunctionTool.execute (not
+    # a subclass's override) reads it only to inject it or to enforce a timeout. Keep
+    # this in step with FunctionTool.execute. ToolRegistry.invoke uses it to skip
+    # building a fresh ToolContext (~0.5 µs) that nothing could see.
+    return type(tool) is FunctionTool and tool._context_param is None and tool.timeout is None
 
 
 @overload
