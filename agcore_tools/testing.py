@@ -132,6 +132,9 @@ class RawStream:
     """The HTTP status code."""
     headers: Mapping[str, str] = field(default_factory=dict)
     """Extra response headers."""
+    drop_connection: bool = False
+    """Close the connection after the events, without ending the HTTP body: a network
+    failure mid-stream, as the client sees it."""
 
 
 ScriptItem: TypeAlias = (
@@ -506,6 +509,11 @@ class ScriptedChatServer:
             text = event if isinstance(event, str) else "data: " + json.dumps(event)
             data = (text + "\n\n").encode()
             writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+        if item.drop_connection:
+            await writer.drain()
+            writer.transport.abort()
+            request.disconnected = True
+            return
         writer.write(b"0\r\n\r\n")
         try:
             await writer.drain()

@@ -338,7 +338,7 @@ class LlmCycle:
                 builder.feed_completion(await retry.call(functools.partial(create, **params)))
                 return
             response, first = await retry.call(functools.partial(_open_stream, create, params))
-        except OpenAIError as exc:
+        except (OpenAIError, ValueError) as exc:  # ValueError: a body that is not JSON
             raise LlmError(f"chat completion request failed: {type(exc).__name__}: {exc}") from exc
         # 2. Read the stream; closing it on any exit (cancellation included) drops the
         #    HTTP connection, which tells the server to stop generating.
@@ -351,7 +351,7 @@ class LlmCycle:
                     chunk = await response.__anext__()
                 except StopAsyncIteration:
                     chunk = None
-        except OpenAIError as exc:
+        except (OpenAIError, ValueError) as exc:  # ValueError: an event that is not JSON
             raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
         finally:
             await _close_stream(response)

@@ -1,0 +1,75 @@
+"""CycleConfig: defaults, validation, request options."""
+
+from __future__ import annotations
+
+from dataclasses import FrozenInstanceError, replace
+
+import pytest
+
+from agcore_tools import CycleConfig, LlmError, TrimOldest
+
+
+def test_defaults_follow_the_contract() -> None:
+    config = CycleConfig("gpt-4o-mini")
+    assert config.model == "gpt-4o-mini"
+    assert config.max_turns == 10
+    assert config.tool_timeout_secs == 60.0
+    assert config.max_tool_result_bytes == 16384
+    assert config.max_retries == 3
+    assert isinstance(config.history, TrimOldest)
+    assert dict(config.request_options) == {}
+
+
+def test_unknown_keywords_are_request_options_merged_with_the_mapping() -> None:
+    config = CycleConfig(
+        "m", request_options={"temperature": 0.5, "seed": 1}, temperature=0.1, tool_choice="auto"
+    )
+    assert dict(config.request_options) == {"temperature": 0.1, "seed": 1, "tool_choice": "auto"}
+
+
+def test_replace_keeps_request_options_and_the_config_is_frozen() -> None:
+    config = CycleConfig("m", temperature=0.2)
+    changed = replace(config, max_turns=3)
+    assert changed.max_turns == 3
+    assert dict(changed.request_options) == {"temperature": 0.2}
+    assert changed == replace(config, max_turns=3)
+    with pytest.raises(FrozenInstanceError):
+        config.max_turns = 5  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        config.request_options["temperature"] = 1.0  # type: ignore[index]
+
+
+@pytest.mark.parametrize("option", ["model", "messages", "stream", "tools"])
+def test_options_the_loop_sets_are_refused(option: str) -> None:
+    with pytest.raises(LlmError, match=option):
+        CycleConfig("m", request_options={option: "x"})
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("max_turns", 0),
+        ("tool_timeout_secs", 0),
+        ("max_tool_result_bytes", 10),
+        ("max_retries", -1),
+        ("retry_initial_delay", -0.5),
+        ("max_turns", "3"),
+    ],
+)
+def test_bad_limits_are_refused_naming_the_field(field: str, value: object) -> None:
+    with pytest.raises(LlmError, match=field):
+        CycleConfig("m", **{field: value})
+
+
+def test_none_means_no_limit_where_allowed() -> None:
+    config = CycleConfig("m", max_turns=None, tool_timeout_secs=None, max_tool_result_bytes=None)
+    assert (config.max_turns, config.tool_timeout_secs, config.max_tool_result_bytes) == (
+        None,
+        None,
+        None,
+    )
+
+
+def test_an_empty_model_is_refused() -> None:
+    with pytest.raises(LlmError, match="model"):
+        CycleConfig("")

@@ -1,0 +1,400 @@
+"""Streaming and provider quirks: each one is played by the real server to a real SDK client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agcore_tools import (
+    AssistantTextDelta,
+    FinishReason,
+    LlmError,
+    ReasoningDelta,
+    ToolExecutionStarted,
+    ToolRegistry,
+    TurnComplete,
+)
+from agcore_tools.cycle._stream import TurnBuilder
+from agcore_tools.testing import RawResponse, RawStream, ScriptedChatServer
+
+from .conftest import S, assert_history_valid, tool_messages
+
+
+@pytest.fixture
+def echo() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return f"echo:{text}"
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return registry
+
+
+async def play(serve, make_cycle, registry, build_events) -> tuple[list[Any], Any, Any]:
+    """Serve one raw stream (then a plain answer) and run the streaming loop over it."""
+    server = serve()
+    server.add(RawStream(build_events(server)), S.reply_text("done"))
+    cycle = make_cycle(server)
+    events = [e async for e in cycle.submit_stream_with_tools("go", registry)]
+    return events, cycle, server
+
+
+def started(events: list[Any]) -> list[tuple[str, Any, str]]:
+    return [
+        (e.tool_name, e.input, e.call_id) for e in events if isinstance(e, ToolExecutionStarted)
+    ]
+
+
+def call(
+    index: int | None = None, id: str | None = None, name: str | None = None, args: Any = None
+):
+    """A tool-call delta; only the given fields are present."""
+    delta: dict[str, Any] = {}
+    if index is not None:
+        delta["index"] = index
+    if id is not None:
+        delta["id"] = id
+        delta["type"] = "function"
+    function: dict[str, Any] = {}
+    if name is not None:
+        function["name"] = name
+    if args is not None:
+        function["arguments"] = args
+    if function:
+        delta["function"] = function
+    return delta
+
+
+async def test_a_whole_call_in_one_chunk(serve, make_cycle, echo):
+    events, cycle, _ = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            s.chunk({"tool_calls": [call(0, "c1", "echo", '{"text": "hi"}')]}, "tool_calls"),
+        ],
+    )
+    assert started(events) == [("echo", {"text": "hi"}, "c1")]
+    assert tool_messages(cycle.messages) == {"c1": "echo:hi"}
+
+
+async def test_deltas_without_index_start_a_call_per_name(serve, make_cycle, echo):
+    # Ollama: every call complete, no index; and a continuation delta with neither.
+    events, cycle, _ = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            s.chunk({"tool_calls": [call(None, "o1", "echo", '{"text": ')]}),
+            s.chunk({"tool_calls": [call(None, None, None, '"a"}')]}),
+            s.chunk({"tool_calls": [call(None, "o2", "add", '{"a": 1, "b": 2}')]}),
+            s.chunk({}, "tool_calls"),
+        ],
+    )
+    assert started(events) == [("echo", {"text": "a"}, "o1"), ("add", {"a": 1, "b": 2}, "o2")]
+    assert tool_messages(cycle.messages) == {"o1": "echo:a", "o2": "3"}
+
+
+async def test_the_same_index_reused_for_a_different_id_is_a_new_call(serve, make_cycle, echo):
+    # Ollama and SGLang send every call at index 0.
+    events, cycle, _ = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            s.chunk({"tool_calls": [call(0, "x1", "echo", '{"text": "one"}')]}),
+            s.chunk({"tool_calls": [call(0, "x2", "echo", '{"text": "two"}')]}),
+            s.chunk({}, "tool_calls"),
+        ],
+    )
+    assert started(events) == [("echo", {"text": "one"}, "x1"), ("echo", {"text": "two"}, "x2")]
+    assert_history_valid(cycle.messages)
+
+
+async def test_the_same_index_reused_without_ids_is_a_new_call_per_name(serve, make_cycle, echo):
+    events, cycle, _ = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            s.chunk({"tool_calls": [call(0, None, "add", '{"a": 1, "b": 1}')]}),
+            s.chunk({"tool_calls": [call(0, None, "add", '{"a": 2, "b": 2}')]}),
+            s.chunk({}, "tool_calls"),
+        ],
+    )
+    inputs = [(name, args) for name, args, _ in started(events)]
+    assert inputs == [("add", {"a": 1, "b": 1}), ("add", {"a": 2, "b": 2})]
+    assert sorted(tool_messages(cycle.messages).values()) == ["2", "4"]
+
+
+async def test_missing_or_empty_ids_get_stable_unique_ids(serve, make_cycle, echo):
+    server = serve()
+    for _ in range(2):
+        server.add(
+            RawStream(
+                [
+                    server.chunk({"tool_calls": [call(0, "", "echo", '{"text": "a"}')]}),
+                    server.chunk({"tool_calls": [call(1, None, "echo", '{"text": "b"}')]}),
+                    server.chunk({}, "tool_calls"),
+                ]
+            )
+        )
+    server.add(S.reply_text("done"))
+    cycle = make_cycle(server)
+
+    events = [e async for e in cycle.submit_stream_with_tools("go", echo)]
+
+    ids = [call_id for _, _, call_id in started(events)]
+    assert len(ids) == 4 and len(set(ids)) == 4 and all(ids)
+    assert ids[:2] == ["call_0_0", "call_0_1"]
+    # The generated ids are what the history and the next requests carry.
+    assert list(tool_messages(cycle.messages)) == ids
+    resent = server.requests[1].json["messages"]
+    assert [c["id"] for c in resent[1]["tool_calls"]] == ids[:2]
+    assert_history_valid(cycle.messages)
+
+
+async def test_empty_name_and_id_on_continuation_deltas_are_ignored(serve, make_cycle, echo):
+    events, cycle, _ = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            s.chunk({"tool_calls": [call(0, "c1", "echo", "")]}),
+            s.chunk({"tool_calls": [call(0, "", "", '{"te')]}),
+            s.chunk({"tool_calls": [call(0, "", "", 'xt": "x"}')]}),
+            s.chunk({}, "tool_calls"),
+        ],
+    )
+    assert started(events) == [("echo", {"text": "x"}, "c1")]
+    assert cycle.messages[1]["tool_calls"][0]["function"]["name"] == "echo"
+
+
+async def test_arguments_sent_as_a_json_object(serve, make_cycle, echo):
+    # llama.cpp and TGI.
+    events, cycle, server = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            s.chunk({"tool_calls": [call(0, "c1", "add", {"a": 4, "b": 5})]}),
+            s.chunk({}, "tool_calls"),
+        ],
+    )
+    assert started(events) == [("add", {"a": 4, "b": 5}, "c1")]
+    # The history holds JSON text, as the API expects when it is sent back.
+    sent = server.requests[1].json["messages"][1]["tool_calls"][0]["function"]["arguments"]
+    assert sent == '{"a": 4, "b": 5}'
+    assert tool_messages(cycle.messages) == {"c1": "9"}
+
+
+async def test_content_null_chunks(serve, make_cycle, echo):
+    events, cycle, _ = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            s.chunk({"role": "assistant", "content": None}),
+            s.chunk({"content": None, "tool_calls": [call(0, "c1", "echo", '{"text": "n"}')]}),
+            s.chunk({"content": None}, "tool_calls"),
+        ],
+    )
+    assert not [e for e in events[:2] if isinstance(e, AssistantTextDelta)]
+    assert cycle.messages[1]["content"] is None
+    assert tool_messages(cycle.messages) == {"c1": "echo:n"}
+
+
+async def test_chunks_with_empty_choices(serve, make_cycle, echo):
+    # Azure's first chunk carries only prompt_filter_results; the usage chunk has no choices.
+    events, cycle, _ = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            {"id": "", "object": "", "created": 0, "model": "", "choices": [],
+             "prompt_filter_results": [{"prompt_index": 0}]},
+            s.chunk({"content": "Hi"}),
+            s.chunk({}, "stop"),
+            {**s.chunk(), "choices": [],
+             "usage": {"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}},
+        ],
+    )  # fmt: skip
+    assert [e.text for e in events if isinstance(e, AssistantTextDelta)] == ["Hi"]
+    final = events[-1]
+    assert isinstance(final, TurnComplete) and final.usage is not None
+    assert final.usage.total_tokens == 8
+    assert cycle.messages[-1] == {"role": "assistant", "content": "Hi"}
+
+
+async def test_keep_alive_comments(serve, make_cycle, echo):
+    events, _, _ = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            ": keep-alive",
+            s.chunk({"content": "A"}),
+            ": OPENROUTER PROCESSING",
+            s.chunk({"content": "B"}, "stop"),
+        ],
+    )
+    assert [e.text for e in events if isinstance(e, AssistantTextDelta)] == ["A", "B"]
+
+
+async def test_an_error_object_mid_stream_raises_llm_error_and_is_not_retried(
+    serve, make_cycle, echo
+):
+    server = serve()
+    server.add(
+        RawStream(
+            [
+                server.chunk({"content": "Partial "}),
+                {"error": {"message": "upstream overloaded", "type": "server_error"}},
+            ],
+            done=False,
+        ),
+        S.reply_text("should never be requested"),
+    )
+    cycle = make_cycle(server, max_retries=3)
+    seen: list[Any] = []
+
+    with pytest.raises(LlmError, match="upstream overloaded"):
+        async for event in cycle.submit_stream_with_tools("go", echo):
+            seen.append(event)
+
+    assert [e.text for e in seen] == ["Partial "]
+    assert len(server.requests) == 1
+
+
+async def test_finish_reason_in_the_same_chunk_as_the_last_argument_fragment(
+    serve, make_cycle, echo
+):
+    events, _, _ = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            s.chunk({"tool_calls": [call(0, "c1", "echo", '{"text": ')]}),
+            s.chunk({"tool_calls": [call(0, None, None, '"end"}')]}, "tool_calls"),
+        ],
+    )
+    assert started(events) == [("echo", {"text": "end"}, "c1")]
+    first = next(e for e in events if isinstance(e, TurnComplete))
+    assert first.reason is FinishReason.TOOL_CALLS
+
+
+async def test_reasoning_field_named_reasoning_is_echoed_under_that_name(serve, make_cycle, echo):
+    events, _, server = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            s.chunk({"reasoning": "hmm"}),
+            s.chunk({"tool_calls": [call(0, "c1", "echo", '{"text": "r"}')]}, "tool_calls"),
+        ],
+    )
+    assert server.requests[1].json["messages"][1]["reasoning"] == "hmm"
+    assert [e.text for e in events if isinstance(e, ReasoningDelta)] == ["hmm"]
+
+
+# -- non-streamed responses go through the same normalisation ---------------------------------
+
+
+async def test_non_streamed_quirks_object_arguments_and_missing_ids(serve, make_cycle, echo):
+    server = serve()
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"type": "function", "function": {"name": "add", "arguments": {"a": 1, "b": 2}}},
+                        {"id": "", "type": "function", "function": {"name": "echo", "arguments": '{"text": "t"}'}},
+                    ],
+                },
+            }
+        ],
+    }  # fmt: skip
+    server.add(RawResponse(200, body), S.reply_text("done"))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools("go", echo)
+
+    assert [inv.output for inv in response.invocations] == [3, "echo:t"]
+    assert [c["id"] for c in cycle.messages[1]["tool_calls"]] == ["call_0_0", "call_0_1"]
+    assert_history_valid(cycle.messages)
+
+
+async def test_a_response_without_choices_is_an_llm_error(serve, make_cycle):
+    server = serve(RawResponse(200, {"id": "x", "object": "chat.completion", "choices": []}))
+    with pytest.raises(LlmError, match="no choices"):
+        await make_cycle(server).submit("Hi")
+
+
+async def test_an_error_body_with_status_200_is_an_llm_error(serve, make_cycle):
+    server = serve(RawResponse(200, {"error": {"message": "quota exceeded"}}))
+    with pytest.raises(LlmError, match="quota exceeded"):
+        await make_cycle(server).submit("Hi")
+
+
+# -- the builder's slot rules, without HTTP -----------------------------------------------------
+
+
+def _chunk(deltas: list[dict[str, Any]], finish: str | None = None) -> Any:
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletionChunk
+
+    body = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": {"tool_calls": deltas}, "finish_reason": finish}]}  # fmt: skip
+    return construct_type(type_=ChatCompletionChunk, value=body)
+
+
+def test_an_id_arriving_after_the_name_joins_the_same_call() -> None:
+    builder = TurnBuilder("t")
+    builder.feed(_chunk([call(0, None, "echo", "")]))
+    builder.feed(_chunk([call(0, "late", None, '{"text": "z"}')], "tool_calls"))
+    turn = builder.build()
+    assert [(c.call_id, c.name, c.args) for c in turn.calls] == [("late", "echo", {"text": "z"})]
+
+
+def test_interleaved_parallel_calls_are_assembled_by_index() -> None:
+    builder = TurnBuilder("t")
+    builder.feed(_chunk([call(0, "a", "echo", ""), call(1, "b", "add", "")]))
+    builder.feed(_chunk([call(1, None, None, '{"a": 1,'), call(0, None, None, '{"text":')]))
+    builder.feed(_chunk([call(0, None, None, ' "q"}'), call(1, None, None, ' "b": 2}')]))
+    turn = builder.build()
+    assert [(c.call_id, c.args) for c in turn.calls] == [
+        ("a", {"text": "q"}),
+        ("b", {"a": 1, "b": 2}),
+    ]
+    assert turn.reason is FinishReason.TOOL_CALLS
+    assert turn.raw_reason is None
+
+
+def test_a_stray_empty_delta_makes_no_call() -> None:
+    builder = TurnBuilder("t")
+    builder.feed(_chunk([{"index": 0}]))
+    turn = builder.build()
+    assert turn.calls == ()
+    assert "tool_calls" not in turn.message
+
+
+def test_the_server_chunk_helper_makes_sdk_readable_chunks() -> None:
+    server = ScriptedChatServer()
+    chunk = server.chunk({"content": "x"}, "stop")
+    assert chunk["choices"][0] == {"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}

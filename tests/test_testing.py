@@ -1,0 +1,186 @@
+"""ScriptedChatServer on its own: wire formats, capture, errors, lifecycle, no leaks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+
+from agcore_tools.testing import CapturedRequest, Pause, RawResponse, RawStream, ScriptedChatServer
+
+S = ScriptedChatServer
+
+
+def post(server: ScriptedChatServer, body: dict[str, Any], path: str = "/chat/completions"):
+    request = urllib.request.Request(
+        server.base_url + path,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "X-Test": "yes"},
+        method="POST",
+    )
+    return urllib.request.urlopen(request, timeout=5)
+
+
+def sse_events(raw: bytes) -> list[str]:
+    return [block for block in raw.decode().split("\n\n") if block]
+
+
+def test_json_reply_in_the_chat_completions_format() -> None:
+    usage = {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
+    server = S([S.reply_text("Hello", reasoning="hm", usage=usage)], model="m-1")
+    with server, post(server, {"model": "x", "messages": [{"role": "user", "content": "Hi"}]}) as r:
+        body = json.loads(r.read())
+    assert body["object"] == "chat.completion"
+    assert body["model"] == "m-1"
+    assert body["choices"][0]["message"] == {
+        "role": "assistant",
+        "content": "Hello",
+        "reasoning_content": "hm",
+    }
+    assert body["choices"][0]["finish_reason"] == "stop"
+    assert body["usage"] == usage
+
+
+def test_requests_are_captured_with_json_and_headers() -> None:
+    with S([S.reply_text("a"), S.reply_text("b")]) as server:
+        post(server, {"model": "x", "messages": []}).close()
+        post(server, {"model": "y", "stream": False}).close()
+    first, second = server.requests
+    assert isinstance(first, CapturedRequest)
+    assert (first.index, first.method, first.path) == (0, "POST", "/v1/chat/completions")
+    assert first.json == {"model": "x", "messages": []}
+    assert first.headers["x-test"] == "yes"
+    assert second.json["model"] == "y" and not second.stream
+    assert first.completed and not first.disconnected
+
+
+def test_tool_calls_stream_as_sse_with_arguments_in_pieces() -> None:
+    reply = S.reply_tool_calls([("add", {"a": 1, "b": 22}, "call_z")], text="Adding")
+    with S([reply], chunk_chars=4) as server:
+        body = {"stream": True, "stream_options": {"include_usage": True}}
+        with post(server, body) as response:
+            assert response.headers["content-type"] == "text/event-stream"
+            events = sse_events(response.read())
+    assert events[-1] == "data: [DONE]"
+    chunks = [json.loads(e.removeprefix("data: ")) for e in events[:-1]]
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert "".join(d.get("content") or "" for d in deltas) == "Adding"
+    calls = [d["tool_calls"][0] for d in deltas if "tool_calls" in d]
+    assert calls[0]["id"] == "call_z" and calls[0]["function"]["name"] == "add"
+    arguments = "".join(c["function"]["arguments"] for c in calls)
+    assert json.loads(arguments) == {"a": 1, "b": 22}
+    assert len(calls) > 3  # split into 4-character pieces
+    assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] > 0
+
+
+def test_usage_chunk_only_when_asked_for() -> None:
+    with S([S.reply_text("x")]) as server, post(server, {"stream": True}) as response:
+        chunks = [json.loads(e[6:]) for e in sse_events(response.read())[:-1]]
+    assert all(c["choices"] for c in chunks)
+
+
+def test_raw_streams_send_exact_lines_and_pauses() -> None:
+    with S() as server:
+        server.add(
+            RawStream([": keep-alive", {"custom": 1}, Pause(0.01), "data: tail"], done=False)
+        )
+        with post(server, {"stream": True}) as response:
+            assert sse_events(response.read()) == [
+                ": keep-alive",
+                'data: {"custom": 1}',
+                "data: tail",
+            ]
+
+
+def test_errors_carry_status_headers_and_an_openai_error_body() -> None:
+    server = S([S.error(429, "slow down", headers={"Retry-After": "3"})])
+    with server, pytest.raises(urllib.error.HTTPError) as raised:
+        post(server, {})
+    assert raised.value.code == 429
+    assert raised.value.headers["retry-after"] == "3"
+    assert json.loads(raised.value.read())["error"]["message"] == "slow down"
+
+
+def test_an_exhausted_script_answers_500_saying_so() -> None:
+    with S() as server, pytest.raises(urllib.error.HTTPError) as raised:
+        post(server, {})
+    assert raised.value.code == 500
+    assert "script is exhausted (request #1)" in raised.value.read().decode()
+
+
+def test_other_paths_are_404() -> None:
+    with S([S.reply_text("x")]) as server, pytest.raises(urllib.error.HTTPError) as raised:
+        post(server, {}, path="/embeddings")
+    assert raised.value.code == 404
+    assert len(server.requests) == 1  # still captured
+
+
+def test_repeat_plays_the_script_again_and_callables_decide_per_request() -> None:
+    def echo(request: CapturedRequest) -> Any:
+        return S.reply_text(f"#{request.index}: {request.json['messages'][-1]['content']}")
+
+    with S([S.reply_text("fixed"), echo], repeat=True) as server:
+        texts = []
+        for i in range(4):
+            with post(server, {"messages": [{"role": "user", "content": f"m{i}"}]}) as r:
+                texts.append(json.loads(r.read())["choices"][0]["message"]["content"])
+    assert texts == ["fixed", "#1: m1", "fixed", "#3: m3"]
+
+
+def test_raw_json_responses_are_sent_verbatim() -> None:
+    with S([RawResponse(200, b"not json at all")]) as server, post(server, {}) as response:
+        assert response.read() == b"not json at all"
+
+
+def test_start_stop_leaves_no_thread_and_can_restart() -> None:
+    before = set(threading.enumerate())
+    server = S([S.reply_text("one"), S.reply_text("two")])
+    for _ in range(2):
+        with server:
+            post(server, {}).close()
+        assert set(threading.enumerate()) == before
+    assert server.port == 0
+    with pytest.raises(RuntimeError, match="not running"):
+        _ = server.base_url
+
+
+def test_stop_closes_connections_still_open() -> None:
+    server = S([RawStream([Pause(30)])]).start()
+    response = urllib.request.urlopen(
+        urllib.request.Request(server.base_url + "/chat/completions", data=b"{}", method="POST"),
+        timeout=5,
+    )
+    server.stop()  # must not wait for the 30 s pause
+    assert not [t for t in threading.enumerate() if t.name == "scripted-chat-server"]
+    response.close()
+
+
+async def test_async_context_manager_and_the_sdk_client() -> None:
+    async with S([S.reply_text("via the SDK")]) as server:
+        client = server.client()
+        try:
+            completion = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "Hi"}]
+            )
+        finally:
+            await client.close()
+    assert completion.choices[0].message.content == "via the SDK"
+    assert server.requests[0].headers["authorization"] == "Bearer scripted-key"
+
+
+async def test_wait_for_times_out() -> None:
+    with S() as server, pytest.raises(TimeoutError):
+        await server.wait_for(lambda: False, timeout=0.05)
+
+
+def test_the_module_does_not_import_openai() -> None:
+    code = "import sys, agcore_tools.testing, agcore_tools.cycle; print('openai' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr

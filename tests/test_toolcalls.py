@@ -1,0 +1,318 @@
+"""Argument parsing, result text, truncation, and registry.run_tool_calls for both APIs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agcore_tools import (
+    InvalidArgumentsError,
+    PermissionChecker,
+    PermissionConfig,
+    ToolError,
+    ToolRegistry,
+    ToolTimeoutError,
+)
+from agcore_tools._toolcalls import parse_call, result_text, truncate_utf8
+
+# -- parse_call -------------------------------------------------------------------------
+
+
+def test_json_text_arguments_are_parsed() -> None:
+    call = parse_call("add", "c1", '{"a": 1, "b": [2]}')
+    assert (call.args, call.error, call.arguments) == (
+        {"a": 1, "b": [2]},
+        None,
+        '{"a": 1, "b": [2]}',
+    )
+
+
+@pytest.mark.parametrize("empty", [None, "", "   "])
+def test_empty_arguments_are_an_empty_object(empty: str | None) -> None:
+    call = parse_call("now", "c1", empty)
+    assert (call.args, call.arguments, call.error) == ({}, "{}", None)
+
+
+def test_an_object_given_as_is_is_used_and_recorded_as_json_text() -> None:
+    call = parse_call("add", "c1", {"a": 1, "city": "北京"})
+    assert call.args == {"a": 1, "city": "北京"}
+    assert call.arguments == '{"a": 1, "city": "北京"}'
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("{oops", "arguments are not valid JSON (Expecting property name"),
+        ("[1, 2]", "arguments must be a JSON object, got an array"),
+        ("42", "arguments must be a JSON object, got a number"),
+        ("null", "arguments must be a JSON object, got null"),
+        ("true", "arguments must be a JSON object, got a boolean"),
+        ([1, 2], "arguments must be a JSON object, got an array"),
+    ],
+)
+def test_unusable_arguments_give_an_invalid_arguments_error(raw: Any, reason: str) -> None:
+    call = parse_call("add", "c1", raw)
+    assert call.args is None
+    assert isinstance(call.error, InvalidArgumentsError)
+    assert call.error.tool_name == "add"
+    assert call.error.reason.startswith(reason)
+    assert call.input == call.arguments  # the raw text is what a UI shows
+
+
+def test_a_json_error_keeps_the_decoder_error_as_cause() -> None:
+    import json
+
+    call = parse_call("add", "c1", '{"a": }')
+    assert isinstance(call.error, InvalidArgumentsError)
+    assert isinstance(call.error.__cause__, json.JSONDecodeError)
+    assert "line 1 column 7" in str(call.error)
+
+
+# -- result text -------------------------------------------------------------------------
+
+
+def test_result_text_keeps_strings_and_writes_everything_else_as_compact_json() -> None:
+    from dataclasses import dataclass
+
+    @dataclass
+    class Point:
+        x: int
+        y: int
+
+    assert result_text("as is") == "as is"
+    assert result_text({"城市": "上海", "n": 1.5}) == '{"城市":"上海","n":1.5}'
+    assert result_text([Point(1, 2)]) == '[{"x":1,"y":2}]'
+    assert result_text(None) == "null"
+    assert result_text(object()).startswith('"<object object')
+
+
+# -- truncation ---------------------------------------------------------------------------
+
+
+def test_text_that_fits_is_returned_unchanged() -> None:
+    text = "短文本" * 10
+    assert truncate_utf8(text, 1000) is text
+    assert truncate_utf8(text, None) is text
+    exact = "é" * 50  # 100 bytes
+    assert truncate_utf8(exact, 100) is exact
+
+
+def test_cjk_text_is_cut_on_character_boundaries_with_head_tail_and_a_marker() -> None:
+    text = "".join(chr(0x4E00 + i % 500) for i in range(3000))  # 9000 bytes
+    cut = truncate_utf8(text, 1000)
+    data = cut.encode("utf-8")
+    assert len(data) <= 1000
+    head, marker_and_tail = cut.split("\n[... ", 1)
+    count, tail = marker_and_tail.split(" bytes omitted ...]\n")
+    assert text.startswith(head) and text.endswith(tail)
+    assert len(head) > len(tail) > 0  # two thirds head, one third tail
+    assert int(count) == len(text.encode()) - len(head.encode()) - len(tail.encode())
+    assert len(data) > 950  # the budget is used, give or take a split character
+
+
+def test_emoji_at_the_cut_points_are_dropped_whole() -> None:
+    text = "🙂" * 1000  # 4 bytes each
+    for limit in range(200, 240):
+        cut = truncate_utf8(text, limit)
+        assert len(cut.encode()) <= limit
+        head, _, rest = cut.partition("\n[")
+        assert set(head) == {"🙂"}
+        assert set(rest.split("]\n")[1]) == {"🙂"}
+
+
+def test_a_limit_below_the_marker_size_hard_cuts_the_head() -> None:
+    cut = truncate_utf8("数据" * 100, 10)
+    assert cut == "数据数"
+    assert len(cut.encode()) <= 10
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=0, max_size=400), st.integers(min_value=0, max_value=600))
+def test_truncation_never_exceeds_the_limit_and_keeps_a_prefix(text: str, limit: int) -> None:
+    cut = truncate_utf8(text, limit)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        assert cut == text
+    else:
+        assert len(cut.encode("utf-8", "surrogatepass")) <= limit
+        head = cut.split("\n[... ")[0]
+        assert text.startswith(head)
+
+
+# -- run_tool_calls ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    registry = ToolRegistry(PermissionChecker(PermissionConfig()))
+
+    @registry.tool
+    async def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    @registry.tool
+    async def nap(seconds: float) -> str:
+        """Sleep."""
+        await asyncio.sleep(seconds)
+        return f"slept {seconds}"
+
+    @registry.tool
+    def long_text() -> str:
+        """Much text."""
+        return "字" * 10000
+
+    @registry.tool(permissions=["shell"])
+    def shell(cmd: str) -> str:
+        """Denied by the default policy."""
+        raise AssertionError("must never run")
+
+    return registry
+
+
+def chat_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+async def test_chat_completions_dicts_give_tool_messages_in_order(registry) -> None:
+    calls = [
+        chat_call("c1", "nap", '{"seconds": 0.2}'),
+        chat_call("c2", "add", '{"a": 1, "b": 2}'),
+    ]
+    started = time.perf_counter()
+    messages = await registry.run_tool_calls(calls)
+    assert time.perf_counter() - started < 1.0
+    assert messages == [
+        {"role": "tool", "tool_call_id": "c1", "content": "slept 0.2"},
+        {"role": "tool", "tool_call_id": "c2", "content": "3"},
+    ]
+
+
+async def test_chat_completions_sdk_objects_are_accepted(registry) -> None:
+    from openai.types.chat import ChatCompletionMessage
+
+    message = ChatCompletionMessage.model_validate(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [chat_call("c9", "add", '{"a": 2, "b": 2}')],
+        }
+    )
+    assert await registry.run_tool_calls(message.tool_calls) == [
+        {"role": "tool", "tool_call_id": "c9", "content": "4"}
+    ]
+
+
+async def test_responses_function_calls_give_function_call_outputs(registry) -> None:
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage
+
+    output = [
+        ResponseOutputMessage.model_validate(
+            {
+                "id": "m1",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": "Let me add.", "annotations": []}],
+            }
+        ),
+        ResponseFunctionToolCall(
+            type="function_call", call_id="fc1", name="add", arguments='{"a": 5, "b": 6}'
+        ),
+        {"type": "reasoning", "id": "r1", "summary": []},
+        {"type": "function_call", "call_id": "fc2", "name": "add", "arguments": '{"a": 1}'},
+    ]
+    outputs = await registry.run_tool_calls(output)
+    assert outputs[0] == {"type": "function_call_output", "call_id": "fc1", "output": "11"}
+    assert outputs[1]["call_id"] == "fc2"
+    assert outputs[1]["output"].startswith(
+        "Error: tool 'add' got invalid arguments: b: Field required"
+    )
+    assert len(outputs) == 2
+
+
+async def test_every_failure_becomes_error_text_and_nothing_is_raised(registry) -> None:
+    messages = await registry.run_tool_calls(
+        [
+            chat_call("c1", "missing", "{}"),
+            chat_call("c2", "shell", '{"cmd": "ls"}'),
+            chat_call("c3", "add", "{not json"),
+            chat_call("c4", "nap", '{"seconds": 5}'),
+        ],
+        timeout=0.1,
+    )
+    contents = [m["content"] for m in messages]
+    assert contents[0] == "Error: tool 'missing' is not registered"
+    assert contents[1].startswith("Error: permission denied: tool 'shell' needs 'shell'")
+    assert contents[2].startswith(
+        "Error: tool 'add' got invalid arguments: arguments are not valid JSON"
+    )
+    assert contents[3] == f"Error: {ToolTimeoutError('nap', 0.1)}"
+
+
+async def test_results_are_truncated_like_the_loop_does(registry) -> None:
+    (message,) = await registry.run_tool_calls(
+        [chat_call("c1", "long_text", "{}")], max_result_bytes=300
+    )
+    assert len(message["content"].encode()) <= 300
+    assert "bytes omitted" in message["content"]
+    (full,) = await registry.run_tool_calls(
+        [chat_call("c1", "long_text", "{}")], max_result_bytes=None
+    )
+    assert full["content"] == "字" * 10000
+
+
+async def test_nothing_to_run_gives_nothing(registry) -> None:
+    assert await registry.run_tool_calls(None) == []
+    assert await registry.run_tool_calls([]) == []
+    assert await registry.run_tool_calls([{"type": "message", "content": []}]) == []
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        ([42], "cannot read 42"),
+        ([{"type": "function", "function": {"name": "add", "arguments": "{}"}}], "without an id"),
+        (
+            [
+                chat_call("c1", "add", "{}"),
+                {"type": "function_call", "call_id": "f", "name": "add", "arguments": "{}"},
+            ],
+            "mixed",
+        ),
+    ],
+)
+async def test_unreadable_input_is_a_tool_error(registry, items, message) -> None:
+    with pytest.raises(ToolError, match=message):
+        await registry.run_tool_calls(items)
+
+
+async def test_cancelling_run_tool_calls_cancels_the_running_tools() -> None:
+    registry = ToolRegistry()
+    cancelled: list[str] = []
+
+    @registry.tool
+    async def hang(name: str) -> str:
+        """Wait forever."""
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(name)
+            raise
+        return name
+
+    task = asyncio.create_task(
+        registry.run_tool_calls(
+            [chat_call("a", "hang", '{"name": "a"}'), chat_call("b", "hang", '{"name": "b"}')]
+        )
+    )
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+    assert sorted(cancelled) == ["a", "b"]
