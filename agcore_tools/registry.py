@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 from ._aio import with_timeout
 from ._display import html_table, markdown_table
 from .base import BaseTool, ToolContext
+from .decorator import _ignores_context
 from .error import (
     InvalidArgumentsError,
     ToolError,
@@ -183,6 +184,9 @@ class ToolCall(NamedTuple):
     call_id: str | None = None
     """The model's tool call id, if any."""
 
+
+_UNSEEN_CONTEXT = ToolContext()
+"""Passed by invoke() without a context to tools that never read one (_ignores_context)."""
 
 _default_registry: ToolRegistry | None = None
 _active_registry: contextvars.ContextVar[ToolRegistry | None] = contextvars.ContextVar(
@@ -483,38 +487,6 @@ class ToolRegistry:
         if self._permission_checker is not None:
             self._permission_checker.check(entry.name, entry.permissions)
 
-    async def _execute(
-        self, entry: ToolEntry, args: Any, ctx: ToolContext, call_id: str | None
-    ) -> ToolInvocation:
-        name = entry.tool.name
-        stats = entry.stats
-        error: ToolError | None = None
-        output: Any = None
-        started = time.perf_counter()
-        try:
-            if not isinstance(args, Mapping):
-                raise InvalidArgumentsError(
-                    name, f"arguments must be a JSON object, got {type(args).__name__}"
-                )
-            output = await entry.tool.execute(args if type(args) is dict else dict(args), ctx)
-        except ToolError as exc:
-            error = exc
-        except Exception as exc:  # noqa: BLE001 - any failure becomes a structured error
-            error = ToolExecutionError(name, f"{type(exc).__name__}: {exc}")
-            error.__cause__ = exc
-        except asyncio.CancelledError:
-            stats.calls += 1
-            stats.failures += 1
-            stats.total_seconds += time.perf_counter() - started
-            raise
-        duration = time.perf_counter() - started
-        stats.calls += 1
-        stats.total_seconds += duration
-        if error is not None:
-            stats.failures += 1
-            logger.debug("tool %r failed: %s", name, error)
-        return ToolInvocation(name, args, output, error, call_id, duration)
-
     async def invoke(
         self, name: str, args: Mapping[str, Any], ctx: ToolContext | None = None
     ) -> ToolInvocation:
@@ -534,24 +506,55 @@ class ToolRegistry:
         if entry is None:
             raise ToolNotFoundError(name)
         self._authorise(entry)
+        tool = entry.tool
         if ctx is None:
-            ctx = ToolContext()
-        return await self._execute(entry, args, ctx, ctx.call_id)
+            # A plain @tool function that takes no ToolContext never sees its context:
+            # give it a shared blank one rather than build a fresh one (~0.5 µs).
+            ctx = _UNSEEN_CONTEXT if _ignores_context(tool) else ToolContext()
+        # The execution proper; invoke_all() comes through here too. (It used to be a
+        # separate coroutine: inlined, that is one coroutine layer fewer per call.)
+        name = tool.name
+        stats = entry.stats
+        error: ToolError | None = None
+        output: Any = None
+        started = time.perf_counter()
+        try:
+            # An exact-type test first: isinstance(args, Mapping) costs ~0.1 µs.
+            call_args = args if type(args) is dict else _arguments_dict(name, args)
+            output = await tool.execute(call_args, ctx)
+        except ToolError as exc:
+            error = exc
+        except Exception as exc:  # noqa: BLE001 - any failure becomes a structured error
+            error = ToolExecutionError(name, f"{type(exc).__name__}: {exc}")
+            error.__cause__ = exc
+        except asyncio.CancelledError:
+            stats.calls += 1
+            stats.failures += 1
+            stats.total_seconds += time.perf_counter() - started
+            raise
+        duration = time.perf_counter() - started
+        stats.calls += 1
+        stats.total_seconds += duration
+        if error is not None:
+            stats.failures += 1
+            logger.debug("tool %r failed: %s", name, error)
+        return ToolInvocation(name, args, output, error, ctx.call_id, duration)
+
+    # invoke_all()'s path into invoke(), which a subclass's override of invoke() does not
+    # change (invoke_all() never went through the public method).
+    _invoke = invoke
 
     async def _invoke_guarded(
         self, call: ToolCall, ctx: ToolContext, timeout: float | None
     ) -> ToolInvocation:
         name, args, call_id = call
-        entry = self._entries.get(name)
-        try:
-            if entry is None:
-                raise ToolNotFoundError(name)
-            self._authorise(entry)
-        except ToolError as exc:
-            return ToolInvocation(name, args, error=exc, call_id=call_id)
         call_ctx = ctx.for_call(call_id)
         try:
-            return await with_timeout(self._execute(entry, args, call_ctx, call_id), timeout)
+            return await with_timeout(self._invoke(name, args, call_ctx), timeout)
+        except ToolError as exc:
+            # Only the lookup and the permission check raise out of invoke(): recorded
+            # here; the tool never ran.
+            return ToolInvocation(name, args, error=exc, call_id=call_id)
         except TimeoutError as exc:
             # The execution was cancelled; a sync tool still running in its thread
             # can see it through the context's cancellation token.
@@ -666,6 +669,14 @@ class ToolRegistry:
         """The same table as :meth:`_repr_markdown_`, in HTML."""
         caption = f"ToolRegistry — {len(self)} tool(s)"
         return html_table(self._TABLE_HEADERS, self._table_rows(), caption)
+
+
+def _arguments_dict(name: str, args: Any) -> dict[str, Any]:
+    if not isinstance(args, Mapping):
+        raise InvalidArgumentsError(
+            name, f"arguments must be a JSON object, got {type(args).__name__}"
+        )
+    return dict(args)
 
 
 def _as_call(call: ToolCall | Sequence[Any]) -> ToolCall:
