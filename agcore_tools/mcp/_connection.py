@@ -42,8 +42,8 @@ __all__ = ["Connection", "call_user"]
 logger = logging.getLogger("agcore_tools.mcp")
 server_logger = logging.getLogger("agcore_tools.mcp.server")
 
-_CLOSE_TIMEOUT = 20.0
-"""Bound on a close: the stdio shutdown escalation takes at most ~14 s."""
+_CLOSE_SLACK = 5.0
+"""Seconds a close may take beyond the stdio shutdown escalation's own waits."""
 
 _LOG_LEVELS = {
     "debug": logging.DEBUG,
@@ -109,15 +109,21 @@ class Connection:
         task = self._task
         if task is None or task.done():
             return
-        done, _ = await asyncio.wait({task}, timeout=_CLOSE_TIMEOUT)
+        transport = self._owner.transport
+        # Stdio shutdown waits up to seven grace periods (stdin, SIGTERM, SIGKILL, then
+        # the same for the rest of the process group, and the last stderr).
+        bound = _CLOSE_SLACK + (
+            7 * transport.stop_grace if isinstance(transport, StdioTransport) else 0
+        )
+        done, _ = await asyncio.wait({task}, timeout=bound)
         if not done:
             logger.error(
                 "MCP server '%s' did not shut down within %g s; cancelling its task",
                 self.server_name,
-                _CLOSE_TIMEOUT,
+                bound,
             )
             task.cancel()
-            await asyncio.wait({task}, timeout=_CLOSE_TIMEOUT)
+            await asyncio.wait({task}, timeout=_CLOSE_SLACK)
 
     def mark_lost(self, reason: str) -> None:
         """The server went away: refuse further requests and let the owner clean up."""
@@ -155,7 +161,9 @@ class Connection:
                     scope.cancel()
                 await self._serve(scope)
             if self.state is State.STARTING:
-                self._error = self._startup_error(None, timed_out=scope.cancelled_caught)
+                # A cancelled scope means the deadline passed, unless close() cancelled it.
+                timed_out = scope.cancelled_caught and not self._stop.is_set()
+                self._error = self._startup_error(None, timed_out=timed_out)
         except Exception as exc:  # every failure is reported; none escapes the task
             if self.state is State.STARTING:
                 self._error = self._startup_error(exc, timed_out=False)
@@ -230,16 +238,19 @@ class Connection:
         if isinstance(exc, ToolError):
             return exc
         child = self.child
-        if child is not None and child.returncode is not None:
-            error: ToolError = McpError(name, f"{what} {_exit_text(child)} during start-up{stderr}")
+        if self._stop.is_set():
+            error: ToolError = McpNotInitializedError(name, "closed while connecting")
         elif timed_out:
+            # Checked first: the child then stopped on our signal, not on its own.
             error = McpTimeoutError(
                 name,
                 f"{what} did not complete the MCP handshake within "
                 f"{self._owner.timeout:g} s{stderr}",
             )
+        elif child is not None and child.returncode is not None:
+            error = McpError(name, f"{what} {_exit_text(child)} during start-up{stderr}")
         elif exc is None:
-            error = McpNotInitializedError(name, "closed while connecting")
+            error = McpNotInitializedError(name, "start-up ended without a session")
         else:
             error = McpError(name, f"cannot connect to {what}: {_describe(exc)}{stderr}")
         error.__cause__ = exc

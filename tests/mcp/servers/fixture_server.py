@@ -1,0 +1,234 @@
+"""A test MCP server written with the SDK's MCPServer.
+
+Run over stdio: ``python fixture_server.py``; over Streamable HTTP on a socket the test
+already bound: ``python fixture_server.py --http-fd FD`` (no port race).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from mcp.server.caching import CacheHint
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Image
+from mcp_types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    ImageContent,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, Field
+
+TTL_MS = int(os.environ.get("FIXTURE_TOOLS_TTL_MS", "60000"))
+
+server = MCPServer(
+    "fixture",
+    version="1.0.0",
+    cache_hints={"tools/list": CacheHint(ttl_ms=TTL_MS)},
+    log_level="WARNING",
+)
+
+
+class Weather(BaseModel):
+    city: str
+    temperature: float = Field(description="Degrees Celsius")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+def weather(city: str) -> Weather:
+    """The weather in a city (structured output)."""
+    return Weather(city=city, temperature=21.5)
+
+
+@server.tool(structured_output=False)
+def echo(text: str) -> str:
+    """Return the text (unstructured text content)."""
+    return text
+
+
+@server.tool(structured_output=False)
+def two_texts() -> list[TextContent]:
+    """Two text parts."""
+    return [TextContent(type="text", text="first"), TextContent(type="text", text="second")]
+
+
+@server.tool(structured_output=False)
+def mixed() -> list[TextContent | ImageContent]:
+    """A text part and an image part."""
+    return [
+        TextContent(type="text", text="a picture:"),
+        ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png"),
+    ]
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Fail with the message (isError)."""
+    raise ToolError(message)
+
+
+@server.tool(structured_output=False)
+async def slow(seconds: float, marker: str = "") -> str:
+    """Sleep; if cancelled and `marker` is set, write 'cancelled' to that file."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        if marker:
+            # A synchronous write on purpose: the task is being cancelled, so awaiting
+            # a thread here would be cancelled too.
+            Path(marker).write_text("cancelled")  # noqa: ASYNC240
+        raise
+    return f"slept {seconds}"
+
+
+@server.tool()
+def die(code: int = 3) -> str:
+    """Exit the server process at once."""
+    sys.stdout.flush()
+    os._exit(code)
+
+
+@server.tool(structured_output=False)
+async def add_tool(name: str, ctx: Context) -> str:
+    """Register a new tool and tell the client its tool list changed."""
+    server.add_tool(lambda: f"I am {name}", name=name, description=f"Added at run time: {name}")
+    await ctx.notify_tools_changed()  # 2026-07-28: to subscriptions/listen streams
+    await ctx.session.send_tool_list_changed()  # 2025-11-25: a plain notification
+    return f"added {name}"
+
+
+@server.tool(structured_output=False)
+async def progress(steps: int, ctx: Context) -> str:
+    """Report progress `steps` times, and log one message."""
+    for i in range(steps):
+        await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+    await ctx.warning("progress tool finished")
+    return "done"
+
+
+@server.tool()
+def environment() -> dict[str, str]:
+    """The environment variables this process sees."""
+    return dict(os.environ)
+
+
+@server.tool(structured_output=False)
+def flood_stderr(megabytes: float) -> str:
+    """Write that much to stderr from a background thread, then return at once."""
+
+    def flood() -> None:
+        line = b"x" * 199 + b"\n"
+        for _ in range(int(megabytes * 1024 * 1024 / 200)):
+            os.write(2, line)
+
+    threading.Thread(target=flood, daemon=True).start()
+    return "flooding"
+
+
+@server.tool()
+def spawn_grandchild() -> int:
+    """Start a long-lived `sleep` in this server's process group; return its pid."""
+    child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
+    return child.pid
+
+
+class Answer(BaseModel):
+    answer: str
+
+
+@server.tool(structured_output=False)
+async def ask(question: str, ctx: Context) -> str:
+    """Ask the client (elicitation)."""
+    result = await ctx.elicit(question, Answer)
+    return f"{result.action}: {result.data.answer if result.data else ''}"
+
+
+@server.tool(structured_output=False)
+async def sample(prompt: str, ctx: Context) -> str:
+    """Ask the client's model (sampling)."""
+    from mcp_types import SamplingMessage
+
+    result = await ctx.session.create_message(
+        messages=[SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
+        max_tokens=20,
+    )
+    content = result.content
+    return content.text if isinstance(content, TextContent) else str(content)
+
+
+@server.tool(structured_output=False)
+async def roots(ctx: Context) -> str:
+    """The client's roots."""
+    result = await ctx.session.list_roots()
+    return ",".join(str(root.uri) for root in result.roots)
+
+
+@server.tool(structured_output=False)
+def capabilities(ctx: Context) -> str:
+    """The client capabilities this server was told about."""
+    caps = ctx.client_capabilities
+    return caps.model_dump_json(exclude_none=True) if caps is not None else "{}"
+
+
+@server.tool(structured_output=False)
+async def ask_each_era(question: str, ctx: Context) -> str | InputRequiredResult:
+    """Ask the client in the way the negotiated era allows (2026-07-28: input_required)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return await ask(question, ctx)
+    responses = ctx.input_responses
+    if not responses:
+        schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+        request = ElicitRequest(
+            params=ElicitRequestFormParams(message=question, requested_schema=schema)
+        )
+        return InputRequiredResult(input_requests={"q": request})
+    answer = responses["q"]
+    assert isinstance(answer, ElicitResult)
+    return f"{answer.action}: {(answer.content or {}).get('answer', '')}"
+
+
+@server.tool(structured_output=False)
+async def ping_client(ctx: Context) -> str:
+    """Ping the client."""
+    await ctx.session.send_ping()
+    return "pong"
+
+
+@server.tool(structured_output=False)
+def picture() -> Image:
+    """An image only."""
+    return Image(data=b"\x89PNG\r\n", format="png")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http-fd", type=int, default=None)
+    parser.add_argument("--print-stderr", default="")
+    options = parser.parse_args()
+    if options.print_stderr:
+        print(options.print_stderr, file=sys.stderr, flush=True)
+    if options.http_fd is None:
+        server.run()
+        return
+    import uvicorn
+
+    sock = socket.socket(fileno=options.http_fd)
+    app = server.streamable_http_app()
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""A low-level MCP server for list behaviour: 25 tools over pages of 10, a tools/list
+counter, a protocol error, and an optional ttlMs hint (``--ttl-ms``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.caching import CacheHint
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+PAGE = 10
+NAMES = ["count_lists", "protocol_error", *(f"tool_{i:02d}" for i in range(23))]
+lists_served = 0
+
+
+def _tool(name: str) -> types.Tool:
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    return types.Tool(name=name, description=f"The {name} tool.", input_schema=schema)
+
+
+async def list_tools(
+    ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    global lists_served
+    start = int(params.cursor) if params is not None and params.cursor else 0
+    if start == 0:
+        lists_served += 1
+    end = start + PAGE
+    cursor = str(end) if end < len(NAMES) else None
+    return types.ListToolsResult(tools=[_tool(n) for n in NAMES[start:end]], next_cursor=cursor)
+
+
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    if params.name == "protocol_error":
+        raise MCPError(types.INVALID_PARAMS, "this tool always answers with a protocol error")
+    text = str(lists_served) if params.name == "count_lists" else params.name
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ttl-ms", type=int, default=None)
+    options = parser.parse_args()
+    hints = {"tools/list": CacheHint(ttl_ms=options.ttl_ms)} if options.ttl_ms is not None else None
+    server: Server[Any] = Server(
+        "paged", on_list_tools=list_tools, on_call_tool=call_tool, cache_hints=hints
+    )
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+if __name__ == "__main__":
+    main()

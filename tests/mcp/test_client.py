@@ -1,0 +1,567 @@
+"""McpClient against the fixture server, over stdio and Streamable HTTP (real processes).
+
+Each test in "Lifecycle and failure behaviour" of the issue has a section here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from agcore_tools import (
+    McpClient,
+    McpError,
+    McpNotInitializedError,
+    McpTimeoutError,
+    StdioTransport,
+    StreamableHttpTransport,
+    ToolError,
+    ToolExecutionError,
+    ToolRegistry,
+)
+from agcore_tools.mcp import McpLogMessage, McpProgress
+
+from .conftest import (
+    PAGED,
+    assert_group_gone,
+    assert_no_stray_tasks,
+    fixture_stdio,
+    pid_alive,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+# -- handshake, list, call (seed acceptance 14-16) ---------------------------------------
+
+
+async def test_connect_negotiates_and_lists_tools_like_a_registry(make_client: Any) -> None:
+    async with make_client() as client:
+        assert client.connected
+        assert client.protocol_version == "2026-07-28"  # the SDK's discover path
+        assert client.server_info == {"name": "fixture", "version": "1.0.0"}
+        definitions = await client.list_tools()
+    by_name = {d["function"]["name"]: d for d in definitions}
+    assert by_name["weather"] == {
+        "type": "function",
+        "function": {
+            "name": "weather",
+            "description": "The weather in a city (structured output).",
+            "parameters": by_name["weather"]["function"]["parameters"],
+        },
+    }
+    assert by_name["weather"]["function"]["parameters"]["required"] == ["city"]
+    assert not client.connected
+
+
+async def test_legacy_handshake_is_available(make_client: Any) -> None:
+    async with make_client(protocol="legacy") as client:
+        assert client.protocol_version == "2025-11-25"
+        assert await client.call_tool("echo", {"text": "hi"}) == "hi"
+
+
+async def test_call_tool_result_mapping(make_client: Any) -> None:
+    async with make_client() as client:
+        assert await client.call_tool("weather", {"city": "Paris"}) == {
+            "city": "Paris",
+            "temperature": 21.5,
+        }
+        assert await client.call_tool("echo", {"text": "plain"}) == "plain"
+        assert await client.call_tool("two_texts") == "first\nsecond"
+        assert await client.call_tool("mixed") == [
+            {"type": "text", "text": "a picture:"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+        ]
+        [image] = await client.call_tool("picture")
+        assert image["type"] == "image" and image["mimeType"] == "image/png"
+
+
+async def test_is_error_raises_a_recoverable_tool_execution_error(make_client: Any) -> None:
+    async with make_client() as client:
+        with pytest.raises(ToolExecutionError) as info:
+            await client.call_tool("fail", {"message": "the disk is full"})
+    assert "the disk is full" in str(info.value)
+    assert info.value.tool_name == "fail"
+    assert info.value.is_recoverable()
+
+
+async def test_protocol_error_raises_mcp_error() -> None:
+    async with McpClient("paged", StdioTransport(sys.executable, [str(PAGED)])) as client:
+        with pytest.raises(McpError) as info:
+            await client.call_tool("protocol_error")
+    assert type(info.value) is McpError
+    assert "MCP server 'paged': tools/call 'protocol_error' failed" in str(info.value)
+    assert "(code -32602)" in str(info.value)
+    assert not info.value.is_recoverable()
+
+
+async def test_timeout_raises_and_cancels_the_request_on_the_server(
+    make_client: Any, tmp_path: Path
+) -> None:
+    marker = tmp_path / "cancelled"
+    async with make_client(timeout=10) as client:
+        started = time.monotonic()
+        with pytest.raises(McpTimeoutError, match=r"tools/call 'slow' timed out after 0\.5 s"):
+            await client.call_tool("slow", {"seconds": 30, "marker": str(marker)}, timeout=0.5)
+        assert time.monotonic() - started < 3
+        # The server saw notifications/cancelled (stdio) or the aborted POST (HTTP) and
+        # cancelled the tool, which wrote the marker.
+        for _ in range(100):
+            if marker.exists():
+                break
+            await asyncio.sleep(0.05)
+        assert marker.read_text() == "cancelled"
+        assert await client.call_tool("echo", {"text": "still fine"}) == "still fine"
+
+
+async def test_calls_before_connect_and_after_close_raise_not_initialized() -> None:
+    client = McpClient("fixture", fixture_stdio())
+    with pytest.raises(McpNotInitializedError, match="call connect\\(\\) first"):
+        await client.call_tool("echo", {"text": "x"})
+    with pytest.raises(McpNotInitializedError):
+        await client.list_tools()
+    with pytest.raises(McpNotInitializedError):
+        client.into_tools()
+    await client.connect()
+    await client.close()
+    with pytest.raises(McpNotInitializedError):
+        await client.call_tool("echo", {"text": "x"})
+
+
+async def test_close_is_idempotent_and_connect_is_too() -> None:
+    client = McpClient("fixture", fixture_stdio())
+    await client.close()
+    await client.connect()
+    pid = client.pid
+    await client.connect()  # already connected: same server
+    assert client.pid == pid
+    await client.close()
+    await client.close()
+    assert not client.connected
+    await assert_no_stray_tasks()
+
+
+def test_with_timeout_returns_the_client() -> None:
+    client = McpClient("x", fixture_stdio())
+    assert client.with_timeout(2.5) is client
+    assert client.timeout == 2.5
+    with pytest.raises(ToolError):
+        client.with_timeout(0)
+
+
+# -- start-up failures ----------------------------------------------------------------------
+
+
+async def test_missing_command_fails_fast() -> None:
+    client = McpClient("ghost", StdioTransport("no-such-mcp-server-binary"), timeout=5)
+    started = time.monotonic()
+    with pytest.raises(McpError, match="cannot start 'no-such-mcp-server-binary'"):
+        await client.connect()
+    assert time.monotonic() - started < 2
+    assert not client.connected
+
+
+async def test_server_exiting_during_start_up_reports_code_and_stderr() -> None:
+    code = "import sys; print('fatal: no config file', file=sys.stderr); sys.exit(2)"
+    client = McpClient(
+        "broken", StdioTransport(sys.executable, ["-c", code], stop_grace=0.5), timeout=10
+    )
+    started = time.monotonic()
+    with pytest.raises(McpError) as info:
+        await client.connect()
+    assert time.monotonic() - started < 5
+    message = str(info.value)
+    assert "exited with code 2 during start-up" in message
+    assert "stderr: fatal: no config file" in message
+
+
+async def test_server_that_never_answers_times_out_and_is_stopped() -> None:
+    code = "import sys, time; print('waiting forever', file=sys.stderr, flush=True); time.sleep(60)"
+    client = McpClient(
+        "mute", StdioTransport(sys.executable, ["-c", code], stop_grace=0.5), timeout=1.0
+    )
+    started = time.monotonic()
+    with pytest.raises(McpTimeoutError) as info:
+        await client.connect()
+    assert time.monotonic() - started < 1.0 + 5  # the timeout, plus stopping the child
+    assert "did not complete the MCP handshake within 1 s" in str(info.value)
+    assert "waiting forever" in str(info.value)
+    await assert_no_stray_tasks()
+
+
+async def test_unreachable_http_server_fails_within_the_timeout() -> None:
+    client = McpClient("nowhere", StreamableHttpTransport("http://127.0.0.1:9/mcp"), timeout=5)
+    with pytest.raises(McpError, match=r"cannot connect to http://127\.0\.0\.1:9/mcp"):
+        await client.connect()
+    await assert_no_stray_tasks()
+
+
+# -- lifecycle: tasks -----------------------------------------------------------------------
+
+
+async def test_connect_and_close_in_different_tasks_with_many_concurrent_calls(
+    make_client: Any,
+) -> None:
+    client = make_client()
+    await asyncio.create_task(client.connect())
+
+    async def caller(i: int) -> str:
+        return await client.call_tool("echo", {"text": f"call {i}"})
+
+    results = await asyncio.gather(*(asyncio.create_task(caller(i)) for i in range(100)))
+    assert results == [f"call {i}" for i in range(100)]
+    await asyncio.create_task(client.close())
+    assert not client.connected
+    await assert_no_stray_tasks()
+
+
+async def test_close_from_another_task_while_connect_is_in_flight() -> None:
+    code = "import time; time.sleep(60)"
+    client = McpClient(
+        "slowstart", StdioTransport(sys.executable, ["-c", code], stop_grace=0.5), timeout=30
+    )
+    connecting = asyncio.create_task(client.connect())
+    await asyncio.sleep(0.5)
+    started = time.monotonic()
+    await asyncio.create_task(client.close())
+    with pytest.raises(McpNotInitializedError, match="closed while connecting"):
+        await connecting
+    assert time.monotonic() - started < 5
+    await assert_no_stray_tasks()
+
+
+async def test_cancelling_connect_stops_the_server() -> None:
+    code = "import time; time.sleep(60)"
+    client = McpClient(
+        "slowstart", StdioTransport(sys.executable, ["-c", code], stop_grace=0.5), timeout=30
+    )
+    connecting = asyncio.create_task(client.connect())
+    await asyncio.sleep(0.5)
+    pid = client.pid
+    assert pid is not None
+    connecting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await connecting
+    assert not pid_alive(pid)
+    await assert_no_stray_tasks()
+
+
+# -- lifecycle: a server that dies ---------------------------------------------------------
+
+
+async def test_server_dying_mid_call_fails_that_call_and_later_ones_promptly(
+    make_client: Any,
+) -> None:
+    client = make_client(timeout=30)
+    await client.connect()
+    in_flight = [asyncio.create_task(client.call_tool("slow", {"seconds": 20})) for _ in range(5)]
+    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    with pytest.raises(McpError) as info:
+        await client.call_tool("die", {"code": 3})
+    for task in in_flight:
+        with pytest.raises(McpError):
+            await task
+    assert time.monotonic() - started < 2, "failures must not wait for the 30 s timeout"
+    assert "connection lost" in str(info.value)
+    if make_client.transport == "stdio":
+        assert "exited with code 3" in str(info.value)
+
+    assert not client.connected
+    with pytest.raises(McpNotInitializedError, match="connection was lost"):
+        await client.call_tool("echo", {"text": "x"})
+    assert time.monotonic() - started < 3
+
+    if make_client.transport == "stdio":
+        await client.connect()  # starts a new server
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "back"}) == "back"
+    await client.close()
+    await assert_no_stray_tasks()
+
+
+async def test_server_killed_between_calls_is_noticed_without_a_call() -> None:
+    import os
+    import signal
+
+    client = McpClient("victim", fixture_stdio())
+    await client.connect()
+    assert client.pid is not None
+    os.kill(client.pid, signal.SIGKILL)
+    for _ in range(100):
+        if not client.connected:
+            break
+        await asyncio.sleep(0.02)
+    assert not client.connected
+    with pytest.raises(McpNotInitializedError, match="was killed by signal 9"):
+        await client.call_tool("echo", {"text": "x"})
+    await client.close()
+
+
+# -- lifecycle: the child's environment ---------------------------------------------------
+
+
+async def test_stdio_child_gets_a_minimal_environment_plus_env(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-parent-secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "also-secret")
+    client = McpClient("env", fixture_stdio(env={"FIXTURE_TOKEN": "given"}))
+    async with client:
+        seen = await client.call_tool("environment")
+    assert "OPENAI_API_KEY" not in seen
+    assert "AWS_SECRET_ACCESS_KEY" not in seen
+    assert seen["FIXTURE_TOKEN"] == "given"
+    assert seen["PATH"]
+    assert set(seen) <= {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "FIXTURE_TOKEN"} | {
+        # set by the Python interpreter itself at start-up
+        "LC_CTYPE"
+    }
+
+
+# -- lifecycle: stderr ----------------------------------------------------------------------
+
+
+async def test_stderr_goes_to_logging(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    client = McpClient("talky", fixture_stdio("--print-stderr", "hello from the server"))
+    async with client:
+        await client.call_tool("echo", {"text": "x"})
+        assert client.stderr_tail.endswith("hello from the server")
+    assert any(
+        r.name == "agcore_tools.mcp.stderr" and "[talky] hello from the server" in r.getMessage()
+        for r in caplog.records
+    )
+
+
+async def test_a_server_flooding_stderr_does_not_stall_the_client(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    async with McpClient("flood", fixture_stdio(), timeout=10) as client:
+        await client.call_tool("flood_stderr", {"megabytes": 64})
+        started = time.monotonic()
+        results = await asyncio.gather(
+            *(client.call_tool("echo", {"text": str(i)}) for i in range(200))
+        )
+        elapsed = time.monotonic() - started
+        assert results == [str(i) for i in range(200)]
+        assert elapsed < 5, f"200 calls took {elapsed:.1f} s while the server flooded stderr"
+        await asyncio.sleep(1.2)  # a second budget window passes: the count gets reported
+        await client.call_tool("flood_stderr", {"megabytes": 1})
+        await asyncio.sleep(0.3)
+    stderr_records = [r for r in caplog.records if r.name == "agcore_tools.mcp.stderr"]
+    assert any("stderr lines not logged" in r.getMessage() for r in stderr_records)
+    # Bounded: a few hundred log lines per second, not the 300 000+ lines written.
+    assert len(stderr_records) < 2000
+
+
+# -- lifecycle: process group ---------------------------------------------------------------
+
+
+async def test_close_ends_the_child_and_its_process_group() -> None:
+    client = McpClient("parent", fixture_stdio())
+    await client.connect()
+    pgid = client.pid
+    assert pgid is not None
+    grandchild = (await client.call_tool("spawn_grandchild"))["result"]
+    assert pid_alive(grandchild)
+    started = time.monotonic()
+    await client.close()
+    assert not pid_alive(pgid)
+    assert not pid_alive(grandchild)
+    assert_group_gone(pgid)
+    # stdin closed -> the server exits; the sleep left in its group gets SIGTERM at once.
+    assert time.monotonic() - started < 4
+
+
+async def test_a_child_ignoring_stdin_close_and_sigterm_is_killed() -> None:
+    code = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "sys.stdin.close()\n"
+        "time.sleep(60)\n"
+    )
+    client = McpClient(
+        "stubborn", StdioTransport(sys.executable, ["-c", code], stop_grace=0.5), timeout=1
+    )
+    with pytest.raises(McpTimeoutError):
+        await client.connect()
+    # connect() failed, but only after the child was stopped: stdin close (0.5 s grace),
+    # SIGTERM (ignored, 0.5 s grace), SIGKILL.
+    assert client.pid is None or not pid_alive(client.pid)
+
+
+# -- server-to-client traffic ---------------------------------------------------------------
+
+
+async def test_ping_from_the_server_is_answered() -> None:
+    async with McpClient("pinger", fixture_stdio(), protocol="legacy") as client:
+        assert await client.call_tool("ping_client") == "pong"
+
+
+async def test_sampling_elicitation_roots_are_advertised_only_with_handlers(
+    make_client: Any,
+) -> None:
+    async with make_client() as client:
+        assert await client.call_tool("capabilities") == "{}"
+        with pytest.raises(McpError, match="Elicitation not supported"):
+            await client.call_tool("ask_each_era", {"question": "colour?"})
+
+
+async def _elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"answer": f"blue ({params.message})"})
+
+
+async def _sample(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text="sampled!"), model="stub"
+    )
+
+
+async def _roots(ctx: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root(uri="file:///srv/project")])
+
+
+async def test_handlers_are_advertised_and_routed(make_client: Any) -> None:
+    handlers = {
+        "elicitation_handler": _elicit,
+        "sampling_handler": _sample,
+        "roots_handler": _roots,
+    }
+    async with make_client(**handlers) as client:
+        advertised = await client.call_tool("capabilities")
+        for capability in ("sampling", "elicitation", "roots"):
+            assert f'"{capability}"' in advertised
+        # 2026-07-28: the request comes back as input_required and the SDK routes it.
+        assert await client.call_tool("ask_each_era", {"question": "colour?"}) == (
+            "accept: blue (colour?)"
+        )
+    async with make_client(protocol="legacy", **handlers) as client:
+        # 2025-11-25: server-to-client requests on the connection.
+        assert await client.call_tool("ask", {"question": "colour?"}) == "accept: blue (colour?)"
+        assert await client.call_tool("sample", {"prompt": "hi"}) == "sampled!"
+        assert await client.call_tool("roots") == "file:///srv/project"
+
+
+async def test_log_and_progress_notifications_reach_logging_and_callbacks(
+    make_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="agcore_tools.mcp")
+    logs: list[McpLogMessage] = []
+    updates: list[McpProgress] = []
+
+    async def on_progress(update: McpProgress) -> None:
+        updates.append(update)
+
+    async with make_client(on_log=logs.append, on_progress=on_progress) as client:
+        assert await client.call_tool("progress", {"steps": 3}) == "done"
+        await asyncio.sleep(0.1)  # notifications are delivered in their own tasks
+    assert [(u.progress, u.total, u.message) for u in updates] == [
+        (1.0, 3.0, "step 1"),
+        (2.0, 3.0, "step 2"),
+        (3.0, 3.0, "step 3"),
+    ]
+    assert updates[0].tool_name == "progress" and updates[0].server_name == "fixture"
+    assert [(m.level, m.data) for m in logs] == [("warning", "progress tool finished")]
+    messages = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    assert ("agcore_tools.mcp.server", logging.WARNING, "[fixture] progress tool finished") in (
+        messages
+    )
+    assert any(name == "agcore_tools.mcp.progress" and "step 2" in m for name, _, m in messages)
+
+
+async def test_a_raising_callback_is_logged_not_fatal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(update: McpProgress) -> None:
+        raise RuntimeError("callback bug")
+
+    async with McpClient("fx", fixture_stdio(), on_progress=broken) as client:
+        assert await client.call_tool("progress", {"steps": 1}) == "done"
+        await asyncio.sleep(0.1)
+    assert any("callback bug" in (r.exc_text or "") for r in caplog.records)
+
+
+# -- tool list: pagination, cache, invalidation, TTL ----------------------------------------
+
+
+def _paged(*args: str) -> StdioTransport:
+    return StdioTransport(sys.executable, [str(PAGED), *args])
+
+
+async def test_list_tools_follows_pagination_and_caches() -> None:
+    async with McpClient("paged", _paged(), protocol="legacy") as client:
+        names = [d["function"]["name"] for d in await client.list_tools()]
+        assert len(names) == 25 and names[:2] == ["count_lists", "protocol_error"]
+        await client.list_tools()
+        await client.list_tools()
+        assert await client.call_tool("count_lists") == "1"  # connect()'s fetch only
+        await client.refresh_tools()
+        assert await client.call_tool("count_lists") == "2"
+
+
+async def test_tools_ttl_expires_the_cache() -> None:
+    async with McpClient("paged", _paged(), protocol="legacy", tools_ttl=0.3) as client:
+        await client.list_tools()
+        assert await client.call_tool("count_lists") == "1"
+        await asyncio.sleep(0.4)
+        await client.list_tools()
+        assert await client.call_tool("count_lists") == "2"
+
+
+async def test_server_ttl_ms_is_honoured() -> None:
+    async with McpClient("paged", _paged("--ttl-ms", "300")) as client:
+        assert client.protocol_version == "2026-07-28"
+        await client.list_tools()
+        assert await client.call_tool("count_lists") == "1"
+        await asyncio.sleep(0.4)
+        await client.list_tools()
+        assert await client.call_tool("count_lists") == "2"
+
+
+async def test_list_changed_invalidates_the_cache(make_client: Any) -> None:
+    for protocol in ("auto", "legacy"):
+        async with make_client(protocol=protocol) as client:
+            before = {d["function"]["name"] for d in await client.list_tools()}
+            assert "fresh" not in before
+            await client.call_tool("add_tool", {"name": "fresh"})
+            for _ in range(50):
+                if "fresh" in {d["function"]["name"] for d in await client.list_tools()}:
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                pytest.fail(f"list_changed did not invalidate the cache ({protocol})")
+            assert await client.call_tool("fresh") == "I am fresh"
+
+
+async def test_tools_can_be_listed_by_many_tasks_at_once() -> None:
+    async with McpClient("paged", _paged(), protocol="legacy") as client:
+        await client.refresh_tools()  # count 2
+        client._invalidate_tools(None)
+        lists = await asyncio.gather(*(client.list_tools() for _ in range(20)))
+        assert all(len(listed) == 25 for listed in lists)
+        assert await client.call_tool("count_lists") == "3"  # one fetch served all 20
+
+
+# -- adapters in a registry (seed acceptance 17, without the model) -------------------------
+
+
+async def test_adapters_run_through_a_registry(make_client: Any) -> None:
+    registry = ToolRegistry()
+    async with make_client() as client:
+        registry.register_all(client.into_tools(prefix=True))
+        assert "fixture__weather" in registry
+        invocation = await registry.invoke("fixture__weather", {"city": "Oslo"})
+        assert invocation.result() == {"city": "Oslo", "temperature": 21.5}
+        failed = await registry.invoke("fixture__fail", {"message": "nope"})
+        assert isinstance(failed.error, ToolExecutionError) and "nope" in str(failed.error)
+    gone = await registry.invoke("fixture__echo", {"text": "x"})
+    assert isinstance(gone.error, McpNotInitializedError)
