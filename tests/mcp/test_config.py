@@ -1,0 +1,135 @@
+"""load_mcp_servers: the mcpServers JSON of Claude Desktop, Cursor and VS Code."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from agcore_tools import (
+    McpClient,
+    StdioTransport,
+    StreamableHttpTransport,
+    ToolError,
+    ToolRegistry,
+    load_mcp_servers,
+)
+
+from .conftest import FIXTURE, HttpServer
+
+CLAUDE_DESKTOP = {
+    "mcpServers": {
+        "filesystem": {
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"],
+        },
+        "github": {
+            "command": "docker",
+            "args": ["run", "-i", "--rm", "ghcr.io/github/github-mcp-server"],
+            "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "token"},
+        },
+        "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer t"}},
+        "off": {"command": "whatever", "disabled": True},
+    }
+}
+
+
+def test_reads_a_dict_in_order() -> None:
+    clients = load_mcp_servers(CLAUDE_DESKTOP, timeout=7)
+    assert [c.server_name for c in clients] == ["filesystem", "github", "remote"]
+    fs, gh, remote = clients
+    assert fs.transport == StdioTransport(
+        "npx", ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"]
+    )
+    assert isinstance(gh.transport, StdioTransport)
+    assert gh.transport.env == {"GITHUB_PERSONAL_ACCESS_TOKEN": "token"}
+    assert remote.transport == StreamableHttpTransport(
+        "https://mcp.example.com/mcp", {"Authorization": "Bearer t"}
+    )
+    assert all(isinstance(c, McpClient) and c.timeout == 7 and not c.connected for c in clients)
+
+
+def test_reads_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "claude_desktop_config.json"
+    path.write_text(json.dumps(CLAUDE_DESKTOP))
+    assert [c.server_name for c in load_mcp_servers(path)] == ["filesystem", "github", "remote"]
+    assert len(load_mcp_servers(str(path))) == 3
+
+
+def test_vs_code_servers_key_and_type_field() -> None:
+    clients = load_mcp_servers(
+        {
+            "servers": {
+                "local": {
+                    "type": "stdio",
+                    "command": "python",
+                    "args": ["server.py"],
+                    "cwd": "/srv",
+                },
+                "web": {"type": "http", "url": "http://127.0.0.1:8000/mcp"},
+            }
+        }
+    )
+    assert isinstance(clients[0].transport, StdioTransport) and clients[0].transport.cwd == "/srv"
+    assert isinstance(clients[1].transport, StreamableHttpTransport)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"args": ["x"]}, "server 'bad' needs a 'command' \\(stdio\\) or a 'url'"),
+        ({"command": ""}, "'command' must be a non-empty string"),
+        ({"command": "x", "args": "not a list"}, "'args' must be a list of strings"),
+        ({"command": "x", "env": {"A": ["list"]}}, "'env' must map names to strings"),
+        ({"url": "ftp://x"}, "needs an http\\(s\\) URL"),
+        ({"type": "sse", "url": "http://x/sse"}, "deprecated HTTP\\+SSE transport"),
+        ("just a string", "server 'bad' must be an object"),
+    ],
+)
+def test_malformed_entries_name_the_server_and_field(entry: object, message: str) -> None:
+    with pytest.raises(ToolError, match=message):
+        load_mcp_servers({"mcpServers": {"bad": entry}})
+
+
+def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
+    with pytest.raises(ToolError, match="cannot read"):
+        load_mcp_servers(tmp_path / "missing.json")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(ToolError, match="is not valid JSON"):
+        load_mcp_servers(broken)
+    with pytest.raises(ToolError, match="expected an 'mcpServers' object"):
+        load_mcp_servers({"mcpServers_typo": 1})
+
+
+async def test_one_call_feeds_every_servers_tools_into_a_registry(tmp_path: Path) -> None:
+    http = HttpServer()
+    try:
+        config = tmp_path / "mcp.json"
+        config.write_text(
+            json.dumps(
+                {
+                    "mcpServers": {
+                        "local": {"command": sys.executable, "args": [str(FIXTURE)]},
+                        "web": {"url": http.url},
+                    }
+                }
+            )
+        )
+        registry = ToolRegistry()
+        clients = load_mcp_servers(config, timeout=15)
+        try:
+            for client in clients:
+                await client.connect()
+                registry.register_all(client.into_tools(prefix=True))
+            assert "local__echo" in registry and "web__echo" in registry
+            local = await registry.invoke("local__echo", {"text": "from stdio"})
+            web = await registry.invoke("web__echo", {"text": "from http"})
+            assert (local.result(), web.result()) == ("from stdio", "from http")
+        finally:
+            for client in clients:
+                await client.close()
+    finally:
+        http.stop()

@@ -1,0 +1,50 @@
+"""The documented annotation policy, hint by hint, with the spec's defaults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agcore_tools import McpPermissionPolicy, McpToolInfo, Permission
+
+R, W, D, N = Permission.READ, Permission.WRITE, Permission.DELETE, Permission.NETWORK
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        # No hints: the spec's defaults (not read-only, destructive, open world).
+        ({}, (W, D, N)),
+        ({"readOnlyHint": True}, (R, N)),
+        ({"readOnlyHint": True, "openWorldHint": False}, (R,)),
+        # destructiveHint only matters when the tool is not read-only.
+        ({"readOnlyHint": True, "destructiveHint": True, "openWorldHint": False}, (R,)),
+        ({"readOnlyHint": False}, (W, D, N)),
+        ({"destructiveHint": False}, (W, N)),
+        ({"destructiveHint": False, "openWorldHint": False}, (W,)),
+        ({"openWorldHint": False}, (W, D)),
+        ({"idempotentHint": True}, (W, D, N)),  # idempotence changes nothing here
+        # Non-boolean values are ignored like absent ones.
+        ({"readOnlyHint": "yes"}, (W, D, N)),
+    ],
+)
+def test_hints_map_to_permissions(
+    annotations: dict[str, Any], expected: tuple[Permission, ...]
+) -> None:
+    assert McpPermissionPolicy()(McpToolInfo("t", annotations=annotations)) == expected
+
+
+def test_untrusted_servers_get_the_worst_case_whatever_they_claim() -> None:
+    claims = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+    policy = McpPermissionPolicy(trust_annotations=False)
+    assert policy(McpToolInfo("t", annotations=claims)) == (W, D, N)
+
+
+def test_extra_permissions_are_added_to_every_tool() -> None:
+    policy = McpPermissionPolicy(extra=["filesystem", Permission.custom("mcp:fs")])
+    assert policy(McpToolInfo("t", annotations={"readOnlyHint": True, "openWorldHint": False})) == (
+        R,
+        Permission.FILESYSTEM,
+        Permission.custom("mcp:fs"),
+    )

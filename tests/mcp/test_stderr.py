@@ -1,0 +1,41 @@
+"""The bounded stderr reader on its own."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from agcore_tools.mcp._stderr import StderrLog
+
+
+def test_lines_are_logged_and_the_tail_kept(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    log = StderrLog("srv")
+    log.feed(b"one\ntw")
+    log.feed(b"o\n\nthree")
+    log.flush()
+    assert [r.getMessage() for r in caplog.records] == ["[srv] one", "[srv] two", "[srv] three"]
+    assert log.tail() == "one | two | three"
+
+
+def test_a_flood_is_counted_not_logged_and_memory_stays_bounded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    log = StderrLog("srv")
+    for i in range(100):
+        log.feed(b"".join(b"line %d-%d\n" % (i, j) for j in range(1000)))
+    log.flush()
+    logged = [r for r in caplog.records if r.levelno == logging.INFO]
+    assert len(logged) <= 200
+    assert any("stderr lines not logged" in r.getMessage() for r in caplog.records)
+    assert log.tail().endswith("line 99-999")
+    assert len(log.tail().split(" | ")) == 20
+
+
+def test_an_endless_line_is_cut() -> None:
+    log = StderrLog("srv")
+    log.feed(b"x" * 10_000)
+    log.flush()
+    assert len(log.tail()) == 2000
