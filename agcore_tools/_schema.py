@@ -195,11 +195,11 @@ def function_schema(
                 "annotation; annotate it (use typing.Any to accept anything)"
             )
         annotation = hints[param.name]
+        if param.kind is param.POSITIONAL_ONLY:
+            positional_only.append(param.name)
         if _is_context_annotation(annotation):
             context_param = param.name
             continue
-        if param.kind is param.POSITIONAL_ONLY:
-            positional_only.append(param.name)
         default = ... if param.default is param.empty else param.default
         field_kwargs: dict[str, Any] = {}
         if _annotated_description(annotation) is None and param.name in doc.params:

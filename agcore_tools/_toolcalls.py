@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
@@ -228,7 +228,7 @@ async def iter_invocations(
     if not runnable:
         return
     # 1. A child token, so cancelling this turn's calls leaves the caller's ctx usable.
-    turn_ctx = replace(ctx, cancellation=ctx.cancellation.child())
+    turn_ctx = ctx.for_call(ctx.call_id)
     if len(runnable) == 1:
         position, tool_call = runnable[0]
         try:

@@ -21,7 +21,6 @@ import random
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .permission import Permission
@@ -117,42 +116,85 @@ class CancellationToken:
         return f"CancellationToken(cancelled={self._cancelled})"
 
 
-@dataclass(slots=True)
 class ToolContext:
     """What a tool execution knows about its surroundings (seed §9.A extension point).
 
     New fields (progress reporting, shared state) can be added here without changing
-    :meth:`BaseTool.execute`'s signature. All fields have defaults, so
-    ``ToolContext()`` is a fresh context.
+    :meth:`BaseTool.execute`'s signature. Every argument is optional, so
+    ``ToolContext()`` is a fresh context; its ids, token and metadata are made on first
+    use, which keeps a context that no tool reads nearly free.
 
     Example:
-        >>> ctx = ToolContext()
-        >>> len(ctx.session_id), ctx.call_id
-        (16, None)
-        >>> ctx.for_call("call_1").call_id
-        'call_1'
+        >>> ctx = ToolContext(metadata={"user": "ann"})
+        >>> len(ctx.session_id), ctx.call_id, ctx.metadata["user"]
+        (16, None, 'ann')
+        >>> call = ctx.for_call("call_1")
+        >>> call.call_id, call.session_id == ctx.session_id
+        ('call_1', True)
     """
 
-    session_id: str = field(default_factory=_new_id)
-    """Ties together every tool call of one conversation."""
-    trace_id: str = field(default_factory=_new_id)
-    """Ties together the tool calls of one request, for tracing."""
-    call_id: str | None = None
-    """The model's tool call id, when the call came from a model."""
-    cancellation: CancellationToken = field(default_factory=CancellationToken)
-    """Set when the caller gives up on the call (timeout, cancelled loop)."""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    """Free-form values an application passes to its tools (shared, not copied)."""
+    __slots__ = ("_cancellation", "_metadata", "_session_id", "_trace_id", "call_id")
+
+    def __init__(
+        self,
+        session_id: str | None = None,
+        trace_id: str | None = None,
+        call_id: str | None = None,
+        cancellation: CancellationToken | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self._session_id = session_id
+        self._trace_id = trace_id
+        self.call_id = call_id
+        """The model's tool call id, when the call came from a model."""
+        self._cancellation = cancellation
+        self._metadata = metadata
+
+    @property
+    def session_id(self) -> str:
+        """Ties together every tool call of one conversation (random unless given)."""
+        if self._session_id is None:
+            self._session_id = _new_id()
+        return self._session_id
+
+    @property
+    def trace_id(self) -> str:
+        """Ties together the tool calls of one request, for tracing (random unless given)."""
+        if self._trace_id is None:
+            self._trace_id = _new_id()
+        return self._trace_id
+
+    @property
+    def cancellation(self) -> CancellationToken:
+        """Set when the caller gives up on the call (timeout, cancelled loop)."""
+        if self._cancellation is None:
+            self._cancellation = CancellationToken()
+        return self._cancellation
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Free-form values an application passes to its tools (shared, not copied)."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
 
     @property
     def cancelled(self) -> bool:
         """Shorthand for ``self.cancellation.cancelled``."""
-        return self.cancellation.cancelled
+        return self._cancellation is not None and self._cancellation.cancelled
 
     def for_call(self, call_id: str | None) -> ToolContext:
         """A copy for one call: same session, trace and metadata, its own call id and a
         child cancellation token."""
-        return replace(self, call_id=call_id, cancellation=self.cancellation.child())
+        return ToolContext(
+            self.session_id, self.trace_id, call_id, self.cancellation.child(), self.metadata
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolContext(session_id={self.session_id!r}, trace_id={self.trace_id!r}, "
+            f"call_id={self.call_id!r}, cancelled={self.cancelled})"
+        )
 
 
 class BaseTool(ABC):

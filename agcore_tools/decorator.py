@@ -152,9 +152,6 @@ class FunctionTool(BaseTool, Generic[P, R]):
             return self.func(*args, **kwargs)  # type: ignore[return-value]
         return run_sync(self.func, *args, **kwargs)
 
-    def _failure(self, exc: Exception) -> ToolExecutionError:
-        return ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}")
-
     def _jsonable(self, result: Any) -> Any:
         try:
             return _to_json(result)
@@ -169,7 +166,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         except ToolError:
             raise
         except Exception as exc:
-            raise self._failure(exc) from exc
+            raise ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}") from exc
         return self._jsonable(result)
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
@@ -183,14 +180,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         if self.timeout is None:
             if self._context_param is not None:
                 kwargs[self._context_param] = ctx
-            # _run() inlined: one coroutine fewer on the hot path.
-            try:
-                result = await self._start(kwargs)
-            except ToolError:
-                raise
-            except Exception as exc:
-                raise self._failure(exc) from exc
-            return result if isinstance(result, _PLAIN_JSON) else self._jsonable(result)
+            return await self._run(kwargs)
         # A child context lets a sync function in its thread see the timeout without
         # cancelling the caller's own token.
         local_ctx = ctx.for_call(ctx.call_id)
@@ -204,14 +194,6 @@ class FunctionTool(BaseTool, Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<FunctionTool {self.name!r}>"
-
-
-def _ignores_context(tool: BaseTool) -> bool:
-    # True when tool.execute() provably never reads its ctx: FunctionTool.execute (not
-    # a subclass's override) reads it only to inject it or to enforce a timeout. Keep
-    # this in step with FunctionTool.execute. ToolRegistry.invoke uses it to skip
-    # building a fresh ToolContext (~0.5 µs) that nothing could see.
-    return type(tool) is FunctionTool and tool._context_param is None and tool.timeout is None
 
 
 @overload

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 from ._aio import with_timeout
 from ._display import html_table, markdown_table
 from .base import BaseTool, ToolContext
-from .decorator import _ignores_context
 from .error import (
     InvalidArgumentsError,
     ToolError,
@@ -184,9 +183,6 @@ class ToolCall(NamedTuple):
     call_id: str | None = None
     """The model's tool call id, if any."""
 
-
-_UNSEEN_CONTEXT = ToolContext()
-"""Passed by invoke() without a context to tools that never read one (_ignores_context)."""
 
 _default_registry: ToolRegistry | None = None
 _active_registry: contextvars.ContextVar[ToolRegistry | None] = contextvars.ContextVar(
@@ -508,11 +504,9 @@ class ToolRegistry:
         self._authorise(entry)
         tool = entry.tool
         if ctx is None:
-            # A plain @tool function that takes no ToolContext never sees its context:
-            # give it a shared blank one rather than build a fresh one (~0.5 µs).
-            ctx = _UNSEEN_CONTEXT if _ignores_context(tool) else ToolContext()
-        # The execution proper; invoke_all() comes through here too. (It used to be a
-        # separate coroutine: inlined, that is one coroutine layer fewer per call.)
+            ctx = ToolContext()
+        # The execution proper, inlined (one coroutine layer fewer per call);
+        # invoke_all() comes through here too.
         name = tool.name
         stats = entry.stats
         error: ToolError | None = None
@@ -540,17 +534,13 @@ class ToolRegistry:
             logger.debug("tool %r failed: %s", name, error)
         return ToolInvocation(name, args, output, error, ctx.call_id, duration)
 
-    # invoke_all()'s path into invoke(), which a subclass's override of invoke() does not
-    # change (invoke_all() never went through the public method).
-    _invoke = invoke
-
     async def _invoke_guarded(
         self, call: ToolCall, ctx: ToolContext, timeout: float | None
     ) -> ToolInvocation:
         name, args, call_id = call
         call_ctx = ctx.for_call(call_id)
         try:
-            return await with_timeout(self._invoke(name, args, call_ctx), timeout)
+            return await with_timeout(self.invoke(name, args, call_ctx), timeout)
         except ToolError as exc:
             # Only the lookup and the permission check raise out of invoke(): recorded
             # here; the tool never ran.

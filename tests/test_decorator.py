@@ -292,3 +292,11 @@ def test_notebook_redefinition_replaces_but_collisions_fail(registry: ToolRegist
 
     with pytest.raises(ToolError, match="already registered"):
         registry.tool(lookup)
+
+
+async def test_positional_only_context_parameter(registry: ToolRegistry) -> None:
+    @registry.tool
+    def f(ctx: ToolContext, /, x: int) -> list[Any]:
+        return [ctx.call_id, x]
+
+    assert (await registry.invoke("f", {"x": 1}, ToolContext(call_id="k"))).output == ["k", 1]
