@@ -238,19 +238,24 @@ async def iter_invocations(
             raise
         yield position, invocation
         return
-    # 2. One task per call, so each result can be reported the moment it exists.
-    tasks: dict[asyncio.Future[list[ToolInvocation]], int] = {
-        asyncio.ensure_future(registry.invoke_all([tc], ctx=turn_ctx, timeout=timeout)): position
-        for position, tc in runnable
-    }
-    pending: set[asyncio.Future[list[ToolInvocation]]] = set(tasks)
+    # 2. One task per call, so each result can be reported the moment it exists; done
+    #    callbacks feed a queue (cheaper than asyncio.wait's per-round bookkeeping).
+    finished: asyncio.Queue[asyncio.Task[list[ToolInvocation]]] = asyncio.Queue()
+    tasks: dict[asyncio.Task[list[ToolInvocation]], int] = {}
+    for position, tool_call in runnable:
+        task = asyncio.ensure_future(
+            registry.invoke_all([tool_call], ctx=turn_ctx, timeout=timeout)
+        )
+        task.add_done_callback(finished.put_nowait)
+        tasks[task] = position
     try:
-        while pending:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in sorted(done, key=tasks.__getitem__):
-                yield tasks[task], task.result()[0]
+        for _ in range(len(tasks)):
+            # Bounded by each call's own timeout, enforced inside invoke_all.
+            task = await finished.get()
+            yield tasks[task], task.result()[0]
     finally:
-        # 3. Reached early only by cancellation, an error or a closed iterator.
+        # 3. Pending tasks remain only after cancellation, an error or a closed iterator.
+        pending = [task for task in tasks if not task.done()]
         if pending:
             turn_ctx.cancellation.cancel()
             for task in pending:

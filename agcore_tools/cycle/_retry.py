@@ -8,6 +8,7 @@ jitter, unless the server names one with ``retry-after-ms`` or ``Retry-After``
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import logging
 import random
@@ -112,21 +113,20 @@ class RetryPolicy:
         """The wait before retry ``attempt`` (from 1), before jitter."""
         return min(self.max_delay, self.initial_delay * 2.0 ** (attempt - 1))
 
-    def _wait(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome is not None else None
-        asked = retry_after(error) if error is not None else None
+    def delay(self, error: BaseException, attempt: int) -> float:
+        """Seconds to wait before retry ``attempt`` (from 1) after ``error``: the
+        server's ``retry-after-ms``/``Retry-After`` if any, else the jittered backoff."""
+        asked = retry_after(error)
         if asked is not None:
             return asked
         # Jitter keeps many clients that failed together from retrying together.
-        return self.backoff(state.attempt_number) * (1.0 - 0.25 * random.random())
+        return self.backoff(attempt) * (1.0 - 0.25 * random.random())
 
     @staticmethod
-    def _log(state: RetryCallState) -> None:
-        error = state.outcome.exception() if state.outcome is not None else None
-        wait = state.next_action.sleep if state.next_action is not None else 0.0
+    def _log(attempt: int, error: BaseException, wait: float) -> None:
         logger.warning(
             "chat completion attempt %d failed (%s: %s); retrying in %.2f s",
-            state.attempt_number,
+            attempt,
             type(error).__name__,
             error,
             wait,
@@ -137,15 +137,37 @@ class RetryPolicy:
 
         The last error is re-raised as it is.
         """
-        # Imported here: tenacity (and the tornado support it loads when tornado is
-        # installed) would add ~10 ms to `import agcore_tools`.
+        # 1. The first attempt runs bare: tenacity's bookkeeping (~25 µs a request)
+        #    is only paid once something has failed.
+        try:
+            return await attempt()
+        except Exception as exc:
+            if self.max_retries == 0 or not is_retryable(exc):
+                raise
+            first_error = exc
+        wait = self.delay(first_error, 1)
+        self._log(1, first_error, wait)
+        await asyncio.sleep(wait)
+        # 2. The retries, under tenacity; its attempt n is the cycle's attempt n + 1.
+        #    Imported here: tenacity (and the tornado support it loads when tornado is
+        #    installed) would add ~10 ms to `import agcore_tools`.
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
+        def wait_for(state: RetryCallState) -> float:
+            error = state.outcome.exception() if state.outcome is not None else None
+            return self.delay(error, state.attempt_number + 1) if error is not None else 0.0
+
+        def log(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            sleep = state.next_action.sleep if state.next_action is not None else 0.0
+            if error is not None:
+                self._log(state.attempt_number + 1, error, sleep)
+
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_retries + 1),
-            wait=self._wait,
+            stop=stop_after_attempt(self.max_retries),
+            wait=wait_for,
             retry=retry_if_exception(is_retryable),
-            before_sleep=self._log,
+            before_sleep=log,
             reraise=True,
         )
 

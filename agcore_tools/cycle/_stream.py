@@ -30,6 +30,7 @@ from .events import (
     StreamEvent,
     Usage,
 )
+from .events import sdk_field as _field
 
 __all__ = ["Turn", "TurnBuilder"]
 
@@ -107,63 +108,63 @@ class TurnBuilder:
 
     def feed(self, chunk: Any) -> tuple[StreamEvent, ...] | list[StreamEvent]:
         """Take one ``ChatCompletionChunk``; return the text events it carries."""
-        error = getattr(chunk, "error", None)
+        error = _field(chunk, "error")
         if error:
             raise LlmError(f"the model's stream reported an error: {_error_message(error)}")
-        usage = getattr(chunk, "usage", None)
+        usage = _field(chunk, "usage")
         if usage is not None:
             # Some servers repeat cumulative usage on every chunk; the last one wins.
             self._usage = Usage.from_sdk(usage)
-        choices = getattr(chunk, "choices", None)
+        choices = _field(chunk, "choices")
         if not choices:
             return _NO_EVENTS
         events: list[StreamEvent] = []
         for choice in choices:
-            if (getattr(choice, "index", None) or 0) != 0:
+            if (_field(choice, "index") or 0) != 0:
                 continue  # n > 1: only the first choice drives the loop
-            delta = getattr(choice, "delta", None)
+            delta = _field(choice, "delta")
             if delta is not None:
                 self._take_delta(delta, events)
-            reason = getattr(choice, "finish_reason", None)
+            reason = _field(choice, "finish_reason")
             if reason:
                 self._raw_reason = reason
         return events
 
     def feed_completion(self, completion: Any) -> None:
         """Take a whole (non-streamed) ``ChatCompletion``."""
-        error = getattr(completion, "error", None)
+        error = _field(completion, "error")
         if error:
             raise LlmError(f"the model reported an error: {_error_message(error)}")
-        usage = getattr(completion, "usage", None)
+        usage = _field(completion, "usage")
         if usage is not None:
             self._usage = Usage.from_sdk(usage)
-        choices = getattr(completion, "choices", None)
+        choices = _field(completion, "choices")
         if not choices:
             raise LlmError("the model's response has no choices")
         choice = choices[0]
-        self._raw_reason = getattr(choice, "finish_reason", None)
-        message = getattr(choice, "message", None)
+        self._raw_reason = _field(choice, "finish_reason")
+        message = _field(choice, "message")
         if message is None:
             raise LlmError("the model's response has no message")
         self._take_text(message, None)
-        for call in getattr(message, "tool_calls", None) or ():
+        for call in _field(message, "tool_calls") or ():
             self._take_call(call, whole=True)
 
     def _take_delta(self, delta: Any, events: list[StreamEvent]) -> None:
         self._take_text(delta, events)
-        calls = getattr(delta, "tool_calls", None)
+        calls = _field(delta, "tool_calls")
         if calls:
             for call in calls:
                 self._take_call(call, whole=False)
 
     def _take_text(self, source: Any, events: list[StreamEvent] | None) -> None:
-        content = getattr(source, "content", None)
+        content = _field(source, "content")
         if isinstance(content, str) and content:
             self._content.append(content)
             if events is not None:
                 events.append(AssistantTextDelta(content))
         for key in _REASONING_KEYS:
-            reasoning = getattr(source, key, None)
+            reasoning = _field(source, key)
             if isinstance(reasoning, str) and reasoning:
                 self._reasoning_key = key
                 self._reasoning.append(reasoning)
@@ -172,12 +173,12 @@ class TurnBuilder:
                 break
 
     def _take_call(self, call: Any, *, whole: bool) -> None:
-        index = getattr(call, "index", None)
+        index = _field(call, "index")
         index = index if isinstance(index, int) else None
-        call_id = _text(getattr(call, "id", None))
-        function = getattr(call, "function", None)
-        name = _text(getattr(function, "name", None)) if function is not None else None
-        arguments = getattr(function, "arguments", None) if function is not None else None
+        call_id = _text(_field(call, "id"))
+        function = _field(call, "function")
+        name = _text(_field(function, "name")) if function is not None else None
+        arguments = _field(function, "arguments") if function is not None else None
         slot = self._new_slot(index) if whole else self._slot_for(index, call_id, name)
         if call_id is not None and slot.id is None:
             slot.id = call_id
@@ -256,4 +257,4 @@ def _error_message(error: Any) -> str:
     if isinstance(error, dict):
         message = error.get("message")
         return str(message) if message else str(error)
-    return str(getattr(error, "message", None) or error)
+    return str(_field(error, "message") or error)

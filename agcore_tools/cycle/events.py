@@ -138,12 +138,27 @@ ZERO_USAGE = Usage(requests=0)
 """The sum of no requests."""
 
 
-def _get(obj: Any, name: str) -> Any:
+def sdk_field(obj: Any, name: str) -> Any:
+    """A field of an SDK model (declared or extra) or a dict's key; None when absent.
+
+    Reading ``__dict__`` and ``__pydantic_extra__`` directly avoids pydantic's
+    ``__getattr__``, which costs ~4 µs per missing attribute (``reasoning_content`` on
+    every chunk of a provider that never sends it).
+    """
     if obj is None:
         return None
     if isinstance(obj, dict):
         return obj.get(name)
+    values = getattr(obj, "__dict__", None)
+    if values is not None and name in values:
+        return values[name]
+    extra = getattr(obj, "__pydantic_extra__", None)
+    if extra is not None:
+        return extra.get(name)
     return getattr(obj, name, None)
+
+
+_get = sdk_field
 
 
 def _int(value: Any) -> int:
