@@ -249,6 +249,27 @@ async def test_submit_stream_without_tools_yields_text_then_turn_complete(serve,
     assert await stream.collect() is stream.response
 
 
+async def test_without_a_registry_tool_calls_are_returned_for_the_caller_to_run(
+    serve, make_cycle, calc
+):
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]), S.reply_text("3"))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_stream("1+2?").collect()
+
+    assert response.stop_reason is FinishReason.TOOL_CALLS
+    assert response.message["tool_calls"][0]["id"] == "c1"
+    assert calc.runs == []
+    # The drop-in helper answers them; the conversation then goes on.
+    cycle.messages.extend(await calc.run_tool_calls(response.message["tool_calls"]))
+    assert (await cycle.submit_messages([])).text == "3"
+    assert server.requests[1].json["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "3",
+    }
+
+
 # -- tool turns whatever finish_reason says; finish reasons ------------------------------
 
 
@@ -486,7 +507,8 @@ async def test_long_cjk_results_are_cut_for_the_model_only(serve, make_cycle):
     server = serve(S.reply_tool_calls([("report", {}, "c1")]), S.reply_text("Summarised."))
     cycle = make_cycle(server, max_tool_result_bytes=1000)
 
-    events = [e async for e in cycle.submit_stream_with_tools("Report", registry)]
+    stream = cycle.submit_stream_with_tools("Report", registry)
+    events = [e async for e in stream]
 
     sent = server.requests[1].json["messages"][-1]["content"]
     assert len(sent.encode("utf-8")) <= 1000
@@ -497,6 +519,8 @@ async def test_long_cjk_results_are_cut_for_the_model_only(serve, make_cycle):
     assert omitted == len(full.encode()) - len(head.encode()) - len(tail.split("]\n")[1].encode())
     done = next(e for e in events if isinstance(e, ToolExecutionCompleted))
     assert done.output == full  # the event keeps everything
+    assert stream.response is not None
+    assert stream.response.invocations[0].output == full  # so does the ToolInvocation
     assert done.model_text == sent
     assert cycle.messages[-2]["content"] == sent
     assert events and isinstance(events[-1], TurnComplete)
