@@ -456,6 +456,12 @@ class ScriptedChatServer:
                 f"not {request.method} {request.path}",
                 type="not_found",
             )
+        try:
+            body = request.json
+        except ValueError as exc:
+            return self.error(400, f"the request body is not JSON: {exc}", type="invalid_json")
+        if not isinstance(body, dict):
+            return self.error(400, "the request body is not a JSON object", type="invalid_json")
         if not self._script and self.repeat and self._played:
             self._script.extend(self._played)
             self._played.clear()

@@ -115,6 +115,17 @@ def test_an_exhausted_script_answers_500_saying_so() -> None:
     assert "script is exhausted (request #1)" in raised.value.read().decode()
 
 
+@pytest.mark.parametrize("body", [b"not json", b"[1, 2]"])
+def test_a_body_that_is_not_a_json_object_gets_a_400(body: bytes) -> None:
+    with S([S.reply_text("unused")]) as server, pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(
+            urllib.request.Request(server.base_url + "/chat/completions", data=body, method="POST"),
+            timeout=5,
+        )
+    assert raised.value.code == 400
+    assert "invalid_json" in raised.value.read().decode()
+
+
 def test_other_paths_are_404() -> None:
     with S([S.reply_text("x")]) as server, pytest.raises(urllib.error.HTTPError) as raised:
         post(server, {}, path="/embeddings")
