@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import logging
 import re
 import time
@@ -49,6 +50,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agcore_tools.registry")
+
+_CANCEL_GRACE = 5.0
+"""Seconds invoke_all() waits for cancelled calls to finish before it gives up on them."""
 
 TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """The names OpenAI-compatible APIs accept for function tools."""
@@ -460,7 +464,8 @@ class ToolRegistry:
             else:
                 raise ToolError(f"unknown api {api!r}: expected 'chat' or 'responses'")
             self._definitions[api] = cached
-        return list(cached)
+        # A deep copy: a caller editing a definition must not change later requests.
+        return copy.deepcopy(cached)
 
     def find_by_tag(self, tag: str) -> list[ToolEntry]:
         """Entries carrying ``tag``, in registration order."""
@@ -575,21 +580,28 @@ class ToolRegistry:
             [True, False]
         """
         normalised = [_as_call(call) for call in calls]
-        if ctx is None:
-            ctx = ToolContext()
         if not normalised:
             return []
-        if len(normalised) == 1:
-            return [await self._invoke_guarded(normalised[0], ctx, timeout)]
+        # One child token for the batch: cancelling it reaches every call's token, so
+        # sync tools in worker threads learn of a cancelled caller too.
+        batch = (ctx if ctx is not None else ToolContext()).for_call(None)
         tasks = [
-            asyncio.ensure_future(self._invoke_guarded(call, ctx, timeout)) for call in normalised
+            asyncio.ensure_future(self._invoke_guarded(call, batch, timeout)) for call in normalised
         ]
         try:
             return list(await asyncio.gather(*tasks))
         except asyncio.CancelledError:
+            batch.cancellation.cancel()
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            # Bounded: a tool that swallows its cancellation must not hang the caller.
+            _, stuck = await asyncio.wait(tasks, timeout=_CANCEL_GRACE)
+            if stuck:
+                logger.warning(
+                    "%d tool call(s) ignored cancellation for %.0f s; abandoning them",
+                    len(stuck),
+                    _CANCEL_GRACE,
+                )
             raise
 
     async def run_tool_calls(

@@ -101,8 +101,9 @@ def test_definitions_are_ordered_byte_stable_and_support_responses() -> None:
         "parameters": {"type": "object", "properties": {}},
         "strict": False,
     }
-    registry.definitions().clear()  # callers get a copy
-    assert len(registry.definitions()) == 2
+    registry.definitions().clear()  # callers get a copy ...
+    registry.definitions()[0]["function"]["name"] = "hacked"  # ... a deep one
+    assert json.dumps(registry.definitions()) == first
     with pytest.raises(ToolError, match="unknown api"):
         registry.definitions(api="grpc")  # type: ignore[arg-type]
 
@@ -277,3 +278,28 @@ async def test_as_default_is_context_local_across_tasks() -> None:
 def test_malformed_call_shape_is_a_clear_error() -> None:
     with pytest.raises(ToolError, match=r"\(name, args\) pairs"):
         asyncio.run(ToolRegistry().invoke_all(["just-a-name"]))  # type: ignore[list-item]
+
+
+async def test_cancelling_invoke_all_reaches_sync_tools_through_their_token() -> None:
+    registry = ToolRegistry()
+    saw_cancel: list[bool] = []
+
+    @registry.tool
+    def spin(ctx: ToolContext) -> None:
+        deadline = time.monotonic() + 3
+        while not ctx.cancelled and time.monotonic() < deadline:
+            time.sleep(0.005)
+        saw_cancel.append(ctx.cancelled)
+
+    caller = ToolContext()
+    task = asyncio.create_task(registry.invoke_all([("spin", {}), ("spin", {})], ctx=caller))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 2)
+    for _ in range(100):
+        if len(saw_cancel) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert saw_cancel == [True, True]
+    assert not caller.cancelled  # the caller's own token is untouched
