@@ -86,10 +86,17 @@ class Connection:
         """Start the owner task and wait until the session is ready or start-up failed."""
         self._task = asyncio.create_task(self._run(), name=f"mcp-client:{self.server_name}")
         try:
-            await self._ready.wait()
+            # The owner enforces the start-up deadline itself; this outer bound only
+            # guards against a transport that hangs while unwinding a failed start.
+            await asyncio.wait_for(self._ready.wait(), self._owner.timeout + self._close_bound())
         except asyncio.CancelledError:
             await self.stop()
             raise
+        except asyncio.TimeoutError as exc:
+            await self.stop()
+            raise McpTimeoutError(
+                self.server_name, "start-up did not finish, and neither did its clean-up"
+            ) from exc
         if self._error is not None:
             await self.stop()
             raise self._error
@@ -109,12 +116,7 @@ class Connection:
         task = self._task
         if task is None or task.done():
             return
-        transport = self._owner.transport
-        # Stdio shutdown waits up to seven grace periods (stdin, SIGTERM, SIGKILL, then
-        # the same for the rest of the process group, and the last stderr).
-        bound = _CLOSE_SLACK + (
-            7 * transport.stop_grace if isinstance(transport, StdioTransport) else 0
-        )
+        bound = self._close_bound()
         done, _ = await asyncio.wait({task}, timeout=bound)
         if not done:
             logger.error(
@@ -124,6 +126,14 @@ class Connection:
             )
             task.cancel()
             await asyncio.wait({task}, timeout=_CLOSE_SLACK)
+
+    def _close_bound(self) -> float:
+        transport = self._owner.transport
+        # Stdio shutdown waits up to seven grace periods (stdin, SIGTERM, SIGKILL, then
+        # the same for the rest of the process group, and the last stderr).
+        if isinstance(transport, StdioTransport):
+            return _CLOSE_SLACK + 7 * transport.stop_grace
+        return _CLOSE_SLACK
 
     def mark_lost(self, reason: str) -> None:
         """The server went away: refuse further requests and let the owner clean up."""

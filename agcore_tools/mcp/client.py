@@ -242,7 +242,12 @@ class McpClient:
             if self._has_tools(conn):
                 # One tools/list now: into_tools() can then work without awaiting, and the
                 # SDK learns the tools' output schemas before the first call.
-                await self.tool_infos()
+                try:
+                    await self.tool_infos()
+                except BaseException:
+                    self._conn = None
+                    await conn.stop()
+                    raise
 
     async def close(self) -> None:
         """Close the session and stop the server; idempotent.
