@@ -6,7 +6,7 @@ both parse arguments, word errors and cut long results the same way.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
@@ -38,8 +38,6 @@ __all__ = [
 logger = logging.getLogger("agcore_tools.toolcalls")
 
 _MARKER = "\n[... {omitted} bytes omitted ...]\n"
-# Seconds to wait for cancelled tool tasks to finish their clean-up.
-_CANCEL_GRACE = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,10 +209,9 @@ async def iter_invocations(
 ) -> AsyncGenerator[tuple[int, ToolInvocation], None]:
     """Run a turn's calls concurrently; yield ``(position, invocation)`` as each ends.
 
-    Calls with unusable arguments yield their error at once and never run. Each call
-    goes through ``registry.invoke_all`` for its timeout and error handling. Closing
-    the iterator early, or cancelling its consumer, cancels the calls still running
-    and their context's cancellation token.
+    Calls with unusable arguments yield their error at once and never run; the others
+    go through :meth:`ToolRegistry.invoke_as_completed`, which owns their timeouts,
+    error handling and cancellation.
     """
     runnable: list[tuple[int, ToolCall]] = []
     for position, call in enumerate(calls):
@@ -227,42 +224,11 @@ async def iter_invocations(
             runnable.append((position, ToolCall(call.name, call.args, call.call_id)))
     if not runnable:
         return
-    # 1. A child token, so cancelling this turn's calls leaves the caller's ctx usable.
-    turn_ctx = ctx.for_call(ctx.call_id)
-    if len(runnable) == 1:
-        position, tool_call = runnable[0]
-        try:
-            (invocation,) = await registry.invoke_all([tool_call], ctx=turn_ctx, timeout=timeout)
-        except asyncio.CancelledError:
-            turn_ctx.cancellation.cancel()
-            raise
-        yield position, invocation
-        return
-    # 2. One task per call, so each result can be reported the moment it exists; done
-    #    callbacks feed a queue (cheaper than asyncio.wait's per-round bookkeeping).
-    finished: asyncio.Queue[asyncio.Task[list[ToolInvocation]]] = asyncio.Queue()
-    tasks: dict[asyncio.Task[list[ToolInvocation]], int] = {}
-    for position, tool_call in runnable:
-        task = asyncio.ensure_future(
-            registry.invoke_all([tool_call], ctx=turn_ctx, timeout=timeout)
-        )
-        task.add_done_callback(finished.put_nowait)
-        tasks[task] = position
-    try:
-        for _ in range(len(tasks)):
-            # Bounded by each call's own timeout, enforced inside invoke_all.
-            task = await finished.get()
-            yield tasks[task], task.result()[0]
-    finally:
-        # 3. Pending tasks remain only after cancellation, an error or a closed iterator.
-        pending = [task for task in tasks if not task.done()]
-        if pending:
-            turn_ctx.cancellation.cancel()
-            for task in pending:
-                task.cancel()
-            _, stuck = await asyncio.wait(pending, timeout=_CANCEL_GRACE)
-            if stuck:
-                logger.warning("%d tool call(s) ignored cancellation", len(stuck))
+    async with contextlib.aclosing(
+        registry.invoke_as_completed([c for _, c in runnable], ctx=ctx, timeout=timeout)
+    ) as finished:
+        async for index, invocation in finished:
+            yield runnable[index][0], invocation
 
 
 def _field(item: Any, name: str) -> Any:

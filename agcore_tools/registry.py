@@ -15,12 +15,13 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import copy
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
@@ -580,29 +581,75 @@ class ToolRegistry:
             [True, False]
         """
         normalised = [_as_call(call) for call in calls]
+        results: list[ToolInvocation | None] = [None] * len(normalised)
+        async with contextlib.aclosing(
+            self.invoke_as_completed(normalised, ctx=ctx, timeout=timeout)
+        ) as finished:
+            async for position, invocation in finished:
+                results[position] = invocation
+        return results  # type: ignore[return-value]  # every position is filled
+
+    async def invoke_as_completed(
+        self,
+        calls: Iterable[ToolCall | tuple[Any, ...]],
+        *,
+        ctx: ToolContext | None = None,
+        timeout: float | None = 60.0,
+    ) -> AsyncGenerator[tuple[int, ToolInvocation], None]:
+        """Like :meth:`invoke_all`, but yield ``(position, invocation)`` as each call ends.
+
+        For callers that report progress per call (the streaming loop does). Closing
+        the iterator early (use ``contextlib.aclosing``), or cancelling its consumer,
+        cancels the calls still running and their contexts' cancellation tokens.
+
+        Example:
+            >>> async def main() -> list[int]:
+            ...     registry = ToolRegistry()
+            ...     _ = registry.register(_ExampleTool())
+            ...     calls = [("example", {}), ("example", {})]
+            ...     return sorted([i async for i, _ in registry.invoke_as_completed(calls)])
+            >>> asyncio.run(main())
+            [0, 1]
+        """
+        normalised = [_as_call(call) for call in calls]
         if not normalised:
-            return []
+            return
         # One child token for the batch: cancelling it reaches every call's token, so
         # sync tools in worker threads learn of a cancelled caller too.
         batch = (ctx if ctx is not None else ToolContext()).for_call(None)
-        tasks = [
-            asyncio.ensure_future(self._invoke_guarded(call, batch, timeout)) for call in normalised
-        ]
+        if len(normalised) == 1:
+            try:
+                yield 0, await self._invoke_guarded(normalised[0], batch, timeout)
+            except asyncio.CancelledError:
+                batch.cancellation.cancel()
+                raise
+            return
+        # Done-callbacks feed a queue, so each result is reported the moment it exists.
+        finished: asyncio.Queue[asyncio.Task[ToolInvocation]] = asyncio.Queue()
+        tasks: dict[asyncio.Task[ToolInvocation], int] = {}
+        for position, call in enumerate(normalised):
+            task = asyncio.ensure_future(self._invoke_guarded(call, batch, timeout))
+            task.add_done_callback(finished.put_nowait)
+            tasks[task] = position
         try:
-            return list(await asyncio.gather(*tasks))
-        except asyncio.CancelledError:
-            batch.cancellation.cancel()
-            for task in tasks:
-                task.cancel()
-            # Bounded: a tool that swallows its cancellation must not hang the caller.
-            _, stuck = await asyncio.wait(tasks, timeout=_CANCEL_GRACE)
-            if stuck:
-                logger.warning(
-                    "%d tool call(s) ignored cancellation for %.0f s; abandoning them",
-                    len(stuck),
-                    _CANCEL_GRACE,
-                )
-            raise
+            for _ in range(len(tasks)):
+                # Bounded by each call's own timeout, enforced in _invoke_guarded.
+                task = await finished.get()
+                yield tasks[task], task.result()
+        finally:
+            pending = [task for task in tasks if not task.done()]
+            if pending:
+                batch.cancellation.cancel()
+                for task in pending:
+                    task.cancel()
+                # Bounded: a tool that swallows its cancellation must not hang the caller.
+                _, stuck = await asyncio.wait(pending, timeout=_CANCEL_GRACE)
+                if stuck:
+                    logger.warning(
+                        "%d tool call(s) ignored cancellation for %.0f s; abandoning them",
+                        len(stuck),
+                        _CANCEL_GRACE,
+                    )
 
     async def run_tool_calls(
         self,
