@@ -303,3 +303,28 @@ async def test_cancelling_invoke_all_reaches_sync_tools_through_their_token() ->
         await asyncio.sleep(0.01)
     assert saw_cancel == [True, True]
     assert not caller.cancelled  # the caller's own token is untouched
+
+
+async def test_invoke_as_completed_yields_each_call_when_it_ends() -> None:
+    registry = ToolRegistry()
+    registry.register_all([Recorder("slow", delay=0.3), Recorder("fast", delay=0.01)])
+    order: list[tuple[int, str]] = []
+    started = time.perf_counter()
+    fast_seen_at = 0.0
+    async for position, invocation in registry.invoke_as_completed([("slow", {}), ("fast", {})]):
+        order.append((position, invocation.tool_name))
+        if invocation.tool_name == "fast":
+            fast_seen_at = time.perf_counter() - started
+    assert order == [(1, "fast"), (0, "slow")]
+    assert fast_seen_at < 0.2  # reported before the slow call finished
+
+
+async def test_closing_invoke_as_completed_early_cancels_the_rest() -> None:
+    registry = ToolRegistry()
+    slow = Recorder("slow", delay=10)
+    registry.register_all([slow, Recorder("fast")])
+    stream = registry.invoke_as_completed([("slow", {}), ("fast", {})])
+    position, _ = await stream.__anext__()
+    assert position == 1
+    await asyncio.wait_for(stream.aclose(), 2)
+    assert slow.cancelled
