@@ -20,14 +20,19 @@ __all__ = ["watch_end"]
 class _WatchedReadStream:
     """Forwards to ``inner``; calls ``on_end`` once when the stream ends or is closed."""
 
-    __slots__ = ("_ended", "_inner", "_on_end")
+    __slots__ = ("_end_of_stream", "_ended", "_endings", "_inner", "_on_end")
 
     def __init__(
         self, inner: ReadStream[SessionMessage | Exception], on_end: Callable[[], None]
     ) -> None:
+        import anyio
+
         self._inner = inner
         self._on_end = on_end
         self._ended = False
+        # Looked up once: receive() runs for every message.
+        self._end_of_stream = anyio.EndOfStream
+        self._endings = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 
     @property
     def last_context(self) -> Context | None:
@@ -42,11 +47,9 @@ class _WatchedReadStream:
             self._on_end()
 
     async def receive(self) -> SessionMessage | Exception:
-        import anyio
-
         try:
             return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        except self._endings:
             self._end()
             raise
 
@@ -54,12 +57,14 @@ class _WatchedReadStream:
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
-        import anyio
-
         try:
-            return await self.receive()
-        except anyio.EndOfStream:
+            return await self._inner.receive()
+        except self._end_of_stream:
+            self._end()
             raise StopAsyncIteration from None
+        except self._endings:
+            self._end()
+            raise
 
     async def aclose(self) -> None:
         await self._inner.aclose()
