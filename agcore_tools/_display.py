@@ -1,14 +1,18 @@
-"""Rich notebook reprs: small Markdown and HTML tables, escaped and bounded."""
+"""Rich notebook reprs: small Markdown and HTML tables and text blocks, escaped and bounded."""
 
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 MAX_CELL = 120
 """Characters a table cell shows before it is cut with an ellipsis."""
+MAX_TEXT = 4000
+"""Characters of free text (a model's answer) shown before it is cut."""
+MAX_ROWS = 100
+"""Messages a transcript shows; older ones are summarised in one line."""
 
 
 def short(value: Any, limit: int = MAX_CELL) -> str:
@@ -24,22 +28,122 @@ def short(value: Any, limit: int = MAX_CELL) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub-flavoured Markdown table; pipes in cells are escaped."""
+def _md_escape(text: str) -> str:
+    # Backslashes first, so cell text cannot forge an escape; HTML so tags show as text.
+    return html.escape(text.replace("\\", "\\\\"), quote=False)
+
+
+def markdown_table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], limit: int = MAX_CELL
+) -> str:
+    """A GitHub-flavoured Markdown table; pipes in cells are escaped, cells cut at ``limit``."""
 
     def cell(value: Any) -> str:
-        return short(value).replace("\\", "\\\\").replace("|", "\\|")
+        return _md_escape(short(value, limit)).replace("|", "\\|")
 
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = "") -> str:
-    """An HTML table with every cell escaped."""
+def html_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    caption: str = "",
+    limit: int = MAX_CELL,
+) -> str:
+    """An HTML table with every cell escaped and cut at ``limit`` characters."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(short(v))}</td>" for v in row) + "</tr>" for row in rows
+        "<tr>" + "".join(f"<td>{html.escape(short(v, limit))}</td>" for v in row) + "</tr>"
+        for row in rows
     )
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def clip(text: str, limit: int = MAX_TEXT) -> str:
+    """``text`` (line breaks kept) cut at ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def markdown_quote(text: str, limit: int = MAX_TEXT) -> str:
+    """A Markdown block quote of free text: its Markdown renders, its HTML shows as text."""
+    lines = clip(text, limit).splitlines() or [""]
+    return "\n".join(
+        f"> {html.escape(line, quote=False)}" if line.strip() else ">" for line in lines
+    )
+
+
+def html_text(text: str, limit: int = MAX_TEXT) -> str:
+    """Free text as an escaped, wrapping ``<pre>`` block."""
+    escaped = html.escape(clip(text, limit))
+    return f'<pre style="white-space: pre-wrap">{escaped}</pre>'
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's ``content``: a string, or the text of a list of parts
+    (other parts show as ``[type]``)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        pieces = []
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                pieces.append(part["text"])
+            elif isinstance(part, Mapping):
+                pieces.append(f"[{part.get('type', 'part')}]")
+            else:
+                pieces.append(str(part))
+        return " ".join(pieces)
+    return short(content)
+
+
+def call_text(name: Any, arguments: Any, call_id: Any = None) -> str:
+    """One tool call on one line: ``name(arguments) [call_id]``."""
+    text = f"{name}({short(arguments, MAX_CELL)})"
+    return f"{text} [{call_id}]" if call_id else text
+
+
+def message_rows(messages: Sequence[Any]) -> list[tuple[int, str, str]]:
+    """``(index, role, content)`` rows of a chat history, one line each.
+
+    Assistant rows list their tool calls (``name(arguments) [id]``), after any text;
+    tool rows name the tool that produced them. Only the last :data:`MAX_ROWS`
+    messages get rows.
+    """
+    names: dict[Any, Any] = {}
+    rows: list[tuple[int, str, str]] = []
+    first_shown = max(0, len(messages) - MAX_ROWS)
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            if index >= first_shown:
+                rows.append((index, "?", short(message)))
+            continue
+        role = str(message.get("role", "?"))
+        parts: list[str] = []
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            parts.append(f"(reasoning: {short(reasoning, 60)})")
+        text = content_text(message.get("content"))
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            parts.append(f"{names.get(call_id, 'tool')} [{call_id}] → {text}")
+        elif text:
+            parts.append(text)
+        for call in message.get("tool_calls") or ():
+            if not isinstance(call, Mapping):
+                parts.append(f"→ {short(call)}")
+                continue
+            function = call.get("function")
+            function = function if isinstance(function, Mapping) else {}
+            call_id = call.get("id")
+            names[call_id] = function.get("name")
+            parts.append("→ " + call_text(function.get("name"), function.get("arguments"), call_id))
+        if index >= first_shown:
+            rows.append((index, role, " ".join(parts)))
+    return rows

@@ -20,6 +20,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from .._display import call_text, html_table, html_text, markdown_quote, markdown_table
 from ..error import ToolError
 
 if TYPE_CHECKING:
@@ -187,6 +188,88 @@ class ChatResponse:
     """How many requests this call made."""
     invocations: tuple[ToolInvocation, ...] = ()
     """Every tool call this call executed, in order, each with its full output."""
+
+    def _summary_rows(self) -> list[tuple[str, Any]]:
+        rows: list[tuple[str, Any]] = [
+            ("stop reason", self.stop_reason.value),
+            ("turns", self.turns),
+            ("usage", _usage_text(self.usage)),
+        ]
+        # A response of submit()/submit_stream() may ask for calls nobody ran yet.
+        requested = [
+            call_text(_get(fn, "name"), _get(fn, "arguments"), _get(call, "id"))
+            for call in self.message.get("tool_calls") or ()
+            if (fn := _get(call, "function")) is not None
+        ]
+        if requested:
+            rows.append(("tool calls requested", "; ".join(requested)))
+        return rows
+
+    def _invocation_rows(self) -> list[tuple[Any, ...]]:
+        return [
+            (
+                inv.tool_name,
+                inv.input,
+                inv.output if inv.ok else f"error: {inv.error}",
+                f"{inv.duration * 1000:.2f} ms",
+            )
+            for inv in self.invocations
+        ]
+
+    def _repr_markdown_(self) -> str:
+        """A notebook view: the answer's text, then stop reason, turns, usage and tool calls.
+
+        Example:
+            >>> r = ChatResponse({"role": "assistant", "content": "Hi"}, "Hi", FinishReason.STOP)
+            >>> print(r._repr_markdown_())
+            **ChatResponse** (stop, 0 turns)
+            <BLANKLINE>
+            > Hi
+            <BLANKLINE>
+            |  |  |
+            |---|---|
+            | stop reason | stop |
+            | turns | 0 |
+            | usage | no usage reported |
+        """
+        parts = [
+            f"**ChatResponse** ({self.stop_reason.value}, {self.turns} turns)",
+            markdown_quote(self.text) if self.text else "*(no text)*",
+            markdown_table(("", ""), self._summary_rows()),
+        ]
+        if self.invocations:
+            parts.append("**Tool calls**")
+            parts.append(markdown_table(_CALL_HEADERS, self._invocation_rows()))
+        return "\n\n".join(parts)
+
+    def _repr_html_(self) -> str:
+        """The same view as :meth:`_repr_markdown_`, in HTML."""
+        parts = [
+            f"<p><strong>ChatResponse</strong> ({self.stop_reason.value}, {self.turns} turns)</p>",
+            html_text(self.text) if self.text else "<p><em>(no text)</em></p>",
+            html_table(("", ""), self._summary_rows()),
+        ]
+        if self.invocations:
+            parts.append(html_table(_CALL_HEADERS, self._invocation_rows(), "Tool calls"))
+        return "".join(parts)
+
+
+_CALL_HEADERS = ("tool", "input", "output", "duration")
+
+
+def _usage_text(usage: Usage) -> str:
+    if usage.requests == 0:
+        return "no usage reported"
+    text = (
+        f"{usage.total_tokens} tokens ({usage.prompt_tokens} prompt + "
+        f"{usage.completion_tokens} completion) over {usage.requests} request(s)"
+    )
+    extras = []
+    if usage.cached_tokens:
+        extras.append(f"{usage.cached_tokens} cached")
+    if usage.reasoning_tokens:
+        extras.append(f"{usage.reasoning_tokens} reasoning")
+    return f"{text}; {', '.join(extras)}" if extras else text
 
 
 @dataclass(frozen=True, slots=True)
