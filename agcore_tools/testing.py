@@ -7,6 +7,10 @@ takes the next item of its script and is answered as JSON, or as server-sent eve
 when the request says ``"stream": true``. Every request is captured (parsed JSON and
 headers). It uses the standard library only.
 
+It also serves ``POST /v1/responses`` (the Responses API), as JSON only: a
+:class:`Reply` becomes a response whose ``output`` holds its ``function_call`` items
+and its text as a ``message`` item.
+
 Script items:
 
 - :meth:`ScriptedChatServer.reply_text` / :meth:`~ScriptedChatServer.reply_tool_calls`
@@ -449,11 +453,12 @@ class ScriptedChatServer:
             writer.close()
 
     def _next_item(self, request: CapturedRequest) -> ScriptItem:
-        if request.method != "POST" or not request.path.rstrip("/").endswith("/chat/completions"):
+        path = request.path.rstrip("/")
+        if request.method != "POST" or not path.endswith(("/chat/completions", "/responses")):
             return self.error(
                 404,
-                f"ScriptedChatServer serves POST /v1/chat/completions only, "
-                f"not {request.method} {request.path}",
+                f"ScriptedChatServer serves POST /v1/chat/completions and /v1/responses "
+                f"only, not {request.method} {request.path}",
                 type="not_found",
             )
         try:
@@ -488,7 +493,13 @@ class ScriptedChatServer:
         if isinstance(item, Reply):
             if item.delay and not await _hold(reader, item.delay, request):
                 return
-            if request.stream:
+            if request.path.rstrip("/").endswith("/responses"):
+                item = (
+                    self.error(400, "ScriptedChatServer serves the Responses API as JSON only")
+                    if request.stream
+                    else RawResponse(200, self._responses_json(item))
+                )
+            elif request.stream:
                 include_usage = bool(
                     (request.json.get("stream_options") or {}).get("include_usage")
                 )
@@ -578,6 +589,45 @@ class ScriptedChatServer:
                 }
             ],
             "usage": self._usage(reply),
+        }
+
+    def _responses_json(self, reply: Reply) -> dict[str, Any]:
+        n = next(self._ids)
+        output: list[dict[str, Any]] = [
+            {
+                "type": "function_call",
+                "id": f"fc_scripted_{n}_{i}",
+                "call_id": call["id"],
+                "name": call["function"]["name"],
+                "arguments": call["function"]["arguments"],
+                "status": "completed",
+            }
+            for i, call in enumerate(self._calls(reply))
+        ]
+        if reply.text is not None:
+            text = {"type": "output_text", "text": reply.text, "annotations": []}
+            output.append(
+                {
+                    "type": "message",
+                    "id": f"msg_scripted_{n}",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [text],
+                }
+            )
+        usage = self._usage(reply)
+        return {
+            "id": f"resp_scripted_{n}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": self.model,
+            "status": "completed",
+            "output": output,
+            "usage": {
+                "input_tokens": usage.get("prompt_tokens", 0),
+                "output_tokens": usage.get("completion_tokens", 0),
+                "total_tokens": usage.get("total_tokens", 0),
+            },
         }
 
     def _reply_chunks(self, reply: Reply, include_usage: bool) -> list[Any]:

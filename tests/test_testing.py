@@ -10,6 +10,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+import openai
 import pytest
 
 from agcore_tools.testing import CapturedRequest, Pause, RawResponse, RawStream, ScriptedChatServer
@@ -184,6 +185,35 @@ async def test_async_context_manager_and_the_sdk_client() -> None:
             await client.close()
     assert completion.choices[0].message.content == "via the SDK"
     assert server.requests[0].headers["authorization"] == "Bearer scripted-key"
+
+
+async def test_the_responses_api_is_served_as_json_through_the_sdk() -> None:
+    script = [
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "call_7")], text="Adding."),
+        S.reply_text("2 + 3 = 5", usage={"prompt_tokens": 4, "completion_tokens": 2}),
+        S.reply_text("not streamed"),
+    ]
+    async with S(script) as server:
+        client = server.client()
+        try:
+            first = await client.responses.create(model="m", input="2 + 3?")
+            second = await client.responses.create(
+                model="m",
+                previous_response_id=first.id,
+                input=[{"type": "function_call_output", "call_id": "call_7", "output": "5"}],
+            )
+            with pytest.raises(openai.BadRequestError, match="JSON only"):
+                await client.responses.create(model="m", input="x", stream=True)
+        finally:
+            await client.close()
+    call, message = first.output
+    assert (call.type, call.call_id, call.name) == ("function_call", "call_7", "add")
+    assert json.loads(call.arguments) == {"a": 2, "b": 3}
+    assert message.type == "message" and first.output_text == "Adding."
+    assert second.output_text == "2 + 3 = 5"
+    assert (second.usage.input_tokens, second.usage.output_tokens) == (4, 2)
+    assert server.requests[1].path == "/v1/responses"
+    assert server.requests[1].json["previous_response_id"] == first.id
 
 
 async def test_wait_for_times_out() -> None:
