@@ -30,7 +30,7 @@ async def open_streamable_http(
     from mcp.client.streamable_http import streamable_http_client
 
     http = httpx2.AsyncClient(
-        headers=dict(transport.headers),
+        headers=dict(transport.headers or {}),
         timeout=httpx2.Timeout(_CONNECT_TIMEOUT, read=_SSE_READ_TIMEOUT),
     )
     async with http, streamable_http_client(transport.url, http_client=http) as streams:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeAlias
 
 from ..error import ToolError
@@ -81,8 +81,9 @@ class StreamableHttpTransport:
 
     url: str
     """The endpoint, such as ``http://127.0.0.1:8000/mcp``."""
-    headers: Mapping[str, str] = field(default_factory=dict)
-    """Extra HTTP headers sent with every request (authorisation, for example)."""
+    headers: Mapping[str, str] | None = None
+    """Extra HTTP headers sent with every request (authorisation, for example);
+    stored as a dict (empty when None)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
