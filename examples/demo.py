@@ -1,4 +1,5 @@
-"""agcore_tools demo: an agent loop over the OpenAI SDK, with streamed tool events.
+"""agcore_tools demo: an agent loop over the OpenAI SDK, with local tools and an MCP
+server's tools in one registry, and every event printed as it happens.
 
 Run it with ``make demo`` (or ``python examples/demo.py [prompt]``).
 
@@ -7,33 +8,39 @@ Run it with ``make demo`` (or ``python examples/demo.py [prompt]``).
   the model (default ``gpt-4o-mini``).
 - Without it, a bundled offline server (:class:`agcore_tools.testing.ScriptedChatServer`)
   plays the model, and the first line of output says so.
+
+The MCP server is ``examples/mcp_server.py``, started over stdio, so the demo needs no
+network either way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from _offline import model_client
 from pydantic import Field
+from streaming_console import print_events
 
 from agcore_tools import (
-    AssistantTextDelta,
     CycleConfig,
     LlmCycle,
+    McpClient,
     PermissionChecker,
     PermissionConfig,
-    ReasoningDelta,
-    ToolExecutionCompleted,
-    ToolExecutionStarted,
+    StdioTransport,
     ToolRegistry,
-    TurnComplete,
 )
 from agcore_tools.testing import ScriptedChatServer, ScriptItem
 
-PROMPT = "What's the weather in Paris and in Tokyo right now, and what is 120 EUR in yen?"
+PROMPT = (
+    "What's the weather in Paris and in Tokyo right now (Tokyo's in Fahrenheit too), "
+    "and what is 120 EUR in yen?"
+)
+MCP_SERVER = Path(__file__).with_name("mcp_server.py")
 
 _WEATHER = {
     "paris": {"temp_c": 18, "sky": "light rain"},
@@ -76,9 +83,11 @@ async def build_registry(stack: contextlib.AsyncExitStack) -> ToolRegistry:
         rate = _RATES[pair]
         return {"amount": round(amount * rate, 2), "currency": pair[1], "rate": rate}
 
-    # A later step adds an MCP server's tools to the same registry here, e.g.:
-    #     client = await stack.enter_async_context(McpClient.stdio(...))
-    #     registry.register_all(await client.into_tools())
+    # The bundled MCP server's tools join the same registry. They say they are
+    # read-only, so the default permission policy lets them run.
+    server = McpClient("demo", StdioTransport(sys.executable, [str(MCP_SERVER)]))
+    await stack.enter_async_context(server)  # connect() now, close() at the end
+    registry.register_all(server.into_tools())
     return registry
 
 
@@ -91,73 +100,33 @@ def offline_script() -> list[ScriptItem]:
             text="Let me check both cities at once.",
         ),
         reply.reply_tool_calls(
-            [("convert_currency", {"amount": 120, "from_currency": "EUR", "to_currency": "JPY"})],
-            text="Now the currency.",
+            [
+                ("celsius_to_fahrenheit", {"celsius": 24}),  # an MCP tool
+                ("convert_currency", {"amount": 120, "from_currency": "EUR", "to_currency": "JPY"}),
+            ],
+            text="Now Fahrenheit and the currency.",
         ),
         reply.reply_text(
-            "Paris: 18 °C with light rain. Tokyo: 24 °C and sunny. "
+            "Paris: 18 °C with light rain. Tokyo: 24 °C (75.2 °F) and sunny. "
             "120 EUR is about 19,488 JPY at today's rate of 162.4."
         ),
     ]
 
 
-def _short(value: Any, limit: int = 90) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-async def show(cycle: LlmCycle, registry: ToolRegistry, prompt: str) -> None:
-    """Run the loop and print every event as it happens."""
-    print(f"user> {prompt}")
-    at_line_start = True
-    async with cycle.submit_stream_with_tools(prompt, registry) as events:
-        async for event in events:
-            match event:
-                case AssistantTextDelta(text=text) | ReasoningDelta(text=text):
-                    if at_line_start:
-                        print("assistant> ", end="")
-                    print(text, end="", flush=True)
-                    at_line_start = False
-                case TurnComplete(reason=reason, turn=turn):
-                    if not at_line_start:
-                        print()
-                    print(f"  [turn {turn} ended: {reason.value}]")
-                    at_line_start = True
-                case ToolExecutionStarted(tool_name=name, input=args, call_id=call_id):
-                    print(f"  -> {name}({_short(args)})  [{call_id}]")
-                case ToolExecutionCompleted(tool_name=name, error=None, model_text=text) as done:
-                    print(f"  <- {name}: {_short(text)}  ({done.duration * 1000:.1f} ms)")
-                case ToolExecutionCompleted(tool_name=name, error=error):
-                    print(f"  <- {name} failed: {error}")
-    response = events.response
-    if response is not None:
-        usage = response.usage
-        print(
-            f"done: {response.turns} requests, {len(response.invocations)} tool calls, "
-            f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens"
-        )
-
-
 async def main(argv: list[str]) -> None:
     prompt = " ".join(argv) or PROMPT
     async with contextlib.AsyncExitStack() as stack:
+        client, model = await stack.enter_async_context(
+            model_client("agcore_tools demo", offline_script())
+        )
         registry = await build_registry(stack)
-        if os.environ.get("OPENAI_API_KEY"):
-            model = os.environ.get("AGCORE_MODEL", "gpt-4o-mini")
-            where = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
-            print(f"agcore_tools demo: talking to {where} with model {model}.")
-            cycle = LlmCycle(CycleConfig(model), system_prompt="Be brief. Use the tools.")
-        else:
-            print(
-                "agcore_tools demo: OFFLINE - no OPENAI_API_KEY is set, so a bundled scripted "
-                "server plays the model (set OPENAI_API_KEY, and optionally OPENAI_BASE_URL "
-                "and AGCORE_MODEL, to use a real one)."
-            )
-            server = stack.enter_context(ScriptedChatServer(offline_script(), chunk_chars=6))
-            cycle = LlmCycle(CycleConfig("scripted-model"), client=server.client())
-        await stack.enter_async_context(cycle)
-        print(f"tools: {', '.join(registry.list_tools())}")
-        await show(cycle, registry, prompt)
+        cycle = LlmCycle(
+            CycleConfig(model), client=client, system_prompt="Be brief. Use the tools."
+        )
+        for category, entries in registry.groups().items():  # MCP tools: "mcp:<server>"
+            print(f"tools ({category or 'local'}): {', '.join(e.name for e in entries)}")
+        print(f"user> {prompt}")
+        await print_events(cycle.submit_stream_with_tools(prompt, registry))
 
 
 if __name__ == "__main__":
