@@ -129,8 +129,11 @@ class ToolContext:
         >>> len(ctx.session_id), ctx.call_id, ctx.metadata["user"]
         (16, None, 'ann')
         >>> call = ctx.for_call("call_1")
-        >>> call.call_id, call.session_id == ctx.session_id
-        ('call_1', True)
+        >>> call.call_id, call.session_id == ctx.session_id, call.trace_id == ctx.trace_id
+        ('call_1', True, True)
+        >>> call.cancellation.cancel()  # a call's token is a child of its parent's
+        >>> call.cancelled, ctx.cancelled
+        (True, False)
     """
 
     __slots__ = ("_cancellation", "_metadata", "_session_id", "_trace_id", "call_id")

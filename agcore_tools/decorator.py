@@ -175,6 +175,19 @@ class FunctionTool(BaseTool, Generic[P, R]):
         Raises :class:`InvalidArgumentsError` naming each bad field,
         :class:`ToolTimeoutError` past ``timeout``, and :class:`ToolExecutionError`
         (original exception as ``__cause__``) when the function raises.
+
+        Example:
+            >>> import asyncio
+            >>> def add(a: int, b: int) -> int:
+            ...     '''Add two integers.'''
+            ...     return a + b
+            >>> add_tool = FunctionTool(add)
+            >>> asyncio.run(add_tool.execute({"a": 2, "b": "3"}, ToolContext()))  # "3" is coerced
+            5
+            >>> asyncio.run(add_tool.execute({"a": 2}, ToolContext()))
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.InvalidArgumentsError: tool 'add' got invalid arguments: b: Field required
         """
         kwargs = self._arguments(args)
         if self.timeout is None:

@@ -232,6 +232,18 @@ class ToolRegistry:
         >>> registry = ToolRegistry(PermissionChecker(PermissionConfig()))
         >>> registry.list_tools()
         []
+        >>> @registry.tool(tags=["math"], category="calc")
+        ... def double(x: int) -> int:
+        ...     '''Double a number.'''
+        ...     return 2 * x
+        >>> registry.get("double") is double, registry.entry("double").category
+        (True, 'calc')
+        >>> [e.name for e in registry.entries()], [e.name for e in registry.find_by_tag("math")]
+        (['double'], ['double'])
+        >>> [e.name for e in registry.find_by_category("calc")], list(registry.groups())
+        (['double'], ['calc'])
+        >>> registry.permission_checker.is_allowed(["read"])
+        True
     """
 
     def __init__(self, permission_checker: PermissionChecker | None = None) -> None:

@@ -112,7 +112,13 @@ class RawResponse:
 
 @dataclass(frozen=True)
 class Pause:
-    """A step of a :class:`RawStream`: wait, noticing if the client disconnects."""
+    """A step of a :class:`RawStream`: wait, noticing if the client disconnects.
+
+    Example:
+        >>> slow = RawStream([": keep-alive", Pause(0.5), {"choices": []}])
+        >>> slow.events[1].seconds
+        0.5
+    """
 
     seconds: float
     """How long to wait."""
@@ -195,6 +201,24 @@ class ScriptedChatServer:
         >>> with server:
         ...     server.base_url.startswith("http://127.0.0.1:")
         True
+
+        Without ``with``, and with the script extended by :meth:`add`, which also works
+        while serving; every request is captured:
+
+        >>> import asyncio
+        >>> server = ScriptedChatServer().start()
+        >>> server.add(ScriptedChatServer.reply_text("Hi"))
+        >>> async def ask() -> str | None:
+        ...     async with server.client() as client:
+        ...         reply = await client.chat.completions.create(
+        ...             model="m", messages=[{"role": "user", "content": "Hello"}]
+        ...         )
+        ...         return reply.choices[0].message.content
+        >>> asyncio.run(ask())
+        'Hi'
+        >>> server.requests[0].json["messages"], server.requests[0].stream
+        ([{'role': 'user', 'content': 'Hello'}], False)
+        >>> server.stop()
     """
 
     def __init__(

@@ -67,11 +67,20 @@ class EventStream:
     running tools and closes the HTTP stream.
 
     Example:
-        >>> async def main(cycle, registry):  # doctest: +SKIP
-        ...     async with cycle.submit_stream_with_tools("Hi", registry) as events:
-        ...         async for event in events:
-        ...             print(event)
-        ...     return events.response
+        >>> import asyncio
+        >>> from agcore_tools.testing import ScriptedChatServer
+        >>> async def main(server: ScriptedChatServer) -> ChatResponse | None:
+        ...     async with server.client() as client:
+        ...         cycle = LlmCycle(CycleConfig("m"), client=client)
+        ...         async with cycle.submit_stream("Hi") as events:
+        ...             async for event in events:
+        ...                 print(type(event).__name__)
+        ...         return events.response
+        >>> with ScriptedChatServer([ScriptedChatServer.reply_text("Hello!")]) as server:
+        ...     asyncio.run(main(server)).text
+        AssistantTextDelta
+        TurnComplete
+        'Hello!'
     """
 
     __slots__ = ("_agen", "_response")
@@ -106,7 +115,27 @@ class EventStream:
         return self._response
 
     async def aclose(self) -> None:
-        """Stop the call: cancel running tools and close the HTTP stream."""
+        """Stop the call: cancel running tools and close the HTTP stream.
+
+        Example:
+            >>> import asyncio
+            >>> from agcore_tools import AssistantTextDelta
+            >>> from agcore_tools.testing import ScriptedChatServer
+            >>> async def first_words(server: ScriptedChatServer) -> str:
+            ...     async with server.client() as client:
+            ...         events = LlmCycle(CycleConfig("m"), client=client).submit_stream("Hi")
+            ...         try:
+            ...             async for event in events:
+            ...                 if isinstance(event, AssistantTextDelta):
+            ...                     return event.text  # leave early ...
+            ...         finally:
+            ...             await events.aclose()  # ... and stop the call
+            ...         return ""
+            >>> reply = ScriptedChatServer.reply_text("Hello there, world")
+            >>> with ScriptedChatServer([reply], chunk_chars=5) as server:
+            ...     asyncio.run(first_words(server))
+            'Hello'
+        """
         if self._agen is not None:
             await self._agen.aclose()
 
@@ -136,18 +165,25 @@ class LlmCycle:
     ``submit*`` call at a time.
 
     Example:
+        >>> import asyncio
         >>> from agcore_tools import CycleConfig, LlmCycle, ToolRegistry
-        >>> async def main(client):  # doctest: +SKIP
-        ...     registry = ToolRegistry()
-        ...
-        ...     @registry.tool
-        ...     def add(a: int, b: int) -> int:
-        ...         '''Add two integers.'''
-        ...         return a + b
-        ...
-        ...     cycle = LlmCycle(CycleConfig("gpt-4o-mini"), client=client)
-        ...     response = await cycle.submit_with_tools("What is 2 + 3?", registry)
-        ...     return response.text
+        >>> from agcore_tools.testing import ScriptedChatServer as Scripted
+        >>> registry = ToolRegistry()
+        >>> @registry.tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> async def main(server: Scripted) -> str:
+        ...     async with server.client() as client:  # any AsyncOpenAI client works here
+        ...         cycle = LlmCycle(CycleConfig("gpt-4o-mini"), client=client)
+        ...         response = await cycle.submit_with_tools("What is 2 + 3?", registry)
+        ...         print([message["role"] for message in cycle.messages])
+        ...         return response.text
+        >>> script = [Scripted.reply_tool_calls([("add", {"a": 2, "b": 3})]), Scripted.reply_text("5")]
+        >>> with Scripted(script) as server:  # an offline model, for the example
+        ...     asyncio.run(main(server))
+        ['user', 'assistant', 'tool', 'assistant']
+        '5'
     """
 
     def __init__(
@@ -186,6 +222,21 @@ class LlmCycle:
         then ask the model (no tools).
 
         ``submit_messages([])`` resends the history, for example after a failure.
+
+        Example:
+            >>> import asyncio
+            >>> from agcore_tools.testing import ScriptedChatServer
+            >>> async def main(server: ScriptedChatServer) -> tuple[str, int]:
+            ...     async with server.client() as client:
+            ...         cycle = LlmCycle(CycleConfig("m"), client=client)
+            ...         response = await cycle.submit_messages([
+            ...             {"role": "system", "content": "Answer in French."},
+            ...             {"role": "user", "content": "Hello"},
+            ...         ])
+            ...         return response.text, len(cycle.messages)
+            >>> with ScriptedChatServer([ScriptedChatServer.reply_text("Bonjour")]) as server:
+            ...     asyncio.run(main(server))
+            ('Bonjour', 3)
         """
         added = [dict(message) for message in messages]
         return await self._start(added, None, None, stream=False).collect()
@@ -226,11 +277,42 @@ class LlmCycle:
         ``TurnComplete``; for a tool turn, a ``ToolExecutionStarted`` per call, then a
         ``ToolExecutionCompleted`` as each call ends; then the next turn. The last
         event is the final turn's ``TurnComplete``.
+
+        Example:
+            >>> import asyncio
+            >>> from agcore_tools.testing import ScriptedChatServer as Scripted
+            >>> registry = ToolRegistry()
+            >>> @registry.tool
+            ... def add(a: int, b: int) -> int:
+            ...     '''Add two integers.'''
+            ...     return a + b
+            >>> async def main(server: Scripted) -> None:
+            ...     async with server.client() as client:
+            ...         cycle = LlmCycle(CycleConfig("m"), client=client)
+            ...         async with cycle.submit_stream_with_tools("2 + 3?", registry) as events:
+            ...             async for event in events:
+            ...                 print(type(event).__name__)
+            >>> script = [Scripted.reply_tool_calls([("add", {"a": 2, "b": 3})]), Scripted.reply_text("5")]
+            >>> with Scripted(script) as server:
+            ...     asyncio.run(main(server))
+            TurnComplete
+            ToolExecutionStarted
+            ToolExecutionCompleted
+            AssistantTextDelta
+            TurnComplete
         """
         return self._start([_user(prompt)], registry, ctx, stream=True)
 
     async def aclose(self) -> None:
-        """Close the SDK client if this cycle created it."""
+        """Close the SDK client if this cycle created it.
+
+        A client passed as ``client=`` belongs to the caller, who closes it.
+
+        Example:
+            >>> async def main() -> None:
+            ...     async with LlmCycle(CycleConfig("gpt-4o-mini")) as cycle:  # aclose() on exit
+            ...         print((await cycle.submit("Hi")).text)
+        """
         if self._owns_client:
             await self.client.close()
 
