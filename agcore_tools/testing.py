@@ -158,8 +158,9 @@ class CapturedRequest:
     """One request the server received.
 
     Example:
-        >>> CapturedRequest(0, "POST", "/v1/chat/completions", {}, b'{"model": "m"}').json
-        {'model': 'm'}
+        >>> request = CapturedRequest(0, "POST", "/v1/chat/completions", {}, b'{"model": "m"}')
+        >>> request.json, request.stream
+        ({'model': 'm'}, False)
     """
 
     index: int

@@ -52,6 +52,20 @@ class McpTool(BaseTool):
 
     Its ``required_permissions`` come from the client's permission policy; the server's
     own description and input schema are passed to the model unchanged.
+    :meth:`McpClient.into_tools` makes them.
+
+    Example:
+        >>> import asyncio
+        >>> from agcore_tools import McpClient, StdioTransport, ToolContext
+        >>> client = McpClient("demo", StdioTransport("server"))
+        >>> info = McpToolInfo("read_file", "Read a file.", annotations={"readOnlyHint": True})
+        >>> adapter = McpTool(client, info, adapter_name(info.name, "demo"), [Permission.READ])
+        >>> adapter.name, adapter.category, adapter.required_permissions
+        ('demo__read_file', 'mcp:demo', (Permission.READ,))
+        >>> asyncio.run(adapter.execute({"path": "a.txt"}, ToolContext()))
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.McpNotInitializedError: MCP server 'demo': cannot send tools/call 'read_file': not connected; call connect() first
     """
 
     def __init__(

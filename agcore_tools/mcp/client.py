@@ -84,6 +84,31 @@ class McpClient:
         10.0
         >>> client.connected
         False
+
+        Connected to the bundled example server (run from the repository's root):
+
+        >>> import sys
+        >>> async def main() -> None:
+        ...     demo = McpClient("demo", StdioTransport(sys.executable, ["examples/mcp_server.py"]))
+        ...     await demo.connect()
+        ...     try:
+        ...         print(demo.connected, demo.protocol_version is not None, demo.pid is not None)
+        ...         print(demo.server_info["name"], repr(demo.stderr_tail))
+        ...         print([tool["function"]["name"] for tool in await demo.list_tools()])
+        ...         print((await demo.tool_infos())[1].annotations)
+        ...         print(await demo.call_tool("capital_of", {"country": "Japan"}))
+        ...         print(len(await demo.refresh_tools()))
+        ...     finally:
+        ...         await demo.close()
+        ...     print(demo.connected)
+        >>> asyncio.run(main())
+        True True True
+        demo-tools ''
+        ['text_stats', 'capital_of', 'celsius_to_fahrenheit']
+        {'readOnlyHint': True, 'openWorldHint': False}
+        Tokyo
+        3
+        False
     """
 
     def __init__(
@@ -220,6 +245,17 @@ class McpClient:
         connection. Raises an :class:`~agcore_tools.McpError` subclass within
         :attr:`timeout` when the command is missing, the server exits during start-up
         or never answers; the server's stderr tail is in the message.
+
+        Example:
+            >>> import sys
+            >>> from agcore_tools import McpError
+            >>> crash = "import sys; sys.exit('config.toml not found')"
+            >>> broken = McpClient("broken", StdioTransport(sys.executable, ["-c", crash]))
+            >>> try:
+            ...     asyncio.run(broken.connect())
+            ... except McpError as exc:
+            ...     print(exc)  # doctest: +ELLIPSIS
+            MCP server 'broken': ... exited with code 1 during start-up; stderr: config.toml not found
         """
         async with self._connect_lock:
             old = self._conn
