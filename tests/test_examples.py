@@ -1,0 +1,142 @@
+"""Every script in examples/ runs offline (no OPENAI_API_KEY) as a real subprocess, says
+so in its first line, and prints what its tools really returned.
+
+The demo has its own test (test_demo.py); the notebook is run by test_notebook.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+FILESYSTEM_SERVER = ROOT / "node_modules" / ".bin" / "mcp-server-filesystem"
+
+
+def run_example(name: str, *args: str) -> list[str]:
+    """Run ``examples/<name>`` offline; return its output lines after checking the first."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert re.match(r"[\w -]+: OFFLINE - no OPENAI_API_KEY is set", lines[0]), lines[0]
+    return lines[1:]
+
+
+def test_every_example_has_a_test() -> None:
+    tested = {
+        "demo.py",  # test_demo.py
+        "mcp_server.py",  # a server, not an example: tests/mcp/test_example_server.py
+        "_offline.py",  # the shared offline fallback, used by all of them
+        "weather_calculator.py",
+        "filesystem_mcp.py",
+        "openai_chat_loop.py",
+        "openai_responses_loop.py",
+        "streaming_console.py",
+        "permissions.py",
+    }
+    assert {p.name for p in EXAMPLES.glob("*.py")} == tested
+
+
+def test_weather_calculator_runs_the_full_loop() -> None:
+    out = run_example("weather_calculator.py")
+    assert out[1] == "assistant> Lima is at 19.5 °C and Nairobi at 23 °C; the average is 21.25 °C."
+    assert out[3:6] == [
+        "3 tool calls in 3 requests:",
+        "  get_weather({\"city\": \"Lima\"}) -> {'city': 'Lima', 'celsius': 19.5}",
+        "  get_weather({\"city\": \"Nairobi\"}) -> {'city': 'Nairobi', 'celsius': 23.0}",
+    ]
+    assert '  calculate({"expression": "(19.5 + 23.0) / 2"}) -> 21.25' in out
+    # The transcript: both weather results answer one assistant message, in call order.
+    transcript = out[out.index("transcript:") + 1 :]
+    assert [line.split(":")[0].strip() for line in transcript] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+
+
+def test_filesystem_example_reads_through_server_filesystem_and_counts_locally() -> None:
+    if not FILESYSTEM_SERVER.exists():
+        pytest.skip("npm test dependencies are not installed; run `make node`")
+    out = run_example("filesystem_mcp.py")
+    assert out[0] == (
+        "tools: 15, 14 from MCP; refused: fs__write_file, fs__edit_file, "
+        "fs__create_directory, fs__move_file"
+    )
+    calls = "\n".join(out)
+    assert re.search(r"fs__list_directory\(.*\) -> \{'content': '\[FILE\] ideas.md", calls)
+    assert "-> {'content': 'Send the quarterly report before the Friday deadline.\\n'}" in calls
+    assert "count_words({'text': 'Send the quarterly report" in calls
+    assert calls.count("count_words(") == 1 and out[-2].endswith("-> 8")
+    assert out[-1] == "assistant> todo.md mentions the Friday deadline; it is 8 words long."
+
+
+def test_chat_completions_drop_in_answers_tool_calls_and_keeps_the_history() -> None:
+    out = run_example("openai_chat_loop.py")
+    assert out[:4] == [
+        "user> Where is my order A1001?",
+        "assistant> Order A1001 has shipped with DHL and should arrive on 5 December.",
+        "user> And order B2002?",
+        "assistant> I can't find an order B2002. Could you check the number?",
+    ]
+    assert out[4] == (
+        "tool results the model read: "
+        """['{"status":"shipped","carrier":"DHL","eta":"2026-12-05"}', """
+        "\"Error: tool 'order_status' failed: LookupError: no order 'B2002'\"]"
+    )
+
+
+def test_responses_drop_in_sends_function_call_outputs() -> None:
+    out = run_example("openai_responses_loop.py")
+    assert out == [
+        "user> How much is 250 USD in euros and in pounds?",
+        "  call_1 -> 0.9225",
+        "  call_2 -> 0.7871",
+        "assistant> 250 USD is about 230.63 EUR (at 0.9225) or 196.78 GBP (at 0.7871).",
+    ]
+
+
+def test_streaming_console_shows_each_call_as_it_ends() -> None:
+    out = run_example("streaming_console.py")
+    started = [line for line in out if line.startswith("  -> ping_mirror")]
+    finished = [line for line in out if line.startswith("  <- ping_mirror")]
+    # Started in the model's order, finished fastest first: reported live, per call.
+    assert [re.search(r"'region': '(\w+)'", line)[1] for line in started] == ["eu", "us", "asia"]
+    assert [re.search(r'"region":"(\w+)"', line)[1] for line in finished] == ["us", "asia", "eu"]
+    assert out.index("  [turn 1 ended: tool_calls]") < out.index(started[0])
+    assert out[-3].startswith("assistant> The us mirror is the fastest")
+    assert out[-1] == "done: 2 requests, 3 tool calls, 20 prompt + 36 completion tokens"
+
+
+def test_permission_policy_blocks_the_destructive_tool() -> None:
+    out = run_example("permissions.py")
+    denied = "permission denied: tool 'delete_file' needs 'delete', which is denied"
+    assert out == [
+        f"invoke raised PermissionDeniedError: {denied}",
+        "  tool_name='delete_file' permission='delete'",
+        "  recoverable=False",
+        f"submit_with_tools raised LlmError: tool loop stopped: {denied}",
+        f'  __cause__: PermissionDeniedError("{denied}")',
+        f"  the model's tool result: Error: {denied}",
+        "report.txt still exists: True",
+    ]
