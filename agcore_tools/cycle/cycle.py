@@ -23,6 +23,7 @@ from .._toolcalls import (
     error_text,
     iter_invocations,
     model_text,
+    parse_call,
     preflight,
 )
 from ..base import ToolContext
@@ -402,6 +403,7 @@ class LlmCycle:
                 "another LlmCycle"
             )
         self._busy = True
+        start = len(self.messages)
         try:
             config = self.config
             tools = registry.definitions() if registry is not None and len(registry) else None
@@ -440,6 +442,10 @@ class LlmCycle:
                 async for event in self._run_tools(registry, result.calls, ctx, invocations):
                     yield event
         finally:
+            if registry is not None:
+                # A consumer that left at a TurnComplete or a ToolExecutionStarted event
+                # closed the loop between a tool turn and its results.
+                _answer_unanswered(self.messages, start)
             self._busy = False
 
     def _params(self, tools: list[dict[str, Any]] | None, stream: bool) -> dict[str, Any]:
@@ -548,6 +554,22 @@ def _user(prompt: str) -> Message:
 
 def _tool_message(call: ParsedCall, text: str) -> Message:
     return {"role": "tool", "tool_call_id": call.call_id, "content": text}
+
+
+def _answer_unanswered(messages: list[Message], start: int) -> None:
+    """Give each tool call of the last assistant message since ``start`` a tool message
+    if it has none, so the history stays valid for the API."""
+    for index in range(len(messages) - 1, start - 1, -1):
+        message = messages[index]
+        if message.get("role") != "assistant":
+            continue
+        answered = {m.get("tool_call_id") for m in messages[index + 1 :]}
+        for call in message.get("tool_calls") or ():
+            if call["id"] not in answered:
+                parsed = parse_call(call["function"]["name"], call["id"], None)
+                text = aborted_text(parsed, "the tool loop was stopped before it ran")
+                messages.append(_tool_message(parsed, text))
+        return
 
 
 def _client_from_env() -> AsyncOpenAI:

@@ -654,6 +654,31 @@ async def test_leaving_an_event_stream_early_closes_it(serve, make_cycle, calc):
         await events.collect()
 
 
+@pytest.mark.parametrize("leave_at", [TurnComplete, ToolExecutionStarted])
+async def test_leaving_between_a_tool_turn_and_its_results_keeps_the_history_valid(
+    serve, make_cycle, calc, leave_at
+):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1"), ("weather", {"city": "Oslo"}, "c2")]),
+        S.reply_text("Next answer."),
+    )
+    cycle = make_cycle(server)
+
+    async with cycle.submit_stream_with_tools("Hi", calc) as events:
+        async for event in events:
+            if isinstance(event, leave_at):
+                break
+
+    assert_history_valid(cycle.messages)
+    answers = tool_messages(cycle.messages)
+    assert set(answers) == {"c1", "c2"}
+    assert all("did not complete: the tool loop was stopped" in text for text in answers.values())
+    assert calc.runs == []
+    # The conversation goes on from a history a provider accepts.
+    assert (await cycle.submit("And now?")).text == "Next answer."
+    assert_history_valid(cycle.messages)
+
+
 async def test_cancelling_a_non_streamed_request_closes_the_connection(serve, make_cycle):
     server = serve(Reply(text="slow", delay=30))
     cycle = make_cycle(server)
