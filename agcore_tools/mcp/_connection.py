@@ -66,6 +66,8 @@ class Connection:
         self.state = State.STARTING
         self.client: Client | None = None
         """The SDK client, set while the connection is READY."""
+        self.call_tool: Any = None
+        """What sends ``tools/call`` (see :func:`_tool_caller`), set with :attr:`client`."""
         self.child: ChildProcess | None = None
         """The stdio child, once spawned."""
         self.lost_reason: str | None = None
@@ -188,6 +190,7 @@ class Connection:
             elif self.state is not State.LOST:
                 self.state = State.CLOSED
             self.client = None
+            self.call_tool = None
             self._ready.set()
 
     async def _serve(self, scope: anyio.CancelScope) -> None:
@@ -216,6 +219,7 @@ class Connection:
                 await tasks.start(self._listen_tools_changed, client)
             scope.deadline = math.inf
             self.client = client
+            self.call_tool = _tool_caller(client)
             self.state = State.READY
             self._ready.set()
             await self._stop.wait()
@@ -319,6 +323,22 @@ async def call_user(callback: Any, value: Any, server_name: str) -> None:
             await result
     except Exception:  # a user's callback must not break the connection
         logger.exception("MCP server '%s': callback %r raised", server_name, callback)
+
+
+def _tool_caller(client: Client) -> Any:
+    """``client.call_tool``, or on a handshake-era session its session's ``call_tool``.
+
+    The SDK client's ``call_tool`` adds what only 2026-07-28 sessions use: the
+    input_required rounds (sampling, elicitation and roots on that wire), the
+    HEADER_MISMATCH re-list, extension result claims. Before 2026-07-28 it ends in the
+    session's ``call_tool`` unchanged, so calling that directly saves its layers on
+    every call.
+    """
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return client.call_tool
+    return client.session.call_tool
 
 
 def _wants_listen(client: Client) -> bool:

@@ -361,14 +361,13 @@ class McpClient:
             ...     return await client.call_tool("get_weather", {"city": "Paris"})
         """
         conn = self._conn
-        client = conn.client if conn is not None and conn.state is State.READY else None
-        if client is None:
+        if conn is None or conn.state is not State.READY:
             raise self._not_usable(conn, name)
         limit = self._timeout if timeout is None else _check_timeout(self.server_name, timeout)
         progress = self._progress_callback(name)
         try:
             result = await with_timeout(
-                client.call_tool(
+                conn.call_tool(
                     name,
                     dict(args) if args else {},
                     read_timeout_seconds=limit,
