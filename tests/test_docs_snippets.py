@@ -1,0 +1,232 @@
+"""Every ```python block of the documents below runs, as written, as a script.
+
+Fences:
+
+- ```python blocks run; ```py and ```python no-run blocks are shown, not run (use them
+  for fragments, such as a top-level ``await`` or a config file's loop);
+- an HTML comment right above a fence names the block: ``<!-- snippet: quickstart -->``.
+  A named block gets its entry in ``SNIPPETS``: a scripted model for it, and the
+  lines its output must contain. An unnamed block must simply exit with status 0
+  (make it assert what it shows, as the permissions guide does with pytest.raises).
+
+Each block runs in a fresh ``python`` subprocess from the repository root, with no
+``OPENAI_*`` variables from the outside. For a block with a script, a
+:class:`ScriptedChatServer` plays the model and the block finds it the way user code
+finds OpenAI: ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``. Every scripted turn must be
+used, and no more.
+
+To cover another document, add it to ``DOCUMENTS``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools.testing import ScriptedChatServer, ScriptItem
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCUMENTS = ["README.md"]
+
+_FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w-]*)\s*(.*)$")
+_NAME = re.compile(r"^<!--\s*snippet:\s*([\w-]+)\s*-->$")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block of a document."""
+
+    document: str
+    line: int  # of the opening fence, from 1
+    language: str
+    options: str
+    code: str
+    name: str | None
+
+    @property
+    def runs(self) -> bool:
+        return self.language == "python" and "no-run" not in self.options.split()
+
+    @property
+    def id(self) -> str:
+        return f"{self.document}:{self.line}" + (f":{self.name}" if self.name else "")
+
+
+def code_blocks(document: str, text: str | None = None) -> list[Block]:
+    """The fenced blocks of a Markdown file (or of ``text``), with their names."""
+    if text is None:
+        text = (ROOT / document).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    blocks: list[Block] = []
+    index = 0
+    while index < len(lines):
+        opening = _FENCE.match(lines[index])
+        if opening is None:
+            index += 1
+            continue
+        fence, language, options = opening.groups()
+        above = next((lines[i].strip() for i in range(index - 1, -1, -1) if lines[i].strip()), "")
+        named = _NAME.match(above)
+        end = index + 1
+        while end < len(lines) and not lines[end].strip().startswith(fence):
+            end += 1
+        code = "\n".join(lines[index + 1 : end]) + "\n"
+        blocks.append(
+            Block(document, index + 1, language, options, code, named[1] if named else None)
+        )
+        index = end + 1
+    return blocks
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a named block needs and shows."""
+
+    script: Sequence[ScriptItem] = ()
+    """The model's turns, in order; empty for a block that needs no model."""
+    output: Sequence[str] = ()
+    """Pieces of text its stdout must contain, in this order."""
+    sent: Sequence[str] = ()
+    """Texts the model must have been sent (as a string value in a request body):
+    tool results, for instance, which prove the tools ran and their output went back."""
+
+
+S = ScriptedChatServer
+PARIS = {"city": "Paris", "celsius": 18, "sky": "light rain"}
+PARIS_RESULT = '{"city":"Paris","celsius":18,"sky":"light rain"}'  # what the model reads
+
+SNIPPETS: dict[str, Setup] = {
+    "quickstart-loop": Setup(
+        script=[
+            S.reply_tool_calls([("get_weather", {"city": "Paris"})]),
+            S.reply_text("It's 18 °C with light rain in Paris."),
+        ],
+        output=[
+            "It's 18 °C with light rain in Paris.",
+            f"get_weather({{'city': 'Paris'}}) -> {PARIS}",
+        ],
+        sent=[PARIS_RESULT],
+    ),
+    "quickstart-mcp": Setup(
+        script=[
+            S.reply_tool_calls([("capital_of", {"country": "Japan"})]),
+            S.reply_tool_calls([("get_weather", {"city": "Tokyo"})]),
+            S.reply_text("Japan's capital is Tokyo, where it is 24 °C and sunny."),
+        ],
+        output=[
+            "Japan's capital is Tokyo, where it is 24 °C and sunny.",
+            "capital_of -> Tokyo",  # ran in the MCP server process
+            "get_weather -> {'city': 'Tokyo', 'celsius': 24, 'sky': 'sunny'}",
+        ],
+        sent=['{"city":"Tokyo","celsius":24,"sky":"sunny"}'],
+    ),
+    "drop-in-chat": Setup(
+        script=[
+            S.reply_tool_calls([("get_weather", {"city": "Paris"})]),
+            S.reply_text("It's 18 °C with light rain in Paris."),
+        ],
+        output=["It's 18 °C with light rain in Paris."],
+        sent=[PARIS_RESULT],
+    ),
+    "drop-in-responses": Setup(
+        script=[
+            S.reply_tool_calls([("get_weather", {"city": "Paris"})]),
+            S.reply_text("Paris: 18 °C, light rain."),
+        ],
+        output=["Paris: 18 °C, light rain."],
+        sent=[PARIS_RESULT],
+    ),
+    "permissions": Setup(
+        output=["permission denied: tool 'delete_file' needs 'delete', which is denied"],
+    ),
+    "streaming": Setup(
+        script=[
+            S.reply_tool_calls([("get_weather", {"city": "Paris"})], text="Checking."),
+            S.reply_text("It's 18 °C in Paris."),
+        ],
+        output=[
+            "Checking.",
+            "[tool_calls]",
+            "-> get_weather({'city': 'Paris'})",
+            '<- get_weather: {"city":"Paris","celsius":18,"sky":"light rain"}',
+            "It's 18 °C in Paris.",
+            "[stop]",
+        ],
+    ),
+}
+
+BLOCKS = [block for document in DOCUMENTS for block in code_blocks(document)]
+RUNNABLE = [block for block in BLOCKS if block.runs]
+
+
+def test_the_documents_have_runnable_blocks_and_every_setup_is_used() -> None:
+    assert RUNNABLE, "no ```python blocks found"
+    names = [block.name for block in BLOCKS if block.name]
+    assert len(names) == len(set(names)), "two blocks share a snippet name"
+    assert set(SNIPPETS) == {block.name for block in RUNNABLE if block.name}
+
+
+def test_fences_and_names_are_read_as_documented() -> None:
+    text = (
+        "# t\n\n<!-- snippet: first -->\n```python\nprint(1)\n```\n\n"
+        "```py\nawait x\n```\n````python no-run\n```\n````\n"
+        "<!-- snippet: shown -->\n\n```bash\nmake\n```\n"
+    )
+    blocks = code_blocks("doc.md", text)
+    assert [(b.line, b.language, b.name, b.runs) for b in blocks] == [
+        (4, "python", "first", True),
+        (8, "py", None, False),
+        (11, "python", None, False),
+        (16, "bash", "shown", False),
+    ]
+    assert blocks[0].code == "print(1)\n" and blocks[2].code == "```\n"
+
+
+@pytest.mark.parametrize("block", RUNNABLE, ids=lambda block: block.id)
+def test_snippet_runs(block: Block, tmp_path: Path) -> None:
+    setup = SNIPPETS.get(block.name or "", Setup())
+    script_file = tmp_path / f"snippet_{block.line}.py"
+    script_file.write_text(block.code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    with ScriptedChatServer(setup.script) as server:
+        if setup.script:
+            env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-scripted")
+        result = subprocess.run(
+            [sys.executable, str(script_file)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            cwd=ROOT,
+            check=False,
+        )
+    where = f"{block.document}, block at line {block.line}"
+    assert result.returncode == 0, f"{where} failed:\n{result.stderr}"
+    position = 0
+    for piece in setup.output:
+        found = result.stdout.find(piece, position)
+        assert found >= 0, f"{where}: {piece!r} not in order in its output:\n{result.stdout}"
+        position = found + len(piece)
+    assert len(server.requests) == len(setup.script), f"{where}: not every scripted turn ran"
+    sent = [text for request in server.requests for text in _strings(request.json)]
+    for piece in setup.sent:
+        assert piece in sent, f"{where}: the model was never sent {piece!r}"
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string value in a JSON document."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
