@@ -1,0 +1,30 @@
+"""CHANGELOG.md lists every public name of the released version."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+import agcore_tools
+
+ROOT = Path(__file__).resolve().parents[1]
+PUBLIC_MODULES = ["agcore_tools", "agcore_tools.cycle", "agcore_tools.mcp", "agcore_tools.testing"]
+
+
+def _release_notes(version: str) -> str:
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    match = re.search(rf"^## \[{re.escape(version)}\][^\n]*\n(.*?)(?=^## \[|\Z)", text, re.M | re.S)
+    assert match, f"CHANGELOG.md has no section for {version}"
+    return match.group(1)
+
+
+@pytest.mark.parametrize("module", PUBLIC_MODULES)
+def test_every_public_name_is_in_the_current_release_notes(module: str) -> None:
+    notes = _release_notes(agcore_tools.__version__)
+    names = importlib.import_module(module).__all__
+    # `name`, `@name`, `module.name`, or a call such as `name()` or `name(...)`.
+    missing = [name for name in names if not re.search(rf"`(@|[\w.]+\.)?{name}\b", notes)]
+    assert not missing, f"CHANGELOG.md {agcore_tools.__version__} does not mention {missing}"
