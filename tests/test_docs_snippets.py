@@ -2,8 +2,9 @@
 
 Fences:
 
-- ```python blocks run; ```py and ```python no-run blocks are shown, not run (use them
-  for fragments, such as a top-level ``await`` or a config file's loop);
+- ```python (or ```python run) blocks run. ```py, ```python no-run and blocks with any
+  other option are not run here: use them for fragments, such as a top-level ``await``
+  or a config file's loop (```python notebook cells are run by test_guides.py);
 - an HTML comment right above a fence names the block: ``<!-- snippet: quickstart -->``.
   A named block gets its entry in ``SNIPPETS``: a scripted model for it, and the
   lines its output must contain. An unnamed block must simply exit with status 0
@@ -34,7 +35,10 @@ import pytest
 from agcore_tools.testing import ScriptedChatServer, ScriptItem
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = ["README.md"]
+DOCUMENTS = [
+    "README.md",
+    *sorted(f"docs/guides/{p.name}" for p in (ROOT / "docs" / "guides").glob("*.md")),
+]
 
 _FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w-]*)\s*(.*)$")
 _NAME = re.compile(r"^<!--\s*snippet:\s*([\w-]+)\s*-->$")
@@ -53,7 +57,7 @@ class Block:
 
     @property
     def runs(self) -> bool:
-        return self.language == "python" and "no-run" not in self.options.split()
+        return self.language == "python" and self.options.split() in ([], ["run"])
 
     @property
     def id(self) -> str:
@@ -178,6 +182,7 @@ def test_fences_and_names_are_read_as_documented() -> None:
     text = (
         "# t\n\n<!-- snippet: first -->\n```python\nprint(1)\n```\n\n"
         "```py\nawait x\n```\n````python no-run\n```\n````\n"
+        "```python notebook\nx\n```\n```python run\ny\n```\n"
         "<!-- snippet: shown -->\n\n```bash\nmake\n```\n"
     )
     blocks = code_blocks("doc.md", text)
@@ -185,7 +190,9 @@ def test_fences_and_names_are_read_as_documented() -> None:
         (4, "python", "first", True),
         (8, "py", None, False),
         (11, "python", None, False),
-        (16, "bash", "shown", False),
+        (14, "python", None, False),
+        (17, "python", None, True),
+        (22, "bash", "shown", False),
     ]
     assert blocks[0].code == "print(1)\n" and blocks[2].code == "```\n"
 
