@@ -16,7 +16,8 @@ Each block runs in a fresh ``python`` subprocess from the repository root, with 
 finds OpenAI: ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``. Every scripted turn must be
 used, and no more.
 
-To cover another document, add it to ``DOCUMENTS``.
+README.md and every guide in docs/guides/ are covered; add other documents to
+``DOCUMENTS``. Their relative links must point at files that exist.
 """
 
 from __future__ import annotations
@@ -195,6 +196,17 @@ def test_fences_and_names_are_read_as_documented() -> None:
         (22, "bash", "shown", False),
     ]
     assert blocks[0].code == "print(1)\n" and blocks[2].code == "```\n"
+
+
+_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_relative_links_point_at_files_that_exist(document: str) -> None:
+    text = (ROOT / document).read_text(encoding="utf-8")
+    targets = [t for t in _LINK.findall(text) if not re.match(r"[a-z]+:", t)]
+    missing = [t for t in targets if not (ROOT / document).parent.joinpath(t).exists()]
+    assert not missing, f"{document} links to missing files: {missing}"
 
 
 @pytest.mark.parametrize("block", RUNNABLE, ids=lambda block: block.id)
