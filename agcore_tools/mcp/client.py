@@ -351,8 +351,10 @@ class McpClient:
         Raises:
             ToolExecutionError: The server answered ``isError: true``; the message is
                 its text (a model can read it and try again).
-            McpTimeoutError: No answer within ``timeout`` (default :attr:`timeout`); the
-                request is cancelled on the server (``notifications/cancelled``).
+            McpTimeoutError: No answer within ``timeout`` (default :attr:`timeout`),
+                which covers the whole call, any sampling or elicitation the server asks
+                for during it included; the request is cancelled on the server
+                (``notifications/cancelled``).
             McpNotInitializedError: Not connected (never, closed, or the server is gone).
             McpError: The server answered with a protocol error, or went away.
 
