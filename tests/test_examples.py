@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from agcore_tools.testing import ScriptedChatServer
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 FILESYSTEM_SERVER = ROOT / "node_modules" / ".bin" / "mcp-server-filesystem"
@@ -140,3 +142,31 @@ def test_permission_policy_blocks_the_destructive_tool() -> None:
         f"  the model's tool result: Error: {denied}",
         "report.txt still exists: True",
     ]
+
+
+def test_with_an_api_key_the_examples_use_the_environments_server_and_model() -> None:
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from openai_chat_loop import offline_script
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    with ScriptedChatServer(offline_script()) as server:
+        base_url = server.base_url
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=base_url)
+        env["AGCORE_MODEL"] = "my-model"
+        result = subprocess.run(
+            [sys.executable, str(EXAMPLES / "openai_chat_loop.py"), "Where is A1001?"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            cwd=ROOT,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    first, *rest = result.stdout.splitlines()
+    assert first == f"chat completions drop-in: talking to {base_url} with model my-model."
+    assert rest[1] == "assistant> Order A1001 has shipped with DHL and should arrive on 5 December."
+    assert {request.json["model"] for request in server.requests} == {"my-model"}
+    assert server.requests[0].headers["authorization"] == "Bearer sk-test"
