@@ -109,8 +109,8 @@ def test_public_members_are_documented_and_exemplified(name: str) -> None:
             for text in (
                 cls.__doc__,
                 owner.__doc__,
-                inspect.getmodule(owner).__doc__,  # type: ignore[union-attr]
-                inspect.getmodule(cls).__doc__,  # type: ignore[union-attr]
+                inspect.getmodule(owner).__doc__,
+                inspect.getmodule(cls).__doc__,
             )
         )
         if not re.search(rf"[.\s]{re.escape(attr)}\b", context):
