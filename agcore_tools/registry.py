@@ -267,6 +267,7 @@ class ToolRegistry:
             True
         """
         self._permission_checker = checker
+        self._definitions.clear()
         return self
 
     @contextmanager
@@ -458,7 +459,10 @@ class ToolRegistry:
 
         ``api="chat"`` (default) gives Chat Completions params
         (``{"type": "function", "function": {...}}``); ``api="responses"`` gives the
-        flat Responses API function tools.
+        flat Responses API function tools. Tools the registry's permission checker
+        refuses are left out: offering the model a tool it may not run only wastes
+        tokens and ends the loop when the model calls it (:meth:`list_tools` still
+        lists every tool).
 
         Example:
             >>> registry = ToolRegistry()
@@ -470,12 +474,16 @@ class ToolRegistry:
         """
         cached = self._definitions.get(api)
         if cached is None:
-            if api == "chat":
-                cached = [entry.tool.definition() for entry in self._entries.values()]
-            elif api == "responses":
-                cached = [_responses_definition(entry.tool) for entry in self._entries.values()]
-            else:
+            if api not in ("chat", "responses"):
                 raise ToolError(f"unknown api {api!r}: expected 'chat' or 'responses'")
+            checker = self._permission_checker
+            offered = [
+                entry.tool
+                for entry in self._entries.values()
+                if checker is None or checker.is_allowed(entry.permissions)
+            ]
+            define = BaseTool.definition if api == "chat" else _responses_definition
+            cached = [define(tool) for tool in offered]
             self._definitions[api] = cached
         # A deep copy: a caller editing a definition must not change later requests.
         return copy.deepcopy(cached)

@@ -328,3 +328,13 @@ async def test_closing_invoke_as_completed_early_cancels_the_rest() -> None:
     assert position == 1
     await asyncio.wait_for(stream.aclose(), 2)
     assert slow.cancelled
+
+
+def test_definitions_leave_out_tools_the_checker_refuses() -> None:
+    registry = ToolRegistry()
+    registry.register_all([Recorder("ls", perms=["read"]), Recorder("rm", perms=["delete"])])
+    assert [d["function"]["name"] for d in registry.definitions()] == ["ls", "rm"]
+    registry.with_permission_checker(PermissionChecker())
+    assert [d["function"]["name"] for d in registry.definitions()] == ["ls"]
+    assert [d["name"] for d in registry.definitions(api="responses")] == ["ls"]
+    assert registry.list_tools() == ["ls", "rm"]
