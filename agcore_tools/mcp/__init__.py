@@ -3,7 +3,7 @@
 Example:
     >>> from agcore_tools.mcp import McpClient, StdioTransport
     >>> McpClient("demo", StdioTransport("python", ["examples/mcp_server.py"]))
-    <McpClient 'demo' 'python examples/mcp_server.py' not connected>
+    <McpClient 'demo' `python examples/mcp_server.py` not connected>
 """
 
 from ._adapter import McpTool

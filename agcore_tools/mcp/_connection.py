@@ -230,7 +230,9 @@ class Connection:
         if isinstance(transport, StdioTransport):
             from ._stdio import open_stdio
 
-            opened = open_stdio(transport, self.server_name, self._spawned)
+            opened = open_stdio(
+                transport, self.server_name, self._spawned, lambda: self.state is State.STARTING
+            )
         else:
             from ._http import open_streamable_http
 

@@ -38,6 +38,8 @@ __all__ = ["ChildProcess", "group_members", "open_stdio"]
 logger = logging.getLogger("agcore_tools.mcp")
 
 _POLL = 0.01
+# Seconds each stop step waits for a child that never completed its start-up.
+_ABANDON_GRACE = 0.1
 _CHUNK = 65536
 
 
@@ -60,11 +62,17 @@ class ChildProcess:
 
 @asynccontextmanager
 async def open_stdio(
-    transport: StdioTransport, server_name: str, on_spawn: Callable[[ChildProcess], None]
+    transport: StdioTransport,
+    server_name: str,
+    on_spawn: Callable[[ChildProcess], None],
+    abandoned: Callable[[], bool] = lambda: False,
 ) -> AsyncIterator[TransportStreams]:
     """Start the child and yield the (read, write) message streams the MCP session uses.
 
     ``on_spawn`` receives the :class:`ChildProcess` as soon as the child exists.
+    ``abandoned`` tells, at close, whether the child never finished its start-up: such a
+    child gets no graceful grace period, so a start-up timeout stays close to the
+    client's timeout.
     """
     import anyio
     from mcp.client.stdio import get_default_environment
@@ -108,7 +116,8 @@ async def open_stdio(
                 with anyio.CancelScope(shield=True):
                     write_send.close()
                     read_recv.close()
-                    await _stop(process, server_name, transport.stop_grace)
+                    grace = _ABANDON_GRACE if abandoned() else transport.stop_grace
+                    await _stop(process, server_name, min(grace, transport.stop_grace))
                     # Let the reader take the child's last words (they go into error messages).
                     with anyio.move_on_after(0.5):
                         await stderr_done.wait()

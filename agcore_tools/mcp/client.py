@@ -181,6 +181,8 @@ class McpClient:
         self.protocol = protocol
         """``"auto"`` or ``"legacy"``."""
         self._conn: Connection | None = None
+        self._failed: Connection | None = None
+        """The last connection that failed to start, kept for :attr:`stderr_tail`."""
         self._connect_lock = asyncio.Lock()
         self._tools_lock = asyncio.Lock()
         self._tools: list[McpToolInfo] | None = None
@@ -234,8 +236,9 @@ class McpClient:
 
     @property
     def stderr_tail(self) -> str:
-        """The last lines the stdio server wrote to stderr ("" if none)."""
-        conn = self._conn
+        """The last lines the stdio server wrote to stderr ("" if none); after a failed
+        ``connect()``, those of the server that failed."""
+        conn = self._conn or self._failed
         return conn.child.stderr.tail() if conn is not None and conn.child is not None else ""
 
     async def connect(self) -> None:
@@ -267,12 +270,12 @@ class McpClient:
             from ._connection import Connection
 
             conn = Connection(self)
-            self._conn = conn
+            self._conn, self._failed = conn, None
             try:
                 await conn.start()
             except BaseException:
                 if self._conn is conn:
-                    self._conn = None
+                    self._conn, self._failed = None, conn
                 raise
             self._invalidate_tools(None)
             if self._has_tools(conn):

@@ -4,7 +4,7 @@ These are plain descriptions; :class:`~agcore_tools.McpClient` opens them on ``c
 
 Example:
     >>> StdioTransport("python", ["server.py"], env={"LOG_LEVEL": "debug"}).describe()
-    "'python server.py'"
+    '`python server.py`'
     >>> StreamableHttpTransport("http://127.0.0.1:8000/mcp").describe()
     'http://127.0.0.1:8000/mcp'
 """
@@ -65,8 +65,8 @@ class StdioTransport:
             raise ToolError(f"StdioTransport stop_grace must be positive, got {self.stop_grace!r}")
 
     def describe(self) -> str:
-        """The command line, quoted for messages."""
-        return repr(shlex.join([self.command, *self.args]))
+        """The command line as a shell would take it, in backticks, for messages."""
+        return f"`{shlex.join([self.command, *self.args])}`"
 
 
 @dataclass(frozen=True, slots=True)
