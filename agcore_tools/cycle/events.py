@@ -187,7 +187,8 @@ class ChatResponse:
     turns: int = 0
     """How many requests this call made."""
     invocations: tuple[ToolInvocation, ...] = ()
-    """Every tool call this call executed, in order, each with its full output."""
+    """Every tool call this call executed, turn by turn in the model's call order (not
+    completion order), each with its full output."""
 
     def _summary_rows(self) -> list[tuple[str, Any]]:
         rows: list[tuple[str, Any]] = [
