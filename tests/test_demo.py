@@ -3,25 +3,15 @@ with the bundled MCP server started over stdio."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from tests._scripts import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_demo_runs_offline_and_prints_the_loop_as_it_happens() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "demo.py")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=ROOT,
-        check=False,
-    )
+    result = run_script(ROOT / "examples" / "demo.py")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("agcore_tools demo: OFFLINE")

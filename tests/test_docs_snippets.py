@@ -22,10 +22,7 @@ README.md and every guide in docs/guides/ are covered; add other documents to
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +31,7 @@ from typing import Any
 import pytest
 
 from agcore_tools.testing import ScriptedChatServer, ScriptItem
+from tests._scripts import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [
@@ -214,19 +212,11 @@ def test_snippet_runs(block: Block, tmp_path: Path) -> None:
     setup = SNIPPETS.get(block.name or "", Setup())
     script_file = tmp_path / f"snippet_{block.line}.py"
     script_file.write_text(block.code, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env: dict[str, str] = {}
     with ScriptedChatServer(setup.script) as server:
         if setup.script:
             env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-scripted")
-        result = subprocess.run(
-            [sys.executable, str(script_file)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
-            cwd=ROOT,
-            check=False,
-        )
+        result = run_script(script_file, env=env)
     where = f"{block.document}, block at line {block.line}"
     assert result.returncode == 0, f"{where} failed:\n{result.stderr}"
     position = 0

@@ -6,15 +6,14 @@ The demo has its own test (test_demo.py); the notebook is run by test_notebook.p
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from agcore_tools.testing import ScriptedChatServer
+from tests._scripts import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -23,16 +22,7 @@ FILESYSTEM_SERVER = ROOT / "node_modules" / ".bin" / "mcp-server-filesystem"
 
 def run_example(name: str, *args: str) -> list[str]:
     """Run ``examples/<name>`` offline; return its output lines after checking the first."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / name), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=ROOT,
-        check=False,
-    )
+    result = run_script(EXAMPLES / name, *args)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     lines = result.stdout.splitlines()
@@ -152,18 +142,9 @@ def test_with_an_api_key_the_examples_use_the_environments_server_and_model() ->
         sys.path.remove(str(EXAMPLES))
     with ScriptedChatServer(offline_script()) as server:
         base_url = server.base_url
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-        env.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=base_url)
+        env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": base_url}
         env["AGCORE_MODEL"] = "my-model"
-        result = subprocess.run(
-            [sys.executable, str(EXAMPLES / "openai_chat_loop.py"), "Where is A1001?"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
-            cwd=ROOT,
-            check=False,
-        )
+        result = run_script(EXAMPLES / "openai_chat_loop.py", "Where is A1001?", env=env)
     assert result.returncode == 0, result.stderr
     first, *rest = result.stdout.splitlines()
     assert first == f"chat completions drop-in: talking to {base_url} with model my-model."
