@@ -147,6 +147,9 @@ SNIPPETS: dict[str, Setup] = {
         output=["Paris: 18 °C, light rain."],
         sent=[PARIS_RESULT],
     ),
+    "mcp-config": Setup(
+        output=["['demo__text_stats', 'demo__capital_of', 'demo__celsius_to_fahrenheit']"],
+    ),
     "permissions": Setup(
         output=["permission denied: tool 'delete_file' needs 'delete', which is denied"],
     ),
