@@ -265,7 +265,7 @@ async def _run(rounds: int, sequential_calls: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="3 rounds of 100 calls")
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--calls", type=int, default=300, help="sequential calls per round")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks/results/bench_mcp.json")
     options = parser.parse_args()
