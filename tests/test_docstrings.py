@@ -19,6 +19,7 @@ import inspect
 import itertools
 import pkgutil
 import re
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,12 @@ def public_names() -> dict[str, Any]:
 
 
 PUBLIC = public_names()
-CALLABLES = {n: o for n, o in PUBLIC.items() if inspect.isclass(o) or inspect.isfunction(o)}
+CALLABLES = {
+    n: o
+    for n, o in PUBLIC.items()
+    # get_origin: on Python 3.10, inspect.isclass() is also True for aliases like list[int].
+    if (inspect.isclass(o) or inspect.isfunction(o)) and typing.get_origin(o) is None
+}
 ALIASES = {n: o for n, o in PUBLIC.items() if n not in CALLABLES}
 
 
