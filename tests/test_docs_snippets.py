@@ -36,6 +36,7 @@ from tests._scripts import run_script
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [
     "README.md",
+    *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")),
     *sorted(f"docs/guides/{p.name}" for p in (ROOT / "docs" / "guides").glob("*.md")),
 ]
 
