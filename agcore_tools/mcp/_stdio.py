@@ -292,13 +292,13 @@ def group_members(pgid: int) -> list[int]:
 
 
 async def _aclose_process(process: Process) -> None:
-    """Release the pipes and reap the child (already stopped by :func:`_stop`)."""
+    """Release the pipes and reap the child (already stopped by :func:`_stop`).
+
+    anyio's ``aclose()`` also closes the pipe transports, so a grandchild that still
+    holds a pipe cannot keep the subprocess transport alive past the event loop; if
+    the wait runs out, it closes the transport itself (which kills the child).
+    """
     import anyio
 
-    with anyio.CancelScope(shield=True):
-        for stream in (process.stdin, process.stdout, process.stderr):
-            if stream is not None:
-                with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await stream.aclose()
-        with anyio.move_on_after(1.0):
-            await process.wait()
+    with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
+        await process.aclose()
