@@ -11,7 +11,7 @@ import pytest
 
 from agcore_tools import CycleConfig, LlmCycle, LlmError
 from agcore_tools.cycle._retry import RetryPolicy, is_retryable, retry_after
-from agcore_tools.testing import RawStream, Reply
+from agcore_tools.testing import Pause, RawStream, Reply
 
 from .conftest import S
 
@@ -135,10 +135,12 @@ async def test_a_stream_that_fails_after_its_first_byte_is_not_retried(
 
     server = serve()
     first = server.chunk({"content": "Hel"})
+    # The pause lets the client take the first chunk before the failure, whatever the
+    # machine's load: a failure before it would rightly be retried.
     if failure == "connection_dropped":
-        broken = RawStream([first], done=False, drop_connection=True)
+        broken = RawStream([first, Pause(0.2)], done=False, drop_connection=True)
     else:
-        broken = RawStream([first, 'data: {"choices": [{"index": 0, "del'], done=False)
+        broken = RawStream([first, Pause(0.2), 'data: {"choices": [{"index": 0, "del'], done=False)
     server.add(broken, S.reply_text("never requested"))
     cycle = make_cycle(server, max_retries=3)
     seen = []
