@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
+from ._sdk import sdk_field
 from .base import ToolContext
 from .error import InvalidArgumentsError, PermissionDeniedError, ToolError, ToolNotFoundError
 from .registry import ToolCall, ToolInvocation
@@ -231,12 +232,6 @@ async def iter_invocations(
             yield runnable[index][0], invocation
 
 
-def _field(item: Any, name: str) -> Any:
-    if isinstance(item, Mapping):
-        return item.get(name)
-    return getattr(item, name, None)
-
-
 async def run_tool_calls(
     registry: ToolRegistry,
     tool_calls: Iterable[Any] | None,
@@ -251,14 +246,14 @@ async def run_tool_calls(
     calls: list[ParsedCall] = []
     shapes: set[str] = set()
     for item in tool_calls or ():
-        function = _field(item, "function")
-        kind = _field(item, "type")
+        function = sdk_field(item, "function")
+        kind = sdk_field(item, "type")
         if function is not None:
-            shape, call_id = "chat", _field(item, "id")
-            name, arguments = _field(function, "name"), _field(function, "arguments")
+            shape, call_id = "chat", sdk_field(item, "id")
+            name, arguments = sdk_field(function, "name"), sdk_field(function, "arguments")
         elif kind == "function_call":
-            shape, call_id = "responses", _field(item, "call_id")
-            name, arguments = _field(item, "name"), _field(item, "arguments")
+            shape, call_id = "responses", sdk_field(item, "call_id")
+            name, arguments = sdk_field(item, "name"), sdk_field(item, "arguments")
         elif isinstance(kind, str):
             continue
         else:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._sdk import sdk_field as _field
 from .._toolcalls import ParsedCall, parse_call
 from ..error import LlmError
 from .events import (
@@ -30,7 +31,6 @@ from .events import (
     StreamEvent,
     Usage,
 )
-from .events import sdk_field as _field
 
 __all__ = ["Turn", "TurnBuilder"]
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._display import call_text, html_table, html_text, markdown_quote, markdown_table
+from .._sdk import sdk_field
 from ..error import ToolError
 
 if TYPE_CHECKING:
@@ -127,39 +128,18 @@ class Usage:
             >>> Usage.from_sdk({"prompt_tokens": 7, "completion_tokens": 2}).total_tokens
             9
         """
-        prompt = _int(_get(usage, "prompt_tokens"))
-        completion = _int(_get(usage, "completion_tokens"))
-        total = _int(_get(usage, "total_tokens")) or prompt + completion
-        cached = _int(_get(_get(usage, "prompt_tokens_details"), "cached_tokens"))
-        reasoning = _int(_get(_get(usage, "completion_tokens_details"), "reasoning_tokens"))
+        prompt = _int(sdk_field(usage, "prompt_tokens"))
+        completion = _int(sdk_field(usage, "completion_tokens"))
+        total = _int(sdk_field(usage, "total_tokens")) or prompt + completion
+        cached = _int(sdk_field(sdk_field(usage, "prompt_tokens_details"), "cached_tokens"))
+        reasoning = _int(
+            sdk_field(sdk_field(usage, "completion_tokens_details"), "reasoning_tokens")
+        )
         return cls(prompt, completion, total, cached, reasoning)
 
 
 ZERO_USAGE = Usage(requests=0)
 """The sum of no requests."""
-
-
-def sdk_field(obj: Any, name: str) -> Any:
-    """A field of an SDK model (declared or extra) or a dict's key; None when absent.
-
-    Reading ``__dict__`` and ``__pydantic_extra__`` directly avoids pydantic's
-    ``__getattr__``, which costs ~4 µs per missing attribute (``reasoning_content`` on
-    every chunk of a provider that never sends it).
-    """
-    if obj is None:
-        return None
-    if isinstance(obj, dict):
-        return obj.get(name)
-    values = getattr(obj, "__dict__", None)
-    if values is not None and name in values:
-        return values[name]
-    extra = getattr(obj, "__pydantic_extra__", None)
-    if extra is not None:
-        return extra.get(name)
-    return getattr(obj, name, None)
-
-
-_get = sdk_field
 
 
 def _int(value: Any) -> int:
@@ -198,9 +178,9 @@ class ChatResponse:
         ]
         # A response of submit()/submit_stream() may ask for calls nobody ran yet.
         requested = [
-            call_text(_get(fn, "name"), _get(fn, "arguments"), _get(call, "id"))
+            call_text(sdk_field(fn, "name"), sdk_field(fn, "arguments"), sdk_field(call, "id"))
             for call in self.message.get("tool_calls") or ()
-            if (fn := _get(call, "function")) is not None
+            if (fn := sdk_field(call, "function")) is not None
         ]
         if requested:
             rows.append(("tool calls requested", "; ".join(requested)))
