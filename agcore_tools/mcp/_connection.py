@@ -45,6 +45,15 @@ server_logger = logging.getLogger("agcore_tools.mcp.server")
 _CLOSE_SLACK = 5.0
 """Seconds a close may take beyond the stdio shutdown escalation's own waits."""
 
+_EXIT_WAIT = 2.0
+"""Seconds to wait for a stdio child's exit status once its stdout has ended.
+
+The end of stdout and the exit status arrive separately (the status only once the
+child is reaped), in either order. Waiting for it makes the recorded reason say what
+really happened ("was killed by signal 9") instead of depending on which came first.
+A child that closed stdout yet lives on costs this wait once, before it is declared lost.
+"""
+
 _LOG_LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -145,14 +154,13 @@ class Connection:
             logger.warning("MCP server '%s': connection lost: %s", self.server_name, reason)
         self._stop.set()
 
-    async def exit_description(self, wait: float = 0.25) -> str:
-        """Why the connection ended, waiting briefly for a stdio child's exit code."""
+    async def exit_description(self, wait: float = _EXIT_WAIT) -> str:
+        """Why the connection ended, waiting (bounded) for a stdio child's exit status."""
         child = self.child
-        if child is not None and child.returncode is None:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + wait
-            while child.returncode is None and loop.time() < deadline:  # noqa: ASYNC110
-                await asyncio.sleep(0.01)  # the exit code has no event of its own
+        if child is not None and child.process is not None:
+            from ._stdio import wait_exited
+
+            await wait_exited(child.process, wait)
         if child is not None and child.returncode is not None:
             if self.state is State.LOST:
                 self.lost_reason = _exit_text(child)
@@ -242,9 +250,11 @@ class Connection:
     def _spawned(self, child: ChildProcess) -> None:
         self.child = child
 
-    def _transport_ended(self) -> None:
+    async def _transport_ended(self) -> None:
         if self.state is State.READY:
-            self.mark_lost("the server closed the connection")
+            reason = await self.exit_description()
+            if self.state is State.READY:
+                self.mark_lost(reason)
 
     def _startup_error(self, exc: BaseException | None, *, timed_out: bool) -> ToolError:
         name = self.server_name

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from .transport import StdioTransport
 
-__all__ = ["ChildProcess", "group_members", "open_stdio"]
+__all__ = ["ChildProcess", "group_members", "open_stdio", "wait_exited"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -199,13 +199,13 @@ async def _stop(process: Process, server_name: str, grace: float) -> None:
         with anyio.move_on_after(grace):
             with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await process.stdin.aclose()
-    if not await _exited(process, grace):
+    if not await wait_exited(process, grace):
         logger.info("[%s] did not exit after stdin closed; sending SIGTERM", server_name)
         _signal_group(pgid, signal.SIGTERM)
-        if not await _exited(process, grace):
+        if not await wait_exited(process, grace):
             logger.warning("[%s] ignored SIGTERM; sending SIGKILL", server_name)
             _signal_group(pgid, signal.SIGKILL)
-            if not await _exited(process, grace):
+            if not await wait_exited(process, grace):
                 logger.error("[%s] pid %d survived SIGKILL; abandoning it", server_name, pgid)
     # The child is gone, but processes it started may live on in its group (npx leaves
     # node behind when killed). They get the same escalation.
@@ -217,7 +217,8 @@ async def _stop(process: Process, server_name: str, grace: float) -> None:
                 logger.error("[%s] process group %d survived SIGKILL", server_name, pgid)
 
 
-async def _exited(process: Process, seconds: float) -> bool:
+async def wait_exited(process: Process, seconds: float) -> bool:
+    """True once ``process`` has exited, waiting at most ``seconds`` for it."""
     # Polls returncode rather than awaiting process.wait(): on Python 3.11+ that also
     # waits for the pipes to close, which a grandchild holding them can delay forever.
     import anyio

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import Context
 from types import TracebackType
@@ -18,12 +18,18 @@ __all__ = ["watch_end"]
 
 
 class _WatchedReadStream:
-    """Forwards to ``inner``; calls ``on_end`` once when the stream ends or is closed."""
+    """Forwards to ``inner``; awaits ``on_end`` once when the stream ends or is closed.
+
+    The end is reported before it is passed on, so whoever reads the stream next sees
+    the connection already marked with the reason ``on_end`` found.
+    """
 
     __slots__ = ("_end_of_stream", "_ended", "_endings", "_inner", "_on_end")
 
     def __init__(
-        self, inner: ReadStream[SessionMessage | Exception], on_end: Callable[[], None]
+        self,
+        inner: ReadStream[SessionMessage | Exception],
+        on_end: Callable[[], Awaitable[None]],
     ) -> None:
         import anyio
 
@@ -41,16 +47,16 @@ class _WatchedReadStream:
         context: Context | None = getattr(self._inner, "last_context", None)
         return context
 
-    def _end(self) -> None:
+    async def _end(self) -> None:
         if not self._ended:
             self._ended = True
-            self._on_end()
+            await self._on_end()
 
     async def receive(self) -> SessionMessage | Exception:
         try:
             return await self._inner.receive()
         except self._endings:
-            self._end()
+            await self._end()
             raise
 
     def __aiter__(self) -> _WatchedReadStream:
@@ -60,10 +66,10 @@ class _WatchedReadStream:
         try:
             return await self._inner.receive()
         except self._end_of_stream:
-            self._end()
+            await self._end()
             raise StopAsyncIteration from None
         except self._endings:
-            self._end()
+            await self._end()
             raise
 
     async def aclose(self) -> None:
@@ -83,7 +89,8 @@ class _WatchedReadStream:
 
 @asynccontextmanager
 async def watch_end(
-    transport: AbstractAsyncContextManager[TransportStreams], on_end: Callable[[], None]
+    transport: AbstractAsyncContextManager[TransportStreams],
+    on_end: Callable[[], Awaitable[None]],
 ) -> AsyncIterator[Any]:
     """Enter ``transport`` and yield its streams, the read one reporting its end to ``on_end``."""
     async with transport as (read_stream, write_stream):
