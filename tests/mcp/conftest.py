@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import http.client
 import os
 import shutil
 import socket
@@ -54,7 +55,14 @@ def fixture_stdio(*args: str, env: dict[str, str] | None = None) -> StdioTranspo
 
 
 class HttpServer:
-    """A fixture server in its own uvicorn process, on a socket bound here (no port race)."""
+    """A fixture server in its own uvicorn process, on a socket bound here (no port race).
+
+    The constructor returns once the server answers HTTP, so a client's handshake timeout
+    measures the handshake, not the server process's start-up (which a loaded machine
+    can stretch to many seconds).
+    """
+
+    READY_TIMEOUT = 60.0
 
     def __init__(self, script: Path = FIXTURE, env: dict[str, str] | None = None) -> None:
         self.sock = socket.socket()
@@ -69,6 +77,20 @@ class HttpServer:
             stdin=subprocess.DEVNULL,
         )
         self.sock.close()  # the child holds its own copy of the listening socket
+        self._wait_until_serving()
+
+    def _wait_until_serving(self) -> None:
+        # The socket already listens, so the kernel queues this connection until uvicorn
+        # accepts it: one request with a bounded wait, no polling.
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.READY_TIMEOUT)
+        try:
+            connection.request("GET", "/")
+            connection.getresponse().read()
+        except OSError as exc:
+            self.stop()
+            raise RuntimeError(f"fixture HTTP server on port {self.port} never answered") from exc
+        finally:
+            connection.close()
 
     def stop(self) -> None:
         if self.proc.poll() is None:
