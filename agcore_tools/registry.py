@@ -230,7 +230,8 @@ class ToolRegistry:
 
     Registration order is kept everywhere (``list_tools``, ``definitions``), so the
     tool list sent to a model is byte-stable across requests, which keeps provider
-    prompt caches warm.
+    prompt caches warm. With ``strict=True``, tools that do not say otherwise are
+    offered in OpenAI's strict mode (see :meth:`definitions`).
 
     Example:
         >>> from agcore_tools import PermissionChecker, PermissionConfig
@@ -249,6 +250,8 @@ class ToolRegistry:
         (['double'], ['calc'])
         >>> registry.permission_checker.is_allowed(["read"])
         True
+        >>> registry.strict, ToolRegistry(strict=True).strict
+        (False, True)
     """
 
     def __init__(
