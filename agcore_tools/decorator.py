@@ -145,6 +145,9 @@ class _Origin:
         return self.run is not None and self.run != other.run
 
 
+_NO_PROBLEMS: list[tuple[str, str]] = []  # shared, never changed: no allocation per call
+
+
 def _reason(problems: list[tuple[str, str]]) -> str:
     return "; ".join(f"{field}: {message}" for field, message in problems)
 
@@ -314,7 +317,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         return self.func(*args, **kwargs)
 
     def _arguments(self, args: dict[str, Any]) -> dict[str, Any]:
-        unknown: list[tuple[str, str]] = []
+        unknown: list[tuple[str, str]] = _NO_PROBLEMS
         if self._plan is not None:
             args, unknown = self._plan.apply(args)
         try:
