@@ -235,6 +235,9 @@ class BaseTool(ABC):
     """Default category a registry records when ``register()`` is given none."""
     version: str | None = None
     """Default version a registry records when ``register()`` is given none."""
+    strict: bool | None = None
+    """Offer the tool in OpenAI's strict mode (True), never (False), or as the registry
+    says (None, the default): see ``ToolRegistry(strict=...)``."""
 
     @abstractmethod
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:

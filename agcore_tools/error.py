@@ -4,6 +4,11 @@ Every error raised by ``agcore_tools`` is a :class:`ToolError` or an :class:`Llm
 Each has a one-line message naming what failed and why, and keeps the original
 exception as ``__cause__`` when there is one.
 
+Mistakes in the caller's own code (a function that cannot be a tool, a bad option
+value) are also a :class:`TypeError` or a :class:`ValueError`, so ordinary ``except``
+clauses catch them: :class:`ToolDefinitionError`, :class:`ToolConfigError` and
+:class:`LlmConfigError`.
+
 Example:
     >>> err = ToolNotFoundError("get_weather")
     >>> str(err)
@@ -16,12 +21,16 @@ from __future__ import annotations
 
 __all__ = [
     "InvalidArgumentsError",
+    "LlmConfigError",
     "LlmError",
     "MaxTurnsExceededError",
     "McpError",
     "McpNotInitializedError",
     "McpTimeoutError",
     "PermissionDeniedError",
+    "ToolConfigError",
+    "ToolDefinitionError",
+    "ToolDefinitionWarning",
     "ToolError",
     "ToolExecutionError",
     "ToolIOError",
@@ -214,6 +223,51 @@ class ToolIOError(ToolError):
     recoverable = False
 
 
+class ToolDefinitionError(ToolError, TypeError):
+    """Something cannot be a tool: a signature without annotations, a lambda with
+    parameters, an unbound method, an object that is not a :class:`BaseTool`.
+
+    A mistake in the caller's code, so it is also a :class:`TypeError`.
+
+    Example:
+        >>> from agcore_tools import FunctionTool
+        >>> try:
+        ...     FunctionTool(lambda city: city)
+        ... except TypeError as exc:
+        ...     print(type(exc).__name__, isinstance(exc, ToolError))
+        ToolDefinitionError True
+    """
+
+
+class ToolConfigError(ToolError, ValueError):
+    """A value the caller gave is wrong: a timeout, a tool name (malformed or taken), a
+    permission name, a transport or MCP configuration.
+
+    A mistake in the caller's code or configuration, so it is also a :class:`ValueError`.
+
+    Example:
+        >>> from agcore_tools import Permission
+        >>> try:
+        ...     Permission.custom("")
+        ... except ValueError as exc:
+        ...     print(type(exc).__name__)
+        ToolConfigError
+    """
+
+
+class ToolDefinitionWarning(UserWarning):
+    """A tool was made, but something about it will hurt the model: for example a
+    function without a docstring, so the model gets no description.
+
+    Silence it like any warning:
+    ``warnings.filterwarnings("ignore", category=ToolDefinitionWarning)``.
+
+    Example:
+        >>> issubclass(ToolDefinitionWarning, UserWarning)
+        True
+    """
+
+
 class LlmError(Exception):
     """The LLM loop failed: an API error that survived retries, or a stopped loop.
 
@@ -227,6 +281,21 @@ class LlmError(Exception):
 
     def __init__(self, message: str) -> None:
         super().__init__(_one_line(message))
+
+
+class LlmConfigError(LlmError, ValueError):
+    """A loop setting has a bad value, such as ``CycleConfig(max_turns=0)``.
+
+    A mistake in the caller's code, so it is also a :class:`ValueError`.
+
+    Example:
+        >>> from agcore_tools import CycleConfig
+        >>> try:
+        ...     CycleConfig(model="")
+        ... except ValueError as exc:
+        ...     print(type(exc).__name__)
+        LlmConfigError
+    """
 
 
 class MaxTurnsExceededError(LlmError):

@@ -154,6 +154,32 @@ SNIPPETS: dict[str, Setup] = {
     "permissions": Setup(
         output=["permission denied: tool 'delete_file' needs 'delete', which is denied"],
     ),
+    "strict": Setup(
+        script=[
+            S.reply_tool_calls(
+                [
+                    (
+                        "plan_trip",
+                        {
+                            "stops": [
+                                {"city": "Oslo", "nights": None},
+                                {"city": "Bergen", "nights": 2},
+                            ],
+                            "pace": None,
+                        },
+                    )
+                ]
+            ),
+            S.reply_text("One night in Oslo, then two in Bergen, at a relaxed pace."),
+        ],
+        output=[
+            "True ['stops', 'pace']",
+            "{'anyOf': [{'type': 'string'}, {'type': 'null'}]}",
+            "2 stops, 3 nights, relaxed pace",
+            "One night in Oslo, then two in Bergen, at a relaxed pace.",
+        ],
+        sent=["2 stops, 3 nights, relaxed pace"],
+    ),
     "streaming": Setup(
         script=[
             S.reply_tool_calls([("get_weather", {"city": "Paris"})], text="Checking."),

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..error import LlmError
+from ..error import LlmConfigError
 from .history import HistoryPolicy, TrimOldest
 
 __all__ = ["CycleConfig"]
@@ -72,7 +72,7 @@ class CycleConfig:
         merged = {**(request_options or {}), **options}
         reserved = sorted(_RESERVED_OPTIONS.intersection(merged))
         if reserved:
-            raise LlmError(
+            raise LlmConfigError(
                 f"CycleConfig cannot take {', '.join(reserved)} as request options: the loop "
                 "sets them (register tools in a ToolRegistry)"
             )
@@ -83,7 +83,7 @@ class CycleConfig:
         _check("retry_initial_delay", retry_initial_delay, minimum=0.0)
         _check("retry_max_delay", retry_max_delay, minimum=0.0)
         if not isinstance(model, str) or not model:
-            raise LlmError(f"CycleConfig.model must be a non-empty string, got {model!r}")
+            raise LlmConfigError(f"CycleConfig.model must be a non-empty string, got {model!r}")
         set_ = object.__setattr__
         set_(self, "model", model)
         set_(self, "max_turns", max_turns)
@@ -112,4 +112,4 @@ def _check(
     if not ok:
         bound = f"greater than {minimum:g}" if strict else f"at least {minimum:g}"
         none = " or None" if optional else ""
-        raise LlmError(f"CycleConfig.{name} must be {bound}{none}, got {value!r}")
+        raise LlmConfigError(f"CycleConfig.{name} must be {bound}{none}, got {value!r}")

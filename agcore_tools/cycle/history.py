@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..error import LlmError
+from ..error import LlmConfigError
 
 __all__ = ["HistoryPolicy", "TrimOldest", "split_exchanges"]
 
@@ -116,7 +116,7 @@ class TrimOldest:
         for name in ("max_messages", "max_chars"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise LlmError(f"TrimOldest.{name} must be at least 1, got {value!r}")
+                raise LlmConfigError(f"TrimOldest.{name} must be at least 1, got {value!r}")
 
     def select(self, messages: Sequence[Message]) -> Sequence[Message]:
         """The system messages plus the newest exchanges that fit the budget."""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._aio import with_timeout
 from ..base import BaseTool
-from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
+from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolConfigError, ToolError
 from ._results import result_value
 from ._state import State
 from .models import McpLogMessage, McpProgress, McpToolInfo
@@ -149,14 +149,18 @@ class McpClient:
                 the ``initialize`` handshake, saving a round trip with older servers.
         """
         if not isinstance(server_name, str) or not server_name.strip():
-            raise ToolError(f"an MCP client needs a non-empty server name, got {server_name!r}")
+            raise ToolConfigError(
+                f"an MCP client needs a non-empty server name, got {server_name!r}"
+            )
         if not isinstance(transport, (StdioTransport, StreamableHttpTransport)):
-            raise ToolError(
+            raise ToolConfigError(
                 f"MCP server '{server_name}': transport must be a StdioTransport or a "
                 f"StreamableHttpTransport, got {type(transport).__name__}"
             )
         if protocol not in ("auto", "legacy"):
-            raise ToolError(f"MCP server '{server_name}': protocol must be 'auto' or 'legacy'")
+            raise ToolConfigError(
+                f"MCP server '{server_name}': protocol must be 'auto' or 'legacy'"
+            )
         self.server_name = server_name
         """The name given at construction."""
         self.transport = transport
@@ -565,7 +569,9 @@ def _check_timeout(server_name: str, value: float) -> float:
     except (TypeError, ValueError):
         seconds = float("nan")
     if not seconds > 0:
-        raise ToolError(f"MCP server '{server_name}': timeout must be a positive number of seconds")
+        raise ToolConfigError(
+            f"MCP server '{server_name}': timeout must be a positive number of seconds"
+        )
     return seconds
 
 

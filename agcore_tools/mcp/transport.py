@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from ..error import ToolError
+from ..error import ToolConfigError
 
 __all__ = ["McpTransport", "StdioTransport", "StreamableHttpTransport"]
 
@@ -54,15 +54,19 @@ class StdioTransport:
 
     def __post_init__(self) -> None:
         if not isinstance(self.command, str) or not self.command:
-            raise ToolError(f"StdioTransport needs a non-empty command, got {self.command!r}")
+            raise ToolConfigError(f"StdioTransport needs a non-empty command, got {self.command!r}")
         if isinstance(self.args, str):
-            raise ToolError(f"StdioTransport args must be a list of strings, got {self.args!r}")
+            raise ToolConfigError(
+                f"StdioTransport args must be a list of strings, got {self.args!r}"
+            )
         # Frozen: normalise through object.__setattr__ so callers' lists can't change it later.
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         if self.env is not None:
             object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
         if not self.stop_grace > 0:
-            raise ToolError(f"StdioTransport stop_grace must be positive, got {self.stop_grace!r}")
+            raise ToolConfigError(
+                f"StdioTransport stop_grace must be positive, got {self.stop_grace!r}"
+            )
 
     def describe(self) -> str:
         """The command line as a shell would take it, in backticks, for messages."""
@@ -87,7 +91,7 @@ class StreamableHttpTransport:
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
-            raise ToolError(f"StreamableHttpTransport needs an http(s) URL, got {self.url!r}")
+            raise ToolConfigError(f"StreamableHttpTransport needs an http(s) URL, got {self.url!r}")
         object.__setattr__(
             self, "headers", {str(k): str(v) for k, v in (self.headers or {}).items()}
         )
