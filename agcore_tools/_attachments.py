@@ -42,14 +42,27 @@ _HEADER = "Attachments of the tool results above:"
 _CHAT_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3"}
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _holds_binary(value: Any) -> bool:
-    if isinstance(value, (*CONTENT_TYPES, *_BINARY)):
+    # On every tool result: exact type checks first, the ABC check last (it is slow).
+    kind = type(value)
+    if kind in _SCALARS:
+        return False
+    if kind is dict:
+        items: Any = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    elif isinstance(value, (*CONTENT_TYPES, *_BINARY)):
         return True
-    if isinstance(value, Mapping):
-        return any(_holds_binary(item) for item in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_binary(item) for item in value)
-    return False
+    elif isinstance(value, Mapping):
+        items = value.values()
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        return False
+    return any(type(item) not in _SCALARS and _holds_binary(item) for item in items)
 
 
 def _from_bytes(data: bytes | bytearray | memoryview) -> Image | str:
@@ -182,10 +195,10 @@ def render(
 
     Raises the ``ToolError`` of :func:`normalise` for bytes of unknown kind.
     """
-    from ._toolcalls import result_text, truncate_utf8
-
     if not _holds_binary(output):
         return None
+    from ._toolcalls import result_text, truncate_utf8  # it imports this module
+
     labeller = _Labeller(api, max_attachment_bytes, tool)
     if isinstance(output, (*CONTENT_TYPES, *_BINARY)):
         items: Sequence[Any] = [output]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 from typing import Any
 
@@ -337,7 +338,8 @@ def pictures() -> ToolRegistry:
     @registry.tool
     def report() -> dict[str, Any]:
         """A caption and a chart in one dict."""
-        return {"caption": "Q3 sales", "chart": Image(PNG), "pdf": File(b"%PDF-1.7")}
+        chart = base64.b64encode(PNG).decode()  # as an image API hands it out
+        return {"caption": "Q3 sales", "chart": Image.from_base64(chart), "pdf": File(b"%PDF-1.7")}
 
     @registry.tool
     def add(a: int, b: int) -> int:
