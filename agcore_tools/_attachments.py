@@ -39,7 +39,12 @@ MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024
 
 _BINARY = (bytes, bytearray, memoryview)
 _HEADER = "Attachments of the tool results above:"
-_CHAT_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3"}
+_CHAT_AUDIO_FORMATS = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
