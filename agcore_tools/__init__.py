@@ -17,6 +17,7 @@ Example:
 """
 
 from .base import BaseTool, CancellationToken, ToolContext
+from .content import Audio, File, Image
 from .cycle import (
     AssistantTextDelta,
     ChatResponse,
@@ -74,14 +75,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AssistantTextDelta",
+    "Audio",
     "BaseTool",
     "CancellationToken",
     "ChatResponse",
     "CycleConfig",
     "EventStream",
+    "File",
     "FinishReason",
     "FunctionTool",
     "HistoryPolicy",
+    "Image",
     "InvalidArgumentsError",
     "LlmConfigError",
     "LlmCycle",

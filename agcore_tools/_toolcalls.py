@@ -15,9 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
+from ._attachments import Api, Rendered, attachments_message, function_call_output, render
 from ._sdk import sdk_field
 from .base import ToolContext
-from .error import InvalidArgumentsError, PermissionDeniedError, ToolError, ToolNotFoundError
+from .error import (
+    InvalidArgumentsError,
+    PermissionDeniedError,
+    ToolError,
+    ToolExecutionError,
+    ToolNotFoundError,
+)
 from .registry import ToolCall, ToolInvocation
 
 if TYPE_CHECKING:
@@ -28,6 +35,7 @@ __all__ = [
     "aborted_text",
     "error_text",
     "iter_invocations",
+    "model_result",
     "model_text",
     "parse_call",
     "preflight",
@@ -181,6 +189,32 @@ def model_text(invocation: ToolInvocation, max_bytes: int | None) -> str:
     return truncate_utf8(result_text(invocation.output), max_bytes)
 
 
+def model_result(
+    invocation: ToolInvocation,
+    max_bytes: int | None,
+    *,
+    api: Api,
+    max_attachment_bytes: int | None,
+) -> Rendered:
+    """What the model receives for an invocation: its text (cut at ``max_bytes``) and
+    the images, audio and files of its output (see :mod:`agcore_tools.content`)."""
+    if invocation.error is None:
+        try:
+            rendered = render(
+                invocation.output,
+                api=api,
+                max_text_bytes=max_bytes,
+                max_attachment_bytes=max_attachment_bytes,
+                tool=invocation.tool_name,
+            )
+        except ToolError as exc:  # bytes of no known kind, from a tool that is not @tool
+            error = ToolExecutionError(invocation.tool_name, exc.message)
+            return Rendered(truncate_utf8(error_text(error), max_bytes))
+        if rendered is not None:
+            return rendered
+    return Rendered(model_text(invocation, max_bytes))
+
+
 def preflight(registry: ToolRegistry, calls: Iterable[ParsedCall]) -> ToolError | None:
     """The first call the loop must refuse (unknown tool, denied permission), or None.
 
@@ -239,6 +273,7 @@ async def run_tool_calls(
     ctx: ToolContext | None,
     timeout: float | None,
     max_result_bytes: int | None,
+    max_attachment_bytes: int | None,
 ) -> list[dict[str, Any]]:
     """Implementation of :meth:`ToolRegistry.run_tool_calls`."""
     # 1. Read each item as a Chat Completions tool call or a Responses function call;
@@ -275,15 +310,27 @@ async def run_tool_calls(
         registry, calls, ctx=ctx or ToolContext(), timeout=timeout
     ):
         invocations[position] = invocation
-    # 3. One output per call, in the calls' order.
-    outputs: list[dict[str, Any]] = []
-    for call, done in zip(calls, invocations, strict=True):
+    # 3. One output per call, in the calls' order; on Chat Completions, the images,
+    #    audio and files follow the tool messages in one user message.
+    api: Api = "responses" if "responses" in shapes else "chat"
+    results: list[Rendered] = []
+    for done in invocations:
         assert done is not None  # iter_invocations yields every position once
-        text = model_text(done, max_result_bytes)
-        if "responses" in shapes:
-            outputs.append(
-                {"type": "function_call_output", "call_id": call.call_id, "output": text}
-            )
-        else:
-            outputs.append({"role": "tool", "tool_call_id": call.call_id, "content": text})
-    return outputs
+        results.append(
+            model_result(done, max_result_bytes, api=api, max_attachment_bytes=max_attachment_bytes)
+        )
+    if api == "responses":
+        return [
+            {
+                "type": "function_call_output",
+                "call_id": call.call_id,
+                "output": function_call_output(result),
+            }
+            for call, result in zip(calls, results, strict=True)
+        ]
+    outputs: list[dict[str, Any]] = [
+        {"role": "tool", "tool_call_id": call.call_id, "content": result.text}
+        for call, result in zip(calls, results, strict=True)
+    ]
+    extra = attachments_message([(c.call_id, c.name) for c in calls], results)
+    return outputs if extra is None else [*outputs, extra]

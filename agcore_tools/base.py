@@ -243,6 +243,9 @@ class BaseTool(ABC):
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Run the tool with JSON arguments and return a JSON-compatible result.
 
+        The result may hold :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio`
+        and :class:`~agcore_tools.File` values; the model receives them as such.
+
         Raise a :class:`~agcore_tools.ToolError` subclass for expected failures; any
         other exception is wrapped into a ``ToolExecutionError`` by the registry.
         """

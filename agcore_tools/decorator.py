@@ -33,10 +33,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from pydantic import ValidationError
-from pydantic_core import to_jsonable_python
 from typing_extensions import ParamSpec
 
 from ._aio import run_sync, with_timeout
+from ._attachments import normalise
 from ._schema import function_schema
 from ._strict import strict_parameters
 from .base import BaseTool, ToolContext
@@ -65,7 +65,7 @@ _PLAIN_JSON = (str, int, float, bool, type(None))
 def _to_json(value: Any) -> Any:
     if isinstance(value, _PLAIN_JSON):
         return value
-    return to_jsonable_python(value)
+    return normalise(value)  # JSON data; Image, Audio and File values kept as they are
 
 
 def _validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
@@ -157,7 +157,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
 
     Calling it calls the function unchanged. ``execute`` validates the arguments
     against the function's pydantic schema, runs a sync function in a worker
-    thread, and turns the return value into JSON-compatible data.
+    thread, and turns the return value into JSON-compatible data (keeping
+    :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio` and
+    :class:`~agcore_tools.File` values, and reading raw image bytes as an ``Image``).
 
     Example:
         >>> def shout(text: str) -> str:
@@ -344,6 +346,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
     def _jsonable(self, result: Any) -> Any:
         try:
             return _to_json(result)
+        except ToolError as exc:  # bytes that are no known image and not UTF-8 text
+            raise ToolExecutionError(self.name, exc.message) from exc
         except Exception as exc:
             raise ToolExecutionError(
                 self.name, f"returned a {type(result).__name__}, which is not JSON-compatible"

@@ -720,21 +720,28 @@ class ToolRegistry:
         ctx: ToolContext | None = None,
         timeout: float | None = 60.0,
         max_result_bytes: int | None = 16384,
+        max_attachment_bytes: int | None = 5 * 1024 * 1024,
     ) -> list[dict[str, Any]]:
         """Run a model's tool calls and return the messages that answer them.
 
         A drop-in for apps that drive the OpenAI SDK themselves. It takes either:
 
         - Chat Completions ``message.tool_calls`` (SDK objects or dicts), and returns
-          ``{"role": "tool", "tool_call_id", "content"}`` messages to append;
+          ``{"role": "tool", "tool_call_id", "content"}`` messages to append, followed
+          by one user message carrying the images, audio and files the tools returned,
+          if any (tool messages carry text only);
         - Responses API ``function_call`` items (``response.output`` is fine: other
-          items are skipped), and returns ``function_call_output`` items.
+          items are skipped), and returns ``function_call_output`` items, whose
+          ``output`` is a list of ``input_text``, ``input_image`` and ``input_file``
+          parts when a tool returned an image or a file.
 
         Calls run concurrently, each with ``timeout`` seconds, and the outputs come
         back in the calls' order. Every failure (unknown tool, denied permission,
         arguments that are not a JSON object, exceptions) becomes error text for the
-        model, as in :class:`~agcore_tools.LlmCycle`; results past
-        ``max_result_bytes`` UTF-8 bytes keep their head and tail.
+        model, as in :class:`~agcore_tools.LlmCycle`; result text past
+        ``max_result_bytes`` UTF-8 bytes keeps its head and tail, and an image, sound
+        or file over ``max_attachment_bytes`` is left out, with the reason in the text
+        (see :mod:`agcore_tools.content`).
 
         Example:
             >>> registry = ToolRegistry()
@@ -747,7 +754,12 @@ class ToolRegistry:
         from ._toolcalls import run_tool_calls
 
         return await run_tool_calls(
-            self, tool_calls, ctx=ctx, timeout=timeout, max_result_bytes=max_result_bytes
+            self,
+            tool_calls,
+            ctx=ctx,
+            timeout=timeout,
+            max_result_bytes=max_result_bytes,
+            max_attachment_bytes=max_attachment_bytes,
         )
 
     # -- presentation --------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""CHANGELOG.md lists every public name of the released version."""
+"""CHANGELOG.md lists every public name: in the current release or in ``[Unreleased]``."""
 
 from __future__ import annotations
 

@@ -161,6 +161,43 @@ async def test_return_values_become_json_compatible(registry: ToolRegistry) -> N
     }
 
 
+async def test_images_are_kept_and_image_bytes_become_images(registry: ToolRegistry) -> None:
+    from agcore_tools import Image
+
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+
+    @registry.tool
+    def raw() -> bytes:
+        return png
+
+    @registry.tool
+    def wrapped() -> dict[str, Any]:
+        return {"caption": "logo", "image": Image(png), "when": date(2026, 1, 2)}
+
+    @registry.tool
+    def text_bytes() -> bytes:
+        return "héllo".encode()
+
+    @registry.tool
+    def blob() -> bytes:
+        return b"\x00\xff\xfe"
+
+    # Before: "tool 'raw' failed: returned a bytes, which is not JSON-compatible".
+    assert (await registry.invoke("raw", {})).output == Image(png, "image/png")
+    assert (await registry.invoke("wrapped", {})).output == {
+        "caption": "logo",
+        "image": Image(png),
+        "when": "2026-01-02",
+    }
+    assert (await registry.invoke("text_bytes", {})).output == "héllo"  # as before
+    error = (await registry.invoke("blob", {})).error
+    assert isinstance(error, ToolExecutionError) and error.is_recoverable()
+    assert str(error) == (
+        "tool 'blob' failed: returned 3 bytes that are neither a PNG, JPEG, GIF or WebP image "
+        "nor UTF-8 text; wrap them in Image(...), Audio(...) or File(...) with their media type"
+    )
+
+
 async def test_exceptions_become_execution_errors_with_cause(registry: ToolRegistry) -> None:
     @registry.tool
     def divide(a: float, b: float) -> float:

@@ -148,6 +148,21 @@ SNIPPETS: dict[str, Setup] = {
         output=["Paris: 18 °C, light rain."],
         sent=[PARIS_RESULT],
     ),
+    "images": Setup(
+        script=[
+            S.reply_tool_calls([("webcam", {"city": "Paris"})]),
+            S.reply_text("Hard to say from one white pixel."),
+        ],
+        output=[
+            "Hard to say from one white pixel.",
+            "user: Is it sunny in Paris?",
+            "assistant: None",
+            "tool: Paris, 09:00\n[image 1 (image/gif, 43 B) is attached in the next user message]",
+            "user: ['text', 'text', 'image_url']",
+            "assistant: Hard to say from one white pixel.",
+        ],
+        sent=["data:image/gif;base64,R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw=="],
+    ),
     "mcp-config": Setup(
         output=["['demo__text_stats', 'demo__capital_of', 'demo__celsius_to_fahrenheit']"],
     ),

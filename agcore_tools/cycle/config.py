@@ -41,7 +41,11 @@ class CycleConfig:
     tool_timeout_secs: float | None
     """Time limit of each tool call, in seconds; None for none."""
     max_tool_result_bytes: int | None
-    """UTF-8 bytes of a tool result the model sees before it is cut; None for no limit."""
+    """UTF-8 bytes of a tool result's text the model sees before it is cut; None for no
+    limit."""
+    max_tool_attachment_bytes: int | None
+    """Bytes of each image, sound or file a tool returns; a larger one is not sent and
+    the model reads why (see :mod:`agcore_tools.content`). None for no limit."""
     max_retries: int
     """Retries of a failed request (408, 409, 429, 5xx, timeouts, connection errors)."""
     retry_initial_delay: float
@@ -62,6 +66,7 @@ class CycleConfig:
         max_turns: int | None = 10,
         tool_timeout_secs: float | None = 60.0,
         max_tool_result_bytes: int | None = 16384,
+        max_tool_attachment_bytes: int | None = 5 * 1024 * 1024,
         max_retries: int = 3,
         retry_initial_delay: float = 0.5,
         retry_max_delay: float = 8.0,
@@ -79,6 +84,7 @@ class CycleConfig:
         _check("max_turns", max_turns, minimum=1, optional=True)
         _check("tool_timeout_secs", tool_timeout_secs, minimum=0.0, optional=True, strict=True)
         _check("max_tool_result_bytes", max_tool_result_bytes, minimum=64, optional=True)
+        _check("max_tool_attachment_bytes", max_tool_attachment_bytes, minimum=1, optional=True)
         _check("max_retries", max_retries, minimum=0)
         _check("retry_initial_delay", retry_initial_delay, minimum=0.0)
         _check("retry_max_delay", retry_max_delay, minimum=0.0)
@@ -89,6 +95,7 @@ class CycleConfig:
         set_(self, "max_turns", max_turns)
         set_(self, "tool_timeout_secs", tool_timeout_secs)
         set_(self, "max_tool_result_bytes", max_tool_result_bytes)
+        set_(self, "max_tool_attachment_bytes", max_tool_attachment_bytes)
         set_(self, "max_retries", max_retries)
         set_(self, "retry_initial_delay", retry_initial_delay)
         set_(self, "retry_max_delay", retry_max_delay)

@@ -16,13 +16,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._aio import with_timeout
+from .._attachments import Rendered, attachments_message
 from .._display import MAX_ROWS, html_table, markdown_table, message_rows
 from .._toolcalls import (
     ParsedCall,
     aborted_text,
     error_text,
     iter_invocations,
-    model_text,
+    model_result,
     parse_call,
     preflight,
 )
@@ -439,8 +440,12 @@ class LlmCycle:
                         tuple(invocations),
                     )
                     return
-                async for event in self._run_tools(registry, result.calls, ctx, invocations):
-                    yield event
+                # aclosing: a consumer leaving mid-turn must stop the running calls and
+                # answer every call (attachments last) before the finally below runs.
+                running = self._run_tools(registry, result.calls, ctx, invocations)
+                async with contextlib.aclosing(running):
+                    async for event in running:
+                        yield event
         finally:
             if registry is not None:
                 # A consumer that left at a TurnComplete or a ToolExecutionStarted event
@@ -498,7 +503,7 @@ class LlmCycle:
         calls: Sequence[ParsedCall],
         ctx: ToolContext,
         invocations: list[ToolInvocation],
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         # 1. An unknown or forbidden tool stops the loop before any call of the turn
         #    runs; every call still gets a tool message so the history stays valid.
         refused = preflight(registry, calls)
@@ -514,6 +519,7 @@ class LlmCycle:
         # 2. Run the calls concurrently, reporting each as it ends.
         max_bytes = self.config.max_tool_result_bytes
         texts: list[str | None] = [None] * len(calls)
+        rendered: list[Rendered | None] = [None] * len(calls)
         done: list[ToolInvocation | None] = [None] * len(calls)
         stop: ToolError | None = None
         for call in calls:
@@ -524,8 +530,14 @@ class LlmCycle:
             )
             async with contextlib.aclosing(running):
                 async for position, invocation in running:
-                    text = model_text(invocation, max_bytes)
-                    texts[position], done[position] = text, invocation
+                    result = model_result(
+                        invocation,
+                        max_bytes,
+                        api="chat",
+                        max_attachment_bytes=self.config.max_tool_attachment_bytes,
+                    )
+                    text = result.text
+                    texts[position], done[position], rendered[position] = text, invocation, result
                     error = invocation.error
                     if error is not None and stop is None and not error.is_recoverable():
                         stop = error
@@ -543,6 +555,10 @@ class LlmCycle:
                 if answer is None:
                     answer = aborted_text(call, "the tool loop was cancelled")
                 self.messages.append(_tool_message(call, answer))
+            # Tool messages carry text only: the images, audio and files follow them.
+            attached = attachments_message([(c.call_id, c.name) for c in calls], rendered)
+            if attached is not None:
+                self.messages.append(attached)
             invocations.extend(inv for inv in done if inv is not None)
         if stop is not None:
             raise LlmError(f"tool loop stopped: {stop}") from stop

@@ -352,8 +352,10 @@ class McpClient:
         """Call a tool and return its value.
 
         Returns ``structuredContent`` when the server sends it, else the text content
-        (several text parts joined with newlines); when other parts (image, audio,
-        resource, resource_link) are present, the list of all parts as typed JSON.
+        (several text parts joined with newlines); when other parts are present, the
+        list of all parts in order: text as strings, image and audio parts as
+        :class:`~agcore_tools.Image` and :class:`~agcore_tools.Audio`, resource and
+        resource_link parts as typed JSON.
 
         Raises:
             ToolExecutionError: The server answered ``isError: true``; the message is

@@ -15,6 +15,7 @@ def test_defaults_follow_the_contract() -> None:
     assert config.max_turns == 10
     assert config.tool_timeout_secs == 60.0
     assert config.max_tool_result_bytes == 16384
+    assert config.max_tool_attachment_bytes == 5 * 1024 * 1024
     assert config.max_retries == 3
     assert isinstance(config.history, TrimOldest)
     assert dict(config.request_options) == {}
@@ -51,6 +52,7 @@ def test_options_the_loop_sets_are_refused(option: str) -> None:
         ("max_turns", 0),
         ("tool_timeout_secs", 0),
         ("max_tool_result_bytes", 10),
+        ("max_tool_attachment_bytes", 0),
         ("max_retries", -1),
         ("retry_initial_delay", -0.5),
         ("max_turns", "3"),
@@ -62,12 +64,19 @@ def test_bad_limits_are_refused_naming_the_field(field: str, value: object) -> N
 
 
 def test_none_means_no_limit_where_allowed() -> None:
-    config = CycleConfig("m", max_turns=None, tool_timeout_secs=None, max_tool_result_bytes=None)
-    assert (config.max_turns, config.tool_timeout_secs, config.max_tool_result_bytes) == (
-        None,
-        None,
-        None,
+    config = CycleConfig(
+        "m",
+        max_turns=None,
+        tool_timeout_secs=None,
+        max_tool_result_bytes=None,
+        max_tool_attachment_bytes=None,
     )
+    assert (
+        config.max_turns,
+        config.tool_timeout_secs,
+        config.max_tool_result_bytes,
+        config.max_tool_attachment_bytes,
+    ) == (None, None, None, None)
 
 
 def test_an_empty_model_is_refused() -> None:
