@@ -72,6 +72,10 @@ class FunctionTool(BaseTool, Generic[P, R]):
     against the function's pydantic schema, runs a sync function in a worker
     thread, and turns the return value into JSON-compatible data.
 
+    Past its timeout a sync function's thread runs on (threads cannot be stopped from
+    outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
+    is true.
+
     Example:
         >>> def shout(text: str) -> str:
         ...     '''Upper-case the text.'''
