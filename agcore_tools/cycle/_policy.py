@@ -18,8 +18,8 @@ from ._stream import Turn
 __all__ = [
     "answer_unanswered",
     "clean_turn",
-    "forces_tool_choice",
     "mark_unknown",
+    "relaxed_tool_choice",
     "tool_message",
     "unanswered_calls",
 ]
@@ -27,17 +27,32 @@ __all__ = [
 Message = dict[str, Any]
 
 
-def forces_tool_choice(options: Mapping[str, Any]) -> bool:
-    """Whether the request options force a tool call (``"required"`` or a named tool).
+def relaxed_tool_choice(options: Mapping[str, Any]) -> Any:
+    """The ``tool_choice`` to send once a forced one has served, or None to keep it.
+
+    ``"required"`` and a named tool become ``"auto"``; an ``allowed_tools`` choice in
+    ``"required"`` mode keeps its list of tools in ``"auto"`` mode.
 
     Example:
-        >>> forces_tool_choice({"tool_choice": {"type": "function", "function": {"name": "f"}}})
+        >>> relaxed_tool_choice({"tool_choice": {"type": "function", "function": {"name": "f"}}})
+        'auto'
+        >>> relaxed_tool_choice({"tool_choice": "auto"}) is None
         True
-        >>> forces_tool_choice({"tool_choice": "auto"}), forces_tool_choice({})
-        (False, False)
+        >>> allowed = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": []}}
+        >>> relaxed_tool_choice({"tool_choice": allowed})
+        {'type': 'allowed_tools', 'allowed_tools': {'mode': 'auto', 'tools': []}}
     """
     choice = options.get("tool_choice")
-    return choice == "required" or isinstance(choice, Mapping)
+    if choice == "required":
+        return "auto"
+    if not isinstance(choice, Mapping):
+        return None  # "auto", "none", or not set
+    allowed = choice.get("allowed_tools")
+    if choice.get("type") == "allowed_tools" and isinstance(allowed, Mapping):
+        if allowed.get("mode") != "required":
+            return None
+        return {**choice, "allowed_tools": {**allowed, "mode": "auto"}}
+    return "auto"  # a named function or custom tool
 
 
 def mark_unknown(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> tuple[ParsedCall, ...]:

@@ -26,10 +26,11 @@ class CycleConfig:
     ``parallel_tool_calls``, ``max_completion_tokens``, ``extra_body``,
     ``extra_headers``, ``timeout``, ...). They are gathered in ``request_options``.
 
-    A forced ``tool_choice`` (``"required"``, or a dict naming a function) applies to
-    the first request of each ``submit*`` call; later requests of the call send
-    ``"auto"``, so a forced loop can end before ``max_turns``. Pass
-    ``reset_tool_choice=False`` to force every request.
+    A forced ``tool_choice`` (``"required"``, or a dict naming a tool) applies to the
+    first request of each ``submit*`` call; later requests of the call send ``"auto"``
+    (an ``allowed_tools`` choice keeps its tools, in ``"auto"`` mode), so a forced loop
+    can end before ``max_turns``. Pass ``reset_tool_choice=False`` to force every
+    request.
 
     A call to a tool the registry does not have stops the loop with an ``LlmError``
     (``unknown_tool="raise"``, the default). With ``unknown_tool="tell_model"`` the

@@ -31,8 +31,8 @@ from ..registry import ToolInvocation, ToolRegistry
 from ._policy import (
     answer_unanswered,
     clean_turn,
-    forces_tool_choice,
     mark_unknown,
+    relaxed_tool_choice,
     tool_message,
     unanswered_calls,
 )
@@ -424,7 +424,9 @@ class LlmCycle:
         try:
             config = self.config
             tools = registry.definitions() if registry is not None and len(registry) else None
-            forced = config.reset_tool_choice and forces_tool_choice(config.request_options)
+            relaxed = (
+                relaxed_tool_choice(config.request_options) if config.reset_tool_choice else None
+            )
             ctx = ctx if ctx is not None else ToolContext()
             usage = ZERO_USAGE
             invocations: list[ToolInvocation] = []
@@ -450,7 +452,9 @@ class LlmCycle:
                 #    could end at max_turns alone.
                 builder = TurnBuilder(str(self._requests))
                 self._requests += 1
-                params = self._params(tools, stream, auto_choice=forced and turn > 1)
+                params = self._params(tools, stream)
+                if relaxed is not None and turn > 1:
+                    params["tool_choice"] = relaxed
                 async for event in self._request(params, stream, builder):
                     yield event
                 result = clean_turn(builder.build())
@@ -479,16 +483,12 @@ class LlmCycle:
                 answer_unanswered(self.messages, start, "the tool loop was stopped before it ran")
             self._busy = False
 
-    def _params(
-        self, tools: list[dict[str, Any]] | None, stream: bool, *, auto_choice: bool = False
-    ) -> dict[str, Any]:
+    def _params(self, tools: list[dict[str, Any]] | None, stream: bool) -> dict[str, Any]:
         params = dict(self.config.request_options)
         params["model"] = self.config.model
         params["messages"] = self.config.history.select(self.messages)
         if tools:
             params["tools"] = tools
-        if auto_choice:
-            params["tool_choice"] = "auto"
         if stream:
             params["stream"] = True
             params.setdefault("stream_options", {"include_usage": True})

@@ -20,7 +20,7 @@ from agcore_tools import (
     ToolRegistry,
     TurnComplete,
 )
-from agcore_tools.cycle._policy import answer_unanswered, forces_tool_choice, unanswered_calls
+from agcore_tools.cycle._policy import answer_unanswered, relaxed_tool_choice, unanswered_calls
 
 from .conftest import S, assert_history_valid, tool_messages
 
@@ -137,12 +137,27 @@ async def test_reset_tool_choice_false_forces_every_request(serve, make_cycle, c
     assert [request.json["tool_choice"] for request in server.requests] == [FORCE_ADD] * 3
 
 
-def test_forces_tool_choice_reads_required_and_named_choices_only() -> None:
-    assert forces_tool_choice({"tool_choice": "required"})
-    assert forces_tool_choice({"tool_choice": FORCE_ADD})
-    assert not forces_tool_choice({"tool_choice": "auto"})
-    assert not forces_tool_choice({"tool_choice": "none"})
-    assert not forces_tool_choice({})
+@pytest.mark.parametrize(
+    ("choice", "after"),
+    [
+        ("required", "auto"),
+        (FORCE_ADD, "auto"),
+        ({"type": "custom", "custom": {"name": "grammar"}}, "auto"),
+        (
+            {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [FORCE_ADD]}},
+            {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [FORCE_ADD]}},
+        ),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}, None),
+        ("auto", None),
+        ("none", None),
+    ],
+)
+def test_only_forced_choices_are_relaxed(choice: object, after: object) -> None:
+    assert relaxed_tool_choice({"tool_choice": choice}) == after
+
+
+def test_no_tool_choice_is_left_alone() -> None:
+    assert relaxed_tool_choice({}) is None
 
 
 # -- going on without a new user message ------------------------------------------------------
