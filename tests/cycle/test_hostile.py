@@ -28,7 +28,7 @@ from agcore_tools import (
     ToolRegistry,
     tool,
 )
-from agcore_tools.testing import CapturedRequest, RawResponse, Reply, ScriptedChatServer
+from agcore_tools.testing import CapturedRequest, RawResponse, RawStream, Reply, ScriptedChatServer
 
 from .conftest import S, assert_history_valid, tool_messages
 
@@ -118,13 +118,20 @@ async def test_a_result_nested_too_deeply_for_json_reads_as_an_error(serve, make
     assert_history_valid(cycle.messages)
 
 
-async def test_a_response_body_nested_too_deeply_is_an_llm_error(serve, make_cycle):
-    body = b'{"choices": ' + nested(DEEP).encode() + b"}"
-    server = serve(RawResponse(200, body, {"Content-Type": "application/json"}))
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_response_nested_too_deeply_is_an_llm_error(serve, make_cycle, stream):
+    body = '{"choices": ' + nested(DEEP) + "}"
+    if stream:
+        server = serve(RawStream(["data: " + body, ""]))
+    else:
+        server = serve(RawResponse(200, body.encode(), {"Content-Type": "application/json"}))
     cycle = make_cycle(server, max_retries=0)
 
     with pytest.raises(LlmError) as raised:
-        await cycle.submit("Hi")
+        if stream:
+            await cycle.submit_stream("Hi").collect()
+        else:
+            await cycle.submit("Hi")
 
     assert isinstance(raised.value.__cause__, RecursionError)
 
