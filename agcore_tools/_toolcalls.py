@@ -17,6 +17,7 @@ from pydantic_core import to_json
 
 from ._attachments import Api, Rendered, attachments_message, function_call_output, render
 from ._sdk import sdk_field
+from ._unicode import scrub
 from .base import ToolContext
 from .error import (
     InvalidArgumentsError,
@@ -42,6 +43,7 @@ __all__ = [
     "result_text",
     "run_tool_calls",
     "truncate_utf8",
+    "unknown_tool_error",
 ]
 
 logger = logging.getLogger("agcore_tools.toolcalls")
@@ -61,8 +63,9 @@ class ParsedCall:
     """The arguments as JSON text, as the history records them."""
     args: dict[str, Any] | None
     """The parsed arguments object, or None when ``error`` is set."""
-    error: InvalidArgumentsError | None = None
-    """Why the arguments are unusable, or None."""
+    error: ToolError | None = None
+    """Why the call cannot run (unusable arguments, or an unknown tool the loop tells
+    the model about), or None."""
 
     @property
     def input(self) -> Any:
@@ -85,36 +88,53 @@ def _json_type(value: Any) -> str:
 def parse_call(name: str, call_id: str, arguments: Any) -> ParsedCall:
     """Parse a tool call's arguments: JSON text, or an object some servers send as is.
 
-    Empty arguments mean ``{}``. Text that is not JSON, and JSON that is not an object,
-    give a call whose ``error`` is an :class:`InvalidArgumentsError` for the model.
+    Empty arguments mean ``{}``. Text that is not JSON, JSON that is not an object, and
+    JSON nested too deeply to parse give a call whose ``error`` is an
+    :class:`InvalidArgumentsError` for the model. Lone surrogates in the name, id and
+    arguments text become U+FFFD, so the history always encodes as UTF-8.
 
     Example:
         >>> parse_call("add", "c1", '{"a": 1}').args
         {'a': 1}
         >>> parse_call("add", "c1", "{oops").error.reason[:28]
         'arguments are not valid JSON'
+        >>> parse_call("add", "c1", "[" * 100_000).error.reason
+        'arguments nest too deeply to parse; send a flatter JSON object'
     """
+    name, call_id = scrub(name), scrub(call_id)
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
         return ParsedCall(call_id, name, "{}", {})
     if isinstance(arguments, str):
-        text = arguments
+        text = scrub(arguments)
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
-            error = InvalidArgumentsError(
-                name,
+            reason = (
                 f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
-                f"{exc.colno}); send a JSON object",
+                f"{exc.colno}); send a JSON object"
             )
-            error.__cause__ = exc
-            return ParsedCall(call_id, name, text, None, error)
+            return ParsedCall(call_id, name, text, None, _invalid(name, reason, exc))
+        except RecursionError as exc:
+            return ParsedCall(call_id, name, text, None, _invalid(name, _TOO_DEEP, exc))
     else:
         value = arguments
-        text = json.dumps(arguments, ensure_ascii=False, default=str)
+        try:
+            text = scrub(json.dumps(arguments, ensure_ascii=False, default=str))
+        except (RecursionError, ValueError) as exc:  # ValueError: a circular reference
+            return ParsedCall(call_id, name, "{}", None, _invalid(name, _TOO_DEEP, exc))
     if isinstance(value, Mapping):
         return ParsedCall(call_id, name, text, dict(value))
     error = InvalidArgumentsError(name, f"arguments must be a JSON object, got {_json_type(value)}")
     return ParsedCall(call_id, name, text, None, error)
+
+
+_TOO_DEEP = "arguments nest too deeply to parse; send a flatter JSON object"
+
+
+def _invalid(name: str, reason: str, cause: BaseException) -> InvalidArgumentsError:
+    error = InvalidArgumentsError(name, reason)
+    error.__cause__ = cause
+    return error
 
 
 def result_text(output: Any) -> str:
@@ -183,10 +203,47 @@ def truncate_utf8(text: str, max_bytes: int | None) -> str:
 
 
 def model_text(invocation: ToolInvocation, max_bytes: int | None) -> str:
-    """The text the model receives for an invocation: output or error, truncated."""
+    r"""The text the model receives for an invocation: output or error, truncated.
+
+    It always encodes as UTF-8 (lone surrogates become U+FFFD). An output that cannot
+    be written as JSON at all (nested too deeply, circular) reads as an error.
+
+    Example:
+        >>> from agcore_tools import ToolInvocation
+        >>> model_text(ToolInvocation("echo", {}, output={"text": "\ud800"}), None)
+        '{"text":"�"}'
+    """
     if invocation.error is not None:
-        return truncate_utf8(error_text(invocation.error), max_bytes)
-    return truncate_utf8(result_text(invocation.output), max_bytes)
+        text = error_text(invocation.error)
+    else:
+        try:
+            text = result_text(invocation.output)
+        except (ValueError, RecursionError) as exc:  # PydanticSerializationError: ValueError
+            text = _fallback_text(invocation, exc)
+    return truncate_utf8(scrub(text), max_bytes)
+
+
+def _fallback_text(invocation: ToolInvocation, exc: BaseException) -> str:
+    # pydantic refuses lone surrogates that the json module writes as they are (and
+    # scrub() then replaces); anything json cannot write either is the tool's fault.
+    try:
+        return json.dumps(invocation.output, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (ValueError, RecursionError, TypeError):
+        reason = f"returned a result that cannot be written as JSON: {type(exc).__name__}: {exc}"
+        logger.warning("tool %r %s", invocation.tool_name, reason)
+        return error_text(ToolExecutionError(invocation.tool_name, reason))
+
+
+def unknown_tool_error(registry: ToolRegistry, name: str) -> ToolNotFoundError:
+    """The error for a call to a tool the registry does not have, listing the tools it has.
+
+    Example:
+        >>> from agcore_tools import ToolRegistry
+        >>> str(unknown_tool_error(ToolRegistry(), "nope"))
+        "tool 'nope' is not registered: the registered tools are: none"
+    """
+    known = ", ".join(registry.list_tools()) or "none"
+    return ToolNotFoundError(name, f"the registered tools are: {known}")
 
 
 def model_result(
@@ -210,6 +267,8 @@ def model_result(
         except ToolError as exc:  # bytes of no known kind, from a tool that is not @tool
             error = ToolExecutionError(invocation.tool_name, exc.message)
             return Rendered(truncate_utf8(error_text(error), max_bytes))
+        except RecursionError:
+            rendered = None  # too deep to look into: model_text says it cannot be written
         if rendered is not None:
             return rendered
     return Rendered(model_text(invocation, max_bytes))
@@ -219,14 +278,17 @@ def preflight(registry: ToolRegistry, calls: Iterable[ParsedCall]) -> ToolError 
     """The first call the loop must refuse (unknown tool, denied permission), or None.
 
     Checked for every call of a turn before any of them runs, so a refused call
-    stops the loop without side effects from its siblings.
+    stops the loop without side effects from its siblings. A call already marked as
+    an unknown tool (the model is told instead, see ``CycleConfig.unknown_tool``) is
+    not refused again.
     """
     checker = registry.permission_checker
     for call in calls:
+        if isinstance(call.error, ToolNotFoundError):
+            continue
         entry = registry.entry(call.name)
         if entry is None:
-            known = ", ".join(registry.list_tools()) or "none"
-            return ToolNotFoundError(call.name, f"the registered tools are: {known}")
+            return unknown_tool_error(registry, call.name)
         if checker is not None:
             try:
                 checker.check(entry.name, entry.permissions)

@@ -124,6 +124,12 @@ class ToolContext:
     ``ToolContext()`` is a fresh context; its ids, token and metadata are made on first
     use, which keeps a context that no tool reads nearly free.
 
+    When the caller gives up on a call (its timeout, a cancelled loop), the call's
+    token is cancelled. An async tool is cancelled with it; a sync tool's thread cannot
+    be stopped from outside and runs on, so a long sync tool should check
+    :attr:`cancelled` now and then and return early once it is true (its result is
+    thrown away). Such threads do not keep the process from exiting.
+
     Example:
         >>> ctx = ToolContext(metadata={"user": "ann"})
         >>> len(ctx.session_id), ctx.call_id, ctx.metadata["user"]
@@ -169,7 +175,8 @@ class ToolContext:
 
     @property
     def cancellation(self) -> CancellationToken:
-        """Set when the caller gives up on the call (timeout, cancelled loop)."""
+        """Cancelled when the caller gives up on the call (timeout, cancelled loop);
+        a sync tool polls it, an async one can ``await ctx.cancellation.wait()``."""
         if self._cancellation is None:
             self._cancellation = CancellationToken()
         return self._cancellation

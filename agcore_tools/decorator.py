@@ -161,6 +161,10 @@ class FunctionTool(BaseTool, Generic[P, R]):
     :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio` and
     :class:`~agcore_tools.File` values, and reading raw image bytes as an ``Image``).
 
+    Past its timeout a sync function's thread runs on (threads cannot be stopped from
+    outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
+    is true.
+
     Example:
         >>> def shout(text: str) -> str:
         ...     '''Upper-case the text.'''

@@ -19,6 +19,13 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .cycle.events import Usage
+    from .registry import ToolInvocation
+
 __all__ = [
     "InvalidArgumentsError",
     "LlmConfigError",
@@ -301,11 +308,35 @@ class LlmConfigError(LlmError, ValueError):
 class MaxTurnsExceededError(LlmError):
     """A new request would exceed ``CycleConfig.max_turns``; it was not sent.
 
+    It carries what the stopped call did: ``invocations`` (every tool call it ran),
+    ``usage`` (token counts of its requests) and ``history_length`` (how many messages
+    the cycle's history held when it stopped; every tool call there is answered). To
+    go on from there, call ``submit_with_tools(None, registry)``.
+
     Example:
-        >>> str(MaxTurnsExceededError(3))
+        >>> err = MaxTurnsExceededError(3)
+        >>> str(err)
         'tool loop stopped: a new request would exceed max_turns=3'
+        >>> err.invocations, err.usage.requests, err.history_length
+        ((), 0, 0)
     """
 
-    def __init__(self, max_turns: int) -> None:
+    def __init__(
+        self,
+        max_turns: int,
+        *,
+        invocations: Sequence[ToolInvocation] = (),
+        usage: Usage | None = None,
+        history_length: int = 0,
+    ) -> None:
+        from .cycle.events import ZERO_USAGE
+
         super().__init__(f"tool loop stopped: a new request would exceed max_turns={max_turns}")
         self.max_turns = max_turns
+        """The limit that was reached."""
+        self.invocations: tuple[ToolInvocation, ...] = tuple(invocations)
+        """The tool calls the stopped ``submit*`` call ran, in the order they ended."""
+        self.usage: Usage = usage if usage is not None else ZERO_USAGE
+        """Token counts summed over the stopped call's requests."""
+        self.history_length = history_length
+        """How many messages ``LlmCycle.messages`` held when the call stopped."""

@@ -129,3 +129,17 @@ def _unannotated(x):  # type: ignore[no-untyped-def]
 def _documented(x: int) -> int:
     """Echo x."""
     return x
+
+
+def test_max_turns_exceeded_carries_what_the_run_did() -> None:
+    from agcore_tools import ToolInvocation, Usage
+
+    done = (ToolInvocation("add", {"a": 1}, output=2),)
+    err = MaxTurnsExceededError(
+        2, invocations=done, usage=Usage(10, 5, 15, requests=2), history_length=7
+    )
+    assert (err.max_turns, err.invocations, err.history_length) == (2, done, 7)
+    assert err.usage.total_tokens == 15
+    assert str(err) == "tool loop stopped: a new request would exceed max_turns=2"
+    bare = MaxTurnsExceededError(3)
+    assert (bare.invocations, bare.usage.requests, bare.history_length) == ((), 0, 0)

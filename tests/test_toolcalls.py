@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import time
 from typing import Any
 
@@ -18,10 +19,13 @@ from agcore_tools import (
     PermissionChecker,
     PermissionConfig,
     ToolError,
+    ToolInvocation,
     ToolRegistry,
     ToolTimeoutError,
 )
-from agcore_tools._toolcalls import parse_call, result_text, truncate_utf8
+from agcore_tools._toolcalls import model_text, parse_call, result_text, truncate_utf8
+
+DEEP = 100_000
 
 # -- parse_call -------------------------------------------------------------------------
 
@@ -68,12 +72,38 @@ def test_unusable_arguments_give_an_invalid_arguments_error(raw: Any, reason: st
 
 
 def test_a_json_error_keeps_the_decoder_error_as_cause() -> None:
-    import json
 
     call = parse_call("add", "c1", '{"a": }')
     assert isinstance(call.error, InvalidArgumentsError)
     assert isinstance(call.error.__cause__, json.JSONDecodeError)
     assert "line 1 column 7" in str(call.error)
+
+
+def test_arguments_nested_too_deeply_give_an_error_with_the_recursion_error_as_cause() -> None:
+    call = parse_call("echo", "c1", '{"v": ' + "[" * DEEP + "]" * DEEP + "}")
+    assert call.args is None
+    assert isinstance(call.error, InvalidArgumentsError)
+    assert isinstance(call.error.__cause__, RecursionError)
+    assert call.error.reason == "arguments nest too deeply to parse; send a flatter JSON object"
+
+
+def test_an_object_too_deep_to_write_as_json_is_an_error_recorded_as_empty() -> None:
+    value: dict[str, Any] = {}
+    for _ in range(DEEP):
+        value = {"v": value}
+    call = parse_call("echo", "c1", value)
+    assert (call.args, call.arguments) == (None, "{}")
+    assert isinstance(call.error, InvalidArgumentsError)
+    assert isinstance(call.error.__cause__, RecursionError)
+
+
+def test_lone_surrogates_in_name_id_and_arguments_text_become_replacement_characters() -> None:
+    call = parse_call("ech\ud800", "c\udc01", '{"text": "\udfff", "escaped": "\\ud800"}')
+    assert (call.name, call.call_id) == ("ech\ufffd", "c\ufffd")
+    assert call.arguments == '{"text": "\ufffd", "escaped": "\\ud800"}'
+    # An escaped surrogate is valid JSON text; the tool gets what it spells.
+    assert call.args == {"text": "\ufffd", "escaped": "\ud800"}
+    call.arguments.encode("utf-8")
 
 
 # -- result text -------------------------------------------------------------------------
@@ -92,6 +122,29 @@ def test_result_text_keeps_strings_and_writes_everything_else_as_compact_json() 
     assert result_text([Point(1, 2)]) == '[{"x":1,"y":2}]'
     assert result_text(None) == "null"
     assert result_text(object()).startswith('"<object object')
+
+
+def test_model_text_replaces_lone_surrogates_in_results_and_errors() -> None:
+    assert model_text(ToolInvocation("t", {}, output="a\ud800b"), None) == "a\ufffdb"
+    assert model_text(ToolInvocation("t", {}, output={"k\udc00": ["\ud800"]}), None) == (
+        '{"k\ufffd":["\ufffd"]}'
+    )
+    failed = ToolInvocation("t", {}, error=ToolError("bad \ud800"))
+    assert model_text(failed, None) == "Error: bad \ufffd"
+
+
+def test_a_result_that_cannot_be_written_as_json_reads_as_an_error() -> None:
+    deep: list[Any] = []
+    for _ in range(DEEP):
+        deep = [deep]
+    circular: list[Any] = []
+    circular.append(circular)
+    for output in (deep, circular):
+        text = model_text(ToolInvocation("t", {}, output=output), 200)
+        assert text.startswith("Error: tool 't' failed: returned a result that cannot be written")
+    # Nesting pydantic refuses but json can write is sent as it is.
+    medium = json.loads("[" * 500 + "]" * 500)
+    assert model_text(ToolInvocation("t", {}, output=medium), None) == "[" * 500 + "]" * 500
 
 
 # -- truncation ---------------------------------------------------------------------------
@@ -256,6 +309,29 @@ async def test_every_failure_becomes_error_text_and_nothing_is_raised(registry) 
         "Error: tool 'add' got invalid arguments: arguments are not valid JSON"
     )
     assert contents[3] == f"Error: {ToolTimeoutError('nap', 0.1)}"
+
+
+async def test_hostile_arguments_and_results_become_clean_text_not_exceptions() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def echo(value: Any = None) -> Any:
+        """Return the value."""
+        return value
+
+    messages = await registry.run_tool_calls(
+        [
+            chat_call("deep", "echo", '{"value": ' + "[" * DEEP + "]" * DEEP + "}"),
+            chat_call("lone", "echo", '{"value": "\\ud800"}'),
+        ]
+    )
+    contents = {m["tool_call_id"]: m["content"] for m in messages}
+    assert contents["deep"] == (
+        "Error: tool 'echo' got invalid arguments: arguments nest too deeply to parse; "
+        "send a flatter JSON object"
+    )
+    assert contents["lone"] == "\ufffd"
+    json.dumps(messages, ensure_ascii=False).encode("utf-8")
 
 
 async def test_results_are_truncated_like_the_loop_does(registry) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..error import LlmConfigError
 from .history import HistoryPolicy, TrimOldest
@@ -14,6 +14,7 @@ __all__ = ["CycleConfig"]
 
 # The loop sets these itself; accepting them as options would silently conflict.
 _RESERVED_OPTIONS = frozenset({"model", "messages", "stream", "tools"})
+_UNKNOWN_TOOL_POLICIES = ("raise", "tell_model")
 
 
 @dataclass(frozen=True, init=False)
@@ -24,6 +25,17 @@ class CycleConfig:
     ``chat.completions.create`` on every request (``temperature``, ``tool_choice``,
     ``parallel_tool_calls``, ``max_completion_tokens``, ``extra_body``,
     ``extra_headers``, ``timeout``, ...). They are gathered in ``request_options``.
+
+    A forced ``tool_choice`` (``"required"``, or a dict naming a tool) applies to the
+    first request of each ``submit*`` call; later requests of the call send ``"auto"``
+    (an ``allowed_tools`` choice keeps its tools, in ``"auto"`` mode), so a forced loop
+    can end before ``max_turns``. Pass ``reset_tool_choice=False`` to force every
+    request.
+
+    A call to a tool the registry does not have stops the loop with an ``LlmError``
+    (``unknown_tool="raise"``, the default). With ``unknown_tool="tell_model"`` the
+    call's result is instead the error text, which lists the registered tools, and
+    the loop goes on; a denied permission still stops it.
 
     Example:
         >>> config = CycleConfig("gpt-4o-mini", max_turns=5, temperature=0.2)
@@ -53,6 +65,12 @@ class CycleConfig:
     retry_max_delay: float
     """Longest computed wait between retries, in seconds (a server's ``Retry-After``
     of up to 60 s is honoured even when longer)."""
+    unknown_tool: Literal["raise", "tell_model"]
+    """What a call to an unregistered tool does: ``"raise"`` stops the loop with an
+    ``LlmError``; ``"tell_model"`` answers the call with the error text (listing the
+    registered tools) and goes on."""
+    reset_tool_choice: bool
+    """Whether a forced ``tool_choice`` becomes ``"auto"`` after a call's first request."""
     history: HistoryPolicy
     """Chooses which messages each request sends; the default, ``TrimOldest()`` with no
     budget, sends them all (see :mod:`agcore_tools.cycle.history`)."""
@@ -70,6 +88,8 @@ class CycleConfig:
         max_retries: int = 3,
         retry_initial_delay: float = 0.5,
         retry_max_delay: float = 8.0,
+        unknown_tool: Literal["raise", "tell_model"] = "raise",
+        reset_tool_choice: bool = True,
         history: HistoryPolicy | None = None,
         request_options: Mapping[str, Any] | None = None,
         **options: Any,
@@ -88,6 +108,14 @@ class CycleConfig:
         _check("max_retries", max_retries, minimum=0)
         _check("retry_initial_delay", retry_initial_delay, minimum=0.0)
         _check("retry_max_delay", retry_max_delay, minimum=0.0)
+        if unknown_tool not in _UNKNOWN_TOOL_POLICIES:
+            raise LlmConfigError(
+                f"CycleConfig.unknown_tool must be 'raise' or 'tell_model', got {unknown_tool!r}"
+            )
+        if not isinstance(reset_tool_choice, bool):
+            raise LlmConfigError(
+                f"CycleConfig.reset_tool_choice must be True or False, got {reset_tool_choice!r}"
+            )
         if not isinstance(model, str) or not model:
             raise LlmConfigError(f"CycleConfig.model must be a non-empty string, got {model!r}")
         set_ = object.__setattr__
@@ -99,6 +127,8 @@ class CycleConfig:
         set_(self, "max_retries", max_retries)
         set_(self, "retry_initial_delay", retry_initial_delay)
         set_(self, "retry_max_delay", retry_max_delay)
+        set_(self, "unknown_tool", unknown_tool)
+        set_(self, "reset_tool_choice", reset_tool_choice)
         set_(self, "history", history if history is not None else TrimOldest())
         set_(self, "request_options", types.MappingProxyType(merged))
 

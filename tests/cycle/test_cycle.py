@@ -98,12 +98,17 @@ async def test_max_turns_raises_without_sending_the_extra_request(serve, make_cy
     with pytest.raises(MaxTurnsExceededError) as raised:
         await cycle.submit_with_tools("Loop forever", calc)
 
-    assert raised.value.max_turns == 2
-    assert isinstance(raised.value, LlmError)
+    stopped = raised.value
+    assert stopped.max_turns == 2
+    assert isinstance(stopped, LlmError)
     assert len(server.requests) == 2  # the third request was never sent
     assert len(calc.runs) == 2
     assert cycle.messages[-1]["role"] == "tool"  # history is ready to continue
     assert_history_valid(cycle.messages)
+    # The partial work is on the error.
+    assert [(i.tool_name, i.output) for i in stopped.invocations] == [("add", 2), ("add", 2)]
+    assert (stopped.usage.requests, stopped.usage.prompt_tokens) == (2, 20)
+    assert stopped.history_length == len(cycle.messages) == 5
 
 
 async def test_max_turns_none_means_unlimited(serve, make_cycle, calc):
