@@ -56,3 +56,22 @@ def test_is_error_without_text_still_says_something() -> None:
     image = types.ImageContent(type="image", data="AA==", mime_type="image/png")
     with pytest.raises(ToolExecutionError, match="image/png"):
         result_value(types.CallToolResult(content=[image], is_error=True), "draw")
+
+
+def test_annotated_text_keeps_its_annotations() -> None:
+    annotated = types.TextContent(
+        type="text", text="for you", annotations=types.Annotations(audience=["user"], priority=0.9)
+    )
+    result = types.CallToolResult(content=[_text("for everyone"), annotated])
+    assert result_value(result, "t") == [
+        {"type": "text", "text": "for everyone"},
+        {"type": "text", "text": "for you", "annotations": {"audience": ["user"], "priority": 0.9}},
+    ]
+
+
+def test_an_annotated_error_is_still_its_text() -> None:
+    annotated = types.TextContent(
+        type="text", text="disk full", annotations=types.Annotations(priority=1.0)
+    )
+    with pytest.raises(ToolExecutionError, match=r"tool 'save' failed: disk full$"):
+        result_value(types.CallToolResult(content=[annotated], is_error=True), "save")
