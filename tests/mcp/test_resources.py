@@ -14,7 +14,7 @@ from agcore_tools import McpClient, McpError, McpNotInitializedError, StdioTrans
 from agcore_tools.mcp import McpResourceContents, McpResourceInfo, McpResourceTemplateInfo
 from agcore_tools.mcp._resources import UpdateFeeds, contents_value
 
-from .conftest import PAGED, fixture_stdio
+from .conftest import PAGED, assert_no_stray_tasks, fixture_stdio
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -97,6 +97,7 @@ async def test_a_subscription_yields_updates_until_it_is_left(
             assert await client.call_tool("subscriptions") == {"result": []}
         with pytest.raises(ValueError, match="inside 'async with'"):
             await anext(updates)
+    await assert_no_stray_tasks()
 
 
 @ERAS
