@@ -166,6 +166,24 @@ SNIPPETS: dict[str, Setup] = {
     "mcp-config": Setup(
         output=["['demo__text_stats', 'demo__capital_of', 'demo__celsius_to_fahrenheit']"],
     ),
+    "mcp-resources": Setup(
+        output=[
+            "demo://capitals text/plain",
+            "Lima",
+            "Plan a weekend in the capital of Peru.",
+            "Tokyo",
+        ],
+    ),
+    "mcp-guide-resources": Setup(
+        output=[
+            "Offline demo tools: capitals, text statistics, temperature conversion.",
+            "['demo://capitals/{country}']",
+            "Nairobi",
+            "('Peru',)",
+            "weekend_trip ['country']",
+            "Plan a weekend in the capital of Japan.",
+        ],
+    ),
     "permissions": Setup(
         output=["permission denied: tool 'delete_file' needs 'delete', which is denied"],
     ),

@@ -1,4 +1,4 @@
-"""MCP servers' tools in agcore_tools, over the official MCP SDK (imported on first use).
+"""MCP servers' tools, resources and prompts in agcore_tools, over the official MCP SDK (imported on first use).
 
 Example:
     >>> from agcore_tools.mcp import McpClient, StdioTransport
@@ -7,17 +7,35 @@ Example:
 """
 
 from ._adapter import McpTool
+from ._resources import McpResourceSubscription
 from .client import McpClient
 from .config import load_mcp_servers
-from .models import McpLogMessage, McpProgress, McpToolInfo
+from .models import (
+    McpCompletion,
+    McpLogMessage,
+    McpProgress,
+    McpPrompt,
+    McpPromptInfo,
+    McpResourceContents,
+    McpResourceInfo,
+    McpResourceTemplateInfo,
+    McpToolInfo,
+)
 from .policy import McpPermissionPolicy, PermissionPolicy
 from .transport import McpTransport, StdioTransport, StreamableHttpTransport
 
 __all__ = [
     "McpClient",
+    "McpCompletion",
     "McpLogMessage",
     "McpPermissionPolicy",
     "McpProgress",
+    "McpPrompt",
+    "McpPromptInfo",
+    "McpResourceContents",
+    "McpResourceInfo",
+    "McpResourceSubscription",
+    "McpResourceTemplateInfo",
     "McpTool",
     "McpToolInfo",
     "McpTransport",

@@ -19,6 +19,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
+from ._resources import UpdateFeeds
 from ._state import State
 from ._streams import watch_end
 from .models import McpLogMessage
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp.client._transport import TransportStreams
     from mcp.client.session import IncomingMessage
-    from mcp_types import LoggingMessageNotificationParams
+    from mcp_types import LoggingMessageNotificationParams, RequestParamsMeta
 
     from ._stdio import ChildProcess
     from .client import McpClient
@@ -80,6 +81,10 @@ class Connection:
         self.child: ChildProcess | None = None
         """The stdio child, once spawned."""
         self.lost_reason: str | None = None
+        self.updates = UpdateFeeds()
+        """The open resource subscriptions of a handshake-era session."""
+        self.request_meta: RequestParamsMeta | None = None
+        """``_meta`` sent with later requests (a log level set on a 2026-07-28 session)."""
         self._error: ToolError | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
@@ -152,6 +157,7 @@ class Connection:
             self.state = State.LOST
             self.lost_reason = reason
             logger.warning("MCP server '%s': connection lost: %s", self.server_name, reason)
+        self.updates.end(self.lost_reason)
         self._stop.set()
 
     async def exit_description(self, wait: float = _EXIT_WAIT) -> str:
@@ -197,6 +203,7 @@ class Connection:
                     self.lost_reason = _exit_text(self.child)
             elif self.state is not State.LOST:
                 self.state = State.CLOSED
+            self.updates.end(self.lost_reason if self.state is State.LOST else None)
             self.client = None
             self.call_tool = None
             self._ready.set()
@@ -309,10 +316,12 @@ class Connection:
             task_status.started()
 
     async def _on_message(self, message: IncomingMessage) -> None:
-        from mcp_types import ToolListChangedNotification
+        from mcp_types import ResourceUpdatedNotification, ToolListChangedNotification
 
         if isinstance(message, ToolListChangedNotification):
             self._owner._invalidate_tools("the server's tool list changed")
+        elif isinstance(message, ResourceUpdatedNotification):
+            self.updates.deliver(message.params.uri)
         elif isinstance(message, Exception):
             logger.warning(
                 "MCP server '%s': transport error: %s", self.server_name, _describe(message)

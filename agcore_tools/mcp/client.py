@@ -1,5 +1,7 @@
 """The MCP client users hold: connect to one server, list and call its tools, bridge them
-into a :class:`~agcore_tools.ToolRegistry`.
+into a :class:`~agcore_tools.ToolRegistry`, and reach the rest of the protocol (resources,
+prompts, completion, ping, log level, roots) through thin methods over ``_resources``,
+``_prompts``, ``_utilities`` and ``_protocol_tools``.
 
 The protocol itself (JSON-RPC, version negotiation, server-to-client requests) is the
 official MCP SDK's; this module adds the lifecycle (see ``_connection``), a tool cache,
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._aio import with_timeout
 from ..base import BaseTool
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolConfigError, ToolError
+from . import _prompts, _protocol_tools, _resources, _utilities
 from ._results import result_value
 from ._state import State
 from .models import McpLogMessage, McpProgress, McpToolInfo
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from mcp.client.session import ElicitationFnT, ListRootsFnT, SamplingFnT
     from mcp_types import ListToolsResult
 
+    from . import models
     from ._connection import Connection
 
 __all__ = ["McpClient"]
@@ -98,6 +102,16 @@ class McpClient:
         ...         print((await demo.tool_infos())[1].annotations)
         ...         print(await demo.call_tool("capital_of", {"country": "Japan"}))
         ...         print(len(await demo.refresh_tools()))
+        ...         print(demo.instructions)
+        ...         print([r.uri for r in await demo.list_resources()],
+        ...               [t.uri_template for t in await demo.list_resource_templates()])
+        ...         print((await demo.read_resource("demo://capitals/peru"))[0].text)
+        ...         print([p.name for p in await demo.list_prompts()])
+        ...         prompt = await demo.get_prompt("weekend_trip", {"country": "Peru"})
+        ...         print(prompt.messages[0]["content"]["text"])
+        ...         print((await demo.complete("country", "Ke", prompt="weekend_trip")).values)
+        ...         print(await demo.ping() < 10)
+        ...         print([t.name for t in (demo.resource_reader_tool(), demo.prompt_tool())])
         ...     finally:
         ...         await demo.close()
         ...     print(demo.connected)
@@ -108,6 +122,14 @@ class McpClient:
         {'readOnlyHint': True, 'openWorldHint': False}
         Tokyo
         3
+        Offline demo tools: capitals, text statistics, temperature conversion.
+        ['demo://capitals'] ['demo://capitals/{country}']
+        Lima
+        ['weekend_trip']
+        Plan a weekend in the capital of Peru. Find the capital with capital_of first.
+        ('Kenya',)
+        True
+        ['read_resource', 'get_prompt']
         False
     """
 
@@ -383,6 +405,7 @@ class McpClient:
                     dict(args) if args else {},
                     read_timeout_seconds=limit,
                     progress_callback=progress,
+                    meta=conn.request_meta,
                 ),
                 limit + _BACKSTOP,
             )
@@ -421,15 +444,112 @@ class McpClient:
             raise McpNotInitializedError(
                 self.server_name, "no tool list yet; call connect() or list_tools() first"
             )
-        if prefix is True:
-            prefix_text: str | None = self.server_name
-        elif prefix is False:
-            prefix_text = None
-        else:
-            prefix_text = prefix
-        return make_adapters(self, self._tools, prefix_text, policy or self.permission_policy)
+        return make_adapters(
+            self, self._tools, self._prefix(prefix), policy or self.permission_policy
+        )
+
+    # -- resources, prompts, completion, utilities (in _resources, _prompts, _utilities) --
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions for using it (for a system prompt), while connected."""
+        client = self._client_or_none()
+        return client.instructions if client is not None else None
+
+    async def list_resources(self) -> list[models.McpResourceInfo]:
+        """The server's resources, every page followed (fetched on each call)."""
+        return await _resources.list_resources(self)
+
+    async def list_resource_templates(self) -> list[models.McpResourceTemplateInfo]:
+        """The server's resource templates (URI patterns), every page followed."""
+        return await _resources.list_resource_templates(self)
+
+    async def read_resource(self, uri: str) -> list[models.McpResourceContents]:
+        """The parts (text or blob) of the resource at ``uri``; fails like :meth:`call_tool`."""
+        return await _resources.read_resource(self, uri)
+
+    def subscribe_resource(self, uri: str) -> _resources.McpResourceSubscription:
+        """Updates of the resource at ``uri``: ``async with`` it, then iterate it.
+
+        Example:
+            >>> async def watch(client: McpClient) -> None:
+            ...     async with client.subscribe_resource("file:///todo.txt") as updates:
+            ...         async for uri in updates:  # each time the server says it changed
+            ...             print((await client.read_resource(uri))[0].text)
+        """
+        return _resources.McpResourceSubscription(self, uri)
+
+    async def list_prompts(self) -> list[models.McpPromptInfo]:
+        """The server's prompts, every page followed."""
+        return await _prompts.list_prompts(self)
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> models.McpPrompt:
+        """The prompt ``name``, filled in by the server with ``arguments``."""
+        return await _prompts.get_prompt(self, name, arguments)
+
+    async def complete(
+        self,
+        argument: str,
+        value: str,
+        *,
+        prompt: str | None = None,
+        resource_template: str | None = None,
+        context: Mapping[str, str] | None = None,
+    ) -> models.McpCompletion:
+        """Suggestions for ``argument`` of a ``prompt`` or a ``resource_template`` (give
+        one), given its ``value`` so far and the arguments already chosen (``context``)."""
+        return await _prompts.complete(self, argument, value, prompt, resource_template, context)
+
+    async def ping(self) -> float:
+        """Seconds for one round trip (``server/discover`` on 2026-07-28, which has no ping)."""
+        return await _utilities.ping(self)
+
+    async def set_log_level(self, level: str) -> None:
+        """Ask for server log messages at ``level`` and above (``logging/setLevel``; on
+        2026-07-28, sent with each later request). Later connections use it too.
+
+        Example:
+            >>> async def quiet(client: McpClient) -> None:
+            ...     await client.set_log_level("error")
+        """
+        await _utilities.set_log_level(self, level)
+
+    async def notify_roots_changed(self) -> bool:
+        """Tell the server ``roots_handler`` now answers differently; False when there is
+        nothing to send (2026-07-28 servers ask for the roots each time).
+
+        Example:
+            >>> async def moved(client: McpClient) -> None:
+            ...     await client.notify_roots_changed()
+        """
+        return await _utilities.notify_roots_changed(self)
+
+    def resource_reader_tool(
+        self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
+    ) -> BaseTool:
+        """A ``read_resource`` tool, so a model can read resources, such as the
+        ``resource_link`` parts tools return (``prefix``, ``policy`` as for :meth:`into_tools`)."""
+        return _protocol_tools.resource_reader_tool(
+            self, self._prefix(prefix), policy or self.permission_policy
+        )
+
+    def prompt_tool(
+        self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
+    ) -> BaseTool:
+        """A ``get_prompt`` tool, so a model can get the server's prompts (``prefix``,
+        ``policy`` as for :meth:`into_tools`)."""
+        return _protocol_tools.prompt_tool(
+            self, self._prefix(prefix), policy or self.permission_policy
+        )
 
     # -- internals ---------------------------------------------------------------------
+
+    def _prefix(self, prefix: bool | str) -> str | None:
+        if prefix is True:
+            return self.server_name
+        return prefix or None
 
     def _client_or_none(self) -> Client | None:
         conn = self._conn
@@ -606,6 +726,7 @@ def _info(tool: Any) -> McpToolInfo:
         output_schema=tool.output_schema,
         annotations=annotations,
         title=tool.title,
+        task_support=tool.execution.task_support if tool.execution is not None else None,
     )
 
 
