@@ -7,6 +7,7 @@ Example:
 """
 
 from ._adapter import McpTool
+from .auth import FileTokenStorage, InMemoryTokenStorage
 from .client import McpClient
 from .config import load_mcp_servers
 from .models import McpLogMessage, McpProgress, McpToolInfo
@@ -14,6 +15,8 @@ from .policy import McpPermissionPolicy, PermissionPolicy
 from .transport import McpTransport, StdioTransport, StreamableHttpTransport
 
 __all__ = [
+    "FileTokenStorage",
+    "InMemoryTokenStorage",
     "McpClient",
     "McpLogMessage",
     "McpPermissionPolicy",
