@@ -71,7 +71,9 @@ class AutoApprovingBrowser:
             response = await http.get(authorization_url, follow_redirects=False)
         location = response.headers.get("location")
         if not response.is_redirect or not location:
-            raise RuntimeError(f"authorization endpoint answered {response.status_code}, no redirect")
+            raise RuntimeError(
+                f"authorization endpoint answered {response.status_code}, no redirect"
+            )
         query = parse_qs(urlsplit(location).query)
         if "code" not in query:
             raise RuntimeError("the redirect after authorization carries no code")

@@ -46,7 +46,9 @@ class ApproveEverything:
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         self.clients[client_info.client_id] = client_info
 
-    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+    async def authorize(
+        self, client: OAuthClientInformationFull, params: AuthorizationParams
+    ) -> str:
         code = AuthorizationCode(
             code=secrets.token_urlsafe(32),
             scopes=params.scopes or [SCOPE],
@@ -97,7 +99,11 @@ class ApproveEverything:
         refresh = f"rt-{secrets.token_urlsafe(24)}"
         expires_at = int(time.time()) + LIFETIME
         self.access[access] = AccessToken(
-            token=access, client_id=client_id, scopes=scopes, expires_at=expires_at, resource=resource
+            token=access,
+            client_id=client_id,
+            scopes=scopes,
+            expires_at=expires_at,
+            resource=resource,
         )
         self.refresh[refresh] = RefreshToken(
             token=refresh, client_id=client_id, scopes=scopes, resource=resource
