@@ -29,12 +29,15 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..error import ToolIOError
 
 if TYPE_CHECKING:
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+    from pydantic import BaseModel
+
+_Model = TypeVar("_Model", bound="BaseModel")
 
 __all__ = ["FileTokenStorage", "InMemoryTokenStorage"]
 
@@ -117,7 +120,8 @@ class FileTokenStorage:
         >>> import asyncio, tempfile
         >>> from pathlib import Path
         >>> from mcp.shared.auth import OAuthToken
-        >>> path = Path(tempfile.mkdtemp()) / "tokens" / "example.json"
+        >>> directory = tempfile.TemporaryDirectory()
+        >>> path = Path(directory.name) / "tokens" / "example.json"
         >>> store = FileTokenStorage(path)
         >>> store.path == path
         True
@@ -126,8 +130,11 @@ class FileTokenStorage:
         '0o600'
         >>> asyncio.run(FileTokenStorage(path).get_tokens()).refresh_token
         'rt-1'
-        >>> asyncio.run(store.get_client_info()) is None
-        True
+        >>> from mcp.shared.auth import OAuthClientInformationFull
+        >>> asyncio.run(store.set_client_info(OAuthClientInformationFull(client_id="app")))
+        >>> asyncio.run(FileTokenStorage(path).get_client_info()).client_id
+        'app'
+        >>> directory.cleanup()
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -208,7 +215,9 @@ class FileTokenStorage:
                 f"token file {self._path} is not valid JSON; delete it to sign in again"
             ) from None
         if not isinstance(data, dict):
-            raise ToolIOError(f"token file {self._path} does not hold a JSON object")
+            raise ToolIOError(
+                f"token file {self._path} does not hold a JSON object; delete it to sign in again"
+            )
         return data
 
     def _write(self, content: bytes) -> None:
@@ -229,7 +238,7 @@ class FileTokenStorage:
             Path(temporary).unlink(missing_ok=True)
             raise ToolIOError(f"cannot write token file {self._path}: {exc.strerror}") from exc
 
-    def _parse(self, model: Any, value: Any, key: str) -> Any:
+    def _parse(self, model: type[_Model], value: Any, key: str) -> _Model | None:
         from pydantic import ValidationError
 
         if value is None:
