@@ -8,6 +8,7 @@ Example:
 
 from ._adapter import McpTool
 from ._resources import McpResourceSubscription
+from .auth import FileTokenStorage, InMemoryTokenStorage
 from .client import McpClient
 from .config import load_mcp_servers
 from .models import (
@@ -25,6 +26,8 @@ from .policy import McpPermissionPolicy, PermissionPolicy
 from .transport import McpTransport, StdioTransport, StreamableHttpTransport
 
 __all__ = [
+    "FileTokenStorage",
+    "InMemoryTokenStorage",
     "McpClient",
     "McpCompletion",
     "McpLogMessage",

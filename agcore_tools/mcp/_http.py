@@ -31,6 +31,7 @@ async def open_streamable_http(
 
     http = httpx2.AsyncClient(
         headers=dict(transport.headers or {}),
+        auth=transport.auth,
         timeout=httpx2.Timeout(_CONNECT_TIMEOUT, read=_SSE_READ_TIMEOUT),
     )
     async with http, streamable_http_client(transport.url, http_client=http) as streams:
