@@ -170,9 +170,8 @@ class LlmCycle:
     with the same API key, organization, project, base URL, timeout, retries, default
     headers and default query (a custom ``http_client`` cannot carry over; pass your
     own ``AsyncOpenAI`` for that). Anything else raises ``TypeError``. Synchronous code
-    calls the ``*_sync`` methods (``submit_sync``, ``submit_with_tools_sync``,
-    ``submit_stream_sync``, ...), which run the same loop on agcore_tools' own event
-    loop; ``with LlmCycle(...) as cycle:`` closes what the cycle owns.
+    calls the ``*_sync`` methods, which run the same loop on agcore_tools' own event
+    loop (see the second example).
 
     The history is :attr:`messages`: plain dicts in the Chat Completions request
     format, ready to send again or to serialise as JSON. One cycle runs one
@@ -198,6 +197,23 @@ class LlmCycle:
         ...     asyncio.run(main(server))
         ['user', 'assistant', 'tool', 'assistant']
         '5'
+
+        The same from synchronous code, with the sync client; the streaming methods
+        return a plain iterator (:class:`~agcore_tools.SyncEventStream`):
+
+        >>> from openai import OpenAI
+        >>> script += [Scripted.reply_text(text) for text in ("Yes.", "Welcome.", "Bye!")]
+        >>> with Scripted(script) as server:
+        ...     cycle = LlmCycle(CycleConfig("m"), client=OpenAI(base_url=server.base_url, api_key="-"))
+        ...     print(cycle.submit_with_tools_sync("What is 2 + 3?", registry).text)
+        ...     print(cycle.submit_messages_sync([{"role": "user", "content": "Sure?"}]).text)
+        ...     print([type(e).__name__ for e in cycle.submit_stream_sync("Thanks")])
+        ...     print(cycle.submit_stream_with_tools_sync("Bye", registry).collect().text)
+        ...     cycle.close_sync()  # or use `with LlmCycle(...) as cycle:`
+        5
+        Yes.
+        ['AssistantTextDelta', 'TurnComplete']
+        Bye!
     """
 
     def __init__(

@@ -117,6 +117,16 @@ class McpClient:
         Tokyo
         3
         False
+
+        From synchronous code (``with McpClient(...) as demo:`` connects and closes too):
+
+        >>> demo = McpClient("demo", StdioTransport(sys.executable, ["examples/mcp_server.py"]))
+        >>> demo.connect_sync()
+        >>> [tool["function"]["name"] for tool in demo.list_tools_sync()][1]
+        'capital_of'
+        >>> demo.call_tool_sync("capital_of", {"country": "Peru"})
+        'Lima'
+        >>> demo.close_sync()
     """
 
     def __init__(
@@ -447,27 +457,11 @@ class McpClient:
     # the session then lives: use one client either with these or with await, not both.
 
     def connect_sync(self) -> None:
-        """:meth:`connect` for synchronous code; the session stays open across sync calls.
-
-        Example:
-            >>> import sys
-            >>> demo = McpClient("demo", StdioTransport(sys.executable, ["examples/mcp_server.py"]))
-            >>> demo.connect_sync()
-            >>> demo.call_tool_sync("capital_of", {"country": "Japan"})
-            'Tokyo'
-            >>> demo.close_sync()
-        """
+        """:meth:`connect` for synchronous code; the session stays open across sync calls."""
         _sync.run(self.connect())
 
     def list_tools_sync(self) -> list[dict[str, Any]]:
-        """:meth:`list_tools` for synchronous code.
-
-        Example:
-            >>> import sys
-            >>> with McpClient("demo", StdioTransport(sys.executable, ["examples/mcp_server.py"])) as demo:
-            ...     print([tool["function"]["name"] for tool in demo.list_tools_sync()])
-            ['text_stats', 'capital_of', 'celsius_to_fahrenheit']
-        """
+        """:meth:`list_tools` for synchronous code."""
         return _sync.run(self.list_tools())
 
     def call_tool_sync(
