@@ -10,9 +10,11 @@ import asyncio
 import contextvars
 import json
 import signal
+import textwrap
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +22,7 @@ from openai import OpenAI
 
 from agcore_tools import LlmError, ToolError, ToolRegistry, _sync
 from agcore_tools.testing import ScriptedChatServer
+from tests._scripts import run_script
 
 S = ScriptedChatServer
 ADD_CALL = {
@@ -286,3 +289,43 @@ def test_the_loop_is_one_daemon_thread() -> None:
     first, second = _sync.run(thread()), _sync.run(thread())
     assert first is second and first.daemon and first.name == "agcore-tools-loop"
     assert first is not threading.current_thread()
+
+
+def test_the_loop_starts_once_on_the_first_sync_call_even_from_many_threads(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "first_calls.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+            import threading
+
+            from agcore_tools import _sync
+
+            def loop_threads() -> int:
+                return sum(t.name == "agcore-tools-loop" for t in threading.enumerate())
+
+            assert loop_threads() == 0  # importing starts nothing
+            barrier = threading.Barrier(8)
+            loops = []
+
+            async def which() -> int:
+                return id(asyncio.get_running_loop())
+
+            def first_call() -> None:
+                barrier.wait(10)
+                loops.append(_sync.run(which()))
+
+            threads = [threading.Thread(target=first_call) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(10)
+            print(len(loops), len(set(loops)), loop_threads())
+            """
+        )
+    )
+    result = run_script(script)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["8", "1", "1"]
