@@ -114,6 +114,17 @@ class _Call:
         # as the lock is released, before the task itself has finished its step.
         try:
             self.result = await self.coro
+        except asyncio.CancelledError as exc:
+            # Not the caller's interrupt (that one propagates in the caller's thread):
+            # the loop winding down at exit, or code that cancelled the task.
+            error = SyncCallError("the *_sync call was cancelled on agcore_tools' event loop")
+            error.__cause__ = exc
+            self.error = error
+        except GeneratorExit:
+            # The task was destroyed unfinished (the loop closed): the caller must not
+            # mistake that for a result.
+            self.error = SyncCallError("the *_sync call was abandoned: its event loop closed")
+            raise
         except BaseException as exc:  # noqa: BLE001 - every outcome goes to the caller
             self.error = exc
         finally:
@@ -210,7 +221,10 @@ async def _wind_down() -> None:
                 "%d task(s) on agcore_tools' event loop ignored cancellation at exit",
                 len(stuck),
             )
-    await asyncio.get_running_loop().shutdown_asyncgens()
+    try:
+        await asyncio.wait_for(asyncio.get_running_loop().shutdown_asyncgens(), _GRACE)
+    except asyncio.TimeoutError:  # not yet the builtin TimeoutError on Python 3.10
+        logger.warning("async generators on agcore_tools' event loop did not close at exit")
 
 
 def _shutdown() -> None:

@@ -224,6 +224,18 @@ def test_a_refused_coroutine_is_closed_not_left_unawaited() -> None:
     assert _sync.run(outer()) is None
 
 
+def test_work_cancelled_on_the_loop_reaches_the_caller_as_an_error_not_a_result() -> None:
+    async def cancelled_by_someone() -> int:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()  # as the wind-down at interpreter exit does
+        await asyncio.sleep(0)
+        return 1
+
+    with pytest.raises(_sync.SyncCallError, match="was cancelled on agcore_tools' event loop"):
+        _sync.run(cancelled_by_someone())
+
+
 # -- interrupting a sync call --------------------------------------------------------------
 
 
