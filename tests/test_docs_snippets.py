@@ -168,6 +168,27 @@ SNIPPETS: dict[str, Setup] = {
         ],
         sent=["data:image/gif;base64,R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw=="],
     ),
+    "sync-drop-in": Setup(
+        script=[
+            S.reply_tool_calls([("get_weather", {"city": "Paris"})]),
+            S.reply_text("It's 18 °C with light rain in Paris."),
+        ],
+        output=["It's 18 °C with light rain in Paris."],
+        sent=[PARIS_RESULT],
+    ),
+    "sync-loop": Setup(
+        script=[
+            S.reply_tool_calls([("capital_of", {"country": "Japan"})]),
+            S.reply_text("The capital of Japan is Tokyo."),
+        ],
+        output=[
+            "Paris",  # the direct call_tool_sync
+            "-> capital_of({'country': 'Japan'})",
+            "The capital of Japan is Tokyo.",
+            "[2 turns]",
+        ],
+        sent=["Tokyo"],  # the MCP server's answer went back to the model
+    ),
     "mcp-config": Setup(
         output=["['demo__text_stats', 'demo__capital_of', 'demo__celsius_to_fahrenheit']"],
     ),

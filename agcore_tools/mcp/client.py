@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import _sync
 from .._aio import with_timeout
 from ..base import BaseTool
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolConfigError, ToolError
@@ -82,6 +83,13 @@ class McpClient:
     ``agcore_tools.mcp.server`` logger and ``on_log``; progress updates to the
     ``agcore_tools.mcp.progress`` logger (DEBUG) and ``on_progress``.
 
+    Synchronous code uses :meth:`connect_sync`, :meth:`list_tools_sync`,
+    :meth:`call_tool_sync` and :meth:`close_sync`, or ``with McpClient(...) as client:``.
+    They run on agcore_tools' own event loop, where the session then lives, so it stays
+    open from one sync call to the next. An MCP session belongs to the event loop that
+    connected it: a call from another loop is refused with an
+    :class:`~agcore_tools.McpNotInitializedError` that says so.
+
     Example:
         >>> client = McpClient("demo", StdioTransport("python", ["examples/mcp_server.py"]))
         >>> client.with_timeout(10).timeout
@@ -131,6 +139,16 @@ class McpClient:
         True
         ['read_resource', 'get_prompt']
         False
+
+        From synchronous code (``with McpClient(...) as demo:`` connects and closes too):
+
+        >>> demo = McpClient("demo", StdioTransport(sys.executable, ["examples/mcp_server.py"]))
+        >>> demo.connect_sync()
+        >>> [tool["function"]["name"] for tool in demo.list_tools_sync()][1]
+        'capital_of'
+        >>> demo.call_tool_sync("capital_of", {"country": "Peru"})
+        'Lima'
+        >>> demo.close_sync()
     """
 
     def __init__(
@@ -207,6 +225,8 @@ class McpClient:
         self.protocol = protocol
         """``"auto"`` or ``"legacy"``."""
         self._conn: Connection | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The event loop the connection lives in (an MCP session cannot leave it)."""
         self._failed: Connection | None = None
         """The last connection that failed to start, kept for :attr:`stderr_tail`."""
         self._connect_lock = asyncio.Lock()
@@ -286,6 +306,7 @@ class McpClient:
             ...     print(exc)  # doctest: +ELLIPSIS
             MCP server 'broken': ... exited with code 1 during start-up; stderr: config.toml not found
         """
+        self._use_loop("connect")
         async with self._connect_lock:
             old = self._conn
             if old is not None and old.usable:
@@ -320,7 +341,13 @@ class McpClient:
         A stdio server has its stdin closed, then gets SIGTERM, then SIGKILL; then any
         process left in its process group gets the same.
         """
-        conn, self._conn = self._conn, None
+        conn = self._conn
+        if conn is not None and self._loop is not asyncio.get_running_loop():
+            if self._alive_elsewhere(conn):
+                raise self._wrong_loop("close", None)
+            self._conn = None  # it ended with its event loop, or on its own
+            return
+        self._conn = None
         if conn is not None:
             await conn.stop()
 
@@ -396,6 +423,8 @@ class McpClient:
         conn = self._conn
         if conn is None or conn.state is not State.READY:
             raise self._not_usable(conn, name)
+        if self._loop is not asyncio.get_running_loop():
+            raise self._wrong_loop(f"tools/call '{name}'", name)
         limit = self._timeout if timeout is None else _check_timeout(self.server_name, timeout)
         progress = self._progress_callback(name)
         try:
@@ -544,6 +573,44 @@ class McpClient:
             self, self._prefix(prefix), policy or self.permission_policy
         )
 
+    # -- sync entry points ---------------------------------------------------------------
+    # Each runs the async method on agcore_tools' own event loop (see _sync.py), where
+    # the session then lives: use one client either with these or with await, not both.
+
+    def connect_sync(self) -> None:
+        """:meth:`connect` for synchronous code; the session stays open across sync calls."""
+        _sync.run(self.connect())
+
+    def list_tools_sync(self) -> list[dict[str, Any]]:
+        """:meth:`list_tools` for synchronous code."""
+        return _sync.run(self.list_tools())
+
+    def call_tool_sync(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """:meth:`call_tool` for synchronous code; Ctrl-C cancels the request on the server."""
+        return _sync.run(self.call_tool(name, dict(args) if args else None, timeout=timeout))
+
+    def close_sync(self) -> None:
+        """:meth:`close` for synchronous code (also called when a ``with`` block ends)."""
+        _sync.run(self.close())
+
+    def __enter__(self) -> McpClient:
+        self.connect_sync()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close_sync()
+
     # -- internals ---------------------------------------------------------------------
 
     def _prefix(self, prefix: bool | str) -> str | None:
@@ -559,6 +626,8 @@ class McpClient:
         conn = self._conn
         if conn is None or not conn.usable:
             raise self._not_usable(conn, None, what)
+        if self._loop is not asyncio.get_running_loop():
+            raise self._wrong_loop(what, None)
         return conn
 
     def _not_usable(
@@ -572,6 +641,8 @@ class McpClient:
             )
         elif conn is not None and conn.state is State.STARTING:
             reason = f"cannot send {action}: still connecting"
+        elif conn is not None and self._loop is not None and self._loop.is_closed():
+            return self._wrong_loop(action, tool_name)
         else:
             reason = f"cannot send {action}: not connected; call connect() first"
         return McpNotInitializedError(self.server_name, reason, tool_name=tool_name)
@@ -679,6 +750,54 @@ class McpClient:
             # A change notice that arrived during the fetch leaves the list stale.
             self._tools_fresh_until = started + ttl if ttl is not None else float("inf")
         return infos
+
+    def _use_loop(self, action: str) -> None:
+        """Make the running loop this client's, unless a live session belongs to another."""
+        running = asyncio.get_running_loop()
+        bound = self._loop
+        if bound is running:
+            return
+        conn = self._conn
+        if conn is not None and self._alive_elsewhere(conn):
+            raise self._wrong_loop(action, None)
+        if bound is not None:
+            # A session of another loop has ended (with its loop, or on its own); the
+            # locks may belong to that loop, so this one gets fresh ones.
+            self._conn = None
+            self._connect_lock = asyncio.Lock()
+            self._tools_lock = asyncio.Lock()
+        self._loop = running
+
+    def _alive_elsewhere(self, conn: Connection) -> bool:
+        bound = self._loop
+        return (
+            bound is not None
+            and not bound.is_closed()
+            and conn.state in (State.STARTING, State.READY)
+        )
+
+    def _wrong_loop(self, action: str, tool_name: str | None) -> McpNotInitializedError:
+        bound = self._loop
+        if bound is None or bound.is_closed():
+            reason = (
+                f"cannot send {action}: the connection was made in an event loop that has "
+                "since ended (as with asyncio.run(client.connect())); connect again in this "
+                "loop, or use connect_sync() and the *_sync methods, whose connection stays "
+                "open on agcore_tools' own loop"
+            )
+        elif _sync.is_library_loop(bound):
+            reason = (
+                f"cannot send {action} from this event loop: the client was connected with "
+                "connect_sync(), on agcore_tools' own loop, where its session must stay; use "
+                "the *_sync methods"
+            )
+        else:
+            reason = (
+                f"cannot send {action} from this event loop: the client was connected in "
+                "another one, where its session must stay (a *_sync method runs on "
+                "agcore_tools' own loop); await it in that loop, or close() it there first"
+            )
+        return McpNotInitializedError(self.server_name, reason, tool_name=tool_name)
 
     def __repr__(self) -> str:
         state = "connected" if self.connected else "not connected"
