@@ -616,6 +616,7 @@ class LlmCycle:
                     chunk = await response.__anext__()
                 except StopAsyncIteration:
                     chunk = None
+            builder.end_stream()
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
             raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
         finally:
