@@ -196,8 +196,8 @@ class RunOffer:
                     f"ToolSearch offers a tool named {SEARCH_TOOL_NAME!r}, and the registry "
                     "already has one; rename it"
                 )
-            cost = sum(tokens for _, tokens in definition_costs(self._all, model))
-            if select.budget is None or cost > select.budget:
+            budget = select.budget
+            if budget is None or sum(t for _, t in definition_costs(self._all, model)) > budget:
                 self._search = SearchTool(self._unoffered, self._add_found, select.max_results)
         self._core: set[str] = set()
 
