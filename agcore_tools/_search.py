@@ -2,8 +2,10 @@
 parameter names, and the ``search_tools`` tool a :class:`~agcore_tools.ToolSearch` run
 offers the model.
 
-``bm25s`` is an optional extra (``pip install 'agcore-tools[search]'``), imported only
-when a search runs.
+Words are lower-cased, names split at ``_``, ``-`` and camelCase, English stop words
+dropped and the rest stemmed with the Snowball English stemmer (``PyStemmer``), so
+"commits" finds ``git_commit``. Both packages are the optional ``search`` extra
+(``pip install 'agcore-tools[search]'``), imported only when a search runs.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 
 def require_bm25s() -> None:
-    """Raise :class:`LlmConfigError` when ``bm25s`` (the ``search`` extra) is missing."""
-    if importlib.util.find_spec("bm25s") is None:
+    """Raise :class:`LlmConfigError` when ``bm25s`` or ``PyStemmer`` (the ``search``
+    extra) is missing."""
+    missing = [name for name in ("bm25s", "Stemmer") if importlib.util.find_spec(name) is None]
+    if missing:
         raise LlmConfigError(
-            "ToolSearch ranks tools with the bm25s package, which is not installed: "
-            "pip install 'agcore-tools[search]'"
+            "ToolSearch ranks tools with the bm25s and PyStemmer packages; missing: "
+            f"{', '.join(missing)}: pip install 'agcore-tools[search]'"
         )
 
 
@@ -68,19 +72,24 @@ class ToolIndex:
 
     def __init__(self, definitions: Sequence[dict[str, Any]]) -> None:
         import bm25s
+        import Stemmer
         from bm25s.stopwords import STOPWORDS_EN
 
         self._stop = frozenset(STOPWORDS_EN)
+        self._stem = Stemmer.Stemmer("english").stemWords
         self._names = [str(d.get("function", d).get("name", "")) for d in definitions]
-        corpus = [[w for w in _document(d) if w not in self._stop] for d in definitions]
+        corpus = [self._terms(_document(d)) for d in definitions]
         self._retriever = bm25s.BM25()
         if self._names:
             self._retriever.index(corpus, show_progress=False)
 
+    def _terms(self, found: list[str]) -> list[str]:
+        return list(self._stem([w for w in found if w not in self._stop]))
+
     def search(self, query: str, limit: int) -> list[str]:
         """Names of the tools matching ``query`` best, at most ``limit``, best first;
         a tool no query word matches is never returned."""
-        terms = [w for w in words(query) if w not in self._stop]
+        terms = self._terms(words(query))
         if not terms or not self._names:
             return []
         k = min(limit, len(self._names))

@@ -60,3 +60,24 @@ def test_only_tools_a_query_word_matches_are_returned_at_most_limit():
 
 def test_an_empty_index_finds_nothing():
     assert ToolIndex([]).search("anything", 5) == []
+
+
+def test_words_are_stemmed_so_other_forms_match():
+    index = ToolIndex(TOOLS)
+
+    assert index.search("commits", 1) == ["git_commit"]
+    assert index.search("recording", 1) == ["git_commit"]
+
+
+@pytest.mark.parametrize("package", ["bm25s", "Stemmer"])
+def test_without_the_search_extra_opting_in_says_what_to_install(monkeypatch, package):
+    import sys
+
+    from agcore_tools import LlmConfigError, ToolSearch
+
+    monkeypatch.setitem(sys.modules, package, None)  # as if not installed
+
+    with pytest.raises(
+        LlmConfigError, match=rf"missing: {package}: pip install 'agcore-tools\[search\]'"
+    ):
+        ToolSearch()
