@@ -326,6 +326,10 @@ class LlmCycle:
         :class:`~agcore_tools.ToolSelection`, a :class:`~agcore_tools.ToolSearch`, or a
         callable ``(history, registry) -> names`` asked before each request); every
         tool by default. A call to a tool that was not offered is an unknown tool's.
+        (Calls a resumed history left open, with ``prompt=None``, were offered by an
+        earlier request: they run against the whole registry.)
+        ``CycleConfig(max_definition_tokens=...)`` refuses, unsent, a request whose
+        definitions cost more (:class:`~agcore_tools.DefinitionBudgetError`).
         """
         return await self._start(_prompt(prompt), registry, ctx, select, stream=False).collect()
 
@@ -567,13 +571,14 @@ class LlmCycle:
                         history_length=len(self.messages),
                     )
                 turn += 1
-                # 2. One request; streamed text events pass straight through. A forced
+                # 2. The tools this request offers (see _selection.py), within the budget.
+                tools, offered = offer.turn(self.messages) if offer else (None, registry)
+                check_budget(tools or (), config.model, config.max_definition_tokens)
+                # 3. One request; streamed text events pass straight through. A forced
                 #    tool_choice serves the call's first request only, or a forced loop
                 #    could end at max_turns alone.
                 builder = TurnBuilder(str(self._requests))
                 self._requests += 1
-                tools, offered = offer.turn(self.messages) if offer else (None, registry)
-                check_budget(tools or (), config.model, config.max_definition_tokens)
                 params = self._params(tools, stream)
                 if relaxed is not None and turn > 1:
                     params["tool_choice"] = relaxed
@@ -585,7 +590,7 @@ class LlmCycle:
                 yield TurnComplete(
                     result.reason, turn, result.message, result.usage, result.raw_reason
                 )
-                # 3. A tool turn is one with tool calls, whatever finish_reason says.
+                # 4. A tool turn is one with tool calls, whatever finish_reason says.
                 if not result.calls or offered is None:
                     sink._response = ChatResponse(
                         result.message,
