@@ -180,24 +180,45 @@ async def test_selecting_a_tool_the_registry_lacks_fails_before_any_request(
 def test_a_string_is_not_a_list_of_names():
     with pytest.raises(ValueError, match="list of strings"):
         ToolSelection(names="add")
+    with pytest.raises(ValueError, match="list of names"):
+        ToolSearch(core="add")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_results": 0}, "max_results must be at least 1"),
+        ({"budget": -1}, "budget must be at least 0 or None"),
+    ],
+)
+def test_search_settings_are_checked(options, message):
+    with pytest.raises(LlmConfigError, match=message):
+        ToolSearch(**options)
 
 
 # -- search -----------------------------------------------------------------------------
 
 
-async def test_search_appends_what_it_finds_to_the_following_requests(serve, make_cycle, tagged):
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_search_appends_what_it_finds_to_the_following_requests(
+    serve, make_cycle, tagged, stream
+):
     server = serve(
         S.reply_tool_calls([("search_tools", {"query": "weather forecast for a city"}, "s1")]),
         S.reply_tool_calls([("weather", {"city": "Oslo"}, "w1")]),
         S.reply_text("Sunny."),
     )
     cycle = make_cycle(server)
+    search = ToolSearch(core=["add"], max_results=1)
 
-    response = await cycle.submit_with_tools(
-        "Weather in Oslo?", tagged, select=ToolSearch(core=["add"], max_results=1)
-    )
+    if stream:
+        events = cycle.submit_stream_with_tools("Weather in Oslo?", tagged, select=search)
+        _ = [event async for event in events]
+        response = events.response
+    else:
+        response = await cycle.submit_with_tools("Weather in Oslo?", tagged, select=search)
 
-    assert response.text == "Sunny."
+    assert response is not None and response.text == "Sunny."
     assert sent(server) == [
         ["add", "search_tools"],
         ["add", "search_tools", "weather"],
@@ -286,6 +307,18 @@ async def test_definitions_over_the_budget_fail_before_the_request(serve, make_c
         (tokens for _, tokens in error.costs), reverse=True
     )
     assert f"the costliest: {error.costs[0][0]} ({error.costs[0][1]})" in str(error)
+
+
+async def test_a_streamed_run_over_the_budget_fails_before_the_request(serve, make_cycle, tagged):
+    server = serve()
+    cycle = make_cycle(server, max_definition_tokens=120)
+
+    with pytest.raises(DefinitionBudgetError):
+        async with cycle.submit_stream_with_tools("hi", tagged) as events:
+            _ = [event async for event in events]
+
+    assert server.requests == []
+    assert cycle.messages == [{"role": "user", "content": "hi"}]
 
 
 async def test_a_selection_under_the_budget_is_sent(serve, make_cycle, tagged):
