@@ -121,8 +121,10 @@ class ToolSearch:
     """Most tools one search adds."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.core, str):
-            raise LlmConfigError(f"ToolSearch.core takes a list of names, got {self.core!r}")
+        if isinstance(self.core, (str, ToolSearch)):
+            raise LlmConfigError(
+                f"ToolSearch.core takes tool names or a selection, got {self.core!r}"
+            )
         if not isinstance(self.max_results, int) or self.max_results < 1:
             raise LlmConfigError(
                 f"ToolSearch.max_results must be at least 1, got {self.max_results!r}"
@@ -157,7 +159,7 @@ def _check_known(registry: ToolRegistry, names: Iterable[str]) -> None:
 def _resolve(select: Selector, history: Sequence[Message], registry: ToolRegistry) -> set[str]:
     if isinstance(select, ToolSelection):
         return set(select.names_in(registry))
-    if isinstance(select, ToolSearch):
+    if isinstance(select, ToolSearch):  # only ever a run's own selector, never a core
         raise LlmConfigError("a ToolSearch cannot be the core of another ToolSearch")
     if isinstance(select, str):
         raise LlmConfigError(f"select takes a list of tool names, got the string {select!r}")
@@ -211,25 +213,23 @@ class RunOffer:
     def turn(self, history: Sequence[Message]) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
         """The definitions for the next request (None for none) and the registry that
         runs its calls."""
-        select = self._select
-        if select is None or (isinstance(select, ToolSearch) and self._search is None):
+        select, search = self._select, self._search
+        if select is None or (isinstance(select, ToolSearch) and search is None):
             return (self._all or None), self._registry
-        if isinstance(select, ToolSearch):
-            self._core = _resolve(select.core, history, self._registry)
-            chosen = [d for d in self._all if _name(d) in self._core]
+        if isinstance(select, ToolSearch) and search is not None:
+            # Core tools in registration order, the search tool, then what was found in
+            # the order found: each search only appends.
+            core = self._core = _resolve(select.core, history, self._registry)
+            chosen = [d for d in self._all if _name(d) in core]
             found = {_name(d): d for d in self._all if _name(d) in self._found}
-            chosen.append(self._search_definition())
-            chosen.extend(found[name] for name in self._found if name in found)
+            chosen.append(search.definition())
+            chosen.extend(found[name] for name in self._found if name not in core)
         else:
             names = _resolve(select, history, self._registry)
             chosen = [d for d in self._all if _name(d) in names]
         view = self._view(tuple(_name(d) for d in chosen))
         # Copies: a caller's edit of a sent definition must not reach the next request.
         return [copy.deepcopy(d) for d in chosen] or None, view
-
-    def _search_definition(self) -> dict[str, Any]:
-        assert self._search is not None
-        return self._search.definition()
 
     def _view(self, names: tuple[str, ...]) -> ToolRegistry:
         view = self._views.get(names)

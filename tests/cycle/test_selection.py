@@ -180,8 +180,10 @@ async def test_selecting_a_tool_the_registry_lacks_fails_before_any_request(
 def test_a_string_is_not_a_list_of_names():
     with pytest.raises(ValueError, match="list of strings"):
         ToolSelection(names="add")
-    with pytest.raises(ValueError, match="list of names"):
+    with pytest.raises(ValueError, match="tool names or a selection"):
         ToolSearch(core="add")
+    with pytest.raises(ValueError, match="tool names or a selection"):
+        ToolSearch(core=ToolSearch())
 
 
 @pytest.mark.parametrize(
@@ -249,6 +251,21 @@ async def test_found_tools_last_for_the_run_only(serve, make_cycle, tagged):
 
     core = ["add", "multiply", "search_tools"]
     assert sent(server) == [core, [*core, "read_file"], core]
+
+
+async def test_a_found_tool_the_core_later_takes_in_is_offered_once(serve, make_cycle, tagged):
+    def core(history: Any, registry: ToolRegistry) -> list[str]:
+        return ["weather"] if len(history) > 1 else []
+
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "weather"}, "s1")]),
+        S.reply_text("done"),
+    )
+    cycle = make_cycle(server)
+
+    await cycle.submit_with_tools("?", tagged, select=ToolSearch(core=core))
+
+    assert sent(server) == [["search_tools"], ["weather", "search_tools"]]
 
 
 async def test_a_search_that_matches_nothing_says_so_and_adds_nothing(serve, make_cycle, tagged):
