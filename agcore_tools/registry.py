@@ -30,6 +30,8 @@ from . import _sync
 from ._aio import with_timeout
 from ._argplan import ArgumentPlan, build_plan
 from ._display import html_table, markdown_table
+from ._offer import offered_entries
+from ._pipeline import SchemaTransform, offered_parameters
 from .base import BaseTool, ToolContext
 from .error import (
     InvalidArgumentsError,
@@ -256,12 +258,18 @@ class ToolRegistry:
     """
 
     def __init__(
-        self, permission_checker: PermissionChecker | None = None, *, strict: bool = False
+        self,
+        permission_checker: PermissionChecker | None = None,
+        *,
+        strict: bool = False,
+        schema_transforms: Sequence[SchemaTransform] = (),
     ) -> None:
         self._entries: dict[str, ToolEntry] = {}
         self._permission_checker = permission_checker
         self._strict = strict
+        self._schema_transforms = tuple(schema_transforms)
         self._definitions: dict[str, list[dict[str, Any]]] = {}
+        self._hidden_logged: set[frozenset[str]] = set()
 
     # -- configuration -------------------------------------------------------------
 
@@ -518,13 +526,10 @@ class ToolRegistry:
             if api not in ("chat", "responses"):
                 raise ToolConfigError(f"unknown api {api!r}: expected 'chat' or 'responses'")
             checker = self._permission_checker
-            offered = [
-                entry
-                for entry in self._entries.values()
-                if checker is None or checker.is_allowed(entry.permissions)
-            ]
+            offered = offered_entries(self._entries.values(), checker, self._hidden_logged)
             define = _chat_definition if api == "chat" else _responses_definition
-            cached = [define(entry.tool, _strict_parameters(entry)) for entry in offered]
+            transforms = self._schema_transforms
+            cached = [define(e.tool, *offered_parameters(e, transforms, api)) for e in offered]
             self._definitions[api] = cached
         # A deep copy: a caller editing a definition must not change later requests.
         return copy.deepcopy(cached)
@@ -867,39 +872,23 @@ def _as_call(call: ToolCall | Sequence[Any]) -> ToolCall:
     )
 
 
-def _strict_parameters(entry: ToolEntry) -> dict[str, Any] | None:
-    # The entry's strict parameters, worked out once (None when not strict).
-    if not entry.strict:
-        return None
-    if entry._strict_cache is None:
-        from ._strict import strict_parameters
-
-        form = getattr(entry.tool, "_strict_form", None)
-        entry._strict_cache = (
-            form() if form is not None else strict_parameters(entry.tool.parameters)
-        )
-        if entry._strict_cache[1] is not None:
-            logger.warning(
-                "tool %r is offered without strict mode: %s", entry.name, entry._strict_cache[1]
-            )
-    return entry._strict_cache[0]
-
-
-def _chat_definition(tool: BaseTool, strict: dict[str, Any] | None) -> dict[str, Any]:
+def _chat_definition(tool: BaseTool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
     definition = BaseTool.definition(tool)
-    if strict is not None:
-        definition["function"]["parameters"] = strict
+    definition["function"]["parameters"] = parameters
+    if strict:
         definition["function"]["strict"] = True
     return definition
 
 
-def _responses_definition(tool: BaseTool, strict: dict[str, Any] | None) -> dict[str, Any]:
+def _responses_definition(
+    tool: BaseTool, parameters: dict[str, Any], strict: bool
+) -> dict[str, Any]:
     return {
         "type": "function",
         "name": tool.name,
         "description": tool.description,
-        "parameters": tool.parameters if strict is None else strict,
-        "strict": strict is not None,
+        "parameters": parameters,
+        "strict": strict,
     }
 
 
