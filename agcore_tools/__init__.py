@@ -16,6 +16,7 @@ Example:
     ['add']
 """
 
+from ._pipeline import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
 from .base import BaseTool, CancellationToken, ToolContext
 from .content import Audio, File, Image
 from .cycle import (
@@ -103,6 +104,8 @@ __all__ = [
     "PermissionConfig",
     "PermissionDeniedError",
     "ReasoningDelta",
+    "SchemaContext",
+    "SchemaTransform",
     "StdioTransport",
     "StreamEvent",
     "StreamableHttpTransport",
@@ -128,6 +131,8 @@ __all__ = [
     "Usage",
     "__version__",
     "default_registry",
+    "grammar_safe_schema",
     "load_mcp_servers",
+    "portable_schema",
     "tool",
 ]

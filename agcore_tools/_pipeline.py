@@ -250,7 +250,7 @@ def _inline_refs(root: dict[str, Any]) -> dict[str, Any]:
                 out[key] = value  # data: a default, an example, enum members
         return out
 
-    inlined = walk(root, ())
+    inlined: dict[str, Any] = walk(root, ())
     for key in ("$defs", "definitions"):
         defs = inlined.pop(key, None)
         if not isinstance(defs, dict):
