@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..base import BaseTool, ToolContext
-from ..error import ToolConfigError
+from ..error import ToolConfigError, ToolError
 from ..permission import Permission
 from .models import McpToolInfo
 
@@ -86,11 +86,36 @@ class McpTool(BaseTool):
         self.category = f"mcp:{client.server_name}"
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors."""
-        return await self.client.call_tool(self.info.name, args)
+        """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors.
+
+        Errors name the tool as the model sees it (``server__tool`` with a prefix), not
+        as the server does.
+        """
+        try:
+            return await self.client.call_tool(self.info.name, args)
+        except ToolError as exc:
+            if exc.tool_name is None or exc.tool_name == self.name:
+                raise
+            raise _renamed(exc, self.info.name, self.name) from exc
 
     def __repr__(self) -> str:
         return f"<McpTool {self.name!r} on {self.client.server_name!r}>"
+
+
+def _renamed(error: ToolError, raw: str, name: str) -> ToolError:
+    # The same error (same class, same fields), naming the tool by its registry name.
+    def rename(text: str) -> str:
+        return text.replace(f"tools/call '{raw}'", f"tool '{name}'").replace(
+            f"tool '{raw}'", f"tool '{name}'"
+        )
+
+    renamed = type(error).__new__(type(error))
+    renamed.__dict__.update(error.__dict__)
+    ToolError.__init__(renamed, rename(error.message), tool_name=name)
+    reason = getattr(error, "reason", None)
+    if isinstance(reason, str):
+        renamed.reason = rename(reason)  # type: ignore[attr-defined]
+    return renamed
 
 
 def make_adapters(
