@@ -727,6 +727,7 @@ class ToolRegistry:
         timeout: float | None = 60.0,
         max_result_bytes: int | None = 16384,
         max_attachment_bytes: int | None = 5 * 1024 * 1024,
+        repair_arguments: bool = False,
     ) -> list[dict[str, Any]]:
         """Run a model's tool calls and return the messages that answer them.
 
@@ -747,7 +748,8 @@ class ToolRegistry:
         model, as in :class:`~agcore_tools.LlmCycle`; result text past
         ``max_result_bytes`` UTF-8 bytes keeps its head and tail, and an image, sound
         or file over ``max_attachment_bytes`` is left out, with the reason in the text
-        (see :mod:`agcore_tools.content`).
+        (see :mod:`agcore_tools.content`). With ``repair_arguments``, arguments that are
+        not valid JSON get one deterministic repair first, as ``CycleConfig`` describes.
 
         Example:
             >>> registry = ToolRegistry()
@@ -766,6 +768,7 @@ class ToolRegistry:
             timeout=timeout,
             max_result_bytes=max_result_bytes,
             max_attachment_bytes=max_attachment_bytes,
+            repair_arguments=repair_arguments,
         )
 
     # -- sync entry points -----------------------------------------------------------
@@ -794,6 +797,7 @@ class ToolRegistry:
         timeout: float | None = 60.0,
         max_result_bytes: int | None = 16384,
         max_attachment_bytes: int | None = 5 * 1024 * 1024,
+        repair_arguments: bool = False,
     ) -> list[dict[str, Any]]:
         """:meth:`run_tool_calls` for apps on the sync ``OpenAI`` client.
 
@@ -818,6 +822,7 @@ class ToolRegistry:
                 timeout=timeout,
                 max_result_bytes=max_result_bytes,
                 max_attachment_bytes=max_attachment_bytes,
+                repair_arguments=repair_arguments,
             )
         )
 

@@ -71,6 +71,11 @@ class CycleConfig:
     registered tools) and goes on."""
     reset_tool_choice: bool
     """Whether a forced ``tool_choice`` becomes ``"auto"`` after a call's first request."""
+    repair_arguments: bool
+    """Whether tool-call arguments that are not valid JSON get one deterministic repair
+    (closing a document that was cut off, dropping trailing commas) before the error
+    goes back to the model. Off by default; it never guesses a value, so a document cut
+    inside a string or a number is not repaired."""
     history: HistoryPolicy
     """Chooses which messages each request sends; the default, ``TrimOldest()`` with no
     budget, sends them all (see :mod:`agcore_tools.cycle.history`)."""
@@ -90,6 +95,7 @@ class CycleConfig:
         retry_max_delay: float = 8.0,
         unknown_tool: Literal["raise", "tell_model"] = "raise",
         reset_tool_choice: bool = True,
+        repair_arguments: bool = False,
         history: HistoryPolicy | None = None,
         request_options: Mapping[str, Any] | None = None,
         **options: Any,
@@ -116,6 +122,10 @@ class CycleConfig:
             raise LlmConfigError(
                 f"CycleConfig.reset_tool_choice must be True or False, got {reset_tool_choice!r}"
             )
+        if not isinstance(repair_arguments, bool):
+            raise LlmConfigError(
+                f"CycleConfig.repair_arguments must be True or False, got {repair_arguments!r}"
+            )
         if not isinstance(model, str) or not model:
             raise LlmConfigError(f"CycleConfig.model must be a non-empty string, got {model!r}")
         set_ = object.__setattr__
@@ -129,6 +139,7 @@ class CycleConfig:
         set_(self, "retry_max_delay", retry_max_delay)
         set_(self, "unknown_tool", unknown_tool)
         set_(self, "reset_tool_choice", reset_tool_choice)
+        set_(self, "repair_arguments", repair_arguments)
         set_(self, "history", history if history is not None else TrimOldest())
         set_(self, "request_options", types.MappingProxyType(merged))
 
