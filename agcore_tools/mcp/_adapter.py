@@ -54,7 +54,9 @@ class McpTool(BaseTool):
     """A :class:`BaseTool` whose execution is a ``tools/call`` on an :class:`McpClient`.
 
     Its ``required_permissions`` come from the client's permission policy; the server's
-    own description and input schema are passed to the model unchanged.
+    own description and input schema are passed to the model unchanged, unless the
+    registry has schema transforms (``ToolRegistry(schema_transforms=...)``). Its errors
+    name it by its registry name.
     :meth:`McpClient.into_tools` makes them.
 
     Example:
