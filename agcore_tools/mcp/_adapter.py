@@ -70,7 +70,7 @@ class McpTool(BaseTool):
         >>> asyncio.run(adapter.execute({"path": "a.txt"}, ToolContext()))
         Traceback (most recent call last):
         ...
-        agcore_tools.error.McpNotInitializedError: MCP server 'demo': cannot send tools/call 'read_file': not connected; call connect() first
+        agcore_tools.error.McpNotInitializedError: MCP server 'demo': cannot send tools/call for tool 'demo__read_file': not connected; call connect() first
     """
 
     def __init__(
@@ -107,7 +107,7 @@ class McpTool(BaseTool):
 def _renamed(error: ToolError, raw: str, name: str) -> ToolError:
     # The same error (same class, same fields), naming the tool by its registry name.
     def rename(text: str) -> str:
-        return text.replace(f"tools/call '{raw}'", f"tool '{name}'").replace(
+        return text.replace(f"tools/call '{raw}'", f"tools/call for tool '{name}'").replace(
             f"tool '{raw}'", f"tool '{name}'"
         )
 
