@@ -104,7 +104,7 @@ def parse_call(name: str, call_id: str, arguments: Any, *, repair: bool = False)
         'arguments are not valid JSON'
         >>> parse_call("add", "c1", "[" * 100_000).error.reason
         'arguments nest too deeply to parse; send a flatter JSON object'
-        >>> parse_call("add", "c1", '{"a": 1, "b": [2, 3', repair=True).args
+        >>> parse_call("add", "c1", '{"a": 1, "b": [2, 3],', repair=True).args
         {'a': 1, 'b': [2, 3]}
     """
     name, call_id = scrub(name), scrub(call_id)
