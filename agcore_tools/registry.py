@@ -234,7 +234,9 @@ class ToolRegistry:
     Registration order is kept everywhere (``list_tools``, ``definitions``), so the
     tool list sent to a model is byte-stable across requests, which keeps provider
     prompt caches warm. With ``strict=True``, tools that do not say otherwise are
-    offered in OpenAI's strict mode (see :meth:`definitions`).
+    offered in OpenAI's strict mode (see :meth:`definitions`). ``schema_transforms``
+    rewrite what the model reads of each tool's parameters, never what the tool
+    accepts (see :func:`~agcore_tools.portable_schema`).
 
     Example:
         >>> from agcore_tools import PermissionChecker, PermissionConfig
@@ -504,7 +506,8 @@ class ToolRegistry:
         flat Responses API function tools. Tools the registry's permission checker
         refuses are left out: offering the model a tool it may not run only wastes
         tokens and ends the loop when the model calls it (:meth:`list_tools` still
-        lists every tool).
+        lists every tool). They are logged, once per set of tools, with the rule.
+        The registry's ``schema_transforms`` run on each tool's parameters first.
 
         A tool whose :attr:`ToolEntry.strict` is set is offered in OpenAI's strict mode
         (``"strict": true``): every object closed, every property required, optional
