@@ -16,7 +16,8 @@ Two built-ins:
   that only narrow a value (``minLength``, ``format``, ``default``...) moved into the
   description, annotations (``title``, ``examples``, ``$schema``...) dropped;
 - :func:`grammar_safe_schema`, for servers that turn schemas into grammars
-  (llama-cpp-python, llama.cpp): no enum value with a ``"`` (it breaks the grammar),
+  (llama-cpp-python, llama.cpp): no enum value or property name with a ``"`` (it
+  breaks the grammar),
   no length or count bound over :data:`GRAMMAR_BOUND_LIMIT` (it exceeds llama.cpp's
   repetition limit), no ``pattern`` that is not anchored (it falls back to no grammar).
   llama-cpp-python's server process exits on the first two.
@@ -137,7 +138,9 @@ def grammar_safe_schema(schema: dict[str, Any], ctx: SchemaContext) -> dict[str,
     """A schema llama-cpp-python and llama.cpp can turn into a grammar.
 
     An ``enum`` or ``const`` with a string containing ``"`` becomes its plain type, with
-    the values in the description; a length or count bound over
+    the values in the description; a property whose name contains ``"`` leaves
+    ``properties`` for ``additionalProperties: true`` and the description; a length or
+    count bound over
     :data:`GRAMMAR_BOUND_LIMIT` and a ``pattern`` not anchored with ``^...$`` move into
     the description.
 
@@ -299,8 +302,31 @@ def _grammar_node(node: dict[str, Any]) -> None:
         node.setdefault("type", kinds[0] if len(kinds) == 1 else kinds)
         listed = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
         _append(node, f"One of: {listed}." if len(values) > 1 else f"Exactly {listed}.")
+    _quoted_names(node)
     for _, sub in subschemas(node):
         _grammar_node(sub)
+
+
+def _quoted_names(node: dict[str, Any]) -> None:
+    # A property name with a '"' breaks the grammar too. The name cannot change (the
+    # tool reads it), so the property leaves the declared ones: it stays allowed as an
+    # extra key, described in words.
+    properties = node.get("properties")
+    if not isinstance(properties, dict):
+        return
+    quoted = {name: properties.pop(name) for name in list(properties) if '"' in name}
+    if not quoted:
+        return
+    required = node.get("required")
+    if isinstance(required, list):
+        node["required"] = [name for name in required if name not in quoted]
+        needed = [name for name in required if name in quoted]
+    else:
+        needed = []
+    node["additionalProperties"] = True
+    listed = json.dumps(quoted, ensure_ascii=False)
+    must = f" Required: {json.dumps(needed, ensure_ascii=False)}." if needed else ""
+    _append(node, f"Also takes these properties: {listed}.{must}")
 
 
 def _json_type(value: Any) -> str:

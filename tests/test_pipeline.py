@@ -263,3 +263,20 @@ def test_without_transforms_definitions_stay_as_they_were() -> None:
     registry = ToolRegistry()
     registry.register(SchemaTool("q", schema))
     assert registry.definitions()[0]["function"]["parameters"] == schema
+
+
+def test_grammar_safe_moves_a_property_named_with_a_quote_to_the_description() -> None:
+    schema = {
+        "type": "object",
+        "properties": {'a"b': {"type": "string"}, "c": {"type": "integer"}},
+        "required": ['a"b', "c"],
+        "additionalProperties": False,
+    }
+    assert grammar_safe_schema(schema, CTX) == {
+        "type": "object",
+        "properties": {"c": {"type": "integer"}},
+        "required": ["c"],
+        "additionalProperties": True,
+        "description": 'Also takes these properties: {"a\\"b": {"type": "string"}}. '
+        'Required: ["a\\"b"].',
+    }

@@ -45,6 +45,11 @@ CRASHING = {
     "enum_with_quote": _object({"type": "string", "enum": ['Sheet "A"', "Sheet B"]}),
     "max_items_10000": _object({"type": "array", "items": {"type": "string"}, "maxItems": 10_000}),
     "max_length_8192": _object({"type": "string", "maxLength": 8192}),
+    "property_name_with_quote": {
+        "type": "object",
+        "properties": {'cell "A1"': {"type": "string"}},
+        "required": ['cell "A1"'],
+    },
 }
 SCHEMAS = {
     **CRASHING,
