@@ -16,6 +16,7 @@ Example:
     ['add']
 """
 
+from ._pipeline import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
 from ._selection import Selector, ToolSearch, ToolSelection
 from .base import BaseTool, CancellationToken, ToolContext
 from .content import Audio, File, Image
@@ -106,6 +107,8 @@ __all__ = [
     "PermissionConfig",
     "PermissionDeniedError",
     "ReasoningDelta",
+    "SchemaContext",
+    "SchemaTransform",
     "Selector",
     "StdioTransport",
     "StreamEvent",
@@ -134,6 +137,8 @@ __all__ = [
     "Usage",
     "__version__",
     "default_registry",
+    "grammar_safe_schema",
     "load_mcp_servers",
+    "portable_schema",
     "tool",
 ]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from ._attachments import Api, Rendered, attachments_message, function_call_output, render
+from ._repair import repair_json
 from ._sdk import sdk_field
 from ._unicode import scrub
 from .base import ToolContext
@@ -85,13 +86,16 @@ def _json_type(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def parse_call(name: str, call_id: str, arguments: Any) -> ParsedCall:
+def parse_call(name: str, call_id: str, arguments: Any, *, repair: bool = False) -> ParsedCall:
     """Parse a tool call's arguments: JSON text, or an object some servers send as is.
 
     Empty arguments mean ``{}``. Text that is not JSON, JSON that is not an object, and
     JSON nested too deeply to parse give a call whose ``error`` is an
     :class:`InvalidArgumentsError` for the model. Lone surrogates in the name, id and
-    arguments text become U+FFFD, so the history always encodes as UTF-8.
+    arguments text become U+FFFD, so the history always encodes as UTF-8. With
+    ``repair``, text that is not JSON gets one deterministic repair first (closing a
+    document that was cut off, dropping trailing commas: see ``_repair``); the repaired
+    text is what the history records.
 
     Example:
         >>> parse_call("add", "c1", '{"a": 1}').args
@@ -100,6 +104,8 @@ def parse_call(name: str, call_id: str, arguments: Any) -> ParsedCall:
         'arguments are not valid JSON'
         >>> parse_call("add", "c1", "[" * 100_000).error.reason
         'arguments nest too deeply to parse; send a flatter JSON object'
+        >>> parse_call("add", "c1", '{"a": 1, "b": [2, 3],', repair=True).args
+        {'a': 1, 'b': [2, 3]}
     """
     name, call_id = scrub(name), scrub(call_id)
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
@@ -109,6 +115,10 @@ def parse_call(name: str, call_id: str, arguments: Any) -> ParsedCall:
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
+            repaired = repair_json(text) if repair else None
+            if repaired is not None and repaired.lstrip().startswith("{"):
+                logger.info("repaired the arguments of a call to %r: %.200s", name, text)
+                return parse_call(name, call_id, repaired)
             reason = (
                 f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
                 f"{exc.colno}); send a JSON object"
@@ -336,6 +346,7 @@ async def run_tool_calls(
     timeout: float | None,
     max_result_bytes: int | None,
     max_attachment_bytes: int | None,
+    repair_arguments: bool = False,
 ) -> list[dict[str, Any]]:
     """Implementation of :meth:`ToolRegistry.run_tool_calls`."""
     # 1. Read each item as a Chat Completions tool call or a Responses function call;
@@ -363,7 +374,7 @@ async def run_tool_calls(
                 f"run_tool_calls() got a tool call without an id or name: {item!r:.120}"
             )
         shapes.add(shape)
-        calls.append(parse_call(name, str(call_id), arguments))
+        calls.append(parse_call(name, str(call_id), arguments, repair=repair_arguments))
     if len(shapes) > 1:
         raise ToolError("run_tool_calls() got Chat Completions and Responses calls mixed together")
     # 2. Run them all; failures of any kind become error text for the model.

@@ -30,6 +30,8 @@ from . import _sync
 from ._aio import with_timeout
 from ._argplan import ArgumentPlan, build_plan
 from ._display import html_table, markdown_table
+from ._offer import offered_entries
+from ._pipeline import SchemaTransform, offered_parameters
 from .base import BaseTool, ToolContext
 from .error import (
     InvalidArgumentsError,
@@ -232,7 +234,9 @@ class ToolRegistry:
     Registration order is kept everywhere (``list_tools``, ``definitions``), so the
     tool list sent to a model is byte-stable across requests, which keeps provider
     prompt caches warm. With ``strict=True``, tools that do not say otherwise are
-    offered in OpenAI's strict mode (see :meth:`definitions`).
+    offered in OpenAI's strict mode (see :meth:`definitions`). ``schema_transforms``
+    rewrite what the model reads of each tool's parameters, never what the tool
+    accepts (see :func:`~agcore_tools.portable_schema`).
 
     Example:
         >>> from agcore_tools import PermissionChecker, PermissionConfig
@@ -256,12 +260,18 @@ class ToolRegistry:
     """
 
     def __init__(
-        self, permission_checker: PermissionChecker | None = None, *, strict: bool = False
+        self,
+        permission_checker: PermissionChecker | None = None,
+        *,
+        strict: bool = False,
+        schema_transforms: Sequence[SchemaTransform] = (),
     ) -> None:
         self._entries: dict[str, ToolEntry] = {}
         self._permission_checker = permission_checker
         self._strict = strict
+        self._schema_transforms = tuple(schema_transforms)
         self._definitions: dict[str, list[dict[str, Any]]] = {}
+        self._hidden_logged: set[frozenset[str]] = set()
 
     # -- configuration -------------------------------------------------------------
 
@@ -496,7 +506,8 @@ class ToolRegistry:
         flat Responses API function tools. Tools the registry's permission checker
         refuses are left out: offering the model a tool it may not run only wastes
         tokens and ends the loop when the model calls it (:meth:`list_tools` still
-        lists every tool).
+        lists every tool). They are logged, once per set of tools, with the rule.
+        The registry's ``schema_transforms`` run on each tool's parameters first.
 
         A tool whose :attr:`ToolEntry.strict` is set is offered in OpenAI's strict mode
         (``"strict": true``): every object closed, every property required, optional
@@ -518,13 +529,10 @@ class ToolRegistry:
             if api not in ("chat", "responses"):
                 raise ToolConfigError(f"unknown api {api!r}: expected 'chat' or 'responses'")
             checker = self._permission_checker
-            offered = [
-                entry
-                for entry in self._entries.values()
-                if checker is None or checker.is_allowed(entry.permissions)
-            ]
+            offered = offered_entries(self._entries.values(), checker, self._hidden_logged)
             define = _chat_definition if api == "chat" else _responses_definition
-            cached = [define(entry.tool, _strict_parameters(entry)) for entry in offered]
+            transforms = self._schema_transforms
+            cached = [define(e.tool, *offered_parameters(e, transforms, api)) for e in offered]
             self._definitions[api] = cached
         # A deep copy: a caller editing a definition must not change later requests.
         return copy.deepcopy(cached)
@@ -722,6 +730,7 @@ class ToolRegistry:
         timeout: float | None = 60.0,
         max_result_bytes: int | None = 16384,
         max_attachment_bytes: int | None = 5 * 1024 * 1024,
+        repair_arguments: bool = False,
     ) -> list[dict[str, Any]]:
         """Run a model's tool calls and return the messages that answer them.
 
@@ -742,7 +751,8 @@ class ToolRegistry:
         model, as in :class:`~agcore_tools.LlmCycle`; result text past
         ``max_result_bytes`` UTF-8 bytes keeps its head and tail, and an image, sound
         or file over ``max_attachment_bytes`` is left out, with the reason in the text
-        (see :mod:`agcore_tools.content`).
+        (see :mod:`agcore_tools.content`). With ``repair_arguments``, arguments that are
+        not valid JSON get one deterministic repair first, as ``CycleConfig`` describes.
 
         Example:
             >>> registry = ToolRegistry()
@@ -761,6 +771,7 @@ class ToolRegistry:
             timeout=timeout,
             max_result_bytes=max_result_bytes,
             max_attachment_bytes=max_attachment_bytes,
+            repair_arguments=repair_arguments,
         )
 
     # -- sync entry points -----------------------------------------------------------
@@ -789,6 +800,7 @@ class ToolRegistry:
         timeout: float | None = 60.0,
         max_result_bytes: int | None = 16384,
         max_attachment_bytes: int | None = 5 * 1024 * 1024,
+        repair_arguments: bool = False,
     ) -> list[dict[str, Any]]:
         """:meth:`run_tool_calls` for apps on the sync ``OpenAI`` client.
 
@@ -813,6 +825,7 @@ class ToolRegistry:
                 timeout=timeout,
                 max_result_bytes=max_result_bytes,
                 max_attachment_bytes=max_attachment_bytes,
+                repair_arguments=repair_arguments,
             )
         )
 
@@ -867,39 +880,23 @@ def _as_call(call: ToolCall | Sequence[Any]) -> ToolCall:
     )
 
 
-def _strict_parameters(entry: ToolEntry) -> dict[str, Any] | None:
-    # The entry's strict parameters, worked out once (None when not strict).
-    if not entry.strict:
-        return None
-    if entry._strict_cache is None:
-        from ._strict import strict_parameters
-
-        form = getattr(entry.tool, "_strict_form", None)
-        entry._strict_cache = (
-            form() if form is not None else strict_parameters(entry.tool.parameters)
-        )
-        if entry._strict_cache[1] is not None:
-            logger.warning(
-                "tool %r is offered without strict mode: %s", entry.name, entry._strict_cache[1]
-            )
-    return entry._strict_cache[0]
-
-
-def _chat_definition(tool: BaseTool, strict: dict[str, Any] | None) -> dict[str, Any]:
+def _chat_definition(tool: BaseTool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
     definition = BaseTool.definition(tool)
-    if strict is not None:
-        definition["function"]["parameters"] = strict
+    definition["function"]["parameters"] = parameters
+    if strict:
         definition["function"]["strict"] = True
     return definition
 
 
-def _responses_definition(tool: BaseTool, strict: dict[str, Any] | None) -> dict[str, Any]:
+def _responses_definition(
+    tool: BaseTool, parameters: dict[str, Any], strict: bool
+) -> dict[str, Any]:
     return {
         "type": "function",
         "name": tool.name,
         "description": tool.description,
-        "parameters": tool.parameters if strict is None else strict,
-        "strict": strict is not None,
+        "parameters": parameters,
+        "strict": strict,
     }
 
 

@@ -92,13 +92,15 @@ class TurnBuilder:
         "_raw_reason",
         "_reasoning",
         "_reasoning_key",
+        "_repair",
         "_slots",
         "_turn_tag",
         "_usage",
     )
 
-    def __init__(self, turn_tag: str) -> None:
+    def __init__(self, turn_tag: str, *, repair: bool = False) -> None:
         self._turn_tag = turn_tag
+        self._repair = repair
         self._content: list[str] = []
         self._reasoning: list[str] = []
         self._reasoning_key = _REASONING_KEYS[0]
@@ -250,7 +252,7 @@ class TurnBuilder:
                 continue  # a stray empty delta
             call_id = slot.id or f"call_{self._turn_tag}_{position}"
             arguments = slot.obj if slot.obj is not None else "".join(slot.parts)
-            calls.append(parse_call(slot.name or "", call_id, arguments))
+            calls.append(parse_call(slot.name or "", call_id, arguments, repair=self._repair))
         text = "".join(self._content)
         # "" rather than null or no key: llama-cpp-python's server rejects both of those
         # on an assistant message with tool calls, and OpenAI accepts "".

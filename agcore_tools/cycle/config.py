@@ -76,6 +76,11 @@ class CycleConfig:
     ``tiktoken`` for a model it knows, else estimated; see :mod:`agcore_tools._budget`);
     a request over it is not sent and raises :class:`~agcore_tools.DefinitionBudgetError`
     naming the costliest tools. None for no limit."""
+    repair_arguments: bool
+    """Whether tool-call arguments that are not valid JSON get one deterministic repair
+    (closing a document that was cut off, dropping trailing commas) before the error
+    goes back to the model. Off by default; it never guesses a value, so a document cut
+    inside a string or a number is not repaired."""
     history: HistoryPolicy
     """Chooses which messages each request sends; the default, ``TrimOldest()`` with no
     budget, sends them all (see :mod:`agcore_tools.cycle.history`)."""
@@ -96,6 +101,7 @@ class CycleConfig:
         unknown_tool: Literal["raise", "tell_model"] = "raise",
         reset_tool_choice: bool = True,
         max_definition_tokens: int | None = None,
+        repair_arguments: bool = False,
         history: HistoryPolicy | None = None,
         request_options: Mapping[str, Any] | None = None,
         **options: Any,
@@ -123,6 +129,10 @@ class CycleConfig:
             raise LlmConfigError(
                 f"CycleConfig.reset_tool_choice must be True or False, got {reset_tool_choice!r}"
             )
+        if not isinstance(repair_arguments, bool):
+            raise LlmConfigError(
+                f"CycleConfig.repair_arguments must be True or False, got {repair_arguments!r}"
+            )
         if not isinstance(model, str) or not model:
             raise LlmConfigError(f"CycleConfig.model must be a non-empty string, got {model!r}")
         set_ = object.__setattr__
@@ -137,6 +147,7 @@ class CycleConfig:
         set_(self, "unknown_tool", unknown_tool)
         set_(self, "reset_tool_choice", reset_tool_choice)
         set_(self, "max_definition_tokens", max_definition_tokens)
+        set_(self, "repair_arguments", repair_arguments)
         set_(self, "history", history if history is not None else TrimOldest())
         set_(self, "request_options", types.MappingProxyType(merged))
 

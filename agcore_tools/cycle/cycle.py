@@ -577,7 +577,7 @@ class LlmCycle:
                 # 3. One request; streamed text events pass straight through. A forced
                 #    tool_choice serves the call's first request only, or a forced loop
                 #    could end at max_turns alone.
-                builder = TurnBuilder(str(self._requests))
+                builder = TurnBuilder(str(self._requests), repair=config.repair_arguments)
                 self._requests += 1
                 params = self._params(tools, stream)
                 if relaxed is not None and turn > 1:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..base import BaseTool, ToolContext
-from ..error import ToolConfigError
+from ..error import ToolConfigError, ToolError
 from ..permission import Permission
 from .models import McpToolInfo
 
@@ -54,7 +54,9 @@ class McpTool(BaseTool):
     """A :class:`BaseTool` whose execution is a ``tools/call`` on an :class:`McpClient`.
 
     Its ``required_permissions`` come from the client's permission policy; the server's
-    own description and input schema are passed to the model unchanged.
+    own description and input schema are passed to the model unchanged, unless the
+    registry has schema transforms (``ToolRegistry(schema_transforms=...)``). Its errors
+    name it by its registry name.
     :meth:`McpClient.into_tools` makes them.
 
     Example:
@@ -68,7 +70,7 @@ class McpTool(BaseTool):
         >>> asyncio.run(adapter.execute({"path": "a.txt"}, ToolContext()))
         Traceback (most recent call last):
         ...
-        agcore_tools.error.McpNotInitializedError: MCP server 'demo': cannot send tools/call 'read_file': not connected; call connect() first
+        agcore_tools.error.McpNotInitializedError: MCP server 'demo': cannot send tools/call for tool 'demo__read_file': not connected; call connect() first
     """
 
     def __init__(
@@ -86,11 +88,36 @@ class McpTool(BaseTool):
         self.category = f"mcp:{client.server_name}"
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors."""
-        return await self.client.call_tool(self.info.name, args)
+        """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors.
+
+        Errors name the tool as the model sees it (``server__tool`` with a prefix), not
+        as the server does.
+        """
+        try:
+            return await self.client.call_tool(self.info.name, args)
+        except ToolError as exc:
+            if exc.tool_name is None or exc.tool_name == self.name:
+                raise
+            raise _renamed(exc, self.info.name, self.name) from exc
 
     def __repr__(self) -> str:
         return f"<McpTool {self.name!r} on {self.client.server_name!r}>"
+
+
+def _renamed(error: ToolError, raw: str, name: str) -> ToolError:
+    # The same error (same class, same fields), naming the tool by its registry name.
+    def rename(text: str) -> str:
+        return text.replace(f"tools/call '{raw}'", f"tools/call for tool '{name}'").replace(
+            f"tool '{raw}'", f"tool '{name}'"
+        )
+
+    renamed = type(error).__new__(type(error))
+    renamed.__dict__.update(error.__dict__)
+    ToolError.__init__(renamed, rename(error.message), tool_name=name)
+    reason = getattr(error, "reason", None)
+    if isinstance(reason, str):
+        renamed.reason = rename(reason)  # type: ignore[attr-defined]
+    return renamed
 
 
 def make_adapters(

@@ -869,3 +869,19 @@ async def test_a_cancelled_turn_still_sends_the_finished_calls_images_after_ever
     assert_history_valid(cycle.messages)
     assert cycle.messages[2]["content"].startswith("Error: aborted; tool 'hang' did not complete")
     assert cycle.messages[4]["content"][1]["text"] == "image 1 of tool call c2 (photo):"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_repair_arguments_closes_a_cut_off_call(serve, make_cycle, calc, stream):
+    server = serve(S.reply_tool_calls([("add", '{"a": 2, "b": 3,', "c1")]), S.reply_text("5"))
+    cycle = make_cycle(server, repair_arguments=True)
+
+    if stream:
+        await cycle.submit_stream_with_tools("2 + 3?", calc).collect()
+    else:
+        await cycle.submit_with_tools("2 + 3?", calc)
+
+    assert calc.runs == [("add", {"a": 2, "b": 3})]
+    sent = server.requests[1].json["messages"]
+    assert sent[-2]["tool_calls"][0]["function"]["arguments"] == '{"a": 2, "b": 3}'
+    assert sent[-1]["content"] == "5"

@@ -169,3 +169,28 @@ async def test_tools_that_require_tasks_are_left_out_with_a_reason(
         "'research' left out of into_tools()" in r.getMessage() and "SEP-1686" in r.getMessage()
         for r in caplog.records
     )
+
+
+async def test_errors_name_the_tool_as_the_model_sees_it() -> None:
+    # A prefixed adapter's failures say 'fixture__fail', never the server's own 'fail'.
+    from agcore_tools import McpNotInitializedError, ToolExecutionError
+
+    from .conftest import fixture_stdio
+
+    registry = ToolRegistry()
+    async with McpClient("fixture", fixture_stdio()) as client:
+        registry.register_all(client.into_tools(prefix=True))
+        failed = await registry.invoke("fixture__fail", {"message": "the disk is full"})
+    assert type(failed.error) is ToolExecutionError
+    # The rest is the server's own text, which names its tool its own way.
+    assert str(failed.error).startswith("tool 'fixture__fail' failed: ")
+    assert str(failed.error).endswith("the disk is full")
+    assert failed.error.tool_name == "fixture__fail"
+    assert isinstance(failed.error.__cause__, ToolExecutionError)
+    assert failed.error.__cause__.tool_name == "fail"
+    closed = await registry.invoke("fixture__fail", {"message": "again"})
+    assert type(closed.error) is McpNotInitializedError
+    assert closed.error.tool_name == "fixture__fail"
+    assert "'fail'" not in str(closed.error) and "tool 'fixture__fail'" in str(closed.error)
+    assert closed.error.server_name == "fixture"
+    assert not closed.error.is_recoverable()

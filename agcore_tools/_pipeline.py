@@ -1,0 +1,359 @@
+"""The schema pipeline: what a tool's parameters schema looks like to the model.
+
+A :data:`SchemaTransform` is a function ``(schema, ctx) -> schema``. The transforms of
+``ToolRegistry(schema_transforms=[...])`` run in order when the registry builds its
+definitions (once: the result is cached with them), each on a copy of the tool's
+parameters that it owns and may edit in place. They change what the model reads, never
+what the tool accepts: the tool still validates its arguments against its own schema.
+When a tool is offered in strict mode, the strict transform (:mod:`agcore_tools._strict`)
+runs last, on the pipeline's output; what the pipeline moved into descriptions survives
+its keyword filter.
+
+Two built-ins:
+
+- :func:`portable_schema`, for servers that know only the core of JSON Schema: local
+  ``$ref`` inlined and unused ``$defs`` dropped, ``oneOf`` read as ``anyOf``, keywords
+  that only narrow a value (``minLength``, ``format``, ``default``...) moved into the
+  description, annotations (``title``, ``examples``, ``$schema``...) dropped;
+- :func:`grammar_safe_schema`, for servers that turn schemas into grammars
+  (llama-cpp-python, llama.cpp): no enum value or property name with a ``"`` (it
+  breaks the grammar),
+  no length or count bound over :data:`GRAMMAR_BOUND_LIMIT` (it exceeds llama.cpp's
+  repetition limit), no ``pattern`` that is not anchored (it falls back to no grammar).
+  llama-cpp-python's server process exits on the first two.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from ._jsonschema import NAMED_SCHEMAS, SCHEMA_LISTS, SINGLE_SCHEMAS, resolve_ref, subschemas
+from .error import ToolConfigError, ToolDefinitionError
+
+if TYPE_CHECKING:
+    from .registry import ToolEntry
+
+__all__ = [
+    "GRAMMAR_BOUND_LIMIT",
+    "SchemaContext",
+    "SchemaTransform",
+    "grammar_safe_schema",
+    "offered_parameters",
+    "portable_schema",
+]
+
+logger = logging.getLogger("agcore_tools.registry")
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaContext:
+    """What a schema transform knows about the schema it is given.
+
+    Example:
+        >>> ctx = SchemaContext("notion__search", "chat", strict=False)
+        >>> ctx.tool_name, ctx.api
+        ('notion__search', 'chat')
+    """
+
+    tool_name: str
+    """The tool's name as the model sees it (prefixed, for MCP tools)."""
+    api: Literal["chat", "responses"]
+    """The API the definitions are built for."""
+    strict: bool = False
+    """Whether strict mode is asked for this tool; it runs after the pipeline."""
+
+
+SchemaTransform: TypeAlias = Callable[[dict[str, Any], SchemaContext], dict[str, Any]]
+"""A function from a parameters schema (a copy it may edit) and its context to the
+schema the model reads."""
+
+GRAMMAR_BOUND_LIMIT = 100
+"""The largest ``minLength``/``maxLength``/``minItems``/``maxItems`` that
+:func:`grammar_safe_schema` leaves in a schema. llama.cpp refuses a repetition of about
+2000 or more (and llama-cpp-python's server then exits); bounds multiply when nested,
+so the limit is well below that."""
+
+# Keywords that only narrow a value: moving them to the description keeps the model
+# informed, and the tool's own validation still enforces them.
+_NARROWING = (
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "default",
+)
+_ANNOTATIONS = (
+    "title",
+    "examples",
+    "$schema",
+    "$id",
+    "$comment",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    "contentEncoding",
+    "contentMediaType",
+)
+_BOUNDS = ("minLength", "maxLength", "minItems", "maxItems")
+
+
+def portable_schema(schema: dict[str, Any], ctx: SchemaContext) -> dict[str, Any]:
+    """Only the core of JSON Schema, for servers that know no more.
+
+    Local ``$ref`` are inlined (a recursive one stays, with the definitions it needs),
+    ``oneOf`` becomes ``anyOf``, narrowing keywords move into the description and
+    annotations are dropped. The model reads every constraint; it just is not asked
+    to follow it in the schema.
+
+    Example:
+        >>> schema = {
+        ...     "type": "object",
+        ...     "$defs": {"Id": {"type": "string", "minLength": 3, "title": "Id"}},
+        ...     "properties": {"id": {"$ref": "#/$defs/Id", "description": "Page id."}},
+        ... }
+        >>> portable_schema(schema, SchemaContext("get_page", "chat"))
+        {'type': 'object', 'properties': {'id': {'type': 'string', 'description': 'Page id. (minLength: 3)'}}}
+    """
+    schema = _inline_refs(schema)
+    _portable_node(schema)
+    return schema
+
+
+def grammar_safe_schema(schema: dict[str, Any], ctx: SchemaContext) -> dict[str, Any]:
+    """A schema llama-cpp-python and llama.cpp can turn into a grammar.
+
+    An ``enum`` or ``const`` with a string containing ``"`` becomes its plain type, with
+    the values in the description; a property whose name contains ``"`` leaves
+    ``properties`` for ``additionalProperties: true`` and the description; a length or
+    count bound over
+    :data:`GRAMMAR_BOUND_LIMIT` and a ``pattern`` not anchored with ``^...$`` move into
+    the description.
+
+    Example:
+        >>> schema = {"type": "object", "properties": {
+        ...     "quote": {"type": "string", "enum": ['say "hi"', "bye"]},
+        ...     "rows": {"type": "array", "items": {"type": "string"}, "maxItems": 10000},
+        ... }}
+        >>> safe = grammar_safe_schema(schema, SchemaContext("write_rows", "chat"))
+        >>> safe["properties"]["quote"]
+        {'type': 'string', 'description': 'One of: "say \\\\"hi\\\\"", "bye".'}
+        >>> safe["properties"]["rows"]["description"]
+        '(maxItems: 10000)'
+    """
+    _grammar_node(schema)
+    return schema
+
+
+def offered_parameters(
+    entry: ToolEntry, transforms: Sequence[SchemaTransform], api: Literal["chat", "responses"]
+) -> tuple[dict[str, Any], bool]:
+    """The parameters schema the model reads for ``entry``, and whether it is strict.
+
+    With no transforms, the tool's own schema (or its cached strict form). Otherwise the
+    pipeline's output, then the strict transform when the entry asks for it; a schema
+    strict mode cannot describe is offered non-strict, with a logged reason.
+    """
+    tool = entry.tool
+    if not transforms:
+        strict = _strict_parameters(entry)
+        return (tool.parameters, False) if strict is None else (strict, True)
+    ctx = SchemaContext(entry.name, api, entry.strict)
+    schema = copy.deepcopy(dict(tool.parameters))
+    for transform in transforms:
+        try:
+            schema = transform(schema, ctx)
+        except Exception as exc:
+            name = getattr(transform, "__name__", repr(transform))
+            raise ToolConfigError(
+                f"schema transform {name} failed on tool '{entry.name}': "
+                f"{type(exc).__name__}: {exc}",
+                tool_name=entry.name,
+            ) from exc
+        if not isinstance(schema, dict):
+            name = getattr(transform, "__name__", repr(transform))
+            raise ToolDefinitionError(
+                f"schema transform {name} returned {type(schema).__name__} for tool "
+                f"'{entry.name}'; a transform must return the schema as a dict",
+                tool_name=entry.name,
+            )
+    if not entry.strict:
+        return schema, False
+    from ._strict import strict_parameters
+
+    strict, why = strict_parameters(schema)
+    if strict is None:
+        logger.warning("tool %r is offered without strict mode: %s", entry.name, why)
+        return schema, False
+    return strict, True
+
+
+def _strict_parameters(entry: ToolEntry) -> dict[str, Any] | None:
+    # The entry's strict parameters, worked out once (None when not strict).
+    if not entry.strict:
+        return None
+    if entry._strict_cache is None:
+        from ._strict import strict_parameters
+
+        form = getattr(entry.tool, "_strict_form", None)
+        entry._strict_cache = (
+            form() if form is not None else strict_parameters(entry.tool.parameters)
+        )
+        if entry._strict_cache[1] is not None:
+            logger.warning(
+                "tool %r is offered without strict mode: %s", entry.name, entry._strict_cache[1]
+            )
+    return entry._strict_cache[0]
+
+
+# -- portable ----------------------------------------------------------------------
+
+
+def _inline_refs(root: dict[str, Any]) -> dict[str, Any]:
+    needed: set[str] = set()
+
+    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, stack) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            target = resolve_ref(root, ref)
+            if target is None or ref in stack:
+                if target is not None:
+                    needed.add(ref)  # recursive: keep the reference and its definition
+                return {k: walk(v, stack) if k != "$ref" else v for k, v in node.items()}
+            siblings = {k: v for k, v in node.items() if k != "$ref"}
+            merged = {**copy.deepcopy(target), **siblings}
+            return walk(merged, (*stack, ref))
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("$defs", "definitions") and node is root:
+                out[key] = value
+            elif key in NAMED_SCHEMAS and isinstance(value, dict):
+                out[key] = {name: walk(sub, stack) for name, sub in value.items()}
+            elif key in SCHEMA_LISTS or key in SINGLE_SCHEMAS:
+                out[key] = walk(value, stack)
+            else:
+                out[key] = value  # data: a default, an example, enum members
+        return out
+
+    inlined: dict[str, Any] = walk(root, ())
+    for key in ("$defs", "definitions"):
+        defs = inlined.pop(key, None)
+        if not isinstance(defs, dict):
+            continue
+        kept = {
+            name: walk(sub, (f"#/{key}/{name}",))
+            for name, sub in defs.items()
+            if f"#/{key}/{name}" in needed
+        }
+        if kept:
+            inlined[key] = kept
+    return inlined
+
+
+def _portable_node(node: dict[str, Any]) -> None:
+    if "oneOf" in node and "anyOf" not in node:
+        node["anyOf"] = node.pop("oneOf")
+    for key in _ANNOTATIONS:
+        node.pop(key, None)
+    moved = {key: node.pop(key) for key in _NARROWING if key in node}
+    _describe(node, moved)
+    for _, sub in subschemas(node):
+        _portable_node(sub)
+
+
+# -- grammar-safe ------------------------------------------------------------------
+
+
+def _grammar_node(node: dict[str, Any]) -> None:
+    moved: dict[str, Any] = {}
+    for key in _BOUNDS:
+        value = node.get(key)
+        if isinstance(value, int) and value > GRAMMAR_BOUND_LIMIT:
+            moved[key] = node.pop(key)
+    pattern = node.get("pattern")
+    if isinstance(pattern, str) and not (pattern.startswith("^") and pattern.endswith("$")):
+        moved["pattern"] = node.pop("pattern")
+    _describe(node, moved)
+    values = node["enum"] if isinstance(node.get("enum"), list) else None
+    if values is None and "const" in node:
+        values = [node["const"]]
+    if values is not None and any(isinstance(v, str) and '"' in v for v in values):
+        node.pop("enum", None)
+        node.pop("const", None)
+        kinds = sorted({_json_type(v) for v in values})
+        node.setdefault("type", kinds[0] if len(kinds) == 1 else kinds)
+        listed = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
+        _append(node, f"One of: {listed}." if len(values) > 1 else f"Exactly {listed}.")
+    _quoted_names(node)
+    for _, sub in subschemas(node):
+        _grammar_node(sub)
+
+
+def _quoted_names(node: dict[str, Any]) -> None:
+    # A property name with a '"' breaks the grammar too. The name cannot change (the
+    # tool reads it), so the property leaves the declared ones: it stays allowed as an
+    # extra key, described in words.
+    properties = node.get("properties")
+    if not isinstance(properties, dict):
+        return
+    quoted = {name: properties.pop(name) for name in list(properties) if '"' in name}
+    if not quoted:
+        return
+    required = node.get("required")
+    if isinstance(required, list):
+        node["required"] = [name for name in required if name not in quoted]
+        needed = [name for name in required if name in quoted]
+    else:
+        needed = []
+    node["additionalProperties"] = True
+    listed = json.dumps(quoted, ensure_ascii=False)
+    must = f" Required: {json.dumps(needed, ensure_ascii=False)}." if needed else ""
+    _append(node, f"Also takes these properties: {listed}.{must}")
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "string"
+
+
+# -- shared ------------------------------------------------------------------------
+
+
+def _describe(node: dict[str, Any], moved: dict[str, Any]) -> None:
+    if moved:
+        text = "; ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in moved.items())
+        _append(node, f"({text})")
+
+
+def _append(node: dict[str, Any], text: str) -> None:
+    description = node.get("description")
+    node["description"] = f"{description} {text}" if isinstance(description, str) else text
