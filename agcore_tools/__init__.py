@@ -51,6 +51,7 @@ from .error import (
 from .mcp import (
     McpClient,
     McpPermissionPolicy,
+    McpRecovery,
     McpToolInfo,
     StdioTransport,
     StreamableHttpTransport,
@@ -86,6 +87,7 @@ __all__ = [
     "McpError",
     "McpNotInitializedError",
     "McpPermissionPolicy",
+    "McpRecovery",
     "McpTimeoutError",
     "McpToolInfo",
     "Permission",

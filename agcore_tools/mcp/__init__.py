@@ -11,6 +11,7 @@ from .client import McpClient
 from .config import load_mcp_servers
 from .models import McpLogMessage, McpProgress, McpToolInfo
 from .policy import McpPermissionPolicy, PermissionPolicy
+from .recovery import McpRecovery
 from .transport import McpTransport, StdioTransport, StreamableHttpTransport
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "McpLogMessage",
     "McpPermissionPolicy",
     "McpProgress",
+    "McpRecovery",
     "McpTool",
     "McpToolInfo",
     "McpTransport",

@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..error import ToolError
+
+if TYPE_CHECKING:
+    import ssl
+
+    import httpx2
 
 __all__ = ["McpTransport", "StdioTransport", "StreamableHttpTransport"]
 
@@ -73,10 +78,17 @@ class StdioTransport:
 class StreamableHttpTransport:
     """Talk to a server at a Streamable HTTP endpoint (MCP's HTTP transport).
 
+    The HTTP settings (TLS, proxy, timeouts) configure the client this library builds
+    on the MCP SDK's HTTP stack; ``http_client_factory`` replaces that client with
+    yours (then leave ``verify``, ``cert`` and ``proxy`` alone: configure your client).
+
     Example:
         >>> t = StreamableHttpTransport("https://mcp.example.com/mcp", {"Authorization": "Bearer …"})
         >>> sorted(t.headers)
         ['Authorization']
+        >>> StreamableHttpTransport("https://mcp.internal/mcp", verify="/etc/ssl/corp-ca.pem",
+        ...     cert=("client.pem", "client.key"), proxy="http://proxy:3128").max_sse_event_size
+        33554432
     """
 
     url: str
@@ -84,6 +96,25 @@ class StreamableHttpTransport:
     headers: Mapping[str, str] | None = None
     """Extra HTTP headers sent with every request (authorisation, for example);
     stored as a dict (empty when None)."""
+    verify: bool | str | ssl.SSLContext = True
+    """TLS verification: True (the system's CAs), False (none), a CA bundle file or
+    directory, or an :class:`ssl.SSLContext`."""
+    cert: str | tuple[str, str] | None = None
+    """A client certificate: one PEM file with certificate and key, or (cert, key) files."""
+    proxy: str | None = None
+    """A proxy URL; None uses ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` (and ``NO_PROXY``)."""
+    http_timeout: float = 30.0
+    """Seconds to connect, send a request, or wait for a pooled connection."""
+    sse_read_timeout: float = 300.0
+    """Seconds an open response stream may stay silent (the request timeout of
+    :class:`McpClient` is what bounds a call)."""
+    max_sse_event_size: int | None = 32 * 1024 * 1024
+    """The largest server-sent event accepted, in bytes (a result travels as one);
+    None for no limit."""
+    http_client_factory: Callable[..., httpx2.AsyncClient] | None = None
+    """Makes the HTTP client instead of this library, called with the MCP SDK's
+    ``McpHttpClientFactory`` keywords (``headers``, ``timeout``, ``auth``) once per
+    connection; the connection closes the client."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
@@ -91,12 +122,35 @@ class StreamableHttpTransport:
         object.__setattr__(
             self, "headers", {str(k): str(v) for k, v in (self.headers or {}).items()}
         )
+        _check_http_settings(self)
 
     def describe(self) -> str:
         """The URL without credentials, for messages."""
         scheme, sep, rest = self.url.partition("://")
         authority, slash, path = rest.partition("/")
         return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
+
+
+def _check_http_settings(t: StreamableHttpTransport) -> None:
+    for name in ("http_timeout", "sse_read_timeout"):
+        value = getattr(t, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ToolError(
+                f"StreamableHttpTransport {name} must be a positive number, got {value!r}"
+            )
+    size = t.max_sse_event_size
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+        raise ToolError(
+            f"StreamableHttpTransport max_sse_event_size must be a positive int or None, got {size!r}"
+        )
+    if t.http_client_factory is not None:
+        if not callable(t.http_client_factory):
+            raise ToolError("StreamableHttpTransport http_client_factory must be callable")
+        if t.verify is not True or t.cert is not None or t.proxy is not None:
+            raise ToolError(
+                "StreamableHttpTransport: with http_client_factory, set verify, cert and proxy "
+                "on the client the factory makes"
+            )
 
 
 McpTransport: TypeAlias = "StdioTransport | StreamableHttpTransport"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVERS = Path(__file__).parent / "servers"
 FIXTURE = SERVERS / "fixture_server.py"
 PAGED = SERVERS / "paged_server.py"
+FAULTS = SERVERS / "fault_server.py"
 NODE_MODULES = ROOT / "node_modules"
 EVERYTHING = NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 FILESYSTEM = NODE_MODULES / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
@@ -78,6 +80,71 @@ class HttpServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+
+class FaultServer:
+    """``servers/fault_server.py`` in its own process, on a socket this process keeps
+    open: the server can be restarted (or frozen with SIGSTOP) at the same address, and
+    connections made meanwhile wait in the socket's backlog."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(256)
+        self.base = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.url = f"{self.base}/mcp"
+        self.proc = self._spawn()
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, str(FAULTS), "--http-fd", str(self.sock.fileno())],
+            pass_fds=[self.sock.fileno()],
+            stdin=subprocess.DEVNULL,
+        )
+
+    async def control(self, what: str, **options: Any) -> dict[str, Any]:
+        """``POST /control/<what>`` (see fault_server.py); returns the server's state."""
+        import httpx2
+
+        async with httpx2.AsyncClient(timeout=10) as http:
+            response = await http.post(f"{self.base}/control/{what}", json=options)
+            response.raise_for_status()
+            state: dict[str, Any] = response.json()
+            return state
+
+    def restart(self) -> None:
+        """Kill the server process (as a crash or a forced redeploy does; a graceful
+        uvicorn shutdown would wait for the calls in flight) and start a new one on
+        the same socket."""
+        self.proc.kill()
+        self.proc.wait(10)
+        self.proc = self._spawn()
+
+    def freeze(self) -> None:
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def _end(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def stop(self) -> None:
+        self._end()
+        self.sock.close()
+
+
+@pytest.fixture
+def fault_server() -> Iterator[FaultServer]:
+    server = FaultServer()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture
