@@ -236,6 +236,9 @@ class Connection:
 
     async def exit_description(self, wait: float = _EXIT_WAIT) -> str:
         """Why the connection ended, waiting (bounded) for a stdio child's exit status."""
+        if self._given_up:
+            # The client ended it (and the child's exit status says only how).
+            return self.lost_reason or _GENERIC_END
         child = self.child
         if child is not None and child.process is not None:
             from ._stdio import wait_exited
@@ -275,7 +278,7 @@ class Connection:
                 self.mark_lost(_describe(exc))
                 logger.debug("MCP server '%s' connection failed", self.server_name, exc_info=exc)
         finally:
-            if self.state is State.LOST and self.child is not None:
+            if self.state is State.LOST and self.child is not None and not self._given_up:
                 if self.child.returncode is not None:
                     self.lost_reason = _exit_text(self.child)
             elif self.state is not State.LOST:

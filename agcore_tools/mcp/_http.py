@@ -17,6 +17,8 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
 from __future__ import annotations
 
 import json
+import os
+import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -118,6 +120,25 @@ def _environment_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
+def _tls_context(transport: StreamableHttpTransport) -> ssl.SSLContext | bool:
+    """``verify`` and ``cert`` as httpx2 wants them now: one SSL context (or a bool)."""
+    verify, cert = transport.verify, transport.cert
+    if isinstance(verify, bool) and cert is None:
+        return verify
+    if isinstance(verify, str):
+        if os.path.isdir(verify):
+            context = ssl.create_default_context(capath=verify)
+        else:
+            context = ssl.create_default_context(cafile=verify)
+    elif isinstance(verify, bool):
+        context = httpx2.create_ssl_context(verify=verify)  # a new one, httpx2's defaults
+    else:
+        return verify  # the caller's own context (with its client certificate, if any)
+    if cert is not None:
+        context.load_cert_chain(*((cert,) if isinstance(cert, str) else cert))
+    return context
+
+
 def _build_client(
     transport: StreamableHttpTransport, isolate: Callable[[], bool], given_up: Callable[[], bool]
 ) -> tuple[httpx2.AsyncClient, httpx2.AsyncClient | None]:
@@ -127,8 +148,7 @@ def _build_client(
     factory = transport.http_client_factory
     if factory is None:
         inner = httpx2.AsyncHTTPTransport(
-            verify=transport.verify,
-            cert=transport.cert,
+            verify=_tls_context(transport),
             proxy=transport.proxy or _environment_proxy(transport.url),
         )
         guard = _Guard(inner.handle_async_request, inner.aclose, isolate, given_up)

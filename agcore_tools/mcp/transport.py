@@ -100,7 +100,8 @@ class StreamableHttpTransport:
     """TLS verification: True (the system's CAs), False (none), a CA bundle file or
     directory, or an :class:`ssl.SSLContext`."""
     cert: str | tuple[str, str] | None = None
-    """A client certificate: one PEM file with certificate and key, or (cert, key) files."""
+    """A client certificate: one PEM file with certificate and key, or (cert, key) files
+    (with an :class:`ssl.SSLContext` in ``verify``, load it into that instead)."""
     proxy: str | None = None
     """A proxy URL; None uses ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` (and ``NO_PROXY``)."""
     http_timeout: float = 30.0
@@ -142,6 +143,11 @@ def _check_http_settings(t: StreamableHttpTransport) -> None:
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
         raise ToolError(
             f"StreamableHttpTransport max_sse_event_size must be a positive int or None, got {size!r}"
+        )
+    if t.cert is not None and not isinstance(t.verify, (bool, str)):
+        raise ToolError(
+            "StreamableHttpTransport: with an SSLContext in verify, load the client "
+            "certificate into it (load_cert_chain) instead of passing cert"
         )
     if t.http_client_factory is not None:
         if not callable(t.http_client_factory):

@@ -87,17 +87,19 @@ class FaultServer:
     open: the server can be restarted (or frozen with SIGSTOP) at the same address, and
     connections made meanwhile wait in the socket's backlog."""
 
-    def __init__(self) -> None:
+    def __init__(self, *options: str) -> None:
+        self.options = options
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(256)
-        self.base = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        scheme = "https" if "--tls" in options else "http"
+        self.base = f"{scheme}://127.0.0.1:{self.sock.getsockname()[1]}"
         self.url = f"{self.base}/mcp"
         self.proc = self._spawn()
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            [sys.executable, str(FAULTS), "--http-fd", str(self.sock.fileno())],
+            [sys.executable, str(FAULTS), "--http-fd", str(self.sock.fileno()), *self.options],
             pass_fds=[self.sock.fileno()],
             stdin=subprocess.DEVNULL,
         )

@@ -13,6 +13,9 @@ front only adds what real deployments do to clients, when a test asks for it thr
   proxy's idle timeout does;
 - ``no-get``: answer the GET stream with 405 (servers may not offer it).
 
+``--tls CERT KEY CA`` serves HTTPS (``--client-cert-required``: and asks for a client
+certificate signed by CA).
+
 ``GET /control/state`` reports the session ids the server issued and how many listen
 streams were opened. Tools added here: ``blob`` (a large text result), ``hold`` and
 ``hold_read`` (the same, but annotated read-only: safe to call twice), which write
@@ -214,15 +217,25 @@ async def _respond(
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http-fd", type=int, default=None)
+    parser.add_argument("--tls", nargs=3, metavar=("CERT", "KEY", "CA"), default=None)
+    parser.add_argument("--client-cert-required", action="store_true")
     options = parser.parse_args()
     if options.http_fd is None:
         server.run()
         return
+    import ssl
+
     import uvicorn
 
     sock = socket.socket(fileno=options.http_fd)
     app = Faults(server.streamable_http_app())
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    tls: dict[str, Any] = {}
+    if options.tls:
+        cert, key, ca = options.tls
+        tls = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": ca}
+        if options.client_cert_required:
+            tls["ssl_cert_reqs"] = ssl.CERT_REQUIRED
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", **tls)
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
