@@ -17,6 +17,7 @@ Example:
 """
 
 from .base import BaseTool, CancellationToken, ToolContext
+from .content import Audio, File, Image
 from .cycle import (
     AssistantTextDelta,
     ChatResponse,
@@ -36,12 +37,16 @@ from .cycle import (
 from .decorator import FunctionTool, tool
 from .error import (
     InvalidArgumentsError,
+    LlmConfigError,
     LlmError,
     MaxTurnsExceededError,
     McpError,
     McpNotInitializedError,
     McpTimeoutError,
     PermissionDeniedError,
+    ToolConfigError,
+    ToolDefinitionError,
+    ToolDefinitionWarning,
     ToolError,
     ToolExecutionError,
     ToolIOError,
@@ -71,15 +76,19 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AssistantTextDelta",
+    "Audio",
     "BaseTool",
     "CancellationToken",
     "ChatResponse",
     "CycleConfig",
     "EventStream",
+    "File",
     "FinishReason",
     "FunctionTool",
     "HistoryPolicy",
+    "Image",
     "InvalidArgumentsError",
+    "LlmConfigError",
     "LlmCycle",
     "LlmError",
     "MaxTurnsExceededError",
@@ -99,7 +108,10 @@ __all__ = [
     "StreamEvent",
     "StreamableHttpTransport",
     "ToolCall",
+    "ToolConfigError",
     "ToolContext",
+    "ToolDefinitionError",
+    "ToolDefinitionWarning",
     "ToolEntry",
     "ToolError",
     "ToolExecutionCompleted",

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import os
+import queue
 import sys
 import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -37,23 +39,112 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 # Tools block for I/O, not CPU, so they get more threads than asyncio's default
 # executor (min(32, cpus + 4) = 6 on a 2-core machine) would give them.
 _TOOL_THREADS = 64
-_executor: ThreadPoolExecutor | None = None
+_Work = tuple["Future[Any]", "Callable[[], Any]"] | None  # None: a worker's cue to stop
+
+
+class _DaemonExecutor(Executor):
+    """A thread pool whose workers are daemon threads that interpreter exit leaves behind.
+
+    ``ThreadPoolExecutor`` joins its workers at exit, so one sync tool still running
+    after its timeout (a call that nothing can interrupt) would hold the process open
+    until it returned. The tool's caller has already moved on by then, so exit does not
+    wait for it here. Like ``ThreadPoolExecutor``, an idle worker is reused before a new
+    one starts, and workers live as long as the process.
+    """
+
+    def __init__(self, max_workers: int, name: str) -> None:
+        self._max_workers = max_workers
+        self._name = name
+        self._work: queue.SimpleQueue[_Work] = queue.SimpleQueue()
+        self._idle = threading.Semaphore(0)
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        if self._closed:
+            raise RuntimeError("cannot run new work after the executor was shut down")
+        future: Future[T] = Future()
+        self._work.put((future, functools.partial(fn, *args, **kwargs) if args or kwargs else fn))
+        # An idle worker takes it; otherwise start one, up to the limit (beyond it the
+        # work waits in the queue for the first worker to come free).
+        if not self._idle.acquire(blocking=False):
+            with self._lock:
+                if len(self._threads) < self._max_workers:
+                    worker = threading.Thread(
+                        target=self._serve,
+                        name=f"{self._name}_{len(self._threads)}",
+                        daemon=True,
+                    )
+                    worker.start()
+                    self._threads.append(worker)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop each worker once the work queued before this call is done (or cancelled)."""
+        with self._lock:
+            self._closed = True
+            workers = list(self._threads)
+        while cancel_futures:
+            try:
+                work = self._work.get_nowait()
+            except queue.Empty:
+                break
+            if work is not None:
+                work[0].cancel()
+        for _ in workers:
+            self._work.put(None)
+        if wait:
+            for worker in workers:
+                worker.join()
+
+    def _serve(self) -> None:
+        while True:
+            work = self._work.get()
+            if work is None:
+                return
+            future, call = work
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = call()
+                except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+            # Drop references before waiting, so a finished call's objects can be freed.
+            del work, future, call
+            self._idle.release()
+
+
+_executor: _DaemonExecutor | None = None
 _executor_lock = threading.Lock()
 
 
-def _tool_executor() -> ThreadPoolExecutor:
+def _tool_executor() -> _DaemonExecutor:
     global _executor
     if _executor is None:
         with _executor_lock:
             if _executor is None:
-                _executor = ThreadPoolExecutor(
-                    max_workers=_TOOL_THREADS, thread_name_prefix="agcore-tool"
-                )
+                _executor = _DaemonExecutor(_TOOL_THREADS, "agcore-tool")
     return _executor
 
 
+def _forget_executor() -> None:
+    # A forked child has none of its parent's threads; it starts a pool of its own.
+    global _executor, _executor_lock
+    _executor, _executor_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # pragma: no branch - absent on Windows only
+    os.register_at_fork(after_in_child=_forget_executor)
+
+
 async def run_sync(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """Run a blocking function in the tool thread pool, keeping context variables."""
+    """Run a blocking function in the tool thread pool, keeping context variables.
+
+    Cancelling the caller does not stop the function (no thread can be stopped from
+    outside); it runs on, and interpreter exit does not wait for it.
+    """
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
     call = functools.partial(context.run, func, *args, **kwargs)

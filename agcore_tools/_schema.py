@@ -6,6 +6,7 @@ Only pydantic's public API is used: ``create_model``, ``Field``, ``ConfigDict`` 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import sys
@@ -18,8 +19,10 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
+from ._argplan import ArgumentPlan, build_plan
+from ._jsonschema import close_open_objects
 from .base import ToolContext
-from .error import ToolError
+from .error import ToolConfigError, ToolDefinitionError
 
 _ARG_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments"}
 _OTHER_SECTIONS = {
@@ -140,6 +143,53 @@ class FunctionSchema:
     """Parameters that must be passed by position, in order."""
     renamed: tuple[tuple[str, str], ...]
     """``(model field, parameter)`` pairs for parameters whose names pydantic reserves."""
+    plan: ArgumentPlan | None = None
+    """What to do with arguments before validation (nulls, unknown keys of nested models)."""
+    method: bool = False
+    """Whether the first parameter is a method's ``self``/``cls``, left out of the schema."""
+
+
+@dataclass(frozen=True)
+class _Callable:
+    """Where a callable keeps what a schema is built from."""
+
+    name: str | None
+    """Its own name (None for a lambda)."""
+    annotated: Any
+    """The function whose annotations describe the parameters."""
+    documented: Any
+    """The object whose docstring describes the tool."""
+    bound: frozenset[str]
+    """Parameters a ``functools.partial`` already fixed by keyword."""
+
+
+def _snake_case(name: str) -> str:
+    name = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+
+
+def _unwrap(func: Callable[..., Any]) -> _Callable:
+    bound: set[str] = set()
+    inner: Any = func
+    while isinstance(inner, functools.partial):
+        bound.update(inner.keywords)
+        inner = inner.func
+    if inspect.isroutine(inner) or inspect.isclass(inner):
+        return _Callable(getattr(inner, "__name__", None), inner, inner, frozenset(bound))
+    # A callable object: its __call__ holds the annotations and the better docstring.
+    call = type(inner).__call__
+    documented = call if inspect.getdoc(call) else type(inner)
+    return _Callable(_snake_case(type(inner).__name__), call, documented, frozenset(bound))
+
+
+def _is_method(func: Callable[..., Any], first: inspect.Parameter | None) -> bool:
+    # A plain function defined in a class body whose first parameter is the receiver.
+    if first is None or first.name not in ("self", "cls") or not inspect.isfunction(func):
+        return False
+    if first.kind not in (first.POSITIONAL_ONLY, first.POSITIONAL_OR_KEYWORD):
+        return False
+    owner = func.__qualname__.rsplit(".", 1)
+    return len(owner) == 2 and not owner[0].endswith("<locals>")
 
 
 def _caller_locals() -> dict[str, Any]:
@@ -151,46 +201,72 @@ def _caller_locals() -> dict[str, Any]:
     return dict(frame.f_locals) if frame is not None else {}
 
 
+_LAMBDA_ADVICE = (
+    "lambdas cannot have type annotations, and a tool's schema is built from them; "
+    "define the tool with def (def name(param: str) -> str: ...) and decorate that"
+)
+
+
 def function_schema(
-    func: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    func: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    method: bool | None = None,
 ) -> FunctionSchema:
-    """Build the tool schema of ``func``; refuse signatures a tool cannot have."""
-    tool_name = name or getattr(func, "__name__", None) or type(func).__name__
+    """Build the tool schema of ``func``; refuse signatures a tool cannot have.
+
+    ``method`` says whether ``func`` is a method whose first parameter (``self`` or
+    ``cls``) is left out; None detects a function defined in a class body.
+    """
+    target = _unwrap(func)
+    tool_name = name or target.name or type(func).__name__
 
     # 1. Read the signature and resolve the annotations (string ones included).
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
-        raise ToolError(f"cannot make tool '{tool_name}': no signature ({exc})") from exc
-    # Callable objects keep their annotations on __call__.
-    annotated = func if inspect.isroutine(func) else type(func).__call__
+        raise ToolDefinitionError(f"cannot make tool '{tool_name}': no signature ({exc})") from exc
+    params = list(signature.parameters.values())
+    if target.name == "<lambda>":
+        if params:
+            raise ToolDefinitionError(f"cannot make a tool from a lambda: {_LAMBDA_ADVICE}")
+        if name is None:
+            raise ToolConfigError("cannot make a tool from a lambda without a name: pass name=")
+    if method is None:
+        method = _is_method(func, params[0] if params else None)
+    if method:
+        params = params[1:]
+    params = [p for p in params if p.name not in target.bound]
     try:
         try:
-            hints = typing.get_type_hints(annotated, include_extras=True)
+            hints = typing.get_type_hints(target.annotated, include_extras=True)
         except NameError:
-            hints = typing.get_type_hints(annotated, localns=_caller_locals(), include_extras=True)
+            hints = typing.get_type_hints(
+                target.annotated, localns=_caller_locals(), include_extras=True
+            )
     except Exception as exc:
-        raise ToolError(
+        raise ToolDefinitionError(
             f"cannot make tool '{tool_name}': its annotations do not resolve ({exc})"
         ) from exc
 
     # 2. Parse the docstring for the description and per-parameter text.
-    doc = parse_docstring(inspect.getdoc(func))
+    doc = parse_docstring(inspect.getdoc(target.documented))
 
     # 3. One pydantic field per parameter; the ToolContext parameter is injected instead.
     fields: dict[str, Any] = {}
     context_param: str | None = None
     positional_only: list[str] = []
     renamed: list[tuple[str, str]] = []
-    for param in signature.parameters.values():
+    for param in params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             star = "*" if param.kind is param.VAR_POSITIONAL else "**"
-            raise ToolError(
+            raise ToolDefinitionError(
                 f"cannot make tool '{tool_name}': parameter '{star}{param.name}' is not "
                 "supported; a tool takes named, annotated parameters only"
             )
         if param.name not in hints:
-            raise ToolError(
+            raise ToolDefinitionError(
                 f"cannot make tool '{tool_name}': parameter '{param.name}' has no type "
                 "annotation; annotate it (use typing.Any to accept anything)"
             )
@@ -221,14 +297,18 @@ def function_schema(
         )
         schema = model.model_json_schema()
     except Exception as exc:
-        raise ToolError(
+        raise ToolDefinitionError(
             f"cannot make tool '{tool_name}': pydantic cannot build its schema ({exc})"
         ) from exc
 
-    # 5. Clean the schema: no titles, always an object with properties.
+    # 5. Clean the schema: no titles, always an object with properties. Nested models
+    # that would drop unknown keys (pydantic's default) get them reported by the plan
+    # instead, and their schema says so.
     parameters = _strip_titles(schema)
     parameters.setdefault("properties", {})
     parameters["additionalProperties"] = False
+    plan = build_plan(parameters, check_extras=True)
+    close_open_objects(parameters)
     return FunctionSchema(
         name=tool_name,
         description=description if description is not None else doc.description,
@@ -237,4 +317,6 @@ def function_schema(
         context_param=context_param,
         positional_only=tuple(positional_only),
         renamed=tuple(renamed),
+        plan=plan,
+        method=method,
     )

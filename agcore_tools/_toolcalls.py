@@ -15,9 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
+from ._attachments import Api, Rendered, attachments_message, function_call_output, render
 from ._sdk import sdk_field
+from ._unicode import scrub
 from .base import ToolContext
-from .error import InvalidArgumentsError, PermissionDeniedError, ToolError, ToolNotFoundError
+from .error import (
+    InvalidArgumentsError,
+    PermissionDeniedError,
+    ToolError,
+    ToolExecutionError,
+    ToolNotFoundError,
+)
 from .registry import ToolCall, ToolInvocation
 
 if TYPE_CHECKING:
@@ -28,12 +36,14 @@ __all__ = [
     "aborted_text",
     "error_text",
     "iter_invocations",
+    "model_result",
     "model_text",
     "parse_call",
     "preflight",
     "result_text",
     "run_tool_calls",
     "truncate_utf8",
+    "unknown_tool_error",
 ]
 
 logger = logging.getLogger("agcore_tools.toolcalls")
@@ -53,8 +63,9 @@ class ParsedCall:
     """The arguments as JSON text, as the history records them."""
     args: dict[str, Any] | None
     """The parsed arguments object, or None when ``error`` is set."""
-    error: InvalidArgumentsError | None = None
-    """Why the arguments are unusable, or None."""
+    error: ToolError | None = None
+    """Why the call cannot run (unusable arguments, or an unknown tool the loop tells
+    the model about), or None."""
 
     @property
     def input(self) -> Any:
@@ -77,36 +88,53 @@ def _json_type(value: Any) -> str:
 def parse_call(name: str, call_id: str, arguments: Any) -> ParsedCall:
     """Parse a tool call's arguments: JSON text, or an object some servers send as is.
 
-    Empty arguments mean ``{}``. Text that is not JSON, and JSON that is not an object,
-    give a call whose ``error`` is an :class:`InvalidArgumentsError` for the model.
+    Empty arguments mean ``{}``. Text that is not JSON, JSON that is not an object, and
+    JSON nested too deeply to parse give a call whose ``error`` is an
+    :class:`InvalidArgumentsError` for the model. Lone surrogates in the name, id and
+    arguments text become U+FFFD, so the history always encodes as UTF-8.
 
     Example:
         >>> parse_call("add", "c1", '{"a": 1}').args
         {'a': 1}
         >>> parse_call("add", "c1", "{oops").error.reason[:28]
         'arguments are not valid JSON'
+        >>> parse_call("add", "c1", "[" * 100_000).error.reason
+        'arguments nest too deeply to parse; send a flatter JSON object'
     """
+    name, call_id = scrub(name), scrub(call_id)
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
         return ParsedCall(call_id, name, "{}", {})
     if isinstance(arguments, str):
-        text = arguments
+        text = scrub(arguments)
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
-            error = InvalidArgumentsError(
-                name,
+            reason = (
                 f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
-                f"{exc.colno}); send a JSON object",
+                f"{exc.colno}); send a JSON object"
             )
-            error.__cause__ = exc
-            return ParsedCall(call_id, name, text, None, error)
+            return ParsedCall(call_id, name, text, None, _invalid(name, reason, exc))
+        except RecursionError as exc:
+            return ParsedCall(call_id, name, text, None, _invalid(name, _TOO_DEEP, exc))
     else:
         value = arguments
-        text = json.dumps(arguments, ensure_ascii=False, default=str)
+        try:
+            text = scrub(json.dumps(arguments, ensure_ascii=False, default=str))
+        except (RecursionError, ValueError) as exc:  # ValueError: a circular reference
+            return ParsedCall(call_id, name, "{}", None, _invalid(name, _TOO_DEEP, exc))
     if isinstance(value, Mapping):
         return ParsedCall(call_id, name, text, dict(value))
     error = InvalidArgumentsError(name, f"arguments must be a JSON object, got {_json_type(value)}")
     return ParsedCall(call_id, name, text, None, error)
+
+
+_TOO_DEEP = "arguments nest too deeply to parse; send a flatter JSON object"
+
+
+def _invalid(name: str, reason: str, cause: BaseException) -> InvalidArgumentsError:
+    error = InvalidArgumentsError(name, reason)
+    error.__cause__ = cause
+    return error
 
 
 def result_text(output: Any) -> str:
@@ -175,24 +203,92 @@ def truncate_utf8(text: str, max_bytes: int | None) -> str:
 
 
 def model_text(invocation: ToolInvocation, max_bytes: int | None) -> str:
-    """The text the model receives for an invocation: output or error, truncated."""
+    r"""The text the model receives for an invocation: output or error, truncated.
+
+    It always encodes as UTF-8 (lone surrogates become U+FFFD). An output that cannot
+    be written as JSON at all (nested too deeply, circular) reads as an error.
+
+    Example:
+        >>> from agcore_tools import ToolInvocation
+        >>> model_text(ToolInvocation("echo", {}, output={"text": "\ud800"}), None)
+        '{"text":"�"}'
+    """
     if invocation.error is not None:
-        return truncate_utf8(error_text(invocation.error), max_bytes)
-    return truncate_utf8(result_text(invocation.output), max_bytes)
+        text = error_text(invocation.error)
+    else:
+        try:
+            text = result_text(invocation.output)
+        except (ValueError, RecursionError) as exc:  # PydanticSerializationError: ValueError
+            text = _fallback_text(invocation, exc)
+    return truncate_utf8(scrub(text), max_bytes)
+
+
+def _fallback_text(invocation: ToolInvocation, exc: BaseException) -> str:
+    # pydantic refuses lone surrogates that the json module writes as they are (and
+    # scrub() then replaces); anything json cannot write either is the tool's fault.
+    try:
+        return json.dumps(invocation.output, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (ValueError, RecursionError, TypeError):
+        reason = f"returned a result that cannot be written as JSON: {type(exc).__name__}: {exc}"
+        logger.warning("tool %r %s", invocation.tool_name, reason)
+        return error_text(ToolExecutionError(invocation.tool_name, reason))
+
+
+def unknown_tool_error(registry: ToolRegistry, name: str) -> ToolNotFoundError:
+    """The error for a call to a tool the registry does not have, listing the tools it has.
+
+    Example:
+        >>> from agcore_tools import ToolRegistry
+        >>> str(unknown_tool_error(ToolRegistry(), "nope"))
+        "tool 'nope' is not registered: the registered tools are: none"
+    """
+    known = ", ".join(registry.list_tools()) or "none"
+    return ToolNotFoundError(name, f"the registered tools are: {known}")
+
+
+def model_result(
+    invocation: ToolInvocation,
+    max_bytes: int | None,
+    *,
+    api: Api,
+    max_attachment_bytes: int | None,
+) -> Rendered:
+    """What the model receives for an invocation: its text (cut at ``max_bytes``) and
+    the images, audio and files of its output (see :mod:`agcore_tools.content`)."""
+    if invocation.error is None:
+        try:
+            rendered = render(
+                invocation.output,
+                api=api,
+                max_text_bytes=max_bytes,
+                max_attachment_bytes=max_attachment_bytes,
+                tool=invocation.tool_name,
+            )
+        except ToolError as exc:  # bytes of no known kind, from a tool that is not @tool
+            error = ToolExecutionError(invocation.tool_name, exc.message)
+            return Rendered(truncate_utf8(error_text(error), max_bytes))
+        except RecursionError:
+            rendered = None  # too deep to look into: model_text says it cannot be written
+        if rendered is not None:
+            return rendered
+    return Rendered(model_text(invocation, max_bytes))
 
 
 def preflight(registry: ToolRegistry, calls: Iterable[ParsedCall]) -> ToolError | None:
     """The first call the loop must refuse (unknown tool, denied permission), or None.
 
     Checked for every call of a turn before any of them runs, so a refused call
-    stops the loop without side effects from its siblings.
+    stops the loop without side effects from its siblings. A call already marked as
+    an unknown tool (the model is told instead, see ``CycleConfig.unknown_tool``) is
+    not refused again.
     """
     checker = registry.permission_checker
     for call in calls:
+        if isinstance(call.error, ToolNotFoundError):
+            continue
         entry = registry.entry(call.name)
         if entry is None:
-            known = ", ".join(registry.list_tools()) or "none"
-            return ToolNotFoundError(call.name, f"the registered tools are: {known}")
+            return unknown_tool_error(registry, call.name)
         if checker is not None:
             try:
                 checker.check(entry.name, entry.permissions)
@@ -239,6 +335,7 @@ async def run_tool_calls(
     ctx: ToolContext | None,
     timeout: float | None,
     max_result_bytes: int | None,
+    max_attachment_bytes: int | None,
 ) -> list[dict[str, Any]]:
     """Implementation of :meth:`ToolRegistry.run_tool_calls`."""
     # 1. Read each item as a Chat Completions tool call or a Responses function call;
@@ -275,15 +372,27 @@ async def run_tool_calls(
         registry, calls, ctx=ctx or ToolContext(), timeout=timeout
     ):
         invocations[position] = invocation
-    # 3. One output per call, in the calls' order.
-    outputs: list[dict[str, Any]] = []
-    for call, done in zip(calls, invocations, strict=True):
+    # 3. One output per call, in the calls' order; on Chat Completions, the images,
+    #    audio and files follow the tool messages in one user message.
+    api: Api = "responses" if "responses" in shapes else "chat"
+    results: list[Rendered] = []
+    for done in invocations:
         assert done is not None  # iter_invocations yields every position once
-        text = model_text(done, max_result_bytes)
-        if "responses" in shapes:
-            outputs.append(
-                {"type": "function_call_output", "call_id": call.call_id, "output": text}
-            )
-        else:
-            outputs.append({"role": "tool", "tool_call_id": call.call_id, "content": text})
-    return outputs
+        results.append(
+            model_result(done, max_result_bytes, api=api, max_attachment_bytes=max_attachment_bytes)
+        )
+    if api == "responses":
+        return [
+            {
+                "type": "function_call_output",
+                "call_id": call.call_id,
+                "output": function_call_output(result),
+            }
+            for call, result in zip(calls, results, strict=True)
+        ]
+    outputs: list[dict[str, Any]] = [
+        {"role": "tool", "tool_call_id": call.call_id, "content": result.text}
+        for call, result in zip(calls, results, strict=True)
+    ]
+    extra = attachments_message([(c.call_id, c.name) for c in calls], results)
+    return outputs if extra is None else [*outputs, extra]

@@ -124,6 +124,12 @@ class ToolContext:
     ``ToolContext()`` is a fresh context; its ids, token and metadata are made on first
     use, which keeps a context that no tool reads nearly free.
 
+    When the caller gives up on a call (its timeout, a cancelled loop), the call's
+    token is cancelled. An async tool is cancelled with it; a sync tool's thread cannot
+    be stopped from outside and runs on, so a long sync tool should check
+    :attr:`cancelled` now and then and return early once it is true (its result is
+    thrown away). Such threads do not keep the process from exiting.
+
     Example:
         >>> ctx = ToolContext(metadata={"user": "ann"})
         >>> len(ctx.session_id), ctx.call_id, ctx.metadata["user"]
@@ -169,7 +175,8 @@ class ToolContext:
 
     @property
     def cancellation(self) -> CancellationToken:
-        """Set when the caller gives up on the call (timeout, cancelled loop)."""
+        """Cancelled when the caller gives up on the call (timeout, cancelled loop);
+        a sync tool polls it, an async one can ``await ctx.cancellation.wait()``."""
         if self._cancellation is None:
             self._cancellation = CancellationToken()
         return self._cancellation
@@ -235,10 +242,16 @@ class BaseTool(ABC):
     """Default category a registry records when ``register()`` is given none."""
     version: str | None = None
     """Default version a registry records when ``register()`` is given none."""
+    strict: bool | None = None
+    """Offer the tool in OpenAI's strict mode (True), never (False), or as the registry
+    says (None, the default): see ``ToolRegistry(strict=...)``."""
 
     @abstractmethod
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Run the tool with JSON arguments and return a JSON-compatible result.
+
+        The result may hold :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio`
+        and :class:`~agcore_tools.File` values; the model receives them as such.
 
         Raise a :class:`~agcore_tools.ToolError` subclass for expected failures; any
         other exception is wrapped into a ``ToolExecutionError`` by the registry.

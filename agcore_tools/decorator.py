@@ -22,19 +22,33 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
+import sys
+import types
+import warnings
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from pydantic import ValidationError
-from pydantic_core import to_jsonable_python
 from typing_extensions import ParamSpec
 
 from ._aio import run_sync, with_timeout
+from ._attachments import normalise
 from ._schema import function_schema
+from ._strict import strict_parameters
 from .base import BaseTool, ToolContext
-from .error import InvalidArgumentsError, ToolError, ToolExecutionError, ToolTimeoutError
+from .error import (
+    InvalidArgumentsError,
+    ToolConfigError,
+    ToolDefinitionError,
+    ToolDefinitionWarning,
+    ToolError,
+    ToolExecutionError,
+    ToolTimeoutError,
+)
 from .permission import Permission, PermissionLike
 
 if TYPE_CHECKING:
@@ -51,10 +65,10 @@ _PLAIN_JSON = (str, int, float, bool, type(None))
 def _to_json(value: Any) -> Any:
     if isinstance(value, _PLAIN_JSON):
         return value
-    return to_jsonable_python(value)
+    return normalise(value)  # JSON data; Image, Audio and File values kept as they are
 
 
-def _describe_validation_error(exc: ValidationError) -> tuple[str, list[tuple[str, str]]]:
+def _validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     for err in exc.errors(include_url=False):
         field = ".".join(str(part) for part in err["loc"]) or "(arguments)"
@@ -62,7 +76,80 @@ def _describe_validation_error(exc: ValidationError) -> tuple[str, list[tuple[st
         if err["type"] != "missing" and "input" in err and err["type"] != "extra_forbidden":
             message = f"{message} (got {err['input']!r:.80})"
         problems.append((field, message))
-    return "; ".join(f"{field}: {message}" for field, message in problems), problems
+    return problems
+
+
+def _in_package(frame: types.FrameType) -> bool:
+    module = str(frame.f_globals.get("__name__", ""))
+    return module == "agcore_tools" or module.startswith("agcore_tools.")
+
+
+def _caller_stacklevel() -> int:
+    # The stacklevel, for a warnings.warn() in our caller, of the first frame outside
+    # this package: the user's line that made the tool.
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and _in_package(frame):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _interactive_run() -> int | None:
+    # The IPython cell execution running now, if any: tools made in a later cell
+    # replace those of an earlier one.
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    count = getattr(shell, "execution_count", None)
+    return count if isinstance(count, int) else None
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """Where a tool's function comes from, to tell a redefinition from a collision."""
+
+    module: str
+    qualname: str
+    code: Any
+    """The innermost code object: a re-run cell or an ``exec`` compiles a new one."""
+    target: Any
+    """The callable itself (a bound method for a bound tool)."""
+    run: int | None
+    """The IPython execution count when the tool was made, outside IPython None."""
+
+    @classmethod
+    def of(cls, func: Any) -> _Origin:
+        inner = func
+        while isinstance(inner, functools.partial):
+            inner = inner.func
+        source = inner if inspect.isroutine(inner) or inspect.isclass(inner) else type(inner)
+        compiled = type(inner).__call__ if source is not inner else inner
+        return cls(
+            getattr(source, "__module__", None) or "",
+            getattr(source, "__qualname__", None) or "",
+            getattr(inspect.unwrap(compiled), "__code__", None),
+            func,
+            _interactive_run(),
+        )
+
+    def redefines(self, other: _Origin) -> bool:
+        """Whether a tool from here may replace ``other``'s under the same name."""
+        if (self.module, self.qualname) != (other.module, other.qualname) or not self.qualname:
+            return False
+        if self.code is not other.code:
+            return True  # the definition itself ran again: a re-run cell, exec, reload
+        if self.target is other.target or (
+            inspect.ismethod(self.target) and bool(self.target == other.target)
+        ):
+            return True  # the same function (or the same instance's method) again
+        # Same code, another function object: a factory's second product, unless a
+        # later notebook cell made it.
+        return self.run is not None and self.run != other.run
+
+
+_NO_PROBLEMS: list[tuple[str, str]] = []  # shared, never changed: no allocation per call
+
+
+def _reason(problems: list[tuple[str, str]]) -> str:
+    return "; ".join(f"{field}: {message}" for field, message in problems)
 
 
 class FunctionTool(BaseTool, Generic[P, R]):
@@ -70,7 +157,13 @@ class FunctionTool(BaseTool, Generic[P, R]):
 
     Calling it calls the function unchanged. ``execute`` validates the arguments
     against the function's pydantic schema, runs a sync function in a worker
-    thread, and turns the return value into JSON-compatible data.
+    thread, and turns the return value into JSON-compatible data (keeping
+    :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio` and
+    :class:`~agcore_tools.File` values, and reading raw image bytes as an ``Image``).
+
+    Past its timeout a sync function's thread runs on (threads cannot be stopped from
+    outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
+    is true.
 
     Example:
         >>> def shout(text: str) -> str:
@@ -94,18 +187,29 @@ class FunctionTool(BaseTool, Generic[P, R]):
         category: str | None = None,
         version: str | None = None,
         timeout: float | None = None,
+        strict: bool | None = None,
     ) -> None:
+        method: bool | None = None
+        binding: Literal["instance", "class"] | None = None
+        in_class_body = isinstance(func, (staticmethod, classmethod))
+        if isinstance(func, staticmethod):
+            func, method = func.__func__, False
+        elif isinstance(func, classmethod):
+            func, method, binding = func.__func__, True, "class"
         if not callable(func):
-            raise ToolError(f"@tool needs a function, got {type(func).__name__}")
+            raise ToolDefinitionError(f"@tool needs a function, got {type(func).__name__}")
         if inspect.isasyncgenfunction(func) or inspect.isgeneratorfunction(func):
-            raise ToolError(
+            raise ToolDefinitionError(
                 f"cannot make tool '{getattr(func, '__name__', func)}': generator functions "
                 "are not supported; return the whole result instead"
             )
         if timeout is not None and timeout <= 0:
-            raise ToolError(f"tool timeout must be positive, got {timeout!r}")
-        schema = function_schema(func, name=name, description=description)
-        functools.update_wrapper(self, func)
+            raise ToolConfigError(f"tool timeout must be positive, got {timeout!r}")
+        schema = function_schema(func, name=name, description=description, method=method)
+        if inspect.isroutine(func):
+            functools.update_wrapper(self, func)
+        else:  # a callable object or a partial: do not copy its attributes onto the tool
+            functools.update_wrapper(self, func, updated=())
         self.func = func
         """The original function."""
         self.name = schema.name
@@ -117,27 +221,118 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self.version = version
         self.timeout = timeout
         """Seconds the function may run before it is cancelled; None for no limit."""
+        self.strict = strict
         self._model = schema.model
+        self._plan = schema.plan
         self._context_param = schema.context_param
         self._positional_only = schema.positional_only
         self._renamed = schema.renamed
         call = getattr(func, "__call__", None)  # noqa: B004 - async callable objects
         self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
-        self._redefinition_key = (
-            getattr(func, "__module__", None) or "",
-            getattr(func, "__qualname__", None) or schema.name,
-        )
+        self._origin = _Origin.of(func)
+        self._binding = binding or ("instance" if schema.method else None)
+        self._attribute: str | None = None
+        self._in_class_body = in_class_body
+        self._register_into: ToolRegistry | None = None
+        self._strict_cache: tuple[dict[str, Any] | None, str | None] | None = None
+        if strict:
+            _, why = self._strict_form()
+            if why is not None:
+                raise ToolDefinitionError(
+                    f"cannot make tool '{self.name}' strict: {why}; pass strict=False, or "
+                    "give the parameter a type strict mode can describe"
+                )
+        if not self.description and description is None:
+            qualname = self._origin.qualname
+            where = f" ({qualname})" if qualname and qualname != self.name else ""
+            warnings.warn(
+                f"tool '{self.name}'{where} has no docstring, so the model gets no "
+                "description; add one, or pass description=",
+                ToolDefinitionWarning,
+                stacklevel=_caller_stacklevel(),
+            )
+
+    def _strict_form(self) -> tuple[dict[str, Any] | None, str | None]:
+        # The strict parameters (or why there are none), worked out once: definitions()
+        # is on every request's path.
+        if self._strict_cache is None:
+            self._strict_cache = strict_parameters(self.parameters)
+        return self._strict_cache
+
+    def definition(self) -> dict[str, Any]:
+        """The Chat Completions tool param; with ``strict=True``, in strict form.
+
+        Example:
+            >>> def forecast(city: str, days: int = 3) -> str:
+            ...     '''Weather forecast for a city.'''
+            ...     return city
+            >>> function = FunctionTool(forecast, strict=True).definition()["function"]
+            >>> function["strict"], function["parameters"]["required"]
+            (True, ['city', 'days'])
+            >>> function["parameters"]["properties"]["days"]
+            {'anyOf': [{'type': 'integer'}, {'type': 'null'}]}
+        """
+        definition = super().definition()
+        if self.strict:
+            parameters, _ = self._strict_form()
+            definition["function"]["parameters"] = parameters
+            definition["function"]["strict"] = True
+        return definition
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._attribute = name
+        registry, self._register_into = self._register_into, None
+        if registry is not None:  # a classmethod or staticmethod tool: its class exists now
+            registry.register(self.__get__(None, owner))
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> FunctionTool[P, R]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> FunctionTool[..., R]: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> FunctionTool[..., R]:
+        """A method tool, looked up on an instance (or a classmethod tool on its class),
+        is bound to it, as a function is; any other tool is itself."""
+        if self._binding is None or (instance is None and self._binding == "instance"):
+            return self
+        receiver = instance if self._binding == "instance" else (owner or type(instance))
+        bound = copy.copy(self)
+        bound.func = types.MethodType(self.func, receiver)
+        bound._binding = None
+        bound._origin = replace(self._origin, target=bound.func, run=_interactive_run())
+        instance_dict = getattr(instance, "__dict__", None)
+        if self._binding == "instance" and self._attribute and isinstance(instance_dict, dict):
+            instance_dict[self._attribute] = bound  # bound once per instance, as cached_property
+        return bound
+
+    def _check_registrable(self) -> None:
+        if self._binding == "instance":
+            raise ToolDefinitionError(
+                f"cannot register tool '{self.name}': {self._origin.qualname} is a method and "
+                f"needs its instance; register an instance's tool: "
+                f"registry.register(obj.{self._attribute or self.func.__name__})",
+                tool_name=self.name,
+            )
+
+    def _redefines(self, other: BaseTool) -> bool:
+        return isinstance(other, FunctionTool) and self._origin.redefines(other._origin)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Call the original function, exactly as if it were not decorated."""
         return self.func(*args, **kwargs)
 
     def _arguments(self, args: dict[str, Any]) -> dict[str, Any]:
+        unknown: list[tuple[str, str]] = _NO_PROBLEMS
+        if self._plan is not None:
+            args, unknown = self._plan.apply(args)
         try:
             validated = self._model.model_validate(args)
         except ValidationError as exc:
-            reason, problems = _describe_validation_error(exc)
-            raise InvalidArgumentsError(self.name, reason, errors=problems) from exc
+            problems = _validation_problems(exc) + unknown
+            raise InvalidArgumentsError(self.name, _reason(problems), errors=problems) from exc
+        if unknown:
+            raise InvalidArgumentsError(self.name, _reason(unknown), errors=unknown)
         # The fresh model instance is dropped, so its field dict can be the kwargs as is.
         kwargs = validated.__dict__
         if self._renamed:
@@ -155,6 +350,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
     def _jsonable(self, result: Any) -> Any:
         try:
             return _to_json(result)
+        except ToolError as exc:  # bytes that are no known image and not UTF-8 text
+            raise ToolExecutionError(self.name, exc.message) from exc
         except Exception as exc:
             raise ToolExecutionError(
                 self.name, f"returned a {type(result).__name__}, which is not JSON-compatible"
@@ -210,7 +407,20 @@ class FunctionTool(BaseTool, Generic[P, R]):
 
 
 @overload
-def tool(func: Callable[P, R], /) -> FunctionTool[P, R]: ...
+def tool(
+    func: Callable[P, R],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    permissions: Iterable[PermissionLike] | None = None,
+    tags: Iterable[str] | None = None,
+    category: str | None = None,
+    version: str | None = None,
+    timeout: float | None = None,
+    strict: bool | None = None,
+    registry: ToolRegistry | None = None,
+) -> FunctionTool[P, R]: ...
 
 
 @overload
@@ -225,6 +435,7 @@ def tool(
     category: str | None = None,
     version: str | None = None,
     timeout: float | None = None,
+    strict: bool | None = None,
     registry: ToolRegistry | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
@@ -240,6 +451,7 @@ def tool(
     category: str | None = None,
     version: str | None = None,
     timeout: float | None = None,
+    strict: bool | None = None,
     registry: ToolRegistry | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Make a function a tool and register it; use bare (``@tool``) or with options.
@@ -247,15 +459,26 @@ def tool(
     The tool goes into ``registry`` if given, else the active registry: the one of the
     enclosing ``with registry.as_default():`` block, or :func:`default_registry`.
 
+    Besides functions, ``func`` may be a ``functools.partial`` (its bound arguments are
+    left out of the schema), a callable object (described by its ``__call__``
+    docstring; name it with ``name=``) or a method. A method decorated in a class body
+    is bound through its instance and registered per instance, with
+    ``registry.register(obj.method)``; ``self`` is never in the schema. Put ``@tool``
+    above ``@classmethod`` or ``@staticmethod``: those register when the class is made.
+
     Args:
         func: The function (when used bare).
         name: Tool name; defaults to the function's name.
-        description: Defaults to the docstring's description.
+        description: Defaults to the docstring's description. Without either, a
+            :class:`ToolDefinitionWarning` names the function.
         permissions: Required permissions, as :class:`Permission` or names like ``"read"``.
         tags: Labels for :meth:`ToolRegistry.find_by_tag`.
         category: A group for :meth:`ToolRegistry.groups`.
         version: A version string recorded in the registry.
         timeout: Seconds the function may run; past it, ``ToolTimeoutError``.
+        strict: Offer the tool in OpenAI's strict mode (``True``), never (``False``), or
+            as the registry decides (``None``, see ``ToolRegistry(strict=...)``). With
+            ``True``, a signature strict mode cannot describe fails here.
         registry: Register here instead of the active registry.
 
     Example:
@@ -268,6 +491,19 @@ def tool(
         ...         return f.read()
         >>> registry.groups()["files"][0].name
         'read_text'
+        >>> class Notes:
+        ...     def __init__(self) -> None:
+        ...         self.lines: list[str] = []
+        ...
+        ...     @tool
+        ...     def add_note(self, text: str) -> int:
+        ...         '''Add a note; return how many there are.'''
+        ...         self.lines.append(text)
+        ...         return len(self.lines)
+        >>> notes = Notes()
+        >>> entry = registry.register(notes.add_note)
+        >>> list(entry.tool.parameters["properties"])
+        ['text']
     """
 
     def decorate(f: Callable[P, R]) -> FunctionTool[P, R]:
@@ -280,13 +516,24 @@ def tool(
             category=category,
             version=version,
             timeout=timeout,
+            strict=strict,
         )
-        if registry is not None:
-            registry.register(built)
-        else:
-            from .registry import active_registry
+        if built._binding == "instance":
+            if registry is not None:
+                raise ToolDefinitionError(
+                    f"cannot register tool '{built.name}': {built._origin.qualname} is a method, "
+                    "and in the class body it has no instance yet; decorate it with @tool, then "
+                    f"register each instance's tool: registry.register(obj.{built.func.__name__})",
+                    tool_name=built.name,
+                )
+            return built
+        from .registry import active_registry
 
-            active_registry().register(built)
+        target = registry if registry is not None else active_registry()
+        if built._in_class_body:
+            built._register_into = target  # registered by __set_name__, with its class
+        else:
+            target.register(built)
         return built
 
     if func is not None:

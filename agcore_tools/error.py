@@ -4,6 +4,11 @@ Every error raised by ``agcore_tools`` is a :class:`ToolError` or an :class:`Llm
 Each has a one-line message naming what failed and why, and keeps the original
 exception as ``__cause__`` when there is one.
 
+Mistakes in the caller's own code (a function that cannot be a tool, a bad option
+value) are also a :class:`TypeError` or a :class:`ValueError`, so ordinary ``except``
+clauses catch them: :class:`ToolDefinitionError`, :class:`ToolConfigError` and
+:class:`LlmConfigError`.
+
 Example:
     >>> err = ToolNotFoundError("get_weather")
     >>> str(err)
@@ -14,14 +19,25 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .cycle.events import Usage
+    from .registry import ToolInvocation
+
 __all__ = [
     "InvalidArgumentsError",
+    "LlmConfigError",
     "LlmError",
     "MaxTurnsExceededError",
     "McpError",
     "McpNotInitializedError",
     "McpTimeoutError",
     "PermissionDeniedError",
+    "ToolConfigError",
+    "ToolDefinitionError",
+    "ToolDefinitionWarning",
     "ToolError",
     "ToolExecutionError",
     "ToolIOError",
@@ -242,6 +258,51 @@ class ToolIOError(ToolError):
     recoverable = False
 
 
+class ToolDefinitionError(ToolError, TypeError):
+    """Something cannot be a tool: a signature without annotations, a lambda with
+    parameters, an unbound method, an object that is not a :class:`BaseTool`.
+
+    A mistake in the caller's code, so it is also a :class:`TypeError`.
+
+    Example:
+        >>> from agcore_tools import FunctionTool
+        >>> try:
+        ...     FunctionTool(lambda city: city)
+        ... except TypeError as exc:
+        ...     print(type(exc).__name__, isinstance(exc, ToolError))
+        ToolDefinitionError True
+    """
+
+
+class ToolConfigError(ToolError, ValueError):
+    """A value the caller gave is wrong: a timeout, a tool name (malformed or taken), a
+    permission name, a transport or MCP configuration.
+
+    A mistake in the caller's code or configuration, so it is also a :class:`ValueError`.
+
+    Example:
+        >>> from agcore_tools import Permission
+        >>> try:
+        ...     Permission.custom("")
+        ... except ValueError as exc:
+        ...     print(type(exc).__name__)
+        ToolConfigError
+    """
+
+
+class ToolDefinitionWarning(UserWarning):
+    """A tool was made, but something about it will hurt the model: for example a
+    function without a docstring, so the model gets no description.
+
+    Silence it like any warning:
+    ``warnings.filterwarnings("ignore", category=ToolDefinitionWarning)``.
+
+    Example:
+        >>> issubclass(ToolDefinitionWarning, UserWarning)
+        True
+    """
+
+
 class LlmError(Exception):
     """The LLM loop failed: an API error that survived retries, or a stopped loop.
 
@@ -257,14 +318,53 @@ class LlmError(Exception):
         super().__init__(_one_line(message))
 
 
+class LlmConfigError(LlmError, ValueError):
+    """A loop setting has a bad value, such as ``CycleConfig(max_turns=0)``.
+
+    A mistake in the caller's code, so it is also a :class:`ValueError`.
+
+    Example:
+        >>> from agcore_tools import CycleConfig
+        >>> try:
+        ...     CycleConfig(model="")
+        ... except ValueError as exc:
+        ...     print(type(exc).__name__)
+        LlmConfigError
+    """
+
+
 class MaxTurnsExceededError(LlmError):
     """A new request would exceed ``CycleConfig.max_turns``; it was not sent.
 
+    It carries what the stopped call did: ``invocations`` (every tool call it ran),
+    ``usage`` (token counts of its requests) and ``history_length`` (how many messages
+    the cycle's history held when it stopped; every tool call there is answered). To
+    go on from there, call ``submit_with_tools(None, registry)``.
+
     Example:
-        >>> str(MaxTurnsExceededError(3))
+        >>> err = MaxTurnsExceededError(3)
+        >>> str(err)
         'tool loop stopped: a new request would exceed max_turns=3'
+        >>> err.invocations, err.usage.requests, err.history_length
+        ((), 0, 0)
     """
 
-    def __init__(self, max_turns: int) -> None:
+    def __init__(
+        self,
+        max_turns: int,
+        *,
+        invocations: Sequence[ToolInvocation] = (),
+        usage: Usage | None = None,
+        history_length: int = 0,
+    ) -> None:
+        from .cycle.events import ZERO_USAGE
+
         super().__init__(f"tool loop stopped: a new request would exceed max_turns={max_turns}")
         self.max_turns = max_turns
+        """The limit that was reached."""
+        self.invocations: tuple[ToolInvocation, ...] = tuple(invocations)
+        """The tool calls the stopped ``submit*`` call ran, in the order they ended."""
+        self.usage: Usage = usage if usage is not None else ZERO_USAGE
+        """Token counts summed over the stopped call's requests."""
+        self.history_length = history_length
+        """How many messages ``LlmCycle.messages`` held when the call stopped."""

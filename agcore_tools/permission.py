@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from .error import PermissionDeniedError, ToolError
+from .error import PermissionDeniedError, ToolConfigError, ToolDefinitionError
 
 __all__ = ["Permission", "PermissionChecker", "PermissionConfig", "PermissionLike"]
 
@@ -59,7 +59,9 @@ class Permission:
             Permission.custom('billing:refund')
         """
         if not isinstance(name, str) or not name.strip():
-            raise ToolError(f"custom permission name must be a non-empty string, got {name!r}")
+            raise ToolConfigError(
+                f"custom permission name must be a non-empty string, got {name!r}"
+            )
         return cls(name, True)
 
     @classmethod
@@ -77,11 +79,11 @@ class Permission:
             if builtin is not None:
                 return builtin
             names = ", ".join(cls._BUILTINS)
-            raise ToolError(
+            raise ToolConfigError(
                 f"unknown permission {value!r}: built-ins are {names}; "
                 f"use Permission.custom({value!r}) for a custom one"
             )
-        raise ToolError(
+        raise ToolDefinitionError(
             f"a permission must be a Permission or a string, got {type(value).__name__}"
         )
 

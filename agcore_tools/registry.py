@@ -27,10 +27,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
 from ._aio import with_timeout
+from ._argplan import ArgumentPlan, build_plan
 from ._display import html_table, markdown_table
 from .base import BaseTool, ToolContext
 from .error import (
     InvalidArgumentsError,
+    ToolConfigError,
+    ToolDefinitionError,
     ToolError,
     ToolExecutionError,
     ToolNotFoundError,
@@ -104,6 +107,14 @@ class ToolEntry:
     """Call counters, updated by every execution through the registry."""
     permissions: tuple[Permission, ...] = ()
     """The tool's required permissions, parsed once at registration."""
+    strict: bool = False
+    """Whether the tool is offered in OpenAI's strict mode, as the tool's own ``strict``
+    or else the registry's asks; a schema strict mode cannot describe is offered
+    non-strict instead, with a logged warning saying why."""
+    _strict_cache: tuple[dict[str, Any] | None, str | None] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _plan: ArgumentPlan | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -214,18 +225,13 @@ def active_registry() -> ToolRegistry:
     return registry if registry is not None else default_registry()
 
 
-def _redefinition_key(tool: BaseTool) -> tuple[str, str] | None:
-    # Re-running a notebook cell re-decorates the same function: that replaces the
-    # old tool instead of failing. Anything else with the same name is a collision.
-    return getattr(tool, "_redefinition_key", None)
-
-
 class ToolRegistry:
     """Holds tools by name and runs them with permission checks, timeouts and stats.
 
     Registration order is kept everywhere (``list_tools``, ``definitions``), so the
     tool list sent to a model is byte-stable across requests, which keeps provider
-    prompt caches warm.
+    prompt caches warm. With ``strict=True``, tools that do not say otherwise are
+    offered in OpenAI's strict mode (see :meth:`definitions`).
 
     Example:
         >>> from agcore_tools import PermissionChecker, PermissionConfig
@@ -244,11 +250,16 @@ class ToolRegistry:
         (['double'], ['calc'])
         >>> registry.permission_checker.is_allowed(["read"])
         True
+        >>> registry.strict, ToolRegistry(strict=True).strict
+        (False, True)
     """
 
-    def __init__(self, permission_checker: PermissionChecker | None = None) -> None:
+    def __init__(
+        self, permission_checker: PermissionChecker | None = None, *, strict: bool = False
+    ) -> None:
         self._entries: dict[str, ToolEntry] = {}
         self._permission_checker = permission_checker
+        self._strict = strict
         self._definitions: dict[str, list[dict[str, Any]]] = {}
 
     # -- configuration -------------------------------------------------------------
@@ -257,6 +268,12 @@ class ToolRegistry:
     def permission_checker(self) -> PermissionChecker | None:
         """The checker consulted before each execution, or None (no checks)."""
         return self._permission_checker
+
+    @property
+    def strict(self) -> bool:
+        """Whether tools that do not say otherwise (``strict=None``) are offered in
+        OpenAI's strict mode; see :meth:`definitions`."""
+        return self._strict
 
     def with_permission_checker(self, checker: PermissionChecker | None) -> ToolRegistry:
         """Set the permission checker and return this registry, for chaining.
@@ -331,29 +348,45 @@ class ToolRegistry:
         version: str | None,
     ) -> ToolEntry:
         if not isinstance(tool, BaseTool):
-            raise ToolError(f"cannot register {tool!r}: it is not a BaseTool")
+            raise ToolDefinitionError(f"cannot register {tool!r}: it is not a BaseTool")
         name = getattr(tool, "name", None)
         if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
-            raise ToolError(
+            raise ToolConfigError(
                 f"cannot register tool {name!r}: names must match {TOOL_NAME_PATTERN.pattern}",
                 tool_name=name if isinstance(name, str) else None,
             )
-        return ToolEntry(
+        check = getattr(tool, "_check_registrable", None)
+        if check is not None:
+            check()
+        strict = getattr(tool, "strict", None)
+        entry = ToolEntry(
             tool=tool,
             tags=tuple(tags if tags is not None else getattr(tool, "tags", ()) or ()),
             category=category if category is not None else getattr(tool, "category", None),
             version=version if version is not None else getattr(tool, "version", None),
             permissions=Permission.parse_all(tool.required_permissions),
+            strict=self._strict if strict is None else bool(strict),
         )
+        if (
+            entry.strict
+            and not hasattr(tool, "_strict_form")
+            and isinstance(tool.parameters, Mapping)
+        ):
+            # Strict mode makes optional properties nullable: a null the model sends for
+            # one is dropped before the tool sees it. (A FunctionTool does this itself.)
+            entry._plan = build_plan(tool.parameters, check_extras=False)
+        return entry
 
     def _check_free(self, entry: ToolEntry) -> None:
         existing = self._entries.get(entry.name)
         if existing is None:
             return
-        key = _redefinition_key(entry.tool)
-        if key is not None and key == _redefinition_key(existing.tool):
+        # Re-running a notebook cell re-decorates the same function: that replaces the
+        # old tool instead of failing. Anything else with the same name is a collision.
+        redefines = getattr(entry.tool, "_redefines", None)
+        if redefines is not None and redefines(existing.tool):
             return
-        raise ToolError(
+        raise ToolConfigError(
             f"cannot register tool '{entry.name}': a tool of that name is already registered "
             f"({existing.tool!r}); unregister it first or choose another name",
             tool_name=entry.name,
@@ -385,7 +418,7 @@ class ToolRegistry:
             >>> registry.register(_ExampleTool())
             Traceback (most recent call last):
             ...
-            agcore_tools.error.ToolError: cannot register tool 'example': a tool of that name is already registered (<_ExampleTool 'example'>); unregister it first or choose another name
+            agcore_tools.error.ToolConfigError: cannot register tool 'example': a tool of that name is already registered (<_ExampleTool 'example'>); unregister it first or choose another name
         """
         entry = self._make_entry(tool, tags, category, version)
         self._check_free(entry)
@@ -403,7 +436,7 @@ class ToolRegistry:
         seen: set[str] = set()
         for entry in entries:
             if entry.name in seen:
-                raise ToolError(
+                raise ToolConfigError(
                     f"cannot register tool '{entry.name}': it appears twice in the batch",
                     tool_name=entry.name,
                 )
@@ -464,26 +497,33 @@ class ToolRegistry:
         tokens and ends the loop when the model calls it (:meth:`list_tools` still
         lists every tool).
 
+        A tool whose :attr:`ToolEntry.strict` is set is offered in OpenAI's strict mode
+        (``"strict": true``): every object closed, every property required, optional
+        ones nullable (a ``null`` then means "use the default"), and only the keywords
+        strict mode accepts. A schema it cannot describe (``typing.Any``, a
+        ``dict[str, ...]``) is offered non-strict, with a logged warning naming the tool.
+
         Example:
-            >>> registry = ToolRegistry()
+            >>> registry = ToolRegistry(strict=True)
             >>> _ = registry.register(_ExampleTool())
             >>> registry.definitions()[0]["function"]["name"]
             'example'
-            >>> registry.definitions(api="responses")[0]["name"]
-            'example'
+            >>> flat = registry.definitions(api="responses")[0]
+            >>> flat["name"], flat["strict"], flat["parameters"]["additionalProperties"]
+            ('example', True, False)
         """
         cached = self._definitions.get(api)
         if cached is None:
             if api not in ("chat", "responses"):
-                raise ToolError(f"unknown api {api!r}: expected 'chat' or 'responses'")
+                raise ToolConfigError(f"unknown api {api!r}: expected 'chat' or 'responses'")
             checker = self._permission_checker
             offered = [
-                entry.tool
+                entry
                 for entry in self._entries.values()
                 if checker is None or checker.is_allowed(entry.permissions)
             ]
-            define = BaseTool.definition if api == "chat" else _responses_definition
-            cached = [define(tool) for tool in offered]
+            define = _chat_definition if api == "chat" else _responses_definition
+            cached = [define(entry.tool, _strict_parameters(entry)) for entry in offered]
             self._definitions[api] = cached
         # A deep copy: a caller editing a definition must not change later requests.
         return copy.deepcopy(cached)
@@ -541,6 +581,8 @@ class ToolRegistry:
         try:
             # An exact-type test first: isinstance(args, Mapping) costs ~0.1 µs.
             call_args = args if type(args) is dict else _arguments_dict(name, args)
+            if entry._plan is not None:
+                call_args, _ = entry._plan.apply(call_args)
             output = await tool.execute(call_args, ctx)
         except ToolError as exc:
             error = exc
@@ -678,21 +720,28 @@ class ToolRegistry:
         ctx: ToolContext | None = None,
         timeout: float | None = 60.0,
         max_result_bytes: int | None = 16384,
+        max_attachment_bytes: int | None = 5 * 1024 * 1024,
     ) -> list[dict[str, Any]]:
         """Run a model's tool calls and return the messages that answer them.
 
         A drop-in for apps that drive the OpenAI SDK themselves. It takes either:
 
         - Chat Completions ``message.tool_calls`` (SDK objects or dicts), and returns
-          ``{"role": "tool", "tool_call_id", "content"}`` messages to append;
+          ``{"role": "tool", "tool_call_id", "content"}`` messages to append, followed
+          by one user message carrying the images, audio and files the tools returned,
+          if any (tool messages carry text only);
         - Responses API ``function_call`` items (``response.output`` is fine: other
-          items are skipped), and returns ``function_call_output`` items.
+          items are skipped), and returns ``function_call_output`` items, whose
+          ``output`` is a list of ``input_text``, ``input_image`` and ``input_file``
+          parts when a tool returned an image or a file.
 
         Calls run concurrently, each with ``timeout`` seconds, and the outputs come
         back in the calls' order. Every failure (unknown tool, denied permission,
         arguments that are not a JSON object, exceptions) becomes error text for the
-        model, as in :class:`~agcore_tools.LlmCycle`; results past
-        ``max_result_bytes`` UTF-8 bytes keep their head and tail.
+        model, as in :class:`~agcore_tools.LlmCycle`; result text past
+        ``max_result_bytes`` UTF-8 bytes keeps its head and tail, and an image, sound
+        or file over ``max_attachment_bytes`` is left out, with the reason in the text
+        (see :mod:`agcore_tools.content`).
 
         Example:
             >>> registry = ToolRegistry()
@@ -705,7 +754,12 @@ class ToolRegistry:
         from ._toolcalls import run_tool_calls
 
         return await run_tool_calls(
-            self, tool_calls, ctx=ctx, timeout=timeout, max_result_bytes=max_result_bytes
+            self,
+            tool_calls,
+            ctx=ctx,
+            timeout=timeout,
+            max_result_bytes=max_result_bytes,
+            max_attachment_bytes=max_attachment_bytes,
         )
 
     # -- presentation --------------------------------------------------------------
@@ -753,19 +807,45 @@ def _as_call(call: ToolCall | Sequence[Any]) -> ToolCall:
         return call
     if isinstance(call, tuple) and len(call) in (2, 3):
         return ToolCall(*call)
-    raise ToolError(
+    raise ToolConfigError(
         f"invoke_all() takes (name, args) pairs, (name, args, call_id) triples or ToolCall "
         f"objects, got {call!r}"
     )
 
 
-def _responses_definition(tool: BaseTool) -> dict[str, Any]:
+def _strict_parameters(entry: ToolEntry) -> dict[str, Any] | None:
+    # The entry's strict parameters, worked out once (None when not strict).
+    if not entry.strict:
+        return None
+    if entry._strict_cache is None:
+        from ._strict import strict_parameters
+
+        form = getattr(entry.tool, "_strict_form", None)
+        entry._strict_cache = (
+            form() if form is not None else strict_parameters(entry.tool.parameters)
+        )
+        if entry._strict_cache[1] is not None:
+            logger.warning(
+                "tool %r is offered without strict mode: %s", entry.name, entry._strict_cache[1]
+            )
+    return entry._strict_cache[0]
+
+
+def _chat_definition(tool: BaseTool, strict: dict[str, Any] | None) -> dict[str, Any]:
+    definition = BaseTool.definition(tool)
+    if strict is not None:
+        definition["function"]["parameters"] = strict
+        definition["function"]["strict"] = True
+    return definition
+
+
+def _responses_definition(tool: BaseTool, strict: dict[str, Any] | None) -> dict[str, Any]:
     return {
         "type": "function",
         "name": tool.name,
         "description": tool.description,
-        "parameters": tool.parameters,
-        "strict": False,
+        "parameters": tool.parameters if strict is None else strict,
+        "strict": strict is not None,
     }
 
 

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from datetime import date
 from typing import Annotated, Any
@@ -16,6 +18,7 @@ from agcore_tools import (
     InvalidArgumentsError,
     Permission,
     ToolContext,
+    ToolDefinitionWarning,
     ToolError,
     ToolExecutionError,
     ToolRegistry,
@@ -156,6 +159,43 @@ async def test_return_values_become_json_compatible(registry: ToolRegistry) -> N
         "items": [1, 2],
         "set": [3],
     }
+
+
+async def test_images_are_kept_and_image_bytes_become_images(registry: ToolRegistry) -> None:
+    from agcore_tools import Image
+
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+
+    @registry.tool
+    def raw() -> bytes:
+        return png
+
+    @registry.tool
+    def wrapped() -> dict[str, Any]:
+        return {"caption": "logo", "image": Image(png), "when": date(2026, 1, 2)}
+
+    @registry.tool
+    def text_bytes() -> bytes:
+        return "héllo".encode()
+
+    @registry.tool
+    def blob() -> bytes:
+        return b"\x00\xff\xfe"
+
+    # Before: "tool 'raw' failed: returned a bytes, which is not JSON-compatible".
+    assert (await registry.invoke("raw", {})).output == Image(png, "image/png")
+    assert (await registry.invoke("wrapped", {})).output == {
+        "caption": "logo",
+        "image": Image(png),
+        "when": "2026-01-02",
+    }
+    assert (await registry.invoke("text_bytes", {})).output == "héllo"  # as before
+    error = (await registry.invoke("blob", {})).error
+    assert isinstance(error, ToolExecutionError) and error.is_recoverable()
+    assert str(error) == (
+        "tool 'blob' failed: returned 3 bytes that are neither a PNG, JPEG, GIF or WebP image "
+        "nor UTF-8 text; wrap them in Image(...), Audio(...) or File(...) with their media type"
+    )
 
 
 async def test_exceptions_become_execution_errors_with_cause(registry: ToolRegistry) -> None:
@@ -300,3 +340,163 @@ async def test_positional_only_context_parameter(registry: ToolRegistry) -> None
         return [ctx.call_id, x]
 
     assert (await registry.invoke("f", {"x": 1}, ToolContext(call_id="k"))).output == ["k", 1]
+
+
+# -- issue 8 §6: the decorator's rough edges ---------------------------------------------
+
+
+async def test_a_method_is_bound_through_its_instance(registry: ToolRegistry) -> None:
+    with registry.as_default():
+
+        class Counter:
+            def __init__(self, start: int) -> None:
+                self.total = start
+
+            @tool
+            def add(self, amount: int) -> int:
+                """Add to the running total."""
+                self.total += amount
+                return self.total
+
+    assert len(registry) == 0  # no instance yet, so nothing to register
+    assert list(Counter.add.parameters["properties"]) == ["amount"]
+    assert Counter.add.parameters["required"] == ["amount"]
+    counter = Counter(10)
+    bound = counter.add
+    assert bound is counter.add  # bound once per instance
+    registry.register(bound)
+    assert (await registry.invoke("add", {"amount": 5})).output == 15
+    assert counter.add(1) == 16 and counter.total == 16  # still an ordinary method
+    other = Counter(0)
+    with pytest.raises(ToolError, match="already registered"):
+        registry.register(other.add)  # two instances need two names
+    registry.register(counter.add)  # the same bound tool again replaces itself
+    assert registry.get("add") is bound
+
+
+def test_an_unbound_method_tool_is_refused_with_advice(registry: ToolRegistry) -> None:
+    class Store:
+        @tool
+        def get(self, key: str) -> str:
+            """Read a key."""
+            return key
+
+    with pytest.raises(TypeError, match=r"registry.register\(obj.get\)"):
+        registry.register(Store.get)
+    with pytest.raises(TypeError, match="is a method") as info:
+
+        class Other:
+            @registry.tool
+            def put(self, key: str) -> None:
+                """Write a key."""
+
+    assert isinstance(info.value, ToolError)
+
+
+async def test_classmethods_and_staticmethods(registry: ToolRegistry) -> None:
+    with registry.as_default():
+
+        class Units:
+            factor = 1000
+
+            @tool
+            @classmethod
+            def to_grams(cls, kilos: float) -> float:
+                """Kilograms to grams."""
+                return kilos * cls.factor
+
+            @tool
+            @staticmethod
+            def to_kilos(grams: float) -> float:
+                """Grams to kilograms."""
+                return grams / 1000
+
+    assert registry.list_tools() == ["to_grams", "to_kilos"]
+    assert list(registry.get("to_grams").parameters["properties"]) == ["kilos"]  # type: ignore[union-attr]
+    assert (await registry.invoke("to_grams", {"kilos": 2})).output == 2000
+    assert (await registry.invoke("to_kilos", {"grams": 500})).output == 0.5
+    assert Units.to_grams(1) == 1000 and Units().to_kilos(1000) == 1
+
+
+async def test_partials_leave_bound_arguments_out(registry: ToolRegistry) -> None:
+    def scale(x: float, factor: float, offset: float = 0.0) -> float:
+        """Scale a number.
+
+        Args:
+            x: The number.
+            factor: The multiplier.
+            offset: Added at the end.
+        """
+        return x * factor + offset
+
+    double = FunctionTool(functools.partial(scale, factor=2.0))
+    assert double.name == "scale" and double.description == "Scale a number."
+    assert list(double.parameters["properties"]) == ["x", "offset"]
+    assert double.parameters["properties"]["x"]["description"] == "The number."
+    registry.register(double)
+    assert (await registry.invoke("scale", {"x": 3})).output == 6.0
+    refused = await registry.invoke("scale", {"x": 3, "factor": 5})
+    assert isinstance(refused.error, InvalidArgumentsError)  # a bound argument stays bound
+    ten_times = tool(functools.partial(scale, 10.0), name="ten_times", registry=registry)
+    assert list(ten_times.parameters["properties"]) == ["factor", "offset"]
+    assert (await registry.invoke("ten_times", {"factor": 3})).output == 30.0
+
+
+async def test_callable_objects_use_the_call_docstring_and_a_given_name(
+    registry: ToolRegistry,
+) -> None:
+    class WordCounter:
+        """Counts words (the class docstring)."""
+
+        def __call__(self, text: str) -> int:
+            """Count the words of a text."""
+            return len(text.split())
+
+    counter = FunctionTool(WordCounter())
+    assert counter.name == "word_counter"
+    assert counter.description == "Count the words of a text."
+    named = tool(WordCounter(), name="count_words", registry=registry)
+    assert named.name == "count_words"
+    assert (await registry.invoke("count_words", {"text": "a b c"})).output == 3
+
+
+def test_lambdas_are_told_what_to_do_instead() -> None:
+    with pytest.raises(TypeError, match="lambda") as info:
+        FunctionTool(lambda city: city)
+    message = str(info.value)
+    assert "define the tool with def" in message and "annotate it" not in message
+    assert isinstance(info.value, ToolError)
+    with pytest.raises(ValueError, match="name="):
+        FunctionTool(lambda: 42)
+    assert FunctionTool(lambda: 42, name="answer", description="The answer.")() == 42
+
+
+def test_a_factory_second_tool_of_the_same_name_is_a_collision(registry: ToolRegistry) -> None:
+    def make_lookup(table: dict[str, str]) -> FunctionTool[..., str]:
+        @registry.tool(name="lookup")
+        def lookup(key: str) -> str:
+            """Look a key up."""
+            return table[key]
+
+        return lookup
+
+    first = make_lookup({"k": "first"})
+    with pytest.raises(ToolError, match="already registered") as info:
+        make_lookup({"k": "second"})
+    assert isinstance(info.value, ValueError)
+    assert registry.get("lookup") is first
+
+
+def test_a_function_without_a_docstring_warns_once_naming_it() -> None:
+    with pytest.warns(ToolDefinitionWarning) as record:
+
+        def undocumented(x: int) -> int:
+            return x
+
+        FunctionTool(undocumented)
+    assert len(record) == 1
+    assert "undocumented" in str(record[0].message)
+    assert record[0].filename == __file__  # points at the caller's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FunctionTool(undocumented, description="Echo x.")  # a description is enough

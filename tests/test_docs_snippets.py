@@ -148,11 +148,52 @@ SNIPPETS: dict[str, Setup] = {
         output=["Paris: 18 °C, light rain."],
         sent=[PARIS_RESULT],
     ),
+    "images": Setup(
+        script=[
+            S.reply_tool_calls([("webcam", {"city": "Paris"})]),
+            S.reply_text("Hard to say from one white pixel."),
+        ],
+        output=[
+            "Hard to say from one white pixel.",
+            "user: Is it sunny in Paris?",
+            "assistant: None",
+            "tool: Paris, 09:00\n[image 1 (image/gif, 43 B) is attached in the next user message]",
+            "user: ['text', 'text', 'image_url']",
+            "assistant: Hard to say from one white pixel.",
+        ],
+        sent=["data:image/gif;base64,R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw=="],
+    ),
     "mcp-config": Setup(
         output=["['demo__text_stats', 'demo__capital_of', 'demo__celsius_to_fahrenheit']"],
     ),
     "permissions": Setup(
         output=["permission denied: tool 'delete_file' needs 'delete', which is denied"],
+    ),
+    "strict": Setup(
+        script=[
+            S.reply_tool_calls(
+                [
+                    (
+                        "plan_trip",
+                        {
+                            "stops": [
+                                {"city": "Oslo", "nights": None},
+                                {"city": "Bergen", "nights": 2},
+                            ],
+                            "pace": None,
+                        },
+                    )
+                ]
+            ),
+            S.reply_text("One night in Oslo, then two in Bergen, at a relaxed pace."),
+        ],
+        output=[
+            "True ['stops', 'pace']",
+            "{'anyOf': [{'type': 'string'}, {'type': 'null'}]}",
+            "2 stops, 3 nights, relaxed pace",
+            "One night in Oslo, then two in Bergen, at a relaxed pace.",
+        ],
+        sent=["2 stops, 3 nights, relaxed pace"],
     ),
     "streaming": Setup(
         script=[

@@ -1,20 +1,35 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agcore_tools import (
+    CycleConfig,
+    FunctionTool,
     InvalidArgumentsError,
+    LlmConfigError,
     LlmError,
     MaxTurnsExceededError,
+    McpClient,
     McpError,
     McpNotInitializedError,
     McpTimeoutError,
+    Permission,
     PermissionDeniedError,
+    StdioTransport,
+    StreamableHttpTransport,
+    ToolConfigError,
+    ToolDefinitionError,
     ToolError,
     ToolExecutionError,
     ToolIOError,
     ToolNotFoundError,
+    ToolRegistry,
     ToolTimeoutError,
+    TrimOldest,
+    load_mcp_servers,
+    tool,
 )
 
 RECOVERABLE = [
@@ -61,3 +76,70 @@ def test_llm_errors_are_separate_from_tool_errors() -> None:
     err = MaxTurnsExceededError(4)
     assert isinstance(err, LlmError) and not isinstance(err, ToolError)
     assert err.max_turns == 4 and "max_turns=4" in str(err)
+
+
+# Mistakes in the caller's own code are also ValueError or TypeError (issue 8 §6).
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        (lambda: FunctionTool(len, timeout=0), ValueError),
+        (lambda: FunctionTool(42), TypeError),  # type: ignore[arg-type]
+        (lambda: FunctionTool(_unannotated), TypeError),
+        (lambda: ToolRegistry().register(object()), TypeError),  # type: ignore[arg-type]
+        (lambda: tool(_documented, name="no spaces allowed", registry=ToolRegistry()), ValueError),
+        (lambda: ToolRegistry().definitions(api="grpc"), ValueError),  # type: ignore[arg-type]
+        (lambda: Permission.custom(""), ValueError),
+        (lambda: Permission.parse("fly"), ValueError),
+        (lambda: Permission.parse(3), TypeError),  # type: ignore[arg-type]
+        (lambda: StdioTransport(""), ValueError),
+        (lambda: StreamableHttpTransport("ftp://x"), ValueError),
+        (lambda: McpClient("", StdioTransport("srv")), ValueError),
+        (lambda: McpClient("srv", StdioTransport("srv"), timeout=0), ValueError),
+        (lambda: load_mcp_servers({"mcpServers": {"x": 1}}), ValueError),
+        (lambda: ToolRegistry().invoke_all([42]).send(None), ValueError),  # type: ignore[list-item]
+    ],
+)
+def test_caller_mistakes_are_also_value_or_type_errors(make: Any, kind: type[Exception]) -> None:
+    with pytest.raises(kind) as info:
+        make()
+    assert isinstance(info.value, ToolError)
+    assert isinstance(info.value, (ToolConfigError, ToolDefinitionError))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: CycleConfig(model=""),
+        lambda: CycleConfig(model="m", max_turns=0),
+        lambda: CycleConfig(model="m", stream=True),
+        lambda: TrimOldest(max_messages=0),
+    ],
+)
+def test_loop_setting_mistakes_are_also_value_errors(make: Any) -> None:
+    with pytest.raises(ValueError) as info:
+        make()
+    assert isinstance(info.value, LlmConfigError) and isinstance(info.value, LlmError)
+
+
+def _unannotated(x):  # type: ignore[no-untyped-def]
+    """No annotation."""
+    return x
+
+
+def _documented(x: int) -> int:
+    """Echo x."""
+    return x
+
+
+def test_max_turns_exceeded_carries_what_the_run_did() -> None:
+    from agcore_tools import ToolInvocation, Usage
+
+    done = (ToolInvocation("add", {"a": 1}, output=2),)
+    err = MaxTurnsExceededError(
+        2, invocations=done, usage=Usage(10, 5, 15, requests=2), history_length=7
+    )
+    assert (err.max_turns, err.invocations, err.history_length) == (2, done, 7)
+    assert err.usage.total_tokens == 15
+    assert str(err) == "tool loop stopped: a new request would exceed max_turns=2"
+    bare = MaxTurnsExceededError(3)
+    assert (bare.invocations, bare.usage.requests, bare.history_length) == ((), 0, 0)

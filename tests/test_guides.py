@@ -74,6 +74,12 @@ def test_the_notebook_guide_runs_as_a_notebook(tmp_path: Path) -> None:
         "cannot register tool 'add': a tool of that name is already registered "
         "(<FunctionTool 'add'>); unregister it first or choose another name"
     )
+    # A factory's tools: a later cell replaces, the same cell collides.
+    assert _outputs(cells['registry.get("lookup") is first'], "text/plain") == "True"
+    replaced = cells['registry.get("lookup") is second, registry.get("lookup")("colour")']
+    assert _outputs(replaced, "text/plain") == "(True, 'blue')"
+    collided = _outputs(cells['registry.get("lookup")("colour")'], "text/plain")
+    assert collided == "ToolConfigError True\n'green'"
     # The scoped registry took the bare @tool; the notebook's main registry did not.
     scoped = _outputs(cells['experiment.list_tools(), "shout" in registry'], "text/plain")
     assert scoped == "(['shout'], False)"

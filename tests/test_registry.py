@@ -9,6 +9,7 @@ import pytest
 
 from agcore_tools import (
     BaseTool,
+    FunctionTool,
     InvalidArgumentsError,
     PermissionChecker,
     PermissionConfig,
@@ -338,3 +339,123 @@ def test_definitions_leave_out_tools_the_checker_refuses() -> None:
     assert [d["function"]["name"] for d in registry.definitions()] == ["ls"]
     assert [d["name"] for d in registry.definitions(api="responses")] == ["ls"]
     assert registry.list_tools() == ["ls", "rm"]
+
+
+# -- strict mode (issue 8 §3) ------------------------------------------------------------
+
+
+class Search(BaseTool):
+    """A raw-schema tool with an optional parameter."""
+
+    name = "search"
+    description = "Search the index."
+    parameters = {  # noqa: RUF012
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "default": 10}},
+        "required": ["query"],
+    }
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        self.seen.append(args)
+        return len(self.seen)
+
+
+def test_strict_per_registry_and_per_tool_in_both_apis() -> None:
+    registry = ToolRegistry(strict=True)
+    assert registry.strict and not ToolRegistry().strict
+
+    @registry.tool
+    def forecast(city: str, days: int = 3) -> str:
+        """Weather forecast."""
+        return city
+
+    @registry.tool(strict=False)
+    def loose(city: str, days: int = 3) -> str:
+        """Not strict."""
+        return city
+
+    chat = {d["function"]["name"]: d["function"] for d in registry.definitions()}
+    assert chat["forecast"]["strict"] is True
+    assert chat["forecast"]["parameters"]["required"] == ["city", "days"]
+    assert "strict" not in chat["loose"] and chat["loose"]["parameters"]["required"] == ["city"]
+    flat = {d["name"]: d for d in registry.definitions(api="responses")}
+    assert flat["forecast"]["strict"] is True and flat["loose"]["strict"] is False
+    assert flat["forecast"]["parameters"] == chat["forecast"]["parameters"]
+    assert registry.entry("forecast").strict and not registry.entry("loose").strict  # type: ignore[union-attr]
+
+    plain = ToolRegistry()
+    plain.register(FunctionTool(forecast.func, strict=True))
+    plain.register(Search())
+    flat = {d["name"]: d for d in plain.definitions(api="responses")}
+    assert flat["forecast"]["strict"] is True and flat["search"]["strict"] is False
+
+
+async def test_a_raw_tool_is_made_strict_and_its_nulls_mean_absent() -> None:
+    registry = ToolRegistry(strict=True)
+    search = Search()
+    registry.register(search)
+    (definition,) = registry.definitions()
+    assert definition["function"]["strict"] is True
+    assert definition["function"]["parameters"]["properties"]["limit"] == {
+        "anyOf": [{"type": "integer"}, {"type": "null"}]
+    }
+    await registry.invoke("search", {"query": "q", "limit": None})
+    await registry.invoke("search", {"query": "q", "limit": 3})
+    assert search.seen == [{"query": "q"}, {"query": "q", "limit": 3}]
+
+
+def test_a_schema_strict_mode_cannot_describe_is_offered_non_strict_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Tagger(Search):
+        name = "tagger"
+        parameters = {  # noqa: RUF012
+            "type": "object",
+            "properties": {
+                "counts": {"type": "object", "additionalProperties": {"type": "integer"}}
+            },
+            "required": ["counts"],
+        }
+
+    registry = ToolRegistry(strict=True)
+    registry.register(Tagger())
+
+    @registry.tool
+    def anything(value: Any) -> Any:
+        """Echo anything."""
+        return value
+
+    with caplog.at_level("WARNING", logger="agcore_tools.registry"):
+        definitions = registry.definitions()
+        registry.definitions(api="responses")  # worked out once, logged once
+    assert all("strict" not in d["function"] for d in definitions)
+    assert definitions[0]["function"]["parameters"] == Tagger.parameters
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [
+        "tool 'tagger' is offered without strict mode: 'counts' is a map with free keys "
+        "(dict[str, ...]), which strict mode cannot describe",
+        "tool 'anything' is offered without strict mode: 'value' accepts any JSON value "
+        "(typing.Any), which strict mode cannot describe",
+    ]
+
+
+async def test_an_mcp_servers_tools_are_strict_in_a_strict_registry() -> None:
+    from agcore_tools import McpClient
+
+    from .mcp.conftest import fixture_stdio
+
+    registry = ToolRegistry(strict=True)
+    async with McpClient("fixture", fixture_stdio(), timeout=15) as client:
+        registry.register_all(client.into_tools())
+        slow = next(d for d in registry.definitions() if d["function"]["name"] == "slow")
+        assert slow["function"]["strict"] is True
+        marker = slow["function"]["parameters"]["properties"]["marker"]
+        assert marker == {"anyOf": [{"type": "string"}, {"type": "null"}]}
+        # The model's null for the optional marker never reaches the server, which
+        # would refuse it.
+        done = await registry.invoke("slow", {"seconds": 0, "marker": None})
+        assert done.ok, done.error
+        assert done.output == "slept 0.0"

@@ -132,3 +132,45 @@ def test_docstring_parser_tolerates_no_sections_and_none() -> None:
     assert parse_docstring(None).description == ""
     doc = parse_docstring("Just a line.")
     assert (doc.description, doc.params) == ("Just a line.", {})
+
+
+def test_nested_models_are_closed_unless_they_allow_extra_keys() -> None:
+    from pydantic import ConfigDict
+
+    class Address(BaseModel):
+        street: str
+
+    class Labels(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+    def f(home: Address, work: Address | None = None, labels: Labels | None = None) -> None: ...
+
+    result = function_schema(f)
+    assert result.parameters["$defs"]["Address"]["additionalProperties"] is False
+    assert result.parameters["$defs"]["Labels"]["additionalProperties"] is True
+    assert result.plan is not None  # unknown keys of an Address are reported per call
+
+
+def test_methods_partials_and_callable_objects_are_read_through() -> None:
+    import functools
+
+    class Shop:
+        def buy(self, item: str, count: int = 1) -> None:
+            """Buy something.
+
+            Args:
+                item: What to buy.
+            """
+
+    in_body = function_schema(Shop.buy)  # a function defined in a class body
+    assert in_body.method and list(in_body.parameters["properties"]) == ["item", "count"]
+    bound = function_schema(Shop().buy)
+    assert not bound.method and list(bound.parameters["properties"]) == ["item", "count"]
+    partial = function_schema(functools.partial(Shop().buy, count=2))
+    assert partial.name == "buy" and list(partial.parameters["properties"]) == ["item"]
+    assert partial.parameters["properties"]["item"]["description"] == "What to buy."
+
+    def outer_self(self: int) -> None:  # not in a class body: an ordinary parameter
+        """Self is just a name here."""
+
+    assert list(function_schema(outer_self).parameters["properties"]) == ["self"]

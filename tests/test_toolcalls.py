@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import time
 from typing import Any
 
@@ -11,14 +13,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agcore_tools import (
+    File,
+    Image,
     InvalidArgumentsError,
     PermissionChecker,
     PermissionConfig,
     ToolError,
+    ToolInvocation,
     ToolRegistry,
     ToolTimeoutError,
 )
-from agcore_tools._toolcalls import parse_call, result_text, truncate_utf8
+from agcore_tools._toolcalls import model_text, parse_call, result_text, truncate_utf8
+
+DEEP = 100_000
 
 # -- parse_call -------------------------------------------------------------------------
 
@@ -65,12 +72,38 @@ def test_unusable_arguments_give_an_invalid_arguments_error(raw: Any, reason: st
 
 
 def test_a_json_error_keeps_the_decoder_error_as_cause() -> None:
-    import json
 
     call = parse_call("add", "c1", '{"a": }')
     assert isinstance(call.error, InvalidArgumentsError)
     assert isinstance(call.error.__cause__, json.JSONDecodeError)
     assert "line 1 column 7" in str(call.error)
+
+
+def test_arguments_nested_too_deeply_give_an_error_with_the_recursion_error_as_cause() -> None:
+    call = parse_call("echo", "c1", '{"v": ' + "[" * DEEP + "]" * DEEP + "}")
+    assert call.args is None
+    assert isinstance(call.error, InvalidArgumentsError)
+    assert isinstance(call.error.__cause__, RecursionError)
+    assert call.error.reason == "arguments nest too deeply to parse; send a flatter JSON object"
+
+
+def test_an_object_too_deep_to_write_as_json_is_an_error_recorded_as_empty() -> None:
+    value: dict[str, Any] = {}
+    for _ in range(DEEP):
+        value = {"v": value}
+    call = parse_call("echo", "c1", value)
+    assert (call.args, call.arguments) == (None, "{}")
+    assert isinstance(call.error, InvalidArgumentsError)
+    assert isinstance(call.error.__cause__, RecursionError)
+
+
+def test_lone_surrogates_in_name_id_and_arguments_text_become_replacement_characters() -> None:
+    call = parse_call("ech\ud800", "c\udc01", '{"text": "\udfff", "escaped": "\\ud800"}')
+    assert (call.name, call.call_id) == ("ech\ufffd", "c\ufffd")
+    assert call.arguments == '{"text": "\ufffd", "escaped": "\\ud800"}'
+    # An escaped surrogate is valid JSON text; the tool gets what it spells.
+    assert call.args == {"text": "\ufffd", "escaped": "\ud800"}
+    call.arguments.encode("utf-8")
 
 
 # -- result text -------------------------------------------------------------------------
@@ -89,6 +122,29 @@ def test_result_text_keeps_strings_and_writes_everything_else_as_compact_json() 
     assert result_text([Point(1, 2)]) == '[{"x":1,"y":2}]'
     assert result_text(None) == "null"
     assert result_text(object()).startswith('"<object object')
+
+
+def test_model_text_replaces_lone_surrogates_in_results_and_errors() -> None:
+    assert model_text(ToolInvocation("t", {}, output="a\ud800b"), None) == "a\ufffdb"
+    assert model_text(ToolInvocation("t", {}, output={"k\udc00": ["\ud800"]}), None) == (
+        '{"k\ufffd":["\ufffd"]}'
+    )
+    failed = ToolInvocation("t", {}, error=ToolError("bad \ud800"))
+    assert model_text(failed, None) == "Error: bad \ufffd"
+
+
+def test_a_result_that_cannot_be_written_as_json_reads_as_an_error() -> None:
+    deep: list[Any] = []
+    for _ in range(DEEP):
+        deep = [deep]
+    circular: list[Any] = []
+    circular.append(circular)
+    for output in (deep, circular):
+        text = model_text(ToolInvocation("t", {}, output=output), 200)
+        assert text.startswith("Error: tool 't' failed: returned a result that cannot be written")
+    # Nesting pydantic refuses but json can write is sent as it is.
+    medium = json.loads("[" * 500 + "]" * 500)
+    assert model_text(ToolInvocation("t", {}, output=medium), None) == "[" * 500 + "]" * 500
 
 
 # -- truncation ---------------------------------------------------------------------------
@@ -255,6 +311,29 @@ async def test_every_failure_becomes_error_text_and_nothing_is_raised(registry) 
     assert contents[3] == f"Error: {ToolTimeoutError('nap', 0.1)}"
 
 
+async def test_hostile_arguments_and_results_become_clean_text_not_exceptions() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def echo(value: Any = None) -> Any:
+        """Return the value."""
+        return value
+
+    messages = await registry.run_tool_calls(
+        [
+            chat_call("deep", "echo", '{"value": ' + "[" * DEEP + "]" * DEEP + "}"),
+            chat_call("lone", "echo", '{"value": "\\ud800"}'),
+        ]
+    )
+    contents = {m["tool_call_id"]: m["content"] for m in messages}
+    assert contents["deep"] == (
+        "Error: tool 'echo' got invalid arguments: arguments nest too deeply to parse; "
+        "send a flatter JSON object"
+    )
+    assert contents["lone"] == "\ufffd"
+    json.dumps(messages, ensure_ascii=False).encode("utf-8")
+
+
 async def test_results_are_truncated_like_the_loop_does(registry) -> None:
     (message,) = await registry.run_tool_calls(
         [chat_call("c1", "long_text", "{}")], max_result_bytes=300
@@ -316,3 +395,133 @@ async def test_cancelling_run_tool_calls_cancels_the_running_tools() -> None:
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 5)
     assert sorted(cancelled) == ["a", "b"]
+
+
+# -- images, audio and files --------------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(i % 251 for i in range(30_000))
+
+
+@pytest.fixture
+def pictures() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def snapshot() -> bytes:
+        """Raw PNG bytes, as many imaging libraries hand them out."""
+        return PNG
+
+    @registry.tool
+    def report() -> dict[str, Any]:
+        """A caption and a chart in one dict."""
+        chart = base64.b64encode(PNG).decode()  # as an image API hands it out
+        return {"caption": "Q3 sales", "chart": Image.from_base64(chart), "pdf": File(b"%PDF-1.7")}
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    return registry
+
+
+async def test_chat_completions_drop_in_sends_images_in_a_user_message_after_the_tools(
+    pictures: ToolRegistry,
+) -> None:
+    from agcore_tools.testing import ScriptedChatServer as S
+
+    script = [
+        S.reply_tool_calls([("snapshot", {}, "c1"), ("add", {"a": 1, "b": 2}, "c2")]),
+        S.reply_text("A black square; 3."),
+    ]
+    with S(script) as server:
+        async with server.client() as client:
+            messages: list[Any] = [{"role": "user", "content": "Snapshot, and 1 + 2?"}]
+            while True:
+                completion = await client.chat.completions.create(
+                    model="m", messages=messages, tools=pictures.definitions()
+                )
+                message = completion.choices[0].message
+                messages.append(message.to_dict())
+                if not message.tool_calls:
+                    break
+                messages += await pictures.run_tool_calls(message.tool_calls)
+        sent = server.requests[1].json["messages"]
+    # Before: "tool 'snapshot' failed: returned a bytes, which is not JSON-compatible".
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool", "user"]
+    assert sent[2]["content"] == (
+        "[image 1 (image/png, 29.3 KB) is attached in the next user message]"
+    )
+    assert sent[3]["content"] == "3"
+    assert sent[4]["content"][1:] == [
+        {"type": "text", "text": "image 1 of tool call c1 (snapshot):"},
+        {"type": "image_url", "image_url": {"url": Image(PNG).data_url}},
+    ]
+    assert message.content == "A black square; 3."
+
+
+async def test_responses_drop_in_sends_input_image_and_input_file_parts(
+    pictures: ToolRegistry,
+) -> None:
+    from agcore_tools.testing import ScriptedChatServer as S
+
+    script = [S.reply_tool_calls([("report", {}, "fc1")]), S.reply_text("Q3 looks good.")]
+    with S(script) as server:
+        async with server.client() as client:
+            tools = pictures.definitions(api="responses")
+            response = await client.responses.create(model="m", input="Q3?", tools=tools)
+            while outputs := await pictures.run_tool_calls(response.output):
+                response = await client.responses.create(
+                    model="m", input=outputs, previous_response_id=response.id, tools=tools
+                )
+        [output] = server.requests[1].json["input"]
+    # Before: a base64 image in a dict was cut at 16 KB in the middle of its base64.
+    assert output["type"] == "function_call_output" and output["call_id"] == "fc1"
+    text, image, pdf = output["output"]
+    assert text == {
+        "type": "input_text",
+        "text": '{"caption":"Q3 sales","chart":"[image 1 (image/png, 29.3 KB) is attached '
+        'below]","pdf":"[file 1 (file.pdf) (application/pdf, 8 B) is attached below]"}',
+    }
+    assert image == {"type": "input_image", "image_url": Image(PNG).data_url}
+    assert pdf == {
+        "type": "input_file",
+        "file_data": "data:application/pdf;base64,JVBERi0xLjc=",
+        "filename": "file.pdf",
+    }
+    assert response.output_text == "Q3 looks good."
+
+
+async def test_a_binary_value_over_the_drop_in_limit_is_named_not_sent(
+    pictures: ToolRegistry,
+) -> None:
+    call = {"type": "function_call", "call_id": "fc1", "name": "snapshot", "arguments": "{}"}
+    [output] = await pictures.run_tool_calls([call], max_attachment_bytes=10_000)
+    assert output["output"] == (
+        "[image 1 (image/png, 29.3 KB) was not sent: it is larger than the 9.8 KB limit for "
+        "binary tool results]"
+    )
+    messages = await pictures.run_tool_calls(
+        [chat_call("c1", "snapshot", "{}")], max_attachment_bytes=10_000
+    )
+    assert [m["role"] for m in messages] == ["tool"]  # nothing left to attach
+
+
+async def test_bytes_of_no_known_kind_from_a_base_tool_become_error_text() -> None:
+    from agcore_tools import BaseTool
+
+    class Blob(BaseTool):
+        name = "blob"
+        description = "Returns raw bytes."
+
+        async def execute(self, args: dict[str, Any], ctx: Any) -> Any:
+            return {"blob": b"\x00\xff"}
+
+    registry = ToolRegistry()
+    registry.register(Blob())
+    [message] = await registry.run_tool_calls([chat_call("c1", "blob", "{}")])
+    assert message["content"] == (
+        "Error: tool 'blob' failed: returned 2 bytes that are neither a PNG, JPEG, GIF or WebP "
+        "image nor UTF-8 text; wrap them in Image(...), Audio(...) or File(...) with their "
+        "media type"
+    )

@@ -16,19 +16,27 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._aio import with_timeout
+from .._attachments import Rendered, attachments_message
 from .._display import MAX_ROWS, html_table, markdown_table, message_rows
 from .._toolcalls import (
     ParsedCall,
     aborted_text,
     error_text,
     iter_invocations,
-    model_text,
-    parse_call,
+    model_result,
     preflight,
 )
 from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
+from ._policy import (
+    answer_unanswered,
+    clean_turn,
+    mark_unknown,
+    relaxed_tool_choice,
+    tool_message,
+    unanswered_calls,
+)
 from ._retry import RetryPolicy
 from ._stream import TurnBuilder
 from .config import CycleConfig
@@ -222,7 +230,9 @@ class LlmCycle:
         """Append ``messages`` to the history as they are (no user message is added),
         then ask the model (no tools).
 
-        ``submit_messages([])`` resends the history, for example after a failure.
+        ``submit_messages([])`` resends the history as it is, without tools, for example
+        after a failed request. To go on with a tool loop that stopped (an error,
+        ``max_turns``), use ``submit_with_tools(None, registry)``.
 
         Example:
             >>> import asyncio
@@ -254,7 +264,7 @@ class LlmCycle:
         return self._start([_user(prompt)], None, None, stream=True)
 
     async def submit_with_tools(
-        self, prompt: str, registry: ToolRegistry, *, ctx: ToolContext | None = None
+        self, prompt: str | None, registry: ToolRegistry, *, ctx: ToolContext | None = None
     ) -> ChatResponse:
         """Send a user message, run the tools the model calls, and repeat until it answers.
 
@@ -263,16 +273,24 @@ class LlmCycle:
         :class:`LlmError` whose ``__cause__`` is the :class:`ToolError`; the history
         stays valid (every call gets a tool message). A request past
         ``config.max_turns`` raises :class:`MaxTurnsExceededError` unsent.
+        ``CycleConfig(unknown_tool="tell_model")`` sends an unknown tool's error to the
+        model instead of stopping.
+
+        With ``prompt=None`` no user message is added and the loop goes on from the
+        history as it is: it first runs the calls of the last assistant message that no
+        tool message answers yet, then asks the model, with the registry's tools. That
+        resumes a loop that stopped, or runs tool calls that came from :meth:`submit`.
 
         ``ctx`` is the context every tool call derives its own from (session id,
         metadata, cancellation); a fresh one by default.
         """
-        return await self._start([_user(prompt)], registry, ctx, stream=False).collect()
+        return await self._start(_prompt(prompt), registry, ctx, stream=False).collect()
 
     def submit_stream_with_tools(
-        self, prompt: str, registry: ToolRegistry, *, ctx: ToolContext | None = None
+        self, prompt: str | None, registry: ToolRegistry, *, ctx: ToolContext | None = None
     ) -> EventStream:
-        """Like :meth:`submit_with_tools`, streaming events as they happen.
+        """Like :meth:`submit_with_tools` (``prompt=None`` too), streaming events as they
+        happen.
 
         Per turn: ``AssistantTextDelta`` (and ``ReasoningDelta``) events, then
         ``TurnComplete``; for a tool turn, a ``ToolExecutionStarted`` per call, then a
@@ -302,7 +320,7 @@ class LlmCycle:
             AssistantTextDelta
             TurnComplete
         """
-        return self._start([_user(prompt)], registry, ctx, stream=True)
+        return self._start(_prompt(prompt), registry, ctx, stream=True)
 
     async def aclose(self) -> None:
         """Close the SDK client if this cycle created it.
@@ -407,22 +425,40 @@ class LlmCycle:
         try:
             config = self.config
             tools = registry.definitions() if registry is not None and len(registry) else None
+            relaxed = (
+                relaxed_tool_choice(config.request_options) if config.reset_tool_choice else None
+            )
             ctx = ctx if ctx is not None else ToolContext()
             usage = ZERO_USAGE
             invocations: list[ToolInvocation] = []
             self.messages.extend(added)
+            # 0. Resuming (no new message): first run the calls the history left open.
+            pending = unanswered_calls(self.messages) if registry is not None and not added else []
+            if registry is not None and pending:
+                async for event in self._run_tools(registry, pending, ctx, invocations):
+                    yield event
             turn = 0
             while True:
                 # 1. Refuse a turn past the limit before sending anything.
                 if config.max_turns is not None and turn >= config.max_turns:
-                    raise MaxTurnsExceededError(config.max_turns)
+                    raise MaxTurnsExceededError(
+                        config.max_turns,
+                        invocations=invocations,
+                        usage=usage,
+                        history_length=len(self.messages),
+                    )
                 turn += 1
-                # 2. One request; streamed text events pass straight through.
+                # 2. One request; streamed text events pass straight through. A forced
+                #    tool_choice serves the call's first request only, or a forced loop
+                #    could end at max_turns alone.
                 builder = TurnBuilder(str(self._requests))
                 self._requests += 1
-                async for event in self._request(self._params(tools, stream), stream, builder):
+                params = self._params(tools, stream)
+                if relaxed is not None and turn > 1:
+                    params["tool_choice"] = relaxed
+                async for event in self._request(params, stream, builder):
                     yield event
-                result = builder.build()
+                result = clean_turn(builder.build())
                 self.messages.append(result.message)
                 usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)
                 yield TurnComplete(
@@ -439,13 +475,17 @@ class LlmCycle:
                         tuple(invocations),
                     )
                     return
-                async for event in self._run_tools(registry, result.calls, ctx, invocations):
-                    yield event
+                # aclosing: a consumer leaving mid-turn must stop the running calls and
+                # answer every call (attachments last) before the finally below runs.
+                running = self._run_tools(registry, result.calls, ctx, invocations)
+                async with contextlib.aclosing(running):
+                    async for event in running:
+                        yield event
         finally:
             if registry is not None:
                 # A consumer that left at a TurnComplete or a ToolExecutionStarted event
                 # closed the loop between a tool turn and its results.
-                _answer_unanswered(self.messages, start)
+                answer_unanswered(self.messages, start, "the tool loop was stopped before it ran")
             self._busy = False
 
     def _params(self, tools: list[dict[str, Any]] | None, stream: bool) -> dict[str, Any]:
@@ -474,7 +514,8 @@ class LlmCycle:
                 builder.feed_completion(await retry.call(functools.partial(create, **params)))
                 return
             response, first = await retry.call(functools.partial(_open_stream, create, params))
-        except (OpenAIError, ValueError) as exc:  # ValueError: a body that is not JSON
+        except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
+            # or JSON nested too deeply to parse
             raise LlmError(f"chat completion request failed: {type(exc).__name__}: {exc}") from exc
         # 2. Read the stream; closing it on any exit (cancellation included) drops the
         #    HTTP connection, which tells the server to stop generating.
@@ -487,7 +528,7 @@ class LlmCycle:
                     chunk = await response.__anext__()
                 except StopAsyncIteration:
                     chunk = None
-        except (OpenAIError, ValueError) as exc:  # ValueError: an event that is not JSON
+        except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
             raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
         finally:
             await _close_stream(response)
@@ -498,9 +539,13 @@ class LlmCycle:
         calls: Sequence[ParsedCall],
         ctx: ToolContext,
         invocations: list[ToolInvocation],
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         # 1. An unknown or forbidden tool stops the loop before any call of the turn
         #    runs; every call still gets a tool message so the history stays valid.
+        #    With unknown_tool="tell_model" an unknown tool's call is answered with its
+        #    error instead, like bad arguments, and only a forbidden tool stops the loop.
+        if self.config.unknown_tool == "tell_model":
+            calls = mark_unknown(registry, calls)
         refused = preflight(registry, calls)
         if refused is not None:
             for call in calls:
@@ -509,11 +554,12 @@ class LlmCycle:
                     if call.name == refused.tool_name
                     else aborted_text(call, f"tool '{refused.tool_name}' was refused")
                 )
-                self.messages.append(_tool_message(call, text))
+                self.messages.append(tool_message(call, text))
             raise LlmError(f"tool loop stopped: {refused}") from refused
         # 2. Run the calls concurrently, reporting each as it ends.
         max_bytes = self.config.max_tool_result_bytes
         texts: list[str | None] = [None] * len(calls)
+        rendered: list[Rendered | None] = [None] * len(calls)
         done: list[ToolInvocation | None] = [None] * len(calls)
         stop: ToolError | None = None
         for call in calls:
@@ -524,10 +570,23 @@ class LlmCycle:
             )
             async with contextlib.aclosing(running):
                 async for position, invocation in running:
-                    text = model_text(invocation, max_bytes)
-                    texts[position], done[position] = text, invocation
+                    result = model_result(
+                        invocation,
+                        max_bytes,
+                        api="chat",
+                        max_attachment_bytes=self.config.max_tool_attachment_bytes,
+                    )
+                    text = result.text
+                    texts[position], done[position], rendered[position] = text, invocation, result
+                    # An error the call came with (bad arguments, an unknown tool the
+                    # model is told about) is the model's to fix: it never stops the loop.
                     error = invocation.error
-                    if error is not None and stop is None and not error.is_recoverable():
+                    if (
+                        error is not None
+                        and error is not calls[position].error
+                        and stop is None
+                        and not error.is_recoverable()
+                    ):
                         stop = error
                     yield ToolExecutionCompleted(
                         invocation.tool_name,
@@ -542,7 +601,11 @@ class LlmCycle:
             for call, answer in zip(calls, texts, strict=True):
                 if answer is None:
                     answer = aborted_text(call, "the tool loop was cancelled")
-                self.messages.append(_tool_message(call, answer))
+                self.messages.append(tool_message(call, answer))
+            # Tool messages carry text only: the images, audio and files follow them.
+            attached = attachments_message([(c.call_id, c.name) for c in calls], rendered)
+            if attached is not None:
+                self.messages.append(attached)
             invocations.extend(inv for inv in done if inv is not None)
         if stop is not None:
             raise LlmError(f"tool loop stopped: {stop}") from stop
@@ -552,24 +615,8 @@ def _user(prompt: str) -> Message:
     return {"role": "user", "content": prompt}
 
 
-def _tool_message(call: ParsedCall, text: str) -> Message:
-    return {"role": "tool", "tool_call_id": call.call_id, "content": text}
-
-
-def _answer_unanswered(messages: list[Message], start: int) -> None:
-    """Give each tool call of the last assistant message since ``start`` a tool message
-    if it has none, so the history stays valid for the API."""
-    for index in range(len(messages) - 1, start - 1, -1):
-        message = messages[index]
-        if message.get("role") != "assistant":
-            continue
-        answered = {m.get("tool_call_id") for m in messages[index + 1 :]}
-        for call in message.get("tool_calls") or ():
-            if call["id"] not in answered:
-                parsed = parse_call(call["function"]["name"], call["id"], None)
-                text = aborted_text(parsed, "the tool loop was stopped before it ran")
-                messages.append(_tool_message(parsed, text))
-        return
+def _prompt(prompt: str | None) -> list[Message]:
+    return [] if prompt is None else [_user(prompt)]
 
 
 def _client_from_env() -> AsyncOpenAI:

@@ -7,6 +7,9 @@ The unit a policy may drop is an *exchange*: a user message and everything after
 up to the next user message. An assistant message that asks for tool calls and the
 tool messages answering it always sit in the same exchange, so no policy built on
 :func:`split_exchanges` can separate them (providers reject such a history with a 400).
+The user message that carries the images, audio and files of those tool results
+(tool messages carry text only; see :mod:`agcore_tools.content`) belongs to the same
+exchange too.
 
 Example:
     >>> policy = TrimOldest(max_messages=3)
@@ -28,7 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..error import LlmError
+from .._attachments import is_attachments_message
+from ..error import LlmConfigError
 
 __all__ = ["HistoryPolicy", "TrimOldest", "split_exchanges"]
 
@@ -63,7 +67,8 @@ def split_exchanges(messages: Sequence[Message]) -> tuple[list[Message], list[li
     """Split a history into its leading system messages and its exchanges.
 
     An exchange starts at a user message and runs to the next one; messages before
-    the first user message form an exchange of their own.
+    the first user message form an exchange of their own. The user message that
+    carries tool results' images, audio and files continues its exchange.
 
     Example:
         >>> system, exchanges = split_exchanges([
@@ -80,11 +85,14 @@ def split_exchanges(messages: Sequence[Message]) -> tuple[list[Message], list[li
         start += 1
     system = list(messages[:start])
     exchanges: list[list[Message]] = []
+    previous: Message | None = None
     for message in messages[start:]:
-        if message.get("role") == "user" or not exchanges:
+        starts = message.get("role") == "user" and not is_attachments_message(message, previous)
+        if starts or not exchanges:
             exchanges.append([message])
         else:
             exchanges[-1].append(message)
+        previous = message
     return system, exchanges
 
 
@@ -116,7 +124,7 @@ class TrimOldest:
         for name in ("max_messages", "max_chars"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise LlmError(f"TrimOldest.{name} must be at least 1, got {value!r}")
+                raise LlmConfigError(f"TrimOldest.{name} must be at least 1, got {value!r}")
 
     def select(self, messages: Sequence[Message]) -> Sequence[Message]:
         """The system messages plus the newest exchanges that fit the budget."""

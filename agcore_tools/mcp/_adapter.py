@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..base import BaseTool, ToolContext
-from ..error import ToolError
+from ..error import ToolConfigError
 from ..permission import Permission
 from .models import McpToolInfo
 
@@ -96,13 +96,13 @@ def make_adapters(
     prefix: str | None,
     policy: PermissionPolicy,
 ) -> list[BaseTool]:
-    """One :class:`McpTool` per tool; raises :class:`ToolError` on a name collision."""
+    """One :class:`McpTool` per tool; raises :class:`ToolConfigError` on a name collision."""
     adapters: list[BaseTool] = []
     taken: dict[str, str] = {}
     for info in infos:
         name = adapter_name(info.name, prefix)
         if name in taken:
-            raise ToolError(
+            raise ToolConfigError(
                 f"MCP server '{client.server_name}': tools {taken[name]!r} and {info.name!r} "
                 f"would both be registered as {name!r}",
                 tool_name=name,

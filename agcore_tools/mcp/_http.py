@@ -155,9 +155,9 @@ def _build_client(
         return httpx2.AsyncClient(headers=headers, timeout=timeout, transport=guard), None
     made = factory(headers=headers, timeout=timeout, auth=None)
     if not isinstance(made, httpx2.AsyncClient):
-        from ..error import ToolError
+        from ..error import ToolConfigError
 
-        raise ToolError(
+        raise ToolConfigError(
             f"http_client_factory must return an httpx2.AsyncClient, got {type(made).__name__}"
         )
     user: httpx2.AsyncClient = made

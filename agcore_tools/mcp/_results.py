@@ -2,24 +2,31 @@
 
 * ``isError: true``: :class:`~agcore_tools.ToolExecutionError` carrying the text, so a
   model can read what went wrong and try again.
-* ``structuredContent`` present: that object.
+* ``structuredContent`` present: that object; with image or audio parts beside it, a
+  list of the object and those parts (as below), so no picture is lost.
 * Only text parts: the text, several parts joined with newlines ("" when empty).
-* Any other part (image, audio, resource, resource_link): the list of every part as
-  typed JSON (``{"type": "image", "data": ..., "mimeType": ...}``), text parts included,
-  in order, so nothing is dropped.
+* Any other part: the list of every part, in order: text parts as strings, image and
+  audio parts as :class:`~agcore_tools.Image` and :class:`~agcore_tools.Audio`
+  (which a model then sees as images and sounds), the others (resource,
+  resource_link) as typed JSON (``{"type": "resource", "resource": {...}}``), so
+  nothing is dropped.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import TYPE_CHECKING, Any
 
-from ..error import ToolExecutionError
+from ..content import Audio, Image
+from ..error import ToolError, ToolExecutionError
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
 __all__ = ["result_value"]
+
+logger = logging.getLogger("agcore_tools.mcp")
 
 
 def result_value(result: CallToolResult, tool_name: str) -> Any:
@@ -28,22 +35,43 @@ def result_value(result: CallToolResult, tool_name: str) -> Any:
     if result.is_error:
         text = _text_only(content)
         if text is None or not text.strip():
-            text = json.dumps(_parts(content) or result.structured_content, default=str)
+            text = json.dumps(_typed(content) or result.structured_content, default=str)
         raise ToolExecutionError(tool_name, text)
     if result.structured_content is not None:
-        return result.structured_content
+        media = [_value(part, tool_name) for part in content if _kind(part) in _MEDIA]
+        return [result.structured_content, *media] if media else result.structured_content
     text = _text_only(content)
-    return text if text is not None else _parts(content)
+    return text if text is not None else [_value(part, tool_name) for part in content]
+
+
+_MEDIA: dict[str, type[Image] | type[Audio]] = {"image": Image, "audio": Audio}
+
+
+def _kind(part: Any) -> Any:
+    return getattr(part, "type", None)
 
 
 def _text_only(content: list[Any]) -> str | None:
     texts = []
     for part in content:
-        if getattr(part, "type", None) != "text":
+        if _kind(part) != "text":
             return None
         texts.append(part.text)
     return "\n".join(texts)
 
 
-def _parts(content: list[Any]) -> list[dict[str, Any]]:
+def _value(part: Any, tool_name: str) -> Any:
+    kind = _kind(part)
+    if kind == "text":
+        return part.text
+    media = _MEDIA.get(kind)
+    if media is not None:
+        try:
+            return media.from_base64(part.data, part.mime_type)
+        except ToolError as exc:  # not base64, or a media type of the wrong kind
+            logger.warning("MCP tool '%s' sent an unusable %s part: %s", tool_name, kind, exc)
+    return part.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _typed(content: list[Any]) -> list[dict[str, Any]]:
     return [part.model_dump(by_alias=True, mode="json", exclude_none=True) for part in content]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._aio import with_timeout
 from ..base import BaseTool
-from ..error import McpError, McpNotInitializedError, ToolError
+from ..error import McpError, McpNotInitializedError, ToolConfigError, ToolError
 from ._exchange import EXCHANGE, HttpExchange
 from ._results import result_value
 from ._state import State
@@ -156,16 +156,20 @@ class McpClient:
                 liveness ping (:class:`McpRecovery`); None turns both off.
         """
         if not isinstance(server_name, str) or not server_name.strip():
-            raise ToolError(f"an MCP client needs a non-empty server name, got {server_name!r}")
+            raise ToolConfigError(
+                f"an MCP client needs a non-empty server name, got {server_name!r}"
+            )
         if not isinstance(transport, (StdioTransport, StreamableHttpTransport)):
-            raise ToolError(
+            raise ToolConfigError(
                 f"MCP server '{server_name}': transport must be a StdioTransport or a "
                 f"StreamableHttpTransport, got {type(transport).__name__}"
             )
         if protocol not in ("auto", "legacy"):
-            raise ToolError(f"MCP server '{server_name}': protocol must be 'auto' or 'legacy'")
+            raise ToolConfigError(
+                f"MCP server '{server_name}': protocol must be 'auto' or 'legacy'"
+            )
         if recovery is not None and not isinstance(recovery, McpRecovery):
-            raise ToolError(
+            raise ToolConfigError(
                 f"MCP server '{server_name}': recovery must be an McpRecovery or None, "
                 f"got {type(recovery).__name__}"
             )
@@ -421,8 +425,10 @@ class McpClient:
         """Call a tool and return its value.
 
         Returns ``structuredContent`` when the server sends it, else the text content
-        (several text parts joined with newlines); when other parts (image, audio,
-        resource, resource_link) are present, the list of all parts as typed JSON.
+        (several text parts joined with newlines); when other parts are present, the
+        list of all parts in order: text as strings, image and audio parts as
+        :class:`~agcore_tools.Image` and :class:`~agcore_tools.Audio`, resource and
+        resource_link parts as typed JSON.
 
         Raises:
             ToolExecutionError: The server answered ``isError: true``; the message is
@@ -676,7 +682,9 @@ def _check_timeout(server_name: str, value: float) -> float:
     except (TypeError, ValueError):
         seconds = float("nan")
     if not seconds > 0:
-        raise ToolError(f"MCP server '{server_name}': timeout must be a positive number of seconds")
+        raise ToolConfigError(
+            f"MCP server '{server_name}': timeout must be a positive number of seconds"
+        )
     return seconds
 
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..error import ToolError
+from ..error import ToolConfigError
 from .client import McpClient
 from .transport import StdioTransport, StreamableHttpTransport
 
@@ -61,7 +61,7 @@ def load_mcp_servers(
     clients = []
     for name, entry in servers.items():
         if not isinstance(entry, Mapping):
-            raise ToolError(f"MCP config: server '{name}' must be an object, got {entry!r}")
+            raise ToolConfigError(f"MCP config: server '{name}' must be an object, got {entry!r}")
         if entry.get("disabled") is True:
             continue
         clients.append(McpClient(str(name), _transport(str(name), entry), **client_options))
@@ -75,13 +75,15 @@ def _read(config: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, An
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ToolError(f"MCP config: cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+        raise ToolConfigError(
+            f"MCP config: cannot read {str(path)!r}: {exc.strerror or exc}"
+        ) from exc
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ToolError(f"MCP config: {str(path)!r} is not valid JSON: {exc}") from exc
+        raise ToolConfigError(f"MCP config: {str(path)!r} is not valid JSON: {exc}") from exc
     if not isinstance(document, Mapping):
-        raise ToolError(f"MCP config: {str(path)!r} must hold a JSON object")
+        raise ToolConfigError(f"MCP config: {str(path)!r} must hold a JSON object")
     return document
 
 
@@ -90,18 +92,18 @@ def _servers(document: Mapping[str, Any]) -> Mapping[str, Any]:
         if key in document:
             servers = document[key]
             if not isinstance(servers, Mapping):
-                raise ToolError(f"MCP config: '{key}' must be an object of servers")
+                raise ToolConfigError(f"MCP config: '{key}' must be an object of servers")
             return servers
     # A bare mapping of servers: every value describes one.
     if all(isinstance(v, Mapping) for v in document.values()):
         return document
-    raise ToolError("MCP config: expected an 'mcpServers' object")
+    raise ToolConfigError("MCP config: expected an 'mcpServers' object")
 
 
 def _transport(name: str, entry: Mapping[str, Any]) -> StdioTransport | StreamableHttpTransport:
     kind = entry.get("type")
     if kind == "sse":
-        raise ToolError(
+        raise ToolConfigError(
             f"MCP config: server '{name}' uses the deprecated HTTP+SSE transport; "
             "use its Streamable HTTP endpoint instead"
         )
@@ -112,19 +114,21 @@ def _transport(name: str, entry: Mapping[str, Any]) -> StdioTransport | Streamab
         command = _string(name, entry, "command")
         args = entry.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
-            raise ToolError(f"MCP config: server '{name}': 'args' must be a list of strings")
+            raise ToolConfigError(f"MCP config: server '{name}': 'args' must be a list of strings")
         cwd = entry.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
-            raise ToolError(f"MCP config: server '{name}': 'cwd' must be a string")
+            raise ToolConfigError(f"MCP config: server '{name}': 'cwd' must be a string")
         env = _strings(name, entry, "env")
         return StdioTransport(command, [str(a) for a in args], env or None, cwd)
-    raise ToolError(f"MCP config: server '{name}' needs a 'command' (stdio) or a 'url' (HTTP)")
+    raise ToolConfigError(
+        f"MCP config: server '{name}' needs a 'command' (stdio) or a 'url' (HTTP)"
+    )
 
 
 def _string(name: str, entry: Mapping[str, Any], key: str) -> str:
     value = entry.get(key)
     if not isinstance(value, str) or not value:
-        raise ToolError(f"MCP config: server '{name}': '{key}' must be a non-empty string")
+        raise ToolConfigError(f"MCP config: server '{name}': '{key}' must be a non-empty string")
     return value
 
 
@@ -133,5 +137,5 @@ def _strings(name: str, entry: Mapping[str, Any], key: str) -> dict[str, str]:
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(v, (str, int, float, bool)) for k, v in value.items()
     ):
-        raise ToolError(f"MCP config: server '{name}': '{key}' must map names to strings")
+        raise ToolConfigError(f"MCP config: server '{name}': '{key}' must map names to strings")
     return {k: str(v) for k, v in value.items()}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..error import ToolError
+from ..error import ToolConfigError
 
 __all__ = ["McpRecovery"]
 
@@ -45,9 +45,11 @@ class McpRecovery:
 
     def __post_init__(self) -> None:
         if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int):
-            raise ToolError(f"McpRecovery max_restarts must be an int, got {self.max_restarts!r}")
+            raise ToolConfigError(
+                f"McpRecovery max_restarts must be an int, got {self.max_restarts!r}"
+            )
         if self.max_restarts < 0:
-            raise ToolError(f"McpRecovery max_restarts must be >= 0, got {self.max_restarts}")
+            raise ToolConfigError(f"McpRecovery max_restarts must be >= 0, got {self.max_restarts}")
         object.__setattr__(self, "backoff", _seconds("backoff", self.backoff, zero_ok=True))
         if self.ping_interval is not None:
             object.__setattr__(
@@ -75,7 +77,7 @@ def _seconds(name: str, value: object, *, zero_ok: bool) -> float:
         or seconds < 0
         or (seconds == 0 and not zero_ok)
     ):
-        raise ToolError(
+        raise ToolConfigError(
             f"McpRecovery {name} must be a {'non-negative' if zero_ok else 'positive'} "
             f"number of seconds, got {value!r}"
         )

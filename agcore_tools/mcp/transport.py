@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from ..error import ToolError
+from ..error import ToolConfigError
 
 if TYPE_CHECKING:
     import ssl
@@ -59,15 +59,19 @@ class StdioTransport:
 
     def __post_init__(self) -> None:
         if not isinstance(self.command, str) or not self.command:
-            raise ToolError(f"StdioTransport needs a non-empty command, got {self.command!r}")
+            raise ToolConfigError(f"StdioTransport needs a non-empty command, got {self.command!r}")
         if isinstance(self.args, str):
-            raise ToolError(f"StdioTransport args must be a list of strings, got {self.args!r}")
+            raise ToolConfigError(
+                f"StdioTransport args must be a list of strings, got {self.args!r}"
+            )
         # Frozen: normalise through object.__setattr__ so callers' lists can't change it later.
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         if self.env is not None:
             object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
         if not self.stop_grace > 0:
-            raise ToolError(f"StdioTransport stop_grace must be positive, got {self.stop_grace!r}")
+            raise ToolConfigError(
+                f"StdioTransport stop_grace must be positive, got {self.stop_grace!r}"
+            )
 
     def describe(self) -> str:
         """The command line as a shell would take it, in backticks, for messages."""
@@ -119,7 +123,7 @@ class StreamableHttpTransport:
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
-            raise ToolError(f"StreamableHttpTransport needs an http(s) URL, got {self.url!r}")
+            raise ToolConfigError(f"StreamableHttpTransport needs an http(s) URL, got {self.url!r}")
         object.__setattr__(
             self, "headers", {str(k): str(v) for k, v in (self.headers or {}).items()}
         )
@@ -136,24 +140,24 @@ def _check_http_settings(t: StreamableHttpTransport) -> None:
     for name in ("http_timeout", "sse_read_timeout"):
         value = getattr(t, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ToolError(
+            raise ToolConfigError(
                 f"StreamableHttpTransport {name} must be a positive number, got {value!r}"
             )
     size = t.max_sse_event_size
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
-        raise ToolError(
+        raise ToolConfigError(
             f"StreamableHttpTransport max_sse_event_size must be a positive int or None, got {size!r}"
         )
     if t.cert is not None and not isinstance(t.verify, (bool, str)):
-        raise ToolError(
+        raise ToolConfigError(
             "StreamableHttpTransport: with an SSLContext in verify, load the client "
             "certificate into it (load_cert_chain) instead of passing cert"
         )
     if t.http_client_factory is not None:
         if not callable(t.http_client_factory):
-            raise ToolError("StreamableHttpTransport http_client_factory must be callable")
+            raise ToolConfigError("StreamableHttpTransport http_client_factory must be callable")
         if t.verify is not True or t.cert is not None or t.proxy is not None:
-            raise ToolError(
+            raise ToolConfigError(
                 "StreamableHttpTransport: with http_client_factory, set verify, cert and proxy "
                 "on the client the factory makes"
             )

@@ -15,9 +15,12 @@ def test_defaults_follow_the_contract() -> None:
     assert config.max_turns == 10
     assert config.tool_timeout_secs == 60.0
     assert config.max_tool_result_bytes == 16384
+    assert config.max_tool_attachment_bytes == 5 * 1024 * 1024
     assert config.max_retries == 3
     assert isinstance(config.history, TrimOldest)
     assert dict(config.request_options) == {}
+    assert config.unknown_tool == "raise"
+    assert config.reset_tool_choice is True
 
 
 def test_unknown_keywords_are_request_options_merged_with_the_mapping() -> None:
@@ -51,9 +54,12 @@ def test_options_the_loop_sets_are_refused(option: str) -> None:
         ("max_turns", 0),
         ("tool_timeout_secs", 0),
         ("max_tool_result_bytes", 10),
+        ("max_tool_attachment_bytes", 0),
         ("max_retries", -1),
         ("retry_initial_delay", -0.5),
         ("max_turns", "3"),
+        ("unknown_tool", "ignore"),
+        ("reset_tool_choice", "yes"),
     ],
 )
 def test_bad_limits_are_refused_naming_the_field(field: str, value: object) -> None:
@@ -62,14 +68,27 @@ def test_bad_limits_are_refused_naming_the_field(field: str, value: object) -> N
 
 
 def test_none_means_no_limit_where_allowed() -> None:
-    config = CycleConfig("m", max_turns=None, tool_timeout_secs=None, max_tool_result_bytes=None)
-    assert (config.max_turns, config.tool_timeout_secs, config.max_tool_result_bytes) == (
-        None,
-        None,
-        None,
+    config = CycleConfig(
+        "m",
+        max_turns=None,
+        tool_timeout_secs=None,
+        max_tool_result_bytes=None,
+        max_tool_attachment_bytes=None,
     )
+    assert (
+        config.max_turns,
+        config.tool_timeout_secs,
+        config.max_tool_result_bytes,
+        config.max_tool_attachment_bytes,
+    ) == (None, None, None, None)
 
 
 def test_an_empty_model_is_refused() -> None:
     with pytest.raises(LlmError, match="model"):
         CycleConfig("")
+
+
+def test_loop_policies_are_settings_not_request_options() -> None:
+    config = CycleConfig("m", unknown_tool="tell_model", reset_tool_choice=False)
+    assert (config.unknown_tool, config.reset_tool_choice) == ("tell_model", False)
+    assert dict(config.request_options) == {}

@@ -15,6 +15,7 @@ from agcore_tools import (
     ChatResponse,
     CycleConfig,
     FinishReason,
+    Image,
     InvalidArgumentsError,
     LlmCycle,
     LlmError,
@@ -97,12 +98,17 @@ async def test_max_turns_raises_without_sending_the_extra_request(serve, make_cy
     with pytest.raises(MaxTurnsExceededError) as raised:
         await cycle.submit_with_tools("Loop forever", calc)
 
-    assert raised.value.max_turns == 2
-    assert isinstance(raised.value, LlmError)
+    stopped = raised.value
+    assert stopped.max_turns == 2
+    assert isinstance(stopped, LlmError)
     assert len(server.requests) == 2  # the third request was never sent
     assert len(calc.runs) == 2
     assert cycle.messages[-1]["role"] == "tool"  # history is ready to continue
     assert_history_valid(cycle.messages)
+    # The partial work is on the error.
+    assert [(i.tool_name, i.output) for i in stopped.invocations] == [("add", 2), ("add", 2)]
+    assert (stopped.usage.requests, stopped.usage.prompt_tokens) == (2, 20)
+    assert stopped.history_length == len(cycle.messages) == 5
 
 
 async def test_max_turns_none_means_unlimited(serve, make_cycle, calc):
@@ -753,3 +759,107 @@ async def test_tools_declared_with_the_global_decorator_work_in_a_scoped_registr
     server = serve(S.reply_tool_calls([("shout", {"text": "hi"})]), S.reply_text("HI"))
     response = await make_cycle(server).submit_with_tools("shout hi", registry)
     assert response.invocations[0].output == "HI"
+
+
+# -- images and other binary results ------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(i % 251 for i in range(50_000))
+
+
+def _pictures() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def photo() -> bytes:
+        """Raw PNG bytes."""
+        return PNG
+
+    @registry.tool
+    def chart(title: str) -> list[Any]:
+        """A caption and a chart."""
+        return [f"Chart: {title}", Image(PNG)]
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return registry
+
+
+async def test_images_follow_the_tool_messages_in_one_user_message(serve, make_cycle):
+    server = serve(
+        S.reply_tool_calls(
+            [("photo", {}, "c1"), ("add", {"a": 1, "b": 2}, "c2"), ("chart", {"title": "Q3"}, "c3")]
+        ),
+        S.reply_text("Two pictures; 3."),
+    )
+    cycle = make_cycle(server)
+    stream = cycle.submit_stream_with_tools("Go", _pictures())
+    events = [e async for e in stream]
+
+    sent = server.requests[1].json["messages"]
+    # Before: "tool 'photo' failed: returned a bytes, which is not JSON-compatible".
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool", "tool", "user"]
+    assert_history_valid(sent)
+    label = "[image 1 (image/png, 48.8 KB) is attached in the next user message]"
+    assert tool_messages(sent) == {"c1": label, "c2": "3", "c3": f"Chart: Q3\n{label}"}
+    url = {"type": "image_url", "image_url": {"url": Image(PNG).data_url}}
+    assert sent[5]["content"] == [
+        {"type": "text", "text": "Attachments of the tool results above:"},
+        {"type": "text", "text": "image 1 of tool call c1 (photo):"},
+        url,
+        {"type": "text", "text": "image 1 of tool call c3 (chart):"},
+        url,
+    ]
+    completed = {e.call_id: e for e in events if isinstance(e, ToolExecutionCompleted)}
+    assert completed["c1"].output == Image(PNG) and completed["c1"].model_text == label
+    assert cycle.messages[:6] == sent and cycle.messages[6]["content"] == "Two pictures; 3."
+
+
+async def test_an_image_over_the_limit_is_not_sent_and_the_loop_goes_on(serve, make_cycle):
+    server = serve(S.reply_tool_calls([("photo", {}, "c1")]), S.reply_text("No picture."))
+    cycle = make_cycle(server, max_tool_attachment_bytes=1_000_000 // 100)
+
+    response = await cycle.submit_with_tools("Go", _pictures())
+
+    assert response.text == "No picture."
+    sent = server.requests[1].json["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool"]
+    assert sent[2]["content"] == (
+        "[image 1 (image/png, 48.8 KB) was not sent: it is larger than the 9.8 KB limit for "
+        "binary tool results]"
+    )
+
+
+async def test_a_cancelled_turn_still_sends_the_finished_calls_images_after_every_answer(
+    serve, make_cycle
+):
+    registry = _pictures()
+
+    cancelled: list[bool] = []
+
+    @registry.tool
+    async def hang() -> str:
+        """Never finishes."""
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return "unreachable"
+
+    server = serve(S.reply_tool_calls([("hang", {}, "c1"), ("photo", {}, "c2")]))
+    cycle = make_cycle(server)
+    async with cycle.submit_stream_with_tools("Go", registry) as events:
+        async for event in events:
+            if isinstance(event, ToolExecutionCompleted):
+                break  # photo is done, hang is still running
+
+    # Before: the turn's generator was left open, so hang ran on, both calls were
+    # answered "stopped before it ran", and its late cleanup answered them twice.
+    assert cancelled == [True]
+    assert [m["role"] for m in cycle.messages] == ["user", "assistant", "tool", "tool", "user"]
+    assert_history_valid(cycle.messages)
+    assert cycle.messages[2]["content"].startswith("Error: aborted; tool 'hang' did not complete")
+    assert cycle.messages[4]["content"][1]["text"] == "image 1 of tool call c2 (photo):"

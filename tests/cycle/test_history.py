@@ -58,6 +58,40 @@ def test_messages_before_the_first_user_message_form_their_own_exchange() -> Non
     assert [len(ex) for ex in exchanges] == [2, 1]
 
 
+def attachments(*ids: str) -> dict[str, Any]:
+    """The user message that carries tool calls' images, as the loop makes it."""
+    from agcore_tools import Image
+    from agcore_tools._attachments import Rendered, attachments_message, render
+
+    image = Image(b"GIF89a" + bytes(40))
+    results: list[Rendered | None] = [
+        render(image, api="chat", max_text_bytes=None, max_attachment_bytes=None, tool="f")
+        for _ in ids
+    ]
+    message = attachments_message([(i, "f") for i in ids], results)
+    assert message is not None
+    return message
+
+
+def test_the_images_of_tool_results_stay_in_their_exchange() -> None:
+    history = [
+        SYSTEM,
+        user("Show the chart."),
+        *tool_turn("p1"),
+        attachments("p1"),
+        assistant("Here it is."),
+        user("Thanks."),
+    ]
+    _, exchanges = split_exchanges(history)
+    assert [len(ex) for ex in exchanges] == [5, 1]
+    # Trimmed as one unit: the prompt never goes while its images stay, nor the reverse.
+    assert TrimOldest(max_messages=6).select(history) == [SYSTEM, history[-1]]
+    assert TrimOldest(max_messages=7).select(history) == history
+    # A user's own message right after tool messages (a loop that stopped) starts one.
+    stopped = [user("a"), *tool_turn("q1"), user("b")]
+    assert [len(ex) for ex in split_exchanges(stopped)[1]] == [3, 1]
+
+
 def test_no_budget_sends_everything_as_is() -> None:
     assert TrimOldest().select(HISTORY) is HISTORY
 
@@ -105,7 +139,7 @@ def test_a_custom_policy_satisfies_the_protocol() -> None:
 
 # -- property: whatever the budget, tool calls and their results stay together --------------
 
-exchange = st.lists(st.sampled_from(["text", "tools1", "tools3"]), min_size=0, max_size=3)
+exchange = st.lists(st.sampled_from(["text", "tools1", "tools3", "images"]), min_size=0, max_size=3)
 
 
 @st.composite
@@ -118,9 +152,11 @@ def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
             if step == "text":
                 messages.append(assistant("a" * draw(st.integers(0, 80))))
             else:
-                ids = [f"c{counter + i}" for i in range(1 if step == "tools1" else 3)]
+                ids = [f"c{counter + i}" for i in range(3 if step == "tools3" else 1)]
                 counter += len(ids)
                 messages.extend(tool_turn(*ids))
+                if step == "images":
+                    messages.append(attachments(*ids))
     return messages
 
 
@@ -135,6 +171,10 @@ def test_trimming_never_separates_tool_calls_from_their_results(
 ) -> None:
     kept = list(TrimOldest(max_messages=max_messages, max_chars=max_chars).select(messages))
     assert_history_valid(kept)
+    # Tool results' images stay right behind their tool messages.
+    for index, message in enumerate(kept):
+        if isinstance(message["content"], list):
+            assert index > 0 and kept[index - 1]["role"] == "tool"
     # A suffix of whole exchanges behind the untouched system prompt.
     system, exchanges = split_exchanges(messages)
     assert kept[: len(system)] == system

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import http.client
 import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -56,7 +58,14 @@ def fixture_stdio(*args: str, env: dict[str, str] | None = None) -> StdioTranspo
 
 
 class HttpServer:
-    """A fixture server in its own uvicorn process, on a socket bound here (no port race)."""
+    """A fixture server in its own uvicorn process, on a socket bound here (no port race).
+
+    The constructor returns once the server answers HTTP, so a client's handshake timeout
+    measures the handshake, not the server process's start-up (which a loaded machine
+    can stretch to many seconds).
+    """
+
+    READY_TIMEOUT = 60.0
 
     def __init__(self, script: Path = FIXTURE, env: dict[str, str] | None = None) -> None:
         self.sock = socket.socket()
@@ -71,6 +80,20 @@ class HttpServer:
             stdin=subprocess.DEVNULL,
         )
         self.sock.close()  # the child holds its own copy of the listening socket
+        self._wait_until_serving()
+
+    def _wait_until_serving(self) -> None:
+        # The socket already listens, so the kernel queues this connection until uvicorn
+        # accepts it: one request with a bounded wait, no polling.
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.READY_TIMEOUT)
+        try:
+            connection.request("GET", "/")
+            connection.getresponse().read()
+        except OSError as exc:
+            self.stop()
+            raise RuntimeError(f"fixture HTTP server on port {self.port} never answered") from exc
+        finally:
+            connection.close()
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -85,17 +108,42 @@ class HttpServer:
 class FaultServer:
     """``servers/fault_server.py`` in its own process, on a socket this process keeps
     open: the server can be restarted (or frozen with SIGSTOP) at the same address, and
-    connections made meanwhile wait in the socket's backlog."""
+    connections made meanwhile wait in the socket's backlog. Like :class:`HttpServer`,
+    the constructor returns once the server answers."""
 
     def __init__(self, *options: str) -> None:
         self.options = options
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(256)
-        scheme = "https" if "--tls" in options else "http"
-        self.base = f"{scheme}://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.tls = "--tls" in options
+        self.port = self.sock.getsockname()[1]
+        self.base = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
         self.url = f"{self.base}/mcp"
         self.proc = self._spawn()
+        self._wait_until_serving()
+
+    def _wait_until_serving(self) -> None:
+        if self.tls:
+            unverified = ssl.create_default_context()
+            unverified.check_hostname, unverified.verify_mode = False, ssl.CERT_NONE
+            connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+                "127.0.0.1", self.port, timeout=HttpServer.READY_TIMEOUT, context=unverified
+            )
+        else:
+            connection = http.client.HTTPConnection(
+                "127.0.0.1", self.port, timeout=HttpServer.READY_TIMEOUT
+            )
+        try:
+            connection.request("GET", "/control/state")
+            connection.getresponse().read()
+        except (ssl.SSLError, ConnectionResetError):
+            pass  # a TLS server that wants a client certificate answered by refusing
+        except OSError as exc:
+            self.stop()
+            raise RuntimeError(f"fault server on port {self.port} never answered") from exc
+        finally:
+            connection.close()
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         return subprocess.Popen(

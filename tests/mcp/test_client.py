@@ -16,6 +16,8 @@ import mcp_types as types
 import pytest
 
 from agcore_tools import (
+    Audio,
+    Image,
     McpClient,
     McpError,
     McpNotInitializedError,
@@ -76,11 +78,11 @@ async def test_call_tool_result_mapping(make_client: Any) -> None:
         assert await client.call_tool("echo", {"text": "plain"}) == "plain"
         assert await client.call_tool("two_texts") == "first\nsecond"
         assert await client.call_tool("mixed") == [
-            {"type": "text", "text": "a picture:"},
-            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            "a picture:",
+            Image(b"\x89PNG\r\n\x1a\n", "image/png"),
         ]
-        [image] = await client.call_tool("picture")
-        assert image["type"] == "image" and image["mimeType"] == "image/png"
+        assert await client.call_tool("picture") == [Image(b"\x89PNG\r\n", "image/png")]
+        assert await client.call_tool("beep") == [Audio(b"RIFF$\0\0\0WAVEfmt " + bytes(16))]
 
 
 async def test_is_error_raises_a_recoverable_tool_execution_error(make_client: Any) -> None:

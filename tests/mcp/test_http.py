@@ -231,7 +231,6 @@ def test_settings_that_exclude_each_other_are_refused() -> None:
 async def test_sse_read_timeout_ends_a_silent_stream(
     fault_server: FaultServer, tmp_path: Path
 ) -> None:
-    await fault_server.control("state")  # up and answering: start-up is no silent stream
     transport = StreamableHttpTransport(fault_server.url, sse_read_timeout=1)
     async with McpClient("slow", transport, timeout=30, protocol="legacy") as client:
         started = time.monotonic()

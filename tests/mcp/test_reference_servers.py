@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from agcore_tools import (
+    Image,
     McpClient,
     Permission,
     PermissionChecker,
@@ -95,9 +96,10 @@ async def _exercise_everything(client: McpClient) -> None:
     assert await client.call_tool("get-sum", {"a": 2, "b": 40}) == "The sum of 2 and 40 is 42."
     weather = await client.call_tool("get-structured-content", {"location": "New York"})
     assert set(weather) == {"temperature", "conditions", "humidity"}
-    parts = await client.call_tool("get-tiny-image")
-    assert [part["type"] for part in parts] == ["text", "image", "text"]
-    assert parts[1]["mimeType"] == "image/png" and parts[1]["data"]
+    caption, image, note = await client.call_tool("get-tiny-image")
+    assert isinstance(caption, str) and isinstance(note, str)
+    assert isinstance(image, Image) and image.media_type == "image/png"
+    assert image.data.startswith(b"\x89PNG\r\n\x1a\n")  # the bytes, decoded from base64
 
 
 async def test_server_everything_over_stdio(everything_stdio: StdioTransport) -> None:

@@ -1,11 +1,25 @@
-"""The CallToolResult -> value mapping, on the SDK's own result objects."""
+"""The CallToolResult -> value mapping, on the SDK's own result objects, and an MCP
+image on its way through the tool loop to the model."""
 
 from __future__ import annotations
+
+import asyncio
+import logging
+import sys
 
 import mcp_types as types
 import pytest
 
-from agcore_tools import ToolExecutionError
+from agcore_tools import (
+    Audio,
+    CycleConfig,
+    Image,
+    LlmCycle,
+    McpClient,
+    StdioTransport,
+    ToolExecutionError,
+    ToolRegistry,
+)
 from agcore_tools.mcp._results import result_value
 
 
@@ -24,7 +38,7 @@ def test_text_parts_are_joined() -> None:
     assert result_value(types.CallToolResult(content=[]), "t") == ""
 
 
-def test_non_text_parts_are_kept_as_typed_json() -> None:
+def test_image_and_audio_parts_become_image_and_audio_values_in_order() -> None:
     resource = types.EmbeddedResource(
         type="resource",
         resource=types.TextResourceContents(
@@ -33,16 +47,37 @@ def test_non_text_parts_are_kept_as_typed_json() -> None:
     )
     link = types.ResourceLink(type="resource_link", uri="file:///b.txt", name="b")
     audio = types.AudioContent(type="audio", data="UklGRg==", mime_type="audio/wav")
-    result = types.CallToolResult(content=[_text("see:"), resource, link, audio])
+    image = types.ImageContent(type="image", data="R0lGODlhAQABAAAAACw=", mime_type="image/gif")
+    result = types.CallToolResult(content=[_text("see:"), resource, link, audio, image])
     assert result_value(result, "t") == [
-        {"type": "text", "text": "see:"},
+        "see:",
         {
             "type": "resource",
             "resource": {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "hello"},
         },
         {"type": "resource_link", "uri": "file:///b.txt", "name": "b"},
-        {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+        Audio(b"RIFF", "audio/wav"),
+        Image(b"GIF89a\x01\x00\x01\x00\x00\x00\x00,", "image/gif"),
     ]
+
+
+def test_images_beside_structured_content_are_kept() -> None:
+    image = types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")
+    result = types.CallToolResult(content=[_text('{"a": 1}'), image], structured_content={"a": 1})
+    assert result_value(result, "t") == [{"a": 1}, Image(b"\x89PNG\r\n\x1a\n", "image/png")]
+
+
+@pytest.mark.parametrize(
+    ("data", "mime_type"), [("not base64!", "image/png"), ("iVBORw0KGgo=", "text/plain")]
+)
+def test_an_unusable_image_part_stays_typed_json(
+    data: str, mime_type: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    image = types.ImageContent(type="image", data=data, mime_type=mime_type)
+    with caplog.at_level(logging.WARNING, "agcore_tools.mcp"):
+        value = result_value(types.CallToolResult(content=[image]), "draw")
+    assert value == [{"type": "image", "data": data, "mimeType": mime_type}]
+    assert "MCP tool 'draw' sent an unusable image part" in caplog.text
 
 
 def test_is_error_raises_with_the_text() -> None:
@@ -56,3 +91,35 @@ def test_is_error_without_text_still_says_something() -> None:
     image = types.ImageContent(type="image", data="AA==", mime_type="image/png")
     with pytest.raises(ToolExecutionError, match="image/png"):
         result_value(types.CallToolResult(content=[image], is_error=True), "draw")
+
+
+async def test_an_mcp_image_reaches_the_model_whole_as_an_image() -> None:
+    # Before: the image part became JSON text, cut at 16 KB in the middle of its base64.
+    from agcore_tools.testing import ScriptedChatServer as S
+
+    from .conftest import FIXTURE
+
+    script = [S.reply_tool_calls([("chart", {"kb": 40}, "call_chart")]), S.reply_text("Done.")]
+    async with McpClient(
+        "fixture", StdioTransport(sys.executable, [str(FIXTURE)]), timeout=15
+    ) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools())
+        with S(script) as server:
+            cycle = LlmCycle(CycleConfig("test-model"), client=server.client(timeout=10.0))
+            try:
+                response = await cycle.submit_with_tools("Show me the sales chart.", registry)
+            finally:
+                await asyncio.wait_for(cycle.client.close(), 5)
+            sent = server.requests[1].json["messages"]
+
+    png = b"\x89PNG\r\n\x1a\n" + bytes(i % 251 for i in range(40 * 1024))
+    caption, image = response.invocations[0].output
+    assert (caption, image) == ("sales by month:", Image(png, "image/png"))
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[2]["content"] == (
+        "sales by month:\n[image 1 (image/png, 40.0 KB) is attached in the next user message]"
+    )
+    parts = sent[3]["content"]
+    assert parts[1] == {"type": "text", "text": "image 1 of tool call call_chart (chart):"}
+    assert parts[2] == {"type": "image_url", "image_url": {"url": image.data_url}}

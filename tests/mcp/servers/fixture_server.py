@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import os
 import socket
 import subprocess
@@ -20,6 +21,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp_types import (
+    AudioContent,
     ElicitRequest,
     ElicitRequestFormParams,
     ElicitResult,
@@ -71,6 +73,23 @@ def mixed() -> list[TextContent | ImageContent]:
         TextContent(type="text", text="a picture:"),
         ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png"),
     ]
+
+
+@server.tool(structured_output=False)
+def chart(kb: int) -> list[TextContent | ImageContent]:
+    """A caption and a PNG of about ``kb`` KiB (its pixel bytes count up from 0)."""
+    png = b"\x89PNG\r\n\x1a\n" + bytes(i % 251 for i in range(kb * 1024))
+    return [
+        TextContent(type="text", text="sales by month:"),
+        ImageContent(type="image", data=base64.b64encode(png).decode(), mime_type="image/png"),
+    ]
+
+
+@server.tool(structured_output=False)
+def beep() -> list[AudioContent]:
+    """A tiny WAV file."""
+    wav = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(16)
+    return [AudioContent(type="audio", data=base64.b64encode(wav).decode(), mime_type="audio/wav")]
 
 
 @server.tool()

@@ -1,0 +1,294 @@
+"""From a tool's output to what each API's model receives: text plus binary parts.
+
+A tool's output may hold :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio`
+and :class:`~agcore_tools.File` values (or raw image ``bytes``). :func:`render` turns
+it into one text, with a label where each value was, and the list of values to send
+beside it. Only the text is cut at the result byte limit; each value has its own
+limit, and a value over it (or one the API cannot take) stays out with the reason in
+its label.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic_core import to_jsonable_python
+
+from .content import CONTENT_TYPES, Audio, Content, File, Image, _BadContent, sniff_image
+
+__all__ = [
+    "MAX_ATTACHMENT_BYTES",
+    "Attachment",
+    "Rendered",
+    "attachments_message",
+    "function_call_output",
+    "is_attachments_message",
+    "normalise",
+    "render",
+]
+
+logger = logging.getLogger("agcore_tools.toolcalls")
+
+Api = Literal["chat", "responses"]
+
+MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024
+"""Default limit of each binary value a tool returns, in bytes."""
+
+_BINARY = (bytes, bytearray, memoryview)
+_HEADER = "Attachments of the tool results above:"
+_CHAT_AUDIO_FORMATS = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _holds_binary(value: Any) -> bool:
+    # On every tool result: exact type checks first, the ABC check last (it is slow).
+    kind = type(value)
+    if kind in _SCALARS:
+        return False
+    if kind is dict:
+        items: Any = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    elif isinstance(value, (*CONTENT_TYPES, *_BINARY)):
+        return True
+    elif isinstance(value, Mapping):
+        items = value.values()
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        return False
+    return any(type(item) not in _SCALARS and _holds_binary(item) for item in items)
+
+
+def _from_bytes(data: bytes | bytearray | memoryview) -> Image | str:
+    raw = bytes(data)
+    media_type = sniff_image(raw)
+    if media_type is not None:
+        return Image(raw, media_type)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _BadContent(
+            f"returned {len(raw)} bytes that are neither a PNG, JPEG, GIF or WebP image nor "
+            "UTF-8 text; wrap them in Image(...), Audio(...) or File(...) with their media type"
+        ) from None
+
+
+def normalise(value: Any) -> Any:
+    """``value`` as JSON-compatible data, keeping binary values as they are.
+
+    Raw bytes become an :class:`Image` (by magic number) or text (UTF-8); other bytes
+    raise a ``ValueError`` that is also a ``ToolError``. Values without binary parts
+    are converted exactly as before (``to_jsonable_python``).
+    """
+    if not _holds_binary(value):
+        return to_jsonable_python(value)
+    if isinstance(value, CONTENT_TYPES):
+        return value
+    if isinstance(value, _BINARY):
+        return _from_bytes(value)
+    if isinstance(value, Mapping):
+        return {_key(key): normalise(item) for key, item in value.items()}
+    return [normalise(item) for item in value]
+
+
+def _key(key: Any) -> Any:
+    # pydantic's own conversion of a key (5 -> "5"), as for dicts without binary values.
+    return key if isinstance(key, str) else next(iter(to_jsonable_python({key: None})))
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """One binary value of a result, its label, and whether it is sent."""
+
+    value: Content
+    """The value."""
+    label: str
+    """``image 1``, ``audio 2``, ``file 1 (report.pdf)``: how the text refers to it."""
+    dropped: str | None = None
+    """Why it is not sent, or None when it is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """What the model receives for one tool call: text, and the values sent beside it."""
+
+    text: str
+    """The result's text, labels included, cut at the text limit."""
+    attachments: tuple[Attachment, ...] = ()
+    """The values sent beside the text (dropped ones are only named in it)."""
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def _why_not(value: Content, api: Api, max_bytes: int | None) -> str | None:
+    if max_bytes is not None and value.size > max_bytes:
+        return f"it is larger than the {_size(max_bytes)} limit for binary tool results"
+    if isinstance(value, Audio):
+        if api == "responses":
+            return "the Responses API takes no audio in tool results"
+        if value.media_type not in _CHAT_AUDIO_FORMATS:
+            return "Chat Completions takes WAV or MP3 audio only"
+    return None
+
+
+class _Labeller:
+    """Numbers a result's binary values by kind and decides which are sent."""
+
+    def __init__(self, api: Api, max_bytes: int | None, tool: str) -> None:
+        self.api, self.max_bytes, self.tool = api, max_bytes, tool
+        self.counts: dict[str, int] = {}
+        self.attachments: list[Attachment] = []
+
+    def label(self, value: Content) -> str:
+        kind = type(value).__name__.lower()
+        self.counts[kind] = number = self.counts.get(kind, 0) + 1
+        name = f"{kind} {number}"
+        if isinstance(value, File):
+            name += f" ({value.filename})"
+        described = f"{name} ({value.media_type}, {_size(value.size)})"
+        dropped = _why_not(value, self.api, self.max_bytes)
+        self.attachments.append(Attachment(value, name, dropped))
+        if dropped is not None:
+            logger.warning("tool '%s': %s was not sent: %s", self.tool, described, dropped)
+            return f"[{described} was not sent: {dropped}]"
+        where = "in the next user message" if self.api == "chat" else "below"
+        return f"[{described} is attached {where}]"
+
+    def replace(self, value: Any) -> Any:
+        """``value`` with each binary value replaced by its label (for JSON text)."""
+        if isinstance(value, CONTENT_TYPES):
+            return self.label(value)
+        if isinstance(value, _BINARY):
+            return self.replace(_from_bytes(value))
+        if isinstance(value, Mapping):
+            return {key: self.replace(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.replace(item) for item in value]
+        return value
+
+
+def render(
+    output: Any,
+    *,
+    api: Api,
+    max_text_bytes: int | None,
+    max_attachment_bytes: int | None,
+    tool: str,
+) -> Rendered | None:
+    """The text and binary values of ``output``; None when it holds no binary value.
+
+    A binary value alone, or a list whose items are text and binary values, reads as
+    its items in order, one per line; any other structure is JSON text with each
+    binary value replaced by its label.
+
+    Raises the ``ToolError`` of :func:`normalise` for bytes of unknown kind.
+    """
+    if not _holds_binary(output):
+        return None
+    from ._toolcalls import result_text, truncate_utf8  # it imports this module
+
+    labeller = _Labeller(api, max_attachment_bytes, tool)
+    if isinstance(output, (*CONTENT_TYPES, *_BINARY)):
+        items: Sequence[Any] = [output]
+    elif isinstance(output, (list, tuple)) and any(
+        isinstance(item, (*CONTENT_TYPES, *_BINARY)) for item in output
+    ):
+        items = output
+    else:
+        items = [output]
+    lines: list[str] = []
+    for item in items:
+        if isinstance(item, _BINARY):
+            item = _from_bytes(item)
+        if isinstance(item, str):
+            lines.append(item)
+        elif isinstance(item, CONTENT_TYPES):
+            lines.append(labeller.label(item))
+        else:
+            lines.append(result_text(labeller.replace(item)))
+    text = truncate_utf8("\n".join(lines), max_text_bytes)
+    return Rendered(text, tuple(labeller.attachments))
+
+
+def _sent(rendered: Rendered | None) -> list[Attachment]:
+    if rendered is None:
+        return []
+    return [a for a in rendered.attachments if a.dropped is None]
+
+
+def attachments_message(
+    calls: Sequence[tuple[str, str]], results: Sequence[Rendered | None]
+) -> dict[str, Any] | None:
+    """The user message that carries a turn's binary values on Chat Completions.
+
+    ``calls`` are ``(call_id, tool_name)`` pairs, in the order of ``results``. None
+    when no value is to be sent. It goes right after the turn's tool messages.
+    """
+    parts: list[dict[str, Any]] = []
+    for (call_id, name), rendered in zip(calls, results, strict=True):
+        for attachment in _sent(rendered):
+            where = f"{attachment.label} of tool call {call_id} ({name}):"
+            parts.append({"type": "text", "text": where})
+            parts.append(_chat_part(attachment.value))
+    if not parts:
+        return None
+    return {"role": "user", "content": [{"type": "text", "text": _HEADER}, *parts]}
+
+
+def _chat_part(value: Content) -> dict[str, Any]:
+    if isinstance(value, Image):
+        return {"type": "image_url", "image_url": {"url": value.data_url}}
+    if isinstance(value, Audio):
+        import base64
+
+        data = base64.b64encode(value.data).decode("ascii")
+        audio_format = _CHAT_AUDIO_FORMATS[value.media_type]
+        return {"type": "input_audio", "input_audio": {"data": data, "format": audio_format}}
+    return {"type": "file", "file": {"file_data": value.data_url, "filename": value.filename}}
+
+
+def function_call_output(rendered: Rendered) -> str | list[dict[str, Any]]:
+    """The ``output`` of a Responses ``function_call_output`` item: the text, or the
+    text then ``input_image`` / ``input_file`` parts when values are sent."""
+    sent = _sent(rendered)
+    if not sent:
+        return rendered.text
+    parts: list[dict[str, Any]] = [{"type": "input_text", "text": rendered.text}]
+    for attachment in sent:
+        value = attachment.value
+        if isinstance(value, Image):
+            parts.append({"type": "input_image", "image_url": value.data_url})
+        elif isinstance(value, File):
+            parts.append(
+                {"type": "input_file", "file_data": value.data_url, "filename": value.filename}
+            )
+    return parts
+
+
+def is_attachments_message(message: Mapping[str, Any], previous: Mapping[str, Any] | None) -> bool:
+    """Whether ``message`` is the user message :func:`attachments_message` made, right
+    after the tool messages it belongs with."""
+    if message.get("role") != "user" or previous is None or previous.get("role") != "tool":
+        return False
+    content = message.get("content")
+    if not isinstance(content, list) or not content:
+        return False
+    first = content[0]
+    return isinstance(first, Mapping) and first.get("text") == _HEADER

@@ -1,0 +1,110 @@
+"""Small pure helpers over JSON Schema dicts, shared by the strict transform and the
+argument plan."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+# Keywords whose value is a map of names to schemas, and those whose value is one schema
+# or a list of schemas: the places a walk descends into. Anywhere else, a dict is data
+# (a default, an example, an enum member) and must be left alone.
+NAMED_SCHEMAS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+SINGLE_SCHEMAS = (
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+)
+
+
+def subschemas(schema: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each direct subschema of ``schema`` that is a dict, with a short path step."""
+    for key in NAMED_SCHEMAS:
+        named = schema.get(key)
+        if isinstance(named, dict):
+            for name, sub in named.items():
+                if isinstance(sub, dict):
+                    yield f"{key}/{name}", sub
+    for key in SCHEMA_LISTS:
+        entries = schema.get(key)
+        if isinstance(entries, list):
+            for index, sub in enumerate(entries):
+                if isinstance(sub, dict):
+                    yield f"{key}/{index}", sub
+    for key in SINGLE_SCHEMAS:
+        sub = schema.get(key)
+        if isinstance(sub, dict):
+            yield key, sub
+        elif key == "items" and isinstance(sub, list):  # draft-07 tuple form
+            for index, entry in enumerate(sub):
+                if isinstance(entry, dict):
+                    yield f"items/{index}", entry
+
+
+def resolve_ref(root: Mapping[str, Any], ref: str) -> dict[str, Any] | None:
+    """The schema a local ``$ref`` (``#/...``) points at, or None."""
+    if ref == "#":
+        return dict(root) if not isinstance(root, dict) else root
+    if not ref.startswith("#/"):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node if isinstance(node, dict) else None
+
+
+def accepts_null(schema: Any, root: Mapping[str, Any], _seen: frozenset[str] = frozenset()) -> bool:
+    """Whether ``null`` is a valid value for ``schema`` (``$ref`` followed within ``root``)."""
+    if not isinstance(schema, dict):
+        return schema is not False
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        if ref in _seen:
+            return False
+        target = resolve_ref(root, ref)
+        if target is None or not accepts_null(target, root, _seen | {ref}):
+            return False
+    if "const" in schema and schema["const"] is not None:
+        return False
+    enum = schema.get("enum")
+    if isinstance(enum, list) and None not in enum:
+        return False
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind != "null":
+        return False
+    if isinstance(kind, list) and "null" not in kind:
+        return False
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and not any(accepts_null(o, root, _seen) for o in options):
+            return False
+    options = schema.get("allOf")
+    return not (
+        isinstance(options, list) and not all(accepts_null(o, root, _seen) for o in options)
+    )
+
+
+def is_open_object(schema: Mapping[str, Any]) -> bool:
+    """An object schema with declared properties that does not say whether others are
+    allowed: JSON Schema allows them, and a pydantic model with ``extra="ignore"``
+    (its default) drops them silently."""
+    return isinstance(schema.get("properties"), dict) and "additionalProperties" not in schema
+
+
+def close_open_objects(schema: dict[str, Any]) -> None:
+    """Set ``additionalProperties: false`` on every open object, in place."""
+    if is_open_object(schema):
+        schema["additionalProperties"] = False
+    for _, sub in subschemas(schema):
+        close_open_objects(sub)

@@ -1,0 +1,142 @@
+"""The loop's policies: forced ``tool_choice``, unknown tools, and calls left unanswered.
+
+Pure functions over the config, the registry and the history, kept out of
+:mod:`agcore_tools.cycle.cycle` so the loop itself stays a short read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._toolcalls import ParsedCall, aborted_text, parse_call, unknown_tool_error
+from .._unicode import scrub, scrub_json
+from ..registry import ToolRegistry
+from ._stream import Turn
+
+__all__ = [
+    "answer_unanswered",
+    "clean_turn",
+    "mark_unknown",
+    "relaxed_tool_choice",
+    "tool_message",
+    "unanswered_calls",
+]
+
+Message = dict[str, Any]
+
+
+def relaxed_tool_choice(options: Mapping[str, Any]) -> Any:
+    """The ``tool_choice`` to send once a forced one has served, or None to keep it.
+
+    ``"required"`` and a named tool become ``"auto"``; an ``allowed_tools`` choice in
+    ``"required"`` mode keeps its list of tools in ``"auto"`` mode.
+
+    Example:
+        >>> relaxed_tool_choice({"tool_choice": {"type": "function", "function": {"name": "f"}}})
+        'auto'
+        >>> relaxed_tool_choice({"tool_choice": "auto"}) is None
+        True
+        >>> allowed = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": []}}
+        >>> relaxed_tool_choice({"tool_choice": allowed})
+        {'type': 'allowed_tools', 'allowed_tools': {'mode': 'auto', 'tools': []}}
+    """
+    choice = options.get("tool_choice")
+    if choice == "required":
+        return "auto"
+    if not isinstance(choice, Mapping):
+        return None  # "auto", "none", or not set
+    allowed = choice.get("allowed_tools")
+    if choice.get("type") == "allowed_tools" and isinstance(allowed, Mapping):
+        if allowed.get("mode") != "required":
+            return None
+        return {**choice, "allowed_tools": {**allowed, "mode": "auto"}}
+    return "auto"  # a named function or custom tool
+
+
+def mark_unknown(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> tuple[ParsedCall, ...]:
+    """``calls``, each call to an unregistered tool carrying the error the model reads.
+
+    Such a call never runs; its result is the error text, which lists the tools the
+    registry has (``CycleConfig(unknown_tool="tell_model")``).
+
+    Example:
+        >>> registry = ToolRegistry()
+        >>> [call] = mark_unknown(registry, [parse_call("serch", "c1", "{}")])
+        >>> str(call.error)
+        "tool 'serch' is not registered: the registered tools are: none"
+    """
+    return tuple(
+        call
+        if call.name in registry
+        else dataclasses.replace(call, args=None, error=unknown_tool_error(registry, call.name))
+        for call in calls
+    )
+
+
+def clean_turn(turn: Turn) -> Turn:
+    """``turn`` with lone surrogates in its message and text replaced, so the history
+    it joins always encodes as UTF-8."""
+    message, text = scrub_json(turn.message), scrub(turn.text)
+    if message is turn.message and text is turn.text:
+        return turn
+    return dataclasses.replace(turn, message=message, text=text)
+
+
+def tool_message(call: ParsedCall, text: str) -> Message:
+    """The tool message answering ``call``.
+
+    Example:
+        >>> tool_message(parse_call("add", "c1", "{}"), "3")
+        {'role': 'tool', 'tool_call_id': 'c1', 'content': '3'}
+    """
+    return {"role": "tool", "tool_call_id": call.call_id, "content": text}
+
+
+def _pending(messages: Sequence[Message], start: int = 0) -> list[ParsedCall]:
+    # The last assistant message since `start`, if only tool messages follow it, and
+    # those of its calls that no tool message answers.
+    for index in range(len(messages) - 1, start - 1, -1):
+        message = messages[index]
+        role = message.get("role")
+        if role == "tool":
+            continue
+        if role != "assistant":
+            break
+        answered = {m.get("tool_call_id") for m in messages[index + 1 :]}
+        calls = []
+        for call in message.get("tool_calls") or ():
+            call_id = call.get("id") if isinstance(call, Mapping) else None
+            if not isinstance(call_id, str) or call_id in answered:
+                continue  # without an id, no tool message could answer it anyway
+            function = call.get("function")
+            function = function if isinstance(function, Mapping) else {}
+            name = function.get("name")
+            calls.append(
+                parse_call(
+                    name if isinstance(name, str) else "", call_id, function.get("arguments")
+                )
+            )
+        return calls
+    return []
+
+
+def unanswered_calls(messages: Sequence[Message]) -> list[ParsedCall]:
+    """The calls of the history's last assistant message that have no tool message yet.
+
+    Example:
+        >>> call = {"id": "c1", "type": "function",
+        ...         "function": {"name": "add", "arguments": '{"a": 1}'}}
+        >>> [c.call_id for c in unanswered_calls(
+        ...     [{"role": "assistant", "content": None, "tool_calls": [call]}])]
+        ['c1']
+    """
+    return _pending(messages)
+
+
+def answer_unanswered(messages: list[Message], start: int, reason: str) -> None:
+    """Give each unanswered call of the last assistant message since ``start`` a tool
+    message saying it was aborted, so the history stays valid for the API."""
+    for call in _pending(messages, start):
+        messages.append(tool_message(call, aborted_text(call, reason)))

@@ -1,0 +1,276 @@
+"""Hostile or broken model output never crashes the loop nor poisons the history.
+
+Every test talks real HTTP to a ScriptedChatServer. The property test feeds arbitrary
+argument strings, model text and tool results through the loop, and checks that the run
+ends with a ChatResponse or a documented error, and that the history still encodes as
+UTF-8 JSON (so the conversation can go on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agcore_tools import (
+    BaseTool,
+    ChatResponse,
+    CycleConfig,
+    InvalidArgumentsError,
+    LlmCycle,
+    LlmError,
+    ToolContext,
+    ToolRegistry,
+    tool,
+)
+from agcore_tools.testing import CapturedRequest, RawResponse, RawStream, Reply, ScriptedChatServer
+
+from .conftest import S, assert_history_valid, tool_messages
+
+DEEP = 100_000
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def assert_encodes(messages: list[dict[str, Any]]) -> None:
+    """The history serialises to JSON and that JSON encodes as UTF-8, as a request must."""
+    json.dumps(messages, ensure_ascii=False).encode("utf-8")
+
+
+class Returns(BaseTool):
+    """A tool that returns whatever it is told to, bypassing @tool's JSON conversion."""
+
+    name = "returns"
+    description = "Return the prepared value."
+
+    def __init__(self) -> None:
+        self.value: Any = None
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        return self.value
+
+
+def hostile_registry() -> tuple[ToolRegistry, Returns]:
+    registry = ToolRegistry()
+
+    @tool(registry=registry)
+    def echo(value: Any = None) -> Any:
+        """Return the value it is given."""
+        return value
+
+    returns = Returns()
+    registry.register(returns)
+    return registry, returns
+
+
+# -- deep nesting -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_arguments_nested_100000_deep_go_back_to_the_model(serve, make_cycle, stream):
+    registry, _ = hostile_registry()
+    server = serve(
+        S.reply_tool_calls([("echo", '{"value": ' + nested(DEEP) + "}", "deep")]),
+        S.reply_text("I will send flatter arguments"),
+        chunk_chars=4096,
+    )
+    cycle = make_cycle(server)
+
+    if stream:
+        response = await cycle.submit_stream_with_tools("Go", registry).collect()
+    else:
+        response = await cycle.submit_with_tools("Go", registry)
+
+    assert response.text == "I will send flatter arguments"
+    [invocation] = response.invocations
+    assert isinstance(invocation.error, InvalidArgumentsError)
+    assert isinstance(invocation.error.__cause__, RecursionError)
+    assert tool_messages(cycle.messages)["deep"] == (
+        "Error: tool 'echo' got invalid arguments: arguments nest too deeply to parse; "
+        "send a flatter JSON object"
+    )
+    assert_history_valid(cycle.messages)
+    assert_encodes(cycle.messages)
+
+
+async def test_a_result_nested_too_deeply_for_json_reads_as_an_error(serve, make_cycle):
+    registry, returns = hostile_registry()
+    value: list[Any] = []
+    for _ in range(DEEP):
+        value = [value]
+    returns.value = value
+    server = serve(S.reply_tool_calls([("returns", {}, "c1")]), S.reply_text("ok"))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools("Go", registry)
+
+    assert response.text == "ok"
+    assert tool_messages(cycle.messages)["c1"].startswith(
+        "Error: tool 'returns' failed: returned a result that cannot be written as JSON"
+    )
+    assert_history_valid(cycle.messages)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_response_nested_too_deeply_is_an_llm_error(serve, make_cycle, stream):
+    body = '{"choices": ' + nested(DEEP) + "}"
+    if stream:
+        server = serve(RawStream(["data: " + body, ""]))
+    else:
+        server = serve(RawResponse(200, body.encode(), {"Content-Type": "application/json"}))
+    cycle = make_cycle(server, max_retries=0)
+
+    with pytest.raises(LlmError) as raised:
+        if stream:
+            await cycle.submit_stream("Hi").collect()
+        else:
+            await cycle.submit("Hi")
+
+    assert isinstance(raised.value.__cause__, RecursionError)
+
+
+# -- lone surrogates ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_lone_surrogate_echoed_by_a_tool_does_not_poison_the_history(
+    serve, make_cycle, stream
+):
+    registry, _ = hostile_registry()
+    server = serve(
+        S.reply_tool_calls([("echo", '{"value": "a\\ud800b"}', "c1")]),
+        S.reply_text("echoed"),
+        S.reply_text("still talking"),
+    )
+    cycle = make_cycle(server)
+
+    if stream:
+        response = await cycle.submit_stream_with_tools("Echo", registry).collect()
+    else:
+        response = await cycle.submit_with_tools("Echo", registry)
+
+    assert response.text == "echoed"
+    assert response.invocations[0].output == "a\ud800b"  # the tool got what was sent
+    assert tool_messages(cycle.messages)["c1"] == "a\ufffdb"  # the model reads clean text
+    assert server.requests[1].json["messages"][-1]["content"] == "a\ufffdb"
+    assert (await cycle.submit("And now?")).text == "still talking"
+    assert_encodes(cycle.messages)
+
+
+async def test_lone_surrogates_in_the_model_s_own_message_are_replaced(serve, make_cycle):
+    registry, _ = hostile_registry()
+    server = serve(
+        # A literal surrogate in the arguments text and in the call's name.
+        S.reply_tool_calls([("echo", '{"value": "\ud800"}', "c1"), ("ech\udc00", {}, "c2")]),
+        S.reply_text("bad \udfff text"),
+        S.reply_text("fine"),
+    )
+    cycle = make_cycle(server, unknown_tool="tell_model")
+
+    response = await cycle.submit_with_tools("Go", registry)
+
+    assert response.text == "bad \ufffd text"
+    assert cycle.messages[-1]["content"] == "bad \ufffd text"
+    calls = cycle.messages[1]["tool_calls"]
+    assert calls[0]["function"]["arguments"] == '{"value": "\ufffd"}'
+    assert calls[1]["function"]["name"] == "ech\ufffd"
+    assert tool_messages(cycle.messages)["c2"].startswith(
+        "Error: tool 'ech\ufffd' is not registered"
+    )
+    assert (await cycle.submit("Again")).text == "fine"
+    assert_encodes(cycle.messages)
+
+
+# -- the property ---------------------------------------------------------------------------
+
+# Text with lone surrogates mixed in (hypothesis leaves them out by default).
+TEXT = st.text(st.characters() | st.characters(categories=["Cs"]), max_size=40)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+ARGUMENTS = st.one_of(
+    TEXT,  # mostly not JSON at all
+    JSON_VALUES.map(lambda value: json.dumps({"value": value})),
+    JSON_VALUES.map(lambda value: json.dumps({"value": value}, ensure_ascii=False)),
+    JSON_VALUES.map(json.dumps),  # JSON, but maybe not an object
+    st.integers(1, 3 * DEEP).map(lambda depth: '{"value": ' + nested(depth) + "}"),
+)
+RESULTS = st.one_of(
+    JSON_VALUES,
+    st.integers(1, 5000).map(lambda depth: json.loads(nested(min(depth, 900)))),
+    st.integers(1000, DEEP).map(lambda depth: _deep_list(depth)),
+)
+
+
+def _deep_list(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@dataclass
+class Round:
+    """What the scripted model says in one example."""
+
+    arguments: str = "{}"
+    text: str = ""
+    seen: list[CapturedRequest] = field(default_factory=list)
+
+    def answer(self, request: CapturedRequest) -> Reply:
+        self.seen.append(request)
+        last = request.json["messages"][-1]
+        if last["role"] == "user" and last["content"] == "go":
+            return S.reply_tool_calls([("echo", self.arguments), ("returns", self.arguments)])
+        return S.reply_text(self.text)
+
+
+@pytest.mark.timeout(180)
+def test_arbitrary_arguments_text_and_results_never_crash_nor_poison_the_history() -> None:
+    registry, returns = hostile_registry()
+    current = Round()
+    with ScriptedChatServer([lambda request: current.answer(request)], repeat=True) as server:
+
+        async def run(stream: bool) -> None:
+            async with server.client(timeout=30.0) as client:
+                cycle = LlmCycle(CycleConfig("m", max_retries=0), client=client)
+                try:
+                    if stream:
+                        outcome = await cycle.submit_stream_with_tools("go", registry).collect()
+                    else:
+                        outcome = await cycle.submit_with_tools("go", registry)
+                except LlmError:
+                    pass  # the documented way for a run to fail; the checks below still hold
+                else:
+                    assert isinstance(outcome, ChatResponse)
+                    assert outcome.text == current.text.translate(_SCRUB)
+                assert_history_valid(cycle.messages)
+                assert_encodes(cycle.messages)
+                # And the conversation goes on.
+                assert isinstance(await cycle.submit("again"), ChatResponse)
+                assert_encodes(cycle.messages)
+
+        @settings(
+            max_examples=50,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        )
+        @given(arguments=ARGUMENTS, text=TEXT, result=RESULTS, stream=st.booleans())
+        def check(arguments: str, text: str, result: Any, stream: bool) -> None:
+            current.arguments, current.text = arguments, text
+            returns.value = result
+            asyncio.run(run(stream))
+
+        check()
+
+
+_SCRUB = {code: "\ufffd" for code in range(0xD800, 0xE000)}

@@ -1,0 +1,306 @@
+"""The loop's policies against a real loopback server: unknown tools, forced tool_choice,
+and going on after a stop without a new user message."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agcore_tools import (
+    LlmError,
+    MaxTurnsExceededError,
+    PermissionChecker,
+    PermissionConfig,
+    PermissionDeniedError,
+    ToolExecutionCompleted,
+    ToolExecutionStarted,
+    ToolNotFoundError,
+    ToolRegistry,
+    TurnComplete,
+)
+from agcore_tools.cycle._policy import answer_unanswered, relaxed_tool_choice, unanswered_calls
+
+from .conftest import S, assert_history_valid, tool_messages
+
+FORCE_ADD = {"type": "function", "function": {"name": "add"}}
+
+
+def _call(call_id: str, name: str, arguments: str = "{}") -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+# -- unknown tools ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_tell_model_answers_an_unknown_tool_with_the_tool_list_and_goes_on(
+    serve, make_cycle, calc, stream
+):
+    server = serve(
+        S.reply_tool_calls([("ad", {"a": 1, "b": 2}, "typo"), ("add", {"a": 1, "b": 2}, "ok")]),
+        S.reply_tool_calls([("add", {"a": 2, "b": 2}, "retry")]),
+        S.reply_text("4"),
+    )
+    cycle = make_cycle(server, unknown_tool="tell_model")
+
+    if stream:
+        events = cycle.submit_stream_with_tools("2 + 2?", calc)
+        seen = [event async for event in events]
+        response = events.response
+        completed = {e.call_id: e for e in seen if isinstance(e, ToolExecutionCompleted)}
+        assert isinstance(completed["typo"].error, ToolNotFoundError)
+    else:
+        response = await cycle.submit_with_tools("2 + 2?", calc)
+
+    assert response is not None and response.text == "4"
+    answers = tool_messages(cycle.messages)
+    assert answers["typo"] == (
+        "Error: tool 'ad' is not registered: the registered tools are: add, weather, fail"
+    )
+    assert answers["ok"] == "3"  # the sibling ran
+    assert calc.runs == [("add", {"a": 1, "b": 2}), ("add", {"a": 2, "b": 2})]
+    assert [i.tool_name for i in response.invocations] == ["ad", "add", "add"]
+    assert len(server.requests) == 3
+    assert server.requests[1].json["messages"][-2:] == cycle.messages[2:4]
+    assert_history_valid(cycle.messages)
+
+
+async def test_tell_model_still_stops_on_a_denied_permission(serve, make_cycle):
+    registry = ToolRegistry(PermissionChecker(PermissionConfig()))  # shell is denied
+
+    @registry.tool(permissions=["shell"])
+    def run_shell(command: str) -> str:
+        """Run a shell command."""
+        raise AssertionError("never runs")
+
+    server = serve(S.reply_tool_calls([("nope", {}, "c1"), ("run_shell", {"command": "ls"}, "c2")]))
+    cycle = make_cycle(server, unknown_tool="tell_model")
+
+    with pytest.raises(LlmError) as raised:
+        await cycle.submit_with_tools("List files", registry)
+
+    assert isinstance(raised.value.__cause__, PermissionDeniedError)
+    answers = tool_messages(cycle.messages)
+    assert answers["c1"].startswith("Error: aborted; tool 'nope' did not complete")
+    assert answers["c2"].startswith("Error: permission denied")
+    assert_history_valid(cycle.messages)
+
+
+async def test_by_default_an_unknown_tool_still_stops_the_loop(serve, make_cycle, calc):
+    server = serve(S.reply_tool_calls([("ad", {"a": 1, "b": 2}, "typo")]))
+    cycle = make_cycle(server)
+    assert cycle.config.unknown_tool == "raise"
+
+    with pytest.raises(LlmError) as raised:
+        await cycle.submit_with_tools("1 + 2?", calc)
+
+    assert isinstance(raised.value.__cause__, ToolNotFoundError)
+    assert "the registered tools are: add, weather, fail" in tool_messages(cycle.messages)["typo"]
+
+
+# -- forced tool_choice ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("choice", ["required", FORCE_ADD], ids=["required", "named"])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_forced_tool_choice_serves_the_first_request_then_becomes_auto(
+    serve, make_cycle, calc, choice, stream
+):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})]),
+        S.reply_text("3"),
+        S.reply_tool_calls([("add", {"a": 3, "b": 4})]),
+        S.reply_text("7"),
+    )
+    cycle = make_cycle(server, tool_choice=choice)
+
+    for prompt in ("1 + 2?", "3 + 4?"):
+        if stream:
+            await cycle.submit_stream_with_tools(prompt, calc).collect()
+        else:
+            await cycle.submit_with_tools(prompt, calc)
+
+    sent = [request.json["tool_choice"] for request in server.requests]
+    assert sent == [choice, "auto", choice, "auto"]  # forced again on each new call
+    assert dict(cycle.config.request_options) == {"tool_choice": choice}
+
+
+async def test_reset_tool_choice_false_forces_every_request(serve, make_cycle, calc):
+    server = serve(*[S.reply_tool_calls([("add", {"a": 1, "b": i})]) for i in range(3)])
+    cycle = make_cycle(server, tool_choice=FORCE_ADD, reset_tool_choice=False, max_turns=3)
+
+    with pytest.raises(MaxTurnsExceededError):
+        await cycle.submit_with_tools("Add forever", calc)
+
+    assert [request.json["tool_choice"] for request in server.requests] == [FORCE_ADD] * 3
+
+
+@pytest.mark.parametrize(
+    ("choice", "after"),
+    [
+        ("required", "auto"),
+        (FORCE_ADD, "auto"),
+        ({"type": "custom", "custom": {"name": "grammar"}}, "auto"),
+        (
+            {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [FORCE_ADD]}},
+            {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [FORCE_ADD]}},
+        ),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}, None),
+        ("auto", None),
+        ("none", None),
+    ],
+)
+def test_only_forced_choices_are_relaxed(choice: object, after: object) -> None:
+    assert relaxed_tool_choice({"tool_choice": choice}) == after
+
+
+def test_no_tool_choice_is_left_alone() -> None:
+    assert relaxed_tool_choice({}) is None
+
+
+# -- going on without a new user message ------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_after_max_turns_prompt_none_goes_on_with_the_registry_s_tools(
+    serve, make_cycle, calc, stream
+):
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]), S.reply_text("3"))
+    cycle = make_cycle(server, max_turns=1)
+    with pytest.raises(MaxTurnsExceededError):
+        await cycle.submit_with_tools("1 + 2?", calc)
+    stopped_at = len(cycle.messages)
+
+    if stream:
+        response = await cycle.submit_stream_with_tools(None, calc).collect()
+    else:
+        response = await cycle.submit_with_tools(None, calc)
+
+    assert response.text == "3"
+    resumed = server.requests[1].json
+    assert resumed["messages"] == cycle.messages[:stopped_at]  # no new user message
+    assert [t["function"]["name"] for t in resumed["tools"]] == ["add", "weather", "fail"]
+    assert calc.runs == [("add", {"a": 1, "b": 2})]  # the answered call did not run again
+    assert [m["role"] for m in cycle.messages] == ["user", "assistant", "tool", "assistant"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_prompt_none_runs_tool_calls_left_unanswered_then_asks_the_model(
+    serve, make_cycle, calc, stream
+):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1"), ("weather", {"city": "Oslo"}, "c2")]),
+        S.reply_text("3, and clear in Oslo"),
+    )
+    cycle = make_cycle(server)
+    await cycle.submit("1 + 2, and the weather in Oslo?")  # no tools: the calls stay open
+    assert unanswered_calls(cycle.messages)
+
+    if stream:
+        events = cycle.submit_stream_with_tools(None, calc)
+        kinds = [type(event).__name__ async for event in events]
+        response = events.response
+        # The open calls run before the first request of the call.
+        assert kinds[:2] == ["ToolExecutionStarted"] * 2
+        assert sorted(kinds[2:4]) == ["ToolExecutionCompleted"] * 2
+        assert kinds[-1] == TurnComplete.__name__
+    else:
+        response = await cycle.submit_with_tools(None, calc)
+
+    assert response is not None and response.text == "3, and clear in Oslo"
+    assert sorted(calc.runs) == [("add", {"a": 1, "b": 2}), ("weather", {"city": "Oslo"})]
+    assert sorted(i.call_id for i in response.invocations) == ["c1", "c2"]
+    answers = tool_messages(cycle.messages)
+    assert answers["c1"] == "3"
+    assert json.loads(answers["c2"])["city"] == "Oslo"
+    assert server.requests[1].json["messages"] == cycle.messages[:-1]
+    assert "tools" in server.requests[1].json
+    assert_history_valid(cycle.messages)
+
+
+async def test_prompt_none_runs_only_the_calls_no_tool_message_answers(serve, make_cycle, calc):
+    server = serve(S.reply_text("3 and 7"))
+    cycle = make_cycle(server)
+    cycle.messages += [
+        {"role": "user", "content": "1 + 2 and 3 + 4?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                _call("c1", "add", '{"a": 1, "b": 2}'),
+                _call("c2", "add", '{"a": 3, "b": 4}'),
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "3"},
+    ]
+
+    response = await cycle.submit_with_tools(None, calc)
+
+    assert response.text == "3 and 7"
+    assert calc.runs == [("add", {"a": 3, "b": 4})]
+    assert tool_messages(cycle.messages) == {"c1": "3", "c2": "7"}
+    assert_history_valid(cycle.messages)
+
+
+async def test_prompt_none_with_an_unknown_open_call_follows_the_unknown_tool_policy(
+    serve, make_cycle, calc
+):
+    server = serve(S.reply_tool_calls([("ad", {}, "c1")]), S.reply_text("sorry"))
+    cycle = make_cycle(server)
+    await cycle.submit("Add")
+
+    with pytest.raises(LlmError) as raised:
+        await cycle.submit_with_tools(None, calc)  # unknown_tool="raise"
+    assert isinstance(raised.value.__cause__, ToolNotFoundError)
+    assert len(server.requests) == 1  # stopped before asking the model
+    assert_history_valid(cycle.messages)
+
+    # The call is answered now, so going on asks the model straight away.
+    assert (await cycle.submit_with_tools(None, calc)).text == "sorry"
+
+
+# -- the helpers --------------------------------------------------------------------------
+
+
+def test_unanswered_calls_reads_only_the_last_assistant_message() -> None:
+    opened = {"role": "assistant", "content": None, "tool_calls": [_call("c1", "add")]}
+    assert [c.call_id for c in unanswered_calls([{"role": "user", "content": "x"}, opened])] == [
+        "c1"
+    ]
+    answered = [opened, {"role": "tool", "tool_call_id": "c1", "content": "1"}]
+    assert unanswered_calls(answered) == []
+    # A user message after it: nothing can be answered in the right place any more.
+    assert unanswered_calls([opened, {"role": "user", "content": "next"}]) == []
+    assert unanswered_calls([]) == []
+    # Malformed calls (no id) are skipped rather than crashing.
+    broken = {"role": "assistant", "tool_calls": [{"type": "function"}, "junk"]}
+    assert unanswered_calls([broken]) == []
+
+
+def test_answer_unanswered_gives_each_open_call_an_aborted_answer() -> None:
+    messages = [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("c1", "add")]},
+    ]
+    answer_unanswered(messages, 0, "stopped")
+    assert messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "Error: aborted; tool 'add' did not complete: stopped",
+    }
+    before = list(messages)
+    answer_unanswered(messages, 0, "stopped")
+    assert messages == before
+
+
+async def test_started_events_name_the_open_calls_they_run(serve, make_cycle, calc):
+    server = serve(S.reply_tool_calls([("add", {"a": 5, "b": 5}, "c9")]), S.reply_text("10"))
+    cycle = make_cycle(server)
+    await cycle.submit("5 + 5?")
+
+    events = cycle.submit_stream_with_tools(None, calc)
+    started = [e async for e in events if isinstance(e, ToolExecutionStarted)]
+
+    assert [(e.tool_name, e.input, e.call_id) for e in started] == [("add", {"a": 5, "b": 5}, "c9")]

@@ -1,0 +1,136 @@
+"""The tool thread pool: sync tools run in daemon threads that exit does not wait for."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agcore_tools._aio import _DaemonExecutor, run_sync
+from tests._scripts import run_script
+
+# A sync tool that sleeps far past its timeout; the script reports when the call came
+# back (time.monotonic() is one clock for every process on the machine).
+_ABANDONED_TOOL = textwrap.dedent(
+    """
+    import asyncio
+    import json
+    import time
+
+    from agcore_tools import ToolRegistry
+
+    registry = ToolRegistry()
+
+
+    @registry.tool(timeout=1.0)
+    def nap() -> str:
+        '''Sleep far longer than the timeout allows.'''
+        time.sleep(30)
+        return "woke up"
+
+
+    invocation = asyncio.run(registry.invoke("nap", {}))
+    print(json.dumps({"returned_at": time.monotonic(), "error": str(invocation.error)}))
+    """
+)
+
+
+@pytest.mark.timeout(60)
+def test_exit_does_not_wait_for_a_sync_tool_abandoned_at_its_timeout(tmp_path: Path) -> None:
+    script = tmp_path / "abandon.py"
+    script.write_text(_ABANDONED_TOOL, encoding="utf-8")
+    done = run_script(script, timeout=45)
+    exited_at = time.monotonic()
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["error"] == "tool 'nap' failed: timed out after 1 s"
+    # Exit followed the call; with threads that exit joins, it came 29 s later.
+    assert exited_at - report["returned_at"] < 10.0
+
+
+async def test_run_sync_runs_in_a_daemon_thread_and_keeps_context_variables() -> None:
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var")
+    var.set("caller's")
+
+    def probe() -> tuple[bool, str, bool]:
+        current = threading.current_thread()
+        return current.daemon, var.get(), current is threading.main_thread()
+
+    assert await run_sync(probe) == (True, "caller's", False)
+
+
+async def test_run_sync_raises_the_function_s_exception() -> None:
+    def boom(text: str) -> None:
+        raise KeyError(text)
+
+    with pytest.raises(KeyError, match="lost"):
+        await run_sync(boom, "lost")
+
+
+async def test_calls_past_the_thread_limit_wait_for_a_free_worker() -> None:
+    executor = _DaemonExecutor(4, "agcore-test")
+    loop = asyncio.get_running_loop()
+    release, full = threading.Event(), threading.Event()
+    lock = threading.Lock()
+    running: list[int] = []
+
+    def hold(position: int) -> int:
+        with lock:
+            running.append(position)
+            if len(running) == 4:
+                full.set()
+        assert release.wait(20.0)
+        return position
+
+    try:
+        calls = [loop.run_in_executor(executor, hold, i) for i in range(10)]
+        try:
+            assert await asyncio.to_thread(full.wait, 20.0)
+            with lock:
+                assert len(running) == 4  # the other 6 are queued, not on new threads
+        finally:
+            release.set()
+        assert await asyncio.wait_for(asyncio.gather(*calls), 20.0) == list(range(10))
+        workers = [t for t in threading.enumerate() if t.name.startswith("agcore-test")]
+        assert len(workers) == 4
+        assert all(worker.daemon for worker in workers)
+        assert await loop.run_in_executor(executor, int, "7") == 7
+        again = [t for t in threading.enumerate() if t.name.startswith("agcore-test")]
+        assert again == workers  # an idle worker took it
+    finally:
+        await asyncio.to_thread(executor.shutdown)
+    assert not [t for t in threading.enumerate() if t.name.startswith("agcore-test")]
+    with pytest.raises(RuntimeError, match="shut down"):
+        executor.submit(int, "1")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_gets_a_pool_of_its_own() -> None:
+    # The child has none of the parent's worker threads; with the parent's pool it
+    # would queue work that no thread ever takes.
+    code = textwrap.dedent(
+        """
+        import asyncio, os, sys
+        from agcore_tools._aio import _DaemonExecutor, run_sync
+        assert asyncio.run(run_sync(lambda: 1)) == 1  # the parent's pool now has a thread
+        pid = os.fork()
+        if pid == 0:
+            answer = asyncio.run(asyncio.wait_for(run_sync(lambda: 2), 10.0))
+            os._exit(0 if answer == 2 else 1)
+        _, status = os.waitpid(pid, 0)
+        sys.exit(os.waitstatus_to_exitcode(status))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr

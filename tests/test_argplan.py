@@ -1,0 +1,122 @@
+"""The argument plan: nulls that mean "the default", and unknown keys of nested models."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from agcore_tools import FunctionTool, InvalidArgumentsError, ToolContext
+from agcore_tools._argplan import build_plan
+from agcore_tools._schema import function_schema
+
+
+class Address(BaseModel):
+    """Pydantic's default: extra="ignore"."""
+
+    street: str
+    unit: str = "1"
+
+
+class Open(BaseModel):
+    """Extra keys allowed, on purpose."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+
+
+class Tree(BaseModel):
+    label: str
+    kids: list[Tree] = []
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    indoor: bool = True
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    barks: int = 1
+
+
+def ship(to: Address, extra: Open, tree: Tree, pet: Cat | Dog, copies: list[Address]) -> str:
+    """Ship something."""
+    return to.street
+
+
+@pytest.mark.parametrize("strict", [False, True])
+async def test_unknown_keys_of_nested_models_are_reported_strict_or_not(strict: bool) -> None:
+    tool = FunctionTool(ship, strict=strict)
+    address_schema = tool.parameters["$defs"]["Address"]
+    assert address_schema["additionalProperties"] is False  # the schema says so, too
+    assert tool.parameters["$defs"]["Open"]["additionalProperties"] is True  # kept as asked
+    args = {
+        "to": {"street": "Main", "zip": "0150"},
+        "extra": {"name": "n", "anything": 1},
+        "tree": {"label": "a", "kids": [{"label": "b", "colour": "red"}]},
+        "pet": {"kind": "cat", "purrs": True},
+        "copies": [{"street": "x"}, {"street": "y", "floor": 2}],
+    }
+    with pytest.raises(InvalidArgumentsError) as info:
+        await tool.execute(args, ToolContext())
+    assert info.value.errors == [
+        ("to.zip", "Extra inputs are not permitted"),
+        ("tree.kids.0.colour", "Extra inputs are not permitted"),
+        ("pet.purrs", "Extra inputs are not permitted"),
+        ("copies.1.floor", "Extra inputs are not permitted"),
+    ]
+    good = {**args, "to": {"street": "Main"}, "tree": {"label": "a"}, "pet": {"kind": "dog"}}
+    good["copies"] = [{"street": "x"}]
+    assert await tool.execute(good, ToolContext()) == "Main"
+
+
+async def test_unknown_keys_are_reported_with_the_other_problems() -> None:
+    tool = FunctionTool(ship)
+    with pytest.raises(InvalidArgumentsError) as info:
+        await tool.execute({"to": {"street": 5, "zip": 1}}, ToolContext())
+    fields = [field for field, _ in info.value.errors]
+    assert fields == ["to.street", "extra", "tree", "pet", "copies", "to.zip"]
+
+
+def test_nulls_are_dropped_only_where_they_mean_absent() -> None:
+    def f(a: int, b: int = 2, c: int | None = 3, to: Address | None = None) -> None:
+        """F."""
+
+    plan = build_plan(function_schema(f).parameters, check_extras=True)
+    assert plan is not None
+    args = {"a": None, "b": None, "c": None, "to": {"street": "s", "unit": None}}
+    out, problems = plan.apply(args)
+    assert out == {"a": None, "c": None, "to": {"street": "s"}} and problems == []
+    assert args["to"] == {"street": "s", "unit": None}  # copied, never changed in place
+    same = {"a": 1, "b": 2}
+    assert plan.apply(same)[0] is same  # nothing to do: no copy
+
+
+def test_a_union_drops_a_null_only_where_every_shape_would() -> None:
+    def f(pet: Cat | Dog) -> None:
+        """F."""
+
+    plan = build_plan(function_schema(f).parameters, check_extras=True)
+    assert plan is not None
+    assert plan.apply({"pet": {"kind": "cat", "indoor": None}})[0] == {"pet": {"kind": "cat"}}
+    assert plan.apply({"pet": {"kind": "dog", "barks": None}})[0] == {"pet": {"kind": "dog"}}
+
+
+def test_flat_tools_have_no_plan_and_raw_schemas_check_no_keys() -> None:
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    assert build_plan(function_schema(add).parameters, check_extras=True) is None
+    raw: dict[str, Any] = {
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "n": {"type": "integer"}},
+        "required": ["q"],
+    }
+    plan = build_plan(raw, check_extras=False)
+    assert plan is not None
+    assert plan.apply({"q": "x", "n": None, "other": 1}) == ({"q": "x", "other": 1}, [])
+    raw["required"] = ["q", "n"]
+    assert build_plan(raw, check_extras=False) is None

@@ -1,0 +1,191 @@
+"""From a tool's output to text plus images, audio and files, for each API."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from agcore_tools import Audio, File, Image, ToolError
+from agcore_tools._attachments import (
+    Rendered,
+    attachments_message,
+    function_call_output,
+    is_attachments_message,
+    normalise,
+    render,
+)
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 80  # 20.0 KB and a bit
+PDF = b"%PDF-1.7\n" + bytes(100)
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(16)
+
+
+def chat(output: Any, text_limit: int | None = 16384, limit: int | None = 10**6) -> Rendered:
+    rendered = render(
+        output, api="chat", max_text_bytes=text_limit, max_attachment_bytes=limit, tool="t"
+    )
+    assert rendered is not None
+    return rendered
+
+
+def responses(output: Any, limit: int | None = 10**6) -> Rendered:
+    rendered = render(
+        output, api="responses", max_text_bytes=16384, max_attachment_bytes=limit, tool="t"
+    )
+    assert rendered is not None
+    return rendered
+
+
+# -- normalise (what @tool makes of a return value) ---------------------------------------
+
+
+def test_values_without_binary_parts_convert_as_before() -> None:
+    from pydantic_core import to_jsonable_python
+
+    value = {"a": (1, 2), "b": {3}, 4: "x"}
+    assert normalise(value) == to_jsonable_python(value)
+
+
+def test_image_bytes_become_images_anywhere_and_text_bytes_stay_text() -> None:
+    assert normalise(PNG) == Image(PNG)
+    assert normalise({"chart": PNG, "n": (1, 2), 5: b"caption"}) == {
+        "chart": Image(PNG),
+        "n": [1, 2],
+        "5": "caption",
+    }
+    image = Image(PNG)
+    assert normalise(["x", image])[1] is image
+
+
+def test_other_bytes_are_an_error_that_says_what_to_do() -> None:
+    with pytest.raises(
+        ToolError, match=r"wrap them in Image\(\.\.\.\), Audio\(\.\.\.\) or File"
+    ) as info:
+        normalise({"blob": b"\x00\xff\xfe"})
+    assert isinstance(info.value, ValueError)
+    assert "returned 3 bytes that are neither a PNG, JPEG, GIF or WebP image nor UTF-8" in str(
+        info.value
+    )
+
+
+# -- render -------------------------------------------------------------------------------
+
+
+def test_output_without_binary_parts_is_not_rendered_here() -> None:
+    for output in ("text", {"a": 1}, [1, "x"], None):
+        assert (
+            render(output, api="chat", max_text_bytes=100, max_attachment_bytes=100, tool="t")
+            is None
+        )
+
+
+def test_an_image_alone_is_a_label_and_the_image() -> None:
+    rendered = chat(Image(PNG))
+    assert rendered.text == "[image 1 (image/png, 20.0 KB) is attached in the next user message]"
+    [attachment] = rendered.attachments
+    assert (attachment.value, attachment.label, attachment.dropped) == (Image(PNG), "image 1", None)
+    assert responses(PNG).text == "[image 1 (image/png, 20.0 KB) is attached below]"
+
+
+def test_a_content_list_reads_in_order_one_item_per_line() -> None:
+    rendered = chat(["Two charts:", Image(PNG), {"total": 3}, Image(b"GIF89a"), 7])
+    assert rendered.text.splitlines() == [
+        "Two charts:",
+        "[image 1 (image/png, 20.0 KB) is attached in the next user message]",
+        '{"total":3}',
+        "[image 2 (image/gif, 6 B) is attached in the next user message]",
+        "7",
+    ]
+    assert [a.label for a in rendered.attachments] == ["image 1", "image 2"]
+
+
+def test_images_inside_other_structures_become_labels_in_the_json() -> None:
+    # The failure this fixes: a base64 image in a dict was cut at 16 KB mid-base64.
+    rendered = chat([{"caption": "sales", "chart": Image(PNG)}, {"n": 1}])
+    assert rendered.text == (
+        '[{"caption":"sales","chart":"[image 1 (image/png, 20.0 KB) is attached in the next '
+        'user message]"},{"n":1}]'
+    )
+    assert rendered.attachments[0].value == Image(PNG)
+
+
+def test_truncation_cuts_the_text_only() -> None:
+    rendered = chat(["x" * 5000, Image(PNG)], text_limit=1000)
+    assert len(rendered.text.encode()) <= 1000 and "bytes omitted" in rendered.text
+    assert rendered.attachments[0].value.data == PNG  # 20 KB, sent whole
+
+
+def test_a_value_over_its_limit_is_not_sent_and_the_text_says_why(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, "agcore_tools.toolcalls"):
+        rendered = chat(["big:", Image(PNG), Image(b"GIF89a")], limit=1024)
+    assert rendered.text.splitlines()[1] == (
+        "[image 1 (image/png, 20.0 KB) was not sent: it is larger than the 1.0 KB limit for "
+        "binary tool results]"
+    )
+    assert [a.dropped is None for a in rendered.attachments] == [False, True]
+    assert "tool 't': image 1 (image/png, 20.0 KB) was not sent" in caplog.text
+    message = attachments_message([("c1", "t")], [rendered])
+    assert message is not None
+    assert [p["type"] for p in message["content"]] == ["text", "text", "image_url"]
+
+
+def test_audio_goes_to_chat_completions_as_wav_or_mp3_only() -> None:
+    rendered = chat([Audio(WAV), Audio(b"OggS", "audio/ogg")])
+    assert rendered.text.splitlines()[1] == (
+        "[audio 2 (audio/ogg, 4 B) was not sent: Chat Completions takes WAV or MP3 audio only]"
+    )
+    message = attachments_message([("c1", "speak")], [rendered])
+    assert message is not None
+    assert message["content"][2] == {
+        "type": "input_audio",
+        "input_audio": {"data": "UklGRiQAAABXQVZFZm10IAAAAAAAAAAAAAAAAAAAAAA=", "format": "wav"},
+    }
+    assert len(message["content"]) == 3  # the OGG sound is left out
+
+
+def test_the_responses_api_gets_images_and_files_but_no_audio() -> None:
+    rendered = responses(["Report:", File(PDF, filename="q3.pdf"), Audio(WAV), Image(PNG)])
+    assert rendered.text.splitlines() == [
+        "Report:",
+        "[file 1 (q3.pdf) (application/pdf, 109 B) is attached below]",
+        "[audio 1 (audio/wav, 32 B) was not sent: the Responses API takes no audio in tool "
+        "results]",
+        "[image 1 (image/png, 20.0 KB) is attached below]",
+    ]
+    assert function_call_output(rendered) == [
+        {"type": "input_text", "text": rendered.text},
+        {
+            "type": "input_file",
+            "file_data": File(PDF, filename="q3.pdf").data_url,
+            "filename": "q3.pdf",
+        },
+        {"type": "input_image", "image_url": Image(PNG).data_url},
+    ]
+    # With nothing to send, the output stays a plain string.
+    assert function_call_output(responses(Audio(WAV))) == responses(Audio(WAV)).text
+
+
+def test_one_user_message_carries_every_call_s_values_after_the_tool_messages() -> None:
+    results = [chat(Image(PNG)), None, chat(["a", File(PDF), Image(b"GIF89a")])]
+    message = attachments_message([("c1", "plot"), ("c2", "add"), ("c3", "scan")], results)
+    assert message is not None and message["role"] == "user"
+    texts = [p["text"] for p in message["content"] if p["type"] == "text"]
+    assert texts == [
+        "Attachments of the tool results above:",
+        "image 1 of tool call c1 (plot):",
+        "file 1 (file.pdf) of tool call c3 (scan):",
+        "image 1 of tool call c3 (scan):",
+    ]
+    assert message["content"][4] == {
+        "type": "file",
+        "file": {"file_data": File(PDF).data_url, "filename": "file.pdf"},
+    }
+    assert attachments_message([("c2", "add")], [None]) is None
+    tool = {"role": "tool", "tool_call_id": "c3", "content": "..."}
+    assert is_attachments_message(message, tool)
+    assert not is_attachments_message(message, {"role": "assistant", "content": "hi"})
+    assert not is_attachments_message({"role": "user", "content": "Next question"}, tool)

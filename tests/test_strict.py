@@ -1,0 +1,252 @@
+"""Strict function schemas (issue 8 §3): the transform, per tool."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from datetime import date
+from typing import Annotated, Any, Literal, Optional, Union
+
+import openai
+import pytest
+from pydantic import AnyUrl, BaseModel, Field
+
+from agcore_tools import (
+    FunctionTool,
+    InvalidArgumentsError,
+    ToolContext,
+    ToolDefinitionError,
+    ToolError,
+)
+from agcore_tools._schema import function_schema
+from agcore_tools._strict import FORMATS, KEPT, strict_parameters
+
+
+class Address(BaseModel):
+    """A postal address."""
+
+    street: str
+    unit: str = "ground floor"
+    country: str | None = None
+
+
+class Node(BaseModel):
+    """A tree node."""
+
+    value: int
+    children: list[Node] = []
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    indoor: bool = True
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    barks: int
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+def book(
+    city: str,
+    where: Annotated[Address, Field(description="Where to deliver.")],
+    tree: Node,
+    pet: Annotated[Union[Cat, Dog], Field(discriminator="kind")],  # noqa: UP007
+    color: Color,
+    when: date,
+    billing: Optional[Address] = None,  # noqa: UP045
+    days: int = 3,
+    limit: int | None = 5,
+    mode: Literal["fast", "slow"] = "fast",
+    code: Annotated[str, Field(min_length=2, max_length=8, pattern="^[A-Z]+$")] = "AB",
+    stars: Annotated[int, Field(ge=1, le=5)] = 3,
+    tags: set[str] = set(),  # noqa: B006
+    rooms: Annotated[list[int], Field(min_length=1, max_length=4)] = [1],  # noqa: B006
+    site: AnyUrl | None = None,
+) -> str:
+    """Book a stay."""
+    return city
+
+
+def _schemas(node: Any) -> Iterator[dict[str, Any]]:
+    # Every schema in a schema: keyword positions only, never property names.
+    if not isinstance(node, dict):
+        return
+    yield node
+    for key in ("properties", "$defs"):
+        for sub in (node.get(key) or {}).values():
+            yield from _schemas(sub)
+    yield from _schemas(node.get("items"))
+    for sub in node.get("anyOf") or ():
+        yield from _schemas(sub)
+
+
+def assert_strict(schema: dict[str, Any]) -> None:
+    """OpenAI's strict rules, checked on every schema of a parameters schema."""
+    assert schema["type"] == "object" and "anyOf" not in schema
+    for node in _schemas(schema):
+        assert set(node) <= KEPT, set(node) - KEPT
+        if "$ref" in node:
+            assert set(node) == {"$ref"}, node  # no siblings next to $ref
+        if node.get("type") == "object":
+            assert node["additionalProperties"] is False, node
+            assert node["required"] == list(node["properties"]), node
+        if "format" in node:
+            assert node["format"] in FORMATS
+        assert any(k in node for k in ("type", "anyOf", "$ref", "enum", "const")), node
+
+
+def test_the_issue_example_is_strict() -> None:
+    def forecast(city: str, days: int = 3) -> str:
+        """Weather forecast."""
+        return city
+
+    function = FunctionTool(forecast, strict=True).definition()["function"]
+    assert function["strict"] is True
+    assert function["parameters"] == {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "days": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        },
+        "required": ["city", "days"],
+        "additionalProperties": False,
+    }
+    # The tool's own schema still tells the truth about defaults.
+    assert FunctionTool(forecast).parameters["properties"]["days"]["default"] == 3
+    assert "strict" not in FunctionTool(forecast).definition()["function"]
+
+
+def test_a_rich_signature_follows_every_strict_rule() -> None:
+    strict, why = strict_parameters(function_schema(book).parameters)
+    assert why is None and strict is not None
+    assert_strict(strict)
+    props = strict["properties"]
+    # Optional parameters are required and nullable; the description stays outside.
+    assert props["days"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+    assert props["billing"] == {"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}]}
+    assert props["where"]["description"] == "Where to deliver."  # $ref sibling inlined
+    # A nested model's optional fields too, and a recursive model still refers to itself.
+    address = strict["$defs"]["Address"]
+    assert address["required"] == ["street", "unit", "country"]
+    assert address["properties"]["unit"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    node_children = strict["$defs"]["Node"]["properties"]["children"]["anyOf"][0]
+    assert node_children["items"] == {"$ref": "#/$defs/Node"}
+    # A discriminated union (oneOf) becomes anyOf.
+    assert props["pet"] == {"anyOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}]}
+    # Supported keywords stay; the rest go (the tool still checks them itself).
+    code = props["code"]["anyOf"][0]
+    assert code == {"type": "string", "pattern": "^[A-Z]+$"}
+    assert props["stars"]["anyOf"][0] == {"type": "integer", "minimum": 1, "maximum": 5}
+    assert props["rooms"]["anyOf"][0] == {
+        "type": "array",
+        "items": {"type": "integer"},
+        "minItems": 1,
+        "maxItems": 4,
+    }
+    assert props["tags"]["anyOf"][0] == {"type": "array", "items": {"type": "string"}}
+    assert props["when"] == {"type": "string", "format": "date"}
+    assert props["site"]["anyOf"][0] == {"type": "string"}  # format "uri" is not supported
+
+
+def test_the_transform_is_the_openai_sdks_own() -> None:
+    class Place(BaseModel):
+        name: str
+        country: str
+
+    class Trip(BaseModel):
+        traveller: str
+        to: Place
+        stops: list[Place]
+
+    def trip(traveller: str, to: Place, stops: list[Place]) -> None:
+        """Plan a trip."""
+
+    ours, _ = strict_parameters(function_schema(trip).parameters)
+    theirs = openai.pydantic_function_tool(Trip)["function"]["parameters"]  # type: ignore[typeddict-item]
+
+    def untitled(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {
+                k: (
+                    {n: untitled(v) for n, v in node[k].items()}
+                    if k in ("properties", "$defs")
+                    else untitled(node[k])
+                )
+                for k in node
+                if k != "title"
+            }
+        return [untitled(v) for v in node] if isinstance(node, list) else node
+
+    assert ours == untitled(theirs)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "problem"),
+    [
+        ("Any", "'x' accepts any JSON value"),
+        ("dict[str, int]", "'x' is a map with free keys"),
+        ("tuple[int, str]", "'x' is a tuple"),
+    ],
+)
+def test_what_strict_mode_cannot_describe_is_refused_by_name(annotation: str, problem: str) -> None:
+    namespace: dict[str, Any] = {"Any": Any}
+    exec(f"def f(x: {annotation}) -> None:\n    '''F.'''\n", namespace)
+    strict, why = strict_parameters(function_schema(namespace["f"]).parameters)
+    assert strict is None and why is not None and why.startswith(problem)
+    with pytest.raises(
+        ToolDefinitionError, match=f"cannot make tool 'f' strict: {problem}"
+    ) as info:
+        FunctionTool(namespace["f"], strict=True)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ToolError)
+    FunctionTool(namespace["f"], strict=False)  # fine when not asked
+
+
+def test_raw_schemas_are_made_strict_too() -> None:
+    raw = {
+        "type": "object",
+        "title": "Search",
+        "properties": {
+            "query": {"type": "string", "title": "Query", "minLength": 1},
+            "limit": {"type": "integer", "default": 10},
+            "filters": {
+                "type": "object",
+                "properties": {"lang": {"type": "string"}},
+                "additionalProperties": True,
+            },
+        },
+        "required": ["query"],
+    }
+    strict, why = strict_parameters(raw)
+    assert why is None and strict is not None
+    assert_strict(strict)
+    assert strict["properties"]["query"] == {"type": "string"}
+    assert strict["properties"]["limit"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+    assert raw["properties"]["limit"] == {"type": "integer", "default": 10}  # not mutated
+    assert strict_parameters({"type": "object", "anyOf": []})[1] == (
+        "the parameters are not a plain JSON object schema"
+    )
+
+
+async def test_null_for_an_optional_parameter_means_its_default() -> None:
+    calls: list[tuple[Any, ...]] = []
+
+    def stay(city: str, days: int = 3, limit: int | None = 5, where: Address | None = None) -> str:
+        """Book a stay."""
+        calls.append((city, days, limit, where))
+        return city
+
+    tool = FunctionTool(stay, strict=True)
+    args = {"city": "Oslo", "days": None, "limit": None, "where": {"street": "Main", "unit": None}}
+    await tool.execute(args, ToolContext())
+    # days: null is its default; limit accepts None, so None it is; the nested unit too.
+    assert calls == [("Oslo", 3, None, Address(street="Main"))]
+    assert args["days"] is None  # the caller's arguments are not changed
+    refused = pytest.raises(InvalidArgumentsError, match="city: Input should be a valid string")
+    with refused:
+        await tool.execute({"city": None}, ToolContext())  # a required one stays required
