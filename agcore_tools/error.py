@@ -179,9 +179,9 @@ class PermissionDeniedError(ToolError):
 class McpError(ToolError):
     """The MCP server or the link to it failed.
 
-    Unrecoverable by default. A failure that leaves the client usable (one call's
-    HTTP error, one stream that broke, a server that will be restarted on the next
-    call) is created recoverable, so a model can try again.
+    Unrecoverable by default. The failure of one request that leaves the connection
+    up (an HTTP error other than 401 and 403, one response stream that broke) is
+    created recoverable, so a model can try again.
 
     Over Streamable HTTP, ``status_code`` is the HTTP status of the failed request and
     ``retry_after`` the seconds its ``Retry-After`` header asked for (both None

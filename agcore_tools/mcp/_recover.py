@@ -82,9 +82,8 @@ async def classify(
         return Verdict(
             McpTimeoutError(name, f"{action} timed out after {limit:g} s", tool_name=tool_name)
         )
-    restartable = client._can_restart()
     if exchange is not None and exchange.status is not None:
-        return _http_failure(client, conn, exc, exchange, action, tool_name, restartable)
+        return _http_failure(client, conn, exc, exchange, action, tool_name)
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
         if conn is None or conn.state is State.CLOSED:
             return Verdict(
@@ -110,13 +109,10 @@ async def classify(
             await conn.wait_ended(_END_WAIT)  # a transport that broke says why as it ends
         reason = await conn.exit_description()
         conn.mark_lost(reason)
+        # Unrecoverable, as a dead server is (seed acceptance 17): the tool loop stops,
+        # and the next request starts the server again.
         return Verdict(
-            McpError(
-                name,
-                f"{action} failed: connection lost ({reason})",
-                tool_name=tool_name,
-                recoverable=restartable,
-            ),
+            McpError(name, f"{action} failed: connection lost ({reason})", tool_name=tool_name),
             restart=True,
         )
     if isinstance(exc, MCPError):
@@ -143,7 +139,6 @@ def _http_failure(
     http: HttpExchange,
     action: str,
     tool_name: str | None,
-    restartable: bool,
 ) -> Verdict:
     name = client.server_name
     if http.session_gone:
@@ -151,11 +146,7 @@ def _http_failure(
         if conn is not None:
             conn.mark_lost(reason, give_up=True)
         error = McpError(
-            name,
-            f"{action} failed: {reason}",
-            tool_name=tool_name,
-            status_code=http.status,
-            recoverable=restartable,
+            name, f"{action} failed: {reason}", tool_name=tool_name, status_code=http.status
         )
         return Verdict(error, restart=True, never_ran=True)
     error = McpError(

@@ -112,7 +112,7 @@ async def test_a_restart_during_a_call_retries_it_only_if_it_is_safe_to_repeat(
         else:
             with pytest.raises(McpError, match="connection lost") as info:
                 await call
-            assert info.value.is_recoverable()  # the next call starts a new session
+            assert not info.value.is_recoverable()  # as any lost connection
             assert not marker.exists()
             assert await client.call_tool("echo", {"text": "next"}) == "next"
         assert client.connected

@@ -106,8 +106,9 @@ async def test_a_call_in_flight_when_the_server_dies_is_sent_again_only_if_safe(
     else:
         with pytest.raises(McpError, match=r"connection lost \(was killed by signal 9\)") as info:
             await call
-        # Recoverable: the next call starts the server again, so a model may retry.
-        assert info.value.is_recoverable()
+        # Unrecoverable, like any lost connection: a tool loop stops (the next call
+        # starts the server again).
+        assert not info.value.is_recoverable()
         assert not marker.exists()
         assert await client.call_tool("echo", {"text": "next"}) == "next"
     await client.close()
