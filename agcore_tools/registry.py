@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
+from . import _sync
 from ._aio import with_timeout
 from ._argplan import ArgumentPlan, build_plan
 from ._display import html_table, markdown_table
@@ -760,6 +761,59 @@ class ToolRegistry:
             timeout=timeout,
             max_result_bytes=max_result_bytes,
             max_attachment_bytes=max_attachment_bytes,
+        )
+
+    # -- sync entry points -----------------------------------------------------------
+
+    def invoke_sync(
+        self, name: str, args: Mapping[str, Any], ctx: ToolContext | None = None
+    ) -> ToolInvocation:
+        """:meth:`invoke` for synchronous code: runs it on agcore_tools' own event loop.
+
+        Works in a plain script, from worker threads and inside a running loop (a
+        notebook cell), where it blocks until the call ends. See the README's "Sync apps".
+
+        Example:
+            >>> registry = ToolRegistry()
+            >>> _ = registry.register(_ExampleTool())
+            >>> registry.invoke_sync("example", {}).output
+            'ok'
+        """
+        return _sync.run(self.invoke(name, args, ctx))
+
+    def run_tool_calls_sync(
+        self,
+        tool_calls: Iterable[Any] | None,
+        *,
+        ctx: ToolContext | None = None,
+        timeout: float | None = 60.0,
+        max_result_bytes: int | None = 16384,
+        max_attachment_bytes: int | None = 5 * 1024 * 1024,
+    ) -> list[dict[str, Any]]:
+        """:meth:`run_tool_calls` for apps on the sync ``OpenAI`` client.
+
+        Runs the calls on agcore_tools' own event loop, concurrently as the async method
+        does, and blocks until the messages are ready. Interrupting it (Ctrl-C) cancels
+        the calls still running.
+
+        Example:
+            >>> registry = ToolRegistry()
+            >>> _ = registry.register(_ExampleTool())
+            >>> calls = [{"id": "call_1", "type": "function",
+            ...           "function": {"name": "example", "arguments": "{}"}}]
+            >>> registry.run_tool_calls_sync(calls)
+            [{'role': 'tool', 'tool_call_id': 'call_1', 'content': 'ok'}]
+        """
+        # Read the caller's iterable here, in the caller's thread.
+        calls = list(tool_calls) if tool_calls is not None else None
+        return _sync.run(
+            self.run_tool_calls(
+                calls,
+                ctx=ctx,
+                timeout=timeout,
+                max_result_bytes=max_result_bytes,
+                max_attachment_bytes=max_attachment_bytes,
+            )
         )
 
     # -- presentation --------------------------------------------------------------

@@ -478,7 +478,7 @@ class ScriptedChatServer:
             writer.close()
 
     def _next_item(self, request: CapturedRequest) -> ScriptItem:
-        path = request.path.rstrip("/")
+        path = request.path.partition("?")[0].rstrip("/")  # a client's default_query
         if request.method != "POST" or not path.endswith(("/chat/completions", "/responses")):
             return self.error(
                 404,

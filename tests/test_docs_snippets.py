@@ -22,6 +22,7 @@ README.md and every guide in docs/guides/ are covered; add other documents to
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ import pytest
 
 from agcore_tools.testing import ScriptedChatServer, ScriptItem
 from tests._scripts import run_script
+from tests.mcp.conftest import SERVERS, HttpServer
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [
@@ -101,6 +103,9 @@ class Setup:
     sent: Sequence[str] = ()
     """Texts the model must have been sent (as a string value in a request body):
     tool results, for instance, which prove the tools ran and their output went back."""
+    http_server: Path | None = None
+    """An MCP server script run over HTTP for the block, which finds it at
+    ``MCP_SERVER_URL``; the block then also gets a fresh ``HOME``."""
 
 
 S = ScriptedChatServer
@@ -163,8 +168,51 @@ SNIPPETS: dict[str, Setup] = {
         ],
         sent=["data:image/gif;base64,R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw=="],
     ),
+    "sync-drop-in": Setup(
+        script=[
+            S.reply_tool_calls([("get_weather", {"city": "Paris"})]),
+            S.reply_text("It's 18 °C with light rain in Paris."),
+        ],
+        output=["It's 18 °C with light rain in Paris."],
+        sent=[PARIS_RESULT],
+    ),
+    "sync-loop": Setup(
+        script=[
+            S.reply_tool_calls([("capital_of", {"country": "Japan"})]),
+            S.reply_text("The capital of Japan is Tokyo."),
+        ],
+        output=[
+            "Paris",  # the direct call_tool_sync
+            "-> capital_of({'country': 'Japan'})",
+            "The capital of Japan is Tokyo.",
+            "[2 turns]",
+        ],
+        sent=["Tokyo"],  # the MCP server's answer went back to the model
+    ),
     "mcp-config": Setup(
         output=["['demo__text_stats', 'demo__capital_of', 'demo__celsius_to_fahrenheit']"],
+    ),
+    "mcp-resources": Setup(
+        output=[
+            "demo://capitals text/plain",
+            "Lima",
+            "Plan a weekend in the capital of Peru.",
+            "Tokyo",
+        ],
+    ),
+    "mcp-guide-resources": Setup(
+        output=[
+            "Offline demo tools: capitals, text statistics, temperature conversion.",
+            "['demo://capitals/{country}']",
+            "Nairobi",
+            "('Peru',)",
+            "weekend_trip ['country']",
+            "Plan a weekend in the capital of Japan.",
+        ],
+    ),
+    "mcp-oauth": Setup(
+        output=["5", "9", "signed in 1 time(s)"],
+        http_server=SERVERS / "oauth_server.py",
     ),
     "permissions": Setup(
         output=["permission denied: tool 'delete_file' needs 'delete', which is denied"],
@@ -258,9 +306,13 @@ def test_snippet_runs(block: Block, tmp_path: Path) -> None:
     script_file = tmp_path / f"snippet_{block.line}.py"
     script_file.write_text(block.code, encoding="utf-8")
     env: dict[str, str] = {}
-    with ScriptedChatServer(setup.script) as server:
+    with ScriptedChatServer(setup.script) as server, contextlib.ExitStack() as stack:
         if setup.script:
             env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-scripted")
+        if setup.http_server is not None:
+            mcp_server = HttpServer(setup.http_server)
+            stack.callback(mcp_server.stop)
+            env.update(MCP_SERVER_URL=mcp_server.url, HOME=str(tmp_path))
         result = run_script(script_file, env=env)
     where = f"{block.document}, block at line {block.line}"
     assert result.returncode == 0, f"{where} failed:\n{result.stderr}"

@@ -63,9 +63,13 @@ def test_the_notebook_guide_runs_as_a_notebook(tmp_path: Path) -> None:
     assert "| 0 | user | What is 2 + 3? |" in transcript
     assert '→ add({"a": 2, "b": 3}) [call_0]' in transcript
     assert "| 2 | tool | add [call_0] → 5 |" in transcript
-    # The registry counted both calls (the direct one and the model's).
+    # A sync entry point in a cell (the kernel's loop is running) ran on the library's loop.
+    assert (
+        _outputs(cells['registry.invoke_sync("add", {"a": 4, "b": 5}).output'], "text/plain") == "9"
+    )
+    # The registry counted the three calls (the awaited one, the sync one and the model's).
     table = _outputs(cells["registry"], "text/markdown")
-    assert "| add | Add two integers. | - | math | - | 2 | 0 |" in table
+    assert "| add | Add two integers. | - | math | - | 3 | 0 |" in table
     # A re-run cell replaced the tool; a different function under its name was refused.
     redefined = _outputs(cells['registry.get("add").description'], "text/plain")
     assert redefined == "'Add two integers and return their sum.'"

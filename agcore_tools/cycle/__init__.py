@@ -22,6 +22,7 @@ from .events import (
     Usage,
 )
 from .history import HistoryPolicy, TrimOldest, split_exchanges
+from .sync import SyncEventStream
 
 __all__ = [
     "AssistantTextDelta",
@@ -33,6 +34,7 @@ __all__ = [
     "LlmCycle",
     "ReasoningDelta",
     "StreamEvent",
+    "SyncEventStream",
     "ToolExecutionCompleted",
     "ToolExecutionStarted",
     "TrimOldest",

@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Se
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .. import _sync
 from .._aio import with_timeout
 from .._attachments import Rendered, attachments_message
 from .._display import MAX_ROWS, html_table, markdown_table, message_rows
@@ -29,6 +30,7 @@ from .._toolcalls import (
 from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
+from ._client import accept_client
 from ._policy import (
     answer_unanswered,
     clean_turn,
@@ -51,7 +53,9 @@ from .events import (
 )
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, OpenAI
+
+    from .sync import SyncEventStream
 
 __all__ = ["EventStream", "LlmCycle"]
 
@@ -169,6 +173,14 @@ class LlmCycle:
     requests use a copy of the client with the SDK's own retries turned off; the
     cycle retries by itself (see :class:`CycleConfig`).
 
+    ``client`` is an ``AsyncOpenAI`` (or a subclass such as ``AsyncAzureOpenAI``),
+    used as given, or a sync ``OpenAI``: the cycle then builds and owns its async twin,
+    with the same API key, organization, project, base URL, timeout, retries, default
+    headers and default query (a custom ``http_client`` cannot carry over; pass your
+    own ``AsyncOpenAI`` for that). Anything else raises ``TypeError``. Synchronous code
+    calls the ``*_sync`` methods, which run the same loop on agcore_tools' own event
+    loop (see the second example).
+
     The history is :attr:`messages`: plain dicts in the Chat Completions request
     format, ready to send again or to serialise as JSON. One cycle runs one
     ``submit*`` call at a time.
@@ -193,24 +205,43 @@ class LlmCycle:
         ...     asyncio.run(main(server))
         ['user', 'assistant', 'tool', 'assistant']
         '5'
+
+        The same from synchronous code, with the sync client; the streaming methods
+        return a plain iterator (:class:`~agcore_tools.SyncEventStream`):
+
+        >>> from openai import OpenAI
+        >>> script += [Scripted.reply_text(text) for text in ("Yes.", "Welcome.", "Bye!")]
+        >>> with Scripted(script) as server:
+        ...     cycle = LlmCycle(CycleConfig("m"), client=OpenAI(base_url=server.base_url, api_key="-"))
+        ...     print(cycle.submit_with_tools_sync("What is 2 + 3?", registry).text)
+        ...     print(cycle.submit_messages_sync([{"role": "user", "content": "Sure?"}]).text)
+        ...     print([type(e).__name__ for e in cycle.submit_stream_sync("Thanks")])
+        ...     print(cycle.submit_stream_with_tools_sync("Bye", registry).collect().text)
+        ...     cycle.close_sync()  # or use `with LlmCycle(...) as cycle:`
+        5
+        Yes.
+        ['AssistantTextDelta', 'TurnComplete']
+        Bye!
     """
 
     def __init__(
         self,
         config: CycleConfig,
         *,
-        client: AsyncOpenAI | None = None,
+        client: AsyncOpenAI | OpenAI | None = None,
         system_prompt: str | None = None,
     ) -> None:
         self.config = config
         """The cycle's settings; replace it (``dataclasses.replace``) to change them."""
-        self.client: AsyncOpenAI = client if client is not None else _client_from_env()
-        """The SDK client given (or created); requests use a retry-less copy of it."""
+        driven, owned = accept_client(client) if client is not None else (None, True)
+        self.client: AsyncOpenAI = driven if driven is not None else _client_from_env()
+        """The SDK client given (or created, or a sync client's async twin); requests use
+        a retry-less copy of it."""
         self.messages: list[Message] = []
         """The conversation so far, in the Chat Completions request format."""
         if system_prompt is not None:
             self.messages.append({"role": "system", "content": system_prompt})
-        self._owns_client = client is None
+        self._owns_client = owned
         self._requester = self.client.with_options(max_retries=0)
         self._requests = 0  # over the cycle's life: tags generated tool call ids
         self._busy = False
@@ -345,6 +376,63 @@ class LlmCycle:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    # -- sync entry points -----------------------------------------------------------
+    # Each runs the async method on agcore_tools' own event loop (see _sync.py).
+
+    def submit_sync(self, prompt: str) -> ChatResponse:
+        """:meth:`submit` for synchronous code.
+
+        Example:
+            >>> from openai import OpenAI
+            >>> from agcore_tools.testing import ScriptedChatServer
+            >>> with ScriptedChatServer([ScriptedChatServer.reply_text("Hi!")]) as server:
+            ...     with LlmCycle(CycleConfig("m"), client=OpenAI(base_url=server.base_url,
+            ...                                                   api_key="-")) as cycle:
+            ...         print(cycle.submit_sync("Hello").text)
+            Hi!
+        """
+        return _sync.run(self.submit(prompt))
+
+    def submit_messages_sync(self, messages: Iterable[Mapping[str, Any]]) -> ChatResponse:
+        """:meth:`submit_messages` for synchronous code."""
+        return _sync.run(self.submit_messages([dict(message) for message in messages]))
+
+    def submit_with_tools_sync(
+        self, prompt: str | None, registry: ToolRegistry, *, ctx: ToolContext | None = None
+    ) -> ChatResponse:
+        """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools."""
+        return _sync.run(self.submit_with_tools(prompt, registry, ctx=ctx))
+
+    def submit_stream_sync(self, prompt: str) -> SyncEventStream:
+        """:meth:`submit_stream` for synchronous code: a plain iterator of the same events."""
+        from .sync import SyncEventStream
+
+        return SyncEventStream(self.submit_stream(prompt))
+
+    def submit_stream_with_tools_sync(
+        self, prompt: str | None, registry: ToolRegistry, *, ctx: ToolContext | None = None
+    ) -> SyncEventStream:
+        """:meth:`submit_stream_with_tools` for synchronous code: a plain iterator of the
+        same events (see :class:`~agcore_tools.SyncEventStream`)."""
+        from .sync import SyncEventStream
+
+        return SyncEventStream(self.submit_stream_with_tools(prompt, registry, ctx=ctx))
+
+    def close_sync(self) -> None:
+        """:meth:`aclose` for synchronous code (also called by ``with``)."""
+        _sync.run(self.aclose())
+
+    def __enter__(self) -> LlmCycle:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close_sync()
 
     def __repr__(self) -> str:
         return f"<LlmCycle model={self.config.model!r} messages={len(self.messages)}>"

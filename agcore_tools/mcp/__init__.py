@@ -1,4 +1,4 @@
-"""MCP servers' tools in agcore_tools, over the official MCP SDK (imported on first use).
+"""MCP servers' tools, resources and prompts in agcore_tools, over the official MCP SDK (imported on first use).
 
 Example:
     >>> from agcore_tools.mcp import McpClient, StdioTransport
@@ -7,19 +7,40 @@ Example:
 """
 
 from ._adapter import McpTool
+from ._resources import McpResourceSubscription
+from .auth import FileTokenStorage, InMemoryTokenStorage
 from .client import McpClient
 from .config import load_mcp_servers
-from .models import McpLogMessage, McpProgress, McpToolInfo
+from .models import (
+    McpCompletion,
+    McpLogMessage,
+    McpProgress,
+    McpPrompt,
+    McpPromptInfo,
+    McpResourceContents,
+    McpResourceInfo,
+    McpResourceTemplateInfo,
+    McpToolInfo,
+)
 from .policy import McpPermissionPolicy, PermissionPolicy
 from .recovery import McpRecovery
 from .transport import McpTransport, StdioTransport, StreamableHttpTransport
 
 __all__ = [
+    "FileTokenStorage",
+    "InMemoryTokenStorage",
     "McpClient",
+    "McpCompletion",
     "McpLogMessage",
     "McpPermissionPolicy",
     "McpProgress",
+    "McpPrompt",
+    "McpPromptInfo",
     "McpRecovery",
+    "McpResourceContents",
+    "McpResourceInfo",
+    "McpResourceSubscription",
+    "McpResourceTemplateInfo",
     "McpTool",
     "McpToolInfo",
     "McpTransport",

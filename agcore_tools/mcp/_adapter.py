@@ -9,6 +9,7 @@ stay distinct. Two tools that still end up with the same name fail loudly.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from .policy import PermissionPolicy
 
 __all__ = ["McpTool", "adapter_name", "make_adapters"]
+
+logger = logging.getLogger("agcore_tools.mcp")
 
 _MAX_NAME = 64
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
@@ -96,10 +99,22 @@ def make_adapters(
     prefix: str | None,
     policy: PermissionPolicy,
 ) -> list[BaseTool]:
-    """One :class:`McpTool` per tool; raises :class:`ToolConfigError` on a name collision."""
+    """One :class:`McpTool` per tool; raises :class:`ToolConfigError` on a name collision.
+
+    Tools that require task-augmented execution (SEP-1686) are left out, with a log
+    line: the MCP SDK cannot run them, so every call would fail with -32601.
+    """
     adapters: list[BaseTool] = []
     taken: dict[str, str] = {}
     for info in infos:
+        if info.task_support == "required":
+            logger.info(
+                "MCP server '%s': tool %r left out of into_tools(): it requires task-"
+                "augmented execution (SEP-1686), which the MCP SDK does not support",
+                client.server_name,
+                info.name,
+            )
+            continue
         name = adapter_name(info.name, prefix)
         if name in taken:
             raise ToolConfigError(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from ._exchange import EXCHANGE, HttpExchange
 from ._recover import sdk_detail
+from ._resources import UpdateFeeds
 from ._state import State
 from ._streams import watch_end
 from .models import McpLogMessage
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp.client._transport import TransportStreams
     from mcp.client.session import IncomingMessage
-    from mcp_types import LoggingMessageNotificationParams
+    from mcp_types import LoggingMessageNotificationParams, RequestParamsMeta
 
     from ._stdio import ChildProcess
     from .client import McpClient
@@ -95,6 +96,10 @@ class Connection:
         """When (``time.monotonic()``) the connection was lost."""
         self.http = not isinstance(owner.transport, StdioTransport)
         self._startup = HttpExchange()
+        self.updates = UpdateFeeds()
+        """The open resource subscriptions of a handshake-era session."""
+        self.request_meta: RequestParamsMeta | None = None
+        """``_meta`` sent with later requests (a log level set on a 2026-07-28 session)."""
         self._error: ToolError | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
@@ -179,6 +184,7 @@ class Connection:
             logger.warning("MCP server '%s': connection lost: %s", self.server_name, reason)
         if give_up:
             self._given_up = True
+        self.updates.end(self.lost_reason)
         self._stop.set()
 
     def failed_restart(self, reason: str) -> None:
@@ -283,6 +289,7 @@ class Connection:
                     self.lost_reason = _exit_text(self.child)
             elif self.state is not State.LOST:
                 self.state = State.CLOSED
+            self.updates.end(self.lost_reason if self.state is State.LOST else None)
             self.client = None
             self.call_tool = None
             self._ready.set()
@@ -453,10 +460,12 @@ class Connection:
                 self.mark_lost(reason, give_up=True)
 
     async def _on_message(self, message: IncomingMessage) -> None:
-        from mcp_types import ToolListChangedNotification
+        from mcp_types import ResourceUpdatedNotification, ToolListChangedNotification
 
         if isinstance(message, ToolListChangedNotification):
             self._owner._invalidate_tools("the server's tool list changed")
+        elif isinstance(message, ResourceUpdatedNotification):
+            self.updates.deliver(message.params.uri)
         elif isinstance(message, Exception):
             logger.warning(
                 "MCP server '%s': transport error: %s", self.server_name, _describe(message)

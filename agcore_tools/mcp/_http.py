@@ -45,11 +45,15 @@ class _Guard(httpx2.AsyncBaseTransport):
 
     def __init__(
         self,
+        endpoint: httpx2.URL,
         send: Callable[[httpx2.Request], Awaitable[httpx2.Response]],
         close: Callable[[], Awaitable[None]],
         isolate: Callable[[], bool],
         given_up: Callable[[], bool],
     ) -> None:
+        # Only MCP messages to the endpoint are watched, not an auth flow's own requests
+        # (a token endpoint, client registration) that go through the same client.
+        self._endpoint = (endpoint.scheme, endpoint.host, endpoint.port, endpoint.path)
         self._send = send
         self._close = close
         self._isolate = isolate
@@ -59,16 +63,27 @@ class _Guard(httpx2.AsyncBaseTransport):
         if self._given_up():
             raise httpx2.ConnectError("the client gave this connection up", request=request)
         exchange = EXCHANGE.get()
+        if exchange is not None and (request.method != "POST" or not self._to_endpoint(request)):
+            exchange = None
         try:
             response = await self._send(request)
         except httpx2.TransportError as exc:
-            if exchange is None or request.method != "POST" or not self._isolate():
+            if exchange is None or not self._isolate():
                 raise
             exchange.network_error = _describe(exc)
             return _no_answer(request, exchange.network_error)
-        if response.status_code >= 400 and exchange is not None and request.method == "POST":
-            await _record(exchange, request, response)
+        if exchange is not None:
+            if response.status_code >= 400:
+                await _record(exchange, request, response)
+            elif exchange.status is not None:
+                # An auth flow's retry (after a 401) was answered: forget the refusal.
+                exchange.status = None
+                exchange.www_authenticate = None
         return response
+
+    def _to_endpoint(self, request: httpx2.Request) -> bool:
+        url = request.url
+        return (url.scheme, url.host, url.port, url.path) == self._endpoint
 
     async def aclose(self) -> None:
         await self._close()
@@ -145,15 +160,19 @@ def _build_client(
     """The client for the SDK, and the user's own client behind it (if a factory made one)."""
     headers = dict(transport.headers or {})
     timeout = httpx2.Timeout(transport.http_timeout, read=transport.sse_read_timeout)
+    endpoint = httpx2.URL(transport.url)
     factory = transport.http_client_factory
     if factory is None:
         inner = httpx2.AsyncHTTPTransport(
             verify=_tls_context(transport),
             proxy=transport.proxy or _environment_proxy(transport.url),
         )
-        guard = _Guard(inner.handle_async_request, inner.aclose, isolate, given_up)
-        return httpx2.AsyncClient(headers=headers, timeout=timeout, transport=guard), None
-    made = factory(headers=headers, timeout=timeout, auth=None)
+        guard = _Guard(endpoint, inner.handle_async_request, inner.aclose, isolate, given_up)
+        client = httpx2.AsyncClient(
+            headers=headers, auth=transport.auth, timeout=timeout, transport=guard
+        )
+        return client, None
+    made = factory(headers=headers, timeout=timeout, auth=transport.auth)
     if not isinstance(made, httpx2.AsyncClient):
         from ..error import ToolConfigError
 
@@ -170,7 +189,8 @@ def _build_client(
     async def close() -> None:
         pass  # closed by open_streamable_http, which owns it
 
-    guard = _Guard(send, close, isolate, given_up)
+    guard = _Guard(endpoint, send, close, isolate, given_up)
+    # No auth here: the user's client applies the one it was given.
     outer = httpx2.AsyncClient(headers=user.headers, timeout=user.timeout, transport=guard)
     return outer, user
 

@@ -4,9 +4,12 @@
   model can read what went wrong and try again.
 * ``structuredContent`` present: that object; with image or audio parts beside it, a
   list of the object and those parts (as below), so no picture is lost.
-* Only text parts: the text, several parts joined with newlines ("" when empty).
-* Any other part: the list of every part, in order: text parts as strings, image and
-  audio parts as :class:`~agcore_tools.Image` and :class:`~agcore_tools.Audio`
+* Only text parts, none with annotations: the text, several parts joined with newlines
+  ("" when empty).
+* Any other part, or a text part with ``annotations`` (``audience``, ``priority``,
+  ``lastModified``): the list of every part, in order: text parts as strings (as typed
+  JSON, ``{"type": "text", "text": ..., "annotations": {...}}``, when annotated), image
+  and audio parts as :class:`~agcore_tools.Image` and :class:`~agcore_tools.Audio`
   (which a model then sees as images and sounds), the others (resource,
   resource_link) as typed JSON (``{"type": "resource", "resource": {...}}``), so
   nothing is dropped.
@@ -33,7 +36,7 @@ def result_value(result: CallToolResult, tool_name: str) -> Any:
     """The value of a tool call, or :class:`ToolExecutionError` when ``isError`` is set."""
     content = result.content
     if result.is_error:
-        text = _text_only(content)
+        text = _text_only(content, annotated=True)
         if text is None or not text.strip():
             text = json.dumps(_typed(content) or result.structured_content, default=str)
         raise ToolExecutionError(tool_name, text)
@@ -51,10 +54,13 @@ def _kind(part: Any) -> Any:
     return getattr(part, "type", None)
 
 
-def _text_only(content: list[Any]) -> str | None:
+def _text_only(content: list[Any], *, annotated: bool = False) -> str | None:
+    # An error's message is its text, annotated or not; a value keeps annotations.
     texts = []
     for part in content:
         if _kind(part) != "text":
+            return None
+        if part.annotations is not None and not annotated:
             return None
         texts.append(part.text)
     return "\n".join(texts)
@@ -62,7 +68,7 @@ def _text_only(content: list[Any]) -> str | None:
 
 def _value(part: Any, tool_name: str) -> Any:
     kind = _kind(part)
-    if kind == "text":
+    if kind == "text" and part.annotations is None:
         return part.text
     media = _MEDIA.get(kind)
     if media is not None:

@@ -1,5 +1,7 @@
 """The MCP client users hold: connect to one server, list and call its tools, bridge them
-into a :class:`~agcore_tools.ToolRegistry`.
+into a :class:`~agcore_tools.ToolRegistry`, and reach the rest of the protocol (resources,
+prompts, completion, ping, log level, roots) through thin methods over ``_resources``,
+``_prompts``, ``_utilities`` and ``_protocol_tools``.
 
 The protocol itself (JSON-RPC, version negotiation, server-to-client requests) is the
 official MCP SDK's; this module adds the lifecycle (see ``_connection``), a tool cache,
@@ -27,9 +29,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import _sync
 from .._aio import with_timeout
 from ..base import BaseTool
 from ..error import McpError, McpNotInitializedError, ToolConfigError, ToolError
+from . import _prompts, _protocol_tools, _resources, _utilities
 from ._exchange import EXCHANGE, HttpExchange
 from ._results import result_value
 from ._state import State
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     from mcp.client.session import ElicitationFnT, ListRootsFnT, SamplingFnT
     from mcp_types import ListToolsResult
 
+    from . import models
     from ._connection import Connection
 
 __all__ = ["McpClient"]
@@ -82,6 +87,13 @@ class McpClient:
     ``agcore_tools.mcp.server`` logger and ``on_log``; progress updates to the
     ``agcore_tools.mcp.progress`` logger (DEBUG) and ``on_progress``.
 
+    Synchronous code uses :meth:`connect_sync`, :meth:`list_tools_sync`,
+    :meth:`call_tool_sync` and :meth:`close_sync`, or ``with McpClient(...) as client:``.
+    They run on agcore_tools' own event loop, where the session then lives, so it stays
+    open from one sync call to the next. An MCP session belongs to the event loop that
+    connected it: a call from another loop is refused with an
+    :class:`~agcore_tools.McpNotInitializedError` that says so.
+
     Example:
         >>> client = McpClient("demo", StdioTransport("python", ["examples/mcp_server.py"]))
         >>> client.with_timeout(10).timeout
@@ -102,6 +114,16 @@ class McpClient:
         ...         print((await demo.tool_infos())[1].annotations)
         ...         print(await demo.call_tool("capital_of", {"country": "Japan"}))
         ...         print(len(await demo.refresh_tools()))
+        ...         print(demo.instructions)
+        ...         print([r.uri for r in await demo.list_resources()],
+        ...               [t.uri_template for t in await demo.list_resource_templates()])
+        ...         print((await demo.read_resource("demo://capitals/peru"))[0].text)
+        ...         print([p.name for p in await demo.list_prompts()])
+        ...         prompt = await demo.get_prompt("weekend_trip", {"country": "Peru"})
+        ...         print(prompt.messages[0]["content"]["text"])
+        ...         print((await demo.complete("country", "Ke", prompt="weekend_trip")).values)
+        ...         print(await demo.ping() < 10)
+        ...         print([t.name for t in (demo.resource_reader_tool(), demo.prompt_tool())])
         ...     finally:
         ...         await demo.close()
         ...     print(demo.connected)
@@ -112,7 +134,25 @@ class McpClient:
         {'readOnlyHint': True, 'openWorldHint': False}
         Tokyo
         3
+        Offline demo tools: capitals, text statistics, temperature conversion.
+        ['demo://capitals'] ['demo://capitals/{country}']
+        Lima
+        ['weekend_trip']
+        Plan a weekend in the capital of Peru. Find the capital with capital_of first.
+        ('Kenya',)
+        True
+        ['read_resource', 'get_prompt']
         False
+
+        From synchronous code (``with McpClient(...) as demo:`` connects and closes too):
+
+        >>> demo = McpClient("demo", StdioTransport(sys.executable, ["examples/mcp_server.py"]))
+        >>> demo.connect_sync()
+        >>> [tool["function"]["name"] for tool in demo.list_tools_sync()][1]
+        'capital_of'
+        >>> demo.call_tool_sync("capital_of", {"country": "Peru"})
+        'Lima'
+        >>> demo.close_sync()
     """
 
     def __init__(
@@ -201,6 +241,8 @@ class McpClient:
         self._restarts = 0
         """Restarts in a row without a request succeeding in between."""
         self._conn: Connection | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The event loop the connection lives in (an MCP session cannot leave it)."""
         self._failed: Connection | None = None
         """The last connection that failed to start, kept for :attr:`stderr_tail`."""
         self._connect_lock = asyncio.Lock()
@@ -280,6 +322,7 @@ class McpClient:
             ...     print(exc)  # doctest: +ELLIPSIS
             MCP server 'broken': ... exited with code 1 during start-up; stderr: config.toml not found
         """
+        self._use_loop("connect")
         async with self._connect_lock:
             old = self._conn
             if old is not None and old.usable:
@@ -365,13 +408,29 @@ class McpClient:
                 return await self._restart(conn, action, tool_name)
         raise self._not_usable(conn, tool_name, action)
 
+    async def _ready(self, what: str) -> Connection:
+        """The connection to send ``what`` on: restarted if it was lost (see
+        :class:`McpRecovery`), and in this event loop."""
+        conn = self._conn
+        if conn is None or not conn.usable:
+            conn = await self._usable(conn, what, None)
+        if self._loop is not asyncio.get_running_loop():
+            raise self._wrong_loop(what, None)
+        return conn
+
     async def close(self) -> None:
         """Close the session and stop the server; idempotent.
 
         A stdio server has its stdin closed, then gets SIGTERM, then SIGKILL; then any
         process left in its process group gets the same.
         """
-        conn, self._conn = self._conn, None
+        conn = self._conn
+        if conn is not None and self._loop is not asyncio.get_running_loop():
+            if self._alive_elsewhere(conn):
+                raise self._wrong_loop("close", None)
+            self._conn = None  # it ended with its event loop, or on its own
+            return
+        self._conn = None
         if conn is not None:
             await conn.stop()
 
@@ -406,7 +465,7 @@ class McpClient:
 
     async def tool_infos(self) -> list[McpToolInfo]:
         """The server's tools with their schemas and annotations (cached like :meth:`list_tools`)."""
-        conn = await self._usable(self._conn, "tools/list", None)
+        conn = await self._ready("tools/list")
         if self._tools is not None and time.monotonic() < self._tools_fresh_until:
             return list(self._tools)
         async with self._tools_lock:
@@ -447,6 +506,8 @@ class McpClient:
         conn = self._conn
         if conn is None or conn.state is not State.READY:
             conn = await self._usable(conn, f"tools/call '{name}'", name)
+        if self._loop is not asyncio.get_running_loop():
+            raise self._wrong_loop(f"tools/call '{name}'", name)
         limit = self._timeout if timeout is None else _check_timeout(self.server_name, timeout)
         progress = self._progress_callback(name)
         arguments = dict(args) if args else {}
@@ -457,7 +518,11 @@ class McpClient:
         try:
             result = await with_timeout(
                 conn.call_tool(
-                    name, arguments, read_timeout_seconds=limit, progress_callback=progress
+                    name,
+                    arguments,
+                    read_timeout_seconds=limit,
+                    progress_callback=progress,
+                    meta=conn.request_meta,
                 ),
                 limit + _BACKSTOP,
             )
@@ -467,7 +532,11 @@ class McpClient:
             async def send(conn: Connection, remaining: float) -> Any:
                 return await with_timeout(
                     conn.call_tool(
-                        name, arguments, read_timeout_seconds=remaining, progress_callback=progress
+                        name,
+                        arguments,
+                        read_timeout_seconds=remaining,
+                        progress_callback=progress,
+                        meta=conn.request_meta,
                     ),
                     remaining + _BACKSTOP,
                 )
@@ -520,15 +589,150 @@ class McpClient:
             raise McpNotInitializedError(
                 self.server_name, "no tool list yet; call connect() or list_tools() first"
             )
-        if prefix is True:
-            prefix_text: str | None = self.server_name
-        elif prefix is False:
-            prefix_text = None
-        else:
-            prefix_text = prefix
-        return make_adapters(self, self._tools, prefix_text, policy or self.permission_policy)
+        return make_adapters(
+            self, self._tools, self._prefix(prefix), policy or self.permission_policy
+        )
+
+    # -- resources, prompts, completion, utilities (in _resources, _prompts, _utilities) --
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions for using it (for a system prompt), while connected."""
+        client = self._client_or_none()
+        return client.instructions if client is not None else None
+
+    async def list_resources(self) -> list[models.McpResourceInfo]:
+        """The server's resources, every page followed (fetched on each call)."""
+        return await _resources.list_resources(self)
+
+    async def list_resource_templates(self) -> list[models.McpResourceTemplateInfo]:
+        """The server's resource templates (URI patterns), every page followed."""
+        return await _resources.list_resource_templates(self)
+
+    async def read_resource(self, uri: str) -> list[models.McpResourceContents]:
+        """The parts (text or blob) of the resource at ``uri``; fails like :meth:`call_tool`."""
+        return await _resources.read_resource(self, uri)
+
+    def subscribe_resource(self, uri: str) -> _resources.McpResourceSubscription:
+        """Updates of the resource at ``uri``: ``async with`` it, then iterate it.
+
+        Example:
+            >>> async def watch(client: McpClient) -> None:
+            ...     async with client.subscribe_resource("file:///todo.txt") as updates:
+            ...         async for uri in updates:  # each time the server says it changed
+            ...             print((await client.read_resource(uri))[0].text)
+        """
+        return _resources.McpResourceSubscription(self, uri)
+
+    async def list_prompts(self) -> list[models.McpPromptInfo]:
+        """The server's prompts, every page followed."""
+        return await _prompts.list_prompts(self)
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> models.McpPrompt:
+        """The prompt ``name``, filled in by the server with ``arguments``."""
+        return await _prompts.get_prompt(self, name, arguments)
+
+    async def complete(
+        self,
+        argument: str,
+        value: str,
+        *,
+        prompt: str | None = None,
+        resource_template: str | None = None,
+        context: Mapping[str, str] | None = None,
+    ) -> models.McpCompletion:
+        """Suggestions for ``argument`` of a ``prompt`` or a ``resource_template`` (give
+        one), given its ``value`` so far and the arguments already chosen (``context``)."""
+        return await _prompts.complete(self, argument, value, prompt, resource_template, context)
+
+    async def ping(self) -> float:
+        """Seconds for one round trip (``server/discover`` on 2026-07-28, which has no ping)."""
+        return await _utilities.ping(self)
+
+    async def set_log_level(self, level: str) -> None:
+        """Ask for server log messages at ``level`` and above (``logging/setLevel``; on
+        2026-07-28, sent with each later request). Later connections use it too.
+
+        Example:
+            >>> async def quiet(client: McpClient) -> None:
+            ...     await client.set_log_level("error")
+        """
+        await _utilities.set_log_level(self, level)
+
+    async def notify_roots_changed(self) -> bool:
+        """Tell the server ``roots_handler`` now answers differently; False when there is
+        nothing to send (2026-07-28 servers ask for the roots each time).
+
+        Example:
+            >>> async def moved(client: McpClient) -> None:
+            ...     await client.notify_roots_changed()
+        """
+        return await _utilities.notify_roots_changed(self)
+
+    def resource_reader_tool(
+        self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
+    ) -> BaseTool:
+        """A ``read_resource`` tool, so a model can read resources, such as the
+        ``resource_link`` parts tools return (``prefix``, ``policy`` as for :meth:`into_tools`)."""
+        return _protocol_tools.resource_reader_tool(
+            self, self._prefix(prefix), policy or self.permission_policy
+        )
+
+    def prompt_tool(
+        self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
+    ) -> BaseTool:
+        """A ``get_prompt`` tool, so a model can get the server's prompts (``prefix``,
+        ``policy`` as for :meth:`into_tools`)."""
+        return _protocol_tools.prompt_tool(
+            self, self._prefix(prefix), policy or self.permission_policy
+        )
+
+    # -- sync entry points ---------------------------------------------------------------
+    # Each runs the async method on agcore_tools' own event loop (see _sync.py), where
+    # the session then lives: use one client either with these or with await, not both.
+
+    def connect_sync(self) -> None:
+        """:meth:`connect` for synchronous code; the session stays open across sync calls."""
+        _sync.run(self.connect())
+
+    def list_tools_sync(self) -> list[dict[str, Any]]:
+        """:meth:`list_tools` for synchronous code."""
+        return _sync.run(self.list_tools())
+
+    def call_tool_sync(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """:meth:`call_tool` for synchronous code; Ctrl-C cancels the request on the server."""
+        return _sync.run(self.call_tool(name, dict(args) if args else None, timeout=timeout))
+
+    def close_sync(self) -> None:
+        """:meth:`close` for synchronous code (also called when a ``with`` block ends)."""
+        _sync.run(self.close())
+
+    def __enter__(self) -> McpClient:
+        self.connect_sync()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close_sync()
 
     # -- internals ---------------------------------------------------------------------
+
+    def _prefix(self, prefix: bool | str) -> str | None:
+        if prefix is True:
+            return self.server_name
+        return prefix or None
 
     def _client_or_none(self) -> Client | None:
         conn = self._conn
@@ -538,6 +742,8 @@ class McpClient:
         conn = self._conn
         if conn is None or not conn.usable:
             raise self._not_usable(conn, None, what)
+        if self._loop is not asyncio.get_running_loop():
+            raise self._wrong_loop(what, None)
         return conn
 
     def _not_usable(
@@ -557,6 +763,8 @@ class McpClient:
             )
         elif conn is not None and conn.state is State.STARTING:
             reason = f"cannot send {action}: still connecting"
+        elif conn is not None and self._loop is not None and self._loop.is_closed():
+            return self._wrong_loop(action, tool_name)
         else:
             reason = f"cannot send {action}: not connected; call connect() first"
         return McpNotInitializedError(self.server_name, reason, tool_name=tool_name)
@@ -671,6 +879,54 @@ class McpClient:
             self._tools_fresh_until = started + ttl if ttl is not None else float("inf")
         return infos
 
+    def _use_loop(self, action: str) -> None:
+        """Make the running loop this client's, unless a live session belongs to another."""
+        running = asyncio.get_running_loop()
+        bound = self._loop
+        if bound is running:
+            return
+        conn = self._conn
+        if conn is not None and self._alive_elsewhere(conn):
+            raise self._wrong_loop(action, None)
+        if bound is not None:
+            # A session of another loop has ended (with its loop, or on its own); the
+            # locks may belong to that loop, so this one gets fresh ones.
+            self._conn = None
+            self._connect_lock = asyncio.Lock()
+            self._tools_lock = asyncio.Lock()
+        self._loop = running
+
+    def _alive_elsewhere(self, conn: Connection) -> bool:
+        bound = self._loop
+        return (
+            bound is not None
+            and not bound.is_closed()
+            and conn.state in (State.STARTING, State.READY)
+        )
+
+    def _wrong_loop(self, action: str, tool_name: str | None) -> McpNotInitializedError:
+        bound = self._loop
+        if bound is None or bound.is_closed():
+            reason = (
+                f"cannot send {action}: the connection was made in an event loop that has "
+                "since ended (as with asyncio.run(client.connect())); connect again in this "
+                "loop, or use connect_sync() and the *_sync methods, whose connection stays "
+                "open on agcore_tools' own loop"
+            )
+        elif _sync.is_library_loop(bound):
+            reason = (
+                f"cannot send {action} from this event loop: the client was connected with "
+                "connect_sync(), on agcore_tools' own loop, where its session must stay; use "
+                "the *_sync methods"
+            )
+        else:
+            reason = (
+                f"cannot send {action} from this event loop: the client was connected in "
+                "another one, where its session must stay (a *_sync method runs on "
+                "agcore_tools' own loop); await it in that loop, or close() it there first"
+            )
+        return McpNotInitializedError(self.server_name, reason, tool_name=tool_name)
+
     def __repr__(self) -> str:
         state = "connected" if self.connected else "not connected"
         return f"<McpClient {self.server_name!r} {self.transport.describe()} {state}>"
@@ -717,6 +973,7 @@ def _info(tool: Any) -> McpToolInfo:
         output_schema=tool.output_schema,
         annotations=annotations,
         title=tool.title,
+        task_support=tool.execution.task_support if tool.execution is not None else None,
     )
 
 

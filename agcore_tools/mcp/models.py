@@ -1,4 +1,5 @@
-"""Plain data the MCP client hands out: a server's tool, a log message, a progress update.
+"""Plain data the MCP client hands out: a server's tools, resources and prompts, what
+reading or getting them returns, completions, log messages and progress updates.
 
 They carry wire values (JSON-compatible), not MCP SDK objects, so code that uses them
 does not depend on the SDK's types.
@@ -10,7 +11,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["McpLogMessage", "McpProgress", "McpToolInfo"]
+__all__ = [
+    "McpCompletion",
+    "McpLogMessage",
+    "McpProgress",
+    "McpPrompt",
+    "McpPromptInfo",
+    "McpResourceContents",
+    "McpResourceInfo",
+    "McpResourceTemplateInfo",
+    "McpToolInfo",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +50,10 @@ class McpToolInfo:
     They are hints from the server, not guarantees."""
     title: str | None = None
     """A display name, when the server gives one."""
+    task_support: str | None = None
+    """Its ``execution.taskSupport`` (2025-11-25 servers): ``"forbidden"``, ``"optional"``
+    or ``"required"``; None when absent. Tools that require tasks (SEP-1686) are left
+    out of :meth:`McpClient.into_tools`: the MCP SDK cannot run them."""
 
     def hint(self, name: str) -> bool | None:
         """A boolean annotation such as ``"readOnlyHint"``, or None when absent."""
@@ -89,3 +104,144 @@ class McpProgress:
     def fraction(self) -> float | None:
         """``progress / total``, or None when the total is unknown."""
         return self.progress / self.total if self.total else None
+
+
+@dataclass(frozen=True, slots=True)
+class McpResourceInfo:
+    """One resource as an MCP server lists it (``resources/list``).
+
+    Example:
+        >>> info = McpResourceInfo("file:///notes.txt", "notes", mime_type="text/plain")
+        >>> info.uri, info.annotations
+        ('file:///notes.txt', {})
+    """
+
+    uri: str
+    """Its URI, which :meth:`McpClient.read_resource` reads."""
+    name: str
+    """The server's name for it."""
+    title: str | None = None
+    """A display name, when the server gives one."""
+    description: str = ""
+    """What it holds (empty when the server gives no description)."""
+    mime_type: str | None = None
+    """Its MIME type, when known."""
+    size: int | None = None
+    """Its size in bytes (before base64), when known."""
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+    """Its annotations with their wire names (``audience``, ``priority``,
+    ``lastModified``); absent ones are missing."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpResourceTemplateInfo:
+    """A family of resources, addressed by an RFC 6570 URI template
+    (``resources/templates/list``).
+
+    Example:
+        >>> template = McpResourceTemplateInfo("weather://{city}", "weather")
+        >>> template.uri_template.replace("{city}", "paris")
+        'weather://paris'
+    """
+
+    uri_template: str
+    """The URI template, such as ``weather://{city}``; fill it in to get a readable URI."""
+    name: str
+    """The server's name for it."""
+    title: str | None = None
+    """A display name, when the server gives one."""
+    description: str = ""
+    """What its resources hold (empty when the server gives no description)."""
+    mime_type: str | None = None
+    """The MIME type of all its resources, when they share one."""
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+    """Its annotations with their wire names; absent ones are missing."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpResourceContents:
+    """One part of what ``resources/read`` returned: text, or a base64 blob.
+
+    Example:
+        >>> McpResourceContents("file:///a.txt", "text/plain", text="héllo").data
+        b'h\\xc3\\xa9llo'
+        >>> McpResourceContents("file:///a.bin", blob="AAE=").data
+        b'\\x00\\x01'
+    """
+
+    uri: str
+    """The URI of this part (a sub-resource's, possibly)."""
+    mime_type: str | None = None
+    """Its MIME type, when known."""
+    text: str | None = None
+    """The text, for a text part (None for a blob)."""
+    blob: str | None = None
+    """The base64 data, for a binary part (None for text)."""
+
+    @property
+    def data(self) -> bytes:
+        """The content as bytes: the text in UTF-8, or the blob decoded."""
+        if self.blob is not None:
+            import base64
+
+            return base64.b64decode(self.blob)
+        return (self.text or "").encode()
+
+
+@dataclass(frozen=True, slots=True)
+class McpPromptInfo:
+    """One prompt (template) as an MCP server lists it (``prompts/list``).
+
+    Example:
+        >>> info = McpPromptInfo("review", arguments=({"name": "code", "required": True},))
+        >>> [argument["name"] for argument in info.arguments]
+        ['code']
+    """
+
+    name: str
+    """The name :meth:`McpClient.get_prompt` takes."""
+    title: str | None = None
+    """A display name, when the server gives one."""
+    description: str = ""
+    """What it is for (empty when the server gives no description)."""
+    arguments: tuple[Mapping[str, Any], ...] = ()
+    """Its arguments with their wire fields (``name``, and ``title``, ``description``,
+    ``required`` when given)."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpPrompt:
+    """A prompt filled in by the server (``prompts/get``): messages ready for a model.
+
+    Example:
+        >>> prompt = McpPrompt("greet", messages=(
+        ...     {"role": "user", "content": {"type": "text", "text": "Say hi to Ann."}},))
+        >>> prompt.messages[0]["content"]["text"]
+        'Say hi to Ann.'
+    """
+
+    name: str
+    """The prompt's name."""
+    description: str = ""
+    """The server's description of the result (empty when none)."""
+    messages: tuple[Mapping[str, Any], ...] = ()
+    """The messages, as MCP sends them: ``{"role": "user" | "assistant", "content":
+    part}``, the part being typed JSON (``{"type": "text", "text": ...}``, or an image,
+    audio, resource or resource_link part)."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpCompletion:
+    """Suggested values for a prompt or resource-template argument (``completion/complete``).
+
+    Example:
+        >>> McpCompletion(("Paris", "Peru"), total=2).values
+        ('Paris', 'Peru')
+    """
+
+    values: tuple[str, ...] = ()
+    """Up to 100 suggestions, best first."""
+    total: int | None = None
+    """How many suggestions exist in all, when the server says."""
+    has_more: bool | None = None
+    """Whether there are more than ``values``, when the server says."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
-from ..error import ToolConfigError
+from ..error import ToolConfigError, ToolError
 
 if TYPE_CHECKING:
     import ssl
@@ -97,9 +97,13 @@ class StreamableHttpTransport:
 
     url: str
     """The endpoint, such as ``http://127.0.0.1:8000/mcp``."""
-    headers: Mapping[str, str] | None = None
+    headers: Mapping[str, str] | None = field(default=None, repr=False)
     """Extra HTTP headers sent with every request (authorisation, for example);
-    stored as a dict (empty when None)."""
+    stored as a dict (empty when None). Left out of ``repr()``: they may hold secrets."""
+    auth: httpx2.Auth | None = field(default=None, repr=False, compare=False)
+    """Authenticates every request: the MCP SDK's ``OAuthClientProvider`` (OAuth with
+    discovery, registration, PKCE, refresh and scope step-up), one of its
+    client-credentials providers, or any other ``httpx2.Auth``. See the MCP guide."""
     verify: bool | str | ssl.SSLContext = True
     """TLS verification: True (the system's CAs), False (none), a CA bundle file or
     directory, or an :class:`ssl.SSLContext`."""
@@ -127,6 +131,8 @@ class StreamableHttpTransport:
         object.__setattr__(
             self, "headers", {str(k): str(v) for k, v in (self.headers or {}).items()}
         )
+        if self.auth is not None:
+            _check_auth(self.auth)
         _check_http_settings(self)
 
     def describe(self) -> str:
@@ -134,6 +140,20 @@ class StreamableHttpTransport:
         scheme, sep, rest = self.url.partition("://")
         authority, slash, path = rest.partition("/")
         return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
+
+
+def _check_auth(auth: object) -> None:
+    import httpx2  # only when auth is given, and then the caller has imported it already
+
+    if not isinstance(auth, httpx2.Auth):
+        raise _AuthTypeError(
+            f"StreamableHttpTransport auth must be an httpx2.Auth, such as the MCP SDK's "
+            f"OAuthClientProvider, got {type(auth).__name__}"
+        )
+
+
+class _AuthTypeError(ToolError, TypeError):
+    """A transport's ``auth`` is not an ``httpx2.Auth`` (a mistake in the caller's code)."""
 
 
 def _check_http_settings(t: StreamableHttpTransport) -> None:

@@ -1,11 +1,16 @@
-"""Registry adapters: names, prefixes, collisions, permissions (no server needed)."""
+"""Registry adapters: names, prefixes, collisions, permissions (no server needed), and
+the tools left out (a server that lists a task-requiring tool)."""
 
 from __future__ import annotations
+
+import logging
+import sys
 
 import pytest
 
 from agcore_tools import (
     McpClient,
+    McpError,
     McpPermissionPolicy,
     McpToolInfo,
     Permission,
@@ -19,6 +24,8 @@ from agcore_tools import (
 )
 from agcore_tools.mcp import McpTool
 from agcore_tools.mcp._adapter import adapter_name
+
+from .conftest import PAGED
 
 
 def _client(*infos: McpToolInfo, **options: object) -> McpClient:
@@ -141,3 +148,24 @@ def test_local_tools_and_mcp_adapters_share_a_registry() -> None:
 
     registry.register_all(_client(READ).into_tools(prefix=True))
     assert [d["function"]["name"] for d in registry.definitions()] == ["add", "files__read_file"]
+
+
+async def test_tools_that_require_tasks_are_left_out_with_a_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp")
+    # Task support is a 2025-11-25 field (2026-07-28 dropped it from the core protocol).
+    transport = StdioTransport(sys.executable, [str(PAGED), "--task-tool"])
+    async with McpClient("paged", transport, timeout=15, protocol="legacy") as client:
+        infos = {info.name: info for info in await client.tool_infos()}
+        assert infos["research"].task_support == "required"
+        assert infos["tool_00"].task_support is None
+        names = [t.name for t in client.into_tools()]
+        assert "research" not in names and len(names) == 25
+        # What a model would get if it were offered: every call fails.
+        with pytest.raises(McpError, match="requires task augmentation \\(code -32601\\)"):
+            await client.call_tool("research")
+    assert any(
+        "'research' left out of into_tools()" in r.getMessage() and "SEP-1686" in r.getMessage()
+        for r in caplog.records
+    )

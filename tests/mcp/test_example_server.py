@@ -8,6 +8,7 @@ import pytest
 
 from agcore_tools import (
     McpClient,
+    McpError,
     PermissionChecker,
     PermissionConfig,
     StdioTransport,
@@ -36,3 +37,19 @@ async def test_the_demo_server_serves_its_tools() -> None:
         registry.register_all(client.into_tools(prefix=True))
         converted = await registry.invoke("demo__celsius_to_fahrenheit", {"celsius": 100})
         assert converted.result() == "212 °F"
+
+
+async def test_the_demo_server_serves_resources_prompts_and_completions() -> None:
+    transport = StdioTransport(sys.executable, [str(ROOT / "examples" / "mcp_server.py")])
+    async with McpClient("demo", transport, timeout=15) as client:
+        assert (client.instructions or "").startswith("Offline demo tools")
+        assert [r.uri for r in await client.list_resources()] == ["demo://capitals"]
+        (table,) = await client.read_resource("demo://capitals")
+        assert (table.text or "").splitlines()[0] == "France: Paris"
+        assert (await client.read_resource("demo://capitals/Peru"))[0].text == "Lima"
+        with pytest.raises(McpError, match="unknown country 'atlantis'"):
+            await client.read_resource("demo://capitals/atlantis")
+        prompt = await client.get_prompt("weekend_trip", {"country": "Kenya"})
+        assert prompt.messages[0]["content"]["text"].startswith("Plan a weekend in the capital")
+        completion = await client.complete("country", "", prompt="weekend_trip")
+        assert completion.values == ("France", "Germany", "Japan", "Kenya", "Peru")

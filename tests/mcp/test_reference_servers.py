@@ -5,6 +5,7 @@ and server-everything started through npx (process-group cleanup)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import signal
@@ -13,7 +14,9 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import mcp_types as types
 import pytest
 
 from agcore_tools import (
@@ -28,7 +31,7 @@ from agcore_tools import (
     ToolExecutionError,
     ToolRegistry,
 )
-from agcore_tools.mcp import McpProgress
+from agcore_tools.mcp import McpLogMessage, McpProgress
 from agcore_tools.mcp._stdio import group_members
 
 from .conftest import (
@@ -215,3 +218,98 @@ async def test_a_crashed_npx_wrapper_leaves_no_orphan_server() -> None:
     await client.close()
     assert_group_gone(pgid)
     assert not any(pid_alive(pid) for pid in members)
+
+
+async def test_server_everything_resources_prompts_and_the_rest(
+    everything_stdio: StdioTransport, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp")
+    roots = [types.Root(uri="file:///srv/a", name="a")]
+    synced: list[str] = []
+    roots_synced = asyncio.Event()
+
+    async def list_roots(ctx: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=list(roots))
+
+    def on_log(message: McpLogMessage) -> None:
+        if "root(s) received" in str(message.data):
+            synced.append(str(message.data))
+            roots_synced.set()
+
+    async with McpClient(
+        "everything", everything_stdio, timeout=20, roots_handler=list_roots, on_log=on_log
+    ) as client:
+        assert (client.instructions or "").startswith("# Everything Server")
+        assert await client.ping() > 0
+        # Resources: static documents, two templates, text and blob reads.
+        docs = {r.uri: r for r in await client.list_resources()}
+        assert docs["demo://resource/static/document/features.md"].mime_type == "text/markdown"
+        templates = [t.uri_template for t in await client.list_resource_templates()]
+        assert "demo://resource/dynamic/text/{resourceId}" in templates
+        (text,) = await client.read_resource("demo://resource/dynamic/text/2")
+        assert (text.text or "").startswith("Resource 2: This is a plaintext resource")
+        (blob,) = await client.read_resource("demo://resource/dynamic/blob/1")
+        assert blob.text is None and blob.data.startswith(b"Resource 1: This is a base64 blob")
+
+        # A model follows the resource_links a tool returns, through the reader tool.
+        registry = ToolRegistry(PermissionChecker(PermissionConfig()))
+        registry.register_all(client.into_tools(prefix=True))
+        registry.register(client.resource_reader_tool(prefix=True))
+        parts = (await registry.invoke("everything__get-resource-links", {"count": 2})).result()
+        links = [p["uri"] for p in parts if isinstance(p, dict) and p["type"] == "resource_link"]
+        assert links == ["demo://resource/dynamic/blob/1", "demo://resource/dynamic/text/2"]
+        read = [
+            (await registry.invoke("everything__read_resource", {"uri": u})).result() for u in links
+        ]
+        assert read[0][0]["blob"] and read[0][0]["uri"] == links[0]
+        assert read[1].startswith("Resource 2: This is a plaintext resource")
+
+        # Annotations on a text-only result are kept.
+        assert await client.call_tool("get-annotated-message", {"messageType": "error"}) == [
+            {
+                "type": "text",
+                "text": "Error: Operation failed",
+                "annotations": {"priority": 1.0, "audience": ["user", "assistant"]},
+            }
+        ]
+        # The task-requiring tool is listed but not offered.
+        assert (await client.tool_infos())[-1].name == "simulate-research-query"
+        assert "everything__simulate-research-query" not in registry
+        assert any("'simulate-research-query' left out" in r.getMessage() for r in caplog.records)
+
+        # Prompts and completion.
+        prompts = {p.name: p for p in await client.list_prompts()}
+        assert prompts["args-prompt"].arguments[0] == {
+            "name": "city",
+            "description": "Name of the city",
+            "required": True,
+        }
+        prompt = await client.get_prompt("args-prompt", {"city": "Paris"})
+        assert prompt.messages[0]["content"]["text"] == "What's weather in Paris?"
+        team = await client.complete(
+            "name", "", prompt="completable-prompt", context={"department": "Sales"}
+        )
+        assert team.values == ("David", "Eve", "Frank")
+        ids = await client.complete(
+            "resourceId", "3", resource_template="demo://resource/dynamic/text/{resourceId}"
+        )
+        assert ids.values == ("3",)
+
+        # Subscriptions: the server sends one update at once when its updates are turned on.
+        uri = "demo://resource/dynamic/text/2"
+        async with client.subscribe_resource(uri) as updates:
+            await client.call_tool("toggle-subscriber-updates")
+            assert await asyncio.wait_for(anext(updates), 15) == uri
+            await client.call_tool("toggle-subscriber-updates")  # off again
+
+        # Roots: the server re-reads them when told they changed.
+        await asyncio.wait_for(roots_synced.wait(), 15)  # its first read, after start-up
+        roots_synced.clear()
+        roots.append(types.Root(uri="file:///srv/b", name="b"))
+        assert await client.notify_roots_changed() is True
+        await asyncio.wait_for(roots_synced.wait(), 15)
+        assert synced[-1] == "Roots updated: 2 root(s) received from client"
+        assert "Current MCP Roots (2 total)" in await client.call_tool("get-roots-list")
+
+        await client.set_log_level("error")  # logging/setLevel
+        assert client.log_level == "error"

@@ -123,3 +123,22 @@ async def test_an_mcp_image_reaches_the_model_whole_as_an_image() -> None:
     parts = sent[3]["content"]
     assert parts[1] == {"type": "text", "text": "image 1 of tool call call_chart (chart):"}
     assert parts[2] == {"type": "image_url", "image_url": {"url": image.data_url}}
+
+
+def test_annotated_text_keeps_its_annotations() -> None:
+    annotated = types.TextContent(
+        type="text", text="for you", annotations=types.Annotations(audience=["user"], priority=0.9)
+    )
+    result = types.CallToolResult(content=[_text("for everyone"), annotated])
+    assert result_value(result, "t") == [
+        "for everyone",
+        {"type": "text", "text": "for you", "annotations": {"audience": ["user"], "priority": 0.9}},
+    ]
+
+
+def test_an_annotated_error_is_still_its_text() -> None:
+    annotated = types.TextContent(
+        type="text", text="disk full", annotations=types.Annotations(priority=1.0)
+    )
+    with pytest.raises(ToolExecutionError, match=r"tool 'save' failed: disk full$"):
+        result_value(types.CallToolResult(content=[annotated], is_error=True), "save")

@@ -1,4 +1,6 @@
-"""A test MCP server written with the SDK's MCPServer.
+"""A test MCP server written with the SDK's MCPServer: tools, resources (with a
+template and subscriptions), prompts, completions, instructions, logging/setLevel and
+roots change notifications.
 
 Run over stdio: ``python fixture_server.py``; over Streamable HTTP on a socket the test
 already bound: ``python fixture_server.py --http-fd FD`` (no port race).
@@ -19,25 +21,41 @@ from pathlib import Path
 from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
 from mcp.server.mcpserver.utilities.types import Image
 from mcp_types import (
+    Annotations,
     AudioContent,
+    Completion,
+    CompletionArgument,
+    CompletionContext,
     ElicitRequest,
     ElicitRequestFormParams,
     ElicitResult,
+    EmptyResult,
     ImageContent,
     InputRequiredResult,
+    NotificationParams,
+    PromptReference,
+    ResourceLink,
+    ResourceTemplateReference,
+    SetLevelRequestParams,
+    SubscribeRequestParams,
     TextContent,
     ToolAnnotations,
+    UnsubscribeRequestParams,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
 TTL_MS = int(os.environ.get("FIXTURE_TOOLS_TTL_MS", "60000"))
 
+INSTRUCTIONS = "The fixture server of agcore_tools' tests."
+
 server = MCPServer(
     "fixture",
     version="1.0.0",
+    instructions=INSTRUCTIONS,
     cache_hints={"tools/list": CacheHint(ttl_ms=TTL_MS)},
     log_level="WARNING",
 )
@@ -229,6 +247,168 @@ async def ping_client(ctx: Context) -> str:
 def picture() -> Image:
     """An image only."""
     return Image(data=b"\x89PNG\r\n", format="png")
+
+
+# -- resources, prompts, completion ---------------------------------------------------
+
+counter = 0
+
+
+@server.resource(
+    "fixture://readme",
+    mime_type="text/plain",
+    description="What this server is.",
+    annotations=Annotations(audience=["user"], priority=0.5),
+)
+def readme() -> str:
+    return "A fixture server."
+
+
+@server.resource("fixture://logo", mime_type="image/png")
+def logo() -> bytes:
+    return b"\x89PNG\r\n"
+
+
+@server.resource("fixture://counter", mime_type="text/plain")
+def counter_value() -> str:
+    return str(counter)
+
+
+@server.resource("fixture://notes/{name}", mime_type="text/plain", description="A note.")
+def note(name: str) -> str:
+    return f"Note {name}"
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """Greet someone."""
+    return f"Say hello to {name}."
+
+
+@server.prompt(title="Trip")
+def trip(country: str, city: str = "") -> list[Message]:
+    """Plan a trip."""
+    return [
+        UserMessage(f"Plan a trip to {city or 'the capital'}, {country}."),
+        AssistantMessage("Where would you like to stay?"),
+    ]
+
+
+CITIES = {"France": ["Paris", "Lyon", "Lille"], "Peru": ["Lima", "Cusco"]}
+
+
+@server.completion()
+async def complete(
+    ref: PromptReference | ResourceTemplateReference,
+    argument: CompletionArgument,
+    context: CompletionContext | None,
+) -> Completion | None:
+    if isinstance(ref, ResourceTemplateReference):
+        names = ["groceries", "gifts", "garden"]
+    elif ref.name == "trip" and argument.name == "country":
+        names = sorted(CITIES)
+    elif ref.name == "trip" and argument.name == "city":
+        country = (context.arguments or {}).get("country", "") if context else ""
+        names = CITIES.get(country, [])
+    else:
+        return None
+    values = [n for n in names if n.startswith(argument.value)]
+    return Completion(values=values, total=len(values), has_more=False)
+
+
+@server.tool(
+    structured_output=False,
+    annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+)
+def link() -> list[TextContent | ResourceLink]:
+    """A resource link to the readme."""
+    return [
+        TextContent(type="text", text="see:"),
+        ResourceLink(type="resource_link", uri="fixture://readme", name="readme"),
+    ]
+
+
+@server.tool(structured_output=False)
+def annotated() -> list[TextContent]:
+    """Text parts, one with annotations."""
+    return [
+        TextContent(type="text", text="for everyone"),
+        TextContent(
+            type="text", text="for you", annotations=Annotations(audience=["user"], priority=0.9)
+        ),
+    ]
+
+
+# 2025-11-25 and earlier: resources/subscribe, logging/setLevel and roots/list_changed,
+# which MCPServer does not serve itself, registered on its low-level server.
+subscribed: set[str] = set()
+log_level = "debug"
+roots_changes = 0
+LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+
+async def on_subscribe(ctx: object, params: SubscribeRequestParams) -> EmptyResult:
+    subscribed.add(params.uri)
+    return EmptyResult()
+
+
+async def on_unsubscribe(ctx: object, params: UnsubscribeRequestParams) -> EmptyResult:
+    subscribed.discard(params.uri)
+    return EmptyResult()
+
+
+async def on_set_level(ctx: object, params: SetLevelRequestParams) -> EmptyResult:
+    global log_level
+    log_level = params.level
+    return EmptyResult()
+
+
+async def on_roots_changed(ctx: object, params: NotificationParams) -> None:
+    global roots_changes
+    roots_changes += 1
+
+
+lowlevel = server._lowlevel_server
+lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, on_subscribe)
+lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, on_unsubscribe)
+lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, on_set_level)
+lowlevel.add_notification_handler(
+    "notifications/roots/list_changed", NotificationParams, on_roots_changed
+)
+
+
+@server.tool(structured_output=False)
+async def bump(ctx: Context, uri: str = "fixture://counter") -> str:
+    """Add one to the counter and tell subscribers that `uri` changed."""
+    global counter
+    counter += 1
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        await ctx.notify_resource_updated(uri)  # to subscriptions/listen streams
+    elif any(uri == s or uri.startswith(s + "/") for s in subscribed):
+        await ctx.session.send_resource_updated(uri)
+    return str(counter)
+
+
+@server.tool()
+def subscriptions() -> list[str]:
+    """The URIs subscribed with resources/subscribe."""
+    return sorted(subscribed)
+
+
+@server.tool(structured_output=False)
+def roots_changed_count() -> str:
+    """How many notifications/roots/list_changed arrived."""
+    return str(roots_changes)
+
+
+@server.tool(structured_output=False)
+async def log_each_level(ctx: Context) -> str:
+    """Log one message at debug, info, warning and error."""
+    for level in ("debug", "info", "warning", "error"):
+        # 2026-07-28: the SDK drops levels below the request's; before, setLevel's.
+        if LEVELS.index(level) >= LEVELS.index(log_level):
+            await ctx.log(level, f"a {level} message")  # type: ignore[arg-type]
+    return "logged"
 
 
 def main() -> None:

@@ -1,5 +1,7 @@
 """A low-level MCP server for list behaviour: 25 tools over pages of 10, a tools/list
-counter, a protocol error, and an optional ttlMs hint (``--ttl-ms``)."""
+counter, a protocol error, and an optional ttlMs hint (``--ttl-ms``); 25 resources and
+25 prompts over pages of 10, a resource-template list whose cursor never ends; and with
+``--task-tool`` a 26th tool that requires task-augmented execution (SEP-1686)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,40 @@ lists_served = 0
 
 def _tool(name: str) -> types.Tool:
     schema: dict[str, Any] = {"type": "object", "properties": {}}
-    return types.Tool(name=name, description=f"The {name} tool.", input_schema=schema)
+    execution = types.ToolExecution(task_support="required") if name == "research" else None
+    return types.Tool(
+        name=name, description=f"The {name} tool.", input_schema=schema, execution=execution
+    )
+
+
+def _page(params: types.PaginatedRequestParams | None, total: int) -> tuple[range, str | None]:
+    start = int(params.cursor) if params is not None and params.cursor else 0
+    end = min(start + PAGE, total)
+    return range(start, end), (str(end) if end < total else None)
+
+
+async def list_resources(
+    ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    numbers, cursor = _page(params, 25)
+    resources = [types.Resource(uri=f"paged://{i:02d}", name=f"r{i:02d}") for i in numbers]
+    return types.ListResourcesResult(resources=resources, next_cursor=cursor)
+
+
+async def list_prompts(
+    ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    numbers, cursor = _page(params, 25)
+    prompts = [types.Prompt(name=f"p{i:02d}") for i in numbers]
+    return types.ListPromptsResult(prompts=prompts, next_cursor=cursor)
+
+
+async def list_templates(
+    ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    # A broken server: the same cursor again and again.
+    template = types.ResourceTemplate(uri_template="paged://{n}", name="n")
+    return types.ListResourceTemplatesResult(resource_templates=[template], next_cursor="again")
 
 
 async def list_tools(
@@ -38,6 +73,9 @@ async def list_tools(
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     if params.name == "protocol_error":
         raise MCPError(types.INVALID_PARAMS, "this tool always answers with a protocol error")
+    if params.name == "research" and params.task is None:
+        # What a server does with a task-requiring tool called without a task.
+        raise MCPError(types.METHOD_NOT_FOUND, "tool 'research' requires task augmentation")
     text = str(lists_served) if params.name == "count_lists" else params.name
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
@@ -45,10 +83,19 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ttl-ms", type=int, default=None)
+    parser.add_argument("--task-tool", action="store_true")
     options = parser.parse_args()
+    if options.task_tool:
+        NAMES.append("research")
     hints = {"tools/list": CacheHint(ttl_ms=options.ttl_ms)} if options.ttl_ms is not None else None
     server: Server[Any] = Server(
-        "paged", on_list_tools=list_tools, on_call_tool=call_tool, cache_hints=hints
+        "paged",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_list_prompts=list_prompts,
+        cache_hints=hints,
     )
 
     async def run() -> None:

@@ -1,0 +1,256 @@
+"""The library's own event loop, on which every ``*_sync`` method runs its coroutine.
+
+The async code is the only implementation; a sync entry point hands its coroutine to
+:func:`run`, which runs it on one event loop in one daemon thread and blocks until it
+ends. One loop for the life of the process matters: an MCP session and an HTTP
+connection pool belong to the loop that opened them, so ``connect_sync()`` followed by
+``call_tool_sync()`` must find the same loop still running (``asyncio.run`` per call
+would close it in between).
+
+Why not anyio's ``BlockingPortal``: it does the same thing with a task group and a
+cancel scope around every call, which costs about twice as much per call as this
+module (see benchmarks/bench_sync.py); nothing here needs the task group.
+
+The loop starts on the first sync call. At interpreter exit its remaining tasks (an
+MCP session nobody closed, say) are cancelled, so their clean-up runs, within a bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextvars
+import logging
+import os
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from .error import LlmError, ToolError
+
+__all__ = ["SyncCallError", "is_library_loop", "run"]
+
+logger = logging.getLogger("agcore_tools.sync")
+
+T = TypeVar("T")
+
+_GRACE = 10.0
+"""Seconds an interrupted call, or the shutdown at exit, waits for cancelled work to end.
+Longer than the registry's own wait for tools that ignore cancellation (5 s)."""
+
+
+class SyncCallError(ToolError, LlmError, RuntimeError):
+    """A ``*_sync`` method was called where it cannot run (a mistake in the caller's code).
+
+    It is a :class:`ToolError` and an :class:`LlmError` so that the ``except`` a caller
+    already has around a registry or a loop call catches it, and a ``RuntimeError`` as
+    ``asyncio.run()`` raises in the same situation.
+    """
+
+    recoverable = False
+
+
+class _Loop:
+    """The running loop and its thread."""
+
+    __slots__ = ("ident", "loop", "thread")
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._serve, name="agcore-tools-loop", daemon=True)
+        self.thread.start()
+        self.ident = self.thread.ident
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+
+_current: _Loop | None = None
+_lock = threading.Lock()
+_exiting = False
+
+
+def _library_loop() -> _Loop:
+    global _current
+    with _lock:
+        if _current is None:
+            if _exiting:
+                raise SyncCallError(
+                    "cannot run a *_sync call: agcore_tools' event loop has shut down "
+                    "(the interpreter is exiting)"
+                )
+            _current = _Loop()
+        return _current
+
+
+class _Call:
+    """One coroutine handed to the loop, its outcome, and the lock its caller waits on."""
+
+    __slots__ = ("coro", "done", "ended", "error", "result", "task")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.coro = coro
+        self.task: asyncio.Task[None] | None = None
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.ended = False
+        self.done = threading.Lock()
+        self.done.acquire()
+
+    # start() and cancel() run on the loop's thread, in the order they were scheduled.
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.task = loop.create_task(self._drive())
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        else:  # the caller was interrupted before start() was scheduled
+            self.coro.close()
+            self._end()
+
+    async def _drive(self) -> None:
+        # The outcome is kept here, not read from the task: the caller wakes up as soon
+        # as the lock is released, before the task itself has finished its step.
+        try:
+            self.result = await self.coro
+        except asyncio.CancelledError as exc:
+            # Not the caller's interrupt (that one propagates in the caller's thread):
+            # the loop winding down at exit, or code that cancelled the task.
+            error = SyncCallError("the *_sync call was cancelled on agcore_tools' event loop")
+            error.__cause__ = exc
+            self.error = error
+        except GeneratorExit:
+            # The task was destroyed unfinished (the loop closed): the caller must not
+            # mistake that for a result.
+            self.error = SyncCallError("the *_sync call was abandoned: its event loop closed")
+            raise
+        except BaseException as exc:  # noqa: BLE001 - every outcome goes to the caller
+            self.error = exc
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        self.ended = True
+        self.done.release()
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on the library's loop and return its result (or raise its error).
+
+    Works from any thread, including one whose own loop is running (a notebook cell):
+    that loop simply waits, as it does for any blocking call. The caller's context
+    variables are copied into the coroutine. If the wait is interrupted
+    (``KeyboardInterrupt``, a signal handler's exception), the coroutine is cancelled
+    and awaited (bounded) before the exception propagates, so nothing keeps running.
+    """
+    current = _current
+    if current is None:
+        try:
+            current = _library_loop()
+        except BaseException:
+            coro.close()
+            raise
+    if threading.get_ident() == current.ident:
+        coro.close()
+        raise SyncCallError(
+            "a *_sync method was called from agcore_tools' own event loop (inside an async "
+            "tool or callback), where waiting for it would deadlock; await the async method "
+            "instead"
+        )
+    loop = current.loop
+    call = _Call(coro)
+    try:
+        try:
+            loop.call_soon_threadsafe(call.start, loop, context=contextvars.copy_context())
+        except RuntimeError as exc:  # the loop was closed at exit
+            coro.close()
+            raise SyncCallError(
+                f"cannot run a *_sync call: agcore_tools' event loop is closed ({exc})"
+            ) from exc
+        call.done.acquire()
+    except SyncCallError:
+        raise
+    except BaseException:
+        _abandon(loop, call)
+        raise
+    error = call.error
+    if error is not None:
+        call.error = None  # no reference cycle through the traceback
+        raise error
+    result: T = call.result
+    return result
+
+
+def _abandon(loop: asyncio.AbstractEventLoop, call: _Call) -> None:
+    """Cancel an interrupted call and wait (bounded) until it has ended."""
+    if call.ended:
+        return
+    try:
+        loop.call_soon_threadsafe(call.cancel)
+    except RuntimeError:  # the loop is closed: nothing runs on it any more
+        return
+    if not call.done.acquire(timeout=_GRACE):
+        logger.warning(
+            "an interrupted *_sync call did not end within %.0f s of being cancelled; "
+            "leaving it behind",
+            _GRACE,
+        )
+
+
+def is_library_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
+    """True when ``loop`` is the library's own (the one ``*_sync`` methods run on).
+
+    Example:
+        >>> is_library_loop(None)
+        False
+    """
+    current = _current
+    return loop is not None and current is not None and loop is current.loop
+
+
+async def _wind_down() -> None:
+    me = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not me]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        _, stuck = await asyncio.wait(tasks, timeout=_GRACE)
+        if stuck:
+            logger.warning(
+                "%d task(s) on agcore_tools' event loop ignored cancellation at exit",
+                len(stuck),
+            )
+    try:
+        await asyncio.wait_for(asyncio.get_running_loop().shutdown_asyncgens(), _GRACE)
+    except asyncio.TimeoutError:  # not yet the builtin TimeoutError on Python 3.10
+        logger.warning("async generators on agcore_tools' event loop did not close at exit")
+
+
+def _shutdown() -> None:
+    """At interpreter exit: cancel what still runs on the loop (bounded), then stop it."""
+    global _current, _exiting
+    with _lock:
+        current, _current, _exiting = _current, None, True
+    if current is None:
+        return
+    loop = current.loop
+    try:
+        asyncio.run_coroutine_threadsafe(_wind_down(), loop).result(2 * _GRACE)
+    except Exception as exc:  # noqa: BLE001 - exiting anyway; say why it was not clean
+        logger.warning("agcore_tools' event loop did not wind down cleanly: %r", exc)
+    loop.call_soon_threadsafe(loop.stop)
+    current.thread.join(_GRACE)
+    if not current.thread.is_alive():
+        loop.close()
+
+
+def _forget_after_fork() -> None:
+    # A forked child has no copy of the loop's thread; it starts its own loop if needed.
+    global _current, _lock
+    _current, _lock = None, threading.Lock()
+
+
+atexit.register(_shutdown)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)

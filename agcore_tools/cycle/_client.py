@@ -1,0 +1,69 @@
+"""Which OpenAI SDK clients ``LlmCycle`` accepts, and the async twin of a sync one.
+
+The loop is async (it runs tools concurrently while it reads the model's stream), so it
+needs an ``AsyncOpenAI``. Most apps hold a sync ``OpenAI``; rather than a second,
+blocking copy of the loop, the cycle builds an ``AsyncOpenAI`` with the same settings
+and owns it (``aclose()``/``close_sync()`` close it; the caller's client stays theirs).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..error import LlmError
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI, OpenAI
+
+__all__ = ["ClientTypeError", "accept_client"]
+
+_ACCEPTED = "an openai.AsyncOpenAI or an openai.OpenAI client (or a subclass of AsyncOpenAI)"
+
+
+class ClientTypeError(LlmError, TypeError):
+    """``LlmCycle(client=...)`` got something it cannot drive (a mistake in the caller's code)."""
+
+
+def accept_client(client: Any) -> tuple[AsyncOpenAI, bool]:
+    """The client the cycle drives, and whether the cycle owns (and closes) it.
+
+    An ``AsyncOpenAI`` (or subclass, such as ``AsyncAzureOpenAI``) is used as given.
+    A sync ``OpenAI`` gets an async twin with its API key, organization, project, base
+    URL, timeout, retries, default headers and default query. Anything else is
+    refused with a ``TypeError`` naming what is accepted.
+    """
+    from openai import AsyncOpenAI, AzureOpenAI, OpenAI
+
+    if isinstance(client, AsyncOpenAI):
+        return client, False
+    if isinstance(client, AzureOpenAI):
+        raise ClientTypeError(
+            f"LlmCycle(client=...) takes {_ACCEPTED}; a sync AzureOpenAI cannot be "
+            "converted (its authentication and API version are Azure's own): pass an "
+            "AsyncAzureOpenAI"
+        )
+    if isinstance(client, OpenAI):
+        return async_twin(client), True
+    raise ClientTypeError(f"LlmCycle(client=...) takes {_ACCEPTED}, got {type(client).__name__}")
+
+
+def async_twin(client: OpenAI) -> AsyncOpenAI:
+    """An ``AsyncOpenAI`` with the same settings as ``client``.
+
+    A custom ``http_client`` (proxies, certificates) cannot carry over: an async client
+    needs an async transport, so pass your own ``AsyncOpenAI`` for that.
+    """
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(
+        api_key=client.api_key,
+        organization=client.organization,
+        project=client.project,
+        base_url=client.base_url,
+        timeout=client.timeout,
+        max_retries=client.max_retries,
+        # What the caller passed as default_headers/default_query; the public
+        # default_headers property also holds the SDK's own (sync) platform headers.
+        default_headers=getattr(client, "_custom_headers", None) or None,
+        default_query=getattr(client, "_custom_query", None) or None,
+    )

@@ -1,0 +1,134 @@
+"""Two optional tools that give a model the server's resources and prompts.
+
+``read_resource`` lets a model follow the ``resource_link`` parts that tools return (and
+read any resource whose URI it knows); ``get_prompt`` lets it fetch a server's prompt.
+Both are plain :class:`~agcore_tools.BaseTool` adapters that call through the client,
+registered next to :meth:`McpClient.into_tools`.
+
+Their permissions come from the client's permission policy, applied to what the
+protocol says of them: ``readOnlyHint: true, openWorldHint: false`` (reading a resource
+or a prompt changes nothing). The default policy therefore requires ``read``; a policy
+that does not trust annotations requires what it requires of every tool.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..base import BaseTool, ToolContext
+from ..error import InvalidArgumentsError
+from ..permission import Permission
+from ._adapter import adapter_name
+from ._resources import contents_value
+from .models import McpToolInfo
+
+if TYPE_CHECKING:
+    from .client import McpClient
+    from .policy import PermissionPolicy
+
+__all__ = ["prompt_tool", "resource_reader_tool"]
+
+_READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
+
+
+class _ProtocolTool(BaseTool):
+    """An adapter for a protocol request other than ``tools/call``."""
+
+    def __init__(self, client: McpClient, info: McpToolInfo, name: str, policy: PermissionPolicy):
+        self.client = client
+        """The client the requests go through."""
+        self.info = info
+        """The adapter described as a tool (what the permission policy judged)."""
+        self.name = name
+        self.description = info.description
+        self.parameters = dict(info.input_schema)
+        self.required_permissions = Permission.parse_all(policy(info))
+        self.tags = ("mcp",)
+        self.category = f"mcp:{client.server_name}"
+
+    def _string(self, args: dict[str, Any], key: str) -> str:
+        value = args.get(key)
+        if not isinstance(value, str) or not value:
+            problem = "Field required" if value is None else "must be a non-empty string"
+            raise InvalidArgumentsError(self.name, f"{key}: {problem}", errors=[(key, problem)])
+        return value
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} on {self.client.server_name!r}>"
+
+
+class ResourceReaderTool(_ProtocolTool):
+    """``resources/read`` as a tool: ``{"uri": ...}`` in, the resource's content out."""
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Read the resource; text when it is all text, else its parts as typed JSON."""
+        return contents_value(await self.client.read_resource(self._string(args, "uri")))
+
+
+class PromptTool(_ProtocolTool):
+    """``prompts/get`` as a tool: a prompt's name and arguments in, its messages out."""
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Get the prompt; its messages as MCP sends them (role and typed content)."""
+        name = self._string(args, "name")
+        arguments = args.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            problem = "must be an object of argument values"
+            raise InvalidArgumentsError(
+                self.name, f"arguments: {problem}", errors=[("arguments", problem)]
+            )
+        # Prompt arguments are strings on the wire; a model may well send 3 for "3".
+        values = {k: v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
+        prompt = await self.client.get_prompt(name, values)
+        return [dict(message) for message in prompt.messages]
+
+
+def resource_reader_tool(
+    client: McpClient, prefix: str | None, policy: PermissionPolicy
+) -> BaseTool:
+    """The ``read_resource`` adapter of ``client``."""
+    server = client.server_name
+    info = McpToolInfo(
+        name="read_resource",
+        description=(
+            f"Read a resource of the MCP server '{server}' by its URI, such as the uri of "
+            "a resource_link that one of its tools returned. Returns the text, or the "
+            "parts (text, or base64 blob) as JSON."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {"uri": {"type": "string", "description": "The resource's URI."}},
+            "required": ["uri"],
+            "additionalProperties": False,
+        },
+        annotations=_READ_ONLY,
+    )
+    return ResourceReaderTool(client, info, adapter_name(info.name, prefix), policy)
+
+
+def prompt_tool(client: McpClient, prefix: str | None, policy: PermissionPolicy) -> BaseTool:
+    """The ``get_prompt`` adapter of ``client``."""
+    server = client.server_name
+    info = McpToolInfo(
+        name="get_prompt",
+        description=(
+            f"Get a prompt of the MCP server '{server}' by name, filled in with its "
+            "arguments. Returns the prompt's messages."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The prompt's name."},
+                "arguments": {
+                    "type": "object",
+                    "description": "The prompt's arguments, by name.",
+                    "additionalProperties": {"type": "string"},
+                },
+            },
+            "required": ["name"],
+            "additionalProperties": False,
+        },
+        annotations=_READ_ONLY,
+    )
+    return PromptTool(client, info, adapter_name(info.name, prefix), policy)

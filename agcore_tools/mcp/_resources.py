@@ -1,0 +1,367 @@
+"""Resources: list them (and their templates), read them, and follow their updates.
+
+A subscription is one object on both protocol generations:
+
+* through 2025-11-25, ``resources/subscribe`` asks for updates and
+  ``resources/unsubscribe`` ends them; the server's ``notifications/resources/updated``
+  reach the connection's message handler, which hands them to the open subscriptions
+  (:class:`UpdateFeeds`);
+* on 2026-07-28 those requests are gone: a ``subscriptions/listen`` stream naming the
+  URI is the subscription, and its events are read from the stream.
+
+Either way an update is a level trigger ("this changed, read it again if you care"),
+so repeats that were not read yet are merged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ..error import McpError
+from ._requests import McpUsageError, all_pages, is_modern, require_capability, send
+from ._state import State
+from .models import McpResourceContents, McpResourceInfo, McpResourceTemplateInfo
+
+if TYPE_CHECKING:
+    from mcp.client.subscriptions import Subscription
+
+    from ._connection import Connection
+    from .client import McpClient
+
+__all__ = [
+    "McpResourceSubscription",
+    "UpdateFeeds",
+    "contents_value",
+    "list_resource_templates",
+    "list_resources",
+    "read_resource",
+]
+
+logger = logging.getLogger("agcore_tools.mcp")
+
+
+async def list_resources(owner: McpClient) -> list[McpResourceInfo]:
+    """Every resource the server lists, all pages followed."""
+    what = "resources/list"
+    require_capability(owner, what, "resources")
+    resources = await all_pages(
+        owner,
+        what,
+        lambda client, cursor, meta: client.list_resources(cursor=cursor, meta=meta),
+        lambda page: page.resources,
+    )
+    return [
+        McpResourceInfo(
+            uri=r.uri,
+            name=r.name,
+            title=r.title,
+            description=r.description or "",
+            mime_type=r.mime_type,
+            size=r.size,
+            annotations=_wire(r.annotations),
+        )
+        for r in resources
+    ]
+
+
+async def list_resource_templates(owner: McpClient) -> list[McpResourceTemplateInfo]:
+    """Every resource template the server lists, all pages followed."""
+    what = "resources/templates/list"
+    require_capability(owner, what, "resources")
+    templates = await all_pages(
+        owner,
+        what,
+        lambda client, cursor, meta: client.list_resource_templates(cursor=cursor, meta=meta),
+        lambda page: page.resource_templates,
+    )
+    return [
+        McpResourceTemplateInfo(
+            uri_template=t.uri_template,
+            name=t.name,
+            title=t.title,
+            description=t.description or "",
+            mime_type=t.mime_type,
+            annotations=_wire(t.annotations),
+        )
+        for t in templates
+    ]
+
+
+async def read_resource(owner: McpClient, uri: str) -> list[McpResourceContents]:
+    """The parts of the resource at ``uri``."""
+    _check_uri(owner, uri)
+    what = f"resources/read '{uri}'"
+    result = await send(owner, what, lambda client, meta: client.read_resource(uri, meta=meta))
+    return [
+        McpResourceContents(
+            uri=part.uri,
+            mime_type=part.mime_type,
+            text=getattr(part, "text", None),
+            blob=getattr(part, "blob", None),
+        )
+        for part in result.contents
+    ]
+
+
+def contents_value(contents: Sequence[McpResourceContents]) -> Any:
+    """What a model gets for a read: the text when every part is text (parts joined
+    with newlines), else every part as typed JSON (``uri``, ``mimeType``, ``text`` or
+    ``blob``), in order."""
+    if all(part.text is not None for part in contents):
+        return "\n".join(part.text or "" for part in contents)
+    return [
+        {
+            key: value
+            for key, value in (
+                ("uri", part.uri),
+                ("mimeType", part.mime_type),
+                ("text", part.text),
+                ("blob", part.blob),
+            )
+            if value is not None
+        }
+        for part in contents
+    ]
+
+
+class McpResourceSubscription:
+    """Updates of one resource, from :meth:`McpClient.subscribe_resource`.
+
+    An async context manager: entering subscribes (``resources/subscribe``, or a
+    ``subscriptions/listen`` stream on 2026-07-28 servers), leaving unsubscribes. Inside,
+    iterate it to get the URI of each update (the resource's own, or one of its
+    sub-resources'); then read it again with :meth:`McpClient.read_resource`. Updates
+    not read yet are merged per URI. The iteration ends when the client is closed, and
+    raises :class:`~agcore_tools.McpError` when the connection is lost; a new
+    connection needs a new subscription.
+
+    Example:
+        >>> async def follow(client) -> None:
+        ...     async with client.subscribe_resource("file:///notes.txt") as updates:
+        ...         async for uri in updates:
+        ...             print((await client.read_resource(uri))[0].text)
+    """
+
+    def __init__(self, client: McpClient, uri: str) -> None:
+        _check_uri(client, uri)
+        self.client = client
+        """The client the subscription runs on."""
+        self.uri = uri
+        """The subscribed URI."""
+        self._conn: Connection | None = None
+        self._feed: _Feed | None = None
+        self._listen: AbstractAsyncContextManager[Subscription] | None = None
+        self._stream: Subscription | None = None
+
+    async def __aenter__(self) -> McpResourceSubscription:
+        if self._conn is not None:
+            raise McpUsageError(
+                f"{self!r} is already open; make a new one with subscribe_resource()"
+            )
+        owner, uri = self.client, self.uri
+        conn = require_capability(owner, "resources/subscribe", "resources")
+        client = conn.client
+        capability = client.server_capabilities.resources if client is not None else None
+        if client is None or capability is None or not capability.subscribe:
+            raise McpError(
+                owner.server_name,
+                f"cannot subscribe to '{uri}': the server offers no subscriptions",
+            )
+        if is_modern(client):
+            await self._open_listen(owner, client)
+        else:
+            await self._subscribe(owner, conn)
+        self._conn = conn
+        return self
+
+    async def _open_listen(self, owner: McpClient, client: Any) -> None:
+        listen = client.listen(resource_subscriptions=[self.uri])
+        stream = await send(
+            owner, "subscriptions/listen", lambda _c, _m: listen.__aenter__(), resend=False
+        )
+        if self.uri not in (stream.honored.resource_subscriptions or ()):
+            await listen.__aexit__(None, None, None)
+            raise McpError(
+                owner.server_name,
+                f"cannot subscribe to '{self.uri}': the server declined the subscription",
+            )
+        self._listen, self._stream = listen, stream
+
+    async def _subscribe(self, owner: McpClient, conn: Connection) -> None:
+        import mcp_types as types
+
+        request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=self.uri))
+        feed = conn.updates.open(self.uri)
+        try:
+            await send(
+                owner,
+                f"resources/subscribe '{self.uri}'",
+                lambda client, _m: client.session.send_request(request, types.EmptyResult),
+                resend=False,
+            )
+        except BaseException:
+            conn.updates.close(feed)
+            raise
+        self._feed = feed
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        conn, self._conn = self._conn, None
+        listen, self._listen, self._stream = self._listen, None, None
+        feed, self._feed = self._feed, None
+        if listen is not None:
+            await listen.__aexit__(None, None, None)
+        if conn is None or feed is None:
+            return
+        conn.updates.close(feed)
+        if self.client._conn is not conn or not conn.usable:
+            return  # the server forgot the subscription with the connection
+        import mcp_types as types
+
+        request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=self.uri))
+        try:
+            await send(
+                self.client,
+                f"resources/unsubscribe '{self.uri}'",
+                lambda client, _m: client.session.send_request(request, types.EmptyResult),
+                resend=False,
+            )
+        except McpError as error:
+            # Updates that still come are dropped: no subscription takes them.
+            logger.warning("MCP server '%s': %s", self.client.server_name, error.message)
+
+    def __aiter__(self) -> McpResourceSubscription:
+        return self
+
+    async def __anext__(self) -> str:
+        conn = self._conn
+        if conn is None:
+            raise McpUsageError(f"iterate {self!r} inside 'async with', not before or after it")
+        if self._feed is not None:
+            uri = await self._feed.next()
+            if uri is None:
+                raise self._end(conn, self._feed.lost)
+            return uri
+        return await self._next_event(conn)
+
+    async def _next_event(self, conn: Connection) -> str:
+        from mcp.client.subscriptions import ResourceUpdated, SubscriptionLost
+
+        stream = self._stream
+        assert stream is not None
+        while True:
+            try:
+                event = await stream.__anext__()
+            except SubscriptionLost as exc:
+                raise self._end(conn, conn.lost_reason or str(exc)) from exc
+            if isinstance(event, ResourceUpdated):
+                return event.uri
+
+    def _end(self, conn: Connection, lost: str | None) -> BaseException:
+        if conn.state is State.CLOSED or lost is None:
+            return StopAsyncIteration()
+        return McpError(
+            self.client.server_name,
+            f"the subscription to '{self.uri}' ended: connection lost ({lost})",
+        )
+
+    def __repr__(self) -> str:
+        return f"<McpResourceSubscription {self.uri!r} on {self.client.server_name!r}>"
+
+
+class _Feed:
+    """The updates of one handshake-era subscription, merged per URI until read."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self.pending: dict[str, None] = {}
+        self.ended = False
+        self.lost: str | None = None
+        self._wake = asyncio.Event()
+
+    def covers(self, uri: str) -> bool:
+        # The spec allows an update to name a sub-resource of the subscribed URI.
+        if uri == self.uri:
+            return True
+        base = self.uri
+        return uri.startswith(base) and (base.endswith("/") or uri[len(base)] in "/?#")
+
+    def push(self, uri: str) -> None:
+        self.pending[uri] = None
+        self._wake.set()
+
+    def end(self, lost: str | None) -> None:
+        self.ended, self.lost = True, lost
+        self._wake.set()
+
+    async def next(self) -> str | None:
+        """The next updated URI, or None once the feed has ended."""
+        while True:
+            if self.pending:
+                uri = next(iter(self.pending))
+                del self.pending[uri]
+                return uri
+            if self.ended:
+                return None
+            self._wake.clear()
+            await self._wake.wait()
+
+
+class UpdateFeeds:
+    """A connection's open handshake-era subscriptions, fed from its message handler."""
+
+    def __init__(self) -> None:
+        self._feeds: list[_Feed] = []
+        self._ended: tuple[str | None] | None = None
+
+    def open(self, uri: str) -> _Feed:
+        """A new feed for ``uri`` (already ended if the connection has)."""
+        feed = _Feed(uri)
+        if self._ended is not None:
+            feed.end(self._ended[0])
+        else:
+            self._feeds.append(feed)
+        return feed
+
+    def close(self, feed: _Feed) -> None:
+        """Stop feeding ``feed``."""
+        if feed in self._feeds:
+            self._feeds.remove(feed)
+
+    def deliver(self, uri: str) -> None:
+        """A ``notifications/resources/updated`` for ``uri`` arrived."""
+        for feed in self._feeds:
+            if feed.covers(uri):
+                feed.push(uri)
+
+    def end(self, lost: str | None) -> None:
+        """The connection is over: closed (``lost`` None) or lost for that reason."""
+        if self._ended is None:
+            self._ended = (lost,)
+        feeds, self._feeds = self._feeds, []
+        for feed in feeds:
+            feed.end(self._ended[0])
+
+
+def _check_uri(owner: McpClient, uri: object) -> None:
+    if not isinstance(uri, str) or not uri:
+        raise McpUsageError(
+            f"MCP server '{owner.server_name}': a resource URI must be a non-empty string, "
+            f"got {uri!r}"
+        )
+
+
+def _wire(model: Any) -> dict[str, Any]:
+    if model is None:
+        return {}
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped

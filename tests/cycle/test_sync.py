@@ -1,0 +1,220 @@
+"""The loop for sync apps: a sync OpenAI client, the *_sync methods, SyncEventStream."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from openai import AsyncOpenAI, AzureOpenAI, OpenAI
+
+from agcore_tools import (
+    AssistantTextDelta,
+    CycleConfig,
+    LlmCycle,
+    LlmError,
+    SyncEventStream,
+    ToolExecutionCompleted,
+    ToolRegistry,
+    TurnComplete,
+    _sync,
+)
+from agcore_tools.testing import Pause, RawStream, ScriptedChatServer
+
+from .conftest import assert_history_valid
+
+S = ScriptedChatServer
+Serve = Callable[..., ScriptedChatServer]
+CONFIG = CycleConfig("test-model", retry_initial_delay=0.01)
+
+
+def sync_client(server: ScriptedChatServer, **options: Any) -> OpenAI:
+    options.setdefault("max_retries", 0)
+    return OpenAI(base_url=server.base_url, api_key="sk-sync", **options)
+
+
+def tool_script() -> list[Any]:
+    return [S.reply_tool_calls([("add", {"a": 2, "b": 3})], text="Adding."), S.reply_text("5")]
+
+
+# -- a sync OpenAI client ------------------------------------------------------------------
+
+
+def test_a_sync_openai_client_gets_an_async_twin_with_the_same_settings(serve: Serve) -> None:
+    server = serve(S.reply_text("Hi"), S.reply_text("Hi again"))
+    client = sync_client(
+        server,
+        organization="org-1",
+        project="proj-1",
+        timeout=7.5,
+        max_retries=3,
+        default_headers={"X-App": "sync-app"},
+        default_query={"tenant": "t1"},
+    )
+    with client:
+        with LlmCycle(CONFIG, client=client) as cycle:
+            twin = cycle.client
+            assert isinstance(twin, AsyncOpenAI) and twin is not client
+            assert (twin.api_key, twin.organization, twin.project) == ("sk-sync", "org-1", "proj-1")
+            assert (twin.base_url, twin.timeout, twin.max_retries) == (client.base_url, 7.5, 3)
+            assert cycle.submit_sync("Hello").text == "Hi"
+        # The cycle closed the twin it built, and left the caller's client alone.
+        assert twin.is_closed() and not client.is_closed()
+
+        # The async methods work with it too (this was a TypeError on the first await).
+        async def ask() -> str:
+            async with LlmCycle(CONFIG, client=client) as cycle:
+                return (await cycle.submit("Hello again")).text
+
+        assert asyncio.run(ask()) == "Hi again"
+    for request in server.requests:
+        headers = request.headers
+        assert headers["authorization"] == "Bearer sk-sync"
+        assert (headers["openai-organization"], headers["openai-project"]) == ("org-1", "proj-1")
+        assert headers["x-app"] == "sync-app"
+        assert request.path.endswith("?tenant=t1")
+
+
+@pytest.mark.parametrize(
+    "client",
+    [
+        "sk-not-a-client",
+        None.__class__,
+        OpenAI(api_key="-").chat,
+        AzureOpenAI(api_key="-", api_version="2024-06-01", azure_endpoint="https://x.invalid"),
+    ],
+    ids=["str", "type", "resource", "sync-azure"],
+)
+def test_other_client_types_are_refused_at_construction(client: Any) -> None:
+    with pytest.raises(
+        TypeError, match=r"takes an openai\.AsyncOpenAI or an openai\.OpenAI"
+    ) as info:
+        LlmCycle(CONFIG, client=client)
+    assert isinstance(info.value, LlmError)
+    if isinstance(client, AzureOpenAI):
+        assert "pass an AsyncAzureOpenAI" in str(info.value)
+    else:
+        assert str(info.value).endswith(f"got {type(client).__name__}")
+
+
+# -- the loop, not streamed ---------------------------------------------------------------
+
+
+def test_submit_with_tools_sync_runs_the_loop(serve: Serve, calc: ToolRegistry) -> None:
+    server = serve(*tool_script())
+    with sync_client(server) as client, LlmCycle(CONFIG, client=client) as cycle:
+        response = cycle.submit_with_tools_sync("What is 2 + 3?", calc)
+        assert response.text == "5" and response.turns == 2
+        assert [m["role"] for m in cycle.messages] == ["user", "assistant", "tool", "assistant"]
+        assert calc.runs == [("add", {"a": 2, "b": 3})]  # type: ignore[attr-defined]
+        server.add(S.reply_text("Bonjour"))
+        answer = cycle.submit_messages_sync([{"role": "user", "content": "In French?"}])
+        assert answer.text == "Bonjour" and len(cycle.messages) == 6
+
+
+def test_an_async_client_keeps_its_connections_across_sync_calls(serve: Serve) -> None:
+    # The client's connection pool belongs to the loop that opened it. With
+    # asyncio.run() per call the second call fails ("Event loop is closed"); the sync
+    # methods all run on the one library loop, so the pool stays usable.
+    server = serve(S.reply_text("one"), S.reply_text("two"), S.reply_text("three"))
+    cycle = LlmCycle(CONFIG, client=server.client(timeout=10.0))
+    assert [cycle.submit_sync(p).text for p in ("1", "2", "3")] == ["one", "two", "three"]
+    cycle.close_sync()  # a client the caller passed stays open ...
+    assert not cycle.client.is_closed()
+    _sync.run(cycle.client.close())  # ... and is closed on the loop it was used on
+
+
+async def test_a_sync_loop_called_inside_a_running_loop_does_not_deadlock(
+    serve: Serve, calc: ToolRegistry
+) -> None:
+    server = serve(*tool_script())
+    with sync_client(server) as client, LlmCycle(CONFIG, client=client) as cycle:
+        assert cycle.submit_with_tools_sync("What is 2 + 3?", calc).text == "5"
+
+
+# -- the loop, streamed -------------------------------------------------------------------
+
+
+def test_submit_stream_with_tools_sync_yields_the_same_events_as_async_for(
+    serve: Serve, calc: ToolRegistry
+) -> None:
+    def kinds(events: list[Any]) -> list[tuple[str, Any]]:
+        return [
+            (type(e).__name__, getattr(e, "text", getattr(e, "tool_name", None))) for e in events
+        ]
+
+    async def async_events() -> list[Any]:
+        async with server_a.client() as client:
+            cycle = LlmCycle(CONFIG, client=client)
+            async with cycle.submit_stream_with_tools("2 + 3?", calc) as stream:
+                return [event async for event in stream]
+
+    server_a, server_b = serve(*tool_script()), serve(*tool_script())
+    expected = asyncio.run(async_events())
+    with sync_client(server_b) as client, LlmCycle(CONFIG, client=client) as cycle:
+        stream = cycle.submit_stream_with_tools_sync("2 + 3?", calc)
+        assert isinstance(stream, SyncEventStream) and iter(stream) is stream
+        assert stream.response is None
+        events = list(stream)
+        assert stream.response is not None and stream.response.text == "5"
+    assert kinds(events) == kinds(expected)
+    assert [type(e) for e in events].count(ToolExecutionCompleted) == 1
+    assert isinstance(events[-1], TurnComplete) and events[-1].turn == 2
+    assert all(request.stream for request in server_b.requests)
+
+
+def test_submit_stream_sync_collect_and_early_close(serve: Serve) -> None:
+    server = serve(S.reply_text("Hello"))
+    server.add(RawStream([server.chunk({"content": "partial"}), Pause(30)]))
+    with sync_client(server) as client, LlmCycle(CONFIG, client=client) as cycle:
+        assert cycle.submit_stream_sync("Hi").collect().text == "Hello"
+        with cycle.submit_stream_sync("Hi") as events:
+            first = next(events)
+        assert isinstance(first, AssistantTextDelta) and first.text == "partial"
+        assert events.response is None
+        # Closing dropped the HTTP stream, which tells the server to stop generating.
+        asyncio.run(server.wait_for(lambda: server.requests[1].disconnected))
+        assert not server.requests[1].completed
+        with pytest.raises(StopIteration):
+            next(events)
+        with pytest.raises(LlmError, match="closed before the call finished"):
+            events.collect()
+
+
+def test_ctrl_c_during_a_sync_loop_stops_its_tools_and_keeps_the_history_valid(
+    serve: Serve,
+) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    main = threading.main_thread().ident
+    assert main is not None
+    registry = ToolRegistry()
+    events: list[str] = []
+
+    @registry.tool
+    async def long_job() -> str:
+        """Runs until cancelled; presses Ctrl-C for the user first."""
+        events.append("started")
+        signal.pthread_kill(main, signal.SIGINT)
+        try:
+            await asyncio.sleep(30)
+        finally:
+            events.append("cleaned up")
+        return "finished"
+
+    server = serve(S.reply_tool_calls([("long_job", {})]), S.reply_text("ok"))
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with sync_client(server) as client, LlmCycle(CONFIG, client=client) as cycle:
+            with pytest.raises(KeyboardInterrupt):
+                cycle.submit_with_tools_sync("Run the job", registry)
+            assert events == ["started", "cleaned up"]
+            assert_history_valid(cycle.messages)
+            assert "cancelled" in cycle.messages[-1]["content"]
+            # The cycle is free again: the interrupted call has ended.
+            assert cycle.submit_messages_sync([]).text == "ok"
+    finally:
+        signal.signal(signal.SIGINT, previous)

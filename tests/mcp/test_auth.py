@@ -1,0 +1,314 @@
+"""Token stores, and OAuth through StreamableHttpTransport(auth=) against a real OAuth server.
+
+The server is tests/mcp/servers/oauth_server.py: an MCP server with its own
+authorization server (the SDK's routes), whose authorization endpoint approves at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import stat
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+import pytest
+from mcp.client.auth import OAuthClientProvider
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+
+from agcore_tools import McpClient, McpError, StreamableHttpTransport, ToolIOError
+from agcore_tools.mcp import FileTokenStorage, InMemoryTokenStorage
+
+from .conftest import SERVERS, HttpServer
+
+pytestmark = pytest.mark.timeout(60)
+
+OAUTH_SERVER = SERVERS / "oauth_server.py"
+REDIRECT_URI = "http://localhost:8765/callback"
+
+
+class Browser:
+    """The user: follows the authorization URL and reads the code from the redirect."""
+
+    def __init__(self) -> None:
+        self.sign_ins = 0
+        self.refuse = False
+        self._result: AuthorizationCodeResult | None = None
+
+    async def open(self, authorization_url: str) -> None:
+        if self.refuse:
+            raise RuntimeError("the user closed the sign-in window")
+        self.sign_ins += 1
+        async with httpx2.AsyncClient(timeout=10) as http:
+            redirect = (await http.get(authorization_url)).headers["location"]
+        query = parse_qs(urlsplit(redirect).query)
+        self._result = AuthorizationCodeResult(code=query["code"][0], state=query["state"][0])
+
+    async def callback(self) -> AuthorizationCodeResult:
+        assert self._result is not None
+        return self._result
+
+
+def oauth(url: str, storage: object, browser: Browser) -> OAuthClientProvider:
+    return OAuthClientProvider(
+        server_url=url,
+        client_metadata=OAuthClientMetadata(client_name="tests", redirect_uris=[REDIRECT_URI]),  # type: ignore[list-item]
+        storage=storage,  # type: ignore[arg-type]
+        redirect_handler=browser.open,
+        callback_handler=browser.callback,
+    )
+
+
+@pytest.fixture
+def oauth_server() -> Iterator[HttpServer]:
+    server = HttpServer(OAUTH_SERVER)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def run(coro: object) -> object:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+# -- the stores ------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["memory", "file"])
+def store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> InMemoryTokenStorage | FileTokenStorage:
+    if request.param == "memory":
+        return InMemoryTokenStorage()
+    return FileTokenStorage(tmp_path / "tokens.json")
+
+
+def test_a_store_starts_empty_and_keeps_what_it_is_given(
+    store: InMemoryTokenStorage | FileTokenStorage,
+) -> None:
+    assert run(store.get_tokens()) is None
+    assert run(store.get_client_info()) is None
+    info = OAuthClientInformationFull(
+        client_id="app", client_secret="cs-1", redirect_uris=[REDIRECT_URI]
+    )  # type: ignore[list-item]
+    run(store.set_client_info(info))
+    run(store.set_tokens(OAuthToken(access_token="at-1", refresh_token="rt-1", scope="tools")))
+    assert run(store.get_client_info()) == info
+    assert run(store.get_tokens()) == OAuthToken(
+        access_token="at-1", refresh_token="rt-1", scope="tools"
+    )
+
+
+def test_expires_in_counts_from_when_the_token_was_stored(
+    store: InMemoryTokenStorage | FileTokenStorage,
+) -> None:
+    run(store.set_tokens(OAuthToken(access_token="at-1", expires_in=3600)))
+    token = run(store.get_tokens())
+    assert isinstance(token, OAuthToken) and token.access_token == "at-1"
+    assert token.expires_in is not None and 3500 < token.expires_in <= 3600
+
+
+def test_an_expired_token_comes_back_without_its_access_token_so_the_provider_refreshes(
+    store: InMemoryTokenStorage | FileTokenStorage,
+) -> None:
+    run(store.set_tokens(OAuthToken(access_token="at-1", refresh_token="rt-1", expires_in=0)))
+    token = run(store.get_tokens())
+    assert isinstance(token, OAuthToken)
+    assert (token.access_token, token.refresh_token, token.expires_in) == ("", "rt-1", 0)
+    run(store.set_tokens(OAuthToken(access_token="at-2", expires_in=0)))  # nothing to refresh with
+    assert run(store.get_tokens()) is None
+
+
+def test_concurrent_writes_to_a_file_store_keep_both(tmp_path: Path) -> None:
+    store = FileTokenStorage(tmp_path / "tokens.json")
+
+    async def both() -> None:
+        await asyncio.gather(
+            store.set_tokens(OAuthToken(access_token="at-1")),
+            store.set_client_info(OAuthClientInformationFull(client_id="app")),
+        )
+
+    run(both())
+    fresh = FileTokenStorage(store.path)
+    assert run(fresh.get_client_info()) == OAuthClientInformationFull(client_id="app")
+    assert run(fresh.get_tokens()) == OAuthToken(access_token="at-1")
+
+
+def test_the_token_file_is_created_0600_whatever_the_umask_in_a_0700_directory(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "config" / "agent" / "tokens.json"
+    old = os.umask(0)
+    try:
+        run(FileTokenStorage(path).set_tokens(OAuthToken(access_token="at-1")))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert os.listdir(path.parent) == ["tokens.json"]  # no temporary file left behind
+
+
+def test_a_write_replaces_the_file_instead_of_writing_into_it(tmp_path: Path) -> None:
+    # Writing in place would keep an old file's loose mode while the secret goes in.
+    path = tmp_path / "tokens.json"
+    path.write_text("{}")
+    path.chmod(0o644)
+    before = path.stat().st_ino
+    run(FileTokenStorage(path).set_tokens(OAuthToken(access_token="at-1")))
+    assert path.stat().st_ino != before
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text())["tokens"] == {
+        "access_token": "at-1",
+        "token_type": "Bearer",
+    }
+
+
+def test_a_file_others_can_read_is_narrowed_when_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps({"tokens": {"access_token": "at-1"}}))
+    path.chmod(0o644)
+    with caplog.at_level(logging.WARNING, "agcore_tools.mcp.auth"):
+        token = run(FileTokenStorage(path).get_tokens())
+    assert isinstance(token, OAuthToken) and token.access_token == "at-1"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert "readable by others (mode 644)" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ('{"tokens": {"access_token": "at-SECRET", "refresh', "is not valid JSON"),
+        ('["at-SECRET"]', "does not hold a JSON object"),
+        (
+            '{"tokens": {"access_token": "at-SECRET", "expires_in": "rt-SECRET"}}',
+            "has an invalid 'tokens' entry (bad fields: expires_in)",
+        ),
+    ],
+)
+def test_a_bad_token_file_is_reported_without_its_content(
+    tmp_path: Path, content: str, reason: str
+) -> None:
+    path = tmp_path / "tokens.json"
+    path.write_text(content)
+    path.chmod(0o600)
+    with pytest.raises(ToolIOError) as caught:
+        run(FileTokenStorage(path).get_tokens())
+    assert str(caught.value) == f"token file {path} {reason}; delete it to sign in again"
+    assert "SECRET" not in "".join(traceback.format_exception(caught.value))
+
+
+# -- OAuth end to end ------------------------------------------------------------------
+
+
+def test_sign_in_once_then_the_token_file_is_enough(
+    oauth_server: HttpServer, tmp_path: Path
+) -> None:
+    browser = Browser()
+    path = tmp_path / "tokens.json"
+
+    async def connect_and_add(a: int, b: int) -> object:
+        auth = oauth(oauth_server.url, FileTokenStorage(path), browser)
+        async with McpClient(
+            "remote", StreamableHttpTransport(oauth_server.url, auth=auth), timeout=20
+        ) as c:
+            return await c.call_tool("add", {"a": a, "b": b})
+
+    assert run(connect_and_add(2, 3)) == "5"
+    assert browser.sign_ins == 1
+    assert run(connect_and_add(4, 5)) == "9"  # a new provider, as after a restart
+    assert browser.sign_ins == 1
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_an_expired_stored_token_is_refreshed_without_a_new_sign_in(
+    oauth_server: HttpServer, tmp_path: Path
+) -> None:
+    browser = Browser()
+    store = FileTokenStorage(tmp_path / "tokens.json")
+
+    async def connect_and_add() -> object:
+        auth = oauth(oauth_server.url, store, browser)
+        async with McpClient(
+            "remote", StreamableHttpTransport(oauth_server.url, auth=auth), timeout=20
+        ) as c:
+            return await c.call_tool("add", {"a": 1, "b": 1})
+
+    assert run(connect_and_add()) == "2"
+    first = run(store.get_tokens())
+    assert isinstance(first, OAuthToken) and first.refresh_token
+    run(store.set_tokens(first.model_copy(update={"expires_in": 0})))  # as if its hour had passed
+    assert run(connect_and_add()) == "2"
+    second = run(store.get_tokens())
+    assert isinstance(second, OAuthToken)
+    assert browser.sign_ins == 1
+    assert second.access_token not in ("", first.access_token)
+    assert second.refresh_token != first.refresh_token  # the server rotates them
+
+
+def test_tokens_reach_no_log_record_and_no_error_message(
+    oauth_server: HttpServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # every logger: ours, the SDK's, httpx2's, httpcore's
+    browser = Browser()
+    store = InMemoryTokenStorage()
+    auth = oauth(oauth_server.url, store, browser)
+    errors: list[BaseException] = []
+
+    async def scenario() -> None:
+        transport = StreamableHttpTransport(oauth_server.url, auth=auth)
+        async with McpClient("remote", transport, timeout=20) as remote:
+            assert await remote.call_tool("add", {"a": 2, "b": 3}) == "5"
+            tokens = await store.get_tokens()
+            client = await store.get_client_info()
+            assert tokens is not None and client is not None and client.client_secret
+            async with httpx2.AsyncClient(timeout=10) as http:  # the server forgets the token
+                revoked = await http.post(
+                    oauth_server.url.replace("/mcp", "/revoke"),
+                    data={
+                        "token": tokens.access_token,
+                        "client_id": client.client_id,
+                        "client_secret": client.client_secret,
+                    },
+                )
+                assert revoked.status_code == 200
+            browser.refuse = True  # so signing in again fails
+            with pytest.raises(McpError) as refused:
+                await remote.call_tool("add", {"a": 1, "b": 1})
+            errors.append(refused.value)
+            # A token passed as a header is no safer in a message.
+            header = {"Authorization": f"Bearer {tokens.access_token}"}
+            fixed = StreamableHttpTransport(oauth_server.url, headers=header)
+            errors.append(ValueError(repr(fixed)))
+            with pytest.raises(McpError) as unauthorised:
+                async with McpClient("fixed", fixed, timeout=20):
+                    pass
+            errors.append(unauthorised.value)
+
+    run(scenario())
+    tokens = run(store.get_tokens())
+    client = run(store.get_client_info())
+    assert isinstance(tokens, OAuthToken) and isinstance(client, OAuthClientInformationFull)
+    secrets = [tokens.access_token, tokens.refresh_token, client.client_secret]
+    assert all(secrets) and browser.sign_ins == 1
+    logged = [record.getMessage() for record in caplog.records]
+    logged += [caplog.handler.format(record) for record in caplog.records]  # with tracebacks
+    shown = ["".join(traceback.format_exception(error)) for error in errors]
+    assert len(logged) > 20 and len(shown) == 3  # the flow and the failures did run
+    # The refused sign-in is what ended the connection (the SDK logs it).
+    assert any("the user closed the sign-in window" in text for text in logged)
+    for secret in secrets:
+        assert not [text for text in logged if secret in text], "a secret was logged"
+        assert not [text for text in shown if secret in text], "a secret is in an error"

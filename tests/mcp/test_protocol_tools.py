@@ -1,0 +1,100 @@
+"""The read_resource and get_prompt adapters: in a guarded registry, and in the tool
+loop, where a model follows a resource_link a tool returned."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agcore_tools import (
+    CycleConfig,
+    InvalidArgumentsError,
+    LlmCycle,
+    McpClient,
+    McpPermissionPolicy,
+    Permission,
+    PermissionChecker,
+    PermissionConfig,
+    PermissionDeniedError,
+    StdioTransport,
+    ToolRegistry,
+)
+from agcore_tools.testing import ScriptedChatServer as S
+
+from .conftest import fixture_stdio
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_adapters_describe_themselves() -> None:
+    client = McpClient("docs", StdioTransport("unused"))
+    reader, prompts = client.resource_reader_tool(), client.prompt_tool(prefix="d")
+    assert (reader.name, prompts.name) == ("read_resource", "d__get_prompt")
+    assert reader.parameters["required"] == ["uri"]
+    assert prompts.parameters["required"] == ["name"]
+    assert "'docs'" in reader.description and "resource_link" in reader.description
+    assert reader.required_permissions == prompts.required_permissions == (Permission.READ,)
+    assert reader.category == "mcp:docs" and reader.tags == ("mcp",)
+    distrust = McpPermissionPolicy(trust_annotations=False, extra=["network"])
+    assert client.resource_reader_tool(policy=distrust).required_permissions == (
+        Permission.WRITE,
+        Permission.DELETE,
+        Permission.NETWORK,
+    )
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_adapters_in_a_guarded_registry(make_client: Any, protocol: str) -> None:
+    registry = ToolRegistry(PermissionChecker(PermissionConfig()))
+    async with make_client(protocol=protocol) as client:
+        registry.register_all(client.into_tools(prefix=True))
+        registry.register_all([client.resource_reader_tool(prefix=True), client.prompt_tool()])
+        parts = (await registry.invoke("fixture__link", {})).result()
+        link = next(p for p in parts if isinstance(p, dict) and p["type"] == "resource_link")
+        read = await registry.invoke("fixture__read_resource", {"uri": link["uri"]})
+        assert read.result() == "A fixture server."
+        logo = await registry.invoke("fixture__read_resource", {"uri": "fixture://logo"})
+        assert logo.result() == [
+            {"uri": "fixture://logo", "mimeType": "image/png", "blob": "iVBORw0K"}
+        ]
+        prompt = await registry.invoke(
+            "get_prompt", {"name": "trip", "arguments": {"country": "Peru"}}
+        )
+        assert [m["role"] for m in prompt.result()] == ["user", "assistant"]
+        assert prompt.result()[0]["content"]["text"] == "Plan a trip to the capital, Peru."
+
+        bad = await registry.invoke("fixture__read_resource", {"url": "fixture://readme"})
+        assert isinstance(bad.error, InvalidArgumentsError) and bad.error.is_recoverable()
+        assert "uri: Field required" in str(bad.error)
+        bad = await registry.invoke("get_prompt", {"name": "trip", "arguments": ["Peru"]})
+        assert isinstance(bad.error, InvalidArgumentsError)
+
+        guarded = ToolRegistry(PermissionChecker(PermissionConfig()))
+        strict = McpPermissionPolicy(trust_annotations=False)
+        guarded.register(client.resource_reader_tool(policy=strict))
+        with pytest.raises(PermissionDeniedError, match="needs 'write'"):
+            await guarded.invoke("read_resource", {"uri": "fixture://readme"})
+
+
+async def test_a_model_follows_a_resource_link() -> None:
+    registry = ToolRegistry()
+    script = [
+        S.reply_tool_calls([("link", {}, "call_link")]),
+        S.reply_tool_calls([("read_resource", {"uri": "fixture://readme"}, "call_read")]),
+        S.reply_text("It is a fixture server."),
+    ]
+    async with McpClient("fixture", fixture_stdio(), timeout=15) as client:
+        registry.register_all([*client.into_tools(), client.resource_reader_tool()])
+        with S(script) as server:
+            cycle = LlmCycle(CycleConfig("test-model"), client=server.client(timeout=10.0))
+            try:
+                response = await cycle.submit_with_tools("What is the server?", registry)
+            finally:
+                await asyncio.wait_for(cycle.client.close(), 5)
+            last = server.requests[-1].json
+    assert response.text == "It is a fixture server."
+    answers = {m["tool_call_id"]: m["content"] for m in last["messages"] if m["role"] == "tool"}
+    assert '"uri":"fixture://readme"' in answers["call_link"]
+    assert answers["call_read"] == "A fixture server."

@@ -1,0 +1,155 @@
+"""Resources: list (pages), templates, read, and subscriptions, against the fixture
+servers over stdio and Streamable HTTP, on both protocol generations."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import sys
+from typing import Any
+
+import pytest
+
+from agcore_tools import McpClient, McpError, McpNotInitializedError, StdioTransport
+from agcore_tools.mcp import McpResourceContents, McpResourceInfo, McpResourceTemplateInfo
+from agcore_tools.mcp._resources import UpdateFeeds, contents_value
+
+from .conftest import PAGED, assert_no_stray_tasks, fixture_stdio
+
+pytestmark = pytest.mark.timeout(60)
+
+ERAS = pytest.mark.parametrize("protocol", ["auto", "legacy"])
+
+
+def _paged(protocol: str) -> McpClient:
+    transport = StdioTransport(sys.executable, [str(PAGED)])
+    return McpClient("paged", transport, timeout=15, protocol=protocol)  # type: ignore[arg-type]
+
+
+@ERAS
+async def test_list_templates_and_read(make_client: Any, protocol: str) -> None:
+    async with make_client(protocol=protocol) as client:
+        resources = {r.uri: r for r in await client.list_resources()}
+        assert set(resources) == {"fixture://readme", "fixture://logo", "fixture://counter"}
+        assert resources["fixture://readme"] == McpResourceInfo(
+            uri="fixture://readme",
+            name="readme",
+            description="What this server is.",
+            mime_type="text/plain",
+            annotations={"audience": ["user"], "priority": 0.5},
+        )
+        assert await client.list_resource_templates() == [
+            McpResourceTemplateInfo(
+                uri_template="fixture://notes/{name}",
+                name="note",
+                description="A note.",
+                mime_type="text/plain",
+            )
+        ]
+        assert await client.read_resource("fixture://readme") == [
+            McpResourceContents("fixture://readme", "text/plain", text="A fixture server.")
+        ]
+        (logo,) = await client.read_resource("fixture://logo")
+        assert logo.text is None and logo.mime_type == "image/png"
+        assert logo.data == b"\x89PNG\r\n" and base64.b64decode(logo.blob or "") == logo.data
+        (filled,) = await client.read_resource("fixture://notes/milk")
+        assert filled.text == "Note milk"
+        with pytest.raises(McpError, match="resources/read 'fixture://nope' failed: "):
+            await client.read_resource("fixture://nope")
+
+
+@ERAS
+async def test_lists_follow_every_page_and_refuse_a_repeated_cursor(protocol: str) -> None:
+    async with _paged(protocol) as client:
+        resources = await client.list_resources()
+        assert [r.uri for r in resources] == [f"paged://{i:02d}" for i in range(25)]
+        prompts = await client.list_prompts()
+        assert [p.name for p in prompts] == [f"p{i:02d}" for i in range(25)]
+        with pytest.raises(McpError, match="resources/templates/list repeated the cursor 'again'"):
+            await client.list_resource_templates()
+
+
+async def test_requests_need_a_connection_and_a_capability() -> None:
+    client = McpClient("fixture", fixture_stdio())
+    with pytest.raises(McpNotInitializedError, match="cannot send resources/list: not connected"):
+        await client.list_resources()
+    with pytest.raises(ValueError, match="a resource URI must be a non-empty string"):
+        await client.read_resource("")
+
+
+@ERAS
+async def test_a_subscription_yields_updates_until_it_is_left(
+    make_client: Any, protocol: str
+) -> None:
+    async with make_client(protocol=protocol) as client:
+        async with client.subscribe_resource("fixture://counter") as updates:
+            if protocol == "legacy":  # resources/subscribe reached the server
+                assert await client.call_tool("subscriptions") == {"result": ["fixture://counter"]}
+            assert await client.call_tool("bump") == "1"
+            assert await asyncio.wait_for(anext(updates), 10) == "fixture://counter"
+            assert (await client.read_resource("fixture://counter"))[0].text == "1"
+            # Updates not read yet are merged: two bumps, one update.
+            await client.call_tool("bump")
+            await client.call_tool("bump")
+            assert await asyncio.wait_for(anext(updates), 10) == "fixture://counter"
+            assert (await client.read_resource("fixture://counter"))[0].text == "3"
+        if protocol == "legacy":  # and resources/unsubscribe on the way out
+            assert await client.call_tool("subscriptions") == {"result": []}
+        with pytest.raises(ValueError, match="inside 'async with'"):
+            await anext(updates)
+    await assert_no_stray_tasks()
+
+
+@ERAS
+async def test_a_subscription_ends_with_the_connection(protocol: str) -> None:
+    client = McpClient("fixture", fixture_stdio(), timeout=15, protocol=protocol)  # type: ignore[arg-type]
+    await client.connect()
+    async with client.subscribe_resource("fixture://counter") as updates:
+        await client.close()
+        with pytest.raises(StopAsyncIteration):
+            await asyncio.wait_for(anext(updates), 10)
+
+    await client.connect()
+    try:
+        async with client.subscribe_resource("fixture://counter") as updates:
+            with pytest.raises(McpError):
+                await client.call_tool("die", {"code": 3})
+            with pytest.raises(McpError, match="subscription to 'fixture://counter' ended"):
+                await asyncio.wait_for(anext(updates), 10)
+    finally:
+        await client.close()
+
+
+@ERAS
+async def test_a_server_without_subscriptions_is_refused(protocol: str) -> None:
+    async with _paged(protocol) as client:
+        with pytest.raises(McpError, match="the server offers no subscriptions"):
+            async with client.subscribe_resource("paged://01"):
+                pass
+
+
+def test_update_feeds_match_sub_resources_and_merge_repeats() -> None:
+    async def run() -> None:
+        feeds = UpdateFeeds()
+        folder, other = feeds.open("file:///docs"), feeds.open("file:///docs2")
+        for uri in ("file:///docs/a", "file:///docs/a", "file:///docs", "file:///x"):
+            feeds.deliver(uri)
+        assert [await folder.next(), await folder.next()] == ["file:///docs/a", "file:///docs"]
+        assert other.pending == {}
+        feeds.close(other)
+        feeds.end("exited with code 1")
+        assert await folder.next() is None and folder.lost == "exited with code 1"
+        late = feeds.open("file:///docs")  # after the end: ended at once
+        assert await late.next() is None
+
+    asyncio.run(run())
+
+
+def test_contents_value_is_text_or_typed_parts() -> None:
+    text = McpResourceContents("a://1", "text/plain", text="one")
+    blob = McpResourceContents("a://2", "image/png", blob="AAE=")
+    assert contents_value([text, text]) == "one\none"
+    assert contents_value([text, blob]) == [
+        {"uri": "a://1", "mimeType": "text/plain", "text": "one"},
+        {"uri": "a://2", "mimeType": "image/png", "blob": "AAE="},
+    ]

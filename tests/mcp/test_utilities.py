@@ -1,0 +1,102 @@
+"""Server instructions, ping, the log level and roots changes, against the fixture
+server over stdio and Streamable HTTP, on both protocol generations."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from agcore_tools import McpClient, StdioTransport
+from agcore_tools.mcp import McpLogMessage
+
+from .servers.fixture_server import INSTRUCTIONS
+
+pytestmark = pytest.mark.timeout(60)
+
+ERAS = pytest.mark.parametrize("protocol", ["auto", "legacy"])
+
+
+@ERAS
+async def test_instructions_and_ping(make_client: Any, protocol: str) -> None:
+    client = make_client(protocol=protocol)
+    assert client.instructions is None
+    async with client:
+        assert client.instructions == INSTRUCTIONS
+        seconds = await client.ping()
+        assert isinstance(seconds, float) and 0 < seconds < client.timeout
+    assert client.instructions is None
+
+
+class Logs:
+    """Collects log messages; waits for the last one of a tool call."""
+
+    def __init__(self) -> None:
+        self.messages: list[McpLogMessage] = []
+        self._error = asyncio.Event()
+
+    def __call__(self, message: McpLogMessage) -> None:
+        self.messages.append(message)
+        if message.level == "error":
+            self._error.set()
+
+    async def levels_of(self, client: McpClient) -> list[str]:
+        """The levels the next log_each_level call delivers (its error always comes last)."""
+        self.messages.clear()
+        self._error.clear()
+        assert await client.call_tool("log_each_level") == "logged"
+        await asyncio.wait_for(self._error.wait(), 10)
+        return [m.level for m in self.messages]
+
+
+@ERAS
+async def test_set_log_level_filters_the_servers_messages(make_client: Any, protocol: str) -> None:
+    logs = Logs()
+    async with make_client(protocol=protocol, on_log=logs) as client:
+        # 2026-07-28 servers send what the client asks for (log_level="info"); older
+        # ones choose for themselves until told (this one: everything).
+        everything = ["debug", "info", "warning", "error"]
+        assert await logs.levels_of(client) == (
+            everything if protocol == "legacy" else everything[1:]
+        )
+        await client.set_log_level("error")
+        assert client.log_level == "error"
+        assert await logs.levels_of(client) == ["error"]
+        await client.set_log_level("debug")
+        assert await logs.levels_of(client) == everything
+        with pytest.raises(ValueError, match="unknown log level 'loud'"):
+            await client.set_log_level("loud")
+
+
+@ERAS
+async def test_roots_changes_reach_the_server(make_client: Any, protocol: str) -> None:
+    roots = [types.Root(uri="file:///srv/a")]
+
+    async def list_roots(ctx: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=list(roots))
+
+    async with make_client(protocol=protocol, roots_handler=list_roots) as client:
+        roots.append(types.Root(uri="file:///srv/b"))
+        sent = await client.notify_roots_changed()
+        if protocol == "auto":
+            # 2026-07-28 has no such notification: servers ask within each request.
+            assert sent is False
+            assert await client.call_tool("roots_changed_count") == "0"
+            return
+        assert sent is True
+        assert await client.call_tool("roots") == "file:///srv/a,file:///srv/b"
+        # A notification has no answer: watch the server's count (bounded).
+        for _ in range(100):
+            if await client.call_tool("roots_changed_count") == "1":
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the server never counted notifications/roots/list_changed")
+
+
+async def test_roots_changes_need_a_roots_handler() -> None:
+    client = McpClient("x", StdioTransport("unused"))
+    with pytest.raises(ValueError, match="no roots_handler was given"):
+        await client.notify_roots_changed()

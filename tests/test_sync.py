@@ -1,0 +1,343 @@
+"""The sync entry points of the registry, and the library-owned loop they share (_sync.py).
+
+The drop-in tests drive a real sync ``openai.OpenAI`` client against the loopback
+ScriptedChatServer, the way a sync app does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import signal
+import textwrap
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai import OpenAI
+
+from agcore_tools import LlmError, ToolError, ToolRegistry, _sync
+from agcore_tools.testing import ScriptedChatServer
+from tests._scripts import run_script
+
+S = ScriptedChatServer
+ADD_CALL = {
+    "id": "call_1",
+    "type": "function",
+    "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+}
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @registry.tool
+    def get_weather(city: str) -> dict[str, Any]:
+        """The weather in a city."""
+        return {"city": city, "celsius": 18}
+
+    return registry
+
+
+def sync_client(server: ScriptedChatServer) -> OpenAI:
+    return OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0, timeout=10.0)
+
+
+# -- the drop-in, with the sync OpenAI client ---------------------------------------------
+
+
+def test_run_tool_calls_sync_answers_chat_completions_tool_calls(registry: ToolRegistry) -> None:
+    script = [
+        S.reply_tool_calls([("get_weather", {"city": "Paris"}), ("add", {"a": 2, "b": 3})]),
+        S.reply_text("18 °C, and 5."),
+    ]
+    with S(script) as server, sync_client(server) as client:
+        messages: list[Any] = [{"role": "user", "content": "Weather in Paris, and 2 + 3?"}]
+        while True:
+            completion = client.chat.completions.create(
+                model="m", messages=messages, tools=registry.definitions()
+            )
+            message = completion.choices[0].message
+            messages.append(message.to_dict())
+            if not message.tool_calls:
+                break
+            messages += registry.run_tool_calls_sync(message.tool_calls)
+    assert message.content == "18 °C, and 5."
+    call_ids = [call["id"] for call in messages[1]["tool_calls"]]
+    assert messages[2:4] == [
+        {"role": "tool", "tool_call_id": call_ids[0], "content": '{"city":"Paris","celsius":18}'},
+        {"role": "tool", "tool_call_id": call_ids[1], "content": "5"},
+    ]
+    assert server.requests[1].json["messages"][2:4] == messages[2:4]
+
+
+def test_run_tool_calls_sync_answers_responses_function_calls(registry: ToolRegistry) -> None:
+    script = [S.reply_tool_calls([("add", {"a": 2, "b": 3})]), S.reply_text("5")]
+    with S(script) as server, sync_client(server) as client:
+        tools = registry.definitions(api="responses")
+        response = client.responses.create(model="m", input="2 + 3?", tools=tools)
+        while outputs := registry.run_tool_calls_sync(response.output):
+            response = client.responses.create(
+                model="m", input=outputs, previous_response_id=response.id, tools=tools
+            )
+    assert response.output_text == "5"
+    sent = server.requests[1].json["input"]
+    assert [(item["type"], item["output"]) for item in sent] == [("function_call_output", "5")]
+
+
+def test_run_tool_calls_sync_reports_failures_as_text_like_the_async_method(
+    registry: ToolRegistry,
+) -> None:
+    calls = [{"id": "c", "type": "function", "function": {"name": "nope", "arguments": "{}"}}]
+    expected = asyncio.run(registry.run_tool_calls(calls))
+    assert registry.run_tool_calls_sync(calls) == expected
+    assert "tool 'nope' is not registered" in expected[0]["content"]
+
+
+def test_invoke_sync_returns_the_invocation(registry: ToolRegistry) -> None:
+    invocation = registry.invoke_sync("add", {"a": 2, "b": 3})
+    assert invocation.ok and invocation.output == 5
+    assert not registry.invoke_sync("add", {"a": "x", "b": 3}).ok
+    with pytest.raises(ToolError, match="'nope' is not registered"):
+        registry.invoke_sync("nope", {})
+
+
+# -- where sync calls may come from -----------------------------------------------------
+
+
+def test_sync_calls_from_eight_threads_run_concurrently_on_one_loop() -> None:
+    registry = ToolRegistry()
+    threads = 8
+    arrived: list[int] = []
+    loops: set[int] = set()
+    everyone = asyncio.Event()  # created outside any loop; bound on first wait
+
+    @registry.tool
+    async def rendezvous(n: int) -> int:
+        """Wait until every caller is inside a call at the same time."""
+        loops.add(id(asyncio.get_running_loop()))
+        arrived.append(n)
+        if len(arrived) == threads:
+            everyone.set()
+        await asyncio.wait_for(everyone.wait(), 10)
+        return n
+
+    results: dict[int, Any] = {}
+
+    def call(n: int) -> None:
+        results[n] = registry.run_tool_calls_sync(
+            [
+                {
+                    "id": f"c{n}",
+                    "type": "function",
+                    "function": {"name": "rendezvous", "arguments": json.dumps({"n": n})},
+                }
+            ]
+        )
+
+    workers = [threading.Thread(target=call, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(20)
+    assert sorted(results) == list(range(threads))
+    assert all(
+        results[n] == [{"role": "tool", "tool_call_id": f"c{n}", "content": str(n)}]
+        for n in results
+    )
+    assert len(loops) == 1  # one library loop, whatever the calling thread
+
+
+async def test_a_sync_call_inside_a_running_loop_runs_on_the_library_loop(
+    registry: ToolRegistry,
+) -> None:
+    # What a notebook cell does when it calls a sync entry point: this test's loop is
+    # running, and the call blocks it until the library's loop has done the work.
+    seen: list[asyncio.AbstractEventLoop] = []
+
+    @registry.tool
+    async def where() -> str:
+        """Report the loop."""
+        seen.append(asyncio.get_running_loop())
+        return "here"
+
+    call = {"id": "c", "type": "function", "function": {"name": "where", "arguments": "{}"}}
+    assert registry.run_tool_calls_sync([call]) == [
+        {"role": "tool", "tool_call_id": "c", "content": "here"}
+    ]
+    assert seen[0] is not asyncio.get_running_loop()
+    assert _sync.is_library_loop(seen[0])
+
+
+def test_the_callers_context_variables_reach_the_tools() -> None:
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+    registry = ToolRegistry()
+
+    @registry.tool
+    async def whoami() -> str:
+        """The caller's request id."""
+        return request_id.get()
+
+    request_id.set("req-42")
+    assert registry.invoke_sync("whoami", {}).output == "req-42"
+
+
+def test_a_sync_call_from_the_library_loop_is_refused_instead_of_deadlocking(
+    registry: ToolRegistry,
+) -> None:
+    outer = ToolRegistry()
+
+    @outer.tool
+    async def nested() -> int:
+        """Calls a sync entry point from inside the library's loop: a mistake."""
+        return registry.invoke_sync("add", {"a": 1, "b": 1}).output
+
+    invocation = outer.invoke_sync("nested", {})
+    error = invocation.error
+    assert isinstance(error, _sync.SyncCallError)
+    assert isinstance(error, ToolError) and isinstance(error, LlmError)
+    assert isinstance(error, RuntimeError)
+    assert "would deadlock; await the async method instead" in str(error)
+    assert not error.is_recoverable()
+
+
+def test_a_refused_coroutine_is_closed_not_left_unawaited() -> None:
+    async def inner() -> int:
+        return 1
+
+    async def outer() -> Any:
+        coro = inner()
+        with pytest.raises(_sync.SyncCallError):
+            _sync.run(coro)
+        return coro.cr_frame  # None once closed
+
+    assert _sync.run(outer()) is None
+
+
+def test_work_cancelled_on_the_loop_reaches_the_caller_as_an_error_not_a_result() -> None:
+    async def cancelled_by_someone() -> int:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()  # as the wind-down at interpreter exit does
+        await asyncio.sleep(0)
+        return 1
+
+    with pytest.raises(_sync.SyncCallError, match="was cancelled on agcore_tools' event loop"):
+        _sync.run(cancelled_by_someone())
+
+
+# -- interrupting a sync call --------------------------------------------------------------
+
+
+class Alarm(Exception):
+    """What the test's signal handler raises, like a caller's own timeout."""
+
+
+@contextmanager
+def handler(signum: int, exc: type[BaseException]) -> Iterator[None]:
+    def raise_it(*_: Any) -> None:
+        raise exc
+
+    previous = signal.signal(signum, raise_it)
+    try:
+        yield
+    finally:
+        signal.signal(signum, previous)
+
+
+@pytest.mark.parametrize(
+    ("signum", "exc"), [(signal.SIGINT, KeyboardInterrupt), (signal.SIGUSR1, Alarm)]
+)
+def test_an_interrupted_sync_call_cancels_its_work_before_raising(
+    signum: int, exc: type[BaseException]
+) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    main = threading.main_thread().ident
+    assert main is not None
+    registry = ToolRegistry()
+    events: list[str] = []
+
+    @registry.tool
+    async def long_job() -> str:
+        """Runs until cancelled; interrupts the waiting caller first."""
+        events.append("started")
+        signal.pthread_kill(main, signum)
+        try:
+            await asyncio.sleep(30)
+        finally:
+            events.append("cleaned up")
+        return "finished"
+
+    async def tasks_on_loop() -> int:
+        return len(asyncio.all_tasks()) - 1  # not counting this one
+
+    before = _sync.run(tasks_on_loop())
+    call = {"id": "c", "type": "function", "function": {"name": "long_job", "arguments": "{}"}}
+    with handler(signum, exc):
+        with pytest.raises(exc):
+            registry.run_tool_calls_sync([call])
+        # The tool was cancelled and had finished its clean-up before the caller saw
+        # the exception, and nothing of the call is left on the loop.
+        assert events == ["started", "cleaned up"]
+        assert _sync.run(tasks_on_loop()) == before
+    assert registry.entry("long_job").stats.failures == 1
+
+
+def test_the_loop_is_one_daemon_thread() -> None:
+    async def thread() -> threading.Thread:
+        return threading.current_thread()
+
+    first, second = _sync.run(thread()), _sync.run(thread())
+    assert first is second and first.daemon and first.name == "agcore-tools-loop"
+    assert first is not threading.current_thread()
+
+
+def test_the_loop_starts_once_on_the_first_sync_call_even_from_many_threads(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "first_calls.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+            import threading
+
+            from agcore_tools import _sync
+
+            def loop_threads() -> int:
+                return sum(t.name == "agcore-tools-loop" for t in threading.enumerate())
+
+            assert loop_threads() == 0  # importing starts nothing
+            barrier = threading.Barrier(8)
+            loops = []
+
+            async def which() -> int:
+                return id(asyncio.get_running_loop())
+
+            def first_call() -> None:
+                barrier.wait(10)
+                loops.append(_sync.run(which()))
+
+            threads = [threading.Thread(target=first_call) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(10)
+            print(len(loops), len(set(loops)), loop_threads())
+            """
+        )
+    )
+    result = run_script(script)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["8", "1", "1"]
