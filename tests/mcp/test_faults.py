@@ -62,6 +62,20 @@ async def test_a_server_restart_mid_session_is_survived(
     await assert_no_stray_tasks()
 
 
+async def test_tool_lists_and_the_rest_of_the_protocol_recover_too(
+    fault_server: FaultServer,
+) -> None:
+    async with client_for(fault_server, "legacy") as client:
+        fault_server.restart()
+        assert "echo" in [t["function"]["name"] for t in await client.refresh_tools()]
+        fault_server.restart()
+        assert [r.uri for r in await client.list_resources()]
+        fault_server.restart()
+        assert await client.ping() >= 0
+        assert len((await fault_server.control("state"))["sessions"]) == 1
+        assert client.connected
+
+
 async def test_an_expired_session_is_replaced(fault_server: FaultServer) -> None:
     import httpx2
 
