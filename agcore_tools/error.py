@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .registry import ToolInvocation
 
 __all__ = [
+    "DefinitionBudgetError",
     "InvalidArgumentsError",
     "LlmConfigError",
     "LlmError",
@@ -331,6 +332,36 @@ class LlmConfigError(LlmError, ValueError):
         ...     print(type(exc).__name__)
         LlmConfigError
     """
+
+
+class DefinitionBudgetError(LlmError):
+    """A request's tool definitions cost more tokens than ``CycleConfig.max_definition_tokens``;
+    it was not sent.
+
+    ``costs`` lists every offered tool with its token count, costliest first.
+
+    Example:
+        >>> err = DefinitionBudgetError(120, 100, [("notion", 90), ("time", 30)])
+        >>> str(err)
+        'tool definitions cost 120 tokens, over max_definition_tokens=100; the costliest: notion (90), time (30); offer fewer tools (submit_with_tools(select=...)) or a ToolSearch'
+        >>> err.costs[0]
+        ('notion', 90)
+    """
+
+    def __init__(self, tokens: int, budget: int, costs: Sequence[tuple[str, int]]) -> None:
+        ranked = sorted(costs, key=lambda cost: -cost[1])
+        top = ", ".join(f"{name} ({count})" for name, count in ranked[:5])
+        super().__init__(
+            f"tool definitions cost {tokens} tokens, over max_definition_tokens={budget}; "
+            f"the costliest: {top}; offer fewer tools (submit_with_tools(select=...)) or a "
+            "ToolSearch"
+        )
+        self.tokens = tokens
+        """What the definitions cost together."""
+        self.budget = budget
+        """The budget they passed."""
+        self.costs: tuple[tuple[str, int], ...] = tuple(ranked)
+        """``(tool name, tokens)`` of each offered tool, costliest first."""
 
 
 class MaxTurnsExceededError(LlmError):

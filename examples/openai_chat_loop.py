@@ -45,7 +45,8 @@ async def answer(client: AsyncOpenAI, model: str, messages: list[Any]) -> str:
             model=model, messages=messages, tools=registry.definitions()
         )
         message = completion.choices[0].message
-        messages.append(message.to_dict())
+        # content "" rather than null: llama-cpp-python's server rejects null.
+        messages.append({**message.to_dict(), "content": message.content or ""})
         if not message.tool_calls:
             return message.content or ""
         messages.extend(await registry.run_tool_calls(message.tool_calls))

@@ -160,9 +160,9 @@ SNIPPETS: dict[str, Setup] = {
         ],
         output=[
             "Hard to say from one white pixel.",
-            "user: Is it sunny in Paris?",
-            "assistant: None",
-            "tool: Paris, 09:00\n[image 1 (image/gif, 43 B) is attached in the next user message]",
+            # The tool turn's assistant message has content "" (no text), not None.
+            "user: Is it sunny in Paris?\nassistant: \ntool: Paris, 09:00\n"
+            "[image 1 (image/gif, 43 B) is attached in the next user message]",
             "user: ['text', 'text', 'image_url']",
             "assistant: Hard to say from one white pixel.",
         ],

@@ -11,6 +11,10 @@ normalise tool calls identically. Provider quirks handled here:
 - ``content: null``, and chunks with empty ``choices`` (Azure's first chunk, usage);
 - an error object in a chunk, raised as :class:`~agcore_tools.LlmError`;
 - ``finish_reason`` in the same chunk as the last argument fragment;
+- a stream that ends without any ``finish_reason`` (cut), raised as
+  :class:`~agcore_tools.LlmError` by :meth:`TurnBuilder.end_stream`;
+- ``content`` always a string on the assistant message (``""`` next to tool calls),
+  the one shape both OpenAI and llama-cpp-python's server accept;
 - DeepSeek/Qwen ``reasoning_content`` (or ``reasoning``) kept on the message.
 
 Keep-alive comment lines never reach this module: the SDK's SSE decoder drops them.
@@ -130,6 +134,20 @@ class TurnBuilder:
                 self._raw_reason = reason
         return events
 
+    def end_stream(self) -> None:
+        """Check that the stream, now ended, carried a ``finish_reason``.
+
+        A stream without one was cut: the server failed after sending 200 (llama-cpp-
+        python does so for streamed ``tool_choice="auto"``) or the connection was
+        closed cleanly before the end. Its turn is incomplete, so it is an error rather
+        than an empty answer.
+        """
+        if self._raw_reason is None:
+            raise LlmError(
+                "the model's stream was cut: it ended without a finish_reason (the server "
+                "failed after sending 200, or closed the stream early)"
+            )
+
     def feed_completion(self, completion: Any) -> None:
         """Take a whole (non-streamed) ``ChatCompletion``."""
         error = _field(completion, "error")
@@ -234,10 +252,9 @@ class TurnBuilder:
             arguments = slot.obj if slot.obj is not None else "".join(slot.parts)
             calls.append(parse_call(slot.name or "", call_id, arguments))
         text = "".join(self._content)
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": text if text or not calls else None,
-        }
+        # "" rather than null or no key: llama-cpp-python's server rejects both of those
+        # on an assistant message with tool calls, and OpenAI accepts "".
+        message: dict[str, Any] = {"role": "assistant", "content": text}
         if self._reasoning:
             message[self._reasoning_key] = "".join(self._reasoning)
         if calls:

@@ -71,6 +71,11 @@ class CycleConfig:
     registered tools) and goes on."""
     reset_tool_choice: bool
     """Whether a forced ``tool_choice`` becomes ``"auto"`` after a call's first request."""
+    max_definition_tokens: int | None
+    """Most tokens the tool definitions of one request may cost (counted with
+    ``tiktoken`` for a model it knows, else estimated; see :mod:`agcore_tools._budget`);
+    a request over it is not sent and raises :class:`~agcore_tools.DefinitionBudgetError`
+    naming the costliest tools. None for no limit."""
     history: HistoryPolicy
     """Chooses which messages each request sends; the default, ``TrimOldest()`` with no
     budget, sends them all (see :mod:`agcore_tools.cycle.history`)."""
@@ -90,6 +95,7 @@ class CycleConfig:
         retry_max_delay: float = 8.0,
         unknown_tool: Literal["raise", "tell_model"] = "raise",
         reset_tool_choice: bool = True,
+        max_definition_tokens: int | None = None,
         history: HistoryPolicy | None = None,
         request_options: Mapping[str, Any] | None = None,
         **options: Any,
@@ -108,6 +114,7 @@ class CycleConfig:
         _check("max_retries", max_retries, minimum=0)
         _check("retry_initial_delay", retry_initial_delay, minimum=0.0)
         _check("retry_max_delay", retry_max_delay, minimum=0.0)
+        _check("max_definition_tokens", max_definition_tokens, minimum=1, optional=True)
         if unknown_tool not in _UNKNOWN_TOOL_POLICIES:
             raise LlmConfigError(
                 f"CycleConfig.unknown_tool must be 'raise' or 'tell_model', got {unknown_tool!r}"
@@ -129,6 +136,7 @@ class CycleConfig:
         set_(self, "retry_max_delay", retry_max_delay)
         set_(self, "unknown_tool", unknown_tool)
         set_(self, "reset_tool_choice", reset_tool_choice)
+        set_(self, "max_definition_tokens", max_definition_tokens)
         set_(self, "history", history if history is not None else TrimOldest())
         set_(self, "request_options", types.MappingProxyType(merged))
 

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 from .. import _sync
 from .._aio import with_timeout
 from .._attachments import Rendered, attachments_message
+from .._budget import check_budget
 from .._display import MAX_ROWS, html_table, markdown_table, message_rows
+from .._selection import RunOffer, Selector
 from .._toolcalls import (
     ParsedCall,
     aborted_text,
@@ -255,7 +257,7 @@ class LlmCycle:
             >>> async def main(cycle):  # doctest: +SKIP
             ...     return (await cycle.submit("Say hi")).text
         """
-        return await self._start([_user(prompt)], None, None, stream=False).collect()
+        return await self._start([_user(prompt)], None, None, None, stream=False).collect()
 
     async def submit_messages(self, messages: Iterable[Mapping[str, Any]]) -> ChatResponse:
         """Append ``messages`` to the history as they are (no user message is added),
@@ -281,7 +283,7 @@ class LlmCycle:
             ('Bonjour', 3)
         """
         added = [dict(message) for message in messages]
-        return await self._start(added, None, None, stream=False).collect()
+        return await self._start(added, None, None, None, stream=False).collect()
 
     def submit_stream(self, prompt: str) -> EventStream:
         """Like :meth:`submit`, streaming text deltas and a final ``TurnComplete``.
@@ -292,10 +294,15 @@ class LlmCycle:
             ...         if isinstance(event, AssistantTextDelta):
             ...             print(event.text, end="")
         """
-        return self._start([_user(prompt)], None, None, stream=True)
+        return self._start([_user(prompt)], None, None, None, stream=True)
 
     async def submit_with_tools(
-        self, prompt: str | None, registry: ToolRegistry, *, ctx: ToolContext | None = None
+        self,
+        prompt: str | None,
+        registry: ToolRegistry,
+        *,
+        ctx: ToolContext | None = None,
+        select: Selector | None = None,
     ) -> ChatResponse:
         """Send a user message, run the tools the model calls, and repeat until it answers.
 
@@ -314,11 +321,25 @@ class LlmCycle:
 
         ``ctx`` is the context every tool call derives its own from (session id,
         metadata, cancellation); a fresh one by default.
+
+        ``select`` chooses the tools each request offers (names, a
+        :class:`~agcore_tools.ToolSelection`, a :class:`~agcore_tools.ToolSearch`, or a
+        callable ``(history, registry) -> names`` asked before each request); every
+        tool by default. A call to a tool that was not offered is an unknown tool's.
+        (Calls a resumed history left open, with ``prompt=None``, were offered by an
+        earlier request: they run against the whole registry.)
+        ``CycleConfig(max_definition_tokens=...)`` refuses, unsent, a request whose
+        definitions cost more (:class:`~agcore_tools.DefinitionBudgetError`).
         """
-        return await self._start(_prompt(prompt), registry, ctx, stream=False).collect()
+        return await self._start(_prompt(prompt), registry, ctx, select, stream=False).collect()
 
     def submit_stream_with_tools(
-        self, prompt: str | None, registry: ToolRegistry, *, ctx: ToolContext | None = None
+        self,
+        prompt: str | None,
+        registry: ToolRegistry,
+        *,
+        ctx: ToolContext | None = None,
+        select: Selector | None = None,
     ) -> EventStream:
         """Like :meth:`submit_with_tools` (``prompt=None`` too), streaming events as they
         happen.
@@ -351,7 +372,7 @@ class LlmCycle:
             AssistantTextDelta
             TurnComplete
         """
-        return self._start(_prompt(prompt), registry, ctx, stream=True)
+        return self._start(_prompt(prompt), registry, ctx, select, stream=True)
 
     async def aclose(self) -> None:
         """Close the SDK client if this cycle created it.
@@ -399,10 +420,15 @@ class LlmCycle:
         return _sync.run(self.submit_messages([dict(message) for message in messages]))
 
     def submit_with_tools_sync(
-        self, prompt: str | None, registry: ToolRegistry, *, ctx: ToolContext | None = None
+        self,
+        prompt: str | None,
+        registry: ToolRegistry,
+        *,
+        ctx: ToolContext | None = None,
+        select: Selector | None = None,
     ) -> ChatResponse:
         """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools."""
-        return _sync.run(self.submit_with_tools(prompt, registry, ctx=ctx))
+        return _sync.run(self.submit_with_tools(prompt, registry, ctx=ctx, select=select))
 
     def submit_stream_sync(self, prompt: str) -> SyncEventStream:
         """:meth:`submit_stream` for synchronous code: a plain iterator of the same events."""
@@ -411,13 +437,20 @@ class LlmCycle:
         return SyncEventStream(self.submit_stream(prompt))
 
     def submit_stream_with_tools_sync(
-        self, prompt: str | None, registry: ToolRegistry, *, ctx: ToolContext | None = None
+        self,
+        prompt: str | None,
+        registry: ToolRegistry,
+        *,
+        ctx: ToolContext | None = None,
+        select: Selector | None = None,
     ) -> SyncEventStream:
         """:meth:`submit_stream_with_tools` for synchronous code: a plain iterator of the
         same events (see :class:`~agcore_tools.SyncEventStream`)."""
         from .sync import SyncEventStream
 
-        return SyncEventStream(self.submit_stream_with_tools(prompt, registry, ctx=ctx))
+        return SyncEventStream(
+            self.submit_stream_with_tools(prompt, registry, ctx=ctx, select=select)
+        )
 
     def close_sync(self) -> None:
         """:meth:`aclose` for synchronous code (also called by ``with``)."""
@@ -488,11 +521,12 @@ class LlmCycle:
         added: list[Message],
         registry: ToolRegistry | None,
         ctx: ToolContext | None,
+        select: Selector | None,
         *,
         stream: bool,
     ) -> EventStream:
         events = EventStream()
-        events._agen = self._loop(added, registry, ctx, stream, events)
+        events._agen = self._loop(added, registry, ctx, select, stream, events)
         return events
 
     async def _loop(
@@ -500,6 +534,7 @@ class LlmCycle:
         added: list[Message],
         registry: ToolRegistry | None,
         ctx: ToolContext | None,
+        select: Selector | None,
         stream: bool,
         sink: EventStream,
     ) -> AsyncGenerator[StreamEvent, None]:
@@ -512,7 +547,7 @@ class LlmCycle:
         start = len(self.messages)
         try:
             config = self.config
-            tools = registry.definitions() if registry is not None and len(registry) else None
+            offer = RunOffer(registry, select, config.model) if registry is not None else None
             relaxed = (
                 relaxed_tool_choice(config.request_options) if config.reset_tool_choice else None
             )
@@ -536,7 +571,10 @@ class LlmCycle:
                         history_length=len(self.messages),
                     )
                 turn += 1
-                # 2. One request; streamed text events pass straight through. A forced
+                # 2. The tools this request offers (see _selection.py), within the budget.
+                tools, offered = offer.turn(self.messages) if offer else (None, registry)
+                check_budget(tools or (), config.model, config.max_definition_tokens)
+                # 3. One request; streamed text events pass straight through. A forced
                 #    tool_choice serves the call's first request only, or a forced loop
                 #    could end at max_turns alone.
                 builder = TurnBuilder(str(self._requests))
@@ -552,8 +590,8 @@ class LlmCycle:
                 yield TurnComplete(
                     result.reason, turn, result.message, result.usage, result.raw_reason
                 )
-                # 3. A tool turn is one with tool calls, whatever finish_reason says.
-                if not result.calls or registry is None:
+                # 4. A tool turn is one with tool calls, whatever finish_reason says.
+                if not result.calls or offered is None:
                     sink._response = ChatResponse(
                         result.message,
                         result.text,
@@ -565,7 +603,7 @@ class LlmCycle:
                     return
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
                 # answer every call (attachments last) before the finally below runs.
-                running = self._run_tools(registry, result.calls, ctx, invocations)
+                running = self._run_tools(offered, result.calls, ctx, invocations)
                 async with contextlib.aclosing(running):
                     async for event in running:
                         yield event
@@ -616,6 +654,7 @@ class LlmCycle:
                     chunk = await response.__anext__()
                 except StopAsyncIteration:
                     chunk = None
+            builder.end_stream()
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
             raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
         finally:

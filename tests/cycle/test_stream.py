@@ -208,7 +208,7 @@ async def test_content_null_chunks(serve, make_cycle, echo):
         ],
     )
     assert not [e for e in events[:2] if isinstance(e, AssistantTextDelta)]
-    assert cycle.messages[1]["content"] is None
+    assert cycle.messages[1]["content"] == ""
     assert tool_messages(cycle.messages) == {"c1": "echo:n"}
 
 
@@ -272,6 +272,79 @@ async def test_an_error_object_mid_stream_raises_llm_error_and_is_not_retried(
 
     assert [e.text for e in seen] == ["Partial "]
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        pytest.param(lambda s: [s.chunk({"content": "Half an ans"})], id="text-then-done"),
+        pytest.param(
+            lambda s: [s.chunk({"tool_calls": [call(0, "c1", "echo", '{"text": "ha')]})],
+            id="half-a-tool-call",
+        ),
+        pytest.param(lambda s: [], id="no-chunk-at-all"),
+        pytest.param(
+            lambda s: [s.chunk({"role": "assistant", "content": ""}), s.chunk({}, "")],
+            id="empty-finish-reason",
+        ),
+    ],
+)
+@pytest.mark.parametrize("done", [True, False], ids=["with-DONE", "without-DONE"])
+async def test_a_stream_ending_without_finish_reason_is_cut_and_history_stays_valid(
+    serve, make_cycle, echo, cut, done
+):
+    # llama-cpp-python's server does this for streamed tool_choice="auto": it raises
+    # inside a 200 response and the stream just ends.
+    server = serve()
+    server.add(RawStream(cut(server), done=done), S.reply_text("second try"))
+    cycle = make_cycle(server, max_retries=3)
+
+    with pytest.raises(LlmError, match="stream was cut: it ended without a finish_reason"):
+        await cycle.submit_stream_with_tools("go", echo).collect()
+
+    assert len(server.requests) == 1  # a started stream is never retried
+    assert cycle.messages == [{"role": "user", "content": "go"}]  # no half-built turn
+    assert (await cycle.submit_with_tools("again", echo)).text == "second try"
+    assert server.requests[1].json["messages"] == [
+        {"role": "user", "content": "go"},
+        {"role": "user", "content": "again"},
+    ]
+
+
+async def test_a_stream_cut_after_a_tool_turn_keeps_the_answered_calls(serve, make_cycle, echo):
+    server = serve()
+    server.add(
+        S.reply_tool_calls([("echo", {"text": "x"}, "c1")]),
+        RawStream([server.chunk({"content": "The echo sa"})], done=False),
+    )
+    cycle = make_cycle(server)
+
+    with pytest.raises(LlmError, match="stream was cut"):
+        await cycle.submit_stream_with_tools("go", echo).collect()
+
+    assert [m["role"] for m in cycle.messages] == ["user", "assistant", "tool"]
+    assert tool_messages(cycle.messages) == {"c1": "echo:x"}
+    assert_history_valid(cycle.messages)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_tool_turn_without_text_is_sent_back_with_empty_string_content(
+    serve, make_cycle, echo, stream
+):
+    # llama-cpp-python's server answers 500 "Input should be a valid string" to an
+    # assistant tool-call message whose content is null or missing; OpenAI takes "".
+    server = serve(S.reply_tool_calls([("echo", {"text": "x"}, "c1")]), S.reply_text("ok"))
+    cycle = make_cycle(server)
+
+    if stream:
+        await cycle.submit_stream_with_tools("go", echo).collect()
+    else:
+        await cycle.submit_with_tools("go", echo)
+
+    sent = server.requests[1].json["messages"][1]
+    assert sent["role"] == "assistant" and sent["tool_calls"]
+    assert sent["content"] == ""
+    assert all(isinstance(m["content"], str) for m in cycle.messages)
 
 
 async def test_finish_reason_in_the_same_chunk_as_the_last_argument_fragment(

@@ -1,0 +1,93 @@
+"""Token counts of tool definitions, and the budget a request's definitions must fit.
+
+A definition's cost is the token count of its compact JSON. For a model ``tiktoken``
+knows (``pip install 'agcore-tools[tokens]'``), the count uses the model's own
+encoding; otherwise, or when the encoding's data cannot be loaded (``tiktoken``
+downloads it once, or reads it from ``TIKTOKEN_CACHE_DIR``), it is an estimate: one
+token per 4 bytes of UTF-8, rounded up. OpenAI renders definitions in its own format
+before counting, so both figures are close approximations, not the server's count.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .error import DefinitionBudgetError
+
+__all__ = ["BYTES_PER_TOKEN", "check_budget", "definition_costs"]
+
+logger = logging.getLogger("agcore_tools")
+
+BYTES_PER_TOKEN = 4
+"""The estimate's rule: one token per this many bytes of UTF-8 JSON."""
+
+
+@functools.lru_cache(maxsize=32)
+def _counter(model: str) -> Callable[[str], int] | None:
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    try:
+        encoding = tiktoken.encoding_for_model(model)
+    except KeyError:  # a model tiktoken does not know
+        return None
+    except (OSError, ValueError) as exc:  # its data could not be downloaded or read
+        logger.warning(
+            "tiktoken could not load the encoding of %r (%s); tool definitions are "
+            "estimated at one token per %d bytes",
+            model,
+            exc,
+            BYTES_PER_TOKEN,
+        )
+        return None
+    return lambda text: len(encoding.encode(text, disallowed_special=()))
+
+
+def _name(definition: dict[str, Any]) -> str:
+    function = definition.get("function")
+    source = function if isinstance(function, dict) else definition
+    return str(source.get("name", ""))
+
+
+def definition_costs(definitions: Sequence[dict[str, Any]], model: str) -> list[tuple[str, int]]:
+    """``(tool name, tokens)`` of each definition, in the given order.
+
+    Example:
+        >>> definition_costs([{"type": "function", "function": {"name": "f"}}], "m")
+        [('f', 11)]
+    """
+    count = _counter(model)
+    costs = []
+    for definition in definitions:
+        text = json.dumps(definition, separators=(",", ":"), ensure_ascii=False)
+        tokens = (
+            count(text)
+            if count is not None
+            else math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN)
+        )
+        costs.append((_name(definition), tokens))
+    return costs
+
+
+def check_budget(definitions: Sequence[dict[str, Any]], model: str, budget: int | None) -> None:
+    """Raise :class:`DefinitionBudgetError` when ``definitions`` cost more than ``budget``.
+
+    Example:
+        >>> check_budget([{"type": "function", "function": {"name": "f"}}], "m", 11)
+        >>> check_budget([{"type": "function", "function": {"name": "f"}}], "m", 10)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.DefinitionBudgetError: tool definitions cost 11 tokens, over max_definition_tokens=10; the costliest: f (11); offer fewer tools (submit_with_tools(select=...)) or a ToolSearch
+    """
+    if budget is None or not definitions:
+        return
+    costs = definition_costs(definitions, model)
+    total = sum(tokens for _, tokens in costs)
+    if total > budget:
+        raise DefinitionBudgetError(total, budget, costs)

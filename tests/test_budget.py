@@ -1,0 +1,53 @@
+"""Token costs of tool definitions and the budget check."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from agcore_tools import DefinitionBudgetError, LlmError
+from agcore_tools._budget import BYTES_PER_TOKEN, check_budget, definition_costs
+
+
+def _definition(name: str, description: str) -> dict[str, object]:
+    return {"type": "function", "function": {"name": name, "description": description}}
+
+
+def test_without_a_known_model_the_cost_is_utf8_bytes_over_four_rounded_up():
+    # "é" is two bytes: the estimate counts bytes, not characters.
+    definition = _definition("café", "Ordér a café. " * 10)
+    text = json.dumps(definition, separators=(",", ":"), ensure_ascii=False)
+
+    [(name, tokens)] = definition_costs([definition], "not-a-known-model")
+
+    assert name == "café"
+    assert tokens == math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN)
+    assert tokens > len(text) / BYTES_PER_TOKEN
+
+
+def test_responses_definitions_are_named_too():
+    flat = {"type": "function", "name": "f", "parameters": {}}
+    assert definition_costs([flat], "m")[0][0] == "f"
+
+
+def test_the_error_names_the_costliest_tools_first_at_most_five():
+    small, big = _definition("small", "x"), _definition("big", "y" * 400)
+    many = [big, small, *(_definition(f"t{i}", "z" * 40) for i in range(6))]
+
+    with pytest.raises(DefinitionBudgetError) as raised:
+        check_budget(many, "m", 50)
+
+    error = raised.value
+    assert isinstance(error, LlmError)
+    assert error.costs[0][0] == "big" and error.costs[-1][0] == "small"
+    assert error.tokens == sum(tokens for _, tokens in error.costs)
+    top = ", ".join(f"{name} ({tokens})" for name, tokens in error.costs[:5])
+    assert f"the costliest: {top}; offer fewer tools" in str(error)
+    assert "small" not in str(error)
+
+
+def test_no_budget_or_no_definitions_never_fails():
+    check_budget([_definition("big", "y" * 4000)], "m", None)
+    check_budget([], "m", 1)

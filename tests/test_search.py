@@ -1,0 +1,83 @@
+"""The local BM25 tool index and the words it ranks on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agcore_tools._search import ToolIndex, words
+
+
+def _definition(name: str, description: str, *params: str) -> dict[str, Any]:
+    properties = {p: {"type": "string"} for p in params}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties},
+        },
+    }
+
+
+TOOLS = [
+    _definition("get_current_time", "Get the current time in a timezone.", "timezone"),
+    _definition("readTextFile", "Read the complete contents of a file.", "path"),
+    _definition("git_commit", "Record changes to the repository.", "repo_path", "message"),
+    _definition("fetch", "Fetch a URL from the internet and return it as markdown.", "url"),
+]
+
+
+def test_words_split_names_in_every_case_style():
+    assert words("readTextFile git_commit repo-path HTTPServer") == [
+        "read", "text", "file", "git", "commit", "repo", "path", "httpserver",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("query", "best"),
+    [
+        ("what time is it in Tokyo", "get_current_time"),
+        ("open the file and show its contents", "readTextFile"),
+        ("commit my changes", "git_commit"),
+        ("download this web page url", "fetch"),
+        ("which repo_path", "git_commit"),  # parameter names are searched too
+    ],
+)
+def test_the_best_match_comes_first(query, best):
+    assert ToolIndex(TOOLS).search(query, 5)[0] == best
+
+
+def test_only_tools_a_query_word_matches_are_returned_at_most_limit():
+    index = ToolIndex(TOOLS)
+
+    assert index.search("file", 5) == ["readTextFile"]
+    assert len(index.search("the current contents of a file from a url", 2)) == 2
+    assert index.search("zebra", 5) == []
+    assert index.search("the a of", 5) == []  # stop words only
+
+
+def test_an_empty_index_finds_nothing():
+    assert ToolIndex([]).search("anything", 5) == []
+
+
+def test_words_are_stemmed_so_other_forms_match():
+    index = ToolIndex(TOOLS)
+
+    assert index.search("commits", 1) == ["git_commit"]
+    assert index.search("recording", 1) == ["git_commit"]
+
+
+@pytest.mark.parametrize("package", ["bm25s", "Stemmer"])
+def test_without_the_search_extra_opting_in_says_what_to_install(monkeypatch, package):
+    import sys
+
+    from agcore_tools import LlmConfigError, ToolSearch
+
+    monkeypatch.setitem(sys.modules, package, None)  # as if not installed
+
+    with pytest.raises(
+        LlmConfigError, match=rf"missing: {package}: pip install 'agcore-tools\[search\]'"
+    ):
+        ToolSearch()
