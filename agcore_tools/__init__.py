@@ -60,6 +60,7 @@ from .error import (
 from .mcp import (
     McpClient,
     McpPermissionPolicy,
+    McpRecovery,
     McpToolInfo,
     StdioTransport,
     StreamableHttpTransport,
@@ -100,6 +101,7 @@ __all__ = [
     "McpError",
     "McpNotInitializedError",
     "McpPermissionPolicy",
+    "McpRecovery",
     "McpTimeoutError",
     "McpToolInfo",
     "Permission",

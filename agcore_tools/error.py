@@ -178,19 +178,46 @@ class PermissionDeniedError(ToolError):
 
 
 class McpError(ToolError):
-    """The MCP server or the link to it failed (unrecoverable).
+    """The MCP server or the link to it failed.
+
+    Unrecoverable by default. The failure of one request that leaves the connection
+    up (an HTTP error other than 401 and 403, one response stream that broke) is
+    created recoverable, so a model can try again.
+
+    Over Streamable HTTP, ``status_code`` is the HTTP status of the failed request and
+    ``retry_after`` the seconds its ``Retry-After`` header asked for (both None
+    otherwise).
 
     Example:
         >>> str(McpError("fs", "server exited with code 1"))
         "MCP server 'fs': server exited with code 1"
+        >>> err = McpError("api", "tools/call 'q' failed: HTTP 429 Too Many Requests",
+        ...                status_code=429, retry_after=30.0, recoverable=True)
+        >>> err.status_code, err.retry_after, err.is_recoverable()
+        (429, 30.0, True)
     """
 
     recoverable = False
 
-    def __init__(self, server_name: str, reason: str, *, tool_name: str | None = None) -> None:
+    def __init__(
+        self,
+        server_name: str,
+        reason: str,
+        *,
+        tool_name: str | None = None,
+        status_code: int | None = None,
+        retry_after: float | None = None,
+        recoverable: bool | None = None,
+    ) -> None:
         super().__init__(f"MCP server '{server_name}': {reason}", tool_name=tool_name)
         self.server_name = server_name
         self.reason = _one_line(reason)
+        self.status_code = status_code
+        """The HTTP status of the failed request (Streamable HTTP), or None."""
+        self.retry_after = retry_after
+        """Seconds the server's ``Retry-After`` asked to wait, or None."""
+        if recoverable is not None:
+            self.recoverable = recoverable
 
 
 class McpNotInitializedError(McpError):
@@ -207,8 +234,9 @@ class McpNotInitializedError(McpError):
         reason: str = "not connected; call connect() first",
         *,
         tool_name: str | None = None,
+        recoverable: bool | None = None,
     ) -> None:
-        super().__init__(server_name, reason, tool_name=tool_name)
+        super().__init__(server_name, reason, tool_name=tool_name, recoverable=recoverable)
 
 
 class McpTimeoutError(McpError):

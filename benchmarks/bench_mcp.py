@@ -1,27 +1,30 @@
-"""MCP benchmark: per-call latency (sequential) and 200 concurrent calls, over stdio.
+"""MCP benchmark: per-call latency (sequential) and 200 concurrent calls, over stdio
+and over Streamable HTTP.
 
 Run with the benchmark venv (``make bench`` creates it)::
 
     .venv-bench/bin/python benchmarks/bench_mcp.py
 
 Every contender talks to its own copy of one loopback server
-(``benchmarks/mcp_bench_server.py``, an MCPServer with an ``echo`` tool) over stdio,
-all started before the first measurement, pinned to one CPU while the benchmark
-itself runs on another (when the machine has two or more). They are measured in interleaved rounds
-(order shuffled each round) so machine noise hits them alike; figures are medians over
-rounds. Contenders:
+(``benchmarks/mcp_bench_server.py``, an MCPServer with an ``echo`` tool), over stdio or
+over Streamable HTTP (uvicorn on 127.0.0.1), all started before the first measurement,
+pinned to one CPU while the benchmark itself runs on another (when the machine has two
+or more). They are measured in interleaved rounds (order shuffled each round) so
+machine noise hits them alike; figures are medians over rounds. Contenders, on each
+transport:
 
-- the raw ``mcp.ClientSession`` over the SDK's ``stdio_client`` (the reference);
-- ``McpClient.call_tool``, and the same through a registry adapter (``registry.invoke``);
-- the OpenAI Agents SDK's ``MCPServerStdio.call_tool``;
+- the raw ``mcp.ClientSession`` over the SDK's ``stdio_client`` or
+  ``streamable_http_client`` (the reference);
+- ``McpClient.call_tool`` (stdio: also through a registry adapter, ``registry.invoke``);
+- the OpenAI Agents SDK's ``MCPServerStdio`` / ``MCPServerStreamableHttp.call_tool``;
 - ``fastmcp.Client.call_tool``.
 
-Each row is compared with the raw session on the same protocol version: the handshake
-(2025-11-25) and ``server/discover`` (2026-07-28); the peers negotiate the latter.
-Peers whose package is missing are skipped, not faked.
+Each row is compared with the raw session on the same transport and protocol version:
+the handshake (2025-11-25) and ``server/discover`` (2026-07-28); the peers negotiate
+the latter. Peers whose package is missing are skipped, not faked.
 
-Options: ``--quick`` (fewer rounds), ``--rounds N``, ``--json PATH`` (default
-``benchmarks/results/bench_mcp.json``).
+Options: ``--quick`` (fewer rounds), ``--rounds N``, ``--transport stdio|http|both``,
+``--json PATH`` (default ``benchmarks/results/bench_mcp.json``).
 """
 
 from __future__ import annotations
@@ -30,12 +33,15 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import http.client
 import importlib.metadata
 import json
 import os
 import platform
 import random
+import socket
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -44,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agcore_tools import McpClient, StdioTransport, ToolRegistry
+from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport, ToolRegistry
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = [sys.executable, str(ROOT / "benchmarks" / "mcp_bench_server.py")]
@@ -62,6 +68,7 @@ class Contender:
     name: str
     call: Call
     protocol: str
+    transport: str = "stdio"
     sequential: list[float] = field(default_factory=list)  # seconds per call, per round
     concurrent: list[float] = field(default_factory=list)  # seconds per batch, per round
 
@@ -117,6 +124,109 @@ async def _fastmcp(stack: AsyncExitStack) -> tuple[Call, str]:
 
     version = getattr(getattr(client, "session", None), "protocol_version", None)
     return call, version or "?"
+
+
+def _http_server(stack: AsyncExitStack) -> str:
+    """Start one bench server over Streamable HTTP; its URL once it answers."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(512)
+    port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [*SERVER, "--http-fd", str(sock.fileno())],
+        pass_fds=[sock.fileno()],
+        stdin=subprocess.DEVNULL,
+    )
+    sock.close()
+
+    def stop() -> None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+    stack.callback(stop)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.request("GET", "/")  # queued in the backlog until uvicorn accepts it
+        connection.getresponse().read()
+    finally:
+        connection.close()
+    return f"http://127.0.0.1:{port}/mcp"
+
+
+async def _raw_http(stack: AsyncExitStack, modern: bool) -> tuple[Call, str]:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    read, write = await stack.enter_async_context(streamable_http_client(_http_server(stack)))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    if modern:
+        await session.discover()
+    else:
+        await session.initialize()
+
+    async def call() -> Any:
+        return await session.call_tool("echo", ARGS)
+
+    return call, session.protocol_version or "?"
+
+
+async def _mcp_client_http(stack: AsyncExitStack, protocol: str) -> tuple[Call, str]:
+    transport = StreamableHttpTransport(_http_server(stack))
+    client = McpClient("bench", transport, protocol=protocol)  # type: ignore[arg-type]
+    await stack.enter_async_context(client)
+
+    async def call() -> Any:
+        return await client.call_tool("echo", ARGS)
+
+    return call, client.protocol_version or "?"
+
+
+async def _agents_http(stack: AsyncExitStack) -> tuple[Call, str]:
+    from agents.mcp import MCPServerStreamableHttp
+
+    server = MCPServerStreamableHttp(params={"url": _http_server(stack)}, cache_tools_list=True)
+    await stack.enter_async_context(server)
+
+    async def call() -> Any:
+        return await server.call_tool("echo", ARGS)
+
+    return call, getattr(server.session, "protocol_version", None) or "?"
+
+
+async def _fastmcp_http(stack: AsyncExitStack) -> tuple[Call, str]:
+    from fastmcp import Client
+
+    client = Client(_http_server(stack))
+    await stack.enter_async_context(client)
+
+    async def call() -> Any:
+        return await client.call_tool("echo", ARGS)
+
+    version = getattr(getattr(client, "session", None), "protocol_version", None)
+    return call, version or "?"
+
+
+async def _connect_http(stack: AsyncExitStack) -> list[Contender]:
+    contenders = []
+    for name, connect in (
+        ("raw ClientSession", lambda s: _raw_http(s, modern=False)),
+        ("McpClient.call_tool", lambda s: _mcp_client_http(s, "legacy")),
+        ("raw ClientSession (discover)", lambda s: _raw_http(s, modern=True)),
+        ("McpClient.call_tool (discover)", lambda s: _mcp_client_http(s, "auto")),
+        ("openai-agents MCPServerStreamableHttp", _agents_http),
+        ("fastmcp.Client", _fastmcp_http),
+    ):
+        try:
+            call, version = await connect(stack)
+        except ImportError as exc:
+            print(f"skipping {name}: {exc}", file=sys.stderr)
+            continue
+        contenders.append(Contender(name, call, version, "http"))
+    return contenders
 
 
 async def _connect_all(stack: AsyncExitStack) -> list[Contender]:
@@ -182,16 +292,19 @@ def _version(package: str) -> str:
 
 
 def _report(contenders: list[Contender]) -> dict[str, Any]:
-    # Each row is compared with the raw session speaking the same protocol version.
-    raw = {c.protocol: c for c in contenders if c.name.startswith("raw ClientSession")}
+    # Each row is compared with the raw session on the same transport and protocol version.
+    raw = {
+        (c.transport, c.protocol): c for c in contenders if c.name.startswith("raw ClientSession")
+    }
     rows = []
     for c in contenders:
         seq = statistics.median(c.sequential)
         conc = statistics.median(c.concurrent)
-        ref = raw.get(c.protocol)
+        ref = raw.get((c.transport, c.protocol))
         rows.append(
             {
                 "name": c.name,
+                "transport": c.transport,
                 "protocol": c.protocol,
                 "sequential_ms_per_call": round(seq * MS, 3),
                 "concurrent_200_ms": round(conc * MS, 1),
@@ -214,19 +327,23 @@ def _report(contenders: list[Contender]) -> dict[str, Any]:
 
 def _print(report: dict[str, Any], rounds: int, sequential_calls: int) -> None:
     print(
-        f"MCP over stdio, {sequential_calls} sequential calls and {CONCURRENT} concurrent calls "
+        f"MCP, {sequential_calls} sequential calls and {CONCURRENT} concurrent calls "
         f"per round, median of {rounds} rounds (Python {report['python']}; "
         + ", ".join(f"{k} {v}" for k, v in report["versions"].items())
         + ")"
     )
-    header = f"{'contender':34} {'protocol':11} {'ms/call':>8} {'vs ref':>7} {'200 conc ms':>12} {'vs ref':>7}"
-    print(header)
-    print("-" * len(header))
+    header = f"{'contender':38} {'protocol':11} {'ms/call':>8} {'vs ref':>7} {'200 conc ms':>12} {'vs ref':>7}"
+    transport = None
     for row in report["rows"]:
+        if row["transport"] != transport:
+            transport = row["transport"]
+            print(f"\nover {transport}")
+            print(header)
+            print("-" * len(header))
         seq_ratio = row["vs_reference_sequential"]
         conc_ratio = row["vs_reference_concurrent"]
         print(
-            f"{row['name']:34} {row['protocol']:11} {row['sequential_ms_per_call']:8.3f} "
+            f"{row['name']:38} {row['protocol']:11} {row['sequential_ms_per_call']:8.3f} "
             f"{(f'{seq_ratio:.2f}x' if seq_ratio else '—'):>7} {row['concurrent_200_ms']:12.1f} "
             f"{(f'{conc_ratio:.2f}x' if conc_ratio else '—'):>7}"
         )
@@ -243,13 +360,15 @@ def _pin(cpu: int | None) -> str:
     return f"cpu {cpus[cpu]}"
 
 
-async def _run(rounds: int, sequential_calls: int) -> dict[str, Any]:
+async def _run(rounds: int, sequential_calls: int, transports: str) -> dict[str, Any]:
     original = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     async with AsyncExitStack() as stack:
         # Servers on one CPU, clients on another: on a small machine, letting the
-        # scheduler move six busy processes around costs more than anything measured.
+        # scheduler move a dozen busy processes around costs more than anything measured.
         servers_on = _pin(-1)
-        contenders = await _connect_all(stack)
+        contenders = await _connect_all(stack) if transports in ("stdio", "both") else []
+        if transports in ("http", "both"):
+            contenders += await _connect_http(stack)
         clients_on = _pin(0)
         await _measure(contenders, rounds, sequential_calls)
         report = _report(contenders)
@@ -267,10 +386,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 rounds of 100 calls")
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--calls", type=int, default=300, help="sequential calls per round")
+    parser.add_argument("--transport", choices=["stdio", "http", "both"], default="both")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks/results/bench_mcp.json")
     options = parser.parse_args()
     rounds, calls = (3, 100) if options.quick else (options.rounds, options.calls)
-    report = asyncio.run(_run(rounds, calls))
+    report = asyncio.run(_run(rounds, calls, options.transport))
     _print(report, rounds, calls)
     options.json.parent.mkdir(parents=True, exist_ok=True)
     options.json.write_text(json.dumps(report, indent=2) + "\n")

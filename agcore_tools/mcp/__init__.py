@@ -23,6 +23,7 @@ from .models import (
     McpToolInfo,
 )
 from .policy import McpPermissionPolicy, PermissionPolicy
+from .recovery import McpRecovery
 from .transport import McpTransport, StdioTransport, StreamableHttpTransport
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "McpProgress",
     "McpPrompt",
     "McpPromptInfo",
+    "McpRecovery",
     "McpResourceContents",
     "McpResourceInfo",
     "McpResourceSubscription",

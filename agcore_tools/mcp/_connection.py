@@ -16,9 +16,12 @@ import asyncio
 import inspect
 import logging
 import math
+import time
 from typing import TYPE_CHECKING, Any
 
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
+from ._exchange import EXCHANGE, HttpExchange
+from ._recover import sdk_detail
 from ._resources import UpdateFeeds
 from ._state import State
 from ._streams import watch_end
@@ -55,6 +58,14 @@ really happened ("was killed by signal 9") instead of depending on which came fi
 A child that closed stdout yet lives on costs this wait once, before it is declared lost.
 """
 
+_PROBE_TIMEOUT = 5.0
+"""The longest wait for the answer to a ping sent to check a server after a stream failed."""
+
+_RELISTEN_DELAYS = (0.5, 30.0)
+"""First and longest pause before opening the tools/list_changed stream again."""
+
+_GENERIC_END = "the server closed the connection"
+
 _LOG_LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -81,6 +92,10 @@ class Connection:
         self.child: ChildProcess | None = None
         """The stdio child, once spawned."""
         self.lost_reason: str | None = None
+        self.lost_at = math.inf
+        """When (``time.monotonic()``) the connection was lost."""
+        self.http = not isinstance(owner.transport, StdioTransport)
+        self._startup = HttpExchange()
         self.updates = UpdateFeeds()
         """The open resource subscriptions of a handshake-era session."""
         self.request_meta: RequestParamsMeta | None = None
@@ -90,6 +105,10 @@ class Connection:
         self._stop = asyncio.Event()
         self._scope: anyio.CancelScope | None = None
         self._task: asyncio.Task[None] | None = None
+        self._probe_lock = asyncio.Lock()
+        self._probed_at = -math.inf
+        self._probe_result: str | None = None
+        self._given_up = False
 
     @property
     def usable(self) -> bool:
@@ -151,17 +170,81 @@ class Connection:
             return _CLOSE_SLACK + 7 * transport.stop_grace
         return _CLOSE_SLACK
 
-    def mark_lost(self, reason: str) -> None:
-        """The server went away: refuse further requests and let the owner clean up."""
+    def mark_lost(self, reason: str, *, give_up: bool = False) -> None:
+        """The server went away: refuse further requests and let the owner clean up.
+
+        ``give_up`` (the server is frozen, or forgot the session) skips the polite
+        parts of closing: a stdio child gets no grace period, and the HTTP transport
+        sends nothing more.
+        """
         if self.state in (State.STARTING, State.READY):
             self.state = State.LOST
             self.lost_reason = reason
+            self.lost_at = time.monotonic()
             logger.warning("MCP server '%s': connection lost: %s", self.server_name, reason)
+        if give_up:
+            self._given_up = True
         self.updates.end(self.lost_reason)
         self._stop.set()
 
+    def failed_restart(self, reason: str) -> None:
+        """A restart that failed leaves the client lost, so a later request tries again."""
+        self.state = State.LOST
+        self.lost_reason = reason
+        self.lost_at = time.monotonic()
+
+    async def wait_ended(self, seconds: float) -> None:
+        """Wait (at most ``seconds``) until the owner task has finished."""
+        task = self._task
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=seconds)
+
+    async def check_alive(self, failed_at: float) -> str | None:
+        """After a request failed at ``failed_at`` without an answer: None if the server
+        still answers, else why it is gone. Concurrent failures share one ping."""
+        async with self._probe_lock:
+            if self._probed_at < failed_at:
+                self._probe_result = await self.probe(min(self._owner.timeout, _PROBE_TIMEOUT))
+                self._probed_at = time.monotonic()
+            return self._probe_result
+
+    async def probe(self, seconds: float) -> str | None:
+        """Ping the server (``server/discover`` on 2026-07-28, which has no ping): None
+        if it answers anything, else why not."""
+        import anyio
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        client = self.client
+        if client is None or self.state is not State.READY:
+            return self.lost_reason or "the connection is closed"
+        exchange = HttpExchange()
+        token = EXCHANGE.set(exchange)
+        try:
+            with anyio.fail_after(seconds):
+                if _modern(client):
+                    await client.session.send_discover(client.protocol_version)
+                else:
+                    await client.session.send_ping()
+        except TimeoutError:
+            return f"the server did not answer a ping within {seconds:g} s"
+        except MCPError as exc:
+            if exchange.session_gone:
+                return f"the server no longer knows the session ({exchange.describe()})"
+            if exchange.network_error is not None:
+                return f"the server cannot be reached ({exchange.network_error})"
+            if exc.code == CONNECTION_CLOSED:
+                return self.lost_reason or exc.message
+            # Any other JSON-RPC answer, even an error, comes from a live server.
+        finally:
+            EXCHANGE.reset(token)
+        return None
+
     async def exit_description(self, wait: float = _EXIT_WAIT) -> str:
         """Why the connection ended, waiting (bounded) for a stdio child's exit status."""
+        if self._given_up:
+            # The client ended it (and the child's exit status says only how).
+            return self.lost_reason or _GENERIC_END
         child = self.child
         if child is not None and child.process is not None:
             from ._stdio import wait_exited
@@ -171,7 +254,7 @@ class Connection:
             if self.state is State.LOST:
                 self.lost_reason = _exit_text(child)
             return _exit_text(child)
-        return self.lost_reason or "the server closed the connection"
+        return self.lost_reason or _GENERIC_END
 
     # -- the owner task --------------------------------------------------------------
 
@@ -195,10 +278,13 @@ class Connection:
                 self._error = self._startup_error(exc, timed_out=False)
                 logger.debug("MCP server '%s' failed to start", self.server_name, exc_info=exc)
             else:
+                if self.state is State.LOST and self.lost_reason == _GENERIC_END:
+                    # The end of the read stream was seen first; this is why it ended.
+                    self.lost_reason = _describe(exc)
                 self.mark_lost(_describe(exc))
                 logger.debug("MCP server '%s' connection failed", self.server_name, exc_info=exc)
         finally:
-            if self.state is State.LOST and self.child is not None:
+            if self.state is State.LOST and self.child is not None and not self._given_up:
                 if self.child.returncode is not None:
                     self.lost_reason = _exit_text(self.child)
             elif self.state is not State.LOST:
@@ -229,7 +315,9 @@ class Connection:
             client_info=Implementation(name="agcore-tools", version=__version__),
             cache=None,  # the client keeps its own tool cache (pagination, list_changed, TTL)
         )
+        token = EXCHANGE.set(self._startup)  # the handshake's HTTP outcome (see _exchange)
         async with client, anyio.create_task_group() as tasks:
+            EXCHANGE.reset(token)  # tasks started from here on report nothing into it
             if _wants_listen(client):
                 await tasks.start(self._listen_tools_changed, client)
             scope.deadline = math.inf
@@ -237,6 +325,9 @@ class Connection:
             self.call_tool = _tool_caller(client)
             self.state = State.READY
             self._ready.set()
+            interval = owner.recovery.ping_interval if owner.recovery is not None else None
+            if interval is not None:
+                tasks.start_soon(self._keep_alive, interval)
             await self._stop.wait()
             tasks.cancel_scope.cancel()
 
@@ -246,12 +337,17 @@ class Connection:
             from ._stdio import open_stdio
 
             opened = open_stdio(
-                transport, self.server_name, self._spawned, lambda: self.state is State.STARTING
+                transport,
+                self.server_name,
+                self._spawned,
+                lambda: self.state is State.STARTING or self._given_up,
             )
         else:
             from ._http import open_streamable_http
 
-            opened = open_streamable_http(transport)
+            opened = open_streamable_http(
+                transport, lambda: self.state is State.READY, lambda: self._given_up
+            )
         return watch_end(opened, self._transport_ended)
 
     def _spawned(self, child: ChildProcess) -> None:
@@ -284,6 +380,14 @@ class Connection:
             error = McpError(name, f"{what} {_exit_text(child)} during start-up{stderr}")
         elif exc is None:
             error = McpNotInitializedError(name, "start-up ended without a session")
+        elif self._startup.status is not None:
+            http = self._startup
+            error = McpError(
+                name,
+                f"cannot connect to {what}: {http.describe()}{sdk_detail(_leaf(exc))}",
+                status_code=http.status,
+                retry_after=http.retry_after,
+            )
         else:
             error = McpError(name, f"cannot connect to {what}: {_describe(exc)}{stderr}")
         error.__cause__ = exc
@@ -294,26 +398,66 @@ class Connection:
     async def _listen_tools_changed(
         self, client: Client, *, task_status: anyio.abc.TaskStatus[None]
     ) -> None:
-        # 2026-07-28 servers send notifications/tools/list_changed only on a
-        # subscriptions/listen stream the client opened; earlier ones send it unasked.
+        """Keep a ``subscriptions/listen`` stream for tool list changes open.
+
+        2026-07-28 servers send ``notifications/tools/list_changed`` only on such a
+        stream; earlier ones send it unasked. A stream that ends (a proxy's idle
+        timeout, a server restart) is opened again after a pause that grows while
+        streams keep ending soon after opening; changes may have been missed in
+        between, so the tool list cache is cleared each time.
+        """
+        import anyio
         from mcp.client.subscriptions import SubscriptionLost
         from mcp.shared.exceptions import MCPError
 
-        try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                task_status.started()
-                async for _event in subscription:
-                    # The notification itself reaches _on_message too (the SDK tees it);
-                    # iterating keeps the subscription's backlog drained.
-                    pass
-        except (MCPError, SubscriptionLost, TimeoutError, RuntimeError) as exc:
+        started = False
+        delay = _RELISTEN_DELAYS[0]
+        while True:
+            opened_at = time.monotonic()
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    if not started:
+                        started = True
+                        task_status.started()
+                    else:
+                        self._owner._invalidate_tools("the tools/list_changed stream was reopened")
+                    async for _event in subscription:
+                        # The notification itself reaches _on_message too (the SDK tees
+                        # it); iterating keeps the subscription's backlog drained.
+                        pass
+                ending = "the server closed it"
+            except (MCPError, SubscriptionLost, TimeoutError, RuntimeError) as exc:
+                if not started:
+                    logger.info(
+                        "MCP server '%s': no tools/list_changed subscription (%s); tool lists "
+                        "are refreshed by TTL or refresh_tools() only",
+                        self.server_name,
+                        _describe(exc),
+                    )
+                    task_status.started()
+                    return
+                ending = _describe(exc)
+            # A stream that lasted resets the pause; one that ended at once doubles it.
+            lasted = time.monotonic() - opened_at
+            delay = _RELISTEN_DELAYS[0] if lasted > _RELISTEN_DELAYS[1] else delay
             logger.info(
-                "MCP server '%s': no tools/list_changed subscription (%s); tool lists "
-                "are refreshed by TTL or refresh_tools() only",
+                "MCP server '%s': the tools/list_changed stream ended (%s); reopening in %g s",
                 self.server_name,
-                _describe(exc),
+                ending,
+                delay,
             )
-            task_status.started()
+            await anyio.sleep(delay)
+            delay = min(delay * 2, _RELISTEN_DELAYS[1])
+
+    async def _keep_alive(self, interval: float) -> None:
+        """Ping every ``interval`` seconds; a server that does not answer within it is dead."""
+        import anyio
+
+        while self.state is State.READY:
+            await anyio.sleep(interval)
+            reason = await self.probe(interval)
+            if reason is not None and self.state is State.READY:
+                self.mark_lost(reason, give_up=True)
 
     async def _on_message(self, message: IncomingMessage) -> None:
         from mcp_types import ResourceUpdatedNotification, ToolListChangedNotification
@@ -360,6 +504,12 @@ def _tool_caller(client: Client) -> Any:
     if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return client.call_tool
     return client.session.call_tool
+
+
+def _modern(client: Client) -> bool:
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return client.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
 def _wants_listen(client: Client) -> bool:

@@ -1,10 +1,33 @@
-"""The Streamable HTTP transport: the SDK's client over an httpx2 client we configure."""
+"""The Streamable HTTP transport: the SDK's client over an httpx2 client we configure.
+
+httpx2 is the MCP SDK's HTTP client; passing a configured ``httpx2.AsyncClient`` is the
+SDK's documented way to set headers, TLS and the rest. Every request goes through
+:class:`_Guard`, an httpx2 transport that
+
+- records a failed answer's status and headers in the sender's :class:`HttpExchange`
+  (the SDK keeps neither);
+- once the session is up, turns a network error on one POST into a JSON-RPC error for
+  that request alone. The SDK lets it escape the POST's task, which ends the whole
+  transport and fails every call in flight. During start-up it is left alone: the
+  SDK's version negotiation must see a network error as one, not as a protocol answer;
+- fails requests at once when the connection has been given up (a frozen server
+  would hold the SDK's closing ``DELETE`` until the HTTP timeout).
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+import json
+import os
+import ssl
+import urllib.parse
+import urllib.request
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+
+from ._exchange import EXCHANGE, HttpExchange, parse_retry_after
 
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
@@ -13,26 +36,186 @@ if TYPE_CHECKING:
 
 __all__ = ["open_streamable_http"]
 
-_CONNECT_TIMEOUT = 30.0
-# A server may hold an SSE response open while a tool runs: reads get the SDK's
-# long default; the client's own per-request timeout is what bounds a call.
-_SSE_READ_TIMEOUT = 300.0
+_SESSION_HEADER = "mcp-session-id"
+_CONNECTION_CLOSED = -32000  # mcp_types.CONNECTION_CLOSED, the SDK's code for "no answer"
+
+
+class _Guard(httpx2.AsyncBaseTransport):
+    """Forwards requests to ``send``, watching what comes back (see the module docs)."""
+
+    def __init__(
+        self,
+        endpoint: httpx2.URL,
+        send: Callable[[httpx2.Request], Awaitable[httpx2.Response]],
+        close: Callable[[], Awaitable[None]],
+        isolate: Callable[[], bool],
+        given_up: Callable[[], bool],
+    ) -> None:
+        # Only MCP messages to the endpoint are watched, not an auth flow's own requests
+        # (a token endpoint, client registration) that go through the same client.
+        self._endpoint = (endpoint.scheme, endpoint.host, endpoint.port, endpoint.path)
+        self._send = send
+        self._close = close
+        self._isolate = isolate
+        self._given_up = given_up
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self._given_up():
+            raise httpx2.ConnectError("the client gave this connection up", request=request)
+        exchange = EXCHANGE.get()
+        if exchange is not None and (request.method != "POST" or not self._to_endpoint(request)):
+            exchange = None
+        try:
+            response = await self._send(request)
+        except httpx2.TransportError as exc:
+            if exchange is None or not self._isolate():
+                raise
+            exchange.network_error = _describe(exc)
+            return _no_answer(request, exchange.network_error)
+        if exchange is not None:
+            if response.status_code >= 400:
+                await _record(exchange, request, response)
+            elif exchange.status is not None:
+                # An auth flow's retry (after a 401) was answered: forget the refusal.
+                exchange.status = None
+                exchange.www_authenticate = None
+        return response
+
+    def _to_endpoint(self, request: httpx2.Request) -> bool:
+        url = request.url
+        return (url.scheme, url.host, url.port, url.path) == self._endpoint
+
+    async def aclose(self) -> None:
+        await self._close()
+
+
+async def _record(
+    exchange: HttpExchange, request: httpx2.Request, response: httpx2.Response
+) -> None:
+    status = response.status_code
+    exchange.status = status
+    exchange.reason = response.reason_phrase
+    exchange.retry_after = parse_retry_after(response.headers.get("retry-after"))
+    exchange.www_authenticate = response.headers.get("www-authenticate")
+    if _SESSION_HEADER not in request.headers:
+        return
+    if status == 404:
+        exchange.session_gone = True  # the spec's answer for a session it does not know
+    elif status == 400:
+        # Servers written before the spec settled on 404 answer 400 "No valid session
+        # ID provided"; the body is short, and read once (httpx2 keeps it for the SDK).
+        body = await response.aread()
+        exchange.session_gone = b"session" in body[:1024].lower()
+
+
+def _no_answer(request: httpx2.Request, reason: str) -> httpx2.Response:
+    """The JSON-RPC error the SDK hands the waiting caller, in place of an answer."""
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": _CONNECTION_CLOSED, "message": reason}}
+    return httpx2.Response(
+        599,
+        headers={"content-type": "application/json"},
+        content=json.dumps(error).encode(),
+        request=request,
+        # What httpx2's request log shows for it.
+        extensions={"reason_phrase": b"no answer (the request failed in agcore_tools' client)"},
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else '(no message)'}"
+
+
+def _environment_proxy(url: str) -> str | None:
+    """The proxy the environment (``HTTPS_PROXY``, ``NO_PROXY``...) names for ``url``."""
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
+def _tls_context(transport: StreamableHttpTransport) -> ssl.SSLContext | bool:
+    """``verify`` and ``cert`` as httpx2 wants them now: one SSL context (or a bool)."""
+    verify, cert = transport.verify, transport.cert
+    if isinstance(verify, bool) and cert is None:
+        return verify
+    if isinstance(verify, str):
+        if os.path.isdir(verify):
+            context = ssl.create_default_context(capath=verify)
+        else:
+            context = ssl.create_default_context(cafile=verify)
+    elif isinstance(verify, bool):
+        context = httpx2.create_ssl_context(verify=verify)  # a new one, httpx2's defaults
+    else:
+        return verify  # the caller's own context (with its client certificate, if any)
+    if cert is not None:
+        context.load_cert_chain(*((cert,) if isinstance(cert, str) else cert))
+    return context
+
+
+def _build_client(
+    transport: StreamableHttpTransport, isolate: Callable[[], bool], given_up: Callable[[], bool]
+) -> tuple[httpx2.AsyncClient, httpx2.AsyncClient | None]:
+    """The client for the SDK, and the user's own client behind it (if a factory made one)."""
+    headers = dict(transport.headers or {})
+    timeout = httpx2.Timeout(transport.http_timeout, read=transport.sse_read_timeout)
+    endpoint = httpx2.URL(transport.url)
+    factory = transport.http_client_factory
+    if factory is None:
+        inner = httpx2.AsyncHTTPTransport(
+            verify=_tls_context(transport),
+            proxy=transport.proxy or _environment_proxy(transport.url),
+        )
+        guard = _Guard(endpoint, inner.handle_async_request, inner.aclose, isolate, given_up)
+        client = httpx2.AsyncClient(
+            headers=headers, auth=transport.auth, timeout=timeout, transport=guard
+        )
+        return client, None
+    made = factory(headers=headers, timeout=timeout, auth=transport.auth)
+    if not isinstance(made, httpx2.AsyncClient):
+        from ..error import ToolConfigError
+
+        raise ToolConfigError(
+            f"http_client_factory must return an httpx2.AsyncClient, got {type(made).__name__}"
+        )
+    user: httpx2.AsyncClient = made
+
+    async def send(request: httpx2.Request) -> httpx2.Response:
+        # The user's client adds its auth, hooks, TLS and proxies; redirects stay the
+        # SDK's to follow (it checks they keep to the endpoint's origin).
+        return await user.send(request, stream=True, follow_redirects=False)
+
+    async def close() -> None:
+        pass  # closed by open_streamable_http, which owns it
+
+    guard = _Guard(endpoint, send, close, isolate, given_up)
+    # No auth here: the user's client applies the one it was given.
+    outer = httpx2.AsyncClient(headers=user.headers, timeout=user.timeout, transport=guard)
+    return outer, user
 
 
 @asynccontextmanager
 async def open_streamable_http(
     transport: StreamableHttpTransport,
+    isolate: Callable[[], bool] = lambda: False,
+    given_up: Callable[[], bool] = lambda: False,
 ) -> AsyncIterator[TransportStreams]:
-    """Yield the (read, write) message streams of a Streamable HTTP connection."""
-    # httpx2 is the MCP SDK's HTTP client; the SDK documents passing a configured
-    # httpx2.AsyncClient as the way to set headers.
-    import httpx2
+    """Yield the (read, write) message streams of a Streamable HTTP connection.
+
+    ``isolate`` tells whether a network error on one request should fail that request
+    alone (once the session is up); ``given_up`` whether to refuse every request.
+    """
     from mcp.client.streamable_http import streamable_http_client
 
-    http = httpx2.AsyncClient(
-        headers=dict(transport.headers or {}),
-        auth=transport.auth,
-        timeout=httpx2.Timeout(_CONNECT_TIMEOUT, read=_SSE_READ_TIMEOUT),
-    )
-    async with http, streamable_http_client(transport.url, http_client=http) as streams:
+    http, user = _build_client(transport, isolate, given_up)
+    async with AsyncExitStack() as stack:
+        if user is not None:
+            await stack.enter_async_context(user)
+        await stack.enter_async_context(http)
+        streams: Any = await stack.enter_async_context(
+            streamable_http_client(
+                transport.url, http_client=http, max_sse_event_size=transport.max_sse_event_size
+            )
+        )
         yield streams

@@ -5,16 +5,19 @@ The public methods on :class:`~agcore_tools.McpClient` (resources, prompts, comp
 ping, log level, roots) come through here, so every one of them fails the way
 ``call_tool`` does: :class:`~agcore_tools.McpTimeoutError` after :attr:`timeout`,
 :class:`~agcore_tools.McpNotInitializedError` when not connected, and
-:class:`~agcore_tools.McpError` for protocol errors and lost connections.
+:class:`~agcore_tools.McpError` for protocol and HTTP errors and lost connections; and
+they recover like it (a lost connection restarted, a forgotten session renewed).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar
 
 from .._aio import with_timeout
 from ..error import McpError, ToolError
+from ._exchange import EXCHANGE, HttpExchange
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -45,24 +48,58 @@ Meta: TypeAlias = "RequestParamsMeta | None"
 """The ``_meta`` a request carries beyond what the SDK stamps (None: nothing)."""
 
 
-async def send(owner: McpClient, what: str, call: Callable[[Client, Meta], Awaitable[T]]) -> T:
+async def send(
+    owner: McpClient,
+    what: str,
+    call: Callable[[Client, Meta], Awaitable[T]],
+    *,
+    resend: bool = True,
+) -> T:
     """Run ``call`` on the connected SDK client within the client's timeout.
 
     ``call`` gets the SDK client and the ``_meta`` to send with the request (see
     :attr:`Connection.request_meta`). Failures become the :class:`ToolError` that
-    ``call_tool`` would raise for them.
+    ``call_tool`` would raise for them, and recover like it (see ``_recover``): these
+    requests read, so they are safe to send again after a restart. ``resend=False`` is
+    for requests bound to the connection they started on (a subscription): they are
+    never sent again, on a new connection or the same one.
     """
+    from ._recover import send_again
     from .client import _BACKSTOP
 
-    conn = owner._require(what)
+    conn = await owner._ready(what)
     client = conn.client
     if client is None:  # the connection ended between the check and here
         raise owner._not_usable(conn, None, what)
     limit = owner.timeout
+    started = time.monotonic()
+    exchange = HttpExchange() if conn.http else None
+    token = EXCHANGE.set(exchange)
     try:
         return await with_timeout(call(client, conn.request_meta), limit + _BACKSTOP)
     except Exception as exc:
-        raise await owner._translate(conn, exc, what, limit, None) from exc
+        if not resend:
+            raise await owner._translate(conn, exc, what, limit, None) from exc
+
+        async def again(new: Connection, remaining: float) -> T:
+            if new.client is None:
+                raise owner._not_usable(new, None, what)
+            return await with_timeout(call(new.client, new.request_meta), remaining + _BACKSTOP)
+
+        return await send_again(
+            owner,
+            conn,
+            exc,
+            exchange,
+            action=what,
+            tool_name=None,
+            limit=limit,
+            started=started,
+            safe=lambda: True,
+            send=again,
+        )
+    finally:
+        EXCHANGE.reset(token)
 
 
 async def all_pages(

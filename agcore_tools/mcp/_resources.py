@@ -181,7 +181,9 @@ class McpResourceSubscription:
 
     async def _open_listen(self, owner: McpClient, client: Any) -> None:
         listen = client.listen(resource_subscriptions=[self.uri])
-        stream = await send(owner, "subscriptions/listen", lambda _c, _m: listen.__aenter__())
+        stream = await send(
+            owner, "subscriptions/listen", lambda _c, _m: listen.__aenter__(), resend=False
+        )
         if self.uri not in (stream.honored.resource_subscriptions or ()):
             await listen.__aexit__(None, None, None)
             raise McpError(
@@ -200,6 +202,7 @@ class McpResourceSubscription:
                 owner,
                 f"resources/subscribe '{self.uri}'",
                 lambda client, _m: client.session.send_request(request, types.EmptyResult),
+                resend=False,
             )
         except BaseException:
             conn.updates.close(feed)
@@ -230,6 +233,7 @@ class McpResourceSubscription:
                 self.client,
                 f"resources/unsubscribe '{self.uri}'",
                 lambda client, _m: client.session.send_request(request, types.EmptyResult),
+                resend=False,
             )
         except McpError as error:
             # Updates that still come are dropped: no subscription takes them.

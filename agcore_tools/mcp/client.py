@@ -32,12 +32,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from .. import _sync
 from .._aio import with_timeout
 from ..base import BaseTool
-from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolConfigError, ToolError
+from ..error import McpError, McpNotInitializedError, ToolConfigError, ToolError
 from . import _prompts, _protocol_tools, _resources, _utilities
+from ._exchange import EXCHANGE, HttpExchange
 from ._results import result_value
 from ._state import State
 from .models import McpLogMessage, McpProgress, McpToolInfo
 from .policy import McpPermissionPolicy, PermissionPolicy
+from .recovery import McpRecovery
 from .transport import StdioTransport, StreamableHttpTransport
 
 if TYPE_CHECKING:
@@ -73,9 +75,11 @@ class McpClient:
     different tasks, and any number of tasks may call tools at once. The client is also
     an async context manager.
 
-    If the server dies, the call in flight and every later one fail at once with an
-    :class:`~agcore_tools.McpError`; :attr:`connected` turns False and ``connect()``
-    starts it again.
+    If the server dies, the calls in flight fail at once with an
+    :class:`~agcore_tools.McpError` and :attr:`connected` turns False; the next call
+    starts it again (see :class:`McpRecovery`, and the table of connection endings in
+    ``docs/guides/mcp.md``). ``recovery=None`` turns that off: later calls then fail
+    until ``connect()``.
 
     Server-to-client requests: ``ping`` is answered. Sampling, elicitation and roots
     are advertised only when a handler is given, and are then routed to it (the
@@ -166,6 +170,7 @@ class McpClient:
         on_progress: ProgressCallback | None = None,
         log_level: str | None = "info",
         protocol: Literal["auto", "legacy"] = "auto",
+        recovery: McpRecovery | None = McpRecovery(),  # noqa: B008 - frozen, shared safely
     ) -> None:
         """Describe the client; nothing starts until :meth:`connect`.
 
@@ -187,6 +192,8 @@ class McpClient:
                 (None asks for none); older servers choose themselves.
             protocol: ``"auto"`` tries 2026-07-28 first; ``"legacy"`` goes straight to
                 the ``initialize`` handshake, saving a round trip with older servers.
+            recovery: Restarts after a lost connection or session, and the optional
+                liveness ping (:class:`McpRecovery`); None turns both off.
         """
         if not isinstance(server_name, str) or not server_name.strip():
             raise ToolConfigError(
@@ -200,6 +207,11 @@ class McpClient:
         if protocol not in ("auto", "legacy"):
             raise ToolConfigError(
                 f"MCP server '{server_name}': protocol must be 'auto' or 'legacy'"
+            )
+        if recovery is not None and not isinstance(recovery, McpRecovery):
+            raise ToolConfigError(
+                f"MCP server '{server_name}': recovery must be an McpRecovery or None, "
+                f"got {type(recovery).__name__}"
             )
         self.server_name = server_name
         """The name given at construction."""
@@ -224,6 +236,10 @@ class McpClient:
         """The log level requested from 2026-07-28 servers."""
         self.protocol = protocol
         """``"auto"`` or ``"legacy"``."""
+        self.recovery = recovery
+        """How lost connections are restarted (None: never)."""
+        self._restarts = 0
+        """Restarts in a row without a request succeeding in between."""
         self._conn: Connection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         """The event loop the connection lives in (an MCP session cannot leave it)."""
@@ -311,29 +327,96 @@ class McpClient:
             old = self._conn
             if old is not None and old.usable:
                 return
-            if old is not None:
-                self._conn = None
-                await old.stop()
-            from ._connection import Connection
+            self._restarts = 0
+            await self._start_locked(restarting=False)
 
-            conn = Connection(self)
-            self._conn, self._failed = conn, None
-            try:
-                await conn.start()
-            except BaseException:
-                if self._conn is conn:
-                    self._conn, self._failed = None, conn
-                raise
+    async def _start_locked(self, *, restarting: bool) -> Connection:
+        """Replace the connection with a new one (the connect lock is held)."""
+        old = self._conn
+        if old is not None:
+            self._conn = None
+            await old.stop()
+        from ._connection import Connection
+
+        conn = Connection(self)
+        self._conn, self._failed = conn, None
+        try:
+            await conn.start()
             self._invalidate_tools(None)
             if self._has_tools(conn):
                 # One tools/list now: into_tools() can then work without awaiting, and the
                 # SDK learns the tools' output schemas before the first call.
-                try:
-                    await self.tool_infos()
-                except BaseException:
-                    self._conn = None
-                    await conn.stop()
-                    raise
+                await self._fetch_tools(conn)
+        except BaseException as exc:
+            if self._conn is conn:
+                if restarting and isinstance(exc, ToolError):
+                    # Stay lost: the next request tries again, after its backoff.
+                    conn.failed_restart(exc.message)
+                else:
+                    self._conn, self._failed = None, conn
+            await conn.stop()
+            raise
+        return conn
+
+    async def _restart(self, conn: Connection, action: str, tool_name: str | None) -> Connection:
+        """A usable connection in place of ``conn``, which was lost (see :class:`McpRecovery`)."""
+        async with self._connect_lock:
+            current = self._conn
+            if current is not conn:
+                # Another task restarted it meanwhile, or close() ran.
+                if current is not None and current.usable:
+                    return current
+                raise self._not_usable(current, tool_name, action)
+            policy = self.recovery
+            attempt = self._restarts + 1
+            if policy is None or attempt > policy.max_restarts:
+                raise self._not_usable(conn, tool_name, action)
+            wait = policy.delay(attempt) - (time.monotonic() - conn.lost_at)
+            if wait > 0:
+                await asyncio.sleep(wait)
+                if self._conn is not conn:
+                    raise self._not_usable(self._conn, tool_name, action)
+            self._restarts = attempt
+            logger.info(
+                "MCP server '%s': starting it again (restart %d of %d) after: %s",
+                self.server_name,
+                attempt,
+                policy.max_restarts,
+                conn.lost_reason,
+            )
+            return await self._start_locked(restarting=True)
+
+    def _can_restart(self) -> bool:
+        policy = self.recovery
+        return policy is not None and self._restarts < policy.max_restarts
+
+    async def _usable(
+        self, conn: Connection | None, action: str, tool_name: str | None
+    ) -> Connection:
+        """``conn`` if requests can be sent on it; else the connection that replaces it."""
+        if conn is not None and conn.usable:
+            return conn
+        if conn is not None and self.recovery is not None:
+            if conn.state is State.STARTING:
+                async with self._connect_lock:  # let the connect or restart in progress finish
+                    pass
+                current = self._conn
+                if current is not None and current.usable:
+                    return current
+                conn = current
+            if conn is not None and conn.state is State.LOST and self._can_restart():
+                return await self._restart(conn, action, tool_name)
+        raise self._not_usable(conn, tool_name, action)
+
+    async def _ready(self, what: str) -> Connection:
+        """The connection to send ``what`` on: restarted if it was lost (see
+        :class:`McpRecovery`), and in this event loop."""
+        conn = self._conn
+        if conn is None or not conn.usable:
+            conn = await self._usable(conn, what, None)
+        if self._loop is not asyncio.get_running_loop():
+            raise self._wrong_loop(what, None)
+        return conn
 
     async def close(self) -> None:
         """Close the session and stop the server; idempotent.
@@ -382,14 +465,14 @@ class McpClient:
 
     async def tool_infos(self) -> list[McpToolInfo]:
         """The server's tools with their schemas and annotations (cached like :meth:`list_tools`)."""
-        conn = self._require("tools/list")
+        conn = await self._ready("tools/list")
         if self._tools is not None and time.monotonic() < self._tools_fresh_until:
             return list(self._tools)
         async with self._tools_lock:
             # Another task may have fetched while this one waited for the lock.
             if self._tools is not None and time.monotonic() < self._tools_fresh_until:
                 return list(self._tools)
-            return list(await self._fetch_tools(conn))
+            return list(await self._fetch_tools(conn, recover=True))
 
     async def call_tool(
         self,
@@ -422,24 +505,57 @@ class McpClient:
         """
         conn = self._conn
         if conn is None or conn.state is not State.READY:
-            raise self._not_usable(conn, name)
+            conn = await self._usable(conn, f"tools/call '{name}'", name)
         if self._loop is not asyncio.get_running_loop():
             raise self._wrong_loop(f"tools/call '{name}'", name)
         limit = self._timeout if timeout is None else _check_timeout(self.server_name, timeout)
         progress = self._progress_callback(name)
+        arguments = dict(args) if args else {}
+        started = time.monotonic()
+        # Over HTTP, the guard in _http reports what the server answered into this.
+        exchange = HttpExchange() if conn.http else None
+        token = EXCHANGE.set(exchange)
         try:
             result = await with_timeout(
                 conn.call_tool(
                     name,
-                    dict(args) if args else {},
+                    arguments,
                     read_timeout_seconds=limit,
                     progress_callback=progress,
                     meta=conn.request_meta,
                 ),
                 limit + _BACKSTOP,
             )
-        except Exception as exc:
-            raise await self._translate(conn, exc, f"tools/call '{name}'", limit, name) from exc
+        except Exception as exc:  # noqa: BLE001 - send_again raises it translated, or retries
+            from ._recover import send_again
+
+            async def send(conn: Connection, remaining: float) -> Any:
+                return await with_timeout(
+                    conn.call_tool(
+                        name,
+                        arguments,
+                        read_timeout_seconds=remaining,
+                        progress_callback=progress,
+                        meta=conn.request_meta,
+                    ),
+                    remaining + _BACKSTOP,
+                )
+
+            result = await send_again(
+                self,
+                conn,
+                exc,
+                exchange,
+                action=f"tools/call '{name}'",
+                tool_name=name,
+                limit=limit,
+                started=started,
+                safe=lambda: self._safe_to_repeat(name),
+                send=send,
+            )
+        finally:
+            EXCHANGE.reset(token)
+        self._restarts = 0
         return result_value(result, name)
 
     def into_tools(
@@ -635,9 +751,15 @@ class McpClient:
     ) -> McpNotInitializedError:
         action = what or f"tools/call '{tool_name}'"
         if conn is not None and conn.state is State.LOST:
+            policy = self.recovery
+            gave_up = (
+                f", and {self._restarts} restarts in a row failed"
+                if policy is not None and policy.max_restarts and not self._can_restart()
+                else ""
+            )
             reason = (
                 f"cannot send {action}: the connection was lost "
-                f"({conn.lost_reason}); call connect() to start it again"
+                f"({conn.lost_reason}){gave_up}; call connect() to start it again"
             )
         elif conn is not None and conn.state is State.STARTING:
             reason = f"cannot send {action}: still connecting"
@@ -655,41 +777,20 @@ class McpClient:
         limit: float,
         tool_name: str | None,
     ) -> ToolError:
-        """The :class:`ToolError` for a failed request."""
-        from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-        from pydantic import ValidationError
+        """The :class:`ToolError` for a request that failed with ``exc``, sent with an
+        :class:`HttpExchange` set in ``EXCHANGE`` (for HTTP status details)."""
+        from ._recover import classify
 
-        name = self.server_name
-        if isinstance(exc, ToolError):
-            return exc
-        if isinstance(exc, TimeoutError) or (
-            isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
-        ):
-            return McpTimeoutError(
-                name, f"{action} timed out after {limit:g} s", tool_name=tool_name
-            )
-        if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
-            if conn is None or conn.state is State.CLOSED:
-                return McpNotInitializedError(
-                    name, f"{action} failed: the client was closed", tool_name=tool_name
-                )
-            reason = await conn.exit_description()
-            conn.mark_lost(reason)
-            return McpError(
-                name, f"{action} failed: connection lost ({reason})", tool_name=tool_name
-            )
-        if isinstance(exc, MCPError):
-            return McpError(
-                name, f"{action} failed: {exc.message} (code {exc.code})", tool_name=tool_name
-            )
-        if isinstance(exc, (ValidationError, RuntimeError)):
-            return McpError(
-                name, f"{action} got an invalid answer: {_first_line(exc)}", tool_name=tool_name
-            )
-        return McpError(
-            name, f"{action} failed: {type(exc).__name__}: {_first_line(exc)}", tool_name=tool_name
+        verdict = await classify(
+            self, conn, exc, EXCHANGE.get(), action, limit, tool_name, time.monotonic()
         )
+        return verdict.error
+
+    def _safe_to_repeat(self, tool_name: str) -> bool:
+        from ._recover import is_safe_to_repeat
+
+        infos = self._tools or []
+        return any(i.name == tool_name and is_safe_to_repeat(i.annotations) for i in infos)
 
     def _progress_callback(self, tool_name: str) -> Any:
         # A progress token makes the server send updates; only ask when someone listens.
@@ -718,7 +819,7 @@ class McpClient:
         if reason is not None:
             logger.info("MCP server '%s': %s; tool list cache cleared", self.server_name, reason)
 
-    async def _fetch_tools(self, conn: Connection) -> list[McpToolInfo]:
+    async def _fetch_tools(self, conn: Connection, *, recover: bool = False) -> list[McpToolInfo]:
         client = conn.client
         if client is None:
             raise self._not_usable(conn, None, "tools/list")
@@ -729,12 +830,39 @@ class McpClient:
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(_MAX_PAGES):
+            exchange = HttpExchange() if conn.http else None
+            token = EXCHANGE.set(exchange)
             try:
                 page = await with_timeout(
                     client.list_tools(cursor=cursor), self._timeout + _BACKSTOP
                 )
             except Exception as exc:
-                raise await self._translate(conn, exc, "tools/list", self._timeout, None) from exc
+                if not recover:
+                    raise await self._translate(
+                        conn, exc, "tools/list", self._timeout, None
+                    ) from exc
+                from ._recover import send_again
+
+                # A restart fetches the whole list itself (cursors need not survive it).
+                async def fetch_again(new: Connection, remaining: float) -> list[McpToolInfo]:
+                    if new is not conn:
+                        return list(self._tools or [])
+                    return await self._fetch_tools(conn)
+
+                return await send_again(
+                    self,
+                    conn,
+                    exc,
+                    exchange,
+                    action="tools/list",
+                    tool_name=None,
+                    limit=self._timeout,
+                    started=started,
+                    safe=lambda: True,
+                    send=fetch_again,
+                )
+            finally:
+                EXCHANGE.reset(token)
             infos.extend(_info(tool) for tool in page.tools)
             ttl = _shorter(ttl, _server_ttl(page))
             cursor = page.next_cursor
@@ -858,8 +986,3 @@ def _definition(info: McpToolInfo) -> dict[str, Any]:
             "parameters": dict(info.input_schema),
         },
     }
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else "(no message)"

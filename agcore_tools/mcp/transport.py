@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
 from ..error import ToolConfigError, ToolError
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx2
 
 __all__ = ["McpTransport", "StdioTransport", "StreamableHttpTransport"]
@@ -80,10 +82,17 @@ class StdioTransport:
 class StreamableHttpTransport:
     """Talk to a server at a Streamable HTTP endpoint (MCP's HTTP transport).
 
+    The HTTP settings (TLS, proxy, timeouts) configure the client this library builds
+    on the MCP SDK's HTTP stack; ``http_client_factory`` replaces that client with
+    yours (then leave ``verify``, ``cert`` and ``proxy`` alone: configure your client).
+
     Example:
         >>> t = StreamableHttpTransport("https://mcp.example.com/mcp", {"Authorization": "Bearer …"})
         >>> sorted(t.headers)
         ['Authorization']
+        >>> StreamableHttpTransport("https://mcp.internal/mcp", verify="/etc/ssl/corp-ca.pem",
+        ...     cert=("client.pem", "client.key"), proxy="http://proxy:3128").max_sse_event_size
+        33554432
     """
 
     url: str
@@ -95,6 +104,26 @@ class StreamableHttpTransport:
     """Authenticates every request: the MCP SDK's ``OAuthClientProvider`` (OAuth with
     discovery, registration, PKCE, refresh and scope step-up), one of its
     client-credentials providers, or any other ``httpx2.Auth``. See the MCP guide."""
+    verify: bool | str | ssl.SSLContext = True
+    """TLS verification: True (the system's CAs), False (none), a CA bundle file or
+    directory, or an :class:`ssl.SSLContext`."""
+    cert: str | tuple[str, str] | None = None
+    """A client certificate: one PEM file with certificate and key, or (cert, key) files
+    (with an :class:`ssl.SSLContext` in ``verify``, load it into that instead)."""
+    proxy: str | None = None
+    """A proxy URL; None uses ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` (and ``NO_PROXY``)."""
+    http_timeout: float = 30.0
+    """Seconds to connect, send a request, or wait for a pooled connection."""
+    sse_read_timeout: float = 300.0
+    """Seconds an open response stream may stay silent (the request timeout of
+    :class:`McpClient` is what bounds a call)."""
+    max_sse_event_size: int | None = 32 * 1024 * 1024
+    """The largest server-sent event accepted, in bytes (a result travels as one);
+    None for no limit."""
+    http_client_factory: Callable[..., httpx2.AsyncClient] | None = None
+    """Makes the HTTP client instead of this library, called with the MCP SDK's
+    ``McpHttpClientFactory`` keywords (``headers``, ``timeout``, ``auth``) once per
+    connection; the connection closes the client."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
@@ -104,6 +133,7 @@ class StreamableHttpTransport:
         )
         if self.auth is not None:
             _check_auth(self.auth)
+        _check_http_settings(self)
 
     def describe(self) -> str:
         """The URL without credentials, for messages."""
@@ -124,6 +154,33 @@ def _check_auth(auth: object) -> None:
 
 class _AuthTypeError(ToolError, TypeError):
     """A transport's ``auth`` is not an ``httpx2.Auth`` (a mistake in the caller's code)."""
+
+
+def _check_http_settings(t: StreamableHttpTransport) -> None:
+    for name in ("http_timeout", "sse_read_timeout"):
+        value = getattr(t, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ToolConfigError(
+                f"StreamableHttpTransport {name} must be a positive number, got {value!r}"
+            )
+    size = t.max_sse_event_size
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+        raise ToolConfigError(
+            f"StreamableHttpTransport max_sse_event_size must be a positive int or None, got {size!r}"
+        )
+    if t.cert is not None and not isinstance(t.verify, (bool, str)):
+        raise ToolConfigError(
+            "StreamableHttpTransport: with an SSLContext in verify, load the client "
+            "certificate into it (load_cert_chain) instead of passing cert"
+        )
+    if t.http_client_factory is not None:
+        if not callable(t.http_client_factory):
+            raise ToolConfigError("StreamableHttpTransport http_client_factory must be callable")
+        if t.verify is not True or t.cert is not None or t.proxy is not None:
+            raise ToolConfigError(
+                "StreamableHttpTransport: with http_client_factory, set verify, cert and proxy "
+                "on the client the factory makes"
+            )
 
 
 McpTransport: TypeAlias = "StdioTransport | StreamableHttpTransport"

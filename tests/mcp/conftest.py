@@ -6,7 +6,9 @@ import asyncio
 import http.client
 import os
 import shutil
+import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -23,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVERS = Path(__file__).parent / "servers"
 FIXTURE = SERVERS / "fixture_server.py"
 PAGED = SERVERS / "paged_server.py"
+FAULTS = SERVERS / "fault_server.py"
 NODE_MODULES = ROOT / "node_modules"
 EVERYTHING = NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 FILESYSTEM = NODE_MODULES / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
@@ -100,6 +103,98 @@ class HttpServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+
+class FaultServer:
+    """``servers/fault_server.py`` in its own process, on a socket this process keeps
+    open: the server can be restarted (or frozen with SIGSTOP) at the same address, and
+    connections made meanwhile wait in the socket's backlog. Like :class:`HttpServer`,
+    the constructor returns once the server answers."""
+
+    def __init__(self, *options: str) -> None:
+        self.options = options
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(256)
+        self.tls = "--tls" in options
+        self.port = self.sock.getsockname()[1]
+        self.base = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+        self.url = f"{self.base}/mcp"
+        self.proc = self._spawn()
+        self._wait_until_serving()
+
+    def _wait_until_serving(self) -> None:
+        if self.tls:
+            unverified = ssl.create_default_context()
+            unverified.check_hostname, unverified.verify_mode = False, ssl.CERT_NONE
+            connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+                "127.0.0.1", self.port, timeout=HttpServer.READY_TIMEOUT, context=unverified
+            )
+        else:
+            connection = http.client.HTTPConnection(
+                "127.0.0.1", self.port, timeout=HttpServer.READY_TIMEOUT
+            )
+        try:
+            connection.request("GET", "/control/state")
+            connection.getresponse().read()
+        except (ssl.SSLError, ConnectionResetError):
+            pass  # a TLS server that wants a client certificate answered by refusing
+        except OSError as exc:
+            self.stop()
+            raise RuntimeError(f"fault server on port {self.port} never answered") from exc
+        finally:
+            connection.close()
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, str(FAULTS), "--http-fd", str(self.sock.fileno()), *self.options],
+            pass_fds=[self.sock.fileno()],
+            stdin=subprocess.DEVNULL,
+        )
+
+    async def control(self, what: str, **options: Any) -> dict[str, Any]:
+        """``POST /control/<what>`` (see fault_server.py); returns the server's state."""
+        import httpx2
+
+        async with httpx2.AsyncClient(timeout=10) as http:
+            response = await http.post(f"{self.base}/control/{what}", json=options)
+            response.raise_for_status()
+            state: dict[str, Any] = response.json()
+            return state
+
+    def restart(self) -> None:
+        """Kill the server process (as a crash or a forced redeploy does; a graceful
+        uvicorn shutdown would wait for the calls in flight) and start a new one on
+        the same socket."""
+        self.proc.kill()
+        self.proc.wait(10)
+        self.proc = self._spawn()
+
+    def freeze(self) -> None:
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def _end(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def stop(self) -> None:
+        self._end()
+        self.sock.close()
+
+
+@pytest.fixture
+def fault_server() -> Iterator[FaultServer]:
+    server = FaultServer()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

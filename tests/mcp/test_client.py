@@ -262,7 +262,9 @@ async def test_cancelling_connect_stops_the_server() -> None:
 async def test_server_dying_mid_call_fails_that_call_and_later_ones_promptly(
     make_client: Any,
 ) -> None:
-    client = make_client(timeout=30)
+    # Without recovery, later calls fail until connect(); tests/mcp/test_recovery.py
+    # covers the default, which starts the server again on the next call.
+    client = make_client(timeout=30, recovery=None)
     await client.connect()
     in_flight = [asyncio.create_task(client.call_tool("slow", {"seconds": 20})) for _ in range(5)]
     await asyncio.sleep(0.2)
@@ -294,7 +296,7 @@ async def test_server_killed_between_calls_is_noticed_without_a_call() -> None:
     import os
     import signal
 
-    client = McpClient("victim", fixture_stdio())
+    client = McpClient("victim", fixture_stdio(), recovery=None)
     await client.connect()
     assert client.pid is not None
     os.kill(client.pid, signal.SIGKILL)

@@ -1,0 +1,246 @@
+"""What a failed MCP request means, and sending it again where that is safe.
+
+:func:`classify` turns the exception of a failed request (and the HTTP outcome the
+guard in ``_http`` recorded for it) into the :class:`ToolError` to raise, and says
+whether the request may be sent again:
+
+- after a wait, on the same connection: the server answered 429 or 503 with a
+  ``Retry-After`` (it did not run the request);
+- after a restart of the connection: the server forgot the session (HTTP 404; it did
+  not run the request either), or the connection is gone; then the request is sent
+  again only if it never ran, or if it is safe to repeat (``tools/list``, or a tool
+  annotated ``readOnlyHint`` or ``idempotentHint``).
+
+A stream that failed on its own (an SSE event over the size limit, a response cut
+off) fails its request alone, with the SDK's reason; a ping decides whether the
+server behind it is still there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
+from ._exchange import EXCHANGE, HttpExchange
+from ._state import State
+
+if TYPE_CHECKING:
+    from ._connection import Connection
+    from .client import McpClient
+
+__all__ = ["Verdict", "classify", "send_again"]
+
+T = TypeVar("T")
+
+_MAX_WAITS = 5
+"""Retry-After waits within one call, at most."""
+_END_WAIT = 2.0
+"""Seconds to wait for a broken HTTP connection's owner task to report why it broke."""
+_GENERIC_CLOSE = "Connection closed"
+"""The SDK's message when its dispatcher shut down (the transport ended)."""
+_SDK_STAND_INS = frozenset({"Server returned an error response", "Session terminated", "Not Found"})
+"""The SDK's messages for an HTTP failure without a JSON-RPC body; the status says more."""
+
+
+@dataclass(slots=True)
+class Verdict:
+    """What a failed request means."""
+
+    error: ToolError
+    """What to raise if it is not sent again."""
+    wait: float | None = None
+    """Send it again on the same connection after this many seconds (429/503)."""
+    restart: bool = False
+    """The connection (or its session) is gone; a restart may send it again."""
+    never_ran: bool = False
+    """The server provably did not run it."""
+
+
+async def classify(
+    client: McpClient,
+    conn: Connection | None,
+    exc: Exception,
+    exchange: HttpExchange | None,
+    action: str,
+    limit: float,
+    tool_name: str | None,
+    failed_at: float,
+) -> Verdict:
+    """Read the failure ``exc`` of ``action`` sent on ``conn``."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+    from pydantic import ValidationError
+
+    name = client.server_name
+    if isinstance(exc, ToolError):
+        return Verdict(exc)
+    if isinstance(exc, TimeoutError) or (isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT):
+        return Verdict(
+            McpTimeoutError(name, f"{action} timed out after {limit:g} s", tool_name=tool_name)
+        )
+    if exchange is not None and exchange.status is not None:
+        return _http_failure(client, conn, exc, exchange, action, tool_name)
+    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+        if conn is None or conn.state is State.CLOSED:
+            return Verdict(
+                McpNotInitializedError(
+                    name, f"{action} failed: the client was closed", tool_name=tool_name
+                )
+            )
+        if conn.http and conn.state is State.READY and exc.message != _GENERIC_CLOSE:
+            # One request got no answer: its stream broke, or its POST failed. The
+            # connection is lost only if the server is gone too.
+            gone = await conn.check_alive(failed_at)
+            if gone is None:
+                return Verdict(
+                    McpError(
+                        name,
+                        f"{action} failed: {exc.message}{_size_hint(exc.message)}",
+                        tool_name=tool_name,
+                        recoverable=True,
+                    )
+                )
+            conn.mark_lost(gone, give_up=True)
+        if conn.http:
+            await conn.wait_ended(_END_WAIT)  # a transport that broke says why as it ends
+        reason = await conn.exit_description()
+        conn.mark_lost(reason)
+        # Unrecoverable, as a dead server is (seed acceptance 17): the tool loop stops,
+        # and the next request starts the server again.
+        return Verdict(
+            McpError(name, f"{action} failed: connection lost ({reason})", tool_name=tool_name),
+            restart=True,
+        )
+    if isinstance(exc, MCPError):
+        return Verdict(
+            McpError(name, f"{action} failed: {exc.message} (code {exc.code})", tool_name=tool_name)
+        )
+    if isinstance(exc, (ValidationError, RuntimeError)):
+        return Verdict(
+            McpError(
+                name, f"{action} got an invalid answer: {_first_line(exc)}", tool_name=tool_name
+            )
+        )
+    return Verdict(
+        McpError(
+            name, f"{action} failed: {type(exc).__name__}: {_first_line(exc)}", tool_name=tool_name
+        )
+    )
+
+
+def _http_failure(
+    client: McpClient,
+    conn: Connection | None,
+    exc: Exception,
+    http: HttpExchange,
+    action: str,
+    tool_name: str | None,
+) -> Verdict:
+    name = client.server_name
+    if http.session_gone:
+        reason = f"the server no longer knows the session ({http.describe()})"
+        if conn is not None:
+            conn.mark_lost(reason, give_up=True)
+        error = McpError(
+            name, f"{action} failed: {reason}", tool_name=tool_name, status_code=http.status
+        )
+        return Verdict(error, restart=True, never_ran=True)
+    error = McpError(
+        name,
+        f"{action} failed: {http.describe()}{sdk_detail(exc)}",
+        tool_name=tool_name,
+        status_code=http.status,
+        retry_after=http.retry_after,
+        # A credential the server refuses will not get better by asking again.
+        recoverable=http.status not in (401, 403),
+    )
+    if http.status in (429, 503) and http.retry_after is not None:
+        return Verdict(error, wait=http.retry_after, never_ran=True)
+    return Verdict(error)
+
+
+async def send_again(
+    client: McpClient,
+    conn: Connection,
+    exc: Exception,
+    exchange: HttpExchange | None,
+    *,
+    action: str,
+    tool_name: str | None,
+    limit: float,
+    started: float,
+    safe: Callable[[], bool],
+    send: Callable[[Connection, float], Awaitable[T]],
+) -> T:
+    """After ``send`` failed with ``exc``: send it again where that is allowed (see the
+    module docs), within ``limit`` seconds of ``started``; else raise the error."""
+    waits = 0
+    restarted = False
+    while True:
+        verdict = await classify(
+            client, conn, exc, exchange, action, limit, tool_name, time.monotonic()
+        )
+        remaining = started + limit - time.monotonic()
+        if verdict.wait is not None and waits < _MAX_WAITS and verdict.wait < remaining:
+            waits += 1
+            await asyncio.sleep(verdict.wait)
+        elif (
+            verdict.restart
+            and not restarted
+            and (verdict.never_ran or safe())
+            and client._can_restart()
+        ):
+            restarted = True
+            try:
+                conn = await client._restart(conn, action, tool_name)
+            except ToolError as failed:
+                raise failed from exc
+        else:
+            raise verdict.error from exc
+        remaining = started + limit - time.monotonic()
+        if remaining <= 0:
+            raise McpTimeoutError(
+                client.server_name, f"{action} timed out after {limit:g} s", tool_name=tool_name
+            ) from exc
+        exchange = HttpExchange() if conn.http else None
+        token = EXCHANGE.set(exchange)
+        try:
+            return await send(conn, remaining)
+        except Exception as again:  # noqa: BLE001 - classified on the next turn
+            exc = again
+        finally:
+            EXCHANGE.reset(token)
+
+
+def sdk_detail(exc: BaseException) -> str:
+    """``": <the JSON-RPC error's message>"`` when it adds to the HTTP status, else ""."""
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(exc, MCPError) and exc.message not in _SDK_STAND_INS:
+        return f": {exc.message}"
+    return ""
+
+
+def _size_hint(message: str) -> str:
+    if "byte limit" in message:
+        return "; StreamableHttpTransport(max_sse_event_size=...) raises the limit"
+    return ""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def is_safe_to_repeat(annotations: Mapping[str, Any]) -> bool:
+    """A tool whose annotations say calling it twice does no harm.
+
+    Example:
+        >>> is_safe_to_repeat({"readOnlyHint": True}), is_safe_to_repeat({})
+        (True, False)
+    """
+    return annotations.get("readOnlyHint") is True or annotations.get("idempotentHint") is True

@@ -1,0 +1,84 @@
+"""How an :class:`~agcore_tools.McpClient` recovers from a lost connection or session.
+
+Example:
+    >>> McpRecovery().max_restarts
+    3
+    >>> [McpRecovery(backoff=0.5).delay(n) for n in (1, 2, 3, 4)]
+    [0.0, 0.5, 1.0, 2.0]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..error import ToolConfigError
+
+__all__ = ["McpRecovery"]
+
+
+@dataclass(frozen=True, slots=True)
+class McpRecovery:
+    """Restarts, session renewal and the liveness check of an :class:`~agcore_tools.McpClient`.
+
+    With a policy (the default), a connection that was lost (the stdio server died, the
+    HTTP server stopped answering or forgot the session) is started again by the next
+    request, and a request that provably never ran, or whose tool is annotated
+    ``readOnlyHint`` or ``idempotentHint``, is sent once more. Pass ``recovery=None``
+    to :class:`~agcore_tools.McpClient` to turn all of it off.
+
+    Example:
+        >>> policy = McpRecovery(max_restarts=5, ping_interval=30)
+        >>> policy.ping_interval
+        30.0
+    """
+
+    max_restarts: int = 3
+    """Restarts in a row, without a request succeeding in between, before the client
+    stops trying (``connect()`` starts counting again); 0 never restarts."""
+    backoff: float = 0.5
+    """Seconds before the second restart in a row; each later one waits twice as long
+    (the first is immediate). Counted from when the connection was lost."""
+    ping_interval: float | None = None
+    """Seconds between liveness pings; a server that does not answer one within this
+    time is declared dead. None (the default) sends none."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int):
+            raise ToolConfigError(
+                f"McpRecovery max_restarts must be an int, got {self.max_restarts!r}"
+            )
+        if self.max_restarts < 0:
+            raise ToolConfigError(f"McpRecovery max_restarts must be >= 0, got {self.max_restarts}")
+        object.__setattr__(self, "backoff", _seconds("backoff", self.backoff, zero_ok=True))
+        if self.ping_interval is not None:
+            object.__setattr__(
+                self, "ping_interval", _seconds("ping_interval", self.ping_interval, zero_ok=False)
+            )
+
+    def delay(self, restart: int) -> float:
+        """Seconds to wait, after the loss, before the ``restart``-th restart in a row.
+
+        Example:
+            >>> McpRecovery(backoff=2).delay(3)
+            4.0
+        """
+        return 0.0 if restart <= 1 else self.backoff * 2.0 ** (restart - 2)
+
+
+def _seconds(name: str, value: object, *, zero_ok: bool) -> float:
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if (
+        isinstance(value, bool)
+        or not math.isfinite(seconds)
+        or seconds < 0
+        or (seconds == 0 and not zero_ok)
+    ):
+        raise ToolConfigError(
+            f"McpRecovery {name} must be a {'non-negative' if zero_ok else 'positive'} "
+            f"number of seconds, got {value!r}"
+        )
+    return seconds

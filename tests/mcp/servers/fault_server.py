@@ -1,0 +1,243 @@
+"""The fixture server over Streamable HTTP, behind an ASGI layer that misbehaves on request.
+
+Run: ``python fault_server.py --http-fd FD`` on a socket the test already bound (or
+with no option, over stdio, for its tools alone). Everything the server does is real (uvicorn, the SDK's session manager); the layer in
+front only adds what real deployments do to clients, when a test asks for it through
+``POST /control/<what>`` (JSON body):
+
+- ``fail``: answer the next ``times`` POSTs of JSON-RPC ``method`` (``tools/call``, or
+  any) with ``status``, ``headers`` and a plain-text body, before the server sees them;
+- ``token``: from now on require ``Authorization: Bearer <token>`` (401 with a
+  ``WWW-Authenticate`` challenge otherwise); ``null`` lifts it;
+- ``cut-listen``: end every open ``subscriptions/listen`` response stream, as a
+  proxy's idle timeout does;
+- ``no-get``: answer the GET stream with 405 (servers may not offer it).
+
+``--tls CERT KEY CA`` serves HTTPS (``--client-cert-required``: and asks for a client
+certificate signed by CA).
+
+``GET /control/state`` reports the session ids the server issued and how many listen
+streams were opened. Tools added here: ``blob`` (a large text result), ``hold`` and
+``hold_read`` (the same, but annotated read-only: safe to call twice), which write
+"started" to a marker file, then wait.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import anyio
+from fixture_server import server  # the script's directory is on sys.path
+from mcp_types import ToolAnnotations
+
+
+@server.tool(structured_output=False)
+def blob(mebibytes: float) -> str:
+    """A text of that many MiB."""
+    return "x" * int(mebibytes * 1024 * 1024)
+
+
+async def _hold(seconds: float, marker: str) -> str:
+    Path(marker).write_text("started")  # noqa: ASYNC240 - a few bytes, before the wait
+    await asyncio.sleep(seconds)
+    return f"held {seconds}"
+
+
+@server.tool(structured_output=False)
+async def hold(seconds: float, marker: str) -> str:
+    """Write 'started' to `marker`, then wait."""
+    return await _hold(seconds, marker)
+
+
+@server.tool(structured_output=False, annotations=ToolAnnotations(read_only_hint=True))
+async def hold_read(seconds: float, marker: str) -> str:
+    """Like hold, but read-only (safe to call twice)."""
+    return await _hold(seconds, marker)
+
+
+Scope = dict[str, Any]
+
+
+class Faults:
+    """The misbehaving layer (see the module docs)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.token: str | None = None
+        self.failures: list[dict[str, Any]] = []
+        self.no_get = False
+        self.sessions: list[str] = []
+        self.listens_opened = 0
+        self.cut = anyio.Event()
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["path"].startswith("/control/"):
+            await self.control(scope, receive, send)
+            return
+        if self.token is not None and _header(scope, b"authorization") != f"Bearer {self.token}":
+            challenge = 'Bearer realm="fault", error="invalid_token"'
+            await _respond(send, 401, "invalid token", {"www-authenticate": challenge})
+            return
+        if scope["method"] == "GET" and self.no_get:
+            await _respond(send, 405, "no GET stream here")
+            return
+        if scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = await _read_body(receive)
+        try:
+            method = json.loads(body).get("method")
+        except (ValueError, AttributeError):
+            method = None
+        failure = self._take_failure(method)
+        if failure is not None:
+            await _respond(send, failure["status"], "injected failure", failure.get("headers", {}))
+            return
+        replay = _replay(body, receive)
+        if method == "subscriptions/listen":
+            self.listens_opened += 1
+            await self.serve_listen(scope, replay, send)
+            return
+        await self.app(scope, replay, self._watch_sessions(send))
+
+    def _take_failure(self, method: str | None) -> dict[str, Any] | None:
+        for failure in self.failures:
+            if failure.get("method") in (None, method):
+                failure["times"] -= 1
+                if failure["times"] <= 0:
+                    self.failures.remove(failure)
+                return failure
+        return None
+
+    def _watch_sessions(self, send: Any) -> Any:
+        async def watched(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", []):
+                    if name.lower() == b"mcp-session-id" and value.decode() not in self.sessions:
+                        self.sessions.append(value.decode())
+            await send(message)
+
+        return watched
+
+    async def serve_listen(self, scope: Scope, receive: Any, send: Any) -> None:
+        started = finished = False
+        cut = self.cut
+
+        async def watched(message: dict[str, Any]) -> None:
+            nonlocal started, finished
+            started = started or message["type"] == "http.response.start"
+            finished = message["type"] == "http.response.body" and not message.get("more_body")
+            await send(message)
+
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                await self.app(scope, receive, watched)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(run)
+            await cut.wait()
+            tg.cancel_scope.cancel()
+        if started and not finished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def control(self, scope: Scope, receive: Any, send: Any) -> None:
+        what = scope["path"].removeprefix("/control/")
+        body = await _read_body(receive)
+        options = json.loads(body) if body else {}
+        if what == "fail":
+            options.setdefault("times", 1)
+            self.failures.append(options)
+        elif what == "token":
+            self.token = options.get("token")
+        elif what == "cut-listen":
+            self.cut.set()
+            self.cut = anyio.Event()
+        elif what == "no-get":
+            self.no_get = True
+        elif what != "state":
+            await _respond(send, 404, f"no control {what!r}")
+            return
+        state = {"sessions": self.sessions, "listens_opened": self.listens_opened}
+        await _respond(send, 200, json.dumps(state), {"content-type": "application/json"})
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key.lower() == name:
+            return str(value.decode())
+    return None
+
+
+async def _read_body(receive: Any) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    """``receive`` again, the body already read from it given once more."""
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return dict(await receive())  # then the client's disconnect, when it comes
+
+    return replay
+
+
+async def _respond(
+    send: Any, status: int, text: str, headers: dict[str, str] | None = None
+) -> None:
+    headers = {"content-type": "text/plain", **(headers or {})}
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+        }
+    )
+    await send({"type": "http.response.body", "body": text.encode(), "more_body": False})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http-fd", type=int, default=None)
+    parser.add_argument("--tls", nargs=3, metavar=("CERT", "KEY", "CA"), default=None)
+    parser.add_argument("--client-cert-required", action="store_true")
+    options = parser.parse_args()
+    if options.http_fd is None:
+        server.run()
+        return
+    import ssl
+
+    import uvicorn
+
+    sock = socket.socket(fileno=options.http_fd)
+    app = Faults(server.streamable_http_app())
+    tls: dict[str, Any] = {}
+    if options.tls:
+        cert, key, ca = options.tls
+        tls = {"ssl_certfile": cert, "ssl_keyfile": key, "ssl_ca_certs": ca}
+        if options.client_cert_required:
+            tls["ssl_cert_reqs"] = ssl.CERT_REQUIRED
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", **tls)
+    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+
+
+if __name__ == "__main__":
+    main()

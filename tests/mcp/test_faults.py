@@ -1,0 +1,314 @@
+"""Faults of real servers over Streamable HTTP (issue 9, part 6): each gets a test.
+
+The server is ``servers/fault_server.py``: the fixture server under uvicorn, in its
+own process, behind a layer that injects what deployments do to clients on request.
+``legacy`` is the 2025-11-25 handshake (sessions, SSE responses); ``auto`` negotiates
+2026-07-28 (no sessions, a ``subscriptions/listen`` stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools import McpClient, McpError, McpRecovery, StreamableHttpTransport
+
+from .conftest import FaultServer, assert_no_stray_tasks
+
+pytestmark = pytest.mark.timeout(90)
+
+ERAS = ["legacy", "auto"]
+
+
+def client_for(server: FaultServer, protocol: str, **options: Any) -> McpClient:
+    options.setdefault("timeout", 20)
+    transport = options.pop("transport", None) or StreamableHttpTransport(server.url)
+    return McpClient("faulty", transport, protocol=protocol, **options)  # type: ignore[arg-type]
+
+
+async def wait_for(condition: Any, what: str, seconds: float = 15) -> None:
+    """Poll an observable condition (a server's state, a file) until it holds."""
+    deadline = time.monotonic() + seconds
+    while not await condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+# -- a server restart mid-session, an expired session --------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_server_restart_mid_session_is_survived(
+    fault_server: FaultServer, protocol: str
+) -> None:
+    client = client_for(fault_server, protocol)
+    async with client:
+        assert await client.call_tool("echo", {"text": "before"}) == "before"
+        before = (await fault_server.control("state"))["sessions"]
+        fault_server.restart()
+        # echo is not annotated as safe to repeat; on 2025-11-25 the new server answers
+        # 404 for the old session, which proves the call never ran, so it is sent again.
+        assert await client.call_tool("echo", {"text": "after"}) == "after"
+        assert client.connected
+        after = (await fault_server.control("state"))["sessions"]
+        if protocol == "legacy":
+            assert len(before) == 1 and len(after) == 1 and after != before
+        else:
+            assert before == after == []  # 2026-07-28 has no sessions to lose
+    await assert_no_stray_tasks()
+
+
+async def test_tool_lists_and_the_rest_of_the_protocol_recover_too(
+    fault_server: FaultServer,
+) -> None:
+    async with client_for(fault_server, "legacy") as client:
+        fault_server.restart()
+        assert "echo" in [t["function"]["name"] for t in await client.refresh_tools()]
+        fault_server.restart()
+        assert [r.uri for r in await client.list_resources()]
+        fault_server.restart()
+        assert await client.ping() >= 0
+        assert len((await fault_server.control("state"))["sessions"]) == 1
+        assert client.connected
+
+
+async def test_an_expired_session_is_replaced(fault_server: FaultServer) -> None:
+    import httpx2
+
+    client = client_for(fault_server, "legacy")
+    async with client:
+        assert await client.call_tool("echo", {"text": "one"}) == "one"
+        [session] = (await fault_server.control("state"))["sessions"]
+        # The server ends the session (what its idle timeout does); the id now gets 404.
+        async with httpx2.AsyncClient() as http:
+            ended = await http.delete(fault_server.url, headers={"mcp-session-id": session})
+            assert ended.status_code == 200
+        assert await client.call_tool("echo", {"text": "two"}) == "two"
+        sessions = (await fault_server.control("state"))["sessions"]
+        assert len(sessions) == 2 and sessions[0] == session
+        assert client.connected
+
+
+async def test_without_recovery_a_lost_session_says_so_and_connected_turns_false(
+    fault_server: FaultServer,
+) -> None:
+    client = client_for(fault_server, "legacy", recovery=None)
+    async with client:
+        await client.call_tool("echo", {"text": "one"})
+        fault_server.restart()
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "two"})
+        assert info.value.status_code == 404
+        assert "no longer knows the session (HTTP 404 Not Found)" in str(info.value)
+        assert not client.connected
+        await client.connect()  # connect() starts a new session
+        assert await client.call_tool("echo", {"text": "three"}) == "three"
+
+
+@pytest.mark.parametrize(("tool", "retried"), [("hold_read", True), ("hold", False)])
+async def test_a_restart_during_a_call_retries_it_only_if_it_is_safe_to_repeat(
+    fault_server: FaultServer, tmp_path: Path, tool: str, retried: bool
+) -> None:
+    marker = tmp_path / "started"
+    client = client_for(fault_server, "legacy")
+    async with client:
+        call = asyncio.create_task(client.call_tool(tool, {"seconds": 1, "marker": str(marker)}))
+        await wait_for(lambda: asyncio.to_thread(marker.exists), "the call to start")
+        marker.unlink()
+        fault_server.restart()
+        if retried:
+            assert await call == "held 1.0"
+            assert marker.exists(), "the read-only call ran again on the new server"
+        else:
+            with pytest.raises(McpError, match="connection lost") as info:
+                await call
+            assert not info.value.is_recoverable()  # as any lost connection
+            assert not marker.exists()
+            assert await client.call_tool("echo", {"text": "next"}) == "next"
+        assert client.connected
+
+
+async def test_a_call_cut_off_by_a_restart_fails_alone_on_2026_07_28(
+    fault_server: FaultServer, tmp_path: Path
+) -> None:
+    marker = tmp_path / "started"
+    client = client_for(fault_server, "auto")
+    async with client:
+        call = asyncio.create_task(client.call_tool("hold", {"seconds": 30, "marker": str(marker)}))
+        await wait_for(lambda: asyncio.to_thread(marker.exists), "the call to start")
+        started = time.monotonic()
+        fault_server.restart()
+        with pytest.raises(McpError) as info:
+            await call
+        assert time.monotonic() - started < 10
+        # The SDK's reason is kept, and the connection is not declared lost: the
+        # server answered the ping that followed.
+        assert "connection lost" not in str(info.value)
+        assert "RemoteProtocolError" in str(info.value) or "stream" in str(info.value)
+        assert info.value.is_recoverable()
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "still here"}) == "still here"
+
+
+# -- large results ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("mebibytes", [1.5, 20])
+async def test_large_results_arrive_whole(
+    fault_server: FaultServer, protocol: str, mebibytes: float
+) -> None:
+    async with client_for(fault_server, protocol, timeout=60) as client:
+        result = await client.call_tool("blob", {"mebibytes": mebibytes})
+        assert len(result) == int(mebibytes * 1024 * 1024)
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "after"}) == "after"
+
+
+async def test_an_event_over_the_size_limit_fails_that_call_alone(
+    fault_server: FaultServer,
+) -> None:
+    transport = StreamableHttpTransport(fault_server.url, max_sse_event_size=1024 * 1024)
+    async with client_for(fault_server, "legacy", transport=transport) as client:
+        with pytest.raises(McpError) as info:
+            await client.call_tool("blob", {"mebibytes": 1.5})
+        message = str(info.value)
+        assert "SSE stream failed" in message and "1048576 byte limit" in message
+        assert "max_sse_event_size" in message
+        assert info.value.is_recoverable()
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "fine"}) == "fine"
+
+
+# -- the listen stream ------------------------------------------------------------------
+
+
+async def test_a_listen_stream_cut_by_the_server_is_reopened(fault_server: FaultServer) -> None:
+    async with client_for(fault_server, "auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        assert (await fault_server.control("state"))["listens_opened"] == 1
+        await fault_server.control("cut-listen")
+
+        async def reopened() -> bool:
+            return bool((await fault_server.control("state"))["listens_opened"] >= 2)
+
+        await wait_for(reopened, "the client to listen again")
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "x"}) == "x"
+        await client.list_tools()  # cached again after the reopening cleared it
+
+        # Changes still arrive on the new stream.
+        await client.call_tool("add_tool", {"name": "fresh"})
+
+        async def listed() -> bool:
+            return "fresh" in [t["function"]["name"] for t in await client.list_tools()]
+
+        await wait_for(listed, "the tool list change to arrive")
+
+
+# -- HTTP errors ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_500_fails_that_call_and_the_connection_stays_usable(
+    fault_server: FaultServer, protocol: str
+) -> None:
+    async with client_for(fault_server, protocol) as client:
+        await fault_server.control("fail", status=500, method="tools/call")
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "x"})
+        assert info.value.status_code == 500
+        assert "tools/call 'echo' failed: HTTP 500 Internal Server Error" in str(info.value)
+        assert info.value.is_recoverable()
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "y"}) == "y"
+
+
+async def test_a_401_names_the_status_and_challenge_then_a_valid_token_works(
+    fault_server: FaultServer,
+) -> None:
+    await fault_server.control("token", token="right-token")
+    wrong = StreamableHttpTransport(fault_server.url, {"Authorization": "Bearer wrong-token"})
+    with pytest.raises(McpError) as info:
+        await client_for(fault_server, "auto", transport=wrong).connect()
+    assert info.value.status_code == 401
+    assert 'HTTP 401 Unauthorized (WWW-Authenticate: Bearer realm="fault"' in str(info.value)
+    assert "wrong-token" not in str(info.value)
+
+    right = StreamableHttpTransport(fault_server.url, {"Authorization": "Bearer right-token"})
+    async with client_for(fault_server, "legacy", transport=right) as client:
+        assert await client.call_tool("echo", {"text": "in"}) == "in"
+        await fault_server.control("token", token="rotated")  # the server stops accepting it
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "out"})
+        assert info.value.status_code == 401
+        assert not info.value.is_recoverable()
+        assert "right-token" not in str(info.value)
+        await fault_server.control("token", token="right-token")  # the token is valid again
+        assert await client.call_tool("echo", {"text": "back"}) == "back"
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_retry_after_is_waited_out_within_the_call_timeout(
+    fault_server: FaultServer, status: int
+) -> None:
+    async with client_for(fault_server, "legacy") as client:
+        await fault_server.control(
+            "fail", status=status, method="tools/call", headers={"Retry-After": "1"}, times=2
+        )
+        started = time.monotonic()
+        assert await client.call_tool("echo", {"text": "patient"}) == "patient"
+        assert time.monotonic() - started >= 2
+
+
+async def test_a_retry_after_longer_than_the_timeout_is_reported(
+    fault_server: FaultServer,
+) -> None:
+    async with client_for(fault_server, "legacy") as client:
+        await fault_server.control(
+            "fail", status=429, method="tools/call", headers={"Retry-After": "120"}
+        )
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "x"}, timeout=5)
+        assert info.value.status_code == 429
+        assert info.value.retry_after == 120
+        assert "HTTP 429 Too Many Requests; retry after 120 s" in str(info.value)
+
+
+# -- a frozen server --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_frozen_server_is_declared_dead_by_the_liveness_ping(
+    fault_server: FaultServer, protocol: str, tmp_path: Path
+) -> None:
+    recovery = McpRecovery(ping_interval=0.5, max_restarts=0)
+    client = client_for(fault_server, protocol, timeout=60, recovery=recovery)
+    await client.connect()
+    marker = tmp_path / "started"
+    call = asyncio.create_task(client.call_tool("hold", {"seconds": 30, "marker": str(marker)}))
+    await wait_for(lambda: asyncio.to_thread(marker.exists), "the call to start")
+    fault_server.freeze()
+    started = time.monotonic()
+    with pytest.raises(McpError, match=r"did not answer a ping within 0\.5 s"):
+        await call
+    assert time.monotonic() - started < 10, "the call must not wait for its 60 s timeout"
+    assert not client.connected
+    await client.close()
+
+
+# -- load -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_200_parallel_calls_have_no_errors(fault_server: FaultServer, protocol: str) -> None:
+    async with client_for(fault_server, protocol, timeout=60) as client:
+        results = await asyncio.gather(
+            *(client.call_tool("echo", {"text": f"n{i}"}) for i in range(200)),
+            return_exceptions=True,
+        )
+        assert results == [f"n{i}" for i in range(200)]

@@ -1,0 +1,265 @@
+"""The HTTP settings of StreamableHttpTransport, against real servers: TLS with a CA of
+the test's own, client certificates, a forward proxy, the client factory, timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from agcore_tools import McpClient, McpError, StreamableHttpTransport, ToolError
+from agcore_tools.mcp._exchange import parse_retry_after
+from agcore_tools.mcp._http import _environment_proxy
+
+from .conftest import FaultServer
+
+pytestmark = pytest.mark.timeout(60)
+
+trustme = pytest.importorskip("trustme")
+
+
+class Pki:
+    """A CA of the test's own, a server certificate for 127.0.0.1 and a client one."""
+
+    def __init__(self, directory: Path) -> None:
+        ca = trustme.CA()
+        self.ca = directory / "ca.pem"
+        ca.cert_pem.write_to_path(str(self.ca))
+        server = ca.issue_cert("127.0.0.1")
+        self.server_cert, self.server_key = directory / "server.pem", directory / "server.key"
+        server.cert_chain_pems[0].write_to_path(str(self.server_cert))
+        server.private_key_pem.write_to_path(str(self.server_key))
+        client = ca.issue_cert("agcore-tools-test-client")
+        self.client_cert, self.client_key = directory / "client.pem", directory / "client.key"
+        client.cert_chain_pems[0].write_to_path(str(self.client_cert))
+        client.private_key_pem.write_to_path(str(self.client_key))
+        self.client_both = directory / "client-both.pem"
+        client.private_key_and_cert_chain_pem.write_to_path(str(self.client_both))
+
+    def server_options(self) -> list[str]:
+        return ["--tls", str(self.server_cert), str(self.server_key), str(self.ca)]
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Pki:
+    return Pki(tmp_path)
+
+
+@pytest.fixture
+def tls_server(pki: Pki) -> Iterator[FaultServer]:
+    server = FaultServer(*pki.server_options())
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def mtls_server(pki: Pki) -> Iterator[FaultServer]:
+    server = FaultServer(*pki.server_options(), "--client-cert-required")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def echo_through(transport: StreamableHttpTransport, **options: Any) -> Any:
+    async with McpClient("http", transport, timeout=20, **options) as client:
+        return await client.call_tool("echo", {"text": "through"})
+
+
+# -- TLS --------------------------------------------------------------------------------
+
+
+async def test_tls_with_our_own_ca_file_or_context(tls_server: FaultServer, pki: Pki) -> None:
+    assert await echo_through(StreamableHttpTransport(tls_server.url, verify=str(pki.ca)))
+    context = ssl.create_default_context(cafile=str(pki.ca))
+    assert await echo_through(StreamableHttpTransport(tls_server.url, verify=context))
+
+
+async def test_tls_verification_is_on_by_default_and_can_be_turned_off(
+    tls_server: FaultServer,
+) -> None:
+    with pytest.raises(McpError, match="CERTIFICATE_VERIFY_FAILED"):
+        await echo_through(StreamableHttpTransport(tls_server.url))
+    assert await echo_through(StreamableHttpTransport(tls_server.url, verify=False)) == "through"
+
+
+async def test_client_certificates(mtls_server: FaultServer, pki: Pki) -> None:
+    ca = str(pki.ca)
+    with pytest.raises(McpError, match=f"cannot connect to {mtls_server.url}"):
+        await echo_through(StreamableHttpTransport(mtls_server.url, verify=ca))
+    pair = (str(pki.client_cert), str(pki.client_key))
+    assert await echo_through(StreamableHttpTransport(mtls_server.url, verify=ca, cert=pair))
+    one_file = str(pki.client_both)
+    assert await echo_through(StreamableHttpTransport(mtls_server.url, verify=ca, cert=one_file))
+
+
+# -- a proxy ----------------------------------------------------------------------------
+
+
+class ForwardProxy:
+    """A plain-HTTP forward proxy on 127.0.0.1: one request per connection, relayed as
+    it streams (SSE included), noting each request line."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+            request_line, *lines = [line for line in head.split("\r\n") if line]
+            method, target, version = request_line.split(" ")
+            self.seen.append(f"{method} {target}")
+            url = urlsplit(target)
+            length = next(
+                (int(h.split(":", 1)[1]) for h in lines if h.lower().startswith("content-length")),
+                0,
+            )
+            body = await reader.readexactly(length)
+            kept = [h for h in lines if not h.lower().startswith(("connection", "proxy-"))]
+            upstream_r, upstream_w = await asyncio.open_connection(url.hostname, url.port)
+            path = url.path + (f"?{url.query}" if url.query else "")
+            upstream_w.write(
+                "\r\n".join(
+                    [f"{method} {path} {version}", *kept, "Connection: close", "", ""]
+                ).encode("latin-1")
+                + body
+            )
+            answer = await upstream_r.readuntil(b"\r\n\r\n")
+            # Tell the client too that this connection ends with the response.
+            writer.write(answer[:-2] + b"Connection: close\r\n\r\n")
+            while chunk := await upstream_r.read(65536):
+                writer.write(chunk)
+                await writer.drain()
+            upstream_w.close()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+async def test_requests_go_through_the_proxy(fault_server: FaultServer) -> None:
+    proxy = ForwardProxy()
+    async with proxy as proxy_url:
+        transport = StreamableHttpTransport(fault_server.url, proxy=proxy_url)
+        assert await echo_through(transport, protocol="legacy") == "through"
+    assert f"POST {fault_server.url}" in proxy.seen
+
+
+def test_the_environment_names_the_proxy_unless_no_proxy_says_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    assert _environment_proxy("https://mcp.example.com/mcp") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://corp-proxy:3128")
+    assert _environment_proxy("https://mcp.example.com/mcp") == "http://corp-proxy:3128"
+    assert _environment_proxy("http://mcp.example.com/mcp") is None
+    monkeypatch.setenv("NO_PROXY", "example.com")
+    assert _environment_proxy("https://mcp.example.com/mcp") is None
+
+
+# -- the client factory -----------------------------------------------------------------
+
+
+async def test_a_client_factory_makes_the_client_and_keeps_the_error_details(
+    fault_server: FaultServer,
+) -> None:
+    import httpx2
+
+    made: list[httpx2.AsyncClient] = []
+    requests: list[str] = []
+
+    async def note(request: httpx2.Request) -> None:
+        requests.append(request.method)
+
+    def factory(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        client = httpx2.AsyncClient(
+            headers=headers, timeout=timeout, event_hooks={"request": [note]}
+        )
+        made.append(client)
+        return client
+
+    transport = StreamableHttpTransport(
+        fault_server.url, {"X-Team": "tools"}, http_client_factory=factory
+    )
+    async with McpClient("factory", transport, timeout=20) as client:
+        assert await client.call_tool("echo", {"text": "made"}) == "made"
+        assert made[0].headers["X-Team"] == "tools"
+        await fault_server.control("fail", status=502, method="tools/call")
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "x"})
+        assert info.value.status_code == 502
+        assert client.connected
+    assert "POST" in requests
+    assert [c.is_closed for c in made] == [True]
+
+
+def test_settings_that_exclude_each_other_are_refused() -> None:
+    with pytest.raises(ToolError, match="set verify, cert and proxy on the client"):
+        StreamableHttpTransport("https://x/mcp", verify=False, http_client_factory=lambda: None)
+    with pytest.raises(ToolError, match="load the client certificate into it"):
+        StreamableHttpTransport("https://x/mcp", verify=ssl.create_default_context(), cert="c.pem")
+
+
+# -- timeouts and limits ----------------------------------------------------------------
+
+
+async def test_sse_read_timeout_ends_a_silent_stream(
+    fault_server: FaultServer, tmp_path: Path
+) -> None:
+    transport = StreamableHttpTransport(fault_server.url, sse_read_timeout=1)
+    async with McpClient("slow", transport, timeout=30, protocol="legacy") as client:
+        started = time.monotonic()
+        with pytest.raises(McpError) as info:
+            await client.call_tool("hold", {"seconds": 10, "marker": str(tmp_path / "m")})
+        assert time.monotonic() - started < 8
+        assert info.value.is_recoverable()
+        assert client.connected  # one stream went quiet; the server still answers
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"http_timeout": 0}, "http_timeout must be a positive number"),
+        ({"sse_read_timeout": "long"}, "sse_read_timeout must be a positive number"),
+        ({"max_sse_event_size": 0}, "max_sse_event_size must be a positive int or None"),
+        ({"http_client_factory": 3}, "http_client_factory must be callable"),
+    ],
+)
+def test_bad_http_settings_are_refused(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ToolError, match=message):
+        StreamableHttpTransport("http://127.0.0.1:1/mcp", **options)
+
+
+def test_retry_after_takes_seconds_or_an_http_date() -> None:
+    from email.utils import formatdate
+
+    assert parse_retry_after("7") == 7.0
+    in_a_minute = parse_retry_after(formatdate(time.time() + 60, usegmt=True))
+    assert in_a_minute is not None and 55 < in_a_minute <= 60
+    assert parse_retry_after(formatdate(time.time() - 60, usegmt=True)) == 0.0
+    assert parse_retry_after("soon") is None

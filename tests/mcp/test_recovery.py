@@ -1,0 +1,198 @@
+"""McpRecovery: restarting a stdio server that died, the liveness ping, and the policy.
+
+(The HTTP faults, session renewal among them, are in test_faults.py.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools import (
+    McpClient,
+    McpError,
+    McpNotInitializedError,
+    McpRecovery,
+    StdioTransport,
+    ToolError,
+)
+
+from .conftest import FAULTS, assert_group_gone, assert_no_stray_tasks, pid_alive
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def fault_stdio(**options: Any) -> McpClient:
+    options.setdefault("timeout", 20)
+    return McpClient("faulty", StdioTransport(sys.executable, [str(FAULTS)]), **options)
+
+
+async def wait_until(condition: Any, what: str, seconds: float = 15) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+# -- the policy -------------------------------------------------------------------------
+
+
+def test_the_first_restart_is_immediate_and_later_ones_back_off() -> None:
+    policy = McpRecovery(max_restarts=4, backoff=0.25)
+    assert [policy.delay(n) for n in range(1, 5)] == [0.0, 0.25, 0.5, 1.0]
+    assert McpRecovery().ping_interval is None
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_restarts": -1}, "max_restarts must be >= 0"),
+        ({"max_restarts": 1.5}, "max_restarts must be an int"),
+        ({"backoff": -1}, "backoff must be a non-negative number"),
+        ({"ping_interval": 0}, "ping_interval must be a positive number"),
+        ({"ping_interval": "often"}, "ping_interval must be a positive number"),
+    ],
+)
+def test_bad_settings_are_refused(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ToolError, match=message):
+        McpRecovery(**options)
+
+
+def test_recovery_must_be_a_policy_or_none() -> None:
+    with pytest.raises(ToolError, match="recovery must be an McpRecovery or None"):
+        McpClient("x", StdioTransport("server"), recovery=3)  # type: ignore[arg-type]
+
+
+# -- restarts ---------------------------------------------------------------------------
+
+
+async def test_a_server_killed_between_calls_is_started_again_by_the_next_call() -> None:
+    client = fault_stdio()
+    await client.connect()
+    first = client.pid
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    await wait_until(lambda: not client.connected, "the death to be noticed")
+    assert await client.call_tool("echo", {"text": "again"}) == "again"
+    assert client.connected
+    assert client.pid not in (None, first)
+    assert_group_gone(first)
+    await client.close()
+    await assert_no_stray_tasks()
+
+
+@pytest.mark.parametrize(("tool", "retried"), [("hold_read", True), ("hold", False)])
+async def test_a_call_in_flight_when_the_server_dies_is_sent_again_only_if_safe(
+    tmp_path: Path, tool: str, retried: bool
+) -> None:
+    marker = tmp_path / "started"
+    client = fault_stdio()
+    await client.connect()
+    call = asyncio.create_task(client.call_tool(tool, {"seconds": 0.5, "marker": str(marker)}))
+    await wait_until(marker.exists, "the call to start")
+    marker.unlink()
+    assert client.pid is not None
+    os.kill(client.pid, signal.SIGKILL)
+    if retried:
+        assert await call == "held 0.5"
+        assert marker.exists()
+    else:
+        with pytest.raises(McpError, match=r"connection lost \(was killed by signal 9\)") as info:
+            await call
+        # Unrecoverable, like any lost connection: a tool loop stops (the next call
+        # starts the server again).
+        assert not info.value.is_recoverable()
+        assert not marker.exists()
+        assert await client.call_tool("echo", {"text": "next"}) == "next"
+    await client.close()
+
+
+def flaky_launcher(flag: Path) -> StdioTransport:
+    """Starts the fault server over stdio, until ``flag`` exists: then fails at start-up."""
+    launcher = flag.with_name("launcher.py")
+    launcher.write_text(
+        "import os, runpy, sys\n"
+        f"if os.path.exists({str(flag)!r}):\n"
+        "    sys.exit('config is broken')\n"
+        f"sys.path.insert(0, {str(FAULTS.parent)!r})\n"
+        f"runpy.run_path({str(FAULTS)!r}, run_name='__main__')\n"
+    )
+    return StdioTransport(sys.executable, [str(launcher)])
+
+
+async def kill_and_break(client: McpClient, flag: Path) -> None:
+    await asyncio.to_thread(flag.write_text, "x")
+    assert client.pid is not None
+    os.kill(client.pid, signal.SIGKILL)
+    await wait_until(lambda: not client.connected, "the death to be noticed")
+
+
+async def test_restarts_stop_after_max_restarts_failures_in_a_row(tmp_path: Path) -> None:
+    flag = tmp_path / "broken"
+    policy = McpRecovery(max_restarts=2, backoff=0.01)
+    client = McpClient("flaky", flaky_launcher(flag), timeout=20, recovery=policy)
+    await client.connect()
+    await kill_and_break(client, flag)
+
+    for _ in range(2):  # each call tries one restart, which fails at start-up
+        with pytest.raises(McpError, match="exited with code 1 during start-up") as info:
+            await client.call_tool("echo", {"text": "x"})
+        assert "config is broken" in str(info.value)
+        assert not client.connected
+    with pytest.raises(McpNotInitializedError, match="2 restarts in a row failed"):
+        await client.call_tool("echo", {"text": "x"})
+    assert "config is broken" in client.stderr_tail
+
+    flag.unlink()
+    await client.connect()  # counts from zero again
+    assert await client.call_tool("echo", {"text": "fixed"}) == "fixed"
+    await client.close()
+
+
+async def test_close_during_a_restart_backoff_wins(tmp_path: Path) -> None:
+    flag = tmp_path / "broken"
+    client = McpClient("flaky", flaky_launcher(flag), timeout=20, recovery=McpRecovery(backoff=30))
+    await client.connect()
+    await kill_and_break(client, flag)
+    with pytest.raises(McpError, match="during start-up"):
+        await client.call_tool("echo", {"text": "x"})  # the first restart is immediate
+    flag.unlink()
+    waiting = asyncio.create_task(client.call_tool("echo", {"text": "x"}))  # waits 30 s
+    await asyncio.sleep(0.1)
+    assert not waiting.done()
+    await client.close()
+    with pytest.raises(McpNotInitializedError):
+        await waiting
+    assert not client.connected and client.pid is None
+    await assert_no_stray_tasks()
+
+
+# -- liveness ---------------------------------------------------------------------------
+
+
+async def test_a_frozen_stdio_server_is_declared_dead_and_replaced(tmp_path: Path) -> None:
+    client = fault_stdio(timeout=60, recovery=McpRecovery(ping_interval=0.3))
+    await client.connect()
+    frozen = client.pid
+    assert frozen is not None
+    marker = tmp_path / "started"
+    call = asyncio.create_task(client.call_tool("hold", {"seconds": 30, "marker": str(marker)}))
+    await wait_until(marker.exists, "the call to start")
+    os.kill(frozen, signal.SIGSTOP)
+    started = time.monotonic()
+    with pytest.raises(McpError, match=r"did not answer a ping within 0\.3 s"):
+        await call
+    assert time.monotonic() - started < 5, "the call must not wait for its 60 s timeout"
+    assert not client.connected
+    # The next call ends the frozen process (no grace period for it) and starts another.
+    assert await client.call_tool("echo", {"text": "thawed"}) == "thawed"
+    assert client.pid != frozen
+    await wait_until(lambda: not pid_alive(frozen), "the frozen server to be killed")
+    await client.close()
