@@ -16,27 +16,12 @@ Example:
     ['add']
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._pipeline import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
-from ._selection import Selector, ToolSearch, ToolSelection
 from .base import BaseTool, CancellationToken, ToolContext
 from .content import Audio, File, Image
-from .cycle import (
-    AssistantTextDelta,
-    ChatResponse,
-    CycleConfig,
-    EventStream,
-    FinishReason,
-    HistoryPolicy,
-    LlmCycle,
-    ReasoningDelta,
-    StreamEvent,
-    SyncEventStream,
-    ToolExecutionCompleted,
-    ToolExecutionStarted,
-    TrimOldest,
-    TurnComplete,
-    Usage,
-)
 from .decorator import FunctionTool, tool
 from .error import (
     DefinitionBudgetError,
@@ -57,15 +42,6 @@ from .error import (
     ToolNotFoundError,
     ToolTimeoutError,
 )
-from .mcp import (
-    McpClient,
-    McpPermissionPolicy,
-    McpRecovery,
-    McpToolInfo,
-    StdioTransport,
-    StreamableHttpTransport,
-    load_mcp_servers,
-)
 from .permission import Permission, PermissionChecker, PermissionConfig
 from .registry import (
     ToolCall,
@@ -75,6 +51,91 @@ from .registry import (
     ToolStats,
     default_registry,
 )
+
+# The loop, tool selection and MCP load on first use: most of what `import agcore_tools`
+# would otherwise cost is theirs, and a script that only decorates tools never needs them.
+_LAZY: dict[str, str] = {
+    name: module
+    for module, names in (
+        ("._selection", ("Selector", "ToolSearch", "ToolSelection")),
+        (
+            ".cycle",
+            (
+                "AssistantTextDelta",
+                "ChatResponse",
+                "CycleConfig",
+                "EventStream",
+                "FinishReason",
+                "HistoryPolicy",
+                "LlmCycle",
+                "ReasoningDelta",
+                "StreamEvent",
+                "SyncEventStream",
+                "ToolExecutionCompleted",
+                "ToolExecutionStarted",
+                "TrimOldest",
+                "TurnComplete",
+                "Usage",
+            ),
+        ),
+        (
+            ".mcp",
+            (
+                "McpClient",
+                "McpPermissionPolicy",
+                "McpRecovery",
+                "McpToolInfo",
+                "StdioTransport",
+                "StreamableHttpTransport",
+                "load_mcp_servers",
+            ),
+        ),
+    )
+    for name in names
+}
+
+if TYPE_CHECKING:
+    from ._selection import Selector, ToolSearch, ToolSelection
+    from .cycle import (
+        AssistantTextDelta,
+        ChatResponse,
+        CycleConfig,
+        EventStream,
+        FinishReason,
+        HistoryPolicy,
+        LlmCycle,
+        ReasoningDelta,
+        StreamEvent,
+        SyncEventStream,
+        ToolExecutionCompleted,
+        ToolExecutionStarted,
+        TrimOldest,
+        TurnComplete,
+        Usage,
+    )
+    from .mcp import (
+        McpClient,
+        McpPermissionPolicy,
+        McpRecovery,
+        McpToolInfo,
+        StdioTransport,
+        StreamableHttpTransport,
+        load_mcp_servers,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agcore_tools' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __version__ = "0.1.0"
 

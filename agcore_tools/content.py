@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import mimetypes
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -297,6 +296,8 @@ class File:
     """The name the model sees; made from the media type when not given."""
 
     def __post_init__(self) -> None:
+        import mimetypes  # its tables load on first use, not at `import agcore_tools`
+
         data = _bytes("File", self.data)
         media_type = (
             self.media_type

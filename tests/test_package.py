@@ -28,6 +28,21 @@ def test_import_does_not_load_openai_or_mcp() -> None:
     assert out.stdout.strip() == ""
 
 
+def test_the_loop_and_mcp_packages_load_on_first_use() -> None:
+    code = (
+        "import sys, agcore_tools\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
+        "(['agcore_tools', 'cycle'], ['agcore_tools', 'mcp'], ['agcore_tools', '_selection'])))\n"
+        "agcore_tools.LlmCycle, agcore_tools.McpClient\n"
+        "print('agcore_tools.cycle' in sys.modules, 'agcore_tools.mcp' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.splitlines() == ["[]", "True True"]
+    assert "LlmCycle" in dir(agcore_tools)
+
+
 def test_all_is_alphabetised_and_every_public_name_is_documented() -> None:
     assert agcore_tools.__all__ == sorted(agcore_tools.__all__)
     for name in agcore_tools.__all__:
