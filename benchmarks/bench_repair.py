@@ -1,6 +1,6 @@
 """Would ``repair_arguments`` save a turn? Forced calls to a real small model, counted.
 
-Starts llama-cpp-python's server on SmolLM2-135M (as tests/test_pipeline_llama.py
+Starts llama-cpp-python's server on SmolLM2-135M (as tests/real/test_pipeline_llama.py
 does), sends forced calls for a few tools at several ``max_tokens`` limits, and counts
 the arguments that are not valid JSON, those the repair turns into an object, and of
 those, the ones the tool's own validation then accepts (a saved turn)::

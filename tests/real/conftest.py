@@ -54,11 +54,27 @@ class RealServer:
     """The model name to send."""
     output: list[str]
     """Its output so far, for failure messages."""
+    process: subprocess.Popen[str]
+    """The server's process."""
+
+    def stop(self) -> None:
+        """Terminate the server (bounded), then kill it if it lingers."""
+        _stop(self.process)
 
 
-@pytest.fixture(scope="session")
-def llama_server() -> Iterator[RealServer]:
-    """llama-cpp-python's OpenAI-compatible server on SmolLM2-135M, on a free port."""
+def _stop(process: subprocess.Popen[str]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(_STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(_STOP_TIMEOUT)
+
+
+def start_llama_server() -> RealServer:
+    """Start llama-cpp-python's server on SmolLM2-135M on a free port, and wait (bounded)
+    until it serves. The caller stops it; tests that crash a server take one of their own."""
     for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context"):
         if importlib.util.find_spec(module) is None:
             _unavailable(f"{module} is not installed (llama-cpp-python[server])")
@@ -81,31 +97,32 @@ def llama_server() -> Iterator[RealServer]:
         # Reads until the child exits, so its pipe never fills and blocks it.
         assert process.stdout is not None
         for line in process.stdout:
-            output.append(line)
+            output.append(line[:300])
             if not found and (match := _READY.search(line)):
                 found.append(match.group(1))
                 ready.set()
         ready.set()  # exited: wake the waiter, which then finds no URL
 
-    reader = threading.Thread(target=drain, name="llama-server-output", daemon=True)
-    reader.start()
+    threading.Thread(target=drain, name="llama-server-output", daemon=True).start()
+    if not ready.wait(_START_TIMEOUT) or not found:
+        _stop(process)
+        tail = "".join(output[-20:])
+        pytest.fail(
+            f"llama_cpp.server did not start within {_START_TIMEOUT:.0f} s "
+            f"(exit code {process.poll()}):\n{tail}",
+            pytrace=False,
+        )
+    return RealServer(f"{found[0]}/v1", str(model), output, process)
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[RealServer]:
+    """llama-cpp-python's OpenAI-compatible server on SmolLM2-135M, on a free port."""
+    server = start_llama_server()
     try:
-        if not ready.wait(_START_TIMEOUT) or not found:
-            tail = "".join(output[-20:])
-            pytest.fail(
-                f"llama_cpp.server did not start within {_START_TIMEOUT:.0f} s "
-                f"(exit code {process.poll()}):\n{tail}",
-                pytrace=False,
-            )
-        yield RealServer(f"{found[0]}/v1", str(model), output)
+        yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(_STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(_STOP_TIMEOUT)
-        reader.join(_STOP_TIMEOUT)
+        server.stop()
 
 
 @pytest.fixture

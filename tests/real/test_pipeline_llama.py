@@ -7,34 +7,22 @@ makes llama.cpp fail to parse the grammar it is turned into, and the server proc
 once, on a server of its own. Then every schema, through the pipeline, is sent alone and
 forced to one shared server, which answers each with a call and stays up.
 
-The server is started here, the way tests/real does it on the i8-real branch; the model
-is SmolLM2-135M in the agcore-tools cache. Missing either, the tests are skipped (failed
-under CI).
+The servers come from :func:`tests.real.conftest.start_llama_server` (SmolLM2-135M in
+the agcore-tools cache); missing either, the tests are skipped (failed under CI).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import re
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agcore_tools import BaseTool, ToolContext, ToolRegistry, grammar_safe_schema, portable_schema
 
-pytestmark = pytest.mark.timeout(300)
+from .conftest import RealServer, start_llama_server
 
-_MODEL = Path.home() / ".cache" / "agcore-tools" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
-_READY = re.compile(r"Uvicorn running on (http://\S+)")
-_START_TIMEOUT = 120.0
-_STOP_TIMEOUT = 10.0
+pytestmark = pytest.mark.timeout(300)
 
 
 def _object(prop: dict[str, Any]) -> dict[str, Any]:
@@ -65,72 +53,13 @@ SCHEMAS = {
 }
 
 
-@dataclass
-class Server:
-    process: subprocess.Popen[str]
-    base_url: str
-    output: list[str]
-
-
-def _start() -> Server:
-    for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context"):
-        if importlib.util.find_spec(module) is None:
-            _unavailable(f"{module} is not installed (llama-cpp-python[server])")
-    model = Path(os.environ.get("AGCORE_TEST_MODEL", _MODEL))
-    if not model.is_file():
-        _unavailable(f"the test model {model} is missing")
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(model),
-        "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", "0",
-        "--n_ctx", "2048", "--verbose", "False",
-    ]  # fmt: skip
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-    )
-    output: list[str] = []
-    found: list[str] = []
-    ready = threading.Event()
-
-    def drain() -> None:
-        # Reads until the child exits, so its pipe never fills and blocks it.
-        assert process.stdout is not None
-        for line in process.stdout:
-            output.append(line[:300])
-            if not found and (match := _READY.search(line)):
-                found.append(match.group(1))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=drain, name="llama-server-output", daemon=True).start()
-    if not ready.wait(_START_TIMEOUT) or not found:
-        _stop(process)
-        pytest.fail(f"llama_cpp.server did not start: {''.join(output[-10:])}", pytrace=False)
-    return Server(process, f"{found[0]}/v1", output)
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(_STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(_STOP_TIMEOUT)
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
-def shared_server() -> Iterator[Server]:
-    server = _start()
+def shared_server() -> Iterator[RealServer]:
+    server = start_llama_server()
     try:
         yield server
     finally:
-        _stop(server.process)
+        server.stop()
 
 
 class ExcelTool(BaseTool):
@@ -145,7 +74,7 @@ class ExcelTool(BaseTool):
         return "done"
 
 
-def _forced_call(server: Server, definitions: list[dict[str, Any]]) -> Any:
+def _forced_call(server: RealServer, definitions: list[dict[str, Any]]) -> Any:
     from openai import OpenAI
 
     with OpenAI(base_url=server.base_url, api_key="none", max_retries=0, timeout=60) as client:
@@ -168,17 +97,17 @@ def test_the_raw_schema_kills_the_server(case: str) -> None:
 
     registry = ToolRegistry()
     registry.register(ExcelTool(case, CRASHING[case]))
-    server = _start()
+    server = start_llama_server()
     try:
         with pytest.raises(openai.APIConnectionError):
             _forced_call(server, registry.definitions())
-        assert server.process.wait(_STOP_TIMEOUT) != 0
+        assert server.process.wait(30) != 0
         assert any("error parsing grammar" in line for line in server.output), server.output[-5:]
     finally:
-        _stop(server.process)
+        server.stop()
 
 
-def test_every_schema_through_the_pipeline_is_accepted(shared_server: Server) -> None:
+def test_every_schema_through_the_pipeline_is_accepted(shared_server: RealServer) -> None:
     registry = ToolRegistry(schema_transforms=[portable_schema, grammar_safe_schema])
     for case, schema in SCHEMAS.items():
         registry.register(ExcelTool(case, schema))
