@@ -469,7 +469,13 @@ class ScriptedChatServer:
                 if request is None:
                     return
                 self.requests.append(request)
-                await self._answer(request, self._next_item(request), reader, writer)
+                try:
+                    await self._answer(request, self._next_item(request), reader, writer)
+                except ConnectionError as exc:
+                    # The client can hang up while a write is still being flushed;
+                    # that is the same disconnect as one noticed during a Pause.
+                    logger.debug("client hung up during request #%d: %s", request.index + 1, exc)
+                    request.disconnected = True
                 if request.disconnected:
                     return
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
@@ -557,11 +563,7 @@ class ScriptedChatServer:
             request.disconnected = True
             return
         writer.write(b"0\r\n\r\n")
-        try:
-            await writer.drain()
-        except ConnectionError:
-            request.disconnected = True
-            return
+        await writer.drain()
         request.completed = True
 
     def _calls(self, reply: Reply) -> list[dict[str, Any]]:

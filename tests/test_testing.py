@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -172,6 +174,26 @@ def test_stop_closes_connections_still_open() -> None:
     server.stop()  # must not wait for the 30 s pause
     assert not [t for t in threading.enumerate() if t.name == "scripted-chat-server"]
     response.close()
+
+
+def test_a_hang_up_while_a_write_is_flushing_counts_as_a_disconnect() -> None:
+    # 16 MiB cannot fit in the socket buffers, so the server is still flushing it
+    # (not yet waiting in the Pause) when the client goes away.
+    big = {"choices": [{"index": 0, "delta": {"content": "x" * (16 << 20)}}]}
+    with S([RawStream([big, Pause(30)])]) as server:
+        body = json.dumps({"model": "x", "stream": True}).encode()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                % (len(body), body)
+            )
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        deadline = time.monotonic() + 5
+        while not (server.requests and server.requests[0].disconnected):
+            assert time.monotonic() < deadline, "the hang-up was not noticed"
+            time.sleep(0.01)
+    assert not server.requests[0].completed
 
 
 async def test_async_context_manager_and_the_sdk_client() -> None:
