@@ -33,6 +33,7 @@ from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
 from ._client import accept_client
+from ._output import OutputRun, Verdict, start_output
 from ._policy import (
     answer_unanswered,
     clean_turn,
@@ -250,16 +251,18 @@ class LlmCycle:
 
     # -- public API ----------------------------------------------------------------
 
-    async def submit(self, prompt: str) -> ChatResponse:
+    async def submit(self, prompt: str, *, output_type: Any = None) -> ChatResponse:
         """Send a user message and return the model's answer (no tools).
 
         Example:
             >>> async def main(cycle):  # doctest: +SKIP
             ...     return (await cycle.submit("Say hi")).text
         """
-        return await self._start([_user(prompt)], None, None, None, stream=False).collect()
+        return await self._start([_user(prompt)], None, None, None, False, output_type).collect()
 
-    async def submit_messages(self, messages: Iterable[Mapping[str, Any]]) -> ChatResponse:
+    async def submit_messages(
+        self, messages: Iterable[Mapping[str, Any]], *, output_type: Any = None
+    ) -> ChatResponse:
         """Append ``messages`` to the history as they are (no user message is added),
         then ask the model (no tools).
 
@@ -283,9 +286,9 @@ class LlmCycle:
             ('Bonjour', 3)
         """
         added = [dict(message) for message in messages]
-        return await self._start(added, None, None, None, stream=False).collect()
+        return await self._start(added, None, None, None, False, output_type).collect()
 
-    def submit_stream(self, prompt: str) -> EventStream:
+    def submit_stream(self, prompt: str, *, output_type: Any = None) -> EventStream:
         """Like :meth:`submit`, streaming text deltas and a final ``TurnComplete``.
 
         Example:
@@ -294,7 +297,7 @@ class LlmCycle:
             ...         if isinstance(event, AssistantTextDelta):
             ...             print(event.text, end="")
         """
-        return self._start([_user(prompt)], None, None, None, stream=True)
+        return self._start([_user(prompt)], None, None, None, True, output_type)
 
     async def submit_with_tools(
         self,
@@ -303,6 +306,7 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        output_type: Any = None,
     ) -> ChatResponse:
         """Send a user message, run the tools the model calls, and repeat until it answers.
 
@@ -331,7 +335,9 @@ class LlmCycle:
         ``CycleConfig(max_definition_tokens=...)`` refuses, unsent, a request whose
         definitions cost more (:class:`~agcore_tools.DefinitionBudgetError`).
         """
-        return await self._start(_prompt(prompt), registry, ctx, select, stream=False).collect()
+        return await self._start(
+            _prompt(prompt), registry, ctx, select, False, output_type
+        ).collect()
 
     def submit_stream_with_tools(
         self,
@@ -340,6 +346,7 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        output_type: Any = None,
     ) -> EventStream:
         """Like :meth:`submit_with_tools` (``prompt=None`` too), streaming events as they
         happen.
@@ -372,7 +379,7 @@ class LlmCycle:
             AssistantTextDelta
             TurnComplete
         """
-        return self._start(_prompt(prompt), registry, ctx, select, stream=True)
+        return self._start(_prompt(prompt), registry, ctx, select, True, output_type)
 
     async def aclose(self) -> None:
         """Close the SDK client if this cycle created it.
@@ -401,7 +408,7 @@ class LlmCycle:
     # -- sync entry points -----------------------------------------------------------
     # Each runs the async method on agcore_tools' own event loop (see _sync.py).
 
-    def submit_sync(self, prompt: str) -> ChatResponse:
+    def submit_sync(self, prompt: str, *, output_type: Any = None) -> ChatResponse:
         """:meth:`submit` for synchronous code.
 
         Example:
@@ -413,11 +420,14 @@ class LlmCycle:
             ...         print(cycle.submit_sync("Hello").text)
             Hi!
         """
-        return _sync.run(self.submit(prompt))
+        return _sync.run(self.submit(prompt, output_type=output_type))
 
-    def submit_messages_sync(self, messages: Iterable[Mapping[str, Any]]) -> ChatResponse:
+    def submit_messages_sync(
+        self, messages: Iterable[Mapping[str, Any]], *, output_type: Any = None
+    ) -> ChatResponse:
         """:meth:`submit_messages` for synchronous code."""
-        return _sync.run(self.submit_messages([dict(message) for message in messages]))
+        added = [dict(message) for message in messages]
+        return _sync.run(self.submit_messages(added, output_type=output_type))
 
     def submit_with_tools_sync(
         self,
@@ -426,15 +436,19 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        output_type: Any = None,
     ) -> ChatResponse:
         """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools."""
-        return _sync.run(self.submit_with_tools(prompt, registry, ctx=ctx, select=select))
+        run = self.submit_with_tools(
+            prompt, registry, ctx=ctx, select=select, output_type=output_type
+        )
+        return _sync.run(run)
 
-    def submit_stream_sync(self, prompt: str) -> SyncEventStream:
+    def submit_stream_sync(self, prompt: str, *, output_type: Any = None) -> SyncEventStream:
         """:meth:`submit_stream` for synchronous code: a plain iterator of the same events."""
         from .sync import SyncEventStream
 
-        return SyncEventStream(self.submit_stream(prompt))
+        return SyncEventStream(self.submit_stream(prompt, output_type=output_type))
 
     def submit_stream_with_tools_sync(
         self,
@@ -443,14 +457,16 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        output_type: Any = None,
     ) -> SyncEventStream:
         """:meth:`submit_stream_with_tools` for synchronous code: a plain iterator of the
         same events (see :class:`~agcore_tools.SyncEventStream`)."""
         from .sync import SyncEventStream
 
-        return SyncEventStream(
-            self.submit_stream_with_tools(prompt, registry, ctx=ctx, select=select)
+        events = self.submit_stream_with_tools(
+            prompt, registry, ctx=ctx, select=select, output_type=output_type
         )
+        return SyncEventStream(events)
 
     def close_sync(self) -> None:
         """:meth:`aclose` for synchronous code (also called by ``with``)."""
@@ -522,11 +538,14 @@ class LlmCycle:
         registry: ToolRegistry | None,
         ctx: ToolContext | None,
         select: Selector | None,
-        *,
         stream: bool,
+        output_type: Any = None,
     ) -> EventStream:
+        # A type pydantic cannot handle raises here, in the caller's frame.
+        options = self.config.request_options
+        output = start_output(output_type, options, registry) if output_type is not None else None
         events = EventStream()
-        events._agen = self._loop(added, registry, ctx, select, stream, events)
+        events._agen = self._loop(added, registry, ctx, select, stream, events, output)
         return events
 
     async def _loop(
@@ -537,6 +556,7 @@ class LlmCycle:
         select: Selector | None,
         stream: bool,
         sink: EventStream,
+        output: OutputRun | None,
     ) -> AsyncGenerator[StreamEvent, None]:
         if self._busy:
             raise LlmError(
@@ -582,6 +602,8 @@ class LlmCycle:
                 params = self._params(tools, stream)
                 if relaxed is not None and turn > 1:
                     params["tool_choice"] = relaxed
+                if output is not None:
+                    output.plan.prepare(params)
                 async for event in self._request(params, stream, builder):
                     yield event
                 result = clean_turn(builder.build())
@@ -590,8 +612,14 @@ class LlmCycle:
                 yield TurnComplete(
                     result.reason, turn, result.message, result.usage, result.raw_reason
                 )
-                # 4. A tool turn is one with tool calls, whatever finish_reason says.
-                if not result.calls or offered is None:
+                # 4. A tool turn is one with tool calls, whatever finish_reason says. With
+                #    output_type, a turn may also be an answer to check (see _output.py).
+                verdict = (
+                    output.end_turn(result, self.messages, offered is not None) if output else None
+                )
+                if verdict is Verdict.RETRY:
+                    continue
+                if verdict is Verdict.DONE or not result.calls or offered is None:
                     sink._response = ChatResponse(
                         result.message,
                         result.text,
@@ -599,6 +627,7 @@ class LlmCycle:
                         usage,
                         turn,
                         tuple(invocations),
+                        output.value if output is not None else None,
                     )
                     return
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
@@ -608,7 +637,7 @@ class LlmCycle:
                     async for event in running:
                         yield event
         finally:
-            if registry is not None:
+            if registry is not None or output is not None:
                 # A consumer that left at a TurnComplete or a ToolExecutionStarted event
                 # closed the loop between a tool turn and its results.
                 answer_unanswered(self.messages, start, "the tool loop was stopped before it ran")
