@@ -16,7 +16,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .. import _sync
-from .._aio import with_timeout
 from .._attachments import Rendered, attachments_message
 from .._budget import check_budget
 from .._display import MAX_ROWS, html_table, markdown_table, message_rows
@@ -32,7 +31,7 @@ from .._toolcalls import (
 from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
-from ._client import accept_client
+from ._client import accept_client, client_from_env, close_stream, open_stream
 from ._output import OutputRun, Verdict, start_output
 from ._policy import (
     answer_unanswered,
@@ -69,8 +68,6 @@ Message = dict[str, Any]
 _TRANSCRIPT_HEADERS = ("#", "role", "content")
 _TRANSCRIPT_CELL = 240  # characters of a transcript cell before it is cut
 
-# Seconds allowed for closing an abandoned HTTP stream.
-_CLOSE_TIMEOUT = 5.0
 _ONE_REQUEST = Usage()
 
 
@@ -237,7 +234,7 @@ class LlmCycle:
         self.config = config
         """The cycle's settings; replace it (``dataclasses.replace``) to change them."""
         driven, owned = accept_client(client) if client is not None else (None, True)
-        self.client: AsyncOpenAI = driven if driven is not None else _client_from_env()
+        self.client: AsyncOpenAI = driven if driven is not None else client_from_env()
         """The SDK client given (or created, or a sync client's async twin); requests use
         a retry-less copy of it."""
         self.messages: list[Message] = []
@@ -668,7 +665,7 @@ class LlmCycle:
             if not stream:
                 builder.feed_completion(await retry.call(functools.partial(create, **params)))
                 return
-            response, first = await retry.call(functools.partial(_open_stream, create, params))
+            response, first = await retry.call(functools.partial(open_stream, create, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
             raise LlmError(f"chat completion request failed: {type(exc).__name__}: {exc}") from exc
@@ -687,7 +684,7 @@ class LlmCycle:
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
             raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
         finally:
-            await _close_stream(response)
+            await close_stream(response)
 
     async def _run_tools(
         self,
@@ -773,34 +770,3 @@ def _user(prompt: str) -> Message:
 
 def _prompt(prompt: str | None) -> list[Message]:
     return [] if prompt is None else [_user(prompt)]
-
-
-def _client_from_env() -> AsyncOpenAI:
-    from openai import AsyncOpenAI, OpenAIError
-
-    try:
-        return AsyncOpenAI()
-    except OpenAIError as exc:
-        raise LlmError(
-            f"cannot create the OpenAI client from the environment: {exc}; pass client= or "
-            "set OPENAI_API_KEY"
-        ) from exc
-
-
-async def _open_stream(create: Any, params: dict[str, Any]) -> tuple[Any, Any]:
-    response = await create(**params)
-    try:
-        first = await response.__anext__()
-    except StopAsyncIteration:
-        return response, None
-    except BaseException:
-        await _close_stream(response)
-        raise
-    return response, first
-
-
-async def _close_stream(response: Any) -> None:
-    try:
-        await with_timeout(response.close(), _CLOSE_TIMEOUT)
-    except TimeoutError:
-        logger.warning("closing the model's HTTP stream took over %.0f s; gave up", _CLOSE_TIMEOUT)
