@@ -25,7 +25,7 @@ from typing_extensions import TypedDict
 
 from .._argplan import ArgumentPlan, build_plan
 from .._strict import strict_parameters
-from .._toolcalls import ParsedCall, aborted_text
+from .._toolcalls import aborted_text
 from ..error import LlmConfigError, OutputValidationError
 from ..registry import ToolRegistry
 from ._policy import tool_message
@@ -119,45 +119,52 @@ class OutputRun:
             return self._tool_turn(turn, messages, runs_tools)
         if turn.calls:
             return Verdict.GO_ON
-        return self._check(turn.text, messages, None)
+        ok, value, problems = self.plan.validate(turn.text)
+        return self._judge(ok, value, problems, turn.text, messages, tell=True)
 
     def _tool_turn(self, turn: Turn, messages: list[Message], runs_tools: bool) -> Verdict:
         final = next((call for call in turn.calls if call.name == FINAL_TOOL), None)
         if final is None and turn.calls and runs_tools:
             return Verdict.GO_ON
         # The turn ends the run (or is retried): no other call of it runs, and every
-        # call is answered so the history stays valid.
-        reason = (
-            f"{FINAL_TOOL} was called in the same turn"
-            if final is not None
-            else f"only {FINAL_TOOL} can be called here"
-        )
+        # call is answered, in order, so the history stays valid.
+        if final is None:
+            for call in turn.calls:
+                reason = f"only {FINAL_TOOL} can be called here"
+                messages.append(tool_message(call, aborted_text(call, reason)))
+            problems = [f"it must be the arguments of a {FINAL_TOOL} call"]
+            return self._judge(False, None, problems, turn.text, messages, tell=True)
+        ok, value, problems = self.plan.validate(final.arguments)
         for call in turn.calls:
             if call is not final:
-                messages.append(tool_message(call, aborted_text(call, reason)))
-        if final is None:
-            return self._check(None, messages, None, raw=turn.text)
-        return self._check(final.arguments, messages, final)
+                reason = f"{FINAL_TOOL} was called in the same turn"
+                text = aborted_text(call, reason)
+            else:
+                text = (
+                    "Final answer received." if ok else f"Error: {_feedback(self.plan, problems)}"
+                )
+            messages.append(tool_message(call, text))
+        return self._judge(ok, value, problems, final.arguments, messages, tell=False)
 
-    def _check(
-        self, text: str | None, messages: list[Message], call: ParsedCall | None, raw: str = ""
+    def _judge(
+        self,
+        ok: bool,
+        value: Any,
+        problems: list[str],
+        raw: str,
+        messages: list[Message],
+        *,
+        tell: bool,
     ) -> Verdict:
+        # `tell`: the feedback goes in a user message (no tool message carries it).
         self.attempts += 1
-        if text is None:
-            ok, value, problems = False, None, [f"it must be the arguments of a {FINAL_TOOL} call"]
-        else:
-            ok, value, problems = self.plan.validate(text)
-            raw = text
-        if call is not None:
-            answer = "Final answer received." if ok else f"Error: {_feedback(self.plan, problems)}"
-            messages.append(tool_message(call, answer))
         if ok:
             self.value = value
             return Verdict.DONE
         if self.retries_left == 0:
             raise OutputValidationError(self.plan.label, raw, problems, self.attempts)
         self.retries_left -= 1
-        if call is None:
+        if tell:
             messages.append({"role": "user", "content": _feedback(self.plan, problems)})
         return Verdict.RETRY
 
