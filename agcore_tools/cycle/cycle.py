@@ -331,6 +331,9 @@ class LlmCycle:
         earlier request: they run against the whole registry.)
         ``CycleConfig(max_definition_tokens=...)`` refuses, unsent, a request whose
         definitions cost more (:class:`~agcore_tools.DefinitionBudgetError`).
+
+        ``output_type`` (every ``submit*`` method takes it) validates the final answer
+        into a type, as ``ChatResponse.output``: see :class:`~agcore_tools.StructuredOutput`.
         """
         return await self._start(
             _prompt(prompt), registry, ctx, select, False, output_type

@@ -51,13 +51,31 @@ class StructuredOutput:
     call raises :class:`~agcore_tools.OutputValidationError`, which carries the raw text.
 
     Example:
+        >>> import asyncio
         >>> from pydantic import BaseModel
+        >>> from agcore_tools import CycleConfig, LlmCycle
+        >>> from agcore_tools.testing import ScriptedChatServer as Scripted
         >>> class City(BaseModel):
         ...     name: str
         ...     population: int
-        >>> spec = StructuredOutput(City, mode="tool", retries=2)
-        >>> spec.mode, spec.retries
-        ('tool', 2)
+        >>> async def main(server: Scripted, output_type: object) -> object:
+        ...     async with server.client() as client:
+        ...         cycle = LlmCycle(CycleConfig("m"), client=client)
+        ...         return (await cycle.submit("Largest city?", output_type=output_type)).output
+        >>> answer = Scripted.reply_text('{"name": "Tokyo", "population": 37400000}')
+        >>> with Scripted([answer]) as server:
+        ...     asyncio.run(main(server, City))
+        ...     server.requests[0].json["response_format"]["json_schema"]["strict"]
+        City(name='Tokyo', population=37400000)
+        True
+
+        A plain type is wrapped in ``{"result": ...}``; here the server has no structured
+        output, so the answer comes as the arguments of a ``final_result`` call:
+
+        >>> call = Scripted.reply_tool_calls([("final_result", {"result": 3})])
+        >>> with Scripted([call]) as server:
+        ...     asyncio.run(main(server, StructuredOutput(int, mode="tool")))
+        3
         >>> StructuredOutput(City, mode="xml")
         Traceback (most recent call last):
         ...
