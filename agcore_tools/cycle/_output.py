@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from .._argplan import ArgumentPlan, build_plan
@@ -63,7 +64,7 @@ class OutputPlan:
     spec: StructuredOutput
     label: str
     """The type's name, for messages."""
-    adapter: Any  # pydantic.TypeAdapter[Any]
+    adapter: TypeAdapter[Any]
     wrapped: bool
     """Whether the type is wrapped in ``{"result": ...}``."""
     nulls: ArgumentPlan | None
@@ -91,8 +92,6 @@ class OutputPlan:
             return False, None, [f"the answer is not valid JSON: {exc}"]
         if self.nulls is not None and isinstance(data, dict):
             data, _ = self.nulls.apply(data)
-        from pydantic import ValidationError
-
         try:
             value = self.adapter.validate_python(data)
         except ValidationError as exc:
@@ -199,12 +198,9 @@ def _cached_plan(spec: StructuredOutput) -> OutputPlan:
 
 
 def _plan(spec: StructuredOutput) -> OutputPlan:
-    from pydantic import PydanticUserError, TypeAdapter
-    from pydantic.errors import PydanticSchemaGenerationError
-
     label = _label(spec.output_type)
     try:
-        adapter: Any = TypeAdapter(spec.output_type)
+        adapter: TypeAdapter[Any] = TypeAdapter(spec.output_type)
         schema = adapter.json_schema()
         wrapped = schema.get("type") != "object" or "properties" not in schema
         if wrapped:
@@ -230,7 +226,8 @@ def _plan(spec: StructuredOutput) -> OutputPlan:
     elif spec.mode == "json_object":
         extra = {"type": "json_object", "schema": sent}
     else:
-        function = {"name": FINAL_TOOL, "description": _FINAL_DESCRIPTION, "parameters": sent}
+        function: dict[str, Any] = {"name": FINAL_TOOL, "description": _FINAL_DESCRIPTION}
+        function["parameters"] = sent
         if strict is not None:
             function["strict"] = True
         extra = {"type": "function", "function": function}
@@ -244,7 +241,7 @@ def _label(output_type: Any) -> str:
     return repr(output_type).replace("typing.", "").replace("typing_extensions.", "")
 
 
-def _problems(exc: Any) -> list[str]:
+def _problems(exc: ValidationError) -> list[str]:
     errors = exc.errors(include_url=False)
     problems = []
     for error in errors[:_MAX_PROBLEMS]:

@@ -425,3 +425,21 @@ async def test_a_type_strict_mode_cannot_describe_is_sent_non_strict_with_a_warn
     assert sent["strict"] is False
     assert sent["schema"]["properties"]["by_player"]["additionalProperties"] == {"type": "integer"}
     assert "Scores is sent without strict mode" in caplog.text
+
+
+class Node(BaseModel):
+    label: str
+    children: list[Node] = []
+
+
+async def test_a_recursive_model_is_wrapped_and_validated(serve, make_cycle):
+    answer = {"result": {"label": "root", "children": [{"label": "leaf", "children": []}]}}
+    server = serve(S.reply_text(json.dumps(answer)))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("A tree?", output_type=Node)
+
+    assert response.output == Node(label="root", children=[Node(label="leaf")])
+    schema = server.requests[0].json["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["result"] == {"$ref": "#/$defs/Node"}
+    assert schema["$defs"]["Node"]["additionalProperties"] is False
