@@ -11,14 +11,15 @@ repository: the PyPI ones one virtualenv each (their ``mcp`` pins conflict: some
 ``mcp<2``, others ``mcp>=2.3``), the npm ones in one scratch folder. With the versions
 recorded in the data::
 
-    for spec in $(python benchmarks/record_interop.py --print-pypi); do
-        name=${spec%%=*}; python3 -m venv /tmp/interop-py/$name
-        /tmp/interop-py/$name/bin/pip install "${spec#*=}"
+    python benchmarks/record_interop.py --print-pypi | while read -r name specs; do
+        python3 -m venv /tmp/interop-py/$name && /tmp/interop-py/$name/bin/pip install $specs
     done
     mkdir -p /tmp/interop-npm && cd /tmp/interop-npm && echo '{"private": true}' > package.json
     PUPPETEER_SKIP_DOWNLOAD=1 npm install --ignore-scripts $(python benchmarks/record_interop.py --print-npm)
     python benchmarks/record_interop.py --py-root /tmp/interop-py --npm-root /tmp/interop-npm
 
+``mcp-server-sqlite``, ``mcp-server-duckdb`` and ``cli-mcp-server`` use the ``mcp`` 1.x server API, gone in
+2.x, and declare no upper bound: they get ``mcp<2`` pinned beside them (``pins``).
 ``--ignore-scripts`` because one dependency's install script downloads a browser, which
 listing tools does not need. Servers that want an API key get a dummy one (they list
 their tools without checking it); each server runs in a scratch folder of its own with
@@ -36,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ class Server:
     args: Callable[[Path], list[str]] = lambda scratch: []
     env: Callable[[Path], dict[str, str]] = lambda scratch: {}
     note: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
+    pins: tuple[str, ...] = ()  # installed beside the package (PyPI)
 
 
 SERVERS = [
@@ -71,11 +72,13 @@ SERVERS = [
     ),
     Server(
         "sqlite", "pypi", "mcp-server-sqlite", "2025.4.25", "mcp-server-sqlite",
-        args=lambda s: ["--db-path", str(s / "sweep.db")],
+        args=lambda s: ["--db-path", str(s / "sweep.db")], pins=("mcp<2",),
+        note="needs mcp<2: it uses the 1.x server API",
     ),
     Server(
         "duckdb", "pypi", "mcp-server-duckdb", "1.1.0", "mcp-server-duckdb",
-        args=lambda s: ["--db-path", str(s / "sweep.duckdb")],
+        args=lambda s: ["--db-path", str(s / "sweep.duckdb")], pins=("mcp<2",),
+        note="needs mcp<2: it uses the 1.x server API",
     ),
     Server(
         "excel", "pypi", "excel-mcp-server", "2.2.2", "excel-mcp-server",
@@ -90,7 +93,8 @@ SERVERS = [
     Server("word", "pypi", "office-word-mcp-server", "1.1.11", "word_mcp_server"),
     Server(
         "cli", "pypi", "cli-mcp-server", "0.2.5", "cli-mcp-server",
-        env=lambda s: {"ALLOWED_DIR": str(s)},
+        env=lambda s: {"ALLOWED_DIR": str(s)}, pins=("mcp<2",),
+        note="needs mcp<2: it uses the 1.x server API",
     ),
     Server("calculator", "pypi", "mcp-server-calculator", "0.2.1", "mcp-server-calculator"),
     Server(
@@ -135,16 +139,24 @@ SERVERS = [
 ]  # fmt: skip
 
 
-def installed_version(server: Server, py_root: Path, npm_root: Path) -> str:
-    """The version that is installed, read from the installation itself."""
+def installed_versions(server: Server, py_root: Path, npm_root: Path) -> tuple[str, str]:
+    """The versions of the package and of its MCP SDK, read from the installation."""
     if server.registry == "pypi":
         python = py_root / server.name / "bin" / "python"
-        code = f"import importlib.metadata as m; print(m.version({server.package!r}))"
-        return subprocess.run(
+        code = (
+            "import importlib.metadata as m; "
+            f"print(m.version({server.package!r}), m.version('mcp'))"
+        )
+        out = subprocess.run(
             [str(python), "-c", code], capture_output=True, text=True, check=True, timeout=60
-        ).stdout.strip()
-    meta = npm_root / "node_modules" / server.package / "package.json"
-    return str(json.loads(meta.read_text(encoding="utf-8"))["version"])
+        ).stdout.split()
+        return out[0], f"mcp {out[1]}"
+    modules = npm_root / "node_modules"
+    meta = json.loads((modules / server.package / "package.json").read_text(encoding="utf-8"))
+    nested = modules / server.package / "node_modules" / "@modelcontextprotocol" / "sdk"
+    sdk_dir = nested if nested.is_dir() else modules / "@modelcontextprotocol" / "sdk"
+    sdk = json.loads((sdk_dir / "package.json").read_text(encoding="utf-8"))["version"]
+    return str(meta["version"]), f"@modelcontextprotocol/sdk {sdk}"
 
 
 def transport(server: Server, scratch: Path, py_root: Path, npm_root: Path) -> StdioTransport:
@@ -186,11 +198,13 @@ async def record_one(server: Server, py_root: Path, npm_root: Path) -> dict[str,
             info = client.server_info or {}
         finally:
             await client.close()
+    version, sdk = installed_versions(server, py_root, npm_root)
     return {
         "server": server.name,
         "registry": server.registry,
         "package": server.package,
-        "version": installed_version(server, py_root, npm_root),
+        "version": version,
+        "sdk": sdk,
         "server_info": {k: info[k] for k in ("name", "version") if k in info},
         "note": server.note,
         "tools": [tool_object(i) for i in infos],
@@ -227,11 +241,11 @@ def main() -> None:
     parser.add_argument("--print-npm", action="store_true", help="print package@version")
     args = parser.parse_args()
     if args.print_pypi or args.print_npm:
-        kind = "pypi" if args.print_pypi else "npm"
-        sep = "==" if kind == "pypi" else "@"
         for s in SERVERS:
-            if s.registry == kind:
-                print(f"{s.name}={s.package}{sep}{s.version}" if kind == "pypi" else f"{s.package}{sep}{s.version}")
+            if s.registry == "pypi" and args.print_pypi:
+                print(s.name, f"{s.package}=={s.version}", *s.pins)
+            elif s.registry == "npm" and args.print_npm:
+                print(f"{s.package}@{s.version}")
         return
     if args.py_root is None or args.npm_root is None:
         parser.error("--py-root and --npm-root are required to record")
