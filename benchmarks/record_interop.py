@@ -185,19 +185,23 @@ def tool_object(info: Any) -> dict[str, Any]:
     return tool
 
 
-async def record_one(server: Server, py_root: Path, npm_root: Path) -> dict[str, Any]:
+async def list_tools(name: str, transport: StdioTransport) -> tuple[list[Any], dict[str, Any]]:
+    """Start the server, read its tools and its ``serverInfo``, stop it."""
+    client = McpClient(name, transport).with_timeout(60)
+    try:
+        await client.connect()
+        return await client.tool_infos(), dict(client.server_info or {})
+    finally:
+        await client.close()
+
+
+def record_one(server: Server, py_root: Path, npm_root: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"interop-{server.name}-") as tmp:
         scratch = Path(tmp)
         if server.name == "git":
             subprocess.run(["git", "init", "-q", str(scratch)], check=True, timeout=30)
-        client = McpClient(server.name, transport(server, scratch, py_root, npm_root))
-        client = client.with_timeout(60)
-        try:
-            await client.connect()
-            infos = await client.tool_infos()
-            info = client.server_info or {}
-        finally:
-            await client.close()
+        stdio = transport(server, scratch, py_root, npm_root)
+        infos, info = asyncio.run(list_tools(server.name, stdio))
     version, sdk = installed_versions(server, py_root, npm_root)
     return {
         "server": server.name,
@@ -211,14 +215,14 @@ async def record_one(server: Server, py_root: Path, npm_root: Path) -> dict[str,
     }
 
 
-async def record(names: list[str], py_root: Path, npm_root: Path, out: Path) -> int:
+def record(names: list[str], py_root: Path, npm_root: Path, out: Path) -> int:
     failed = 0
     out.mkdir(parents=True, exist_ok=True)
     for server in SERVERS:
         if names and server.name not in names:
             continue
         try:
-            data = await record_one(server, py_root, npm_root)
+            data = record_one(server, py_root, npm_root)
         except Exception as exc:
             failed += 1
             print(f"{server.name}: did not start ({type(exc).__name__}: {exc})", file=sys.stderr)
@@ -249,7 +253,7 @@ def main() -> None:
         return
     if args.py_root is None or args.npm_root is None:
         parser.error("--py-root and --npm-root are required to record")
-    failed = asyncio.run(record(args.only, args.py_root, args.npm_root, args.out))
+    failed = record(args.only, args.py_root, args.npm_root, args.out)
     sys.exit(1 if failed else 0)
 
 
