@@ -46,6 +46,8 @@ from bench_search import run_task
 from interop_data import adapters, load
 
 from agcore_tools import (
+    PermissionChecker,
+    PermissionConfig,
     ToolRegistry,
     grammar_safe_schema,
     portable_schema,
@@ -157,6 +159,9 @@ async def row(server: dict[str, Any], tasks: list[dict[str, Any]]) -> dict[str, 
         "grammar_pipeline": sum(
             not grammar_hazards(d["function"]["parameters"]) for d in grammar.definitions()
         ),
+        "offered_default_permissions": len(
+            registry(server, permission_checker=PermissionChecker(PermissionConfig())).definitions()
+        ),
         "tokens_raw": tokens(raw),
         "tokens_portable": tokens(
             registry(server, schema_transforms=[portable_schema]).definitions()
@@ -184,24 +189,27 @@ async def bench() -> dict[str, Any]:
 def _table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| server | package | tools | strict-ready raw | strict transform | pipeline "
-        "| grammar-safe raw | pipeline | tokens raw | tokens portable | tokens with search |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| grammar-safe raw | pipeline | offered, default permissions | tokens raw "
+        "| tokens portable | tokens with search |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         search = "n/a" if r["tokens_search"] is None else f"{r['tokens_search']:,}"
         lines.append(
             f"| {r['server']} | {r['package']} | {r['tools']} | {r['strict_raw']} "
             f"| {r['strict_transform']} | {r['strict_pipeline']} | {r['grammar_raw']} "
-            f"| {r['grammar_pipeline']} | {r['tokens_raw']:,} | {r['tokens_portable']:,} "
+            f"| {r['grammar_pipeline']} | {r['offered_default_permissions']} "
+            f"| {r['tokens_raw']:,} | {r['tokens_portable']:,} "
             f"| {search} |"
         )
     summed = ("tools", "strict_raw", "strict_transform", "strict_pipeline", "grammar_raw")
-    summed += ("grammar_pipeline", "tokens_raw", "tokens_portable")
+    summed += ("grammar_pipeline", "offered_default_permissions", "tokens_raw", "tokens_portable")
     total = {k: sum(r[k] for r in rows) for k in summed}
     lines.append(
         f"| **all {len(rows)}** | | {total['tools']} | {total['strict_raw']} "
         f"| {total['strict_transform']} | {total['strict_pipeline']} | {total['grammar_raw']} "
-        f"| {total['grammar_pipeline']} | {total['tokens_raw']:,} | {total['tokens_portable']:,} | |"
+        f"| {total['grammar_pipeline']} | {total['offered_default_permissions']} "
+        f"| {total['tokens_raw']:,} | {total['tokens_portable']:,} | |"
     )
     return lines
 
