@@ -91,7 +91,7 @@ class _Emitter:
     def __init__(
         self,
         callback: ToolEventCallback | None,
-        inbox: Callable[[ToolEvent], None] | None,
+        inbox: asyncio.Queue[Any] | None,
         loop: asyncio.AbstractEventLoop | None,
     ) -> None:
         self.callback = callback
@@ -135,7 +135,7 @@ class _Emitter:
         if token is not None and token.cancelled:
             return
         if self.inbox is not None:
-            self.inbox(event)
+            self.inbox.put_nowait(event)
         if self.callback is not None:
             try:
                 self.callback(event)
