@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from .error import ToolConfigError
+
 if TYPE_CHECKING:
     from .base import CancellationToken
 
@@ -119,10 +121,10 @@ class _Emitter:
             self._deliver(event, token)
             return
         if loop is None:
-            raise RuntimeError(
-                "a tool reported progress from a thread without an event loop, through a "
-                "context that was never used on one; pass the tool a context from "
-                "ToolContext.for_call() or the registry"
+            raise ToolConfigError(
+                "cannot report tool progress from a thread without an event loop through a "
+                "context that was never used on one; give the tool a context made on the "
+                "loop (ToolContext.for_call(), or the registry's)"
             )
         try:
             loop.call_soon_threadsafe(self._deliver, event, token)
