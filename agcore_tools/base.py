@@ -142,6 +142,8 @@ class ToolContext:
         >>> call = ctx.for_call("call_1", "lookup")
         >>> call.call_id, call.tool_name, call.session_id == ctx.session_id
         ('call_1', 'lookup', True)
+        >>> call.trace_id == ctx.trace_id
+        True
         >>> call.shared_state is ctx.shared_state
         True
         >>> call.cancellation.cancel()  # a call's token is a child of its parent's

@@ -52,7 +52,9 @@ async def test_a_sync_generator_runs_in_a_worker_thread() -> None:
         yield from range(1, n + 1)
 
     seen: list[ToolEvent] = []
-    [result] = await registry.invoke_all([("count", {"n": 3})], ctx=ToolContext(on_event=seen.append))
+    [result] = await registry.invoke_all(
+        [("count", {"n": 3})], ctx=ToolContext(on_event=seen.append)
+    )
     assert result.output == 3
     assert [e.value for e in seen] == [1, 2, 3]  # type: ignore[union-attr]
     assert threads and threads[0] != threading.get_ident()

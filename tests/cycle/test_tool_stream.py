@@ -35,7 +35,9 @@ MakeCycle = Callable[..., LlmCycle]
 
 def _ends(events: list[Any], call_id: str) -> tuple[int, int]:
     started = next(
-        i for i, e in enumerate(events) if isinstance(e, ToolExecutionStarted) and e.call_id == call_id
+        i
+        for i, e in enumerate(events)
+        if isinstance(e, ToolExecutionStarted) and e.call_id == call_id
     )
     done = next(
         i
@@ -76,7 +78,9 @@ async def test_events_fall_between_their_calls_start_and_completion(
     async with cycle.submit_stream_with_tools("go", registry) as stream:
         events: list[StreamEvent] = [event async for event in stream]
     tool_events = [e for e in events if isinstance(e, (ToolProgress, ToolPartialResult))]
-    assert [(type(e).__name__, e.tool_name) for e in tool_events].count(("ToolProgress", "index")) == 2
+    assert [(type(e).__name__, e.tool_name) for e in tool_events].count(
+        ("ToolProgress", "index")
+    ) == 2
     for event in tool_events:
         started, done = _ends(events, event.call_id or "")
         assert started < events.index(event) < done
@@ -151,9 +155,7 @@ async def test_the_non_streaming_loop_gives_the_events_to_on_event(
     assert "part" not in history and "half" not in history  # the model sees "whole" only
 
 
-async def test_on_event_also_hears_the_streaming_loop(
-    serve: Serve, make_cycle: MakeCycle
-) -> None:
+async def test_on_event_also_hears_the_streaming_loop(serve: Serve, make_cycle: MakeCycle) -> None:
     registry = ToolRegistry()
 
     @registry.tool
