@@ -257,6 +257,20 @@ SNIPPETS: dict[str, Setup] = {
             "[stop]",
         ],
     ),
+    "long-running": Setup(
+        script=[
+            S.reply_tool_calls([("scan", {"folders": ["docs", "src"]})]),
+            S.reply_text("docs has 3 large files, src has 6."),
+        ],
+        output=[
+            "1/2 docs",
+            "so far: {'docs': 3}",
+            "2/2 src",
+            "so far: {'docs': 3, 'src': 6}",
+            "docs has 3 large files, src has 6.",
+        ],
+        sent=['{"docs":3,"src":6}'],
+    ),
     # docs/guides/long-running-tools.md
     "progress-bar": Setup(
         script=[
