@@ -166,6 +166,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
     outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
     is true.
 
+    A generator function (async, or sync in a worker thread) reports each value it
+    yields as a :class:`~agcore_tools.ToolPartialResult`; the last value is the result.
+
     Example:
         >>> def shout(text: str) -> str:
         ...     '''Upper-case the text.'''
@@ -475,6 +478,8 @@ def tool(
     The tool goes into ``registry`` if given, else the active registry: the one of the
     enclosing ``with registry.as_default():`` block, or :func:`default_registry`.
 
+    A generator function is a tool whose yielded values are preliminary results and
+    whose last value is the final one (see :class:`~agcore_tools.ToolPartialResult`).
     Besides functions, ``func`` may be a ``functools.partial`` (its bound arguments are
     left out of the schema), a callable object (described by its ``__call__``
     docstring; name it with ``name=``) or a method. A method decorated in a class body

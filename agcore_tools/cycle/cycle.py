@@ -16,7 +16,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .. import _sync
-from .._aio import with_timeout
 from .._attachments import Rendered, attachments_message
 from .._budget import check_budget
 from .._display import MAX_ROWS, html_table, markdown_table, message_rows
@@ -32,7 +31,7 @@ from .._toolcalls import (
 from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
-from ._client import accept_client
+from ._client import accept_client, close_stream, open_stream
 from ._policy import (
     answer_unanswered,
     clean_turn,
@@ -69,8 +68,6 @@ Message = dict[str, Any]
 _TRANSCRIPT_HEADERS = ("#", "role", "content")
 _TRANSCRIPT_CELL = 240  # characters of a transcript cell before it is cut
 
-# Seconds allowed for closing an abandoned HTTP stream.
-_CLOSE_TIMEOUT = 5.0
 _ONE_REQUEST = Usage()
 
 
@@ -322,7 +319,9 @@ class LlmCycle:
         resumes a loop that stopped, or runs tool calls that came from :meth:`submit`.
 
         ``ctx`` is the context every tool call derives its own from (session id,
-        metadata, cancellation); a fresh one by default.
+        metadata, cancellation, ``on_event`` for progress reports and preliminary
+        results); a fresh one by default. Each run gets a fresh ``shared_state``; a run
+        with ``prompt=None`` keeps the one of the run it resumes.
 
         ``select`` chooses the tools each request offers (names, a
         :class:`~agcore_tools.ToolSelection`, a :class:`~agcore_tools.ToolSearch`, or a
@@ -348,7 +347,8 @@ class LlmCycle:
 
         Per turn: ``AssistantTextDelta`` (and ``ReasoningDelta``) events, then
         ``TurnComplete``; for a tool turn, a ``ToolExecutionStarted`` per call, then a
-        ``ToolExecutionCompleted`` as each call ends; then the next turn. The last
+        ``ToolExecutionCompleted`` as each call ends (after its ``ToolProgress`` and
+        ``ToolPartialResult`` events, if any); then the next turn. The last
         event is the final turn's ``TurnComplete``.
 
         Example:
@@ -642,7 +642,7 @@ class LlmCycle:
             if not stream:
                 builder.feed_completion(await retry.call(functools.partial(create, **params)))
                 return
-            response, first = await retry.call(functools.partial(_open_stream, create, params))
+            response, first = await retry.call(functools.partial(open_stream, create, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
             raise LlmError(f"chat completion request failed: {type(exc).__name__}: {exc}") from exc
@@ -661,7 +661,7 @@ class LlmCycle:
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
             raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
         finally:
-            await _close_stream(response)
+            await close_stream(response)
 
     async def _run_tools(
         self,
@@ -764,22 +764,3 @@ def _client_from_env() -> AsyncOpenAI:
             f"cannot create the OpenAI client from the environment: {exc}; pass client= or "
             "set OPENAI_API_KEY"
         ) from exc
-
-
-async def _open_stream(create: Any, params: dict[str, Any]) -> tuple[Any, Any]:
-    response = await create(**params)
-    try:
-        first = await response.__anext__()
-    except StopAsyncIteration:
-        return response, None
-    except BaseException:
-        await _close_stream(response)
-        raise
-    return response, first
-
-
-async def _close_stream(response: Any) -> None:
-    try:
-        await with_timeout(response.close(), _CLOSE_TIMEOUT)
-    except TimeoutError:
-        logger.warning("closing the model's HTTP stream took over %.0f s; gave up", _CLOSE_TIMEOUT)
