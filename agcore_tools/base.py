@@ -271,6 +271,12 @@ class ToolContext:
         if events is not None:
             events.emit(ToolPartialResult(self.tool_name, self.call_id, value), self._cancellation)
 
+    def _bind_loop(self) -> None:
+        # Called on the loop before a worker thread gets this context, so the thread's
+        # reports know which loop to hop onto (a context made outside any loop does not).
+        if self._events is not None:
+            self._events = self._events.bound()
+
     def for_call(self, call_id: str | None, tool_name: str | None = None) -> ToolContext:
         """A copy for one call: same session, trace, metadata, shared state and event
         listener, its own call id (and tool name) and a child cancellation token."""

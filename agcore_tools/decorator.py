@@ -406,6 +406,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
             agcore_tools.error.InvalidArgumentsError: tool 'add' got invalid arguments: b: Field required
         """
         kwargs = self._arguments(args)
+        if not self._is_async:
+            ctx._bind_loop()  # the worker thread's reports hop onto this loop
         if self.timeout is None:
             if self._context_param is not None:
                 kwargs[self._context_param] = ctx

@@ -84,6 +84,21 @@ def test_the_sync_drop_in_delivers_reports_from_the_library_loop() -> None:
     assert seen[0][1] != threading.get_ident()  # the library loop's thread, not this one
 
 
+def test_a_sync_tool_invoked_directly_with_a_context_made_outside_any_loop() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def crunch(ctx: ToolContext) -> str:
+        """Crunch numbers."""
+        ctx.report_progress(1, 1)
+        return "done"
+
+    seen, record = _recorder()
+    result = registry.invoke_sync("crunch", {}, ToolContext(on_event=record))
+    assert result.output == "done"
+    assert [event for event, _ in seen] == [ToolProgress(None, None, 1, 1, None)]
+
+
 async def test_a_failing_callback_is_logged_and_the_tool_goes_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
