@@ -553,7 +553,7 @@ class LlmCycle:
             relaxed = (
                 relaxed_tool_choice(config.request_options) if config.reset_tool_choice else None
             )
-            ctx = run_context(ctx, None if added else self._shared, stream and bool(registry))
+            ctx = run_context(ctx, None if added else self._shared, stream and registry is not None)
             self._shared = ctx.shared_state
             usage = ZERO_USAGE
             invocations: list[ToolInvocation] = []
