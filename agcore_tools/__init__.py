@@ -20,6 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._pipeline import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
+from ._progress import ToolPartialResult, ToolProgress
 from .base import BaseTool, CancellationToken, ToolContext
 from .content import Audio, File, Image
 from .decorator import FunctionTool, tool
@@ -195,6 +196,8 @@ __all__ = [
     "ToolIOError",
     "ToolInvocation",
     "ToolNotFoundError",
+    "ToolPartialResult",
+    "ToolProgress",
     "ToolRegistry",
     "ToolSearch",
     "ToolSelection",

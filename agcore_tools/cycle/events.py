@@ -8,6 +8,8 @@ Events are small frozen dataclasses; match on the class::
                 print(text, end="")
             case ToolExecutionStarted(tool_name=name, input=args):
                 print(f"\\n-> {name}({args})")
+            case ToolProgress(tool_name=name, progress=done, total=total):
+                print(f"   {name}: {done}/{total}")
             case ToolExecutionCompleted(tool_name=name, output=output, error=None):
                 print(f"<- {name}: {output}")
             case TurnComplete(reason=reason):
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._display import call_text, html_table, html_text, markdown_quote, markdown_table
+from .._progress import ToolPartialResult, ToolProgress
 from .._sdk import sdk_field
 from ..error import ToolError
 
@@ -35,6 +38,8 @@ __all__ = [
     "StreamEvent",
     "ToolExecutionCompleted",
     "ToolExecutionStarted",
+    "ToolPartialResult",
+    "ToolProgress",
     "TurnComplete",
     "Usage",
 ]
@@ -357,6 +362,8 @@ StreamEvent: TypeAlias = (
     AssistantTextDelta
     | ReasoningDelta
     | ToolExecutionStarted
+    | ToolProgress
+    | ToolPartialResult
     | ToolExecutionCompleted
     | TurnComplete
 )
