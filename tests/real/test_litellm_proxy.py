@@ -122,6 +122,8 @@ async def test_streamed_auto_tool_choice_cut_comes_back_as_an_empty_answer(
         {"role": "user", "content": QUESTION},
         {"role": "assistant", "content": ""},
     ]
+    stop_forcing(cycle)
+    await assert_answers(cycle, tools, stream=True)
 
 
 async def test_chat_drop_in_through_the_proxy(litellm_proxy, litellm_client, tools):
