@@ -44,7 +44,7 @@ def model_path() -> Path:
 
 
 def litellm_path() -> Path:
-    """The ``litellm`` command in the venv of its own that the Makefile's ``litellm``
+    """The ``litellm`` command in the venv of its own that the Makefile's ``real-servers``
     target builds (``AGCORE_LITELLM`` overrides). LiteLLM pins many packages, so it never
     goes into the project's venv."""
     if override := os.environ.get("AGCORE_LITELLM"):
