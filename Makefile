@@ -43,7 +43,22 @@ $(LLAMA_STAMP): $(STAMP)
 $(MODEL): | $(STAMP)
 	$(BIN)/python scripts/fetch_test_model.py $(MODEL)
 
-real-servers: $(LLAMA_STAMP) $(MODEL)
+# LiteLLM's proxy, a second real server in front of the llama one (and the only one with
+# the Responses API), pins many packages: it gets a venv of its own in the cache, never
+# .venv, with every package pinned by tests/real/litellm-constraints.txt. The tests start
+# it from $(LITELLM)/bin/litellm (AGCORE_LITELLM). LITELLM_VERSION must match
+# tests/real/conftest.py. Never 1.107.0: that release was flagged as compromised.
+LITELLM_VERSION := 1.106.12
+LITELLM := $(CACHE)/litellm-$(LITELLM_VERSION)
+LITELLM_STAMP := $(VENV)/.litellm-$(LITELLM_VERSION)
+
+$(LITELLM_STAMP): tests/real/litellm-constraints.txt $(STAMP)
+	test -x $(LITELLM)/bin/python || $(PYTHON) -m venv $(LITELLM)
+	$(LITELLM)/bin/python -m pip install --quiet -c tests/real/litellm-constraints.txt \
+	  'litellm[proxy]==$(LITELLM_VERSION)'
+	touch $(LITELLM_STAMP)
+
+real-servers: $(LLAMA_STAMP) $(MODEL) $(LITELLM_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
@@ -55,8 +70,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) node real-servers
-	$(BIN)/python -m pytest -m "not interop"
+# The slow setup steps (npm ci, the llama-cpp-python build, the LiteLLM venv, the model
+# download) are independent, so a fresh machine runs them side by side.
+unit: $(STAMP)
+	$(MAKE) --no-print-directory -j4 node real-servers
+	AGCORE_LITELLM=$(LITELLM)/bin/litellm $(BIN)/python -m pytest -m "not interop"
 
 test: lint typecheck unit
 
