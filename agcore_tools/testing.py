@@ -7,9 +7,12 @@ takes the next item of its script and is answered as JSON, or as server-sent eve
 when the request says ``"stream": true``. Every request is captured (parsed JSON and
 headers). It uses the standard library only.
 
-It also serves ``POST /v1/responses`` (the Responses API), as JSON only: a
-:class:`Reply` becomes a response whose ``output`` holds its ``function_call`` items
-and its text as a ``message`` item.
+It also serves ``POST /v1/responses`` (the Responses API), as JSON or as its
+server-sent events (``response.output_text.delta``, ... ``response.completed``) from
+the same script items: a :class:`Reply` becomes a response whose ``output`` holds its
+reasoning as a ``reasoning`` item (with ``encrypted_content`` when the request's
+``include`` asks for it), its text as a ``message`` item and its ``function_call``
+items, in that order.
 
 Script items:
 
@@ -524,13 +527,14 @@ class ScriptedChatServer:
         if isinstance(item, Reply):
             if item.delay and not await _hold(reader, item.delay, request):
                 return
-            if request.path.rstrip("/").endswith("/responses"):
+            if request.path.partition("?")[0].rstrip("/").endswith("/responses"):
+                answer = self._responses_json(item, request.json)
                 item = (
-                    self.error(400, "ScriptedChatServer serves the Responses API as JSON only")
+                    RawStream(self._responses_events(answer), done=False)
                     if request.stream
-                    else RawResponse(200, self._responses_json(item))
+                    else RawResponse(200, answer)
                 )
-            elif request.stream:
+            elif request.stream:  # Chat Completions
                 include_usage = bool(
                     (request.json.get("stream_options") or {}).get("include_usage")
                 )
@@ -618,19 +622,18 @@ class ScriptedChatServer:
             "usage": self._usage(reply),
         }
 
-    def _responses_json(self, reply: Reply) -> dict[str, Any]:
+    def _responses_json(self, reply: Reply, request: Mapping[str, Any]) -> dict[str, Any]:
         n = next(self._ids)
-        output: list[dict[str, Any]] = [
-            {
-                "type": "function_call",
-                "id": f"fc_scripted_{n}_{i}",
-                "call_id": call["id"],
-                "name": call["function"]["name"],
-                "arguments": call["function"]["arguments"],
-                "status": "completed",
+        output: list[dict[str, Any]] = []
+        if reply.reasoning is not None:
+            reasoning: dict[str, Any] = {
+                "type": "reasoning",
+                "id": f"rs_scripted_{n}",
+                "summary": [{"type": "summary_text", "text": reply.reasoning}],
             }
-            for i, call in enumerate(self._calls(reply))
-        ]
+            if "reasoning.encrypted_content" in (request.get("include") or ()):
+                reasoning["encrypted_content"] = f"encrypted:{n}:{reply.reasoning}"
+            output.append(reasoning)
         if reply.text is not None:
             text = {"type": "output_text", "text": reply.text, "annotations": []}
             output.append(
@@ -642,20 +645,90 @@ class ScriptedChatServer:
                     "content": [text],
                 }
             )
+        output += [
+            {
+                "type": "function_call",
+                "id": f"fc_scripted_{n}_{i}",
+                "call_id": call["id"],
+                "name": call["function"]["name"],
+                "arguments": call["function"]["arguments"],
+                "status": "completed",
+            }
+            for i, call in enumerate(self._calls(reply))
+        ]
         usage = self._usage(reply)
+        given: Mapping[str, Any] = reply.usage or {}
+        prompt_details = given.get("prompt_tokens_details") or {}
+        completion_details = given.get("completion_tokens_details") or {}
+        finish = reply.finish_reason
+        incomplete = {"length": "max_output_tokens", "content_filter": "content_filter"}
         return {
             "id": f"resp_scripted_{n}",
             "object": "response",
             "created_at": int(time.time()),
             "model": self.model,
-            "status": "completed",
+            "status": "incomplete" if finish in incomplete else "completed",
+            "incomplete_details": (
+                {"reason": incomplete[finish]} if finish in incomplete else None
+            ),
             "output": output,
             "usage": {
                 "input_tokens": usage.get("prompt_tokens", 0),
                 "output_tokens": usage.get("completion_tokens", 0),
                 "total_tokens": usage.get("total_tokens", 0),
+                "input_tokens_details": {"cached_tokens": prompt_details.get("cached_tokens", 0)},
+                "output_tokens_details": {
+                    "reasoning_tokens": completion_details.get("reasoning_tokens", 0)
+                },
             },
         }
+
+    def _responses_events(self, response: dict[str, Any]) -> list[str]:
+        """The Responses API's stream of ``response``: one SSE event per step, each
+        with its ``event:`` line, text and arguments cut into ``chunk_chars`` pieces."""
+        size = max(1, self.chunk_chars)
+        events: list[dict[str, Any]] = []
+
+        def emit(kind: str, **fields: Any) -> None:
+            events.append({"type": kind, "sequence_number": len(events), **fields})
+
+        def pieces(text: str) -> list[str]:
+            return [text[start : start + size] for start in range(0, len(text), size)]
+
+        emit("response.created", response={**response, "status": "in_progress", "output": []})
+        for index, item in enumerate(response["output"]):
+            at = {"output_index": index, "item_id": item["id"]}
+            kind = item["type"]
+            if kind == "reasoning":
+                emit("response.output_item.added", output_index=index, item={**item, "summary": []})
+                for part, summary in enumerate(item["summary"]):
+                    for delta in pieces(summary["text"]):
+                        emit(
+                            "response.reasoning_summary_text.delta",
+                            **at,
+                            summary_index=part,
+                            delta=delta,
+                        )
+            elif kind == "message":
+                emit("response.output_item.added", output_index=index, item={**item, "content": []})
+                for delta in pieces(item["content"][0]["text"]):
+                    emit(
+                        "response.output_text.delta",
+                        **at,
+                        content_index=0,
+                        delta=delta,
+                        logprobs=[],
+                    )
+            else:
+                emit(
+                    "response.output_item.added", output_index=index, item={**item, "arguments": ""}
+                )
+                for delta in pieces(item["arguments"]):
+                    emit("response.function_call_arguments.delta", **at, delta=delta)
+                emit("response.function_call_arguments.done", **at, arguments=item["arguments"])
+            emit("response.output_item.done", output_index=index, item=item)
+        emit(f"response.{response['status']}", response=response)
+        return [f"event: {e['type']}\ndata: {json.dumps(e)}" for e in events]
 
     def _reply_chunks(self, reply: Reply, include_usage: bool) -> list[Any]:
         size = max(1, self.chunk_chars)

@@ -12,7 +12,6 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-import openai
 import pytest
 
 from agcore_tools.testing import CapturedRequest, Pause, RawResponse, RawStream, ScriptedChatServer
@@ -209,11 +208,11 @@ async def test_async_context_manager_and_the_sdk_client() -> None:
     assert server.requests[0].headers["authorization"] == "Bearer scripted-key"
 
 
-async def test_the_responses_api_is_served_as_json_through_the_sdk() -> None:
+async def test_the_responses_api_is_served_as_json_and_sse_through_the_sdk() -> None:
     script = [
         S.reply_tool_calls([("add", {"a": 2, "b": 3}, "call_7")], text="Adding."),
         S.reply_text("2 + 3 = 5", usage={"prompt_tokens": 4, "completion_tokens": 2}),
-        S.reply_text("not streamed"),
+        S.reply_tool_calls([("add", {"a": 1, "b": 1}, "call_8")], text="Hm.", reasoning="think"),
     ]
     async with S(script) as server:
         client = server.client()
@@ -224,11 +223,13 @@ async def test_the_responses_api_is_served_as_json_through_the_sdk() -> None:
                 previous_response_id=first.id,
                 input=[{"type": "function_call_output", "call_id": "call_7", "output": "5"}],
             )
-            with pytest.raises(openai.BadRequestError, match="JSON only"):
-                await client.responses.create(model="m", input="x", stream=True)
+            stream = await client.responses.create(
+                model="m", input="x", stream=True, include=["reasoning.encrypted_content"]
+            )
+            events = [event async for event in stream]
         finally:
             await client.close()
-    call, message = first.output
+    message, call = first.output
     assert (call.type, call.call_id, call.name) == ("function_call", "call_7", "add")
     assert json.loads(call.arguments) == {"a": 2, "b": 3}
     assert message.type == "message" and first.output_text == "Adding."
@@ -236,6 +237,25 @@ async def test_the_responses_api_is_served_as_json_through_the_sdk() -> None:
     assert (second.usage.input_tokens, second.usage.output_tokens) == (4, 2)
     assert server.requests[1].path == "/v1/responses"
     assert server.requests[1].json["previous_response_id"] == first.id
+    kinds = [event.type for event in events]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    deltas = {
+        kind: "".join(e.delta for e in events if e.type == kind)
+        for kind in (
+            "response.reasoning_summary_text.delta",
+            "response.output_text.delta",
+            "response.function_call_arguments.delta",
+        )
+    }
+    assert deltas == {
+        "response.reasoning_summary_text.delta": "think",
+        "response.output_text.delta": "Hm.",
+        "response.function_call_arguments.delta": '{"a": 1, "b": 1}',
+    }
+    final = events[-1].response
+    assert [item.type for item in final.output] == ["reasoning", "message", "function_call"]
+    assert final.output[0].encrypted_content is not None
+    assert [e.sequence_number for e in events] == list(range(len(events)))
 
 
 async def test_wait_for_times_out() -> None:

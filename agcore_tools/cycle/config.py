@@ -13,8 +13,11 @@ from .history import HistoryPolicy, TrimOldest
 __all__ = ["CycleConfig"]
 
 # The loop sets these itself; accepting them as options would silently conflict.
-_RESERVED_OPTIONS = frozenset({"model", "messages", "stream", "tools"})
+_RESERVED_OPTIONS = frozenset(
+    {"input", "model", "messages", "previous_response_id", "stream", "tools"}
+)
 _UNKNOWN_TOOL_POLICIES = ("raise", "tell_model")
+_APIS = ("chat", "responses")
 
 
 @dataclass(frozen=True, init=False)
@@ -22,7 +25,8 @@ class CycleConfig:
     """Settings of an :class:`~agcore_tools.LlmCycle`.
 
     Any keyword not listed below is a request option passed unchanged to
-    ``chat.completions.create`` on every request (``temperature``, ``tool_choice``,
+    ``chat.completions.create`` (or ``responses.create``, with ``api="responses"``) on
+    every request (``temperature``, ``tool_choice``,
     ``parallel_tool_calls``, ``max_completion_tokens``, ``extra_body``,
     ``extra_headers``, ``timeout``, ...). They are gathered in ``request_options``.
 
@@ -84,8 +88,16 @@ class CycleConfig:
     history: HistoryPolicy
     """Chooses which messages each request sends; the default, ``TrimOldest()`` with no
     budget, sends them all (see :mod:`agcore_tools.cycle.history`)."""
+    api: Literal["chat", "responses"]
+    """The wire API: ``"chat"`` (``chat.completions.create``, the default) or
+    ``"responses"`` (``responses.create``; reasoning items go back to the model with
+    their calls on every turn). Request options are passed to that API as they are."""
+    chain_responses: bool
+    """With ``api="responses"``: send only what follows the last response, with its
+    ``previous_response_id``, instead of the whole history (the server must store
+    responses, so not with ``store=False``)."""
     request_options: Mapping[str, Any]
-    """Options passed to ``chat.completions.create`` (read-only)."""
+    """Options passed to the API's create call on every request (read-only)."""
 
     def __init__(
         self,
@@ -103,6 +115,8 @@ class CycleConfig:
         max_definition_tokens: int | None = None,
         repair_arguments: bool = False,
         history: HistoryPolicy | None = None,
+        api: Literal["chat", "responses"] = "chat",
+        chain_responses: bool = False,
         request_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
@@ -133,6 +147,13 @@ class CycleConfig:
             raise LlmConfigError(
                 f"CycleConfig.repair_arguments must be True or False, got {repair_arguments!r}"
             )
+        if api not in _APIS:
+            raise LlmConfigError(f"CycleConfig.api must be 'chat' or 'responses', got {api!r}")
+        if chain_responses is not False and (api != "responses" or merged.get("store") is False):
+            raise LlmConfigError(
+                "CycleConfig.chain_responses needs api='responses' and stored responses "
+                f"(not store=False), got chain_responses={chain_responses!r}, api={api!r}"
+            )
         if not isinstance(model, str) or not model:
             raise LlmConfigError(f"CycleConfig.model must be a non-empty string, got {model!r}")
         set_ = object.__setattr__
@@ -149,6 +170,8 @@ class CycleConfig:
         set_(self, "max_definition_tokens", max_definition_tokens)
         set_(self, "repair_arguments", repair_arguments)
         set_(self, "history", history if history is not None else TrimOldest())
+        set_(self, "api", api)
+        set_(self, "chain_responses", chain_responses)
         set_(self, "request_options", types.MappingProxyType(merged))
 
 

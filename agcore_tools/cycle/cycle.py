@@ -1,4 +1,5 @@
-"""``LlmCycle``: a thin conversation loop over the official OpenAI SDK's Chat Completions.
+"""``LlmCycle``: a thin conversation loop over the official OpenAI SDK (Chat Completions,
+or the Responses API with ``CycleConfig(api="responses")``; see ``_wire.py``).
 
 Every ``submit*`` method runs the same loop (:meth:`LlmCycle._loop`); the streaming
 ones hand its events to the caller, the others drain them and return the
@@ -42,8 +43,8 @@ from ._policy import (
     unanswered_calls,
 )
 from ._retry import RetryPolicy
-from ._stream import TurnBuilder
 from ._tool_stream import run_context, with_tool_events
+from ._wire import TurnAssembler, Wire, wire_for
 from .config import CycleConfig
 from .events import (
     ZERO_USAGE,
@@ -169,7 +170,8 @@ class LlmCycle:
     """A conversation with a model, with an automatic tool loop.
 
     It drives ``AsyncOpenAI().chat.completions``, so it works with OpenAI and every
-    OpenAI-compatible server. Without ``client``, one is created from the usual
+    OpenAI-compatible server; ``CycleConfig(api="responses")`` drives
+    ``responses.create`` instead, with the same events, errors and history. Without ``client``, one is created from the usual
     environment variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``). The cycle's
     requests use a copy of the client with the SDK's own retries turned off; the
     cycle retries by itself (see :class:`CycleConfig`).
@@ -183,7 +185,9 @@ class LlmCycle:
     loop (see the second example).
 
     The history is :attr:`messages`: plain dicts in the Chat Completions request
-    format, ready to send again or to serialise as JSON. One cycle runs one
+    format, ready to send again or to serialise as JSON. On the Responses API each
+    assistant message also keeps its ``response`` (id and output items, reasoning
+    included), so a saved history resumes on that API. One cycle runs one
     ``submit*`` call at a time.
 
     Example:
@@ -572,6 +576,7 @@ class LlmCycle:
         start = len(self.messages)
         try:
             config = self.config
+            wire = wire_for(config)
             offer = RunOffer(registry, select, config.model) if registry is not None else None
             relaxed = (
                 relaxed_tool_choice(config.request_options) if config.reset_tool_choice else None
@@ -603,14 +608,14 @@ class LlmCycle:
                 # 3. One request; streamed text events pass straight through. A forced
                 #    tool_choice serves the call's first request only, or a forced loop
                 #    could end at max_turns alone.
-                builder = TurnBuilder(str(self._requests), repair=config.repair_arguments)
+                builder = wire.builder(str(self._requests), config.repair_arguments)
                 self._requests += 1
-                params = self._params(tools, stream)
+                params = wire.params(config, self.messages, tools, stream)
                 if relaxed is not None and turn > 1:
                     params["tool_choice"] = relaxed
                 if output is not None:
                     output.plan.prepare(params)
-                async for event in self._request(params, stream, builder):
+                async for event in self._request(wire, params, stream, builder):
                     yield event
                 result = clean_turn(builder.build())
                 self.messages.append(result.message)
@@ -649,26 +654,15 @@ class LlmCycle:
                 answer_unanswered(self.messages, start, "the tool loop was stopped before it ran")
             self._busy = False
 
-    def _params(self, tools: list[dict[str, Any]] | None, stream: bool) -> dict[str, Any]:
-        params = dict(self.config.request_options)
-        params["model"] = self.config.model
-        params["messages"] = self.config.history.select(self.messages)
-        if tools:
-            params["tools"] = tools
-        if stream:
-            params["stream"] = True
-            params.setdefault("stream_options", {"include_usage": True})
-        return params
-
     async def _request(
-        self, params: dict[str, Any], stream: bool, builder: TurnBuilder
+        self, wire: Wire, params: dict[str, Any], stream: bool, builder: TurnAssembler
     ) -> AsyncIterator[StreamEvent]:
         from openai import OpenAIError
 
         retry = RetryPolicy(
             self.config.max_retries, self.config.retry_initial_delay, self.config.retry_max_delay
         )
-        create = self._requester.chat.completions.create
+        create, params = wire.request(self._requester, params)
         # 1. Retries cover the request up to the first chunk; never a started stream.
         try:
             if not stream:
@@ -677,7 +671,7 @@ class LlmCycle:
             response, first = await retry.call(functools.partial(open_stream, create, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
-            raise LlmError(f"chat completion request failed: {type(exc).__name__}: {exc}") from exc
+            raise LlmError(f"{wire.name} request failed: {type(exc).__name__}: {exc}") from exc
         # 2. Read the stream; closing it on any exit (cancellation included) drops the
         #    HTTP connection, which tells the server to stop generating.
         try:

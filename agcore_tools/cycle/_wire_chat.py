@@ -1,0 +1,51 @@
+"""The Chat Completions wire: the request each turn sends, and the SDK call that sends it.
+
+History items are the Chat Completions messages ``cycle.messages`` holds; the stream
+mapping is :class:`~agcore_tools.cycle._stream.TurnBuilder`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ._stream import TurnBuilder
+from .config import CycleConfig
+
+__all__ = ["ChatWire"]
+
+Message = dict[str, Any]
+
+
+class ChatWire:
+    """``chat.completions.create``, with the history sent as it is."""
+
+    __slots__ = ()
+
+    name = "chat completion"
+
+    def params(
+        self,
+        config: CycleConfig,
+        messages: Sequence[Message],
+        tools: list[dict[str, Any]] | None,
+        stream: bool,
+    ) -> dict[str, Any]:
+        """The request's parameters, in the Chat Completions shape."""
+        params = dict(config.request_options)
+        params["model"] = config.model
+        params["messages"] = config.history.select(messages)
+        if tools:
+            params["tools"] = tools
+        if stream:
+            params["stream"] = True
+            params.setdefault("stream_options", {"include_usage": True})
+        return params
+
+    def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """The SDK method to call, and the parameters to call it with."""
+        return requester.chat.completions.create, params
+
+    def builder(self, turn_tag: str, repair: bool) -> TurnBuilder:
+        """A fresh assembler of one turn."""
+        return TurnBuilder(turn_tag, repair=repair)

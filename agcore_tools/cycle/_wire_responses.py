@@ -1,0 +1,380 @@
+"""The Responses wire: ``responses.create`` over the same loop and the same history.
+
+The history stays in the Chat Completions format (``cycle.messages``), so every part
+of the loop that reads it (pending calls, history policies, structured output, the
+transcript view) works unchanged. What only the Responses API has rides along on the
+assistant message, as plain JSON::
+
+    {"role": "assistant", "content": "...", "tool_calls": [...],
+     "response": {"id": "resp_...", "output": [<the response's output items>]}}
+
+Each request converts the history into ``input`` items: an assistant message with a
+``response`` sends its output items back as they came (reasoning items, encrypted
+content included, stay in front of the calls they preceded), a tool message becomes a
+``function_call_output``, and a message without a role is taken as a Responses item
+already. A history policy drops whole exchanges, and an assistant message with its
+tool messages sits in one exchange, so trimming cannot separate a reasoning item from
+its following item nor a ``function_call`` from its output. A saved history resumes
+on the Responses API (the ``response`` key is the Responses API's own).
+
+The request is first built in the Chat Completions shape, so forced ``tool_choice``
+relaxing and structured output stay one implementation; :meth:`ResponsesWire.request`
+translates it (tools, ``tool_choice``, ``response_format``) just before sending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._sdk import sdk_field as _field
+from .._toolcalls import ParsedCall, parse_call
+from ..error import LlmError
+from ._stream import Turn
+from .config import CycleConfig
+from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
+
+__all__ = ["ResponsesTurnBuilder", "ResponsesWire", "to_input"]
+
+Message = dict[str, Any]
+_NO_EVENTS: tuple[StreamEvent, ...] = ()
+_ENCRYPTED = "reasoning.encrypted_content"
+_INCOMPLETE = {
+    "max_output_tokens": FinishReason.LENGTH,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+_REASONING_DELTAS = frozenset(
+    {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
+)
+
+
+class ResponsesWire:
+    """``responses.create``: stateless full ``input`` by default, or ``chain=True`` to
+    send only what follows the last response, with ``previous_response_id``."""
+
+    __slots__ = ("chain",)
+
+    name = "responses"
+
+    def __init__(self, chain: bool) -> None:
+        self.chain = chain
+
+    def params(
+        self,
+        config: CycleConfig,
+        messages: Sequence[Message],
+        tools: list[dict[str, Any]] | None,
+        stream: bool,
+    ) -> dict[str, Any]:
+        """The request's parameters, still in the Chat Completions shape."""
+        params = dict(config.request_options)
+        params["model"] = config.model
+        last = _last_response(messages) if self.chain else None
+        if last is not None:
+            index, response_id = last
+            params["previous_response_id"] = response_id
+            params["messages"] = messages[index + 1 :]
+        else:
+            params["messages"] = config.history.select(messages)
+        if tools:
+            params["tools"] = tools
+        if stream:
+            params["stream"] = True
+        return params
+
+    def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """``responses.create`` and the parameters translated for it."""
+        sent = dict(params)
+        sent["input"] = to_input(sent.pop("messages"))
+        if "tools" in sent:
+            sent["tools"] = [_tool(tool) for tool in sent["tools"]]
+        if "tool_choice" in sent:
+            sent["tool_choice"] = _tool_choice(sent["tool_choice"])
+        response_format = sent.pop("response_format", None)
+        if response_format is not None:
+            sent["text"] = {**(sent.get("text") or {}), "format": _text_format(response_format)}
+        if sent.get("store") is False:
+            # Without stored responses, reasoning can only go back encrypted.
+            include = list(sent.get("include") or ())
+            if _ENCRYPTED not in include:
+                sent["include"] = [*include, _ENCRYPTED]
+        return requester.responses.create, sent
+
+    def builder(self, turn_tag: str, repair: bool) -> ResponsesTurnBuilder:
+        """A fresh assembler of one turn."""
+        return ResponsesTurnBuilder(turn_tag, repair=repair)
+
+
+def _last_response(messages: Sequence[Message]) -> tuple[int, str] | None:
+    for index in range(len(messages) - 1, -1, -1):
+        response = messages[index].get("response")
+        if messages[index].get("role") == "assistant" and isinstance(response, Mapping):
+            response_id = response.get("id")
+            if isinstance(response_id, str) and response_id:
+                return index, response_id
+    return None
+
+
+# -- history -> input ------------------------------------------------------------------
+
+
+def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The Responses ``input`` items of a Chat Completions history.
+
+    Example:
+        >>> to_input([
+        ...     {"role": "user", "content": "2 + 3?"},
+        ...     {"role": "assistant", "content": "", "tool_calls": [{"id": "c1",
+        ...      "type": "function", "function": {"name": "add", "arguments": "{}"}}]},
+        ...     {"role": "tool", "tool_call_id": "c1", "content": "5"},
+        ... ])  # doctest: +NORMALIZE_WHITESPACE
+        [{'role': 'user', 'content': '2 + 3?'},
+         {'type': 'function_call', 'call_id': 'c1', 'name': 'add', 'arguments': '{}'},
+         {'type': 'function_call_output', 'call_id': 'c1', 'output': '5'}]
+    """
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if role == "tool":
+            output = content if isinstance(content, str) else _joined_text(content)
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.get("tool_call_id"),
+                    "output": output,
+                }
+            )
+        elif role == "assistant":
+            items.extend(_assistant_items(message))
+        elif role is None:
+            items.append(dict(message))  # a Responses item already
+        else:
+            parts = content if isinstance(content, str) else [_part(p) for p in content or ()]
+            items.append({"role": role, "content": parts})
+    return items
+
+
+def _assistant_items(message: Message) -> list[dict[str, Any]]:
+    response = message.get("response")
+    output = response.get("output") if isinstance(response, Mapping) else None
+    if isinstance(output, list):
+        # A reasoning item must be followed by the item it preceded; one left last
+        # (a response cut at max_output_tokens) would make the request a 400.
+        while output and isinstance(output[-1], Mapping) and output[-1].get("type") == "reasoning":
+            output = output[:-1]
+        return [dict(item) for item in output]
+    items: list[dict[str, Any]] = []
+    content = message.get("content")
+    if content:
+        items.append({"role": "assistant", "content": content})
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": call.get("id"),
+                "name": function.get("name"),
+                "arguments": function.get("arguments") or "",
+            }
+        )
+    return items
+
+
+def _joined_text(content: Any) -> str:
+    parts = content if isinstance(content, list) else ()
+    return "".join(p.get("text", "") for p in parts if isinstance(p, Mapping))
+
+
+def _part(part: Any) -> Any:
+    # Chat Completions content parts (attachments included) in their Responses shape.
+    if not isinstance(part, Mapping):
+        return part
+    kind = part.get("type")
+    if kind == "text":
+        return {"type": "input_text", "text": part.get("text", "")}
+    if kind == "image_url":
+        image = part.get("image_url") or {}
+        return {
+            "type": "input_image",
+            "image_url": image.get("url"),
+            "detail": image.get("detail", "auto"),
+        }
+    if kind == "file":
+        return {"type": "input_file", **(part.get("file") or {})}
+    return dict(part)
+
+
+# -- Chat Completions request shapes -> Responses ----------------------------------------
+
+
+def _tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    function = tool.get("function")
+    if tool.get("type") != "function" or not isinstance(function, Mapping):
+        return dict(tool)
+    # Responses makes function tools strict unless told otherwise; Chat does not.
+    return {"type": "function", "strict": False, **function}
+
+
+def _tool_choice(choice: Any) -> Any:
+    if not isinstance(choice, Mapping):
+        return choice
+    function = choice.get("function")
+    if choice.get("type") == "function" and isinstance(function, Mapping):
+        return {"type": "function", "name": function.get("name")}
+    allowed = choice.get("allowed_tools")
+    if choice.get("type") == "allowed_tools" and isinstance(allowed, Mapping):
+        tools = [_tool_choice(tool) for tool in allowed.get("tools") or ()]
+        return {"type": "allowed_tools", "mode": allowed.get("mode"), "tools": tools}
+    return dict(choice)
+
+
+def _text_format(response_format: Mapping[str, Any]) -> dict[str, Any]:
+    schema = response_format.get("json_schema")
+    if response_format.get("type") == "json_schema" and isinstance(schema, Mapping):
+        return {"type": "json_schema", **schema}
+    return dict(response_format)
+
+
+# -- response -> turn --------------------------------------------------------------------
+
+
+def usage_of(usage: Any) -> Usage:
+    """A Responses ``usage`` object's counts, cached and reasoning tokens included.
+
+    Example:
+        >>> usage_of({"input_tokens": 9, "output_tokens": 4, "total_tokens": 13,
+        ...           "input_tokens_details": {"cached_tokens": 8},
+        ...           "output_tokens_details": {"reasoning_tokens": 3}})
+        Usage(prompt_tokens=9, completion_tokens=4, total_tokens=13, cached_tokens=8, reasoning_tokens=3, requests=1)
+    """
+    prompt = _int(_field(usage, "input_tokens"))
+    completion = _int(_field(usage, "output_tokens"))
+    total = _int(_field(usage, "total_tokens")) or prompt + completion
+    cached = _int(_field(_field(usage, "input_tokens_details"), "cached_tokens"))
+    reasoning = _int(_field(_field(usage, "output_tokens_details"), "reasoning_tokens"))
+    return Usage(prompt, completion, total, cached, reasoning)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _json(value: Any) -> Any:
+    # SDK models become the plain JSON the history holds; unset and null fields are
+    # left out, as the API does not take some of them back as input.
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", exclude_none=True)
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+class ResponsesTurnBuilder:
+    """Accumulates one response (whole, or its stream events) into a :class:`Turn`."""
+
+    __slots__ = ("_arguments", "_items", "_repair", "_response", "_turn_tag")
+
+    def __init__(self, turn_tag: str, *, repair: bool = False) -> None:
+        self._turn_tag = turn_tag
+        self._repair = repair
+        self._response: Any = None
+        self._items: dict[int, Any] = {}  # by output_index, from the stream
+        self._arguments: dict[int, list[str]] = {}
+
+    def feed(self, event: Any) -> tuple[StreamEvent, ...] | list[StreamEvent]:
+        """Take one stream event; return the text events it carries."""
+        kind = _field(event, "type")
+        if kind == "response.output_text.delta":
+            return [AssistantTextDelta(_field(event, "delta") or "")]
+        if kind in _REASONING_DELTAS:
+            return [ReasoningDelta(_field(event, "delta") or "")]
+        if kind == "response.function_call_arguments.delta":
+            index = _int(_field(event, "output_index"))
+            self._arguments.setdefault(index, []).append(_field(event, "delta") or "")
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            self._items[_int(_field(event, "output_index"))] = _json(_field(event, "item"))
+        elif kind in ("response.completed", "response.incomplete"):
+            self._response = _field(event, "response")
+        elif kind == "response.failed":
+            raise LlmError(
+                f"the model's stream reported an error: {_error(_field(event, 'response'))}"
+            )
+        elif kind == "error":
+            raise LlmError(f"the model's stream reported an error: {_field(event, 'message')}")
+        return _NO_EVENTS
+
+    def end_stream(self) -> None:
+        """Check that the stream, now ended, carried its ``response.completed``."""
+        if self._response is None:
+            raise LlmError(
+                "the model's stream was cut: it ended without response.completed (the "
+                "server failed after sending 200, or closed the stream early)"
+            )
+
+    def feed_completion(self, response: Any) -> None:
+        """Take a whole (non-streamed) response."""
+        if _field(response, "status") == "failed" or _field(response, "error"):
+            raise LlmError(f"the model reported an error: {_error(response)}")
+        self._response = response
+
+    def build(self) -> Turn:
+        """The assembled turn and its assistant message."""
+        response = self._response
+        output = [_json(item) for item in _field(response, "output") or ()]
+        if not output:  # a bridge that leaves the final output empty: use the stream's
+            output = [self._streamed(index) for index in sorted(self._items)]
+        texts: list[str] = []
+        calls: list[ParsedCall] = []
+        for item in output:
+            kind = item.get("type")
+            if kind == "message":
+                texts += [
+                    p.get("text", "")
+                    for p in item.get("content") or ()
+                    if p.get("type") == "output_text"
+                ]
+            elif kind == "function_call":
+                if not item.get("call_id"):
+                    item["call_id"] = f"call_{self._turn_tag}_{len(calls)}"
+                call = parse_call(
+                    item.get("name") or "",
+                    item["call_id"],
+                    item.get("arguments"),
+                    repair=self._repair,
+                )
+                calls.append(call)
+        text = "".join(texts)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.call_id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in calls
+            ]
+        message["response"] = {"id": _field(response, "id"), "output": output}
+        incomplete = _field(_field(response, "incomplete_details"), "reason")
+        raw = incomplete or _field(response, "status")
+        if calls:
+            reason = FinishReason.TOOL_CALLS
+        elif incomplete is not None:
+            reason = _INCOMPLETE.get(incomplete, FinishReason.OTHER)
+        else:
+            reason = FinishReason.STOP
+        usage = _field(response, "usage")
+        return Turn(
+            message, text, reason, raw, tuple(calls), usage_of(usage) if usage is not None else None
+        )
+
+    def _streamed(self, index: int) -> dict[str, Any]:
+        item = dict(self._items[index])
+        if item.get("type") == "function_call" and not item.get("arguments"):
+            item["arguments"] = "".join(self._arguments.get(index, ()))
+        return item
+
+
+def _error(response: Any) -> str:
+    error = _field(response, "error")
+    message = _field(error, "message") if error is not None else None
+    return str(message or error or "no error message")

@@ -1,0 +1,399 @@
+"""The loop over the Responses API (``CycleConfig(api="responses")``) against a real
+loopback server, in JSON and in SSE: the requests it sends, the history it keeps."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from agcore_tools import (
+    AssistantTextDelta,
+    CycleConfig,
+    FinishReason,
+    LlmConfigError,
+    LlmCycle,
+    LlmError,
+    PermissionChecker,
+    PermissionConfig,
+    PermissionDeniedError,
+    ReasoningDelta,
+    ToolExecutionCompleted,
+    ToolExecutionStarted,
+    ToolRegistry,
+    TrimOldest,
+    TurnComplete,
+)
+from agcore_tools.testing import RawStream, Reply
+
+from .conftest import S, assert_history_valid, tool_messages
+
+MODES = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+USAGE = {
+    "prompt_tokens": 50,
+    "completion_tokens": 20,
+    "total_tokens": 70,
+    "prompt_tokens_details": {"cached_tokens": 32},
+    "completion_tokens_details": {"reasoning_tokens": 12},
+}
+
+
+async def run(cycle: LlmCycle, prompt: str | None, registry: ToolRegistry, stream: bool) -> Any:
+    if not stream:
+        return await cycle.submit_with_tools(prompt, registry)
+    return await cycle.submit_stream_with_tools(prompt, registry).collect()
+
+
+def items(request: Any) -> list[dict[str, Any]]:
+    return request.json["input"]
+
+
+@MODES
+async def test_a_tool_loop_runs_over_responses_create(serve, make_cycle, calc, stream):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")], usage=USAGE),
+        S.reply_text("5", usage=USAGE),
+    )
+    cycle = make_cycle(server, api="responses", system_prompt="Be brief.")
+
+    response = await run(cycle, "2 + 3?", calc, stream)
+
+    assert response.text == "5" and response.turns == 2
+    assert response.stop_reason is FinishReason.STOP
+    assert calc.runs == [("add", {"a": 2, "b": 3})]
+    assert [r.path for r in server.requests] == ["/v1/responses"] * 2
+    assert [r.stream for r in server.requests] == [stream, stream]
+    first, second = (r.json for r in server.requests)
+    assert first["input"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "2 + 3?"},
+    ]
+    assert "messages" not in first and "stream_options" not in first
+    assert {t["name"] for t in first["tools"]} == {"add", "weather", "fail"}
+    assert all(t["type"] == "function" and t["strict"] is False for t in first["tools"])
+    call, output = second["input"][2:]
+    assert (call["type"], call["call_id"], call["name"]) == ("function_call", "c1", "add")
+    assert output == {"type": "function_call_output", "call_id": "c1", "output": "5"}
+    # Usage, cached and reasoning tokens included, summed over both requests.
+    usage = response.usage
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (100, 40, 140)
+    assert (usage.cached_tokens, usage.reasoning_tokens, usage.requests) == (64, 24, 2)
+    # The history is plain JSON in the Chat Completions shape, plus each response.
+    assert json.loads(json.dumps(cycle.messages)) == cycle.messages
+    assert [m["role"] for m in cycle.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert_history_valid(cycle.messages)
+    assert cycle.messages[2]["response"]["id"].startswith("resp_")
+    assert tool_messages(cycle.messages) == {"c1": "5"}
+
+
+@MODES
+async def test_reasoning_items_go_back_with_their_calls_on_every_following_turn(
+    serve, make_cycle, calc, stream
+):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")], reasoning="add first"),
+        S.reply_tool_calls([("add", {"a": 3, "b": 4}, "c2")], reasoning="then again"),
+        S.reply_text("3 and 7", reasoning="done"),
+    )
+    cycle = make_cycle(server, api="responses")
+
+    response = await run(cycle, "Sums?", calc, stream)
+
+    assert response.text == "3 and 7"
+    kinds = [
+        (i.get("type") or i["role"], i.get("id") or i.get("call_id"))
+        for i in items(server.requests[2])
+    ]
+    rs1, rs2 = (i["id"] for i in items(server.requests[2]) if i.get("type") == "reasoning")
+    assert kinds == [
+        ("user", None),
+        ("reasoning", rs1),
+        ("function_call", "fc_scripted_0_0"),
+        ("function_call_output", "c1"),
+        ("reasoning", rs2),
+        ("function_call", "fc_scripted_1_0"),
+        ("function_call_output", "c2"),
+    ]
+    # The second request already carried the first reasoning item, before its call.
+    assert [i.get("type") for i in items(server.requests[1])][1:3] == ["reasoning", "function_call"]
+    reasoning = items(server.requests[2])[1]
+    assert reasoning["summary"] == [{"type": "summary_text", "text": "add first"}]
+    assert "include" not in server.requests[0].json  # stored responses: nothing to ask
+
+
+@MODES
+async def test_without_store_encrypted_reasoning_is_asked_for_and_sent_back(
+    serve, make_cycle, calc, stream
+):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")], reasoning="think"),
+        S.reply_text("3"),
+    )
+    cycle = make_cycle(
+        server, api="responses", store=False, include=["message.output_text.logprobs"]
+    )
+
+    await run(cycle, "1 + 2?", calc, stream)
+
+    for request in server.requests:
+        assert request.json["store"] is False
+        assert request.json["include"] == [
+            "message.output_text.logprobs",
+            "reasoning.encrypted_content",
+        ]
+    reasoning = items(server.requests[1])[1]
+    assert reasoning["type"] == "reasoning"
+    assert reasoning["encrypted_content"] == "encrypted:0:think"
+    assert cycle.config.request_options["include"] == ["message.output_text.logprobs"]
+
+
+async def test_stream_maps_text_reasoning_and_tool_events(serve, make_cycle, calc):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")], reasoning="I should add"),
+        S.reply_text("The sum is five.", reasoning="easy"),
+        chunk_chars=4,
+    )
+    cycle = make_cycle(server, api="responses")
+
+    events = [e async for e in cycle.submit_stream_with_tools("2 + 3?", calc)]
+
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == [
+        *["ReasoningDelta"] * 3,
+        "TurnComplete",
+        "ToolExecutionStarted",
+        "ToolExecutionCompleted",
+        "ReasoningDelta",
+        *["AssistantTextDelta"] * 4,
+        "TurnComplete",
+    ]
+    reasoning = "".join(e.text for e in events[:3] if isinstance(e, ReasoningDelta))
+    assert reasoning == "I should add"
+    text = "".join(e.text for e in events if isinstance(e, AssistantTextDelta))
+    assert text == "The sum is five."
+    started = next(e for e in events if isinstance(e, ToolExecutionStarted))
+    assert (started.tool_name, started.input, started.call_id) == ("add", {"a": 2, "b": 3}, "c1")
+    completed = next(e for e in events if isinstance(e, ToolExecutionCompleted))
+    assert completed.output == 5
+    last = events[-1]
+    assert isinstance(last, TurnComplete) and last.turn == 2 and last.usage is not None
+
+
+def _event(kind: str, **fields: Any) -> str:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}"
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        ([_event("error", code="server_error", message="overloaded", param=None)], "overloaded"),
+        (
+            [
+                _event(
+                    "response.failed",
+                    response={
+                        "id": "r",
+                        "status": "failed",
+                        "error": {"code": "x", "message": "it broke"},
+                        "output": [],
+                    },
+                )
+            ],
+            "it broke",
+        ),
+        ([], "ended without response.completed"),
+    ],
+    ids=["error-event", "response-failed", "cut"],
+)
+async def test_errors_mid_stream_raise_llm_error_after_the_text_so_far(
+    serve, make_cycle, events, message
+):
+    start = _event(
+        "response.output_text.delta", output_index=0, item_id="m", content_index=0, delta="Hel"
+    )
+    server = serve(RawStream([start, *events], done=False))
+    cycle = make_cycle(server, api="responses")
+
+    seen: list[Any] = []
+    with pytest.raises(LlmError, match=message):
+        async for event in cycle.submit_stream("Hi"):
+            seen.append(event)
+
+    assert seen == [AssistantTextDelta("Hel")]
+    assert len(server.requests) == 1  # a started stream is never retried
+
+
+@MODES
+async def test_retries_and_http_errors_behave_as_on_chat(serve, make_cycle, stream):
+    server = serve(S.error(503, "busy"), S.reply_text("ok"), S.error(400, "bad input"))
+    cycle = make_cycle(server, api="responses")
+
+    first = await (cycle.submit_stream("Hi").collect() if stream else cycle.submit("Hi"))
+    with pytest.raises(LlmError, match=r"responses request failed: BadRequestError.*bad input"):
+        await (cycle.submit_stream("Again").collect() if stream else cycle.submit("Again"))
+
+    assert first.text == "ok"
+    assert len(server.requests) == 3
+
+
+async def test_denied_permission_stops_the_loop_as_on_chat(serve, make_cycle):
+    registry = ToolRegistry(PermissionChecker(PermissionConfig()))  # shell is denied
+
+    @registry.tool(permissions=["shell"])
+    def run_shell(command: str) -> str:
+        """Run a shell command."""
+        raise AssertionError("never runs")
+
+    server = serve(S.reply_tool_calls([("run_shell", {"command": "ls"}, "c1")], reasoning="r"))
+    cycle = make_cycle(server, api="responses")
+
+    with pytest.raises(LlmError) as raised:
+        await cycle.submit_with_tools("List files", registry)
+
+    assert isinstance(raised.value.__cause__, PermissionDeniedError)
+    assert tool_messages(cycle.messages)["c1"].startswith("Error: permission denied")
+    assert_history_valid(cycle.messages)
+
+
+@MODES
+async def test_a_truncated_answer_is_length_and_a_lone_reasoning_item_is_not_sent_back(
+    serve, make_cycle, stream
+):
+    server = serve(
+        Reply(None, reasoning="long thought", finish_reason="length"), S.reply_text("ok")
+    )
+    cycle = make_cycle(server, api="responses")
+
+    cut = await (cycle.submit_stream("Hi").collect() if stream else cycle.submit("Hi"))
+    await cycle.submit("Go on")
+
+    assert cut.stop_reason is FinishReason.LENGTH
+    assert cycle.messages[1]["response"]["output"][0]["type"] == "reasoning"  # kept in history
+    assert [i.get("type", i.get("role")) for i in items(server.requests[1])] == ["user", "user"]
+
+
+@MODES
+async def test_chaining_sends_only_what_follows_the_last_response(serve, make_cycle, calc, stream):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")], reasoning="r"),
+        S.reply_text("5"),
+        S.reply_text("bye"),
+    )
+    cycle = make_cycle(server, api="responses", chain_responses=True, system_prompt="Be brief.")
+
+    await run(cycle, "2 + 3?", calc, stream)
+    await cycle.submit("Thanks")
+
+    first, second, third = (r.json for r in server.requests)
+    assert "previous_response_id" not in first and len(first["input"]) == 2
+    assert second["previous_response_id"] == cycle.messages[2]["response"]["id"]
+    assert second["input"] == [{"type": "function_call_output", "call_id": "c1", "output": "5"}]
+    assert third["previous_response_id"] == cycle.messages[4]["response"]["id"]
+    assert third["input"] == [{"role": "user", "content": "Thanks"}]
+
+
+async def test_trimming_never_separates_reasoning_or_calls_from_what_follows(
+    serve, make_cycle, calc
+):
+    script = []
+    for n in range(3):
+        script += [
+            S.reply_tool_calls(
+                [("add", {"a": n, "b": 1}), ("add", {"a": n, "b": 2})], reasoning=f"r{n}"
+            ),
+            S.reply_text(f"done {n}", reasoning=f"s{n}"),
+        ]
+    server = serve(*script)
+    cycle = make_cycle(
+        server, api="responses", history=TrimOldest(max_messages=7), system_prompt="S"
+    )
+
+    for n in range(3):
+        await cycle.submit_with_tools(f"question {n}", calc)
+
+    for request in server.requests:
+        sent = items(request)
+        assert sent[0] == {"role": "system", "content": "S"}
+        for position, item in enumerate(sent):
+            if item.get("type") == "reasoning":
+                assert sent[position + 1].get("type") in ("function_call", "message")
+            if item.get("type") == "function_call":
+                outputs = [i for i in sent if i.get("type") == "function_call_output"]
+                assert item["call_id"] in {o["call_id"] for o in outputs}
+                assert any(i.get("type") == "reasoning" for i in sent[:position])
+    last = items(server.requests[-1])
+    assert [i.get("content") for i in last if i.get("role") == "user"] == ["question 2"]
+
+
+async def test_a_saved_history_resumes_on_the_responses_api(serve, make_cycle, calc):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")], reasoning="r"),
+        S.reply_text("5"),
+    )
+    cycle = make_cycle(server, api="responses", max_turns=1)
+    with pytest.raises(LlmError):
+        await cycle.submit_with_tools("2 + 3?", calc)  # stops at max_turns, call answered
+    saved = json.dumps(cycle.messages)
+
+    resumed = make_cycle(server, api="responses")
+    resumed.messages = json.loads(saved)
+    response = await resumed.submit_with_tools(None, calc)
+
+    assert response.text == "5"
+    assert [i.get("type", i.get("role")) for i in items(server.requests[1])] == [
+        "user",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+    ]
+
+
+class Sum(BaseModel):
+    total: int
+
+
+@MODES
+async def test_structured_output_and_forced_tool_choice_are_translated(
+    serve, make_cycle, calc, stream
+):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]), S.reply_text('{"total": 5}')
+    )
+    cycle = make_cycle(
+        server, api="responses", tool_choice={"type": "function", "function": {"name": "add"}}
+    )
+
+    if stream:
+        response = await cycle.submit_stream_with_tools("2 + 3?", calc, output_type=Sum).collect()
+    else:
+        response = await cycle.submit_with_tools("2 + 3?", calc, output_type=Sum)
+
+    assert response.output == Sum(total=5)
+    first, second = (r.json for r in server.requests)
+    assert first["tool_choice"] == {"type": "function", "name": "add"}
+    assert second["tool_choice"] == "auto"
+    fmt = first["text"]["format"]
+    assert (
+        fmt["type"] == "json_schema" and fmt["schema"]["properties"]["total"]["type"] == "integer"
+    )
+    assert "response_format" not in first
+
+
+def test_config_checks_the_api_and_chaining() -> None:
+    assert CycleConfig("m").api == "chat"
+    with pytest.raises(LlmConfigError, match="api must be"):
+        CycleConfig("m", api="completions")  # type: ignore[arg-type]
+    with pytest.raises(LlmConfigError, match="chain_responses needs"):
+        CycleConfig("m", chain_responses=True)
+    with pytest.raises(LlmConfigError, match="chain_responses needs"):
+        CycleConfig("m", api="responses", chain_responses=True, store=False)
+    with pytest.raises(LlmConfigError, match="previous_response_id"):
+        CycleConfig("m", api="responses", previous_response_id="resp_1")
