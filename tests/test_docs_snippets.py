@@ -285,6 +285,19 @@ SNIPPETS: dict[str, Setup] = {
             "[stop]",
         ],
     ),
+    "streaming-responses": Setup(
+        script=[
+            S.reply_tool_calls([("get_weather", {"city": "Paris"})], reasoning="look it up"),
+            S.reply_text("18 °C in Paris.", reasoning="answer"),
+        ],
+        output=[
+            "(look it up)",
+            "-> get_weather({'city': 'Paris'})",
+            "(answer)18 °C in Paris.",
+            "first turn: ['reasoning', 'function_call'] resumable: True",
+        ],
+        sent=['{"city":"Paris","celsius":18}', "encrypted:0:look it up"],
+    ),
     "long-running": Setup(
         script=[
             S.reply_tool_calls([("scan", {"folders": ["docs", "src"]})]),
