@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import FinishReason, MaxTurnsExceededError
+from agcore_tools import CycleConfig, FinishReason, LlmCycle, LlmError, MaxTurnsExceededError
 
+from ..cycle.conftest import assert_history_valid
 from .test_llama_cpp_server import (
     FORCE_ADD,
     MODES,
@@ -208,3 +209,34 @@ async def test_streamed_responses_function_call_fails_in_the_bridge(
     )
     assert last.response.output == []
     assert not [e for e in events if e.type == "response.completed"]
+
+
+async def test_the_responses_loop_through_the_bridge(litellm_proxy, litellm_client, tools):
+    # CycleConfig(api="responses") end to end: a forced call over responses.create runs,
+    # then the follow-up sends the function_call item back in the whole input, which the
+    # bridge forwards as an assistant message without "content" (the llama server's 500,
+    # as in the drop-in test above). A plain answer goes through.
+    options = {"temperature": 0, "max_output_tokens": 48, "max_retries": 0}
+    config = CycleConfig(
+        litellm_proxy.model, api="responses", tool_choice=FORCE_WEATHER, max_turns=1, **options
+    )
+    cycle = LlmCycle(config, client=litellm_client)
+
+    with pytest.raises(MaxTurnsExceededError) as stopped:
+        await cycle.submit_with_tools("What's the weather in Paris?", tools)
+
+    assert [name for name, _ in tools.runs] == ["get_weather"]
+    assert isinstance(tools.runs[0][1]["city"], str)
+    assert_history_valid(cycle.messages)
+    output = cycle.messages[1]["response"]["output"]
+    assert [item["type"] for item in output] == ["function_call"], output
+    assert stopped.value.usage.requests == 1 and stopped.value.usage.prompt_tokens > 0
+    with pytest.raises(LlmError, match="'dict object' has no attribute 'content'"):
+        await cycle.submit_with_tools(None, tools)
+
+    plain = LlmCycle(
+        CycleConfig(litellm_proxy.model, api="responses", **options), client=litellm_client
+    )
+    answer = await plain.submit("Say hello.")
+    assert answer.text and answer.usage.prompt_tokens > 0
+    assert plain.messages[1]["response"]["output"][0]["type"] == "message"
