@@ -14,7 +14,11 @@ last with text. Contenders:
   ``asyncio.gather`` over the calls, the least any loop can do (and its streaming
   twin, the baseline of the streaming rows);
 - ``openai-agents Runner``: ``Runner.run`` with ``OpenAIChatCompletionsModel`` on the
-  same client, tracing off.
+  same client, tracing off;
+- the same three over the Responses API: ``CycleConfig(api="responses")``, a
+  hand-written ``responses.create`` loop (``input += response.output``, and its
+  streaming twin), and the Runner with ``OpenAIResponsesModel``. Each row is compared
+  with the raw loop of its own API and mode.
 
 Rounds are interleaved (order shuffled each round) so machine noise hits everyone
 alike; figures are medians over rounds. "wall" is elapsed time per turn; "client CPU"
@@ -82,7 +86,15 @@ SCRIPT: list[ScriptItem] = [
 
 def by_progress(request: CapturedRequest) -> ScriptItem:
     body = request.json
-    turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")
+    if "messages" in body:
+        turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")
+    else:  # Responses: one batch of function_call_output items per earlier tool turn
+        kinds = [item.get("type") for item in body["input"]]
+        turn = sum(
+            1
+            for i, kind in enumerate(kinds)
+            if kind == "function_call_output" and kinds[i + 1 : i + 2] != ["function_call_output"]
+        )
     return SCRIPT[turn]
 
 
@@ -117,9 +129,25 @@ def agcore_contenders(client: Any) -> list[Contender]:
         cycle = LlmCycle(config, client=client)
         return (await cycle.submit_stream_with_tools(PROMPT, registry).collect()).text
 
+    responses = CycleConfig(MODEL, api="responses")
+
+    async def responses_loop() -> str:
+        cycle = LlmCycle(responses, client=client)
+        return (await cycle.submit_with_tools(PROMPT, registry)).text
+
+    async def responses_stream_loop() -> str:
+        cycle = LlmCycle(responses, client=client)
+        return (await cycle.submit_stream_with_tools(PROMPT, registry).collect()).text
+
     return [
         Contender("agcore LlmCycle", loop, "submit_with_tools"),
         Contender("agcore LlmCycle (stream)", stream_loop, "submit_stream_with_tools, SSE"),
+        Contender("agcore LlmCycle (responses)", responses_loop, 'api="responses"'),
+        Contender(
+            "agcore LlmCycle (responses, stream)",
+            responses_stream_loop,
+            'api="responses", SSE',
+        ),
     ]
 
 
@@ -242,23 +270,72 @@ def raw_contenders(client: Any) -> list[Contender]:
                 for c, r in zip(ordered, results, strict=True)
             )
 
+    flat = [{"type": "function", **tool["function"]} for tool in tools]
+
+    async def run_item(item: Any) -> str:
+        result = await functions[item.name](**json.loads(item.arguments))
+        return result if isinstance(result, str) else json.dumps(result)
+
+    async def run_outputs(calls: list[Any]) -> list[dict[str, Any]]:
+        results = await asyncio.gather(*(run_item(c) for c in calls))
+        return [
+            {"type": "function_call_output", "call_id": c.call_id, "output": r}
+            for c, r in zip(calls, results, strict=True)
+        ]
+
+    async def responses_loop() -> str:
+        items: list[Any] = [{"role": "user", "content": PROMPT}]
+        while True:
+            response = await client.responses.create(model=MODEL, input=items, tools=flat)
+            items += response.output
+            calls = [item for item in response.output if item.type == "function_call"]
+            if not calls:
+                return str(response.output_text)
+            items += await run_outputs(calls)
+
+    async def responses_stream_loop() -> str:
+        items: list[Any] = [{"role": "user", "content": PROMPT}]
+        while True:
+            stream = await client.responses.create(
+                model=MODEL, input=items, tools=flat, stream=True
+            )
+            text: list[str] = []
+            response: Any = None
+            async for event in stream:
+                if event.type == "response.output_text.delta":
+                    text.append(event.delta)
+                elif event.type == "response.completed":
+                    response = event.response
+            items += response.output
+            calls = [item for item in response.output if item.type == "function_call"]
+            if not calls:
+                return "".join(text)
+            items += await run_outputs(calls)
+
     return [
         Contender("raw OpenAI SDK loop", loop, "hand-written, asyncio.gather"),
         Contender("raw OpenAI SDK loop (stream)", stream_loop, "hand-written, SSE"),
+        Contender("raw OpenAI SDK loop (responses)", responses_loop, "responses.create"),
+        Contender(
+            "raw OpenAI SDK loop (responses, stream)",
+            responses_stream_loop,
+            "responses.create, SSE",
+        ),
     ]
 
 
-def agents_contender(client: Any) -> Contender | None:
+def agents_contender(client: Any) -> list[Contender]:
     try:
         from agents import (
             Agent,
             OpenAIChatCompletionsModel,
+            OpenAIResponsesModel,
             Runner,
             function_tool,
             set_tracing_disabled,
         )
     except ImportError:
-        return None
+        return []
     set_tracing_disabled(True)
     agent = Agent(
         name="bench",
@@ -266,11 +343,20 @@ def agents_contender(client: Any) -> Contender | None:
         model=OpenAIChatCompletionsModel(model=MODEL, openai_client=client),
     )
 
+    on_responses = agent.clone(model=OpenAIResponsesModel(model=MODEL, openai_client=client))
+
     async def loop() -> str:
         result = await Runner.run(agent, PROMPT, max_turns=10)
         return str(result.final_output)
 
-    return Contender("openai-agents Runner", loop, "Runner.run, tracing off")
+    async def responses_loop() -> str:
+        result = await Runner.run(on_responses, PROMPT, max_turns=10)
+        return str(result.final_output)
+
+    return [
+        Contender("openai-agents Runner", loop, "Runner.run, tracing off"),
+        Contender("openai-agents Runner (responses)", responses_loop, "OpenAIResponsesModel"),
+    ]
 
 
 # -- measuring ---------------------------------------------------------------------------
@@ -322,16 +408,15 @@ def table(contenders: list[Contender]) -> list[dict[str, Any]]:
     raw = {c.name: c for c in contenders if c.name.startswith("raw ")}
     rows = []
     print(
-        f"\n{'contender':<30} {'wall ms/turn':>13} {'x raw':>7} {'client CPU ms/turn':>19} {'x raw':>7}"
+        f"\n{'contender':<40} {'wall ms/turn':>13} {'x raw':>7} {'client CPU ms/turn':>19} {'x raw':>7}"
     )
     for c in contenders:
-        base = raw[
-            "raw OpenAI SDK loop (stream)" if "(stream)" in c.name else "raw OpenAI SDK loop"
-        ]
+        kind = [k for k in ("responses", "stream") if k in c.name]
+        base = raw["raw OpenAI SDK loop" + (f" ({', '.join(kind)})" if kind else "")]
         wall, cpu = c.median_ms("wall"), c.median_ms("cpu")
         ratio_wall, ratio_cpu = wall / base.median_ms("wall"), cpu / base.median_ms("cpu")
         print(
-            f"{c.name:<30} {wall:>13.2f} {ratio_wall:>6.2f}x {cpu:>19.2f} {ratio_cpu:>6.2f}x   {c.note}"
+            f"{c.name:<40} {wall:>13.2f} {ratio_wall:>6.2f}x {cpu:>19.2f} {ratio_cpu:>6.2f}x   {c.note}"
         )
         rows.append(
             {
@@ -359,10 +444,9 @@ async def main() -> None:
         client = server.client(timeout=30.0)
         contenders = [*raw_contenders(client), *agcore_contenders(client)]
         agents = agents_contender(client)
-        if agents is None:
+        if not agents:
             print("openai-agents is not installed: skipped (use the bench venv)", file=sys.stderr)
-        else:
-            contenders.append(agents)
+        contenders += agents
         await measure(contenders, server, rounds, args.loops)
         await client.close()
 

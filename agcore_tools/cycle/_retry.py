@@ -125,7 +125,7 @@ class RetryPolicy:
     @staticmethod
     def _log(attempt: int, error: BaseException, wait: float) -> None:
         logger.warning(
-            "chat completion attempt %d failed (%s: %s); retrying in %.2f s",
+            "model request attempt %d failed (%s: %s); retrying in %.2f s",
             attempt,
             type(error).__name__,
             error,
