@@ -397,3 +397,65 @@ def test_config_checks_the_api_and_chaining() -> None:
         CycleConfig("m", api="responses", chain_responses=True, store=False)
     with pytest.raises(LlmConfigError, match="previous_response_id"):
         CycleConfig("m", api="responses", previous_response_id="resp_1")
+
+
+async def test_a_stream_whose_final_output_is_empty_is_built_from_its_events(serve, make_cycle):
+    # A bridge may close with an empty response.output: the call is then assembled from
+    # output_item.added and the function-call argument deltas.
+    call = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "add", "arguments": ""}
+    steps = [
+        _event("response.output_item.added", output_index=0, item=call),
+        *(
+            _event(
+                "response.function_call_arguments.delta", output_index=0, item_id="fc_1", delta=d
+            )
+            for d in ('{"a": 2', ', "b": ', "3}")
+        ),
+        _event(
+            "response.completed", response={"id": "resp_1", "status": "completed", "output": []}
+        ),
+    ]
+    server = serve(RawStream(steps, done=False), S.reply_text("5"))
+    cycle = make_cycle(server, api="responses")
+    registry = ToolRegistry()
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    response = await cycle.submit_stream_with_tools("2 + 3?", registry).collect()
+
+    assert response.text == "5"
+    assert tool_messages(cycle.messages) == {"c1": "5"}
+    sent = items(server.requests[1])[1]
+    assert (sent["call_id"], sent["arguments"]) == ("c1", '{"a": 2, "b": 3}')
+
+
+async def test_tool_images_go_as_input_image_parts(serve, make_cycle):
+    from agcore_tools import Image
+
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(200))
+    registry = ToolRegistry()
+
+    @registry.tool
+    def photo() -> Image:
+        """A photo."""
+        return Image(png)
+
+    server = serve(S.reply_tool_calls([("photo", {}, "c1")]), S.reply_text("A photo."))
+    cycle = make_cycle(server, api="responses")
+
+    await cycle.submit_with_tools("Show me", registry)
+
+    sent = items(server.requests[1])
+    assert [i.get("type", i.get("role")) for i in sent] == [
+        "user",
+        "function_call",
+        "function_call_output",
+        "user",
+    ]
+    assert sent[2]["output"].startswith("[image 1 (image/png")
+    parts = sent[3]["content"]
+    assert parts[0] == {"type": "input_text", "text": "Attachments of the tool results above:"}
+    assert parts[-1] == {"type": "input_image", "image_url": Image(png).data_url, "detail": "auto"}
