@@ -20,10 +20,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._pipeline import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
+from .approval import (
+    ApprovalDecision,
+    ApprovalRequest,
+    NeedsApproval,
+    ToolApprovalRequested,
+    ToolCallOutputs,
+)
 from .base import BaseTool, CancellationToken, ToolContext
 from .content import Audio, File, Image
 from .decorator import FunctionTool, tool
 from .error import (
+    ApprovalError,
     DefinitionBudgetError,
     InvalidArgumentsError,
     LlmConfigError,
@@ -40,6 +48,7 @@ from .error import (
     ToolExecutionError,
     ToolIOError,
     ToolNotFoundError,
+    ToolRejectedError,
     ToolTimeoutError,
 )
 from .permission import Permission, PermissionChecker, PermissionConfig
@@ -140,6 +149,9 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApprovalDecision",
+    "ApprovalError",
+    "ApprovalRequest",
     "AssistantTextDelta",
     "Audio",
     "BaseTool",
@@ -165,6 +177,7 @@ __all__ = [
     "McpRecovery",
     "McpTimeoutError",
     "McpToolInfo",
+    "NeedsApproval",
     "Permission",
     "PermissionChecker",
     "PermissionConfig",
@@ -177,7 +190,9 @@ __all__ = [
     "StreamEvent",
     "StreamableHttpTransport",
     "SyncEventStream",
+    "ToolApprovalRequested",
     "ToolCall",
+    "ToolCallOutputs",
     "ToolConfigError",
     "ToolContext",
     "ToolDefinitionError",
@@ -191,6 +206,7 @@ __all__ = [
     "ToolInvocation",
     "ToolNotFoundError",
     "ToolRegistry",
+    "ToolRejectedError",
     "ToolSearch",
     "ToolSelection",
     "ToolStats",

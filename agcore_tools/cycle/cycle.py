@@ -29,9 +29,11 @@ from .._toolcalls import (
     model_result,
     preflight,
 )
+from ..approval import ApprovalDecision
 from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
+from ._approval import Gate, paused_response, tidy_answers
 from ._client import accept_client
 from ._policy import (
     answer_unanswered,
@@ -303,6 +305,7 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
     ) -> ChatResponse:
         """Send a user message, run the tools the model calls, and repeat until it answers.
 
@@ -331,7 +334,9 @@ class LlmCycle:
         ``CycleConfig(max_definition_tokens=...)`` refuses, unsent, a request whose
         definitions cost more (:class:`~agcore_tools.DefinitionBudgetError`).
         """
-        return await self._start(_prompt(prompt), registry, ctx, select, stream=False).collect()
+        return await self._start(
+            _prompt(prompt), registry, ctx, select, stream=False, approvals=approvals
+        ).collect()
 
     def submit_stream_with_tools(
         self,
@@ -340,6 +345,7 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
     ) -> EventStream:
         """Like :meth:`submit_with_tools` (``prompt=None`` too), streaming events as they
         happen.
@@ -372,7 +378,7 @@ class LlmCycle:
             AssistantTextDelta
             TurnComplete
         """
-        return self._start(_prompt(prompt), registry, ctx, select, stream=True)
+        return self._start(_prompt(prompt), registry, ctx, select, stream=True, approvals=approvals)
 
     async def aclose(self) -> None:
         """Close the SDK client if this cycle created it.
@@ -426,9 +432,12 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
     ) -> ChatResponse:
         """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools."""
-        return _sync.run(self.submit_with_tools(prompt, registry, ctx=ctx, select=select))
+        return _sync.run(
+            self.submit_with_tools(prompt, registry, ctx=ctx, select=select, approvals=approvals)
+        )
 
     def submit_stream_sync(self, prompt: str) -> SyncEventStream:
         """:meth:`submit_stream` for synchronous code: a plain iterator of the same events."""
@@ -443,13 +452,16 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
     ) -> SyncEventStream:
         """:meth:`submit_stream_with_tools` for synchronous code: a plain iterator of the
         same events (see :class:`~agcore_tools.SyncEventStream`)."""
         from .sync import SyncEventStream
 
         return SyncEventStream(
-            self.submit_stream_with_tools(prompt, registry, ctx=ctx, select=select)
+            self.submit_stream_with_tools(
+                prompt, registry, ctx=ctx, select=select, approvals=approvals
+            )
         )
 
     def close_sync(self) -> None:
@@ -524,9 +536,11 @@ class LlmCycle:
         select: Selector | None,
         *,
         stream: bool,
+        approvals: Iterable[ApprovalDecision] | None = None,
     ) -> EventStream:
         events = EventStream()
-        events._agen = self._loop(added, registry, ctx, select, stream, events)
+        gate = Gate(approvals, self.config.approval_key)
+        events._agen = self._loop(added, registry, ctx, select, stream, events, gate)
         return events
 
     async def _loop(
@@ -537,6 +551,7 @@ class LlmCycle:
         select: Selector | None,
         stream: bool,
         sink: EventStream,
+        gate: Gate,
     ) -> AsyncGenerator[StreamEvent, None]:
         if self._busy:
             raise LlmError(
@@ -557,9 +572,16 @@ class LlmCycle:
             self.messages.extend(added)
             # 0. Resuming (no new message): first run the calls the history left open.
             pending = unanswered_calls(self.messages) if registry is not None and not added else []
+            gate.check_resume(not added, pending)
             if registry is not None and pending:
-                async for event in self._run_tools(registry, pending, ctx, invocations):
+                async for event in self._run_tools(registry, pending, ctx, invocations, gate):
                     yield event
+                tidy_answers(self.messages)
+                if gate.waiting:  # still paused: answer the requests to go on
+                    sink._response = paused_response(
+                        self.messages, usage, 0, invocations, gate.waiting
+                    )
+                    return
             turn = 0
             while True:
                 # 1. Refuse a turn past the limit before sending anything.
@@ -603,15 +625,23 @@ class LlmCycle:
                     return
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
                 # answer every call (attachments last) before the finally below runs.
-                running = self._run_tools(offered, result.calls, ctx, invocations)
+                running = self._run_tools(offered, result.calls, ctx, invocations, gate)
                 async with contextlib.aclosing(running):
                     async for event in running:
                         yield event
+                if gate.waiting:  # pause: the history is the state to resume from
+                    sink._response = paused_response(
+                        self.messages, usage, turn, invocations, gate.waiting
+                    )
+                    return
         finally:
             if registry is not None:
                 # A consumer that left at a TurnComplete or a ToolExecutionStarted event
-                # closed the loop between a tool turn and its results.
-                answer_unanswered(self.messages, start, "the tool loop was stopped before it ran")
+                # closed the loop between a tool turn and its results. Calls waiting for
+                # approval stay open: a resume answers them.
+                answer_unanswered(
+                    self.messages, start, "the tool loop was stopped before it ran", gate.keep
+                )
             self._busy = False
 
     def _params(self, tools: list[dict[str, Any]] | None, stream: bool) -> dict[str, Any]:
@@ -666,6 +696,7 @@ class LlmCycle:
         calls: Sequence[ParsedCall],
         ctx: ToolContext,
         invocations: list[ToolInvocation],
+        gate: Gate,
     ) -> AsyncGenerator[StreamEvent, None]:
         # 1. An unknown or forbidden tool stops the loop before any call of the turn
         #    runs; every call still gets a tool message so the history stays valid.
@@ -683,7 +714,11 @@ class LlmCycle:
                 )
                 self.messages.append(tool_message(call, text))
             raise LlmError(f"tool loop stopped: {refused}") from refused
-        # 2. Run the calls concurrently, reporting each as it ends.
+        # 2. Calls that need approval wait for the app's answer; the others run.
+        async for approval in gate.screen(registry, calls, ctx):
+            yield approval
+        calls = gate.calls
+        # 3. Run the calls concurrently, reporting each as it ends.
         max_bytes = self.config.max_tool_result_bytes
         texts: list[str | None] = [None] * len(calls)
         rendered: list[Rendered | None] = [None] * len(calls)
@@ -724,7 +759,7 @@ class LlmCycle:
                         text,
                     )
         finally:
-            # 3. Answer every call, in the calls' order, even when cancelled midway.
+            # 4. Answer every call, in the calls' order, even when cancelled midway.
             for call, answer in zip(calls, texts, strict=True):
                 if answer is None:
                     answer = aborted_text(call, "the tool loop was cancelled")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._display import call_text, html_table, html_text, markdown_quote, markdown_table
 from .._sdk import sdk_field
+from ..approval import ApprovalRequest, ToolApprovalRequested
 from ..error import ToolError
 
 if TYPE_CHECKING:
@@ -169,6 +170,11 @@ class ChatResponse:
     invocations: tuple[ToolInvocation, ...] = ()
     """Every tool call this call executed, turn by turn in the model's call order (not
     completion order), each with its full output."""
+    pending_approvals: tuple[ApprovalRequest, ...] = ()
+    """The calls waiting for the app's approval; when there are any, the run paused
+    before its next request: answer them and resume with
+    ``submit_with_tools(None, registry, approvals=[...])`` (see
+    :mod:`agcore_tools.approval`)."""
 
     def _summary_rows(self) -> list[tuple[str, Any]]:
         rows: list[tuple[str, Any]] = [
@@ -353,6 +359,7 @@ class TurnComplete:
 StreamEvent: TypeAlias = (
     AssistantTextDelta
     | ReasoningDelta
+    | ToolApprovalRequested
     | ToolExecutionStarted
     | ToolExecutionCompleted
     | TurnComplete
