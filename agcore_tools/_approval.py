@@ -24,7 +24,7 @@ from .error import ApprovalError, InvalidArgumentsError, ToolRejectedError
 if TYPE_CHECKING:
     from .registry import ToolRegistry
 
-__all__ = ["answers_by_id", "apply_answers", "approval_requests"]
+__all__ = ["answers_by_id", "apply_answers", "approval_requests", "screen_calls"]
 
 logger = logging.getLogger("agcore_tools.approval")
 
@@ -102,6 +102,21 @@ async def _reason(rule: Any, call: ParsedCall, ctx: ToolContext) -> str | None:
     if verdict:
         return f"tool '{call.name}' needs approval (its needs_approval returned {verdict!r})"
     return None
+
+
+async def screen_calls(
+    registry: ToolRegistry,
+    calls: Sequence[ParsedCall],
+    ctx: ToolContext,
+    approvals: Iterable[ApprovalDecision] | None,
+    key: bytes | None,
+) -> tuple[Sequence[ParsedCall], list[ApprovalRequest]]:
+    """For ``run_tool_calls``: the calls to run, and the requests left waiting."""
+    requests = await approval_requests(registry, calls, ctx, key)
+    answers = answers_by_id(approvals)
+    if requests is None and not answers:
+        return calls, []
+    return apply_answers(registry, calls, requests, answers, key)
 
 
 def apply_answers(

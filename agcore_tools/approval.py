@@ -154,8 +154,9 @@ class ApprovalRequest:
         """This request with its :attr:`signature` under ``key``.
 
         Example:
-            >>> ApprovalRequest("c1", "pay", {}, "asked").signed(b"secret").signature[:8]
-            '2b8f0c39'
+            >>> signed = ApprovalRequest("c1", "pay", {}, "asked").signed(b"secret")
+            >>> signed.signature == approval_signature(b"secret", "c1", "pay", {})
+            True
         """
         signature = approval_signature(key, self.call_id, self.tool_name, self.arguments)
         return replace(self, signature=signature)
