@@ -52,6 +52,20 @@ class Gate:
         """The ids of the calls to leave open when the run stops."""
         return self._hold
 
+    def quiet(self, registry: ToolRegistry, calls: Sequence[ParsedCall]) -> bool:
+        """True when no call can need approval and no answer waits: the common turn,
+        which then skips :meth:`screen` (and its await) altogether."""
+        if self._answers:
+            return False
+        checker = registry.permission_checker
+        if checker is not None and checker.config.ask:
+            return False
+        for call in calls:
+            entry = registry.entry(call.name)
+            if entry is not None and entry.tool.needs_approval is not False:
+                return False
+        return True
+
     async def screen(
         self, registry: ToolRegistry, calls: Sequence[ParsedCall], ctx: ToolContext
     ) -> AsyncGenerator[ToolApprovalRequested, None]:

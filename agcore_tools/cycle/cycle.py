@@ -715,9 +715,10 @@ class LlmCycle:
                 self.messages.append(tool_message(call, text))
             raise LlmError(f"tool loop stopped: {refused}") from refused
         # 2. Calls that need approval wait for the app's answer; the others run.
-        async for approval in gate.screen(registry, calls, ctx):
-            yield approval
-        calls = gate.calls
+        if not gate.quiet(registry, calls):
+            async for approval in gate.screen(registry, calls, ctx):
+                yield approval
+            calls = gate.calls
         # 3. Run the calls concurrently, reporting each as it ends.
         max_bytes = self.config.max_tool_result_bytes
         texts: list[str | None] = [None] * len(calls)
