@@ -421,3 +421,26 @@ async def test_a_paused_run_resumes_in_another_process_from_its_messages(
     assert tool_messages(server.requests[1].json["messages"])["c_refund"] == (
         "refunded 20.0 on order 7 in a new process"
     )
+
+
+def test_sync_stream_answers_inline_and_sync_resume(serve, bank) -> None:
+    from openai import OpenAI
+
+    from agcore_tools import CycleConfig, LlmCycle
+
+    server = serve(TWO_CALLS, S.reply_text("Done."), TWO_CALLS, S.reply_text("Again."))
+    with LlmCycle(CycleConfig("m"), client=OpenAI(base_url=server.base_url, api_key="-")) as cycle:
+        with cycle.submit_stream_with_tools_sync("refund", bank) as events:
+            for event in events:
+                if isinstance(event, ToolApprovalRequested):
+                    event.approve(arguments={"order": 7, "amount": 1})
+        assert events.response is not None and events.response.text == "Done."
+        assert ("refund", {"order": 7, "amount": 1.0}) in bank.runs
+
+        paused = cycle.submit_with_tools_sync("again", bank)
+        [request] = paused.pending_approvals
+        done = cycle.submit_with_tools_sync(None, bank, approvals=[request.reject()])
+        assert done.text == "Again."
+        assert tool_messages(cycle.messages)["c_refund"] == (
+            "Error: the user declined the call to tool 'refund'"
+        )
