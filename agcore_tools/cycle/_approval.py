@@ -11,16 +11,17 @@ from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._approval import answers_by_id, apply_answers, approval_requests
-from .._toolcalls import ParsedCall
+from .._toolcalls import ParsedCall, error_text
 from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
 from ..base import ToolContext
-from ..error import ApprovalError
+from ..error import ApprovalError, ToolRejectedError
+from ._policy import tool_message, unanswered_calls
 from .events import ChatResponse, FinishReason, Usage
 
 if TYPE_CHECKING:
     from ..registry import ToolInvocation, ToolRegistry
 
-__all__ = ["Gate", "paused_response", "tidy_answers"]
+__all__ = ["Gate", "decline_open", "paused_response", "tidy_answers"]
 
 
 class Gate:
@@ -128,3 +129,15 @@ def tidy_answers(messages: list[dict[str, Any]]) -> None:
         key=lambda m: order.get(m.get("tool_call_id"), len(order)),
     )
     messages[index + 1 :] = tools + [m for m in tail if m.get("role") != "tool"]
+
+
+def decline_open(messages: list[dict[str, Any]]) -> None:
+    """Answer the calls a paused run left open, as declined, before a new prompt: the
+    app moved on without answering them, and the API needs every call answered."""
+    open_calls = unanswered_calls(messages)
+    if not open_calls:
+        return
+    reason = "no answer was given before the conversation went on"
+    for call in open_calls:
+        messages.append(tool_message(call, error_text(ToolRejectedError(call.name, reason))))
+    tidy_answers(messages)

@@ -33,7 +33,7 @@ from ..approval import ApprovalDecision
 from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
-from ._approval import Gate, paused_response, tidy_answers
+from ._approval import Gate, decline_open, paused_response, tidy_answers
 from ._client import accept_client
 from ._policy import (
     answer_unanswered,
@@ -569,6 +569,8 @@ class LlmCycle:
             ctx = ctx if ctx is not None else ToolContext()
             usage = ZERO_USAGE
             invocations: list[ToolInvocation] = []
+            if registry is not None and added:
+                decline_open(self.messages)  # a paused run the app moved on from
             self.messages.extend(added)
             # 0. Resuming (no new message): first run the calls the history left open.
             pending = unanswered_calls(self.messages) if registry is not None and not added else []

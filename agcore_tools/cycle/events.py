@@ -190,6 +190,11 @@ class ChatResponse:
         ]
         if requested:
             rows.append(("tool calls requested", "; ".join(requested)))
+        if self.pending_approvals:
+            waiting = [
+                call_text(r.tool_name, r.arguments, r.call_id) for r in self.pending_approvals
+            ]
+            rows.append(("awaiting approval", "; ".join(waiting)))
         return rows
 
     def _invocation_rows(self) -> list[tuple[Any, ...]]:

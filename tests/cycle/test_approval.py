@@ -444,3 +444,26 @@ def test_sync_stream_answers_inline_and_sync_resume(serve, bank) -> None:
         assert tool_messages(cycle.messages)["c_refund"] == (
             "Error: the user declined the call to tool 'refund'"
         )
+
+
+async def test_a_new_prompt_on_a_paused_run_declines_the_waiting_calls(serve, make_cycle, bank):
+    server, cycle, _ = await _paused(serve, make_cycle, bank, S.reply_text("Something else."))
+
+    response = await cycle.submit_with_tools("never mind, what's new?", bank)
+
+    assert response.text == "Something else."
+    sent = server.requests[1].json["messages"]
+    assert tool_messages(sent)["c_refund"] == (
+        "Error: the user declined the call to tool 'refund': no answer was given before the "
+        "conversation went on"
+    )
+    assert sent[-1] == {"role": "user", "content": "never mind, what's new?"}
+    assert_history_valid(cycle.messages)
+    assert ("refund", {"order": 7, "amount": 20.0}) not in bank.runs
+
+
+async def test_a_paused_response_shows_what_awaits_approval(serve, make_cycle, bank):
+    _, _, response = await _paused(serve, make_cycle, bank)
+    assert '| awaiting approval | refund({"order": 7, "amount": 20.0}) [c_refund] |' in (
+        response._repr_markdown_()
+    )
