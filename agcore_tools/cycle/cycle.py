@@ -435,8 +435,9 @@ class LlmCycle:
         approvals: Iterable[ApprovalDecision] | None = None,
     ) -> ChatResponse:
         """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools."""
+        answers = list(approvals) if approvals is not None else None  # read in this thread
         return _sync.run(
-            self.submit_with_tools(prompt, registry, ctx=ctx, select=select, approvals=approvals)
+            self.submit_with_tools(prompt, registry, ctx=ctx, select=select, approvals=answers)
         )
 
     def submit_stream_sync(self, prompt: str) -> SyncEventStream:
