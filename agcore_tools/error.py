@@ -36,6 +36,7 @@ __all__ = [
     "McpError",
     "McpNotInitializedError",
     "McpTimeoutError",
+    "OutputValidationError",
     "PermissionDeniedError",
     "ToolConfigError",
     "ToolDefinitionError",
@@ -432,3 +433,32 @@ class MaxTurnsExceededError(LlmError):
         """Token counts summed over the stopped call's requests."""
         self.history_length = history_length
         """How many messages ``LlmCycle.messages`` held when the call stopped."""
+
+
+class OutputValidationError(LlmError):
+    """The model's final answer did not validate into the call's ``output_type``, and
+    its retries (``StructuredOutput.retries``) were spent.
+
+    ``raw_text`` is the last answer as the model gave it (the JSON text, or the
+    ``final_result`` call's arguments); ``problems`` lists its errors, one
+    ``"field: message"`` string each; ``attempts`` counts the answers checked.
+
+    Example:
+        >>> err = OutputValidationError("City", '{"name": 3}', ["name: Input should be a valid string"], 2)
+        >>> str(err)
+        "the model's answer is not a valid City after 2 attempt(s): name: Input should be a valid string"
+        >>> err.raw_text
+        '{"name": 3}'
+    """
+
+    def __init__(self, label: str, raw_text: str, problems: Sequence[str], attempts: int) -> None:
+        listed = "; ".join(problems) if problems else "no reason given"
+        super().__init__(
+            f"the model's answer is not a valid {label} after {attempts} attempt(s): {listed}"
+        )
+        self.raw_text = raw_text
+        """The last answer's raw text."""
+        self.problems: tuple[str, ...] = tuple(problems)
+        """What was wrong with it, one ``"field: message"`` string per error."""
+        self.attempts = attempts
+        """How many answers were checked."""

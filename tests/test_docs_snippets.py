@@ -243,6 +243,34 @@ SNIPPETS: dict[str, Setup] = {
         ],
         sent=["2 stops, 3 nights, relaxed pace"],
     ),
+    "structured-output": Setup(
+        script=[
+            S.reply_tool_calls([("get_weather", {"city": "Paris"})]),
+            S.reply_text('{"city": "Paris", "celsius": 18, "umbrella": true}'),
+        ],
+        output=["Advice Paris 18 True", '{"city": "Paris", "celsius": 18, "umbrella": true}'],
+        sent=[PARIS_RESULT],
+    ),
+    "structured-output-retries": Setup(
+        script=[
+            S.reply_text('{"result": "happy"}'),
+            S.reply_text('{"result": "positive"}'),
+            S.reply_tool_calls([("final_result", {"result": "bored"})]),
+        ],
+        output=[
+            "positive 2",
+            "1 {\"result\": \"bored\"} result: Input should be 'positive', 'neutral' or 'negative'",
+        ],
+        sent=[
+            "Your answer is not a valid Literal['positive', 'neutral', 'negative']: result: "
+            "Input should be 'positive', 'neutral' or 'negative'. Answer again with the "
+            "corrected JSON only."
+        ],
+    ),
+    "structured-readme": Setup(
+        script=[S.reply_text('{"name": "Tokyo", "country": "Japan", "population": 37400000}')],
+        output=["City(name='Tokyo', country='Japan', population=37400000)"],
+    ),
     "streaming": Setup(
         script=[
             S.reply_tool_calls([("get_weather", {"city": "Paris"})], text="Checking."),

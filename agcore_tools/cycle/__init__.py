@@ -22,6 +22,7 @@ from .events import (
     Usage,
 )
 from .history import HistoryPolicy, TrimOldest, split_exchanges
+from .output import StructuredOutput
 from .sync import SyncEventStream
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "LlmCycle",
     "ReasoningDelta",
     "StreamEvent",
+    "StructuredOutput",
     "SyncEventStream",
     "ToolExecutionCompleted",
     "ToolExecutionStarted",

@@ -108,7 +108,7 @@ def paused_response(
         usage,
         turns,
         tuple(invocations),
-        tuple(waiting),
+        pending_approvals=tuple(waiting),
     )
 
 

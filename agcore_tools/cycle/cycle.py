@@ -16,7 +16,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .. import _sync
-from .._aio import with_timeout
 from .._attachments import Rendered, attachments_message
 from .._budget import check_budget
 from .._display import MAX_ROWS, html_table, markdown_table, message_rows
@@ -34,7 +33,8 @@ from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
-from ._client import accept_client
+from ._client import accept_client, client_from_env, close_stream, open_stream
+from ._output import OutputRun, Verdict, start_output
 from ._policy import (
     answer_unanswered,
     clean_turn,
@@ -70,8 +70,6 @@ Message = dict[str, Any]
 _TRANSCRIPT_HEADERS = ("#", "role", "content")
 _TRANSCRIPT_CELL = 240  # characters of a transcript cell before it is cut
 
-# Seconds allowed for closing an abandoned HTTP stream.
-_CLOSE_TIMEOUT = 5.0
 _ONE_REQUEST = Usage()
 
 
@@ -238,7 +236,7 @@ class LlmCycle:
         self.config = config
         """The cycle's settings; replace it (``dataclasses.replace``) to change them."""
         driven, owned = accept_client(client) if client is not None else (None, True)
-        self.client: AsyncOpenAI = driven if driven is not None else _client_from_env()
+        self.client: AsyncOpenAI = driven if driven is not None else client_from_env()
         """The SDK client given (or created, or a sync client's async twin); requests use
         a retry-less copy of it."""
         self.messages: list[Message] = []
@@ -252,16 +250,18 @@ class LlmCycle:
 
     # -- public API ----------------------------------------------------------------
 
-    async def submit(self, prompt: str) -> ChatResponse:
+    async def submit(self, prompt: str, *, output_type: Any = None) -> ChatResponse:
         """Send a user message and return the model's answer (no tools).
 
         Example:
             >>> async def main(cycle):  # doctest: +SKIP
             ...     return (await cycle.submit("Say hi")).text
         """
-        return await self._start([_user(prompt)], None, None, None, stream=False).collect()
+        return await self._start([_user(prompt)], None, None, None, False, output_type).collect()
 
-    async def submit_messages(self, messages: Iterable[Mapping[str, Any]]) -> ChatResponse:
+    async def submit_messages(
+        self, messages: Iterable[Mapping[str, Any]], *, output_type: Any = None
+    ) -> ChatResponse:
         """Append ``messages`` to the history as they are (no user message is added),
         then ask the model (no tools).
 
@@ -285,9 +285,9 @@ class LlmCycle:
             ('Bonjour', 3)
         """
         added = [dict(message) for message in messages]
-        return await self._start(added, None, None, None, stream=False).collect()
+        return await self._start(added, None, None, None, False, output_type).collect()
 
-    def submit_stream(self, prompt: str) -> EventStream:
+    def submit_stream(self, prompt: str, *, output_type: Any = None) -> EventStream:
         """Like :meth:`submit`, streaming text deltas and a final ``TurnComplete``.
 
         Example:
@@ -296,7 +296,7 @@ class LlmCycle:
             ...         if isinstance(event, AssistantTextDelta):
             ...             print(event.text, end="")
         """
-        return self._start([_user(prompt)], None, None, None, stream=True)
+        return self._start([_user(prompt)], None, None, None, True, output_type)
 
     async def submit_with_tools(
         self,
@@ -306,6 +306,7 @@ class LlmCycle:
         ctx: ToolContext | None = None,
         select: Selector | None = None,
         approvals: Iterable[ApprovalDecision] | None = None,
+        output_type: Any = None,
     ) -> ChatResponse:
         """Send a user message, run the tools the model calls, and repeat until it answers.
 
@@ -333,9 +334,12 @@ class LlmCycle:
         earlier request: they run against the whole registry.)
         ``CycleConfig(max_definition_tokens=...)`` refuses, unsent, a request whose
         definitions cost more (:class:`~agcore_tools.DefinitionBudgetError`).
+
+        ``output_type`` (every ``submit*`` method takes it) validates the final answer
+        into a type, as ``ChatResponse.output``: see :class:`~agcore_tools.StructuredOutput`.
         """
         return await self._start(
-            _prompt(prompt), registry, ctx, select, stream=False, approvals=approvals
+            _prompt(prompt), registry, ctx, select, False, output_type, approvals
         ).collect()
 
     def submit_stream_with_tools(
@@ -346,6 +350,7 @@ class LlmCycle:
         ctx: ToolContext | None = None,
         select: Selector | None = None,
         approvals: Iterable[ApprovalDecision] | None = None,
+        output_type: Any = None,
     ) -> EventStream:
         """Like :meth:`submit_with_tools` (``prompt=None`` too), streaming events as they
         happen.
@@ -378,7 +383,7 @@ class LlmCycle:
             AssistantTextDelta
             TurnComplete
         """
-        return self._start(_prompt(prompt), registry, ctx, select, stream=True, approvals=approvals)
+        return self._start(_prompt(prompt), registry, ctx, select, True, output_type, approvals)
 
     async def aclose(self) -> None:
         """Close the SDK client if this cycle created it.
@@ -407,7 +412,7 @@ class LlmCycle:
     # -- sync entry points -----------------------------------------------------------
     # Each runs the async method on agcore_tools' own event loop (see _sync.py).
 
-    def submit_sync(self, prompt: str) -> ChatResponse:
+    def submit_sync(self, prompt: str, *, output_type: Any = None) -> ChatResponse:
         """:meth:`submit` for synchronous code.
 
         Example:
@@ -419,11 +424,14 @@ class LlmCycle:
             ...         print(cycle.submit_sync("Hello").text)
             Hi!
         """
-        return _sync.run(self.submit(prompt))
+        return _sync.run(self.submit(prompt, output_type=output_type))
 
-    def submit_messages_sync(self, messages: Iterable[Mapping[str, Any]]) -> ChatResponse:
+    def submit_messages_sync(
+        self, messages: Iterable[Mapping[str, Any]], *, output_type: Any = None
+    ) -> ChatResponse:
         """:meth:`submit_messages` for synchronous code."""
-        return _sync.run(self.submit_messages([dict(message) for message in messages]))
+        added = [dict(message) for message in messages]
+        return _sync.run(self.submit_messages(added, output_type=output_type))
 
     def submit_with_tools_sync(
         self,
@@ -433,18 +441,20 @@ class LlmCycle:
         ctx: ToolContext | None = None,
         select: Selector | None = None,
         approvals: Iterable[ApprovalDecision] | None = None,
+        output_type: Any = None,
     ) -> ChatResponse:
         """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools."""
         answers = list(approvals) if approvals is not None else None  # read in this thread
-        return _sync.run(
-            self.submit_with_tools(prompt, registry, ctx=ctx, select=select, approvals=answers)
+        run = self.submit_with_tools(
+            prompt, registry, ctx=ctx, select=select, approvals=answers, output_type=output_type
         )
+        return _sync.run(run)
 
-    def submit_stream_sync(self, prompt: str) -> SyncEventStream:
+    def submit_stream_sync(self, prompt: str, *, output_type: Any = None) -> SyncEventStream:
         """:meth:`submit_stream` for synchronous code: a plain iterator of the same events."""
         from .sync import SyncEventStream
 
-        return SyncEventStream(self.submit_stream(prompt))
+        return SyncEventStream(self.submit_stream(prompt, output_type=output_type))
 
     def submit_stream_with_tools_sync(
         self,
@@ -454,16 +464,16 @@ class LlmCycle:
         ctx: ToolContext | None = None,
         select: Selector | None = None,
         approvals: Iterable[ApprovalDecision] | None = None,
+        output_type: Any = None,
     ) -> SyncEventStream:
         """:meth:`submit_stream_with_tools` for synchronous code: a plain iterator of the
         same events (see :class:`~agcore_tools.SyncEventStream`)."""
         from .sync import SyncEventStream
 
-        return SyncEventStream(
-            self.submit_stream_with_tools(
-                prompt, registry, ctx=ctx, select=select, approvals=approvals
-            )
+        events = self.submit_stream_with_tools(
+            prompt, registry, ctx=ctx, select=select, approvals=approvals, output_type=output_type
         )
+        return SyncEventStream(events)
 
     def close_sync(self) -> None:
         """:meth:`aclose` for synchronous code (also called by ``with``)."""
@@ -535,13 +545,16 @@ class LlmCycle:
         registry: ToolRegistry | None,
         ctx: ToolContext | None,
         select: Selector | None,
-        *,
         stream: bool,
+        output_type: Any = None,
         approvals: Iterable[ApprovalDecision] | None = None,
     ) -> EventStream:
+        # A type pydantic cannot handle raises here, in the caller's frame.
+        options = self.config.request_options
+        output = start_output(output_type, options, registry) if output_type is not None else None
         events = EventStream()
         gate = Gate(approvals, self.config.approval_key)
-        events._agen = self._loop(added, registry, ctx, select, stream, events, gate)
+        events._agen = self._loop(added, registry, ctx, select, stream, events, output, gate)
         return events
 
     async def _loop(
@@ -552,6 +565,7 @@ class LlmCycle:
         select: Selector | None,
         stream: bool,
         sink: EventStream,
+        output: OutputRun | None,
         gate: Gate,
     ) -> AsyncGenerator[StreamEvent, None]:
         if self._busy:
@@ -607,6 +621,8 @@ class LlmCycle:
                 params = self._params(tools, stream)
                 if relaxed is not None and turn > 1:
                     params["tool_choice"] = relaxed
+                if output is not None:
+                    output.plan.prepare(params)
                 async for event in self._request(params, stream, builder):
                     yield event
                 result = clean_turn(builder.build())
@@ -615,8 +631,14 @@ class LlmCycle:
                 yield TurnComplete(
                     result.reason, turn, result.message, result.usage, result.raw_reason
                 )
-                # 4. A tool turn is one with tool calls, whatever finish_reason says.
-                if not result.calls or offered is None:
+                # 4. A tool turn is one with tool calls, whatever finish_reason says. With
+                #    output_type, a turn may also be an answer to check (see _output.py).
+                verdict = (
+                    output.end_turn(result, self.messages, offered is not None) if output else None
+                )
+                if verdict is Verdict.RETRY:
+                    continue
+                if verdict is Verdict.DONE or not result.calls or offered is None:
                     sink._response = ChatResponse(
                         result.message,
                         result.text,
@@ -624,6 +646,7 @@ class LlmCycle:
                         usage,
                         turn,
                         tuple(invocations),
+                        output.value if output is not None else None,
                     )
                     return
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
@@ -638,7 +661,7 @@ class LlmCycle:
                     )
                     return
         finally:
-            if registry is not None:
+            if registry is not None or output is not None:
                 # A consumer that left at a TurnComplete or a ToolExecutionStarted event
                 # closed the loop between a tool turn and its results. Calls waiting for
                 # approval stay open: a resume answers them.
@@ -672,7 +695,7 @@ class LlmCycle:
             if not stream:
                 builder.feed_completion(await retry.call(functools.partial(create, **params)))
                 return
-            response, first = await retry.call(functools.partial(_open_stream, create, params))
+            response, first = await retry.call(functools.partial(open_stream, create, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
             raise LlmError(f"chat completion request failed: {type(exc).__name__}: {exc}") from exc
@@ -691,7 +714,7 @@ class LlmCycle:
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
             raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
         finally:
-            await _close_stream(response)
+            await close_stream(response)
 
     async def _run_tools(
         self,
@@ -783,34 +806,3 @@ def _user(prompt: str) -> Message:
 
 def _prompt(prompt: str | None) -> list[Message]:
     return [] if prompt is None else [_user(prompt)]
-
-
-def _client_from_env() -> AsyncOpenAI:
-    from openai import AsyncOpenAI, OpenAIError
-
-    try:
-        return AsyncOpenAI()
-    except OpenAIError as exc:
-        raise LlmError(
-            f"cannot create the OpenAI client from the environment: {exc}; pass client= or "
-            "set OPENAI_API_KEY"
-        ) from exc
-
-
-async def _open_stream(create: Any, params: dict[str, Any]) -> tuple[Any, Any]:
-    response = await create(**params)
-    try:
-        first = await response.__anext__()
-    except StopAsyncIteration:
-        return response, None
-    except BaseException:
-        await _close_stream(response)
-        raise
-    return response, first
-
-
-async def _close_stream(response: Any) -> None:
-    try:
-        await with_timeout(response.close(), _CLOSE_TIMEOUT)
-    except TimeoutError:
-        logger.warning("closing the model's HTTP stream took over %.0f s; gave up", _CLOSE_TIMEOUT)

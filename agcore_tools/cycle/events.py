@@ -170,6 +170,9 @@ class ChatResponse:
     invocations: tuple[ToolInvocation, ...] = ()
     """Every tool call this call executed, turn by turn in the model's call order (not
     completion order), each with its full output."""
+    output: Any = None
+    """The final answer validated into the call's ``output_type`` (a model, dataclass,
+    dict or plain value); None when the call had no ``output_type``."""
     pending_approvals: tuple[ApprovalRequest, ...] = ()
     """The calls waiting for the app's approval; when there are any, the run paused
     before its next request: answer them and resume with
