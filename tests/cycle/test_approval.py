@@ -467,3 +467,22 @@ async def test_a_paused_response_shows_what_awaits_approval(serve, make_cycle, b
     assert '| awaiting approval | refund({"order": 7, "amount": 20.0}) [c_refund] |' in (
         response._repr_markdown_()
     )
+
+
+async def test_approvals_without_open_calls_are_refused(serve, make_cycle, bank):
+    server = serve(S.reply_text("Hi."))
+    cycle = make_cycle(server)
+    await cycle.submit_with_tools("hello", bank)
+    stray = ApprovalRequest("c9", "refund", {"order": 1, "amount": 1.0}, "asked").approve()
+
+    with pytest.raises(ApprovalError, match="the history has no open calls"):
+        await cycle.submit_with_tools(None, bank, approvals=[stray])
+    assert len(server.requests) == 1
+
+
+def test_approval_key_must_be_bytes() -> None:
+    from agcore_tools import CycleConfig, LlmConfigError
+
+    with pytest.raises(LlmConfigError, match="approval_key must be non-empty bytes"):
+        CycleConfig("m", approval_key="secret")  # type: ignore[arg-type]
+    assert "secret" not in repr(CycleConfig("m", approval_key=b"secret"))
