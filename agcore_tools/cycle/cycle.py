@@ -337,6 +337,10 @@ class LlmCycle:
 
         ``output_type`` (every ``submit*`` method takes it) validates the final answer
         into a type, as ``ChatResponse.output``: see :class:`~agcore_tools.StructuredOutput`.
+
+        A call to a tool that needs approval pauses the run: ``ChatResponse.pending_approvals``
+        lists the waiting calls; resume with ``prompt=None`` and ``approvals`` (see
+        :mod:`agcore_tools.approval`).
         """
         return await self._start(
             _prompt(prompt), registry, ctx, select, False, output_type, approvals
