@@ -20,6 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._pipeline import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
+from ._progress import ToolPartialResult, ToolProgress
 from .approval import (
     ApprovalDecision,
     ApprovalRequest,
@@ -210,6 +211,8 @@ __all__ = [
     "ToolIOError",
     "ToolInvocation",
     "ToolNotFoundError",
+    "ToolPartialResult",
+    "ToolProgress",
     "ToolRegistry",
     "ToolRejectedError",
     "ToolSearch",

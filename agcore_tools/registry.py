@@ -616,7 +616,7 @@ class ToolRegistry:
         self, call: ToolCall, ctx: ToolContext, timeout: float | None
     ) -> ToolInvocation:
         name, args, call_id = call
-        call_ctx = ctx.for_call(call_id)
+        call_ctx = ctx.for_call(call_id, name)
         try:
             return await with_timeout(self.invoke(name, args, call_ctx), timeout)
         except ToolError as exc:

@@ -18,6 +18,8 @@ from .events import (
     StreamEvent,
     ToolExecutionCompleted,
     ToolExecutionStarted,
+    ToolPartialResult,
+    ToolProgress,
     TurnComplete,
     Usage,
 )
@@ -39,6 +41,8 @@ __all__ = [
     "SyncEventStream",
     "ToolExecutionCompleted",
     "ToolExecutionStarted",
+    "ToolPartialResult",
+    "ToolProgress",
     "TrimOldest",
     "TurnComplete",
     "Usage",

@@ -45,6 +45,7 @@ from ._policy import (
 )
 from ._retry import RetryPolicy
 from ._stream import TurnBuilder
+from ._tool_stream import run_context, with_tool_events
 from .config import CycleConfig
 from .events import (
     ZERO_USAGE,
@@ -247,6 +248,7 @@ class LlmCycle:
         self._requester = self.client.with_options(max_retries=0)
         self._requests = 0  # over the cycle's life: tags generated tool call ids
         self._busy = False
+        self._shared: dict[str, Any] | None = None  # the last run's, for a resumed run
 
     # -- public API ----------------------------------------------------------------
 
@@ -324,7 +326,9 @@ class LlmCycle:
         resumes a loop that stopped, or runs tool calls that came from :meth:`submit`.
 
         ``ctx`` is the context every tool call derives its own from (session id,
-        metadata, cancellation); a fresh one by default.
+        metadata, cancellation, ``on_event`` for progress reports and preliminary
+        results); a fresh one by default. Each run gets a fresh ``shared_state``; a run
+        with ``prompt=None`` keeps the one of the run it resumes.
 
         ``select`` chooses the tools each request offers (names, a
         :class:`~agcore_tools.ToolSelection`, a :class:`~agcore_tools.ToolSearch`, or a
@@ -361,7 +365,8 @@ class LlmCycle:
 
         Per turn: ``AssistantTextDelta`` (and ``ReasoningDelta``) events, then
         ``TurnComplete``; for a tool turn, a ``ToolExecutionStarted`` per call, then a
-        ``ToolExecutionCompleted`` as each call ends; then the next turn. The last
+        ``ToolExecutionCompleted`` as each call ends (after its ``ToolProgress`` and
+        ``ToolPartialResult`` events, if any); then the next turn. The last
         event is the final turn's ``TurnComplete``.
 
         Example:
@@ -585,7 +590,8 @@ class LlmCycle:
             relaxed = (
                 relaxed_tool_choice(config.request_options) if config.reset_tool_choice else None
             )
-            ctx = ctx if ctx is not None else ToolContext()
+            ctx = run_context(ctx, None if added else self._shared, stream and registry is not None)
+            self._shared = ctx.shared_state
             usage = ZERO_USAGE
             invocations: list[ToolInvocation] = []
             if registry is not None and added:
@@ -758,11 +764,16 @@ class LlmCycle:
         for call in calls:
             yield ToolExecutionStarted(call.name, call.input, call.call_id)
         try:
-            running = iter_invocations(
-                registry, calls, ctx=ctx, timeout=self.config.tool_timeout_secs
+            timeout = self.config.tool_timeout_secs
+            running = with_tool_events(
+                iter_invocations(registry, calls, ctx=ctx, timeout=timeout), ctx, registry, calls
             )
             async with contextlib.aclosing(running):
-                async for position, invocation in running:
+                async for item in running:
+                    if not isinstance(item, tuple):
+                        yield item  # a progress report or a preliminary result
+                        continue
+                    position, invocation = item
                     result = model_result(
                         invocation,
                         max_bytes,

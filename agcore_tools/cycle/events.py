@@ -8,6 +8,8 @@ Events are small frozen dataclasses; match on the class::
                 print(text, end="")
             case ToolExecutionStarted(tool_name=name, input=args):
                 print(f"\\n-> {name}({args})")
+            case ToolProgress(tool_name=name, progress=done, total=total):
+                print(f"   {name}: {done}/{total}")
             case ToolExecutionCompleted(tool_name=name, output=output, error=None):
                 print(f"<- {name}: {output}")
             case TurnComplete(reason=reason):
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._display import call_text, html_table, html_text, markdown_quote, markdown_table
+from .._progress import ToolPartialResult, ToolProgress
 from .._sdk import sdk_field
 from ..approval import ApprovalRequest, ToolApprovalRequested
 from ..error import ToolError
@@ -36,6 +39,8 @@ __all__ = [
     "StreamEvent",
     "ToolExecutionCompleted",
     "ToolExecutionStarted",
+    "ToolPartialResult",
+    "ToolProgress",
     "TurnComplete",
     "Usage",
 ]
@@ -369,6 +374,8 @@ StreamEvent: TypeAlias = (
     | ReasoningDelta
     | ToolApprovalRequested
     | ToolExecutionStarted
+    | ToolProgress
+    | ToolPartialResult
     | ToolExecutionCompleted
     | TurnComplete
 )

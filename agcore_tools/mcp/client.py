@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["McpClient"]
 
 logger = logging.getLogger("agcore_tools.mcp")
-progress_logger = logging.getLogger("agcore_tools.mcp.progress")
 
 _BACKSTOP = 5.0
 """Extra seconds after the request timeout before the caller stops waiting regardless
@@ -793,21 +792,9 @@ class McpClient:
         return any(i.name == tool_name and is_safe_to_repeat(i.annotations) for i in infos)
 
     def _progress_callback(self, tool_name: str) -> Any:
-        # A progress token makes the server send updates; only ask when someone listens.
-        callback = self.on_progress
-        if callback is None and not progress_logger.isEnabledFor(logging.DEBUG):
-            return None
-        from ._connection import call_user
+        from ._progress import progress_callback
 
-        server = self.server_name
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            update = McpProgress(server, tool_name, progress, total, message)
-            progress_logger.debug("[%s] %s: %s/%s %s", server, tool_name, progress, total, message)
-            if callback is not None:
-                await call_user(callback, update, server)
-
-        return on_progress
+        return progress_callback(self.on_progress, self.server_name, tool_name)
 
     def _has_tools(self, conn: Connection) -> bool:
         client = conn.client

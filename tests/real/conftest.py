@@ -72,9 +72,10 @@ def _stop(process: subprocess.Popen[str]) -> None:
             process.wait(_STOP_TIMEOUT)
 
 
-def start_llama_server() -> RealServer:
+def start_llama_server(n_ctx: int = 2048) -> RealServer:
     """Start llama-cpp-python's server on SmolLM2-135M on a free port, and wait (bounded)
-    until it serves. The caller stops it; tests that crash a server take one of their own."""
+    until it serves. The caller stops it; tests that crash a server take one of their own.
+    ``n_ctx`` is the context in tokens (the model's own limit is 8192)."""
     for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context"):
         if importlib.util.find_spec(module) is None:
             _unavailable(f"{module} is not installed (llama-cpp-python[server])")
@@ -84,7 +85,7 @@ def start_llama_server() -> RealServer:
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(model),
         "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", "0",
-        "--n_ctx", "2048", "--verbose", "False",
+        "--n_ctx", str(n_ctx), "--verbose", "False",
     ]  # fmt: skip
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
