@@ -486,3 +486,27 @@ def test_approval_key_must_be_bytes() -> None:
     with pytest.raises(LlmConfigError, match="approval_key must be non-empty bytes"):
         CycleConfig("m", approval_key="secret")  # type: ignore[arg-type]
     assert "secret" not in repr(CycleConfig("m", approval_key=b"secret"))
+
+
+async def test_the_resumed_run_keeps_the_paused_runs_shared_state(serve, make_cycle):
+    registry = ToolRegistry()
+
+    @registry.tool
+    def look_up(order: int, ctx: ToolContext) -> str:
+        """Look an order up."""
+        ctx.shared_state["customer"] = f"customer of {order}"
+        return "found"
+
+    @registry.tool(needs_approval=True)
+    def refund(order: int, ctx: ToolContext) -> str:
+        """Refund an order."""
+        return f"refunded {ctx.shared_state['customer']}"
+
+    server = serve(
+        S.reply_tool_calls([("look_up", {"order": 7}, "c1"), ("refund", {"order": 7}, "c2")]),
+        S.reply_text("Done."),
+    )
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("refund 7", registry)
+    await cycle.submit_with_tools(None, registry, approvals=[paused.pending_approvals[0].approve()])
+    assert tool_messages(cycle.messages)["c2"] == "refunded customer of 7"
