@@ -21,10 +21,18 @@ from typing import TYPE_CHECKING, Any
 
 from ._pipeline import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
 from ._progress import ToolPartialResult, ToolProgress
+from .approval import (
+    ApprovalDecision,
+    ApprovalRequest,
+    NeedsApproval,
+    ToolApprovalRequested,
+    ToolCallOutputs,
+)
 from .base import BaseTool, CancellationToken, ToolContext
 from .content import Audio, File, Image
 from .decorator import FunctionTool, tool
 from .error import (
+    ApprovalError,
     DefinitionBudgetError,
     InvalidArgumentsError,
     LlmConfigError,
@@ -42,6 +50,7 @@ from .error import (
     ToolExecutionError,
     ToolIOError,
     ToolNotFoundError,
+    ToolRejectedError,
     ToolTimeoutError,
 )
 from .permission import Permission, PermissionChecker, PermissionConfig
@@ -144,6 +153,9 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApprovalDecision",
+    "ApprovalError",
+    "ApprovalRequest",
     "AssistantTextDelta",
     "Audio",
     "BaseTool",
@@ -169,6 +181,7 @@ __all__ = [
     "McpRecovery",
     "McpTimeoutError",
     "McpToolInfo",
+    "NeedsApproval",
     "OutputValidationError",
     "Permission",
     "PermissionChecker",
@@ -183,7 +196,9 @@ __all__ = [
     "StreamableHttpTransport",
     "StructuredOutput",
     "SyncEventStream",
+    "ToolApprovalRequested",
     "ToolCall",
+    "ToolCallOutputs",
     "ToolConfigError",
     "ToolContext",
     "ToolDefinitionError",
@@ -199,6 +214,7 @@ __all__ = [
     "ToolPartialResult",
     "ToolProgress",
     "ToolRegistry",
+    "ToolRejectedError",
     "ToolSearch",
     "ToolSelection",
     "ToolStats",

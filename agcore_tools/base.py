@@ -20,7 +20,7 @@ import os
 import random
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._progress import ToolEventCallback, ToolPartialResult, ToolProgress, _Emitter
@@ -339,6 +339,10 @@ class BaseTool(ABC):
     strict: bool | None = None
     """Offer the tool in OpenAI's strict mode (True), never (False), or as the registry
     says (None, the default): see ``ToolRegistry(strict=...)``."""
+    needs_approval: bool | Callable[[dict[str, Any], ToolContext], Any] = False
+    """Whether a call waits for the app's approval before it runs: True, or a function
+    (sync or async) of the arguments and context that decides per call (see
+    :mod:`agcore_tools.approval`)."""
 
     @abstractmethod
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:

@@ -53,6 +53,7 @@ from .error import (
 from .permission import Permission, PermissionLike
 
 if TYPE_CHECKING:
+    from .approval import NeedsApproval
     from .registry import ToolRegistry
 
 __all__ = ["FunctionTool", "tool"]
@@ -192,6 +193,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         version: str | None = None,
         timeout: float | None = None,
         strict: bool | None = None,
+        needs_approval: NeedsApproval = False,
     ) -> None:
         method: bool | None = None
         binding: Literal["instance", "class"] | None = None
@@ -221,6 +223,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self.timeout = timeout
         """Seconds the function may run before it is cancelled; None for no limit."""
         self.strict = strict
+        self.needs_approval = needs_approval
         self._model = schema.model
         self._plan = schema.plan
         self._context_param = schema.context_param
@@ -440,6 +443,7 @@ def tool(
     version: str | None = None,
     timeout: float | None = None,
     strict: bool | None = None,
+    needs_approval: NeedsApproval = False,
     registry: ToolRegistry | None = None,
 ) -> FunctionTool[P, R]: ...
 
@@ -457,6 +461,7 @@ def tool(
     version: str | None = None,
     timeout: float | None = None,
     strict: bool | None = None,
+    needs_approval: NeedsApproval = False,
     registry: ToolRegistry | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
@@ -473,6 +478,7 @@ def tool(
     version: str | None = None,
     timeout: float | None = None,
     strict: bool | None = None,
+    needs_approval: NeedsApproval = False,
     registry: ToolRegistry | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Make a function a tool and register it; use bare (``@tool``) or with options.
@@ -502,6 +508,9 @@ def tool(
         strict: Offer the tool in OpenAI's strict mode (``True``), never (``False``), or
             as the registry decides (``None``, see ``ToolRegistry(strict=...)``). With
             ``True``, a signature strict mode cannot describe fails here.
+        needs_approval: ``True``, or a function (sync or async) of the arguments and
+            the context, when a call must wait for the app's approval before it runs
+            (see :mod:`agcore_tools.approval`).
         registry: Register here instead of the active registry.
 
     Example:
@@ -540,6 +549,7 @@ def tool(
             version=version,
             timeout=timeout,
             strict=strict,
+            needs_approval=needs_approval,
         )
         if built._binding == "instance":
             if registry is not None:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .registry import ToolInvocation
 
 __all__ = [
+    "ApprovalError",
     "DefinitionBudgetError",
     "InvalidArgumentsError",
     "LlmConfigError",
@@ -44,6 +45,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolIOError",
     "ToolNotFoundError",
+    "ToolRejectedError",
     "ToolTimeoutError",
 ]
 
@@ -176,6 +178,37 @@ class PermissionDeniedError(ToolError):
         )
         self.permission = permission
         """The refused permission's name, or None when the tool declared none."""
+
+
+class ToolRejectedError(ToolError):
+    """The app's user declined a call that needed approval; it never ran (recoverable:
+    the model reads why and may try something else).
+
+    Example:
+        >>> str(ToolRejectedError("refund", "ask the manager first"))
+        "the user declined the call to tool 'refund': ask the manager first"
+    """
+
+    def __init__(self, tool_name: str, message: str | None = None) -> None:
+        declined = f"the user declined the call to tool '{tool_name}'"
+        super().__init__(f"{declined}: {message}" if message else declined, tool_name=tool_name)
+        self.user_message = message
+        """The app's message to the model, or None."""
+
+
+class ApprovalError(ToolError, ValueError):
+    """An approval cannot apply: its call id, tool name or arguments do not match a
+    call awaiting approval, its signature is wrong, or its edited arguments are invalid.
+
+    A mistake in the app's own answer, so it is also a :class:`ValueError`; nothing ran.
+
+    Example:
+        >>> try:
+        ...     raise ApprovalError("no call 'c9' is awaiting approval")
+        ... except ValueError as exc:
+        ...     print(exc)
+        no call 'c9' is awaiting approval
+    """
 
 
 class McpError(ToolError):

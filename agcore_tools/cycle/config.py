@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..error import LlmConfigError
@@ -96,6 +96,10 @@ class CycleConfig:
     """With ``api="responses"``: send only what follows the last response, with its
     ``previous_response_id``, instead of the whole history (the server must store
     responses, so not with ``store=False``)."""
+    approval_key: bytes | None = field(repr=False)
+    """A secret the loop signs its :class:`~agcore_tools.ApprovalRequest` values with
+    (HMAC-SHA256 over call id, tool and arguments); a resume then refuses an approval
+    without the matching signature. None (the default) signs nothing."""
     request_options: Mapping[str, Any]
     """Options passed to the API's create call on every request (read-only)."""
 
@@ -117,6 +121,7 @@ class CycleConfig:
         history: HistoryPolicy | None = None,
         api: Literal["chat", "responses"] = "chat",
         chain_responses: bool = False,
+        approval_key: bytes | None = None,
         request_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
@@ -154,6 +159,8 @@ class CycleConfig:
                 "CycleConfig.chain_responses needs api='responses' and stored responses "
                 f"(not store=False), got chain_responses={chain_responses!r}, api={api!r}"
             )
+        if approval_key is not None and (not isinstance(approval_key, bytes) or not approval_key):
+            raise LlmConfigError("CycleConfig.approval_key must be non-empty bytes or None")
         if not isinstance(model, str) or not model:
             raise LlmConfigError(f"CycleConfig.model must be a non-empty string, got {model!r}")
         set_ = object.__setattr__
@@ -172,6 +179,7 @@ class CycleConfig:
         set_(self, "history", history if history is not None else TrimOldest())
         set_(self, "api", api)
         set_(self, "chain_responses", chain_responses)
+        set_(self, "approval_key", approval_key)
         set_(self, "request_options", types.MappingProxyType(merged))
 
 

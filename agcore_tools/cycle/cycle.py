@@ -29,9 +29,11 @@ from .._toolcalls import (
     model_result,
     preflight,
 )
+from ..approval import ApprovalDecision
 from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
+from ._approval import Gate, decline_open, paused_response, tidy_answers
 from ._client import accept_client, client_from_env, close_stream, open_stream
 from ._output import OutputRun, Verdict, start_output
 from ._policy import (
@@ -171,8 +173,8 @@ class LlmCycle:
 
     It drives ``AsyncOpenAI().chat.completions``, so it works with OpenAI and every
     OpenAI-compatible server; ``CycleConfig(api="responses")`` drives
-    ``responses.create`` instead, with the same events, errors and history. Without ``client``, one is created from the usual
-    environment variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``). The cycle's
+    ``responses.create`` instead, with the same events, errors and history. Without
+    ``client``, one is created from the usual environment variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``). The cycle's
     requests use a copy of the client with the SDK's own retries turned off; the
     cycle retries by itself (see :class:`CycleConfig`).
 
@@ -309,6 +311,7 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
         output_type: Any = None,
     ) -> ChatResponse:
         """Send a user message, run the tools the model calls, and repeat until it answers.
@@ -342,9 +345,13 @@ class LlmCycle:
 
         ``output_type`` (every ``submit*`` method takes it) validates the final answer
         into a type, as ``ChatResponse.output``: see :class:`~agcore_tools.StructuredOutput`.
+
+        A call to a tool that needs approval pauses the run: ``ChatResponse.pending_approvals``
+        lists the waiting calls; resume with ``prompt=None`` and ``approvals`` (see
+        :mod:`agcore_tools.approval`).
         """
         return await self._start(
-            _prompt(prompt), registry, ctx, select, False, output_type
+            _prompt(prompt), registry, ctx, select, False, output_type, approvals
         ).collect()
 
     def submit_stream_with_tools(
@@ -354,6 +361,7 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
         output_type: Any = None,
     ) -> EventStream:
         """Like :meth:`submit_with_tools` (``prompt=None`` too), streaming events as they
@@ -388,7 +396,7 @@ class LlmCycle:
             AssistantTextDelta
             TurnComplete
         """
-        return self._start(_prompt(prompt), registry, ctx, select, True, output_type)
+        return self._start(_prompt(prompt), registry, ctx, select, True, output_type, approvals)
 
     async def aclose(self) -> None:
         """Close the SDK client if this cycle created it.
@@ -445,11 +453,13 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
         output_type: Any = None,
     ) -> ChatResponse:
         """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools."""
+        answers = list(approvals) if approvals is not None else None  # read in this thread
         run = self.submit_with_tools(
-            prompt, registry, ctx=ctx, select=select, output_type=output_type
+            prompt, registry, ctx=ctx, select=select, approvals=answers, output_type=output_type
         )
         return _sync.run(run)
 
@@ -466,6 +476,7 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
         output_type: Any = None,
     ) -> SyncEventStream:
         """:meth:`submit_stream_with_tools` for synchronous code: a plain iterator of the
@@ -473,7 +484,7 @@ class LlmCycle:
         from .sync import SyncEventStream
 
         events = self.submit_stream_with_tools(
-            prompt, registry, ctx=ctx, select=select, output_type=output_type
+            prompt, registry, ctx=ctx, select=select, approvals=approvals, output_type=output_type
         )
         return SyncEventStream(events)
 
@@ -549,12 +560,14 @@ class LlmCycle:
         select: Selector | None,
         stream: bool,
         output_type: Any = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
     ) -> EventStream:
         # A type pydantic cannot handle raises here, in the caller's frame.
         options = self.config.request_options
         output = start_output(output_type, options, registry) if output_type is not None else None
         events = EventStream()
-        events._agen = self._loop(added, registry, ctx, select, stream, events, output)
+        gate = Gate(approvals, self.config.approval_key)
+        events._agen = self._loop(added, registry, ctx, select, stream, events, output, gate)
         return events
 
     async def _loop(
@@ -566,6 +579,7 @@ class LlmCycle:
         stream: bool,
         sink: EventStream,
         output: OutputRun | None,
+        gate: Gate,
     ) -> AsyncGenerator[StreamEvent, None]:
         if self._busy:
             raise LlmError(
@@ -585,12 +599,21 @@ class LlmCycle:
             self._shared = ctx.shared_state
             usage = ZERO_USAGE
             invocations: list[ToolInvocation] = []
+            if registry is not None and added:
+                decline_open(self.messages)  # a paused run the app moved on from
             self.messages.extend(added)
             # 0. Resuming (no new message): first run the calls the history left open.
             pending = unanswered_calls(self.messages) if registry is not None and not added else []
+            gate.check_resume(not added, pending)
             if registry is not None and pending:
-                async for event in self._run_tools(registry, pending, ctx, invocations):
+                async for event in self._run_tools(registry, pending, ctx, invocations, gate):
                     yield event
+                tidy_answers(self.messages)
+                if gate.waiting:  # still paused: answer the requests to go on
+                    sink._response = paused_response(
+                        self.messages, usage, 0, invocations, gate.waiting
+                    )
+                    return
             turn = 0
             while True:
                 # 1. Refuse a turn past the limit before sending anything.
@@ -643,15 +666,23 @@ class LlmCycle:
                     return
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
                 # answer every call (attachments last) before the finally below runs.
-                running = self._run_tools(offered, result.calls, ctx, invocations)
+                running = self._run_tools(offered, result.calls, ctx, invocations, gate)
                 async with contextlib.aclosing(running):
                     async for event in running:
                         yield event
+                if gate.waiting:  # pause: the history is the state to resume from
+                    sink._response = paused_response(
+                        self.messages, usage, turn, invocations, gate.waiting
+                    )
+                    return
         finally:
             if registry is not None or output is not None:
                 # A consumer that left at a TurnComplete or a ToolExecutionStarted event
-                # closed the loop between a tool turn and its results.
-                answer_unanswered(self.messages, start, "the tool loop was stopped before it ran")
+                # closed the loop between a tool turn and its results. Calls waiting for
+                # approval stay open: a resume answers them.
+                answer_unanswered(
+                    self.messages, start, "the tool loop was stopped before it ran", gate.keep
+                )
             self._busy = False
 
     async def _request(
@@ -695,6 +726,7 @@ class LlmCycle:
         calls: Sequence[ParsedCall],
         ctx: ToolContext,
         invocations: list[ToolInvocation],
+        gate: Gate,
     ) -> AsyncGenerator[StreamEvent, None]:
         # 1. An unknown or forbidden tool stops the loop before any call of the turn
         #    runs; every call still gets a tool message so the history stays valid.
@@ -712,7 +744,12 @@ class LlmCycle:
                 )
                 self.messages.append(tool_message(call, text))
             raise LlmError(f"tool loop stopped: {refused}") from refused
-        # 2. Run the calls concurrently, reporting each as it ends.
+        # 2. Calls that need approval wait for the app's answer; the others run.
+        if not gate.quiet(registry, calls):
+            async for approval in gate.screen(registry, calls, ctx):
+                yield approval
+            calls = gate.calls
+        # 3. Run the calls concurrently, reporting each as it ends.
         max_bytes = self.config.max_tool_result_bytes
         texts: list[str | None] = [None] * len(calls)
         rendered: list[Rendered | None] = [None] * len(calls)
@@ -758,7 +795,7 @@ class LlmCycle:
                         text,
                     )
         finally:
-            # 3. Answer every call, in the calls' order, even when cancelled midway.
+            # 4. Answer every call, in the calls' order, even when cancelled midway.
             for call, answer in zip(calls, texts, strict=True):
                 if answer is None:
                     answer = aborted_text(call, "the tool loop was cancelled")

@@ -157,5 +157,8 @@ def make_adapters(
             )
         taken[name] = info.name
         permissions = Permission.parse_all(policy(info))
-        adapters.append(McpTool(client, info, name, permissions))
+        adapter = McpTool(client, info, name, permissions)
+        asks = getattr(policy, "asks", None)  # McpPermissionPolicy(needs_approval=...)
+        adapter.needs_approval = bool(asks(info)) if asks is not None else False
+        adapters.append(adapter)
     return adapters

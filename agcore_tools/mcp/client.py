@@ -80,9 +80,9 @@ class McpClient:
     ``docs/guides/mcp.md``). ``recovery=None`` turns that off: later calls then fail
     until ``connect()``.
 
-    Server-to-client requests: ``ping`` is answered. Sampling, elicitation and roots
-    are advertised only when a handler is given, and are then routed to it (the
-    handlers use the MCP SDK's callback signatures and types). Log messages go to the
+    Server-to-client requests: ``ping`` is answered. Sampling and roots are advertised
+    only with a handler, then routed to it (the SDK's callback signatures and types);
+    elicitation always is, declined (and logged) without a handler. Log messages go to the
     ``agcore_tools.mcp.server`` logger and ``on_log``; progress updates to the
     ``agcore_tools.mcp.progress`` logger (DEBUG) and ``on_progress``.
 
@@ -183,7 +183,7 @@ class McpClient:
             permission_policy: Maps each tool to the permissions its adapter requires;
                 default :class:`McpPermissionPolicy` (see its table).
             sampling_handler: Answers ``sampling/createMessage``; advertised only if given.
-            elicitation_handler: Answers ``elicitation/create``; advertised only if given.
+            elicitation_handler: Answers ``elicitation/create``; without one, declines.
             roots_handler: Answers ``roots/list``; advertised only if given.
             on_log: Called with each :class:`McpLogMessage` (sync or async).
             on_progress: Called with each :class:`McpProgress` of a tool call.
@@ -224,7 +224,7 @@ class McpClient:
         self.sampling_handler = sampling_handler
         """The SDK sampling callback, or None (sampling not advertised)."""
         self.elicitation_handler = elicitation_handler
-        """The SDK elicitation callback, or None (elicitation not advertised)."""
+        """The SDK elicitation callback, or None (every request is declined)."""
         self.roots_handler = roots_handler
         """The SDK roots callback, or None (roots not advertised)."""
         self.on_log = on_log
