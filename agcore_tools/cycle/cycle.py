@@ -174,9 +174,10 @@ class LlmCycle:
     It drives ``AsyncOpenAI().chat.completions``, so it works with OpenAI and every
     OpenAI-compatible server; ``CycleConfig(api="responses")`` drives
     ``responses.create`` instead, with the same events, errors and history. Without
-    ``client``, one is created from the usual environment variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``). The cycle's
-    requests use a copy of the client with the SDK's own retries turned off; the
-    cycle retries by itself (see :class:`CycleConfig`).
+    ``client``, one is created from the usual environment variables
+    (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``). The cycle's requests use a copy of the
+    client with the SDK's own retries turned off; the cycle retries by itself (see
+    :class:`CycleConfig`).
 
     ``client`` is an ``AsyncOpenAI`` (or a subclass such as ``AsyncAzureOpenAI``),
     used as given, or a sync ``OpenAI``: the cycle then builds and owns its async twin,
