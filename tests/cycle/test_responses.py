@@ -459,3 +459,37 @@ async def test_tool_images_go_as_input_image_parts(serve, make_cycle):
     parts = sent[3]["content"]
     assert parts[0] == {"type": "input_text", "text": "Attachments of the tool results above:"}
     assert parts[-1] == {"type": "input_image", "image_url": Image(png).data_url, "detail": "auto"}
+
+
+@MODES
+async def test_an_approval_pause_resumes_over_responses(serve, make_cycle, stream):
+    registry = ToolRegistry()
+    runs: list[int] = []
+
+    @registry.tool(needs_approval=True)
+    def refund(order: int) -> str:
+        """Refund an order."""
+        runs.append(order)
+        return f"refunded order {order}"
+
+    server = serve(
+        S.reply_tool_calls([("refund", {"order": 7}, "c1")], reasoning="needs a refund"),
+        S.reply_text("Refunded."),
+    )
+    cycle = make_cycle(server, api="responses")
+
+    paused = await run(cycle, "Refund order 7", registry, stream)
+    [request] = paused.pending_approvals
+    saved = json.loads(json.dumps(cycle.messages))
+    resumed_cycle = make_cycle(server, api="responses")
+    resumed_cycle.messages = saved
+    resumed = await resumed_cycle.submit_with_tools(None, registry, approvals=[request.approve()])
+
+    assert resumed.text == "Refunded." and runs == [7]
+    assert [i.get("type", i.get("role")) for i in items(server.requests[1])] == [
+        "user",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+    ]
+    assert items(server.requests[1])[-1]["output"] == "refunded order 7"
