@@ -1,5 +1,5 @@
 """``LlmCycle``: a thin conversation loop over the official OpenAI SDK (Chat Completions,
-or the Responses API with ``CycleConfig(api="responses")``; see ``_wire.py``).
+or the Responses API with ``CycleConfig(api="responses")``; see ``_wires.py``).
 
 Every ``submit*`` method runs the same loop (:meth:`LlmCycle._loop`); the streaming
 ones hand its events to the caller, the others drain them and return the
@@ -46,7 +46,7 @@ from ._policy import (
 )
 from ._retry import RetryPolicy
 from ._tool_stream import run_context, with_tool_events
-from ._wire import TurnAssembler, Wire, wire_for
+from ._wires import TurnAssembler, Wire, wire_for
 from .config import CycleConfig
 from .events import (
     ZERO_USAGE,
