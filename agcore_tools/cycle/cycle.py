@@ -43,6 +43,7 @@ from ._policy import (
 )
 from ._retry import RetryPolicy
 from ._stream import TurnBuilder
+from ._trace import RunTrace, run_trace
 from .config import CycleConfig
 from .events import (
     ZERO_USAGE,
@@ -98,11 +99,12 @@ class EventStream:
         'Hello!'
     """
 
-    __slots__ = ("_agen", "_response")
+    __slots__ = ("_agen", "_response", "_trace")
 
     def __init__(self) -> None:
         self._agen: AsyncGenerator[StreamEvent, None] | None = None
         self._response: ChatResponse | None = None
+        self._trace: RunTrace | None = None  # None unless OpenTelemetry tracing is on
 
     @property
     def response(self) -> ChatResponse | None:
@@ -114,7 +116,9 @@ class EventStream:
 
     async def __anext__(self) -> StreamEvent:
         assert self._agen is not None
-        return await self._agen.__anext__()
+        if self._trace is None:
+            return await self._agen.__anext__()
+        return await self._trace.step(self._agen, self)
 
     async def collect(self) -> ChatResponse:
         """Consume the remaining events and return the :class:`ChatResponse`.
@@ -152,7 +156,9 @@ class EventStream:
             'Hello'
         """
         if self._agen is not None:
-            await self._agen.aclose()
+            await (
+                self._agen.aclose() if self._trace is None else self._trace.close(self._agen, self)
+            )
 
     async def __aenter__(self) -> EventStream:
         return self
@@ -527,6 +533,7 @@ class LlmCycle:
     ) -> EventStream:
         events = EventStream()
         events._agen = self._loop(added, registry, ctx, select, stream, events)
+        events._trace = run_trace(self.config, self.client)
         return events
 
     async def _loop(
@@ -577,12 +584,16 @@ class LlmCycle:
                 # 3. One request; streamed text events pass straight through. A forced
                 #    tool_choice serves the call's first request only, or a forced loop
                 #    could end at max_turns alone.
-                builder = TurnBuilder(str(self._requests), repair=config.repair_arguments)
+                build = TurnBuilder if sink._trace is None else sink._trace.builder
+                builder = build(str(self._requests), repair=config.repair_arguments)
                 self._requests += 1
                 params = self._params(tools, stream)
                 if relaxed is not None and turn > 1:
                     params["tool_choice"] = relaxed
-                async for event in self._request(params, stream, builder):
+                request = self._request(params, stream, builder)
+                if sink._trace is not None:
+                    request = sink._trace.chat(request, params, builder)
+                async for event in request:
                     yield event
                 result = clean_turn(builder.build())
                 self.messages.append(result.message)
