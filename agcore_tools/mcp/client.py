@@ -37,6 +37,7 @@ from . import _prompts, _protocol_tools, _resources, _utilities
 from ._exchange import EXCHANGE, HttpExchange
 from ._results import result_value
 from ._state import State
+from ._trace import traced_call_tool, with_trace_context
 from .models import McpLogMessage, McpProgress, McpToolInfo
 from .policy import McpPermissionPolicy, PermissionPolicy
 from .recovery import McpRecovery
@@ -474,6 +475,7 @@ class McpClient:
                 return list(self._tools)
             return list(await self._fetch_tools(conn, recover=True))
 
+    @traced_call_tool
     async def call_tool(
         self,
         name: str,
@@ -522,7 +524,7 @@ class McpClient:
                     arguments,
                     read_timeout_seconds=limit,
                     progress_callback=progress,
-                    meta=conn.request_meta,
+                    meta=with_trace_context(conn.request_meta),
                 ),
                 limit + _BACKSTOP,
             )
@@ -536,7 +538,7 @@ class McpClient:
                         arguments,
                         read_timeout_seconds=remaining,
                         progress_callback=progress,
-                        meta=conn.request_meta,
+                        meta=with_trace_context(conn.request_meta),
                     ),
                     remaining + _BACKSTOP,
                 )

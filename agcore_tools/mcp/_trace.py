@@ -1,0 +1,118 @@
+"""OpenTelemetry client spans of MCP requests (the MCP semantic conventions).
+
+``tools/call {tool}`` spans (kind CLIENT) wrap :meth:`McpClient.call_tool`, and the
+request carries the trace context in its ``params._meta`` (``traceparent``, plus
+``tracestate`` and ``baggage`` when set), as the conventions ask, so an instrumented
+server continues the trace. With tracing off (see ``agcore_tools/_otel.py``) both cost a
+lookup in ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from .. import _otel
+from ..error import McpError, McpTimeoutError, ToolExecutionError
+
+if TYPE_CHECKING:
+    from mcp_types import RequestParamsMeta
+
+    from .client import McpClient
+
+__all__ = ["traced_call_tool", "with_trace_context"]
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+def traced_call_tool(method: F) -> F:
+    """Wrap ``McpClient.call_tool`` in a ``tools/call {name}`` span when tracing is on."""
+
+    @functools.wraps(method)
+    async def call_tool(
+        self: McpClient,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        tracer = _otel.tracer()
+        if tracer is None:
+            return await method(self, name, args, timeout=timeout)
+        return await _traced(tracer, method, self, name, args, timeout)
+
+    return cast("F", call_tool)
+
+
+async def _traced(
+    tracer: Any,
+    method: Callable[..., Awaitable[Any]],
+    client: McpClient,
+    name: str,
+    args: Mapping[str, Any] | None,
+    timeout: float | None,
+) -> Any:
+    from opentelemetry.trace import SpanKind
+
+    attributes: dict[str, Any] = {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": name,
+        "gen_ai.operation.name": "execute_tool",
+    }
+    attributes.update(_connection_attributes(client))
+    content = _otel.capture_content()
+    if content:
+        attributes["gen_ai.tool.call.arguments"] = _otel.to_json(dict(args or {}))
+    # Current during the request, so with_trace_context() sends this span as the parent.
+    with tracer.start_as_current_span(
+        f"tools/call {name}",
+        kind=SpanKind.CLIENT,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            result = await method(client, name, args, timeout=timeout)
+        except BaseException as exc:
+            _otel.fail(span, _error_type(exc), f"{type(exc).__name__}: {exc}")
+            raise
+        if content:
+            span.set_attribute("gen_ai.tool.call.result", _otel.to_json(result))
+        return result
+
+
+def with_trace_context(meta: RequestParamsMeta | None) -> RequestParamsMeta | None:
+    """``meta`` plus the current trace context (``traceparent``...) when tracing is on."""
+    if _otel.tracer() is None:
+        return meta
+    from opentelemetry import propagate, trace
+
+    if not trace.get_current_span().get_span_context().is_valid:
+        return meta
+    carrier: dict[str, Any] = dict(meta) if meta else {}
+    propagate.inject(carrier)
+    return cast("RequestParamsMeta", carrier)
+
+
+def _connection_attributes(client: McpClient) -> dict[str, Any]:
+    conn = client._conn
+    if conn is None:
+        return {}
+    attributes: dict[str, Any] = {"network.transport": "tcp" if conn.http else "pipe"}
+    session = conn.client
+    version = getattr(session, "protocol_version", None) if session is not None else None
+    if isinstance(version, str):
+        attributes["mcp.protocol.version"] = version
+    return attributes
+
+
+def _error_type(exc: BaseException) -> str:
+    # The conventions' values where they name one; else the exception's class.
+    if isinstance(exc, McpTimeoutError):
+        return "timeout"
+    if isinstance(exc, ToolExecutionError):
+        return "tool_error"  # the server answered isError: true
+    if isinstance(exc, McpError) and exc.status_code is not None:
+        return str(exc.status_code)
+    return _otel.error_type(exc)
