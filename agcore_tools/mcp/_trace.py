@@ -1,10 +1,12 @@
-"""OpenTelemetry client spans of MCP requests (the MCP semantic conventions).
+"""OpenTelemetry client spans of MCP tool calls (the MCP semantic conventions).
 
-``tools/call {tool}`` spans (kind CLIENT) wrap :meth:`McpClient.call_tool`, and the
-request carries the trace context in its ``params._meta`` (``traceparent``, plus
-``tracestate`` and ``baggage`` when set), as the conventions ask, so an instrumented
-server continues the trace. With tracing off (see ``agcore_tools/_otel.py``) both cost a
-lookup in ``sys.modules``.
+A ``tools/call {tool}`` span (kind CLIENT) covers each :meth:`McpClient.call_tool`,
+resends after a reconnect included, and is current while the request is out. The MCP
+SDK (2.3 and later) injects the current trace context into every request's
+``params._meta`` (``traceparent``, and ``tracestate``/``baggage`` when set), as the
+conventions ask, so the server's spans continue this trace; with a global tracer
+provider the SDK also adds its own ``MCP send ...`` span per JSON-RPC request under
+this one. With tracing off (see ``agcore_tools/_otel.py``) the wrapper costs a lookup.
 """
 
 from __future__ import annotations
@@ -17,11 +19,9 @@ from .. import _otel
 from ..error import McpError, McpTimeoutError, ToolExecutionError
 
 if TYPE_CHECKING:
-    from mcp_types import RequestParamsMeta
-
     from .client import McpClient
 
-__all__ = ["traced_call_tool", "with_trace_context"]
+__all__ = ["traced_call_tool"]
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -64,7 +64,7 @@ async def _traced(
     content = _otel.capture_content()
     if content:
         attributes["gen_ai.tool.call.arguments"] = _otel.to_json(dict(args or {}))
-    # Current during the request, so with_trace_context() sends this span as the parent.
+    # Current during the request: the SDK sends the current context in _meta.
     with tracer.start_as_current_span(
         f"tools/call {name}",
         kind=SpanKind.CLIENT,
@@ -80,19 +80,6 @@ async def _traced(
         if content:
             span.set_attribute("gen_ai.tool.call.result", _otel.to_json(result))
         return result
-
-
-def with_trace_context(meta: RequestParamsMeta | None) -> RequestParamsMeta | None:
-    """``meta`` plus the current trace context (``traceparent``...) when tracing is on."""
-    if _otel.tracer() is None:
-        return meta
-    from opentelemetry import propagate, trace
-
-    if not trace.get_current_span().get_span_context().is_valid:
-        return meta
-    carrier: dict[str, Any] = dict(meta) if meta else {}
-    propagate.inject(carrier)
-    return cast("RequestParamsMeta", carrier)
 
 
 def _connection_attributes(client: McpClient) -> dict[str, Any]:

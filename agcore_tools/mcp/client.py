@@ -37,7 +37,7 @@ from . import _prompts, _protocol_tools, _resources, _utilities
 from ._exchange import EXCHANGE, HttpExchange
 from ._results import result_value
 from ._state import State
-from ._trace import traced_call_tool, with_trace_context
+from ._trace import traced_call_tool
 from .models import McpLogMessage, McpProgress, McpToolInfo
 from .policy import McpPermissionPolicy, PermissionPolicy
 from .recovery import McpRecovery
@@ -524,7 +524,7 @@ class McpClient:
                     arguments,
                     read_timeout_seconds=limit,
                     progress_callback=progress,
-                    meta=with_trace_context(conn.request_meta),
+                    meta=conn.request_meta,
                 ),
                 limit + _BACKSTOP,
             )
@@ -538,7 +538,7 @@ class McpClient:
                         arguments,
                         read_timeout_seconds=remaining,
                         progress_callback=progress,
-                        meta=with_trace_context(conn.request_meta),
+                        meta=conn.request_meta,
                     ),
                     remaining + _BACKSTOP,
                 )
