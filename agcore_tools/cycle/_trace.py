@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import _otel
 from .._sdk import sdk_field
@@ -150,10 +150,10 @@ class RunTrace:
 
     async def chat(
         self,
-        request: AsyncIterator[StreamEvent],
+        request: AsyncGenerator[StreamEvent, None],
         params: Mapping[str, Any],
         builder: TurnBuilder,
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         """``request``'s events, inside a ``chat {model}`` span."""
         from opentelemetry import trace
 
@@ -172,8 +172,7 @@ class RunTrace:
         )
         started = time.perf_counter()
         try:
-            # Closed here, not left to the garbage collector: that closes the HTTP stream.
-            async with contextlib.aclosing(cast("AsyncGenerator[StreamEvent, None]", request)):
+            async with contextlib.aclosing(request):  # closes the HTTP stream
                 async for event in request:
                     yield event
         except GeneratorExit:

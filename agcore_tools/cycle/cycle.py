@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -593,8 +593,9 @@ class LlmCycle:
                 request = self._request(params, stream, builder)
                 if sink._trace is not None:
                     request = sink._trace.chat(request, params, builder)
-                async for event in request:
-                    yield event
+                async with contextlib.aclosing(request):  # a consumer may leave mid-stream
+                    async for event in request:
+                        yield event
                 result = clean_turn(builder.build())
                 self.messages.append(result.message)
                 usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)
@@ -638,7 +639,7 @@ class LlmCycle:
 
     async def _request(
         self, params: dict[str, Any], stream: bool, builder: TurnBuilder
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         from openai import OpenAIError
 
         retry = RetryPolicy(
