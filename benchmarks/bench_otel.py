@@ -1,0 +1,265 @@
+"""OpenTelemetry benchmark: what tracing costs the loop, off and on.
+
+Run with the benchmark venv (it needs ``opentelemetry-sdk``)::
+
+    .venv-bench/bin/python benchmarks/bench_otel.py
+
+The workload is ``bench_cycle.py``'s: 3 requests per loop against a loopback
+:class:`~agcore_tools.testing.ScriptedChatServer`, the first two answered with parallel
+tool calls (3, then 2), so one loop makes 9 spans (``invoke_agent``, 3 ``chat``,
+5 ``execute_tool``). Two parts:
+
+- **off**: ``submit_with_tools`` (and the streaming loop) per turn with tracing off and
+  ``opentelemetry`` never imported, in this tree and in a baseline tree without the
+  tracing hooks (``--baseline REF``, default the merge base with ``main``, extracted
+  with ``git archive``). The two trees cannot share a process, so each run is a child
+  process; children alternate (``--pairs`` pairs), and each reports the median of its
+  interleaved rounds. Also timed: the hooks' own checks, in nanoseconds.
+- **on**: in one process, the same loops with tracing on (SDK ``TracerProvider``,
+  ``BatchSpanProcessor``, an exporter that drops the spans) and off
+  (``configure_tracing(enabled=False)``), interleaved; the difference per loop divided
+  by the 9 spans is the cost of one span.
+
+Options: ``--quick``, ``--rounds N``, ``--loops N``, ``--pairs N``, ``--baseline REF``,
+``--json PATH`` (default ``benchmarks/results/bench_otel.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import timeit
+from collections.abc import Sequence
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SPANS_PER_LOOP = 9  # invoke_agent + 3 chat + 5 execute_tool, checked by the "on" part
+US = 1e6
+
+
+def contenders(client: Any, wrap: Any = None) -> list[Any]:
+    """The loop and the streaming loop of bench_cycle, optionally wrapped."""
+    from bench_cycle import Contender, agcore_contenders
+
+    found = agcore_contenders(client)
+    if wrap is None:
+        return found
+    return [Contender(f"{c.name} {wrap[0]}", wrap[1](c.loop), c.note) for c in found]
+
+
+# -- off: this tree against the baseline, in child processes --------------------------
+
+
+async def child(rounds: int, loops: int) -> dict[str, Any]:
+    from bench_cycle import ScriptedChatServer, by_progress, measure
+
+    with ScriptedChatServer([by_progress], repeat=True) as server:
+        client = server.client(timeout=30.0)
+        found = contenders(client)
+        await measure(found, server, rounds, loops)
+        await client.close()
+    assert not any(m.startswith("opentelemetry") for m in sys.modules), "tracing was imported"
+    return {c.name: {"wall": c.median_ms("wall"), "cpu": c.median_ms("cpu")} for c in found}
+
+
+def extract(ref: str) -> Path:
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref, "agcore_tools"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    target = Path(tempfile.mkdtemp(prefix="bench_otel_base_"))
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
+def run_child(tree: Path, rounds: int, loops: int) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(ROOT / "benchmarks")])}
+    command = [sys.executable, __file__, "--child", "--rounds", str(rounds), "--loops", str(loops)]
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"child failed:\n{out.stderr}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def hook_costs() -> dict[str, float]:
+    """Nanoseconds of the checks the tracing hooks make when tracing is off."""
+    from openai import AsyncOpenAI
+
+    from agcore_tools import CycleConfig, ToolRegistry, _otel
+    from agcore_tools.cycle._trace import run_trace
+
+    client = AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="-")
+    config = CycleConfig("m")
+    registry = ToolRegistry()
+
+    async def guarded(*_: Any) -> Any:
+        return None
+
+    number = 200_000
+    costs = {
+        "run_trace() per submit call": min(
+            timeit.repeat(lambda: run_trace(config, client), number=number, repeat=5)
+        ),
+        "wrap_invoke() per tool batch": min(
+            timeit.repeat(lambda: _otel.wrap_invoke(registry, guarded), number=number, repeat=5)
+        ),
+    }
+    return {name: seconds / number * 1e9 for name, seconds in costs.items()}
+
+
+def off_part(args: argparse.Namespace, rounds: int) -> dict[str, Any]:
+    base = extract(args.baseline)
+    runs: dict[str, list[dict[str, Any]]] = {"this tree": [], "baseline": []}
+    for pair in range(args.pairs):
+        order = [("this tree", ROOT), ("baseline", base)]
+        if pair % 2:
+            order.reverse()
+        for label, tree in order:
+            runs[label].append(run_child(tree, rounds, args.loops))
+    rows = []
+    for name in runs["this tree"][0]:
+        row: dict[str, Any] = {"loop": name}
+        for kind in ("wall", "cpu"):
+            ours = statistics.median(r[name][kind] for r in runs["this tree"])
+            theirs = statistics.median(r[name][kind] for r in runs["baseline"])
+            row[f"{kind}_ms"] = ours
+            row[f"baseline_{kind}_ms"] = theirs
+            row[f"{kind}_change_percent"] = (ours / theirs - 1) * 100
+        rows.append(row)
+    return {"baseline": args.baseline, "pairs": args.pairs, "rows": rows, "hooks_ns": hook_costs()}
+
+
+# -- on: tracing on against off, in this process -----------------------------------------
+
+
+class _Drop:
+    """A span exporter that drops everything (the export path is the SDK's, not ours)."""
+
+    def export(self, spans: Sequence[Any]) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+async def on_part(rounds: int, loops: int) -> dict[str, Any]:
+    from bench_cycle import ScriptedChatServer, by_progress, measure
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agcore_tools import configure_tracing
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(_Drop()))  # type: ignore[arg-type]
+
+    def traced(loop: Any) -> Any:
+        async def run() -> str:
+            configure_tracing(provider)
+            return str(await loop())
+
+        return run
+
+    def untraced(loop: Any) -> Any:
+        async def run() -> str:
+            configure_tracing(enabled=False)
+            return str(await loop())
+
+        return run
+
+    with ScriptedChatServer([by_progress], repeat=True) as server:
+        client = server.client(timeout=30.0)
+        on = contenders(client, ("tracing on", traced))
+        off = contenders(client, ("tracing off", untraced))
+        # How many spans one loop makes, counted once.
+        exporter = InMemorySpanExporter()
+        counting = TracerProvider()
+        counting.add_span_processor(SimpleSpanProcessor(exporter))
+        configure_tracing(counting)
+        await contenders(client)[0].loop()
+        spans = len(exporter.get_finished_spans())
+        assert spans == SPANS_PER_LOOP, spans
+        await measure([*on, *off], server, rounds, loops)
+        await client.close()
+    configure_tracing()
+    provider.shutdown()
+    rows = []
+    for traced_one, plain in zip(on, off, strict=True):
+        row: dict[str, Any] = {"loop": plain.name.removesuffix(" tracing off")}
+        for kind in ("wall", "cpu"):
+            per_loop_us = (traced_one.median_ms(kind) - plain.median_ms(kind)) * 3 * 1e3
+            row[f"off_{kind}_ms_per_turn"] = plain.median_ms(kind)
+            row[f"on_{kind}_ms_per_turn"] = traced_one.median_ms(kind)
+            row[f"{kind}_us_per_span"] = per_loop_us / SPANS_PER_LOOP
+        rows.append(row)
+    return {"spans_per_loop": SPANS_PER_LOOP, "rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few rounds, for a smoke run")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--loops", type=int, default=20, help="loops per contender per round")
+    parser.add_argument("--pairs", type=int, default=None, help="child runs per tree")
+    parser.add_argument("--baseline", default=None, help="git ref of the tree without hooks")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks/results/bench_otel.json")
+    args = parser.parse_args()
+    rounds = args.rounds or (2 if args.quick else 9)
+    if args.child:
+        print(json.dumps(asyncio.run(child(rounds, args.loops))))
+        return
+    sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # this tree, not an installed one
+    args.pairs = args.pairs or (1 if args.quick else 5)
+    if args.baseline is None:
+        args.baseline = subprocess.run(
+            ["git", "-C", str(ROOT), "merge-base", "HEAD", "main"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    started = time.perf_counter()
+    off = off_part(args, rounds)
+    on = asyncio.run(on_part(rounds * 2, args.loops))
+
+    print(f"Tracing off: this tree against {args.baseline[:12]} ({args.pairs} child runs each)")
+    for row in off["rows"]:
+        print(
+            f"  {row['loop']:<28} wall {row['wall_ms']:.3f} vs {row['baseline_wall_ms']:.3f} ms/turn "
+            f"({row['wall_change_percent']:+.1f} %), client CPU {row['cpu_ms']:.3f} vs "
+            f"{row['baseline_cpu_ms']:.3f} ({row['cpu_change_percent']:+.1f} %)"
+        )
+    for name, ns in off["hooks_ns"].items():
+        print(f"  hook check, {name}: {ns:.0f} ns")
+    print(f"Tracing on: {SPANS_PER_LOOP} spans per loop, BatchSpanProcessor, spans dropped")
+    for row in on["rows"]:
+        print(
+            f"  {row['loop']:<28} wall {row['on_wall_ms_per_turn']:.3f} vs "
+            f"{row['off_wall_ms_per_turn']:.3f} ms/turn: {row['wall_us_per_span']:.1f} µs/span; "
+            f"client CPU {row['cpu_us_per_span']:.1f} µs/span"
+        )
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"off": off, "on": on}, indent=2) + "\n")
+    print(f"({time.perf_counter() - started:.0f} s; results in {args.json})")
+
+
+if __name__ == "__main__":
+    main()
