@@ -11,7 +11,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
-from agcore_tools import AssistantTextDelta, LlmCycle, LlmError, ToolRegistry
+from agcore_tools import AssistantTextDelta, CycleConfig, LlmCycle, LlmError, ToolRegistry
 from agcore_tools.testing import ScriptedChatServer
 from tests._otel import Spans, attributes, recording
 
@@ -225,3 +225,24 @@ async def test_leaving_a_stream_early_ends_its_spans(
     # The consumer stopped the call: neither the request nor the run failed.
     assert all(s.status.status_code is StatusCode.UNSET for s in spans.finished())
     assert all("error.type" not in attributes(s) for s in spans.finished())
+
+
+def test_a_sync_call_is_traced_under_the_callers_span(calc: ToolRegistry) -> None:
+    from openai import OpenAI
+
+    script = [S.reply_tool_calls([("add", {"a": 1, "b": 2})]), S.reply_text("3")]
+    with recording() as spans, ScriptedChatServer(script) as server:
+        client = OpenAI(base_url=server.base_url, api_key="-", timeout=10.0)
+        with LlmCycle(CycleConfig("m"), client=client) as cycle:
+            app = spans.provider.get_tracer("app")
+            with app.start_as_current_span("sync caller"):
+                events = cycle.submit_stream_with_tools_sync("1 + 2?", calc)
+                assert [type(e).__name__ for e in events][-1] == "TurnComplete"
+        client.close()
+    assert sorted(spans.tree()) == [
+        ("chat m", "invoke_agent"),
+        ("chat m", "invoke_agent"),
+        ("execute_tool add", "invoke_agent"),
+        ("invoke_agent", "sync caller"),
+        ("sync caller", None),
+    ]
