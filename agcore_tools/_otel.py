@@ -14,10 +14,12 @@ its consumer between events.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ class _Settings:
 
 _settings = _Settings()
 _cache: tuple[Any, Any] | None = None  # (provider, tracer): one tracer per provider
+_api: Any = None  # what is used of the OpenTelemetry API, imported once (see api())
 
 
 def configure_tracing(
@@ -108,15 +111,36 @@ def tracer() -> Any | None:
     return _resolve()
 
 
+def api() -> Any:
+    """The parts of the OpenTelemetry API this package uses, imported on first use (an
+    import statement per span would cost more than the span's attributes)."""
+    global _api
+    if _api is None:
+        from opentelemetry import context, trace
+
+        _api = SimpleNamespace(
+            attach=context.attach,
+            detach=context.detach,
+            in_context=trace.set_span_in_context,
+            current_span=trace.get_current_span,
+            global_provider=trace.get_tracer_provider,
+            unset=(trace.ProxyTracerProvider, trace.NoOpTracerProvider),
+            CLIENT=trace.SpanKind.CLIENT,
+            INTERNAL=trace.SpanKind.INTERNAL,
+            Status=trace.Status,
+            ERROR=trace.StatusCode.ERROR,
+        )
+    return _api
+
+
 def _resolve() -> Any | None:
     global _cache
-    from opentelemetry import trace
-
     provider = _settings.provider
     if provider is None:
-        provider = trace.get_tracer_provider()
+        ot = api()
+        provider = ot.global_provider()
         # No provider set yet (the API's proxy) or a disabled SDK: spans would be dropped.
-        if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        if isinstance(provider, ot.unset):
             return None
     cached = _cache
     if cached is not None and cached[0] is provider:
@@ -142,10 +166,9 @@ def error_type(exc: BaseException) -> str:
 
 def fail(span: Any, kind: str, message: str) -> None:
     """Mark ``span`` failed: ``error.type`` and an ERROR status with ``message``."""
-    from opentelemetry.trace import Status, StatusCode
-
+    ot = api()
     span.set_attribute("error.type", kind)
-    span.set_status(Status(StatusCode.ERROR, message))
+    span.set_status(ot.Status(ot.ERROR, message))
 
 
 def to_json(value: Any) -> str:
@@ -166,23 +189,18 @@ def wrap_invoke(registry: ToolRegistry, guarded: Guarded) -> Guarded:
     found = tracer()
     if found is None:
         return guarded
-
-    async def traced(call: ToolCall, ctx: ToolContext, timeout: float | None) -> ToolInvocation:
-        return await _execute_tool(found, registry, guarded, call, ctx, timeout)
-
-    return traced
+    return functools.partial(_execute_tool, found, capture_content(), registry, guarded)
 
 
 async def _execute_tool(
     found: Any,
+    content: bool,
     registry: ToolRegistry,
     guarded: Guarded,
     call: ToolCall,
     ctx: ToolContext,
     timeout: float | None,
 ) -> ToolInvocation:
-    from opentelemetry.trace import SpanKind
-
     name, args, call_id = call
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "execute_tool",
@@ -194,27 +212,26 @@ async def _execute_tool(
     tool = registry.get(name)
     if tool is not None and tool.description:
         attributes["gen_ai.tool.description"] = tool.description
-    content = capture_content()
     if content:
         attributes["gen_ai.tool.call.arguments"] = to_json(
             dict(args) if isinstance(args, Mapping) else args
         )
-    # Current while the tool runs, so its own spans (an MCP request) are children.
-    with found.start_as_current_span(
-        f"execute_tool {name}",
-        kind=SpanKind.INTERNAL,
-        attributes=attributes,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
-        try:
-            invocation = await guarded(call, ctx, timeout)
-        except BaseException as exc:
-            fail(span, error_type(exc), f"{type(exc).__name__}: {exc}")
-            raise
+    ot = api()
+    span = found.start_span(f"execute_tool {name}", kind=ot.INTERNAL, attributes=attributes)
+    # Current while the tool runs, so its own spans (an MCP request) are its children.
+    token = ot.attach(ot.in_context(span))
+    try:
+        invocation = await guarded(call, ctx, timeout)
+    except BaseException as exc:
+        fail(span, error_type(exc), f"{type(exc).__name__}: {exc}")
+        raise
+    else:
         error = invocation.error
         if error is not None:
             fail(span, error_type(error), str(error))
         elif content:
             span.set_attribute("gen_ai.tool.call.result", to_json(invocation.output))
         return invocation
+    finally:
+        ot.detach(token)
+        span.end()

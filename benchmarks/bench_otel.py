@@ -95,29 +95,66 @@ def run_child(tree: Path, rounds: int, loops: int) -> dict[str, Any]:
 
 
 def hook_costs() -> dict[str, float]:
-    """Nanoseconds of the checks the tracing hooks make when tracing is off."""
+    """CPU nanoseconds of what the tracing hooks add when tracing is off."""
+    import contextlib
+
     from openai import AsyncOpenAI
 
     from agcore_tools import CycleConfig, ToolRegistry, _otel
+    from agcore_tools.cycle import EventStream
     from agcore_tools.cycle._trace import run_trace
 
     client = AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="-")
     config = CycleConfig("m")
     registry = ToolRegistry()
+    stream = EventStream()
 
     async def guarded(*_: Any) -> Any:
         return None
 
-    number = 200_000
-    costs = {
-        "run_trace() per submit call": min(
-            timeit.repeat(lambda: run_trace(config, client), number=number, repeat=5)
-        ),
-        "wrap_invoke() per tool batch": min(
-            timeit.repeat(lambda: _otel.wrap_invoke(registry, guarded), number=number, repeat=5)
-        ),
+    async def events() -> Any:
+        yield 1
+
+    async def plain(n: int) -> None:
+        for _ in range(n):
+            async for _event in events():
+                pass
+
+    async def closed(n: int) -> None:
+        for _ in range(n):
+            agen = events()
+            async with contextlib.aclosing(agen):
+                async for _event in agen:
+                    pass
+
+    def cpu(function: Any, number: int) -> float:
+        best = min(timeit.repeat(function, number=number, repeat=7, timer=time.thread_time))
+        return best / number * 1e9
+
+    number = 100_000
+    empty = cpu(lambda: None, number)
+    aclosing = min(
+        cpu(lambda: asyncio.run(closed(2000)), 1) - cpu(lambda: asyncio.run(plain(2000)), 1)
+        for _ in range(5)
+    )
+    return {
+        "run_trace() per submit call": cpu(lambda: run_trace(config, client), number) - empty,
+        "wrap_invoke() per tool batch": cpu(lambda: _otel.wrap_invoke(registry, guarded), number)
+        - empty,
+        "the _trace check per event": cpu(lambda: stream._trace is None, number) - empty,
+        "aclosing() per request": max(aclosing / 2000, 0.0),
     }
-    return {name: seconds / number * 1e9 for name, seconds in costs.items()}
+
+
+def per_turn_ns(hooks: dict[str, float]) -> float:
+    """The hooks' cost per turn of the workload: a submit call per 3 turns, 2 tool
+    batches per 3 turns, a request per turn and at most 6 events per turn."""
+    return (
+        hooks["run_trace() per submit call"] / 3
+        + hooks["wrap_invoke() per tool batch"] * 2 / 3
+        + hooks["aclosing() per request"]
+        + hooks["the _trace check per event"] * 6
+    )
 
 
 def off_part(args: argparse.Namespace, rounds: int) -> dict[str, Any]:
@@ -139,7 +176,14 @@ def off_part(args: argparse.Namespace, rounds: int) -> dict[str, Any]:
             row[f"baseline_{kind}_ms"] = theirs
             row[f"{kind}_change_percent"] = (ours / theirs - 1) * 100
         rows.append(row)
-    return {"baseline": args.baseline, "pairs": args.pairs, "rows": rows, "hooks_ns": hook_costs()}
+    hooks = hook_costs()
+    return {
+        "baseline": args.baseline,
+        "pairs": args.pairs,
+        "rows": rows,
+        "hooks_ns": hooks,
+        "hooks_ns_per_turn": per_turn_ns(hooks),
+    }
 
 
 # -- on: tracing on against off, in this process -----------------------------------------
@@ -200,6 +244,7 @@ async def on_part(rounds: int, loops: int) -> dict[str, Any]:
         await measure([*on, *off], server, rounds, loops)
         await client.close()
     configure_tracing()
+    spans_alone = await span_costs(provider, rounds)
     provider.shutdown()
     rows = []
     for traced_one, plain in zip(on, off, strict=True):
@@ -210,7 +255,53 @@ async def on_part(rounds: int, loops: int) -> dict[str, Any]:
             row[f"on_{kind}_ms_per_turn"] = traced_one.median_ms(kind)
             row[f"{kind}_us_per_span"] = per_loop_us / SPANS_PER_LOOP
         rows.append(row)
-    return {"spans_per_loop": SPANS_PER_LOOP, "rows": rows}
+    return {"spans_per_loop": SPANS_PER_LOOP, "rows": rows, "registry_call_us": spans_alone}
+
+
+async def span_costs(provider: Any, repeat: int) -> dict[str, float]:
+    """CPU microseconds of one registry call untraced and traced (its ``execute_tool``
+    span), and of a bare SDK span with the same attributes, made and ended."""
+    from agcore_tools import ToolRegistry, configure_tracing
+
+    registry = ToolRegistry()
+
+    @registry.tool
+    async def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    calls = [("add", {"a": 1, "b": 2}, "call_1")]
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "add",
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.call.id": "call_1",
+        "gen_ai.tool.description": "Add two integers.",
+    }
+    tracer = provider.get_tracer("bench")
+    number = 2000
+
+    async def batch(traced: bool) -> float:
+        configure_tracing(provider) if traced else configure_tracing(enabled=False)
+        started = time.thread_time()
+        for _ in range(number):
+            await registry.invoke_all(calls)
+        return (time.thread_time() - started) / number * US
+
+    def bare() -> float:
+        started = time.thread_time()
+        for _ in range(number):
+            with tracer.start_as_current_span("execute_tool add", attributes=attributes):
+                pass
+        return (time.thread_time() - started) / number * US
+
+    found: dict[str, list[float]] = {"untraced call": [], "traced call": [], "bare SDK span": []}
+    for _ in range(repeat):
+        found["untraced call"].append(await batch(False))
+        found["traced call"].append(await batch(True))
+        found["bare SDK span"].append(bare())
+    configure_tracing()
+    return {name: statistics.median(values) for name, values in found.items()}
 
 
 def main() -> None:
@@ -248,7 +339,12 @@ def main() -> None:
             f"{row['baseline_cpu_ms']:.3f} ({row['cpu_change_percent']:+.1f} %)"
         )
     for name, ns in off["hooks_ns"].items():
-        print(f"  hook check, {name}: {ns:.0f} ns")
+        print(f"  hook, {name}: {ns:.0f} ns CPU")
+    per_turn = off["hooks_ns_per_turn"]
+    share = per_turn / (off["rows"][0]["baseline_cpu_ms"] * 1e6) * 100
+    print(
+        f"  hooks per turn: {per_turn:.0f} ns = {share:.3f} % of the baseline's client CPU per turn"
+    )
     print(f"Tracing on: {SPANS_PER_LOOP} spans per loop, BatchSpanProcessor, spans dropped")
     for row in on["rows"]:
         print(
@@ -256,6 +352,13 @@ def main() -> None:
             f"{row['off_wall_ms_per_turn']:.3f} ms/turn: {row['wall_us_per_span']:.1f} µs/span; "
             f"client CPU {row['cpu_us_per_span']:.1f} µs/span"
         )
+    costs = on["registry_call_us"]
+    print(
+        f"  one registry call, CPU: untraced {costs['untraced call']:.1f} µs, traced "
+        f"{costs['traced call']:.1f} µs: the execute_tool span costs "
+        f"{costs['traced call'] - costs['untraced call']:.1f} µs; a bare SDK span with the "
+        f"same attributes: {costs['bare SDK span']:.1f} µs"
+    )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"off": off, "on": on}, indent=2) + "\n")
     print(f"({time.perf_counter() - started:.0f} s; results in {args.json})")

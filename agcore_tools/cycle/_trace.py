@@ -98,18 +98,17 @@ class RunTrace:
     async def step(self, agen: AsyncGenerator[StreamEvent, None], sink: EventStream) -> StreamEvent:
         """One ``__anext__`` of the loop with the run's span current; ends the span when
         the loop ends."""
-        from opentelemetry import context, trace
-
+        ot = _otel.api()
         if self._span is None:
             if self._context is not None:  # ended: the generator raises StopAsyncIteration
                 return await agen.__anext__()
             self._span = self._tracer.start_span(
                 "invoke_agent",
-                kind=trace.SpanKind.INTERNAL,
+                kind=ot.INTERNAL,
                 attributes={**self._base, "gen_ai.operation.name": "invoke_agent"},
             )
-            self._context = trace.set_span_in_context(self._span)
-        token = context.attach(self._context)
+            self._context = ot.in_context(self._span)
+        token = ot.attach(self._context)
         try:
             return await agen.__anext__()
         except StopAsyncIteration:
@@ -119,20 +118,19 @@ class RunTrace:
             self._end(sink, exc)
             raise
         finally:
-            context.detach(token)
+            ot.detach(token)
 
     async def close(self, agen: AsyncGenerator[StreamEvent, None], sink: EventStream) -> None:
         """Close the loop (its ``finally`` runs inside the span) and end the span."""
-        from opentelemetry import context
-
         if self._span is None:
             await agen.aclose()
             return
-        token = context.attach(self._context)
+        ot = _otel.api()
+        token = ot.attach(self._context)
         try:
             await agen.aclose()
         finally:
-            context.detach(token)
+            ot.detach(token)
             self._end(sink, None)
 
     def _end(self, sink: EventStream, exc: BaseException | None) -> None:
@@ -155,8 +153,6 @@ class RunTrace:
         builder: TurnBuilder,
     ) -> AsyncGenerator[StreamEvent, None]:
         """``request``'s events, inside a ``chat {model}`` span."""
-        from opentelemetry import trace
-
         model = params.get("model", "")
         attributes = {**self._base, "gen_ai.operation.name": "chat"}
         attributes.update(_request_attributes(params))
@@ -167,7 +163,7 @@ class RunTrace:
         span = self._tracer.start_span(
             f"chat {model}",
             context=self._context,
-            kind=trace.SpanKind.CLIENT,
+            kind=_otel.api().CLIENT,
             attributes=attributes,
         )
         started = time.perf_counter()

@@ -53,8 +53,6 @@ async def _traced(
     args: Mapping[str, Any] | None,
     timeout: float | None,
 ) -> Any:
-    from opentelemetry.trace import SpanKind
-
     attributes: dict[str, Any] = {
         "mcp.method.name": "tools/call",
         "gen_ai.tool.name": name,
@@ -64,22 +62,22 @@ async def _traced(
     content = _otel.capture_content()
     if content:
         attributes["gen_ai.tool.call.arguments"] = _otel.to_json(dict(args or {}))
+    ot = _otel.api()
+    span = tracer.start_span(f"tools/call {name}", kind=ot.CLIENT, attributes=attributes)
     # Current during the request: the SDK sends the current context in _meta.
-    with tracer.start_as_current_span(
-        f"tools/call {name}",
-        kind=SpanKind.CLIENT,
-        attributes=attributes,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
-        try:
-            result = await method(client, name, args, timeout=timeout)
-        except BaseException as exc:
-            _otel.fail(span, _error_type(exc), f"{type(exc).__name__}: {exc}")
-            raise
+    token = ot.attach(ot.in_context(span))
+    try:
+        result = await method(client, name, args, timeout=timeout)
+    except BaseException as exc:
+        _otel.fail(span, _error_type(exc), f"{type(exc).__name__}: {exc}")
+        raise
+    else:
         if content:
             span.set_attribute("gen_ai.tool.call.result", _otel.to_json(result))
         return result
+    finally:
+        ot.detach(token)
+        span.end()
 
 
 def _connection_attributes(client: McpClient) -> dict[str, Any]:
