@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -72,6 +73,29 @@ async def child(rounds: int, loops: int) -> dict[str, Any]:
     return {c.name: {"wall": c.median_ms("wall"), "cpu": c.median_ms("cpu")} for c in found}
 
 
+async def count_calls(loops: int) -> dict[str, float]:
+    """Python function calls per turn (cProfile), a measure machine load cannot move."""
+    import cProfile
+    import pstats
+
+    from bench_cycle import ScriptedChatServer, by_progress
+
+    with ScriptedChatServer([by_progress], repeat=True) as server:
+        client = server.client(timeout=30.0)
+        found: dict[str, float] = {}
+        for contender in contenders(client):
+            await contender.loop()
+            profile = cProfile.Profile()
+            profile.enable()
+            for _ in range(loops):
+                await contender.loop()
+            profile.disable()
+            calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+            found[contender.name] = calls / (loops * 3)
+        await client.close()
+    return found
+
+
 def extract(ref: str) -> Path:
     archive = subprocess.run(
         ["git", "-C", str(ROOT), "archive", ref, "agcore_tools"],
@@ -84,9 +108,10 @@ def extract(ref: str) -> Path:
     return target
 
 
-def run_child(tree: Path, rounds: int, loops: int) -> dict[str, Any]:
+def run_child(tree: Path, rounds: int, loops: int, *, calls: bool = False) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(ROOT / "benchmarks")])}
     command = [sys.executable, __file__, "--child", "--rounds", str(rounds), "--loops", str(loops)]
+    command += ["--count-calls"] if calls else []
     out = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"child failed:\n{out.stderr}")
@@ -177,6 +202,12 @@ def off_part(args: argparse.Namespace, rounds: int) -> dict[str, Any]:
             row[f"{kind}_change_percent"] = (ours / theirs - 1) * 100
         rows.append(row)
     hooks = hook_costs()
+    counted = {label: run_child(tree, 1, 30, calls=True) for label, tree in order}
+    for row in rows:
+        ours, theirs = counted["this tree"][row["loop"]], counted["baseline"][row["loop"]]
+        row["python_calls_per_turn"] = ours
+        row["baseline_python_calls_per_turn"] = theirs
+        row["calls_change_percent"] = (ours / theirs - 1) * 100
     return {
         "baseline": args.baseline,
         "pairs": args.pairs,
@@ -295,6 +326,13 @@ async def span_costs(provider: Any, repeat: int) -> dict[str, float]:
                 pass
         return (time.thread_time() - started) / number * US
 
+    (
+        await batch(True),
+        await batch(False),
+        bare(),
+    )  # warm-up, then freeze the heap as bench_core does
+    gc.collect()
+    gc.freeze()
     found: dict[str, list[float]] = {"untraced call": [], "traced call": [], "bare SDK span": []}
     for _ in range(repeat):
         found["untraced call"].append(await batch(False))
@@ -312,11 +350,13 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=None, help="child runs per tree")
     parser.add_argument("--baseline", default=None, help="git ref of the tree without hooks")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--count-calls", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks/results/bench_otel.json")
     args = parser.parse_args()
     rounds = args.rounds or (2 if args.quick else 9)
     if args.child:
-        print(json.dumps(asyncio.run(child(rounds, args.loops))))
+        work = count_calls(args.loops) if args.count_calls else child(rounds, args.loops)
+        print(json.dumps(asyncio.run(work)))
         return
     sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # this tree, not an installed one
     args.pairs = args.pairs or (1 if args.quick else 5)
@@ -337,6 +377,11 @@ def main() -> None:
             f"  {row['loop']:<28} wall {row['wall_ms']:.3f} vs {row['baseline_wall_ms']:.3f} ms/turn "
             f"({row['wall_change_percent']:+.1f} %), client CPU {row['cpu_ms']:.3f} vs "
             f"{row['baseline_cpu_ms']:.3f} ({row['cpu_change_percent']:+.1f} %)"
+        )
+    for row in off["rows"]:
+        print(
+            f"  {row['loop']:<28} Python calls per turn {row['python_calls_per_turn']:.0f} vs "
+            f"{row['baseline_python_calls_per_turn']:.0f} ({row['calls_change_percent']:+.2f} %)"
         )
     for name, ns in off["hooks_ns"].items():
         print(f"  hook, {name}: {ns:.0f} ns CPU")
