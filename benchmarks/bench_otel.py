@@ -289,7 +289,7 @@ async def on_part(rounds: int, loops: int) -> dict[str, Any]:
     return {"spans_per_loop": SPANS_PER_LOOP, "rows": rows, "registry_call_us": spans_alone}
 
 
-async def span_costs(provider: Any, repeat: int) -> dict[str, float]:
+async def span_costs(provider: Any, repeat: int, *, gc_off: bool = False) -> dict[str, float]:
     """CPU microseconds of one registry call untraced and traced (its ``execute_tool``
     span), and of a bare SDK span with the same attributes, made and ended."""
     from agcore_tools import ToolRegistry, configure_tracing
@@ -333,11 +333,14 @@ async def span_costs(provider: Any, repeat: int) -> dict[str, float]:
     )  # warm-up, then freeze the heap as bench_core does
     gc.collect()
     gc.freeze()
+    if gc_off:
+        gc.disable()
     found: dict[str, list[float]] = {"untraced call": [], "traced call": [], "bare SDK span": []}
     for _ in range(repeat):
         found["untraced call"].append(await batch(False))
         found["traced call"].append(await batch(True))
         found["bare SDK span"].append(bare())
+    gc.enable()
     configure_tracing()
     return {name: statistics.median(values) for name, values in found.items()}
 
@@ -351,6 +354,11 @@ def main() -> None:
     parser.add_argument("--baseline", default=None, help="git ref of the tree without hooks")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--count-calls", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--spans-gc-off",
+        action="store_true",
+        help="only the span micro-benchmark, with garbage collection off",
+    )
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks/results/bench_otel.json")
     args = parser.parse_args()
     rounds = args.rounds or (2 if args.quick else 9)
@@ -359,6 +367,15 @@ def main() -> None:
         print(json.dumps(asyncio.run(work)))
         return
     sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # this tree, not an installed one
+    if args.spans_gc_off:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(_Drop()))  # type: ignore[arg-type]
+        costs = asyncio.run(span_costs(provider, rounds, gc_off=True))
+        print("garbage collection off, CPU µs:", {k: round(v, 1) for k, v in costs.items()})
+        return
     args.pairs = args.pairs or (1 if args.quick else 5)
     if args.baseline is None:
         args.baseline = subprocess.run(
