@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench node real-servers clean
+.PHONY: demo test test-interop lint typecheck unit bench node real-servers clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,7 +43,22 @@ $(LLAMA_STAMP): $(STAMP)
 $(MODEL): | $(STAMP)
 	$(BIN)/python scripts/fetch_test_model.py $(MODEL)
 
-real-servers: $(LLAMA_STAMP) $(MODEL)
+# LiteLLM's proxy, a second real server in front of the llama one (and the only one with
+# the Responses API), pins many packages: it gets a venv of its own in the cache, never
+# .venv, with every package pinned by tests/real/litellm-constraints.txt. The tests start
+# it from $(LITELLM)/bin/litellm (AGCORE_LITELLM). LITELLM_VERSION must match
+# tests/real/conftest.py. Never 1.107.0: that release was flagged as compromised.
+LITELLM_VERSION := 1.106.12
+LITELLM := $(CACHE)/litellm-$(LITELLM_VERSION)
+LITELLM_STAMP := $(VENV)/.litellm-$(LITELLM_VERSION)
+
+$(LITELLM_STAMP): tests/real/litellm-constraints.txt $(STAMP)
+	test -x $(LITELLM)/bin/python || $(PYTHON) -m venv $(LITELLM)
+	$(LITELLM)/bin/python -m pip install --quiet -c tests/real/litellm-constraints.txt \
+	  'litellm[proxy]==$(LITELLM_VERSION)'
+	touch $(LITELLM_STAMP)
+
+real-servers: $(LLAMA_STAMP) $(MODEL) $(LITELLM_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
@@ -55,10 +70,20 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) node real-servers
-	$(BIN)/python -m pytest
+# The slow setup steps (npm ci, the llama-cpp-python build, the LiteLLM venv, the model
+# download) are independent, so a fresh machine runs them side by side.
+unit: $(STAMP)
+	$(MAKE) --no-print-directory -j4 node real-servers
+	AGCORE_LITELLM=$(LITELLM)/bin/litellm $(BIN)/python -m pytest -m "not interop"
 
 test: lint typecheck unit
+
+# The interop sweep's grammar check: each of the 288 recorded third-party MCP tools,
+# through the grammar pipeline, sent alone and forced to llama-cpp-python's server
+# (tests/real/test_interop_llama.py). About 4.5 min of CPU, which would take `test` past
+# its 10-minute budget, so a target of its own; CI runs both (.ci/run).
+test-interop: $(STAMP) real-servers
+	$(BIN)/python -m pytest -m interop
 
 # Benchmarks run in their own venv: the peers (openai-agents, pydantic-ai-slim,
 # langchain-core, fastmcp) are benchmark extras, never runtime dependencies.

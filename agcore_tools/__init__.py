@@ -21,10 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 from ._otel import configure_tracing
 from ._pipeline import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
+from ._progress import ToolPartialResult, ToolProgress
+from .approval import (
+    ApprovalDecision,
+    ApprovalRequest,
+    NeedsApproval,
+    ToolApprovalRequested,
+    ToolCallOutputs,
+)
 from .base import BaseTool, CancellationToken, ToolContext
 from .content import Audio, File, Image
 from .decorator import FunctionTool, tool
 from .error import (
+    ApprovalError,
     DefinitionBudgetError,
     InvalidArgumentsError,
     LlmConfigError,
@@ -33,6 +42,7 @@ from .error import (
     McpError,
     McpNotInitializedError,
     McpTimeoutError,
+    OutputValidationError,
     PermissionDeniedError,
     ToolConfigError,
     ToolDefinitionError,
@@ -41,6 +51,7 @@ from .error import (
     ToolExecutionError,
     ToolIOError,
     ToolNotFoundError,
+    ToolRejectedError,
     ToolTimeoutError,
 )
 from .permission import Permission, PermissionChecker, PermissionConfig
@@ -71,6 +82,7 @@ _LAZY: dict[str, str] = {
                 "LlmCycle",
                 "ReasoningDelta",
                 "StreamEvent",
+                "StructuredOutput",
                 "SyncEventStream",
                 "ToolExecutionCompleted",
                 "ToolExecutionStarted",
@@ -107,6 +119,7 @@ if TYPE_CHECKING:
         LlmCycle,
         ReasoningDelta,
         StreamEvent,
+        StructuredOutput,
         SyncEventStream,
         ToolExecutionCompleted,
         ToolExecutionStarted,
@@ -141,6 +154,9 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApprovalDecision",
+    "ApprovalError",
+    "ApprovalRequest",
     "AssistantTextDelta",
     "Audio",
     "BaseTool",
@@ -166,6 +182,8 @@ __all__ = [
     "McpRecovery",
     "McpTimeoutError",
     "McpToolInfo",
+    "NeedsApproval",
+    "OutputValidationError",
     "Permission",
     "PermissionChecker",
     "PermissionConfig",
@@ -177,8 +195,11 @@ __all__ = [
     "StdioTransport",
     "StreamEvent",
     "StreamableHttpTransport",
+    "StructuredOutput",
     "SyncEventStream",
+    "ToolApprovalRequested",
     "ToolCall",
+    "ToolCallOutputs",
     "ToolConfigError",
     "ToolContext",
     "ToolDefinitionError",
@@ -191,7 +212,10 @@ __all__ = [
     "ToolIOError",
     "ToolInvocation",
     "ToolNotFoundError",
+    "ToolPartialResult",
+    "ToolProgress",
     "ToolRegistry",
+    "ToolRejectedError",
     "ToolSearch",
     "ToolSelection",
     "ToolStats",

@@ -19,6 +19,7 @@ from ._attachments import Api, Rendered, attachments_message, function_call_outp
 from ._repair import repair_json
 from ._sdk import sdk_field
 from ._unicode import scrub
+from .approval import ApprovalDecision, ToolCallOutputs
 from .base import ToolContext
 from .error import (
     InvalidArgumentsError,
@@ -347,7 +348,9 @@ async def run_tool_calls(
     max_result_bytes: int | None,
     max_attachment_bytes: int | None,
     repair_arguments: bool = False,
-) -> list[dict[str, Any]]:
+    approvals: Iterable[ApprovalDecision] | None = None,
+    approval_key: bytes | None = None,
+) -> ToolCallOutputs:
     """Implementation of :meth:`ToolRegistry.run_tool_calls`."""
     # 1. Read each item as a Chat Completions tool call or a Responses function call;
     #    other Responses output items (messages, reasoning) are skipped.
@@ -377,11 +380,15 @@ async def run_tool_calls(
         calls.append(parse_call(name, str(call_id), arguments, repair=repair_arguments))
     if len(shapes) > 1:
         raise ToolError("run_tool_calls() got Chat Completions and Responses calls mixed together")
-    # 2. Run them all; failures of any kind become error text for the model.
+    # 2. Calls that need approval wait for the app's answer (see _approval.py); then
+    #    the rest run, and failures of any kind become error text for the model.
+    from ._approval import screen_calls
+
+    ctx = ctx or ToolContext()
+    screened, waiting = await screen_calls(registry, calls, ctx, approvals, approval_key)
+    calls = list(screened)
     invocations: list[ToolInvocation | None] = [None] * len(calls)
-    async for position, invocation in iter_invocations(
-        registry, calls, ctx=ctx or ToolContext(), timeout=timeout
-    ):
+    async for position, invocation in iter_invocations(registry, calls, ctx=ctx, timeout=timeout):
         invocations[position] = invocation
     # 3. One output per call, in the calls' order; on Chat Completions, the images,
     #    audio and files follow the tool messages in one user message.
@@ -392,18 +399,23 @@ async def run_tool_calls(
         results.append(
             model_result(done, max_result_bytes, api=api, max_attachment_bytes=max_attachment_bytes)
         )
+    outputs = ToolCallOutputs()
+    outputs.pending_approvals = tuple(waiting)
     if api == "responses":
-        return [
+        outputs.extend(
             {
                 "type": "function_call_output",
                 "call_id": call.call_id,
                 "output": function_call_output(result),
             }
             for call, result in zip(calls, results, strict=True)
-        ]
-    outputs: list[dict[str, Any]] = [
+        )
+        return outputs
+    outputs.extend(
         {"role": "tool", "tool_call_id": call.call_id, "content": result.text}
         for call, result in zip(calls, results, strict=True)
-    ]
+    )
     extra = attachments_message([(c.call_id, c.name) for c in calls], results)
-    return outputs if extra is None else [*outputs, extra]
+    if extra is not None:
+        outputs.append(extra)
+    return outputs

@@ -20,9 +20,10 @@ import os
 import random
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._progress import ToolEventCallback, ToolPartialResult, ToolProgress, _Emitter
 from .permission import Permission
 
 __all__ = ["BaseTool", "CancellationToken", "ToolContext"]
@@ -119,10 +120,9 @@ class CancellationToken:
 class ToolContext:
     """What a tool execution knows about its surroundings (seed §9.A extension point).
 
-    New fields (progress reporting, shared state) can be added here without changing
-    :meth:`BaseTool.execute`'s signature. Every argument is optional, so
-    ``ToolContext()`` is a fresh context; its ids, token and metadata are made on first
-    use, which keeps a context that no tool reads nearly free.
+    Every argument is optional, so ``ToolContext()`` is a fresh context; its ids, token,
+    metadata and shared state are made on first use, which keeps a context that no tool
+    reads nearly free.
 
     When the caller gives up on a call (its timeout, a cancelled loop), the call's
     token is cancelled. An async tool is cancelled with it; a sync tool's thread cannot
@@ -130,19 +130,37 @@ class ToolContext:
     :attr:`cancelled` now and then and return early once it is true (its result is
     thrown away). Such threads do not keep the process from exiting.
 
+    A long tool reports how far it is with :meth:`report_progress` (the seed's
+    ``progress``); the reports go to ``on_event`` and, in the streaming loop, into the
+    event stream, never to the model. :attr:`shared_state` is one mapping shared by
+    every call of a run (the seed's ``shared_state``).
+
     Example:
         >>> ctx = ToolContext(metadata={"user": "ann"})
         >>> len(ctx.session_id), ctx.call_id, ctx.metadata["user"]
         (16, None, 'ann')
-        >>> call = ctx.for_call("call_1")
-        >>> call.call_id, call.session_id == ctx.session_id, call.trace_id == ctx.trace_id
-        ('call_1', True, True)
+        >>> call = ctx.for_call("call_1", "lookup")
+        >>> call.call_id, call.tool_name, call.session_id == ctx.session_id
+        ('call_1', 'lookup', True)
+        >>> call.trace_id == ctx.trace_id
+        True
+        >>> call.shared_state is ctx.shared_state
+        True
         >>> call.cancellation.cancel()  # a call's token is a child of its parent's
         >>> call.cancelled, ctx.cancelled
         (True, False)
     """
 
-    __slots__ = ("_cancellation", "_metadata", "_session_id", "_trace_id", "call_id")
+    __slots__ = (
+        "_cancellation",
+        "_events",
+        "_metadata",
+        "_session_id",
+        "_shared",
+        "_trace_id",
+        "call_id",
+        "tool_name",
+    )
 
     def __init__(
         self,
@@ -151,13 +169,21 @@ class ToolContext:
         call_id: str | None = None,
         cancellation: CancellationToken | None = None,
         metadata: dict[str, Any] | None = None,
+        *,
+        on_event: ToolEventCallback | None = None,
+        shared_state: dict[str, Any] | None = None,
+        tool_name: str | None = None,
     ) -> None:
         self._session_id = session_id
         self._trace_id = trace_id
         self.call_id = call_id
         """The model's tool call id, when the call came from a model."""
+        self.tool_name = tool_name
+        """The name of the tool being called, when the registry runs it."""
         self._cancellation = cancellation
         self._metadata = metadata
+        self._shared = shared_state
+        self._events = None if on_event is None else _Emitter(on_event, None, None).bound()
 
     @property
     def session_id(self) -> str:
@@ -189,16 +215,84 @@ class ToolContext:
         return self._metadata
 
     @property
+    def shared_state(self) -> dict[str, Any]:
+        """A mapping every tool call of one run reads and writes (shared, not copied).
+
+        Calls made through :meth:`for_call` share their parent's. Each
+        ``LlmCycle.submit_*`` run starts a fresh one (unless ``shared_state=`` was
+        given), and a run resumed with ``prompt=None`` keeps the one of the run it
+        resumes. Calls of one turn run concurrently: use a key per call, or a lock.
+        It lives in memory only, never in the history.
+
+        Example:
+            >>> ctx = ToolContext()
+            >>> ctx.for_call("c1").shared_state["rows"] = 3
+            >>> ctx.for_call("c2").shared_state["rows"]
+            3
+        """
+        if self._shared is None:
+            self._shared = {}
+        return self._shared
+
+    @property
     def cancelled(self) -> bool:
         """Shorthand for ``self.cancellation.cancelled``."""
         return self._cancellation is not None and self._cancellation.cancelled
 
-    def for_call(self, call_id: str | None) -> ToolContext:
-        """A copy for one call: same session, trace and metadata, its own call id and a
-        child cancellation token."""
-        return ToolContext(
-            self.session_id, self.trace_id, call_id, self.cancellation.child(), self.metadata
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell the caller how far the tool is: ``progress`` out of ``total`` (if known).
+
+        Callable from an async tool and from a sync tool's worker thread. The report
+        becomes a :class:`~agcore_tools.ToolProgress`, delivered on the event loop's
+        thread to ``on_event`` and, in the streaming loop, as an event; it never
+        reaches the model. Without a listener, or once the call was given up on, it
+        does nothing.
+
+        Example:
+            >>> seen = []
+            >>> ctx = ToolContext(on_event=seen.append).for_call("c1", "index")
+            >>> async def index(ctx: ToolContext) -> None:
+            ...     for done in range(1, 3):
+            ...         ctx.report_progress(done, 2, f"file {done}")
+            >>> asyncio.run(index(ctx))
+            >>> [(e.tool_name, e.progress, e.total, e.message) for e in seen]
+            [('index', 1, 2, 'file 1'), ('index', 2, 2, 'file 2')]
+        """
+        events = self._events
+        if events is not None:
+            event = ToolProgress(self.tool_name, self.call_id, progress, total, message)
+            events.emit(event, self._cancellation)
+
+    def _report_partial(self, value: Any) -> None:
+        # A generator tool's yielded value (see FunctionTool).
+        events = self._events
+        if events is not None:
+            events.emit(ToolPartialResult(self.tool_name, self.call_id, value), self._cancellation)
+
+    def _bind_loop(self) -> None:
+        # Called on the loop before a worker thread gets this context, so the thread's
+        # reports know which loop to hop onto (a context made outside any loop does not).
+        if self._events is not None:
+            self._events = self._events.bound()
+
+    def for_call(self, call_id: str | None, tool_name: str | None = None) -> ToolContext:
+        """A copy for one call: same session, trace, metadata, shared state and event
+        listener, its own call id (and tool name) and a child cancellation token."""
+        ctx = ToolContext(
+            self.session_id,
+            self.trace_id,
+            call_id,
+            self.cancellation.child(),
+            self.metadata,
+            shared_state=self.shared_state,
+            tool_name=tool_name if tool_name is not None else self.tool_name,
         )
+        events = self._events
+        if events is not None:
+            ctx._events = events.bound()  # a worker thread's reports hop onto this loop
+        return ctx
 
     def __repr__(self) -> str:
         return (
@@ -245,6 +339,10 @@ class BaseTool(ABC):
     strict: bool | None = None
     """Offer the tool in OpenAI's strict mode (True), never (False), or as the registry
     says (None, the default): see ``ToolRegistry(strict=...)``."""
+    needs_approval: bool | Callable[[dict[str, Any], ToolContext], Any] = False
+    """Whether a call waits for the app's approval before it runs: True, or a function
+    (sync or async) of the arguments and context that decides per call (see
+    :mod:`agcore_tools.approval`)."""
 
     @abstractmethod
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:

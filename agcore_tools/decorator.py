@@ -37,6 +37,7 @@ from typing_extensions import ParamSpec
 
 from ._aio import run_sync, with_timeout
 from ._attachments import normalise
+from ._generators import drain_async, drain_sync
 from ._schema import function_schema
 from ._strict import strict_parameters
 from .base import BaseTool, ToolContext
@@ -52,6 +53,7 @@ from .error import (
 from .permission import Permission, PermissionLike
 
 if TYPE_CHECKING:
+    from .approval import NeedsApproval
     from .registry import ToolRegistry
 
 __all__ = ["FunctionTool", "tool"]
@@ -165,6 +167,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
     outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
     is true.
 
+    A generator function (async, or sync in a worker thread) reports each value it
+    yields as a :class:`~agcore_tools.ToolPartialResult`; the last value is the result.
+
     Example:
         >>> def shout(text: str) -> str:
         ...     '''Upper-case the text.'''
@@ -188,6 +193,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         version: str | None = None,
         timeout: float | None = None,
         strict: bool | None = None,
+        needs_approval: NeedsApproval = False,
     ) -> None:
         method: bool | None = None
         binding: Literal["instance", "class"] | None = None
@@ -198,11 +204,6 @@ class FunctionTool(BaseTool, Generic[P, R]):
             func, method, binding = func.__func__, True, "class"
         if not callable(func):
             raise ToolDefinitionError(f"@tool needs a function, got {type(func).__name__}")
-        if inspect.isasyncgenfunction(func) or inspect.isgeneratorfunction(func):
-            raise ToolDefinitionError(
-                f"cannot make tool '{getattr(func, '__name__', func)}': generator functions "
-                "are not supported; return the whole result instead"
-            )
         if timeout is not None and timeout <= 0:
             raise ToolConfigError(f"tool timeout must be positive, got {timeout!r}")
         schema = function_schema(func, name=name, description=description, method=method)
@@ -222,6 +223,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self.timeout = timeout
         """Seconds the function may run before it is cancelled; None for no limit."""
         self.strict = strict
+        self.needs_approval = needs_approval
         self._model = schema.model
         self._plan = schema.plan
         self._context_param = schema.context_param
@@ -229,6 +231,16 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self._renamed = schema.renamed
         call = getattr(func, "__call__", None)  # noqa: B004 - async callable objects
         self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
+        self._streams: Literal["async", "sync"] | None = (
+            "async"
+            if inspect.isasyncgenfunction(func) or inspect.isasyncgenfunction(call)
+            else "sync"
+            if inspect.isgeneratorfunction(func) or inspect.isgeneratorfunction(call)
+            else None
+        )
+        # Neither a generator nor given the context: it can report nothing while it
+        # runs, so the streaming loop need not listen (see cycle/_tool_stream.py).
+        self._quiet = self._streams is None and self._context_param is None
         self._origin = _Origin.of(func)
         self._binding = binding or ("instance" if schema.method else None)
         self._attribute: str | None = None
@@ -347,6 +359,14 @@ class FunctionTool(BaseTool, Generic[P, R]):
             return self.func(*args, **kwargs)  # type: ignore[return-value]
         return run_sync(self.func, *args, **kwargs)
 
+    def _drain(self, kwargs: dict[str, Any], ctx: ToolContext) -> Awaitable[Any]:
+        # A generator: each value is reported as a preliminary result, the last is final.
+        args = [kwargs.pop(p) for p in self._positional_only] if self._positional_only else ()
+        make = functools.partial(self.func, *args, **kwargs)
+        if self._streams == "async":
+            return drain_async(make(), self._jsonable, ctx)  # type: ignore[arg-type]
+        return run_sync(drain_sync, make, self._jsonable, ctx)
+
     def _jsonable(self, result: Any) -> Any:
         try:
             return _to_json(result)
@@ -357,8 +377,10 @@ class FunctionTool(BaseTool, Generic[P, R]):
                 self.name, f"returned a {type(result).__name__}, which is not JSON-compatible"
             ) from exc
 
-    async def _run(self, kwargs: dict[str, Any]) -> Any:
+    async def _run(self, kwargs: dict[str, Any], ctx: ToolContext) -> Any:
         try:
+            if self._streams is not None:
+                return await self._drain(kwargs, ctx)
             result = await self._start(kwargs)
         except ToolError:
             raise
@@ -387,17 +409,19 @@ class FunctionTool(BaseTool, Generic[P, R]):
             agcore_tools.error.InvalidArgumentsError: tool 'add' got invalid arguments: b: Field required
         """
         kwargs = self._arguments(args)
+        if not self._is_async:
+            ctx._bind_loop()  # the worker thread's reports hop onto this loop
         if self.timeout is None:
             if self._context_param is not None:
                 kwargs[self._context_param] = ctx
-            return await self._run(kwargs)
+            return await self._run(kwargs, ctx)
         # A child context lets a sync function in its thread see the timeout without
         # cancelling the caller's own token.
         local_ctx = ctx.for_call(ctx.call_id)
         if self._context_param is not None:
             kwargs[self._context_param] = local_ctx
         try:
-            return await with_timeout(self._run(kwargs), self.timeout)
+            return await with_timeout(self._run(kwargs, local_ctx), self.timeout)
         except TimeoutError as exc:
             local_ctx.cancellation.cancel()
             raise ToolTimeoutError(self.name, self.timeout) from exc
@@ -419,6 +443,7 @@ def tool(
     version: str | None = None,
     timeout: float | None = None,
     strict: bool | None = None,
+    needs_approval: NeedsApproval = False,
     registry: ToolRegistry | None = None,
 ) -> FunctionTool[P, R]: ...
 
@@ -436,6 +461,7 @@ def tool(
     version: str | None = None,
     timeout: float | None = None,
     strict: bool | None = None,
+    needs_approval: NeedsApproval = False,
     registry: ToolRegistry | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
@@ -452,6 +478,7 @@ def tool(
     version: str | None = None,
     timeout: float | None = None,
     strict: bool | None = None,
+    needs_approval: NeedsApproval = False,
     registry: ToolRegistry | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Make a function a tool and register it; use bare (``@tool``) or with options.
@@ -459,6 +486,8 @@ def tool(
     The tool goes into ``registry`` if given, else the active registry: the one of the
     enclosing ``with registry.as_default():`` block, or :func:`default_registry`.
 
+    A generator function is a tool whose yielded values are preliminary results and
+    whose last value is the final one (see :class:`~agcore_tools.ToolPartialResult`).
     Besides functions, ``func`` may be a ``functools.partial`` (its bound arguments are
     left out of the schema), a callable object (described by its ``__call__``
     docstring; name it with ``name=``) or a method. A method decorated in a class body
@@ -479,6 +508,9 @@ def tool(
         strict: Offer the tool in OpenAI's strict mode (``True``), never (``False``), or
             as the registry decides (``None``, see ``ToolRegistry(strict=...)``). With
             ``True``, a signature strict mode cannot describe fails here.
+        needs_approval: ``True``, or a function (sync or async) of the arguments and
+            the context, when a call must wait for the app's approval before it runs
+            (see :mod:`agcore_tools.approval`).
         registry: Register here instead of the active registry.
 
     Example:
@@ -517,6 +549,7 @@ def tool(
             version=version,
             timeout=timeout,
             strict=strict,
+            needs_approval=needs_approval,
         )
         if built._binding == "instance":
             if registry is not None:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .registry import ToolInvocation
 
 __all__ = [
+    "ApprovalError",
     "DefinitionBudgetError",
     "InvalidArgumentsError",
     "LlmConfigError",
@@ -35,6 +36,7 @@ __all__ = [
     "McpError",
     "McpNotInitializedError",
     "McpTimeoutError",
+    "OutputValidationError",
     "PermissionDeniedError",
     "ToolConfigError",
     "ToolDefinitionError",
@@ -43,6 +45,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolIOError",
     "ToolNotFoundError",
+    "ToolRejectedError",
     "ToolTimeoutError",
 ]
 
@@ -175,6 +178,37 @@ class PermissionDeniedError(ToolError):
         )
         self.permission = permission
         """The refused permission's name, or None when the tool declared none."""
+
+
+class ToolRejectedError(ToolError):
+    """The app's user declined a call that needed approval; it never ran (recoverable:
+    the model reads why and may try something else).
+
+    Example:
+        >>> str(ToolRejectedError("refund", "ask the manager first"))
+        "the user declined the call to tool 'refund': ask the manager first"
+    """
+
+    def __init__(self, tool_name: str, message: str | None = None) -> None:
+        declined = f"the user declined the call to tool '{tool_name}'"
+        super().__init__(f"{declined}: {message}" if message else declined, tool_name=tool_name)
+        self.user_message = message
+        """The app's message to the model, or None."""
+
+
+class ApprovalError(ToolError, ValueError):
+    """An approval cannot apply: its call id, tool name or arguments do not match a
+    call awaiting approval, its signature is wrong, or its edited arguments are invalid.
+
+    A mistake in the app's own answer, so it is also a :class:`ValueError`; nothing ran.
+
+    Example:
+        >>> try:
+        ...     raise ApprovalError("no call 'c9' is awaiting approval")
+        ... except ValueError as exc:
+        ...     print(exc)
+        no call 'c9' is awaiting approval
+    """
 
 
 class McpError(ToolError):
@@ -399,3 +433,32 @@ class MaxTurnsExceededError(LlmError):
         """Token counts summed over the stopped call's requests."""
         self.history_length = history_length
         """How many messages ``LlmCycle.messages`` held when the call stopped."""
+
+
+class OutputValidationError(LlmError):
+    """The model's final answer did not validate into the call's ``output_type``, and
+    its retries (``StructuredOutput.retries``) were spent.
+
+    ``raw_text`` is the last answer as the model gave it (the JSON text, or the
+    ``final_result`` call's arguments); ``problems`` lists its errors, one
+    ``"field: message"`` string each; ``attempts`` counts the answers checked.
+
+    Example:
+        >>> err = OutputValidationError("City", '{"name": 3}', ["name: Input should be a valid string"], 2)
+        >>> str(err)
+        "the model's answer is not a valid City after 2 attempt(s): name: Input should be a valid string"
+        >>> err.raw_text
+        '{"name": 3}'
+    """
+
+    def __init__(self, label: str, raw_text: str, problems: Sequence[str], attempts: int) -> None:
+        listed = "; ".join(problems) if problems else "no reason given"
+        super().__init__(
+            f"the model's answer is not a valid {label} after {attempts} attempt(s): {listed}"
+        )
+        self.raw_text = raw_text
+        """The last answer's raw text."""
+        self.problems: tuple[str, ...] = tuple(problems)
+        """What was wrong with it, one ``"field: message"`` string per error."""
+        self.attempts = attempts
+        """How many answers were checked."""

@@ -141,23 +141,29 @@ class PermissionConfig:
     denied: frozenset[Permission] = field(
         default_factory=lambda: frozenset({Permission.DELETE, Permission.SHELL})
     )
-    """Permissions that are always refused; they win over ``allowed``."""
+    """Permissions that are always refused; they win over ``allowed`` and ``ask``."""
     allow_unspecified: bool = True
     """With an empty ``allowed``, whether other permissions pass; also whether a tool
     that declares no permissions may run."""
+    ask: frozenset[Permission] = field(default_factory=frozenset)
+    """Permissions that pass only with the app's approval, call by call (see
+    :mod:`agcore_tools.approval`): like ``allowed`` for the other rules, but each call
+    waits for an answer. ``denied`` still wins over it."""
 
     def __post_init__(self) -> None:
         # Accept any iterable of permissions or names, store an immutable set.
         object.__setattr__(self, "allowed", _permission_set(self.allowed))
         object.__setattr__(self, "denied", _permission_set(self.denied))
+        object.__setattr__(self, "ask", _permission_set(self.ask))
 
 
 class PermissionChecker:
     """Checks a tool's declared permissions against a :class:`PermissionConfig`.
 
-    Rules, in order, for each permission: denied wins; allowed passes; a non-empty
-    allowed list is a whitelist; with an empty allowed list, ``allow_unspecified``
-    decides. A tool that declares no permissions passes iff ``allow_unspecified``.
+    Rules, in order, for each permission: denied wins; ``ask`` passes once the app
+    approves the call (:meth:`asking`); allowed passes; a non-empty allowed list is a
+    whitelist; with an empty allowed list, ``allow_unspecified`` decides. A tool that
+    declares no permissions passes iff ``allow_unspecified``.
 
     Example:
         >>> checker = PermissionChecker(PermissionConfig(allowed=[], denied=["shell"]))
@@ -190,7 +196,7 @@ class PermissionChecker:
         for perm in parsed:
             if perm in cfg.denied:
                 verdict = (perm, "is denied")
-            elif perm in cfg.allowed:
+            elif perm in cfg.allowed or perm in cfg.ask:
                 continue
             elif cfg.allowed:
                 verdict = (perm, "is not in the allowed list")
@@ -217,6 +223,26 @@ class PermissionChecker:
         if refusal is not None:
             perm, rule = refusal
             raise PermissionDeniedError(tool_name, perm.name if perm else None, rule)
+
+    def asking(self, permissions: Iterable[PermissionLike]) -> Permission | None:
+        """The first of ``permissions`` in ``PermissionConfig.ask``, or None: a tool
+        declaring it may run only once the app approves the call. (A denied one is
+        :meth:`check`'s to refuse first.)
+
+        Example:
+            >>> checker = PermissionChecker(PermissionConfig(ask=["write"]))
+            >>> checker.asking(["read", "write"])
+            Permission.WRITE
+            >>> checker.asking(["read"]) is None
+            True
+        """
+        ask = self.config.ask
+        if not ask:
+            return None
+        for perm in Permission.parse_all(permissions):
+            if perm in ask:
+                return perm
+        return None
 
     def is_allowed(self, permissions: Iterable[PermissionLike]) -> bool:
         """Whether a tool declaring these permissions may run.

@@ -45,6 +45,7 @@ from .error import (
 from .permission import Permission, PermissionChecker
 
 if TYPE_CHECKING:
+    from .approval import ApprovalDecision, ToolCallOutputs
     from .decorator import FunctionTool
 
 __all__ = [
@@ -615,7 +616,7 @@ class ToolRegistry:
         self, call: ToolCall, ctx: ToolContext, timeout: float | None
     ) -> ToolInvocation:
         name, args, call_id = call
-        call_ctx = ctx.for_call(call_id)
+        call_ctx = ctx.for_call(call_id, name)
         try:
             return await with_timeout(self.invoke(name, args, call_ctx), timeout)
         except ToolError as exc:
@@ -732,7 +733,9 @@ class ToolRegistry:
         max_result_bytes: int | None = 16384,
         max_attachment_bytes: int | None = 5 * 1024 * 1024,
         repair_arguments: bool = False,
-    ) -> list[dict[str, Any]]:
+        approvals: Iterable[ApprovalDecision] | None = None,
+        approval_key: bytes | None = None,
+    ) -> ToolCallOutputs:
         """Run a model's tool calls and return the messages that answer them.
 
         A drop-in for apps that drive the OpenAI SDK themselves. It takes either:
@@ -755,6 +758,12 @@ class ToolRegistry:
         (see :mod:`agcore_tools.content`). With ``repair_arguments``, arguments that are
         not valid JSON get one deterministic repair first, as ``CycleConfig`` describes.
 
+        A call that needs approval (see :mod:`agcore_tools.approval`) does not run and
+        gets no message: its :class:`~agcore_tools.ApprovalRequest` is in the result's
+        ``pending_approvals``. Ask the user, then pass those calls again with
+        ``approvals=[request.approve(), ...]``; with ``approval_key``, requests are
+        signed and answers must carry the signature.
+
         Example:
             >>> registry = ToolRegistry()
             >>> _ = registry.register(_ExampleTool())
@@ -773,6 +782,8 @@ class ToolRegistry:
             max_result_bytes=max_result_bytes,
             max_attachment_bytes=max_attachment_bytes,
             repair_arguments=repair_arguments,
+            approvals=approvals,
+            approval_key=approval_key,
         )
 
     # -- sync entry points -----------------------------------------------------------
@@ -802,7 +813,9 @@ class ToolRegistry:
         max_result_bytes: int | None = 16384,
         max_attachment_bytes: int | None = 5 * 1024 * 1024,
         repair_arguments: bool = False,
-    ) -> list[dict[str, Any]]:
+        approvals: Iterable[ApprovalDecision] | None = None,
+        approval_key: bytes | None = None,
+    ) -> ToolCallOutputs:
         """:meth:`run_tool_calls` for apps on the sync ``OpenAI`` client.
 
         Runs the calls on agcore_tools' own event loop, concurrently as the async method
@@ -827,6 +840,8 @@ class ToolRegistry:
                 max_result_bytes=max_result_bytes,
                 max_attachment_bytes=max_attachment_bytes,
                 repair_arguments=repair_arguments,
+                approvals=list(approvals) if approvals is not None else None,
+                approval_key=approval_key,
             )
         )
 

@@ -5,10 +5,11 @@ its encoding data gives real token counts, otherwise they are the documented est
 
     .venv/bin/python benchmarks/bench_search.py
 
-The registry holds the 42 tools recorded from six MCP reference servers
-(``benchmarks/data/tool_corpus.json``, see ``record_tool_corpus.py``). For each of the
-40 task prompts of ``benchmarks/data/search_tasks.json`` (each naming the tool that
-does the task), a real ``LlmCycle`` talks to a ``ScriptedChatServer`` twice:
+The registry holds the 288 tools recorded from the 21 third-party MCP servers of the
+interop sweep (``benchmarks/data/interop/``, see ``record_interop.py``), registered as
+``McpClient.into_tools(prefix=True)`` registers them (``server__tool``). For each task
+prompt of ``benchmarks/data/search_tasks.json`` (each naming the tool that does the
+task), a real ``LlmCycle`` talks to a ``ScriptedChatServer`` twice:
 
 - without search: one request offering every tool;
 - with ``ToolSearch()`` (no core set): the scripted model calls
@@ -30,7 +31,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from agcore_tools import BaseTool, CycleConfig, LlmCycle, ToolContext, ToolRegistry, ToolSearch
+from interop_data import adapters, load
+
+from agcore_tools import CycleConfig, LlmCycle, ToolRegistry, ToolSearch
 from agcore_tools._budget import BYTES_PER_TOKEN, _counter, definition_costs
 from agcore_tools.testing import ScriptedChatServer as S
 
@@ -38,24 +41,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data"
 
 
-class Recorded(BaseTool):
-    """A tool known only by its recorded definition; never called here."""
-
-    def __init__(self, definition: dict[str, Any]) -> None:
-        function = definition["function"]
-        self.name = function["name"]
-        self.description = function.get("description") or ""
-        self.parameters = function["parameters"]
-
-    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        return "ok"
-
-
-def registry_of(corpus: dict[str, list[dict[str, Any]]]) -> ToolRegistry:
+def registry_of(servers: list[dict[str, Any]]) -> ToolRegistry:
     registry = ToolRegistry()
-    for tools in corpus.values():
-        for definition in tools:
-            registry.register(Recorded(definition))
+    for server in servers:
+        registry.register_all(adapters(server))
     return registry
 
 
@@ -85,9 +74,9 @@ async def run_task(registry: ToolRegistry, prompt: str, model: str) -> dict[str,
 
 
 async def bench(model: str) -> dict[str, Any]:
-    corpus = json.loads((DATA / "tool_corpus.json").read_text(encoding="utf-8"))
+    servers = load()
     tasks = json.loads((DATA / "search_tasks.json").read_text(encoding="utf-8"))
-    registry = registry_of(corpus)
+    registry = registry_of(servers)
     rows = []
     for task in tasks:
         row = await run_task(registry, task["prompt"], model)
@@ -99,7 +88,7 @@ async def bench(model: str) -> dict[str, Any]:
         if _counter(model) is not None
         else f"estimate (bytes/{BYTES_PER_TOKEN})",
         "tools": len(registry),
-        "servers": {name: len(tools) for name, tools in corpus.items()},
+        "servers": {s["server"]: len(s["tools"]) for s in servers},
         "tasks": len(tasks),
         "tokens_without_search": statistics.median(row["without"] for row in rows),
         "tokens_search_first": statistics.median(row["search_first"] for row in rows),

@@ -93,3 +93,16 @@ def test_finished_children_are_not_kept_alive() -> None:
         parent.for_call(f"c{i}")
     gc.collect()
     assert len(parent.cancellation._children or ()) == 0
+
+
+def test_calls_share_their_parents_state_and_name_their_tool() -> None:
+    state: dict[str, object] = {"seed": 1}
+    ctx = ToolContext(shared_state=state, tool_name=None)
+    first, second = ctx.for_call("c1", "a"), ctx.for_call("c2", "b")
+    first.shared_state["from_a"] = True
+    assert second.shared_state is state and state == {"seed": 1, "from_a": True}
+    assert (first.tool_name, second.tool_name) == ("a", "b")
+    # A child's own child (a tool's timeout context) keeps the tool's name.
+    assert first.for_call("c1").tool_name == "a"
+    # Contexts made apart do not share.
+    assert ToolContext().shared_state is not ToolContext().shared_state

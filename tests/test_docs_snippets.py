@@ -257,6 +257,34 @@ SNIPPETS: dict[str, Setup] = {
         ],
         sent=[PARIS_RESULT],
     ),
+    "structured-output": Setup(
+        script=[
+            S.reply_tool_calls([("get_weather", {"city": "Paris"})]),
+            S.reply_text('{"city": "Paris", "celsius": 18, "umbrella": true}'),
+        ],
+        output=["Advice Paris 18 True", '{"city": "Paris", "celsius": 18, "umbrella": true}'],
+        sent=[PARIS_RESULT],
+    ),
+    "structured-output-retries": Setup(
+        script=[
+            S.reply_text('{"result": "happy"}'),
+            S.reply_text('{"result": "positive"}'),
+            S.reply_tool_calls([("final_result", {"result": "bored"})]),
+        ],
+        output=[
+            "positive 2",
+            "1 {\"result\": \"bored\"} result: Input should be 'positive', 'neutral' or 'negative'",
+        ],
+        sent=[
+            "Your answer is not a valid Literal['positive', 'neutral', 'negative']: result: "
+            "Input should be 'positive', 'neutral' or 'negative'. Answer again with the "
+            "corrected JSON only."
+        ],
+    ),
+    "structured-readme": Setup(
+        script=[S.reply_text('{"name": "Tokyo", "country": "Japan", "population": 37400000}')],
+        output=["City(name='Tokyo', country='Japan', population=37400000)"],
+    ),
     "streaming": Setup(
         script=[
             S.reply_tool_calls([("get_weather", {"city": "Paris"})], text="Checking."),
@@ -270,6 +298,63 @@ SNIPPETS: dict[str, Setup] = {
             "It's 18 °C in Paris.",
             "[stop]",
         ],
+    ),
+    "long-running": Setup(
+        script=[
+            S.reply_tool_calls([("scan", {"folders": ["docs", "src"]})]),
+            S.reply_text("docs has 3 large files, src has 6."),
+        ],
+        output=[
+            "1/2 docs",
+            "so far: {'docs': 3}",
+            "2/2 src",
+            "so far: {'docs': 3, 'src': 6}",
+            "docs has 3 large files, src has 6.",
+        ],
+        sent=['{"docs":3,"src":6}'],
+    ),
+    # docs/guides/long-running-tools.md
+    "progress-bar": Setup(
+        script=[
+            S.reply_tool_calls([("index_files", {"count": 200})]),
+            S.reply_text("All 200 files are indexed."),
+        ],
+        output=["index_files: 100%", "200/200", "All 200 files are indexed."],
+        sent=["indexed 200 files"],
+    ),
+    "progress-drop-in": Setup(
+        script=[
+            S.reply_tool_calls([("back_up", {"tables": ["users", "orders"]})]),
+            S.reply_text("Both tables are backed up."),
+        ],
+        output=[
+            "[back_up] 1/2 backed up users",
+            "[back_up] 2/2 backed up orders",
+            "Both tables are backed up.",
+        ],
+        sent=["2 tables backed up"],
+    ),
+    "partial-results": Setup(
+        script=[
+            S.reply_tool_calls([("search", {"query": "sea"})]),
+            S.reply_text("Four articles: tides, salt, rogue waves and currents."),
+        ],
+        output=[
+            "so far: 2 hits",
+            "so far: 4 hits",
+            "final: 4 hits",
+            "Four articles: tides, salt, rogue waves and currents.",
+        ],
+        sent=['["Tides explained","Why the sea is salty","Rogue waves","Deep currents"]'],
+    ),
+    "shared-state": Setup(
+        script=[
+            S.reply_tool_calls([("load_sales", {"month": "March"})]),
+            S.reply_tool_calls([("total_sales", {})]),
+            S.reply_text("March sales came to 510."),
+        ],
+        output=["March sales came to 510."],
+        sent=["loaded 3 rows for March", "510"],
     ),
 }
 

@@ -18,10 +18,13 @@ from .events import (
     StreamEvent,
     ToolExecutionCompleted,
     ToolExecutionStarted,
+    ToolPartialResult,
+    ToolProgress,
     TurnComplete,
     Usage,
 )
 from .history import HistoryPolicy, TrimOldest, split_exchanges
+from .output import StructuredOutput
 from .sync import SyncEventStream
 
 __all__ = [
@@ -34,9 +37,12 @@ __all__ = [
     "LlmCycle",
     "ReasoningDelta",
     "StreamEvent",
+    "StructuredOutput",
     "SyncEventStream",
     "ToolExecutionCompleted",
     "ToolExecutionStarted",
+    "ToolPartialResult",
+    "ToolProgress",
     "TrimOldest",
     "TurnComplete",
     "Usage",

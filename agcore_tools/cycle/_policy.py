@@ -7,7 +7,7 @@ Pure functions over the config, the registry and the history, kept out of
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .._toolcalls import ParsedCall, aborted_text, parse_call, unknown_tool_error
@@ -135,8 +135,12 @@ def unanswered_calls(messages: Sequence[Message]) -> list[ParsedCall]:
     return _pending(messages)
 
 
-def answer_unanswered(messages: list[Message], start: int, reason: str) -> None:
+def answer_unanswered(
+    messages: list[Message], start: int, reason: str, keep: Collection[str] = ()
+) -> None:
     """Give each unanswered call of the last assistant message since ``start`` a tool
-    message saying it was aborted, so the history stays valid for the API."""
+    message saying it was aborted, so the history stays valid for the API; the calls in
+    ``keep`` (waiting for approval) stay open, for a resume to answer."""
     for call in _pending(messages, start):
-        messages.append(tool_message(call, aborted_text(call, reason)))
+        if call.call_id not in keep:
+            messages.append(tool_message(call, aborted_text(call, reason)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..error import LlmConfigError
@@ -84,6 +84,10 @@ class CycleConfig:
     history: HistoryPolicy
     """Chooses which messages each request sends; the default, ``TrimOldest()`` with no
     budget, sends them all (see :mod:`agcore_tools.cycle.history`)."""
+    approval_key: bytes | None = field(repr=False)
+    """A secret the loop signs its :class:`~agcore_tools.ApprovalRequest` values with
+    (HMAC-SHA256 over call id, tool and arguments); a resume then refuses an approval
+    without the matching signature. None (the default) signs nothing."""
     request_options: Mapping[str, Any]
     """Options passed to ``chat.completions.create`` (read-only)."""
 
@@ -103,6 +107,7 @@ class CycleConfig:
         max_definition_tokens: int | None = None,
         repair_arguments: bool = False,
         history: HistoryPolicy | None = None,
+        approval_key: bytes | None = None,
         request_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
@@ -133,6 +138,8 @@ class CycleConfig:
             raise LlmConfigError(
                 f"CycleConfig.repair_arguments must be True or False, got {repair_arguments!r}"
             )
+        if approval_key is not None and (not isinstance(approval_key, bytes) or not approval_key):
+            raise LlmConfigError("CycleConfig.approval_key must be non-empty bytes or None")
         if not isinstance(model, str) or not model:
             raise LlmConfigError(f"CycleConfig.model must be a non-empty string, got {model!r}")
         set_ = object.__setattr__
@@ -149,6 +156,7 @@ class CycleConfig:
         set_(self, "max_definition_tokens", max_definition_tokens)
         set_(self, "repair_arguments", repair_arguments)
         set_(self, "history", history if history is not None else TrimOldest())
+        set_(self, "approval_key", approval_key)
         set_(self, "request_options", types.MappingProxyType(merged))
 
 

@@ -16,7 +16,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .. import _sync
-from .._aio import with_timeout
 from .._attachments import Rendered, attachments_message
 from .._budget import check_budget
 from .._display import MAX_ROWS, html_table, markdown_table, message_rows
@@ -29,10 +28,13 @@ from .._toolcalls import (
     model_result,
     preflight,
 )
+from ..approval import ApprovalDecision
 from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
-from ._client import accept_client
+from ._approval import Gate, decline_open, paused_response, tidy_answers
+from ._client import accept_client, client_from_env, close_stream, open_stream
+from ._output import OutputRun, Verdict, start_output
 from ._policy import (
     answer_unanswered,
     clean_turn,
@@ -43,6 +45,7 @@ from ._policy import (
 )
 from ._retry import RetryPolicy
 from ._stream import TurnBuilder
+from ._tool_stream import run_context, with_tool_events
 from ._trace import RunTrace, run_trace
 from .config import CycleConfig
 from .events import (
@@ -69,8 +72,6 @@ Message = dict[str, Any]
 _TRANSCRIPT_HEADERS = ("#", "role", "content")
 _TRANSCRIPT_CELL = 240  # characters of a transcript cell before it is cut
 
-# Seconds allowed for closing an abandoned HTTP stream.
-_CLOSE_TIMEOUT = 5.0
 _ONE_REQUEST = Usage()
 
 
@@ -242,7 +243,7 @@ class LlmCycle:
         self.config = config
         """The cycle's settings; replace it (``dataclasses.replace``) to change them."""
         driven, owned = accept_client(client) if client is not None else (None, True)
-        self.client: AsyncOpenAI = driven if driven is not None else _client_from_env()
+        self.client: AsyncOpenAI = driven if driven is not None else client_from_env()
         """The SDK client given (or created, or a sync client's async twin); requests use
         a retry-less copy of it."""
         self.messages: list[Message] = []
@@ -253,19 +254,22 @@ class LlmCycle:
         self._requester = self.client.with_options(max_retries=0)
         self._requests = 0  # over the cycle's life: tags generated tool call ids
         self._busy = False
+        self._shared: dict[str, Any] | None = None  # the last run's, for a resumed run
 
     # -- public API ----------------------------------------------------------------
 
-    async def submit(self, prompt: str) -> ChatResponse:
+    async def submit(self, prompt: str, *, output_type: Any = None) -> ChatResponse:
         """Send a user message and return the model's answer (no tools).
 
         Example:
             >>> async def main(cycle):  # doctest: +SKIP
             ...     return (await cycle.submit("Say hi")).text
         """
-        return await self._start([_user(prompt)], None, None, None, stream=False).collect()
+        return await self._start([_user(prompt)], None, None, None, False, output_type).collect()
 
-    async def submit_messages(self, messages: Iterable[Mapping[str, Any]]) -> ChatResponse:
+    async def submit_messages(
+        self, messages: Iterable[Mapping[str, Any]], *, output_type: Any = None
+    ) -> ChatResponse:
         """Append ``messages`` to the history as they are (no user message is added),
         then ask the model (no tools).
 
@@ -289,9 +293,9 @@ class LlmCycle:
             ('Bonjour', 3)
         """
         added = [dict(message) for message in messages]
-        return await self._start(added, None, None, None, stream=False).collect()
+        return await self._start(added, None, None, None, False, output_type).collect()
 
-    def submit_stream(self, prompt: str) -> EventStream:
+    def submit_stream(self, prompt: str, *, output_type: Any = None) -> EventStream:
         """Like :meth:`submit`, streaming text deltas and a final ``TurnComplete``.
 
         Example:
@@ -300,7 +304,7 @@ class LlmCycle:
             ...         if isinstance(event, AssistantTextDelta):
             ...             print(event.text, end="")
         """
-        return self._start([_user(prompt)], None, None, None, stream=True)
+        return self._start([_user(prompt)], None, None, None, True, output_type)
 
     async def submit_with_tools(
         self,
@@ -309,6 +313,8 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
+        output_type: Any = None,
     ) -> ChatResponse:
         """Send a user message, run the tools the model calls, and repeat until it answers.
 
@@ -326,7 +332,9 @@ class LlmCycle:
         resumes a loop that stopped, or runs tool calls that came from :meth:`submit`.
 
         ``ctx`` is the context every tool call derives its own from (session id,
-        metadata, cancellation); a fresh one by default.
+        metadata, cancellation, ``on_event`` for progress reports and preliminary
+        results); a fresh one by default. Each run gets a fresh ``shared_state``; a run
+        with ``prompt=None`` keeps the one of the run it resumes.
 
         ``select`` chooses the tools each request offers (names, a
         :class:`~agcore_tools.ToolSelection`, a :class:`~agcore_tools.ToolSearch`, or a
@@ -336,8 +344,17 @@ class LlmCycle:
         earlier request: they run against the whole registry.)
         ``CycleConfig(max_definition_tokens=...)`` refuses, unsent, a request whose
         definitions cost more (:class:`~agcore_tools.DefinitionBudgetError`).
+
+        ``output_type`` (every ``submit*`` method takes it) validates the final answer
+        into a type, as ``ChatResponse.output``: see :class:`~agcore_tools.StructuredOutput`.
+
+        A call to a tool that needs approval pauses the run: ``ChatResponse.pending_approvals``
+        lists the waiting calls; resume with ``prompt=None`` and ``approvals`` (see
+        :mod:`agcore_tools.approval`).
         """
-        return await self._start(_prompt(prompt), registry, ctx, select, stream=False).collect()
+        return await self._start(
+            _prompt(prompt), registry, ctx, select, False, output_type, approvals
+        ).collect()
 
     def submit_stream_with_tools(
         self,
@@ -346,13 +363,16 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
+        output_type: Any = None,
     ) -> EventStream:
         """Like :meth:`submit_with_tools` (``prompt=None`` too), streaming events as they
         happen.
 
         Per turn: ``AssistantTextDelta`` (and ``ReasoningDelta``) events, then
         ``TurnComplete``; for a tool turn, a ``ToolExecutionStarted`` per call, then a
-        ``ToolExecutionCompleted`` as each call ends; then the next turn. The last
+        ``ToolExecutionCompleted`` as each call ends (after its ``ToolProgress`` and
+        ``ToolPartialResult`` events, if any); then the next turn. The last
         event is the final turn's ``TurnComplete``.
 
         Example:
@@ -378,7 +398,7 @@ class LlmCycle:
             AssistantTextDelta
             TurnComplete
         """
-        return self._start(_prompt(prompt), registry, ctx, select, stream=True)
+        return self._start(_prompt(prompt), registry, ctx, select, True, output_type, approvals)
 
     async def aclose(self) -> None:
         """Close the SDK client if this cycle created it.
@@ -407,7 +427,7 @@ class LlmCycle:
     # -- sync entry points -----------------------------------------------------------
     # Each runs the async method on agcore_tools' own event loop (see _sync.py).
 
-    def submit_sync(self, prompt: str) -> ChatResponse:
+    def submit_sync(self, prompt: str, *, output_type: Any = None) -> ChatResponse:
         """:meth:`submit` for synchronous code.
 
         Example:
@@ -419,11 +439,14 @@ class LlmCycle:
             ...         print(cycle.submit_sync("Hello").text)
             Hi!
         """
-        return _sync.run(self.submit(prompt))
+        return _sync.run(self.submit(prompt, output_type=output_type))
 
-    def submit_messages_sync(self, messages: Iterable[Mapping[str, Any]]) -> ChatResponse:
+    def submit_messages_sync(
+        self, messages: Iterable[Mapping[str, Any]], *, output_type: Any = None
+    ) -> ChatResponse:
         """:meth:`submit_messages` for synchronous code."""
-        return _sync.run(self.submit_messages([dict(message) for message in messages]))
+        added = [dict(message) for message in messages]
+        return _sync.run(self.submit_messages(added, output_type=output_type))
 
     def submit_with_tools_sync(
         self,
@@ -432,15 +455,21 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
+        output_type: Any = None,
     ) -> ChatResponse:
         """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools."""
-        return _sync.run(self.submit_with_tools(prompt, registry, ctx=ctx, select=select))
+        answers = list(approvals) if approvals is not None else None  # read in this thread
+        run = self.submit_with_tools(
+            prompt, registry, ctx=ctx, select=select, approvals=answers, output_type=output_type
+        )
+        return _sync.run(run)
 
-    def submit_stream_sync(self, prompt: str) -> SyncEventStream:
+    def submit_stream_sync(self, prompt: str, *, output_type: Any = None) -> SyncEventStream:
         """:meth:`submit_stream` for synchronous code: a plain iterator of the same events."""
         from .sync import SyncEventStream
 
-        return SyncEventStream(self.submit_stream(prompt))
+        return SyncEventStream(self.submit_stream(prompt, output_type=output_type))
 
     def submit_stream_with_tools_sync(
         self,
@@ -449,14 +478,17 @@ class LlmCycle:
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
+        output_type: Any = None,
     ) -> SyncEventStream:
         """:meth:`submit_stream_with_tools` for synchronous code: a plain iterator of the
         same events (see :class:`~agcore_tools.SyncEventStream`)."""
         from .sync import SyncEventStream
 
-        return SyncEventStream(
-            self.submit_stream_with_tools(prompt, registry, ctx=ctx, select=select)
+        events = self.submit_stream_with_tools(
+            prompt, registry, ctx=ctx, select=select, approvals=approvals, output_type=output_type
         )
+        return SyncEventStream(events)
 
     def close_sync(self) -> None:
         """:meth:`aclose` for synchronous code (also called by ``with``)."""
@@ -528,11 +560,16 @@ class LlmCycle:
         registry: ToolRegistry | None,
         ctx: ToolContext | None,
         select: Selector | None,
-        *,
         stream: bool,
+        output_type: Any = None,
+        approvals: Iterable[ApprovalDecision] | None = None,
     ) -> EventStream:
+        # A type pydantic cannot handle raises here, in the caller's frame.
+        options = self.config.request_options
+        output = start_output(output_type, options, registry) if output_type is not None else None
         events = EventStream()
-        events._agen = self._loop(added, registry, ctx, select, stream, events)
+        gate = Gate(approvals, self.config.approval_key)
+        events._agen = self._loop(added, registry, ctx, select, stream, events, output, gate)
         events._trace = run_trace(self.config, self.client)
         return events
 
@@ -544,6 +581,8 @@ class LlmCycle:
         select: Selector | None,
         stream: bool,
         sink: EventStream,
+        output: OutputRun | None,
+        gate: Gate,
     ) -> AsyncGenerator[StreamEvent, None]:
         if self._busy:
             raise LlmError(
@@ -558,15 +597,25 @@ class LlmCycle:
             relaxed = (
                 relaxed_tool_choice(config.request_options) if config.reset_tool_choice else None
             )
-            ctx = ctx if ctx is not None else ToolContext()
+            ctx = run_context(ctx, None if added else self._shared, stream and registry is not None)
+            self._shared = ctx.shared_state
             usage = ZERO_USAGE
             invocations: list[ToolInvocation] = []
+            if registry is not None and added:
+                decline_open(self.messages)  # a paused run the app moved on from
             self.messages.extend(added)
             # 0. Resuming (no new message): first run the calls the history left open.
             pending = unanswered_calls(self.messages) if registry is not None and not added else []
+            gate.check_resume(not added, pending)
             if registry is not None and pending:
-                async for event in self._run_tools(registry, pending, ctx, invocations):
+                async for event in self._run_tools(registry, pending, ctx, invocations, gate):
                     yield event
+                tidy_answers(self.messages)
+                if gate.waiting:  # still paused: answer the requests to go on
+                    sink._response = paused_response(
+                        self.messages, usage, 0, invocations, gate.waiting
+                    )
+                    return
             turn = 0
             while True:
                 # 1. Refuse a turn past the limit before sending anything.
@@ -590,6 +639,8 @@ class LlmCycle:
                 params = self._params(tools, stream)
                 if relaxed is not None and turn > 1:
                     params["tool_choice"] = relaxed
+                if output is not None:
+                    output.plan.prepare(params)
                 request = self._request(params, stream, builder)
                 if sink._trace is not None:
                     request = sink._trace.chat(request, params, builder)
@@ -602,8 +653,14 @@ class LlmCycle:
                 yield TurnComplete(
                     result.reason, turn, result.message, result.usage, result.raw_reason
                 )
-                # 4. A tool turn is one with tool calls, whatever finish_reason says.
-                if not result.calls or offered is None:
+                # 4. A tool turn is one with tool calls, whatever finish_reason says. With
+                #    output_type, a turn may also be an answer to check (see _output.py).
+                verdict = (
+                    output.end_turn(result, self.messages, offered is not None) if output else None
+                )
+                if verdict is Verdict.RETRY:
+                    continue
+                if verdict is Verdict.DONE or not result.calls or offered is None:
                     sink._response = ChatResponse(
                         result.message,
                         result.text,
@@ -611,19 +668,28 @@ class LlmCycle:
                         usage,
                         turn,
                         tuple(invocations),
+                        output.value if output is not None else None,
                     )
                     return
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
                 # answer every call (attachments last) before the finally below runs.
-                running = self._run_tools(offered, result.calls, ctx, invocations)
+                running = self._run_tools(offered, result.calls, ctx, invocations, gate)
                 async with contextlib.aclosing(running):
                     async for event in running:
                         yield event
+                if gate.waiting:  # pause: the history is the state to resume from
+                    sink._response = paused_response(
+                        self.messages, usage, turn, invocations, gate.waiting
+                    )
+                    return
         finally:
-            if registry is not None:
+            if registry is not None or output is not None:
                 # A consumer that left at a TurnComplete or a ToolExecutionStarted event
-                # closed the loop between a tool turn and its results.
-                answer_unanswered(self.messages, start, "the tool loop was stopped before it ran")
+                # closed the loop between a tool turn and its results. Calls waiting for
+                # approval stay open: a resume answers them.
+                answer_unanswered(
+                    self.messages, start, "the tool loop was stopped before it ran", gate.keep
+                )
             self._busy = False
 
     def _params(self, tools: list[dict[str, Any]] | None, stream: bool) -> dict[str, Any]:
@@ -651,7 +717,7 @@ class LlmCycle:
             if not stream:
                 builder.feed_completion(await retry.call(functools.partial(create, **params)))
                 return
-            response, first = await retry.call(functools.partial(_open_stream, create, params))
+            response, first = await retry.call(functools.partial(open_stream, create, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
             raise LlmError(f"chat completion request failed: {type(exc).__name__}: {exc}") from exc
@@ -670,7 +736,7 @@ class LlmCycle:
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
             raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
         finally:
-            await _close_stream(response)
+            await close_stream(response)
 
     async def _run_tools(
         self,
@@ -678,6 +744,7 @@ class LlmCycle:
         calls: Sequence[ParsedCall],
         ctx: ToolContext,
         invocations: list[ToolInvocation],
+        gate: Gate,
     ) -> AsyncGenerator[StreamEvent, None]:
         # 1. An unknown or forbidden tool stops the loop before any call of the turn
         #    runs; every call still gets a tool message so the history stays valid.
@@ -695,7 +762,12 @@ class LlmCycle:
                 )
                 self.messages.append(tool_message(call, text))
             raise LlmError(f"tool loop stopped: {refused}") from refused
-        # 2. Run the calls concurrently, reporting each as it ends.
+        # 2. Calls that need approval wait for the app's answer; the others run.
+        if not gate.quiet(registry, calls):
+            async for approval in gate.screen(registry, calls, ctx):
+                yield approval
+            calls = gate.calls
+        # 3. Run the calls concurrently, reporting each as it ends.
         max_bytes = self.config.max_tool_result_bytes
         texts: list[str | None] = [None] * len(calls)
         rendered: list[Rendered | None] = [None] * len(calls)
@@ -704,11 +776,16 @@ class LlmCycle:
         for call in calls:
             yield ToolExecutionStarted(call.name, call.input, call.call_id)
         try:
-            running = iter_invocations(
-                registry, calls, ctx=ctx, timeout=self.config.tool_timeout_secs
+            timeout = self.config.tool_timeout_secs
+            running = with_tool_events(
+                iter_invocations(registry, calls, ctx=ctx, timeout=timeout), ctx, registry, calls
             )
             async with contextlib.aclosing(running):
-                async for position, invocation in running:
+                async for item in running:
+                    if not isinstance(item, tuple):
+                        yield item  # a progress report or a preliminary result
+                        continue
+                    position, invocation = item
                     result = model_result(
                         invocation,
                         max_bytes,
@@ -736,7 +813,7 @@ class LlmCycle:
                         text,
                     )
         finally:
-            # 3. Answer every call, in the calls' order, even when cancelled midway.
+            # 4. Answer every call, in the calls' order, even when cancelled midway.
             for call, answer in zip(calls, texts, strict=True):
                 if answer is None:
                     answer = aborted_text(call, "the tool loop was cancelled")
@@ -756,34 +833,3 @@ def _user(prompt: str) -> Message:
 
 def _prompt(prompt: str | None) -> list[Message]:
     return [] if prompt is None else [_user(prompt)]
-
-
-def _client_from_env() -> AsyncOpenAI:
-    from openai import AsyncOpenAI, OpenAIError
-
-    try:
-        return AsyncOpenAI()
-    except OpenAIError as exc:
-        raise LlmError(
-            f"cannot create the OpenAI client from the environment: {exc}; pass client= or "
-            "set OPENAI_API_KEY"
-        ) from exc
-
-
-async def _open_stream(create: Any, params: dict[str, Any]) -> tuple[Any, Any]:
-    response = await create(**params)
-    try:
-        first = await response.__anext__()
-    except StopAsyncIteration:
-        return response, None
-    except BaseException:
-        await _close_stream(response)
-        raise
-    return response, first
-
-
-async def _close_stream(response: Any) -> None:
-    try:
-        await with_timeout(response.close(), _CLOSE_TIMEOUT)
-    except TimeoutError:
-        logger.warning("closing the model's HTTP stream took over %.0f s; gave up", _CLOSE_TIMEOUT)

@@ -8,6 +8,8 @@ Events are small frozen dataclasses; match on the class::
                 print(text, end="")
             case ToolExecutionStarted(tool_name=name, input=args):
                 print(f"\\n-> {name}({args})")
+            case ToolProgress(tool_name=name, progress=done, total=total):
+                print(f"   {name}: {done}/{total}")
             case ToolExecutionCompleted(tool_name=name, output=output, error=None):
                 print(f"<- {name}: {output}")
             case TurnComplete(reason=reason):
@@ -21,7 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._display import call_text, html_table, html_text, markdown_quote, markdown_table
+from .._progress import ToolPartialResult, ToolProgress
 from .._sdk import sdk_field
+from ..approval import ApprovalRequest, ToolApprovalRequested
 from ..error import ToolError
 
 if TYPE_CHECKING:
@@ -35,6 +39,8 @@ __all__ = [
     "StreamEvent",
     "ToolExecutionCompleted",
     "ToolExecutionStarted",
+    "ToolPartialResult",
+    "ToolProgress",
     "TurnComplete",
     "Usage",
 ]
@@ -169,6 +175,14 @@ class ChatResponse:
     invocations: tuple[ToolInvocation, ...] = ()
     """Every tool call this call executed, turn by turn in the model's call order (not
     completion order), each with its full output."""
+    output: Any = None
+    """The final answer validated into the call's ``output_type`` (a model, dataclass,
+    dict or plain value); None when the call had no ``output_type``."""
+    pending_approvals: tuple[ApprovalRequest, ...] = ()
+    """The calls waiting for the app's approval; when there are any, the run paused
+    before its next request: answer them and resume with
+    ``submit_with_tools(None, registry, approvals=[...])`` (see
+    :mod:`agcore_tools.approval`)."""
 
     def _summary_rows(self) -> list[tuple[str, Any]]:
         rows: list[tuple[str, Any]] = [
@@ -184,6 +198,11 @@ class ChatResponse:
         ]
         if requested:
             rows.append(("tool calls requested", "; ".join(requested)))
+        if self.pending_approvals:
+            waiting = [
+                call_text(r.tool_name, r.arguments, r.call_id) for r in self.pending_approvals
+            ]
+            rows.append(("awaiting approval", "; ".join(waiting)))
         return rows
 
     def _invocation_rows(self) -> list[tuple[Any, ...]]:
@@ -353,7 +372,10 @@ class TurnComplete:
 StreamEvent: TypeAlias = (
     AssistantTextDelta
     | ReasoningDelta
+    | ToolApprovalRequested
     | ToolExecutionStarted
+    | ToolProgress
+    | ToolPartialResult
     | ToolExecutionCompleted
     | TurnComplete
 )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..base import BaseTool, ToolContext
 from ..error import ToolConfigError, ToolError
 from ..permission import Permission
+from ._progress import CALLER
 from .models import McpToolInfo
 
 if TYPE_CHECKING:
@@ -93,12 +94,17 @@ class McpTool(BaseTool):
         Errors name the tool as the model sees it (``server__tool`` with a prefix), not
         as the server does.
         """
+        # The server's progress updates reach a listening context as its own reports.
+        listened = CALLER.set(ctx) if ctx._events is not None else None
         try:
             return await self.client.call_tool(self.info.name, args)
         except ToolError as exc:
             if exc.tool_name is None or exc.tool_name == self.name:
                 raise
             raise _renamed(exc, self.info.name, self.name) from exc
+        finally:
+            if listened is not None:
+                CALLER.reset(listened)
 
     def __repr__(self) -> str:
         return f"<McpTool {self.name!r} on {self.client.server_name!r}>"
@@ -151,5 +157,8 @@ def make_adapters(
             )
         taken[name] = info.name
         permissions = Permission.parse_all(policy(info))
-        adapters.append(McpTool(client, info, name, permissions))
+        adapter = McpTool(client, info, name, permissions)
+        asks = getattr(policy, "asks", None)  # McpPermissionPolicy(needs_approval=...)
+        adapter.needs_approval = bool(asks(info)) if asks is not None else False
+        adapters.append(adapter)
     return adapters

@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
+from ._elicitation import declining_handler
 from ._exchange import EXCHANGE, HttpExchange
 from ._recover import sdk_detail
 from ._resources import UpdateFeeds
@@ -307,7 +308,7 @@ class Connection:
             mode=owner.protocol,
             read_timeout_seconds=owner.timeout,
             sampling_callback=owner.sampling_handler,
-            elicitation_callback=owner.elicitation_handler,
+            elicitation_callback=owner.elicitation_handler or declining_handler(owner.server_name),
             list_roots_callback=owner.roots_handler,
             logging_callback=self._on_log,
             log_level=owner.log_level,  # type: ignore[arg-type]

@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["McpClient"]
 
 logger = logging.getLogger("agcore_tools.mcp")
-progress_logger = logging.getLogger("agcore_tools.mcp.progress")
 
 _BACKSTOP = 5.0
 """Extra seconds after the request timeout before the caller stops waiting regardless
@@ -82,9 +81,9 @@ class McpClient:
     ``docs/guides/mcp.md``). ``recovery=None`` turns that off: later calls then fail
     until ``connect()``.
 
-    Server-to-client requests: ``ping`` is answered. Sampling, elicitation and roots
-    are advertised only when a handler is given, and are then routed to it (the
-    handlers use the MCP SDK's callback signatures and types). Log messages go to the
+    Server-to-client requests: ``ping`` is answered. Sampling and roots are advertised
+    only with a handler, then routed to it (the SDK's callback signatures and types);
+    elicitation always is, declined (and logged) without a handler. Log messages go to the
     ``agcore_tools.mcp.server`` logger and ``on_log``; progress updates to the
     ``agcore_tools.mcp.progress`` logger (DEBUG) and ``on_progress``.
 
@@ -185,7 +184,7 @@ class McpClient:
             permission_policy: Maps each tool to the permissions its adapter requires;
                 default :class:`McpPermissionPolicy` (see its table).
             sampling_handler: Answers ``sampling/createMessage``; advertised only if given.
-            elicitation_handler: Answers ``elicitation/create``; advertised only if given.
+            elicitation_handler: Answers ``elicitation/create``; without one, declines.
             roots_handler: Answers ``roots/list``; advertised only if given.
             on_log: Called with each :class:`McpLogMessage` (sync or async).
             on_progress: Called with each :class:`McpProgress` of a tool call.
@@ -226,7 +225,7 @@ class McpClient:
         self.sampling_handler = sampling_handler
         """The SDK sampling callback, or None (sampling not advertised)."""
         self.elicitation_handler = elicitation_handler
-        """The SDK elicitation callback, or None (elicitation not advertised)."""
+        """The SDK elicitation callback, or None (every request is declined)."""
         self.roots_handler = roots_handler
         """The SDK roots callback, or None (roots not advertised)."""
         self.on_log = on_log
@@ -795,21 +794,9 @@ class McpClient:
         return any(i.name == tool_name and is_safe_to_repeat(i.annotations) for i in infos)
 
     def _progress_callback(self, tool_name: str) -> Any:
-        # A progress token makes the server send updates; only ask when someone listens.
-        callback = self.on_progress
-        if callback is None and not progress_logger.isEnabledFor(logging.DEBUG):
-            return None
-        from ._connection import call_user
+        from ._progress import progress_callback
 
-        server = self.server_name
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            update = McpProgress(server, tool_name, progress, total, message)
-            progress_logger.debug("[%s] %s: %s/%s %s", server, tool_name, progress, total, message)
-            if callback is not None:
-                await call_user(callback, update, server)
-
-        return on_progress
+        return progress_callback(self.on_progress, self.server_name, tool_name)
 
     def _has_tools(self, conn: Connection) -> bool:
         client = conn.client

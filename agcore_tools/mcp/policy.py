@@ -16,6 +16,11 @@ Hints                                     Required permissions
 ``openWorldHint`` true or absent          plus ``network``
 ========================================  ==========================
 
+Per server, the same hints can also decide which calls wait for the app's approval
+(see :mod:`agcore_tools.approval`): ``McpPermissionPolicy(needs_approval="destructive")``
+asks before every call to a tool that may destroy data (not read-only, and
+``destructiveHint`` true or absent).
+
 Annotations are hints from the server, not guarantees: a server can claim a tool is
 read-only when it is not. For a server you don't trust, use
 ``McpPermissionPolicy(trust_annotations=False)``, which ignores the hints and requires
@@ -34,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 from ..permission import Permission, PermissionLike
 from .models import McpToolInfo
@@ -63,9 +68,29 @@ class McpPermissionPolicy:
     extra: Iterable[PermissionLike] = ()
     """Permissions every tool of the client also requires, such as a custom
     ``Permission.custom("mcp:github")`` that a checker can allow or deny per server."""
+    needs_approval: bool | Literal["destructive"] | Callable[[McpToolInfo], bool] = False
+    """Which of the server's tools wait for the app's approval on every call: none
+    (False), all (True), the destructive ones (``"destructive"``, by the table's
+    reading of the hints), or those a function of the :class:`McpToolInfo` picks."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra", Permission.parse_all(self.extra))
+
+    def asks(self, tool: McpToolInfo) -> bool:
+        """Whether calls to ``tool`` wait for the app's approval (:attr:`needs_approval`).
+
+        Example:
+            >>> policy = McpPermissionPolicy(needs_approval="destructive")
+            >>> policy.asks(McpToolInfo("drop_table")), policy.asks(
+            ...     McpToolInfo("query", annotations={"readOnlyHint": True}))
+            (True, False)
+        """
+        rule = self.needs_approval
+        if rule == "destructive":
+            return Permission.DELETE in self(tool)
+        if isinstance(rule, bool):
+            return rule
+        return bool(rule(tool))
 
     def __call__(self, tool: McpToolInfo) -> tuple[Permission, ...]:
         """The permissions ``tool`` requires."""

@@ -6,6 +6,7 @@ Each test in "Lifecycle and failure behaviour" of the issue has a section here.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 import time
@@ -412,13 +413,17 @@ async def test_ping_from_the_server_is_answered() -> None:
         assert await client.call_tool("ping_client") == "pong"
 
 
-async def test_sampling_elicitation_roots_are_advertised_only_with_handlers(
-    make_client: Any,
+async def test_sampling_and_roots_are_advertised_only_with_handlers_elicitation_declines(
+    make_client: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with make_client() as client:
-        assert await client.call_tool("capabilities") == "{}"
-        with pytest.raises(McpError, match="Elicitation not supported"):
-            await client.call_tool("ask_each_era", {"question": "colour?"})
+        advertised = json.loads(await client.call_tool("capabilities"))
+        assert set(advertised) == {"elicitation"}
+        # Without a handler, the request is declined (not a protocol error), and logged.
+        with caplog.at_level(logging.WARNING, logger="agcore_tools.mcp"):
+            assert await client.call_tool("ask_each_era", {"question": "colour?"}) == "decline: "
+        assert "asked for user input ('colour?'); declined" in caplog.text
+        assert "elicitation_handler" in caplog.text
 
 
 async def _elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:

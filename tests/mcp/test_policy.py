@@ -48,3 +48,24 @@ def test_extra_permissions_are_added_to_every_tool() -> None:
         Permission.FILESYSTEM,
         Permission.custom("mcp:fs"),
     )
+
+
+@pytest.mark.parametrize(
+    ("annotations", "destructive"),
+    [
+        ({}, True),  # the spec's defaults: not read-only, destructive
+        ({"readOnlyHint": True}, False),
+        ({"readOnlyHint": False, "destructiveHint": False}, False),
+        ({"readOnlyHint": False, "destructiveHint": True}, True),
+    ],
+)
+def test_needs_approval_destructive_follows_the_hints(
+    annotations: dict[str, bool], destructive: bool
+) -> None:
+    info = McpToolInfo("t", annotations=annotations)
+    assert McpPermissionPolicy(needs_approval="destructive").asks(info) is destructive
+    assert McpPermissionPolicy().asks(info) is False
+    assert McpPermissionPolicy(needs_approval=True).asks(info) is True
+    # Not trusting the hints: every tool counts as destructive.
+    untrusted = McpPermissionPolicy(trust_annotations=False, needs_approval="destructive")
+    assert untrusted.asks(info) is True

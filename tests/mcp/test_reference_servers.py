@@ -313,3 +313,83 @@ async def test_server_everything_resources_prompts_and_the_rest(
 
         await client.set_log_level("error")  # logging/setLevel
         assert client.log_level == "error"
+
+
+# -- elicitation and approval by annotation (issue 11) -----------------------------------------
+
+
+async def test_server_everything_elicitation_goes_to_the_apps_handler(
+    everything_stdio: StdioTransport,
+) -> None:
+    asked: list[str] = []
+
+    async def fill_in(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        schema = getattr(params, "requested_schema", {})
+        assert "name" in schema["properties"]
+        return types.ElicitResult(action="accept", content={"name": "Ada", "check": True})
+
+    async with McpClient(
+        "everything", everything_stdio, timeout=20, elicitation_handler=fill_in
+    ) as client:
+        result = await client.call_tool("trigger-elicitation-request")
+    text = "\n".join(result) if isinstance(result, list) else result
+    assert asked == ["Please provide inputs for the following fields:"]
+    assert "User provided the requested information" in text
+    assert "- Name: Ada" in text and "- Agreed to terms: true" in text
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+async def test_server_everything_elicitation_declined_or_cancelled(
+    everything_stdio: StdioTransport, action: str
+) -> None:
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action=action)  # type: ignore[arg-type]
+
+    async with McpClient(
+        "everything", everything_stdio, timeout=20, elicitation_handler=answer
+    ) as client:
+        result = await client.call_tool("trigger-elicitation-request")
+    text = "\n".join(result) if isinstance(result, list) else result
+    expected = "User declined" if action == "decline" else "User cancelled"
+    assert expected in text
+
+
+async def test_server_everything_elicitation_without_a_handler_is_declined(
+    everything_stdio: StdioTransport, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with McpClient("everything", everything_stdio, timeout=20) as client:
+        with caplog.at_level(logging.WARNING, logger="agcore_tools.mcp"):
+            result = await client.call_tool("trigger-elicitation-request")
+    text = "\n".join(result) if isinstance(result, list) else result
+    assert "User declined to provide the requested information" in text
+    assert "MCP server 'everything' asked for user input" in caplog.text
+    assert "no elicitation_handler" in caplog.text
+
+
+async def test_server_everything_tools_that_write_wait_for_approval(
+    everything_stdio: StdioTransport,
+) -> None:
+    from agcore_tools.mcp import McpPermissionPolicy
+
+    # Per server, by annotation: here every tool that is not read-only asks.
+    policy = McpPermissionPolicy(needs_approval=lambda info: info.hint("readOnlyHint") is not True)
+    registry = ToolRegistry()
+    async with McpClient("everything", everything_stdio, timeout=20) as client:
+        registry.register_all(client.into_tools(policy=policy))
+        infos = {info.name: info for info in await client.tool_infos()}
+        # (into_tools leaves out the tools that require task-augmented execution.)
+        writers = {n for n in registry.list_tools() if infos[n].hint("readOnlyHint") is not True}
+        asking = {t.name for t in registry if t.needs_approval}
+        assert asking == writers and "toggle-simulated-logging" in asking and "echo" not in asking
+        call = {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "toggle-simulated-logging", "arguments": "{}"},
+        }
+        outputs = await registry.run_tool_calls([call])
+        [request] = outputs.pending_approvals
+        assert outputs == [] and request.tool_name == "toggle-simulated-logging"
+        done = await registry.run_tool_calls([call], approvals=[request.approve()])
+        assert "Started simulated" in done[0]["content"]
+        await registry.run_tool_calls([call], approvals=[request.approve()])  # toggle back off

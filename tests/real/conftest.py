@@ -2,8 +2,9 @@
 
 ``llama_server`` runs llama-cpp-python's server (``python -m llama_cpp.server``, chat
 format ``chatml-function-calling``) on SmolLM2-135M as a child process, once per session.
-``make test`` installs both (see the Makefile); when either is missing the tests fail
-under CI (``CI`` set) and are skipped elsewhere, with the reason.
+``litellm_proxy`` runs LiteLLM's proxy (its own venv, ``litellm_path()``) in front of
+it. ``make test`` installs all three (see the Makefile); when one is missing the tests
+fail under CI (``CI`` set) and are skipped elsewhere, with the reason.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import secrets
 import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +29,27 @@ _START_TIMEOUT = 120.0  # loading the model takes a few seconds; a loaded CI box
 _STOP_TIMEOUT = 10.0
 _READY = re.compile(r"Uvicorn running on (http://\S+)")
 _MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+LITELLM_VERSION = "1.106.12"  # must match LITELLM_VERSION in the Makefile
+
+
+def _cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agcore-tools"
 
 
 def model_path() -> Path:
     """Where scripts/fetch_test_model.py puts the model (``AGCORE_TEST_MODEL`` overrides)."""
     if override := os.environ.get("AGCORE_TEST_MODEL"):
         return Path(override)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "agcore-tools" / "models" / _MODEL
+    return _cache() / "models" / _MODEL
+
+
+def litellm_path() -> Path:
+    """The ``litellm`` command in the venv of its own that the Makefile's ``real-servers``
+    target builds (``AGCORE_LITELLM`` overrides). LiteLLM pins many packages, so it never
+    goes into the project's venv."""
+    if override := os.environ.get("AGCORE_LITELLM"):
+        return Path(override)
+    return _cache() / f"litellm-{LITELLM_VERSION}" / "bin" / "litellm"
 
 
 def _unavailable(reason: str) -> None:
@@ -56,6 +71,8 @@ class RealServer:
     """Its output so far, for failure messages."""
     process: subprocess.Popen[str]
     """The server's process."""
+    api_key: str = field(default="not-needed", repr=False)
+    """The key to send."""
 
     def stop(self) -> None:
         """Terminate the server (bounded), then kill it if it lingers."""
@@ -72,9 +89,10 @@ def _stop(process: subprocess.Popen[str]) -> None:
             process.wait(_STOP_TIMEOUT)
 
 
-def start_llama_server() -> RealServer:
+def start_llama_server(n_ctx: int = 2048) -> RealServer:
     """Start llama-cpp-python's server on SmolLM2-135M on a free port, and wait (bounded)
-    until it serves. The caller stops it; tests that crash a server take one of their own."""
+    until it serves. The caller stops it; tests that crash a server take one of their own.
+    ``n_ctx`` is the context in tokens (the model's own limit is 8192)."""
     for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context"):
         if importlib.util.find_spec(module) is None:
             _unavailable(f"{module} is not installed (llama-cpp-python[server])")
@@ -84,10 +102,56 @@ def start_llama_server() -> RealServer:
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(model),
         "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", "0",
-        "--n_ctx", "2048", "--verbose", "False",
+        "--n_ctx", str(n_ctx), "--verbose", "False",
     ]  # fmt: skip
+    url, output, process = _start("llama_cpp.server", command)
+    return RealServer(f"{url}/v1", str(model), output, process)
+
+
+def start_litellm_proxy(backend: RealServer, directory: Path) -> RealServer:
+    """Start LiteLLM's proxy on a free port in front of ``backend``, and wait (bounded)
+    until it serves. Its config goes in ``directory``; the master key is random, passed
+    in the environment only, and masked in the output kept for failure messages.
+
+    The backend is declared as provider ``llamafile/`` (an OpenAI-compatible local
+    server): the proxy then answers ``/v1/responses`` through its Responses-to-Chat
+    bridge, where ``openai/`` would forward to a ``/v1/responses`` the backend lacks."""
+    command = litellm_path()
+    if not command.is_file():
+        _unavailable(f"LiteLLM's proxy {command} is not installed")
+    config = directory / "litellm.yaml"
+    config.write_text(
+        "model_list:\n"
+        "  - model_name: smollm\n"
+        "    litellm_params:\n"
+        "      model: llamafile/smollm\n"
+        f"      api_base: {backend.base_url}\n"
+        "      api_key: not-needed\n"
+        "litellm_settings:\n"
+        "  telemetry: false\n"
+        "  num_retries: 0\n"  # a failure is the answer under test, not a reason to retry
+        "router_settings:\n"
+        "  disable_cooldowns: true\n"  # or one 500 takes the only deployment away
+    )
+    key = f"sk-{secrets.token_urlsafe(24)}"
+    # LITELLM_LOCAL_MODEL_COST_MAP: use the cost map in the package, not one from the web.
+    env = {**os.environ, "LITELLM_MASTER_KEY": key, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    url, output, process = _start(
+        "litellm",
+        [str(command), "--config", str(config), "--host", "127.0.0.1", "--port", "0"],
+        env,
+        secret=key,
+    )
+    return RealServer(f"{url}/v1", "smollm", output, process, api_key=key)
+
+
+def _start(
+    name: str, command: list[str], env: dict[str, str] | None = None, secret: str = ""
+) -> tuple[str, list[str], subprocess.Popen[str]]:
+    """Run a uvicorn server and wait (bounded) for the URL it says it serves on; its
+    output, with ``secret`` masked, is kept for failure messages."""
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env
     )
     output: list[str] = []
     ready = threading.Event()
@@ -97,22 +161,24 @@ def start_llama_server() -> RealServer:
         # Reads until the child exits, so its pipe never fills and blocks it.
         assert process.stdout is not None
         for line in process.stdout:
+            if secret:
+                line = line.replace(secret, "***")
             output.append(line[:300])
             if not found and (match := _READY.search(line)):
                 found.append(match.group(1))
                 ready.set()
         ready.set()  # exited: wake the waiter, which then finds no URL
 
-    threading.Thread(target=drain, name="llama-server-output", daemon=True).start()
+    threading.Thread(target=drain, name=f"{name}-output", daemon=True).start()
     if not ready.wait(_START_TIMEOUT) or not found:
         _stop(process)
         tail = "".join(output[-20:])
         pytest.fail(
-            f"llama_cpp.server did not start within {_START_TIMEOUT:.0f} s "
+            f"{name} did not start within {_START_TIMEOUT:.0f} s "
             f"(exit code {process.poll()}):\n{tail}",
             pytrace=False,
         )
-    return RealServer(f"{found[0]}/v1", str(model), output, process)
+    return found[0], output, process
 
 
 @pytest.fixture(scope="session")
@@ -132,6 +198,32 @@ async def llama_client(llama_server: RealServer) -> AsyncIterator[Any]:
 
     client = AsyncOpenAI(
         base_url=llama_server.base_url, api_key="not-needed", timeout=60.0, max_retries=0
+    )
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture(scope="session")
+def litellm_proxy(
+    llama_server: RealServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealServer]:
+    """LiteLLM's proxy in front of ``llama_server``, on a free port."""
+    server = start_litellm_proxy(llama_server, tmp_path_factory.mktemp("litellm"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def litellm_client(litellm_proxy: RealServer) -> AsyncIterator[Any]:
+    """A real ``AsyncOpenAI`` client for the LiteLLM proxy, closed after the test."""
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(
+        base_url=litellm_proxy.base_url, api_key=litellm_proxy.api_key, timeout=60.0, max_retries=0
     )
     try:
         yield client

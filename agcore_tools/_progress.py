@@ -1,0 +1,145 @@
+"""What a running tool tells its caller before it returns: progress and preliminary results.
+
+A tool reports through its :class:`~agcore_tools.ToolContext`; the context hands each
+report to an :class:`_Emitter`, which delivers it on the event loop's thread (a sync
+tool reports from a worker thread) to the app's ``on_event`` callback and, in the
+streaming loop, into the event stream. None of it ever reaches the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from .error import ToolConfigError
+
+if TYPE_CHECKING:
+    from .base import CancellationToken
+
+__all__ = ["ToolEvent", "ToolEventCallback", "ToolPartialResult", "ToolProgress"]
+
+logger = logging.getLogger("agcore_tools.progress")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running tool's progress report (``ctx.report_progress``, or an MCP server's
+    ``notifications/progress``).
+
+    Example:
+        >>> update = ToolProgress("index_files", "call_1", 30, 120, "scanning")
+        >>> update.fraction
+        0.25
+        >>> ToolProgress("index_files", "call_1", 3).fraction is None
+        True
+    """
+
+    tool_name: str | None
+    """The tool reporting (None when it runs outside a registry)."""
+    call_id: str | None
+    """The model's tool call id (None outside a model's call)."""
+    progress: float
+    """Progress so far, in the tool's own unit (it should only grow)."""
+    total: float | None = None
+    """The value ``progress`` will reach, when known."""
+    message: str | None = None
+    """A human-readable status, when given."""
+
+    @property
+    def fraction(self) -> float | None:
+        """``progress / total``, or None when the total is unknown."""
+        return self.progress / self.total if self.total else None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPartialResult:
+    """A preliminary result: one value a generator tool yielded.
+
+    Every value the tool yields arrives as one of these; the last one is also its
+    final result, which :class:`~agcore_tools.ToolExecutionCompleted` carries and the
+    model receives. Earlier values never reach the model.
+
+    Example:
+        >>> ToolPartialResult("search", "call_1", {"hits": 10}).value
+        {'hits': 10}
+    """
+
+    tool_name: str | None
+    """The tool reporting (None when it runs outside a registry)."""
+    call_id: str | None
+    """The model's tool call id (None outside a model's call)."""
+    value: Any
+    """The value yielded, JSON-compatible like a result."""
+
+
+ToolEvent: TypeAlias = ToolProgress | ToolPartialResult
+"""What a tool reports while it runs."""
+
+ToolEventCallback: TypeAlias = Callable[[ToolEvent], object]
+"""``ToolContext(on_event=...)``: called on the event loop's thread with each event."""
+
+
+class _Emitter:
+    """Delivers a run's tool events: to the app's callback, and to the stream's inbox.
+
+    Bound to the loop it delivers on; a report from another thread hops onto it.
+    """
+
+    __slots__ = ("callback", "inbox", "loop")
+
+    def __init__(
+        self,
+        callback: ToolEventCallback | None,
+        inbox: asyncio.Queue[Any] | None,
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> None:
+        self.callback = callback
+        self.inbox = inbox
+        self.loop = loop
+
+    def bound(self) -> _Emitter:
+        """This emitter, or a copy bound to the running loop if it is bound to another."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return self
+        if running is self.loop:
+            return self
+        return _Emitter(self.callback, self.inbox, running)
+
+    def emit(self, event: ToolEvent, token: CancellationToken | None) -> None:
+        """Deliver ``event`` (from any thread) unless its call was given up on."""
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        loop = self.loop
+        if running is not None and (loop is None or running is loop):
+            self._deliver(event, token)
+            return
+        if loop is None:
+            raise ToolConfigError(
+                "cannot report tool progress from a thread without an event loop through a "
+                "context that was never used on one; give the tool a context made on the "
+                "loop (ToolContext.for_call(), or the registry's)"
+            )
+        try:
+            loop.call_soon_threadsafe(self._deliver, event, token)
+        except RuntimeError:  # the loop is closed: the run is over, nobody listens
+            logger.debug("dropped %r: its event loop is closed", event)
+
+    def _deliver(self, event: ToolEvent, token: CancellationToken | None) -> None:
+        # A call given up on (timeout, cancelled loop) has reported its end already;
+        # what its thread says afterwards must not follow that end.
+        if token is not None and token.cancelled:
+            return
+        if self.inbox is not None:
+            self.inbox.put_nowait(event)
+        if self.callback is not None:
+            try:
+                self.callback(event)
+            except Exception:  # an app's display callback must not fail the tool
+                logger.exception("the on_event callback %r raised on %r", self.callback, event)

@@ -1,0 +1,238 @@
+"""Human approval of tool calls: the seed's ``AwaitingInput``.
+
+A tool that needs approval does not run when the model calls it. The loop (or
+:meth:`~agcore_tools.ToolRegistry.run_tool_calls`) hands back an
+:class:`ApprovalRequest` instead; the app asks its user and answers with an
+:class:`ApprovalDecision` made by :meth:`ApprovalRequest.approve` or
+:meth:`ApprovalRequest.reject`, then resumes. The history is the only state: a paused
+run is its ``cycle.messages`` (plain JSON), whose last assistant message still has the
+waiting calls unanswered. See ``docs/guides/approval.md``.
+
+Example:
+    >>> request = ApprovalRequest("call_1", "refund", {"order": 7}, "the tool 'refund' needs approval")
+    >>> request.approve().approved
+    True
+    >>> request.approve(arguments={"order": 8}).arguments_to_run
+    {'order': 8}
+    >>> request.reject("ask the manager").message
+    'ask the manager'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeAlias
+
+from .base import ToolContext
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "NeedsApproval",
+    "ToolApprovalRequested",
+    "ToolCallOutputs",
+]
+
+NeedsApproval: TypeAlias = bool | Callable[[dict[str, Any], ToolContext], "bool | Awaitable[bool]"]
+"""Whether a tool's calls need approval: a constant, or a function (sync or async) of
+the call's arguments and context, asked before each call."""
+
+
+def _canonical(call_id: str, tool_name: str, arguments: Mapping[str, Any]) -> bytes:
+    return json.dumps(
+        [call_id, tool_name, arguments], sort_keys=True, separators=(",", ":"), default=str
+    ).encode("utf-8")
+
+
+def approval_signature(
+    key: bytes, call_id: str, tool_name: str, arguments: Mapping[str, Any]
+) -> str:
+    """The HMAC-SHA256 (hex) binding an approval to one call: its id, tool and arguments.
+
+    Example:
+        >>> len(approval_signature(b"k", "c1", "refund", {"order": 7}))
+        64
+    """
+    return hmac.new(key, _canonical(call_id, tool_name, arguments), hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecision:
+    """The app's answer to one :class:`ApprovalRequest`; make it with
+    :meth:`ApprovalRequest.approve` or :meth:`ApprovalRequest.reject`.
+
+    ``call_id``, ``tool_name`` and ``arguments`` repeat the request's, so an answer
+    meant for another call (or for arguments that changed since) is refused with an
+    :class:`~agcore_tools.ApprovalError` instead of approving the wrong thing. Plain
+    values: it can cross a process boundary as JSON (``dataclasses.asdict``).
+
+    Example:
+        >>> decision = ApprovalDecision("call_1", "refund", {"order": 7}, approved=False,
+        ...                             message="not today")
+        >>> decision.approved, decision.arguments_to_run
+        (False, None)
+    """
+
+    call_id: str
+    """The call this answers."""
+    tool_name: str
+    """The tool the call asked for."""
+    arguments: dict[str, Any]
+    """The arguments as the model sent them (as the request showed them)."""
+    approved: bool
+    """Whether the call may run."""
+    edited_arguments: dict[str, Any] | None = None
+    """Arguments to run instead of the model's, or None; validated again before the run."""
+    message: str | None = None
+    """On a rejection, the app's message to the model."""
+    signature: str | None = None
+    """The request's HMAC, when the loop signs its requests (``CycleConfig(approval_key=)``)."""
+
+    @property
+    def arguments_to_run(self) -> dict[str, Any] | None:
+        """The arguments the call runs with if approved (edited or original), else None."""
+        if not self.approved:
+            return None
+        return self.edited_arguments if self.edited_arguments is not None else self.arguments
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A tool call waiting for the app's approval; it has not run.
+
+    ``reason`` says which rule asked: the tool's ``needs_approval``, or a permission
+    in ``PermissionConfig.ask``.
+
+    Example:
+        >>> request = ApprovalRequest("c1", "delete_file", {"path": "a.txt"},
+        ...                           "permission 'delete' is in PermissionConfig.ask")
+        >>> decision = request.reject("keep it")
+        >>> decision.call_id, decision.approved, decision.message
+        ('c1', False, 'keep it')
+    """
+
+    call_id: str
+    """The model's tool call id."""
+    tool_name: str
+    """The tool the model called."""
+    arguments: dict[str, Any]
+    """The arguments the model sent, parsed."""
+    reason: str
+    """Which rule asked for approval."""
+    signature: str | None = field(default=None, compare=False)
+    """An HMAC of the call id, tool name and arguments under the app's key, or None."""
+
+    def approve(self, *, arguments: Mapping[str, Any] | None = None) -> ApprovalDecision:
+        """Let the call run; with ``arguments``, run it with those instead.
+
+        Example:
+            >>> ApprovalRequest("c1", "pay", {"amount": 90}, "asked").approve(
+            ...     arguments={"amount": 50}).arguments_to_run
+            {'amount': 50}
+        """
+        edited = dict(arguments) if arguments is not None else None
+        return ApprovalDecision(
+            self.call_id, self.tool_name, self.arguments, True, edited, None, self.signature
+        )
+
+    def reject(self, message: str | None = None) -> ApprovalDecision:
+        """Refuse the call; the model reads that the user declined, with ``message``.
+
+        Example:
+            >>> ApprovalRequest("c1", "pay", {}, "asked").reject().approved
+            False
+        """
+        return ApprovalDecision(
+            self.call_id, self.tool_name, self.arguments, False, None, message, self.signature
+        )
+
+    def signed(self, key: bytes) -> ApprovalRequest:
+        """This request with its :attr:`signature` under ``key``.
+
+        Example:
+            >>> signed = ApprovalRequest("c1", "pay", {}, "asked").signed(b"secret")
+            >>> signed.signature == approval_signature(b"secret", "c1", "pay", {})
+            True
+        """
+        signature = approval_signature(key, self.call_id, self.tool_name, self.arguments)
+        return replace(self, signature=signature)
+
+
+class ToolApprovalRequested:
+    """Stream event: a call needs approval before it can run.
+
+    It comes after the turn's ``TurnComplete`` and before the turn's
+    ``ToolExecutionStarted`` events. Answer it inline with :meth:`approve` or
+    :meth:`reject` before asking for the next event, and the stream goes on with the
+    call run (or declined). Left unanswered, the other calls still run and the stream
+    ends with a response whose ``pending_approvals`` lists it: resume later with
+    ``submit_with_tools(None, registry, approvals=[...])``.
+
+    Example:
+        >>> event = ToolApprovalRequested(ApprovalRequest("c1", "pay", {"amount": 5}, "asked"))
+        >>> event.tool_name, event.call_id, event.input, event.reason, event.decision
+        ('pay', 'c1', {'amount': 5}, 'asked', None)
+        >>> event.approve(arguments={"amount": 4}).arguments_to_run
+        {'amount': 4}
+    """
+
+    __slots__ = ("decision", "request")
+
+    def __init__(self, request: ApprovalRequest) -> None:
+        self.request = request
+        """The call waiting for approval."""
+        self.decision: ApprovalDecision | None = None
+        """The inline answer given with :meth:`approve` or :meth:`reject`, or None."""
+
+    @property
+    def tool_name(self) -> str:
+        """The tool the model called."""
+        return self.request.tool_name
+
+    @property
+    def call_id(self) -> str:
+        """The model's tool call id."""
+        return self.request.call_id
+
+    @property
+    def input(self) -> dict[str, Any]:
+        """The arguments the model sent."""
+        return self.request.arguments
+
+    @property
+    def reason(self) -> str:
+        """Which rule asked for approval."""
+        return self.request.reason
+
+    def approve(self, *, arguments: Mapping[str, Any] | None = None) -> ApprovalDecision:
+        """Let the call run now (with ``arguments`` instead of the model's, if given)."""
+        self.decision = self.request.approve(arguments=arguments)
+        return self.decision
+
+    def reject(self, message: str | None = None) -> ApprovalDecision:
+        """Decline the call now; the model reads ``message``."""
+        self.decision = self.request.reject(message)
+        return self.decision
+
+    def __repr__(self) -> str:
+        return f"ToolApprovalRequested({self.request!r}, decision={self.decision!r})"
+
+
+class ToolCallOutputs(list[dict[str, Any]]):
+    """What :meth:`~agcore_tools.ToolRegistry.run_tool_calls` returns: the messages
+    answering the calls that ran (a plain ``list``), and the calls that wait for
+    approval in :attr:`pending_approvals`.
+
+    Example:
+        >>> outputs = ToolCallOutputs([{"role": "tool", "tool_call_id": "c1", "content": "ok"}])
+        >>> len(outputs), outputs.pending_approvals
+        (1, ())
+    """
+
+    pending_approvals: tuple[ApprovalRequest, ...] = ()
+    """The calls that did not run because they need approval; answer them by passing
+    ``approvals=`` with the same calls to ``run_tool_calls`` again."""

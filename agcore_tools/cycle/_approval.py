@@ -1,0 +1,143 @@
+"""The loop's approval gate: which calls of a turn wait for the app, and the pause.
+
+Kept out of :mod:`agcore_tools.cycle.cycle`; the rules themselves (which calls ask,
+how an answer applies) live in :mod:`agcore_tools._approval`, shared with
+``run_tool_calls``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._approval import answers_by_id, apply_answers, approval_requests
+from .._toolcalls import ParsedCall, error_text
+from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
+from ..base import ToolContext
+from ..error import ApprovalError, ToolRejectedError
+from ._policy import tool_message, unanswered_calls
+from .events import ChatResponse, FinishReason, Usage
+
+if TYPE_CHECKING:
+    from ..registry import ToolInvocation, ToolRegistry
+
+__all__ = ["Gate", "decline_open", "paused_response", "tidy_answers"]
+
+
+class Gate:
+    """One ``submit_*`` run's approvals: the app's answers (for the calls a resumed
+    history left open) and the requests still waiting."""
+
+    __slots__ = ("_answers", "_hold", "_key", "calls", "waiting")
+
+    def __init__(self, approvals: Iterable[ApprovalDecision] | None, key: bytes | None) -> None:
+        self._answers = answers_by_id(approvals)
+        self._key = key
+        self._hold: set[str] = set()
+        self.calls: Sequence[ParsedCall] = ()
+        """The last screened turn's calls to run."""
+        self.waiting: list[ApprovalRequest] = []
+        """The calls left waiting for an answer: they stay open in the history."""
+
+    def check_resume(self, resuming: bool, open_calls: Sequence[ParsedCall]) -> None:
+        """Refuse answers when there is nothing open for them to answer."""
+        if self._answers and (not resuming or not open_calls):
+            why = "a new prompt was given" if not resuming else "the history has no open calls"
+            raise ApprovalError(
+                f"approvals answer the calls a paused run left open, but {why}; resume with "
+                "submit_with_tools(None, registry, approvals=...)"
+            )
+
+    @property
+    def keep(self) -> set[str]:
+        """The ids of the calls to leave open when the run stops."""
+        return self._hold
+
+    def quiet(self, registry: ToolRegistry, calls: Sequence[ParsedCall]) -> bool:
+        """True when no call can need approval and no answer waits: the common turn,
+        which then skips :meth:`screen` (and its await) altogether."""
+        if self._answers:
+            return False
+        checker = registry.permission_checker
+        if checker is not None and checker.config.ask:
+            return False
+        for call in calls:
+            entry = registry.entry(call.name)
+            if entry is not None and entry.tool.needs_approval is not False:
+                return False
+        return True
+
+    async def screen(
+        self, registry: ToolRegistry, calls: Sequence[ParsedCall], ctx: ToolContext
+    ) -> AsyncGenerator[ToolApprovalRequested, None]:
+        """Ask for approval where a rule says so; set :attr:`calls` and :attr:`waiting`."""
+        self.calls = calls
+        requests = await approval_requests(registry, calls, ctx, self._key)
+        if requests is None and not self._answers:
+            return
+        answers, self._answers = self._answers, {}  # they answer the resumed calls only
+        asked = [r for r in requests or () if r is not None and r.call_id not in answers]
+        # Until the answers apply, every call asked about stays open if the run stops
+        # (a consumer leaving at an event, an answer refused).
+        self._hold = {r.call_id for r in asked} | set(answers)
+        for request in asked:
+            event = ToolApprovalRequested(request)
+            yield event
+            if event.decision is not None:
+                answers[request.call_id] = event.decision
+        self.calls, self.waiting = apply_answers(registry, calls, requests, answers, self._key)
+        self._hold = {request.call_id for request in self.waiting}
+
+
+def paused_response(
+    messages: Sequence[dict[str, Any]],
+    usage: Usage,
+    turns: int,
+    invocations: Sequence[ToolInvocation],
+    waiting: Sequence[ApprovalRequest],
+) -> ChatResponse:
+    """The response of a run that paused for approvals: its last assistant message
+    (the one with the waiting calls) and the requests."""
+    empty: dict[str, Any] = {}
+    message = next((m for m in reversed(messages) if m.get("role") == "assistant"), empty)
+    content = message.get("content")
+    return ChatResponse(
+        dict(message),
+        content if isinstance(content, str) else "",
+        FinishReason.TOOL_CALLS,
+        usage,
+        turns,
+        tuple(invocations),
+        pending_approvals=tuple(waiting),
+    )
+
+
+def tidy_answers(messages: list[dict[str, Any]]) -> None:
+    """Put the tool messages after the last assistant message back in its calls' order,
+    ahead of the attachment messages: answers given on a resume come after the ones
+    given before the pause, and tool messages must directly follow their calls."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") == "assistant":
+            break
+    else:
+        return
+    order = {call.get("id"): n for n, call in enumerate(message.get("tool_calls") or ())}
+    tail = messages[index + 1 :]
+    tools = sorted(
+        (m for m in tail if m.get("role") == "tool"),
+        key=lambda m: order.get(m.get("tool_call_id"), len(order)),
+    )
+    messages[index + 1 :] = tools + [m for m in tail if m.get("role") != "tool"]
+
+
+def decline_open(messages: list[dict[str, Any]]) -> None:
+    """Answer the calls a paused run left open, as declined, before a new prompt: the
+    app moved on without answering them, and the API needs every call answered."""
+    open_calls = unanswered_calls(messages)
+    if not open_calls:
+        return
+    reason = "no answer was given before the conversation went on"
+    for call in open_calls:
+        messages.append(tool_message(call, error_text(ToolRejectedError(call.name, reason))))
+    tidy_answers(messages)

@@ -1,0 +1,261 @@
+"""Structured final output inside the loop: what the requests ask for, and the check of
+each answer.
+
+An :class:`OutputPlan` is worked out once per :class:`StructuredOutput` (and cached):
+the pydantic ``TypeAdapter``, the schema sent (made strict with
+:func:`agcore_tools._strict.strict_parameters`), and the ``response_format`` or the
+``final_result`` tool definition. An :class:`OutputRun` holds one ``submit*`` call's
+retries and, once a turn ends, says what it means (:meth:`OutputRun.end_turn`).
+
+A call without ``output_type`` never reaches this module.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
+
+from .._argplan import ArgumentPlan, build_plan
+from .._strict import strict_parameters
+from .._toolcalls import aborted_text
+from ..error import LlmConfigError, OutputValidationError
+from ..registry import ToolRegistry
+from ._policy import tool_message
+from ._stream import Turn
+from .output import StructuredOutput
+
+__all__ = ["FINAL_TOOL", "OutputPlan", "OutputRun", "Verdict", "start_output"]
+
+logger = logging.getLogger("agcore_tools.cycle")
+
+Message = dict[str, Any]
+
+FINAL_TOOL = "final_result"
+"""The output tool of ``mode="tool"``."""
+_WRAP_KEY = "result"  # the one field a non-object type is wrapped in
+_MAX_PROBLEMS = 10  # field errors the model reads; the rest are counted
+_FINAL_DESCRIPTION = "Give the final answer: its arguments are the answer. Call it once, last."
+
+
+class Verdict(enum.Enum):
+    """What a finished turn means for the loop."""
+
+    GO_ON = "go_on"
+    """Not an answer: run the turn's tool calls (or end as without output)."""
+    RETRY = "retry"
+    """An answer that did not validate: the feedback is in the history; ask again."""
+    DONE = "done"
+    """A valid answer: :attr:`OutputRun.value` holds it."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OutputPlan:
+    """Everything about one output type that does not change from call to call."""
+
+    spec: StructuredOutput
+    label: str
+    """The type's name, for messages."""
+    adapter: TypeAdapter[Any]
+    wrapped: bool
+    """Whether the type is wrapped in ``{"result": ...}``."""
+    nulls: ArgumentPlan | None
+    """Drops a ``null`` the strict schema allowed where the type means "the default"."""
+    extra: Mapping[str, Any]
+    """What :meth:`prepare` puts in each request: ``response_format`` or the tool."""
+
+    def prepare(self, params: dict[str, Any]) -> None:
+        """Add the output's ``response_format``, or its tool and ``tool_choice``."""
+        if self.spec.mode != "tool":
+            params["response_format"] = self.extra
+            return
+        tools = params.get("tools") or []
+        params["tools"] = [*tools, self.extra]
+        if "tool_choice" not in params:
+            params["tool_choice"] = (
+                {"type": "function", "function": {"name": FINAL_TOOL}} if not tools else "required"
+            )
+
+    def validate(self, text: str) -> tuple[bool, Any, list[str]]:
+        """``(True, value, [])`` for a valid answer, else ``(False, None, problems)``."""
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            return False, None, [f"the answer is not valid JSON: {exc}"]
+        if self.nulls is not None and isinstance(data, dict):
+            data, _ = self.nulls.apply(data)
+        try:
+            value = self.adapter.validate_python(data)
+        except ValidationError as exc:
+            return False, None, _problems(exc)
+        return True, (value[_WRAP_KEY] if self.wrapped else value), []
+
+
+class OutputRun:
+    """One ``submit*`` call's structured output: retries left and the final value."""
+
+    __slots__ = ("attempts", "plan", "retries_left", "value")
+
+    def __init__(self, plan: OutputPlan) -> None:
+        self.plan = plan
+        self.retries_left = plan.spec.retries
+        self.attempts = 0
+        self.value: Any = None
+
+    def end_turn(self, turn: Turn, messages: list[Message], runs_tools: bool) -> Verdict:
+        """What ``turn`` (already in ``messages``) means; answers and feedback are
+        appended to ``messages``. Raises :class:`OutputValidationError` when an answer
+        fails with no retry left."""
+        if self.plan.spec.mode == "tool":
+            return self._tool_turn(turn, messages, runs_tools)
+        if turn.calls:
+            return Verdict.GO_ON
+        ok, value, problems = self.plan.validate(turn.text)
+        return self._judge(ok, value, problems, turn.text, messages, tell=True)
+
+    def _tool_turn(self, turn: Turn, messages: list[Message], runs_tools: bool) -> Verdict:
+        final = next((call for call in turn.calls if call.name == FINAL_TOOL), None)
+        if final is None and turn.calls and runs_tools:
+            return Verdict.GO_ON
+        # The turn ends the run (or is retried): no other call of it runs, and every
+        # call is answered, in order, so the history stays valid.
+        if final is None:
+            for call in turn.calls:
+                reason = f"only {FINAL_TOOL} can be called here"
+                messages.append(tool_message(call, aborted_text(call, reason)))
+            problems = [f"it must be the arguments of a {FINAL_TOOL} call"]
+            return self._judge(False, None, problems, turn.text, messages, tell=True)
+        ok, value, problems = self.plan.validate(final.arguments)
+        for call in turn.calls:
+            if call is not final:
+                reason = f"{FINAL_TOOL} was called in the same turn"
+                text = aborted_text(call, reason)
+            else:
+                text = (
+                    "Final answer received." if ok else f"Error: {_feedback(self.plan, problems)}"
+                )
+            messages.append(tool_message(call, text))
+        return self._judge(ok, value, problems, final.arguments, messages, tell=False)
+
+    def _judge(
+        self,
+        ok: bool,
+        value: Any,
+        problems: list[str],
+        raw: str,
+        messages: list[Message],
+        *,
+        tell: bool,
+    ) -> Verdict:
+        # `tell`: the feedback goes in a user message (no tool message carries it).
+        self.attempts += 1
+        if ok:
+            self.value = value
+            return Verdict.DONE
+        if self.retries_left == 0:
+            raise OutputValidationError(self.plan.label, raw, problems, self.attempts)
+        self.retries_left -= 1
+        if tell:
+            messages.append({"role": "user", "content": _feedback(self.plan, problems)})
+        return Verdict.RETRY
+
+
+def start_output(
+    output_type: Any, request_options: Mapping[str, Any], registry: ToolRegistry | None
+) -> OutputRun:
+    """The :class:`OutputRun` of one call, or :class:`LlmConfigError` for a type pydantic
+    cannot validate or describe, or a setting the output would silently override."""
+    spec = (
+        output_type if isinstance(output_type, StructuredOutput) else StructuredOutput(output_type)
+    )
+    if spec.mode != "tool" and "response_format" in request_options:
+        raise LlmConfigError(
+            "output_type sets response_format; remove it from the CycleConfig request options"
+        )
+    if spec.mode == "tool" and registry is not None and FINAL_TOOL in registry:
+        raise LlmConfigError(
+            f"the registry has a tool named '{FINAL_TOOL}', the output tool of mode='tool'; "
+            "rename it or use another mode"
+        )
+    try:
+        plan = _cached_plan(spec)
+    except TypeError:  # an unhashable annotation: build it each time
+        plan = _plan(spec)
+    return OutputRun(plan)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_plan(spec: StructuredOutput) -> OutputPlan:
+    return _plan(spec)
+
+
+def _plan(spec: StructuredOutput) -> OutputPlan:
+    label = _label(spec.output_type)
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(spec.output_type)
+        schema = adapter.json_schema()
+        wrapped = schema.get("type") != "object" or "properties" not in schema
+        if wrapped:
+            # A root that is not an object (or is a $ref, for a recursive model).
+            wrapper = TypedDict("Output", {_WRAP_KEY: spec.output_type})  # type: ignore[misc]
+            adapter = TypeAdapter(wrapper)
+            schema = adapter.json_schema()
+    except (PydanticUserError, PydanticSchemaGenerationError) as exc:
+        raise LlmConfigError(
+            f"output_type {label} cannot be validated or described by pydantic: {exc}"
+        ) from exc
+    strict, why = strict_parameters(schema)
+    if strict is None:
+        logger.warning("output_type %s is sent without strict mode: %s", label, why)
+    sent = strict if strict is not None else schema
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", label).strip("_")[:64] or "output"
+    extra: dict[str, Any]
+    if spec.mode == "json_schema":
+        extra = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "schema": sent, "strict": strict is not None},
+        }
+    elif spec.mode == "json_object":
+        extra = {"type": "json_object", "schema": sent}
+    else:
+        function: dict[str, Any] = {"name": FINAL_TOOL, "description": _FINAL_DESCRIPTION}
+        function["parameters"] = sent
+        if strict is not None:
+            function["strict"] = True
+        extra = {"type": "function", "function": function}
+    nulls = build_plan(schema, check_extras=False) if strict is not None else None
+    return OutputPlan(spec, label, adapter, wrapped, nulls, extra)
+
+
+def _label(output_type: Any) -> str:
+    if isinstance(output_type, type):
+        return output_type.__name__
+    return repr(output_type).replace("typing.", "").replace("typing_extensions.", "")
+
+
+def _problems(exc: ValidationError) -> list[str]:
+    errors = exc.errors(include_url=False)
+    problems = []
+    for error in errors[:_MAX_PROBLEMS]:
+        where = ".".join(str(part) for part in error["loc"])
+        problems.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
+    if len(errors) > _MAX_PROBLEMS:
+        problems.append(f"and {len(errors) - _MAX_PROBLEMS} more error(s)")
+    return problems
+
+
+def _feedback(plan: OutputPlan, problems: list[str]) -> str:
+    how = (
+        f"Call {FINAL_TOOL} again with corrected arguments."
+        if plan.spec.mode == "tool"
+        else "Answer again with the corrected JSON only."
+    )
+    return f"Your answer is not a valid {plan.label}: {'; '.join(problems)}. {how}"

@@ -1,0 +1,47 @@
+"""MCP progress: the SDK callback that asks a server for ``notifications/progress``.
+
+Each update goes to the ``agcore_tools.mcp.progress`` logger (DEBUG), to the client's
+``on_progress``, and, when the call came through the registry with a listening
+context, to that context as a :class:`~agcore_tools.ToolProgress` (in the streaming
+loop, an event). :class:`~agcore_tools.mcp._adapter.McpTool` names that context in
+:data:`CALLER` for the length of its call.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .models import McpProgress
+
+if TYPE_CHECKING:
+    from ..base import ToolContext
+
+__all__ = ["CALLER", "progress_callback"]
+
+progress_logger = logging.getLogger("agcore_tools.mcp.progress")
+
+CALLER: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
+    "agcore_tools_mcp_caller", default=None
+)
+"""The context of the registry call in flight, when someone listens to its events."""
+
+
+def progress_callback(callback: Any, server: str, tool_name: str) -> Any:
+    """The SDK's ``progress_callback`` for one call, or None when nobody listens (a
+    progress token makes the server send updates, so it is only asked for then)."""
+    caller = CALLER.get()
+    if callback is None and caller is None and not progress_logger.isEnabledFor(logging.DEBUG):
+        return None
+    from ._connection import call_user
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        update = McpProgress(server, tool_name, progress, total, message)
+        progress_logger.debug("[%s] %s: %s/%s %s", server, tool_name, progress, total, message)
+        if caller is not None:
+            caller.report_progress(progress, total, message)
+        if callback is not None:
+            await call_user(callback, update, server)
+
+    return on_progress

@@ -1,0 +1,512 @@
+"""Human approval in the loop: pause, answer by call id, resume from the history alone."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools import (
+    ApprovalDecision,
+    ApprovalError,
+    ApprovalRequest,
+    FinishReason,
+    LlmError,
+    PermissionChecker,
+    PermissionConfig,
+    ToolApprovalRequested,
+    ToolContext,
+    ToolExecutionCompleted,
+    ToolExecutionStarted,
+    ToolRegistry,
+    TurnComplete,
+)
+from tests._scripts import run_script
+
+from .conftest import S, assert_history_valid, tool_messages
+
+
+@pytest.fixture
+def bank() -> ToolRegistry:
+    """``refund`` needs approval, ``balance`` does not; ``bank.runs`` lists the calls."""
+    registry = ToolRegistry()
+    runs: list[tuple[str, dict[str, Any]]] = []
+    registry.runs = runs  # type: ignore[attr-defined]
+
+    @registry.tool(needs_approval=True)
+    def refund(order: int, amount: float) -> str:
+        """Refund an order."""
+        runs.append(("refund", {"order": order, "amount": amount}))
+        return f"refunded {amount} on order {order}"
+
+    @registry.tool
+    def balance(account: str) -> int:
+        """An account's balance."""
+        runs.append(("balance", {"account": account}))
+        return 100
+
+    return registry
+
+
+TWO_CALLS = S.reply_tool_calls(
+    [("refund", {"order": 7, "amount": 20.0}, "c_refund"), ("balance", {"account": "a"}, "c_bal")]
+)
+
+
+async def _paused(serve, make_cycle, bank, *more, **config):
+    server = serve(TWO_CALLS, *more)
+    cycle = make_cycle(server, **config)
+    response = await cycle.submit_with_tools("refund order 7", bank)
+    return server, cycle, response
+
+
+async def test_a_call_needing_approval_pauses_the_run_and_its_siblings_still_run(
+    serve, make_cycle, bank
+):
+    server, cycle, response = await _paused(serve, make_cycle, bank)
+
+    [request] = response.pending_approvals
+    assert request == ApprovalRequest(
+        "c_refund", "refund", {"order": 7, "amount": 20.0}, request.reason
+    )
+    assert "needs_approval=True" in request.reason
+    assert response.stop_reason is FinishReason.TOOL_CALLS
+    assert response.turns == 1
+    assert len(server.requests) == 1  # paused before the next request
+    assert bank.runs == [("balance", {"account": "a"})]
+    # The history is the state: the waiting call is the only one left open.
+    assert tool_messages(cycle.messages) == {"c_bal": "100"}
+    json.dumps(cycle.messages)  # plain JSON
+
+
+async def test_an_approved_call_runs_on_resume_and_the_loop_goes_on(serve, make_cycle, bank):
+    server, cycle, response = await _paused(serve, make_cycle, bank, S.reply_text("Refunded."))
+
+    [request] = response.pending_approvals
+    resumed = await cycle.submit_with_tools(None, bank, approvals=[request.approve()])
+
+    assert resumed.text == "Refunded."
+    assert resumed.pending_approvals == ()
+    assert bank.runs[-1] == ("refund", {"order": 7, "amount": 20.0})
+    assert [inv.tool_name for inv in resumed.invocations] == ["refund"]
+    sent = server.requests[1].json["messages"]
+    assert tool_messages(sent) == {"c_bal": "100", "c_refund": "refunded 20.0 on order 7"}
+    assert_history_valid(cycle.messages)
+
+
+async def test_a_rejection_tells_the_model_the_user_declined_and_the_loop_goes_on(
+    serve, make_cycle, bank
+):
+    server, cycle, response = await _paused(serve, make_cycle, bank, S.reply_text("OK, no refund."))
+
+    [request] = response.pending_approvals
+    resumed = await cycle.submit_with_tools(
+        None, bank, approvals=[request.reject("refunds need a manager")]
+    )
+
+    assert resumed.text == "OK, no refund."
+    assert ("refund", {"order": 7, "amount": 20.0}) not in bank.runs
+    assert tool_messages(server.requests[1].json["messages"])["c_refund"] == (
+        "Error: the user declined the call to tool 'refund': refunds need a manager"
+    )
+    [invocation] = resumed.invocations
+    assert invocation.error is not None and invocation.error.user_message == (
+        "refunds need a manager"
+    )
+
+
+async def test_approval_with_edited_arguments_runs_the_edited_call(serve, make_cycle, bank):
+    _, cycle, response = await _paused(serve, make_cycle, bank, S.reply_text("Done."))
+
+    [request] = response.pending_approvals
+    await cycle.submit_with_tools(
+        None, bank, approvals=[request.approve(arguments={"order": 7, "amount": 5})]
+    )
+
+    assert bank.runs[-1] == ("refund", {"order": 7, "amount": 5.0})
+    assert tool_messages(cycle.messages)["c_refund"] == "refunded 5.0 on order 7"
+
+
+@pytest.mark.parametrize(
+    ("decision", "message"),
+    [
+        (
+            ApprovalDecision("c_other", "refund", {"order": 7, "amount": 20.0}, True),
+            "no call 'c_other'",
+        ),
+        (
+            ApprovalDecision("c_refund", "balance", {"order": 7, "amount": 20.0}, True),
+            "names tool 'balance'",
+        ),
+        (
+            ApprovalDecision("c_refund", "refund", {"order": 8, "amount": 20.0}, True),
+            "other arguments",
+        ),
+        (
+            ApprovalDecision(
+                "c_refund", "refund", {"order": 7, "amount": 20.0}, True, {"order": "x"}
+            ),
+            "invalid ones",
+        ),
+    ],
+)
+async def test_an_approval_that_does_not_match_the_pending_call_is_refused(
+    serve, make_cycle, bank, decision, message
+):
+    server, cycle, _ = await _paused(serve, make_cycle, bank)
+    before = list(cycle.messages)
+
+    with pytest.raises(ApprovalError, match=message) as caught:
+        await cycle.submit_with_tools(None, bank, approvals=[decision])
+
+    assert isinstance(caught.value, ValueError)
+    assert cycle.messages == before  # nothing ran, nothing was answered
+    assert bank.runs == [("balance", {"account": "a"})]
+    assert len(server.requests) == 1
+
+
+async def test_approvals_with_a_new_prompt_are_refused(serve, make_cycle, bank):
+    _, cycle, response = await _paused(serve, make_cycle, bank)
+    with pytest.raises(ApprovalError, match="a new prompt was given"):
+        await cycle.submit_with_tools(
+            "and now?", bank, approvals=[response.pending_approvals[0].approve()]
+        )
+
+
+async def test_resuming_without_answers_pauses_again_without_a_request(serve, make_cycle, bank):
+    server, cycle, response = await _paused(serve, make_cycle, bank)
+
+    again = await cycle.submit_with_tools(None, bank)
+
+    assert again.pending_approvals == response.pending_approvals
+    assert again.turns == 0 and len(server.requests) == 1
+    assert bank.runs == [("balance", {"account": "a"})]
+
+
+async def test_a_callable_decides_from_the_arguments_and_context(serve, make_cycle):
+    registry = ToolRegistry()
+    seen: list[str] = []
+
+    def big(args: dict[str, Any], ctx: ToolContext) -> bool:
+        seen.append(ctx.call_id or "")
+        return bool(args["amount"] > 100)
+
+    async def big_async(args: dict[str, Any], ctx: ToolContext) -> bool:
+        return bool(args["amount"] > 100)
+
+    @registry.tool(needs_approval=big)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return f"paid {amount}"
+
+    @registry.tool(needs_approval=big_async)
+    def send(amount: int) -> str:
+        """Send."""
+        return f"sent {amount}"
+
+    server = serve(
+        S.reply_tool_calls(
+            [
+                ("pay", {"amount": 5}, "p1"),
+                ("pay", {"amount": 500}, "p2"),
+                ("send", {"amount": 5}, "s1"),
+                ("send", {"amount": 500}, "s2"),
+            ]
+        )
+    )
+    cycle = make_cycle(server)
+    response = await cycle.submit_with_tools("pay", registry)
+
+    assert [r.call_id for r in response.pending_approvals] == ["p2", "s2"]
+    assert "returned True" in response.pending_approvals[0].reason
+    assert sorted(seen) == ["p1", "p2"]
+    assert tool_messages(cycle.messages) == {"p1": "paid 5", "s1": "sent 5"}
+
+
+async def test_permission_ask_pauses_and_denied_still_wins(serve, make_cycle):
+    config = PermissionConfig(allowed=["read"], denied=["shell"], ask=["write", "shell"])
+    registry = ToolRegistry(permission_checker=PermissionChecker(config))
+
+    @registry.tool(permissions=["write"])
+    def save(text: str) -> str:
+        """Save a note."""
+        return "saved"
+
+    @registry.tool(permissions=["shell"])
+    def run(command: str) -> str:
+        """Run a command."""
+        return "ran"
+
+    server = serve(S.reply_tool_calls([("save", {"text": "hi"}, "w1")]))
+    response = await make_cycle(server).submit_with_tools("save", registry)
+    [request] = response.pending_approvals
+    assert request.reason == "permission 'write' is in PermissionConfig.ask"
+
+    server = serve(S.reply_tool_calls([("run", {"command": "ls"}, "x1")]))
+    with pytest.raises(LlmError, match="'shell', which is denied"):
+        await make_cycle(server).submit_with_tools("run", registry)
+
+
+async def test_the_permission_policy_is_checked_again_on_resume(serve, make_cycle, bank):
+    _, cycle, response = await _paused(serve, make_cycle, bank)
+    # Between pause and resume, the app's policy changed: refunds are now denied.
+    strict = bank.with_permission_checker(
+        PermissionChecker(PermissionConfig(allow_unspecified=False))
+    )
+
+    with pytest.raises(LlmError, match="permission denied: tool 'refund'"):
+        await cycle.submit_with_tools(
+            None, strict, approvals=[response.pending_approvals[0].approve()]
+        )
+    assert bank.runs == [("balance", {"account": "a"})]
+
+
+async def test_signed_approvals_are_bound_to_their_call(serve, make_cycle, bank):
+    _server, cycle, response = await _paused(
+        serve, make_cycle, bank, S.reply_text("Done."), approval_key=b"app secret"
+    )
+    [request] = response.pending_approvals
+    assert request.signature is not None
+
+    unsigned = ApprovalDecision(request.call_id, request.tool_name, request.arguments, True)
+    with pytest.raises(ApprovalError, match="missing or wrong signature"):
+        await cycle.submit_with_tools(None, bank, approvals=[unsigned])
+    # A history tampered with after the pause: the signature no longer matches it.
+    tampered = json.loads(json.dumps(cycle.messages))
+    tampered[1]["tool_calls"][0]["function"]["arguments"] = '{"order": 7, "amount": 9000}'
+    forged = ApprovalRequest(
+        request.call_id, "refund", {"order": 7, "amount": 9000}, "", request.signature
+    )
+    saved, cycle.messages = cycle.messages, tampered
+    with pytest.raises(ApprovalError, match="missing or wrong signature"):
+        await cycle.submit_with_tools(None, bank, approvals=[forged.approve()])
+    cycle.messages = saved
+
+    await cycle.submit_with_tools(None, bank, approvals=[request.approve()])
+    assert bank.runs[-1] == ("refund", {"order": 7, "amount": 20.0})
+
+
+# -- streaming -------------------------------------------------------------------------
+
+
+async def test_stream_order_approval_events_come_between_turn_complete_and_started(
+    serve, make_cycle, bank
+):
+    server = serve(TWO_CALLS, S.reply_text("Done."))
+    cycle = make_cycle(server)
+    order: list[tuple[str, str | None]] = []
+    async with cycle.submit_stream_with_tools("refund", bank) as events:
+        async for event in events:
+            if isinstance(event, ToolApprovalRequested):
+                assert event.call_id == "c_refund" and event.input == {"order": 7, "amount": 20.0}
+                event.approve()
+            call_id = getattr(event, "call_id", None)
+            if isinstance(
+                event,
+                (TurnComplete, ToolApprovalRequested, ToolExecutionStarted, ToolExecutionCompleted),
+            ):
+                order.append((type(event).__name__, call_id))
+
+    assert order[:4] == [
+        ("TurnComplete", None),
+        ("ToolApprovalRequested", "c_refund"),
+        ("ToolExecutionStarted", "c_refund"),
+        ("ToolExecutionStarted", "c_bal"),
+    ]
+    assert sorted(order[4:6]) == [
+        ("ToolExecutionCompleted", "c_bal"),
+        ("ToolExecutionCompleted", "c_refund"),
+    ]
+    assert order[6:] == [("TurnComplete", None)]
+    assert events.response is not None and events.response.text == "Done."
+    assert_history_valid(cycle.messages)
+
+
+async def test_stream_inline_rejection_goes_on_to_the_model(serve, make_cycle, bank):
+    server = serve(TWO_CALLS, S.reply_text("No refund then."))
+    cycle = make_cycle(server)
+    completed: list[ToolExecutionCompleted] = []
+    async for event in cycle.submit_stream_with_tools("refund", bank):
+        if isinstance(event, ToolApprovalRequested):
+            event.reject("not today")
+        elif isinstance(event, ToolExecutionCompleted):
+            completed.append(event)
+
+    rejected = next(e for e in completed if e.call_id == "c_refund")
+    assert rejected.error is not None and "declined" in str(rejected.error)
+    assert tool_messages(server.requests[1].json["messages"])["c_refund"].endswith("not today")
+
+
+async def test_stream_unanswered_event_pauses_and_a_stop_at_it_keeps_the_call_open(
+    serve, make_cycle, bank
+):
+    server = serve(TWO_CALLS, S.reply_text("Done."))
+    cycle = make_cycle(server)
+    async with cycle.submit_stream_with_tools("refund", bank) as events:
+        async for event in events:
+            if isinstance(event, ToolApprovalRequested):
+                request = event.request
+                break  # ask the user later, maybe in another process
+    # The sibling never ran (the loop stopped), so the model is told; the waiting
+    # call stays open for the resume.
+    assert "c_refund" not in tool_messages(cycle.messages)
+    assert tool_messages(cycle.messages)["c_bal"].startswith("Error: aborted")
+
+    events = cycle.submit_stream_with_tools(None, bank, approvals=[request.approve()])
+    response = await events.collect()
+    assert response.text == "Done."
+    assert_history_valid(cycle.messages)
+
+
+async def test_stream_left_unanswered_ends_with_the_pending_requests(serve, make_cycle, bank):
+    server = serve(TWO_CALLS)
+    cycle = make_cycle(server)
+    response = await cycle.submit_stream_with_tools("refund", bank).collect()
+    assert [r.call_id for r in response.pending_approvals] == ["c_refund"]
+    assert bank.runs == [("balance", {"account": "a"})]
+
+
+# -- the history is the state: resume in another process ----------------------------------
+
+RESUME = textwrap.dedent(
+    """
+    import json, sys
+    from openai import OpenAI
+    from agcore_tools import CycleConfig, LlmCycle, ToolRegistry
+
+    registry = ToolRegistry()
+
+    @registry.tool(needs_approval=True)
+    def refund(order: int, amount: float) -> str:
+        '''Refund an order.'''
+        return f"refunded {amount} on order {order} in a new process"
+
+    @registry.tool
+    def balance(account: str) -> int:
+        '''An account's balance.'''
+        return 100
+
+    saved, base_url = sys.argv[1], sys.argv[2]
+    cycle = LlmCycle(CycleConfig("m"), client=OpenAI(base_url=base_url, api_key="-"))
+    with open(saved, encoding="utf-8") as f:
+        cycle.messages = json.load(f)
+    # The pending requests come back from the history alone ...
+    waiting = cycle.submit_with_tools_sync(None, registry).pending_approvals
+    print("pending:", [(r.call_id, r.tool_name, r.arguments) for r in waiting])
+    # ... and the app answers them.
+    response = cycle.submit_with_tools_sync(None, registry, approvals=[waiting[0].approve()])
+    print("answer:", response.text)
+    cycle.close_sync()
+    """
+)
+
+
+async def test_a_paused_run_resumes_in_another_process_from_its_messages(
+    serve, make_cycle, bank, tmp_path: Path
+):
+    server, cycle, _response = await _paused(serve, make_cycle, bank, S.reply_text("Refunded."))
+    saved = tmp_path / "history.json"
+    saved.write_text(json.dumps(cycle.messages), encoding="utf-8")
+    script = tmp_path / "resume.py"
+    script.write_text(RESUME, encoding="utf-8")
+
+    done = run_script(script, str(saved), server.base_url)
+
+    assert done.returncode == 0, done.stderr
+    assert "pending: [('c_refund', 'refund', {'order': 7, 'amount': 20.0})]" in done.stdout
+    assert "answer: Refunded." in done.stdout
+    assert tool_messages(server.requests[1].json["messages"])["c_refund"] == (
+        "refunded 20.0 on order 7 in a new process"
+    )
+
+
+def test_sync_stream_answers_inline_and_sync_resume(serve, bank) -> None:
+    from openai import OpenAI
+
+    from agcore_tools import CycleConfig, LlmCycle
+
+    server = serve(TWO_CALLS, S.reply_text("Done."), TWO_CALLS, S.reply_text("Again."))
+    with LlmCycle(CycleConfig("m"), client=OpenAI(base_url=server.base_url, api_key="-")) as cycle:
+        with cycle.submit_stream_with_tools_sync("refund", bank) as events:
+            for event in events:
+                if isinstance(event, ToolApprovalRequested):
+                    event.approve(arguments={"order": 7, "amount": 1})
+        assert events.response is not None and events.response.text == "Done."
+        assert ("refund", {"order": 7, "amount": 1.0}) in bank.runs
+
+        paused = cycle.submit_with_tools_sync("again", bank)
+        [request] = paused.pending_approvals
+        done = cycle.submit_with_tools_sync(None, bank, approvals=[request.reject()])
+        assert done.text == "Again."
+        assert tool_messages(cycle.messages)["c_refund"] == (
+            "Error: the user declined the call to tool 'refund'"
+        )
+
+
+async def test_a_new_prompt_on_a_paused_run_declines_the_waiting_calls(serve, make_cycle, bank):
+    server, cycle, _ = await _paused(serve, make_cycle, bank, S.reply_text("Something else."))
+
+    response = await cycle.submit_with_tools("never mind, what's new?", bank)
+
+    assert response.text == "Something else."
+    sent = server.requests[1].json["messages"]
+    assert tool_messages(sent)["c_refund"] == (
+        "Error: the user declined the call to tool 'refund': no answer was given before the "
+        "conversation went on"
+    )
+    assert sent[-1] == {"role": "user", "content": "never mind, what's new?"}
+    assert_history_valid(cycle.messages)
+    assert ("refund", {"order": 7, "amount": 20.0}) not in bank.runs
+
+
+async def test_a_paused_response_shows_what_awaits_approval(serve, make_cycle, bank):
+    _, _, response = await _paused(serve, make_cycle, bank)
+    assert '| awaiting approval | refund({"order": 7, "amount": 20.0}) [c_refund] |' in (
+        response._repr_markdown_()
+    )
+
+
+async def test_approvals_without_open_calls_are_refused(serve, make_cycle, bank):
+    server = serve(S.reply_text("Hi."))
+    cycle = make_cycle(server)
+    await cycle.submit_with_tools("hello", bank)
+    stray = ApprovalRequest("c9", "refund", {"order": 1, "amount": 1.0}, "asked").approve()
+
+    with pytest.raises(ApprovalError, match="the history has no open calls"):
+        await cycle.submit_with_tools(None, bank, approvals=[stray])
+    assert len(server.requests) == 1
+
+
+def test_approval_key_must_be_bytes() -> None:
+    from agcore_tools import CycleConfig, LlmConfigError
+
+    with pytest.raises(LlmConfigError, match="approval_key must be non-empty bytes"):
+        CycleConfig("m", approval_key="secret")  # type: ignore[arg-type]
+    assert "secret" not in repr(CycleConfig("m", approval_key=b"secret"))
+
+
+async def test_the_resumed_run_keeps_the_paused_runs_shared_state(serve, make_cycle):
+    registry = ToolRegistry()
+
+    @registry.tool
+    def look_up(order: int, ctx: ToolContext) -> str:
+        """Look an order up."""
+        ctx.shared_state["customer"] = f"customer of {order}"
+        return "found"
+
+    @registry.tool(needs_approval=True)
+    def refund(order: int, ctx: ToolContext) -> str:
+        """Refund an order."""
+        return f"refunded {ctx.shared_state['customer']}"
+
+    server = serve(
+        S.reply_tool_calls([("look_up", {"order": 7}, "c1"), ("refund", {"order": 7}, "c2")]),
+        S.reply_text("Done."),
+    )
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("refund 7", registry)
+    await cycle.submit_with_tools(None, registry, approvals=[paused.pending_approvals[0].approve()])
+    assert tool_messages(cycle.messages)["c2"] == "refunded customer of 7"

@@ -1,0 +1,445 @@
+"""Structured final output (``output_type=``) against a real loopback server: what each
+request asks for, the validated value, the retries and their feedback, the tool-mode
+fallback, streaming and the sync twins."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from typing import Literal
+
+import pytest
+from openai import OpenAI
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+from agcore_tools import (
+    AssistantTextDelta,
+    CycleConfig,
+    LlmConfigError,
+    LlmCycle,
+    OutputValidationError,
+    StructuredOutput,
+    ToolRegistry,
+    TurnComplete,
+)
+
+from .conftest import S, assert_history_valid, tool_messages
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: float
+
+
+class Movie(TypedDict):
+    title: str
+    year: int
+
+
+class Forecast(BaseModel):
+    city: str
+    celsius: int = 15  # optional: strict mode makes it nullable
+    note: str | None = "none"  # None is a value of its own here
+
+
+OBJECT = {"type": "object", "additionalProperties": False}
+
+# One row per kind of type: (output_type, the model's JSON, the value, the strict schema).
+KINDS = [
+    pytest.param(
+        City,
+        '{"name": "Paris", "population": 2102650}',
+        City(name="Paris", population=2102650),
+        {
+            **OBJECT,
+            "properties": {"name": {"type": "string"}, "population": {"type": "integer"}},
+            "required": ["name", "population"],
+        },
+        id="pydantic",
+    ),
+    pytest.param(
+        Point,
+        '{"x": 1.5, "y": -2}',
+        Point(1.5, -2.0),
+        {
+            **OBJECT,
+            "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+            "required": ["x", "y"],
+        },
+        id="dataclass",
+    ),
+    pytest.param(
+        Movie,
+        '{"title": "Alien", "year": 1979}',
+        {"title": "Alien", "year": 1979},
+        {
+            **OBJECT,
+            "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
+            "required": ["title", "year"],
+        },
+        id="typeddict",
+    ),
+    pytest.param(
+        int,
+        '{"result": 42}',
+        42,
+        {**OBJECT, "properties": {"result": {"type": "integer"}}, "required": ["result"]},
+        id="int",
+    ),
+    pytest.param(
+        list[str],
+        '{"result": ["a", "b"]}',
+        ["a", "b"],
+        {
+            **OBJECT,
+            "properties": {"result": {"type": "array", "items": {"type": "string"}}},
+            "required": ["result"],
+        },
+        id="list",
+    ),
+    pytest.param(
+        Literal["yes", "no"],
+        '{"result": "no"}',
+        "no",
+        {
+            **OBJECT,
+            "properties": {"result": {"type": "string", "enum": ["yes", "no"]}},
+            "required": ["result"],
+        },
+        id="literal",
+    ),
+]
+
+
+@pytest.mark.parametrize(("output_type", "answer", "value", "schema"), KINDS)
+async def test_each_kind_of_type_is_asked_for_strictly_and_validated(
+    serve, make_cycle, output_type, answer, value, schema
+):
+    server = serve(S.reply_text(answer))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools("Answer.", ToolRegistry(), output_type=output_type)
+
+    assert response.output == value
+    assert type(response.output) is type(value)
+    assert response.text == answer  # the text stays available
+    sent = server.requests[0].json["response_format"]
+    assert sent["type"] == "json_schema"
+    assert sent["json_schema"]["strict"] is True
+    assert sent["json_schema"]["schema"] == schema
+    assert sent["json_schema"]["name"].replace("_", "").isalnum()
+
+
+async def test_a_null_for_an_optional_field_means_its_default_unless_it_accepts_none(
+    serve, make_cycle
+):
+    server = serve(S.reply_text('{"city": "Oslo", "celsius": null, "note": null}'))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("Weather in Oslo?", output_type=Forecast)
+
+    assert response.output == Forecast(city="Oslo", celsius=15, note=None)
+    properties = server.requests[0].json["response_format"]["json_schema"]["schema"]["properties"]
+    assert properties["celsius"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+
+
+async def test_without_output_type_no_request_carries_a_response_format(serve, make_cycle, calc):
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2})]), S.reply_text("3"))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools("1 + 2?", calc)
+
+    assert response.output is None
+    assert all("response_format" not in r.json for r in server.requests)
+
+
+async def test_tool_turns_run_first_and_every_request_asks_for_the_output(serve, make_cycle, calc):
+    server = serve(
+        S.reply_tool_calls([("weather", {"city": "Oslo"})]),
+        S.reply_text('{"city": "Oslo", "celsius": 21, "note": "clear"}'),
+    )
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools("Weather in Oslo?", calc, output_type=Forecast)
+
+    assert response.output == Forecast(city="Oslo", celsius=21, note="clear")
+    assert calc.runs == [("weather", {"city": "Oslo"})]
+    assert [r.json["response_format"]["type"] for r in server.requests] == ["json_schema"] * 2
+    assert_history_valid(cycle.messages)
+
+
+# -- retries -------------------------------------------------------------------------
+
+
+async def test_an_invalid_answer_is_retried_with_its_field_errors(serve, make_cycle):
+    server = serve(
+        S.reply_text('{"name": "Paris", "population": "many"}'),
+        S.reply_text('{"name": "Paris", "population": 2102650}'),
+    )
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("Biggest French city?", output_type=City)
+
+    assert response.output == City(name="Paris", population=2102650)
+    assert response.turns == 2
+    feedback = server.requests[1].json["messages"][-1]
+    assert feedback["role"] == "user"
+    assert "population: Input should be a valid integer" in feedback["content"]
+    assert server.requests[1].json["response_format"] == server.requests[0].json["response_format"]
+    # The rejected answer stays in the history, followed by the feedback.
+    assert [m["role"] for m in cycle.messages] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_spent_retries_raise_with_the_raw_text(serve, make_cycle):
+    server = serve(S.reply_text("not json"), S.reply_text('{"name": "Paris"}'))
+    cycle = make_cycle(server)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("Biggest French city?", output_type=City)
+
+    error = caught.value
+    assert error.raw_text == '{"name": "Paris"}'
+    assert error.problems == ("population: Field required",)
+    assert error.attempts == 2
+    assert "not a valid City after 2 attempt(s)" in str(error)
+    assert "not valid JSON" in server.requests[1].json["messages"][-1]["content"]
+    assert len(server.requests) == 2  # the default: one retry
+
+
+async def test_retries_are_configurable(serve, make_cycle):
+    answers = ['{"name": 1}', '{"name": 2}', '{"name": 3}', '{"name": "Lyon", "population": 1}']
+    server = serve(*(S.reply_text(a) for a in answers))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("City?", output_type=StructuredOutput(City, retries=3))
+    assert response.output == City(name="Lyon", population=1)
+
+    server.add(S.reply_text("[]"))
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("Again?", output_type=StructuredOutput(City, retries=0))
+    assert caught.value.attempts == 1
+    assert len(server.requests) == 5
+
+
+# -- the json_object mode and the tool-mode fallback ----------------------------------
+
+
+async def test_json_object_mode_sends_the_schema_in_the_json_object_format(serve, make_cycle):
+    server = serve(S.reply_text('{"result": 7}'))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("7?", output_type=StructuredOutput(int, mode="json_object"))
+
+    assert response.output == 7
+    sent = server.requests[0].json["response_format"]
+    assert sent == {
+        "type": "json_object",
+        "schema": {**OBJECT, "properties": {"result": {"type": "integer"}}, "required": ["result"]},
+    }
+
+
+async def test_tool_mode_offers_final_result_and_ends_when_it_is_called(serve, make_cycle):
+    server = serve(S.reply_tool_calls([("final_result", {"name": "Rome", "population": 2})]))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("City?", output_type=StructuredOutput(City, mode="tool"))
+
+    assert response.output == City(name="Rome", population=2)
+    request = server.requests[0].json
+    assert "response_format" not in request
+    assert request["tool_choice"] == {"type": "function", "function": {"name": "final_result"}}
+    [final] = request["tools"]
+    assert final["function"]["name"] == "final_result"
+    assert final["function"]["strict"] is True
+    assert final["function"]["parameters"]["required"] == ["name", "population"]
+    assert_history_valid(cycle.messages)
+
+
+async def test_tool_mode_next_to_tools_requires_a_call_and_runs_the_others_first(
+    serve, make_cycle, calc
+):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3})]),
+        S.reply_tool_calls([("final_result", {"result": 5}), ("add", {"a": 9, "b": 9})]),
+    )
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools(
+        "2 + 3?", calc, output_type=StructuredOutput(int, mode="tool")
+    )
+
+    assert response.output == 5
+    assert calc.runs == [("add", {"a": 2, "b": 3})]  # not the call next to final_result
+    first = server.requests[0].json
+    assert first["tool_choice"] == "required"
+    assert [t["function"]["name"] for t in first["tools"]][-1] == "final_result"
+    assert_history_valid(cycle.messages)
+    answers = list(tool_messages(cycle.messages).values())
+    assert answers[-2:] == [
+        "Final answer received.",
+        "Error: aborted; tool 'add' did not complete: final_result was called in the same turn",
+    ]
+
+
+async def test_tool_mode_retries_bad_arguments_and_a_text_answer(serve, make_cycle):
+    server = serve(
+        S.reply_tool_calls([("final_result", {"name": "Rome"})]),
+        S.reply_text("Rome, about 2.8 million people."),
+        S.reply_tool_calls([("final_result", {"name": "Rome", "population": 2800000})]),
+    )
+    cycle = make_cycle(server)
+
+    output = StructuredOutput(City, mode="tool", retries=2)
+    response = await cycle.submit("City?", output_type=output)
+
+    assert response.output == City(name="Rome", population=2800000)
+    second = server.requests[1].json["messages"]
+    assert second[-1]["role"] == "tool"
+    assert second[-1]["content"].startswith("Error: Your answer is not a valid City: population")
+    third = server.requests[2].json["messages"]
+    assert third[-1]["role"] == "user"
+    assert "final_result" in third[-1]["content"]
+    assert_history_valid(cycle.messages)
+
+
+async def test_tool_mode_spent_retries_raise_with_the_arguments_and_answer_the_call(
+    serve, make_cycle
+):
+    server = serve(S.reply_tool_calls([("final_result", {"result": "x"})]))
+    cycle = make_cycle(server)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("Number?", output_type=StructuredOutput(int, mode="tool", retries=0))
+
+    assert json.loads(caught.value.raw_text) == {"result": "x"}
+    assert_history_valid(cycle.messages)
+
+
+# -- streaming and sync ----------------------------------------------------------------
+
+
+async def test_streaming_carries_the_output_on_the_response(serve, make_cycle, calc):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3})]),
+        S.reply_text('{"result": 5}'),
+        chunk_chars=4,
+    )
+    cycle = make_cycle(server)
+
+    async with cycle.submit_stream_with_tools("2 + 3?", calc, output_type=int) as events:
+        seen = [event async for event in events]
+
+    assert events.response is not None
+    assert events.response.output == 5
+    assert calc.runs == [("add", {"a": 2, "b": 3})]
+    deltas = "".join(e.text for e in seen if isinstance(e, AssistantTextDelta))
+    assert deltas == '{"result": 5}'
+    assert isinstance(seen[-1], TurnComplete)
+    assert all(
+        r.stream and r.json["response_format"]["type"] == "json_schema" for r in server.requests
+    )
+
+
+async def test_streaming_retries_too(serve, make_cycle):
+    server = serve(S.reply_text('{"x": "a"}'), S.reply_text('{"x": 1, "y": 2}'), chunk_chars=3)
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_stream("Where?", output_type=Point).collect()
+
+    assert response.output == Point(1.0, 2.0)
+    assert len(server.requests) == 2
+
+
+def test_sync_twins_take_output_type(serve):
+    server = serve(
+        S.reply_text('{"result": true}'),
+        S.reply_text('{"title": "Heat", "year": 1995}'),
+        S.reply_text('{"result": ["a"]}'),
+        S.reply_text('{"result": 1}'),
+    )
+    client = OpenAI(base_url=server.base_url, api_key="-", timeout=10.0)
+    with LlmCycle(CycleConfig("m"), client=client) as cycle:
+        assert cycle.submit_sync("?", output_type=bool).output is True
+        registry = ToolRegistry()
+        movie = cycle.submit_with_tools_sync("?", registry, output_type=Movie).output
+        assert movie == {"title": "Heat", "year": 1995}
+        assert cycle.submit_stream_sync("?", output_type=list[str]).collect().output == ["a"]
+        stream = cycle.submit_stream_with_tools_sync("?", registry, output_type=int)
+        assert stream.collect().output == 1
+    client.close()
+
+
+# -- mistakes in the caller's code -------------------------------------------------------
+
+
+async def test_caller_mistakes_raise_before_any_request(serve, make_cycle):
+    import typing
+
+    class Old(typing.TypedDict):
+        a: int
+
+    server = serve()
+    with_format = make_cycle(server, response_format={"type": "json_object"})
+    with pytest.raises(LlmConfigError, match="response_format"):
+        await with_format.submit("?", output_type=City)
+    taken = ToolRegistry()
+
+    @taken.tool
+    def final_result(x: int) -> int:
+        """Shadows the output tool."""
+        return x
+
+    cycle = make_cycle(server)
+    with pytest.raises(LlmConfigError, match="final_result"):
+        cycle.submit_stream_with_tools("?", taken, output_type=StructuredOutput(int, mode="tool"))
+    with pytest.raises(ValueError, match=r"typing_extensions\.TypedDict"):
+        await cycle.submit("?", output_type=Old)
+    with pytest.raises(ValueError, match="retries"):
+        StructuredOutput(City, retries=-1)
+    assert server.requests == []
+    assert cycle.messages == []
+
+
+async def test_a_type_strict_mode_cannot_describe_is_sent_non_strict_with_a_warning(
+    serve, make_cycle, caplog
+):
+    class Scores(BaseModel):
+        by_player: dict[str, int]
+
+    server = serve(S.reply_text('{"by_player": {"ann": 3}}'))
+    cycle = make_cycle(server)
+
+    with caplog.at_level(logging.WARNING, logger="agcore_tools.cycle"):
+        response = await cycle.submit("Scores?", output_type=Scores)
+
+    assert response.output == Scores(by_player={"ann": 3})
+    sent = server.requests[0].json["response_format"]["json_schema"]
+    assert sent["strict"] is False
+    assert sent["schema"]["properties"]["by_player"]["additionalProperties"] == {"type": "integer"}
+    assert "Scores is sent without strict mode" in caplog.text
+
+
+class Node(BaseModel):
+    label: str
+    children: list[Node] = []
+
+
+async def test_a_recursive_model_is_wrapped_and_validated(serve, make_cycle):
+    answer = {"result": {"label": "root", "children": [{"label": "leaf", "children": []}]}}
+    server = serve(S.reply_text(json.dumps(answer)))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("A tree?", output_type=Node)
+
+    assert response.output == Node(label="root", children=[Node(label="leaf")])
+    schema = server.requests[0].json["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["result"] == {"$ref": "#/$defs/Node"}
+    assert schema["$defs"]["Node"]["additionalProperties"] is False

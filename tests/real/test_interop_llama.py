@@ -1,0 +1,89 @@
+"""Every recorded tool of the interop sweep, through the grammar pipeline, to a real
+llama-cpp-python server: zero grammar crashes.
+
+The tools are the ``tools/list`` answers of 21 third-party MCP servers recorded in
+``benchmarks/data/interop`` (``benchmarks/record_interop.py``), registered as
+``McpClient.into_tools(prefix=True)`` registers them, with
+``schema_transforms=[portable_schema, grammar_safe_schema]``. Each definition is sent
+alone, with ``tool_choice`` naming it, so the server turns its schema into a grammar.
+Raw, three excel schemas kill the server (``test_pipeline_llama.py`` shows each crash);
+here every request must be answered with a call to the tool, and the server must
+still be up, with no "error parsing grammar" in its output, after each server's tools.
+Each schema must also convert to a grammar in llama-cpp-python's own converter, which
+the server would otherwise replace silently with plain JSON.
+
+``max_tokens`` is tiny: the grammar is built before the first token, so a crash shows
+at once, and the arguments (cut short) are not what is checked. The context is the
+model's full 8192 tokens: the largest definitions (excel's ``create_chart``) need more
+than the default 2048.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agcore_tools import grammar_safe_schema, portable_schema
+
+from .._interop import SERVERS, recorded, registry_of
+from .conftest import RealServer, start_llama_server
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
+
+MAX_TOKENS = 4
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RealServer]:
+    running = start_llama_server(n_ctx=8192)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server: RealServer) -> Iterator[Any]:
+    from openai import OpenAI
+
+    with OpenAI(base_url=server.base_url, api_key="none", max_retries=0, timeout=120) as c:
+        yield c
+
+
+def _forced(client: Any, definition: dict[str, Any]) -> Any:
+    name = definition["function"]["name"]
+    return client.chat.completions.create(
+        model="test",
+        messages=[{"role": "user", "content": f"Use the tool {name}."}],
+        tools=[definition],
+        tool_choice={"type": "function", "function": {"name": name}},
+        max_tokens=MAX_TOKENS,
+        temperature=0,
+    )
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_every_tool_is_answered_and_the_server_survives(
+    name: str, server: RealServer, client: Any
+) -> None:
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    registry = registry_of(name, schema_transforms=[portable_schema, grammar_safe_schema])
+    definitions = registry.definitions()
+    assert len(definitions) == len(recorded(name)["tools"])
+    answered = []
+    for definition in definitions:
+        tool = definition["function"]["name"]
+        # Raises where llama-cpp-python would drop the grammar without a word.
+        json_schema_to_gbnf(json.dumps(definition["function"]["parameters"]))
+        response = _forced(client, definition)
+        [call] = response.choices[0].message.tool_calls
+        assert call.function.name == tool
+        assert call.function.arguments.lstrip().startswith("{"), (tool, call.function.arguments)
+        answered.append(tool)
+    assert answered == [d["function"]["name"] for d in definitions]
+    assert server.process.poll() is None, "".join(server.output[-20:])
+    assert not [line for line in server.output if "error parsing grammar" in line]

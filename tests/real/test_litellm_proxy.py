@@ -1,0 +1,210 @@
+"""The loop and the drop-in through LiteLLM's proxy, in front of llama-cpp-python's server.
+
+The proxy (LiteLLM 1.106.12, in a venv of its own: see ``litellm_path()``) is a second
+real OpenAI-compatible server, and the only one here that speaks the Responses API: it
+answers ``/v1/responses`` by turning each request into a Chat Completions one for the
+llama server behind it. The same SmolLM2-135M makes the tool calls, so the llama
+server's own quirks (tests/real/test_llama_cpp_server.py) show through. What the proxy
+adds (README, "providers and quirks"):
+
+- it drops ``content: null`` from an assistant message before forwarding it, so the
+  llama server sees no ``content`` (a different 500 than for ``null`` sent directly);
+- it turns the llama server's cut ``"auto"`` stream into an empty answer with
+  ``finish_reason: "stop"``, so the client cannot tell the cut;
+- its Responses bridge sends a follow-up's function call as an assistant message with
+  no ``content``; an explicit empty assistant message before the call fills it;
+- a streamed Responses function call ends with ``response.failed`` (an error in
+  LiteLLM's own chunk builder) after all of its argument deltas.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agcore_tools import FinishReason, MaxTurnsExceededError
+
+from .test_llama_cpp_server import (
+    FORCE_ADD,
+    MODES,
+    QUESTION,
+    assert_answers,
+    assert_tool_turns,
+    make_cycle,
+    stop_forcing,
+    submit,
+)
+
+pytestmark = pytest.mark.timeout(300)
+
+ADD_CALL = {
+    "id": "c1",
+    "type": "function",
+    "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+}
+# The llama server's answer to an assistant message without "content": its chat
+# template reads the key. To "content": null sent directly it answers "Input should be
+# a valid string" instead, so this text behind the proxy shows the proxy dropped null.
+NO_CONTENT_KEY = "'dict object' has no attribute 'content'"
+FORCE_WEATHER = {"type": "function", "name": "get_weather"}
+
+
+@pytest.mark.parametrize(
+    ("content", "accepted"),
+    [("null", False), ("missing", False), ("empty", True)],
+)
+async def test_the_proxy_drops_null_content_next_to_tool_calls(
+    litellm_proxy, litellm_client, content, accepted
+):
+    from openai import InternalServerError
+
+    assistant: dict[str, Any] = {"role": "assistant", "tool_calls": [ADD_CALL]}
+    if content != "missing":
+        assistant["content"] = None if content == "null" else ""
+    messages = [{"role": "user", "content": QUESTION}, assistant]
+    messages.append({"role": "tool", "tool_call_id": "c1", "content": "5"})
+
+    async def send() -> Any:
+        return await litellm_client.chat.completions.create(
+            model=litellm_proxy.model, messages=messages, max_tokens=1
+        )
+
+    if accepted:
+        assert (await send()).choices[0].finish_reason in ("stop", "length")
+    else:
+        with pytest.raises(InternalServerError, match=NO_CONTENT_KEY):
+            await send()
+
+
+@MODES
+async def test_forced_tool_choice_then_an_answer(litellm_proxy, litellm_client, tools, stream):
+    cycle = make_cycle(litellm_proxy, litellm_client, max_turns=1, tool_choice=FORCE_ADD)
+
+    with pytest.raises(MaxTurnsExceededError):
+        await submit(cycle, QUESTION, tools, stream)
+
+    assert [name for name, _ in tools.runs] == ["add"]
+    assert_tool_turns(cycle.messages, tools)
+    stop_forcing(cycle)
+    await assert_answers(cycle, tools, stream)
+
+
+async def test_auto_tool_choice_loop_is_accepted_on_every_turn(
+    litellm_proxy, litellm_client, tools
+):
+    # The model calls again each turn: the llama server's template hides tool results.
+    cycle = make_cycle(litellm_proxy, litellm_client, max_turns=2, tool_choice="auto")
+
+    with pytest.raises(MaxTurnsExceededError):
+        await cycle.submit_with_tools(QUESTION, tools)
+
+    assert [m["role"] for m in cycle.messages].count("assistant") == 2
+    assert_tool_turns(cycle.messages, tools)
+    stop_forcing(cycle)
+    await assert_answers(cycle, tools, stream=False)
+
+
+async def test_streamed_auto_tool_choice_cut_comes_back_as_an_empty_answer(
+    litellm_proxy, litellm_client, tools
+):
+    # Direct, the llama server's stream ends without a finish_reason, and the loop
+    # raises a cut stream. The proxy closes that stream with finish_reason "stop" and no
+    # text: LiteLLM's doing, and a normal (empty) answer as far as any client can tell.
+    cycle = make_cycle(litellm_proxy, litellm_client, tool_choice="auto")
+
+    response = await cycle.submit_stream_with_tools(QUESTION, tools).collect()
+
+    assert (response.text, response.stop_reason) == ("", FinishReason.STOP)
+    assert tools.runs == []
+    assert cycle.messages == [
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": ""},
+    ]
+    stop_forcing(cycle)
+    await assert_answers(cycle, tools, stream=True)
+
+
+async def test_chat_drop_in_through_the_proxy(litellm_proxy, litellm_client, tools):
+    messages: list[Any] = [{"role": "user", "content": "What's the weather in Paris?"}]
+    options = {"model": litellm_proxy.model, "temperature": 0, "max_tokens": 48}
+    force = {"type": "function", "function": {"name": "get_weather"}}
+    completion = await litellm_client.chat.completions.create(
+        messages=messages, tools=tools.definitions(), tool_choice=force, **options
+    )
+    message = completion.choices[0].message
+    assert message.tool_calls
+    messages.append({**message.to_dict(), "content": message.content or ""})
+    messages += await tools.run_tool_calls(message.tool_calls)
+
+    final = await litellm_client.chat.completions.create(
+        messages=messages, tools=tools.definitions(), **{**options, "max_tokens": 16}
+    )
+
+    assert [name for name, _ in tools.runs] == ["get_weather"]
+    assert isinstance(tools.runs[0][1]["city"], str)
+    tool_messages = [m for m in messages if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == [message.tool_calls[0].id]
+    assert not tool_messages[0]["content"].startswith("Error")
+    assert final.choices[0].message.content and not final.choices[0].message.tool_calls
+
+
+async def test_responses_drop_in_through_the_bridge(litellm_proxy, litellm_client, tools):
+    # The drop-in on Responses output, then the follow-up with the whole conversation
+    # as input. The bridge turns the function_call item into an assistant message with
+    # no "content", which the llama server refuses (as previous_response_id does too);
+    # the empty assistant message before it is merged into that message as "content".
+    question = {"role": "user", "content": "What's the weather in Paris?"}
+    definitions = tools.definitions(api="responses")
+    options = {"model": litellm_proxy.model, "temperature": 0, "tools": definitions}
+    response = await litellm_client.responses.create(
+        input=[question], tool_choice=FORCE_WEATHER, max_output_tokens=48, **options
+    )
+    calls = [item for item in response.output if item.type == "function_call"]
+    assert [call.name for call in calls] == ["get_weather"]
+
+    outputs = await tools.run_tool_calls(response.output)
+
+    assert [name for name, _ in tools.runs] == ["get_weather"]
+    assert isinstance(tools.runs[0][1]["city"], str)
+    assert [(o["type"], o["call_id"]) for o in outputs] == [
+        ("function_call_output", calls[0].call_id)
+    ]
+    assert not str(outputs[0]["output"]).startswith("Error")
+    history = [question, {"role": "assistant", "content": ""}, calls[0].to_dict(), *outputs]
+    final = await litellm_client.responses.create(input=history, max_output_tokens=16, **options)
+    assert final.output_text
+    assert [item.type for item in final.output] == ["message"]
+    assert await tools.run_tool_calls(final.output) == []
+
+
+async def test_streamed_responses_function_call_fails_in_the_bridge(
+    litellm_proxy, litellm_client, tools
+):
+    # The same forced call streams whole over Chat Completions (test above, "sse").
+    # Over Responses the bridge streams the call and its argument deltas, then fails in
+    # LiteLLM's own chunk builder ("'dict' object has no attribute 'name'" in its log).
+    stream = await litellm_client.responses.create(
+        model=litellm_proxy.model,
+        input=QUESTION,
+        tools=tools.definitions(api="responses"),
+        tool_choice={"type": "function", "name": "add"},
+        temperature=0,
+        max_output_tokens=48,
+        stream=True,
+    )
+    events = [event async for event in stream]
+
+    arguments = "".join(
+        e.delta for e in events if e.type == "response.function_call_arguments.delta"
+    )
+    assert [e.item.name for e in events if e.type == "response.output_item.added"] == ["add"]
+    assert set(json.loads(arguments)) == {"a", "b"}  # the grammar from the tool's schema
+    last = events[-1]
+    assert last.type == "response.failed"
+    assert last.response.error.message == (
+        "litellm.APIError: Error building chunks for logging/streaming usage calculation"
+    )
+    assert last.response.output == []
+    assert not [e for e in events if e.type == "response.completed"]

@@ -1,0 +1,128 @@
+"""Approval in the drop-in helper (``run_tool_calls``), and the approval values themselves."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+
+from agcore_tools import (
+    ApprovalDecision,
+    ApprovalError,
+    PermissionChecker,
+    PermissionConfig,
+    ToolCallOutputs,
+    ToolContext,
+    ToolRegistry,
+)
+
+
+def _registry() -> ToolRegistry:
+    registry = ToolRegistry(permission_checker=PermissionChecker(PermissionConfig(ask=["write"])))
+    registry.runs = []  # type: ignore[attr-defined]
+
+    @registry.tool(permissions=["write"])
+    def save(text: str) -> str:
+        """Save a note."""
+        registry.runs.append(text)  # type: ignore[attr-defined]
+        return f"saved {text}"
+
+    @registry.tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    return registry
+
+
+def _chat(name: str, call_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
+
+
+async def test_run_tool_calls_returns_the_pending_requests_and_runs_the_rest() -> None:
+    registry = _registry()
+    calls = [_chat("save", "c1", {"text": "hi"}), _chat("echo", "c2", {"text": "yo"})]
+
+    outputs = await registry.run_tool_calls(calls)
+
+    assert isinstance(outputs, ToolCallOutputs) and isinstance(outputs, list)
+    assert outputs == [{"role": "tool", "tool_call_id": "c2", "content": "yo"}]
+    [request] = outputs.pending_approvals
+    assert (request.call_id, request.tool_name, request.arguments) == ("c1", "save", {"text": "hi"})
+    assert request.reason == "permission 'write' is in PermissionConfig.ask"
+    assert registry.runs == []  # type: ignore[attr-defined]
+
+    approved = await registry.run_tool_calls([calls[0]], approvals=[request.approve()])
+    assert approved == [{"role": "tool", "tool_call_id": "c1", "content": "saved hi"}]
+    assert approved.pending_approvals == ()
+
+    rejected = registry.run_tool_calls_sync([calls[0]], approvals=[request.reject("no")])
+    assert rejected[0]["content"] == "Error: the user declined the call to tool 'save': no"
+    assert registry.runs == ["hi"]  # type: ignore[attr-defined]
+
+
+async def test_run_tool_calls_approvals_for_responses_items_and_signed() -> None:
+    registry = _registry()
+    item = {"type": "function_call", "call_id": "r1", "name": "save", "arguments": '{"text": "a"}'}
+
+    outputs = await registry.run_tool_calls([item], approval_key=b"k")
+    [request] = outputs.pending_approvals
+    assert outputs == [] and request.signature is not None
+
+    with pytest.raises(ApprovalError, match="wrong signature"):
+        await registry.run_tool_calls(
+            [item],
+            approvals=[dataclasses.replace(request.approve(), signature="0" * 64)],
+            approval_key=b"k",
+        )
+    done = await registry.run_tool_calls(
+        [item], approvals=[request.approve(arguments={"text": "b"})], approval_key=b"k"
+    )
+    assert done == [{"type": "function_call_output", "call_id": "r1", "output": "saved b"}]
+
+
+async def test_answers_are_checked_before_any_call_runs() -> None:
+    registry = _registry()
+    calls = [_chat("save", "c1", {"text": "hi"})]
+    with pytest.raises(ApprovalError, match="two approvals answer call 'c1'"):
+        decision = ApprovalDecision("c1", "save", {"text": "hi"}, True)
+        await registry.run_tool_calls(calls, approvals=[decision, decision])
+    with pytest.raises(ApprovalError, match="must be ApprovalDecision values"):
+        await registry.run_tool_calls(calls, approvals=[True])  # type: ignore[list-item]
+    assert registry.runs == []  # type: ignore[attr-defined]
+
+
+async def test_a_failing_needs_approval_check_asks_a_person() -> None:
+    registry = ToolRegistry()
+
+    def broken(args: dict[str, Any], ctx: ToolContext) -> bool:
+        raise KeyError("limit")
+
+    @registry.tool(needs_approval=broken)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return "paid"
+
+    outputs = await registry.run_tool_calls([_chat("pay", "c1", {"amount": 1})])
+    [request] = outputs.pending_approvals
+    assert request.reason == "tool 'pay' needs_approval raised KeyError: 'limit'"
+
+
+def test_a_decision_is_plain_data() -> None:
+    registry = _registry()
+    outputs = registry.run_tool_calls_sync([_chat("save", "c1", {"text": "hi"})])
+    decision = outputs.pending_approvals[0].approve(arguments={"text": "ho"})
+    again = ApprovalDecision(**json.loads(json.dumps(dataclasses.asdict(decision))))
+    assert again == decision
+    assert (
+        registry.run_tool_calls_sync([_chat("save", "c1", {"text": "hi"})], approvals=[again])[0][
+            "content"
+        ]
+        == "saved ho"
+    )

@@ -1,0 +1,175 @@
+"""Generator tools: each yielded value is a preliminary result, the last one is final;
+timeouts and cancellation cover the whole generator and close it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+
+import pytest
+
+from agcore_tools import (
+    FunctionTool,
+    ToolContext,
+    ToolExecutionError,
+    ToolPartialResult,
+    ToolRegistry,
+    ToolTimeoutError,
+)
+from agcore_tools._progress import ToolEvent
+
+
+async def test_an_async_generator_reports_each_value_and_returns_the_last() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    async def search(query: str) -> AsyncIterator[dict[str, object]]:
+        """Search in batches."""
+        for batch in range(3):
+            yield {"query": query, "hits": (batch + 1) * 10}
+
+    seen: list[ToolEvent] = []
+    [result] = await registry.invoke_all(
+        [("search", {"query": "cats"}, "c1")], ctx=ToolContext(on_event=seen.append)
+    )
+    assert result.output == {"query": "cats", "hits": 30}
+    assert seen == [
+        ToolPartialResult("search", "c1", {"query": "cats", "hits": n}) for n in (10, 20, 30)
+    ]
+    stats = registry.entry("search").stats  # type: ignore[union-attr]
+    assert (stats.calls, stats.failures) == (1, 0)
+
+
+async def test_a_sync_generator_runs_in_a_worker_thread() -> None:
+    registry = ToolRegistry()
+    threads: list[int] = []
+
+    @registry.tool
+    def count(n: int) -> Iterator[int]:
+        """Count to n."""
+        threads.append(threading.get_ident())
+        yield from range(1, n + 1)
+
+    seen: list[ToolEvent] = []
+    [result] = await registry.invoke_all(
+        [("count", {"n": 3})], ctx=ToolContext(on_event=seen.append)
+    )
+    assert result.output == 3
+    assert [e.value for e in seen] == [1, 2, 3]  # type: ignore[union-attr]
+    assert threads and threads[0] != threading.get_ident()
+
+
+async def test_a_generator_that_yields_nothing_returns_none() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    async def nothing() -> AsyncIterator[int]:
+        """Yield nothing."""
+        for value in ():
+            yield value
+
+    assert (await registry.invoke("nothing", {})).output is None
+
+
+def test_schemas_are_built_for_generator_return_annotations() -> None:
+    async def a(x: int) -> AsyncIterator[int]:
+        """A."""
+        yield x
+
+    async def b(x: int) -> AsyncGenerator[int, None]:
+        """B."""
+        yield x
+
+    def c(x: int) -> Iterator[int]:
+        """C."""
+        yield x
+
+    def d(x: int) -> Generator[int, None, None]:
+        """D."""
+        yield x
+
+    for func in (a, b, c, d):
+        tool = FunctionTool(func)
+        assert tool.parameters["required"] == ["x"], func
+
+
+async def test_a_value_that_is_not_json_fails_the_call() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    async def odd() -> AsyncIterator[object]:
+        """Yield something JSON cannot hold."""
+        yield object()
+
+    result = await registry.invoke("odd", {})
+    assert isinstance(result.error, ToolExecutionError)
+    assert "not JSON-compatible" in str(result.error)
+
+
+async def test_a_tool_timeout_covers_the_whole_async_generator_and_closes_it() -> None:
+    registry = ToolRegistry()
+    closed = asyncio.Event()
+    never = asyncio.Event()
+
+    @registry.tool(timeout=0.2)
+    async def stream() -> AsyncIterator[int]:
+        """Yield once, then hang."""
+        try:
+            yield 1
+            await never.wait()
+            yield 2
+        finally:
+            closed.set()
+
+    seen: list[ToolEvent] = []
+    [result] = await registry.invoke_all([("stream", {})], ctx=ToolContext(on_event=seen.append))
+    assert isinstance(result.error, ToolTimeoutError)
+    assert closed.is_set()
+    assert [e.value for e in seen] == [1]  # type: ignore[union-attr]
+
+
+async def test_a_cancelled_caller_closes_the_async_generator() -> None:
+    registry = ToolRegistry()
+    closed, started = asyncio.Event(), asyncio.Event()
+
+    @registry.tool
+    async def stream() -> AsyncIterator[int]:
+        """Yield forever."""
+        try:
+            while True:
+                started.set()
+                yield 1
+                await asyncio.Event().wait()
+        finally:
+            closed.set()
+
+    task = asyncio.ensure_future(registry.invoke_all([("stream", {})]))
+    await asyncio.wait_for(started.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert closed.is_set()
+
+
+async def test_a_timed_out_sync_generator_is_closed_at_its_next_yield() -> None:
+    registry = ToolRegistry()
+    go, closed = threading.Event(), threading.Event()
+    produced: list[int] = []
+
+    @registry.tool
+    def stream() -> Iterator[int]:
+        """Yield slowly."""
+        try:
+            for value in range(1, 10):
+                produced.append(value)
+                yield value
+                go.wait(10)
+        finally:
+            closed.set()
+
+    [result] = await registry.invoke_all([("stream", {})], timeout=0.2)
+    assert isinstance(result.error, ToolTimeoutError)
+    go.set()  # the thread moves on to its next yield, where it is closed
+    assert await asyncio.to_thread(closed.wait, 10)
+    assert produced == [1, 2]

@@ -1,0 +1,85 @@
+"""The schema pipeline on the recorded tools of 21 third-party MCP servers.
+
+``benchmarks/data/interop/<server>.json`` holds each server's ``tools/list`` answer as
+the server sent it (``benchmarks/record_interop.py``). Each tool is registered the way
+``McpClient.into_tools(prefix=True)`` registers it, and its definition is built through
+the pipelines the guides recommend. ``tests/real/test_interop_llama.py`` sends the
+grammar-safe ones to a real llama-cpp-python server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agcore_tools import grammar_safe_schema, portable_schema
+from agcore_tools._jsonschema import subschemas
+from agcore_tools._pipeline import GRAMMAR_BOUND_LIMIT
+
+from ._interop import SERVERS, recorded, registry_of
+
+
+def hazards(schema: dict[str, Any]) -> list[str]:
+    """Constructs known to break llama-cpp-python: a ``"`` in an enum or const value or
+    a property name (the server exits), a length or count bound over the limit (a
+    repetition llama.cpp refuses), an unanchored ``pattern`` (the grammar is dropped)."""
+    found = []
+    values = list(schema.get("enum") or []) + ([schema["const"]] if "const" in schema else [])
+    found += [f"enum value {v!r}" for v in values if isinstance(v, str) and '"' in v]
+    found += [f"property {p!r}" for p in schema.get("properties") or {} if '"' in p]
+    for key in ("minLength", "maxLength", "minItems", "maxItems"):
+        if isinstance(schema.get(key), int) and schema[key] > GRAMMAR_BOUND_LIMIT:
+            found.append(f"{key}: {schema[key]}")
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str) and not (pattern.startswith("^") and pattern.endswith("$")):
+        found.append(f"pattern {pattern!r}")
+    for _, sub in subschemas(schema):
+        found += hazards(sub)
+    return found
+
+
+def test_the_sweep_is_recorded() -> None:
+    # Every server of issue 10 answered, with its package and version written down.
+    assert len(SERVERS) == 21
+    for server in SERVERS:
+        data = recorded(server)
+        assert data["server"] == server
+        assert data["package"] and data["version"]
+        assert data["tools"], server
+
+
+def test_the_raw_schemas_do_contain_the_hazards() -> None:
+    # What the grammar-safe test below removes is really there before the pipeline.
+    found = [
+        h
+        for s in SERVERS
+        for d in registry_of(s).definitions()
+        for h in hazards(d["function"]["parameters"])
+    ]
+    assert any(h.startswith("enum value") for h in found)
+    assert any(h.startswith(("maxItems", "maxLength")) for h in found)
+    assert any(h.startswith("pattern") for h in found)
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_every_schema_passes_the_grammar_pipeline_without_a_hazard(server: str) -> None:
+    registry = registry_of(server, schema_transforms=[portable_schema, grammar_safe_schema])
+    definitions = registry.definitions()
+    assert len(definitions) == len(recorded(server)["tools"])
+    for definition in definitions:
+        assert hazards(definition["function"]["parameters"]) == [], definition["function"]["name"]
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_every_schema_passes_the_strict_pipeline(server: str) -> None:
+    # What strict mode cannot describe is offered non-strict (logged), never an error.
+    registry = registry_of(server, strict=True, schema_transforms=[portable_schema])
+    definitions = registry.definitions()
+    assert len(definitions) == len(recorded(server)["tools"])
+    for definition in definitions:
+        parameters = definition["function"]["parameters"]
+        assert parameters.get("type") == "object"
+        if definition["function"].get("strict"):
+            assert parameters.get("additionalProperties") is False
+            assert set(parameters.get("properties") or {}) == set(parameters.get("required") or [])

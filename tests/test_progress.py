@@ -1,0 +1,183 @@
+"""Progress reports and the event callback: from async tools, from sync tools in worker
+threads (delivered on the loop's thread), through the registry and the drop-in."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from agcore_tools import (
+    ToolConfigError,
+    ToolContext,
+    ToolProgress,
+    ToolRegistry,
+    ToolTimeoutError,
+)
+from agcore_tools._progress import ToolEvent
+
+
+def _calls(name: str, call_id: str = "call_1") -> list[dict[str, object]]:
+    return [{"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}]
+
+
+def _recorder() -> tuple[list[tuple[ToolEvent, int]], Callable[[ToolEvent], None]]:
+    seen: list[tuple[ToolEvent, int]] = []
+    return seen, lambda event: seen.append((event, threading.get_ident()))
+
+
+async def test_an_async_tool_reports_through_the_registry() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    async def index(ctx: ToolContext) -> str:
+        """Index three files."""
+        for done in (1, 2, 3):
+            ctx.report_progress(done, 3, f"file {done}")
+        return "indexed"
+
+    seen, record = _recorder()
+    [result] = await registry.invoke_all([("index", {}, "c1")], ctx=ToolContext(on_event=record))
+    assert result.output == "indexed"
+    assert [event for event, _ in seen] == [
+        ToolProgress("index", "c1", done, 3, f"file {done}") for done in (1, 2, 3)
+    ]
+
+
+async def test_a_sync_tool_reports_from_its_thread_onto_the_loop_thread() -> None:
+    registry = ToolRegistry()
+    tool_threads: list[int] = []
+
+    @registry.tool
+    def crunch(ctx: ToolContext) -> int:
+        """Crunch numbers."""
+        tool_threads.append(threading.get_ident())
+        for done in range(1, 4):
+            ctx.report_progress(done)
+        return 42
+
+    seen, record = _recorder()
+    [result] = await registry.invoke_all([("crunch", {}, "c1")], ctx=ToolContext(on_event=record))
+    assert result.output == 42
+    # Each report was delivered before the result (it hopped first), on the loop thread.
+    assert [event.progress for event, _ in seen] == [1, 2, 3]  # type: ignore[union-attr]
+    assert {thread for _, thread in seen} == {threading.get_ident()}
+    assert tool_threads != [threading.get_ident()]
+
+
+def test_the_sync_drop_in_delivers_reports_from_the_library_loop() -> None:
+    # The context is made outside any loop; the calls run on agcore_tools' own loop.
+    registry = ToolRegistry()
+
+    @registry.tool
+    def crunch(ctx: ToolContext) -> str:
+        """Crunch numbers."""
+        ctx.report_progress(0.5, 1.0, "half way")
+        return "done"
+
+    seen, record = _recorder()
+    [message] = registry.run_tool_calls_sync(_calls("crunch"), ctx=ToolContext(on_event=record))
+    assert message == {"role": "tool", "tool_call_id": "call_1", "content": "done"}
+    assert [event for event, _ in seen] == [ToolProgress("crunch", "call_1", 0.5, 1.0, "half way")]
+    assert seen[0][1] != threading.get_ident()  # the library loop's thread, not this one
+
+
+def test_a_sync_tool_invoked_directly_with_a_context_made_outside_any_loop() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def crunch(ctx: ToolContext) -> str:
+        """Crunch numbers."""
+        ctx.report_progress(1, 1)
+        return "done"
+
+    seen, record = _recorder()
+    result = registry.invoke_sync("crunch", {}, ToolContext(on_event=record))
+    assert result.output == "done"
+    assert [event for event, _ in seen] == [ToolProgress(None, None, 1, 1, None)]
+
+
+async def test_a_failing_callback_is_logged_and_the_tool_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    async def step(ctx: ToolContext) -> str:
+        """One step."""
+        ctx.report_progress(1)
+        return "ok"
+
+    def broken(event: ToolEvent) -> None:
+        raise KeyError("display gone")
+
+    [result] = await registry.invoke_all([("step", {})], ctx=ToolContext(on_event=broken))
+    assert result.output == "ok"
+    assert "on_event callback" in caplog.text and "display gone" in caplog.text
+
+
+async def test_reports_after_a_timeout_are_dropped() -> None:
+    registry = ToolRegistry()
+    release, reported = threading.Event(), threading.Event()
+
+    @registry.tool
+    def slow(ctx: ToolContext) -> str:
+        """Block until released."""
+        ctx.report_progress(1)
+        release.wait(10)
+        ctx.report_progress(2)  # the caller gave up on this call already
+        reported.set()
+        return "late"
+
+    seen, record = _recorder()
+    [result] = await registry.invoke_all(
+        [("slow", {}, "c1")], ctx=ToolContext(on_event=record), timeout=0.2
+    )
+    assert isinstance(result.error, ToolTimeoutError)
+    release.set()
+    assert await asyncio.to_thread(reported.wait, 10)
+    # Anything the thread scheduled on the loop before `reported` runs before this does.
+    flushed = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_soon(flushed.set_result, None)
+    await flushed
+    assert [event.progress for event, _ in seen] == [1]  # type: ignore[union-attr]
+
+
+def test_reporting_without_a_listener_does_nothing() -> None:
+    ToolContext().report_progress(1, 2, "nobody listens")  # no error, no effect
+
+
+def test_a_context_never_on_a_loop_cannot_report_from_a_thread() -> None:
+    ctx = ToolContext(on_event=print)  # made outside any loop, used in a bare thread
+    failures: list[BaseException] = []
+
+    def report() -> None:
+        try:
+            ctx.report_progress(1)
+        except ToolConfigError as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=report)
+    thread.start()
+    thread.join(10)
+    assert len(failures) == 1 and isinstance(failures[0], ValueError)
+    assert "thread without an event loop" in str(failures[0])
+
+
+async def test_a_report_from_an_async_tool_is_delivered_at_once() -> None:
+    # Delivery is synchronous on the loop thread: the app sees it before the tool's
+    # next line runs.
+    registry = ToolRegistry()
+    seen: list[ToolEvent] = []
+    counts: list[int] = []
+
+    @registry.tool
+    async def watch(ctx: ToolContext) -> None:
+        """Report and look."""
+        ctx.report_progress(1)
+        counts.append(len(seen))
+
+    await registry.invoke_all([("watch", {})], ctx=ToolContext(on_event=seen.append))
+    assert counts == [1]
