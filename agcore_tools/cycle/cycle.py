@@ -16,7 +16,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .. import _sync
-from .._aio import with_timeout
 from .._attachments import Rendered, attachments_message
 from .._budget import check_budget
 from .._display import MAX_ROWS, html_table, markdown_table, message_rows
@@ -43,6 +42,7 @@ from ._policy import (
 )
 from ._retry import RetryPolicy
 from ._stream import TurnBuilder
+from ._wire import close_stream, open_stream
 from .config import CycleConfig
 from .events import (
     ZERO_USAGE,
@@ -67,9 +67,6 @@ Message = dict[str, Any]
 
 _TRANSCRIPT_HEADERS = ("#", "role", "content")
 _TRANSCRIPT_CELL = 240  # characters of a transcript cell before it is cut
-
-# Seconds allowed for closing an abandoned HTTP stream.
-_CLOSE_TIMEOUT = 5.0
 _ONE_REQUEST = Usage()
 
 
@@ -633,13 +630,14 @@ class LlmCycle:
         retry = RetryPolicy(
             self.config.max_retries, self.config.retry_initial_delay, self.config.retry_max_delay
         )
-        create = self._requester.chat.completions.create
+        completions = self._requester.chat.completions
         # 1. Retries cover the request up to the first chunk; never a started stream.
         try:
             if not stream:
-                builder.feed_completion(await retry.call(functools.partial(create, **params)))
+                create = functools.partial(completions.create, **params)
+                builder.feed_completion(await retry.call(create))
                 return
-            response, first = await retry.call(functools.partial(_open_stream, create, params))
+            response, first = await retry.call(functools.partial(open_stream, completions, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
             raise LlmError(f"chat completion request failed: {type(exc).__name__}: {exc}") from exc
@@ -658,7 +656,7 @@ class LlmCycle:
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
             raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
         finally:
-            await _close_stream(response)
+            await close_stream(response)
 
     async def _run_tools(
         self,
@@ -756,22 +754,3 @@ def _client_from_env() -> AsyncOpenAI:
             f"cannot create the OpenAI client from the environment: {exc}; pass client= or "
             "set OPENAI_API_KEY"
         ) from exc
-
-
-async def _open_stream(create: Any, params: dict[str, Any]) -> tuple[Any, Any]:
-    response = await create(**params)
-    try:
-        first = await response.__anext__()
-    except StopAsyncIteration:
-        return response, None
-    except BaseException:
-        await _close_stream(response)
-        raise
-    return response, first
-
-
-async def _close_stream(response: Any) -> None:
-    try:
-        await with_timeout(response.close(), _CLOSE_TIMEOUT)
-    except TimeoutError:
-        logger.warning("closing the model's HTTP stream took over %.0f s; gave up", _CLOSE_TIMEOUT)
