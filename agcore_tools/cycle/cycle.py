@@ -33,7 +33,7 @@ from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
-from ._client import accept_client, client_from_env, close_stream, open_stream
+from ._client import accept_client, client_from_env
 from ._output import OutputRun, Verdict, start_output
 from ._policy import (
     answer_unanswered,
@@ -47,6 +47,7 @@ from ._retry import RetryPolicy
 from ._stream import TurnBuilder
 from ._tool_stream import run_context, with_tool_events
 from ._trace import RunTrace, run_trace
+from ._wire import close_stream, open_stream
 from .config import CycleConfig
 from .events import (
     ZERO_USAGE,
@@ -711,13 +712,14 @@ class LlmCycle:
         retry = RetryPolicy(
             self.config.max_retries, self.config.retry_initial_delay, self.config.retry_max_delay
         )
-        create = self._requester.chat.completions.create
+        completions = self._requester.chat.completions
         # 1. Retries cover the request up to the first chunk; never a started stream.
         try:
             if not stream:
-                builder.feed_completion(await retry.call(functools.partial(create, **params)))
+                create = functools.partial(completions.create, **params)
+                builder.feed_completion(await retry.call(create))
                 return
-            response, first = await retry.call(functools.partial(open_stream, create, params))
+            response, first = await retry.call(functools.partial(open_stream, completions, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
             raise LlmError(f"chat completion request failed: {type(exc).__name__}: {exc}") from exc
