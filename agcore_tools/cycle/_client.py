@@ -84,4 +84,3 @@ def client_from_env() -> AsyncOpenAI:
             f"cannot create the OpenAI client from the environment: {exc}; pass client= or "
             "set OPENAI_API_KEY"
         ) from exc
-
