@@ -99,6 +99,7 @@ bench: $(BENCH)/.installed node
 	$(BENCH)/bin/python benchmarks/bench_cycle.py
 	$(BENCH)/bin/python benchmarks/bench_mcp.py
 	$(BENCH)/bin/python benchmarks/bench_sync.py
+	$(BENCH)/bin/python benchmarks/bench_otel.py
 
 clean:
 	rm -rf $(VENV) $(BENCH) node_modules .pytest_cache .mypy_cache .ruff_cache

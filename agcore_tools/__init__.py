@@ -19,6 +19,7 @@ Example:
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._otel import configure_tracing
 from ._pipeline import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
 from ._progress import ToolPartialResult, ToolProgress
 from .approval import (
@@ -223,6 +224,7 @@ __all__ = [
     "TurnComplete",
     "Usage",
     "__version__",
+    "configure_tracing",
     "default_registry",
     "grammar_safe_schema",
     "load_mcp_servers",

@@ -1,9 +1,11 @@
-"""Rich notebook reprs: small Markdown and HTML tables and text blocks, escaped and bounded."""
+"""Rich notebook reprs: small Markdown and HTML tables and text blocks, escaped and bounded.
+
+``html`` and ``json`` load on the first repr, not with ``import agcore_tools``: the
+registry imports this module, and ``html`` brings its table of 2,000 entities.
+"""
 
 from __future__ import annotations
 
-import html
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +22,8 @@ def short(value: Any, limit: int = MAX_CELL) -> str:
     if isinstance(value, str):
         text = value
     else:
+        import json
+
         try:
             text = json.dumps(value, ensure_ascii=False, default=str)
         except (TypeError, ValueError):
@@ -28,9 +32,15 @@ def short(value: Any, limit: int = MAX_CELL) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _escape(text: str, quote: bool = True) -> str:
+    import html
+
+    return html.escape(text, quote=quote)
+
+
 def _md_escape(text: str) -> str:
     # Backslashes first, so cell text cannot forge an escape; HTML so tags show as text.
-    return html.escape(text.replace("\\", "\\\\"), quote=False)
+    return _escape(text.replace("\\", "\\\\"), quote=False)
 
 
 def markdown_table(
@@ -53,12 +63,12 @@ def html_table(
     limit: int = MAX_CELL,
 ) -> str:
     """An HTML table with every cell escaped and cut at ``limit`` characters."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    head = "".join(f"<th>{_escape(h)}</th>" for h in headers)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(short(v, limit))}</td>" for v in row) + "</tr>"
+        "<tr>" + "".join(f"<td>{_escape(short(v, limit))}</td>" for v in row) + "</tr>"
         for row in rows
     )
-    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    cap = f"<caption>{_escape(caption)}</caption>" if caption else ""
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -72,14 +82,12 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
 def markdown_quote(text: str, limit: int = MAX_TEXT) -> str:
     """A Markdown block quote of free text: its Markdown renders, its HTML shows as text."""
     lines = clip(text, limit).splitlines() or [""]
-    return "\n".join(
-        f"> {html.escape(line, quote=False)}" if line.strip() else ">" for line in lines
-    )
+    return "\n".join(f"> {_escape(line, quote=False)}" if line.strip() else ">" for line in lines)
 
 
 def html_text(text: str, limit: int = MAX_TEXT) -> str:
     """Free text as an escaped, wrapping ``<pre>`` block."""
-    escaped = html.escape(clip(text, limit))
+    escaped = _escape(clip(text, limit))
     return f'<pre style="white-space: pre-wrap">{escaped}</pre>'
 
 

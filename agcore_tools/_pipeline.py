@@ -26,7 +26,6 @@ Two built-ins:
 from __future__ import annotations
 
 import copy
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -300,7 +299,7 @@ def _grammar_node(node: dict[str, Any]) -> None:
         node.pop("const", None)
         kinds = sorted({_json_type(v) for v in values})
         node.setdefault("type", kinds[0] if len(kinds) == 1 else kinds)
-        listed = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
+        listed = ", ".join(_dumps(v) for v in values)
         _append(node, f"One of: {listed}." if len(values) > 1 else f"Exactly {listed}.")
     _quoted_names(node)
     for _, sub in subschemas(node):
@@ -324,8 +323,8 @@ def _quoted_names(node: dict[str, Any]) -> None:
     else:
         needed = []
     node["additionalProperties"] = True
-    listed = json.dumps(quoted, ensure_ascii=False)
-    must = f" Required: {json.dumps(needed, ensure_ascii=False)}." if needed else ""
+    listed = _dumps(quoted)
+    must = f" Required: {_dumps(needed)}." if needed else ""
     _append(node, f"Also takes these properties: {listed}.{must}")
 
 
@@ -350,8 +349,14 @@ def _json_type(value: Any) -> str:
 
 def _describe(node: dict[str, Any], moved: dict[str, Any]) -> None:
     if moved:
-        text = "; ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in moved.items())
+        text = "; ".join(f"{k}: {_dumps(v)}" for k, v in moved.items())
         _append(node, f"({text})")
+
+
+def _dumps(value: Any) -> str:
+    import json  # only for a schema that needs a note: not worth loading with the package
+
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _append(node: dict[str, Any], text: str) -> None:

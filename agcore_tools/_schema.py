@@ -16,8 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel, ConfigDict
 
 from ._argplan import ArgumentPlan, build_plan
 from ._jsonschema import close_open_objects
@@ -105,6 +104,8 @@ def _is_context_annotation(annotation: Any) -> bool:
 def _annotated_description(annotation: Any) -> str | None:
     if get_origin(annotation) is not Annotated:
         return None
+    from pydantic.fields import FieldInfo  # on first use: see function_schema
+
     for meta in get_args(annotation)[1:]:
         if isinstance(meta, FieldInfo) and meta.description:
             return meta.description
@@ -219,6 +220,10 @@ def function_schema(
     ``method`` says whether ``func`` is a method whose first parameter (``self`` or
     ``cls``) is left out; None detects a function defined in a class body.
     """
+    # pydantic.fields (and pydantic.types under it) is half of what `import agcore_tools`
+    # would cost beyond pydantic's BaseModel: load it with the first tool instead.
+    from pydantic import Field, create_model
+
     target = _unwrap(func)
     tool_name = name or target.name or type(func).__name__
 

@@ -20,9 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
@@ -43,6 +40,8 @@ the call's arguments and context, asked before each call."""
 
 
 def _canonical(call_id: str, tool_name: str, arguments: Mapping[str, Any]) -> bytes:
+    import json  # on first use: a plain `import agcore_tools` does not load json
+
     return json.dumps(
         [call_id, tool_name, arguments], sort_keys=True, separators=(",", ":"), default=str
     ).encode("utf-8")
@@ -57,6 +56,9 @@ def approval_signature(
         >>> len(approval_signature(b"k", "c1", "refund", {"order": 7}))
         64
     """
+    import hashlib
+    import hmac
+
     return hmac.new(key, _canonical(call_id, tool_name, arguments), hashlib.sha256).hexdigest()
 
 

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
-from . import _sync
+from . import _otel, _sync
 from ._aio import with_timeout
 from ._argplan import ArgumentPlan, build_plan
 from ._display import html_table, markdown_table
@@ -689,9 +689,10 @@ class ToolRegistry:
         # One child token for the batch: cancelling it reaches every call's token, so
         # sync tools in worker threads learn of a cancelled caller too.
         batch = (ctx if ctx is not None else ToolContext()).for_call(None)
+        run = _otel.wrap_invoke(self, self._invoke_guarded)  # itself when not tracing
         if len(normalised) == 1:
             try:
-                yield 0, await self._invoke_guarded(normalised[0], batch, timeout)
+                yield 0, await run(normalised[0], batch, timeout)
             except asyncio.CancelledError:
                 batch.cancellation.cancel()
                 raise
@@ -700,7 +701,7 @@ class ToolRegistry:
         finished: asyncio.Queue[asyncio.Task[ToolInvocation]] = asyncio.Queue()
         tasks: dict[asyncio.Task[ToolInvocation], int] = {}
         for position, call in enumerate(normalised):
-            task = asyncio.ensure_future(self._invoke_guarded(call, batch, timeout))
+            task = asyncio.ensure_future(run(call, batch, timeout))
             task.add_done_callback(finished.put_nowait)
             tasks[task] = position
         try:

@@ -243,6 +243,20 @@ SNIPPETS: dict[str, Setup] = {
         ],
         sent=["2 stops, 3 nights, relaxed pace"],
     ),
+    "observability": Setup(
+        script=[
+            S.reply_tool_calls([("get_weather", {"city": "Paris"})]),
+            S.reply_text("It's 18 °C with light rain in Paris."),
+        ],
+        output=[
+            "chat gpt-4o-mini  {'gen_ai.response.finish_reasons': ('tool_calls',)",
+            "execute_tool get_weather  {'gen_ai.tool.call.id':",
+            "chat gpt-4o-mini  {'gen_ai.response.finish_reasons': ('stop',)",
+            "<- ----  invoke_agent  {'gen_ai.usage.input_tokens':",
+            "It's 18 °C with light rain in Paris.",
+        ],
+        sent=[PARIS_RESULT],
+    ),
     "structured-output": Setup(
         script=[
             S.reply_tool_calls([("get_weather", {"city": "Paris"})]),

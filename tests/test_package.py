@@ -43,6 +43,28 @@ def test_the_loop_and_mcp_packages_load_on_first_use() -> None:
     assert "LlmCycle" in dir(agcore_tools)
 
 
+def test_import_leaves_what_only_a_first_use_needs_unloaded() -> None:
+    # pydantic.fields (with pydantic.types, annotated_types, hashlib) loads with the first
+    # tool, html and json with the first repr or schema note: `import agcore_tools`
+    # costs little beyond `import asyncio; from pydantic import BaseModel, TypeAdapter`.
+    lazy = ("pydantic.fields", "pydantic.types", "annotated_types", "html", "json")
+    code = (
+        "import sys, agcore_tools\n"
+        f"print([m for m in {lazy!r} if m in sys.modules])\n"
+        "registry = agcore_tools.ToolRegistry()\n"
+        "@registry.tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    'Add.'\n"
+        "    return a + b\n"
+        "registry.invoke_sync('add', {'a': 1, 'b': 2})._repr_html_()\n"
+        f"print([m for m in {lazy!r} if m not in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.splitlines() == ["[]", "[]"]
+
+
 def test_all_is_alphabetised_and_every_public_name_is_documented() -> None:
     assert agcore_tools.__all__ == sorted(agcore_tools.__all__)
     for name in agcore_tools.__all__:

@@ -11,24 +11,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .._aio import with_timeout
 from ..error import LlmError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
 
-__all__ = [
-    "ClientTypeError",
-    "accept_client",
-    "client_from_env",
-    "close_stream",
-    "open_stream",
-]
+__all__ = ["ClientTypeError", "accept_client", "client_from_env"]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
-# Seconds allowed for closing an abandoned HTTP stream.
-_CLOSE_TIMEOUT = 5.0
 
 _ACCEPTED = "an openai.AsyncOpenAI or an openai.OpenAI client (or a subclass of AsyncOpenAI)"
 
@@ -93,24 +84,3 @@ def client_from_env() -> AsyncOpenAI:
             f"cannot create the OpenAI client from the environment: {exc}; pass client= or "
             "set OPENAI_API_KEY"
         ) from exc
-
-
-async def open_stream(create: Any, params: dict[str, Any]) -> tuple[Any, Any]:
-    """Open a streamed request and read its first chunk (None for an empty stream)."""
-    response = await create(**params)
-    try:
-        first = await response.__anext__()
-    except StopAsyncIteration:
-        return response, None
-    except BaseException:
-        await close_stream(response)
-        raise
-    return response, first
-
-
-async def close_stream(response: Any) -> None:
-    """Close a model's HTTP stream, giving up (with a warning) after a bounded wait."""
-    try:
-        await with_timeout(response.close(), _CLOSE_TIMEOUT)
-    except TimeoutError:
-        logger.warning("closing the model's HTTP stream took over %.0f s; gave up", _CLOSE_TIMEOUT)

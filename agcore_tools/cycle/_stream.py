@@ -113,7 +113,8 @@ class TurnBuilder:
     # -- input -------------------------------------------------------------------------
 
     def feed(self, chunk: Any) -> tuple[StreamEvent, ...] | list[StreamEvent]:
-        """Take one ``ChatCompletionChunk``; return the text events it carries."""
+        """Take one streamed chunk (a dict, or an SDK ``ChatCompletionChunk``); return the
+        text events it carries."""
         error = _field(chunk, "error")
         if error:
             raise LlmError(f"the model's stream reported an error: {_error_message(error)}")

@@ -7,10 +7,13 @@ mapping is :class:`~agcore_tools.cycle._stream.TurnBuilder`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._stream import TurnBuilder
 from .config import CycleConfig
+
+if TYPE_CHECKING:
+    from ._trace import RunTrace
 
 __all__ = ["ChatWire"]
 
@@ -43,9 +46,10 @@ class ChatWire:
         return params
 
     def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """The SDK method to call, and the parameters to call it with."""
-        return requester.chat.completions.create, params
+        """The SDK resource to call ``create`` on, and the parameters to call it with."""
+        return requester.chat.completions, params
 
-    def builder(self, turn_tag: str, repair: bool) -> TurnBuilder:
-        """A fresh assembler of one turn."""
-        return TurnBuilder(turn_tag, repair=repair)
+    def builder(self, turn_tag: str, repair: bool, trace: RunTrace | None) -> TurnBuilder:
+        """A fresh assembler of one turn (the tracing one while tracing)."""
+        build = TurnBuilder if trace is None else trace.builder
+        return build(turn_tag, repair=repair)

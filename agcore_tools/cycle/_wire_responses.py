@@ -83,7 +83,7 @@ class ResponsesWire:
         return params
 
     def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """``responses.create`` and the parameters translated for it."""
+        """``responses`` (to call ``create`` on) and the parameters translated for it."""
         sent = dict(params)
         sent["input"] = to_input(sent.pop("messages"))
         if "tools" in sent:
@@ -98,10 +98,10 @@ class ResponsesWire:
             include = list(sent.get("include") or ())
             if _ENCRYPTED not in include:
                 sent["include"] = [*include, _ENCRYPTED]
-        return requester.responses.create, sent
+        return requester.responses, sent
 
-    def builder(self, turn_tag: str, repair: bool) -> ResponsesTurnBuilder:
-        """A fresh assembler of one turn."""
+    def builder(self, turn_tag: str, repair: bool, trace: Any) -> ResponsesTurnBuilder:
+        """A fresh assembler of one turn (the same one while tracing)."""
         return ResponsesTurnBuilder(turn_tag, repair=repair)
 
 
@@ -301,6 +301,20 @@ class ResponsesTurnBuilder:
         elif kind == "error":
             raise LlmError(f"the model's stream reported an error: {_field(event, 'message')}")
         return _NO_EVENTS
+
+    # Read by the tracing hooks (_trace.py), under the names TurnBuilder gives them.
+    @property
+    def _raw_reason(self) -> str | None:
+        response = self._response
+        if response is None:
+            return None
+        reason = _field(_field(response, "incomplete_details"), "reason")
+        return str(reason or _field(response, "status") or "") or None
+
+    @property
+    def _usage(self) -> Usage | None:
+        usage = _field(self._response, "usage") if self._response is not None else None
+        return usage_of(usage) if usage is not None else None
 
     def end_stream(self) -> None:
         """Check that the stream, now ended, carried its ``response.completed``."""

@@ -8,13 +8,16 @@ wire API's request parameters, SDK call and response assembly live in its own mo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._stream import Turn
 from ._wire_chat import ChatWire
 from ._wire_responses import ResponsesWire
 from .config import CycleConfig
 from .events import StreamEvent
+
+if TYPE_CHECKING:
+    from ._trace import RunTrace
 
 __all__ = ["TurnAssembler", "Wire", "wire_for"]
 
@@ -41,7 +44,7 @@ class Wire(Protocol):
         stream: bool,
     ) -> dict[str, Any]: ...
     def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]: ...
-    def builder(self, turn_tag: str, repair: bool) -> TurnAssembler: ...
+    def builder(self, turn_tag: str, repair: bool, trace: RunTrace | None) -> TurnAssembler: ...
 
 
 _CHAT = ChatWire()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
-from ._client import accept_client, client_from_env, close_stream, open_stream
+from ._client import accept_client, client_from_env
 from ._output import OutputRun, Verdict, start_output
 from ._policy import (
     answer_unanswered,
@@ -46,6 +46,8 @@ from ._policy import (
 )
 from ._retry import RetryPolicy
 from ._tool_stream import run_context, with_tool_events
+from ._trace import RunTrace, run_trace
+from ._wire import close_stream, open_stream
 from ._wires import TurnAssembler, Wire, wire_for
 from .config import CycleConfig
 from .events import (
@@ -100,11 +102,12 @@ class EventStream:
         'Hello!'
     """
 
-    __slots__ = ("_agen", "_response")
+    __slots__ = ("_agen", "_response", "_trace")
 
     def __init__(self) -> None:
         self._agen: AsyncGenerator[StreamEvent, None] | None = None
         self._response: ChatResponse | None = None
+        self._trace: RunTrace | None = None  # None unless OpenTelemetry tracing is on
 
     @property
     def response(self) -> ChatResponse | None:
@@ -116,7 +119,9 @@ class EventStream:
 
     async def __anext__(self) -> StreamEvent:
         assert self._agen is not None
-        return await self._agen.__anext__()
+        if self._trace is None:
+            return await self._agen.__anext__()
+        return await self._trace.step(self._agen, self)
 
     async def collect(self) -> ChatResponse:
         """Consume the remaining events and return the :class:`ChatResponse`.
@@ -154,7 +159,9 @@ class EventStream:
             'Hello'
         """
         if self._agen is not None:
-            await self._agen.aclose()
+            await (
+                self._agen.aclose() if self._trace is None else self._trace.close(self._agen, self)
+            )
 
     async def __aenter__(self) -> EventStream:
         return self
@@ -569,6 +576,7 @@ class LlmCycle:
         events = EventStream()
         gate = Gate(approvals, self.config.approval_key)
         events._agen = self._loop(added, registry, ctx, select, stream, events, output, gate)
+        events._trace = run_trace(self.config, self.client)
         return events
 
     async def _loop(
@@ -632,15 +640,19 @@ class LlmCycle:
                 # 3. One request; streamed text events pass straight through. A forced
                 #    tool_choice serves the call's first request only, or a forced loop
                 #    could end at max_turns alone.
-                builder = wire.builder(str(self._requests), config.repair_arguments)
+                builder = wire.builder(str(self._requests), config.repair_arguments, sink._trace)
                 self._requests += 1
                 params = wire.params(config, self.messages, tools, stream)
                 if relaxed is not None and turn > 1:
                     params["tool_choice"] = relaxed
                 if output is not None:
                     output.plan.prepare(params)
-                async for event in self._request(wire, params, stream, builder):
-                    yield event
+                request = self._request(wire, params, stream, builder)
+                if sink._trace is not None:
+                    request = sink._trace.chat(request, params, builder)
+                async with contextlib.aclosing(request):  # a consumer may leave mid-stream
+                    async for event in request:
+                        yield event
                 result = clean_turn(builder.build())
                 self.messages.append(result.message)
                 usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)
@@ -688,19 +700,20 @@ class LlmCycle:
 
     async def _request(
         self, wire: Wire, params: dict[str, Any], stream: bool, builder: TurnAssembler
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         from openai import OpenAIError
 
         retry = RetryPolicy(
             self.config.max_retries, self.config.retry_initial_delay, self.config.retry_max_delay
         )
-        create, params = wire.request(self._requester, params)
+        completions, params = wire.request(self._requester, params)
         # 1. Retries cover the request up to the first chunk; never a started stream.
         try:
             if not stream:
-                builder.feed_completion(await retry.call(functools.partial(create, **params)))
+                create = functools.partial(completions.create, **params)
+                builder.feed_completion(await retry.call(create))
                 return
-            response, first = await retry.call(functools.partial(open_stream, create, params))
+            response, first = await retry.call(functools.partial(open_stream, completions, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
             raise LlmError(f"{wire.name} request failed: {type(exc).__name__}: {exc}") from exc

@@ -37,6 +37,7 @@ from . import _prompts, _protocol_tools, _resources, _utilities
 from ._exchange import EXCHANGE, HttpExchange
 from ._results import result_value
 from ._state import State
+from ._trace import traced_call_tool
 from .models import McpLogMessage, McpProgress, McpToolInfo
 from .policy import McpPermissionPolicy, PermissionPolicy
 from .recovery import McpRecovery
@@ -473,6 +474,7 @@ class McpClient:
                 return list(self._tools)
             return list(await self._fetch_tools(conn, recover=True))
 
+    @traced_call_tool
     async def call_tool(
         self,
         name: str,

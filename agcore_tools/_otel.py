@@ -1,0 +1,237 @@
+"""OpenTelemetry spans, following the GenAI semantic conventions (the ``otel`` extra).
+
+Nothing here imports ``opentelemetry`` until tracing is on. Tracing is on when the
+application has imported the OpenTelemetry API and either set a global tracer provider
+or given one to :func:`configure_tracing`; the check is a lookup in ``sys.modules``, so
+a program without OpenTelemetry pays nothing for it. This module holds the settings and
+the ``execute_tool`` spans of the registry; the loop's spans live in
+``cycle/_trace.py`` and the MCP client's in ``mcp/_trace.py``.
+
+Spans are started with explicit parents and made current only around code that does
+not yield to a caller: an async generator that attached a context would leak it into
+its consumer between events.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import ToolContext
+    from .registry import ToolCall, ToolInvocation, ToolRegistry
+
+__all__ = ["configure_tracing"]
+
+_API = "opentelemetry.trace"
+CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The environment variable the OpenTelemetry GenAI instrumentations read to record
+message content."""
+SCOPE = "agcore_tools"
+"""The instrumentation scope name of every span this package makes."""
+
+Guarded = Callable[["ToolCall", "ToolContext", "float | None"], Awaitable["ToolInvocation"]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    enabled: bool = True
+    provider: Any = None
+    capture_content: bool | None = None  # None: the environment variable decides
+
+
+_settings = _Settings()
+_cache: tuple[Any, Any] | None = None  # (provider, tracer): one tracer per provider
+_api: Any = None  # what is used of the OpenTelemetry API, imported once (see api())
+
+
+def configure_tracing(
+    tracer_provider: Any = None,
+    *,
+    capture_content: bool | None = None,
+    enabled: bool = True,
+) -> None:
+    """Choose where agcore_tools' OpenTelemetry spans go (needs the ``otel`` extra).
+
+    Without this call, spans go to the global tracer provider once the application has
+    set one (``opentelemetry.trace.set_tracer_provider``); until then, and when
+    ``opentelemetry`` is not installed, nothing is traced and nothing is imported.
+
+    Args:
+        tracer_provider: The provider to use instead of the global one (None: the global).
+        capture_content: Whether spans record message text, tool arguments and tool
+            results (``gen_ai.input.messages``, ``gen_ai.output.messages``,
+            ``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``). They may hold
+            personal data, so the default (None) is off unless the environment sets
+            ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
+        enabled: False turns the spans off, whatever provider is set.
+
+    Each call replaces every earlier setting; ``configure_tracing()`` restores the
+    defaults.
+
+    Example:
+        >>> import asyncio
+        >>> from opentelemetry.sdk.trace import TracerProvider
+        >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        >>> from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+        ...     InMemorySpanExporter)
+        >>> from agcore_tools import ToolRegistry, configure_tracing
+        >>> exporter = InMemorySpanExporter()
+        >>> provider = TracerProvider()
+        >>> provider.add_span_processor(SimpleSpanProcessor(exporter))
+        >>> configure_tracing(provider)
+        >>> registry = ToolRegistry()
+        >>> @registry.tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> [r.output for r in asyncio.run(registry.invoke_all([("add", {"a": 2, "b": 3})]))]
+        [5]
+        >>> span = exporter.get_finished_spans()[0]
+        >>> span.name, span.attributes["gen_ai.tool.name"], span.attributes["gen_ai.tool.type"]
+        ('execute_tool add', 'add', 'function')
+        >>> configure_tracing()  # back to the global provider
+    """
+    global _settings, _cache
+    if capture_content is not None and not isinstance(capture_content, bool):
+        raise TypeError(f"capture_content must be True, False or None, got {capture_content!r}")
+    _settings = _Settings(bool(enabled), tracer_provider, capture_content)
+    _cache = None
+
+
+def tracer() -> Any | None:
+    """The tracer to report to now, or None when tracing is off (cheap when it is)."""
+    if _API not in sys.modules or not _settings.enabled:
+        return None
+    return _resolve()
+
+
+def api() -> Any:
+    """The parts of the OpenTelemetry API this package uses, imported on first use (an
+    import statement per span would cost more than the span's attributes)."""
+    global _api
+    if _api is None:
+        from opentelemetry import context, trace
+
+        _api = SimpleNamespace(
+            attach=context.attach,
+            detach=context.detach,
+            in_context=trace.set_span_in_context,
+            current_span=trace.get_current_span,
+            global_provider=trace.get_tracer_provider,
+            unset=(trace.ProxyTracerProvider, trace.NoOpTracerProvider),
+            CLIENT=trace.SpanKind.CLIENT,
+            INTERNAL=trace.SpanKind.INTERNAL,
+            Status=trace.Status,
+            ERROR=trace.StatusCode.ERROR,
+        )
+    return _api
+
+
+def _resolve() -> Any | None:
+    global _cache
+    provider = _settings.provider
+    if provider is None:
+        ot = api()
+        provider = ot.global_provider()
+        # No provider set yet (the API's proxy) or a disabled SDK: spans would be dropped.
+        if isinstance(provider, ot.unset):
+            return None
+    cached = _cache
+    if cached is not None and cached[0] is provider:
+        return cached[1]
+    from . import __version__
+
+    found = provider.get_tracer(SCOPE, __version__)
+    _cache = (provider, found)
+    return found
+
+
+def capture_content() -> bool:
+    """Whether spans record content (see :func:`configure_tracing`)."""
+    if _settings.capture_content is not None:
+        return _settings.capture_content
+    return os.environ.get(CONTENT_ENV, "").strip().lower() == "true"
+
+
+def error_type(exc: BaseException) -> str:
+    """``error.type`` of an exception: its class name (``ToolTimeoutError``)."""
+    return type(exc).__qualname__
+
+
+def fail(span: Any, kind: str, message: str) -> None:
+    """Mark ``span`` failed: ``error.type`` and an ERROR status with ``message``."""
+    ot = api()
+    span.set_attribute("error.type", kind)
+    span.set_status(ot.Status(ot.ERROR, message))
+
+
+def to_json(value: Any) -> str:
+    """``value`` as JSON text for a content attribute (anything unknown as ``str``)."""
+    import pydantic_core
+
+    if isinstance(value, str):
+        return value
+    return pydantic_core.to_json(value, fallback=str).decode()
+
+
+# -- execute_tool spans ---------------------------------------------------------------
+
+
+def wrap_invoke(registry: ToolRegistry, guarded: Guarded) -> Guarded:
+    """``guarded`` (the registry's per-call runner) itself when tracing is off, else a
+    runner that reports each call in an ``execute_tool`` span."""
+    found = tracer()
+    if found is None:
+        return guarded
+    return functools.partial(_execute_tool, found, capture_content(), registry, guarded)
+
+
+async def _execute_tool(
+    found: Any,
+    content: bool,
+    registry: ToolRegistry,
+    guarded: Guarded,
+    call: ToolCall,
+    ctx: ToolContext,
+    timeout: float | None,
+) -> ToolInvocation:
+    name, args, call_id = call
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.type": "function",
+    }
+    if call_id is not None:
+        attributes["gen_ai.tool.call.id"] = call_id
+    tool = registry.get(name)
+    if tool is not None and tool.description:
+        attributes["gen_ai.tool.description"] = tool.description
+    if content:
+        attributes["gen_ai.tool.call.arguments"] = to_json(
+            dict(args) if isinstance(args, Mapping) else args
+        )
+    ot = api()
+    span = found.start_span(f"execute_tool {name}", kind=ot.INTERNAL, attributes=attributes)
+    # Current while the tool runs, so its own spans (an MCP request) are its children.
+    token = ot.attach(ot.in_context(span))
+    try:
+        invocation = await guarded(call, ctx, timeout)
+    except BaseException as exc:
+        fail(span, error_type(exc), f"{type(exc).__name__}: {exc}")
+        raise
+    else:
+        error = invocation.error
+        if error is not None:
+            fail(span, error_type(error), str(error))
+        elif content:
+            span.set_attribute("gen_ai.tool.call.result", to_json(invocation.output))
+        return invocation
+    finally:
+        ot.detach(token)
+        span.end()

@@ -1,0 +1,312 @@
+"""The loop's OpenTelemetry spans: ``invoke_agent`` per ``submit*`` call, ``chat {model}``
+per model request (the GenAI semantic conventions; see ``agcore_tools/_otel.py``).
+
+:func:`run_trace` is asked once per ``submit*`` call and returns None when tracing is
+off; the loop then runs exactly as without this module. When it is on, the
+:class:`RunTrace` makes the ``invoke_agent`` span current around each step of the
+loop (one ``__anext__`` of its generator), never between events, so the consumer's own
+code never runs inside it; tool calls started in a step become its children.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import _otel
+from .._sdk import sdk_field
+from ._stream import TurnBuilder
+from .events import StreamEvent
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+    from .config import CycleConfig
+    from .cycle import EventStream
+
+__all__ = ["RunTrace", "run_trace"]
+
+# Request options recorded as gen_ai.request.* attributes.
+_REQUEST_ATTRIBUTES = (
+    ("temperature", "gen_ai.request.temperature"),
+    ("top_p", "gen_ai.request.top_p"),
+    ("max_completion_tokens", "gen_ai.request.max_tokens"),
+    ("max_tokens", "gen_ai.request.max_tokens"),
+    ("frequency_penalty", "gen_ai.request.frequency_penalty"),
+    ("presence_penalty", "gen_ai.request.presence_penalty"),
+    ("seed", "gen_ai.request.seed"),
+    ("n", "gen_ai.request.choice.count"),
+)
+
+
+def run_trace(config: CycleConfig, client: AsyncOpenAI) -> RunTrace | None:
+    """The trace of one ``submit*`` call, or None when tracing is off."""
+    tracer = _otel.tracer()
+    if tracer is None:
+        return None
+    return RunTrace(tracer, config, client)
+
+
+class _TracedBuilder(TurnBuilder):
+    """A :class:`TurnBuilder` that also notes the response's id, model and first chunk."""
+
+    __slots__ = ("first_chunk_at", "response_id", "response_model")
+
+    def __init__(self, turn_tag: str, *, repair: bool = False) -> None:
+        super().__init__(turn_tag, repair=repair)
+        self.response_id: str | None = None
+        self.response_model: str | None = None
+        self.first_chunk_at: float | None = None
+
+    def feed(self, chunk: Any) -> tuple[StreamEvent, ...] | list[StreamEvent]:
+        if self.first_chunk_at is None:
+            self.first_chunk_at = time.perf_counter()
+            self._note(chunk)
+        return super().feed(chunk)
+
+    def feed_completion(self, completion: Any) -> None:
+        self._note(completion)
+        super().feed_completion(completion)
+
+    def _note(self, response: Any) -> None:
+        response_id = sdk_field(response, "id")
+        model = sdk_field(response, "model")
+        self.response_id = response_id if isinstance(response_id, str) and response_id else None
+        self.response_model = model if isinstance(model, str) and model else None
+
+
+class RunTrace:
+    """The spans of one ``submit*`` call."""
+
+    builder = _TracedBuilder
+    """The turn builder the loop uses while tracing (it notes the response's id)."""
+
+    __slots__ = ("_base", "_content", "_context", "_span", "_tracer")
+
+    def __init__(self, tracer: Any, config: CycleConfig, client: AsyncOpenAI) -> None:
+        self._tracer = tracer
+        self._content = _otel.capture_content()
+        self._span: Any = None
+        self._context: Any = None
+        self._base = _base_attributes(config.model, client)
+
+    # -- invoke_agent ---------------------------------------------------------------------
+
+    async def step(self, agen: AsyncGenerator[StreamEvent, None], sink: EventStream) -> StreamEvent:
+        """One ``__anext__`` of the loop with the run's span current; ends the span when
+        the loop ends."""
+        ot = _otel.api()
+        if self._span is None:
+            if self._context is not None:  # ended: the generator raises StopAsyncIteration
+                return await agen.__anext__()
+            self._span = self._tracer.start_span(
+                "invoke_agent",
+                kind=ot.INTERNAL,
+                attributes={**self._base, "gen_ai.operation.name": "invoke_agent"},
+            )
+            self._context = ot.in_context(self._span)
+        token = ot.attach(self._context)
+        try:
+            return await agen.__anext__()
+        except StopAsyncIteration:
+            self._end(sink, None)
+            raise
+        except BaseException as exc:
+            self._end(sink, exc)
+            raise
+        finally:
+            ot.detach(token)
+
+    async def close(self, agen: AsyncGenerator[StreamEvent, None], sink: EventStream) -> None:
+        """Close the loop (its ``finally`` runs inside the span) and end the span."""
+        if self._span is None:
+            await agen.aclose()
+            return
+        ot = _otel.api()
+        token = ot.attach(self._context)
+        try:
+            await agen.aclose()
+        finally:
+            ot.detach(token)
+            self._end(sink, None)
+
+    def _end(self, sink: EventStream, exc: BaseException | None) -> None:
+        span, self._span = self._span, None
+        if span is None:
+            return
+        response = sink.response
+        if response is not None:
+            _set_usage(span, response.usage, summed=True)
+        if exc is not None:
+            _otel.fail(span, _otel.error_type(exc), f"{type(exc).__name__}: {exc}")
+        span.end()
+
+    # -- chat -------------------------------------------------------------------------------
+
+    async def chat(
+        self,
+        request: AsyncGenerator[StreamEvent, None],
+        params: Mapping[str, Any],
+        builder: Any,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """``request``'s events, inside a ``chat {model}`` span."""
+        model = params.get("model", "")
+        attributes = {**self._base, "gen_ai.operation.name": "chat"}
+        attributes.update(_request_attributes(params))
+        if self._content:
+            attributes["gen_ai.input.messages"] = json.dumps(
+                input_messages(params.get("messages", ())), ensure_ascii=False
+            )
+        span = self._tracer.start_span(
+            f"chat {model}",
+            context=self._context,
+            kind=_otel.api().CLIENT,
+            attributes=attributes,
+        )
+        started = time.perf_counter()
+        try:
+            async with contextlib.aclosing(request):  # closes the HTTP stream
+                async for event in request:
+                    yield event
+        except GeneratorExit:
+            raise  # the consumer stopped the call: not a failure of the request
+        except BaseException as exc:
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            _otel.fail(span, _otel.error_type(cause), f"{type(exc).__name__}: {exc}")
+            raise
+        else:
+            self._chat_result(span, builder, started, bool(params.get("stream")))
+        finally:
+            span.end()
+
+    def _chat_result(self, span: Any, builder: Any, started: float, streamed: bool) -> None:
+        # builder: a TurnBuilder, or the Responses wire's builder (same _raw_reason, _usage).
+        if isinstance(builder, _TracedBuilder):
+            if builder.response_id is not None:
+                span.set_attribute("gen_ai.response.id", builder.response_id)
+            if builder.response_model is not None:
+                span.set_attribute("gen_ai.response.model", builder.response_model)
+            if streamed and builder.first_chunk_at is not None:
+                first = builder.first_chunk_at - started
+                span.set_attribute("gen_ai.response.time_to_first_chunk", max(first, 0.0))
+        # The builder's own fields: build() would parse the calls a second time.
+        reason = builder._raw_reason
+        if reason is not None:
+            span.set_attribute("gen_ai.response.finish_reasons", (reason,))
+        if builder._usage is not None:
+            _set_usage(span, builder._usage, summed=False)
+        if self._content:
+            output = {**_chat_message(builder.build().message), "finish_reason": reason or ""}
+            span.set_attribute("gen_ai.output.messages", json.dumps([output], ensure_ascii=False))
+
+
+def _base_attributes(model: str, client: AsyncOpenAI) -> dict[str, Any]:
+    from openai import AsyncAzureOpenAI
+
+    attributes: dict[str, Any] = {
+        "gen_ai.provider.name": "azure.ai.openai"
+        if isinstance(client, AsyncAzureOpenAI)
+        else "openai",
+        "gen_ai.request.model": model,
+    }
+    url = client.base_url
+    if url.host:
+        attributes["server.address"] = url.host
+        attributes["server.port"] = url.port or (443 if url.scheme == "https" else 80)
+    return attributes
+
+
+def _request_attributes(params: Mapping[str, Any]) -> dict[str, Any]:
+    attributes: dict[str, Any] = {"openai.api.type": "chat_completions"}
+    if params.get("stream"):
+        attributes["gen_ai.request.stream"] = True
+    for option, key in _REQUEST_ATTRIBUTES:
+        value = params.get(option)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            attributes[key] = value
+    stop = params.get("stop")
+    if isinstance(stop, str):
+        attributes["gen_ai.request.stop_sequences"] = (stop,)
+    elif isinstance(stop, Sequence) and all(isinstance(s, str) for s in stop):
+        attributes["gen_ai.request.stop_sequences"] = tuple(stop)
+    response_format = params.get("response_format")
+    if isinstance(response_format, Mapping) and response_format.get("type") in (
+        "json_object",
+        "json_schema",
+    ):
+        attributes["gen_ai.output.type"] = "json"
+    return attributes
+
+
+def _set_usage(span: Any, usage: Any, *, summed: bool) -> None:
+    if summed and usage.requests == 0:
+        return
+    span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
+    span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
+    if usage.cached_tokens:
+        span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens)
+    if usage.reasoning_tokens:
+        span.set_attribute("gen_ai.usage.reasoning.output_tokens", usage.reasoning_tokens)
+
+
+# -- content (opt-in) ---------------------------------------------------------------------
+
+
+def input_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Chat Completions messages in the conventions' message format (role and parts)."""
+    return [_chat_message(message) for message in messages]
+
+
+def _chat_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    role = message.get("role", "")
+    if role == "tool":
+        part = {"type": "tool_call_response", "id": message.get("tool_call_id"), "response": ""}
+        part["response"] = _text(message.get("content"))
+        return {"role": "tool", "parts": [part]}
+    parts: list[dict[str, Any]] = []
+    for key in ("reasoning_content", "reasoning"):
+        reasoning = message.get(key)
+        if isinstance(reasoning, str) and reasoning:
+            parts.append({"type": "reasoning", "content": reasoning})
+    content = message.get("content")
+    if isinstance(content, str):
+        if content:
+            parts.append({"type": "text", "content": content})
+    elif isinstance(content, Sequence):
+        for item in content:
+            if isinstance(item, Mapping) and item.get("type") == "text":
+                parts.append({"type": "text", "content": item.get("text", "")})
+            elif isinstance(item, Mapping):
+                # Images, audio and files are left out: their bytes do not belong in a span.
+                parts.append({"type": str(item.get("type", "unknown"))})
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call.get("id"),
+                "name": function.get("name", ""),
+                "arguments": _arguments(function.get("arguments")),
+            }
+        )
+    return {"role": role, "parts": parts}
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "".join(str(item.get("text", "")) for item in content if isinstance(item, Mapping))
+    return ""
+
+
+def _arguments(arguments: Any) -> Any:
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments

@@ -1,0 +1,103 @@
+"""OpenTelemetry client spans of MCP tool calls (the MCP semantic conventions).
+
+A ``tools/call {tool}`` span (kind CLIENT) covers each :meth:`McpClient.call_tool`,
+resends after a reconnect included, and is current while the request is out. The MCP
+SDK (2.3 and later) injects the current trace context into every request's
+``params._meta`` (``traceparent``, and ``tracestate``/``baggage`` when set), as the
+conventions ask, so the server's spans continue this trace; with a global tracer
+provider the SDK also adds its own ``MCP send ...`` span per JSON-RPC request under
+this one. With tracing off (see ``agcore_tools/_otel.py``) the wrapper costs a lookup.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from .. import _otel
+from ..error import McpError, McpTimeoutError, ToolExecutionError
+
+if TYPE_CHECKING:
+    from .client import McpClient
+
+__all__ = ["traced_call_tool"]
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+def traced_call_tool(method: F) -> F:
+    """Wrap ``McpClient.call_tool`` in a ``tools/call {name}`` span when tracing is on."""
+
+    @functools.wraps(method)
+    async def call_tool(
+        self: McpClient,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        tracer = _otel.tracer()
+        if tracer is None:
+            return await method(self, name, args, timeout=timeout)
+        return await _traced(tracer, method, self, name, args, timeout)
+
+    return cast("F", call_tool)
+
+
+async def _traced(
+    tracer: Any,
+    method: Callable[..., Awaitable[Any]],
+    client: McpClient,
+    name: str,
+    args: Mapping[str, Any] | None,
+    timeout: float | None,
+) -> Any:
+    attributes: dict[str, Any] = {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": name,
+        "gen_ai.operation.name": "execute_tool",
+    }
+    attributes.update(_connection_attributes(client))
+    content = _otel.capture_content()
+    if content:
+        attributes["gen_ai.tool.call.arguments"] = _otel.to_json(dict(args or {}))
+    ot = _otel.api()
+    span = tracer.start_span(f"tools/call {name}", kind=ot.CLIENT, attributes=attributes)
+    # Current during the request: the SDK sends the current context in _meta.
+    token = ot.attach(ot.in_context(span))
+    try:
+        result = await method(client, name, args, timeout=timeout)
+    except BaseException as exc:
+        _otel.fail(span, _error_type(exc), f"{type(exc).__name__}: {exc}")
+        raise
+    else:
+        if content:
+            span.set_attribute("gen_ai.tool.call.result", _otel.to_json(result))
+        return result
+    finally:
+        ot.detach(token)
+        span.end()
+
+
+def _connection_attributes(client: McpClient) -> dict[str, Any]:
+    conn = client._conn
+    if conn is None:
+        return {}
+    attributes: dict[str, Any] = {"network.transport": "tcp" if conn.http else "pipe"}
+    session = conn.client
+    version = getattr(session, "protocol_version", None) if session is not None else None
+    if isinstance(version, str):
+        attributes["mcp.protocol.version"] = version
+    return attributes
+
+
+def _error_type(exc: BaseException) -> str:
+    # The conventions' values where they name one; else the exception's class.
+    if isinstance(exc, McpTimeoutError):
+        return "timeout"
+    if isinstance(exc, ToolExecutionError):
+        return "tool_error"  # the server answered isError: true
+    if isinstance(exc, McpError) and exc.status_code is not None:
+        return str(exc.status_code)
+    return _otel.error_type(exc)

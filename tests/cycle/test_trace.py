@@ -1,0 +1,248 @@
+"""The loop's OpenTelemetry spans against a real loopback server: ``invoke_agent`` per
+``submit*`` call, ``chat {model}`` per request, ``execute_tool {tool}`` per call."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, StatusCode
+
+from agcore_tools import AssistantTextDelta, CycleConfig, LlmCycle, LlmError, ToolRegistry
+from agcore_tools.testing import ScriptedChatServer
+from tests._otel import Spans, attributes, recording
+
+from .conftest import S
+
+CACHED_USAGE = {
+    "prompt_tokens": 30,
+    "completion_tokens": 12,
+    "total_tokens": 42,
+    "prompt_tokens_details": {"cached_tokens": 20},
+    "completion_tokens_details": {"reasoning_tokens": 5},
+}
+CONTENT_KEYS = {
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+}
+
+
+@pytest.fixture
+def spans() -> Any:
+    with recording() as recorded:
+        yield recorded
+
+
+def two_turns() -> list[Any]:
+    return [
+        S.reply_tool_calls(
+            [("add", {"a": 2, "b": 3}, "call_add"), ("fail", {"reason": "broken"}, "call_fail")],
+            usage=CACHED_USAGE,
+        ),
+        S.reply_text("5, and fail failed", usage={"prompt_tokens": 50, "completion_tokens": 6}),
+    ]
+
+
+def check_two_turn_tree(
+    spans: Spans, server: ScriptedChatServer, *, streamed: bool, parent: Any = None
+) -> None:
+    agent = spans.one("invoke_agent")
+    if parent is None:
+        assert agent.parent is None
+    else:
+        assert agent.parent is not None
+        assert agent.parent.span_id == parent.context.span_id
+    children = spans.children(agent)
+    assert [s.name for s in children[:1] + children[3:]] == ["chat test-model", "chat test-model"]
+    assert sorted(s.name for s in children[1:3]) == ["execute_tool add", "execute_tool fail"]
+    # Nothing else, nothing nested deeper.
+    assert len(spans.finished()) == 5 + (parent is not None)
+    assert {s.context.trace_id for s in spans.finished()} == {agent.context.trace_id}
+
+    assert agent.kind is SpanKind.INTERNAL
+    assert attributes(agent) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "test-model",
+        "server.address": "127.0.0.1",
+        "server.port": server.port,
+        "gen_ai.usage.input_tokens": 80,
+        "gen_ai.usage.output_tokens": 18,
+        "gen_ai.usage.cache_read.input_tokens": 20,
+        "gen_ai.usage.reasoning.output_tokens": 5,
+    }
+    assert agent.status.status_code is StatusCode.UNSET
+
+    first, second = children[0], children[3]
+    assert first.kind is SpanKind.CLIENT
+    common = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "test-model",
+        "server.address": "127.0.0.1",
+        "server.port": server.port,
+        "openai.api.type": "chat_completions",
+        "gen_ai.response.model": server.model,
+    }
+    first_attributes = attributes(first)
+    if streamed:
+        assert first_attributes.pop("gen_ai.request.stream") is True
+        assert first_attributes.pop("gen_ai.response.time_to_first_chunk") >= 0
+        assert first_attributes.pop("gen_ai.response.id") == "chatcmpl-scripted"
+    else:
+        assert first_attributes.pop("gen_ai.response.id").startswith("chatcmpl-scripted-")
+    assert first_attributes == {
+        **common,
+        "gen_ai.response.finish_reasons": ("tool_calls",),
+        "gen_ai.usage.input_tokens": 30,
+        "gen_ai.usage.output_tokens": 12,
+        "gen_ai.usage.cache_read.input_tokens": 20,
+        "gen_ai.usage.reasoning.output_tokens": 5,
+    }
+    second_attributes = attributes(second)
+    assert second_attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert second_attributes["gen_ai.usage.input_tokens"] == 50
+    assert "gen_ai.usage.cache_read.input_tokens" not in second_attributes
+
+    add, fail = spans.one("execute_tool add"), spans.one("execute_tool fail")
+    assert attributes(add) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "add",
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.call.id": "call_add",
+        "gen_ai.tool.description": "Add two integers.",
+    }
+    assert attributes(fail)["error.type"] == "ToolExecutionError"
+    assert attributes(fail)["gen_ai.tool.call.id"] == "call_fail"
+    assert fail.status.status_code is StatusCode.ERROR
+    # Tools run after their turn's request and before the next one.
+    assert first.end_time <= min(add.start_time, fail.start_time)
+    assert max(add.end_time, fail.end_time) <= second.start_time
+    # No content unless asked for.
+    assert not any(CONTENT_KEYS & set(attributes(s)) for s in spans.finished())
+
+
+async def test_a_two_turn_loop_with_a_failing_tool(
+    spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any, calc: ToolRegistry
+) -> None:
+    server = serve(*two_turns())
+    response = await make_cycle(server).submit_with_tools("2 + 3, then fail", calc)
+    assert response.text == "5, and fail failed"
+    check_two_turn_tree(spans, server, streamed=False)
+
+
+async def test_a_streamed_loop_and_the_consumer_stays_outside_the_spans(
+    spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any, calc: ToolRegistry
+) -> None:
+    server = serve(*two_turns())
+    app = spans.provider.get_tracer("app")
+    seen: set[int] = set()
+    with app.start_as_current_span("request handler") as handler:
+        async with make_cycle(server).submit_stream_with_tools("2 + 3, then fail", calc) as events:
+            async for _event in events:
+                # Between events the consumer's own span is current, not the loop's.
+                seen.add(trace.get_current_span().get_span_context().span_id)
+        assert events.response is not None
+    assert seen == {handler.get_span_context().span_id}
+    check_two_turn_tree(spans, server, streamed=True, parent=spans.one("request handler"))
+
+
+async def test_a_failed_request_marks_its_chat_span_and_the_run(
+    spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any
+) -> None:
+    server = serve(S.error(400, "bad request"))
+    with pytest.raises(LlmError, match="bad request"):
+        await make_cycle(server, max_retries=0).submit("Hi")
+    chat, agent = spans.one("chat test-model"), spans.one("invoke_agent")
+    assert chat.parent is not None and chat.parent.span_id == agent.context.span_id
+    # The request's span names the SDK's error; the run's, the error the caller got.
+    assert attributes(chat)["error.type"] == "BadRequestError"
+    assert attributes(agent)["error.type"] == "LlmError"
+    assert chat.status.status_code is agent.status.status_code is StatusCode.ERROR
+    assert "gen_ai.usage.input_tokens" not in attributes(agent)
+
+
+async def test_content_is_recorded_when_asked(
+    serve: Callable[..., ScriptedChatServer], make_cycle: Any, calc: ToolRegistry
+) -> None:
+    server = serve(*two_turns())
+    with recording(capture_content=True) as spans:
+        cycle: LlmCycle = make_cycle(server, system_prompt="Be brief.")
+        await cycle.submit_with_tools("2 + 3, then fail", calc)
+    first, second = spans.named("chat test-model")
+    assert json.loads(attributes(first)["gen_ai.input.messages"]) == [
+        {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "2 + 3, then fail"}]},
+    ]
+    assert json.loads(attributes(first)["gen_ai.output.messages"]) == [
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "id": "call_add",
+                    "name": "add",
+                    "arguments": {"a": 2, "b": 3},
+                },
+                {
+                    "type": "tool_call",
+                    "id": "call_fail",
+                    "name": "fail",
+                    "arguments": {"reason": "broken"},
+                },
+            ],
+            "finish_reason": "tool_calls",
+        }
+    ]
+    sent = json.loads(attributes(second)["gen_ai.input.messages"])
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "tool"]
+    assert sent[3]["parts"] == [{"type": "tool_call_response", "id": "call_add", "response": "5"}]
+    assert json.loads(attributes(second)["gen_ai.output.messages"])[0]["parts"] == [
+        {"type": "text", "content": "5, and fail failed"}
+    ]
+    add = attributes(spans.one("execute_tool add"))
+    assert (add["gen_ai.tool.call.arguments"], add["gen_ai.tool.call.result"]) == (
+        '{"a":2,"b":3}',
+        "5",
+    )
+
+
+async def test_leaving_a_stream_early_ends_its_spans(
+    spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any
+) -> None:
+    server = serve(S.reply_text("Hello there, world"), chunk_chars=5)
+    events = make_cycle(server).submit_stream("Hi")
+    async with events:
+        async for event in events:
+            assert isinstance(event, AssistantTextDelta)
+            break
+    assert [s.name for s in spans.finished()] == ["chat test-model", "invoke_agent"]
+    # The consumer stopped the call: neither the request nor the run failed.
+    assert all(s.status.status_code is StatusCode.UNSET for s in spans.finished())
+    assert all("error.type" not in attributes(s) for s in spans.finished())
+
+
+def test_a_sync_call_is_traced_under_the_callers_span(calc: ToolRegistry) -> None:
+    from openai import OpenAI
+
+    script = [S.reply_tool_calls([("add", {"a": 1, "b": 2})]), S.reply_text("3")]
+    with recording() as spans, ScriptedChatServer(script) as server:
+        client = OpenAI(base_url=server.base_url, api_key="-", timeout=10.0)
+        with LlmCycle(CycleConfig("m"), client=client) as cycle:
+            app = spans.provider.get_tracer("app")
+            with app.start_as_current_span("sync caller"):
+                events = cycle.submit_stream_with_tools_sync("1 + 2?", calc)
+                assert [type(e).__name__ for e in events][-1] == "TurnComplete"
+        client.close()
+    assert sorted(spans.tree()) == [
+        ("chat m", "invoke_agent"),
+        ("chat m", "invoke_agent"),
+        ("execute_tool add", "invoke_agent"),
+        ("invoke_agent", "sync caller"),
+        ("sync caller", None),
+    ]

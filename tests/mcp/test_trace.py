@@ -1,0 +1,97 @@
+"""MCP client spans (the MCP semantic conventions) and the trace context the server
+receives in ``params._meta``, against a real MCPServer over stdio."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from opentelemetry.trace import SpanKind, StatusCode
+
+from agcore_tools import (
+    CycleConfig,
+    LlmCycle,
+    McpClient,
+    StdioTransport,
+    ToolExecutionError,
+    ToolRegistry,
+    configure_tracing,
+)
+from agcore_tools.testing import ScriptedChatServer as S
+from tests._otel import attributes, recording
+
+from .conftest import SERVERS
+
+TRACE_SERVER = SERVERS / "trace_server.py"
+
+
+def trace_client() -> McpClient:
+    return McpClient("trace", StdioTransport(sys.executable, [str(TRACE_SERVER)]), timeout=30)
+
+
+async def test_a_loop_calling_an_mcp_tool_sends_its_trace_context_to_the_server() -> None:
+    script = [
+        S.reply_tool_calls([("trace_context", {}, "call_1"), ("fail", {}, "call_2")]),
+        S.reply_text("done"),
+    ]
+    with recording() as spans, S(script) as server:
+        async with trace_client() as mcp, server.client() as openai:
+            registry = ToolRegistry()
+            registry.register_all(mcp.into_tools())
+            response = await LlmCycle(CycleConfig("m"), client=openai).submit_with_tools(
+                "What trace am I in?", registry
+            )
+    assert response.text == "done"
+    assert sorted(spans.tree()) == [
+        ("chat m", "invoke_agent"),
+        ("chat m", "invoke_agent"),
+        ("execute_tool fail", "invoke_agent"),
+        ("execute_tool trace_context", "invoke_agent"),
+        ("invoke_agent", None),
+        ("tools/call fail", "execute_tool fail"),
+        ("tools/call trace_context", "execute_tool trace_context"),
+    ]
+    call = spans.one("tools/call trace_context")
+    assert call.kind is SpanKind.CLIENT
+    recorded = attributes(call)
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", recorded.pop("mcp.protocol.version"))
+    assert recorded == {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": "trace_context",
+        "gen_ai.operation.name": "execute_tool",
+        "network.transport": "pipe",
+    }
+    # The server read the client span as its parent from the request's _meta.
+    received = response.invocations[0].output
+    version, trace_id, parent_id, flags = received["traceparent"].split("-")
+    assert (version, trace_id, parent_id) == (
+        "00",
+        f"{call.context.trace_id:032x}",
+        f"{call.context.span_id:016x}",
+    )
+    assert int(flags, 16) & 1  # sampled
+    # isError: true is the conventions' tool_error on the MCP span.
+    failed = spans.one("tools/call fail")
+    assert attributes(failed)["error.type"] == "tool_error"
+    assert failed.status.status_code is StatusCode.ERROR
+    assert isinstance(response.invocations[1].error, ToolExecutionError)
+    assert attributes(spans.one("execute_tool fail"))["error.type"] == "ToolExecutionError"
+
+
+async def test_without_tracing_the_request_carries_no_trace_context() -> None:
+    configure_tracing(enabled=False)
+    try:
+        async with trace_client() as mcp:
+            received = await mcp.call_tool("trace_context")
+    finally:
+        configure_tracing()
+    assert received == {"traceparent": None, "tracestate": None}
+
+
+async def test_arguments_and_results_of_mcp_calls_are_recorded_only_when_asked() -> None:
+    with recording(capture_content=True) as spans:
+        async with trace_client() as mcp:
+            received = await mcp.call_tool("trace_context", {})
+    recorded = attributes(spans.one("tools/call trace_context"))
+    assert recorded["gen_ai.tool.call.arguments"] == "{}"
+    assert received["traceparent"] in recorded["gen_ai.tool.call.result"]

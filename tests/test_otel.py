@@ -1,0 +1,229 @@
+"""OpenTelemetry: the opt-in, the settings and the ``execute_tool`` spans of the registry
+(the loop's spans are tested in tests/cycle/test_trace.py, MCP's in tests/mcp/test_trace.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+from opentelemetry.trace import SpanKind, StatusCode
+
+from agcore_tools import ToolRegistry, configure_tracing
+from tests._otel import attributes, recording
+
+
+def run_python(code: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_neither_the_import_nor_an_untraced_loop_imports_opentelemetry() -> None:
+    # A program that never imports OpenTelemetry runs the loop and the registry as before.
+    out = run_python(
+        """
+        import asyncio, sys
+        import agcore_tools
+        print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
+        from agcore_tools import CycleConfig, LlmCycle, ToolRegistry
+        from agcore_tools.testing import ScriptedChatServer as S
+
+        registry = ToolRegistry()
+
+        @registry.tool
+        def add(a: int, b: int) -> int:
+            '''Add two integers.'''
+            return a + b
+
+        async def main(server):
+            async with server.client() as client:
+                cycle = LlmCycle(CycleConfig("m"), client=client)
+                await cycle.submit_with_tools("2 + 3?", registry)
+                await cycle.submit_stream_with_tools("again", registry).collect()
+            await registry.invoke_all([("add", {"a": 1, "b": 2})])
+
+        script = [S.reply_tool_calls([("add", {"a": 2, "b": 3})]), S.reply_text("5")] * 2
+        with S(script) as server:
+            asyncio.run(main(server))
+        print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
+        """
+    )
+    assert out.splitlines() == ["[]", "[]"]
+
+
+def test_the_global_tracer_provider_is_used_unless_one_is_given() -> None:
+    out = run_python(
+        """
+        import asyncio
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from agcore_tools import ToolRegistry, configure_tracing
+        from agcore_tools import _otel
+
+        def pipeline():
+            exporter, provider = InMemorySpanExporter(), TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            return exporter, provider
+
+        registry = ToolRegistry()
+
+        @registry.tool
+        def ping() -> str:
+            '''Answer pong.'''
+            return "pong"
+
+        def run():
+            asyncio.run(registry.invoke_all([("ping", {})]))
+
+        print("no provider:", _otel.tracer())
+        run()
+        global_exporter, global_provider = pipeline()
+        trace.set_tracer_provider(global_provider)
+        run()
+        print("global:", [s.name for s in global_exporter.get_finished_spans()])
+        given_exporter, given_provider = pipeline()
+        configure_tracing(given_provider)
+        run()
+        print("given:", [s.name for s in given_exporter.get_finished_spans()])
+        configure_tracing(enabled=False)
+        run()
+        configure_tracing()
+        run()
+        print("global:", [s.name for s in global_exporter.get_finished_spans()])
+        print("given:", [s.name for s in given_exporter.get_finished_spans()])
+        """
+    )
+    assert out.splitlines() == [
+        "no provider: None",
+        "global: ['execute_tool ping']",
+        "given: ['execute_tool ping']",
+        # Disabled: nothing anywhere; then the defaults again: the global provider.
+        "global: ['execute_tool ping', 'execute_tool ping']",
+        "given: ['execute_tool ping']",
+    ]
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @registry.tool
+    def fail(reason: str) -> str:
+        """Always fails."""
+        raise ValueError(reason)
+
+    @registry.tool
+    async def slow() -> str:
+        """Takes a minute."""
+        await asyncio.sleep(60)
+        return "late"
+
+    @registry.tool
+    async def weather(city: str) -> dict[str, Any]:
+        """The weather in a city."""
+        return {"city": city, "temp_c": 21}
+
+    return registry
+
+
+async def test_every_registry_call_gets_an_execute_tool_span(registry: ToolRegistry) -> None:
+    calls = [
+        ("add", {"a": 2, "b": 3}, "call_1"),
+        ("fail", {"reason": "broken"}, "call_2"),
+        ("slow", {}, "call_3"),
+        ("nope", {}, "call_4"),
+    ]
+    with recording() as spans:
+        results = await registry.invoke_all(calls, timeout=0.2)
+    assert [r.ok for r in results] == [True, False, False, False]
+    assert sorted(s.name for s in spans.finished()) == [
+        "execute_tool add",
+        "execute_tool fail",
+        "execute_tool nope",
+        "execute_tool slow",
+    ]
+    add = spans.one("execute_tool add")
+    assert add.kind is SpanKind.INTERNAL
+    assert attributes(add) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "add",
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.call.id": "call_1",
+        "gen_ai.tool.description": "Add two integers.",
+    }
+    assert add.status.status_code is StatusCode.UNSET
+    failed = {name: spans.one(f"execute_tool {name}") for name in ("fail", "slow", "nope")}
+    assert {n: attributes(s)["error.type"] for n, s in failed.items()} == {
+        "fail": "ToolExecutionError",
+        "slow": "ToolTimeoutError",
+        "nope": "ToolNotFoundError",
+    }
+    assert all(s.status.status_code is StatusCode.ERROR for s in failed.values())
+    assert "ValueError: broken" in (failed["fail"].status.description or "")
+    assert "gen_ai.tool.description" not in attributes(failed["nope"])  # no such tool
+
+
+async def test_arguments_and_results_are_recorded_only_when_asked(
+    registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    call = [("weather", {"city": "Paris"}, "c1")]
+    with recording() as spans:
+        await registry.invoke_all(call)
+    assert not {"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} & set(
+        attributes(spans.one("execute_tool weather"))
+    )
+    with recording(capture_content=True) as spans:
+        await registry.invoke_all(call)
+    recorded = attributes(spans.one("execute_tool weather"))
+    assert recorded["gen_ai.tool.call.arguments"] == '{"city":"Paris"}'
+    assert recorded["gen_ai.tool.call.result"] == '{"city":"Paris","temp_c":21}'
+    # The GenAI instrumentations' environment variable turns it on too; the argument wins.
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    with recording() as spans:
+        await registry.invoke_all(call)
+    assert "gen_ai.tool.call.result" in attributes(spans.one("execute_tool weather"))
+    with recording(capture_content=False) as spans:
+        await registry.invoke_all(call)
+    assert "gen_ai.tool.call.result" not in attributes(spans.one("execute_tool weather"))
+
+
+async def test_a_tools_own_spans_are_children_of_its_execute_tool_span() -> None:
+    registry = ToolRegistry()
+    with recording() as spans:
+        tracer = spans.provider.get_tracer("app")
+
+        @registry.tool
+        async def lookup(key: str) -> str:
+            """Look a key up."""
+            with tracer.start_as_current_span("db query"):
+                return key.upper()
+
+        await registry.invoke_all([("lookup", {"key": "a"}), ("lookup", {"key": "b"})])
+    assert sorted(spans.tree()) == [
+        ("db query", "execute_tool lookup"),
+        ("db query", "execute_tool lookup"),
+        ("execute_tool lookup", None),
+        ("execute_tool lookup", None),
+    ]
+
+
+def test_configure_tracing_rejects_a_capture_content_that_is_not_a_bool() -> None:
+    with pytest.raises(TypeError, match="capture_content"):
+        configure_tracing(capture_content="yes")  # type: ignore[arg-type]
