@@ -42,6 +42,10 @@ _REQUEST_ATTRIBUTES = (
 )
 
 
+# CycleConfig.api -> the OpenAI semantic conventions' openai.api.type.
+_API_TYPES = {"chat": "chat_completions", "responses": "responses"}
+
+
 def run_trace(config: CycleConfig, client: AsyncOpenAI) -> RunTrace | None:
     """The trace of one ``submit*`` call, or None when tracing is off."""
     tracer = _otel.tracer()
@@ -84,7 +88,7 @@ class RunTrace:
     builder = _TracedBuilder
     """The turn builder the loop uses while tracing (it notes the response's id)."""
 
-    __slots__ = ("_base", "_content", "_context", "_span", "_tracer")
+    __slots__ = ("_api_type", "_base", "_content", "_context", "_span", "_tracer")
 
     def __init__(self, tracer: Any, config: CycleConfig, client: AsyncOpenAI) -> None:
         self._tracer = tracer
@@ -92,6 +96,7 @@ class RunTrace:
         self._span: Any = None
         self._context: Any = None
         self._base = _base_attributes(config.model, client)
+        self._api_type = _API_TYPES[config.api]
 
     # -- invoke_agent ---------------------------------------------------------------------
 
@@ -156,6 +161,7 @@ class RunTrace:
         model = params.get("model", "")
         attributes = {**self._base, "gen_ai.operation.name": "chat"}
         attributes.update(_request_attributes(params))
+        attributes["openai.api.type"] = self._api_type
         if self._content:
             attributes["gen_ai.input.messages"] = json.dumps(
                 input_messages(params.get("messages", ())), ensure_ascii=False

@@ -246,3 +246,24 @@ def test_a_sync_call_is_traced_under_the_callers_span(calc: ToolRegistry) -> Non
         ("invoke_agent", "sync caller"),
         ("sync caller", None),
     ]
+
+
+async def test_the_responses_api_gets_the_same_spans(
+    spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any, calc: ToolRegistry
+) -> None:
+    server = serve(*two_turns())
+    cycle = make_cycle(server, api="responses")
+
+    response = await cycle.submit_stream_with_tools("2 + 3, then fail", calc).collect()
+
+    assert response.text == "5, and fail failed"
+    agent = spans.one("invoke_agent")
+    children = spans.children(agent)
+    assert [s.name for s in children[:1] + children[3:]] == ["chat test-model", "chat test-model"]
+    first = attributes(children[0])
+    assert first["openai.api.type"] == "responses"
+    assert first["gen_ai.response.finish_reasons"] == ("completed",)
+    assert (first["gen_ai.usage.input_tokens"], first["gen_ai.usage.output_tokens"]) == (30, 12)
+    assert first["gen_ai.usage.cache_read.input_tokens"] == 20
+    assert first["gen_ai.usage.reasoning.output_tokens"] == 5
+    assert attributes(agent)["gen_ai.usage.input_tokens"] == 80
