@@ -26,7 +26,9 @@ each other until 100 conversations have run. Contenders:
 and the transport under each, after the slash: ``default`` (the SDK's own client: one
 pool of 1000 connections, 100 kept alive), ``tuned`` (one pool, 1000 kept alive),
 ``sharded`` (``agcore_tools.cycle.sharded_http_client()``: 8 pools of 128, all kept
-alive). SDK retries are off everywhere.
+alive); ``+gc``: the same, with the garbage collector tuned by the application after
+the warm-up (``gc.freeze()``, ``gc.set_threshold(7000, 10, 10)``). SDK retries are off
+everywhere.
 
 Figures per contender and N: client CPU per turn (the process's CPU time over the
 rounds, divided by the turns), p50 and p99 conversation latency (and per turn: /3),
@@ -75,6 +77,8 @@ CONTENDERS = [
     "agents/sharded",
     "bare/default",
     "bare/sharded",
+    "raw/sharded+gc",
+    "cycle/sharded+gc",
 ]
 
 
@@ -243,6 +247,7 @@ async def run_worker(name: str, n: int, rounds: int, base_url: str) -> dict[str,
     from openai import AsyncOpenAI
 
     kind, transport = name.split("/")
+    transport, tune_gc = transport.removesuffix("+gc"), transport.endswith("+gc")
     http = http_client(transport)
     client = AsyncOpenAI(
         api_key="bench", base_url=base_url, max_retries=0, http_client=http, timeout=http.timeout
@@ -267,6 +272,11 @@ async def run_worker(name: str, n: int, rounds: int, base_url: str) -> dict[str,
             await asyncio.sleep(0.25)
 
     await asyncio.gather(*(timed([]) for _ in range(min(n, 50))))  # warm-up
+    if tune_gc:
+        # What an application can do: objects alive after start-up leave the collector's
+        # sight, and young collections run ten times less often.
+        gc.freeze()
+        gc.set_threshold(7000, 10, 10)
     rss_before = rss_mb()
     batches = max(1, math.ceil(MIN_CONVERSATIONS / n))
     latencies: list[float] = []
