@@ -100,6 +100,8 @@ bench: $(BENCH)/.installed node
 	$(BENCH)/bin/python benchmarks/bench_mcp.py
 	$(BENCH)/bin/python benchmarks/bench_sync.py
 	$(BENCH)/bin/python benchmarks/bench_otel.py
+	$(BENCH)/bin/python benchmarks/bench_scale.py
+	$(BENCH)/bin/python benchmarks/plot_scale.py
 
 clean:
 	rm -rf $(VENV) $(BENCH) node_modules .pytest_cache .mypy_cache .ruff_cache

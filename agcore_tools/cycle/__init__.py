@@ -26,6 +26,7 @@ from .events import (
 from .history import HistoryPolicy, TrimOldest, split_exchanges
 from .output import StructuredOutput
 from .sync import SyncEventStream
+from .transport import sharded_http_client
 
 __all__ = [
     "AssistantTextDelta",
@@ -46,5 +47,6 @@ __all__ = [
     "TrimOldest",
     "TurnComplete",
     "Usage",
+    "sharded_http_client",
     "split_exchanges",
 ]

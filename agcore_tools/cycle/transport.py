@@ -1,0 +1,52 @@
+"""An HTTP client for the OpenAI SDK that stays cheap with many requests in flight.
+
+One ``AsyncOpenAI`` shared by a thousand concurrent conversations sends all their
+requests through one connection pool, whose bookkeeping grows with the number of
+requests in flight (see ``docs/benchmarks.md``, "Scale"). :func:`sharded_http_client`
+keeps the official SDK and its ``http_client=`` parameter, and splits the pool.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..error import LlmConfigError
+
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = ["sharded_http_client"]
+
+
+def sharded_http_client(shards: int = 8, connections_per_shard: int = 128) -> httpx2.AsyncClient:
+    """An ``http_client`` for ``AsyncOpenAI`` that spreads requests over ``shards`` pools.
+
+    Each request goes, round-robin, to one of ``shards`` independent connection pools
+    of up to ``connections_per_shard`` connections each, all of which may stay open
+    while idle. With many requests in flight (hundreds of concurrent conversations in
+    one process) this keeps the client's CPU per request close to its cost at low
+    concurrency; with a few it costs the same as the SDK's default client. The SDK's
+    other defaults (timeouts, redirects) are kept. No thread or task is added: a
+    request runs in its caller's task. Close it with the ``AsyncOpenAI`` that uses it
+    (``await client.close()``) or on its own (``await http_client.aclose()``).
+
+    Raises ``LlmConfigError`` (a ``ValueError``) unless both numbers are at least 1.
+
+    Example:
+        >>> from openai import AsyncOpenAI
+        >>> from agcore_tools.cycle import sharded_http_client
+        >>> http_client = sharded_http_client(shards=10, connections_per_shard=100)
+        >>> client = AsyncOpenAI(api_key="sk-...", http_client=http_client)
+        >>> client.max_retries  # an ordinary client otherwise
+        2
+    """
+    if shards < 1 or connections_per_shard < 1:
+        raise LlmConfigError(
+            f"sharded_http_client needs shards >= 1 and connections_per_shard >= 1, got "
+            f"{shards} and {connections_per_shard}"
+        )
+    from openai import DefaultAsyncHttpxClient
+
+    from ._sharded import ShardedTransport
+
+    return DefaultAsyncHttpxClient(transport=ShardedTransport(shards, connections_per_shard))
