@@ -24,8 +24,8 @@ from .events import StreamEvent
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from ._event_stream import EventStream
     from .config import CycleConfig
-    from .cycle import EventStream
 
 __all__ = ["RunTrace", "run_trace"]
 
