@@ -44,6 +44,7 @@ from ._policy import (
     tool_message,
     unanswered_calls,
 )
+from ._requester import retryless
 from ._retry import RetryPolicy
 from ._tool_stream import run_context, with_tool_events
 from ._trace import run_trace
@@ -157,7 +158,7 @@ class LlmCycle(TranscriptViews):
         if system_prompt is not None:
             self.messages.append({"role": "system", "content": system_prompt})
         self._owns_client = owned
-        self._requester = self.client.with_options(max_retries=0)
+        self._requester = retryless(self.client)  # shared by the cycles on this client
         self._requests = 0  # over the cycle's life: tags generated tool call ids
         self._busy = False
         self._shared: dict[str, Any] | None = None  # the last run's, for a resumed run
