@@ -6,8 +6,11 @@ registry imports this module, and ``html`` brings its table of 2,000 entities.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .registry import ToolEntry, ToolInvocation
 
 MAX_CELL = 120
 """Characters a table cell shows before it is cut with an ellipsis."""
@@ -154,4 +157,34 @@ def message_rows(messages: Sequence[Any]) -> list[tuple[int, str, str]]:
             parts.append("→ " + call_text(function.get("name"), function.get("arguments"), call_id))
         if index >= first_shown:
             rows.append((index, role, " ".join(parts)))
+    return rows
+
+
+REGISTRY_HEADERS = ("name", "description", "permissions", "tags", "category", "calls", "failures")
+"""The columns of a ``ToolRegistry``'s notebook table."""
+
+
+def registry_rows(entries: Iterable[ToolEntry]) -> list[tuple[Any, ...]]:
+    """A ``ToolRegistry``'s notebook table: one row per entry, in :data:`REGISTRY_HEADERS`."""
+    return [
+        (
+            e.name,
+            e.tool.description,
+            ", ".join(p.name for p in e.permissions) or "-",
+            ", ".join(e.tags) or "-",
+            e.category or "-",
+            e.stats.calls,
+            e.stats.failures,
+        )
+        for e in entries
+    ]
+
+
+def invocation_rows(inv: ToolInvocation) -> list[tuple[str, Any]]:
+    """A ``ToolInvocation``'s notebook view: tool, input, output or error, duration, id."""
+    outcome = ("output", inv.output) if inv.ok else ("error", str(inv.error))
+    rows = [("tool", inv.tool_name), ("input", inv.input), outcome]
+    rows.append(("duration", f"{inv.duration * 1000:.2f} ms"))
+    if inv.call_id:
+        rows.append(("call id", inv.call_id))
     return rows

@@ -1,4 +1,5 @@
-"""Which registered tools ``definitions()`` offers, and a log line for those it hides.
+"""Which registered tools ``definitions()`` offers, in which shape, and a log line for
+those it hides.
 
 A tool the permission checker refuses is left out of the definitions (offering it only
 wastes tokens, and calling it stops the loop). That must never be silent: the first
@@ -10,15 +11,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from .base import BaseTool
 from .error import PermissionDeniedError
 from .permission import PermissionChecker
 
 if TYPE_CHECKING:
     from .registry import ToolEntry
 
-__all__ = ["offered_entries"]
+__all__ = ["chat_definition", "offered_entries", "responses_definition"]
 
 logger = logging.getLogger("agcore_tools.registry")
 
@@ -63,3 +65,25 @@ def offered_entries(
             "; ".join(refused),
         )
     return offered
+
+
+def chat_definition(tool: BaseTool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
+    """The Chat Completions tool param for ``tool``, with the parameters to offer."""
+    definition = BaseTool.definition(tool)
+    definition["function"]["parameters"] = parameters
+    if strict:
+        definition["function"]["strict"] = True
+    return definition
+
+
+def responses_definition(
+    tool: BaseTool, parameters: dict[str, Any], strict: bool
+) -> dict[str, Any]:
+    """The flat Responses API function tool for ``tool``, with the parameters to offer."""
+    return {
+        "type": "function",
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": parameters,
+        "strict": strict,
+    }

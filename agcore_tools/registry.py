@@ -29,8 +29,14 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 from . import _otel, _sync
 from ._aio import with_timeout
 from ._argplan import ArgumentPlan, build_plan
-from ._display import html_table, markdown_table
-from ._offer import offered_entries
+from ._display import (
+    REGISTRY_HEADERS,
+    html_table,
+    invocation_rows,
+    markdown_table,
+    registry_rows,
+)
+from ._offer import chat_definition, offered_entries, responses_definition
 from ._pipeline import SchemaTransform, offered_parameters
 from .base import BaseTool, ToolContext
 from .error import (
@@ -167,23 +173,15 @@ class ToolInvocation:
             raise self.error
         return self.output
 
-    def _rows(self) -> list[tuple[str, Any]]:
-        outcome = ("output", self.output) if self.ok else ("error", str(self.error))
-        rows = [("tool", self.tool_name), ("input", self.input), outcome]
-        rows.append(("duration", f"{self.duration * 1000:.2f} ms"))
-        if self.call_id:
-            rows.append(("call id", self.call_id))
-        return rows
-
     def _repr_markdown_(self) -> str:
         """A notebook view: tool, input, output or error, duration."""
         mark = "ok" if self.ok else "failed"
-        return f"**ToolInvocation** ({mark})\n\n{markdown_table(('', ''), self._rows())}"
+        return f"**ToolInvocation** ({mark})\n\n{markdown_table(('', ''), invocation_rows(self))}"
 
     def _repr_html_(self) -> str:
         """The same view as :meth:`_repr_markdown_`, in HTML."""
         mark = "ok" if self.ok else "failed"
-        return html_table(("", ""), self._rows(), f"ToolInvocation ({mark})")
+        return html_table(("", ""), invocation_rows(self), f"ToolInvocation ({mark})")
 
 
 class ToolCall(NamedTuple):
@@ -531,7 +529,7 @@ class ToolRegistry:
                 raise ToolConfigError(f"unknown api {api!r}: expected 'chat' or 'responses'")
             checker = self._permission_checker
             offered = offered_entries(self._entries.values(), checker, self._hidden_logged)
-            define = _chat_definition if api == "chat" else _responses_definition
+            define = chat_definition if api == "chat" else responses_definition
             transforms = self._schema_transforms
             cached = [define(e.tool, *offered_parameters(e, transforms, api)) for e in offered]
             self._definitions[api] = cached
@@ -850,31 +848,17 @@ class ToolRegistry:
     def __repr__(self) -> str:
         return f"<ToolRegistry tools={self.list_tools()!r}>"
 
-    _TABLE_HEADERS = ("name", "description", "permissions", "tags", "category", "calls", "failures")
-
-    def _table_rows(self) -> list[tuple[Any, ...]]:
-        return [
-            (
-                e.name,
-                e.tool.description,
-                ", ".join(p.name for p in e.permissions) or "-",
-                ", ".join(e.tags) or "-",
-                e.category or "-",
-                e.stats.calls,
-                e.stats.failures,
-            )
-            for e in self._entries.values()
-        ]
-
     def _repr_markdown_(self) -> str:
         """A notebook table: name, description, permissions, tags, category, calls, failures."""
         title = f"**ToolRegistry** — {len(self)} tool(s)"
-        return f"{title}\n\n{markdown_table(self._TABLE_HEADERS, self._table_rows())}"
+        return (
+            f"{title}\n\n{markdown_table(REGISTRY_HEADERS, registry_rows(self._entries.values()))}"
+        )
 
     def _repr_html_(self) -> str:
         """The same table as :meth:`_repr_markdown_`, in HTML."""
         caption = f"ToolRegistry — {len(self)} tool(s)"
-        return html_table(self._TABLE_HEADERS, self._table_rows(), caption)
+        return html_table(REGISTRY_HEADERS, registry_rows(self._entries.values()), caption)
 
 
 def _arguments_dict(name: str, args: Any) -> dict[str, Any]:
@@ -894,26 +878,6 @@ def _as_call(call: ToolCall | Sequence[Any]) -> ToolCall:
         f"invoke_all() takes (name, args) pairs, (name, args, call_id) triples or ToolCall "
         f"objects, got {call!r}"
     )
-
-
-def _chat_definition(tool: BaseTool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
-    definition = BaseTool.definition(tool)
-    definition["function"]["parameters"] = parameters
-    if strict:
-        definition["function"]["strict"] = True
-    return definition
-
-
-def _responses_definition(
-    tool: BaseTool, parameters: dict[str, Any], strict: bool
-) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "name": tool.name,
-        "description": tool.description,
-        "parameters": parameters,
-        "strict": strict,
-    }
 
 
 class _ExampleTool(BaseTool):

@@ -25,7 +25,9 @@ alike; figures are medians over rounds. "wall" is elapsed time per turn; "client
 is the CPU time of the client's thread only (the server's thread excluded).
 
 Options: ``--quick`` (fewer rounds), ``--rounds N``, ``--loops N`` (loops per batch),
-``--json PATH`` (default ``benchmarks/results/bench_cycle.json``).
+``--only WORD`` (only the contenders whose name holds WORD, e.g. ``responses``; their
+raw baselines hold it too), ``--json PATH`` (default
+``benchmarks/results/bench_cycle.json``).
 """
 
 from __future__ import annotations
@@ -436,6 +438,7 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true", help="few rounds, for a smoke run")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--loops", type=int, default=20, help="loops per contender per round")
+    parser.add_argument("--only", default=None, help="only contenders whose name holds this")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks/results/bench_cycle.json")
     args = parser.parse_args()
     rounds = args.rounds or (3 if args.quick else 15)
@@ -447,6 +450,8 @@ async def main() -> None:
         if not agents:
             print("openai-agents is not installed: skipped (use the bench venv)", file=sys.stderr)
         contenders += agents
+        if args.only is not None:
+            contenders = [c for c in contenders if args.only in c.name]
         await measure(contenders, server, rounds, args.loops)
         await client.close()
 

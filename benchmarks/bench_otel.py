@@ -290,8 +290,20 @@ async def on_part(rounds: int, loops: int) -> dict[str, Any]:
 
 
 async def span_costs(provider: Any, repeat: int, *, gc_off: bool = False) -> dict[str, float]:
-    """CPU microseconds of one registry call untraced and traced (its ``execute_tool``
-    span), and of a bare SDK span with the same attributes, made and ended."""
+    """CPU microseconds of one registry call (one ``execute_tool`` span when traced), in
+    four modes interleaved in the same event loop, and of a bare SDK span in a tight loop.
+
+    - ``untraced call``: tracing off;
+    - ``traced call``: tracing on, the SDK provider;
+    - ``our code, no-op tracer``: tracing on with OpenTelemetry's no-op provider, so
+      what is left over the untraced call is our span path alone (attributes, the
+      tracer lookup, making the span current) plus a no-op span;
+    - ``SDK span around the call``: tracing off, the call inside the SDK's own
+      ``start_as_current_span`` with the same attributes: the SDK's floor for a span
+      current around the same work, measured beside ours.
+    """
+    from opentelemetry.trace import NoOpTracerProvider, SpanKind
+
     from agcore_tools import ToolRegistry, configure_tracing
 
     registry = ToolRegistry()
@@ -310,13 +322,28 @@ async def span_costs(provider: Any, repeat: int, *, gc_off: bool = False) -> dic
         "gen_ai.tool.description": "Add two integers.",
     }
     tracer = provider.get_tracer("bench")
+    noop = NoOpTracerProvider()
     number = 2000
+    modes = {
+        "untraced call": None,
+        "traced call": provider,
+        "our code, no-op tracer": noop,
+        "SDK span around the call": None,
+    }
 
-    async def batch(traced: bool) -> float:
-        configure_tracing(provider) if traced else configure_tracing(enabled=False)
+    async def batch(mode: str) -> float:
+        chosen = modes[mode]
+        configure_tracing(chosen) if chosen is not None else configure_tracing(enabled=False)
+        around = mode == "SDK span around the call"
         started = time.thread_time()
         for _ in range(number):
-            await registry.invoke_all(calls)
+            if around:
+                with tracer.start_as_current_span(
+                    "execute_tool add", kind=SpanKind.INTERNAL, attributes=attributes
+                ):
+                    await registry.invoke_all(calls)
+            else:
+                await registry.invoke_all(calls)
             # Let the loop turn, as it does between real calls: it then drops the call's
             # cancelled timeout handle, whose copied context holds the span; without
             # that, thousands pile up and garbage collection gets slower and slower.
@@ -330,23 +357,35 @@ async def span_costs(provider: Any, repeat: int, *, gc_off: bool = False) -> dic
                 pass
         return (time.thread_time() - started) / number * US
 
-    (
-        await batch(True),
-        await batch(False),
-        bare(),
-    )  # warm-up, then freeze the heap as bench_core does
+    for mode in modes:  # warm-up, then freeze the heap as bench_core does
+        await batch(mode)
+    bare()
     gc.collect()
     gc.freeze()
     if gc_off:
         gc.disable()
-    found: dict[str, list[float]] = {"untraced call": [], "traced call": [], "bare SDK span": []}
+    found: dict[str, list[float]] = {name: [] for name in [*modes, "bare SDK span"]}
     for _ in range(repeat):
-        found["untraced call"].append(await batch(False))
-        found["traced call"].append(await batch(True))
+        for mode in modes:
+            found[mode].append(await batch(mode))
         found["bare SDK span"].append(bare())
     gc.enable()
     configure_tracing()
     return {name: statistics.median(values) for name, values in found.items()}
+
+
+def span_summary(costs: dict[str, float]) -> str:
+    """The per-span figures: the SDK's floor, ours, and our overhead over the floor."""
+    untraced = costs["untraced call"]
+    floor = costs["SDK span around the call"] - untraced
+    ours = costs["traced call"] - untraced
+    own = costs["our code, no-op tracer"] - untraced
+    return (
+        f"one execute_tool span, CPU: ours {ours:.1f} µs; the SDK's own span around the same "
+        f"call {floor:.1f} µs (ours - SDK: {ours - floor:+.1f} µs); our code alone, with a "
+        f"no-op tracer, {own:.1f} µs; a bare SDK span in a tight loop "
+        f"{costs['bare SDK span']:.1f} µs"
+    )
 
 
 def main() -> None:
@@ -375,7 +414,9 @@ def main() -> None:
         provider = TracerProvider()
         provider.add_span_processor(BatchSpanProcessor(_Drop()))  # type: ignore[arg-type]
         costs = asyncio.run(span_costs(provider, rounds, gc_off=args.gc_off))
-        print("CPU µs:", {k: round(v, 1) for k, v in costs.items()})
+        provider.shutdown()
+        print("CPU µs per registry call:", {k: round(v, 1) for k, v in costs.items()})
+        print(span_summary(costs))
         return
     args.pairs = args.pairs or (1 if args.quick else 5)
     if args.baseline is None:
@@ -415,13 +456,7 @@ def main() -> None:
             f"{row['off_wall_ms_per_turn']:.3f} ms/turn: {row['wall_us_per_span']:.1f} µs/span; "
             f"client CPU {row['cpu_us_per_span']:.1f} µs/span"
         )
-    costs = on["registry_call_us"]
-    print(
-        f"  one registry call, CPU: untraced {costs['untraced call']:.1f} µs, traced "
-        f"{costs['traced call']:.1f} µs: the execute_tool span costs "
-        f"{costs['traced call'] - costs['untraced call']:.1f} µs; a bare SDK span with the "
-        f"same attributes: {costs['bare SDK span']:.1f} µs"
-    )
+    print("  " + span_summary(on["registry_call_us"]))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"off": off, "on": on}, indent=2) + "\n")
     print(f"({time.perf_counter() - started:.0f} s; results in {args.json})")

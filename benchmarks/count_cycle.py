@@ -11,7 +11,8 @@ and imports cancel out and what is left is the cost of 20 three-request loops::
     .venv-bench/bin/python benchmarks/count_cycle.py stream raw-stream
 
 Contenders: ``loop`` and ``stream`` (agcore_tools), ``raw`` and ``raw-stream`` (the
-hand-written SDK loops). ``--run NAME LOOPS`` is the inner mode valgrind runs. Needs
+hand-written SDK loops), and the same four over the Responses API: ``responses``,
+``responses-stream``, ``raw-responses``, ``raw-responses-stream``. ``--run NAME LOOPS`` is the inner mode valgrind runs. Needs
 ``valgrind`` on the PATH.
 """
 
@@ -34,6 +35,10 @@ NAMES = {
     "stream": "agcore LlmCycle (stream)",
     "raw": "raw OpenAI SDK loop",
     "raw-stream": "raw OpenAI SDK loop (stream)",
+    "responses": "agcore LlmCycle (responses)",
+    "raw-responses": "raw OpenAI SDK loop (responses)",
+    "responses-stream": "agcore LlmCycle (responses, stream)",
+    "raw-responses-stream": "raw OpenAI SDK loop (responses, stream)",
 }
 FEW, MANY = 5, 25
 
@@ -114,7 +119,13 @@ def main() -> None:
         few, many = count(name, FEW), count(name, MANY)
         per_loop[name] = (many - few) / (MANY - FEW)
         print(f"{NAMES[name]:<30} {per_loop[name] / 1e6:8.2f} M instructions per 3-request loop")
-    for name, raw in (("loop", "raw"), ("stream", "raw-stream")):
+    pairs = (
+        ("loop", "raw"),
+        ("stream", "raw-stream"),
+        ("responses", "raw-responses"),
+        ("responses-stream", "raw-responses-stream"),
+    )
+    for name, raw in pairs:
         if name in per_loop and raw in per_loop:
             print(f"{NAMES[name]:<30} {per_loop[name] / per_loop[raw]:.3f}x {NAMES[raw]}")
     print(f"(PYTHONPATH={os.environ.get('PYTHONPATH', '')})")

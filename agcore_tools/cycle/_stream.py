@@ -110,6 +110,18 @@ class TurnBuilder:
         self._by_index: dict[int, _Slot] = {}
         self._by_id: dict[str, _Slot] = {}
 
+    # -- what the response said so far (read by the tracing hooks, _trace.py) ----------
+
+    @property
+    def raw_reason(self) -> str | None:
+        """The provider's ``finish_reason`` string, None until one arrives."""
+        return self._raw_reason
+
+    @property
+    def usage(self) -> Usage | None:
+        """The response's token counts, None until (unless) the server reports them."""
+        return self._usage
+
     # -- input -------------------------------------------------------------------------
 
     def feed(self, chunk: Any) -> tuple[StreamEvent, ...] | list[StreamEvent]:

@@ -14,20 +14,20 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _otel
 from .._sdk import sdk_field
-from ._stream import TurnBuilder
-from .events import StreamEvent
+from ._stream import Turn, TurnBuilder
+from .events import StreamEvent, Usage
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from ._event_stream import EventStream
     from .config import CycleConfig
-    from .cycle import EventStream
 
-__all__ = ["RunTrace", "run_trace"]
+__all__ = ["RunTrace", "TurnReadout", "run_trace"]
 
 # Request options recorded as gen_ai.request.* attributes.
 _REQUEST_ATTRIBUTES = (
@@ -52,6 +52,21 @@ def run_trace(config: CycleConfig, client: AsyncOpenAI) -> RunTrace | None:
     if tracer is None:
         return None
     return RunTrace(tracer, config, client)
+
+
+class TurnReadout(Protocol):
+    """What the ``chat`` span reads of a turn's builder once the response has ended:
+    :class:`_TracedBuilder` on Chat Completions, the Responses wire's builder."""
+
+    @property
+    def response_id(self) -> str | None: ...
+    @property
+    def response_model(self) -> str | None: ...
+    @property
+    def raw_reason(self) -> str | None: ...
+    @property
+    def usage(self) -> Usage | None: ...
+    def build(self) -> Turn: ...
 
 
 class _TracedBuilder(TurnBuilder):
@@ -157,7 +172,12 @@ class RunTrace:
         params: Mapping[str, Any],
         builder: Any,
     ) -> AsyncGenerator[StreamEvent, None]:
-        """``request``'s events, inside a ``chat {model}`` span."""
+        """``request``'s events, inside a ``chat {model}`` span.
+
+        ``builder`` is the turn's wire builder, typed by the loop as its wire's
+        ``TurnAssembler``; while tracing it is also a :class:`TurnReadout` (see
+        :attr:`builder` and the Responses wire's builder).
+        """
         model = params.get("model", "")
         attributes = {**self._base, "gen_ai.operation.name": "chat"}
         attributes.update(_request_attributes(params))
@@ -188,22 +208,22 @@ class RunTrace:
         finally:
             span.end()
 
-    def _chat_result(self, span: Any, builder: Any, started: float, streamed: bool) -> None:
-        # builder: a TurnBuilder, or the Responses wire's builder (same _raw_reason, _usage).
-        if isinstance(builder, _TracedBuilder):
-            if builder.response_id is not None:
-                span.set_attribute("gen_ai.response.id", builder.response_id)
-            if builder.response_model is not None:
-                span.set_attribute("gen_ai.response.model", builder.response_model)
-            if streamed and builder.first_chunk_at is not None:
-                first = builder.first_chunk_at - started
-                span.set_attribute("gen_ai.response.time_to_first_chunk", max(first, 0.0))
-        # The builder's own fields: build() would parse the calls a second time.
-        reason = builder._raw_reason
+    def _chat_result(self, span: Any, builder: TurnReadout, started: float, streamed: bool) -> None:
+        response_id, model = builder.response_id, builder.response_model
+        if isinstance(response_id, str):
+            span.set_attribute("gen_ai.response.id", response_id)
+        if isinstance(model, str):
+            span.set_attribute("gen_ai.response.model", model)
+        if streamed and isinstance(builder, _TracedBuilder) and builder.first_chunk_at is not None:
+            first = builder.first_chunk_at - started
+            span.set_attribute("gen_ai.response.time_to_first_chunk", max(first, 0.0))
+        # What the builder read: build() would parse the calls a second time.
+        reason = builder.raw_reason
         if reason is not None:
             span.set_attribute("gen_ai.response.finish_reasons", (reason,))
-        if builder._usage is not None:
-            _set_usage(span, builder._usage, summed=False)
+        usage = builder.usage
+        if usage is not None:
+            _set_usage(span, usage, summed=False)
         if self._content:
             output = {**_chat_message(builder.build().message), "finish_reason": reason or ""}
             span.set_attribute("gen_ai.output.messages", json.dumps([output], ensure_ascii=False))

@@ -304,7 +304,18 @@ class ResponsesTurnBuilder:
 
     # Read by the tracing hooks (_trace.py), under the names TurnBuilder gives them.
     @property
-    def _raw_reason(self) -> str | None:
+    def response_id(self) -> str | None:
+        """The response's id, None until it is complete."""
+        return _field(self._response, "id") or None
+
+    @property
+    def response_model(self) -> str | None:
+        """The model that answered, None until the response is complete."""
+        return _field(self._response, "model") or None
+
+    @property
+    def raw_reason(self) -> str | None:
+        """``incomplete_details.reason`` or else ``status``, None until complete."""
         response = self._response
         if response is None:
             return None
@@ -312,7 +323,8 @@ class ResponsesTurnBuilder:
         return str(reason or _field(response, "status") or "") or None
 
     @property
-    def _usage(self) -> Usage | None:
+    def usage(self) -> Usage | None:
+        """The response's token counts, None until it is complete."""
         usage = _field(self._response, "usage") if self._response is not None else None
         return usage_of(usage) if usage is not None else None
 

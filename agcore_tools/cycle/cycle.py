@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from .. import _sync
 from .._attachments import Rendered, attachments_message
 from .._budget import check_budget
-from .._display import MAX_ROWS, html_table, markdown_table, message_rows
 from .._selection import RunOffer, Selector
 from .._toolcalls import (
     ParsedCall,
@@ -35,6 +34,7 @@ from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
 from ._client import accept_client, client_from_env
+from ._event_stream import EventStream
 from ._output import OutputRun, Verdict, start_output
 from ._policy import (
     answer_unanswered,
@@ -44,9 +44,11 @@ from ._policy import (
     tool_message,
     unanswered_calls,
 )
+from ._requester import retryless
 from ._retry import RetryPolicy
 from ._tool_stream import run_context, with_tool_events
-from ._trace import RunTrace, run_trace
+from ._trace import run_trace
+from ._transcript import TranscriptViews
 from ._wire import close_stream, open_stream
 from ._wires import TurnAssembler, Wire, wire_for
 from .config import CycleConfig
@@ -71,111 +73,10 @@ logger = logging.getLogger("agcore_tools.cycle")
 
 Message = dict[str, Any]
 
-_TRANSCRIPT_HEADERS = ("#", "role", "content")
-_TRANSCRIPT_CELL = 240  # characters of a transcript cell before it is cut
-
 _ONE_REQUEST = Usage()
 
 
-class EventStream:
-    """The events of one ``submit_stream*`` call, for ``async for``.
-
-    Once the iteration ends normally, :attr:`response` holds the
-    :class:`ChatResponse`. Leaving the loop early (``break``) should be followed by
-    :meth:`aclose`, or use ``async with`` so it happens on its own: that stops the
-    running tools and closes the HTTP stream.
-
-    Example:
-        >>> import asyncio
-        >>> from agcore_tools.testing import ScriptedChatServer
-        >>> async def main(server: ScriptedChatServer) -> ChatResponse | None:
-        ...     async with server.client() as client:
-        ...         cycle = LlmCycle(CycleConfig("m"), client=client)
-        ...         async with cycle.submit_stream("Hi") as events:
-        ...             async for event in events:
-        ...                 print(type(event).__name__)
-        ...         return events.response
-        >>> with ScriptedChatServer([ScriptedChatServer.reply_text("Hello!")]) as server:
-        ...     asyncio.run(main(server)).text
-        AssistantTextDelta
-        TurnComplete
-        'Hello!'
-    """
-
-    __slots__ = ("_agen", "_response", "_trace")
-
-    def __init__(self) -> None:
-        self._agen: AsyncGenerator[StreamEvent, None] | None = None
-        self._response: ChatResponse | None = None
-        self._trace: RunTrace | None = None  # None unless OpenTelemetry tracing is on
-
-    @property
-    def response(self) -> ChatResponse | None:
-        """The call's :class:`ChatResponse`, or None until the events are exhausted."""
-        return self._response
-
-    def __aiter__(self) -> EventStream:
-        return self
-
-    async def __anext__(self) -> StreamEvent:
-        assert self._agen is not None
-        if self._trace is None:
-            return await self._agen.__anext__()
-        return await self._trace.step(self._agen, self)
-
-    async def collect(self) -> ChatResponse:
-        """Consume the remaining events and return the :class:`ChatResponse`.
-
-        Example:
-            >>> async def main(cycle):  # doctest: +SKIP
-            ...     return await cycle.submit_stream("Hi").collect()
-        """
-        async for _ in self:
-            pass
-        if self._response is None:
-            raise LlmError("the event stream was closed before the call finished")
-        return self._response
-
-    async def aclose(self) -> None:
-        """Stop the call: cancel running tools and close the HTTP stream.
-
-        Example:
-            >>> import asyncio
-            >>> from agcore_tools import AssistantTextDelta
-            >>> from agcore_tools.testing import ScriptedChatServer
-            >>> async def first_words(server: ScriptedChatServer) -> str:
-            ...     async with server.client() as client:
-            ...         events = LlmCycle(CycleConfig("m"), client=client).submit_stream("Hi")
-            ...         try:
-            ...             async for event in events:
-            ...                 if isinstance(event, AssistantTextDelta):
-            ...                     return event.text  # leave early ...
-            ...         finally:
-            ...             await events.aclose()  # ... and stop the call
-            ...         return ""
-            >>> reply = ScriptedChatServer.reply_text("Hello there, world")
-            >>> with ScriptedChatServer([reply], chunk_chars=5) as server:
-            ...     asyncio.run(first_words(server))
-            'Hello'
-        """
-        if self._agen is not None:
-            await (
-                self._agen.aclose() if self._trace is None else self._trace.close(self._agen, self)
-            )
-
-    async def __aenter__(self) -> EventStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class LlmCycle:
+class LlmCycle(TranscriptViews):
     """A conversation with a model, with an automatic tool loop.
 
     It drives ``AsyncOpenAI().chat.completions``, so it works with OpenAI and every
@@ -257,7 +158,7 @@ class LlmCycle:
         if system_prompt is not None:
             self.messages.append({"role": "system", "content": system_prompt})
         self._owns_client = owned
-        self._requester = self.client.with_options(max_retries=0)
+        self._requester = retryless(self.client)  # shared by the cycles on this client
         self._requests = 0  # over the cycle's life: tags generated tool call ids
         self._busy = False
         self._shared: dict[str, Any] | None = None  # the last run's, for a resumed run
@@ -510,53 +411,6 @@ class LlmCycle:
         tb: TracebackType | None,
     ) -> None:
         self.close_sync()
-
-    def __repr__(self) -> str:
-        return f"<LlmCycle model={self.config.model!r} messages={len(self.messages)}>"
-
-    def _transcript_title(self) -> str:
-        shown = min(len(self.messages), MAX_ROWS)
-        hidden = (
-            f", the first {len(self.messages) - shown} not shown"
-            if shown < len(self.messages)
-            else ""
-        )
-        return f"LlmCycle — {self.config.model}, {len(self.messages)} message(s){hidden}"
-
-    def _repr_markdown_(self) -> str:
-        """A notebook view of the transcript: one row per message of :attr:`messages`.
-
-        Assistant rows show their text and each tool call as ``name(arguments) [id]``;
-        tool rows show which call they answer and the result the model saw. Long cells
-        are cut with an ellipsis.
-
-        Example:
-            >>> from openai import AsyncOpenAI
-            >>> cycle = LlmCycle(CycleConfig("m"), client=AsyncOpenAI(api_key="-"))
-            >>> cycle.messages += [
-            ...     {"role": "user", "content": "2 + 3?"},
-            ...     {"role": "assistant", "content": None, "tool_calls": [{"id": "c1",
-            ...      "type": "function", "function": {"name": "add", "arguments": '{"a":2,"b":3}'}}]},
-            ...     {"role": "tool", "tool_call_id": "c1", "content": "5"},
-            ...     {"role": "assistant", "content": "5"},
-            ... ]
-            >>> print(cycle._repr_markdown_())
-            **LlmCycle — m, 4 message(s)**
-            <BLANKLINE>
-            | # | role | content |
-            |---|---|---|
-            | 0 | user | 2 + 3? |
-            | 1 | assistant | → add({"a":2,"b":3}) [c1] |
-            | 2 | tool | add [c1] → 5 |
-            | 3 | assistant | 5 |
-        """
-        table = markdown_table(_TRANSCRIPT_HEADERS, message_rows(self.messages), _TRANSCRIPT_CELL)
-        return f"**{self._transcript_title()}**\n\n{table}"
-
-    def _repr_html_(self) -> str:
-        """The same view as :meth:`_repr_markdown_`, in HTML."""
-        rows = message_rows(self.messages)
-        return html_table(_TRANSCRIPT_HEADERS, rows, self._transcript_title(), _TRANSCRIPT_CELL)
 
     # -- the loop --------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from types import TracebackType
 
 from .. import _sync
-from .cycle import EventStream
+from ._event_stream import EventStream
 from .events import ChatResponse, StreamEvent
 
 __all__ = ["SyncEventStream"]

@@ -262,6 +262,9 @@ async def test_the_responses_api_gets_the_same_spans(
     assert [s.name for s in children[:1] + children[3:]] == ["chat test-model", "chat test-model"]
     first = attributes(children[0])
     assert first["openai.api.type"] == "responses"
+    assert first["gen_ai.response.id"] == cycle.messages[1]["response"]["id"]
+    assert first["gen_ai.response.id"].startswith("resp_scripted_")
+    assert first["gen_ai.response.model"] == server.model
     assert first["gen_ai.response.finish_reasons"] == ("completed",)
     assert (first["gen_ai.usage.input_tokens"], first["gen_ai.usage.output_tokens"]) == (30, 12)
     assert first["gen_ai.usage.cache_read.input_tokens"] == 20

@@ -1,0 +1,119 @@
+"""``EventStream``: the events of one ``submit_stream*`` call, for ``async for``.
+
+Kept out of :mod:`agcore_tools.cycle.cycle` (which re-exports it) so the loop stays a
+short read. The loop fills ``_agen`` and ``_response``; ``_trace`` is its OpenTelemetry
+run, None unless tracing is on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from ..error import LlmError
+from .events import ChatResponse, StreamEvent
+
+if TYPE_CHECKING:
+    from ._trace import RunTrace
+
+__all__ = ["EventStream"]
+
+
+class EventStream:
+    """The events of one ``submit_stream*`` call, for ``async for``.
+
+    Once the iteration ends normally, :attr:`response` holds the
+    :class:`ChatResponse`. Leaving the loop early (``break``) should be followed by
+    :meth:`aclose`, or use ``async with`` so it happens on its own: that stops the
+    running tools and closes the HTTP stream.
+
+    Example:
+        >>> import asyncio
+        >>> from agcore_tools import CycleConfig, LlmCycle
+        >>> from agcore_tools.testing import ScriptedChatServer
+        >>> async def main(server: ScriptedChatServer) -> ChatResponse | None:
+        ...     async with server.client() as client:
+        ...         cycle = LlmCycle(CycleConfig("m"), client=client)
+        ...         async with cycle.submit_stream("Hi") as events:
+        ...             async for event in events:
+        ...                 print(type(event).__name__)
+        ...         return events.response
+        >>> with ScriptedChatServer([ScriptedChatServer.reply_text("Hello!")]) as server:
+        ...     asyncio.run(main(server)).text
+        AssistantTextDelta
+        TurnComplete
+        'Hello!'
+    """
+
+    __slots__ = ("_agen", "_response", "_trace")
+
+    def __init__(self) -> None:
+        self._agen: AsyncGenerator[StreamEvent, None] | None = None
+        self._response: ChatResponse | None = None
+        self._trace: RunTrace | None = None  # None unless OpenTelemetry tracing is on
+
+    @property
+    def response(self) -> ChatResponse | None:
+        """The call's :class:`ChatResponse`, or None until the events are exhausted."""
+        return self._response
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        assert self._agen is not None
+        if self._trace is None:
+            return await self._agen.__anext__()
+        return await self._trace.step(self._agen, self)
+
+    async def collect(self) -> ChatResponse:
+        """Consume the remaining events and return the :class:`ChatResponse`.
+
+        Example:
+            >>> async def main(cycle):  # doctest: +SKIP
+            ...     return await cycle.submit_stream("Hi").collect()
+        """
+        async for _ in self:
+            pass
+        if self._response is None:
+            raise LlmError("the event stream was closed before the call finished")
+        return self._response
+
+    async def aclose(self) -> None:
+        """Stop the call: cancel running tools and close the HTTP stream.
+
+        Example:
+            >>> import asyncio
+            >>> from agcore_tools import AssistantTextDelta, CycleConfig, LlmCycle
+            >>> from agcore_tools.testing import ScriptedChatServer
+            >>> async def first_words(server: ScriptedChatServer) -> str:
+            ...     async with server.client() as client:
+            ...         events = LlmCycle(CycleConfig("m"), client=client).submit_stream("Hi")
+            ...         try:
+            ...             async for event in events:
+            ...                 if isinstance(event, AssistantTextDelta):
+            ...                     return event.text  # leave early ...
+            ...         finally:
+            ...             await events.aclose()  # ... and stop the call
+            ...         return ""
+            >>> reply = ScriptedChatServer.reply_text("Hello there, world")
+            >>> with ScriptedChatServer([reply], chunk_chars=5) as server:
+            ...     asyncio.run(first_words(server))
+            'Hello'
+        """
+        if self._agen is not None:
+            await (
+                self._agen.aclose() if self._trace is None else self._trace.close(self._agen, self)
+            )
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
