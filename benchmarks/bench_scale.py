@@ -119,10 +119,10 @@ def make_loop(kind: str, client: Any, base_url: str) -> Any:
     if kind == "cycle-stream":
         return agcore_contenders(client)[1].loop
     if kind == "agents":
-        agents = agents_contender(client)
-        if agents is None:
+        agents = agents_contender(client)  # [Chat Completions, Responses], or []
+        if not agents:
             raise SystemExit("openai-agents is not installed: use the bench venv")
-        return agents.loop
+        return agents[0].loop
     if kind == "raw-rawresp":
         return rawresp_loop(client)
     if kind == "raw-notransform":
