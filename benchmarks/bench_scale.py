@@ -25,7 +25,7 @@ each other until 100 conversations have run. Contenders:
 
 and the transport under each, after the slash: ``default`` (the SDK's own client: one
 pool of 1000 connections, 100 kept alive), ``tuned`` (one pool, 1000 kept alive),
-``sharded`` (``agcore_tools.cycle.sharded_http_client()``: 8 pools of 128, all kept
+``sharded`` (``agcore_tools.cycle.sharded_http_client()``: 64 pools of 16, all kept
 alive); ``+gc``: the same, with the garbage collector tuned by the application after
 the warm-up (``gc.freeze()``, ``gc.set_threshold(7000, 10, 10)``). SDK retries are off
 everywhere.
@@ -119,10 +119,10 @@ def make_loop(kind: str, client: Any, base_url: str) -> Any:
     if kind == "cycle-stream":
         return agcore_contenders(client)[1].loop
     if kind == "agents":
-        agents = agents_contender(client)
-        if agents is None:
+        agents = agents_contender(client)  # [Chat Completions, Responses], or []
+        if not agents:
             raise SystemExit("openai-agents is not installed: use the bench venv")
-        return agents.loop
+        return agents[0].loop
     if kind == "raw-rawresp":
         return rawresp_loop(client)
     if kind == "raw-notransform":

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._body import lighten, without_unused_tool_options
 from ._stream import TurnBuilder
 from .config import CycleConfig
 
@@ -18,6 +19,11 @@ if TYPE_CHECKING:
 __all__ = ["ChatWire"]
 
 Message = dict[str, Any]
+
+# The API refuses these on a request that offers no tools.
+_TOOL_OPTIONS = ("tool_choice", "parallel_tool_calls")
+# Plain-JSON lists sent past the SDK's per-request transform (see _body.py).
+_LISTS = ("messages", "tools")
 
 
 class ChatWire:
@@ -46,8 +52,10 @@ class ChatWire:
         return params
 
     def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """The SDK resource to call ``create`` on, and the parameters to call it with."""
-        return requester.chat.completions, params
+        """The SDK resource to call ``create`` on, and the parameters to call it with:
+        no tool options without tools, the history and tools in ``extra_body``."""
+        sent = without_unused_tool_options(params, _TOOL_OPTIONS)
+        return requester.chat.completions, lighten(sent, _LISTS)
 
     def builder(self, turn_tag: str, repair: bool, trace: RunTrace | None) -> TurnBuilder:
         """A fresh assembler of one turn (the tracing one while tracing)."""

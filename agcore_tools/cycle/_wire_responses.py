@@ -30,6 +30,7 @@ from typing import Any
 from .._sdk import sdk_field as _field
 from .._toolcalls import ParsedCall, parse_call
 from ..error import LlmError
+from ._body import lighten, without_unused_tool_options
 from ._stream import Turn
 from .config import CycleConfig
 from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
@@ -39,6 +40,8 @@ __all__ = ["ResponsesTurnBuilder", "ResponsesWire", "to_input"]
 Message = dict[str, Any]
 _NO_EVENTS: tuple[StreamEvent, ...] = ()
 _ENCRYPTED = "reasoning.encrypted_content"
+_TOOL_OPTIONS = ("tool_choice",)  # refused on a request without tools
+_LISTS = ("input", "tools")  # sent past the SDK's per-request transform (see _body.py)
 _INCOMPLETE = {
     "max_output_tokens": FinishReason.LENGTH,
     "content_filter": FinishReason.CONTENT_FILTER,
@@ -83,8 +86,10 @@ class ResponsesWire:
         return params
 
     def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """``responses`` (to call ``create`` on) and the parameters translated for it."""
-        sent = dict(params)
+        """``responses`` (to call ``create`` on) and the parameters translated for it:
+        no ``tool_choice`` without tools, the input and tools in ``extra_body``."""
+        sent = without_unused_tool_options(params, _TOOL_OPTIONS)
+        sent = dict(sent)
         sent["input"] = to_input(sent.pop("messages"))
         if "tools" in sent:
             sent["tools"] = [_tool(tool) for tool in sent["tools"]]
@@ -98,7 +103,7 @@ class ResponsesWire:
             include = list(sent.get("include") or ())
             if _ENCRYPTED not in include:
                 sent["include"] = [*include, _ENCRYPTED]
-        return requester.responses, sent
+        return requester.responses, lighten(sent, _LISTS)
 
     def builder(self, turn_tag: str, repair: bool, trace: Any) -> ResponsesTurnBuilder:
         """A fresh assembler of one turn (the same one while tracing)."""

@@ -576,6 +576,26 @@ async def test_request_options_pass_through_to_the_request(serve, make_cycle, ca
     assert "stream" not in body or body["stream"] is False
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_tool_options_are_not_sent_on_a_request_without_tools(serve, make_cycle, stream):
+    # The API refuses tool_choice (and parallel_tool_calls) without tools; a cycle
+    # configured with them still makes plain submit() calls.
+    server = serve(S.reply_text("ok"))
+    cycle = make_cycle(server, tool_choice="required", parallel_tool_calls=False, seed=3)
+    if stream:
+        await cycle.submit_stream("hi").collect()
+    else:
+        await cycle.submit("hi")
+    body = server.requests[0].json
+    assert "tools" not in body
+    assert ("tool_choice" in body, "parallel_tool_calls" in body, body["seed"]) == (
+        False,
+        False,
+        3,
+    )
+    assert dict(cycle.config.request_options)["tool_choice"] == "required"  # config kept
+
+
 async def test_history_policy_trims_requests_but_messages_keep_everything(serve, make_cycle):
     server = serve(S.reply_text("one"), S.reply_text("two"), S.reply_text("three"))
     cycle = make_cycle(server, system_prompt="sys", history=TrimOldest(max_messages=3))

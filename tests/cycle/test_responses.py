@@ -493,3 +493,16 @@ async def test_an_approval_pause_resumes_over_responses(serve, make_cycle, strea
         "function_call_output",
     ]
     assert items(server.requests[1])[-1]["output"] == "refunded order 7"
+
+
+@MODES
+async def test_tool_choice_is_not_sent_on_a_request_without_tools(serve, make_cycle, stream):
+    server = serve(S.reply_text("ok"))
+    cycle = make_cycle(server, api="responses", tool_choice="required", temperature=0.5)
+    if stream:
+        await cycle.submit_stream("hi").collect()
+    else:
+        await cycle.submit("hi")
+    body = server.requests[0].json
+    assert ("tools" in body, "tool_choice" in body, body["temperature"]) == (False, False, 0.5)
+    assert body["input"] == [{"role": "user", "content": "hi"}]
