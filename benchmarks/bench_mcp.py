@@ -5,12 +5,15 @@ Run with the benchmark venv (``make bench`` creates it)::
 
     .venv-bench/bin/python benchmarks/bench_mcp.py
 
-Every contender talks to its own copy of one loopback server
-(``benchmarks/mcp_bench_server.py``, an MCPServer with an ``echo`` tool), over stdio or
-over Streamable HTTP (uvicorn on 127.0.0.1), all started before the first measurement,
-pinned to one CPU while the benchmark itself runs on another (when the machine has two
-or more). They are measured in interleaved rounds (order shuffled each round) so
-machine noise hits them alike; figures are medians over rounds. Contenders, on each
+The server is ``benchmarks/mcp_bench_server.py`` (an MCPServer with an ``echo`` tool).
+Over stdio every contender starts its own copy; over Streamable HTTP all of them open
+sessions on one copy (uvicorn on 127.0.0.1). Servers are pinned to one CPU and the
+benchmark to another (when the machine has two or more). Every round connects every
+contender afresh (new client, new stdio server): two copies of the same client or
+server run a few percent apart on this kind of machine for where they landed in
+memory alone, and fresh copies each round keep one such draw from deciding every
+round. Within a round the contenders take turns in blocks of 25 sequential calls, in a
+new random order for each block, so machine noise hits them alike. Contenders, on each
 transport:
 
 - the raw ``mcp.ClientSession`` over the SDK's ``stdio_client`` or
@@ -23,10 +26,10 @@ Each row is compared with the raw session on the same transport and protocol ver
 the handshake (2025-11-25) and ``server/discover`` (2026-07-28); the peers negotiate
 the latter. Peers whose package is missing are skipped, not faked.
 
-Per contender and round it takes the wall time of 300 sequential calls, the client's
-CPU time for them (``time.process_time`` of this process: the servers are other
-processes, and contenders run one at a time), and the wall time of 200 concurrent
-calls. A ratio to the raw session is the median of the per-round ratios (each taken
+Per contender and round it takes the wall time of 300 sequential calls (after 20 of
+warm-up), the client's CPU time for them (``time.process_time`` of this process: the
+servers are other processes, and contenders run one at a time), and the wall time of
+200 concurrent calls. A ratio to the raw session is the median of the per-round ratios (each taken
 moments apart in the same round), printed with its quartiles.
 
 Options: ``--quick`` (fewer rounds), ``--rounds N``, ``--transport stdio|http|both``,
@@ -67,6 +70,7 @@ ARGS = {"text": "hello"}
 SERVER_ENV = {"PYTHONHASHSEED": "0"}
 CONCURRENT = 200
 BLOCK = 25  # sequential calls a contender makes before the next one's turn
+WARM_UP = 20  # calls on each new connection before its first measured block
 MS = 1e3
 
 Call = Callable[[], Awaitable[Any]]
@@ -306,11 +310,10 @@ async def _round(contenders: list[Contender], sequential_calls: int) -> list[Con
     async with AsyncExitStack() as stack:
         contenders = await _connect(stack, contenders)
         calls = {id(c): c.call for c in contenders if c.call is not None}
-        for contender in contenders:  # warm up: imports, caches
+        for contender in contenders:  # warm up: imports, caches, the new connection
             call = calls[id(contender)]
-            for _ in range(50):
+            for _ in range(WARM_UP):
                 await call()
-            await asyncio.gather(*(call() for _ in range(CONCURRENT)))
         block = min(BLOCK, sequential_calls)
         wall = dict.fromkeys(calls, 0.0)
         cpu = dict.fromkeys(calls, 0.0)
