@@ -26,6 +26,7 @@ from ._recover import sdk_detail
 from ._resources import UpdateFeeds
 from ._state import State
 from ._streams import watch_end
+from ._watchdog import Watchdog
 from .models import McpLogMessage
 from .transport import StdioTransport
 
@@ -101,6 +102,8 @@ class Connection:
         """The open resource subscriptions of a handshake-era session."""
         self.request_meta: RequestParamsMeta | None = None
         """``_meta`` sent with later requests (a log level set on a 2026-07-28 session)."""
+        self.watchdog = Watchdog()
+        """The backstop of the tool calls sent on this connection."""
         self._error: ToolError | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()

@@ -35,6 +35,7 @@ from ..base import BaseTool
 from ..error import McpError, McpNotInitializedError, ToolConfigError, ToolError
 from . import _prompts, _protocol_tools, _resources, _utilities
 from ._exchange import EXCHANGE, HttpExchange
+from ._progress import progress_callback
 from ._results import result_value
 from ._state import State
 from ._trace import traced_call_tool
@@ -510,14 +511,14 @@ class McpClient:
         if self._loop is not asyncio.get_running_loop():
             raise self._wrong_loop(f"tools/call '{name}'", name)
         limit = self._timeout if timeout is None else _check_timeout(self.server_name, timeout)
-        progress = self._progress_callback(name)
+        progress = progress_callback(self.on_progress, self.server_name, name)
         arguments = dict(args) if args else {}
         started = time.monotonic()
         # Over HTTP, the guard in _http reports what the server answered into this.
         exchange = HttpExchange() if conn.http else None
         token = EXCHANGE.set(exchange)
         try:
-            result = await with_timeout(
+            result = await conn.watchdog.bound(
                 conn.call_tool(
                     name,
                     arguments,
@@ -531,7 +532,7 @@ class McpClient:
             from ._recover import send_again
 
             async def send(conn: Connection, remaining: float) -> Any:
-                return await with_timeout(
+                return await conn.watchdog.bound(
                     conn.call_tool(
                         name,
                         arguments,
@@ -792,11 +793,6 @@ class McpClient:
 
         infos = self._tools or []
         return any(i.name == tool_name and is_safe_to_repeat(i.annotations) for i in infos)
-
-    def _progress_callback(self, tool_name: str) -> Any:
-        from ._progress import progress_callback
-
-        return progress_callback(self.on_progress, self.server_name, tool_name)
 
     def _has_tools(self, conn: Connection) -> bool:
         client = conn.client

@@ -1,0 +1,109 @@
+"""The outer time bound of every ``tools/call``, kept by one timer per connection.
+
+The SDK's request clock (``read_timeout_seconds``) starts once the request is written,
+so a write that never completes would wait forever; each call therefore also gets a
+backstop a little after its timeout. ``asyncio.timeout`` would schedule and cancel a
+timer per call, a measurable share of a sequential call's client CPU (see
+docs/benchmarks.md, MCP). Here one timer serves every call in flight on a connection:
+a call only records its deadline, and the timer, when it fires, cancels the calls
+past theirs (which then raise ``TimeoutError``, as ``asyncio.timeout`` would) and
+re-arms itself for the earliest deadline left, or not at all once nothing is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from .._aio import with_timeout
+
+__all__ = ["Watchdog"]
+
+T = TypeVar("T")
+
+# A timer may run a hair before its deadline by the loop's clock (asyncio runs handles
+# due within its clock resolution); a backstop this much early is still a backstop.
+_SLACK = 0.001
+
+
+class Watchdog:
+    """Bounds the calls in flight on one event loop (a connection lives on one)."""
+
+    __slots__ = ("_armed_for", "_deadlines", "_expired", "_handle")
+
+    def __init__(self) -> None:
+        self._deadlines: dict[asyncio.Task[Any], float] = {}
+        self._expired: set[asyncio.Task[Any]] = set()
+        self._handle: asyncio.TimerHandle | None = None
+        self._armed_for = math.inf
+
+    async def bound(self, awaitable: Awaitable[T], seconds: float) -> T:
+        """Await ``awaitable``; after ``seconds``, cancel it and raise ``TimeoutError``.
+
+        Example:
+            >>> import asyncio
+            >>> async def slow() -> None:
+            ...     await asyncio.sleep(10)
+            >>> async def demo() -> str:
+            ...     watchdog = Watchdog()
+            ...     try:
+            ...         await watchdog.bound(slow(), 0.01)
+            ...     except TimeoutError:
+            ...         return "timed out"
+            ...     return "finished"
+            >>> asyncio.run(demo())
+            'timed out'
+        """
+        task = asyncio.current_task()
+        if task is None or task in self._deadlines or sys.version_info < (3, 11):
+            # Nested in another bounded call of this task (or no Task.uncancel): the
+            # general form.
+            return await with_timeout(awaitable, seconds)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        self._deadlines[task] = deadline
+        if deadline < self._armed_for:
+            self._arm(loop, deadline)
+        cancelling = task.cancelling()
+        handled = False
+        try:
+            return await awaitable
+        except asyncio.CancelledError as exc:
+            # Ours when the timer cancelled this task and nobody else did meanwhile
+            # (asyncio.timeout's test); withdrawing our request, as it does.
+            if task in self._expired:
+                handled = True
+                if task.uncancel() <= cancelling:
+                    raise TimeoutError from exc
+            raise
+        finally:
+            del self._deadlines[task]
+            if task in self._expired:
+                self._expired.discard(task)
+                if not handled:  # it ended some other way: take our request back
+                    task.uncancel()
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._armed_for = when
+        self._handle = loop.call_at(when, self._fire, loop)
+
+    def _fire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._handle = None
+        self._armed_for = math.inf
+        due = loop.time() + _SLACK
+        earliest = math.inf
+        for task, deadline in self._deadlines.items():
+            if task in self._expired:
+                continue
+            if deadline <= due:
+                self._expired.add(task)
+                task.cancel()
+            else:
+                earliest = min(earliest, deadline)
+        if earliest < math.inf:
+            self._arm(loop, earliest)
