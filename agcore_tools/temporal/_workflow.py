@@ -22,27 +22,28 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
-with workflow.unsafe.imports_passed_through():
-    from .._clock import CLOCK
-    from ..approval import ApprovalDecision, ApprovalRequest
-    from ..base import BaseTool, ToolContext
-    from ..cycle.config import CycleConfig
-    from ..cycle.cycle import LlmCycle
-    from ..cycle.events import StreamEvent
-    from ..error import LlmError, ToolError, ToolExecutionError, ToolTimeoutError
-    from ..permission import PermissionChecker, PermissionConfig
-    from ..registry import ToolRegistry
-    from ._payloads import (
-        MODEL_REFUSED,
-        RESULT_TOO_LARGE,
-        Catalogue,
-        ModelRequest,
-        ToolCallInput,
-        ToolCallOutput,
-        ToolSpec,
-        config_fields,
-        config_from_fields,
-    )
+# The sandbox decides how these load (see _worker.sandbox_runner): passed through on a
+# worker, re-imported under its restrictions by the replay test.
+from .._clock import CLOCK
+from ..approval import ApprovalDecision, ApprovalRequest
+from ..base import BaseTool, ToolContext
+from ..cycle.config import CycleConfig
+from ..cycle.cycle import LlmCycle
+from ..cycle.events import StreamEvent
+from ..error import LlmError, ToolError, ToolExecutionError, ToolTimeoutError
+from ..permission import PermissionChecker, PermissionConfig
+from ..registry import ToolRegistry
+from ._payloads import (
+    MODEL_REFUSED,
+    RESULT_TOO_LARGE,
+    Catalogue,
+    ModelRequest,
+    ToolCallInput,
+    ToolCallOutput,
+    ToolSpec,
+    config_fields,
+    config_from_fields,
+)
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
