@@ -84,6 +84,29 @@ class ToolActivities:
         ...     return a + b
         >>> [fn.__name__ for fn in ToolActivities(registry).activities()]
         ['describe_tools', 'call_tool', 'needs_approval']
+
+        The activities are plain async methods; a worker calls them, and so can a test:
+
+        >>> import asyncio
+        >>> from agcore_tools.temporal._payloads import ModelRequest, ToolCallInput
+        >>> from agcore_tools.testing import ScriptedChatServer
+        >>> call = ToolCallInput("add", {"a": 2, "b": 3}, "c1", "session", "trace")
+        >>> async def main(server: ScriptedChatServer) -> None:
+        ...     async with server.client() as client:
+        ...         activities = ToolActivities(registry, client)
+        ...         catalogue = await activities.describe_tools()
+        ...         print([spec.name for spec in catalogue.tools])
+        ...         print((await activities.call_tool(call)).output)
+        ...         print(await activities.needs_approval(call))
+        ...         request = ModelRequest("chat", False, {"model": "m", "messages": []})
+        ...         completion = await activities.model_request(request)
+        ...         print(completion["choices"][0]["message"]["content"])
+        >>> with ScriptedChatServer([ScriptedChatServer.reply_text("Hi")]) as server:
+        ...     asyncio.run(main(server))
+        ['add']
+        5
+        False
+        Hi
     """
 
     def __init__(

@@ -228,9 +228,14 @@ class ToolLoopWorkflow:
     Example:
         >>> from agcore_tools import CycleConfig
         >>> async def main(client):  # doctest: +SKIP
-        ...     return await client.execute_workflow(
-        ...         ToolLoopWorkflow.run, ToolLoopInput.of("2 + 3?", CycleConfig("m")),
+        ...     handle = await client.start_workflow(
+        ...         ToolLoopWorkflow.run, ToolLoopInput.of("Tidy my files", CycleConfig("m")),
         ...         id="run-1", task_queue="agents")
+        ...     # ... later, perhaps days later, from any process:
+        ...     pending = await handle.query(ToolLoopWorkflow.pending_approvals)
+        ...     history = await handle.query(ToolLoopWorkflow.messages)
+        ...     await handle.signal(ToolLoopWorkflow.approve, [r.approve() for r in pending])
+        ...     return (await handle.result()).text
     """
 
     def __init__(self) -> None:
