@@ -3,12 +3,13 @@
 :class:`ToolLoopWorkflow` runs :class:`~agcore_tools.LlmCycle`'s own loop with each
 model request and each tool call as an activity; :class:`ToolActivities` turns a
 :class:`~agcore_tools.ToolRegistry` (and an ``AsyncOpenAI`` client) into a worker's
-activities; :func:`worker` starts one. See ``docs/guides/temporal.md``.
+activities; :func:`worker` starts one, and :func:`dev_server` a local Temporal server. See ``docs/guides/temporal.md``.
 """
 
 from __future__ import annotations
 
 from ._activities import ToolActivities, ToolActivityOptions
+from ._devserver import dev_server
 from ._worker import sandbox_runner, worker
 from ._workflow import ToolLoopInput, ToolLoopResult, ToolLoopWorkflow
 
@@ -18,6 +19,7 @@ __all__ = [
     "ToolLoopInput",
     "ToolLoopResult",
     "ToolLoopWorkflow",
+    "dev_server",
     "sandbox_runner",
     "worker",
 ]
