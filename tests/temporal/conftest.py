@@ -38,6 +38,8 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "meet": [("meet", {"name": "a"}, "call_a"), ("meet", {"name": "b"}, "call_b")],
     "dump": [("dump", {"size": 10_000}, "call_dump")],
     "remove": [("remove", {"path": "notes.txt"}, "call_remove")],
+    "mixed": [("add", {"a": 1, "b": 2}, "call_add"), ("fx__echo", {"text": "hi"}, "call_echo")],
+    "nope": [("nope", {}, "call_nope")],
 }
 
 
@@ -182,17 +184,15 @@ def spawn(
     """Start a worker process on a queue; wait until it polls; stop all at the end."""
     started: list[WorkerProcess] = []
 
-    def start(queue: str, identity: str, slots: int | None = None) -> WorkerProcess:
+    def start(
+        queue: str, identity: str, slots: int | None = None, mcp: bool = False
+    ) -> WorkerProcess:
         args = [temporal_address, queue, model.server.base_url, str(workdir), identity]
+        args += [f"--slots={slots}"] if slots else []
+        args += ["--mcp"] if mcp else []
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         process = subprocess.Popen(
-            [
-                sys.executable,
-                str(HERE / "worker_process.py"),
-                *args,
-                *([str(slots)] if slots else []),
-            ],
-            env=env,
+            [sys.executable, str(HERE / "worker_process.py"), *args], env=env
         )
         worker = WorkerProcess(process, identity)
         started.append(worker)

@@ -14,7 +14,8 @@ import pytest
 pytest.importorskip("temporalio")
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
 
 from agcore_tools import CycleConfig, LlmCycle
 from agcore_tools.temporal import ToolLoopInput, ToolLoopResult, ToolLoopWorkflow
@@ -145,3 +146,40 @@ async def test_an_oversized_result_fails_once_and_the_model_is_told(
     assert [a for a in await activity_attempts(handle) if a[0] == "agcore.call_tool"] == [
         ("agcore.call_tool", 1)
     ]
+
+
+async def test_mcp_tools_run_on_the_workers_that_hold_the_connection(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    spawn("front", "w1")
+    spawn("mcp", "m1", mcp=True)  # tools only: the MCP fixture server's, one connection
+    handle = await start(client, "mixed-1", "mixed", "front", tool_task_queues=["mcp"])
+    result = await finish(handle)
+    assert result.text == "done: 3 | hi"
+    history = await handle.fetch_history()
+    ran = {}
+    names: dict[int, str] = {}
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attributes = event.activity_task_scheduled_event_attributes
+            names[event.event_id] = attributes.task_queue.name
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            started = event.activity_task_started_event_attributes
+            ran.setdefault(names[started.scheduled_event_id], set()).add(started.identity)
+    assert ran == {"front": {"w1"}, "mcp": {"m1"}}
+    assert [c["worker"] for c in calls(workdir, "mixed-1")] == ["w1"]  # add; echo is MCP's
+
+
+async def test_a_stopped_loop_fails_the_run_with_the_loops_error(
+    client: Client, spawn: Spawn
+) -> None:
+    spawn("stop", "w1")
+    handle = await start(client, "nope-1", "nope", "stop")
+    with pytest.raises(WorkflowFailureError) as failed:
+        await finish(handle)
+    assert isinstance(failed.value.cause, ApplicationError)
+    assert failed.value.cause.type == "LlmError"
+    assert failed.value.cause.message == (
+        "tool loop stopped: tool 'nope' is not registered: the registered tools are: "
+        "add, meet, dump, remove"
+    )

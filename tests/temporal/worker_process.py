@@ -1,15 +1,19 @@
 """A real Temporal worker, in its own process, for the tests in this directory.
 
 ``python tests/temporal/worker_process.py ADDRESS QUEUE MODEL_URL WORKDIR IDENTITY
-[MAX_ACTIVITIES]`` serves ``QUEUE`` with :class:`ToolLoopWorkflow` and the tools below,
-writes ``WORKDIR/ready-IDENTITY`` once polling, and stops on SIGTERM. Every tool call
+[--slots N] [--mcp]`` serves ``QUEUE`` with :class:`ToolLoopWorkflow` and the tools
+below, writes ``WORKDIR/ready-IDENTITY`` once polling, and stops on SIGTERM. With
+``--mcp`` it is a tools-only worker whose tools are the MCP fixture server's, over the
+one connection it holds. Every tool call
 appends one JSON line to ``WORKDIR/calls.jsonl`` (tool, workflow id, worker), which is
 how the tests count executions across processes.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -18,10 +22,11 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from agcore_tools import ToolContext, ToolRegistry
+from agcore_tools import McpClient, StdioTransport, ToolContext, ToolRegistry
 
 MAX_RESULT_BYTES = 4096
 MEET_TIMEOUT = 30.0
+MCP_FIXTURE = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "fixture_server.py"
 
 
 def build_registry(workdir: Path, identity: str) -> ToolRegistry:
@@ -67,7 +72,13 @@ def build_registry(workdir: Path, identity: str) -> ToolRegistry:
 
 
 async def serve(
-    address: str, queue: str, model_url: str, workdir: Path, identity: str, slots: int | None
+    address: str,
+    queue: str,
+    model_url: str,
+    workdir: Path,
+    identity: str,
+    slots: int | None,
+    mcp: bool,
 ) -> None:
     from openai import AsyncOpenAI
     from temporalio.client import Client
@@ -77,27 +88,51 @@ async def serve(
     client = await Client.connect(address)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    activities = ToolActivities(
-        build_registry(workdir, identity),
-        AsyncOpenAI(base_url=model_url, api_key="-", max_retries=0),
-        max_result_bytes=MAX_RESULT_BYTES,
-    )
     options = {"max_concurrent_activities": slots} if slots else {}
-    async with worker(
-        client,
-        queue,
-        activities,
-        identity=identity,
-        # A killed worker's cached runs move to the others quickly.
-        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
-        **options,
-    ):
+    async with contextlib.AsyncExitStack() as stack:
+        if mcp:
+            server = McpClient("fx", StdioTransport(sys.executable, [str(MCP_FIXTURE)]))
+            await stack.enter_async_context(server)
+            registry = ToolRegistry()
+            registry.register_all(server.into_tools(prefix=True))
+            activities = ToolActivities(registry)
+        else:
+            activities = ToolActivities(
+                build_registry(workdir, identity),
+                AsyncOpenAI(base_url=model_url, api_key="-", max_retries=0),
+                max_result_bytes=MAX_RESULT_BYTES,
+            )
+        running = worker(
+            client,
+            queue,
+            activities,
+            workflows=not mcp,
+            identity=identity,
+            # A killed worker's cached runs move to the others quickly.
+            sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+            **options,
+        )
+        await stack.enter_async_context(running)
         (workdir / f"ready-{identity}").touch()
         await stop.wait()
 
 
 if __name__ == "__main__":
-    address, queue, model_url, workdir, identity, *rest = sys.argv[1:]
-    slots = int(rest[0]) if rest else None
+    parser = argparse.ArgumentParser()
+    for name in ("address", "queue", "model_url", "workdir", "identity"):
+        parser.add_argument(name)
+    parser.add_argument("--slots", type=int)
+    parser.add_argument("--mcp", action="store_true")
+    args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "-")
-    asyncio.run(serve(address, queue, model_url, Path(workdir), identity, slots))
+    asyncio.run(
+        serve(
+            args.address,
+            args.queue,
+            args.model_url,
+            Path(args.workdir),
+            args.identity,
+            args.slots,
+            args.mcp,
+        )
+    )
