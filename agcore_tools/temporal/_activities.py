@@ -22,7 +22,7 @@ from .._aio import run_sync
 from ..base import ToolContext
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
-from ..error import ToolConfigError
+from ..error import ToolConfigError, ToolError
 from ..registry import ToolRegistry
 from ._payloads import (
     MODEL_REFUSED,
@@ -177,9 +177,12 @@ class ToolActivities:
     async def call_tool(self, call: ToolCallInput) -> ToolCallOutput:
         """Run one call through the registry (permissions, argument plan, errors)."""
         ctx = ToolContext(call.session_id, call.trace_id, call.call_id, metadata=call.metadata)
-        invocation = await self.registry.invoke(
-            call.name, call.arguments, ctx.for_call(call.call_id, call.name)
-        )
+        try:
+            invocation = await self.registry.invoke(
+                call.name, call.arguments, ctx.for_call(call.call_id, call.name)
+            )
+        except ToolError as exc:  # not registered here, or refused: no retry changes that
+            return ToolCallOutput(error=str(exc), recoverable=exc.is_recoverable())
         if invocation.error is not None:
             error = invocation.error
             return ToolCallOutput(error=str(error), recoverable=error.is_recoverable())
