@@ -119,15 +119,19 @@ async def main(runs: int, concurrent: int) -> dict[str, Any]:
             async with worker(client, "bench", ToolActivities(registry, openai)), floor:
 
                 async def cycle(shape: str) -> None:
-                    await LlmCycle(CONFIG, client=openai).submit_with_tools(shape, registry)
+                    local = LlmCycle(CONFIG, client=openai)
+                    response = await local.submit_with_tools(shape, registry)
+                    assert len(response.invocations) == SHAPES[shape][1], response
 
                 async def temporal(shape: str) -> None:
-                    await client.execute_workflow(
+                    result = await client.execute_workflow(
                         ToolLoopWorkflow.run,
                         ToolLoopInput.of(shape, CONFIG),
                         id=f"bench-{uuid.uuid4()}",
                         task_queue="bench",
                     )
+                    tools = [m for m in result.messages if m["role"] == "tool"]
+                    assert len(tools) == SHAPES[shape][1] and result.text == "done", result
 
                 async def floor_run(shape: str) -> None:
                     turns, calls = SHAPES[shape]

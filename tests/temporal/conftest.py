@@ -86,6 +86,11 @@ def temporal_address() -> Iterator[str]:
         "--headless",
         "--log-level",
         "error",
+        # One partition per task queue, as dev_server() does: no task waits for a poller.
+        "--dynamic-config-value",
+        "matching.numTaskqueueReadPartitions=1",
+        "--dynamic-config-value",
+        "matching.numTaskqueueWritePartitions=1",
     ]
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     address = f"127.0.0.1:{port}"
