@@ -40,6 +40,7 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "remove": [("remove", {"path": "notes.txt"}, "call_remove")],
     "mixed": [("add", {"a": 1, "b": 2}, "call_add"), ("fx__echo", {"text": "hi"}, "call_echo")],
     "nope": [("nope", {}, "call_nope")],
+    "stall": [("stall", {}, "call_stall")],
 }
 
 

@@ -181,5 +181,20 @@ async def test_a_stopped_loop_fails_the_run_with_the_loops_error(
     assert failed.value.cause.type == "LlmError"
     assert failed.value.cause.message == (
         "tool loop stopped: tool 'nope' is not registered: the registered tools are: "
-        "add, meet, dump, remove"
+        "add, meet, dump, stall, remove"
     )
+
+
+async def test_a_tools_own_timeout_ends_its_call_and_the_model_is_told(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # The worker gives `stall` ToolActivityOptions(timeout_secs=1, max_attempts=1),
+    # over the run's tool_timeout_secs of 60.
+    spawn("slow", "w1")
+    handle = await start(client, "stall-1", "stall", "slow")
+    result = await finish(handle)
+    assert result.messages[2]["content"] == "Error: tool 'stall' failed: timed out after 1 s"
+    assert result.text == "done: Error: tool 'stall' failed: timed out after 1 s"
+    assert len(calls(workdir, "stall-1", "stall")) == 1
+    attempts = await activity_attempts(handle)
+    assert [a for a in attempts if a[0] == "agcore.call_tool"] == [("agcore.call_tool", 1)]

@@ -62,6 +62,13 @@ def build_registry(workdir: Path, identity: str) -> ToolRegistry:
         record("dump", ctx)
         return "x" * size
 
+    @registry.tool
+    async def stall(ctx: ToolContext) -> str:
+        """Never finish on its own (its activity has a 1 s timeout)."""
+        record("stall", ctx)
+        await asyncio.Event().wait()
+        return "unreachable"
+
     @registry.tool(needs_approval=True)
     def remove(path: str, ctx: ToolContext) -> str:
         """Remove a file (asks first)."""
@@ -83,7 +90,7 @@ async def serve(
     from openai import AsyncOpenAI
     from temporalio.client import Client
 
-    from agcore_tools.temporal import ToolActivities, worker
+    from agcore_tools.temporal import ToolActivities, ToolActivityOptions, worker
 
     client = await Client.connect(address)
     stop = asyncio.Event()
@@ -100,6 +107,7 @@ async def serve(
             activities = ToolActivities(
                 build_registry(workdir, identity),
                 AsyncOpenAI(base_url=model_url, api_key="-", max_retries=0),
+                options={"stall": ToolActivityOptions(timeout_secs=1, max_attempts=1)},
                 max_result_bytes=MAX_RESULT_BYTES,
             )
         running = worker(
