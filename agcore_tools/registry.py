@@ -20,7 +20,6 @@ import contextvars
 import copy
 import logging
 import re
-import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 from . import _otel, _sync
 from ._aio import with_timeout
 from ._argplan import ArgumentPlan, build_plan
+from ._clock import now
 from ._display import (
     REGISTRY_HEADERS,
     html_table,
@@ -585,7 +585,7 @@ class ToolRegistry:
         stats = entry.stats
         error: ToolError | None = None
         output: Any = None
-        started = time.perf_counter()
+        started = now()
         try:
             # An exact-type test first: isinstance(args, Mapping) costs ~0.1 µs.
             call_args = args if type(args) is dict else _arguments_dict(name, args)
@@ -600,9 +600,9 @@ class ToolRegistry:
         except asyncio.CancelledError:
             stats.calls += 1
             stats.failures += 1
-            stats.total_seconds += time.perf_counter() - started
+            stats.total_seconds += now() - started
             raise
-        duration = time.perf_counter() - started
+        duration = now() - started
         stats.calls += 1
         stats.total_seconds += duration
         if error is not None:

@@ -11,7 +11,13 @@ import pytest
 import agcore_tools
 
 ROOT = Path(__file__).resolve().parents[1]
-PUBLIC_MODULES = ["agcore_tools", "agcore_tools.cycle", "agcore_tools.mcp", "agcore_tools.testing"]
+PUBLIC_MODULES = [
+    "agcore_tools",
+    "agcore_tools.cycle",
+    "agcore_tools.mcp",
+    "agcore_tools.temporal",
+    "agcore_tools.testing",
+]
 
 
 def _release_notes(version: str) -> str:

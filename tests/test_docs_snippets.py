@@ -113,6 +113,14 @@ PARIS = {"city": "Paris", "celsius": 18, "sky": "light rain"}
 PARIS_RESULT = '{"city":"Paris","celsius":18,"sky":"light rain"}'  # what the model reads
 
 SNIPPETS: dict[str, Setup] = {
+    "temporal-quickstart": Setup(
+        script=[
+            S.reply_tool_calls([("add", {"a": 2, "b": 3})]),
+            S.reply_text("2 + 3 = 5."),
+        ],
+        output=["2 + 3 = 5.", "['user', 'assistant', 'tool', 'assistant']"],
+        sent=["5"],
+    ),
     "quickstart-loop": Setup(
         script=[
             S.reply_tool_calls([("get_weather", {"city": "Paris"})]),

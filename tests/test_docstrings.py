@@ -1,7 +1,8 @@
 """Every public name is documented with an example (issue 5's "done when").
 
 Public names are the ``__all__`` of ``agcore_tools`` and of its public subpackages
-``agcore_tools.cycle``, ``agcore_tools.mcp`` and ``agcore_tools.testing``. For each:
+``agcore_tools.cycle``, ``agcore_tools.mcp``, ``agcore_tools.temporal`` and
+``agcore_tools.testing``. For each:
 
 - a class or function has a docstring with an ``Example:`` section, written as a
   doctest (``>>>``), which ``pytest --doctest-modules`` runs;
@@ -29,9 +30,16 @@ import pytest
 import agcore_tools
 import agcore_tools.cycle
 import agcore_tools.mcp
+import agcore_tools.temporal
 import agcore_tools.testing
 
-PUBLIC_MODULES = (agcore_tools, agcore_tools.cycle, agcore_tools.mcp, agcore_tools.testing)
+PUBLIC_MODULES = (
+    agcore_tools,
+    agcore_tools.cycle,
+    agcore_tools.mcp,
+    agcore_tools.temporal,
+    agcore_tools.testing,
+)
 
 
 def public_names() -> dict[str, Any]:

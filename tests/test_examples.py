@@ -49,6 +49,7 @@ def test_every_example_has_a_test() -> None:
         "openai_responses_loop.py",
         "streaming_console.py",
         "permissions.py",
+        "temporal_loop.py",
     }
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested
 
@@ -159,3 +160,18 @@ def test_with_an_api_key_the_examples_use_the_environments_server_and_model() ->
     assert rest[1] == "assistant> Order A1001 has shipped with DHL and should arrive on 5 December."
     assert {request.json["model"] for request in server.requests} == {"my-model"}
     assert server.requests[0].headers["authorization"] == "Bearer sk-test"
+
+
+def test_temporal_loop_runs_on_a_local_dev_server() -> None:
+    pytest.importorskip("temporalio")
+    out = run_example("temporal_loop.py")
+    assert out[0] == "assistant> There are 19 mugs in stock: 12 blue and 7 red."
+    assert out[1] == (
+        "6 activities: agcore.model_request, agcore.call_tool, agcore.call_tool, "
+        "agcore.model_request, agcore.call_tool, agcore.model_request"
+    )
+    assert out[out.index("transcript:") + 3 : out.index("transcript:") + 6] == [
+        "  tool: 12",
+        "  tool: 7",
+        "  assistant:  -> add",
+    ]

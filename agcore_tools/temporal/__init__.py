@@ -1,0 +1,25 @@
+"""Durable tool loops on Temporal (the ``agcore-tools[temporal]`` extra).
+
+:class:`ToolLoopWorkflow` runs :class:`~agcore_tools.LlmCycle`'s own loop with each
+model request and each tool call as an activity; :class:`ToolActivities` turns a
+:class:`~agcore_tools.ToolRegistry` (and an ``AsyncOpenAI`` client) into a worker's
+activities; :func:`worker` starts one, and :func:`dev_server` a local Temporal server. See ``docs/guides/temporal.md``.
+"""
+
+from __future__ import annotations
+
+from ._activities import ToolActivities, ToolActivityOptions
+from ._devserver import dev_server
+from ._worker import sandbox_runner, worker
+from ._workflow import ToolLoopInput, ToolLoopResult, ToolLoopWorkflow
+
+__all__ = [
+    "ToolActivities",
+    "ToolActivityOptions",
+    "ToolLoopInput",
+    "ToolLoopResult",
+    "ToolLoopWorkflow",
+    "dev_server",
+    "sandbox_runner",
+    "worker",
+]

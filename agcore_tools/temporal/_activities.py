@@ -1,0 +1,243 @@
+"""The activities a worker runs: describe its tools, call one tool, make one model request.
+
+One :class:`ToolActivities` per worker holds the registry (and through it every tool's
+dependencies: connections, clients, caches) and the model client, so nothing of them
+is ever serialised into a call: an activity's input is the call itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_json
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from .._aio import run_sync
+from ..base import ToolContext
+from ..cycle._wires import wire_for
+from ..cycle.config import CycleConfig
+from ..error import ToolConfigError, ToolError
+from ..registry import ToolRegistry
+from ._payloads import (
+    MODEL_REFUSED,
+    RESULT_TOO_LARGE,
+    Catalogue,
+    ModelRequest,
+    ToolCallInput,
+    ToolCallOutput,
+    ToolSpec,
+)
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["ToolActivities", "ToolActivityOptions"]
+
+logger = logging.getLogger("agcore_tools.temporal")
+
+# 4xx answers a retry cannot change (408, 409 and 429 can).
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+@dataclass(frozen=True)
+class ToolActivityOptions:
+    """How one tool's activity runs, where it differs from the run's config.
+
+    ``timeout_secs`` replaces ``CycleConfig.tool_timeout_secs`` (the activity's
+    start-to-close timeout), ``max_attempts`` the attempts an activity that fails (a
+    worker lost, a timeout) gets, ``CycleConfig.max_retries + 1``. ``task_queue``
+    routes the tool's calls to other workers than the ones that describe it.
+
+    Example:
+        >>> ToolActivityOptions(timeout_secs=300, max_attempts=1).max_attempts
+        1
+    """
+
+    timeout_secs: float | None = None
+    max_attempts: int | None = None
+    task_queue: str | None = None
+
+
+class ToolActivities:
+    """A worker's activities, built from a :class:`~agcore_tools.ToolRegistry` and (for
+    the model requests) an ``AsyncOpenAI`` client.
+
+    Every tool of the registry becomes callable as an activity, with no code per tool.
+    ``options`` overrides a tool's activity options by name (see
+    :class:`ToolActivityOptions`). A result whose JSON is over ``max_result_bytes``
+    fails its call with a non-retryable error that the model reads, rather than a
+    payload Temporal refuses again on every retry. A worker without ``client`` runs
+    tools only (for instance the workers that hold an MCP connection).
+
+    Example:
+        >>> from agcore_tools import ToolRegistry
+        >>> registry = ToolRegistry()
+        >>> @registry.tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> [fn.__name__ for fn in ToolActivities(registry).activities()]
+        ['describe_tools', 'call_tool', 'needs_approval']
+
+        The activities are plain async methods; a worker calls them, and so can a test:
+
+        >>> import asyncio
+        >>> from agcore_tools.temporal._payloads import ModelRequest, ToolCallInput
+        >>> from agcore_tools.testing import ScriptedChatServer
+        >>> call = ToolCallInput("add", {"a": 2, "b": 3}, "c1", "session", "trace")
+        >>> async def main(server: ScriptedChatServer) -> None:
+        ...     async with server.client() as client:
+        ...         activities = ToolActivities(registry, client)
+        ...         catalogue = await activities.describe_tools()
+        ...         print([spec.name for spec in catalogue.tools])
+        ...         print((await activities.call_tool(call)).output)
+        ...         print(await activities.needs_approval(call))
+        ...         request = ModelRequest("chat", False, {"model": "m", "messages": []})
+        ...         completion = await activities.model_request(request)
+        ...         print(completion["choices"][0]["message"]["content"])
+        >>> with ScriptedChatServer([ScriptedChatServer.reply_text("Hi")]) as server:
+        ...     asyncio.run(main(server))
+        ['add']
+        5
+        False
+        Hi
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        client: AsyncOpenAI | None = None,
+        *,
+        options: Mapping[str, ToolActivityOptions] | None = None,
+        max_result_bytes: int = 1024 * 1024,
+    ) -> None:
+        unknown = sorted(set(options or ()) - set(registry.list_tools()))
+        if unknown:
+            raise ToolConfigError(
+                f"ToolActivities(options=...) names tools the registry lacks: {', '.join(unknown)}"
+            )
+        self.registry = registry
+        """The tools this worker runs."""
+        self._requester = client.with_options(max_retries=0) if client is not None else None
+        self._options = dict(options or {})
+        self.max_result_bytes = max_result_bytes
+        """Most bytes of a tool result's JSON an activity returns."""
+
+    def activities(self) -> list[Callable[..., Any]]:
+        """The activity functions to give a ``temporalio.worker.Worker``."""
+        found: list[Callable[..., Any]] = [self.describe_tools, self.call_tool, self.needs_approval]
+        if self._requester is not None:
+            found.append(self.model_request)
+        return found
+
+    @activity.defn(name="agcore.describe_tools")
+    async def describe_tools(self) -> Catalogue:
+        """The registry's tools and policy, for the workflow's stand-in registry."""
+        checker = self.registry.permission_checker
+        permissions = None
+        if checker is not None:
+            config = checker.config
+            permissions = {
+                "allowed": sorted(str(p) for p in config.allowed),
+                "denied": sorted(str(p) for p in config.denied),
+                "ask": sorted(str(p) for p in config.ask),
+                "allow_unspecified": config.allow_unspecified,
+            }
+        tools = []
+        for entry in self.registry.entries():
+            tool = entry.tool
+            rule = getattr(tool, "needs_approval", False)
+            approval = "never" if rule is False else "always" if rule is True else "per_call"
+            option = self._options.get(entry.name, ToolActivityOptions())
+            tools.append(
+                ToolSpec(
+                    entry.name,
+                    tool.description,
+                    tool.parameters,
+                    tool.strict,
+                    [str(p) for p in entry.permissions],
+                    approval,
+                    list(entry.tags),
+                    entry.category,
+                    entry.version,
+                    option.task_queue,
+                    option.timeout_secs,
+                    option.max_attempts,
+                )
+            )
+        return Catalogue(tools, self.registry.strict, permissions)
+
+    @activity.defn(name="agcore.call_tool")
+    async def call_tool(self, call: ToolCallInput) -> ToolCallOutput:
+        """Run one call through the registry (permissions, argument plan, errors)."""
+        ctx = ToolContext(call.session_id, call.trace_id, call.call_id, metadata=call.metadata)
+        try:
+            invocation = await self.registry.invoke(
+                call.name, call.arguments, ctx.for_call(call.call_id, call.name)
+            )
+        except ToolError as exc:  # not registered here, or refused: no retry changes that
+            return ToolCallOutput(error=str(exc), recoverable=exc.is_recoverable())
+        if invocation.error is not None:
+            error = invocation.error
+            return ToolCallOutput(error=str(error), recoverable=error.is_recoverable())
+        output = json.loads(to_json(invocation.output, fallback=str))
+        size = len(to_json(output))
+        if size > self.max_result_bytes:
+            # Not retryable: the same call would make the same result again.
+            raise ApplicationError(
+                f"result of tool '{call.name}' is {size} bytes, over the "
+                f"{self.max_result_bytes}-byte limit of a Temporal activity result; return "
+                "less (a page, a summary, a reference to where the data is)",
+                type=RESULT_TOO_LARGE,
+                non_retryable=True,
+            )
+        return ToolCallOutput(output)
+
+    @activity.defn(name="agcore.needs_approval")
+    async def needs_approval(self, call: ToolCallInput) -> bool:
+        """Whether a call waits for approval, by the tool's own ``needs_approval``."""
+        entry = self.registry.entry(call.name)
+        rule = getattr(entry.tool, "needs_approval", False) if entry is not None else False
+        if not callable(rule):
+            return bool(rule)
+        ctx = ToolContext(call.session_id, call.trace_id, call.call_id, metadata=call.metadata)
+        if inspect.iscoroutinefunction(rule):
+            return bool(await rule(dict(call.arguments), ctx))
+        return bool(await run_sync(rule, dict(call.arguments), ctx))
+
+    @activity.defn(name="agcore.model_request")
+    async def model_request(self, request: ModelRequest) -> dict[str, Any]:
+        """Send one request; return the completion as the JSON the server sent."""
+        from openai import APIStatusError, OpenAIError
+
+        assert self._requester is not None  # only offered with a client
+        wire = wire_for(_wire_config(request))
+        resource, params = wire.request(self._requester, request.params)
+        try:
+            raw = await resource.with_raw_response.create(**params)
+            body: dict[str, Any] = json.loads(raw.http_response.content)
+        except APIStatusError as exc:
+            final = 400 <= exc.status_code < 500 and exc.status_code not in _RETRYABLE_STATUS
+            raise ApplicationError(
+                f"{wire.name} request failed: {type(exc).__name__}: {exc}",
+                type=MODEL_REFUSED if final else type(exc).__name__,
+                non_retryable=final,
+            ) from exc
+        except (OpenAIError, ValueError) as exc:
+            raise ApplicationError(
+                f"{wire.name} request failed: {type(exc).__name__}: {exc}", type=type(exc).__name__
+            ) from exc
+        return body
+
+
+def _wire_config(request: ModelRequest) -> CycleConfig:
+    # Only the API and chaining choose the wire.
+    if request.api == "responses":
+        return CycleConfig("-", api="responses", chain_responses=request.chain)
+    return CycleConfig("-")

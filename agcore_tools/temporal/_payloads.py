@@ -1,0 +1,148 @@
+"""What crosses between the workflow and its activities: plain dataclasses of JSON values.
+
+A tool activity gets its call only (name, arguments, id, the context's ids and
+metadata); the history never goes to a tool, and the tools' dependencies stay on the
+worker. The run's :class:`~agcore_tools.CycleConfig` travels as a dict (see
+:func:`config_fields`), since its history policy is an object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cycle.config import CycleConfig
+from ..cycle.history import TrimOldest
+from ..error import LlmConfigError
+
+__all__ = [
+    "Catalogue",
+    "ModelRequest",
+    "ToolCallInput",
+    "ToolCallOutput",
+    "ToolSpec",
+    "config_fields",
+    "config_from_fields",
+]
+
+RESULT_TOO_LARGE = "ToolResultTooLarge"
+"""The ``ApplicationError`` type of a tool result over the activity's size limit."""
+MODEL_REFUSED = "ModelRequestRefused"
+"""The ``ApplicationError`` type of a model request no retry can fix (a 4xx answer)."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as the workflow sees it: its definition, its rules, where it runs."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    strict: bool | None
+    permissions: list[str]
+    approval: str  # "never", "always" or "per_call" (a function on the worker decides)
+    tags: list[str]
+    category: str | None
+    version: str | None
+    task_queue: str | None = None
+    timeout_secs: float | None = None
+    max_attempts: int | None = None
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The tools one task queue's workers run, and their registry's policy."""
+
+    tools: list[ToolSpec]
+    strict: bool
+    permissions: dict[str, Any] | None = None  # a PermissionConfig's fields
+
+
+@dataclass(frozen=True)
+class ToolCallInput:
+    """One tool call, and the bits of its context a tool can read."""
+
+    name: str
+    arguments: dict[str, Any]
+    call_id: str | None
+    session_id: str
+    trace_id: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolCallOutput:
+    """A tool's output (JSON), or the error it ended with."""
+
+    output: Any = None
+    error: str | None = None  # the error's one-line message, as the model reads it
+    recoverable: bool = True
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One model request: the wire API and the request's parameters."""
+
+    api: str
+    chain: bool
+    params: dict[str, Any]
+
+
+_PLAIN = (
+    "model",
+    "max_turns",
+    "tool_timeout_secs",
+    "max_tool_result_bytes",
+    "max_tool_attachment_bytes",
+    "max_retries",
+    "retry_initial_delay",
+    "retry_max_delay",
+    "unknown_tool",
+    "reset_tool_choice",
+    "max_definition_tokens",
+    "repair_arguments",
+    "api",
+    "chain_responses",
+)
+
+
+def config_fields(config: CycleConfig) -> dict[str, Any]:
+    """``config`` as JSON values, for a workflow's input.
+
+    Raises ``LlmConfigError`` (also a ``ValueError``) for what cannot go into a
+    workflow's history: an ``approval_key`` (a secret) and history policies other than
+    :class:`~agcore_tools.TrimOldest`.
+
+    Example:
+        >>> config_fields(CycleConfig("m", max_turns=3, temperature=0))["max_turns"]
+        3
+    """
+    if config.approval_key is not None:
+        raise LlmConfigError(
+            "a Temporal run cannot take CycleConfig.approval_key: it would be stored in the "
+            "workflow's history; the history itself records who approved what"
+        )
+    if type(config.history) is not TrimOldest:
+        raise LlmConfigError(
+            f"a Temporal run takes the TrimOldest history policy only, got "
+            f"{type(config.history).__name__}"
+        )
+    fields = {name: getattr(config, name) for name in _PLAIN}
+    fields["history"] = dataclasses.asdict(config.history)
+    fields["request_options"] = dict(config.request_options)
+    return fields
+
+
+def config_from_fields(fields: dict[str, Any]) -> CycleConfig:
+    """The :class:`CycleConfig` that :func:`config_fields` gave ``fields`` for.
+
+    Example:
+        >>> config = CycleConfig("m", max_turns=3, temperature=0)
+        >>> config_from_fields(config_fields(config)) == config
+        True
+    """
+    rest = dict(fields)
+    history = TrimOldest(**rest.pop("history"))
+    options = rest.pop("request_options")
+    return CycleConfig(history=history, request_options=options, **rest)

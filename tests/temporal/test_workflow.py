@@ -1,0 +1,200 @@
+"""ToolLoopWorkflow against a real dev server, with real workers in their own processes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("temporalio")
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
+
+from agcore_tools import CycleConfig, LlmCycle
+from agcore_tools.temporal import ToolLoopInput, ToolLoopResult, ToolLoopWorkflow
+
+from .conftest import Model, WorkerProcess, calls
+from .worker_process import MAX_RESULT_BYTES, build_registry
+
+RUN_TIMEOUT = 60.0
+CONFIG = CycleConfig("m", max_retries=2, retry_initial_delay=0.05)
+
+Spawn = Callable[..., WorkerProcess]
+
+
+async def start(
+    client: Client, run: str, prompt: str, queue: str, **options: Any
+) -> WorkflowHandle[Any, ToolLoopResult]:
+    return await client.start_workflow(
+        ToolLoopWorkflow.run,
+        ToolLoopInput.of(prompt, CONFIG, **options),
+        id=run,
+        task_queue=queue,
+        execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+    )
+
+
+async def finish(handle: WorkflowHandle[Any, ToolLoopResult]) -> ToolLoopResult:
+    return await asyncio.wait_for(handle.result(), RUN_TIMEOUT)
+
+
+async def activity_attempts(handle: WorkflowHandle[Any, Any]) -> list[tuple[str, int]]:
+    """(activity type, attempt) of each started activity, in history order."""
+    history = await handle.fetch_history()
+    names: dict[int, str] = {}
+    found = []
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            names[event.event_id] = (
+                event.activity_task_scheduled_event_attributes.activity_type.name
+            )
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            started = event.activity_task_started_event_attributes
+            found.append((names[started.scheduled_event_id], started.attempt))
+    return found
+
+
+async def test_a_run_has_the_history_of_the_in_process_loop(
+    client: Client, spawn: Spawn, model: Model, workdir: Path
+) -> None:
+    spawn("same", "w1")
+    result = await finish(await start(client, "same-1", "add", "same"))
+    registry = build_registry(workdir, "local")
+    async with model.server.client() as openai:
+        local = LlmCycle(CONFIG, client=openai)
+        response = await local.submit_with_tools("add", registry)
+    assert result.messages == local.messages
+    assert (result.text, result.turns, result.stop_reason) == ("done: 5", 2, "stop")
+    assert response.text == result.text
+    assert [c["worker"] for c in calls(workdir, "same-1", "add")] == ["w1"]
+
+
+async def test_a_worker_killed_between_a_tool_and_the_next_request_loses_nothing(
+    client: Client, spawn: Spawn, model: Model, workdir: Path
+) -> None:
+    first = spawn("crash", "w1")
+    reference = await finish(await start(client, "crash-ref", "add", "crash"))
+    model.hold_next()
+    # A short model timeout: the killed worker's request is retried after it.
+    handle = await start(client, "crash-1", "add", "crash", model_timeout_secs=3.0)
+    # The tool ran and its result is recorded: the next request is the one held.
+    assert await asyncio.to_thread(model.held.wait, RUN_TIMEOUT)
+    assert len(calls(workdir, "crash-1", "add")) == 1
+    first.kill()
+    spawn("crash", "w2")
+    result = await finish(handle)
+    assert result.messages == reference.messages
+    assert [c["worker"] for c in calls(workdir, "crash-1", "add")] == ["w1"]  # not again
+    attempts = await activity_attempts(handle)
+    assert attempts.count(("agcore.call_tool", 1)) == 1
+    assert ("agcore.model_request", 2) in attempts  # the killed worker's request, retried
+
+
+async def test_a_turns_calls_run_in_parallel_on_two_workers(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # One activity at a time per worker, and each call returns only once the other one
+    # runs too: both workers must take one.
+    spawn("pair", "w1", slots=1)
+    spawn("pair", "w2", slots=1)
+    result = await finish(await start(client, "pair-1", "meet", "pair"))
+    assert result.text == "done: a met | b met"
+    assert sorted(c["worker"] for c in calls(workdir, "pair-1", "meet")) == ["w1", "w2"]
+
+
+async def test_an_approval_signalled_after_a_worker_restart_resumes_the_run(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    first = spawn("approve", "w1")
+    handle = await start(client, "approve-1", "remove", "approve")
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while not (pending := await handle.query(ToolLoopWorkflow.pending_approvals)):
+        assert time.monotonic() < deadline, "the run never asked for approval"
+        await asyncio.sleep(0.02)  # polls the run's own state, bounded above
+    [request] = pending
+    assert (request.tool_name, request.arguments) == ("remove", {"path": "notes.txt"})
+    assert calls(workdir, "approve-1") == []
+    first.kill()
+    spawn("approve", "w2")
+    await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
+    result = await finish(handle)
+    assert result.text == "done: removed notes.txt"
+    assert [c["worker"] for c in calls(workdir, "approve-1", "remove")] == ["w2"]
+
+
+async def test_an_oversized_result_fails_once_and_the_model_is_told(
+    client: Client, spawn: Spawn, model: Model, workdir: Path
+) -> None:
+    spawn("big", "w1")
+    handle = await start(client, "big-1", "dump", "big")
+    result = await finish(handle)
+    expected = (
+        f"Error: result of tool 'dump' is 10002 bytes, over the {MAX_RESULT_BYTES}-byte limit"
+    )
+    tool_message = result.messages[2]
+    assert tool_message["role"] == "tool"
+    assert tool_message["content"].startswith(expected)
+    assert model.requests_of("dump")[-1][-1]["content"] == tool_message["content"]
+    assert len(calls(workdir, "big-1", "dump")) == 1
+    assert [a for a in await activity_attempts(handle) if a[0] == "agcore.call_tool"] == [
+        ("agcore.call_tool", 1)
+    ]
+
+
+async def test_mcp_tools_run_on_the_workers_that_hold_the_connection(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    spawn("front", "w1")
+    spawn("mcp", "m1", mcp=True)  # tools only: the MCP fixture server's, one connection
+    handle = await start(client, "mixed-1", "mixed", "front", tool_task_queues=["mcp"])
+    result = await finish(handle)
+    assert result.text == "done: 3 | hi"
+    history = await handle.fetch_history()
+    ran = {}
+    names: dict[int, str] = {}
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attributes = event.activity_task_scheduled_event_attributes
+            names[event.event_id] = attributes.task_queue.name
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            started = event.activity_task_started_event_attributes
+            ran.setdefault(names[started.scheduled_event_id], set()).add(started.identity)
+    assert ran == {"front": {"w1"}, "mcp": {"m1"}}
+    assert [c["worker"] for c in calls(workdir, "mixed-1")] == ["w1"]  # add; echo is MCP's
+
+
+async def test_a_stopped_loop_fails_the_run_with_the_loops_error(
+    client: Client, spawn: Spawn
+) -> None:
+    spawn("stop", "w1")
+    handle = await start(client, "nope-1", "nope", "stop")
+    with pytest.raises(WorkflowFailureError) as failed:
+        await finish(handle)
+    assert isinstance(failed.value.cause, ApplicationError)
+    assert failed.value.cause.type == "LlmError"
+    assert failed.value.cause.message == (
+        "tool loop stopped: tool 'nope' is not registered: the registered tools are: "
+        "add, meet, dump, stall, remove"
+    )
+
+
+async def test_a_tools_own_timeout_ends_its_call_and_the_model_is_told(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # The worker gives `stall` ToolActivityOptions(timeout_secs=1, max_attempts=1),
+    # over the run's tool_timeout_secs of 60.
+    spawn("slow", "w1")
+    handle = await start(client, "stall-1", "stall", "slow")
+    result = await finish(handle)
+    assert result.messages[2]["content"] == "Error: tool 'stall' failed: timed out after 1 s"
+    assert result.text == "done: Error: tool 'stall' failed: timed out after 1 s"
+    assert len(calls(workdir, "stall-1", "stall")) == 1
+    attempts = await activity_attempts(handle)
+    assert [a for a in attempts if a[0] == "agcore.call_tool"] == [("agcore.call_tool", 1)]
