@@ -187,13 +187,18 @@ async def main(runs: int, concurrent: int) -> dict[str, Any]:
     return results
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(main: Any, doc: str, name: str) -> None:
+    """Parse ``--runs``/``--concurrent``, run ``main`` and write ``results/{name}.json``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--concurrent", type=int, default=100)
     options = parser.parse_args()
     found = asyncio.run(main(options.runs, options.concurrent))
-    out = HERE / "results" / "bench_temporal.json"
+    out = HERE / "results" / f"{name}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(found, indent=2) + "\n")
     print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    cli(main, __doc__, "bench_temporal")

@@ -14,7 +14,6 @@ Writes ``benchmarks/results/bench_temporal_agents.json``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -29,7 +28,7 @@ sys.path.insert(0, str(HERE))
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 from agents import ModelProvider, OpenAIChatCompletionsModel, set_tracing_disabled  # noqa: E402
-from bench_temporal import SHAPES, answer, summary, timed  # noqa: E402
+from bench_temporal import SHAPES, answer, cli, summary, timed  # noqa: E402
 from temporal_agents_flow import AgentsLoop, lookup  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 from temporalio.openai_agents import ModelActivityParameters, OpenAIAgentsPlugin  # noqa: E402
@@ -91,12 +90,4 @@ async def main(runs: int, concurrent: int) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--concurrent", type=int, default=100)
-    options = parser.parse_args()
-    found = asyncio.run(main(options.runs, options.concurrent))
-    out = HERE / "results" / "bench_temporal_agents.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(found, indent=2) + "\n")
-    print(f"wrote {out}")
+    cli(main, __doc__, "bench_temporal_agents")
