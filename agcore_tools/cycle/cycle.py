@@ -157,6 +157,8 @@ class LlmCycle(TranscriptViews):
         """The conversation so far, in the Chat Completions request format."""
         if system_prompt is not None:
             self.messages.append({"role": "system", "content": system_prompt})
+        # The loop's own state; temporal/_workflow.py's _WorkflowCycle, which has no SDK
+        # client, sets the same attributes: keep the two in step.
         self._owns_client = owned
         self._requester = retryless(self.client)  # shared by the cycles on this client
         self._requests = 0  # over the cycle's life: tags generated tool call ids
