@@ -88,8 +88,7 @@ class ResponsesWire:
     def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """``responses`` (to call ``create`` on) and the parameters translated for it:
         no ``tool_choice`` without tools, the input and tools in ``extra_body``."""
-        sent = without_unused_tool_options(params, _TOOL_OPTIONS)
-        sent = dict(sent)
+        sent = dict(without_unused_tool_options(params, _TOOL_OPTIONS))
         sent["input"] = to_input(sent.pop("messages"))
         if "tools" in sent:
             sent["tools"] = [_tool(tool) for tool in sent["tools"]]
