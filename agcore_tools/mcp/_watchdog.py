@@ -1,13 +1,14 @@
-"""The outer time bound of every ``tools/call``, kept by one timer per connection.
+"""The time bound of every ``tools/call``, kept by one timer per connection.
 
-The SDK's request clock (``read_timeout_seconds``) starts once the request is written,
-so a write that never completes would wait forever; each call therefore also gets a
-backstop a little after its timeout. ``asyncio.timeout`` would schedule and cancel a
+Tool calls run without the SDK's per-request clock, which would arm and cancel a timer
+for every request (see ``_UNTIMED`` in ``client.py``); this bound covers the whole
+call, its write included. ``asyncio.timeout`` would likewise schedule and cancel a
 timer per call, a measurable share of a sequential call's client CPU (see
 docs/benchmarks.md, MCP). Here one timer serves every call in flight on a connection:
 a call only records its deadline, and the timer, when it fires, cancels the calls
-past theirs (which then raise ``TimeoutError``, as ``asyncio.timeout`` would) and
-re-arms itself for the earliest deadline left, or not at all once nothing is in flight.
+past theirs (which then raise ``TimeoutError``, as ``asyncio.timeout`` would, and the
+SDK sends ``notifications/cancelled`` for each) and re-arms itself for the earliest
+deadline left, or not at all once nothing is in flight.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ __all__ = ["Watchdog"]
 T = TypeVar("T")
 
 # A timer may run a hair before its deadline by the loop's clock (asyncio runs handles
-# due within its clock resolution); a backstop this much early is still a backstop.
+# due within its clock resolution); a call this close to its deadline has reached it.
 _SLACK = 0.001
 
 
