@@ -103,7 +103,7 @@ class Connection:
         self.request_meta: RequestParamsMeta | None = None
         """``_meta`` sent with later requests (a log level set on a 2026-07-28 session)."""
         self.watchdog = Watchdog()
-        """The backstop of the tool calls sent on this connection."""
+        """The time bound of the tool calls sent on this connection."""
         self._error: ToolError | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
@@ -495,19 +495,57 @@ async def call_user(callback: Any, value: Any, server_name: str) -> None:
 
 
 def _tool_caller(client: Client) -> Any:
-    """``client.call_tool``, or on a handshake-era session its session's ``call_tool``.
+    """What sends a ``tools/call``: the session's ``call_tool``, which both eras share.
 
     The SDK client's ``call_tool`` adds what only 2026-07-28 sessions use: the
-    input_required rounds (sampling, elicitation and roots on that wire), the
-    HEADER_MISMATCH re-list, extension result claims. Before 2026-07-28 it ends in the
-    session's ``call_tool`` unchanged, so calling that directly saves its layers on
-    every call.
+    input_required rounds (sampling, elicitation and roots on that wire) and the
+    HEADER_MISMATCH re-list. Both are rare, and its layers cost every call (about 1 %
+    of a stdio call's client CPU, docs/benchmarks.md), so on 2026-07-28 a call goes
+    to the session, and only an answer needing them is handed to the SDK client.
     """
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        return client.call_tool
-    return client.session.call_tool
+    session = client.session
+    if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return session.call_tool
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import HEADER_MISMATCH, CallToolResult
+
+    async def call_tool(
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        read_timeout_seconds: float,
+        progress_callback: Any,
+        meta: RequestParamsMeta | None,
+    ) -> Any:
+        try:
+            result = await session.call_tool(
+                name,
+                arguments,
+                read_timeout_seconds=read_timeout_seconds,
+                progress_callback=progress_callback,
+                meta=meta,
+                allow_input_required=True,
+            )
+        except MCPError as exc:
+            if exc.code != HEADER_MISMATCH:
+                raise
+        else:
+            if isinstance(result, CallToolResult):
+                return result
+        # input_required, or a stale listing: the SDK client sends the call again and
+        # drives the rounds or re-lists. The server ran the call only up to its question
+        # (it runs it afresh each round) or not at all (a mismatch is refused unrun).
+        return await client.call_tool(
+            name,
+            arguments,
+            read_timeout_seconds=read_timeout_seconds,
+            progress_callback=progress_callback,
+            meta=meta,
+        )
+
+    return call_tool
 
 
 def _modern(client: Client) -> bool:

@@ -33,6 +33,7 @@ from agcore_tools.mcp import McpLogMessage, McpProgress
 
 from .conftest import (
     PAGED,
+    HttpServer,
     assert_group_gone,
     assert_no_stray_tasks,
     fixture_stdio,
@@ -459,6 +460,18 @@ async def test_handlers_are_advertised_and_routed(make_client: Any) -> None:
         assert await client.call_tool("ask", {"question": "colour?"}) == "accept: blue (colour?)"
         assert await client.call_tool("sample", {"prompt": "hi"}) == "sampled!"
         assert await client.call_tool("roots") == "file:///srv/project"
+
+
+async def test_a_call_refused_for_want_of_a_listing_is_sent_again_after_one(
+    http_server: HttpServer,
+) -> None:
+    # 2026-07-28 over HTTP: the client mirrors an argument marked x-mcp-header into an
+    # Mcp-Param-* header only for a tool it has listed. The server refuses the call
+    # without it (HEADER_MISMATCH); the SDK client re-lists and sends it again.
+    async with McpClient("fixture", StreamableHttpTransport(http_server.url)) as client:
+        assert client.protocol_version == "2026-07-28"
+        assert await client.call_tool("add_routed_tool") == "added routed"
+        assert await client.call_tool("routed", {"region": "eu"}) == "routed to eu"
 
 
 async def test_log_and_progress_notifications_reach_logging_and_callbacks(

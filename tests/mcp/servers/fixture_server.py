@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Annotated
 
 from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
@@ -144,6 +145,18 @@ async def add_tool(name: str, ctx: Context) -> str:
     await ctx.notify_tools_changed()  # 2026-07-28: to subscriptions/listen streams
     await ctx.session.send_tool_list_changed()  # 2025-11-25: a plain notification
     return f"added {name}"
+
+
+def routed(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+    """Mirrors `region` into an Mcp-Param-Region header (2026-07-28, over HTTP)."""
+    return f"routed to {region}"
+
+
+@server.tool(structured_output=False)
+def add_routed_tool() -> str:
+    """Register `routed` without telling the client, which has therefore not listed it."""
+    server.add_tool(routed, name="routed", structured_output=False)
+    return "added routed"
 
 
 @server.tool(structured_output=False)
