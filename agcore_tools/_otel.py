@@ -106,9 +106,23 @@ def configure_tracing(
 
 def tracer() -> Any | None:
     """The tracer to report to now, or None when tracing is off (cheap when it is)."""
-    if _API not in sys.modules or not _settings.enabled:
+    # Runs on every MCP call and tool call, so its common path stays in this one
+    # function: the MCP SDK imports the OpenTelemetry API, so the sys.modules test
+    # alone does not settle it, and asking for the global provider is the rest.
+    settings = _settings
+    if _API not in sys.modules or not settings.enabled:
         return None
-    return _resolve()
+    provider = settings.provider
+    if provider is None:
+        ot = _api if _api is not None else api()
+        provider = ot.global_provider()
+        # No provider set yet (the API's proxy) or a disabled SDK: spans would be dropped.
+        if isinstance(provider, ot.unset):
+            return None
+    cached = _cache
+    if cached is not None and cached[0] is provider:
+        return cached[1]
+    return _tracer_of(provider)
 
 
 def api() -> Any:
@@ -133,18 +147,8 @@ def api() -> Any:
     return _api
 
 
-def _resolve() -> Any | None:
+def _tracer_of(provider: Any) -> Any:
     global _cache
-    provider = _settings.provider
-    if provider is None:
-        ot = api()
-        provider = ot.global_provider()
-        # No provider set yet (the API's proxy) or a disabled SDK: spans would be dropped.
-        if isinstance(provider, ot.unset):
-            return None
-    cached = _cache
-    if cached is not None and cached[0] is provider:
-        return cached[1]
     from . import __version__
 
     found = provider.get_tracer(SCOPE, __version__)
