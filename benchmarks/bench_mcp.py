@@ -19,6 +19,9 @@ transport:
 - the raw ``mcp.ClientSession`` over the SDK's ``stdio_client`` or
   ``streamable_http_client`` (the reference);
 - ``McpClient.call_tool`` (stdio: also through a registry adapter, ``registry.invoke``);
+- over stdio, two rows that tell the transport's share from the client's: the raw
+  session over McpClient's own stdio transport, and the SDK session inside a connected
+  McpClient called directly (it keeps the session's default request clock);
 - the OpenAI Agents SDK's ``MCPServerStdio`` / ``MCPServerStreamableHttp.call_tool``;
 - ``fastmcp.Client.call_tool``.
 
@@ -33,7 +36,8 @@ servers are other processes, and contenders run one at a time), and the wall tim
 moments apart in the same round), printed with its quartiles.
 
 Options: ``--quick`` (fewer rounds), ``--rounds N``, ``--transport stdio|http|both``,
-``--no-peers`` (only the raw session and ``McpClient.call_tool``),
+``--no-peers`` (only the raw session, ``McpClient.call_tool`` and the two stdio rows
+above),
 ``--json PATH`` (default ``benchmarks/results/bench_mcp.json``).
 """
 
@@ -109,6 +113,42 @@ async def _raw_session(stack: AsyncExitStack, modern: bool) -> tuple[Call, str]:
         return await session.call_tool("echo", ARGS)
 
     return call, session.protocol_version or "?"
+
+
+async def _session_on_our_stdio(stack: AsyncExitStack, modern: bool) -> tuple[Call, str]:
+    """The raw session over McpClient's own stdio transport: with the raw session over
+    the SDK's ``stdio_client``, it tells the transport's share from the client's."""
+    from mcp import ClientSession
+
+    from agcore_tools.mcp._stdio import open_stdio
+
+    transport = StdioTransport(SERVER[0], SERVER[1:], env=SERVER_ENV)
+    read, write = await stack.enter_async_context(open_stdio(transport, "bench", lambda _: None))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    if modern:
+        await session.discover()
+    else:
+        await session.initialize()
+
+    async def call() -> Any:
+        return await session.call_tool("echo", ARGS)
+
+    return call, session.protocol_version or "?"
+
+
+async def _session_of_mcp_client(stack: AsyncExitStack, protocol: str) -> tuple[Call, str]:
+    """The SDK session inside a connected McpClient, called directly."""
+    client = McpClient(
+        "bench", StdioTransport(SERVER[0], SERVER[1:], env=SERVER_ENV), protocol=protocol
+    )  # type: ignore[arg-type]
+    await stack.enter_async_context(client)
+    assert client._conn is not None and client._conn.client is not None
+    session = client._conn.client.session
+
+    async def call() -> Any:
+        return await session.call_tool("echo", ARGS)
+
+    return call, client.protocol_version or "?"
 
 
 async def _mcp_client(stack: AsyncExitStack, protocol: str) -> tuple[Call, str]:
@@ -272,6 +312,8 @@ def _stdio_contenders(peers: bool) -> list[Contender]:
     ways: list[tuple[str, Connect]] = [
         ("raw ClientSession", lambda s: _raw_session(s, modern=False)),
         ("McpClient.call_tool", lambda s: _mcp_client(s, "legacy")),
+        ("ClientSession on McpClient's stdio", lambda s: _session_on_our_stdio(s, modern=False)),
+        ("session inside McpClient", lambda s: _session_of_mcp_client(s, "legacy")),
     ]
     if peers:
         ways += [
@@ -282,6 +324,8 @@ def _stdio_contenders(peers: bool) -> list[Contender]:
     ways += [
         ("raw ClientSession (discover)", lambda s: _raw_session(s, modern=True)),
         ("McpClient.call_tool (discover)", lambda s: _mcp_client(s, "auto")),
+        ("ClientSession on McpClient's stdio (discover)", lambda s: _session_on_our_stdio(s, True)),
+        ("session inside McpClient (discover)", lambda s: _session_of_mcp_client(s, "auto")),
     ]
     return [Contender(name, connect) for name, connect in ways]
 
@@ -429,7 +473,7 @@ def _print(report: dict[str, Any], rounds: int, sequential_calls: int) -> None:
         "[quartiles]; CPU: this process's CPU time (the client's; servers are other processes)"
     )
     header = (
-        f"{'contender':38} {'protocol':11} {'ms/call':>8} {'x raw':>19} {'CPU ms':>7} "
+        f"{'contender':46} {'protocol':11} {'ms/call':>8} {'x raw':>19} {'CPU ms':>7} "
         f"{'x raw':>19} {'200 conc ms':>12} {'x raw':>19}"
     )
     transport = None
@@ -440,7 +484,7 @@ def _print(report: dict[str, Any], rounds: int, sequential_calls: int) -> None:
             print(header)
             print("-" * len(header))
         print(
-            f"{row['name']:38} {row['protocol']:11} {row['sequential_ms_per_call']:8.3f} "
+            f"{row['name']:46} {row['protocol']:11} {row['sequential_ms_per_call']:8.3f} "
             f"{_ratio(row['vs_reference_sequential']):>19} {row['cpu_ms_per_call']:7.3f} "
             f"{_ratio(row['vs_reference_cpu']):>19} {row['concurrent_200_ms']:12.1f} "
             f"{_ratio(row['vs_reference_concurrent']):>19}"
