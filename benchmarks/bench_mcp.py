@@ -97,12 +97,11 @@ class Contender:
     cpu: list[float] = field(default_factory=list)  # client CPU seconds per sequential call
 
 
-async def _raw_session(stack: AsyncExitStack, modern: bool) -> tuple[Call, str]:
-    from mcp import ClientSession, StdioServerParameters, stdio_client
+async def _session_on(stack: AsyncExitStack, streams: Any, modern: bool) -> tuple[Call, str]:
+    """A raw ``ClientSession`` on ``streams`` (read, write), after its era's handshake."""
+    from mcp import ClientSession
 
-    read, write = await stack.enter_async_context(
-        stdio_client(StdioServerParameters(command=SERVER[0], args=SERVER[1:], env=SERVER_ENV))
-    )
+    read, write = streams
     session = await stack.enter_async_context(ClientSession(read, write))
     if modern:
         await session.discover()
@@ -113,27 +112,23 @@ async def _raw_session(stack: AsyncExitStack, modern: bool) -> tuple[Call, str]:
         return await session.call_tool("echo", ARGS)
 
     return call, session.protocol_version or "?"
+
+
+async def _raw_session(stack: AsyncExitStack, modern: bool) -> tuple[Call, str]:
+    from mcp import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=SERVER[0], args=SERVER[1:], env=SERVER_ENV)
+    return await _session_on(stack, await stack.enter_async_context(stdio_client(params)), modern)
 
 
 async def _session_on_our_stdio(stack: AsyncExitStack, modern: bool) -> tuple[Call, str]:
     """The raw session over McpClient's own stdio transport: with the raw session over
     the SDK's ``stdio_client``, it tells the transport's share from the client's."""
-    from mcp import ClientSession
-
     from agcore_tools.mcp._stdio import open_stdio
 
     transport = StdioTransport(SERVER[0], SERVER[1:], env=SERVER_ENV)
-    read, write = await stack.enter_async_context(open_stdio(transport, "bench", lambda _: None))
-    session = await stack.enter_async_context(ClientSession(read, write))
-    if modern:
-        await session.discover()
-    else:
-        await session.initialize()
-
-    async def call() -> Any:
-        return await session.call_tool("echo", ARGS)
-
-    return call, session.protocol_version or "?"
+    streams = await stack.enter_async_context(open_stdio(transport, "bench", lambda _: None))
+    return await _session_on(stack, streams, modern)
 
 
 async def _session_of_mcp_client(stack: AsyncExitStack, protocol: str) -> tuple[Call, str]:
@@ -238,20 +233,10 @@ def _http_server(stack: AsyncExitStack) -> str:
 
 
 async def _raw_http(stack: AsyncExitStack, url: str, modern: bool) -> tuple[Call, str]:
-    from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    read, write = await stack.enter_async_context(streamable_http_client(url))
-    session = await stack.enter_async_context(ClientSession(read, write))
-    if modern:
-        await session.discover()
-    else:
-        await session.initialize()
-
-    async def call() -> Any:
-        return await session.call_tool("echo", ARGS)
-
-    return call, session.protocol_version or "?"
+    streams = await stack.enter_async_context(streamable_http_client(url))
+    return await _session_on(stack, streams, modern)
 
 
 async def _mcp_client_http(stack: AsyncExitStack, url: str, protocol: str) -> tuple[Call, str]:
