@@ -3,8 +3,8 @@
 Written here rather than taken from ``mcp.client.stdio`` because the client needs
 what that one keeps to itself: the child's pid and exit code (for error messages and
 for ending the process group even when the child exits on its own), and its stderr
-as a pipe the client drains into ``logging``. The framing is the SDK's: one JSON-RPC
-message per line, parsed with ``mcp_types.jsonrpc_message_adapter``.
+as a pipe the client drains into ``logging``. The framing (``_framing.py``) is the
+SDK's: one JSON-RPC message per line, parsed with ``mcp_types.jsonrpc_message_adapter``.
 
 Shutdown follows the MCP lifecycle for stdio: close the child's stdin, wait, SIGTERM,
 wait, SIGKILL; then whatever is left in the child's process group gets the same
@@ -23,13 +23,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..error import McpError
+from ._framing import LineReader, LineWriter
 from ._stderr import StderrLog
 
 if TYPE_CHECKING:
     from anyio.abc import Process
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
     from mcp.client._transport import TransportStreams
-    from mcp.shared.message import SessionMessage
 
     from .transport import StdioTransport
 
@@ -40,7 +39,6 @@ logger = logging.getLogger("agcore_tools.mcp")
 _POLL = 0.01
 # Seconds each stop step waits for a child that never completed its start-up.
 _ABANDON_GRACE = 0.1
-_CHUNK = 65536
 
 
 @dataclass(slots=True)
@@ -76,7 +74,6 @@ async def open_stdio(
     """
     import anyio
     from mcp.client.stdio import get_default_environment
-    from mcp.shared.message import SessionMessage
 
     env = get_default_environment()
     env.update(transport.env or {})
@@ -94,8 +91,9 @@ async def open_stdio(
     on_spawn(child)
 
     # No awaits between the spawn and the task group: a cancellation there would leak the child.
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    assert process.stdin is not None and process.stdout is not None
+    read_stream = LineReader(process.stdout)
+    write_stream = LineWriter(process.stdin, process.stdout)
     stderr_done = anyio.Event()
 
     async def pump_stderr() -> None:
@@ -107,15 +105,13 @@ async def open_stdio(
 
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_pump_stdout, process, read_send)
-            tg.start_soon(_pump_stdin, process, write_recv, read_send)
             tg.start_soon(pump_stderr)
             try:
-                yield read_recv, write_send
+                yield read_stream, write_stream
             finally:
                 with anyio.CancelScope(shield=True):
-                    write_send.close()
-                    read_recv.close()
+                    await write_stream.aclose()
+                    await read_stream.aclose()
                     grace = _ABANDON_GRACE if abandoned() else transport.stop_grace
                     await _stop(process, server_name, min(grace, transport.stop_grace))
                     # Let the reader take the child's last words (they go into error messages).
@@ -124,68 +120,6 @@ async def open_stdio(
                 tg.cancel_scope.cancel()
     finally:
         await _aclose_process(process)
-
-
-async def _pump_stdout(
-    process: Process, read_send: MemoryObjectSendStream[SessionMessage | Exception]
-) -> None:
-    import anyio
-    import mcp_types
-    from mcp.shared.message import SessionMessage
-    from pydantic import ValidationError
-
-    assert process.stdout is not None
-    adapter = mcp_types.jsonrpc_message_adapter
-    pending: list[bytes] = []
-    async with read_send:
-        try:
-            while True:
-                chunk = await process.stdout.receive(_CHUNK)
-                if b"\n" not in chunk:
-                    pending.append(chunk)
-                    continue
-                if pending:
-                    pending.append(chunk)
-                    chunk = b"".join(pending)
-                    pending.clear()
-                *lines, rest = chunk.split(b"\n")
-                if rest:
-                    pending.append(rest)
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    item: SessionMessage | Exception
-                    try:
-                        item = SessionMessage(adapter.validate_json(line, by_name=False))
-                    except ValidationError as exc:
-                        # The SDK's convention: a bad line reaches the session as an exception
-                        # item (logged there), the connection stays up.
-                        logger.warning("MCP server sent a line that is not JSON-RPC: %.200r", line)
-                        item = exc
-                    await read_send.send(item)
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            # End of stdout: closing read_send (on leaving the block) ends the session's
-            # receive loop, which fails every pending request with CONNECTION_CLOSED.
-            pass
-
-
-async def _pump_stdin(
-    process: Process,
-    write_recv: MemoryObjectReceiveStream[SessionMessage],
-    read_send: MemoryObjectSendStream[SessionMessage | Exception],
-) -> None:
-    import anyio
-
-    assert process.stdin is not None
-    try:
-        async with write_recv:
-            async for message in write_recv:
-                line = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await process.stdin.send(line.encode() + b"\n")
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        # The child stopped reading (it died or closed stdin): end the read side too, so
-        # callers learn the connection is gone instead of waiting for their timeout.
-        read_send.close()
 
 
 async def _stop(process: Process, server_name: str, grace: float) -> None:

@@ -1,0 +1,186 @@
+"""The stdio framing: one JSON-RPC message per line on a child's stdout and stdin.
+
+These are the session's read and write streams themselves (the SDK's ``ReadStream``
+and ``WriteStream`` protocols), not pump tasks behind memory streams: a line is
+parsed in the task that receives it and written in the task that sends it. A memory
+stream costs each message a hand-over between two tasks and a checkpoint on each
+side, a measurable share of a stdio call's client CPU (docs/benchmarks.md, MCP).
+Parsing is the SDK's: ``mcp_types.jsonrpc_message_adapter``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from anyio.abc import ByteReceiveStream, ByteSendStream
+    from mcp.shared.message import SessionMessage
+
+__all__ = ["LineReader", "LineWriter"]
+
+logger = logging.getLogger("agcore_tools.mcp")
+
+_CHUNK = 65536
+
+
+class LineReader:
+    """The messages on ``stdout``; a line that is not JSON-RPC comes as its error.
+
+    Ends (``anyio.EndOfStream``) at the end of stdout, once the pipe fails, or once
+    closed. Reading stops while nobody receives: the child then blocks on a full pipe.
+    """
+
+    __slots__ = (
+        "_adapter",
+        "_closed",
+        "_endings",
+        "_invalid",
+        "_message",
+        "_partial",
+        "_ready",
+        "_stdout",
+    )
+
+    def __init__(self, stdout: ByteReceiveStream) -> None:
+        import anyio
+        import mcp_types
+        from mcp.shared.message import SessionMessage
+        from pydantic import ValidationError
+
+        self._stdout = stdout
+        self._ready: deque[SessionMessage | Exception] = deque()
+        self._partial: list[bytes] = []
+        self._closed = False
+        # Looked up once: receive() runs for every message.
+        self._adapter = mcp_types.jsonrpc_message_adapter
+        self._message = SessionMessage
+        self._invalid = ValidationError
+        self._endings = (
+            anyio.EndOfStream,
+            anyio.ClosedResourceError,
+            anyio.BrokenResourceError,
+            OSError,
+        )
+
+    async def receive(self) -> SessionMessage | Exception:
+        """The next message, reading more of stdout when none is parsed yet."""
+        ready = self._ready
+        while not ready:
+            if self._closed:
+                import anyio
+
+                raise anyio.EndOfStream
+            try:
+                chunk = await self._stdout.receive(_CHUNK)
+            except self._endings:
+                # The session's receive loop ends on this, which fails every pending
+                # request with CONNECTION_CLOSED.
+                self._closed = True
+                continue
+            self._split(chunk)
+        return ready.popleft()
+
+    def _split(self, chunk: bytes) -> None:
+        partial = self._partial
+        if b"\n" not in chunk:
+            partial.append(chunk)
+            return
+        if partial:
+            partial.append(chunk)
+            chunk = b"".join(partial)
+            partial.clear()
+        *lines, rest = chunk.split(b"\n")
+        if rest:
+            partial.append(rest)
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                self._ready.append(self._message(self._adapter.validate_json(line, by_name=False)))
+            except self._invalid as exc:
+                # The SDK's convention: a bad line reaches the session as an exception
+                # item (logged there), the connection stays up.
+                logger.warning("MCP server sent a line that is not JSON-RPC: %.200r", line)
+                self._ready.append(exc)
+
+    def __aiter__(self) -> LineReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """Stop reading: later receives end (stdout itself is closed with the process)."""
+        self._closed = True
+        self._ready.clear()
+
+    async def __aenter__(self) -> LineReader:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class LineWriter:
+    """Writes each message to ``stdin`` as one line, in the sender's task.
+
+    A write the child no longer takes (it died or closed its stdin) ends ``stdout``'s
+    reading instead of failing the sender: the session then fails every pending
+    request with CONNECTION_CLOSED, this one included, after the connection has
+    noticed its end (as when the child's stdout ends first).
+    """
+
+    __slots__ = ("_broken", "_closed", "_failures", "_stdin", "_stdout")
+
+    def __init__(self, stdin: ByteSendStream, stdout: ByteReceiveStream) -> None:
+        import anyio
+
+        self._stdin = stdin
+        self._stdout = stdout
+        self._closed = False
+        self._broken = False
+        self._failures = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
+
+    async def send(self, message: SessionMessage, /) -> None:
+        """Write ``message`` and wait while the pipe is full."""
+        if self._closed:
+            import anyio
+
+            raise anyio.ClosedResourceError
+        if self._broken:
+            return
+        line = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        try:
+            await self._stdin.send(line.encode() + b"\n")
+        except self._failures as exc:
+            self._broken = True
+            logger.debug("MCP server stopped reading its stdin (%r); ending the connection", exc)
+            await self._stdout.aclose()
+
+    async def aclose(self) -> None:
+        """Refuse later sends (stdin itself is closed when the process stops)."""
+        self._closed = True
+
+    async def __aenter__(self) -> LineWriter:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

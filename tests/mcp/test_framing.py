@@ -1,0 +1,151 @@
+"""The stdio framing (``agcore_tools/mcp/_framing.py``) on real child processes' pipes."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import mcp_types as types
+import pytest
+from anyio.abc import Process
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+from agcore_tools import McpClient, McpError, StdioTransport
+from agcore_tools.mcp._framing import LineReader, LineWriter
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@asynccontextmanager
+async def child(code: str) -> AsyncIterator[Process]:
+    process = await anyio.open_process([sys.executable, "-c", code])
+    try:
+        yield process
+    finally:
+        process.kill()
+        await process.aclose()
+
+
+def ping(request_id: int) -> SessionMessage:
+    return SessionMessage(types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method="ping"))
+
+
+async def test_lines_cut_across_reads_or_sharing_one_arrive_whole_and_in_order() -> None:
+    # A message written in three pieces with pauses between them (so they are read
+    # apart), then three lines in one write: a blank one, one that is not JSON-RPC, and
+    # a message; then stdout ends.
+    code = (
+        "import sys, time\n"
+        "out = sys.stdout.buffer\n"
+        'line = b\'{"jsonrpc": "2.0", "id": 1, "result": {"text": "\' + b\'x\' * 100000 + b\'"}}\\n\'\n'
+        "for piece in (line[:10], line[10:70000], line[70000:]):\n"
+        "    out.write(piece); out.flush(); time.sleep(0.05)\n"
+        'out.write(b\'\\n{"not": "json-rpc"}\\n{"jsonrpc": "2.0", "method": "notifications/initialized"}\\n\')\n'
+        "out.flush()\n"
+    )
+    async with child(code) as process:
+        assert process.stdout is not None
+        with anyio.fail_after(20):
+            items = [item async for item in LineReader(process.stdout)]
+    assert len(items) == 3
+    first, bad, last = items
+    assert isinstance(first, SessionMessage)
+    assert isinstance(first.message, types.JSONRPCResponse)
+    assert first.message.id == 1 and first.message.result == {"text": "x" * 100000}
+    assert isinstance(bad, ValidationError)
+    assert isinstance(last, SessionMessage)
+    assert isinstance(last.message, types.JSONRPCNotification)
+    assert last.message.method == "notifications/initialized"
+
+
+async def test_each_message_is_written_as_one_line() -> None:
+    # The child echoes the lines it reads back in reverse order, once stdin ends.
+    code = "import sys\nlines = sys.stdin.buffer.readlines()\nsys.stdout.buffer.writelines(reversed(lines))\n"
+    async with child(code) as process:
+        assert process.stdin is not None and process.stdout is not None
+        writer = LineWriter(process.stdin, process.stdout)
+        for request_id in (1, 2, 3):
+            await writer.send(ping(request_id))
+        await process.stdin.aclose()
+        with anyio.fail_after(20):
+            items = [item async for item in LineReader(process.stdout)]
+    ids = [
+        item.message.id
+        for item in items
+        if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCRequest)
+    ]
+    assert ids == [3, 2, 1] and len(items) == 3
+
+
+async def test_a_child_that_stops_reading_ends_the_read_side_at_once() -> None:
+    # It closes stdin but keeps stdout open: only the failed write can end the reading.
+    code = "import os, sys, time\nos.close(0)\nprint('closed', file=sys.stderr, flush=True)\ntime.sleep(60)\n"
+    async with child(code) as process:
+        assert (
+            process.stdin is not None and process.stdout is not None and process.stderr is not None
+        )
+        with anyio.fail_after(20):
+            assert b"closed" in await process.stderr.receive()
+        reader = LineReader(process.stdout)
+        writer = LineWriter(process.stdin, process.stdout)
+        started = time.monotonic()
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(writer.send, ping(1))
+                with pytest.raises(anyio.EndOfStream):
+                    await reader.receive()
+        assert time.monotonic() - started < 5
+        # Later sends are dropped too: the session fails their requests, not the writer.
+        await writer.send(ping(2))
+
+
+async def test_after_close_a_writer_refuses_and_a_reader_ends() -> None:
+    async with child("import time\ntime.sleep(60)\n") as process:
+        assert process.stdin is not None and process.stdout is not None
+        writer = LineWriter(process.stdin, process.stdout)
+        reader = LineReader(process.stdout)
+        async with writer, reader:
+            pass
+        with pytest.raises(anyio.ClosedResourceError):
+            await writer.send(ping(1))
+        with pytest.raises(anyio.EndOfStream):
+            await reader.receive()
+
+
+async def test_a_call_to_a_server_that_stopped_reading_fails_at_once_not_at_its_timeout() -> None:
+    # A hand-written server: it answers the handshake, closes its stdin when asked for
+    # the tool list (before answering it), and then only sleeps.
+    code = (
+        "import json, os, sys, time\n"
+        "for raw in sys.stdin:\n"
+        "    message = json.loads(raw)\n"
+        "    if 'id' not in message:\n"
+        "        continue\n"
+        "    if message['method'] == 'initialize':\n"
+        "        result = {'protocolVersion': '2025-11-25', 'capabilities': {'tools': {}},\n"
+        "                  'serverInfo': {'name': 'deaf', 'version': '1'}}\n"
+        "    elif message['method'] == 'tools/list':\n"
+        "        os.close(0)\n"
+        "        result = {'tools': [{'name': 'echo', 'inputSchema': {'type': 'object'}}]}\n"
+        "    else:\n"
+        "        result = {}\n"
+        "    print(json.dumps({'jsonrpc': '2.0', 'id': message['id'], 'result': result}), flush=True)\n"
+        "    if message['method'] == 'tools/list':\n"
+        "        time.sleep(60)\n"
+    )
+    client = McpClient(
+        "deaf",
+        StdioTransport(sys.executable, ["-c", code], stop_grace=0.2),
+        protocol="legacy",
+        timeout=30,
+    )
+    async with client:
+        started = time.monotonic()
+        with pytest.raises(McpError, match="deaf"):
+            await client.call_tool("echo", {})
+        assert time.monotonic() - started < 5
+        assert not client.connected
