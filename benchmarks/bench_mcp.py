@@ -62,7 +62,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport, ToolRegistry
 
@@ -78,8 +78,7 @@ WARM_UP = 20  # calls on each new connection before its first measured block
 MS = 1e3
 
 Call = Callable[[], Awaitable[Any]]
-
-
+Era = Literal["auto", "legacy"]  # McpClient(protocol=...)
 Connect = Callable[[AsyncExitStack], Awaitable[tuple[Call, str]]]
 
 
@@ -131,11 +130,11 @@ async def _session_on_our_stdio(stack: AsyncExitStack, modern: bool) -> tuple[Ca
     return await _session_on(stack, streams, modern)
 
 
-async def _session_of_mcp_client(stack: AsyncExitStack, protocol: str) -> tuple[Call, str]:
+async def _session_of_mcp_client(stack: AsyncExitStack, protocol: Era) -> tuple[Call, str]:
     """The SDK session inside a connected McpClient, called directly."""
     client = McpClient(
         "bench", StdioTransport(SERVER[0], SERVER[1:], env=SERVER_ENV), protocol=protocol
-    )  # type: ignore[arg-type]
+    )
     await stack.enter_async_context(client)
     assert client._conn is not None and client._conn.client is not None
     session = client._conn.client.session
@@ -146,10 +145,10 @@ async def _session_of_mcp_client(stack: AsyncExitStack, protocol: str) -> tuple[
     return call, client.protocol_version or "?"
 
 
-async def _mcp_client(stack: AsyncExitStack, protocol: str) -> tuple[Call, str]:
+async def _mcp_client(stack: AsyncExitStack, protocol: Era) -> tuple[Call, str]:
     client = McpClient(
         "bench", StdioTransport(SERVER[0], SERVER[1:], env=SERVER_ENV), protocol=protocol
-    )  # type: ignore[arg-type]
+    )
     await stack.enter_async_context(client)
 
     async def call() -> Any:
@@ -239,9 +238,9 @@ async def _raw_http(stack: AsyncExitStack, url: str, modern: bool) -> tuple[Call
     return await _session_on(stack, streams, modern)
 
 
-async def _mcp_client_http(stack: AsyncExitStack, url: str, protocol: str) -> tuple[Call, str]:
+async def _mcp_client_http(stack: AsyncExitStack, url: str, protocol: Era) -> tuple[Call, str]:
     transport = StreamableHttpTransport(url)
-    client = McpClient("bench", transport, protocol=protocol)  # type: ignore[arg-type]
+    client = McpClient("bench", transport, protocol=protocol)
     await stack.enter_async_context(client)
 
     async def call() -> Any:
@@ -508,6 +507,32 @@ async def _run(rounds: int, sequential_calls: int, transports: str, peers: bool)
     return report
 
 
+async def _count(calls: int, peers: bool) -> None:
+    """Print the Python function calls per tool call of each stdio contender (cProfile):
+    a figure that load does not move."""
+    import cProfile
+    import pstats
+
+    for contender in _stdio_contenders(peers):
+        async with AsyncExitStack() as stack:
+            try:
+                call, protocol = await contender.connect(stack)
+            except ImportError as exc:
+                print(f"skipping {contender.name}: {exc}", file=sys.stderr)
+                continue
+            for _ in range(50):
+                await call()
+            profile = cProfile.Profile()
+            profile.enable()
+            for _ in range(calls):
+                await call()
+            profile.disable()
+            total = sum(row[1] for row in pstats.Stats(profile).stats.values())  # type: ignore[attr-defined]
+            print(
+                f"{contender.name:46s} {protocol:11s} {total / calls:8.0f} Python calls per tool call"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="3 rounds of 100 calls")
@@ -519,9 +544,17 @@ def main() -> None:
         action="store_true",
         help="only the raw session and McpClient.call_tool (the rows the 1.05x target is about)",
     )
+    parser.add_argument(
+        "--count",
+        action="store_true",
+        help="count Python calls per tool call over stdio (cProfile) instead of timing",
+    )
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks/results/bench_mcp.json")
     options = parser.parse_args()
     rounds, calls = (3, 100) if options.quick else (options.rounds, options.calls)
+    if options.count:
+        asyncio.run(_count(calls, not options.no_peers))
+        return
     report = asyncio.run(_run(rounds, calls, options.transport, not options.no_peers))
     _print(report, rounds, calls)
     options.json.parent.mkdir(parents=True, exist_ok=True)
