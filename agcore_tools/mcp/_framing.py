@@ -15,6 +15,8 @@ from collections import deque
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from typing_extensions import Self
+
 if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream, ByteSendStream
     from mcp.shared.message import SessionMessage
@@ -26,7 +28,27 @@ logger = logging.getLogger("agcore_tools.mcp")
 _CHUNK = 65536
 
 
-class LineReader:
+class _ClosedOnExit:
+    """``async with`` support: the stream is closed on leaving the block."""
+
+    __slots__ = ()
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class LineReader(_ClosedOnExit):
     """The messages on ``stdout``; a line that is not JSON-RPC comes as its error.
 
     Ends (``anyio.EndOfStream``) at the end of stdout, once the pipe fails, or once
@@ -122,19 +144,8 @@ class LineReader:
         self._closed = True
         self._ready.clear()
 
-    async def __aenter__(self) -> LineReader:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class LineWriter:
+class LineWriter(_ClosedOnExit):
     """Writes each message to ``stdin`` as one line, in the sender's task.
 
     A write the child no longer takes (it died or closed its stdin) ends ``stdout``'s
@@ -173,14 +184,3 @@ class LineWriter:
     async def aclose(self) -> None:
         """Refuse later sends (stdin itself is closed when the process stops)."""
         self._closed = True
-
-    async def __aenter__(self) -> LineWriter:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
