@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from types import TracebackType
 from typing import TYPE_CHECKING
 
-from typing_extensions import Self
+from ._streams import ClosedOnExit
 
 if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -28,27 +27,7 @@ logger = logging.getLogger("agcore_tools.mcp")
 _CHUNK = 65536
 
 
-class _ClosedOnExit:
-    """``async with`` support: the stream is closed on leaving the block."""
-
-    __slots__ = ()
-
-    async def aclose(self) -> None:
-        raise NotImplementedError
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class LineReader(_ClosedOnExit):
+class LineReader(ClosedOnExit):
     """The messages on ``stdout``; a line that is not JSON-RPC comes as its error.
 
     Ends (``anyio.EndOfStream``) at the end of stdout, once the pipe fails, or once
@@ -145,7 +124,7 @@ class LineReader(_ClosedOnExit):
         self._ready.clear()
 
 
-class LineWriter(_ClosedOnExit):
+class LineWriter(ClosedOnExit):
     """Writes each message to ``stdin`` as one line, in the sender's task.
 
     A write the child no longer takes (it died or closed its stdin) ends ``stdout``'s

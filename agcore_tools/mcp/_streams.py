@@ -1,4 +1,6 @@
-"""A read stream that reports its own end, so a dead server is noticed with no call in flight."""
+"""Session streams: a read stream that reports its own end, so a dead server is noticed
+with no call in flight, and the ``async with`` support the SDK's stream protocols ask of
+every stream."""
 
 from __future__ import annotations
 
@@ -8,16 +10,38 @@ from contextvars import Context
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import Self
+
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
     from mcp.client._transport import ReadStream, TransportStreams
     from mcp.shared.message import SessionMessage
 
-__all__ = ["watch_end"]
+__all__ = ["ClosedOnExit", "watch_end"]
 
 
-class _WatchedReadStream:
+class ClosedOnExit:
+    """``async with`` support: the stream is closed on leaving the block."""
+
+    __slots__ = ()
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _WatchedReadStream(ClosedOnExit):
     """Forwards to ``inner``; awaits ``on_end`` once when the stream ends or is closed.
 
     The end is reported before it is passed on, so whoever reads the stream next sees
@@ -74,17 +98,6 @@ class _WatchedReadStream:
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 @asynccontextmanager
