@@ -5,6 +5,11 @@ format ``chatml-function-calling``) on SmolLM2-135M as a child process, once per
 ``litellm_proxy`` runs LiteLLM's proxy (its own venv, ``litellm_path()``) in front of
 it. ``make test`` installs all three (see the Makefile); when one is missing the tests
 fail under CI (``CI`` set) and are skipped elsewhere, with the reason.
+
+Both are :func:`supervised`: a server that dies mid-session (a crash in the native
+build, say) is reported by the test during which it died, with its exit status or signal
+and its last lines, and is started again on the same port, so the tests after it run
+instead of failing with "Connection error".
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ import importlib.util
 import os
 import re
 import secrets
+import signal
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,24 +65,74 @@ def _unavailable(reason: str) -> None:
     pytest.skip(hint)
 
 
-@dataclass(frozen=True)
-class RealServer:
-    """A running OpenAI-compatible server."""
+def describe_exit(returncode: int) -> str:
+    """How a process ended, as a person would say it (``killed by SIGSEGV``, ``exit code 1``)."""
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
 
-    base_url: str
-    """Up to and including ``/v1``."""
-    model: str
-    """The model name to send."""
-    output: list[str]
-    """Its output so far, for failure messages."""
-    process: subprocess.Popen[str]
-    """The server's process."""
-    api_key: str = field(default="not-needed", repr=False)
-    """The key to send."""
+
+class RealServer:
+    """A running OpenAI-compatible server, which can be started again on the same port.
+
+    ``process`` and ``output`` are those of the current run. The URL stays the same across
+    a restart, so LiteLLM's proxy, configured with the llama server's URL, keeps working
+    when the server behind it comes back.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        model: str,
+        run: tuple[list[str], subprocess.Popen[str]],
+        command: Callable[[int], list[str]],
+        env: dict[str, str] | None = None,
+        secret: str = "",
+        api_key: str = "not-needed",
+    ) -> None:
+        self.name = name
+        self.base_url = base_url
+        """Up to and including ``/v1``."""
+        self.model = model
+        """The model name to send."""
+        self.api_key = api_key
+        """The key to send."""
+        self.output, self.process = run
+        self._command, self._env, self._secret = command, env, secret
+
+    def __repr__(self) -> str:
+        return f"RealServer({self.name!r}, {self.base_url!r})"
 
     def stop(self) -> None:
         """Terminate the server (bounded), then kill it if it lingers."""
         _stop(self.process)
+
+    def death(self, wait: float = 0.0) -> str | None:
+        """``None`` while the server runs; otherwise how it ended and its last lines.
+        ``wait`` gives a process that is going down that long to finish dying."""
+        try:
+            returncode = self.process.wait(wait) if wait else self.process.poll()
+        except subprocess.TimeoutExpired:
+            return None
+        if returncode is None:
+            return None
+        tail = "".join(self.output[-_TAIL_LINES:]).rstrip() or "(no output)"
+        return (
+            f"{self.name} at {self.base_url} exited during the session "
+            f"({describe_exit(returncode)}); its last lines:\n{tail}"
+        )
+
+    def restart(self) -> None:
+        """Start the server again on its port, and wait (bounded) until it serves."""
+        self.stop()
+        port = int(self.base_url.rsplit(":", 1)[1].split("/", 1)[0])
+        _, self.output, self.process = _start(
+            self.name, self._command(port), self._env, self._secret
+        )
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
@@ -99,13 +155,16 @@ def start_llama_server(n_ctx: int = 2048) -> RealServer:
     model = model_path()
     if not model.is_file():
         _unavailable(f"the test model {model} is missing")
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(model),
-        "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", "0",
-        "--n_ctx", str(n_ctx), "--verbose", "False",
-    ]  # fmt: skip
-    url, output, process = _start("llama_cpp.server", command)
-    return RealServer(f"{url}/v1", str(model), output, process)
+
+    def command(port: int) -> list[str]:
+        return [
+            sys.executable, "-m", "llama_cpp.server", "--model", str(model),
+            "--chat_format", "chatml-function-calling", "--host", "127.0.0.1",
+            "--port", str(port), "--n_ctx", str(n_ctx), "--verbose", "False",
+        ]  # fmt: skip
+
+    url, output, process = _start("llama_cpp.server", command(0))
+    return RealServer("llama_cpp.server", f"{url}/v1", str(model), (output, process), command)
 
 
 def start_litellm_proxy(backend: RealServer, directory: Path) -> RealServer:
@@ -136,13 +195,14 @@ def start_litellm_proxy(backend: RealServer, directory: Path) -> RealServer:
     key = f"sk-{secrets.token_urlsafe(24)}"
     # LITELLM_LOCAL_MODEL_COST_MAP: use the cost map in the package, not one from the web.
     env = {**os.environ, "LITELLM_MASTER_KEY": key, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    url, output, process = _start(
-        "litellm",
-        [str(command), "--config", str(config), "--host", "127.0.0.1", "--port", "0"],
-        env,
-        secret=key,
+
+    def arguments(port: int) -> list[str]:
+        return [str(command), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
+
+    url, output, process = _start("litellm", arguments(0), env, secret=key)
+    return RealServer(
+        "litellm", f"{url}/v1", "smollm", (output, process), arguments, env, key, api_key=key
     )
-    return RealServer(f"{url}/v1", "smollm", output, process, api_key=key)
 
 
 def _start(
@@ -181,14 +241,67 @@ def _start(
     return found[0], output, process
 
 
-@pytest.fixture(scope="session")
-def llama_server() -> Iterator[RealServer]:
-    """llama-cpp-python's OpenAI-compatible server on SmolLM2-135M, on a free port."""
-    server = start_llama_server()
+_TAIL_LINES = 20
+_DEATH_WAIT = 2.0  # after a failed test: a server killed mid-request may still be exiting
+_SUPERVISED: list[RealServer] = []
+_CALL_FAILED = pytest.StashKey[bool]()
+
+
+@contextmanager
+def supervised(server: RealServer) -> Iterator[RealServer]:
+    """Watch ``server`` for the tests that run while it is open, and stop it at the end.
+
+    A server that dies is reported with its exit status and last lines by the test during
+    which it died (at teardown) or, if it died between tests, by the next one (at setup),
+    instead of every later test failing with "Connection error". It is then started again
+    on the same port for the tests that follow.
+    """
+    _SUPERVISED.append(server)
     try:
         yield server
     finally:
+        _SUPERVISED.remove(server)
         server.stop()
+
+
+def _report_deaths(wait: float) -> None:
+    reports = []
+    for server in list(_SUPERVISED):
+        if (report := server.death(wait)) is None:
+            continue
+        try:
+            server.restart()
+        except (Exception, pytest.fail.Exception) as exc:
+            report += f"\nstarting it again failed too: {exc}"
+            _SUPERVISED.remove(server)  # the fixtures' own teardown still stops it
+        else:
+            report += "\nIt was started again on the same port for the tests that follow."
+        reports.append(report)
+    if reports:
+        pytest.fail("\n\n".join(reports), pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[_CALL_FAILED] = True
+    return report
+
+
+@pytest.fixture(autouse=True)
+def _real_servers_alive(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Report a supervised server that died, with its exit status, and start it again."""
+    _report_deaths(wait=0.0)
+    yield
+    _report_deaths(wait=_DEATH_WAIT if request.node.stash.get(_CALL_FAILED, False) else 0.0)
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[RealServer]:
+    """llama-cpp-python's OpenAI-compatible server on SmolLM2-135M, on a free port."""
+    with supervised(start_llama_server()) as server:
+        yield server
 
 
 @pytest.fixture
@@ -210,11 +323,10 @@ def litellm_proxy(
     llama_server: RealServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RealServer]:
     """LiteLLM's proxy in front of ``llama_server``, on a free port."""
-    server = start_litellm_proxy(llama_server, tmp_path_factory.mktemp("litellm"))
-    try:
+    with supervised(
+        start_litellm_proxy(llama_server, tmp_path_factory.mktemp("litellm"))
+    ) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ import pytest
 from agcore_tools import grammar_safe_schema, portable_schema
 
 from .._interop import SERVERS, recorded, registry_of
-from .conftest import RealServer, start_llama_server
+from .conftest import RealServer, start_llama_server, supervised
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
 
@@ -38,11 +38,8 @@ MAX_TOKENS = 4
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RealServer]:
-    running = start_llama_server(n_ctx=8192)
-    try:
+    with supervised(start_llama_server(n_ctx=8192)) as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module")

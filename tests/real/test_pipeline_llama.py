@@ -20,7 +20,7 @@ import pytest
 
 from agcore_tools import BaseTool, ToolContext, ToolRegistry, grammar_safe_schema, portable_schema
 
-from .conftest import RealServer, start_llama_server
+from .conftest import RealServer, start_llama_server, supervised
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -55,11 +55,8 @@ SCHEMAS = {
 
 @pytest.fixture(scope="module")
 def shared_server() -> Iterator[RealServer]:
-    server = start_llama_server()
-    try:
+    with supervised(start_llama_server()) as server:
         yield server
-    finally:
-        server.stop()
 
 
 class ExcelTool(BaseTool):
