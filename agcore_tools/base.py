@@ -15,18 +15,17 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
-import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
+from ._cancel import CancellationToken
 from ._progress import ToolEventCallback, ToolPartialResult, ToolProgress, _Emitter
 from .permission import Permission
 
-__all__ = ["BaseTool", "CancellationToken", "ToolContext"]
+__all__ = ["BaseTool", "CancellationToken", "ToolContext", "tool_definition"]
 
 
 # Ids come from a private generator seeded from os.urandom: three times cheaper than
@@ -47,78 +46,8 @@ def _new_id() -> str:
     return _id_bits(64).to_bytes(8, "big").hex()
 
 
-class CancellationToken:
-    """A cancellation signal a tool can poll (also from a worker thread) or await.
-
-    Cancelling a token cancels its children too.
-
-    Example:
-        >>> token = CancellationToken()
-        >>> child = token.child()
-        >>> token.cancel()
-        >>> child.cancelled
-        True
-    """
-
-    __slots__ = ("__weakref__", "_cancelled", "_children", "_event")
-
-    def __init__(self) -> None:
-        self._cancelled = False
-        self._event: asyncio.Event | None = None
-        # Weak, so a long conversation's context does not keep every finished call's
-        # token alive.
-        self._children: weakref.WeakSet[CancellationToken] | None = None
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether :meth:`cancel` has been called on this token or a parent."""
-        return self._cancelled
-
-    def cancel(self) -> None:
-        """Signal cancellation to this token, its children and every waiter.
-
-        Call it from the event loop's thread.
-        """
-        if self._cancelled:
-            return
-        self._cancelled = True
-        if self._event is not None:
-            self._event.set()
-        children, self._children = self._children, None
-        for child in list(children or ()):
-            child.cancel()
-
-    def child(self) -> CancellationToken:
-        """A token cancelled with this one, that can also be cancelled on its own."""
-        token = CancellationToken()
-        if self._cancelled:
-            token._cancelled = True
-        else:
-            if self._children is None:
-                self._children = weakref.WeakSet()
-            self._children.add(token)
-        return token
-
-    async def wait(self) -> None:
-        """Return once the token is cancelled.
-
-        Example:
-            >>> async def worker(ctx: ToolContext) -> str:
-            ...     await ctx.cancellation.wait()
-            ...     return "stopped"
-        """
-        if self._cancelled:
-            return
-        if self._event is None:
-            self._event = asyncio.Event()
-        await self._event.wait()
-
-    def __repr__(self) -> str:
-        return f"CancellationToken(cancelled={self._cancelled})"
-
-
 class ToolContext:
-    """What a tool execution knows about its surroundings (seed §9.A extension point).
+    """What a tool execution knows about its surroundings.
 
     Every argument is optional, so ``ToolContext()`` is a fresh context; its ids, token,
     metadata and shared state are made on first use, which keeps a context that no tool
@@ -130,10 +59,9 @@ class ToolContext:
     :attr:`cancelled` now and then and return early once it is true (its result is
     thrown away). Such threads do not keep the process from exiting.
 
-    A long tool reports how far it is with :meth:`report_progress` (the seed's
-    ``progress``); the reports go to ``on_event`` and, in the streaming loop, into the
-    event stream, never to the model. :attr:`shared_state` is one mapping shared by
-    every call of a run (the seed's ``shared_state``).
+    A long tool reports how far it is with :meth:`report_progress`; the reports go to
+    ``on_event`` and, in the streaming loop, into the event stream, never to the model.
+    :attr:`shared_state` is one mapping shared by every call of a run.
 
     Example:
         >>> ctx = ToolContext(metadata={"user": "ann"})
@@ -251,6 +179,7 @@ class ToolContext:
         does nothing.
 
         Example:
+            >>> import asyncio
             >>> seen = []
             >>> ctx = ToolContext(on_event=seen.append).for_call("c1", "index")
             >>> async def index(ctx: ToolContext) -> None:
@@ -355,8 +284,64 @@ class BaseTool(ABC):
         other exception is wrapped into a ``ToolExecutionError`` by the registry.
         """
 
+    quiet: bool = False
+    """True when the tool reports nothing while it runs (no progress, no partial
+    results), so the streaming loop need not listen to it. A ``FunctionTool`` sets it
+    for a function that is neither a generator nor given the context."""
+    reads_null_as_default: bool = False
+    """True when the tool itself reads ``null`` for an optional argument as "use the
+    default", as a ``FunctionTool`` does. Otherwise a registry offering the tool in
+    strict mode (where optional properties become nullable) drops such nulls before
+    the tool sees them."""
+
+    def check_registrable(self) -> None:
+        """Raise a :class:`~agcore_tools.ToolError` when the tool cannot be registered as
+        it is; a registry calls it before adding the tool. The default accepts it.
+
+        A ``FunctionTool`` made from a method refuses until it is bound to an instance.
+
+        Example:
+            >>> class T(BaseTool):
+            ...     name = "t"
+            ...     async def execute(self, args, ctx): return None
+            >>> T().check_registrable() is None
+            True
+        """
+        return None
+
+    def redefines(self, other: BaseTool) -> bool:
+        """Whether this tool may replace ``other``, a registered tool of the same name,
+        instead of colliding with it. The default is False: the names collide.
+
+        A ``FunctionTool`` says True for the same function made again (a notebook
+        cell run twice).
+
+        Example:
+            >>> class T(BaseTool):
+            ...     name = "t"
+            ...     async def execute(self, args, ctx): return None
+            >>> T().redefines(T())
+            False
+        """
+        return False
+
+    def check_arguments(self, args: dict[str, Any]) -> None:
+        """Raise :class:`~agcore_tools.InvalidArgumentsError` when ``args`` are not
+        arguments the tool accepts, without running it (an approval that edits a call's
+        arguments is checked with it). The default accepts any: the tool validates its
+        arguments itself when it runs.
+
+        Example:
+            >>> class T(BaseTool):
+            ...     name = "t"
+            ...     async def execute(self, args, ctx): return None
+            >>> T().check_arguments({"anything": 1}) is None
+            True
+        """
+        return None
+
     def definition(self) -> dict[str, Any]:
-        """The Chat Completions tool param for this tool.
+        """The Chat Completions tool param for this tool (see :func:`tool_definition`).
 
         Example:
             >>> class T(BaseTool):
@@ -365,14 +350,43 @@ class BaseTool(ABC):
             >>> T().definition()["function"]["name"]
             't'
         """
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
+        return tool_definition(self.name, self.description, self.parameters)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {getattr(self, 'name', '?')!r}>"
+
+
+def tool_definition(
+    name: str,
+    description: str,
+    parameters: dict[str, Any],
+    *,
+    api: Literal["chat", "responses"] = "chat",
+    strict: bool = False,
+) -> dict[str, Any]:
+    """The function tool param a model request carries, in either API's shape.
+
+    ``api="chat"`` gives the Chat Completions param (``{"type": "function",
+    "function": {...}}``, with ``"strict": true`` only when ``strict``);
+    ``api="responses"`` gives the flat Responses API function tool, which always
+    says ``"strict"``. ``parameters`` is used as given, not copied.
+
+    Example:
+        >>> schema = {"type": "object", "properties": {}}
+        >>> tool_definition("now", "The time.", schema)
+        {'type': 'function', 'function': {'name': 'now', 'description': 'The time.', 'parameters': {'type': 'object', 'properties': {}}}}
+        >>> tool_definition("now", "The time.", schema, api="responses", strict=True)["strict"]
+        True
+    """
+    if api == "responses":
+        return {
+            "type": "function",
+            "name": name,
+            "description": description,
+            "parameters": parameters,
+            "strict": strict,
+        }
+    function: dict[str, Any] = {"name": name, "description": description, "parameters": parameters}
+    if strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}

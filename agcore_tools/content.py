@@ -41,7 +41,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .error import ToolError
+from .error import _BadContent, _BadContentType
 
 __all__ = ["Audio", "File", "Image"]
 
@@ -60,14 +60,6 @@ _IMAGE_SUFFIXES = {
     ".webp": "image/webp",
 }
 _AUDIO_SUFFIXES = {".wav": "audio/wav", ".mp3": "audio/mpeg"}
-
-
-class _BadContent(ToolError, ValueError):
-    """A binary value that cannot be sent as given (a mistake in the tool's code)."""
-
-
-class _BadContentType(ToolError, TypeError):
-    """A binary value built from something that is not bytes."""
 
 
 def sniff_image(data: bytes) -> str | None:
@@ -146,7 +138,7 @@ class Image:
         >>> Image(b"not an image")
         Traceback (most recent call last):
         ...
-        agcore_tools.content._BadContent: Image: the bytes are not a PNG, JPEG, GIF or WebP image; give media_type
+        agcore_tools.error._BadContent: Image: the bytes are not a PNG, JPEG, GIF or WebP image; give media_type
     """
 
     data: bytes = field(repr=False)

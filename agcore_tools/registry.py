@@ -22,22 +22,16 @@ import logging
 import re
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import _otel, _sync
 from ._aio import with_timeout
-from ._argplan import ArgumentPlan, build_plan
 from ._clock import now
-from ._display import (
-    REGISTRY_HEADERS,
-    html_table,
-    invocation_rows,
-    markdown_table,
-    registry_rows,
-)
-from ._offer import chat_definition, offered_entries, responses_definition
-from ._pipeline import SchemaTransform, offered_parameters
+from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
+from ._function_tool import FunctionTool, register_function
+from ._offer import offered_definition, offered_entries
+from ._pipeline import SchemaTransform
+from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
 from .base import BaseTool, ToolContext
 from .error import (
     InvalidArgumentsError,
@@ -52,7 +46,6 @@ from .permission import Permission, PermissionChecker
 
 if TYPE_CHECKING:
     from .approval import ApprovalDecision, ToolCallOutputs
-    from .decorator import FunctionTool
 
 __all__ = [
     "ToolCall",
@@ -70,136 +63,6 @@ _CANCEL_GRACE = 5.0
 
 TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """The names OpenAI-compatible APIs accept for function tools."""
-
-
-@dataclass(slots=True)
-class ToolStats:
-    """Call counters of one registered tool.
-
-    Example:
-        >>> stats = ToolStats(calls=4, failures=1, total_seconds=0.2)
-        >>> round(stats.mean_seconds, 3)
-        0.05
-    """
-
-    calls: int = 0
-    """Executions started (not counting not-found or permission-denied calls)."""
-    failures: int = 0
-    """Executions that ended with an error."""
-    total_seconds: float = 0.0
-    """Wall time spent in executions."""
-
-    @property
-    def mean_seconds(self) -> float:
-        """Mean wall time per execution, 0.0 before the first one."""
-        return self.total_seconds / self.calls if self.calls else 0.0
-
-
-@dataclass(slots=True)
-class ToolEntry:
-    """A registered tool with its metadata (seed §9.B).
-
-    Example:
-        >>> entry = ToolRegistry().register(_ExampleTool(), tags=["demo"])
-        >>> entry.name, entry.tags
-        ('example', ('demo',))
-    """
-
-    tool: BaseTool
-    """The tool itself."""
-    tags: tuple[str, ...] = ()
-    """Free-form labels for :meth:`ToolRegistry.find_by_tag`."""
-    category: str | None = None
-    """One group name for :meth:`ToolRegistry.groups`, such as ``"memory"``."""
-    version: str | None = None
-    """The tool's version, if it has one."""
-    stats: ToolStats = field(default_factory=ToolStats)
-    """Call counters, updated by every execution through the registry."""
-    permissions: tuple[Permission, ...] = ()
-    """The tool's required permissions, parsed once at registration."""
-    strict: bool = False
-    """Whether the tool is offered in OpenAI's strict mode, as the tool's own ``strict``
-    or else the registry's asks; a schema strict mode cannot describe is offered
-    non-strict instead, with a logged warning saying why."""
-    _strict_cache: tuple[dict[str, Any] | None, str | None] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
-    _plan: ArgumentPlan | None = field(default=None, init=False, repr=False, compare=False)
-
-    @property
-    def name(self) -> str:
-        """The tool's name."""
-        return self.tool.name
-
-
-@dataclass(slots=True)
-class ToolInvocation:
-    """The record of one tool call: what went in, what came out, how long it took.
-
-    Example:
-        >>> inv = ToolInvocation("add", {"a": 1, "b": 2}, output=3)
-        >>> inv.ok, inv.result()
-        (True, 3)
-    """
-
-    tool_name: str
-    """The name the call asked for."""
-    input: Any
-    """The arguments as given."""
-    output: Any = None
-    """The JSON-compatible result, or None when the call failed."""
-    error: ToolError | None = None
-    """What went wrong, or None when the call succeeded."""
-    call_id: str | None = None
-    """The model's tool call id, when there is one."""
-    duration: float = 0.0
-    """Seconds spent executing (0.0 when the tool never ran)."""
-
-    @property
-    def ok(self) -> bool:
-        """True when the call succeeded."""
-        return self.error is None
-
-    def result(self) -> Any:
-        """Return the output, or raise the error.
-
-        Example:
-            >>> ToolInvocation("x", {}, error=ToolError("bad")).result()
-            Traceback (most recent call last):
-            ...
-            agcore_tools.error.ToolError: bad
-        """
-        if self.error is not None:
-            raise self.error
-        return self.output
-
-    def _repr_markdown_(self) -> str:
-        """A notebook view: tool, input, output or error, duration."""
-        mark = "ok" if self.ok else "failed"
-        return f"**ToolInvocation** ({mark})\n\n{markdown_table(('', ''), invocation_rows(self))}"
-
-    def _repr_html_(self) -> str:
-        """The same view as :meth:`_repr_markdown_`, in HTML."""
-        mark = "ok" if self.ok else "failed"
-        return html_table(("", ""), invocation_rows(self), f"ToolInvocation ({mark})")
-
-
-class ToolCall(NamedTuple):
-    """One call for :meth:`ToolRegistry.invoke_all`: a name, its arguments and an id.
-
-    Plain ``(name, args)`` tuples work too.
-
-    Example:
-        >>> ToolCall("add", {"a": 1, "b": 2}, call_id="call_0").call_id
-        'call_0'
-    """
-
-    name: str
-    """The tool's name."""
-    args: Any
-    """The arguments object (a mapping)."""
-    call_id: str | None = None
-    """The model's tool call id, if any."""
 
 
 _default_registry: ToolRegistry | None = None
@@ -343,9 +206,10 @@ class ToolRegistry:
             >>> registry.find_by_tag("math")[0].name
             'square'
         """
-        from .decorator import tool
 
-        decorate = tool(registry=self, **options)
+        def decorate(f: Callable[..., Any]) -> FunctionTool[..., Any]:
+            return register_function(FunctionTool(f, **options), self)
+
         return decorate if func is None else decorate(func)
 
     # -- registration --------------------------------------------------------------
@@ -365,11 +229,9 @@ class ToolRegistry:
                 f"cannot register tool {name!r}: names must match {TOOL_NAME_PATTERN.pattern}",
                 tool_name=name if isinstance(name, str) else None,
             )
-        check = getattr(tool, "_check_registrable", None)
-        if check is not None:
-            check()
-        strict = getattr(tool, "strict", None)
-        entry = ToolEntry(
+        tool.check_registrable()
+        strict = tool.strict
+        return ToolEntry(
             tool=tool,
             tags=tuple(tags if tags is not None else getattr(tool, "tags", ()) or ()),
             category=category if category is not None else getattr(tool, "category", None),
@@ -377,15 +239,6 @@ class ToolRegistry:
             permissions=Permission.parse_all(tool.required_permissions),
             strict=self._strict if strict is None else bool(strict),
         )
-        if (
-            entry.strict
-            and not hasattr(tool, "_strict_form")
-            and isinstance(tool.parameters, Mapping)
-        ):
-            # Strict mode makes optional properties nullable: a null the model sends for
-            # one is dropped before the tool sees it. (A FunctionTool does this itself.)
-            entry._plan = build_plan(tool.parameters, check_extras=False)
-        return entry
 
     def _check_free(self, entry: ToolEntry) -> None:
         existing = self._entries.get(entry.name)
@@ -393,8 +246,7 @@ class ToolRegistry:
             return
         # Re-running a notebook cell re-decorates the same function: that replaces the
         # old tool instead of failing. Anything else with the same name is a collision.
-        redefines = getattr(entry.tool, "_redefines", None)
-        if redefines is not None and redefines(existing.tool):
+        if entry.tool.redefines(existing.tool):
             return
         raise ToolConfigError(
             f"cannot register tool '{entry.name}': a tool of that name is already registered "
@@ -422,13 +274,14 @@ class ToolRegistry:
         (which ``@tool`` sets from its options).
 
         Example:
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> registry.register(_ExampleTool(), category="demo").category
+            >>> registry.register(StaticTool("example"), category="demo").category
             'demo'
-            >>> registry.register(_ExampleTool())
+            >>> registry.register(StaticTool("example"))
             Traceback (most recent call last):
             ...
-            agcore_tools.error.ToolConfigError: cannot register tool 'example': a tool of that name is already registered (<_ExampleTool 'example'>); unregister it first or choose another name
+            agcore_tools.error.ToolConfigError: cannot register tool 'example': a tool of that name is already registered (<StaticTool 'example'>); unregister it first or choose another name
         """
         entry = self._make_entry(tool, tags, category, version)
         self._check_free(entry)
@@ -439,7 +292,8 @@ class ToolRegistry:
         """Add several tools, all or none: on any error nothing is registered.
 
         Example:
-            >>> len(ToolRegistry().register_all([_ExampleTool()]))
+            >>> from agcore_tools.testing import StaticTool
+            >>> len(ToolRegistry().register_all([StaticTool("example")]))
             1
         """
         entries = [self._make_entry(t, None, None, None) for t in tools]
@@ -515,8 +369,9 @@ class ToolRegistry:
         ``dict[str, ...]``) is offered non-strict, with a logged warning naming the tool.
 
         Example:
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry(strict=True)
-            >>> _ = registry.register(_ExampleTool())
+            >>> _ = registry.register(StaticTool("example"))
             >>> registry.definitions()[0]["function"]["name"]
             'example'
             >>> flat = registry.definitions(api="responses")[0]
@@ -529,9 +384,8 @@ class ToolRegistry:
                 raise ToolConfigError(f"unknown api {api!r}: expected 'chat' or 'responses'")
             checker = self._permission_checker
             offered = offered_entries(self._entries.values(), checker, self._hidden_logged)
-            define = chat_definition if api == "chat" else responses_definition
             transforms = self._schema_transforms
-            cached = [define(e.tool, *offered_parameters(e, transforms, api)) for e in offered]
+            cached = [offered_definition(e, transforms, api) for e in offered]
             self._definitions[api] = cached
         # A deep copy: a caller editing a definition must not change later requests.
         return copy.deepcopy(cached)
@@ -567,8 +421,9 @@ class ToolRegistry:
         Failures during execution are recorded in the returned invocation, not raised.
 
         Example:
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> _ = registry.register(_ExampleTool())
+            >>> _ = registry.register(StaticTool("example"))
             >>> asyncio.run(registry.invoke("example", {})).output
             'ok'
         """
@@ -589,8 +444,9 @@ class ToolRegistry:
         try:
             # An exact-type test first: isinstance(args, Mapping) costs ~0.1 µs.
             call_args = args if type(args) is dict else _arguments_dict(name, args)
-            if entry._plan is not None:
-                call_args, _ = entry._plan.apply(call_args)
+            plan = entry.argument_plan
+            if plan is not None:
+                call_args, _ = plan.apply(call_args)
             output = await tool.execute(call_args, ctx)
         except ToolError as exc:
             error = exc
@@ -644,8 +500,9 @@ class ToolRegistry:
         Cancelling the caller cancels every call still running.
 
         Example:
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> _ = registry.register(_ExampleTool())
+            >>> _ = registry.register(StaticTool("example"))
             >>> results = asyncio.run(registry.invoke_all([("example", {}), ("nope", {})]))
             >>> [r.ok for r in results]
             [True, False]
@@ -673,9 +530,10 @@ class ToolRegistry:
         cancels the calls still running and their contexts' cancellation tokens.
 
         Example:
+            >>> from agcore_tools.testing import StaticTool
             >>> async def main() -> list[int]:
             ...     registry = ToolRegistry()
-            ...     _ = registry.register(_ExampleTool())
+            ...     _ = registry.register(StaticTool("example"))
             ...     calls = [("example", {}), ("example", {})]
             ...     return sorted([i async for i, _ in registry.invoke_as_completed(calls)])
             >>> asyncio.run(main())
@@ -763,14 +621,16 @@ class ToolRegistry:
         signed and answers must carry the signature.
 
         Example:
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> _ = registry.register(_ExampleTool())
+            >>> _ = registry.register(StaticTool("example"))
             >>> calls = [{"id": "call_1", "type": "function",
             ...           "function": {"name": "example", "arguments": "{}"}}]
             >>> asyncio.run(registry.run_tool_calls(calls))
             [{'role': 'tool', 'tool_call_id': 'call_1', 'content': 'ok'}]
         """
-        from ._toolcalls import run_tool_calls
+        # Loaded on first use: it brings json and hmac, which `import agcore_tools` skips.
+        from .calls import run_tool_calls
 
         return await run_tool_calls(
             self,
@@ -795,8 +655,9 @@ class ToolRegistry:
         notebook cell), where it blocks until the call ends. See the README's "Sync apps".
 
         Example:
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> _ = registry.register(_ExampleTool())
+            >>> _ = registry.register(StaticTool("example"))
             >>> registry.invoke_sync("example", {}).output
             'ok'
         """
@@ -821,8 +682,9 @@ class ToolRegistry:
         the calls still running.
 
         Example:
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> _ = registry.register(_ExampleTool())
+            >>> _ = registry.register(StaticTool("example"))
             >>> calls = [{"id": "call_1", "type": "function",
             ...           "function": {"name": "example", "arguments": "{}"}}]
             >>> registry.run_tool_calls_sync(calls)
@@ -878,13 +740,3 @@ def _as_call(call: ToolCall | Sequence[Any]) -> ToolCall:
         f"invoke_all() takes (name, args) pairs, (name, args, call_id) triples or ToolCall "
         f"objects, got {call!r}"
     )
-
-
-class _ExampleTool(BaseTool):
-    """A do-nothing tool used by this module's doctests."""
-
-    name = "example"
-    description = "Return 'ok'."
-
-    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        return "ok"

@@ -83,7 +83,7 @@ def _quiet(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> bool:
         if call.args is None:
             continue  # never runs
         entry = registry.entry(call.name)
-        if entry is not None and not getattr(entry.tool, "_quiet", False):
+        if entry is not None and not entry.tool.quiet:
             return False
     return True
 
