@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import random
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -49,7 +50,8 @@ def _new_id() -> str:
 class ToolContext:
     """What a tool execution knows about its surroundings.
 
-    Every argument is optional, so ``ToolContext()`` is a fresh context; its ids, token,
+    Every argument is optional and given by keyword (positional arguments are
+    deprecated), so ``ToolContext()`` is a fresh context; its ids, token,
     metadata and shared state are made on first use, which keeps a context that no tool
     reads nearly free.
 
@@ -92,16 +94,20 @@ class ToolContext:
 
     def __init__(
         self,
+        *args: Any,
         session_id: str | None = None,
         trace_id: str | None = None,
         call_id: str | None = None,
         cancellation: CancellationToken | None = None,
         metadata: dict[str, Any] | None = None,
-        *,
         on_event: ToolEventCallback | None = None,
         shared_state: dict[str, Any] | None = None,
         tool_name: str | None = None,
     ) -> None:
+        if args:
+            session_id, trace_id, call_id, cancellation, metadata = _positional(
+                args, session_id, trace_id, call_id, cancellation, metadata
+            )
         self._session_id = session_id
         self._trace_id = trace_id
         self.call_id = call_id
@@ -209,18 +215,18 @@ class ToolContext:
     def for_call(self, call_id: str | None, tool_name: str | None = None) -> ToolContext:
         """A copy for one call: same session, trace, metadata, shared state and event
         listener, its own call id (and tool name) and a child cancellation token."""
-        ctx = ToolContext(
-            self.session_id,
-            self.trace_id,
-            call_id,
-            self.cancellation.child(),
-            self.metadata,
-            shared_state=self.shared_state,
-            tool_name=tool_name if tool_name is not None else self.tool_name,
-        )
+        # Filled slot by slot: one call of this per tool call, on the hot path.
+        ctx = _blank_context()
+        ctx._session_id = self.session_id
+        ctx._trace_id = self.trace_id
+        ctx.call_id = call_id
+        ctx.tool_name = tool_name if tool_name is not None else self.tool_name
+        ctx._cancellation = self.cancellation.child()
+        ctx._metadata = self.metadata
+        ctx._shared = self.shared_state
         events = self._events
-        if events is not None:
-            ctx._events = events.bound()  # a worker thread's reports hop onto this loop
+        # A worker thread's reports hop onto this loop.
+        ctx._events = events.bound() if events is not None else None
         return ctx
 
     def __repr__(self) -> str:
@@ -228,6 +234,35 @@ class ToolContext:
             f"ToolContext(session_id={self.session_id!r}, trace_id={self.trace_id!r}, "
             f"call_id={self.call_id!r}, cancelled={self.cancelled})"
         )
+
+
+_POSITIONAL = ("session_id", "trace_id", "call_id", "cancellation", "metadata")
+
+
+def _positional(args: tuple[Any, ...], *given: Any) -> list[Any]:
+    # The deprecated positional form of ToolContext(...): the first five parameters.
+    if len(args) > len(_POSITIONAL):
+        raise TypeError(
+            f"ToolContext() takes at most {len(_POSITIONAL)} positional arguments "
+            f"({len(args)} given); pass them by keyword"
+        )
+    values = list(given)
+    for position, value in enumerate(args):
+        if values[position] is not None:
+            raise TypeError(f"ToolContext() got multiple values for '{_POSITIONAL[position]}'")
+        values[position] = value
+    named = ", ".join(f"{name}=..." for name in _POSITIONAL[: len(args)])
+    warnings.warn(
+        f"positional arguments to ToolContext are deprecated; pass them by keyword: "
+        f"ToolContext({named})",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return values
+
+
+def _blank_context() -> ToolContext:
+    return ToolContext.__new__(ToolContext)
 
 
 class BaseTool(ABC):

@@ -16,8 +16,9 @@ accepts binary input:
 Raw ``bytes`` that start like a PNG, JPEG, GIF or WebP image are an :class:`Image`;
 other bytes that are UTF-8 text are that text; any other bytes are an error that
 asks for a wrapper with a media type. A base64 string is text like any other: wrap it
-with ``Image.from_base64(text)`` (data URLs work too) for the model to see a picture. Only the text of a result is cut at
-``max_tool_result_bytes``. Each binary value has its own limit
+with ``Image.from_base64(text)`` (data URLs work too) for the model to see a picture.
+Only the text of a result is cut at the result byte limit (``max_result_bytes``).
+Each binary value has its own limit
 (``max_tool_attachment_bytes``, 5 MB by default); a larger one is not sent, and the
 text tells the model why.
 

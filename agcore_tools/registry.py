@@ -20,6 +20,7 @@ import contextvars
 import copy
 import logging
 import re
+import warnings
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -139,8 +140,20 @@ class ToolRegistry:
 
     @property
     def permission_checker(self) -> PermissionChecker | None:
-        """The checker consulted before each execution, or None (no checks)."""
+        """The checker consulted before each execution, or None (no checks); settable.
+
+        Example:
+            >>> registry = ToolRegistry()
+            >>> registry.permission_checker = PermissionChecker()
+            >>> registry.permission_checker is not None
+            True
+        """
         return self._permission_checker
+
+    @permission_checker.setter
+    def permission_checker(self, checker: PermissionChecker | None) -> None:
+        self._permission_checker = checker
+        self._definitions.clear()
 
     @property
     def strict(self) -> bool:
@@ -149,15 +162,24 @@ class ToolRegistry:
         return self._strict
 
     def with_permission_checker(self, checker: PermissionChecker | None) -> ToolRegistry:
-        """Set the permission checker and return this registry, for chaining.
+        """Deprecated: set :attr:`permission_checker` instead. Sets it on this registry
+        (it does not copy it, as the OpenAI SDK's ``with_*`` methods do) and returns it.
 
         Example:
-            >>> registry = ToolRegistry().with_permission_checker(PermissionChecker())
+            >>> import warnings
+            >>> with warnings.catch_warnings():
+            ...     warnings.simplefilter("ignore", DeprecationWarning)
+            ...     registry = ToolRegistry().with_permission_checker(PermissionChecker())
             >>> registry.permission_checker is not None
             True
         """
-        self._permission_checker = checker
-        self._definitions.clear()
+        warnings.warn(
+            "ToolRegistry.with_permission_checker() is deprecated; set "
+            "registry.permission_checker = checker instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.permission_checker = checker
         return self
 
     @contextmanager
