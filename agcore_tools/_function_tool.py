@@ -237,6 +237,10 @@ class FunctionTool(BaseTool, Generic[P, R]):
         # Neither a generator nor given the context: it can report nothing while it
         # runs, so the streaming loop need not listen (see cycle/_tool_stream.py).
         self.quiet = self._streams is None and self._context_param is None
+        # An async function that is not a generator and takes no positional-only
+        # parameter runs straight from execute() (see there).
+        self._direct = self._is_async and self._streams is None and not self._positional_only
+        self._plain_args = self._plan is None and not self._renamed
         self._origin = _Origin.of(func)
         self._binding = binding or ("instance" if schema.method else None)
         self._attribute: str | None = None
@@ -368,8 +372,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         try:
             validated = self._model.model_validate(args)
         except ValidationError as exc:
-            problems = _validation_problems(exc) + unknown
-            raise InvalidArgumentsError(self.name, _reason(problems), errors=problems) from exc
+            raise self._invalid(exc, unknown) from exc
         if unknown:
             raise InvalidArgumentsError(self.name, _reason(unknown), errors=unknown)
         # The fresh model instance is dropped, so its field dict can be the kwargs as is.
@@ -378,6 +381,12 @@ class FunctionTool(BaseTool, Generic[P, R]):
             for field_name, param in self._renamed:
                 kwargs[param] = kwargs.pop(field_name)
         return kwargs
+
+    def _invalid(
+        self, exc: ValidationError, unknown: list[tuple[str, str]]
+    ) -> InvalidArgumentsError:
+        problems = _validation_problems(exc) + unknown
+        return InvalidArgumentsError(self.name, _reason(problems), errors=problems)
 
     def _start(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
         # The call's awaitable: the function's own coroutine, or its run in a worker thread.
@@ -435,6 +444,24 @@ class FunctionTool(BaseTool, Generic[P, R]):
             ...
             agcore_tools.error.InvalidArgumentsError: tool 'add' got invalid arguments: b: Field required
         """
+        if self._direct and self.timeout is None:
+            # The common case, without the layers below: a plain async function.
+            if self._plain_args:  # _arguments() inlined: no plan, no renamed field
+                try:
+                    kwargs = self._model.model_validate(args).__dict__
+                except ValidationError as exc:
+                    raise self._invalid(exc, _NO_PROBLEMS) from exc
+            else:
+                kwargs = self._arguments(args)
+            if self._context_param is not None:
+                kwargs[self._context_param] = ctx
+            try:
+                result = await self.func(**kwargs)  # type: ignore[call-arg,misc]
+            except ToolError:
+                raise
+            except Exception as exc:
+                raise ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}") from exc
+            return result if type(result) in _PLAIN_JSON else self._jsonable(result)
         kwargs = self._arguments(args)
         if not self._is_async:
             ctx._bind_loop()  # the worker thread's reports hop onto this loop

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import _otel, _sync
 from ._aio import with_timeout
-from ._clock import now
+from ._clock import CLOCK
 from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
 from ._function_tool import FunctionTool, register_function
 from ._offer import offered_definition, offered_entries
@@ -429,10 +429,6 @@ class ToolRegistry:
 
     # -- execution -----------------------------------------------------------------
 
-    def _authorise(self, entry: ToolEntry) -> None:
-        if self._permission_checker is not None:
-            self._permission_checker.check(entry.name, entry.permissions)
-
     async def invoke(
         self, name: str, args: Mapping[str, Any], ctx: ToolContext | None = None
     ) -> ToolInvocation:
@@ -452,7 +448,9 @@ class ToolRegistry:
         entry = self._entries.get(name)
         if entry is None:
             raise ToolNotFoundError(name)
-        self._authorise(entry)
+        checker = self._permission_checker
+        if checker is not None:
+            checker.check(entry.name, entry.permissions)
         tool = entry.tool
         if ctx is None:
             ctx = ToolContext()
@@ -462,7 +460,8 @@ class ToolRegistry:
         stats = entry.stats
         error: ToolError | None = None
         output: Any = None
-        started = now()
+        clock = CLOCK.get()  # read once: the same context's clock for start and end
+        started = clock()
         try:
             # An exact-type test first: isinstance(args, Mapping) costs ~0.1 µs.
             call_args = args if type(args) is dict else _arguments_dict(name, args)
@@ -478,9 +477,9 @@ class ToolRegistry:
         except asyncio.CancelledError:
             stats.calls += 1
             stats.failures += 1
-            stats.total_seconds += now() - started
+            stats.total_seconds += clock() - started
             raise
-        duration = now() - started
+        duration = clock() - started
         stats.calls += 1
         stats.total_seconds += duration
         if error is not None:
