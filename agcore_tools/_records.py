@@ -9,7 +9,8 @@ share them without importing each other.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -17,12 +18,15 @@ from ._argplan import ArgumentPlan, build_plan
 from ._display import html_table, invocation_rows, markdown_table
 from ._strict import strict_parameters
 from .base import BaseTool
-from .error import ToolError
+from .error import ToolConfigError, ToolDefinitionError, ToolError
 from .permission import Permission
 
 __all__ = ["ParsedCall", "ToolCall", "ToolEntry", "ToolInvocation", "ToolStats"]
 
 logger = logging.getLogger("agcore_tools.registry")
+
+TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+"""The names OpenAI-compatible APIs accept for function tools."""
 
 
 @dataclass(slots=True)
@@ -88,6 +92,49 @@ class ToolEntry:
         tool = self.tool
         if self.strict and not tool.reads_null_as_default and isinstance(tool.parameters, Mapping):
             self.argument_plan = build_plan(tool.parameters, check_extras=False)
+
+    @classmethod
+    def of(
+        cls,
+        tool: BaseTool,
+        tags: Iterable[str] | None = None,
+        category: str | None = None,
+        version: str | None = None,
+        *,
+        default_strict: bool = False,
+    ) -> ToolEntry:
+        """The entry a registry makes for ``tool``, after checking it can be registered.
+
+        ``tags``, ``category`` and ``version`` default to the tool's own; ``strict`` is
+        the tool's own, else ``default_strict`` (the registry's).
+
+        Example:
+            >>> from agcore_tools.testing import StaticTool
+            >>> ToolEntry.of(StaticTool("ping"), category="demo", default_strict=True).strict
+            True
+            >>> ToolEntry.of(StaticTool("two words"))
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.ToolConfigError: cannot register tool 'two words': names must match ^[a-zA-Z0-9_-]{1,64}$
+        """
+        if not isinstance(tool, BaseTool):
+            raise ToolDefinitionError(f"cannot register {tool!r}: it is not a BaseTool")
+        name = getattr(tool, "name", None)
+        if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+            raise ToolConfigError(
+                f"cannot register tool {name!r}: names must match {TOOL_NAME_PATTERN.pattern}",
+                tool_name=name if isinstance(name, str) else None,
+            )
+        tool.check_registrable()
+        strict = tool.strict
+        return cls(
+            tool=tool,
+            tags=tuple(tags if tags is not None else getattr(tool, "tags", ()) or ()),
+            category=category if category is not None else getattr(tool, "category", None),
+            version=version if version is not None else getattr(tool, "version", None),
+            permissions=Permission.parse_all(tool.required_permissions),
+            strict=default_strict if strict is None else bool(strict),
+        )
 
     @property
     def name(self) -> str:

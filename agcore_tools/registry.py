@@ -18,15 +18,15 @@ import asyncio
 import contextlib
 import contextvars
 import copy
+import functools
 import logging
-import re
 import warnings
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import _otel, _sync
-from ._aio import with_timeout
+from ._batch import Guarded, as_call, as_completed, guarded
 from ._clock import CLOCK
 from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
 from ._function_tool import FunctionTool, register_function
@@ -37,13 +37,11 @@ from .base import BaseTool, ToolContext
 from .error import (
     InvalidArgumentsError,
     ToolConfigError,
-    ToolDefinitionError,
     ToolError,
     ToolExecutionError,
     ToolNotFoundError,
-    ToolTimeoutError,
 )
-from .permission import Permission, PermissionChecker
+from .permission import PermissionChecker
 
 if TYPE_CHECKING:
     from .approval import ApprovalDecision, ToolCallOutputs
@@ -58,12 +56,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agcore_tools.registry")
-
-_CANCEL_GRACE = 5.0
-"""Seconds invoke_all() waits for cancelled calls to finish before it gives up on them."""
-
-TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-"""The names OpenAI-compatible APIs accept for function tools."""
 
 
 _default_registry: ToolRegistry | None = None
@@ -236,32 +228,6 @@ class ToolRegistry:
 
     # -- registration --------------------------------------------------------------
 
-    def _make_entry(
-        self,
-        tool: BaseTool,
-        tags: Iterable[str] | None,
-        category: str | None,
-        version: str | None,
-    ) -> ToolEntry:
-        if not isinstance(tool, BaseTool):
-            raise ToolDefinitionError(f"cannot register {tool!r}: it is not a BaseTool")
-        name = getattr(tool, "name", None)
-        if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
-            raise ToolConfigError(
-                f"cannot register tool {name!r}: names must match {TOOL_NAME_PATTERN.pattern}",
-                tool_name=name if isinstance(name, str) else None,
-            )
-        tool.check_registrable()
-        strict = tool.strict
-        return ToolEntry(
-            tool=tool,
-            tags=tuple(tags if tags is not None else getattr(tool, "tags", ()) or ()),
-            category=category if category is not None else getattr(tool, "category", None),
-            version=version if version is not None else getattr(tool, "version", None),
-            permissions=Permission.parse_all(tool.required_permissions),
-            strict=self._strict if strict is None else bool(strict),
-        )
-
     def _check_free(self, entry: ToolEntry) -> None:
         existing = self._entries.get(entry.name)
         if existing is None:
@@ -305,7 +271,7 @@ class ToolRegistry:
             ...
             agcore_tools.error.ToolConfigError: cannot register tool 'example': a tool of that name is already registered (<StaticTool 'example'>); unregister it first or choose another name
         """
-        entry = self._make_entry(tool, tags, category, version)
+        entry = ToolEntry.of(tool, tags, category, version, default_strict=self._strict)
         self._check_free(entry)
         self._add(entry)
         return entry
@@ -318,7 +284,7 @@ class ToolRegistry:
             >>> len(ToolRegistry().register_all([StaticTool("example")]))
             1
         """
-        entries = [self._make_entry(t, None, None, None) for t in tools]
+        entries = [ToolEntry.of(t, default_strict=self._strict) for t in tools]
         seen: set[str] = set()
         for entry in entries:
             if entry.name in seen:
@@ -487,25 +453,6 @@ class ToolRegistry:
             logger.debug("tool %r failed: %s", name, error)
         return ToolInvocation(name, args, output, error, ctx.call_id, duration)
 
-    async def _invoke_guarded(
-        self, call: ToolCall, ctx: ToolContext, timeout: float | None
-    ) -> ToolInvocation:
-        name, args, call_id = call
-        call_ctx = ctx.for_call(call_id, name)
-        try:
-            return await with_timeout(self.invoke(name, args, call_ctx), timeout)
-        except ToolError as exc:
-            # Only the lookup and the permission check raise out of invoke(): recorded
-            # here; the tool never ran.
-            return ToolInvocation(name, args, error=exc, call_id=call_id)
-        except TimeoutError as exc:
-            # The execution was cancelled; a sync tool still running in its thread
-            # can see it through the context's cancellation token.
-            call_ctx.cancellation.cancel()
-            error = ToolTimeoutError(name, timeout or 0.0)
-            error.__cause__ = exc
-            return ToolInvocation(name, args, error=error, call_id=call_id, duration=timeout or 0.0)
-
     async def invoke_all(
         self,
         calls: Iterable[ToolCall | tuple[Any, ...]],
@@ -528,7 +475,7 @@ class ToolRegistry:
             >>> [r.ok for r in results]
             [True, False]
         """
-        normalised = [_as_call(call) for call in calls]
+        normalised = [as_call(call) for call in calls]
         results: list[ToolInvocation | None] = [None] * len(normalised)
         async with contextlib.aclosing(
             self.invoke_as_completed(normalised, ctx=ctx, timeout=timeout)
@@ -537,7 +484,7 @@ class ToolRegistry:
                 results[position] = invocation
         return results  # type: ignore[return-value]  # every position is filled
 
-    async def invoke_as_completed(
+    def invoke_as_completed(
         self,
         calls: Iterable[ToolCall | tuple[Any, ...]],
         *,
@@ -560,46 +507,11 @@ class ToolRegistry:
             >>> asyncio.run(main())
             [0, 1]
         """
-        normalised = [_as_call(call) for call in calls]
-        if not normalised:
-            return
-        # One child token for the batch: cancelling it reaches every call's token, so
-        # sync tools in worker threads learn of a cancelled caller too.
-        batch = (ctx if ctx is not None else ToolContext()).for_call(None)
-        run = _otel.wrap_invoke(self, self._invoke_guarded)  # itself when not tracing
-        if len(normalised) == 1:
-            try:
-                yield 0, await run(normalised[0], batch, timeout)
-            except asyncio.CancelledError:
-                batch.cancellation.cancel()
-                raise
-            return
-        # Done-callbacks feed a queue, so each result is reported the moment it exists.
-        finished: asyncio.Queue[asyncio.Task[ToolInvocation]] = asyncio.Queue()
-        tasks: dict[asyncio.Task[ToolInvocation], int] = {}
-        for position, call in enumerate(normalised):
-            task = asyncio.ensure_future(run(call, batch, timeout))
-            task.add_done_callback(finished.put_nowait)
-            tasks[task] = position
-        try:
-            for _ in range(len(tasks)):
-                # Bounded by each call's own timeout, enforced in _invoke_guarded.
-                task = await finished.get()
-                yield tasks[task], task.result()
-        finally:
-            pending = [task for task in tasks if not task.done()]
-            if pending:
-                batch.cancellation.cancel()
-                for task in pending:
-                    task.cancel()
-                # Bounded: a tool that swallows its cancellation must not hang the caller.
-                _, stuck = await asyncio.wait(pending, timeout=_CANCEL_GRACE)
-                if stuck:
-                    logger.warning(
-                        "%d tool call(s) ignored cancellation for %.0f s; abandoning them",
-                        len(stuck),
-                        _CANCEL_GRACE,
-                    )
+        return as_completed(self._runner, calls, ctx, timeout)
+
+    def _runner(self) -> Guarded:
+        # Each call through invoke(), guarded; traced in a span when tracing is on.
+        return _otel.wrap_invoke(self, functools.partial(guarded, self.invoke))
 
     async def run_tool_calls(
         self,
@@ -750,14 +662,3 @@ def _arguments_dict(name: str, args: Any) -> dict[str, Any]:
             name, f"arguments must be a JSON object, got {type(args).__name__}"
         )
     return dict(args)
-
-
-def _as_call(call: ToolCall | Sequence[Any]) -> ToolCall:
-    if isinstance(call, ToolCall):
-        return call
-    if isinstance(call, tuple) and len(call) in (2, 3):
-        return ToolCall(*call)
-    raise ToolConfigError(
-        f"invoke_all() takes (name, args) pairs, (name, args, call_id) triples or ToolCall "
-        f"objects, got {call!r}"
-    )
