@@ -20,7 +20,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._otel import configure_tracing
-from ._pipeline import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
 from ._progress import ToolPartialResult, ToolProgress
 from ._version import __version__
 from .approval import (
@@ -65,6 +64,7 @@ from .registry import (
     ToolStats,
     default_registry,
 )
+from .schema import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
 
 # The loop, tool selection and MCP load on first use: most of what `import agcore_tools`
 # would otherwise cost is theirs, and a script that only decorates tools never needs them.

@@ -24,8 +24,6 @@ from typing_extensions import ParamSpec
 from ._aio import run_sync, with_timeout
 from ._attachments import normalise
 from ._generators import drain_async, drain_sync
-from ._schema import function_schema
-from ._strict import strict_parameters
 from .base import BaseTool, ToolContext, tool_definition
 from .error import (
     InvalidArgumentsError,
@@ -37,6 +35,7 @@ from .error import (
     ToolTimeoutError,
 )
 from .permission import Permission, PermissionLike
+from .schema import function_schema, strict_parameters
 
 if TYPE_CHECKING:
     from .approval import NeedsApproval

@@ -13,12 +13,11 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from ._pipeline import SchemaContext, SchemaTransform, apply_transforms
 from ._records import ToolEntry
-from ._strict import strict_parameters
 from .base import tool_definition
 from .error import PermissionDeniedError
 from .permission import PermissionChecker
+from .schema import SchemaContext, SchemaTransform, apply_transforms, strict_parameters
 
 __all__ = ["offered_definition", "offered_entries", "offered_parameters"]
 

@@ -14,12 +14,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ._argplan import ArgumentPlan, build_plan
 from ._display import html_table, invocation_rows, markdown_table
-from ._strict import strict_parameters
 from .base import BaseTool
 from .error import ToolConfigError, ToolDefinitionError, ToolError
 from .permission import Permission
+from .schema import ArgumentPlan, build_plan, strict_parameters
 
 __all__ = ["ParsedCall", "ToolCall", "ToolEntry", "ToolInvocation", "ToolStats"]
 

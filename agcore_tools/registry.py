@@ -31,7 +31,6 @@ from ._clock import CLOCK
 from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
 from ._function_tool import FunctionTool, register_function
 from ._offer import offered_definition, offered_entries
-from ._pipeline import SchemaTransform
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
 from .base import BaseTool, ToolContext
 from .error import (
@@ -42,6 +41,7 @@ from .error import (
     ToolNotFoundError,
 )
 from .permission import PermissionChecker
+from .schema import SchemaTransform
 
 if TYPE_CHECKING:
     from .approval import ApprovalDecision, ToolCallOutputs

@@ -31,14 +31,12 @@ LAYERS: list[tuple[str, ...]] = [
         "agcore_tools._cancel",
         "agcore_tools._text",
         "agcore_tools._display",
-        "agcore_tools._jsonschema",
-        "agcore_tools._argplan",
-        "agcore_tools._strict",
-        "agcore_tools._pipeline",
+        "agcore_tools._progress",
+        "agcore_tools._context",
     ),
+    ("agcore_tools.schema",),
     (
         "agcore_tools.permission",
-        "agcore_tools._progress",
         "agcore_tools.content",
         "agcore_tools.base",
         "agcore_tools.approval",
@@ -46,7 +44,6 @@ LAYERS: list[tuple[str, ...]] = [
         "agcore_tools._attachments",
     ),
     (
-        "agcore_tools._schema",
         "agcore_tools._generators",
         "agcore_tools._function_tool",
         "agcore_tools._search",
@@ -96,8 +93,13 @@ def _layer_of(name: str) -> int | None:
 
 
 def _shims() -> set[str]:
-    # Old private paths kept for the loop and MCP: each only re-exports from calls/.
-    return {"agcore_tools._toolcalls", "agcore_tools._approval"}
+    # Old private paths kept for the loop: each only re-exports from calls/ or schema/.
+    return {
+        "agcore_tools._toolcalls",
+        "agcore_tools._approval",
+        "agcore_tools._argplan",
+        "agcore_tools._strict",
+    }
 
 
 def test_every_top_level_module_has_a_layer() -> None:

@@ -5,7 +5,7 @@ A :data:`SchemaTransform` is a function ``(schema, ctx) -> schema``. The transfo
 definitions (once: the result is cached with them), each on a copy of the tool's
 parameters that it owns and may edit in place. They change what the model reads, never
 what the tool accepts: the tool still validates its arguments against its own schema.
-When a tool is offered in strict mode, the strict transform (:mod:`agcore_tools._strict`)
+When a tool is offered in strict mode, the strict transform (:func:`strict_parameters`)
 runs last, on the pipeline's output; what the pipeline moved into descriptions survives
 its keyword filter.
 
@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from ..error import ToolConfigError, ToolDefinitionError
 from ._jsonschema import NAMED_SCHEMAS, SCHEMA_LISTS, SINGLE_SCHEMAS, resolve_ref, subschemas
-from .error import ToolConfigError, ToolDefinitionError
 
 __all__ = [
     "GRAMMAR_BOUND_LIMIT",
