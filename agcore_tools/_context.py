@@ -188,15 +188,36 @@ class ToolContext:
             event = ToolProgress(self.tool_name, self.call_id, progress, total, message)
             events.emit(event, self._cancellation)
 
-    def _report_partial(self, value: Any) -> None:
-        # A generator tool's yielded value (see FunctionTool).
+    def report_partial(self, value: Any) -> None:
+        """Report a preliminary result: a :class:`~agcore_tools.ToolPartialResult`,
+        delivered as :meth:`report_progress` delivers progress. A generator tool
+        reports each value it yields this way.
+
+        Example:
+            >>> import asyncio
+            >>> seen = []
+            >>> ctx = ToolContext(on_event=seen.append).for_call("c1", "search")
+            >>> async def search(ctx: ToolContext) -> None:
+            ...     ctx.report_partial(["first hit"])
+            >>> asyncio.run(search(ctx))
+            >>> [(e.tool_name, e.value) for e in seen]
+            [('search', ['first hit'])]
+        """
         events = self._events
         if events is not None:
             events.emit(ToolPartialResult(self.tool_name, self.call_id, value), self._cancellation)
 
-    def _bind_loop(self) -> None:
-        # Called on the loop before a worker thread gets this context, so the thread's
-        # reports know which loop to hop onto (a context made outside any loop does not).
+    def bind_loop(self) -> None:
+        """Tie the context's reports to the running event loop; call it on the loop
+        before a worker thread gets the context, so the thread's reports know which
+        loop to hop onto (a context made outside any loop does not know).
+
+        Example:
+            >>> import asyncio
+            >>> async def main() -> None:
+            ...     ToolContext(on_event=print).bind_loop()
+            >>> asyncio.run(main())
+        """
         if self._events is not None:
             self._events = self._events.bound()
 

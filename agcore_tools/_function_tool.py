@@ -463,7 +463,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             return result if type(result) in _PLAIN_JSON else self._jsonable(result)
         kwargs = self._arguments(args)
         if not self._is_async:
-            ctx._bind_loop()  # the worker thread's reports hop onto this loop
+            ctx.bind_loop()  # the worker thread's reports hop onto this loop
         if self.timeout is None:
             if self._context_param is not None:
                 kwargs[self._context_param] = ctx

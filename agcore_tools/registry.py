@@ -298,6 +298,29 @@ class ToolRegistry:
             self._add(entry)
         return entries
 
+    def view(self, entries: Iterable[ToolEntry]) -> ToolRegistry:
+        """A registry with this one's settings that holds ``entries`` as they are.
+
+        The entries are shared, not copied: calls through the view count in their
+        stats. Tool selection offers a run a view of the chosen tools.
+
+        Example:
+            >>> tool_registry_example = ToolRegistry()
+            >>> @tool_registry_example.tool
+            ... def ping() -> str:
+            ...     '''Answer pong.'''
+            ...     return "pong"
+            >>> view = tool_registry_example.view(tool_registry_example.entries())
+            >>> view.list_tools(), view.entry("ping") is tool_registry_example.entry("ping")
+            (['ping'], True)
+        """
+        view = ToolRegistry(
+            self._permission_checker, strict=self._strict, schema_transforms=self._schema_transforms
+        )
+        for entry in entries:
+            view._add(entry)
+        return view
+
     def unregister(self, name: str) -> BaseTool | None:
         """Remove a tool by name; return it, or None if there was none.
 

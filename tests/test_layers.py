@@ -161,3 +161,53 @@ def test_no_circle_among_top_level_modules() -> None:
     for name in sorted(graph):
         visit(name)
     assert circles == []
+
+
+def _own_names(tree: ast.Module) -> set[str]:
+    # Attribute names the module's own classes define: methods, class attributes and
+    # what their methods assign to self.
+    names: set[str] = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for node in ast.walk(cls):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                if node.value.id == "self":
+                    names.add(node.attr)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+            elif isinstance(node, ast.Assign):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+def test_no_top_level_module_reads_another_modules_private_attributes() -> None:
+    allowed = {"sys._getframe"}
+    found = []
+    for name, path in _modules().items():
+        if name.startswith(UPPER):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        own = _own_names(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute):
+                continue
+            attr = node.attr
+            if not attr.startswith("_") or attr.startswith("__") or attr in own:
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            if ast.unparse(node) not in allowed:
+                found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr", "setattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and str(node.args[1].value).startswith("_")
+                and not str(node.args[1].value).startswith("__")
+            ):
+                found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
