@@ -6,6 +6,7 @@ class, and below the tool model, whose ``execute`` receives one.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import warnings
@@ -155,6 +156,64 @@ class ToolContext:
         if self._shared is None:
             self._shared = {}
         return self._shared
+
+    @property
+    def listening(self) -> bool:
+        """Whether reports go anywhere: to an ``on_event`` listener, or to a streaming
+        run's :attr:`inbox`. A tool can skip work that only feeds reports when not.
+
+        Example:
+            >>> ToolContext().listening, ToolContext(on_event=print).listening
+            (False, True)
+        """
+        return self._events is not None
+
+    @property
+    def inbox(self) -> asyncio.Queue[Any] | None:
+        """The queue a streaming run's tool events go into (see :meth:`for_run`), or None.
+
+        Example:
+            >>> ToolContext().inbox is None
+            True
+        """
+        events = self._events
+        return events.inbox if events is not None else None
+
+    def for_run(
+        self, shared_state: dict[str, Any] | None = None, *, inbox: bool = False
+    ) -> ToolContext:
+        """The context a loop run's tool calls derive theirs from.
+
+        It keeps this context's session, trace, call id, metadata, cancellation token
+        (the app cancels the run through it) and listener. Its shared state is the one
+        this context was given, else ``shared_state``, else a fresh one. With
+        ``inbox`` (call it on the event loop), every report also goes into a queue on
+        the running loop, read through :attr:`inbox`.
+
+        Example:
+            >>> import asyncio
+            >>> async def main() -> bool:
+            ...     app = ToolContext(metadata={"user": "ann"})
+            ...     run = app.for_run({"rows": 3}, inbox=True)
+            ...     same = run.cancellation is app.cancellation and run.session_id == app.session_id
+            ...     return same and run.shared_state["rows"] == 3 and run.inbox is not None
+            >>> asyncio.run(main())
+            True
+        """
+        run = ToolContext(
+            session_id=self.session_id,
+            trace_id=self.trace_id,
+            call_id=self.call_id,
+            cancellation=self.cancellation,
+            metadata=self.metadata,
+            shared_state=self._shared if self._shared is not None else shared_state,
+            tool_name=self.tool_name,
+        )
+        run._events = self._events
+        if inbox:
+            callback = self._events.callback if self._events is not None else None
+            run._events = _Emitter(callback, asyncio.Queue(), asyncio.get_running_loop())
+        return run
 
     @property
     def cancelled(self) -> bool:

@@ -160,3 +160,16 @@ def test_one_definition_builder_in_both_shapes() -> None:
         "parameters": schema,
         "strict": False,
     }
+
+
+async def test_for_run_keeps_the_apps_context_and_its_own_shared_state() -> None:
+    seen: list[Any] = []
+    app = ToolContext(metadata={"user": "ann"}, on_event=seen.append, shared_state={"a": 1})
+    run = app.for_run({"kept": True}, inbox=True)
+    assert run.shared_state == {"a": 1}  # the app's own wins over the kept one
+    assert run.cancellation is app.cancellation and run.metadata is app.metadata
+    assert run.listening and run.inbox is not None and app.inbox is None
+    run.for_call("c1", "t").report_progress(1, 2)
+    assert len(seen) == 1 and run.inbox.qsize() == 1
+    fresh = ToolContext().for_run({"kept": True})
+    assert fresh.shared_state == {"kept": True} and not fresh.listening
