@@ -48,10 +48,11 @@ LAYERS: list[tuple[str, ...]] = [
         "agcore_tools._function_tool",
         "agcore_tools._search",
         "agcore_tools._budget",
-        "agcore_tools._batch",
+        "agcore_tools._otel",
+        "agcore_tools._execute",
     ),
     ("agcore_tools.calls",),
-    ("agcore_tools._otel", "agcore_tools._offer", "agcore_tools.registry"),
+    ("agcore_tools._offer", "agcore_tools.registry"),
     ("agcore_tools.decorator", "agcore_tools._selection", "agcore_tools.testing"),
 ]
 
