@@ -40,6 +40,10 @@ Guarded = Callable[[ToolCall, ToolContext, "float | None"], Awaitable[ToolInvoca
 """How one call of a batch runs: :func:`guarded` over a table, maybe traced."""
 
 
+_UNREAD = ToolContext()
+"""The context a call without one passes to a tool that never reads it."""
+
+
 class ToolTable:
     """A registry's tools by name and its permission checker: all that running reads.
 
@@ -75,7 +79,7 @@ async def execute(
         checker.check(entry.name, entry.permissions)
     tool = entry.tool
     if ctx is None:
-        ctx = ToolContext()
+        ctx = ToolContext() if tool.uses_context else _UNREAD
     # The execution proper, inlined (one coroutine layer fewer per call); every call
     # of invoke_all() comes through here too.
     name = tool.name

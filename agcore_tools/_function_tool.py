@@ -215,8 +215,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self.tags = tuple(tags or ())
         self.category = category
         self.version = version
-        self.timeout = timeout
-        """Seconds the function may run before it is cancelled; None for no limit."""
+        self._timeout = timeout
         self.strict = strict
         self.needs_approval = needs_approval
         self._model = schema.model
@@ -240,6 +239,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         # parameter runs straight from execute() (see there).
         self._direct = self._is_async and self._streams is None and not self._positional_only
         self._plain_args = self._plan is None and not self._renamed
+        self.timeout = timeout  # also sets uses_context
         self._origin = _Origin.of(func)
         self._binding = binding or ("instance" if schema.method else None)
         self._attribute: str | None = None
@@ -261,6 +261,28 @@ class FunctionTool(BaseTool, Generic[P, R]):
                 ToolDefinitionWarning,
                 stacklevel=_caller_stacklevel(),
             )
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds the function may run before it is cancelled; None for no limit.
+
+        Example:
+            >>> async def slow() -> None:
+            ...     '''Take a while.'''
+            >>> tool = FunctionTool(slow)
+            >>> tool.timeout, tool.uses_context
+            (None, False)
+            >>> tool.timeout = 2.5
+            >>> tool.timeout, tool.uses_context
+            (2.5, True)
+        """
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        self._timeout = value
+        # Only the direct path (see execute()) leaves the context unread.
+        self.uses_context = not (self._direct and self._context_param is None and value is None)
 
     def definition(self) -> dict[str, Any]:
         """The Chat Completions tool param; with ``strict=True``, in strict form.
@@ -443,7 +465,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             ...
             agcore_tools.error.InvalidArgumentsError: tool 'add' got invalid arguments: b: Field required
         """
-        if self._direct and self.timeout is None:
+        if self._direct and self._timeout is None:
             # The common case, without the layers below: a plain async function.
             if self._plain_args:  # _arguments() inlined: no plan, no renamed field
                 try:

@@ -84,6 +84,11 @@ class BaseTool(ABC):
     """True when the tool reports nothing while it runs (no progress, no partial
     results), so the streaming loop need not listen to it. A ``FunctionTool`` sets it
     for a function that is neither a generator nor given the context."""
+    uses_context: bool = True
+    """False when the tool never reads the context ``execute`` receives. A registry
+    running it without a context then passes a shared blank one instead of making a
+    fresh one per call. A ``FunctionTool`` says False for an async function that takes
+    no context and has no timeout."""
     reads_null_as_default: bool = False
     """True when the tool itself reads ``null`` for an optional argument as "use the
     default", as a ``FunctionTool`` does. Otherwise a registry offering the tool in
