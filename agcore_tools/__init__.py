@@ -20,8 +20,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._otel import configure_tracing
-from ._pipeline import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
 from ._progress import ToolPartialResult, ToolProgress
+from ._version import __version__
 from .approval import (
     ApprovalDecision,
     ApprovalRequest,
@@ -33,6 +33,7 @@ from .base import BaseTool, CancellationToken, ToolContext
 from .content import Audio, File, Image
 from .decorator import FunctionTool, tool
 from .error import (
+    AgcoreError,
     ApprovalError,
     DefinitionBudgetError,
     InvalidArgumentsError,
@@ -63,6 +64,7 @@ from .registry import (
     ToolStats,
     default_registry,
 )
+from .schema import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
 
 # The loop, tool selection and MCP load on first use: most of what `import agcore_tools`
 # would otherwise cost is theirs, and a script that only decorates tools never needs them.
@@ -151,9 +153,8 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-__version__ = "0.1.0"
-
 __all__ = [
+    "AgcoreError",
     "ApprovalDecision",
     "ApprovalError",
     "ApprovalRequest",

@@ -17,7 +17,9 @@ from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
-from .content import CONTENT_TYPES, Audio, Content, File, Image, _BadContent, sniff_image
+from ._text import result_text, truncate_utf8
+from .content import CONTENT_TYPES, Audio, Content, File, Image, sniff_image
+from .error import _BadContent
 
 __all__ = [
     "MAX_ATTACHMENT_BYTES",
@@ -202,8 +204,6 @@ def render(
     """
     if not _holds_binary(output):
         return None
-    from ._toolcalls import result_text, truncate_utf8  # it imports this module
-
     labeller = _Labeller(api, max_attachment_bytes, tool)
     if isinstance(output, (*CONTENT_TYPES, *_BINARY)):
         items: Sequence[Any] = [output]

@@ -7,10 +7,7 @@ registry imports this module, and ``html`` brings its table of 2,000 entities.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .registry import ToolEntry, ToolInvocation
+from typing import Any
 
 MAX_CELL = 120
 """Characters a table cell shows before it is cut with an ellipsis."""
@@ -164,8 +161,9 @@ REGISTRY_HEADERS = ("name", "description", "permissions", "tags", "category", "c
 """The columns of a ``ToolRegistry``'s notebook table."""
 
 
-def registry_rows(entries: Iterable[ToolEntry]) -> list[tuple[Any, ...]]:
-    """A ``ToolRegistry``'s notebook table: one row per entry, in :data:`REGISTRY_HEADERS`."""
+def registry_rows(entries: Iterable[Any]) -> list[tuple[Any, ...]]:
+    """A ``ToolRegistry``'s notebook table: one row per ``ToolEntry``, in
+    :data:`REGISTRY_HEADERS`."""
     return [
         (
             e.name,
@@ -180,7 +178,7 @@ def registry_rows(entries: Iterable[ToolEntry]) -> list[tuple[Any, ...]]:
     ]
 
 
-def invocation_rows(inv: ToolInvocation) -> list[tuple[str, Any]]:
+def invocation_rows(inv: Any) -> list[tuple[str, Any]]:
     """A ``ToolInvocation``'s notebook view: tool, input, output or error, duration, id."""
     outcome = ("output", inv.output) if inv.ok else ("error", str(inv.error))
     rows = [("tool", inv.tool_name), ("input", inv.input), outcome]

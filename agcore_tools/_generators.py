@@ -26,7 +26,7 @@ async def drain_async(
     async with contextlib.aclosing(values) as running:  # type: ignore[type-var]
         async for value in running:
             last = jsonable(value)
-            ctx._report_partial(last)
+            ctx.report_partial(last)
     return last
 
 
@@ -39,7 +39,7 @@ def drain_sync(
     with contextlib.closing(make()) as running:  # type: ignore[type-var]
         for value in running:
             last = jsonable(value)
-            ctx._report_partial(last)
+            ctx.report_partial(last)
             if ctx.cancelled:
                 break
     return last

@@ -10,17 +10,16 @@ and the rule that refuses it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
 
-from .base import BaseTool
+from ._records import ToolEntry
+from .base import tool_definition
 from .error import PermissionDeniedError
 from .permission import PermissionChecker
+from .schema import SchemaContext, SchemaTransform, apply_transforms, strict_parameters
 
-if TYPE_CHECKING:
-    from .registry import ToolEntry
-
-__all__ = ["chat_definition", "offered_entries", "responses_definition"]
+__all__ = ["offered_definition", "offered_entries", "offered_parameters"]
 
 logger = logging.getLogger("agcore_tools.registry")
 
@@ -67,23 +66,39 @@ def offered_entries(
     return offered
 
 
-def chat_definition(tool: BaseTool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
-    """The Chat Completions tool param for ``tool``, with the parameters to offer."""
-    definition = BaseTool.definition(tool)
-    definition["function"]["parameters"] = parameters
-    if strict:
-        definition["function"]["strict"] = True
-    return definition
+def offered_parameters(
+    entry: ToolEntry, transforms: Sequence[SchemaTransform], api: Literal["chat", "responses"]
+) -> tuple[dict[str, Any], bool]:
+    """The parameters schema the model reads for ``entry``, and whether it is strict.
+
+    With no transforms, the tool's own schema (or the entry's cached strict form).
+    Otherwise the pipeline's output, then the strict transform when the entry asks for
+    it; a schema strict mode cannot describe is offered non-strict, with a logged reason.
+    """
+    if not transforms:
+        strict = entry.strict_parameters()
+        return (entry.tool.parameters, False) if strict is None else (strict, True)
+    ctx = SchemaContext(entry.name, api, entry.strict)
+    schema = apply_transforms(entry.tool.parameters, transforms, ctx)
+    if not entry.strict:
+        return schema, False
+    strict_schema, why = strict_parameters(schema)
+    if strict_schema is None:
+        logger.warning("tool %r is offered without strict mode: %s", entry.name, why)
+        return schema, False
+    return strict_schema, True
 
 
-def responses_definition(
-    tool: BaseTool, parameters: dict[str, Any], strict: bool
+def offered_definition(
+    entry: ToolEntry, transforms: Sequence[SchemaTransform], api: Literal["chat", "responses"]
 ) -> dict[str, Any]:
-    """The flat Responses API function tool for ``tool``, with the parameters to offer."""
-    return {
-        "type": "function",
-        "name": tool.name,
-        "description": tool.description,
-        "parameters": parameters,
-        "strict": strict,
-    }
+    """The tool param ``definitions()`` offers for ``entry``, in ``api``'s shape.
+
+    Example:
+        >>> from agcore_tools.testing import StaticTool
+        >>> offered_definition(ToolEntry(StaticTool("ping")), (), "responses")["name"]
+        'ping'
+    """
+    parameters, strict = offered_parameters(entry, transforms, api)
+    tool = entry.tool
+    return tool_definition(tool.name, tool.description, parameters, api=api, strict=strict)

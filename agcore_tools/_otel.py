@@ -20,11 +20,11 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .base import ToolContext
-    from .registry import ToolCall, ToolInvocation, ToolRegistry
+from ._records import ToolCall, ToolInvocation
+from ._version import __version__
+from .base import BaseTool, ToolContext
 
 __all__ = ["configure_tracing"]
 
@@ -35,7 +35,13 @@ message content."""
 SCOPE = "agcore_tools"
 """The instrumentation scope name of every span this package makes."""
 
-Guarded = Callable[["ToolCall", "ToolContext", "float | None"], Awaitable["ToolInvocation"]]
+Guarded = Callable[[ToolCall, ToolContext, "float | None"], Awaitable[ToolInvocation]]
+
+
+class _Tools(Protocol):
+    """The tools by name whose calls are traced (a registry is one)."""
+
+    def get(self, name: str) -> BaseTool | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +155,6 @@ def api() -> Any:
 
 def _tracer_of(provider: Any) -> Any:
     global _cache
-    from . import __version__
-
     found = provider.get_tracer(SCOPE, __version__)
     _cache = (provider, found)
     return found
@@ -187,7 +191,7 @@ def to_json(value: Any) -> str:
 # -- execute_tool spans ---------------------------------------------------------------
 
 
-def wrap_invoke(registry: ToolRegistry, guarded: Guarded) -> Guarded:
+def wrap_invoke(registry: _Tools, guarded: Guarded) -> Guarded:
     """``guarded`` (the registry's per-call runner) itself when tracing is off, else a
     runner that reports each call in an ``execute_tool`` span."""
     found = tracer()
@@ -199,7 +203,7 @@ def wrap_invoke(registry: ToolRegistry, guarded: Guarded) -> Guarded:
 async def _execute_tool(
     found: Any,
     content: bool,
-    registry: ToolRegistry,
+    registry: _Tools,
     guarded: Guarded,
     call: ToolCall,
     ctx: ToolContext,

@@ -12,12 +12,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
+from ._cancel import CancellationToken
 from .error import ToolConfigError
-
-if TYPE_CHECKING:
-    from .base import CancellationToken
 
 __all__ = ["ToolEvent", "ToolEventCallback", "ToolPartialResult", "ToolProgress"]
 

@@ -235,13 +235,13 @@ class RunOffer:
         view = self._views.get(names)
         if view is None:
             registry = self._registry
-            view = ToolRegistry(registry.permission_checker, strict=registry.strict)
+            entries: list[ToolEntry] = []
             for name in names:
                 entry = registry.entry(name)
                 if entry is None and name == SEARCH_TOOL_NAME and self._search is not None:
                     entry = ToolEntry(self._search)
                 if entry is not None:
-                    # The same entry objects: stats and strict schemas stay shared.
-                    view._add(entry)
-            self._views[names] = view
+                    entries.append(entry)
+            # The same entry objects: stats and strict schemas stay shared.
+            view = self._views[names] = registry.view(entries)
         return view

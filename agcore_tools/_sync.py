@@ -26,7 +26,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from .error import LlmError, ToolError
+from .error import SyncCallError
 
 __all__ = ["SyncCallError", "is_library_loop", "run"]
 
@@ -37,17 +37,6 @@ T = TypeVar("T")
 _GRACE = 10.0
 """Seconds an interrupted call, or the shutdown at exit, waits for cancelled work to end.
 Longer than the registry's own wait for tools that ignore cancellation (5 s)."""
-
-
-class SyncCallError(ToolError, LlmError, RuntimeError):
-    """A ``*_sync`` method was called where it cannot run (a mistake in the caller's code).
-
-    It is a :class:`ToolError` and an :class:`LlmError` so that the ``except`` a caller
-    already has around a registry or a loop call catches it, and a ``RuntimeError`` as
-    ``asyncio.run()`` raises in the same situation.
-    """
-
-    recoverable = False
 
 
 class _Loop:

@@ -1,4 +1,4 @@
-"""Human approval of tool calls: the seed's ``AwaitingInput``.
+"""Human approval of tool calls: a call that waits for the app's answer before it runs.
 
 A tool that needs approval does not run when the model calls it. The loop (or
 :meth:`~agcore_tools.ToolRegistry.run_tool_calls`) hands back an

@@ -15,290 +15,15 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import os
-import random
-import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
-from ._progress import ToolEventCallback, ToolPartialResult, ToolProgress, _Emitter
+from ._cancel import CancellationToken
+from ._context import ToolContext
 from .permission import Permission
 
-__all__ = ["BaseTool", "CancellationToken", "ToolContext"]
-
-
-# Ids come from a private generator seeded from os.urandom: three times cheaper than
-# os.urandom per id (a context needs two), unaffected by random.seed() in user code,
-# and reseeded in forked children so they never repeat their parent's ids.
-def _reseed_ids() -> None:
-    global _id_bits
-    _id_bits = random.Random().getrandbits
-
-
-_id_bits = random.Random().getrandbits
-if hasattr(os, "register_at_fork"):  # pragma: no branch - absent on Windows only
-    os.register_at_fork(after_in_child=_reseed_ids)
-
-
-def _new_id() -> str:
-    # 16 random hex characters: unique enough for tracing, far cheaper than uuid4().
-    return _id_bits(64).to_bytes(8, "big").hex()
-
-
-class CancellationToken:
-    """A cancellation signal a tool can poll (also from a worker thread) or await.
-
-    Cancelling a token cancels its children too.
-
-    Example:
-        >>> token = CancellationToken()
-        >>> child = token.child()
-        >>> token.cancel()
-        >>> child.cancelled
-        True
-    """
-
-    __slots__ = ("__weakref__", "_cancelled", "_children", "_event")
-
-    def __init__(self) -> None:
-        self._cancelled = False
-        self._event: asyncio.Event | None = None
-        # Weak, so a long conversation's context does not keep every finished call's
-        # token alive.
-        self._children: weakref.WeakSet[CancellationToken] | None = None
-
-    @property
-    def cancelled(self) -> bool:
-        """Whether :meth:`cancel` has been called on this token or a parent."""
-        return self._cancelled
-
-    def cancel(self) -> None:
-        """Signal cancellation to this token, its children and every waiter.
-
-        Call it from the event loop's thread.
-        """
-        if self._cancelled:
-            return
-        self._cancelled = True
-        if self._event is not None:
-            self._event.set()
-        children, self._children = self._children, None
-        for child in list(children or ()):
-            child.cancel()
-
-    def child(self) -> CancellationToken:
-        """A token cancelled with this one, that can also be cancelled on its own."""
-        token = CancellationToken()
-        if self._cancelled:
-            token._cancelled = True
-        else:
-            if self._children is None:
-                self._children = weakref.WeakSet()
-            self._children.add(token)
-        return token
-
-    async def wait(self) -> None:
-        """Return once the token is cancelled.
-
-        Example:
-            >>> async def worker(ctx: ToolContext) -> str:
-            ...     await ctx.cancellation.wait()
-            ...     return "stopped"
-        """
-        if self._cancelled:
-            return
-        if self._event is None:
-            self._event = asyncio.Event()
-        await self._event.wait()
-
-    def __repr__(self) -> str:
-        return f"CancellationToken(cancelled={self._cancelled})"
-
-
-class ToolContext:
-    """What a tool execution knows about its surroundings (seed §9.A extension point).
-
-    Every argument is optional, so ``ToolContext()`` is a fresh context; its ids, token,
-    metadata and shared state are made on first use, which keeps a context that no tool
-    reads nearly free.
-
-    When the caller gives up on a call (its timeout, a cancelled loop), the call's
-    token is cancelled. An async tool is cancelled with it; a sync tool's thread cannot
-    be stopped from outside and runs on, so a long sync tool should check
-    :attr:`cancelled` now and then and return early once it is true (its result is
-    thrown away). Such threads do not keep the process from exiting.
-
-    A long tool reports how far it is with :meth:`report_progress` (the seed's
-    ``progress``); the reports go to ``on_event`` and, in the streaming loop, into the
-    event stream, never to the model. :attr:`shared_state` is one mapping shared by
-    every call of a run (the seed's ``shared_state``).
-
-    Example:
-        >>> ctx = ToolContext(metadata={"user": "ann"})
-        >>> len(ctx.session_id), ctx.call_id, ctx.metadata["user"]
-        (16, None, 'ann')
-        >>> call = ctx.for_call("call_1", "lookup")
-        >>> call.call_id, call.tool_name, call.session_id == ctx.session_id
-        ('call_1', 'lookup', True)
-        >>> call.trace_id == ctx.trace_id
-        True
-        >>> call.shared_state is ctx.shared_state
-        True
-        >>> call.cancellation.cancel()  # a call's token is a child of its parent's
-        >>> call.cancelled, ctx.cancelled
-        (True, False)
-    """
-
-    __slots__ = (
-        "_cancellation",
-        "_events",
-        "_metadata",
-        "_session_id",
-        "_shared",
-        "_trace_id",
-        "call_id",
-        "tool_name",
-    )
-
-    def __init__(
-        self,
-        session_id: str | None = None,
-        trace_id: str | None = None,
-        call_id: str | None = None,
-        cancellation: CancellationToken | None = None,
-        metadata: dict[str, Any] | None = None,
-        *,
-        on_event: ToolEventCallback | None = None,
-        shared_state: dict[str, Any] | None = None,
-        tool_name: str | None = None,
-    ) -> None:
-        self._session_id = session_id
-        self._trace_id = trace_id
-        self.call_id = call_id
-        """The model's tool call id, when the call came from a model."""
-        self.tool_name = tool_name
-        """The name of the tool being called, when the registry runs it."""
-        self._cancellation = cancellation
-        self._metadata = metadata
-        self._shared = shared_state
-        self._events = None if on_event is None else _Emitter(on_event, None, None).bound()
-
-    @property
-    def session_id(self) -> str:
-        """Ties together every tool call of one conversation (random unless given)."""
-        if self._session_id is None:
-            self._session_id = _new_id()
-        return self._session_id
-
-    @property
-    def trace_id(self) -> str:
-        """Ties together the tool calls of one request, for tracing (random unless given)."""
-        if self._trace_id is None:
-            self._trace_id = _new_id()
-        return self._trace_id
-
-    @property
-    def cancellation(self) -> CancellationToken:
-        """Cancelled when the caller gives up on the call (timeout, cancelled loop);
-        a sync tool polls it, an async one can ``await ctx.cancellation.wait()``."""
-        if self._cancellation is None:
-            self._cancellation = CancellationToken()
-        return self._cancellation
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """Free-form values an application passes to its tools (shared, not copied)."""
-        if self._metadata is None:
-            self._metadata = {}
-        return self._metadata
-
-    @property
-    def shared_state(self) -> dict[str, Any]:
-        """A mapping every tool call of one run reads and writes (shared, not copied).
-
-        Calls made through :meth:`for_call` share their parent's. Each
-        ``LlmCycle.submit_*`` run starts a fresh one (unless ``shared_state=`` was
-        given), and a run resumed with ``prompt=None`` keeps the one of the run it
-        resumes. Calls of one turn run concurrently: use a key per call, or a lock.
-        It lives in memory only, never in the history.
-
-        Example:
-            >>> ctx = ToolContext()
-            >>> ctx.for_call("c1").shared_state["rows"] = 3
-            >>> ctx.for_call("c2").shared_state["rows"]
-            3
-        """
-        if self._shared is None:
-            self._shared = {}
-        return self._shared
-
-    @property
-    def cancelled(self) -> bool:
-        """Shorthand for ``self.cancellation.cancelled``."""
-        return self._cancellation is not None and self._cancellation.cancelled
-
-    def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        """Tell the caller how far the tool is: ``progress`` out of ``total`` (if known).
-
-        Callable from an async tool and from a sync tool's worker thread. The report
-        becomes a :class:`~agcore_tools.ToolProgress`, delivered on the event loop's
-        thread to ``on_event`` and, in the streaming loop, as an event; it never
-        reaches the model. Without a listener, or once the call was given up on, it
-        does nothing.
-
-        Example:
-            >>> seen = []
-            >>> ctx = ToolContext(on_event=seen.append).for_call("c1", "index")
-            >>> async def index(ctx: ToolContext) -> None:
-            ...     for done in range(1, 3):
-            ...         ctx.report_progress(done, 2, f"file {done}")
-            >>> asyncio.run(index(ctx))
-            >>> [(e.tool_name, e.progress, e.total, e.message) for e in seen]
-            [('index', 1, 2, 'file 1'), ('index', 2, 2, 'file 2')]
-        """
-        events = self._events
-        if events is not None:
-            event = ToolProgress(self.tool_name, self.call_id, progress, total, message)
-            events.emit(event, self._cancellation)
-
-    def _report_partial(self, value: Any) -> None:
-        # A generator tool's yielded value (see FunctionTool).
-        events = self._events
-        if events is not None:
-            events.emit(ToolPartialResult(self.tool_name, self.call_id, value), self._cancellation)
-
-    def _bind_loop(self) -> None:
-        # Called on the loop before a worker thread gets this context, so the thread's
-        # reports know which loop to hop onto (a context made outside any loop does not).
-        if self._events is not None:
-            self._events = self._events.bound()
-
-    def for_call(self, call_id: str | None, tool_name: str | None = None) -> ToolContext:
-        """A copy for one call: same session, trace, metadata, shared state and event
-        listener, its own call id (and tool name) and a child cancellation token."""
-        ctx = ToolContext(
-            self.session_id,
-            self.trace_id,
-            call_id,
-            self.cancellation.child(),
-            self.metadata,
-            shared_state=self.shared_state,
-            tool_name=tool_name if tool_name is not None else self.tool_name,
-        )
-        events = self._events
-        if events is not None:
-            ctx._events = events.bound()  # a worker thread's reports hop onto this loop
-        return ctx
-
-    def __repr__(self) -> str:
-        return (
-            f"ToolContext(session_id={self.session_id!r}, trace_id={self.trace_id!r}, "
-            f"call_id={self.call_id!r}, cancelled={self.cancelled})"
-        )
+__all__ = ["BaseTool", "CancellationToken", "ToolContext", "tool_definition"]
 
 
 class BaseTool(ABC):
@@ -355,8 +80,69 @@ class BaseTool(ABC):
         other exception is wrapped into a ``ToolExecutionError`` by the registry.
         """
 
+    quiet: bool = False
+    """True when the tool reports nothing while it runs (no progress, no partial
+    results), so the streaming loop need not listen to it. A ``FunctionTool`` sets it
+    for a function that is neither a generator nor given the context."""
+    uses_context: bool = True
+    """False when the tool never reads the context ``execute`` receives. A registry
+    running it without a context then passes a shared blank one instead of making a
+    fresh one per call. A ``FunctionTool`` says False for an async function that takes
+    no context and has no timeout."""
+    reads_null_as_default: bool = False
+    """True when the tool itself reads ``null`` for an optional argument as "use the
+    default", as a ``FunctionTool`` does. Otherwise a registry offering the tool in
+    strict mode (where optional properties become nullable) drops such nulls before
+    the tool sees them."""
+
+    def check_registrable(self) -> None:
+        """Raise a :class:`~agcore_tools.ToolError` when the tool cannot be registered as
+        it is; a registry calls it before adding the tool. The default accepts it.
+
+        A ``FunctionTool`` made from a method refuses until it is bound to an instance.
+
+        Example:
+            >>> class T(BaseTool):
+            ...     name = "t"
+            ...     async def execute(self, args, ctx): return None
+            >>> T().check_registrable() is None
+            True
+        """
+        return None
+
+    def redefines(self, other: BaseTool) -> bool:
+        """Whether this tool may replace ``other``, a registered tool of the same name,
+        instead of colliding with it. The default is False: the names collide.
+
+        A ``FunctionTool`` says True for the same function made again (a notebook
+        cell run twice).
+
+        Example:
+            >>> class T(BaseTool):
+            ...     name = "t"
+            ...     async def execute(self, args, ctx): return None
+            >>> T().redefines(T())
+            False
+        """
+        return False
+
+    def check_arguments(self, args: dict[str, Any]) -> None:
+        """Raise :class:`~agcore_tools.InvalidArgumentsError` when ``args`` are not
+        arguments the tool accepts, without running it (an approval that edits a call's
+        arguments is checked with it). The default accepts any: the tool validates its
+        arguments itself when it runs.
+
+        Example:
+            >>> class T(BaseTool):
+            ...     name = "t"
+            ...     async def execute(self, args, ctx): return None
+            >>> T().check_arguments({"anything": 1}) is None
+            True
+        """
+        return None
+
     def definition(self) -> dict[str, Any]:
-        """The Chat Completions tool param for this tool.
+        """The Chat Completions tool param for this tool (see :func:`tool_definition`).
 
         Example:
             >>> class T(BaseTool):
@@ -365,14 +151,43 @@ class BaseTool(ABC):
             >>> T().definition()["function"]["name"]
             't'
         """
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
+        return tool_definition(self.name, self.description, self.parameters)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {getattr(self, 'name', '?')!r}>"
+
+
+def tool_definition(
+    name: str,
+    description: str,
+    parameters: dict[str, Any],
+    *,
+    api: Literal["chat", "responses"] = "chat",
+    strict: bool = False,
+) -> dict[str, Any]:
+    """The function tool param a model request carries, in either API's shape.
+
+    ``api="chat"`` gives the Chat Completions param (``{"type": "function",
+    "function": {...}}``, with ``"strict": true`` only when ``strict``);
+    ``api="responses"`` gives the flat Responses API function tool, which always
+    says ``"strict"``. ``parameters`` is used as given, not copied.
+
+    Example:
+        >>> schema = {"type": "object", "properties": {}}
+        >>> tool_definition("now", "The time.", schema)
+        {'type': 'function', 'function': {'name': 'now', 'description': 'The time.', 'parameters': {'type': 'object', 'properties': {}}}}
+        >>> tool_definition("now", "The time.", schema, api="responses", strict=True)["strict"]
+        True
+    """
+    if api == "responses":
+        return {
+            "type": "function",
+            "name": name,
+            "description": description,
+            "parameters": parameters,
+            "strict": strict,
+        }
+    function: dict[str, Any] = {"name": name, "description": description, "parameters": parameters}
+    if strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}

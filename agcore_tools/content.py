@@ -16,8 +16,9 @@ accepts binary input:
 Raw ``bytes`` that start like a PNG, JPEG, GIF or WebP image are an :class:`Image`;
 other bytes that are UTF-8 text are that text; any other bytes are an error that
 asks for a wrapper with a media type. A base64 string is text like any other: wrap it
-with ``Image.from_base64(text)`` (data URLs work too) for the model to see a picture. Only the text of a result is cut at
-``max_tool_result_bytes``. Each binary value has its own limit
+with ``Image.from_base64(text)`` (data URLs work too) for the model to see a picture.
+Only the text of a result is cut at the result byte limit (``max_result_bytes``).
+Each binary value has its own limit
 (``max_tool_attachment_bytes``, 5 MB by default); a larger one is not sent, and the
 text tells the model why.
 
@@ -41,7 +42,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .error import ToolError
+from .error import _BadContent, _BadContentType
 
 __all__ = ["Audio", "File", "Image"]
 
@@ -60,14 +61,6 @@ _IMAGE_SUFFIXES = {
     ".webp": "image/webp",
 }
 _AUDIO_SUFFIXES = {".wav": "audio/wav", ".mp3": "audio/mpeg"}
-
-
-class _BadContent(ToolError, ValueError):
-    """A binary value that cannot be sent as given (a mistake in the tool's code)."""
-
-
-class _BadContentType(ToolError, TypeError):
-    """A binary value built from something that is not bytes."""
 
 
 def sniff_image(data: bytes) -> str | None:
@@ -146,7 +139,7 @@ class Image:
         >>> Image(b"not an image")
         Traceback (most recent call last):
         ...
-        agcore_tools.content._BadContent: Image: the bytes are not a PNG, JPEG, GIF or WebP image; give media_type
+        agcore_tools.error._BadContent: Image: the bytes are not a PNG, JPEG, GIF or WebP image; give media_type
     """
 
     data: bytes = field(repr=False)

@@ -1,7 +1,7 @@
 """Structured errors of the tool system and of the LLM loop.
 
-Every error raised by ``agcore_tools`` is a :class:`ToolError` or an :class:`LlmError`.
-Each has a one-line message naming what failed and why, and keeps the original
+Every error raised by ``agcore_tools`` is an :class:`AgcoreError`: a :class:`ToolError`
+(a tool, the registry, MCP) or an :class:`LlmError` (the loop). Each has a one-line message naming what failed and why, and keeps the original
 exception as ``__cause__`` when there is one.
 
 Mistakes in the caller's own code (a function that cannot be a tool, a bad option
@@ -20,13 +20,12 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from .cycle.events import Usage
-    from .registry import ToolInvocation
+from ._usage import ZERO_USAGE, Usage
 
 __all__ = [
+    "AgcoreError",
     "ApprovalError",
     "DefinitionBudgetError",
     "InvalidArgumentsError",
@@ -38,6 +37,7 @@ __all__ = [
     "McpTimeoutError",
     "OutputValidationError",
     "PermissionDeniedError",
+    "SyncCallError",
     "ToolConfigError",
     "ToolDefinitionError",
     "ToolDefinitionWarning",
@@ -54,8 +54,20 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-class ToolError(Exception):
-    """Base of every tool-system error; also the seed's ``Other`` variant.
+class AgcoreError(Exception):
+    """The root of every exception ``agcore_tools`` raises.
+
+    ``except AgcoreError`` catches a failed tool, registry, MCP or loop call alike; its
+    two branches are :class:`ToolError` and :class:`LlmError`.
+
+    Example:
+        >>> issubclass(ToolError, AgcoreError), issubclass(LlmError, AgcoreError)
+        (True, True)
+    """
+
+
+class ToolError(AgcoreError):
+    """Base of every tool-system error, and the error for a failure of no finer kind.
 
     ``tool_name`` names the tool when the error concerns one. Errors of this base
     class are recoverable: the loop sends their text back to the model.
@@ -82,7 +94,7 @@ class ToolError(Exception):
         return str(self.args[0]) if self.args else ""
 
     def is_recoverable(self) -> bool:
-        """Whether a model can act on this error (seed §6 error table).
+        """Whether a model can act on this error.
 
         Recoverable errors are returned to the model as the tool's result text;
         unrecoverable ones stop the tool loop.
@@ -338,7 +350,7 @@ class ToolDefinitionWarning(UserWarning):
     """
 
 
-class LlmError(Exception):
+class LlmError(AgcoreError):
     """The LLM loop failed: an API error that survived retries, or a stopped loop.
 
     The original exception (an OpenAI SDK error, or the unrecoverable
@@ -418,17 +430,16 @@ class MaxTurnsExceededError(LlmError):
         self,
         max_turns: int,
         *,
-        invocations: Sequence[ToolInvocation] = (),
+        invocations: Sequence[Any] = (),
         usage: Usage | None = None,
         history_length: int = 0,
     ) -> None:
-        from .cycle.events import ZERO_USAGE
-
         super().__init__(f"tool loop stopped: a new request would exceed max_turns={max_turns}")
         self.max_turns = max_turns
         """The limit that was reached."""
-        self.invocations: tuple[ToolInvocation, ...] = tuple(invocations)
-        """The tool calls the stopped ``submit*`` call ran, in the order they ended."""
+        self.invocations: tuple[Any, ...] = tuple(invocations)
+        """The tool calls the stopped ``submit*`` call ran (each a
+        :class:`~agcore_tools.ToolInvocation`), in the order they ended."""
         self.usage: Usage = usage if usage is not None else ZERO_USAGE
         """Token counts summed over the stopped call's requests."""
         self.history_length = history_length
@@ -462,3 +473,26 @@ class OutputValidationError(LlmError):
         """What was wrong with it, one ``"field: message"`` string per error."""
         self.attempts = attempts
         """How many answers were checked."""
+
+
+class SyncCallError(ToolError, LlmError, RuntimeError):
+    """A ``*_sync`` method was called where it cannot run (a mistake in the caller's code).
+
+    It is a :class:`ToolError` and an :class:`LlmError` so that the ``except`` a caller
+    already has around a registry or a loop call catches it, and a ``RuntimeError`` as
+    ``asyncio.run()`` raises in the same situation.
+
+    Example:
+        >>> issubclass(SyncCallError, RuntimeError)
+        True
+    """
+
+    recoverable = False
+
+
+class _BadContent(ToolError, ValueError):
+    """A binary value that cannot be sent as given (a mistake in the tool's code)."""
+
+
+class _BadContentType(ToolError, TypeError):
+    """A binary value built from something that is not bytes."""

@@ -126,7 +126,7 @@ def _permission_set(values: Iterable[PermissionLike]) -> frozenset[Permission]:
 
 @dataclass(frozen=True)
 class PermissionConfig:
-    """The static permission policy; the defaults are the seed's.
+    """The static permission policy.
 
     Example:
         >>> cfg = PermissionConfig(allowed=["read"], denied=[], allow_unspecified=False)

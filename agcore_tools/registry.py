@@ -14,45 +14,38 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import copy
 import logging
-import re
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
-
-from . import _otel, _sync
-from ._aio import with_timeout
-from ._argplan import ArgumentPlan, build_plan
-from ._clock import now
-from ._display import (
-    REGISTRY_HEADERS,
-    html_table,
-    invocation_rows,
-    markdown_table,
-    registry_rows,
+import warnings
+from collections.abc import (
+    AsyncGenerator,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
 )
-from ._offer import chat_definition, offered_entries, responses_definition
-from ._pipeline import SchemaTransform, offered_parameters
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from . import _sync
+from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
+from ._execute import ToolTable, as_call, as_completed, execute
+from ._function_tool import FunctionTool, register_function
+from ._offer import offered_definition, offered_entries
+from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
 from .base import BaseTool, ToolContext
 from .error import (
-    InvalidArgumentsError,
     ToolConfigError,
-    ToolDefinitionError,
-    ToolError,
-    ToolExecutionError,
-    ToolNotFoundError,
-    ToolTimeoutError,
 )
-from .permission import Permission, PermissionChecker
+from .permission import PermissionChecker
+from .schema import SchemaTransform
 
 if TYPE_CHECKING:
     from .approval import ApprovalDecision, ToolCallOutputs
-    from .decorator import FunctionTool
 
 __all__ = [
     "ToolCall",
@@ -64,142 +57,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agcore_tools.registry")
-
-_CANCEL_GRACE = 5.0
-"""Seconds invoke_all() waits for cancelled calls to finish before it gives up on them."""
-
-TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-"""The names OpenAI-compatible APIs accept for function tools."""
-
-
-@dataclass(slots=True)
-class ToolStats:
-    """Call counters of one registered tool.
-
-    Example:
-        >>> stats = ToolStats(calls=4, failures=1, total_seconds=0.2)
-        >>> round(stats.mean_seconds, 3)
-        0.05
-    """
-
-    calls: int = 0
-    """Executions started (not counting not-found or permission-denied calls)."""
-    failures: int = 0
-    """Executions that ended with an error."""
-    total_seconds: float = 0.0
-    """Wall time spent in executions."""
-
-    @property
-    def mean_seconds(self) -> float:
-        """Mean wall time per execution, 0.0 before the first one."""
-        return self.total_seconds / self.calls if self.calls else 0.0
-
-
-@dataclass(slots=True)
-class ToolEntry:
-    """A registered tool with its metadata (seed §9.B).
-
-    Example:
-        >>> entry = ToolRegistry().register(_ExampleTool(), tags=["demo"])
-        >>> entry.name, entry.tags
-        ('example', ('demo',))
-    """
-
-    tool: BaseTool
-    """The tool itself."""
-    tags: tuple[str, ...] = ()
-    """Free-form labels for :meth:`ToolRegistry.find_by_tag`."""
-    category: str | None = None
-    """One group name for :meth:`ToolRegistry.groups`, such as ``"memory"``."""
-    version: str | None = None
-    """The tool's version, if it has one."""
-    stats: ToolStats = field(default_factory=ToolStats)
-    """Call counters, updated by every execution through the registry."""
-    permissions: tuple[Permission, ...] = ()
-    """The tool's required permissions, parsed once at registration."""
-    strict: bool = False
-    """Whether the tool is offered in OpenAI's strict mode, as the tool's own ``strict``
-    or else the registry's asks; a schema strict mode cannot describe is offered
-    non-strict instead, with a logged warning saying why."""
-    _strict_cache: tuple[dict[str, Any] | None, str | None] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
-    _plan: ArgumentPlan | None = field(default=None, init=False, repr=False, compare=False)
-
-    @property
-    def name(self) -> str:
-        """The tool's name."""
-        return self.tool.name
-
-
-@dataclass(slots=True)
-class ToolInvocation:
-    """The record of one tool call: what went in, what came out, how long it took.
-
-    Example:
-        >>> inv = ToolInvocation("add", {"a": 1, "b": 2}, output=3)
-        >>> inv.ok, inv.result()
-        (True, 3)
-    """
-
-    tool_name: str
-    """The name the call asked for."""
-    input: Any
-    """The arguments as given."""
-    output: Any = None
-    """The JSON-compatible result, or None when the call failed."""
-    error: ToolError | None = None
-    """What went wrong, or None when the call succeeded."""
-    call_id: str | None = None
-    """The model's tool call id, when there is one."""
-    duration: float = 0.0
-    """Seconds spent executing (0.0 when the tool never ran)."""
-
-    @property
-    def ok(self) -> bool:
-        """True when the call succeeded."""
-        return self.error is None
-
-    def result(self) -> Any:
-        """Return the output, or raise the error.
-
-        Example:
-            >>> ToolInvocation("x", {}, error=ToolError("bad")).result()
-            Traceback (most recent call last):
-            ...
-            agcore_tools.error.ToolError: bad
-        """
-        if self.error is not None:
-            raise self.error
-        return self.output
-
-    def _repr_markdown_(self) -> str:
-        """A notebook view: tool, input, output or error, duration."""
-        mark = "ok" if self.ok else "failed"
-        return f"**ToolInvocation** ({mark})\n\n{markdown_table(('', ''), invocation_rows(self))}"
-
-    def _repr_html_(self) -> str:
-        """The same view as :meth:`_repr_markdown_`, in HTML."""
-        mark = "ok" if self.ok else "failed"
-        return html_table(("", ""), invocation_rows(self), f"ToolInvocation ({mark})")
-
-
-class ToolCall(NamedTuple):
-    """One call for :meth:`ToolRegistry.invoke_all`: a name, its arguments and an id.
-
-    Plain ``(name, args)`` tuples work too.
-
-    Example:
-        >>> ToolCall("add", {"a": 1, "b": 2}, call_id="call_0").call_id
-        'call_0'
-    """
-
-    name: str
-    """The tool's name."""
-    args: Any
-    """The arguments object (a mapping)."""
-    call_id: str | None = None
-    """The model's tool call id, if any."""
 
 
 _default_registry: ToolRegistry | None = None
@@ -265,8 +122,8 @@ class ToolRegistry:
         strict: bool = False,
         schema_transforms: Sequence[SchemaTransform] = (),
     ) -> None:
-        self._entries: dict[str, ToolEntry] = {}
-        self._permission_checker = permission_checker
+        self._table = ToolTable(permission_checker)
+        self._entries = self._table.entries  # the same dict: the table is what runs
         self._strict = strict
         self._schema_transforms = tuple(schema_transforms)
         self._definitions: dict[str, list[dict[str, Any]]] = {}
@@ -276,8 +133,20 @@ class ToolRegistry:
 
     @property
     def permission_checker(self) -> PermissionChecker | None:
-        """The checker consulted before each execution, or None (no checks)."""
-        return self._permission_checker
+        """The checker consulted before each execution, or None (no checks); settable.
+
+        Example:
+            >>> registry = ToolRegistry()
+            >>> registry.permission_checker = PermissionChecker()
+            >>> registry.permission_checker is not None
+            True
+        """
+        return self._table.checker
+
+    @permission_checker.setter
+    def permission_checker(self, checker: PermissionChecker | None) -> None:
+        self._table.checker = checker
+        self._definitions.clear()
 
     @property
     def strict(self) -> bool:
@@ -286,15 +155,24 @@ class ToolRegistry:
         return self._strict
 
     def with_permission_checker(self, checker: PermissionChecker | None) -> ToolRegistry:
-        """Set the permission checker and return this registry, for chaining.
+        """Deprecated: set :attr:`permission_checker` instead. Sets it on this registry
+        (it does not copy it, as the OpenAI SDK's ``with_*`` methods do) and returns it.
 
         Example:
-            >>> registry = ToolRegistry().with_permission_checker(PermissionChecker())
+            >>> import warnings
+            >>> with warnings.catch_warnings():
+            ...     warnings.simplefilter("ignore", DeprecationWarning)
+            ...     registry = ToolRegistry().with_permission_checker(PermissionChecker())
             >>> registry.permission_checker is not None
             True
         """
-        self._permission_checker = checker
-        self._definitions.clear()
+        warnings.warn(
+            "ToolRegistry.with_permission_checker() is deprecated; set "
+            "registry.permission_checker = checker instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.permission_checker = checker
         return self
 
     @contextmanager
@@ -343,49 +221,13 @@ class ToolRegistry:
             >>> registry.find_by_tag("math")[0].name
             'square'
         """
-        from .decorator import tool
 
-        decorate = tool(registry=self, **options)
+        def decorate(f: Callable[..., Any]) -> FunctionTool[..., Any]:
+            return register_function(FunctionTool(f, **options), self)
+
         return decorate if func is None else decorate(func)
 
     # -- registration --------------------------------------------------------------
-
-    def _make_entry(
-        self,
-        tool: BaseTool,
-        tags: Iterable[str] | None,
-        category: str | None,
-        version: str | None,
-    ) -> ToolEntry:
-        if not isinstance(tool, BaseTool):
-            raise ToolDefinitionError(f"cannot register {tool!r}: it is not a BaseTool")
-        name = getattr(tool, "name", None)
-        if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
-            raise ToolConfigError(
-                f"cannot register tool {name!r}: names must match {TOOL_NAME_PATTERN.pattern}",
-                tool_name=name if isinstance(name, str) else None,
-            )
-        check = getattr(tool, "_check_registrable", None)
-        if check is not None:
-            check()
-        strict = getattr(tool, "strict", None)
-        entry = ToolEntry(
-            tool=tool,
-            tags=tuple(tags if tags is not None else getattr(tool, "tags", ()) or ()),
-            category=category if category is not None else getattr(tool, "category", None),
-            version=version if version is not None else getattr(tool, "version", None),
-            permissions=Permission.parse_all(tool.required_permissions),
-            strict=self._strict if strict is None else bool(strict),
-        )
-        if (
-            entry.strict
-            and not hasattr(tool, "_strict_form")
-            and isinstance(tool.parameters, Mapping)
-        ):
-            # Strict mode makes optional properties nullable: a null the model sends for
-            # one is dropped before the tool sees it. (A FunctionTool does this itself.)
-            entry._plan = build_plan(tool.parameters, check_extras=False)
-        return entry
 
     def _check_free(self, entry: ToolEntry) -> None:
         existing = self._entries.get(entry.name)
@@ -393,8 +235,7 @@ class ToolRegistry:
             return
         # Re-running a notebook cell re-decorates the same function: that replaces the
         # old tool instead of failing. Anything else with the same name is a collision.
-        redefines = getattr(entry.tool, "_redefines", None)
-        if redefines is not None and redefines(existing.tool):
+        if entry.tool.redefines(existing.tool):
             return
         raise ToolConfigError(
             f"cannot register tool '{entry.name}': a tool of that name is already registered "
@@ -422,15 +263,16 @@ class ToolRegistry:
         (which ``@tool`` sets from its options).
 
         Example:
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> registry.register(_ExampleTool(), category="demo").category
+            >>> registry.register(StaticTool("example"), category="demo").category
             'demo'
-            >>> registry.register(_ExampleTool())
+            >>> registry.register(StaticTool("example"))
             Traceback (most recent call last):
             ...
-            agcore_tools.error.ToolConfigError: cannot register tool 'example': a tool of that name is already registered (<_ExampleTool 'example'>); unregister it first or choose another name
+            agcore_tools.error.ToolConfigError: cannot register tool 'example': a tool of that name is already registered (<StaticTool 'example'>); unregister it first or choose another name
         """
-        entry = self._make_entry(tool, tags, category, version)
+        entry = ToolEntry.of(tool, tags, category, version, default_strict=self._strict)
         self._check_free(entry)
         self._add(entry)
         return entry
@@ -439,10 +281,11 @@ class ToolRegistry:
         """Add several tools, all or none: on any error nothing is registered.
 
         Example:
-            >>> len(ToolRegistry().register_all([_ExampleTool()]))
+            >>> from agcore_tools.testing import StaticTool
+            >>> len(ToolRegistry().register_all([StaticTool("example")]))
             1
         """
-        entries = [self._make_entry(t, None, None, None) for t in tools]
+        entries = [ToolEntry.of(t, default_strict=self._strict) for t in tools]
         seen: set[str] = set()
         for entry in entries:
             if entry.name in seen:
@@ -455,6 +298,29 @@ class ToolRegistry:
         for entry in entries:
             self._add(entry)
         return entries
+
+    def view(self, entries: Iterable[ToolEntry]) -> ToolRegistry:
+        """A registry with this one's settings that holds ``entries`` as they are.
+
+        The entries are shared, not copied: calls through the view count in their
+        stats. Tool selection offers a run a view of the chosen tools.
+
+        Example:
+            >>> tool_registry_example = ToolRegistry()
+            >>> @tool_registry_example.tool
+            ... def ping() -> str:
+            ...     '''Answer pong.'''
+            ...     return "pong"
+            >>> view = tool_registry_example.view(tool_registry_example.entries())
+            >>> view.list_tools(), view.entry("ping") is tool_registry_example.entry("ping")
+            (['ping'], True)
+        """
+        view = ToolRegistry(
+            self._table.checker, strict=self._strict, schema_transforms=self._schema_transforms
+        )
+        for entry in entries:
+            view._add(entry)
+        return view
 
     def unregister(self, name: str) -> BaseTool | None:
         """Remove a tool by name; return it, or None if there was none.
@@ -515,8 +381,9 @@ class ToolRegistry:
         ``dict[str, ...]``) is offered non-strict, with a logged warning naming the tool.
 
         Example:
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry(strict=True)
-            >>> _ = registry.register(_ExampleTool())
+            >>> _ = registry.register(StaticTool("example"))
             >>> registry.definitions()[0]["function"]["name"]
             'example'
             >>> flat = registry.definitions(api="responses")[0]
@@ -527,11 +394,10 @@ class ToolRegistry:
         if cached is None:
             if api not in ("chat", "responses"):
                 raise ToolConfigError(f"unknown api {api!r}: expected 'chat' or 'responses'")
-            checker = self._permission_checker
+            checker = self._table.checker
             offered = offered_entries(self._entries.values(), checker, self._hidden_logged)
-            define = chat_definition if api == "chat" else responses_definition
             transforms = self._schema_transforms
-            cached = [define(e.tool, *offered_parameters(e, transforms, api)) for e in offered]
+            cached = [offered_definition(e, transforms, api) for e in offered]
             self._definitions[api] = cached
         # A deep copy: a caller editing a definition must not change later requests.
         return copy.deepcopy(cached)
@@ -553,13 +419,9 @@ class ToolRegistry:
 
     # -- execution -----------------------------------------------------------------
 
-    def _authorise(self, entry: ToolEntry) -> None:
-        if self._permission_checker is not None:
-            self._permission_checker.check(entry.name, entry.permissions)
-
-    async def invoke(
+    def invoke(
         self, name: str, args: Mapping[str, Any], ctx: ToolContext | None = None
-    ) -> ToolInvocation:
+    ) -> Coroutine[Any, Any, ToolInvocation]:
         """Look up, check permissions, then execute one tool.
 
         Raises :class:`ToolNotFoundError` for an unknown name and
@@ -567,67 +429,14 @@ class ToolRegistry:
         Failures during execution are recorded in the returned invocation, not raised.
 
         Example:
+            >>> import asyncio
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> _ = registry.register(_ExampleTool())
+            >>> _ = registry.register(StaticTool("example"))
             >>> asyncio.run(registry.invoke("example", {})).output
             'ok'
         """
-        entry = self._entries.get(name)
-        if entry is None:
-            raise ToolNotFoundError(name)
-        self._authorise(entry)
-        tool = entry.tool
-        if ctx is None:
-            ctx = ToolContext()
-        # The execution proper, inlined (one coroutine layer fewer per call);
-        # invoke_all() comes through here too.
-        name = tool.name
-        stats = entry.stats
-        error: ToolError | None = None
-        output: Any = None
-        started = now()
-        try:
-            # An exact-type test first: isinstance(args, Mapping) costs ~0.1 µs.
-            call_args = args if type(args) is dict else _arguments_dict(name, args)
-            if entry._plan is not None:
-                call_args, _ = entry._plan.apply(call_args)
-            output = await tool.execute(call_args, ctx)
-        except ToolError as exc:
-            error = exc
-        except Exception as exc:  # noqa: BLE001 - any failure becomes a structured error
-            error = ToolExecutionError(name, f"{type(exc).__name__}: {exc}")
-            error.__cause__ = exc
-        except asyncio.CancelledError:
-            stats.calls += 1
-            stats.failures += 1
-            stats.total_seconds += now() - started
-            raise
-        duration = now() - started
-        stats.calls += 1
-        stats.total_seconds += duration
-        if error is not None:
-            stats.failures += 1
-            logger.debug("tool %r failed: %s", name, error)
-        return ToolInvocation(name, args, output, error, ctx.call_id, duration)
-
-    async def _invoke_guarded(
-        self, call: ToolCall, ctx: ToolContext, timeout: float | None
-    ) -> ToolInvocation:
-        name, args, call_id = call
-        call_ctx = ctx.for_call(call_id, name)
-        try:
-            return await with_timeout(self.invoke(name, args, call_ctx), timeout)
-        except ToolError as exc:
-            # Only the lookup and the permission check raise out of invoke(): recorded
-            # here; the tool never ran.
-            return ToolInvocation(name, args, error=exc, call_id=call_id)
-        except TimeoutError as exc:
-            # The execution was cancelled; a sync tool still running in its thread
-            # can see it through the context's cancellation token.
-            call_ctx.cancellation.cancel()
-            error = ToolTimeoutError(name, timeout or 0.0)
-            error.__cause__ = exc
-            return ToolInvocation(name, args, error=error, call_id=call_id, duration=timeout or 0.0)
+        return execute(self._table, name, args, ctx)
 
     async def invoke_all(
         self,
@@ -644,13 +453,15 @@ class ToolRegistry:
         Cancelling the caller cancels every call still running.
 
         Example:
+            >>> import asyncio
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> _ = registry.register(_ExampleTool())
+            >>> _ = registry.register(StaticTool("example"))
             >>> results = asyncio.run(registry.invoke_all([("example", {}), ("nope", {})]))
             >>> [r.ok for r in results]
             [True, False]
         """
-        normalised = [_as_call(call) for call in calls]
+        normalised = [as_call(call) for call in calls]
         results: list[ToolInvocation | None] = [None] * len(normalised)
         async with contextlib.aclosing(
             self.invoke_as_completed(normalised, ctx=ctx, timeout=timeout)
@@ -659,7 +470,7 @@ class ToolRegistry:
                 results[position] = invocation
         return results  # type: ignore[return-value]  # every position is filled
 
-    async def invoke_as_completed(
+    def invoke_as_completed(
         self,
         calls: Iterable[ToolCall | tuple[Any, ...]],
         *,
@@ -673,54 +484,17 @@ class ToolRegistry:
         cancels the calls still running and their contexts' cancellation tokens.
 
         Example:
+            >>> import asyncio
+            >>> from agcore_tools.testing import StaticTool
             >>> async def main() -> list[int]:
             ...     registry = ToolRegistry()
-            ...     _ = registry.register(_ExampleTool())
+            ...     _ = registry.register(StaticTool("example"))
             ...     calls = [("example", {}), ("example", {})]
             ...     return sorted([i async for i, _ in registry.invoke_as_completed(calls)])
             >>> asyncio.run(main())
             [0, 1]
         """
-        normalised = [_as_call(call) for call in calls]
-        if not normalised:
-            return
-        # One child token for the batch: cancelling it reaches every call's token, so
-        # sync tools in worker threads learn of a cancelled caller too.
-        batch = (ctx if ctx is not None else ToolContext()).for_call(None)
-        run = _otel.wrap_invoke(self, self._invoke_guarded)  # itself when not tracing
-        if len(normalised) == 1:
-            try:
-                yield 0, await run(normalised[0], batch, timeout)
-            except asyncio.CancelledError:
-                batch.cancellation.cancel()
-                raise
-            return
-        # Done-callbacks feed a queue, so each result is reported the moment it exists.
-        finished: asyncio.Queue[asyncio.Task[ToolInvocation]] = asyncio.Queue()
-        tasks: dict[asyncio.Task[ToolInvocation], int] = {}
-        for position, call in enumerate(normalised):
-            task = asyncio.ensure_future(run(call, batch, timeout))
-            task.add_done_callback(finished.put_nowait)
-            tasks[task] = position
-        try:
-            for _ in range(len(tasks)):
-                # Bounded by each call's own timeout, enforced in _invoke_guarded.
-                task = await finished.get()
-                yield tasks[task], task.result()
-        finally:
-            pending = [task for task in tasks if not task.done()]
-            if pending:
-                batch.cancellation.cancel()
-                for task in pending:
-                    task.cancel()
-                # Bounded: a tool that swallows its cancellation must not hang the caller.
-                _, stuck = await asyncio.wait(pending, timeout=_CANCEL_GRACE)
-                if stuck:
-                    logger.warning(
-                        "%d tool call(s) ignored cancellation for %.0f s; abandoning them",
-                        len(stuck),
-                        _CANCEL_GRACE,
-                    )
+        return as_completed(self._table, calls, ctx, timeout)
 
     async def run_tool_calls(
         self,
@@ -763,14 +537,17 @@ class ToolRegistry:
         signed and answers must carry the signature.
 
         Example:
+            >>> import asyncio
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> _ = registry.register(_ExampleTool())
+            >>> _ = registry.register(StaticTool("example"))
             >>> calls = [{"id": "call_1", "type": "function",
             ...           "function": {"name": "example", "arguments": "{}"}}]
             >>> asyncio.run(registry.run_tool_calls(calls))
             [{'role': 'tool', 'tool_call_id': 'call_1', 'content': 'ok'}]
         """
-        from ._toolcalls import run_tool_calls
+        # Loaded on first use: it brings json and hmac, which `import agcore_tools` skips.
+        from .calls import run_tool_calls
 
         return await run_tool_calls(
             self,
@@ -795,8 +572,9 @@ class ToolRegistry:
         notebook cell), where it blocks until the call ends. See the README's "Sync apps".
 
         Example:
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> _ = registry.register(_ExampleTool())
+            >>> _ = registry.register(StaticTool("example"))
             >>> registry.invoke_sync("example", {}).output
             'ok'
         """
@@ -821,8 +599,9 @@ class ToolRegistry:
         the calls still running.
 
         Example:
+            >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> _ = registry.register(_ExampleTool())
+            >>> _ = registry.register(StaticTool("example"))
             >>> calls = [{"id": "call_1", "type": "function",
             ...           "function": {"name": "example", "arguments": "{}"}}]
             >>> registry.run_tool_calls_sync(calls)
@@ -859,32 +638,3 @@ class ToolRegistry:
         """The same table as :meth:`_repr_markdown_`, in HTML."""
         caption = f"ToolRegistry — {len(self)} tool(s)"
         return html_table(REGISTRY_HEADERS, registry_rows(self._entries.values()), caption)
-
-
-def _arguments_dict(name: str, args: Any) -> dict[str, Any]:
-    if not isinstance(args, Mapping):
-        raise InvalidArgumentsError(
-            name, f"arguments must be a JSON object, got {type(args).__name__}"
-        )
-    return dict(args)
-
-
-def _as_call(call: ToolCall | Sequence[Any]) -> ToolCall:
-    if isinstance(call, ToolCall):
-        return call
-    if isinstance(call, tuple) and len(call) in (2, 3):
-        return ToolCall(*call)
-    raise ToolConfigError(
-        f"invoke_all() takes (name, args) pairs, (name, args, call_id) triples or ToolCall "
-        f"objects, got {call!r}"
-    )
-
-
-class _ExampleTool(BaseTool):
-    """A do-nothing tool used by this module's doctests."""
-
-    name = "example"
-    description = "Return 'ok'."
-
-    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        return "ok"

@@ -5,7 +5,15 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import BaseTool, CancellationToken, Permission, ToolContext, ToolRegistry
+from agcore_tools import (
+    BaseTool,
+    CancellationToken,
+    Permission,
+    ToolConfigError,
+    ToolContext,
+    ToolRegistry,
+)
+from agcore_tools.base import tool_definition
 
 
 class WeatherTool(BaseTool):
@@ -106,3 +114,62 @@ def test_calls_share_their_parents_state_and_name_their_tool() -> None:
     assert first.for_call("c1").tool_name == "a"
     # Contexts made apart do not share.
     assert ToolContext().shared_state is not ToolContext().shared_state
+
+
+def test_context_arguments_are_keywords() -> None:
+    token = CancellationToken()
+    ctx = ToolContext(session_id="s", trace_id="t", call_id="c", cancellation=token)
+    assert (ctx.session_id, ctx.trace_id, ctx.call_id, ctx.cancellation) == ("s", "t", "c", token)
+
+
+def test_positional_context_arguments_still_work_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match=r"by keyword: ToolContext\(session_id=\.\.\."):
+        ctx = ToolContext("s", "t", "c", metadata={"k": 1})
+    assert (ctx.session_id, ctx.trace_id, ctx.call_id, ctx.metadata) == ("s", "t", "c", {"k": 1})
+    with pytest.raises(TypeError, match="multiple values for 'session_id'"):
+        ToolContext("s", session_id="x")
+    with pytest.raises(TypeError, match="at most 5 positional"):
+        ToolContext("s", "t", "c", None, None, "extra")
+
+
+def test_hooks_have_defaults_a_subclass_overrides() -> None:
+    class Picky(WeatherTool):
+        def check_registrable(self) -> None:
+            raise ToolConfigError("not today")
+
+    tool = WeatherTool()
+    assert tool.check_registrable() is None
+    assert tool.redefines(WeatherTool()) is False
+    assert tool.check_arguments({"anything": 1}) is None
+    assert tool.quiet is False and tool.reads_null_as_default is False
+    with pytest.raises(ToolConfigError, match="not today"):
+        ToolRegistry().register(Picky())
+
+
+def test_one_definition_builder_in_both_shapes() -> None:
+    schema = {"type": "object", "properties": {}}
+    assert WeatherTool().definition() == tool_definition(
+        "get_weather", "Current weather of a city.", WeatherTool.parameters
+    )
+    assert tool_definition("t", "d", schema, strict=True)["function"]["strict"] is True
+    assert "strict" not in tool_definition("t", "d", schema)["function"]
+    assert tool_definition("t", "d", schema, api="responses") == {
+        "type": "function",
+        "name": "t",
+        "description": "d",
+        "parameters": schema,
+        "strict": False,
+    }
+
+
+async def test_for_run_keeps_the_apps_context_and_its_own_shared_state() -> None:
+    seen: list[Any] = []
+    app = ToolContext(metadata={"user": "ann"}, on_event=seen.append, shared_state={"a": 1})
+    run = app.for_run({"kept": True}, inbox=True)
+    assert run.shared_state == {"a": 1}  # the app's own wins over the kept one
+    assert run.cancellation is app.cancellation and run.metadata is app.metadata
+    assert run.listening and run.inbox is not None and app.inbox is None
+    run.for_call("c1", "t").report_progress(1, 2)
+    assert len(seen) == 1 and run.inbox.qsize() == 1
+    fresh = ToolContext().for_run({"kept": True})
+    assert fresh.shared_state == {"kept": True} and not fresh.listening

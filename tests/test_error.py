@@ -143,3 +143,13 @@ def test_max_turns_exceeded_carries_what_the_run_did() -> None:
     assert str(err) == "tool loop stopped: a new request would exceed max_turns=2"
     bare = MaxTurnsExceededError(3)
     assert (bare.invocations, bare.usage.requests, bare.history_length) == ((), 0, 0)
+
+
+def test_every_error_has_one_root() -> None:
+    from agcore_tools import AgcoreError
+    from agcore_tools._sync import SyncCallError
+    from agcore_tools.content import _BadContent
+
+    for error in (ToolError, LlmError, SyncCallError, _BadContent):
+        assert issubclass(error, AgcoreError)
+    assert issubclass(_BadContent, ValueError)

@@ -20,7 +20,7 @@ from agcore_tools import (
     grammar_safe_schema,
     portable_schema,
 )
-from agcore_tools._pipeline import GRAMMAR_BOUND_LIMIT
+from agcore_tools.schema import GRAMMAR_BOUND_LIMIT
 
 CTX = SchemaContext("t", "chat")
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from agcore_tools import grammar_safe_schema, portable_schema
-from agcore_tools._jsonschema import subschemas
-from agcore_tools._pipeline import GRAMMAR_BOUND_LIMIT
+from agcore_tools.schema import GRAMMAR_BOUND_LIMIT
+from agcore_tools.schema._jsonschema import subschemas
 
 from ._interop import SERVERS, recorded, registry_of
 

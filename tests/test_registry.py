@@ -459,3 +459,42 @@ async def test_an_mcp_servers_tools_are_strict_in_a_strict_registry() -> None:
         done = await registry.invoke("slow", {"seconds": 0, "marker": None})
         assert done.ok, done.error
         assert done.output == "slept 0.0"
+
+
+def test_permission_checker_is_a_settable_property() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool(permissions=["shell"])
+    def run(command: str) -> str:
+        """Run a command."""
+        return command
+
+    assert len(registry.definitions()) == 1
+    registry.permission_checker = PermissionChecker(PermissionConfig())
+    assert registry.definitions() == []  # the cached definitions were dropped
+    registry.permission_checker = None
+    assert len(registry.definitions()) == 1
+
+
+def test_with_permission_checker_is_deprecated() -> None:
+    registry = ToolRegistry()
+    checker = PermissionChecker()
+    with pytest.warns(DeprecationWarning, match="registry.permission_checker = checker"):
+        assert registry.with_permission_checker(checker) is registry
+    assert registry.permission_checker is checker
+
+
+def test_one_strict_cache_per_entry() -> None:
+    registry = ToolRegistry(strict=True)
+
+    @registry.tool
+    def find(query: str, limit: int = 3) -> list[str]:
+        """Find things."""
+        return [query] * limit
+
+    entry = registry.entry("find")
+    assert entry is not None
+    first = entry.strict_parameters()
+    assert first is not None and first["required"] == ["query", "limit"]
+    assert entry.strict_parameters() is first
+    assert registry.definitions()[0]["function"]["parameters"] == first

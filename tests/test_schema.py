@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from agcore_tools import ToolContext, ToolError
-from agcore_tools._schema import function_schema, parse_docstring
+from agcore_tools.schema import function_schema, parse_docstring
 
 
 def test_required_optional_and_defaults() -> None:

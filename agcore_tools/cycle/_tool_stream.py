@@ -46,11 +46,11 @@ def run_context(ctx: ToolContext | None, kept: dict[str, Any] | None, inbox: boo
         run = ToolContext(shared_state=shared)
     else:
         run = ToolContext(
-            ctx.session_id,
-            ctx.trace_id,
-            ctx.call_id,
-            ctx.cancellation,  # the same token: the app cancels the run through it
-            ctx.metadata,
+            session_id=ctx.session_id,
+            trace_id=ctx.trace_id,
+            call_id=ctx.call_id,
+            cancellation=ctx.cancellation,  # the same token: the app cancels the run through it
+            metadata=ctx.metadata,
             shared_state=shared,
             tool_name=ctx.tool_name,
         )
@@ -83,7 +83,7 @@ def _quiet(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> bool:
         if call.args is None:
             continue  # never runs
         entry = registry.entry(call.name)
-        if entry is not None and not getattr(entry.tool, "_quiet", False):
+        if entry is not None and not entry.tool.quiet:
             return False
     return True
 

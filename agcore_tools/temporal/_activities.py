@@ -176,7 +176,12 @@ class ToolActivities:
     @activity.defn(name="agcore.call_tool")
     async def call_tool(self, call: ToolCallInput) -> ToolCallOutput:
         """Run one call through the registry (permissions, argument plan, errors)."""
-        ctx = ToolContext(call.session_id, call.trace_id, call.call_id, metadata=call.metadata)
+        ctx = ToolContext(
+            session_id=call.session_id,
+            trace_id=call.trace_id,
+            call_id=call.call_id,
+            metadata=call.metadata,
+        )
         try:
             invocation = await self.registry.invoke(
                 call.name, call.arguments, ctx.for_call(call.call_id, call.name)
@@ -206,7 +211,12 @@ class ToolActivities:
         rule = getattr(entry.tool, "needs_approval", False) if entry is not None else False
         if not callable(rule):
             return bool(rule)
-        ctx = ToolContext(call.session_id, call.trace_id, call.call_id, metadata=call.metadata)
+        ctx = ToolContext(
+            session_id=call.session_id,
+            trace_id=call.trace_id,
+            call_id=call.call_id,
+            metadata=call.metadata,
+        )
         if inspect.iscoroutinefunction(rule):
             return bool(await rule(dict(call.arguments), ctx))
         return bool(await run_sync(rule, dict(call.arguments), ctx))

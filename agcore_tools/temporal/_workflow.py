@@ -254,7 +254,9 @@ class ToolLoopWorkflow:
         cycle = _WorkflowCycle(loop_config, list(args.messages), args.model_timeout_secs)
         self._cycle = cycle
         info = workflow.info()
-        ctx = ToolContext(info.workflow_id, info.run_id, metadata=dict(args.metadata))
+        ctx = ToolContext(
+            session_id=info.workflow_id, trace_id=info.run_id, metadata=dict(args.metadata)
+        )
         response = await cycle.submit_with_tools(args.prompt, registry, ctx=ctx)
         while response.pending_approvals:
             self._pending = list(response.pending_approvals)

@@ -5,7 +5,7 @@ A :data:`SchemaTransform` is a function ``(schema, ctx) -> schema``. The transfo
 definitions (once: the result is cached with them), each on a copy of the tool's
 parameters that it owns and may edit in place. They change what the model reads, never
 what the tool accepts: the tool still validates its arguments against its own schema.
-When a tool is offered in strict mode, the strict transform (:mod:`agcore_tools._strict`)
+When a tool is offered in strict mode, the strict transform (:func:`strict_parameters`)
 runs last, on the pipeline's output; what the pipeline moved into descriptions survives
 its keyword filter.
 
@@ -29,20 +29,17 @@ import copy
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
+from ..error import ToolConfigError, ToolDefinitionError
 from ._jsonschema import NAMED_SCHEMAS, SCHEMA_LISTS, SINGLE_SCHEMAS, resolve_ref, subschemas
-from .error import ToolConfigError, ToolDefinitionError
-
-if TYPE_CHECKING:
-    from .registry import ToolEntry
 
 __all__ = [
     "GRAMMAR_BOUND_LIMIT",
     "SchemaContext",
     "SchemaTransform",
+    "apply_transforms",
     "grammar_safe_schema",
-    "offered_parameters",
     "portable_schema",
 ]
 
@@ -158,65 +155,40 @@ def grammar_safe_schema(schema: dict[str, Any], ctx: SchemaContext) -> dict[str,
     return schema
 
 
-def offered_parameters(
-    entry: ToolEntry, transforms: Sequence[SchemaTransform], api: Literal["chat", "responses"]
-) -> tuple[dict[str, Any], bool]:
-    """The parameters schema the model reads for ``entry``, and whether it is strict.
+def apply_transforms(
+    schema: dict[str, Any], transforms: Sequence[SchemaTransform], ctx: SchemaContext
+) -> dict[str, Any]:
+    """Run ``transforms`` in order on a copy of ``schema``; the input is left unchanged.
 
-    With no transforms, the tool's own schema (or its cached strict form). Otherwise the
-    pipeline's output, then the strict transform when the entry asks for it; a schema
-    strict mode cannot describe is offered non-strict, with a logged reason.
+    A transform that raises, or returns something other than a dict, fails with an
+    error naming it and the tool.
+
+    Example:
+        >>> schema = {"type": "object", "title": "Args", "properties": {}}
+        >>> apply_transforms(schema, [portable_schema], SchemaContext("t", "chat"))
+        {'type': 'object', 'properties': {}}
+        >>> schema["title"]
+        'Args'
     """
-    tool = entry.tool
-    if not transforms:
-        strict = _strict_parameters(entry)
-        return (tool.parameters, False) if strict is None else (strict, True)
-    ctx = SchemaContext(entry.name, api, entry.strict)
-    schema = copy.deepcopy(dict(tool.parameters))
+    name = ctx.tool_name
+    schema = copy.deepcopy(dict(schema))
     for transform in transforms:
         try:
             schema = transform(schema, ctx)
         except Exception as exc:
-            name = getattr(transform, "__name__", repr(transform))
+            label = getattr(transform, "__name__", repr(transform))
             raise ToolConfigError(
-                f"schema transform {name} failed on tool '{entry.name}': "
-                f"{type(exc).__name__}: {exc}",
-                tool_name=entry.name,
+                f"schema transform {label} failed on tool '{name}': {type(exc).__name__}: {exc}",
+                tool_name=name,
             ) from exc
         if not isinstance(schema, dict):
-            name = getattr(transform, "__name__", repr(transform))
+            label = getattr(transform, "__name__", repr(transform))
             raise ToolDefinitionError(
-                f"schema transform {name} returned {type(schema).__name__} for tool "
-                f"'{entry.name}'; a transform must return the schema as a dict",
-                tool_name=entry.name,
+                f"schema transform {label} returned {type(schema).__name__} for tool "
+                f"'{name}'; a transform must return the schema as a dict",
+                tool_name=name,
             )
-    if not entry.strict:
-        return schema, False
-    from ._strict import strict_parameters
-
-    strict, why = strict_parameters(schema)
-    if strict is None:
-        logger.warning("tool %r is offered without strict mode: %s", entry.name, why)
-        return schema, False
-    return strict, True
-
-
-def _strict_parameters(entry: ToolEntry) -> dict[str, Any] | None:
-    # The entry's strict parameters, worked out once (None when not strict).
-    if not entry.strict:
-        return None
-    if entry._strict_cache is None:
-        from ._strict import strict_parameters
-
-        form = getattr(entry.tool, "_strict_form", None)
-        entry._strict_cache = (
-            form() if form is not None else strict_parameters(entry.tool.parameters)
-        )
-        if entry._strict_cache[1] is not None:
-            logger.warning(
-                "tool %r is offered without strict mode: %s", entry.name, entry._strict_cache[1]
-            )
-    return entry._strict_cache[0]
+    return schema
 
 
 # -- portable ----------------------------------------------------------------------

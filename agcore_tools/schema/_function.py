@@ -18,10 +18,10 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
 
+from .._context import ToolContext
+from ..error import ToolConfigError, ToolDefinitionError
 from ._argplan import ArgumentPlan, build_plan
 from ._jsonschema import close_open_objects
-from .base import ToolContext
-from .error import ToolConfigError, ToolDefinitionError
 
 _ARG_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments"}
 _OTHER_SECTIONS = {

@@ -1,40 +1,4 @@
-"""An offline, scripted Chat Completions server for tests, demos, benchmarks and notebooks.
-
-:class:`ScriptedChatServer` serves ``POST /v1/chat/completions`` over real HTTP on
-127.0.0.1 (a random free port), from a background thread with its own event loop, so
-it works the same under pytest, in a script and in a running notebook. Each request
-takes the next item of its script and is answered as JSON, or as server-sent events
-when the request says ``"stream": true``. Every request is captured (parsed JSON and
-headers). It uses the standard library only.
-
-It also serves ``POST /v1/responses`` (the Responses API), as JSON or as its
-server-sent events (``response.output_text.delta``, ... ``response.completed``) from
-the same script items: a :class:`Reply` becomes a response whose ``output`` holds its
-reasoning as a ``reasoning`` item (with ``encrypted_content`` when the request's
-``include`` asks for it), its text as a ``message`` item and its ``function_call``
-items, in that order.
-
-Script items:
-
-- :meth:`ScriptedChatServer.reply_text` / :meth:`~ScriptedChatServer.reply_tool_calls`
-  build a :class:`Reply` (text, tool calls, reasoning, usage), served in either format;
-- :meth:`ScriptedChatServer.error` builds a :class:`RawResponse` with a status code
-  and headers (``Retry-After``, ``retry-after-ms``, ...);
-- :class:`RawStream` sends exact SSE lines: chunk dicts, comment lines, error objects,
-  :class:`Pause` steps (during which a client disconnect is noticed);
-- a callable ``(CapturedRequest) -> item`` decides per request.
-
-Example:
-    >>> from agcore_tools.testing import ScriptedChatServer
-    >>> script = [
-    ...     ScriptedChatServer.reply_tool_calls([("add", {"a": 2, "b": 3})]),
-    ...     ScriptedChatServer.reply_text("2 + 3 = 5"),
-    ... ]
-    >>> with ScriptedChatServer(script) as server:  # doctest: +SKIP
-    ...     client = server.client()  # an AsyncOpenAI pointed at the server
-    ...     ...
-    ...     server.requests[0].json["messages"]
-"""
+"""The scripted server: script items, the HTTP server thread and the reply formats."""
 
 from __future__ import annotations
 
@@ -45,10 +9,9 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -63,6 +26,9 @@ __all__ = [
     "ScriptedChatServer",
 ]
 
+from ._formats import reply_chunks, reply_json, responses_events, responses_json
+from ._script import CapturedRequest, Pause, RawResponse, RawStream, Reply, ScriptItem
+
 logger = logging.getLogger("agcore_tools.testing")
 
 _START_TIMEOUT = 10.0
@@ -70,127 +36,6 @@ _STOP_TIMEOUT = 10.0
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 408: "Request Timeout"}
 _REASONS.update({409: "Conflict", 429: "Too Many Requests", 500: "Internal Server Error"})
 _REASONS.update({502: "Bad Gateway", 503: "Service Unavailable"})
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A normal assistant answer, served as JSON or SSE as the request asks.
-
-    Example:
-        >>> Reply(text="Hi").finish_reason is None  # "stop", or "tool_calls" with calls
-        True
-    """
-
-    text: str | None = None
-    """The assistant's text (None: ``content: null``)."""
-    tool_calls: Sequence[tuple[str, Any, str | None]] = ()
-    """``(name, arguments, id)`` triples; a dict is sent as JSON text, a str as is, and
-    a None id gets a unique ``call_<n>``."""
-    reasoning: str | None = None
-    """``reasoning_content`` (DeepSeek/Qwen style), or None."""
-    finish_reason: str | None = None
-    """Overrides the natural ``stop``/``tool_calls``."""
-    usage: Mapping[str, int] | None = None
-    """The usage object; a small default when None."""
-    delay: float = 0.0
-    """Seconds to wait before answering (a disconnect meanwhile is recorded)."""
-
-
-@dataclass(frozen=True)
-class RawResponse:
-    """An exact non-streamed response: status, headers and a JSON (or bytes) body.
-
-    Example:
-        >>> RawResponse(503, {"error": {"message": "busy"}}, {"Retry-After": "1"}).status
-        503
-    """
-
-    status: int = 200
-    """The HTTP status code."""
-    body: Any = None
-    """A JSON-able body, or bytes sent as they are."""
-    headers: Mapping[str, str] = field(default_factory=dict)
-    """Extra response headers."""
-
-
-@dataclass(frozen=True)
-class Pause:
-    """A step of a :class:`RawStream`: wait, noticing if the client disconnects.
-
-    Example:
-        >>> slow = RawStream([": keep-alive", Pause(0.5), {"choices": []}])
-        >>> slow.events[1].seconds
-        0.5
-    """
-
-    seconds: float
-    """How long to wait."""
-
-
-@dataclass(frozen=True)
-class RawStream:
-    """An exact SSE response. Dicts become ``data:`` events, strings are sent as
-    lines (``": keep-alive"``, ``"data: [DONE]"``), :class:`Pause` waits.
-
-    Example:
-        >>> RawStream([": keep-alive", {"choices": []}]).done
-        True
-    """
-
-    events: Sequence[Mapping[str, Any] | str | Pause]
-    """The events, in order."""
-    done: bool = True
-    """Whether to end with ``data: [DONE]``."""
-    status: int = 200
-    """The HTTP status code."""
-    headers: Mapping[str, str] = field(default_factory=dict)
-    """Extra response headers."""
-    drop_connection: bool = False
-    """Close the connection after the events, without ending the HTTP body: a network
-    failure mid-stream, as the client sees it."""
-
-
-ScriptItem: TypeAlias = (
-    Reply | RawResponse | RawStream | Callable[["CapturedRequest"], "ScriptItem"]
-)
-"""What a script holds; a callable picks the answer per request."""
-
-
-@dataclass
-class CapturedRequest:
-    """One request the server received.
-
-    Example:
-        >>> request = CapturedRequest(0, "POST", "/v1/chat/completions", {}, b'{"model": "m"}')
-        >>> request.json, request.stream
-        ({'model': 'm'}, False)
-    """
-
-    index: int
-    """Its position among the server's requests, from 0."""
-    method: str
-    """The HTTP method."""
-    path: str
-    """The request path, e.g. ``/v1/chat/completions``."""
-    headers: dict[str, str]
-    """Headers, with lower-case names."""
-    body: bytes
-    """The raw body."""
-    disconnected: bool = False
-    """True once the client closed the connection before the response was complete."""
-    completed: bool = False
-    """True once the whole response was written."""
-
-    @property
-    def json(self) -> Any:
-        """The body parsed as JSON (None when empty)."""
-        return json.loads(self.body) if self.body else None
-
-    @property
-    def stream(self) -> bool:
-        """Whether the request asked for a stream."""
-        body = self.json
-        return isinstance(body, dict) and bool(body.get("stream"))
 
 
 class ScriptedChatServer:
@@ -528,9 +373,9 @@ class ScriptedChatServer:
             if item.delay and not await _hold(reader, item.delay, request):
                 return
             if request.path.partition("?")[0].rstrip("/").endswith("/responses"):
-                answer = self._responses_json(item, request.json)
+                answer = responses_json(self, self._ids, item, request.json)
                 item = (
-                    RawStream(self._responses_events(answer), done=False)
+                    RawStream(responses_events(self, answer), done=False)
                     if request.stream
                     else RawResponse(200, answer)
                 )
@@ -538,9 +383,9 @@ class ScriptedChatServer:
                 include_usage = bool(
                     (request.json.get("stream_options") or {}).get("include_usage")
                 )
-                item = RawStream(self._reply_chunks(item, include_usage))
+                item = RawStream(reply_chunks(self, self._ids, item, include_usage))
             else:
-                item = RawResponse(200, self._reply_json(item))
+                item = RawResponse(200, reply_json(self, self._ids, item))
         if isinstance(item, RawResponse):
             body = item.body if isinstance(item.body, bytes) else json.dumps(item.body).encode()
             head = _head(item.status, "application/json", item.headers, len(body))
@@ -569,185 +414,6 @@ class ScriptedChatServer:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         request.completed = True
-
-    def _calls(self, reply: Reply) -> list[dict[str, Any]]:
-        calls = []
-        for name, arguments, call_id in reply.tool_calls:
-            text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-            calls.append(
-                {
-                    "id": call_id if call_id is not None else f"call_{next(self._ids)}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": text},
-                }
-            )
-        return calls
-
-    @staticmethod
-    def _finish(reply: Reply) -> str:
-        if reply.finish_reason is not None:
-            return reply.finish_reason
-        return "tool_calls" if reply.tool_calls else "stop"
-
-    @staticmethod
-    def _usage(reply: Reply) -> dict[str, int]:
-        if reply.usage is not None:
-            return dict(reply.usage)
-        completion = len(reply.text or "") // 4 + 4 * len(reply.tool_calls) + 1
-        return {
-            "prompt_tokens": 10,
-            "completion_tokens": completion,
-            "total_tokens": 10 + completion,
-        }
-
-    def _reply_json(self, reply: Reply) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
-        if reply.reasoning is not None:
-            message["reasoning_content"] = reply.reasoning
-        if reply.tool_calls:
-            message["tool_calls"] = self._calls(reply)
-        return {
-            "id": f"chatcmpl-scripted-{next(self._ids)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": self.model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": self._finish(reply),
-                    "logprobs": None,
-                }
-            ],
-            "usage": self._usage(reply),
-        }
-
-    def _responses_json(self, reply: Reply, request: Mapping[str, Any]) -> dict[str, Any]:
-        n = next(self._ids)
-        output: list[dict[str, Any]] = []
-        if reply.reasoning is not None:
-            reasoning: dict[str, Any] = {
-                "type": "reasoning",
-                "id": f"rs_scripted_{n}",
-                "summary": [{"type": "summary_text", "text": reply.reasoning}],
-            }
-            if "reasoning.encrypted_content" in (request.get("include") or ()):
-                reasoning["encrypted_content"] = f"encrypted:{n}:{reply.reasoning}"
-            output.append(reasoning)
-        if reply.text is not None:
-            text = {"type": "output_text", "text": reply.text, "annotations": []}
-            output.append(
-                {
-                    "type": "message",
-                    "id": f"msg_scripted_{n}",
-                    "role": "assistant",
-                    "status": "completed",
-                    "content": [text],
-                }
-            )
-        output += [
-            {
-                "type": "function_call",
-                "id": f"fc_scripted_{n}_{i}",
-                "call_id": call["id"],
-                "name": call["function"]["name"],
-                "arguments": call["function"]["arguments"],
-                "status": "completed",
-            }
-            for i, call in enumerate(self._calls(reply))
-        ]
-        usage = self._usage(reply)
-        given: Mapping[str, Any] = reply.usage or {}
-        prompt_details = given.get("prompt_tokens_details") or {}
-        completion_details = given.get("completion_tokens_details") or {}
-        finish = reply.finish_reason
-        incomplete = {"length": "max_output_tokens", "content_filter": "content_filter"}
-        return {
-            "id": f"resp_scripted_{n}",
-            "object": "response",
-            "created_at": int(time.time()),
-            "model": self.model,
-            "status": "incomplete" if finish in incomplete else "completed",
-            "incomplete_details": (
-                {"reason": incomplete[finish]} if finish in incomplete else None
-            ),
-            "output": output,
-            "usage": {
-                "input_tokens": usage.get("prompt_tokens", 0),
-                "output_tokens": usage.get("completion_tokens", 0),
-                "total_tokens": usage.get("total_tokens", 0),
-                "input_tokens_details": {"cached_tokens": prompt_details.get("cached_tokens", 0)},
-                "output_tokens_details": {
-                    "reasoning_tokens": completion_details.get("reasoning_tokens", 0)
-                },
-            },
-        }
-
-    def _responses_events(self, response: dict[str, Any]) -> list[str]:
-        """The Responses API's stream of ``response``: one SSE event per step, each
-        with its ``event:`` line, text and arguments cut into ``chunk_chars`` pieces."""
-        size = max(1, self.chunk_chars)
-        events: list[dict[str, Any]] = []
-
-        def emit(kind: str, **fields: Any) -> None:
-            events.append({"type": kind, "sequence_number": len(events), **fields})
-
-        def pieces(text: str) -> list[str]:
-            return [text[start : start + size] for start in range(0, len(text), size)]
-
-        emit("response.created", response={**response, "status": "in_progress", "output": []})
-        for index, item in enumerate(response["output"]):
-            at = {"output_index": index, "item_id": item["id"]}
-            kind = item["type"]
-            if kind == "reasoning":
-                emit("response.output_item.added", output_index=index, item={**item, "summary": []})
-                for part, summary in enumerate(item["summary"]):
-                    for delta in pieces(summary["text"]):
-                        emit(
-                            "response.reasoning_summary_text.delta",
-                            **at,
-                            summary_index=part,
-                            delta=delta,
-                        )
-            elif kind == "message":
-                emit("response.output_item.added", output_index=index, item={**item, "content": []})
-                for delta in pieces(item["content"][0]["text"]):
-                    emit(
-                        "response.output_text.delta",
-                        **at,
-                        content_index=0,
-                        delta=delta,
-                        logprobs=[],
-                    )
-            else:
-                emit(
-                    "response.output_item.added", output_index=index, item={**item, "arguments": ""}
-                )
-                for delta in pieces(item["arguments"]):
-                    emit("response.function_call_arguments.delta", **at, delta=delta)
-                emit("response.function_call_arguments.done", **at, arguments=item["arguments"])
-            emit("response.output_item.done", output_index=index, item=item)
-        emit(f"response.{response['status']}", response=response)
-        return [f"event: {e['type']}\ndata: {json.dumps(e)}" for e in events]
-
-    def _reply_chunks(self, reply: Reply, include_usage: bool) -> list[Any]:
-        size = max(1, self.chunk_chars)
-        chunks: list[Any] = [self.chunk({"role": "assistant", "content": ""})]
-        for key, text in (("reasoning_content", reply.reasoning), ("content", reply.text)):
-            for start in range(0, len(text or ""), size):
-                chunks.append(self.chunk({key: (text or "")[start : start + size]}))
-        for index, call in enumerate(self._calls(reply)):
-            function = call["function"]
-            head = {**call, "index": index, "function": {"name": function["name"], "arguments": ""}}
-            chunks.append(self.chunk({"tool_calls": [head]}))
-            arguments = function["arguments"]
-            for start in range(0, len(arguments), size):
-                piece = {"index": index, "function": {"arguments": arguments[start : start + size]}}
-                chunks.append(self.chunk({"tool_calls": [piece]}))
-        chunks.append(self.chunk({}, self._finish(reply)))
-        if include_usage:
-            chunks.append({**self.chunk(), "choices": [], "usage": self._usage(reply)})
-        return chunks
 
 
 def _head(status: int, content_type: str, headers: Mapping[str, str], length: int | None) -> bytes:

@@ -1,0 +1,535 @@
+"""The tool a type-hinted function becomes: :class:`FunctionTool`.
+
+It validates arguments against the function's pydantic schema, runs a sync function in
+a worker thread, drains a generator's values as partial results and turns the return
+value into JSON-compatible data. ``@tool`` (in ``decorator``) makes one and registers
+it; this module knows nothing of registries beyond :class:`Registrar`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import sys
+import types
+import warnings
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, overload
+
+from pydantic import ValidationError
+from typing_extensions import ParamSpec
+
+from ._aio import run_sync, with_timeout
+from ._attachments import normalise
+from ._generators import drain_async, drain_sync
+from .base import BaseTool, ToolContext, tool_definition
+from .error import (
+    InvalidArgumentsError,
+    ToolConfigError,
+    ToolDefinitionError,
+    ToolDefinitionWarning,
+    ToolError,
+    ToolExecutionError,
+    ToolTimeoutError,
+)
+from .permission import Permission, PermissionLike
+from .schema import function_schema, strict_parameters
+
+if TYPE_CHECKING:
+    from .approval import NeedsApproval
+
+__all__ = ["FunctionTool", "Registrar", "register_function"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_PLAIN_JSON = (str, int, float, bool, type(None))
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, _PLAIN_JSON):
+        return value
+    return normalise(value)  # JSON data; Image, Audio and File values kept as they are
+
+
+def _validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    for err in exc.errors(include_url=False):
+        field = ".".join(str(part) for part in err["loc"]) or "(arguments)"
+        message = err["msg"]
+        if err["type"] != "missing" and "input" in err and err["type"] != "extra_forbidden":
+            message = f"{message} (got {err['input']!r:.80})"
+        problems.append((field, message))
+    return problems
+
+
+def _in_package(frame: types.FrameType) -> bool:
+    module = str(frame.f_globals.get("__name__", ""))
+    return module == "agcore_tools" or module.startswith("agcore_tools.")
+
+
+def _caller_stacklevel() -> int:
+    # The stacklevel, for a warnings.warn() in our caller, of the first frame outside
+    # this package: the user's line that made the tool.
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and _in_package(frame):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _interactive_run() -> int | None:
+    # The IPython cell execution running now, if any: tools made in a later cell
+    # replace those of an earlier one.
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    count = getattr(shell, "execution_count", None)
+    return count if isinstance(count, int) else None
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """Where a tool's function comes from, to tell a redefinition from a collision."""
+
+    module: str
+    qualname: str
+    code: Any
+    """The innermost code object: a re-run cell or an ``exec`` compiles a new one."""
+    target: Any
+    """The callable itself (a bound method for a bound tool)."""
+    run: int | None
+    """The IPython execution count when the tool was made, outside IPython None."""
+
+    @classmethod
+    def of(cls, func: Any) -> _Origin:
+        inner = func
+        while isinstance(inner, functools.partial):
+            inner = inner.func
+        source = inner if inspect.isroutine(inner) or inspect.isclass(inner) else type(inner)
+        compiled = type(inner).__call__ if source is not inner else inner
+        return cls(
+            getattr(source, "__module__", None) or "",
+            getattr(source, "__qualname__", None) or "",
+            getattr(inspect.unwrap(compiled), "__code__", None),
+            func,
+            _interactive_run(),
+        )
+
+    def redefines(self, other: _Origin) -> bool:
+        """Whether a tool from here may replace ``other``'s under the same name."""
+        if (self.module, self.qualname) != (other.module, other.qualname) or not self.qualname:
+            return False
+        if self.code is not other.code:
+            return True  # the definition itself ran again: a re-run cell, exec, reload
+        if self.target is other.target or (
+            inspect.ismethod(self.target) and bool(self.target == other.target)
+        ):
+            return True  # the same function (or the same instance's method) again
+        # Same code, another function object: a factory's second product, unless a
+        # later notebook cell made it.
+        return self.run is not None and self.run != other.run
+
+
+class Registrar(Protocol):
+    """Where a made tool is registered: a :class:`~agcore_tools.ToolRegistry` is one."""
+
+    def register(self, tool: BaseTool) -> Any:
+        """Add ``tool``."""
+        ...
+
+
+_NO_PROBLEMS: list[tuple[str, str]] = []  # shared, never changed: no allocation per call
+
+
+def _reason(problems: list[tuple[str, str]]) -> str:
+    return "; ".join(f"{field}: {message}" for field, message in problems)
+
+
+class FunctionTool(BaseTool, Generic[P, R]):
+    """A :class:`BaseTool` built from a type-hinted function; ``@tool`` returns one.
+
+    Calling it calls the function unchanged. ``execute`` validates the arguments
+    against the function's pydantic schema, runs a sync function in a worker
+    thread, and turns the return value into JSON-compatible data (keeping
+    :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio` and
+    :class:`~agcore_tools.File` values, and reading raw image bytes as an ``Image``).
+
+    Past its timeout a sync function's thread runs on (threads cannot be stopped from
+    outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
+    is true.
+
+    A generator function (async, or sync in a worker thread) reports each value it
+    yields as a :class:`~agcore_tools.ToolPartialResult`; the last value is the result.
+
+    Example:
+        >>> def shout(text: str) -> str:
+        ...     '''Upper-case the text.'''
+        ...     return text.upper()
+        >>> t = FunctionTool(shout)  # not registered anywhere
+        >>> t.name, t.description, t("hi")
+        ('shout', 'Upper-case the text.', 'HI')
+        >>> t.parameters["required"]
+        ['text']
+    """
+
+    reads_null_as_default = True
+    """A null for an optional argument means its default: the argument plan drops it."""
+
+    def __init__(
+        self,
+        func: Callable[P, R],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        permissions: Iterable[PermissionLike] | None = None,
+        tags: Iterable[str] | None = None,
+        category: str | None = None,
+        version: str | None = None,
+        timeout: float | None = None,
+        strict: bool | None = None,
+        needs_approval: NeedsApproval = False,
+    ) -> None:
+        method: bool | None = None
+        binding: Literal["instance", "class"] | None = None
+        in_class_body = isinstance(func, (staticmethod, classmethod))
+        if isinstance(func, staticmethod):
+            func, method = func.__func__, False
+        elif isinstance(func, classmethod):
+            func, method, binding = func.__func__, True, "class"
+        if not callable(func):
+            raise ToolDefinitionError(f"@tool needs a function, got {type(func).__name__}")
+        if timeout is not None and timeout <= 0:
+            raise ToolConfigError(f"tool timeout must be positive, got {timeout!r}")
+        schema = function_schema(func, name=name, description=description, method=method)
+        if inspect.isroutine(func):
+            functools.update_wrapper(self, func)
+        else:  # a callable object or a partial: do not copy its attributes onto the tool
+            functools.update_wrapper(self, func, updated=())
+        self.func = func
+        """The original function."""
+        self.name = schema.name
+        self.description = schema.description
+        self.parameters = schema.parameters
+        self.required_permissions = Permission.parse_all(permissions)
+        self.tags = tuple(tags or ())
+        self.category = category
+        self.version = version
+        self._timeout = timeout
+        self.strict = strict
+        self.needs_approval = needs_approval
+        self._model = schema.model
+        self._plan = schema.plan
+        self._context_param = schema.context_param
+        self._positional_only = schema.positional_only
+        self._renamed = schema.renamed
+        call = getattr(func, "__call__", None)  # noqa: B004 - async callable objects
+        self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
+        self._streams: Literal["async", "sync"] | None = (
+            "async"
+            if inspect.isasyncgenfunction(func) or inspect.isasyncgenfunction(call)
+            else "sync"
+            if inspect.isgeneratorfunction(func) or inspect.isgeneratorfunction(call)
+            else None
+        )
+        # Neither a generator nor given the context: it can report nothing while it
+        # runs, so the streaming loop need not listen (see cycle/_tool_stream.py).
+        self.quiet = self._streams is None and self._context_param is None
+        # An async function that is not a generator and takes no positional-only
+        # parameter runs straight from execute() (see there).
+        self._direct = self._is_async and self._streams is None and not self._positional_only
+        self._plain_args = self._plan is None and not self._renamed
+        self.timeout = timeout  # also sets uses_context
+        self._origin = _Origin.of(func)
+        self._binding = binding or ("instance" if schema.method else None)
+        self._attribute: str | None = None
+        self._in_class_body = in_class_body
+        self._register_into: Registrar | None = None
+        if strict:
+            _, why = strict_parameters(self.parameters)
+            if why is not None:
+                raise ToolDefinitionError(
+                    f"cannot make tool '{self.name}' strict: {why}; pass strict=False, or "
+                    "give the parameter a type strict mode can describe"
+                )
+        if not self.description and description is None:
+            qualname = self._origin.qualname
+            where = f" ({qualname})" if qualname and qualname != self.name else ""
+            warnings.warn(
+                f"tool '{self.name}'{where} has no docstring, so the model gets no "
+                "description; add one, or pass description=",
+                ToolDefinitionWarning,
+                stacklevel=_caller_stacklevel(),
+            )
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds the function may run before it is cancelled; None for no limit.
+
+        Example:
+            >>> async def slow() -> None:
+            ...     '''Take a while.'''
+            >>> tool = FunctionTool(slow)
+            >>> tool.timeout, tool.uses_context
+            (None, False)
+            >>> tool.timeout = 2.5
+            >>> tool.timeout, tool.uses_context
+            (2.5, True)
+        """
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        self._timeout = value
+        # Only the direct path (see execute()) leaves the context unread.
+        self.uses_context = not (self._direct and self._context_param is None and value is None)
+
+    def definition(self) -> dict[str, Any]:
+        """The Chat Completions tool param; with ``strict=True``, in strict form.
+
+        Example:
+            >>> def forecast(city: str, days: int = 3) -> str:
+            ...     '''Weather forecast for a city.'''
+            ...     return city
+            >>> function = FunctionTool(forecast, strict=True).definition()["function"]
+            >>> function["strict"], function["parameters"]["required"]
+            (True, ['city', 'days'])
+            >>> function["parameters"]["properties"]["days"]
+            {'anyOf': [{'type': 'integer'}, {'type': 'null'}]}
+        """
+        if self.strict:
+            parameters, _ = strict_parameters(self.parameters)
+            if parameters is not None:  # always: __init__ refused a strict tool without
+                return tool_definition(self.name, self.description, parameters, strict=True)
+        return tool_definition(self.name, self.description, self.parameters)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._attribute = name
+        registry, self._register_into = self._register_into, None
+        if registry is not None:  # a classmethod or staticmethod tool: its class exists now
+            registry.register(self.__get__(None, owner))
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> FunctionTool[P, R]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> FunctionTool[..., R]: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> FunctionTool[..., R]:
+        """A method tool, looked up on an instance (or a classmethod tool on its class),
+        is bound to it, as a function is; any other tool is itself."""
+        if self._binding is None or (instance is None and self._binding == "instance"):
+            return self
+        receiver = instance if self._binding == "instance" else (owner or type(instance))
+        bound = copy.copy(self)
+        bound.func = types.MethodType(self.func, receiver)
+        bound._binding = None
+        bound._origin = replace(self._origin, target=bound.func, run=_interactive_run())
+        instance_dict = getattr(instance, "__dict__", None)
+        if self._binding == "instance" and self._attribute and isinstance(instance_dict, dict):
+            instance_dict[self._attribute] = bound  # bound once per instance, as cached_property
+        return bound
+
+    def check_registrable(self) -> None:
+        """Refuse a method tool that is not bound to an instance yet (see
+        :meth:`BaseTool.check_registrable`).
+
+        Example:
+            >>> class Notes:
+            ...     def add(self, text: str) -> str:
+            ...         '''Add a note.'''
+            ...         return text
+            >>> FunctionTool(Notes.add).check_registrable()
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.ToolDefinitionError: cannot register tool 'add': Notes.add is a method and needs its instance; register an instance's tool: registry.register(obj.add)
+            >>> FunctionTool(Notes().add).check_registrable() is None
+            True
+        """
+        if self._binding == "instance":
+            raise ToolDefinitionError(
+                f"cannot register tool '{self.name}': {self._origin.qualname} is a method and "
+                f"needs its instance; register an instance's tool: "
+                f"registry.register(obj.{self._attribute or self.func.__name__})",
+                tool_name=self.name,
+            )
+
+    def redefines(self, other: BaseTool) -> bool:
+        """True for the same function made into a tool again: a notebook cell run twice,
+        a module reloaded (see :meth:`BaseTool.redefines`).
+
+        Example:
+            >>> def ping() -> str:
+            ...     '''Answer pong.'''
+            ...     return "pong"
+            >>> FunctionTool(ping).redefines(FunctionTool(ping))
+            True
+        """
+        return isinstance(other, FunctionTool) and self._origin.redefines(other._origin)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Call the original function, exactly as if it were not decorated."""
+        return self.func(*args, **kwargs)
+
+    def check_arguments(self, args: dict[str, Any]) -> None:
+        """Validate ``args`` against the function's schema without running it; raises
+        :class:`InvalidArgumentsError` naming each bad field.
+
+        Example:
+            >>> def add(a: int, b: int) -> int:
+            ...     '''Add two integers.'''
+            ...     return a + b
+            >>> FunctionTool(add).check_arguments({"a": 1})
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.InvalidArgumentsError: tool 'add' got invalid arguments: b: Field required
+        """
+        self._arguments(dict(args))
+
+    def _arguments(self, args: dict[str, Any]) -> dict[str, Any]:
+        unknown: list[tuple[str, str]] = _NO_PROBLEMS
+        if self._plan is not None:
+            args, unknown = self._plan.apply(args)
+        try:
+            validated = self._model.model_validate(args)
+        except ValidationError as exc:
+            raise self._invalid(exc, unknown) from exc
+        if unknown:
+            raise InvalidArgumentsError(self.name, _reason(unknown), errors=unknown)
+        # The fresh model instance is dropped, so its field dict can be the kwargs as is.
+        kwargs = validated.__dict__
+        if self._renamed:
+            for field_name, param in self._renamed:
+                kwargs[param] = kwargs.pop(field_name)
+        return kwargs
+
+    def _invalid(
+        self, exc: ValidationError, unknown: list[tuple[str, str]]
+    ) -> InvalidArgumentsError:
+        problems = _validation_problems(exc) + unknown
+        return InvalidArgumentsError(self.name, _reason(problems), errors=problems)
+
+    def _start(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        # The call's awaitable: the function's own coroutine, or its run in a worker thread.
+        args = [kwargs.pop(p) for p in self._positional_only] if self._positional_only else ()
+        if self._is_async:
+            return self.func(*args, **kwargs)  # type: ignore[return-value]
+        return run_sync(self.func, *args, **kwargs)
+
+    def _drain(self, kwargs: dict[str, Any], ctx: ToolContext) -> Awaitable[Any]:
+        # A generator: each value is reported as a preliminary result, the last is final.
+        args = [kwargs.pop(p) for p in self._positional_only] if self._positional_only else ()
+        make = functools.partial(self.func, *args, **kwargs)
+        if self._streams == "async":
+            return drain_async(make(), self._jsonable, ctx)  # type: ignore[arg-type]
+        return run_sync(drain_sync, make, self._jsonable, ctx)
+
+    def _jsonable(self, result: Any) -> Any:
+        try:
+            return _to_json(result)
+        except ToolError as exc:  # bytes that are no known image and not UTF-8 text
+            raise ToolExecutionError(self.name, exc.message) from exc
+        except Exception as exc:
+            raise ToolExecutionError(
+                self.name, f"returned a {type(result).__name__}, which is not JSON-compatible"
+            ) from exc
+
+    async def _run(self, kwargs: dict[str, Any], ctx: ToolContext) -> Any:
+        try:
+            if self._streams is not None:
+                return await self._drain(kwargs, ctx)
+            result = await self._start(kwargs)
+        except ToolError:
+            raise
+        except Exception as exc:
+            raise ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}") from exc
+        return self._jsonable(result)
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Validate ``args``, run the function, return its JSON-compatible result.
+
+        Raises :class:`InvalidArgumentsError` naming each bad field,
+        :class:`ToolTimeoutError` past ``timeout``, and :class:`ToolExecutionError`
+        (original exception as ``__cause__``) when the function raises.
+
+        Example:
+            >>> import asyncio
+            >>> def add(a: int, b: int) -> int:
+            ...     '''Add two integers.'''
+            ...     return a + b
+            >>> add_tool = FunctionTool(add)
+            >>> asyncio.run(add_tool.execute({"a": 2, "b": "3"}, ToolContext()))  # "3" is coerced
+            5
+            >>> asyncio.run(add_tool.execute({"a": 2}, ToolContext()))
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.InvalidArgumentsError: tool 'add' got invalid arguments: b: Field required
+        """
+        if self._direct and self._timeout is None:
+            # The common case, without the layers below: a plain async function.
+            if self._plain_args:  # _arguments() inlined: no plan, no renamed field
+                try:
+                    kwargs = self._model.model_validate(args).__dict__
+                except ValidationError as exc:
+                    raise self._invalid(exc, _NO_PROBLEMS) from exc
+            else:
+                kwargs = self._arguments(args)
+            if self._context_param is not None:
+                kwargs[self._context_param] = ctx
+            try:
+                result = await self.func(**kwargs)  # type: ignore[call-arg,misc]
+            except ToolError:
+                raise
+            except Exception as exc:
+                raise ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}") from exc
+            return result if type(result) in _PLAIN_JSON else self._jsonable(result)
+        kwargs = self._arguments(args)
+        if not self._is_async:
+            ctx.bind_loop()  # the worker thread's reports hop onto this loop
+        if self.timeout is None:
+            if self._context_param is not None:
+                kwargs[self._context_param] = ctx
+            return await self._run(kwargs, ctx)
+        # A child context lets a sync function in its thread see the timeout without
+        # cancelling the caller's own token.
+        local_ctx = ctx.for_call(ctx.call_id)
+        if self._context_param is not None:
+            kwargs[self._context_param] = local_ctx
+        try:
+            return await with_timeout(self._run(kwargs, local_ctx), self.timeout)
+        except TimeoutError as exc:
+            local_ctx.cancellation.cancel()
+            raise ToolTimeoutError(self.name, self.timeout) from exc
+
+    def __repr__(self) -> str:
+        return f"<FunctionTool {self.name!r}>"
+
+
+def register_function(
+    built: FunctionTool[P, R],
+    registry: Registrar | None,
+    active: Callable[[], Registrar] | None = None,
+) -> FunctionTool[P, R]:
+    """Register a tool ``@tool`` just made: into ``registry``, else into ``active()``.
+
+    A method tool made in a class body has no instance yet and is returned
+    unregistered; a classmethod or staticmethod tool is registered by
+    ``__set_name__``, once its class exists.
+    """
+    if built._binding == "instance":
+        if registry is not None:
+            raise ToolDefinitionError(
+                f"cannot register tool '{built.name}': {built._origin.qualname} is a method, "
+                "and in the class body it has no instance yet; decorate it with @tool, then "
+                f"register each instance's tool: registry.register(obj.{built.func.__name__})",
+                tool_name=built.name,
+            )
+        return built
+    if registry is None:
+        assert active is not None, "register_function() needs a registry or active"
+        registry = active()
+    if built._in_class_body:
+        built._register_into = registry  # registered by __set_name__, with its class
+    else:
+        registry.register(built)
+    return built

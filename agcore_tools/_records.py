@@ -1,0 +1,259 @@
+"""The records a tool call leaves: what was asked (:class:`ToolCall`,
+:class:`ParsedCall`), what happened (:class:`ToolInvocation`) and what a registry keeps
+per tool (:class:`ToolEntry`, :class:`ToolStats`).
+
+They sit below every module that runs calls, so the registry, ``calls/`` and the loop
+share them without importing each other.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ._display import html_table, invocation_rows, markdown_table
+from .base import BaseTool
+from .error import ToolConfigError, ToolDefinitionError, ToolError
+from .permission import Permission
+from .schema import ArgumentPlan, build_plan, strict_parameters
+
+__all__ = ["ParsedCall", "ToolCall", "ToolEntry", "ToolInvocation", "ToolStats"]
+
+logger = logging.getLogger("agcore_tools.registry")
+
+TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+"""The names OpenAI-compatible APIs accept for function tools."""
+
+
+@dataclass(slots=True)
+class ToolStats:
+    """Call counters of one registered tool.
+
+    Example:
+        >>> stats = ToolStats(calls=4, failures=1, total_seconds=0.2)
+        >>> round(stats.mean_seconds, 3)
+        0.05
+    """
+
+    calls: int = 0
+    """Executions started (not counting not-found or permission-denied calls)."""
+    failures: int = 0
+    """Executions that ended with an error."""
+    total_seconds: float = 0.0
+    """Wall time spent in executions."""
+
+    @property
+    def mean_seconds(self) -> float:
+        """Mean wall time per execution, 0.0 before the first one."""
+        return self.total_seconds / self.calls if self.calls else 0.0
+
+
+@dataclass(slots=True)
+class ToolEntry:
+    """A registered tool with its metadata.
+
+    Example:
+        >>> from agcore_tools import ToolRegistry
+        >>> from agcore_tools.testing import StaticTool
+        >>> entry = ToolRegistry().register(StaticTool("example"), tags=["demo"])
+        >>> entry.name, entry.tags
+        ('example', ('demo',))
+    """
+
+    tool: BaseTool
+    """The tool itself."""
+    tags: tuple[str, ...] = ()
+    """Free-form labels for :meth:`ToolRegistry.find_by_tag`."""
+    category: str | None = None
+    """One group name for :meth:`ToolRegistry.groups`, such as ``"memory"``."""
+    version: str | None = None
+    """The tool's version, if it has one."""
+    stats: ToolStats = field(default_factory=ToolStats)
+    """Call counters, updated by every execution through the registry."""
+    permissions: tuple[Permission, ...] = ()
+    """The tool's required permissions, parsed once at registration."""
+    strict: bool = False
+    """Whether the tool is offered in OpenAI's strict mode, as the tool's own ``strict``
+    or else the registry's asks; a schema strict mode cannot describe is offered
+    non-strict instead, with a logged warning saying why."""
+    argument_plan: ArgumentPlan | None = field(default=None, init=False, repr=False, compare=False)
+    """For a strict tool that does not read nulls itself (see
+    :attr:`BaseTool.reads_null_as_default`): the plan that drops the nulls strict mode
+    lets the model send for optional properties. None otherwise."""
+    _strict_form: tuple[dict[str, Any] | None, str | None] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        tool = self.tool
+        if self.strict and not tool.reads_null_as_default and isinstance(tool.parameters, Mapping):
+            self.argument_plan = build_plan(tool.parameters, check_extras=False)
+
+    @classmethod
+    def of(
+        cls,
+        tool: BaseTool,
+        tags: Iterable[str] | None = None,
+        category: str | None = None,
+        version: str | None = None,
+        *,
+        default_strict: bool = False,
+    ) -> ToolEntry:
+        """The entry a registry makes for ``tool``, after checking it can be registered.
+
+        ``tags``, ``category`` and ``version`` default to the tool's own; ``strict`` is
+        the tool's own, else ``default_strict`` (the registry's).
+
+        Example:
+            >>> from agcore_tools.testing import StaticTool
+            >>> ToolEntry.of(StaticTool("ping"), category="demo", default_strict=True).strict
+            True
+            >>> ToolEntry.of(StaticTool("two words"))
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.ToolConfigError: cannot register tool 'two words': names must match ^[a-zA-Z0-9_-]{1,64}$
+        """
+        if not isinstance(tool, BaseTool):
+            raise ToolDefinitionError(f"cannot register {tool!r}: it is not a BaseTool")
+        name = getattr(tool, "name", None)
+        if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+            raise ToolConfigError(
+                f"cannot register tool {name!r}: names must match {TOOL_NAME_PATTERN.pattern}",
+                tool_name=name if isinstance(name, str) else None,
+            )
+        tool.check_registrable()
+        strict = tool.strict
+        return cls(
+            tool=tool,
+            tags=tuple(tags if tags is not None else getattr(tool, "tags", ()) or ()),
+            category=category if category is not None else getattr(tool, "category", None),
+            version=version if version is not None else getattr(tool, "version", None),
+            permissions=Permission.parse_all(tool.required_permissions),
+            strict=default_strict if strict is None else bool(strict),
+        )
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.tool.name
+
+    def strict_parameters(self) -> dict[str, Any] | None:
+        """The parameters to offer in strict mode, or None when the entry is not strict
+        or strict mode cannot describe them (logged once, with the reason).
+
+        Worked out once per entry: definitions are built on every request's path.
+
+        Example:
+            >>> from agcore_tools.testing import StaticTool
+            >>> ToolEntry(StaticTool("example"), strict=True).strict_parameters()
+            {'type': 'object', 'properties': {}, 'additionalProperties': False, 'required': []}
+        """
+        if not self.strict:
+            return None
+        if self._strict_form is None:
+            self._strict_form = strict_parameters(self.tool.parameters)
+            if self._strict_form[1] is not None:
+                logger.warning(
+                    "tool %r is offered without strict mode: %s", self.name, self._strict_form[1]
+                )
+        return self._strict_form[0]
+
+
+@dataclass(slots=True)
+class ToolInvocation:
+    """The record of one tool call: what went in, what came out, how long it took.
+
+    Example:
+        >>> inv = ToolInvocation("add", {"a": 1, "b": 2}, output=3)
+        >>> inv.ok, inv.result()
+        (True, 3)
+    """
+
+    tool_name: str
+    """The name the call asked for."""
+    input: Any
+    """The arguments as given."""
+    output: Any = None
+    """The JSON-compatible result, or None when the call failed."""
+    error: ToolError | None = None
+    """What went wrong, or None when the call succeeded."""
+    call_id: str | None = None
+    """The model's tool call id, when there is one."""
+    duration: float = 0.0
+    """Seconds spent executing (0.0 when the tool never ran)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the call succeeded."""
+        return self.error is None
+
+    def result(self) -> Any:
+        """Return the output, or raise the error.
+
+        Example:
+            >>> ToolInvocation("x", {}, error=ToolError("bad")).result()
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.ToolError: bad
+        """
+        if self.error is not None:
+            raise self.error
+        return self.output
+
+    def _repr_markdown_(self) -> str:
+        """A notebook view: tool, input, output or error, duration."""
+        mark = "ok" if self.ok else "failed"
+        return f"**ToolInvocation** ({mark})\n\n{markdown_table(('', ''), invocation_rows(self))}"
+
+    def _repr_html_(self) -> str:
+        """The same view as :meth:`_repr_markdown_`, in HTML."""
+        mark = "ok" if self.ok else "failed"
+        return html_table(("", ""), invocation_rows(self), f"ToolInvocation ({mark})")
+
+
+class ToolCall(NamedTuple):
+    """One call for :meth:`ToolRegistry.invoke_all`: a name, its arguments and an id.
+
+    Plain ``(name, args)`` tuples work too.
+
+    Example:
+        >>> ToolCall("add", {"a": 1, "b": 2}, call_id="call_0").call_id
+        'call_0'
+    """
+
+    name: str
+    """The tool's name."""
+    args: Any
+    """The arguments object (a mapping)."""
+    call_id: str | None = None
+    """The model's tool call id, if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    """One tool call of a model, with its arguments parsed (or the reason they are bad).
+
+    Example:
+        >>> ParsedCall("call_1", "add", '{"a": 1}', {"a": 1}).input
+        {'a': 1}
+    """
+
+    call_id: str
+    """The model's tool call id."""
+    name: str
+    """The tool the model asked for."""
+    arguments: str
+    """The arguments as JSON text, as the history records them."""
+    args: dict[str, Any] | None
+    """The parsed arguments object, or None when ``error`` is set."""
+    error: ToolError | None = None
+    """Why the call cannot run (unusable arguments, or an unknown tool the loop tells
+    the model about), or None."""
+
+    @property
+    def input(self) -> Any:
+        """The parsed arguments, or the raw text when they could not be parsed."""
+        return self.args if self.args is not None else self.arguments

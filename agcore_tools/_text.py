@@ -1,0 +1,61 @@
+"""Tool output as model text: JSON for anything not a string, and a byte limit that
+keeps head and tail.
+
+A leaf module: the renderer of binary values (``_attachments``) and ``calls/`` both cut
+text with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_core import to_json
+
+__all__ = ["result_text", "truncate_utf8"]
+
+_MARKER = "\n[... {omitted} bytes omitted ...]\n"
+
+
+def result_text(output: Any) -> str:
+    """A tool's output as text for the model: strings as they are, anything else as JSON.
+
+    Example:
+        >>> result_text({"city": "北京", "temp": 21})
+        '{"city":"北京","temp":21}'
+        >>> result_text("plain text")
+        'plain text'
+    """
+    if isinstance(output, str):
+        return output
+    return to_json(output, fallback=str).decode("utf-8")
+
+
+def truncate_utf8(text: str, max_bytes: int | None) -> str:
+    """Cut ``text`` to at most ``max_bytes`` UTF-8 bytes, keeping its head and tail.
+
+    The cut falls on character boundaries, and a marker between head and tail says how
+    many bytes were left out. Text that fits is returned unchanged.
+
+    Example:
+        >>> cut = truncate_utf8("天气" * 1000, 120)
+        >>> len(cut.encode()) <= 120, "bytes omitted" in cut
+        (True, True)
+    """
+    # 1. Most results fit; four bytes per character is UTF-8's worst case.
+    if max_bytes is None or len(text) * 4 <= max_bytes:
+        return text
+    data = text.encode("utf-8", "surrogatepass")
+    total = len(data)
+    if total <= max_bytes:
+        return text
+    # 2. Reserve room for the marker with the largest count it could show.
+    budget = max_bytes - len(_MARKER.format(omitted=total))
+    if budget <= 0:
+        return data[:max_bytes].decode("utf-8", "ignore")
+    # 3. Two thirds head, one third tail; "ignore" drops the bytes of a character cut
+    #    in two at either edge, so the cut always lands on a character boundary.
+    head_size = budget * 2 // 3
+    head = data[:head_size].decode("utf-8", "ignore")
+    tail = data[total - (budget - head_size) :].decode("utf-8", "ignore")
+    omitted = total - len(head.encode("utf-8", "surrogatepass")) - len(tail.encode("utf-8"))
+    return f"{head}{_MARKER.format(omitted=omitted)}{tail}"

@@ -1,0 +1,36 @@
+"""Model tool calls: parse them, screen them for approval, run them, and render what
+the model reads back.
+
+Shared by :class:`~agcore_tools.LlmCycle` and :meth:`ToolRegistry.run_tool_calls`, so
+both parse arguments, word errors and cut long results the same way. Everything here
+works over :class:`ToolHost`, a protocol the registry satisfies: ``calls/`` never
+imports the registry.
+"""
+
+from .._records import ParsedCall
+from .._text import result_text, truncate_utf8
+from ._approval import answers_by_id, apply_answers, approval_requests, screen_calls
+from ._host import ToolHost
+from ._parse import parse_call
+from ._render import aborted_text, error_text, model_result, model_text
+from ._run import iter_invocations, preflight, run_tool_calls, unknown_tool_error
+
+__all__ = [
+    "ParsedCall",
+    "ToolHost",
+    "aborted_text",
+    "answers_by_id",
+    "apply_answers",
+    "approval_requests",
+    "error_text",
+    "iter_invocations",
+    "model_result",
+    "model_text",
+    "parse_call",
+    "preflight",
+    "result_text",
+    "run_tool_calls",
+    "screen_calls",
+    "truncate_utf8",
+    "unknown_tool_error",
+]

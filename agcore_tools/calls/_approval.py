@@ -1,0 +1,205 @@
+"""Which calls of a turn need approval, and the app's answers applied to them.
+
+Shared by :class:`~agcore_tools.LlmCycle` and :meth:`ToolRegistry.run_tool_calls`. A
+turn where no tool asks costs one attribute read per call and no await: the common
+case must stay as fast as before approvals existed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+import inspect
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .._aio import run_sync
+from .._records import ParsedCall
+from ..approval import ApprovalDecision, ApprovalRequest, approval_signature
+from ..base import ToolContext
+from ..error import ApprovalError, InvalidArgumentsError, ToolRejectedError
+from ._host import ToolHost
+
+__all__ = ["answers_by_id", "apply_answers", "approval_requests", "screen_calls"]
+
+logger = logging.getLogger("agcore_tools.approval")
+
+
+def answers_by_id(approvals: Iterable[ApprovalDecision] | None) -> dict[str, ApprovalDecision]:
+    """The app's answers keyed by call id; two answers to one call are refused."""
+    answers: dict[str, ApprovalDecision] = {}
+    for decision in approvals or ():
+        if not isinstance(decision, ApprovalDecision):
+            raise ApprovalError(
+                f"approvals must be ApprovalDecision values (from request.approve() or "
+                f".reject()), got {type(decision).__name__}"
+            )
+        if decision.call_id in answers:
+            raise ApprovalError(f"two approvals answer call '{decision.call_id}'; give one")
+        answers[decision.call_id] = decision
+    return answers
+
+
+async def approval_requests(
+    registry: ToolHost,
+    calls: Sequence[ParsedCall],
+    ctx: ToolContext,
+    key: bytes | None,
+) -> list[ApprovalRequest | None] | None:
+    """Per call, the request to approve it (None if it may run), or None when no call
+    of the turn needs approval.
+
+    Asked in order: the tool's own ``needs_approval``, then ``PermissionConfig.ask``.
+    A call whose arguments could not be parsed never asks: its error goes to the model.
+    """
+    checker = registry.permission_checker
+    asks_permissions = checker is not None and bool(checker.config.ask)
+    found: list[ApprovalRequest | None] | None = None
+    for position, call in enumerate(calls):
+        if call.args is None:
+            continue
+        entry = registry.entry(call.name)
+        if entry is None:
+            continue
+        rule = entry.tool.needs_approval
+        if rule is False and not asks_permissions:
+            continue
+        reason = await _reason(rule, call, ctx)
+        if reason is None and checker is not None and asks_permissions:
+            asked = checker.asking(entry.permissions)
+            if asked is not None:
+                reason = f"permission '{asked}' is in PermissionConfig.ask"
+        if reason is None:
+            continue
+        if found is None:
+            found = [None] * len(calls)
+        request = ApprovalRequest(call.call_id, call.name, call.args, reason)
+        found[position] = request.signed(key) if key is not None else request
+    return found
+
+
+async def _reason(rule: Any, call: ParsedCall, ctx: ToolContext) -> str | None:
+    if rule is False or rule is None:
+        return None
+    if rule is True:
+        return f"tool '{call.name}' needs approval (needs_approval=True)"
+    assert call.args is not None
+    call_ctx = ctx.for_call(call.call_id)
+    try:
+        if inspect.iscoroutinefunction(rule) or inspect.iscoroutinefunction(
+            getattr(rule, "__call__", None)  # noqa: B004 - async callable objects
+        ):
+            verdict = await rule(dict(call.args), call_ctx)
+        else:  # the app's code: kept off the event loop, as sync tools are
+            verdict = await run_sync(rule, dict(call.args), call_ctx)
+    except Exception as exc:  # noqa: BLE001 - fail closed: a person decides instead
+        logger.warning("needs_approval of tool %r raised; asking for approval", call.name)
+        return f"tool '{call.name}' needs_approval raised {type(exc).__name__}: {exc}"
+    if verdict:
+        return f"tool '{call.name}' needs approval (its needs_approval returned {verdict!r})"
+    return None
+
+
+async def screen_calls(
+    registry: ToolHost,
+    calls: Sequence[ParsedCall],
+    ctx: ToolContext,
+    approvals: Iterable[ApprovalDecision] | None,
+    key: bytes | None,
+) -> tuple[Sequence[ParsedCall], list[ApprovalRequest]]:
+    """For ``run_tool_calls``: the calls to run, and the requests left waiting."""
+    requests = await approval_requests(registry, calls, ctx, key)
+    answers = answers_by_id(approvals)
+    if requests is None and not answers:
+        return calls, []
+    return apply_answers(registry, calls, requests, answers, key)
+
+
+def apply_answers(
+    registry: ToolHost,
+    calls: Sequence[ParsedCall],
+    requests: Sequence[ApprovalRequest | None] | None,
+    answers: Mapping[str, ApprovalDecision],
+    key: bytes | None,
+) -> tuple[list[ParsedCall], list[ApprovalRequest]]:
+    """The calls to run (a rejected one carries its :class:`ToolRejectedError`, an
+    edited one its new arguments) and the requests still waiting for an answer.
+
+    Every answer is checked before anything runs: it must name one of ``calls``, with
+    the same tool and arguments, carry a valid signature when there is a ``key``, and
+    edit the arguments into ones the tool accepts; else :class:`ApprovalError`.
+    """
+    by_id = {call.call_id: call for call in calls}
+    for call_id in answers:
+        if call_id not in by_id:
+            waiting = ", ".join(f"'{c}'" for c in by_id) or "none"
+            raise ApprovalError(
+                f"no call '{call_id}' is awaiting approval (the open calls are: {waiting})"
+            )
+    runnable: list[ParsedCall] = []
+    waiting_requests: list[ApprovalRequest] = []
+    for position, call in enumerate(calls):
+        answer = answers.get(call.call_id)
+        request = requests[position] if requests is not None else None
+        if answer is not None:
+            runnable.append(_answered(registry, call, answer, key))
+        elif request is not None:
+            waiting_requests.append(request)
+        else:
+            runnable.append(call)
+    return runnable, waiting_requests
+
+
+def _answered(
+    registry: ToolHost, call: ParsedCall, answer: ApprovalDecision, key: bytes | None
+) -> ParsedCall:
+    where = f"the approval of call '{call.call_id}'"
+    if answer.tool_name != call.name:
+        raise ApprovalError(
+            f"{where} names tool '{answer.tool_name}', but the call is to '{call.name}'",
+            tool_name=call.name,
+        )
+    if call.args is None or answer.arguments != call.args:
+        raise ApprovalError(
+            f"{where} is for other arguments than the call's: {_short(answer.arguments)} "
+            f"approved, {_short(call.input)} pending",
+            tool_name=call.name,
+        )
+    if key is not None:
+        expected = approval_signature(key, call.call_id, call.name, call.args)
+        if answer.signature is None or not hmac.compare_digest(answer.signature, expected):
+            raise ApprovalError(
+                f"{where} has a missing or wrong signature for tool '{call.name}'",
+                tool_name=call.name,
+            )
+    if not answer.approved:
+        return dataclasses.replace(
+            call, args=None, error=ToolRejectedError(call.name, answer.message)
+        )
+    edited = answer.edited_arguments
+    if edited is None:
+        return call
+    _validate(registry, call.name, edited, where)
+    text = json.dumps(edited, ensure_ascii=False, default=str)
+    return dataclasses.replace(call, arguments=text, args=dict(edited))
+
+
+def _validate(registry: ToolHost, name: str, args: dict[str, Any], where: str) -> None:
+    # A FunctionTool checks arguments against its pydantic model without running;
+    # any other tool accepts them here and validates them itself when it runs.
+    entry = registry.entry(name)
+    if entry is None:
+        return
+    try:
+        entry.tool.check_arguments(dict(args))
+    except InvalidArgumentsError as exc:
+        raise ApprovalError(
+            f"{where} edits the arguments into invalid ones: {exc}", tool_name=name
+        ) from exc
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= 120 else f"{text[:117]}..."

@@ -1,0 +1,91 @@
+"""From a model's tool call to a :class:`ParsedCall`: its arguments as a JSON object,
+or the reason the model reads for why they are unusable."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from .._records import ParsedCall
+from .._repair import repair_json
+from .._unicode import scrub
+from ..error import InvalidArgumentsError
+
+__all__ = ["parse_call"]
+
+logger = logging.getLogger("agcore_tools.toolcalls")
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "null" if value is None else type(value).__name__
+
+
+def parse_call(name: str, call_id: str, arguments: Any, *, repair: bool = False) -> ParsedCall:
+    """Parse a tool call's arguments: JSON text, or an object some servers send as is.
+
+    Empty arguments mean ``{}``. Text that is not JSON, JSON that is not an object, and
+    JSON nested too deeply to parse give a call whose ``error`` is an
+    :class:`InvalidArgumentsError` for the model. Lone surrogates in the name, id and
+    arguments text become U+FFFD, so the history always encodes as UTF-8. With
+    ``repair``, text that is not JSON gets one deterministic repair first (closing a
+    document that was cut off, dropping trailing commas: see ``_repair``); the repaired
+    text is what the history records.
+
+    Example:
+        >>> parse_call("add", "c1", '{"a": 1}').args
+        {'a': 1}
+        >>> parse_call("add", "c1", "{oops").error.reason[:28]
+        'arguments are not valid JSON'
+        >>> parse_call("add", "c1", "[" * 100_000).error.reason
+        'arguments nest too deeply to parse; send a flatter JSON object'
+        >>> parse_call("add", "c1", '{"a": 1, "b": [2, 3],', repair=True).args
+        {'a': 1, 'b': [2, 3]}
+    """
+    name, call_id = scrub(name), scrub(call_id)
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return ParsedCall(call_id, name, "{}", {})
+    if isinstance(arguments, str):
+        text = scrub(arguments)
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            repaired = repair_json(text) if repair else None
+            if repaired is not None and repaired.lstrip().startswith("{"):
+                logger.info("repaired the arguments of a call to %r: %.200s", name, text)
+                return parse_call(name, call_id, repaired)
+            reason = (
+                f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
+                f"{exc.colno}); send a JSON object"
+            )
+            return ParsedCall(call_id, name, text, None, _invalid(name, reason, exc))
+        except RecursionError as exc:
+            return ParsedCall(call_id, name, text, None, _invalid(name, _TOO_DEEP, exc))
+    else:
+        value = arguments
+        try:
+            text = scrub(json.dumps(arguments, ensure_ascii=False, default=str))
+        except (RecursionError, ValueError) as exc:  # ValueError: a circular reference
+            return ParsedCall(call_id, name, "{}", None, _invalid(name, _TOO_DEEP, exc))
+    if isinstance(value, Mapping):
+        return ParsedCall(call_id, name, text, dict(value))
+    error = InvalidArgumentsError(name, f"arguments must be a JSON object, got {_json_type(value)}")
+    return ParsedCall(call_id, name, text, None, error)
+
+
+_TOO_DEEP = "arguments nest too deeply to parse; send a flatter JSON object"
+
+
+def _invalid(name: str, reason: str, cause: BaseException) -> InvalidArgumentsError:
+    error = InvalidArgumentsError(name, reason)
+    error.__cause__ = cause
+    return error

@@ -1,0 +1,99 @@
+"""From an invocation to what the model reads: its text (or error text), cut at the
+result byte limit, and the images, audio and files of its output."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from .._attachments import Api, Rendered, render
+from .._records import ParsedCall, ToolInvocation
+from .._text import result_text, truncate_utf8
+from .._unicode import scrub
+from ..error import ToolError, ToolExecutionError
+
+__all__ = ["aborted_text", "error_text", "model_result", "model_text"]
+
+logger = logging.getLogger("agcore_tools.toolcalls")
+
+
+def error_text(error: ToolError) -> str:
+    """What the model reads when a call failed.
+
+    Example:
+        >>> from agcore_tools import ToolNotFoundError
+        >>> error_text(ToolNotFoundError("nope"))
+        "Error: tool 'nope' is not registered"
+    """
+    return f"Error: {error}"
+
+
+def aborted_text(call: ParsedCall, reason: str) -> str:
+    """What the model reads for a call that did not run to the end because the loop stopped.
+
+    Example:
+        >>> from agcore_tools.calls import parse_call
+        >>> aborted_text(parse_call("add", "c1", "{}"), "the tool loop was cancelled")
+        "Error: aborted; tool 'add' did not complete: the tool loop was cancelled"
+    """
+    return f"Error: aborted; tool '{call.name}' did not complete: {reason}"
+
+
+def model_text(invocation: ToolInvocation, max_bytes: int | None) -> str:
+    r"""The text the model receives for an invocation: output or error, truncated.
+
+    It always encodes as UTF-8 (lone surrogates become U+FFFD). An output that cannot
+    be written as JSON at all (nested too deeply, circular) reads as an error.
+
+    Example:
+        >>> from agcore_tools import ToolInvocation
+        >>> model_text(ToolInvocation("echo", {}, output={"text": "\ud800"}), None)
+        '{"text":"�"}'
+    """
+    if invocation.error is not None:
+        text = error_text(invocation.error)
+    else:
+        try:
+            text = result_text(invocation.output)
+        except (ValueError, RecursionError) as exc:  # PydanticSerializationError: ValueError
+            text = _fallback_text(invocation, exc)
+    return truncate_utf8(scrub(text), max_bytes)
+
+
+def _fallback_text(invocation: ToolInvocation, exc: BaseException) -> str:
+    # pydantic refuses lone surrogates that the json module writes as they are (and
+    # scrub() then replaces); anything json cannot write either is the tool's fault.
+    try:
+        return json.dumps(invocation.output, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (ValueError, RecursionError, TypeError):
+        reason = f"returned a result that cannot be written as JSON: {type(exc).__name__}: {exc}"
+        logger.warning("tool %r %s", invocation.tool_name, reason)
+        return error_text(ToolExecutionError(invocation.tool_name, reason))
+
+
+def model_result(
+    invocation: ToolInvocation,
+    max_bytes: int | None,
+    *,
+    api: Api,
+    max_attachment_bytes: int | None,
+) -> Rendered:
+    """What the model receives for an invocation: its text (cut at ``max_bytes``) and
+    the images, audio and files of its output (see :mod:`agcore_tools.content`)."""
+    if invocation.error is None:
+        try:
+            rendered = render(
+                invocation.output,
+                api=api,
+                max_text_bytes=max_bytes,
+                max_attachment_bytes=max_attachment_bytes,
+                tool=invocation.tool_name,
+            )
+        except ToolError as exc:  # bytes of no known kind, from a tool that is not @tool
+            error = ToolExecutionError(invocation.tool_name, exc.message)
+            return Rendered(truncate_utf8(error_text(error), max_bytes))
+        except RecursionError:
+            rendered = None  # too deep to look into: model_text says it cannot be written
+        if rendered is not None:
+            return rendered
+    return Rendered(model_text(invocation, max_bytes))

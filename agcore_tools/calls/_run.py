@@ -1,0 +1,171 @@
+"""Running a model's tool calls through a :class:`ToolHost`, and the messages that
+answer them.
+
+``ToolRegistry.run_tool_calls`` is :func:`run_tool_calls` over the registry itself;
+the loop uses :func:`preflight` and :func:`iter_invocations` the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from typing import Any
+
+from .._attachments import Api, Rendered, attachments_message, function_call_output
+from .._records import ParsedCall, ToolCall, ToolInvocation
+from .._sdk import sdk_field
+from ..approval import ApprovalDecision, ToolCallOutputs
+from ..base import ToolContext
+from ..error import PermissionDeniedError, ToolError, ToolNotFoundError
+from ._approval import screen_calls
+from ._host import ToolHost
+from ._parse import parse_call
+from ._render import model_result
+
+__all__ = ["iter_invocations", "preflight", "run_tool_calls", "unknown_tool_error"]
+
+
+def unknown_tool_error(registry: ToolHost, name: str) -> ToolNotFoundError:
+    """The error for a call to a tool the registry does not have, listing the tools it has.
+
+    Example:
+        >>> from agcore_tools import ToolRegistry
+        >>> str(unknown_tool_error(ToolRegistry(), "nope"))
+        "tool 'nope' is not registered: the registered tools are: none"
+    """
+    known = ", ".join(registry.list_tools()) or "none"
+    return ToolNotFoundError(name, f"the registered tools are: {known}")
+
+
+def preflight(registry: ToolHost, calls: Iterable[ParsedCall]) -> ToolError | None:
+    """The first call the loop must refuse (unknown tool, denied permission), or None.
+
+    Checked for every call of a turn before any of them runs, so a refused call
+    stops the loop without side effects from its siblings. A call already marked as
+    an unknown tool (the model is told instead, see ``CycleConfig.unknown_tool``) is
+    not refused again.
+    """
+    checker = registry.permission_checker
+    for call in calls:
+        if isinstance(call.error, ToolNotFoundError):
+            continue
+        entry = registry.entry(call.name)
+        if entry is None:
+            return unknown_tool_error(registry, call.name)
+        if checker is not None:
+            try:
+                checker.check(entry.name, entry.permissions)
+            except PermissionDeniedError as exc:
+                return exc
+    return None
+
+
+async def iter_invocations(
+    registry: ToolHost,
+    calls: Sequence[ParsedCall],
+    *,
+    ctx: ToolContext,
+    timeout: float | None,
+) -> AsyncGenerator[tuple[int, ToolInvocation], None]:
+    """Run a turn's calls concurrently; yield ``(position, invocation)`` as each ends.
+
+    Calls with unusable arguments yield their error at once and never run; the others
+    go through :meth:`ToolRegistry.invoke_as_completed`, which owns their timeouts,
+    error handling and cancellation.
+    """
+    runnable: list[tuple[int, ToolCall]] = []
+    for position, call in enumerate(calls):
+        if call.args is None:
+            yield (
+                position,
+                ToolInvocation(call.name, call.arguments, error=call.error, call_id=call.call_id),
+            )
+        else:
+            runnable.append((position, ToolCall(call.name, call.args, call.call_id)))
+    if not runnable:
+        return
+    async with contextlib.aclosing(
+        registry.invoke_as_completed([c for _, c in runnable], ctx=ctx, timeout=timeout)
+    ) as finished:
+        async for index, invocation in finished:
+            yield runnable[index][0], invocation
+
+
+async def run_tool_calls(
+    registry: ToolHost,
+    tool_calls: Iterable[Any] | None,
+    *,
+    ctx: ToolContext | None,
+    timeout: float | None,
+    max_result_bytes: int | None,
+    max_attachment_bytes: int | None,
+    repair_arguments: bool = False,
+    approvals: Iterable[ApprovalDecision] | None = None,
+    approval_key: bytes | None = None,
+) -> ToolCallOutputs:
+    """Implementation of :meth:`ToolRegistry.run_tool_calls`."""
+    # 1. Read each item as a Chat Completions tool call or a Responses function call;
+    #    other Responses output items (messages, reasoning) are skipped.
+    calls: list[ParsedCall] = []
+    shapes: set[str] = set()
+    for item in tool_calls or ():
+        function = sdk_field(item, "function")
+        kind = sdk_field(item, "type")
+        if function is not None:
+            shape, call_id = "chat", sdk_field(item, "id")
+            name, arguments = sdk_field(function, "name"), sdk_field(function, "arguments")
+        elif kind == "function_call":
+            shape, call_id = "responses", sdk_field(item, "call_id")
+            name, arguments = sdk_field(item, "name"), sdk_field(item, "arguments")
+        elif isinstance(kind, str):
+            continue
+        else:
+            raise ToolError(
+                f"run_tool_calls() cannot read {item!r:.120}: expected Chat Completions tool "
+                "calls (message.tool_calls) or Responses 'function_call' items"
+            )
+        if not call_id or not isinstance(name, str):
+            raise ToolError(
+                f"run_tool_calls() got a tool call without an id or name: {item!r:.120}"
+            )
+        shapes.add(shape)
+        calls.append(parse_call(name, str(call_id), arguments, repair=repair_arguments))
+    if len(shapes) > 1:
+        raise ToolError("run_tool_calls() got Chat Completions and Responses calls mixed together")
+    # 2. Calls that need approval wait for the app's answer (see _approval.py); then
+    #    the rest run, and failures of any kind become error text for the model.
+    ctx = ctx or ToolContext()
+    screened, waiting = await screen_calls(registry, calls, ctx, approvals, approval_key)
+    calls = list(screened)
+    invocations: list[ToolInvocation | None] = [None] * len(calls)
+    async for position, invocation in iter_invocations(registry, calls, ctx=ctx, timeout=timeout):
+        invocations[position] = invocation
+    # 3. One output per call, in the calls' order; on Chat Completions, the images,
+    #    audio and files follow the tool messages in one user message.
+    api: Api = "responses" if "responses" in shapes else "chat"
+    results: list[Rendered] = []
+    for done in invocations:
+        assert done is not None  # iter_invocations yields every position once
+        results.append(
+            model_result(done, max_result_bytes, api=api, max_attachment_bytes=max_attachment_bytes)
+        )
+    outputs = ToolCallOutputs()
+    outputs.pending_approvals = tuple(waiting)
+    if api == "responses":
+        outputs.extend(
+            {
+                "type": "function_call_output",
+                "call_id": call.call_id,
+                "output": function_call_output(result),
+            }
+            for call, result in zip(calls, results, strict=True)
+        )
+        return outputs
+    outputs.extend(
+        {"role": "tool", "tool_call_id": call.call_id, "content": result.text}
+        for call, result in zip(calls, results, strict=True)
+    )
+    extra = attachments_message([(c.call_id, c.name) for c in calls], results)
+    if extra is not None:
+        outputs.append(extra)
+    return outputs

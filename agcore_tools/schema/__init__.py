@@ -1,0 +1,35 @@
+"""JSON Schema, as tools need it: a function's parameters as a schema, the argument
+plan (a null means the default, unknown keys are reported), OpenAI's strict form, and
+the transforms that rewrite what a model reads of a schema.
+
+Pure functions of their inputs. The layer sits below the tool model, whose records
+keep a tool's argument plan and strict form.
+"""
+
+from ._argplan import ArgumentPlan, build_plan
+from ._function import Docstring, FunctionSchema, function_schema, parse_docstring
+from ._strict import strict_parameters
+from ._transforms import (
+    GRAMMAR_BOUND_LIMIT,
+    SchemaContext,
+    SchemaTransform,
+    apply_transforms,
+    grammar_safe_schema,
+    portable_schema,
+)
+
+__all__ = [
+    "GRAMMAR_BOUND_LIMIT",
+    "ArgumentPlan",
+    "Docstring",
+    "FunctionSchema",
+    "SchemaContext",
+    "SchemaTransform",
+    "apply_transforms",
+    "build_plan",
+    "function_schema",
+    "grammar_safe_schema",
+    "parse_docstring",
+    "portable_schema",
+    "strict_parameters",
+]

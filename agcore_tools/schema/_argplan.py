@@ -1,0 +1,210 @@
+"""What a tool's schema says to do with a model's arguments before they are validated.
+
+Worked out once per tool from its JSON Schema, then applied to every call:
+
+- **null means "use the default".** A ``null`` for an optional property whose schema
+  does not accept null is dropped, so the default applies. Strict mode needs this: it
+  makes every property required and the optional ones nullable, so the model sends
+  ``null`` where it means "leave it out". When the property's own type accepts null
+  (``x: int | None = 5``), ``null`` stays ``None``: the function said ``None`` means
+  something.
+- **Unknown keys are reported, never dropped.** An object that declares its properties
+  but not ``additionalProperties`` (a pydantic model with its default
+  ``extra="ignore"``) would drop unknown keys silently; they are reported instead, as
+  the top level's are.
+
+Only the parts of the schema where there is something to do are kept, so a flat tool
+with required parameters only has no plan at all and pays nothing per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._jsonschema import accepts_null, is_open_object, resolve_ref
+
+EXTRA_KEY = "Extra inputs are not permitted"
+"""The problem text for an unknown key, worded as pydantic words it."""
+
+
+@dataclass(eq=False)
+class _Object:
+    keys: frozenset[str]
+    """The declared properties."""
+    closed: bool = False
+    """Whether keys outside ``keys`` are reported here."""
+    drop_null: frozenset[str] = frozenset()
+    """Optional keys whose ``null`` means "absent"."""
+    children: dict[str, _Node] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class _Array:
+    items: _Node
+
+
+_Node = _Object | _Array
+
+
+class _Builder:
+    def __init__(self, root: Mapping[str, Any], check_extras: bool) -> None:
+        self.root = root
+        self.check_extras = check_extras
+        self.refs: dict[str, _Node | None] = {}
+        self.nodes: list[_Node] = []
+
+    def build(self, schema: Any) -> _Node | None:
+        if not isinstance(schema, dict):
+            return None
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            if ref not in self.refs:
+                self.refs[ref] = None  # a cycle through a non-object gets no plan
+                target = resolve_ref(self.root, ref)
+                self.refs[ref] = self._object(target, ref) if target is not None else None
+            return self.refs[ref]
+        return self._object(schema, None)
+
+    def _object(self, schema: dict[str, Any], ref: str | None) -> _Node | None:
+        properties = schema.get("properties")
+        if isinstance(properties, dict):
+            required = set(schema.get("required") or ())
+            node = _Object(
+                keys=frozenset(properties),
+                closed=self.check_extras and is_open_object(schema),
+                drop_null=frozenset(
+                    key
+                    for key, sub in properties.items()
+                    if key not in required and not accepts_null(sub, self.root)
+                ),
+            )
+            # Registered before the children, so a recursive model finds itself.
+            if ref is not None:
+                self.refs[ref] = node
+            self.nodes.append(node)
+            for key, sub in properties.items():
+                child = self.build(sub)
+                if child is not None:
+                    node.children[key] = child
+            return node
+        items = schema.get("items")
+        if isinstance(items, dict):
+            item_node = self.build(items)
+            if item_node is None:
+                return None
+            array = _Array(item_node)
+            self.nodes.append(array)
+            return array
+        options = schema.get("anyOf") or schema.get("oneOf")
+        if isinstance(options, list):
+            return self._union([o for o in options if not _is_null(o)])
+        return None
+
+    def _union(self, options: list[Any]) -> _Node | None:
+        built = [self.build(o) for o in options]
+        if len(built) == 1:
+            return built[0]
+        objects = [node for node in built if isinstance(node, _Object)]
+        if not objects:
+            return None
+        # Several shapes: a key is unknown only if no shape knows it, and a null is
+        # dropped only where every shape that has the key would drop it.
+        merged = _Object(
+            keys=frozenset().union(*(o.keys for o in objects)),
+            closed=all(o.closed for o in objects),
+            drop_null=frozenset(
+                key
+                for key in frozenset().union(*(o.drop_null for o in objects))
+                if all(key in o.drop_null for o in objects if key in o.keys)
+            ),
+        )
+        self.nodes.append(merged)
+        return merged
+
+
+def _is_null(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "null"
+
+
+def _prune(nodes: list[_Node]) -> set[int]:
+    # A node matters if it has work of its own or a child that matters; recursive
+    # models make this a fixpoint.
+    live = {id(n) for n in nodes if isinstance(n, _Object) and (n.closed or n.drop_null)}
+    changed = True
+    while changed:
+        changed = False
+        for node in nodes:
+            if id(node) in live:
+                continue
+            children = node.children.values() if isinstance(node, _Object) else (node.items,)
+            if any(id(child) in live for child in children):
+                live.add(id(node))
+                changed = True
+    for node in nodes:
+        if isinstance(node, _Object):
+            node.children = {k: c for k, c in node.children.items() if id(c) in live}
+    return live
+
+
+class ArgumentPlan:
+    """The per-call work a schema asks for; see the module docstring."""
+
+    __slots__ = ("_root",)
+
+    def __init__(self, root: _Object) -> None:
+        self._root = root
+
+    def apply(self, args: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """``args`` with meaningless nulls dropped (a copy when anything changed), and
+        one ``(field, problem)`` pair per unknown key."""
+        problems: list[tuple[str, str]] = []
+        return _apply(self._root, args, "", problems), problems
+
+
+def build_plan(schema: Mapping[str, Any], *, check_extras: bool) -> ArgumentPlan | None:
+    """The plan of a tool's parameters schema, or None when it has nothing to do.
+
+    ``check_extras`` reports unknown keys of open objects (for a tool whose validator
+    would drop them); without it, only nulls are handled.
+    """
+    builder = _Builder(schema, check_extras)
+    root = builder._object(dict(schema), None)
+    if not isinstance(root, _Object):
+        return None
+    live = _prune(builder.nodes)
+    return ArgumentPlan(root) if id(root) in live else None
+
+
+def _apply(node: _Node, value: Any, path: str, problems: list[tuple[str, str]]) -> Any:
+    if isinstance(node, _Array):
+        if not isinstance(value, list):
+            return value
+        out_list = value
+        for index, item in enumerate(value):
+            new = _apply(node.items, item, f"{path}{index}.", problems)
+            if new is not item:
+                if out_list is value:
+                    out_list = list(value)
+                out_list[index] = new
+        return out_list
+    if not isinstance(value, dict):
+        return value
+    out = value
+    for key in node.drop_null:
+        if key in out and out[key] is None:
+            if out is value:
+                out = dict(value)
+            del out[key]
+    if node.closed:
+        problems.extend((f"{path}{key}", EXTRA_KEY) for key in out if key not in node.keys)
+    for key, child in node.children.items():
+        if key in out:
+            item = out[key]
+            new = _apply(child, item, f"{path}{key}.", problems)
+            if new is not item:
+                if out is value:
+                    out = dict(value)
+                out[key] = new
+    return out

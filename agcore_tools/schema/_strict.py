@@ -1,0 +1,193 @@
+"""OpenAI strict mode (``"strict": true``) for a tool's parameters schema.
+
+:func:`strict_parameters` turns a parameters schema into one strict mode accepts, or says
+why it cannot. Three steps, on a copy:
+
+1. **Optional becomes nullable** (ours). Strict mode wants every property required;
+   an optional one becomes ``anyOf: [<its schema>, {"type": "null"}]`` without its
+   ``default``, and the argument plan (``_argplan``) maps the model's ``null`` back to
+   "use the default". OpenAI's transform makes every property required but not
+   nullable, so this step comes first. ``oneOf`` becomes ``anyOf`` (the transform does
+   not descend into ``oneOf``, and strict mode knows ``anyOf`` only), and
+   ``additionalProperties: true`` becomes ``false`` (every object must be closed).
+2. **OpenAI's own transform**, what ``openai.pydantic_function_tool`` applies: every
+   object closed, every property required, ``$ref`` with siblings inlined, single
+   ``allOf`` flattened, ``null`` defaults dropped. It is reached through that public
+   function, with a model whose ``model_json_schema()`` is the schema of step 1.
+3. **Keywords strict mode accepts** (ours). OpenAI's Structured Outputs guide lists:
+   ``type``, ``properties``, ``required``, ``additionalProperties: false``, ``items``,
+   ``anyOf``, ``enum``, ``const``, ``$ref``/``$defs``, ``description``; for strings
+   ``pattern`` and ``format`` (date-time, time, date, duration, email, hostname, ipv4,
+   ipv6, uuid); for numbers ``multipleOf``, ``minimum``, ``maximum``,
+   ``exclusiveMinimum``, ``exclusiveMaximum``; for arrays ``minItems``, ``maxItems``.
+   Any other keyword only documents or checks (``title``, ``default``, ``minLength``,
+   ``uniqueItems``, other formats, ``not``, ``if``...) and is dropped: the tool still
+   validates its arguments, and the model reads any failure. What changes the shape
+   cannot be dropped, so such a schema is refused: values of any type (``typing.Any``),
+   maps with free keys (``dict[str, int]``), tuples (``prefixItems``),
+   ``patternProperties``, ``allOf`` of several schemas, and a root that is not an object.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from ._jsonschema import accepts_null, subschemas
+
+KEPT = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "enum",
+        "const",
+        "$ref",
+        "$defs",
+        "definitions",
+        "description",
+        "pattern",
+        "format",
+        "multipleOf",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minItems",
+        "maxItems",
+    }
+)
+"""The keywords strict mode accepts (OpenAI's Structured Outputs guide, "Supported schemas")."""
+
+FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+"""The string formats strict mode accepts."""
+
+_REFUSED = {
+    "allOf": "an intersection of schemas (allOf)",
+    "patternProperties": "keys matched by pattern (patternProperties)",
+    "prefixItems": "a tuple (prefixItems)",
+}
+_TYPED = ("type", "anyOf", "$ref", "enum", "const")
+
+
+def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """The strict form of a parameters schema, or ``(None, why not)``.
+
+    Example:
+        >>> strict, why = strict_parameters({
+        ...     "type": "object",
+        ...     "properties": {"city": {"type": "string"}, "days": {"type": "integer", "default": 3}},
+        ...     "required": ["city"],
+        ... })
+        >>> strict["required"], strict["properties"]["days"], strict["additionalProperties"]
+        (['city', 'days'], {'anyOf': [{'type': 'integer'}, {'type': 'null'}]}, False)
+        >>> strict_parameters({"type": "object", "properties": {"anything": {}}})
+        (None, "'anything' accepts any JSON value (typing.Any), which strict mode cannot describe")
+    """
+    prepared = copy.deepcopy(dict(schema))
+    problems: list[str] = []
+    if prepared.get("type") != "object" or "anyOf" in prepared or "oneOf" in prepared:
+        return None, "the parameters are not a plain JSON object schema"
+    prepared.setdefault("properties", {})
+    _prepare(prepared, prepared, problems)
+    if problems:
+        return None, problems[0]
+    try:
+        transformed = _openai_transform(prepared)
+    except (TypeError, ValueError, KeyError, AssertionError) as exc:
+        return None, f"OpenAI's strict transform refused it ({type(exc).__name__}: {exc})"
+    _finish(transformed, (), problems)
+    if problems:
+        return None, problems[0]
+    return transformed, None
+
+
+def _prepare(node: dict[str, Any], root: dict[str, Any], problems: list[str]) -> None:
+    if "oneOf" in node:
+        if "anyOf" in node:
+            problems.append("a schema uses both anyOf and oneOf")
+            return
+        node["anyOf"] = node.pop("oneOf")
+    node.pop("discriminator", None)  # OpenAPI's hint next to oneOf; not JSON Schema
+    if node.get("additionalProperties") is True:
+        node["additionalProperties"] = False
+    properties = node.get("properties")
+    if isinstance(properties, dict):
+        required = set(node.get("required") or ())
+        for name, sub in list(properties.items()):
+            if name not in required and isinstance(sub, dict):
+                properties[name] = _nullable(sub, root)
+    for _, sub in subschemas(node):
+        _prepare(sub, root, problems)
+
+
+def _nullable(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    schema = dict(schema)
+    schema.pop("default", None)
+    if accepts_null(schema, root):
+        return schema
+    description = schema.pop("description", None)
+    if set(schema) == {"anyOf"} and isinstance(schema["anyOf"], list):
+        wrapped = {"anyOf": [*schema["anyOf"], {"type": "null"}]}
+    else:
+        wrapped = {"anyOf": [schema, {"type": "null"}]}
+    if description is not None:
+        wrapped["description"] = description
+    return wrapped
+
+
+def _openai_transform(schema: dict[str, Any]) -> dict[str, Any]:
+    # openai.pydantic_function_tool reads the schema through model_json_schema(); this
+    # model answers with ours, so the SDK's own transform applies to it unchanged.
+    import openai
+    from pydantic import BaseModel
+
+    class _Parameters(BaseModel):
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return schema
+
+    definition = openai.pydantic_function_tool(_Parameters, name="parameters")
+    parameters: dict[str, Any] = definition["function"]["parameters"]
+    return parameters
+
+
+def _finish(node: dict[str, Any], path: tuple[str, ...], problems: list[str]) -> None:
+    where = f"'{'.'.join(path)}'" if path else "the arguments object"
+    for key in list(node):
+        if key in _REFUSED:
+            problems.append(f"{where} is {_REFUSED[key]}, which strict mode cannot describe")
+        elif key not in KEPT:
+            del node[key]
+    if node.get("format") not in FORMATS:
+        node.pop("format", None)
+    extra = node.get("additionalProperties")
+    if isinstance(extra, dict) or extra is True:
+        problems.append(
+            f"{where} is a map with free keys (dict[str, ...]), which strict mode cannot describe"
+        )
+    if isinstance(node.get("items"), list):
+        problems.append(f"{where} is a tuple, which strict mode cannot describe")
+    if not any(key in node for key in _TYPED):
+        problems.append(
+            f"{where} accepts any JSON value (typing.Any), which strict mode cannot describe"
+        )
+    for name, sub in (node.get("properties") or {}).items():
+        if isinstance(sub, dict):
+            _finish(sub, (*path, name), problems)
+    for key in ("$defs", "definitions"):
+        for name, sub in (node.get(key) or {}).items():
+            if isinstance(sub, dict):
+                _finish(sub, (name,), problems)
+    items = node.get("items")
+    if isinstance(items, dict):
+        _finish(items, (*path[:-1], f"{path[-1]}[]") if path else ("[]",), problems)
+    for sub in node.get("anyOf") or ():
+        if isinstance(sub, dict):
+            _finish(sub, path, problems)
