@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ._otel import configure_tracing
 from ._pipeline import SchemaContext, SchemaTransform, grammar_safe_schema, portable_schema
 from ._progress import ToolPartialResult, ToolProgress
+from ._version import __version__
 from .approval import (
     ApprovalDecision,
     ApprovalRequest,
@@ -150,8 +151,6 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ApprovalDecision",
