@@ -25,7 +25,7 @@ from ._callbacks import call_user
 from ._elicitation import declining_handler
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
-from ._protocol import LOG_LEVELS, is_modern
+from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._state import State
 from ._streams import watch_end
 from ._watchdog import Watchdog
@@ -254,10 +254,7 @@ class Connection:
         token = EXCHANGE.set(exchange)
         try:
             with anyio.fail_after(seconds):
-                if is_modern(client):
-                    await client.session.send_discover(client.protocol_version)
-                else:
-                    await client.session.send_ping()
+                await round_trip(client)
         except TimeoutError:
             return f"the server did not answer a ping within {seconds:g} s"
         except MCPError as exc:

@@ -17,7 +17,7 @@ from ..error import McpError
 if TYPE_CHECKING:
     from mcp import Client
 
-__all__ = ["LOG_LEVELS", "MAX_PAGES", "is_modern", "pages"]
+__all__ = ["LOG_LEVELS", "MAX_PAGES", "Page", "is_modern", "pages", "round_trip"]
 
 MAX_PAGES = 1000
 """Pages a list may have before the client gives up (a server that never ends a list)."""
@@ -41,6 +41,15 @@ def is_modern(client: Client) -> bool:
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     return client.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+async def round_trip(client: Client) -> None:
+    """The cheapest request every server answers: ``ping``, or ``server/discover`` on
+    2026-07-28 sessions, where ``ping`` no longer exists."""
+    if is_modern(client):
+        await client.session.send_discover(client.protocol_version)
+    else:
+        await client.session.send_ping()
 
 
 class Page(Protocol):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, cast
 
-from ._protocol import LOG_LEVELS, is_modern
+from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._requests import McpUsageError, Meta, require_capability
 
 if TYPE_CHECKING:
@@ -27,15 +27,12 @@ async def ping(session: Session) -> float:
     sessions, where ``ping`` no longer exists and ``server/discover`` is the cheapest
     request every server answers."""
 
-    async def round_trip(client: Client, _meta: Meta) -> float:
+    async def timed(client: Client, _meta: Meta) -> float:
         started = time.perf_counter()
-        if is_modern(client):
-            await client.session.send_discover(client.protocol_version)
-        else:
-            await client.session.send_ping()
+        await round_trip(client)
         return time.perf_counter() - started
 
-    return await session.send("ping", round_trip)
+    return await session.send("ping", timed)
 
 
 async def set_log_level(session: Session, level: str) -> None:

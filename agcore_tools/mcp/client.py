@@ -251,13 +251,10 @@ class McpClient:
         self._timeout = check_timeout(self.server_name, timeout)
 
     def with_timeout(self, secs: float) -> McpClient:
-        """Set :attr:`timeout` and return this client, for chaining.
-
-        Example:
-            >>> McpClient("x", StdioTransport("server")).with_timeout(5).timeout
-            5.0
-        """
-        self._timeout = check_timeout(self.server_name, secs)
+        """Deprecated: set :attr:`timeout` instead (``client.timeout = 5``); this sets it
+        too, and returns this same client (not a copy)."""
+        _deprecated("McpClient.with_timeout()", "McpClient.timeout = ... (a settable property)")
+        self.timeout = secs
         return self
 
     # -- lifecycle ---------------------------------------------------------------------
