@@ -147,7 +147,7 @@ class Connection:
         """True while requests can be sent."""
         return self.state is State.READY and self.client is not None
 
-    # -- driven by McpClient ---------------------------------------------------------
+    # -- driven by the session (_session.py) ----------------------------------------
 
     async def start(self) -> None:
         """Start the owner task and wait until the session is ready or start-up failed."""
