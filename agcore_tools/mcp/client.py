@@ -252,7 +252,16 @@ class McpClient:
 
     def with_timeout(self, secs: float) -> McpClient:
         """Deprecated: set :attr:`timeout` instead (``client.timeout = 5``); this sets it
-        too, and returns this same client (not a copy)."""
+        too, and returns this same client (not a copy).
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:
+            ...     warnings.simplefilter("always")
+            ...     client = McpClient("x", StdioTransport("server")).with_timeout(5)
+            >>> client.timeout, caught[0].category.__name__
+            (5.0, 'DeprecationWarning')
+        """
         _deprecated("McpClient.with_timeout()", "McpClient.timeout = ... (a settable property)")
         self.timeout = secs
         return self
@@ -350,7 +359,12 @@ class McpClient:
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """Deprecated: use :meth:`definitions` (same result; ``ToolRegistry.list_tools()``
-        returns names, this returned definitions)."""
+        returns names, this returned definitions).
+
+        Example:
+            >>> async def old_and_new(client: McpClient) -> bool:
+            ...     return await client.list_tools() == await client.definitions()  # warns
+        """
         _deprecated("McpClient.list_tools()", "McpClient.definitions()")
         return await self.definitions()
 
@@ -540,7 +554,12 @@ class McpClient:
         return _sync.run(self.definitions())
 
     def list_tools_sync(self) -> list[dict[str, Any]]:
-        """Deprecated: use :meth:`definitions_sync` (same result)."""
+        """Deprecated: use :meth:`definitions_sync` (same result).
+
+        Example:
+            >>> def old_and_new(client: McpClient) -> bool:
+            ...     return client.list_tools_sync() == client.definitions_sync()  # warns
+        """
         _deprecated("McpClient.list_tools_sync()", "McpClient.definitions_sync()")
         return _sync.run(self.definitions())
 
