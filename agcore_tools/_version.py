@@ -1,4 +1,4 @@
-"""The package version, in a leaf module so that tracing can name it without
-importing the package façade."""
+"""The package's version, in a leaf module so any module can read it without importing
+the package's ``__init__`` (and everything it re-exports)."""
 
 __version__ = "0.1.0"

@@ -136,8 +136,9 @@ async def _session_of_mcp_client(stack: AsyncExitStack, protocol: Era) -> tuple[
         "bench", StdioTransport(SERVER[0], SERVER[1:], env=SERVER_ENV), protocol=protocol
     )
     await stack.enter_async_context(client)
-    assert client._conn is not None and client._conn.client is not None
-    session = client._conn.client.session
+    conn = client._session.conn
+    assert conn is not None and conn.client is not None
+    session = conn.client.session
 
     async def call() -> Any:
         return await session.call_tool("echo", ARGS)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..base import BaseTool, ToolContext
 from ..error import ToolConfigError, ToolError
@@ -21,15 +21,29 @@ from ._progress import CALLER
 from .models import McpToolInfo
 
 if TYPE_CHECKING:
-    from .client import McpClient
     from .policy import PermissionPolicy
 
-__all__ = ["McpTool", "adapter_name", "make_adapters"]
+__all__ = ["McpTool", "ToolCaller", "adapter_name", "make_adapters"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
 _MAX_NAME = 64
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class ToolCaller(Protocol):
+    """What an adapter needs of its client (:class:`~agcore_tools.McpClient` is one)."""
+
+    @property
+    def server_name(self) -> str:
+        """Names the server in messages and categories."""
+        ...
+
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> Any:
+        """Call the tool ``name`` on the server and return its value."""
+        ...
 
 
 def adapter_name(tool_name: str, prefix: str | None = None) -> str:
@@ -75,7 +89,7 @@ class McpTool(BaseTool):
     """
 
     def __init__(
-        self, client: McpClient, info: McpToolInfo, name: str, permissions: Sequence[Permission]
+        self, client: ToolCaller, info: McpToolInfo, name: str, permissions: Sequence[Permission]
     ) -> None:
         self.client = client
         """The client that runs the calls."""
@@ -127,7 +141,7 @@ def _renamed(error: ToolError, raw: str, name: str) -> ToolError:
 
 
 def make_adapters(
-    client: McpClient,
+    client: ToolCaller,
     infos: Sequence[McpToolInfo],
     prefix: str | None,
     policy: PermissionPolicy,

@@ -13,17 +13,19 @@ task: requests travel over memory streams and wait on their own response slot.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import math
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
+from ._callbacks import call_user
 from ._elicitation import declining_handler
-from ._exchange import EXCHANGE, HttpExchange
-from ._recover import sdk_detail
-from ._resources import UpdateFeeds
+from ._exchange import EXCHANGE, HttpExchange, sdk_detail
+from ._feeds import UpdateFeeds
+from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._state import State
 from ._streams import watch_end
 from ._watchdog import Watchdog
@@ -37,13 +39,19 @@ if TYPE_CHECKING:
     import anyio.abc
     from mcp import Client
     from mcp.client._transport import TransportStreams
-    from mcp.client.session import IncomingMessage
+    from mcp.client.session import (
+        ElicitationFnT,
+        IncomingMessage,
+        ListRootsFnT,
+        SamplingFnT,
+    )
     from mcp_types import LoggingMessageNotificationParams, RequestParamsMeta
 
     from ._stdio import ChildProcess
-    from .client import McpClient
+    from .recovery import McpRecovery
+    from .transport import StreamableHttpTransport
 
-__all__ = ["Connection", "call_user"]
+__all__ = ["ClientSettings", "Connection"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 server_logger = logging.getLogger("agcore_tools.mcp.server")
@@ -68,24 +76,44 @@ _RELISTEN_DELAYS = (0.5, 30.0)
 
 _GENERIC_END = "the server closed the connection"
 
-_LOG_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
+
+class ClientSettings(Protocol):
+    """What a connection (and the session around it) reads of the client's settings.
+
+    :class:`~agcore_tools.McpClient` is one; they are read when needed, not copied, so
+    a setting changed on the client (``on_log``, ``log_level``, ...) applies from then on.
+    """
+
+    server_name: str
+    transport: StdioTransport | StreamableHttpTransport
+    tools_ttl: float | None
+    protocol: Literal["auto", "legacy"]
+    recovery: McpRecovery | None
+    sampling_handler: SamplingFnT | None
+    elicitation_handler: ElicitationFnT | None
+    roots_handler: ListRootsFnT | None
+    on_log: Any
+    on_progress: Any
+    log_level: str | None
+
+    @property
+    def timeout(self) -> float:
+        """Seconds for start-up and for each request."""
+        ...
 
 
 class Connection:
-    """The owner task of one connection, and what other tasks may read from it."""
+    """The owner task of one connection, and what other tasks may read from it.
 
-    def __init__(self, owner: McpClient) -> None:
-        self._owner = owner
-        self.server_name = owner.server_name
+    ``on_tools_changed`` is told (with the reason) when the server's tool list may have
+    changed: a ``notifications/tools/list_changed``, or its stream reopened.
+    """
+
+    def __init__(self, settings: ClientSettings, on_tools_changed: Callable[[str], None]) -> None:
+        self.settings = settings
+        """The client's settings, read when needed."""
+        self._tools_changed = on_tools_changed
+        self.server_name = settings.server_name
         self.state = State.STARTING
         self.client: Client | None = None
         """The SDK client, set while the connection is READY."""
@@ -96,7 +124,7 @@ class Connection:
         self.lost_reason: str | None = None
         self.lost_at = math.inf
         """When (``time.monotonic()``) the connection was lost."""
-        self.http = not isinstance(owner.transport, StdioTransport)
+        self.http = not isinstance(settings.transport, StdioTransport)
         self._startup = HttpExchange()
         self.updates = UpdateFeeds()
         """The open resource subscriptions of a handshake-era session."""
@@ -119,7 +147,7 @@ class Connection:
         """True while requests can be sent."""
         return self.state is State.READY and self.client is not None
 
-    # -- driven by McpClient ---------------------------------------------------------
+    # -- driven by the session (_session.py) ----------------------------------------
 
     async def start(self) -> None:
         """Start the owner task and wait until the session is ready or start-up failed."""
@@ -127,7 +155,7 @@ class Connection:
         try:
             # The owner enforces the start-up deadline itself; this outer bound only
             # guards against a transport that hangs while unwinding a failed start.
-            await asyncio.wait_for(self._ready.wait(), self._owner.timeout + self._close_bound())
+            await asyncio.wait_for(self._ready.wait(), self.settings.timeout + self._close_bound())
         except asyncio.CancelledError:
             await self.stop()
             raise
@@ -167,7 +195,7 @@ class Connection:
             await asyncio.wait({task}, timeout=_CLOSE_SLACK)
 
     def _close_bound(self) -> float:
-        transport = self._owner.transport
+        transport = self.settings.transport
         # Stdio shutdown waits up to seven grace periods (stdin, SIGTERM, SIGKILL, then
         # the same for the rest of the process group, and the last stderr).
         if isinstance(transport, StdioTransport):
@@ -208,7 +236,7 @@ class Connection:
         still answers, else why it is gone. Concurrent failures share one ping."""
         async with self._probe_lock:
             if self._probed_at < failed_at:
-                self._probe_result = await self.probe(min(self._owner.timeout, _PROBE_TIMEOUT))
+                self._probe_result = await self.probe(min(self.settings.timeout, _PROBE_TIMEOUT))
                 self._probed_at = time.monotonic()
             return self._probe_result
 
@@ -226,10 +254,7 @@ class Connection:
         token = EXCHANGE.set(exchange)
         try:
             with anyio.fail_after(seconds):
-                if _modern(client):
-                    await client.session.send_discover(client.protocol_version)
-                else:
-                    await client.session.send_ping()
+                await round_trip(client)
         except TimeoutError:
             return f"the server did not answer a ping within {seconds:g} s"
         except MCPError as exc:
@@ -265,11 +290,11 @@ class Connection:
     async def _run(self) -> None:
         import anyio
 
-        owner = self._owner
+        settings = self.settings
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
-                scope.deadline = anyio.current_time() + owner.timeout
+                scope.deadline = anyio.current_time() + settings.timeout
                 if self._stop.is_set():
                     scope.cancel()
                 await self._serve(scope)
@@ -303,18 +328,17 @@ class Connection:
         from mcp import Client
         from mcp_types import Implementation
 
-        from .. import __version__
-
-        owner = self._owner
+        settings = self.settings
         client = Client(
             self._open_transport(),
-            mode=owner.protocol,
-            read_timeout_seconds=owner.timeout,
-            sampling_callback=owner.sampling_handler,
-            elicitation_callback=owner.elicitation_handler or declining_handler(owner.server_name),
-            list_roots_callback=owner.roots_handler,
+            mode=settings.protocol,
+            read_timeout_seconds=settings.timeout,
+            sampling_callback=settings.sampling_handler,
+            elicitation_callback=settings.elicitation_handler
+            or declining_handler(settings.server_name),
+            list_roots_callback=settings.roots_handler,
             logging_callback=self._on_log,
-            log_level=owner.log_level,  # type: ignore[arg-type]
+            log_level=settings.log_level,  # type: ignore[arg-type]
             message_handler=self._on_message,
             client_info=Implementation(name="agcore-tools", version=__version__),
             cache=None,  # the client keeps its own tool cache (pagination, list_changed, TTL)
@@ -329,14 +353,14 @@ class Connection:
             self.call_tool = _tool_caller(client)
             self.state = State.READY
             self._ready.set()
-            interval = owner.recovery.ping_interval if owner.recovery is not None else None
+            interval = settings.recovery.ping_interval if settings.recovery is not None else None
             if interval is not None:
                 tasks.start_soon(self._keep_alive, interval)
             await self._stop.wait()
             tasks.cancel_scope.cancel()
 
     def _open_transport(self) -> AbstractAsyncContextManager[TransportStreams]:
-        transport = self._owner.transport
+        transport = self.settings.transport
         if isinstance(transport, StdioTransport):
             from ._stdio import open_stdio
 
@@ -365,7 +389,7 @@ class Connection:
 
     def _startup_error(self, exc: BaseException | None, *, timed_out: bool) -> ToolError:
         name = self.server_name
-        what = self._owner.transport.describe()
+        what = self.settings.transport.describe()
         tail = self.child.stderr.tail() if self.child is not None else ""
         stderr = f"; stderr: {tail}" if tail else ""
         if isinstance(exc, ToolError):
@@ -378,7 +402,7 @@ class Connection:
             error = McpTimeoutError(
                 name,
                 f"{what} did not complete the MCP handshake within "
-                f"{self._owner.timeout:g} s{stderr}",
+                f"{self.settings.timeout:g} s{stderr}",
             )
         elif child is not None and child.returncode is not None:
             error = McpError(name, f"{what} {_exit_text(child)} during start-up{stderr}")
@@ -424,7 +448,7 @@ class Connection:
                         started = True
                         task_status.started()
                     else:
-                        self._owner._invalidate_tools("the tools/list_changed stream was reopened")
+                        self._tools_changed("the tools/list_changed stream was reopened")
                     async for _event in subscription:
                         # The notification itself reaches _on_message too (the SDK tees
                         # it); iterating keeps the subscription's backlog drained.
@@ -467,7 +491,7 @@ class Connection:
         from mcp_types import ResourceUpdatedNotification, ToolListChangedNotification
 
         if isinstance(message, ToolListChangedNotification):
-            self._owner._invalidate_tools("the server's tool list changed")
+            self._tools_changed("the server's tool list changed")
         elif isinstance(message, ResourceUpdatedNotification):
             self.updates.deliver(message.params.uri)
         elif isinstance(message, Exception):
@@ -476,22 +500,12 @@ class Connection:
             )
 
     async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
-        level = _LOG_LEVELS.get(params.level, logging.INFO)
+        level = LOG_LEVELS.get(params.level, logging.INFO)
         server_logger.log(level, "[%s] %s", self.server_name, params.data)
-        callback = self._owner.on_log
+        callback = self.settings.on_log
         if callback is not None:
             message = McpLogMessage(self.server_name, params.level, params.data, params.logger)
             await call_user(callback, message, self.server_name)
-
-
-async def call_user(callback: Any, value: Any, server_name: str) -> None:
-    """Call a user's callback (sync or async); its failure is logged, never raised into the SDK."""
-    try:
-        result = callback(value)
-        if inspect.isawaitable(result):
-            await result
-    except Exception:  # a user's callback must not break the connection
-        logger.exception("MCP server '%s': callback %r raised", server_name, callback)
 
 
 def _tool_caller(client: Client) -> Any:
@@ -503,10 +517,8 @@ def _tool_caller(client: Client) -> Any:
     of a stdio call's client CPU, docs/benchmarks.md), so on 2026-07-28 a call goes
     to the session, and only an answer needing them is handed to the SDK client.
     """
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
     session = client.session
-    if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+    if not is_modern(client):
         return session.call_tool
     from mcp.shared.exceptions import MCPError
     from mcp_types import HEADER_MISMATCH, CallToolResult
@@ -548,21 +560,9 @@ def _tool_caller(client: Client) -> Any:
     return call_tool
 
 
-def _modern(client: Client) -> bool:
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-    return client.protocol_version in MODERN_PROTOCOL_VERSIONS
-
-
 def _wants_listen(client: Client) -> bool:
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
     tools = client.server_capabilities.tools
-    return (
-        client.protocol_version in MODERN_PROTOCOL_VERSIONS
-        and tools is not None
-        and bool(tools.list_changed)
-    )
+    return is_modern(client) and tools is not None and bool(tools.list_changed)
 
 
 def _exit_text(child: ChildProcess) -> str:

@@ -16,7 +16,10 @@ import time
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-__all__ = ["EXCHANGE", "HttpExchange", "parse_retry_after"]
+__all__ = ["EXCHANGE", "HttpExchange", "parse_retry_after", "sdk_detail"]
+
+_SDK_STAND_INS = frozenset({"Server returned an error response", "Session terminated", "Not Found"})
+"""The SDK's messages for an HTTP failure without a JSON-RPC body; the status says more."""
 
 
 @dataclass(slots=True)
@@ -84,3 +87,12 @@ def _phrase(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return ""
+
+
+def sdk_detail(exc: BaseException) -> str:
+    """``": <the JSON-RPC error's message>"`` when it adds to the HTTP status, else ""."""
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(exc, MCPError) and exc.message not in _SDK_STAND_INS:
+        return f": {exc.message}"
+    return ""

@@ -13,6 +13,7 @@ import contextvars
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ._callbacks import call_user
 from .models import McpProgress
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ def progress_callback(callback: Any, server: str, tool_name: str) -> Any:
     caller = CALLER.get()
     if callback is None and caller is None and not progress_logger.isEnabledFor(logging.DEBUG):
         return None
-    from ._connection import call_user
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         update = McpProgress(server, tool_name, progress, total, message)

@@ -5,21 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._requests import McpUsageError, all_pages, require_capability, send
+from ._requests import McpUsageError, all_pages, require_capability
 from .models import McpCompletion, McpPrompt, McpPromptInfo
 
 if TYPE_CHECKING:
-    from .client import McpClient
-
+    from ._session import Session
 __all__ = ["complete", "get_prompt", "list_prompts"]
 
 
-async def list_prompts(owner: McpClient) -> list[McpPromptInfo]:
+async def list_prompts(session: Session) -> list[McpPromptInfo]:
     """Every prompt the server lists, all pages followed."""
     what = "prompts/list"
-    require_capability(owner, what, "prompts")
+    require_capability(session, what, "prompts")
     prompts = await all_pages(
-        owner,
+        session,
         what,
         lambda client, cursor, meta: client.list_prompts(cursor=cursor, meta=meta),
         lambda page: page.prompts,
@@ -38,18 +37,18 @@ async def list_prompts(owner: McpClient) -> list[McpPromptInfo]:
     ]
 
 
-async def get_prompt(owner: McpClient, name: str, arguments: Mapping[str, Any] | None) -> McpPrompt:
+async def get_prompt(session: Session, name: str, arguments: Mapping[str, Any] | None) -> McpPrompt:
     """The prompt ``name`` filled in with ``arguments`` (strings, as the protocol wants)."""
     if not isinstance(name, str) or not name:
         raise McpUsageError(
-            f"MCP server '{owner.server_name}': a prompt name must be a non-empty string, "
+            f"MCP server '{session.server_name}': a prompt name must be a non-empty string, "
             f"got {name!r}"
         )
-    values = _strings(owner, f"prompt '{name}'", arguments)
+    values = _strings(session, f"prompt '{name}'", arguments)
     what = f"prompts/get '{name}'"
-    require_capability(owner, what, "prompts")
-    result = await send(
-        owner, what, lambda client, meta: client.get_prompt(name, values or None, meta=meta)
+    require_capability(session, what, "prompts")
+    result = await session.send(
+        what, lambda client, meta: client.get_prompt(name, values or None, meta=meta)
     )
     return McpPrompt(
         name=name,
@@ -61,7 +60,7 @@ async def get_prompt(owner: McpClient, name: str, arguments: Mapping[str, Any] |
 
 
 async def complete(
-    owner: McpClient,
+    session: Session,
     argument: str,
     value: str,
     prompt: str | None,
@@ -73,12 +72,12 @@ async def complete(
 
     if (prompt is None) == (resource_template is None):
         raise McpUsageError(
-            f"MCP server '{owner.server_name}': complete() needs exactly one of prompt= "
+            f"MCP server '{session.server_name}': complete() needs exactly one of prompt= "
             "and resource_template="
         )
     if not isinstance(argument, str) or not argument or not isinstance(value, str):
         raise McpUsageError(
-            f"MCP server '{owner.server_name}': complete() needs an argument name and a "
+            f"MCP server '{session.server_name}': complete() needs an argument name and a "
             f"string value, got {argument!r} and {value!r}"
         )
     ref: types.PromptReference | types.ResourceTemplateReference
@@ -86,11 +85,10 @@ async def complete(
         ref = types.PromptReference(type="ref/prompt", name=prompt)
     else:
         ref = types.ResourceTemplateReference(type="ref/resource", uri=str(resource_template))
-    context_values = _strings(owner, "completion context", context)
+    context_values = _strings(session, "completion context", context)
     what = f"completion/complete '{argument}'"
-    require_capability(owner, what, "completions")
-    result = await send(
-        owner,
+    require_capability(session, what, "completions")
+    result = await session.send(
         what,
         lambda client, _meta: client.complete(
             ref, {"name": argument, "value": value}, context_values or None
@@ -100,18 +98,18 @@ async def complete(
     return McpCompletion(tuple(completion.values), completion.total, completion.has_more)
 
 
-def _strings(owner: McpClient, what: str, values: Mapping[str, Any] | None) -> dict[str, str]:
+def _strings(session: Session, what: str, values: Mapping[str, Any] | None) -> dict[str, str]:
     # The protocol carries prompt arguments and completion context as strings only.
     if values is None:
         return {}
     if not isinstance(values, Mapping) or not all(isinstance(k, str) for k in values):
         raise McpUsageError(
-            f"MCP server '{owner.server_name}': {what} arguments must map names to strings"
+            f"MCP server '{session.server_name}': {what} arguments must map names to strings"
         )
     bad = [k for k, v in values.items() if not isinstance(v, str)]
     if bad:
         raise McpUsageError(
-            f"MCP server '{owner.server_name}': {what} arguments must be strings; "
+            f"MCP server '{session.server_name}': {what} arguments must be strings; "
             f"{', '.join(repr(k) for k in bad)} {'is' if len(bad) == 1 else 'are'} not"
         )
     return dict(values)

@@ -14,7 +14,8 @@ that does not trust annotations requires what it requires of every tool.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..base import BaseTool, ToolContext
 from ..error import InvalidArgumentsError
@@ -24,18 +25,37 @@ from ._resources import contents_value
 from .models import McpToolInfo
 
 if TYPE_CHECKING:
-    from .client import McpClient
+    from .models import McpPrompt, McpResourceContents
     from .policy import PermissionPolicy
 
-__all__ = ["prompt_tool", "resource_reader_tool"]
+__all__ = ["ProtocolCaller", "prompt_tool", "resource_reader_tool"]
 
 _READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
+
+
+class ProtocolCaller(Protocol):
+    """What these adapters need of their client (:class:`~agcore_tools.McpClient` is one)."""
+
+    @property
+    def server_name(self) -> str:
+        """Names the server in messages and categories."""
+        ...
+
+    async def read_resource(self, uri: str) -> list[McpResourceContents]:
+        """The parts of the resource at ``uri``."""
+        ...
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> McpPrompt:
+        """The prompt ``name``, filled in with ``arguments``."""
+        ...
 
 
 class _ProtocolTool(BaseTool):
     """An adapter for a protocol request other than ``tools/call``."""
 
-    def __init__(self, client: McpClient, info: McpToolInfo, name: str, policy: PermissionPolicy):
+    def __init__(
+        self, client: ProtocolCaller, info: McpToolInfo, name: str, policy: PermissionPolicy
+    ):
         self.client = client
         """The client the requests go through."""
         self.info = info
@@ -85,7 +105,7 @@ class PromptTool(_ProtocolTool):
 
 
 def resource_reader_tool(
-    client: McpClient, prefix: str | None, policy: PermissionPolicy
+    client: ProtocolCaller, prefix: str | None, policy: PermissionPolicy
 ) -> BaseTool:
     """The ``read_resource`` adapter of ``client``."""
     server = client.server_name
@@ -107,7 +127,7 @@ def resource_reader_tool(
     return ResourceReaderTool(client, info, adapter_name(info.name, prefix), policy)
 
 
-def prompt_tool(client: McpClient, prefix: str | None, policy: PermissionPolicy) -> BaseTool:
+def prompt_tool(client: ProtocolCaller, prefix: str | None, policy: PermissionPolicy) -> BaseTool:
     """The ``get_prompt`` adapter of ``client``."""
     server = client.server_name
     info = McpToolInfo(

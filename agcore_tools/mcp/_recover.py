@@ -22,17 +22,16 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
-from ._exchange import EXCHANGE, HttpExchange
+from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._state import State
 
 if TYPE_CHECKING:
     from ._connection import Connection
-    from .client import McpClient
 
-__all__ = ["Verdict", "classify", "send_again"]
+__all__ = ["Restarts", "Verdict", "classify", "is_safe_to_repeat", "send_again"]
 
 T = TypeVar("T")
 
@@ -42,8 +41,24 @@ _END_WAIT = 2.0
 """Seconds to wait for a broken HTTP connection's owner task to report why it broke."""
 _GENERIC_CLOSE = "Connection closed"
 """The SDK's message when its dispatcher shut down (the transport ended)."""
-_SDK_STAND_INS = frozenset({"Server returned an error response", "Session terminated", "Not Found"})
-"""The SDK's messages for an HTTP failure without a JSON-RPC body; the status says more."""
+
+
+class Restarts(Protocol):
+    """What :func:`send_again` needs of the session: whether it may restart the
+    connection, and the restart itself."""
+
+    @property
+    def server_name(self) -> str:
+        """Names the server in messages."""
+        ...
+
+    def can_restart(self) -> bool:
+        """Whether the recovery policy allows another restart in a row."""
+        ...
+
+    async def restart(self, conn: Connection, action: str, tool_name: str | None) -> Connection:
+        """A usable connection in place of ``conn``, which was lost."""
+        ...
 
 
 @dataclass(slots=True)
@@ -61,7 +76,7 @@ class Verdict:
 
 
 async def classify(
-    client: McpClient,
+    name: str,
     conn: Connection | None,
     exc: Exception,
     exchange: HttpExchange | None,
@@ -70,12 +85,11 @@ async def classify(
     tool_name: str | None,
     failed_at: float,
 ) -> Verdict:
-    """Read the failure ``exc`` of ``action`` sent on ``conn``."""
+    """Read the failure ``exc`` of ``action`` sent on ``conn`` to the server ``name``."""
     from mcp.shared.exceptions import MCPError
     from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
     from pydantic import ValidationError
 
-    name = client.server_name
     if isinstance(exc, ToolError):
         return Verdict(exc)
     if isinstance(exc, TimeoutError) or (isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT):
@@ -83,7 +97,7 @@ async def classify(
             McpTimeoutError(name, f"{action} timed out after {limit:g} s", tool_name=tool_name)
         )
     if exchange is not None and exchange.status is not None:
-        return _http_failure(client, conn, exc, exchange, action, tool_name)
+        return _http_failure(name, conn, exc, exchange, action, tool_name)
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
         if conn is None or conn.state is State.CLOSED:
             return Verdict(
@@ -133,14 +147,13 @@ async def classify(
 
 
 def _http_failure(
-    client: McpClient,
+    name: str,
     conn: Connection | None,
     exc: Exception,
     http: HttpExchange,
     action: str,
     tool_name: str | None,
 ) -> Verdict:
-    name = client.server_name
     if http.session_gone:
         reason = f"the server no longer knows the session ({http.describe()})"
         if conn is not None:
@@ -164,7 +177,7 @@ def _http_failure(
 
 
 async def send_again(
-    client: McpClient,
+    session: Restarts,
     conn: Connection,
     exc: Exception,
     exchange: HttpExchange | None,
@@ -182,7 +195,7 @@ async def send_again(
     restarted = False
     while True:
         verdict = await classify(
-            client, conn, exc, exchange, action, limit, tool_name, time.monotonic()
+            session.server_name, conn, exc, exchange, action, limit, tool_name, time.monotonic()
         )
         remaining = started + limit - time.monotonic()
         if verdict.wait is not None and waits < _MAX_WAITS and verdict.wait < remaining:
@@ -192,11 +205,11 @@ async def send_again(
             verdict.restart
             and not restarted
             and (verdict.never_ran or safe())
-            and client._can_restart()
+            and session.can_restart()
         ):
             restarted = True
             try:
-                conn = await client._restart(conn, action, tool_name)
+                conn = await session.restart(conn, action, tool_name)
             except ToolError as failed:
                 raise failed from exc
         else:
@@ -204,7 +217,7 @@ async def send_again(
         remaining = started + limit - time.monotonic()
         if remaining <= 0:
             raise McpTimeoutError(
-                client.server_name, f"{action} timed out after {limit:g} s", tool_name=tool_name
+                session.server_name, f"{action} timed out after {limit:g} s", tool_name=tool_name
             ) from exc
         exchange = HttpExchange() if conn.http else None
         token = EXCHANGE.set(exchange)
@@ -214,15 +227,6 @@ async def send_again(
             exc = again
         finally:
             EXCHANGE.reset(token)
-
-
-def sdk_detail(exc: BaseException) -> str:
-    """``": <the JSON-RPC error's message>"`` when it adds to the HTTP status, else ""."""
-    from mcp.shared.exceptions import MCPError
-
-    if isinstance(exc, MCPError) and exc.message not in _SDK_STAND_INS:
-        return f": {exc.message}"
-    return ""
 
 
 def _size_hint(message: str) -> str:

@@ -15,7 +15,6 @@ so repeats that were not read yet are merged.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
@@ -23,7 +22,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..error import McpError
-from ._requests import McpUsageError, all_pages, is_modern, require_capability, send
+from ._feeds import Feed, UpdateFeeds
+from ._protocol import is_modern
+from ._requests import McpUsageError, all_pages, require_capability
 from ._state import State
 from .models import McpResourceContents, McpResourceInfo, McpResourceTemplateInfo
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from mcp.client.subscriptions import Subscription
 
     from ._connection import Connection
-    from .client import McpClient
+    from ._session import Session
 
 __all__ = [
     "McpResourceSubscription",
@@ -45,12 +46,12 @@ __all__ = [
 logger = logging.getLogger("agcore_tools.mcp")
 
 
-async def list_resources(owner: McpClient) -> list[McpResourceInfo]:
+async def list_resources(session: Session) -> list[McpResourceInfo]:
     """Every resource the server lists, all pages followed."""
     what = "resources/list"
-    require_capability(owner, what, "resources")
+    require_capability(session, what, "resources")
     resources = await all_pages(
-        owner,
+        session,
         what,
         lambda client, cursor, meta: client.list_resources(cursor=cursor, meta=meta),
         lambda page: page.resources,
@@ -69,12 +70,12 @@ async def list_resources(owner: McpClient) -> list[McpResourceInfo]:
     ]
 
 
-async def list_resource_templates(owner: McpClient) -> list[McpResourceTemplateInfo]:
+async def list_resource_templates(session: Session) -> list[McpResourceTemplateInfo]:
     """Every resource template the server lists, all pages followed."""
     what = "resources/templates/list"
-    require_capability(owner, what, "resources")
+    require_capability(session, what, "resources")
     templates = await all_pages(
-        owner,
+        session,
         what,
         lambda client, cursor, meta: client.list_resource_templates(cursor=cursor, meta=meta),
         lambda page: page.resource_templates,
@@ -92,11 +93,11 @@ async def list_resource_templates(owner: McpClient) -> list[McpResourceTemplateI
     ]
 
 
-async def read_resource(owner: McpClient, uri: str) -> list[McpResourceContents]:
+async def read_resource(session: Session, uri: str) -> list[McpResourceContents]:
     """The parts of the resource at ``uri``."""
-    _check_uri(owner, uri)
+    _check_uri(session.server_name, uri)
     what = f"resources/read '{uri}'"
-    result = await send(owner, what, lambda client, meta: client.read_resource(uri, meta=meta))
+    result = await session.send(what, lambda client, meta: client.read_resource(uri, meta=meta))
     return [
         McpResourceContents(
             uri=part.uri,
@@ -147,14 +148,15 @@ class McpResourceSubscription:
         ...             print((await client.read_resource(uri))[0].text)
     """
 
-    def __init__(self, client: McpClient, uri: str) -> None:
-        _check_uri(client, uri)
+    def __init__(self, client: Any, uri: str, session: Session) -> None:
+        _check_uri(session.server_name, uri)
         self.client = client
-        """The client the subscription runs on."""
+        """The :class:`~agcore_tools.McpClient` the subscription runs on."""
         self.uri = uri
         """The subscribed URI."""
+        self._session = session
         self._conn: Connection | None = None
-        self._feed: _Feed | None = None
+        self._feed: Feed | None = None
         self._listen: AbstractAsyncContextManager[Subscription] | None = None
         self._stream: Subscription | None = None
 
@@ -163,43 +165,42 @@ class McpResourceSubscription:
             raise McpUsageError(
                 f"{self!r} is already open; make a new one with subscribe_resource()"
             )
-        owner, uri = self.client, self.uri
-        conn = require_capability(owner, "resources/subscribe", "resources")
+        session, uri = self._session, self.uri
+        conn = require_capability(session, "resources/subscribe", "resources")
         client = conn.client
         capability = client.server_capabilities.resources if client is not None else None
         if client is None or capability is None or not capability.subscribe:
             raise McpError(
-                owner.server_name,
+                session.server_name,
                 f"cannot subscribe to '{uri}': the server offers no subscriptions",
             )
         if is_modern(client):
-            await self._open_listen(owner, client)
+            await self._open_listen(session, client)
         else:
-            await self._subscribe(owner, conn)
+            await self._subscribe(session, conn)
         self._conn = conn
         return self
 
-    async def _open_listen(self, owner: McpClient, client: Any) -> None:
+    async def _open_listen(self, session: Session, client: Any) -> None:
         listen = client.listen(resource_subscriptions=[self.uri])
-        stream = await send(
-            owner, "subscriptions/listen", lambda _c, _m: listen.__aenter__(), resend=False
+        stream = await session.send(
+            "subscriptions/listen", lambda _c, _m: listen.__aenter__(), resend=False
         )
         if self.uri not in (stream.honored.resource_subscriptions or ()):
             await listen.__aexit__(None, None, None)
             raise McpError(
-                owner.server_name,
+                session.server_name,
                 f"cannot subscribe to '{self.uri}': the server declined the subscription",
             )
         self._listen, self._stream = listen, stream
 
-    async def _subscribe(self, owner: McpClient, conn: Connection) -> None:
+    async def _subscribe(self, session: Session, conn: Connection) -> None:
         import mcp_types as types
 
         request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=self.uri))
         feed = conn.updates.open(self.uri)
         try:
-            await send(
-                owner,
+            await session.send(
                 f"resources/subscribe '{self.uri}'",
                 lambda client, _m: client.session.send_request(request, types.EmptyResult),
                 resend=False,
@@ -223,21 +224,21 @@ class McpResourceSubscription:
         if conn is None or feed is None:
             return
         conn.updates.close(feed)
-        if self.client._conn is not conn or not conn.usable:
+        session = self._session
+        if session.conn is not conn or not conn.usable:
             return  # the server forgot the subscription with the connection
         import mcp_types as types
 
         request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=self.uri))
         try:
-            await send(
-                self.client,
+            await session.send(
                 f"resources/unsubscribe '{self.uri}'",
                 lambda client, _m: client.session.send_request(request, types.EmptyResult),
                 resend=False,
             )
         except McpError as error:
             # Updates that still come are dropped: no subscription takes them.
-            logger.warning("MCP server '%s': %s", self.client.server_name, error.message)
+            logger.warning("MCP server '%s': %s", session.server_name, error.message)
 
     def __aiter__(self) -> McpResourceSubscription:
         return self
@@ -270,93 +271,18 @@ class McpResourceSubscription:
         if conn.state is State.CLOSED or lost is None:
             return StopAsyncIteration()
         return McpError(
-            self.client.server_name,
+            self._session.server_name,
             f"the subscription to '{self.uri}' ended: connection lost ({lost})",
         )
 
     def __repr__(self) -> str:
-        return f"<McpResourceSubscription {self.uri!r} on {self.client.server_name!r}>"
+        return f"<McpResourceSubscription {self.uri!r} on {self._session.server_name!r}>"
 
 
-class _Feed:
-    """The updates of one handshake-era subscription, merged per URI until read."""
-
-    def __init__(self, uri: str) -> None:
-        self.uri = uri
-        self.pending: dict[str, None] = {}
-        self.ended = False
-        self.lost: str | None = None
-        self._wake = asyncio.Event()
-
-    def covers(self, uri: str) -> bool:
-        # The spec allows an update to name a sub-resource of the subscribed URI.
-        if uri == self.uri:
-            return True
-        base = self.uri
-        return uri.startswith(base) and (base.endswith("/") or uri[len(base)] in "/?#")
-
-    def push(self, uri: str) -> None:
-        self.pending[uri] = None
-        self._wake.set()
-
-    def end(self, lost: str | None) -> None:
-        self.ended, self.lost = True, lost
-        self._wake.set()
-
-    async def next(self) -> str | None:
-        """The next updated URI, or None once the feed has ended."""
-        while True:
-            if self.pending:
-                uri = next(iter(self.pending))
-                del self.pending[uri]
-                return uri
-            if self.ended:
-                return None
-            self._wake.clear()
-            await self._wake.wait()
-
-
-class UpdateFeeds:
-    """A connection's open handshake-era subscriptions, fed from its message handler."""
-
-    def __init__(self) -> None:
-        self._feeds: list[_Feed] = []
-        self._ended: tuple[str | None] | None = None
-
-    def open(self, uri: str) -> _Feed:
-        """A new feed for ``uri`` (already ended if the connection has)."""
-        feed = _Feed(uri)
-        if self._ended is not None:
-            feed.end(self._ended[0])
-        else:
-            self._feeds.append(feed)
-        return feed
-
-    def close(self, feed: _Feed) -> None:
-        """Stop feeding ``feed``."""
-        if feed in self._feeds:
-            self._feeds.remove(feed)
-
-    def deliver(self, uri: str) -> None:
-        """A ``notifications/resources/updated`` for ``uri`` arrived."""
-        for feed in self._feeds:
-            if feed.covers(uri):
-                feed.push(uri)
-
-    def end(self, lost: str | None) -> None:
-        """The connection is over: closed (``lost`` None) or lost for that reason."""
-        if self._ended is None:
-            self._ended = (lost,)
-        feeds, self._feeds = self._feeds, []
-        for feed in feeds:
-            feed.end(self._ended[0])
-
-
-def _check_uri(owner: McpClient, uri: object) -> None:
+def _check_uri(server_name: str, uri: object) -> None:
     if not isinstance(uri, str) or not uri:
         raise McpUsageError(
-            f"MCP server '{owner.server_name}': a resource URI must be a non-empty string, "
-            f"got {uri!r}"
+            f"MCP server '{server_name}': a resource URI must be a non-empty string, got {uri!r}"
         )
 
 

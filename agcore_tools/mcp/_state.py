@@ -1,5 +1,5 @@
-"""The states of a connection (kept apart so the client can check them without importing
-the connection machinery at ``import agcore_tools`` time)."""
+"""The states of a connection, in a leaf module: the connection, the session, error
+translation and resource subscriptions all check them."""
 
 from __future__ import annotations
 

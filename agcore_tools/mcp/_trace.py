@@ -11,54 +11,33 @@ this one. With tracing off (see ``agcore_tools/_otel.py``) the wrapper costs a l
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .. import _otel
 from ..error import McpError, McpTimeoutError, ToolExecutionError
 
 if TYPE_CHECKING:
-    from .client import McpClient
+    from ._session import Session
 
 __all__ = ["traced_call_tool"]
 
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
-
-def traced_call_tool(method: F) -> F:
-    """Wrap ``McpClient.call_tool`` in a ``tools/call {name}`` span when tracing is on."""
-
-    @functools.wraps(method)
-    async def call_tool(
-        self: McpClient,
-        name: str,
-        args: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> Any:
-        tracer = _otel.tracer()
-        if tracer is None:
-            return await method(self, name, args, timeout=timeout)
-        return await _traced(tracer, method, self, name, args, timeout)
-
-    return cast("F", call_tool)
-
-
-async def _traced(
+async def traced_call_tool(
     tracer: Any,
-    method: Callable[..., Awaitable[Any]],
-    client: McpClient,
+    session: Session,
     name: str,
     args: Mapping[str, Any] | None,
     timeout: float | None,
 ) -> Any:
+    """:meth:`Session.call_tool` in a ``tools/call {name}`` span of ``tracer``
+    (:meth:`McpClient.call_tool` calls it when tracing is on)."""
     attributes: dict[str, Any] = {
         "mcp.method.name": "tools/call",
         "gen_ai.tool.name": name,
         "gen_ai.operation.name": "execute_tool",
     }
-    attributes.update(_connection_attributes(client))
+    attributes.update(_connection_attributes(session))
     content = _otel.capture_content()
     if content:
         attributes["gen_ai.tool.call.arguments"] = _otel.to_json(dict(args or {}))
@@ -67,7 +46,7 @@ async def _traced(
     # Current during the request: the SDK sends the current context in _meta.
     token = ot.attach(ot.in_context(span))
     try:
-        result = await method(client, name, args, timeout=timeout)
+        result = await session.call_tool(name, args, timeout)
     except BaseException as exc:
         _otel.fail(span, _error_type(exc), f"{type(exc).__name__}: {exc}")
         raise
@@ -80,13 +59,13 @@ async def _traced(
         span.end()
 
 
-def _connection_attributes(client: McpClient) -> dict[str, Any]:
-    conn = client._conn
+def _connection_attributes(session: Session) -> dict[str, Any]:
+    conn = session.conn
     if conn is None:
         return {}
     attributes: dict[str, Any] = {"network.transport": "tcp" if conn.http else "pipe"}
-    session = conn.client
-    version = getattr(session, "protocol_version", None) if session is not None else None
+    client = conn.client
+    version = getattr(client, "protocol_version", None) if client is not None else None
     if isinstance(version, str):
         attributes["mcp.protocol.version"] = version
     return attributes

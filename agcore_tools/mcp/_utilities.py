@@ -10,72 +10,66 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, cast
 
-from ._requests import McpUsageError, Meta, is_modern, require_capability, send
+from ._protocol import LOG_LEVELS, is_modern, round_trip
+from ._requests import McpUsageError, Meta, require_capability
 
 if TYPE_CHECKING:
     from mcp import Client
     from mcp_types import RequestParamsMeta
 
-    from .client import McpClient
+    from ._session import Session
 
-__all__ = ["LOG_LEVELS", "notify_roots_changed", "ping", "set_log_level"]
-
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-"""MCP's log levels, least severe first (RFC 5424's)."""
+__all__ = ["notify_roots_changed", "ping", "set_log_level"]
 
 
-async def ping(owner: McpClient) -> float:
+async def ping(session: Session) -> float:
     """Seconds for one round trip: ``ping``, or ``server/discover`` on 2026-07-28
     sessions, where ``ping`` no longer exists and ``server/discover`` is the cheapest
     request every server answers."""
 
-    async def round_trip(client: Client, _meta: Meta) -> float:
+    async def timed(client: Client, _meta: Meta) -> float:
         started = time.perf_counter()
-        if is_modern(client):
-            await client.session.send_discover(client.protocol_version)
-        else:
-            await client.session.send_ping()
+        await round_trip(client)
         return time.perf_counter() - started
 
-    return await send(owner, "ping", round_trip)
+    return await session.send("ping", timed)
 
 
-async def set_log_level(owner: McpClient, level: str) -> None:
+async def set_log_level(session: Session, level: str) -> None:
     """Ask for log messages at ``level`` and above."""
     if level not in LOG_LEVELS:
         raise McpUsageError(
-            f"MCP server '{owner.server_name}': unknown log level {level!r}; "
+            f"MCP server '{session.server_name}': unknown log level {level!r}; "
             f"use one of {', '.join(LOG_LEVELS)}"
         )
-    conn = owner._require("logging/setLevel")
+    conn = session.require("logging/setLevel")
     client = conn.client
     if client is not None and is_modern(client):
         # The level travels in each request's _meta; setLevel no longer exists.
         from mcp_types import LOG_LEVEL_META_KEY
 
-        owner.log_level = level
+        session.settings.log_level = level
         conn.request_meta = cast("RequestParamsMeta", {LOG_LEVEL_META_KEY: level})
         return
     import mcp_types as types
 
-    require_capability(owner, "logging/setLevel", "logging")
+    require_capability(session, "logging/setLevel", "logging")
     request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))  # type: ignore[arg-type]
-    await send(
-        owner,
+    await session.send(
         "logging/setLevel",
         lambda c, _meta: c.session.send_request(request, types.EmptyResult),
     )
-    owner.log_level = level
+    session.settings.log_level = level
 
 
-async def notify_roots_changed(owner: McpClient) -> bool:
+async def notify_roots_changed(session: Session) -> bool:
     """Tell the server the roots changed; True when a notification was sent."""
-    if owner.roots_handler is None:
+    if session.settings.roots_handler is None:
         raise McpUsageError(
-            f"MCP server '{owner.server_name}': no roots_handler was given, so the server "
+            f"MCP server '{session.server_name}': no roots_handler was given, so the server "
             "was not told of any roots; pass roots_handler= to McpClient"
         )
-    conn = owner._require("notifications/roots/list_changed")
+    conn = session.require("notifications/roots/list_changed")
     client = conn.client
     if client is not None and is_modern(client):
         # 2026-07-28 servers ask for roots within the request that needs them, so they
@@ -83,8 +77,7 @@ async def notify_roots_changed(owner: McpClient) -> bool:
         return False
     import mcp_types as types
 
-    await send(
-        owner,
+    await session.send(
         "notifications/roots/list_changed",
         lambda c, _meta: c.session.send_notification(types.RootsListChangedNotification()),
     )

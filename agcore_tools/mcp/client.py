@@ -1,12 +1,14 @@
 """The MCP client users hold: connect to one server, list and call its tools, bridge them
 into a :class:`~agcore_tools.ToolRegistry`, and reach the rest of the protocol (resources,
-prompts, completion, ping, log level, roots) through thin methods over ``_resources``,
-``_prompts``, ``_utilities`` and ``_protocol_tools``.
+prompts, completion, ping, log level, roots).
 
 The protocol itself (JSON-RPC, version negotiation, server-to-client requests) is the
-official MCP SDK's; this module adds the lifecycle (see ``_connection``), a tool cache,
-error translation into :class:`~agcore_tools.ToolError` subclasses, and the registry
-adapters.
+official MCP SDK's. :class:`McpClient` is a façade over the parts that add to it, each
+in its own module: the session (``_session``: the connection, its event loop, restarts
+and sending), the tool cache (``_tools``: listing), error translation into
+:class:`~agcore_tools.ToolError` subclasses (``_recover``), the registry adapters
+(``_adapter``, ``_protocol_tools``), and the requests beyond tools (``_resources``,
+``_prompts``, ``_utilities``).
 
 Example:
     >>> import asyncio
@@ -22,23 +24,18 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import math
-import time
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from .. import _sync
-from .._aio import with_timeout
+from .. import _otel, _sync
 from ..base import BaseTool
-from ..error import McpError, McpNotInitializedError, ToolConfigError, ToolError
+from ..error import McpNotInitializedError, ToolConfigError
 from . import _prompts, _protocol_tools, _resources, _utilities
-from ._exchange import EXCHANGE, HttpExchange
-from ._progress import progress_callback
-from ._results import result_value
-from ._state import State
+from ._adapter import make_adapters
+from ._session import Session, check_timeout
+from ._tools import ToolCache, definition
 from ._trace import traced_call_tool
 from .models import McpLogMessage, McpProgress, McpToolInfo
 from .policy import McpPermissionPolicy, PermissionPolicy
@@ -46,27 +43,11 @@ from .recovery import McpRecovery
 from .transport import StdioTransport, StreamableHttpTransport
 
 if TYPE_CHECKING:
-    from mcp import Client
     from mcp.client.session import ElicitationFnT, ListRootsFnT, SamplingFnT
-    from mcp_types import ListToolsResult
 
     from . import models
-    from ._connection import Connection
 
 __all__ = ["McpClient"]
-
-logger = logging.getLogger("agcore_tools.mcp")
-
-_BACKSTOP = 5.0
-"""Extra seconds after the request timeout before the caller stops waiting regardless
-(the SDK's clock does not run while a request is still being written)."""
-_UNTIMED = math.inf
-"""The SDK read timeout of a ``tools/call``: none, as the connection's watchdog bounds
-it. The SDK's per-request clock arms and cancels a timer for every request (about 4 %
-of a stdio call's client CPU, docs/benchmarks.md); a request cancelled by the watchdog
-still gets its ``notifications/cancelled``, which the SDK sends for any abandoned
-request. ``math.inf``, not None: None would select the session's default timeout."""
-_MAX_PAGES = 1000
 
 LogCallback = Callable[[McpLogMessage], "Awaitable[None] | None"]
 """Receives each log message a server sends."""
@@ -95,7 +76,7 @@ class McpClient:
     ``agcore_tools.mcp.server`` logger and ``on_log``; progress updates to the
     ``agcore_tools.mcp.progress`` logger (DEBUG) and ``on_progress``.
 
-    Synchronous code uses :meth:`connect_sync`, :meth:`list_tools_sync`,
+    Synchronous code uses :meth:`connect_sync`, :meth:`definitions_sync`,
     :meth:`call_tool_sync` and :meth:`close_sync`, or ``with McpClient(...) as client:``.
     They run on agcore_tools' own event loop, where the session then lives, so it stays
     open from one sync call to the next. An MCP session belongs to the event loop that
@@ -104,21 +85,22 @@ class McpClient:
 
     Example:
         >>> client = McpClient("demo", StdioTransport("python", ["examples/mcp_server.py"]))
-        >>> client.with_timeout(10).timeout
+        >>> client.timeout = 10
+        >>> client.timeout
         10.0
         >>> client.connected
         False
 
         Connected to the bundled example server (run from the repository's root):
 
-        >>> import sys
+        >>> import asyncio, sys
         >>> async def main() -> None:
         ...     demo = McpClient("demo", StdioTransport(sys.executable, ["examples/mcp_server.py"]))
         ...     await demo.connect()
         ...     try:
         ...         print(demo.connected, demo.protocol_version is not None, demo.pid is not None)
         ...         print(demo.server_info["name"], repr(demo.stderr_tail))
-        ...         print([tool["function"]["name"] for tool in await demo.list_tools()])
+        ...         print([tool["function"]["name"] for tool in await demo.definitions()])
         ...         print((await demo.tool_infos())[1].annotations)
         ...         print(await demo.call_tool("capital_of", {"country": "Japan"}))
         ...         print(len(await demo.refresh_tools()))
@@ -156,7 +138,7 @@ class McpClient:
 
         >>> demo = McpClient("demo", StdioTransport(sys.executable, ["examples/mcp_server.py"]))
         >>> demo.connect_sync()
-        >>> [tool["function"]["name"] for tool in demo.list_tools_sync()][1]
+        >>> [tool["function"]["name"] for tool in demo.definitions_sync()][1]
         'capital_of'
         >>> demo.call_tool_sync("capital_of", {"country": "Peru"})
         'Lima'
@@ -225,7 +207,7 @@ class McpClient:
         """The name given at construction."""
         self.transport = transport
         """How the server is reached."""
-        self._timeout = _check_timeout(server_name, timeout)
+        self._timeout = check_timeout(server_name, timeout)
         self.tools_ttl = tools_ttl
         """Seconds a fetched tool list stays fresh (None: until invalidated)."""
         self.permission_policy: PermissionPolicy = permission_policy or McpPermissionPolicy()
@@ -246,34 +228,42 @@ class McpClient:
         """``"auto"`` or ``"legacy"``."""
         self.recovery = recovery
         """How lost connections are restarted (None: never)."""
-        self._restarts = 0
-        """Restarts in a row without a request succeeding in between."""
-        self._conn: Connection | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        """The event loop the connection lives in (an MCP session cannot leave it)."""
-        self._failed: Connection | None = None
-        """The last connection that failed to start, kept for :attr:`stderr_tail`."""
-        self._connect_lock = asyncio.Lock()
-        self._tools_lock = asyncio.Lock()
-        self._tools: list[McpToolInfo] | None = None
-        self._tools_fresh_until = -1.0
-        self._tools_generation = 0
+        self._session = Session(self)
+        self._tool_cache = ToolCache(self._session)
+        self._session.tools = self._tool_cache
 
     # -- configuration ----------------------------------------------------------------
 
     @property
     def timeout(self) -> float:
-        """Seconds allowed for start-up and for each request."""
-        return self._timeout
-
-    def with_timeout(self, secs: float) -> McpClient:
-        """Set :attr:`timeout` and return this client, for chaining.
+        """Seconds allowed for start-up and for each request; settable.
 
         Example:
-            >>> McpClient("x", StdioTransport("server")).with_timeout(5).timeout
+            >>> client = McpClient("x", StdioTransport("server"))
+            >>> client.timeout = 5
+            >>> client.timeout
             5.0
         """
-        self._timeout = _check_timeout(self.server_name, secs)
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, timeout: float) -> None:
+        self._timeout = check_timeout(self.server_name, timeout)
+
+    def with_timeout(self, secs: float) -> McpClient:
+        """Deprecated: set :attr:`timeout` instead (``client.timeout = 5``); this sets it
+        too, and returns this same client (not a copy).
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:
+            ...     warnings.simplefilter("always")
+            ...     client = McpClient("x", StdioTransport("server")).with_timeout(5)
+            >>> client.timeout, caught[0].category.__name__
+            (5.0, 'DeprecationWarning')
+        """
+        _deprecated("McpClient.with_timeout()", "McpClient.timeout = ... (a settable property)")
+        self.timeout = secs
         return self
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -282,33 +272,32 @@ class McpClient:
     def connected(self) -> bool:
         """True while the client can send requests (False before connect, after close or
         once the server is gone)."""
-        conn = self._conn
-        return conn is not None and conn.usable
+        return self._session.connected
 
     @property
     def protocol_version(self) -> str | None:
         """The protocol version the SDK negotiated, while connected."""
-        client = self._client_or_none()
+        client = self._session.client
         return client.protocol_version if client is not None else None
 
     @property
     def server_info(self) -> dict[str, Any] | None:
         """The server's name and version as it reports them, while connected."""
-        client = self._client_or_none()
+        client = self._session.client
         info = client.server_info if client is not None else None
         return info.model_dump(mode="json", exclude_none=True) if info is not None else None
 
     @property
     def pid(self) -> int | None:
         """The stdio server's process id (also its process group id), once started."""
-        conn = self._conn
+        conn = self._session.conn
         return conn.child.pid if conn is not None and conn.child is not None else None
 
     @property
     def stderr_tail(self) -> str:
         """The last lines the stdio server wrote to stderr ("" if none); after a failed
         ``connect()``, those of the server that failed."""
-        conn = self._conn or self._failed
+        conn = self._session.conn or self._session.failed
         return conn.child.stderr.tail() if conn is not None and conn.child is not None else ""
 
     async def connect(self) -> None:
@@ -320,7 +309,7 @@ class McpClient:
         or never answers; the server's stderr tail is in the message.
 
         Example:
-            >>> import sys
+            >>> import asyncio, sys
             >>> from agcore_tools import McpError
             >>> crash = "import sys; sys.exit('config.toml not found')"
             >>> broken = McpClient("broken", StdioTransport(sys.executable, ["-c", crash]))
@@ -330,101 +319,7 @@ class McpClient:
             ...     print(exc)  # doctest: +ELLIPSIS
             MCP server 'broken': ... exited with code 1 during start-up; stderr: config.toml not found
         """
-        self._use_loop("connect")
-        async with self._connect_lock:
-            old = self._conn
-            if old is not None and old.usable:
-                return
-            self._restarts = 0
-            await self._start_locked(restarting=False)
-
-    async def _start_locked(self, *, restarting: bool) -> Connection:
-        """Replace the connection with a new one (the connect lock is held)."""
-        old = self._conn
-        if old is not None:
-            self._conn = None
-            await old.stop()
-        from ._connection import Connection
-
-        conn = Connection(self)
-        self._conn, self._failed = conn, None
-        try:
-            await conn.start()
-            self._invalidate_tools(None)
-            if self._has_tools(conn):
-                # One tools/list now: into_tools() can then work without awaiting, and the
-                # SDK learns the tools' output schemas before the first call.
-                await self._fetch_tools(conn)
-        except BaseException as exc:
-            if self._conn is conn:
-                if restarting and isinstance(exc, ToolError):
-                    # Stay lost: the next request tries again, after its backoff.
-                    conn.failed_restart(exc.message)
-                else:
-                    self._conn, self._failed = None, conn
-            await conn.stop()
-            raise
-        return conn
-
-    async def _restart(self, conn: Connection, action: str, tool_name: str | None) -> Connection:
-        """A usable connection in place of ``conn``, which was lost (see :class:`McpRecovery`)."""
-        async with self._connect_lock:
-            current = self._conn
-            if current is not conn:
-                # Another task restarted it meanwhile, or close() ran.
-                if current is not None and current.usable:
-                    return current
-                raise self._not_usable(current, tool_name, action)
-            policy = self.recovery
-            attempt = self._restarts + 1
-            if policy is None or attempt > policy.max_restarts:
-                raise self._not_usable(conn, tool_name, action)
-            wait = policy.delay(attempt) - (time.monotonic() - conn.lost_at)
-            if wait > 0:
-                await asyncio.sleep(wait)
-                if self._conn is not conn:
-                    raise self._not_usable(self._conn, tool_name, action)
-            self._restarts = attempt
-            logger.info(
-                "MCP server '%s': starting it again (restart %d of %d) after: %s",
-                self.server_name,
-                attempt,
-                policy.max_restarts,
-                conn.lost_reason,
-            )
-            return await self._start_locked(restarting=True)
-
-    def _can_restart(self) -> bool:
-        policy = self.recovery
-        return policy is not None and self._restarts < policy.max_restarts
-
-    async def _usable(
-        self, conn: Connection | None, action: str, tool_name: str | None
-    ) -> Connection:
-        """``conn`` if requests can be sent on it; else the connection that replaces it."""
-        if conn is not None and conn.usable:
-            return conn
-        if conn is not None and self.recovery is not None:
-            if conn.state is State.STARTING:
-                async with self._connect_lock:  # let the connect or restart in progress finish
-                    pass
-                current = self._conn
-                if current is not None and current.usable:
-                    return current
-                conn = current
-            if conn is not None and conn.state is State.LOST and self._can_restart():
-                return await self._restart(conn, action, tool_name)
-        raise self._not_usable(conn, tool_name, action)
-
-    async def _ready(self, what: str) -> Connection:
-        """The connection to send ``what`` on: restarted if it was lost (see
-        :class:`McpRecovery`), and in this event loop."""
-        conn = self._conn
-        if conn is None or not conn.usable:
-            conn = await self._usable(conn, what, None)
-        if self._loop is not asyncio.get_running_loop():
-            raise self._wrong_loop(what, None)
-        return conn
+        await self._session.connect()
 
     async def close(self) -> None:
         """Close the session and stop the server; idempotent.
@@ -432,15 +327,7 @@ class McpClient:
         A stdio server has its stdin closed, then gets SIGTERM, then SIGKILL; then any
         process left in its process group gets the same.
         """
-        conn = self._conn
-        if conn is not None and self._loop is not asyncio.get_running_loop():
-            if self._alive_elsewhere(conn):
-                raise self._wrong_loop("close", None)
-            self._conn = None  # it ended with its event loop, or on its own
-            return
-        self._conn = None
-        if conn is not None:
-            await conn.stop()
+        await self._session.close()
 
     async def __aenter__(self) -> McpClient:
         await self.connect()
@@ -454,35 +341,42 @@ class McpClient:
     ) -> None:
         await self.close()
 
-    # -- tools -------------------------------------------------------------------------
+    # -- tools (listed by the tool cache in _tools) -------------------------------------
 
-    async def list_tools(self) -> list[dict[str, Any]]:
+    async def definitions(self) -> list[dict[str, Any]]:
         """The server's tools as Chat Completions tool params, like
         :meth:`ToolRegistry.definitions`, with the server's own names.
 
         The list is cached: pages are followed once, then served from the cache until
         the server reports a change, :attr:`tools_ttl` (or the server's ``ttlMs``)
         expires, or :meth:`refresh_tools` is called.
+
+        Example:
+            >>> async def names(client: McpClient) -> list[str]:
+            ...     return [d["function"]["name"] for d in await client.definitions()]
         """
-        return [_definition(info) for info in await self.tool_infos()]
+        return [definition(info) for info in await self._tool_cache.current()]
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """Deprecated: use :meth:`definitions` (same result; ``ToolRegistry.list_tools()``
+        returns names, this returned definitions).
+
+        Example:
+            >>> async def old_and_new(client: McpClient) -> bool:
+            ...     return await client.list_tools() == await client.definitions()  # warns
+        """
+        _deprecated("McpClient.list_tools()", "McpClient.definitions()")
+        return await self.definitions()
 
     async def refresh_tools(self) -> list[dict[str, Any]]:
-        """Re-read the tool list from the server and return it like :meth:`list_tools`."""
-        self._invalidate_tools(None)
-        return await self.list_tools()
+        """Re-read the tool list from the server and return it like :meth:`definitions`."""
+        self._tool_cache.invalidate(None)
+        return await self.definitions()
 
     async def tool_infos(self) -> list[McpToolInfo]:
-        """The server's tools with their schemas and annotations (cached like :meth:`list_tools`)."""
-        conn = await self._ready("tools/list")
-        if self._tools is not None and time.monotonic() < self._tools_fresh_until:
-            return list(self._tools)
-        async with self._tools_lock:
-            # Another task may have fetched while this one waited for the lock.
-            if self._tools is not None and time.monotonic() < self._tools_fresh_until:
-                return list(self._tools)
-            return list(await self._fetch_tools(conn, recover=True))
+        """The server's tools with their schemas and annotations (cached like :meth:`definitions`)."""
+        return await self._tool_cache.current()
 
-    @traced_call_tool
     async def call_tool(
         self,
         name: str,
@@ -512,67 +406,17 @@ class McpClient:
             >>> async def weather(client: McpClient) -> Any:
             ...     return await client.call_tool("get_weather", {"city": "Paris"})
         """
-        conn = self._conn
-        if conn is None or conn.state is not State.READY:
-            conn = await self._usable(conn, f"tools/call '{name}'", name)
-        if self._loop is not asyncio.get_running_loop():
-            raise self._wrong_loop(f"tools/call '{name}'", name)
-        limit = self._timeout if timeout is None else _check_timeout(self.server_name, timeout)
-        progress = progress_callback(self.on_progress, self.server_name, name)
-        arguments = dict(args) if args else {}
-        started = time.monotonic()
-        # Over HTTP, the guard in _http reports what the server answered into this.
-        exchange = HttpExchange() if conn.http else None
-        token = EXCHANGE.set(exchange)
-        try:
-            result = await conn.watchdog.bound(
-                conn.call_tool(
-                    name,
-                    arguments,
-                    read_timeout_seconds=_UNTIMED,
-                    progress_callback=progress,
-                    meta=conn.request_meta,
-                ),
-                limit,
-            )
-        except Exception as exc:  # noqa: BLE001 - send_again raises it translated, or retries
-            from ._recover import send_again
-
-            async def send(conn: Connection, remaining: float) -> Any:
-                return await conn.watchdog.bound(
-                    conn.call_tool(
-                        name,
-                        arguments,
-                        read_timeout_seconds=_UNTIMED,
-                        progress_callback=progress,
-                        meta=conn.request_meta,
-                    ),
-                    remaining,
-                )
-
-            result = await send_again(
-                self,
-                conn,
-                exc,
-                exchange,
-                action=f"tools/call '{name}'",
-                tool_name=name,
-                limit=limit,
-                started=started,
-                safe=lambda: self._safe_to_repeat(name),
-                send=send,
-            )
-        finally:
-            EXCHANGE.reset(token)
-        self._restarts = 0
-        return result_value(result, name)
+        tracer = _otel.tracer()
+        if tracer is None:
+            return await self._session.call_tool(name, args, timeout)
+        return await traced_call_tool(tracer, self._session, name, args, timeout)
 
     def into_tools(
         self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
     ) -> list[BaseTool]:
         """Adapters for the server's tools, to register in a :class:`ToolRegistry`.
 
-        Uses the tool list fetched by ``connect()`` (or the last ``list_tools()``).
+        Uses the tool list fetched by ``connect()`` (or the last ``definitions()``).
         Each adapter's ``execute`` calls :meth:`call_tool` on this client, so it keeps
         working across reconnects.
 
@@ -592,35 +436,32 @@ class McpClient:
             ...     await client.connect()
             ...     registry.register_all(client.into_tools(prefix=True))
         """
-        from ._adapter import make_adapters
-
-        if self._tools is None:
+        infos = self._tool_cache.infos
+        if infos is None:
             raise McpNotInitializedError(
-                self.server_name, "no tool list yet; call connect() or list_tools() first"
+                self.server_name, "no tool list yet; call connect() or definitions() first"
             )
-        return make_adapters(
-            self, self._tools, self._prefix(prefix), policy or self.permission_policy
-        )
+        return make_adapters(self, infos, self._prefix(prefix), policy or self.permission_policy)
 
     # -- resources, prompts, completion, utilities (in _resources, _prompts, _utilities) --
 
     @property
     def instructions(self) -> str | None:
         """The server's instructions for using it (for a system prompt), while connected."""
-        client = self._client_or_none()
+        client = self._session.client
         return client.instructions if client is not None else None
 
     async def list_resources(self) -> list[models.McpResourceInfo]:
         """The server's resources, every page followed (fetched on each call)."""
-        return await _resources.list_resources(self)
+        return await _resources.list_resources(self._session)
 
     async def list_resource_templates(self) -> list[models.McpResourceTemplateInfo]:
         """The server's resource templates (URI patterns), every page followed."""
-        return await _resources.list_resource_templates(self)
+        return await _resources.list_resource_templates(self._session)
 
     async def read_resource(self, uri: str) -> list[models.McpResourceContents]:
         """The parts (text or blob) of the resource at ``uri``; fails like :meth:`call_tool`."""
-        return await _resources.read_resource(self, uri)
+        return await _resources.read_resource(self._session, uri)
 
     def subscribe_resource(self, uri: str) -> _resources.McpResourceSubscription:
         """Updates of the resource at ``uri``: ``async with`` it, then iterate it.
@@ -631,17 +472,17 @@ class McpClient:
             ...         async for uri in updates:  # each time the server says it changed
             ...             print((await client.read_resource(uri))[0].text)
         """
-        return _resources.McpResourceSubscription(self, uri)
+        return _resources.McpResourceSubscription(self, uri, self._session)
 
     async def list_prompts(self) -> list[models.McpPromptInfo]:
         """The server's prompts, every page followed."""
-        return await _prompts.list_prompts(self)
+        return await _prompts.list_prompts(self._session)
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None
     ) -> models.McpPrompt:
         """The prompt ``name``, filled in by the server with ``arguments``."""
-        return await _prompts.get_prompt(self, name, arguments)
+        return await _prompts.get_prompt(self._session, name, arguments)
 
     async def complete(
         self,
@@ -654,11 +495,13 @@ class McpClient:
     ) -> models.McpCompletion:
         """Suggestions for ``argument`` of a ``prompt`` or a ``resource_template`` (give
         one), given its ``value`` so far and the arguments already chosen (``context``)."""
-        return await _prompts.complete(self, argument, value, prompt, resource_template, context)
+        return await _prompts.complete(
+            self._session, argument, value, prompt, resource_template, context
+        )
 
     async def ping(self) -> float:
         """Seconds for one round trip (``server/discover`` on 2026-07-28, which has no ping)."""
-        return await _utilities.ping(self)
+        return await _utilities.ping(self._session)
 
     async def set_log_level(self, level: str) -> None:
         """Ask for server log messages at ``level`` and above (``logging/setLevel``; on
@@ -668,7 +511,7 @@ class McpClient:
             >>> async def quiet(client: McpClient) -> None:
             ...     await client.set_log_level("error")
         """
-        await _utilities.set_log_level(self, level)
+        await _utilities.set_log_level(self._session, level)
 
     async def notify_roots_changed(self) -> bool:
         """Tell the server ``roots_handler`` now answers differently; False when there is
@@ -678,7 +521,7 @@ class McpClient:
             >>> async def moved(client: McpClient) -> None:
             ...     await client.notify_roots_changed()
         """
-        return await _utilities.notify_roots_changed(self)
+        return await _utilities.notify_roots_changed(self._session)
 
     def resource_reader_tool(
         self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
@@ -706,9 +549,19 @@ class McpClient:
         """:meth:`connect` for synchronous code; the session stays open across sync calls."""
         _sync.run(self.connect())
 
+    def definitions_sync(self) -> list[dict[str, Any]]:
+        """:meth:`definitions` for synchronous code."""
+        return _sync.run(self.definitions())
+
     def list_tools_sync(self) -> list[dict[str, Any]]:
-        """:meth:`list_tools` for synchronous code."""
-        return _sync.run(self.list_tools())
+        """Deprecated: use :meth:`definitions_sync` (same result).
+
+        Example:
+            >>> def old_and_new(client: McpClient) -> bool:
+            ...     return client.list_tools_sync() == client.definitions_sync()  # warns
+        """
+        _deprecated("McpClient.list_tools_sync()", "McpClient.definitions_sync()")
+        return _sync.run(self.definitions())
 
     def call_tool_sync(
         self,
@@ -743,238 +596,22 @@ class McpClient:
             return self.server_name
         return prefix or None
 
-    def _client_or_none(self) -> Client | None:
-        conn = self._conn
-        return conn.client if conn is not None else None
+    @property
+    def _tools(self) -> list[McpToolInfo] | None:
+        # The cached tool list, as tests that fake a listing set it.
+        return self._tool_cache.infos
 
-    def _require(self, what: str) -> Connection:
-        conn = self._conn
-        if conn is None or not conn.usable:
-            raise self._not_usable(conn, None, what)
-        if self._loop is not asyncio.get_running_loop():
-            raise self._wrong_loop(what, None)
-        return conn
-
-    def _not_usable(
-        self, conn: Connection | None, tool_name: str | None, what: str | None = None
-    ) -> McpNotInitializedError:
-        action = what or f"tools/call '{tool_name}'"
-        if conn is not None and conn.state is State.LOST:
-            policy = self.recovery
-            gave_up = (
-                f", and {self._restarts} restarts in a row failed"
-                if policy is not None and policy.max_restarts and not self._can_restart()
-                else ""
-            )
-            reason = (
-                f"cannot send {action}: the connection was lost "
-                f"({conn.lost_reason}){gave_up}; call connect() to start it again"
-            )
-        elif conn is not None and conn.state is State.STARTING:
-            reason = f"cannot send {action}: still connecting"
-        elif conn is not None and self._loop is not None and self._loop.is_closed():
-            return self._wrong_loop(action, tool_name)
-        else:
-            reason = f"cannot send {action}: not connected; call connect() first"
-        return McpNotInitializedError(self.server_name, reason, tool_name=tool_name)
-
-    async def _translate(
-        self,
-        conn: Connection | None,
-        exc: Exception,
-        action: str,
-        limit: float,
-        tool_name: str | None,
-    ) -> ToolError:
-        """The :class:`ToolError` for a request that failed with ``exc``, sent with an
-        :class:`HttpExchange` set in ``EXCHANGE`` (for HTTP status details)."""
-        from ._recover import classify
-
-        verdict = await classify(
-            self, conn, exc, EXCHANGE.get(), action, limit, tool_name, time.monotonic()
-        )
-        return verdict.error
-
-    def _safe_to_repeat(self, tool_name: str) -> bool:
-        from ._recover import is_safe_to_repeat
-
-        infos = self._tools or []
-        return any(i.name == tool_name and is_safe_to_repeat(i.annotations) for i in infos)
-
-    def _has_tools(self, conn: Connection) -> bool:
-        client = conn.client
-        return client is not None and client.server_capabilities.tools is not None
+    @_tools.setter
+    def _tools(self, infos: list[McpToolInfo] | None) -> None:
+        self._tool_cache.infos = infos
 
     def _invalidate_tools(self, reason: str | None) -> None:
-        self._tools_generation += 1
-        self._tools_fresh_until = -1.0
-        if reason is not None:
-            logger.info("MCP server '%s': %s; tool list cache cleared", self.server_name, reason)
-
-    async def _fetch_tools(self, conn: Connection, *, recover: bool = False) -> list[McpToolInfo]:
-        client = conn.client
-        if client is None:
-            raise self._not_usable(conn, None, "tools/list")
-        generation = self._tools_generation
-        started = time.monotonic()
-        ttl = self.tools_ttl
-        infos: list[McpToolInfo] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(_MAX_PAGES):
-            exchange = HttpExchange() if conn.http else None
-            token = EXCHANGE.set(exchange)
-            try:
-                page = await with_timeout(
-                    client.list_tools(cursor=cursor), self._timeout + _BACKSTOP
-                )
-            except Exception as exc:
-                if not recover:
-                    raise await self._translate(
-                        conn, exc, "tools/list", self._timeout, None
-                    ) from exc
-                from ._recover import send_again
-
-                # A restart fetches the whole list itself (cursors need not survive it).
-                async def fetch_again(new: Connection, remaining: float) -> list[McpToolInfo]:
-                    if new is not conn:
-                        return list(self._tools or [])
-                    return await self._fetch_tools(conn)
-
-                return await send_again(
-                    self,
-                    conn,
-                    exc,
-                    exchange,
-                    action="tools/list",
-                    tool_name=None,
-                    limit=self._timeout,
-                    started=started,
-                    safe=lambda: True,
-                    send=fetch_again,
-                )
-            finally:
-                EXCHANGE.reset(token)
-            infos.extend(_info(tool) for tool in page.tools)
-            ttl = _shorter(ttl, _server_ttl(page))
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-            if cursor in seen:
-                raise McpError(self.server_name, f"tools/list repeated the cursor {cursor!r}")
-            seen.add(cursor)
-        else:
-            raise McpError(self.server_name, f"tools/list returned more than {_MAX_PAGES} pages")
-        self._tools = infos
-        if generation == self._tools_generation:
-            # A change notice that arrived during the fetch leaves the list stale.
-            self._tools_fresh_until = started + ttl if ttl is not None else float("inf")
-        return infos
-
-    def _use_loop(self, action: str) -> None:
-        """Make the running loop this client's, unless a live session belongs to another."""
-        running = asyncio.get_running_loop()
-        bound = self._loop
-        if bound is running:
-            return
-        conn = self._conn
-        if conn is not None and self._alive_elsewhere(conn):
-            raise self._wrong_loop(action, None)
-        if bound is not None:
-            # A session of another loop has ended (with its loop, or on its own); the
-            # locks may belong to that loop, so this one gets fresh ones.
-            self._conn = None
-            self._connect_lock = asyncio.Lock()
-            self._tools_lock = asyncio.Lock()
-        self._loop = running
-
-    def _alive_elsewhere(self, conn: Connection) -> bool:
-        bound = self._loop
-        return (
-            bound is not None
-            and not bound.is_closed()
-            and conn.state in (State.STARTING, State.READY)
-        )
-
-    def _wrong_loop(self, action: str, tool_name: str | None) -> McpNotInitializedError:
-        bound = self._loop
-        if bound is None or bound.is_closed():
-            reason = (
-                f"cannot send {action}: the connection was made in an event loop that has "
-                "since ended (as with asyncio.run(client.connect())); connect again in this "
-                "loop, or use connect_sync() and the *_sync methods, whose connection stays "
-                "open on agcore_tools' own loop"
-            )
-        elif _sync.is_library_loop(bound):
-            reason = (
-                f"cannot send {action} from this event loop: the client was connected with "
-                "connect_sync(), on agcore_tools' own loop, where its session must stay; use "
-                "the *_sync methods"
-            )
-        else:
-            reason = (
-                f"cannot send {action} from this event loop: the client was connected in "
-                "another one, where its session must stay (a *_sync method runs on "
-                "agcore_tools' own loop); await it in that loop, or close() it there first"
-            )
-        return McpNotInitializedError(self.server_name, reason, tool_name=tool_name)
+        self._tool_cache.invalidate(reason)
 
     def __repr__(self) -> str:
         state = "connected" if self.connected else "not connected"
         return f"<McpClient {self.server_name!r} {self.transport.describe()} {state}>"
 
 
-def _check_timeout(server_name: str, value: float) -> float:
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = float("nan")
-    if not seconds > 0:
-        raise ToolConfigError(
-            f"MCP server '{server_name}': timeout must be a positive number of seconds"
-        )
-    return seconds
-
-
-def _server_ttl(page: ListToolsResult) -> float | None:
-    # Only 2026-07-28 sessions carry ttlMs; the SDK strips it from older ones, so a
-    # field never set on the model means "no hint".
-    if "ttl_ms" not in page.model_fields_set:
-        return None
-    return page.ttl_ms / 1000.0
-
-
-def _shorter(a: float | None, b: float | None) -> float | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a, b)
-
-
-def _info(tool: Any) -> McpToolInfo:
-    annotations = (
-        tool.annotations.model_dump(by_alias=True, mode="json", exclude_none=True)
-        if tool.annotations is not None
-        else {}
-    )
-    return McpToolInfo(
-        name=tool.name,
-        description=tool.description or "",
-        input_schema=tool.input_schema,
-        output_schema=tool.output_schema,
-        annotations=annotations,
-        title=tool.title,
-        task_support=tool.execution.task_support if tool.execution is not None else None,
-    )
-
-
-def _definition(info: McpToolInfo) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": info.name,
-            "description": info.description,
-            "parameters": dict(info.input_schema),
-        },
-    }
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)

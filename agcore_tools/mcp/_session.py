@@ -1,0 +1,462 @@
+"""The session behind an :class:`~agcore_tools.McpClient`: its connection, the event loop
+it is bound to, restarts after the connection is lost, and sending requests.
+
+One :class:`Session` per client. It starts and replaces :class:`Connection` objects
+(``connect()``, restarts under :class:`~agcore_tools.McpRecovery`, ``close()``),
+refuses requests from an event loop other than the connection's, and sends every
+request: ``tools/call`` (the hot path, :meth:`Session.call_tool`) and the rest of the
+protocol (:meth:`Session.send`), with the client's timeout, error translation (see
+``_recover``) and recovery. The tool list is not its business: a :class:`ToolListing`
+(the tool cache) is told when a connection starts and when the list may have changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
+
+from .. import _sync
+from .._aio import with_timeout
+from ..error import McpNotInitializedError, ToolConfigError, ToolError
+from ._connection import ClientSettings, Connection
+from ._exchange import EXCHANGE, HttpExchange
+from ._progress import progress_callback
+from ._recover import classify, send_again
+from ._results import result_value
+from ._state import State
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp_types import RequestParamsMeta
+
+__all__ = ["BACKSTOP", "Meta", "Session", "ToolListing", "check_timeout"]
+
+logger = logging.getLogger("agcore_tools.mcp")
+
+T = TypeVar("T")
+
+BACKSTOP = 5.0
+"""Extra seconds after the request timeout before the caller stops waiting regardless
+(the SDK's clock does not run while a request is still being written)."""
+_UNTIMED = math.inf
+"""The SDK read timeout of a ``tools/call``: none, as the connection's watchdog bounds
+it. The SDK's per-request clock arms and cancels a timer for every request (about 4 %
+of a stdio call's client CPU, docs/benchmarks.md); a request cancelled by the watchdog
+still gets its ``notifications/cancelled``, which the SDK sends for any abandoned
+request. ``math.inf``, not None: None would select the session's default timeout."""
+
+Meta: TypeAlias = "RequestParamsMeta | None"
+"""The ``_meta`` a request carries beyond what the SDK stamps (None: nothing)."""
+
+
+class ToolListing(Protocol):
+    """What the session tells the tool cache, and asks of it."""
+
+    def invalidate(self, reason: str | None) -> None:
+        """The tool list may have changed (``reason`` is logged; None: silently)."""
+        ...
+
+    async def prime(self, conn: Connection) -> None:
+        """A connection has just started: list its tools (failures raise)."""
+        ...
+
+    def new_loop(self) -> None:
+        """The session moved to another event loop: locks of the old one are useless."""
+        ...
+
+    def safe_to_repeat(self, tool_name: str) -> bool:
+        """Whether the tool's annotations say calling it twice does no harm."""
+        ...
+
+
+class Session:
+    """The connection of one client, the loop it lives in, its restarts, and sending.
+
+    Example:
+        >>> from agcore_tools import McpClient, StdioTransport
+        >>> session = Session(McpClient("demo", StdioTransport("server")))
+        >>> session.connected, session.conn is None
+        (False, True)
+    """
+
+    def __init__(self, settings: ClientSettings) -> None:
+        self.settings = settings
+        """The client's settings (read when needed)."""
+        self.tools: ToolListing | None = None
+        """The tool cache to tell about new connections and tool list changes."""
+        self.conn: Connection | None = None
+        """The current connection (None before connect and after close)."""
+        self.failed: Connection | None = None
+        """The last connection that failed to start, kept for its stderr tail."""
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The event loop the connection lives in (an MCP session cannot leave it)."""
+        self.restarts = 0
+        """Restarts in a row without a request succeeding in between."""
+        self._connect_lock = asyncio.Lock()
+
+    @property
+    def server_name(self) -> str:
+        """The server's name, for messages."""
+        return self.settings.server_name
+
+    @property
+    def connected(self) -> bool:
+        """True while requests can be sent."""
+        conn = self.conn
+        return conn is not None and conn.usable
+
+    @property
+    def client(self) -> Client | None:
+        """The SDK client of the current connection, while it has one."""
+        conn = self.conn
+        return conn.client if conn is not None else None
+
+    # -- connecting, restarting, closing -----------------------------------------------
+
+    async def connect(self) -> None:
+        """Connect, unless already connected (see :meth:`McpClient.connect`)."""
+        self.use_loop("connect")
+        async with self._connect_lock:
+            old = self.conn
+            if old is not None and old.usable:
+                return
+            self.restarts = 0
+            await self._start_locked(restarting=False)
+
+    async def _start_locked(self, *, restarting: bool) -> Connection:
+        """Replace the connection with a new one (the connect lock is held)."""
+        old = self.conn
+        if old is not None:
+            self.conn = None
+            await old.stop()
+        conn = Connection(self.settings, self._tools_changed)
+        self.conn, self.failed = conn, None
+        try:
+            await conn.start()
+            if self.tools is not None:
+                self.tools.invalidate(None)
+                await self.tools.prime(conn)
+        except BaseException as exc:
+            if self.conn is conn:
+                if restarting and isinstance(exc, ToolError):
+                    # Stay lost: the next request tries again, after its backoff.
+                    conn.failed_restart(exc.message)
+                else:
+                    self.conn, self.failed = None, conn
+            await conn.stop()
+            raise
+        return conn
+
+    def _tools_changed(self, reason: str) -> None:
+        if self.tools is not None:
+            self.tools.invalidate(reason)
+
+    async def restart(self, conn: Connection, action: str, tool_name: str | None) -> Connection:
+        """A usable connection in place of ``conn``, which was lost (see :class:`McpRecovery`)."""
+        async with self._connect_lock:
+            current = self.conn
+            if current is not conn:
+                # Another task restarted it meanwhile, or close() ran.
+                if current is not None and current.usable:
+                    return current
+                raise self.not_usable(current, tool_name, action)
+            policy = self.settings.recovery
+            attempt = self.restarts + 1
+            if policy is None or attempt > policy.max_restarts:
+                raise self.not_usable(conn, tool_name, action)
+            wait = policy.delay(attempt) - (time.monotonic() - conn.lost_at)
+            if wait > 0:
+                await asyncio.sleep(wait)
+                if self.conn is not conn:
+                    raise self.not_usable(self.conn, tool_name, action)
+            self.restarts = attempt
+            logger.info(
+                "MCP server '%s': starting it again (restart %d of %d) after: %s",
+                self.server_name,
+                attempt,
+                policy.max_restarts,
+                conn.lost_reason,
+            )
+            return await self._start_locked(restarting=True)
+
+    def can_restart(self) -> bool:
+        """Whether the recovery policy allows another restart in a row."""
+        policy = self.settings.recovery
+        return policy is not None and self.restarts < policy.max_restarts
+
+    async def _usable(
+        self, conn: Connection | None, action: str, tool_name: str | None
+    ) -> Connection:
+        """``conn`` if requests can be sent on it; else the connection that replaces it."""
+        if conn is not None and conn.usable:
+            return conn
+        if conn is not None and self.settings.recovery is not None:
+            if conn.state is State.STARTING:
+                async with self._connect_lock:  # let the connect or restart in progress finish
+                    pass
+                current = self.conn
+                if current is not None and current.usable:
+                    return current
+                conn = current
+            if conn is not None and conn.state is State.LOST and self.can_restart():
+                return await self.restart(conn, action, tool_name)
+        raise self.not_usable(conn, tool_name, action)
+
+    async def ready(self, what: str) -> Connection:
+        """The connection to send ``what`` on: restarted if it was lost (see
+        :class:`McpRecovery`), and in this event loop."""
+        conn = self.conn
+        if conn is None or not conn.usable:
+            conn = await self._usable(conn, what, None)
+        if self.loop is not asyncio.get_running_loop():
+            raise self.wrong_loop(what, None)
+        return conn
+
+    def require(self, what: str) -> Connection:
+        """The connection to send ``what`` on, without restarting a lost one."""
+        conn = self.conn
+        if conn is None or not conn.usable:
+            raise self.not_usable(conn, None, what)
+        if self.loop is not asyncio.get_running_loop():
+            raise self.wrong_loop(what, None)
+        return conn
+
+    async def close(self) -> None:
+        """Close the connection (see :meth:`McpClient.close`); idempotent."""
+        conn = self.conn
+        if conn is not None and self.loop is not asyncio.get_running_loop():
+            if self._alive_elsewhere(conn):
+                raise self.wrong_loop("close", None)
+            self.conn = None  # it ended with its event loop, or on its own
+            return
+        self.conn = None
+        if conn is not None:
+            await conn.stop()
+
+    # -- the event loop ----------------------------------------------------------------
+
+    def use_loop(self, action: str) -> None:
+        """Make the running loop this session's, unless a live connection belongs to another."""
+        running = asyncio.get_running_loop()
+        bound = self.loop
+        if bound is running:
+            return
+        conn = self.conn
+        if conn is not None and self._alive_elsewhere(conn):
+            raise self.wrong_loop(action, None)
+        if bound is not None:
+            # A session of another loop has ended (with its loop, or on its own); the
+            # locks may belong to that loop, so this one gets fresh ones.
+            self.conn = None
+            self._connect_lock = asyncio.Lock()
+            if self.tools is not None:
+                self.tools.new_loop()
+        self.loop = running
+
+    def _alive_elsewhere(self, conn: Connection) -> bool:
+        bound = self.loop
+        return (
+            bound is not None
+            and not bound.is_closed()
+            and conn.state in (State.STARTING, State.READY)
+        )
+
+    # -- errors ------------------------------------------------------------------------
+
+    def not_usable(
+        self, conn: Connection | None, tool_name: str | None, what: str | None = None
+    ) -> McpNotInitializedError:
+        """The error for a request that cannot be sent on ``conn``, saying why."""
+        action = what or f"tools/call '{tool_name}'"
+        if conn is not None and conn.state is State.LOST:
+            policy = self.settings.recovery
+            gave_up = (
+                f", and {self.restarts} restarts in a row failed"
+                if policy is not None and policy.max_restarts and not self.can_restart()
+                else ""
+            )
+            reason = (
+                f"cannot send {action}: the connection was lost "
+                f"({conn.lost_reason}){gave_up}; call connect() to start it again"
+            )
+        elif conn is not None and conn.state is State.STARTING:
+            reason = f"cannot send {action}: still connecting"
+        elif conn is not None and self.loop is not None and self.loop.is_closed():
+            return self.wrong_loop(action, tool_name)
+        else:
+            reason = f"cannot send {action}: not connected; call connect() first"
+        return McpNotInitializedError(self.server_name, reason, tool_name=tool_name)
+
+    def wrong_loop(self, action: str, tool_name: str | None) -> McpNotInitializedError:
+        """The error for a request from an event loop the connection does not live in."""
+        bound = self.loop
+        if bound is None or bound.is_closed():
+            reason = (
+                f"cannot send {action}: the connection was made in an event loop that has "
+                "since ended (as with asyncio.run(client.connect())); connect again in this "
+                "loop, or use connect_sync() and the *_sync methods, whose connection stays "
+                "open on agcore_tools' own loop"
+            )
+        elif _sync.is_library_loop(bound):
+            reason = (
+                f"cannot send {action} from this event loop: the client was connected with "
+                "connect_sync(), on agcore_tools' own loop, where its session must stay; use "
+                "the *_sync methods"
+            )
+        else:
+            reason = (
+                f"cannot send {action} from this event loop: the client was connected in "
+                "another one, where its session must stay (a *_sync method runs on "
+                "agcore_tools' own loop); await it in that loop, or close() it there first"
+            )
+        return McpNotInitializedError(self.server_name, reason, tool_name=tool_name)
+
+    async def translate(
+        self,
+        conn: Connection | None,
+        exc: Exception,
+        exchange: HttpExchange | None,
+        action: str,
+        limit: float,
+        tool_name: str | None,
+    ) -> ToolError:
+        """The :class:`ToolError` for a request that failed with ``exc``, sent with
+        ``exchange`` (for HTTP status details), without sending it again."""
+        verdict = await classify(
+            self.server_name, conn, exc, exchange, action, limit, tool_name, time.monotonic()
+        )
+        return verdict.error
+
+    # -- sending -----------------------------------------------------------------------
+
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any] | None, timeout: float | None
+    ) -> Any:
+        """Send ``tools/call`` and return the tool's value (see :meth:`McpClient.call_tool`)."""
+        conn = self.conn
+        if conn is None or conn.state is not State.READY:
+            conn = await self._usable(conn, f"tools/call '{name}'", name)
+        if self.loop is not asyncio.get_running_loop():
+            raise self.wrong_loop(f"tools/call '{name}'", name)
+        settings = self.settings
+        limit = settings.timeout if timeout is None else check_timeout(self.server_name, timeout)
+        progress = progress_callback(settings.on_progress, self.server_name, name)
+        arguments = dict(args) if args else {}
+        started = time.monotonic()
+        # Over HTTP, the guard in _http reports what the server answered into this.
+        exchange = HttpExchange() if conn.http else None
+        token = EXCHANGE.set(exchange)
+        try:
+            result = await self._send_call(conn, limit, name, arguments, progress)
+        except Exception as exc:  # noqa: BLE001 - send_again raises it translated, or retries
+            tools = self.tools
+            result = await send_again(
+                self,
+                conn,
+                exc,
+                exchange,
+                action=f"tools/call '{name}'",
+                tool_name=name,
+                limit=limit,
+                started=started,
+                safe=lambda: tools is not None and tools.safe_to_repeat(name),
+                send=lambda conn, remaining: self._send_call(
+                    conn, remaining, name, arguments, progress
+                ),
+            )
+        finally:
+            EXCHANGE.reset(token)
+        self.restarts = 0
+        return result_value(result, name)
+
+    def _send_call(
+        self,
+        conn: Connection,
+        limit: float,
+        name: str,
+        arguments: dict[str, Any],
+        progress: Any,
+    ) -> Awaitable[Any]:
+        """The one place a ``tools/call`` is sent: on ``conn``, bounded by its watchdog."""
+        return conn.watchdog.bound(
+            conn.call_tool(
+                name,
+                arguments,
+                read_timeout_seconds=_UNTIMED,
+                progress_callback=progress,
+                meta=conn.request_meta,
+            ),
+            limit,
+        )
+
+    async def send(
+        self,
+        what: str,
+        call: Callable[[Client, Meta], Awaitable[T]],
+        *,
+        resend: bool = True,
+    ) -> T:
+        """Run ``call`` on the connected SDK client within the client's timeout.
+
+        ``call`` gets the SDK client and the ``_meta`` to send with the request (see
+        :attr:`Connection.request_meta`). Failures become the :class:`ToolError` that
+        ``call_tool`` would raise for them, and recover like it (see ``_recover``): these
+        requests read, so they are safe to send again after a restart. ``resend=False``
+        is for requests bound to the connection they started on (a subscription): they
+        are never sent again, on a new connection or the same one.
+        """
+        conn = await self.ready(what)
+        client = conn.client
+        if client is None:  # the connection ended between the check and here
+            raise self.not_usable(conn, None, what)
+        limit = self.settings.timeout
+        started = time.monotonic()
+        exchange = HttpExchange() if conn.http else None
+        token = EXCHANGE.set(exchange)
+        try:
+            return await with_timeout(call(client, conn.request_meta), limit + BACKSTOP)
+        except Exception as exc:
+            if not resend:
+                raise await self.translate(conn, exc, exchange, what, limit, None) from exc
+
+            async def again(new: Connection, remaining: float) -> T:
+                if new.client is None:
+                    raise self.not_usable(new, None, what)
+                return await with_timeout(call(new.client, new.request_meta), remaining + BACKSTOP)
+
+            return await send_again(
+                self,
+                conn,
+                exc,
+                exchange,
+                action=what,
+                tool_name=None,
+                limit=limit,
+                started=started,
+                safe=lambda: True,
+                send=again,
+            )
+        finally:
+            EXCHANGE.reset(token)
+
+
+def check_timeout(server_name: str, value: float) -> float:
+    """``value`` as seconds, once it is a positive number.
+
+    Example:
+        >>> check_timeout("demo", 5)
+        5.0
+    """
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not seconds > 0:
+        raise ToolConfigError(
+            f"MCP server '{server_name}': timeout must be a positive number of seconds"
+        )
+    return seconds

@@ -1,0 +1,212 @@
+"""The tool cache of an :class:`~agcore_tools.McpClient`: listing the server's tools.
+
+``tools/list`` is followed over every page (see ``_protocol.pages``) once per
+connection, then served from the cache until the server says the list changed
+(``notifications/tools/list_changed``), the client's ``tools_ttl`` or the server's
+own ``ttlMs`` runs out, or :meth:`ToolCache.invalidate` is called. Concurrent readers
+share one fetch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from .._aio import with_timeout
+from ._exchange import EXCHANGE, HttpExchange
+from ._protocol import pages
+from ._recover import is_safe_to_repeat, send_again
+from ._session import BACKSTOP
+from .models import McpToolInfo
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp_types import ListToolsResult
+
+    from ._connection import Connection
+    from ._session import Session
+
+__all__ = ["ToolCache", "definition"]
+
+logger = logging.getLogger("agcore_tools.mcp")
+
+
+class _PageFailed(Exception):
+    """A page of ``tools/list`` failed: the SDK's exception and the request's HTTP outcome."""
+
+    def __init__(self, exc: Exception, exchange: HttpExchange | None) -> None:
+        super().__init__(exc)
+        self.exc = exc
+        self.exchange = exchange
+
+
+class ToolCache:
+    """The tools of one session's server, as last listed.
+
+    Example:
+        >>> from agcore_tools import McpClient, StdioTransport
+        >>> from agcore_tools.mcp._session import Session
+        >>> cache = ToolCache(Session(McpClient("demo", StdioTransport("server"))))
+        >>> cache.infos is None, cache.safe_to_repeat("anything")
+        (True, False)
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        """The session the lists are fetched through."""
+        self.infos: list[McpToolInfo] | None = None
+        """The tools as last listed (None before the first list)."""
+        self._fresh_until = -1.0
+        self._generation = 0
+        self._lock = asyncio.Lock()
+
+    def invalidate(self, reason: str | None) -> None:
+        """Make the next read fetch the list again (``reason`` is logged; None: silently)."""
+        self._generation += 1
+        self._fresh_until = -1.0
+        if reason is not None:
+            logger.info(
+                "MCP server '%s': %s; tool list cache cleared", self.session.server_name, reason
+            )
+
+    def new_loop(self) -> None:
+        """The session moved to another event loop: take a lock of the new one."""
+        self._lock = asyncio.Lock()
+
+    def safe_to_repeat(self, tool_name: str) -> bool:
+        """Whether the listed tool ``tool_name`` is annotated safe to call twice."""
+        infos = self.infos or []
+        return any(i.name == tool_name and is_safe_to_repeat(i.annotations) for i in infos)
+
+    async def prime(self, conn: Connection) -> None:
+        """List the tools of a connection that just started, if its server has tools.
+
+        One tools/list then: ``into_tools()`` can work without awaiting, and the SDK
+        learns the tools' output schemas before the first call.
+        """
+        client = conn.client
+        if client is not None and client.server_capabilities.tools is not None:
+            await self._fetch(conn)
+
+    async def current(self) -> list[McpToolInfo]:
+        """The tools, from the cache while it is fresh, else listed again."""
+        conn = await self.session.ready("tools/list")
+        if self.infos is not None and time.monotonic() < self._fresh_until:
+            return list(self.infos)
+        async with self._lock:
+            # Another task may have fetched while this one waited for the lock.
+            if self.infos is not None and time.monotonic() < self._fresh_until:
+                return list(self.infos)
+            return list(await self._fetch(conn, recover=True))
+
+    async def _fetch(self, conn: Connection, *, recover: bool = False) -> list[McpToolInfo]:
+        session = self.session
+        client = conn.client
+        if client is None:
+            raise session.not_usable(conn, None, "tools/list")
+        generation = self._generation
+        started = time.monotonic()
+        limit = session.settings.timeout
+        try:
+            listed = await pages(
+                session.server_name,
+                "tools/list",
+                lambda cursor: _page(client, conn.http, cursor, limit),
+            )
+        except _PageFailed as failed:
+            exc, exchange = failed.exc, failed.exchange
+            if not recover:
+                raise await session.translate(
+                    conn, exc, exchange, "tools/list", limit, None
+                ) from exc
+
+            # A restart fetches the whole list itself (cursors need not survive it).
+            async def fetch_again(new: Connection, remaining: float) -> list[McpToolInfo]:
+                if new is not conn:
+                    return list(self.infos or [])
+                return await self._fetch(conn)
+
+            return await send_again(
+                session,
+                conn,
+                exc,
+                exchange,
+                action="tools/list",
+                tool_name=None,
+                limit=limit,
+                started=started,
+                safe=lambda: True,
+                send=fetch_again,
+            )
+        infos = [_info(tool) for page in listed for tool in page.tools]
+        ttl = session.settings.tools_ttl
+        for page in listed:
+            ttl = _shorter(ttl, _server_ttl(page))
+        self.infos = infos
+        if generation == self._generation:
+            # A change notice that arrived during the fetch leaves the list stale.
+            self._fresh_until = started + ttl if ttl is not None else float("inf")
+        return infos
+
+
+async def _page(client: Client, http: bool, cursor: str | None, limit: float) -> ListToolsResult:
+    exchange = HttpExchange() if http else None
+    token = EXCHANGE.set(exchange)
+    try:
+        return await with_timeout(client.list_tools(cursor=cursor), limit + BACKSTOP)
+    except Exception as exc:
+        raise _PageFailed(exc, exchange) from exc
+    finally:
+        EXCHANGE.reset(token)
+
+
+def definition(info: McpToolInfo) -> dict[str, Any]:
+    """A listed tool as a Chat Completions tool param, with the server's own name.
+
+    Example:
+        >>> definition(McpToolInfo("echo", "Echo the text."))["function"]["name"]
+        'echo'
+    """
+    return {
+        "type": "function",
+        "function": {
+            "name": info.name,
+            "description": info.description,
+            "parameters": dict(info.input_schema),
+        },
+    }
+
+
+def _server_ttl(page: ListToolsResult) -> float | None:
+    # Only 2026-07-28 sessions carry ttlMs; the SDK strips it from older ones, so a
+    # field never set on the model means "no hint".
+    if "ttl_ms" not in page.model_fields_set:
+        return None
+    return page.ttl_ms / 1000.0
+
+
+def _shorter(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _info(tool: Any) -> McpToolInfo:
+    annotations = (
+        tool.annotations.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if tool.annotations is not None
+        else {}
+    )
+    return McpToolInfo(
+        name=tool.name,
+        description=tool.description or "",
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=annotations,
+        title=tool.title,
+        task_support=tool.execution.task_support if tool.execution is not None else None,
+    )
