@@ -266,6 +266,15 @@ class McpError(ToolError):
             self.recoverable = recoverable
 
 
+class McpUsageError(ToolError, ValueError):
+    """An MCP call the client cannot make as asked (a mistake in the calling code).
+
+    Example:
+        >>> isinstance(McpUsageError("cursor must be a string"), ValueError)
+        True
+    """
+
+
 class McpNotInitializedError(McpError):
     """An MCP client was used before ``connect()`` or after it became unusable.
 
@@ -496,3 +505,7 @@ class _BadContent(ToolError, ValueError):
 
 class _BadContentType(ToolError, TypeError):
     """A binary value built from something that is not bytes."""
+
+
+class _AuthTypeError(ToolError, TypeError):
+    """A transport's ``auth`` is not an ``httpx2.Auth`` (a mistake in the caller's code)."""

@@ -109,7 +109,7 @@ class McpTool(BaseTool):
         as the server does.
         """
         # The server's progress updates reach a listening context as its own reports.
-        listened = CALLER.set(ctx) if ctx._events is not None else None
+        listened = CALLER.set(ctx) if ctx.listening else None
         try:
             return await self.client.call_tool(self.info.name, args)
         except ToolError as exc:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._requests import McpUsageError, all_pages, require_capability
+from ..error import McpUsageError
+from ._requests import all_pages, require_capability
 from .models import McpCompletion, McpPrompt, McpPromptInfo
 
 if TYPE_CHECKING:

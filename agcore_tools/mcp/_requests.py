@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
-from ..error import McpError, ToolError
+from ..error import McpError, McpUsageError
 from ._protocol import Page, pages
 from ._session import Meta, Session
 
@@ -27,10 +27,6 @@ __all__ = ["McpUsageError", "Meta", "all_pages", "require_capability"]
 
 X = TypeVar("X")
 P = TypeVar("P", bound=Page)
-
-
-class McpUsageError(ToolError, ValueError):
-    """A call the client cannot make as asked (a mistake in the calling code)."""
 
 
 async def all_pages(

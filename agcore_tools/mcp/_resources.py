@@ -21,10 +21,10 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ..error import McpError
+from ..error import McpError, McpUsageError
 from ._feeds import Feed, UpdateFeeds
 from ._protocol import is_modern
-from ._requests import McpUsageError, all_pages, require_capability
+from ._requests import all_pages, require_capability
 from ._state import State
 from .models import McpResourceContents, McpResourceInfo, McpResourceTemplateInfo
 

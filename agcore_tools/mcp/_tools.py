@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._aio import with_timeout
+from ..base import tool_definition
 from ._exchange import EXCHANGE, HttpExchange
 from ._protocol import pages
 from ._recover import is_safe_to_repeat, send_again
@@ -169,14 +170,7 @@ def definition(info: McpToolInfo) -> dict[str, Any]:
         >>> definition(McpToolInfo("echo", "Echo the text."))["function"]["name"]
         'echo'
     """
-    return {
-        "type": "function",
-        "function": {
-            "name": info.name,
-            "description": info.description,
-            "parameters": dict(info.input_schema),
-        },
-    }
+    return tool_definition(info.name, info.description, dict(info.input_schema))
 
 
 def _server_ttl(page: ListToolsResult) -> float | None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, cast
 
+from ..error import McpUsageError
 from ._protocol import LOG_LEVELS, is_modern, round_trip
-from ._requests import McpUsageError, Meta, require_capability
+from ._requests import Meta, require_capability
 
 if TYPE_CHECKING:
     from mcp import Client

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
-from ..error import ToolConfigError, ToolError
+from ..error import ToolConfigError, _AuthTypeError
 
 if TYPE_CHECKING:
     import ssl
@@ -150,10 +150,6 @@ def _check_auth(auth: object) -> None:
             f"StreamableHttpTransport auth must be an httpx2.Auth, such as the MCP SDK's "
             f"OAuthClientProvider, got {type(auth).__name__}"
         )
-
-
-class _AuthTypeError(ToolError, TypeError):
-    """A transport's ``auth`` is not an ``httpx2.Auth`` (a mistake in the caller's code)."""
 
 
 def _check_http_settings(t: StreamableHttpTransport) -> None:
