@@ -25,6 +25,7 @@ from .events import (
 )
 from .history import HistoryPolicy, TrimOldest, split_exchanges
 from .output import StructuredOutput
+from .requester import OpenAIRequester, Requester, TurnRequest
 from .sync import SyncEventStream
 from .transport import sharded_http_client
 
@@ -36,7 +37,9 @@ __all__ = [
     "FinishReason",
     "HistoryPolicy",
     "LlmCycle",
+    "OpenAIRequester",
     "ReasoningDelta",
+    "Requester",
     "StreamEvent",
     "StructuredOutput",
     "SyncEventStream",
@@ -46,6 +49,7 @@ __all__ = [
     "ToolProgress",
     "TrimOldest",
     "TurnComplete",
+    "TurnRequest",
     "Usage",
     "sharded_http_client",
     "split_exchanges",

@@ -10,7 +10,6 @@ calls runs them through the registry and sends their results back in the next tu
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from types import TracebackType
@@ -33,8 +32,9 @@ from ..base import ToolContext
 from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
-from ._client import accept_client, client_from_env
+from ._client import ClientTypeError, accept_client, client_from_env
 from ._event_stream import EventStream
+from ._outcome import Outcome
 from ._output import OutputRun, Verdict, start_output
 from ._policy import (
     answer_unanswered,
@@ -44,13 +44,10 @@ from ._policy import (
     tool_message,
     unanswered_calls,
 )
-from ._requester import retryless
-from ._retry import RetryPolicy
 from ._tool_stream import run_context, with_tool_events
-from ._trace import run_trace
+from ._trace import RunTrace, run_trace
 from ._transcript import TranscriptViews
-from ._wire import close_stream, open_stream
-from ._wires import TurnAssembler, Wire, wire_for
+from ._wires import wire_for
 from .config import CycleConfig
 from .events import (
     ZERO_USAGE,
@@ -61,6 +58,7 @@ from .events import (
     TurnComplete,
     Usage,
 )
+from .requester import OpenAIRequester, Requester, TurnRequest
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -146,21 +144,30 @@ class LlmCycle(TranscriptViews):
         *,
         client: AsyncOpenAI | OpenAI | None = None,
         system_prompt: str | None = None,
+        requester: Requester | None = None,
     ) -> None:
         self.config = config
         """The cycle's settings; replace it (``dataclasses.replace``) to change them."""
-        driven, owned = accept_client(client) if client is not None else (None, True)
-        self.client: AsyncOpenAI = driven if driven is not None else client_from_env()
+        owned = False
+        if requester is None:
+            driven, owned = accept_client(client) if client is not None else (None, True)
+            requester = OpenAIRequester(driven if driven is not None else client_from_env())
+        elif client is not None:
+            raise ClientTypeError("LlmCycle takes client= or requester=, not both")
+        self.requester: Requester = requester
+        """What the cycle sends its requests through (see :class:`Requester`): the one
+        given, or an :class:`OpenAIRequester` over ``client``."""
+        self.client: AsyncOpenAI | None = (
+            requester.client if isinstance(requester, OpenAIRequester) else None
+        )
         """The SDK client given (or created, or a sync client's async twin); requests use
-        a retry-less copy of it."""
+        a retry-less copy of it. None when the requester given sends through no SDK
+        client."""
         self.messages: list[Message] = []
         """The conversation so far, in the Chat Completions request format."""
         if system_prompt is not None:
             self.messages.append({"role": "system", "content": system_prompt})
-        # The loop's own state; temporal/_workflow.py's _WorkflowCycle, which has no SDK
-        # client, sets the same attributes: keep the two in step.
         self._owns_client = owned
-        self._requester = retryless(self.client)  # shared by the cycles on this client
         self._requests = 0  # over the cycle's life: tags generated tool call ids
         self._busy = False
         self._shared: dict[str, Any] | None = None  # the last run's, for a resumed run
@@ -319,7 +326,7 @@ class LlmCycle(TranscriptViews):
             ...     async with LlmCycle(CycleConfig("gpt-4o-mini")) as cycle:  # aclose() on exit
             ...         print((await cycle.submit("Hi")).text)
         """
-        if self._owns_client:
+        if self._owns_client and self.client is not None:
             await self.client.close()
 
     async def __aenter__(self) -> LlmCycle:
@@ -429,11 +436,11 @@ class LlmCycle(TranscriptViews):
         # A type pydantic cannot handle raises here, in the caller's frame.
         options = self.config.request_options
         output = start_output(output_type, options, registry) if output_type is not None else None
-        events = EventStream()
         gate = Gate(approvals, self.config.approval_key)
-        events._agen = self._loop(added, registry, ctx, select, stream, events, output, gate)
-        events._trace = run_trace(self.config, self.client)
-        return events
+        outcome = Outcome()
+        trace = run_trace(self.config, self.requester, outcome)
+        loop = self._loop(added, registry, ctx, select, stream, outcome, trace, output, gate)
+        return EventStream(loop, outcome, trace)
 
     async def _loop(
         self,
@@ -442,7 +449,8 @@ class LlmCycle(TranscriptViews):
         ctx: ToolContext | None,
         select: Selector | None,
         stream: bool,
-        sink: EventStream,
+        outcome: Outcome,
+        trace: RunTrace | None,
         output: OutputRun | None,
         gate: Gate,
     ) -> AsyncGenerator[StreamEvent, None]:
@@ -475,7 +483,7 @@ class LlmCycle(TranscriptViews):
                     yield event
                 tidy_answers(self.messages)
                 if gate.waiting:  # still paused: answer the requests to go on
-                    sink._response = paused_response(
+                    outcome.response = paused_response(
                         self.messages, usage, 0, invocations, gate.waiting
                     )
                     return
@@ -496,16 +504,18 @@ class LlmCycle(TranscriptViews):
                 # 3. One request; streamed text events pass straight through. A forced
                 #    tool_choice serves the call's first request only, or a forced loop
                 #    could end at max_turns alone.
-                builder = wire.builder(str(self._requests), config.repair_arguments, sink._trace)
+                builder = wire.builder(str(self._requests), config.repair_arguments, trace)
                 self._requests += 1
                 params = wire.params(config, self.messages, tools, stream)
                 if relaxed is not None and turn > 1:
                     params["tool_choice"] = relaxed
                 if output is not None:
                     output.plan.prepare(params)
-                request = self._request(wire, params, stream, builder)
-                if sink._trace is not None:
-                    request = sink._trace.chat(request, params, builder)
+                request = self.requester.request(
+                    TurnRequest(self.config, wire, params, stream, builder)
+                )
+                if trace is not None:
+                    request = trace.chat(request, params, builder)
                 async with contextlib.aclosing(request):  # a consumer may leave mid-stream
                     async for event in request:
                         yield event
@@ -523,7 +533,7 @@ class LlmCycle(TranscriptViews):
                 if verdict is Verdict.RETRY:
                     continue
                 if verdict is Verdict.DONE or not result.calls or offered is None:
-                    sink._response = ChatResponse(
+                    outcome.response = ChatResponse(
                         result.message,
                         result.text,
                         result.reason,
@@ -540,7 +550,7 @@ class LlmCycle(TranscriptViews):
                     async for event in running:
                         yield event
                 if gate.waiting:  # pause: the history is the state to resume from
-                    sink._response = paused_response(
+                    outcome.response = paused_response(
                         self.messages, usage, turn, invocations, gate.waiting
                     )
                     return
@@ -553,42 +563,6 @@ class LlmCycle(TranscriptViews):
                     self.messages, start, "the tool loop was stopped before it ran", gate.keep
                 )
             self._busy = False
-
-    async def _request(
-        self, wire: Wire, params: dict[str, Any], stream: bool, builder: TurnAssembler
-    ) -> AsyncGenerator[StreamEvent, None]:
-        from openai import OpenAIError
-
-        retry = RetryPolicy(
-            self.config.max_retries, self.config.retry_initial_delay, self.config.retry_max_delay
-        )
-        completions, params = wire.request(self._requester, params)
-        # 1. Retries cover the request up to the first chunk; never a started stream.
-        try:
-            if not stream:
-                create = functools.partial(completions.create, **params)
-                builder.feed_completion(await retry.call(create))
-                return
-            response, first = await retry.call(functools.partial(open_stream, completions, params))
-        except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
-            # or JSON nested too deeply to parse
-            raise LlmError(f"{wire.name} request failed: {type(exc).__name__}: {exc}") from exc
-        # 2. Read the stream; closing it on any exit (cancellation included) drops the
-        #    HTTP connection, which tells the server to stop generating.
-        try:
-            chunk = first
-            while chunk is not None:
-                for event in builder.feed(chunk):
-                    yield event
-                try:
-                    chunk = await response.__anext__()
-                except StopAsyncIteration:
-                    chunk = None
-            builder.end_stream()
-        except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
-            raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
-        finally:
-            await close_stream(response)
 
     async def _run_tools(
         self,

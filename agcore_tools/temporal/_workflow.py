@@ -1,7 +1,8 @@
 """``ToolLoopWorkflow``: :class:`~agcore_tools.LlmCycle`'s own loop, run as a workflow.
 
-The loop is not copied: the workflow drives an ``LlmCycle`` whose one model request
-(``_request``) is an activity, over a stand-in registry whose tools carry the real
+The loop is not copied: the workflow drives a plain ``LlmCycle`` whose requester (see
+:class:`~agcore_tools.cycle.Requester`) makes each model request an activity, over a
+stand-in registry whose tools carry the real
 tools' definitions, permissions and approval rules and whose ``execute`` is an
 activity. Everything else (turns, limits, permissions, truncation, history policy,
 approvals, errors) is the loop's own code. The workflow reads no clock but
@@ -15,7 +16,7 @@ import dataclasses
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -30,6 +31,7 @@ from ..base import BaseTool, ToolContext
 from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
 from ..cycle.events import StreamEvent
+from ..cycle.requester import Requester, TurnRequest
 from ..error import LlmError, ToolError, ToolExecutionError, ToolTimeoutError
 from ..permission import PermissionChecker, PermissionConfig
 from ..registry import ToolRegistry
@@ -44,11 +46,6 @@ from ._payloads import (
     config_fields,
     config_from_fields,
 )
-
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
-
-    from ..cycle._wires import TurnAssembler, Wire
 
 __all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
 
@@ -119,39 +116,30 @@ class ToolLoopResult:
     usage: dict[str, int]
 
 
-class _WorkflowCycle(LlmCycle):
-    """An ``LlmCycle`` whose model request is an activity. Built without an SDK
-    client: the workflow sends nothing itself."""
+class _ActivityRequester(Requester):
+    """Makes each model request an activity: the workflow sends nothing itself."""
 
-    def __init__(self, config: CycleConfig, messages: list[dict[str, Any]], timeout: float) -> None:
-        # LlmCycle.__init__ makes an SDK client; the loop itself reads these attributes.
-        self.config = config
-        self.client = cast("AsyncOpenAI", None)
-        self.messages = messages
-        self._owns_client = False
-        self._requester = self.client  # never used: _request below sends nothing
-        self._requests = 0
-        self._busy = False
-        self._shared = None
-        self._model_timeout = timeout
+    __slots__ = ("_timeout",)
 
-    async def _request(
-        self, wire: Wire, params: dict[str, Any], stream: bool, builder: TurnAssembler
-    ) -> AsyncGenerator[StreamEvent, None]:
-        config = self.config
+    def __init__(self, timeout: float) -> None:
+        self._timeout = timedelta(seconds=timeout)
+
+    async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
+        """Run the request as the ``agcore.model_request`` activity; feed its completion."""
+        config = turn.config
         try:
             completion = await workflow.execute_activity(
                 "agcore.model_request",
-                ModelRequest(config.api, config.chain_responses, params),
+                ModelRequest(config.api, config.chain_responses, turn.params),
                 result_type=dict,
-                start_to_close_timeout=timedelta(seconds=self._model_timeout),
+                start_to_close_timeout=self._timeout,
                 retry_policy=_retry(config, config.max_retries + 1, [MODEL_REFUSED]),
             )
         except ActivityError as exc:
-            raise LlmError(f"{wire.name} request failed: {_reason(exc)}") from exc
-        builder.feed_completion(completion)
+            raise LlmError(f"{turn.wire.name} request failed: {_reason(exc)}") from exc
+        turn.builder.feed_completion(completion)
         return
-        yield  # an async generator, like the SDK-backed request it stands in for
+        yield  # an async generator, like the SDK requester it stands in for
 
 
 class _ActivityTool(BaseTool):
@@ -239,7 +227,7 @@ class ToolLoopWorkflow:
     """
 
     def __init__(self) -> None:
-        self._cycle: _WorkflowCycle | None = None
+        self._cycle: LlmCycle | None = None
         self._pending: list[ApprovalRequest] = []
         self._answers: list[ApprovalDecision] | None = None
 
@@ -251,7 +239,8 @@ class ToolLoopWorkflow:
         registry = await _stand_in_registry(args, config)
         # Activities enforce each tool's time limit (overridable per tool).
         loop_config = dataclasses.replace(config, tool_timeout_secs=None)
-        cycle = _WorkflowCycle(loop_config, list(args.messages), args.model_timeout_secs)
+        cycle = LlmCycle(loop_config, requester=_ActivityRequester(args.model_timeout_secs))
+        cycle.messages = list(args.messages)
         self._cycle = cycle
         info = workflow.info()
         ctx = ToolContext(info.workflow_id, info.run_id, metadata=dict(args.metadata))
