@@ -8,7 +8,7 @@ Example:
     <FinishReason.STOP: 'stop'>
 """
 
-from .config import CycleConfig
+from .config import CycleConfig, Limits, Retries
 from .cycle import EventStream, LlmCycle
 from .events import (
     AssistantTextDelta,
@@ -36,10 +36,12 @@ __all__ = [
     "EventStream",
     "FinishReason",
     "HistoryPolicy",
+    "Limits",
     "LlmCycle",
     "OpenAIRequester",
     "ReasoningDelta",
     "Requester",
+    "Retries",
     "StreamEvent",
     "StructuredOutput",
     "SyncEventStream",

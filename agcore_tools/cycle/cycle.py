@@ -33,6 +33,7 @@ from ..error import LlmError, MaxTurnsExceededError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
 from ._client import ClientTypeError, accept_client, client_from_env
+from ._deprecated import renamed
 from ._event_stream import EventStream
 from ._outcome import Outcome
 from ._output import OutputRun, Verdict, start_output
@@ -316,18 +317,24 @@ class LlmCycle(TranscriptViews):
         """
         return self._start(_prompt(prompt), registry, ctx, select, True, output_type, approvals)
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
         """Close the SDK client if this cycle created it.
 
-        A client passed as ``client=`` belongs to the caller, who closes it.
+        A client passed as ``client=`` (or a requester passed as ``requester=``)
+        belongs to the caller, who closes it.
 
         Example:
             >>> async def main() -> None:
-            ...     async with LlmCycle(CycleConfig("gpt-4o-mini")) as cycle:  # aclose() on exit
+            ...     async with LlmCycle(CycleConfig("gpt-4o-mini")) as cycle:  # close() on exit
             ...         print((await cycle.submit("Hi")).text)
         """
         if self._owns_client and self.client is not None:
             await self.client.close()
+
+    async def aclose(self) -> None:
+        """Deprecated: use :meth:`close`."""
+        renamed("LlmCycle.aclose()", "LlmCycle.close()")
+        await self.close()
 
     async def __aenter__(self) -> LlmCycle:
         return self
@@ -338,7 +345,7 @@ class LlmCycle(TranscriptViews):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.aclose()
+        await self.close()
 
     # -- sync entry points -----------------------------------------------------------
     # Each runs the async method on agcore_tools' own event loop (see _sync.py).
@@ -407,8 +414,8 @@ class LlmCycle(TranscriptViews):
         return SyncEventStream(events)
 
     def close_sync(self) -> None:
-        """:meth:`aclose` for synchronous code (also called by ``with``)."""
-        _sync.run(self.aclose())
+        """:meth:`close` for synchronous code (also called by ``with``)."""
+        _sync.run(self.close())
 
     def __enter__(self) -> LlmCycle:
         return self
@@ -463,6 +470,7 @@ class LlmCycle(TranscriptViews):
         start = len(self.messages)
         try:
             config = self.config
+            limits = config.limits
             wire = wire_for(config)
             offer = RunOffer(registry, select, config.model) if registry is not None else None
             relaxed = (
@@ -490,9 +498,9 @@ class LlmCycle(TranscriptViews):
             turn = 0
             while True:
                 # 1. Refuse a turn past the limit before sending anything.
-                if config.max_turns is not None and turn >= config.max_turns:
+                if limits.max_turns is not None and turn >= limits.max_turns:
                     raise MaxTurnsExceededError(
-                        config.max_turns,
+                        limits.max_turns,
                         invocations=invocations,
                         usage=usage,
                         history_length=len(self.messages),
@@ -500,7 +508,7 @@ class LlmCycle(TranscriptViews):
                 turn += 1
                 # 2. The tools this request offers (see _selection.py), within the budget.
                 tools, offered = offer.turn(self.messages) if offer else (None, registry)
-                check_budget(tools or (), config.model, config.max_definition_tokens)
+                check_budget(tools or (), config.model, limits.max_definition_tokens)
                 # 3. One request; streamed text events pass straight through. A forced
                 #    tool_choice serves the call's first request only, or a forced loop
                 #    could end at max_turns alone.
@@ -594,7 +602,8 @@ class LlmCycle(TranscriptViews):
                 yield approval
             calls = gate.calls
         # 3. Run the calls concurrently, reporting each as it ends.
-        max_bytes = self.config.max_tool_result_bytes
+        limits = self.config.limits
+        max_bytes = limits.max_result_bytes
         texts: list[str | None] = [None] * len(calls)
         rendered: list[Rendered | None] = [None] * len(calls)
         done: list[ToolInvocation | None] = [None] * len(calls)
@@ -602,7 +611,7 @@ class LlmCycle(TranscriptViews):
         for call in calls:
             yield ToolExecutionStarted(call.name, call.input, call.call_id)
         try:
-            timeout = self.config.tool_timeout_secs
+            timeout = limits.tool_timeout
             running = with_tool_events(
                 iter_invocations(registry, calls, ctx=ctx, timeout=timeout), ctx, registry, calls
             )
@@ -616,7 +625,7 @@ class LlmCycle(TranscriptViews):
                         invocation,
                         max_bytes,
                         api="chat",
-                        max_attachment_bytes=self.config.max_tool_attachment_bytes,
+                        max_attachment_bytes=limits.max_attachment_bytes,
                     )
                     text = result.text
                     texts[position], done[position], rendered[position] = text, invocation, result

@@ -12,7 +12,7 @@ Events are small frozen dataclasses; match on the class::
                 print(f"   {name}: {done}/{total}")
             case ToolExecutionCompleted(tool_name=name, output=output, error=None):
                 print(f"<- {name}: {output}")
-            case TurnComplete(reason=reason):
+            case TurnComplete(finish_reason=reason):
                 print(f"\\n[turn ended: {reason.value}]")
 """
 
@@ -27,6 +27,7 @@ from .._progress import ToolPartialResult, ToolProgress
 from .._sdk import sdk_field
 from ..approval import ApprovalRequest, ToolApprovalRequested
 from ..error import ToolError
+from ._deprecated import renamed
 
 if TYPE_CHECKING:
     from ..registry import ToolInvocation
@@ -158,7 +159,7 @@ class ChatResponse:
 
     Example:
         >>> r = ChatResponse({"role": "assistant", "content": "Hi"}, "Hi", FinishReason.STOP)
-        >>> r.text, r.stop_reason.value
+        >>> r.text, r.finish_reason.value
         ('Hi', 'stop')
     """
 
@@ -166,7 +167,7 @@ class ChatResponse:
     """The final assistant message, in the Chat Completions request format."""
     text: str
     """The final assistant message's text ("" when it has none)."""
-    stop_reason: FinishReason
+    finish_reason: FinishReason
     """Why the last turn ended."""
     usage: Usage = ZERO_USAGE
     """Token counts summed over every request this call made."""
@@ -184,9 +185,15 @@ class ChatResponse:
     ``submit_with_tools(None, registry, approvals=[...])`` (see
     :mod:`agcore_tools.approval`)."""
 
+    @property
+    def stop_reason(self) -> FinishReason:
+        """Deprecated: use :attr:`finish_reason`."""
+        renamed("ChatResponse.stop_reason", "ChatResponse.finish_reason")
+        return self.finish_reason
+
     def _summary_rows(self) -> list[tuple[str, Any]]:
         rows: list[tuple[str, Any]] = [
-            ("stop reason", self.stop_reason.value),
+            ("stop reason", self.finish_reason.value),
             ("turns", self.turns),
             ("usage", _usage_text(self.usage)),
         ]
@@ -233,7 +240,7 @@ class ChatResponse:
             | usage | no usage reported |
         """
         parts = [
-            f"**ChatResponse** ({self.stop_reason.value}, {self.turns} turns)",
+            f"**ChatResponse** ({self.finish_reason.value}, {self.turns} turns)",
             markdown_quote(self.text) if self.text else "*(no text)*",
             markdown_table(("", ""), self._summary_rows()),
         ]
@@ -245,7 +252,7 @@ class ChatResponse:
     def _repr_html_(self) -> str:
         """The same view as :meth:`_repr_markdown_`, in HTML."""
         parts = [
-            f"<p><strong>ChatResponse</strong> ({self.stop_reason.value}, {self.turns} turns)</p>",
+            f"<p><strong>ChatResponse</strong> ({self.finish_reason.value}, {self.turns} turns)</p>",
             html_text(self.text) if self.text else "<p><em>(no text)</em></p>",
             html_table(("", ""), self._summary_rows()),
         ]
@@ -348,16 +355,16 @@ class ToolExecutionCompleted:
 class TurnComplete:
     """One request's answer is complete.
 
-    ``reason`` is ``TOOL_CALLS`` whenever the assistant message has tool calls, even
-    if the provider said ``stop`` (as OpenAI does for a forced ``tool_choice``);
-    ``raw_reason`` is what the provider sent.
+    ``finish_reason`` is ``TOOL_CALLS`` whenever the assistant message has tool calls,
+    even if the provider said ``stop`` (as OpenAI does for a forced ``tool_choice``);
+    ``raw_finish_reason`` is what the provider sent.
 
     Example:
-        >>> TurnComplete(FinishReason.STOP, turn=1).reason.value
+        >>> TurnComplete(FinishReason.STOP, turn=1).finish_reason.value
         'stop'
     """
 
-    reason: FinishReason
+    finish_reason: FinishReason
     """Why the turn ended."""
     turn: int = 1
     """The turn's number within this call, from 1."""
@@ -365,8 +372,20 @@ class TurnComplete:
     """The assistant message the turn produced, as appended to the history."""
     usage: Usage | None = None
     """This request's token counts, when the provider reported them."""
-    raw_reason: str | None = None
+    raw_finish_reason: str | None = None
     """The provider's ``finish_reason`` string, unmapped."""
+
+    @property
+    def reason(self) -> FinishReason:
+        """Deprecated: use :attr:`finish_reason`."""
+        renamed("TurnComplete.reason", "TurnComplete.finish_reason")
+        return self.finish_reason
+
+    @property
+    def raw_reason(self) -> str | None:
+        """Deprecated: use :attr:`raw_finish_reason`."""
+        renamed("TurnComplete.raw_reason", "TurnComplete.raw_finish_reason")
+        return self.raw_finish_reason
 
 
 StreamEvent: TypeAlias = (

@@ -140,8 +140,10 @@ class OpenAIRequester(Requester):
         """Send ``turn`` through the SDK, retrying as ``turn.config`` says."""
         from openai import OpenAIError
 
-        config, wire, builder = turn.config, turn.wire, turn.builder
-        retry = RetryPolicy(config.max_retries, config.retry_initial_delay, config.retry_max_delay)
+        config = turn.config
+        wire, builder = turn.wire, turn.builder
+        retries = config.retries
+        retry = RetryPolicy(retries.max_retries, retries.initial_delay, retries.max_delay)
         completions, params = wire.request(self._sender, turn.params)
         # 1. Retries cover the request up to the first chunk; never a started stream.
         try:

@@ -113,7 +113,19 @@ class ToolLoopResult:
     messages: list[dict[str, Any]]
     turns: int
     stop_reason: str
+    """Why the last turn ended: a :class:`~agcore_tools.FinishReason` value (the field
+    keeps its name in the JSON Temporal stores; read it as :attr:`finish_reason`)."""
     usage: dict[str, int]
+
+    @property
+    def finish_reason(self) -> str:
+        """Why the last turn ended (``"stop"``, ``"length"``, ...).
+
+        Example:
+            >>> ToolLoopResult("5", [], 2, "stop", {}).finish_reason
+            'stop'
+        """
+        return self.stop_reason
 
 
 class _ActivityRequester(Requester):
@@ -133,7 +145,7 @@ class _ActivityRequester(Requester):
                 ModelRequest(config.api, config.chain_responses, turn.params),
                 result_type=dict,
                 start_to_close_timeout=self._timeout,
-                retry_policy=_retry(config, config.max_retries + 1, [MODEL_REFUSED]),
+                retry_policy=_retry(config, config.retries.max_retries + 1, [MODEL_REFUSED]),
             )
         except ActivityError as exc:
             raise LlmError(f"{turn.wire.name} request failed: {_reason(exc)}") from exc
@@ -156,9 +168,9 @@ class _ActivityTool(BaseTool):
             self._asks if spec.approval == "per_call" else spec.approval == "always"
         )
         self._queue = spec.task_queue or queue
-        timeout = spec.timeout_secs or config.tool_timeout_secs
+        timeout = spec.timeout_secs or config.limits.tool_timeout
         self._timeout = timedelta(seconds=timeout) if timeout else _NO_TIMEOUT
-        attempts = spec.max_attempts or config.max_retries + 1
+        attempts = spec.max_attempts or config.retries.max_retries + 1
         self._retry = _retry(config, attempts, [RESULT_TOO_LARGE])
 
     def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolCallInput:
@@ -238,7 +250,8 @@ class ToolLoopWorkflow:
         config = config_from_fields(args.config)
         registry = await _stand_in_registry(args, config)
         # Activities enforce each tool's time limit (overridable per tool).
-        loop_config = dataclasses.replace(config, tool_timeout_secs=None)
+        limits = dataclasses.replace(config.limits, tool_timeout=None)
+        loop_config = dataclasses.replace(config, limits=limits)
         cycle = LlmCycle(loop_config, requester=_ActivityRequester(args.model_timeout_secs))
         cycle.messages = list(args.messages)
         self._cycle = cycle
@@ -256,7 +269,7 @@ class ToolLoopWorkflow:
             response.text,
             cycle.messages,
             response.turns,
-            str(response.stop_reason.value),
+            str(response.finish_reason.value),
             {
                 "requests": usage.requests,
                 "prompt_tokens": usage.prompt_tokens,
@@ -318,10 +331,11 @@ async def _stand_in_registry(args: ToolLoopInput, config: CycleConfig) -> ToolRe
 
 
 def _retry(config: CycleConfig, attempts: int, final: list[str]) -> RetryPolicy:
-    initial = max(config.retry_initial_delay, 0.001)
+    retries = config.retries
+    initial = max(retries.initial_delay, 0.001)
     return RetryPolicy(
         initial_interval=timedelta(seconds=initial),
-        maximum_interval=timedelta(seconds=max(config.retry_max_delay, initial)),
+        maximum_interval=timedelta(seconds=max(retries.max_delay, initial)),
         maximum_attempts=attempts,
         non_retryable_error_types=final,
     )
