@@ -151,6 +151,11 @@ class CycleConfig:
         >>> config = CycleConfig("m", limits=Limits(max_turns=3, tool_timeout=5), retries=Retries(0))
         >>> config.max_turns, config.limits.tool_timeout, config.max_retries
         (3, 5, 0)
+        >>> flat = CycleConfig("m", max_result_bytes=4096, retry_max_delay=2.0)
+        >>> flat.max_result_bytes, flat.max_tool_attachment_bytes, flat.max_definition_tokens
+        (4096, 5242880, None)
+        >>> flat.retry_initial_delay, flat.retry_max_delay, flat.tool_timeout
+        (0.5, 2.0, 60.0)
     """
 
     model: str
@@ -333,13 +338,33 @@ class CycleConfig:
 
     @property
     def tool_timeout_secs(self) -> float | None:
-        """Deprecated: use :attr:`tool_timeout` (or ``limits.tool_timeout``)."""
+        """Deprecated: use :attr:`tool_timeout` (or ``limits.tool_timeout``).
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:  # it warns
+            ...     warnings.simplefilter("always")
+            ...     CycleConfig("m").tool_timeout_secs
+            60.0
+            >>> caught[0].category.__name__
+            'DeprecationWarning'
+        """
         renamed("CycleConfig.tool_timeout_secs", "CycleConfig.tool_timeout")
         return self.limits.tool_timeout
 
     @property
     def max_tool_result_bytes(self) -> int | None:
-        """Deprecated: use :attr:`max_result_bytes` (or ``limits.max_result_bytes``)."""
+        """Deprecated: use :attr:`max_result_bytes` (or ``limits.max_result_bytes``).
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:  # it warns
+            ...     warnings.simplefilter("always")
+            ...     CycleConfig("m").max_tool_result_bytes
+            16384
+            >>> caught[0].category.__name__
+            'DeprecationWarning'
+        """
         renamed("CycleConfig.max_tool_result_bytes", "CycleConfig.max_result_bytes")
         return self.limits.max_result_bytes
 

@@ -94,6 +94,12 @@ class LlmCycle(TranscriptViews):
     calls the ``*_sync`` methods, which run the same loop on agcore_tools' own event
     loop (see the second example).
 
+    The cycle reaches the model only through its :attr:`requester`: an
+    :class:`~agcore_tools.cycle.OpenAIRequester` over ``client``, or the
+    :class:`~agcore_tools.cycle.Requester` given as ``requester=`` instead of a client
+    (a Temporal activity, a test's canned answers; see
+    :mod:`agcore_tools.cycle.requester`).
+
     The history is :attr:`messages`: plain dicts in the Chat Completions request
     format, ready to send again or to serialise as JSON. On the Responses API each
     assistant message also keeps its ``response`` (id and output items, reasoning
@@ -332,7 +338,12 @@ class LlmCycle(TranscriptViews):
             await self.client.close()
 
     async def aclose(self) -> None:
-        """Deprecated: use :meth:`close`."""
+        """Deprecated: use :meth:`close`.
+
+        Example:
+            >>> async def main(cycle: LlmCycle) -> None:  # doctest: +SKIP
+            ...     await cycle.aclose()  # a DeprecationWarning; await cycle.close()
+        """
         renamed("LlmCycle.aclose()", "LlmCycle.close()")
         await self.close()
 

@@ -187,7 +187,17 @@ class ChatResponse:
 
     @property
     def stop_reason(self) -> FinishReason:
-        """Deprecated: use :attr:`finish_reason`."""
+        """Deprecated: use :attr:`finish_reason`.
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:  # it warns
+            ...     warnings.simplefilter("always")
+            ...     ChatResponse({}, "", FinishReason.LENGTH).stop_reason
+            <FinishReason.LENGTH: 'length'>
+            >>> caught[0].category.__name__
+            'DeprecationWarning'
+        """
         renamed("ChatResponse.stop_reason", "ChatResponse.finish_reason")
         return self.finish_reason
 
@@ -377,13 +387,33 @@ class TurnComplete:
 
     @property
     def reason(self) -> FinishReason:
-        """Deprecated: use :attr:`finish_reason`."""
+        """Deprecated: use :attr:`finish_reason`.
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:  # it warns
+            ...     warnings.simplefilter("always")
+            ...     TurnComplete(FinishReason.STOP).reason
+            <FinishReason.STOP: 'stop'>
+            >>> caught[0].category.__name__
+            'DeprecationWarning'
+        """
         renamed("TurnComplete.reason", "TurnComplete.finish_reason")
         return self.finish_reason
 
     @property
     def raw_reason(self) -> str | None:
-        """Deprecated: use :attr:`raw_finish_reason`."""
+        """Deprecated: use :attr:`raw_finish_reason`.
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:  # it warns
+            ...     warnings.simplefilter("always")
+            ...     TurnComplete(FinishReason.STOP, raw_finish_reason="eos").raw_reason
+            'eos'
+            >>> caught[0].category.__name__
+            'DeprecationWarning'
+        """
         renamed("TurnComplete.raw_reason", "TurnComplete.raw_finish_reason")
         return self.raw_finish_reason
 

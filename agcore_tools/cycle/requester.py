@@ -44,6 +44,17 @@ class TurnRequest:
     each streamed chunk (``feed``, whose events the requester yields) and then
     ``end_stream()``. ``config`` is the cycle's :class:`~agcore_tools.CycleConfig` at
     the time of the request (its retry settings, its API).
+
+    Example:
+        >>> from agcore_tools import CycleConfig
+        >>> from agcore_tools.cycle._wires import wire_for
+        >>> config = CycleConfig("m")
+        >>> wire = wire_for(config)
+        >>> params = {"model": "m", "messages": [{"role": "user", "content": "Hi"}]}
+        >>> turn = TurnRequest(config, wire, params, False, wire.builder("0", False, None))
+        >>> turn.builder.feed_completion({"choices": [{"message": {"content": "Hello"}}]})
+        >>> turn.builder.build().text
+        'Hello'
     """
 
     __slots__ = ("builder", "config", "params", "stream", "wire")
@@ -137,7 +148,13 @@ class OpenAIRequester(Requester):
         self._sender = retryless(client)  # shared by the requesters on this client
 
     async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
-        """Send ``turn`` through the SDK, retrying as ``turn.config`` says."""
+        """Send ``turn`` through the SDK, retrying as ``turn.config`` says.
+
+        Example:
+            >>> async def main(requester: OpenAIRequester, turn: TurnRequest):  # doctest: +SKIP
+            ...     async for event in requester.request(turn):  # the loop does this
+            ...         print(event)
+        """
         from openai import OpenAIError
 
         config = turn.config
