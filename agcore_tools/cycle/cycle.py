@@ -11,25 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .. import _sync
-from .._attachments import Rendered, attachments_message
 from .._budget import check_budget
 from .._selection import RunOffer, Selector
-from .._toolcalls import (
-    ParsedCall,
-    aborted_text,
-    error_text,
-    iter_invocations,
-    model_result,
-    preflight,
-)
 from ..approval import ApprovalDecision
 from ..base import ToolContext
-from ..error import LlmError, MaxTurnsExceededError, ToolError
+from ..error import LlmError, MaxTurnsExceededError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
 from ._client import ClientTypeError, accept_client, client_from_env
@@ -40,12 +31,11 @@ from ._output import OutputRun, Verdict, start_output
 from ._policy import (
     answer_unanswered,
     clean_turn,
-    mark_unknown,
     relaxed_tool_choice,
-    tool_message,
     unanswered_calls,
 )
-from ._tool_stream import run_context, with_tool_events
+from ._tool_stream import run_context
+from ._tool_turn import run_tools
 from ._trace import RunTrace, run_trace
 from ._transcript import TranscriptViews
 from ._wires import wire_for
@@ -54,8 +44,6 @@ from .events import (
     ZERO_USAGE,
     ChatResponse,
     StreamEvent,
-    ToolExecutionCompleted,
-    ToolExecutionStarted,
     TurnComplete,
     Usage,
 )
@@ -498,7 +486,9 @@ class LlmCycle(TranscriptViews):
             pending = unanswered_calls(self.messages) if registry is not None and not added else []
             gate.check_resume(not added, pending)
             if registry is not None and pending:
-                async for event in self._run_tools(registry, pending, ctx, invocations, gate):
+                async for event in run_tools(
+                    self.config, self.messages, registry, pending, ctx, invocations, gate
+                ):
                     yield event
                 tidy_answers(self.messages)
                 if gate.waiting:  # still paused: answer the requests to go on
@@ -564,7 +554,9 @@ class LlmCycle(TranscriptViews):
                     return
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
                 # answer every call (attachments last) before the finally below runs.
-                running = self._run_tools(offered, result.calls, ctx, invocations, gate)
+                running = run_tools(
+                    self.config, self.messages, offered, result.calls, ctx, invocations, gate
+                )
                 async with contextlib.aclosing(running):
                     async for event in running:
                         yield event
@@ -582,95 +574,6 @@ class LlmCycle(TranscriptViews):
                     self.messages, start, "the tool loop was stopped before it ran", gate.keep
                 )
             self._busy = False
-
-    async def _run_tools(
-        self,
-        registry: ToolRegistry,
-        calls: Sequence[ParsedCall],
-        ctx: ToolContext,
-        invocations: list[ToolInvocation],
-        gate: Gate,
-    ) -> AsyncGenerator[StreamEvent, None]:
-        # 1. An unknown or forbidden tool stops the loop before any call of the turn
-        #    runs; every call still gets a tool message so the history stays valid.
-        #    With unknown_tool="tell_model" an unknown tool's call is answered with its
-        #    error instead, like bad arguments, and only a forbidden tool stops the loop.
-        if self.config.unknown_tool == "tell_model":
-            calls = mark_unknown(registry, calls)
-        refused = preflight(registry, calls)
-        if refused is not None:
-            for call in calls:
-                text = (
-                    error_text(refused)
-                    if call.name == refused.tool_name
-                    else aborted_text(call, f"tool '{refused.tool_name}' was refused")
-                )
-                self.messages.append(tool_message(call, text))
-            raise LlmError(f"tool loop stopped: {refused}") from refused
-        # 2. Calls that need approval wait for the app's answer; the others run.
-        if not gate.quiet(registry, calls):
-            async for approval in gate.screen(registry, calls, ctx):
-                yield approval
-            calls = gate.calls
-        # 3. Run the calls concurrently, reporting each as it ends.
-        limits = self.config.limits
-        max_bytes = limits.max_result_bytes
-        texts: list[str | None] = [None] * len(calls)
-        rendered: list[Rendered | None] = [None] * len(calls)
-        done: list[ToolInvocation | None] = [None] * len(calls)
-        stop: ToolError | None = None
-        for call in calls:
-            yield ToolExecutionStarted(call.name, call.input, call.call_id)
-        try:
-            timeout = limits.tool_timeout
-            running = with_tool_events(
-                iter_invocations(registry, calls, ctx=ctx, timeout=timeout), ctx, registry, calls
-            )
-            async with contextlib.aclosing(running):
-                async for item in running:
-                    if not isinstance(item, tuple):
-                        yield item  # a progress report or a preliminary result
-                        continue
-                    position, invocation = item
-                    result = model_result(
-                        invocation,
-                        max_bytes,
-                        api="chat",
-                        max_attachment_bytes=limits.max_attachment_bytes,
-                    )
-                    text = result.text
-                    texts[position], done[position], rendered[position] = text, invocation, result
-                    # An error the call came with (bad arguments, an unknown tool the
-                    # model is told about) is the model's to fix: it never stops the loop.
-                    error = invocation.error
-                    if (
-                        error is not None
-                        and error is not calls[position].error
-                        and stop is None
-                        and not error.is_recoverable()
-                    ):
-                        stop = error
-                    yield ToolExecutionCompleted(
-                        invocation.tool_name,
-                        calls[position].call_id,
-                        invocation.output,
-                        error,
-                        invocation.duration,
-                        text,
-                    )
-        finally:
-            # 4. Answer every call, in the calls' order, even when cancelled midway.
-            for call, answer in zip(calls, texts, strict=True):
-                if answer is None:
-                    answer = aborted_text(call, "the tool loop was cancelled")
-                self.messages.append(tool_message(call, answer))
-            # Tool messages carry text only: the images, audio and files follow them.
-            attached = attachments_message([(c.call_id, c.name) for c in calls], rendered)
-            if attached is not None:
-                self.messages.append(attached)
-            invocations.extend(inv for inv in done if inv is not None)
-        if stop is not None:
-            raise LlmError(f"tool loop stopped: {stop}") from stop
 
 
 def _user(prompt: str) -> Message:
