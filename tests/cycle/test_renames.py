@@ -125,3 +125,14 @@ async def test_close_closes_an_owned_client_and_aclose_warns(
     assert cycle.client.is_closed()
     with pytest.warns(DeprecationWarning, match=r"LlmCycle.close\(\)"):
         await LlmCycle(CycleConfig("m")).aclose()
+
+
+def test_tool_activity_options_take_timeout_and_the_old_name_warns() -> None:
+    from agcore_tools.temporal import ToolActivityOptions
+
+    assert ToolActivityOptions(timeout=5, max_attempts=2) == ToolActivityOptions(5, 2)
+    with pytest.warns(DeprecationWarning, match=r"ToolActivityOptions\(timeout="):
+        options = ToolActivityOptions(timeout_secs=7)
+    assert options.timeout == 7
+    with pytest.warns(DeprecationWarning, match="ToolActivityOptions.timeout"):
+        assert options.timeout_secs == 7
