@@ -48,7 +48,7 @@ async def print_events(events: EventStream) -> ChatResponse | None:
                         print("assistant> ", end="")
                     print(text, end="", flush=True)
                     at_line_start = False
-                case TurnComplete(reason=reason, turn=turn):
+                case TurnComplete(finish_reason=reason, turn=turn):
                     if not at_line_start:
                         print()
                     print(f"  [turn {turn} ended: {reason.value}]")

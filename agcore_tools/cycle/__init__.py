@@ -8,7 +8,7 @@ Example:
     <FinishReason.STOP: 'stop'>
 """
 
-from .config import CycleConfig
+from .config import CycleConfig, Limits, Retries
 from .cycle import EventStream, LlmCycle
 from .events import (
     AssistantTextDelta,
@@ -25,6 +25,7 @@ from .events import (
 )
 from .history import HistoryPolicy, TrimOldest, split_exchanges
 from .output import StructuredOutput
+from .requester import OpenAIRequester, Requester, TurnRequest
 from .sync import SyncEventStream
 from .transport import sharded_http_client
 
@@ -35,8 +36,12 @@ __all__ = [
     "EventStream",
     "FinishReason",
     "HistoryPolicy",
+    "Limits",
     "LlmCycle",
+    "OpenAIRequester",
     "ReasoningDelta",
+    "Requester",
+    "Retries",
     "StreamEvent",
     "StructuredOutput",
     "SyncEventStream",
@@ -46,6 +51,7 @@ __all__ = [
     "ToolProgress",
     "TrimOldest",
     "TurnComplete",
+    "TurnRequest",
     "Usage",
     "sharded_http_client",
     "split_exchanges",

@@ -66,10 +66,12 @@ def async_twin(client: OpenAI) -> AsyncOpenAI:
         base_url=client.base_url,
         timeout=client.timeout,
         max_retries=client.max_retries,
-        # What the caller passed as default_headers/default_query; the public
-        # default_headers property also holds the SDK's own (sync) platform headers.
+        # What the caller passed as default_headers. The SDK has no public view of
+        # those alone: its default_headers property mixes in its own sync-client headers
+        # (User-Agent, X-Stainless-Async: false, the platform's, which it probes,
+        # blocking, on first use), and copy()/with_options() only make a sync client.
         default_headers=getattr(client, "_custom_headers", None) or None,
-        default_query=getattr(client, "_custom_query", None) or None,
+        default_query=client.default_query or None,  # public: exactly the caller's
     )
 
 

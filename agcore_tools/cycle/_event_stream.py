@@ -1,8 +1,9 @@
 """``EventStream``: the events of one ``submit_stream*`` call, for ``async for``.
 
 Kept out of :mod:`agcore_tools.cycle.cycle` (which re-exports it) so the loop stays a
-short read. The loop fills ``_agen`` and ``_response``; ``_trace`` is its OpenTelemetry
-run, None unless tracing is on.
+short read. The cycle builds it from the loop's generator, the :class:`Outcome` the
+loop leaves its response in, and the call's OpenTelemetry run (None unless tracing is
+on); the stream only reads them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from ..error import LlmError
+from ._outcome import Outcome
 from .events import ChatResponse, StreamEvent
 
 if TYPE_CHECKING:
@@ -46,26 +48,32 @@ class EventStream:
         'Hello!'
     """
 
-    __slots__ = ("_agen", "_response", "_trace")
+    __slots__ = ("_agen", "_outcome", "_trace")
 
-    def __init__(self) -> None:
-        self._agen: AsyncGenerator[StreamEvent, None] | None = None
-        self._response: ChatResponse | None = None
-        self._trace: RunTrace | None = None  # None unless OpenTelemetry tracing is on
+    def __init__(
+        self,
+        events: AsyncGenerator[StreamEvent, None],
+        outcome: Outcome,
+        trace: RunTrace | None = None,
+    ) -> None:
+        # Built by LlmCycle: the loop's events, where it leaves its response, and the
+        # call's trace (None unless OpenTelemetry tracing is on).
+        self._agen = events
+        self._outcome = outcome
+        self._trace = trace
 
     @property
     def response(self) -> ChatResponse | None:
         """The call's :class:`ChatResponse`, or None until the events are exhausted."""
-        return self._response
+        return self._outcome.response
 
     def __aiter__(self) -> EventStream:
         return self
 
     async def __anext__(self) -> StreamEvent:
-        assert self._agen is not None
         if self._trace is None:
             return await self._agen.__anext__()
-        return await self._trace.step(self._agen, self)
+        return await self._trace.step(self._agen)
 
     async def collect(self) -> ChatResponse:
         """Consume the remaining events and return the :class:`ChatResponse`.
@@ -76,9 +84,10 @@ class EventStream:
         """
         async for _ in self:
             pass
-        if self._response is None:
+        response = self._outcome.response
+        if response is None:
             raise LlmError("the event stream was closed before the call finished")
-        return self._response
+        return response
 
     async def aclose(self) -> None:
         """Stop the call: cancel running tools and close the HTTP stream.
@@ -102,10 +111,10 @@ class EventStream:
             ...     asyncio.run(first_words(server))
             'Hello'
         """
-        if self._agen is not None:
-            await (
-                self._agen.aclose() if self._trace is None else self._trace.close(self._agen, self)
-            )
+        if self._trace is None:
+            await self._agen.aclose()
+        else:
+            await self._trace.close(self._agen)
 
     async def __aenter__(self) -> EventStream:
         return self

@@ -38,8 +38,9 @@ def retryless(client: AsyncOpenAI) -> AsyncOpenAI:
 
 def _settings(client: AsyncOpenAI) -> tuple[Any, ...]:
     # What an application may reassign on a client; the copy carries them over. The
-    # headers and query as the caller gave them: the public default_headers would probe
-    # the platform, blocking, on a client that has not sent a request yet.
+    # headers as the caller gave them: the SDK has no public view of those alone, and
+    # its public default_headers would probe the platform, blocking, on a client that
+    # has not sent a request yet. The public default_query is exactly the caller's.
     return (
         client.api_key,
         client.organization,
@@ -47,5 +48,5 @@ def _settings(client: AsyncOpenAI) -> tuple[Any, ...]:
         str(client.base_url),
         client.timeout,
         dict(getattr(client, "_custom_headers", None) or {}),
-        dict(getattr(client, "_custom_query", None) or {}),
+        client.default_query,
     )

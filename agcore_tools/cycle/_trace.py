@@ -22,9 +22,7 @@ from ._stream import Turn, TurnBuilder
 from .events import StreamEvent, Usage
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
-
-    from ._event_stream import EventStream
+    from ._outcome import Outcome
     from .config import CycleConfig
 
 __all__ = ["RunTrace", "TurnReadout", "run_trace"]
@@ -46,12 +44,19 @@ _REQUEST_ATTRIBUTES = (
 _API_TYPES = {"chat": "chat_completions", "responses": "responses"}
 
 
-def run_trace(config: CycleConfig, client: AsyncOpenAI) -> RunTrace | None:
-    """The trace of one ``submit*`` call, or None when tracing is off."""
+class ServerNamer(Protocol):
+    """What the trace reads of the cycle's requester: the attributes naming the server."""
+
+    def trace_attributes(self) -> dict[str, Any]: ...
+
+
+def run_trace(config: CycleConfig, requester: ServerNamer, outcome: Outcome) -> RunTrace | None:
+    """The trace of one ``submit*`` call, or None when tracing is off. It reads the
+    call's summed usage from ``outcome`` when the loop ends."""
     tracer = _otel.tracer()
     if tracer is None:
         return None
-    return RunTrace(tracer, config, client)
+    return RunTrace(tracer, config, requester, outcome)
 
 
 class TurnReadout(Protocol):
@@ -103,19 +108,22 @@ class RunTrace:
     builder = _TracedBuilder
     """The turn builder the loop uses while tracing (it notes the response's id)."""
 
-    __slots__ = ("_api_type", "_base", "_content", "_context", "_span", "_tracer")
+    __slots__ = ("_api_type", "_base", "_content", "_context", "_outcome", "_span", "_tracer")
 
-    def __init__(self, tracer: Any, config: CycleConfig, client: AsyncOpenAI) -> None:
+    def __init__(
+        self, tracer: Any, config: CycleConfig, requester: ServerNamer, outcome: Outcome
+    ) -> None:
         self._tracer = tracer
         self._content = _otel.capture_content()
         self._span: Any = None
         self._context: Any = None
-        self._base = _base_attributes(config.model, client)
+        self._base = {**requester.trace_attributes(), "gen_ai.request.model": config.model}
         self._api_type = _API_TYPES[config.api]
+        self._outcome = outcome
 
     # -- invoke_agent ---------------------------------------------------------------------
 
-    async def step(self, agen: AsyncGenerator[StreamEvent, None], sink: EventStream) -> StreamEvent:
+    async def step(self, agen: AsyncGenerator[StreamEvent, None]) -> StreamEvent:
         """One ``__anext__`` of the loop with the run's span current; ends the span when
         the loop ends."""
         ot = _otel.api()
@@ -132,15 +140,15 @@ class RunTrace:
         try:
             return await agen.__anext__()
         except StopAsyncIteration:
-            self._end(sink, None)
+            self._end(None)
             raise
         except BaseException as exc:
-            self._end(sink, exc)
+            self._end(exc)
             raise
         finally:
             ot.detach(token)
 
-    async def close(self, agen: AsyncGenerator[StreamEvent, None], sink: EventStream) -> None:
+    async def close(self, agen: AsyncGenerator[StreamEvent, None]) -> None:
         """Close the loop (its ``finally`` runs inside the span) and end the span."""
         if self._span is None:
             await agen.aclose()
@@ -151,13 +159,13 @@ class RunTrace:
             await agen.aclose()
         finally:
             ot.detach(token)
-            self._end(sink, None)
+            self._end(None)
 
-    def _end(self, sink: EventStream, exc: BaseException | None) -> None:
+    def _end(self, exc: BaseException | None) -> None:
         span, self._span = self._span, None
         if span is None:
             return
-        response = sink.response
+        response = self._outcome.response
         if response is not None:
             _set_usage(span, response.usage, summed=True)
         if exc is not None:
@@ -227,22 +235,6 @@ class RunTrace:
         if self._content:
             output = {**_chat_message(builder.build().message), "finish_reason": reason or ""}
             span.set_attribute("gen_ai.output.messages", json.dumps([output], ensure_ascii=False))
-
-
-def _base_attributes(model: str, client: AsyncOpenAI) -> dict[str, Any]:
-    from openai import AsyncAzureOpenAI
-
-    attributes: dict[str, Any] = {
-        "gen_ai.provider.name": "azure.ai.openai"
-        if isinstance(client, AsyncAzureOpenAI)
-        else "openai",
-        "gen_ai.request.model": model,
-    }
-    url = client.base_url
-    if url.host:
-        attributes["server.address"] = url.host
-        attributes["server.port"] = url.port or (443 if url.scheme == "https" else 80)
-    return attributes
 
 
 def _request_attributes(params: Mapping[str, Any]) -> dict[str, Any]:

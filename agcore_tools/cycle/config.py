@@ -1,16 +1,24 @@
-"""``CycleConfig``: the model, the loop's limits, and the request options."""
+"""``CycleConfig``: the model, the loop's limits and retries, and the request options.
+
+The limits and the retry settings each travel as one small frozen value
+(:class:`Limits`, :class:`Retries`), as httpx groups its ``Timeout`` and ``Limits``;
+the flat keywords they replace stay accepted as shorthands.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..error import LlmConfigError
+from ._deprecated import renamed
 from .history import HistoryPolicy, TrimOldest
 
-__all__ = ["CycleConfig"]
+__all__ = ["CycleConfig", "Limits", "Retries"]
 
 # The loop sets these itself; accepting them as options would silently conflict.
 _RESERVED_OPTIONS = frozenset(
@@ -18,6 +26,89 @@ _RESERVED_OPTIONS = frozenset(
 )
 _UNKNOWN_TOOL_POLICIES = ("raise", "tell_model")
 _APIS = ("chat", "responses")
+
+
+class _Unset(enum.Enum):
+    UNSET = enum.auto()
+
+
+_UNSET = _Unset.UNSET
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How far one ``submit*`` call may go: turns, tool time, result sizes, definitions.
+
+    Example:
+        >>> limits = Limits(max_turns=5, tool_timeout=None)
+        >>> limits.max_turns, limits.tool_timeout, limits.max_result_bytes
+        (5, None, 16384)
+        >>> Limits(max_turns=0)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmConfigError: Limits.max_turns must be at least 1 or None, got 0
+    """
+
+    max_turns: int | None = 10
+    """Most requests one ``submit*`` call may make; None for no limit."""
+    tool_timeout: float | None = 60.0
+    """Time limit of each tool call, in seconds; None for none."""
+    max_result_bytes: int | None = 16384
+    """UTF-8 bytes of a tool result's text the model sees before it is cut; None for no
+    limit."""
+    max_attachment_bytes: int | None = 5 * 1024 * 1024
+    """Bytes of each image, sound or file a tool returns; a larger one is not sent and
+    the model reads why (see :mod:`agcore_tools.content`). None for no limit."""
+    max_definition_tokens: int | None = None
+    """Most tokens the tool definitions of one request may cost (counted with
+    ``tiktoken`` for a model it knows, else estimated; see :mod:`agcore_tools._budget`);
+    a request over it is not sent and raises :class:`~agcore_tools.DefinitionBudgetError`
+    naming the costliest tools. None for no limit."""
+
+    def __post_init__(self) -> None:
+        _check("Limits.max_turns", self.max_turns, minimum=1, optional=True)
+        _check("Limits.tool_timeout", self.tool_timeout, minimum=0.0, optional=True, strict=True)
+        _check("Limits.max_result_bytes", self.max_result_bytes, minimum=64, optional=True)
+        _check("Limits.max_attachment_bytes", self.max_attachment_bytes, minimum=1, optional=True)
+        _check("Limits.max_definition_tokens", self.max_definition_tokens, minimum=1, optional=True)
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How a failed request is retried (408, 409, 429, 5xx, timeouts, connection errors).
+
+    Example:
+        >>> Retries(max_retries=5).initial_delay
+        0.5
+    """
+
+    max_retries: int = 3
+    """Retries of a failed request."""
+    initial_delay: float = 0.5
+    """Seconds before the first retry; doubled each time, with jitter."""
+    max_delay: float = 8.0
+    """Longest computed wait between retries, in seconds (a server's ``Retry-After``
+    of up to 60 s is honoured even when longer)."""
+
+    def __post_init__(self) -> None:
+        _check("Retries.max_retries", self.max_retries, minimum=0)
+        _check("Retries.initial_delay", self.initial_delay, minimum=0.0)
+        _check("Retries.max_delay", self.max_delay, minimum=0.0)
+
+
+# Flat keywords of CycleConfig -> (group, field there, the new name when deprecated).
+_FLAT: dict[str, tuple[str, str, str | None]] = {
+    "max_turns": ("limits", "max_turns", None),
+    "tool_timeout": ("limits", "tool_timeout", None),
+    "max_result_bytes": ("limits", "max_result_bytes", None),
+    "max_tool_attachment_bytes": ("limits", "max_attachment_bytes", None),
+    "max_definition_tokens": ("limits", "max_definition_tokens", None),
+    "tool_timeout_secs": ("limits", "tool_timeout", "tool_timeout"),
+    "max_tool_result_bytes": ("limits", "max_result_bytes", "max_result_bytes"),
+    "max_retries": ("retries", "max_retries", None),
+    "retry_initial_delay": ("retries", "initial_delay", None),
+    "retry_max_delay": ("retries", "max_delay", None),
+}
 
 
 @dataclass(frozen=True, init=False)
@@ -36,6 +127,15 @@ class CycleConfig:
     can end before ``max_turns``. Pass ``reset_tool_choice=False`` to force every
     request.
 
+    The loop's limits are one :class:`Limits` (``limits=``), its retry settings one
+    :class:`Retries` (``retries=``). Each of their fields is also accepted, and
+    readable, as a flat keyword (``max_turns=5``, ``max_retries=0``;
+    ``retry_initial_delay``, ``retry_max_delay`` and ``max_tool_attachment_bytes`` for
+    the fields named ``initial_delay``, ``max_delay`` and ``max_attachment_bytes``); a
+    flat keyword given with a group replaces that field of it. ``tool_timeout_secs``
+    and ``max_tool_result_bytes`` still work, with a ``DeprecationWarning``: they are
+    ``tool_timeout`` and ``max_result_bytes`` now.
+
     A call to a tool the registry does not have stops the loop with an ``LlmError``
     (``unknown_tool="raise"``, the default). With ``unknown_tool="tell_model"`` the
     call's result is instead the error text, which lists the registered tools, and
@@ -48,38 +148,28 @@ class CycleConfig:
         >>> from dataclasses import replace
         >>> replace(config, max_turns=None).request_options["temperature"]
         0.2
+        >>> config = CycleConfig("m", limits=Limits(max_turns=3, tool_timeout=5), retries=Retries(0))
+        >>> config.max_turns, config.limits.tool_timeout, config.max_retries
+        (3, 5, 0)
+        >>> flat = CycleConfig("m", max_result_bytes=4096, retry_max_delay=2.0)
+        >>> flat.max_result_bytes, flat.max_tool_attachment_bytes, flat.max_definition_tokens
+        (4096, 5242880, None)
+        >>> flat.retry_initial_delay, flat.retry_max_delay, flat.tool_timeout
+        (0.5, 2.0, 60.0)
     """
 
     model: str
     """The model name sent with every request."""
-    max_turns: int | None
-    """Most requests one ``submit*`` call may make; None for no limit."""
-    tool_timeout_secs: float | None
-    """Time limit of each tool call, in seconds; None for none."""
-    max_tool_result_bytes: int | None
-    """UTF-8 bytes of a tool result's text the model sees before it is cut; None for no
-    limit."""
-    max_tool_attachment_bytes: int | None
-    """Bytes of each image, sound or file a tool returns; a larger one is not sent and
-    the model reads why (see :mod:`agcore_tools.content`). None for no limit."""
-    max_retries: int
-    """Retries of a failed request (408, 409, 429, 5xx, timeouts, connection errors)."""
-    retry_initial_delay: float
-    """Seconds before the first retry; doubled each time, with jitter."""
-    retry_max_delay: float
-    """Longest computed wait between retries, in seconds (a server's ``Retry-After``
-    of up to 60 s is honoured even when longer)."""
+    limits: Limits
+    """How far one ``submit*`` call may go (see :class:`Limits`)."""
+    retries: Retries
+    """How failed requests are retried (see :class:`Retries`)."""
     unknown_tool: Literal["raise", "tell_model"]
     """What a call to an unregistered tool does: ``"raise"`` stops the loop with an
     ``LlmError``; ``"tell_model"`` answers the call with the error text (listing the
     registered tools) and goes on."""
     reset_tool_choice: bool
     """Whether a forced ``tool_choice`` becomes ``"auto"`` after a call's first request."""
-    max_definition_tokens: int | None
-    """Most tokens the tool definitions of one request may cost (counted with
-    ``tiktoken`` for a model it knows, else estimated; see :mod:`agcore_tools._budget`);
-    a request over it is not sent and raises :class:`~agcore_tools.DefinitionBudgetError`
-    naming the costliest tools. None for no limit."""
     repair_arguments: bool
     """Whether tool-call arguments that are not valid JSON get one deterministic repair
     (closing a document that was cut off, dropping trailing commas) before the error
@@ -107,22 +197,26 @@ class CycleConfig:
         self,
         model: str,
         *,
-        max_turns: int | None = 10,
-        tool_timeout_secs: float | None = 60.0,
-        max_tool_result_bytes: int | None = 16384,
-        max_tool_attachment_bytes: int | None = 5 * 1024 * 1024,
-        max_retries: int = 3,
-        retry_initial_delay: float = 0.5,
-        retry_max_delay: float = 8.0,
+        limits: Limits | None = None,
+        retries: Retries | None = None,
+        max_turns: int | _Unset | None = _UNSET,
+        tool_timeout: float | _Unset | None = _UNSET,
+        max_result_bytes: int | _Unset | None = _UNSET,
+        max_tool_attachment_bytes: int | _Unset | None = _UNSET,
+        max_definition_tokens: int | _Unset | None = _UNSET,
+        max_retries: int | _Unset = _UNSET,
+        retry_initial_delay: float | _Unset = _UNSET,
+        retry_max_delay: float | _Unset = _UNSET,
         unknown_tool: Literal["raise", "tell_model"] = "raise",
         reset_tool_choice: bool = True,
-        max_definition_tokens: int | None = None,
         repair_arguments: bool = False,
         history: HistoryPolicy | None = None,
         api: Literal["chat", "responses"] = "chat",
         chain_responses: bool = False,
         approval_key: bytes | None = None,
         request_options: Mapping[str, Any] | None = None,
+        tool_timeout_secs: float | _Unset | None = _UNSET,
+        max_tool_result_bytes: int | _Unset | None = _UNSET,
         **options: Any,
     ) -> None:
         merged = {**(request_options or {}), **options}
@@ -132,14 +226,38 @@ class CycleConfig:
                 f"CycleConfig cannot take {', '.join(reserved)} as request options: the loop "
                 "sets them (register tools in a ToolRegistry)"
             )
-        _check("max_turns", max_turns, minimum=1, optional=True)
-        _check("tool_timeout_secs", tool_timeout_secs, minimum=0.0, optional=True, strict=True)
-        _check("max_tool_result_bytes", max_tool_result_bytes, minimum=64, optional=True)
-        _check("max_tool_attachment_bytes", max_tool_attachment_bytes, minimum=1, optional=True)
-        _check("max_retries", max_retries, minimum=0)
-        _check("retry_initial_delay", retry_initial_delay, minimum=0.0)
-        _check("retry_max_delay", retry_max_delay, minimum=0.0)
-        _check("max_definition_tokens", max_definition_tokens, minimum=1, optional=True)
+        flat = {
+            "max_turns": max_turns,
+            "tool_timeout": tool_timeout,
+            "max_result_bytes": max_result_bytes,
+            "max_tool_attachment_bytes": max_tool_attachment_bytes,
+            "max_definition_tokens": max_definition_tokens,
+            "tool_timeout_secs": tool_timeout_secs,
+            "max_tool_result_bytes": max_tool_result_bytes,
+            "max_retries": max_retries,
+            "retry_initial_delay": retry_initial_delay,
+            "retry_max_delay": retry_max_delay,
+        }
+        changes: dict[str, dict[str, Any]] = {"limits": {}, "retries": {}}
+        for name, value in flat.items():
+            if value is _UNSET:
+                continue
+            group, target, new = _FLAT[name]
+            if new is not None:
+                renamed(f"CycleConfig({name}=...)", f"CycleConfig({new}=...)")
+            _FLAT_CHECKS[name](f"CycleConfig.{name}", value)
+            changes[group][target] = value
+        limits = limits if limits is not None else Limits()
+        retries = retries if retries is not None else Retries()
+        if not isinstance(limits, Limits) or not isinstance(retries, Retries):
+            raise LlmConfigError(
+                f"CycleConfig takes limits=Limits(...) and retries=Retries(...), got "
+                f"{type(limits).__name__} and {type(retries).__name__}"
+            )
+        if changes["limits"]:
+            limits = dataclasses.replace(limits, **changes["limits"])
+        if changes["retries"]:
+            retries = dataclasses.replace(retries, **changes["retries"])
         if unknown_tool not in _UNKNOWN_TOOL_POLICIES:
             raise LlmConfigError(
                 f"CycleConfig.unknown_tool must be 'raise' or 'tell_model', got {unknown_tool!r}"
@@ -165,22 +283,90 @@ class CycleConfig:
             raise LlmConfigError(f"CycleConfig.model must be a non-empty string, got {model!r}")
         set_ = object.__setattr__
         set_(self, "model", model)
-        set_(self, "max_turns", max_turns)
-        set_(self, "tool_timeout_secs", tool_timeout_secs)
-        set_(self, "max_tool_result_bytes", max_tool_result_bytes)
-        set_(self, "max_tool_attachment_bytes", max_tool_attachment_bytes)
-        set_(self, "max_retries", max_retries)
-        set_(self, "retry_initial_delay", retry_initial_delay)
-        set_(self, "retry_max_delay", retry_max_delay)
+        set_(self, "limits", limits)
+        set_(self, "retries", retries)
         set_(self, "unknown_tool", unknown_tool)
         set_(self, "reset_tool_choice", reset_tool_choice)
-        set_(self, "max_definition_tokens", max_definition_tokens)
         set_(self, "repair_arguments", repair_arguments)
         set_(self, "history", history if history is not None else TrimOldest())
         set_(self, "api", api)
         set_(self, "chain_responses", chain_responses)
         set_(self, "approval_key", approval_key)
         set_(self, "request_options", types.MappingProxyType(merged))
+
+    # -- the flat names, read from the groups ------------------------------------------
+
+    @property
+    def max_turns(self) -> int | None:
+        """``limits.max_turns``: most requests one ``submit*`` call may make."""
+        return self.limits.max_turns
+
+    @property
+    def tool_timeout(self) -> float | None:
+        """``limits.tool_timeout``: time limit of each tool call, in seconds."""
+        return self.limits.tool_timeout
+
+    @property
+    def max_result_bytes(self) -> int | None:
+        """``limits.max_result_bytes``: bytes of a tool result's text the model sees."""
+        return self.limits.max_result_bytes
+
+    @property
+    def max_tool_attachment_bytes(self) -> int | None:
+        """``limits.max_attachment_bytes``: bytes of each attachment a tool returns."""
+        return self.limits.max_attachment_bytes
+
+    @property
+    def max_definition_tokens(self) -> int | None:
+        """``limits.max_definition_tokens``: most tokens of one request's definitions."""
+        return self.limits.max_definition_tokens
+
+    @property
+    def max_retries(self) -> int:
+        """``retries.max_retries``: retries of a failed request."""
+        return self.retries.max_retries
+
+    @property
+    def retry_initial_delay(self) -> float:
+        """``retries.initial_delay``: seconds before the first retry."""
+        return self.retries.initial_delay
+
+    @property
+    def retry_max_delay(self) -> float:
+        """``retries.max_delay``: longest computed wait between retries."""
+        return self.retries.max_delay
+
+    @property
+    def tool_timeout_secs(self) -> float | None:
+        """Deprecated: use :attr:`tool_timeout` (or ``limits.tool_timeout``).
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:  # it warns
+            ...     warnings.simplefilter("always")
+            ...     CycleConfig("m").tool_timeout_secs
+            60.0
+            >>> caught[0].category.__name__
+            'DeprecationWarning'
+        """
+        renamed("CycleConfig.tool_timeout_secs", "CycleConfig.tool_timeout")
+        return self.limits.tool_timeout
+
+    @property
+    def max_tool_result_bytes(self) -> int | None:
+        """Deprecated: use :attr:`max_result_bytes` (or ``limits.max_result_bytes``).
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:  # it warns
+            ...     warnings.simplefilter("always")
+            ...     CycleConfig("m").max_tool_result_bytes
+            16384
+            >>> caught[0].category.__name__
+            'DeprecationWarning'
+        """
+        renamed("CycleConfig.max_tool_result_bytes", "CycleConfig.max_result_bytes")
+        return self.limits.max_result_bytes
 
 
 def _check(
@@ -199,4 +385,33 @@ def _check(
     if not ok:
         bound = f"greater than {minimum:g}" if strict else f"at least {minimum:g}"
         none = " or None" if optional else ""
-        raise LlmConfigError(f"CycleConfig.{name} must be {bound}{none}, got {value!r}")
+        raise LlmConfigError(f"{name} must be {bound}{none}, got {value!r}")
+
+
+def _limit(minimum: float, *, strict: bool = False) -> Any:
+    def check(name: str, value: Any) -> None:
+        _check(name, value, minimum=minimum, optional=True, strict=strict)
+
+    return check
+
+
+def _number(minimum: float) -> Any:
+    def check(name: str, value: Any) -> None:
+        _check(name, value, minimum=minimum)
+
+    return check
+
+
+# The flat keywords' checks, naming the keyword as the caller spelt it.
+_FLAT_CHECKS: dict[str, Any] = {
+    "max_turns": _limit(1),
+    "tool_timeout": _limit(0.0, strict=True),
+    "max_result_bytes": _limit(64),
+    "max_tool_attachment_bytes": _limit(1),
+    "max_definition_tokens": _limit(1),
+    "tool_timeout_secs": _limit(0.0, strict=True),
+    "max_tool_result_bytes": _limit(64),
+    "max_retries": _number(0),
+    "retry_initial_delay": _number(0.0),
+    "retry_max_delay": _number(0.0),
+}

@@ -10,57 +10,44 @@ calls runs them through the registry and sends their results back in the next tu
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .. import _sync
-from .._attachments import Rendered, attachments_message
 from .._budget import check_budget
 from .._selection import RunOffer, Selector
-from .._toolcalls import (
-    ParsedCall,
-    aborted_text,
-    error_text,
-    iter_invocations,
-    model_result,
-    preflight,
-)
 from ..approval import ApprovalDecision
 from ..base import ToolContext
-from ..error import LlmError, MaxTurnsExceededError, ToolError
+from ..error import LlmError, MaxTurnsExceededError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
-from ._client import accept_client, client_from_env
+from ._client import ClientTypeError, accept_client, client_from_env
+from ._deprecated import renamed
 from ._event_stream import EventStream
+from ._outcome import Outcome
 from ._output import OutputRun, Verdict, start_output
 from ._policy import (
     answer_unanswered,
     clean_turn,
-    mark_unknown,
     relaxed_tool_choice,
-    tool_message,
     unanswered_calls,
 )
-from ._requester import retryless
-from ._retry import RetryPolicy
-from ._tool_stream import run_context, with_tool_events
-from ._trace import run_trace
+from ._tool_stream import run_context
+from ._tool_turn import run_tools
+from ._trace import RunTrace, run_trace
 from ._transcript import TranscriptViews
-from ._wire import close_stream, open_stream
-from ._wires import TurnAssembler, Wire, wire_for
+from ._wires import wire_for
 from .config import CycleConfig
 from .events import (
     ZERO_USAGE,
     ChatResponse,
     StreamEvent,
-    ToolExecutionCompleted,
-    ToolExecutionStarted,
     TurnComplete,
     Usage,
 )
+from .requester import OpenAIRequester, Requester, TurnRequest
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -94,6 +81,12 @@ class LlmCycle(TranscriptViews):
     own ``AsyncOpenAI`` for that). Anything else raises ``TypeError``. Synchronous code
     calls the ``*_sync`` methods, which run the same loop on agcore_tools' own event
     loop (see the second example).
+
+    The cycle reaches the model only through its :attr:`requester`: an
+    :class:`~agcore_tools.cycle.OpenAIRequester` over ``client``, or the
+    :class:`~agcore_tools.cycle.Requester` given as ``requester=`` instead of a client
+    (a Temporal activity, a test's canned answers; see
+    :mod:`agcore_tools.cycle.requester`).
 
     The history is :attr:`messages`: plain dicts in the Chat Completions request
     format, ready to send again or to serialise as JSON. On the Responses API each
@@ -146,21 +139,30 @@ class LlmCycle(TranscriptViews):
         *,
         client: AsyncOpenAI | OpenAI | None = None,
         system_prompt: str | None = None,
+        requester: Requester | None = None,
     ) -> None:
         self.config = config
         """The cycle's settings; replace it (``dataclasses.replace``) to change them."""
-        driven, owned = accept_client(client) if client is not None else (None, True)
-        self.client: AsyncOpenAI = driven if driven is not None else client_from_env()
+        owned = False
+        if requester is None:
+            driven, owned = accept_client(client) if client is not None else (None, True)
+            requester = OpenAIRequester(driven if driven is not None else client_from_env())
+        elif client is not None:
+            raise ClientTypeError("LlmCycle takes client= or requester=, not both")
+        self.requester: Requester = requester
+        """What the cycle sends its requests through (see :class:`Requester`): the one
+        given, or an :class:`OpenAIRequester` over ``client``."""
+        self.client: AsyncOpenAI | None = (
+            requester.client if isinstance(requester, OpenAIRequester) else None
+        )
         """The SDK client given (or created, or a sync client's async twin); requests use
-        a retry-less copy of it."""
+        a retry-less copy of it. None when the requester given sends through no SDK
+        client."""
         self.messages: list[Message] = []
         """The conversation so far, in the Chat Completions request format."""
         if system_prompt is not None:
             self.messages.append({"role": "system", "content": system_prompt})
-        # The loop's own state; temporal/_workflow.py's _WorkflowCycle, which has no SDK
-        # client, sets the same attributes: keep the two in step.
         self._owns_client = owned
-        self._requester = retryless(self.client)  # shared by the cycles on this client
         self._requests = 0  # over the cycle's life: tags generated tool call ids
         self._busy = False
         self._shared: dict[str, Any] | None = None  # the last run's, for a resumed run
@@ -309,18 +311,29 @@ class LlmCycle(TranscriptViews):
         """
         return self._start(_prompt(prompt), registry, ctx, select, True, output_type, approvals)
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
         """Close the SDK client if this cycle created it.
 
-        A client passed as ``client=`` belongs to the caller, who closes it.
+        A client passed as ``client=`` (or a requester passed as ``requester=``)
+        belongs to the caller, who closes it.
 
         Example:
             >>> async def main() -> None:
-            ...     async with LlmCycle(CycleConfig("gpt-4o-mini")) as cycle:  # aclose() on exit
+            ...     async with LlmCycle(CycleConfig("gpt-4o-mini")) as cycle:  # close() on exit
             ...         print((await cycle.submit("Hi")).text)
         """
-        if self._owns_client:
+        if self._owns_client and self.client is not None:
             await self.client.close()
+
+    async def aclose(self) -> None:
+        """Deprecated: use :meth:`close`.
+
+        Example:
+            >>> async def main(cycle: LlmCycle) -> None:  # doctest: +SKIP
+            ...     await cycle.aclose()  # a DeprecationWarning; await cycle.close()
+        """
+        renamed("LlmCycle.aclose()", "LlmCycle.close()")
+        await self.close()
 
     async def __aenter__(self) -> LlmCycle:
         return self
@@ -331,7 +344,7 @@ class LlmCycle(TranscriptViews):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.aclose()
+        await self.close()
 
     # -- sync entry points -----------------------------------------------------------
     # Each runs the async method on agcore_tools' own event loop (see _sync.py).
@@ -400,8 +413,8 @@ class LlmCycle(TranscriptViews):
         return SyncEventStream(events)
 
     def close_sync(self) -> None:
-        """:meth:`aclose` for synchronous code (also called by ``with``)."""
-        _sync.run(self.aclose())
+        """:meth:`close` for synchronous code (also called by ``with``)."""
+        _sync.run(self.close())
 
     def __enter__(self) -> LlmCycle:
         return self
@@ -429,11 +442,11 @@ class LlmCycle(TranscriptViews):
         # A type pydantic cannot handle raises here, in the caller's frame.
         options = self.config.request_options
         output = start_output(output_type, options, registry) if output_type is not None else None
-        events = EventStream()
         gate = Gate(approvals, self.config.approval_key)
-        events._agen = self._loop(added, registry, ctx, select, stream, events, output, gate)
-        events._trace = run_trace(self.config, self.client)
-        return events
+        outcome = Outcome()
+        trace = run_trace(self.config, self.requester, outcome)
+        loop = self._loop(added, registry, ctx, select, stream, outcome, trace, output, gate)
+        return EventStream(loop, outcome, trace)
 
     async def _loop(
         self,
@@ -442,7 +455,8 @@ class LlmCycle(TranscriptViews):
         ctx: ToolContext | None,
         select: Selector | None,
         stream: bool,
-        sink: EventStream,
+        outcome: Outcome,
+        trace: RunTrace | None,
         output: OutputRun | None,
         gate: Gate,
     ) -> AsyncGenerator[StreamEvent, None]:
@@ -455,6 +469,7 @@ class LlmCycle(TranscriptViews):
         start = len(self.messages)
         try:
             config = self.config
+            limits = config.limits
             wire = wire_for(config)
             offer = RunOffer(registry, select, config.model) if registry is not None else None
             relaxed = (
@@ -471,20 +486,22 @@ class LlmCycle(TranscriptViews):
             pending = unanswered_calls(self.messages) if registry is not None and not added else []
             gate.check_resume(not added, pending)
             if registry is not None and pending:
-                async for event in self._run_tools(registry, pending, ctx, invocations, gate):
+                async for event in run_tools(
+                    self.config, self.messages, registry, pending, ctx, invocations, gate
+                ):
                     yield event
                 tidy_answers(self.messages)
                 if gate.waiting:  # still paused: answer the requests to go on
-                    sink._response = paused_response(
+                    outcome.response = paused_response(
                         self.messages, usage, 0, invocations, gate.waiting
                     )
                     return
             turn = 0
             while True:
                 # 1. Refuse a turn past the limit before sending anything.
-                if config.max_turns is not None and turn >= config.max_turns:
+                if limits.max_turns is not None and turn >= limits.max_turns:
                     raise MaxTurnsExceededError(
-                        config.max_turns,
+                        limits.max_turns,
                         invocations=invocations,
                         usage=usage,
                         history_length=len(self.messages),
@@ -492,20 +509,22 @@ class LlmCycle(TranscriptViews):
                 turn += 1
                 # 2. The tools this request offers (see _selection.py), within the budget.
                 tools, offered = offer.turn(self.messages) if offer else (None, registry)
-                check_budget(tools or (), config.model, config.max_definition_tokens)
+                check_budget(tools or (), config.model, limits.max_definition_tokens)
                 # 3. One request; streamed text events pass straight through. A forced
                 #    tool_choice serves the call's first request only, or a forced loop
                 #    could end at max_turns alone.
-                builder = wire.builder(str(self._requests), config.repair_arguments, sink._trace)
+                builder = wire.builder(str(self._requests), config.repair_arguments, trace)
                 self._requests += 1
                 params = wire.params(config, self.messages, tools, stream)
                 if relaxed is not None and turn > 1:
                     params["tool_choice"] = relaxed
                 if output is not None:
                     output.plan.prepare(params)
-                request = self._request(wire, params, stream, builder)
-                if sink._trace is not None:
-                    request = sink._trace.chat(request, params, builder)
+                request = self.requester.request(
+                    TurnRequest(self.config, wire, params, stream, builder)
+                )
+                if trace is not None:
+                    request = trace.chat(request, params, builder)
                 async with contextlib.aclosing(request):  # a consumer may leave mid-stream
                     async for event in request:
                         yield event
@@ -523,7 +542,7 @@ class LlmCycle(TranscriptViews):
                 if verdict is Verdict.RETRY:
                     continue
                 if verdict is Verdict.DONE or not result.calls or offered is None:
-                    sink._response = ChatResponse(
+                    outcome.response = ChatResponse(
                         result.message,
                         result.text,
                         result.reason,
@@ -535,12 +554,14 @@ class LlmCycle(TranscriptViews):
                     return
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
                 # answer every call (attachments last) before the finally below runs.
-                running = self._run_tools(offered, result.calls, ctx, invocations, gate)
+                running = run_tools(
+                    self.config, self.messages, offered, result.calls, ctx, invocations, gate
+                )
                 async with contextlib.aclosing(running):
                     async for event in running:
                         yield event
                 if gate.waiting:  # pause: the history is the state to resume from
-                    sink._response = paused_response(
+                    outcome.response = paused_response(
                         self.messages, usage, turn, invocations, gate.waiting
                     )
                     return
@@ -553,130 +574,6 @@ class LlmCycle(TranscriptViews):
                     self.messages, start, "the tool loop was stopped before it ran", gate.keep
                 )
             self._busy = False
-
-    async def _request(
-        self, wire: Wire, params: dict[str, Any], stream: bool, builder: TurnAssembler
-    ) -> AsyncGenerator[StreamEvent, None]:
-        from openai import OpenAIError
-
-        retry = RetryPolicy(
-            self.config.max_retries, self.config.retry_initial_delay, self.config.retry_max_delay
-        )
-        completions, params = wire.request(self._requester, params)
-        # 1. Retries cover the request up to the first chunk; never a started stream.
-        try:
-            if not stream:
-                create = functools.partial(completions.create, **params)
-                builder.feed_completion(await retry.call(create))
-                return
-            response, first = await retry.call(functools.partial(open_stream, completions, params))
-        except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
-            # or JSON nested too deeply to parse
-            raise LlmError(f"{wire.name} request failed: {type(exc).__name__}: {exc}") from exc
-        # 2. Read the stream; closing it on any exit (cancellation included) drops the
-        #    HTTP connection, which tells the server to stop generating.
-        try:
-            chunk = first
-            while chunk is not None:
-                for event in builder.feed(chunk):
-                    yield event
-                try:
-                    chunk = await response.__anext__()
-                except StopAsyncIteration:
-                    chunk = None
-            builder.end_stream()
-        except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
-            raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
-        finally:
-            await close_stream(response)
-
-    async def _run_tools(
-        self,
-        registry: ToolRegistry,
-        calls: Sequence[ParsedCall],
-        ctx: ToolContext,
-        invocations: list[ToolInvocation],
-        gate: Gate,
-    ) -> AsyncGenerator[StreamEvent, None]:
-        # 1. An unknown or forbidden tool stops the loop before any call of the turn
-        #    runs; every call still gets a tool message so the history stays valid.
-        #    With unknown_tool="tell_model" an unknown tool's call is answered with its
-        #    error instead, like bad arguments, and only a forbidden tool stops the loop.
-        if self.config.unknown_tool == "tell_model":
-            calls = mark_unknown(registry, calls)
-        refused = preflight(registry, calls)
-        if refused is not None:
-            for call in calls:
-                text = (
-                    error_text(refused)
-                    if call.name == refused.tool_name
-                    else aborted_text(call, f"tool '{refused.tool_name}' was refused")
-                )
-                self.messages.append(tool_message(call, text))
-            raise LlmError(f"tool loop stopped: {refused}") from refused
-        # 2. Calls that need approval wait for the app's answer; the others run.
-        if not gate.quiet(registry, calls):
-            async for approval in gate.screen(registry, calls, ctx):
-                yield approval
-            calls = gate.calls
-        # 3. Run the calls concurrently, reporting each as it ends.
-        max_bytes = self.config.max_tool_result_bytes
-        texts: list[str | None] = [None] * len(calls)
-        rendered: list[Rendered | None] = [None] * len(calls)
-        done: list[ToolInvocation | None] = [None] * len(calls)
-        stop: ToolError | None = None
-        for call in calls:
-            yield ToolExecutionStarted(call.name, call.input, call.call_id)
-        try:
-            timeout = self.config.tool_timeout_secs
-            running = with_tool_events(
-                iter_invocations(registry, calls, ctx=ctx, timeout=timeout), ctx, registry, calls
-            )
-            async with contextlib.aclosing(running):
-                async for item in running:
-                    if not isinstance(item, tuple):
-                        yield item  # a progress report or a preliminary result
-                        continue
-                    position, invocation = item
-                    result = model_result(
-                        invocation,
-                        max_bytes,
-                        api="chat",
-                        max_attachment_bytes=self.config.max_tool_attachment_bytes,
-                    )
-                    text = result.text
-                    texts[position], done[position], rendered[position] = text, invocation, result
-                    # An error the call came with (bad arguments, an unknown tool the
-                    # model is told about) is the model's to fix: it never stops the loop.
-                    error = invocation.error
-                    if (
-                        error is not None
-                        and error is not calls[position].error
-                        and stop is None
-                        and not error.is_recoverable()
-                    ):
-                        stop = error
-                    yield ToolExecutionCompleted(
-                        invocation.tool_name,
-                        calls[position].call_id,
-                        invocation.output,
-                        error,
-                        invocation.duration,
-                        text,
-                    )
-        finally:
-            # 4. Answer every call, in the calls' order, even when cancelled midway.
-            for call, answer in zip(calls, texts, strict=True):
-                if answer is None:
-                    answer = aborted_text(call, "the tool loop was cancelled")
-                self.messages.append(tool_message(call, answer))
-            # Tool messages carry text only: the images, audio and files follow them.
-            attached = attachments_message([(c.call_id, c.name) for c in calls], rendered)
-            if attached is not None:
-                self.messages.append(attached)
-            invocations.extend(inv for inv in done if inv is not None)
-        if stop is not None:
-            raise LlmError(f"tool loop stopped: {stop}") from stop
 
 
 def _user(prompt: str) -> Message:

@@ -12,7 +12,7 @@ Events are small frozen dataclasses; match on the class::
                 print(f"   {name}: {done}/{total}")
             case ToolExecutionCompleted(tool_name=name, output=output, error=None):
                 print(f"<- {name}: {output}")
-            case TurnComplete(reason=reason):
+            case TurnComplete(finish_reason=reason):
                 print(f"\\n[turn ended: {reason.value}]")
 """
 
@@ -29,6 +29,7 @@ from .._usage import ZERO_USAGE as ZERO_USAGE
 from .._usage import Usage
 from ..approval import ApprovalRequest, ToolApprovalRequested
 from ..error import ToolError
+from ._deprecated import renamed
 
 if TYPE_CHECKING:
     from ..registry import ToolInvocation
@@ -99,7 +100,7 @@ class ChatResponse:
 
     Example:
         >>> r = ChatResponse({"role": "assistant", "content": "Hi"}, "Hi", FinishReason.STOP)
-        >>> r.text, r.stop_reason.value
+        >>> r.text, r.finish_reason.value
         ('Hi', 'stop')
     """
 
@@ -107,7 +108,7 @@ class ChatResponse:
     """The final assistant message, in the Chat Completions request format."""
     text: str
     """The final assistant message's text ("" when it has none)."""
-    stop_reason: FinishReason
+    finish_reason: FinishReason
     """Why the last turn ended."""
     usage: Usage = ZERO_USAGE
     """Token counts summed over every request this call made."""
@@ -125,9 +126,25 @@ class ChatResponse:
     ``submit_with_tools(None, registry, approvals=[...])`` (see
     :mod:`agcore_tools.approval`)."""
 
+    @property
+    def stop_reason(self) -> FinishReason:
+        """Deprecated: use :attr:`finish_reason`.
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:  # it warns
+            ...     warnings.simplefilter("always")
+            ...     ChatResponse({}, "", FinishReason.LENGTH).stop_reason
+            <FinishReason.LENGTH: 'length'>
+            >>> caught[0].category.__name__
+            'DeprecationWarning'
+        """
+        renamed("ChatResponse.stop_reason", "ChatResponse.finish_reason")
+        return self.finish_reason
+
     def _summary_rows(self) -> list[tuple[str, Any]]:
         rows: list[tuple[str, Any]] = [
-            ("stop reason", self.stop_reason.value),
+            ("stop reason", self.finish_reason.value),
             ("turns", self.turns),
             ("usage", _usage_text(self.usage)),
         ]
@@ -174,7 +191,7 @@ class ChatResponse:
             | usage | no usage reported |
         """
         parts = [
-            f"**ChatResponse** ({self.stop_reason.value}, {self.turns} turns)",
+            f"**ChatResponse** ({self.finish_reason.value}, {self.turns} turns)",
             markdown_quote(self.text) if self.text else "*(no text)*",
             markdown_table(("", ""), self._summary_rows()),
         ]
@@ -186,7 +203,7 @@ class ChatResponse:
     def _repr_html_(self) -> str:
         """The same view as :meth:`_repr_markdown_`, in HTML."""
         parts = [
-            f"<p><strong>ChatResponse</strong> ({self.stop_reason.value}, {self.turns} turns)</p>",
+            f"<p><strong>ChatResponse</strong> ({self.finish_reason.value}, {self.turns} turns)</p>",
             html_text(self.text) if self.text else "<p><em>(no text)</em></p>",
             html_table(("", ""), self._summary_rows()),
         ]
@@ -289,16 +306,16 @@ class ToolExecutionCompleted:
 class TurnComplete:
     """One request's answer is complete.
 
-    ``reason`` is ``TOOL_CALLS`` whenever the assistant message has tool calls, even
-    if the provider said ``stop`` (as OpenAI does for a forced ``tool_choice``);
-    ``raw_reason`` is what the provider sent.
+    ``finish_reason`` is ``TOOL_CALLS`` whenever the assistant message has tool calls,
+    even if the provider said ``stop`` (as OpenAI does for a forced ``tool_choice``);
+    ``raw_finish_reason`` is what the provider sent.
 
     Example:
-        >>> TurnComplete(FinishReason.STOP, turn=1).reason.value
+        >>> TurnComplete(FinishReason.STOP, turn=1).finish_reason.value
         'stop'
     """
 
-    reason: FinishReason
+    finish_reason: FinishReason
     """Why the turn ended."""
     turn: int = 1
     """The turn's number within this call, from 1."""
@@ -306,8 +323,40 @@ class TurnComplete:
     """The assistant message the turn produced, as appended to the history."""
     usage: Usage | None = None
     """This request's token counts, when the provider reported them."""
-    raw_reason: str | None = None
+    raw_finish_reason: str | None = None
     """The provider's ``finish_reason`` string, unmapped."""
+
+    @property
+    def reason(self) -> FinishReason:
+        """Deprecated: use :attr:`finish_reason`.
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:  # it warns
+            ...     warnings.simplefilter("always")
+            ...     TurnComplete(FinishReason.STOP).reason
+            <FinishReason.STOP: 'stop'>
+            >>> caught[0].category.__name__
+            'DeprecationWarning'
+        """
+        renamed("TurnComplete.reason", "TurnComplete.finish_reason")
+        return self.finish_reason
+
+    @property
+    def raw_reason(self) -> str | None:
+        """Deprecated: use :attr:`raw_finish_reason`.
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:  # it warns
+            ...     warnings.simplefilter("always")
+            ...     TurnComplete(FinishReason.STOP, raw_finish_reason="eos").raw_reason
+            'eos'
+            >>> caught[0].category.__name__
+            'DeprecationWarning'
+        """
+        renamed("TurnComplete.raw_reason", "TurnComplete.raw_finish_reason")
+        return self.raw_finish_reason
 
 
 StreamEvent: TypeAlias = (

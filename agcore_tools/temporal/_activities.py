@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from .._aio import run_sync
 from ..base import ToolContext
+from ..cycle._deprecated import renamed
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
 from ..error import ToolConfigError, ToolError
@@ -45,23 +46,60 @@ logger = logging.getLogger("agcore_tools.temporal")
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ToolActivityOptions:
     """How one tool's activity runs, where it differs from the run's config.
 
-    ``timeout_secs`` replaces ``CycleConfig.tool_timeout_secs`` (the activity's
+    ``timeout`` (seconds) replaces ``CycleConfig.tool_timeout`` (the activity's
     start-to-close timeout), ``max_attempts`` the attempts an activity that fails (a
     worker lost, a timeout) gets, ``CycleConfig.max_retries + 1``. ``task_queue``
     routes the tool's calls to other workers than the ones that describe it.
+    ``timeout_secs=`` still works, with a ``DeprecationWarning``.
 
     Example:
-        >>> ToolActivityOptions(timeout_secs=300, max_attempts=1).max_attempts
-        1
+        >>> options = ToolActivityOptions(timeout=300, max_attempts=1)
+        >>> options.timeout, options.max_attempts
+        (300, 1)
     """
 
-    timeout_secs: float | None = None
-    max_attempts: int | None = None
-    task_queue: str | None = None
+    timeout: float | None
+    """Seconds the tool's activity may run; None: the run's ``CycleConfig.tool_timeout``."""
+    max_attempts: int | None
+    """Attempts of the tool's activity; None: ``CycleConfig.max_retries + 1``."""
+    task_queue: str | None
+    """The task queue the tool's calls go to; None: the one that describes it."""
+
+    def __init__(
+        self,
+        timeout: float | None = None,
+        max_attempts: int | None = None,
+        task_queue: str | None = None,
+        *,
+        timeout_secs: float | None = None,
+    ) -> None:
+        if timeout_secs is not None:
+            renamed("ToolActivityOptions(timeout_secs=...)", "ToolActivityOptions(timeout=...)")
+            if timeout is None:
+                timeout = timeout_secs
+        object.__setattr__(self, "timeout", timeout)
+        object.__setattr__(self, "max_attempts", max_attempts)
+        object.__setattr__(self, "task_queue", task_queue)
+
+    @property
+    def timeout_secs(self) -> float | None:
+        """Deprecated: use :attr:`timeout`.
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:  # it warns
+            ...     warnings.simplefilter("always")
+            ...     ToolActivityOptions(timeout=5).timeout_secs
+            5
+            >>> caught[0].category.__name__
+            'DeprecationWarning'
+        """
+        renamed("ToolActivityOptions.timeout_secs", "ToolActivityOptions.timeout")
+        return self.timeout
 
 
 class ToolActivities:
@@ -167,7 +205,7 @@ class ToolActivities:
                     entry.category,
                     entry.version,
                     option.task_queue,
-                    option.timeout_secs,
+                    option.timeout,
                     option.max_attempts,
                 )
             )

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cycle.config import CycleConfig
+from ..cycle.config import CycleConfig, Limits, Retries
 from ..cycle.history import TrimOldest
 from ..error import LlmConfigError
 
@@ -89,22 +89,24 @@ class ModelRequest:
     params: dict[str, Any]
 
 
-_PLAIN = (
-    "model",
-    "max_turns",
-    "tool_timeout_secs",
-    "max_tool_result_bytes",
-    "max_tool_attachment_bytes",
-    "max_retries",
-    "retry_initial_delay",
-    "retry_max_delay",
-    "unknown_tool",
-    "reset_tool_choice",
-    "max_definition_tokens",
-    "repair_arguments",
-    "api",
-    "chain_responses",
-)
+# The JSON key of each setting -> where CycleConfig holds it. The keys keep the flat
+# names a workflow's stored input has always had, so a history replays.
+_PLAIN = {
+    "model": ("model",),
+    "max_turns": ("limits", "max_turns"),
+    "tool_timeout_secs": ("limits", "tool_timeout"),
+    "max_tool_result_bytes": ("limits", "max_result_bytes"),
+    "max_tool_attachment_bytes": ("limits", "max_attachment_bytes"),
+    "max_retries": ("retries", "max_retries"),
+    "retry_initial_delay": ("retries", "initial_delay"),
+    "retry_max_delay": ("retries", "max_delay"),
+    "unknown_tool": ("unknown_tool",),
+    "reset_tool_choice": ("reset_tool_choice",),
+    "max_definition_tokens": ("limits", "max_definition_tokens"),
+    "repair_arguments": ("repair_arguments",),
+    "api": ("api",),
+    "chain_responses": ("chain_responses",),
+}
 
 
 def config_fields(config: CycleConfig) -> dict[str, Any]:
@@ -128,7 +130,7 @@ def config_fields(config: CycleConfig) -> dict[str, Any]:
             f"a Temporal run takes the TrimOldest history policy only, got "
             f"{type(config.history).__name__}"
         )
-    fields = {name: getattr(config, name) for name in _PLAIN}
+    fields = {key: _read(config, path) for key, path in _PLAIN.items()}
     fields["history"] = dataclasses.asdict(config.history)
     fields["request_options"] = dict(config.request_options)
     return fields
@@ -145,4 +147,25 @@ def config_from_fields(fields: dict[str, Any]) -> CycleConfig:
     rest = dict(fields)
     history = TrimOldest(**rest.pop("history"))
     options = rest.pop("request_options")
-    return CycleConfig(history=history, request_options=options, **rest)
+    groups: dict[str, dict[str, Any]] = {"limits": {}, "retries": {}}
+    plain: dict[str, Any] = {}
+    for key, value in rest.items():
+        path = _PLAIN.get(key, (key,))  # an unknown key fails as CycleConfig's would
+        if len(path) == 2:
+            groups[path[0]][path[1]] = value
+        else:
+            plain[path[0]] = value
+    return CycleConfig(
+        history=history,
+        request_options=options,
+        limits=Limits(**groups["limits"]),
+        retries=Retries(**groups["retries"]),
+        **plain,
+    )
+
+
+def _read(config: CycleConfig, path: tuple[str, ...]) -> Any:
+    value: Any = config
+    for name in path:
+        value = getattr(value, name)
+    return value

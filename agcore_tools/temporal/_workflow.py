@@ -1,7 +1,8 @@
 """``ToolLoopWorkflow``: :class:`~agcore_tools.LlmCycle`'s own loop, run as a workflow.
 
-The loop is not copied: the workflow drives an ``LlmCycle`` whose one model request
-(``_request``) is an activity, over a stand-in registry whose tools carry the real
+The loop is not copied: the workflow drives a plain ``LlmCycle`` whose requester (see
+:class:`~agcore_tools.cycle.Requester`) makes each model request an activity, over a
+stand-in registry whose tools carry the real
 tools' definitions, permissions and approval rules and whose ``execute`` is an
 activity. Everything else (turns, limits, permissions, truncation, history policy,
 approvals, errors) is the loop's own code. The workflow reads no clock but
@@ -15,7 +16,7 @@ import dataclasses
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -30,6 +31,7 @@ from ..base import BaseTool, ToolContext
 from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
 from ..cycle.events import StreamEvent
+from ..cycle.requester import Requester, TurnRequest
 from ..error import LlmError, ToolError, ToolExecutionError, ToolTimeoutError
 from ..permission import PermissionChecker, PermissionConfig
 from ..registry import ToolRegistry
@@ -44,11 +46,6 @@ from ._payloads import (
     config_fields,
     config_from_fields,
 )
-
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
-
-    from ..cycle._wires import TurnAssembler, Wire
 
 __all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
 
@@ -116,42 +113,45 @@ class ToolLoopResult:
     messages: list[dict[str, Any]]
     turns: int
     stop_reason: str
+    """Why the last turn ended: a :class:`~agcore_tools.FinishReason` value (the field
+    keeps its name in the JSON Temporal stores; read it as :attr:`finish_reason`)."""
     usage: dict[str, int]
 
+    @property
+    def finish_reason(self) -> str:
+        """Why the last turn ended (``"stop"``, ``"length"``, ...).
 
-class _WorkflowCycle(LlmCycle):
-    """An ``LlmCycle`` whose model request is an activity. Built without an SDK
-    client: the workflow sends nothing itself."""
+        Example:
+            >>> ToolLoopResult("5", [], 2, "stop", {}).finish_reason
+            'stop'
+        """
+        return self.stop_reason
 
-    def __init__(self, config: CycleConfig, messages: list[dict[str, Any]], timeout: float) -> None:
-        # LlmCycle.__init__ makes an SDK client; the loop itself reads these attributes.
-        self.config = config
-        self.client = cast("AsyncOpenAI", None)
-        self.messages = messages
-        self._owns_client = False
-        self._requester = self.client  # never used: _request below sends nothing
-        self._requests = 0
-        self._busy = False
-        self._shared = None
-        self._model_timeout = timeout
 
-    async def _request(
-        self, wire: Wire, params: dict[str, Any], stream: bool, builder: TurnAssembler
-    ) -> AsyncGenerator[StreamEvent, None]:
-        config = self.config
+class _ActivityRequester(Requester):
+    """Makes each model request an activity: the workflow sends nothing itself."""
+
+    __slots__ = ("_timeout",)
+
+    def __init__(self, timeout: float) -> None:
+        self._timeout = timedelta(seconds=timeout)
+
+    async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
+        """Run the request as the ``agcore.model_request`` activity; feed its completion."""
+        config = turn.config
         try:
             completion = await workflow.execute_activity(
                 "agcore.model_request",
-                ModelRequest(config.api, config.chain_responses, params),
+                ModelRequest(config.api, config.chain_responses, turn.params),
                 result_type=dict,
-                start_to_close_timeout=timedelta(seconds=self._model_timeout),
-                retry_policy=_retry(config, config.max_retries + 1, [MODEL_REFUSED]),
+                start_to_close_timeout=self._timeout,
+                retry_policy=_retry(config, config.retries.max_retries + 1, [MODEL_REFUSED]),
             )
         except ActivityError as exc:
-            raise LlmError(f"{wire.name} request failed: {_reason(exc)}") from exc
-        builder.feed_completion(completion)
+            raise LlmError(f"{turn.wire.name} request failed: {_reason(exc)}") from exc
+        turn.builder.feed_completion(completion)
         return
-        yield  # an async generator, like the SDK-backed request it stands in for
+        yield  # an async generator, like the SDK requester it stands in for
 
 
 class _ActivityTool(BaseTool):
@@ -168,9 +168,9 @@ class _ActivityTool(BaseTool):
             self._asks if spec.approval == "per_call" else spec.approval == "always"
         )
         self._queue = spec.task_queue or queue
-        timeout = spec.timeout_secs or config.tool_timeout_secs
+        timeout = spec.timeout_secs or config.limits.tool_timeout
         self._timeout = timedelta(seconds=timeout) if timeout else _NO_TIMEOUT
-        attempts = spec.max_attempts or config.max_retries + 1
+        attempts = spec.max_attempts or config.retries.max_retries + 1
         self._retry = _retry(config, attempts, [RESULT_TOO_LARGE])
 
     def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolCallInput:
@@ -239,7 +239,7 @@ class ToolLoopWorkflow:
     """
 
     def __init__(self) -> None:
-        self._cycle: _WorkflowCycle | None = None
+        self._cycle: LlmCycle | None = None
         self._pending: list[ApprovalRequest] = []
         self._answers: list[ApprovalDecision] | None = None
 
@@ -250,8 +250,10 @@ class ToolLoopWorkflow:
         config = config_from_fields(args.config)
         registry = await _stand_in_registry(args, config)
         # Activities enforce each tool's time limit (overridable per tool).
-        loop_config = dataclasses.replace(config, tool_timeout_secs=None)
-        cycle = _WorkflowCycle(loop_config, list(args.messages), args.model_timeout_secs)
+        limits = dataclasses.replace(config.limits, tool_timeout=None)
+        loop_config = dataclasses.replace(config, limits=limits)
+        cycle = LlmCycle(loop_config, requester=_ActivityRequester(args.model_timeout_secs))
+        cycle.messages = list(args.messages)
         self._cycle = cycle
         info = workflow.info()
         ctx = ToolContext(
@@ -269,7 +271,7 @@ class ToolLoopWorkflow:
             response.text,
             cycle.messages,
             response.turns,
-            str(response.stop_reason.value),
+            str(response.finish_reason.value),
             {
                 "requests": usage.requests,
                 "prompt_tokens": usage.prompt_tokens,
@@ -331,10 +333,11 @@ async def _stand_in_registry(args: ToolLoopInput, config: CycleConfig) -> ToolRe
 
 
 def _retry(config: CycleConfig, attempts: int, final: list[str]) -> RetryPolicy:
-    initial = max(config.retry_initial_delay, 0.001)
+    retries = config.retries
+    initial = max(retries.initial_delay, 0.001)
     return RetryPolicy(
         initial_interval=timedelta(seconds=initial),
-        maximum_interval=timedelta(seconds=max(config.retry_max_delay, initial)),
+        maximum_interval=timedelta(seconds=max(retries.max_delay, initial)),
         maximum_attempts=attempts,
         non_retryable_error_types=final,
     )

@@ -1,13 +1,17 @@
-"""Cycles on one client share its retry-less copy (cycle/_requester.py)."""
+"""The seam in front of the model (cycle/requester.py), and the retry-less copy of a
+client that cycles on it share (cycle/_requester.py)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agcore_tools import CycleConfig, LlmCycle
+import pytest
+
+from agcore_tools import CycleConfig, LlmCycle, LlmError
+from agcore_tools.cycle import OpenAIRequester, Requester, StreamEvent, TurnRequest
 from agcore_tools.testing import ScriptedChatServer
 
 from .conftest import S
@@ -53,3 +57,74 @@ async def test_a_setting_changed_on_the_client_reaches_the_next_cycle(
         assert client.max_retries == 5  # the caller's client is left as it was
     keys = [request.headers["authorization"] for request in server.requests]
     assert keys[1] == "Bearer sk-rotated" != keys[0]
+
+
+# -- the seam: LlmCycle(requester=...) ------------------------------------------------------
+
+
+class Scripted(Requester):
+    """Answers each request with the next completion of a list; records the requests."""
+
+    def __init__(self, *completions: dict[str, Any]) -> None:
+        self.completions = list(completions)
+        self.seen: list[TurnRequest] = []
+
+    async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
+        self.seen.append(turn)
+        turn.builder.feed_completion(self.completions.pop(0))
+        return
+        yield
+
+
+def _completion(message: dict[str, Any], reason: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "message": message, "finish_reason": reason}]}
+
+
+async def test_a_requester_serves_the_whole_tool_loop_without_a_client(calc: Any) -> None:
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+    }
+    requester = Scripted(
+        _completion({"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"),
+        _completion({"role": "assistant", "content": "5"}, "stop"),
+    )
+    cycle = LlmCycle(CycleConfig("m"), requester=requester)
+    assert cycle.client is None and cycle.requester is requester
+    response = await cycle.submit_with_tools("2 + 3?", calc)
+    assert response.text == "5"
+    assert [m["role"] for m in cycle.messages] == ["user", "assistant", "tool", "assistant"]
+    first, second = requester.seen
+    assert first.params["model"] == "m" and first.stream is False and first.wire.name
+    assert [t["function"]["name"] for t in first.params["tools"]][:1]
+    assert second.params["messages"][2]["role"] == "tool"  # the history, sent as it is
+    await cycle.close()  # nothing to close: the requester is the caller's
+
+
+async def test_the_client_builds_an_openai_requester(
+    serve: Callable[..., ScriptedChatServer],
+) -> None:
+    server = serve(S.reply_text("hi"))
+    async with server.client(timeout=10.0) as client:
+        cycle = LlmCycle(CycleConfig("m"), client=client)
+        assert isinstance(cycle.requester, OpenAIRequester)
+        assert cycle.requester.client is client is cycle.client
+        assert (await cycle.submit("Hi")).text == "hi"
+
+
+def test_client_and_requester_together_are_refused() -> None:
+    from openai import AsyncOpenAI
+
+    with pytest.raises(TypeError, match="client= or requester="):
+        LlmCycle(CycleConfig("m"), client=AsyncOpenAI(api_key="-"), requester=Scripted())
+
+
+async def test_a_requester_error_is_the_loops_error() -> None:
+    class Down(Requester):
+        async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
+            raise LlmError(f"{turn.wire.name} request failed: down")
+            yield
+
+    with pytest.raises(LlmError, match="request failed: down"):
+        await LlmCycle(CycleConfig("m"), requester=Down()).submit("Hi")

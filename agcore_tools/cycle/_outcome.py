@@ -1,0 +1,28 @@
+"""Where a ``submit*`` call's loop leaves its :class:`ChatResponse`.
+
+The loop writes it; the :class:`~agcore_tools.EventStream` that hands out the call's
+events and the call's trace (which records the summed usage) both read it. A holder of
+its own, rather than an attribute of either, keeps the loop from writing into another
+class and the stream and the trace from importing each other.
+"""
+
+from __future__ import annotations
+
+from .events import ChatResponse
+
+__all__ = ["Outcome"]
+
+
+class Outcome:
+    """The call's response once the loop has one; None until then (or for good, when
+    the loop fails or is stopped).
+
+    Example:
+        >>> Outcome().response is None
+        True
+    """
+
+    __slots__ = ("response",)
+
+    def __init__(self) -> None:
+        self.response: ChatResponse | None = None

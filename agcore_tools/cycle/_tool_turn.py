@@ -1,0 +1,128 @@
+"""One tool turn of the loop: from the model's tool calls to their tool messages.
+
+Kept out of :mod:`agcore_tools.cycle.cycle` so the loop stays a short read; the loop
+calls :func:`run_tools` once per tool turn (and once for the calls a resumed history
+left open), with the cycle's settings and history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any
+
+from .._attachments import Rendered, attachments_message
+from .._toolcalls import (
+    ParsedCall,
+    aborted_text,
+    error_text,
+    iter_invocations,
+    model_result,
+    preflight,
+)
+from ..base import ToolContext
+from ..error import LlmError, ToolError
+from ..registry import ToolInvocation, ToolRegistry
+from ._approval import Gate
+from ._policy import mark_unknown, tool_message
+from ._tool_stream import with_tool_events
+from .config import CycleConfig
+from .events import StreamEvent, ToolExecutionCompleted, ToolExecutionStarted
+
+__all__ = ["run_tools"]
+
+Message = dict[str, Any]
+
+
+async def run_tools(
+    config: CycleConfig,
+    messages: list[Message],
+    registry: ToolRegistry,
+    calls: Sequence[ParsedCall],
+    ctx: ToolContext,
+    invocations: list[ToolInvocation],
+    gate: Gate,
+) -> AsyncGenerator[StreamEvent, None]:
+    """Run one turn's ``calls``: refuse the turn (unknown or forbidden tool), screen
+    the calls needing approval, run the others concurrently, and answer every call in
+    ``messages``, in order, even when cancelled midway."""
+    # 1. An unknown or forbidden tool stops the loop before any call of the turn
+    #    runs; every call still gets a tool message so the history stays valid.
+    #    With unknown_tool="tell_model" an unknown tool's call is answered with its
+    #    error instead, like bad arguments, and only a forbidden tool stops the loop.
+    if config.unknown_tool == "tell_model":
+        calls = mark_unknown(registry, calls)
+    refused = preflight(registry, calls)
+    if refused is not None:
+        for call in calls:
+            text = (
+                error_text(refused)
+                if call.name == refused.tool_name
+                else aborted_text(call, f"tool '{refused.tool_name}' was refused")
+            )
+            messages.append(tool_message(call, text))
+        raise LlmError(f"tool loop stopped: {refused}") from refused
+    # 2. Calls that need approval wait for the app's answer; the others run.
+    if not gate.quiet(registry, calls):
+        async for approval in gate.screen(registry, calls, ctx):
+            yield approval
+        calls = gate.calls
+    # 3. Run the calls concurrently, reporting each as it ends.
+    limits = config.limits
+    max_bytes = limits.max_result_bytes
+    texts: list[str | None] = [None] * len(calls)
+    rendered: list[Rendered | None] = [None] * len(calls)
+    done: list[ToolInvocation | None] = [None] * len(calls)
+    stop: ToolError | None = None
+    for call in calls:
+        yield ToolExecutionStarted(call.name, call.input, call.call_id)
+    try:
+        timeout = limits.tool_timeout
+        running = with_tool_events(
+            iter_invocations(registry, calls, ctx=ctx, timeout=timeout), ctx, registry, calls
+        )
+        async with contextlib.aclosing(running):
+            async for item in running:
+                if not isinstance(item, tuple):
+                    yield item  # a progress report or a preliminary result
+                    continue
+                position, invocation = item
+                result = model_result(
+                    invocation,
+                    max_bytes,
+                    api="chat",
+                    max_attachment_bytes=limits.max_attachment_bytes,
+                )
+                text = result.text
+                texts[position], done[position], rendered[position] = text, invocation, result
+                # An error the call came with (bad arguments, an unknown tool the
+                # model is told about) is the model's to fix: it never stops the loop.
+                error = invocation.error
+                if (
+                    error is not None
+                    and error is not calls[position].error
+                    and stop is None
+                    and not error.is_recoverable()
+                ):
+                    stop = error
+                yield ToolExecutionCompleted(
+                    invocation.tool_name,
+                    calls[position].call_id,
+                    invocation.output,
+                    error,
+                    invocation.duration,
+                    text,
+                )
+    finally:
+        # 4. Answer every call, in the calls' order, even when cancelled midway.
+        for call, answer in zip(calls, texts, strict=True):
+            if answer is None:
+                answer = aborted_text(call, "the tool loop was cancelled")
+            messages.append(tool_message(call, answer))
+        # Tool messages carry text only: the images, audio and files follow them.
+        attached = attachments_message([(c.call_id, c.name) for c in calls], rendered)
+        if attached is not None:
+            messages.append(attached)
+        invocations.extend(inv for inv in done if inv is not None)
+    if stop is not None:
+        raise LlmError(f"tool loop stopped: {stop}") from stop

@@ -1,0 +1,206 @@
+"""The seam in front of the model: :class:`LlmCycle` sends each request through a
+:class:`Requester`.
+
+Everything the loop knows about where a turn comes from goes through this one object,
+as httpx's client reaches the network only through its transport. The loop builds the
+request (the history, the offered tools, the request options) and a fresh assembler
+for the turn; the requester sends it and feeds what comes back to the assembler.
+:class:`OpenAIRequester` sends through the official SDK, with the cycle's retries;
+``agcore_tools.temporal`` plugs in one whose request is an activity; a test can plug in
+one that answers from a list, with no server at all.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING, Any
+
+from ..error import LlmError
+from ._requester import retryless
+from ._retry import RetryPolicy
+from ._wire import close_stream, open_stream
+from .events import StreamEvent
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+    from ._wires import TurnAssembler, Wire
+    from .config import CycleConfig
+
+__all__ = ["OpenAIRequester", "Requester", "TurnRequest"]
+
+
+class TurnRequest:
+    """One request of a turn, as the loop hands it to its :class:`Requester`.
+
+    ``params`` are the request's parameters in the Chat Completions shape (``model``,
+    ``messages``, ``tools``, the request options; ``stream`` when streamed);
+    ``wire.request(client, params)`` turns them into the SDK resource to call
+    ``create`` on and the parameters for the cycle's API (``config.api``), and
+    ``wire.name`` names that API in errors. ``builder`` assembles the turn: give it
+    the whole response (``feed_completion``, an SDK object or its JSON as a dict), or
+    each streamed chunk (``feed``, whose events the requester yields) and then
+    ``end_stream()``. ``config`` is the cycle's :class:`~agcore_tools.CycleConfig` at
+    the time of the request (its retry settings, its API).
+
+    Example:
+        >>> from agcore_tools import CycleConfig
+        >>> from agcore_tools.cycle._wires import wire_for
+        >>> config = CycleConfig("m")
+        >>> wire = wire_for(config)
+        >>> params = {"model": "m", "messages": [{"role": "user", "content": "Hi"}]}
+        >>> turn = TurnRequest(config, wire, params, False, wire.builder("0", False, None))
+        >>> turn.builder.feed_completion({"choices": [{"message": {"content": "Hello"}}]})
+        >>> turn.builder.build().text
+        'Hello'
+    """
+
+    __slots__ = ("builder", "config", "params", "stream", "wire")
+
+    def __init__(
+        self,
+        config: CycleConfig,
+        wire: Wire,
+        params: dict[str, Any],
+        stream: bool,
+        builder: TurnAssembler,
+    ) -> None:
+        self.config = config
+        self.wire = wire
+        self.params = params
+        self.stream = stream
+        self.builder = builder
+
+
+class Requester(abc.ABC):
+    """What :class:`~agcore_tools.LlmCycle` sends its requests through
+    (``LlmCycle(config, requester=...)``).
+
+    Subclasses implement :meth:`request`; :meth:`trace_attributes` names the server
+    in the loop's OpenTelemetry spans. A requester holds no state of a conversation,
+    so one may serve many cycles.
+
+    Example: a requester that answers every request with the same text, no server:
+
+        >>> import asyncio
+        >>> from agcore_tools import CycleConfig, LlmCycle
+        >>> class Canned(Requester):
+        ...     async def request(self, turn: TurnRequest):
+        ...         message = {"role": "assistant", "content": "Hello!"}
+        ...         choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        ...         turn.builder.feed_completion({"choices": [choice]})
+        ...         return
+        ...         yield  # an async generator: a streamed request yields its events
+        >>> cycle = LlmCycle(CycleConfig("m"), requester=Canned())
+        >>> asyncio.run(cycle.submit("Hi")).text
+        'Hello!'
+    """
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
+        """Send ``turn``'s request and feed the response to ``turn.builder``, yielding
+        the events a streamed response's chunks make.
+
+        An async generator: the loop closes it when its consumer stops early, which
+        should drop the request. A failure the loop should report raises
+        :class:`~agcore_tools.LlmError`.
+        """
+
+    def trace_attributes(self) -> dict[str, Any]:
+        """The OpenTelemetry attributes naming the model's server
+        (``gen_ai.provider.name``, ``server.address``, ``server.port``).
+
+        Example:
+            >>> class Quiet(Requester):
+            ...     def request(self, turn): raise NotImplementedError
+            >>> Quiet().trace_attributes()
+            {'gen_ai.provider.name': 'openai'}
+        """
+        return {"gen_ai.provider.name": "openai"}
+
+
+class OpenAIRequester(Requester):
+    """Sends through an ``AsyncOpenAI`` client: the requester a cycle builds from
+    ``client=``.
+
+    Requests go through a copy of ``client`` with the SDK's own retries off (shared by
+    every requester on the same client); the cycle's retry settings
+    (``CycleConfig.retries``) cover a request up to its first streamed chunk, never a
+    started stream. SDK errors become :class:`~agcore_tools.LlmError`. A streamed
+    response is read as plain dicts (see ``_wire.py``) and closed on any exit.
+
+    Example:
+        >>> from openai import AsyncOpenAI
+        >>> requester = OpenAIRequester(AsyncOpenAI(api_key="-", base_url="http://127.0.0.1:8000/v1"))
+        >>> requester.trace_attributes()["server.port"]
+        8000
+    """
+
+    __slots__ = ("_sender", "client")
+
+    def __init__(self, client: AsyncOpenAI) -> None:
+        self.client = client
+        """The SDK client given."""
+        self._sender = retryless(client)  # shared by the requesters on this client
+
+    async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
+        """Send ``turn`` through the SDK, retrying as ``turn.config`` says.
+
+        Example:
+            >>> async def main(requester: OpenAIRequester, turn: TurnRequest):  # doctest: +SKIP
+            ...     async for event in requester.request(turn):  # the loop does this
+            ...         print(event)
+        """
+        from openai import OpenAIError
+
+        config = turn.config
+        wire, builder = turn.wire, turn.builder
+        retries = config.retries
+        retry = RetryPolicy(retries.max_retries, retries.initial_delay, retries.max_delay)
+        completions, params = wire.request(self._sender, turn.params)
+        # 1. Retries cover the request up to the first chunk; never a started stream.
+        try:
+            if not turn.stream:
+                create = functools.partial(completions.create, **params)
+                builder.feed_completion(await retry.call(create))
+                return
+            response, first = await retry.call(functools.partial(open_stream, completions, params))
+        except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
+            # or JSON nested too deeply to parse
+            raise LlmError(f"{wire.name} request failed: {type(exc).__name__}: {exc}") from exc
+        # 2. Read the stream; closing it on any exit (cancellation included) drops the
+        #    HTTP connection, which tells the server to stop generating.
+        try:
+            chunk = first
+            while chunk is not None:
+                for event in builder.feed(chunk):
+                    yield event
+                try:
+                    chunk = await response.__anext__()
+                except StopAsyncIteration:
+                    chunk = None
+            builder.end_stream()
+        except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
+            raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            await close_stream(response)
+
+    def trace_attributes(self) -> dict[str, Any]:
+        """The provider (``azure.ai.openai`` for an Azure client) and the server's
+        address and port, from the client's base URL."""
+        from openai import AsyncAzureOpenAI
+
+        client = self.client
+        azure = isinstance(client, AsyncAzureOpenAI)
+        attributes: dict[str, Any] = {
+            "gen_ai.provider.name": "azure.ai.openai" if azure else "openai"
+        }
+        url = client.base_url
+        if url.host:
+            attributes["server.address"] = url.host
+            attributes["server.port"] = url.port or (443 if url.scheme == "https" else 80)
+        return attributes
