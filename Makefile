@@ -29,8 +29,8 @@ node:
 #
 # The build is portable. llama.cpp's default (GGML_NATIVE) compiles for the CPU it builds
 # on, and such a wheel, cached and reused on another CPU, can crash there: one built with
-# AVX-512 dies with SIGSEGV on its first real prompt. On x86-64 it targets AVX2, FMA and
-# F16C, which every x86-64 machine CI can expect has, and nothing newer. The wheel's
+# AVX-512 dies with SIGSEGV on its first real prompt. On x86-64 it targets x86-64-v3
+# (AVX2, BMI2, FMA, F16C: every CPU with AVX2 has the other three), and nothing newer. The wheel's
 # folder is keyed by the version and these flags (LLAMA_KEY), so a wheel built under
 # other flags, or by an older Makefile, is never picked up; pip's own wheel cache is kept
 # out of it (--no-cache-dir), since it would hand back a wheel built natively before.
@@ -38,7 +38,7 @@ CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/agcore-tools
 LLAMA_VERSION := 0.3.36
 ifeq ($(shell uname -m),x86_64)
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
-  -DGGML_F16C=ON -DGGML_BMI2=OFF -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF \
+  -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF \
   -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF
 else
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
@@ -100,6 +100,7 @@ demo-temporal: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
