@@ -419,6 +419,15 @@ class DefinitionBudgetError(LlmError):
         """``(tool name, tokens)`` of each offered tool, costliest first."""
 
 
+class ClientTypeError(LlmError, TypeError):
+    """``LlmCycle(client=...)`` got something it cannot drive (a mistake in the caller's code).
+
+    Example:
+        >>> isinstance(ClientTypeError("client must be an OpenAI client"), TypeError)
+        True
+    """
+
+
 class MaxTurnsExceededError(LlmError):
     """A new request would exceed ``CycleConfig.max_turns``; it was not sent.
 

@@ -42,6 +42,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from agcore_tools._jsonschema import subschemas
+from agcore_tools._pipeline import GRAMMAR_BOUND_LIMIT
 from bench_search import run_task
 from interop_data import adapters, load
 
@@ -53,9 +55,7 @@ from agcore_tools import (
     portable_schema,
 )
 from agcore_tools._budget import BYTES_PER_TOKEN, _counter, definition_costs
-from agcore_tools._jsonschema import subschemas
-from agcore_tools._pipeline import GRAMMAR_BOUND_LIMIT
-from agcore_tools._strict import FORMATS, KEPT
+from agcore_tools.schema._strict import FORMATS, KEPT
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "gpt-4o"

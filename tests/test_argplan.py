@@ -8,8 +8,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from agcore_tools import FunctionTool, InvalidArgumentsError, ToolContext
-from agcore_tools._argplan import build_plan
-from agcore_tools.schema import function_schema
+from agcore_tools.schema import build_plan, function_schema
 
 
 class Address(BaseModel):

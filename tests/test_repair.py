@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from agcore_tools import ToolRegistry
 from agcore_tools._repair import repair_json
-from agcore_tools._toolcalls import parse_call
+from agcore_tools.calls import parse_call
 
 _SCALARS = (
     st.none()

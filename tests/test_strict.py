@@ -18,8 +18,8 @@ from agcore_tools import (
     ToolDefinitionError,
     ToolError,
 )
-from agcore_tools._strict import FORMATS, KEPT, strict_parameters
 from agcore_tools.schema import function_schema
+from agcore_tools.schema._strict import FORMATS, KEPT, strict_parameters
 
 
 class Address(BaseModel):

@@ -23,7 +23,7 @@ from agcore_tools import (
     ToolRegistry,
     ToolTimeoutError,
 )
-from agcore_tools._toolcalls import model_text, parse_call, result_text, truncate_utf8
+from agcore_tools.calls import model_text, parse_call, result_text, truncate_utf8
 
 DEEP = 100_000
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._approval import answers_by_id, apply_answers, approval_requests
-from .._toolcalls import ParsedCall, error_text
 from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
 from ..base import ToolContext
+from ..calls import ParsedCall, answers_by_id, apply_answers, approval_requests, error_text
 from ..error import ApprovalError, ToolRejectedError
 from ._policy import tool_message, unanswered_calls
 from .events import ChatResponse, FinishReason, Usage

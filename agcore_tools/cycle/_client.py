@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..error import LlmError
+from ..error import ClientTypeError, LlmError
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -22,10 +22,6 @@ logger = logging.getLogger("agcore_tools.cycle")
 
 
 _ACCEPTED = "an openai.AsyncOpenAI or an openai.OpenAI client (or a subclass of AsyncOpenAI)"
-
-
-class ClientTypeError(LlmError, TypeError):
-    """``LlmCycle(client=...)`` got something it cannot drive (a mistake in the caller's code)."""
 
 
 def accept_client(client: Any) -> tuple[AsyncOpenAI, bool]:

@@ -24,11 +24,11 @@ from typing import Any
 from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-from .._argplan import ArgumentPlan, build_plan
-from .._strict import strict_parameters
-from .._toolcalls import aborted_text
+from ..base import tool_definition
+from ..calls import aborted_text
 from ..error import LlmConfigError, OutputValidationError
 from ..registry import ToolRegistry
+from ..schema import ArgumentPlan, build_plan, strict_parameters
 from ._policy import tool_message
 from ._stream import Turn
 from .output import StructuredOutput
@@ -226,11 +226,7 @@ def _plan(spec: StructuredOutput) -> OutputPlan:
     elif spec.mode == "json_object":
         extra = {"type": "json_object", "schema": sent}
     else:
-        function: dict[str, Any] = {"name": FINAL_TOOL, "description": _FINAL_DESCRIPTION}
-        function["parameters"] = sent
-        if strict is not None:
-            function["strict"] = True
-        extra = {"type": "function", "function": function}
+        extra = tool_definition(FINAL_TOOL, _FINAL_DESCRIPTION, sent, strict=strict is not None)
     nulls = build_plan(schema, check_extras=False) if strict is not None else None
     return OutputPlan(spec, label, adapter, wrapped, nulls, extra)
 

@@ -10,8 +10,8 @@ import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from .._toolcalls import ParsedCall, aborted_text, parse_call, unknown_tool_error
 from .._unicode import scrub, scrub_json
+from ..calls import ParsedCall, aborted_text, parse_call, unknown_tool_error
 from ..registry import ToolRegistry
 from ._stream import Turn
 

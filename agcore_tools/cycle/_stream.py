@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._sdk import sdk_field as _field
-from .._toolcalls import ParsedCall, parse_call
+from ..calls import ParsedCall, parse_call
 from ..error import LlmError
 from .events import (
     AssistantTextDelta,

@@ -17,9 +17,9 @@ import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any, TypeAlias
 
-from .._progress import ToolEvent, _Emitter
-from .._toolcalls import ParsedCall
+from .._progress import ToolEvent
 from ..base import ToolContext
+from ..calls import ParsedCall
 from ..registry import ToolInvocation, ToolRegistry
 
 __all__ = ["run_context", "with_tool_events"]
@@ -41,24 +41,11 @@ def run_context(ctx: ToolContext | None, kept: dict[str, Any] | None, inbox: boo
     (a resumed run's), else a fresh one. With ``inbox``, the calls' events also go
     into a queue for :func:`with_tool_events`.
     """
-    shared = ctx._shared if ctx is not None and ctx._shared is not None else kept
     if ctx is None:
-        run = ToolContext(shared_state=shared)
-    else:
-        run = ToolContext(
-            session_id=ctx.session_id,
-            trace_id=ctx.trace_id,
-            call_id=ctx.call_id,
-            cancellation=ctx.cancellation,  # the same token: the app cancels the run through it
-            metadata=ctx.metadata,
-            shared_state=shared,
-            tool_name=ctx.tool_name,
-        )
-        run._events = ctx._events
-    if inbox:
-        callback = run._events.callback if run._events is not None else None
-        run._events = _Emitter(callback, asyncio.Queue(), asyncio.get_running_loop())
-    return run
+        ctx = ToolContext(shared_state=kept)
+        if not inbox:
+            return ctx
+    return ctx.for_run(kept, inbox=inbox)
 
 
 def with_tool_events(
@@ -71,8 +58,7 @@ def with_tool_events(
 
     ``running`` itself when there is no inbox, or no call of the turn can report.
     """
-    events = ctx._events
-    inbox = events.inbox if events is not None else None
+    inbox = ctx.inbox
     if inbox is None or _quiet(registry, calls):
         return running
     return _merged(running, inbox)

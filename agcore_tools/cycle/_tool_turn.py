@@ -12,7 +12,8 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from .._attachments import Rendered, attachments_message
-from .._toolcalls import (
+from ..base import ToolContext
+from ..calls import (
     ParsedCall,
     aborted_text,
     error_text,
@@ -20,7 +21,6 @@ from .._toolcalls import (
     model_result,
     preflight,
 )
-from ..base import ToolContext
 from ..error import LlmError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._sdk import sdk_field as _field
-from .._toolcalls import ParsedCall, parse_call
+from ..calls import ParsedCall, parse_call
 from ..error import LlmError
 from ._body import lighten, without_unused_tool_options
 from ._stream import Turn

@@ -24,7 +24,7 @@ from agcore_tools import (
     ToolRegistry,
 )
 from agcore_tools._progress import ToolEvent
-from agcore_tools._toolcalls import parse_call
+from agcore_tools.calls import parse_call
 from agcore_tools.cycle._tool_stream import _quiet
 from agcore_tools.testing import ScriptedChatServer
 
