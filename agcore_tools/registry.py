@@ -18,7 +18,6 @@ import contextlib
 import contextvars
 import copy
 import logging
-import warnings
 from collections.abc import (
     AsyncGenerator,
     Callable,
@@ -32,6 +31,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import _sync
+from ._deprecated import renamed
 from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
 from ._execute import ToolTable, as_call, as_completed, execute
 from ._function_tool import FunctionTool, register_function
@@ -166,12 +166,7 @@ class ToolRegistry:
             >>> registry.permission_checker is not None
             True
         """
-        warnings.warn(
-            "ToolRegistry.with_permission_checker() is deprecated; set "
-            "registry.permission_checker = checker instead",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        renamed("ToolRegistry.with_permission_checker()", "registry.permission_checker = checker")
         self.permission_checker = checker
         return self
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._deprecated import renamed
 from ..error import LlmConfigError
-from ._deprecated import renamed
 from .history import HistoryPolicy, TrimOldest
 
 __all__ = ["CycleConfig", "Limits", "Retries"]

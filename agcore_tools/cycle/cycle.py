@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _sync
 from .._budget import check_budget
+from .._deprecated import renamed
 from .._selection import RunOffer, Selector
 from ..approval import ApprovalDecision
 from ..base import ToolContext
@@ -24,7 +25,6 @@ from ..error import LlmError, MaxTurnsExceededError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
 from ._client import ClientTypeError, accept_client, client_from_env
-from ._deprecated import renamed
 from ._event_stream import EventStream
 from ._outcome import Outcome
 from ._output import OutputRun, Verdict, start_output

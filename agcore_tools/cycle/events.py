@@ -22,6 +22,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from .._deprecated import renamed
 from .._display import call_text, html_table, html_text, markdown_quote, markdown_table
 from .._progress import ToolPartialResult, ToolProgress
 from .._sdk import sdk_field
@@ -29,7 +30,6 @@ from .._usage import ZERO_USAGE as ZERO_USAGE
 from .._usage import Usage
 from ..approval import ApprovalRequest, ToolApprovalRequested
 from ..error import ToolError
-from ._deprecated import renamed
 
 if TYPE_CHECKING:
     from ..registry import ToolInvocation

@@ -24,12 +24,12 @@ Example:
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from .. import _otel, _sync
+from .._deprecated import renamed
 from ..base import BaseTool
 from ..error import McpNotInitializedError, ToolConfigError
 from . import _prompts, _protocol_tools, _resources, _utilities
@@ -262,7 +262,7 @@ class McpClient:
             >>> client.timeout, caught[0].category.__name__
             (5.0, 'DeprecationWarning')
         """
-        _deprecated("McpClient.with_timeout()", "McpClient.timeout = ... (a settable property)")
+        renamed("McpClient.with_timeout()", "McpClient.timeout = ... (a settable property)")
         self.timeout = secs
         return self
 
@@ -365,7 +365,7 @@ class McpClient:
             >>> async def old_and_new(client: McpClient) -> bool:
             ...     return await client.list_tools() == await client.definitions()  # warns
         """
-        _deprecated("McpClient.list_tools()", "McpClient.definitions()")
+        renamed("McpClient.list_tools()", "McpClient.definitions()")
         return await self.definitions()
 
     async def refresh_tools(self) -> list[dict[str, Any]]:
@@ -560,7 +560,7 @@ class McpClient:
             >>> def old_and_new(client: McpClient) -> bool:
             ...     return client.list_tools_sync() == client.definitions_sync()  # warns
         """
-        _deprecated("McpClient.list_tools_sync()", "McpClient.definitions_sync()")
+        renamed("McpClient.list_tools_sync()", "McpClient.definitions_sync()")
         return _sync.run(self.definitions())
 
     def call_tool_sync(
@@ -611,7 +611,3 @@ class McpClient:
     def __repr__(self) -> str:
         state = "connected" if self.connected else "not connected"
         return f"<McpClient {self.server_name!r} {self.transport.describe()} {state}>"
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)

@@ -19,8 +19,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .._aio import run_sync
+from .._deprecated import renamed
 from ..base import ToolContext
-from ..cycle._deprecated import renamed
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
 from ..error import ToolConfigError, ToolError

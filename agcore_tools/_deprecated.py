@@ -1,4 +1,4 @@
-"""One warning for every name of the loop's API that gave way to a clearer one.
+"""One warning for every public name that gave way to a clearer one.
 
 Old names keep working for a release; each use warns, naming the new one, at the
 caller's line.
