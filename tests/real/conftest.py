@@ -260,7 +260,8 @@ def supervised(server: RealServer) -> Iterator[RealServer]:
     try:
         yield server
     finally:
-        _SUPERVISED.remove(server)
+        if server in _SUPERVISED:  # _report_deaths drops one it could not start again
+            _SUPERVISED.remove(server)
         server.stop()
 
 
