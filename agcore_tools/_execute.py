@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from . import _otel
-from ._aio import with_timeout
 from ._clock import CLOCK
 from ._records import ToolCall, ToolEntry, ToolInvocation
 from .base import BaseTool, ToolContext
@@ -117,23 +117,33 @@ async def execute(
 async def guarded(
     table: ToolTable, call: ToolCall, ctx: ToolContext, timeout: float | None
 ) -> ToolInvocation:
-    """One call of a batch, within ``timeout``; what goes wrong is recorded in the
-    invocation, never raised."""
+    """One call of a batch, within ``timeout``, in a context derived from ``ctx``; what
+    goes wrong is recorded in the invocation, never raised."""
     name, args, call_id = call
     call_ctx = ctx.for_call(call_id, name)
     try:
-        return await with_timeout(execute(table, name, args, call_ctx), timeout)
+        # The deadline is set here rather than by _aio.with_timeout, so the call goes
+        # straight down to execute() without passing back through this module.
+        if timeout is None:
+            return await execute(table, name, args, call_ctx)
+        if sys.version_info >= (3, 11):
+            async with asyncio.timeout(timeout):
+                return await execute(table, name, args, call_ctx)
+        return await asyncio.wait_for(execute(table, name, args, call_ctx), timeout)
     except ToolError as exc:
         # Only the lookup and the permission check raise out of invoke(): recorded
         # here; the tool never ran.
         return ToolInvocation(name, args, error=exc, call_id=call_id)
-    except TimeoutError as exc:
+    except asyncio.TimeoutError as exc:  # the builtin TimeoutError from 3.11 on
         # The execution was cancelled; a sync tool still running in its thread
         # can see it through the context's cancellation token.
         call_ctx.cancellation.cancel()
         error = ToolTimeoutError(name, timeout or 0.0)
         error.__cause__ = exc
         return ToolInvocation(name, args, error=error, call_id=call_id, duration=timeout or 0.0)
+    except asyncio.CancelledError:
+        call_ctx.cancellation.cancel()  # a sync tool's thread learns of it too
+        raise
 
 
 async def as_completed(
@@ -147,17 +157,14 @@ async def as_completed(
     normalised = [as_call(call) for call in calls]
     if not normalised:
         return
+    run = _otel.wrap_invoke(table, functools.partial(guarded, table))  # traced, if on
+    if len(normalised) == 1:
+        # The call's own token, a child of ctx's, is cancelled with it (in guarded).
+        yield 0, await run(normalised[0], ctx if ctx is not None else _UNREAD, timeout)
+        return
     # One child token for the batch: cancelling it reaches every call's token, so
     # sync tools in worker threads learn of a cancelled caller too.
     batch = (ctx if ctx is not None else ToolContext()).for_call(None)
-    run = _otel.wrap_invoke(table, functools.partial(guarded, table))  # traced, if on
-    if len(normalised) == 1:
-        try:
-            yield 0, await run(normalised[0], batch, timeout)
-        except asyncio.CancelledError:
-            batch.cancellation.cancel()
-            raise
-        return
     # Done-callbacks feed a queue, so each result is reported the moment it exists.
     finished: asyncio.Queue[asyncio.Task[ToolInvocation]] = asyncio.Queue()
     tasks: dict[asyncio.Task[ToolInvocation], int] = {}

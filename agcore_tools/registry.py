@@ -337,6 +337,18 @@ class ToolRegistry:
         entry = self._entries.get(name)
         return entry.tool if entry is not None else None
 
+    @property
+    def tool_table(self) -> ToolTable:
+        """The entries by name and the permission checker, as running reads them: a live
+        view, for code that runs calls without going through the registry's methods.
+
+        Example:
+            >>> registry = ToolRegistry()
+            >>> registry.tool_table.entries is registry.tool_table.entries
+            True
+        """
+        return self._table
+
     def entry(self, name: str) -> ToolEntry | None:
         """The :class:`ToolEntry` of that name, or None."""
         return self._entries.get(name)
@@ -545,7 +557,7 @@ class ToolRegistry:
         from .calls import run_tool_calls
 
         return await run_tool_calls(
-            self,
+            self._table,
             tool_calls,
             ctx=ctx,
             timeout=timeout,

@@ -10,6 +10,7 @@ layer diagram in ``docs/architecture.md`` is the one the contract and the code d
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -111,3 +112,34 @@ def test_the_architecture_page_draws_the_current_layers() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_a_tool_call_goes_down_the_layers_and_back_without_reentering_a_module() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "call_path.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "0 chain(s) break a rule" in done.stderr
+    assert "_execute [" in done.stderr  # the check saw the call reach the execution
+
+
+def test_the_call_path_check_sees_a_module_entered_twice_and_a_step_up() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import call_path
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    chain = ["agcore_tools.cycle.cycle", "agcore_tools.calls._run", "agcore_tools.registry"]
+    assert call_path.faults(chain) == [
+        "agcore_tools.calls._run calls up into agcore_tools.registry"
+    ]
+    again = ["agcore_tools._execute", "agcore_tools._aio", "agcore_tools._execute"]
+    assert call_path.faults(again) == [
+        "agcore_tools._execute entered twice",
+        "agcore_tools._aio calls up into agcore_tools._execute",
+    ]

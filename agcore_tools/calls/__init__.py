@@ -3,21 +3,21 @@ the model reads back.
 
 Shared by :class:`~agcore_tools.LlmCycle` and :meth:`ToolRegistry.run_tool_calls`, so
 both parse arguments, word errors and cut long results the same way. Everything here
-works over :class:`ToolHost`, a protocol the registry satisfies: ``calls/`` never
-imports the registry.
+works over a registry's :class:`~agcore_tools._execute.ToolTable` (its entries and
+permission checker, see :attr:`ToolRegistry.tool_table`) and runs calls through
+``_execute``: ``calls/`` never imports the registry, and a call never turns back up
+into it.
 """
 
 from .._records import ParsedCall
 from .._text import result_text, truncate_utf8
 from ._approval import answers_by_id, apply_answers, approval_requests, screen_calls
-from ._host import ToolHost
 from ._parse import parse_call
 from ._render import aborted_text, error_text, model_result, model_text
 from ._run import iter_invocations, preflight, run_tool_calls, unknown_tool_error
 
 __all__ = [
     "ParsedCall",
-    "ToolHost",
     "aborted_text",
     "answers_by_id",
     "apply_answers",

@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._aio import run_sync
+from .._execute import ToolTable
 from .._records import ParsedCall
 from ..approval import ApprovalDecision, ApprovalRequest, approval_signature
 from ..base import ToolContext
 from ..error import ApprovalError, InvalidArgumentsError, ToolRejectedError
-from ._host import ToolHost
 
 __all__ = ["answers_by_id", "apply_answers", "approval_requests", "screen_calls"]
 
@@ -43,7 +43,7 @@ def answers_by_id(approvals: Iterable[ApprovalDecision] | None) -> dict[str, App
 
 
 async def approval_requests(
-    registry: ToolHost,
+    table: ToolTable,
     calls: Sequence[ParsedCall],
     ctx: ToolContext,
     key: bytes | None,
@@ -54,13 +54,13 @@ async def approval_requests(
     Asked in order: the tool's own ``needs_approval``, then ``PermissionConfig.ask``.
     A call whose arguments could not be parsed never asks: its error goes to the model.
     """
-    checker = registry.permission_checker
+    checker = table.checker
     asks_permissions = checker is not None and bool(checker.config.ask)
     found: list[ApprovalRequest | None] | None = None
     for position, call in enumerate(calls):
         if call.args is None:
             continue
-        entry = registry.entry(call.name)
+        entry = table.entries.get(call.name)
         if entry is None:
             continue
         rule = entry.tool.needs_approval
@@ -103,22 +103,22 @@ async def _reason(rule: Any, call: ParsedCall, ctx: ToolContext) -> str | None:
 
 
 async def screen_calls(
-    registry: ToolHost,
+    table: ToolTable,
     calls: Sequence[ParsedCall],
     ctx: ToolContext,
     approvals: Iterable[ApprovalDecision] | None,
     key: bytes | None,
 ) -> tuple[Sequence[ParsedCall], list[ApprovalRequest]]:
     """For ``run_tool_calls``: the calls to run, and the requests left waiting."""
-    requests = await approval_requests(registry, calls, ctx, key)
+    requests = await approval_requests(table, calls, ctx, key)
     answers = answers_by_id(approvals)
     if requests is None and not answers:
         return calls, []
-    return apply_answers(registry, calls, requests, answers, key)
+    return apply_answers(table, calls, requests, answers, key)
 
 
 def apply_answers(
-    registry: ToolHost,
+    table: ToolTable,
     calls: Sequence[ParsedCall],
     requests: Sequence[ApprovalRequest | None] | None,
     answers: Mapping[str, ApprovalDecision],
@@ -144,7 +144,7 @@ def apply_answers(
         answer = answers.get(call.call_id)
         request = requests[position] if requests is not None else None
         if answer is not None:
-            runnable.append(_answered(registry, call, answer, key))
+            runnable.append(_answered(table, call, answer, key))
         elif request is not None:
             waiting_requests.append(request)
         else:
@@ -153,7 +153,7 @@ def apply_answers(
 
 
 def _answered(
-    registry: ToolHost, call: ParsedCall, answer: ApprovalDecision, key: bytes | None
+    table: ToolTable, call: ParsedCall, answer: ApprovalDecision, key: bytes | None
 ) -> ParsedCall:
     where = f"the approval of call '{call.call_id}'"
     if answer.tool_name != call.name:
@@ -181,15 +181,15 @@ def _answered(
     edited = answer.edited_arguments
     if edited is None:
         return call
-    _validate(registry, call.name, edited, where)
+    _validate(table, call.name, edited, where)
     text = json.dumps(edited, ensure_ascii=False, default=str)
     return dataclasses.replace(call, arguments=text, args=dict(edited))
 
 
-def _validate(registry: ToolHost, name: str, args: dict[str, Any], where: str) -> None:
+def _validate(table: ToolTable, name: str, args: dict[str, Any], where: str) -> None:
     # A FunctionTool checks arguments against its pydantic model without running;
     # any other tool accepts them here and validates them itself when it runs.
-    entry = registry.entry(name)
+    entry = table.entries.get(name)
     if entry is None:
         return
     try:

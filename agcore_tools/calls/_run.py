@@ -1,8 +1,8 @@
-"""Running a model's tool calls through a :class:`ToolHost`, and the messages that
-answer them.
+"""Running a model's tool calls over a registry's :class:`ToolTable`, and the messages
+that answer them.
 
-``ToolRegistry.run_tool_calls`` is :func:`run_tool_calls` over the registry itself;
-the loop uses :func:`preflight` and :func:`iter_invocations` the same way.
+``ToolRegistry.run_tool_calls`` is :func:`run_tool_calls` over the registry's own
+table; the loop uses :func:`preflight` and :func:`iter_invocations` the same way.
 """
 
 from __future__ import annotations
@@ -12,32 +12,31 @@ from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Any
 
 from .._attachments import Api, Rendered, attachments_message, function_call_output
+from .._execute import ToolTable, as_completed
 from .._records import ParsedCall, ToolCall, ToolInvocation
 from .._sdk import sdk_field
 from ..approval import ApprovalDecision, ToolCallOutputs
 from ..base import ToolContext
 from ..error import PermissionDeniedError, ToolError, ToolNotFoundError
 from ._approval import screen_calls
-from ._host import ToolHost
 from ._parse import parse_call
 from ._render import model_result
 
 __all__ = ["iter_invocations", "preflight", "run_tool_calls", "unknown_tool_error"]
 
 
-def unknown_tool_error(registry: ToolHost, name: str) -> ToolNotFoundError:
+def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
     """The error for a call to a tool the registry does not have, listing the tools it has.
 
     Example:
-        >>> from agcore_tools import ToolRegistry
-        >>> str(unknown_tool_error(ToolRegistry(), "nope"))
+        >>> str(unknown_tool_error(ToolTable(None), "nope"))
         "tool 'nope' is not registered: the registered tools are: none"
     """
-    known = ", ".join(registry.list_tools()) or "none"
+    known = ", ".join(table.entries) or "none"
     return ToolNotFoundError(name, f"the registered tools are: {known}")
 
 
-def preflight(registry: ToolHost, calls: Iterable[ParsedCall]) -> ToolError | None:
+def preflight(table: ToolTable, calls: Iterable[ParsedCall]) -> ToolError | None:
     """The first call the loop must refuse (unknown tool, denied permission), or None.
 
     Checked for every call of a turn before any of them runs, so a refused call
@@ -45,13 +44,13 @@ def preflight(registry: ToolHost, calls: Iterable[ParsedCall]) -> ToolError | No
     an unknown tool (the model is told instead, see ``CycleConfig.unknown_tool``) is
     not refused again.
     """
-    checker = registry.permission_checker
+    checker = table.checker
     for call in calls:
         if isinstance(call.error, ToolNotFoundError):
             continue
-        entry = registry.entry(call.name)
+        entry = table.entries.get(call.name)
         if entry is None:
-            return unknown_tool_error(registry, call.name)
+            return unknown_tool_error(table, call.name)
         if checker is not None:
             try:
                 checker.check(entry.name, entry.permissions)
@@ -61,7 +60,7 @@ def preflight(registry: ToolHost, calls: Iterable[ParsedCall]) -> ToolError | No
 
 
 async def iter_invocations(
-    registry: ToolHost,
+    table: ToolTable,
     calls: Sequence[ParsedCall],
     *,
     ctx: ToolContext,
@@ -70,8 +69,8 @@ async def iter_invocations(
     """Run a turn's calls concurrently; yield ``(position, invocation)`` as each ends.
 
     Calls with unusable arguments yield their error at once and never run; the others
-    go through :meth:`ToolRegistry.invoke_as_completed`, which owns their timeouts,
-    error handling and cancellation.
+    go through ``_execute.as_completed`` (what :meth:`ToolRegistry.invoke_as_completed`
+    runs), which owns their timeouts, error handling and cancellation.
     """
     runnable: list[tuple[int, ToolCall]] = []
     for position, call in enumerate(calls):
@@ -85,14 +84,14 @@ async def iter_invocations(
     if not runnable:
         return
     async with contextlib.aclosing(
-        registry.invoke_as_completed([c for _, c in runnable], ctx=ctx, timeout=timeout)
+        as_completed(table, [c for _, c in runnable], ctx, timeout)
     ) as finished:
         async for index, invocation in finished:
             yield runnable[index][0], invocation
 
 
 async def run_tool_calls(
-    registry: ToolHost,
+    table: ToolTable,
     tool_calls: Iterable[Any] | None,
     *,
     ctx: ToolContext | None,
@@ -135,10 +134,10 @@ async def run_tool_calls(
     # 2. Calls that need approval wait for the app's answer (see _approval.py); then
     #    the rest run, and failures of any kind become error text for the model.
     ctx = ctx or ToolContext()
-    screened, waiting = await screen_calls(registry, calls, ctx, approvals, approval_key)
+    screened, waiting = await screen_calls(table, calls, ctx, approvals, approval_key)
     calls = list(screened)
     invocations: list[ToolInvocation | None] = [None] * len(calls)
-    async for position, invocation in iter_invocations(registry, calls, ctx=ctx, timeout=timeout):
+    async for position, invocation in iter_invocations(table, calls, ctx=ctx, timeout=timeout):
         invocations[position] = invocation
     # 3. One output per call, in the calls' order; on Chat Completions, the images,
     #    audio and files follow the tool messages in one user message.

@@ -71,7 +71,7 @@ class Gate:
     ) -> AsyncGenerator[ToolApprovalRequested, None]:
         """Ask for approval where a rule says so; set :attr:`calls` and :attr:`waiting`."""
         self.calls = calls
-        requests = await approval_requests(registry, calls, ctx, self._key)
+        requests = await approval_requests(registry.tool_table, calls, ctx, self._key)
         if requests is None and not self._answers:
             return
         answers, self._answers = self._answers, {}  # they answer the resumed calls only
@@ -84,7 +84,9 @@ class Gate:
             yield event
             if event.decision is not None:
                 answers[request.call_id] = event.decision
-        self.calls, self.waiting = apply_answers(registry, calls, requests, answers, self._key)
+        self.calls, self.waiting = apply_answers(
+            registry.tool_table, calls, requests, answers, self._key
+        )
         self._hold = {request.call_id for request in self.waiting}
 
 

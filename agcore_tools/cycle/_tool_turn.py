@@ -52,7 +52,8 @@ async def run_tools(
     #    error instead, like bad arguments, and only a forbidden tool stops the loop.
     if config.unknown_tool == "tell_model":
         calls = mark_unknown(registry, calls)
-    refused = preflight(registry, calls)
+    table = registry.tool_table
+    refused = preflight(table, calls)
     if refused is not None:
         for call in calls:
             text = (
@@ -79,7 +80,7 @@ async def run_tools(
     try:
         timeout = limits.tool_timeout
         running = with_tool_events(
-            iter_invocations(registry, calls, ctx=ctx, timeout=timeout), ctx, registry, calls
+            iter_invocations(table, calls, ctx=ctx, timeout=timeout), ctx, registry, calls
         )
         async with contextlib.aclosing(running):
             async for item in running:

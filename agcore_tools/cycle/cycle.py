@@ -1,7 +1,7 @@
 """``LlmCycle``: a thin conversation loop over the official OpenAI SDK (Chat Completions,
 or the Responses API with ``CycleConfig(api="responses")``; see ``_wires.py``).
 
-Every ``submit*`` method runs the same loop (:meth:`LlmCycle._loop`); the streaming
+Every ``submit*`` method runs the same loop (``_run.Run.events``); the streaming
 ones hand its events to the caller, the others drain them and return the
 :class:`ChatResponse`. A request is one turn; a turn whose assistant message has tool
 calls runs them through the registry and sends their results back in the next turn.
@@ -9,45 +9,28 @@ calls runs them through the registry and sends their results back in the next tu
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .. import _sync
-from .._budget import check_budget
 from .._deprecated import renamed
-from .._selection import RunOffer, Selector
+from .._selection import Selector
 from ..approval import ApprovalDecision
 from ..base import ToolContext
-from ..error import LlmError, MaxTurnsExceededError
-from ..registry import ToolInvocation, ToolRegistry
-from ._approval import Gate, decline_open, paused_response, tidy_answers
+from ..registry import ToolRegistry
+from ._approval import Gate
 from ._client import ClientTypeError, accept_client, client_from_env
 from ._event_stream import EventStream
 from ._outcome import Outcome
-from ._output import OutputRun, Verdict, start_output
-from ._policy import (
-    answer_unanswered,
-    clean_turn,
-    relaxed_tool_choice,
-    unanswered_calls,
-)
-from ._tool_stream import run_context
-from ._tool_turn import run_tools
-from ._trace import RunTrace, run_trace
+from ._output import start_output
+from ._run import Run, Session
+from ._trace import run_trace
 from ._transcript import TranscriptViews
-from ._wires import wire_for
 from .config import CycleConfig
-from .events import (
-    ZERO_USAGE,
-    ChatResponse,
-    StreamEvent,
-    TurnComplete,
-    Usage,
-)
-from .requester import OpenAIRequester, Requester, TurnRequest
+from .events import ChatResponse
+from .requester import OpenAIRequester, Requester
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -59,8 +42,6 @@ __all__ = ["EventStream", "LlmCycle"]
 logger = logging.getLogger("agcore_tools.cycle")
 
 Message = dict[str, Any]
-
-_ONE_REQUEST = Usage()
 
 
 class LlmCycle(TranscriptViews):
@@ -163,9 +144,7 @@ class LlmCycle(TranscriptViews):
         if system_prompt is not None:
             self.messages.append({"role": "system", "content": system_prompt})
         self._owns_client = owned
-        self._requests = 0  # over the cycle's life: tags generated tool call ids
-        self._busy = False
-        self._shared: dict[str, Any] | None = None  # the last run's, for a resumed run
+        self._session = Session()  # request count, busy flag, a resumed run's state
 
     # -- public API ----------------------------------------------------------------
 
@@ -445,135 +424,22 @@ class LlmCycle(TranscriptViews):
         gate = Gate(approvals, self.config.approval_key)
         outcome = Outcome()
         trace = run_trace(self.config, self.requester, outcome)
-        loop = self._loop(added, registry, ctx, select, stream, outcome, trace, output, gate)
-        return EventStream(loop, outcome, trace)
-
-    async def _loop(
-        self,
-        added: list[Message],
-        registry: ToolRegistry | None,
-        ctx: ToolContext | None,
-        select: Selector | None,
-        stream: bool,
-        outcome: Outcome,
-        trace: RunTrace | None,
-        output: OutputRun | None,
-        gate: Gate,
-    ) -> AsyncGenerator[StreamEvent, None]:
-        if self._busy:
-            raise LlmError(
-                "this LlmCycle is already running a submit call; await it first or use "
-                "another LlmCycle"
-            )
-        self._busy = True
-        start = len(self.messages)
-        try:
-            config = self.config
-            limits = config.limits
-            wire = wire_for(config)
-            offer = RunOffer(registry, select, config.model) if registry is not None else None
-            relaxed = (
-                relaxed_tool_choice(config.request_options) if config.reset_tool_choice else None
-            )
-            ctx = run_context(ctx, None if added else self._shared, stream and registry is not None)
-            self._shared = ctx.shared_state
-            usage = ZERO_USAGE
-            invocations: list[ToolInvocation] = []
-            if registry is not None and added:
-                decline_open(self.messages)  # a paused run the app moved on from
-            self.messages.extend(added)
-            # 0. Resuming (no new message): first run the calls the history left open.
-            pending = unanswered_calls(self.messages) if registry is not None and not added else []
-            gate.check_resume(not added, pending)
-            if registry is not None and pending:
-                async for event in run_tools(
-                    self.config, self.messages, registry, pending, ctx, invocations, gate
-                ):
-                    yield event
-                tidy_answers(self.messages)
-                if gate.waiting:  # still paused: answer the requests to go on
-                    outcome.response = paused_response(
-                        self.messages, usage, 0, invocations, gate.waiting
-                    )
-                    return
-            turn = 0
-            while True:
-                # 1. Refuse a turn past the limit before sending anything.
-                if limits.max_turns is not None and turn >= limits.max_turns:
-                    raise MaxTurnsExceededError(
-                        limits.max_turns,
-                        invocations=invocations,
-                        usage=usage,
-                        history_length=len(self.messages),
-                    )
-                turn += 1
-                # 2. The tools this request offers (see _selection.py), within the budget.
-                tools, offered = offer.turn(self.messages) if offer else (None, registry)
-                check_budget(tools or (), config.model, limits.max_definition_tokens)
-                # 3. One request; streamed text events pass straight through. A forced
-                #    tool_choice serves the call's first request only, or a forced loop
-                #    could end at max_turns alone.
-                builder = wire.builder(str(self._requests), config.repair_arguments, trace)
-                self._requests += 1
-                params = wire.params(config, self.messages, tools, stream)
-                if relaxed is not None and turn > 1:
-                    params["tool_choice"] = relaxed
-                if output is not None:
-                    output.plan.prepare(params)
-                request = self.requester.request(
-                    TurnRequest(self.config, wire, params, stream, builder)
-                )
-                if trace is not None:
-                    request = trace.chat(request, params, builder)
-                async with contextlib.aclosing(request):  # a consumer may leave mid-stream
-                    async for event in request:
-                        yield event
-                result = clean_turn(builder.build())
-                self.messages.append(result.message)
-                usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)
-                yield TurnComplete(
-                    result.reason, turn, result.message, result.usage, result.raw_reason
-                )
-                # 4. A tool turn is one with tool calls, whatever finish_reason says. With
-                #    output_type, a turn may also be an answer to check (see _output.py).
-                verdict = (
-                    output.end_turn(result, self.messages, offered is not None) if output else None
-                )
-                if verdict is Verdict.RETRY:
-                    continue
-                if verdict is Verdict.DONE or not result.calls or offered is None:
-                    outcome.response = ChatResponse(
-                        result.message,
-                        result.text,
-                        result.reason,
-                        usage,
-                        turn,
-                        tuple(invocations),
-                        output.value if output is not None else None,
-                    )
-                    return
-                # aclosing: a consumer leaving mid-turn must stop the running calls and
-                # answer every call (attachments last) before the finally below runs.
-                running = run_tools(
-                    self.config, self.messages, offered, result.calls, ctx, invocations, gate
-                )
-                async with contextlib.aclosing(running):
-                    async for event in running:
-                        yield event
-                if gate.waiting:  # pause: the history is the state to resume from
-                    outcome.response = paused_response(
-                        self.messages, usage, turn, invocations, gate.waiting
-                    )
-                    return
-        finally:
-            if registry is not None or output is not None:
-                # A consumer that left at a TurnComplete or a ToolExecutionStarted event
-                # closed the loop between a tool turn and its results. Calls waiting for
-                # approval stay open: a resume answers them.
-                answer_unanswered(
-                    self.messages, start, "the tool loop was stopped before it ran", gate.keep
-                )
-            self._busy = False
+        run = Run(
+            self._session,
+            self.config,
+            self.requester,
+            self.messages,
+            added,
+            registry,
+            ctx,
+            select,
+            stream,
+            outcome,
+            trace,
+            output,
+            gate,
+        )
+        return EventStream(run.events(), outcome, trace)
 
 
 def _user(prompt: str) -> Message:

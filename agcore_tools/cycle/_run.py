@@ -1,0 +1,202 @@
+"""One ``submit*`` call's loop: request, run the tools the model calls, repeat.
+
+:class:`~agcore_tools.LlmCycle` is the façade: each ``submit*`` method builds a
+:class:`Run` and hands its :meth:`Run.events` to an
+:class:`~agcore_tools.EventStream`. The loop lives here, below both, so a call goes
+down from the cycle through the stream into the loop and never back into the cycle.
+What outlives a call (the request counter, the busy flag, the shared state a resumed
+run keeps) is the cycle's :class:`Session`, passed in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._budget import check_budget
+from .._selection import RunOffer, Selector
+from ..base import ToolContext
+from ..error import LlmError, MaxTurnsExceededError
+from ..registry import ToolInvocation, ToolRegistry
+from ._approval import Gate, decline_open, paused_response, tidy_answers
+from ._outcome import Outcome
+from ._output import OutputRun, Verdict
+from ._policy import answer_unanswered, clean_turn, relaxed_tool_choice, unanswered_calls
+from ._tool_stream import run_context
+from ._tool_turn import run_tools
+from ._trace import RunTrace
+from ._wires import wire_for
+from .config import CycleConfig
+from .events import ZERO_USAGE, ChatResponse, StreamEvent, TurnComplete, Usage
+from .requester import Requester, TurnRequest
+
+__all__ = ["Run", "Session"]
+
+Message = dict[str, Any]
+
+_ONE_REQUEST = Usage()
+
+
+@dataclass
+class Session:
+    """What an ``LlmCycle`` keeps between its calls, besides the history.
+
+    Example:
+        >>> Session()
+        Session(requests=0, busy=False)
+    """
+
+    requests: int = 0
+    """Requests sent over the cycle's life: tags the tool call ids it generates."""
+    busy: bool = False
+    """True while a call runs: one cycle runs one call at a time."""
+    shared: dict[str, Any] | None = field(default=None, repr=False)
+    """The last run's shared state, which a resumed run (``prompt=None``) keeps."""
+
+
+@dataclass
+class Run:
+    """Everything one ``submit*`` call's loop reads, and the holders it writes.
+
+    ``messages`` is the cycle's history, appended to in place; ``outcome`` receives the
+    :class:`~agcore_tools.ChatResponse`.
+    """
+
+    session: Session
+    config: CycleConfig
+    requester: Requester
+    messages: list[Message]
+    added: list[Message]
+    registry: ToolRegistry | None
+    ctx: ToolContext | None
+    select: Selector | None
+    stream: bool
+    outcome: Outcome
+    trace: RunTrace | None
+    output: OutputRun | None
+    gate: Gate
+
+    async def events(self) -> AsyncGenerator[StreamEvent, None]:
+        """The call's events, as the loop makes them; the response goes to ``outcome``."""
+        session, messages, registry = self.session, self.messages, self.registry
+        added, output, gate, outcome, trace = (
+            self.added,
+            self.output,
+            self.gate,
+            self.outcome,
+            self.trace,
+        )
+        if session.busy:
+            raise LlmError(
+                "this LlmCycle is already running a submit call; await it first or use "
+                "another LlmCycle"
+            )
+        session.busy = True
+        start = len(messages)
+        try:
+            config = self.config
+            limits = config.limits
+            wire = wire_for(config)
+            offer = RunOffer(registry, self.select, config.model) if registry is not None else None
+            relaxed = (
+                relaxed_tool_choice(config.request_options) if config.reset_tool_choice else None
+            )
+            ctx = run_context(
+                self.ctx, None if added else session.shared, self.stream and registry is not None
+            )
+            session.shared = ctx.shared_state
+            usage = ZERO_USAGE
+            invocations: list[ToolInvocation] = []
+            if registry is not None and added:
+                decline_open(messages)  # a paused run the app moved on from
+            messages.extend(added)
+            # 0. Resuming (no new message): first run the calls the history left open.
+            pending = unanswered_calls(messages) if registry is not None and not added else []
+            gate.check_resume(not added, pending)
+            if registry is not None and pending:
+                async for event in run_tools(
+                    config, messages, registry, pending, ctx, invocations, gate
+                ):
+                    yield event
+                tidy_answers(messages)
+                if gate.waiting:  # still paused: answer the requests to go on
+                    outcome.response = paused_response(
+                        messages, usage, 0, invocations, gate.waiting
+                    )
+                    return
+            turn = 0
+            while True:
+                # 1. Refuse a turn past the limit before sending anything.
+                if limits.max_turns is not None and turn >= limits.max_turns:
+                    raise MaxTurnsExceededError(
+                        limits.max_turns,
+                        invocations=invocations,
+                        usage=usage,
+                        history_length=len(messages),
+                    )
+                turn += 1
+                # 2. The tools this request offers (see _selection.py), within the budget.
+                tools, offered = offer.turn(messages) if offer else (None, registry)
+                check_budget(tools or (), config.model, limits.max_definition_tokens)
+                # 3. One request; streamed text events pass straight through. A forced
+                #    tool_choice serves the call's first request only, or a forced loop
+                #    could end at max_turns alone.
+                builder = wire.builder(str(session.requests), config.repair_arguments, trace)
+                session.requests += 1
+                params = wire.params(config, messages, tools, self.stream)
+                if relaxed is not None and turn > 1:
+                    params["tool_choice"] = relaxed
+                if output is not None:
+                    output.plan.prepare(params)
+                request = self.requester.request(
+                    TurnRequest(config, wire, params, self.stream, builder)
+                )
+                if trace is not None:
+                    request = trace.chat(request, params, builder)
+                async with contextlib.aclosing(request):  # a consumer may leave mid-stream
+                    async for event in request:
+                        yield event
+                result = clean_turn(builder.build())
+                messages.append(result.message)
+                usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)
+                yield TurnComplete(
+                    result.reason, turn, result.message, result.usage, result.raw_reason
+                )
+                # 4. A tool turn is one with tool calls, whatever finish_reason says. With
+                #    output_type, a turn may also be an answer to check (see _output.py).
+                verdict = output.end_turn(result, messages, offered is not None) if output else None
+                if verdict is Verdict.RETRY:
+                    continue
+                if verdict is Verdict.DONE or not result.calls or offered is None:
+                    outcome.response = ChatResponse(
+                        result.message,
+                        result.text,
+                        result.reason,
+                        usage,
+                        turn,
+                        tuple(invocations),
+                        output.value if output is not None else None,
+                    )
+                    return
+                # aclosing: a consumer leaving mid-turn must stop the running calls and
+                # answer every call (attachments last) before the finally below runs.
+                running = run_tools(config, messages, offered, result.calls, ctx, invocations, gate)
+                async with contextlib.aclosing(running):
+                    async for event in running:
+                        yield event
+                if gate.waiting:  # pause: the history is the state to resume from
+                    outcome.response = paused_response(
+                        messages, usage, turn, invocations, gate.waiting
+                    )
+                    return
+        finally:
+            if registry is not None or output is not None:
+                # A consumer that left at a TurnComplete or a ToolExecutionStarted event
+                # closed the loop between a tool turn and its results. Calls waiting for
+                # approval stay open: a resume answers them.
+                answer_unanswered(
+                    messages, start, "the tool loop was stopped before it ran", gate.keep
+                )
+            session.busy = False
