@@ -30,13 +30,12 @@ from collections.abc import (
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import _sync
 from ._deprecated import renamed
-from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
 from ._execute import ToolTable, as_call, as_completed, execute
 from ._function_tool import FunctionTool, register_function
 from ._offer import offered_definition, offered_entries
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
+from ._registry_sync import RegistrySync
 from .base import BaseTool, ToolContext
 from .error import (
     ToolConfigError,
@@ -84,7 +83,7 @@ def active_registry() -> ToolRegistry:
     return registry if registry is not None else default_registry()
 
 
-class ToolRegistry:
+class ToolRegistry(RegistrySync):
     """Holds tools by name and runs them with permission checks, timeouts and stats.
 
     Registration order is kept everywhere (``list_tools``, ``definitions``), so the
@@ -567,81 +566,3 @@ class ToolRegistry:
             approvals=approvals,
             approval_key=approval_key,
         )
-
-    # -- sync entry points -----------------------------------------------------------
-
-    def invoke_sync(
-        self, name: str, args: Mapping[str, Any], ctx: ToolContext | None = None
-    ) -> ToolInvocation:
-        """:meth:`invoke` for synchronous code: runs it on agcore_tools' own event loop.
-
-        Works in a plain script, from worker threads and inside a running loop (a
-        notebook cell), where it blocks until the call ends. See the README's "Sync apps".
-
-        Example:
-            >>> from agcore_tools.testing import StaticTool
-            >>> registry = ToolRegistry()
-            >>> _ = registry.register(StaticTool("example"))
-            >>> registry.invoke_sync("example", {}).output
-            'ok'
-        """
-        return _sync.run(self.invoke(name, args, ctx))
-
-    def run_tool_calls_sync(
-        self,
-        tool_calls: Iterable[Any] | None,
-        *,
-        ctx: ToolContext | None = None,
-        timeout: float | None = 60.0,
-        max_result_bytes: int | None = 16384,
-        max_attachment_bytes: int | None = 5 * 1024 * 1024,
-        repair_arguments: bool = False,
-        approvals: Iterable[ApprovalDecision] | None = None,
-        approval_key: bytes | None = None,
-    ) -> ToolCallOutputs:
-        """:meth:`run_tool_calls` for apps on the sync ``OpenAI`` client.
-
-        Runs the calls on agcore_tools' own event loop, concurrently as the async method
-        does, and blocks until the messages are ready. Interrupting it (Ctrl-C) cancels
-        the calls still running.
-
-        Example:
-            >>> from agcore_tools.testing import StaticTool
-            >>> registry = ToolRegistry()
-            >>> _ = registry.register(StaticTool("example"))
-            >>> calls = [{"id": "call_1", "type": "function",
-            ...           "function": {"name": "example", "arguments": "{}"}}]
-            >>> registry.run_tool_calls_sync(calls)
-            [{'role': 'tool', 'tool_call_id': 'call_1', 'content': 'ok'}]
-        """
-        # Read the caller's iterable here, in the caller's thread.
-        calls = list(tool_calls) if tool_calls is not None else None
-        return _sync.run(
-            self.run_tool_calls(
-                calls,
-                ctx=ctx,
-                timeout=timeout,
-                max_result_bytes=max_result_bytes,
-                max_attachment_bytes=max_attachment_bytes,
-                repair_arguments=repair_arguments,
-                approvals=list(approvals) if approvals is not None else None,
-                approval_key=approval_key,
-            )
-        )
-
-    # -- presentation --------------------------------------------------------------
-
-    def __repr__(self) -> str:
-        return f"<ToolRegistry tools={self.list_tools()!r}>"
-
-    def _repr_markdown_(self) -> str:
-        """A notebook table: name, description, permissions, tags, category, calls, failures."""
-        title = f"**ToolRegistry** — {len(self)} tool(s)"
-        return (
-            f"{title}\n\n{markdown_table(REGISTRY_HEADERS, registry_rows(self._entries.values()))}"
-        )
-
-    def _repr_html_(self) -> str:
-        """The same table as :meth:`_repr_markdown_`, in HTML."""
-        caption = f"ToolRegistry — {len(self)} tool(s)"
-        return html_table(REGISTRY_HEADERS, registry_rows(self._entries.values()), caption)

@@ -28,13 +28,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from .. import _otel, _sync
+from .. import _otel
 from .._deprecated import renamed
 from ..base import BaseTool
 from ..error import McpNotInitializedError, ToolConfigError
 from . import _prompts, _protocol_tools, _resources, _utilities
 from ._adapter import make_adapters
 from ._session import Session, check_timeout
+from ._sync_api import SyncClientMethods
 from ._tools import ToolCache, definition
 from ._trace import traced_call_tool
 from .models import McpLogMessage, McpProgress, McpToolInfo
@@ -55,7 +56,7 @@ ProgressCallback = Callable[[McpProgress], "Awaitable[None] | None"]
 """Receives each progress update of a tool call."""
 
 
-class McpClient:
+class McpClient(SyncClientMethods):
     """A client for one MCP server, over stdio or Streamable HTTP.
 
     ``connect()`` starts (or reaches) the server and negotiates the protocol version
@@ -540,54 +541,6 @@ class McpClient:
         return _protocol_tools.prompt_tool(
             self, self._prefix(prefix), policy or self.permission_policy
         )
-
-    # -- sync entry points ---------------------------------------------------------------
-    # Each runs the async method on agcore_tools' own event loop (see _sync.py), where
-    # the session then lives: use one client either with these or with await, not both.
-
-    def connect_sync(self) -> None:
-        """:meth:`connect` for synchronous code; the session stays open across sync calls."""
-        _sync.run(self.connect())
-
-    def definitions_sync(self) -> list[dict[str, Any]]:
-        """:meth:`definitions` for synchronous code."""
-        return _sync.run(self.definitions())
-
-    def list_tools_sync(self) -> list[dict[str, Any]]:
-        """Deprecated: use :meth:`definitions_sync` (same result).
-
-        Example:
-            >>> def old_and_new(client: McpClient) -> bool:
-            ...     return client.list_tools_sync() == client.definitions_sync()  # warns
-        """
-        renamed("McpClient.list_tools_sync()", "McpClient.definitions_sync()")
-        return _sync.run(self.definitions())
-
-    def call_tool_sync(
-        self,
-        name: str,
-        args: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> Any:
-        """:meth:`call_tool` for synchronous code; Ctrl-C cancels the request on the server."""
-        return _sync.run(self.call_tool(name, dict(args) if args else None, timeout=timeout))
-
-    def close_sync(self) -> None:
-        """:meth:`close` for synchronous code (also called when a ``with`` block ends)."""
-        _sync.run(self.close())
-
-    def __enter__(self) -> McpClient:
-        self.connect_sync()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close_sync()
 
     # -- internals ---------------------------------------------------------------------
 

@@ -1,0 +1,115 @@
+"""A registry's synchronous entry points and notebook views, as a mixin.
+
+Kept out of :mod:`agcore_tools.registry` so the registry stays a read of registration,
+discovery and execution. Everything here goes through the registry's public
+:attr:`~agcore_tools.ToolRegistry.tool_table` and down to the same functions the async
+methods use (``_execute.execute``, ``calls.run_tool_calls``) on agcore_tools' own event
+loop, so the sync and async forms cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from . import _sync
+from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
+from ._execute import ToolTable, execute
+from ._records import ToolInvocation
+from .base import ToolContext
+
+if TYPE_CHECKING:
+    from .approval import ApprovalDecision, ToolCallOutputs
+
+__all__ = ["RegistrySync"]
+
+
+class _HasTable(Protocol):
+    @property
+    def tool_table(self) -> ToolTable: ...
+
+
+class RegistrySync:
+    """``invoke_sync``, ``run_tool_calls_sync`` and the notebook tables of a registry."""
+
+    def invoke_sync(
+        self: _HasTable, name: str, args: Mapping[str, Any], ctx: ToolContext | None = None
+    ) -> ToolInvocation:
+        """:meth:`invoke` for synchronous code: runs it on agcore_tools' own event loop.
+
+        Works in a plain script, from worker threads and inside a running loop (a
+        notebook cell), where it blocks until the call ends. See the README's "Sync apps".
+
+        Example:
+            >>> from agcore_tools import ToolRegistry
+            >>> from agcore_tools.testing import StaticTool
+            >>> registry = ToolRegistry()
+            >>> _ = registry.register(StaticTool("example"))
+            >>> registry.invoke_sync("example", {}).output
+            'ok'
+        """
+        return _sync.run(execute(self.tool_table, name, args, ctx))
+
+    def run_tool_calls_sync(
+        self: _HasTable,
+        tool_calls: Iterable[Any] | None,
+        *,
+        ctx: ToolContext | None = None,
+        timeout: float | None = 60.0,
+        max_result_bytes: int | None = 16384,
+        max_attachment_bytes: int | None = 5 * 1024 * 1024,
+        repair_arguments: bool = False,
+        approvals: Iterable[ApprovalDecision] | None = None,
+        approval_key: bytes | None = None,
+    ) -> ToolCallOutputs:
+        """:meth:`run_tool_calls` for apps on the sync ``OpenAI`` client.
+
+        Runs the calls on agcore_tools' own event loop, concurrently as the async method
+        does, and blocks until the messages are ready. Interrupting it (Ctrl-C) cancels
+        the calls still running.
+
+        Example:
+            >>> from agcore_tools import ToolRegistry
+            >>> from agcore_tools.testing import StaticTool
+            >>> registry = ToolRegistry()
+            >>> _ = registry.register(StaticTool("example"))
+            >>> calls = [{"id": "call_1", "type": "function",
+            ...           "function": {"name": "example", "arguments": "{}"}}]
+            >>> registry.run_tool_calls_sync(calls)
+            [{'role': 'tool', 'tool_call_id': 'call_1', 'content': 'ok'}]
+        """
+        # Loaded on first use: it brings json and hmac, which `import agcore_tools` skips.
+        from .calls import run_tool_calls
+
+        # Read the caller's iterables here, in the caller's thread.
+        calls = list(tool_calls) if tool_calls is not None else None
+        return _sync.run(
+            run_tool_calls(
+                self.tool_table,
+                calls,
+                ctx=ctx,
+                timeout=timeout,
+                max_result_bytes=max_result_bytes,
+                max_attachment_bytes=max_attachment_bytes,
+                repair_arguments=repair_arguments,
+                approvals=list(approvals) if approvals is not None else None,
+                approval_key=approval_key,
+            )
+        )
+
+    # -- presentation --------------------------------------------------------------
+
+    def __repr__(self: _HasTable) -> str:
+        return f"<ToolRegistry tools={list(self.tool_table.entries)!r}>"
+
+    def _repr_markdown_(self: _HasTable) -> str:
+        """A notebook table: name, description, permissions, tags, category, calls, failures."""
+        entries = self.tool_table.entries
+        title = f"**ToolRegistry** — {len(entries)} tool(s)"
+        return f"{title}\n\n{markdown_table(REGISTRY_HEADERS, registry_rows(entries.values()))}"
+
+    def _repr_html_(self: _HasTable) -> str:
+        """The same table as :meth:`_repr_markdown_`, in HTML."""
+        entries = self.tool_table.entries
+        caption = f"ToolRegistry — {len(entries)} tool(s)"
+        return html_table(REGISTRY_HEADERS, registry_rows(entries.values()), caption)
