@@ -32,6 +32,7 @@ from ..schema import ArgumentPlan, build_plan, strict_parameters
 from ._policy import tool_message
 from ._stream import Turn
 from .output import StructuredOutput
+from .profiles import OPENAI, ServerProfile
 
 __all__ = ["FINAL_TOOL", "OutputPlan", "OutputRun", "Verdict", "start_output"]
 
@@ -169,12 +170,20 @@ class OutputRun:
 
 
 def start_output(
-    output_type: Any, request_options: Mapping[str, Any], registry: ToolRegistry | None
+    output_type: Any,
+    request_options: Mapping[str, Any],
+    registry: ToolRegistry | None,
+    profile: ServerProfile = OPENAI,
 ) -> OutputRun:
     """The :class:`OutputRun` of one call, or :class:`LlmConfigError` for a type pydantic
-    cannot validate or describe, or a setting the output would silently override."""
+    cannot validate or describe, or a setting the output would silently override.
+
+    A bare type asks for it the way the server's profile says
+    (``ServerProfile.structured_output``); a :class:`StructuredOutput` says it itself."""
     spec = (
-        output_type if isinstance(output_type, StructuredOutput) else StructuredOutput(output_type)
+        output_type
+        if isinstance(output_type, StructuredOutput)
+        else StructuredOutput(output_type, mode=profile.structured_output)
     )
     if spec.mode != "tool" and "response_format" in request_options:
         raise LlmConfigError(

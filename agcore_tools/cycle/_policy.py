@@ -14,8 +14,10 @@ from .._unicode import scrub, scrub_json
 from ..calls import ParsedCall, aborted_text, parse_call, unknown_tool_error
 from ..registry import ToolRegistry
 from ._stream import Turn
+from .profiles import OPENAI, ServerProfile
 
 __all__ = [
+    "FREE",
     "answer_unanswered",
     "clean_turn",
     "mark_unknown",
@@ -27,22 +29,38 @@ __all__ = [
 Message = dict[str, Any]
 
 
-def relaxed_tool_choice(options: Mapping[str, Any]) -> Any:
+FREE: Any = object()
+"""What :func:`relaxed_tool_choice` returns to send no ``tool_choice`` at all."""
+
+
+def relaxed_tool_choice(options: Mapping[str, Any], profile: ServerProfile = OPENAI) -> Any:
     """The ``tool_choice`` to send once a forced one has served, or None to keep it.
 
     ``"required"`` and a named tool become ``"auto"``; an ``allowed_tools`` choice in
-    ``"required"`` mode keeps its list of tools in ``"auto"`` mode.
+    ``"required"`` mode keeps its list of tools in ``"auto"`` mode. On a server whose
+    model never sees tool results (``ServerProfile.tool_results_in_prompt``), ``"auto"``
+    would call the tool again on every turn, so the choice is dropped instead
+    (:data:`FREE`): forced first, then free.
 
     Example:
         >>> relaxed_tool_choice({"tool_choice": {"type": "function", "function": {"name": "f"}}})
         'auto'
         >>> relaxed_tool_choice({"tool_choice": "auto"}) is None
         True
+        >>> from agcore_tools.cycle.profiles import LLAMA_CPP_PYTHON
+        >>> relaxed_tool_choice({"tool_choice": "required"}, LLAMA_CPP_PYTHON) is FREE
+        True
         >>> allowed = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": []}}
         >>> relaxed_tool_choice({"tool_choice": allowed})
         {'type': 'allowed_tools', 'allowed_tools': {'mode': 'auto', 'tools': []}}
     """
-    choice = options.get("tool_choice")
+    relaxed = _relaxed(options.get("tool_choice"))
+    if relaxed is not None and not profile.tool_results_in_prompt:
+        return FREE
+    return relaxed
+
+
+def _relaxed(choice: Any) -> Any:
     if choice == "required":
         return "auto"
     if not isinstance(choice, Mapping):

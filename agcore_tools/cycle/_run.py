@@ -11,6 +11,7 @@ run keeps) is the cycle's :class:`Session`, passed in.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,23 +19,26 @@ from typing import Any
 from .._budget import check_budget
 from .._selection import RunOffer, Selector
 from ..base import ToolContext
-from ..error import LlmError, MaxTurnsExceededError
+from ..error import LlmConfigError, LlmError, MaxTurnsExceededError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
 from ._outcome import Outcome
 from ._output import OutputRun, Verdict
-from ._policy import answer_unanswered, clean_turn, relaxed_tool_choice, unanswered_calls
+from ._policy import FREE, answer_unanswered, clean_turn, relaxed_tool_choice, unanswered_calls
 from ._tool_stream import run_context
 from ._tool_turn import run_tools
 from ._trace import RunTrace
 from ._wires import wire_for
 from .config import CycleConfig
 from .events import ZERO_USAGE, ChatResponse, StreamEvent, TurnComplete, Usage
+from .profiles import ServerProfile, fit_request
 from .requester import Requester, TurnRequest
 
 __all__ = ["Run", "Session"]
 
 Message = dict[str, Any]
+
+logger = logging.getLogger("agcore_tools.cycle")
 
 _ONE_REQUEST = Usage()
 
@@ -52,6 +56,8 @@ class Session:
     """Requests sent over the cycle's life: tags the tool call ids it generates."""
     busy: bool = False
     """True while a call runs: one cycle runs one call at a time."""
+    profile: ServerProfile | None = field(default=None, repr=False)
+    """The server profile the last call ran with, so a change is logged once."""
     shared: dict[str, Any] | None = field(default=None, repr=False)
     """The last run's shared state, which a resumed run (``prompt=None``) keeps."""
 
@@ -66,6 +72,7 @@ class Run:
 
     session: Session
     config: CycleConfig
+    profile: ServerProfile
     requester: Requester
     messages: list[Message]
     added: list[Message]
@@ -96,12 +103,20 @@ class Run:
         session.busy = True
         start = len(messages)
         try:
-            config = self.config
+            config, profile = self.config, self.profile
+            if config.api == "responses" and not profile.responses_api:
+                raise LlmConfigError(
+                    f"the {profile.name} server has no Responses API (its server profile "
+                    "says so): use CycleConfig(api='chat')"
+                )
             limits = config.limits
             wire = wire_for(config)
+            fits = config.api == "chat"  # profiles describe the Chat Completions shape
             offer = RunOffer(registry, self.select, config.model) if registry is not None else None
             relaxed = (
-                relaxed_tool_choice(config.request_options) if config.reset_tool_choice else None
+                relaxed_tool_choice(config.request_options, profile)
+                if config.reset_tool_choice
+                else None
             )
             ctx = run_context(
                 self.ctx, None if added else session.shared, self.stream and registry is not None
@@ -147,12 +162,18 @@ class Run:
                 session.requests += 1
                 params = wire.params(config, messages, tools, self.stream)
                 if relaxed is not None and turn > 1:
-                    params["tool_choice"] = relaxed
+                    if relaxed is FREE:
+                        params.pop("tool_choice", None)
+                    else:
+                        params["tool_choice"] = relaxed
                 if output is not None:
                     output.plan.prepare(params)
-                request = self.requester.request(
-                    TurnRequest(config, wire, params, self.stream, builder)
-                )
+                stream = self.stream
+                if fits:
+                    stream, changed = fit_request(params, profile, stream)
+                    if changed:
+                        logger.debug("request fitted to %s: %s", profile.name, "; ".join(changed))
+                request = self.requester.request(TurnRequest(config, wire, params, stream, builder))
                 if trace is not None:
                     request = trace.chat(request, params, builder)
                 async with contextlib.aclosing(request):  # a consumer may leave mid-stream

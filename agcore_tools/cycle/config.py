@@ -17,6 +17,7 @@ from typing import Any, Literal
 from .._deprecated import renamed
 from ..error import LlmConfigError
 from .history import HistoryPolicy, TrimOldest
+from .profiles import ServerProfile, resolve_profile
 
 __all__ = ["CycleConfig", "Limits", "Retries"]
 
@@ -192,6 +193,11 @@ class CycleConfig:
     without the matching signature. None (the default) signs nothing."""
     request_options: Mapping[str, Any]
     """Options passed to the API's create call on every request (read-only)."""
+    profile: ServerProfile | None = None
+    """What the server can do (see :mod:`agcore_tools.cycle.profiles`): a
+    :class:`~agcore_tools.cycle.profiles.ServerProfile`, given as one or by a built-in
+    one's name (``profile="llama-cpp-python"``). None (the default): picked from the
+    client's base URL, else OpenAI's."""
 
     def __init__(
         self,
@@ -215,6 +221,7 @@ class CycleConfig:
         chain_responses: bool = False,
         approval_key: bytes | None = None,
         request_options: Mapping[str, Any] | None = None,
+        profile: ServerProfile | str | None = None,
         tool_timeout_secs: float | _Unset | None = _UNSET,
         max_tool_result_bytes: int | _Unset | None = _UNSET,
         **options: Any,
@@ -293,6 +300,7 @@ class CycleConfig:
         set_(self, "chain_responses", chain_responses)
         set_(self, "approval_key", approval_key)
         set_(self, "request_options", types.MappingProxyType(merged))
+        set_(self, "profile", resolve_profile(profile))
 
     # -- the flat names, read from the groups ------------------------------------------
 

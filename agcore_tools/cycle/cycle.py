@@ -30,6 +30,7 @@ from ._trace import run_trace
 from ._transcript import TranscriptViews
 from .config import CycleConfig
 from .events import ChatResponse
+from .profiles import OPENAI
 from .requester import OpenAIRequester, Requester
 
 if TYPE_CHECKING:
@@ -418,15 +419,27 @@ class LlmCycle(TranscriptViews):
         output_type: Any = None,
         approvals: Iterable[ApprovalDecision] | None = None,
     ) -> EventStream:
+        config = self.config
+        profile = config.profile or self.requester.server_profile() or OPENAI
+        if profile is not self._session.profile:
+            source = "CycleConfig.profile" if config.profile is not None else "the base URL"
+            if config.profile is None and profile is OPENAI:
+                source = "the default"
+            logger.info("LlmCycle: server profile %r (from %s)", profile.name, source)
+            self._session.profile = profile
         # A type pydantic cannot handle raises here, in the caller's frame.
-        options = self.config.request_options
-        output = start_output(output_type, options, registry) if output_type is not None else None
-        gate = Gate(approvals, self.config.approval_key)
+        output = (
+            start_output(output_type, config.request_options, registry, profile)
+            if output_type is not None
+            else None
+        )
+        gate = Gate(approvals, config.approval_key)
         outcome = Outcome()
-        trace = run_trace(self.config, self.requester, outcome)
+        trace = run_trace(config, self.requester, outcome)
         run = Run(
             self._session,
-            self.config,
+            config,
+            profile,
             self.requester,
             self.messages,
             added,

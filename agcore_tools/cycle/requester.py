@@ -22,6 +22,7 @@ from ._requester import retryless
 from ._retry import RetryPolicy
 from ._wire import close_stream, open_stream
 from .events import StreamEvent
+from .profiles import ServerProfile, profile_for_url
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -110,6 +111,18 @@ class Requester(abc.ABC):
         :class:`~agcore_tools.LlmError`.
         """
 
+    def server_profile(self) -> ServerProfile | None:
+        """The profile of the server this requester talks to, if it can tell (see
+        :mod:`agcore_tools.cycle.profiles`); None by default.
+
+        Example:
+            >>> class Quiet(Requester):
+            ...     def request(self, turn): raise NotImplementedError
+            >>> Quiet().server_profile() is None
+            True
+        """
+        return None
+
     def trace_attributes(self) -> dict[str, Any]:
         """The OpenTelemetry attributes naming the model's server
         (``gen_ai.provider.name``, ``server.address``, ``server.port``).
@@ -188,6 +201,18 @@ class OpenAIRequester(Requester):
             raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
         finally:
             await close_stream(response)
+
+    def server_profile(self) -> ServerProfile | None:
+        """The profile the client's base URL tells (``api.openai.com``, an Azure host),
+        or None (a local port, a proxy).
+
+        Example:
+            >>> from openai import AsyncOpenAI
+            >>> client = AsyncOpenAI(api_key="-", base_url="https://api.openai.com/v1")
+            >>> OpenAIRequester(client).server_profile().name
+            'openai'
+        """
+        return profile_for_url(str(self.client.base_url))
 
     def trace_attributes(self) -> dict[str, Any]:
         """The provider (``azure.ai.openai`` for an Azure client) and the server's

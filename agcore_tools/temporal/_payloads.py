@@ -14,6 +14,7 @@ from typing import Any
 
 from ..cycle.config import CycleConfig, Limits, Retries
 from ..cycle.history import TrimOldest
+from ..cycle.profiles import ServerProfile
 from ..error import LlmConfigError
 
 __all__ = [
@@ -133,6 +134,8 @@ def config_fields(config: CycleConfig) -> dict[str, Any]:
     fields = {key: _read(config, path) for key, path in _PLAIN.items()}
     fields["history"] = dataclasses.asdict(config.history)
     fields["request_options"] = dict(config.request_options)
+    if config.profile is not None:  # absent from histories stored before profiles
+        fields["profile"] = dataclasses.asdict(config.profile)
     return fields
 
 
@@ -143,10 +146,14 @@ def config_from_fields(fields: dict[str, Any]) -> CycleConfig:
         >>> config = CycleConfig("m", max_turns=3, temperature=0)
         >>> config_from_fields(config_fields(config)) == config
         True
+        >>> llama = CycleConfig("m", profile="llama-cpp-python")
+        >>> config_from_fields(config_fields(llama)).profile == llama.profile
+        True
     """
     rest = dict(fields)
     history = TrimOldest(**rest.pop("history"))
     options = rest.pop("request_options")
+    profile = rest.pop("profile", None)
     groups: dict[str, dict[str, Any]] = {"limits": {}, "retries": {}}
     plain: dict[str, Any] = {}
     for key, value in rest.items():
@@ -160,6 +167,7 @@ def config_from_fields(fields: dict[str, Any]) -> CycleConfig:
         request_options=options,
         limits=Limits(**groups["limits"]),
         retries=Retries(**groups["retries"]),
+        profile=ServerProfile(**profile) if profile is not None else None,
         **plain,
     )
 

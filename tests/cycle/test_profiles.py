@@ -1,0 +1,141 @@
+"""Server profiles against a real loopback server: the loop fits each request to what
+the profile says the server accepts, and picks and logs the profile once."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from pydantic import BaseModel
+
+from agcore_tools import CycleConfig, LlmConfigError, LlmCycle
+from agcore_tools.cycle.profiles import (
+    LLAMA_CPP_PYTHON,
+    OPENAI,
+    ServerProfile,
+    fit_request,
+    profile_for_url,
+)
+
+from .conftest import S
+
+FORCE_ADD = {"type": "function", "function": {"name": "add"}}
+LLAMA = "llama-cpp-python"
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_on_llama_cpp_python_a_forced_first_call_is_followed_by_no_tool_choice(
+    serve, make_cycle, calc, stream
+):
+    # Its model never sees tool results, so "auto" would call the tool again forever.
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2})]), S.reply_text("3"))
+    cycle = make_cycle(server, tool_choice=FORCE_ADD, profile=LLAMA)
+
+    if stream:
+        response = await cycle.submit_stream_with_tools("1 + 2?", calc).collect()
+    else:
+        response = await cycle.submit_with_tools("1 + 2?", calc)
+
+    assert response.text == "3"
+    first, second = (request.json for request in server.requests)
+    assert first["tool_choice"] == FORCE_ADD
+    assert "tool_choice" not in second
+    # A named choice and a request without one both stream on this server.
+    assert first.get("stream", False) is stream and second.get("stream", False) is stream
+
+
+async def test_the_openai_profile_still_relaxes_a_forced_choice_to_auto(serve, make_cycle, calc):
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2})]), S.reply_text("3"))
+    cycle = make_cycle(server, tool_choice=FORCE_ADD)
+
+    await cycle.submit_with_tools("1 + 2?", calc)
+
+    assert [r.json["tool_choice"] for r in server.requests] == [FORCE_ADD, "auto"]
+
+
+async def test_required_becomes_named_with_one_tool_and_auto_is_not_streamed(
+    serve, make_cycle, calc
+):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})]),
+        S.reply_text("3"),
+        S.reply_tool_calls([("add", {"a": 2, "b": 2})]),
+        S.reply_text("4"),
+    )
+    only_add = calc.view([calc.entry("add")])
+    forced = make_cycle(server, tool_choice="required", profile=LLAMA)
+    await forced.submit_stream_with_tools("1 + 2?", only_add).collect()
+    free = make_cycle(server, tool_choice="auto", profile=LLAMA)
+    await free.submit_stream_with_tools("2 + 2?", only_add).collect()
+
+    sent = [request.json for request in server.requests]
+    assert sent[0]["tool_choice"] == FORCE_ADD and sent[0]["stream"] is True
+    assert sent[2]["tool_choice"] == "auto" and "stream" not in sent[2]
+
+
+async def test_a_bare_output_type_asks_for_json_object_on_llama_cpp_python(serve, make_cycle):
+    server = serve(S.reply_text('{"name": "Tokyo", "population": 37400000}'))
+    cycle = make_cycle(server, profile=LLAMA)
+
+    response = await cycle.submit("Largest city?", output_type=City)
+
+    assert response.output == City(name="Tokyo", population=37400000)
+    assert server.requests[0].json["response_format"]["type"] == "json_object"
+
+
+async def test_the_responses_api_on_a_server_without_it_is_refused_naming_the_fix(
+    serve, make_cycle
+):
+    server = serve(S.reply_text("never sent"))
+    cycle = make_cycle(server, api="responses", profile=LLAMA)
+
+    with pytest.raises(LlmConfigError, match=r"llama-cpp-python .*api='chat'"):
+        await cycle.submit("Hi")
+    assert server.requests == []
+
+
+async def test_the_profile_is_logged_once_at_info(serve, make_cycle, caplog):
+    server = serve(S.reply_text("a"), S.reply_text("b"))
+    cycle = make_cycle(server, profile=LLAMA)
+
+    with caplog.at_level(logging.INFO, logger="agcore_tools.cycle"):
+        await cycle.submit("one")
+        await cycle.submit("two")
+
+    said = [r.getMessage() for r in caplog.records if "server profile" in r.getMessage()]
+    assert said == ["LlmCycle: server profile 'llama-cpp-python' (from CycleConfig.profile)"]
+
+
+def test_the_base_url_tells_openai_and_azure_and_a_local_port_tells_nothing() -> None:
+    from openai import AsyncAzureOpenAI
+
+    azure = AsyncAzureOpenAI(
+        api_key="-", azure_endpoint="https://x.openai.azure.com", api_version="2024-10-21"
+    )
+    assert LlmCycle(CycleConfig("m"), client=azure).requester.server_profile() is OPENAI
+    assert profile_for_url("https://api.openai.com/v1") is OPENAI
+    assert profile_for_url("http://127.0.0.1:8080/v1") is None
+
+
+def test_a_profile_is_given_by_name_or_as_an_object_and_an_unknown_name_is_refused() -> None:
+    mine = ServerProfile("mine", strict_tools=False)
+    assert CycleConfig("m", profile=mine).profile is mine
+    assert CycleConfig("m", profile=LLAMA).profile is LLAMA_CPP_PYTHON
+    with pytest.raises(ValueError, match="not a built-in profile"):
+        CycleConfig("m", profile="llama")
+
+
+def test_strict_tools_are_sent_non_strict_where_the_server_has_none() -> None:
+    tool = {"type": "function", "function": {"name": "f", "strict": True, "parameters": {}}}
+    params = {"tools": [tool]}
+
+    stream, changed = fit_request(params, ServerProfile("s", strict_tools=False), stream=False)
+
+    assert params["tools"] == [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    assert (stream, changed) == (False, ["strict tools -> non-strict"])
+    assert tool["function"]["strict"] is True  # the registry's own definition is untouched
