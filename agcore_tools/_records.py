@@ -248,10 +248,12 @@ class ParsedCall:
     arguments: str
     """The arguments as JSON text, as the history records them."""
     args: dict[str, Any] | None
-    """The parsed arguments object, or None when ``error`` is set."""
+    """The parsed arguments object, or None when they did not parse into one (then
+    ``error`` says why)."""
     error: ToolError | None = None
-    """Why the call cannot run (unusable arguments, or an unknown tool the loop tells
-    the model about), or None."""
+    """Why the call cannot run (unusable arguments, an unknown tool the loop tells the
+    model about, a call the user declined), or None. A call with an error never runs,
+    even when its ``args`` parsed."""
 
     @property
     def input(self) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import logging
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,6 +23,8 @@ from .error import LlmConfigError
 __all__ = ["SEARCH_TOOL_NAME", "SearchTool", "ToolIndex", "require_bm25s", "words"]
 
 SEARCH_TOOL_NAME = "search_tools"
+
+logger = logging.getLogger("agcore_tools.search")
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -138,6 +141,15 @@ class SearchTool(BaseTool):
             self._index = (key, await asyncio.to_thread(ToolIndex, candidates))
         index = self._index[1]
         names = await asyncio.to_thread(index.search, query, self._limit)
+        # Fewer than the limit: fewer tools were left to offer, or no more of them
+        # share a word with the query (a BM25 score of 0 is never returned).
+        logger.debug(
+            "search_tools(%r): %d of %d tools not offered yet matched (max_results=%d)",
+            query,
+            len(names),
+            len(candidates),
+            self._limit,
+        )
         by_name = {d["function"]["name"]: d for d in candidates}
         return [by_name[name] for name in names]
 

@@ -428,6 +428,25 @@ class ClientTypeError(LlmError, TypeError):
     """
 
 
+class LlmUsageError(LlmError, TypeError):
+    """An :class:`~agcore_tools.LlmCycle` or :class:`~agcore_tools.CycleConfig` call made
+    with an argument of the wrong kind: a string where a ``CycleConfig`` goes, tools that
+    are not a ``ToolRegistry`` nor :class:`~agcore_tools.BaseTool` values, a misspelt
+    keyword, or ``for`` over an ``EventStream``.
+
+    A mistake in the caller's code, so it is also a :class:`TypeError`; the message
+    names the fix.
+
+    Example:
+        >>> from agcore_tools import CycleConfig, LlmCycle
+        >>> try:
+        ...     LlmCycle("gpt-4o-mini")  # type: ignore[arg-type]
+        ... except TypeError as exc:
+        ...     print(type(exc).__name__, exc)
+        LlmUsageError LlmCycle takes a CycleConfig, got str: use LlmCycle(CycleConfig('gpt-4o-mini'), ...)
+    """
+
+
 class MaxTurnsExceededError(LlmError):
     """A new request would exceed ``CycleConfig.max_turns``; it was not sent.
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import socket
 import threading
 import time
 import warnings
@@ -18,6 +19,7 @@ from agcore_tools import (
     InvalidArgumentsError,
     Permission,
     ToolContext,
+    ToolDefinitionError,
     ToolDefinitionWarning,
     ToolError,
     ToolExecutionError,
@@ -496,3 +498,46 @@ def test_a_function_without_a_docstring_warns_once_naming_it() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         FunctionTool(undocumented, description="Echo x.")  # a description is enough
+
+
+# A type pydantic cannot describe (issue 24 §7): name the parameter and the fix, not
+# pydantic's arbitrary_types_allowed, which a tool author cannot set.
+@pytest.mark.parametrize(
+    ("make", "where"),
+    [
+        (lambda r: _sock_tool(r), "parameter 'sock' has type socket.socket"),
+        (lambda r: _sockets_tool(r), "parameter '_socks' has type list[socket.socket]"),
+    ],
+    ids=["plain", "nested-and-renamed"],
+)
+def test_a_parameter_type_without_a_json_schema_names_the_parameter_and_the_fix(
+    registry: ToolRegistry, make: Any, where: str
+) -> None:
+    with pytest.raises(ToolDefinitionError) as info:
+        make(registry)
+
+    message = str(info.value)
+    assert isinstance(info.value, TypeError)
+    assert message.startswith(f"cannot make tool 'send': {where}, which cannot come from")
+    assert "JSON-compatible type" in message and "ToolContext or a closure" in message
+    assert "arbitrary_types_allowed" not in message and "\n" not in message
+    assert type(info.value.__cause__).__name__ == "PydanticSchemaGenerationError"
+    assert "send" not in registry
+
+
+def _sock_tool(registry: ToolRegistry) -> Any:
+    @tool(registry=registry)
+    def send(text: str, sock: socket.socket) -> str:
+        """Send text."""
+        return text
+
+    return send
+
+
+def _sockets_tool(registry: ToolRegistry) -> Any:
+    @tool(registry=registry)
+    def send(count: int, _socks: list[socket.socket]) -> str:
+        """Send to sockets."""
+        return str(count)
+
+    return send

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from agcore_tools._search import ToolIndex, words
+from agcore_tools import ToolContext
+from agcore_tools._search import SearchTool, ToolIndex, words
 
 
 def _definition(name: str, description: str, *params: str) -> dict[str, Any]:
@@ -81,3 +82,20 @@ def test_without_the_search_extra_opting_in_says_what_to_install(monkeypatch, pa
         LlmConfigError, match=rf"missing: {package}: pip install 'agcore-tools\[search\]'"
     ):
         ToolSearch()
+
+
+async def test_a_search_logs_how_many_candidates_matched_at_debug(caplog):
+    # Fewer than max_results come back when fewer tools share a word with the query;
+    # the DEBUG line says how many matched out of how many (issue 24 §7).
+    found: list[list[str]] = []
+    search = SearchTool(lambda: list(TOOLS), found.append, 5)
+
+    with caplog.at_level("DEBUG", logger="agcore_tools.search"):
+        text = await search.execute({"query": "read a file"}, ToolContext())
+
+    assert found == [["readTextFile"]] and "readTextFile" in text
+    [record] = [r for r in caplog.records if r.name == "agcore_tools.search"]
+    assert record.levelname == "DEBUG"
+    assert record.getMessage() == (
+        "search_tools('read a file'): 1 of 4 tools not offered yet matched (max_results=5)"
+    )

@@ -55,6 +55,8 @@ def test_an_object_given_as_is_is_used_and_recorded_as_json_text() -> None:
     ("raw", "reason"),
     [
         ("{oops", "arguments are not valid JSON (Expecting property name"),
+        ('{"a": ', "arguments are not valid JSON (Expecting value at line 1 column 7)"),
+        ('{"a": "x\ny"}', "arguments are not valid JSON (Invalid control character at line 1"),
         ("[1, 2]", "arguments must be a JSON object, got an array"),
         ("42", "arguments must be a JSON object, got a number"),
         ("null", "arguments must be a JSON object, got null"),
@@ -525,3 +527,10 @@ async def test_bytes_of_no_known_kind_from_a_base_tool_become_error_text() -> No
         "image nor UTF-8 text; wrap them in Image(...), Audio(...) or File(...) with their "
         "media type"
     )
+
+
+def test_no_json_error_reads_at_at() -> None:
+    # json's message for a control character ends in "at"; the position follows once.
+    for raw in ('{"a": "x\ny"}', '{"a": "\\q"}', '{"a": ', "{oops", '{"a": 1,}'):
+        error = parse_call("f", "c1", raw).error
+        assert error is not None and " at at " not in str(error), str(error)

@@ -58,7 +58,7 @@ async def approval_requests(
     asks_permissions = checker is not None and bool(checker.config.ask)
     found: list[ApprovalRequest | None] | None = None
     for position, call in enumerate(calls):
-        if call.args is None:
+        if call.args is None or call.error is not None:
             continue
         entry = table.entries.get(call.name)
         if entry is None:
@@ -175,9 +175,8 @@ def _answered(
                 tool_name=call.name,
             )
     if not answer.approved:
-        return dataclasses.replace(
-            call, args=None, error=ToolRejectedError(call.name, answer.message)
-        )
+        # The parsed arguments stay: the invocation records what was declined.
+        return dataclasses.replace(call, error=ToolRejectedError(call.name, answer.message))
     edited = answer.edited_arguments
     if edited is None:
         return call

@@ -63,8 +63,10 @@ def parse_call(name: str, call_id: str, arguments: Any, *, repair: bool = False)
             if repaired is not None and repaired.lstrip().startswith("{"):
                 logger.info("repaired the arguments of a call to %r: %.200s", name, text)
                 return parse_call(name, call_id, repaired)
+            # Some of json's messages end in "at" ("Invalid control character at").
+            problem = exc.msg.removesuffix(" at")
             reason = (
-                f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column "
+                f"arguments are not valid JSON ({problem} at line {exc.lineno} column "
                 f"{exc.colno}); send a JSON object"
             )
             return ParsedCall(call_id, name, text, None, _invalid(name, reason, exc))

@@ -74,10 +74,10 @@ async def iter_invocations(
     """
     runnable: list[tuple[int, ToolCall]] = []
     for position, call in enumerate(calls):
-        if call.args is None:
+        if call.args is None or call.error is not None:
             yield (
                 position,
-                ToolInvocation(call.name, call.arguments, error=call.error, call_id=call.call_id),
+                ToolInvocation(call.name, call.input, error=call.error, call_id=call.call_id),
             )
         else:
             runnable.append((position, ToolCall(call.name, call.args, call.call_id)))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
-from ..error import LlmError
+from ..error import LlmError, LlmUsageError
 from ._outcome import Outcome
 from .events import ChatResponse, StreamEvent
 
@@ -28,7 +28,8 @@ class EventStream:
     Once the iteration ends normally, :attr:`response` holds the
     :class:`ChatResponse`. Leaving the loop early (``break``) should be followed by
     :meth:`aclose`, or use ``async with`` so it happens on its own: that stops the
-    running tools and closes the HTTP stream.
+    running tools and closes the HTTP stream. A plain ``for`` raises a ``TypeError``
+    naming the fix: ``async for``, or the ``*_sync`` method from synchronous code.
 
     Example:
         >>> import asyncio
@@ -69,6 +70,26 @@ class EventStream:
 
     def __aiter__(self) -> EventStream:
         return self
+
+    def __iter__(self) -> NoReturn:
+        """Refuse a plain ``for``: the events come asynchronously.
+
+        Example:
+            >>> from agcore_tools import CycleConfig, LlmCycle
+            >>> from agcore_tools.testing import ScriptedChatServer
+            >>> with ScriptedChatServer([]) as server:
+            ...     events = LlmCycle(CycleConfig("m"), client=server.client()).submit_stream("Hi")
+            ...     for event in events:
+            ...         pass
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.LlmUsageError: an EventStream is iterated with `async for event in stream` inside an async function; from synchronous code call submit_stream_with_tools_sync() or submit_stream_sync() instead, which return a plain iterator
+        """
+        raise LlmUsageError(
+            "an EventStream is iterated with `async for event in stream` inside an async "
+            "function; from synchronous code call submit_stream_with_tools_sync() or "
+            "submit_stream_sync() instead, which return a plain iterator"
+        )
 
     async def __anext__(self) -> StreamEvent:
         if self._trace is None:

@@ -88,9 +88,7 @@ def mark_unknown(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> tuple[P
     return tuple(
         call
         if call.name in registry
-        else dataclasses.replace(
-            call, args=None, error=unknown_tool_error(registry.tool_table, call.name)
-        )
+        else dataclasses.replace(call, error=unknown_tool_error(registry.tool_table, call.name))
         for call in calls
     )
 

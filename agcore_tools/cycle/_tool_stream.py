@@ -66,7 +66,7 @@ def with_tool_events(
 
 def _quiet(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> bool:
     for call in calls:
-        if call.args is None:
+        if call.args is None or call.error is not None:
             continue  # never runs
         entry = registry.entry(call.name)
         if entry is not None and not entry.tool.quiet:

@@ -8,14 +8,16 @@ the flat keywords they replace stay accepted as shorthands.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
+import inspect
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._deprecated import renamed
-from ..error import LlmConfigError
+from ..error import LlmConfigError, LlmUsageError
 from .history import HistoryPolicy, TrimOldest
 from .profiles import ServerProfile, resolve_profile
 
@@ -25,6 +27,23 @@ __all__ = ["CycleConfig", "Limits", "Retries"]
 _RESERVED_OPTIONS = frozenset(
     {"input", "model", "messages", "previous_response_id", "stream", "tools"}
 )
+# The request options of chat.completions.create and responses.create (openai 3.57). A
+# keyword that is none of them nor a CycleConfig keyword, but close to one, is a typo
+# refused at construction; one close to nothing still passes (a newer SDK's option).
+_KNOWN_OPTIONS = frozenset(
+    {
+        "audio", "background", "background_options", "context_management", "conversation",
+        "extra_body", "extra_headers", "extra_query", "frequency_penalty", "function_call",
+        "functions", "image", "include", "instructions", "logit_bias", "logprobs",
+        "max_completion_tokens", "max_output_tokens", "max_tokens", "max_tool_calls",
+        "metadata", "modalities", "moderation", "n", "parallel_tool_calls", "prediction",
+        "presence_penalty", "prompt", "prompt_cache_key", "prompt_cache_options",
+        "prompt_cache_retention", "reasoning", "reasoning_effort", "response_format",
+        "safety_identifier", "seed", "service_tier", "stop", "store", "stream_options",
+        "temperature", "text", "timeout", "tool_choice", "top_logprobs", "top_p",
+        "truncation", "user", "verbosity", "web_search_options",
+    }
+)  # fmt: skip
 _UNKNOWN_TOOL_POLICIES = ("raise", "tell_model")
 _APIS = ("chat", "responses")
 
@@ -137,6 +156,12 @@ class CycleConfig:
     and ``max_tool_result_bytes`` still work, with a ``DeprecationWarning``: they are
     ``tool_timeout`` and ``max_result_bytes`` now.
 
+    A keyword that is neither one of the above nor a request option of the OpenAI SDK,
+    but is spelt close to one (``max_turn=3``, ``temprature=0``), is a typo: it raises
+    a ``TypeError`` naming the nearest valid keyword. An option only your server knows
+    (``top_k``) goes in ``extra_body={...}``, as the SDK wants; the ``request_options``
+    mapping is passed on unchecked (for a custom :class:`~agcore_tools.cycle.Requester`).
+
     A call to a tool the registry does not have stops the loop with an ``LlmError``
     (``unknown_tool="raise"``, the default). With ``unknown_tool="tell_model"`` the
     call's result is instead the error text, which lists the registered tools, and
@@ -157,6 +182,10 @@ class CycleConfig:
         (4096, 5242880, None)
         >>> flat.retry_initial_delay, flat.retry_max_delay, flat.tool_timeout
         (0.5, 2.0, 60.0)
+        >>> CycleConfig("m", max_turn=3)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmUsageError: CycleConfig got an unknown keyword 'max_turn': did you mean max_turns=...? (an option only your server knows goes in extra_body={'max_turn': ...})
     """
 
     model: str
@@ -226,6 +255,8 @@ class CycleConfig:
         max_tool_result_bytes: int | _Unset | None = _UNSET,
         **options: Any,
     ) -> None:
+        for name in options:
+            _refuse_typo(name)
         merged = {**(request_options or {}), **options}
         reserved = sorted(_RESERVED_OPTIONS.intersection(merged))
         if reserved:
@@ -377,6 +408,18 @@ class CycleConfig:
         return self.limits.max_result_bytes
 
 
+def _refuse_typo(name: str) -> None:
+    # A flat keyword that is no request option the SDK knows but looks like a known name.
+    if name in _KNOWN_OPTIONS or name in _RESERVED_OPTIONS:  # those get their own error
+        return
+    near = difflib.get_close_matches(name, _VALID_KEYWORDS, n=1, cutoff=0.75)
+    if near:
+        raise LlmUsageError(
+            f"CycleConfig got an unknown keyword {name!r}: did you mean {near[0]}=...? "
+            f"(an option only your server knows goes in extra_body={{{name!r}: ...}})"
+        )
+
+
 def _check(
     name: str,
     value: float | None,
@@ -423,3 +466,9 @@ _FLAT_CHECKS: dict[str, Any] = {
     "retry_initial_delay": _number(0.0),
     "retry_max_delay": _number(0.0),
 }
+
+
+# Every keyword CycleConfig takes, and the SDK request options it passes on.
+_VALID_KEYWORDS = sorted(
+    (set(inspect.signature(CycleConfig.__init__).parameters) - {"self", "options"}) | _KNOWN_OPTIONS
+)

@@ -18,7 +18,8 @@ from .. import _sync
 from .._deprecated import renamed
 from .._selection import Selector
 from ..approval import ApprovalDecision
-from ..base import ToolContext
+from ..base import BaseTool, ToolContext
+from ..error import LlmUsageError
 from ..registry import ToolRegistry
 from ._approval import Gate
 from ._client import ClientTypeError, accept_client, client_from_env
@@ -123,6 +124,8 @@ class LlmCycle(TranscriptViews):
         system_prompt: str | None = None,
         requester: Requester | None = None,
     ) -> None:
+        if not isinstance(config, CycleConfig):
+            raise _config_type_error(config)
         self.config = config
         """The cycle's settings; replace it (``dataclasses.replace``) to change them."""
         owned = False
@@ -200,7 +203,7 @@ class LlmCycle(TranscriptViews):
     async def submit_with_tools(
         self,
         prompt: str | None,
-        registry: ToolRegistry,
+        registry: Tools,
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
@@ -208,6 +211,13 @@ class LlmCycle(TranscriptViews):
         output_type: Any = None,
     ) -> ChatResponse:
         """Send a user message, run the tools the model calls, and repeat until it answers.
+
+        ``registry`` is a :class:`~agcore_tools.ToolRegistry`, or one tool (a function
+        decorated with ``@tool``, any :class:`~agcore_tools.BaseTool`) or a list or tuple
+        of them: the call then puts them in a fresh ``ToolRegistry()`` of its own, with
+        the default settings (no permission checker, not strict). ``None`` and anything
+        else raise a ``TypeError`` naming what is accepted: call :meth:`submit` to chat
+        without tools, or pass ``ToolRegistry()`` for an empty tool set.
 
         Recoverable tool errors go back to the model as text. Unrecoverable ones
         (unknown tool, denied permission, MCP and I/O failures) stop the loop with an
@@ -243,22 +253,26 @@ class LlmCycle(TranscriptViews):
         lists the waiting calls; resume with ``prompt=None`` and ``approvals`` (see
         :mod:`agcore_tools.approval`).
         """
+        tools = as_registry(registry, "submit_with_tools")
         return await self._start(
-            _prompt(prompt), registry, ctx, select, False, output_type, approvals
+            _prompt(prompt), tools, ctx, select, False, output_type, approvals
         ).collect()
 
     def submit_stream_with_tools(
         self,
         prompt: str | None,
-        registry: ToolRegistry,
+        registry: Tools,
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
         approvals: Iterable[ApprovalDecision] | None = None,
         output_type: Any = None,
     ) -> EventStream:
-        """Like :meth:`submit_with_tools` (``prompt=None`` too), streaming events as they
-        happen.
+        """Like :meth:`submit_with_tools` (``prompt=None`` too, and a tool or a list of
+        tools in place of a registry), streaming events as they happen.
+
+        The stream is for ``async for``; a plain ``for`` raises a ``TypeError``: from
+        synchronous code, call :meth:`submit_stream_with_tools_sync`.
 
         Per turn: ``AssistantTextDelta`` (and ``ReasoningDelta``) events, then
         ``TurnComplete``; for a tool turn, a ``ToolExecutionStarted`` per call, then a
@@ -289,7 +303,8 @@ class LlmCycle(TranscriptViews):
             AssistantTextDelta
             TurnComplete
         """
-        return self._start(_prompt(prompt), registry, ctx, select, True, output_type, approvals)
+        tools = as_registry(registry, "submit_stream_with_tools")
+        return self._start(_prompt(prompt), tools, ctx, select, True, output_type, approvals)
 
     async def close(self) -> None:
         """Close the SDK client if this cycle created it.
@@ -353,17 +368,22 @@ class LlmCycle(TranscriptViews):
     def submit_with_tools_sync(
         self,
         prompt: str | None,
-        registry: ToolRegistry,
+        registry: Tools,
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
         approvals: Iterable[ApprovalDecision] | None = None,
         output_type: Any = None,
     ) -> ChatResponse:
-        """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools."""
+        """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools.
+
+        ``registry`` is a ``ToolRegistry``, a tool or a list of tools, as for
+        :meth:`submit_with_tools`; a wrong one raises ``TypeError`` here, unsent.
+        """
         answers = list(approvals) if approvals is not None else None  # read in this thread
+        tools = as_registry(registry, "submit_with_tools_sync")  # raises in this thread
         run = self.submit_with_tools(
-            prompt, registry, ctx=ctx, select=select, approvals=answers, output_type=output_type
+            prompt, tools, ctx=ctx, select=select, approvals=answers, output_type=output_type
         )
         return _sync.run(run)
 
@@ -376,7 +396,7 @@ class LlmCycle(TranscriptViews):
     def submit_stream_with_tools_sync(
         self,
         prompt: str | None,
-        registry: ToolRegistry,
+        registry: Tools,
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
@@ -384,11 +404,16 @@ class LlmCycle(TranscriptViews):
         output_type: Any = None,
     ) -> SyncEventStream:
         """:meth:`submit_stream_with_tools` for synchronous code: a plain iterator of the
-        same events (see :class:`~agcore_tools.SyncEventStream`)."""
+        same events (see :class:`~agcore_tools.SyncEventStream`).
+
+        ``registry`` is a ``ToolRegistry``, a tool or a list of tools, as for
+        :meth:`submit_with_tools`; a wrong one raises ``TypeError`` here, unsent.
+        """
         from .sync import SyncEventStream
 
+        tools = as_registry(registry, "submit_stream_with_tools_sync")
         events = self.submit_stream_with_tools(
-            prompt, registry, ctx=ctx, select=select, approvals=approvals, output_type=output_type
+            prompt, tools, ctx=ctx, select=select, approvals=approvals, output_type=output_type
         )
         return SyncEventStream(events)
 
@@ -453,6 +478,62 @@ class LlmCycle(TranscriptViews):
             gate,
         )
         return EventStream(run.events(), outcome, trace)
+
+
+Tools = ToolRegistry | BaseTool | Iterable[BaseTool]
+"""What the ``submit*_with_tools`` methods take: a registry, one tool, or some tools."""
+
+
+def as_registry(tools: Tools, method: str) -> ToolRegistry:
+    """``tools`` as a :class:`ToolRegistry`: a registry as it is; one tool (such as a
+    function decorated with ``@tool``), or an iterable of them, in a fresh registry.
+
+    Anything else raises :class:`~agcore_tools.error.LlmUsageError` (a ``TypeError``)
+    naming what ``method`` accepts.
+
+    Example:
+        >>> from agcore_tools.testing import StaticTool
+        >>> [t.name for t in as_registry([StaticTool("a"), StaticTool("b")], "submit_with_tools")]
+        ['a', 'b']
+        >>> as_registry(None, "submit_with_tools")
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmUsageError: submit_with_tools() got None instead of tools: pass a ToolRegistry, a tool or a list of tools (ToolRegistry() for none), or call submit() to chat without tools
+    """
+    if isinstance(tools, ToolRegistry):
+        return tools
+    if isinstance(tools, BaseTool):
+        tools = [tools]
+    if tools is None:
+        raise LlmUsageError(
+            f"{method}() got None instead of tools: pass a ToolRegistry, a tool or a list of "
+            "tools (ToolRegistry() for none), or call submit() to chat without tools"
+        )
+    accepted = "a ToolRegistry, a tool (a function decorated with @tool) or a list of tools"
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise LlmUsageError(f"{method}() takes {accepted}, got {_kind(tools)}")
+    registry = ToolRegistry()
+    for item in tools:
+        if not isinstance(item, BaseTool):
+            raise LlmUsageError(f"{method}() takes {accepted}, got a list holding {_kind(item)}")
+        registry.register(item)
+    return registry
+
+
+def _kind(value: object) -> str:
+    # What the caller passed, with the fix for a function that is not a tool yet.
+    name = getattr(value, "__qualname__", None)
+    if callable(value) and isinstance(name, str) and not isinstance(value, type):
+        return f"{type(value).__name__} {name!r} (decorate it with @tool)"
+    return type(value).__name__
+
+
+def _config_type_error(config: object) -> LlmUsageError:
+    model = repr(config) if isinstance(config, str) else '"gpt-4o-mini"'
+    return LlmUsageError(
+        f"LlmCycle takes a CycleConfig, got {type(config).__name__}: "
+        f"use LlmCycle(CycleConfig({model}), ...)"
+    )
 
 
 def _user(prompt: str) -> Message:

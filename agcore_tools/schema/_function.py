@@ -208,6 +208,46 @@ _LAMBDA_ADVICE = (
 )
 
 
+def _unsupported_type(
+    tool_name: str, fields: dict[str, Any], make_model: Callable[..., type[BaseModel]]
+) -> ToolDefinitionError:
+    """The error for a parameter whose type has no JSON schema, naming the parameter.
+
+    pydantic's own advice (``arbitrary_types_allowed``) is for model authors; a tool's
+    arguments come from the model as JSON, so the fix is another type.
+    """
+    culprit = None
+    for field_name, spec in fields.items():
+        try:  # only on failure: find the one parameter pydantic cannot describe
+            make_model("probe", **{field_name: spec}).model_json_schema()
+        except Exception:  # noqa: BLE001 - any failure points at this parameter
+            culprit = (spec[1].alias or field_name, spec[0])
+            break
+    where = (
+        f"parameter '{culprit[0]}' has type {_type_name(culprit[1])}, which"
+        if culprit is not None
+        else "a parameter's type"
+    )
+    return ToolDefinitionError(
+        f"cannot make tool '{tool_name}': {where} cannot come from a model's JSON "
+        "arguments; use a JSON-compatible type (str, int, float, bool, a list or dict of "
+        "them, a pydantic model) and build the object in the tool, or take it from "
+        "ToolContext or a closure instead of a parameter",
+        tool_name=tool_name,
+    )
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        module = annotation.__module__
+        return (
+            annotation.__qualname__
+            if module == "builtins"
+            else f"{module}.{annotation.__qualname__}"
+        )
+    return repr(annotation).replace("typing.", "")
+
+
 def function_schema(
     func: Callable[..., Any],
     *,
@@ -222,7 +262,7 @@ def function_schema(
     """
     # pydantic.fields (and pydantic.types under it) is half of what `import agcore_tools`
     # would cost beyond pydantic's BaseModel: load it with the first tool instead.
-    from pydantic import Field, create_model
+    from pydantic import Field, PydanticSchemaGenerationError, create_model
 
     target = _unwrap(func)
     tool_name = name or target.name or type(func).__name__
@@ -301,6 +341,8 @@ def function_schema(
             **fields,
         )
         schema = model.model_json_schema()
+    except PydanticSchemaGenerationError as exc:
+        raise _unsupported_type(tool_name, fields, create_model) from exc
     except Exception as exc:
         raise ToolDefinitionError(
             f"cannot make tool '{tool_name}': pydantic cannot build its schema ({exc})"

@@ -116,6 +116,8 @@ async def test_a_rejection_tells_the_model_the_user_declined_and_the_loop_goes_o
     assert invocation.error is not None and invocation.error.user_message == (
         "refunds need a manager"
     )
+    # The declined arguments, parsed, as an approved call's would be (issue 24 §7).
+    assert invocation.input == {"order": 7, "amount": 20.0}
 
 
 async def test_approval_with_edited_arguments_runs_the_edited_call(serve, make_cycle, bank):

@@ -62,6 +62,7 @@ async def test_tell_model_answers_an_unknown_tool_with_the_tool_list_and_goes_on
     assert answers["ok"] == "3"  # the sibling ran
     assert calc.runs == [("add", {"a": 1, "b": 2}), ("add", {"a": 2, "b": 2})]
     assert [i.tool_name for i in response.invocations] == ["ad", "add", "add"]
+    assert response.invocations[0].input == {"a": 1, "b": 2}  # parsed, though it never ran
     assert len(server.requests) == 3
     assert server.requests[1].json["messages"][-2:] == cycle.messages[2:4]
     assert_history_valid(cycle.messages)

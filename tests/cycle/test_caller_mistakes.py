@@ -1,0 +1,258 @@
+"""What a new user hit (issue 24 §7): each mistake is a TypeError naming the fix, or,
+for tools passed without a registry, simply works."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from openai import OpenAI
+
+from agcore_tools import (
+    AgcoreError,
+    CycleConfig,
+    FunctionTool,
+    LlmCycle,
+    LlmError,
+    ToolRegistry,
+    tool,
+)
+from agcore_tools.testing import ScriptedChatServer
+
+from .conftest import S, tool_messages
+
+Serve = Callable[..., ScriptedChatServer]
+
+
+def _tools() -> tuple[FunctionTool[Any, Any], FunctionTool[Any, Any]]:
+    # Decorated into a registry of their own: what @tool gives a user, kept out of the
+    # process-wide default registry.
+    scratch = ToolRegistry()
+
+    @tool(registry=scratch)
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    @tool(registry=scratch)
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return get_weather, add
+
+
+WEATHER = S.reply_tool_calls([("get_weather", {"city": "Oslo"}, "c1")])
+
+
+def _assert_caller_mistake(error: BaseException) -> None:
+    assert isinstance(error, TypeError)
+    assert isinstance(error, LlmError) and isinstance(error, AgcoreError)
+    assert "\n" not in str(error)
+
+
+# 1. and 2.: a list, a tuple or one tool instead of a ToolRegistry.
+
+
+@pytest.mark.parametrize(
+    "wrap", [list, tuple, lambda tools: tools[0]], ids=["list", "tuple", "one"]
+)
+async def test_tools_without_a_registry_run_in_a_fresh_one(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], wrap: Callable[[Any], Any]
+) -> None:
+    server = serve(WEATHER, S.reply_text("Sunny."))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools("Weather in Oslo?", wrap(_tools()))
+
+    assert response.text == "Sunny."
+    assert tool_messages(cycle.messages) == {"c1": "sunny in Oslo"}
+    offered = [t["function"]["name"] for t in server.requests[0].json["tools"]]
+    assert offered[0] == "get_weather"
+
+
+async def test_the_streaming_variant_takes_a_list_of_tools(
+    serve: Serve, make_cycle: Callable[..., LlmCycle]
+) -> None:
+    server = serve(WEATHER, S.reply_text("Sunny."))
+    cycle = make_cycle(server)
+
+    async with cycle.submit_stream_with_tools("Weather?", list(_tools())) as events:
+        response = await events.collect()
+
+    assert response.text == "Sunny."
+
+
+def test_the_sync_variants_take_a_list_of_tools(serve: Serve) -> None:
+    server = serve(WEATHER, S.reply_text("Sunny."), WEATHER, S.reply_text("Still sunny."))
+    client = OpenAI(base_url=server.base_url, api_key="-", max_retries=0)
+    with LlmCycle(CycleConfig("m"), client=client) as cycle:
+        assert cycle.submit_with_tools_sync("Weather?", list(_tools())).text == "Sunny."
+        weather, _ = _tools()
+        events = cycle.submit_stream_with_tools_sync("And now?", weather)
+        assert events.collect().text == "Still sunny."
+
+
+@pytest.mark.parametrize(
+    ("tools", "named"),
+    [
+        ("get_weather", "got str"),
+        ({"get_weather": 1}, "got dict"),
+        (42, "got int"),
+        ([lambda city: city], "got a list holding function '<lambda>' (decorate it with @tool)"),
+        ([object()], "got a list holding object"),
+    ],
+    ids=["str", "dict", "int", "plain-function", "object"],
+)
+async def test_anything_else_is_a_type_error_naming_what_is_accepted(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], tools: Any, named: str
+) -> None:
+    server = serve()
+    cycle = make_cycle(server)
+
+    with pytest.raises(TypeError) as info:
+        await cycle.submit_with_tools("hi", tools)
+
+    _assert_caller_mistake(info.value)
+    assert str(info.value) == (
+        "submit_with_tools() takes a ToolRegistry, a tool (a function decorated with @tool) "
+        f"or a list of tools, {named}"
+    )
+    assert server.requests == []
+
+
+def test_a_plain_function_passed_alone_is_told_to_use_at_tool(serve: Serve) -> None:
+    def get_weather(city: str) -> str:
+        return city
+
+    client = OpenAI(base_url=serve().base_url, api_key="-", max_retries=0)
+    with (
+        LlmCycle(CycleConfig("m"), client=client) as cycle,
+        pytest.raises(TypeError, match=r"got function '.*get_weather' \(decorate it with @tool\)"),
+    ):
+        cycle.submit_with_tools_sync("hi", get_weather)  # type: ignore[arg-type]
+
+
+# 6.: None is no longer a plain chat.
+
+
+@pytest.mark.parametrize(
+    "method", ["submit_with_tools", "submit_stream_with_tools", "submit_with_tools_sync"]
+)
+async def test_none_instead_of_tools_names_submit_and_an_empty_registry(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], method: str
+) -> None:
+    server = serve()
+    cycle = make_cycle(server)
+
+    with pytest.raises(TypeError) as info:
+        result = getattr(cycle, method)("hi", None)
+        if method == "submit_with_tools":
+            await result
+
+    _assert_caller_mistake(info.value)
+    message = str(info.value)
+    assert message.startswith(f"{method}() got None instead of tools")
+    assert "ToolRegistry() for none" in message and "call submit()" in message
+    assert server.requests == []
+
+
+async def test_an_empty_registry_is_still_a_chat_without_tools(
+    serve: Serve, make_cycle: Callable[..., LlmCycle]
+) -> None:
+    server = serve(S.reply_text("Hi."))
+    cycle = make_cycle(server)
+
+    assert (await cycle.submit_with_tools("hi", ToolRegistry())).text == "Hi."
+    assert "tools" not in server.requests[0].json
+
+
+# 3.: a model name instead of a CycleConfig.
+
+
+def test_a_string_for_the_config_is_refused_at_construction(serve: Serve) -> None:
+    client = OpenAI(base_url=serve().base_url, api_key="-")
+
+    with pytest.raises(TypeError) as info:
+        LlmCycle("m", client=client)  # type: ignore[arg-type]
+
+    _assert_caller_mistake(info.value)
+    assert str(info.value) == (
+        "LlmCycle takes a CycleConfig, got str: use LlmCycle(CycleConfig('m'), ...)"
+    )
+
+
+# 4.: a plain for over an EventStream.
+
+
+@pytest.mark.parametrize("method", ["submit_stream", "submit_stream_with_tools"])
+async def test_a_plain_for_over_an_event_stream_names_async_for_and_the_sync_methods(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], method: str
+) -> None:
+    server = serve()
+    cycle = make_cycle(server)
+    args = ("hi",) if method == "submit_stream" else ("hi", ToolRegistry())
+    events = getattr(cycle, method)(*args)
+
+    with pytest.raises(TypeError) as info:
+        for _ in events:
+            pass
+
+    _assert_caller_mistake(info.value)
+    message = str(info.value)
+    assert "async for" in message
+    assert "submit_stream_with_tools_sync()" in message and "submit_stream_sync()" in message
+    await events.aclose()
+    assert server.requests == []
+
+
+# 5.: a misspelt CycleConfig keyword.
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("max_turn", "max_turns"),
+        ("temprature", "temperature"),
+        ("tool_timout", "tool_timeout"),
+        ("max_token", "max_tokens"),
+        ("retry_max_dealy", "retry_max_delay"),
+        ("top_k", "top_p"),
+    ],
+)
+def test_a_misspelt_keyword_names_the_nearest_valid_one(typo: str, meant: str) -> None:
+    with pytest.raises(TypeError) as info:
+        CycleConfig("m", **{typo: 3})
+
+    _assert_caller_mistake(info.value)
+    assert str(info.value) == (
+        f"CycleConfig got an unknown keyword {typo!r}: did you mean {meant}=...? "
+        f"(an option only your server knows goes in extra_body={{{typo!r}: ...}})"
+    )
+
+
+def test_request_options_the_sdk_knows_and_unlike_any_name_still_pass() -> None:
+    config = CycleConfig(
+        "m",
+        max_tokens=5,
+        max_output_tokens=6,
+        reasoning_effort="low",
+        extra_body={"top_k": 3},
+        some_future_sdk_option=True,
+        request_options={"max_turn": 1},  # the mapping is passed on unchecked
+    )
+
+    assert dict(config.request_options) == {
+        "max_turn": 1,
+        "max_tokens": 5,
+        "max_output_tokens": 6,
+        "reasoning_effort": "low",
+        "extra_body": {"top_k": 3},
+        "some_future_sdk_option": True,
+    }
+
+
+def test_reserved_options_keep_their_own_error() -> None:
+    with pytest.raises(ValueError, match="the loop sets them"):
+        CycleConfig("m", stream=True)
