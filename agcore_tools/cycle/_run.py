@@ -23,7 +23,7 @@ from ..error import LlmConfigError, LlmError, MaxTurnsExceededError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
 from ._outcome import Outcome
-from ._output import OutputRun, Verdict
+from ._output import OutputRun, Verdict, start_output
 from ._policy import FREE, answer_unanswered, clean_turn, relaxed_tool_choice, unanswered_calls
 from ._tool_stream import run_context
 from ._tool_turn import run_tools
@@ -31,7 +31,8 @@ from ._trace import RunTrace
 from ._wires import wire_for
 from .config import CycleConfig
 from .events import ZERO_USAGE, ChatResponse, StreamEvent, TurnComplete, Usage
-from .profiles import ServerProfile, fit_request
+from .output import StructuredOutput
+from .profiles import OPENAI, ServerProfile, fit_request
 from .requester import Requester, TurnRequest
 
 __all__ = ["Run", "Session"]
@@ -72,7 +73,6 @@ class Run:
 
     session: Session
     config: CycleConfig
-    profile: ServerProfile
     requester: Requester
     messages: list[Message]
     added: list[Message]
@@ -83,7 +83,26 @@ class Run:
     outcome: Outcome
     trace: RunTrace | None
     output: OutputRun | None
+    output_type: Any
     gate: Gate
+
+    async def _profile(self) -> ServerProfile:
+        """The server's profile: the config's, else the requester's, else OpenAI's;
+        logged at INFO when it differs from the cycle's last call's."""
+        given = self.config.profile
+        profile = given or await self.requester.server_profile() or OPENAI
+        session = self.session
+        if profile is not session.profile:
+            source = (
+                "CycleConfig.profile"
+                if given is not None
+                else "the default"
+                if profile is OPENAI
+                else "the server"
+            )
+            logger.info("LlmCycle: server profile %r (from %s)", profile.name, source)
+            session.profile = profile
+        return profile
 
     async def events(self) -> AsyncGenerator[StreamEvent, None]:
         """The call's events, as the loop makes them; the response goes to ``outcome``."""
@@ -103,7 +122,12 @@ class Run:
         session.busy = True
         start = len(messages)
         try:
-            config, profile = self.config, self.profile
+            config = self.config
+            profile = await self._profile()
+            bare = not isinstance(self.output_type, StructuredOutput)
+            if output is not None and bare and output.plan.spec.mode != profile.structured_output:
+                # A bare output type asks the way this server's profile says.
+                output = start_output(self.output_type, config.request_options, registry, profile)
             if config.api == "responses" and not profile.responses_api:
                 raise LlmConfigError(
                     f"the {profile.name} server has no Responses API (its server profile "

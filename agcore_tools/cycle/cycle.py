@@ -445,16 +445,11 @@ class LlmCycle(TranscriptViews):
         approvals: Iterable[ApprovalDecision] | None = None,
     ) -> EventStream:
         config = self.config
-        profile = config.profile or self.requester.server_profile() or OPENAI
-        if profile is not self._session.profile:
-            source = "CycleConfig.profile" if config.profile is not None else "the base URL"
-            if config.profile is None and profile is OPENAI:
-                source = "the default"
-            logger.info("LlmCycle: server profile %r (from %s)", profile.name, source)
-            self._session.profile = profile
-        # A type pydantic cannot handle raises here, in the caller's frame.
+        # A type pydantic cannot handle raises here, in the caller's frame; the run
+        # plans it again if the server's profile asks for another mode.
+        known = config.profile or self._session.profile or OPENAI
         output = (
-            start_output(output_type, config.request_options, registry, profile)
+            start_output(output_type, config.request_options, registry, known)
             if output_type is not None
             else None
         )
@@ -464,7 +459,6 @@ class LlmCycle(TranscriptViews):
         run = Run(
             self._session,
             config,
-            profile,
             self.requester,
             self.messages,
             added,
@@ -475,6 +469,7 @@ class LlmCycle(TranscriptViews):
             outcome,
             trace,
             output,
+            output_type,
             gate,
         )
         return EventStream(run.events(), outcome, trace)

@@ -5,9 +5,10 @@ OpenAI-compatible servers differ in what they accept: llama-cpp-python's refuses
 stream an ``"auto"`` tool choice, and leaves tool results out of the model's prompt.
 Rather than ``if provider == ...`` branches through the loop, each server's quirks are
 one frozen :class:`ServerProfile`, and one function, :func:`fit_request`, changes a
-request to fit it. The loop picks the profile once per client (``CycleConfig(profile=
-...)``, else :func:`profile_for_url` on the client's base URL, else OpenAI's) and logs
-it at INFO.
+request to fit it. The loop picks the profile: ``CycleConfig(profile=...)``, else what
+the client's base URL tells (:func:`profile_for_url`), else what the server's
+``GET /models`` answer tells (:func:`profile_for_models`, read once per client), else
+OpenAI's; and logs it at INFO.
 
 The built-in profiles hold only what a test here pins, against the real server or a
 recording of it: OpenAI's (the default, which changes nothing), llama-cpp-python's
@@ -33,6 +34,7 @@ __all__ = [
     "PROFILES",
     "ServerProfile",
     "fit_request",
+    "profile_for_models",
     "profile_for_url",
     "resolve_profile",
 ]
@@ -97,7 +99,6 @@ LLAMA_CPP_PYTHON = ServerProfile(
     "llama-cpp-python",
     structured_output="json_object",
     tool_choice_required=False,
-    parallel_tool_calls=False,
     stream_auto_tool_calls=False,
     null_content_with_tool_calls=False,
     tools_need_tool_choice=True,
@@ -162,6 +163,30 @@ def profile_for_url(base_url: str) -> ServerProfile | None:
     return None
 
 
+def profile_for_models(listing: Any, headers: Mapping[str, str]) -> ServerProfile | None:
+    """The profile a server's ``GET /models`` answer tells, or None.
+
+    LiteLLM's proxy marks its answers with ``x-litellm-*`` headers; llama-cpp-python's
+    server lists its model as ``owned_by: "me"`` with a ``permissions`` list.
+
+    Example:
+        >>> entry = {"id": "m.gguf", "object": "model", "owned_by": "me", "permissions": []}
+        >>> profile_for_models({"object": "list", "data": [entry]}, {}).name
+        'llama-cpp-python'
+        >>> profile_for_models({"data": []}, {"x-litellm-version": "1.106.12"}).name
+        'litellm'
+        >>> profile_for_models({"data": [{"id": "gpt-4o", "owned_by": "openai"}]}, {}) is None
+        True
+    """
+    if any(key.lower().startswith("x-litellm") for key in headers):
+        return LITELLM
+    data = listing.get("data") if isinstance(listing, Mapping) else None
+    entries = [e for e in data if isinstance(e, Mapping)] if isinstance(data, list) else []
+    if entries and all(e.get("owned_by") == "me" and "permissions" in e for e in entries):
+        return LLAMA_CPP_PYTHON
+    return None
+
+
 def fit_request(
     params: dict[str, Any], profile: ServerProfile, stream: bool
 ) -> tuple[bool, list[str]]:
@@ -171,7 +196,8 @@ def fit_request(
     Example:
         >>> params = {"tools": [{"type": "function", "function": {"name": "f"}}],
         ...           "tool_choice": "required", "parallel_tool_calls": False}
-        >>> fit_request(params, LLAMA_CPP_PYTHON, stream=True)
+        >>> fit_request(params, ServerProfile("s", tool_choice_required=False,
+        ...                                   parallel_tool_calls=False), stream=True)
         (True, ['tool_choice "required" -> named', 'parallel_tool_calls dropped'])
         >>> params["tool_choice"]
         {'type': 'function', 'function': {'name': 'f'}}

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import abc
 import functools
+import logging
+import weakref
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +24,7 @@ from ._requester import retryless
 from ._retry import RetryPolicy
 from ._wire import close_stream, open_stream
 from .events import StreamEvent
-from .profiles import ServerProfile, profile_for_url
+from .profiles import ServerProfile, profile_for_models, profile_for_url
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -31,6 +33,12 @@ if TYPE_CHECKING:
     from .config import CycleConfig
 
 __all__ = ["OpenAIRequester", "Requester", "TurnRequest"]
+
+logger = logging.getLogger("agcore_tools.cycle")
+
+_PROBE_TIMEOUT = 5.0  # seconds for the model list that tells the server's profile
+# What each client's model list told, so a client is asked once, whatever the cycles.
+_PROBED: weakref.WeakKeyDictionary[AsyncOpenAI, ServerProfile | None] = weakref.WeakKeyDictionary()
 
 
 class TurnRequest:
@@ -111,14 +119,16 @@ class Requester(abc.ABC):
         :class:`~agcore_tools.LlmError`.
         """
 
-    def server_profile(self) -> ServerProfile | None:
+    async def server_profile(self) -> ServerProfile | None:
         """The profile of the server this requester talks to, if it can tell (see
-        :mod:`agcore_tools.cycle.profiles`); None by default.
+        :mod:`agcore_tools.cycle.profiles`); None by default. Asked once per ``submit*``
+        call unless ``CycleConfig.profile`` is set.
 
         Example:
+            >>> import asyncio
             >>> class Quiet(Requester):
             ...     def request(self, turn): raise NotImplementedError
-            >>> Quiet().server_profile() is None
+            >>> asyncio.run(Quiet().server_profile()) is None
             True
         """
         return None
@@ -202,17 +212,36 @@ class OpenAIRequester(Requester):
         finally:
             await close_stream(response)
 
-    def server_profile(self) -> ServerProfile | None:
-        """The profile the client's base URL tells (``api.openai.com``, an Azure host),
-        or None (a local port, a proxy).
+    async def server_profile(self) -> ServerProfile | None:
+        """The profile the client's base URL tells (``api.openai.com``, an Azure host);
+        else the one the server's model list tells (``GET /models``: its entries and
+        headers), read once per client, within 5 s; else None.
 
         Example:
+            >>> import asyncio
             >>> from openai import AsyncOpenAI
             >>> client = AsyncOpenAI(api_key="-", base_url="https://api.openai.com/v1")
-            >>> OpenAIRequester(client).server_profile().name
+            >>> asyncio.run(OpenAIRequester(client).server_profile()).name
             'openai'
         """
-        return profile_for_url(str(self.client.base_url))
+        told = profile_for_url(str(self.client.base_url))
+        if told is not None:
+            return told
+        try:
+            return _PROBED[self.client]
+        except KeyError:
+            pass
+        from openai import OpenAIError
+
+        try:
+            raw = await self._sender.models.with_raw_response.list(timeout=_PROBE_TIMEOUT)
+            found = profile_for_models(raw.http_response.json(), raw.headers)
+        except (OpenAIError, ValueError) as exc:
+            # A server without a model list is common; OpenAI's profile then applies.
+            logger.debug("no server profile from the model list: %s: %s", type(exc).__name__, exc)
+            found = None
+        _PROBED[self.client] = found
+        return found
 
     def trace_attributes(self) -> dict[str, Any]:
         """The provider (``azure.ai.openai`` for an Azure client) and the server's

@@ -316,6 +316,13 @@ class ScriptedChatServer:
                 request = await _read_request(reader, len(self.requests))
                 if request is None:
                     return
+                if request.method == "GET" and request.path.partition("?")[0].rstrip("/").endswith(
+                    "/models"
+                ):
+                    # The model list a loop may read to tell the server (see
+                    # cycle/profiles.py): answered, not recorded, not scripted.
+                    await self._answer(request, self._model_list(), reader, writer)
+                    continue
                 self.requests.append(request)
                 try:
                     await self._answer(request, self._next_item(request), reader, writer)
@@ -330,6 +337,10 @@ class ScriptedChatServer:
             logger.debug("client connection ended: %s", exc)
         finally:
             writer.close()
+
+    def _model_list(self) -> ScriptItem:
+        listing = {"object": "model", "id": self.model, "owned_by": "agcore-tools"}
+        return RawResponse(200, json.dumps({"object": "list", "data": [listing]}).encode())
 
     def _next_item(self, request: CapturedRequest) -> ScriptItem:
         path = request.path.partition("?")[0].rstrip("/")  # a client's default_query

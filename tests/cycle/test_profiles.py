@@ -111,15 +111,30 @@ async def test_the_profile_is_logged_once_at_info(serve, make_cycle, caplog):
     assert said == ["LlmCycle: server profile 'llama-cpp-python' (from CycleConfig.profile)"]
 
 
-def test_the_base_url_tells_openai_and_azure_and_a_local_port_tells_nothing() -> None:
+async def test_the_base_url_tells_openai_and_azure_and_a_local_port_tells_nothing() -> None:
     from openai import AsyncAzureOpenAI
 
     azure = AsyncAzureOpenAI(
         api_key="-", azure_endpoint="https://x.openai.azure.com", api_version="2024-10-21"
     )
-    assert LlmCycle(CycleConfig("m"), client=azure).requester.server_profile() is OPENAI
+    assert await LlmCycle(CycleConfig("m"), client=azure).requester.server_profile() is OPENAI
     assert profile_for_url("https://api.openai.com/v1") is OPENAI
     assert profile_for_url("http://127.0.0.1:8080/v1") is None
+
+
+async def test_a_server_whose_model_list_tells_nothing_runs_with_openai_and_says_so(
+    serve, make_cycle, caplog
+):
+    server = serve(S.reply_text("a"), S.reply_text("b"))
+    cycle = make_cycle(server)
+
+    with caplog.at_level(logging.INFO, logger="agcore_tools.cycle"):
+        await cycle.submit("one")
+        await cycle.submit("two")
+
+    said = [r.getMessage() for r in caplog.records if "server profile" in r.getMessage()]
+    assert said == ["LlmCycle: server profile 'openai' (from the default)"]
+    assert len(server.requests) == 2  # the model list is read, not scripted or recorded
 
 
 def test_a_profile_is_given_by_name_or_as_an_object_and_an_unknown_name_is_refused() -> None:

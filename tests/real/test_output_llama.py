@@ -70,6 +70,21 @@ async def test_tool_mode_gets_the_answer_from_a_forced_final_result_call(
 
 async def test_json_schema_mode_is_refused_by_this_server(llama_server, llama_client):
     cycle = make_cycle(llama_server, llama_client, max_retries=0)
+    output = StructuredOutput(Weather, mode="json_schema", retries=0)
 
     with pytest.raises(LlmError, match="json_object"):
-        await cycle.submit_with_tools("Weather in Paris?", ToolRegistry(), output_type=Weather)
+        await cycle.submit_with_tools("Weather in Paris?", ToolRegistry(), output_type=output)
+
+
+async def test_a_bare_output_type_works_unchanged_the_server_told_by_its_model_list(
+    llama_server, llama_client, caplog
+):
+    # The README's structured-output snippet, no mode and no profile given: the model
+    # list tells llama-cpp-python's server, whose profile asks for json_object.
+    cycle = make_cycle(llama_server, llama_client)
+
+    with caplog.at_level("INFO", logger="agcore_tools.cycle"):
+        response = await cycle.submit("Weather in Paris?", output_type=Weather)
+
+    assert isinstance(response.output, Weather)
+    assert "server profile 'llama-cpp-python' (from the server)" in caplog.text
