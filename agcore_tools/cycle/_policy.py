@@ -39,8 +39,8 @@ def relaxed_tool_choice(options: Mapping[str, Any], profile: ServerProfile = OPE
     ``"required"`` and a named tool become ``"auto"``; an ``allowed_tools`` choice in
     ``"required"`` mode keeps its list of tools in ``"auto"`` mode. On a server whose
     model never sees tool results (``ServerProfile.tool_results_in_prompt``), ``"auto"``
-    would call the tool again on every turn, so the choice is dropped instead
-    (:data:`FREE`): forced first, then free.
+    would call the tool again on every turn, so any choice the first request made,
+    ``"auto"`` included, is dropped instead (:data:`FREE`): forced first, then free.
 
     Example:
         >>> relaxed_tool_choice({"tool_choice": {"type": "function", "function": {"name": "f"}}})
@@ -54,10 +54,10 @@ def relaxed_tool_choice(options: Mapping[str, Any], profile: ServerProfile = OPE
         >>> relaxed_tool_choice({"tool_choice": allowed})
         {'type': 'allowed_tools', 'allowed_tools': {'mode': 'auto', 'tools': []}}
     """
-    relaxed = _relaxed(options.get("tool_choice"))
-    if relaxed is not None and not profile.tool_results_in_prompt:
+    choice = options.get("tool_choice")
+    if not profile.tool_results_in_prompt and choice is not None and choice != "none":
         return FREE
-    return relaxed
+    return _relaxed(choice)
 
 
 def _relaxed(choice: Any) -> Any:

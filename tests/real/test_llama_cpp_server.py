@@ -119,7 +119,9 @@ async def test_the_server_takes_only_string_content_next_to_tool_calls(
 async def test_forced_tool_choice_then_an_answer(llama_server, llama_client, tools, stream):
     # One forced turn, then a request without tool_choice for the answer: with "auto"
     # this server never answers, as it cannot see tool results.
-    cycle = make_cycle(llama_server, llama_client, max_turns=1, tool_choice=FORCE_ADD)
+    cycle = make_cycle(
+        llama_server, llama_client, max_turns=1, tool_choice=FORCE_ADD, profile="openai"
+    )
 
     with pytest.raises(MaxTurnsExceededError):
         await submit(cycle, QUESTION, tools, stream)
@@ -133,7 +135,10 @@ async def test_forced_tool_choice_then_an_answer(llama_server, llama_client, too
 async def test_auto_tool_choice_loop_is_accepted_on_every_turn(llama_server, llama_client, tools):
     # The second request used to fail: 500 "Input should be a valid string" for the
     # assistant message's content. The model calls again each turn (see the module doc).
-    cycle = make_cycle(llama_server, llama_client, max_turns=2, tool_choice="auto")
+    # The server's own behaviour, so OpenAI's profile: its own would answer (below).
+    cycle = make_cycle(
+        llama_server, llama_client, max_turns=2, tool_choice="auto", profile="openai"
+    )
 
     with pytest.raises(MaxTurnsExceededError):
         await cycle.submit_with_tools(QUESTION, tools)
@@ -147,7 +152,7 @@ async def test_auto_tool_choice_loop_is_accepted_on_every_turn(llama_server, lla
 async def test_streamed_auto_tool_choice_is_a_cut_stream(llama_server, llama_client, tools):
     # The server raises "Automatic streaming tool choice is not supported" after its
     # 200 and ends the stream; that used to come back as an empty answer.
-    cycle = make_cycle(llama_server, llama_client, tool_choice="auto")
+    cycle = make_cycle(llama_server, llama_client, tool_choice="auto", profile="openai")
 
     with pytest.raises(LlmError, match="stream was cut: it ended without a finish_reason"):
         await cycle.submit_stream_with_tools(QUESTION, tools).collect()
@@ -156,6 +161,25 @@ async def test_streamed_auto_tool_choice_is_a_cut_stream(llama_server, llama_cli
     assert tools.runs == []
     stop_forcing(cycle)
     await assert_answers(cycle, tools, stream=True)
+
+
+@MODES
+@pytest.mark.parametrize("choice", [FORCE_ADD, "auto"], ids=["forced", "auto"])
+async def test_with_its_profile_the_default_loop_calls_once_then_answers(
+    llama_server, llama_client, tools, stream, choice
+):
+    # No profile given: the model list tells this server. Its profile keeps the first
+    # request's tool_choice (a streamed "auto" one goes unstreamed), then sends none,
+    # so the model answers instead of calling again every turn.
+    cycle = make_cycle(llama_server, llama_client, max_turns=3, tool_choice=choice)
+
+    response = await submit(cycle, QUESTION, tools, stream)
+
+    assert response.turns == 2
+    assert [name for name, _ in tools.runs] == ["add"]
+    assert [i.tool_name for i in response.invocations] == ["add"]
+    assert response.message["role"] == "assistant" and not response.message.get("tool_calls")
+    assert_history_valid(cycle.messages)
 
 
 async def test_drop_in_with_the_real_client(llama_server, llama_client, tools):
