@@ -86,6 +86,10 @@ class ServerProfile:
     request the loop sends no ``tool_choice`` at all ("forced first, then free")."""
     responses_api: bool = True
     """Whether the server speaks the Responses API (``CycleConfig(api="responses")``)."""
+    responses_assistant_text: bool = False
+    """Whether a Responses follow-up needs ``{"role": "assistant", "content": ""}``
+    before its ``function_call`` items (LiteLLM's Responses-to-Chat bridge merges it into
+    the call's message; without it the server behind gets a message with no content)."""
     reasoning_field: str | None = None
     """The message field carrying reasoning text (``reasoning_content``), if any."""
     max_tools: int | None = 128
@@ -109,7 +113,9 @@ LLAMA_CPP_PYTHON = ServerProfile(
 """llama-cpp-python 0.3's server (``chatml-function-calling``): pinned by ``tests/real``
 and the README's quirk table."""
 
-LITELLM = dataclasses.replace(LLAMA_CPP_PYTHON, name="litellm", responses_api=True)
+LITELLM = dataclasses.replace(
+    LLAMA_CPP_PYTHON, name="litellm", responses_api=True, responses_assistant_text=True
+)
 """LiteLLM's proxy in front of llama-cpp-python, as ``tests/real`` runs it: the server's
 quirks, and a Responses-to-Chat bridge."""
 
