@@ -12,6 +12,7 @@ A call without ``output_type`` never reaches this module.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import json
@@ -31,7 +32,7 @@ from ..registry import ToolRegistry
 from ..schema import ArgumentPlan, build_plan, strict_parameters
 from ._policy import tool_message
 from ._stream import Turn
-from .output import StructuredOutput
+from .output import OutputMode, StructuredOutput
 from .profiles import OPENAI, ServerProfile
 
 __all__ = ["FINAL_TOOL", "OutputPlan", "OutputRun", "Verdict", "start_output"]
@@ -110,6 +111,25 @@ class OutputRun:
         self.retries_left = plan.spec.retries
         self.attempts = 0
         self.value: Any = None
+
+    @property
+    def mode(self) -> str:
+        """How the requests ask for the output (``StructuredOutput.mode``)."""
+        return self.plan.spec.mode
+
+    def in_mode(self, mode: OutputMode) -> OutputRun:
+        """The same output asked for another way (after a server refused this one), with
+        the retries and attempts so far.
+
+        Example:
+            >>> run = start_output(int, {}, None)
+            >>> run.mode, run.in_mode("json_object").mode
+            ('json_schema', 'json_object')
+        """
+        spec = dataclasses.replace(self.plan.spec, mode=mode)
+        moved = OutputRun(_plan_of(spec))
+        moved.retries_left, moved.attempts = self.retries_left, self.attempts
+        return moved
 
     def end_turn(self, turn: Turn, messages: list[Message], runs_tools: bool) -> Verdict:
         """What ``turn`` (already in ``messages``) means; answers and feedback are
@@ -194,11 +214,14 @@ def start_output(
             f"the registry has a tool named '{FINAL_TOOL}', the output tool of mode='tool'; "
             "rename it or use another mode"
         )
+    return OutputRun(_plan_of(spec))
+
+
+def _plan_of(spec: StructuredOutput) -> OutputPlan:
     try:
-        plan = _cached_plan(spec)
+        return _cached_plan(spec)
     except TypeError:  # an unhashable annotation: build it each time
-        plan = _plan(spec)
-    return OutputRun(plan)
+        return _plan(spec)
 
 
 @functools.lru_cache(maxsize=64)

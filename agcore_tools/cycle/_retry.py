@@ -1,7 +1,10 @@
 """The retry policy of the loop's requests (tenacity).
 
 Retried: HTTP 408, 409, 429 and 5xx, timeouts and connection errors, unless the
-server says ``x-should-retry: false``. The wait doubles from an initial delay, with
+server says ``x-should-retry: false``, or a 500's body names a request option
+(``response_format``, ``tool_choice``, ``parallel_tool_calls``): some servers refuse an
+option with a 500, which no retry changes (the loop may fall back instead, see
+``profiles.read_refusal``). The wait doubles from an initial delay, with
 jitter, unless the server names one with ``retry-after-ms`` or ``Retry-After``
 (seconds or an HTTP date), which is honoured up to 60 seconds.
 """
@@ -16,6 +19,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from .profiles import names_an_option
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -48,6 +53,8 @@ def is_retryable(exc: BaseException) -> bool:
         hint = exc.response.headers.get("x-should-retry")
         if hint in ("true", "false"):
             return hint == "true"
+        if exc.status_code == 500 and names_an_option(str(exc)):
+            return False  # a refusal (llama-cpp-python answers 500), not a hiccup
         return exc.status_code in _RETRY_STATUSES or exc.status_code >= 500
     # APITimeoutError is an APIConnectionError.
     return isinstance(exc, APIConnectionError)

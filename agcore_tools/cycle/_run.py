@@ -32,7 +32,7 @@ from ._wires import wire_for
 from .config import CycleConfig
 from .events import ZERO_USAGE, ChatResponse, StreamEvent, TurnComplete, Usage
 from .output import StructuredOutput
-from .profiles import OPENAI, ServerProfile, fit_request
+from .profiles import OPENAI, Refusal, ServerProfile, fit_request, read_refusal
 from .requester import Requester, TurnRequest
 
 __all__ = ["Run", "Session"]
@@ -59,6 +59,8 @@ class Session:
     """True while a call runs: one cycle runs one call at a time."""
     profile: ServerProfile | None = field(default=None, repr=False)
     """The server profile the last call ran with, so a change is logged once."""
+    adapted: tuple[ServerProfile | None, ServerProfile] | None = field(default=None, repr=False)
+    """The config's profile and what a refusal turned it into, kept for later calls."""
     shared: dict[str, Any] | None = field(default=None, repr=False)
     """The last run's shared state, which a resumed run (``prompt=None``) keeps."""
 
@@ -90,8 +92,10 @@ class Run:
         """The server's profile: the config's, else the requester's, else OpenAI's;
         logged at INFO when it differs from the cycle's last call's."""
         given = self.config.profile
-        profile = given or await self.requester.server_profile() or OPENAI
         session = self.session
+        if given is not None and session.adapted is not None and session.adapted[0] is given:
+            return session.adapted[1]  # what a refusal taught, over the config's
+        profile = given or await self.requester.server_profile() or OPENAI
         if profile is not session.profile:
             source = (
                 "CycleConfig.profile"
@@ -103,6 +107,22 @@ class Run:
             logger.info("LlmCycle: server profile %r (from %s)", profile.name, source)
             session.profile = profile
         return profile
+
+    def _adapt(self, refused: Refusal) -> ServerProfile:
+        """Take up the profile a refusal calls for, for this cycle and the requester's
+        client, and say so once, at WARNING."""
+        server = self.requester.trace_attributes().get("server.address", "the server")
+        logger.warning(
+            "%s refused %s: falling back to %s, for this client from now on "
+            "(CycleConfig(adapt=False) turns this off)",
+            server,
+            refused.capability,
+            refused.fallback,
+        )
+        self.session.profile = refused.profile
+        self.session.adapted = (self.config.profile, refused.profile)
+        self.requester.remember_profile(refused.profile)
+        return refused.profile
 
     async def events(self) -> AsyncGenerator[StreamEvent, None]:
         """The call's events, as the loop makes them; the response goes to ``outcome``."""
@@ -182,27 +202,54 @@ class Run:
                 # 3. One request; streamed text events pass straight through. A forced
                 #    tool_choice serves the call's first request only, or a forced loop
                 #    could end at max_turns alone.
-                builder = wire.builder(str(session.requests), config.repair_arguments, trace)
-                session.requests += 1
-                params = wire.params(config, messages, tools, self.stream)
-                if relaxed is not None and turn > 1:
-                    if relaxed is FREE:
-                        params.pop("tool_choice", None)
-                    else:
-                        params["tool_choice"] = relaxed
-                if output is not None:
-                    output.plan.prepare(params)
-                stream = self.stream
-                if fits:
-                    stream, changed = fit_request(params, profile, stream)
-                    if changed:
-                        logger.debug("request fitted to %s: %s", profile.name, "; ".join(changed))
-                request = self.requester.request(TurnRequest(config, wire, params, stream, builder))
-                if trace is not None:
-                    request = trace.chat(request, params, builder)
-                async with contextlib.aclosing(request):  # a consumer may leave mid-stream
-                    async for event in request:
-                        yield event
+                # A request the server refuses, naming a capability (see profiles.py),
+                # is sent once more in the next mode, unless it had started streaming.
+                refused: Refusal | None = None
+                while True:
+                    builder = wire.builder(str(session.requests), config.repair_arguments, trace)
+                    session.requests += 1
+                    params = wire.params(config, messages, tools, self.stream)
+                    if relaxed is not None and turn > 1:
+                        if relaxed is FREE:
+                            params.pop("tool_choice", None)
+                        else:
+                            params["tool_choice"] = relaxed
+                    if output is not None:
+                        output.plan.prepare(params)
+                    stream = self.stream
+                    if fits:
+                        stream, changed = fit_request(params, profile, stream)
+                        if changed:
+                            logger.debug(
+                                "request fitted to %s: %s", profile.name, "; ".join(changed)
+                            )
+                    request = self.requester.request(
+                        TurnRequest(config, wire, params, stream, builder)
+                    )
+                    if trace is not None:
+                        request = trace.chat(request, params, builder)
+                    began = False
+                    try:
+                        async with contextlib.aclosing(request):  # a consumer may leave
+                            async for event in request:
+                                began = True
+                                yield event
+                    except LlmError as exc:
+                        if began or refused is not None or not config.adapt or not fits:
+                            raise
+                        refused = read_refusal(str(exc), profile, params, stream)
+                        if refused is None:
+                            raise
+                        profile = self._adapt(refused)
+                        if output is not None and profile.structured_output != output.mode:
+                            output = output.in_mode(profile.structured_output)
+                        relaxed = (
+                            relaxed_tool_choice(config.request_options, profile)
+                            if config.reset_tool_choice
+                            else None
+                        )
+                        continue
+                    break
                 result = clean_turn(builder.build())
                 messages.append(result.message)
                 usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)

@@ -158,6 +158,12 @@ class TurnBuilder:
         than an empty answer.
         """
         if self._raw_reason is None:
+            if not (self._content or self._reasoning or self._slots or self._usage):
+                raise LlmError(
+                    "the model's stream was cut before anything arrived: it ended without "
+                    "a finish_reason (the server failed after sending 200, as "
+                    "llama-cpp-python does for a streamed tool_choice \"auto\")"
+                )
             raise LlmError(
                 "the model's stream was cut: it ended without a finish_reason (the server "
                 "failed after sending 200, or closed the stream early)"

@@ -225,8 +225,15 @@ class CycleConfig:
     profile: ServerProfile | None = None
     """What the server can do (see :mod:`agcore_tools.cycle.profiles`): a
     :class:`~agcore_tools.cycle.profiles.ServerProfile`, given as one or by a built-in
-    one's name (``profile="llama-cpp-python"``). None (the default): picked from the
-    client's base URL, else OpenAI's."""
+    one's name (``profile="llama-cpp-python"``). None (the default): what the client's base
+    URL tells, else the server's model list (``GET /models``, read once per client),
+    else OpenAI's."""
+    adapt: bool = True
+    """Whether a request the server refuses, naming a capability (``response_format``,
+    ``strict``, ``tool_choice``, a cut streamed ``"auto"``), is sent once more in the
+    next mode, with a WARNING, and the fallback kept for the client (see
+    :func:`~agcore_tools.cycle.profiles.read_refusal`). A refusal naming none stays an
+    error."""
 
     def __init__(
         self,
@@ -251,6 +258,7 @@ class CycleConfig:
         approval_key: bytes | None = None,
         request_options: Mapping[str, Any] | None = None,
         profile: ServerProfile | str | None = None,
+        adapt: bool = True,
         tool_timeout_secs: float | _Unset | None = _UNSET,
         max_tool_result_bytes: int | _Unset | None = _UNSET,
         **options: Any,
@@ -332,6 +340,9 @@ class CycleConfig:
         set_(self, "approval_key", approval_key)
         set_(self, "request_options", types.MappingProxyType(merged))
         set_(self, "profile", resolve_profile(profile))
+        if not isinstance(adapt, bool):
+            raise LlmConfigError(f"CycleConfig.adapt must be True or False, got {adapt!r}")
+        set_(self, "adapt", adapt)
 
     # -- the flat names, read from the groups ------------------------------------------
 

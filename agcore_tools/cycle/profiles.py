@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -32,10 +33,13 @@ __all__ = [
     "LLAMA_CPP_PYTHON",
     "OPENAI",
     "PROFILES",
+    "Refusal",
     "ServerProfile",
     "fit_request",
+    "names_an_option",
     "profile_for_models",
     "profile_for_url",
+    "read_refusal",
     "resolve_profile",
 ]
 
@@ -190,6 +194,96 @@ def profile_for_models(listing: Any, headers: Mapping[str, str]) -> ServerProfil
     entries = [e for e in data if isinstance(e, Mapping)] if isinstance(data, list) else []
     if entries and all(e.get("owned_by") == "me" and "permissions" in e for e in entries):
         return LLAMA_CPP_PYTHON
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """What a server refused, read from its error: the capability, the mode the loop
+    falls back to, and the profile that says so.
+
+    Example:
+        >>> refusal = read_refusal("Error code: 400 - tool_choice 'required' is not supported",
+        ...                        OPENAI, {"tool_choice": "required", "tools": [{}, {}]}, False)
+        >>> refusal.capability, refusal.fallback, refusal.profile.tool_choice_required
+        ('tool_choice "required"', '"auto"', False)
+    """
+
+    capability: str
+    fallback: str
+    profile: ServerProfile
+
+
+_STATUS = re.compile(r"Error code: (\d{3})")
+_REFUSING_STATUSES = frozenset({400, 422, 500})
+_NEXT_OUTPUT_MODE: Mapping[str, StructuredMode] = {
+    "json_schema": "json_object",
+    "json_object": "tool",
+}
+
+
+_OPTIONS = ("response_format", "tool_choice", "parallel_tool_calls")
+
+
+def names_an_option(error: str) -> bool:
+    """Whether an error's text names a request option some servers refuse.
+
+    Example:
+        >>> names_an_option("Error code: 500 - ('body', 'response_format', 'type')")
+        True
+    """
+    return any(option in error for option in _OPTIONS)
+
+
+def read_refusal(
+    error: str, profile: ServerProfile, params: Mapping[str, Any], stream: bool
+) -> Refusal | None:
+    """The capability a failed request's error names, and what to fall back to; None
+    when the error names none of what the request used (it stays an error).
+
+    A 400, 422 or 500 whose body names ``response_format``, ``strict``, ``tool_choice``
+    or ``parallel_tool_calls``, where the request sent it; or a streamed request with
+    the model free to call tools whose stream was cut before anything arrived
+    (llama-cpp-python fails that way). A stream cut midway is a real failure.
+
+    Example:
+        >>> body = "Error code: 500 - ('body', 'response_format', 'type') ... 'json_object'"
+        >>> params = {"response_format": {"type": "json_schema"}}
+        >>> read_refusal(body, OPENAI, params, False).fallback
+        'json_object'
+        >>> read_refusal("Error code: 500 - out of memory", OPENAI, params, False) is None
+        True
+    """
+    if "stream was cut before anything arrived" in error:
+        choice = params.get("tool_choice")
+        if stream and params.get("tools") and choice in (None, "auto"):
+            adapted = dataclasses.replace(profile, stream_auto_tool_calls=False)
+            return Refusal('streamed "auto" tool choice', "unstreamed", adapted)
+        return None
+    status = _STATUS.search(error)
+    if status is None or int(status.group(1)) not in _REFUSING_STATUSES:
+        return None
+    response_format = params.get("response_format")
+    if "response_format" in error and isinstance(response_format, Mapping):
+        mode = _NEXT_OUTPUT_MODE.get(str(response_format.get("type")))
+        if mode is not None:
+            adapted = dataclasses.replace(profile, structured_output=mode)
+            return Refusal(f"response_format {response_format.get('type')!r}", mode, adapted)
+    tools = params.get("tools") or []
+    choice = params.get("tool_choice")
+    if "tool_choice" in error and choice == "required" and profile.tool_choice_required:
+        adapted = dataclasses.replace(profile, tool_choice_required=False)
+        return Refusal('tool_choice "required"', "named" if len(tools) == 1 else '"auto"', adapted)
+    if "tool_choice" in error and isinstance(choice, Mapping) and profile.tool_choice_named:
+        adapted = dataclasses.replace(profile, tool_choice_named=False)
+        return Refusal("a named tool_choice", '"auto"', adapted)
+    if "strict" in error and profile.strict_tools and any(_strict(tool) for tool in tools):
+        return Refusal(
+            "strict tools", "non-strict", dataclasses.replace(profile, strict_tools=False)
+        )
+    if "parallel_tool_calls" in error and "parallel_tool_calls" in params:
+        adapted = dataclasses.replace(profile, parallel_tool_calls=False)
+        return Refusal("parallel_tool_calls", "left out", adapted)
     return None
 
 

@@ -39,6 +39,8 @@ logger = logging.getLogger("agcore_tools.cycle")
 _PROBE_TIMEOUT = 5.0  # seconds for the model list that tells the server's profile
 # What each client's model list told, so a client is asked once, whatever the cycles.
 _PROBED: weakref.WeakKeyDictionary[AsyncOpenAI, ServerProfile | None] = weakref.WeakKeyDictionary()
+# What each client's server refused and the loop fell back from: it outranks the rest.
+_LEARNED: weakref.WeakKeyDictionary[AsyncOpenAI, ServerProfile] = weakref.WeakKeyDictionary()
 
 
 class TurnRequest:
@@ -133,6 +135,19 @@ class Requester(abc.ABC):
         """
         return None
 
+    def remember_profile(self, profile: ServerProfile) -> None:
+        """Keep ``profile`` as the server's from now on: the loop calls it when the
+        server refused a request and the loop fell back (see
+        :func:`~agcore_tools.cycle.profiles.read_refusal`). Does nothing by default.
+
+        Example:
+            >>> class Quiet(Requester):
+            ...     def request(self, turn): raise NotImplementedError
+            >>> from agcore_tools.cycle.profiles import OPENAI
+            >>> Quiet().remember_profile(OPENAI)
+        """
+        return None  # a requester without a client has nowhere to keep it
+
     def trace_attributes(self) -> dict[str, Any]:
         """The OpenTelemetry attributes naming the model's server
         (``gen_ai.provider.name``, ``server.address``, ``server.port``).
@@ -224,6 +239,9 @@ class OpenAIRequester(Requester):
             >>> asyncio.run(OpenAIRequester(client).server_profile()).name
             'openai'
         """
+        learned = _LEARNED.get(self.client)
+        if learned is not None:
+            return learned
         told = profile_for_url(str(self.client.base_url))
         if told is not None:
             return told
@@ -242,6 +260,17 @@ class OpenAIRequester(Requester):
             found = None
         _PROBED[self.client] = found
         return found
+
+    def remember_profile(self, profile: ServerProfile) -> None:
+        """Keep ``profile`` for this requester's client, for every cycle on it.
+
+        Example:
+            >>> from openai import AsyncOpenAI
+            >>> from agcore_tools.cycle.profiles import LLAMA_CPP_PYTHON
+            >>> requester = OpenAIRequester(AsyncOpenAI(api_key="-"))
+            >>> requester.remember_profile(LLAMA_CPP_PYTHON)
+        """
+        _LEARNED[self.client] = profile
 
     def trace_attributes(self) -> dict[str, Any]:
         """The provider (``azure.ai.openai`` for an Azure client) and the server's

@@ -107,6 +107,7 @@ _PLAIN = {
     "repair_arguments": ("repair_arguments",),
     "api": ("api",),
     "chain_responses": ("chain_responses",),
+    "adapt": ("adapt",),
 }
 
 

@@ -8,7 +8,7 @@ import logging
 import pytest
 from pydantic import BaseModel
 
-from agcore_tools import CycleConfig, LlmConfigError, LlmCycle
+from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError
 from agcore_tools.cycle.profiles import (
     LLAMA_CPP_PYTHON,
     OPENAI,
@@ -16,6 +16,7 @@ from agcore_tools.cycle.profiles import (
     fit_request,
     profile_for_url,
 )
+from agcore_tools.testing import RawStream
 
 from .conftest import S
 
@@ -154,3 +155,96 @@ def test_strict_tools_are_sent_non_strict_where_the_server_has_none() -> None:
     assert params["tools"] == [{"type": "function", "function": {"name": "f", "parameters": {}}}]
     assert (stream, changed) == (False, ["strict tools -> non-strict"])
     assert tool["function"]["strict"] is True  # the registry's own definition is untouched
+
+
+# -- falling back when the server refuses -------------------------------------------------
+
+REFUSED_FORMAT = (
+    "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be 'text' or 'json_object'\"}"
+)
+ANSWER = '{"name": "Tokyo", "population": 37400000}'
+
+
+async def test_a_refused_json_schema_falls_back_to_json_object_once_and_is_remembered(
+    serve, make_cycle, caplog
+):
+    server = serve(S.error(500, REFUSED_FORMAT), S.reply_text(ANSWER), S.reply_text(ANSWER))
+    cycle = make_cycle(server, max_retries=3)
+
+    with caplog.at_level(logging.WARNING, logger="agcore_tools.cycle"):
+        first = await cycle.submit("Largest city?", output_type=City)
+        second = await cycle.submit("And again?", output_type=City)
+
+    assert first.output == second.output == City(name="Tokyo", population=37400000)
+    sent = [r.json["response_format"]["type"] for r in server.requests]
+    assert sent == ["json_schema", "json_object", "json_object"]  # no retries of the 500
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "127.0.0.1 refused response_format 'json_schema': falling back to json_object" in (
+        warning
+    )
+
+
+async def test_a_fallback_is_kept_for_other_cycles_on_the_same_client(serve):
+    server = serve(S.error(500, REFUSED_FORMAT), S.reply_text(ANSWER), S.reply_text(ANSWER))
+    async with server.client() as client:
+        for _ in range(2):
+            cycle = LlmCycle(CycleConfig("m"), client=client)
+            await cycle.submit("Largest city?", output_type=City)
+
+    sent = [r.json["response_format"]["type"] for r in server.requests]
+    assert sent == ["json_schema", "json_object", "json_object"]
+
+
+async def test_with_adapt_false_a_refusal_stays_an_error(serve, make_cycle):
+    server = serve(S.error(500, REFUSED_FORMAT), S.reply_text(ANSWER))
+    cycle = make_cycle(server, adapt=False)
+
+    with pytest.raises(LlmError, match="response_format"):
+        await cycle.submit("Largest city?", output_type=City)
+    assert len(server.requests) == 1
+
+
+async def test_a_refusal_naming_nothing_the_request_used_stays_an_error(serve, make_cycle):
+    server = serve(S.error(500, "the GPU is on fire"), S.reply_text(ANSWER))
+    cycle = make_cycle(server, max_retries=0)
+
+    with pytest.raises(LlmError, match="GPU is on fire"):
+        await cycle.submit("Largest city?", output_type=City)
+    assert len(server.requests) == 1
+
+
+async def test_a_refused_required_tool_choice_falls_back_to_the_named_tool(serve, make_cycle, calc):
+    server = serve(
+        S.error(400, "tool_choice 'required' is not supported by this server"),
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})]),
+        S.reply_text("3"),
+    )
+    cycle = make_cycle(server, tool_choice="required")
+
+    response = await cycle.submit_with_tools("1 + 2?", calc.view([calc.entry("add")]))
+
+    assert response.text == "3"
+    choices = [r.json.get("tool_choice") for r in server.requests]
+    assert choices == ["required", FORCE_ADD, "auto"]
+
+
+async def test_an_empty_cut_stream_of_auto_is_sent_again_unstreamed(serve, make_cycle, calc):
+    server = serve()
+    server.add(RawStream([], done=True), S.reply_text("3"))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_stream_with_tools("1 + 2?", calc).collect()
+
+    assert response.text == "3"
+    assert [r.json.get("stream", False) for r in server.requests] == [True, False]
+
+
+async def test_a_stream_cut_midway_stays_an_error(serve, make_cycle, calc):
+    server = serve()
+    server.add(RawStream([server.chunk({"content": "Half an ans"})], done=True), S.reply_text("3"))
+    cycle = make_cycle(server)
+
+    with pytest.raises(LlmError, match="stream was cut: it ended"):
+        await cycle.submit_stream_with_tools("1 + 2?", calc).collect()
+    assert len(server.requests) == 1

@@ -69,11 +69,22 @@ async def test_tool_mode_gets_the_answer_from_a_forced_final_result_call(
 
 
 async def test_json_schema_mode_is_refused_by_this_server(llama_server, llama_client):
-    cycle = make_cycle(llama_server, llama_client, max_retries=0)
+    cycle = make_cycle(llama_server, llama_client, max_retries=0, adapt=False)
     output = StructuredOutput(Weather, mode="json_schema", retries=0)
 
     with pytest.raises(LlmError, match="json_object"):
         await cycle.submit_with_tools("Weather in Paris?", ToolRegistry(), output_type=output)
+
+
+async def test_a_refused_json_schema_falls_back_to_json_object(llama_server, llama_client):
+    # OpenAI's profile, so native json_schema is sent; the server's 500 names
+    # response_format, and the loop asks again with json_object, once.
+    cycle = make_cycle(llama_server, llama_client, profile="openai")
+    output = StructuredOutput(Weather, mode="json_schema", retries=0)
+
+    response = await cycle.submit("Weather in Paris?", output_type=output)
+
+    assert isinstance(response.output, Weather)
 
 
 async def test_a_bare_output_type_works_unchanged_the_server_told_by_its_model_list(
