@@ -162,7 +162,7 @@ class TurnBuilder:
                 raise LlmError(
                     "the model's stream was cut before anything arrived: it ended without "
                     "a finish_reason (the server failed after sending 200, as "
-                    "llama-cpp-python does for a streamed tool_choice \"auto\")"
+                    'llama-cpp-python does for a streamed tool_choice "auto")'
                 )
             raise LlmError(
                 "the model's stream was cut: it ended without a finish_reason (the server "

@@ -10,10 +10,14 @@ the client's base URL tells (:func:`profile_for_url`), else what the server's
 ``GET /models`` answer tells (:func:`profile_for_models`, read once per client), else
 OpenAI's; and logs it at INFO.
 
-The built-in profiles hold only what a test here pins, against the real server or a
-recording of it: OpenAI's (the default, which changes nothing), llama-cpp-python's
-(``tests/real``) and LiteLLM's proxy in front of it. A server without a built-in
-profile runs with OpenAI's; pass your own ``ServerProfile`` for it.
+OpenAI's (the default, which changes nothing), llama-cpp-python's and LiteLLM's proxy
+in front of it are pinned by tests against the real server (``tests/real``). The others
+(Azure, llama.cpp's llama-server, vLLM, SGLang, Ollama, LM Studio, TGI, and Gemini's and
+Anthropic's OpenAI-compatible endpoints) come from each server's documentation and
+source: the comment above each one names, per field that differs from OpenAI's, where
+that is written. Where the sources are silent a field keeps OpenAI's default rather than
+a guess. A server without a built-in profile runs with OpenAI's; pass your own
+``ServerProfile`` for it.
 """
 
 from __future__ import annotations
@@ -29,10 +33,19 @@ from urllib.parse import urlsplit
 from ..error import LlmConfigError
 
 __all__ = [
+    "ANTHROPIC",
+    "AZURE",
+    "GEMINI",
     "LITELLM",
     "LLAMA_CPP_PYTHON",
+    "LLAMA_SERVER",
+    "LM_STUDIO",
+    "OLLAMA",
     "OPENAI",
     "PROFILES",
+    "SGLANG",
+    "TGI",
+    "VLLM",
     "Refusal",
     "ServerProfile",
     "fit_request",
@@ -101,7 +114,7 @@ class ServerProfile:
 
 
 OPENAI = ServerProfile("openai")
-"""OpenAI (and Azure OpenAI): the default."""
+"""OpenAI: the default."""
 
 LLAMA_CPP_PYTHON = ServerProfile(
     "llama-cpp-python",
@@ -123,11 +136,135 @@ LITELLM = dataclasses.replace(
 """LiteLLM's proxy in front of llama-cpp-python, as ``tests/real`` runs it: the server's
 quirks, and a Responses-to-Chat bridge."""
 
-PROFILES: Mapping[str, ServerProfile] = {p.name: p for p in (OPENAI, LLAMA_CPP_PYTHON, LITELLM)}
+# Azure OpenAI serves OpenAI's models with OpenAI's request shape (the openai package's
+# AsyncAzureOpenAI): no source read for this profile shows any of these fields
+# differing (docs silent), so every one keeps OpenAI's default. A profile of its own so
+# the base URL names the service in the log.
+AZURE = ServerProfile("azure")
+"""Azure OpenAI (``*.openai.azure.com``, ``*.services.ai.azure.com``): OpenAI's values."""
+
+# llama.cpp's llama-server (ggml-org/llama.cpp), tools and tool_choice with --jinja:
+# - tool_choice_named: tools/server/server-common.cpp reads the field as a string,
+#   json_value(body, "tool_choice", std::string("auto")); an object is a type error
+#   that falls back to "auto", and common/chat.cpp (common_chat_tool_choice_parse_oaicompat)
+#   knows only "auto", "none" and "required".
+# - responses_api: no /v1/responses route; issue #14702 (404) and the open feature
+#   request #19138.
+# - reasoning_field: tools/server/README.md, --reasoning-format deepseek "puts thoughts
+#   in `message.reasoning_content`".
+# structured_output: README, response_format json_schema is constrained by a grammar
+# (OpenAI's default). parallel_tool_calls: docs/function-calling.md, accepted and off
+# by default. Others: docs silent.
+LLAMA_SERVER = ServerProfile(
+    "llama-server",
+    tool_choice_named=False,
+    responses_api=False,
+    reasoning_field="reasoning_content",
+)
+"""llama.cpp's own ``llama-server`` started with ``--jinja``."""
+
+# vLLM (vllm-project/vllm):
+# - reasoning_field: docs/features/reasoning_outputs.md, "Reasoning models return an
+#   additional `reasoning` field" (it "used to be called `reasoning_content`").
+# tool_choice: docs/features/tool_calling.md supports named, "auto", "required" (as of
+# 0.8.3) and "none"; "strict" is honoured per tool. Responses API:
+# vllm/entrypoints/openai/engine/protocol.py has ResponsesRequest. Others: docs silent.
+VLLM = ServerProfile("vllm", reasoning_field="reasoning")
+"""vLLM's OpenAI-compatible server (``vllm serve``)."""
+
+# SGLang (sgl-project/sglang):
+# - reasoning_field: python/sglang/srt/entrypoints/openai/protocol.py parses reasoning
+#   into `reasoning_content` (docs/advanced_features/separate_reasoning).
+# Others: docs silent, OpenAI's defaults kept.
+SGLANG = ServerProfile("sglang", reasoning_field="reasoning_content")
+"""SGLang's OpenAI-compatible server."""
+
+# Ollama (ollama/ollama), docs/api/openai-compatibility.mdx:
+# - tool_choice_required, tool_choice_named: `tool_choice` is listed unchecked under the
+#   supported request fields of /v1/chat/completions, and openai/openai.go's
+#   ChatCompletionRequest has no such field, so any value is ignored.
+# - reasoning_field: openai/openai.go, Message.Reasoning is `json:"reasoning"`.
+# structured_output: response_format json_schema is supported (openai.go maps its schema
+# to `format`). Responses API: /v1/responses since v0.13.3, non-stateful. Others: docs
+# silent.
+OLLAMA = ServerProfile(
+    "ollama",
+    tool_choice_required=False,
+    tool_choice_named=False,
+    reasoning_field="reasoning",
+)
+"""Ollama's OpenAI-compatible endpoints (``/v1``)."""
+
+# LM Studio (closed source; lmstudio.ai/docs):
+# - tool_choice_named: the API changelog (lmstudio.ai/docs/developer/api-changelog)
+#   adds `tool_choice` as "auto", "none" or "required" ("required": llama.cpp engine
+#   only); a named tool is not among them.
+# - reasoning_field: same changelog, gpt-oss reasoning "moves ... into
+#   choices.message.reasoning".
+# structured_output: lmstudio.ai/docs/advanced/structured-output, json_schema.
+# Responses API: POST /v1/responses since 0.3.29. Others: docs silent.
+LM_STUDIO = ServerProfile("lm-studio", tool_choice_named=False, reasoning_field="reasoning")
+"""LM Studio's OpenAI-compatible server."""
+
+# Hugging Face TGI (huggingface/text-generation-inference):
+# - structured_output: router/src/lib.rs, ChatRequest.response_format "NOTE: A request
+#   can use `response_format` OR `tools` but not both" (and try_into_generate errors with
+#   "Grammar and tools are mutually exclusive"), so the output is asked for as a tool.
+# - responses_api: router/src/server.rs routes /v1/chat/completions and /v1/completions,
+#   no /v1/responses.
+# tool_choice: docs/source/basic_tutorials/using_guidance.md, "auto", "none", "required"
+# and a named tool. Others: docs silent.
+TGI = ServerProfile("tgi", structured_output="tool", responses_api=False)
+"""Text Generation Inference's Messages API."""
+
+# Gemini's OpenAI-compatible endpoint (ai.google.dev/gemini-api/docs/openai, base URL
+# generativelanguage.googleapis.com/v1beta/openai/): docs silent on any field here
+# differing from OpenAI's, so every one keeps OpenAI's default.
+GEMINI = ServerProfile("gemini")
+"""Gemini's OpenAI-compatible endpoint (``generativelanguage.googleapis.com/v1beta/openai``)."""
+
+# Anthropic's OpenAI SDK compatibility (docs.anthropic.com/en/api/openai-sdk):
+# - structured_output: the request fields table lists `response_format` as "Ignored",
+#   so the output is asked for as a tool.
+# strict: "The `strict` parameter for function calling is ignored" (accepted, not a
+# guarantee), kept. parallel_tool_calls: "Fully supported". reasoning: "the OpenAI SDK
+# won't return Claude's detailed thought process", so no field. Others: docs silent.
+ANTHROPIC = ServerProfile("anthropic", structured_output="tool")
+"""Anthropic's OpenAI SDK compatibility endpoint (``api.anthropic.com/v1``)."""
+
+PROFILES: Mapping[str, ServerProfile] = {
+    p.name: p
+    for p in (
+        OPENAI,
+        LLAMA_CPP_PYTHON,
+        LITELLM,
+        AZURE,
+        LLAMA_SERVER,
+        VLLM,
+        SGLANG,
+        OLLAMA,
+        LM_STUDIO,
+        TGI,
+        GEMINI,
+        ANTHROPIC,
+    )
+}
 """The built-in profiles by name, for ``CycleConfig(profile="llama-cpp-python")``."""
 
-_HOSTS = {"api.openai.com": OPENAI}
-_HOST_SUFFIXES = {".openai.azure.com": OPENAI}
+_HOSTS = {
+    "api.openai.com": OPENAI,
+    "generativelanguage.googleapis.com": GEMINI,
+    "api.anthropic.com": ANTHROPIC,
+}
+_HOST_SUFFIXES = {".openai.azure.com": AZURE, ".services.ai.azure.com": AZURE}
+
+# What a server says of itself in its GET /models entries' `owned_by`, read in its
+# source: vLLM vllm/entrypoints/openai/engine/protocol.py (ModelCard, owned_by "vllm");
+# SGLang python/sglang/srt/entrypoints/openai/protocol.py (ModelCard, owned_by
+# "sglang"); llama-server tools/server/server-context.cpp ({"owned_by", "llamacpp"}).
+# Every entry must say it. Not read: TGI (owned_by is the model id) and LM Studio
+# (closed source, its docs show no listing).
+_OWNERS = {"vllm": VLLM, "sglang": SGLANG, "llamacpp": LLAMA_SERVER}
 
 
 def resolve_profile(profile: ServerProfile | str | None) -> ServerProfile | None:
@@ -140,7 +277,7 @@ def resolve_profile(profile: ServerProfile | str | None) -> ServerProfile | None
         >>> resolve_profile("llama")
         Traceback (most recent call last):
         ...
-        agcore_tools.error.LlmConfigError: CycleConfig.profile 'llama' is not a built-in profile: use one of 'openai', 'llama-cpp-python', 'litellm', or pass a ServerProfile
+        agcore_tools.error.LlmConfigError: CycleConfig.profile 'llama' is not a built-in profile: use one of 'openai', 'llama-cpp-python', 'litellm', 'azure', 'llama-server', 'vllm', 'sglang', 'ollama', 'lm-studio', 'tgi', 'gemini', 'anthropic', or pass a ServerProfile
     """
     if profile is None or isinstance(profile, ServerProfile):
         return profile
@@ -160,6 +297,8 @@ def profile_for_url(base_url: str) -> ServerProfile | None:
     Example:
         >>> profile_for_url("https://api.openai.com/v1").name
         'openai'
+        >>> profile_for_url("https://my-resource.openai.azure.com/openai").name
+        'azure'
         >>> profile_for_url("http://127.0.0.1:8000/v1") is None
         True
     """
@@ -177,7 +316,10 @@ def profile_for_models(listing: Any, headers: Mapping[str, str]) -> ServerProfil
     """The profile a server's ``GET /models`` answer tells, or None.
 
     LiteLLM's proxy marks its answers with ``x-litellm-*`` headers; llama-cpp-python's
-    server lists its model as ``owned_by: "me"`` with a ``permissions`` list.
+    server lists its model as ``owned_by: "me"`` with a ``permissions`` list; vLLM,
+    SGLang and llama-server put their own name in every entry's ``owned_by``
+    (``"vllm"``, ``"sglang"``, ``"llamacpp"``); Ollama's ``owned_by`` is the model's
+    namespace, ``"library"`` for its own models (docs/api/openai-compatibility.mdx).
 
     Example:
         >>> entry = {"id": "m.gguf", "object": "model", "owned_by": "me", "permissions": []}
@@ -185,6 +327,8 @@ def profile_for_models(listing: Any, headers: Mapping[str, str]) -> ServerProfil
         'llama-cpp-python'
         >>> profile_for_models({"data": []}, {"x-litellm-version": "1.106.12"}).name
         'litellm'
+        >>> profile_for_models({"data": [{"id": "Qwen/Qwen3-8B", "owned_by": "vllm"}]}, {}).name
+        'vllm'
         >>> profile_for_models({"data": [{"id": "gpt-4o", "owned_by": "openai"}]}, {}) is None
         True
     """
@@ -194,6 +338,13 @@ def profile_for_models(listing: Any, headers: Mapping[str, str]) -> ServerProfil
     entries = [e for e in data if isinstance(e, Mapping)] if isinstance(data, list) else []
     if entries and all(e.get("owned_by") == "me" and "permissions" in e for e in entries):
         return LLAMA_CPP_PYTHON
+    owners = {e.get("owned_by") for e in entries}
+    if len(owners) == 1:
+        owner = next(iter(owners))
+        if isinstance(owner, str) and owner in _OWNERS:
+            return _OWNERS[owner]
+    if "library" in owners:
+        return OLLAMA
     return None
 
 

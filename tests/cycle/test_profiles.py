@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError
 from agcore_tools.cycle.profiles import (
+    AZURE,
     LLAMA_CPP_PYTHON,
     OPENAI,
     ServerProfile,
@@ -118,7 +119,7 @@ async def test_the_base_url_tells_openai_and_azure_and_a_local_port_tells_nothin
     azure = AsyncAzureOpenAI(
         api_key="-", azure_endpoint="https://x.openai.azure.com", api_version="2024-10-21"
     )
-    assert await LlmCycle(CycleConfig("m"), client=azure).requester.server_profile() is OPENAI
+    assert await LlmCycle(CycleConfig("m"), client=azure).requester.server_profile() is AZURE
     assert profile_for_url("https://api.openai.com/v1") is OPENAI
     assert profile_for_url("http://127.0.0.1:8080/v1") is None
 
