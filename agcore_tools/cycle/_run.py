@@ -32,7 +32,14 @@ from ._wires import wire_for
 from .config import CycleConfig
 from .events import ZERO_USAGE, ChatResponse, StreamEvent, TurnComplete, Usage
 from .output import StructuredOutput
-from .profiles import OPENAI, Refusal, ServerProfile, fit_request, read_refusal
+from .profiles import (
+    OPENAI,
+    Refusal,
+    ServerProfile,
+    fit_request,
+    fit_responses_request,
+    read_refusal,
+)
 from .requester import Requester, TurnRequest
 
 __all__ = ["Run", "Session"]
@@ -155,7 +162,8 @@ class Run:
                 )
             limits = config.limits
             wire = wire_for(config)
-            fits = config.api == "chat"  # profiles describe the Chat Completions shape
+            # Each API's request is fitted to the profile by its own function.
+            fit = fit_request if config.api == "chat" else fit_responses_request
             offer = RunOffer(registry, self.select, config.model) if registry is not None else None
             relaxed = (
                 relaxed_tool_choice(config.request_options, profile)
@@ -217,12 +225,9 @@ class Run:
                     if output is not None:
                         output.plan.prepare(params)
                     stream = self.stream
-                    if fits:
-                        stream, changed = fit_request(params, profile, stream)
-                        if changed:
-                            logger.debug(
-                                "request fitted to %s: %s", profile.name, "; ".join(changed)
-                            )
+                    stream, changed = fit(params, profile, stream)
+                    if changed:
+                        logger.debug("request fitted to %s: %s", profile.name, "; ".join(changed))
                     request = self.requester.request(
                         TurnRequest(config, wire, params, stream, builder)
                     )
@@ -235,7 +240,7 @@ class Run:
                                 began = True
                                 yield event
                     except LlmError as exc:
-                        if began or refused is not None or not config.adapt or not fits:
+                        if began or refused is not None or not config.adapt:
                             raise
                         refused = read_refusal(str(exc), profile, params, stream)
                         if refused is None:

@@ -4,8 +4,8 @@ OpenAI-compatible servers differ in what they accept: llama-cpp-python's refuses
 ``response_format`` of type ``json_schema`` and ``tool_choice: "required"``, cannot
 stream an ``"auto"`` tool choice, and leaves tool results out of the model's prompt.
 Rather than ``if provider == ...`` branches through the loop, each server's quirks are
-one frozen :class:`ServerProfile`, and one function, :func:`fit_request`, changes a
-request to fit it. The loop picks the profile: ``CycleConfig(profile=...)``, else what
+one frozen :class:`ServerProfile`, and one function per API, :func:`fit_request` and
+:func:`fit_responses_request`, changes a request to fit it. The loop picks the profile: ``CycleConfig(profile=...)``, else what
 the client's base URL tells (:func:`profile_for_url`), else what the server's
 ``GET /models`` answer tells (:func:`profile_for_models`, read once per client), else
 OpenAI's; and logs it at INFO.
@@ -49,6 +49,7 @@ __all__ = [
     "Refusal",
     "ServerProfile",
     "fit_request",
+    "fit_responses_request",
     "names_an_option",
     "profile_for_models",
     "profile_for_url",
@@ -106,7 +107,13 @@ class ServerProfile:
     responses_assistant_text: bool = False
     """Whether a Responses follow-up needs ``{"role": "assistant", "content": ""}``
     before its ``function_call`` items (LiteLLM's Responses-to-Chat bridge merges it into
-    the call's message; without it the server behind gets a message with no content)."""
+    the call's message; without it the server behind gets a message with no content).
+    :func:`fit_responses_request` adds it to what is sent, never to the history. With
+    ``chain_responses`` the calls go back inside the server's stored response, out of
+    the client's reach, so only the default whole ``input`` can carry it."""
+    responses_stream_tool_calls: bool = True
+    """Whether a streamed Responses request may end in a function call; without it, a
+    Responses turn that may call a tool is sent unstreamed."""
     reasoning_field: str | None = None
     """The message field carrying reasoning text (``reasoning_content``), if any."""
     max_tools: int | None = 128
@@ -131,7 +138,11 @@ LLAMA_CPP_PYTHON = ServerProfile(
 and the README's quirk table."""
 
 LITELLM = dataclasses.replace(
-    LLAMA_CPP_PYTHON, name="litellm", responses_api=True, responses_assistant_text=True
+    LLAMA_CPP_PYTHON,
+    name="litellm",
+    responses_api=True,
+    responses_assistant_text=True,
+    responses_stream_tool_calls=False,
 )
 """LiteLLM's proxy in front of llama-cpp-python, as ``tests/real`` runs it: the server's
 quirks, and a Responses-to-Chat bridge."""
@@ -487,6 +498,108 @@ def fit_request(
             params.pop("stream_options", None)
             changed.append('streamed "auto" -> unstreamed')
     return stream, changed
+
+
+def fit_responses_request(
+    params: dict[str, Any], profile: ServerProfile, stream: bool
+) -> tuple[bool, list[str]]:
+    """Change a Responses request, still in the Chat Completions shape the loop builds
+    it in (``messages``), in place to what ``profile`` accepts; return whether to stream
+    it and what was changed, for the log. The history's messages are copied where
+    changed, never edited.
+
+    With ``responses_assistant_text``, an assistant message's ``function_call`` items get
+    ``{"role": "assistant", "content": ""}`` right before them, unless an assistant
+    message already is (LiteLLM's bridge merges the calls into the message before them).
+    Without ``responses_stream_tool_calls``, a turn that may call a tool is unstreamed.
+
+    Example:
+        >>> call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+        >>> turn = {"role": "assistant", "content": "", "response": {"output": [call]}}
+        >>> params = {"messages": [{"role": "user", "content": "hi"}, turn],
+        ...           "tools": [], "stream": True}
+        >>> fit_responses_request(params, LITELLM, stream=True)
+        (True, ['assistant "" before 1 function_call group(s)'])
+        >>> params["messages"][1]["response"]["output"][0]
+        {'role': 'assistant', 'content': ''}
+        >>> turn["response"]["output"] == [call]  # the history's message is untouched
+        True
+        >>> fit_responses_request(params, OPENAI, stream=True)
+        (True, [])
+    """
+    if profile is OPENAI:
+        return stream, []
+    changed: list[str] = []
+    messages = params.get("messages")
+    if profile.responses_assistant_text and isinstance(messages, list):
+        groups = 0
+        fitted: list[Any] = []
+        for message in messages:
+            fit, added = _with_assistant_text(message)
+            fitted.append(fit)
+            groups += added
+        if groups:
+            params["messages"] = fitted
+            changed.append(f'assistant "" before {groups} function_call group(s)')
+    if stream and params.get("tools") and not profile.responses_stream_tool_calls:
+        choice = params.get("tool_choice")
+        if choice != "none" and (choice is not None or not profile.tools_need_tool_choice):
+            stream = False
+            params.pop("stream", None)
+            params.pop("stream_options", None)
+            changed.append("streamed tool turn -> unstreamed")
+    return stream, changed
+
+
+_ASSISTANT_TEXT = {"role": "assistant", "content": ""}
+
+
+def _with_assistant_text(message: Any) -> tuple[Any, int]:
+    # The message with the empty assistant message before each run of function_call
+    # items that has no assistant message in front, and how many it got.
+    if not isinstance(message, Mapping) or message.get("role") != "assistant":
+        return message, 0
+    response = message.get("response")
+    response = dict(response) if isinstance(response, Mapping) else {}
+    output = response.get("output")
+    if not isinstance(output, list):
+        # No response kept (a history from api="chat"): the wire sends the content, if
+        # any, then the calls; only calls without content need the empty message.
+        calls = message.get("tool_calls")
+        if message.get("content") or not isinstance(calls, list) or not calls:
+            return message, 0
+        output = [_function_call(call) for call in calls]
+    items: list[Any] = []
+    groups = 0
+    for item in output:
+        opens = not items or _kind(items[-1]) not in ("function_call", "assistant")
+        if opens and _kind(item) == "function_call":
+            items.append(dict(_ASSISTANT_TEXT))
+            groups += 1
+        items.append(item)
+    if not groups:
+        return message, 0
+    return {**message, "response": {**response, "output": items}}, groups
+
+
+def _function_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    return {
+        "type": "function_call",
+        "call_id": call.get("id"),
+        "name": function.get("name"),
+        "arguments": function.get("arguments") or "",
+    }
+
+
+def _kind(item: Any) -> str | None:
+    # "function_call", "assistant" for an assistant message item, else its type or role.
+    if not isinstance(item, Mapping):
+        return None
+    if item.get("role") == "assistant":
+        return "assistant"
+    kind = item.get("type")
+    return kind if isinstance(kind, str) else None
 
 
 def _strict(tool: Mapping[str, Any]) -> bool:

@@ -4,6 +4,7 @@ the profile says the server accepts, and picks and logs the profile once."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -11,10 +12,12 @@ from pydantic import BaseModel
 from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError
 from agcore_tools.cycle.profiles import (
     AZURE,
+    LITELLM,
     LLAMA_CPP_PYTHON,
     OPENAI,
     ServerProfile,
     fit_request,
+    fit_responses_request,
     profile_for_url,
 )
 from agcore_tools.testing import RawStream
@@ -249,3 +252,81 @@ async def test_a_stream_cut_midway_stays_an_error(serve, make_cycle, calc):
     with pytest.raises(LlmError, match="stream was cut: it ended"):
         await cycle.submit_stream_with_tools("1 + 2?", calc).collect()
     assert len(server.requests) == 1
+
+
+EMPTY_ASSISTANT = {"role": "assistant", "content": ""}
+
+
+def _shape(request: Any) -> list[Any]:
+    return [item.get("type") or item for item in request.json["input"]]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("profile", ["litellm", None], ids=["litellm", "default"])
+async def test_behind_litellm_the_responses_follow_up_has_an_empty_assistant_message(
+    serve, make_cycle, calc, stream, profile
+):
+    # LiteLLM's bridge merges the calls into the assistant message before them; without
+    # one, the server behind it gets an assistant message with no content (README).
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1"), ("add", {"a": 3, "b": 4}, "c2")]),
+        S.reply_text("3 and 7"),
+    )
+    cycle = make_cycle(server, api="responses", profile=profile)
+
+    if stream:
+        response = await cycle.submit_stream_with_tools("Sums?", calc).collect()
+    else:
+        response = await cycle.submit_with_tools("Sums?", calc)
+
+    assert response.text == "3 and 7" and response.turns == 2
+    calls = ["function_call", "function_call", "function_call_output", "function_call_output"]
+    merged = [EMPTY_ASSISTANT] if profile else []
+    assert _shape(server.requests[1]) == [{"role": "user", "content": "Sums?"}, *merged, *calls]
+    # Only what is sent: the history keeps the response's output as it came.
+    assert [item["type"] for item in cycle.messages[1]["response"]["output"]] == calls[:2]
+    assert [r.stream for r in server.requests] == [stream, stream]
+
+
+async def test_behind_litellm_a_streamed_responses_tool_turn_goes_unstreamed(
+    serve, make_cycle, calc
+):
+    # The bridge's chunk builder fails on a streamed function call (response.failed);
+    # with no tool_choice after the forced first request, the answer streams.
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2})]), S.reply_text("3"))
+    cycle = make_cycle(server, api="responses", tool_choice=FORCE_ADD, profile="litellm")
+
+    response = await cycle.submit_stream_with_tools("1 + 2?", calc).collect()
+
+    assert response.text == "3"
+    assert [r.stream for r in server.requests] == [False, True]
+    assert "tool_choice" not in server.requests[1].json
+
+
+def test_the_empty_assistant_message_opens_each_call_group_without_text_in_front() -> None:
+    call = {"type": "function_call", "call_id": "c1", "name": "add", "arguments": "{}"}
+    text = {"type": "message", "role": "assistant", "content": [{"type": "output_text"}]}
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    chat_turn = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "add"}}],
+    }
+    messages = [
+        {"role": "assistant", "content": "x", "response": {"id": "r1", "output": [text, call]}},
+        {"role": "assistant", "content": "", "response": {"id": "r2", "output": [reasoning, call]}},
+        chat_turn,  # a turn kept without its response (a history from api="chat")
+        {"role": "assistant", "content": "plain", "tool_calls": chat_turn["tool_calls"]},
+    ]
+    params: dict[str, Any] = {"messages": list(messages)}
+
+    stream, changed = fit_responses_request(params, LITELLM, stream=False)
+
+    assert (stream, changed) == (False, ['assistant "" before 2 function_call group(s)'])
+    sent = params["messages"]
+    assert sent[0] is messages[0] and sent[3] is messages[3]  # text before: merged already
+    assert sent[1]["response"] == {"id": "r2", "output": [reasoning, EMPTY_ASSISTANT, call]}
+    function_call = {"type": "function_call", "call_id": "c2", "name": "add", "arguments": ""}
+    assert sent[2]["response"]["output"] == [EMPTY_ASSISTANT, function_call]
+    assert messages[1]["response"]["output"] == [reasoning, call] and "response" not in chat_turn
+    assert fit_responses_request({"messages": list(messages)}, OPENAI, stream=True) == (True, [])

@@ -12,9 +12,15 @@ adds (README, "providers and quirks"):
 - it turns the llama server's cut ``"auto"`` stream into an empty answer with
   ``finish_reason: "stop"``, so the client cannot tell the cut;
 - its Responses bridge sends a follow-up's function call as an assistant message with
-  no ``content``; an explicit empty assistant message before the call fills it;
+  no ``content``; an explicit empty assistant message before the call fills it, which
+  LiteLLM's server profile sends (not with ``chain_responses``, out of its reach);
 - a streamed Responses function call ends with ``response.failed`` (an error in
-  LiteLLM's own chunk builder) after all of its argument deltas.
+  LiteLLM's own chunk builder) after all of its argument deltas, so the profile sends
+  such a turn unstreamed.
+
+Each quirk is pinned raw (the drop-in, or ``profile="openai"``) and the loop is shown
+answering with LiteLLM's profile. That profile is given here: this proxy's ``GET
+/models`` answer carries no ``x-litellm-*`` header to tell it by.
 """
 
 from __future__ import annotations
@@ -211,28 +217,39 @@ async def test_streamed_responses_function_call_fails_in_the_bridge(
     assert not [e for e in events if e.type == "response.completed"]
 
 
-async def test_the_responses_loop_through_the_bridge(litellm_proxy, litellm_client, tools):
-    # CycleConfig(api="responses") end to end: a forced call over responses.create runs,
-    # then the follow-up sends the function_call item back in the whole input, which the
-    # bridge forwards as an assistant message without "content" (the llama server's 500,
-    # as in the drop-in test above). A plain answer goes through.
+@MODES
+async def test_the_responses_loop_through_the_bridge(litellm_proxy, litellm_client, tools, stream):
+    # CycleConfig(api="responses") end to end, with LiteLLM's profile (given: this
+    # proxy's GET /models answer has no x-litellm-* headers to tell it by, and its entries
+    # read as OpenAI's): a forced call runs, then the follow-up sends the whole input with
+    # {"role": "assistant", "content": ""} before the function_call item, which the
+    # bridge merges into the call's message, and the model answers. Streamed, the tool
+    # turn goes unstreamed (the bridge's response.failed) and the answer streams.
     options = {"temperature": 0, "max_output_tokens": 48, "max_retries": 0}
     config = CycleConfig(
-        litellm_proxy.model, api="responses", tool_choice=FORCE_WEATHER, max_turns=1, **options
+        litellm_proxy.model,
+        api="responses",
+        tool_choice=FORCE_WEATHER,
+        max_turns=3,
+        profile="litellm",
+        **options,
     )
     cycle = LlmCycle(config, client=litellm_client)
 
-    with pytest.raises(MaxTurnsExceededError) as stopped:
-        await cycle.submit_with_tools("What's the weather in Paris?", tools)
+    response = await submit(cycle, "What's the weather in Paris?", tools, stream)
 
     assert [name for name, _ in tools.runs] == ["get_weather"]
     assert isinstance(tools.runs[0][1]["city"], str)
+    assert response.turns == 2  # an answer, cut or not at max_output_tokens
+    assert response.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
+    assert response.text and response.text == cycle.messages[-1]["content"]
+    assert response.usage.requests == 2 and response.usage.prompt_tokens > 0
     assert_history_valid(cycle.messages)
+    assert [m["role"] for m in cycle.messages] == ["user", "assistant", "tool", "assistant"]
     output = cycle.messages[1]["response"]["output"]
-    assert [item["type"] for item in output] == ["function_call"], output
-    assert stopped.value.usage.requests == 1 and stopped.value.usage.prompt_tokens > 0
-    with pytest.raises(LlmError, match="'dict object' has no attribute 'content'"):
-        await cycle.submit_with_tools(None, tools)
+    assert [item["type"] for item in output] == ["function_call"], output  # history unfitted
+    assert not cycle.messages[2]["content"].startswith("Error")
+    assert "tool_calls" not in cycle.messages[3]
 
     plain = LlmCycle(
         CycleConfig(litellm_proxy.model, api="responses", **options), client=litellm_client
@@ -240,3 +257,53 @@ async def test_the_responses_loop_through_the_bridge(litellm_proxy, litellm_clie
     answer = await plain.submit("Say hello.")
     assert answer.text and answer.usage.prompt_tokens > 0
     assert plain.messages[1]["response"]["output"][0]["type"] == "message"
+
+
+@MODES
+async def test_the_responses_loop_fails_in_the_bridge_without_its_profile(
+    litellm_proxy, litellm_client, tools, stream
+):
+    # profile="openai" sends what OpenAI takes: the follow-up's function_call item alone,
+    # which the bridge forwards as an assistant message without "content" (the llama
+    # server's 500, as in the drop-in test above); streamed, the tool turn itself fails.
+    options = {"temperature": 0, "max_output_tokens": 48, "max_retries": 0}
+    config = CycleConfig(
+        litellm_proxy.model,
+        api="responses",
+        tool_choice=FORCE_WEATHER,
+        max_turns=3,
+        profile="openai",
+        **options,
+    )
+    cycle = LlmCycle(config, client=litellm_client)
+    error = "Error building chunks" if stream else "'dict object' has no attribute 'content'"
+
+    with pytest.raises(LlmError, match=error):
+        await submit(cycle, "What's the weather in Paris?", tools, stream)
+
+    assert [name for name, _ in tools.runs] == ([] if stream else ["get_weather"])
+
+
+async def test_a_chained_responses_loop_still_fails_in_the_bridge(
+    litellm_proxy, litellm_client, tools
+):
+    # chain_responses sends previous_response_id and only the function_call_output: the
+    # call comes back from the proxy's stored response, out of the client's reach, and
+    # the bridge sends it without "content". The profile cannot merge there: leave
+    # chain_responses off behind LiteLLM (README, the LiteLLM row).
+    options = {"temperature": 0, "max_output_tokens": 48, "max_retries": 0}
+    config = CycleConfig(
+        litellm_proxy.model,
+        api="responses",
+        tool_choice=FORCE_WEATHER,
+        max_turns=3,
+        profile="litellm",
+        chain_responses=True,
+        **options,
+    )
+    cycle = LlmCycle(config, client=litellm_client)
+
+    with pytest.raises(LlmError, match="'dict object' has no attribute 'content'"):
+        await cycle.submit_with_tools("What's the weather in Paris?", tools)
+
+    assert [name for name, _ in tools.runs] == ["get_weather"]

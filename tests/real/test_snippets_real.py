@@ -25,9 +25,7 @@ from .conftest import RealServer
 TALKING = [
     block
     for block in RUNNABLE
-    if block.name
-    and SNIPPETS[block.name].script
-    and SNIPPETS[block.name].http_server is None
+    if block.name and SNIPPETS[block.name].script and SNIPPETS[block.name].http_server is None
 ]
 pytestmark = pytest.mark.timeout(300)
 
