@@ -21,11 +21,17 @@ from tests.test_docs_snippets import RUNNABLE, SNIPPETS, Block
 
 from .conftest import RealServer
 
+# The Responses API's snippets: llama-cpp-python's server has none (a 404, or the
+# loop's LlmConfigError naming api='chat', as its profile says).
+RESPONSES = {"drop-in-responses", "streaming-responses"}
 # Snippets that talk to a model (they have a scripted one) and need nothing else.
 TALKING = [
     block
     for block in RUNNABLE
-    if block.name and SNIPPETS[block.name].script and SNIPPETS[block.name].http_server is None
+    if block.name
+    and SNIPPETS[block.name].script
+    and SNIPPETS[block.name].http_server is None
+    and block.name not in RESPONSES
 ]
 pytestmark = pytest.mark.timeout(300)
 
@@ -45,4 +51,5 @@ def test_snippet_runs_against_the_real_server(
 
 
 def test_the_snippets_that_talk_to_a_model_are_all_here() -> None:
-    assert len(TALKING) >= 10, [block.id for block in TALKING]
+    assert len(TALKING) >= 8, [block.id for block in TALKING]
+    assert {block.name for block in RUNNABLE} >= RESPONSES  # still snippets of the docs
