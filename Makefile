@@ -109,7 +109,7 @@ typecheck: $(STAMP)
 # download) are independent, so a fresh machine runs them side by side.
 unit: $(STAMP)
 	$(MAKE) --no-print-directory -j4 node real-servers
-	AGCORE_LITELLM=$(LITELLM)/bin/litellm $(BIN)/python -m pytest -m "not interop"
+	AGCORE_LITELLM=$(LITELLM)/bin/litellm $(BIN)/python -m pytest -m "not interop and not real_snippets"
 
 test: lint typecheck unit
 
@@ -117,8 +117,10 @@ test: lint typecheck unit
 # through the grammar pipeline, sent alone and forced to llama-cpp-python's server
 # (tests/real/test_interop_llama.py). About 4.5 min of CPU, which would take `test` past
 # its 10-minute budget, so a target of its own; CI runs both (.ci/run).
+# The docs' snippets against the real server (tests/real/test_snippets_real.py, about
+# 2 min) run here too, for the same reason.
 test-interop: $(STAMP) real-servers
-	$(BIN)/python -m pytest -m interop
+	$(BIN)/python -m pytest -m "interop or real_snippets"
 
 # Benchmarks run in their own venv: the peers (openai-agents, pydantic-ai-slim,
 # langchain-core, fastmcp) are benchmark extras, never runtime dependencies.

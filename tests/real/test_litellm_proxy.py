@@ -33,6 +33,7 @@ import pytest
 from agcore_tools import CycleConfig, FinishReason, LlmCycle, LlmError, MaxTurnsExceededError
 
 from ..cycle.conftest import assert_history_valid
+from .conftest import RealServer
 from .test_llama_cpp_server import (
     FORCE_ADD,
     MODES,
@@ -217,6 +218,25 @@ async def test_streamed_responses_function_call_fails_in_the_bridge(
     assert not [e for e in events if e.type == "response.completed"]
 
 
+RESPONSES_OPTIONS: dict[str, Any] = {"temperature": 0, "max_output_tokens": 48, "max_retries": 0}
+
+
+def forced_responses_cycle(
+    proxy: RealServer, client: Any, profile: str, *, chain_responses: bool = False
+) -> LlmCycle:
+    """A Responses loop whose first request forces get_weather, with ``profile``."""
+    config = CycleConfig(
+        proxy.model,
+        api="responses",
+        tool_choice=FORCE_WEATHER,
+        max_turns=3,
+        profile=profile,
+        chain_responses=chain_responses,
+        **RESPONSES_OPTIONS,
+    )
+    return LlmCycle(config, client=client)
+
+
 @MODES
 async def test_the_responses_loop_through_the_bridge(litellm_proxy, litellm_client, tools, stream):
     # CycleConfig(api="responses") end to end, with LiteLLM's profile (given: this
@@ -225,16 +245,7 @@ async def test_the_responses_loop_through_the_bridge(litellm_proxy, litellm_clie
     # {"role": "assistant", "content": ""} before the function_call item, which the
     # bridge merges into the call's message, and the model answers. Streamed, the tool
     # turn goes unstreamed (the bridge's response.failed) and the answer streams.
-    options = {"temperature": 0, "max_output_tokens": 48, "max_retries": 0}
-    config = CycleConfig(
-        litellm_proxy.model,
-        api="responses",
-        tool_choice=FORCE_WEATHER,
-        max_turns=3,
-        profile="litellm",
-        **options,
-    )
-    cycle = LlmCycle(config, client=litellm_client)
+    cycle = forced_responses_cycle(litellm_proxy, litellm_client, "litellm")
 
     response = await submit(cycle, "What's the weather in Paris?", tools, stream)
 
@@ -252,7 +263,8 @@ async def test_the_responses_loop_through_the_bridge(litellm_proxy, litellm_clie
     assert "tool_calls" not in cycle.messages[3]
 
     plain = LlmCycle(
-        CycleConfig(litellm_proxy.model, api="responses", **options), client=litellm_client
+        CycleConfig(litellm_proxy.model, api="responses", **RESPONSES_OPTIONS),
+        client=litellm_client,
     )
     answer = await plain.submit("Say hello.")
     assert answer.text and answer.usage.prompt_tokens > 0
@@ -266,16 +278,7 @@ async def test_the_responses_loop_fails_in_the_bridge_without_its_profile(
     # profile="openai" sends what OpenAI takes: the follow-up's function_call item alone,
     # which the bridge forwards as an assistant message without "content" (the llama
     # server's 500, as in the drop-in test above); streamed, the tool turn itself fails.
-    options = {"temperature": 0, "max_output_tokens": 48, "max_retries": 0}
-    config = CycleConfig(
-        litellm_proxy.model,
-        api="responses",
-        tool_choice=FORCE_WEATHER,
-        max_turns=3,
-        profile="openai",
-        **options,
-    )
-    cycle = LlmCycle(config, client=litellm_client)
+    cycle = forced_responses_cycle(litellm_proxy, litellm_client, "openai")
     error = "Error building chunks" if stream else "'dict object' has no attribute 'content'"
 
     with pytest.raises(LlmError, match=error):
@@ -291,17 +294,7 @@ async def test_a_chained_responses_loop_still_fails_in_the_bridge(
     # call comes back from the proxy's stored response, out of the client's reach, and
     # the bridge sends it without "content". The profile cannot merge there: leave
     # chain_responses off behind LiteLLM (README, the LiteLLM row).
-    options = {"temperature": 0, "max_output_tokens": 48, "max_retries": 0}
-    config = CycleConfig(
-        litellm_proxy.model,
-        api="responses",
-        tool_choice=FORCE_WEATHER,
-        max_turns=3,
-        profile="litellm",
-        chain_responses=True,
-        **options,
-    )
-    cycle = LlmCycle(config, client=litellm_client)
+    cycle = forced_responses_cycle(litellm_proxy, litellm_client, "litellm", chain_responses=True)
 
     with pytest.raises(LlmError, match="'dict object' has no attribute 'content'"):
         await cycle.submit_with_tools("What's the weather in Paris?", tools)

@@ -7,7 +7,7 @@ obey (SmolLM2-135M, which answers without calling a tool as often as it calls on
 through the defaults only: ``OPENAI_BASE_URL`` set, nothing else changed. Each must
 exit 0: a snippet that indexes into ``invocations`` unchecked, or assumes the server
 takes OpenAI's ``json_schema``, fails here. The output is the model's, so it is not
-compared.
+compared. About 2 minutes, so ``make test-interop`` runs them (CI runs both targets).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ TALKING = [
     and SNIPPETS[block.name].http_server is None
     and block.name not in RESPONSES
 ]
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.real_snippets]
 
 
 @pytest.mark.parametrize("block", TALKING, ids=lambda block: block.id)
