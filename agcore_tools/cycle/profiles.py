@@ -23,6 +23,7 @@ a guess. A server without a built-in profile runs with OpenAI's; pass your own
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
 from collections.abc import Mapping
@@ -301,6 +302,7 @@ def resolve_profile(profile: ServerProfile | str | None) -> ServerProfile | None
     )
 
 
+@functools.lru_cache(maxsize=64)  # asked once per submit* call, with a few URLs
 def profile_for_url(base_url: str) -> ServerProfile | None:
     """The profile a base URL tells, or None when it tells nothing (a local port, a
     proxy): the loop then runs with OpenAI's.
