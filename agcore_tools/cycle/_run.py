@@ -100,8 +100,8 @@ class Run:
         logged at INFO when it differs from the cycle's last call's."""
         given = self.config.profile
         session = self.session
-        if given is not None and session.adapted is not None and session.adapted[0] is given:
-            return session.adapted[1]  # what a refusal taught, over the config's
+        if session.adapted is not None and session.adapted[0] is given:
+            return session.adapted[1]  # what a refusal taught this cycle, for this config
         profile = given or await self.requester.server_profile() or OPENAI
         if profile is not session.profile:
             source = (
