@@ -126,19 +126,22 @@ def hook_costs() -> dict[str, float]:
     from openai import AsyncOpenAI
 
     from agcore_tools import CycleConfig, ToolRegistry, _otel
-    from agcore_tools.cycle import EventStream
+    from agcore_tools.cycle import EventStream, OpenAIRequester
+    from agcore_tools.cycle._outcome import Outcome
     from agcore_tools.cycle._trace import run_trace
 
     client = AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="-")
+    requester = OpenAIRequester(client)
     config = CycleConfig("m")
     registry = ToolRegistry()
-    stream = EventStream()
 
     async def guarded(*_: Any) -> Any:
         return None
 
     async def events() -> Any:
         yield 1
+
+    stream = EventStream(events(), Outcome(), None)
 
     async def plain(n: int) -> None:
         for _ in range(n):
@@ -163,8 +166,11 @@ def hook_costs() -> dict[str, float]:
         for _ in range(5)
     )
     return {
-        "run_trace() per submit call": cpu(lambda: run_trace(config, client), number) - empty,
-        "wrap_invoke() per tool batch": cpu(lambda: _otel.wrap_invoke(registry, guarded), number)
+        "run_trace() per submit call": cpu(lambda: run_trace(config, requester, Outcome()), number)
+        - empty,
+        "wrap_invoke() per tool batch": cpu(
+            lambda: _otel.wrap_invoke(registry.tool_table, guarded), number
+        )
         - empty,
         "the _trace check per event": cpu(lambda: stream._trace is None, number) - empty,
         "aclosing() per request": max(aclosing / 2000, 0.0),

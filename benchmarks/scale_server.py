@@ -17,6 +17,7 @@ formatters, so they are the same JSON and SSE the tests use.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import sys
@@ -24,6 +25,7 @@ import threading
 from typing import Any, ClassVar
 
 from agcore_tools.testing import ScriptedChatServer
+from agcore_tools.testing._formats import reply_chunks, reply_json
 
 S = ScriptedChatServer
 SCRIPT = [
@@ -58,12 +60,13 @@ def _sse_answer(chunks: list[Any]) -> bytes:
 
 def prepared_answers() -> dict[tuple[int, bool, bool], bytes]:
     """(turn, stream, include_usage) -> the whole HTTP response."""
-    formatter = ScriptedChatServer([])
+    formatter = ScriptedChatServer([])  # its settings shape the bodies
+    ids = itertools.count()
     answers = {}
     for turn, reply in enumerate(SCRIPT):
-        answers[turn, False, False] = _json_answer(formatter._reply_json(reply))
+        answers[turn, False, False] = _json_answer(reply_json(formatter, ids, reply))
         for usage in (False, True):
-            answers[turn, True, usage] = _sse_answer(formatter._reply_chunks(reply, usage))
+            answers[turn, True, usage] = _sse_answer(reply_chunks(formatter, ids, reply, usage))
     return answers
 
 
