@@ -4,14 +4,23 @@ The loop is async (it runs tools concurrently while it reads the model's stream)
 needs an ``AsyncOpenAI``. Most apps hold a sync ``OpenAI``; rather than a second,
 blocking copy of the loop, the cycle builds an ``AsyncOpenAI`` with the same settings
 and owns it (``aclose()``/``close_sync()`` close it; the caller's client stays theirs).
+
+A client the cycle builds (from the environment, or a sync client's twin) sends through
+:func:`~agcore_tools.cycle.sharded_http_client`: it costs what the SDK's default client
+costs for one conversation at a time, and stays cheap with hundreds in flight (see
+``docs/benchmarks.md``, "Scale"). Most users never read that page, so the default is the
+one that scales. With a proxy in the environment the SDK's default client is kept: an
+``http_client`` with its own transport would ignore ``HTTPS_PROXY``.
 """
 
 from __future__ import annotations
 
 import logging
+import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from ..error import ClientTypeError, LlmError
+from .transport import sharded_http_client
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -35,6 +44,7 @@ def accept_client(client: Any) -> tuple[AsyncOpenAI, bool]:
     from openai import AsyncOpenAI, AzureOpenAI, OpenAI
 
     if isinstance(client, AsyncOpenAI):
+        _hint_sharding()
         return client, False
     if isinstance(client, AzureOpenAI):
         raise ClientTypeError(
@@ -68,6 +78,7 @@ def async_twin(client: OpenAI) -> AsyncOpenAI:
         # blocking, on first use), and copy()/with_options() only make a sync client.
         default_headers=getattr(client, "_custom_headers", None) or None,
         default_query=client.default_query or None,  # public: exactly the caller's
+        http_client=_scaling_http_client(),
     )
 
 
@@ -76,9 +87,35 @@ def client_from_env() -> AsyncOpenAI:
     from openai import AsyncOpenAI, OpenAIError
 
     try:
-        return AsyncOpenAI()
+        return AsyncOpenAI(http_client=_scaling_http_client())
     except OpenAIError as exc:
         raise LlmError(
             f"cannot create the OpenAI client from the environment: {exc}; pass client= or "
             "set OPENAI_API_KEY"
         ) from exc
+
+
+def _scaling_http_client() -> Any:
+    """The ``http_client`` of a client the cycle builds: sharded, unless a proxy is set.
+
+    ``None`` (the SDK's own client) when the environment names a proxy, which only a
+    client without a transport of its own honors.
+    """
+    if urllib.request.getproxies():
+        return None
+    return sharded_http_client()
+
+
+_hinted = False
+
+
+def _hint_sharding() -> None:
+    """Say once, at DEBUG, that a client of one's own scales better sharded."""
+    global _hinted
+    if not _hinted:
+        _hinted = True
+        logger.debug(
+            "LlmCycle uses the AsyncOpenAI client given; past a few hundred concurrent "
+            "conversations in one process, build it with "
+            "http_client=agcore_tools.cycle.sharded_http_client() (docs/benchmarks.md, Scale)"
+        )

@@ -21,11 +21,14 @@ __all__ = ["sharded_http_client"]
 def sharded_http_client(shards: int = 64, connections_per_shard: int = 16) -> httpx2.AsyncClient:
     """An ``http_client`` for ``AsyncOpenAI`` that spreads requests over ``shards`` pools.
 
-    Each request goes, round-robin, to one of ``shards`` independent connection pools
-    of up to ``connections_per_shard`` connections each, all of which may stay open
-    while idle. With many requests in flight (hundreds of concurrent conversations in
-    one process) this keeps the client's CPU per request close to its cost at low
-    concurrency; with a few it costs the same as the SDK's default client. The
+    Each request goes to the least busy of ``shards`` independent connection pools (the
+    one with the fewest responses open, the first on a tie) of up to
+    ``connections_per_shard`` connections each, all of which may stay open while idle.
+    With many requests in flight (hundreds of concurrent conversations in one process)
+    this keeps the client's CPU per request close to its cost at low concurrency; with a
+    few it costs the same as the SDK's default client, and one conversation at a time
+    reuses one connection, as that client does. ``LlmCycle`` builds the client it owns
+    on this one (unless a proxy is set in the environment). The
     defaults, 64 pools of 16 (1,024 connections, the SDK's default client allows
     1,000), keep each pool's walk over its connections short: at 1,000 requests in
     flight they cost about 30% less CPU per request than 8 pools of 128 (see

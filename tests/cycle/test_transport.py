@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 
+import httpx2
 import pytest
 
 from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, ToolRegistry
 from agcore_tools.cycle import sharded_http_client
+from agcore_tools.cycle._sharded import ShardedTransport
 
 from .conftest import S
 
@@ -56,7 +61,9 @@ async def counting() -> AsyncIterator[CountingServer]:
         server.close()
 
 
-async def test_sequential_requests_go_round_robin_over_the_shards(counting):
+async def test_sequential_requests_reuse_one_kept_alive_connection(counting):
+    # As the SDK's default client does: a lone conversation never fans out over the
+    # pools (against a real API each new connection is a TLS handshake).
     client = sharded_http_client(shards=4, connections_per_shard=8)
     try:
         for _ in range(12):
@@ -64,19 +71,35 @@ async def test_sequential_requests_go_round_robin_over_the_shards(counting):
             assert response.json() == {}
     finally:
         await asyncio.wait_for(client.aclose(), 5)
-    # One kept-alive connection per shard; a single pool would have reused one.
-    assert counting.connections == 4
+    assert counting.connections == 1
 
 
-async def test_a_single_pool_reuses_one_connection_for_the_same_requests(counting):
-    # The contrast that makes the test above meaningful.
-    client = sharded_http_client(shards=1, connections_per_shard=8)
+async def test_overlapping_requests_go_to_the_least_busy_shard(counting):
+    transport = ShardedTransport(shards=4, connections_per_shard=8)
+    client = httpx2.AsyncClient(transport=transport)
     try:
-        for _ in range(12):
-            await asyncio.wait_for(client.post(counting.url, content=b"x"), 5)
+        async with AsyncExitStack() as open_bodies:
+            for expected in ([1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1], [2, 1, 1, 1]):
+                request = client.build_request("POST", counting.url, content=b"x")
+                response = await asyncio.wait_for(client.send(request, stream=True), 5)
+                open_bodies.push_async_callback(response.aclose)
+                assert transport.open_responses == expected
+        assert transport.open_responses == [0, 0, 0, 0]  # each closed body gave its shard back
     finally:
         await asyncio.wait_for(client.aclose(), 5)
-    assert counting.connections == 1
+    assert counting.connections == 5  # one per response open at once
+
+
+async def test_a_failed_request_gives_its_shard_back():
+    transport = ShardedTransport(shards=2, connections_per_shard=2)
+    client = httpx2.AsyncClient(transport=transport)
+    try:
+        with pytest.raises(httpx2.ConnectError):
+            # Port 9 on loopback: nothing listens there, so the connection is refused.
+            await asyncio.wait_for(client.post("http://127.0.0.1:9/", content=b"x"), 5)
+        assert transport.open_responses == [0, 0]
+    finally:
+        await asyncio.wait_for(client.aclose(), 5)
 
 
 async def test_concurrent_requests_stay_within_each_shards_limit(counting):
@@ -126,3 +149,105 @@ async def test_many_conversations_share_it_with_no_thread_and_no_task_left(serve
         assert len(added) <= min(32, (os.cpu_count() or 1) + 4)
     finally:
         await asyncio.wait_for(client.close(), 5)
+
+
+class HoldingServer:
+    """Answers ``GET .../models`` once ``hold`` requests are in, counting connections and
+    recording each request line (a proxy sees the absolute URL there)."""
+
+    def __init__(self, hold: int) -> None:
+        self.hold = hold
+        self.connections = 0
+        self.request_lines: list[bytes] = []
+        self._arrived = 0
+        self._all_in = asyncio.Event()
+
+    def next_round(self) -> None:
+        self._arrived = 0
+        self._all_in = asyncio.Event()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        body = b'{"object": "list", "data": []}'
+        answer = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+        )
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                self.request_lines.append(head.split(b"\r\n", 1)[0])
+                self._arrived += 1
+                if self._arrived >= self.hold:
+                    self._all_in.set()
+                await asyncio.wait_for(self._all_in.wait(), 10)
+                writer.write(answer % (len(body), body))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the client closed the connection
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+async def holding(monkeypatch) -> AsyncIterator[tuple[HoldingServer, str]]:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    state = HoldingServer(hold=150)
+    server = await asyncio.start_server(state.handle, "127.0.0.1", 0)
+    async with server:
+        yield state, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        server.close()
+
+
+async def test_a_cycles_own_client_keeps_every_connection_alive_under_load(holding, monkeypatch):
+    # The SDK's default client keeps 100 connections alive: a second burst of 150
+    # would open 50 more. The client LlmCycle builds is sharded and keeps them all.
+    state, url = holding
+    monkeypatch.setenv("OPENAI_BASE_URL", url + "/v1")
+    cycle = LlmCycle(CycleConfig("m"))
+    assert cycle.client is not None
+    try:
+        for _ in range(2):
+            state.next_round()
+            await asyncio.wait_for(
+                asyncio.gather(*(cycle.client.models.list() for _ in range(150))), 20
+            )
+    finally:
+        await asyncio.wait_for(cycle.close(), 5)
+    assert state.connections == 150
+
+
+async def test_a_cycles_own_client_goes_through_the_proxy_the_environment_names(
+    holding, monkeypatch
+):
+    state, url = holding
+    state.hold = 1
+    monkeypatch.setenv("HTTP_PROXY", url)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://upstream.invalid/v1")
+    cycle = LlmCycle(CycleConfig("m"))
+    assert cycle.client is not None
+    try:
+        await asyncio.wait_for(cycle.client.models.list(), 10)
+    finally:
+        await asyncio.wait_for(cycle.close(), 5)
+    assert state.request_lines == [b"GET http://upstream.invalid/v1/models HTTP/1.1"]
+
+
+def test_a_client_of_ones_own_gets_the_sharding_hint_once_at_debug():
+    script = (
+        "import logging\n"
+        "from openai import AsyncOpenAI\n"
+        "from agcore_tools import CycleConfig, LlmCycle\n"
+        "logging.basicConfig(level=logging.DEBUG, format='%(levelname)s %(message)s')\n"
+        "client = AsyncOpenAI(api_key='-', base_url='http://127.0.0.1:9/v1')\n"
+        "for _ in range(3):\n"
+        "    LlmCycle(CycleConfig('m'), client=client)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    hints = [line for line in done.stderr.splitlines() if "sharded_http_client()" in line]
+    assert len(hints) == 1, done.stderr
+    assert hints[0].startswith("DEBUG ")
