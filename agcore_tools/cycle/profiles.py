@@ -145,8 +145,12 @@ LITELLM = dataclasses.replace(
     responses_assistant_text=True,
     responses_stream_tool_calls=False,
 )
-"""LiteLLM's proxy in front of llama-cpp-python, as ``tests/real`` runs it: the server's
-quirks, and a Responses-to-Chat bridge."""
+"""LiteLLM's proxy: its Responses-to-Chat bridge, over the quirks of a local server
+behind it (llama-cpp-python's, as ``tests/real`` runs it). A proxy's capabilities are its
+backend's, which its model list does not tell, so the profile picked for it by itself
+assumes the most limited backend: every request works, at a cost on a capable one
+(``json_object`` output, tool turns unstreamed). In front of OpenAI's API, give
+``CycleConfig(profile="openai")``."""
 
 # Azure OpenAI serves OpenAI's models with OpenAI's request shape (the openai package's
 # AsyncAzureOpenAI): no source read for this profile shows any of these fields
@@ -325,10 +329,16 @@ def profile_for_url(base_url: str) -> ServerProfile | None:
     return None
 
 
+_LITELLM_CREATED = 1677610602
+
+
 def profile_for_models(listing: Any, headers: Mapping[str, str]) -> ServerProfile | None:
     """The profile a server's ``GET /models`` answer tells, or None.
 
-    LiteLLM's proxy marks its answers with ``x-litellm-*`` headers; llama-cpp-python's
+    LiteLLM's proxy marks its answers with ``x-litellm-*`` headers (not its model list,
+    as of 1.106), and gives every entry of that list the same ``created``
+    (``DEFAULT_MODEL_CREATED_AT_TIME``, 1677610602, in ``litellm/constants.py``;
+    OpenAI's own list has one model of that date among many); llama-cpp-python's
     server lists its model as ``owned_by: "me"`` with a ``permissions`` list; vLLM,
     SGLang and llama-server put their own name in every entry's ``owned_by``
     (``"vllm"``, ``"sglang"``, ``"llamacpp"``); Ollama's ``owned_by`` is the model's
@@ -339,6 +349,9 @@ def profile_for_models(listing: Any, headers: Mapping[str, str]) -> ServerProfil
         >>> profile_for_models({"object": "list", "data": [entry]}, {}).name
         'llama-cpp-python'
         >>> profile_for_models({"data": []}, {"x-litellm-version": "1.106.12"}).name
+        'litellm'
+        >>> entry = {"id": "smollm", "created": 1677610602, "owned_by": "openai"}
+        >>> profile_for_models({"data": [entry]}, {}).name
         'litellm'
         >>> profile_for_models({"data": [{"id": "Qwen/Qwen3-8B", "owned_by": "vllm"}]}, {}).name
         'vllm'
@@ -351,6 +364,8 @@ def profile_for_models(listing: Any, headers: Mapping[str, str]) -> ServerProfil
     entries = [e for e in data if isinstance(e, Mapping)] if isinstance(data, list) else []
     if entries and all(e.get("owned_by") == "me" and "permissions" in e for e in entries):
         return LLAMA_CPP_PYTHON
+    if entries and all(e.get("created") == _LITELLM_CREATED for e in entries):
+        return LITELLM
     owners = {e.get("owned_by") for e in entries}
     if len(owners) == 1:
         owner = next(iter(owners))

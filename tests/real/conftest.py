@@ -186,6 +186,12 @@ def start_litellm_proxy(backend: RealServer, directory: Path) -> RealServer:
         "      model: llamafile/smollm\n"
         f"      api_base: {backend.base_url}\n"
         "      api_key: not-needed\n"
+        # Any other model name (the docs' snippets ask for gpt-4o-mini) goes there too.
+        '  - model_name: "*"\n'
+        "    litellm_params:\n"
+        "      model: llamafile/smollm\n"
+        f"      api_base: {backend.base_url}\n"
+        "      api_key: not-needed\n"
         "litellm_settings:\n"
         "  telemetry: false\n"
         "  num_retries: 0\n"  # a failure is the answer under test, not a reason to retry

@@ -19,8 +19,9 @@ adds (README, "providers and quirks"):
   such a turn unstreamed.
 
 Each quirk is pinned raw (the drop-in, or ``profile="openai"``) and the loop is shown
-answering with LiteLLM's profile. That profile is given here: this proxy's ``GET
-/models`` answer carries no ``x-litellm-*`` header to tell it by.
+answering with LiteLLM's profile, which it picks by itself: the proxy's ``GET /models``
+answer carries no ``x-litellm-*`` header, but gives every entry LiteLLM's constant
+``created``.
 """
 
 from __future__ import annotations
@@ -222,9 +223,10 @@ RESPONSES_OPTIONS: dict[str, Any] = {"temperature": 0, "max_output_tokens": 48, 
 
 
 def forced_responses_cycle(
-    proxy: RealServer, client: Any, profile: str, *, chain_responses: bool = False
+    proxy: RealServer, client: Any, profile: str | None, *, chain_responses: bool = False
 ) -> LlmCycle:
-    """A Responses loop whose first request forces get_weather, with ``profile``."""
+    """A Responses loop whose first request forces get_weather, with ``profile`` (None:
+    the one the loop picks)."""
     config = CycleConfig(
         proxy.model,
         api="responses",
@@ -239,13 +241,15 @@ def forced_responses_cycle(
 
 @MODES
 async def test_the_responses_loop_through_the_bridge(litellm_proxy, litellm_client, tools, stream):
-    # CycleConfig(api="responses") end to end, with LiteLLM's profile (given: this
-    # proxy's GET /models answer has no x-litellm-* headers to tell it by, and its entries
-    # read as OpenAI's): a forced call runs, then the follow-up sends the whole input with
-    # {"role": "assistant", "content": ""} before the function_call item, which the
-    # bridge merges into the call's message, and the model answers. Streamed, the tool
-    # turn goes unstreamed (the bridge's response.failed) and the answer streams.
-    cycle = forced_responses_cycle(litellm_proxy, litellm_client, "litellm")
+    # CycleConfig(api="responses") end to end, with the profile the loop picks by itself
+    # (LiteLLM's, from its model list): a forced call runs, then the follow-up sends the
+    # whole input with {"role": "assistant", "content": ""} before the function_call
+    # item, which the bridge merges into the call's message, and the model answers.
+    # Streamed, the tool turn goes unstreamed (the bridge's response.failed) and the
+    # answer streams.
+    cycle = forced_responses_cycle(litellm_proxy, litellm_client, None)
+    picked = await cycle.requester.server_profile()
+    assert picked is not None and picked.name == "litellm"
 
     response = await submit(cycle, "What's the weather in Paris?", tools, stream)
 
