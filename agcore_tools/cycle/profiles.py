@@ -136,7 +136,7 @@ LLAMA_CPP_PYTHON = ServerProfile(
     max_tools=None,
 )
 """llama-cpp-python 0.3's server (``chatml-function-calling``): pinned by ``tests/real``
-and the README's quirk table."""
+and the README's profile table."""
 
 LITELLM = dataclasses.replace(
     LLAMA_CPP_PYTHON,

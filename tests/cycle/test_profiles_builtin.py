@@ -1,14 +1,16 @@
 """The built-in server profiles: each resolves by name, the hosts and model lists that
 name a server pick its profile, and where a profile differs from OpenAI's the request
 is fitted to it. The listings below have the shape each server's source builds (cited
-in ``agcore_tools/cycle/profiles.py``); no live server is called.
+in ``agcore_tools/cycle/profiles.py``); the loop's requests go to the scripted loopback
+server, and no live server is called.
 """
 
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel
 
-from agcore_tools import CycleConfig
+from agcore_tools import CycleConfig, LlmConfigError
 from agcore_tools.cycle.profiles import (
     ANTHROPIC,
     AZURE,
@@ -16,6 +18,7 @@ from agcore_tools.cycle.profiles import (
     LITELLM,
     LLAMA_CPP_PYTHON,
     LLAMA_SERVER,
+    LM_STUDIO,
     OLLAMA,
     OPENAI,
     PROFILES,
@@ -27,6 +30,8 @@ from agcore_tools.cycle.profiles import (
     profile_for_models,
     profile_for_url,
 )
+
+from .conftest import S
 
 ADD = {"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}
 MUL = {"type": "function", "function": {"name": "mul", "parameters": {"type": "object"}}}
@@ -178,6 +183,7 @@ def test_where_the_new_profiles_differ_from_openai() -> None:
         "reasoning_content",
     )
     assert (VLLM.reasoning_field, SGLANG.reasoning_field) == ("reasoning", "reasoning_content")
+    assert (OLLAMA.reasoning_field, LM_STUDIO.reasoning_field) == ("reasoning", "reasoning")
     # Azure and Gemini: no documented difference, so OpenAI's values under their own name.
     for same in (AZURE, GEMINI):
         assert (
@@ -187,3 +193,46 @@ def test_where_the_new_profiles_differ_from_openai() -> None:
             )
             == OPENAI
         )
+
+
+def test_lm_studio_keeps_required_and_sends_auto_for_a_named_tool() -> None:
+    params: dict[str, object] = {"tools": [ADD, MUL], "tool_choice": "required"}
+    assert fit_request(params, LM_STUDIO, stream=True) == (True, [])
+    assert params["tool_choice"] == "required"
+
+    params = {"tools": [ADD, MUL], "tool_choice": {"type": "function", "function": {"name": "mul"}}}
+    assert fit_request(params, LM_STUDIO, stream=True) == (True, ['named tool_choice -> "auto"'])
+    assert params["tool_choice"] == "auto"
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+@pytest.mark.parametrize("profile", ["tgi", "anthropic"])
+async def test_a_bare_output_type_asks_for_the_output_tool_where_response_format_is_not_taken(
+    serve, make_cycle, profile
+):
+    # TGI takes response_format or tools, never both; Anthropic's endpoint ignores it.
+    server = serve(S.reply_tool_calls([("final_result", {"name": "Rome", "population": 2})]))
+    cycle = make_cycle(server, profile=profile)
+
+    response = await cycle.submit("City?", output_type=City)
+
+    assert response.output == City(name="Rome", population=2)
+    request = server.requests[0].json
+    assert "response_format" not in request
+    assert [tool["function"]["name"] for tool in request["tools"]] == ["final_result"]
+
+
+@pytest.mark.parametrize("profile", ["tgi", "llama-server"])
+async def test_the_responses_api_is_refused_before_any_request_where_the_server_has_none(
+    serve, make_cycle, profile
+):
+    server = serve(S.reply_text("never sent"))
+    cycle = make_cycle(server, api="responses", profile=profile)
+
+    with pytest.raises(LlmConfigError, match=rf"the {profile} server has no Responses API"):
+        await cycle.submit("Hi")
+    assert server.requests == []

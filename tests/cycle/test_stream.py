@@ -178,6 +178,27 @@ async def test_empty_name_and_id_on_continuation_deltas_are_ignored(serve, make_
     assert cycle.messages[1]["tool_calls"][0]["function"]["name"] == "echo"
 
 
+async def test_id_and_name_repeated_on_every_delta_make_one_call(serve, make_cycle, echo):
+    # llama-cpp-python 0.3: the call's id and name on every argument delta, with
+    # content null and a legacy function_call next to tool_calls (ignored).
+    legacy = {"name": "echo", "arguments": ""}
+    events, cycle, _ = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            s.chunk({"content": None, "function_call": legacy,
+                     "tool_calls": [call(0, "c1", "echo", '{"text": ')]}),
+            s.chunk({"content": None, "function_call": legacy,
+                     "tool_calls": [call(0, "c1", "echo", '"twice"}')]}),
+            s.chunk({}, "tool_calls"),
+        ],
+    )  # fmt: skip
+    assert started(events) == [("echo", {"text": "twice"}, "c1")]
+    assert "function_call" not in cycle.messages[1]
+    assert tool_messages(cycle.messages) == {"c1": "echo:twice"}
+
+
 async def test_arguments_sent_as_a_json_object(serve, make_cycle, echo):
     # llama.cpp and TGI.
     events, cycle, server = await play(
