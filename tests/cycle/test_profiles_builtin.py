@@ -147,6 +147,18 @@ def test_litellm_headers_win_over_the_listing_behind_the_proxy() -> None:
     assert profile_for_models(VLLM_LISTING, {"x-litellm-version": "1.80.0"}) is LITELLM
 
 
+def test_litellm_is_told_by_the_created_it_gives_every_entry() -> None:
+    # LiteLLM 1.106's /models, as tests/real's proxy answers it: no x-litellm header.
+    entries = [
+        {"id": name, "object": "model", "created": 1677610602, "owned_by": "openai"}
+        for name in ("smollm", "*")
+    ]
+    assert profile_for_models({"object": "list", "data": entries}, {}) is LITELLM
+    # OpenAI's own list has one model of that date among others of other dates.
+    entries.append({"id": "gpt-4o", "object": "model", "created": 1715367049, "owned_by": "system"})
+    assert profile_for_models({"object": "list", "data": entries}, {}) is None
+
+
 def test_ollama_takes_no_tool_choice_so_required_names_the_one_tool_and_a_named_one_is_auto() -> (
     None
 ):
