@@ -97,6 +97,9 @@ class Session:
         self.restarts = 0
         """Restarts in a row without a request succeeding in between."""
         self._connect_lock = asyncio.Lock()
+        # The restarts waiting out their backoff: close() wakes them, so a caller
+        # waiting for a restart learns of the close at once, not after the backoff.
+        self._backoffs: set[asyncio.Future[None]] = set()
 
     @property
     def server_name(self) -> str:
@@ -170,7 +173,7 @@ class Session:
                 raise self.not_usable(conn, tool_name, action)
             wait = policy.delay(attempt) - (time.monotonic() - conn.lost_at)
             if wait > 0:
-                await asyncio.sleep(wait)
+                await self._back_off(wait)
                 if self.conn is not conn:
                     raise self.not_usable(self.conn, tool_name, action)
             self.restarts = attempt
@@ -182,6 +185,16 @@ class Session:
                 conn.lost_reason,
             )
             return await self._start_locked(restarting=True)
+
+    async def _back_off(self, seconds: float) -> None:
+        """Wait ``seconds``, or until :meth:`close` runs."""
+        woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._backoffs.add(woken)
+        try:
+            await asyncio.wait({woken}, timeout=seconds)
+        finally:
+            self._backoffs.discard(woken)
+            woken.cancel()
 
     def can_restart(self) -> bool:
         """Whether the recovery policy allows another restart in a row."""
@@ -234,6 +247,9 @@ class Session:
             self.conn = None  # it ended with its event loop, or on its own
             return
         self.conn = None
+        for woken in self._backoffs:
+            if not woken.done():
+                woken.set_result(None)
         if conn is not None:
             await conn.stop()
 

@@ -168,8 +168,10 @@ async def test_close_during_a_restart_backoff_wins(tmp_path: Path) -> None:
     await asyncio.sleep(0.1)
     assert not waiting.done()
     await client.close()
+    closed = time.monotonic()
     with pytest.raises(McpNotInitializedError):
-        await waiting
+        await asyncio.wait_for(waiting, 5)
+    assert time.monotonic() - closed < 5, "the close must end the backoff, not wait it out"
     assert not client.connected and client.pid is None
     await assert_no_stray_tasks()
 
