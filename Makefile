@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-temporal test test-interop lint typecheck unit bench node real-servers clean clean-room
+.PHONY: demo demo-temporal test test-interop lint typecheck unit unit-real unit-rest bench node real-servers clean clean-room
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -107,9 +107,19 @@ typecheck: $(STAMP)
 
 # The slow setup steps (npm ci, the llama-cpp-python build, the LiteLLM venv, the model
 # download) are independent, so a fresh machine runs them side by side.
+# The tests against the real servers (tests/real) spend most of their time waiting for
+# the model, in the server's process, while the rest of the suite is Python in pytest's
+# own: the two run side by side, one per core, and each prints its report when it ends.
+UNIT_MARKERS := not interop and not real_snippets
 unit: $(STAMP)
 	$(MAKE) --no-print-directory -j4 node real-servers
-	AGCORE_LITELLM=$(LITELLM)/bin/litellm $(BIN)/python -m pytest -m "not interop and not real_snippets"
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit-real unit-rest
+
+unit-real: $(STAMP)
+	AGCORE_LITELLM=$(LITELLM)/bin/litellm $(BIN)/python -m pytest -m "$(UNIT_MARKERS)" tests/real
+
+unit-rest: $(STAMP)
+	$(BIN)/python -m pytest -m "$(UNIT_MARKERS)" --ignore=tests/real
 
 test: lint typecheck unit
 
