@@ -36,6 +36,7 @@ from .profiles import (
     OPENAI,
     Refusal,
     ServerProfile,
+    check_tool_count,
     fit_request,
     fit_responses_request,
     read_refusal,
@@ -207,6 +208,7 @@ class Run:
                 # 2. The tools this request offers (see _selection.py), within the budget.
                 tools, offered = offer.turn(messages) if offer else (None, registry)
                 check_budget(tools or (), config.model, limits.max_definition_tokens)
+                check_tool_count(tools or (), profile)
                 # 3. One request; streamed text events pass straight through. A forced
                 #    tool_choice serves the call's first request only, or a forced loop
                 #    could end at max_turns alone.

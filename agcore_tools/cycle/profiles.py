@@ -26,7 +26,7 @@ import dataclasses
 import functools
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -49,6 +49,7 @@ __all__ = [
     "VLLM",
     "Refusal",
     "ServerProfile",
+    "check_tool_count",
     "fit_request",
     "fit_responses_request",
     "names_an_option",
@@ -117,11 +118,15 @@ class ServerProfile:
     Responses turn that may call a tool is sent unstreamed."""
     reasoning_field: str | None = None
     """The message field carrying reasoning text (``reasoning_content``), if any."""
-    max_tools: int | None = 128
-    """The most tools one request may offer; None for no known limit."""
+    max_tools: int | None = None
+    """The most tools one request may offer, where the server documents a limit; None
+    for no known limit. A request over it is refused before it is sent (see
+    :func:`check_tool_count`), so only a documented limit is set."""
 
 
-OPENAI = ServerProfile("openai")
+# OpenAI's API reference, Chat Completions `tools`: "A max of 128 functions are
+# supported" (the same for Responses); over it, a 400 array_above_max_length.
+OPENAI = ServerProfile("openai", max_tools=128)
 """OpenAI: the default."""
 
 LLAMA_CPP_PYTHON = ServerProfile(
@@ -133,7 +138,6 @@ LLAMA_CPP_PYTHON = ServerProfile(
     tools_need_tool_choice=True,
     tool_results_in_prompt=False,
     responses_api=False,
-    max_tools=None,
 )
 """llama-cpp-python 0.3's server (``chatml-function-calling``): pinned by ``tests/real``
 and the README's profile table."""
@@ -154,9 +158,9 @@ assumes the most limited backend: every request works, at a cost on a capable on
 
 # Azure OpenAI serves OpenAI's models with OpenAI's request shape (the openai package's
 # AsyncAzureOpenAI): no source read for this profile shows any of these fields
-# differing (docs silent), so every one keeps OpenAI's default. A profile of its own so
-# the base URL names the service in the log.
-AZURE = ServerProfile("azure")
+# differing (docs silent), so every one keeps OpenAI's value, the 128-tool limit
+# included. A profile of its own so the base URL names the service in the log.
+AZURE = ServerProfile("azure", max_tools=128)
 """Azure OpenAI (``*.openai.azure.com``, ``*.services.ai.azure.com``): OpenAI's values."""
 
 # llama.cpp's llama-server (ggml-org/llama.cpp), tools and tool_choice with --jinja:
@@ -464,6 +468,28 @@ def read_refusal(
         adapted = dataclasses.replace(profile, parallel_tool_calls=False)
         return Refusal("parallel_tool_calls", "left out", adapted)
     return None
+
+
+def check_tool_count(tools: Sized, profile: ServerProfile) -> None:
+    """Refuse a request offering more tools than ``profile.max_tools``, before it is sent.
+
+    OpenAI answers more than 128 with a 400 (``array_above_max_length``) that no fallback
+    can help: the request must offer fewer.
+
+    Example:
+        >>> check_tool_count(range(128), OPENAI)
+        >>> check_tool_count(range(129), OPENAI)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmConfigError: this request offers 129 tools, and the openai server takes at most 128 per request (its server profile's max_tools): offer fewer with submit_with_tools(select=...) or a ToolSearch (docs/guides/tool-selection.md)
+    """
+    limit = profile.max_tools
+    if limit is not None and len(tools) > limit:
+        raise LlmConfigError(
+            f"this request offers {len(tools)} tools, and the {profile.name} server takes at "
+            f"most {limit} per request (its server profile's max_tools): offer fewer with "
+            "submit_with_tools(select=...) or a ToolSearch (docs/guides/tool-selection.md)"
+        )
 
 
 def fit_request(

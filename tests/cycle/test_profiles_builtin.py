@@ -7,10 +7,12 @@ server, and no live server is called.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from pydantic import BaseModel
 
-from agcore_tools import CycleConfig, LlmConfigError
+from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, ToolRegistry
 from agcore_tools.cycle.profiles import (
     ANTHROPIC,
     AZURE,
@@ -196,15 +198,16 @@ def test_where_the_new_profiles_differ_from_openai() -> None:
     )
     assert (VLLM.reasoning_field, SGLANG.reasoning_field) == ("reasoning", "reasoning_content")
     assert (OLLAMA.reasoning_field, LM_STUDIO.reasoning_field) == ("reasoning", "reasoning")
-    # Azure and Gemini: no documented difference, so OpenAI's values under their own name.
-    for same in (AZURE, GEMINI):
-        assert (
-            ServerProfile(
-                OPENAI.name,
-                **{f: getattr(same, f) for f in ServerProfile.__dataclass_fields__ if f != "name"},
-            )
-            == OPENAI
+    # Azure and Gemini: no documented difference, so OpenAI's values under their own name,
+    # but for the tool limit: OpenAI's API reference documents it, for Azure's API too.
+    for same, limit in ((AZURE, 128), (GEMINI, None)):
+        fields = {f: getattr(same, f) for f in ServerProfile.__dataclass_fields__}
+        assert fields.pop("max_tools") == limit
+        assert dataclasses.replace(OPENAI, **fields, max_tools=None) == dataclasses.replace(
+            OPENAI, name=same.name, max_tools=None
         )
+    # Only a documented limit refuses requests.
+    assert [p.name for p in PROFILES.values() if p.max_tools is not None] == ["openai", "azure"]
 
 
 def test_lm_studio_keeps_required_and_sends_auto_for_a_named_tool() -> None:
@@ -248,3 +251,27 @@ async def test_the_responses_api_is_refused_before_any_request_where_the_server_
     with pytest.raises(LlmConfigError, match=rf"the {profile} server has no Responses API"):
         await cycle.submit("Hi")
     assert server.requests == []
+
+
+async def test_more_tools_than_the_server_takes_are_refused_before_sending(serve) -> None:
+    server = serve(S.reply_text("never sent"))
+    registry = ToolRegistry()
+    for n in range(129):
+
+        def echo(x: int) -> int:
+            """Return x."""
+            return x
+
+        registry.tool(name=f"tool_{n}")(echo)
+    async with server.client() as client:
+        cycle = LlmCycle(CycleConfig("m", profile="openai"), client=client)
+        with pytest.raises(
+            LlmConfigError, match="offers 129 tools, and the openai server"
+        ) as caught:
+            await cycle.submit_with_tools("hi", registry)
+        assert isinstance(caught.value, ValueError)
+        assert server.requests == []  # nothing was sent
+        # A profile without a known limit sends them all.
+        cycle = LlmCycle(CycleConfig("m", profile="llama-cpp-python"), client=client)
+        assert (await cycle.submit_with_tools("hi", registry)).text == "never sent"
+        assert len(server.requests[0].json["tools"]) == 129
