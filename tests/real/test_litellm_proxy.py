@@ -104,7 +104,10 @@ async def test_auto_tool_choice_loop_is_accepted_on_every_turn(
     litellm_proxy, litellm_client, tools
 ):
     # The model calls again each turn: the llama server's template hides tool results.
-    cycle = make_cycle(litellm_proxy, litellm_client, max_turns=2, tool_choice="auto")
+    # The server's own behaviour, so OpenAI's profile: LiteLLM's would answer.
+    cycle = make_cycle(
+        litellm_proxy, litellm_client, max_turns=2, tool_choice="auto", profile="openai"
+    )
 
     with pytest.raises(MaxTurnsExceededError):
         await cycle.submit_with_tools(QUESTION, tools)
@@ -121,7 +124,8 @@ async def test_streamed_auto_tool_choice_cut_comes_back_as_an_empty_answer(
     # Direct, the llama server's stream ends without a finish_reason, and the loop
     # raises a cut stream. The proxy closes that stream with finish_reason "stop" and no
     # text: LiteLLM's doing, and a normal (empty) answer as far as any client can tell.
-    cycle = make_cycle(litellm_proxy, litellm_client, tool_choice="auto")
+    # Raw, so OpenAI's profile: LiteLLM's sends that turn unstreamed.
+    cycle = make_cycle(litellm_proxy, litellm_client, tool_choice="auto", profile="openai")
 
     response = await cycle.submit_stream_with_tools(QUESTION, tools).collect()
 
