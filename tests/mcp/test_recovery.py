@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import sys
 import time
@@ -58,6 +59,8 @@ def test_the_first_restart_is_immediate_and_later_ones_back_off() -> None:
         ({"backoff": -1}, "backoff must be a non-negative number"),
         ({"ping_interval": 0}, "ping_interval must be a positive number"),
         ({"ping_interval": "often"}, "ping_interval must be a positive number"),
+        ({"window": 0}, "window must be a positive number"),
+        ({"window": float("inf")}, "window must be a positive number"),
     ],
 )
 def test_bad_settings_are_refused(options: dict[str, Any], message: str) -> None:
@@ -115,16 +118,26 @@ async def test_a_call_in_flight_when_the_server_dies_is_sent_again_only_if_safe(
 
 
 def flaky_launcher(flag: Path) -> StdioTransport:
-    """Starts the fault server over stdio, until ``flag`` exists: then fails at start-up."""
+    """Starts the fault server over stdio, until ``flag`` exists: then fails at start-up.
+
+    Each start appends a line to ``launches`` beside ``flag`` (see :func:`launches`)."""
     launcher = flag.with_name("launcher.py")
     launcher.write_text(
         "import os, runpy, sys\n"
+        f"with open({str(flag.with_name('launches'))!r}, 'a') as log:\n"
+        "    log.write('start\\n')\n"
         f"if os.path.exists({str(flag)!r}):\n"
         "    sys.exit('config is broken')\n"
         f"sys.path.insert(0, {str(FAULTS.parent)!r})\n"
         f"runpy.run_path({str(FAULTS)!r}, run_name='__main__')\n"
     )
     return StdioTransport(sys.executable, [str(launcher)])
+
+
+def launches(flag: Path) -> int:
+    """How many times the launcher of :func:`flaky_launcher` ran."""
+    log = flag.with_name("launches")
+    return len(log.read_text().splitlines()) if log.exists() else 0
 
 
 async def kill_and_break(client: McpClient, flag: Path) -> None:
@@ -134,25 +147,65 @@ async def kill_and_break(client: McpClient, flag: Path) -> None:
     await wait_until(lambda: not client.connected, "the death to be noticed")
 
 
-async def test_restarts_stop_after_max_restarts_failures_in_a_row(tmp_path: Path) -> None:
+async def test_spent_restarts_open_the_circuit_and_calls_fail_at_once(tmp_path: Path) -> None:
     flag = tmp_path / "broken"
-    policy = McpRecovery(max_restarts=2, backoff=0.01)
+    policy = McpRecovery(max_restarts=2, backoff=0.01, window=600)
     client = McpClient("flaky", flaky_launcher(flag), timeout=20, recovery=policy)
     await client.connect()
     await kill_and_break(client, flag)
+    assert client.circuit == "closed"  # lost, and the next call restarts it
 
     for _ in range(2):  # each call tries one restart, which fails at start-up
         with pytest.raises(McpError, match="exited with code 1 during start-up") as info:
             await client.call_tool("echo", {"text": "x"})
         assert "config is broken" in str(info.value)
         assert not client.connected
-    with pytest.raises(McpNotInitializedError, match="2 restarts in a row failed"):
+    assert client.circuit == "open"
+    started = launches(flag)
+    with pytest.raises(McpNotInitializedError) as refused:
         await client.call_tool("echo", {"text": "x"})
+    assert launches(flag) == started, "an open circuit tries no restart"
+    message = str(refused.value)
+    assert "2 restarts within 600 s did not bring it back" in message
+    assert re.search(r"the next restart is tried, in 5\d\d\.\d s", message), message
     assert "config is broken" in client.stderr_tail
 
     flag.unlink()
     await client.connect()  # counts from zero again
+    assert client.circuit == "closed"
     assert await client.call_tool("echo", {"text": "fixed"}) == "fixed"
+    await client.close()
+
+
+async def test_the_restart_budget_refills_so_a_server_back_is_used_again(tmp_path: Path) -> None:
+    # The outage of issue 25, item 3: restarts spent while the server is down; once it is
+    # back, the first call after the window uses it, without connect().
+    flag = tmp_path / "broken"
+    window = 1.5
+    policy = McpRecovery(max_restarts=1, backoff=0, window=window)
+    client = McpClient("flaky", flaky_launcher(flag), timeout=20, recovery=policy)
+    await client.connect()
+    await kill_and_break(client, flag)
+
+    with pytest.raises(McpError, match="during start-up"):
+        await client.call_tool("echo", {"text": "x"})  # the one restart of the window
+    assert client.circuit == "open"
+    with pytest.raises(McpNotInitializedError, match="requests fail at once"):
+        await client.call_tool("echo", {"text": "x"})
+
+    # Half-open, still broken: one restart is tried, and fails; the circuit opens again.
+    await wait_until(lambda: client.circuit == "half-open", "the window to pass", window + 5)
+    started = launches(flag)
+    with pytest.raises(McpError, match="during start-up"):
+        await client.call_tool("echo", {"text": "x"})
+    assert launches(flag) == started + 1
+    assert client.circuit == "open"
+
+    # Half-open, fixed: the next call restarts the server and closes the circuit.
+    flag.unlink()
+    await wait_until(lambda: client.circuit == "half-open", "the window to pass", window + 5)
+    assert await client.call_tool("echo", {"text": "back"}) == "back"
+    assert client.connected and client.circuit == "closed"
     await client.close()
 
 
