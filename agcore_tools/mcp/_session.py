@@ -25,7 +25,7 @@ from ..error import McpNotInitializedError, ToolConfigError, ToolError
 from ._connection import ClientSettings, Connection
 from ._exchange import EXCHANGE, HttpExchange
 from ._progress import progress_callback
-from ._recover import classify, send_again
+from ._recover import classify, note_run, send_again
 from ._restarts import Circuit, RestartBudget
 from ._results import result_value
 from ._state import State
@@ -379,9 +379,12 @@ class Session:
         """Send ``tools/call`` and return the tool's value (see :meth:`McpClient.call_tool`)."""
         conn = self.conn
         if conn is None or conn.state is not State.READY:
-            conn = await self._usable(conn, f"tools/call '{name}'", name)
+            try:
+                conn = await self._usable(conn, f"tools/call '{name}'", name)
+            except ToolError as exc:
+                raise note_run(exc, False, name)  # noqa: B904 - its cause is kept: see note_run
         if self.loop is not asyncio.get_running_loop():
-            raise self.wrong_loop(f"tools/call '{name}'", name)
+            raise note_run(self.wrong_loop(f"tools/call '{name}'", name), False, name)
         settings = self.settings
         limit = settings.timeout if timeout is None else check_timeout(self.server_name, timeout)
         progress = progress_callback(settings.on_progress, self.server_name, name)

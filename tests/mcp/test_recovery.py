@@ -22,10 +22,13 @@ from agcore_tools import (
     McpNotInitializedError,
     McpRecovery,
     StdioTransport,
+    StreamableHttpTransport,
     ToolError,
+    ToolRegistry,
 )
+from agcore_tools.calls import model_text
 
-from .conftest import FAULTS, assert_group_gone, assert_no_stray_tasks, pid_alive
+from .conftest import FAULTS, FaultServer, assert_group_gone, assert_no_stray_tasks, pid_alive
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -159,6 +162,7 @@ async def test_spent_restarts_open_the_circuit_and_calls_fail_at_once(tmp_path: 
         with pytest.raises(McpError, match="exited with code 1 during start-up") as info:
             await client.call_tool("echo", {"text": "x"})
         assert "config is broken" in str(info.value)
+        assert info.value.may_have_run is False
         assert not client.connected
     assert client.circuit == "open"
     started = launches(flag)
@@ -168,6 +172,7 @@ async def test_spent_restarts_open_the_circuit_and_calls_fail_at_once(tmp_path: 
     message = str(refused.value)
     assert "2 restarts within 600 s did not bring it back" in message
     assert re.search(r"the next restart is tried, in 5\d\d\.\d s", message), message
+    assert message.endswith("; the call was not run")
     assert "config is broken" in client.stderr_tail
 
     flag.unlink()
@@ -250,4 +255,64 @@ async def test_a_frozen_stdio_server_is_declared_dead_and_replaced(tmp_path: Pat
     assert await client.call_tool("echo", {"text": "thawed"}) == "thawed"
     assert client.pid != frozen
     await wait_until(lambda: not pid_alive(frozen), "the frozen server to be killed")
+    await client.close()
+
+
+# -- "may have run" ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+async def test_a_call_failed_by_the_liveness_ping_may_have_run_and_says_so(
+    fault_server: FaultServer, protocol: str, tmp_path: Path
+) -> None:
+    # Issue 25, item 5: the call reported "connection lost" runs on the server once it
+    # resumes. The error, the invocation and the model's text all say it may have run.
+    recovery = McpRecovery(ping_interval=0.5, max_restarts=0)
+    transport = StreamableHttpTransport(fault_server.url)
+    client = McpClient("faulty", transport, timeout=60, recovery=recovery, protocol=protocol)  # type: ignore[arg-type]
+    await client.connect()
+    registry = ToolRegistry()
+    for tool in client.into_tools():
+        registry.register(tool)
+    marker = tmp_path / "started"
+    call = asyncio.create_task(registry.invoke("hold", {"seconds": 3, "marker": str(marker)}))
+    await wait_until(marker.exists, "the call to start")
+    fault_server.freeze()
+    invocation = await call
+    error = invocation.error
+    assert isinstance(error, McpError)
+    assert "connection lost" in str(error) and "did not answer a ping" in str(error)
+    assert str(error).endswith(
+        "; the call may have run on the server, so do not assume it had no effect"
+    )
+    assert error.may_have_run is True and invocation.may_have_run is True
+    assert "do not assume it had no effect" in model_text(invocation, None)
+
+    # It did run: it wrote its marker before the freeze.
+    os.kill(fault_server.proc.pid, signal.SIGCONT)
+    if protocol == "legacy":
+        # Once resumed, the server runs it to its end (its session outlives the stream
+        # the client gave up on). A 2026-07-28 server ends the call with its request's
+        # stream instead, so there it ran only in part; may have run, either way.
+        await wait_until(lambda: marker.read_text() == "finished", "the call to finish", 30)
+    await client.close()
+
+
+async def test_a_call_never_sent_says_it_was_not_run() -> None:
+    client = fault_stdio(recovery=None)
+    await client.connect()
+    registry = ToolRegistry()
+    for tool in client.into_tools():
+        registry.register(tool)
+    assert client.pid is not None
+    os.kill(client.pid, signal.SIGKILL)
+    await wait_until(lambda: not client.connected, "the death to be noticed")
+
+    with pytest.raises(McpNotInitializedError) as info:
+        await client.call_tool("echo", {"text": "x"})
+    assert str(info.value).endswith("; call connect() to start it again; the call was not run")
+    assert info.value.may_have_run is False
+    invocation = await registry.invoke("echo", {"text": "x"})
+    assert invocation.may_have_run is False
+    assert model_text(invocation, None).endswith("the call was not run")
     await client.close()
