@@ -5,7 +5,8 @@ guard in ``_http`` recorded for it) into the :class:`ToolError` to raise, and sa
 whether the request may be sent again:
 
 - after a wait, on the same connection: the server answered 429 or 503 with a
-  ``Retry-After`` (it did not run the request);
+  ``Retry-After`` (it did not run the request; nor does it after a 401, 403 or 429
+  without one, which are not sent again);
 - after a restart of the connection: the server forgot the session (HTTP 404; it did
   not run the request either), or the connection is gone; then the request is sent
   again only if it never ran, or if it is safe to repeat (``tools/list``, or a tool
@@ -177,7 +178,8 @@ def _http_failure(
     )
     if http.status in (429, 503) and http.retry_after is not None:
         return Verdict(error, wait=http.retry_after, never_ran=True)
-    return Verdict(error)
+    # Refused at the door (a credential, a rate limit): the server did not run it.
+    return Verdict(error, never_ran=http.status in (401, 403, 429))
 
 
 async def send_again(
