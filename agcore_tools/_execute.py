@@ -111,7 +111,8 @@ async def execute(
     if error is not None:
         stats.failures += 1
         logger.debug("tool %r failed: %s", name, error)
-    return ToolInvocation(name, args, output, error, ctx.call_id, duration)
+    ran = True if error is None else error.may_have_run
+    return ToolInvocation(name, args, output, error, ctx.call_id, duration, ran)
 
 
 async def guarded(
@@ -133,14 +134,16 @@ async def guarded(
     except ToolError as exc:
         # Only the lookup and the permission check raise out of invoke(): recorded
         # here; the tool never ran.
-        return ToolInvocation(name, args, error=exc, call_id=call_id)
+        return ToolInvocation(name, args, error=exc, call_id=call_id, may_have_run=exc.may_have_run)
     except asyncio.TimeoutError as exc:  # the builtin TimeoutError from 3.11 on
         # The execution was cancelled; a sync tool still running in its thread
         # can see it through the context's cancellation token.
         call_ctx.cancellation.cancel()
         error = ToolTimeoutError(name, timeout or 0.0)
         error.__cause__ = exc
-        return ToolInvocation(name, args, error=error, call_id=call_id, duration=timeout or 0.0)
+        return ToolInvocation(
+            name, args, error=error, call_id=call_id, duration=timeout or 0.0, may_have_run=True
+        )
     except asyncio.CancelledError:
         call_ctx.cancellation.cancel()  # a sync tool's thread learns of it too
         raise

@@ -184,6 +184,20 @@ class ToolInvocation:
     """The model's tool call id, when there is one."""
     duration: float = 0.0
     """Seconds spent executing (0.0 when the tool never ran)."""
+    may_have_run: bool | None = None
+    """Whether the call may have taken effect: True when it ran (it succeeded, or failed
+    once started: the tool raised or timed out, an MCP ``tools/call`` failed after its
+    request was sent, connection lost or not), False when it provably did not run (an
+    unknown tool, a refused permission, bad arguments, a declined approval, an MCP
+    request never sent), None when the error does not say (see
+    :attr:`ToolError.may_have_run`). A failed call with True is not safe to assume
+    undone: check before calling it again.
+
+    Example:
+        >>> lost = ToolError("connection lost")
+        >>> ToolInvocation("pay", {"to": "bob"}, error=lost, may_have_run=True).may_have_run
+        True
+    """
 
     @property
     def ok(self) -> bool:

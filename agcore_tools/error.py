@@ -78,6 +78,11 @@ class ToolError(AgcoreError):
     """
 
     recoverable: bool = True
+    may_have_run: bool | None = None
+    """Whether the failed call may have taken effect: True once it started (the tool
+    raised, timed out, or an MCP request was sent), False when it provably did not run
+    (an unknown tool, a refusal, bad arguments, an MCP request never sent); None when
+    the error does not say. :attr:`ToolInvocation.may_have_run` records it."""
 
     def __init__(self, message: str, *, tool_name: str | None = None) -> None:
         super().__init__(_one_line(message))
@@ -115,6 +120,7 @@ class ToolNotFoundError(ToolError):
     """
 
     recoverable = False
+    may_have_run = False
 
     def __init__(self, tool_name: str, detail: str | None = None) -> None:
         message = f"tool '{tool_name}' is not registered"
@@ -128,6 +134,8 @@ class ToolExecutionError(ToolError):
         >>> str(ToolExecutionError("div", "ZeroDivisionError: division by zero"))
         "tool 'div' failed: ZeroDivisionError: division by zero"
     """
+
+    may_have_run = True
 
     def __init__(self, tool_name: str, reason: str) -> None:
         super().__init__(f"tool '{tool_name}' failed: {reason}", tool_name=tool_name)
@@ -159,6 +167,8 @@ class InvalidArgumentsError(ToolError):
         "tool 'add' got invalid arguments: b: Field required"
     """
 
+    may_have_run = False
+
     def __init__(
         self,
         tool_name: str,
@@ -180,6 +190,7 @@ class PermissionDeniedError(ToolError):
     """
 
     recoverable = False
+    may_have_run = False
 
     def __init__(
         self, tool_name: str, permission: str | None, rule: str = "is not allowed"
@@ -200,6 +211,8 @@ class ToolRejectedError(ToolError):
         >>> str(ToolRejectedError("refund", "ask the manager first"))
         "the user declined the call to tool 'refund': ask the manager first"
     """
+
+    may_have_run = False
 
     def __init__(self, tool_name: str, message: str | None = None) -> None:
         declined = f"the user declined the call to tool '{tool_name}'"
@@ -234,6 +247,13 @@ class McpError(ToolError):
     ``retry_after`` the seconds its ``Retry-After`` header asked for (both None
     otherwise).
 
+    A failed ``tools/call`` says whether the tool may have run (``may_have_run``): True
+    when it failed after its request was sent (a lost connection, a timeout, a broken
+    stream), as the server may have run it all the same; False when it was not sent
+    (not connected, restarts spent) or the server refused it unseen. The message then
+    ends with what a model must know: "the call may have run on the server, so do not
+    assume it had no effect", or "the call was not run".
+
     Example:
         >>> str(McpError("fs", "server exited with code 1"))
         "MCP server 'fs': server exited with code 1"
@@ -241,6 +261,9 @@ class McpError(ToolError):
         ...                status_code=429, retry_after=30.0, recoverable=True)
         >>> err.status_code, err.retry_after, err.is_recoverable()
         (429, 30.0, True)
+        >>> print(McpError("pay", "tools/call 'send' failed: connection lost (exited with "
+        ...                "code 1)", tool_name="send", may_have_run=True))
+        MCP server 'pay': tools/call 'send' failed: connection lost (exited with code 1); the call may have run on the server, so do not assume it had no effect
     """
 
     recoverable = False
@@ -254,8 +277,11 @@ class McpError(ToolError):
         status_code: int | None = None,
         retry_after: float | None = None,
         recoverable: bool | None = None,
+        may_have_run: bool | None = None,
     ) -> None:
-        super().__init__(f"MCP server '{server_name}': {reason}", tool_name=tool_name)
+        note = "" if may_have_run is None else f"; {_RAN[may_have_run]}"
+        super().__init__(f"MCP server '{server_name}': {reason}{note}", tool_name=tool_name)
+        self.may_have_run = may_have_run
         self.server_name = server_name
         self.reason = _one_line(reason)
         self.status_code = status_code
@@ -264,6 +290,13 @@ class McpError(ToolError):
         """Seconds the server's ``Retry-After`` asked to wait, or None."""
         if recoverable is not None:
             self.recoverable = recoverable
+
+
+_RAN = {
+    True: "the call may have run on the server, so do not assume it had no effect",
+    False: "the call was not run",
+}
+"""What an MCP error says of its call, by ``may_have_run``."""
 
 
 class McpUsageError(ToolError, ValueError):

@@ -77,7 +77,13 @@ async def iter_invocations(
         if call.args is None or call.error is not None:
             yield (
                 position,
-                ToolInvocation(call.name, call.input, error=call.error, call_id=call.call_id),
+                ToolInvocation(
+                    call.name,
+                    call.input,
+                    error=call.error,
+                    call_id=call.call_id,
+                    may_have_run=False,
+                ),
             )
         else:
             runnable.append((position, ToolCall(call.name, call.args, call.call_id)))

@@ -85,7 +85,7 @@ class McpTool(BaseTool):
         >>> asyncio.run(adapter.execute({"path": "a.txt"}, ToolContext()))
         Traceback (most recent call last):
         ...
-        agcore_tools.error.McpNotInitializedError: MCP server 'demo': cannot send tools/call for tool 'demo__read_file': not connected; call connect() first
+        agcore_tools.error.McpNotInitializedError: MCP server 'demo': cannot send tools/call for tool 'demo__read_file': not connected; call connect() first; the call was not run
     """
 
     def __init__(

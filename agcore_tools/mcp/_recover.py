@@ -5,7 +5,8 @@ guard in ``_http`` recorded for it) into the :class:`ToolError` to raise, and sa
 whether the request may be sent again:
 
 - after a wait, on the same connection: the server answered 429 or 503 with a
-  ``Retry-After`` (it did not run the request);
+  ``Retry-After`` (it did not run the request; nor does it after a 401, 403 or 429
+  without one, which are not sent again);
 - after a restart of the connection: the server forgot the session (HTTP 404; it did
   not run the request either), or the connection is gone; then the request is sent
   again only if it never ran, or if it is safe to repeat (``tools/list``, or a tool
@@ -14,6 +15,10 @@ whether the request may be sent again:
 A stream that failed on its own (an SSE event over the size limit, a response cut
 off) fails its request alone, with the SDK's reason; a ping decides whether the
 server behind it is still there.
+
+A ``tools/call`` that fails says whether it may have run (:func:`note_run`): once
+its request was sent, it may have, unless ``classify`` found that it never ran; every
+attempt counts, so a call re-sent after a restart may have run if either send may have.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from ._state import State
 if TYPE_CHECKING:
     from ._connection import Connection
 
-__all__ = ["Restarts", "Verdict", "classify", "is_safe_to_repeat", "send_again"]
+__all__ = ["Restarts", "Verdict", "classify", "is_safe_to_repeat", "note_run", "send_again"]
 
 T = TypeVar("T")
 
@@ -173,7 +178,8 @@ def _http_failure(
     )
     if http.status in (429, 503) and http.retry_after is not None:
         return Verdict(error, wait=http.retry_after, never_ran=True)
-    return Verdict(error)
+    # Refused at the door (a credential, a rate limit): the server did not run it.
+    return Verdict(error, never_ran=http.status in (401, 403, 429))
 
 
 async def send_again(
@@ -193,10 +199,12 @@ async def send_again(
     module docs), within ``limit`` seconds of ``started``; else raise the error."""
     waits = 0
     restarted = False
+    ran = False  # whether a failed send may have run the request
     while True:
         verdict = await classify(
             session.server_name, conn, exc, exchange, action, limit, tool_name, time.monotonic()
         )
+        ran = ran or not verdict.never_ran
         remaining = started + limit - time.monotonic()
         if verdict.wait is not None and waits < _MAX_WAITS and verdict.wait < remaining:
             waits += 1
@@ -211,14 +219,15 @@ async def send_again(
             try:
                 conn = await session.restart(conn, action, tool_name)
             except ToolError as failed:
-                raise failed from exc
+                raise note_run(failed, ran, tool_name) from exc
         else:
-            raise verdict.error from exc
+            raise note_run(verdict.error, ran, tool_name) from exc
         remaining = started + limit - time.monotonic()
         if remaining <= 0:
-            raise McpTimeoutError(
+            timed_out = McpTimeoutError(
                 session.server_name, f"{action} timed out after {limit:g} s", tool_name=tool_name
-            ) from exc
+            )
+            raise note_run(timed_out, ran, tool_name) from exc
         exchange = HttpExchange() if conn.http else None
         token = EXCHANGE.set(exchange)
         try:
@@ -227,6 +236,39 @@ async def send_again(
             exc = again
         finally:
             EXCHANGE.reset(token)
+
+
+def note_run(error: ToolError, may_have_run: bool, tool_name: str | None) -> ToolError:
+    """``error``, which failed a ``tools/call`` of ``tool_name``, saying whether the call
+    may have run on the server (see :class:`~agcore_tools.McpError`): a copy, with the
+    same cause, naming the tool. Errors of other requests (``tool_name`` None), errors
+    that say it already, and errors that are not :class:`McpError` are returned as they
+    are.
+
+    Example:
+        >>> lost = McpError("pay", "tools/call 'send' failed: connection lost")
+        >>> print(note_run(lost, False, "send"))
+        MCP server 'pay': tools/call 'send' failed: connection lost; the call was not run
+        >>> noted = note_run(lost, True, "send")
+        >>> noted.may_have_run, noted.tool_name, lost.may_have_run
+        (True, 'send', None)
+    """
+    if not isinstance(error, McpError) or tool_name is None or error.may_have_run is not None:
+        return error
+    noted = type(error).__new__(type(error))
+    noted.__dict__.update(error.__dict__)
+    McpError.__init__(
+        noted,
+        error.server_name,
+        error.reason,
+        tool_name=error.tool_name or tool_name,
+        status_code=error.status_code,
+        retry_after=error.retry_after,
+        may_have_run=may_have_run,
+    )
+    noted.__cause__ = error.__cause__
+    noted.__suppress_context__ = True
+    return noted
 
 
 def _size_hint(message: str) -> str:

@@ -25,7 +25,8 @@ from ..error import McpNotInitializedError, ToolConfigError, ToolError
 from ._connection import ClientSettings, Connection
 from ._exchange import EXCHANGE, HttpExchange
 from ._progress import progress_callback
-from ._recover import classify, send_again
+from ._recover import classify, note_run, send_again
+from ._restarts import Circuit, RestartBudget
 from ._results import result_value
 from ._state import State
 
@@ -94,8 +95,8 @@ class Session:
         """The last connection that failed to start, kept for its stderr tail."""
         self.loop: asyncio.AbstractEventLoop | None = None
         """The event loop the connection lives in (an MCP session cannot leave it)."""
-        self.restarts = 0
-        """Restarts in a row without a request succeeding in between."""
+        self.budget = RestartBudget()
+        """The restarts counted against the recovery policy (a circuit breaker)."""
         self._connect_lock = asyncio.Lock()
         # The restarts waiting out their backoff: close() wakes them, so a caller
         # waiting for a restart learns of the close at once, not after the backoff.
@@ -127,7 +128,7 @@ class Session:
             old = self.conn
             if old is not None and old.usable:
                 return
-            self.restarts = 0
+            self.budget.clear()
             await self._start_locked(restarting=False)
 
     async def _start_locked(self, *, restarting: bool) -> Connection:
@@ -168,23 +169,27 @@ class Session:
                     return current
                 raise self.not_usable(current, tool_name, action)
             policy = self.settings.recovery
-            attempt = self.restarts + 1
-            if policy is None or attempt > policy.max_restarts:
+            now = time.monotonic()
+            if policy is None or self.budget.next_at(policy, now) > now:
                 raise self.not_usable(conn, tool_name, action)
-            wait = policy.delay(attempt) - (time.monotonic() - conn.lost_at)
+            attempt = self.budget.used(policy, now) + 1
+            wait = policy.delay(attempt) - (now - conn.lost_at)
             if wait > 0:
                 await self._back_off(wait)
                 if self.conn is not conn:
                     raise self.not_usable(self.conn, tool_name, action)
-            self.restarts = attempt
             logger.info(
-                "MCP server '%s': starting it again (restart %d of %d) after: %s",
+                "MCP server '%s': starting it again (restart %d of %d within %g s) after: %s",
                 self.server_name,
                 attempt,
                 policy.max_restarts,
+                policy.window,
                 conn.lost_reason,
             )
-            return await self._start_locked(restarting=True)
+            try:
+                return await self._start_locked(restarting=True)
+            finally:
+                self.budget.spend(policy, time.monotonic())
 
     async def _back_off(self, seconds: float) -> None:
         """Wait ``seconds``, or until :meth:`close` runs."""
@@ -197,9 +202,23 @@ class Session:
             woken.cancel()
 
     def can_restart(self) -> bool:
-        """Whether the recovery policy allows another restart in a row."""
+        """Whether the recovery policy allows a restart now (its budget has room)."""
         policy = self.settings.recovery
-        return policy is not None and self.restarts < policy.max_restarts
+        if policy is None:
+            return False
+        now = time.monotonic()
+        return self.budget.next_at(policy, now) <= now
+
+    @property
+    def circuit(self) -> Circuit:
+        """The restart circuit (see :attr:`McpClient.circuit`)."""
+        conn = self.conn
+        if conn is None or conn.state is not State.LOST:
+            return "closed"
+        policy = self.settings.recovery
+        if policy is None:
+            return "open"
+        return self.budget.state(policy, time.monotonic())
 
     async def _usable(
         self, conn: Connection | None, action: str, tool_name: str | None
@@ -289,16 +308,21 @@ class Session:
         """The error for a request that cannot be sent on ``conn``, saying why."""
         action = what or f"tools/call '{tool_name}'"
         if conn is not None and conn.state is State.LOST:
+            reason = f"cannot send {action}: the connection was lost ({conn.lost_reason}); "
             policy = self.settings.recovery
-            gave_up = (
-                f", and {self.restarts} restarts in a row failed"
-                if policy is not None and policy.max_restarts and not self.can_restart()
-                else ""
-            )
-            reason = (
-                f"cannot send {action}: the connection was lost "
-                f"({conn.lost_reason}){gave_up}; call connect() to start it again"
-            )
+            now = time.monotonic()
+            retry_at = self.budget.next_at(policy, now) if policy is not None else math.inf
+            if policy is not None and now < retry_at < math.inf:
+                reason += (
+                    f"{policy.max_restarts} restarts within {policy.window:g} s did not bring "
+                    f"it back, so requests fail at once until the next restart is tried, in "
+                    f"{retry_at - now:.1f} s by the first request after that (connect() "
+                    "tries at once)"
+                )
+            elif policy is not None and retry_at == now:
+                reason += "the next request starts it again"
+            else:
+                reason += "call connect() to start it again"
         elif conn is not None and conn.state is State.STARTING:
             reason = f"cannot send {action}: still connecting"
         elif conn is not None and self.loop is not None and self.loop.is_closed():
@@ -355,9 +379,12 @@ class Session:
         """Send ``tools/call`` and return the tool's value (see :meth:`McpClient.call_tool`)."""
         conn = self.conn
         if conn is None or conn.state is not State.READY:
-            conn = await self._usable(conn, f"tools/call '{name}'", name)
+            try:
+                conn = await self._usable(conn, f"tools/call '{name}'", name)
+            except ToolError as exc:
+                raise note_run(exc, False, name)  # noqa: B904 - its cause is kept: see note_run
         if self.loop is not asyncio.get_running_loop():
-            raise self.wrong_loop(f"tools/call '{name}'", name)
+            raise note_run(self.wrong_loop(f"tools/call '{name}'", name), False, name)
         settings = self.settings
         limit = settings.timeout if timeout is None else check_timeout(self.server_name, timeout)
         progress = progress_callback(settings.on_progress, self.server_name, name)
@@ -386,7 +413,7 @@ class Session:
             )
         finally:
             EXCHANGE.reset(token)
-        self.restarts = 0
+        self.budget.clear()
         return result_value(result, name)
 
     def _send_call(

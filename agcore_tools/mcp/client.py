@@ -276,6 +276,20 @@ class McpClient(SyncClientMethods):
         return self._session.connected
 
     @property
+    def circuit(self) -> Literal["closed", "open", "half-open"]:
+        """The restart circuit (see :class:`McpRecovery`): ``"closed"`` while requests
+        are sent, or a lost connection will be restarted by the next one; ``"open"``
+        while the connection is lost and its restarts are spent for now (or
+        ``recovery=None``): requests fail at once; ``"half-open"`` once the wait is
+        over: the next request tries one restart.
+
+        Example:
+            >>> McpClient("x", StdioTransport("server")).circuit
+            'closed'
+        """
+        return self._session.circuit
+
+    @property
     def protocol_version(self) -> str | None:
         """The protocol version the SDK negotiated, while connected."""
         client = self._session.client

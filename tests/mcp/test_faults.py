@@ -223,6 +223,7 @@ async def test_a_500_fails_that_call_and_the_connection_stays_usable(
             await client.call_tool("echo", {"text": "x"})
         assert info.value.status_code == 500
         assert "tools/call 'echo' failed: HTTP 500 Internal Server Error" in str(info.value)
+        assert info.value.may_have_run is True  # the server may have run it, then failed
         assert info.value.is_recoverable()
         assert client.connected
         assert await client.call_tool("echo", {"text": "y"}) == "y"
@@ -247,6 +248,7 @@ async def test_a_401_names_the_status_and_challenge_then_a_valid_token_works(
             await client.call_tool("echo", {"text": "out"})
         assert info.value.status_code == 401
         assert not info.value.is_recoverable()
+        assert info.value.may_have_run is False  # refused before it ran
         assert "right-token" not in str(info.value)
         await fault_server.control("token", token="right-token")  # the token is valid again
         assert await client.call_tool("echo", {"text": "back"}) == "back"
@@ -277,6 +279,7 @@ async def test_a_retry_after_longer_than_the_timeout_is_reported(
         assert info.value.status_code == 429
         assert info.value.retry_after == 120
         assert "HTTP 429 Too Many Requests; retry after 120 s" in str(info.value)
+        assert str(info.value).endswith("; the call was not run")
 
 
 # -- a frozen server --------------------------------------------------------------------

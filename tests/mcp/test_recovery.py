@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import sys
 import time
@@ -21,10 +22,13 @@ from agcore_tools import (
     McpNotInitializedError,
     McpRecovery,
     StdioTransport,
+    StreamableHttpTransport,
     ToolError,
+    ToolRegistry,
 )
+from agcore_tools.calls import model_text
 
-from .conftest import FAULTS, assert_group_gone, assert_no_stray_tasks, pid_alive
+from .conftest import FAULTS, FaultServer, assert_group_gone, assert_no_stray_tasks, pid_alive
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -58,6 +62,8 @@ def test_the_first_restart_is_immediate_and_later_ones_back_off() -> None:
         ({"backoff": -1}, "backoff must be a non-negative number"),
         ({"ping_interval": 0}, "ping_interval must be a positive number"),
         ({"ping_interval": "often"}, "ping_interval must be a positive number"),
+        ({"window": 0}, "window must be a positive number"),
+        ({"window": float("inf")}, "window must be a positive number"),
     ],
 )
 def test_bad_settings_are_refused(options: dict[str, Any], message: str) -> None:
@@ -115,16 +121,26 @@ async def test_a_call_in_flight_when_the_server_dies_is_sent_again_only_if_safe(
 
 
 def flaky_launcher(flag: Path) -> StdioTransport:
-    """Starts the fault server over stdio, until ``flag`` exists: then fails at start-up."""
+    """Starts the fault server over stdio, until ``flag`` exists: then fails at start-up.
+
+    Each start appends a line to ``launches`` beside ``flag`` (see :func:`launches`)."""
     launcher = flag.with_name("launcher.py")
     launcher.write_text(
         "import os, runpy, sys\n"
+        f"with open({str(flag.with_name('launches'))!r}, 'a') as log:\n"
+        "    log.write('start\\n')\n"
         f"if os.path.exists({str(flag)!r}):\n"
         "    sys.exit('config is broken')\n"
         f"sys.path.insert(0, {str(FAULTS.parent)!r})\n"
         f"runpy.run_path({str(FAULTS)!r}, run_name='__main__')\n"
     )
     return StdioTransport(sys.executable, [str(launcher)])
+
+
+def launches(flag: Path) -> int:
+    """How many times the launcher of :func:`flaky_launcher` ran."""
+    log = flag.with_name("launches")
+    return len(log.read_text().splitlines()) if log.exists() else 0
 
 
 async def kill_and_break(client: McpClient, flag: Path) -> None:
@@ -134,25 +150,67 @@ async def kill_and_break(client: McpClient, flag: Path) -> None:
     await wait_until(lambda: not client.connected, "the death to be noticed")
 
 
-async def test_restarts_stop_after_max_restarts_failures_in_a_row(tmp_path: Path) -> None:
+async def test_spent_restarts_open_the_circuit_and_calls_fail_at_once(tmp_path: Path) -> None:
     flag = tmp_path / "broken"
-    policy = McpRecovery(max_restarts=2, backoff=0.01)
+    policy = McpRecovery(max_restarts=2, backoff=0.01, window=600)
     client = McpClient("flaky", flaky_launcher(flag), timeout=20, recovery=policy)
     await client.connect()
     await kill_and_break(client, flag)
+    assert client.circuit == "closed"  # lost, and the next call restarts it
 
     for _ in range(2):  # each call tries one restart, which fails at start-up
         with pytest.raises(McpError, match="exited with code 1 during start-up") as info:
             await client.call_tool("echo", {"text": "x"})
         assert "config is broken" in str(info.value)
+        assert info.value.may_have_run is False
         assert not client.connected
-    with pytest.raises(McpNotInitializedError, match="2 restarts in a row failed"):
+    assert client.circuit == "open"
+    started = launches(flag)
+    with pytest.raises(McpNotInitializedError) as refused:
         await client.call_tool("echo", {"text": "x"})
+    assert launches(flag) == started, "an open circuit tries no restart"
+    message = str(refused.value)
+    assert "2 restarts within 600 s did not bring it back" in message
+    assert re.search(r"the next restart is tried, in 5\d\d\.\d s", message), message
+    assert message.endswith("; the call was not run")
     assert "config is broken" in client.stderr_tail
 
     flag.unlink()
     await client.connect()  # counts from zero again
+    assert client.circuit == "closed"
     assert await client.call_tool("echo", {"text": "fixed"}) == "fixed"
+    await client.close()
+
+
+async def test_the_restart_budget_refills_so_a_server_back_is_used_again(tmp_path: Path) -> None:
+    # The outage of issue 25, item 3: restarts spent while the server is down; once it is
+    # back, the first call after the window uses it, without connect().
+    flag = tmp_path / "broken"
+    window = 1.5
+    policy = McpRecovery(max_restarts=1, backoff=0, window=window)
+    client = McpClient("flaky", flaky_launcher(flag), timeout=20, recovery=policy)
+    await client.connect()
+    await kill_and_break(client, flag)
+
+    with pytest.raises(McpError, match="during start-up"):
+        await client.call_tool("echo", {"text": "x"})  # the one restart of the window
+    assert client.circuit == "open"
+    with pytest.raises(McpNotInitializedError, match="requests fail at once"):
+        await client.call_tool("echo", {"text": "x"})
+
+    # Half-open, still broken: one restart is tried, and fails; the circuit opens again.
+    await wait_until(lambda: client.circuit == "half-open", "the window to pass", window + 5)
+    started = launches(flag)
+    with pytest.raises(McpError, match="during start-up"):
+        await client.call_tool("echo", {"text": "x"})
+    assert launches(flag) == started + 1
+    assert client.circuit == "open"
+
+    # Half-open, fixed: the next call restarts the server and closes the circuit.
+    flag.unlink()
+    await wait_until(lambda: client.circuit == "half-open", "the window to pass", window + 5)
+    assert await client.call_tool("echo", {"text": "back"}) == "back"
+    assert client.connected and client.circuit == "closed"
     await client.close()
 
 
@@ -197,4 +255,64 @@ async def test_a_frozen_stdio_server_is_declared_dead_and_replaced(tmp_path: Pat
     assert await client.call_tool("echo", {"text": "thawed"}) == "thawed"
     assert client.pid != frozen
     await wait_until(lambda: not pid_alive(frozen), "the frozen server to be killed")
+    await client.close()
+
+
+# -- "may have run" ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["legacy", "auto"])
+async def test_a_call_failed_by_the_liveness_ping_may_have_run_and_says_so(
+    fault_server: FaultServer, protocol: str, tmp_path: Path
+) -> None:
+    # Issue 25, item 5: the call reported "connection lost" runs on the server once it
+    # resumes. The error, the invocation and the model's text all say it may have run.
+    recovery = McpRecovery(ping_interval=0.5, max_restarts=0)
+    transport = StreamableHttpTransport(fault_server.url)
+    client = McpClient("faulty", transport, timeout=60, recovery=recovery, protocol=protocol)  # type: ignore[arg-type]
+    await client.connect()
+    registry = ToolRegistry()
+    for tool in client.into_tools():
+        registry.register(tool)
+    marker = tmp_path / "started"
+    call = asyncio.create_task(registry.invoke("hold", {"seconds": 3, "marker": str(marker)}))
+    await wait_until(marker.exists, "the call to start")
+    fault_server.freeze()
+    invocation = await call
+    error = invocation.error
+    assert isinstance(error, McpError)
+    assert "connection lost" in str(error) and "did not answer a ping" in str(error)
+    assert str(error).endswith(
+        "; the call may have run on the server, so do not assume it had no effect"
+    )
+    assert error.may_have_run is True and invocation.may_have_run is True
+    assert "do not assume it had no effect" in model_text(invocation, None)
+
+    # It did run: it wrote its marker before the freeze.
+    os.kill(fault_server.proc.pid, signal.SIGCONT)
+    if protocol == "legacy":
+        # Once resumed, the server runs it to its end (its session outlives the stream
+        # the client gave up on). A 2026-07-28 server ends the call with its request's
+        # stream instead, so there it ran only in part; may have run, either way.
+        await wait_until(lambda: marker.read_text() == "finished", "the call to finish", 30)
+    await client.close()
+
+
+async def test_a_call_never_sent_says_it_was_not_run() -> None:
+    client = fault_stdio(recovery=None)
+    await client.connect()
+    registry = ToolRegistry()
+    for tool in client.into_tools():
+        registry.register(tool)
+    assert client.pid is not None
+    os.kill(client.pid, signal.SIGKILL)
+    await wait_until(lambda: not client.connected, "the death to be noticed")
+
+    with pytest.raises(McpNotInitializedError) as info:
+        await client.call_tool("echo", {"text": "x"})
+    assert str(info.value).endswith("; call connect() to start it again; the call was not run")
+    assert info.value.may_have_run is False
+    invocation = await registry.invoke("echo", {"text": "x"})
+    assert invocation.may_have_run is False
+    assert model_text(invocation, None).endswith("the call was not run")
     await client.close()

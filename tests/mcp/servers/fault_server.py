@@ -19,7 +19,7 @@ certificate signed by CA).
 ``GET /control/state`` reports the session ids the server issued and how many listen
 streams were opened. Tools added here: ``blob`` (a large text result), ``hold`` and
 ``hold_read`` (the same, but annotated read-only: safe to call twice), which write
-"started" to a marker file, then wait.
+"started" to a marker file, wait, then write "finished" to it.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def blob(mebibytes: float) -> str:
 async def _hold(seconds: float, marker: str) -> str:
     Path(marker).write_text("started")  # noqa: ASYNC240 - a few bytes, before the wait
     await asyncio.sleep(seconds)
+    Path(marker).write_text("finished")  # noqa: ASYNC240 - proof that it ran to the end
     return f"held {seconds}"
 
 
