@@ -14,6 +14,7 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING
 
+from ._matching import PendingIds
 from ._streams import ClosedOnExit
 
 if TYPE_CHECKING:
@@ -32,20 +33,24 @@ class LineReader(ClosedOnExit):
 
     Ends (``anyio.EndOfStream``) at the end of stdout, once the pipe fails, or once
     closed. Reading stops while nobody receives: the child then blocks on a full pipe.
+    With ``pending`` (shared with the :class:`LineWriter`), an answer whose id no
+    request has is dropped, and the request it came for fails (see ``_matching``).
     """
 
     __slots__ = (
         "_adapter",
+        "_answers",
         "_closed",
         "_endings",
         "_invalid",
         "_message",
         "_partial",
+        "_pending",
         "_ready",
         "_stdout",
     )
 
-    def __init__(self, stdout: ByteReceiveStream) -> None:
+    def __init__(self, stdout: ByteReceiveStream, pending: PendingIds | None = None) -> None:
         import anyio
         import mcp_types
         from mcp.shared.message import SessionMessage
@@ -59,6 +64,8 @@ class LineReader(ClosedOnExit):
         self._adapter = mcp_types.jsonrpc_message_adapter
         self._message = SessionMessage
         self._invalid = ValidationError
+        self._pending = pending
+        self._answers = (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)
         self._endings = (
             anyio.EndOfStream,
             anyio.ClosedResourceError,
@@ -100,12 +107,22 @@ class LineReader(ClosedOnExit):
             if not line.strip():
                 continue
             try:
-                self._ready.append(self._message(self._adapter.validate_json(line, by_name=False)))
+                message = self._adapter.validate_json(line, by_name=False)
             except self._invalid as exc:
                 # The SDK's convention: a bad line reaches the session as an exception
                 # item (logged there), the connection stays up.
                 logger.warning("MCP server sent a line that is not JSON-RPC: %.200r", line)
                 self._ready.append(exc)
+                continue
+            if self._pending is not None and isinstance(message, self._answers):
+                instead = self._pending.answered(message.id)
+                if instead is not None:
+                    self._ready.extend(
+                        self._message(self._adapter.validate_python(answer, by_name=False))
+                        for answer in instead
+                    )
+                    continue
+            self._ready.append(self._message(message))
 
     def __aiter__(self) -> LineReader:
         return self
@@ -130,14 +147,30 @@ class LineWriter(ClosedOnExit):
     A write the child no longer takes (it died or closed its stdin) ends ``stdout``'s
     reading instead of failing the sender: the session then fails every pending
     request with CONNECTION_CLOSED, this one included, after the connection has
-    noticed its end (as when the child's stdout ends first).
+    noticed its end (as when the child's stdout ends first). ``pending`` learns of each
+    request written, and of each the client gives up (``notifications/cancelled``).
     """
 
-    __slots__ = ("_broken", "_closed", "_failures", "_stdin", "_stdout")
+    __slots__ = (
+        "_broken",
+        "_cancel",
+        "_closed",
+        "_failures",
+        "_pending",
+        "_request",
+        "_stdin",
+        "_stdout",
+    )
 
-    def __init__(self, stdin: ByteSendStream, stdout: ByteReceiveStream) -> None:
+    def __init__(
+        self, stdin: ByteSendStream, stdout: ByteReceiveStream, pending: PendingIds | None = None
+    ) -> None:
         import anyio
+        import mcp_types
 
+        self._pending = pending
+        self._request = mcp_types.JSONRPCRequest
+        self._cancel = mcp_types.JSONRPCNotification
         self._stdin = stdin
         self._stdout = stdout
         self._closed = False
@@ -152,6 +185,13 @@ class LineWriter(ClosedOnExit):
             raise anyio.ClosedResourceError
         if self._broken:
             return
+        pending = self._pending
+        if pending is not None:
+            sent = message.message
+            if isinstance(sent, self._request):
+                pending.sent(sent.id, sent.method)
+            elif isinstance(sent, self._cancel) and sent.method == "notifications/cancelled":
+                pending.cancelled((sent.params or {}).get("requestId"))
         line = message.message.model_dump_json(by_alias=True, exclude_unset=True)
         try:
             await self._stdin.send(line.encode() + b"\n")

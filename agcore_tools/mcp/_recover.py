@@ -13,7 +13,7 @@ whether the request may be sent again:
 
 A stream that failed on its own (an SSE event over the size limit, a response cut
 off) fails its request alone, with the SDK's reason; a ping decides whether the
-server behind it is still there.
+server behind it is still there. So does an answer with a mismatched id (``_matching``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
+from ._matching import mismatch_reason
 from ._state import State
 
 if TYPE_CHECKING:
@@ -96,6 +97,10 @@ async def classify(
         return Verdict(
             McpTimeoutError(name, f"{action} timed out after {limit:g} s", tool_name=tool_name)
         )
+    if isinstance(exc, MCPError) and (stray := mismatch_reason(exc.data, exc.message)):
+        # The connection stays up, but a server that mixes up its answers is not to be
+        # asked again: unrecoverable, like any McpError.
+        return Verdict(McpError(name, f"{action} failed: {stray}", tool_name=tool_name))
     if exchange is not None and exchange.status is not None:
         return _http_failure(name, conn, exc, exchange, action, tool_name)
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:

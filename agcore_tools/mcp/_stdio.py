@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..error import McpError
 from ._framing import LineReader, LineWriter
+from ._matching import PendingIds
 from ._stderr import StderrLog
 
 if TYPE_CHECKING:
@@ -92,8 +93,9 @@ async def open_stdio(
 
     # No awaits between the spawn and the task group: a cancellation there would leak the child.
     assert process.stdin is not None and process.stdout is not None
-    read_stream = LineReader(process.stdout)
-    write_stream = LineWriter(process.stdin, process.stdout)
+    pending = PendingIds(f"MCP server '{server_name}'")
+    read_stream = LineReader(process.stdout, pending)
+    write_stream = LineWriter(process.stdin, process.stdout, pending)
     stderr_done = anyio.Event()
 
     async def pump_stderr() -> None:
