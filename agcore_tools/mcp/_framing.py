@@ -48,6 +48,8 @@ class LineReader(ClosedOnExit):
         "_pending",
         "_ready",
         "_stdout",
+        "ended",
+        "eof",
     )
 
     def __init__(self, stdout: ByteReceiveStream, pending: PendingIds | None = None) -> None:
@@ -60,6 +62,10 @@ class LineReader(ClosedOnExit):
         self._ready: deque[SessionMessage | Exception] = deque()
         self._partial: list[bytes] = []
         self._closed = False
+        self.ended = anyio.Event()
+        """Set once reading has ended, whatever ended it."""
+        self.eof = False
+        """Whether stdout itself ended (the child closed it, or every holder exited)."""
         # Looked up once: receive() runs for every message.
         self._adapter = mcp_types.jsonrpc_message_adapter
         self._message = SessionMessage
@@ -83,10 +89,12 @@ class LineReader(ClosedOnExit):
                 raise anyio.EndOfStream
             try:
                 chunk = await self._stdout.receive(_CHUNK)
-            except self._endings:
+            except self._endings as exc:
                 # The session's receive loop ends on this, which fails every pending
                 # request with CONNECTION_CLOSED.
+                self.eof = type(exc) is self._endings[0]  # anyio.EndOfStream
                 self._closed = True
+                self.ended.set()
                 continue
             self._split(chunk)
         return ready.popleft()
@@ -139,6 +147,7 @@ class LineReader(ClosedOnExit):
         """Stop reading: later receives end (stdout itself is closed with the process)."""
         self._closed = True
         self._ready.clear()
+        self.ended.set()
 
 
 class LineWriter(ClosedOnExit):
