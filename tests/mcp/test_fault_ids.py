@@ -144,3 +144,38 @@ def test_the_sse_check_passes_events_unchanged_however_the_bytes_are_cut() -> No
         assert kept == stream[: stream.index(b'data: {"jsonrpc": "2.0", "id": 999999')]
         assert b"mismatched id (999999, not 5)" in replaced
         assert replaced.endswith(b"\n\ndata: cut off")
+
+
+# -- a malformed answer (issue 25, item 7) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("form", "what"),
+    [
+        ("json", "the server's answer (application/json) is malformed"),
+        ("sse", "an SSE event of the server's answer is malformed"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("raw", "complaint"),
+    [
+        ('{"jsonrpc": "2.0", "id": 1, "result":', "Invalid JSON: EOF while parsing a value"),
+        ('{"jsonrpc": "2.0", "id": 1, "answer": {}}', "JSONRPCRequest.method: Field required"),
+    ],
+)
+async def test_a_malformed_answer_is_named_in_one_line_without_pydantic_noise(
+    fault_server: FaultServer, form: str, what: str, raw: str, complaint: str
+) -> None:
+    async with client_for(fault_server, "legacy", timeout=TIMEOUT) as client:
+        await fault_server.control("malformed", raw=raw, **{"as": form})
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "mine"})
+        message = str(info.value)
+        assert message.startswith(f"MCP server 'faulty': tools/call 'echo' failed: {what}: ")
+        assert complaint in message
+        assert "\n" not in message
+        assert "pydantic" not in message and "[type=" not in message
+        assert "input_value" not in message
+        # pydantic's whole report stays on the SDK's error, the cause.
+        assert "errors.pydantic.dev" in str(info.value.__cause__)
+        assert client.connected

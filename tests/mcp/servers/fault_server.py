@@ -14,7 +14,9 @@ front only adds what real deployments do to clients, when a test asks for it thr
 - ``no-get``: answer the GET stream with 405 (servers may not offer it);
 - ``wrong-id``: answer the next ``tools/call`` itself, without the server, with a
   well-formed result ("a stray answer") carrying ``id`` (or, with ``id`` null, the id
-  of another ``tools/call`` in flight), as ``application/json`` or SSE (``as``).
+  of another ``tools/call`` in flight), as ``application/json`` or SSE (``as``);
+- ``malformed``: answer the next ``tools/call`` itself with the text ``raw`` (as
+  ``application/json`` or SSE, ``as``).
 
 ``--tls CERT KEY CA`` serves HTTPS (``--client-cert-required``: and asks for a client
 certificate signed by CA).
@@ -125,10 +127,10 @@ class Faults:
 
     async def answer_wrongly(self, fault: dict[str, Any], request_id: Any, send: Any) -> None:
         wrong = fault.get("id")
-        if wrong is None:
+        if wrong is None and "raw" not in fault:
             [wrong] = [i for i in self.calls_in_flight if i != request_id]
         result = {"content": [{"type": "text", "text": "a stray answer"}], "isError": False}
-        answer = json.dumps({"jsonrpc": "2.0", "id": wrong, "result": result})
+        answer = fault.get("raw") or json.dumps({"jsonrpc": "2.0", "id": wrong, "result": result})
         if fault.get("as") == "json":
             await _respond(send, 200, answer, {"content-type": "application/json"})
         else:
@@ -190,7 +192,7 @@ class Faults:
             self.cut = anyio.Event()
         elif what == "no-get":
             self.no_get = True
-        elif what == "wrong-id":
+        elif what in ("wrong-id", "malformed"):
             self.wrong_ids.append(options)
         elif what != "state":
             await _respond(send, 404, f"no control {what!r}")
