@@ -53,11 +53,13 @@ class _Guard(httpx2.AsyncBaseTransport):
         close: Callable[[], Awaitable[None]],
         isolate: Callable[[], bool],
         given_up: Callable[[], bool],
+        event_limit: int | None = None,
     ) -> None:
         # Only MCP messages to the endpoint are watched, not an auth flow's own requests
         # (a token endpoint, client registration) that go through the same client.
         self._endpoint = (endpoint.scheme, endpoint.host, endpoint.port, endpoint.path)
         self._where = f"MCP server at {endpoint}"
+        self._event_limit = event_limit
         self._send = send
         self._close = close
         self._isolate = isolate
@@ -107,7 +109,7 @@ class _Guard(httpx2.AsyncBaseTransport):
             return
         try:
             sent = json.loads(request.content)
-        except ValueError:
+        except (ValueError, httpx2.RequestNotRead):
             return
         if not isinstance(sent, dict) or "method" not in sent or sent.get("id") is None:
             return  # a notification, or an answer to the server's own request
@@ -116,7 +118,7 @@ class _Guard(httpx2.AsyncBaseTransport):
         if kind.startswith("application/json"):
             check = JsonBodyCheck(sent["id"], self._where)
         elif kind.startswith("text/event-stream"):
-            check = SseCheck(sent["id"], self._where)
+            check = SseCheck(sent["id"], self._where, self._event_limit)
         else:
             return
         response.stream = _Checked(stream, check)
@@ -228,7 +230,14 @@ def _build_client(
             verify=_tls_context(transport),
             proxy=transport.proxy or _environment_proxy(transport.url),
         )
-        guard = _Guard(endpoint, inner.handle_async_request, inner.aclose, isolate, given_up)
+        guard = _Guard(
+            endpoint,
+            inner.handle_async_request,
+            inner.aclose,
+            isolate,
+            given_up,
+            transport.max_sse_event_size,
+        )
         client = httpx2.AsyncClient(
             headers=headers, auth=transport.auth, timeout=timeout, transport=guard
         )
@@ -250,7 +259,7 @@ def _build_client(
     async def close() -> None:
         pass  # closed by open_streamable_http, which owns it
 
-    guard = _Guard(endpoint, send, close, isolate, given_up)
+    guard = _Guard(endpoint, send, close, isolate, given_up, transport.max_sse_event_size)
     # No auth here: the user's client applies the one it was given.
     outer = httpx2.AsyncClient(headers=user.headers, timeout=user.timeout, transport=guard)
     return outer, user

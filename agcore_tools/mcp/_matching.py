@@ -158,16 +158,22 @@ class SseCheck:
     """The SSE answer to one POSTed request, passed on an event at a time: an answer
     event carrying another id is replaced by an error answer for the request."""
 
-    __slots__ = ("_buffer", "_expected", "_scanned", "_where")
+    __slots__ = ("_buffer", "_expected", "_limit", "_scanned", "_unchecked", "_where")
 
-    def __init__(self, expected: Any, where: str) -> None:
+    def __init__(self, expected: Any, where: str, limit: int | None = None) -> None:
         self._expected = expected
         self._where = where
+        self._limit = limit
+        """The most bytes of one event held back: past it, the rest passes unchecked,
+        and the SDK's own limit on an event's size (the same) fails the stream."""
         self._buffer = bytearray()
         self._scanned = 0
+        self._unchecked = False
 
     def feed(self, chunk: bytes) -> bytes:
         """What can be passed on now: the complete events (checked) among what arrived."""
+        if self._unchecked:
+            return chunk
         buffer = self._buffer
         buffer += chunk
         out: list[bytes] = []
@@ -181,6 +187,10 @@ class SseCheck:
             start = position = end
         del buffer[:start]
         self._scanned = len(buffer)
+        if self._limit is not None and len(buffer) > self._limit:
+            self._unchecked = True
+            out.append(bytes(buffer))
+            buffer.clear()
         return b"".join(out)
 
     def end(self) -> bytes:

@@ -179,3 +179,15 @@ async def test_a_malformed_answer_is_named_in_one_line_without_pydantic_noise(
         # pydantic's whole report stays on the SDK's error, the cause.
         assert "errors.pydantic.dev" in str(info.value.__cause__)
         assert client.connected
+
+
+def test_the_sse_check_holds_back_no_more_than_the_event_size_limit() -> None:
+    from agcore_tools.mcp._matching import SseCheck
+
+    check = SseCheck(5, "test", limit=64)
+    big = b'data: {"jsonrpc": "2.0", "id": 999999, "result": {"text": "' + b"x" * 100
+    assert check.feed(big[:50]) == b""
+    # Past the limit, the event passes unchecked (the SDK's limit then fails it).
+    assert check.feed(big[50:]) == big
+    assert check.feed(b'"}}\n\n') == b'"}}\n\n'
+    assert check.end() == b""
