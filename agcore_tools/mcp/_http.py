@@ -28,6 +28,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import httpx2
+from pydantic_core import from_json
 
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after
 from ._matching import JsonBodyCheck, SseCheck
@@ -108,7 +109,7 @@ class _Guard(httpx2.AsyncBaseTransport):
         if not isinstance(stream, httpx2.AsyncByteStream):
             return
         try:
-            sent = json.loads(request.content)
+            sent = from_json(request.content)
         except (ValueError, httpx2.RequestNotRead):
             return
         if not isinstance(sent, dict) or "method" not in sent or sent.get("id") is None:

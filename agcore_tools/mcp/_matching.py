@@ -21,6 +21,7 @@ Where the request is known:
   of another pending request cannot be told from an answer out of order, and is taken.
 
 Kept free of SDK and httpx imports at module level: the framing and the guard load it.
+JSON is read with ``pydantic_core.from_json``, a few microseconds per answer.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import json
 import logging
 import re
 from typing import Any
+
+from pydantic_core import from_json
 
 __all__ = [
     "JsonBodyCheck",
@@ -107,7 +110,7 @@ def _violation(where: str, expected: Any, answered: Any) -> None:
 def _stray_id(payload: bytes | str, expected: Any) -> tuple[bool, Any]:
     """(True, the id) if ``payload`` is a JSON-RPC answer whose id is not ``expected``."""
     try:
-        message = json.loads(payload)
+        message = from_json(payload)  # pydantic's parser: several times json.loads' speed
     except ValueError:
         return False, None  # not JSON: the SDK reports it
     if not isinstance(message, dict) or "method" in message:
