@@ -72,7 +72,7 @@ async def test_an_answer_with_another_pending_calls_id_reaches_neither_call(
 ) -> None:
     marker = tmp_path / "started"
     async with client_for(fault_server, protocol, timeout=TIMEOUT) as client:
-        held = asyncio.create_task(client.call_tool("hold", {"seconds": 1, "marker": str(marker)}))
+        held = asyncio.create_task(client.call_tool("hold", {"seconds": 30, "marker": str(marker)}))
         await wait_for(lambda: asyncio.to_thread(marker.exists), "the held call to start")
         # The next call is answered with the held call's id: a stray answer for it.
         await fault_server.control("wrong-id", id=None, **{"as": form})
@@ -81,9 +81,14 @@ async def test_an_answer_with_another_pending_calls_id_reaches_neither_call(
             await client.call_tool("echo", {"text": "mine"})
         assert time.monotonic() - started < PROMPT
         assert mismatch_logged(caplog)
-        # The held call gets its own answer, not the stray one.
-        assert await held == "held 1.0"
+        # The stray answer did not reach the held call either: it still waits for its own.
+        await asyncio.sleep(0)
+        assert not held.done()
+        held.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await held
         assert client.connected
+        assert await client.call_tool("echo", {"text": "next"}) == "next"
 
 
 @pytest.mark.parametrize("protocol", ERAS)
