@@ -283,6 +283,8 @@ class Connection:
             if self.state is State.LOST:
                 self.lost_reason = _exit_text(child)
             return _exit_text(child)
+        if child is not None and child.reader is not None and child.reader.eof:
+            return self.lost_reason or "closed its stdout but kept running"
         return self.lost_reason or _GENERIC_END
 
     # -- the owner task --------------------------------------------------------------
@@ -566,10 +568,7 @@ def _wants_listen(client: Client) -> bool:
 
 
 def _exit_text(child: ChildProcess) -> str:
-    code = child.returncode
-    if code is not None and code < 0:
-        return f"was killed by signal {-code}"
-    return f"exited with code {code}"
+    return child.exit_text()
 
 
 def _describe(exc: BaseException) -> str:

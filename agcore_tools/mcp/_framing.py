@@ -14,6 +14,7 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING
 
+from ._matching import PendingIds
 from ._streams import ClosedOnExit
 
 if TYPE_CHECKING:
@@ -32,20 +33,26 @@ class LineReader(ClosedOnExit):
 
     Ends (``anyio.EndOfStream``) at the end of stdout, once the pipe fails, or once
     closed. Reading stops while nobody receives: the child then blocks on a full pipe.
+    With ``pending`` (shared with the :class:`LineWriter`), an answer whose id no
+    request has is dropped, and the request it came for fails (see ``_matching``).
     """
 
     __slots__ = (
         "_adapter",
+        "_answers",
         "_closed",
         "_endings",
         "_invalid",
         "_message",
         "_partial",
+        "_pending",
         "_ready",
         "_stdout",
+        "ended",
+        "eof",
     )
 
-    def __init__(self, stdout: ByteReceiveStream) -> None:
+    def __init__(self, stdout: ByteReceiveStream, pending: PendingIds | None = None) -> None:
         import anyio
         import mcp_types
         from mcp.shared.message import SessionMessage
@@ -55,10 +62,16 @@ class LineReader(ClosedOnExit):
         self._ready: deque[SessionMessage | Exception] = deque()
         self._partial: list[bytes] = []
         self._closed = False
+        self.ended = anyio.Event()
+        """Set once reading has ended, whatever ended it."""
+        self.eof = False
+        """Whether stdout itself ended (the child closed it, or every holder exited)."""
         # Looked up once: receive() runs for every message.
         self._adapter = mcp_types.jsonrpc_message_adapter
         self._message = SessionMessage
         self._invalid = ValidationError
+        self._pending = pending
+        self._answers = (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)
         self._endings = (
             anyio.EndOfStream,
             anyio.ClosedResourceError,
@@ -76,10 +89,12 @@ class LineReader(ClosedOnExit):
                 raise anyio.EndOfStream
             try:
                 chunk = await self._stdout.receive(_CHUNK)
-            except self._endings:
+            except self._endings as exc:
                 # The session's receive loop ends on this, which fails every pending
                 # request with CONNECTION_CLOSED.
+                self.eof = type(exc) is self._endings[0]  # anyio.EndOfStream
                 self._closed = True
+                self.ended.set()
                 continue
             self._split(chunk)
         return ready.popleft()
@@ -100,12 +115,22 @@ class LineReader(ClosedOnExit):
             if not line.strip():
                 continue
             try:
-                self._ready.append(self._message(self._adapter.validate_json(line, by_name=False)))
+                message = self._adapter.validate_json(line, by_name=False)
             except self._invalid as exc:
                 # The SDK's convention: a bad line reaches the session as an exception
                 # item (logged there), the connection stays up.
                 logger.warning("MCP server sent a line that is not JSON-RPC: %.200r", line)
                 self._ready.append(exc)
+                continue
+            if self._pending is not None and isinstance(message, self._answers):
+                instead = self._pending.answered(message.id)
+                if instead is not None:
+                    self._ready.extend(
+                        self._message(self._adapter.validate_python(answer, by_name=False))
+                        for answer in instead
+                    )
+                    continue
+            self._ready.append(self._message(message))
 
     def __aiter__(self) -> LineReader:
         return self
@@ -122,6 +147,7 @@ class LineReader(ClosedOnExit):
         """Stop reading: later receives end (stdout itself is closed with the process)."""
         self._closed = True
         self._ready.clear()
+        self.ended.set()
 
 
 class LineWriter(ClosedOnExit):
@@ -130,14 +156,30 @@ class LineWriter(ClosedOnExit):
     A write the child no longer takes (it died or closed its stdin) ends ``stdout``'s
     reading instead of failing the sender: the session then fails every pending
     request with CONNECTION_CLOSED, this one included, after the connection has
-    noticed its end (as when the child's stdout ends first).
+    noticed its end (as when the child's stdout ends first). ``pending`` learns of each
+    request written, and of each the client gives up (``notifications/cancelled``).
     """
 
-    __slots__ = ("_broken", "_closed", "_failures", "_stdin", "_stdout")
+    __slots__ = (
+        "_broken",
+        "_cancel",
+        "_closed",
+        "_failures",
+        "_pending",
+        "_request",
+        "_stdin",
+        "_stdout",
+    )
 
-    def __init__(self, stdin: ByteSendStream, stdout: ByteReceiveStream) -> None:
+    def __init__(
+        self, stdin: ByteSendStream, stdout: ByteReceiveStream, pending: PendingIds | None = None
+    ) -> None:
         import anyio
+        import mcp_types
 
+        self._pending = pending
+        self._request = mcp_types.JSONRPCRequest
+        self._cancel = mcp_types.JSONRPCNotification
         self._stdin = stdin
         self._stdout = stdout
         self._closed = False
@@ -152,6 +194,13 @@ class LineWriter(ClosedOnExit):
             raise anyio.ClosedResourceError
         if self._broken:
             return
+        pending = self._pending
+        if pending is not None:
+            sent = message.message
+            if isinstance(sent, self._request):
+                pending.sent(sent.id, sent.method)
+            elif isinstance(sent, self._cancel) and sent.method == "notifications/cancelled":
+                pending.cancelled((sent.params or {}).get("requestId"))
         line = message.message.model_dump_json(by_alias=True, exclude_unset=True)
         try:
             await self._stdin.send(line.encode() + b"\n")

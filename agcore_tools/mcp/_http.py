@@ -11,7 +11,9 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
   transport and fails every call in flight. During start-up it is left alone: the
   SDK's version negotiation must see a network error as one, not as a protocol answer;
 - fails requests at once when the connection has been given up (a frozen server
-  would hold the SDK's closing ``DELETE`` until the HTTP timeout).
+  would hold the SDK's closing ``DELETE`` until the HTTP timeout);
+- reads the answer to each POSTed request before the SDK does, and replaces an answer
+  carrying another id by an error answer for the request (see ``_matching``).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import httpx2
+from pydantic_core import from_json
 
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after
+from ._matching import JsonBodyCheck, SseCheck
 
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
@@ -50,10 +54,13 @@ class _Guard(httpx2.AsyncBaseTransport):
         close: Callable[[], Awaitable[None]],
         isolate: Callable[[], bool],
         given_up: Callable[[], bool],
+        event_limit: int | None = None,
     ) -> None:
         # Only MCP messages to the endpoint are watched, not an auth flow's own requests
         # (a token endpoint, client registration) that go through the same client.
         self._endpoint = (endpoint.scheme, endpoint.host, endpoint.port, endpoint.path)
+        self._where = f"MCP server at {endpoint}"
+        self._event_limit = event_limit
         self._send = send
         self._close = close
         self._isolate = isolate
@@ -63,7 +70,8 @@ class _Guard(httpx2.AsyncBaseTransport):
         if self._given_up():
             raise httpx2.ConnectError("the client gave this connection up", request=request)
         exchange = EXCHANGE.get()
-        if exchange is not None and (request.method != "POST" or not self._to_endpoint(request)):
+        mcp_post = request.method == "POST" and self._to_endpoint(request)
+        if not mcp_post:
             exchange = None
         try:
             response = await self._send(request)
@@ -79,7 +87,42 @@ class _Guard(httpx2.AsyncBaseTransport):
                 # An auth flow's retry (after a 401) was answered: forget the refusal.
                 exchange.status = None
                 exchange.www_authenticate = None
+        if mcp_post and response.status_code < 300:
+            self._check_answer(request, response)
         return response
+
+    def _check_answer(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        """Have the answer to a POSTed request checked for its id as the SDK reads it.
+
+        The SDK cannot do it: reading an SSE stream, it writes the request's id over the
+        id of every answer (``StreamableHTTPTransport._handle_sse_event``), so an answer
+        to another request, or to none, reaches the waiting call as its own. Proposed
+        upstream fix: compare ``message.id`` with ``original_request_id`` there, drop a
+        mismatched answer with a WARNING and resolve the request with an error, and do
+        the same in ``_handle_json_response`` (which passes a stray id on, where the
+        dispatcher drops it and the request waits out its timeout). The id is rewritten
+        only to resume a stream, where it needs no rewriting either.
+        """
+        if response.headers.get("content-encoding", "identity") != "identity":
+            return  # compressed: the SDK's client decodes it after this transport
+        stream = response.stream
+        if not isinstance(stream, httpx2.AsyncByteStream):
+            return
+        try:
+            sent = from_json(request.content)
+        except (ValueError, httpx2.RequestNotRead):
+            return
+        if not isinstance(sent, dict) or "method" not in sent or sent.get("id") is None:
+            return  # a notification, or an answer to the server's own request
+        kind = response.headers.get("content-type", "").lower()
+        check: JsonBodyCheck | SseCheck
+        if kind.startswith("application/json"):
+            check = JsonBodyCheck(sent["id"], self._where)
+        elif kind.startswith("text/event-stream"):
+            check = SseCheck(sent["id"], self._where, self._event_limit)
+        else:
+            return
+        response.stream = _Checked(stream, check)
 
     def _to_endpoint(self, request: httpx2.Request) -> bool:
         url = request.url
@@ -87,6 +130,27 @@ class _Guard(httpx2.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._close()
+
+
+class _Checked(httpx2.AsyncByteStream):
+    """A response body passed through a :class:`JsonBodyCheck` or :class:`SseCheck`."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, check: JsonBodyCheck | SseCheck) -> None:
+        self._inner = inner
+        self._check = check
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        check = self._check
+        async for chunk in self._inner:
+            passed = check.feed(chunk)
+            if passed:
+                yield passed
+        rest = check.end()
+        if rest:
+            yield rest
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 async def _record(
@@ -167,7 +231,14 @@ def _build_client(
             verify=_tls_context(transport),
             proxy=transport.proxy or _environment_proxy(transport.url),
         )
-        guard = _Guard(endpoint, inner.handle_async_request, inner.aclose, isolate, given_up)
+        guard = _Guard(
+            endpoint,
+            inner.handle_async_request,
+            inner.aclose,
+            isolate,
+            given_up,
+            transport.max_sse_event_size,
+        )
         client = httpx2.AsyncClient(
             headers=headers, auth=transport.auth, timeout=timeout, transport=guard
         )
@@ -189,7 +260,7 @@ def _build_client(
     async def close() -> None:
         pass  # closed by open_streamable_http, which owns it
 
-    guard = _Guard(endpoint, send, close, isolate, given_up)
+    guard = _Guard(endpoint, send, close, isolate, given_up, transport.max_sse_event_size)
     # No auth here: the user's client applies the one it was given.
     outer = httpx2.AsyncClient(headers=user.headers, timeout=user.timeout, transport=guard)
     return outer, user

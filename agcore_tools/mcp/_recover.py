@@ -14,7 +14,7 @@ whether the request may be sent again:
 
 A stream that failed on its own (an SSE event over the size limit, a response cut
 off) fails its request alone, with the SDK's reason; a ping decides whether the
-server behind it is still there.
+server behind it is still there. So does an answer with a mismatched id (``_matching``).
 
 A ``tools/call`` that fails says whether it may have run (:func:`note_run`): once
 its request was sent, it may have, unless ``classify`` found that it never ran; every
@@ -24,6 +24,7 @@ attempt counts, so a call re-sent after a restart may have run if either send ma
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -31,12 +32,21 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
+from ._matching import mismatch_reason
 from ._state import State
 
 if TYPE_CHECKING:
     from ._connection import Connection
 
-__all__ = ["Restarts", "Verdict", "classify", "is_safe_to_repeat", "note_run", "send_again"]
+__all__ = [
+    "Restarts",
+    "Verdict",
+    "classify",
+    "is_safe_to_repeat",
+    "malformed",
+    "note_run",
+    "send_again",
+]
 
 T = TypeVar("T")
 
@@ -92,7 +102,7 @@ async def classify(
 ) -> Verdict:
     """Read the failure ``exc`` of ``action`` sent on ``conn`` to the server ``name``."""
     from mcp.shared.exceptions import MCPError
-    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+    from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT
     from pydantic import ValidationError
 
     if isinstance(exc, ToolError):
@@ -101,6 +111,10 @@ async def classify(
         return Verdict(
             McpTimeoutError(name, f"{action} timed out after {limit:g} s", tool_name=tool_name)
         )
+    if isinstance(exc, MCPError) and (stray := mismatch_reason(exc.data, exc.message)):
+        # The connection stays up, but a server that mixes up its answers is not to be
+        # asked again: unrecoverable, like any McpError.
+        return Verdict(McpError(name, f"{action} failed: {stray}", tool_name=tool_name))
     if exchange is not None and exchange.status is not None:
         return _http_failure(name, conn, exc, exchange, action, tool_name)
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
@@ -133,6 +147,13 @@ async def classify(
         return Verdict(
             McpError(name, f"{action} failed: connection lost ({reason})", tool_name=tool_name),
             restart=True,
+        )
+    if isinstance(exc, MCPError) and exc.code == PARSE_ERROR:
+        # The SDK's message holds pydantic's whole report (its URL included): the one
+        # line names what was malformed and the first complaint; the SDK's error, the
+        # __cause__, keeps the rest.
+        return Verdict(
+            McpError(name, f"{action} failed: {malformed(exc.message)}", tool_name=tool_name)
         )
     if isinstance(exc, MCPError):
         return Verdict(
@@ -275,6 +296,45 @@ def _size_hint(message: str) -> str:
     if "byte limit" in message:
         return "; StreamableHttpTransport(max_sse_event_size=...) raises the limit"
     return ""
+
+
+_PARSED = {
+    "Failed to parse JSON response": "the server's answer (application/json)",
+    "Failed to parse SSE message": "an SSE event of the server's answer",
+}
+"""The SDK's parse-error prefixes, and what each says was malformed."""
+_PYDANTIC_DETAIL = re.compile(r" \[type=.*$")
+
+
+def malformed(message: str) -> str:
+    r"""One line for the SDK's parse error ``message``: what was malformed, and the
+    first of pydantic's complaints, without its input echo and documentation URL.
+
+    Example:
+        >>> malformed(
+        ...     "Failed to parse JSON response: 1 validation error for union[JSONRPCRequest]\n"
+        ...     "  Invalid JSON: EOF while parsing a value at line 1 column 33 "
+        ...     "[type=json_invalid, input_value=b'{', input_type=bytes]\n"
+        ...     "    For further information visit https://errors.pydantic.dev/2.14/v/json_invalid"
+        ... )
+        "the server's answer (application/json) is malformed: Invalid JSON: EOF while parsing a value at line 1 column 33"
+    """
+    head, _, detail = message.partition(": ")
+    what = _PARSED.get(head)
+    if what is None:
+        what, detail = "the server's answer", message
+    lines = [
+        line.strip()
+        for line in detail.splitlines()
+        if line.strip() and "errors.pydantic.dev" not in line
+    ]
+    for i, line in enumerate(lines):
+        if " [type=" in line:
+            complaint = _PYDANTIC_DETAIL.sub("", line)
+            # Before the complaint: where (a field), unless it is pydantic's summary.
+            where = lines[i - 1] if i > 1 else ""
+            return f"{what} is malformed: {f'{where}: ' if where else ''}{complaint}"
+    return f"{what} is malformed: {lines[0] if lines else '(no detail)'}"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -9,6 +9,11 @@ SDK's: one JSON-RPC message per line, parsed with ``mcp_types.jsonrpc_message_ad
 Shutdown follows the MCP lifecycle for stdio: close the child's stdin, wait, SIGTERM,
 wait, SIGKILL; then whatever is left in the child's process group gets the same
 treatment. Every wait is bounded.
+
+The child's own exit ends the connection, not the end of its stdout: a process it
+started may hold the pipes open long after (a wrapper script that died during
+start-up). Once the child has exited and what it wrote has been read, the client stops
+reading, and start-up or the calls in flight fail at once with its exit code.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from ..error import McpError
 from ._framing import LineReader, LineWriter
+from ._matching import PendingIds
 from ._stderr import StderrLog
 
 if TYPE_CHECKING:
@@ -37,6 +43,8 @@ __all__ = ["ChildProcess", "group_members", "open_stdio", "wait_exited"]
 logger = logging.getLogger("agcore_tools.mcp")
 
 _POLL = 0.01
+_EXIT_DRAIN = 0.5
+"""Seconds to read what an exited child wrote, while a process it started holds stdout."""
 # Seconds each stop step waits for a child that never completed its start-up.
 _ABANDON_GRACE = 0.1
 
@@ -51,11 +59,34 @@ class ChildProcess:
     """Its stderr reader, which keeps the last lines."""
     process: Process | None = field(default=None, repr=False)
     """The anyio process handle while it runs."""
+    reader: LineReader | None = field(default=None, repr=False)
+    """The reader of its stdout."""
+    stop_signal: signal.Signals | None = None
+    """The first signal the client sent it to stop it, if any."""
 
     @property
     def returncode(self) -> int | None:
         """The exit code once the child has exited (negative: killed by that signal)."""
         return self.process.returncode if self.process is not None else None
+
+    def exit_text(self) -> str:
+        """How it ended, for messages: ``exited with code 1``, ``was killed by signal 9``.
+
+        A child killed by the client's own signal while it still ran is described by
+        what it did before: the signal says only how the client stopped it.
+        """
+        code = self.returncode
+        if code is not None and code < 0:
+            if self.stop_signal is not None:
+                reader = self.reader
+                did = (
+                    "closed its stdout"
+                    if reader is not None and reader.eof
+                    else "stopped answering"
+                )
+                return f"{did} and was stopped by the client ({_signal_name(-code)})"
+            return f"was killed by signal {-code}"
+        return f"exited with code {code}"
 
 
 @asynccontextmanager
@@ -87,13 +118,14 @@ async def open_stdio(
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise McpError(server_name, f"cannot start {transport.describe()}: {reason}") from exc
-    child = ChildProcess(process.pid, StderrLog(server_name), process)
-    on_spawn(child)
-
     # No awaits between the spawn and the task group: a cancellation there would leak the child.
     assert process.stdin is not None and process.stdout is not None
-    read_stream = LineReader(process.stdout)
-    write_stream = LineWriter(process.stdin, process.stdout)
+    pending = PendingIds(f"MCP server '{server_name}'")
+    read_stream = LineReader(process.stdout, pending)
+    write_stream = LineWriter(process.stdin, process.stdout, pending)
+    child = ChildProcess(process.pid, StderrLog(server_name), process, read_stream)
+    on_spawn(child)
+    exit_watch = _exit_watch(process)
     stderr_done = anyio.Event()
 
     async def pump_stderr() -> None:
@@ -103,9 +135,25 @@ async def open_stdio(
         finally:
             stderr_done.set()
 
+    async def end_on_exit() -> None:
+        assert process.stdout is not None
+        await _exited(process, exit_watch)
+        # What the child wrote before it exited is still read (bounded: a process it
+        # started may hold stdout open); then reading stops, and the session with it.
+        with anyio.move_on_after(_EXIT_DRAIN):
+            await read_stream.ended.wait()
+        if not read_stream.ended.is_set():
+            logger.info(
+                "[%s] %s; a process it started still holds its stdout",
+                server_name,
+                child.exit_text(),
+            )
+            await process.stdout.aclose()
+
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(pump_stderr)
+            tg.start_soon(end_on_exit)
             try:
                 yield read_stream, write_stream
             finally:
@@ -113,16 +161,52 @@ async def open_stdio(
                     await write_stream.aclose()
                     await read_stream.aclose()
                     grace = _ABANDON_GRACE if abandoned() else transport.stop_grace
-                    await _stop(process, server_name, min(grace, transport.stop_grace))
+                    await _stop(child, process, server_name, min(grace, transport.stop_grace))
                     # Let the reader take the child's last words (they go into error messages).
                     with anyio.move_on_after(0.5):
                         await stderr_done.wait()
                 tg.cancel_scope.cancel()
     finally:
+        if exit_watch is not None:
+            os.close(exit_watch)
         await _aclose_process(process)
 
 
-async def _stop(process: Process, server_name: str, grace: float) -> None:
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _exit_watch(process: Process) -> int | None:
+    """A pidfd of the child, readable once it has exited (Linux), or None."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:  # pragma: no cover - not Linux
+        return None
+    try:
+        fd: int = pidfd_open(process.pid)
+    except OSError:  # already exited and reaped, or a kernel before 5.3
+        return None
+    return fd
+
+
+async def _exited(process: Process, watch: int | None) -> None:
+    """Return once the child has exited and its exit code is known.
+
+    Not ``process.wait()``: on Python 3.11+ that also waits for the pipes to close.
+    """
+    import anyio
+
+    if watch is not None and process.returncode is None:
+        await anyio.wait_readable(watch)
+    # The event loop reaps the child (and learns its code) just after it exits; without
+    # a pidfd, this polling is all there is.
+    while process.returncode is None:  # noqa: ASYNC110 - no event signals the reaping
+        await anyio.sleep(_POLL)
+
+
+async def _stop(child: ChildProcess, process: Process, server_name: str, grace: float) -> None:
     """Close stdin, then SIGTERM, then SIGKILL; then the same for the rest of the group."""
     import anyio
 
@@ -135,6 +219,7 @@ async def _stop(process: Process, server_name: str, grace: float) -> None:
                 await process.stdin.aclose()
     if not await wait_exited(process, grace):
         logger.info("[%s] did not exit after stdin closed; sending SIGTERM", server_name)
+        child.stop_signal = signal.SIGTERM
         _signal_group(pgid, signal.SIGTERM)
         if not await wait_exited(process, grace):
             logger.warning("[%s] ignored SIGTERM; sending SIGKILL", server_name)

@@ -11,7 +11,12 @@ front only adds what real deployments do to clients, when a test asks for it thr
   ``WWW-Authenticate`` challenge otherwise); ``null`` lifts it;
 - ``cut-listen``: end every open ``subscriptions/listen`` response stream, as a
   proxy's idle timeout does;
-- ``no-get``: answer the GET stream with 405 (servers may not offer it).
+- ``no-get``: answer the GET stream with 405 (servers may not offer it);
+- ``wrong-id``: answer the next ``tools/call`` itself, without the server, with a
+  well-formed result ("a stray answer") carrying ``id`` (or, with ``id`` null, the id
+  of another ``tools/call`` in flight), as ``application/json`` or SSE (``as``);
+- ``malformed``: answer the next ``tools/call`` itself with the text ``raw`` (as
+  ``application/json`` or SSE, ``as``).
 
 ``--tls CERT KEY CA`` serves HTTPS (``--client-cert-required``: and asks for a client
 certificate signed by CA).
@@ -75,6 +80,8 @@ class Faults:
         self.sessions: list[str] = []
         self.listens_opened = 0
         self.cut = anyio.Event()
+        self.wrong_ids: list[dict[str, Any]] = []
+        self.calls_in_flight: list[Any] = []
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -95,9 +102,10 @@ class Faults:
             return
         body = await _read_body(receive)
         try:
-            method = json.loads(body).get("method")
+            message = json.loads(body)
+            method, request_id = message.get("method"), message.get("id")
         except (ValueError, AttributeError):
-            method = None
+            method = request_id = None
         failure = self._take_failure(method)
         if failure is not None:
             await _respond(send, failure["status"], "injected failure", failure.get("headers", {}))
@@ -107,7 +115,28 @@ class Faults:
             self.listens_opened += 1
             await self.serve_listen(scope, replay, send)
             return
-        await self.app(scope, replay, self._watch_sessions(send))
+        if method == "tools/call" and self.wrong_ids:
+            await self.answer_wrongly(self.wrong_ids.pop(0), request_id, send)
+            return
+        if method == "tools/call":
+            self.calls_in_flight.append(request_id)
+        try:
+            await self.app(scope, replay, self._watch_sessions(send))
+        finally:
+            if method == "tools/call":
+                self.calls_in_flight.remove(request_id)
+
+    async def answer_wrongly(self, fault: dict[str, Any], request_id: Any, send: Any) -> None:
+        wrong = fault.get("id")
+        if wrong is None and "raw" not in fault:
+            [wrong] = [i for i in self.calls_in_flight if i != request_id]
+        result = {"content": [{"type": "text", "text": "a stray answer"}], "isError": False}
+        answer = fault.get("raw") or json.dumps({"jsonrpc": "2.0", "id": wrong, "result": result})
+        if fault.get("as") == "json":
+            await _respond(send, 200, answer, {"content-type": "application/json"})
+        else:
+            stream = f"event: message\ndata: {answer}\n\n"
+            await _respond(send, 200, stream, {"content-type": "text/event-stream"})
 
     def _take_failure(self, method: str | None) -> dict[str, Any] | None:
         for failure in self.failures:
@@ -164,6 +193,8 @@ class Faults:
             self.cut = anyio.Event()
         elif what == "no-get":
             self.no_get = True
+        elif what in ("wrong-id", "malformed"):
+            self.wrong_ids.append(options)
         elif what != "state":
             await _respond(send, 404, f"no control {what!r}")
             return

@@ -1,0 +1,266 @@
+"""Responses matched to their requests: an answer with a mismatched id is dropped.
+
+A JSON-RPC response names its request by id, and a client must never hand one
+request's answer to another: that is how results leak between calls. A response whose
+id names no request of ours, or another one than the request it answers, is a protocol
+violation. It is dropped, logged at WARNING, and the request it came for fails at once
+with "the server answered with a mismatched id" (an error answer built here, which
+:func:`mismatch_reason` recognises), instead of waiting out its timeout.
+
+Where the request is known:
+
+- Streamable HTTP: each request's answer comes on the response to its own POST, as
+  ``application/json`` or as an SSE stream. :class:`JsonBodyCheck` and
+  :class:`SseCheck` read those bytes (the guard in ``_http`` feeds them) before the
+  SDK does. They must: on an SSE stream the SDK writes the POST's request id over the
+  id of any response it reads, so past it a stray answer looks like the right one.
+- stdio: one stream carries every answer, so the id is the only correlation.
+  :class:`PendingIds` follows the requests written and the answers read. An answer
+  with an id never issued is dropped; it fails the pending request, or every pending
+  one when several wait (no one can tell which it answers). An answer carrying the id
+  of another pending request cannot be told from an answer out of order, and is taken.
+
+Kept free of SDK and httpx imports at module level: the framing and the guard load it.
+JSON is read with ``pydantic_core.from_json``, a few microseconds per answer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from pydantic_core import from_json
+
+__all__ = [
+    "JsonBodyCheck",
+    "PendingIds",
+    "SseCheck",
+    "coerce_id",
+    "mismatch_answer",
+    "mismatch_reason",
+]
+
+logger = logging.getLogger("agcore_tools.mcp")
+
+_MARK = "agcore_tools.mismatched_id"
+"""The key in the error's ``data`` that marks an answer built here."""
+_INTERNAL_ERROR = -32603  # mcp_types.INTERNAL_ERROR
+_LONG_LIVED = frozenset({"subscriptions/listen"})
+"""Requests answered only when they end: never taken as the one a stray answer is for."""
+
+
+def coerce_id(value: Any) -> Any:
+    """A request id as the SDK correlates it: ``"7"`` and ``7`` are one id.
+
+    Example:
+        >>> coerce_id("7"), coerce_id("a"), coerce_id(7)
+        (7, 'a', 7)
+    """
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return value
+    return value
+
+
+def mismatch_answer(expected: Any, answered: Any, waiting: int = 1) -> dict[str, Any]:
+    """The JSON-RPC error answer, for request ``expected``, that replaces an answer
+    carrying ``answered``; ``waiting`` requests were pending (stdio) when it came.
+
+    Example:
+        >>> mismatch_answer(5, 999999)["error"]["message"]
+        'the server answered with a mismatched id (999999, not 5); the answer was dropped'
+    """
+    if waiting > 1:
+        detail = (
+            f"the server answered with a mismatched id ({answered!r}, which no request has, "
+            f"while {waiting} requests were waiting); the answer was dropped"
+        )
+    else:
+        detail = (
+            f"the server answered with a mismatched id ({answered!r}, not {expected!r}); "
+            "the answer was dropped"
+        )
+    return {
+        "jsonrpc": "2.0",
+        "id": expected,
+        "error": {"code": _INTERNAL_ERROR, "message": detail, "data": {_MARK: answered}},
+    }
+
+
+def mismatch_reason(data: Any, message: str) -> str | None:
+    """``message`` if ``data`` (an error answer's) marks an answer built here, else None."""
+    if isinstance(data, dict) and _MARK in data:
+        return message
+    return None
+
+
+def _violation(where: str, expected: Any, answered: Any) -> None:
+    logger.warning(
+        "MCP protocol violation from %s: the answer to request %r carried id %r; dropped",
+        where,
+        expected,
+        answered,
+    )
+
+
+def _stray_id(payload: bytes | str, expected: Any) -> tuple[bool, Any]:
+    """(True, the id) if ``payload`` is a JSON-RPC answer whose id is not ``expected``."""
+    try:
+        message = from_json(payload)  # pydantic's parser: several times json.loads' speed
+    except ValueError:
+        return False, None  # not JSON: the SDK reports it
+    if not isinstance(message, dict) or "method" in message:
+        return False, None  # a request or notification from the server, or a batch
+    if "result" not in message and "error" not in message:
+        return False, None
+    answered = message.get("id")
+    if answered is None and "error" in message:
+        return False, None  # "could not read your request": JSON-RPC's id null
+    if coerce_id(answered) == coerce_id(expected):
+        return False, None
+    return True, answered
+
+
+class JsonBodyCheck:
+    """The ``application/json`` answer to one POSTed request, checked once it is whole."""
+
+    __slots__ = ("_chunks", "_expected", "_where")
+
+    def __init__(self, expected: Any, where: str) -> None:
+        self._expected = expected
+        self._where = where
+        self._chunks: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> bytes:
+        """Keep ``chunk``; nothing is passed on before the end."""
+        self._chunks.append(chunk)
+        return b""
+
+    def end(self) -> bytes:
+        """The body, or an error answer in its place if it answers another id."""
+        body = b"".join(self._chunks)
+        stray, answered = _stray_id(body, self._expected)
+        if not stray:
+            return body
+        _violation(self._where, self._expected, answered)
+        return json.dumps(mismatch_answer(self._expected, answered)).encode()
+
+
+# A blank line ends an SSE event; a line ends with CRLF, LF or CR (a CR at the end of
+# what has arrived may be the first half of a CRLF, which is harmless here: the event
+# before it is complete either way, and the bytes are passed on unchanged).
+_EVENT_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
+_LINE = re.compile(rb"\r\n|\r|\n")
+
+
+class SseCheck:
+    """The SSE answer to one POSTed request, passed on an event at a time: an answer
+    event carrying another id is replaced by an error answer for the request."""
+
+    __slots__ = ("_buffer", "_expected", "_limit", "_scanned", "_unchecked", "_where")
+
+    def __init__(self, expected: Any, where: str, limit: int | None = None) -> None:
+        self._expected = expected
+        self._where = where
+        self._limit = limit
+        """The most bytes of one event held back: past it, the rest passes unchecked,
+        and the SDK's own limit on an event's size (the same) fails the stream."""
+        self._buffer = bytearray()
+        self._scanned = 0
+        self._unchecked = False
+
+    def feed(self, chunk: bytes) -> bytes:
+        """What can be passed on now: the complete events (checked) among what arrived."""
+        if self._unchecked:
+            return chunk
+        buffer = self._buffer
+        buffer += chunk
+        out: list[bytes] = []
+        start = 0
+        # Search only what was not searched before (less the 3 bytes a split end spans),
+        # so a 20 MiB event arriving in 64 KiB chunks is scanned once, not 320 times.
+        position = max(0, self._scanned - 3)
+        while (found := _EVENT_END.search(buffer, position)) is not None:
+            end = found.end()
+            out.append(self._checked(bytes(buffer[start:end])))
+            start = position = end
+        del buffer[:start]
+        self._scanned = len(buffer)
+        if self._limit is not None and len(buffer) > self._limit:
+            self._unchecked = True
+            out.append(bytes(buffer))
+            buffer.clear()
+        return b"".join(out)
+
+    def end(self) -> bytes:
+        """The rest: an event the stream ended in the middle of (the SDK's to judge)."""
+        rest = bytes(self._buffer)
+        self._buffer.clear()
+        return rest
+
+    def _checked(self, event: bytes) -> bytes:
+        kind = b"message"
+        data: list[bytes] = []
+        for line in _LINE.split(event):
+            name, _, value = line.partition(b":")
+            if value.startswith(b" "):
+                value = value[1:]
+            if name == b"data":
+                data.append(value)
+            elif name == b"event":
+                kind = value
+        if kind != b"message" or not data:
+            return event
+        stray, answered = _stray_id(b"\n".join(data), self._expected)
+        if not stray:
+            return event
+        _violation(self._where, self._expected, answered)
+        answer = json.dumps(mismatch_answer(self._expected, answered))
+        return f"event: message\ndata: {answer}\n\n".encode()
+
+
+class PendingIds:
+    """The requests written to a stdio server and not yet answered (see module docs)."""
+
+    __slots__ = ("_methods", "_newest", "_where")
+
+    def __init__(self, where: str) -> None:
+        self._where = where
+        self._methods: dict[Any, str] = {}
+        self._newest = -1
+        """The highest integer id issued: the SDK counts up from 0."""
+
+    def sent(self, request_id: Any, method: str) -> None:
+        """A request was written."""
+        key = coerce_id(request_id)
+        self._methods[key] = method
+        if isinstance(key, int) and key > self._newest:
+            self._newest = key
+
+    def cancelled(self, request_id: Any) -> None:
+        """The client gave the request up: its answer, if one comes, is late, not stray."""
+        self._methods.pop(coerce_id(request_id), None)
+
+    def answered(self, request_id: Any) -> list[dict[str, Any]] | None:
+        """An answer carrying ``request_id`` was read: None to pass it on, else the error
+        answers to deliver in its place (none when no request waits)."""
+        key = coerce_id(request_id)
+        if self._methods.pop(key, None) is not None:
+            return None
+        if key is None or (isinstance(key, int) and 0 <= key <= self._newest):
+            return None  # a late answer, to a request the client stopped waiting for
+        waiting = [k for k, method in self._methods.items() if method not in _LONG_LIVED]
+        logger.warning(
+            "MCP protocol violation from %s: an answer carried id %r, which no request has "
+            "(%d waiting); dropped",
+            self._where,
+            request_id,
+            len(waiting),
+        )
+        for k in waiting:
+            del self._methods[k]
+        return [mismatch_answer(k, request_id, len(waiting)) for k in waiting]

@@ -1,0 +1,198 @@
+"""Answers matched to their requests (issue 25, item 4): a server that answers a call
+with a wrong id gets no call to take the answer, and the call fails at once, saying so.
+
+Over Streamable HTTP the server is ``servers/fault_server.py`` (its ``wrong-id``
+control answers the next ``tools/call`` with a stray result, as ``application/json``
+or SSE); over stdio it is the fixture server behind ``servers/id_proxy.py``, which
+rewrites the id of one tool's answers. ``legacy`` is the 2025-11-25 handshake,
+``auto`` negotiates 2026-07-28.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agcore_tools import McpClient, McpError, StdioTransport
+
+from .conftest import SERVERS, FaultServer, assert_no_stray_tasks
+from .test_faults import ERAS, client_for, wait_for
+
+pytestmark = pytest.mark.timeout(90)
+
+PROXY = SERVERS / "id_proxy.py"
+# Far above the client's timeouts' margin: a call that waited for its timeout fails this.
+TIMEOUT = 20
+PROMPT = 5.0
+
+
+def mismatch_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and "protocol violation" in r.getMessage()
+    ]
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("form", ["json", "sse"])
+async def test_an_answer_with_an_unknown_id_fails_the_call_at_once_over_http(
+    fault_server: FaultServer, protocol: str, form: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with client_for(fault_server, protocol, timeout=TIMEOUT) as client:
+        await fault_server.control("wrong-id", id=999999, **{"as": form})
+        started = time.monotonic()
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "mine"})
+        assert time.monotonic() - started < PROMPT
+        assert "tools/call 'echo' failed: the server answered with a mismatched id (999999" in (
+            str(info.value)
+        )
+        assert "stray" not in str(info.value)
+        assert [m for m in mismatch_logged(caplog) if "999999" in m]
+        # The connection stays up; the next answer is the right one.
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "next"}) == "next"
+    await assert_no_stray_tasks()
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("form", ["json", "sse"])
+async def test_an_answer_with_another_pending_calls_id_reaches_neither_call(
+    fault_server: FaultServer,
+    protocol: str,
+    form: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    marker = tmp_path / "started"
+    async with client_for(fault_server, protocol, timeout=TIMEOUT) as client:
+        held = asyncio.create_task(client.call_tool("hold", {"seconds": 30, "marker": str(marker)}))
+        await wait_for(lambda: asyncio.to_thread(marker.exists), "the held call to start")
+        # The next call is answered with the held call's id: a stray answer for it.
+        await fault_server.control("wrong-id", id=None, **{"as": form})
+        started = time.monotonic()
+        with pytest.raises(McpError, match="the server answered with a mismatched id"):
+            await client.call_tool("echo", {"text": "mine"})
+        assert time.monotonic() - started < PROMPT
+        assert mismatch_logged(caplog)
+        # The stray answer did not reach the held call either: it still waits for its own.
+        await asyncio.sleep(0)
+        assert not held.done()
+        held.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await held
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "next"}) == "next"
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_an_answer_with_an_unknown_id_fails_the_call_at_once_over_stdio(
+    protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    transport = StdioTransport(sys.executable, [str(PROXY), "echo", "999999"], stop_grace=1)
+    client = McpClient("ids", transport, protocol=protocol, timeout=TIMEOUT)  # type: ignore[arg-type]
+    async with client:
+        started = time.monotonic()
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "mine"})
+        assert time.monotonic() - started < PROMPT
+        message = str(info.value)
+        assert "tools/call 'echo' failed: the server answered with a mismatched id (999999" in (
+            message
+        )
+        assert [m for m in mismatch_logged(caplog) if "999999" in m]
+        assert client.connected
+        assert await client.call_tool("weather", {"city": "Lima"}) == {
+            "city": "Lima",
+            "temperature": 21.5,
+        }
+    await assert_no_stray_tasks()
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_over_stdio_a_stray_answer_fails_every_waiting_call_it_may_be_for(
+    protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    transport = StdioTransport(sys.executable, [str(PROXY), "echo", "999999"], stop_grace=1)
+    client = McpClient("ids", transport, protocol=protocol, timeout=TIMEOUT)  # type: ignore[arg-type]
+    async with client:
+        calls = [client.call_tool("echo", {"text": f"n{i}"}) for i in range(3)]
+        started = time.monotonic()
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        assert time.monotonic() - started < PROMPT
+        assert all(isinstance(r, McpError) for r in results), results
+        assert all("mismatched id (999999" in str(r) for r in results)
+        assert client.connected
+
+
+def test_the_sse_check_passes_events_unchanged_however_the_bytes_are_cut() -> None:
+    from agcore_tools.mcp._matching import SseCheck
+
+    stream = (
+        b": a comment\r\n\r\n"
+        b'event: message\r\ndata: {"jsonrpc": "2.0", "method": "notifications/progress"}\r\n\r\n'
+        b'id: 7\ndata: {"jsonrpc": "2.0",\ndata:  "id": 5, "result": {}}\n\n'
+        b'data: {"jsonrpc": "2.0", "id": 999999, "result": {}}\r\r'
+        b"data: cut off"
+    )
+    for size in (1, 2, 3, 7, len(stream)):
+        check = SseCheck(5, "test")
+        out = b"".join(check.feed(stream[i : i + size]) for i in range(0, len(stream), size))
+        out += check.end()
+        kept, replaced = out.split(b'event: message\ndata: {"jsonrpc": "2.0", "id": 5, "error"')
+        assert kept == stream[: stream.index(b'data: {"jsonrpc": "2.0", "id": 999999')]
+        assert b"mismatched id (999999, not 5)" in replaced
+        assert replaced.endswith(b"\n\ndata: cut off")
+
+
+# -- a malformed answer (issue 25, item 7) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("form", "what"),
+    [
+        ("json", "the server's answer (application/json) is malformed"),
+        ("sse", "an SSE event of the server's answer is malformed"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("raw", "complaint"),
+    [
+        ('{"jsonrpc": "2.0", "id": 1, "result":', "Invalid JSON: EOF while parsing a value"),
+        ('{"jsonrpc": "2.0", "id": 1, "answer": {}}', "JSONRPCRequest.method: Field required"),
+    ],
+)
+async def test_a_malformed_answer_is_named_in_one_line_without_pydantic_noise(
+    fault_server: FaultServer, form: str, what: str, raw: str, complaint: str
+) -> None:
+    async with client_for(fault_server, "legacy", timeout=TIMEOUT) as client:
+        await fault_server.control("malformed", raw=raw, **{"as": form})
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "mine"})
+        message = str(info.value)
+        assert message.startswith(f"MCP server 'faulty': tools/call 'echo' failed: {what}: ")
+        assert complaint in message
+        assert "\n" not in message
+        assert "pydantic" not in message and "[type=" not in message
+        assert "input_value" not in message
+        # pydantic's whole report stays on the SDK's error, the cause.
+        assert "errors.pydantic.dev" in str(info.value.__cause__)
+        assert client.connected
+
+
+def test_the_sse_check_holds_back_no_more_than_the_event_size_limit() -> None:
+    from agcore_tools.mcp._matching import SseCheck
+
+    check = SseCheck(5, "test", limit=64)
+    big = b'data: {"jsonrpc": "2.0", "id": 999999, "result": {"text": "' + b"x" * 100
+    assert check.feed(big[:50]) == b""
+    # Past the limit, the event passes unchecked (the SDK's limit then fails it).
+    assert check.feed(big[50:]) == big
+    assert check.feed(b'"}}\n\n') == b'"}}\n\n'
+    assert check.end() == b""
