@@ -11,7 +11,9 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
   transport and fails every call in flight. During start-up it is left alone: the
   SDK's version negotiation must see a network error as one, not as a protocol answer;
 - fails requests at once when the connection has been given up (a frozen server
-  would hold the SDK's closing ``DELETE`` until the HTTP timeout).
+  would hold the SDK's closing ``DELETE`` until the HTTP timeout), and gives that
+  ``DELETE`` :data:`CLOSE_TIMEOUT` seconds at most in any case, so ``close()`` is
+  bounded even before a frozen server has been noticed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 
+from .._aio import with_timeout
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after
 
 if TYPE_CHECKING:
@@ -34,7 +37,11 @@ if TYPE_CHECKING:
 
     from .transport import StreamableHttpTransport
 
-__all__ = ["open_streamable_http"]
+__all__ = ["CLOSE_TIMEOUT", "open_streamable_http"]
+
+CLOSE_TIMEOUT = 1.0
+"""Seconds the closing ``DELETE`` of a session may wait for its answer. A server
+answers it at once; one that does not has its session ended by its own idle timeout."""
 
 _SESSION_HEADER = "mcp-session-id"
 _CONNECTION_CLOSED = -32000  # mcp_types.CONNECTION_CLOSED, the SDK's code for "no answer"
@@ -66,7 +73,10 @@ class _Guard(httpx2.AsyncBaseTransport):
         if exchange is not None and (request.method != "POST" or not self._to_endpoint(request)):
             exchange = None
         try:
-            response = await self._send(request)
+            if request.method == "DELETE" and self._to_endpoint(request):
+                response = await self._send_delete(request)
+            else:
+                response = await self._send(request)
         except httpx2.TransportError as exc:
             if exchange is None or not self._isolate():
                 raise
@@ -80,6 +90,15 @@ class _Guard(httpx2.AsyncBaseTransport):
                 exchange.status = None
                 exchange.www_authenticate = None
         return response
+
+    async def _send_delete(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await with_timeout(self._send(request), CLOSE_TIMEOUT)
+        except TimeoutError as exc:
+            raise httpx2.ReadTimeout(
+                f"no answer to the session's closing DELETE within {CLOSE_TIMEOUT:g} s",
+                request=request,
+            ) from exc
 
     def _to_endpoint(self, request: httpx2.Request) -> bool:
         url = request.url
