@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
+from . import _sdklog
 from ._callbacks import call_user
 from ._elicitation import declining_handler
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
@@ -291,6 +292,8 @@ class Connection:
         import anyio
 
         settings = self.settings
+        _sdklog.install()
+        _sdklog.CONNECTION.set(self.server_name)  # this task's, and the SDK tasks it starts
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope

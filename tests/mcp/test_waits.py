@@ -9,6 +9,7 @@ of a client whose server froze returns within :data:`CLOSE_BOUND`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
@@ -79,8 +80,9 @@ async def test_requests_to_a_frozen_server_end_within_their_timeout(
 
 @pytest.mark.parametrize("protocol", ERAS)
 async def test_a_restart_a_call_triggers_ends_within_the_call_timeout(
-    fault_server: FaultServer, protocol: str
+    fault_server: FaultServer, protocol: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     client = client_for(fault_server, protocol, recovery=McpRecovery(ping_interval=0.5))
     await client.connect()
     fault_server.freeze()
@@ -92,12 +94,33 @@ async def test_a_restart_a_call_triggers_ends_within_the_call_timeout(
     # timeout is 20 s); the call gives up at its own timeout.
     error = await raises_timeout_within(client.call_tool("echo", {"text": "x"}, timeout=1), 1)
     assert "waiting for the server to start again" in str(error)
-    # A second call joins no restart of the first: it waits for its own, as long as
-    # its own timeout.
+    # A second call waits for the restart in progress, as long as its own timeout.
     await raises_timeout_within(client.call_tool("echo", {"text": "x"}, timeout=1), 1)
     took, _ = await timed(client.close())
     assert took < CLOSE_BOUND
     await assert_no_stray_tasks()
+    # The app's log has the client's one line; the SDK's ERROR with a traceback (its
+    # writer failing once the connection was given up) is routed to DEBUG.
+    assert_one_clear_line(caplog, "connection lost: the server did not answer a ping")
+
+
+def assert_one_clear_line(caplog: pytest.LogCaptureFixture, ours: str) -> None:
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r for r in loud if r.name.startswith("mcp")] == [], "the SDK logged loudly"
+    assert any(ours in r.getMessage() for r in loud if r.name == "agcore_tools.mcp")
+
+
+async def test_a_session_renewal_logs_one_clear_line(
+    fault_server: FaultServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with client_for(fault_server, "legacy") as client:
+        fault_server.restart()
+        assert await client.call_tool("echo", {"text": "renewed"}) == "renewed"
+    assert_one_clear_line(caplog, "connection lost: the server no longer knows the session")
+    # The SDK's WARNING about its closing DELETE is kept, at DEBUG.
+    routed = [r.getMessage() for r in caplog.records if "the MCP SDK reported" in r.getMessage()]
+    assert any("Session termination failed" in m for m in routed)
 
 
 @pytest.mark.parametrize("protocol", ERAS)
