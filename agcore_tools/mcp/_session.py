@@ -227,7 +227,9 @@ class Session:
             return
         failed = task.exception()
         if failed is not None:
-            logger.info("MCP server '%s': restart failed: %s", self.server_name, failed)
+            # Ended by close(), it is no news.
+            level = logging.INFO if self.conn is not None else logging.DEBUG
+            logger.log(level, "MCP server '%s': restart failed: %s", self.server_name, failed)
 
     async def _back_off(self, seconds: float) -> None:
         """Wait ``seconds``, or until :meth:`close` runs."""
