@@ -13,7 +13,9 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
 - fails requests at once when the connection has been given up (a frozen server
   would hold the SDK's closing ``DELETE`` until the HTTP timeout), and gives that
   ``DELETE`` :data:`CLOSE_TIMEOUT` seconds at most in any case, so ``close()`` is
-  bounded even before a frozen server has been noticed.
+  bounded even before a frozen server has been noticed;
+- hands the GET stream of a 2025-11-25 session to a :class:`ListenStream`, which
+  keeps it coming back where the SDK would give it up.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import httpx2
 
 from .._aio import with_timeout
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after
+from ._listen import ListenStream, StreamEvent
 
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
@@ -57,6 +60,7 @@ class _Guard(httpx2.AsyncBaseTransport):
         close: Callable[[], Awaitable[None]],
         isolate: Callable[[], bool],
         given_up: Callable[[], bool],
+        listen: ListenStream | None = None,
     ) -> None:
         # Only MCP messages to the endpoint are watched, not an auth flow's own requests
         # (a token endpoint, client registration) that go through the same client.
@@ -65,10 +69,13 @@ class _Guard(httpx2.AsyncBaseTransport):
         self._close = close
         self._isolate = isolate
         self._given_up = given_up
+        self._listen = listen
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if self._given_up():
             raise httpx2.ConnectError("the client gave this connection up", request=request)
+        if request.method == "GET" and self._listen is not None and self._to_endpoint(request):
+            return await self._listen.send(request, self._send, _describe)
         exchange = EXCHANGE.get()
         if exchange is not None and (request.method != "POST" or not self._to_endpoint(request)):
             exchange = None
@@ -174,7 +181,10 @@ def _tls_context(transport: StreamableHttpTransport) -> ssl.SSLContext | bool:
 
 
 def _build_client(
-    transport: StreamableHttpTransport, isolate: Callable[[], bool], given_up: Callable[[], bool]
+    transport: StreamableHttpTransport,
+    isolate: Callable[[], bool],
+    given_up: Callable[[], bool],
+    listen: ListenStream | None,
 ) -> tuple[httpx2.AsyncClient, httpx2.AsyncClient | None]:
     """The client for the SDK, and the user's own client behind it (if a factory made one)."""
     headers = dict(transport.headers or {})
@@ -186,7 +196,9 @@ def _build_client(
             verify=_tls_context(transport),
             proxy=transport.proxy or _environment_proxy(transport.url),
         )
-        guard = _Guard(endpoint, inner.handle_async_request, inner.aclose, isolate, given_up)
+        guard = _Guard(
+            endpoint, inner.handle_async_request, inner.aclose, isolate, given_up, listen
+        )
         client = httpx2.AsyncClient(
             headers=headers, auth=transport.auth, timeout=timeout, transport=guard
         )
@@ -208,7 +220,7 @@ def _build_client(
     async def close() -> None:
         pass  # closed by open_streamable_http, which owns it
 
-    guard = _Guard(endpoint, send, close, isolate, given_up)
+    guard = _Guard(endpoint, send, close, isolate, given_up, listen)
     # No auth here: the user's client applies the one it was given.
     outer = httpx2.AsyncClient(headers=user.headers, timeout=user.timeout, transport=guard)
     return outer, user
@@ -219,15 +231,18 @@ async def open_streamable_http(
     transport: StreamableHttpTransport,
     isolate: Callable[[], bool] = lambda: False,
     given_up: Callable[[], bool] = lambda: False,
+    on_listen: StreamEvent | None = None,
 ) -> AsyncIterator[TransportStreams]:
     """Yield the (read, write) message streams of a Streamable HTTP connection.
 
     ``isolate`` tells whether a network error on one request should fail that request
-    alone (once the session is up); ``given_up`` whether to refuse every request.
+    alone (once the session is up); ``given_up`` whether to refuse every request;
+    ``on_listen`` hears what becomes of the GET stream (see :class:`ListenStream`).
     """
     from mcp.client.streamable_http import streamable_http_client
 
-    http, user = _build_client(transport, isolate, given_up)
+    listen = ListenStream(on_listen, given_up) if on_listen is not None else None
+    http, user = _build_client(transport, isolate, given_up, listen)
     async with AsyncExitStack() as stack:
         if user is not None:
             await stack.enter_async_context(user)

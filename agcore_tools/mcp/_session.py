@@ -161,7 +161,7 @@ class Session:
             raise
         return conn
 
-    def _tools_changed(self, reason: str) -> None:
+    def _tools_changed(self, reason: str | None) -> None:
         if self.tools is not None:
             self.tools.invalidate(reason)
 
