@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
+from . import _sdklog
 from ._callbacks import call_user
 from ._elicitation import declining_handler
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
+from ._listen import NotificationStream
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._state import State
 from ._streams import watch_end
@@ -109,7 +111,9 @@ class Connection:
     changed: a ``notifications/tools/list_changed``, or its stream reopened.
     """
 
-    def __init__(self, settings: ClientSettings, on_tools_changed: Callable[[str], None]) -> None:
+    def __init__(
+        self, settings: ClientSettings, on_tools_changed: Callable[[str | None], None]
+    ) -> None:
         self.settings = settings
         """The client's settings, read when needed."""
         self._tools_changed = on_tools_changed
@@ -141,6 +145,9 @@ class Connection:
         self._probed_at = -math.inf
         self._probe_result: str | None = None
         self._given_up = False
+        self.stream = NotificationStream(  # where the server's notifications come
+            self.server_name, on_tools_changed, lambda: self.state is State.READY
+        )
 
     @property
     def usable(self) -> bool:
@@ -293,6 +300,8 @@ class Connection:
         import anyio
 
         settings = self.settings
+        _sdklog.install()
+        _sdklog.CONNECTION.set(self.server_name)  # this task's, and the SDK tasks it starts
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
@@ -350,6 +359,8 @@ class Connection:
             EXCHANGE.reset(token)  # tasks started from here on report nothing into it
             if _wants_listen(client):
                 await tasks.start(self._listen_tools_changed, client)
+            elif is_modern(client):
+                self.stream.event("none", None)  # it sends tools/list_changed on no stream
             scope.deadline = math.inf
             self.client = client
             self.call_tool = _tool_caller(client)
@@ -376,7 +387,10 @@ class Connection:
             from ._http import open_streamable_http
 
             opened = open_streamable_http(
-                transport, lambda: self.state is State.READY, lambda: self._given_up
+                transport,
+                lambda: self.state is State.READY,
+                lambda: self._given_up,
+                self.stream.event,
             )
         return watch_end(opened, self._transport_ended)
 
@@ -450,27 +464,26 @@ class Connection:
                         started = True
                         task_status.started()
                     else:
-                        self._tools_changed("the tools/list_changed stream was reopened")
+                        self.stream.event("open", None)
                     async for _event in subscription:
                         # The notification itself reaches _on_message too (the SDK tees
                         # it); iterating keeps the subscription's backlog drained.
                         pass
                 ending = "the server closed it"
+                self.stream.event("ended", None)
             except (MCPError, SubscriptionLost, TimeoutError, RuntimeError) as exc:
                 if not started:
-                    logger.info(
-                        "MCP server '%s': no tools/list_changed subscription (%s); tool lists "
-                        "are refreshed by TTL or refresh_tools() only",
-                        self.server_name,
-                        _describe(exc),
+                    self.stream.event(
+                        "none", f"no tools/list_changed subscription ({_describe(exc)})"
                     )
                     task_status.started()
                     return
                 ending = _describe(exc)
+                self.stream.event("lost", ending)
             # A stream that lasted resets the pause; one that ended at once doubles it.
             lasted = time.monotonic() - opened_at
             delay = _RELISTEN_DELAYS[0] if lasted > _RELISTEN_DELAYS[1] else delay
-            logger.info(
+            logger.debug(
                 "MCP server '%s': the tools/list_changed stream ended (%s); reopening in %g s",
                 self.server_name,
                 ending,

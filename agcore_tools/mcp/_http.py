@@ -11,9 +11,13 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
   transport and fails every call in flight. During start-up it is left alone: the
   SDK's version negotiation must see a network error as one, not as a protocol answer;
 - fails requests at once when the connection has been given up (a frozen server
-  would hold the SDK's closing ``DELETE`` until the HTTP timeout);
+  would hold the SDK's closing ``DELETE`` until the HTTP timeout), and gives that
+  ``DELETE`` :data:`CLOSE_TIMEOUT` seconds at most in any case, so ``close()`` is
+  bounded even before a frozen server has been noticed;
 - reads the answer to each POSTed request before the SDK does, and replaces an answer
-  carrying another id by an error answer for the request (see ``_matching``).
+  carrying another id by an error answer for the request (see ``_matching``);
+- hands the GET stream of a 2025-11-25 session to a :class:`ListenStream`, which
+  keeps it coming back where the SDK would give it up.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 from pydantic_core import from_json
 
+from .._aio import with_timeout
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after
+from ._listen import ListenStream, StreamEvent
 from ._matching import JsonBodyCheck, SseCheck
 
 if TYPE_CHECKING:
@@ -38,7 +44,11 @@ if TYPE_CHECKING:
 
     from .transport import StreamableHttpTransport
 
-__all__ = ["open_streamable_http"]
+__all__ = ["CLOSE_TIMEOUT", "open_streamable_http"]
+
+CLOSE_TIMEOUT = 1.0
+"""Seconds the closing ``DELETE`` of a session may wait for its answer. A server
+answers it at once; one that does not has its session ended by its own idle timeout."""
 
 _SESSION_HEADER = "mcp-session-id"
 _CONNECTION_CLOSED = -32000  # mcp_types.CONNECTION_CLOSED, the SDK's code for "no answer"
@@ -55,6 +65,7 @@ class _Guard(httpx2.AsyncBaseTransport):
         isolate: Callable[[], bool],
         given_up: Callable[[], bool],
         event_limit: int | None = None,
+        listen: ListenStream | None = None,
     ) -> None:
         # Only MCP messages to the endpoint are watched, not an auth flow's own requests
         # (a token endpoint, client registration) that go through the same client.
@@ -65,16 +76,22 @@ class _Guard(httpx2.AsyncBaseTransport):
         self._close = close
         self._isolate = isolate
         self._given_up = given_up
+        self._listen = listen
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if self._given_up():
             raise httpx2.ConnectError("the client gave this connection up", request=request)
+        if request.method == "GET" and self._listen is not None and self._to_endpoint(request):
+            return await self._listen.send(request, self._send, _describe)
         exchange = EXCHANGE.get()
         mcp_post = request.method == "POST" and self._to_endpoint(request)
         if not mcp_post:
             exchange = None
         try:
-            response = await self._send(request)
+            if request.method == "DELETE" and self._to_endpoint(request):
+                response = await self._send_delete(request)
+            else:
+                response = await self._send(request)
         except httpx2.TransportError as exc:
             if exchange is None or not self._isolate():
                 raise
@@ -123,6 +140,15 @@ class _Guard(httpx2.AsyncBaseTransport):
         else:
             return
         response.stream = _Checked(stream, check)
+
+    async def _send_delete(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await with_timeout(self._send(request), CLOSE_TIMEOUT)
+        except TimeoutError as exc:
+            raise httpx2.ReadTimeout(
+                f"no answer to the session's closing DELETE within {CLOSE_TIMEOUT:g} s",
+                request=request,
+            ) from exc
 
     def _to_endpoint(self, request: httpx2.Request) -> bool:
         url = request.url
@@ -219,7 +245,10 @@ def _tls_context(transport: StreamableHttpTransport) -> ssl.SSLContext | bool:
 
 
 def _build_client(
-    transport: StreamableHttpTransport, isolate: Callable[[], bool], given_up: Callable[[], bool]
+    transport: StreamableHttpTransport,
+    isolate: Callable[[], bool],
+    given_up: Callable[[], bool],
+    listen: ListenStream | None,
 ) -> tuple[httpx2.AsyncClient, httpx2.AsyncClient | None]:
     """The client for the SDK, and the user's own client behind it (if a factory made one)."""
     headers = dict(transport.headers or {})
@@ -238,6 +267,7 @@ def _build_client(
             isolate,
             given_up,
             transport.max_sse_event_size,
+            listen,
         )
         client = httpx2.AsyncClient(
             headers=headers, auth=transport.auth, timeout=timeout, transport=guard
@@ -260,7 +290,7 @@ def _build_client(
     async def close() -> None:
         pass  # closed by open_streamable_http, which owns it
 
-    guard = _Guard(endpoint, send, close, isolate, given_up, transport.max_sse_event_size)
+    guard = _Guard(endpoint, send, close, isolate, given_up, transport.max_sse_event_size, listen)
     # No auth here: the user's client applies the one it was given.
     outer = httpx2.AsyncClient(headers=user.headers, timeout=user.timeout, transport=guard)
     return outer, user
@@ -271,15 +301,18 @@ async def open_streamable_http(
     transport: StreamableHttpTransport,
     isolate: Callable[[], bool] = lambda: False,
     given_up: Callable[[], bool] = lambda: False,
+    on_listen: StreamEvent | None = None,
 ) -> AsyncIterator[TransportStreams]:
     """Yield the (read, write) message streams of a Streamable HTTP connection.
 
     ``isolate`` tells whether a network error on one request should fail that request
-    alone (once the session is up); ``given_up`` whether to refuse every request.
+    alone (once the session is up); ``given_up`` whether to refuse every request;
+    ``on_listen`` hears what becomes of the GET stream (see :class:`ListenStream`).
     """
     from mcp.client.streamable_http import streamable_http_client
 
-    http, user = _build_client(transport, isolate, given_up)
+    listen = ListenStream(on_listen, given_up) if on_listen is not None else None
+    http, user = _build_client(transport, isolate, given_up, listen)
     async with AsyncExitStack() as stack:
         if user is not None:
             await stack.enter_async_context(user)

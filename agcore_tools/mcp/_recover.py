@@ -71,8 +71,11 @@ class Restarts(Protocol):
         """Whether the recovery policy allows another restart in a row."""
         ...
 
-    async def restart(self, conn: Connection, action: str, tool_name: str | None) -> Connection:
-        """A usable connection in place of ``conn``, which was lost."""
+    async def restart_within(
+        self, conn: Connection, action: str, tool_name: str | None, started: float, limit: float
+    ) -> Connection:
+        """A usable connection in place of ``conn``, which was lost, within ``limit``
+        seconds of ``started`` (else :class:`McpTimeoutError`)."""
         ...
 
 
@@ -238,7 +241,7 @@ async def send_again(
         ):
             restarted = True
             try:
-                conn = await session.restart(conn, action, tool_name)
+                conn = await session.restart_within(conn, action, tool_name, started, limit)
             except ToolError as failed:
                 raise note_run(failed, ran, tool_name) from exc
         else:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from .. import _sync
 from .._aio import with_timeout
-from ..error import McpNotInitializedError, ToolConfigError, ToolError
+from ..error import McpNotInitializedError, McpTimeoutError, ToolConfigError, ToolError
 from ._connection import ClientSettings, Connection
 from ._exchange import EXCHANGE, HttpExchange
 from ._progress import progress_callback
@@ -34,15 +34,19 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp_types import RequestParamsMeta
 
-__all__ = ["BACKSTOP", "Meta", "Session", "ToolListing", "check_timeout"]
+__all__ = ["BACKSTOP", "GRACE", "Meta", "Session", "ToolListing", "check_timeout"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
 T = TypeVar("T")
 
-BACKSTOP = 5.0
+BACKSTOP = 0.25
 """Extra seconds after the request timeout before the caller stops waiting regardless
 (the SDK's clock does not run while a request is still being written)."""
+GRACE = 0.25
+"""Extra seconds after a request's timeout for telling why it failed (a ping, a stdio
+child's exit status) before the caller gets a timeout instead: a request with timeout
+``t`` returns or raises within ``t`` + this (+ the event loop's latency)."""
 _UNTIMED = math.inf
 """The SDK read timeout of a ``tools/call``: none, as the connection's watchdog bounds
 it. The SDK's per-request clock arms and cancels a timer for every request (about 4 %
@@ -101,6 +105,9 @@ class Session:
         # The restarts waiting out their backoff: close() wakes them, so a caller
         # waiting for a restart learns of the close at once, not after the backoff.
         self._backoffs: set[asyncio.Future[None]] = set()
+        # Restarts run in tasks of their own, which a caller leaves at its deadline;
+        # close() waits for them.
+        self._restarting: set[asyncio.Task[Connection]] = set()
 
     @property
     def server_name(self) -> str:
@@ -155,7 +162,7 @@ class Session:
             raise
         return conn
 
-    def _tools_changed(self, reason: str) -> None:
+    def _tools_changed(self, reason: str | None) -> None:
         if self.tools is not None:
             self.tools.invalidate(reason)
 
@@ -191,6 +198,44 @@ class Session:
             finally:
                 self.budget.spend(policy, time.monotonic())
 
+    async def restart_within(
+        self, conn: Connection, action: str, tool_name: str | None, started: float, limit: float
+    ) -> Connection:
+        """:meth:`restart`, waited for until ``limit`` seconds after ``started`` at most.
+
+        The restart runs in a task of its own (bounded by the client's timeout, and
+        ended by :meth:`close`): a caller whose time runs out raises
+        :class:`McpTimeoutError` and leaves it to finish for the next request.
+        """
+        task = asyncio.create_task(self.restart(conn, action, tool_name))
+        self._restarting.add(task)
+        task.add_done_callback(self._restarting.discard)
+        try:
+            done, _ = await asyncio.wait(
+                {task}, timeout=max(0.0, started + limit - time.monotonic())
+            )
+        except asyncio.CancelledError:
+            task.add_done_callback(self._restart_unwatched)
+            raise
+        if task in done:
+            return task.result()
+        task.add_done_callback(self._restart_unwatched)
+        raise McpTimeoutError(
+            self.server_name,
+            f"{action} timed out after {limit:g} s, waiting for the server to start again",
+            tool_name=tool_name,
+        )
+
+    def _restart_unwatched(self, task: asyncio.Task[Connection]) -> None:
+        """The outcome of a restart whose caller left: the next request sees it."""
+        if task.cancelled():
+            return
+        failed = task.exception()
+        if failed is not None:
+            # Ended by close(), it is no news.
+            level = logging.INFO if self.conn is not None else logging.DEBUG
+            logger.log(level, "MCP server '%s': restart failed: %s", self.server_name, failed)
+
     async def _back_off(self, seconds: float) -> None:
         """Wait ``seconds``, or until :meth:`close` runs."""
         woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -221,29 +266,53 @@ class Session:
         return self.budget.state(policy, time.monotonic())
 
     async def _usable(
-        self, conn: Connection | None, action: str, tool_name: str | None
+        self,
+        conn: Connection | None,
+        action: str,
+        tool_name: str | None,
+        started: float,
+        limit: float,
     ) -> Connection:
-        """``conn`` if requests can be sent on it; else the connection that replaces it."""
+        """``conn`` if requests can be sent on it; else the connection that replaces it,
+        waited for until ``limit`` seconds after ``started`` at most."""
         if conn is not None and conn.usable:
             return conn
         if conn is not None and self.settings.recovery is not None:
             if conn.state is State.STARTING:
-                async with self._connect_lock:  # let the connect or restart in progress finish
-                    pass
+                # Let the connect or restart in progress finish.
+                remaining = max(0.0, started + limit - time.monotonic())
+                try:
+                    await with_timeout(self._connect_lock.acquire(), remaining)
+                except TimeoutError as exc:
+                    raise McpTimeoutError(
+                        self.server_name,
+                        f"{action} timed out after {limit:g} s, waiting for the connection",
+                        tool_name=tool_name,
+                    ) from exc
+                self._connect_lock.release()
                 current = self.conn
                 if current is not None and current.usable:
                     return current
                 conn = current
             if conn is not None and conn.state is State.LOST and self.can_restart():
-                return await self.restart(conn, action, tool_name)
+                return await self.restart_within(conn, action, tool_name, started, limit)
         raise self.not_usable(conn, tool_name, action)
 
-    async def ready(self, what: str) -> Connection:
+    async def ready(
+        self, what: str, started: float | None = None, limit: float | None = None
+    ) -> Connection:
         """The connection to send ``what`` on: restarted if it was lost (see
-        :class:`McpRecovery`), and in this event loop."""
+        :class:`McpRecovery`), within ``limit`` seconds of ``started`` (default: the
+        client's timeout, from now), and in this event loop."""
         conn = self.conn
         if conn is None or not conn.usable:
-            conn = await self._usable(conn, what, None)
+            conn = await self._usable(
+                conn,
+                what,
+                None,
+                time.monotonic() if started is None else started,
+                self.settings.timeout if limit is None else limit,
+            )
         if self.loop is not asyncio.get_running_loop():
             raise self.wrong_loop(what, None)
         return conn
@@ -271,6 +340,12 @@ class Session:
                 woken.set_result(None)
         if conn is not None:
             await conn.stop()
+        if self._restarting:
+            # A restart a caller left is past its backoff, or stopped above with the
+            # connection it was starting: it ends at once.
+            await asyncio.wait(set(self._restarting), timeout=GRACE)
+            for task in set(self._restarting):
+                task.cancel()
 
     # -- the event loop ----------------------------------------------------------------
 
@@ -377,44 +452,75 @@ class Session:
         self, name: str, args: Mapping[str, Any] | None, timeout: float | None
     ) -> Any:
         """Send ``tools/call`` and return the tool's value (see :meth:`McpClient.call_tool`)."""
-        conn = self.conn
-        if conn is None or conn.state is not State.READY:
-            try:
-                conn = await self._usable(conn, f"tools/call '{name}'", name)
-            except ToolError as exc:
-                raise note_run(exc, False, name)  # noqa: B904 - its cause is kept: see note_run
-        if self.loop is not asyncio.get_running_loop():
-            raise note_run(self.wrong_loop(f"tools/call '{name}'", name), False, name)
         settings = self.settings
         limit = settings.timeout if timeout is None else check_timeout(self.server_name, timeout)
+        started = time.monotonic()
+        conn = self.conn
+        remaining = limit
+        if conn is None or conn.state is not State.READY:
+            try:
+                conn = await self._usable(conn, f"tools/call '{name}'", name, started, limit)
+            except ToolError as exc:
+                raise note_run(exc, False, name)  # noqa: B904 - its cause is kept: see note_run
+            remaining = started + limit - time.monotonic()
+        if self.loop is not asyncio.get_running_loop():
+            raise note_run(self.wrong_loop(f"tools/call '{name}'", name), False, name)
         progress = progress_callback(settings.on_progress, self.server_name, name)
         arguments = dict(args) if args else {}
-        started = time.monotonic()
         # Over HTTP, the guard in _http reports what the server answered into this.
         exchange = HttpExchange() if conn.http else None
         token = EXCHANGE.set(exchange)
         try:
-            result = await self._send_call(conn, limit, name, arguments, progress)
+            result = await self._send_call(conn, remaining, name, arguments, progress)
         except Exception as exc:  # noqa: BLE001 - send_again raises it translated, or retries
             tools = self.tools
-            result = await send_again(
-                self,
-                conn,
-                exc,
-                exchange,
-                action=f"tools/call '{name}'",
-                tool_name=name,
-                limit=limit,
-                started=started,
-                safe=lambda: tools is not None and tools.safe_to_repeat(name),
-                send=lambda conn, remaining: self._send_call(
-                    conn, remaining, name, arguments, progress
+            recovering = self._within(
+                send_again(
+                    self,
+                    conn,
+                    exc,
+                    exchange,
+                    action=f"tools/call '{name}'",
+                    tool_name=name,
+                    limit=limit,
+                    started=started,
+                    safe=lambda: tools is not None and tools.safe_to_repeat(name),
+                    send=lambda conn, remaining: self._send_call(
+                        conn, remaining, name, arguments, progress
+                    ),
                 ),
+                f"tools/call '{name}'",
+                name,
+                started,
+                limit,
             )
+            try:
+                result = await recovering
+            except McpTimeoutError as timed_out:  # the bound, after the request went out
+                raise note_run(timed_out, True, name)  # noqa: B904 - its cause is kept
         finally:
             EXCHANGE.reset(token)
         self.budget.clear()
         return result_value(result, name)
+
+    async def _within(
+        self,
+        recovery: Awaitable[T],
+        action: str,
+        tool_name: str | None,
+        started: float,
+        limit: float,
+    ) -> T:
+        """Await ``recovery`` (a failed request's diagnosis, waits and resending) until
+        :data:`GRACE` past the request's deadline; then raise a timeout."""
+        remaining = started + limit + GRACE - time.monotonic()
+        try:
+            return await with_timeout(recovery, max(0.0, remaining))
+        except TimeoutError as exc:
+            # Raised by the bound itself: send_again turns the others into ToolErrors.
+            raise McpTimeoutError(
+                self.server_name, f"{action} timed out after {limit:g} s", tool_name=tool_name
+            ) from exc
 
     def _send_call(
         self,
@@ -452,16 +558,17 @@ class Session:
         is for requests bound to the connection they started on (a subscription): they
         are never sent again, on a new connection or the same one.
         """
-        conn = await self.ready(what)
+        limit = self.settings.timeout
+        started = time.monotonic()
+        conn = await self.ready(what, started, limit)
         client = conn.client
         if client is None:  # the connection ended between the check and here
             raise self.not_usable(conn, None, what)
-        limit = self.settings.timeout
-        started = time.monotonic()
         exchange = HttpExchange() if conn.http else None
         token = EXCHANGE.set(exchange)
         try:
-            return await with_timeout(call(client, conn.request_meta), limit + BACKSTOP)
+            remaining = started + limit - time.monotonic()
+            return await with_timeout(call(client, conn.request_meta), remaining + BACKSTOP)
         except Exception as exc:
             if not resend:
                 raise await self.translate(conn, exc, exchange, what, limit, None) from exc
@@ -471,17 +578,23 @@ class Session:
                     raise self.not_usable(new, None, what)
                 return await with_timeout(call(new.client, new.request_meta), remaining + BACKSTOP)
 
-            return await send_again(
-                self,
-                conn,
-                exc,
-                exchange,
-                action=what,
-                tool_name=None,
-                limit=limit,
-                started=started,
-                safe=lambda: True,
-                send=again,
+            return await self._within(
+                send_again(
+                    self,
+                    conn,
+                    exc,
+                    exchange,
+                    action=what,
+                    tool_name=None,
+                    limit=limit,
+                    started=started,
+                    safe=lambda: True,
+                    send=again,
+                ),
+                what,
+                None,
+                started,
+                limit,
             )
         finally:
             EXCHANGE.reset(token)

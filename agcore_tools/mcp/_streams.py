@@ -1,9 +1,10 @@
 """Session streams: a read stream that reports its own end, so a dead server is noticed
-with no call in flight, and the ``async with`` support the SDK's stream protocols ask of
-every stream."""
+with no call in flight; a write stream on which a courtesy cancel never holds up its
+sender; and the ``async with`` support the SDK's stream protocols ask of every stream."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import Context
@@ -15,10 +16,18 @@ from typing_extensions import Self
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from mcp.client._transport import ReadStream, TransportStreams
+    import anyio.abc
+    from mcp.client._transport import ReadStream, TransportStreams, WriteStream
     from mcp.shared.message import SessionMessage
 
-__all__ = ["ClosedOnExit", "watch_end"]
+__all__ = ["CANCEL_WRITE_TIMEOUT", "ClosedOnExit", "watch_end"]
+
+logger = logging.getLogger("agcore_tools.mcp")
+
+CANCEL_WRITE_TIMEOUT = 5.0
+"""Seconds a courtesy cancel may wait, in the background, for the transport to take it
+(the SDK's own bound for that write, ``_ABANDON_WRITE_TIMEOUT``)."""
+_CANCELLED = "notifications/cancelled"
 
 
 class ClosedOnExit:
@@ -100,11 +109,59 @@ class _WatchedReadStream(ClosedOnExit):
         await self._inner.aclose()
 
 
+class _CourteousWriteStream(ClosedOnExit):
+    """Forwards to ``inner``, except that a ``notifications/cancelled`` is handed to a
+    task of its own, so its sender goes on at once.
+
+    The SDK writes a courtesy cancel when a request is abandoned (its caller timed out
+    or was cancelled), in the caller's task and shielded from cancellation, for up to
+    5 s. Over HTTP the transport takes one message at a time and POSTs a notification
+    before taking the next, so behind a server that stopped answering the write waits
+    those 5 s, and the caller's timeout is overrun by as much. Sent from its own task,
+    the cancel still goes out (within :data:`CANCEL_WRITE_TIMEOUT`, or it is given up
+    and logged), after the request it cancels, and the caller returns in time.
+    """
+
+    __slots__ = ("_inner", "_tasks")
+
+    def __init__(self, inner: WriteStream[SessionMessage], tasks: anyio.abc.TaskGroup) -> None:
+        self._inner = inner
+        self._tasks = tasks
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if getattr(item.message, "method", None) == _CANCELLED:
+            self._tasks.start_soon(self._send_late, item)
+        else:
+            await self._inner.send(item)
+
+    async def _send_late(self, item: SessionMessage) -> None:
+        import anyio
+
+        with anyio.move_on_after(CANCEL_WRITE_TIMEOUT) as scope:
+            try:
+                await self._inner.send(item)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                logger.debug("courtesy cancel not sent: the connection has closed")
+        if scope.cancelled_caught:
+            logger.debug(
+                "courtesy cancel not sent within %g s: the transport is blocked",
+                CANCEL_WRITE_TIMEOUT,
+            )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 @asynccontextmanager
 async def watch_end(
     transport: AbstractAsyncContextManager[TransportStreams],
     on_end: Callable[[], Awaitable[None]],
 ) -> AsyncIterator[Any]:
-    """Enter ``transport`` and yield its streams, the read one reporting its end to ``on_end``."""
-    async with transport as (read_stream, write_stream):
-        yield _WatchedReadStream(read_stream, on_end), write_stream
+    """Enter ``transport`` and yield its streams, the read one reporting its end to
+    ``on_end``, the write one sending courtesy cancels from tasks of their own (ended
+    with the transport)."""
+    import anyio
+
+    async with transport as (read_stream, write_stream), anyio.create_task_group() as tasks:
+        yield _WatchedReadStream(read_stream, on_end), _CourteousWriteStream(write_stream, tasks)
+        tasks.cancel_scope.cancel()

@@ -146,8 +146,9 @@ class ToolCache:
         for page in listed:
             ttl = _shorter(ttl, _server_ttl(page))
         self.infos = infos
-        if generation == self._generation:
-            # A change notice that arrived during the fetch leaves the list stale.
+        # A change notice that arrived during the fetch leaves the list stale, as does
+        # a notification stream being reopened (a change may come meanwhile, unheard).
+        if generation == self._generation and conn.stream.state != "lost":
             self._fresh_until = started + ttl if ttl is not None else float("inf")
         return infos
 

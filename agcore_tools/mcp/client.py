@@ -303,6 +303,20 @@ class McpClient(SyncClientMethods):
         return info.model_dump(mode="json", exclude_none=True) if info is not None else None
 
     @property
+    def notification_stream(self) -> Literal["open", "lost", "none"] | None:
+        """The stream the server's notifications (``tools/list_changed``) arrive on.
+
+        ``"open"``; ``"lost"`` while the client opens it again (with a pause that grows
+        up to 30 s while that fails; each tool list read meanwhile lists the tools
+        afresh, as a change may go unheard); ``"none"`` if the server offers no such
+        stream (tool lists are then refreshed by ``tools_ttl`` or :meth:`refresh_tools`);
+        None while not connected. Over stdio, it is the connection itself. A WARNING is
+        logged when it is lost, an INFO line when it is back.
+        """
+        conn = self._session.conn
+        return conn.stream.state if conn is not None and conn.usable else None
+
+    @property
     def pid(self) -> int | None:
         """The stdio server's process id (also its process group id), once started."""
         conn = self._session.conn

@@ -1,0 +1,166 @@
+"""The Streamable HTTP GET stream of a 2025-11-25 session, kept open by the client.
+
+The server sends its notifications (``notifications/tools/list_changed`` among them)
+and requests on this stream. The SDK opens it after the handshake and opens it again
+when it ends, but gives up after two failures in a row (a proxy cutting it, a server
+restarting), logging that at DEBUG only: the client stays connected, and tool list
+changes are lost from then on.
+
+:class:`ListenStream` sits in the HTTP guard (``_http``), below the SDK, and sees every
+GET to the endpoint:
+
+- a stream cut off (a network error in its body) is ended for the SDK as a server would
+  end it, after it is reported lost: the SDK then opens it again at once, never giving up;
+- once a stream was lost, a GET that fails (the server unreachable, or answering 429 or
+  5xx) is sent again by the guard itself after a pause, 0.5 s doubling up to 30 s, until
+  it opens or the connection ends;
+- ``on_event`` hears ``"open"``, ``"lost"`` (with the reason), ``"ended"`` (the server
+  ended it) and ``"none"`` (the server offers no GET stream, HTTP 405).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Literal
+
+import httpx2
+
+__all__ = ["REOPEN_DELAYS", "ListenStream", "NotificationStream", "StreamEvent"]
+
+logger = logging.getLogger("agcore_tools.mcp")
+
+REOPEN_DELAYS = (0.5, 30.0)
+"""First and longest pause before sending a failed GET again, once a stream was lost."""
+
+StreamEvent = Callable[[str, "str | None"], None]
+"""Hears what becomes of the stream: the event (see the module docs) and its reason."""
+
+
+class NotificationStream:
+    """The state of the stream a connection's notifications come on: ``"open"``,
+    ``"lost"`` (being reopened) or ``"none"`` (the server offers none), as told by
+    :meth:`event` (2025-11-25: the GET stream's :class:`ListenStream`; 2026-07-28: the
+    ``subscriptions/listen`` loop of ``_connection``).
+
+    It logs a WARNING when the stream is lost, and tells ``on_tools_changed`` (None:
+    silently) that the tool list must be read afresh; once the stream is back, it tells
+    it again, with the reason the tool cache logs (INFO).
+    """
+
+    def __init__(
+        self,
+        server_name: str,
+        on_tools_changed: Callable[[str | None], None],
+        ready: Callable[[], bool],
+    ) -> None:
+        self.server_name = server_name
+        self.state: Literal["open", "lost", "none"] = "open"
+        self._tools_changed = on_tools_changed
+        self._ready = ready
+
+    def event(self, event: str, reason: str | None) -> None:
+        """``"open"``, ``"lost"`` (a failure, ``reason`` says which), ``"ended"`` (the
+        server ended it) or ``"none"`` (the server offers none; ``reason`` says how)."""
+        name = self.server_name
+        if event == "open":
+            if self.state == "lost":
+                self._tools_changed("the notification stream is back")
+            self.state = "open"
+        elif event == "none":
+            self.state = "none"
+            if reason is not None:
+                logger.info(
+                    "MCP server '%s': %s; tool lists are refreshed by TTL or refresh_tools() only",
+                    name,
+                    reason,
+                )
+        elif self.state != "lost" and self._ready():
+            self.state = "lost"
+            if event == "lost":
+                logger.warning(
+                    "MCP server '%s': the notification stream was lost (%s); reopening it, "
+                    "and listing tools afresh on each read until it is back",
+                    name,
+                    reason,
+                )
+            else:
+                logger.debug("MCP server '%s': the server ended the notification stream", name)
+            self._tools_changed(None)
+
+
+class ListenStream:
+    """Keeps the GET stream of one connection coming back (see the module docs)."""
+
+    def __init__(self, on_event: StreamEvent, given_up: Callable[[], bool]) -> None:
+        self._on_event = on_event
+        self._given_up = given_up
+        self._lost = False
+
+    async def send(
+        self,
+        request: httpx2.Request,
+        send: Callable[[httpx2.Request], Awaitable[httpx2.Response]],
+        describe: Callable[[BaseException], str],
+    ) -> httpx2.Response:
+        """Send the SDK's GET, again after a pause while it fails once a stream was lost."""
+        delay = REOPEN_DELAYS[0]
+        while True:
+            if self._given_up():
+                raise httpx2.ConnectError("the client gave this connection up", request=request)
+            try:
+                response = await send(request)
+            except httpx2.TransportError as exc:
+                if not self._lost:
+                    raise
+                reason = describe(exc)
+            else:
+                status = response.status_code
+                if status == 200:
+                    self._lost = False
+                    self._on_event("open", None)
+                    if isinstance(response.stream, httpx2.AsyncByteStream):
+                        response.stream = _Body(response.stream, self._ended, describe)
+                    return response
+                if status == 405:
+                    self._on_event("none", "the server offers no GET stream (HTTP 405)")
+                    return response
+                if not self._lost or (status < 500 and status != 429):
+                    return response
+                await response.aclose()
+                reason = f"HTTP {status} {response.reason_phrase}"
+            logger.debug("GET stream not reopened (%s); trying again in %g s", reason, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, REOPEN_DELAYS[1])
+
+    def _ended(self, reason: str | None) -> None:
+        self._lost = True
+        self._on_event("lost" if reason is not None else "ended", reason)
+
+
+class _Body(httpx2.AsyncByteStream):
+    """The body of a GET stream: a network error ends it (reported) instead of failing
+    the SDK's reader, whose reconnection would give up after two of them."""
+
+    def __init__(
+        self,
+        inner: httpx2.AsyncByteStream,
+        ended: Callable[[str | None], None],
+        describe: Callable[[BaseException], str],
+    ) -> None:
+        self._inner = inner
+        self._ended = ended
+        self._describe = describe
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        except httpx2.TransportError as exc:
+            self._ended(self._describe(exc))
+            return
+        self._ended(None)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

@@ -1,0 +1,96 @@
+"""The 2025-11-25 GET stream comes back however often it is cut, and until it does the
+tool list is read afresh (issue 25, item 2).
+
+The server is ``servers/fault_server.py``, behind the byte proxy of ``_faultproxy.py``,
+which cuts the GET stream's connection, or refuses new ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+import pytest
+
+from agcore_tools import McpClient, StreamableHttpTransport
+
+from ._faultproxy import FaultProxy
+from .conftest import FaultServer, assert_no_stray_tasks
+
+pytestmark = pytest.mark.timeout(90)
+
+SDK_ATTEMPTS = 2
+"""Failures in a row after which the SDK gives the GET stream up
+(mcp.client.streamable_http.MAX_RECONNECTION_ATTEMPTS)."""
+
+
+async def until(condition: Callable[[], bool], what: str, seconds: float = 15) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+async def names(client: McpClient) -> list[str]:
+    return [tool["function"]["name"] for tool in await client.definitions()]
+
+
+def test_the_sdk_still_gives_up_after_two_failures() -> None:
+    from mcp.client.streamable_http import MAX_RECONNECTION_ATTEMPTS
+
+    assert MAX_RECONNECTION_ATTEMPTS == SDK_ATTEMPTS
+
+
+async def test_a_get_stream_cut_again_and_again_comes_back_and_carries_changes(
+    fault_server: FaultServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp")
+    async with FaultProxy(fault_server.port) as proxy:
+        transport = StreamableHttpTransport(proxy.url)
+        async with McpClient("cut", transport, protocol="legacy", timeout=20) as client:
+            await proxy.wait_gets(1)
+            await until(lambda: client.notification_stream == "open", "the stream to open")
+            for n in range(2 * SDK_ATTEMPTS):
+                assert proxy.cut_gets() == 1
+                await proxy.wait_gets(n + 2)
+                await until(lambda: client.notification_stream == "open", "the stream back")
+                assert f"fresh{n}" not in await names(client)  # cached now
+                await client.call_tool("add_tool", {"name": f"fresh{n}"})
+
+                async def heard(n: int = n) -> bool:
+                    return f"fresh{n}" in await names(client)
+
+                deadline = time.monotonic() + 15
+                while not await heard():  # the change notice clears the cache
+                    assert time.monotonic() < deadline, f"the change {n} was not heard"
+                    await asyncio.sleep(0.02)
+            assert client.connected
+    lost = [r for r in caplog.records if "notification stream was lost" in r.getMessage()]
+    back = [r for r in caplog.records if "the notification stream is back" in r.getMessage()]
+    assert len(lost) == len(back) == 2 * SDK_ATTEMPTS
+    assert {r.levelno for r in lost} == {logging.WARNING}
+    assert {r.levelno for r in back} == {logging.INFO}
+    await assert_no_stray_tasks()
+
+
+async def test_while_the_stream_is_away_tool_lists_are_read_afresh(
+    fault_server: FaultServer,
+) -> None:
+    async with FaultProxy(fault_server.port) as proxy:
+        transport = StreamableHttpTransport(proxy.url)
+        async with McpClient("away", transport, protocol="legacy", timeout=20) as client:
+            await proxy.wait_gets(1)
+            proxy.refuse_gets = True
+            proxy.cut_gets()
+            await until(lambda: client.notification_stream == "lost", "the loss to be seen")
+            await proxy.wait_gets(3)  # the SDK's reopening, then the client's own, refused
+            assert "unheard" not in await names(client)
+            await client.call_tool("add_tool", {"name": "unheard"})  # its notice is lost
+            assert "unheard" in await names(client)
+            assert client.notification_stream == "lost"
+            proxy.refuse_gets = False
+            # The client's pauses: 0.5, 1, 2 s... up to 30 s.
+            await until(lambda: client.notification_stream == "open", "the stream back")
+            assert client.connected
