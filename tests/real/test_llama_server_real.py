@@ -13,6 +13,7 @@ text, the output has the type asked for), never wording.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,14 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agcore_tools import CycleConfig, FinishReason, LlmCycle, LlmError, ToolRegistry
+from agcore_tools import (
+    CycleConfig,
+    FinishReason,
+    LlmCycle,
+    LlmError,
+    MaxTurnsExceededError,
+    ToolRegistry,
+)
 from agcore_tools.cycle import OpenAIRequester
 from agcore_tools.cycle.profiles import LLAMA_SERVER, profile_for_models, profile_for_url
 from tests._scripts import run_script
@@ -41,7 +49,8 @@ class Weather(BaseModel):
 
 
 def make_cycle(server: RealServer, client: Any, **options: Any) -> LlmCycle:
-    config = CycleConfig(server.model, temperature=0, seed=0, max_tokens=64, **options)
+    options = {"temperature": 0, "seed": 0, "max_tokens": 64, **options}
+    config = CycleConfig(server.model, **options)
     return LlmCycle(config, client=client)
 
 
@@ -228,6 +237,40 @@ async def test_required_lets_the_model_write_text_before_the_call(
     [choice] = completion.choices
     assert choice.finish_reason == "length"
     assert choice.message.content and not choice.message.tool_calls
+
+
+async def test_a_call_cut_at_max_tokens_comes_back_unfinished(
+    llamacpp_server, llamacpp_client, tools
+):
+    # Cut inside a call's arguments, the server still sends the call, its arguments
+    # unfinished JSON, with finish_reason "length". The loop gives the model an
+    # InvalidArgumentsError result, as for any arguments that are not JSON; the tool
+    # never runs (a snippet that read such a call's output unchecked failed here).
+    messages = [*EXAMPLE, {"role": "user", "content": "And in Rome?"}]
+    completion = await llamacpp_client.chat.completions.create(
+        model=llamacpp_server.model,
+        messages=messages,
+        tools=tools.definitions(),
+        tool_choice="required",
+        max_tokens=20,
+        temperature=0,
+    )
+
+    [choice] = completion.choices
+    assert choice.finish_reason == "length"
+    [call] = choice.message.tool_calls or []
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(call.function.arguments)
+
+    cycle = make_cycle(
+        llamacpp_server, llamacpp_client, tool_choice="required", max_tokens=20, max_turns=1
+    )
+    cycle.messages.extend(EXAMPLE)
+    with pytest.raises(MaxTurnsExceededError):
+        await cycle.submit_with_tools("And in Rome?", tools)
+    [result] = [m for m in cycle.messages if m["role"] == "tool"]
+    assert "Error" in result["content"], result
+    assert tools.runs == []  # type: ignore[attr-defined]
 
 
 async def test_with_the_models_own_template_tools_are_ignored(tools):
