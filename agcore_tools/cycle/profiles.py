@@ -11,11 +11,12 @@ the client's base URL tells (:func:`profile_for_url`), else what the server's
 OpenAI's; and logs it at INFO.
 
 OpenAI's (the default, which changes nothing), llama-cpp-python's and LiteLLM's proxy
-in front of it are pinned by tests against the real server (``tests/real``). The others
-(Azure, llama.cpp's llama-server, vLLM, SGLang, Ollama, LM Studio, TGI, and Gemini's and
-Anthropic's OpenAI-compatible endpoints) come from each server's documentation and
-source: the comment above each one names, per field that differs from OpenAI's, where
-that is written. Where the sources are silent a field keeps OpenAI's default rather than
+in front of it are pinned by tests against the real server (``tests/real``), and so is
+llama.cpp's llama-server, by opt-in ones (``make test-llama-server``). The others
+(Azure, vLLM, SGLang, Ollama, LM Studio, TGI, and Gemini's and Anthropic's
+OpenAI-compatible endpoints) come from each server's documentation and source: the
+comment above each one names, per field that differs from OpenAI's, where that is
+written. Where the sources are silent a field keeps OpenAI's default rather than
 a guess. A server without a built-in profile runs with OpenAI's; pass your own
 ``ServerProfile`` for it.
 """
@@ -163,22 +164,26 @@ assumes the most limited backend: every request works, at a cost on a capable on
 AZURE = ServerProfile("azure", max_tools=128)
 """Azure OpenAI (``*.openai.azure.com``, ``*.services.ai.azure.com``): OpenAI's values."""
 
-# llama.cpp's llama-server (ggml-org/llama.cpp), tools and tool_choice with --jinja:
+# llama.cpp's llama-server (ggml-org/llama.cpp), tools and tool_choice with --jinja, as
+# vendored by llama-cpp-python 0.3.36 (build b1-0c1e570), which `make test-llama-server`
+# builds and tests/real/test_llama_server_real.py runs:
 # - tool_choice_named: tools/server/server-common.cpp reads the field as a string,
 #   json_value(body, "tool_choice", std::string("auto")); an object is a type error
-#   that falls back to "auto", and common/chat.cpp (common_chat_tool_choice_parse_oaicompat)
-#   knows only "auto", "none" and "required".
-# - responses_api: no /v1/responses route; issue #14702 (404) and the open feature
-#   request #19138.
+#   that falls back to "auto" (logged: "Wrong type supplied for parameter
+#   'tool_choice'"), and common/chat.cpp (common_chat_tool_choice_parse_oaicompat)
+#   knows only "auto", "none" and "required". Pinned by tests/real.
 # - reasoning_field: tools/server/README.md, --reasoning-format deepseek "puts thoughts
 #   in `message.reasoning_content`".
+# responses_api: tools/server/server.cpp routes POST /v1/responses, converted to a chat
+# request (server-chat.cpp, server_chat_convert_responses_to_chatcmpl), stateless: it
+# refuses previous_response_id, so leave chain_responses off. Older builds answer 404
+# (issue #14702): give those profile=dataclasses.replace(LLAMA_SERVER, responses_api=False).
 # structured_output: README, response_format json_schema is constrained by a grammar
-# (OpenAI's default). parallel_tool_calls: docs/function-calling.md, accepted and off
-# by default. Others: docs silent.
+# (OpenAI's default); pinned by tests/real. parallel_tool_calls: docs/function-calling.md,
+# accepted and off by default. Others: docs silent.
 LLAMA_SERVER = ServerProfile(
     "llama-server",
     tool_choice_named=False,
-    responses_api=False,
     reasoning_field="reasoning_content",
 )
 """llama.cpp's own ``llama-server`` started with ``--jinja``."""

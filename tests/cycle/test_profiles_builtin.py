@@ -192,8 +192,9 @@ def test_llama_server_keeps_required_and_sends_auto_for_a_named_tool() -> None:
 def test_where_the_new_profiles_differ_from_openai() -> None:
     assert (TGI.structured_output, TGI.responses_api) == ("tool", False)
     assert ANTHROPIC.structured_output == "tool"
+    # llama-server's /v1/responses: tests/real/test_llama_server_real.py runs it.
     assert (LLAMA_SERVER.responses_api, LLAMA_SERVER.reasoning_field) == (
-        False,
+        True,
         "reasoning_content",
     )
     assert (VLLM.reasoning_field, SGLANG.reasoning_field) == ("reasoning", "reasoning_content")
@@ -241,7 +242,7 @@ async def test_a_bare_output_type_asks_for_the_output_tool_where_response_format
     assert [tool["function"]["name"] for tool in request["tools"]] == ["final_result"]
 
 
-@pytest.mark.parametrize("profile", ["tgi", "llama-server"])
+@pytest.mark.parametrize("profile", ["tgi"])
 async def test_the_responses_api_is_refused_before_any_request_where_the_server_has_none(
     serve, make_cycle, profile
 ):

@@ -6,7 +6,12 @@ format ``chatml-function-calling``) on SmolLM2-135M as a child process, once per
 it. ``make test`` installs all three (see the Makefile); when one is missing the tests
 fail under CI (``CI`` set) and are skipped elsewhere, with the reason.
 
-Both are :func:`supervised`: a server that dies mid-session (a crash in the native
+``llamacpp_server`` runs llama.cpp's own ``llama-server`` (``--jinja``) on the same model.
+It is opt-in (``make test-llama-server`` builds it, 21 CPU-minutes, and runs the tests
+marked ``llama_server``): when its binary is missing those tests are skipped, under CI too,
+unless ``AGCORE_LLAMA_SERVER`` names a binary that is not there.
+
+All three are :func:`supervised`: a server that dies mid-session (a crash in the native
 build, say) is reported by the test during which it died, with its exit status or signal
 and its last lines, and is started again on the same port, so the tests after it run
 instead of failing with "Connection error".
@@ -34,8 +39,11 @@ from agcore_tools import ToolRegistry
 _START_TIMEOUT = 120.0  # loading the model takes a few seconds; a loaded CI box more
 _STOP_TIMEOUT = 10.0
 _READY = re.compile(r"Uvicorn running on (http://\S+)")
+_LLAMACPP_READY = re.compile(r"listening on (http://\S+)")  # printed once the model is loaded
 _MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 LITELLM_VERSION = "1.106.12"  # must match LITELLM_VERSION in the Makefile
+LLAMA_VERSION = "0.3.36"  # must match LLAMA_VERSION in the Makefile
+LLAMACPP_TOOL_TEMPLATE = "Qwen-Qwen2.5-7B-Instruct.jinja"  # must match the Makefile's
 
 
 def _cache() -> Path:
@@ -56,6 +64,17 @@ def litellm_path() -> Path:
     if override := os.environ.get("AGCORE_LITELLM"):
         return Path(override)
     return _cache() / f"litellm-{LITELLM_VERSION}" / "bin" / "litellm"
+
+
+def llamacpp_server_path() -> Path | None:
+    """The ``llama-server`` binary that ``make llama-server`` builds (``AGCORE_LLAMA_SERVER``
+    overrides), or None when there is none. Its folder in the cache is keyed by the
+    Makefile's build flags; ``make test-llama-server`` names it, and a bare pytest run
+    takes the only one there is (with several, set ``AGCORE_LLAMA_SERVER``)."""
+    if override := os.environ.get("AGCORE_LLAMA_SERVER"):
+        return Path(override)
+    built = sorted(_cache().glob(f"llama-server-{LLAMA_VERSION}-*/llama-server"))
+    return built[0] if len(built) == 1 else None
 
 
 def _unavailable(reason: str) -> None:
@@ -93,6 +112,7 @@ class RealServer:
         env: dict[str, str] | None = None,
         secret: str = "",
         api_key: str = "not-needed",
+        ready: re.Pattern[str] = _READY,
     ) -> None:
         self.name = name
         self.base_url = base_url
@@ -103,6 +123,7 @@ class RealServer:
         """The key to send."""
         self.output, self.process = run
         self._command, self._env, self._secret = command, env, secret
+        self._ready = ready
 
     def __repr__(self) -> str:
         return f"RealServer({self.name!r}, {self.base_url!r})"
@@ -131,7 +152,7 @@ class RealServer:
         self.stop()
         port = int(self.base_url.rsplit(":", 1)[1].split("/", 1)[0])
         _, self.output, self.process = _start(
-            self.name, self._command(port), self._env, self._secret
+            self.name, self._command(port), self._env, self._secret, self._ready
         )
 
 
@@ -165,6 +186,58 @@ def start_llama_server(n_ctx: int = 2048) -> RealServer:
 
     url, output, process = _start("llama_cpp.server", command(0))
     return RealServer("llama_cpp.server", f"{url}/v1", str(model), (output, process), command)
+
+
+def start_llamacpp_server(n_ctx: int = 2048, tool_template: bool = True) -> RealServer:
+    """Start llama.cpp's own ``llama-server`` on SmolLM2-135M on a free port, with
+    ``--jinja``, and wait (bounded) until it serves. Opt-in: a missing binary skips the
+    test, under CI too, unless ``AGCORE_LLAMA_SERVER`` names it. ``n_ctx`` is the context
+    in tokens, one slot.
+
+    SmolLM2's own chat template has no tools, and with it this server leaves ``tools``
+    out of the prompt and ``tool_choice`` unenforced, silently. So by default it runs
+    with a ChatML template that has them (``--chat-template-file``): Qwen2.5's, which
+    ``make llama-server`` copies beside the binary from the same llama.cpp source
+    (``models/templates``); SmolLM2 is a ChatML model too. ``tool_template=False`` keeps
+    the model's own."""
+    binary = llamacpp_server_path()
+    named = os.environ.get("AGCORE_LLAMA_SERVER")
+    if binary is None or not binary.is_file():
+        if named:
+            pytest.fail(f"AGCORE_LLAMA_SERVER names {binary}, which is not there", pytrace=False)
+        pytest.skip(
+            "llama.cpp's llama-server is not built; `make test-llama-server` builds it "
+            "(opt-in: a build of about 21 CPU-minutes, once)"
+        )
+    template = binary.with_name(LLAMACPP_TOOL_TEMPLATE)
+    if tool_template and not template.is_file():
+        pytest.fail(
+            f"{template} is missing beside the binary; `make llama-server` puts it there",
+            pytrace=False,
+        )
+    model = model_path()
+    if not model.is_file():
+        _unavailable(f"the test model {model} is missing")
+    chat_template = ["--chat-template-file", str(template)] if tool_template else []
+    # llama-cpp-python's default (half the CPUs). Its own, all of them, spin-waits: on a
+    # shared 2-core machine that made it ten times slower (about 4 tokens/s, not 45).
+    threads = max(1, (os.cpu_count() or 2) // 2)
+    # A request without max_tokens (the docs' snippets send none) would otherwise run to
+    # the end of the context (about 40 s a turn here): 256 tokens, as a deployment would.
+    predict = 256
+
+    def command(port: int) -> list[str]:
+        return [
+            str(binary), "--model", str(model), "--jinja", *chat_template,
+            "--host", "127.0.0.1", "--port", str(port), "--ctx-size", str(n_ctx),
+            "--parallel", "1", "--threads", str(threads), "--n-predict", str(predict),
+            "--no-webui", "--offline", "--log-colors", "off",
+        ]  # fmt: skip
+
+    url, output, process = _start("llama-server", command(0), ready_line=_LLAMACPP_READY)
+    return RealServer(
+        "llama-server", f"{url}/v1", str(model), (output, process), command, ready=_LLAMACPP_READY
+    )
 
 
 def start_litellm_proxy(backend: RealServer, directory: Path) -> RealServer:
@@ -212,10 +285,15 @@ def start_litellm_proxy(backend: RealServer, directory: Path) -> RealServer:
 
 
 def _start(
-    name: str, command: list[str], env: dict[str, str] | None = None, secret: str = ""
+    name: str,
+    command: list[str],
+    env: dict[str, str] | None = None,
+    secret: str = "",
+    ready_line: re.Pattern[str] = _READY,
 ) -> tuple[str, list[str], subprocess.Popen[str]]:
-    """Run a uvicorn server and wait (bounded) for the URL it says it serves on; its
-    output, with ``secret`` masked, is kept for failure messages."""
+    """Run a server and wait (bounded) for the URL it says it serves on (``ready_line``,
+    uvicorn's by default); its output, with ``secret`` masked, is kept for failure
+    messages."""
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env
     )
@@ -230,7 +308,7 @@ def _start(
             if secret:
                 line = line.replace(secret, "***")
             output.append(line[:300])
-            if not found and (match := _READY.search(line)):
+            if not found and (match := ready_line.search(line)):
                 found.append(match.group(1))
                 ready.set()
         ready.set()  # exited: wake the waiter, which then finds no URL
@@ -318,6 +396,28 @@ async def llama_client(llama_server: RealServer) -> AsyncIterator[Any]:
 
     client = AsyncOpenAI(
         base_url=llama_server.base_url, api_key="not-needed", timeout=60.0, max_retries=0
+    )
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture(scope="session")
+def llamacpp_server() -> Iterator[RealServer]:
+    """llama.cpp's own ``llama-server`` (``--jinja``) on SmolLM2-135M, on a free port;
+    opt-in (``make test-llama-server``)."""
+    with supervised(start_llamacpp_server()) as server:
+        yield server
+
+
+@pytest.fixture
+async def llamacpp_client(llamacpp_server: RealServer) -> AsyncIterator[Any]:
+    """A real ``AsyncOpenAI`` client for ``llama-server``, closed after the test."""
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(
+        base_url=llamacpp_server.base_url, api_key="not-needed", timeout=60.0, max_retries=0
     )
     try:
         yield client
