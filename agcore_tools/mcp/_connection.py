@@ -26,9 +26,9 @@ from ._callbacks import call_user
 from ._elicitation import declining_handler
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
-from ._listen import NotificationStream
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._state import State
+from ._stream_state import NotificationStream
 from ._streams import watch_end
 from ._watchdog import Watchdog
 from .models import McpLogMessage

@@ -312,6 +312,10 @@ class McpClient(SyncClientMethods):
         stream (tool lists are then refreshed by ``tools_ttl`` or :meth:`refresh_tools`);
         None while not connected. Over stdio, it is the connection itself. A WARNING is
         logged when it is lost, an INFO line when it is back.
+
+        Example:
+            >>> McpClient("x", StdioTransport("server")).notification_stream is None
+            True
         """
         conn = self._session.conn
         return conn.stream.state if conn is not None and conn.usable else None
