@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: demo demo-temporal test test-interop test-llama-server llama-server lint typecheck unit \
-  unit-real unit-rest bench node real-servers clean clean-room
+  unit-real unit-mcp unit-rest bench node real-servers clean clean-room
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -160,19 +160,28 @@ typecheck: $(STAMP)
 
 # The slow setup steps (npm ci, the llama-cpp-python build, the LiteLLM venv, the model
 # download) are independent, so a fresh machine runs them side by side.
-# The tests against the real servers (tests/real) spend most of their time waiting for
-# the model, in the server's process, while the rest of the suite is Python in pytest's
-# own: the two run side by side, one per core, and each prints its report when it ends.
+# Most of the suite's time is spent waiting on other processes: the model in the real
+# servers' (tests/real), the MCP servers' (tests/mcp, about 1.5 s a test), the snippets'
+# and Temporal's (the rest); pytest's own process keeps about one core busy. So the
+# suite runs as three parts of about the same length, side by side, each printing its
+# report when it ends: the real servers with the slowest MCP files, the other MCP
+# files, and the rest.
 UNIT_MARKERS := not interop and not real_snippets and not llama_server
+MCP_WITH_REAL := tests/mcp/test_client.py tests/mcp/test_conformance.py \
+  tests/mcp/test_faults.py tests/mcp/test_recovery.py
 unit: $(STAMP)
 	$(MAKE) --no-print-directory -j4 node real-servers
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit-real unit-rest
+	$(MAKE) --no-print-directory -j3 --output-sync=target unit-real unit-mcp unit-rest
 
 unit-real: $(STAMP)
-	AGCORE_LITELLM=$(LITELLM)/bin/litellm $(BIN)/python -m pytest -m "$(UNIT_MARKERS)" tests/real
+	AGCORE_LITELLM=$(LITELLM)/bin/litellm $(BIN)/python -m pytest -m "$(UNIT_MARKERS)" \
+	  tests/real $(MCP_WITH_REAL)
+
+unit-mcp: $(STAMP)
+	$(BIN)/python -m pytest -m "$(UNIT_MARKERS)" tests/mcp $(addprefix --ignore=,$(MCP_WITH_REAL))
 
 unit-rest: $(STAMP)
-	$(BIN)/python -m pytest -m "$(UNIT_MARKERS)" --ignore=tests/real
+	$(BIN)/python -m pytest -m "$(UNIT_MARKERS)" --ignore=tests/real --ignore=tests/mcp
 
 test: lint typecheck unit
 
