@@ -38,6 +38,8 @@ class HttpExchange:
     """The request carried a session id and the server no longer knows it."""
     network_error: str | None = None
     """The request got no HTTP answer at all: why (``ConnectError: ...``)."""
+    never_sent: bool = False
+    """No connection to the server could be made for it, so the server never saw it."""
 
     def describe(self) -> str:
         """One line for messages: ``HTTP 401 Unauthorized (WWW-Authenticate: Bearer ...)``."""

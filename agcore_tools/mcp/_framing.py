@@ -29,7 +29,8 @@ _CHUNK = 65536
 
 
 class LineReader(ClosedOnExit):
-    """The messages on ``stdout``; a line that is not JSON-RPC comes as its error.
+    """The messages on ``stdout``; a line that is not JSON-RPC is skipped and counted
+    (``skipped``), the first one logged at WARNING, the rest at DEBUG.
 
     Ends (``anyio.EndOfStream``) at the end of stdout, once the pipe fails, or once
     closed. Reading stops while nobody receives: the child then blocks on a full pipe.
@@ -50,6 +51,7 @@ class LineReader(ClosedOnExit):
         "_stdout",
         "ended",
         "eof",
+        "skipped",
     )
 
     def __init__(self, stdout: ByteReceiveStream, pending: PendingIds | None = None) -> None:
@@ -59,13 +61,15 @@ class LineReader(ClosedOnExit):
         from pydantic import ValidationError
 
         self._stdout = stdout
-        self._ready: deque[SessionMessage | Exception] = deque()
+        self._ready: deque[SessionMessage] = deque()
         self._partial: list[bytes] = []
         self._closed = False
         self.ended = anyio.Event()
         """Set once reading has ended, whatever ended it."""
         self.eof = False
         """Whether stdout itself ended (the child closed it, or every holder exited)."""
+        self.skipped = 0
+        """Lines that were not JSON-RPC, skipped."""
         # Looked up once: receive() runs for every message.
         self._adapter = mcp_types.jsonrpc_message_adapter
         self._message = SessionMessage
@@ -116,11 +120,18 @@ class LineReader(ClosedOnExit):
                 continue
             try:
                 message = self._adapter.validate_json(line, by_name=False)
-            except self._invalid as exc:
-                # The SDK's convention: a bad line reaches the session as an exception
-                # item (logged there), the connection stays up.
-                logger.warning("MCP server sent a line that is not JSON-RPC: %.200r", line)
-                self._ready.append(exc)
+            except self._invalid:
+                # Servers print banners and logs to stdout; the connection stays up.
+                # The first such line is worth a WARNING; a server that does it once
+                # does it on every message, and the rest would drown the app's log.
+                self.skipped += 1
+                level = logging.WARNING if self.skipped == 1 else logging.DEBUG
+                logger.log(
+                    level,
+                    "MCP server wrote a line to stdout that is not JSON-RPC; skipped "
+                    "(stdout carries MCP messages only, logs belong on stderr): %.200r",
+                    line,
+                )
                 continue
             if self._pending is not None and isinstance(message, self._answers):
                 instead = self._pending.answered(message.id)

@@ -96,6 +96,9 @@ class _Guard(httpx2.AsyncBaseTransport):
             if exchange is None or not self._isolate():
                 raise
             exchange.network_error = _describe(exc)
+            # A connection that was never made carried nothing; a pooled connection
+            # found dead on use fails with a read or write error instead.
+            exchange.never_sent = isinstance(exc, (httpx2.ConnectError, httpx2.ConnectTimeout))
             return _no_answer(request, exchange.network_error)
         if exchange is not None:
             if response.status_code >= 400:

@@ -150,6 +150,7 @@ async def classify(
         return Verdict(
             McpError(name, f"{action} failed: connection lost ({reason})", tool_name=tool_name),
             restart=True,
+            never_ran=exchange is not None and exchange.never_sent,
         )
     if isinstance(exc, MCPError) and exc.code == PARSE_ERROR:
         # The SDK's message holds pydantic's whole report (its URL included): the one

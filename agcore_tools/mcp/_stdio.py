@@ -8,7 +8,8 @@ SDK's: one JSON-RPC message per line, parsed with ``mcp_types.jsonrpc_message_ad
 
 Shutdown follows the MCP lifecycle for stdio: close the child's stdin, wait, SIGTERM,
 wait, SIGKILL; then whatever is left in the child's process group gets the same
-treatment. Every wait is bounded.
+treatment. Every wait is bounded. A stopped child (SIGSTOP) gets SIGTERM and SIGCONT
+at once: it could not see its stdin close.
 
 The child's own exit ends the connection, not the end of its stdout: a process it
 started may hold the pipes open long after (a wrapper script that died during
@@ -211,16 +212,26 @@ async def _stop(child: ChildProcess, process: Process, server_name: str, grace: 
     import anyio
 
     pgid = process.pid
+    # A stopped child (SIGSTOP, a debugger) reads nothing and handles no signal until
+    # it is continued: it gets SIGTERM and SIGCONT at once, as systemd does, rather
+    # than a grace period for an end of stdin it cannot see.
+    stopped = _is_stopped(pgid)
     if process.stdin is not None:
         # Bounded: closing flushes what is buffered, which a child that stopped reading
         # would never take.
-        with anyio.move_on_after(grace):
+        with anyio.move_on_after(0 if stopped else grace):
             with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await process.stdin.aclose()
-    if not await wait_exited(process, grace):
-        logger.info("[%s] did not exit after stdin closed; sending SIGTERM", server_name)
+    if stopped or not await wait_exited(process, grace):
+        logger.info(
+            "[%s] %s; sending SIGTERM",
+            server_name,
+            "is stopped" if stopped else "did not exit after stdin closed",
+        )
         child.stop_signal = signal.SIGTERM
         _signal_group(pgid, signal.SIGTERM)
+        if stopped:
+            _signal_group(pgid, signal.SIGCONT)
         if not await wait_exited(process, grace):
             logger.warning("[%s] ignored SIGTERM; sending SIGKILL", server_name)
             _signal_group(pgid, signal.SIGKILL)
@@ -262,6 +273,16 @@ async def _members(pgid: int) -> list[int]:
     import anyio.to_thread
 
     return await anyio.to_thread.run_sync(group_members, pgid)
+
+
+def _is_stopped(pid: int) -> bool:
+    """True if the process is stopped by a signal or traced (Linux's ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read()
+    except OSError:  # gone, or not Linux
+        return False
+    return fields[fields.rfind(b")") + 2 : fields.rfind(b")") + 3] in (b"T", b"t")
 
 
 def _signal_group(pgid: int, signum: signal.Signals) -> None:

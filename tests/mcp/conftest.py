@@ -114,6 +114,9 @@ class FaultServer:
     def __init__(self, *options: str) -> None:
         self.options = options
         self.sock = socket.socket()
+        # The connections it accepts inherit this, so the port can be bound again
+        # after an outage (come_back) while they linger.
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(256)
         self.tls = "--tls" in options
@@ -171,7 +174,25 @@ class FaultServer:
         self.proc = self._spawn()
 
     def freeze(self) -> None:
+        """Stop the server process (SIGSTOP): it holds its connections and answers
+        nothing, as a server stuck in a long GC pause or on a dead host does."""
         os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def go_down(self) -> None:
+        """An outage: kill the server and close its socket, so that new connections
+        are refused (not queued in the backlog) until :meth:`come_back`."""
+        self.proc.kill()
+        self.proc.wait(10)
+        self.sock.close()
+
+    def come_back(self) -> None:
+        """The end of an outage: a new server on the same port."""
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", self.port))
+        self.sock.listen(256)
+        self.proc = self._spawn()
+        self._wait_until_serving()
 
     def _end(self) -> None:
         if self.proc.poll() is None:

@@ -21,8 +21,9 @@ front only adds what real deployments do to clients, when a test asks for it thr
 ``--tls CERT KEY CA`` serves HTTPS (``--client-cert-required``: and asks for a client
 certificate signed by CA).
 
-``GET /control/state`` reports the session ids the server issued and how many listen
-streams were opened. Tools added here: ``blob`` (a large text result), ``hold`` and
+``GET /control/state`` reports the session ids the server issued, how many listen
+streams were opened, and how many ``tools/call`` requests the server
+accepted (``calls_seen``: answered with a 2xx). Tools added here: ``blob`` (a large text result), ``hold`` and
 ``hold_read`` (the same, but annotated read-only: safe to call twice), which write
 "started" to a marker file, wait, then write "finished" to it.
 """
@@ -82,6 +83,7 @@ class Faults:
         self.cut = anyio.Event()
         self.wrong_ids: list[dict[str, Any]] = []
         self.calls_in_flight: list[Any] = []
+        self.calls_seen = 0
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -121,7 +123,7 @@ class Faults:
         if method == "tools/call":
             self.calls_in_flight.append(request_id)
         try:
-            await self.app(scope, replay, self._watch_sessions(send))
+            await self.app(scope, replay, self._watch_sessions(send, method))
         finally:
             if method == "tools/call":
                 self.calls_in_flight.remove(request_id)
@@ -147,9 +149,11 @@ class Faults:
                 return failure
         return None
 
-    def _watch_sessions(self, send: Any) -> Any:
+    def _watch_sessions(self, send: Any, method: str | None) -> Any:
         async def watched(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
+                if method == "tools/call" and message["status"] < 400:
+                    self.calls_seen += 1  # accepted (not a 404 for an unknown session)
                 for name, value in message.get("headers", []):
                     if name.lower() == b"mcp-session-id" and value.decode() not in self.sessions:
                         self.sessions.append(value.decode())
@@ -198,7 +202,11 @@ class Faults:
         elif what != "state":
             await _respond(send, 404, f"no control {what!r}")
             return
-        state = {"sessions": self.sessions, "listens_opened": self.listens_opened}
+        state = {
+            "sessions": self.sessions,
+            "listens_opened": self.listens_opened,
+            "calls_seen": self.calls_seen,
+        }
         await _respond(send, 200, json.dumps(state), {"content-type": "application/json"})
 
 
