@@ -143,16 +143,22 @@ class ToolExecutionError(ToolError):
 
 
 class ToolTimeoutError(ToolExecutionError):
-    """A local tool ran past its time limit and was cancelled (recoverable).
+    """A tool ran past its time limit and was cancelled (recoverable).
+
+    It was cancelled while running (an MCP tool's request was already sent), so the
+    message tells the model not to assume nothing happened.
 
     Example:
         >>> str(ToolTimeoutError("slow", 1.5))
-        "tool 'slow' failed: timed out after 1.5 s"
+        "tool 'slow' failed: timed out after 1.5 s; it may have run in part, so do not assume it had no effect"
     """
 
     def __init__(self, tool_name: str, timeout: float) -> None:
-        super().__init__(tool_name, f"timed out after {timeout:g} s")
+        super().__init__(tool_name, f"timed out after {timeout:g} s; {_TIMED_OUT_NOTE}")
         self.timeout = timeout
+
+
+_TIMED_OUT_NOTE = "it may have run in part, so do not assume it had no effect"
 
 
 class InvalidArgumentsError(ToolError):

@@ -52,7 +52,10 @@ def test_exit_does_not_wait_for_a_sync_tool_abandoned_at_its_timeout(tmp_path: P
     exited_at = time.monotonic()
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["error"] == "tool 'nap' failed: timed out after 1 s"
+    assert (
+        report["error"]
+        == "tool 'nap' failed: timed out after 1 s; it may have run in part, so do not assume it had no effect"
+    )
     # Exit followed the call; with threads that exit joins, it came 29 s later.
     assert exited_at - report["returned_at"] < 10.0
 
