@@ -71,6 +71,7 @@ from .schema import SchemaContext, SchemaTransform, grammar_safe_schema, portabl
 _LAZY: dict[str, str] = {
     name: module
     for module, names in (
+        ("._ranking", ("Embedder",)),
         ("._selection", ("Selector", "ToolSearch", "ToolSelection")),
         (
             ".cycle",
@@ -110,6 +111,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from ._ranking import Embedder
     from ._selection import Selector, ToolSearch, ToolSelection
     from .cycle import (
         AssistantTextDelta,
@@ -165,6 +167,7 @@ __all__ = [
     "ChatResponse",
     "CycleConfig",
     "DefinitionBudgetError",
+    "Embedder",
     "EventStream",
     "File",
     "FinishReason",

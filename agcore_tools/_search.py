@@ -1,11 +1,10 @@
-"""Local tool search: BM25 (the ``bm25s`` package) over tool names, descriptions and
-parameter names, and the ``search_tools`` tool a :class:`~agcore_tools.ToolSearch` run
-offers the model.
+"""The ``search_tools`` tool a :class:`~agcore_tools.ToolSearch` run offers the model.
 
-Words are lower-cased, names split at ``_``, ``-`` and camelCase, English stop words
-dropped and the rest stemmed with the Snowball English stemmer (``PyStemmer``), so
-"commits" finds ``git_commit``. Both packages are the optional ``search`` extra
-(``pip install 'agcore-tools[search]'``), imported only when a search runs.
+The ranking is ``_ranking``'s (BM25 over weighted fields, and an optional embedder);
+this module is what the model sees of it: the tool's description and parameters, the
+index kept while the candidates stay the same, and the text of what was found. The
+packages are the optional ``search`` extra (``pip install 'agcore-tools[search]'``),
+imported only when a search runs.
 """
 
 from __future__ import annotations
@@ -13,21 +12,19 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
-import re
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
+from ._ranking import Embedder, ToolIndex, server_of
 from .base import BaseTool, ToolContext
 from .error import LlmConfigError
 
-__all__ = ["SEARCH_TOOL_NAME", "SearchTool", "ToolIndex", "require_bm25s", "words"]
+__all__ = ["SEARCH_TOOL_NAME", "SearchTool", "require_bm25s"]
 
 SEARCH_TOOL_NAME = "search_tools"
 
 logger = logging.getLogger("agcore_tools.search")
-
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 def require_bm25s() -> None:
@@ -41,72 +38,20 @@ def require_bm25s() -> None:
         )
 
 
-def words(text: str) -> list[str]:
-    """Lower-case words of ``text``, with ``snake_case``, ``kebab-case`` and
-    ``camelCase`` names split apart.
-
-    Example:
-        >>> words("readFile: list_dir-entries, 2 URLs")
-        ['read', 'file', 'list', 'dir', 'entries', '2', 'urls']
-    """
-    return _WORD.findall(_CAMEL.sub(" ", text).lower())
-
-
-def _document(definition: dict[str, Any]) -> list[str]:
-    function = definition.get("function", definition)
-    parameters = function.get("parameters") or {}
-    properties = parameters.get("properties") if isinstance(parameters, dict) else None
-    names = " ".join(properties) if isinstance(properties, dict) else ""
-    text = f"{function.get('name', '')} {function.get('description') or ''} {names}"
-    return words(text)
-
-
-class ToolIndex:
-    """A BM25 index of tool definitions (Chat Completions form), built once.
-
-    Example:
-        >>> index = ToolIndex([
-        ...     {"type": "function", "function": {"name": "get_time", "description": "Current time in a timezone."}},
-        ...     {"type": "function", "function": {"name": "read_file", "description": "Read a file."}},
-        ... ])
-        >>> index.search("what time is it in Tokyo?", 5)
-        ['get_time']
-    """
-
-    def __init__(self, definitions: Sequence[dict[str, Any]]) -> None:
-        import bm25s
-        import Stemmer
-        from bm25s.stopwords import STOPWORDS_EN
-
-        self._stop = frozenset(STOPWORDS_EN)
-        self._stem = Stemmer.Stemmer("english").stemWords
-        self._names = [str(d.get("function", d).get("name", "")) for d in definitions]
-        corpus = [self._terms(_document(d)) for d in definitions]
-        self._retriever = bm25s.BM25()
-        if self._names:
-            self._retriever.index(corpus, show_progress=False)
-
-    def _terms(self, found: list[str]) -> list[str]:
-        return list(self._stem([w for w in found if w not in self._stop]))
-
-    def search(self, query: str, limit: int) -> list[str]:
-        """Names of the tools matching ``query`` best, at most ``limit``, best first;
-        a tool no query word matches is never returned."""
-        terms = self._terms(words(query))
-        if not terms or not self._names:
-            return []
-        k = min(limit, len(self._names))
-        results = self._retriever.retrieve([terms], k=k, show_progress=False)
-        found = zip(results.documents[0], results.scores[0], strict=True)
-        return [self._names[int(doc)] for doc, score in found if score > 0]
-
-
 class SearchTool(BaseTool):
     """The ``search_tools`` tool: finds tools by words and makes them callable.
 
+    ``definitions`` are every tool of the run, indexed once (at the first search, off
+    the event loop); ``offered`` gives the names already offered, which a search skips;
     ``on_found`` receives the names found, and adds them to the tools the run offers
-    from the next request on; ``candidates`` gives the definitions to search (those not
-    offered yet), read at each call.
+    from the next request on. With ``catalogue``, the description lists the servers of
+    prefixed tool names (``server__tool``) and a ``server`` parameter narrows a search
+    to one of them.
+
+    Example:
+        >>> tool = SearchTool([], set, print, 5)
+        >>> tool.parameters["required"]
+        ['query']
     """
 
     name = SEARCH_TOOL_NAME
@@ -124,33 +69,57 @@ class SearchTool(BaseTool):
 
     def __init__(
         self,
-        candidates: Callable[[], list[dict[str, Any]]],
+        definitions: list[dict[str, Any]],
+        offered: Callable[[], set[str]],
         on_found: Callable[[list[str]], None],
         limit: int,
+        *,
+        embedder: Embedder | None = None,
+        catalogue: bool = False,
     ) -> None:
-        self._candidates = candidates
+        self._definitions = definitions
+        self._offered = offered
         self._on_found = on_found
         self._limit = limit
-        self._index: tuple[tuple[str, ...], ToolIndex] | None = None
+        self._embedder = embedder
+        self._index: ToolIndex | None = None
+        self._servers: Counter[str] = Counter()
+        if catalogue:
+            self._servers = Counter(server for d in definitions if (server := server_of(_name(d))))
+        if self._servers:
+            listed = ", ".join(f"{name} ({n} tools)" for name, n in sorted(self._servers.items()))
+            self.description = f"{type(self).description} Servers: {listed}."
+            narrow: dict[str, Any] = {
+                "type": "string",
+                "enum": sorted(self._servers),
+                "description": "Search only this server's tools.",
+            }
+            self.parameters = {
+                **type(self).parameters,
+                "properties": {**type(self).parameters["properties"], "server": narrow},
+            }
 
-    async def _search(self, query: str) -> list[dict[str, Any]]:
-        candidates = self._candidates()
-        key = tuple(str(d["function"]["name"]) for d in candidates)
-        if self._index is None or self._index[0] != key:
-            # Indexing and ranking are CPU work: off the event loop.
-            self._index = (key, await asyncio.to_thread(ToolIndex, candidates))
-        index = self._index[1]
-        names = await asyncio.to_thread(index.search, query, self._limit)
+    def _build(self) -> ToolIndex:
+        return ToolIndex(self._definitions, self._embedder)
+
+    async def _search(self, query: str, server: str | None) -> list[dict[str, Any]]:
+        if self._index is None:
+            # Indexing and ranking are CPU work (an embedder's too): off the event loop.
+            self._index = await asyncio.to_thread(self._build)
+        offered = self._offered()
+        names = await asyncio.to_thread(
+            self._index.search, query, self._limit, server=server, exclude=offered
+        )
         # Fewer than the limit: fewer tools were left to offer, or no more of them
         # share a word with the query (a BM25 score of 0 is never returned).
         logger.debug(
             "search_tools(%r): %d of %d tools not offered yet matched (max_results=%d)",
             query,
             len(names),
-            len(candidates),
+            len(self._definitions) - len(offered),
             self._limit,
         )
-        by_name = {d["function"]["name"]: d for d in candidates}
+        by_name = {_name(d): d for d in self._definitions}
         return [by_name[name] for name in names]
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
@@ -158,12 +127,16 @@ class SearchTool(BaseTool):
         query = args.get("query")
         if not isinstance(query, str) or not query.strip():
             return "Give a query: a few words describing the tool you need."
-        found = await self._search(query)
+        server = args.get("server") if self._servers else None
+        if server is not None and server not in self._servers:
+            return f"No server is named {server!r}; the servers are {', '.join(sorted(self._servers))}."
+        found = await self._search(query, server)
         if not found:
             return f"No other tool matches {query!r}; try other words."
-        self._on_found([d["function"]["name"] for d in found])
-        lines = [
-            f"- {d['function']['name']}: {d['function'].get('description') or ''}".rstrip()
-            for d in found
-        ]
+        self._on_found([_name(d) for d in found])
+        lines = [f"- {_name(d)}: {d['function'].get('description') or ''}".rstrip() for d in found]
         return "These tools can be called from your next step:\n" + "\n".join(lines)
+
+
+def _name(definition: dict[str, Any]) -> str:
+    return str(definition["function"]["name"])

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from ._budget import definition_costs
+from ._ranking import Embedder
 from ._search import SEARCH_TOOL_NAME, SearchTool, require_bm25s
 from .error import LlmConfigError
 from .registry import ToolEntry, ToolRegistry
@@ -97,10 +98,17 @@ class ToolSearch:
 
     When the registry's definitions together cost more than ``budget`` tokens (always,
     with ``budget=None``), a run offers the ``core`` tools (any :data:`Selector`) and
-    ``search_tools(query)``. The search ranks the other tools with BM25 over their
-    names, descriptions and parameter names, locally, and its ``max_results`` best
-    matches are appended to the tools of every following request of the run. Under
-    the budget, every tool is offered and no search tool.
+    ``search_tools(query)``. The search ranks the other tools locally, with BM25 over
+    their names (split), servers, descriptions and parameters, abbreviations and
+    synonyms expanded, and its ``max_results`` best matches are appended to the tools
+    of every following request of the run. Under the budget, every tool is offered and
+    no search tool.
+
+    An ``embedder`` (any callable from texts to vectors, see :class:`Embedder`) adds a
+    semantic ranking, fused with BM25's. With ``catalogue=True``, the search tool's
+    description lists the servers of prefixed tool names (``server__tool``, as
+    ``McpClient.into_tools(prefix=True)`` names them), and its ``server`` parameter
+    narrows a search to one.
 
     What was found lives in the run (one ``submit*_with_tools`` call): the next call
     starts from the core set again. Needs the ``search`` extra
@@ -119,6 +127,10 @@ class ToolSearch:
     is switched on; None to search always."""
     max_results: int = 5
     """Most tools one search adds."""
+    embedder: Embedder | None = None
+    """Texts to vectors, for a hybrid (BM25 + semantic) ranking; None for BM25 alone."""
+    catalogue: bool = False
+    """List the servers in the search tool's description, with a ``server`` filter."""
 
     def __post_init__(self) -> None:
         if isinstance(self.core, (str, ToolSearch)):
@@ -132,6 +144,10 @@ class ToolSearch:
         if self.budget is not None and (not isinstance(self.budget, int) or self.budget < 0):
             raise LlmConfigError(
                 f"ToolSearch.budget must be at least 0 or None, got {self.budget!r}"
+            )
+        if self.embedder is not None and not callable(self.embedder):
+            raise LlmConfigError(
+                f"ToolSearch.embedder must be a callable from texts to vectors, got {self.embedder!r}"
             )
         require_bm25s()
 
@@ -200,12 +216,18 @@ class RunOffer:
                 )
             budget = select.budget
             if budget is None or sum(t for _, t in definition_costs(self._all, model)) > budget:
-                self._search = SearchTool(self._unoffered, self._add_found, select.max_results)
+                self._search = SearchTool(
+                    self._all,
+                    self._offered,
+                    self._add_found,
+                    select.max_results,
+                    embedder=select.embedder,
+                    catalogue=select.catalogue,
+                )
         self._core: set[str] = set()
 
-    def _unoffered(self) -> list[dict[str, Any]]:
-        offered = self._core.union(self._found)
-        return [d for d in self._all if _name(d) not in offered]
+    def _offered(self) -> set[str]:
+        return self._core.union(self._found)
 
     def _add_found(self, names: list[str]) -> None:
         self._found.extend(name for name in names if name not in self._found)

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from agcore_tools import ToolContext
-from agcore_tools._search import SearchTool, ToolIndex, words
+from agcore_tools._ranking import ToolIndex, words
+from agcore_tools._search import SearchTool
 
 
 def _definition(name: str, description: str, *params: str) -> dict[str, Any]:
@@ -32,7 +33,7 @@ TOOLS = [
 
 def test_words_split_names_in_every_case_style():
     assert words("readTextFile git_commit repo-path HTTPServer") == [
-        "read", "text", "file", "git", "commit", "repo", "path", "httpserver",
+        "read", "text", "file", "git", "commit", "repo", "path", "http", "server",
     ]  # fmt: skip
 
 
@@ -88,7 +89,7 @@ async def test_a_search_logs_how_many_candidates_matched_at_debug(caplog):
     # Fewer than max_results come back when fewer tools share a word with the query;
     # the DEBUG line says how many matched out of how many (issue 24 §7).
     found: list[list[str]] = []
-    search = SearchTool(lambda: list(TOOLS), found.append, 5)
+    search = SearchTool(list(TOOLS), set, found.append, 5)
 
     with caplog.at_level("DEBUG", logger="agcore_tools.search"):
         text = await search.execute({"query": "read a file"}, ToolContext())

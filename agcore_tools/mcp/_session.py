@@ -344,8 +344,11 @@ class Session:
             # A restart a caller left is past its backoff, or stopped above with the
             # connection it was starting: it ends at once.
             await asyncio.wait(set(self._restarting), timeout=GRACE)
-            for task in set(self._restarting):
+            left = set(self._restarting)
+            for task in left:
                 task.cancel()
+            if left:
+                await asyncio.wait(left, timeout=GRACE)  # their cleanup, bounded
 
     # -- the event loop ----------------------------------------------------------------
 

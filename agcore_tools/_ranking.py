@@ -1,0 +1,315 @@
+"""Ranking tools for a query: the pure part of tool search, with no loop or registry.
+
+A tool is a document of weighted fields, because where a word appears says how much
+it means: a word of the tool's own name says more than one of its fifth sentence.
+BM25 (the ``bm25s`` package) scores fields one way only, so a field's weight is how
+many times its words are repeated in the document:
+
+========================== ======
+field                      weight
+========================== ======
+the tool's name            3
+the server's name          2
+the description's first    2
+sentence
+the rest of the            1
+description
+parameter names and enum   1
+values
+========================== ======
+
+Names are split at ``_``, ``-``, ``.`` and camelCase; English stop words are dropped
+and the rest stemmed (``PyStemmer``), so "commits" finds ``git_commit``. Abbreviations
+tool names and users use are expanded on both sides (:data:`ABBREVIATIONS`: "MR"
+finds "merge request", "k8s" finds "kubernetes").
+
+An optional :class:`Embedder` (any callable from texts to vectors) adds a second,
+semantic ranking; the two are fused by reciprocal rank fusion, which needs no score
+calibration between them. Without one, the ranking is BM25's alone and works offline.
+``bm25s``, ``PyStemmer`` and ``numpy`` (which ``bm25s`` needs) are the ``search``
+extra, imported when an index is built.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, Protocol
+
+__all__ = ["ABBREVIATIONS", "Embedder", "ToolIndex", "server_of", "words"]
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})")
+_WORD = re.compile(r"[a-z0-9]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
+
+NAME_WEIGHT = 3
+SERVER_WEIGHT = 2
+SUMMARY_WEIGHT = 2
+RRF_K = 60
+"""Reciprocal rank fusion's constant (Cormack et al., 2009): a document's fused score
+is the sum of ``1 / (RRF_K + rank)`` over the rankings."""
+
+ABBREVIATIONS: Mapping[str, tuple[str, ...]] = {
+    "mr": ("merge", "request"),
+    "mrs": ("merge", "request"),
+    "pr": ("pull", "request"),
+    "prs": ("pull", "request"),
+    "k8s": ("kubernetes",),
+    "kube": ("kubernetes",),
+    "repo": ("repository",),
+    "repos": ("repository",),
+    "db": ("database",),
+    "dbs": ("database",),
+    "msg": ("message",),
+    "dir": ("directory",),
+    "dirs": ("directory",),
+    "env": ("environment",),
+    "envs": ("environment",),
+    "config": ("configuration",),
+    "doc": ("document",),
+    "docs": ("document",),
+    "img": ("image",),
+    "pic": ("image",),
+    "info": ("information",),
+    "pg": ("postgres",),
+    "postgresql": ("postgres",),
+    "mongo": ("mongodb",),
+    "gh": ("github",),
+    "tz": ("timezone",),
+    "xlsx": ("excel", "spreadsheet"),
+    "xls": ("excel", "spreadsheet"),
+    "docx": ("word", "document"),
+    "url": ("link",),
+    "urls": ("link",),
+    "cpu": ("processor",),
+    "ns": ("namespace",),
+    "svc": ("service",),
+    "deploy": ("deployment",),
+    "auth": ("authentication",),
+    "perms": ("permission",),
+    "ts": ("timestamp",),
+    "num": ("number",),
+    "stats": ("statistics",),
+    "ci": ("pipeline",),
+}
+"""Abbreviations and what they stand for; both sides of a search are expanded."""
+
+SYNONYMS: tuple[tuple[str, ...], ...] = (
+    ("read", "open", "show", "view", "display", "see"),
+    ("edit", "modify", "change", "replace", "update", "alter", "rename"),
+    ("delete", "remove", "erase", "drop", "purge"),
+    ("create", "make", "new", "add", "insert"),
+    ("directory", "folder"),
+    ("image", "picture", "photo", "screenshot", "png", "jpg", "jpeg"),
+    ("fetch", "download", "retrieve", "grab", "scrape"),
+    ("search", "find", "lookup", "look", "query", "locate"),
+    ("diff", "compare", "difference", "differences", "changed"),
+    ("log", "logs", "history"),
+    ("issue", "ticket", "bug", "incident"),
+    ("calculate", "compute", "evaluate", "arithmetic", "math"),
+    ("spreadsheet", "sheet", "workbook"),
+    ("message", "chat", "post", "dm"),
+    ("user", "person", "people", "member", "teammate", "colleague"),
+    ("run", "execute", "launch", "start", "trigger"),
+    ("stop", "kill", "terminate", "cancel", "abort", "halt"),
+    ("list", "enumerate", "all"),
+    ("size", "big", "large", "bytes"),
+    ("approve", "approval", "approved", "signed", "sign"),
+    ("error", "errors", "exception", "exceptions", "crash", "crashes", "failure"),
+    ("deploy", "deployment", "release", "rollout", "ship"),
+    ("schedule", "calendar", "meeting", "event"),
+)
+"""Words that name the same action or thing in tool descriptions and in requests: a
+word of a group also adds the group's first word (its canonical form)."""
+_CANONICAL = {word: group[0] for group in SYNONYMS for word in group[1:]}
+
+
+class Embedder(Protocol):
+    """Turns texts into vectors, for the semantic half of a hybrid search.
+
+    Any callable of this shape works, a local model's encode method for one; it runs
+    in a worker thread, so it may block. Vectors need not be normalized.
+
+    Example:
+        >>> def letters(texts):  # a toy: counts of a, b and c
+        ...     return [[t.count("a"), t.count("b"), t.count("c")] for t in texts]
+        >>> letters(["abc", "cc"])
+        [[1, 1, 1], [0, 0, 2]]
+    """
+
+    def __call__(self, texts: Sequence[str], /) -> Sequence[Sequence[float]]: ...
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words of ``text``, with ``snake_case``, ``kebab-case``, dotted and
+    ``camelCase`` names split apart.
+
+    Example:
+        >>> words("readFile: list_dir-entries, 2 URLs, HTTPServer")
+        ['read', 'file', 'list', 'dir', 'entries', '2', 'urls', 'http', 'server']
+    """
+    return _WORD.findall(_CAMEL.sub(" ", text).lower())
+
+
+def server_of(name: str) -> str:
+    """The server part of a prefixed tool name (``server__tool``), or ``""``.
+
+    Example:
+        >>> server_of("gitlab__list_merge_requests"), server_of("add")
+        ('gitlab', '')
+    """
+    server, sep, _ = name.partition("__")
+    return server if sep else ""
+
+
+def _expand(found: list[str]) -> list[str]:
+    out: list[str] = []
+    for word in found:
+        out.append(word)
+        out.extend(ABBREVIATIONS.get(word, ()))
+        canonical = _CANONICAL.get(word)
+        if canonical is not None:
+            out.append(canonical)
+    return out
+
+
+def _fields(definition: Mapping[str, Any]) -> list[str]:
+    """The document's words, each field repeated by its weight."""
+    function = definition.get("function", definition)
+    name = str(function.get("name", ""))
+    server = server_of(name)
+    tool = name[len(server) + 2 :] if server else name
+    description = str(function.get("description") or "").strip()
+    summary = _SENTENCE_END.split(description, maxsplit=1)[0]
+    remainder = description[len(summary) :]
+    found = words(tool) * NAME_WEIGHT + words(server) * SERVER_WEIGHT
+    found += words(summary) * SUMMARY_WEIGHT + words(remainder)
+    found += _parameter_words(function.get("parameters"))
+    return _expand(found)
+
+
+def _parameter_words(schema: Any) -> list[str]:
+    if not isinstance(schema, Mapping):
+        return []
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return []
+    found: list[str] = []
+    for key, spec in properties.items():
+        found += words(str(key))
+        if isinstance(spec, Mapping) and isinstance(spec.get("enum"), list):
+            found += words(" ".join(str(value) for value in spec["enum"]))
+    return found
+
+
+def _text(definition: Mapping[str, Any]) -> str:
+    """What an embedder reads of a tool: its name, split, and its description."""
+    function = definition.get("function", definition)
+    name = str(function.get("name", ""))
+    return f"{' '.join(words(name))}: {function.get('description') or ''}"
+
+
+class ToolIndex:
+    """A ranking of tool definitions (Chat Completions form) for queries, built once.
+
+    With an ``embedder``, the tools' texts are embedded here and each query once per
+    search; the BM25 and cosine rankings are fused (see the module docs).
+
+    Example:
+        >>> index = ToolIndex([
+        ...     {"type": "function", "function": {"name": "get_time", "description": "Current time in a timezone."}},
+        ...     {"type": "function", "function": {"name": "read_file", "description": "Read a file."}},
+        ... ])
+        >>> index.search("what time is it in Tokyo?", 5)
+        ['get_time']
+    """
+
+    def __init__(
+        self, definitions: Sequence[Mapping[str, Any]], embedder: Embedder | None = None
+    ) -> None:
+        import bm25s
+        import numpy
+        import Stemmer
+        from bm25s.stopwords import STOPWORDS_EN
+
+        self._np = numpy
+        self._stop = frozenset(STOPWORDS_EN)
+        self._stem = Stemmer.Stemmer("english").stemWords
+        self.names = [str(d.get("function", d).get("name", "")) for d in definitions]
+        """The tools' names, in the order given."""
+        corpus = [self._terms(_fields(d)) for d in definitions]
+        self._retriever = bm25s.BM25()
+        if self.names:
+            self._retriever.index(corpus, show_progress=False)
+        self._embedder = embedder
+        self._vectors: Any = None
+        if embedder is not None and self.names:
+            self._vectors = _unit_rows(numpy, embedder([_text(d) for d in definitions]))
+
+    def _terms(self, found: list[str]) -> list[str]:
+        return list(self._stem([w for w in found if w not in self._stop]))
+
+    def search(
+        self,
+        query: str,
+        limit: int,
+        *,
+        server: str | None = None,
+        exclude: Collection[str] = (),
+    ) -> list[str]:
+        """Names of the tools matching ``query`` best, at most ``limit``, best first.
+
+        Without an embedder, a tool no query word matches is never returned. With
+        ``server``, only that server's tools (``server__tool`` names) are; the tools
+        named in ``exclude`` never are.
+        """
+        if not self.names or limit < 1:
+            return []
+        allowed = None
+        if server is not None or exclude:
+            allowed = {
+                i
+                for i, name in enumerate(self.names)
+                if (server is None or server_of(name) == server) and name not in exclude
+            }
+        rankings = [self._bm25(query, allowed)]
+        if self._vectors is not None and self._embedder is not None:
+            rankings.append(self._semantic(query, allowed))
+        if len(rankings) == 1:
+            return [self.names[i] for i in rankings[0][:limit]]
+        return [self.names[i] for i in _fuse(rankings)[:limit]]
+
+    def _bm25(self, query: str, allowed: set[int] | None) -> list[int]:
+        terms = self._terms(_expand(words(query)))
+        if not terms:
+            return []
+        scores = self._retriever.get_scores(terms)
+        order = self._np.argsort(-scores, kind="stable")
+        return [int(i) for i in order if scores[i] > 0 and (allowed is None or int(i) in allowed)]
+
+    def _semantic(self, query: str, allowed: set[int] | None) -> list[int]:
+        assert self._embedder is not None
+        vector = _unit_rows(self._np, self._embedder([query]))[0]
+        scores = self._vectors @ vector
+        order = self._np.argsort(-scores, kind="stable")
+        return [int(i) for i in order if allowed is None or int(i) in allowed]
+
+
+def _unit_rows(numpy: Any, vectors: Sequence[Sequence[float]]) -> Any:
+    matrix = numpy.asarray(vectors, dtype=numpy.float32)
+    norms = numpy.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / numpy.where(norms == 0, 1, norms)
+
+
+def _fuse(rankings: Sequence[Sequence[int]]) -> list[int]:
+    """Reciprocal rank fusion of rankings (best first), best first.
+
+    Example:
+        >>> _fuse([[1, 2, 3], [3, 1]])
+        [1, 3, 2]
+    """
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(scores, key=lambda item: -scores[item])

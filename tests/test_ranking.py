@@ -1,0 +1,116 @@
+"""The ranking under tool search: weighted fields, expansions, filters, and the hybrid
+with an embedder (a fake one for the fusion's arithmetic, and a real small model)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools import LlmConfigError, ToolContext, ToolSearch
+from agcore_tools._ranking import ToolIndex
+from agcore_tools._search import SearchTool
+
+
+def tool(name: str, description: str, **parameters: Any) -> dict[str, Any]:
+    schema = {"type": "object", "properties": parameters}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": schema},
+    }
+
+
+TOOLS = [
+    tool("gitlab__approve_merge_request", "Approve a merge request.", project={}, iid={}),
+    tool("gitlab__list_pipelines", "List CI/CD pipelines of a project."),
+    tool("github__create_pull_request", "Open a new pull request."),
+    tool("k8s__get_pods", "List the pods in a Kubernetes namespace.", namespace={}),
+    tool("files__read_text_file", "Read the complete contents of a file.", path={}),
+    tool("sheets__format", "Set a range's style.", style={"enum": ["bold", "italic"]}),
+]
+
+
+def ranked(query: str, limit: int = 5, **options: Any) -> list[str]:
+    return ToolIndex(TOOLS).search(query, limit, **options)
+
+
+@pytest.mark.parametrize(
+    ("query", "best"),
+    [
+        ("has anyone signed off on MR !482", "gitlab__approve_merge_request"),  # MR, signed
+        ("open a PR", "github__create_pull_request"),  # PR
+        ("what's running in the k8s cluster", "k8s__get_pods"),  # k8s
+        ("show me notes.txt", "files__read_text_file"),  # show ~ read
+        ("the header in italic", "sheets__format"),  # an enum value
+        ("gitlab ci status", "gitlab__list_pipelines"),  # the server's name, CI
+    ],
+)
+def test_abbreviations_synonyms_servers_and_enum_values_are_matched(query: str, best: str) -> None:
+    assert ranked(query)[0] == best
+
+
+def test_a_server_filter_and_excluded_names_narrow_the_ranking() -> None:
+    assert ranked("list", server="gitlab") == ["gitlab__list_pipelines"]
+    assert "k8s__get_pods" in ranked("list pods")
+    assert "k8s__get_pods" not in ranked("list pods", exclude={"k8s__get_pods"})
+    assert ranked("list", server="nowhere") == []
+
+
+class Axes:
+    """A fake embedder: one axis per keyword, so the cosine ranking is known."""
+
+    AXES = ("merge", "pods", "file")
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(len(texts))
+        return [[float(axis in text.lower()) for axis in self.AXES] for text in texts]
+
+
+def test_the_embedders_ranking_is_fused_with_bm25s() -> None:
+    embedder = Axes()
+    index = ToolIndex(TOOLS, embedder)
+    assert embedder.calls == [len(TOOLS)]  # the tools, embedded once
+    # No word in common with any tool: BM25 finds nothing, the embedder does ("pods"
+    # is on its axis, and in the tool's text).
+    assert index.search("zzz pods", 1) == ["k8s__get_pods"]
+    # Both rankings agree: first by either.
+    assert index.search("approve merge", 1) == ["gitlab__approve_merge_request"]
+    assert embedder.calls == [len(TOOLS), 1, 1]  # one query embedded per search
+
+
+def test_a_real_small_embedding_model_from_a_wheel_finds_by_meaning() -> None:
+    import wordllama
+    from wordllama import WordLlama
+
+    # The weights and tokenizer ship in the wheel: nothing is downloaded.
+    model = WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
+    index = ToolIndex(TOOLS, lambda texts: model.embed(list(texts)))
+    assert index.search("which containers are up in the cluster", 1) == ["k8s__get_pods"]
+
+
+def test_an_embedder_must_be_callable() -> None:
+    with pytest.raises(LlmConfigError, match="embedder must be a callable"):
+        ToolSearch(embedder="minilm")  # type: ignore[arg-type]
+
+
+async def test_the_catalogue_lists_servers_and_narrows_a_search_to_one() -> None:
+    found: list[list[str]] = []
+    search = SearchTool(TOOLS, set, found.append, 5, catalogue=True)
+    assert search.description.endswith(
+        "Servers: files (1 tools), github (1 tools), gitlab (2 tools), k8s (1 tools), "
+        "sheets (1 tools)."
+    )
+    assert search.parameters["properties"]["server"]["enum"] == [
+        "files", "github", "gitlab", "k8s", "sheets",
+    ]  # fmt: skip
+    text = await search.execute({"query": "list", "server": "gitlab"}, ToolContext())
+    assert found == [["gitlab__list_pipelines"]] and "gitlab__list_pipelines" in text
+    text = await search.execute({"query": "list", "server": "jira"}, ToolContext())
+    assert text.startswith("No server is named 'jira'")
+    plain = SearchTool(TOOLS, set, found.append, 5)
+    assert "server" not in plain.parameters["properties"]  # the default path, unchanged
