@@ -18,6 +18,8 @@ from agcore_tools.mcp.models import McpToolInfo
 
 ROOT = Path(__file__).resolve().parents[1]
 INTEROP = ROOT / "benchmarks" / "data" / "interop"
+SEARCH_CORPUS = ROOT / "benchmarks" / "data" / "search_corpus"
+"""The servers recorded for tool search only (``record_search_corpus.py``)."""
 
 # The sweep's order: the PyPI servers, then the npm ones (as issue 10 lists them).
 ORDER = [
@@ -32,6 +34,12 @@ def load() -> list[dict[str, Any]]:
     found = {p.stem: p for p in INTEROP.glob("*.json")}
     names = [n for n in ORDER if n in found] + sorted(set(found) - set(ORDER))
     return [json.loads(found[n].read_text(encoding="utf-8")) for n in names]
+
+
+def load_corpus() -> list[dict[str, Any]]:
+    """The interop servers, then those recorded for tool search, by name."""
+    extra = sorted(SEARCH_CORPUS.glob("*.json"))
+    return load() + [json.loads(p.read_text(encoding="utf-8")) for p in extra]
 
 
 def infos(server: dict[str, Any]) -> list[McpToolInfo]:
