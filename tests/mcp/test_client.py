@@ -541,11 +541,13 @@ async def test_tools_ttl_expires_the_cache() -> None:
 
 
 async def test_server_ttl_ms_is_honoured() -> None:
-    async with McpClient("paged", _paged("--ttl-ms", "300")) as client:
+    # 2 s: long enough that a loaded machine does not outlive it between the listing
+    # at connect and the next read (300 ms did, under load 5).
+    async with McpClient("paged", _paged("--ttl-ms", "2000")) as client:
         assert client.protocol_version == "2026-07-28"
         await client.list_tools()
         assert await client.call_tool("count_lists") == "1"
-        await asyncio.sleep(0.4)
+        await asyncio.sleep(2.1)
         await client.list_tools()
         assert await client.call_tool("count_lists") == "2"
 
