@@ -61,6 +61,7 @@ class Server:
     env: Callable[[Path], dict[str, str]] = lambda scratch: {}
     note: str = ""
     pins: tuple[str, ...] = ()  # installed beside the package (PyPI)
+    setup: Callable[[Path], None] | None = None  # prepares the scratch folder
 
 
 SERVERS = [
@@ -200,6 +201,8 @@ def record_one(server: Server, py_root: Path, npm_root: Path) -> dict[str, Any]:
         scratch = Path(tmp)
         if server.name == "git":
             subprocess.run(["git", "init", "-q", str(scratch)], check=True, timeout=30)
+        if server.setup is not None:
+            server.setup(scratch)
         stdio = transport(server, scratch, py_root, npm_root)
         infos, info = asyncio.run(list_tools(server.name, stdio))
     version, sdk = installed_versions(server, py_root, npm_root)
@@ -215,10 +218,12 @@ def record_one(server: Server, py_root: Path, npm_root: Path) -> dict[str, Any]:
     }
 
 
-def record(names: list[str], py_root: Path, npm_root: Path, out: Path) -> int:
+def record(
+    names: list[str], py_root: Path, npm_root: Path, out: Path, servers: list[Server] = SERVERS
+) -> int:
     failed = 0
     out.mkdir(parents=True, exist_ok=True)
-    for server in SERVERS:
+    for server in servers:
         if names and server.name not in names:
             continue
         try:
@@ -235,26 +240,32 @@ def record(names: list[str], py_root: Path, npm_root: Path, out: Path) -> int:
     return failed
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(servers: list[Server], out: Path, description: str) -> argparse.Namespace:
+    """The command line shared with ``record_search_corpus.py``: print or record ``servers``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--py-root", type=Path, help="one virtualenv per PyPI server, by name")
     parser.add_argument("--npm-root", type=Path, help="the folder npm installed into")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, default=out)
     parser.add_argument("--only", nargs="*", default=[], help="record only these servers")
     parser.add_argument("--print-pypi", action="store_true", help="print name=package==version")
     parser.add_argument("--print-npm", action="store_true", help="print package@version")
     args = parser.parse_args()
     if args.print_pypi or args.print_npm:
-        for s in SERVERS:
+        for s in servers:
             if s.registry == "pypi" and args.print_pypi:
                 print(s.name, f"{s.package}=={s.version}", *s.pins)
             elif s.registry == "npm" and args.print_npm:
                 print(f"{s.package}@{s.version}")
-        return
+        sys.exit(0)
     if args.py_root is None or args.npm_root is None:
         parser.error("--py-root and --npm-root are required to record")
-    failed = record(args.only, args.py_root, args.npm_root, args.out)
-    sys.exit(1 if failed else 0)
+    args.failed = record(args.only, args.py_root, args.npm_root, args.out, servers)
+    return args
+
+
+def main() -> None:
+    args = cli(SERVERS, OUT, __doc__.splitlines()[0])
+    sys.exit(1 if args.failed else 0)
 
 
 if __name__ == "__main__":
