@@ -36,6 +36,8 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
+from .error import LlmConfigError
+
 __all__ = ["ABBREVIATIONS", "Embedder", "ToolIndex", "server_of", "words"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})")
@@ -244,7 +246,8 @@ class ToolIndex:
         self._embedder = embedder
         self._vectors: Any = None
         if embedder is not None and self.names:
-            self._vectors = _unit_rows(numpy, embedder([_text(d) for d in definitions]))
+            texts = [_text(d) for d in definitions]
+            self._vectors = _unit_rows(numpy, embedder(texts), len(texts))
 
     def _terms(self, found: list[str]) -> list[str]:
         return list(self._stem([w for w in found if w not in self._stop]))
@@ -272,31 +275,40 @@ class ToolIndex:
                 for i, name in enumerate(self.names)
                 if (server is None or server_of(name) == server) and name not in exclude
             }
-        rankings = [self._bm25(query, allowed)]
-        if self._vectors is not None and self._embedder is not None:
-            rankings.append(self._semantic(query, allowed))
-        if len(rankings) == 1:
-            return [self.names[i] for i in rankings[0][:limit]]
+        if self._vectors is None or self._embedder is None:
+            return [self.names[i] for i in self._bm25(query, allowed, limit)]
+        rankings = [self._bm25(query, allowed, None), self._semantic(query, allowed)]
         return [self.names[i] for i in _fuse(rankings)[:limit]]
 
-    def _bm25(self, query: str, allowed: set[int] | None) -> list[int]:
+    def _bm25(self, query: str, allowed: set[int] | None, limit: int | None) -> list[int]:
         terms = self._terms(_expand(words(query)))
         if not terms:
             return []
         scores = self._retriever.get_scores(terms)
-        order = self._np.argsort(-scores, kind="stable")
-        return [int(i) for i in order if scores[i] > 0 and (allowed is None or int(i) in allowed)]
+        matched = self._np.flatnonzero(scores > 0)  # a handful of the tools, as a rule
+        order = matched[self._np.argsort(-scores[matched], kind="stable")]
+        found = [int(i) for i in order if allowed is None or int(i) in allowed]
+        return found if limit is None else found[:limit]
 
     def _semantic(self, query: str, allowed: set[int] | None) -> list[int]:
         assert self._embedder is not None
-        vector = _unit_rows(self._np, self._embedder([query]))[0]
+        vector = _unit_rows(self._np, self._embedder([query]), 1)[0]
         scores = self._vectors @ vector
         order = self._np.argsort(-scores, kind="stable")
         return [int(i) for i in order if allowed is None or int(i) in allowed]
 
 
-def _unit_rows(numpy: Any, vectors: Sequence[Sequence[float]]) -> Any:
-    matrix = numpy.asarray(vectors, dtype=numpy.float32)
+def _unit_rows(numpy: Any, vectors: Sequence[Sequence[float]], count: int) -> Any:
+    """The embedder's vectors as rows of length 1; it must give ``count`` of one size."""
+    try:
+        matrix = numpy.asarray(vectors, dtype=numpy.float32)
+    except (TypeError, ValueError) as exc:
+        raise LlmConfigError(f"the tool search's embedder returned no vectors: {exc}") from exc
+    if matrix.ndim != 2 or matrix.shape[0] != count:
+        raise LlmConfigError(
+            f"the tool search's embedder returned an array of shape {matrix.shape} for "
+            f"{count} texts; it must return one vector per text"
+        )
     norms = numpy.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / numpy.where(norms == 0, 1, norms)
 

@@ -98,6 +98,18 @@ def test_an_embedder_must_be_callable() -> None:
         ToolSearch(embedder="minilm")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("vectors", "message"),
+    [
+        (lambda texts: [[1.0, 0.0]], r"shape \(1, 2\) for 6 texts; it must return one vector"),
+        (lambda texts: [[1.0], [1.0, 2.0]] * 3, "returned no vectors"),
+    ],
+)
+def test_an_embedder_that_returns_the_wrong_vectors_is_named(vectors: Any, message: str) -> None:
+    with pytest.raises(LlmConfigError, match=message):
+        ToolIndex(TOOLS, vectors)
+
+
 async def test_the_catalogue_lists_servers_and_narrows_a_search_to_one() -> None:
     found: list[list[str]] = []
     search = SearchTool(TOOLS, set, found.append, 5, catalogue=True)
