@@ -2,7 +2,7 @@
 
 The ranking is ``_ranking``'s (BM25 over weighted fields, and an optional embedder);
 this module is what the model sees of it: the tool's description and parameters, the
-index kept while the candidates stay the same, and the text of what was found. The
+index (built once per run, at the first search), and the text of what was found. The
 packages are the optional ``search`` extra (``pip install 'agcore-tools[search]'``),
 imported only when a search runs.
 """
@@ -83,6 +83,7 @@ class SearchTool(BaseTool):
         self._limit = limit
         self._embedder = embedder
         self._index: ToolIndex | None = None
+        self._by_name = {_name(d): d for d in definitions}
         self._servers: Counter[str] = Counter()
         if catalogue:
             self._servers = Counter(server for d in definitions if (server := server_of(_name(d))))
@@ -119,8 +120,7 @@ class SearchTool(BaseTool):
             len(self._definitions) - len(offered),
             self._limit,
         )
-        by_name = {_name(d): d for d in self._definitions}
-        return [by_name[name] for name in names]
+        return [self._by_name[name] for name in names]
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Search, record what was found, and describe it to the model."""
