@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from .error import LlmConfigError
 
-__all__ = ["ABBREVIATIONS", "Embedder", "ToolIndex", "server_of", "words"]
+__all__ = ["ABBREVIATIONS", "Embedder", "ToolIndex", "server_of", "summary", "words"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -153,6 +153,19 @@ def words(text: str) -> list[str]:
     return _WORD.findall(_CAMEL.sub(" ", text).lower())
 
 
+def summary(description: str, limit: int = 120) -> str:
+    """The first sentence of a description, at most ``limit`` characters.
+
+    Example:
+        >>> summary("Read a file. Paths are relative to the root.")
+        'Read a file.'
+        >>> summary("x" * 200, 10)
+        'xxxxxxxxx…'
+    """
+    first = _SENTENCE_END.split(description.strip(), maxsplit=1)[0].strip()
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
 def server_of(name: str) -> str:
     """The server part of a prefixed tool name (``server__tool``), or ``""``.
 
@@ -182,10 +195,10 @@ def _fields(definition: Mapping[str, Any]) -> list[str]:
     server = server_of(name)
     tool = name[len(server) + 2 :] if server else name
     description = str(function.get("description") or "").strip()
-    summary = _SENTENCE_END.split(description, maxsplit=1)[0]
-    remainder = description[len(summary) :]
+    first = _SENTENCE_END.split(description, maxsplit=1)[0]
+    remainder = description[len(first) :]
     found = words(tool) * NAME_WEIGHT + words(server) * SERVER_WEIGHT
-    found += words(summary) * SUMMARY_WEIGHT + words(remainder)
+    found += words(first) * SUMMARY_WEIGHT + words(remainder)
     found += _parameter_words(function.get("parameters"))
     return _expand(found)
 

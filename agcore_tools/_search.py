@@ -16,13 +16,14 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ._ranking import Embedder, ToolIndex, server_of
+from ._ranking import Embedder, ToolIndex, server_of, summary
 from .base import BaseTool, ToolContext
 from .error import LlmConfigError
 
-__all__ = ["SEARCH_TOOL_NAME", "SearchTool", "require_bm25s"]
+__all__ = ["LOAD_TOOL_NAME", "SEARCH_TOOL_NAME", "LoadTool", "SearchTool", "require_bm25s"]
 
 SEARCH_TOOL_NAME = "search_tools"
+LOAD_TOOL_NAME = "load_tools"
 
 logger = logging.getLogger("agcore_tools.search")
 
@@ -76,7 +77,15 @@ class SearchTool(BaseTool):
         *,
         embedder: Embedder | None = None,
         catalogue: bool = False,
+        two_stage: bool = False,
     ) -> None:
+        self._two_stage = two_stage
+        if two_stage:
+            self.description = (
+                "Find more tools. Only some tools are listed; describe the task in a few "
+                f"words and the best matching tools are listed, one line each; then call "
+                f"{LOAD_TOOL_NAME} with the names you need to make them callable."
+            )
         self._definitions = definitions
         self._offered = offered
         self._on_found = on_found
@@ -89,7 +98,7 @@ class SearchTool(BaseTool):
             self._servers = Counter(server for d in definitions if (server := server_of(_name(d))))
         if self._servers:
             listed = ", ".join(f"{name} ({n} tools)" for name, n in sorted(self._servers.items()))
-            self.description = f"{type(self).description} Servers: {listed}."
+            self.description = f"{self.description} Servers: {listed}."
             narrow: dict[str, Any] = {
                 "type": "string",
                 "enum": sorted(self._servers),
@@ -133,9 +142,80 @@ class SearchTool(BaseTool):
         found = await self._search(query, server)
         if not found:
             return f"No other tool matches {query!r}; try other words."
+        if self._two_stage:
+            lines = [_line(_name(d), summary(_description(d))) for d in found]
+            return f"Call {LOAD_TOOL_NAME} with the names you need:\n" + "\n".join(lines)
         self._on_found([_name(d) for d in found])
-        lines = [f"- {_name(d)}: {d['function'].get('description') or ''}".rstrip() for d in found]
+        lines = [_line(_name(d), _description(d)) for d in found]
         return "These tools can be called from your next step:\n" + "\n".join(lines)
+
+
+class LoadTool(BaseTool):
+    """The ``load_tools`` tool of a two-stage search: makes the named tools callable.
+
+    ``definitions`` are every tool of the run; ``offered`` gives the names already
+    offered; ``on_found`` adds names to the tools offered from the next request on.
+
+    Example:
+        >>> LoadTool([], set, print).parameters["required"]
+        ['names']
+    """
+
+    name = LOAD_TOOL_NAME
+    description = (
+        f"Make tools that {SEARCH_TOOL_NAME} listed callable from your next step: give "
+        "their exact names."
+    )
+    parameters = {  # noqa: RUF012
+        "type": "object",
+        "properties": {
+            "names": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": f"Tool names, as {SEARCH_TOOL_NAME} listed them.",
+            }
+        },
+        "required": ["names"],
+    }
+
+    def __init__(
+        self,
+        definitions: list[dict[str, Any]],
+        offered: Callable[[], set[str]],
+        on_found: Callable[[list[str]], None],
+    ) -> None:
+        self._known = {_name(d) for d in definitions}
+        self._offered = offered
+        self._on_found = on_found
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Add the known names to the offered tools; say which were not found."""
+        names = args.get("names")
+        if isinstance(names, str):
+            names = [names]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return f"Give names: a list of tool names, as {SEARCH_TOOL_NAME} listed them."
+        known = [n for n in dict.fromkeys(names) if n in self._known]
+        unknown = [n for n in names if n not in self._known]
+        offered = self._offered()
+        self._on_found([n for n in known if n not in offered])
+        parts = []
+        if known:
+            parts.append(f"Callable from your next step: {', '.join(known)}.")
+        if unknown:
+            parts.append(
+                f"No tool is named {', '.join(map(repr, unknown))}; use the names "
+                f"{SEARCH_TOOL_NAME} listed."
+            )
+        return " ".join(parts)
+
+
+def _description(definition: dict[str, Any]) -> str:
+    return str(definition["function"].get("description") or "")
+
+
+def _line(name: str, text: str) -> str:
+    return f"- {name}: {text}".rstrip()
 
 
 def _name(definition: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ from typing import Any, TypeAlias
 
 from ._budget import definition_costs
 from ._ranking import Embedder
-from ._search import SEARCH_TOOL_NAME, SearchTool, require_bm25s
+from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
 from .error import LlmConfigError
 from .registry import ToolEntry, ToolRegistry
 
@@ -108,7 +108,10 @@ class ToolSearch:
     semantic ranking, fused with BM25's. With ``catalogue=True``, the search tool's
     description lists the servers of prefixed tool names (``server__tool``, as
     ``McpClient.into_tools(prefix=True)`` names them), and its ``server`` parameter
-    narrows a search to one.
+    narrows a search to one. With ``two_stage=True``, a search lists the tools it found
+    (a name and a line each) without offering them, and ``load_tools(names)`` offers the
+    ones the model picks: fewer definitions per request when it picks fewer than
+    ``max_results``.
 
     What was found lives in the run (one ``submit*_with_tools`` call): the next call
     starts from the core set again. Needs the ``search`` extra
@@ -131,6 +134,9 @@ class ToolSearch:
     """Texts to vectors, for a hybrid (BM25 + semantic) ranking; None for BM25 alone."""
     catalogue: bool = False
     """List the servers in the search tool's description, with a ``server`` filter."""
+    two_stage: bool = False
+    """A search lists names and one-line summaries (about 20 tokens each) and adds
+    nothing; a second tool, ``load_tools(names)``, adds the tools the model picks."""
 
     def __post_init__(self) -> None:
         if isinstance(self.core, (str, ToolSearch)):
@@ -208,12 +214,15 @@ class RunOffer:
         self._views: dict[tuple[str, ...], ToolRegistry] = {}
         self._found: list[str] = []
         self._search: SearchTool | None = None
+        self._load: LoadTool | None = None
         if isinstance(select, ToolSearch):
-            if SEARCH_TOOL_NAME in registry:
-                raise LlmConfigError(
-                    f"ToolSearch offers a tool named {SEARCH_TOOL_NAME!r}, and the registry "
-                    "already has one; rename it"
-                )
+            own = (SEARCH_TOOL_NAME, LOAD_TOOL_NAME) if select.two_stage else (SEARCH_TOOL_NAME,)
+            for name in own:
+                if name in registry:
+                    raise LlmConfigError(
+                        f"ToolSearch offers a tool named {name!r}, and the registry "
+                        "already has one; rename it"
+                    )
             budget = select.budget
             if budget is None or sum(t for _, t in definition_costs(self._all, model)) > budget:
                 self._search = SearchTool(
@@ -223,7 +232,10 @@ class RunOffer:
                     select.max_results,
                     embedder=select.embedder,
                     catalogue=select.catalogue,
+                    two_stage=select.two_stage,
                 )
+                if select.two_stage:
+                    self._load = LoadTool(self._all, self._offered, self._add_found)
         self._core: set[str] = set()
 
     def _offered(self) -> set[str]:
@@ -245,6 +257,8 @@ class RunOffer:
             chosen = [d for d in self._all if _name(d) in core]
             found = {_name(d): d for d in self._all if _name(d) in self._found}
             chosen.append(search.definition())
+            if self._load is not None:
+                chosen.append(self._load.definition())
             chosen.extend(found[name] for name in self._found if name not in core)
         else:
             names = _resolve(select, history, self._registry)
@@ -262,6 +276,8 @@ class RunOffer:
                 entry = registry.entry(name)
                 if entry is None and name == SEARCH_TOOL_NAME and self._search is not None:
                     entry = ToolEntry(self._search)
+                elif entry is None and name == LOAD_TOOL_NAME and self._load is not None:
+                    entry = ToolEntry(self._load)
                 if entry is not None:
                     entries.append(entry)
             # The same entry objects: stats and strict schemas stay shared.

@@ -133,6 +133,35 @@ async def offered_after_search(registry: ToolRegistry, prompt: str, model: str) 
     }
 
 
+async def offered_after_loading(registry: ToolRegistry, prompt: str, model: str) -> dict[str, Any]:
+    """A two-stage search: the scripted model loads the first tool listed."""
+    first_listed: list[str] = []
+
+    def load_first(request: Any) -> dict[str, Any]:
+        listing = request.json["messages"][-1]["content"]
+        names = [
+            line[2:].split(":", 1)[0] for line in listing.splitlines() if line.startswith("- ")
+        ]
+        first_listed.extend(names[:1])
+        return S.reply_tool_calls([("load_tools", {"names": names[:1]}, "l1")])
+
+    script = [
+        S.reply_tool_calls([("search_tools", {"query": prompt}, "s1")]),
+        load_first,
+        S.reply_text("ok"),
+    ]
+    with S(script) as server:
+        async with server.client() as client:
+            cycle = LlmCycle(CycleConfig(model), client=client)
+            await cycle.submit_with_tools(prompt, registry, select=ToolSearch(two_stage=True))
+        first, _listed, loaded = server.requests
+    return {
+        "first": tokens(first, model),
+        "listing": len(server.requests[1].json["messages"][-1]["content"]),
+        "after_load": tokens(loaded, model),
+    }
+
+
 def scaled(definitions: list[dict[str, Any]], size: int) -> list[dict[str, Any]]:
     """The definitions copied under new server names (``c2_github__...``) up to ``size``."""
     out: list[dict[str, Any]] = []
@@ -208,6 +237,12 @@ async def bench(model: str, quick: bool) -> dict[str, Any]:
         "search_after": statistics.median(r["search_after"] for r in rows),
         "loop_found_what_the_index_found": f"{agree}/{len(rows)}",
     }
+    staged = [await offered_after_loading(registry, t["prompt"], model) for t in heldout]
+    result["two_stage"] = {
+        "first": statistics.median(r["first"] for r in staged),
+        "listing_chars": statistics.median(r["listing"] for r in staged),
+        "after_load": statistics.median(r["after_load"] for r in staged),
+    }
     queries = [t["prompt"] for t in heldout]
     result["scale"] = {
         f"{size} tools | {ranker}": timing(scaled(definitions, size), queries, emb)
@@ -251,6 +286,11 @@ def main() -> None:
             f"  ToolSearch, after one search (+ up to 5 found): {t['search_after']} ({share:.1%})"
         )
         print(f"  the loop offered what the index ranked: {t['loop_found_what_the_index_found']}")
+        two = result["two_stage"]
+        print(
+            f"  ToolSearch(two_stage=True): first request {two['first']}, the listing "
+            f"{two['listing_chars']} characters, after loading one tool {two['after_load']}"
+        )
         print("\n| tools | ranker | index build (s) | query p50 (ms) | query p95 (ms) |")
         print("|---:|---|---:|---:|---:|")
         for key, row in result["scale"].items():

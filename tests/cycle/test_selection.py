@@ -352,3 +352,45 @@ def test_the_budget_must_be_positive():
 
     with pytest.raises(LlmConfigError, match="max_definition_tokens must be at least 1"):
         CycleConfig("m", max_definition_tokens=0)
+
+
+async def test_a_two_stage_search_lists_names_and_load_tools_offers_the_picked_ones(
+    serve, make_cycle, tagged
+):
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "weather in a city, or a file"}, "s1")]),
+        S.reply_tool_calls([("load_tools", {"names": ["weather", "wether"]}, "l1")]),
+        S.reply_tool_calls([("weather", {"city": "Oslo"}, "w1")]),
+        S.reply_text("Sunny."),
+    )
+    cycle = make_cycle(server)
+    search = ToolSearch(core=["add"], two_stage=True)
+
+    response = await cycle.submit_with_tools("Weather in Oslo?", tagged, select=search)
+
+    assert response.text == "Sunny."
+    own = ["add", "search_tools", "load_tools"]
+    # The search adds nothing; the load adds what the model picked, once.
+    assert sent(server) == [own, own, [*own, "weather"], [*own, "weather"]]
+    answers = tool_messages(cycle.messages)
+    assert answers["s1"].startswith("Call load_tools with the names you need:\n")
+    assert "- weather: The weather forecast in a city: temperature and sky." in answers["s1"]
+    assert answers["l1"] == (
+        "Callable from your next step: weather. No tool is named 'wether'; use the names "
+        "search_tools listed."
+    )
+    assert answers["w1"] == "sunny in Oslo"
+
+
+async def test_a_tool_named_load_tools_cannot_be_shadowed_in_a_two_stage_search(
+    serve, make_cycle, tagged
+):
+    @tagged.tool
+    def load_tools(names: list[str]) -> str:
+        """The user's own loader."""
+        return ",".join(names)
+
+    server = serve(S.reply_text("ok"))
+    with pytest.raises(LlmConfigError, match="a tool named 'load_tools'"):
+        await make_cycle(server).submit_with_tools("hi", tagged, select=ToolSearch(two_stage=True))
+    await make_cycle(server).submit_with_tools("hi", tagged, select=ToolSearch())  # one stage
