@@ -2,7 +2,8 @@
 
 The ranking is ``_ranking``'s (BM25 over weighted fields, and an optional embedder);
 this module is what the model sees of it: the tool's description and parameters, the
-index (built once per run, at the first search), and the text of what was found. The
+index (built at a run's first search, and kept for the last few tool sets, since a
+conversation is many runs over the same tools), and the text of what was found. The
 packages are the optional ``search`` extra (``pip install 'agcore-tools[search]'``),
 imported only when a search runs.
 """
@@ -10,11 +11,15 @@ imported only when a search runs.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import logging
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Any
+
+from pydantic_core import to_json
 
 from ._ranking import Embedder, ToolIndex, server_of, summary
 from .base import BaseTool, ToolContext
@@ -26,6 +31,10 @@ SEARCH_TOOL_NAME = "search_tools"
 LOAD_TOOL_NAME = "load_tools"
 
 logger = logging.getLogger("agcore_tools.search")
+
+_CACHED_INDEXES = 4
+_INDEXES: OrderedDict[tuple[int, bytes], tuple[Embedder | None, ToolIndex]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()  # indexes are built in worker threads
 
 
 def require_bm25s() -> None:
@@ -110,7 +119,23 @@ class SearchTool(BaseTool):
             }
 
     def _build(self) -> ToolIndex:
-        return ToolIndex(self._definitions, self._embedder)
+        # Each run has its own search tool, and a conversation is many runs over the
+        # same tools: the index of the last few tool sets is kept (an embedder's pass
+        # over 1,000 tools takes about a second).
+        embedder = self._embedder
+        key = (id(embedder), hashlib.sha256(to_json(self._definitions)).digest())
+        with _CACHE_LOCK:
+            cached = _INDEXES.get(key)
+            # The embedder itself is kept with its index: an id is reused once freed.
+            if cached is not None and cached[0] is embedder:
+                _INDEXES.move_to_end(key)
+                return cached[1]
+        index = ToolIndex(self._definitions, embedder)
+        with _CACHE_LOCK:
+            _INDEXES[key] = (embedder, index)
+            while len(_INDEXES) > _CACHED_INDEXES:
+                _INDEXES.popitem(last=False)
+        return index
 
     async def _search(self, query: str, server: str | None) -> list[dict[str, Any]]:
         if self._index is None:

@@ -135,7 +135,7 @@ class ToolSearch:
     catalogue: bool = False
     """List the servers in the search tool's description, with a ``server`` filter."""
     two_stage: bool = False
-    """A search lists names and one-line summaries (about 20 tokens each) and adds
+    """A search lists names and one-line summaries (about 25 tokens each) and adds
     nothing; a second tool, ``load_tools(names)``, adds the tools the model picks."""
 
     def __post_init__(self) -> None:

@@ -126,3 +126,14 @@ async def test_the_catalogue_lists_servers_and_narrows_a_search_to_one() -> None
     assert text.startswith("No server is named 'jira'")
     plain = SearchTool(TOOLS, set, found.append, 5)
     assert "server" not in plain.parameters["properties"]  # the default path, unchanged
+
+
+async def test_runs_over_the_same_tools_share_one_index() -> None:
+    embedder = Axes()
+    for _ in range(3):  # three runs, each with its own search tool
+        search = SearchTool(TOOLS, set, lambda names: None, 5, embedder=embedder)
+        await search.execute({"query": "pods"}, ToolContext())
+    assert embedder.calls == [len(TOOLS), 1, 1, 1]  # the tools were embedded once
+    other = SearchTool(TOOLS[:2], set, lambda names: None, 5, embedder=embedder)
+    await other.execute({"query": "pods"}, ToolContext())
+    assert embedder.calls[-2:] == [2, 1]  # another tool set: its own index
