@@ -171,7 +171,8 @@ async def test_spent_restarts_open_the_circuit_and_calls_fail_at_once(tmp_path: 
     assert launches(flag) == started, "an open circuit tries no restart"
     message = str(refused.value)
     assert "2 restarts within 600 s did not bring it back" in message
-    assert re.search(r"the next restart is tried, in 5\d\d\.\d s", message), message
+    # 600.0 s on a fast machine (under 0.05 s since the last restart), less on a slow one.
+    assert re.search(r"the next restart is tried, in (600\.0|5\d\d\.\d) s", message), message
     assert message.endswith("; the call was not run")
     assert "config is broken" in client.stderr_tail
 
