@@ -72,7 +72,7 @@ _LAZY: dict[str, str] = {
     name: module
     for module, names in (
         ("._ranking", ("Embedder",)),
-        ("._selection", ("Selector", "ToolSearch", "ToolSelection")),
+        ("._selection", ("CodeMode", "Selector", "ToolSearch", "ToolSelection")),
         (
             ".cycle",
             (
@@ -112,7 +112,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from ._ranking import Embedder
-    from ._selection import Selector, ToolSearch, ToolSelection
+    from ._selection import CodeMode, Selector, ToolSearch, ToolSelection
     from .cycle import (
         AssistantTextDelta,
         ChatResponse,
@@ -165,6 +165,7 @@ __all__ = [
     "BaseTool",
     "CancellationToken",
     "ChatResponse",
+    "CodeMode",
     "CycleConfig",
     "DefinitionBudgetError",
     "Embedder",

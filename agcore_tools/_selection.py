@@ -15,17 +15,18 @@ offered is a call to an unknown tool, handled by ``CycleConfig.unknown_tool``.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from ._budget import definition_costs
+from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, require_monty
 from ._ranking import Embedder
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
 from .error import LlmConfigError
 from .registry import ToolEntry, ToolRegistry
 
-__all__ = ["RunOffer", "Selector", "ToolSearch", "ToolSelection"]
+__all__ = ["CodeMode", "RunOffer", "Selector", "ToolSearch", "ToolSelection"]
 
 Message = dict[str, Any]
 
@@ -158,14 +159,54 @@ class ToolSearch:
         require_bm25s()
 
 
+@dataclass(frozen=True)
+class CodeMode:
+    """Offer one tool, ``run_python(code)``, whose programs call the registry's tools.
+
+    The model writes a Python program instead of one JSON call per turn: intermediate
+    results stay in the program, and many dependent calls take one turn. The tool's
+    description lists the tools (those the permission checker allows, MCP tools
+    included) as typed async Python functions with their descriptions. Programs run in
+    the Monty sandbox (the ``code`` extra, ``pip install 'agcore-tools[code]'``): no
+    files, network or environment, and the ``limits`` below. Each call a program makes
+    goes through the registry as a direct call does (validation, permissions,
+    timeouts, stats, progress, spans), ``asyncio.gather`` runs calls at once, and a
+    call that needs approval pauses the program: the response's ``pending_approvals``
+    lists it, and ``submit_with_tools(None, registry, approvals=[...])`` resumes the
+    program where it stopped, in any process (the state is in the history). See
+    ``docs/guides/code-mode.md``.
+
+    Example:
+        >>> CodeMode(limits={"max_memory": 32 * 1024 * 1024}).limits["max_memory"]
+        33554432
+    """
+
+    limits: Mapping[str, Any] | None = None
+    """Monty ``ResourceLimits`` (``max_memory`` bytes, ``max_feed_duration_secs``,
+    ``max_suspensions``, ``max_recursion_depth``); None for :data:`DEFAULT_LIMITS`,
+    whose keys a mapping given here overrides one by one."""
+    call_timeout: float | None = 60.0
+    """Seconds each tool call of a program may take; None for no limit. The whole
+    program is also bounded by the loop's ``tool_timeout``."""
+
+    def __post_init__(self) -> None:
+        if self.limits is not None and not isinstance(self.limits, Mapping):
+            raise LlmConfigError(f"CodeMode.limits takes a mapping, got {self.limits!r}")
+        merged = {**DEFAULT_LIMITS, **(self.limits or {})}
+        object.__setattr__(self, "limits", merged)
+        require_monty()
+
+
 Selector: TypeAlias = (
     Iterable[str]
     | ToolSelection
     | ToolSearch
+    | CodeMode
     | Callable[[Sequence[Message], ToolRegistry], Iterable[str]]
 )
-"""What ``select=`` takes: names, a :class:`ToolSelection`, a :class:`ToolSearch`, or a
-callable ``(history, registry) -> names`` asked before each request."""
+"""What ``select=`` takes: names, a :class:`ToolSelection`, a :class:`ToolSearch`, a
+:class:`CodeMode`, or a callable ``(history, registry) -> names`` asked before each
+request."""
 
 
 def _check_known(registry: ToolRegistry, names: Iterable[str]) -> None:
@@ -181,8 +222,8 @@ def _check_known(registry: ToolRegistry, names: Iterable[str]) -> None:
 def _resolve(select: Selector, history: Sequence[Message], registry: ToolRegistry) -> set[str]:
     if isinstance(select, ToolSelection):
         return set(select.names_in(registry))
-    if isinstance(select, ToolSearch):  # only ever a run's own selector, never a core
-        raise LlmConfigError("a ToolSearch cannot be the core of another ToolSearch")
+    if isinstance(select, (ToolSearch, CodeMode)):  # a run's own selector, never a core
+        raise LlmConfigError(f"a {type(select).__name__} cannot be the core of a ToolSearch")
     if isinstance(select, str):
         raise LlmConfigError(f"select takes a list of tool names, got the string {select!r}")
     if callable(select):
@@ -215,6 +256,15 @@ class RunOffer:
         self._found: list[str] = []
         self._search: SearchTool | None = None
         self._load: LoadTool | None = None
+        self._code: RunPythonTool | None = None
+        if isinstance(select, CodeMode):
+            if RUN_PYTHON in registry:
+                raise LlmConfigError(
+                    f"CodeMode offers a tool named {RUN_PYTHON!r}, and the registry already "
+                    "has one; rename it"
+                )
+            limits = dict(select.limits or {})
+            self._code = RunPythonTool(registry.tool_table, self._all, limits, select.call_timeout)
         if isinstance(select, ToolSearch):
             own = (SEARCH_TOOL_NAME, LOAD_TOOL_NAME) if select.two_stage else (SEARCH_TOOL_NAME,)
             for name in own:
@@ -248,6 +298,8 @@ class RunOffer:
         """The definitions for the next request (None for none) and the registry that
         runs its calls."""
         select, search = self._select, self._search
+        if self._code is not None:
+            return [self._code.definition()], self._view((RUN_PYTHON,))
         if select is None or (isinstance(select, ToolSearch) and search is None):
             return (self._all or None), self._registry
         if isinstance(select, ToolSearch) and search is not None:
@@ -267,6 +319,13 @@ class RunOffer:
         # Copies: a caller's edit of a sent definition must not reach the next request.
         return [copy.deepcopy(d) for d in chosen] or None, view
 
+    def for_open_calls(self) -> ToolRegistry:
+        """The registry that runs the calls a paused run left open: the registry's
+        tools, and a code-mode run's ``run_python``."""
+        if self._code is None:
+            return self._registry
+        return self._registry.view([*self._registry.entries(), ToolEntry(self._code)])
+
     def _view(self, names: tuple[str, ...]) -> ToolRegistry:
         view = self._views.get(names)
         if view is None:
@@ -278,6 +337,8 @@ class RunOffer:
                     entry = ToolEntry(self._search)
                 elif entry is None and name == LOAD_TOOL_NAME and self._load is not None:
                     entry = ToolEntry(self._load)
+                elif entry is None and name == RUN_PYTHON and self._code is not None:
+                    entry = ToolEntry(self._code)
                 if entry is not None:
                     entries.append(entry)
             # The same entry objects: stats and strict schemas stay shared.

@@ -14,7 +14,7 @@ from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
 from ..base import ToolContext
 from ..calls import ParsedCall, answers_by_id, apply_answers, approval_requests, error_text
 from ..error import ApprovalError, ToolRejectedError
-from ._policy import tool_message, unanswered_calls
+from ._policy import drop_program_states, tool_message, unanswered_calls
 from .events import ChatResponse, FinishReason, Usage
 
 if TYPE_CHECKING:
@@ -46,6 +46,15 @@ class Gate:
                 f"approvals answer the calls a paused run left open, but {why}; resume with "
                 "submit_with_tools(None, registry, approvals=...)"
             )
+
+    def take(self, call_ids: Iterable[str]) -> dict[str, ApprovalDecision]:
+        """Remove and return the answers to ``call_ids`` (a paused program's calls)."""
+        return {i: self._answers.pop(i) for i in list(call_ids) if i in self._answers}
+
+    def hold(self, call_id: str, requests: Sequence[ApprovalRequest]) -> None:
+        """Leave ``call_id`` open, waiting for ``requests`` (a paused program's)."""
+        self.waiting.extend(requests)
+        self._hold.add(call_id)
 
     @property
     def keep(self) -> set[str]:
@@ -142,3 +151,4 @@ def decline_open(messages: list[dict[str, Any]]) -> None:
     for call in open_calls:
         messages.append(tool_message(call, error_text(ToolRejectedError(call.name, reason))))
     tidy_answers(messages)
+    drop_program_states(messages)

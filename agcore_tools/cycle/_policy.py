@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from .._code_mode import PROGRAM_STATE
 from .._unicode import scrub, scrub_json
 from ..calls import ParsedCall, aborted_text, parse_call, unknown_tool_error
 from ..registry import ToolRegistry
@@ -20,6 +21,7 @@ __all__ = [
     "FREE",
     "answer_unanswered",
     "clean_turn",
+    "drop_program_states",
     "mark_unknown",
     "relaxed_tool_choice",
     "tool_message",
@@ -162,3 +164,22 @@ def answer_unanswered(
     for call in _pending(messages, start):
         if call.call_id not in keep:
             messages.append(tool_message(call, aborted_text(call, reason)))
+    drop_program_states(messages)
+
+
+def drop_program_states(messages: Sequence[Message]) -> None:
+    """Remove the program states of the last assistant message's answered calls."""
+    calls = next(
+        (
+            list(m.get("tool_calls") or ())
+            for m in reversed(messages)
+            if m.get("role") == "assistant"
+        ),
+        [],
+    )
+    if not any(isinstance(c, dict) and PROGRAM_STATE in c for c in calls):
+        return
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    for raw in calls:
+        if isinstance(raw, dict) and raw.get("id") in answered:
+            raw.pop(PROGRAM_STATE, None)

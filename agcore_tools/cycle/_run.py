@@ -184,8 +184,9 @@ class Run:
             pending = unanswered_calls(messages) if registry is not None and not added else []
             gate.check_resume(not added, pending)
             if registry is not None and pending:
+                runner = offer.for_open_calls() if offer is not None else registry
                 async for event in run_tools(
-                    config, messages, registry, pending, ctx, invocations, gate
+                    config, messages, runner, pending, ctx, invocations, gate
                 ):
                     yield event
                 tidy_answers(messages)

@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from .._attachments import Rendered, attachments_message
+from .._code_mode import ProgramPaused
 from ..base import ToolContext
 from ..calls import (
     ParsedCall,
@@ -24,7 +25,8 @@ from ..calls import (
 from ..error import LlmError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate
-from ._policy import mark_unknown, tool_message
+from ._policy import drop_program_states, mark_unknown, tool_message
+from ._programs import hold_paused, resume_programs
 from ._tool_stream import with_tool_events
 from .config import CycleConfig
 from .events import StreamEvent, ToolExecutionCompleted, ToolExecutionStarted
@@ -63,7 +65,9 @@ async def run_tools(
             )
             messages.append(tool_message(call, text))
         raise LlmError(f"tool loop stopped: {refused}") from refused
-    # 2. Calls that need approval wait for the app's answer; the others run.
+    # 2. Calls that need approval wait for the app's answer; the others run. A paused
+    #    code-mode program gets the answers to its own calls with its state.
+    calls = resume_programs(messages, calls, registry, gate, config.approval_key)
     if not gate.quiet(registry, calls):
         async for approval in gate.screen(registry, calls, ctx):
             yield approval
@@ -74,6 +78,7 @@ async def run_tools(
     texts: list[str | None] = [None] * len(calls)
     rendered: list[Rendered | None] = [None] * len(calls)
     done: list[ToolInvocation | None] = [None] * len(calls)
+    paused: list[ProgramPaused | None] = [None] * len(calls)
     stop: ToolError | None = None
     for call in calls:
         yield ToolExecutionStarted(call.name, call.input, call.call_id)
@@ -88,6 +93,9 @@ async def run_tools(
                     yield item  # a progress report or a preliminary result
                     continue
                 position, invocation = item
+                if isinstance(invocation.output, ProgramPaused):
+                    paused[position], done[position] = invocation.output, invocation
+                    continue  # the call stays open until its program's approvals
                 result = model_result(
                     invocation,
                     max_bytes,
@@ -116,10 +124,14 @@ async def run_tools(
                 )
     finally:
         # 4. Answer every call, in the calls' order, even when cancelled midway.
-        for call, answer in zip(calls, texts, strict=True):
+        for call, answer, program in zip(calls, texts, paused, strict=True):
+            if program is not None:
+                hold_paused(messages, call, program, gate, config.approval_key)
+                continue
             if answer is None:
                 answer = aborted_text(call, "the tool loop was cancelled")
             messages.append(tool_message(call, answer))
+        drop_program_states(messages)
         # Tool messages carry text only: the images, audio and files follow them.
         attached = attachments_message([(c.call_id, c.name) for c in calls], rendered)
         if attached is not None:

@@ -1,0 +1,119 @@
+"""Code-mode programs that pause for approval, and their resume, in the loop's history.
+
+A ``run_python`` program that waits for a call needing approval returns
+:class:`~agcore_tools._code_mode.ProgramPaused`. The loop then leaves the
+``run_python`` call open, as it does a direct call waiting for approval, and stores the
+program's state on that call in the history (``tool_calls[i]["program_state"]``), so
+``json.dumps(cycle.messages)`` stays all an app saves. With ``CycleConfig(approval_key=)``
+the state carries an HMAC, and a resume refuses a state that was changed. A resume
+takes the app's answers for the program's calls, checks them as it checks answers to
+direct calls, and hands the state and the answers to the call. The state is removed
+from the history once the call is answered, so it is never sent to a model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._code_mode import (
+    PROGRAM_STATE,
+    RESUME,
+    RUN_PYTHON,
+    ProgramPaused,
+    RunPythonTool,
+    inner_call_id,
+)
+from ..approval import ApprovalRequest
+from ..calls import ParsedCall, apply_answers
+from ..error import ApprovalError
+from ..registry import ToolRegistry
+from ._approval import Gate
+
+__all__ = ["hold_paused", "resume_programs"]
+
+Message = dict[str, Any]
+
+
+def _state_mac(key: bytes, state: Mapping[str, Any]) -> str:
+    body = {k: v for k, v in state.items() if k != "mac"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _tool_calls(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            return [c for c in message.get("tool_calls") or () if isinstance(c, dict)]
+        if message.get("role") not in ("tool", "user"):
+            break
+    return []
+
+
+def hold_paused(
+    messages: Sequence[Message],
+    call: ParsedCall,
+    paused: ProgramPaused,
+    gate: Gate,
+    key: bytes | None,
+) -> None:
+    """Leave ``call`` open with its program's state, and its requests waiting."""
+    state = dict(paused.state)
+    if key is not None:
+        state["mac"] = _state_mac(key, state)
+    for raw in _tool_calls(messages):
+        if raw.get("id") == call.call_id:
+            raw[PROGRAM_STATE] = state
+    requests = [r.signed(key) if key is not None else r for r in paused.requests]
+    gate.hold(call.call_id, requests)
+
+
+def resume_programs(
+    messages: Sequence[Message],
+    calls: Sequence[ParsedCall],
+    registry: ToolRegistry,
+    gate: Gate,
+    key: bytes | None,
+) -> list[ParsedCall]:
+    """``calls``, each open ``run_python`` call of a paused program carrying its state
+    and the app's answers to its calls (checked: :class:`ApprovalError` otherwise)."""
+    states = {c.get("id"): c[PROGRAM_STATE] for c in _tool_calls(messages) if PROGRAM_STATE in c}
+    tool = registry.get(RUN_PYTHON)
+    if not states or not isinstance(tool, RunPythonTool):
+        return list(calls)
+    resumed = []
+    for call in calls:
+        state = states.get(call.call_id)
+        if state is None or call.args is None:
+            resumed.append(call)
+            continue
+        if key is not None and not hmac.compare_digest(
+            str(state.get("mac", "")), _state_mac(key, state)
+        ):
+            raise ApprovalError(
+                f"the paused program of call '{call.call_id}' has a missing or wrong "
+                "signature: its state in the history was changed",
+                tool_name=RUN_PYTHON,
+            )
+        waiting = {inner_call_id(call.call_id, w["id"]): w for w in state["waiting"]}
+        inner = [
+            ParsedCall(i, w["tool"], json.dumps(w["arguments"]), dict(w["arguments"]))
+            for i, w in waiting.items()
+        ]
+        requests = [ApprovalRequest(c.call_id, c.name, c.args or {}, "") for c in inner]
+        answers = gate.take(waiting)
+        runnable, _ = apply_answers(tool.table, inner, requests, answers, key)
+        given: dict[str, Any] = {}
+        for answered in runnable:
+            number = str(waiting[answered.call_id]["id"])
+            if answered.error is not None:
+                given[number] = {"declined": str(answered.error)}
+            else:
+                given[number] = {"run": answered.args}
+        resume = {"state": state, "answers": given}
+        resumed.append(dataclasses.replace(call, args={**call.args, RESUME: resume}))
+    return resumed

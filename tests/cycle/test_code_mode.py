@@ -1,0 +1,354 @@
+"""Code mode: one ``run_python`` program calls many tools in the Monty sandbox, pauses
+for approval, and resumes from the history alone (issue 27)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools import (
+    ApprovalError,
+    CodeMode,
+    CycleConfig,
+    LlmCycle,
+    LlmError,
+    Permission,
+    PermissionChecker,
+    PermissionConfig,
+    ToolIOError,
+    ToolRegistry,
+)
+from tests._scripts import run_script
+
+from .conftest import S, assert_history_valid, tool_messages
+
+pytest.importorskip("pydantic_monty")
+
+
+@pytest.fixture
+def shop() -> ToolRegistry:
+    """Orders and refunds; ``refund`` needs approval; ``shop.runs`` lists the calls."""
+    registry = ToolRegistry()
+    runs: list[tuple[str, Any]] = []
+    registry.runs = runs  # type: ignore[attr-defined]
+
+    @registry.tool
+    async def get_order(order_id: int) -> dict[str, Any]:
+        """One order: its id, total and customer."""
+        runs.append(("get_order", order_id))
+        await asyncio.sleep(0.2)
+        return {"id": order_id, "total": 10.0 * order_id, "customer": f"c{order_id}"}
+
+    @registry.tool
+    def failing(reason: str) -> str:
+        """Always fails."""
+        runs.append(("failing", reason))
+        raise RuntimeError(reason)
+
+    @registry.tool(needs_approval=True)
+    def refund(order_id: int, amount: float) -> str:
+        """Refund part of an order."""
+        runs.append(("refund", (order_id, amount)))
+        return f"refunded {amount} on {order_id}"
+
+    @registry.tool(permissions=[Permission("shell")])
+    def shell(command: str) -> str:
+        """Run a command."""
+        return command
+
+    return registry
+
+
+def program(code: str, call_id: str = "c_prog") -> Any:
+    return S.reply_tool_calls([("run_python", {"code": textwrap.dedent(code)}, call_id)])
+
+
+def result_of(server: Any, request: int, call_id: str = "c_prog") -> str:
+    return tool_messages(server.requests[request].json["messages"])[call_id]
+
+
+async def test_the_model_is_offered_one_tool_listing_the_others_as_python(serve, make_cycle, shop):
+    shop.permission_checker = PermissionChecker(PermissionConfig(allowed=[], denied=["shell"]))
+    server = serve(S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("hi", shop, select=CodeMode())
+
+    [offered] = server.requests[0].json["tools"]
+    assert offered["function"]["name"] == "run_python"
+    description = offered["function"]["description"]
+    assert "async def get_order(order_id: int) -> Any:" in description
+    assert "async def refund(order_id: int, amount: float) -> Any:" in description
+    assert '"""Refund part of an order."""' in description
+    assert "shell" not in description  # the permission checker refuses it
+
+
+async def test_a_program_calls_tools_at_once_and_the_model_reads_its_output(
+    serve, make_cycle, shop
+):
+    server = serve(
+        program(
+            """
+            import asyncio
+            a, b = await asyncio.gather(get_order(1), get_order(order_id=2))
+            print("customers", a["customer"], b["customer"])
+            a["total"] + b["total"]
+            """
+        ),
+        S.reply_text("30 in total"),
+    )
+    started = time.perf_counter()
+    response = await make_cycle(server).submit_with_tools("totals?", shop, select=CodeMode())
+    elapsed = time.perf_counter() - started
+
+    assert response.text == "30 in total"
+    assert result_of(server, 1) == "customers c1 c2\nresult: 30.0"
+    assert sorted(shop.runs) == [("get_order", 1), ("get_order", 2)]
+    assert elapsed < 0.2 * 2  # the two 0.2 s calls overlapped
+    assert shop.entry("get_order").stats.calls == 2  # counted as direct calls are
+
+
+async def test_a_tool_error_is_an_exception_the_program_can_catch(serve, make_cycle, shop):
+    server = serve(
+        program(
+            """
+            try:
+                await failing("disk full")
+            except RuntimeError as exc:
+                print("caught:", exc)
+            result = "went on"
+            """
+        ),
+        S.reply_text("ok"),
+    )
+    await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+
+    text = result_of(server, 1)
+    assert text.startswith("caught: tool 'failing' failed: RuntimeError: disk full")
+    assert text.endswith('result: "went on"')
+
+
+async def test_an_uncaught_error_reaches_the_model_as_a_traceback(serve, make_cycle, shop):
+    server = serve(program("x = await get_order(1)\nx['missing']\n"), S.reply_text("I will fix it"))
+    response = await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+
+    assert response.text == "I will fix it"  # recoverable: the loop went on
+    text = result_of(server, 1)
+    assert "Traceback" in text and "line 2" in text and "KeyError: missing" in text
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("open('/etc/passwd').read()", "PermissionError: the sandbox has no file system"),
+        ("import socket", "ModuleNotFoundError: No module named 'socket' in the sandbox"),
+        ("import os\nos.getenv('HOME')", "PermissionError: the sandbox has no file system"),
+        ("nope(1)", "NameError: name 'nope' is not defined"),
+        ("await get_order(1, 2)", "TypeError: get_order() takes 1 arguments but 2 were given"),
+    ],
+    ids=["file", "socket", "environment", "unknown-function", "too-many-arguments"],
+)
+async def test_the_sandbox_refuses_files_sockets_environment_and_unknown_names(
+    serve, make_cycle, shop, code, expected
+):
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+
+    assert expected in result_of(server, 1)
+    assert shop.runs == []
+
+
+@pytest.mark.parametrize(
+    ("code", "limits", "expected"),
+    [
+        ("x = []\nwhile True:\n    x.append('a' * 1000)", {"max_memory": 8_000_000}, "MemoryError"),
+        ("while True:\n    pass", {"max_feed_duration_secs": 0.3}, "TimeoutError"),
+        ("def f(n):\n    return f(n + 1)\nf(0)", {}, "RecursionError"),
+    ],
+    ids=["memory", "time", "recursion"],
+)
+async def test_a_runaway_program_is_stopped_with_a_clear_error(
+    serve, make_cycle, shop, code, limits, expected
+):
+    server = serve(program(code), S.reply_text("ok"))
+    started = time.perf_counter()
+    await make_cycle(server).submit_with_tools("go", shop, select=CodeMode(limits=limits))
+
+    assert expected in result_of(server, 1)
+    assert time.perf_counter() - started < 5.0
+
+
+async def test_a_call_needing_approval_pauses_the_program_and_resumes_it(serve, make_cycle, shop):
+    server = serve(
+        program(
+            """
+            order = await get_order(3)
+            print("order total", order["total"])
+            done = await refund(order["id"], order["total"] / 2)
+            print(done)
+            done
+            """
+        ),
+        S.reply_text("Refunded half."),
+    )
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("refund half of 3", shop, select=CodeMode())
+
+    [request] = paused.pending_approvals
+    assert (request.call_id, request.tool_name, request.arguments) == (
+        "c_prog~1", "refund", {"order_id": 3, "amount": 15.0}
+    )  # fmt: skip
+    assert shop.runs == [("get_order", 3)]
+    assert len(server.requests) == 1
+    saved = json.loads(json.dumps(cycle.messages))  # plain JSON is all an app keeps
+
+    fresh = make_cycle(server)
+    fresh.messages[:] = saved
+    resumed = await fresh.submit_with_tools(
+        None, shop, select=CodeMode(), approvals=[request.approve()]
+    )
+
+    assert resumed.text == "Refunded half."
+    assert shop.runs == [("get_order", 3), ("refund", (3, 15.0))]  # get_order ran once
+    assert result_of(server, 1) == (
+        'order total 30.0\nrefunded 15.0 on 3\nresult: "refunded 15.0 on 3"'
+    )
+    sent = json.dumps(server.requests[1].json["messages"])
+    assert "program_state" not in sent  # the state never reaches the model
+    assert_history_valid(fresh.messages)
+
+
+async def test_a_rejected_call_is_an_exception_in_the_program(serve, make_cycle, shop):
+    server = serve(
+        program(
+            """
+            try:
+                await refund(1, 5.0)
+            except PermissionError as exc:
+                print("declined:", exc)
+            """
+        ),
+        S.reply_text("ok"),
+    )
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", shop, select=CodeMode())
+    [request] = paused.pending_approvals
+    await cycle.submit_with_tools(
+        None, shop, select=CodeMode(), approvals=[request.reject("ask a manager")]
+    )
+
+    assert result_of(server, 1) == (
+        "declined: the user declined the call to tool 'refund': ask a manager"
+    )
+    assert all(name != "refund" for name, _ in shop.runs)
+
+
+async def test_calls_gathered_with_one_needing_approval_all_finish_before_the_pause(
+    serve, make_cycle, shop
+):
+    server = serve(
+        program(
+            """
+            import asyncio
+            a, b, r = await asyncio.gather(get_order(1), get_order(2), refund(2, 1.0))
+            [a["id"], b["id"], r]
+            """
+        ),
+        S.reply_text("ok"),
+    )
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", shop, select=CodeMode())
+    assert sorted(shop.runs) == [("get_order", 1), ("get_order", 2)]
+    [request] = paused.pending_approvals
+
+    await cycle.submit_with_tools(None, shop, select=CodeMode(), approvals=[request.approve()])
+
+    assert sorted(shop.runs) == [("get_order", 1), ("get_order", 2), ("refund", (2, 1.0))]
+    assert result_of(server, 1) == 'result: [1, 2, "refunded 1.0 on 2"]'
+
+
+async def test_with_an_approval_key_a_changed_snapshot_is_refused(serve, make_cycle, shop):
+    key = b"k" * 32
+    server = serve(program("await refund(1, 5.0)"), S.reply_text("ok"))
+    cycle = make_cycle(server, approval_key=key)
+    paused = await cycle.submit_with_tools("go", shop, select=CodeMode())
+    [request] = paused.pending_approvals
+    assert request.signature is not None
+
+    [open_call] = cycle.messages[-1]["tool_calls"]
+    state = open_call["program_state"]
+    state["printed"] = "forged"
+    with pytest.raises(ApprovalError, match="its state in the history was changed"):
+        await cycle.submit_with_tools(None, shop, select=CodeMode(), approvals=[request.approve()])
+    assert all(name != "refund" for name, _ in shop.runs)
+
+
+async def test_a_new_prompt_declines_a_paused_program_and_drops_its_state(serve, make_cycle, shop):
+    server = serve(program("await refund(1, 5.0)"), S.reply_text("moved on"))
+    cycle = make_cycle(server)
+    await cycle.submit_with_tools("go", shop, select=CodeMode())
+    await cycle.submit_with_tools("never mind", shop, select=CodeMode())
+
+    sent = server.requests[1].json["messages"]
+    assert "program_state" not in json.dumps(sent)
+    assert "the user declined the call to tool 'run_python'" in tool_messages(sent)["c_prog"]
+
+
+async def test_without_the_extra_code_mode_refuses_naming_it(tmp_path: Path) -> None:
+    script = tmp_path / "no_monty.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            sys.modules["pydantic_monty"] = None  # as if not installed
+            from agcore_tools import CodeMode, LlmConfigError
+            try:
+                CodeMode()
+            except LlmConfigError as exc:
+                print("refused:", exc)
+            """
+        )
+    )
+    done = run_script(script)
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'agcore-tools[code]'" in done.stdout
+
+
+def test_import_agcore_tools_does_not_load_monty(tmp_path: Path) -> None:
+    script = tmp_path / "light.py"
+    script.write_text(
+        "import sys, agcore_tools\n"
+        "agcore_tools.ToolRegistry()\n"
+        "print('pydantic_monty' in sys.modules)\n"
+    )
+    done = run_script(script)
+    assert done.stdout.strip() == "False", done.stderr
+
+
+def test_the_sync_entry_point_runs_a_program(serve, shop) -> None:
+    from openai import OpenAI
+
+    server = serve(program("(await get_order(4))['total']"), S.reply_text("40"))
+    with LlmCycle(CycleConfig("m"), client=OpenAI(base_url=server.base_url, api_key="-")) as cycle:
+        response = cycle.submit_with_tools_sync("total of 4?", shop, select=CodeMode())
+    assert response.text == "40"
+    assert result_of(server, 1) == "result: 40.0"
+
+
+async def test_a_fatal_tool_error_stops_the_loop_as_a_direct_call_does(serve, make_cycle, shop):
+    @shop.tool
+    def mount() -> str:
+        """Mount the disk."""
+        raise ToolIOError("the disk is gone", tool_name="mount")
+
+    server = serve(
+        program("try:\n    await mount()\nexcept Exception:\n    print('swallowed')"),
+        S.reply_text("never"),
+    )
+    with pytest.raises(LlmError, match="the disk is gone"):
+        await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+    assert len(server.requests) == 1  # an unrecoverable error is not the program's to catch
