@@ -2,7 +2,8 @@
 and the index's build time and query latency for 1k and 10k tools.
 
 Run from the repository's root (needs the ``search`` extra; the ``tokens`` extra gives
-real token counts; ``wordllama``, in the dev extra, is the hybrid rows' embedder)::
+real token counts; ``wordllama``, in the dev extra, and all-MiniLM-L6-v2, installed as
+``sentence_encoder.py`` says, are the hybrid rows' embedders, each used when present)::
 
     .venv/bin/python benchmarks/bench_search.py            # everything
     .venv/bin/python benchmarks/bench_search.py --quick    # recall only, BM25 only
@@ -32,6 +33,7 @@ find what the index finds.
 
 Scale: the corpus copied under new server names up to 1,000 and 10,000 tools; the
 index is built three times (median) and queried with every held-out prompt (p50).
+MiniLM, whose build is the model encoding every tool, is timed at 1,000 tools, once.
 Writes ``benchmarks/results/bench_search.json`` (git-ignored) with ``--json``.
 """
 
@@ -47,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from interop_data import adapters, load_corpus
+from sentence_encoder import minilm_embedder
 
 from agcore_tools import CycleConfig, LlmCycle, ToolRegistry, ToolSearch
 from agcore_tools._budget import BYTES_PER_TOKEN, _counter, definition_costs
@@ -177,11 +180,14 @@ def scaled(definitions: list[dict[str, Any]], size: int) -> list[dict[str, Any]]
 
 
 def timing(
-    definitions: list[dict[str, Any]], queries: list[str], embedder: Embedder | None
+    definitions: list[dict[str, Any]],
+    queries: list[str],
+    embedder: Embedder | None,
+    builds_wanted: int = 3,
 ) -> dict[str, float]:
     builds = []
     index = ToolIndex([])
-    for _ in range(3):
+    for _ in range(builds_wanted):
         started = time.perf_counter()
         index = ToolIndex(definitions, embedder)
         builds.append(time.perf_counter() - started)
@@ -202,10 +208,11 @@ async def bench(model: str, quick: bool) -> dict[str, Any]:
     servers = load_corpus()
     registry = registry_of(servers)
     definitions = registry.definitions()
-    embedder = None if quick else wordllama_embedder()
+    embedders = {} if quick else {"wordllama": wordllama_embedder(), "minilm": minilm_embedder()}
     rankers: dict[str, Callable[[], ToolIndex]] = {"bm25": lambda: ToolIndex(definitions)}
-    if embedder is not None:
-        rankers["hybrid (wordllama)"] = lambda: ToolIndex(definitions, embedder)
+    for name, embedder in embedders.items():
+        if embedder is not None:
+            rankers[f"hybrid ({name})"] = lambda e=embedder: ToolIndex(definitions, e)
     indexes = {name: make() for name, make in rankers.items()}
     recall: dict[str, Any] = {}
     for set_name, file in SETS.items():
@@ -247,9 +254,13 @@ async def bench(model: str, quick: bool) -> dict[str, Any]:
     result["scale"] = {
         f"{size} tools | {ranker}": timing(scaled(definitions, size), queries, emb)
         for size in (1000, 10000)
-        for ranker, emb in (("bm25", None), ("hybrid (wordllama)", embedder))
+        for ranker, emb in (("bm25", None), ("hybrid (wordllama)", embedders["wordllama"]))
         if ranker == "bm25" or emb is not None
     }
+    if embedders["minilm"] is not None:
+        result["scale"]["1000 tools | hybrid (minilm)"] = timing(
+            scaled(definitions, 1000), queries, embedders["minilm"], builds_wanted=1
+        )
     return result
 
 
