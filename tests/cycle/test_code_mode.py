@@ -352,3 +352,21 @@ async def test_a_fatal_tool_error_stops_the_loop_as_a_direct_call_does(serve, ma
     with pytest.raises(LlmError, match="the disk is gone"):
         await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
     assert len(server.requests) == 1  # an unrecoverable error is not the program's to catch
+
+
+def test_killed_while_paused_and_resumed_in_a_new_process_no_call_runs_twice(
+    serve, tmp_path: Path
+) -> None:
+    import random
+
+    from tests.cycle.code_mode_child import EXPECTED, PROGRAM, kill_and_resume
+
+    runs = 3  # benchmarks/fault_code_mode.py runs 50
+    script = [program(PROGRAM, "c_prog"), S.reply_text("done")] * runs
+    server = serve(*script)
+    rng = random.Random(27)
+    for n in range(runs):
+        ledger, output = kill_and_resume(server.base_url, tmp_path / f"run{n}", rng)
+        assert sorted(ledger) == ["get_order 1", "get_order 2", "refund 2 5.0"]
+        assert output.strip() == "answer: done"
+        assert result_of(server, 2 * n + 1) == EXPECTED
