@@ -72,6 +72,13 @@ DEFAULT_LIMITS: dict[str, Any] = {
 """Monty ``ResourceLimits`` for a program unless ``CodeMode(limits=...)`` says otherwise:
 execution time counts only while the program runs, never while a tool does."""
 
+MAX_PRINTED = 1024 * 1024
+"""Characters of a program's printed output kept; the rest is dropped, and the result
+says so (the loop's ``max_result_bytes`` cuts the text further)."""
+WORKER_DEADLINE = 30.0
+"""Seconds Monty's pool waits for its worker at start and for one turn of the sandbox
+before killing it: a backstop behind the program's own ``limits``."""
+
 _NO_SYSTEM = (
     "the sandbox has no file system, network, environment or processes; "
     "use the functions listed in run_python's description"
@@ -256,7 +263,12 @@ class RunPythonTool(BaseTool):
         monty = require_monty()
         resume = args.get(RESUME)
         async with (
-            monty.AsyncMonty(min_processes=1, max_processes=1) as pool,
+            monty.AsyncMonty(
+                min_processes=1,
+                max_processes=1,
+                checkout_timeout=WORKER_DEADLINE,
+                request_timeout=WORKER_DEADLINE,
+            ) as pool,
             pool.checkout(script_name="program.py", limits=self._limits) as session,
         ):
             program = _Program(self, monty, ctx)
@@ -318,14 +330,22 @@ class _Program:
         self._done: dict[int, dict[str, Any]] = {}
         self._waiting: dict[int, dict[str, Any]] = {}
         self._printed: list[str] = []
+        self._kept = 0
+        self._dropped = False
         self._fatal: ToolError | None = None
 
     def print(self, stream: str, text: str) -> None:
-        self._printed.append(text)
+        room = MAX_PRINTED - self._kept
+        if len(text) > room:
+            text, self._dropped = text[: max(room, 0)], True
+        if text:
+            self._printed.append(text)
+            self._kept += len(text)
 
     async def restore(self, session: Any, resume: Mapping[str, Any]) -> Any:
         state = resume["state"]
         self._printed = [state.get("printed", "")]
+        self._kept = len(self._printed[0])
         self._done = {int(k): v for k, v in state.get("done", {}).items()}
         self._waiting = {int(w["id"]): w for w in state.get("waiting", ())}
         snapshot = await session.load_snapshot(
@@ -362,6 +382,8 @@ class _Program:
                 value = await session.feed_run("result")
         printed = "".join(self._printed)
         parts = [printed.rstrip("\n")] if printed else []
+        if self._dropped:
+            parts.append(f"[the program printed over {MAX_PRINTED} characters; the rest was dropped]")
         if value is not None:
             parts.append(f"result: {json.dumps(to_jsonable_python(value, fallback=repr), ensure_ascii=False)}")  # fmt: skip
         return "\n".join(parts) or "(the program printed nothing and returned None)"

@@ -370,3 +370,34 @@ def test_killed_while_paused_and_resumed_in_a_new_process_no_call_runs_twice(
         assert sorted(ledger) == ["get_order 1", "get_order 2", "refund 2 5.0"]
         assert output.strip() == "answer: done"
         assert result_of(server, 2 * n + 1) == EXPECTED
+
+
+async def test_the_loop_timeout_stops_a_program_and_its_calls_without_leaks(
+    serve, make_cycle, shop
+):
+    import subprocess
+
+    @shop.tool
+    async def slow() -> str:
+        """Takes a minute."""
+        await asyncio.sleep(60)
+        return "late"
+
+    server = serve(program("await slow()"), S.reply_text("gave up"))
+    started = time.perf_counter()
+    response = await make_cycle(server, tool_timeout=0.5).submit_with_tools(
+        "go", shop, select=CodeMode()
+    )
+    assert time.perf_counter() - started < 5.0
+    assert response.text == "gave up"
+    assert "timed out" in result_of(server, 1)
+    leftover = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    assert not [t for t in leftover if "slow" in repr(t.get_coro())]
+    workers = subprocess.run(["pgrep", "-f", "monty"], capture_output=True, text=True)
+    assert workers.stdout.strip() == "", workers.stdout  # the sandbox's worker is gone
+
+
+async def test_printed_output_is_bounded(serve, make_cycle, shop):
+    server = serve(program("for i in range(300000):\n    print('x' * 10)"), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+    assert result_of(server, 1).endswith("characters; the rest was dropped]")
