@@ -383,7 +383,9 @@ class _Program:
         printed = "".join(self._printed)
         parts = [printed.rstrip("\n")] if printed else []
         if self._dropped:
-            parts.append(f"[the program printed over {MAX_PRINTED} characters; the rest was dropped]")
+            parts.append(
+                f"[the program printed over {MAX_PRINTED} characters; the rest was dropped]"
+            )
         if value is not None:
             parts.append(f"result: {json.dumps(to_jsonable_python(value, fallback=repr), ensure_ascii=False)}")  # fmt: skip
         return "\n".join(parts) or "(the program printed nothing and returned None)"

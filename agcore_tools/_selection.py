@@ -299,7 +299,8 @@ class RunOffer:
         runs its calls."""
         select, search = self._select, self._search
         if self._code is not None:
-            return [self._code.definition()], self._view((RUN_PYTHON,))
+            view = self._view((RUN_PYTHON,))  # its definition through the registry's transforms
+            return view.definitions(), view
         if select is None or (isinstance(select, ToolSearch) and search is None):
             return (self._all or None), self._registry
         if isinstance(select, ToolSearch) and search is not None:

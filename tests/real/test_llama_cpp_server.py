@@ -15,6 +15,7 @@ builds. What this server does differently (README, "providers and quirks"):
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -205,3 +206,46 @@ async def test_drop_in_with_the_real_client(llama_server, llama_client, tools):
     assert isinstance(tools.runs[0][1]["city"], str)
     assert not [m for m in messages if m["role"] == "tool" and m["content"].startswith("Error")]
     assert final.choices[0].message.content and not final.choices[0].message.tool_calls
+
+
+async def test_a_fixed_code_mode_program_over_the_real_wire(llama_server, llama_client, tools):
+    # Issue 27: a 135M model cannot write programs, so the program is fixed by the
+    # grammar: a schema transform turns run_python's `code` into a one-value enum, and
+    # the forced call can only carry that text. The rest is real: the request, the
+    # server's tool call, the sandbox, the registry, and the history sent back.
+    pytest.importorskip("pydantic_monty")
+    from agcore_tools import CodeMode
+
+    # One line, no double quote: llama-cpp-python 0.3.36 writes an enum string with a
+    # newline into the grammar unescaped (the call's JSON then holds a raw newline),
+    # and one with a double quote into a grammar it cannot parse (its server dies).
+    program = (
+        "import asyncio; x, y = await asyncio.gather(add(2, 3), add(a=4, b=5)); "
+        "print('sum', x + y); x * y"
+    )
+
+    def fixed_program(schema: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        if ctx.tool_name == "run_python":
+            schema["properties"]["code"] = {"type": "string", "enum": [program]}
+        return schema
+
+    registry = ToolRegistry(schema_transforms=[fixed_program])
+    registry.runs = tools.runs  # type: ignore[attr-defined]
+    registry.register_all([tools.get("add"), tools.get("get_weather")])
+    force = {"type": "function", "function": {"name": "run_python"}}
+    cycle = LlmCycle(
+        CycleConfig(llama_server.model, temperature=0, max_tokens=96, max_turns=1,
+                    tool_choice=force, profile="openai"),
+        client=llama_client,
+    )  # fmt: skip
+
+    with pytest.raises(MaxTurnsExceededError):
+        await cycle.submit_with_tools(QUESTION, registry, select=CodeMode())
+
+    [call] = cycle.messages[-2]["tool_calls"]
+    assert call["function"]["name"] == "run_python"
+    assert json.loads(call["function"]["arguments"]) == {"code": program}
+    assert cycle.messages[-1]["content"] == "sum 14\nresult: 45"
+    assert sorted(tools.runs, key=str) == [("add", {"a": 2, "b": 3}), ("add", {"a": 4, "b": 5})]
+    stop_forcing(cycle)
+    await assert_answers(cycle, registry, False)
