@@ -412,3 +412,28 @@ async def test_printed_output_is_bounded(serve, make_cycle, shop):
     server = serve(program("for i in range(300000):\n    print('x' * 10)"), S.reply_text("ok"))
     await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
     assert result_of(server, 1).endswith("characters; the rest was dropped]")
+
+
+async def test_on_the_responses_api_a_paused_program_resumes_and_its_state_is_not_sent(
+    serve, make_cycle, shop
+):
+    server = serve(
+        program("o = await get_order(2)\nawait refund(2, o['total'])"), S.reply_text("done")
+    )
+    cycle = make_cycle(server, api="responses")
+    paused = await cycle.submit_with_tools("go", shop, select=CodeMode())
+    [request] = paused.pending_approvals
+    saved = json.loads(json.dumps(cycle.messages))
+
+    fresh = make_cycle(server, api="responses")
+    fresh.messages[:] = saved
+    done = await fresh.submit_with_tools(
+        None, shop, select=CodeMode(), approvals=[request.approve()]
+    )
+
+    assert done.text == "done"
+    sent = server.requests[1].json["input"]
+    assert "program_state" not in json.dumps(sent)
+    [output] = [i for i in sent if i.get("type") == "function_call_output"]
+    assert output["output"] == 'result: "refunded 20.0 on 2"'
+    assert shop.runs == [("get_order", 2), ("refund", (2, 20.0))]
