@@ -10,28 +10,23 @@ with the registry's tools, each through :func:`~agcore_tools._execute.as_complet
 so argument validation, permissions, timeouts, stats, progress and spans are those of
 a direct call.
 
-Every tool call is answered with a future: the program ``await``s it, and
-``asyncio.gather`` runs several at once. A call that needs approval is not run; the
-program goes on until it waits for that call, and then pauses: the calls already
-running finish, and the whole state (Monty's snapshot, the results not yet delivered,
-the calls waiting and the output printed) becomes :class:`ProgramPaused`, plain JSON
-that the loop stores in the history on the open ``run_python`` call. A resume in any
-process loads the snapshot and delivers the answers: calls made before the pause are
-never run again.
+The sandbox runs a program one segment at a time (see :mod:`agcore_tools._sandbox`):
+until it waits for calls. This module runs the calls of a segment at once and resumes
+the program with their results. A call that needs approval is not run; when the
+program waits for it, the run pauses: the calls already running finish, and the whole
+state (the sandbox's snapshot, the results not yet delivered, the calls waiting and
+the output printed) becomes :class:`ProgramPaused`, plain JSON that the loop stores in
+the history on the open ``run_python`` call. A resume in any process restores the
+snapshot and delivers the answers: calls made before the pause are never run again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import contextlib
-import importlib
-import importlib.util
 import json
 import keyword
 import logging
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,17 +34,30 @@ from pydantic_core import to_jsonable_python
 
 from ._execute import ToolTable, as_completed
 from ._records import ParsedCall, ToolCall, ToolInvocation
+from ._sandbox import (
+    DEFAULT_LIMITS,
+    MAX_PRINTED,
+    RUN_PYTHON,
+    Functions,
+    MontySandbox,
+    ProgramSandbox,
+    Segment,
+    require_monty,
+    valid_identifier,
+)
 from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext
 from .calls import approval_requests
-from .error import LlmConfigError, ToolError, ToolExecutionError
+from .error import ToolExecutionError
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "PROGRAM_STATE",
     "RESUME",
     "RUN_PYTHON",
     "ProgramPaused",
     "RunPythonTool",
+    "SandboxFactory",
     "inner_call_id",
     "python_signatures",
     "require_monty",
@@ -57,42 +65,10 @@ __all__ = [
 
 logger = logging.getLogger("agcore_tools.code_mode")
 
-RUN_PYTHON = "run_python"
 RESUME = "__resume__"
 """The argument through which the loop hands a paused program its state and answers."""
 PROGRAM_STATE = "program_state"
 """The key of a paused program's state on its open ``run_python`` call in the history."""
-
-DEFAULT_LIMITS: dict[str, Any] = {
-    "max_memory": 64 * 1024 * 1024,
-    "max_feed_duration_secs": 10.0,
-    "max_suspensions": 500,
-    "max_recursion_depth": 200,
-}
-"""Monty ``ResourceLimits`` for a program unless ``CodeMode(limits=...)`` says otherwise:
-execution time counts only while the program runs, never while a tool does."""
-
-MAX_PRINTED = 1024 * 1024
-"""Characters of a program's printed output kept; the rest is dropped, and the result
-says so (the loop's ``max_result_bytes`` cuts the text further)."""
-WORKER_DEADLINE = 30.0
-"""Seconds Monty's pool waits for its worker at start and for one turn of the sandbox
-before killing it: a backstop behind the program's own ``limits``."""
-
-_NO_SYSTEM = (
-    "the sandbox has no file system, network, environment or processes; "
-    "use the functions listed in run_python's description"
-)
-
-
-def require_monty() -> Any:
-    """The ``pydantic_monty`` module, or :class:`LlmConfigError` naming the extra."""
-    if importlib.util.find_spec("pydantic_monty") is None:
-        raise LlmConfigError(
-            "CodeMode runs programs in the Monty sandbox, from the pydantic-monty package: "
-            "pip install 'agcore-tools[code]'"
-        )
-    return importlib.import_module("pydantic_monty")
 
 
 def inner_call_id(outer: str, number: int) -> str:
@@ -135,19 +111,6 @@ def _annotation(schema: Any) -> str:
     if kind == "object":
         return "dict[str, Any]"
     return _TYPES.get(kind, "Any") if isinstance(kind, str) else "Any"
-
-
-def _identifier(name: str, taken: set[str]) -> str:
-    base = re.sub(r"\W", "_", name) or "tool"
-    if base[0].isdigit():
-        base = f"_{base}"
-    if keyword.iskeyword(base) or base in ("asyncio", "print", "result"):
-        base = f"{base}_"
-    candidate, n = base, 2
-    while candidate in taken:
-        candidate, n = f"{base}_{n}", n + 1
-    taken.add(candidate)
-    return candidate
 
 
 def _parameters(definition: Mapping[str, Any]) -> tuple[list[str], Mapping[str, Any], set[str]]:
@@ -197,7 +160,7 @@ def python_signatures(definitions: Sequence[Mapping[str, Any]]) -> tuple[str, di
     for definition in definitions:
         function = definition.get("function", definition)
         tool = str(function["name"])
-        identifier = _identifier(tool, taken)
+        identifier = valid_identifier(tool, taken)
         names[identifier] = tool
         stubs.append(_stub(identifier, function))
     return "\n\n".join(stubs), names
@@ -212,6 +175,11 @@ _GUIDE = (
     "steps in one program, keep intermediate results in variables, and print or return "
     "only what you need. A tool's error is raised as an exception you can catch.\n\n"
 )
+
+
+SandboxFactory = Callable[[Functions, Mapping[str, Any]], ProgramSandbox]
+"""Makes the sandbox a program runs in, from its functions and resource limits:
+:class:`~agcore_tools._sandbox.MontySandbox` unless an integration (Temporal) says."""
 
 
 # -- the program runner ------------------------------------------------------------
@@ -242,72 +210,39 @@ class RunPythonTool(BaseTool):
         definitions: Sequence[Mapping[str, Any]],
         limits: Mapping[str, Any],
         call_timeout: float | None,
+        sandbox: SandboxFactory | None = None,
     ) -> None:
         self.table = table
         """The registry's tools and permission checker, which the program's calls use."""
-        stubs, self._tools = python_signatures(definitions)
-        self._order = {
-            identifier: _parameters(d.get("function", d))[0]
-            for identifier, d in zip(self._tools, definitions, strict=True)
+        stubs, tools = python_signatures(definitions)
+        self.functions: dict[str, tuple[str, Sequence[str]]] = {
+            identifier: (tool, _parameters(d.get("function", d))[0])
+            for (identifier, tool), d in zip(tools.items(), definitions, strict=True)
         }
+        """The program's functions: name -> (the tool it calls, its parameters in order)."""
         self.description = _GUIDE + (stubs or "(no tools are available)")
-        self._limits = dict(limits)
+        self.limits = dict(limits)
+        """The sandbox's resource limits."""
         self.call_timeout = call_timeout
         """Seconds each tool call of a program may take (None for no limit)."""
+        self._sandbox = sandbox or MontySandbox
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Run (or resume) the program; its output text, or :class:`ProgramPaused`."""
         code = args.get("code")
         if not isinstance(code, str):
             raise ToolExecutionError(self.name, "'code' must be a string holding a program")
-        monty = require_monty()
         resume = args.get(RESUME)
-        async with (
-            monty.AsyncMonty(
-                min_processes=1,
-                max_processes=1,
-                checkout_timeout=WORKER_DEADLINE,
-                request_timeout=WORKER_DEADLINE,
-            ) as pool,
-            pool.checkout(script_name="program.py", limits=self._limits) as session,
-        ):
-            program = _Program(self, monty, ctx)
+        async with self._sandbox(self.functions, self.limits) as sandbox:
+            program = _Program(self, sandbox, ctx)
             try:
                 if resume is None:
-                    first = await session.feed_start(code, print_callback=program.print)
+                    segment = await sandbox.start(code)
                 else:
-                    first = await program.restore(session, resume)
-                return await program.finish(session, code, await program.drive(first))
-            except monty.MontyError as exc:
-                raise ToolExecutionError(self.name, _failure(monty, exc)) from exc
+                    segment = await program.restore(code, resume)
+                return await program.run(segment)
             finally:
                 await program.cancel()
-
-    def tool_name(self, function: str) -> str | None:
-        """The tool a program's function name calls, or None."""
-        return self._tools.get(function)
-
-    def named_arguments(
-        self, function: str, args: Sequence[Any], kwargs: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """A call's positional and keyword arguments as the tool's argument object."""
-        order = self._order[function]
-        if len(args) > len(order):
-            raise TypeError(f"{function}() takes {len(order)} arguments but {len(args)} were given")
-        named = dict(zip(order, args, strict=False))
-        for key, value in kwargs.items():
-            if key in named:
-                raise TypeError(f"{function}() got multiple values for argument '{key}'")
-            named[key] = value
-        return named
-
-
-def _failure(monty: Any, exc: BaseException) -> str:
-    if isinstance(exc, (monty.MontyRuntimeError, monty.MontySyntaxError)):
-        return f"the program failed:\n{exc.display()}"
-    if isinstance(exc, monty.MontyCrashedError):
-        return f"the sandbox stopped the program: {exc}"
-    return f"the program failed: {exc}"
 
 
 def _settled(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -321,96 +256,57 @@ class _Program:
     """One program's run: its calls in flight, results not yet delivered, calls waiting
     for approval, and printed output."""
 
-    def __init__(self, tool: RunPythonTool, monty: Any, ctx: ToolContext) -> None:
+    def __init__(self, tool: RunPythonTool, sandbox: ProgramSandbox, ctx: ToolContext) -> None:
         self._tool = tool
-        self._monty = monty
+        self._sandbox = sandbox
         self._ctx = ctx
         self._outer = ctx.call_id or RUN_PYTHON
         self._running: dict[int, asyncio.Task[ToolInvocation]] = {}
         self._done: dict[int, dict[str, Any]] = {}
         self._waiting: dict[int, dict[str, Any]] = {}
         self._printed: list[str] = []
-        self._kept = 0
         self._dropped = False
-        self._fatal: ToolError | None = None
 
-    def print(self, stream: str, text: str) -> None:
-        room = MAX_PRINTED - self._kept
-        if len(text) > room:
-            text, self._dropped = text[: max(room, 0)], True
-        if text:
-            self._printed.append(text)
-            self._kept += len(text)
-
-    async def restore(self, session: Any, resume: Mapping[str, Any]) -> Any:
+    async def restore(self, code: str, resume: Mapping[str, Any]) -> Segment:
         state = resume["state"]
         self._printed = [state.get("printed", "")]
-        self._kept = len(self._printed[0])
+        self._dropped = bool(state.get("dropped", False))
         self._done = {int(k): v for k, v in state.get("done", {}).items()}
         self._waiting = {int(w["id"]): w for w in state.get("waiting", ())}
-        snapshot = await session.load_snapshot(
-            base64.b64decode(state["snapshot"]), print_callback=self.print
-        )
+        pending = [int(n) for n in state.get("pending", ())]
+        segment = await self._sandbox.restore(code, state["snapshot"], pending)
         for number, answer in resume.get("answers", {}).items():
             waiting = self._waiting.pop(int(number))
             if "declined" in answer:
                 self._done[int(number)] = {"error": ["PermissionError", answer["declined"]]}
             else:
                 self._start(int(number), waiting["tool"], answer["run"])
-        return snapshot
+        return segment
 
-    async def drive(self, snapshot: Any) -> Any:
-        monty = self._monty
-        while not isinstance(snapshot, monty.MontyComplete):
-            if isinstance(snapshot, monty.AsyncFunctionSnapshot):
-                snapshot = await self._call(snapshot)
-            elif isinstance(snapshot, monty.AsyncFutureSnapshot):
-                paused = await self._wait(snapshot)
-                if isinstance(paused, ProgramPaused):
-                    return paused
-                snapshot = paused
-            else:  # a name the program never defined, read but not called
-                snapshot = await snapshot.resume()
-        return snapshot
+    async def run(self, segment: Segment) -> Any:
+        while True:
+            self._printed.append(segment.printed)
+            self._dropped = self._dropped or segment.dropped
+            for number, tool, args in segment.calls:
+                await self._call(number, tool, args)
+            if segment.pending is None:
+                return self._text(segment.output)
+            if any(number in self._waiting for number in segment.pending):
+                await self._settle_all()
+                return await self._pause(segment.pending)
+            results = await self._results(segment.pending)
+            segment = await self._sandbox.resume(results)
 
-    async def finish(self, session: Any, code: str, end: Any) -> Any:
-        if isinstance(end, ProgramPaused):
-            return end
-        value = end.output
-        if value is None and re.search(r"^\s*result\s*=", code, re.MULTILINE):
-            with contextlib.suppress(self._monty.MontyError):  # no `result` after all
-                value = await session.feed_run("result")
+    def _text(self, value: Any) -> str:
         printed = "".join(self._printed)
         parts = [printed.rstrip("\n")] if printed else []
         if self._dropped:
-            parts.append(
-                f"[the program printed over {MAX_PRINTED} characters; the rest was dropped]"
-            )
+            parts.append(f"[the program printed over {MAX_PRINTED} characters; the rest was dropped]")  # fmt: skip
         if value is not None:
-            parts.append(f"result: {json.dumps(to_jsonable_python(value, fallback=repr), ensure_ascii=False)}")  # fmt: skip
+            parts.append(f"result: {json.dumps(value, ensure_ascii=False)}")
         return "\n".join(parts) or "(the program printed nothing and returned None)"
 
-    async def _call(self, snapshot: Any) -> Any:
-        name = snapshot.function_name
-        if snapshot.is_os_function:
-            if name == "import":
-                module = snapshot.args[0] if snapshot.args else "?"
-                message = f"No module named '{module}' in the sandbox"
-                return await snapshot.resume(
-                    {"exc_type": "ModuleNotFoundError", "message": message}
-                )
-            return await snapshot.resume({"exc_type": "PermissionError", "message": _NO_SYSTEM})
-        tool = self._tool.tool_name(name)
-        if tool is None:
-            message = (
-                f"name '{name}' is not defined (the tools are listed in run_python's description)"
-            )
-            return await snapshot.resume({"exc_type": "NameError", "message": message})
-        try:
-            args = self._tool.named_arguments(name, snapshot.args, snapshot.kwargs)
-        except TypeError as exc:
-            return await snapshot.resume({"exc_type": "TypeError", "message": str(exc)})
-        number = snapshot.call_id
+    async def _call(self, number: int, tool: str, args: dict[str, Any]) -> None:
         call_id = inner_call_id(self._outer, number)
         parsed = ParsedCall(call_id, tool, json.dumps(args, default=str), args)
         asked = await approval_requests(self._tool.table, [parsed], self._ctx, None)
@@ -421,7 +317,6 @@ class _Program:
             }  # fmt: skip
         else:
             self._start(number, tool, args)
-        return await snapshot.resume({"future": ...})
 
     def _start(self, number: int, tool: str, args: dict[str, Any]) -> None:
         call = ToolCall(tool, args, inner_call_id(self._outer, number))
@@ -437,47 +332,39 @@ class _Program:
         invocation = task.result()
         error = invocation.error
         if error is None:
-            value = to_jsonable_python(invocation.output, fallback=str)
-            self._done[number] = {"value": value}
+            self._done[number] = {"value": to_jsonable_python(invocation.output, fallback=str)}
         elif error.is_recoverable():
             self._done[number] = {"error": ["RuntimeError", str(error)]}
-        elif self._fatal is None:
-            self._fatal = error
+        else:
+            raise error  # as for a direct call: the loop stops
 
-    async def _wait(self, snapshot: Any) -> Any:
-        pending = snapshot.pending_call_ids
-        if any(number in self._waiting for number in pending):
-            await self._settle_all()
-            return await self._pause(snapshot)
+    async def _results(self, pending: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """The results of the calls in ``pending`` that have ended; at least one."""
         while not any(number in self._done for number in pending):
             tasks = [self._running[n] for n in pending if n in self._running]
             if not tasks:
-                raise ToolExecutionError(
-                    RUN_PYTHON, "the program waits for a call that never started"
-                )
+                raise ToolExecutionError(RUN_PYTHON, "the program waits for a call that never started")  # fmt: skip
+            # Bounded: each call has its own timeout (as_completed enforces it).
             finished, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for number in [n for n, t in self._running.items() if t in finished]:
                 self._settle(number, self._running.pop(number))
-            if self._fatal is not None:
-                raise self._fatal
-        results = {n: _settled(self._done.pop(n)) for n in pending if n in self._done}
-        return await snapshot.resume(results)
+        return {n: _settled(self._done.pop(n)) for n in pending if n in self._done}
 
     async def _settle_all(self) -> None:
         if self._running:
-            await asyncio.wait(list(self._running.values()))
-        for number, task in list(self._running.items()):
+            await asyncio.wait(list(self._running.values()))  # bounded as above
+        running, self._running = self._running, {}
+        for number, task in running.items():
             self._settle(number, task)
-        self._running.clear()
-        if self._fatal is not None:
-            raise self._fatal
 
-    async def _pause(self, snapshot: Any) -> ProgramPaused:
+    async def _pause(self, pending: Sequence[int]) -> ProgramPaused:
         state = {
-            "snapshot": base64.b64encode(snapshot.dump()).decode("ascii"),
+            "snapshot": await self._sandbox.snapshot(),
+            "pending": list(pending),
             "done": {str(n): v for n, v in self._done.items()},
             "waiting": list(self._waiting.values()),
             "printed": "".join(self._printed),
+            "dropped": self._dropped,
         }
         requests = tuple(
             ApprovalRequest(

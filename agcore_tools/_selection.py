@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from ._budget import definition_costs
-from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, require_monty
+from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, SandboxFactory, require_monty
 from ._ranking import Embedder
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
 from .error import LlmConfigError
@@ -188,13 +188,18 @@ class CodeMode:
     call_timeout: float | None = 60.0
     """Seconds each tool call of a program may take; None for no limit. The whole
     program is also bounded by the loop's ``tool_timeout``."""
+    sandbox: SandboxFactory | None = None
+    """Where programs run: None for a Monty worker process started per program. The
+    seam for integrations: ``agcore_tools.temporal`` runs each stretch of a program
+    as an activity."""
 
     def __post_init__(self) -> None:
         if self.limits is not None and not isinstance(self.limits, Mapping):
             raise LlmConfigError(f"CodeMode.limits takes a mapping, got {self.limits!r}")
         merged = {**DEFAULT_LIMITS, **(self.limits or {})}
         object.__setattr__(self, "limits", merged)
-        require_monty()
+        if self.sandbox is None:
+            require_monty()
 
 
 Selector: TypeAlias = (
@@ -264,7 +269,9 @@ class RunOffer:
                     "has one; rename it"
                 )
             limits = dict(select.limits or {})
-            self._code = RunPythonTool(registry.tool_table, self._all, limits, select.call_timeout)
+            self._code = RunPythonTool(
+                registry.tool_table, self._all, limits, select.call_timeout, select.sandbox
+            )
         if isinstance(select, ToolSearch):
             own = (SEARCH_TOOL_NAME, LOAD_TOOL_NAME) if select.two_stage else (SEARCH_TOOL_NAME,)
             for name in own:

@@ -1,0 +1,297 @@
+"""Where code mode's programs run: the Monty sandbox, driven one segment at a time.
+
+Why segments: a program's tool calls must run outside the sandbox (through the
+registry, or as Temporal activities), and a program may pause for days. So the sandbox
+runs a program until it *waits* for calls, and reports the calls it made on the way
+and the ones it waits for: a :class:`Segment`. The caller runs the calls and resumes
+with their results. Every call is answered with a future, so the program reaches its
+``await`` with all of its calls known, and ``asyncio.gather`` runs them at once.
+
+:class:`ProgramSandbox` is the seam: :class:`MontySandbox` keeps a Monty worker alive
+between segments; ``agcore_tools.temporal`` runs each segment as an activity, from the
+snapshot the last one dumped. Nothing here imports the registry or the loop.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import importlib
+import importlib.util
+import keyword
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic_core import to_jsonable_python
+
+from .error import LlmConfigError, ToolExecutionError
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MAX_PRINTED",
+    "Functions",
+    "MontySandbox",
+    "ProgramSandbox",
+    "Segment",
+    "require_monty",
+]
+
+RUN_PYTHON = "run_python"
+
+DEFAULT_LIMITS: dict[str, Any] = {
+    "max_memory": 64 * 1024 * 1024,
+    "max_feed_duration_secs": 10.0,
+    "max_suspensions": 500,
+    "max_recursion_depth": 200,
+}
+"""Monty ``ResourceLimits`` for a program unless ``CodeMode(limits=...)`` says otherwise:
+execution time counts only while the program runs, never while a tool does."""
+
+MAX_PRINTED = 1024 * 1024
+"""Characters of a program's printed output kept; the rest is dropped, and the result
+says so (the loop's ``max_result_bytes`` cuts the text further)."""
+
+WORKER_DEADLINE = 30.0
+"""Seconds Monty's pool waits for its worker at start and for one turn of the sandbox
+before killing it: a backstop behind the program's own ``limits``."""
+
+_NO_SYSTEM = (
+    "the sandbox has no file system, network, environment or processes; "
+    "use the functions listed in run_python's description"
+)
+
+Functions = Mapping[str, tuple[str, Sequence[str]]]
+"""A program's functions: identifier -> (the tool it calls, its parameters in order)."""
+
+
+def require_monty() -> Any:
+    """The ``pydantic_monty`` module, or :class:`LlmConfigError` naming the extra."""
+    if importlib.util.find_spec("pydantic_monty") is None:
+        raise LlmConfigError(
+            "CodeMode runs programs in the Monty sandbox, from the pydantic-monty package: "
+            "pip install 'agcore-tools[code]'"
+        )
+    return importlib.import_module("pydantic_monty")
+
+
+@dataclass
+class Segment:
+    """What a program did until it waited for calls, or ended.
+
+    Example:
+        >>> Segment([(1, "get_order", {"order_id": 3})], [1]).finished
+        False
+    """
+
+    calls: list[tuple[int, str, dict[str, Any]]]
+    """The tool calls the program made: (number, tool name, arguments)."""
+    pending: list[int] | None
+    """The numbers of the calls it waits for; None once it has ended."""
+    output: Any = None
+    """The program's value once it has ended (its last expression, or ``result``)."""
+    printed: str = ""
+    """What it printed during the segment."""
+    dropped: bool = False
+    """True when its printed output passed :data:`MAX_PRINTED` and the rest was dropped."""
+    snapshot: str | None = field(default=None, repr=False)
+    """The suspended program (base64), when the sandbox dumped it with the segment."""
+
+    @property
+    def finished(self) -> bool:
+        """Whether the program has ended."""
+        return self.pending is None
+
+
+class ProgramSandbox(Protocol):
+    """Runs one program, one :class:`Segment` at a time. Used as an async context.
+
+    ``start`` runs a program; ``restore`` goes back to a dumped one (waiting for the
+    calls ``pending`` lists); ``resume`` delivers results (``{"return_value": v}``, or
+    ``{"exc_type": name, "message": text}``) by call number; ``snapshot`` dumps the
+    waiting program (base64). A program that raised, or broke a limit, raises
+    :class:`~agcore_tools.ToolExecutionError` with the traceback.
+    """
+
+    async def __aenter__(self) -> ProgramSandbox: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+    async def start(self, code: str) -> Segment: ...
+
+    async def restore(self, code: str, snapshot: str, pending: list[int]) -> Segment: ...
+
+    async def resume(self, results: Mapping[int, Mapping[str, Any]]) -> Segment: ...
+
+    async def snapshot(self) -> str: ...
+
+
+def named_arguments(
+    function: str, order: Sequence[str], args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A call's positional and keyword arguments as the tool's argument object.
+
+    Example:
+        >>> named_arguments("f", ["a", "b"], (1,), {"b": 2})
+        {'a': 1, 'b': 2}
+    """
+    if len(args) > len(order):
+        raise TypeError(f"{function}() takes {len(order)} arguments but {len(args)} were given")
+    named = dict(zip(order, args, strict=False))
+    for key, value in kwargs.items():
+        if key in named:
+            raise TypeError(f"{function}() got multiple values for argument '{key}'")
+        named[key] = value
+    return named
+
+
+class MontySandbox:
+    """A program in a Monty worker process of its own, kept between segments.
+
+    Example:
+        >>> MontySandbox({}, DEFAULT_LIMITS).limits["max_memory"]
+        67108864
+    """
+
+    def __init__(self, functions: Functions, limits: Mapping[str, Any]) -> None:
+        self.functions = dict(functions)
+        """The tools the program may call, by function name."""
+        self.limits = dict(limits)
+        """Monty ``ResourceLimits``."""
+        self._stack = contextlib.AsyncExitStack()
+        self._session: Any = None
+        self._waiting: Any = None  # the FutureSnapshot the program waits at
+        self._code = ""
+        self._printed: list[str] = []
+        self._kept = 0
+        self._dropped = False
+
+    async def __aenter__(self) -> MontySandbox:
+        monty = self._monty = require_monty()
+        async with contextlib.AsyncExitStack() as stack:
+            pool = await stack.enter_async_context(
+                monty.AsyncMonty(
+                    min_processes=1,
+                    max_processes=1,
+                    checkout_timeout=WORKER_DEADLINE,
+                    request_timeout=WORKER_DEADLINE,
+                )
+            )
+            checkout = pool.checkout(script_name="program.py", limits=self.limits)
+            self._session = await stack.enter_async_context(checkout)
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def start(self, code: str) -> Segment:
+        """Run ``code`` until it waits for calls or ends."""
+        self._code = code
+        return await self._guard(self._session.feed_start(code, print_callback=self._print))
+
+    async def restore(self, code: str, snapshot: str, pending: list[int]) -> Segment:
+        """Load a dumped program; it waits for the calls it waited for."""
+        self._code = code
+        state = base64.b64decode(snapshot)
+        return await self._guard(self._session.load_snapshot(state, print_callback=self._print))
+
+    async def resume(self, results: Mapping[int, Mapping[str, Any]]) -> Segment:
+        """Deliver ``results`` to the waiting program and run it to its next wait."""
+        waiting, self._waiting = self._waiting, None
+        if waiting is None:
+            raise ToolExecutionError(RUN_PYTHON, "the program is not waiting for any call")
+        return await self._guard(waiting.resume(dict(results)))
+
+    async def snapshot(self) -> str:
+        """The waiting program, dumped (base64)."""
+        if self._waiting is None:
+            raise ToolExecutionError(RUN_PYTHON, "the program is not waiting for any call")
+        return base64.b64encode(self._waiting.dump()).decode("ascii")
+
+    async def _guard(self, step: Any) -> Segment:
+        monty = self._monty
+        try:
+            return await self._drive(await step)
+        except monty.MontyError as exc:
+            raise ToolExecutionError(RUN_PYTHON, _failure(monty, exc)) from exc
+
+    async def _drive(self, snapshot: Any) -> Segment:
+        monty = self._monty
+        calls: list[tuple[int, str, dict[str, Any]]] = []
+        while True:
+            if isinstance(snapshot, monty.MontyComplete):
+                return Segment(calls, None, await self._value(snapshot.output), *self._take())
+            if isinstance(snapshot, monty.AsyncFutureSnapshot):
+                self._waiting = snapshot
+                return Segment(calls, list(snapshot.pending_call_ids), None, *self._take())
+            if isinstance(snapshot, monty.AsyncFunctionSnapshot):
+                snapshot = await snapshot.resume(self._answer(snapshot, calls))
+            else:  # a name the program never defined, read but not called
+                snapshot = await snapshot.resume()
+
+    def _answer(self, snapshot: Any, calls: list[tuple[int, str, dict[str, Any]]]) -> Any:
+        name = snapshot.function_name
+        if snapshot.is_os_function:
+            if name == "import":
+                module = snapshot.args[0] if snapshot.args else "?"
+                message = f"No module named '{module}' in the sandbox"
+                return {"exc_type": "ModuleNotFoundError", "message": message}
+            return {"exc_type": "PermissionError", "message": _NO_SYSTEM}
+        known = self.functions.get(name)
+        if known is None:
+            message = f"name '{name}' is not defined (the tools are listed in run_python's description)"  # fmt: skip
+            return {"exc_type": "NameError", "message": message}
+        tool, order = known
+        try:
+            args = named_arguments(name, order, snapshot.args, snapshot.kwargs)
+        except TypeError as exc:
+            return {"exc_type": "TypeError", "message": str(exc)}
+        calls.append((snapshot.call_id, tool, to_jsonable_python(args, fallback=str)))
+        return {"future": ...}
+
+    async def _value(self, value: Any) -> Any:
+        if value is None and re.search(r"^\s*result\s*=", self._code, re.MULTILINE):
+            with contextlib.suppress(self._monty.MontyError):  # no `result` after all
+                value = await self._session.feed_run("result")
+        return to_jsonable_python(value, fallback=repr)
+
+    def _print(self, stream: str, text: str) -> None:
+        room = MAX_PRINTED - self._kept
+        if len(text) > room:
+            text, self._dropped = text[: max(room, 0)], True
+        if text:
+            self._printed.append(text)
+            self._kept += len(text)
+
+    def _take(self) -> tuple[str, bool]:
+        printed, self._printed = "".join(self._printed), []
+        return printed, self._dropped
+
+
+def _failure(monty: Any, exc: BaseException) -> str:
+    if isinstance(exc, (monty.MontyRuntimeError, monty.MontySyntaxError)):
+        return f"the program failed:\n{exc.display()}"
+    if isinstance(exc, monty.MontyCrashedError):
+        return f"the sandbox stopped the program: {exc}"
+    return f"the program failed: {exc}"
+
+
+def valid_identifier(name: str, taken: set[str]) -> str:
+    """``name`` as a Python identifier not in ``taken`` (which it joins).
+
+    Example:
+        >>> valid_identifier("github__list-issues", set()), valid_identifier("class", set())
+        ('github__list_issues', 'class_')
+    """
+    base = re.sub(r"\W", "_", name) or "tool"
+    if base[0].isdigit():
+        base = f"_{base}"
+    if keyword.iskeyword(base) or base in ("asyncio", "print", "result"):
+        base = f"{base}_"
+    candidate, n = base, 2
+    while candidate in taken:
+        candidate, n = f"{base}_{n}", n + 1
+    taken.add(candidate)
+    return candidate
