@@ -20,16 +20,21 @@ from temporalio.exceptions import ApplicationError
 
 from .._aio import run_sync
 from .._deprecated import renamed
+from .._sandbox import MontySandbox
 from ..base import ToolContext
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
-from ..error import ToolConfigError, ToolError
+from ..error import LlmConfigError, ToolConfigError, ToolError, ToolExecutionError
 from ..registry import ToolRegistry
 from ._payloads import (
     MODEL_REFUSED,
+    PROGRAM_TOO_LARGE,
     RESULT_TOO_LARGE,
+    SNAPSHOT_LIMIT,
     Catalogue,
     ModelRequest,
+    ProgramStepInput,
+    ProgramStepOutput,
     ToolCallInput,
     ToolCallOutput,
     ToolSpec,
@@ -121,7 +126,7 @@ class ToolActivities:
         ...     '''Add two integers.'''
         ...     return a + b
         >>> [fn.__name__ for fn in ToolActivities(registry).activities()]
-        ['describe_tools', 'call_tool', 'needs_approval']
+        ['describe_tools', 'call_tool', 'needs_approval', 'program_step']
 
         The activities are plain async methods; a worker calls them, and so can a test:
 
@@ -169,7 +174,12 @@ class ToolActivities:
 
     def activities(self) -> list[Callable[..., Any]]:
         """The activity functions to give a ``temporalio.worker.Worker``."""
-        found: list[Callable[..., Any]] = [self.describe_tools, self.call_tool, self.needs_approval]
+        found: list[Callable[..., Any]] = [
+            self.describe_tools,
+            self.call_tool,
+            self.needs_approval,
+            self.program_step,
+        ]
         if self._requester is not None:
             found.append(self.model_request)
         return found
@@ -258,6 +268,43 @@ class ToolActivities:
         if inspect.iscoroutinefunction(rule):
             return bool(await rule(dict(call.arguments), ctx))
         return bool(await run_sync(rule, dict(call.arguments), ctx))
+
+    @activity.defn(name="agcore.program_step")
+    async def program_step(self, step: ProgramStepInput) -> ProgramStepOutput:
+        """Run a code-mode program until it waits for calls or ends, in a Monty worker
+        of its own; the snapshot of a waiting program goes back to the workflow."""
+        functions = {name: (tool, list(order)) for name, (tool, order) in step.functions.items()}
+        try:
+            async with MontySandbox(functions, step.limits) as sandbox:
+                if step.snapshot is None:
+                    segment = await sandbox.start(step.code)
+                else:
+                    await sandbox.restore(step.code, step.snapshot, step.pending)
+                    results = {int(n): r for n, r in step.results.items()}
+                    segment = await sandbox.resume(results)
+                snapshot = None if segment.finished else await sandbox.snapshot()
+        except ToolExecutionError as exc:  # the program's own failure: the model's to fix
+            return ProgramStepOutput(error=exc.reason)
+        except LlmConfigError as exc:  # no pydantic-monty on this worker
+            raise ApplicationError(
+                str(exc), type="CodeModeUnavailable", non_retryable=True
+            ) from exc
+        if snapshot is not None and len(snapshot) > SNAPSHOT_LIMIT:
+            raise ApplicationError(
+                f"the code-mode program's snapshot is {len(snapshot)} bytes, over the "
+                f"{SNAPSHOT_LIMIT}-byte payload limit of a Temporal workflow's history; "
+                "keep less data in the program's variables",
+                type=PROGRAM_TOO_LARGE,
+                non_retryable=True,
+            )
+        return ProgramStepOutput(
+            [list(call) for call in segment.calls],
+            segment.pending,
+            segment.output,
+            segment.printed,
+            segment.dropped,
+            snapshot,
+        )
 
     @activity.defn(name="agcore.model_request")
     async def model_request(self, request: ModelRequest) -> dict[str, Any]:

@@ -18,8 +18,12 @@ from ..cycle.profiles import ServerProfile
 from ..error import LlmConfigError
 
 __all__ = [
+    "PROGRAM_TOO_LARGE",
+    "SNAPSHOT_LIMIT",
     "Catalogue",
     "ModelRequest",
+    "ProgramStepInput",
+    "ProgramStepOutput",
     "ToolCallInput",
     "ToolCallOutput",
     "ToolSpec",
@@ -31,6 +35,12 @@ RESULT_TOO_LARGE = "ToolResultTooLarge"
 """The ``ApplicationError`` type of a tool result over the activity's size limit."""
 MODEL_REFUSED = "ModelRequestRefused"
 """The ``ApplicationError`` type of a model request no retry can fix (a 4xx answer)."""
+PROGRAM_TOO_LARGE = "ProgramSnapshotTooLarge"
+"""The ``ApplicationError`` type of a code-mode program whose snapshot would not fit in
+the workflow's history."""
+SNAPSHOT_LIMIT = 2 * 1024 * 1024
+"""Most bytes of a program's snapshot (base64) a step may hand the workflow: Temporal
+refuses a payload over 2 MB by default (the server's ``limit.blobSize.error``)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +89,32 @@ class ToolCallOutput:
     output: Any = None
     error: str | None = None  # the error's one-line message, as the model reads it
     recoverable: bool = True
+
+
+@dataclass(frozen=True)
+class ProgramStepInput:
+    """One stretch of a code-mode program: start ``code``, or resume ``snapshot`` (which
+    waits for the calls ``pending`` lists) with ``results`` by call number."""
+
+    code: str
+    functions: dict[str, list[Any]]  # name -> [tool, [parameter, ...]]
+    limits: dict[str, Any]
+    snapshot: str | None = None
+    pending: list[int] = field(default_factory=list)
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProgramStepOutput:
+    """What the program did until it waited again (``pending``), or ended (None)."""
+
+    calls: list[list[Any]] = field(default_factory=list)  # [number, tool, arguments]
+    pending: list[int] | None = None
+    output: Any = None
+    printed: str = ""
+    dropped: bool = False
+    snapshot: str | None = None
+    error: str | None = None  # the program's failure, as the model reads it
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -26,6 +26,8 @@ from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 # The sandbox decides how these load (see _worker.sandbox_runner): passed through on a
 # worker, re-imported under its restrictions by the replay test.
 from .._clock import CLOCK
+from .._sandbox import WORKER_DEADLINE, Functions, Segment
+from .._selection import CodeMode
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import BaseTool, ToolContext
 from ..cycle.config import CycleConfig
@@ -37,9 +39,12 @@ from ..permission import PermissionChecker, PermissionConfig
 from ..registry import ToolRegistry
 from ._payloads import (
     MODEL_REFUSED,
+    PROGRAM_TOO_LARGE,
     RESULT_TOO_LARGE,
     Catalogue,
     ModelRequest,
+    ProgramStepInput,
+    ProgramStepOutput,
     ToolCallInput,
     ToolCallOutput,
     ToolSpec,
@@ -50,6 +55,7 @@ from ._payloads import (
 __all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
 
 _DESCRIBE_TIMEOUT = timedelta(seconds=30)
+_STEP_TIMEOUT = timedelta(seconds=2 * WORKER_DEADLINE)
 _NO_TIMEOUT = timedelta(days=1)  # Temporal needs some bound; CycleConfig's None means none
 
 
@@ -75,6 +81,8 @@ class ToolLoopInput:
     tool_task_queues: list[str] = field(default_factory=list)
     model_timeout_secs: float = 300.0
     metadata: dict[str, Any] = field(default_factory=dict)
+    code_mode: dict[str, Any] | None = None
+    """A :class:`~agcore_tools.CodeMode`'s ``limits`` and ``call_timeout``, or None."""
 
     @classmethod
     def of(
@@ -87,9 +95,20 @@ class ToolLoopInput:
         tool_task_queues: list[str] | None = None,
         model_timeout_secs: float = 300.0,
         metadata: dict[str, Any] | None = None,
+        code_mode: CodeMode | None = None,
     ) -> ToolLoopInput:
-        """The input of a run that sends ``prompt`` (None: go on from ``messages``)."""
+        """The input of a run that sends ``prompt`` (None: go on from ``messages``).
+
+        With ``code_mode``, the run offers ``run_python`` (see
+        :class:`~agcore_tools.CodeMode`): each stretch of a program runs as an
+        activity on the run's task queue, and each of its tool calls as the tool's
+        own activity. The program's snapshot between stretches is in the workflow's
+        history. The ``CodeMode``'s ``sandbox`` is not used.
+        """
         history = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        code = None
+        if code_mode is not None:
+            code = {"limits": dict(code_mode.limits or {}), "call_timeout": code_mode.call_timeout}
         return cls(
             prompt,
             config_fields(config),
@@ -97,6 +116,7 @@ class ToolLoopInput:
             list(tool_task_queues or ()),
             model_timeout_secs,
             dict(metadata or {}),
+            code,
         )
 
 
@@ -259,13 +279,22 @@ class ToolLoopWorkflow:
         ctx = ToolContext(
             session_id=info.workflow_id, trace_id=info.run_id, metadata=dict(args.metadata)
         )
-        response = await cycle.submit_with_tools(args.prompt, registry, ctx=ctx)
+        select = None
+        if args.code_mode is not None:
+            # Each tool call of a program is its tool's activity, which has its own
+            # timeout: no workflow timer per call.
+            select = CodeMode(
+                limits=args.code_mode["limits"], call_timeout=None, sandbox=_StepSandbox
+            )
+        response = await cycle.submit_with_tools(args.prompt, registry, ctx=ctx, select=select)
         while response.pending_approvals:
             self._pending = list(response.pending_approvals)
             await workflow.wait_condition(lambda: self._answers is not None)
             answers, self._answers = self._answers, None
             self._pending = []
-            response = await cycle.submit_with_tools(None, registry, ctx=ctx, approvals=answers)
+            response = await cycle.submit_with_tools(
+                None, registry, ctx=ctx, approvals=answers, select=select
+            )
         usage = response.usage
         return ToolLoopResult(
             response.text,
@@ -294,6 +323,70 @@ class ToolLoopWorkflow:
     def messages(self) -> list[dict[str, Any]]:
         """The history so far."""
         return list(self._cycle.messages) if self._cycle is not None else []
+
+
+class _StepSandbox:
+    """Code mode's sandbox in a workflow: each stretch of the program is the
+    ``agcore.program_step`` activity, which starts or restores the program in a Monty
+    worker and hands back its snapshot. The workflow itself runs no sandbox."""
+
+    def __init__(self, functions: Functions, limits: Mapping[str, Any]) -> None:
+        self._functions = {name: [tool, list(order)] for name, (tool, order) in functions.items()}
+        self._limits = dict(limits)
+        self._code = ""
+        self._snapshot: str | None = None
+        self._pending: list[int] = []
+
+    async def __aenter__(self) -> _StepSandbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def start(self, code: str) -> Segment:
+        self._code = code
+        return await self._step(ProgramStepInput(code, self._functions, self._limits))
+
+    async def restore(self, code: str, snapshot: str, pending: list[int]) -> Segment:
+        self._code, self._snapshot, self._pending = code, snapshot, list(pending)
+        return Segment([], list(pending))
+
+    async def resume(self, results: Any) -> Segment:
+        given = {str(number): dict(result) for number, result in results.items()}
+        step = ProgramStepInput(
+            self._code, self._functions, self._limits, self._snapshot, self._pending, given
+        )
+        return await self._step(step)
+
+    async def snapshot(self) -> str:
+        if self._snapshot is None:
+            raise ToolExecutionError("run_python", "the program is not waiting for any call")
+        return self._snapshot
+
+    async def _step(self, step: ProgramStepInput) -> Segment:
+        try:
+            done = await workflow.execute_activity(
+                "agcore.program_step",
+                step,
+                result_type=ProgramStepOutput,
+                start_to_close_timeout=_STEP_TIMEOUT,
+                retry_policy=RetryPolicy(
+                    maximum_attempts=3,
+                    non_retryable_error_types=[PROGRAM_TOO_LARGE, "CodeModeUnavailable"],
+                ),
+            )
+        except ActivityError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.non_retryable:
+                error = ToolError(cause.message, tool_name="run_python")
+                error.recoverable = False  # the run fails, naming the limit
+                raise error from exc
+            raise ToolExecutionError("run_python", _reason(exc)) from exc
+        if done.error is not None:
+            raise ToolExecutionError("run_python", done.error)
+        self._snapshot, self._pending = done.snapshot, list(done.pending or ())
+        calls = [(int(number), str(tool), dict(args)) for number, tool, args in done.calls]
+        return Segment(calls, done.pending, done.output, done.printed, done.dropped)
 
 
 async def _stand_in_registry(args: ToolLoopInput, config: CycleConfig) -> ToolRegistry:

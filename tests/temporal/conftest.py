@@ -31,6 +31,18 @@ ROOT = HERE.parents[1]
 START_TIMEOUT = 60.0
 HELD = 60.0  # seconds a held answer waits; a killed worker's disconnect ends it first
 
+PROGRAMS = {
+    "program": (
+        "import asyncio\n"
+        "a, b = await asyncio.gather(add(2, 3), add(a=4, b=5))\n"
+        "c = await add(a, b)\n"
+        "print('sum', c)\n"
+        "c"
+    ),
+    "program-crash": "a = await add(2, 3)\nopened = await gate('x')\n[a, opened, await add(a, 1)]",
+    "program-approve": "x = await add(1, 1)\nawait remove('notes.txt')",
+}
+
 # What the model asks for, by the run's prompt; the ids are fixed so that two runs of a
 # prompt have identical histories.
 PLANS: dict[str, list[tuple[str, Any, str]]] = {
@@ -41,6 +53,10 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "mixed": [("add", {"a": 1, "b": 2}, "call_add"), ("fx__echo", {"text": "hi"}, "call_echo")],
     "nope": [("nope", {}, "call_nope")],
     "stall": [("stall", {}, "call_stall")],
+    # Code mode (issue 27): one program per run.
+    "program": [("run_python", {"code": PROGRAMS["program"]}, "call_prog")],
+    "program-crash": [("run_python", {"code": PROGRAMS["program-crash"]}, "call_prog")],
+    "program-approve": [("run_python", {"code": PROGRAMS["program-approve"]}, "call_prog")],
 }
 
 

@@ -22,7 +22,7 @@ from temporalio.worker.workflow_sandbox import (
     SandboxRestrictions,
 )
 
-from agcore_tools import CycleConfig
+from agcore_tools import CodeMode, CycleConfig
 from agcore_tools.temporal import ToolLoopInput, ToolLoopWorkflow
 
 from .conftest import WorkerProcess
@@ -52,10 +52,11 @@ async def test_fresh_runs_replay(client: Client, spawn: Callable[..., WorkerProc
     spawn("replay", "w1")
     config = CycleConfig("m")
     handles = []
-    for prompt in ("add", "dump", "remove"):
+    for prompt in ("add", "dump", "program", "remove"):
+        code_mode = CodeMode() if prompt == "program" else None  # issue 27
         handle = await client.start_workflow(
             ToolLoopWorkflow.run,
-            ToolLoopInput.of(prompt, config),
+            ToolLoopInput.of(prompt, config, code_mode=code_mode),
             id=f"replay-{prompt}",
             task_queue="replay",
             execution_timeout=timedelta(seconds=TIMEOUT),
@@ -72,8 +73,9 @@ async def test_fresh_runs_replay(client: Client, spawn: Callable[..., WorkerProc
     histories = [await handle.fetch_history() for handle in handles]
     if os.environ.get("AGCORE_RECORD_HISTORIES"):  # refreshes the recorded ones
         RECORDED.mkdir(exist_ok=True)
-        for prompt, history in zip(("add", "dump", "remove"), histories, strict=True):
-            (RECORDED / f"{prompt}.json").write_text(history.to_json())
+        for prompt, history in zip(("add", "dump", "program", "remove"), histories, strict=True):
+            if prompt != "program":  # the recorded set predates code mode
+                (RECORDED / f"{prompt}.json").write_text(history.to_json())
     replayer = strict_replayer()
     for history in histories:
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)

@@ -181,7 +181,7 @@ async def test_a_stopped_loop_fails_the_run_with_the_loops_error(
     assert failed.value.cause.type == "LlmError"
     assert failed.value.cause.message == (
         "tool loop stopped: tool 'nope' is not registered: the registered tools are: "
-        "add, meet, dump, stall, remove"
+        "add, meet, dump, stall, gate, remove"
     )
 
 
@@ -204,3 +204,71 @@ async def test_a_tools_own_timeout_ends_its_call_and_the_model_is_told(
     assert len(calls(workdir, "stall-1", "stall")) == 1
     attempts = await activity_attempts(handle)
     assert [a for a in attempts if a[0] == "agcore.call_tool"] == [("agcore.call_tool", 1)]
+
+
+# -- code mode (issue 27) -------------------------------------------------------------
+
+
+async def program_start(client: Client, run: str, prompt: str, queue: str) -> Any:
+    from agcore_tools import CodeMode
+
+    return await start(client, run, prompt, queue, code_mode=CodeMode())
+
+
+async def test_a_code_mode_program_runs_as_steps_and_calls_as_activities(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    pytest.importorskip("pydantic_monty")
+    spawn("code", "w1")
+    handle = await program_start(client, "code-1", "program", "code")
+    result = await finish(handle)
+    assert result.text == "done: sum 14\nresult: 14"
+    assert len(calls(workdir, "code-1", "add")) == 3
+    attempts = await activity_attempts(handle)
+    steps = [a for a in attempts if a[0] == "agcore.program_step"]
+    # A step runs the program to its next wait: to the gather, to the third add, to the
+    # end. The program resumes as soon as one call it waits for is done, so when the
+    # gathered adds end in two workflow activations the gather takes two steps.
+    assert len(steps) in (3, 4)
+    assert set(steps) == {("agcore.program_step", 1)}  # no step was retried
+    assert attempts.count(("agcore.call_tool", 1)) == 3
+
+
+async def test_a_worker_killed_mid_program_does_not_run_its_done_calls_again(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    pytest.importorskip("pydantic_monty")
+    first = spawn("code-crash", "w1")
+    handle = await program_start(client, "code-crash-1", "program-crash", "code-crash")
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while not calls(workdir, "code-crash-1", "gate"):
+        assert time.monotonic() < deadline, "the program never reached the gate"
+        await asyncio.sleep(0.02)  # polls the calls file, bounded above
+    first.kill()  # mid-program: one call done, one running
+    spawn("code-crash", "w2")
+    (workdir / "open-x").touch()
+    result = await finish(handle)
+    assert result.text == 'done: result: [5, "x open", 6]'
+    adds = calls(workdir, "code-crash-1", "add")
+    assert [c["worker"] for c in adds] == ["w1", "w2"]  # the first add ran once, on w1
+    gates = [c["worker"] for c in calls(workdir, "code-crash-1", "gate")]
+    assert gates == ["w1", "w2"]  # the call the crash cut ran again, its activity retried
+
+
+async def test_a_program_paused_for_approval_resumes_on_the_signal(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    pytest.importorskip("pydantic_monty")
+    spawn("code-approve", "w1")
+    handle = await program_start(client, "code-approve-1", "program-approve", "code-approve")
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while not (pending := await handle.query(ToolLoopWorkflow.pending_approvals)):
+        assert time.monotonic() < deadline, "the run never asked for approval"
+        await asyncio.sleep(0.02)  # polls the run's own state, bounded above
+    [request] = pending
+    assert (request.call_id, request.tool_name) == ("call_prog~1", "remove")
+    assert calls(workdir, "code-approve-1", "remove") == []
+    await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
+    result = await finish(handle)
+    assert result.text == 'done: result: "removed notes.txt"'
+    assert len(calls(workdir, "code-approve-1", "add")) == 1  # not run again on resume

@@ -69,6 +69,17 @@ def build_registry(workdir: Path, identity: str) -> ToolRegistry:
         await asyncio.Event().wait()
         return "unreachable"
 
+    @registry.tool
+    async def gate(name: str, ctx: ToolContext) -> str:
+        """Return once the test creates WORKDIR/open-NAME (its activity: 2 s, 3 tries)."""
+        record("gate", ctx)
+        deadline = time.monotonic() + MEET_TIMEOUT
+        while not (workdir / f"open-{name}").exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError("the gate never opened")
+            await asyncio.sleep(0.01)  # waits on the test's file, bounded above
+        return f"{name} open"
+
     @registry.tool(needs_approval=True)
     def remove(path: str, ctx: ToolContext) -> str:
         """Remove a file (asks first)."""
@@ -107,7 +118,10 @@ async def serve(
             activities = ToolActivities(
                 build_registry(workdir, identity),
                 AsyncOpenAI(base_url=model_url, api_key="-", max_retries=0),
-                options={"stall": ToolActivityOptions(timeout_secs=1, max_attempts=1)},
+                options={
+                    "stall": ToolActivityOptions(timeout_secs=1, max_attempts=1),
+                    "gate": ToolActivityOptions(timeout=2, max_attempts=3),
+                },
                 max_result_bytes=MAX_RESULT_BYTES,
             )
         running = worker(
