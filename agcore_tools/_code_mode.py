@@ -48,7 +48,7 @@ from ._sandbox import (
 from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext
 from .calls import approval_requests
-from .error import ToolExecutionError
+from .error import ProgramError, ToolExecutionError
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -133,11 +133,22 @@ def _stub(function: str, definition: Mapping[str, Any]) -> str:
     else:
         keys = ", ".join(f"{n!r}: {_annotation(properties[n])}" for n in names)
         signature = f"**arguments: Any  # keys {{{keys}}}"
-    doc = " ".join(str(definition.get("description") or "").split())
-    if len(doc) > 400:
-        doc = doc[:397] + "..."
-    doc = doc.replace('"""', "'''")
+    doc = _short(definition.get("description"), 400)
+    described = [
+        f"    {n}: {_short(properties[n].get('description'), 120)}"
+        for n in names
+        if isinstance(properties[n], Mapping) and properties[n].get("description")
+    ]
+    if described:
+        doc = f"{doc}\n\n" + "\n".join(described) + "\n    "
     return f'async def {function}({signature}) -> Any:\n    """{doc}"""'
+
+
+def _short(text: Any, limit: int) -> str:
+    words = " ".join(str(text or "").split())
+    if len(words) > limit:
+        words = words[: limit - 3] + "..."
+    return words.replace('"""', "'''")
 
 
 def python_signatures(definitions: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, str]]:
@@ -215,11 +226,12 @@ class RunPythonTool(BaseTool):
         self.table = table
         """The registry's tools and permission checker, which the program's calls use."""
         stubs, tools = python_signatures(definitions)
-        self.functions: dict[str, tuple[str, Sequence[str]]] = {
-            identifier: (tool, _parameters(d.get("function", d))[0])
-            for (identifier, tool), d in zip(tools.items(), definitions, strict=True)
-        }
-        """The program's functions: name -> (the tool it calls, its parameters in order)."""
+        self.functions: dict[str, tuple[str, Sequence[str], Sequence[str]]] = {}
+        """The program's functions: name -> (the tool it calls, its parameters in order,
+        the required ones)."""
+        for (identifier, tool), definition in zip(tools.items(), definitions, strict=True):
+            order, _, required = _parameters(definition.get("function", definition))
+            self.functions[identifier] = (tool, order, sorted(required))
         self.description = _GUIDE + (stubs or "(no tools are available)")
         self.limits = dict(limits)
         """The sandbox's resource limits."""
@@ -241,6 +253,8 @@ class RunPythonTool(BaseTool):
                 else:
                     segment = await program.restore(code, resume)
                 return await program.run(segment)
+            except ProgramError as exc:
+                raise ProgramError(exc.reason, program.report(exc.report)) from exc
             finally:
                 await program.cancel()
 
@@ -266,6 +280,24 @@ class _Program:
         self._waiting: dict[int, dict[str, Any]] = {}
         self._printed: list[str] = []
         self._dropped = False
+        self._ran: list[str] = []
+
+    def report(self, traceback: str) -> str:
+        """What the model reads of a failed program: its output, its traceback, and the
+        calls that ran (a fixed program should not make again the ones with effects)."""
+        parts = []
+        printed = "".join(self._printed).rstrip("\n")
+        if printed:
+            parts.append(f"The program printed:\n{printed}")
+        parts.append(traceback.rstrip("\n"))
+        if self._ran:
+            shown = self._ran[:20]
+            more = f"\n  ... and {len(self._ran) - 20} more" if len(self._ran) > 20 else ""
+            parts.append(
+                "Calls that ran before the failure (do not repeat the ones that change "
+                "something):\n  " + "\n  ".join(shown) + more
+            )
+        return "\n".join(parts)
 
     async def restore(self, code: str, resume: Mapping[str, Any]) -> Segment:
         state = resume["state"]
@@ -331,6 +363,10 @@ class _Program:
     def _settle(self, number: int, task: asyncio.Task[ToolInvocation]) -> None:
         invocation = task.result()
         error = invocation.error
+        given = invocation.input if isinstance(invocation.input, Mapping) else {}
+        arguments = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        outcome = "ok" if error is None else f"failed: {error}"
+        self._ran.append(f"{invocation.tool_name}({arguments[:160]}) -> {outcome[:160]}")
         if error is None:
             self._done[number] = {"value": to_jsonable_python(invocation.output, fallback=str)}
         elif error.is_recoverable():

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from pydantic_core import to_jsonable_python
 
-from .error import LlmConfigError, ToolExecutionError
+from .error import LlmConfigError, ProgramError, ToolExecutionError
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -62,8 +62,9 @@ _NO_SYSTEM = (
     "use the functions listed in run_python's description"
 )
 
-Functions = Mapping[str, tuple[str, Sequence[str]]]
-"""A program's functions: identifier -> (the tool it calls, its parameters in order)."""
+Functions = Mapping[str, tuple[str, Sequence[str], Sequence[str]]]
+"""A program's functions: identifier -> (the tool it calls, its parameters in order,
+the required ones)."""
 
 
 def require_monty() -> Any:
@@ -111,7 +112,7 @@ class ProgramSandbox(Protocol):
     calls ``pending`` lists); ``resume`` delivers results (``{"return_value": v}``, or
     ``{"exc_type": name, "message": text}``) by call number; ``snapshot`` dumps the
     waiting program (base64). A program that raised, or broke a limit, raises
-    :class:`~agcore_tools.ToolExecutionError` with the traceback.
+    :class:`~agcore_tools.ProgramError` with the traceback.
     """
 
     async def __aenter__(self) -> ProgramSandbox: ...
@@ -128,12 +129,18 @@ class ProgramSandbox(Protocol):
 
 
 def named_arguments(
-    function: str, order: Sequence[str], args: Sequence[Any], kwargs: Mapping[str, Any]
+    function: str,
+    order: Sequence[str],
+    required: Sequence[str],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """A call's positional and keyword arguments as the tool's argument object.
+    """A call's positional and keyword arguments as the tool's argument object. An
+    optional parameter given None is left out: the listing shows ``= None`` for "the
+    tool's default", and a tool may refuse a ``null``.
 
     Example:
-        >>> named_arguments("f", ["a", "b"], (1,), {"b": 2})
+        >>> named_arguments("f", ["a", "b", "c"], ["a"], (1,), {"b": 2, "c": None})
         {'a': 1, 'b': 2}
     """
     if len(args) > len(order):
@@ -143,7 +150,7 @@ def named_arguments(
         if key in named:
             raise TypeError(f"{function}() got multiple values for argument '{key}'")
         named[key] = value
-    return named
+    return {k: v for k, v in named.items() if v is not None or k in required}
 
 
 class MontySandbox:
@@ -215,7 +222,8 @@ class MontySandbox:
         try:
             return await self._drive(await step)
         except monty.MontyError as exc:
-            raise ToolExecutionError(RUN_PYTHON, _failure(monty, exc)) from exc
+            report = _failure(monty, exc)
+            raise ProgramError(report.strip().splitlines()[-1], report) from exc
 
     async def _drive(self, snapshot: Any) -> Segment:
         monty = self._monty
@@ -243,9 +251,9 @@ class MontySandbox:
         if known is None:
             message = f"name '{name}' is not defined (the tools are listed in run_python's description)"  # fmt: skip
             return {"exc_type": "NameError", "message": message}
-        tool, order = known
+        tool, order, required = known
         try:
-            args = named_arguments(name, order, snapshot.args, snapshot.kwargs)
+            args = named_arguments(name, order, required, snapshot.args, snapshot.kwargs)
         except TypeError as exc:
             return {"exc_type": "TypeError", "message": str(exc)}
         calls.append((snapshot.call_id, tool, to_jsonable_python(args, fallback=str)))
@@ -272,7 +280,7 @@ class MontySandbox:
 
 def _failure(monty: Any, exc: BaseException) -> str:
     if isinstance(exc, (monty.MontyRuntimeError, monty.MontySyntaxError)):
-        return f"the program failed:\n{exc.display()}"
+        return str(exc.display())
     if isinstance(exc, monty.MontyCrashedError):
         return f"the sandbox stopped the program: {exc}"
     return f"the program failed: {exc}"

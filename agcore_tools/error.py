@@ -37,6 +37,7 @@ __all__ = [
     "McpTimeoutError",
     "OutputValidationError",
     "PermissionDeniedError",
+    "ProgramError",
     "SyncCallError",
     "ToolConfigError",
     "ToolDefinitionError",
@@ -140,6 +141,28 @@ class ToolExecutionError(ToolError):
     def __init__(self, tool_name: str, reason: str) -> None:
         super().__init__(f"tool '{tool_name}' failed: {reason}", tool_name=tool_name)
         self.reason = _one_line(reason)
+
+
+class ProgramError(ToolExecutionError):
+    """A code-mode program raised, or broke a sandbox limit (recoverable: the model reads
+    the traceback and may fix the program).
+
+    The message is one line, as every error's is; :attr:`report` keeps the lines the
+    model reads instead: what the program printed, its traceback, and the calls that
+    ran before it failed (so a fixed program need not repeat them).
+
+    Example:
+        >>> error = ProgramError("KeyError: 'id'", "Traceback (most recent call last):\n  ...")
+        >>> str(error)
+        "tool 'run_python' failed: KeyError: 'id'"
+        >>> error.report.splitlines()[0]
+        'Traceback (most recent call last):'
+    """
+
+    def __init__(self, reason: str, report: str) -> None:
+        super().__init__("run_python", reason)
+        self.report = report
+        """The model's text: printed output, traceback and calls made, lines kept."""
 
 
 class ToolTimeoutError(ToolExecutionError):

@@ -10,7 +10,7 @@ from .._attachments import Api, Rendered, render
 from .._records import ParsedCall, ToolInvocation
 from .._text import result_text, truncate_utf8
 from .._unicode import scrub
-from ..error import ToolError, ToolExecutionError
+from ..error import ProgramError, ToolError, ToolExecutionError
 
 __all__ = ["aborted_text", "error_text", "model_result", "model_text"]
 
@@ -25,6 +25,8 @@ def error_text(error: ToolError) -> str:
         >>> error_text(ToolNotFoundError("nope"))
         "Error: tool 'nope' is not registered"
     """
+    if isinstance(error, ProgramError):  # a traceback reads better on its own lines
+        return f"Error: {error}\n{error.report}"
     return f"Error: {error}"
 
 

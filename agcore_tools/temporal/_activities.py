@@ -150,6 +150,20 @@ class ToolActivities:
         5
         False
         Hi
+
+        A code-mode program runs until it waits for calls (``program_step``, with the
+        ``code`` extra); the workflow runs the calls, then resumes the snapshot:
+
+        >>> from agcore_tools.temporal._payloads import ProgramStepInput
+        >>> functions = {"add": ["add", ["a", "b"], ["a", "b"]]}
+        >>> step = ProgramStepInput("(await add(2, 3)) * 10", functions, {})
+        >>> waiting = asyncio.run(ToolActivities(registry).program_step(step))
+        >>> waiting.calls, waiting.pending
+        ([[0, 'add', {'a': 2, 'b': 3}]], [0])
+        >>> resume = ProgramStepInput(step.code, functions, {}, waiting.snapshot, [0],
+        ...                           {"0": {"return_value": 5}})
+        >>> asyncio.run(ToolActivities(registry).program_step(resume)).output
+        50
     """
 
     def __init__(
@@ -273,7 +287,10 @@ class ToolActivities:
     async def program_step(self, step: ProgramStepInput) -> ProgramStepOutput:
         """Run a code-mode program until it waits for calls or ends, in a Monty worker
         of its own; the snapshot of a waiting program goes back to the workflow."""
-        functions = {name: (tool, list(order)) for name, (tool, order) in step.functions.items()}
+        functions = {
+            name: (str(spec[0]), list(spec[1]), list(spec[2]))
+            for name, spec in step.functions.items()
+        }
         try:
             async with MontySandbox(functions, step.limits) as sandbox:
                 if step.snapshot is None:

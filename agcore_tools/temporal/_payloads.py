@@ -97,7 +97,7 @@ class ProgramStepInput:
     waits for the calls ``pending`` lists) with ``results`` by call number."""
 
     code: str
-    functions: dict[str, list[Any]]  # name -> [tool, [parameter, ...]]
+    functions: dict[str, list[Any]]  # name -> [tool, [parameter, ...], [required, ...]]
     limits: dict[str, Any]
     snapshot: str | None = None
     pending: list[int] = field(default_factory=list)

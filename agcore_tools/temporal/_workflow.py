@@ -331,7 +331,10 @@ class _StepSandbox:
     worker and hands back its snapshot. The workflow itself runs no sandbox."""
 
     def __init__(self, functions: Functions, limits: Mapping[str, Any]) -> None:
-        self._functions = {name: [tool, list(order)] for name, (tool, order) in functions.items()}
+        self._functions = {
+            name: [tool, list(order), list(required)]
+            for name, (tool, order, required) in functions.items()
+        }
         self._limits = dict(limits)
         self._code = ""
         self._snapshot: str | None = None

@@ -437,3 +437,37 @@ async def test_on_the_responses_api_a_paused_program_resumes_and_its_state_is_no
     [output] = [i for i in sent if i.get("type") == "function_call_output"]
     assert output["output"] == 'result: "refunded 20.0 on 2"'
     assert shop.runs == [("get_order", 2), ("refund", (2, 20.0))]
+
+
+async def test_a_failed_program_reports_its_output_traceback_and_the_calls_that_ran(
+    serve, make_cycle, shop
+):
+    server = serve(
+        program("print('looking')\no = await get_order(5)\no['missing']\n"), S.reply_text("ok")
+    )
+    await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+
+    text = result_of(server, 1)
+    lines = text.splitlines()
+    assert lines[0] == "Error: tool 'run_python' failed: KeyError: missing"
+    assert lines[1:3] == ["The program printed:", "looking"]
+    assert "Traceback (most recent call last):" in lines  # on lines of its own
+    assert "    o['missing']" in lines
+    assert lines[-1] == "  get_order(order_id=5) -> ok"
+    assert shop.entry("run_python") is None  # code mode's tool is not registered
+    assert [name for name, _ in shop.runs] == ["get_order"]
+
+
+async def test_an_optional_argument_given_none_is_left_out(serve, make_cycle):
+    registry = ToolRegistry()
+    seen: list[dict[str, Any]] = []
+
+    @registry.tool
+    def search(query: str, limit: int = 10) -> str:
+        """Search."""
+        seen.append({"query": query, "limit": limit})
+        return "found"
+
+    server = serve(program("await search('x', limit=None)"), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+    assert seen == [{"query": "x", "limit": 10}]  # the tool's default, not null
