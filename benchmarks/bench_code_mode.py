@@ -34,7 +34,8 @@ The issue's targets on the suite: at least 35% fewer input tokens and 50% fewer 
 What the figures leave out: the programs assume the model knows each tool's result
 shape (GitHub's JSON text, the filesystem server's ``{"content": ...}``, git's text); a
 model that must look first pays one more program. Part of the saving on definitions is
-that ``run_python``'s stubs drop parameter descriptions and nested schemas.
+that ``run_python``'s stubs keep parameter descriptions (cut at 120 characters) but drop
+nested schemas and output schemas.
 
 Overhead: ``run_python`` executed directly on a trivial tool, a program of 10 sequential
 calls and one of 10 gathered calls, against the same 10 calls through
