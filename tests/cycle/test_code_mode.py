@@ -471,3 +471,22 @@ async def test_an_optional_argument_given_none_is_left_out(serve, make_cycle):
     server = serve(program("await search('x', limit=None)"), S.reply_text("ok"))
     await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
     assert seen == [{"query": "x", "limit": 10}]  # the tool's default, not null
+
+
+async def test_a_programs_calls_are_spans_under_run_python_as_direct_calls_are(
+    serve, make_cycle, shop
+):
+    pytest.importorskip("opentelemetry.sdk")
+    from tests._otel import attributes, recording
+
+    server = serve(
+        program("import asyncio\nawait asyncio.gather(get_order(1), get_order(2))"),
+        S.reply_text("ok"),
+    )
+    with recording() as spans:
+        await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+
+    outer = spans.one("execute_tool run_python")
+    inner = spans.named("execute_tool get_order")
+    assert sorted(attributes(s)["gen_ai.tool.call.id"] for s in inner) == ["c_prog~0", "c_prog~1"]
+    assert all(s.parent is not None and s.parent.span_id == outer.context.span_id for s in inner)
