@@ -152,7 +152,7 @@ class ProgramError(ToolExecutionError):
     ran before it failed (so a fixed program need not repeat them).
 
     Example:
-        >>> error = ProgramError("KeyError: 'id'", "Traceback (most recent call last):\n  ...")
+        >>> error = ProgramError("KeyError: 'id'", "Traceback (most recent call last):\\n  ...")
         >>> str(error)
         "tool 'run_python' failed: KeyError: 'id'"
         >>> error.report.splitlines()[0]

@@ -30,7 +30,7 @@ from .._code_mode import (
 )
 from ..approval import ApprovalRequest
 from ..calls import ParsedCall, apply_answers
-from ..error import ApprovalError
+from ..error import ApprovalError, LlmConfigError
 from ..registry import ToolRegistry
 from ._approval import Gate
 
@@ -82,9 +82,14 @@ def resume_programs(
     """``calls``, each open ``run_python`` call of a paused program carrying its state
     and the app's answers to its calls (checked: :class:`ApprovalError` otherwise)."""
     states = {c.get("id"): c[PROGRAM_STATE] for c in _tool_calls(messages) if PROGRAM_STATE in c}
-    tool = registry.get(RUN_PYTHON)
-    if not states or not isinstance(tool, RunPythonTool):
+    if not states:
         return list(calls)
+    tool = registry.get(RUN_PYTHON)
+    if not isinstance(tool, RunPythonTool):
+        raise LlmConfigError(
+            "the history holds a code-mode program paused for approval; resume it with "
+            "submit_with_tools(None, registry, select=CodeMode(), approvals=[...])"
+        )
     resumed = []
     for call in calls:
         state = states.get(call.call_id)

@@ -48,6 +48,8 @@ async def run_tools(
     """Run one turn's ``calls``: refuse the turn (unknown or forbidden tool), screen
     the calls needing approval, run the others concurrently, and answer every call in
     ``messages``, in order, even when cancelled midway."""
+    # 0. A paused code-mode program gets the app's answers to its calls, with its state.
+    calls = resume_programs(messages, calls, registry, gate, config.approval_key)
     # 1. An unknown or forbidden tool stops the loop before any call of the turn
     #    runs; every call still gets a tool message so the history stays valid.
     #    With unknown_tool="tell_model" an unknown tool's call is answered with its
@@ -65,9 +67,7 @@ async def run_tools(
             )
             messages.append(tool_message(call, text))
         raise LlmError(f"tool loop stopped: {refused}") from refused
-    # 2. Calls that need approval wait for the app's answer; the others run. A paused
-    #    code-mode program gets the answers to its own calls with its state.
-    calls = resume_programs(messages, calls, registry, gate, config.approval_key)
+    # 2. Calls that need approval wait for the app's answer; the others run.
     if not gate.quiet(registry, calls):
         async for approval in gate.screen(registry, calls, ctx):
             yield approval

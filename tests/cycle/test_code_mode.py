@@ -17,6 +17,7 @@ from agcore_tools import (
     ApprovalError,
     CodeMode,
     CycleConfig,
+    LlmConfigError,
     LlmCycle,
     LlmError,
     Permission,
@@ -490,3 +491,13 @@ async def test_a_programs_calls_are_spans_under_run_python_as_direct_calls_are(
     inner = spans.named("execute_tool get_order")
     assert sorted(attributes(s)["gen_ai.tool.call.id"] for s in inner) == ["c_prog~0", "c_prog~1"]
     assert all(s.parent is not None and s.parent.span_id == outer.context.span_id for s in inner)
+
+
+async def test_resuming_a_paused_program_without_code_mode_says_how(serve, make_cycle, shop):
+    server = serve(program("await refund(1, 5.0)"), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", shop, select=CodeMode())
+    [request] = paused.pending_approvals
+    with pytest.raises(LlmConfigError, match=r"resume it with .*select=CodeMode\(\)"):
+        await cycle.submit_with_tools(None, shop, approvals=[request.approve()])
+    assert all(name != "refund" for name, _ in shop.runs)
