@@ -28,13 +28,13 @@ from .._code_mode import (
     RunPythonTool,
     inner_call_id,
 )
-from ..approval import ApprovalRequest
+from ..approval import ApprovalDecision, ApprovalRequest
 from ..calls import ParsedCall, apply_answers
 from ..error import ApprovalError, LlmConfigError
 from ..registry import ToolRegistry
 from ._approval import Gate
 
-__all__ = ["hold_paused", "resume_programs"]
+__all__ = ["hold_paused", "resume_programs", "resumed_call"]
 
 Message = dict[str, Any]
 
@@ -104,21 +104,33 @@ def resume_programs(
                 "signature: its state in the history was changed",
                 tool_name=RUN_PYTHON,
             )
-        waiting = {inner_call_id(call.call_id, w["id"]): w for w in state["waiting"]}
-        inner = [
-            ParsedCall(i, w["tool"], json.dumps(w["arguments"]), dict(w["arguments"]))
-            for i, w in waiting.items()
-        ]
-        requests = [ApprovalRequest(c.call_id, c.name, c.args or {}, "") for c in inner]
-        answers = gate.take(waiting)
-        runnable, _ = apply_answers(tool.table, inner, requests, answers, key)
-        given: dict[str, Any] = {}
-        for answered in runnable:
-            number = str(waiting[answered.call_id]["id"])
-            if answered.error is not None:
-                given[number] = {"declined": str(answered.error)}
-            else:
-                given[number] = {"run": answered.args}
-        resume = {"state": state, "answers": given}
-        resumed.append(dataclasses.replace(call, args={**call.args, RESUME: resume}))
+        answers = gate.take(inner_call_id(call.call_id, w["id"]) for w in state["waiting"])
+        resumed.append(resumed_call(call, state, answers, tool, key))
     return resumed
+
+
+def resumed_call(
+    call: ParsedCall,
+    state: Mapping[str, Any],
+    answers: Mapping[str, ApprovalDecision],
+    tool: RunPythonTool,
+    key: bytes | None,
+) -> ParsedCall:
+    """``call`` carrying its paused program's ``state`` and the ``answers`` to the
+    program's calls, checked as answers to direct calls are (:class:`ApprovalError`)."""
+    waiting = {inner_call_id(call.call_id, w["id"]): w for w in state["waiting"]}
+    inner = [
+        ParsedCall(i, w["tool"], json.dumps(w["arguments"]), dict(w["arguments"]))
+        for i, w in waiting.items()
+    ]
+    requests = [ApprovalRequest(c.call_id, c.name, c.args or {}, "") for c in inner]
+    runnable, _ = apply_answers(tool.table, inner, requests, answers, key)
+    given: dict[str, Any] = {}
+    for answered in runnable:
+        number = str(waiting[answered.call_id]["id"])
+        if answered.error is not None:
+            given[number] = {"declined": str(answered.error)}
+        else:
+            given[number] = {"run": answered.args}
+    resume = {"state": dict(state), "answers": given}
+    return dataclasses.replace(call, args={**(call.args or {}), RESUME: resume})

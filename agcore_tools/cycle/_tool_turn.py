@@ -12,7 +12,8 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from .._attachments import Rendered, attachments_message
-from .._code_mode import ProgramPaused
+from .._code_mode import RUN_PYTHON, ProgramPaused, RunPythonTool
+from ..approval import ToolApprovalRequested
 from ..base import ToolContext
 from ..calls import (
     ParsedCall,
@@ -26,7 +27,7 @@ from ..error import LlmError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate
 from ._policy import drop_program_states, mark_unknown, tool_message
-from ._programs import hold_paused, resume_programs
+from ._programs import hold_paused, resume_programs, resumed_call
 from ._tool_stream import with_tool_events
 from .config import CycleConfig
 from .events import StreamEvent, ToolExecutionCompleted, ToolExecutionStarted
@@ -84,44 +85,71 @@ async def run_tools(
         yield ToolExecutionStarted(call.name, call.input, call.call_id)
     try:
         timeout = limits.tool_timeout
-        running = with_tool_events(
-            iter_invocations(table, calls, ctx=ctx, timeout=timeout), ctx, registry, calls
-        )
-        async with contextlib.aclosing(running):
-            async for item in running:
-                if not isinstance(item, tuple):
-                    yield item  # a progress report or a preliminary result
+        batch = list(enumerate(calls))
+        while batch:
+            turn_calls = [call for _, call in batch]
+            running = with_tool_events(
+                iter_invocations(table, turn_calls, ctx=ctx, timeout=timeout),
+                ctx,
+                registry,
+                turn_calls,
+            )
+            async with contextlib.aclosing(running):
+                async for item in running:
+                    if not isinstance(item, tuple):
+                        yield item  # a progress report or a preliminary result
+                        continue
+                    index, invocation = item
+                    position = batch[index][0]
+                    done[position] = invocation
+                    if isinstance(invocation.output, ProgramPaused):
+                        paused[position] = invocation.output
+                        continue  # the call stays open until its program's approvals
+                    result = model_result(
+                        invocation,
+                        max_bytes,
+                        api="chat",
+                        max_attachment_bytes=limits.max_attachment_bytes,
+                    )
+                    text = result.text
+                    texts[position], rendered[position] = text, result
+                    # An error the call came with (bad arguments, an unknown tool the
+                    # model is told about) is the model's to fix: it never stops the loop.
+                    error = invocation.error
+                    if (
+                        error is not None
+                        and error is not calls[position].error
+                        and stop is None
+                        and not error.is_recoverable()
+                    ):
+                        stop = error
+                    yield ToolExecutionCompleted(
+                        invocation.tool_name,
+                        calls[position].call_id,
+                        invocation.output,
+                        error,
+                        invocation.duration,
+                        text,
+                    )
+            # 3b. A paused program's calls can be answered inline, as a direct call's
+            #     can; a program whose calls all are goes on now.
+            batch = []
+            key = config.approval_key
+            for position, program in enumerate(paused):
+                if program is None:
                     continue
-                position, invocation = item
-                if isinstance(invocation.output, ProgramPaused):
-                    paused[position], done[position] = invocation.output, invocation
-                    continue  # the call stays open until its program's approvals
-                result = model_result(
-                    invocation,
-                    max_bytes,
-                    api="chat",
-                    max_attachment_bytes=limits.max_attachment_bytes,
-                )
-                text = result.text
-                texts[position], done[position], rendered[position] = text, invocation, result
-                # An error the call came with (bad arguments, an unknown tool the
-                # model is told about) is the model's to fix: it never stops the loop.
-                error = invocation.error
-                if (
-                    error is not None
-                    and error is not calls[position].error
-                    and stop is None
-                    and not error.is_recoverable()
-                ):
-                    stop = error
-                yield ToolExecutionCompleted(
-                    invocation.tool_name,
-                    calls[position].call_id,
-                    invocation.output,
-                    error,
-                    invocation.duration,
-                    text,
-                )
+                decisions = {}
+                for request in program.requests:
+                    event = ToolApprovalRequested(request.signed(key) if key else request)
+                    yield event
+                    if event.decision is not None:
+                        decisions[request.call_id] = event.decision
+                if len(decisions) == len(program.requests):
+                    tool = registry.get(RUN_PYTHON)
+                    assert isinstance(tool, RunPythonTool)  # it made the program
+                    call = resumed_call(calls[position], program.state, decisions, tool, key)
+                    paused[position] = None
+                    batch.append((position, call))
     finally:
         # 4. Answer every call, in the calls' order, even when cancelled midway.
         for call, answer, program in zip(calls, texts, paused, strict=True):

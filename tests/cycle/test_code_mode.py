@@ -501,3 +501,49 @@ async def test_resuming_a_paused_program_without_code_mode_says_how(serve, make_
     with pytest.raises(LlmConfigError, match=r"resume it with .*select=CodeMode\(\)"):
         await cycle.submit_with_tools(None, shop, approvals=[request.approve()])
     assert all(name != "refund" for name, _ in shop.runs)
+
+
+@pytest.mark.parametrize("answer", ["approve", "edit", "reject"])
+async def test_a_stream_answers_a_programs_call_inline_and_the_program_goes_on(
+    serve, make_cycle, shop, answer
+):
+    from agcore_tools import ToolApprovalRequested
+
+    server = serve(
+        program(
+            """
+            o = await get_order(4)
+            try:
+                r = await refund(o["id"], o["total"])
+            except PermissionError as exc:
+                r = f"no: {exc}"
+            r
+            """
+        ),
+        S.reply_text("ok"),
+    )
+    cycle = make_cycle(server, approval_key=b"k" * 32)
+    seen = []
+    async with cycle.submit_stream_with_tools("go", shop, select=CodeMode()) as events:
+        async for event in events:
+            seen.append(type(event).__name__)
+            if isinstance(event, ToolApprovalRequested):
+                assert (event.call_id, event.tool_name) == ("c_prog~1", "refund")
+                if answer == "approve":
+                    event.approve()
+                elif answer == "edit":
+                    event.approve(arguments={"order_id": 4, "amount": 1.0})
+                else:
+                    event.reject("not today")
+    assert events.response is not None and events.response.text == "ok"
+    assert events.response.pending_approvals == ()
+    expected = {
+        "approve": 'result: "refunded 40.0 on 4"',
+        "edit": 'result: "refunded 1.0 on 4"',
+        "reject": "result: \"no: the user declined the call to tool 'refund': not today\"",
+    }[answer]
+    assert result_of(server, 1) == expected
+    assert [name for name, _ in shop.runs].count("get_order") == 1
+    assert seen.count("ToolApprovalRequested") == 1
+    assert seen.index("ToolApprovalRequested") < seen.index("ToolExecutionCompleted")
+    assert "program_state" not in json.dumps(cycle.messages)
