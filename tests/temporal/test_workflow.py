@@ -17,7 +17,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
-from agcore_tools import CycleConfig, LlmCycle
+from agcore_tools import CodeMode, CycleConfig, LlmCycle
 from agcore_tools.temporal import ToolLoopInput, ToolLoopResult, ToolLoopWorkflow
 
 from .conftest import Model, WorkerProcess, calls
@@ -43,6 +43,15 @@ async def start(
 
 async def finish(handle: WorkflowHandle[Any, ToolLoopResult]) -> ToolLoopResult:
     return await asyncio.wait_for(handle.result(), RUN_TIMEOUT)
+
+
+async def pending_approvals(handle: WorkflowHandle[Any, ToolLoopResult]) -> list[Any]:
+    """The run's pending approvals, once it asks for some (within RUN_TIMEOUT)."""
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while not (pending := await handle.query(ToolLoopWorkflow.pending_approvals)):
+        assert time.monotonic() < deadline, "the run never asked for approval"
+        await asyncio.sleep(0.02)  # polls the run's own state, bounded above
+    return list(pending)
 
 
 async def activity_attempts(handle: WorkflowHandle[Any, Any]) -> list[tuple[str, int]]:
@@ -114,10 +123,7 @@ async def test_an_approval_signalled_after_a_worker_restart_resumes_the_run(
 ) -> None:
     first = spawn("approve", "w1")
     handle = await start(client, "approve-1", "remove", "approve")
-    deadline = time.monotonic() + RUN_TIMEOUT
-    while not (pending := await handle.query(ToolLoopWorkflow.pending_approvals)):
-        assert time.monotonic() < deadline, "the run never asked for approval"
-        await asyncio.sleep(0.02)  # polls the run's own state, bounded above
+    pending = await pending_approvals(handle)
     [request] = pending
     assert (request.tool_name, request.arguments) == ("remove", {"path": "notes.txt"})
     assert calls(workdir, "approve-1") == []
@@ -210,8 +216,6 @@ async def test_a_tools_own_timeout_ends_its_call_and_the_model_is_told(
 
 
 async def program_start(client: Client, run: str, prompt: str, queue: str) -> Any:
-    from agcore_tools import CodeMode
-
     return await start(client, run, prompt, queue, code_mode=CodeMode())
 
 
@@ -261,10 +265,7 @@ async def test_a_program_paused_for_approval_resumes_on_the_signal(
     pytest.importorskip("pydantic_monty")
     spawn("code-approve", "w1")
     handle = await program_start(client, "code-approve-1", "program-approve", "code-approve")
-    deadline = time.monotonic() + RUN_TIMEOUT
-    while not (pending := await handle.query(ToolLoopWorkflow.pending_approvals)):
-        assert time.monotonic() < deadline, "the run never asked for approval"
-        await asyncio.sleep(0.02)  # polls the run's own state, bounded above
+    pending = await pending_approvals(handle)
     [request] = pending
     assert (request.call_id, request.tool_name) == ("call_prog~1", "remove")
     assert calls(workdir, "code-approve-1", "remove") == []
