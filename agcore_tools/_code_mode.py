@@ -53,7 +53,6 @@ from .error import ProgramError, ToolExecutionError
 __all__ = [
     "DEFAULT_LIMITS",
     "PROGRAM_STATE",
-    "RESUME",
     "RUN_PYTHON",
     "ProgramPaused",
     "RunPythonTool",
@@ -65,8 +64,6 @@ __all__ = [
 
 logger = logging.getLogger("agcore_tools.code_mode")
 
-RESUME = "__resume__"
-"""The argument through which the loop hands a paused program its state and answers."""
 PROGRAM_STATE = "program_state"
 """The key of a paused program's state on its open ``run_python`` call in the history."""
 
@@ -238,13 +235,22 @@ class RunPythonTool(BaseTool):
         self.call_timeout = call_timeout
         """Seconds each tool call of a program may take (None for no limit)."""
         self._sandbox = sandbox or MontySandbox
+        self._resumes: dict[str, dict[str, Any]] = {}
+
+    def resume_next(self, call_id: str, resume: Mapping[str, Any]) -> None:
+        """Make the next run of call ``call_id`` go on from its paused program:
+        ``resume`` holds the program's state and the answers to its calls. Only the
+        loop calls this, once it has checked the answers; nothing a model sends in the
+        call's arguments can resume a program.
+        """
+        self._resumes[call_id] = dict(resume)
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Run (or resume) the program; its output text, or :class:`ProgramPaused`."""
         code = args.get("code")
         if not isinstance(code, str):
             raise ToolExecutionError(self.name, "'code' must be a string holding a program")
-        resume = args.get(RESUME)
+        resume = self._resumes.pop(ctx.call_id, None) if ctx.call_id else None
         async with self._sandbox(self.functions, self.limits) as sandbox:
             program = _Program(self, sandbox, ctx)
             try:

@@ -13,7 +13,6 @@ from the history once the call is answered, so it is never sent to a model.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import hmac
 import json
@@ -22,7 +21,6 @@ from typing import Any
 
 from .._code_mode import (
     PROGRAM_STATE,
-    RESUME,
     RUN_PYTHON,
     ProgramPaused,
     RunPythonTool,
@@ -34,7 +32,7 @@ from ..error import ApprovalError, LlmConfigError
 from ..registry import ToolRegistry
 from ._approval import Gate
 
-__all__ = ["hold_paused", "resume_programs", "resumed_call"]
+__all__ = ["hold_paused", "prepare_resume", "resume_programs"]
 
 Message = dict[str, Any]
 
@@ -79,8 +77,9 @@ def resume_programs(
     gate: Gate,
     key: bytes | None,
 ) -> list[ParsedCall]:
-    """``calls``, each open ``run_python`` call of a paused program carrying its state
-    and the app's answers to its calls (checked: :class:`ApprovalError` otherwise)."""
+    """Prepare each open ``run_python`` call of a paused program to go on from its
+    state, with the app's answers to its calls (checked: :class:`ApprovalError`
+    otherwise). The calls themselves are returned unchanged."""
     states = {c.get("id"): c[PROGRAM_STATE] for c in _tool_calls(messages) if PROGRAM_STATE in c}
     if not states:
         return list(calls)
@@ -105,19 +104,21 @@ def resume_programs(
                 tool_name=RUN_PYTHON,
             )
         answers = gate.take(inner_call_id(call.call_id, w["id"]) for w in state["waiting"])
-        resumed.append(resumed_call(call, state, answers, tool, key))
+        prepare_resume(call, state, answers, tool, key)
+        resumed.append(call)
     return resumed
 
 
-def resumed_call(
+def prepare_resume(
     call: ParsedCall,
     state: Mapping[str, Any],
     answers: Mapping[str, ApprovalDecision],
     tool: RunPythonTool,
     key: bytes | None,
-) -> ParsedCall:
-    """``call`` carrying its paused program's ``state`` and the ``answers`` to the
-    program's calls, checked as answers to direct calls are (:class:`ApprovalError`)."""
+) -> None:
+    """Have ``tool``'s next run of ``call`` go on from its paused program's ``state``,
+    with the ``answers`` to the program's calls, checked as answers to direct calls
+    are (:class:`ApprovalError`)."""
     waiting = {inner_call_id(call.call_id, w["id"]): w for w in state["waiting"]}
     inner = [
         ParsedCall(i, w["tool"], json.dumps(w["arguments"]), dict(w["arguments"]))
@@ -132,5 +133,4 @@ def resumed_call(
             given[number] = {"declined": str(answered.error)}
         else:
             given[number] = {"run": answered.args}
-    resume = {"state": dict(state), "answers": given}
-    return dataclasses.replace(call, args={**(call.args or {}), RESUME: resume})
+    tool.resume_next(call.call_id, {"state": dict(state), "answers": given})

@@ -27,7 +27,7 @@ from ..error import LlmError, ToolError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate
 from ._policy import drop_program_states, mark_unknown, tool_message
-from ._programs import hold_paused, resume_programs, resumed_call
+from ._programs import hold_paused, prepare_resume, resume_programs
 from ._tool_stream import with_tool_events
 from .config import CycleConfig
 from .events import StreamEvent, ToolExecutionCompleted, ToolExecutionStarted
@@ -147,9 +147,9 @@ async def run_tools(
                 if len(decisions) == len(program.requests):
                     tool = registry.get(RUN_PYTHON)
                     assert isinstance(tool, RunPythonTool)  # it made the program
-                    call = resumed_call(calls[position], program.state, decisions, tool, key)
+                    prepare_resume(calls[position], program.state, decisions, tool, key)
                     paused[position] = None
-                    batch.append((position, call))
+                    batch.append((position, calls[position]))
     finally:
         # 4. Answer every call, in the calls' order, even when cancelled midway.
         for call, answer, program in zip(calls, texts, paused, strict=True):
