@@ -323,6 +323,9 @@ class _Program:
 
     async def run(self, segment: Segment) -> Any:
         while True:
+            room = MAX_PRINTED - sum(len(text) for text in self._printed)
+            if len(segment.printed) > room:  # each sandbox caps its own; this, the sum
+                segment.printed, segment.dropped = segment.printed[: max(room, 0)], True
             self._printed.append(segment.printed)
             self._dropped = self._dropped or segment.dropped
             for number, tool, args in segment.calls:
