@@ -563,3 +563,15 @@ async def test_a_model_cannot_resume_a_program_or_answer_its_approvals(serve, ma
     [request] = paused.pending_approvals
     assert request.arguments == {"order_id": 1, "amount": 5.0}
     assert shop.runs == []
+
+
+async def test_a_program_making_more_calls_than_its_limit_is_stopped(serve, make_cycle, shop):
+    server = serve(program("for i in range(10):\n    await get_order(i)"), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools(
+        "go", shop, select=CodeMode(limits={"max_suspensions": 6})
+    )
+    text = result_of(server, 1)
+    assert text.startswith("Error: tool 'run_python' failed: RuntimeError: suspension limit 6"), (
+        text
+    )
+    assert len(shop.runs) < 10
