@@ -56,6 +56,7 @@ from .error import (
     ToolRejectedError,
     ToolTimeoutError,
 )
+from .pending import InputAnswer, InputRequest, RunningTask, ToolInputRequested
 from .permission import Permission, PermissionChecker, PermissionConfig
 from .registry import (
     ToolCall,
@@ -85,6 +86,7 @@ _LAZY: dict[str, str] = {
                 "HistoryPolicy",
                 "LlmCycle",
                 "ReasoningDelta",
+                "RunningTask",
                 "StreamEvent",
                 "StructuredOutput",
                 "SyncEventStream",
@@ -176,6 +178,8 @@ __all__ = [
     "FunctionTool",
     "HistoryPolicy",
     "Image",
+    "InputAnswer",
+    "InputRequest",
     "InvalidArgumentsError",
     "LlmConfigError",
     "LlmCycle",
@@ -196,6 +200,7 @@ __all__ = [
     "PermissionDeniedError",
     "ProgramError",
     "ReasoningDelta",
+    "RunningTask",
     "SchemaContext",
     "SchemaTransform",
     "Selector",
@@ -217,6 +222,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolExecutionStarted",
     "ToolIOError",
+    "ToolInputRequested",
     "ToolInvocation",
     "ToolNotFoundError",
     "ToolPartialResult",

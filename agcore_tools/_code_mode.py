@@ -49,6 +49,7 @@ from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext
 from .calls import approval_requests
 from .error import ProgramError, ToolExecutionError
+from .pending import CallPaused
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -376,7 +377,12 @@ class _Program:
         arguments = ", ".join(f"{k}={v!r}" for k, v in given.items())
         outcome = "ok" if error is None else f"failed: {error}"
         self._ran.append(f"{invocation.tool_name}({arguments[:160]}) -> {outcome[:160]}")
-        if error is None:
+        if isinstance(invocation.output, CallPaused):
+            # A question to the user cannot pause a program yet: the program is told,
+            # and the model can make the call directly, where it pauses the loop.
+            why = f"tool '{invocation.tool_name}' asked the user a question, which a program cannot wait for; call it directly instead"  # fmt: skip
+            self._done[number] = {"error": ["RuntimeError", why]}
+        elif error is None:
             self._done[number] = {"value": to_jsonable_python(invocation.output, fallback=str)}
         elif error.is_recoverable():
             self._done[number] = {"error": ["RuntimeError", str(error)]}

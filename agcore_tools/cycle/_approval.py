@@ -14,33 +14,58 @@ from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
 from ..base import ToolContext
 from ..calls import ParsedCall, answers_by_id, apply_answers, approval_requests, error_text
 from ..error import ApprovalError, ToolRejectedError
+from ..pending import InputAnswer, InputRequest, RunningTask
 from ._policy import drop_program_states, tool_message, unanswered_calls
 from .events import ChatResponse, FinishReason, Usage
 
 if TYPE_CHECKING:
     from ..registry import ToolInvocation, ToolRegistry
 
-__all__ = ["Gate", "decline_open", "paused_response", "tidy_answers"]
+__all__ = ["Gate", "Pending", "decline_open", "paused_response", "tidy_answers"]
+
+Pending = ApprovalRequest | InputRequest | RunningTask
+"""One item a paused run waits for: a call's approval, a question a call asked, or a
+server-side task a call started."""
+
+Answer = ApprovalDecision | InputAnswer
+
+
+def _input_answers(answers: Iterable[InputAnswer]) -> dict[str, InputAnswer]:
+    by_id: dict[str, InputAnswer] = {}
+    for answer in answers:
+        if answer.request_id in by_id:
+            raise ApprovalError(f"two answers answer input request '{answer.request_id}'; give one")
+        by_id[answer.request_id] = answer
+    return by_id
 
 
 class Gate:
-    """One ``submit_*`` run's approvals: the app's answers (for the calls a resumed
-    history left open) and the requests still waiting."""
+    """One ``submit_*`` run's pauses: the app's answers (approvals of the calls a
+    resumed history left open, and answers to their questions) and what still waits."""
 
-    __slots__ = ("_answers", "_hold", "_key", "calls", "waiting")
+    __slots__ = ("_answers", "_approvals", "_hold", "_inputs", "_key", "_paused", "calls")
 
-    def __init__(self, approvals: Iterable[ApprovalDecision] | None, key: bytes | None) -> None:
-        self._answers = answers_by_id(approvals)
+    def __init__(self, approvals: Iterable[Answer] | None, key: bytes | None) -> None:
+        given = list(approvals or ())
+        self._inputs = _input_answers(a for a in given if isinstance(a, InputAnswer))
+        # answers_by_id refuses whatever is neither kind, naming it.
+        self._answers = answers_by_id([a for a in given if not isinstance(a, InputAnswer)])
         self._key = key
         self._hold: set[str] = set()
+        self._approvals: list[ApprovalRequest] = []
+        self._paused: dict[str, list[Pending]] = {}
         self.calls: Sequence[ParsedCall] = ()
         """The last screened turn's calls to run."""
-        self.waiting: list[ApprovalRequest] = []
-        """The calls left waiting for an answer: they stay open in the history."""
+
+    @property
+    def waiting(self) -> list[Pending]:
+        """What the run waits for: the calls it concerns stay open in the history."""
+        held = [item for items in self._paused.values() for item in items]
+        return [*self._approvals, *held]
 
     def check_resume(self, resuming: bool, open_calls: Sequence[ParsedCall]) -> None:
         """Refuse answers when there is nothing open for them to answer."""
-        if self._answers and (not resuming or not open_calls):
+        if (self._answers or self._inputs) and (not resuming or not open_calls):
             why = "a new prompt was given" if not resuming else "the history has no open calls"
             raise ApprovalError(
                 f"approvals answer the calls a paused run left open, but {why}; resume with "
@@ -51,15 +76,24 @@ class Gate:
         """Remove and return the answers to ``call_ids`` (a paused program's calls)."""
         return {i: self._answers.pop(i) for i in list(call_ids) if i in self._answers}
 
-    def hold(self, call_id: str, requests: Sequence[ApprovalRequest]) -> None:
-        """Leave ``call_id`` open, waiting for ``requests`` (a paused program's)."""
-        self.waiting.extend(requests)
-        self._hold.add(call_id)
+    def take_inputs(self, request_ids: Iterable[str]) -> dict[str, InputAnswer]:
+        """Remove and return the answers to the questions ``request_ids``."""
+        return {i: self._inputs.pop(i) for i in list(request_ids) if i in self._inputs}
+
+    def check_inputs_used(self) -> None:
+        """Refuse answers to questions no open call asked."""
+        if self._inputs:
+            names = ", ".join(f"'{i}'" for i in self._inputs)
+            raise ApprovalError(f"no open call asked the input requests {names}")
+
+    def hold(self, call_id: str, requests: Sequence[Pending]) -> None:
+        """Leave ``call_id`` open, waiting for ``requests`` (a paused call's)."""
+        self._paused.setdefault(call_id, []).extend(requests)
 
     @property
     def keep(self) -> set[str]:
         """The ids of the calls to leave open when the run stops."""
-        return self._hold
+        return self._hold | set(self._paused)
 
     def quiet(self, registry: ToolRegistry, calls: Sequence[ParsedCall]) -> bool:
         """True when no call can need approval and no answer waits: the common turn,
@@ -93,10 +127,10 @@ class Gate:
             yield event
             if event.decision is not None:
                 answers[request.call_id] = event.decision
-        self.calls, self.waiting = apply_answers(
+        self.calls, self._approvals = apply_answers(
             registry.tool_table, calls, requests, answers, self._key
         )
-        self._hold = {request.call_id for request in self.waiting}
+        self._hold = {request.call_id for request in self._approvals}
 
 
 def paused_response(
@@ -104,10 +138,10 @@ def paused_response(
     usage: Usage,
     turns: int,
     invocations: Sequence[ToolInvocation],
-    waiting: Sequence[ApprovalRequest],
+    waiting: Sequence[Pending],
 ) -> ChatResponse:
-    """The response of a run that paused for approvals: its last assistant message
-    (the one with the waiting calls) and the requests."""
+    """The response of a run that paused: its last assistant message (the one with
+    the waiting calls) and what it waits for."""
     empty: dict[str, Any] = {}
     message = next((m for m in reversed(messages) if m.get("role") == "assistant"), empty)
     content = message.get("content")
@@ -118,7 +152,8 @@ def paused_response(
         usage,
         turns,
         tuple(invocations),
-        pending_approvals=tuple(waiting),
+        pending_approvals=tuple(w for w in waiting if isinstance(w, ApprovalRequest)),
+        pending=tuple(waiting),
     )
 
 

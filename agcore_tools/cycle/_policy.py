@@ -13,6 +13,7 @@ from typing import Any
 from .._code_mode import PROGRAM_STATE
 from .._unicode import scrub, scrub_json
 from ..calls import ParsedCall, aborted_text, parse_call, unknown_tool_error
+from ..pending import PAUSED_CALL
 from ..registry import ToolRegistry
 from ._stream import Turn
 from .profiles import OPENAI, ServerProfile
@@ -168,7 +169,8 @@ def answer_unanswered(
 
 
 def drop_program_states(messages: Sequence[Message]) -> None:
-    """Remove the program states of the last assistant message's answered calls."""
+    """Remove the paused states (a program's, a question's) of the last assistant
+    message's answered calls: they are never sent to a model."""
     calls = next(
         (
             list(m.get("tool_calls") or ())
@@ -177,9 +179,10 @@ def drop_program_states(messages: Sequence[Message]) -> None:
         ),
         [],
     )
-    if not any(isinstance(c, dict) and PROGRAM_STATE in c for c in calls):
+    if not any(isinstance(c, dict) and (PROGRAM_STATE in c or PAUSED_CALL in c) for c in calls):
         return
     answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
     for raw in calls:
         if isinstance(raw, dict) and raw.get("id") in answered:
             raw.pop(PROGRAM_STATE, None)
+            raw.pop(PAUSED_CALL, None)

@@ -32,18 +32,18 @@ from ..error import ApprovalError, LlmConfigError
 from ..registry import ToolRegistry
 from ._approval import Gate
 
-__all__ = ["hold_paused", "prepare_resume", "resume_programs"]
+__all__ = ["hold_paused", "last_tool_calls", "prepare_resume", "resume_programs", "state_mac"]
 
 Message = dict[str, Any]
 
 
-def _state_mac(key: bytes, state: Mapping[str, Any]) -> str:
+def state_mac(key: bytes, state: Mapping[str, Any]) -> str:
     body = {k: v for k, v in state.items() if k != "mac"}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def _tool_calls(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def last_tool_calls(messages: Sequence[Message]) -> list[dict[str, Any]]:
     for message in reversed(messages):
         if message.get("role") == "assistant":
             return [c for c in message.get("tool_calls") or () if isinstance(c, dict)]
@@ -62,8 +62,8 @@ def hold_paused(
     """Leave ``call`` open with its program's state, and its requests waiting."""
     state = dict(paused.state)
     if key is not None:
-        state["mac"] = _state_mac(key, state)
-    for raw in _tool_calls(messages):
+        state["mac"] = state_mac(key, state)
+    for raw in last_tool_calls(messages):
         if raw.get("id") == call.call_id:
             raw[PROGRAM_STATE] = state
     requests = [r.signed(key) if key is not None else r for r in paused.requests]
@@ -80,7 +80,9 @@ def resume_programs(
     """Prepare each open ``run_python`` call of a paused program to go on from its
     state, with the app's answers to its calls (checked: :class:`ApprovalError`
     otherwise). The calls themselves are returned unchanged."""
-    states = {c.get("id"): c[PROGRAM_STATE] for c in _tool_calls(messages) if PROGRAM_STATE in c}
+    states = {
+        c.get("id"): c[PROGRAM_STATE] for c in last_tool_calls(messages) if PROGRAM_STATE in c
+    }
     if not states:
         return list(calls)
     tool = registry.get(RUN_PYTHON)
@@ -96,7 +98,7 @@ def resume_programs(
             resumed.append(call)
             continue
         if key is not None and not hmac.compare_digest(
-            str(state.get("mac", "")), _state_mac(key, state)
+            str(state.get("mac", "")), state_mac(key, state)
         ):
             raise ApprovalError(
                 f"the paused program of call '{call.call_id}' has a missing or wrong "

@@ -24,8 +24,10 @@ from ..calls import (
     preflight,
 )
 from ..error import LlmError, ToolError
+from ..pending import CallPaused, InputRequest, ToolInputRequested
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate
+from ._paused import hold_call, prepare_call_resume, resume_calls
 from ._policy import drop_program_states, mark_unknown, tool_message
 from ._programs import hold_paused, prepare_resume, resume_programs
 from ._tool_stream import with_tool_events
@@ -51,6 +53,8 @@ async def run_tools(
     ``messages``, in order, even when cancelled midway."""
     # 0. A paused code-mode program gets the app's answers to its calls, with its state.
     calls = resume_programs(messages, calls, registry, gate, config.approval_key)
+    #    A call paused on a question goes on with the app's answers (or stays open).
+    calls, resumed = resume_calls(messages, calls, registry, gate, config.approval_key)
     # 1. An unknown or forbidden tool stops the loop before any call of the turn
     #    runs; every call still gets a tool message so the history stays valid.
     #    With unknown_tool="tell_model" an unknown tool's call is answered with its
@@ -68,11 +72,18 @@ async def run_tools(
             )
             messages.append(tool_message(call, text))
         raise LlmError(f"tool loop stopped: {refused}") from refused
-    # 2. Calls that need approval wait for the app's answer; the others run.
-    if not gate.quiet(registry, calls):
-        async for approval in gate.screen(registry, calls, ctx):
+    # 2. Calls that need approval wait for the app's answer; the others run. A call
+    #    going on from a question was approved before it first ran.
+    screened = [call for call in calls if call.call_id not in resumed]
+    if not gate.quiet(registry, screened):
+        async for approval in gate.screen(registry, screened, ctx):
             yield approval
-        calls = gate.calls
+        allowed = {call.call_id: call for call in gate.calls}
+        calls = [
+            call if call.call_id in resumed else allowed[call.call_id]
+            for call in calls
+            if call.call_id in resumed or call.call_id in allowed
+        ]
     # 3. Run the calls concurrently, reporting each as it ends.
     limits = config.limits
     max_bytes = limits.max_result_bytes
@@ -80,6 +91,7 @@ async def run_tools(
     rendered: list[Rendered | None] = [None] * len(calls)
     done: list[ToolInvocation | None] = [None] * len(calls)
     paused: list[ProgramPaused | None] = [None] * len(calls)
+    asking: list[CallPaused | None] = [None] * len(calls)
     stop: ToolError | None = None
     for call in calls:
         yield ToolExecutionStarted(call.name, call.input, call.call_id)
@@ -105,6 +117,9 @@ async def run_tools(
                     if isinstance(invocation.output, ProgramPaused):
                         paused[position] = invocation.output
                         continue  # the call stays open until its program's approvals
+                    if isinstance(invocation.output, CallPaused):
+                        asking[position] = invocation.output
+                        continue  # the call stays open until the user answers
                     result = model_result(
                         invocation,
                         max_bytes,
@@ -150,11 +165,35 @@ async def run_tools(
                     prepare_resume(calls[position], program.state, decisions, tool, key)
                     paused[position] = None
                     batch.append((position, calls[position]))
+            # 3c. So can a call's questions to the user (a task it waits for cannot be).
+            for position, question in enumerate(asking):
+                asked_now = (
+                    [r for r in question.requests if isinstance(r, InputRequest)]
+                    if question
+                    else []
+                )
+                if question is None or len(asked_now) < len(question.requests):
+                    continue
+                answers = {}
+                for asked in asked_now:
+                    inline = ToolInputRequested(asked)
+                    yield inline
+                    if inline.answer is not None:
+                        answers[asked.request_id] = inline.answer
+                if len(answers) == len(asked_now):
+                    prepare_call_resume(
+                        calls[position], registry, question.state, asked_now, answers
+                    )
+                    asking[position] = None
+                    batch.append((position, calls[position]))
     finally:
         # 4. Answer every call, in the calls' order, even when cancelled midway.
-        for call, answer, program in zip(calls, texts, paused, strict=True):
+        for call, answer, program, question in zip(calls, texts, paused, asking, strict=True):
             if program is not None:
                 hold_paused(messages, call, program, gate, config.approval_key)
+                continue
+            if question is not None:
+                hold_call(messages, call, question, gate, config.approval_key)
                 continue
             if answer is None:
                 answer = aborted_text(call, "the tool loop was cancelled")

@@ -20,6 +20,7 @@ from .._selection import Selector
 from ..approval import ApprovalDecision
 from ..base import BaseTool, ToolContext
 from ..error import LlmUsageError
+from ..pending import InputAnswer
 from ..registry import ToolRegistry
 from ._approval import Gate
 from ._client import ClientTypeError, accept_client, client_from_env
@@ -207,7 +208,7 @@ class LlmCycle(TranscriptViews):
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
-        approvals: Iterable[ApprovalDecision] | None = None,
+        approvals: Iterable[ApprovalDecision | InputAnswer] | None = None,
         output_type: Any = None,
     ) -> ChatResponse:
         """Send a user message, run the tools the model calls, and repeat until it answers.
@@ -251,7 +252,10 @@ class LlmCycle(TranscriptViews):
 
         A call to a tool that needs approval pauses the run: ``ChatResponse.pending_approvals``
         lists the waiting calls; resume with ``prompt=None`` and ``approvals`` (see
-        :mod:`agcore_tools.approval`).
+        :mod:`agcore_tools.approval`). A call that asks the user something (an MCP
+        server's input request) pauses the same way: ``ChatResponse.pending`` lists
+        every waiting item, and ``approvals`` takes the answers to both kinds (see
+        :mod:`agcore_tools.pending`).
         """
         tools = as_registry(registry, "submit_with_tools")
         return await self._start(
@@ -265,7 +269,7 @@ class LlmCycle(TranscriptViews):
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
-        approvals: Iterable[ApprovalDecision] | None = None,
+        approvals: Iterable[ApprovalDecision | InputAnswer] | None = None,
         output_type: Any = None,
     ) -> EventStream:
         """Like :meth:`submit_with_tools` (``prompt=None`` too, and a tool or a list of
@@ -372,7 +376,7 @@ class LlmCycle(TranscriptViews):
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
-        approvals: Iterable[ApprovalDecision] | None = None,
+        approvals: Iterable[ApprovalDecision | InputAnswer] | None = None,
         output_type: Any = None,
     ) -> ChatResponse:
         """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools.
@@ -400,7 +404,7 @@ class LlmCycle(TranscriptViews):
         *,
         ctx: ToolContext | None = None,
         select: Selector | None = None,
-        approvals: Iterable[ApprovalDecision] | None = None,
+        approvals: Iterable[ApprovalDecision | InputAnswer] | None = None,
         output_type: Any = None,
     ) -> SyncEventStream:
         """:meth:`submit_stream_with_tools` for synchronous code: a plain iterator of the
@@ -442,7 +446,7 @@ class LlmCycle(TranscriptViews):
         select: Selector | None,
         stream: bool,
         output_type: Any = None,
-        approvals: Iterable[ApprovalDecision] | None = None,
+        approvals: Iterable[ApprovalDecision | InputAnswer] | None = None,
     ) -> EventStream:
         config = self.config
         # A type pydantic cannot handle raises here, in the caller's frame; the run

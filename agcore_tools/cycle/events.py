@@ -30,6 +30,7 @@ from .._usage import ZERO_USAGE as ZERO_USAGE
 from .._usage import Usage
 from ..approval import ApprovalRequest, ToolApprovalRequested
 from ..error import ToolError
+from ..pending import InputRequest, RunningTask, ToolInputRequested
 
 if TYPE_CHECKING:
     from ..registry import ToolInvocation
@@ -125,6 +126,12 @@ class ChatResponse:
     before its next request: answer them and resume with
     ``submit_with_tools(None, registry, approvals=[...])`` (see
     :mod:`agcore_tools.approval`)."""
+    pending: tuple[ApprovalRequest | InputRequest | RunningTask, ...] = ()
+    """Everything the paused run waits for: the approvals of :attr:`pending_approvals`,
+    the questions tool calls asked the user (:class:`~agcore_tools.InputRequest`), and
+    the server-side tasks still running (:class:`~agcore_tools.RunningTask`, which need
+    no answer); see :mod:`agcore_tools.pending`. Answer the questions and approvals and
+    resume with one ``submit_with_tools(None, registry, approvals=[...answers])``."""
 
     @property
     def stop_reason(self) -> FinishReason:
@@ -363,6 +370,7 @@ StreamEvent: TypeAlias = (
     AssistantTextDelta
     | ReasoningDelta
     | ToolApprovalRequested
+    | ToolInputRequested
     | ToolExecutionStarted
     | ToolProgress
     | ToolPartialResult

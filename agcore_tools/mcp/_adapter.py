@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..base import BaseTool, ToolContext
 from ..error import ToolConfigError, ToolError
 from ..permission import Permission
+from ._input_pause import ROUND, HeldQuestion, InputRound, responses
 from ._progress import CALLER
 from .models import McpToolInfo
 
@@ -82,6 +83,8 @@ class McpTool(BaseTool):
         >>> adapter = McpTool(client, info, adapter_name(info.name, "demo"), [Permission.READ])
         >>> adapter.name, adapter.category, adapter.required_permissions
         ('demo__read_file', 'mcp:demo', (Permission.READ,))
+        >>> adapter.resume_next("c1", {"state": {"keys": {"c1~q": "q"}, "request_state": "s"},
+        ...     "answers": {"c1~q": {"action": "decline", "content": None}}})  # the loop does this
         >>> asyncio.run(adapter.execute({"path": "a.txt"}, ToolContext()))
         Traceback (most recent call last):
         ...
@@ -101,24 +104,41 @@ class McpTool(BaseTool):
         self.required_permissions = tuple(permissions)
         self.tags = ("mcp",)
         self.category = f"mcp:{client.server_name}"
+        self._resumes: dict[str, InputRound] = {}
+
+    def resume_next(self, call_id: str, resume: Mapping[str, Any]) -> None:
+        """Make the next run of call ``call_id`` answer the server's held question:
+        ``resume`` holds the pause's state and the user's answers. Only the loop calls
+        this, once it has checked the answers (see :mod:`agcore_tools.pending`)."""
+        self._resumes[call_id] = responses(resume["state"], resume["answers"])
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors.
 
         Errors name the tool as the model sees it (``server__tool`` with a prefix), not
-        as the server does.
+        as the server does. In the loop, a question from the server that no
+        ``elicitation_handler`` answers pauses the call
+        (:class:`~agcore_tools.pending.CallPaused`).
         """
+        call_id = ctx.call_id
+        resumed = self._resumes.pop(call_id, None) if call_id else None
+        round_ = resumed or (InputRound(True) if call_id else None)
         # The server's progress updates reach a listening context as its own reports.
         listened = CALLER.set(ctx) if ctx.listening else None
+        asking = ROUND.set(round_)
         try:
-            return await self.client.call_tool(self.info.name, args)
+            value = await self.client.call_tool(self.info.name, args)
         except ToolError as exc:
             if exc.tool_name is None or exc.tool_name == self.name:
                 raise
             raise _renamed(exc, self.info.name, self.name) from exc
         finally:
+            ROUND.reset(asking)
             if listened is not None:
                 CALLER.reset(listened)
+        if isinstance(value, HeldQuestion) and call_id:
+            return value.awaiting(call_id, self.name, self.client.server_name)
+        return value
 
     def __repr__(self) -> str:
         return f"<McpTool {self.name!r} on {self.client.server_name!r}>"

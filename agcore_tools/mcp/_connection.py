@@ -26,6 +26,7 @@ from ._callbacks import call_user
 from ._elicitation import declining_handler
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
+from ._input_pause import ROUND, held_question
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._state import State
 from ._stream_state import NotificationStream
@@ -363,7 +364,7 @@ class Connection:
                 self.stream.event("none", None)  # it sends tools/list_changed on no stream
             scope.deadline = math.inf
             self.client = client
-            self.call_tool = _tool_caller(client)
+            self.call_tool = _tool_caller(client, settings.elicitation_handler is None)
             self.state = State.READY
             self._ready.set()
             interval = settings.recovery.ping_interval if settings.recovery is not None else None
@@ -523,7 +524,7 @@ class Connection:
             await call_user(callback, message, self.server_name)
 
 
-def _tool_caller(client: Client) -> Any:
+def _tool_caller(client: Client, pausable: bool) -> Any:
     """What sends a ``tools/call``: the session's ``call_tool``, which both eras share.
 
     The SDK client's ``call_tool`` adds what only 2026-07-28 sessions use: the
@@ -531,12 +532,15 @@ def _tool_caller(client: Client) -> Any:
     HEADER_MISMATCH re-list. Both are rare, and its layers cost every call (about 1 %
     of a stdio call's client CPU, docs/benchmarks.md), so on 2026-07-28 a call goes
     to the session, and only an answer needing them is handed to the SDK client.
+    With no elicitation handler (``pausable``), a question a person must answer is
+    returned as a :class:`HeldQuestion` to a caller that can pause (an adapter in the
+    loop, see :mod:`._input_pause`), and a resumed round carries its answers.
     """
     session = client.session
     if not is_modern(client):
         return session.call_tool
     from mcp.shared.exceptions import MCPError
-    from mcp_types import HEADER_MISMATCH, CallToolResult
+    from mcp_types import HEADER_MISMATCH, CallToolResult, ElicitResult
 
     async def call_tool(
         name: str,
@@ -546,6 +550,12 @@ def _tool_caller(client: Client) -> Any:
         progress_callback: Any,
         meta: RequestParamsMeta | None,
     ) -> Any:
+        round_ = ROUND.get()
+        answers: dict[str, Any] | None = None
+        state: str | None = None
+        if round_ is not None and round_.answers is not None:
+            answers = {k: ElicitResult.model_validate(a) for k, a in round_.answers.items()}
+            state = round_.request_state
         try:
             result = await session.call_tool(
                 name,
@@ -553,6 +563,8 @@ def _tool_caller(client: Client) -> Any:
                 read_timeout_seconds=read_timeout_seconds,
                 progress_callback=progress_callback,
                 meta=meta,
+                input_responses=answers,
+                request_state=state,
                 allow_input_required=True,
             )
         except MCPError as exc:
@@ -561,6 +573,10 @@ def _tool_caller(client: Client) -> Any:
         else:
             if isinstance(result, CallToolResult):
                 return result
+            if pausable and round_ is not None and round_.can_pause:
+                held = held_question(result)
+                if held is not None:
+                    return held
         # input_required, or a stale listing: the SDK client sends the call again and
         # drives the rounds or re-lists. The server ran the call only up to its question
         # (it runs it afresh each round) or not at all (a mismatch is refused unrun).

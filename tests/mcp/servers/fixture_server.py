@@ -11,11 +11,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import hashlib
+import hmac
+import json
 import os
 import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -247,6 +251,50 @@ async def ask_each_era(question: str, ctx: Context) -> str | InputRequiredResult
     answer = responses["q"]
     assert isinstance(answer, ElicitResult)
     return f"{answer.action}: {(answer.content or {}).get('answer', '')}"
+
+
+BOOKING_KEY = b"fixture booking key"
+
+
+def _clock() -> float:
+    """Wall time, plus the seconds in FIXTURE_CLOCK_FILE: a test moves the server's
+    clock forward (a day) without waiting for it."""
+    path = os.environ.get("FIXTURE_CLOCK_FILE")
+    offset = float(Path(path).read_text() or 0) if path and Path(path).exists() else 0.0
+    return time.time() + offset
+
+
+@server.tool(structured_output=False)
+async def book_table(party: str, ctx: Context) -> str | InputRequiredResult:
+    """Book a table; asks how many seats (2026-07-28 input_required with requestState)."""
+    responses = ctx.input_responses
+    if not responses:
+        body = json.dumps({"party": party, "asked_at": _clock(), "nonce": os.urandom(8).hex()})
+        mac = hmac.new(BOOKING_KEY, body.encode(), hashlib.sha256).hexdigest()
+        schema = {
+            "type": "object",
+            "properties": {"seats": {"type": "integer", "minimum": 1, "maximum": 12}},
+            "required": ["seats"],
+        }
+        request = ElicitRequest(
+            params=ElicitRequestFormParams(
+                message=f"How many seats for {party}?", requested_schema=schema
+            )
+        )
+        return InputRequiredResult(input_requests={"seats": request}, request_state=body + mac)
+    state = ctx.request_state or ""
+    body, mac = state[:-64], state[-64:]
+    good = hmac.new(BOOKING_KEY, body.encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(mac, good):
+        raise ValueError("the requestState came back changed")
+    asked = json.loads(body)
+    answer = responses["seats"]
+    assert isinstance(answer, ElicitResult)
+    if answer.action != "accept":
+        return f"no booking for {asked['party']}: the user chose {answer.action}"
+    hours = (_clock() - asked["asked_at"]) / 3600
+    seats = (answer.content or {}).get("seats")
+    return f"booked {seats} seats for {asked['party']}; asked {hours:.0f} h ago; state intact"
 
 
 @server.tool(structured_output=False)

@@ -1,0 +1,270 @@
+"""An MCP server's question to the user (2026-07-28 input_required) pauses the loop
+like an approval, and resumes from the saved history with the server's requestState
+unchanged: real fixture server over HTTP, real scripted model over HTTP."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools import (
+    ApprovalError,
+    InputAnswer,
+    InputRequest,
+    McpClient,
+    StreamableHttpTransport,
+    ToolInputRequested,
+    ToolRegistry,
+)
+from tests.mcp.conftest import HttpServer
+
+from .conftest import S, assert_history_valid, tool_messages
+
+BOOK = S.reply_tool_calls([("book_table", {"party": "Ada"}, "c_book")])
+
+
+@pytest.fixture
+def clock(tmp_path: Path) -> Path:
+    """The fixture server's clock offset, in seconds (a test moves it a day on)."""
+    path = tmp_path / "clock"
+    path.write_text("0")
+    return path
+
+
+@pytest.fixture
+def booking(clock: Path) -> Iterator[HttpServer]:
+    server = HttpServer(env={"FIXTURE_CLOCK_FILE": str(clock)})
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def _registry(url: str) -> tuple[McpClient, ToolRegistry]:
+    client = McpClient("shop", StreamableHttpTransport(url))
+    await client.connect()
+    registry = ToolRegistry()
+    for adapter in client.into_tools():
+        registry.register(adapter)
+    return client, registry
+
+
+async def test_a_servers_question_pauses_the_loop_and_a_resume_answers_it(
+    serve, make_cycle, booking, clock
+):
+    model = serve(BOOK, S.reply_text("Booked."))
+    client, registry = await _registry(booking.url)
+    try:
+        cycle = make_cycle(model, approval_key=b"k" * 32)
+        paused = await cycle.submit_with_tools("book for Ada", registry)
+        [question] = paused.pending
+        assert paused.pending_approvals == ()
+        assert isinstance(question, InputRequest)
+        assert (question.request_id, question.call_id, question.tool_name) == (
+            "c_book~seats", "c_book", "book_table"
+        )  # fmt: skip
+        assert question.message == "How many seats for Ada?"
+        assert question.requested_schema["required"] == ["seats"]
+        assert len(model.requests) == 1
+        saved = json.loads(json.dumps(cycle.messages))  # plain JSON is all an app keeps
+        state = saved[-1]["tool_calls"][0]["paused_call"]["state"]["request_state"]
+        clock.write_text(str(24 * 3600))  # the user answers a day later
+
+        fresh = make_cycle(model, approval_key=b"k" * 32)
+        fresh.messages[:] = saved
+        answer = question.accept({"seats": 4})
+        done = await fresh.submit_with_tools(None, registry, approvals=[answer])
+    finally:
+        await client.close()
+    assert done.text == "Booked."
+    result = tool_messages(model.requests[1].json["messages"])["c_book"]
+    # The server's own MAC over its requestState held, after 24 h on its clock.
+    assert result == "booked 4 seats for Ada; asked 24 h ago; state intact"
+    assert isinstance(state, str) and state
+    assert "paused_call" not in json.dumps(model.requests[1].json["messages"])
+    assert "paused_call" not in json.dumps(fresh.messages)
+    assert_history_valid(fresh.messages)
+
+
+async def test_an_answer_that_does_not_fit_the_schema_is_refused(serve, make_cycle, booking):
+    model = serve(BOOK, S.reply_text("ok"))
+    client, registry = await _registry(booking.url)
+    try:
+        cycle = make_cycle(model)
+        [question] = (await cycle.submit_with_tools("book", registry)).pending
+        assert isinstance(question, InputRequest)
+        with pytest.raises(ApprovalError, match="does not fit its schema") as caught:
+            question.accept({"seats": 40})
+        assert isinstance(caught.value, ValueError)
+        # An answer rebuilt from JSON is checked again on resume; nothing is sent.
+        forged = InputAnswer(question.request_id, "c_book", "accept", {"seats": "four"})
+        with pytest.raises(ApprovalError, match="'four' is not of type 'integer'"):
+            await cycle.submit_with_tools(None, registry, approvals=[forged])
+        stray = InputAnswer("c_other~x", "c_other", "decline")
+        with pytest.raises(ApprovalError, match="no open call asked the input requests"):
+            await cycle.submit_with_tools(None, registry, approvals=[stray])
+        assert len(model.requests) == 1
+        # Still paused: a right answer goes on.
+        done = await cycle.submit_with_tools(None, registry, approvals=[question.decline()])
+    finally:
+        await client.close()
+    assert done.text == "ok"
+    assert tool_messages(model.requests[1].json["messages"])["c_book"] == (
+        "no booking for Ada: the user chose decline"
+    )
+
+
+async def test_a_changed_request_state_in_the_history_is_refused_with_a_key(
+    serve, make_cycle, booking
+):
+    model = serve(BOOK, S.reply_text("ok"))
+    client, registry = await _registry(booking.url)
+    try:
+        cycle = make_cycle(model, approval_key=b"k" * 32)
+        [question] = (await cycle.submit_with_tools("book", registry)).pending
+        assert isinstance(question, InputRequest)
+        held = cycle.messages[-1]["tool_calls"][0]["paused_call"]
+        held["state"]["request_state"] += "x"
+        with pytest.raises(ApprovalError, match="missing or wrong signature"):
+            await cycle.submit_with_tools(
+                None, registry, approvals=[question.accept({"seats": 2})]
+            )
+    finally:
+        await client.close()
+    assert len(model.requests) == 1
+
+
+async def test_a_stream_consumer_answers_the_question_inline(serve, make_cycle, booking):
+    model = serve(BOOK, S.reply_text("Booked inline."))
+    client, registry = await _registry(booking.url)
+    asked: list[str] = []
+    try:
+        cycle = make_cycle(model)
+        stream = cycle.submit_stream_with_tools("book", registry)
+        async for event in stream:
+            if isinstance(event, ToolInputRequested):
+                asked.append(event.request.message)
+                event.accept({"seats": 2})
+        response = stream.response
+    finally:
+        await client.close()
+    assert asked == ["How many seats for Ada?"]
+    assert response.text == "Booked inline." and response.pending == ()
+    assert tool_messages(model.requests[1].json["messages"])["c_book"] == (
+        "booked 2 seats for Ada; asked 0 h ago; state intact"
+    )
+
+
+async def test_with_an_elicitation_handler_the_handler_answers_and_nothing_pauses(
+    serve, make_cycle, booking
+):
+    import mcp.types as types
+
+    async def seats(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"seats": 3})
+
+    model = serve(BOOK, S.reply_text("ok"))
+    client = McpClient("shop", StreamableHttpTransport(booking.url), elicitation_handler=seats)
+    async with client:
+        registry = ToolRegistry()
+        for adapter in client.into_tools():
+            registry.register(adapter)
+        response = await make_cycle(model).submit_with_tools("book", registry)
+    assert response.pending == ()
+    assert tool_messages(model.requests[1].json["messages"])["c_book"] == (
+        "booked 3 seats for Ada; asked 0 h ago; state intact"
+    )
+
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, json, sys, time
+    from agcore_tools import CycleConfig, LlmCycle, McpClient, StreamableHttpTransport, ToolRegistry
+
+    async def main(model_url, mcp_url, history):
+        from openai import AsyncOpenAI
+        client = AsyncOpenAI(base_url=model_url, api_key="-", timeout=20.0)
+        async with McpClient("shop", StreamableHttpTransport(mcp_url)) as mcp:
+            registry = ToolRegistry()
+            for adapter in mcp.into_tools():
+                registry.register(adapter)
+            async with LlmCycle(CycleConfig("m", approval_key=b"k" * 32), client=client) as cycle:
+                paused = await cycle.submit_with_tools("book for Ada", registry)
+                with open(history, "w") as out:
+                    json.dump(cycle.messages, out)
+                print(json.dumps([p.request_id for p in paused.pending]), flush=True)
+                await asyncio.sleep(60)  # killed here, paused
+
+    asyncio.run(main(*sys.argv[1:]))
+    """
+)
+
+
+async def test_killed_while_a_question_waits_and_resumed_in_this_process(
+    serve, make_cycle, booking, tmp_path: Path
+):
+    model = serve(BOOK, S.reply_text("Booked after restart."))
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    history = tmp_path / "history.json"
+    root = Path(__file__).resolve().parents[2]
+    child = subprocess.Popen(
+        [sys.executable, str(script), model.base_url, booking.url, str(history)],
+        stdout=subprocess.PIPE,
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().decode()  # bounded: the child sleeps 60 s at most
+        assert json.loads(line) == ["c_book~seats"]
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    saved = json.loads(history.read_text())
+    held = saved[-1]["tool_calls"][0]["paused_call"]
+    [saved_question] = held["requests"]
+    assert saved_question["kind"] == "input"
+    question = InputRequest(**{k: v for k, v in saved_question.items() if k != "kind"})
+    client, registry = await _registry(booking.url)
+    try:
+        cycle = make_cycle(model, approval_key=b"k" * 32)
+        cycle.messages[:] = saved
+        done = await cycle.submit_with_tools(
+            None, registry, approvals=[question.accept({"seats": 6})]
+        )
+    finally:
+        await client.close()
+    assert done.text == "Booked after restart."
+    assert tool_messages(model.requests[1].json["messages"])["c_book"] == (
+        "booked 6 seats for Ada; asked 0 h ago; state intact"
+    )
+    assert dataclasses.asdict(question)["message"] == "How many seats for Ada?"
+
+
+async def test_in_a_program_a_question_is_an_error_the_program_can_read(
+    serve, make_cycle, booking
+):
+    pytest.importorskip("pydantic_monty")
+    from agcore_tools import CodeMode
+
+    code = "try:\n    await book_table(party='Ada')\nexcept RuntimeError as e:\n    print(e)"
+    model = serve(S.reply_tool_calls([("run_python", {"code": code}, "c_prog")]), S.reply_text("ok"))
+    client, registry = await _registry(booking.url)
+    try:
+        response = await make_cycle(model).submit_with_tools("book", registry, select=CodeMode())
+    finally:
+        await client.close()
+    assert response.pending == ()
+    assert "asked the user a question, which a program cannot wait for" in (
+        tool_messages(model.requests[1].json["messages"])["c_prog"]
+    )
