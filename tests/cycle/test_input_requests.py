@@ -4,6 +4,7 @@ unchanged: real fixture server over HTTP, real scripted model over HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import signal
@@ -135,9 +136,7 @@ async def test_a_changed_request_state_in_the_history_is_refused_with_a_key(
         held = cycle.messages[-1]["tool_calls"][0]["paused_call"]
         held["state"]["request_state"] += "x"
         with pytest.raises(ApprovalError, match="missing or wrong signature"):
-            await cycle.submit_with_tools(
-                None, registry, approvals=[question.accept({"seats": 2})]
-            )
+            await cycle.submit_with_tools(None, registry, approvals=[question.accept({"seats": 2})])
     finally:
         await client.close()
     assert len(model.requests) == 1
@@ -209,16 +208,14 @@ CHILD = textwrap.dedent(
 )
 
 
-async def test_killed_while_a_question_waits_and_resumed_in_this_process(
-    serve, make_cycle, booking, tmp_path: Path
-):
-    model = serve(BOOK, S.reply_text("Booked after restart."))
-    script = tmp_path / "child.py"
+def _pause_in_a_child_and_kill_it(model_url: str, mcp_url: str, folder: Path) -> list[Any]:
+    """Run CHILD until it pauses on the question, kill it, and return its history."""
+    script = folder / "child.py"
     script.write_text(CHILD)
-    history = tmp_path / "history.json"
+    history = folder / "history.json"
     root = Path(__file__).resolve().parents[2]
     child = subprocess.Popen(
-        [sys.executable, str(script), model.base_url, booking.url, str(history)],
+        [sys.executable, str(script), model_url, mcp_url, str(history)],
         stdout=subprocess.PIPE,
         cwd=root,
         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
@@ -230,7 +227,17 @@ async def test_killed_while_a_question_waits_and_resumed_in_this_process(
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(10)
-    saved = json.loads(history.read_text())
+    saved: list[Any] = json.loads(history.read_text())
+    return saved
+
+
+async def test_killed_while_a_question_waits_and_resumed_in_this_process(
+    serve, make_cycle, booking, tmp_path: Path
+):
+    model = serve(BOOK, S.reply_text("Booked after restart."))
+    saved = await asyncio.to_thread(
+        _pause_in_a_child_and_kill_it, model.base_url, booking.url, tmp_path
+    )
     held = saved[-1]["tool_calls"][0]["paused_call"]
     [saved_question] = held["requests"]
     assert saved_question["kind"] == "input"
@@ -251,20 +258,21 @@ async def test_killed_while_a_question_waits_and_resumed_in_this_process(
     assert dataclasses.asdict(question)["message"] == "How many seats for Ada?"
 
 
-async def test_in_a_program_a_question_is_an_error_the_program_can_read(
-    serve, make_cycle, booking
-):
+async def test_in_a_program_a_question_is_an_error_the_program_can_read(serve, make_cycle, booking):
     pytest.importorskip("pydantic_monty")
     from agcore_tools import CodeMode
 
     code = "try:\n    await book_table(party='Ada')\nexcept RuntimeError as e:\n    print(e)"
-    model = serve(S.reply_tool_calls([("run_python", {"code": code}, "c_prog")]), S.reply_text("ok"))
+    model = serve(
+        S.reply_tool_calls([("run_python", {"code": code}, "c_prog")]), S.reply_text("ok")
+    )
     client, registry = await _registry(booking.url)
     try:
         response = await make_cycle(model).submit_with_tools("book", registry, select=CodeMode())
     finally:
         await client.close()
     assert response.pending == ()
-    assert "asked the user a question, which a program cannot wait for" in (
-        tool_messages(model.requests[1].json["messages"])["c_prog"]
+    assert (
+        "asked the user a question, which a program cannot wait for"
+        in (tool_messages(model.requests[1].json["messages"])["c_prog"])
     )
