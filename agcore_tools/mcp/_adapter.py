@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..base import BaseTool, ToolContext
-from ..error import ToolConfigError, ToolError
+from ..error import McpError, ToolConfigError, ToolError
 from ..permission import Permission
-from ._input_pause import ROUND, HeldQuestion, InputRound, responses
+from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, responses
 from ._progress import CALLER
+from ._results import result_value
 from .models import McpToolInfo
 
 if TYPE_CHECKING:
@@ -104,13 +105,14 @@ class McpTool(BaseTool):
         self.required_permissions = tuple(permissions)
         self.tags = ("mcp",)
         self.category = f"mcp:{client.server_name}"
-        self._resumes: dict[str, InputRound] = {}
+        self._resumes: dict[str, Mapping[str, Any]] = {}
+        self._live: dict[str, LiveQuestion] = {}
 
     def resume_next(self, call_id: str, resume: Mapping[str, Any]) -> None:
-        """Make the next run of call ``call_id`` answer the server's held question:
+        """Make the next run of call ``call_id`` answer the server's question:
         ``resume`` holds the pause's state and the user's answers. Only the loop calls
         this, once it has checked the answers (see :mod:`agcore_tools.pending`)."""
-        self._resumes[call_id] = responses(resume["state"], resume["answers"])
+        self._resumes[call_id] = resume
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors.
@@ -121,24 +123,65 @@ class McpTool(BaseTool):
         (:class:`~agcore_tools.pending.CallPaused`).
         """
         call_id = ctx.call_id
-        resumed = self._resumes.pop(call_id, None) if call_id else None
-        round_ = resumed or (InputRound(True) if call_id else None)
+        resume = self._resumes.pop(call_id, None) if call_id else None
         # The server's progress updates reach a listening context as its own reports.
         listened = CALLER.set(ctx) if ctx.listening else None
-        asking = ROUND.set(round_)
         try:
-            value = await self.client.call_tool(self.info.name, args)
+            if call_id and resume is not None and resume["state"].get("live"):
+                value = await self._answer_live(call_id, resume["answers"])
+            else:
+                round_ = (
+                    responses(resume["state"], resume["answers"])
+                    if resume is not None
+                    else InputRound(True)
+                    if call_id
+                    else None
+                )
+                asking = ROUND.set(round_)
+                try:
+                    value = await self.client.call_tool(self.info.name, args)
+                finally:
+                    ROUND.reset(asking)
         except ToolError as exc:
             if exc.tool_name is None or exc.tool_name == self.name:
                 raise
             raise _renamed(exc, self.info.name, self.name) from exc
         finally:
-            ROUND.reset(asking)
             if listened is not None:
                 CALLER.reset(listened)
-        if isinstance(value, HeldQuestion) and call_id:
+        if call_id and isinstance(value, ServerQuestion):
+            if isinstance(value, LiveQuestion):
+                self._live[call_id] = value
             return value.awaiting(call_id, self.name, self.client.server_name)
         return value
+
+    async def _answer_live(self, call_id: str, answers: Mapping[str, Any]) -> Any:
+        """Send the answer to a question (2025-11-25) this process holds, and go on."""
+        live = self._live.pop(call_id, None)
+        server, raw = self.client.server_name, self.info.name
+        if live is None:
+            raise McpError(
+                server,
+                f"the question asked during tools/call '{raw}' was lost: on 2025-11-25 a "
+                "question lives on the connection, and this process does not hold it (it "
+                "was restarted, or the call ended); call the tool again",
+                tool_name=raw,
+                recoverable=True,
+                may_have_run=True,
+            )
+        [answer] = answers.values()
+        try:
+            outcome = await live.go_on(answer)
+        except ToolError:
+            raise
+        except Exception as exc:  # the SDK's own errors, after the request went out
+            raise McpError(
+                server,
+                f"tools/call '{raw}' failed after its question: {exc}",
+                tool_name=raw,
+                may_have_run=True,
+            ) from exc
+        return outcome if isinstance(outcome, LiveQuestion) else result_value(outcome, raw)
 
     def __repr__(self) -> str:
         return f"<McpTool {self.name!r} on {self.client.server_name!r}>"

@@ -23,14 +23,14 @@ from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from . import _sdklog
 from ._callbacks import call_user
-from ._elicitation import declining_handler
+from ._elicitation import LiveQuestions
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
-from ._input_pause import ROUND, held_question
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._state import State
 from ._stream_state import NotificationStream
 from ._streams import watch_end
+from ._tool_caller import tool_caller
 from ._watchdog import Watchdog
 from .models import McpLogMessage
 from .transport import StdioTransport
@@ -123,7 +123,10 @@ class Connection:
         self.client: Client | None = None
         """The SDK client, set while the connection is READY."""
         self.call_tool: Any = None
-        """What sends ``tools/call`` (see :func:`_tool_caller`), set with :attr:`client`."""
+        """What sends ``tools/call`` (see :func:`tool_caller`), set with :attr:`client`."""
+        self.questions = LiveQuestions(settings.server_name, settings.timeout)
+        """Questions asked on this connection (2025-11-25) with no handler to answer
+        them: declined, or held for the one call that can pause (see _elicitation)."""
         self.child: ChildProcess | None = None
         """The stdio child, once spawned."""
         self.lost_reason: str | None = None
@@ -346,8 +349,7 @@ class Connection:
             mode=settings.protocol,
             read_timeout_seconds=settings.timeout,
             sampling_callback=settings.sampling_handler,
-            elicitation_callback=settings.elicitation_handler
-            or declining_handler(settings.server_name),
+            elicitation_callback=settings.elicitation_handler or self.questions.handler,
             list_roots_callback=settings.roots_handler,
             logging_callback=self._on_log,
             log_level=settings.log_level,  # type: ignore[arg-type]
@@ -364,7 +366,9 @@ class Connection:
                 self.stream.event("none", None)  # it sends tools/list_changed on no stream
             scope.deadline = math.inf
             self.client = client
-            self.call_tool = _tool_caller(client, settings.elicitation_handler is None)
+            self.call_tool = tool_caller(
+                client, self.questions, settings.elicitation_handler is None
+            )
             self.state = State.READY
             self._ready.set()
             interval = settings.recovery.ping_interval if settings.recovery is not None else None
@@ -522,73 +526,6 @@ class Connection:
         if callback is not None:
             message = McpLogMessage(self.server_name, params.level, params.data, params.logger)
             await call_user(callback, message, self.server_name)
-
-
-def _tool_caller(client: Client, pausable: bool) -> Any:
-    """What sends a ``tools/call``: the session's ``call_tool``, which both eras share.
-
-    The SDK client's ``call_tool`` adds what only 2026-07-28 sessions use: the
-    input_required rounds (sampling, elicitation and roots on that wire) and the
-    HEADER_MISMATCH re-list. Both are rare, and its layers cost every call (about 1 %
-    of a stdio call's client CPU, docs/benchmarks.md), so on 2026-07-28 a call goes
-    to the session, and only an answer needing them is handed to the SDK client.
-    With no elicitation handler (``pausable``), a question a person must answer is
-    returned as a :class:`HeldQuestion` to a caller that can pause (an adapter in the
-    loop, see :mod:`._input_pause`), and a resumed round carries its answers.
-    """
-    session = client.session
-    if not is_modern(client):
-        return session.call_tool
-    from mcp.shared.exceptions import MCPError
-    from mcp_types import HEADER_MISMATCH, CallToolResult, ElicitResult
-
-    async def call_tool(
-        name: str,
-        arguments: dict[str, Any],
-        *,
-        read_timeout_seconds: float,
-        progress_callback: Any,
-        meta: RequestParamsMeta | None,
-    ) -> Any:
-        round_ = ROUND.get()
-        answers: dict[str, Any] | None = None
-        state: str | None = None
-        if round_ is not None and round_.answers is not None:
-            answers = {k: ElicitResult.model_validate(a) for k, a in round_.answers.items()}
-            state = round_.request_state
-        try:
-            result = await session.call_tool(
-                name,
-                arguments,
-                read_timeout_seconds=read_timeout_seconds,
-                progress_callback=progress_callback,
-                meta=meta,
-                input_responses=answers,
-                request_state=state,
-                allow_input_required=True,
-            )
-        except MCPError as exc:
-            if exc.code != HEADER_MISMATCH:
-                raise
-        else:
-            if isinstance(result, CallToolResult):
-                return result
-            if pausable and round_ is not None and round_.can_pause:
-                held = held_question(result)
-                if held is not None:
-                    return held
-        # input_required, or a stale listing: the SDK client sends the call again and
-        # drives the rounds or re-lists. The server ran the call only up to its question
-        # (it runs it afresh each round) or not at all (a mismatch is refused unrun).
-        return await client.call_tool(
-            name,
-            arguments,
-            read_timeout_seconds=read_timeout_seconds,
-            progress_callback=progress_callback,
-            meta=meta,
-        )
-
-    return call_tool
 
 
 def _wants_listen(client: Client) -> bool:

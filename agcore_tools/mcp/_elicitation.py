@@ -1,17 +1,20 @@
 """What an :class:`~agcore_tools.McpClient` without an ``elicitation_handler`` answers.
 
 A server may ask the user for input in the middle of a tool call (``elicitation/create``).
-With no handler the client still advertises elicitation and declines every request, so
-the server's tool sees a plain "the user declined" instead of a protocol error, and the
-app's log says what was asked and how to answer it.
+With no handler the client still advertises elicitation. A question to a call the loop
+made, that can pause, is held for the app (:class:`LiveQuestions`); any other is
+declined, so the server's tool sees a plain "the user declined" instead of a protocol
+error, and the app's log says what was asked and how to answer it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["declining_handler"]
+__all__ = ["LiveQuestions", "ParkedQuestion", "declining_handler"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -41,3 +44,74 @@ def declining_handler(server_name: str) -> Any:
         return ElicitResult(action="decline")
 
     return decline
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedQuestion:
+    """A form question a server asked on the connection, and where its answer goes."""
+
+    params: dict[str, Any]
+    """The ``elicitation/create`` params, as JSON (message, requestedSchema)."""
+    answer: asyncio.Future[Any]
+    """Set to the SDK ``ElicitResult`` to answer the server."""
+
+
+class LiveQuestions:
+    """The elicitation callback of a client with no ``elicitation_handler``.
+
+    On 2025-11-25 a question is a request the server sends on the connection while its
+    tool call waits. When exactly one call that can pause (a call the loop made, see
+    :mod:`._input_pause`) is running on the connection, the question is parked for it
+    and the loop pauses; the answer is sent when the app resumes, in this process,
+    within the client's ``timeout``. Otherwise (no such call, or several, since the
+    wire does not say which call asked) it is declined, as before.
+    """
+
+    def __init__(self, server_name: str, timeout: float) -> None:
+        self.server_name = server_name
+        self.timeout = timeout
+        self._armed: list[asyncio.Future[ParkedQuestion]] = []
+        self._decline = declining_handler(server_name)
+
+    def arm(self) -> asyncio.Future[ParkedQuestion]:
+        """A future that gets the next question, while the caller's call runs."""
+        waiter: asyncio.Future[ParkedQuestion] = asyncio.get_running_loop().create_future()
+        self._armed.append(waiter)
+        return waiter
+
+    def disarm(self, waiter: asyncio.Future[ParkedQuestion]) -> None:
+        """Stop waiting for a question (the call ended or was cancelled)."""
+        if waiter in self._armed:
+            self._armed.remove(waiter)
+        waiter.cancel()
+
+    async def handler(self, context: Any, params: Any) -> Any:
+        """The SDK callback: park the question for the one call that can pause."""
+        from mcp_types import ElicitRequestFormParams, ElicitResult
+
+        armed = [w for w in self._armed if not w.done()]
+        if len(armed) != 1 or not isinstance(params, ElicitRequestFormParams):
+            if len(armed) > 1:
+                logger.warning(
+                    "MCP server '%s' asked a question while %d calls that can pause ran; "
+                    "2025-11-25 does not say which call asked, so it is declined",
+                    self.server_name,
+                    len(armed),
+                )
+            return await self._decline(context, params)
+        waiter = armed[0]
+        self._armed.remove(waiter)
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        asked = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        waiter.set_result(ParkedQuestion(asked, answer))
+        try:
+            # Bounded: the call waiting on this answer ends within the client's timeout.
+            return await asyncio.wait_for(answer, self.timeout)
+        except TimeoutError:
+            logger.warning(
+                "MCP server '%s': no answer to its question (%.200r) within %g s; cancelled",
+                self.server_name,
+                asked.get("message", ""),
+                self.timeout,
+            )
+            return ElicitResult(action="cancel")

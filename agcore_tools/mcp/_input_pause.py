@@ -1,12 +1,18 @@
-"""A server's question (2026-07-28 ``input_required``) kept as a pause, not answered now.
+"""A server's question to the user kept as a pause of the loop, not answered now.
 
 With no ``elicitation_handler`` on the client, a question asked by a tool call made
-from the loop pauses the loop (see :mod:`agcore_tools.pending`). ``tools/call`` then
-returns an :class:`HeldQuestion` instead of a value; the adapter turns it into
-:class:`~agcore_tools.pending.CallPaused`, whose state holds the server's
-``requestState`` as the exact string it sent, so the retry, in any process, echoes it
-byte for byte (SEP-2322). The answers go back as ``inputResponses`` on a new
-``tools/call``; the server runs the call from its start with them.
+from the loop pauses the loop (see :mod:`agcore_tools.pending`): ``tools/call``
+returns a :class:`ServerQuestion` instead of a value, and the adapter turns it into
+:class:`~agcore_tools.pending.CallPaused`.
+
+- 2026-07-28 (:class:`HeldQuestion`): the server answered ``input_required``. The
+  pause's state holds its ``requestState`` as the exact string it sent, so the retry,
+  in any process, echoes it byte for byte (SEP-2322); the answers go back as
+  ``inputResponses`` on a new ``tools/call``, which the server runs from its start.
+- 2025-11-25 (:class:`LiveQuestion`): the question is a request on the connection,
+  and the call waits for it. The call goes on running in this process; the answer is
+  sent when the app resumes here, within the client's ``timeout``. It cannot outlive
+  the connection: a resume in another process tells the model the question was lost.
 
 The round travels in a context variable, set by the adapter around one call, so plain
 :meth:`~agcore_tools.McpClient.call_tool` keeps its path and its cost.
@@ -14,14 +20,26 @@ The round travels in a context variable, set by the adapter around one call, so 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from ..error import McpTimeoutError
 from ..pending import CallPaused, InputRequest
+from ._elicitation import LiveQuestions, ParkedQuestion
 
-__all__ = ["ROUND", "HeldQuestion", "InputRound", "held_question", "responses"]
+__all__ = [
+    "ROUND",
+    "HeldQuestion",
+    "InputRound",
+    "LiveQuestion",
+    "ServerQuestion",
+    "first_of",
+    "held_question",
+    "responses",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +55,19 @@ class InputRound:
 ROUND: ContextVar[InputRound | None] = ContextVar("agcore_mcp_input_round", default=None)
 
 
+class ServerQuestion:
+    """What ``tools/call`` returns instead of a value when the loop pauses on a question."""
+
+    __slots__ = ()
+
+    def awaiting(self, call_id: str, tool_name: str, server_name: str) -> CallPaused:
+        """The pause for the loop."""
+        raise NotImplementedError
+
+
 @dataclass(frozen=True, slots=True)
-class HeldQuestion:
-    """A ``tools/call`` answered with questions only the user can answer."""
+class HeldQuestion(ServerQuestion):
+    """A ``tools/call`` answered (2026-07-28) with questions only the user can answer."""
 
     requests: dict[str, dict[str, Any]]
     """The server's elicitation params by its keys, as JSON."""
@@ -90,3 +118,67 @@ def responses(state: Mapping[str, Any], answers: Mapping[str, Mapping[str, Any]]
     keys: Mapping[str, str] = state.get("keys") or {}
     by_key = {keys[request_id]: dict(answer) for request_id, answer in answers.items()}
     return InputRound(True, by_key, state.get("request_state"))
+
+
+@dataclass(eq=False, slots=True)
+class LiveQuestion(ServerQuestion):
+    """A question (2025-11-25) parked on the connection while its call runs on."""
+
+    parked: ParkedQuestion
+    call: asyncio.Future[Any]
+    questions: LiveQuestions
+    tool_name: str
+
+    def awaiting(self, call_id: str, tool_name: str, server_name: str) -> CallPaused:
+        """The pause for the loop; its state says the question lives in this process."""
+        params = self.parked.params
+        question = InputRequest(
+            f"{call_id}~ask",
+            call_id,
+            tool_name,
+            str(params.get("message", "")),
+            dict(params.get("requestedSchema") or {}),
+        )
+        return CallPaused((question,), {"server": server_name, "live": True})
+
+    async def go_on(self, answer: Mapping[str, Any]) -> Any:
+        """Send the user's ``answer`` and wait on: the call's result, or its next question."""
+        from mcp_types import ElicitResult
+
+        if not self.parked.answer.done():
+            self.parked.answer.set_result(ElicitResult.model_validate(dict(answer)))
+        return await first_of(self.call, self.questions, self.tool_name)
+
+
+def _retrieve(call: asyncio.Future[Any]) -> None:
+    # A call whose pause was never resumed still ends (its question is cancelled after
+    # the timeout); its outcome is read here so nothing is reported as unretrieved.
+    if not call.cancelled():
+        call.exception()
+
+
+async def first_of(call: asyncio.Future[Any], questions: LiveQuestions, tool_name: str) -> Any:
+    """Wait for ``call`` (a running ``tools/call``) to end or to ask a question, within
+    the client's timeout: its ``CallToolResult``, or a :class:`LiveQuestion`."""
+    call.add_done_callback(_retrieve)
+    waiter = questions.arm()
+    try:
+        done, _ = await asyncio.wait(
+            {call, waiter}, timeout=questions.timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+    except BaseException:
+        questions.disarm(waiter)
+        call.cancel()
+        raise
+    if call.done() or not done:
+        questions.disarm(waiter)
+        if not done:
+            call.cancel()
+            raise McpTimeoutError(
+                questions.server_name,
+                f"tools/call '{tool_name}' timed out after {questions.timeout:g} s",
+                tool_name=tool_name,
+                may_have_run=True,
+            )
+        return call.result()
+    return LiveQuestion(waiter.result(), call, questions, tool_name)

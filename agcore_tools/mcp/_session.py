@@ -24,7 +24,7 @@ from .._aio import with_timeout
 from ..error import McpNotInitializedError, McpTimeoutError, ToolConfigError, ToolError
 from ._connection import ClientSettings, Connection
 from ._exchange import EXCHANGE, HttpExchange
-from ._input_pause import HeldQuestion
+from ._input_pause import ServerQuestion
 from ._progress import progress_callback
 from ._recover import classify, note_run, send_again
 from ._restarts import Circuit, RestartBudget
@@ -505,7 +505,7 @@ class Session:
         finally:
             EXCHANGE.reset(token)
         self.budget.clear()
-        if isinstance(result, HeldQuestion):
+        if isinstance(result, ServerQuestion):
             return result  # a question for the user: the adapter pauses the loop on it
         return result_value(result, name)
 

@@ -276,3 +276,68 @@ async def test_in_a_program_a_question_is_an_error_the_program_can_read(serve, m
         "asked the user a question, which a program cannot wait for"
         in (tool_messages(model.requests[1].json["messages"])["c_prog"])
     )
+
+
+# -- 2025-11-25: the question is a request on the live connection --------------------
+
+ASK = S.reply_tool_calls([("ask", {"question": "Your colour?"}, "c_ask")])
+
+
+async def _legacy(url: str) -> tuple[McpClient, ToolRegistry]:
+    client = McpClient("shop", StreamableHttpTransport(url), protocol="legacy", timeout=20.0)
+    await client.connect()
+    registry = ToolRegistry()
+    for adapter in client.into_tools():
+        registry.register(adapter)
+    return client, registry
+
+
+async def test_on_2025_the_pause_holds_the_live_question_and_answers_it_in_process(
+    serve, make_cycle, booking
+):
+    model = serve(ASK, S.reply_text("Blue it is."))
+    client, registry = await _legacy(booking.url)
+    try:
+        assert client.protocol_version == "2025-11-25"
+        cycle = make_cycle(model)
+        paused = await cycle.submit_with_tools("colour?", registry)
+        [question] = paused.pending
+        assert isinstance(question, InputRequest)
+        assert (question.request_id, question.message) == ("c_ask~ask", "Your colour?")
+        assert question.requested_schema["required"] == ["answer"]
+        saved = json.loads(json.dumps(cycle.messages))
+        cycle.messages[:] = saved  # the same process, from the saved history
+        done = await cycle.submit_with_tools(
+            None, registry, approvals=[question.accept({"answer": "blue"})]
+        )
+    finally:
+        await client.close()
+    assert done.text == "Blue it is."
+    assert tool_messages(model.requests[1].json["messages"])["c_ask"] == "accept: blue"
+
+
+async def test_on_2025_a_question_cannot_outlive_its_process_and_the_model_is_told(
+    serve, make_cycle, booking
+):
+    model = serve(ASK, S.reply_text("I will ask again."))
+    first, registry = await _legacy(booking.url)
+    try:
+        cycle = make_cycle(model)
+        [question] = (await cycle.submit_with_tools("colour?", registry)).pending
+        assert isinstance(question, InputRequest)
+        saved = json.loads(json.dumps(cycle.messages))
+    finally:
+        await first.close()  # the process that held the question is gone
+    second, fresh_registry = await _legacy(booking.url)
+    try:
+        fresh = make_cycle(model)
+        fresh.messages[:] = saved
+        done = await fresh.submit_with_tools(
+            None, fresh_registry, approvals=[question.accept({"answer": "blue"})]
+        )
+    finally:
+        await second.close()
+    assert done.text == "I will ask again."
+    told = tool_messages(model.requests[1].json["messages"])["c_ask"]
+    assert "the question asked during tools/call 'ask' was lost" in told
+    assert "call the tool again" in told
