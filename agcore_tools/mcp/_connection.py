@@ -97,6 +97,7 @@ class ClientSettings(Protocol):
     on_log: Any
     on_progress: Any
     log_level: str | None
+    tasks: bool
 
     @property
     def timeout(self) -> float:
@@ -353,6 +354,7 @@ class Connection:
             message_handler=self._on_message,
             client_info=Implementation(name="agcore-tools", version=__version__),
             cache=None,  # the client keeps its own tool cache (pagination, list_changed, TTL)
+            extensions=_task_extensions() if settings.tasks else None,
         )
         token = EXCHANGE.set(self._startup)  # the handshake's HTTP outcome (see _exchange)
         async with client, anyio.create_task_group() as tasks:
@@ -364,6 +366,10 @@ class Connection:
             scope.deadline = math.inf
             self.client = client
             self.call_tool = _tool_caller(client)
+            if settings.tasks and is_modern(client):
+                from ._task_wire import resolving_tasks
+
+                self.call_tool = resolving_tasks(self.call_tool, client.session)
             self.state = State.READY
             self._ready.set()
             interval = settings.recovery.ping_interval if settings.recovery is not None else None
@@ -573,6 +579,15 @@ def _tool_caller(client: Client) -> Any:
         )
 
     return call_tool
+
+
+def _task_extensions() -> list[Any]:
+    """The 2026-07-28 tasks extension, for a client created with ``tasks=True`` only:
+    it is advertised on every request of the session, and adds a result shape that
+    every ``tools/call`` answer is parsed against (see ``_tasks``)."""
+    from ._task_wire import TasksExtension
+
+    return [TasksExtension()]
 
 
 def _wants_listen(client: Client) -> bool:

@@ -1,0 +1,455 @@
+"""MCP Tasks: start a tool call as a task, follow it, fetch its result, cancel it, and
+pick it up again from another client or process.
+
+:meth:`McpClient.start_task` sends a task-augmented ``tools/call`` and returns an
+:class:`McpTask`; :meth:`McpClient.task` re-attaches to one from :meth:`McpTask.to_json`
+(or its id). Both protocol eras are spoken (the wire is in ``_task_wire``):
+
+* 2025-11-25 (SEP-1686): needs the server's ``tasks.requests.tools.call`` capability;
+  the request asks for a ``ttl``; the result is fetched with ``tasks/result``.
+* 2026-07-28 (SEP-2663): needs ``McpClient(tasks=True)`` (the opt-in is session-wide,
+  see :class:`McpClient`) and the server's ``io.modelcontextprotocol/tasks`` extension;
+  the server decides whether the call becomes a task (a tool whose support is
+  "optional" may answer at once: the handle is then already complete), and ``ttl`` is
+  not sent (the extension has no such request field). The result comes inline with
+  the completed task.
+
+A create call is never sent twice: it fails as a whole (translated like
+``call_tool``'s errors, never re-sent after a restart), or a task exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..error import McpError, McpTimeoutError, McpUsageError, ToolError, ToolExecutionError
+from ._protocol import is_modern
+from ._results import result_value
+from ._session import BACKSTOP, check_timeout
+from .models import McpTaskStatus
+
+if TYPE_CHECKING:
+    from ._connection import Connection
+    from ._session import Session
+
+__all__ = ["McpTask", "StatusCallback", "attach", "start_task"]
+
+logger = logging.getLogger("agcore_tools.mcp")
+
+StatusCallback = Callable[[McpTaskStatus], "Awaitable[None] | None"]
+"""Receives each new status (or status message) of a task being waited for."""
+
+_NOT_FOUND_CODES = (-32602,)
+"""JSON-RPC codes a server answers for a task id it does not know (INVALID_PARAMS)."""
+
+
+class McpTask:
+    """A task on an MCP server: a tool call that runs on after its request returned.
+
+    Get one from :meth:`McpClient.start_task` or :meth:`McpClient.task`. The handle
+    holds no connection of its own: it sends through the client that made it, so it
+    lives through reconnects; :meth:`to_json` saves what another process needs to
+    pick the task up again.
+
+    Example:
+        >>> async def build(client: Any) -> Any:
+        ...     task = await client.start_task("build", {"seconds": 2, "label": "x"})
+        ...     saved = task.to_json()  # store it: client.task(saved) re-attaches
+        ...     return await task.result(timeout=60, on_status=print)
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        task_id: str | None,
+        tool_name: str,
+        protocol: str,
+        *,
+        status: McpTaskStatus | None = None,
+        done: Any = None,
+    ) -> None:
+        self._session = session
+        self.task_id = task_id
+        """The server's id of the task; None when the server ran the call at once."""
+        self.tool_name = tool_name
+        """The tool the task runs ("" when re-attached by id alone)."""
+        self.protocol = protocol
+        """The protocol version the task was created under."""
+        self.last_status = status
+        """The last status seen (None before the first)."""
+        self._done = done  # the CallToolResult of a call the server ran at once
+
+    @property
+    def server_name(self) -> str:
+        """The client's name for the server the task runs on."""
+        return self._session.server_name
+
+    def to_json(self) -> dict[str, Any]:
+        """What :meth:`McpClient.task` needs to re-attach, as plain JSON.
+
+        Raises:
+            McpUsageError: The server ran the call at once: there is no task to re-attach
+                to (:meth:`result` has its value).
+
+        Example:
+            >>> from agcore_tools import McpClient, StdioTransport
+            >>> client = McpClient("ci", StdioTransport("server"))
+            >>> client.task({"server": "ci", "task_id": "t-7", "tool": "build",
+            ...              "protocol": "2025-11-25"}).to_json()["task_id"]
+            't-7'
+        """
+        if self.task_id is None:
+            raise McpUsageError(
+                f"MCP server '{self.server_name}' ran tool '{self.tool_name}' at once; "
+                "there is no task to save (result() has its value)"
+            )
+        return {
+            "server": self.server_name,
+            "task_id": self.task_id,
+            "tool": self.tool_name,
+            "protocol": self.protocol,
+        }
+
+    async def status(self) -> McpTaskStatus:
+        """The task's status now (``tasks/get``).
+
+        Raises:
+            McpError: The server no longer knows the task (expired, or forgotten in a
+                restart), or the request failed as :meth:`McpClient.call_tool`'s would.
+        """
+        if self.task_id is None:
+            return McpTaskStatus("", "completed")
+        status, _ = await self._get()
+        return status
+
+    async def result(
+        self, *, timeout: float | None = None, on_status: StatusCallback | None = None
+    ) -> Any:
+        """Wait for the task to end and return its value, as :meth:`McpClient.call_tool`
+        returns a tool's.
+
+        Polls ``tasks/get``: the first wait is 20 ms, and each later one doubles, up to
+        the server's ``pollInterval`` (1 s when it suggests none, 20 ms at the least).
+        ``on_status`` (sync or async) gets each new status or status message.
+
+        Raises:
+            ToolExecutionError: The tool answered ``isError``, or the task was cancelled
+                (a model reading it can decide what to do next).
+            McpError: The task failed (with the server's error), or the server no longer
+                knows it (expired, or forgotten in a restart).
+            McpTimeoutError: Still running after ``timeout`` seconds (default: no limit).
+                The task is not cancelled: a later ``result()`` can still get it.
+        """
+        if self.task_id is None:
+            return result_value(self._done, self.tool_name)
+        limit = None if timeout is None else check_timeout(self.server_name, timeout)
+        deadline = None if limit is None else time.monotonic() + limit
+        from ._task_wire import FIRST_POLL, next_wait
+
+        delay = FIRST_POLL
+        seen: tuple[str, str | None] | None = None
+        while True:
+            status, raw = await self._get()
+            if on_status is not None and (status.status, status.message) != seen:
+                await _notify(on_status, status)
+            seen = (status.status, status.message)
+            if status.terminal:
+                return await self._outcome(status, raw)
+            if status.status == "input_required" and not self._modern():
+                # A 2025-11-25 server sends its questions only to a client in tasks/result.
+                return await self._outcome(status, raw, left=_left(deadline))
+            wait = next_wait(delay, status)
+            left = _left(deadline)
+            if left is not None and left <= 0:
+                raise McpTimeoutError(
+                    self.server_name,
+                    f"task '{self.task_id}' of tool '{self.tool_name}' still {status.status} "
+                    f"after {limit:g} s; it runs on (result() again waits for it, cancel() "
+                    "stops it)",
+                    tool_name=self.tool_name or None,
+                )
+            await asyncio.sleep(wait if left is None else min(wait, left))
+            delay *= 2
+
+    async def cancel(self) -> McpTaskStatus | None:
+        """Ask the server to cancel the task (``tasks/cancel``); idempotent.
+
+        Returns the status the server answers with (2025-11-25), or None when it only
+        acknowledges (2026-07-28: :meth:`status` tells when it has stopped), or when
+        the server ran the call at once.
+        """
+        if self.task_id is None:
+            return None
+        from ._task_wire import CancelTask, RawResult, parse_status, wire
+
+        raw = await self._send(
+            "tasks/cancel",
+            lambda client, meta: client.session.send_request(
+                CancelTask(params={"taskId": self.task_id, "_meta": meta}),  # type: ignore[arg-type]
+                RawResult,
+            ),
+        )
+        fields = wire(raw)
+        return parse_status(fields) if "status" in fields else None
+
+    def __repr__(self) -> str:
+        state = self.last_status.status if self.last_status is not None else "?"
+        return f"<McpTask {self.task_id!r} {self.tool_name!r} on {self.server_name!r} {state}>"
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _modern(self) -> bool:
+        client = self._session.client
+        return client is not None and is_modern(client)
+
+    async def _get(self) -> tuple[McpTaskStatus, dict[str, Any]]:
+        from ._task_wire import GetTask, RawResult, parse_status, wire
+
+        raw = wire(
+            await self._send(
+                "tasks/get",
+                lambda client, meta: client.session.send_request(
+                    GetTask(params={"taskId": self.task_id, "_meta": meta}),  # type: ignore[arg-type]
+                    RawResult,
+                ),
+            )
+        )
+        try:
+            status = parse_status(raw)
+        except ValueError as exc:
+            raise McpError(self.server_name, f"tasks/get '{self.task_id}': {exc}") from exc
+        self.last_status = status
+        return status, raw
+
+    async def _send(self, what: str, call: Callable[[Any, Any], Awaitable[Any]]) -> Any:
+        """Send a ``tasks/*`` request through the session (timeout, restarts, errors);
+        an unknown task id becomes the :class:`McpError` that says so."""
+        from mcp.shared.exceptions import MCPError
+
+        async def guarded(client: Any, meta: Any) -> Any:
+            try:
+                return await call(client, meta)
+            except MCPError as exc:
+                if exc.code in _NOT_FOUND_CODES or "not found" in exc.message.lower():
+                    raise self._gone(exc.message) from exc
+                raise
+
+        return await self._session.send(f"{what} '{self.task_id}'", guarded)
+
+    def _gone(self, detail: str) -> McpError:
+        return McpError(
+            self.server_name,
+            f"task '{self.task_id}' no longer exists on server '{self.server_name}' (it "
+            f"expired, or the server forgot it in a restart): {detail}",
+            tool_name=self.tool_name or None,
+        )
+
+    async def _outcome(
+        self, status: McpTaskStatus, raw: dict[str, Any], left: float | None = None
+    ) -> Any:
+        from mcp_types import CallToolResult
+
+        if status.status == "cancelled":
+            raise ToolExecutionError(self.tool_name, f"task '{self.task_id}' was cancelled")
+        if self._modern():
+            payload = raw.get("result")
+            if status.status == "completed" and isinstance(payload, Mapping):
+                return result_value(CallToolResult.model_validate(payload), self.tool_name)
+            error = raw.get("error")
+            detail = error.get("message") if isinstance(error, Mapping) else status.message
+            raise self._failed(detail)
+        return result_value(await self._payload(status, left), self.tool_name)
+
+    async def _payload(self, status: McpTaskStatus, left: float | None) -> Any:
+        """``tasks/result`` (2025-11-25): the task's ``CallToolResult``."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CallToolResult
+
+        from ._task_wire import GetTaskPayload, RawResult, wire
+
+        async def fetch(client: Any, meta: Any) -> Any:
+            try:
+                return await client.session.send_request(
+                    GetTaskPayload(params={"taskId": self.task_id, "_meta": meta}),  # type: ignore[arg-type]
+                    RawResult,
+                    request_read_timeout_seconds=left,
+                )
+            except MCPError as exc:
+                if exc.code in _NOT_FOUND_CODES or status.status != "failed":
+                    raise
+                raise self._failed(exc.message) from exc
+
+        raw = wire(await self._send("tasks/result", fetch))
+        if status.status == "failed" and "content" not in raw:
+            raise self._failed(status.message)
+        return CallToolResult.model_validate(raw, by_name=False)
+
+    def _failed(self, detail: str | None) -> McpError:
+        return McpError(
+            self.server_name,
+            f"task '{self.task_id}' of tool '{self.tool_name}' failed: "
+            f"{detail or 'the server gave no reason'}",
+            tool_name=self.tool_name or None,
+        )
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else deadline - time.monotonic()
+
+
+async def _notify(callback: StatusCallback, status: McpTaskStatus) -> None:
+    outcome = callback(status)
+    if inspect.isawaitable(outcome):
+        await outcome
+
+
+async def start_task(
+    session: Session,
+    name: str,
+    args: Mapping[str, Any] | None,
+    ttl: float | None,
+    timeout: float | None,
+) -> McpTask:
+    """Send ``tools/call`` as a task (see :meth:`McpClient.start_task`)."""
+    from ._exchange import EXCHANGE, HttpExchange
+
+    limit = (
+        session.settings.timeout if timeout is None else check_timeout(session.server_name, timeout)
+    )
+    if ttl is not None:
+        ttl = check_timeout(session.server_name, ttl)
+    started = time.monotonic()
+    action = f"tools/call '{name}' as a task"
+    conn = await session.ready(action, started, limit)
+    client = conn.client
+    if client is None:
+        raise session.not_usable(conn, name, action)
+    arguments = dict(args) if args else {}
+    exchange = HttpExchange() if conn.http else None
+    token = EXCHANGE.set(exchange)
+    try:
+        remaining = max(0.0, started + limit - time.monotonic())
+        if is_modern(client):
+            return await _create_modern(session, conn, name, arguments, remaining)
+        return await _create_legacy(session, conn, name, arguments, ttl, remaining)
+    except ToolError:
+        raise
+    except Exception as exc:  # translated, never sent again: a task may exist
+        raise await session.translate(conn, exc, exchange, action, limit, name) from exc
+    finally:
+        EXCHANGE.reset(token)
+
+
+async def _create_legacy(
+    session: Session,
+    conn: Connection,
+    name: str,
+    arguments: dict[str, Any],
+    ttl: float | None,
+    limit: float,
+) -> McpTask:
+    from ._task_wire import parse_status, send_unvalidated
+
+    client = conn.client
+    assert client is not None
+    tasks = client.server_capabilities.tasks
+    requests = tasks.requests if tasks is not None else None
+    tools = requests.tools if requests is not None else None
+    if tools is None or tools.call is None:
+        raise McpError(
+            session.server_name,
+            f"cannot start tool '{name}' as a task: the server does not offer tasks for "
+            f"tools/call (no tasks.requests.tools.call capability on {client.protocol_version})",
+            tool_name=name,
+        )
+    params: dict[str, Any] = {"name": name, "arguments": arguments, "task": {}}
+    if ttl is not None:
+        params["task"]["ttl"] = round(ttl * 1000)
+    if conn.request_meta:
+        params["_meta"] = dict(conn.request_meta)
+    raw = await _bounded(send_unvalidated(client.session, "tools/call", params, limit), limit)
+    if "task" not in raw:  # a server that ran it at once after all
+        from mcp_types import CallToolResult
+
+        done = CallToolResult.model_validate(raw, by_name=False)
+        return McpTask(session, None, name, client.protocol_version, done=done)
+    status = parse_status(raw)
+    logger.debug(
+        "MCP server '%s': tool '%s' runs as task '%s'", session.server_name, name, status.task_id
+    )
+    return McpTask(session, status.task_id, name, client.protocol_version, status=status)
+
+
+async def _create_modern(
+    session: Session, conn: Connection, name: str, arguments: dict[str, Any], limit: float
+) -> McpTask:
+    from mcp_types import CallToolResult
+
+    from ._task_wire import TASKS_EXTENSION, parse_status, wire
+
+    client = conn.client
+    assert client is not None
+    if not getattr(session.settings, "tasks", False):
+        raise McpError(
+            session.server_name,
+            f"cannot start tool '{name}' as a task on {client.protocol_version}: tasks are "
+            "an opt-in extension there; create the client with McpClient(..., tasks=True)",
+            tool_name=name,
+        )
+    extensions = client.server_capabilities.extensions or {}
+    if TASKS_EXTENSION not in extensions:
+        raise McpError(
+            session.server_name,
+            f"cannot start tool '{name}' as a task: the server does not offer the "
+            f"{TASKS_EXTENSION} extension",
+            tool_name=name,
+        )
+    result = await _bounded(
+        client.session.call_tool(
+            name,
+            arguments,
+            read_timeout_seconds=limit,
+            meta=conn.request_meta,
+            allow_claimed=True,
+        ),
+        limit,
+    )
+    if isinstance(result, CallToolResult):  # the server chose to answer at once
+        return McpTask(session, None, name, client.protocol_version, done=result)
+    status = parse_status(wire(result))
+    return McpTask(session, status.task_id, name, client.protocol_version, status=status)
+
+
+async def _bounded(awaitable: Awaitable[Any], limit: float) -> Any:
+    from .._aio import with_timeout
+
+    return await with_timeout(awaitable, limit + BACKSTOP)
+
+
+def attach(session: Session, saved: Mapping[str, Any] | str) -> McpTask:
+    """The handle of a task saved with :meth:`McpTask.to_json` (or known by its id)."""
+    if isinstance(saved, str):
+        if not saved:
+            raise McpUsageError("a task id must be a non-empty string")
+        client = session.client
+        protocol = client.protocol_version if client is not None else ""
+        return McpTask(session, saved, "", protocol or "")
+    if not isinstance(saved, Mapping):
+        raise McpUsageError(
+            f"a saved task must be a mapping or a task id, got {type(saved).__name__}"
+        )
+    server = saved.get("server")
+    if server != session.server_name:
+        raise McpUsageError(
+            f"task {saved.get('task_id')!r} was started on MCP server {server!r}, not on "
+            f"'{session.server_name}'"
+        )
+    task_id = saved.get("task_id")
+    if not isinstance(task_id, str) or not task_id:
+        raise McpUsageError(f"a saved task needs a task_id, got {task_id!r}")
+    return McpTask(session, task_id, str(saved.get("tool") or ""), str(saved.get("protocol") or ""))
