@@ -235,7 +235,7 @@ class McpTask:
             try:
                 return await call(client, meta)
             except MCPError as exc:
-                if exc.code in _NOT_FOUND_CODES or "not found" in exc.message.lower():
+                if exc.code in _NOT_FOUND_CODES:
                     raise self._gone(exc.message) from exc
                 raise
 
