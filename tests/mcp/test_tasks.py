@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import inspect
+import itertools
 import json
 import os
 import socket
@@ -135,7 +136,7 @@ def test_the_sdk_internals_the_2025_create_call_uses() -> None:
         _methods.validate_server_result("tools/call", "2025-11-25", created)
     source = inspect.getsource(ClientSession.send_request)
     assert "self._stamp(data, opts)" in source
-    assert "self._dispatcher.send_raw_request(method, data.get(\"params\"), opts)" in source
+    assert 'self._dispatcher.send_raw_request(method, data.get("params"), opts)' in source
     assert list(inspect.signature(Dispatcher.send_raw_request).parameters) == [
         "self",
         "method",
@@ -244,7 +245,7 @@ async def test_poll_interval_is_honoured(tmp_path: Path) -> None:
     finally:
         server.stop()
         server.sock.close()
-    gaps = [b - a for a, b in zip(polls, polls[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(polls)]
     # 20, 40, 80, 160 ms, then the server's 300 ms from there on.
     assert gaps[:3] == sorted(gaps[:3])
     assert all(gap >= 0.28 for gap in gaps[4:]), gaps
@@ -337,7 +338,9 @@ async def test_reattach_from_a_new_client_and_another_process(
 
 
 @pytest.mark.parametrize(("options", "era"), ERAS)
-async def test_a_restarted_server(task_server: TaskServer, options: dict[str, Any], era: str) -> None:
+async def test_a_restarted_server(
+    task_server: TaskServer, options: dict[str, Any], era: str
+) -> None:
     async with task_server.client(**options) as client:
         kept = await client.start_task("build", {"seconds": 1.5, "label": "kept"})
         task_server.restart()  # the same store: the task lives on
@@ -359,7 +362,7 @@ async def test_a_timeout_leaves_the_task_running(
     async with task_server.client(**options) as client:
         task = await client.start_task("build", {"seconds": 1.5, "label": "later"})
         started = time.monotonic()
-        with pytest.raises(McpTimeoutError, match="still working after 0.3 s; it runs on"):
+        with pytest.raises(McpTimeoutError, match=r"still working after 0\.3 s; it runs on"):
             await task.result(timeout=0.3)
         assert time.monotonic() - started < 1.0
         assert (await task.status()).status == "working"
