@@ -161,8 +161,14 @@ class McpTask:
             if status.terminal:
                 return await self._outcome(status, raw)
             if status.status == "input_required" and not self._modern():
-                # A 2025-11-25 server sends its questions only to a client in tasks/result.
-                return await self._outcome(status, raw, left=_left(deadline))
+                # A 2025-11-25 server sends its questions (elicitation/create, answered by
+                # the client's elicitation_handler) only to a client in tasks/result,
+                # which then waits for the end, bounded by the deadline or the timeout.
+                payload = await self._payload(status, _left(deadline))
+                status, raw = await self._get()
+                if on_status is not None and (status.status, status.message) != seen:
+                    await _notify(on_status, status)
+                return result_value(payload, self.tool_name)
             wait = next_wait(delay, status)
             left = _left(deadline)
             if left is not None and left <= 0:
@@ -280,7 +286,7 @@ class McpTask:
                     request_read_timeout_seconds=left,
                 )
             except MCPError as exc:
-                if exc.code in _NOT_FOUND_CODES or status.status != "failed":
+                if exc.code in _NOT_FOUND_CODES or status.status == "completed":
                     raise
                 raise self._failed(exc.message) from exc
 

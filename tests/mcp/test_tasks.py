@@ -164,6 +164,32 @@ async def test_server_everything_research_query_as_a_task(
         assert (await task.status()).terminal
 
 
+async def test_server_everything_asks_a_question_during_its_task(
+    everything_stdio: StdioTransport,  # noqa: F811 - the imported fixture
+) -> None:
+    """2025-11-25: the task's elicitation/create reaches the client's handler while the
+    client waits in tasks/result, and the answer shapes the result."""
+    asked: list[str] = []
+
+    async def clarify(context: Any, params: Any) -> Any:
+        from mcp_types import ElicitResult
+
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"interpretation": "ocean tides"})
+
+    seen: list[McpTaskStatus] = []
+    async with McpClient(
+        "everything", everything_stdio, timeout=30, elicitation_handler=clarify
+    ) as client:
+        task = await client.start_task(
+            "simulate-research-query", {"topic": "tides", "ambiguous": True}
+        )
+        report = await task.result(timeout=30, on_status=seen.append)
+    assert "Research Report: tides (ocean tides)" in report
+    assert len(asked) == 1 and "tides" in asked[0]
+    assert "input_required" in [s.status for s in seen] and seen[-1].status == "completed"
+
+
 # -- our server, both eras ------------------------------------------------------------
 
 
@@ -265,6 +291,21 @@ async def test_plain_calls_and_the_opt_in(task_server: TaskServer) -> None:
             await client.call_tool("build", {"seconds": 1, "label": "x"})
     # With it, a plain call the server runs as a task still returns the tool's value.
     async with task_server.client(tasks=True) as client:
+        task = await client.start_task("build", {"seconds": 0.3, "label": "h"})
+        # The server checks Mcp-Name on tasks/*: the SDK's own request type has no
+        # name_param, so it goes without the header, and is refused.
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import HEADER_MISMATCH, GetTaskRequest, GetTaskRequestParams
+
+        from agcore_tools.mcp._task_wire import RawResult
+
+        sdk = client._session.client
+        assert sdk is not None
+        with pytest.raises(MCPError) as refused:
+            bare = GetTaskRequest(params=GetTaskRequestParams(task_id=str(task.task_id)))
+            await sdk.session.send_request(bare, RawResult)
+        assert refused.value.code == HEADER_MISMATCH
+        assert (await task.status()).task_id == task.task_id  # ours carries it
         assert await client.call_tool("build", {"seconds": 0.3, "label": "p"}) == {
             "label": "p",
             "seconds": 0.3,

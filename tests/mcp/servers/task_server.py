@@ -19,7 +19,8 @@ Tools: ``build(seconds, label)`` (tasks required; done ``seconds`` after creatio
 "step k/3" meanwhile), ``report(n)`` (tasks optional: on 2026-07-28 the server answers at
 once), ``fail_build()`` (tasks required; fails), ``plain_echo(text)`` (no tasks) and
 ``calls_made()`` (no tasks: every ``tools/call`` received, per tool, and the times of
-the ``tasks/get`` requests per task).
+the ``tasks/get`` requests per task). Over HTTP on 2026-07-28 it refuses a ``tasks/*``
+request without the ``Mcp-Name`` header naming the task (HEADER_MISMATCH).
 
 Run: ``python task_server.py --stdio --store PATH`` or ``--http PORT`` (127.0.0.1), or
 ``--http-fd FD`` on a socket the caller bound. ``--poll-ms`` sets the poll interval.
@@ -44,6 +45,7 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -203,9 +205,18 @@ def opted_in(ctx: ServerRequestContext[Any, Any]) -> bool:
     return TASKS in extensions
 
 
+def check_name(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
+    """SEP-2663: a tasks/* request over HTTP names its task in the Mcp-Name header."""
+    request = ctx.request
+    if request is not None and is_modern(ctx) and request.headers.get("mcp-name") != task_id:
+        raise MCPError(HEADER_MISMATCH, f"{ctx.method} needs the header Mcp-Name: {task_id}")
+
+
 async def get_task(
     ctx: ServerRequestContext[Any, Any], params: GetTaskRequestParams
 ) -> HandlerResult:
+    check_name(ctx, params.task_id)
+
     def log(data: dict[str, Any]) -> None:
         data["gets"].setdefault(params.task_id, []).append(time.time())
 
@@ -223,6 +234,7 @@ async def get_task(
 async def cancel_task(
     ctx: ServerRequestContext[Any, Any], params: GetTaskRequestParams
 ) -> HandlerResult:
+    check_name(ctx, params.task_id)
     record, state = find(params.task_id)
     if state["status"] in ("working", "input_required"):
 
