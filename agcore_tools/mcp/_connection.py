@@ -354,7 +354,7 @@ class Connection:
             message_handler=self._on_message,
             client_info=Implementation(name="agcore-tools", version=__version__),
             cache=None,  # the client keeps its own tool cache (pagination, list_changed, TTL)
-            extensions=_task_extensions() if settings.tasks else None,
+            extensions=_task_extensions(settings.server_name) if settings.tasks else None,
         )
         token = EXCHANGE.set(self._startup)  # the handshake's HTTP outcome (see _exchange)
         async with client, anyio.create_task_group() as tasks:
@@ -369,7 +369,7 @@ class Connection:
             if settings.tasks and is_modern(client):
                 from ._task_wire import resolving_tasks
 
-                self.call_tool = resolving_tasks(self.call_tool, client.session)
+                self.call_tool = resolving_tasks(self.call_tool, client.session, self.server_name)
             self.state = State.READY
             self._ready.set()
             interval = settings.recovery.ping_interval if settings.recovery is not None else None
@@ -581,13 +581,13 @@ def _tool_caller(client: Client) -> Any:
     return call_tool
 
 
-def _task_extensions() -> list[Any]:
+def _task_extensions(server_name: str) -> list[Any]:
     """The 2026-07-28 tasks extension, for a client created with ``tasks=True`` only:
     it is advertised on every request of the session, and adds a result shape that
     every ``tools/call`` answer is parsed against (see ``_tasks``)."""
     from ._task_wire import TasksExtension
 
-    return [TasksExtension()]
+    return [TasksExtension(server_name)]
 
 
 def _wants_listen(client: Client) -> bool:

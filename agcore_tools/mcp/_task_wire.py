@@ -27,6 +27,7 @@ from typing import Any, Literal
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.session import ClientSession
 from mcp_types import (
+    INVALID_PARAMS,
     CallToolResult,
     CancelTaskRequest,
     GetTaskPayloadRequest,
@@ -174,12 +175,16 @@ async def send_unvalidated(
 
 
 async def drive(
-    session: ClientSession, task_id: str, tool_name: str, deadline: float
+    session: ClientSession, server_name: str, task_id: str, tool_name: str, deadline: float
 ) -> CallToolResult:
     """Poll a 2026-07-28 task to its end and return its ``CallToolResult``; a failed,
     cancelled or forgotten task becomes an ``isError`` result naming it (what a plain
-    ``tools/call`` that the server chose to run as a task returns)."""
+    ``tools/call`` that the server chose to run as a task returns). Any other failure
+    raises an :class:`~agcore_tools.McpError` naming the task, which runs on (so the
+    call is not sent again: it is no longer safe to)."""
     from mcp.shared.exceptions import MCPError
+
+    from ..error import McpError
 
     delay = FIRST_POLL
     while True:
@@ -193,7 +198,14 @@ async def drive(
                 )
             )
         except MCPError as exc:
-            return _error_result(f"task '{task_id}' could not be read: {exc.message}")
+            if exc.code == INVALID_PARAMS:  # the server no longer knows it
+                return _error_result(f"task '{task_id}' no longer exists: {exc.message}")
+            raise McpError(
+                server_name,
+                f"tools/call '{tool_name}' runs as task '{task_id}', which could not be "
+                f"followed ({exc.message}); McpClient.task('{task_id}') picks it up",
+                tool_name=tool_name,
+            ) from exc
         status = parse_status(raw)
         if status.status == "completed" and isinstance(raw.get("result"), Mapping):
             return CallToolResult.model_validate(raw["result"], by_name=False)
@@ -219,18 +231,42 @@ class TasksExtension(ClientExtension):
 
     identifier = TASKS_EXTENSION
 
+    def __init__(self, server_name: str) -> None:
+        self.server_name = server_name
+
     def claims(self) -> Sequence[ResultClaim[Any]]:
         """The ``task`` result shape of ``tools/call``."""
-        return (ResultClaim(result_type="task", model=CreatedTask, resolve=_resolve),)
+        return (ResultClaim(result_type="task", model=CreatedTask, resolve=self._resolve),)
+
+    async def _resolve(self, created: CreatedTask, ctx: ClaimContext) -> CallToolResult:
+        limit = ctx.read_timeout_seconds
+        deadline = time.monotonic() + (limit if limit is not None and limit < 1e9 else 1e9)
+        return await _followed(
+            drive(ctx.session, self.server_name, created.task_id, ctx.tool_name, deadline),
+            self.server_name,
+            created.task_id,
+            ctx.tool_name,
+        )
 
 
-async def _resolve(created: CreatedTask, ctx: ClaimContext) -> CallToolResult:
-    limit = ctx.read_timeout_seconds
-    deadline = time.monotonic() + (limit if limit is not None and limit < 1e9 else 1e9)
-    return await drive(ctx.session, created.task_id, ctx.tool_name, deadline)
+async def _followed(driving: Any, server_name: str, task_id: str, tool_name: str) -> CallToolResult:
+    """``driving``; a wait cut short (timeout, cancellation) logs the task it leaves."""
+    try:
+        result: CallToolResult = await driving
+    except (asyncio.CancelledError, TimeoutError):
+        logger.warning(
+            "MCP server '%s': tools/call '%s' ran as task '%s', left running on the server "
+            "(McpClient.task(%r) picks it up)",
+            server_name,
+            tool_name,
+            task_id,
+            task_id,
+        )
+        raise
+    return result
 
 
-def resolving_tasks(caller: Any, session: ClientSession) -> Any:
+def resolving_tasks(caller: Any, session: ClientSession, server_name: str) -> Any:
     """``caller`` (what sends a plain ``tools/call``) on a session that opted into tasks:
     a call the server chose to run as a task is polled to its end, so ``call_tool``
     still returns the tool's result. The watchdog around the call bounds the polling."""
@@ -244,6 +280,12 @@ def resolving_tasks(caller: Any, session: ClientSession) -> Any:
             if not isinstance(created, CreatedTask):
                 raise
         logger.debug("tools/call '%s' runs as task '%s'; polling it", name, created.task_id)
-        return await drive(session, created.task_id, name, time.monotonic() + 1e9)
+        deadline = time.monotonic() + 1e9  # the watchdog around the call bounds it
+        return await _followed(
+            drive(session, server_name, created.task_id, name, deadline),
+            server_name,
+            created.task_id,
+            name,
+        )
 
     return call_tool

@@ -59,8 +59,12 @@ class McpTask:
     Example:
         >>> async def build(client: Any) -> Any:
         ...     task = await client.start_task("build", {"seconds": 2, "label": "x"})
+        ...     print(task.task_id, task.server_name, task.tool_name, task.protocol)
         ...     saved = task.to_json()  # store it: client.task(saved) re-attaches
+        ...     print((await task.status()).message)  # e.g. "step 1/3"
         ...     return await task.result(timeout=60, on_status=print)
+        >>> async def stop(client: Any, saved: dict[str, Any]) -> None:
+        ...     await client.task(saved).cancel()
     """
 
     def __init__(
@@ -135,7 +139,11 @@ class McpTask:
 
         Polls ``tasks/get``: the first wait is 20 ms, and each later one doubles, up to
         the server's ``pollInterval`` (1 s when it suggests none, 20 ms at the least).
-        ``on_status`` (sync or async) gets each new status or status message.
+        ``on_status`` (sync or async) gets each new status or status message; what it
+        raises ends the wait (the task runs on).
+
+        A task created on the other protocol era than the client's connection now
+        speaks is refused (its wire differs): re-attach with the same ``protocol=``.
 
         Raises:
             ToolExecutionError: The tool answered ``isError``, or the task was cancelled
@@ -238,6 +246,7 @@ class McpTask:
         from mcp.shared.exceptions import MCPError
 
         async def guarded(client: Any, meta: Any) -> Any:
+            self._check_era(client)
             try:
                 return await call(client, meta)
             except MCPError as exc:
@@ -246,6 +255,19 @@ class McpTask:
                 raise
 
         return await self._session.send(f"{what} '{self.task_id}'", guarded)
+
+    def _check_era(self, client: Any) -> None:
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        now = client.protocol_version
+        if not self.protocol:
+            self.protocol = now  # re-attached by id alone: this session's era
+        elif (self.protocol in MODERN_PROTOCOL_VERSIONS) != (now in MODERN_PROTOCOL_VERSIONS):
+            raise McpUsageError(
+                f"MCP server '{self.server_name}': task '{self.task_id}' was created on "
+                f"protocol {self.protocol}, and this connection speaks {now}, whose tasks "
+                "wire differs; re-attach from a client with the same protocol= setting"
+            )
 
     def _gone(self, detail: str) -> McpError:
         return McpError(
@@ -327,8 +349,8 @@ async def start_task(
     limit = (
         session.settings.timeout if timeout is None else check_timeout(session.server_name, timeout)
     )
-    if ttl is not None:
-        ttl = check_timeout(session.server_name, ttl)
+    if ttl is not None and not (isinstance(ttl, (int, float)) and ttl > 0):
+        raise McpUsageError(f"a task's ttl must be a positive number of seconds, got {ttl!r}")
     started = time.monotonic()
     action = f"tools/call '{name}' as a task"
     conn = await session.ready(action, started, limit)

@@ -12,6 +12,7 @@ import http.client
 import inspect
 import itertools
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -278,7 +279,9 @@ async def test_poll_interval_is_honoured(tmp_path: Path) -> None:
     assert len(polls) <= 2.0 / 0.3 + 6, gaps
 
 
-async def test_plain_calls_and_the_opt_in(task_server: TaskServer) -> None:
+async def test_plain_calls_and_the_opt_in(
+    task_server: TaskServer, caplog: pytest.LogCaptureFixture
+) -> None:
     # Without tasks=True a 2026-07-28 session stays as it was: no task result shape.
     async with task_server.client() as client:
         assert client.protocol_version == "2026-07-28"
@@ -311,6 +314,19 @@ async def test_plain_calls_and_the_opt_in(task_server: TaskServer) -> None:
             "seconds": 0.3,
         }
         assert await client.call_tool("plain_echo", {"text": "hi"}) == {"result": "hi"}
+        # The SDK client's own call_tool (which _tool_caller falls back on for
+        # input_required rounds) resolves a task through the extension's claim.
+        resolved = await sdk.call_tool("build", {"seconds": 0.2, "label": "sdk"})
+        assert resolved.structured_content == {"label": "sdk", "seconds": 0.2}
+        # A plain call cut short by its timeout leaves the task, and says which.
+        with caplog.at_level(logging.WARNING, "agcore_tools.mcp"), pytest.raises(McpTimeoutError):
+            await client.call_tool("build", {"seconds": 30, "label": "t"}, timeout=0.5)
+        left = [r.getMessage() for r in caplog.records if "left running" in r.getMessage()]
+        assert len(left) == 1 and "McpClient.task(" in left[0]
+        # A task of one era is not followed on the other's wire.
+        era_2025 = client.task({"server": "ci", "task_id": "t", "protocol": "2025-11-25"})
+        with pytest.raises(McpUsageError, match="re-attach from a client with the same"):
+            await era_2025.status()
     async with task_server.client(protocol="legacy") as client:
         with pytest.raises(McpError, match="does not support tasks"):
             await client.start_task("plain_echo", {"text": "x"})
