@@ -54,7 +54,7 @@ class McpToolInfo:
     task_support: str | None = None
     """Its ``execution.taskSupport`` (2025-11-25 servers): ``"forbidden"``, ``"optional"``
     or ``"required"``; None when absent. Tools that require tasks (SEP-1686) are left
-    out of :meth:`McpClient.into_tools`: the MCP SDK cannot run them."""
+    out of :meth:`McpClient.into_tools`; :meth:`McpClient.start_task` runs them."""
 
     def hint(self, name: str) -> bool | None:
         """A boolean annotation such as ``"readOnlyHint"``, or None when absent."""
