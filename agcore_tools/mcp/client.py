@@ -32,7 +32,7 @@ from .. import _otel
 from .._deprecated import renamed
 from ..base import BaseTool
 from ..error import McpNotInitializedError, ToolConfigError
-from . import _prompts, _protocol_tools, _resources, _tasks, _utilities
+from . import _prompts, _protocol_tools, _resources, _task_start, _utilities
 from ._adapter import make_adapters
 from ._session import Session, check_timeout
 from ._sync_api import SyncClientMethods
@@ -488,7 +488,7 @@ class McpClient(SyncClientMethods):
             ...     task = await client.start_task("build", {"seconds": 5, "label": "x"})
             ...     return await task.result(timeout=60)
         """
-        return await _tasks.start_task(self._session, name, args, ttl, timeout)
+        return await _task_start.start_task(self._session, name, args, ttl, timeout)
 
     def task(self, saved: Mapping[str, Any] | str) -> McpTask:
         """The handle of a task started earlier, from :meth:`McpTask.to_json` or its id.
@@ -510,7 +510,7 @@ class McpClient(SyncClientMethods):
             ...
             agcore_tools.error.McpUsageError: task 't-1' was started on MCP server 'other', not on 'ci'
         """
-        return _tasks.attach(self._session, saved)
+        return _task_start.attach(self._session, saved)
 
     def into_tools(
         self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
