@@ -1,8 +1,9 @@
 """Starting MCP tasks and re-attaching to them (see ``_tasks`` for the handle).
 
 :func:`start_task` sends the task-augmented ``tools/call`` once: it fails as a whole
-(translated like ``call_tool``'s errors, never sent again after a restart, as the
-task may exist), or a task exists. :func:`attach` makes the handle of a saved task.
+(translated like ``call_tool``'s errors, and sent again only where the server provably
+did not run it, as ``call_tool`` does for a tool that is not safe to repeat), or a task
+exists. :func:`attach` makes the handle of a saved task.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import time
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..error import McpError, McpUsageError, ToolError
+from .._aio import with_timeout
+from ..error import McpError, McpTimeoutError, McpUsageError, ToolError
+from ._exchange import EXCHANGE, HttpExchange
 from ._protocol import is_modern
-from ._session import BACKSTOP, check_timeout
+from ._recover import note_run, send_again
+from ._session import BACKSTOP, GRACE, check_timeout
 from ._tasks import McpTask
 
 if TYPE_CHECKING:
@@ -34,8 +38,6 @@ async def start_task(
     timeout: float | None,
 ) -> McpTask:
     """Send ``tools/call`` as a task (see :meth:`McpClient.start_task`)."""
-    from ._exchange import EXCHANGE, HttpExchange
-
     limit = (
         session.settings.timeout if timeout is None else check_timeout(session.server_name, timeout)
     )
@@ -44,21 +46,45 @@ async def start_task(
     started = time.monotonic()
     action = f"tools/call '{name}' as a task"
     conn = await session.ready(action, started, limit)
-    client = conn.client
-    if client is None:
-        raise session.not_usable(conn, name, action)
     arguments = dict(args) if args else {}
-    exchange = HttpExchange() if conn.http else None
-    token = EXCHANGE.set(exchange)
-    try:
-        remaining = max(0.0, started + limit - time.monotonic())
+
+    async def create(conn: Connection, remaining: float) -> McpTask:
+        client = conn.client
+        if client is None:
+            raise session.not_usable(conn, name, action)
         if is_modern(client):
             return await _create_modern(session, conn, name, arguments, remaining)
         return await _create_legacy(session, conn, name, arguments, ttl, remaining)
+
+    exchange = HttpExchange() if conn.http else None
+    token = EXCHANGE.set(exchange)
+    try:
+        return await create(conn, max(0.0, started + limit - time.monotonic()))
     except ToolError:
-        raise
-    except Exception as exc:  # translated, never sent again: a task may exist
-        raise await session.translate(conn, exc, exchange, action, limit, name) from exc
+        raise  # refused before sending (no tasks offered)
+    except Exception as exc:  # noqa: BLE001 - send_again raises it translated
+        # Sent again only where the server provably did not run it (a forgotten
+        # session, a 429 or 503 with Retry-After): else a task may exist.
+        again = send_again(
+            session,
+            conn,
+            exc,
+            exchange,
+            action=action,
+            tool_name=name,
+            limit=limit,
+            started=started,
+            safe=lambda: False,
+            send=create,
+        )
+        try:
+            return await with_timeout(again, max(0.0, started + limit + GRACE - time.monotonic()))
+        except TimeoutError as timed_out:
+            raise note_run(
+                McpTimeoutError(session.server_name, f"{action} timed out after {limit:g} s"),
+                True,
+                name,
+            ) from timed_out
     finally:
         EXCHANGE.reset(token)
 
@@ -144,8 +170,6 @@ async def _create_modern(
 
 
 async def _bounded(awaitable: Awaitable[Any], limit: float) -> Any:
-    from .._aio import with_timeout
-
     return await with_timeout(awaitable, limit + BACKSTOP)
 
 

@@ -15,8 +15,7 @@ are spoken (the wire is in ``_task_wire``):
   not sent (the extension has no such request field). The result comes inline with
   the completed task.
 
-A create call is never sent twice: it fails as a whole (translated like
-``call_tool``'s errors, never re-sent after a restart), or a task exists.
+A create call is never sent twice once the server may have run it (see ``_task_start``).
 """
 
 from __future__ import annotations
@@ -176,7 +175,7 @@ class McpTask:
                 status, raw = await self._get()
                 if on_status is not None and (status.status, status.message) != seen:
                     await _notify(on_status, status)
-                return result_value(payload, self.tool_name)
+                return result_value(payload, self._label)
             wait = next_wait(delay, status)
             left = _left(deadline)
             if left is not None and left <= 0:
@@ -216,6 +215,11 @@ class McpTask:
         return f"<McpTask {self.task_id!r} {self.tool_name!r} on {self.server_name!r} {state}>"
 
     # -- internals ---------------------------------------------------------------------
+
+    @property
+    def _label(self) -> str:
+        # What a ToolExecutionError names: the tool, or the task when re-attached by id.
+        return self.tool_name or f"task {self.task_id}"
 
     def _modern(self) -> bool:
         client = self._session.client
@@ -283,15 +287,21 @@ class McpTask:
         from mcp_types import CallToolResult
 
         if status.status == "cancelled":
-            raise ToolExecutionError(self.tool_name, f"task '{self.task_id}' was cancelled")
+            raise ToolExecutionError(self._label, f"task '{self.task_id}' was cancelled")
         if self._modern():
             payload = raw.get("result")
-            if status.status == "completed" and isinstance(payload, Mapping):
-                return result_value(CallToolResult.model_validate(payload), self.tool_name)
+            if status.status == "completed":
+                if not isinstance(payload, Mapping):
+                    raise McpError(
+                        self.server_name,
+                        f"task '{self.task_id}' completed without a result",
+                        tool_name=self.tool_name or None,
+                    )
+                return result_value(CallToolResult.model_validate(payload), self._label)
             error = raw.get("error")
             detail = error.get("message") if isinstance(error, Mapping) else status.message
             raise self._failed(detail)
-        return result_value(await self._payload(status, left), self.tool_name)
+        return result_value(await self._payload(status, left), self._label)
 
     async def _payload(self, status: McpTaskStatus, left: float | None) -> Any:
         """``tasks/result`` (2025-11-25): the task's ``CallToolResult``."""

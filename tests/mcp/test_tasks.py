@@ -444,3 +444,17 @@ async def test_over_stdio(tmp_path: Path, options: dict[str, Any], era: str) -> 
         assert client.protocol_version == era
         task = await client.start_task("build", {"seconds": 0.3, "label": "io"})
         assert await task.result(timeout=20) == {"label": "io", "seconds": 0.3}
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_a_create_call_is_sent_once(
+    task_server: TaskServer, options: dict[str, Any], era: str
+) -> None:
+    """A restart between connecting and start_task: on 2025-11-25 the server has
+    forgotten the session, so the create call is refused unrun, and sent again on a new
+    one (as call_tool does); either way the server sees it once."""
+    async with task_server.client(**options) as client:
+        task_server.restart()
+        task = await client.start_task("build", {"seconds": 0.2, "label": "once"})
+        assert await task.result(timeout=20) == {"label": "once", "seconds": 0.2}
+    assert task_server.counts()["calls"] == {"build": 1}
