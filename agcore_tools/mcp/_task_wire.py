@@ -143,7 +143,17 @@ def _text(value: Any) -> str | None:
 
 def next_wait(delay: float, status: McpTaskStatus) -> float:
     """The wait before the next poll: ``delay`` (the doubling backoff), capped by the
-    server's poll interval, never below :data:`MIN_POLL`."""
+    server's poll interval, never below :data:`MIN_POLL`.
+
+    Example:
+        >>> working = McpTaskStatus("t", "working", poll_interval=0.3)
+        >>> [next_wait(0.02 * 2**i, working) for i in range(6)]
+        [0.02, 0.04, 0.08, 0.16, 0.3, 0.3]
+        >>> next_wait(0.02, McpTaskStatus("t", "working", poll_interval=0.0))  # no spinning
+        0.02
+        >>> next_wait(5.0, McpTaskStatus("t", "working"))  # no interval given: 1 s at most
+        1.0
+    """
     cap = status.poll_interval if status.poll_interval is not None else DEFAULT_POLL_CAP
     return max(MIN_POLL, min(delay, cap))
 

@@ -148,7 +148,8 @@ class McpTask:
             ToolExecutionError: The tool answered ``isError``, or the task was cancelled
                 (a model reading it can decide what to do next).
             McpError: The task failed (with the server's error), or the server no longer
-                knows it (expired, or forgotten in a restart).
+                knows it (expired, or forgotten in a restart), or (2026-07-28) it waits
+                for input, which this client cannot give yet (``tasks/update``).
             McpTimeoutError: Still running after ``timeout`` seconds (default: no limit).
                 The task is not cancelled: a later ``result()`` can still get it.
         """
@@ -176,6 +177,15 @@ class McpTask:
                 if on_status is not None and (status.status, status.message) != seen:
                     await _notify(on_status, status)
                 return result_value(payload, self._label)
+            if status.status == "input_required":
+                # 2026-07-28: answered with tasks/update, which this client does not send.
+                raise McpError(
+                    self.server_name,
+                    f"task '{self.task_id}' of tool '{self.tool_name}' waits for input "
+                    f"({', '.join(sorted(raw.get('inputRequests') or {})) or 'unnamed'}), which "
+                    "this client cannot give yet (tasks/update); it waits on the server",
+                    tool_name=self.tool_name or None,
+                )
             wait = next_wait(delay, status)
             left = _left(deadline)
             if left is not None and left <= 0:
@@ -297,7 +307,8 @@ class McpTask:
                         f"task '{self.task_id}' completed without a result",
                         tool_name=self.tool_name or None,
                     )
-                return result_value(CallToolResult.model_validate(payload), self._label)
+                result = CallToolResult.model_validate(payload, by_name=False)
+                return result_value(result, self._label)
             error = raw.get("error")
             detail = error.get("message") if isinstance(error, Mapping) else status.message
             raise self._failed(detail)

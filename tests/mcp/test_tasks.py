@@ -245,6 +245,12 @@ async def test_cancel_failed_and_unknown(
         with pytest.raises(McpError, match="task 'nope' no longer exists on server 'ci'"):
             await client.task("nope").status()
 
+        if era == "2026-07-28":  # input it cannot give (tasks/update): said, not waited for
+            asking = await client.start_task("ask", {"question": "which branch?"})
+            with pytest.raises(McpError, match=r"waits for input \(q1\)"):
+                await asking.result(timeout=20)
+            assert (await asking.status()).status == "input_required"
+
 
 @pytest.mark.parametrize(("options", "era"), ERAS)
 async def test_a_tool_whose_task_support_is_optional(

@@ -17,7 +17,8 @@ from the wall clock and its creation time in the store, so no worker has to run.
 
 Tools: ``build(seconds, label)`` (tasks required; done ``seconds`` after creation, status
 "step k/3" meanwhile), ``report(n)`` (tasks optional: on 2026-07-28 the server answers at
-once), ``fail_build()`` (tasks required; fails), ``plain_echo(text)`` (no tasks) and
+once), ``fail_build()`` (tasks required; fails), ``ask(question)`` (tasks required; on
+2026-07-28 waits for input, ``inputRequests``, for ever), ``plain_echo(text)`` (no tasks) and
 ``calls_made()`` (no tasks: every ``tools/call`` received, per tool, and the times of
 the ``tasks/get`` requests per task). Over HTTP on 2026-07-28 it refuses a ``tasks/*``
 request without the ``Mcp-Name`` header naming the task (HEADER_MISMATCH).
@@ -57,7 +58,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 TASKS = "io.modelcontextprotocol/tasks"
 CAPS = "io.modelcontextprotocol/clientCapabilities"
-SUPPORT = {"build": "required", "fail_build": "required", "report": "optional"}
+SUPPORT = {"build": "required", "fail_build": "required", "report": "optional", "ask": "required"}
 DEFAULT_TTL_MS = 600_000
 
 
@@ -165,6 +166,21 @@ def evaluate(record: dict[str, Any], now: float) -> dict[str, Any]:
                 "error": error,
             }
         return {"status": "working", "message": "step 1/3", "at": created}
+    if record["tool"] == "ask":  # waits for an answer (tasks/update), which never comes
+        question = {
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": str(args.get("question")),
+                "requestedSchema": {"type": "object", "properties": {"answer": {"type": "string"}}},
+            },
+        }
+        return {
+            "status": "input_required",
+            "message": "waiting",
+            "at": created,
+            "input": {"q1": question},
+        }
     n = int(args.get("n", 0))  # report: done at once
     result = {
         "content": [{"type": "text", "text": f"report {n}"}],
@@ -228,6 +244,8 @@ async def get_task(
             wire["result"] = state["result"]
         if "error" in state:
             wire["error"] = state["error"]
+        if "input" in state:
+            wire["inputRequests"] = state["input"]
     return wire
 
 
@@ -344,6 +362,12 @@ def fail_build() -> str:
 def report(n: int) -> dict[str, Any]:
     """Report on ``n`` (a task if the client asks on 2025-11-25; at once on 2026-07-28)."""
     return {"n": n}
+
+
+@server.tool()
+def ask(question: str) -> str:
+    """Ask the user ``question`` (runs as a task only; on 2026-07-28 it waits for input)."""
+    raise RuntimeError("ask runs as a task only")
 
 
 @server.tool()
