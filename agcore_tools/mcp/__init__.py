@@ -8,6 +8,7 @@ Example:
 
 from ._adapter import McpTool
 from ._resources import McpResourceSubscription
+from ._tasks import McpTask
 from .auth import FileTokenStorage, InMemoryTokenStorage
 from .client import McpClient
 from .config import load_mcp_servers
@@ -20,6 +21,7 @@ from .models import (
     McpResourceContents,
     McpResourceInfo,
     McpResourceTemplateInfo,
+    McpTaskStatus,
     McpToolInfo,
 )
 from .policy import McpPermissionPolicy, PermissionPolicy
@@ -41,6 +43,8 @@ __all__ = [
     "McpResourceInfo",
     "McpResourceSubscription",
     "McpResourceTemplateInfo",
+    "McpTask",
+    "McpTaskStatus",
     "McpTool",
     "McpToolInfo",
     "McpTransport",

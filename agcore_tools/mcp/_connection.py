@@ -98,6 +98,7 @@ class ClientSettings(Protocol):
     on_log: Any
     on_progress: Any
     log_level: str | None
+    tasks: bool
 
     @property
     def timeout(self) -> float:
@@ -356,6 +357,7 @@ class Connection:
             message_handler=self._on_message,
             client_info=Implementation(name="agcore-tools", version=__version__),
             cache=None,  # the client keeps its own tool cache (pagination, list_changed, TTL)
+            extensions=_task_extensions(settings.server_name) if settings.tasks else None,
         )
         token = EXCHANGE.set(self._startup)  # the handshake's HTTP outcome (see _exchange)
         async with client, anyio.create_task_group() as tasks:
@@ -369,6 +371,10 @@ class Connection:
             self.call_tool = tool_caller(
                 client, self.questions, settings.elicitation_handler is None
             )
+            if settings.tasks and is_modern(client):
+                from ._task_wire import resolving_tasks
+
+                self.call_tool = resolving_tasks(self.call_tool, client.session, self.server_name)
             self.state = State.READY
             self._ready.set()
             interval = settings.recovery.ping_interval if settings.recovery is not None else None

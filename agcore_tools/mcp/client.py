@@ -32,10 +32,11 @@ from .. import _otel
 from .._deprecated import renamed
 from ..base import BaseTool
 from ..error import McpNotInitializedError, ToolConfigError
-from . import _prompts, _protocol_tools, _resources, _utilities
+from . import _prompts, _protocol_tools, _resources, _task_start, _utilities
 from ._adapter import make_adapters
 from ._session import Session, check_timeout
 from ._sync_api import SyncClientMethods
+from ._tasks import McpTask
 from ._tools import ToolCache, definition
 from ._trace import traced_call_tool
 from .models import McpLogMessage, McpProgress, McpToolInfo
@@ -162,6 +163,7 @@ class McpClient(SyncClientMethods):
         log_level: str | None = "info",
         protocol: Literal["auto", "legacy"] = "auto",
         recovery: McpRecovery | None = McpRecovery(),  # noqa: B008 - frozen, shared safely
+        tasks: bool = False,
     ) -> None:
         """Describe the client; nothing starts until :meth:`connect`.
 
@@ -185,6 +187,12 @@ class McpClient(SyncClientMethods):
                 the ``initialize`` handshake, saving a round trip with older servers.
             recovery: Restarts after a lost connection or session, and the optional
                 liveness ping (:class:`McpRecovery`); None turns both off.
+            tasks: Opt into the 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``),
+                which :meth:`start_task` needs on that protocol. The opt-in goes with
+                every request of the session, so the server may then run any call of a
+                tool that supports tasks as one; :meth:`call_tool` polls such a task to
+                its end and returns its value as usual. Off, plain calls pay nothing for
+                tasks. 2025-11-25 tasks need no opt-in (each request asks for its own).
         """
         if not isinstance(server_name, str) or not server_name.strip():
             raise ToolConfigError(
@@ -229,6 +237,8 @@ class McpClient(SyncClientMethods):
         """``"auto"`` or ``"legacy"``."""
         self.recovery = recovery
         """How lost connections are restarted (None: never)."""
+        self.tasks = bool(tasks)
+        """Whether 2026-07-28 sessions opt into the tasks extension (read at connect)."""
         self._session = Session(self)
         self._tool_cache = ToolCache(self._session)
         self._session.tools = self._tool_cache
@@ -443,6 +453,64 @@ class McpClient(SyncClientMethods):
         if tracer is None:
             return await self._session.call_tool(name, args, timeout)
         return await traced_call_tool(tracer, self._session, name, args, timeout)
+
+    async def start_task(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        ttl: float | None = None,
+        timeout: float | None = None,
+    ) -> McpTask:
+        """Call a tool as a task (MCP Tasks) and return its handle at once.
+
+        The server runs the tool on after this returns; :meth:`McpTask.result` waits for
+        its value, :meth:`McpTask.status` and :meth:`McpTask.cancel` follow and stop it,
+        and :meth:`McpTask.to_json` saves it, for :meth:`task` to pick up in another
+        client or process. The ``tools/call`` is sent once: never again after a
+        restart, as the task may exist.
+
+        On 2025-11-25 the server must offer tasks for ``tools/call``; ``ttl`` asks it to
+        keep the task that many seconds. On 2026-07-28 the client must be created with
+        ``tasks=True`` and the server must offer the tasks extension; ``ttl`` is not
+        sent (the server decides), and the server may answer a tool whose task support
+        is "optional" at once: the handle is then already complete (``task_id`` None,
+        ``result()`` returns the value, ``to_json()`` refuses).
+
+        Raises:
+            McpError: The server offers no tasks (the message says which opt-in or
+                capability is missing), or the request failed as in :meth:`call_tool`.
+            McpTimeoutError: The server did not answer within ``timeout`` (default
+                :attr:`timeout`); this bounds creating the task, not running it.
+
+        Example:
+            >>> async def build(client: McpClient) -> Any:
+            ...     task = await client.start_task("build", {"seconds": 5, "label": "x"})
+            ...     return await task.result(timeout=60)
+        """
+        return await _task_start.start_task(self._session, name, args, ttl, timeout)
+
+    def task(self, saved: Mapping[str, Any] | str) -> McpTask:
+        """The handle of a task started earlier, from :meth:`McpTask.to_json` or its id.
+
+        Nothing is sent: :meth:`McpTask.status` or :meth:`McpTask.result` asks the
+        server, and raises :class:`~agcore_tools.McpError` if it no longer knows the
+        task (expired, or forgotten in a restart).
+
+        Raises:
+            McpUsageError: ``saved`` was started on another server (by name), or has no
+                task id. It is a ``ValueError``.
+
+        Example:
+            >>> client = McpClient("ci", StdioTransport("server"))
+            >>> client.task("t-42").task_id
+            't-42'
+            >>> client.task({"server": "other", "task_id": "t-1"})
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.McpUsageError: task 't-1' was started on MCP server 'other', not on 'ci'
+        """
+        return _task_start.attach(self._session, saved)
 
     def into_tools(
         self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None

@@ -20,6 +20,7 @@ __all__ = [
     "McpResourceContents",
     "McpResourceInfo",
     "McpResourceTemplateInfo",
+    "McpTaskStatus",
     "McpToolInfo",
 ]
 
@@ -53,7 +54,7 @@ class McpToolInfo:
     task_support: str | None = None
     """Its ``execution.taskSupport`` (2025-11-25 servers): ``"forbidden"``, ``"optional"``
     or ``"required"``; None when absent. Tools that require tasks (SEP-1686) are left
-    out of :meth:`McpClient.into_tools`: the MCP SDK cannot run them."""
+    out of :meth:`McpClient.into_tools`; :meth:`McpClient.start_task` runs them."""
 
     def hint(self, name: str) -> bool | None:
         """A boolean annotation such as ``"readOnlyHint"``, or None when absent."""
@@ -104,6 +105,42 @@ class McpProgress:
     def fraction(self) -> float | None:
         """``progress / total``, or None when the total is unknown."""
         return self.progress / self.total if self.total else None
+
+
+@dataclass(frozen=True, slots=True)
+class McpTaskStatus:
+    """Where an MCP task stands (``tasks/get``), as plain JSON-able values.
+
+    Times are the server's ISO 8601 strings, as sent; ``poll_interval`` and ``ttl``
+    are seconds (the wire's milliseconds divided by 1000).
+
+    Example:
+        >>> status = McpTaskStatus("t-1", "working", message="step 1/3", poll_interval=0.5)
+        >>> status.terminal, status.message
+        (False, 'step 1/3')
+        >>> McpTaskStatus("t-1", "completed").terminal
+        True
+    """
+
+    task_id: str
+    """The server's id of the task."""
+    status: str
+    """``"working"``, ``"input_required"``, ``"completed"``, ``"failed"`` or ``"cancelled"``."""
+    message: str | None = None
+    """The server's ``statusMessage``, when it gives one."""
+    poll_interval: float | None = None
+    """Seconds the server suggests between two polls, when it says."""
+    ttl: float | None = None
+    """Seconds the server keeps the task after its creation (None: unlimited or unsaid)."""
+    created_at: str | None = None
+    """When the task was created (ISO 8601, as the server sent it)."""
+    updated_at: str | None = None
+    """When its status last changed (ISO 8601, as the server sent it)."""
+
+    @property
+    def terminal(self) -> bool:
+        """True once the task has ended: completed, failed or cancelled."""
+        return self.status in ("completed", "failed", "cancelled")
 
 
 @dataclass(frozen=True, slots=True)

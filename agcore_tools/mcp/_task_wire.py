@@ -1,0 +1,301 @@
+"""The wire of MCP Tasks, in both eras, over the MCP SDK (which has no tasks client).
+
+Imported on first use only (it imports the SDK): by :mod:`._tasks` and, when an app
+turns tasks on (``McpClient(tasks=True)``), by the connection.
+
+* 2025-11-25 (SEP-1686): a ``tools/call`` carrying ``params.task = {"ttl": ms}`` is
+  answered ``{"task": {...}}``; ``tasks/get`` returns the task, ``tasks/result`` the
+  ``CallToolResult`` once it has ended, ``tasks/cancel`` the task.
+* 2026-07-28 (SEP-2663, the ``io.modelcontextprotocol/tasks`` extension): the client
+  opts in through its capabilities (stamped by the SDK on every request, so for the
+  whole session); the server alone decides whether a call runs as a task, and then
+  answers a flat ``{"resultType": "task", "taskId": ..., ...}``. ``tasks/get`` returns a
+  DetailedTask: ``result`` once completed, ``error`` once failed. No ``tasks/result``.
+
+Every ``tasks/*`` request sets ``name_param = "taskId"``, so it carries the
+``Mcp-Name`` header SEP-2663 requires over HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.client.session import ClientSession
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    CancelTaskRequest,
+    GetTaskPayloadRequest,
+    GetTaskRequest,
+    Result,
+    TextContent,
+)
+from pydantic import ConfigDict
+from pydantic.alias_generators import to_camel
+
+from .models import McpTaskStatus
+
+__all__ = [
+    "TASKS_EXTENSION",
+    "CancelTask",
+    "CreatedTask",
+    "GetTask",
+    "GetTaskPayload",
+    "RawResult",
+    "TasksExtension",
+    "parse_status",
+    "send_unvalidated",
+]
+
+logger = logging.getLogger("agcore_tools.mcp")
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""The identifier of the 2026-07-28 tasks extension (SEP-2663)."""
+
+FIRST_POLL = 0.02
+"""Seconds before the second ``tasks/get``; each later wait doubles, up to the server's
+poll interval."""
+MIN_POLL = 0.02
+"""The shortest wait between two polls, so a ``pollInterval`` of 0 cannot spin."""
+DEFAULT_POLL_CAP = 1.0
+"""The longest wait between two polls when the server suggests no interval."""
+
+
+class GetTask(GetTaskRequest):
+    """``tasks/get``, with the ``Mcp-Name`` header."""
+
+    name_param = "taskId"
+
+
+class GetTaskPayload(GetTaskPayloadRequest):
+    """``tasks/result`` (2025-11-25 only), with the ``Mcp-Name`` header."""
+
+    name_param = "taskId"
+
+
+class CancelTask(CancelTaskRequest):
+    """``tasks/cancel``, with the ``Mcp-Name`` header."""
+
+    name_param = "taskId"
+
+
+class RawResult(Result):
+    """Any result, every field kept (the two eras' task shapes differ; parsed by hand)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+
+class CreatedTask(Result):
+    """The 2026-07-28 answer to a ``tools/call`` that became a task (``resultType: task``)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+    result_type: Literal["task"] = "task"
+    task_id: str
+
+
+def wire(result: Result) -> dict[str, Any]:
+    """A result as its wire JSON, unknown fields included."""
+    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def parse_status(raw: Mapping[str, Any]) -> McpTaskStatus:
+    """A task's status from either era's wire shape (``ttl``/``pollInterval`` in
+    2025-11-25, ``ttlMs``/``pollIntervalMs`` in 2026-07-28, both in milliseconds).
+
+    Example:
+        >>> parse_status({"taskId": "a", "status": "working", "pollIntervalMs": 250,
+        ...               "ttlMs": None}).poll_interval
+        0.25
+    """
+    task = raw.get("task")
+    if isinstance(task, Mapping):  # a 2025-11-25 CreateTaskResult
+        raw = task
+    task_id = raw.get("taskId")
+    status = raw.get("status")
+    if not isinstance(task_id, str) or not isinstance(status, str):
+        raise ValueError(f"not a task: {dict(raw)!r}"[:300])
+    message = raw.get("statusMessage")
+    return McpTaskStatus(
+        task_id=task_id,
+        status=status,
+        message=message if isinstance(message, str) else None,
+        poll_interval=_seconds(raw.get("pollIntervalMs", raw.get("pollInterval"))),
+        ttl=_seconds(raw.get("ttlMs", raw.get("ttl"))),
+        created_at=_text(raw.get("createdAt")),
+        updated_at=_text(raw.get("lastUpdatedAt")),
+    )
+
+
+def _seconds(ms: Any) -> float | None:
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool):
+        return max(0.0, ms / 1000)
+    return None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def next_wait(delay: float, status: McpTaskStatus) -> float:
+    """The wait before the next poll: ``delay`` (the doubling backoff), capped by the
+    server's poll interval, never below :data:`MIN_POLL`.
+
+    Example:
+        >>> working = McpTaskStatus("t", "working", poll_interval=0.3)
+        >>> [next_wait(0.02 * 2**i, working) for i in range(6)]
+        [0.02, 0.04, 0.08, 0.16, 0.3, 0.3]
+        >>> next_wait(0.02, McpTaskStatus("t", "working", poll_interval=0.0))  # no spinning
+        0.02
+        >>> next_wait(5.0, McpTaskStatus("t", "working"))  # no interval given: 1 s at most
+        1.0
+    """
+    cap = status.poll_interval if status.poll_interval is not None else DEFAULT_POLL_CAP
+    return max(MIN_POLL, min(delay, cap))
+
+
+async def send_unvalidated(
+    session: ClientSession, method: str, params: dict[str, Any], timeout: float
+) -> dict[str, Any]:
+    """Send a request and return its raw result, without the SDK's result validation.
+
+    Why: in MCP SDK 2.3.0, ``ClientSession.send_request`` validates every
+    ``tools/call`` result as the negotiated version's ``CallToolResult`` (``content``
+    required), so the ``CreateTaskResult`` a 2025-11-25 server answers to a
+    task-augmented call fails before any caller sees it, and the SDK has no public
+    way to send a request unvalidated. This is the only place that reaches into the
+    session's private ``_stamp`` (the per-version ``_meta`` and headers) and
+    ``_dispatcher`` (``send_raw_request``, which ``send_request`` itself uses).
+    ``tests/mcp/test_tasks.py::test_the_sdk_internals_the_2025_create_call_uses`` fails
+    when an SDK upgrade changes either, or starts accepting the shape (then this can go).
+    """
+    data: dict[str, Any] = {"method": method, "params": params}
+    opts: dict[str, Any] = {"timeout": timeout}
+    session._stamp(data, opts)  # type: ignore[arg-type]
+    raw: dict[str, Any] = await session._dispatcher.send_raw_request(
+        method,
+        data.get("params"),
+        opts,  # type: ignore[arg-type]
+    )
+    return raw
+
+
+async def drive(
+    session: ClientSession, server_name: str, task_id: str, tool_name: str, deadline: float
+) -> CallToolResult:
+    """Poll a 2026-07-28 task to its end and return its ``CallToolResult``; a failed,
+    cancelled or forgotten task becomes an ``isError`` result naming it (what a plain
+    ``tools/call`` that the server chose to run as a task returns). Any other failure
+    raises an :class:`~agcore_tools.McpError` naming the task, which runs on (so the
+    call is not sent again: it is no longer safe to)."""
+    from mcp.shared.exceptions import MCPError
+
+    from ..error import McpError
+
+    delay = FIRST_POLL
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            raw = wire(
+                await session.send_request(
+                    GetTask(params={"taskId": task_id}),  # type: ignore[arg-type]
+                    RawResult,
+                    request_read_timeout_seconds=max(remaining, MIN_POLL),
+                )
+            )
+        except MCPError as exc:
+            if exc.code == INVALID_PARAMS:  # the server no longer knows it
+                return _error_result(f"task '{task_id}' no longer exists: {exc.message}")
+            raise McpError(
+                server_name,
+                f"tools/call '{tool_name}' runs as task '{task_id}', which could not be "
+                f"followed ({exc.message}); McpClient.task('{task_id}') picks it up",
+                tool_name=tool_name,
+            ) from exc
+        status = parse_status(raw)
+        if status.status == "completed" and isinstance(raw.get("result"), Mapping):
+            return CallToolResult.model_validate(raw["result"], by_name=False)
+        if status.terminal:
+            error = raw.get("error")
+            detail = error.get("message") if isinstance(error, Mapping) else status.message
+            return _error_result(f"task '{task_id}' {status.status}: {detail or 'no reason given'}")
+        wait = next_wait(delay, status)
+        if time.monotonic() + wait > deadline:
+            raise TimeoutError(f"task '{task_id}' of tool '{tool_name}' still running")
+        await asyncio.sleep(wait)
+        delay *= 2
+
+
+def _error_result(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+class TasksExtension(ClientExtension):
+    """The client side of ``io.modelcontextprotocol/tasks``: its capability ad, and a
+    claim on ``resultType: task`` that polls the task to its end (the SDK client uses
+    it when it drives a call itself: input_required rounds, a stale tool listing)."""
+
+    identifier = TASKS_EXTENSION
+
+    def __init__(self, server_name: str) -> None:
+        self.server_name = server_name
+
+    def claims(self) -> Sequence[ResultClaim[Any]]:
+        """The ``task`` result shape of ``tools/call``."""
+        return (ResultClaim(result_type="task", model=CreatedTask, resolve=self._resolve),)
+
+    async def _resolve(self, created: CreatedTask, ctx: ClaimContext) -> CallToolResult:
+        limit = ctx.read_timeout_seconds
+        deadline = time.monotonic() + (limit if limit is not None and limit < 1e9 else 1e9)
+        return await _followed(
+            drive(ctx.session, self.server_name, created.task_id, ctx.tool_name, deadline),
+            self.server_name,
+            created.task_id,
+            ctx.tool_name,
+        )
+
+
+async def _followed(driving: Any, server_name: str, task_id: str, tool_name: str) -> CallToolResult:
+    """``driving``; a wait cut short (timeout, cancellation) logs the task it leaves."""
+    try:
+        result: CallToolResult = await driving
+    except (asyncio.CancelledError, TimeoutError):
+        logger.warning(
+            "MCP server '%s': tools/call '%s' ran as task '%s', left running on the server "
+            "(McpClient.task(%r) picks it up)",
+            server_name,
+            tool_name,
+            task_id,
+            task_id,
+        )
+        raise
+    return result
+
+
+def resolving_tasks(caller: Any, session: ClientSession, server_name: str) -> Any:
+    """``caller`` (what sends a plain ``tools/call``) on a session that opted into tasks:
+    a call the server chose to run as a task is polled to its end, so ``call_tool``
+    still returns the tool's result. The watchdog around the call bounds the polling."""
+    from mcp.client.extension import UnexpectedClaimedResult
+
+    async def call_tool(name: str, arguments: dict[str, Any], **options: Any) -> Any:
+        try:
+            return await caller(name, arguments, **options)
+        except UnexpectedClaimedResult as claimed:
+            created = claimed.result
+            if not isinstance(created, CreatedTask):
+                raise
+        logger.debug("tools/call '%s' runs as task '%s'; polling it", name, created.task_id)
+        deadline = time.monotonic() + 1e9  # the watchdog around the call bounds it
+        return await _followed(
+            drive(session, server_name, created.task_id, name, deadline),
+            server_name,
+            created.task_id,
+            name,
+        )
+
+    return call_tool

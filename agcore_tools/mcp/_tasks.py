@@ -1,0 +1,357 @@
+"""MCP Tasks: start a tool call as a task, follow it, fetch its result, cancel it, and
+pick it up again from another client or process.
+
+:meth:`McpClient.start_task` sends a task-augmented ``tools/call`` and returns an
+:class:`McpTask`; :meth:`McpClient.task` re-attaches to one from :meth:`McpTask.to_json`
+(or its id); both are in ``_task_start``. This module is the handle. Both protocol eras
+are spoken (the wire is in ``_task_wire``):
+
+* 2025-11-25 (SEP-1686): needs the server's ``tasks.requests.tools.call`` capability;
+  the request asks for a ``ttl``; the result is fetched with ``tasks/result``.
+* 2026-07-28 (SEP-2663): needs ``McpClient(tasks=True)`` (the opt-in is session-wide,
+  see :class:`McpClient`) and the server's ``io.modelcontextprotocol/tasks`` extension;
+  the server decides whether the call becomes a task (a tool whose support is
+  "optional" may answer at once: the handle is then already complete), and ``ttl`` is
+  not sent (the extension has no such request field). The result comes inline with
+  the completed task.
+
+A create call is never sent twice once the server may have run it (see ``_task_start``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..error import McpError, McpTimeoutError, McpUsageError, ToolExecutionError
+from ._protocol import is_modern
+from ._results import result_value
+from ._session import check_timeout
+from .models import McpTaskStatus
+
+if TYPE_CHECKING:
+    from ._session import Session
+
+__all__ = ["McpTask", "StatusCallback"]
+
+logger = logging.getLogger("agcore_tools.mcp")
+
+StatusCallback = Callable[[McpTaskStatus], "Awaitable[None] | None"]
+"""Receives each new status (or status message) of a task being waited for."""
+
+_NOT_FOUND_CODES = (-32602,)
+"""JSON-RPC codes a server answers for a task id it does not know (INVALID_PARAMS)."""
+
+
+class McpTask:
+    """A task on an MCP server: a tool call that runs on after its request returned.
+
+    Get one from :meth:`McpClient.start_task` or :meth:`McpClient.task`. The handle
+    holds no connection of its own: it sends through the client that made it, so it
+    lives through reconnects; :meth:`to_json` saves what another process needs to
+    pick the task up again.
+
+    Example:
+        >>> async def build(client: Any) -> Any:
+        ...     task = await client.start_task("build", {"seconds": 2, "label": "x"})
+        ...     print(task.task_id, task.server_name, task.tool_name, task.protocol)
+        ...     saved = task.to_json()  # store it: client.task(saved) re-attaches
+        ...     print((await task.status()).message)  # e.g. "step 1/3"
+        ...     return await task.result(timeout=60, on_status=print)
+        >>> async def stop(client: Any, saved: dict[str, Any]) -> None:
+        ...     await client.task(saved).cancel()
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        task_id: str | None,
+        tool_name: str,
+        protocol: str,
+        *,
+        status: McpTaskStatus | None = None,
+        done: Any = None,
+    ) -> None:
+        self._session = session
+        self.task_id = task_id
+        """The server's id of the task; None when the server ran the call at once."""
+        self.tool_name = tool_name
+        """The tool the task runs ("" when re-attached by id alone)."""
+        self.protocol = protocol
+        """The protocol version the task was created under."""
+        self.last_status = status
+        """The last status seen (None before the first)."""
+        self._done = done  # the CallToolResult of a call the server ran at once
+
+    @property
+    def server_name(self) -> str:
+        """The client's name for the server the task runs on."""
+        return self._session.server_name
+
+    def to_json(self) -> dict[str, Any]:
+        """What :meth:`McpClient.task` needs to re-attach, as plain JSON.
+
+        Raises:
+            McpUsageError: The server ran the call at once: there is no task to re-attach
+                to (:meth:`result` has its value).
+
+        Example:
+            >>> from agcore_tools import McpClient, StdioTransport
+            >>> client = McpClient("ci", StdioTransport("server"))
+            >>> client.task({"server": "ci", "task_id": "t-7", "tool": "build",
+            ...              "protocol": "2025-11-25"}).to_json()["task_id"]
+            't-7'
+        """
+        if self.task_id is None:
+            raise McpUsageError(
+                f"MCP server '{self.server_name}' ran tool '{self.tool_name}' at once; "
+                "there is no task to save (result() has its value)"
+            )
+        return {
+            "server": self.server_name,
+            "task_id": self.task_id,
+            "tool": self.tool_name,
+            "protocol": self.protocol,
+        }
+
+    async def status(self) -> McpTaskStatus:
+        """The task's status now (``tasks/get``).
+
+        Raises:
+            McpError: The server no longer knows the task (expired, or forgotten in a
+                restart), or the request failed as :meth:`McpClient.call_tool`'s would.
+        """
+        if self.task_id is None:
+            return McpTaskStatus("", "completed")
+        status, _ = await self._get()
+        return status
+
+    async def result(
+        self, *, timeout: float | None = None, on_status: StatusCallback | None = None
+    ) -> Any:
+        """Wait for the task to end and return its value, as :meth:`McpClient.call_tool`
+        returns a tool's.
+
+        Polls ``tasks/get``: the first wait is 20 ms, and each later one doubles, up to
+        the server's ``pollInterval`` (1 s when it suggests none, 20 ms at the least).
+        ``on_status`` (sync or async) gets each new status or status message; what it
+        raises ends the wait (the task runs on).
+
+        A task created on the other protocol era than the client's connection now
+        speaks is refused (its wire differs): re-attach with the same ``protocol=``.
+
+        Raises:
+            ToolExecutionError: The tool answered ``isError``, or the task was cancelled
+                (a model reading it can decide what to do next).
+            McpError: The task failed (with the server's error), or the server no longer
+                knows it (expired, or forgotten in a restart), or (2026-07-28) it waits
+                for input, which this client cannot give yet (``tasks/update``).
+            McpTimeoutError: Still running after ``timeout`` seconds (default: no limit).
+                The task is not cancelled: a later ``result()`` can still get it.
+        """
+        if self.task_id is None:
+            return result_value(self._done, self.tool_name)
+        limit = None if timeout is None else check_timeout(self.server_name, timeout)
+        deadline = None if limit is None else time.monotonic() + limit
+        from ._task_wire import FIRST_POLL, next_wait
+
+        delay = FIRST_POLL
+        seen: tuple[str, str | None] | None = None
+        while True:
+            status, raw = await self._get()
+            if on_status is not None and (status.status, status.message) != seen:
+                await _notify(on_status, status)
+            seen = (status.status, status.message)
+            if status.terminal:
+                return await self._outcome(status, raw)
+            if status.status == "input_required" and not self._modern():
+                # A 2025-11-25 server sends its questions (elicitation/create, answered by
+                # the client's elicitation_handler) only to a client in tasks/result,
+                # which then waits for the end, bounded by the deadline or the timeout.
+                payload = await self._payload(status, _left(deadline))
+                status, raw = await self._get()
+                if on_status is not None and (status.status, status.message) != seen:
+                    await _notify(on_status, status)
+                return result_value(payload, self._label)
+            if status.status == "input_required":
+                # 2026-07-28: answered with tasks/update, which this client does not send.
+                raise McpError(
+                    self.server_name,
+                    f"task '{self.task_id}' of tool '{self.tool_name}' waits for input "
+                    f"({', '.join(sorted(raw.get('inputRequests') or {})) or 'unnamed'}), which "
+                    "this client cannot give yet (tasks/update); it waits on the server",
+                    tool_name=self.tool_name or None,
+                )
+            wait = next_wait(delay, status)
+            left = _left(deadline)
+            if left is not None and left <= 0:
+                raise McpTimeoutError(
+                    self.server_name,
+                    f"task '{self.task_id}' of tool '{self.tool_name}' still {status.status} "
+                    f"after {limit:g} s; it runs on (result() again waits for it, cancel() "
+                    "stops it)",
+                    tool_name=self.tool_name or None,
+                )
+            await asyncio.sleep(wait if left is None else min(wait, left))
+            delay *= 2
+
+    async def cancel(self) -> McpTaskStatus | None:
+        """Ask the server to cancel the task (``tasks/cancel``); idempotent.
+
+        Returns the status the server answers with (2025-11-25), or None when it only
+        acknowledges (2026-07-28: :meth:`status` tells when it has stopped), or when
+        the server ran the call at once.
+        """
+        if self.task_id is None:
+            return None
+        from ._task_wire import CancelTask, RawResult, parse_status, wire
+
+        raw = await self._send(
+            "tasks/cancel",
+            lambda client, meta: client.session.send_request(
+                CancelTask(params={"taskId": self.task_id, "_meta": meta}),  # type: ignore[arg-type]
+                RawResult,
+            ),
+        )
+        fields = wire(raw)
+        return parse_status(fields) if "status" in fields else None
+
+    def __repr__(self) -> str:
+        state = self.last_status.status if self.last_status is not None else "?"
+        return f"<McpTask {self.task_id!r} {self.tool_name!r} on {self.server_name!r} {state}>"
+
+    # -- internals ---------------------------------------------------------------------
+
+    @property
+    def _label(self) -> str:
+        # What a ToolExecutionError names: the tool, or the task when re-attached by id.
+        return self.tool_name or f"task {self.task_id}"
+
+    def _modern(self) -> bool:
+        client = self._session.client
+        return client is not None and is_modern(client)
+
+    async def _get(self) -> tuple[McpTaskStatus, dict[str, Any]]:
+        from ._task_wire import GetTask, RawResult, parse_status, wire
+
+        raw = wire(
+            await self._send(
+                "tasks/get",
+                lambda client, meta: client.session.send_request(
+                    GetTask(params={"taskId": self.task_id, "_meta": meta}),  # type: ignore[arg-type]
+                    RawResult,
+                ),
+            )
+        )
+        try:
+            status = parse_status(raw)
+        except ValueError as exc:
+            raise McpError(self.server_name, f"tasks/get '{self.task_id}': {exc}") from exc
+        self.last_status = status
+        return status, raw
+
+    async def _send(self, what: str, call: Callable[[Any, Any], Awaitable[Any]]) -> Any:
+        """Send a ``tasks/*`` request through the session (timeout, restarts, errors);
+        an unknown task id becomes the :class:`McpError` that says so."""
+        from mcp.shared.exceptions import MCPError
+
+        async def guarded(client: Any, meta: Any) -> Any:
+            self._check_era(client)
+            try:
+                return await call(client, meta)
+            except MCPError as exc:
+                if exc.code in _NOT_FOUND_CODES:
+                    raise self._gone(exc.message) from exc
+                raise
+
+        return await self._session.send(f"{what} '{self.task_id}'", guarded)
+
+    def _check_era(self, client: Any) -> None:
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        now = client.protocol_version
+        if not self.protocol:
+            self.protocol = now  # re-attached by id alone: this session's era
+        elif (self.protocol in MODERN_PROTOCOL_VERSIONS) != (now in MODERN_PROTOCOL_VERSIONS):
+            raise McpUsageError(
+                f"MCP server '{self.server_name}': task '{self.task_id}' was created on "
+                f"protocol {self.protocol}, and this connection speaks {now}, whose tasks "
+                "wire differs; re-attach from a client with the same protocol= setting"
+            )
+
+    def _gone(self, detail: str) -> McpError:
+        return McpError(
+            self.server_name,
+            f"task '{self.task_id}' no longer exists on server '{self.server_name}' (it "
+            f"expired, or the server forgot it in a restart): {detail}",
+            tool_name=self.tool_name or None,
+        )
+
+    async def _outcome(
+        self, status: McpTaskStatus, raw: dict[str, Any], left: float | None = None
+    ) -> Any:
+        from mcp_types import CallToolResult
+
+        if status.status == "cancelled":
+            raise ToolExecutionError(self._label, f"task '{self.task_id}' was cancelled")
+        if self._modern():
+            payload = raw.get("result")
+            if status.status == "completed":
+                if not isinstance(payload, Mapping):
+                    raise McpError(
+                        self.server_name,
+                        f"task '{self.task_id}' completed without a result",
+                        tool_name=self.tool_name or None,
+                    )
+                result = CallToolResult.model_validate(payload, by_name=False)
+                return result_value(result, self._label)
+            error = raw.get("error")
+            detail = error.get("message") if isinstance(error, Mapping) else status.message
+            raise self._failed(detail)
+        return result_value(await self._payload(status, left), self._label)
+
+    async def _payload(self, status: McpTaskStatus, left: float | None) -> Any:
+        """``tasks/result`` (2025-11-25): the task's ``CallToolResult``."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CallToolResult
+
+        from ._task_wire import GetTaskPayload, RawResult, wire
+
+        async def fetch(client: Any, meta: Any) -> Any:
+            try:
+                return await client.session.send_request(
+                    GetTaskPayload(params={"taskId": self.task_id, "_meta": meta}),  # type: ignore[arg-type]
+                    RawResult,
+                    request_read_timeout_seconds=left,
+                )
+            except MCPError as exc:
+                if exc.code in _NOT_FOUND_CODES or status.status == "completed":
+                    raise
+                raise self._failed(exc.message) from exc
+
+        raw = wire(await self._send("tasks/result", fetch))
+        if status.status == "failed" and "content" not in raw:
+            raise self._failed(status.message)
+        return CallToolResult.model_validate(raw, by_name=False)
+
+    def _failed(self, detail: str | None) -> McpError:
+        return McpError(
+            self.server_name,
+            f"task '{self.task_id}' of tool '{self.tool_name}' failed: "
+            f"{detail or 'the server gave no reason'}",
+            tool_name=self.tool_name or None,
+        )
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else deadline - time.monotonic()
+
+
+async def _notify(callback: StatusCallback, status: McpTaskStatus) -> None:
+    outcome = callback(status)
+    if inspect.isawaitable(outcome):
+        await outcome

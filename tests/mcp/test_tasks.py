@@ -1,0 +1,466 @@
+"""MCP Tasks (McpClient.start_task, McpClient.task, McpTask) against real servers:
+server-everything's simulate-research-query (2025-11-25), and servers/task_server.py,
+an MCP SDK server with a file-backed task store, in both protocol eras.
+
+Nothing is faked: every server is a process of its own, and every wait is bounded (a
+deadline, or the client's timeout); nothing sleeps to let something happen."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import inspect
+import itertools
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport, ToolExecutionError
+from agcore_tools.error import McpError, McpTimeoutError, McpUsageError
+from agcore_tools.mcp import McpTask, McpTaskStatus
+
+from .conftest import ROOT, SERVERS, HttpServer
+from .test_reference_servers import everything_stdio  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.timeout(90)
+
+TASK_SERVER = SERVERS / "task_server.py"
+ERAS = [
+    pytest.param({"protocol": "legacy"}, "2025-11-25", id="2025-11-25"),
+    pytest.param({"tasks": True}, "2026-07-28", id="2026-07-28"),
+]
+
+
+class TaskServer:
+    """task_server.py over Streamable HTTP on a socket this process keeps, so it can be
+    killed and started again at the same address (with its store, or without)."""
+
+    def __init__(self, store: Path, *options: str) -> None:
+        self.store = store
+        self.options = options
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/mcp"
+        self.proc = self._spawn()
+
+    def _spawn(self, *extra: str) -> subprocess.Popen[bytes]:
+        fd = self.sock.fileno()
+        args = ["--http-fd", str(fd), "--store", str(self.store), *self.options, *extra]
+        proc = subprocess.Popen(
+            [sys.executable, str(TASK_SERVER), *args], pass_fds=[fd], stdin=subprocess.DEVNULL
+        )
+        self.proc = proc
+        # The socket already listens: the kernel queues this until uvicorn accepts it.
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            connection.request("GET", "/")
+            connection.getresponse().read()
+        finally:
+            connection.close()
+        return proc
+
+    @property
+    def port(self) -> int:
+        return int(self.sock.getsockname()[1])
+
+    def restart(self, *extra: str) -> None:
+        """Kill the server (a crash) and start it again on the same socket."""
+        self.proc.kill()
+        self.proc.wait(10)
+        self._spawn(*extra)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def client(self, name: str = "ci", **options: Any) -> McpClient:
+        options.setdefault("timeout", 15)
+        return McpClient(name, StreamableHttpTransport(self.url), **options)
+
+    def counts(self) -> dict[str, Any]:
+        """The calls and polls the server recorded (read from its store file)."""
+        data: dict[str, Any] = json.loads(self.store.read_text())
+        return data
+
+
+@pytest.fixture
+def task_server(tmp_path: Path) -> Iterator[TaskServer]:
+    server = TaskServer(tmp_path / "tasks.json", "--poll-ms", "100")
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.sock.close()
+
+
+async def wait_for_status(task: McpTask, wanted: str, within: float = 10.0) -> McpTaskStatus:
+    """Poll ``task.status()`` until it is ``wanted`` (bounded)."""
+    deadline = time.monotonic() + within
+    while True:
+        status = await task.status()
+        if status.status == wanted or time.monotonic() > deadline:
+            assert status.status == wanted, status
+            return status
+        await asyncio.sleep(0.05)
+
+
+# -- the SDK seam ----------------------------------------------------------------------
+
+
+def test_the_sdk_internals_the_2025_create_call_uses() -> None:
+    """_task_wire.send_unvalidated works around the SDK validating a 2025-11-25
+    CreateTaskResult as a CallToolResult, through two private names. This fails when
+    an SDK upgrade changes them, or fixes the validation (then the seam can go)."""
+    from mcp.client.session import ClientSession
+    from mcp.shared.dispatcher import Dispatcher
+    from mcp_types import methods as _methods
+    from pydantic import ValidationError
+
+    created = {"task": {"taskId": "t", "status": "working", "createdAt": "x"}}
+    with pytest.raises(ValidationError):
+        _methods.validate_server_result("tools/call", "2025-11-25", created)
+    source = inspect.getsource(ClientSession.send_request)
+    assert "self._stamp(data, opts)" in source
+    assert 'self._dispatcher.send_raw_request(method, data.get("params"), opts)' in source
+    assert list(inspect.signature(Dispatcher.send_raw_request).parameters) == [
+        "self",
+        "method",
+        "params",
+        "opts",
+    ]
+
+
+# -- server-everything (2025-11-25) ------------------------------------------------------
+
+
+async def test_server_everything_research_query_as_a_task(
+    everything_stdio: StdioTransport,  # noqa: F811 - the imported fixture
+) -> None:
+    seen: list[McpTaskStatus] = []
+    async with McpClient("everything", everything_stdio, timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+        task = await client.start_task("simulate-research-query", {"topic": "tides"}, ttl=60)
+        assert task.task_id and task.protocol == "2025-11-25"
+        assert task.last_status is not None and task.last_status.poll_interval == 1.0
+        report = await task.result(timeout=30, on_status=seen.append)
+        assert "Research Report: tides" in report
+        assert seen[0].status == "working" and seen[-1].status == "completed"
+        assert len({s.message for s in seen}) >= 2  # its stages' messages
+        assert (await task.status()).terminal
+
+
+async def test_server_everything_asks_a_question_during_its_task(
+    everything_stdio: StdioTransport,  # noqa: F811 - the imported fixture
+) -> None:
+    """2025-11-25: the task's elicitation/create reaches the client's handler while the
+    client waits in tasks/result, and the answer shapes the result."""
+    asked: list[str] = []
+
+    async def clarify(context: Any, params: Any) -> Any:
+        from mcp_types import ElicitResult
+
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"interpretation": "ocean tides"})
+
+    seen: list[McpTaskStatus] = []
+    async with McpClient(
+        "everything", everything_stdio, timeout=30, elicitation_handler=clarify
+    ) as client:
+        task = await client.start_task(
+            "simulate-research-query", {"topic": "tides", "ambiguous": True}
+        )
+        report = await task.result(timeout=30, on_status=seen.append)
+    assert "Research Report: tides (ocean tides)" in report
+    assert len(asked) == 1 and "tides" in asked[0]
+    assert "input_required" in [s.status for s in seen] and seen[-1].status == "completed"
+
+
+# -- our server, both eras ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_start_follow_and_get_the_result(
+    task_server: TaskServer, options: dict[str, Any], era: str
+) -> None:
+    statuses: list[McpTaskStatus] = []
+
+    async def on_status(status: McpTaskStatus) -> None:  # async callbacks work too
+        statuses.append(status)
+
+    async with task_server.client(**options) as client:
+        assert client.protocol_version == era
+        task = await client.start_task("build", {"seconds": 1.5, "label": "app"}, ttl=120)
+        assert task.protocol == era and task.server_name == "ci" and task.tool_name == "build"
+        assert (await task.status()).status == "working"
+        value = await task.result(timeout=20, on_status=on_status)
+        assert value == {"label": "app", "seconds": 1.5}
+        messages = [s.message for s in statuses]
+        assert messages[-1] == "done" and statuses[-1].status == "completed"
+        steps = [m for m in messages if m and m.startswith("step")]
+        assert len(steps) >= 2 and steps == sorted(steps)  # 0.5 s a step, polled ~0.1 s
+        final = await task.status()
+        assert final.terminal and final.status == "completed" and final.created_at
+        assert final.poll_interval == 0.1
+        if era == "2025-11-25":
+            assert final.ttl == 120.0  # the ttl asked for
+    assert task_server.counts()["calls"] == {"build": 1}
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_cancel_failed_and_unknown(
+    task_server: TaskServer, options: dict[str, Any], era: str
+) -> None:
+    async with task_server.client(**options) as client:
+        task = await client.start_task("build", {"seconds": 60, "label": "long"})
+        answered = await task.cancel()
+        if era == "2025-11-25":
+            assert answered is not None and answered.status == "cancelled"
+        else:
+            assert answered is None  # an acknowledgement only
+        await wait_for_status(task, "cancelled")
+        with pytest.raises(ToolExecutionError, match="was cancelled"):
+            await task.result(timeout=10)
+
+        failing = await client.start_task("fail_build")
+        with pytest.raises(McpError, match="of tool 'fail_build' failed: the compiler crashed"):
+            await failing.result(timeout=10)
+        assert (await failing.status()).status == "failed"
+
+        with pytest.raises(McpError, match="task 'nope' no longer exists on server 'ci'"):
+            await client.task("nope").status()
+
+        if era == "2026-07-28":  # input it cannot give (tasks/update): said, not waited for
+            asking = await client.start_task("ask", {"question": "which branch?"})
+            with pytest.raises(McpError, match=r"waits for input \(q1\)"):
+                await asking.result(timeout=20)
+            assert (await asking.status()).status == "input_required"
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_a_tool_whose_task_support_is_optional(
+    task_server: TaskServer, options: dict[str, Any], era: str
+) -> None:
+    async with task_server.client(**options) as client:
+        task = await client.start_task("report", {"n": 3})
+        assert await task.result(timeout=10) == {"n": 3}
+        if era == "2025-11-25":
+            assert task.task_id is not None  # asked for a task, got one
+        else:
+            # The server decides on 2026-07-28, and this one answers at once.
+            assert task.task_id is None
+            assert (await task.status()).status == "completed"
+            assert await task.cancel() is None
+            with pytest.raises(McpUsageError, match="no task to save"):
+                task.to_json()
+
+
+async def test_poll_interval_is_honoured(tmp_path: Path) -> None:
+    server = TaskServer(tmp_path / "tasks.json", "--poll-ms", "300")
+    try:
+        async with server.client(tasks=True) as client:
+            task = await client.start_task("build", {"seconds": 2.0, "label": "slow"})
+            await task.result(timeout=20)
+        polls = server.counts()["gets"][task.task_id]
+    finally:
+        server.stop()
+        server.sock.close()
+    gaps = [b - a for a, b in itertools.pairwise(polls)]
+    # The client waits 20, 40, 80, 160 ms, then the server's 300 ms from there on: each
+    # gap between two polls the server saw is at least that (timing can only add).
+    waits = [min(0.02 * 2**i, 0.3) for i in range(len(gaps))]
+    assert all(gap >= wait - 0.002 for gap, wait in zip(gaps, waits, strict=True)), gaps
+    assert len(polls) <= 2.0 / 0.3 + 6, gaps
+
+
+async def test_plain_calls_and_the_opt_in(
+    task_server: TaskServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Without tasks=True a 2026-07-28 session stays as it was: no task result shape.
+    async with task_server.client() as client:
+        assert client.protocol_version == "2026-07-28"
+        conn = client._session.conn
+        assert conn is not None and conn.call_tool.__qualname__.startswith("_tool_caller")
+        assert await client.call_tool("plain_echo", {"text": "hi"}) == {"result": "hi"}
+        with pytest.raises(McpError, match=r"McpClient\(\.\.\., tasks=True\)"):
+            await client.start_task("build", {"seconds": 1, "label": "x"})
+        with pytest.raises(McpError, match="runs only as a task"):
+            await client.call_tool("build", {"seconds": 1, "label": "x"})
+    # With it, a plain call the server runs as a task still returns the tool's value.
+    async with task_server.client(tasks=True) as client:
+        task = await client.start_task("build", {"seconds": 0.3, "label": "h"})
+        # The server checks Mcp-Name on tasks/*: the SDK's own request type has no
+        # name_param, so it goes without the header, and is refused.
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import HEADER_MISMATCH, GetTaskRequest, GetTaskRequestParams
+
+        from agcore_tools.mcp._task_wire import RawResult
+
+        sdk = client._session.client
+        assert sdk is not None
+        with pytest.raises(MCPError) as refused:
+            bare = GetTaskRequest(params=GetTaskRequestParams(task_id=str(task.task_id)))
+            await sdk.session.send_request(bare, RawResult)
+        assert refused.value.code == HEADER_MISMATCH
+        assert (await task.status()).task_id == task.task_id  # ours carries it
+        assert await client.call_tool("build", {"seconds": 0.3, "label": "p"}) == {
+            "label": "p",
+            "seconds": 0.3,
+        }
+        assert await client.call_tool("plain_echo", {"text": "hi"}) == {"result": "hi"}
+        # The SDK client's own call_tool (which _tool_caller falls back on for
+        # input_required rounds) resolves a task through the extension's claim.
+        resolved = await sdk.call_tool("build", {"seconds": 0.2, "label": "sdk"})
+        assert resolved.structured_content == {"label": "sdk", "seconds": 0.2}
+        # A plain call cut short by its timeout leaves the task, and says which.
+        with caplog.at_level(logging.WARNING, "agcore_tools.mcp"), pytest.raises(McpTimeoutError):
+            await client.call_tool("build", {"seconds": 30, "label": "t"}, timeout=0.5)
+        left = [r.getMessage() for r in caplog.records if "left running" in r.getMessage()]
+        assert len(left) == 1 and "McpClient.task(" in left[0]
+        # A task of one era is not followed on the other's wire.
+        era_2025 = client.task({"server": "ci", "task_id": "t", "protocol": "2025-11-25"})
+        with pytest.raises(McpUsageError, match="re-attach from a client with the same"):
+            await era_2025.status()
+    async with task_server.client(protocol="legacy") as client:
+        with pytest.raises(McpError, match="does not support tasks"):
+            await client.start_task("plain_echo", {"text": "x"})
+        with pytest.raises(McpUsageError, match="started on MCP server 'elsewhere'"):
+            client.task({"server": "elsewhere", "task_id": "t"})
+        assert isinstance(McpUsageError("x"), ValueError)
+
+
+async def test_a_server_without_tasks_is_refused() -> None:
+    fixture = HttpServer()
+    try:
+        for options in ({"protocol": "legacy"}, {"tasks": True}):
+            client = McpClient("plain", StreamableHttpTransport(fixture.url), timeout=15, **options)
+            async with client:
+                with pytest.raises(McpError, match="cannot start tool 'echo' as a task"):
+                    await client.start_task("echo", {"text": "x"})
+    finally:
+        fixture.stop()
+
+
+# -- re-attaching, restarts, timeouts ---------------------------------------------------
+
+REATTACH = """
+import asyncio, json, sys
+from agcore_tools import McpClient, StreamableHttpTransport
+async def main():
+    saved = json.loads(sys.argv[2])
+    async with McpClient("ci", StreamableHttpTransport(sys.argv[1]), timeout=15,
+                         protocol=sys.argv[3]) as client:
+        print(json.dumps(await client.task(saved).result(timeout=20)))
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_reattach_from_a_new_client_and_another_process(
+    task_server: TaskServer, options: dict[str, Any], era: str
+) -> None:
+    async with task_server.client(**options) as first:
+        task = await first.start_task("build", {"seconds": 1.0, "label": "again"})
+        saved = task.to_json()
+    assert json.loads(json.dumps(saved)) == saved
+    assert saved == {"server": "ci", "task_id": task.task_id, "tool": "build", "protocol": era}
+
+    async with task_server.client(**options) as second:
+        again = second.task(saved)
+        assert await again.result(timeout=20) == {"label": "again", "seconds": 1.0}
+        assert (await second.task(saved["task_id"]).status()).status == "completed"
+
+    protocol = options.get("protocol", "auto")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        REATTACH,
+        task_server.url,
+        json.dumps(saved),
+        protocol,
+        stdout=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    try:
+        out, _ = await asyncio.wait_for(child.communicate(), 60)
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+    assert child.returncode == 0
+    assert json.loads(out) == {"label": "again", "seconds": 1.0}
+    assert task_server.counts()["calls"] == {"build": 1}  # one tools/call in all
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_a_restarted_server(
+    task_server: TaskServer, options: dict[str, Any], era: str
+) -> None:
+    async with task_server.client(**options) as client:
+        kept = await client.start_task("build", {"seconds": 1.5, "label": "kept"})
+        task_server.restart()  # the same store: the task lives on
+        assert await kept.result(timeout=20) == {"label": "kept", "seconds": 1.5}
+
+        lost = await client.start_task("build", {"seconds": 30, "label": "lost"})
+        task_server.restart("--forget")
+        started = time.monotonic()
+        with pytest.raises(McpError, match=f"task '{lost.task_id}' no longer exists"):
+            await lost.result(timeout=30)
+        assert time.monotonic() - started < 10
+    assert task_server.counts()["calls"] == {}  # the forgetful server saw none
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_a_timeout_leaves_the_task_running(
+    task_server: TaskServer, options: dict[str, Any], era: str
+) -> None:
+    async with task_server.client(**options) as client:
+        task = await client.start_task("build", {"seconds": 3, "label": "later"})
+        started = time.monotonic()
+        with pytest.raises(McpTimeoutError, match=r"still working after 0\.3 s; it runs on"):
+            await task.result(timeout=0.3)
+        assert time.monotonic() - started < 2.0  # the deadline, plus one poll's answer
+        assert (await task.status()).status == "working"
+        assert await task.result(timeout=20) == {"label": "later", "seconds": 3}
+    assert task_server.counts()["calls"] == {"build": 1}
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_over_stdio(tmp_path: Path, options: dict[str, Any], era: str) -> None:
+    transport = StdioTransport(
+        sys.executable, [str(TASK_SERVER), "--stdio", "--store", str(tmp_path / "t.json")]
+    )
+    async with McpClient("ci", transport, timeout=15, **options) as client:
+        assert client.protocol_version == era
+        task = await client.start_task("build", {"seconds": 0.3, "label": "io"})
+        assert await task.result(timeout=20) == {"label": "io", "seconds": 0.3}
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_a_create_call_is_sent_once(
+    task_server: TaskServer, options: dict[str, Any], era: str
+) -> None:
+    """A restart between connecting and start_task: on 2025-11-25 the server has
+    forgotten the session, so the create call is refused unrun, and sent again on a new
+    one (as call_tool does); either way the server sees it once."""
+    async with task_server.client(**options) as client:
+        task_server.restart()
+        task = await client.start_task("build", {"seconds": 0.2, "label": "once"})
+        assert await task.result(timeout=20) == {"label": "once", "seconds": 0.2}
+    assert task_server.counts()["calls"] == {"build": 1}
