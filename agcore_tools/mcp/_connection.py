@@ -534,6 +534,15 @@ class Connection:
             await call_user(callback, message, self.server_name)
 
 
+def _task_extensions(server_name: str) -> list[Any]:
+    """The 2026-07-28 tasks extension, for a client created with ``tasks=True`` only:
+    it is advertised on every request of the session, and adds a result shape that
+    every ``tools/call`` answer is parsed against (see ``_tasks``)."""
+    from ._task_wire import TasksExtension
+
+    return [TasksExtension(server_name)]
+
+
 def _wants_listen(client: Client) -> bool:
     tools = client.server_capabilities.tools
     return is_modern(client) and tools is not None and bool(tools.list_changed)
