@@ -198,7 +198,12 @@ class CallPaused:
 
 @runtime_checkable
 class ResumableTool(Protocol):
-    """A tool whose paused calls the loop can resume (an MCP tool, ``run_python``)."""
+    """A tool whose paused calls the loop can resume (an MCP tool, ``run_python``).
+
+    It may also have ``stopped(call_id) -> CallPaused | None``: what a call leaves
+    running when the run stops before the call ends (an MCP task), so the call stays
+    open in the history with it instead of being answered "cancelled".
+    """
 
     def resume_next(self, call_id: str, resume: Mapping[str, Any]) -> None:
         """Make the next run of ``call_id`` go on from ``resume``: ``{"state": ...,

@@ -196,6 +196,13 @@ async def run_tools(
                 hold_call(messages, call, question, gate, config.approval_key)
                 continue
             if answer is None:
+                # A call that leaves work running (an MCP task) stays open with it, so a
+                # resume waits for that work instead of calling again.
+                stopped = getattr(registry.get(call.name), "stopped", None)
+                left = stopped(call.call_id) if stopped is not None else None
+                if isinstance(left, CallPaused):
+                    hold_call(messages, call, left, gate, config.approval_key)
+                    continue
                 answer = aborted_text(call, "the tool loop was cancelled")
             messages.append(tool_message(call, answer))
         drop_program_states(messages)

@@ -11,18 +11,21 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..base import BaseTool, ToolContext
 from ..error import McpError, ToolConfigError, ToolError
+from ..pending import CallPaused
 from ..permission import Permission
 from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, responses
 from ._progress import CALLER
 from ._results import result_value
+from ._task_call import TaskCaller, paused_on, run_task
 from .models import McpToolInfo
 
 if TYPE_CHECKING:
+    from ._tasks import McpTask
     from .policy import PermissionPolicy
 
 __all__ = ["McpTool", "ToolCaller", "adapter_name", "make_adapters"]
@@ -105,8 +108,20 @@ class McpTool(BaseTool):
         self.required_permissions = tuple(permissions)
         self.tags = ("mcp",)
         self.category = f"mcp:{client.server_name}"
+        self.as_task = info.task_support == "required"
+        """Whether calls run as MCP tasks (the server requires it, or the app opted in:
+        ``into_tools(tasks=...)``); see :mod:`._task_call`."""
+        self.task_wait: float | None = None
+        """Seconds a task call waits for its task before it pauses the run (None: the
+        client's ``timeout``)."""
         self._resumes: dict[str, Mapping[str, Any]] = {}
         self._live: dict[str, LiveQuestion] = {}
+        self._started: dict[str, McpTask] = {}
+
+    def stopped(self, call_id: str) -> CallPaused | None:
+        """The task call ``call_id`` left running when the run stopped before it ended
+        (the loop keeps the call open with it), or None."""
+        return paused_on(self._started, call_id, self.name)
 
     def resume_next(self, call_id: str, resume: Mapping[str, Any]) -> None:
         """Make the next run of call ``call_id`` answer the server's question:
@@ -119,8 +134,8 @@ class McpTool(BaseTool):
 
         Errors name the tool as the model sees it (``server__tool`` with a prefix), not
         as the server does. In the loop, a question from the server that no
-        ``elicitation_handler`` answers pauses the call
-        (:class:`~agcore_tools.pending.CallPaused`).
+        ``elicitation_handler`` answers pauses the call, and so does a task still
+        running after the client's timeout (:class:`~agcore_tools.pending.CallPaused`).
         """
         call_id = ctx.call_id
         resume = self._resumes.pop(call_id, None) if call_id else None
@@ -129,6 +144,13 @@ class McpTool(BaseTool):
         try:
             if call_id and resume is not None and resume["state"].get("live"):
                 value = await self._answer_live(call_id, resume["answers"])
+            elif self.as_task or (resume is not None and "task" in resume["state"]):
+                saved = resume["state"]["task"] if resume is not None else None
+                caller = cast("TaskCaller", self.client)
+                wait = self.task_wait if self.task_wait is not None else caller_timeout(self.client)
+                value = await run_task(
+                    caller, self.info.name, self.name, args, ctx, saved, self._started, wait
+                )
             else:
                 round_ = (
                     responses(resume["state"], resume["answers"])
@@ -203,28 +225,36 @@ def _renamed(error: ToolError, raw: str, name: str) -> ToolError:
     return renamed
 
 
+def caller_timeout(client: ToolCaller) -> float:
+    """The client's per-call timeout (30 s for a client that has none)."""
+    timeout = getattr(client, "timeout", None)
+    return float(timeout) if isinstance(timeout, int | float) else 30.0
+
+
 def make_adapters(
     client: ToolCaller,
     infos: Sequence[McpToolInfo],
     prefix: str | None,
     policy: PermissionPolicy,
+    tasks: bool | Collection[str] = False,
+    task_wait: float | None = None,
 ) -> list[BaseTool]:
     """One :class:`McpTool` per tool; raises :class:`ToolConfigError` on a name collision.
 
-    Tools that require task-augmented execution (SEP-1686) are left out, with a log
-    line: the MCP SDK cannot run them, so every call would fail with -32601.
+    A tool whose server requires tasks runs its calls as tasks; so does one the app
+    opted in (``tasks``: True for every tool that supports them, or server names of
+    tools) unless the server lists it as not supporting them. On 2026-07-28 tools do
+    not say (the server decides per call), so an opted-in tool is started as a task and
+    may be answered at once.
     """
     adapters: list[BaseTool] = []
     taken: dict[str, str] = {}
+    modern = False
+    if tasks:
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        modern = getattr(client, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
     for info in infos:
-        if info.task_support == "required":
-            logger.info(
-                "MCP server '%s': tool %r left out of into_tools(): it requires task-"
-                "augmented execution (SEP-1686), which the MCP SDK does not support",
-                client.server_name,
-                info.name,
-            )
-            continue
         name = adapter_name(info.name, prefix)
         if name in taken:
             raise ToolConfigError(
@@ -235,6 +265,12 @@ def make_adapters(
         taken[name] = info.name
         permissions = Permission.parse_all(policy(info))
         adapter = McpTool(client, info, name, permissions)
+        opted = tasks is True or (not isinstance(tasks, bool) and info.name in tasks)
+        # A tool saying nothing supports no tasks on 2025-11-25; on 2026-07-28 tools
+        # never say, and the server decides per call.
+        if opted and (info.task_support == "optional" or (info.task_support is None and modern)):
+            adapter.as_task = True
+        adapter.task_wait = task_wait
         asks = getattr(policy, "asks", None)  # McpPermissionPolicy(needs_approval=...)
         adapter.needs_approval = bool(asks(info)) if asks is not None else False
         adapters.append(adapter)

@@ -24,7 +24,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -513,7 +513,12 @@ class McpClient(SyncClientMethods):
         return _task_start.attach(self._session, saved)
 
     def into_tools(
-        self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
+        self,
+        *,
+        prefix: bool | str = False,
+        policy: PermissionPolicy | None = None,
+        tasks: bool | Collection[str] = False,
+        task_wait: float | None = None,
     ) -> list[BaseTool]:
         """Adapters for the server's tools, to register in a :class:`ToolRegistry`.
 
@@ -526,6 +531,13 @@ class McpClient(SyncClientMethods):
                 name (``server__tool``); a string prefixes them with that string. Names
                 are cut to the 64-character ``[a-zA-Z0-9_-]`` limit of model APIs.
             policy: Overrides :attr:`permission_policy` for these adapters.
+            tasks: Run calls as MCP tasks for these tools (server names), or True for
+                every tool that supports them; a tool whose server requires tasks
+                always does. On 2026-07-28 the client needs ``tasks=True``.
+            task_wait: Seconds a task call waits for its task (default
+                :attr:`timeout`); still running then, it pauses the loop
+                (``response.pending`` lists a :class:`~agcore_tools.RunningTask`),
+                and a resume waits for the same task.
 
         Raises:
             McpNotInitializedError: No tool list has been fetched yet.
@@ -542,7 +554,10 @@ class McpClient(SyncClientMethods):
             raise McpNotInitializedError(
                 self.server_name, "no tool list yet; call connect() or definitions() first"
             )
-        return make_adapters(self, infos, self._prefix(prefix), policy or self.permission_policy)
+        chosen = policy or self.permission_policy
+        if task_wait is not None:
+            task_wait = check_timeout(self.server_name, task_wait)
+        return make_adapters(self, infos, self._prefix(prefix), chosen, tasks, task_wait)
 
     # -- resources, prompts, completion, utilities (in _resources, _prompts, _utilities) --
 

@@ -1,9 +1,8 @@
 """Registry adapters: names, prefixes, collisions, permissions (no server needed), and
-the tools left out (a server that lists a task-requiring tool)."""
+the tools that run as tasks (a server that lists a task-requiring tool)."""
 
 from __future__ import annotations
 
-import logging
 import sys
 
 import pytest
@@ -18,6 +17,7 @@ from agcore_tools import (
     PermissionConfig,
     PermissionDeniedError,
     StdioTransport,
+    ToolContext,
     ToolError,
     ToolRegistry,
     tool,
@@ -150,25 +150,23 @@ def test_local_tools_and_mcp_adapters_share_a_registry() -> None:
     assert [d["function"]["name"] for d in registry.definitions()] == ["add", "files__read_file"]
 
 
-async def test_tools_that_require_tasks_are_left_out_with_a_reason(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.INFO, logger="agcore_tools.mcp")
+async def test_tools_that_require_tasks_are_offered_and_run_as_tasks() -> None:
     # Task support is a 2025-11-25 field (2026-07-28 dropped it from the core protocol).
     transport = StdioTransport(sys.executable, [str(PAGED), "--task-tool"])
     async with McpClient("paged", transport, timeout=15, protocol="legacy") as client:
         infos = {info.name: info for info in await client.tool_infos()}
         assert infos["research"].task_support == "required"
         assert infos["tool_00"].task_support is None
-        names = [t.name for t in client.into_tools()]
-        assert "research" not in names and len(names) == 25
-        # What a model would get if it were offered: every call fails.
-        with pytest.raises(McpError, match="requires task augmentation \\(code -32601\\)"):
-            await client.call_tool("research")
-    assert any(
-        "'research' left out of into_tools()" in r.getMessage() and "SEP-1686" in r.getMessage()
-        for r in caplog.records
-    )
+        adapters = {t.name: t for t in client.into_tools()}
+        assert len(adapters) == 26
+        assert isinstance(adapters["research"], McpTool) and adapters["research"].as_task
+        assert not adapters["tool_00"].as_task  # type: ignore[attr-defined]
+        # tasks=True opts in only the tools that support tasks; this one does not.
+        opted = {t.name: t for t in client.into_tools(tasks=True)}
+        assert not opted["tool_00"].as_task  # type: ignore[attr-defined]
+        # This server lists the tool but offers no tasks: a clear error, nothing sent.
+        with pytest.raises(McpError, match="tasks"):
+            await adapters["research"].execute({}, ToolContext())
 
 
 async def test_errors_name_the_tool_as_the_model_sees_it() -> None:

@@ -272,10 +272,10 @@ async def test_server_everything_resources_prompts_and_the_rest(
                 "annotations": {"priority": 1.0, "audience": ["user", "assistant"]},
             }
         ]
-        # The task-requiring tool is listed but not offered.
+        # The task-requiring tool is offered, and its calls run as tasks.
         assert (await client.tool_infos())[-1].name == "simulate-research-query"
-        assert "everything__simulate-research-query" not in registry
-        assert any("'simulate-research-query' left out" in r.getMessage() for r in caplog.records)
+        research = registry.get("everything__simulate-research-query")
+        assert research is not None and research.as_task  # type: ignore[attr-defined]
 
         # Prompts and completion.
         prompts = {p.name: p for p in await client.list_prompts()}

@@ -92,7 +92,17 @@ class Store:
             return self._read()
 
 
-OPTIONS = argparse.Namespace(poll_ms=200)
+OPTIONS = argparse.Namespace(poll_ms=200, clock_file=None)
+
+
+def now() -> float:
+    """Wall time plus the seconds in ``--clock-file``: a test moves the server's clock
+    on (a 2-hour build) without waiting for it."""
+    path = OPTIONS.clock_file
+    offset = float(path.read_text() or 0) if path is not None and path.exists() else 0.0
+    return time.time() + offset
+
+
 STORE: Store | None = None
 
 
@@ -117,7 +127,7 @@ def create(name: str, arguments: dict[str, Any], ttl_ms: int | None) -> dict[str
         "id": uuid.uuid4().hex,
         "tool": name,
         "args": arguments,
-        "created": time.time(),
+        "created": now(),
         "ttl_ms": ttl_ms or DEFAULT_TTL_MS,
         "cancelled_at": None,
     }
@@ -192,10 +202,10 @@ def evaluate(record: dict[str, Any], now: float) -> dict[str, Any]:
 
 def find(task_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     record = store().read()["tasks"].get(task_id)
-    now = time.time()
-    if record is None or now > record["created"] + record["ttl_ms"] / 1000:
+    at = now()
+    if record is None or at > record["created"] + record["ttl_ms"] / 1000:
         raise MCPError(INVALID_PARAMS, f"task {task_id} not found")
-    return record, evaluate(record, now)
+    return record, evaluate(record, at)
 
 
 def task_json(record: dict[str, Any], state: dict[str, Any], modern: bool) -> dict[str, Any]:
@@ -384,7 +394,7 @@ def calls_made() -> dict[str, Any]:
 
 
 def main() -> None:
-    global STORE
+    global STORE, DEFAULT_TTL_MS
     parser = argparse.ArgumentParser()
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--stdio", action="store_true")
@@ -393,8 +403,12 @@ def main() -> None:
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--forget", action="store_true", help="start with no tasks")
     parser.add_argument("--poll-ms", type=int, default=200)
+    parser.add_argument("--clock-file", type=Path, help="seconds to add to the clock")
+    parser.add_argument("--ttl-ms", type=int, default=DEFAULT_TTL_MS, help="a task's default ttl")
     options = parser.parse_args()
     OPTIONS.poll_ms = options.poll_ms
+    OPTIONS.clock_file = options.clock_file
+    DEFAULT_TTL_MS = options.ttl_ms
     STORE = Store(options.store, options.forget)
     if options.stdio:
         server.run()

@@ -1,0 +1,100 @@
+"""A registry call of an MCP tool run as a task: started once, waited for, and left
+running in the history when the run stops before it ends.
+
+The adapter starts the task (:meth:`McpClient.start_task`) and waits for it up to
+``into_tools(task_wait=)`` seconds (the client's ``timeout`` by default), passing each status change to the call's listeners as a
+:class:`~agcore_tools.ToolProgress`. A task still running then (or when the loop is
+cancelled) pauses the call: :class:`~agcore_tools.pending.RunningTask` goes in
+``response.pending``, and the task's handle (:meth:`McpTask.to_json`) rides on the
+open call in the history. The next ``submit_with_tools(None, registry)``, in any
+process, re-attaches to the same task: the ``tools/call`` is never sent again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..error import McpTimeoutError
+from ..pending import CallPaused, RunningTask
+
+if TYPE_CHECKING:
+    from ..base import ToolContext
+    from ._tasks import McpTask
+    from .models import McpTaskStatus
+
+__all__ = ["TaskCaller", "paused_on", "run_task"]
+
+
+class TaskCaller(Protocol):
+    """What a task call needs of its client (:class:`~agcore_tools.McpClient` is one)."""
+
+    @property
+    def server_name(self) -> str:
+        """Names the server."""
+        ...
+
+    async def start_task(self, name: str, args: Mapping[str, Any] | None = None) -> McpTask:
+        """Send the task-augmented ``tools/call``."""
+        ...
+
+    def task(self, saved: Mapping[str, Any] | str) -> McpTask:
+        """Re-attach to a task from its saved handle."""
+        ...
+
+
+async def run_task(
+    client: TaskCaller,
+    tool: str,
+    name: str,
+    args: Mapping[str, Any],
+    ctx: ToolContext,
+    saved: Mapping[str, Any] | None,
+    started: dict[str, McpTask],
+    wait: float,
+) -> Any:
+    """Start (or, with ``saved``, re-attach to) the task of ``tool`` (registered as
+    ``name``) and wait for it: its value, or, still running after the client's timeout,
+    the call's pause once it has waited ``wait`` seconds. While it runs the handle is in
+    ``started`` under the call id, for :func:`paused_on`."""
+    task = client.task(saved) if saved is not None else await client.start_task(tool, args)
+    call_id = ctx.call_id
+    if call_id and task.task_id is not None:
+        started[call_id] = task
+    seen = 0
+
+    def report(status: McpTaskStatus) -> None:
+        nonlocal seen
+        seen += 1
+        text = status.status if status.message is None else f"{status.status}: {status.message}"
+        ctx.report_progress(seen, None, text)
+
+    try:
+        value = await task.result(timeout=wait, on_status=report)
+    except McpTimeoutError:
+        if not call_id or task.task_id is None:
+            raise
+        paused = paused_on(started, call_id, name)
+        assert paused is not None  # the handle was stored above
+        return paused
+    started.pop(call_id or "", None)
+    return value
+
+
+def paused_on(started: dict[str, McpTask], call_id: str, tool_name: str) -> CallPaused | None:
+    """The pause of call ``call_id`` whose task runs on, taken out of ``started``; None
+    when the call has no task running."""
+    task = started.pop(call_id, None)
+    if task is None or task.task_id is None:
+        return None
+    status = task.last_status
+    item = RunningTask(
+        f"{call_id}~task",
+        call_id,
+        tool_name,
+        task.server_name,
+        task.task_id,
+        status.status if status is not None else "working",
+        status.message if status is not None else None,
+    )
+    return CallPaused((item,), {"task": task.to_json()})

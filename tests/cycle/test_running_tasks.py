@@ -1,0 +1,155 @@
+"""An MCP tool run as a task that outlasts the run: the loop pauses with a RunningTask,
+the history keeps the task, and a resume in any process waits for the same task
+(one tools/call on the server). Real task server (tests/mcp/servers/task_server.py, a
+file-backed store and a clock a test can move on) over HTTP, both protocol eras, and a
+scripted model over HTTP; the restarts are killed processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools import LlmError, McpClient, RunningTask, StreamableHttpTransport, ToolRegistry
+from tests.mcp.test_tasks import TaskServer
+
+from .conftest import S, assert_history_valid, tool_messages
+
+ROOT = Path(__file__).resolve().parents[2]
+CHILD = Path(__file__).with_name("task_child.py")
+HOURS = 3600.0
+ERAS = ["2025-11-25", "2026-07-28"]
+
+BUILD = S.reply_tool_calls([("build", {"seconds": 2 * HOURS, "label": "release"}, "c_build")])
+
+
+@pytest.fixture
+def clock(tmp_path: Path) -> Path:
+    path = tmp_path / "clock"
+    path.write_text("0")
+    return path
+
+
+@pytest.fixture
+def tasks(tmp_path: Path, clock: Path) -> Iterator[TaskServer]:
+    server = TaskServer(
+        tmp_path / "tasks.json", "--poll-ms", "50", "--clock-file", str(clock), "--ttl-ms",
+        str(int(24 * HOURS * 1000)),
+    )  # fmt: skip
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.sock.close()
+
+
+def _client(server: TaskServer, era: str) -> McpClient:
+    options: dict[str, Any] = {"protocol": "legacy"} if era == "2025-11-25" else {"tasks": True}
+    return McpClient("ci", StreamableHttpTransport(server.url), timeout=30.0, **options)
+
+
+def _child_leg(mode: str, model_url: str, mcp_url: str, era: str, history: Path) -> Any:
+    """Run task_child.py until it saved the history and printed its pending items,
+    then kill it (SIGKILL): a client restart."""
+    child = subprocess.Popen(
+        [sys.executable, str(CHILD), mode, model_url, mcp_url, era, str(history)],
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().decode()  # bounded: the child sleeps 60 s at most
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    return json.loads(line)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_two_hour_task_survives_three_client_restarts_with_one_call(
+    serve, make_cycle, tasks, clock, tmp_path: Path, era: str
+):
+    model = serve(BUILD, S.reply_text("Built."))
+    history = tmp_path / "history.json"
+    seen = []
+    for leg in range(3):  # three processes, each killed while the task runs
+        mode = "start" if leg == 0 else "resume"
+        out = await asyncio.to_thread(_child_leg, mode, model.base_url, tasks.url, era, history)
+        [item] = out["pending"]
+        assert (item["call_id"], item["tool_name"], item["status"]) == (
+            "c_build", "build", "working"
+        )  # fmt: skip
+        seen.append(item["message"])
+        clock.write_text(str((leg + 1) * 40 * 60))  # 40 minutes pass on the server
+    assert seen == ["step 1/3", "step 2/3", "step 3/3"]
+    clock.write_text(str(2 * HOURS))
+    saved = json.loads(history.read_text())
+    client = _client(tasks, era)
+    async with client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["build"], task_wait=10.0))
+        cycle = make_cycle(model, approval_key=b"k" * 32)
+        cycle.messages[:] = saved
+        done = await cycle.submit_with_tools(None, registry)
+    assert done.text == "Built." and done.pending == ()
+    result = json.loads(tool_messages(model.requests[1].json["messages"])["c_build"])
+    assert result == {"label": "release", "seconds": 2 * HOURS}
+    assert "paused_call" not in json.dumps(cycle.messages)
+    assert tasks.counts()["calls"] == {"build": 1}  # never called again
+    assert len(model.requests) == 2  # the model was not asked while the task ran
+    assert_history_valid(cycle.messages)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_run_cancelled_while_its_task_runs_keeps_the_task_in_the_history(
+    serve, make_cycle, tasks, clock, era: str
+):
+    model = serve(BUILD, S.reply_text("Built after all."))
+    client = _client(tasks, era)
+    async with client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["build"]))
+        cycle = make_cycle(model)
+        run = asyncio.ensure_future(cycle.submit_with_tools("build", registry))
+        deadline = time.monotonic() + 20
+        while not tasks.store.exists() or not tasks.counts().get("gets"):
+            assert time.monotonic() < deadline, "the task was never polled"
+            await asyncio.sleep(0.02)
+        run.cancel()  # the app closes
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        held = cycle.messages[-1]["tool_calls"][0]["paused_call"]
+        assert held["requests"][0]["kind"] == "task"
+        clock.write_text(str(2 * HOURS))
+        done = await cycle.submit_with_tools(None, registry)
+    assert done.text == "Built after all."
+    assert tasks.counts()["calls"] == {"build": 1}
+
+
+async def test_a_task_the_server_forgot_in_a_restart_is_a_clear_error(
+    serve, make_cycle, tasks, clock
+):
+    model = serve(BUILD, S.reply_text("unused"))
+    client = _client(tasks, "2025-11-25")
+    async with client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(task_wait=0.5))
+        cycle = make_cycle(model)
+        paused = await cycle.submit_with_tools("build", registry)
+        [item] = paused.pending
+        assert isinstance(item, RunningTask) and item.server == "ci"
+        await asyncio.to_thread(tasks.restart, "--forget")
+        started = time.monotonic()
+        with pytest.raises(LlmError, match="no longer exists on") as caught:
+            await cycle.submit_with_tools(None, registry)
+    assert time.monotonic() - started < 10  # no hang
+    assert item.task_id in str(caught.value)
