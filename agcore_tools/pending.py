@@ -40,12 +40,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from .error import ApprovalError
 
 __all__ = [
+    "KEEPER",
     "PAUSED_CALL",
     "CallPaused",
     "InputAction",
@@ -54,6 +56,7 @@ __all__ = [
     "ResumableTool",
     "RunningTask",
     "ToolInputRequested",
+    "WorkKeeper",
 ]
 
 PAUSED_CALL = "paused_call"
@@ -209,6 +212,31 @@ class ResumableTool(Protocol):
         """Make the next run of ``call_id`` go on from ``resume``: ``{"state": ...,
         "answers": {request_id: answer-as-dict}}``."""
         ...
+
+
+class WorkKeeper(Protocol):
+    """Where a call that starts long-running work (an MCP task) keeps its handle, so a
+    retry of the same call picks the work up instead of starting it again. A Temporal
+    activity is one: it keeps the handle in its heartbeats (see
+    :mod:`agcore_tools.temporal`), and a retried activity recalls it.
+    """
+
+    @property
+    def wait(self) -> float | None:
+        """Seconds to wait for the work before the call pauses; None: wait it out."""
+        ...
+
+    def recall(self) -> Mapping[str, Any] | None:
+        """The handle an earlier attempt of this call kept, or None."""
+        ...
+
+    def keep(self, handle: Mapping[str, Any]) -> None:
+        """Keep ``handle`` (plain JSON) for a retry of this call."""
+        ...
+
+
+KEEPER: ContextVar[WorkKeeper | None] = ContextVar("agcore_work_keeper", default=None)
+"""The :class:`WorkKeeper` of the call running in this context, if any."""
 
 
 class ToolInputRequested:

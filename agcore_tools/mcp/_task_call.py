@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..error import McpTimeoutError
-from ..pending import CallPaused, RunningTask
+from ..pending import KEEPER, CallPaused, RunningTask
 
 if TYPE_CHECKING:
     from ..base import ToolContext
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from .models import McpTaskStatus
 
 __all__ = ["TaskCaller", "paused_on", "run_task"]
+
+_FOREVER = 365 * 24 * 3600.0
+"""The wait of a kept task with no limit: its keeper (an activity's timeout) bounds it."""
 
 
 class TaskCaller(Protocol):
@@ -57,10 +60,17 @@ async def run_task(
     ``name``) and wait for it: its value, or, still running after the client's timeout,
     the call's pause once it has waited ``wait`` seconds. While it runs the handle is in
     ``started`` under the call id, for :func:`paused_on`."""
+    keeper = KEEPER.get()
+    if saved is None and keeper is not None:
+        saved = keeper.recall()  # a retried attempt: the task an earlier one started
     task = client.task(saved) if saved is not None else await client.start_task(tool, args)
     call_id = ctx.call_id
-    if call_id and task.task_id is not None:
-        started[call_id] = task
+    if task.task_id is not None:
+        if keeper is not None:
+            keeper.keep(task.to_json())
+            wait = keeper.wait if keeper.wait is not None else _FOREVER
+        if call_id:
+            started[call_id] = task
     seen = 0
 
     def report(status: McpTaskStatus) -> None:
@@ -72,7 +82,7 @@ async def run_task(
     try:
         value = await task.result(timeout=wait, on_status=report)
     except McpTimeoutError:
-        if not call_id or task.task_id is None:
+        if not call_id or task.task_id is None or keeper is not None:
             raise
         paused = paused_on(started, call_id, name)
         assert paused is not None  # the handle was stored above

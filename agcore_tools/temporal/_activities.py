@@ -7,6 +7,7 @@ is ever serialised into a call: an activity's input is the call itself.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
@@ -25,6 +26,7 @@ from ..base import ToolContext
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
 from ..error import LlmConfigError, ToolConfigError, ToolError, ToolExecutionError
+from ..pending import KEEPER
 from ..registry import ToolRegistry
 from ._payloads import (
     MODEL_REFUSED,
@@ -49,6 +51,52 @@ logger = logging.getLogger("agcore_tools.temporal")
 
 # 4xx answers a retry cannot change (408, 409 and 429 can).
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+HEARTBEAT_TIMEOUT = 5.0
+"""Seconds without a heartbeat after which Temporal retries a call waiting for work on
+a server (an MCP task), as its worker is taken for lost."""
+
+
+class HeartbeatKeeper:
+    """The :class:`~agcore_tools.pending.WorkKeeper` of one ``agcore.call_tool`` attempt:
+    it keeps the handle of the work the call started in the activity's heartbeats, and
+    recalls the one an earlier attempt kept. The activity's own timeout bounds the wait.
+    """
+
+    wait: float | None = None
+
+    def __init__(self, recalled: Mapping[str, Any] | None) -> None:
+        self._recalled = recalled
+        self._kept: dict[str, Any] | None = None
+
+    @classmethod
+    def of_this_attempt(cls) -> HeartbeatKeeper:
+        """The keeper of the running activity, with what its last attempt kept."""
+        details = activity.info().heartbeat_details
+        recalled = None
+        if details:
+            value = details[0]
+            if not isinstance(value, Mapping):
+                value = activity.payload_converter().from_payload(value, dict)
+            recalled = value if value else None
+        return cls(recalled)
+
+    def recall(self) -> Mapping[str, Any] | None:
+        """The handle an earlier attempt kept, or None."""
+        return self._recalled
+
+    def keep(self, handle: Mapping[str, Any]) -> None:
+        """Keep ``handle`` in this attempt's heartbeats, starting now."""
+        self._kept = dict(handle)
+        activity.heartbeat(self._kept)
+
+    async def beat(self) -> None:
+        """Heartbeat the kept handle until cancelled (the SDK throttles the sends)."""
+        while True:
+            await asyncio.sleep(HEARTBEAT_TIMEOUT / 5)
+            if self._kept is not None:
+                activity.heartbeat(self._kept)
 
 
 @dataclass(frozen=True, init=False)
@@ -215,6 +263,8 @@ class ToolActivities:
         for entry in self.registry.entries():
             tool = entry.tool
             rule = getattr(tool, "needs_approval", False)
+            # A call that waits for work on a server heartbeats (see HeartbeatKeeper).
+            beats = HEARTBEAT_TIMEOUT if getattr(tool, "as_task", False) else None
             approval = "never" if rule is False else "always" if rule is True else "per_call"
             option = self._options.get(entry.name, ToolActivityOptions())
             tools.append(
@@ -231,6 +281,7 @@ class ToolActivities:
                     option.task_queue,
                     option.timeout,
                     option.max_attempts,
+                    beats,
                 )
             )
         return Catalogue(tools, self.registry.strict, permissions)
@@ -244,12 +295,20 @@ class ToolActivities:
             call_id=call.call_id,
             metadata=call.metadata,
         )
+        # Work a call starts on a server (an MCP task) is kept in the heartbeats, so an
+        # attempt retried after a lost worker waits for it instead of starting it again.
+        keeper = HeartbeatKeeper.of_this_attempt()
+        kept = KEEPER.set(keeper)
+        beating = asyncio.ensure_future(keeper.beat())
         try:
             invocation = await self.registry.invoke(
                 call.name, call.arguments, ctx.for_call(call.call_id, call.name)
             )
         except ToolError as exc:  # not registered here, or refused: no retry changes that
             return ToolCallOutput(error=str(exc), recoverable=exc.is_recoverable())
+        finally:
+            KEEPER.reset(kept)
+            beating.cancel()
         if invocation.error is not None:
             error = invocation.error
             return ToolCallOutput(error=str(error), recoverable=error.is_recoverable())

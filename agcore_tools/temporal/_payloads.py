@@ -59,6 +59,7 @@ class ToolSpec:
     task_queue: str | None = None
     timeout_secs: float | None = None
     max_attempts: int | None = None
+    heartbeat_secs: float | None = None  # set for calls that wait for work on a server
 
 
 @dataclass(frozen=True)

@@ -192,6 +192,8 @@ class _ActivityTool(BaseTool):
         self._timeout = timedelta(seconds=timeout) if timeout else _NO_TIMEOUT
         attempts = spec.max_attempts or config.retries.max_retries + 1
         self._retry = _retry(config, attempts, [RESULT_TOO_LARGE])
+        beats = spec.heartbeat_secs
+        self._heartbeat = timedelta(seconds=beats) if beats else None
 
     def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolCallInput:
         return ToolCallInput(
@@ -208,6 +210,7 @@ class _ActivityTool(BaseTool):
                 task_queue=self._queue,
                 start_to_close_timeout=self._timeout,
                 retry_policy=self._retry,
+                heartbeat_timeout=self._heartbeat,
             )
         except ActivityError as exc:
             cause = exc.cause

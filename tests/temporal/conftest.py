@@ -52,6 +52,8 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "remove": [("remove", {"path": "notes.txt"}, "call_remove")],
     "mixed": [("add", {"a": 1, "b": 2}, "call_add"), ("fx__echo", {"text": "hi"}, "call_echo")],
     "nope": [("nope", {}, "call_nope")],
+    # An MCP tool run as a task (issue 28), on the task server.
+    "task-build": [("ci__build", {"seconds": 4, "label": "nightly"}, "call_build")],
     "stall": [("stall", {}, "call_stall")],
     # Code mode (issue 27): one program per run.
     "program": [("run_python", {"code": PROGRAMS["program"]}, "call_prog")],
@@ -178,11 +180,16 @@ def spawn(
     started: list[WorkerProcess] = []
 
     def start(
-        queue: str, identity: str, slots: int | None = None, mcp: bool = False
+        queue: str,
+        identity: str,
+        slots: int | None = None,
+        mcp: bool = False,
+        tasks: str | None = None,
     ) -> WorkerProcess:
         args = [temporal_address, queue, model.server.base_url, str(workdir), identity]
         args += [f"--slots={slots}"] if slots else []
         args += ["--mcp"] if mcp else []
+        args += ["--tasks", tasks] if tasks else []
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         process = subprocess.Popen(
             [sys.executable, str(HERE / "worker_process.py"), *args], env=env

@@ -273,3 +273,32 @@ async def test_a_program_paused_for_approval_resumes_on_the_signal(
     result = await finish(handle)
     assert result.text == 'done: result: "removed notes.txt"'
     assert len(calls(workdir, "code-approve-1", "add")) == 1  # not run again on resume
+
+
+async def test_a_worker_killed_while_an_mcp_task_runs_starts_no_second_task(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    from tests.mcp.test_tasks import TaskServer
+
+    tasks = TaskServer(workdir / "tasks.json", "--poll-ms", "100")
+    try:
+        spawn("task-front", "w1")
+        first = spawn("task-tools", "t1", tasks=tasks.url)
+        handle = await start(
+            client, "task-1", "task-build", "task-front", tool_task_queues=["task-tools"]
+        )
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while not tasks.store.exists() or not tasks.counts().get("gets"):
+            assert time.monotonic() < deadline, "the task was never polled"
+            await asyncio.sleep(0.02)  # polls the server's store, bounded above
+        first.kill()  # mid-task: the activity is lost with its worker
+        spawn("task-tools", "t2", tasks=tasks.url)
+        result = await finish(handle)
+        counted = tasks.counts()
+    finally:
+        tasks.stop()
+        tasks.sock.close()
+    assert result.text == 'done: {"label":"nightly","seconds":4.0}'
+    assert counted["calls"] == {"build": 1}  # the retry waited for the same task
+    attempts = [a for a in await activity_attempts(handle) if a[0] == "agcore.call_tool"]
+    assert attempts == [("agcore.call_tool", 2)]  # the history keeps the last attempt

@@ -1,10 +1,10 @@
 """A real Temporal worker, in its own process, for the tests in this directory.
 
 ``python tests/temporal/worker_process.py ADDRESS QUEUE MODEL_URL WORKDIR IDENTITY
-[--slots N] [--mcp]`` serves ``QUEUE`` with :class:`ToolLoopWorkflow` and the tools
+[--slots N] [--mcp] [--tasks URL]`` serves ``QUEUE`` with :class:`ToolLoopWorkflow` and the tools
 below, writes ``WORKDIR/ready-IDENTITY`` once polling, and stops on SIGTERM. With
 ``--mcp`` it is a tools-only worker whose tools are the MCP fixture server's, over the
-one connection it holds. Every tool call
+one connection it holds; with ``--tasks URL``, the task server's at URL. Every tool call
 appends one JSON line to ``WORKDIR/calls.jsonl`` (tool, workflow id, worker), which is
 how the tests count executions across processes.
 """
@@ -22,7 +22,13 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from agcore_tools import McpClient, StdioTransport, ToolContext, ToolRegistry
+from agcore_tools import (
+    McpClient,
+    StdioTransport,
+    StreamableHttpTransport,
+    ToolContext,
+    ToolRegistry,
+)
 
 MAX_RESULT_BYTES = 4096
 MEET_TIMEOUT = 30.0
@@ -97,6 +103,7 @@ async def serve(
     identity: str,
     slots: int | None,
     mcp: bool,
+    tasks: str | None = None,
 ) -> None:
     from openai import AsyncOpenAI
     from temporalio.client import Client
@@ -108,7 +115,14 @@ async def serve(
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     options = {"max_concurrent_activities": slots} if slots else {}
     async with contextlib.AsyncExitStack() as stack:
-        if mcp:
+        if tasks is not None:
+            # Tools only: the task server's (tests/mcp/servers/task_server.py), over HTTP.
+            server = McpClient("ci", StreamableHttpTransport(tasks), protocol="legacy")
+            await stack.enter_async_context(server)
+            registry = ToolRegistry()
+            registry.register_all(server.into_tools(prefix=True))
+            activities = ToolActivities(registry)
+        elif mcp:
             server = McpClient("fx", StdioTransport(sys.executable, [str(MCP_FIXTURE)]))
             await stack.enter_async_context(server)
             registry = ToolRegistry()
@@ -128,7 +142,7 @@ async def serve(
             client,
             queue,
             activities,
-            workflows=not mcp,
+            workflows=not mcp and tasks is None,
             identity=identity,
             # A killed worker's cached runs move to the others quickly.
             sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
@@ -145,6 +159,7 @@ if __name__ == "__main__":
         parser.add_argument(name)
     parser.add_argument("--slots", type=int)
     parser.add_argument("--mcp", action="store_true")
+    parser.add_argument("--tasks", metavar="URL", help="a tools-only worker for the task server")
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "-")
     asyncio.run(
@@ -156,5 +171,6 @@ if __name__ == "__main__":
             args.identity,
             args.slots,
             args.mcp,
+            args.tasks,
         )
     )
