@@ -19,7 +19,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._usage import ZERO_USAGE, Usage
@@ -326,6 +326,34 @@ _RAN = {
     False: "the call was not run",
 }
 """What an MCP error says of its call, by ``may_have_run``."""
+
+
+class McpInputRequiredError(McpError):
+    """An MCP task waits for the user's answers to its input requests (2026-07-28).
+
+    ``input_requests`` holds them by the server's keys, as it sent them; answer with
+    :meth:`~agcore_tools.mcp.McpTask.answer` (``tasks/update``) and wait again. The
+    task waits on the server meanwhile. In the loop, with no ``elicitation_handler``,
+    this pauses the run instead (see :mod:`agcore_tools.pending`).
+
+    Example:
+        >>> err = McpInputRequiredError("ci", "task 't1' waits for input (q1)",
+        ...                             {"q1": {"method": "elicitation/create"}})
+        >>> sorted(err.input_requests), isinstance(err, McpError)
+        (['q1'], True)
+    """
+
+    def __init__(
+        self,
+        server_name: str,
+        reason: str,
+        input_requests: Mapping[str, Any],
+        *,
+        tool_name: str | None = None,
+    ) -> None:
+        super().__init__(server_name, reason, tool_name=tool_name)
+        self.input_requests = dict(input_requests)
+        """The task's questions by the server's keys (``{"method": ..., "params": ...}``)."""
 
 
 class McpUsageError(ToolError, ValueError):

@@ -13,7 +13,6 @@ them against the questions' schemas, and hands state and answers to the tool's
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -31,7 +30,7 @@ from ..pending import (
 )
 from ..registry import ToolRegistry
 from ._approval import Gate
-from ._programs import last_tool_calls, state_mac
+from ._programs import check_signed, last_tool_calls, state_mac
 
 __all__ = ["hold_call", "prepare_call_resume", "resume_calls"]
 
@@ -85,14 +84,7 @@ def resume_calls(
         if saved is None:
             to_run.append(call)
             continue
-        if key is not None and not hmac.compare_digest(
-            str(saved.get("mac", "")), state_mac(key, saved)
-        ):
-            raise ApprovalError(
-                f"the questions of call '{call.call_id}' have a missing or wrong signature: "
-                "their state in the history was changed",
-                tool_name=call.name,
-            )
+        check_signed(key, saved, f"the paused call '{call.call_id}'", call.name)
         items = [_item(raw) for raw in saved["requests"]]
         questions = [r for r in items if isinstance(r, InputRequest)]
         answers = gate.take_inputs(r.request_id for r in questions)

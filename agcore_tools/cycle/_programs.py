@@ -32,7 +32,14 @@ from ..error import ApprovalError, LlmConfigError
 from ..registry import ToolRegistry
 from ._approval import Gate
 
-__all__ = ["hold_paused", "last_tool_calls", "prepare_resume", "resume_programs", "state_mac"]
+__all__ = [
+    "check_signed",
+    "hold_paused",
+    "last_tool_calls",
+    "prepare_resume",
+    "resume_programs",
+    "state_mac",
+]
 
 Message = dict[str, Any]
 
@@ -41,6 +48,18 @@ def state_mac(key: bytes, state: Mapping[str, Any]) -> str:
     body = {k: v for k, v in state.items() if k != "mac"}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def check_signed(key: bytes | None, state: Mapping[str, Any], what: str, tool_name: str) -> None:
+    """Refuse (:class:`ApprovalError`) a paused ``state`` whose signature under ``key``
+    is missing or wrong: it was changed in the history. ``what`` names it."""
+    if key is not None and not hmac.compare_digest(
+        str(state.get("mac", "")), state_mac(key, state)
+    ):
+        raise ApprovalError(
+            f"{what} has a missing or wrong signature: its state in the history was changed",
+            tool_name=tool_name,
+        )
 
 
 def last_tool_calls(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -97,14 +116,7 @@ def resume_programs(
         if state is None or call.args is None:
             resumed.append(call)
             continue
-        if key is not None and not hmac.compare_digest(
-            str(state.get("mac", "")), state_mac(key, state)
-        ):
-            raise ApprovalError(
-                f"the paused program of call '{call.call_id}' has a missing or wrong "
-                "signature: its state in the history was changed",
-                tool_name=RUN_PYTHON,
-            )
+        check_signed(key, state, f"the paused program of call '{call.call_id}'", RUN_PYTHON)
         answers = gate.take(inner_call_id(call.call_id, w["id"]) for w in state["waiting"])
         prepare_resume(call, state, answers, tool, key)
         resumed.append(call)

@@ -145,11 +145,10 @@ class McpTool(BaseTool):
             if call_id and resume is not None and resume["state"].get("live"):
                 value = await self._answer_live(call_id, resume["answers"])
             elif self.as_task or (resume is not None and "task" in resume["state"]):
-                saved = resume["state"]["task"] if resume is not None else None
                 caller = cast("TaskCaller", self.client)
                 wait = self.task_wait if self.task_wait is not None else caller_timeout(self.client)
                 value = await run_task(
-                    caller, self.info.name, self.name, args, ctx, saved, self._started, wait
+                    caller, self.info.name, self.name, args, ctx, resume, self._started, wait
                 )
             else:
                 round_ = (

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..error import McpTimeoutError
-from ..pending import KEEPER, CallPaused, RunningTask
+from ..error import McpInputRequiredError, McpTimeoutError
+from ..pending import KEEPER, CallPaused, InputRequest, RunningTask
 
 if TYPE_CHECKING:
     from ..base import ToolContext
@@ -52,7 +52,7 @@ async def run_task(
     name: str,
     args: Mapping[str, Any],
     ctx: ToolContext,
-    saved: Mapping[str, Any] | None,
+    resume: Mapping[str, Any] | None,
     started: dict[str, McpTask],
     wait: float,
 ) -> Any:
@@ -61,9 +61,13 @@ async def run_task(
     the call's pause once it has waited ``wait`` seconds. While it runs the handle is in
     ``started`` under the call id, for :func:`paused_on`."""
     keeper = KEEPER.get()
+    saved = resume["state"]["task"] if resume is not None else None
     if saved is None and keeper is not None:
         saved = keeper.recall()  # a retried attempt: the task an earlier one started
     task = client.task(saved) if saved is not None else await client.start_task(tool, args)
+    if resume is not None and resume.get("answers"):
+        keys: Mapping[str, str] = resume["state"].get("keys") or {}
+        await task.answer({keys[i]: answer for i, answer in resume["answers"].items()})
     call_id = ctx.call_id
     if task.task_id is not None:
         if keeper is not None:
@@ -87,8 +91,35 @@ async def run_task(
         paused = paused_on(started, call_id, name)
         assert paused is not None  # the handle was stored above
         return paused
+    except McpInputRequiredError as asked:
+        questions = _questions(asked.input_requests, call_id, name)
+        if not call_id or keeper is not None or questions is None:
+            raise
+        paused = paused_on(started, call_id, name)
+        assert paused is not None
+        keys = {q.request_id: key for q, key in questions}
+        state = {**paused.state, "keys": keys}
+        return CallPaused((*(q for q, _ in questions), *paused.requests), state)
     started.pop(call_id or "", None)
     return value
+
+
+def _questions(
+    asked: Mapping[str, Any], call_id: str | None, name: str
+) -> list[tuple[InputRequest, str]] | None:
+    """A task's input requests as questions for the user, with the server's keys; None
+    unless every one is a form elicitation."""
+    found = []
+    for key, request in asked.items():
+        params = request.get("params") if isinstance(request, Mapping) else None
+        if request.get("method") != "elicitation/create" or not isinstance(params, Mapping):
+            return None
+        if params.get("mode", "form") != "form":
+            return None
+        message = str(params.get("message", ""))
+        schema = dict(params.get("requestedSchema") or {})
+        found.append((InputRequest(f"{call_id}~{key}", call_id or "", name, message, schema), key))
+    return found
 
 
 def paused_on(started: dict[str, McpTask], call_id: str, tool_name: str) -> CallPaused | None:

@@ -84,6 +84,15 @@ class CancelTask(CancelTaskRequest):
     name_param = "taskId"
 
 
+class UpdateTask(GetTaskRequest):
+    """``tasks/update`` (2026-07-28 only): answers to a task's input requests, with the
+    ``Mcp-Name`` header. The SDK has no model for it; its params pass as given."""
+
+    method: Literal["tasks/update"] = "tasks/update"  # type: ignore[assignment]
+    params: dict[str, Any]  # type: ignore[assignment]
+    name_param = "taskId"
+
+
 class RawResult(Result):
     """Any result, every field kept (the two eras' task shapes differ; parsed by hand)."""
 

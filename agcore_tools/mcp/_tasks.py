@@ -27,7 +27,13 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..error import McpError, McpTimeoutError, McpUsageError, ToolExecutionError
+from ..error import (
+    McpError,
+    McpInputRequiredError,
+    McpTimeoutError,
+    McpUsageError,
+    ToolExecutionError,
+)
 from ._protocol import is_modern
 from ._results import result_value
 from ._session import check_timeout
@@ -178,12 +184,14 @@ class McpTask:
                     await _notify(on_status, status)
                 return result_value(payload, self._label)
             if status.status == "input_required":
-                # 2026-07-28: answered with tasks/update, which this client does not send.
-                raise McpError(
+                # 2026-07-28: the caller answers with answer() (tasks/update).
+                asked = raw.get("inputRequests") or {}
+                raise McpInputRequiredError(
                     self.server_name,
                     f"task '{self.task_id}' of tool '{self.tool_name}' waits for input "
-                    f"({', '.join(sorted(raw.get('inputRequests') or {})) or 'unnamed'}), which "
-                    "this client cannot give yet (tasks/update); it waits on the server",
+                    f"({', '.join(sorted(asked)) or 'unnamed'}); answer it with "
+                    "McpTask.answer() (it waits on the server)",
+                    asked,
                     tool_name=self.tool_name or None,
                 )
             wait = next_wait(delay, status)
@@ -198,6 +206,36 @@ class McpTask:
                 )
             await asyncio.sleep(wait if left is None else min(wait, left))
             delay *= 2
+
+    async def answer(self, responses: Mapping[str, Mapping[str, Any]]) -> None:
+        """Answer the task's input requests (2026-07-28 ``tasks/update``): ``responses``
+        maps the server's keys (:attr:`McpInputRequiredError.input_requests`) to
+        elicitation results, ``{"action": "accept", "content": {...}}``. Then wait
+        again with :meth:`result`.
+
+        Raises:
+            McpUsageError: The task is on a 2025-11-25 connection, whose questions go to
+                the client's ``elicitation_handler`` instead.
+            McpError: The server no longer knows the task, or refused the answer.
+        """
+        from ._task_wire import RawResult, UpdateTask
+
+        if not self._modern():
+            raise McpUsageError(
+                f"task '{self.task_id}': answer() is for 2026-07-28 tasks; on 2025-11-25 "
+                "the client's elicitation_handler answers a task's questions"
+            )
+        params = {
+            "taskId": self.task_id,
+            "inputResponses": {k: dict(v) for k, v in responses.items()},
+        }
+
+        async def send(client: Any, meta: Any) -> Any:
+            return await client.session.send_request(
+                UpdateTask(params={**params, **({"_meta": meta} if meta else {})}), RawResult
+            )
+
+        await self._send("tasks/update", send)
 
     async def cancel(self) -> McpTaskStatus | None:
         """Ask the server to cancel the task (``tasks/cancel``); idempotent.

@@ -18,7 +18,14 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import LlmError, McpClient, RunningTask, StreamableHttpTransport, ToolRegistry
+from agcore_tools import (
+    InputRequest,
+    LlmError,
+    McpClient,
+    RunningTask,
+    StreamableHttpTransport,
+    ToolRegistry,
+)
 from tests.mcp.test_tasks import TaskServer
 
 from .conftest import S, assert_history_valid, tool_messages
@@ -153,3 +160,31 @@ async def test_a_task_the_server_forgot_in_a_restart_is_a_clear_error(
             await cycle.submit_with_tools(None, registry)
     assert time.monotonic() - started < 10  # no hang
     assert item.task_id in str(caught.value)
+
+
+async def test_on_2026_a_tasks_question_pauses_the_run_and_the_answer_goes_by_tasks_update(
+    serve, make_cycle, tasks
+):
+    ask = S.reply_tool_calls([("ask", {"question": "Colour?"}, "c_ask")])
+    model = serve(ask, S.reply_text("Blue."))
+    client = _client(tasks, "2026-07-28")
+    async with client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["ask"], task_wait=10.0))
+        cycle = make_cycle(model, approval_key=b"k" * 32)
+        paused = await cycle.submit_with_tools("colour?", registry)
+        question, running = paused.pending
+        assert isinstance(question, InputRequest) and isinstance(running, RunningTask)
+        assert (question.request_id, question.message) == ("c_ask~q1", "Colour?")
+        assert running.status == "input_required"
+        saved = json.loads(json.dumps(cycle.messages))
+        fresh = make_cycle(model, approval_key=b"k" * 32)
+        fresh.messages[:] = saved
+        done = await fresh.submit_with_tools(
+            None, registry, approvals=[question.accept({"answer": "blue"})]
+        )
+    assert done.text == "Blue."
+    assert tool_messages(model.requests[1].json["messages"])["c_ask"] == "accept: blue"
+    counted = tasks.counts()
+    assert counted["calls"] == {"ask": 1}
+    assert counted["updates"] == [{"q1": {"action": "accept", "content": {"answer": "blue"}}}]

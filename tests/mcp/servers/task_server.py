@@ -55,6 +55,7 @@ from mcp_types import (
     GetTaskRequestParams,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import Field
 
 TASKS = "io.modelcontextprotocol/tasks"
 CAPS = "io.modelcontextprotocol/clientCapabilities"
@@ -176,7 +177,12 @@ def evaluate(record: dict[str, Any], now: float) -> dict[str, Any]:
                 "error": error,
             }
         return {"status": "working", "message": "step 1/3", "at": created}
-    if record["tool"] == "ask":  # waits for an answer (tasks/update), which never comes
+    if record["tool"] == "ask" and record.get("answers"):  # answered with tasks/update
+        answer = record["answers"].get("q1") or {}
+        text = f"{answer.get('action')}: {(answer.get('content') or {}).get('answer', '')}"
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+        return {"status": "completed", "message": "answered", "at": created, "result": result}
+    if record["tool"] == "ask":  # waits for an answer (tasks/update, 2026-07-28)
         question = {
             "method": "elicitation/create",
             "params": {
@@ -274,6 +280,27 @@ async def cancel_task(
     return {} if is_modern(ctx) else task_json(record, state, False)
 
 
+class UpdateTaskParams(GetTaskRequestParams):
+    """``tasks/update`` (2026-07-28): the client's answers to the task's input requests."""
+
+    input_responses: dict[str, Any] = Field(default_factory=dict, alias="inputResponses")
+
+
+async def update_task(
+    ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
+) -> HandlerResult:
+    check_name(ctx, params.task_id)
+    find(params.task_id)  # an unknown task is refused
+
+    def answer(data: dict[str, Any]) -> None:
+        record = data["tasks"][params.task_id]
+        record["answers"] = {**record.get("answers", {}), **params.input_responses}
+        data.setdefault("updates", []).append(params.input_responses)
+
+    store().update(answer)
+    return {}
+
+
 async def task_result(
     ctx: ServerRequestContext[Any, Any], params: GetTaskRequestParams
 ) -> HandlerResult:
@@ -300,6 +327,12 @@ class ServerTasks(Extension):
         return [
             MethodBinding("tasks/get", GetTaskRequestParams, get_task),
             MethodBinding("tasks/cancel", GetTaskRequestParams, cancel_task),
+            MethodBinding(
+                "tasks/update",
+                UpdateTaskParams,
+                update_task,
+                protocol_versions=frozenset(MODERN_PROTOCOL_VERSIONS),
+            ),
             MethodBinding(
                 "tasks/result", GetTaskRequestParams, task_result, protocol_versions=legacy
             ),
