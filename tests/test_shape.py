@@ -25,6 +25,9 @@ ALLOWED = {
     "_getframe": "sys._getframe: the standard way to find the caller's namespace",
     "_custom_headers": "openai's client has no public view of the caller's own headers "
     "(default_headers mixes in the SDK's, probed blocking); see cycle/_client.py",
+    "_stamp": "the MCP SDK 2.3.0 session validates a 2025-11-25 task-augmented tools/call "
+    "result as a CallToolResult and has no unvalidated send; see mcp/_task_wire.py",
+    "_dispatcher": "the same: send_raw_request, which send_request itself uses",
 }
 
 

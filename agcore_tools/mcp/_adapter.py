@@ -89,6 +89,8 @@ class McpTool(BaseTool):
         ('demo__read_file', 'mcp:demo', (Permission.READ,))
         >>> adapter.resume_next("c1", {"state": {"keys": {"c1~q": "q"}, "request_state": "s"},
         ...     "answers": {"c1~q": {"action": "decline", "content": None}}})  # the loop does this
+        >>> adapter.stopped("c1") is None  # no task of call c1 left running
+        True
         >>> asyncio.run(adapter.execute({"path": "a.txt"}, ToolContext()))
         Traceback (most recent call last):
         ...

@@ -217,6 +217,14 @@ class McpTask:
             McpUsageError: The task is on a 2025-11-25 connection, whose questions go to
                 the client's ``elicitation_handler`` instead.
             McpError: The server no longer knows the task, or refused the answer.
+
+        Example:
+            >>> async def colour(task: McpTask) -> Any:
+            ...     try:
+            ...         return await task.result(timeout=60)
+            ...     except McpInputRequiredError as asked:  # {"q1": {...}}
+            ...         await task.answer({"q1": {"action": "accept", "content": {"answer": "blue"}}})
+            ...         return await task.result(timeout=60)
         """
         from ._task_wire import RawResult, UpdateTask
 

@@ -8,6 +8,7 @@ is ever serialised into a call: an activity's input is the call itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
@@ -297,9 +298,9 @@ class ToolActivities:
         )
         # Work a call starts on a server (an MCP task) is kept in the heartbeats, so an
         # attempt retried after a lost worker waits for it instead of starting it again.
-        keeper = HeartbeatKeeper.of_this_attempt()
+        keeper = HeartbeatKeeper.of_this_attempt() if activity.in_activity() else None
         kept = KEEPER.set(keeper)
-        beating = asyncio.ensure_future(keeper.beat())
+        beating = asyncio.ensure_future(keeper.beat()) if keeper is not None else None
         try:
             invocation = await self.registry.invoke(
                 call.name, call.arguments, ctx.for_call(call.call_id, call.name)
@@ -308,7 +309,10 @@ class ToolActivities:
             return ToolCallOutput(error=str(exc), recoverable=exc.is_recoverable())
         finally:
             KEEPER.reset(kept)
-            beating.cancel()
+            if beating is not None:
+                beating.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await beating
         if invocation.error is not None:
             error = invocation.error
             return ToolCallOutput(error=str(error), recoverable=error.is_recoverable())

@@ -188,3 +188,25 @@ async def test_on_2026_a_tasks_question_pauses_the_run_and_the_answer_goes_by_ta
     counted = tasks.counts()
     assert counted["calls"] == {"ask": 1}
     assert counted["updates"] == [{"q1": {"action": "accept", "content": {"answer": "blue"}}}]
+
+
+async def test_a_streaming_consumer_sees_the_tasks_status_as_progress(
+    serve, make_cycle, tasks, clock
+):
+    from agcore_tools import ToolProgress
+
+    model = serve(BUILD, S.reply_text("Built."))
+    client = _client(tasks, "2025-11-25")
+    seen: list[str | None] = []
+    async with client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(task_wait=10.0))
+        stream = make_cycle(model).submit_stream_with_tools("build", registry)
+        async for event in stream:
+            if isinstance(event, ToolProgress):
+                seen.append(event.message)
+                if len(seen) == 1:
+                    clock.write_text(str(2 * HOURS))  # the build ends on the server
+    assert seen[0] == "working: step 1/3"
+    assert seen[-1] == "completed: done"
+    assert stream.response.text == "Built."

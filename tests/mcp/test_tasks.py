@@ -295,7 +295,7 @@ async def test_plain_calls_and_the_opt_in(
     async with task_server.client() as client:
         assert client.protocol_version == "2026-07-28"
         conn = client._session.conn
-        assert conn is not None and conn.call_tool.__qualname__.startswith("_tool_caller")
+        assert conn is not None and conn.call_tool.__qualname__.startswith("tool_caller")
         assert await client.call_tool("plain_echo", {"text": "hi"}) == {"result": "hi"}
         with pytest.raises(McpError, match=r"McpClient\(\.\.\., tasks=True\)"):
             await client.start_task("build", {"seconds": 1, "label": "x"})
