@@ -165,15 +165,15 @@ async def run_tools(
                     prepare_resume(calls[position], program.state, decisions, tool, key)
                     paused[position] = None
                     batch.append((position, calls[position]))
-            # 3c. So can a call's questions to the user (a task it waits for cannot be).
+            # 3c. So can a call's questions to the user (also those of a task it waits for).
             for position, question in enumerate(asking):
                 asked_now = (
                     [r for r in question.requests if isinstance(r, InputRequest)]
                     if question
                     else []
                 )
-                if question is None or len(asked_now) < len(question.requests):
-                    continue
+                if question is None or not asked_now:
+                    continue  # a task that only runs on: nothing to answer inline
                 answers = {}
                 for asked in asked_now:
                     inline = ToolInputRequested(asked)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..base import BaseTool, ToolContext
 from ..error import McpError, ToolConfigError, ToolError
-from ..pending import CallPaused
+from ..pending import KEEPER, CallPaused
 from ..permission import Permission
 from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, responses
 from ._progress import CALLER
@@ -153,11 +153,14 @@ class McpTool(BaseTool):
                     caller, self.info.name, self.name, args, ctx, resume, self._started, wait
                 )
             else:
+                # A call can pause on a question only where the loop can hold it: not
+                # in a Temporal activity (a WorkKeeper), where the question is declined.
+                pausable = bool(call_id) and KEEPER.get() is None
                 round_ = (
                     responses(resume["state"], resume["answers"])
                     if resume is not None
                     else InputRound(True)
-                    if call_id
+                    if pausable
                     else None
                 )
                 asking = ROUND.set(round_)

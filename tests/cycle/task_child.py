@@ -25,7 +25,7 @@ async def main(mode: str, model_url: str, mcp_url: str, era: str, history: Path)
     mcp = McpClient("ci", StreamableHttpTransport(mcp_url), timeout=30.0, **options)  # type: ignore[arg-type]
     async with mcp, LlmCycle(CycleConfig("m", approval_key=b"k" * 32), client=model) as cycle:
         registry = ToolRegistry()
-        registry.register_all(mcp.into_tools(tasks=["build"], task_wait=1.0))
+        registry.register_all(mcp.into_tools(tasks=["build"], task_wait=0.3))
         if mode == "start":
             response = await cycle.submit_with_tools("build the release", registry)
         else:

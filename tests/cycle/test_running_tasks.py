@@ -210,3 +210,21 @@ async def test_a_streaming_consumer_sees_the_tasks_status_as_progress(
     assert seen[0] == "working: step 1/3"
     assert seen[-1] == "completed: done"
     assert stream.response.text == "Built."
+
+
+async def test_a_tasks_question_can_be_answered_inline_in_a_stream(serve, make_cycle, tasks):
+    from agcore_tools import ToolInputRequested
+
+    ask = S.reply_tool_calls([("ask", {"question": "Colour?"}, "c_ask")])
+    model = serve(ask, S.reply_text("Green."))
+    client = _client(tasks, "2026-07-28")
+    async with client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["ask"], task_wait=10.0))
+        stream = make_cycle(model).submit_stream_with_tools("colour?", registry)
+        async for event in stream:
+            if isinstance(event, ToolInputRequested):
+                event.accept({"answer": "green"})
+    assert stream.response.text == "Green." and stream.response.pending == ()
+    assert tool_messages(model.requests[1].json["messages"])["c_ask"] == "accept: green"
+    assert tasks.counts()["calls"] == {"ask": 1}

@@ -149,27 +149,12 @@ def test_the_sdk_internals_the_2025_create_call_uses() -> None:
 # -- server-everything (2025-11-25) ------------------------------------------------------
 
 
-async def test_server_everything_research_query_as_a_task(
+async def test_server_everything_runs_two_tasks_at_once_one_asking_a_question(
     everything_stdio: StdioTransport,  # noqa: F811 - the imported fixture
 ) -> None:
-    seen: list[McpTaskStatus] = []
-    async with McpClient("everything", everything_stdio, timeout=20) as client:
-        assert client.protocol_version == "2025-11-25"
-        task = await client.start_task("simulate-research-query", {"topic": "tides"}, ttl=60)
-        assert task.task_id and task.protocol == "2025-11-25"
-        assert task.last_status is not None and task.last_status.poll_interval == 1.0
-        report = await task.result(timeout=30, on_status=seen.append)
-        assert "Research Report: tides" in report
-        assert seen[0].status == "working" and seen[-1].status == "completed"
-        assert len({s.message for s in seen}) >= 2  # its stages' messages
-        assert (await task.status()).terminal
-
-
-async def test_server_everything_asks_a_question_during_its_task(
-    everything_stdio: StdioTransport,  # noqa: F811 - the imported fixture
-) -> None:
-    """2025-11-25: the task's elicitation/create reaches the client's handler while the
-    client waits in tasks/result, and the answer shapes the result."""
+    """2025-11-25, simulate-research-query twice on one connection (its four 1 s stages
+    run side by side): a plain task, and one whose elicitation/create reaches the
+    client's handler while the client waits in tasks/result."""
     asked: list[str] = []
 
     async def clarify(context: Any, params: Any) -> Any:
@@ -179,16 +164,29 @@ async def test_server_everything_asks_a_question_during_its_task(
         return ElicitResult(action="accept", content={"interpretation": "ocean tides"})
 
     seen: list[McpTaskStatus] = []
+    seen_asking: list[McpTaskStatus] = []
     async with McpClient(
         "everything", everything_stdio, timeout=30, elicitation_handler=clarify
     ) as client:
-        task = await client.start_task(
+        assert client.protocol_version == "2025-11-25"
+        task = await client.start_task("simulate-research-query", {"topic": "tides"}, ttl=60)
+        assert task.task_id and task.protocol == "2025-11-25"
+        assert task.last_status is not None and task.last_status.poll_interval == 1.0
+        asking = await client.start_task(
             "simulate-research-query", {"topic": "tides", "ambiguous": True}
         )
-        report = await task.result(timeout=30, on_status=seen.append)
-    assert "Research Report: tides (ocean tides)" in report
+        report, clarified = await asyncio.gather(
+            task.result(timeout=30, on_status=seen.append),
+            asking.result(timeout=30, on_status=seen_asking.append),
+        )
+        assert (await task.status()).terminal
+    assert "Research Report: tides" in report
+    assert seen[0].status == "working" and seen[-1].status == "completed"
+    assert len({s.message for s in seen}) >= 2  # its stages' messages
+    assert "Research Report: tides (ocean tides)" in clarified
     assert len(asked) == 1 and "tides" in asked[0]
-    assert "input_required" in [s.status for s in seen] and seen[-1].status == "completed"
+    statuses = [s.status for s in seen_asking]
+    assert "input_required" in statuses and statuses[-1] == "completed"
 
 
 # -- our server, both eras ------------------------------------------------------------

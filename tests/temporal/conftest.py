@@ -52,6 +52,8 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "remove": [("remove", {"path": "notes.txt"}, "call_remove")],
     "mixed": [("add", {"a": 1, "b": 2}, "call_add"), ("fx__echo", {"text": "hi"}, "call_echo")],
     "nope": [("nope", {}, "call_nope")],
+    # An MCP server's question in a workflow: declined, as the activity cannot hold it.
+    "mcp-ask": [("fx__ask_each_era", {"question": "colour?"}, "call_ask")],
     # An MCP tool run as a task (issue 28), on the task server.
     "task-build": [("ci__build", {"seconds": 4, "label": "nightly"}, "call_build")],
     "stall": [("stall", {}, "call_stall")],

@@ -176,6 +176,16 @@ async def test_mcp_tools_run_on_the_workers_that_hold_the_connection(
     assert [c["worker"] for c in calls(workdir, "mixed-1")] == ["w1"]  # add; echo is MCP's
 
 
+async def test_an_mcp_servers_question_in_a_workflow_is_declined_not_paused(
+    client: Client, spawn: Spawn
+) -> None:
+    spawn("front-ask", "w1")
+    spawn("mcp-ask", "m1", mcp=True)
+    handle = await start(client, "ask-1", "mcp-ask", "front-ask", tool_task_queues=["mcp-ask"])
+    result = await finish(handle)
+    assert result.text == "done: decline: "  # the server's tool saw a plain decline
+
+
 async def test_a_stopped_loop_fails_the_run_with_the_loops_error(
     client: Client, spawn: Spawn
 ) -> None:
