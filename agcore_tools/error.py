@@ -253,6 +253,8 @@ class ToolRejectedError(ToolError):
 class ApprovalError(ToolError, ValueError):
     """An approval cannot apply: its call id, tool name or arguments do not match a
     call awaiting approval, its signature is wrong, or its edited arguments are invalid.
+    Also an answer to an input request that does not fit its schema or names no open
+    question, and a paused call's state that was changed in the history.
 
     A mistake in the app's own answer, so it is also a :class:`ValueError`; nothing ran.
 
