@@ -57,6 +57,17 @@ def fixture_stdio(*args: str, env: dict[str, str] | None = None) -> StdioTranspo
     return StdioTransport(sys.executable, [str(FIXTURE), *args], env=env)
 
 
+def stop_child(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server process: SIGTERM, then SIGKILL after 10 s (each wait bounded)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
 class HttpServer:
     """A fixture server in its own uvicorn process, on a socket bound here (no port race).
 
@@ -96,13 +107,7 @@ class HttpServer:
             connection.close()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_child(self.proc)
 
 
 class FaultServer:

@@ -28,7 +28,7 @@ from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport, Too
 from agcore_tools.error import McpError, McpTimeoutError, McpUsageError
 from agcore_tools.mcp import McpTask, McpTaskStatus
 
-from .conftest import ROOT, SERVERS, HttpServer
+from .conftest import ROOT, SERVERS, HttpServer, stop_child
 from .test_reference_servers import everything_stdio  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.timeout(90)
@@ -81,13 +81,7 @@ class TaskServer:
         self._spawn(*extra)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_child(self.proc)
 
     def client(self, name: str = "ci", **options: Any) -> McpClient:
         options.setdefault("timeout", 15)
