@@ -147,7 +147,7 @@ class LiveQuestion(ServerQuestion):
 
         if not self.parked.answer.done():
             self.parked.answer.set_result(ElicitResult.model_validate(dict(answer)))
-        return await first_of(self.call, self.questions, self.tool_name)
+        return await first_of(self.call, self.questions, self.tool_name, bounded=True)
 
 
 def _retrieve(call: asyncio.Future[Any]) -> None:
@@ -157,28 +157,41 @@ def _retrieve(call: asyncio.Future[Any]) -> None:
         call.exception()
 
 
-async def first_of(call: asyncio.Future[Any], questions: LiveQuestions, tool_name: str) -> Any:
-    """Wait for ``call`` (a running ``tools/call``) to end or to ask a question, within
-    the client's timeout: its ``CallToolResult``, or a :class:`LiveQuestion`."""
-    call.add_done_callback(_retrieve)
+async def first_of(
+    call: asyncio.Future[Any], questions: LiveQuestions, tool_name: str, *, bounded: bool
+) -> Any:
+    """Wait for ``call`` (a running ``tools/call``) to end or to ask a question: its
+    ``CallToolResult``, or a :class:`LiveQuestion`. ``bounded``: within the client's
+    timeout (a resumed call; a first call is bounded by its caller's watchdog)."""
     waiter = questions.arm()
+
+    def ended(_: asyncio.Future[Any]) -> None:
+        if not waiter.done():
+            waiter.set_result(None)  # type: ignore[arg-type]
+
+    call.add_done_callback(ended)
     try:
-        done, _ = await asyncio.wait(
-            {call, waiter}, timeout=questions.timeout, return_when=asyncio.FIRST_COMPLETED
-        )
+        if bounded:
+            parked = await asyncio.wait_for(asyncio.shield(waiter), questions.timeout)
+        else:
+            parked = await waiter
+    except TimeoutError as exc:
+        questions.disarm(waiter)
+        call.cancel()
+        raise McpTimeoutError(
+            questions.server_name,
+            f"tools/call '{tool_name}' timed out after {questions.timeout:g} s",
+            tool_name=tool_name,
+            may_have_run=True,
+        ) from exc
     except BaseException:
         questions.disarm(waiter)
         call.cancel()
         raise
-    if call.done() or not done:
+    finally:
+        call.remove_done_callback(ended)
+    if parked is None:  # the call ended first
         questions.disarm(waiter)
-        if not done:
-            call.cancel()
-            raise McpTimeoutError(
-                questions.server_name,
-                f"tools/call '{tool_name}' timed out after {questions.timeout:g} s",
-                tool_name=tool_name,
-                may_have_run=True,
-            )
         return call.result()
-    return LiveQuestion(waiter.result(), call, questions, tool_name)
+    call.add_done_callback(_retrieve)
+    return LiveQuestion(parked, call, questions, tool_name)

@@ -108,6 +108,6 @@ def _legacy_caller(session: ClientSession, questions: LiveQuestions) -> Any:
         round_ = ROUND.get()
         if round_ is None or not round_.can_pause:
             return await sending
-        return await first_of(asyncio.ensure_future(sending), questions, name)
+        return await first_of(asyncio.ensure_future(sending), questions, name, bounded=False)
 
     return call_tool
