@@ -20,7 +20,7 @@ from typing import Any, Literal
 from ._clock import now
 from ._context import ToolContext
 from ._progress import ToolBreakerChanged
-from .error import InvalidArgumentsError, ToolError, ToolUnavailableError
+from .error import InvalidArgumentsError, ToolConfigError, ToolError, ToolUnavailableError
 from .policies import Breaker, CacheStore, MemoryRateStore, RateStore, ResultCache, ToolPolicy
 
 __all__ = ["Guard", "Slots"]
@@ -198,7 +198,9 @@ class Guard:
         if cache is not None:
             store = cache.store or cache_store
             if store is None:
-                raise ToolError(f"tool '{name}' has a ResultCache and no store to keep it in")
+                raise ToolConfigError(
+                    f"tool '{name}' has a ResultCache and no store to keep it in", tool_name=name
+                )
             self._cache = (cache, store)
 
     def hidden(self) -> bool:

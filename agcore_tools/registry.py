@@ -431,6 +431,7 @@ class ToolRegistry(RegistrySync):
         refuses are left out: offering the model a tool it may not run only wastes
         tokens and ends the loop when the model calls it (:meth:`list_tools` still
         lists every tool). They are logged, once per set of tools, with the rule.
+        So are tools whose circuit breaker is open (see :meth:`unavailable_tools`).
         The registry's ``schema_transforms`` run on each tool's parameters first.
 
         A tool whose :attr:`ToolEntry.strict` is set is offered in OpenAI's strict mode
@@ -487,8 +488,11 @@ class ToolRegistry(RegistrySync):
     ) -> Coroutine[Any, Any, ToolInvocation]:
         """Look up, check permissions, then execute one tool.
 
-        Raises :class:`ToolNotFoundError` for an unknown name and
-        :class:`PermissionDeniedError` when the policy refuses (the tool never runs).
+        Raises :class:`ToolNotFoundError` for an unknown name,
+        :class:`PermissionDeniedError` when the permission checker refuses, and
+        :class:`~agcore_tools.ToolUnavailableError` when the tool's
+        :class:`~agcore_tools.ToolPolicy` turns the call away (an open breaker, a rate
+        limit that does not wait): the tool never runs.
         Failures during execution are recorded in the returned invocation, not raised.
 
         Example:
