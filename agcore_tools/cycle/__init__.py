@@ -9,6 +9,7 @@ Example:
 """
 
 from .config import CycleConfig, Limits, Retries
+from ._costs import Reconciliation, ToolCosts
 from .cycle import EventStream, LlmCycle
 from .events import (
     AssistantTextDelta,
@@ -20,6 +21,7 @@ from .events import (
     ToolExecutionStarted,
     ToolPartialResult,
     ToolProgress,
+    ToolCost,
     TurnComplete,
     Usage,
 )
@@ -40,11 +42,14 @@ __all__ = [
     "LlmCycle",
     "OpenAIRequester",
     "ReasoningDelta",
+    "Reconciliation",
     "Requester",
     "Retries",
     "StreamEvent",
     "StructuredOutput",
     "SyncEventStream",
+    "ToolCost",
+    "ToolCosts",
     "ToolExecutionCompleted",
     "ToolExecutionStarted",
     "ToolPartialResult",

@@ -40,6 +40,9 @@ Message = dict[str, Any]
 Definitions = Sequence[Mapping[str, Any]]
 # What one request sent: its messages (in the wire's item shape) and its definitions.
 Sent = tuple[Sequence[Any], Definitions]
+# A wire's items of a request's messages, and its form of one definition (Responses).
+Shape = Callable[[Sequence[Any]], Sequence[Any]]
+ToolShape = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +97,7 @@ class ToolCosts(Mapping[str, ToolCost]):
         True
     """
 
-    __slots__ = ("_by_tool", "_model", "_sent", "_shape", "_usage")
+    __slots__ = ("_by_tool", "_model", "_sent", "_shape", "_tool_shape", "_usage")
 
     def __init__(
         self,
@@ -103,13 +106,15 @@ class ToolCosts(Mapping[str, ToolCost]):
         model: str = "",
         sent: Sequence[Sent] = (),
         usage: Usage | None = None,
-        shape: Callable[[Sequence[Any]], Sequence[Any]] | None = None,
+        shape: Shape | None = None,
+        tool_shape: ToolShape | None = None,
     ) -> None:
         self._by_tool = dict(by_tool or {})
         self._model = model
         self._sent = tuple(sent)
         self._usage = usage
         self._shape = shape
+        self._tool_shape = tool_shape
 
     def __getitem__(self, name: str) -> ToolCost:
         return self._by_tool[name]
@@ -151,7 +156,7 @@ class ToolCosts(Mapping[str, ToolCost]):
             >>> ToolCosts().reconcile()
             Reconciliation(estimate=0, reported=0, requests=0)
         """
-        model, shape = self._model, self._shape
+        model, shape, tool_shape = self._model, self._shape, self._tool_shape
         counted: dict[int, int] = {}  # by id: a message sent again is counted once
         estimate = 0
         for messages, definitions in self._sent:
@@ -165,7 +170,8 @@ class ToolCosts(Mapping[str, ToolCost]):
                 key = id(definition)
                 tokens = counted.get(key)
                 if tokens is None:
-                    tokens = counted[key] = count_tokens(json_text(definition), model)
+                    sent = tool_shape(definition) if tool_shape is not None else definition
+                    tokens = counted[key] = count_tokens(json_text(sent), model)
                 estimate += tokens
         usage = self._usage
         reported = usage.prompt_tokens if usage is not None else 0
@@ -221,20 +227,30 @@ class CostMeter:
         Reconciliation(estimate=18, reported=12, requests=1)
     """
 
-    __slots__ = ("_answers", "_costs", "_model", "_registry", "_sent", "_server", "_shape")
+    __slots__ = (
+        "_answers",
+        "_costs",
+        "_model",
+        "_registry",
+        "_sent",
+        "_server",
+        "_shape",
+        "_tool_shape",
+    )
 
     def __init__(
         self,
         model: str,
         registry: ToolRegistry | None,
-        shape: Callable[[Sequence[Any]], Sequence[Any]] | None = None,
+        shapes: tuple[Shape, ToolShape] | None = None,
         server: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
-        # shape: the wire's items of a request's messages (the Responses input); server:
-        # the attributes naming the model's server, asked only when metrics are on.
+        # shapes: the wire's items of a request's messages and its form of a definition
+        # (the Responses API's; None: as the history holds them); server: the attributes
+        # naming the model's server, asked only when metrics are on.
         self._model = model
         self._registry = registry
-        self._shape = shape
+        self._shape, self._tool_shape = shapes if shapes is not None else (None, None)
         self._server = server
         self._sent: list[Sent] = []
         self._answers: list[Usage | None] = []
@@ -278,13 +294,15 @@ class CostMeter:
 
         # Definitions: each distinct definition counted once, times the requests sent it.
         counted: dict[int, tuple[str, int]] = {}
+        tool_shape = self._tool_shape
         for _, definitions in self._sent:
             for definition in definitions:
                 known = counted.get(id(definition))
                 if known is None:
+                    sent = tool_shape(definition) if tool_shape is not None else definition
                     known = counted[id(definition)] = (
                         definition_name(dict(definition)),
-                        count_tokens(json_text(definition), model),
+                        count_tokens(json_text(sent), model),
                     )
                 entry = row(known[0])
                 entry[0] += known[1]
@@ -317,7 +335,12 @@ class CostMeter:
             for name, (d, n, a, r, c, f, s) in parts.items()
         }
         self._costs = costs = ToolCosts(
-            by_tool, model=model, sent=self._sent, usage=usage, shape=self._shape
+            by_tool,
+            model=model,
+            sent=self._sent,
+            usage=usage,
+            shape=self._shape,
+            tool_shape=tool_shape,
         )
         self._add_to_stats(by_tool)
         recorders = _otel.meters()

@@ -30,7 +30,7 @@ from ._policy import FREE, answer_unanswered, clean_turn, relaxed_tool_choice, u
 from ._tool_stream import run_context
 from ._tool_turn import run_tools
 from ._trace import RunTrace
-from ._wire_responses import to_input
+from ._wire_responses import to_input, to_tool
 from ._wires import wire_for
 from .config import CycleConfig
 from .events import ZERO_USAGE, ChatResponse, StreamEvent, TurnComplete, Usage
@@ -176,7 +176,7 @@ class Run:
                 meter = CostMeter(
                     config.model,
                     registry,
-                    to_input if config.api == "responses" else None,
+                    (to_input, to_tool) if config.api == "responses" else None,
                     self.requester.trace_attributes,
                 )
             relaxed = (

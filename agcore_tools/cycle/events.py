@@ -27,7 +27,7 @@ from .._display import call_text, html_table, html_text, markdown_quote, markdow
 from .._progress import ToolPartialResult, ToolProgress
 from .._sdk import sdk_field
 from .._usage import ZERO_USAGE as ZERO_USAGE
-from .._usage import Usage
+from .._usage import ToolCost, Usage
 from ..approval import ApprovalRequest, ToolApprovalRequested
 from ..error import ToolError
 from ..pending import InputRequest, RunningTask, ToolInputRequested
@@ -42,6 +42,7 @@ __all__ = [
     "FinishReason",
     "ReasoningDelta",
     "StreamEvent",
+    "ToolCost",
     "ToolExecutionCompleted",
     "ToolExecutionStarted",
     "ToolPartialResult",
