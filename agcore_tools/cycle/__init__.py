@@ -8,8 +8,8 @@ Example:
     <FinishReason.STOP: 'stop'>
 """
 
-from .config import CycleConfig, Limits, Retries
 from ._costs import Reconciliation, ToolCosts
+from .config import CycleConfig, Limits, Retries
 from .cycle import EventStream, LlmCycle
 from .events import (
     AssistantTextDelta,
@@ -17,11 +17,11 @@ from .events import (
     FinishReason,
     ReasoningDelta,
     StreamEvent,
+    ToolCost,
     ToolExecutionCompleted,
     ToolExecutionStarted,
     ToolPartialResult,
     ToolProgress,
-    ToolCost,
     TurnComplete,
     Usage,
 )

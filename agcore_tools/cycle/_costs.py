@@ -49,23 +49,30 @@ ToolShape = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 class Reconciliation:
     """The run's estimated prompt tokens against the provider's ``prompt_tokens``.
 
+    Only the requests whose response reported a prompt count are compared; the others
+    are counted in :attr:`unreported` (a streamed response without usage, say).
+
     Example:
         >>> r = Reconciliation(estimate=1020, reported=1000, requests=2)
         >>> r.gap, r.within(0.05)
         (0.02, True)
-        >>> Reconciliation(estimate=50, reported=0, requests=1).gap is None
+        >>> Reconciliation(estimate=0, reported=0, requests=0, unreported=1).gap is None
         True
     """
 
     estimate: int
-    """Estimated prompt tokens over the run's requests: messages and tool definitions,
-    each counted as :attr:`ChatResponse.tool_costs <agcore_tools.ChatResponse.tool_costs>`
-    counts them."""
+    """Estimated prompt tokens of the compared requests: their messages and tool
+    definitions, each counted as :attr:`ChatResponse.tool_costs
+    <agcore_tools.ChatResponse.tool_costs>` counts them."""
     reported: int
-    """The provider's ``prompt_tokens`` summed over the same requests (0 when it
-    reported none)."""
+    """The provider's ``prompt_tokens`` summed over the same requests."""
     requests: int
     """How many requests the figures cover."""
+    unreported: int = 0
+    """Requests left out because the provider reported no prompt tokens for them."""
+    per_request: tuple[tuple[int, int | None], ...] = ()
+    """``(estimate, reported)`` of every request in order; reported is None for one
+    left out."""
 
     @property
     def gap(self) -> float | None:
@@ -97,7 +104,7 @@ class ToolCosts(Mapping[str, ToolCost]):
         True
     """
 
-    __slots__ = ("_by_tool", "_model", "_sent", "_shape", "_tool_shape", "_usage")
+    __slots__ = ("_answers", "_by_tool", "_model", "_sent", "_shape", "_tool_shape")
 
     def __init__(
         self,
@@ -105,14 +112,15 @@ class ToolCosts(Mapping[str, ToolCost]):
         *,
         model: str = "",
         sent: Sequence[Sent] = (),
-        usage: Usage | None = None,
+        answers: Sequence[Usage | None] = (),
         shape: Shape | None = None,
         tool_shape: ToolShape | None = None,
     ) -> None:
+        # sent and answers: each request's messages and definitions, and its usage.
         self._by_tool = dict(by_tool or {})
         self._model = model
         self._sent = tuple(sent)
-        self._usage = usage
+        self._answers = tuple(answers)
         self._shape = shape
         self._tool_shape = tool_shape
 
@@ -154,28 +162,36 @@ class ToolCosts(Mapping[str, ToolCost]):
 
         Example:
             >>> ToolCosts().reconcile()
-            Reconciliation(estimate=0, reported=0, requests=0)
+            Reconciliation(estimate=0, reported=0, requests=0, unreported=0, per_request=())
         """
         model, shape, tool_shape = self._model, self._shape, self._tool_shape
         counted: dict[int, int] = {}  # by id: a message sent again is counted once
-        estimate = 0
-        for messages, definitions in self._sent:
+        rows: list[tuple[int, int | None]] = []
+        for (messages, definitions), usage in zip(self._sent, self._answers, strict=True):
+            request = 0
             for item in shape(messages) if shape is not None else messages:
                 key = id(item)
                 tokens = counted.get(key)
                 if tokens is None:
                     tokens = counted[key] = count_tokens(json_text(item), model)
-                estimate += tokens
+                request += tokens
             for definition in definitions:
                 key = id(definition)
                 tokens = counted.get(key)
                 if tokens is None:
                     sent = tool_shape(definition) if tool_shape is not None else definition
                     tokens = counted[key] = count_tokens(json_text(sent), model)
-                estimate += tokens
-        usage = self._usage
-        reported = usage.prompt_tokens if usage is not None else 0
-        return Reconciliation(estimate, reported, len(self._sent))
+                request += tokens
+            reported = usage.prompt_tokens if usage is not None else 0
+            rows.append((request, reported if reported > 0 else None))
+        compared = [(e, r) for e, r in rows if r is not None]
+        return Reconciliation(
+            sum(e for e, _ in compared),
+            sum(r for _, r in compared),
+            len(compared),
+            len(rows) - len(compared),
+            tuple(rows),
+        )
 
 
 COST_HEADERS = (
@@ -220,11 +236,12 @@ class CostMeter:
         >>> meter = CostMeter("m", None)
         >>> meter.sent([{"role": "user", "content": "Hi"}],
         ...            [{"type": "function", "function": {"name": "f"}}])
-        >>> costs = meter.settle([], 0, [], Usage(12, 1, 13))
+        >>> meter.answered(Usage(12, 1, 13))
+        >>> costs = meter.settle([], 0, [])
         >>> costs["f"]
         ToolCost(definition_tokens=11, definition_requests=1, argument_tokens=0, result_tokens=0, calls=0, failures=0, seconds=0.0)
         >>> costs.reconcile()
-        Reconciliation(estimate=18, reported=12, requests=1)
+        Reconciliation(estimate=19, reported=12, requests=1, unreported=0, per_request=((19, 12),))
     """
 
     __slots__ = (
@@ -275,7 +292,6 @@ class CostMeter:
         history: Sequence[Message],
         start: int,
         invocations: Sequence[ToolInvocation],
-        usage: Usage,
     ) -> ToolCosts:
         """Count the run once: ``history[start:]`` are the messages the run added (its
         assistant and tool messages); a resumed call's assistant message is before
@@ -338,7 +354,7 @@ class CostMeter:
             by_tool,
             model=model,
             sent=self._sent,
-            usage=usage,
+            answers=self._answers,
             shape=self._shape,
             tool_shape=tool_shape,
         )

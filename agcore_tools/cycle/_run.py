@@ -204,7 +204,7 @@ class Run:
                 if gate.waiting:  # still paused: answer the requests to go on
                     outcome.response = dataclasses.replace(
                         paused_response(messages, usage, 0, invocations, gate.waiting),
-                        tool_costs=meter.settle(messages, start, invocations, usage)
+                        tool_costs=meter.settle(messages, start, invocations)
                         if meter is not None
                         else NO_TOOL_COSTS,
                     )
@@ -295,7 +295,7 @@ class Run:
                         turn,
                         tuple(invocations),
                         output.value if output is not None else None,
-                        tool_costs=meter.settle(messages, start, invocations, usage)
+                        tool_costs=meter.settle(messages, start, invocations)
                         if meter is not None
                         else NO_TOOL_COSTS,
                     )
@@ -309,7 +309,7 @@ class Run:
                 if gate.waiting:  # pause: the history is the state to resume from
                     outcome.response = dataclasses.replace(
                         paused_response(messages, usage, turn, invocations, gate.waiting),
-                        tool_costs=meter.settle(messages, start, invocations, usage)
+                        tool_costs=meter.settle(messages, start, invocations)
                         if meter is not None
                         else NO_TOOL_COSTS,
                     )
@@ -323,5 +323,5 @@ class Run:
                     messages, start, "the tool loop was stopped before it ran", gate.keep
                 )
             if meter is not None:  # a run that failed or was left still cost its tools
-                meter.settle(messages, start, invocations, usage)
+                meter.settle(messages, start, invocations)
             session.busy = False
