@@ -267,7 +267,8 @@ class CostMeter:
         # naming the model's server, asked only when metrics are on.
         self._model = model
         self._registry = registry
-        self._shape, self._tool_shape = shapes if shapes is not None else (None, None)
+        self._shape: Shape | None = shapes[0] if shapes is not None else None
+        self._tool_shape: ToolShape | None = shapes[1] if shapes is not None else None
         self._server = server
         self._sent: list[Sent] = []
         self._answers: list[Usage | None] = []
@@ -338,9 +339,9 @@ class CostMeter:
                         row(name)[2] += count_tokens(arguments, model)
             elif role == "tool":
                 call_id = str(message.get("tool_call_id"))
-                name = names.get(call_id) or _called(history, start, call_id)
-                if name is not None:
-                    row(name)[3] += count_tokens(_text(message.get("content")), model)
+                called = names.get(call_id) or _called(history, start, call_id)
+                if called is not None:
+                    row(called)[3] += count_tokens(_text(message.get("content")), model)
         for invocation in invocations:
             entry = row(invocation.tool_name)
             entry[4] += 1
