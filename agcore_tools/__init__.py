@@ -20,7 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._otel import configure_tracing
-from ._progress import ToolPartialResult, ToolProgress
+from ._progress import ToolBreakerChanged, ToolPartialResult, ToolProgress
 from ._version import __version__
 from .approval import (
     ApprovalDecision,
@@ -56,9 +56,11 @@ from .error import (
     ToolNotFoundError,
     ToolRejectedError,
     ToolTimeoutError,
+    ToolUnavailableError,
 )
 from .pending import InputAnswer, InputRequest, RunningTask, ToolInputRequested
 from .permission import Permission, PermissionChecker, PermissionConfig
+from .policies import Breaker, RateLimit, ResultCache, ToolPolicy
 from .registry import (
     ToolCall,
     ToolEntry,
@@ -173,6 +175,7 @@ __all__ = [
     "AssistantTextDelta",
     "Audio",
     "BaseTool",
+    "Breaker",
     "CancellationToken",
     "ChatResponse",
     "CodeMode",
@@ -207,8 +210,10 @@ __all__ = [
     "PermissionConfig",
     "PermissionDeniedError",
     "ProgramError",
+    "RateLimit",
     "ReasoningDelta",
     "Reconciliation",
+    "ResultCache",
     "RunningTask",
     "SchemaContext",
     "SchemaTransform",
@@ -219,6 +224,7 @@ __all__ = [
     "StructuredOutput",
     "SyncEventStream",
     "ToolApprovalRequested",
+    "ToolBreakerChanged",
     "ToolCall",
     "ToolCallOutputs",
     "ToolConfigError",
@@ -237,6 +243,7 @@ __all__ = [
     "ToolInvocation",
     "ToolNotFoundError",
     "ToolPartialResult",
+    "ToolPolicy",
     "ToolProgress",
     "ToolRegistry",
     "ToolRejectedError",
@@ -244,6 +251,7 @@ __all__ = [
     "ToolSelection",
     "ToolStats",
     "ToolTimeoutError",
+    "ToolUnavailableError",
     "TrimOldest",
     "TurnComplete",
     "Usage",

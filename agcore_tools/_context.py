@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from ._cancel import CancellationToken
-from ._progress import ToolEventCallback, ToolPartialResult, ToolProgress, _Emitter
+from ._progress import ToolEvent, ToolEventCallback, ToolPartialResult, ToolProgress, _Emitter
 
 __all__ = ["ToolContext"]
 
@@ -74,6 +74,7 @@ class ToolContext:
         "_cancellation",
         "_events",
         "_metadata",
+        "_run_id",
         "_session_id",
         "_shared",
         "_trace_id",
@@ -92,6 +93,7 @@ class ToolContext:
         on_event: ToolEventCallback | None = None,
         shared_state: dict[str, Any] | None = None,
         tool_name: str | None = None,
+        run_id: str | None = None,
     ) -> None:
         if args:
             session_id, trace_id, call_id, cancellation, metadata = _positional(
@@ -99,6 +101,7 @@ class ToolContext:
             )
         self._session_id = session_id
         self._trace_id = trace_id
+        self._run_id = run_id
         self.call_id = call_id
         """The model's tool call id, when the call came from a model."""
         self.tool_name = tool_name
@@ -121,6 +124,33 @@ class ToolContext:
         if self._trace_id is None:
             self._trace_id = _new_id()
         return self._trace_id
+
+    @property
+    def run_id(self) -> str:
+        """Names the run the call belongs to, for :attr:`idempotency_key`: the one given
+        (a Temporal workflow gives its workflow id), else the session id.
+
+        Example:
+            >>> ToolContext(session_id="s1").run_id, ToolContext(run_id="r1").run_id
+            ('s1', 'r1')
+        """
+        return self._run_id if self._run_id is not None else self.session_id
+
+    @property
+    def idempotency_key(self) -> str | None:
+        """A key that names this call and stays the same when it is retried: the run id
+        and the model's call id, or None outside a model's call. A tool passes it to an
+        API that deduplicates requests; MCP servers receive it in the request's
+        ``_meta`` (``dev.agcore/idempotency-key``).
+
+        Example:
+            >>> ToolContext(run_id="r1").for_call("call_1", "pay").idempotency_key
+            'r1:call_1'
+            >>> ToolContext().idempotency_key is None
+            True
+        """
+        call_id = self.call_id
+        return None if call_id is None else f"{self.run_id}:{call_id}"
 
     @property
     def cancellation(self) -> CancellationToken:
@@ -208,6 +238,7 @@ class ToolContext:
             metadata=self.metadata,
             shared_state=self._shared if self._shared is not None else shared_state,
             tool_name=self.tool_name,
+            run_id=self._run_id,
         )
         run._events = self._events
         if inbox:
@@ -266,6 +297,23 @@ class ToolContext:
         if events is not None:
             events.emit(ToolPartialResult(self.tool_name, self.call_id, value), self._cancellation)
 
+    def report(self, event: ToolEvent) -> None:
+        """Deliver one of the library's tool events (progress, a partial result, a
+        breaker change) as :meth:`report_progress` delivers progress.
+
+        Example:
+            >>> import asyncio
+            >>> seen = []
+            >>> async def main() -> None:
+            ...     ToolContext(on_event=seen.append).report(ToolProgress("t", None, 1))
+            >>> asyncio.run(main())
+            >>> [e.progress for e in seen]
+            [1]
+        """
+        events = self._events
+        if events is not None:
+            events.emit(event, self._cancellation)
+
     def bind_loop(self) -> None:
         """Tie the context's reports to the running event loop; call it on the loop
         before a worker thread gets the context, so the thread's reports know which
@@ -287,6 +335,7 @@ class ToolContext:
         ctx = _blank_context()
         ctx._session_id = self.session_id
         ctx._trace_id = self.trace_id
+        ctx._run_id = self._run_id
         ctx.call_id = call_id
         ctx.tool_name = tool_name if tool_name is not None else self.tool_name
         ctx._cancellation = self.cancellation.child()

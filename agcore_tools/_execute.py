@@ -68,9 +68,20 @@ class ToolTable:
 
 
 async def execute(
-    table: ToolTable, name: str, args: Mapping[str, Any], ctx: ToolContext | None
+    table: ToolTable,
+    name: str,
+    args: Mapping[str, Any],
+    ctx: ToolContext | None,
+    deadline: float | None = None,
+    admitted: list[bool] | None = None,
 ) -> ToolInvocation:
-    """Look up, check permissions, then execute one tool: ``ToolRegistry.invoke``."""
+    """Look up, check permissions, then execute one tool: ``ToolRegistry.invoke``.
+
+    A tool with a policy is admitted by its guard first (breaker, rate, concurrency),
+    whose refusal is raised like a permission's; a rate limit's wait ends by
+    ``deadline``, on the library's clock. Then the cache answers, or the tool runs;
+    ``admitted`` (a one-item list) is set true once the policy lets it start.
+    """
     entry = table.entries.get(name)
     if entry is None:
         raise ToolNotFoundError(name)
@@ -80,12 +91,18 @@ async def execute(
     tool = entry.tool
     if ctx is None:
         ctx = ToolContext() if tool.uses_context else _UNREAD
+    guard = entry.guard
+    if guard is not None:
+        await guard.admit(ctx, deadline)  # refusals raise, as a permission's do
+        if admitted is not None:
+            admitted[0] = True
     # The execution proper, inlined (one coroutine layer fewer per call); every call
     # of invoke_all() comes through here too.
     name = tool.name
     stats = entry.stats
     error: ToolError | None = None
     output: Any = None
+    cached = False
     clock = CLOCK.get()  # read once: the same context's clock for start and end
     started = clock()
     try:
@@ -94,7 +111,12 @@ async def execute(
         plan = entry.argument_plan
         if plan is not None:
             call_args, _ = plan.apply(call_args)
-        output = await tool.execute(call_args, ctx)
+        if guard is None:
+            output = await tool.execute(call_args, ctx)
+        else:
+            output, cached = await guard.answer(
+                functools.partial(tool.execute, call_args, ctx), call_args
+            )
     except ToolError as exc:
         error = exc
     except Exception as exc:  # noqa: BLE001 - any failure becomes a structured error
@@ -104,15 +126,19 @@ async def execute(
         stats.calls += 1
         stats.failures += 1
         stats.total_seconds += clock() - started
+        if guard is not None:
+            guard.release(ctx, None, ended=False)
         raise
     duration = clock() - started
+    if guard is not None:
+        guard.release(ctx, error)
     stats.calls += 1
     stats.total_seconds += duration
     if error is not None:
         stats.failures += 1
         logger.debug("tool %r failed: %s", name, error)
     ran = True if error is None else error.may_have_run
-    return ToolInvocation(name, args, output, error, ctx.call_id, duration, ran)
+    return ToolInvocation(name, args, output, error, ctx.call_id, duration, ran, cached)
 
 
 async def guarded(
@@ -122,15 +148,20 @@ async def guarded(
     goes wrong is recorded in the invocation, never raised."""
     name, args, call_id = call
     call_ctx = ctx.for_call(call_id, name)
+    # Whether a guarded tool got past its policy: a timeout while it waited its turn
+    # is no failure of the tool's.
+    admitted = [False]
     try:
         # The deadline is set here rather than by _aio.with_timeout, so the call goes
         # straight down to execute() without passing back through this module.
         if timeout is None:
             return await execute(table, name, args, call_ctx)
+        deadline = CLOCK.get()() + timeout  # a rate limit's wait ends by it
+        running = execute(table, name, args, call_ctx, deadline, admitted)
         if sys.version_info >= (3, 11):
             async with asyncio.timeout(timeout):
-                return await execute(table, name, args, call_ctx)
-        return await asyncio.wait_for(execute(table, name, args, call_ctx), timeout)
+                return await running
+        return await asyncio.wait_for(running, timeout)
     except ToolError as exc:
         # Only the lookup and the permission check raise out of invoke(): recorded
         # here; the tool never ran.
@@ -139,10 +170,16 @@ async def guarded(
         # The execution was cancelled; a sync tool still running in its thread
         # can see it through the context's cancellation token.
         call_ctx.cancellation.cancel()
+        entry = table.entries.get(name)
+        guard = entry.guard if entry is not None else None
+        # A guarded call that timed out waiting for its turn never ran.
+        ran = guard is None or admitted[0]
+        if guard is not None and ran:
+            guard.failed_after(call_ctx)  # a timeout is a failure to its breaker
         error = ToolTimeoutError(name, timeout or 0.0)
         error.__cause__ = exc
         return ToolInvocation(
-            name, args, error=error, call_id=call_id, duration=timeout or 0.0, may_have_run=True
+            name, args, error=error, call_id=call_id, duration=timeout or 0.0, may_have_run=ran
         )
     except asyncio.CancelledError:
         call_ctx.cancellation.cancel()  # a sync tool's thread learns of it too

@@ -35,6 +35,7 @@ from .error import (
     ToolTimeoutError,
 )
 from .permission import Permission, PermissionLike
+from .policies import ToolPolicy
 from .schema import function_schema, strict_parameters
 
 if TYPE_CHECKING:
@@ -189,6 +190,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         timeout: float | None = None,
         strict: bool | None = None,
         needs_approval: NeedsApproval = False,
+        policy: ToolPolicy | None = None,
     ) -> None:
         method: bool | None = None
         binding: Literal["instance", "class"] | None = None
@@ -218,6 +220,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self._timeout = timeout
         self.strict = strict
         self.needs_approval = needs_approval
+        if policy is not None and not isinstance(policy, ToolPolicy):
+            raise ToolConfigError(f"policy must be a ToolPolicy, got {type(policy).__name__}")
+        self.policy = policy
         self._model = schema.model
         self._plan = schema.plan
         self._context_param = schema.context_param

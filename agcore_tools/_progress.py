@@ -12,12 +12,18 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from ._cancel import CancellationToken
 from .error import ToolConfigError
 
-__all__ = ["ToolEvent", "ToolEventCallback", "ToolPartialResult", "ToolProgress"]
+__all__ = [
+    "ToolBreakerChanged",
+    "ToolEvent",
+    "ToolEventCallback",
+    "ToolPartialResult",
+    "ToolProgress",
+]
 
 logger = logging.getLogger("agcore_tools.progress")
 
@@ -73,7 +79,30 @@ class ToolPartialResult:
     """The value yielded, JSON-compatible like a result."""
 
 
-ToolEvent: TypeAlias = ToolProgress | ToolPartialResult
+@dataclass(frozen=True, slots=True)
+class ToolBreakerChanged:
+    """A tool's circuit breaker opened or closed (see :class:`~agcore_tools.Breaker`).
+
+    Reported through the context of the call whose end changed it: to ``on_event``
+    and, in the streaming loop, into the event stream. While ``state`` is ``"open"``
+    the tool is not offered to the model, for ``retry_after`` seconds.
+
+    Example:
+        >>> ToolBreakerChanged("charge", "call_7", "open", 30.0).state
+        'open'
+    """
+
+    tool_name: str
+    """The tool whose breaker changed."""
+    call_id: str | None
+    """The call whose end changed it."""
+    state: Literal["open", "closed"]
+    """``"open"``: the tool is left out and its calls refused; ``"closed"``: offered again."""
+    retry_after: float | None = None
+    """Seconds until a probe call is let through, when open."""
+
+
+ToolEvent: TypeAlias = ToolProgress | ToolPartialResult | ToolBreakerChanged
 """What a tool reports while it runs."""
 
 ToolEventCallback: TypeAlias = Callable[[ToolEvent], object]

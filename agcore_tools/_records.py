@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ._display import html_table, invocation_rows, markdown_table
+from ._guard import Guard
 from .base import BaseTool
 from .error import ToolConfigError, ToolDefinitionError, ToolError
 from .permission import Permission
+from .policies import ToolPolicy
 from .schema import ArgumentPlan, build_plan, strict_parameters
 
 __all__ = ["ParsedCall", "ToolCall", "ToolEntry", "ToolInvocation", "ToolStats"]
@@ -94,6 +96,12 @@ class ToolEntry:
     """Whether the tool is offered in OpenAI's strict mode, as the tool's own ``strict``
     or else the registry's asks; a schema strict mode cannot describe is offered
     non-strict instead, with a logged warning saying why."""
+    policy: ToolPolicy | None = None
+    """The policy the registry applies to the tool's calls: the tool's own, with what
+    :meth:`ToolRegistry.set_policy` set for its groups over it; None for none."""
+    guard: Guard | None = field(default=None, repr=False, compare=False)
+    """The state behind :attr:`policy` (breaker, bucket, running calls, cache), which
+    the registry sets and every view shares; None when there is no policy."""
     argument_plan: ArgumentPlan | None = field(default=None, init=False, repr=False, compare=False)
     """For a strict tool that does not read nulls itself (see
     :attr:`BaseTool.reads_null_as_default`): the plan that drops the nulls strict mode
@@ -148,6 +156,7 @@ class ToolEntry:
             version=version if version is not None else getattr(tool, "version", None),
             permissions=Permission.parse_all(tool.required_permissions),
             strict=default_strict if strict is None else bool(strict),
+            policy=getattr(tool, "policy", None),
         )
 
     @property
@@ -211,6 +220,15 @@ class ToolInvocation:
     Example:
         >>> lost = ToolError("connection lost")
         >>> ToolInvocation("pay", {"to": "bob"}, error=lost, may_have_run=True).may_have_run
+        True
+    """
+
+    cached: bool = False
+    """True when the result came from the tool's :class:`~agcore_tools.ResultCache`
+    instead of running it.
+
+    Example:
+        >>> ToolInvocation("lookup", {"id": 1}, output="shipped", cached=True).cached
         True
     """
 

@@ -303,7 +303,15 @@ class RunOffer:
 
     def turn(self, history: Sequence[Message]) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
         """The definitions for the next request (None for none) and the registry that
-        runs its calls."""
+        runs its calls. Tools whose circuit breaker is open are left out."""
+        tools, view = self._turn(history)
+        if tools:
+            unavailable = self._registry.unavailable_tools()
+            if unavailable:
+                tools = [d for d in tools if _name(d) not in unavailable] or None
+        return tools, view
+
+    def _turn(self, history: Sequence[Message]) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
         select, search = self._select, self._search
         if self._code is not None:
             view = self._view((RUN_PYTHON,))  # its definition through the registry's transforms

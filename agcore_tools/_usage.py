@@ -80,9 +80,10 @@ def _int(value: Any) -> int:
 class ToolCost:
     """What one tool cost in a run, or summed over tools or runs with ``+``.
 
-    Token figures are the loop's own counts (see :func:`~agcore_tools.ChatResponse`'s
-    ``tool_costs``): the model's encoding with the ``tokens`` extra, else one token per
-    4 bytes of UTF-8. The calls, failures and seconds are those of the run's executions.
+    Token figures are the loop's own counts (see :attr:`ChatResponse.tool_costs
+    <agcore_tools.ChatResponse.tool_costs>`): the model's encoding with the ``tokens``
+    extra, else one token per 4 bytes of UTF-8. The calls, failures and seconds are
+    those of the run's tool invocations.
 
     Example:
         >>> a = ToolCost(definition_tokens=40, definition_requests=2, argument_tokens=6,
@@ -102,11 +103,13 @@ class ToolCost:
     result_tokens: int = 0
     """Tokens of the results sent back to the model (the tool messages' text)."""
     calls: int = 0
-    """Executions of the tool in the run."""
+    """The model's calls to the tool that the run answered: its invocations, a call
+    refused before it ran (forbidden, unavailable) or answered from a cache included
+    (:attr:`ToolStats.calls <agcore_tools.ToolStats.calls>` counts only those started)."""
     failures: int = 0
-    """Executions that ended with an error."""
+    """Those calls that ended with an error."""
     seconds: float = 0.0
-    """Wall time the executions took."""
+    """Wall time the calls took."""
 
     @property
     def tokens(self) -> int:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from ._cancel import CancellationToken
 from ._context import ToolContext
 from .permission import Permission
+from .policies import ToolPolicy
 
 __all__ = ["BaseTool", "CancellationToken", "ToolContext", "tool_definition"]
 
@@ -64,6 +65,9 @@ class BaseTool(ABC):
     strict: bool | None = None
     """Offer the tool in OpenAI's strict mode (True), never (False), or as the registry
     says (None, the default): see ``ToolRegistry(strict=...)``."""
+    policy: ToolPolicy | None = None
+    """Default policy (concurrency, rate, breaker, cache) a registry applies to the
+    tool's calls; see :mod:`agcore_tools.policies`."""
     needs_approval: bool | Callable[[dict[str, Any], ToolContext], Any] = False
     """Whether a call waits for the app's approval before it runs: True, or a function
     (sync or async) of the arguments and context that decides per call (see

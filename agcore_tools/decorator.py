@@ -29,6 +29,7 @@ from typing_extensions import ParamSpec
 
 from ._function_tool import FunctionTool, register_function
 from .permission import PermissionLike
+from .policies import ToolPolicy
 from .registry import ToolRegistry, active_registry
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ def tool(
     timeout: float | None = None,
     strict: bool | None = None,
     needs_approval: NeedsApproval = False,
+    policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
 ) -> FunctionTool[P, R]: ...
 
@@ -72,6 +74,7 @@ def tool(
     timeout: float | None = None,
     strict: bool | None = None,
     needs_approval: NeedsApproval = False,
+    policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
@@ -89,6 +92,7 @@ def tool(
     timeout: float | None = None,
     strict: bool | None = None,
     needs_approval: NeedsApproval = False,
+    policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Make a function a tool and register it; use bare (``@tool``) or with options.
@@ -121,6 +125,9 @@ def tool(
         needs_approval: ``True``, or a function (sync or async) of the arguments and
             the context, when a call must wait for the app's approval before it runs
             (see :mod:`agcore_tools.approval`).
+        policy: A :class:`~agcore_tools.ToolPolicy`: how many calls may run at once,
+            how often, when a failing tool stops being offered, and whether repeats
+            come from a cache (see :mod:`agcore_tools.policies`).
         registry: Register here instead of the active registry.
 
     Example:
@@ -160,6 +167,7 @@ def tool(
             timeout=timeout,
             strict=strict,
             needs_approval=needs_approval,
+            policy=policy,
         )
         return register_function(made, registry, active_registry)
 

@@ -48,6 +48,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolRejectedError",
     "ToolTimeoutError",
+    "ToolUnavailableError",
 ]
 
 
@@ -230,6 +231,28 @@ class PermissionDeniedError(ToolError):
         )
         self.permission = permission
         """The refused permission's name, or None when the tool declared none."""
+
+
+class ToolUnavailableError(ToolError):
+    """A tool's policy turned a call away before it ran (recoverable): its circuit
+    breaker is open, or it is over its rate limit and set not to wait.
+
+    ``retry_after`` says in how many seconds a call may be let through, when known.
+
+    Example:
+        >>> error = ToolUnavailableError("search", "over its rate limit", retry_after=0.5)
+        >>> str(error), error.may_have_run
+        ("tool 'search' is unavailable: over its rate limit; try again in 0.5 s", False)
+    """
+
+    may_have_run = False
+
+    def __init__(self, tool_name: str, reason: str, *, retry_after: float | None = None) -> None:
+        message = f"tool '{tool_name}' is unavailable: {reason}"
+        if retry_after is not None:
+            message += f"; try again in {retry_after:.3g} s"
+        super().__init__(message, tool_name=tool_name)
+        self.retry_after = retry_after
 
 
 class ToolRejectedError(ToolError):

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from ._deprecated import renamed
 from ._execute import ToolTable, as_call, as_completed, execute
 from ._function_tool import FunctionTool, register_function
-from ._offer import offered_definition, offered_entries
+from ._offer import definition_name, offered_definition, offered_entries
+from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
 from ._registry_sync import RegistrySync
 from .base import BaseTool, ToolContext
@@ -41,6 +42,7 @@ from .error import (
     ToolConfigError,
 )
 from .permission import PermissionChecker
+from .policies import ToolPolicy
 from .schema import SchemaTransform
 
 if TYPE_CHECKING:
@@ -127,6 +129,7 @@ class ToolRegistry(RegistrySync):
         self._schema_transforms = tuple(schema_transforms)
         self._definitions: dict[str, list[dict[str, Any]]] = {}
         self._hidden_logged: set[frozenset[str]] = set()
+        self._policies = PolicyBook()
 
     # -- configuration -------------------------------------------------------------
 
@@ -241,6 +244,7 @@ class ToolRegistry(RegistrySync):
         if entry.name in self._entries:
             logger.debug("tool %r redefined; replacing the earlier definition", entry.name)
         self._entries[entry.name] = entry
+        self._policies.track(entry)
         self._definitions.clear()
 
     def register(
@@ -268,6 +272,7 @@ class ToolRegistry(RegistrySync):
         """
         entry = ToolEntry.of(tool, tags, category, version, default_strict=self._strict)
         self._check_free(entry)
+        self._policies.guard(entry)
         self._add(entry)
         return entry
 
@@ -289,6 +294,7 @@ class ToolRegistry(RegistrySync):
                 )
             seen.add(entry.name)
             self._check_free(entry)
+            self._policies.guard(entry)
         for entry in entries:
             self._add(entry)
         return entries
@@ -313,8 +319,54 @@ class ToolRegistry(RegistrySync):
             self._table.checker, strict=self._strict, schema_transforms=self._schema_transforms
         )
         for entry in entries:
-            view._add(entry)
+            view._add(entry)  # with its guard as it is: policies hold across views
         return view
+
+    def set_policy(
+        self,
+        policy: ToolPolicy,
+        *,
+        tag: str | None = None,
+        category: str | None = None,
+        names: Iterable[str] | None = None,
+    ) -> list[ToolEntry]:
+        """Apply ``policy`` to a group of tools: those with ``tag``, of ``category`` (an
+        MCP server's tools are of category ``"mcp:<server name>"``) or named in
+        ``names``; with several, those matching all. Tools registered later that match
+        get it too. Every part the policy sets overrides the tool's own; the others
+        stay. Returns the entries it applies to now.
+
+        Example:
+            >>> from agcore_tools import ToolPolicy
+            >>> registry = ToolRegistry()
+            >>> @registry.tool(tags=["db"])
+            ... def insert_order(item: str) -> int:
+            ...     '''Insert an order.'''
+            ...     return 1
+            >>> db = ToolPolicy(concurrency=1, resource="orders-db")
+            >>> [e.name for e in registry.set_policy(db, tag="db")]
+            ['insert_order']
+            >>> registry.entry("insert_order").policy.resource
+            'orders-db'
+        """
+        matches = self._policies.add_rule(policy, tag, category, names)
+        applied = [entry for entry in self._entries.values() if matches(entry)]
+        for entry in applied:
+            self._policies.guard(entry)
+            self._policies.track(entry)
+        self._definitions.clear()
+        return applied
+
+    def unavailable_tools(self) -> list[str]:
+        """The tools whose circuit breaker is open now (see
+        :class:`~agcore_tools.Breaker`): left out of :meth:`definitions` until their
+        cool-down ends.
+
+        Example:
+            >>> ToolRegistry().unavailable_tools()
+            []
+        """
+        return self._policies.open_breakers()
 
     def unregister(self, name: str) -> BaseTool | None:
         """Remove a tool by name; return it, or None if there was none.
@@ -326,6 +378,7 @@ class ToolRegistry(RegistrySync):
         entry = self._entries.pop(name, None)
         if entry is None:
             return None
+        self._policies.forget(name)
         self._definitions.clear()
         return entry.tool
 
@@ -405,6 +458,10 @@ class ToolRegistry(RegistrySync):
             transforms = self._schema_transforms
             cached = [offered_definition(e, transforms, api) for e in offered]
             self._definitions[api] = cached
+        if self._policies.breakers:
+            hidden = set(self._policies.open_breakers())
+            if hidden:
+                cached = [d for d in cached if definition_name(d) not in hidden]
         # A deep copy: a caller editing a definition must not change later requests.
         return copy.deepcopy(cached)
 

@@ -71,6 +71,8 @@ def _quiet(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> bool:
         entry = registry.entry(call.name)
         if entry is not None and not entry.tool.quiet:
             return False
+        if entry is not None and entry.guard is not None and entry.guard.breaker is not None:
+            return False  # its breaker's changes are events too
     return True
 
 

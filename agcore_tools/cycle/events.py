@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._deprecated import renamed
 from .._display import call_text, html_table, html_text, markdown_quote, markdown_table
-from .._progress import ToolPartialResult, ToolProgress
+from .._progress import ToolBreakerChanged, ToolPartialResult, ToolProgress
 from .._sdk import sdk_field
 from .._usage import ZERO_USAGE as ZERO_USAGE
 from .._usage import ToolCost, Usage
@@ -42,6 +42,7 @@ __all__ = [
     "FinishReason",
     "ReasoningDelta",
     "StreamEvent",
+    "ToolBreakerChanged",
     "ToolCost",
     "ToolExecutionCompleted",
     "ToolExecutionStarted",
@@ -393,6 +394,7 @@ StreamEvent: TypeAlias = (
     | ToolExecutionStarted
     | ToolProgress
     | ToolPartialResult
+    | ToolBreakerChanged
     | ToolExecutionCompleted
     | TurnComplete
 )

@@ -19,7 +19,7 @@ from ..error import McpError, ToolConfigError, ToolError
 from ..pending import KEEPER, CallPaused
 from ..permission import Permission
 from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, responses
-from ._progress import CALLER
+from ._progress import CALL_KEY, CALLER
 from ._results import result_value
 from ._task_call import TaskCaller, paused_on, run_task
 from .models import McpToolInfo
@@ -143,6 +143,7 @@ class McpTool(BaseTool):
         resume = self._resumes.pop(call_id, None) if call_id else None
         # The server's progress updates reach a listening context as its own reports.
         listened = CALLER.set(ctx) if ctx.listening else None
+        keyed = CALL_KEY.set(ctx.idempotency_key) if call_id else None
         try:
             if call_id and resume is not None and resume["state"].get("live"):
                 value = await self._answer_live(call_id, resume["answers"])
@@ -175,6 +176,8 @@ class McpTool(BaseTool):
         finally:
             if listened is not None:
                 CALLER.reset(listened)
+            if keyed is not None:
+                CALL_KEY.reset(keyed)
         if call_id and isinstance(value, ServerQuestion):
             if isinstance(value, LiveQuestion):
                 self._live[call_id] = value

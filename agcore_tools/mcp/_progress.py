@@ -1,4 +1,5 @@
-"""MCP progress: the SDK callback that asks a server for ``notifications/progress``.
+"""MCP progress: the SDK callback that asks a server for ``notifications/progress``;
+and the call's idempotency key, which goes out in the same request's ``_meta``.
 
 Each update goes to the ``agcore_tools.mcp.progress`` logger (DEBUG), to the client's
 ``on_progress``, and, when the call came through the registry with a listening
@@ -19,7 +20,7 @@ from .models import McpProgress
 if TYPE_CHECKING:
     from ..base import ToolContext
 
-__all__ = ["CALLER", "progress_callback"]
+__all__ = ["CALLER", "CALL_KEY", "IDEMPOTENCY_META_KEY", "call_meta", "progress_callback"]
 
 progress_logger = logging.getLogger("agcore_tools.mcp.progress")
 
@@ -27,6 +28,32 @@ CALLER: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
     "agcore_tools_mcp_caller", default=None
 )
 """The context of the registry call in flight, when someone listens to its events."""
+
+CALL_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "agcore_tools_mcp_call_key", default=None
+)
+"""The idempotency key of the registry call in flight (see
+:attr:`ToolContext.idempotency_key`), set by the adapter for the length of its call."""
+
+IDEMPOTENCY_META_KEY = "dev.agcore/idempotency-key"
+"""The ``_meta`` key a ``tools/call`` carries its idempotency key under."""
+
+
+def call_meta(meta: Any) -> Any:
+    """``meta`` (the connection's ``_meta``, or None) with the call's idempotency key.
+
+    Example:
+        >>> token = CALL_KEY.set("run-1:call_1")
+        >>> call_meta({"level": "info"})
+        {'level': 'info', 'dev.agcore/idempotency-key': 'run-1:call_1'}
+        >>> CALL_KEY.reset(token)
+        >>> call_meta(None) is None
+        True
+    """
+    key = CALL_KEY.get()
+    if key is None:
+        return meta
+    return {**(meta or {}), IDEMPOTENCY_META_KEY: key}
 
 
 def progress_callback(callback: Any, server: str, tool_name: str) -> Any:

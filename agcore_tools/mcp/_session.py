@@ -25,7 +25,7 @@ from ..error import McpNotInitializedError, McpTimeoutError, ToolConfigError, To
 from ._connection import ClientSettings, Connection
 from ._exchange import EXCHANGE, HttpExchange
 from ._input_pause import ServerQuestion
-from ._progress import progress_callback
+from ._progress import call_meta, progress_callback
 from ._recover import classify, note_run, send_again
 from ._restarts import Circuit, RestartBudget
 from ._results import result_value
@@ -543,7 +543,7 @@ class Session:
                 arguments,
                 read_timeout_seconds=_UNTIMED,
                 progress_callback=progress,
-                meta=conn.request_meta,
+                meta=call_meta(conn.request_meta),
             ),
             limit,
         )

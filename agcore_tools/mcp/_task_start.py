@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .._aio import with_timeout
 from ..error import McpError, McpTimeoutError, McpUsageError, ToolError
 from ._exchange import EXCHANGE, HttpExchange
+from ._progress import call_meta
 from ._protocol import is_modern
 from ._recover import note_run, send_again
 from ._session import BACKSTOP, GRACE, check_timeout
@@ -114,8 +115,9 @@ async def _create_legacy(
     params: dict[str, Any] = {"name": name, "arguments": arguments, "task": {}}
     if ttl is not None:
         params["task"]["ttl"] = round(ttl * 1000)
-    if conn.request_meta:
-        params["_meta"] = dict(conn.request_meta)
+    meta = call_meta(conn.request_meta)
+    if meta:
+        params["_meta"] = dict(meta)
     raw = await _bounded(send_unvalidated(client.session, "tools/call", params, limit), limit)
     if "task" not in raw:  # a server that ran it at once after all
         from mcp_types import CallToolResult
@@ -158,7 +160,7 @@ async def _create_modern(
             name,
             arguments,
             read_timeout_seconds=limit,
-            meta=conn.request_meta,
+            meta=call_meta(conn.request_meta),
             allow_claimed=True,
         ),
         limit,

@@ -290,11 +290,13 @@ class ToolActivities:
     @activity.defn(name="agcore.call_tool")
     async def call_tool(self, call: ToolCallInput) -> ToolCallOutput:
         """Run one call through the registry (permissions, argument plan, errors)."""
+        # The run id is the workflow's: a retried attempt sends the same idempotency key.
         ctx = ToolContext(
             session_id=call.session_id,
             trace_id=call.trace_id,
             call_id=call.call_id,
             metadata=call.metadata,
+            run_id=activity.info().workflow_id if activity.in_activity() else None,
         )
         # Work a call starts on a server (an MCP task) is kept in the heartbeats, so an
         # attempt retried after a lost worker waits for it instead of starting it again.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 pytest.importorskip("temporalio")
@@ -12,6 +14,7 @@ from agcore_tools import (
     PermissionChecker,
     PermissionConfig,
     ToolConfigError,
+    ToolContext,
     ToolRegistry,
 )
 from agcore_tools.temporal import ToolActivities, ToolActivityOptions
@@ -118,3 +121,23 @@ async def test_model_errors_are_retryable_unless_a_retry_cannot_help() -> None:
     assert (refused.value.non_retryable, refused.value.type) == (True, "ModelRequestRefused")
     assert (busy.value.non_retryable, busy.value.type) == (False, "InternalServerError")
     assert "chat completion request failed: BadRequestError" in refused.value.message
+
+
+async def test_every_attempt_of_a_call_sends_the_same_idempotency_key() -> None:
+    from temporalio.testing import ActivityEnvironment
+
+    keys: list[str | None] = []
+    tools = ToolRegistry()
+
+    @tools.tool
+    def charge(amount: int, ctx: ToolContext) -> str:
+        """Charge."""
+        keys.append(ctx.idempotency_key)
+        return "charged"
+
+    activities = ToolActivities(tools)
+    for attempt in (1, 2):  # a retry after a lost worker is a new attempt of the same call
+        env = ActivityEnvironment()
+        env.info = dataclasses.replace(env.info, workflow_id="order-77", attempt=attempt)
+        assert (await env.run(activities.call_tool, call("charge", amount=5))).output == "charged"
+    assert keys == ["order-77:c1", "order-77:c1"]

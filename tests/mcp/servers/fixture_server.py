@@ -230,6 +230,13 @@ async def roots(ctx: Context) -> str:
 
 
 @server.tool(structured_output=False)
+def request_meta(ctx: Context) -> str:
+    """The ``_meta`` this request carried, as JSON."""
+    meta = ctx.request_context.meta
+    return json.dumps(dict(meta) if meta else {}, default=str, sort_keys=True)
+
+
+@server.tool(structured_output=False)
 def capabilities(ctx: Context) -> str:
     """The client capabilities this server was told about."""
     caps = ctx.client_capabilities

@@ -1,0 +1,346 @@
+"""The state behind a tool's :class:`~agcore_tools.ToolPolicy`: its breaker, its place
+in a rate bucket, the calls of its resource running now, and its cached results.
+
+A registry gives each entry with a policy one :class:`Guard`, and ``_execute`` asks it
+to admit a call (breaker, rate, concurrency, in that order), to answer it (from the
+cache, or by running the tool) and to release it. An entry without a policy has no
+guard, and its calls pay one ``is None`` test. The entry's guard is shared by every
+view of the registry, so limits hold across all the loops that share it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from ._clock import now
+from ._context import ToolContext
+from ._progress import ToolBreakerChanged
+from .error import InvalidArgumentsError, ToolError, ToolUnavailableError
+from .policies import Breaker, CacheStore, MemoryRateStore, RateStore, ResultCache, ToolPolicy
+
+__all__ = ["Guard", "Slots"]
+
+logger = logging.getLogger("agcore_tools.policies")
+
+BreakerState = Literal["closed", "open", "half_open"]
+
+
+class Slots:
+    """At most ``limit`` calls at once; the rest wait in arrival order.
+
+    Not an ``asyncio.Semaphore``: a slot freed by a finishing call is handed straight to
+    the first waiter, so a newcomer cannot take it in between, and the uncontended path
+    is two integer operations.
+
+    Example:
+        >>> import asyncio
+        >>> async def main() -> tuple[int, int]:
+        ...     slots = Slots(1)
+        ...     await slots.take()
+        ...     waiter = asyncio.ensure_future(slots.take())
+        ...     await asyncio.sleep(0)
+        ...     waiting = len(slots.waiters)
+        ...     slots.give_back()
+        ...     await waiter
+        ...     return waiting, slots.running
+        >>> asyncio.run(main())
+        (1, 1)
+    """
+
+    __slots__ = ("limit", "running", "waiters")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.running = 0
+        self.waiters: deque[asyncio.Future[None]] = deque()
+
+    async def take(self) -> None:
+        """Wait for a slot; the caller's timeout bounds the wait."""
+        if self.running < self.limit and not self.waiters:
+            self.running += 1
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(turn)
+        try:
+            await turn
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self.give_back()  # handed a slot as it was cancelled: pass it on
+            elif turn in self.waiters:  # give_back() drops cancelled turns itself
+                self.waiters.remove(turn)
+            raise
+
+    def give_back(self) -> None:
+        """Free a slot: the first waiter gets it, else it is free."""
+        waiters = self.waiters
+        while waiters:
+            turn = waiters.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self.running -= 1
+
+
+class _BreakerState:
+    """One tool's circuit breaker: closed, open (until ``reopens``), or half-open."""
+
+    __slots__ = ("config", "failed_at", "probing", "reopens", "state")
+
+    def __init__(self, config: Breaker) -> None:
+        self.config = config
+        self.state: BreakerState = "closed"
+        self.failed_at: deque[float] = deque()
+        self.reopens = 0.0
+        self.probing = False
+
+    def hidden(self, moment: float) -> bool:
+        return self.state == "open" and moment < self.reopens
+
+    def admit(self, name: str, moment: float) -> None:
+        if self.state == "closed":
+            return
+        if self.state == "open":
+            left = self.reopens - moment
+            if left > 0:
+                config = self.config
+                raise ToolUnavailableError(
+                    name,
+                    f"its circuit breaker opened after {config.failures} failure(s) "
+                    f"within {config.window:g} s",
+                    retry_after=left,
+                )
+            self.state = "half_open"
+        if self.probing:
+            raise ToolUnavailableError(
+                name, "its circuit breaker is letting one probe call through, which is running"
+            )
+        self.probing = True
+
+    def record(self, failed: bool | None, moment: float) -> BreakerState | None:
+        """Note a call's end (None: it did not run to an end); the new state, if changed."""
+        probe, self.probing = self.probing, False
+        if failed is None:
+            return None
+        config = self.config
+        if probe or self.state == "half_open":
+            self.state = "open" if failed else "closed"
+            self.failed_at.clear()
+            self.reopens = moment + config.cool_down
+            return self.state
+        if not failed:
+            return None
+        failed_at = self.failed_at
+        failed_at.append(moment)
+        while failed_at and failed_at[0] <= moment - config.window:
+            failed_at.popleft()
+        if len(failed_at) >= config.failures:
+            self.state = "open"
+            self.reopens = moment + config.cool_down
+            failed_at.clear()
+            return "open"
+        return None
+
+
+class Guard:
+    """The policy state of one registered tool (see the module docstring).
+
+    Example:
+        >>> import asyncio
+        >>> from agcore_tools.policies import ToolPolicy, RateLimit
+        >>> guard = Guard("lookup", None, ToolPolicy(rate=RateLimit(1, per=60, wait=False)), None)
+        >>> asyncio.run(guard.admit(ToolContext(), None))
+        >>> guard.release(ToolContext(), None)
+        >>> asyncio.run(guard.admit(ToolContext(), None))
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolUnavailableError: tool 'lookup' is unavailable: over its rate limit of 1 call(s) per 60 s; try again in 60 s
+    """
+
+    __slots__ = (
+        "_bucket",
+        "_cache",
+        "_rate_store",
+        "breaker",
+        "name",
+        "policy",
+        "slots",
+        "version",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        version: str | None,
+        policy: ToolPolicy,
+        slots: Slots | None,
+        *,
+        rate_store: RateStore | None = None,
+        cache_store: CacheStore | None = None,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.policy = policy
+        self.slots = slots
+        """The concurrency cap, shared with every tool of the same resource."""
+        self.breaker = _BreakerState(policy.breaker) if policy.breaker is not None else None
+        rate = policy.rate
+        self._bucket = policy.resource or name
+        self._rate_store: RateStore | None = None
+        if rate is not None:
+            self._rate_store = rate.store or rate_store or MemoryRateStore()
+        cache = policy.cache
+        self._cache: tuple[ResultCache, CacheStore] | None = None
+        if cache is not None:
+            store = cache.store or cache_store
+            if store is None:
+                raise ToolError(f"tool '{name}' has a ResultCache and no store to keep it in")
+            self._cache = (cache, store)
+
+    def hidden(self) -> bool:
+        """Whether the tool's breaker is open: it is not offered to the model."""
+        breaker = self.breaker
+        return breaker is not None and breaker.hidden(now())
+
+    async def admit(self, ctx: ToolContext, deadline: float | None) -> None:
+        """Let a call start, or raise :class:`ToolUnavailableError`: breaker, then rate
+        (waiting its turn until ``deadline``, on the library's clock), then concurrency.
+        Once it returns, :meth:`release` must follow."""
+        breaker = self.breaker
+        if breaker is not None:
+            breaker.admit(self.name, now())
+        try:
+            if self._rate_store is not None:
+                await self._take_turn(deadline)
+            if self.slots is not None:
+                await self.slots.take()
+        except BaseException:
+            if breaker is not None:
+                breaker.record(None, now())
+            raise
+
+    async def _take_turn(self, deadline: float | None) -> None:
+        rate = self.policy.rate
+        store = self._rate_store
+        assert rate is not None and store is not None
+        max_wait = (
+            0.0 if not rate.wait else (float("inf") if deadline is None else deadline - now())
+        )
+        if isinstance(store, MemoryRateStore):
+            wait = store.reserve_now(self._bucket, rate, max_wait)
+        else:
+            wait = await store.reserve(self._bucket, rate, max(max_wait, 0.0))
+        if wait is None:
+            retry = rate.interval if not rate.wait else None
+            reason = f"over its rate limit of {rate.calls} call(s) per {rate.per:g} s"
+            if rate.wait:
+                reason += ", with no turn before its timeout"
+            raise ToolUnavailableError(self.name, reason, retry_after=retry)
+        if wait > 0.0:
+            await asyncio.sleep(wait)
+
+    async def answer(
+        self, execute: Callable[[], Awaitable[Any]], args: dict[str, Any]
+    ) -> tuple[Any, bool]:
+        """The call's output, from the cache or from ``execute``; and whether cached."""
+        cached = self._cache
+        if cached is None:
+            return await execute(), False
+        import json  # loaded by the first cached call: `import agcore_tools` skips it
+
+        cache, store = cached
+        key = self.cache_key(args)
+        if key is None:
+            return await execute(), False
+        text = await store.get(key)
+        if text is not None:
+            logger.debug("tool %r answered from its cache", self.name)
+            return json.loads(text), True
+        output = await execute()
+        try:
+            text = json.dumps(output, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            logger.debug("tool %r: a result that is not JSON is not cached", self.name)
+        else:
+            await store.set(key, text, cache.ttl)
+        return output, False
+
+    def cache_key(self, args: dict[str, Any]) -> str | None:
+        """The tool's name, version and canonical arguments, as one key; None for
+        arguments that are not JSON.
+
+        Example:
+            >>> from agcore_tools.policies import MemoryCacheStore
+            >>> guard = Guard("t", "2", ToolPolicy(cache=ResultCache(60)), None,
+            ...               cache_store=MemoryCacheStore())
+            >>> guard.cache_key({"b": 1, "a": 2}) == guard.cache_key({"a": 2, "b": 1})
+            True
+        """
+        import json  # see answer()
+
+        try:
+            canonical = json.dumps(
+                args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+            )
+        except (TypeError, ValueError):
+            return None
+        digest = hashlib.sha256(canonical.encode()).hexdigest()
+        return f"agcore:result:{self.name}:{self.version or ''}:{digest}"
+
+    def release(self, ctx: ToolContext, error: BaseException | None, *, ended: bool = True) -> None:
+        """End an admitted call: free its slot, and tell the breaker how it went
+        (``ended=False`` for a call cancelled before it could end)."""
+        if self.slots is not None:
+            self.slots.give_back()
+        breaker = self.breaker
+        if breaker is None:
+            return
+        failed: bool | None = None
+        if ended:
+            failed = error is not None and _counts_as_failure(error)
+        changed = breaker.record(failed, now())
+        if changed is not None:
+            self._announce(ctx, changed)
+
+    def failed_after(self, ctx: ToolContext) -> None:
+        """Tell the breaker a call that was released as not ended failed after all (it
+        timed out)."""
+        breaker = self.breaker
+        if breaker is None:
+            return
+        changed = breaker.record(True, now())
+        if changed is not None:
+            self._announce(ctx, changed)
+
+    def _announce(self, ctx: ToolContext, state: BreakerState) -> None:
+        breaker = self.breaker
+        assert breaker is not None
+        config = breaker.config
+        if state == "open":
+            logger.warning(
+                "tool %r: circuit breaker open for %g s (%d failure(s) within %g s, or a "
+                "failed probe); it is left out of the definitions until then",
+                self.name,
+                config.cool_down,
+                config.failures,
+                config.window,
+            )
+        else:
+            logger.info("tool %r: circuit breaker closed; the probe call succeeded", self.name)
+        if state == "open":
+            event = ToolBreakerChanged(self.name, ctx.call_id, "open", config.cool_down)
+        else:
+            event = ToolBreakerChanged(self.name, ctx.call_id, "closed")
+        ctx.report(event)
+
+
+def _counts_as_failure(error: BaseException) -> bool:
+    # The model's bad arguments and the policies' own refusals say nothing about
+    # whether the tool works.
+    if isinstance(error, (InvalidArgumentsError, ToolUnavailableError)):
+        return False
+    return not (isinstance(error, ToolError) and error.may_have_run is False)

@@ -1,0 +1,363 @@
+"""What a tool may do and how often: concurrency limits, rate limits, circuit breakers
+and cached results, declared per tool or set by a registry for a group of tools.
+
+A tool that fronts a rate-limited API, a single-writer database or a flaky service
+needs more than a timeout. A :class:`ToolPolicy` says how many of its calls may run at
+once (alone, or with every tool sharing its ``resource``), how many may start per
+period (:class:`RateLimit`), when to stop offering it after failures
+(:class:`Breaker`), and whether a repeat of the same call may be answered from a cache
+(:class:`ResultCache`). The registry applies them to every call, after the permission
+check and the approval, in this fixed order: breaker, rate, concurrency, cache,
+execution.
+
+The records here are plain values; the state they govern (the open breaker, the
+bucket, the running calls) lives with the registry. A rate bucket or a result cache
+whose state a fleet must share plugs in through :class:`RateStore` and
+:class:`CacheStore`; the in-process defaults, :class:`MemoryRateStore` and
+:class:`MemoryCacheStore`, need no server (:mod:`agcore_tools.redis` ships a shared
+one).
+
+Example:
+    >>> import asyncio
+    >>> from agcore_tools import ToolRegistry, tool
+    >>> registry = ToolRegistry()
+    >>> @registry.tool(policy=ToolPolicy(concurrency=2, rate=RateLimit(10, per=1.0)))
+    ... def lookup(order_id: str) -> str:
+    ...     '''Look an order up.'''
+    ...     return f"order {order_id}: shipped"
+    >>> asyncio.run(registry.invoke("lookup", {"order_id": "A1"})).output
+    'order A1: shipped'
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, fields
+from typing import Protocol, runtime_checkable
+
+from ._clock import now
+from .error import ToolConfigError
+
+__all__ = [
+    "Breaker",
+    "CacheStore",
+    "MemoryCacheStore",
+    "MemoryRateStore",
+    "RateLimit",
+    "RateStore",
+    "ResultCache",
+    "ToolPolicy",
+]
+
+
+@runtime_checkable
+class RateStore(Protocol):
+    """Where the token buckets of rate limits live: in this process by default, or in a
+    server a fleet shares (see :mod:`agcore_tools.redis`).
+
+    Example:
+        >>> isinstance(MemoryRateStore(), RateStore)
+        True
+    """
+
+    async def reserve(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
+        """Take one call's turn in ``key``'s bucket: the seconds the call must wait
+        before it starts (0.0 for at once), or None, with nothing taken, when it would
+        have to wait longer than ``max_wait`` seconds."""
+        ...
+
+
+@runtime_checkable
+class CacheStore(Protocol):
+    """Where cached results live, as JSON text under a key: in this process by
+    default, or in a server a fleet shares (see :mod:`agcore_tools.redis`).
+
+    Example:
+        >>> isinstance(MemoryCacheStore(), CacheStore)
+        True
+    """
+
+    async def get(self, key: str) -> str | None:
+        """The text stored under ``key``, or None when there is none or it expired."""
+        ...
+
+    async def set(self, key: str, value: str, ttl: float) -> None:
+        """Store ``value`` under ``key`` for ``ttl`` seconds."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most ``calls`` calls per ``per`` seconds, as a token bucket of ``burst``
+    tokens (``calls`` unless given) refilled evenly.
+
+    A call over the limit waits its turn, within its timeout; with ``wait=False`` it is
+    answered at once with a :class:`~agcore_tools.ToolUnavailableError` the model can
+    act on (it says when to try again). ``store`` shares the bucket across processes
+    (the default keeps it in this one).
+
+    Example:
+        >>> RateLimit(5, per=60).interval, RateLimit(5, per=60, burst=2).capacity
+        (12.0, 2)
+        >>> RateLimit(0)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: RateLimit(calls=0): calls must be a positive integer
+    """
+
+    calls: int
+    """Calls allowed per period."""
+    per: float = 1.0
+    """The period, in seconds."""
+    burst: int | None = None
+    """How many calls may start back to back after a quiet spell (``calls`` if None)."""
+    wait: bool = True
+    """Whether a call over the limit waits its turn (True) or is refused at once."""
+    store: RateStore | None = None
+    """Where the bucket lives; None for this process."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.calls, int) or isinstance(self.calls, bool) or self.calls < 1:
+            raise ToolConfigError(
+                f"RateLimit(calls={self.calls!r}): calls must be a positive integer"
+            )
+        if not _positive(self.per):
+            raise ToolConfigError(f"RateLimit(per={self.per!r}): per must be a positive number")
+        if self.burst is not None and (not isinstance(self.burst, int) or self.burst < 1):
+            raise ToolConfigError(
+                f"RateLimit(burst={self.burst!r}): burst must be a positive integer or None"
+            )
+
+    @property
+    def interval(self) -> float:
+        """Seconds between two calls at the steady rate."""
+        return self.per / self.calls
+
+    @property
+    def capacity(self) -> int:
+        """The bucket's size: ``burst``, else ``calls``."""
+        return self.burst if self.burst is not None else self.calls
+
+
+@dataclass(frozen=True, slots=True)
+class Breaker:
+    """A circuit breaker: after ``failures`` failed calls within ``window`` seconds the
+    tool is *open* for ``cool_down`` seconds.
+
+    While open, the tool is left out of the definitions a request offers, and a call
+    to it is answered without running. After the cool-down one probe call is let
+    through (*half-open*): its success closes the breaker, its failure opens it again.
+    A failure is a call that ran and failed (it raised, timed out, or its server
+    failed); bad arguments and refusals do not count. Changes are logged and reported
+    as :class:`~agcore_tools.ToolBreakerChanged` events.
+
+    Example:
+        >>> Breaker(failures=3, window=30.0, cool_down=10.0).failures
+        3
+    """
+
+    failures: int = 5
+    """Failures within the window that open the breaker."""
+    window: float = 60.0
+    """Seconds over which failures are counted."""
+    cool_down: float = 30.0
+    """Seconds the breaker stays open before it lets a probe through."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.failures, int) or self.failures < 1:
+            raise ToolConfigError(
+                f"Breaker(failures={self.failures!r}): failures must be a positive integer"
+            )
+        for name in ("window", "cool_down"):
+            value = getattr(self, name)
+            if not _positive(value):
+                raise ToolConfigError(f"Breaker({name}={value!r}): must be a positive number")
+
+
+@dataclass(frozen=True, slots=True)
+class ResultCache:
+    """Answer a repeat of a successful call from a cache for ``ttl`` seconds.
+
+    Only for idempotent tools: the same arguments must mean the same result. The key is
+    the tool's name, its version and its arguments as canonical JSON; failures are
+    never stored, nor results that are not JSON (images, files), and a registry refuses
+    it on a tool that needs approval. ``store`` shares the cache across processes (the
+    default keeps it in this one).
+
+    Example:
+        >>> ResultCache(ttl=300).ttl
+        300
+    """
+
+    ttl: float
+    """Seconds a result stays valid."""
+    store: CacheStore | None = None
+    """Where results live; None for this process."""
+
+    def __post_init__(self) -> None:
+        if not _positive(self.ttl):
+            raise ToolConfigError(f"ResultCache(ttl={self.ttl!r}): ttl must be a positive number")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPolicy:
+    """How a tool's calls are governed. Every part is optional; an empty policy
+    changes nothing.
+
+    ``concurrency`` caps the calls running at once in this process: those of this tool,
+    or, with ``resource``, those of every tool naming the same resource (a database
+    several tools write to). Calls over the cap wait their turn, and the wait counts
+    against their timeout. ``resource`` also names the rate limit's bucket, so tools
+    sharing an API quota can share one.
+
+    Example:
+        >>> db = ToolPolicy(concurrency=1, resource="orders-db")
+        >>> strict = db.merged(ToolPolicy(breaker=Breaker()))
+        >>> strict.concurrency, strict.resource, strict.breaker.failures
+        (1, 'orders-db', 5)
+    """
+
+    concurrency: int | None = None
+    """Calls that may run at once (None for no cap)."""
+    resource: str | None = None
+    """The name several tools share a concurrency cap and a rate bucket under."""
+    rate: RateLimit | None = None
+    """Calls that may start per period."""
+    breaker: Breaker | None = None
+    """When to stop offering and calling a failing tool."""
+    cache: ResultCache | None = None
+    """Answer repeats of the same call from a cache."""
+
+    def __post_init__(self) -> None:
+        limit = self.concurrency
+        if limit is not None and (
+            not isinstance(limit, int) or isinstance(limit, bool) or limit < 1
+        ):
+            raise ToolConfigError(
+                f"ToolPolicy(concurrency={limit!r}): concurrency must be a positive integer"
+            )
+        if self.resource is not None and (not isinstance(self.resource, str) or not self.resource):
+            raise ToolConfigError(
+                f"ToolPolicy(resource={self.resource!r}): resource must be a non-empty string"
+            )
+
+    def merged(self, other: ToolPolicy) -> ToolPolicy:
+        """This policy with every part ``other`` sets taken from ``other``.
+
+        Example:
+            >>> ToolPolicy(concurrency=4).merged(ToolPolicy(concurrency=1)).concurrency
+            1
+        """
+        parts = {f.name: getattr(self, f.name) for f in fields(self)}
+        parts.update(
+            {
+                f.name: getattr(other, f.name)
+                for f in fields(other)
+                if getattr(other, f.name) is not None
+            }
+        )
+        return ToolPolicy(**parts)
+
+    @property
+    def empty(self) -> bool:
+        """Whether the policy sets nothing.
+
+        Example:
+            >>> ToolPolicy().empty, ToolPolicy(concurrency=1).empty
+            (True, False)
+        """
+        return all(getattr(self, f.name) is None for f in fields(self))
+
+
+class MemoryRateStore:
+    """Token buckets in this process (the default :class:`RateStore`), timed by the
+    library's clock, so a Temporal workflow stays deterministic.
+
+    Each bucket is the theoretical arrival time of its next call (the generic cell rate
+    algorithm): one float per key, and a reservation is a few arithmetic steps.
+
+    Example:
+        >>> import asyncio
+        >>> store, limit = MemoryRateStore(), RateLimit(2, per=1.0)
+        >>> [asyncio.run(store.reserve("k", limit, 0.0)) for _ in range(3)]
+        [0.0, 0.0, None]
+    """
+
+    __slots__ = ("_next",)
+
+    def __init__(self) -> None:
+        self._next: dict[str, float] = {}
+
+    async def reserve(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
+        """See :meth:`RateStore.reserve`."""
+        return self.reserve_now(key, limit, max_wait)
+
+    def reserve_now(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
+        """:meth:`reserve` without the coroutine: a registry's uncontended path."""
+        moment = now()
+        interval = limit.interval
+        arrival = max(self._next.get(key, moment), moment) + interval
+        wait = arrival - limit.capacity * interval - moment
+        if wait <= 0.0:
+            self._next[key] = arrival
+            return 0.0
+        if wait > max_wait:
+            return None
+        self._next[key] = arrival
+        return wait
+
+
+class MemoryCacheStore:
+    """Results in this process (the default :class:`CacheStore`): at most
+    ``max_entries``, the least recently used dropped first, each expiring after its TTL
+    by the library's clock.
+
+    Example:
+        >>> import asyncio
+        >>> store = MemoryCacheStore()
+        >>> asyncio.run(store.set("k", '"v"', ttl=60.0))
+        >>> asyncio.run(store.get("k")), asyncio.run(store.get("other"))
+        ('"v"', None)
+    """
+
+    __slots__ = ("_items", "max_entries")
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        if not isinstance(max_entries, int) or max_entries < 1:
+            raise ToolConfigError(
+                f"MemoryCacheStore(max_entries={max_entries!r}): must be a positive integer"
+            )
+        self.max_entries = max_entries
+        """The most results kept."""
+        self._items: OrderedDict[str, tuple[float, str]] = OrderedDict()
+
+    async def get(self, key: str) -> str | None:
+        """See :meth:`CacheStore.get`."""
+        item = self._items.get(key)
+        if item is None:
+            return None
+        if item[0] <= now():
+            del self._items[key]
+            return None
+        self._items.move_to_end(key)
+        return item[1]
+
+    async def set(self, key: str, value: str, ttl: float) -> None:
+        """See :meth:`CacheStore.set`."""
+        self._items[key] = (now() + ttl, value)
+        self._items.move_to_end(key)
+        while len(self._items) > self.max_entries:
+            self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _positive(value: object) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )

@@ -1,0 +1,132 @@
+"""Tool policies in the loop, against the scripted server: a breaker takes a failing
+tool out of the next request and puts it back after a successful probe, with events;
+200 concurrent loops sharing a registry never run more calls at once than the cap."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from agcore_tools import (
+    Breaker,
+    CycleConfig,
+    LlmCycle,
+    ToolBreakerChanged,
+    ToolExecutionCompleted,
+    ToolPolicy,
+    ToolRegistry,
+)
+from agcore_tools._clock import CLOCK
+from agcore_tools.testing import CapturedRequest, ScriptedChatServer
+
+from .conftest import S
+
+
+def offered(request: CapturedRequest) -> list[str]:
+    return [tool["function"]["name"] for tool in request.json.get("tools", [])]
+
+
+async def test_a_failing_tool_leaves_the_request_until_its_probe_succeeds(
+    serve: Callable[..., ScriptedChatServer], make_cycle: Callable[..., Any]
+) -> None:
+    moment = [100.0]
+    token = CLOCK.set(lambda: moment[0])  # the loop's tasks inherit the test's clock
+    try:
+        registry = ToolRegistry()
+        runs: list[bool] = []
+
+        @registry.tool(policy=ToolPolicy(breaker=Breaker(failures=5, window=60, cool_down=30)))
+        def charge(ok: bool) -> str:
+            """Charge the card."""
+            runs.append(ok)
+            if not ok:
+                raise RuntimeError("payment service down")
+            return "charged"
+
+        @registry.tool
+        def status() -> str:
+            """The payment service's status page."""
+            return "degraded"
+
+        def cool_down_ends(_: CapturedRequest) -> Any:
+            moment[0] += 30.0  # before the loop runs this reply's call
+            return S.reply_tool_calls([("status", {}, "c_status")])
+
+        server = serve(
+            S.reply_tool_calls([("charge", {"ok": False}, f"c{i}") for i in range(5)]),
+            S.reply_tool_calls([("charge", {"ok": True}, "c_refused")]),  # not offered
+            cool_down_ends,
+            S.reply_tool_calls([("charge", {"ok": True}, "c_probe")]),
+            S.reply_text("Charged."),
+        )
+        cycle = make_cycle(server)
+        events: list[Any] = []
+        async with cycle.submit_stream_with_tools("Charge my card.", registry) as stream:
+            async for event in stream:
+                if isinstance(event, (ToolBreakerChanged, ToolExecutionCompleted)):
+                    events.append(event)
+    finally:
+        CLOCK.reset(token)
+
+    assert [offered(r) for r in server.requests] == [
+        ["charge", "status"],
+        ["status"],  # open: left out
+        ["status"],
+        ["charge", "status"],  # the cool-down is over: offered for a probe
+        ["charge", "status"],  # closed
+    ]
+    assert runs == [False] * 5 + [True]  # the refused call never ran
+    breaker_events = [e for e in events if isinstance(e, ToolBreakerChanged)]
+    assert breaker_events == [
+        ToolBreakerChanged("charge", "c4", "open", 30.0),
+        ToolBreakerChanged("charge", "c_probe", "closed"),
+    ]
+    refused = next(e for e in events if getattr(e, "call_id", None) == "c_refused")
+    assert "circuit breaker" in str(refused.error)
+    tool_text = {
+        m["tool_call_id"]: m["content"]
+        for m in server.requests[2].json["messages"]
+        if m["role"] == "tool"
+    }
+    assert tool_text["c_refused"].startswith("Error: tool 'charge' is unavailable")
+
+
+async def test_200_concurrent_loops_sharing_a_registry_never_exceed_the_cap(
+    serve: Callable[..., ScriptedChatServer],
+) -> None:
+    registry = ToolRegistry()
+    running = [0, 0]  # now, peak: as the tool itself counts
+
+    @registry.tool(policy=ToolPolicy(concurrency=3, resource="orders-db"))
+    async def lookup(order: int) -> str:
+        """Look an order up."""
+        running[0] += 1
+        running[1] = max(running[1], running[0])
+        try:
+            await asyncio.sleep(0.002)
+        finally:
+            running[0] -= 1
+        return f"order {order}: shipped"
+
+    def answer(request: CapturedRequest) -> Any:
+        messages = request.json["messages"]
+        if messages[-1]["role"] == "tool":
+            return S.reply_text(messages[-1]["content"])
+        order = int(messages[-1]["content"].split()[-1])
+        return S.reply_tool_calls([("lookup", {"order": order}, f"call_{order}")])
+
+    loops = 200
+    server = serve(*[answer] * (2 * loops))
+    client = server.client(timeout=60.0)  # one connection pool for every loop
+    cycles = [LlmCycle(CycleConfig("test-model"), client=client) for _ in range(loops)]
+    try:
+        responses = await asyncio.gather(
+            *(c.submit_with_tools(f"Where is order {n}", registry) for n, c in enumerate(cycles))
+        )
+    finally:
+        await asyncio.wait_for(client.close(), 5)
+    assert [r.text for r in responses] == [f"order {n}: shipped" for n in range(loops)]
+    assert running[1] == 3
+    assert registry.entry("lookup").stats.calls == loops  # type: ignore[union-attr]
+    assert running[0] == 0

@@ -1,0 +1,389 @@
+"""Tool policies through the registry: concurrency caps (alone and per resource), rate
+limits (waiting and refusing), circuit breakers, the result cache, the idempotency key
+and the order the checks run in."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from agcore_tools import (
+    Breaker,
+    PermissionChecker,
+    PermissionConfig,
+    PermissionDeniedError,
+    RateLimit,
+    ResultCache,
+    ToolBreakerChanged,
+    ToolConfigError,
+    ToolContext,
+    ToolPolicy,
+    ToolRegistry,
+    ToolTimeoutError,
+    ToolUnavailableError,
+)
+from agcore_tools._clock import CLOCK
+from agcore_tools.policies import MemoryCacheStore, MemoryRateStore
+
+
+class Gauge:
+    """How many calls run at once, as the tools themselves see it."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.peak = 0
+
+    async def hold(self, seconds: float) -> None:
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self.now -= 1
+
+
+async def test_a_concurrency_cap_holds_across_200_concurrent_batches() -> None:
+    registry = ToolRegistry()
+    gauge = Gauge()
+
+    @registry.tool(policy=ToolPolicy(concurrency=3))
+    async def query(n: int) -> int:
+        """Query."""
+        await gauge.hold(0.001)
+        return n
+
+    # 200 callers sharing the registry, each with its own batch, as 200 loops would.
+    batches = [registry.invoke_all([("query", {"n": i})], timeout=30) for i in range(200)]
+    results = await asyncio.gather(*batches)
+    assert [r[0].output for r in results] == list(range(200))
+    assert gauge.peak == 3
+
+
+async def test_tools_naming_one_resource_share_its_cap() -> None:
+    registry = ToolRegistry()
+    gauge = Gauge()
+    db = ToolPolicy(concurrency=1, resource="orders-db")
+
+    @registry.tool(policy=db)
+    async def insert(n: int) -> int:
+        """Insert."""
+        await gauge.hold(0.002)
+        return n
+
+    @registry.tool(policy=db)
+    async def delete(n: int) -> int:
+        """Delete."""
+        await gauge.hold(0.002)
+        return n
+
+    calls = [("insert" if i % 2 else "delete", {"n": i}) for i in range(20)]
+    results = await registry.invoke_all(calls)
+    assert all(r.ok for r in results) and gauge.peak == 1
+
+
+async def test_waiting_for_a_slot_counts_against_the_timeout() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool(policy=ToolPolicy(concurrency=1))
+    async def hold(seconds: float) -> str:
+        """Hold the slot."""
+        await asyncio.sleep(seconds)
+        return "done"
+
+    holding = asyncio.ensure_future(registry.invoke_all([("hold", {"seconds": 0.3})], timeout=5))
+    await asyncio.sleep(0.01)  # the first call has the slot
+    [second] = await registry.invoke_all([("hold", {"seconds": 0.0})], timeout=0.1)
+    [first] = await holding
+    assert first.ok and isinstance(second.error, ToolTimeoutError)
+    # The second never got its slot: it timed out waiting, and never ran.
+    assert first.may_have_run is True and second.may_have_run is False
+    assert registry.entry("hold").guard.slots.running == 0  # type: ignore[union-attr]
+    assert not registry.entry("hold").guard.slots.waiters  # type: ignore[union-attr]
+
+
+async def test_a_rate_limit_spaces_calls_evenly_after_the_burst() -> None:
+    registry = ToolRegistry()
+    starts: list[float] = []
+
+    @registry.tool(policy=ToolPolicy(rate=RateLimit(20, per=1.0, burst=2)))
+    async def ping() -> str:
+        """Ping."""
+        starts.append(time.perf_counter())
+        return "pong"
+
+    began = time.perf_counter()
+    results = await registry.invoke_all([("ping", {})] * 12, timeout=5)
+    assert all(r.ok for r in results)
+    offsets = sorted(s - began for s in starts)
+    # Two at once (the burst), then one every 50 ms: call k never starts before
+    # (k - 1) x 50 ms (a sleep never ends early), so the rate is never exceeded.
+    assert offsets[1] < 0.04
+    assert all(offset >= (k - 1) * 0.05 - 0.002 for k, offset in enumerate(offsets) if k >= 2)
+    assert offsets[-1] < 1.0  # and the calls are not held back much longer than that
+
+
+async def test_over_the_rate_a_call_is_refused_at_once_when_told_not_to_wait() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool(policy=ToolPolicy(rate=RateLimit(2, per=60.0, wait=False)))
+    def send(text: str) -> str:
+        """Send."""
+        return text
+
+    results = await registry.invoke_all([("send", {"text": str(i)}) for i in range(3)])
+    assert [r.ok for r in results] == [True, True, False]
+    error = results[2].error
+    assert isinstance(error, ToolUnavailableError) and error.is_recoverable()
+    assert results[2].may_have_run is False
+    assert str(error) == (
+        "tool 'send' is unavailable: over its rate limit of 2 call(s) per 60 s; try again in 30 s"
+    )
+    with pytest.raises(ToolUnavailableError):  # invoke() raises it, like a refusal
+        await registry.invoke("send", {"text": "x"})
+
+
+async def test_a_call_that_would_wait_past_its_timeout_is_refused_without_waiting() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool(policy=ToolPolicy(rate=RateLimit(1, per=10.0)))
+    def slow_api() -> str:
+        """Call a slow API."""
+        return "ok"
+
+    first, second = await registry.invoke_all([("slow_api", {}), ("slow_api", {})], timeout=1.0)
+    assert first.ok
+    assert isinstance(second.error, ToolUnavailableError)
+    assert "no turn before its timeout" in str(second.error)
+
+
+async def test_the_breaker_opens_hides_the_tool_refuses_then_a_probe_closes_it() -> None:
+    moment = [1000.0]
+    token = CLOCK.set(lambda: moment[0])  # the library's clock, which tests may set
+    try:
+        registry = ToolRegistry()
+        runs: list[bool] = []
+        policy = ToolPolicy(breaker=Breaker(failures=5, window=60.0, cool_down=30.0))
+
+        @registry.tool(policy=policy)
+        def charge(ok: bool) -> str:
+            """Charge a card."""
+            runs.append(ok)
+            if not ok:
+                raise RuntimeError("payment service down")
+            return "charged"
+
+        @registry.tool
+        def other() -> str:
+            """Another tool."""
+            return "fine"
+
+        seen: list[Any] = []
+        ctx = ToolContext(on_event=seen.append)
+        for i in range(5):
+            [inv] = await registry.invoke_all([("charge", {"ok": False}, f"c{i}")], ctx=ctx)
+            assert inv.error is not None
+        assert [d["function"]["name"] for d in registry.definitions()] == ["other"]
+        assert registry.unavailable_tools() == ["charge"]
+        assert seen == [ToolBreakerChanged("charge", "c4", "open", 30.0)]
+
+        moment[0] += 29.0
+        [refused] = await registry.invoke_all([("charge", {"ok": True}, "c5")], ctx=ctx)
+        assert isinstance(refused.error, ToolUnavailableError) and len(runs) == 5
+        assert "try again in 1 s" in str(refused.error)
+
+        moment[0] += 1.0  # the cool-down is over: offered again, one probe let through
+        assert [d["function"]["name"] for d in registry.definitions()] == ["charge", "other"]
+        [probe] = await registry.invoke_all([("charge", {"ok": True}, "c6")], ctx=ctx)
+        assert probe.output == "charged" and runs[-1] is True
+        assert seen[-1] == ToolBreakerChanged("charge", "c6", "closed")
+        assert registry.unavailable_tools() == []
+    finally:
+        CLOCK.reset(token)
+
+
+async def test_a_failed_probe_opens_the_breaker_again_and_bad_arguments_never_count() -> None:
+    moment = [0.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        registry = ToolRegistry()
+
+        @registry.tool(policy=ToolPolicy(breaker=Breaker(failures=2, window=10, cool_down=5)))
+        def fetch(url: str) -> str:
+            """Fetch a page."""
+            raise ConnectionError(url)
+
+        for _ in range(3):  # the model's mistakes say nothing about the tool
+            [bad] = await registry.invoke_all([("fetch", {"nope": 1})])
+            assert bad.error is not None
+        assert registry.unavailable_tools() == []
+        await registry.invoke_all([("fetch", {"url": "a"}), ("fetch", {"url": "b"})])
+        assert registry.unavailable_tools() == ["fetch"]
+        moment[0] += 5.0
+        [probe] = await registry.invoke_all([("fetch", {"url": "c"})])
+        assert "ConnectionError" in str(probe.error)
+        assert registry.unavailable_tools() == ["fetch"]  # open for another cool-down
+    finally:
+        CLOCK.reset(token)
+
+
+async def test_timeouts_count_as_failures_but_waiting_for_a_turn_does_not() -> None:
+    registry = ToolRegistry()
+    breaker = Breaker(failures=2, window=60.0, cool_down=60.0)
+
+    @registry.tool(policy=ToolPolicy(breaker=breaker, concurrency=1))
+    async def hang(seconds: float) -> str:
+        """Hang."""
+        await asyncio.sleep(seconds)
+        return "late"
+
+    # One runs and times out; the other only waited for the slot: one failure.
+    await registry.invoke_all([("hang", {"seconds": 1}), ("hang", {"seconds": 0})], timeout=0.1)
+    assert registry.unavailable_tools() == []
+    await registry.invoke_all([("hang", {"seconds": 1})], timeout=0.1)
+    assert registry.unavailable_tools() == ["hang"]
+
+
+async def test_identical_calls_within_the_ttl_run_once_and_failures_are_never_cached() -> None:
+    moment = [0.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        registry = ToolRegistry()
+        runs: list[str] = []
+
+        @registry.tool(version="2", policy=ToolPolicy(cache=ResultCache(ttl=60)))
+        def lookup(order_id: str, verbose: bool = False) -> dict[str, Any]:
+            """Look an order up."""
+            runs.append(order_id)
+            if order_id == "bad":
+                raise KeyError(order_id)
+            return {"id": order_id, "status": "shipped", "verbose": verbose}
+
+        @registry.tool
+        def stamp(order_id: str) -> str:
+            """Not idempotent: no cache."""
+            runs.append(f"stamp {order_id}")
+            return order_id
+
+        first = await registry.invoke("lookup", {"order_id": "A1"})
+        again = await registry.invoke("lookup", {"order_id": "A1"})
+        assert runs == ["A1"] and again.cached and not first.cached
+        assert again.output == first.output and again.output is not first.output
+        again.output["status"] = "edited"  # a caller's edit never reaches the cache
+        assert (await registry.invoke("lookup", {"order_id": "A1"})).output["status"] == "shipped"
+        await registry.invoke("lookup", {"order_id": "A1", "verbose": True})  # other arguments
+        assert runs == ["A1", "A1"]
+        for _ in range(2):
+            assert not (await registry.invoke("lookup", {"order_id": "bad"})).ok
+        assert runs.count("bad") == 2
+        for _ in range(2):
+            await registry.invoke("stamp", {"order_id": "A1"})
+        assert runs.count("stamp A1") == 2
+        moment[0] += 61.0  # past the TTL
+        await registry.invoke("lookup", {"order_id": "A1"})
+        assert runs.count("A1") == 3
+    finally:
+        CLOCK.reset(token)
+
+
+def test_a_cache_on_a_tool_that_needs_approval_is_refused() -> None:
+    registry = ToolRegistry()
+    with pytest.raises(ToolConfigError, match="needs approval"):
+
+        @registry.tool(needs_approval=True, policy=ToolPolicy(cache=ResultCache(60)))
+        def refund(order_id: str) -> str:
+            """Refund."""
+            return order_id
+
+    assert "refund" not in registry
+
+
+async def test_group_policies_apply_to_tools_now_and_later_and_override_the_tools_own() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool(tags=["db"], policy=ToolPolicy(concurrency=4, breaker=Breaker()))
+    def read_rows() -> int:
+        """Read."""
+        return 1
+
+    applied = registry.set_policy(ToolPolicy(concurrency=1, resource="db"), tag="db")
+    assert [e.name for e in applied] == ["read_rows"]
+
+    @registry.tool(tags=["db"])
+    def write_rows() -> int:
+        """Write."""
+        return 1
+
+    read, write = registry.entry("read_rows"), registry.entry("write_rows")
+    assert read is not None and write is not None
+    assert read.policy == ToolPolicy(concurrency=1, resource="db", breaker=Breaker())
+    assert read.guard is not None and write.guard is not None
+    assert read.guard.slots is write.guard.slots
+    with pytest.raises(ToolConfigError, match="needs a group"):
+        registry.set_policy(ToolPolicy(concurrency=1))
+    with pytest.raises(ToolConfigError, match="same concurrency"):
+        registry.register(read.tool.__class__(lambda: 1, name="third", tags=["x"]))
+        registry.set_policy(ToolPolicy(concurrency=2, resource="db"), tag="x")
+
+
+async def test_permission_comes_before_every_policy() -> None:
+    checker = PermissionChecker(PermissionConfig(allowed=frozenset()))
+    registry = ToolRegistry(checker)
+
+    @registry.tool(permissions=["shell"], policy=ToolPolicy(rate=RateLimit(1, per=60, wait=False)))
+    def run(command: str) -> str:
+        """Run a command."""
+        return command
+
+    for _ in range(3):  # refused by the permission, never reaching the bucket
+        with pytest.raises(PermissionDeniedError):
+            await registry.invoke("run", {"command": "ls"})
+    registry.permission_checker = None
+    assert (await registry.invoke("run", {"command": "ls"})).ok
+
+
+async def test_every_call_has_an_idempotency_key_of_its_run_and_call() -> None:
+    registry = ToolRegistry()
+    keys: list[str | None] = []
+
+    @registry.tool
+    def pay(amount: int, ctx: ToolContext) -> str:
+        """Pay."""
+        keys.append(ctx.idempotency_key)
+        return "paid"
+
+    await registry.invoke_all([("pay", {"amount": 1}, "call_9")], ctx=ToolContext(run_id="run-7"))
+    await registry.invoke_all([("pay", {"amount": 1}, "call_9")], ctx=ToolContext(session_id="s"))
+    assert keys == ["run-7:call_9", "s:call_9"]
+
+
+def test_policy_values_refuse_nonsense() -> None:
+    for bad in (
+        lambda: ToolPolicy(concurrency=0),
+        lambda: ToolPolicy(resource=""),
+        lambda: RateLimit(1, per=0),
+        lambda: RateLimit(1, burst=0),
+        lambda: Breaker(failures=0),
+        lambda: Breaker(cool_down=float("inf")),
+        lambda: ResultCache(ttl=-1),
+        lambda: MemoryCacheStore(0),
+    ):
+        with pytest.raises(ToolConfigError):
+            bad()
+    with pytest.raises(ValueError):
+        ToolPolicy(concurrency=True)
+
+
+async def test_the_memory_stores_keep_their_bounds() -> None:
+    store = MemoryCacheStore(max_entries=2)
+    for key in "abc":
+        await store.set(key, key, ttl=60)
+    assert len(store) == 2 and await store.get("a") is None and await store.get("c") == "c"
+    rates = MemoryRateStore()
+    limit = RateLimit(1, per=1.0)
+    assert await rates.reserve("k", limit, 0.0) == 0.0
+    wait = await rates.reserve("k", limit, 5.0)
+    assert wait is not None and 0.9 < wait <= 1.0
+    assert await rates.reserve("k", limit, 1.5) is None  # would wait ~2 s: nothing taken
