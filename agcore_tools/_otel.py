@@ -186,6 +186,9 @@ def meters() -> tuple[Any, Any] | None:
     settings = _settings
     if not settings.enabled:
         return None
+    temporal = sys.modules.get("temporalio.workflow")
+    if temporal is not None and temporal.in_workflow():
+        return None  # a workflow's code runs again on every replay: it would count twice
     provider = settings.meter_provider
     if provider is None:
         if _METRICS_API not in sys.modules:

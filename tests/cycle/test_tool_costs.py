@@ -300,3 +300,32 @@ async def test_token_metrics_go_to_the_meter_provider(serve, make_cycle):
     assert points["refund", "arguments"].attributes["gen_ai.token.type"] == "output"
     assert points["refund", "result"].value == refund.result_tokens
     assert points["refund", "result"].attributes["gen_ai.token.type"] == "input"
+
+
+async def test_a_paused_run_and_its_resume_each_count_their_part(serve, make_cycle):
+    registry = ToolRegistry()
+
+    @registry.tool(needs_approval=True)
+    def pay(to: str, cents: int) -> str:
+        """Pay someone."""
+        return f"paid {cents} cents to {to}"
+
+    server = serve(
+        S.reply_tool_calls([("pay", {"to": "bob", "cents": 250}, "p1")]), S.reply_text("Done.")
+    )
+    cycle = make_cycle(server)
+
+    paused = await cycle.submit_with_tools("Pay bob 2.50", registry)
+    [request] = paused.pending_approvals
+    resumed = await cycle.submit_with_tools(None, registry, approvals=[request.approve()])
+
+    asked, ran = paused.tool_costs["pay"], resumed.tool_costs["pay"]
+    arguments = '{"to": "bob", "cents": 250}'
+    # The paused run: one request offered pay, the model wrote the call; nothing ran.
+    assert (asked.definition_requests, asked.argument_tokens) == (1, estimate(arguments))
+    assert (asked.calls, asked.result_tokens) == (0, 0)
+    # The resume ran the call (its assistant message is the paused run's) and sent it back.
+    assert (ran.definition_requests, ran.argument_tokens, ran.calls) == (1, 0, 1)
+    assert ran.result_tokens == estimate("paid 250 cents to bob")
+    stats = registry.entry("pay").stats  # type: ignore[union-attr]
+    assert stats.definition_requests == 2 and stats.result_tokens == ran.result_tokens
