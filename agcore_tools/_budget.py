@@ -1,6 +1,8 @@
-"""Token counts of tool definitions, and the budget a request's definitions must fit.
+"""Token counts of tool definitions and texts, and the budget a request's definitions
+must fit.
 
-A definition's cost is the token count of its compact JSON. For a model ``tiktoken``
+A definition's cost is the token count of its compact JSON; a text's (a tool call's
+arguments, a tool's result, a message) is counted the same way by :func:`count_tokens`. For a model ``tiktoken``
 knows (``pip install 'agcore-tools[tokens]'``), the count uses the model's own
 encoding; otherwise, or when the encoding's data cannot be loaded (``tiktoken``
 downloads it once, or reads it from ``TIKTOKEN_CACHE_DIR``), it is an estimate: one
@@ -13,13 +15,19 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .error import DefinitionBudgetError
 
-__all__ = ["BYTES_PER_TOKEN", "check_budget", "definition_costs"]
+__all__ = [
+    "BYTES_PER_TOKEN",
+    "check_budget",
+    "count_tokens",
+    "definition_costs",
+    "definition_name",
+    "json_text",
+]
 
 logger = logging.getLogger("agcore_tools")
 
@@ -49,10 +57,43 @@ def _counter(model: str) -> Callable[[str], int] | None:
     return lambda text: len(encoding.encode(text, disallowed_special=()))
 
 
-def _name(definition: dict[str, Any]) -> str:
+def definition_name(definition: dict[str, Any]) -> str:
+    """The tool name of a definition, in the Chat Completions or the Responses shape.
+
+    Example:
+        >>> definition_name({"type": "function", "name": "f"})
+        'f'
+    """
     function = definition.get("function")
     source = function if isinstance(function, dict) else definition
     return str(source.get("name", ""))
+
+
+def count_tokens(text: str, model: str) -> int:
+    """The token count of ``text`` for ``model``: its encoding's count when ``tiktoken``
+    knows the model and can load its data, else one token per 4 bytes of UTF-8,
+    rounded up.
+
+    Example:
+        >>> count_tokens("café au lait", "not-a-known-model")  # 13 bytes
+        4
+        >>> count_tokens("", "not-a-known-model")
+        0
+    """
+    count = _counter(model)
+    if count is not None:
+        return count(text)
+    return -(-len(text.encode("utf-8")) // BYTES_PER_TOKEN)
+
+
+def json_text(value: Any) -> str:
+    """``value`` as the compact JSON text that is counted (non-ASCII kept as it is).
+
+    Example:
+        >>> json_text({"name": "f", "n": [1, 2]})
+        '{"name":"f","n":[1,2]}'
+    """
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def definition_costs(definitions: Sequence[dict[str, Any]], model: str) -> list[tuple[str, int]]:
@@ -62,17 +103,7 @@ def definition_costs(definitions: Sequence[dict[str, Any]], model: str) -> list[
         >>> definition_costs([{"type": "function", "function": {"name": "f"}}], "m")
         [('f', 11)]
     """
-    count = _counter(model)
-    costs = []
-    for definition in definitions:
-        text = json.dumps(definition, separators=(",", ":"), ensure_ascii=False)
-        tokens = (
-            count(text)
-            if count is not None
-            else math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN)
-        )
-        costs.append((_name(definition), tokens))
-    return costs
+    return [(definition_name(d), count_tokens(json_text(d), model)) for d in definitions]
 
 
 def check_budget(definitions: Sequence[dict[str, Any]], model: str, budget: int | None) -> None:

@@ -1,11 +1,15 @@
-"""OpenTelemetry spans, following the GenAI semantic conventions (the ``otel`` extra).
+"""OpenTelemetry spans and metrics, following the GenAI semantic conventions (the
+``otel`` extra).
 
 Nothing here imports ``opentelemetry`` until tracing is on. Tracing is on when the
 application has imported the OpenTelemetry API and either set a global tracer provider
 or given one to :func:`configure_tracing`; the check is a lookup in ``sys.modules``, so
 a program without OpenTelemetry pays nothing for it. This module holds the settings and
 the ``execute_tool`` spans of the registry; the loop's spans live in
-``cycle/_trace.py`` and the MCP client's in ``mcp/_trace.py``.
+``cycle/_trace.py`` and the MCP client's in ``mcp/_trace.py``. Metrics (the token
+counts of :func:`record_tokens`) follow the same rule with the metrics API: nothing is
+recorded or imported until the application has imported ``opentelemetry.metrics`` and
+set a meter provider, globally or through :func:`configure_tracing`.
 
 Spans are started with explicit parents and made current only around code that does
 not yield to a caller: an async generator that attached a context would leak it into
@@ -29,6 +33,14 @@ from .base import BaseTool, ToolContext
 __all__ = ["configure_tracing"]
 
 _API = "opentelemetry.trace"
+_METRICS_API = "opentelemetry.metrics"
+TOKEN_USAGE = "gen_ai.client.token.usage"
+"""The GenAI semantic conventions' histogram of a model request's input and output tokens."""
+TOOL_TOKENS = "agcore.tool.tokens"
+"""This package's counter of the tokens each tool cost in a loop (definition, arguments,
+result), by ``gen_ai.tool.name``, ``gen_ai.token.type`` and ``agcore.tool.token.part``."""
+# The bucket boundaries the GenAI semantic conventions give gen_ai.client.token.usage.
+_TOKEN_BUCKETS = tuple(4**n for n in range(14))
 CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """The environment variable the OpenTelemetry GenAI instrumentations read to record
 message content."""
@@ -49,11 +61,13 @@ class _Settings:
     enabled: bool = True
     provider: Any = None
     capture_content: bool | None = None  # None: the environment variable decides
+    meter_provider: Any = None
 
 
 _settings = _Settings()
 _cache: tuple[Any, Any] | None = None  # (provider, tracer): one tracer per provider
 _api: Any = None  # what is used of the OpenTelemetry API, imported once (see api())
+_meters: tuple[Any, Any, Any] | None = None  # (provider, token histogram, tool counter)
 
 
 def configure_tracing(
@@ -61,8 +75,10 @@ def configure_tracing(
     *,
     capture_content: bool | None = None,
     enabled: bool = True,
+    meter_provider: Any = None,
 ) -> None:
-    """Choose where agcore_tools' OpenTelemetry spans go (needs the ``otel`` extra).
+    """Choose where agcore_tools' OpenTelemetry spans and metrics go (needs the ``otel``
+    extra).
 
     Without this call, spans go to the global tracer provider once the application has
     set one (``opentelemetry.trace.set_tracer_provider``); until then, and when
@@ -75,7 +91,10 @@ def configure_tracing(
             ``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``). They may hold
             personal data, so the default (None) is off unless the environment sets
             ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
-        enabled: False turns the spans off, whatever provider is set.
+        enabled: False turns the spans and metrics off, whatever provider is set.
+        meter_provider: The provider of the loop's token metrics (``gen_ai.client.token.usage``
+            per model request, ``agcore.tool.tokens`` per tool and run) instead of the
+            global one (None: the global, once the application has set one).
 
     Each call replaces every earlier setting; ``configure_tracing()`` restores the
     defaults.
@@ -103,11 +122,12 @@ def configure_tracing(
         ('execute_tool add', 'add', 'function')
         >>> configure_tracing()  # back to the global provider
     """
-    global _settings, _cache
+    global _settings, _cache, _meters
     if capture_content is not None and not isinstance(capture_content, bool):
         raise TypeError(f"capture_content must be True, False or None, got {capture_content!r}")
-    _settings = _Settings(bool(enabled), tracer_provider, capture_content)
+    _settings = _Settings(bool(enabled), tracer_provider, capture_content, meter_provider)
     _cache = None
+    _meters = None
 
 
 def tracer() -> Any | None:
@@ -158,6 +178,55 @@ def _tracer_of(provider: Any) -> Any:
     found = provider.get_tracer(SCOPE, __version__)
     _cache = (provider, found)
     return found
+
+
+def meters() -> tuple[Any, Any] | None:
+    """The token histogram and the per-tool token counter to record to now, or None when
+    metrics are off (a ``sys.modules`` lookup when they are)."""
+    settings = _settings
+    if not settings.enabled:
+        return None
+    temporal = sys.modules.get("temporalio.workflow")
+    if temporal is not None and temporal.in_workflow():
+        return None  # a workflow's code runs again on every replay: it would count twice
+    provider = settings.meter_provider
+    if provider is None:
+        if _METRICS_API not in sys.modules:
+            return None
+        from opentelemetry import metrics
+
+        provider = metrics.get_meter_provider()
+        if isinstance(provider, metrics.NoOpMeterProvider) or type(provider).__name__ == (
+            "_ProxyMeterProvider"  # no provider set yet: measurements would be dropped
+        ):
+            return None
+    cached = _meters
+    if cached is None or cached[0] is not provider:
+        cached = _instruments(provider)
+    return cached[1], cached[2]
+
+
+def _instruments(provider: Any) -> tuple[Any, Any, Any]:
+    global _meters
+    meter = provider.get_meter(SCOPE, __version__)
+    try:
+        histogram = meter.create_histogram(
+            TOKEN_USAGE,
+            unit="{token}",
+            description="Number of input and output tokens used",
+            explicit_bucket_boundaries_advisory=list(_TOKEN_BUCKETS),
+        )
+    except TypeError:  # an API older than bucket advice (opentelemetry-api < 1.23)
+        histogram = meter.create_histogram(
+            TOKEN_USAGE, unit="{token}", description="Number of input and output tokens used"
+        )
+    counter = meter.create_counter(
+        TOOL_TOKENS,
+        unit="{token}",
+        description="Tokens each tool cost in a model loop: definition, arguments, result",
+    )
+    _meters = (provider, histogram, counter)
+    return _meters
 
 
 def capture_content() -> bool:

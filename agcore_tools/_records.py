@@ -32,12 +32,19 @@ TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 @dataclass(slots=True)
 class ToolStats:
-    """Call counters of one registered tool.
+    """Call counters of one registered tool, and the tokens it cost in model loops.
+
+    The token counters are added to by every ``LlmCycle.submit*_with_tools`` run that
+    offered the tool (see :attr:`ChatResponse.tool_costs
+    <agcore_tools.ChatResponse.tool_costs>` for how they are counted); direct
+    ``invoke`` calls send nothing to a model and add none.
 
     Example:
         >>> stats = ToolStats(calls=4, failures=1, total_seconds=0.2)
         >>> round(stats.mean_seconds, 3)
         0.05
+        >>> ToolStats(definition_tokens=90, definition_requests=3).definition_tokens
+        90
     """
 
     calls: int = 0
@@ -46,6 +53,14 @@ class ToolStats:
     """Executions that ended with an error."""
     total_seconds: float = 0.0
     """Wall time spent in executions."""
+    definition_tokens: int = 0
+    """Tokens of the tool's definition sent to models, once per request that offered it."""
+    definition_requests: int = 0
+    """Model requests that offered the tool."""
+    argument_tokens: int = 0
+    """Tokens of the arguments models wrote in calls to the tool."""
+    result_tokens: int = 0
+    """Tokens of the tool's results sent back to models."""
 
     @property
     def mean_seconds(self) -> float:

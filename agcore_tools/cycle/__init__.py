@@ -8,6 +8,7 @@ Example:
     <FinishReason.STOP: 'stop'>
 """
 
+from ._costs import Reconciliation, ToolCosts
 from .config import CycleConfig, Limits, Retries
 from .cycle import EventStream, LlmCycle
 from .events import (
@@ -16,6 +17,7 @@ from .events import (
     FinishReason,
     ReasoningDelta,
     StreamEvent,
+    ToolCost,
     ToolExecutionCompleted,
     ToolExecutionStarted,
     ToolPartialResult,
@@ -40,11 +42,14 @@ __all__ = [
     "LlmCycle",
     "OpenAIRequester",
     "ReasoningDelta",
+    "Reconciliation",
     "Requester",
     "Retries",
     "StreamEvent",
     "StructuredOutput",
     "SyncEventStream",
+    "ToolCost",
+    "ToolCosts",
     "ToolExecutionCompleted",
     "ToolExecutionStarted",
     "ToolPartialResult",

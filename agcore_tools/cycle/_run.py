@@ -11,6 +11,7 @@ run keeps) is the cycle's :class:`Session`, passed in.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -22,12 +23,14 @@ from ..base import ToolContext
 from ..error import LlmConfigError, LlmError, MaxTurnsExceededError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
+from ._costs import NO_TOOL_COSTS, CostMeter
 from ._outcome import Outcome
 from ._output import OutputRun, Verdict, start_output
 from ._policy import FREE, answer_unanswered, clean_turn, relaxed_tool_choice, unanswered_calls
 from ._tool_stream import run_context
 from ._tool_turn import run_tools
 from ._trace import RunTrace
+from ._wire_responses import to_input, to_tool
 from ._wires import wire_for
 from .config import CycleConfig
 from .events import ZERO_USAGE, ChatResponse, StreamEvent, TurnComplete, Usage
@@ -149,6 +152,9 @@ class Run:
             )
         session.busy = True
         start = len(messages)
+        meter: CostMeter | None = None
+        usage = ZERO_USAGE
+        invocations: list[ToolInvocation] = []
         try:
             config = self.config
             profile = await self._profile()
@@ -166,6 +172,13 @@ class Run:
             # Each API's request is fitted to the profile by its own function.
             fit = fit_request if config.api == "chat" else fit_responses_request
             offer = RunOffer(registry, self.select, config.model) if registry is not None else None
+            if registry is not None:  # what each tool costs: counted once, when the run ends
+                meter = CostMeter(
+                    config.model,
+                    registry,
+                    (to_input, to_tool) if config.api == "responses" else None,
+                    self.requester.trace_attributes,
+                )
             relaxed = (
                 relaxed_tool_choice(config.request_options, profile)
                 if config.reset_tool_choice
@@ -175,8 +188,6 @@ class Run:
                 self.ctx, None if added else session.shared, self.stream and registry is not None
             )
             session.shared = ctx.shared_state
-            usage = ZERO_USAGE
-            invocations: list[ToolInvocation] = []
             if registry is not None and added:
                 decline_open(messages)  # a paused run the app moved on from
             messages.extend(added)
@@ -191,8 +202,11 @@ class Run:
                     yield event
                 tidy_answers(messages)
                 if gate.waiting:  # still paused: answer the requests to go on
-                    outcome.response = paused_response(
-                        messages, usage, 0, invocations, gate.waiting
+                    outcome.response = dataclasses.replace(
+                        paused_response(messages, usage, 0, invocations, gate.waiting),
+                        tool_costs=meter.settle(messages, start, invocations)
+                        if meter is not None
+                        else NO_TOOL_COSTS,
                     )
                     return
             turn = 0
@@ -259,6 +273,9 @@ class Run:
                         continue
                     break
                 result = clean_turn(builder.build())
+                if meter is not None:
+                    meter.sent(params.get("messages") or (), params.get("tools"))
+                    meter.answered(result.usage)
                 messages.append(result.message)
                 usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)
                 yield TurnComplete(
@@ -278,6 +295,9 @@ class Run:
                         turn,
                         tuple(invocations),
                         output.value if output is not None else None,
+                        tool_costs=meter.settle(messages, start, invocations)
+                        if meter is not None
+                        else NO_TOOL_COSTS,
                     )
                     return
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
@@ -287,8 +307,11 @@ class Run:
                     async for event in running:
                         yield event
                 if gate.waiting:  # pause: the history is the state to resume from
-                    outcome.response = paused_response(
-                        messages, usage, turn, invocations, gate.waiting
+                    outcome.response = dataclasses.replace(
+                        paused_response(messages, usage, turn, invocations, gate.waiting),
+                        tool_costs=meter.settle(messages, start, invocations)
+                        if meter is not None
+                        else NO_TOOL_COSTS,
                     )
                     return
         finally:
@@ -299,4 +322,6 @@ class Run:
                 answer_unanswered(
                     messages, start, "the tool loop was stopped before it ran", gate.keep
                 )
+            if meter is not None:  # a run that failed or was left still cost its tools
+                meter.settle(messages, start, invocations)
             session.busy = False

@@ -35,7 +35,7 @@ from ._stream import Turn
 from .config import CycleConfig
 from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
 
-__all__ = ["ResponsesTurnBuilder", "ResponsesWire", "to_input"]
+__all__ = ["ResponsesTurnBuilder", "ResponsesWire", "to_input", "to_tool"]
 
 Message = dict[str, Any]
 _NO_EVENTS: tuple[StreamEvent, ...] = ()
@@ -91,7 +91,7 @@ class ResponsesWire:
         sent = dict(without_unused_tool_options(params, _TOOL_OPTIONS))
         sent["input"] = to_input(sent.pop("messages"))
         if "tools" in sent:
-            sent["tools"] = [_tool(tool) for tool in sent["tools"]]
+            sent["tools"] = [to_tool(tool) for tool in sent["tools"]]
         if "tool_choice" in sent:
             sent["tool_choice"] = _tool_choice(sent["tool_choice"])
         response_format = sent.pop("response_format", None)
@@ -212,7 +212,13 @@ def _part(part: Any) -> Any:
 # -- Chat Completions request shapes -> Responses ----------------------------------------
 
 
-def _tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+def to_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """The Responses function tool of a Chat Completions tool definition.
+
+    Example:
+        >>> to_tool({"type": "function", "function": {"name": "f", "parameters": {}}})
+        {'type': 'function', 'strict': False, 'name': 'f', 'parameters': {}}
+    """
     function = tool.get("function")
     if tool.get("type") != "function" or not isinstance(function, Mapping):
         return dict(tool)

@@ -27,10 +27,11 @@ from .._display import call_text, html_table, html_text, markdown_quote, markdow
 from .._progress import ToolBreakerChanged, ToolPartialResult, ToolProgress
 from .._sdk import sdk_field
 from .._usage import ZERO_USAGE as ZERO_USAGE
-from .._usage import Usage
+from .._usage import ToolCost, Usage
 from ..approval import ApprovalRequest, ToolApprovalRequested
 from ..error import ToolError
 from ..pending import InputRequest, RunningTask, ToolInputRequested
+from ._costs import COST_HEADERS, NO_TOOL_COSTS, ToolCosts, cost_rows
 
 if TYPE_CHECKING:
     from ..registry import ToolInvocation
@@ -42,6 +43,7 @@ __all__ = [
     "ReasoningDelta",
     "StreamEvent",
     "ToolBreakerChanged",
+    "ToolCost",
     "ToolExecutionCompleted",
     "ToolExecutionStarted",
     "ToolPartialResult",
@@ -133,6 +135,18 @@ class ChatResponse:
     the server-side tasks still running (:class:`~agcore_tools.RunningTask`, which need
     no answer); see :mod:`agcore_tools.pending`. Answer the questions and approvals and
     resume with one ``submit_with_tools(None, registry, approvals=[...answers])``."""
+    tool_costs: ToolCosts = NO_TOOL_COSTS
+    """What each tool cost in this call, by tool name (:class:`~agcore_tools.ToolCost`):
+    its definition's tokens over the requests that offered it, the arguments the model
+    wrote, the results sent back, and its calls, failures and seconds; ``.total`` sums
+    them and ``.reconcile()`` compares the call's estimated prompt tokens with
+    :attr:`usage`. Tokens are counted with the model's encoding when the ``tokens`` extra
+    knows it, else at one token per 4 bytes of UTF-8. Empty without tools.
+
+    Example:
+        >>> ChatResponse({}, "", FinishReason.STOP).tool_costs.total.tokens
+        0
+    """
 
     @property
     def stop_reason(self) -> FinishReason:
@@ -206,6 +220,9 @@ class ChatResponse:
         if self.invocations:
             parts.append("**Tool calls**")
             parts.append(markdown_table(_CALL_HEADERS, self._invocation_rows()))
+        if self.tool_costs:
+            parts.append("**Tool costs**")
+            parts.append(markdown_table(COST_HEADERS, cost_rows(self.tool_costs)))
         return "\n\n".join(parts)
 
     def _repr_html_(self) -> str:
@@ -217,6 +234,8 @@ class ChatResponse:
         ]
         if self.invocations:
             parts.append(html_table(_CALL_HEADERS, self._invocation_rows(), "Tool calls"))
+        if self.tool_costs:
+            parts.append(html_table(COST_HEADERS, cost_rows(self.tool_costs), "Tool costs"))
         return "".join(parts)
 
 

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from ._script import Reply
 
-__all__ = ["reply_chunks", "reply_json", "responses_events", "responses_json"]
+__all__ = ["prompt_tokens", "reply_chunks", "reply_json", "responses_events", "responses_json"]
 
 
 class Settings(Protocol):
@@ -47,18 +47,33 @@ def _finish(reply: Reply) -> str:
     return "tool_calls" if reply.tool_calls else "stop"
 
 
-def _usage(reply: Reply) -> dict[str, int]:
+def prompt_tokens(body: bytes) -> int:
+    """The prompt tokens a counting server reports for a request: one per 4 bytes of
+    the whole request body as received, rounded up (its own rule, blind to how the
+    client counts).
+
+    Example:
+        >>> prompt_tokens(b'{"model":"m","messages":[]}')
+        7
+    """
+    return -(-len(body) // 4)
+
+
+def _usage(reply: Reply, prompt: int | None = None) -> dict[str, int]:
     if reply.usage is not None:
         return dict(reply.usage)
     completion = len(reply.text or "") // 4 + 4 * len(reply.tool_calls) + 1
+    prompt = 10 if prompt is None else prompt
     return {
-        "prompt_tokens": 10,
+        "prompt_tokens": prompt,
         "completion_tokens": completion,
-        "total_tokens": 10 + completion,
+        "total_tokens": prompt + completion,
     }
 
 
-def reply_json(server: Settings, ids: Iterator[int], reply: Reply) -> dict[str, Any]:
+def reply_json(
+    server: Settings, ids: Iterator[int], reply: Reply, prompt: int | None = None
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     if reply.reasoning is not None:
         message["reasoning_content"] = reply.reasoning
@@ -77,12 +92,16 @@ def reply_json(server: Settings, ids: Iterator[int], reply: Reply) -> dict[str, 
                 "logprobs": None,
             }
         ],
-        "usage": _usage(reply),
+        "usage": _usage(reply, prompt),
     }
 
 
 def responses_json(
-    server: Settings, ids: Iterator[int], reply: Reply, request: Mapping[str, Any]
+    server: Settings,
+    ids: Iterator[int],
+    reply: Reply,
+    request: Mapping[str, Any],
+    prompt: int | None = None,
 ) -> dict[str, Any]:
     n = next(ids)
     output: list[dict[str, Any]] = []
@@ -117,7 +136,7 @@ def responses_json(
         }
         for i, call in enumerate(_calls(ids, reply))
     ]
-    usage = _usage(reply)
+    usage = _usage(reply, prompt)
     given: Mapping[str, Any] = reply.usage or {}
     prompt_details = given.get("prompt_tokens_details") or {}
     completion_details = given.get("completion_tokens_details") or {}
@@ -190,7 +209,11 @@ def responses_events(server: Settings, response: dict[str, Any]) -> list[str]:
 
 
 def reply_chunks(
-    server: Settings, ids: Iterator[int], reply: Reply, include_usage: bool
+    server: Settings,
+    ids: Iterator[int],
+    reply: Reply,
+    include_usage: bool,
+    prompt: int | None = None,
 ) -> list[Any]:
     size = max(1, server.chunk_chars)
     chunks: list[Any] = [server.chunk({"role": "assistant", "content": ""})]
@@ -207,5 +230,5 @@ def reply_chunks(
             chunks.append(server.chunk({"tool_calls": [piece]}))
     chunks.append(server.chunk({}, _finish(reply)))
     if include_usage:
-        chunks.append({**server.chunk(), "choices": [], "usage": _usage(reply)})
+        chunks.append({**server.chunk(), "choices": [], "usage": _usage(reply, prompt)})
     return chunks

@@ -26,7 +26,7 @@ __all__ = [
     "ScriptedChatServer",
 ]
 
-from ._formats import reply_chunks, reply_json, responses_events, responses_json
+from ._formats import prompt_tokens, reply_chunks, reply_json, responses_events, responses_json
 from ._script import CapturedRequest, Pause, RawResponse, RawStream, Reply, ScriptItem
 
 logger = logging.getLogger("agcore_tools.testing")
@@ -77,9 +77,14 @@ class ScriptedChatServer:
         repeat: bool = False,
         model: str = "scripted-model",
         chunk_chars: int = 16,
+        count_prompt: bool = False,
     ) -> None:
         self.model = model
         """The ``model`` field of every response."""
+        self.count_prompt = count_prompt
+        """Whether a reply without its own ``usage`` reports ``prompt_tokens`` counted
+        from the request: one token per 4 bytes of the whole body as received, rounded
+        up (else a fixed 10)."""
         self.chunk_chars = chunk_chars
         """Characters of text or arguments per streamed chunk."""
         self.repeat = repeat
@@ -383,8 +388,9 @@ class ScriptedChatServer:
         if isinstance(item, Reply):
             if item.delay and not await _hold(reader, item.delay, request):
                 return
+            prompt = prompt_tokens(request.body) if self.count_prompt else None
             if request.path.partition("?")[0].rstrip("/").endswith("/responses"):
-                answer = responses_json(self, self._ids, item, request.json)
+                answer = responses_json(self, self._ids, item, request.json, prompt)
                 item = (
                     RawStream(responses_events(self, answer), done=False)
                     if request.stream
@@ -394,9 +400,9 @@ class ScriptedChatServer:
                 include_usage = bool(
                     (request.json.get("stream_options") or {}).get("include_usage")
                 )
-                item = RawStream(reply_chunks(self, self._ids, item, include_usage))
+                item = RawStream(reply_chunks(self, self._ids, item, include_usage, prompt))
             else:
-                item = RawResponse(200, reply_json(self, self._ids, item))
+                item = RawResponse(200, reply_json(self, self._ids, item, prompt))
         if isinstance(item, RawResponse):
             body = item.body if isinstance(item.body, bytes) else json.dumps(item.body).encode()
             head = _head(item.status, "application/json", item.headers, len(body))
