@@ -124,9 +124,7 @@ async def policy_cost(rounds: int, calls: int) -> dict[str, float]:
         "concurrency=3": ToolPolicy(concurrency=3),
         "rate 10^9/s": ToolPolicy(rate=RateLimit(10**9, per=1.0)),
         "breaker": ToolPolicy(breaker=Breaker()),
-        "all three": ToolPolicy(
-            concurrency=3, rate=RateLimit(10**9, per=1.0), breaker=Breaker()
-        ),
+        "all three": ToolPolicy(concurrency=3, rate=RateLimit(10**9, per=1.0), breaker=Breaker()),
     }
     registries = {}
     for label, policy in policies.items():
@@ -205,7 +203,9 @@ def main() -> None:
     print("(a) no policy: this tree / base, median µs per call")
     a = no_cost(args.base, rounds, calls)
     for name, row in a.items():
-        print(f"  {name:<11} {row['this_tree_us']:.2f} / {row['base_us']:.2f} = {row['ratio']:.3f}x")
+        print(
+            f"  {name:<11} {row['this_tree_us']:.2f} / {row['base_us']:.2f} = {row['ratio']:.3f}x"
+        )
     print("(b) invoke with a policy, uncontended: median µs per call (difference)")
     b = asyncio.run(policy_cost(rounds * 3, calls))
     plain = b["no policy"]
