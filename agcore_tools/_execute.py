@@ -132,13 +132,15 @@ async def execute(
     duration = clock() - started
     if guard is not None:
         guard.release(ctx, error)
+        if cached:  # answered, not executed: no call in the stats, nothing took effect
+            return ToolInvocation(name, args, output, None, ctx.call_id, duration, False, True)
     stats.calls += 1
     stats.total_seconds += duration
     if error is not None:
         stats.failures += 1
         logger.debug("tool %r failed: %s", name, error)
     ran = True if error is None else error.may_have_run
-    return ToolInvocation(name, args, output, error, ctx.call_id, duration, ran, cached)
+    return ToolInvocation(name, args, output, error, ctx.call_id, duration, ran)
 
 
 async def guarded(

@@ -225,7 +225,8 @@ class ToolInvocation:
 
     cached: bool = False
     """True when the result came from the tool's :class:`~agcore_tools.ResultCache`
-    instead of running it.
+    instead of running it (then :attr:`may_have_run` is False, and the tool's
+    :class:`ToolStats` do not count the call).
 
     Example:
         >>> ToolInvocation("lookup", {"id": 1}, output="shipped", cached=True).cached

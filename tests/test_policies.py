@@ -270,6 +270,7 @@ async def test_identical_calls_within_the_ttl_run_once_and_failures_are_never_ca
         first = await registry.invoke("lookup", {"order_id": "A1"})
         again = await registry.invoke("lookup", {"order_id": "A1"})
         assert runs == ["A1"] and again.cached and not first.cached
+        assert again.may_have_run is False and registry.entry("lookup").stats.calls == 1
         assert again.output == first.output and again.output is not first.output
         again.output["status"] = "edited"  # a caller's edit never reaches the cache
         assert (await registry.invoke("lookup", {"order_id": "A1"})).output["status"] == "shipped"
