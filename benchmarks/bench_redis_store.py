@@ -122,7 +122,7 @@ async def per_call(socket: str, rounds: int, calls: int) -> None:
         print(f"per call, uncontended (median of {rounds} rounds of {calls} calls):")
         for name, rows in found.items():
             cost = statistics.median(rows)
-            extra = f"  (+{(cost - base) * 1e6:.1f} µs)" if name.startswith("invoke,") else ""
+            extra = f"  ({(cost - base) * 1e6:+.1f} µs)" if name.startswith("invoke,") else ""
             print(f"  {name:28} {cost * 1e6:8.1f} µs{extra}")
 
 
