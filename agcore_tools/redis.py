@@ -37,7 +37,7 @@ import logging
 import math
 import re
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .error import ToolConfigError, ToolError
 from .policies import RateLimit
@@ -288,7 +288,11 @@ class RedisStore:
 
     def _scrub(self, text: str) -> str:
         password = self._password
-        return text.replace(password, "***") if password else text
+        if not password:
+            return text
+        for secret in (password, unquote(password)):  # as written in the URL, and decoded
+            text = text.replace(secret, "***")
+        return text
 
     def _failed(self, what: str, exc: BaseException) -> ToolError:
         reason = self._scrub(f"{type(exc).__name__}: {exc}")

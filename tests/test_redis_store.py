@@ -324,6 +324,11 @@ async def test_errors_name_what_failed_and_leave_the_password_out(
     with pytest.raises(ToolConfigError) as bad:
         RedisStore(f"redis://:{secret}@localhost:notaport/0")
     assert secret not in str(bad.value)
+    # A password written URL-encoded is left out in both forms.
+    async with RedisStore("redis://:hunter%402@127.0.0.1:1/0") as encoded:
+        with pytest.raises(ToolError) as caught:
+            await encoded.get("k")
+        assert "hunter" not in str(caught.value) and "hunter" not in repr(encoded)
     assert not [r for r in caplog.records if secret in r.getMessage()]
 
 
