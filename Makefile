@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: demo demo-temporal test test-interop test-llama-server llama-server lint typecheck unit \
-  unit-real unit-mcp unit-rest bench node real-servers clean clean-room
+  unit-real unit-mcp unit-rest bench node real-servers redis-server clean clean-room
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,18 @@ node_modules/.installed: package.json package-lock.json
 
 node:
 	@if [ -f package.json ]; then $(MAKE) --no-print-directory node_modules/.installed; fi
+
+# RedisStore's tests (tests/test_redis_store.py) start a real redis-server of their own,
+# on a unix socket: Debian's package, installed once when missing (apt-get as root, else
+# through sudo). Without apt-get, say so; those tests then skip.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+redis-server:
+	@command -v redis-server >/dev/null || { \
+	  if command -v apt-get >/dev/null; then \
+	    log=$$(mktemp) && { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      $(SUDO) apt-get install -y -qq redis-server; } >$$log 2>&1 \
+	      || { cat $$log; rm -f $$log; exit 1; }; rm -f $$log; \
+	  else echo "no redis-server and no apt-get: install Redis 7; tests/test_redis_store.py skips"; fi; }
 
 # The real-server tests (tests/real) run llama-cpp-python's OpenAI-compatible server on
 # SmolLM2-135M. llama-cpp-python builds from source (~7-10 min on 2 cores), so its wheel
@@ -170,7 +182,7 @@ UNIT_MARKERS := not interop and not real_snippets and not llama_server
 MCP_WITH_REAL := tests/mcp/test_client.py tests/mcp/test_conformance.py \
   tests/mcp/test_faults.py tests/mcp/test_recovery.py
 unit: $(STAMP)
-	$(MAKE) --no-print-directory -j4 node real-servers
+	$(MAKE) --no-print-directory -j4 node real-servers redis-server
 	$(MAKE) --no-print-directory -j3 --output-sync=target unit-real unit-mcp unit-rest
 
 unit-real: $(STAMP)
