@@ -134,12 +134,13 @@ async def five_turns(
 # -- the llama run --------------------------------------------------------------------
 
 LLAMA_QUESTION = "Convert 20, then 25 degrees Celsius to Fahrenheit."
+LLAMA_MODEL = "SmolLM2-135M-Instruct"  # the server has one model and takes any name
 FORCE = {"type": "function", "function": {"name": "demo__celsius_to_fahrenheit"}}
 
 
-async def llama_run(cassette: Cassette, model: str, **client_options: Any) -> Outcome:
+async def llama_run(cassette: Cassette, **client_options: Any) -> Outcome:
     """Five turns against SmolLM2 on llama-cpp-python: four forced calls of an MCP tool
-    (the model fills in the arguments), then a text answer once forcing stops.
+    (the model fills in the arguments), then a streamed text answer once forcing stops.
 
     The small model answers in text only without ``tool_choice``, and its chat
     template leaves tool results out of the prompt, so the calls are forced.
@@ -148,7 +149,7 @@ async def llama_run(cassette: Cassette, model: str, **client_options: Any) -> Ou
     async with cassette.mcp(demo_mcp()) as demo, cassette.client(**client_options) as client:
         registry.register_all(demo.into_tools(prefix=True))
         config = CycleConfig(
-            model,
+            LLAMA_MODEL,
             temperature=0,
             seed=0,
             max_tokens=48,
@@ -167,5 +168,8 @@ async def llama_run(cassette: Cassette, model: str, **client_options: Any) -> Ou
         options = {k: v for k, v in config.request_options.items() if k != "tool_choice"}
         options["max_tokens"] = 16
         cycle.config = dataclasses.replace(config, max_turns=1, request_options=options)
-        response = await cycle.submit_with_tools("Thanks. Now say the answer.", registry)
+        # Streamed: the cassette then holds server-sent events as well as JSON.
+        response = await cycle.submit_stream_with_tools(
+            "Thanks. Now say the answer.", registry
+        ).collect()
     return Outcome(cycle.messages, calls, turns + response.turns, response.text)
