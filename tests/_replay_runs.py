@@ -20,8 +20,8 @@ from typing import Any
 from agcore_tools import (
     CycleConfig,
     LlmCycle,
-    McpClient,
     MaxTurnsExceededError,
+    McpClient,
     StdioTransport,
     ToolRegistry,
 )
@@ -71,7 +71,9 @@ def stopwatch() -> Iterator[list[float]]:
 
 def demo_mcp() -> McpClient:
     """The bundled example MCP server (capitals, text stats, temperatures)."""
-    return McpClient("demo", StdioTransport(sys.executable, [str(ROOT / "examples" / "mcp_server.py")]))
+    return McpClient(
+        "demo", StdioTransport(sys.executable, [str(ROOT / "examples" / "mcp_server.py")])
+    )
 
 
 def local_registry() -> ToolRegistry:
@@ -124,7 +126,9 @@ async def five_turns(
         registry.register_all(demo.into_tools(prefix=True))
         cycle = LlmCycle(CycleConfig("test-model", api=api, max_turns=6), client=client)  # type: ignore[arg-type]
         if stream:
-            response = await cycle.submit_stream_with_tools("Do the five things.", registry).collect()
+            response = await cycle.submit_stream_with_tools(
+                "Do the five things.", registry
+            ).collect()
         else:
             response = await cycle.submit_with_tools("Do the five things.", registry)
     calls = [(i.tool_name, dict(i.input)) for i in response.invocations]

@@ -89,13 +89,18 @@ def test_the_cassette_holds_the_requests_responses_and_mcp_calls(recorded) -> No
 
 
 def test_nothing_secret_is_in_the_file(tmp_path: Path) -> None:
-    key, org_cookie, query_key = "sk-proj-SECRETKEY0123456789", "sess=COOKIEVALUE987", "QKEY-55555555"
+    key, org_cookie, query_key = (
+        "sk-proj-SECRETKEY0123456789",
+        "sess=COOKIEVALUE987",
+        "QKEY-55555555",
+    )
     path = tmp_path / "secret.json"
 
     async def run() -> None:
-        with ScriptedChatServer([S.reply_text("Hi")]) as server, Cassette(
-            path, "rewrite", secrets=["tool-password-42"]
-        ) as cassette:
+        with (
+            ScriptedChatServer([S.reply_text("Hi")]) as server,
+            Cassette(path, "rewrite", secrets=["tool-password-42"]) as cassette,
+        ):
             async with cassette.client(
                 base_url=server.base_url,
                 api_key=key,
@@ -125,7 +130,9 @@ def test_nothing_secret_is_in_the_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-async def test_both_apis_as_json_and_as_events_replay(tmp_path: Path, api: str, stream: bool) -> None:
+async def test_both_apis_as_json_and_as_events_replay(
+    tmp_path: Path, api: str, stream: bool
+) -> None:
     path = tmp_path / "run.json"
     original = await record_five(path, stream=stream, api=api)
     data = json.loads(path.read_text())
@@ -176,9 +183,12 @@ async def test_a_changed_request_fails_at_its_first_difference(recorded) -> None
     def rename(registry: ToolRegistry) -> None:
         registry.entry("add").tool.description = "Add two whole numbers."
 
-    with pytest.raises(CassetteMismatchError) as caught:
-        with no_network(), Cassette(path, "none") as cassette:
-            await five_turns(cassette, tweak=rename)
+    with (
+        pytest.raises(CassetteMismatchError) as caught,
+        no_network(),
+        Cassette(path, "none") as cassette,
+    ):
+        await five_turns(cassette, tweak=rename)
     error = caught.value
     assert str(error) == (
         "request 1 differs at tools[0].function.description: "
@@ -220,8 +230,11 @@ async def test_an_mcp_call_the_cassette_does_not_hold_fails_the_replay(tmp_path:
         other = await registry.invoke("t", {"x": 2})  # not recorded: an error result...
         assert not other.ok
     assert client.pid is None and not client.connected  # no server process, ever
-    with pytest.raises(CassetteMismatchError, match=r"MCP call of tool 't' on server 'demo' "
-                       r'with arguments \{"x": 2\} is not in the cassette'):
+    with pytest.raises(
+        CassetteMismatchError,
+        match=r"MCP call of tool 't' on server 'demo' "
+        r'with arguments \{"x": 2\} is not in the cassette',
+    ):
         cassette.check()  # ...and the replay fails
 
 
@@ -229,14 +242,23 @@ async def test_requests_past_the_end_or_never_sent_fail(recorded) -> None:
     path, _ = recorded
     cassette = Cassette(path, "none")
     async with cassette.client() as client:
-        with pytest.raises(CassetteMismatchError, match=r"request 0 differs at url: recorded 'GET /v1/models', got 'POST /v1/embeddings'"):
+        with pytest.raises(
+            CassetteMismatchError,
+            match=r"request 0 differs at url: recorded 'GET /v1/models', got 'POST /v1/embeddings'",
+        ):
             await client.embeddings.create(model="m", input="x")
     cassette.rewind()
-    with pytest.raises(CassetteMismatchError, match=r"request 0 \(GET /v1/models\) was recorded but the replay never sent it \(6 request"):
+    with pytest.raises(
+        CassetteMismatchError,
+        match=r"request 0 \(GET /v1/models\) was recorded but the replay never sent it \(6 request",
+    ):
         cassette.check()
     empty = Cassette.from_interactions([])
     async with empty.client() as client:
-        with pytest.raises(CassetteMismatchError, match="request 0 .* is past the end of the cassette, which holds 0"):
+        with pytest.raises(
+            CassetteMismatchError,
+            match=r"request 0 .* is past the end of the cassette, which holds 0",
+        ):
             await client.models.list()
 
 
@@ -256,7 +278,7 @@ def test_modes(tmp_path: Path) -> None:
         socket.create_connection(("127.0.0.1", 9), timeout=1)
 
 
-PLUGIN_TEST = '''
+PLUGIN_TEST = """
 import pytest
 from agcore_tools import CycleConfig, LlmCycle
 from agcore_tools.testing import ScriptedChatServer
@@ -272,12 +294,14 @@ async def test_hello(cassette):
             response = await LlmCycle(CycleConfig("m"), client=client).submit(PROMPT)
     assert response.text == "Hello!"
     print("RECORDING" if cassette.recording else "REPLAYING")
-'''
+"""
 
 
 def _pytest(folder: Path, prompt: str, *args: str, env: dict[str, str] | None = None) -> str:
     (folder / "conftest.py").write_text('pytest_plugins = ["agcore_tools.testing.pytest_plugin"]\n')
-    (folder / "test_plugin_run.py").write_text(f"PROMPT = {prompt!r}\n" + textwrap.dedent(PLUGIN_TEST))
+    (folder / "test_plugin_run.py").write_text(
+        f"PROMPT = {prompt!r}\n" + textwrap.dedent(PLUGIN_TEST)
+    )
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto", *args],
         cwd=folder, capture_output=True, text=True, timeout=120,
@@ -293,7 +317,10 @@ def test_the_pytest_plugin_records_once_replays_then_rewrites(tmp_path: Path) ->
     out = _pytest(tmp_path, "Hi", "--record-mode=none")
     assert "1 passed" in out and "REPLAYING" in out, out
     out = _pytest(tmp_path, "Hi there")  # a changed prompt: the replay fails and says where
-    assert "1 failed" in out and "request 1 differs at messages[0].content: recorded 'Hi', got 'Hi there'" in out, out
+    assert (
+        "1 failed" in out
+        and "request 1 differs at messages[0].content: recorded 'Hi', got 'Hi there'" in out
+    ), out
     out = _pytest(tmp_path, "Hi there", env={"AGCORE_RECORD_MODE": "rewrite"})
     assert "1 passed" in out and "RECORDING" in out, out
     assert "Hi there" in cassette.read_text()

@@ -110,7 +110,11 @@ class Cassette:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], mode: RecordMode = "once", *, secrets: Iterable[str] = ()
+        self,
+        path: str | os.PathLike[str],
+        mode: RecordMode = "once",
+        *,
+        secrets: Iterable[str] = (),
     ) -> None:
         """Open the cassette at ``path``: read it to replay, or start an empty one to record.
 

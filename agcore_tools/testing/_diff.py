@@ -90,7 +90,9 @@ def first_difference(
         for key in [*recorded, *(k for k in got if k not in recorded)]:
             if key == skip:
                 continue
-            found = first_difference(recorded.get(key, MISSING), got.get(key, MISSING), [*path, key])
+            found = first_difference(
+                recorded.get(key, MISSING), got.get(key, MISSING), [*path, key]
+            )
             if found is not None:
                 return found
         return None
@@ -106,9 +108,9 @@ def first_difference(
         return None
     if type(recorded) is type(got) and recorded == got:
         return None
-    if isinstance(recorded, int | float) and isinstance(got, int | float):
-        if not isinstance(recorded, bool) and not isinstance(got, bool) and recorded == got:
-            return None
+    numbers = isinstance(recorded, int | float) and isinstance(got, int | float)
+    if numbers and not isinstance(recorded, bool) and not isinstance(got, bool) and recorded == got:
+        return None  # 1 and 1.0: JSON does not tell them apart
     return path, recorded, got
 
 

@@ -24,7 +24,14 @@ _installed = False
 
 
 class NetworkGuard:
-    """What :func:`no_network` saw: every address something tried to connect to."""
+    """What :func:`no_network` saw: every address something tried to connect to.
+
+    Example:
+        >>> with no_network() as guard:
+        ...     pass
+        >>> guard.attempts, guard
+        ([], <NetworkGuard 0 connection(s) refused>)
+    """
 
     def __init__(self) -> None:
         self.attempts: list[str] = []

@@ -97,10 +97,10 @@ class McpTape:
     def tools(self, server: str) -> list[dict[str, Any]]:
         """The last tool list recorded for ``server``."""
         for interaction in reversed(self.interactions):
-            if interaction.get("kind") == "mcp" and interaction.get("server") == server:
-                if interaction["method"] == "tools/list":
-                    tools: list[dict[str, Any]] = interaction["tools"]
-                    return tools
+            mine = interaction.get("kind") == "mcp" and interaction.get("server") == server
+            if mine and interaction["method"] == "tools/list":
+                tools: list[dict[str, Any]] = interaction["tools"]
+                return tools
         raise CassetteError(f"the cassette holds no tool list of MCP server '{server}'")
 
     def call(self, server: str, tool: str, args: Any) -> dict[str, Any]:
@@ -179,6 +179,20 @@ class CassetteMcpClient:
         Tokyo
         >>> demo.server_name, demo.recording, demo.timeout
         ('demo', False, 30.0)
+        >>> type(demo.permission_policy).__name__  # the real client's, for into_tools()
+        'McpPermissionPolicy'
+
+        Without ``async with``: :meth:`connect` reads the tool list, :meth:`close` ends
+        (recording, both go to the real client):
+
+        >>> async def plain() -> int:
+        ...     await demo.connect()
+        ...     try:
+        ...         return len(await demo.definitions())
+        ...     finally:
+        ...         await demo.close()
+        >>> asyncio.run(plain())
+        1
     """
 
     def __init__(self, tape: McpTape, client: McpClient, *, recording: bool) -> None:
@@ -274,7 +288,9 @@ class CassetteMcpClient:
         except ToolExecutionError as exc:
             reason = getattr(exc, "reason", None)
             message = reason if isinstance(reason, str) else exc.message
-            self._tape.record({**entry, "error": {"type": "ToolExecutionError", "message": message}})
+            self._tape.record(
+                {**entry, "error": {"type": "ToolExecutionError", "message": message}}
+            )
             raise
         except McpError as exc:
             self._tape.record({**entry, "error": {"type": type(exc).__name__, "message": str(exc)}})

@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterator
@@ -47,7 +48,7 @@ _PASSED = pytest.StashKey[bool]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Add ``--record-mode`` (unless pytest-recording added it already)."""
     group = parser.getgroup("agcore_tools", "agcore_tools cassettes")
-    try:
+    with contextlib.suppress(ValueError):  # pytest-recording's option, with the same meaning
         group.addoption(
             "--record-mode",
             action="store",
@@ -56,8 +57,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             help="when cassettes record: once (missing ones; default), rewrite (all), "
             f"none (never); also ${_ENV}",
         )
-    except ValueError:  # pytest-recording's option, with the same meaning
-        pass
 
 
 def pytest_configure(config: pytest.Config) -> None:

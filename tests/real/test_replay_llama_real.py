@@ -52,14 +52,20 @@ async def test_a_llama_tool_run_is_recorded_then_replayed_offline(
     assert "sk-llama-NOT-A-REAL-KEY" not in path.read_text()
     assert all(r["model"] == LLAMA_MODEL for r in Cassette(path, "none").requests if r)
 
-    with no_network() as guard, counted_connects() as connects, stopwatch() as elapsed:
-        with Cassette(path, "none") as cassette:
-            replayed = await llama_run(cassette)
+    with (
+        no_network() as guard,
+        counted_connects() as connects,
+        stopwatch() as elapsed,
+        Cassette(path, "none") as cassette,
+    ):
+        replayed = await llama_run(cassette)
     assert guard.attempts == [] and connects == []
     assert replayed.calls == recorded.calls
     assert replayed.messages == recorded.messages
     assert replayed.text == recorded.text and replayed.turns == 5
-    assert elapsed[0] < 1.0  # the first replay in the process; tests/test_replay_llama.py times a warm one
+    # The first replay in the process, imports included; tests/test_replay_llama.py
+    # times warm ones against the 100 ms target.
+    assert elapsed[0] < 1.0
 
     if os.environ.get("AGCORE_RECORD_MODE") == "rewrite":
         shutil.copyfile(path, LLAMA_CASSETTE)
