@@ -127,6 +127,29 @@ def test_nothing_secret_is_in_the_file(tmp_path: Path) -> None:
     assert set(interaction["request"]) == {"method", "url", "json"}  # no header at all
     assert set(interaction["response"]["headers"]) == {"content-type"}
 
+    async def replay() -> None:  # a scrubbed value matches the secret it stood for
+        with no_network(), Cassette(path, "none") as cassette:
+            async with cassette.client(default_query={"api-key": "other-key-000"}) as client:
+                reply = await client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "tool-password-42 and hi"}]
+                )
+        assert reply.choices[0].message.content == "Hi"
+
+    asyncio.run(replay())
+
+
+async def test_scrubbed_mcp_arguments_still_match() -> None:
+    cassette = Cassette.from_interactions(
+        [
+            {"kind": "mcp", "server": "db", "method": "tools/list", "tools": [{"name": "login"}]},
+            {"kind": "mcp", "server": "db", "method": "tools/call", "tool": "login",
+             "arguments": {"user": "ann", "password": "[scrubbed]"}, "result": "ok"},
+        ]
+    )  # fmt: skip
+    async with cassette.mcp(McpClient("db", StdioTransport("no-such-server"))) as db:
+        assert await db.call_tool("login", {"user": "ann", "password": "hunter2-long"}) == "ok"
+    cassette.check()
+
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])

@@ -182,7 +182,8 @@ class Cassette:
 
     @property
     def requests(self) -> list[Any]:
-        """The recorded request bodies (parsed JSON), in order."""
+        """The recorded request bodies (parsed JSON), in order; None for a request with
+        no body (the loop's ``GET /models``)."""
         return [
             i["request"].get("json", i["request"].get("text"))
             for i in self.interactions

@@ -3,7 +3,8 @@
 Tool results may differ: a test can change what a tool returns while the model's
 recorded answers stay the same. So a Chat Completions ``tool`` message's ``content``
 and a Responses ``function_call_output`` item's ``output`` are not compared, nor a
-user message the loop adds after tool results to carry their attachments.
+user message the loop adds after tool results to carry their attachments. A secret the
+recording replaced with ``[scrubbed]`` matches any text in its place.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["MISSING", "first_difference", "json_path"]
+__all__ = ["MISSING", "SCRUBBED", "first_difference", "json_path"]
+
+SCRUBBED = "[scrubbed]"
+"""What a recording writes in place of a secret."""
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -83,6 +87,8 @@ def first_difference(
         >>> first_difference({"messages": [tool]},
         ...                  {"messages": [dict(tool, content="19")]}) is None
         True
+        >>> first_difference({"key": "k=[scrubbed];"}, {"key": "k=sk-123;"}) is None
+        True
     """
     path = [] if path is None else path
     if isinstance(recorded, dict) and isinstance(got, dict):
@@ -108,10 +114,20 @@ def first_difference(
         return None
     if type(recorded) is type(got) and recorded == got:
         return None
+    if isinstance(recorded, str) and isinstance(got, str) and _scrubbed_match(recorded, got):
+        return None
     numbers = isinstance(recorded, int | float) and isinstance(got, int | float)
     if numbers and not isinstance(recorded, bool) and not isinstance(got, bool) and recorded == got:
         return None  # 1 and 1.0: JSON does not tell them apart
     return path, recorded, got
+
+
+def _scrubbed_match(recorded: str, got: str) -> bool:
+    """Whether ``got`` is ``recorded`` with each ``[scrubbed]`` standing for some text."""
+    if SCRUBBED not in recorded:
+        return False
+    pattern = ".+?".join(re.escape(part) for part in recorded.split(SCRUBBED))
+    return re.fullmatch(pattern, got, re.DOTALL) is not None
 
 
 def _after_tool(items: list[Any], index: int) -> bool:

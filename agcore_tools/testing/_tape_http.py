@@ -21,7 +21,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from ..error import CassetteMismatchError
-from ._diff import first_difference, json_path
+from ._diff import SCRUBBED, first_difference, json_path
 
 if TYPE_CHECKING:
     import httpx2
@@ -30,8 +30,6 @@ __all__ = ["KEPT_HEADERS", "SCRUBBED", "HttpTape", "decode_body", "encode_body",
 
 logger = logging.getLogger("agcore_tools.testing")
 
-SCRUBBED = "[scrubbed]"
-"""What a secret is replaced with."""
 
 _SECRET_NAME = re.compile(
     r"auth|key|token|secret|password|passwd|cookie|session|signature|sig$|credential",
