@@ -8,6 +8,7 @@ tests/test_replay_llama.py replays.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import sys
 import time
@@ -25,7 +26,7 @@ from agcore_tools import (
     StdioTransport,
     ToolRegistry,
 )
-from agcore_tools.testing import Cassette, ScriptedChatServer
+from agcore_tools.testing import Cassette, ScriptedChatServer, no_network
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA_CASSETTE = ROOT / "tests" / "cassettes" / "llama_tool_run.json"
@@ -67,6 +68,21 @@ def stopwatch() -> Iterator[list[float]]:
         yield elapsed
     finally:
         elapsed.append(time.perf_counter() - start)
+
+
+def replayed_offline(replay: Callable[[], Any]) -> tuple[Any, Any, list[float]]:
+    """Run ``replay()`` (a coroutine function) four times with the network blocked and
+    every connect counted (asserted to be none): the first outcome (which also imports
+    what a replay uses, once per process), the last, and the last three's seconds."""
+    with no_network() as guard, counted_connects() as connects:
+        first = asyncio.run(replay())
+        timings = []
+        for _ in range(3):
+            with stopwatch() as elapsed:
+                outcome = asyncio.run(replay())
+            timings.append(elapsed[0])
+    assert guard.attempts == [] and connects == []
+    return first, outcome, timings
 
 
 def demo_mcp() -> McpClient:

@@ -23,7 +23,13 @@ from agcore_tools.testing import (
     no_network,
 )
 
-from ._replay_runs import FIVE_TURN_SCRIPT, ROOT, S, counted_connects, five_turns, stopwatch
+from ._replay_runs import (
+    FIVE_TURN_SCRIPT,
+    ROOT,
+    S,
+    five_turns,
+    replayed_offline,
+)
 
 REPLAY_BOUND = 0.100  # the target: five turns replayed in under 100 ms
 
@@ -52,14 +58,7 @@ def test_a_five_turn_run_replays_with_no_socket_in_under_100_ms(recorded) -> Non
         with Cassette(path, "none") as cassette:
             return await five_turns(cassette)
 
-    with no_network() as guard, counted_connects() as connects:
-        asyncio.run(replay())  # the first replay in the process also imports what it uses
-        timings = []
-        for _ in range(3):
-            with stopwatch() as elapsed:
-                outcome = asyncio.run(replay())
-            timings.append(elapsed[0])
-    assert guard.attempts == [] and connects == []
+    _, outcome, timings = replayed_offline(replay)
     assert outcome.calls == original.calls  # the same tool calls, with the same arguments
     assert outcome.messages == original.messages  # the same final history
     assert outcome.turns == 5 and outcome.text == "5, Tokyo, 3 words, 12, and 75.2 °F."

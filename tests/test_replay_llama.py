@@ -9,13 +9,12 @@ blocked and no MCP server process: the same calls, the same history, in under 10
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-from agcore_tools.testing import Cassette, no_network
+from agcore_tools.testing import Cassette
 
-from ._replay_runs import FORCE, LLAMA_CASSETTE, counted_connects, llama_run, stopwatch
+from ._replay_runs import FORCE, LLAMA_CASSETTE, llama_run, replayed_offline
 
 REPLAY_BOUND = 0.100  # the target: five turns replayed in under 100 ms
 
@@ -33,14 +32,7 @@ def test_the_llama_cassette_replays_with_no_socket_in_under_100_ms() -> None:
         with Cassette(LLAMA_CASSETTE, "none") as cassette:
             return await llama_run(cassette)
 
-    with no_network() as guard, counted_connects() as connects:
-        first = asyncio.run(replay())  # also imports what a replay uses, once per process
-        timings = []
-        for _ in range(3):
-            with stopwatch() as elapsed:
-                outcome = asyncio.run(replay())
-            timings.append(elapsed[0])
-    assert guard.attempts == [] and connects == []
+    first, outcome, timings = replayed_offline(replay)
     print(f"llama five-turn replay: {min(timings) * 1000:.1f} ms (best of {timings})")
     assert min(timings) < REPLAY_BOUND, timings
 
