@@ -16,8 +16,10 @@ import functools
 import json
 import logging
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
+from .base import definition_name
 from .error import DefinitionBudgetError
 
 __all__ = [
@@ -25,7 +27,6 @@ __all__ = [
     "check_budget",
     "count_tokens",
     "definition_costs",
-    "definition_name",
     "json_text",
 ]
 
@@ -33,6 +34,11 @@ logger = logging.getLogger("agcore_tools")
 
 BYTES_PER_TOKEN = 4
 """The estimate's rule: one token per this many bytes of UTF-8 JSON."""
+
+ESTIMATE_ONLY: ContextVar[bool] = ContextVar("agcore_tools_estimate_only", default=False)
+"""True where counts must be the estimate: a Temporal workflow sets it for its run,
+since ``tiktoken`` reads its data from files or the network, which a workflow must not
+(and its sandbox refuses)."""
 
 
 @functools.lru_cache(maxsize=32)
@@ -57,18 +63,6 @@ def _counter(model: str) -> Callable[[str], int] | None:
     return lambda text: len(encoding.encode(text, disallowed_special=()))
 
 
-def definition_name(definition: dict[str, Any]) -> str:
-    """The tool name of a definition, in the Chat Completions or the Responses shape.
-
-    Example:
-        >>> definition_name({"type": "function", "name": "f"})
-        'f'
-    """
-    function = definition.get("function")
-    source = function if isinstance(function, dict) else definition
-    return str(source.get("name", ""))
-
-
 def count_tokens(text: str, model: str) -> int:
     """The token count of ``text`` for ``model``: its encoding's count when ``tiktoken``
     knows the model and can load its data, else one token per 4 bytes of UTF-8,
@@ -80,7 +74,7 @@ def count_tokens(text: str, model: str) -> int:
         >>> count_tokens("", "not-a-known-model")
         0
     """
-    count = _counter(model)
+    count = None if ESTIMATE_ONLY.get() else _counter(model)
     if count is not None:
         return count(text)
     return -(-len(text.encode("utf-8")) // BYTES_PER_TOKEN)

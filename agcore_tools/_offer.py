@@ -19,7 +19,7 @@ from .error import PermissionDeniedError
 from .permission import PermissionChecker
 from .schema import SchemaContext, SchemaTransform, apply_transforms, strict_parameters
 
-__all__ = ["definition_name", "offered_definition", "offered_entries", "offered_parameters"]
+__all__ = ["offered_definition", "offered_entries", "offered_parameters"]
 
 logger = logging.getLogger("agcore_tools.registry")
 
@@ -102,16 +102,3 @@ def offered_definition(
     parameters, strict = offered_parameters(entry, transforms, api)
     tool = entry.tool
     return tool_definition(tool.name, tool.description, parameters, api=api, strict=strict)
-
-
-def definition_name(definition: dict[str, Any]) -> str:
-    """The tool name of a definition, in either API's shape.
-
-    Example:
-        >>> definition_name({"type": "function", "name": "ping"})
-        'ping'
-        >>> definition_name({"type": "function", "function": {"name": "ping"}})
-        'ping'
-    """
-    function = definition.get("function")
-    return str(function["name"] if isinstance(function, dict) else definition["name"])

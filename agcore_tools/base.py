@@ -24,7 +24,7 @@ from ._context import ToolContext
 from .permission import Permission
 from .policies import ToolPolicy
 
-__all__ = ["BaseTool", "CancellationToken", "ToolContext", "tool_definition"]
+__all__ = ["BaseTool", "CancellationToken", "ToolContext", "definition_name", "tool_definition"]
 
 
 class BaseTool(ABC):
@@ -195,3 +195,17 @@ def tool_definition(
     if strict:
         function["strict"] = True
     return {"type": "function", "function": function}
+
+
+def definition_name(definition: dict[str, Any]) -> str:
+    """The tool name of a definition :func:`tool_definition` made, in either API's shape.
+
+    Example:
+        >>> definition_name(tool_definition("now", "The time.", {}, api="responses"))
+        'now'
+        >>> definition_name(tool_definition("now", "The time.", {}))
+        'now'
+    """
+    function = definition.get("function")
+    source = function if isinstance(function, dict) else definition
+    return str(source.get("name", ""))

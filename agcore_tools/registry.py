@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from ._deprecated import renamed
 from ._execute import ToolTable, as_call, as_completed, execute
 from ._function_tool import FunctionTool, register_function
-from ._offer import definition_name, offered_definition, offered_entries
+from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
 from ._registry_sync import RegistrySync
-from .base import BaseTool, ToolContext
+from .base import BaseTool, ToolContext, definition_name
 from .error import (
     ToolConfigError,
 )

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import _otel
-from .._budget import count_tokens, definition_name, json_text
+from .._budget import count_tokens, json_text
 from .._usage import ZERO_COST, ToolCost, Usage
+from ..base import definition_name
 
 if TYPE_CHECKING:
     from ..registry import ToolInvocation, ToolRegistry

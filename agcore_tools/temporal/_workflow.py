@@ -25,6 +25,7 @@ from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 # The sandbox decides how these load (see _worker.sandbox_runner): passed through on a
 # worker, re-imported under its restrictions by the replay test.
+from .._budget import ESTIMATE_ONLY
 from .._clock import CLOCK
 from .._sandbox import WORKER_DEADLINE, Functions, Segment
 from .._selection import CodeMode
@@ -270,6 +271,7 @@ class ToolLoopWorkflow:
     async def run(self, args: ToolLoopInput) -> ToolLoopResult:
         """Run the loop to its answer."""
         CLOCK.set(workflow.time)  # this run's context only: tool durations in workflow time
+        ESTIMATE_ONLY.set(True)  # token counts without tiktoken's files
         config = config_from_fields(args.config)
         registry = await _stand_in_registry(args, config)
         # Activities enforce each tool's time limit (overridable per tool).
