@@ -170,7 +170,7 @@ UNIT_MARKERS := not interop and not real_snippets and not llama_server
 MCP_WITH_REAL := tests/mcp/test_client.py tests/mcp/test_conformance.py \
   tests/mcp/test_faults.py tests/mcp/test_recovery.py
 unit: $(STAMP)
-	$(MAKE) --no-print-directory -j4 node real-servers
+	$(MAKE) --no-print-directory -j4 node real-servers chromium
 	$(MAKE) --no-print-directory -j3 --output-sync=target unit-real unit-mcp unit-rest
 
 unit-real: $(STAMP)
@@ -183,7 +183,18 @@ unit-mcp: $(STAMP)
 unit-rest: $(STAMP)
 	$(BIN)/python -m pytest -m "$(UNIT_MARKERS)" --ignore=tests/real --ignore=tests/mcp
 
-test: lint typecheck unit
+test: lint typecheck docs unit
+
+# The documentation site (mkdocs.yml) into site/. --strict: a warning, such as a broken
+# link or cross-reference, fails the build. tests/test_site.py opens it in a browser.
+.PHONY: docs chromium
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# Debian's chromium for the site's browser test (tests/test_site.py), which Playwright
+# drives by its path: nothing downloads a browser build.
+chromium:
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 # The interop sweep's grammar check: each of the 288 recorded third-party MCP tools,
 # through the grammar pipeline, sent alone and forced to llama-cpp-python's server
