@@ -7,7 +7,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: demo demo-temporal test test-interop test-llama-server llama-server lint typecheck unit \
-  unit-real unit-mcp unit-rest bench node real-servers clean clean-room
+  unit-real unit-mcp unit-rest unit-mcp-slow bench node real-servers redis-server clean clean-room \
+  test-all release-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +22,18 @@ node_modules/.installed: package.json package-lock.json
 
 node:
 	@if [ -f package.json ]; then $(MAKE) --no-print-directory node_modules/.installed; fi
+
+# RedisStore's tests (tests/test_redis_store.py) start a real redis-server of their own,
+# on a unix socket: Debian's package, installed once when missing (apt-get as root, else
+# through sudo). Without apt-get, say so; those tests then skip.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+redis-server:
+	@command -v redis-server >/dev/null || { \
+	  if command -v apt-get >/dev/null; then \
+	    log=$$(mktemp) && { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      $(SUDO) apt-get install -y -qq redis-server; } >$$log 2>&1 \
+	      || { cat $$log; rm -f $$log; exit 1; }; rm -f $$log; \
+	  else echo "no redis-server and no apt-get: install Redis 7; tests/test_redis_store.py skips"; fi; }
 
 # The real-server tests (tests/real) run llama-cpp-python's OpenAI-compatible server on
 # SmolLM2-135M. llama-cpp-python builds from source (~7-10 min on 2 cores), so its wheel
@@ -170,18 +183,25 @@ UNIT_MARKERS := not interop and not real_snippets and not llama_server
 MCP_WITH_REAL := tests/mcp/test_client.py tests/mcp/test_conformance.py \
   tests/mcp/test_faults.py tests/mcp/test_recovery.py
 unit: $(STAMP)
-	$(MAKE) --no-print-directory -j4 node real-servers chromium
+	$(MAKE) --no-print-directory -j4 node real-servers redis-server chromium
 	$(MAKE) --no-print-directory -j3 --output-sync=target unit-real unit-mcp unit-rest
 
+# The Python the test parts run under (test-py3.X sets another venv's).
+TEST_PY ?= $(BIN)/python
+
 unit-real: $(STAMP)
-	AGCORE_LITELLM=$(LITELLM)/bin/litellm $(BIN)/python -m pytest -m "$(UNIT_MARKERS)" \
+	AGCORE_LITELLM=$(LITELLM)/bin/litellm $(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" \
 	  tests/real $(MCP_WITH_REAL)
 
 unit-mcp: $(STAMP)
-	$(BIN)/python -m pytest -m "$(UNIT_MARKERS)" tests/mcp $(addprefix --ignore=,$(MCP_WITH_REAL))
+	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" tests/mcp $(addprefix --ignore=,$(MCP_WITH_REAL))
 
 unit-rest: $(STAMP)
-	$(BIN)/python -m pytest -m "$(UNIT_MARKERS)" --ignore=tests/real --ignore=tests/mcp
+	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" --ignore=tests/real --ignore=tests/mcp
+
+# The slow MCP files unit-real runs beside tests/real, alone (for test-py3.X).
+unit-mcp-slow: $(STAMP)
+	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" $(MCP_WITH_REAL)
 
 test: lint typecheck docs unit
 
@@ -192,9 +212,36 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Debian's chromium for the site's browser test (tests/test_site.py), which Playwright
-# drives by its path: nothing downloads a browser build.
-chromium:
+# drives by its path: nothing downloads a browser build. After redis-server's apt-get
+# (order only): two apt-gets at once would fight over dpkg's lock.
+chromium: | redis-server
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+# Every supported Python, each in a venv of its own (.venv-py3.X), from the machine's
+# pyenv (or python3.X on the PATH): the suite without tests/real, whose servers need a
+# llama-cpp-python wheel built for each Python (about 10 minutes each); `make test` runs
+# those on the default Python. CI runs the oldest and the newest (.ci/run).
+SUPPORTED_PYTHONS := 3.10 3.11 3.12 3.13
+python_for = $(or $(firstword $(wildcard $(HOME)/.pyenv/versions/$(1).*/bin/python$(1))),$(shell command -v python$(1) 2>/dev/null))
+
+.venv-py%/.installed: pyproject.toml
+	@test -n "$(call python_for,$*)" || { echo "no Python $* (pyenv or python$* on the PATH)"; exit 1; }
+	test -x .venv-py$*/bin/python || $(call python_for,$*) -m venv .venv-py$*
+	.venv-py$*/bin/python -m pip install --quiet --upgrade pip
+	.venv-py$*/bin/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+test-py%: .venv-py%/.installed
+	$(MAKE) --no-print-directory -j2 node redis-server
+	$(MAKE) --no-print-directory -j3 --output-sync=target TEST_PY=.venv-py$*/bin/python \
+	  unit-mcp-slow unit-mcp unit-rest
+
+test-all: $(addprefix test-py,$(SUPPORTED_PYTHONS))
+
+# The release checks (scripts/release_check.sh): sdist and wheel built, twine check, the
+# wheel installed in an empty venv, imported and doctested there.
+release-check: $(STAMP)
+	bash scripts/release_check.sh
 
 # The interop sweep's grammar check: each of the 288 recorded third-party MCP tools,
 # through the grammar pipeline, sent alone and forced to llama-cpp-python's server
@@ -236,4 +283,4 @@ clean-room:
 	bash scripts/clean-room.sh
 
 clean:
-	rm -rf $(VENV) $(BENCH) node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH) .venv-py3.* node_modules .pytest_cache .mypy_cache .ruff_cache

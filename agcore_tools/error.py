@@ -27,6 +27,8 @@ from ._usage import ZERO_USAGE, Usage
 __all__ = [
     "AgcoreError",
     "ApprovalError",
+    "CassetteError",
+    "CassetteMismatchError",
     "DefinitionBudgetError",
     "InvalidArgumentsError",
     "LlmConfigError",
@@ -60,7 +62,8 @@ class AgcoreError(Exception):
     """The root of every exception ``agcore_tools`` raises.
 
     ``except AgcoreError`` catches a failed tool, registry, MCP or loop call alike; its
-    two branches are :class:`ToolError` and :class:`LlmError`.
+    two branches are :class:`ToolError` and :class:`LlmError`, and a third,
+    :class:`CassetteError`, is for tests that replay a recorded run.
 
     Example:
         >>> issubclass(ToolError, AgcoreError), issubclass(LlmError, AgcoreError)
@@ -640,6 +643,64 @@ class SyncCallError(ToolError, LlmError, RuntimeError):
     """
 
     recoverable = False
+
+
+class CassetteError(AgcoreError):
+    """A recorded run (a :class:`~agcore_tools.testing.Cassette`) cannot be used: it is
+    missing where only replaying is allowed, unreadable, or a socket was opened while the
+    network was blocked for a replay.
+
+    Example:
+        >>> str(CassetteError("cassette tests/cassettes/run.json is missing (record mode 'none')"))
+        "cassette tests/cassettes/run.json is missing (record mode 'none')"
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_one_line(message))
+
+
+class CassetteMismatchError(CassetteError, AssertionError):
+    """A replayed run asked for something the cassette did not record: the first
+    difference, by request index (from 0, in the cassette's order) and JSON path.
+
+    It is an ``AssertionError`` too, so a test reports it as a failed expectation, and
+    the loop passes it on as it is instead of retrying it or wrapping it.
+
+    Example:
+        >>> err = CassetteMismatchError(2, "messages[3].content", "x", "y")
+        >>> str(err)
+        "request 2 differs at messages[3].content: recorded 'x', got 'y'"
+        >>> err.index, err.path, err.recorded, err.got
+        (2, 'messages[3].content', 'x', 'y')
+    """
+
+    def __init__(
+        self,
+        index: int,
+        path: str,
+        recorded: Any,
+        got: Any,
+        *,
+        subject: str = "request",
+        message: str | None = None,
+    ) -> None:
+        self.index = index
+        """Which recorded request (or MCP call), from 0."""
+        self.path = path
+        """The JSON path of the first difference (``messages[3].content``)."""
+        self.recorded = recorded
+        """The value the cassette holds there (``None`` when it has none)."""
+        self.got = got
+        """The value the replayed run sent there (``None`` when it sent none)."""
+        super().__init__(
+            message
+            or f"{subject} {index} differs at {path}: recorded {_short(recorded)}, got {_short(got)}"
+        )
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 class _BadContent(ToolError, ValueError):

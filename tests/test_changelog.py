@@ -15,6 +15,7 @@ PUBLIC_MODULES = [
     "agcore_tools",
     "agcore_tools.cycle",
     "agcore_tools.mcp",
+    "agcore_tools.redis",
     "agcore_tools.temporal",
     "agcore_tools.testing",
 ]

@@ -1,8 +1,8 @@
 """Every public name is documented with an example (issue 5's "done when").
 
 Public names are the ``__all__`` of ``agcore_tools`` and of its public subpackages
-``agcore_tools.cycle``, ``agcore_tools.mcp``, ``agcore_tools.temporal`` and
-``agcore_tools.testing``. For each:
+``agcore_tools.cycle``, ``agcore_tools.mcp``, ``agcore_tools.redis``,
+``agcore_tools.temporal`` and ``agcore_tools.testing``. For each:
 
 - a class or function has a docstring with an ``Example:`` section, written as a
   doctest (``>>>``), which ``pytest --doctest-modules`` runs;
@@ -30,6 +30,7 @@ import pytest
 import agcore_tools
 import agcore_tools.cycle
 import agcore_tools.mcp
+import agcore_tools.redis
 import agcore_tools.temporal
 import agcore_tools.testing
 
@@ -37,6 +38,7 @@ PUBLIC_MODULES = (
     agcore_tools,
     agcore_tools.cycle,
     agcore_tools.mcp,
+    agcore_tools.redis,
     agcore_tools.temporal,
     agcore_tools.testing,
 )

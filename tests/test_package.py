@@ -13,13 +13,13 @@ import agcore_tools
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_import_does_not_load_openai_mcp_or_temporalio() -> None:
+def test_import_does_not_load_openai_mcp_temporalio_or_redis() -> None:
     code = (
         "import sys, agcore_tools\n"
         "from agcore_tools import McpClient, StdioTransport, load_mcp_servers\n"
         "McpClient('x', StdioTransport('server'))\n"
         "load_mcp_servers({'mcpServers': {'a': {'url': 'http://127.0.0.1:1/mcp'}}})\n"
-        "heavy = ('openai', 'mcp', 'mcp_types', 'httpx', 'httpx2', 'anyio', 'temporalio')\n"
+        "heavy = ('openai', 'mcp', 'mcp_types', 'httpx', 'httpx2', 'anyio', 'temporalio', 'redis')\n"
         "heavy = [m for m in heavy if m in sys.modules]\n"
         "print(','.join(heavy))"
     )

@@ -28,6 +28,8 @@ from agcore_tools import (
 from agcore_tools._clock import CLOCK
 from agcore_tools.policies import MemoryCacheStore, MemoryRateStore
 
+from ._policy_tools import flaky_charge
+
 
 class Gauge:
     """How many calls run at once, as the tools themselves see it."""
@@ -164,16 +166,7 @@ async def test_the_breaker_opens_hides_the_tool_refuses_then_a_probe_closes_it()
     token = CLOCK.set(lambda: moment[0])  # the library's clock, which tests may set
     try:
         registry = ToolRegistry()
-        runs: list[bool] = []
-        policy = ToolPolicy(breaker=Breaker(failures=5, window=60.0, cool_down=30.0))
-
-        @registry.tool(policy=policy)
-        def charge(ok: bool) -> str:
-            """Charge a card."""
-            runs.append(ok)
-            if not ok:
-                raise RuntimeError("payment service down")
-            return "charged"
+        runs = flaky_charge(registry)
 
         @registry.tool
         def other() -> str:

@@ -24,6 +24,11 @@ Script items:
   :class:`Pause` steps (during which a client disconnect is noticed);
 - a callable ``(CapturedRequest) -> item`` decides per request.
 
+:class:`Cassette` records a run against a real model and real MCP servers (or this
+server) to one JSON file and replays it offline, with no socket (:func:`no_network`);
+``pytest_plugins = ["agcore_tools.testing.pytest_plugin"]`` adds a ``cassette``
+fixture and ``--record-mode``.
+
 Example:
     >>> from agcore_tools.testing import ScriptedChatServer
     >>> script = [
@@ -36,6 +41,9 @@ Example:
     ...     server.requests[0].json["messages"]
 """
 
+from ..error import CassetteError, CassetteMismatchError
+from ._cassette import Cassette, RecordMode
+from ._network import NetworkGuard, no_network
 from ._server import (
     CapturedRequest,
     Pause,
@@ -45,15 +53,23 @@ from ._server import (
     ScriptedChatServer,
     ScriptItem,
 )
+from ._tape_mcp import CassetteMcpClient
 from ._tools import StaticTool
 
 __all__ = [
     "CapturedRequest",
+    "Cassette",
+    "CassetteError",
+    "CassetteMcpClient",
+    "CassetteMismatchError",
+    "NetworkGuard",
     "Pause",
     "RawResponse",
     "RawStream",
+    "RecordMode",
     "Reply",
     "ScriptItem",
     "ScriptedChatServer",
     "StaticTool",
+    "no_network",
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import sys
 from typing import Literal
 
 import pytest
@@ -400,8 +401,9 @@ async def test_caller_mistakes_raise_before_any_request(serve, make_cycle):
     cycle = make_cycle(server)
     with pytest.raises(LlmConfigError, match="final_result"):
         cycle.submit_stream_with_tools("?", taken, output_type=StructuredOutput(int, mode="tool"))
-    with pytest.raises(ValueError, match=r"typing_extensions\.TypedDict"):
-        await cycle.submit("?", output_type=Old)
+    if sys.version_info < (3, 12):  # pydantic reads typing.TypedDict from 3.12 on
+        with pytest.raises(ValueError, match=r"typing_extensions\.TypedDict"):
+            await cycle.submit("?", output_type=Old)
     with pytest.raises(ValueError, match="retries"):
         StructuredOutput(City, retries=-1)
     assert server.requests == []

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 from agcore_tools import (
-    Breaker,
     CycleConfig,
     LlmCycle,
     ToolBreakerChanged,
@@ -20,6 +19,7 @@ from agcore_tools import (
 from agcore_tools._clock import CLOCK
 from agcore_tools.testing import CapturedRequest, ScriptedChatServer
 
+from .._policy_tools import flaky_charge
 from .conftest import S
 
 
@@ -34,15 +34,7 @@ async def test_a_failing_tool_leaves_the_request_until_its_probe_succeeds(
     token = CLOCK.set(lambda: moment[0])  # the loop's tasks inherit the test's clock
     try:
         registry = ToolRegistry()
-        runs: list[bool] = []
-
-        @registry.tool(policy=ToolPolicy(breaker=Breaker(failures=5, window=60, cool_down=30)))
-        def charge(ok: bool) -> str:
-            """Charge the card."""
-            runs.append(ok)
-            if not ok:
-                raise RuntimeError("payment service down")
-            return "charged"
+        runs = flaky_charge(registry)
 
         @registry.tool
         def status() -> str:

@@ -1,0 +1,299 @@
+"""Rate limits and result caches a fleet shares, on a Redis server (the ``redis``
+extra: ``pip install 'agcore-tools[redis]'``).
+
+:class:`RedisStore` is both a :class:`~agcore_tools.policies.RateStore` and a
+:class:`~agcore_tools.policies.CacheStore`, on redis-py's asyncio client. Give it to a
+:class:`~agcore_tools.RateLimit` or a :class:`~agcore_tools.ResultCache` in every
+process (web workers, Temporal workers), and they share one bucket and one cache:
+
+- a rate bucket is one key holding the theoretical arrival time of the next call (the
+  generic cell rate algorithm of :class:`~agcore_tools.policies.MemoryRateStore`),
+  reserved by one Lua script that reads the server's clock, so every process shares
+  one clock and one reservation is atomic; the key expires once the bucket is full
+  again;
+- a cached result is one key written with ``SET ... PX`` (its TTL) and read with ``GET``.
+
+A failure talking to Redis is a :class:`~agcore_tools.ToolError` naming what failed,
+with redis-py's exception as its ``__cause__``; a URL's password never appears in a
+message, a log line or the store's ``repr``. Creating a store does not connect: the
+first call does.
+
+Example:
+    >>> from agcore_tools import RateLimit, ResultCache, ToolPolicy
+    >>> store = RedisStore("redis://:s3cret@localhost:6379/0", prefix="shop:")
+    >>> store
+    RedisStore('redis://:***@localhost:6379/0', prefix='shop:')
+    >>> policy = ToolPolicy(rate=RateLimit(20, per=1.0, store=store),
+    ...                     cache=ResultCache(ttl=300, store=store))
+    >>> store.rate_key("lookup"), store.cache_key("agcore:result:lookup::ab12")
+    ('shop:rate:lookup', 'shop:cache:agcore:result:lookup::ab12')
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import math
+import re
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from .error import ToolConfigError, ToolError
+from .policies import RateLimit
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    import redis.asyncio
+
+__all__ = ["RedisStore"]
+
+logger = logging.getLogger("agcore_tools.policies")
+
+_EXTRA = "pip install 'agcore-tools[redis]'"
+
+# One GCRA reservation, on the server's clock (microseconds). KEYS[1] holds the bucket's
+# theoretical arrival time (TAT); ARGV: the interval between calls, the bucket's size
+# and the longest acceptable wait (-1 for no bound). Returns the wait before the call
+# may start, or false (nil) with nothing taken when the wait is longer than allowed.
+# The same steps as MemoryRateStore.reserve_now. Numbers cross as '%.17g' text: a Lua
+# number in a reply would be cut to an integer. The key expires when the bucket is full
+# again, the moment its TAT passes: an absent key means the same.
+_RESERVE = """
+if redis.replicate_commands then redis.replicate_commands() end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local interval = tonumber(ARGV[1])
+local capacity = tonumber(ARGV[2])
+local max_wait = tonumber(ARGV[3])
+local stored = redis.call('GET', KEYS[1])
+local tat = now
+if stored then tat = math.max(tonumber(stored), now) end
+local arrival = tat + interval
+local wait = arrival - capacity * interval - now
+if wait > 0 and max_wait >= 0 and wait > max_wait then return false end
+local ttl = math.max(1, math.ceil((arrival - now) / 1000))
+redis.call('SET', KEYS[1], string.format('%.17g', arrival), 'PX', ttl)
+if wait < 0 then wait = 0 end
+return string.format('%.17g', wait)
+"""
+
+
+def _redis_asyncio() -> Any:
+    """The ``redis.asyncio`` module, or :class:`ToolConfigError` naming the extra."""
+    if importlib.util.find_spec("redis") is None:
+        raise ToolConfigError(f"RedisStore needs the redis package (redis-py): {_EXTRA}")
+    return importlib.import_module("redis.asyncio")
+
+
+def _safe_url(url: str) -> tuple[str, str | None]:
+    """The URL with its password replaced by ``***``, and the password."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+        if not password:
+            return url, None
+        netloc = f"{parts.username or ''}:***@{parts.netloc.rpartition('@')[2]}"
+    except ValueError:
+        found = re.search(r"://[^/@:]*:([^@]+)@", url)
+        return "<a Redis URL that cannot be parsed>", found[1] if found else None
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), password
+
+
+def _describe(client: Any) -> tuple[str, str | None]:
+    """Where a client connects, without its password; and the password."""
+    kwargs: dict[str, Any] = getattr(client.connection_pool, "connection_kwargs", {})
+    password = kwargs.get("password")
+    db = kwargs.get("db", 0)
+    if kwargs.get("path"):
+        return f"unix://{kwargs['path']}?db={db}", password
+    return f"redis://{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{db}", password
+
+
+class RedisStore:
+    """A rate store and a result cache on a Redis server, shared by every process
+    that uses the same server and ``prefix`` (see the module docstring).
+
+    ``client`` is a ``redis.asyncio.Redis`` client, or a URL (``redis://``,
+    ``rediss://`` or ``unix://``) the store makes its own client from; extra keyword
+    arguments go to ``redis.asyncio.Redis.from_url``. Keys are ``{prefix}rate:{bucket}``
+    and ``{prefix}cache:{key}``. :meth:`aclose` (or ``async with``) closes a client
+    the store made, never one it was given. Without redis-py installed, creating a store
+    raises :class:`~agcore_tools.ToolConfigError` naming the extra.
+
+    Example:
+        >>> import asyncio
+        >>> from agcore_tools.policies import CacheStore, RateStore
+        >>> store = RedisStore.from_url("unix:///run/redis/redis.sock")
+        >>> isinstance(store, RateStore), isinstance(store, CacheStore), store.prefix
+        (True, True, 'agcore:')
+        >>> async def main(store: RedisStore) -> None:  # doctest: +SKIP
+        ...     async with store:
+        ...         await store.reserve("lookup", RateLimit(5, per=1.0), max_wait=2.0)
+        ...         await store.set("k", '"v"', ttl=60.0)
+        ...         assert await store.get("k") == '"v"'
+        >>> asyncio.run(main(store))  # doctest: +SKIP
+
+        A server that cannot be reached is a :class:`~agcore_tools.ToolError`, and the
+        URL's password is left out of it:
+
+        >>> store = RedisStore("unix://:s3cret@/no/such/redis.sock")
+        >>> asyncio.run(store.get("k"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolError: RedisStore on unix://:***@/no/such/redis.sock: reading cached result 'k' failed: ConnectionError: ...
+        >>> asyncio.run(store.aclose())
+    """
+
+    __slots__ = ("_client", "_errors", "_owned", "_password", "_reserve", "_where", "prefix")
+
+    def __init__(
+        self,
+        client: redis.asyncio.Redis | str,
+        *,
+        prefix: str = "agcore:",
+        **options: Any,
+    ) -> None:
+        module = _redis_asyncio()
+        if not isinstance(prefix, str):
+            raise ToolConfigError(f"RedisStore(prefix={prefix!r}): prefix must be a string")
+        self.prefix = prefix
+        """What every key of this store starts with."""
+        self._client: redis.asyncio.Redis
+        if isinstance(client, str):
+            self._where, self._password = _safe_url(client)
+            try:
+                self._client = module.Redis.from_url(client, **options)
+            except (ValueError, TypeError) as exc:
+                raise ToolConfigError(
+                    self._scrub(f"RedisStore({self._where!r}): {type(exc).__name__}: {exc}")
+                ) from exc
+            self._owned = True
+        elif isinstance(client, module.Redis):
+            if options:
+                raise ToolConfigError(
+                    f"RedisStore: options {sorted(options)} apply to a URL, not to a client"
+                )
+            self._client = client
+            self._where, self._password = _describe(client)
+            self._owned = False
+        else:
+            raise ToolConfigError(
+                f"RedisStore({type(client).__name__}): give a redis.asyncio.Redis client or "
+                "a redis:// or unix:// URL"
+            )
+        self._errors: tuple[type[BaseException], ...] = (module.RedisError, OSError)
+        self._reserve = self._client.register_script(_RESERVE)
+        logger.debug("RedisStore on %s, prefix %r", self._where, prefix)
+
+    @classmethod
+    def from_url(cls, url: str, *, prefix: str = "agcore:", **options: Any) -> RedisStore:
+        """A store with a client of its own on ``url``; ``options`` go to
+        ``redis.asyncio.Redis.from_url``.
+
+        Example:
+            >>> RedisStore.from_url("redis://localhost:6379/2", prefix="app:")
+            RedisStore('redis://localhost:6379/2', prefix='app:')
+        """
+        if not isinstance(url, str):
+            raise ToolConfigError(f"RedisStore.from_url({type(url).__name__}): url must be text")
+        return cls(url, prefix=prefix, **options)
+
+    @property
+    def client(self) -> redis.asyncio.Redis:
+        """The redis-py client the store talks through.
+
+        Example:
+            >>> type(RedisStore("redis://localhost").client).__name__
+            'Redis'
+        """
+        return self._client
+
+    def rate_key(self, bucket: str) -> str:
+        """The Redis key of a rate bucket (a tool's name, or its policy's resource).
+
+        Example:
+            >>> RedisStore("redis://localhost").rate_key("orders-api")
+            'agcore:rate:orders-api'
+        """
+        return f"{self.prefix}rate:{bucket}"
+
+    def cache_key(self, key: str) -> str:
+        """The Redis key of a cached result.
+
+        Example:
+            >>> RedisStore("redis://localhost", prefix="").cache_key("k")
+            'cache:k'
+        """
+        return f"{self.prefix}cache:{key}"
+
+    async def reserve(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
+        """Take one call's turn in bucket ``key``: the seconds to wait before starting
+        (0.0 for at once), or None, with nothing taken, when the wait would exceed
+        ``max_wait`` (see :meth:`~agcore_tools.policies.RateStore.reserve`). One atomic
+        script on the server's clock."""
+        interval = limit.interval * 1e6
+        bound = -1.0 if math.isinf(max_wait) else max(max_wait, 0.0) * 1e6
+        try:
+            reply = await self._reserve(
+                keys=[self.rate_key(key)],
+                args=[repr(interval), limit.capacity, repr(bound)],
+            )
+        except self._errors as exc:
+            raise self._failed(f"reserving a turn in rate bucket {key!r}", exc) from exc
+        if reply is None:
+            return None
+        wait = float(reply) / 1e6
+        return wait if wait > 0.0 else 0.0
+
+    async def get(self, key: str) -> str | None:
+        """The text cached under ``key``, or None (see
+        :meth:`~agcore_tools.policies.CacheStore.get`)."""
+        try:
+            value = await self._client.get(self.cache_key(key))
+        except self._errors as exc:
+            raise self._failed(f"reading cached result {key!r}", exc) from exc
+        if value is None:
+            return None
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    async def set(self, key: str, value: str, ttl: float) -> None:
+        """Cache ``value`` under ``key`` for ``ttl`` seconds (at least a millisecond)."""
+        px = max(1, math.ceil(ttl * 1000))
+        try:
+            await self._client.set(self.cache_key(key), value, px=px)
+        except self._errors as exc:
+            raise self._failed(f"caching result {key!r}", exc) from exc
+
+    async def aclose(self) -> None:
+        """Close the client, if the store made it from a URL (a client it was given is
+        the caller's to close)."""
+        if self._owned:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> RedisStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self._where!r}, prefix={self.prefix!r})"
+
+    def _scrub(self, text: str) -> str:
+        password = self._password
+        if not password:
+            return text
+        for secret in (password, unquote(password)):  # as written in the URL, and decoded
+            text = text.replace(secret, "***")
+        return text
+
+    def _failed(self, what: str, exc: BaseException) -> ToolError:
+        reason = self._scrub(f"{type(exc).__name__}: {exc}")
+        return ToolError(f"RedisStore on {self._where}: {what} failed: {reason}")

@@ -1,0 +1,367 @@
+"""Record a real run once, replay it in tests: :class:`Cassette`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from .._version import __version__
+from ..error import CassetteError, CassetteMismatchError
+from ._tape_http import SCRUBBED, HttpTape
+from ._tape_mcp import CassetteMcpClient, McpTape
+
+if TYPE_CHECKING:
+    import httpx2
+    from openai import AsyncOpenAI
+
+    from ..mcp import McpClient
+
+__all__ = ["Cassette", "RecordMode"]
+
+logger = logging.getLogger("agcore_tools.testing")
+
+RecordMode = Literal["once", "rewrite", "none"]
+"""When a :class:`Cassette` records: ``"once"`` when its file does not exist yet (then
+it replays), ``"rewrite"`` always (the run goes to the real model and servers again),
+``"none"`` never (a missing file is an error)."""
+
+_MODES = ("once", "rewrite", "none")
+_VERSION = 1
+_MIN_SECRET = 8  # shorter values ("test", "1") are too likely to be ordinary text
+_ENDPOINTS = ("/chat/completions", "/responses", "/models", "/embeddings", "/completions")
+
+
+class Cassette:
+    """One JSON file holding a run's model requests and responses and its MCP calls.
+
+    Recording, :meth:`client` (or :meth:`http_client`, for an ``AsyncOpenAI`` you make)
+    sends each request to the real model and writes it down with its answer: Chat
+    Completions and Responses, JSON and server-sent events; and :meth:`mcp` wraps an
+    :class:`~agcore_tools.McpClient` so its tool list and tool calls are written down
+    too. :meth:`save` (or leaving ``with``) writes the file, with no request header,
+    no secret-looking query value, and no copy of any key or cookie the requests
+    carried, anywhere.
+
+    Replaying, the same calls answer from the file: no socket, no server process.
+    Each request must match the recorded one (the model, the messages, the tools, the
+    options), except for tool results, which may differ; the first difference raises
+    :class:`~agcore_tools.CassetteMismatchError` with the request's index and the JSON
+    path (``request 2 differs at messages[3].content: recorded 'x', got 'y'``).
+    Leaving ``with`` also fails if a recorded request was never asked for again.
+    Wrap a replay in :func:`no_network` to make sure nothing goes out.
+
+    Example:
+        Record a run against a model (here the scripted one), then replay it offline:
+
+        >>> import asyncio, tempfile, pathlib
+        >>> from agcore_tools import CycleConfig, LlmCycle, ToolRegistry
+        >>> from agcore_tools.testing import ScriptedChatServer, no_network
+        >>> registry = ToolRegistry()
+        >>> @registry.tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> async def run(cassette: Cassette, **options) -> list[dict]:
+        ...     async with cassette.client(**options) as client:
+        ...         cycle = LlmCycle(CycleConfig("m"), client=client)
+        ...         await cycle.submit_with_tools("What is 2 + 3?", registry)
+        ...         return cycle.messages
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "add.json"
+        >>> script = [ScriptedChatServer.reply_tool_calls([("add", {"a": 2, "b": 3})]),
+        ...           ScriptedChatServer.reply_text("5")]
+        >>> with ScriptedChatServer(script) as server, Cassette(path) as cassette:
+        ...     print(cassette.mode, cassette.recording)
+        ...     recorded = asyncio.run(run(cassette, base_url=server.base_url, api_key="sk-secret-123"))
+        once True
+        >>> "sk-secret-123" in path.read_text()
+        False
+        >>> with no_network(), Cassette(path, "none") as cassette:
+        ...     print(cassette.recording, len(cassette.requests))  # GET /models, then 2 turns
+        ...     replayed = asyncio.run(run(cassette))
+        False 3
+        >>> replayed == recorded
+        True
+        >>> cassette.requests[2]["messages"][-1]["content"]  # the tool's result
+        '5'
+        >>> cassette.path == path, len(cassette.interactions)
+        (True, 3)
+
+        A changed request is reported at its first difference:
+
+        >>> async def other(cassette: Cassette) -> None:
+        ...     async with cassette.client() as client:
+        ...         await LlmCycle(CycleConfig("m"), client=client).submit_with_tools(
+        ...             "What is 2 + 4?", registry)
+        >>> cassette = Cassette(path, "none")
+        >>> asyncio.run(other(cassette))
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.CassetteMismatchError: request 1 differs at messages[0].content: recorded 'What is 2 + 3?', got 'What is 2 + 4?'
+        >>> cassette.rewind()
+        >>> asyncio.run(run(cassette)) == recorded
+        True
+        >>> cassette.check()
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        mode: RecordMode = "once",
+        *,
+        secrets: Iterable[str] = (),
+    ) -> None:
+        """Open the cassette at ``path``: read it to replay, or start an empty one to record.
+
+        Args:
+            path: The JSON file.
+            mode: When to record (see :data:`RecordMode`).
+            secrets: More values to scrub from the file on save (a password that a
+                tool's arguments carry, say), beside the keys and cookies found in
+                the requests' headers and query strings.
+
+        Raises:
+            CassetteError: ``mode`` is not one of the three, or ``"none"`` and the file
+                is missing, or the file is not a cassette.
+        """
+        if mode not in _MODES:
+            raise CassetteError(f"record mode must be 'once', 'rewrite' or 'none', got {mode!r}")
+        self.path = Path(path)
+        """The cassette's file."""
+        self.mode: RecordMode = mode
+        """When it records (see :data:`RecordMode`)."""
+        exists = self.path.is_file()
+        if mode == "none" and not exists:
+            raise CassetteError(f"cassette {self.path} is missing (record mode 'none')")
+        self.recording = mode == "rewrite" or not exists
+        """Whether this run goes to the real model and servers and is written down."""
+        data = {} if self.recording else self._read()
+        self.interactions: list[dict[str, Any]] = list(data.get("interactions", []))
+        """Every recorded exchange in order: ``{"kind": "http", "request": ...,
+        "response": ...}`` and ``{"kind": "mcp", "method": "tools/list" or
+        "tools/call", ...}``."""
+        self._base_url: str | None = data.get("base_url")
+        self._secrets: set[str] = {s for s in secrets if s}
+        self._http = HttpTape(self.interactions, self._secrets)
+        self._mcp = McpTape(self.interactions)
+
+    @classmethod
+    def from_interactions(cls, interactions: Iterable[Mapping[str, Any]]) -> Cassette:
+        """A replaying cassette held in memory, with no file (for tests of tests).
+
+        Example:
+            >>> Cassette.from_interactions([]).recording
+            False
+        """
+        cassette = cls.__new__(cls)
+        cassette.path = Path(os.devnull)
+        cassette.mode = "none"
+        cassette.recording = False
+        cassette.interactions = [dict(i) for i in interactions]
+        cassette._base_url = None
+        cassette._secrets = set()
+        cassette._http = HttpTape(cassette.interactions, cassette._secrets)
+        cassette._mcp = McpTape(cassette.interactions)
+        return cassette
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CassetteError(f"cassette {self.path} cannot be read: {exc}") from exc
+        if not isinstance(data, dict) or data.get("version") != _VERSION:
+            raise CassetteError(f"cassette {self.path} is not a version-{_VERSION} cassette")
+        return data
+
+    # -- the model's side ----------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[Any]:
+        """The recorded request bodies (parsed JSON), in order; None for a request with
+        no body (the loop's ``GET /models``)."""
+        return [
+            i["request"].get("json", i["request"].get("text"))
+            for i in self.interactions
+            if i.get("kind") == "http"
+        ]
+
+    def http_client(self, transport: httpx2.AsyncBaseTransport | None = None) -> httpx2.AsyncClient:
+        """An ``http_client`` for ``AsyncOpenAI``: recording through ``transport`` (by
+        default a plain ``httpx2.AsyncHTTPTransport``), or replaying with no socket.
+
+        Example:
+            >>> from openai import AsyncOpenAI
+            >>> cassette = Cassette.from_interactions([])
+            >>> client = AsyncOpenAI(api_key="unused", http_client=cassette.http_client())
+        """
+        from openai import DefaultAsyncHttpxClient
+
+        from ._transports import RecordingTransport, ReplayTransport
+
+        if not self.recording:
+            return DefaultAsyncHttpxClient(transport=ReplayTransport(self._http))
+        if transport is None:
+            import httpx2
+
+            transport = httpx2.AsyncHTTPTransport()
+        return DefaultAsyncHttpxClient(transport=RecordingTransport(transport, self._http))
+
+    def client(self, **options: Any) -> AsyncOpenAI:
+        """An ``AsyncOpenAI`` on :meth:`http_client`, with the SDK's retries off.
+
+        Recording, ``options`` go to ``AsyncOpenAI`` (``base_url``, ``api_key``, or the
+        ``OPENAI_*`` variables as usual). Replaying, the key is a dummy and the base
+        URL the recorded one; ``options`` other than those two still apply.
+
+        Example:
+            >>> Cassette.from_interactions([]).client().api_key
+            'replay'
+        """
+        from openai import AsyncOpenAI
+
+        options.setdefault("max_retries", 0)
+        if not self.recording:
+            options["api_key"] = "replay"
+            options["base_url"] = self._replay_base_url()
+            return AsyncOpenAI(http_client=self.http_client(), **options)
+        client = AsyncOpenAI(http_client=self.http_client(), **options)
+        self._base_url = _scrubbed_base(str(client.base_url))
+        return client
+
+    def _replay_base_url(self) -> str:
+        if self._base_url:
+            return self._base_url
+        for interaction in self.interactions:
+            if interaction.get("kind") == "http":
+                url = str(interaction["request"]["url"]).split("?", 1)[0]
+                for endpoint in _ENDPOINTS:
+                    if url.endswith(endpoint):
+                        return url[: -len(endpoint)]
+        return "http://cassette.invalid/v1"
+
+    # -- MCP -------------------------------------------------------------------------------
+
+    def mcp(self, client: McpClient) -> CassetteMcpClient:
+        """``client``'s tools through the cassette: recorded, or replayed with no server.
+
+        Use the result where the client was used: ``async with``, ``definitions()``,
+        ``call_tool()``, ``into_tools()``. Replaying, ``client`` is never connected.
+
+        Example:
+            >>> from agcore_tools import McpClient, StdioTransport
+            >>> Cassette.from_interactions([]).mcp(McpClient("fs", StdioTransport("server")))
+            <CassetteMcpClient 'fs' replaying>
+        """
+        return CassetteMcpClient(self._mcp, client, recording=self.recording)
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def rewind(self) -> None:
+        """Replay from the start again (the same cassette, another run).
+
+        Example:
+            >>> Cassette.from_interactions([]).rewind()
+        """
+        self._http.rewind()
+        self._mcp.rewind()
+        self._http.mismatch = self._mcp.mismatch = None
+
+    def check(self) -> None:
+        """Raise the first difference met while replaying, if any, even one the code
+        under test caught (a tool's error becomes a tool result), or a recorded
+        request that was not asked for again.
+
+        Example:
+            >>> Cassette.from_interactions([]).check()  # nothing recorded, nothing missed
+        """
+        if self.recording:
+            return
+        for mismatch in (self._http.mismatch, self._mcp.mismatch):
+            if mismatch is not None:
+                raise mismatch
+        unplayed = self._http.unplayed()
+        if unplayed:
+            index = unplayed[0]
+            request = [i for i in self.interactions if i.get("kind") == "http"][index]["request"]
+            route = f"{request['method']} {urllib.parse.urlsplit(request['url']).path}"
+            raise CassetteMismatchError(
+                index,
+                "url",
+                route,
+                None,
+                message=f"request {index} ({route}) was recorded but the replay never sent it "
+                f"({len(unplayed)} request(s) left)",
+            )
+
+    def save(self) -> None:
+        """Write the file (recording only), with every secret seen replaced.
+
+        Example:
+            >>> Cassette.from_interactions([]).save()  # replaying: nothing to write
+        """
+        if not self.recording:
+            return
+        secrets = sorted((s for s in self._secrets if len(s) >= _MIN_SECRET), key=len)[::-1]
+        data = {
+            "version": _VERSION,
+            "recorded_with": f"agcore_tools {__version__}",
+            "base_url": self._base_url,
+            "interactions": self.interactions,
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(_scrub(data, secrets), indent=1, ensure_ascii=False)
+        self.path.write_text(text + "\n", encoding="utf-8")
+        logger.info("recorded %d interaction(s) to %s", len(self.interactions), self.path)
+
+    def close(self) -> None:
+        """Recording: :meth:`save`. Replaying: :meth:`check`.
+
+        Example:
+            >>> Cassette.from_interactions([]).close()
+        """
+        if self.recording:
+            self.save()
+        else:
+            self.check()
+
+    def __enter__(self) -> Cassette:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is None:  # a failed run is not saved: it would be replayed as it failed
+            self.close()
+
+    def __repr__(self) -> str:
+        mode = "recording" if self.recording else "replaying"
+        return f"<Cassette {str(self.path)!r} {mode}, {len(self.interactions)} interaction(s)>"
+
+
+def _scrubbed_base(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.hostname or ""
+    if parts.port is not None:
+        netloc = f"{netloc}:{parts.port}"
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def _scrub(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, SCRUBBED)
+        return value
+    if isinstance(value, dict):
+        return {_scrub(k, secrets): _scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(item, secrets) for item in value]
+    return cast(Any, value)

@@ -1,0 +1,235 @@
+"""The model's side of a cassette: HTTP requests and responses, recorded and replayed.
+
+The OpenAI SDK takes ``http_client=``; the transports in ``_transports`` plug into
+such a client: one wraps the real transport and writes down each request body and the
+response (JSON, server-sent events or text) as it passes, the other answers from
+:class:`HttpTape` without a socket. Nothing about the connection is kept: no request header at
+all, and of a response's headers only its content type and retry hints. Secret-looking
+query-string values are replaced, and the secrets seen (the key in ``Authorization``,
+``api-key`` and the like, cookies) are collected so that the cassette can make sure no
+copy of them is left anywhere in the file.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import json
+import logging
+import re
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+from ..error import CassetteMismatchError
+from ._diff import SCRUBBED, first_difference, json_path
+
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = ["KEPT_HEADERS", "SCRUBBED", "HttpTape", "decode_body", "encode_body", "request_entry"]
+
+logger = logging.getLogger("agcore_tools.testing")
+
+
+_SECRET_NAME = re.compile(
+    r"auth|key|token|secret|password|passwd|cookie|session|signature|sig$|credential",
+    re.IGNORECASE,
+)
+KEPT_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry")
+"""The response headers a cassette keeps."""
+
+
+def _parse_sse(text: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        if not block.strip():
+            continue
+        lines = block.split("\n")
+        fields = [line.partition(":") for line in lines]
+        names = [name for name, _, _ in fields]
+        simple = all(name in ("event", "data") for name in names) and names.count("data") == 1
+        if not simple or names.count("event") > 1:
+            events.append({"raw": block})
+            continue
+        event: dict[str, Any] = {}
+        for name, _, value in fields:
+            value = value[1:] if value.startswith(" ") else value
+            if name == "event":
+                event["event"] = value
+            elif value[:1] in ("{", "["):
+                try:
+                    event["data"] = json.loads(value)
+                except ValueError:
+                    event["data"] = value
+            else:
+                event["data"] = value
+        events.append(event)
+    return events
+
+
+def _render_sse(events: list[dict[str, Any]]) -> bytes:
+    parts: list[str] = []
+    for event in events:
+        if "raw" in event:
+            parts.append(f"{event['raw']}\n\n")
+            continue
+        data = event.get("data", "")
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        head = f"event: {event['event']}\n" if "event" in event else ""
+        parts.append(f"{head}data: {text}\n\n")
+    return "".join(parts).encode()
+
+
+def encode_body(content_type: str, body: bytes) -> dict[str, Any]:
+    """A body as the cassette keeps it: ``json``, ``sse`` events, ``text`` or ``base64``."""
+    if not body:
+        return {}
+    try:
+        text = body.decode()
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(body).decode()}
+    if "event-stream" in content_type:
+        return {"sse": _parse_sse(text)}
+    if "json" in content_type or text[:1] in ("{", "["):
+        try:
+            return {"json": json.loads(text)}
+        except ValueError:
+            pass
+    return {"text": text}
+
+
+def decode_body(entry: dict[str, Any]) -> bytes:
+    """The bytes of a body kept by :func:`encode_body`."""
+    if "json" in entry:
+        return json.dumps(entry["json"], ensure_ascii=False).encode()
+    if "sse" in entry:
+        return _render_sse(entry["sse"])
+    if "text" in entry:
+        return str(entry["text"]).encode()
+    if "base64" in entry:
+        return base64.b64decode(entry["base64"])
+    return b""
+
+
+def _scrubbed_url(url: httpx2.URL, secrets: set[str]) -> str:
+    parts = urllib.parse.urlsplit(str(url))
+    query = []
+    for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+        if _SECRET_NAME.search(name):
+            secrets.add(value)
+            value = SCRUBBED
+        query.append((name, value))
+    netloc = parts.hostname or ""
+    if parts.port is not None:
+        netloc = f"{netloc}:{parts.port}"
+    if parts.username or parts.password:
+        secrets.update(filter(None, (parts.username, parts.password)))
+    return urllib.parse.urlunsplit(
+        (parts.scheme, netloc, parts.path, urllib.parse.urlencode(query), "")
+    )
+
+
+def _collect_secrets(headers: httpx2.Headers, secrets: set[str]) -> None:
+    for name, value in headers.multi_items():
+        if not _SECRET_NAME.search(name) and name.lower() not in ("openai-organization",):
+            continue
+        secrets.add(value)
+        scheme, _, credential = value.partition(" ")
+        if credential and scheme.lower() in ("bearer", "basic", "token"):
+            secrets.add(credential)
+        for cookie in value.split(";"):
+            secrets.add(cookie.partition("=")[2].strip())
+
+
+def request_entry(request: httpx2.Request, body: bytes, secrets: set[str]) -> dict[str, Any]:
+    """A request as the cassette keeps it: method, scrubbed URL and body; no header."""
+    _collect_secrets(request.headers, secrets)
+    entry = {"method": request.method, "url": _scrubbed_url(request.url, secrets)}
+    entry.update(encode_body(request.headers.get("content-type", ""), body))
+    return entry
+
+
+def _route(method: str, url: str) -> str:
+    return f"{method} {urllib.parse.urlsplit(url).path}"
+
+
+class HttpTape:
+    """The HTTP interactions of a cassette, in order, and which were replayed."""
+
+    def __init__(self, interactions: list[dict[str, Any]], secrets: set[str]) -> None:
+        self.interactions = interactions
+        """The cassette's list (HTTP and MCP interactions), shared."""
+        self.secrets = secrets
+        """Secret values seen while recording (the cassette scrubs them on save)."""
+        self.mismatch: CassetteMismatchError | None = None
+        """The first difference met while replaying, if any."""
+        self._queues: dict[str, collections.deque[tuple[int, dict[str, Any]]]] = {}
+        self._order: list[dict[str, Any]] = []
+        self._played: set[int] = set()
+        self.rewind()
+
+    def rewind(self) -> None:
+        """Start replaying from the first recorded request again."""
+        self._order = [i for i in self.interactions if i.get("kind") == "http"]
+        self._queues = collections.defaultdict(collections.deque)
+        for index, interaction in enumerate(self._order):
+            request = interaction["request"]
+            self._queues[_route(request["method"], request["url"])].append((index, interaction))
+        self._played = set()
+
+    def record(self, interaction: dict[str, Any]) -> None:
+        """Add a new interaction (its response may be filled in later)."""
+        self.interactions.append(interaction)
+
+    def unplayed(self) -> list[int]:
+        """The indexes of the recorded requests no replayed request asked for."""
+        return [i for i in range(len(self._order)) if i not in self._played]
+
+    def play(self, got: dict[str, Any]) -> dict[str, Any]:
+        """The recorded response to the request ``got`` (a :func:`request_entry`).
+
+        Requests to one route (method and path) are answered in their recorded order;
+        the host is not compared. Raises :class:`CassetteMismatchError` at the first
+        difference of the body, tool results aside.
+        """
+        route = _route(got["method"], got["url"])
+        queue = self._queues.get(route)
+        if not queue:
+            self._fail(self._mismatch_route(route))
+        assert queue is not None
+        index, interaction = queue[0]
+        recorded = interaction["request"]
+        mine = {k: v for k, v in recorded.items() if k not in ("method", "url")}
+        theirs = {k: v for k, v in got.items() if k not in ("method", "url")}
+        found = first_difference(mine, theirs)
+        if found is not None:
+            path, old, new = found
+            if path and path[0] in ("json", "text", "sse", "base64"):
+                path = path[1:]
+            self._fail(CassetteMismatchError(index, json_path(path), old, new))
+        queue.popleft()
+        self._played.add(index)
+        response: dict[str, Any] = interaction["response"]
+        return response
+
+    def _mismatch_route(self, route: str) -> CassetteMismatchError:
+        waiting = self.unplayed()
+        if not waiting:
+            count = len(self._order)
+            return CassetteMismatchError(
+                count,
+                "url",
+                None,
+                route,
+                message=f"request {count} ({route}) is past the end of the cassette, "
+                f"which holds {count} request(s)",
+            )
+        index = waiting[0]
+        request = self._order[index]["request"]
+        return CassetteMismatchError(index, "url", _route(request["method"], request["url"]), route)
+
+    def _fail(self, error: CassetteMismatchError) -> None:
+        if self.mismatch is None:
+            self.mismatch = error
+        logger.error("replay: %s", error)
+        raise error

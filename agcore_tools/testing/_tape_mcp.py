@@ -1,0 +1,332 @@
+"""The MCP side of a cassette: tool lists and tool calls, recorded and replayed.
+
+The seam is the client's tool surface, which is all a registry's MCP adapters use
+(:class:`~agcore_tools.mcp.McpTool` calls ``call_tool`` on whatever ``ToolCaller`` it
+was given): :class:`CassetteMcpClient` stands where an :class:`~agcore_tools.McpClient`
+stood. Recording, it passes every call to the real client and writes down the tool
+list and each ``tools/call`` (tool name, arguments, value or error); replaying, it
+answers from the cassette and starts no server.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import asdict
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ..base import BaseTool
+from ..content import Audio, Image
+from ..error import CassetteError, CassetteMismatchError, McpError, ToolExecutionError
+from ..mcp._adapter import make_adapters
+from ..mcp._tools import definition
+from ..mcp.models import McpToolInfo
+from ._diff import first_difference, json_path
+
+if TYPE_CHECKING:
+    from ..mcp import McpClient
+    from ..mcp.policy import PermissionPolicy
+
+__all__ = ["CassetteMcpClient", "McpTape"]
+
+logger = logging.getLogger("agcore_tools.testing")
+
+
+def _key(server: str, tool: str, args: Any) -> str:
+    return json.dumps([server, tool, args], sort_keys=True, default=str)
+
+
+def encode_value(value: Any, tool: str) -> Any:
+    """A tool's value as JSON: images and audio as tagged base64."""
+    if isinstance(value, Image | Audio):
+        kind = "image" if isinstance(value, Image) else "audio"
+        return {f"${kind}": base64.b64encode(value.data).decode(), "media_type": value.media_type}
+    if isinstance(value, list):
+        return [encode_value(item, tool) for item in value]
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise CassetteError(
+            f"cannot record the result of MCP tool '{tool}': {type(value).__name__} is not JSON"
+        ) from exc
+    return value
+
+
+def decode_value(value: Any) -> Any:
+    """The value :func:`encode_value` kept."""
+    if isinstance(value, dict) and "media_type" in value:
+        if "$image" in value:
+            return Image(base64.b64decode(value["$image"]), value["media_type"])
+        if "$audio" in value:
+            return Audio(base64.b64decode(value["$audio"]), value["media_type"])
+    if isinstance(value, list):
+        return [decode_value(item) for item in value]
+    return value
+
+
+class McpTape:
+    """The MCP interactions of a cassette, and which tool calls were replayed."""
+
+    def __init__(self, interactions: list[dict[str, Any]]) -> None:
+        self.interactions = interactions
+        """The cassette's list (HTTP and MCP interactions), shared."""
+        self.mismatch: CassetteMismatchError | None = None
+        """The first call the cassette could not answer, if any."""
+        self._calls: list[dict[str, Any]] = []
+        self._queues: dict[str, collections.deque[dict[str, Any]]] = {}
+        self._played: set[int] = set()
+        self.rewind()
+
+    def rewind(self) -> None:
+        """Start replaying from the first recorded call again."""
+        mcp = [i for i in self.interactions if i.get("kind") == "mcp"]
+        self._calls = [i for i in mcp if i["method"] == "tools/call"]
+        self._queues = collections.defaultdict(collections.deque)
+        for call in self._calls:
+            self._queues[_key(call["server"], call["tool"], call["arguments"])].append(call)
+        self._played = set()
+
+    def record(self, interaction: dict[str, Any]) -> None:
+        """Add an interaction."""
+        self.interactions.append({"kind": "mcp", **interaction})
+
+    def tools(self, server: str) -> list[dict[str, Any]]:
+        """The last tool list recorded for ``server``."""
+        for interaction in reversed(self.interactions):
+            mine = interaction.get("kind") == "mcp" and interaction.get("server") == server
+            if mine and interaction["method"] == "tools/list":
+                tools: list[dict[str, Any]] = interaction["tools"]
+                return tools
+        raise CassetteError(f"the cassette holds no tool list of MCP server '{server}'")
+
+    def call(self, server: str, tool: str, args: Any) -> dict[str, Any]:
+        """The recorded outcome of calling ``tool`` with ``args`` (in recorded order)."""
+        queue = self._queues.get(_key(server, tool, args))
+        if queue:
+            call = queue.popleft()
+            self._played.add(self._calls.index(call))
+            return call
+        # Arguments with a scrubbed secret: the first unplayed call they match.
+        for index, call in enumerate(self._calls):
+            same = call["server"] == server and call["tool"] == tool
+            if same and index not in self._played and not first_difference(call["arguments"], args):
+                self._played.add(index)
+                self._queues[_key(server, tool, call["arguments"])].remove(call)
+                return call
+        error = self._unrecorded(server, tool, args)
+        if self.mismatch is None:
+            self.mismatch = error
+        logger.error("replay: %s", error)
+        raise error
+
+    def _unrecorded(self, server: str, tool: str, args: Any) -> CassetteMismatchError:
+        for index, call in enumerate(self._calls):
+            if index in self._played or call["server"] != server or call["tool"] != tool:
+                continue
+            found = first_difference(call["arguments"], args, ["arguments"])
+            if found is not None:
+                path, old, new = found
+                return CassetteMismatchError(index, json_path(path), old, new, subject="MCP call")
+        return CassetteMismatchError(
+            len(self._calls),
+            "tool",
+            None,
+            tool,
+            message=f"MCP call of tool '{tool}' on server '{server}' with arguments "
+            f"{json.dumps(args, sort_keys=True, default=str)} is not in the cassette",
+        )
+
+
+class CassetteMcpClient:
+    """An :class:`~agcore_tools.McpClient` stand-in that records to or replays from a
+    cassette; :meth:`Cassette.mcp <agcore_tools.testing.Cassette.mcp>` makes one.
+
+    It has the client's tool surface: ``async with``, :meth:`connect`, :meth:`close`,
+    :meth:`definitions`, :meth:`tool_infos`, :meth:`call_tool` and :meth:`into_tools`
+    (whose adapters call tools through it). Recording, each is passed to the real
+    client (:attr:`client`) and written down; replaying, nothing is started and the
+    answers come from the cassette. A ``tools/call`` is matched by tool name and
+    arguments, in recorded order; one the cassette does not hold raises
+    :class:`~agcore_tools.CassetteMismatchError` (the loop turns it into an error
+    result, and the cassette raises it again when it closes). MCP tasks, resources and
+    prompts are not recorded.
+
+    Example:
+        >>> import asyncio
+        >>> from agcore_tools import McpClient, StdioTransport, ToolRegistry
+        >>> from agcore_tools.testing import Cassette
+        >>> cassette = Cassette.from_interactions([
+        ...     {"kind": "mcp", "server": "demo", "method": "tools/list",
+        ...      "tools": [{"name": "capital_of", "description": "A capital.",
+        ...                 "input_schema": {"type": "object", "properties": {
+        ...                     "country": {"type": "string"}}}}]},
+        ...     {"kind": "mcp", "server": "demo", "method": "tools/call",
+        ...      "tool": "capital_of", "arguments": {"country": "Japan"}, "result": "Tokyo"},
+        ... ])
+        >>> demo = cassette.mcp(McpClient("demo", StdioTransport("never-started")))
+        >>> async def main() -> None:
+        ...     async with demo:
+        ...         print([d["function"]["name"] for d in await demo.definitions()])
+        ...         print((await demo.tool_infos())[0].description)
+        ...         try:
+        ...             await demo.call_tool("capital_of", {"country": "Peru"})
+        ...         except Exception as exc:
+        ...             print(exc)
+        ...         registry = ToolRegistry()
+        ...         registry.register_all(demo.into_tools(prefix=True))
+        ...         print((await registry.invoke("demo__capital_of", {"country": "Japan"})).output)
+        >>> asyncio.run(main())
+        ['capital_of']
+        A capital.
+        MCP call 0 differs at arguments.country: recorded 'Japan', got 'Peru'
+        Tokyo
+        >>> demo.server_name, demo.recording, demo.timeout
+        ('demo', False, 30.0)
+        >>> type(demo.permission_policy).__name__  # the real client's, for into_tools()
+        'McpPermissionPolicy'
+
+        Without ``async with``: :meth:`connect` reads the tool list, :meth:`close` ends
+        (recording, both go to the real client):
+
+        >>> async def plain() -> int:
+        ...     await demo.connect()
+        ...     try:
+        ...         return len(await demo.definitions())
+        ...     finally:
+        ...         await demo.close()
+        >>> asyncio.run(plain())
+        1
+    """
+
+    def __init__(self, tape: McpTape, client: McpClient, *, recording: bool) -> None:
+        self.client = client
+        """The real client: used while recording, never connected while replaying."""
+        self.recording = recording
+        """Whether calls go to the real server (and are recorded)."""
+        self._tape = tape
+        self._infos: list[McpToolInfo] | None = None
+
+    @property
+    def server_name(self) -> str:
+        """The real client's server name."""
+        return self.client.server_name
+
+    @property
+    def timeout(self) -> float:
+        """The real client's per-request timeout."""
+        return self.client.timeout
+
+    @property
+    def permission_policy(self) -> PermissionPolicy:
+        """The real client's permission policy, which :meth:`into_tools` applies."""
+        return self.client.permission_policy
+
+    async def connect(self) -> None:
+        """Recording: connect the real client and record its tool list. Replaying: read
+        the tool list from the cassette."""
+        if self.recording:
+            await self.client.connect()
+        await self.tool_infos()
+
+    async def close(self) -> None:
+        """Recording: close the real client. Replaying: nothing to close."""
+        if self.recording:
+            await self.client.close()
+
+    async def __aenter__(self) -> CassetteMcpClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def tool_infos(self) -> list[McpToolInfo]:
+        """The server's tools (recorded from, or replayed as, its ``tools/list``)."""
+        if self.recording:
+            infos = await self.client.tool_infos()
+            if infos != self._infos:
+                self._tape.record(
+                    {
+                        "server": self.server_name,
+                        "method": "tools/list",
+                        "tools": [_info_json(info) for info in infos],
+                    }
+                )
+            self._infos = infos
+            return infos
+        if self._infos is None:
+            self._infos = [_info(tool) for tool in self._tape.tools(self.server_name)]
+        return self._infos
+
+    async def definitions(self) -> list[dict[str, Any]]:
+        """The tools as Chat Completions tool params, like :meth:`McpClient.definitions`."""
+        return [definition(info) for info in await self.tool_infos()]
+
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> Any:
+        """Call a tool: on the server, recording its value or error; or from the cassette."""
+        arguments = dict(args or {})
+        if not self.recording:
+            call = self._tape.call(self.server_name, name, arguments)
+            if "error" in call:
+                error = call["error"]
+                if error.get("type") == "ToolExecutionError":
+                    raise ToolExecutionError(name, error["message"])
+                raise McpError(self.server_name, error["message"], tool_name=name)
+            return decode_value(call["result"])
+        entry: dict[str, Any] = {
+            "server": self.server_name,
+            "method": "tools/call",
+            "tool": name,
+            "arguments": arguments,
+        }
+        try:
+            value = await self.client.call_tool(name, args, timeout=timeout)
+        except ToolExecutionError as exc:
+            reason = getattr(exc, "reason", None)
+            message = reason if isinstance(reason, str) else exc.message
+            self._tape.record(
+                {**entry, "error": {"type": "ToolExecutionError", "message": message}}
+            )
+            raise
+        except McpError as exc:
+            self._tape.record({**entry, "error": {"type": type(exc).__name__, "message": str(exc)}})
+            raise
+        self._tape.record({**entry, "result": encode_value(value, name)})
+        return value
+
+    def into_tools(
+        self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
+    ) -> list[BaseTool]:
+        """Adapters for the tools, as :meth:`McpClient.into_tools` makes them, calling
+        through this client. Needs the tool list: :meth:`connect` first."""
+        if self._infos is None:
+            raise CassetteError(
+                f"MCP server '{self.server_name}': no tool list yet; connect() first"
+            )
+        name = self.server_name if prefix is True else (prefix or None)
+        chosen = policy or self.permission_policy
+        return make_adapters(self, self._infos, name, chosen)
+
+    def __repr__(self) -> str:
+        mode = "recording" if self.recording else "replaying"
+        return f"<CassetteMcpClient {self.server_name!r} {mode}>"
+
+
+def _info_json(info: McpToolInfo) -> dict[str, Any]:
+    data = asdict(info)
+    return {k: v for k, v in data.items() if v not in (None, {}, "") or k == "name"}
+
+
+def _info(data: Mapping[str, Any]) -> McpToolInfo:
+    return McpToolInfo(**data)

@@ -1,0 +1,111 @@
+"""A pytest plugin for cassettes: the ``cassette`` fixture, its marker and ``--record-mode``.
+
+Turn it on in a ``conftest.py``::
+
+    pytest_plugins = ["agcore_tools.testing.pytest_plugin"]
+
+A test that takes the ``cassette`` fixture gets a :class:`~agcore_tools.testing.Cassette`
+stored in ``cassettes/<name>.json`` beside the test file (override the
+``cassette_dir`` fixture to move them). ``<name>`` is the marker's argument,
+``@pytest.mark.cassette("weather_run")``, or else ``<module>.<test name>``.
+
+``--record-mode`` (or the ``AGCORE_RECORD_MODE`` variable) says when to record:
+``once`` (the default: record a cassette that does not exist yet, replay the rest),
+``rewrite`` (record them all again, against the real model and servers) or ``none``
+(replay only; a missing cassette fails). With pytest-recording installed, its own
+``--record-mode`` is read instead (its ``all`` means ``rewrite``).
+
+A replaying test runs with the network blocked (:func:`~agcore_tools.testing.no_network`),
+and fails at teardown on any difference the replay met, even one the code under test
+caught. A recording is saved only when the test passed.
+
+Example:
+    >>> cassette_name("tests/test_agent.py", "test_weather[sse]")
+    'test_agent.test_weather_sse'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from ._cassette import Cassette, RecordMode
+from ._network import no_network
+
+__all__ = ["cassette", "cassette_dir", "cassette_name", "record_mode"]
+
+_ENV = "AGCORE_RECORD_MODE"
+_ALIASES = {"all": "rewrite", "new_episodes": "once", "none": "none", "once": "once"}
+_PASSED = pytest.StashKey[bool]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--record-mode`` (unless pytest-recording added it already)."""
+    group = parser.getgroup("agcore_tools", "agcore_tools cassettes")
+    with contextlib.suppress(ValueError):  # pytest-recording's option, with the same meaning
+        group.addoption(
+            "--record-mode",
+            action="store",
+            default=None,
+            choices=("once", "rewrite", "none"),
+            help="when cassettes record: once (missing ones; default), rewrite (all), "
+            f"none (never); also ${_ENV}",
+        )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Declare the ``cassette`` marker."""
+    config.addinivalue_line(
+        "markers", "cassette(name): the cassette file (cassettes/<name>.json) of the test"
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Note whether the test itself passed (a failed recording is not saved)."""
+    outcome = yield
+    report = cast(Any, outcome).get_result()
+    if report.when == "call":
+        item.stash[_PASSED] = report.passed
+
+
+def cassette_name(path: str | os.PathLike[str], test: str) -> str:
+    """The default cassette name of a test: ``<module>.<test>``, file-name safe."""
+    return re.sub(r"[^\w.-]+", "_", f"{Path(path).stem}.{test}").strip("_")
+
+
+def record_mode(config: pytest.Config) -> RecordMode:
+    """The record mode: ``--record-mode``, else ``$AGCORE_RECORD_MODE``, else ``once``."""
+    value = config.getoption("--record-mode", default=None) or os.environ.get(_ENV) or "once"
+    mode = _ALIASES.get(str(value), str(value))
+    return cast(RecordMode, mode)
+
+
+@pytest.fixture
+def cassette_dir(request: pytest.FixtureRequest) -> Path:
+    """Where the test's cassettes live: ``cassettes/`` beside its file."""
+    return Path(request.path).parent / "cassettes"
+
+
+@pytest.fixture
+def cassette(request: pytest.FixtureRequest, cassette_dir: Path) -> Iterator[Cassette]:
+    """The test's :class:`~agcore_tools.testing.Cassette`, recording or replaying."""
+    marker = request.node.get_closest_marker("cassette")
+    name = marker.args[0] if marker and marker.args else None
+    name = name or cassette_name(request.path, request.node.name)
+    tape = Cassette(cassette_dir / f"{name}.json", record_mode(request.config))
+    if tape.recording:
+        yield tape
+        if request.node.stash.get(_PASSED, False):
+            tape.save()
+        return
+    with no_network():
+        yield tape
+    if request.node.stash.get(_PASSED, False):
+        tape.check()

@@ -1,0 +1,338 @@
+"""RedisStore against a real Redis server: the shared result cache, the shared rate
+bucket (across processes), refusals, and errors that keep a URL's password out.
+
+The session starts its own ``redis-server`` (Debian's package, which ``make test``
+installs) on a unix socket in a temporary folder, with TCP off (``--port 0``) and
+nothing saved to disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from agcore_tools import (
+    RateLimit,
+    ResultCache,
+    ToolConfigError,
+    ToolError,
+    ToolPolicy,
+    ToolRegistry,
+    ToolUnavailableError,
+)
+from agcore_tools.policies import CacheStore, RateStore
+
+redis = pytest.importorskip(
+    "redis", reason="redis-py (the redis extra, in dev) is not installed: run make test"
+)
+
+from agcore_tools.redis import RedisStore  # noqa: E402 (after the skip)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def redis_socket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server of this session, on a unix socket only; its path."""
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server is not installed: `make test` installs Debian's redis-server")
+    folder = tmp_path_factory.mktemp("redis")
+    socket = str(folder / "redis.sock")
+    proc = subprocess.Popen(
+        [
+            *(server, "--port", "0", "--unixsocket", socket, "--unixsocketperm", "700"),
+            *("--save", "", "--appendonly", "no", "--dir", str(folder), "--logfile", ""),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        client = redis.Redis(unix_socket_path=socket, socket_timeout=1.0)
+        deadline = time.monotonic() + 10.0
+        while True:
+            if proc.poll() is not None:
+                out = proc.stdout.read() if proc.stdout else ""
+                pytest.fail(f"redis-server exited with {proc.returncode}: {out[-2000:]}")
+            try:
+                if client.ping():
+                    break
+            except (redis.ConnectionError, redis.TimeoutError, OSError):
+                if time.monotonic() > deadline:
+                    pytest.fail("redis-server did not answer PING within 10 s")
+                time.sleep(0.02)
+        client.close()
+        yield socket
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A key prefix of this test's own, so tests never see each other's keys."""
+    return f"t{uuid.uuid4().hex[:10]}:"
+
+
+@pytest.fixture
+async def store(redis_socket: str, prefix: str) -> AsyncIterator[RedisStore]:
+    async with RedisStore(f"unix://{redis_socket}", prefix=prefix) as store:
+        yield store
+
+
+def counting_registry(store: RedisStore, calls: list[str]) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(policy=ToolPolicy(cache=ResultCache(60, store=store)))
+    def lookup(order_id: str) -> dict[str, str]:
+        """Look an order up."""
+        calls.append(order_id)
+        return {"order": order_id, "status": "shipped"}
+
+    return registry
+
+
+async def test_the_store_is_both_protocols_and_its_repr_names_where(
+    store: RedisStore, redis_socket: str, prefix: str
+) -> None:
+    assert isinstance(store, RateStore) and isinstance(store, CacheStore)
+    assert repr(store) == f"RedisStore('unix://{redis_socket}', prefix='{prefix}')"
+    # A client given is used as is, and left open.
+    client = redis.asyncio.Redis(unix_socket_path=redis_socket, decode_responses=True)
+    async with RedisStore(client, prefix=prefix) as given:
+        await given.set("k", "é", ttl=5)
+        assert await given.get("k") == "é"
+        assert await store.get("k") == "é"  # bytes from the other client, decoded
+    assert await client.ping()
+    await client.aclose()
+
+
+async def test_cache_set_get_and_expiry(store: RedisStore) -> None:
+    assert await store.get("missing") is None
+    await store.set("long", '{"a": 1}', ttl=60)
+    await store.set("short", '"x"', ttl=0.05)
+    assert await store.get("long") == '{"a": 1}'
+    assert 0 < await store.client.pttl(store.cache_key("long")) <= 60_000
+    assert 0 < await store.client.pttl(store.cache_key("short")) <= 50
+    await asyncio.sleep(0.1)  # never ends early: the 50 ms are over
+    assert await store.get("short") is None
+    assert await store.get("long") == '{"a": 1}'
+
+
+async def test_two_registries_share_results_through_the_store(
+    redis_socket: str, prefix: str
+) -> None:
+    # Two workers: each has its own registry and its own store on the same server.
+    first_calls: list[str] = []
+    second_calls: list[str] = []
+    url = f"unix://{redis_socket}"
+    async with RedisStore(url, prefix=prefix) as one, RedisStore(url, prefix=prefix) as two:
+        first, second = counting_registry(one, first_calls), counting_registry(two, second_calls)
+        ran = await first.invoke("lookup", {"order_id": "A1"})
+        answered = await second.invoke("lookup", {"order_id": "A1"})
+        assert (ran.cached, answered.cached) == (False, True)
+        assert answered.output == ran.output == {"order": "A1", "status": "shipped"}
+        assert first_calls == ["A1"] and second_calls == []
+        # Other arguments are another key.
+        other = await second.invoke("lookup", {"order_id": "B2"})
+        assert not other.cached and second_calls == ["B2"]
+
+
+async def test_reserve_takes_turns_like_the_memory_store(store: RedisStore) -> None:
+    limit = RateLimit(2, per=1.0)  # a turn every 0.5 s, 2 back to back
+    assert [await store.reserve("k", limit, 0.0) for _ in range(2)] == [0.0, 0.0]
+    assert await store.reserve("k", limit, 0.0) is None  # would wait: refused...
+    assert await store.reserve("k", limit, 0.3) is None
+    # ...with nothing taken: the next turn is still the first one after the burst,
+    # at most 0.5 s after the first reservation (had a refusal taken it, about 1 s).
+    first = await store.reserve("k", limit, float("inf"))
+    assert first is not None and 0.0 < first <= 0.5
+    second = await store.reserve("k", limit, 10.0)
+    assert second is not None and 0.5 < second <= 1.0
+    # The bucket's key vanishes once the bucket is full again (~2 s from now).
+    assert 0 < await store.client.pttl(store.rate_key("k")) <= 2000
+    # Buckets are separate.
+    assert await store.reserve("other", limit, 0.0) == 0.0
+
+
+async def test_a_tool_set_not_to_wait_is_refused_through_the_store(
+    store: RedisStore, redis_socket: str
+) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool(policy=ToolPolicy(rate=RateLimit(1, per=60, wait=False, store=store)))
+    def send(text: str) -> str:
+        """Send a message."""
+        return f"sent {text}"
+
+    assert (await registry.invoke("send", {"text": "a"})).output == "sent a"
+    with pytest.raises(ToolUnavailableError, match=r"over its rate limit of 1 call\(s\) per 60 s"):
+        await registry.invoke("send", {"text": "b"})
+    # The bucket is the server's: another registry and store share it.
+    async with RedisStore(f"unix://{redis_socket}", prefix=store.prefix) as other_store:
+        other = ToolRegistry()
+
+        @other.tool(
+            name="send", policy=ToolPolicy(rate=RateLimit(1, per=60, wait=False, store=other_store))
+        )
+        def send_again(text: str) -> str:
+            """Send a message."""
+            return f"sent {text}"
+
+        with pytest.raises(ToolUnavailableError):
+            await other.invoke("send", {"text": "c"})
+
+
+_WORKER = textwrap.dedent(
+    """
+    import asyncio, json, sys, time
+    from agcore_tools import RateLimit, ToolPolicy, ToolRegistry
+    from agcore_tools.redis import RedisStore
+
+    socket, prefix, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+    async def main() -> None:
+        starts = []
+        async with RedisStore(f"unix://{socket}", prefix=prefix) as store:
+            registry = ToolRegistry()
+            limit = RateLimit(5, per=0.25, burst=2, store=store)
+
+            @registry.tool(policy=ToolPolicy(rate=limit))
+            def ping() -> str:
+                '''Ping.'''
+                starts.append(time.time())
+                return "pong"
+
+            await store.client.ping()  # connected before the start
+            print("ready", flush=True)
+            sys.stdin.readline()
+            done = await asyncio.gather(*(registry.invoke("ping", {}) for _ in range(calls)))
+            assert all(inv.ok for inv in done), [inv.error for inv in done]
+        print(json.dumps(starts), flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_rate_limit_holds_across_processes(redis_socket: str, prefix: str) -> None:
+    # Two processes, each with its own registry and store, fire 12 calls each at a tool
+    # limited to 5 calls per 0.25 s (a turn every 50 ms) with a burst of 2. The bucket
+    # starts full when they start; from then on, at any moment t, the calls started by
+    # both together are at most burst + (t - start) / interval. Deterministic: a call
+    # starts no earlier than its turn on the server's clock (a sleep never ends early),
+    # and the server's clock is this machine's wall clock.
+    interval, burst, calls = 0.05, 2, 12
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, redis_socket, prefix, str(calls)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+        for _ in range(2)
+    ]
+    try:
+        for worker in workers:
+            assert worker.stdout is not None
+            line = worker.stdout.readline()
+            assert line == "ready\n", (line, worker.stderr.read() if worker.stderr else "")
+        begin = time.time()
+        for worker in workers:  # both go at once
+            assert worker.stdin is not None
+            worker.stdin.write("go\n")
+            worker.stdin.close()
+        outputs = []
+        for worker in workers:
+            assert worker.stdout is not None and worker.stderr is not None
+            outputs.append((worker.stdout.read(), worker.stderr.read()))
+            worker.wait(timeout=30)
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait(timeout=5)
+            for pipe in (worker.stdout, worker.stderr):
+                if pipe is not None:
+                    pipe.close()
+    for worker, (_, err) in zip(workers, outputs, strict=True):
+        assert worker.returncode == 0, err
+    starts = sorted(t for out, _ in outputs for t in json.loads(out.splitlines()[-1]))
+    assert len(starts) == 2 * calls
+    # The k-th start (from 0) is no earlier than the (k + 1 - burst)-th interval after
+    # the start, give or take the server clock's microsecond.
+    early = [
+        (k, round(t - begin, 4))
+        for k, t in enumerate(starts)
+        if t < begin + (k + 1 - burst) * interval - 1e-3
+    ]
+    assert not early, f"calls started ahead of their turn: {early}"
+    # So together they took at least (2 * calls - burst) intervals: a bucket per process
+    # would have let them through in about half that.
+    assert starts[-1] - begin >= (2 * calls - burst) * interval - 1e-3
+
+
+async def test_errors_name_what_failed_and_leave_the_password_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    secret = "hunter2-Zq9"
+    urls = [
+        f"unix://:{secret}@{tmp_path}/no-such.sock",
+        f"redis://agent:{secret}@127.0.0.1:1/0",  # port 1: refused
+    ]
+    limit = RateLimit(1)
+    for url in urls:
+        async with RedisStore(url) as store:
+            assert secret not in repr(store) and ":***@" in repr(store)
+            attempts = [
+                ("reading cached result 'k'", store.get("k")),
+                ("caching result 'k'", store.set("k", "v", 1.0)),
+                ("reserving a turn in rate bucket 'b'", store.reserve("b", limit, 1.0)),
+            ]
+            for what, attempt in attempts:
+                with pytest.raises(ToolError) as caught:
+                    await attempt
+                text = str(caught.value)
+                assert secret not in text and "\n" not in text
+                assert text.startswith("RedisStore on ") and f"{what} failed: " in text
+                assert isinstance(caught.value.__cause__, redis.RedisError)
+    # A URL redis-py refuses to parse: a configuration error, still without the password.
+    with pytest.raises(ToolConfigError) as bad:
+        RedisStore(f"redis://:{secret}@localhost:notaport/0")
+    assert secret not in str(bad.value)
+    # A password written URL-encoded is left out in both forms.
+    async with RedisStore("redis://:hunter%402@127.0.0.1:1/0") as encoded:
+        with pytest.raises(ToolError) as caught:
+            await encoded.get("k")
+        assert "hunter" not in str(caught.value) and "hunter" not in repr(encoded)
+    assert not [r for r in caplog.records if secret in r.getMessage()]
+
+
+def test_without_redis_py_the_store_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if it were not installed
+    with pytest.raises(ToolConfigError, match=r"pip install 'agcore-tools\[redis\]'"):
+        RedisStore("redis://localhost")

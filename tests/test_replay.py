@@ -1,0 +1,351 @@
+"""Record and replay (issue 30, part 4): a run through LlmCycle or the drop-in, MCP calls
+included, is recorded to a cassette and replayed offline, with no socket, in under 100 ms
+for five turns; a changed request fails at its first difference; secrets stay out."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools import McpClient, StdioTransport, ToolRegistry
+from agcore_tools.testing import (
+    Cassette,
+    CassetteError,
+    CassetteMismatchError,
+    ScriptedChatServer,
+    no_network,
+)
+
+from ._replay_runs import (
+    FIVE_TURN_SCRIPT,
+    ROOT,
+    S,
+    five_turns,
+    replayed_offline,
+)
+
+REPLAY_BOUND = 0.100  # the target: five turns replayed in under 100 ms
+
+
+async def record_five(path: Path, **options: Any) -> Any:
+    with ScriptedChatServer(FIVE_TURN_SCRIPT) as server:
+        with Cassette(path, "rewrite") as cassette:
+            outcome = await five_turns(
+                cassette, base_url=server.base_url, api_key="sk-proj-SECRETKEY0123456789", **options
+            )
+        assert len(server.requests) == 5
+    return outcome
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    path = tmp_path_factory.mktemp("cassettes") / "five.json"
+    return path, asyncio.run(record_five(path))
+
+
+def test_a_five_turn_run_replays_with_no_socket_in_under_100_ms(recorded) -> None:
+    path, original = recorded
+    assert original.turns == 5 and len(original.calls) == 5
+
+    async def replay() -> Any:
+        with Cassette(path, "none") as cassette:
+            return await five_turns(cassette)
+
+    _, outcome, timings = replayed_offline(replay)
+    assert outcome.calls == original.calls  # the same tool calls, with the same arguments
+    assert outcome.messages == original.messages  # the same final history
+    assert outcome.turns == 5 and outcome.text == "5, Tokyo, 3 words, 12, and 75.2 °F."
+    # The MCP tools answered from the cassette: their results are in the history.
+    tool_results = [m["content"] for m in outcome.messages if m["role"] == "tool"]
+    assert tool_results[:2] == ["5", "Tokyo"] and "75.2" in tool_results[-1]
+    print(f"five-turn replay: {min(timings) * 1000:.1f} ms (best of {timings})")
+    assert min(timings) < REPLAY_BOUND, timings
+
+
+def test_the_cassette_holds_the_requests_responses_and_mcp_calls(recorded) -> None:
+    path, _ = recorded
+    data = json.loads(path.read_text())
+    kinds = [(i["kind"], i.get("method")) for i in data["interactions"]]
+    assert kinds.count(("http", None)) == 6  # GET /models, then five turns
+    assert kinds[0] == ("mcp", "tools/list")
+    calls = [i for i in data["interactions"] if i.get("method") == "tools/call"]
+    assert [(c["tool"], c["arguments"]) for c in calls] == [
+        ("capital_of", {"country": "Japan"}),
+        ("text_stats", {"text": "Tokyo is big."}),
+        ("celsius_to_fahrenheit", {"celsius": 24}),
+    ]
+    assert calls[0]["result"] == "Tokyo"
+    posts = [i for i in data["interactions"] if i.get("request", {}).get("method") == "POST"]
+    assert posts[0]["response"]["json"]["choices"][0]["finish_reason"] == "tool_calls"
+    assert posts[0]["response"]["headers"] == {"content-type": "application/json"}
+
+
+def test_nothing_secret_is_in_the_file(tmp_path: Path) -> None:
+    key, org_cookie, query_key = (
+        "sk-proj-SECRETKEY0123456789",
+        "sess=COOKIEVALUE987",
+        "QKEY-55555555",
+    )
+    path = tmp_path / "secret.json"
+
+    async def run() -> None:
+        with (
+            ScriptedChatServer([S.reply_text("Hi")]) as server,
+            Cassette(path, "rewrite", secrets=["tool-password-42"]) as cassette,
+        ):
+            async with cassette.client(
+                base_url=server.base_url,
+                api_key=key,
+                default_headers={"Cookie": org_cookie, "x-api-key": "XAPIKEY-777777"},
+                default_query={"api-key": query_key, "api-version": "2024-10-21"},
+            ) as client:
+                await client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "tool-password-42 and hi"}]
+                )
+            sent = server.requests[0].headers
+            assert sent["authorization"] == f"Bearer {key}" and sent["cookie"] == org_cookie
+
+    asyncio.run(run())
+    text = path.read_text()
+    for secret in (key, "COOKIEVALUE987", query_key, "XAPIKEY-777777", "tool-password-42"):
+        assert secret not in text
+    lowered = text.lower()
+    assert "authorization" not in lowered and "cookie" not in lowered and "bearer" not in lowered
+    [interaction] = json.loads(text)["interactions"]
+    assert interaction["request"]["url"].endswith(
+        "/v1/chat/completions?api-key=%5Bscrubbed%5D&api-version=2024-10-21"
+    )
+    assert interaction["request"]["json"]["messages"][0]["content"] == "[scrubbed] and hi"
+    assert set(interaction["request"]) == {"method", "url", "json"}  # no header at all
+    assert set(interaction["response"]["headers"]) == {"content-type"}
+
+    async def replay() -> None:  # a scrubbed value matches the secret it stood for
+        with no_network(), Cassette(path, "none") as cassette:
+            async with cassette.client(default_query={"api-key": "other-key-000"}) as client:
+                reply = await client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "tool-password-42 and hi"}]
+                )
+        assert reply.choices[0].message.content == "Hi"
+
+    asyncio.run(replay())
+
+
+async def test_scrubbed_mcp_arguments_still_match() -> None:
+    cassette = Cassette.from_interactions(
+        [
+            {"kind": "mcp", "server": "db", "method": "tools/list", "tools": [{"name": "login"}]},
+            {"kind": "mcp", "server": "db", "method": "tools/call", "tool": "login",
+             "arguments": {"user": "ann", "password": "[scrubbed]"}, "result": "ok"},
+        ]
+    )  # fmt: skip
+    async with cassette.mcp(McpClient("db", StdioTransport("no-such-server"))) as db:
+        assert await db.call_tool("login", {"user": "ann", "password": "hunter2-long"}) == "ok"
+    cassette.check()
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_both_apis_as_json_and_as_events_replay(
+    tmp_path: Path, api: str, stream: bool
+) -> None:
+    path = tmp_path / "run.json"
+    original = await record_five(path, stream=stream, api=api)
+    data = json.loads(path.read_text())
+    answers = [i["response"] for i in data["interactions"] if i.get("request", {}).get("json")]
+    assert all(("sse" in a) == stream and ("json" in a) != stream for a in answers)
+    with no_network() as guard, Cassette(path, "none") as cassette:
+        replayed = await five_turns(cassette, stream=stream, api=api)
+    assert guard.attempts == []
+    assert replayed.messages == original.messages and replayed.calls == original.calls
+
+
+async def test_the_drop_in_records_and_replays(tmp_path: Path) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def get_weather(city: str) -> dict:
+        """The current weather in a city."""
+        return {"city": city, "celsius": 18}
+
+    async def app(cassette: Cassette, **options: Any) -> list[dict[str, Any]]:
+        client = cassette.client(**options)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Paris?"}]
+        while True:
+            completion = await client.chat.completions.create(
+                model="gpt-4o-mini", messages=messages, tools=registry.definitions()
+            )
+            message = completion.choices[0].message
+            messages.append({**message.to_dict(), "content": message.content or ""})
+            if not message.tool_calls:
+                break
+            messages += await registry.run_tool_calls(message.tool_calls)
+        await client.close()
+        return messages
+
+    script = [S.reply_tool_calls([("get_weather", {"city": "Paris"})]), S.reply_text("18 °C.")]
+    path = tmp_path / "drop_in.json"
+    with ScriptedChatServer(script) as server, Cassette(path) as cassette:
+        recorded = await app(cassette, base_url=server.base_url, api_key="k")
+    with no_network(), Cassette(path) as cassette:  # "once": the file exists, so it replays
+        assert not cassette.recording
+        assert await app(cassette) == recorded
+    assert recorded[-1]["content"] == "18 °C."
+
+
+async def test_a_changed_request_fails_at_its_first_difference(recorded) -> None:
+    path, _ = recorded
+
+    def rename(registry: ToolRegistry) -> None:
+        registry.entry("add").tool.description = "Add two whole numbers."
+
+    with (
+        pytest.raises(CassetteMismatchError) as caught,
+        no_network(),
+        Cassette(path, "none") as cassette,
+    ):
+        await five_turns(cassette, tweak=rename)
+    error = caught.value
+    assert str(error) == (
+        "request 1 differs at tools[0].function.description: "
+        "recorded 'Add two integers.', got 'Add two whole numbers.'"
+    )
+    assert (error.index, error.path) == (1, "tools[0].function.description")
+    assert isinstance(error, AssertionError)
+
+
+async def test_a_changed_tool_result_is_allowed_and_the_model_side_stays_fixed(recorded) -> None:
+    path, original = recorded
+
+    def lie(registry: ToolRegistry) -> None:
+        registry.entry("add").tool.func = lambda a, b: a * b  # type: ignore[attr-defined]
+
+    with no_network(), Cassette(path, "none") as cassette:
+        changed = await five_turns(cassette, tweak=lie)
+    assert changed.calls == original.calls and changed.text == original.text
+    results = [m["content"] for m in changed.messages if m["role"] == "tool"]
+    assert results[0] == "6" and results[3] == "35"  # 2 * 3, 5 * 7
+    same = [m for m in changed.messages if m["role"] != "tool"]
+    assert same == [m for m in original.messages if m["role"] != "tool"]
+
+
+async def test_an_mcp_call_the_cassette_does_not_hold_fails_the_replay(tmp_path: Path) -> None:
+    cassette = Cassette.from_interactions(
+        [
+            {"kind": "mcp", "server": "demo", "method": "tools/list", "tools": [{"name": "t"}]},
+            {"kind": "mcp", "server": "demo", "method": "tools/call", "tool": "t",
+             "arguments": {"x": 1}, "error": {"type": "ToolExecutionError", "message": "no"}},
+        ]
+    )  # fmt: skip
+    client = McpClient("demo", StdioTransport("no-such-server"))
+    async with cassette.mcp(client) as demo:
+        registry = ToolRegistry()
+        registry.register_all(demo.into_tools())
+        failed = await registry.invoke("t", {"x": 1})  # the recorded error, replayed
+        assert "no" in str(failed.error) and type(failed.error).__name__ == "ToolExecutionError"
+        other = await registry.invoke("t", {"x": 2})  # not recorded: an error result...
+        assert not other.ok
+    assert client.pid is None and not client.connected  # no server process, ever
+    with pytest.raises(
+        CassetteMismatchError,
+        match=r"MCP call of tool 't' on server 'demo' "
+        r'with arguments \{"x": 2\} is not in the cassette',
+    ):
+        cassette.check()  # ...and the replay fails
+
+
+async def test_requests_past_the_end_or_never_sent_fail(recorded) -> None:
+    path, _ = recorded
+    cassette = Cassette(path, "none")
+    async with cassette.client() as client:
+        with pytest.raises(
+            CassetteMismatchError,
+            match=r"request 0 differs at url: recorded 'GET /v1/models', got 'POST /v1/embeddings'",
+        ):
+            await client.embeddings.create(model="m", input="x")
+    cassette.rewind()
+    with pytest.raises(
+        CassetteMismatchError,
+        match=r"request 0 \(GET /v1/models\) was recorded but the replay never sent it \(6 request",
+    ):
+        cassette.check()
+    empty = Cassette.from_interactions([])
+    async with empty.client() as client:
+        with pytest.raises(
+            CassetteMismatchError,
+            match=r"request 0 .* is past the end of the cassette, which holds 0",
+        ):
+            await client.models.list()
+
+
+def test_modes(tmp_path: Path) -> None:
+    with pytest.raises(CassetteError, match="is missing"):
+        Cassette(tmp_path / "nope.json", "none")
+    with pytest.raises(CassetteError, match="record mode must be"):
+        Cassette(tmp_path / "x.json", "all")  # type: ignore[arg-type]
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(CassetteError, match="not a version-1 cassette"):
+        Cassette(tmp_path / "bad.json")
+    assert Cassette(tmp_path / "bad.json", "rewrite").recording
+    assert Cassette(tmp_path / "new.json").recording
+    with pytest.raises(CassetteError, match="while the network is blocked"), no_network():
+        import socket
+
+        socket.create_connection(("127.0.0.1", 9), timeout=1)
+
+
+PLUGIN_TEST = """
+import pytest
+from agcore_tools import CycleConfig, LlmCycle
+from agcore_tools.testing import ScriptedChatServer
+
+@pytest.mark.cassette("hello_run")
+async def test_hello(cassette):
+    if cassette.recording:
+        with ScriptedChatServer([ScriptedChatServer.reply_text("Hello!")]) as server:
+            async with cassette.client(base_url=server.base_url, api_key="k") as client:
+                response = await LlmCycle(CycleConfig("m"), client=client).submit(PROMPT)
+    else:
+        async with cassette.client() as client:
+            response = await LlmCycle(CycleConfig("m"), client=client).submit(PROMPT)
+    assert response.text == "Hello!"
+    print("RECORDING" if cassette.recording else "REPLAYING")
+"""
+
+
+def _pytest(folder: Path, prompt: str, *args: str, env: dict[str, str] | None = None) -> str:
+    (folder / "conftest.py").write_text('pytest_plugins = ["agcore_tools.testing.pytest_plugin"]\n')
+    (folder / "test_plugin_run.py").write_text(
+        f"PROMPT = {prompt!r}\n" + textwrap.dedent(PLUGIN_TEST)
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto", *args],
+        cwd=folder, capture_output=True, text=True, timeout=120,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )  # fmt: skip
+    return out.stdout + out.stderr
+
+
+def test_the_pytest_plugin_records_once_replays_then_rewrites(tmp_path: Path) -> None:
+    cassette = tmp_path / "cassettes" / "hello_run.json"
+    assert "1 passed" in (out := _pytest(tmp_path, "Hi")) and "RECORDING" in out, out
+    assert cassette.is_file()
+    out = _pytest(tmp_path, "Hi", "--record-mode=none")
+    assert "1 passed" in out and "REPLAYING" in out, out
+    out = _pytest(tmp_path, "Hi there")  # a changed prompt: the replay fails and says where
+    assert (
+        "1 failed" in out
+        and "request 1 differs at messages[0].content: recorded 'Hi', got 'Hi there'" in out
+    ), out
+    out = _pytest(tmp_path, "Hi there", env={"AGCORE_RECORD_MODE": "rewrite"})
+    assert "1 passed" in out and "RECORDING" in out, out
+    assert "Hi there" in cassette.read_text()
+    cassette.unlink()
+    out = _pytest(tmp_path, "Hi", "--record-mode=none")
+    assert "1 error" in out and "is missing (record mode 'none')" in out, out
