@@ -87,7 +87,7 @@ def _reference() -> tuple[dict[str, str], list[Any]]:
             identifier = f"{name}.{public}"
             first = documented.get(id(obj))
             if first is not None:
-                listing.append(f"- [`{public}`][{first}] (also `{first}`)")
+                listing.append(f"- [`{public}`][{first}] (documented as `{first}`)")
                 continue
             documented[id(obj)] = identifier
             page = f"{folder}/{public}.md"
