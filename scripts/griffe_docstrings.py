@@ -18,7 +18,11 @@ from typing import Any
 import griffe
 
 _EXAMPLE = re.compile(r"^(\s*)Example:[ \t]*$", re.M)
-_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj):`(~?)([\w.]+)(\(\))?`")
+# :role:`target`, :role:`~a.b.target`, :role:`target()` or :role:`title <target>`, the
+# target maybe broken over two lines.
+_ROLE = re.compile(
+    r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj):`(~?)([^`<]+?)\s*(?:<([\w.]+)>)?`"
+)
 
 
 def _public_top_level() -> set[str]:
@@ -45,8 +49,15 @@ class SiteDocstrings(griffe.Extension):
 
     def _rewrite(self, obj: griffe.Object, text: str) -> str:
         def role(match: re.Match[str]) -> str:
-            short, target, call = match.groups()
-            shown = (target.rsplit(".", 1)[-1] if short else target) + (call or "")
+            short, text, explicit = match.groups()
+            text = re.sub(r"\s+", "", text) if explicit is None else text.strip()
+            target = explicit or text.removesuffix("()")
+            if explicit is not None:
+                shown = text
+            else:
+                shown = text.rsplit(".", 1)[-1] if short else text
+                if text.endswith("()") and short:
+                    shown = target.rsplit(".", 1)[-1] + "()"
             identifier = self._identifier(obj, target)
             # An optional reference: a link when the entry exists, else just the code.
             return f'<autoref identifier="{identifier}" optional><code>{shown}</code></autoref>'
