@@ -62,7 +62,8 @@ def _newest_source() -> float:
     for name in SOURCES:
         path = ROOT / name
         files = [path] if path.is_file() else path.rglob("*")
-        newest = max([newest, *(f.stat().st_mtime for f in files if f.is_file())])
+        sources = (f for f in files if f.is_file() and "__pycache__" not in f.parts)
+        newest = max([newest, *(f.stat().st_mtime for f in sources)])
     return newest
 
 
