@@ -183,7 +183,7 @@ UNIT_MARKERS := not interop and not real_snippets and not llama_server
 MCP_WITH_REAL := tests/mcp/test_client.py tests/mcp/test_conformance.py \
   tests/mcp/test_faults.py tests/mcp/test_recovery.py
 unit: $(STAMP)
-	$(MAKE) --no-print-directory -j4 node real-servers redis-server
+	$(MAKE) --no-print-directory -j4 node real-servers redis-server chromium
 	$(MAKE) --no-print-directory -j3 --output-sync=target unit-real unit-mcp unit-rest
 
 # The Python the test parts run under (test-py3.X sets another venv's).
@@ -203,7 +203,19 @@ unit-rest: $(STAMP)
 unit-mcp-slow: $(STAMP)
 	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" $(MCP_WITH_REAL)
 
-test: lint typecheck unit
+test: lint typecheck docs unit
+
+# The documentation site (mkdocs.yml) into site/. --strict: a warning, such as a broken
+# link or cross-reference, fails the build. tests/test_site.py opens it in a browser.
+.PHONY: docs chromium
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# Debian's chromium for the site's browser test (tests/test_site.py), which Playwright
+# drives by its path: nothing downloads a browser build. After redis-server's apt-get
+# (order only): two apt-gets at once would fight over dpkg's lock.
+chromium: | redis-server
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 # Every supported Python, each in a venv of its own (.venv-py3.X), from the machine's
 # pyenv (or python3.X on the PATH): the suite without tests/real, whose servers need a

@@ -38,7 +38,8 @@ class RegistrySync:
         """:meth:`invoke` for synchronous code: runs it on agcore_tools' own event loop.
 
         Works in a plain script, from worker threads and inside a running loop (a
-        notebook cell), where it blocks until the call ends. See the README's "Sync apps".
+        notebook cell), where it blocks until the call ends. See the sync apps guide
+        (``docs/guides/sync.md``).
 
         Example:
             >>> from agcore_tools import ToolRegistry

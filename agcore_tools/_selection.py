@@ -127,8 +127,8 @@ class ToolSearch:
     core: Selector = ()
     """The tools offered from the first request on."""
     budget: int | None = None
-    """Tokens (see :mod:`agcore_tools._budget`) the full set may cost before searching
-    is switched on; None to search always."""
+    """Tokens (counted as for ``CycleConfig.max_definition_tokens``) the full set may cost
+    before searching is switched on; None to search always."""
     max_results: int = 5
     """Most tools one search adds."""
     embedder: Embedder | None = None

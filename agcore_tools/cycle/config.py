@@ -81,7 +81,7 @@ class Limits:
     the model reads why (see :mod:`agcore_tools.content`). None for no limit."""
     max_definition_tokens: int | None = None
     """Most tokens the tool definitions of one request may cost (counted with
-    ``tiktoken`` for a model it knows, else estimated; see :mod:`agcore_tools._budget`);
+    ``tiktoken`` for a model it knows, else estimated: the ``tokens`` extra);
     a request over it is not sent and raises :class:`~agcore_tools.DefinitionBudgetError`
     naming the costliest tools. None for no limit."""
 

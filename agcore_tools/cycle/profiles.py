@@ -141,7 +141,7 @@ LLAMA_CPP_PYTHON = ServerProfile(
     responses_api=False,
 )
 """llama-cpp-python 0.3's server (``chatml-function-calling``): pinned by ``tests/real``
-and the README's profile table."""
+and the profile table of ``docs/providers.md``."""
 
 LITELLM = dataclasses.replace(
     LLAMA_CPP_PYTHON,

@@ -112,7 +112,7 @@ class McpTool(BaseTool):
         self.category = f"mcp:{client.server_name}"
         self.as_task = info.task_support == "required"
         """Whether calls run as MCP tasks (the server requires it, or the app opted in:
-        ``into_tools(tasks=...)``); see :mod:`._task_call`."""
+        ``into_tools(tasks=...)``)."""
         self.task_wait: float | None = None
         """Seconds a task call waits for its task before it pauses the run (None: the
         client's ``timeout``)."""

@@ -267,7 +267,7 @@ async def test_behind_litellm_the_responses_follow_up_has_an_empty_assistant_mes
     serve, make_cycle, calc, stream, profile
 ):
     # LiteLLM's bridge merges the calls into the assistant message before them; without
-    # one, the server behind it gets an assistant message with no content (README).
+    # one, the server behind it gets an assistant message with no content (docs/providers.md).
     server = serve(
         S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1"), ("add", {"a": 3, "b": 4}, "c2")]),
         S.reply_text("3 and 7"),

@@ -5,7 +5,7 @@ real OpenAI-compatible server, and the only one here that speaks the Responses A
 answers ``/v1/responses`` by turning each request into a Chat Completions one for the
 llama server behind it. The same SmolLM2-135M makes the tool calls, so the llama
 server's own quirks (tests/real/test_llama_cpp_server.py) show through. What the proxy
-adds (README, "providers and quirks"):
+adds (docs/providers.md):
 
 - it drops ``content: null`` from an assistant message before forwarding it, so the
   llama server sees no ``content`` (a different 500 than for ``null`` sent directly);
@@ -301,7 +301,7 @@ async def test_a_chained_responses_loop_still_fails_in_the_bridge(
     # chain_responses sends previous_response_id and only the function_call_output: the
     # call comes back from the proxy's stored response, out of the client's reach, and
     # the bridge sends it without "content". The profile cannot merge there: leave
-    # chain_responses off behind LiteLLM (README, the LiteLLM row).
+    # chain_responses off behind LiteLLM (docs/providers.md, the LiteLLM row).
     cycle = forced_responses_cycle(litellm_proxy, litellm_client, "litellm", chain_responses=True)
 
     with pytest.raises(LlmError, match="'dict object' has no attribute 'content'"):

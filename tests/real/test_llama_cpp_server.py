@@ -3,7 +3,7 @@
 A real model (SmolLM2-135M) makes real tool calls through ``chatml-function-calling``.
 With a model this small the tests check structure, not wisdom: which tool was called,
 with arguments its schema accepts, and that the server accepts every history the loop
-builds. What this server does differently (README, "providers and quirks"):
+builds. What this server does differently (docs/providers.md):
 
 - it answers 500 to an assistant message whose ``content`` is null or missing;
 - its chat template leaves tool results out of the prompt, so with ``tool_choice="auto"``
@@ -186,7 +186,7 @@ async def test_with_its_profile_the_default_loop_calls_once_then_answers(
 
 
 async def test_drop_in_with_the_real_client(llama_server, llama_client, tools):
-    # The README's drop-in loop, with the first request forcing a tool call.
+    # The drop-in guide's loop (docs/guides/drop-in.md), with the first request forcing a tool call.
     messages: list[Any] = [{"role": "user", "content": "What's the weather in Paris?"}]
     options = {"model": llama_server.model, "temperature": 0, "max_tokens": 48}
     force = {"type": "function", "function": {"name": "get_weather"}}

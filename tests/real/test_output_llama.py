@@ -90,7 +90,7 @@ async def test_a_refused_json_schema_falls_back_to_json_object(llama_server, lla
 async def test_a_bare_output_type_works_unchanged_the_server_told_by_its_model_list(
     llama_server, llama_client, caplog
 ):
-    # The README's structured-output snippet, no mode and no profile given: the model
+    # The structured output guide's structured-readme snippet, no mode and no profile given: the model
     # list tells llama-cpp-python's server, whose profile asks for json_object.
     cycle = make_cycle(llama_server, llama_client)
 
