@@ -224,6 +224,7 @@ chromium: | redis-server
 SUPPORTED_PYTHONS := 3.10 3.11 3.12 3.13
 python_for = $(or $(firstword $(wildcard $(HOME)/.pyenv/versions/$(1).*/bin/python$(1))),$(shell command -v python$(1) 2>/dev/null))
 
+.PRECIOUS: .venv-py%/.installed  # a pattern rule's target, kept: it is the venv's stamp
 .venv-py%/.installed: pyproject.toml
 	@test -n "$(call python_for,$*)" || { echo "no Python $* (pyenv or python$* on the PATH)"; exit 1; }
 	test -x .venv-py$*/bin/python || $(call python_for,$*) -m venv .venv-py$*

@@ -238,7 +238,8 @@ def _unsupported_type(
 
 
 def _type_name(annotation: Any) -> str:
-    if isinstance(annotation, type):
+    # Python 3.10 reads list[int] as a type too: keep its parameters.
+    if isinstance(annotation, type) and not isinstance(annotation, types.GenericAlias):
         module = annotation.__module__
         return (
             annotation.__qualname__
