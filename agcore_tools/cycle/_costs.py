@@ -25,15 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import _otel
 from .._budget import count_tokens, json_text
 from .._usage import ZERO_COST, ToolCost, Usage
 from ..base import definition_name
-
-if TYPE_CHECKING:
-    from ..registry import ToolInvocation, ToolRegistry
+from ..registry import ToolInvocation, ToolRegistry
 
 __all__ = ["COST_HEADERS", "NO_TOOL_COSTS", "CostMeter", "Reconciliation", "ToolCosts", "cost_rows"]
 
