@@ -45,6 +45,7 @@ class FaultProxy:
         self.gets = 0
         self.refuse_gets = False
         self._links: set[_Link] = set()
+        self._serving: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
         self._counted = asyncio.Event()
 
@@ -68,6 +69,13 @@ class FaultProxy:
         self._server.close()
         for link in list(self._links):
             link.cut()
+        # A connection accepted while its upstream was still opening is no link yet, so
+        # the cut above missed it: its handler is cancelled instead.
+        serving = [task for task in self._serving if not task.done()]
+        for task in serving:
+            task.cancel()
+        if serving:
+            await asyncio.wait(serving, timeout=10)
         await asyncio.wait_for(self._server.wait_closed(), 10)
 
     def cut_gets(self) -> int:
@@ -88,18 +96,26 @@ class FaultProxy:
         await asyncio.wait_for(counted(), seconds)
 
     async def _serve(self, down_r: asyncio.StreamReader, down_w: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._serving.add(task)
         try:
-            up_r, up_w = await asyncio.open_connection("127.0.0.1", self.target_port)
-        except OSError:
-            down_w.close()
-            return
-        link = _Link(down_w, up_w)
-        self._links.add(link)
-        try:
-            await asyncio.gather(self._pump(down_r, up_w, link), self._pump(up_r, down_w, None))
+            try:
+                up_r, up_w = await asyncio.open_connection("127.0.0.1", self.target_port)
+            except OSError:
+                down_w.close()
+                return
+            link = _Link(down_w, up_w)
+            self._links.add(link)
+            try:
+                await asyncio.gather(self._pump(down_r, up_w, link), self._pump(up_r, down_w, None))
+            finally:
+                self._links.discard(link)
+                link.cut()
+        except asyncio.CancelledError:
+            down_w.close()  # stopped by __aexit__: the handler ends quietly
         finally:
-            self._links.discard(link)
-            link.cut()
+            self._serving.discard(task)
 
     async def _pump(
         self, source: asyncio.StreamReader, sink: asyncio.StreamWriter, link: _Link | None
