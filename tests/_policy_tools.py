@@ -11,8 +11,11 @@ def flaky_charge(registry: ToolRegistry) -> list[bool]:
     runs: list[bool] = []
 
     @registry.tool(policy=ToolPolicy(breaker=Breaker(failures=5, window=60.0, cool_down=30.0)))
-    def charge(ok: bool) -> str:
+    async def charge(ok: bool) -> str:
         """Charge the card."""
+        # async on purpose: a sync tool runs in a worker thread, so a turn's five
+        # concurrent calls could finish in any order and any of them could be the
+        # one that opens the breaker; on the loop they finish in the order they start.
         runs.append(ok)
         if not ok:
             raise RuntimeError("payment service down")
