@@ -21,7 +21,8 @@ values
 Names are split at ``_``, ``-``, ``.`` and camelCase; English stop words are dropped
 and the rest stemmed (``PyStemmer``), so "commits" finds ``git_commit``. Abbreviations
 tool names and users use are expanded on both sides (:data:`ABBREVIATIONS`: "MR"
-finds "merge request", "k8s" finds "kubernetes").
+finds "merge request", "k8s" finds "kubernetes"). A query's references add what they
+refer to (:data:`REFERENCES`: ``!482`` a merge request, ``ENG-12`` an issue).
 
 An optional :class:`Embedder` (any callable from texts to vectors) adds a second,
 semantic ranking; the two are fused by reciprocal rank fusion, which needs no score
@@ -38,7 +39,7 @@ from typing import Any, Protocol
 
 from .error import LlmConfigError
 
-__all__ = ["ABBREVIATIONS", "Embedder", "ToolIndex", "server_of", "summary", "words"]
+__all__ = ["ABBREVIATIONS", "REFERENCES", "Embedder", "ToolIndex", "server_of", "summary", "words"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -81,6 +82,8 @@ ABBREVIATIONS: Mapping[str, tuple[str, ...]] = {
     "xlsx": ("excel", "spreadsheet"),
     "xls": ("excel", "spreadsheet"),
     "docx": ("word", "document"),
+    "pptx": ("powerpoint", "presentation"),
+    "ppt": ("powerpoint", "presentation"),
     "url": ("link",),
     "urls": ("link",),
     "cpu": ("processor",),
@@ -124,6 +127,23 @@ SYNONYMS: tuple[tuple[str, ...], ...] = (
 """Words that name the same action or thing in tool descriptions and in requests: a
 word of a group also adds the group's first word (its canonical form)."""
 _CANONICAL = {word: group[0] for group in SYNONYMS for word in group[1:]}
+
+REFERENCES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?<![\w!])![0-9]+\b"), "merge request"),
+    (re.compile(r"(?<![\w#])#[a-z][\w-]*"), "channel"),
+    (re.compile(r"\b[A-Z][A-Z0-9]{1,9}-[0-9]+\b"), "issue"),
+    (
+        re.compile(
+            r"(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+"
+            r"|\b[\w-]+\.(?:txt|md|log|json|yaml|yml|csv|py|ts|js|toml|ini|pdf)\b"
+        ),
+        "file",
+    ),
+)
+"""How people refer to things in a request, and what the reference is: GitLab's
+``!482`` is a merge request, ``#incidents`` a channel, ``ENG-2210`` an issue key,
+``~/notes/todo.txt`` a file. A query that holds one also searches for the word, since
+the tool that acts on it names the thing, not the reference."""
 
 
 class Embedder(Protocol):
@@ -175,6 +195,20 @@ def server_of(name: str) -> str:
     """
     server, sep, _ = name.partition("__")
     return server if sep else ""
+
+
+def _query_words(query: str) -> list[str]:
+    """The query's words, and the words of what it refers to (:data:`REFERENCES`).
+
+    Example:
+        >>> _query_words("Has anyone approved !482?")
+        ['has', 'anyone', 'approved', '482', 'merge', 'request']
+    """
+    found = words(query)
+    for pattern, meaning in REFERENCES:
+        if pattern.search(query):
+            found += meaning.split()
+    return found
 
 
 def _expand(found: list[str]) -> list[str]:
@@ -309,7 +343,7 @@ class ToolIndex:
         return [self.names[i] for i in _fuse(rankings)[:limit]]
 
     def _bm25(self, query: str, allowed: set[int] | None, limit: int | None) -> list[int]:
-        terms = self._terms(_expand(words(query)))
+        terms = self._terms(_expand(_query_words(query)))
         if not terms:
             return []
         scores = self._retriever.get_scores(terms)

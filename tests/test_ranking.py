@@ -51,6 +51,19 @@ def test_abbreviations_synonyms_servers_and_enum_values_are_matched(query: str, 
     assert ranked(query)[0] == best
 
 
+@pytest.mark.parametrize(
+    ("query", "best"),
+    [
+        ("anyone looked at !482 yet?", "gitlab__approve_merge_request"),  # !N: an MR
+        ("what's in ~/notes/todo.txt?", "files__read_text_file"),  # a path: a file
+    ],
+)
+def test_references_in_a_request_search_for_what_they_refer_to(query: str, best: str) -> None:
+    assert ranked(query)[:1] == [best]
+    plain = query.replace("!482", "482").replace("~/notes/todo.txt", "todo")
+    assert ranked(plain)[:1] != [best]  # the reference, not the other words, found it
+
+
 def test_a_server_filter_and_excluded_names_narrow_the_ranking() -> None:
     assert ranked("list", server="gitlab") == ["gitlab__list_pipelines"]
     assert "k8s__get_pods" in ranked("list pods")
