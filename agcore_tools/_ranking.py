@@ -134,16 +134,18 @@ REFERENCES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b[A-Z][A-Z0-9]{1,9}-[0-9]+\b"), "issue"),
     (
         re.compile(
-            r"(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+"
+            r"(?<![\w:/.])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)+"
             r"|\b[\w-]+\.(?:txt|md|log|json|yaml|yml|csv|py|ts|js|toml|ini|pdf)\b"
         ),
         "file",
     ),
+    (re.compile(r"\bhttps?://"), "url web page"),
 )
 """How people refer to things in a request, and what the reference is: GitLab's
 ``!482`` is a merge request, ``#incidents`` a channel, ``ENG-2210`` an issue key,
-``~/notes/todo.txt`` a file. A query that holds one also searches for the word, since
-the tool that acts on it names the thing, not the reference."""
+``~/notes/todo.txt`` a file (a URL's path is not one), ``https://`` a web page. A
+query that holds one also searches for the word, since the tool that acts on it names
+the thing, not the reference."""
 
 
 class Embedder(Protocol):
@@ -203,6 +205,8 @@ def _query_words(query: str) -> list[str]:
     Example:
         >>> _query_words("Has anyone approved !482?")
         ['has', 'anyone', 'approved', '482', 'merge', 'request']
+        >>> _query_words("summarize https://acme.io/blog/42")[-4:]
+        ['42', 'url', 'web', 'page']
     """
     found = words(query)
     for pattern, meaning in REFERENCES:
