@@ -48,9 +48,12 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
 NAME_WEIGHT = 3
 SERVER_WEIGHT = 2
 SUMMARY_WEIGHT = 2
-RRF_K = 60
+RRF_K = 20
 """Reciprocal rank fusion's constant (Cormack et al., 2009): a document's fused score
-is the sum of ``1 / (RRF_K + rank)`` over the rankings."""
+is the sum of ``1 / (RRF_K + rank)`` over the rankings. The paper's 60 flattens the
+top of each ranking; on the sets tuned on, 10 to 30 found more tools than 60 for a
+sentence encoder (recall@5 0.841 against 0.822 on the first set, 0.723 against 0.692
+on dev) and no fewer for word vectors."""
 
 ABBREVIATIONS: Mapping[str, tuple[str, ...]] = {
     "mr": ("merge", "request"),
