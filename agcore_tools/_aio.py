@@ -27,13 +27,36 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
 
     async def with_timeout(awaitable: Awaitable[T], timeout: float | None) -> T:
-        """Await with a time limit; raises ``TimeoutError`` and cancels on expiry."""
+        """Await with a time limit; raises ``TimeoutError`` and cancels on expiry.
+
+        Not ``asyncio.wait_for``: on 3.10 it loses the caller's cancellation when the
+        awaited work ends in the same loop iteration (it returns the result instead;
+        CPython gh-86296), so a cancelled tool loop polled on for its whole timeout.
+        ``asyncio.wait`` never swallows a cancellation: the work is cancelled, awaited,
+        and the caller's ``CancelledError`` goes on.
+        """
         if timeout is None:
             return await awaitable
+        work = asyncio.ensure_future(awaitable)
         try:
-            return await asyncio.wait_for(awaitable, timeout)
-        except asyncio.TimeoutError as exc:
-            raise TimeoutError(str(exc)) from exc
+            done, _ = await asyncio.wait({work}, timeout=max(timeout, 0.0))
+        except asyncio.CancelledError:
+            await _cancel_and_wait(work)
+            raise
+        if done:
+            return work.result()
+        await _cancel_and_wait(work)
+        try:
+            return work.result()  # it ended before it saw the cancel
+        except asyncio.CancelledError as exc:
+            raise TimeoutError(f"timed out after {timeout:g} s") from exc
+
+    async def _cancel_and_wait(work: asyncio.Future[Any]) -> None:
+        """Cancel ``work`` and wait until it has ended; its outcome is marked read."""
+        work.cancel()
+        await asyncio.wait({work})
+        if not work.cancelled():
+            work.exception()  # read, so asyncio does not log it as never retrieved
 
 
 # Tools block for I/O, not CPU, so they get more threads than asyncio's default

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agcore_tools._aio import _DaemonExecutor, run_sync
+from agcore_tools._aio import _DaemonExecutor, run_sync, with_timeout
 from tests._scripts import run_script
 
 # A sync tool that sleeps far past its timeout; the script reports when the call came
@@ -137,3 +137,40 @@ def test_a_forked_child_gets_a_pool_of_its_own() -> None:
         [sys.executable, "-c", code], capture_output=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+async def test_a_cancel_in_the_iteration_the_work_ends_is_not_lost() -> None:
+    """asyncio.wait_for on 3.10 returned the result and dropped the cancel (gh-86296):
+    a cancelled tool loop then polled an MCP task for its whole timeout."""
+    loop = asyncio.get_running_loop()
+    work: asyncio.Future[int] = loop.create_future()
+    after: list[str] = []
+
+    async def caller() -> None:
+        await with_timeout(work, 5.0)
+        after.append("went on")  # only if the cancel was lost
+        await asyncio.sleep(5.0)
+
+    task = asyncio.ensure_future(caller())
+    await asyncio.sleep(0)  # the caller now waits on the work
+    work.set_result(1)
+    task.cancel()  # in the same iteration as the result
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 2.0)
+    assert after == []
+
+
+async def test_with_timeout_raises_timeout_error_and_cancels_the_work() -> None:
+    cancelled = asyncio.Event()
+
+    async def slow() -> None:
+        try:
+            await asyncio.sleep(5.0)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    with pytest.raises(TimeoutError):
+        await with_timeout(slow(), 0.05)
+    assert cancelled.is_set()
+    assert await with_timeout(asyncio.sleep(0, result=7), 1.0) == 7
