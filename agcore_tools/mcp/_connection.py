@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from .._aio import with_timeout
 from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from . import _sdklog
@@ -167,11 +168,11 @@ class Connection:
         try:
             # The owner enforces the start-up deadline itself; this outer bound only
             # guards against a transport that hangs while unwinding a failed start.
-            await asyncio.wait_for(self._ready.wait(), self.settings.timeout + self._close_bound())
+            await with_timeout(self._ready.wait(), self.settings.timeout + self._close_bound())
         except asyncio.CancelledError:
             await self.stop()
             raise
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             await self.stop()
             raise McpTimeoutError(
                 self.server_name, "start-up did not finish, and neither did its clean-up"

@@ -14,6 +14,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from .._aio import with_timeout
+
 __all__ = ["LiveQuestions", "ParkedQuestion", "declining_handler"]
 
 logger = logging.getLogger("agcore_tools.mcp")
@@ -106,7 +108,7 @@ class LiveQuestions:
         waiter.set_result(ParkedQuestion(asked, answer))
         try:
             # Bounded: the call waiting on this answer ends within the client's timeout.
-            return await asyncio.wait_for(answer, self.timeout)
+            return await with_timeout(answer, self.timeout)
         except TimeoutError:
             logger.warning(
                 "MCP server '%s': no answer to its question (%.200r) within %g s; cancelled",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from .._aio import with_timeout
 from ..error import LlmConfigError
 
 __all__ = ["dev_server"]
@@ -86,7 +87,7 @@ async def dev_server(*, startup_timeout: float = 60.0) -> AsyncIterator[Client]:
         if process.returncode is None:
             process.terminate()
             try:
-                await asyncio.wait_for(process.wait(), _STOP_TIMEOUT)
+                await with_timeout(process.wait(), _STOP_TIMEOUT)
             except TimeoutError:
                 logger.warning("the Temporal dev server ignored SIGTERM; killing it")
                 process.kill()

@@ -26,6 +26,7 @@ __all__ = [
     "ScriptedChatServer",
 ]
 
+from .._aio import with_timeout
 from ._formats import prompt_tokens, reply_chunks, reply_json, responses_events, responses_json
 from ._script import CapturedRequest, Pause, RawResponse, RawStream, Reply, ScriptItem
 
@@ -470,8 +471,8 @@ async def _read_request(reader: asyncio.StreamReader, index: int) -> CapturedReq
 async def _hold(reader: asyncio.StreamReader, seconds: float, request: CapturedRequest) -> bool:
     """Wait ``seconds``; False (and ``request.disconnected``) if the client hung up."""
     try:
-        data = await asyncio.wait_for(reader.read(1), seconds)
-    except asyncio.TimeoutError:
+        data = await with_timeout(reader.read(1), seconds)
+    except TimeoutError:
         return True
     if not data:
         request.disconnected = True
