@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from . import _otel
-from ._aio import with_timeout
 from ._clock import CLOCK
 from ._records import ToolCall, ToolEntry, ToolInvocation
 from .base import BaseTool, ToolContext
@@ -154,16 +154,21 @@ async def guarded(
     # is no failure of the tool's.
     admitted = [False]
     try:
+        # The deadline is set here rather than by _aio.with_timeout, so the call goes
+        # straight down to execute() without passing back through this module.
         if timeout is None:
             return await execute(table, name, args, call_ctx)
         deadline = CLOCK.get()() + timeout  # a rate limit's wait ends by it
         running = execute(table, name, args, call_ctx, deadline, admitted)
-        return await with_timeout(running, timeout)
+        if sys.version_info >= (3, 11):
+            async with asyncio.timeout(timeout):
+                return await running
+        return await asyncio.wait_for(running, timeout)
     except ToolError as exc:
         # Only the lookup and the permission check raise out of invoke(): recorded
         # here; the tool never ran.
         return ToolInvocation(name, args, error=exc, call_id=call_id, may_have_run=exc.may_have_run)
-    except TimeoutError as exc:
+    except asyncio.TimeoutError as exc:  # the builtin TimeoutError from 3.11 on
         # The execution was cancelled; a sync tool still running in its thread
         # can see it through the context's cancellation token.
         call_ctx.cancellation.cancel()
