@@ -32,31 +32,54 @@ else:  # pragma: no cover - exercised on Python 3.10 only
         Not ``asyncio.wait_for``: on 3.10 it loses the caller's cancellation when the
         awaited work ends in the same loop iteration (it returns the result instead;
         CPython gh-86296), so a cancelled tool loop polled on for its whole timeout.
-        ``asyncio.wait`` never swallows a cancellation: the work is cancelled, awaited,
-        and the caller's ``CancelledError`` goes on.
         """
         if timeout is None:
             return await awaitable
-        work = asyncio.ensure_future(awaitable)
-        try:
-            done, _ = await asyncio.wait({work}, timeout=max(timeout, 0.0))
-        except asyncio.CancelledError:
-            await _cancel_and_wait(work)
-            raise
-        if done:
-            return work.result()
-        await _cancel_and_wait(work)
-        try:
-            return work.result()  # it ended before it saw the cancel
-        except asyncio.CancelledError as exc:
-            raise TimeoutError(f"timed out after {timeout:g} s") from exc
+        return await wait_task(asyncio.ensure_future(awaitable), timeout)
 
-    async def _cancel_and_wait(work: asyncio.Future[Any]) -> None:
-        """Cancel ``work`` and wait until it has ended; its outcome is marked read."""
-        work.cancel()
-        await asyncio.wait({work})
-        if not work.cancelled():
-            work.exception()  # read, so asyncio does not log it as never retrieved
+
+async def wait_task(work: asyncio.Future[T], timeout: float) -> T:
+    """Wait up to ``timeout`` seconds for the running ``work``; on expiry it is
+    cancelled and awaited, and ``TimeoutError`` is raised.
+
+    ``asyncio.wait`` never swallows the caller's cancellation, as ``asyncio.wait_for``
+    does on 3.10 and 3.11 when the work ends in the same loop iteration: here the work
+    is cancelled, awaited, and the caller's ``CancelledError`` goes on. The work runs
+    in its own task, so a caller whose module the work calls into is not entered twice
+    on one chain of awaits.
+
+    Example:
+        >>> async def main() -> str:
+        ...     fast = asyncio.ensure_future(asyncio.sleep(0, "done"))
+        ...     slow = asyncio.ensure_future(asyncio.sleep(10))
+        ...     try:
+        ...         await wait_task(slow, 0.01)
+        ...     except TimeoutError:
+        ...         return await wait_task(fast, 1.0) + f", slow cancelled: {slow.cancelled()}"
+        ...     return "no timeout"
+        >>> asyncio.run(main())
+        'done, slow cancelled: True'
+    """
+    try:
+        done, _ = await asyncio.wait({work}, timeout=max(timeout, 0.0))
+    except asyncio.CancelledError:
+        await _cancel_and_wait(work)
+        raise
+    if done:
+        return work.result()
+    await _cancel_and_wait(work)
+    try:
+        return work.result()  # it ended before it saw the cancel
+    except asyncio.CancelledError as exc:
+        raise TimeoutError(f"timed out after {timeout:g} s") from exc
+
+
+async def _cancel_and_wait(work: asyncio.Future[Any]) -> None:
+    """Cancel ``work`` and wait until it has ended; its outcome is marked read."""
+    work.cancel()
+    await asyncio.wait({work})
+    if not work.cancelled():
+        work.exception()  # read, so asyncio does not log it as never retrieved
 
 
 # Tools block for I/O, not CPU, so they get more threads than asyncio's default

@@ -16,6 +16,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mappi
 from typing import Any
 
 from . import _otel
+from ._aio import wait_task
 from ._clock import CLOCK
 from ._records import ToolCall, ToolEntry, ToolInvocation
 from .base import BaseTool, ToolContext
@@ -163,12 +164,13 @@ async def guarded(
         if sys.version_info >= (3, 11):
             async with asyncio.timeout(timeout):
                 return await running
-        return await asyncio.wait_for(running, timeout)
+        # 3.10: asyncio.wait_for would drop a cancel that lands as the tool ends.
+        return await wait_task(asyncio.ensure_future(running), timeout)
     except ToolError as exc:
         # Only the lookup and the permission check raise out of invoke(): recorded
         # here; the tool never ran.
         return ToolInvocation(name, args, error=exc, call_id=call_id, may_have_run=exc.may_have_run)
-    except asyncio.TimeoutError as exc:  # the builtin TimeoutError from 3.11 on
+    except (asyncio.TimeoutError, TimeoutError) as exc:  # one class from 3.11 on
         # The execution was cancelled; a sync tool still running in its thread
         # can see it through the context's cancellation token.
         call_ctx.cancellation.cancel()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from agcore_tools import ToolRegistry
 from agcore_tools._aio import _DaemonExecutor, run_sync, with_timeout
 from tests._scripts import run_script
 
@@ -174,3 +175,30 @@ async def test_with_timeout_raises_timeout_error_and_cancels_the_work() -> None:
         await with_timeout(slow(), 0.05)
     assert cancelled.is_set()
     assert await with_timeout(asyncio.sleep(0, result=7), 1.0) == 7
+
+
+async def test_a_cancel_as_a_tool_call_ends_within_its_timeout_is_not_lost() -> None:
+    """The tool-call timeout (``_execute.guarded``) keeps a cancel that arrives in the
+    step the tool returns, on 3.10 too, where ``asyncio.wait_for`` returned the
+    invocation and the cancelled caller went on."""
+    registry = ToolRegistry()
+    callers: list[asyncio.Task[None]] = []
+    after: list[str] = []
+
+    @registry.tool
+    async def finish() -> str:
+        """Cancel the caller, then return at once."""
+        callers[0].cancel()
+        return "done"
+
+    async def caller() -> None:
+        await registry.invoke_all([("finish", {})], timeout=5.0)
+        # From 3.11 the tool runs in this task, so a kept cancel lands at the next
+        # await at the latest; a lost one never does.
+        await asyncio.sleep(0)
+        after.append("went on")
+
+    callers.append(asyncio.ensure_future(caller()))
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(callers[0], 2.0)
+    assert after == []
