@@ -34,11 +34,10 @@ from .config import CycleConfig
 from .events import ChatResponse
 from .profiles import OPENAI
 from .requester import OpenAIRequester, Requester
+from .sync import SyncEventStream
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
-
-    from .sync import SyncEventStream
 
 __all__ = ["EventStream", "LlmCycle"]
 
@@ -393,7 +392,6 @@ class LlmCycle(TranscriptViews):
 
     def submit_stream_sync(self, prompt: str, *, output_type: Any = None) -> SyncEventStream:
         """:meth:`submit_stream` for synchronous code: a plain iterator of the same events."""
-        from .sync import SyncEventStream
 
         return SyncEventStream(self.submit_stream(prompt, output_type=output_type))
 
@@ -413,7 +411,6 @@ class LlmCycle(TranscriptViews):
         ``registry`` is a ``ToolRegistry``, a tool or a list of tools, as for
         :meth:`submit_with_tools`; a wrong one raises ``TypeError`` here, unsent.
         """
-        from .sync import SyncEventStream
 
         tools = as_registry(registry, "submit_stream_with_tools_sync")
         events = self.submit_stream_with_tools(
