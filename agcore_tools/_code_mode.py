@@ -127,10 +127,12 @@ def _stub(function: str, definition: Mapping[str, Any]) -> str:
             f"{n}: {_annotation(properties[n])}" + ("" if n in required else " = None")
             for n in ordered
         ]
-        signature = ", ".join(params)
+        signature, note = ", ".join(params), ""
     else:
+        # Keys that are no Python names ("from", "api-version") are passed as **{...};
+        # the comment goes after the colon, where it cannot end the signature.
         keys = ", ".join(f"{n!r}: {_annotation(properties[n])}" for n in names)
-        signature = f"**arguments: Any  # keys {{{keys}}}"
+        signature, note = "**arguments: Any", f"  # pass **{{{keys}}}"
     doc = _short(definition.get("description"), 400)
     described = [
         f"    {n}: {_short(properties[n].get('description'), 120)}"
@@ -139,14 +141,18 @@ def _stub(function: str, definition: Mapping[str, Any]) -> str:
     ]
     if described:
         doc = f"{doc}\n\n" + "\n".join(described) + "\n    "
-    return f'async def {function}({signature}) -> Any:\n    """{doc}"""'
+    if doc.endswith('"'):
+        doc += " "  # its closing quote would run into the docstring's three
+    return f'async def {function}({signature}) -> Any:{note}\n    """{doc}"""'
 
 
 def _short(text: Any, limit: int) -> str:
     words = " ".join(str(text or "").split())
     if len(words) > limit:
         words = words[: limit - 3] + "..."
-    return words.replace('"""', "'''")
+    # A stub is Python source: a backslash is doubled (a description's "C:\Users" holds
+    # no \U escape), and three quotes cannot end the docstring early.
+    return words.replace("\\", "\\\\").replace('"""', "'''")
 
 
 def python_signatures(definitions: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, str]]:

@@ -14,11 +14,15 @@ from agcore_tools.mcp.models import McpToolInfo
 
 INTEROP = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "interop"
 SERVERS = sorted(p.stem for p in INTEROP.glob("*.json"))
+SEARCH_CORPUS = INTEROP.parent / "search_corpus"
+CORPUS_SERVERS = sorted(p.stem for p in SEARCH_CORPUS.glob("*.json"))
+"""The servers recorded for the tool search evaluation, none of them in the sweep."""
 
 
 def recorded(server: str) -> dict[str, Any]:
-    """The recorded answer of one server."""
-    data: dict[str, Any] = json.loads((INTEROP / f"{server}.json").read_text(encoding="utf-8"))
+    """The recorded answer of one server, of the sweep or of the search corpus."""
+    folder = INTEROP if server in SERVERS else SEARCH_CORPUS
+    data: dict[str, Any] = json.loads((folder / f"{server}.json").read_text(encoding="utf-8"))
     return data
 
 

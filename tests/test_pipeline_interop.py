@@ -9,15 +9,20 @@ grammar-safe ones to a real llama-cpp-python server.
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 import pytest
 
 from agcore_tools import grammar_safe_schema, portable_schema
+from agcore_tools._code_mode import python_signatures
 from agcore_tools.schema import GRAMMAR_BOUND_LIMIT
 from agcore_tools.schema._jsonschema import subschemas
 
-from ._interop import SERVERS, recorded, registry_of
+from ._interop import CORPUS_SERVERS, SERVERS, recorded, registry_of
+
+EVERY_SERVER = SERVERS + CORPUS_SERVERS
+"""The sweep's 21 servers and the search corpus's 36, recorded apart."""
 
 
 def hazards(schema: dict[str, Any]) -> list[str]:
@@ -62,7 +67,7 @@ def test_the_raw_schemas_do_contain_the_hazards() -> None:
     assert any(h.startswith("pattern") for h in found)
 
 
-@pytest.mark.parametrize("server", SERVERS)
+@pytest.mark.parametrize("server", EVERY_SERVER)
 def test_every_schema_passes_the_grammar_pipeline_without_a_hazard(server: str) -> None:
     registry = registry_of(server, schema_transforms=[portable_schema, grammar_safe_schema])
     definitions = registry.definitions()
@@ -71,7 +76,7 @@ def test_every_schema_passes_the_grammar_pipeline_without_a_hazard(server: str) 
         assert hazards(definition["function"]["parameters"]) == [], definition["function"]["name"]
 
 
-@pytest.mark.parametrize("server", SERVERS)
+@pytest.mark.parametrize("server", EVERY_SERVER)
 def test_every_schema_passes_the_strict_pipeline(server: str) -> None:
     # What strict mode cannot describe is offered non-strict (logged), never an error.
     registry = registry_of(server, strict=True, schema_transforms=[portable_schema])
@@ -83,3 +88,13 @@ def test_every_schema_passes_the_strict_pipeline(server: str) -> None:
         if definition["function"].get("strict"):
             assert parameters.get("additionalProperties") is False
             assert set(parameters.get("properties") or {}) == set(parameters.get("required") or [])
+
+
+@pytest.mark.parametrize("server", EVERY_SERVER)
+def test_every_tool_becomes_a_code_mode_stub_that_parses_as_python(server: str) -> None:
+    # run_python's description lists the tools as Python; descriptions hold backslashes
+    # and quotes, and parameters are named "from" or "api-version".
+    definitions = registry_of(server).definitions()
+    text, names = python_signatures(definitions)
+    stubs = [node for node in ast.parse(text).body if isinstance(node, ast.AsyncFunctionDef)]
+    assert [names[stub.name] for stub in stubs] == [d["function"]["name"] for d in definitions]

@@ -15,6 +15,7 @@ import pytest
 
 from agcore_tools import (
     ApprovalError,
+    BaseTool,
     CodeMode,
     CycleConfig,
     LlmConfigError,
@@ -23,6 +24,7 @@ from agcore_tools import (
     Permission,
     PermissionChecker,
     PermissionConfig,
+    ToolContext,
     ToolIOError,
     ToolRegistry,
 )
@@ -580,3 +582,36 @@ async def test_a_program_making_more_calls_than_its_limit_is_stopped(serve, make
         text
     )
     assert len(shop.runs) < 10
+
+
+async def test_a_tool_whose_keys_are_no_python_names_is_listed_and_called_with_a_dict(
+    serve, make_cycle
+):
+    seen: list[dict[str, Any]] = []
+
+    class Span(BaseTool):
+        name = "span"
+        description = 'Events in a time span, as "JSON"'
+        parameters = {  # noqa: RUF012
+            "type": "object",
+            "properties": {"from": {"type": "string"}, "api-version": {"type": "string"}},
+            "required": ["from"],
+        }
+
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> str:
+            seen.append(args)
+            return "3 events"
+
+    registry = ToolRegistry()
+    registry.register(Span())
+    server = serve(
+        program("await span(**{'from': 'monday', 'api-version': '2'})"), S.reply_text("ok")
+    )
+    await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+
+    description = server.requests[0].json["tools"][0]["function"]["description"]
+    stub = "async def span(**arguments: Any) -> Any:  # pass **{'from': str, 'api-version': str}"
+    assert stub in description
+    assert '"""Events in a time span, as "JSON" """' in description  # closes cleanly
+    assert seen == [{"from": "monday", "api-version": "2"}]
+    assert result_of(server, 1) == 'result: "3 events"'
