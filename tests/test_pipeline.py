@@ -153,6 +153,27 @@ def test_grammar_safe_rewrites_what_breaks_llama_cpp() -> None:
     assert out["ok"] == {"type": "string", "pattern": "^[a-z]+$", "maxLength": GRAMMAR_BOUND_LIMIT}
 
 
+def test_grammar_safe_names_every_type_where_a_node_names_none() -> None:
+    # llama-cpp-python's converter refuses these (pydantic's list[Any] raised a
+    # KeyError there), or reads {} as objects only; each accepts any JSON value.
+    registry = ToolRegistry(schema_transforms=[grammar_safe_schema])
+
+    @registry.tool
+    def store(values: list[Any], value: Any) -> str:
+        """Store values."""
+        return "ok"
+
+    registry.register(
+        SchemaTool("note", {"type": "object", "properties": {"v": {"description": "Any."}}})
+    )
+    anything = ["string", "number", "boolean", "object", "array", "null"]
+    stored, noted = (d["function"]["parameters"]["properties"] for d in registry.definitions())
+    assert stored["values"] == {"type": "array", "items": {"type": anything}}
+    assert stored["value"] == {"type": anything}
+    assert noted["v"] == {"type": anything, "description": "Any."}
+    assert registry.invoke_sync("store", {"values": ["a", 1], "value": None}).output == "ok"
+
+
 # -- the registry ------------------------------------------------------------------------
 
 
@@ -234,7 +255,8 @@ def test_a_schema_strict_mode_cannot_describe_is_offered_non_strict_with_a_reaso
     with caplog.at_level(logging.WARNING, "agcore_tools.registry"):
         [function] = [d["function"] for d in registry.definitions()]
     assert "strict" not in function
-    assert function["parameters"] == {"type": "object", "properties": {"value": {}}}
+    anything = ["string", "number", "boolean", "object", "array", "null"]
+    assert function["parameters"] == {"type": "object", "properties": {"value": {"type": anything}}}
     assert "tool 'put' is offered without strict mode: 'value' accepts any JSON value" in (
         caplog.text
     )

@@ -25,11 +25,20 @@ EVERY_SERVER = SERVERS + CORPUS_SERVERS
 """The sweep's 21 servers and the search corpus's 36, recorded apart."""
 
 
+# The keywords llama-cpp-python's grammar converter tells a value's kind by.
+KINDS = ("type", "$ref", "anyOf", "oneOf", "allOf", "const", "enum", "properties", "items")
+KINDS += ("prefixItems", "pattern")
+
+
 def hazards(schema: dict[str, Any]) -> list[str]:
     """Constructs known to break llama-cpp-python: a ``"`` in an enum or const value or
     a property name (the server exits), a length or count bound over the limit (a
-    repetition llama.cpp refuses), an unanchored ``pattern`` (the grammar is dropped)."""
+    repetition llama.cpp refuses), an unanchored ``pattern`` or a node that names no
+    kind of value, as ``{}`` or ``{"description": ...}`` (the grammar is dropped, or
+    allows objects only)."""
     found = []
+    if not any(key in schema for key in KINDS):
+        found.append(f"no kind in {sorted(schema)}")
     values = list(schema.get("enum") or []) + ([schema["const"]] if "const" in schema else [])
     found += [f"enum value {v!r}" for v in values if isinstance(v, str) and '"' in v]
     found += [f"property {p!r}" for p in schema.get("properties") or {} if '"' in p]
@@ -65,6 +74,7 @@ def test_the_raw_schemas_do_contain_the_hazards() -> None:
     assert any(h.startswith("enum value") for h in found)
     assert any(h.startswith(("maxItems", "maxLength")) for h in found)
     assert any(h.startswith("pattern") for h in found)
+    assert any(h.startswith("no kind") for h in found)
 
 
 @pytest.mark.parametrize("server", EVERY_SERVER)

@@ -24,6 +24,10 @@ SINGLE_SCHEMAS = (
     "unevaluatedItems",
 )
 
+# A `type` naming every JSON type: any value, said outright (grammar_safe_schema writes
+# it where a node names no kind; strict mode cannot describe it).
+ANY_JSON_TYPE = ("string", "number", "boolean", "object", "array", "null")
+
 
 def subschemas(schema: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """Each direct subschema of ``schema`` that is a dict, with a short path step."""

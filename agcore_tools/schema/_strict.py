@@ -34,7 +34,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from ._jsonschema import accepts_null, subschemas
+from ._jsonschema import ANY_JSON_TYPE, accepts_null, subschemas
 
 KEPT = frozenset(
     {
@@ -174,7 +174,10 @@ def _finish(node: dict[str, Any], path: tuple[str, ...], problems: list[str]) ->
         )
     if isinstance(node.get("items"), list):
         problems.append(f"{where} is a tuple, which strict mode cannot describe")
-    if not any(key in node for key in _TYPED):
+    kinds = node.get("type")
+    if not any(key in node for key in _TYPED) or (
+        isinstance(kinds, list) and set(kinds) >= set(ANY_JSON_TYPE)
+    ):
         problems.append(
             f"{where} accepts any JSON value (typing.Any), which strict mode cannot describe"
         )

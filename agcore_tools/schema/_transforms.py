@@ -19,7 +19,9 @@ Two built-ins:
   (llama-cpp-python, llama.cpp): no enum value or property name with a ``"`` (it
   breaks the grammar),
   no length or count bound over :data:`GRAMMAR_BOUND_LIMIT` (it exceeds llama.cpp's
-  repetition limit), no ``pattern`` that is not anchored (it falls back to no grammar).
+  repetition limit), no ``pattern`` that is not anchored (it falls back to no grammar),
+  no node that names no kind of value, as ``{}`` (read as objects only) or pydantic's
+  ``list[Any]`` items (no grammar): such a node names every JSON type instead.
   llama-cpp-python's server process exits on the first two.
 """
 
@@ -32,7 +34,14 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from ..error import ToolConfigError, ToolDefinitionError
-from ._jsonschema import NAMED_SCHEMAS, SCHEMA_LISTS, SINGLE_SCHEMAS, resolve_ref, subschemas
+from ._jsonschema import (
+    ANY_JSON_TYPE,
+    NAMED_SCHEMAS,
+    SCHEMA_LISTS,
+    SINGLE_SCHEMAS,
+    resolve_ref,
+    subschemas,
+)
 
 __all__ = [
     "GRAMMAR_BOUND_LIMIT",
@@ -106,6 +115,20 @@ _ANNOTATIONS = (
     "contentMediaType",
 )
 _BOUNDS = ("minLength", "maxLength", "minItems", "maxItems")
+# What llama-cpp-python's grammar converter reads a node's kind of value from.
+_KIND_KEYWORDS = (
+    "type",
+    "$ref",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "const",
+    "enum",
+    "properties",
+    "items",
+    "prefixItems",
+    "pattern",
+)
 
 
 def portable_schema(schema: dict[str, Any], ctx: SchemaContext) -> dict[str, Any]:
@@ -138,7 +161,8 @@ def grammar_safe_schema(schema: dict[str, Any], ctx: SchemaContext) -> dict[str,
     ``properties`` for ``additionalProperties: true`` and the description; a length or
     count bound over
     :data:`GRAMMAR_BOUND_LIMIT` and a ``pattern`` not anchored with ``^...$`` move into
-    the description.
+    the description. A node that accepts any value without saying so (``{}``, or only
+    a description) names every JSON type, which the converter turns into "any value".
 
     Example:
         >>> schema = {"type": "object", "properties": {
@@ -254,6 +278,12 @@ def _portable_node(node: dict[str, Any]) -> None:
 
 
 def _grammar_node(node: dict[str, Any]) -> None:
+    if not any(key in node for key in _KIND_KEYWORDS):
+        # No keyword says what the value is, so any is valid; said outright, since the
+        # converter refuses such a node ("Unrecognized schema"; a KeyError for
+        # pydantic's `list[Any]`, whose `items` is {}), or reads {} as objects only.
+        # Naming every type changes no validation: each keyword applies to its own.
+        node["type"] = list(ANY_JSON_TYPE)
     moved: dict[str, Any] = {}
     for key in _BOUNDS:
         value = node.get(key)
