@@ -19,7 +19,8 @@ register them. For each server:
 - **grammar-safe**: tools whose schema has none of the constructs that break
   llama-cpp-python's grammar (an enum or const value or a property name with ``"``; a
   ``minLength``/``maxLength``/``minItems``/``maxItems`` over ``GRAMMAR_BOUND_LIMIT``; a
-  ``pattern`` not anchored with ``^...$``), raw and through
+  ``pattern`` not anchored with ``^...$``; a node naming no kind of value, which the
+  converter refuses or, for ``{}``, reads as objects only), raw and through
   ``[portable_schema, grammar_safe_schema]``. ``tests/real/test_interop_llama.py``
   sends each of them to a real server.
 - **tokens**: of all the server's definitions as one request sends them, raw and
@@ -42,9 +43,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from agcore_tools._jsonschema import subschemas
-from agcore_tools._pipeline import GRAMMAR_BOUND_LIMIT
-from bench_search import run_task
+from bench_search import offered_after_search
 from interop_data import adapters, load
 
 from agcore_tools import (
@@ -55,6 +54,8 @@ from agcore_tools import (
     portable_schema,
 )
 from agcore_tools._budget import BYTES_PER_TOKEN, _counter, definition_costs
+from agcore_tools.schema import GRAMMAR_BOUND_LIMIT
+from agcore_tools.schema._jsonschema import subschemas
 from agcore_tools.schema._strict import FORMATS, KEPT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +63,9 @@ MODEL = "gpt-4o"
 # Annotations OpenAI's strict mode tolerates (pydantic's own strict schemas carry titles).
 _TOLERATED = frozenset({"title", "$schema", "$id", "$comment"})
 _BOUNDS = ("minLength", "maxLength", "minItems", "maxItems")
+# The keywords llama-cpp-python's grammar converter tells a value's kind by.
+_KINDS = ("type", "$ref", "anyOf", "oneOf", "allOf", "const", "enum", "properties", "items")
+_KINDS += ("prefixItems", "pattern")
 
 
 def strict_violations(schema: dict[str, Any]) -> list[str]:
@@ -97,6 +101,8 @@ def grammar_hazards(schema: dict[str, Any]) -> list[str]:
     found: list[str] = []
 
     def walk(node: dict[str, Any]) -> None:
+        if not any(key in node for key in _KINDS):
+            found.append("no kind of value")  # {} reads as objects only; else no grammar
         values = list(node.get("enum") or []) + ([node["const"]] if "const" in node else [])
         if any(isinstance(v, str) and '"' in v for v in values):
             found.append('" in enum/const')
@@ -138,7 +144,7 @@ async def search_tokens(server: dict[str, Any], tasks: list[dict[str, Any]]) -> 
     if not mine:
         return None
     reg = registry(server)
-    after = [(await run_task(reg, t["prompt"], MODEL))["search_after"] for t in mine]
+    after = [(await offered_after_search(reg, t["prompt"], MODEL))["search_after"] for t in mine]
     return int(statistics.median(after))
 
 
