@@ -17,6 +17,8 @@ SERVERS = sorted(p.stem for p in INTEROP.glob("*.json"))
 SEARCH_CORPUS = INTEROP.parent / "search_corpus"
 CORPUS_SERVERS = sorted(p.stem for p in SEARCH_CORPUS.glob("*.json"))
 """The servers recorded for the tool search evaluation, none of them in the sweep."""
+EVERY_SERVER = SERVERS + CORPUS_SERVERS
+"""The sweep's 21 servers and the search corpus's 36, recorded apart."""
 
 
 def recorded(server: str) -> dict[str, Any]:

@@ -19,11 +19,7 @@ from agcore_tools._code_mode import python_signatures
 from agcore_tools.schema import GRAMMAR_BOUND_LIMIT
 from agcore_tools.schema._jsonschema import subschemas
 
-from ._interop import CORPUS_SERVERS, SERVERS, recorded, registry_of
-
-EVERY_SERVER = SERVERS + CORPUS_SERVERS
-"""The sweep's 21 servers and the search corpus's 36, recorded apart."""
-
+from ._interop import EVERY_SERVER, SERVERS, recorded, registry_of
 
 # The keywords llama-cpp-python's grammar converter tells a value's kind by.
 KINDS = ("type", "$ref", "anyOf", "oneOf", "allOf", "const", "enum", "properties", "items")

@@ -1,8 +1,9 @@
-"""Every recorded tool of the interop sweep, through the grammar pipeline, to a real
-llama-cpp-python server: zero grammar crashes.
+"""Every recorded tool of the interop sweep and of the search corpus, through the
+grammar pipeline, to a real llama-cpp-python server: zero grammar crashes.
 
 The tools are the ``tools/list`` answers of 21 third-party MCP servers recorded in
-``benchmarks/data/interop`` (``benchmarks/record_interop.py``), registered as
+``benchmarks/data/interop`` (``benchmarks/record_interop.py``) and of 36 more in
+``benchmarks/data/search_corpus`` (1,477 tools in all), registered as
 ``McpClient.into_tools(prefix=True)`` registers them, with
 ``schema_transforms=[portable_schema, grammar_safe_schema]``. Each definition is sent
 alone, with ``tool_choice`` naming it, so the server turns its schema into a grammar.
@@ -28,7 +29,7 @@ import pytest
 
 from agcore_tools import grammar_safe_schema, portable_schema
 
-from .._interop import SERVERS, recorded, registry_of
+from .._interop import EVERY_SERVER, recorded, registry_of
 from .conftest import RealServer, start_llama_server, supervised
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
@@ -62,7 +63,7 @@ def _forced(client: Any, definition: dict[str, Any]) -> Any:
     )
 
 
-@pytest.mark.parametrize("name", SERVERS)
+@pytest.mark.parametrize("name", EVERY_SERVER)
 def test_every_tool_is_answered_and_the_server_survives(
     name: str, server: RealServer, client: Any
 ) -> None:
