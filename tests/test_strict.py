@@ -233,6 +233,38 @@ def test_raw_schemas_are_made_strict_too() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "free",
+    [
+        {"type": "object", "description": "Any keys."},
+        {"type": "object", "properties": {}, "additionalProperties": True},
+        {"anyOf": [{"type": "object"}, {"type": "string"}]},
+        {"type": ["object", "null"]},
+    ],
+)
+def test_an_object_declaring_no_property_is_a_map_strict_mode_cannot_describe(
+    free: dict[str, Any],
+) -> None:
+    # Closed, it would take {} only: azure's `parameters` and notion's page `properties`
+    # lost every key that way.
+    raw = {"type": "object", "properties": {"q": {"type": "string"}, "params": free}}
+    assert strict_parameters(raw) == (
+        None,
+        "'params' is a map with free keys (dict[str, ...]), which strict mode cannot describe",
+    )
+    closed = {"type": "object", "properties": {}, "additionalProperties": False}
+    strict, why = strict_parameters({"type": "object", "properties": {"params": closed}})
+    assert why is None and strict is not None  # a server's own {} only stays as it is
+    assert strict["properties"]["params"]["anyOf"][0]["additionalProperties"] is False
+    empty_root, why = strict_parameters({"type": "object"})  # a tool of no arguments
+    assert why is None and empty_root == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+        "required": [],
+    }
+
+
 async def test_null_for_an_optional_parameter_means_its_default() -> None:
     calls: list[tuple[Any, ...]] = []
 

@@ -95,7 +95,7 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any] | None,
     if prepared.get("type") != "object" or "anyOf" in prepared or "oneOf" in prepared:
         return None, "the parameters are not a plain JSON object schema"
     prepared.setdefault("properties", {})
-    _prepare(prepared, prepared, problems)
+    _prepare(prepared, prepared, problems, ())
     if problems:
         return None, problems[0]
     try:
@@ -108,23 +108,58 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any] | None,
     return transformed, None
 
 
-def _prepare(node: dict[str, Any], root: dict[str, Any], problems: list[str]) -> None:
+def _prepare(
+    node: dict[str, Any], root: dict[str, Any], problems: list[str], path: tuple[str, ...]
+) -> None:
     if "oneOf" in node:
         if "anyOf" in node:
             problems.append("a schema uses both anyOf and oneOf")
             return
         node["anyOf"] = node.pop("oneOf")
     node.pop("discriminator", None)  # OpenAPI's hint next to oneOf; not JSON Schema
+    if node is not root and _free_object(node):
+        # Closed, it would take {} only: the keys it exists for could not be sent.
+        where = f"'{'.'.join(path)}'" if path else "a definition"
+        problems.append(
+            f"{where} is a map with free keys (dict[str, ...]), which strict mode cannot describe"
+        )
+        return
     if node.get("additionalProperties") is True:
-        node["additionalProperties"] = False
+        node["additionalProperties"] = False  # declared properties stay; extras go
     properties = node.get("properties")
     if isinstance(properties, dict):
         required = set(node.get("required") or ())
         for name, sub in list(properties.items()):
             if name not in required and isinstance(sub, dict):
                 properties[name] = _nullable(sub, root)
-    for _, sub in subschemas(node):
-        _prepare(sub, root, problems)
+    for step, sub in subschemas(node):
+        _prepare(sub, root, problems, _deeper(path, step))
+
+
+def _free_object(node: Mapping[str, Any]) -> bool:
+    kind = node.get("type")
+    # Every type at once is any value, which _finish names as such.
+    is_object = kind == "object" or (
+        isinstance(kind, list) and "object" in kind and not set(kind) >= set(ANY_JSON_TYPE)
+    )
+    return (
+        is_object
+        and not node.get("properties")
+        and node.get("additionalProperties", True) is True
+        and "patternProperties" not in node
+    )
+
+
+def _deeper(path: tuple[str, ...], step: str) -> tuple[str, ...]:
+    """``path`` (property names, ``[]`` for items, as messages show it) one step down."""
+    key, _, name = step.partition("/")
+    if key == "properties":
+        return (*path, name)
+    if key in ("$defs", "definitions"):
+        return (name,)
+    if key in ("items", "prefixItems"):
+        return (*path[:-1], f"{path[-1]}[]") if path else ("[]",)
+    return path
 
 
 def _nullable(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
