@@ -25,8 +25,10 @@ start=$(date +%s)
 rc=$?
 took=$(($(date +%s) - start))
 
-# Every test runner's closing line (make test, then make test-interop), and the last lines.
+# Every test runner's closing line (make test, then make test-interop), each step's wall
+# time, and the last lines.
 grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$work/ci.log"
+grep -E '^ci: ' "$work/ci.log"
 tail -n 3 "$work/ci.log"
 printf 'clean-room: exit %d after %dm%02ds\n' "$rc" $((took / 60)) $((took % 60))
 if [ "$rc" -eq 0 ] && [ -z "${KEEP:-}" ]; then
