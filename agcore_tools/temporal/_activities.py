@@ -30,7 +30,9 @@ from ..error import LlmConfigError, ToolConfigError, ToolError, ToolExecutionErr
 from ..pending import KEEPER
 from ..registry import ToolRegistry
 from ._payloads import (
+    CATALOGUE_TOO_LARGE,
     MODEL_REFUSED,
+    PAYLOAD_LIMIT,
     PROGRAM_TOO_LARGE,
     RESULT_TOO_LARGE,
     SNAPSHOT_LIMIT,
@@ -285,7 +287,20 @@ class ToolActivities:
                     beats,
                 )
             )
-        return Catalogue(tools, self.registry.strict, permissions)
+        catalogue = Catalogue(tools, self.registry.strict, permissions)
+        size = len(to_json(catalogue))  # as the JSON payload converter writes it
+        if size > PAYLOAD_LIMIT:
+            # Past the limit the run's workflow task fails on every retry, silently,
+            # until the run times out: refuse it here, once, by name.
+            raise ApplicationError(
+                f"this worker's {len(tools)} tools describe to {size} bytes, over the "
+                f"{PAYLOAD_LIMIT}-byte payload limit of a Temporal workflow's history; "
+                "serve some of them from workers of another task queue "
+                "(ToolLoopInput.of(..., tool_task_queues=[...])), or register fewer",
+                type=CATALOGUE_TOO_LARGE,
+                non_retryable=True,
+            )
+        return catalogue
 
     @activity.defn(name="agcore.call_tool")
     async def call_tool(self, call: ToolCallInput) -> ToolCallOutput:

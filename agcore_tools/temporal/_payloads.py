@@ -18,6 +18,8 @@ from ..cycle.profiles import ServerProfile
 from ..error import LlmConfigError
 
 __all__ = [
+    "CATALOGUE_TOO_LARGE",
+    "PAYLOAD_LIMIT",
     "PROGRAM_TOO_LARGE",
     "SNAPSHOT_LIMIT",
     "Catalogue",
@@ -38,9 +40,15 @@ MODEL_REFUSED = "ModelRequestRefused"
 PROGRAM_TOO_LARGE = "ProgramSnapshotTooLarge"
 """The ``ApplicationError`` type of a code-mode program whose snapshot would not fit in
 the workflow's history."""
-SNAPSHOT_LIMIT = 2 * 1024 * 1024
-"""Most bytes of a program's snapshot (base64) a step may hand the workflow: Temporal
-refuses a payload over 2 MB by default (the server's ``limit.blobSize.error``)."""
+CATALOGUE_TOO_LARGE = "ToolCatalogueTooLarge"
+"""The ``ApplicationError`` type of a worker whose tools' description would not fit in
+the workflow's history."""
+PAYLOAD_LIMIT = 2 * 1024 * 1024
+"""Most bytes of one payload an activity may hand the workflow: Temporal refuses a
+payload over 2 MB by default (the server's ``limit.blobSize.error``), and a workflow
+task that records one fails again on every retry until the run times out."""
+SNAPSHOT_LIMIT = PAYLOAD_LIMIT
+"""Most bytes of a program's snapshot (base64) a step may hand the workflow."""
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
-from agcore_tools import CodeMode, CycleConfig, LlmCycle
-from agcore_tools.temporal import ToolLoopInput, ToolLoopResult, ToolLoopWorkflow
+from agcore_tools import BaseTool, CodeMode, CycleConfig, LlmCycle, ToolContext, ToolRegistry
+from agcore_tools.temporal import (
+    ToolActivities,
+    ToolLoopInput,
+    ToolLoopResult,
+    ToolLoopWorkflow,
+    worker,
+)
 
 from .conftest import Model, WorkerProcess, calls
 from .worker_process import MAX_RESULT_BYTES, build_registry
@@ -152,6 +158,36 @@ async def test_an_oversized_result_fails_once_and_the_model_is_told(
     assert [a for a in await activity_attempts(handle) if a[0] == "agcore.call_tool"] == [
         ("agcore.call_tool", 1)
     ]
+
+
+class Wordy(BaseTool):
+    """A tool whose description alone is 800 kB."""
+
+    description = "x" * 800_000
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        return "unreachable"
+
+
+async def test_tools_too_large_for_the_history_fail_the_run_at_once_by_name(
+    client: Client,
+) -> None:
+    # Recorded, their description would fail the run's workflow task on every retry,
+    # with a warning in the worker's log, until the run timed out.
+    registry = ToolRegistry()
+    registry.register_all([Wordy("a"), Wordy("b"), Wordy("c")])
+    async with worker(client, "wordy", ToolActivities(registry)):
+        started = time.monotonic()
+        with pytest.raises(WorkflowFailureError) as failed:
+            await finish(await start(client, "wordy-1", "hi", "wordy"))
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "ToolCatalogueTooLarge"
+    assert "this worker's 3 tools describe to 24" in str(cause)
+    assert "over the 2097152-byte payload limit of a Temporal workflow's history" in str(cause)
+    assert time.monotonic() - started < 10  # not the run's timeout
 
 
 async def test_mcp_tools_run_on_the_workers_that_hold_the_connection(
