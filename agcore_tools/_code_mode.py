@@ -50,6 +50,7 @@ from .base import BaseTool, ToolContext
 from .calls import approval_requests
 from .error import ProgramError, ToolExecutionError
 from .pending import CallPaused
+from .schema import required_names
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -96,10 +97,10 @@ _TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool
 def _annotation(schema: Any) -> str:
     if not isinstance(schema, Mapping):
         return "Any"
-    if "enum" in schema and isinstance(schema["enum"], list):
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
         return f"Literal[{', '.join(repr(v) for v in schema['enum'])}]"
     for union in ("anyOf", "oneOf"):
-        if isinstance(schema.get(union), list):
+        if isinstance(schema.get(union), list) and schema[union]:
             return " | ".join(dict.fromkeys(_annotation(s) for s in schema[union]))
     kind = schema.get("type")
     if isinstance(kind, list):
@@ -113,9 +114,10 @@ def _annotation(schema: Any) -> str:
 
 def _parameters(definition: Mapping[str, Any]) -> tuple[list[str], Mapping[str, Any], set[str]]:
     schema = definition.get("parameters") or {}
-    properties = schema.get("properties") or {}
-    required = set(schema.get("required") or ())
-    return list(properties), properties, required
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):  # a malformed schema lists no parameters
+        properties = {}
+    return list(properties), properties, required_names(schema)
 
 
 def _stub(function: str, definition: Mapping[str, Any]) -> str:

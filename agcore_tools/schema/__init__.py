@@ -8,6 +8,7 @@ keep a tool's argument plan and strict form.
 
 from ._argplan import ArgumentPlan, build_plan
 from ._function import Docstring, FunctionSchema, function_schema, parse_docstring
+from ._jsonschema import required_names
 from ._strict import strict_parameters
 from ._transforms import (
     GRAMMAR_BOUND_LIMIT,
@@ -31,5 +32,6 @@ __all__ = [
     "grammar_safe_schema",
     "parse_docstring",
     "portable_schema",
+    "required_names",
     "strict_parameters",
 ]

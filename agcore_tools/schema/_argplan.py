@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._jsonschema import accepts_null, is_open_object, resolve_ref
+from ._jsonschema import accepts_null, is_open_object, required_names, resolve_ref
 
 EXTRA_KEY = "Extra inputs are not permitted"
 """The problem text for an unknown key, worded as pydantic words it."""
@@ -70,7 +70,7 @@ class _Builder:
     def _object(self, schema: dict[str, Any], ref: str | None) -> _Node | None:
         properties = schema.get("properties")
         if isinstance(properties, dict):
-            required = set(schema.get("required") or ())
+            required = required_names(schema)
             node = _Object(
                 keys=frozenset(properties),
                 closed=self.check_extras and is_open_object(schema),

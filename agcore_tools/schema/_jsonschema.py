@@ -53,6 +53,68 @@ def subschemas(schema: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
                     yield f"items/{index}", entry
 
 
+def required_names(schema: Mapping[str, Any]) -> set[str]:
+    """The property names ``schema`` requires. A malformed ``required`` (not a list, or
+    with entries that are not strings) names nothing it cannot name: ``"abc"`` is not
+    read as ``a``, ``b`` and ``c``.
+
+    Example:
+        >>> sorted(required_names({"required": ["a", 1, "b"]})), required_names({"required": "abc"})
+        (['a', 'b'], set())
+    """
+    required = schema.get("required")
+    if not isinstance(required, list):
+        return set()
+    return {name for name in required if isinstance(name, str)}
+
+
+def malformed(schema: Mapping[str, Any], path: str = "") -> str | None:
+    """Where ``schema`` breaks JSON Schema's shape, as a short phrase, or None: a map of
+    schemas (``properties``, ``$defs``) that is not an object, a ``required`` that is
+    not a list of names, a list of schemas (``anyOf``) that is not a list. A server can
+    send one; what reads schemas to rewrite them (strict mode) refuses it by name.
+
+    Example:
+        >>> malformed({"type": "object", "properties": {"a": {"required": "a"}}})
+        "'a.required' is not a list of names"
+        >>> malformed({"type": "object", "properties": {"a": {"type": "string"}}}) is None
+        True
+    """
+    where = f"{path}." if path else ""
+    for key in NAMED_SCHEMAS:
+        named = schema.get(key, {})
+        if not isinstance(named, dict):
+            return f"'{where}{key}' is not an object"
+        odd = next((n for n, sub in named.items() if not isinstance(sub, (dict, bool))), None)
+        if odd is not None:
+            return f"'{where}{key}.{odd}' is not a schema"
+    for key in SCHEMA_LISTS:
+        entries = schema.get(key, [])
+        if not isinstance(entries, list) or not all(isinstance(e, (dict, bool)) for e in entries):
+            return f"'{where}{key}' is not a list of schemas"
+    for key in SINGLE_SCHEMAS:
+        sub = schema.get(key, True)
+        tuple_form = isinstance(sub, list) and key == "items"  # draft-07
+        if tuple_form and not all(isinstance(e, (dict, bool)) for e in sub):
+            return f"'{where}items' is not a list of schemas"
+        if not isinstance(sub, (dict, bool)) and not tuple_form:
+            return f"'{where}{key}' is not a schema"
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
+        return f"'{where}required' is not a list of names"
+    kind = schema.get("type", "string")
+    if not isinstance(kind, (str, list)) or (
+        isinstance(kind, list) and not all(isinstance(k, str) for k in kind)
+    ):
+        return f"'{where}type' is not a type name or a list of them"
+    for step, sub in subschemas(schema):
+        key, _, name = step.partition("/")
+        found = malformed(sub, f"{where}{name}" if key == "properties" else f"{where}{step}")
+        if found is not None:
+            return found
+    return None
+
+
 def resolve_ref(root: Mapping[str, Any], ref: str) -> dict[str, Any] | None:
     """The schema a local ``$ref`` (``#/...``) points at, or None."""
     if ref == "#":

@@ -34,7 +34,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from ._jsonschema import ANY_JSON_TYPE, accepts_null, subschemas
+from ._jsonschema import ANY_JSON_TYPE, accepts_null, malformed, required_names, subschemas
 
 KEPT = frozenset(
     {
@@ -94,6 +94,9 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any] | None,
     problems: list[str] = []
     if prepared.get("type") != "object" or "anyOf" in prepared or "oneOf" in prepared:
         return None, "the parameters are not a plain JSON object schema"
+    broken = malformed(prepared)
+    if broken is not None:
+        return None, f"its schema is malformed: {broken}"
     prepared.setdefault("properties", {})
     _prepare(prepared, prepared, problems, ())
     if problems:
@@ -128,7 +131,7 @@ def _prepare(
         node["additionalProperties"] = False  # declared properties stay; extras go
     properties = node.get("properties")
     if isinstance(properties, dict):
-        required = set(node.get("required") or ())
+        required = required_names(node)
         for name, sub in list(properties.items()):
             if name not in required and isinstance(sub, dict):
                 properties[name] = _nullable(sub, root)
