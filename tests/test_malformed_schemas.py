@@ -15,57 +15,18 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import McpClient, StdioTransport, ToolRegistry
+from agcore_tools import portable_schema
 from agcore_tools._code_mode import python_signatures
-from agcore_tools.mcp._adapter import make_adapters
-from agcore_tools.mcp.models import McpToolInfo
-from agcore_tools.schema import build_plan, required_names, strict_parameters
+from agcore_tools.schema import (
+    SchemaContext,
+    apply_transforms,
+    build_plan,
+    required_names,
+    strict_parameters,
+)
 from agcore_tools.schema._jsonschema import malformed
 
-GOOD = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
-
-MALFORMED: dict[str, tuple[dict[str, Any], str]] = {
-    "properties_list": (
-        {"type": "object", "properties": [{"a": {"type": "string"}}]},
-        "'properties' is not an object",
-    ),
-    "required_string": (
-        {"type": "object", "properties": {"a": {"type": "string"}}, "required": "abc"},
-        "'required' is not a list of names",
-    ),
-    "required_odd": (
-        {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", {"b": 1}]},
-        "'required' is not a list of names",
-    ),
-    "defs_string": (
-        {"type": "object", "$defs": "none", "properties": {"a": {"type": "string"}}},
-        "'$defs' is not an object",
-    ),
-    "property_word": (
-        {"type": "object", "properties": {"a": "string"}},
-        "'properties.a' is not a schema",
-    ),
-    "nested_type_number": (
-        {
-            "type": "object",
-            "properties": {"a": {"type": "object", "properties": {"b": {"type": 5}}}},
-        },
-        "'a.b.type' is not a type name or a list of them",
-    ),
-    "any_of_object": (
-        {"type": "object", "properties": {"a": {"anyOf": {"type": "string"}}}},
-        "'a.anyOf' is not a list of schemas",
-    ),
-}
-
-
-def registry_of(schemas: dict[str, dict[str, Any]], **options: Any) -> ToolRegistry:
-    """The tools as ``McpClient.into_tools(prefix=True)`` registers a server's."""
-    client = McpClient("odd", StdioTransport("never-started"))
-    infos = [McpToolInfo(name, f"The {name} tool.", schema) for name, schema in schemas.items()]
-    registry = ToolRegistry(**options)
-    registry.register_all(make_adapters(client, infos, "odd", client.permission_policy))
-    return registry
+from ._odd_schemas import GOOD, MALFORMED, UNUSUAL, registry_of_schemas
 
 
 @pytest.mark.parametrize("name", MALFORMED)
@@ -88,7 +49,7 @@ def test_strict_mode_offers_a_malformed_tool_non_strict_and_says_why(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     schemas = {name: schema for name, (schema, _) in MALFORMED.items()}
-    registry = registry_of({"good": GOOD, **schemas}, strict=True)
+    registry = registry_of_schemas({"good": GOOD, **schemas}, strict=True)
     with caplog.at_level(logging.WARNING, logger="agcore_tools.registry"):
         definitions = {d["function"]["name"]: d["function"] for d in registry.definitions()}
     assert set(definitions) == {"odd__good"} | {f"odd__{name}" for name in MALFORMED}
@@ -121,7 +82,7 @@ def test_code_mode_lists_every_malformed_tool_as_python() -> None:
     schemas = {name: schema for name, (schema, _) in MALFORMED.items()}
     schemas["empty_enum"] = {"type": "object", "properties": {"a": {"enum": []}}}
     schemas["empty_one_of"] = {"type": "object", "properties": {"a": {"oneOf": []}}}
-    definitions = registry_of(schemas).definitions()
+    definitions = registry_of_schemas(schemas).definitions()
     text, names = python_signatures(definitions)
     stubs = [node for node in ast.parse(text).body if isinstance(node, ast.AsyncFunctionDef)]
     assert len(stubs) == len(schemas)
@@ -129,3 +90,56 @@ def test_code_mode_lists_every_malformed_tool_as_python() -> None:
     assert listed["odd__properties_list"] == ""  # no parameters it could name
     assert listed["odd__required_string"] == "a: str=None"  # optional: nothing is required
     assert listed["odd__empty_enum"] == "a: Any=None"
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_portable_schema_drops_what_is_malformed_and_says_so(
+    name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    schema, _ = MALFORMED[name]
+    with caplog.at_level(logging.WARNING, logger="agcore_tools.registry"):
+        portable = apply_transforms(schema, [portable_schema], SchemaContext(name, "chat"))
+    assert malformed(portable) is None
+    assert portable["type"] == "object"
+    assert f"portable_schema: tool '{name}' has a malformed schema; dropped" in caplog.text
+
+
+def test_portable_schema_keeps_what_is_well_formed_of_a_malformed_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": "string", "c": {"type": 5, "minimum": 1}},
+        "required": ["a", {"b": 1}],
+    }
+    portable = apply_transforms(schema, [portable_schema], SchemaContext("t", "chat"))
+    assert portable == {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "c": {"description": "(minimum: 1)"}},
+        "required": ["a"],
+    }
+
+
+def test_portable_schema_writes_boolean_schemas_and_odd_references_as_the_core_does() -> None:
+    def portable(name: str) -> dict[str, Any]:
+        return apply_transforms(UNUSUAL[name], [portable_schema], SchemaContext(name, "chat"))
+
+    booleans = portable("boolean_properties")
+    assert booleans["properties"] == {"any": {}, "q": {"type": "string"}}
+    assert booleans["required"] == ["q"]  # a property that can never be sent is not required
+    items = portable("boolean_items")["properties"]
+    assert items == {
+        "anything": {"type": "array"},
+        "empty": {"type": "array", "description": "(maxItems: 0)"},
+    }
+    # "#" recursion becomes a definition of the root, which converters can resolve.
+    tree = portable("recursive_root")
+    assert tree["$defs"]["root"]["properties"]["children"]["items"] == {"$ref": "#/$defs/root"}
+    assert tree["properties"]["children"]["items"]["properties"]["children"]["items"] == {
+        "$ref": "#/$defs/root"
+    }
+    # A reference to nothing, or to another document, is any value, and the model is told.
+    assert portable("missing_ref")["properties"]["x"] == {
+        "description": "(a schema this one does not include: #/$defs/Nowhere)"
+    }
+    assert portable("remote_ref")["properties"]["x"] == {
+        "description": "An x. (a schema this one does not include: https://example.com/schemas/x.json)"
+    }

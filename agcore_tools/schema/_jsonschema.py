@@ -68,50 +68,77 @@ def required_names(schema: Mapping[str, Any]) -> set[str]:
     return {name for name in required if isinstance(name, str)}
 
 
+def shape_fault(key: str, value: Any) -> str | None:
+    """Why ``value`` cannot be the value of keyword ``key``, or None. Only the keyword's
+    own shape: the entries of a map or list of schemas are checked where they are walked
+    (each must be an object or a boolean).
+
+    Example:
+        >>> shape_fault("required", "abc"), shape_fault("properties", []), shape_fault("type", "string")
+        ('not a list of names', 'not an object', None)
+    """
+    if key in NAMED_SCHEMAS:
+        return None if isinstance(value, dict) else "not an object"
+    if key in SCHEMA_LISTS:
+        return None if isinstance(value, list) else "not a list"
+    if key in SINGLE_SCHEMAS:
+        tuple_form = key == "items" and isinstance(value, list)  # draft-07
+        return None if isinstance(value, (dict, bool)) or tuple_form else "not a schema"
+    if key == "required":
+        names = isinstance(value, list) and all(isinstance(n, str) for n in value)
+        return None if names else "not a list of names"
+    if key == "type":
+        kinds = isinstance(value, list) and all(isinstance(k, str) for k in value)
+        return None if isinstance(value, str) or kinds else "not a type name or a list of them"
+    if key in ("$ref", "description", "title"):
+        return None if isinstance(value, str) else "not text"
+    return None
+
+
+def schema_entries(key: str, value: Any) -> list[tuple[str, Any]]:
+    """The entries of keyword ``key``'s value that must each be a schema, with their
+    names (a property's, or a list index): none for a keyword that holds one schema.
+
+    Example:
+        >>> schema_entries("anyOf", [{"type": "string"}, 5])
+        [('0', {'type': 'string'}), ('1', 5)]
+    """
+    if key in NAMED_SCHEMAS and isinstance(value, dict):
+        return [(str(name), sub) for name, sub in value.items()]
+    if (key in SCHEMA_LISTS or key == "items") and isinstance(value, list):
+        return [(str(index), sub) for index, sub in enumerate(value)]
+    return []
+
+
 def malformed(schema: Mapping[str, Any], path: str = "") -> str | None:
-    """Where ``schema`` breaks JSON Schema's shape, as a short phrase, or None: a map of
-    schemas (``properties``, ``$defs``) that is not an object, a ``required`` that is
-    not a list of names, a list of schemas (``anyOf``) that is not a list. A server can
-    send one; what reads schemas to rewrite them (strict mode) refuses it by name.
+    """Where ``schema`` breaks JSON Schema's shape (see :func:`shape_fault`), as a short
+    phrase, or None. A server can send such a schema; what rewrites schemas (strict
+    mode) refuses it by name.
 
     Example:
         >>> malformed({"type": "object", "properties": {"a": {"required": "a"}}})
         "'a.required' is not a list of names"
+        >>> malformed({"type": "object", "properties": {"a": "string"}})
+        "'a' is not a schema"
         >>> malformed({"type": "object", "properties": {"a": {"type": "string"}}}) is None
         True
     """
     where = f"{path}." if path else ""
-    for key in NAMED_SCHEMAS:
-        named = schema.get(key, {})
-        if not isinstance(named, dict):
-            return f"'{where}{key}' is not an object"
-        odd = next((n for n, sub in named.items() if not isinstance(sub, (dict, bool))), None)
-        if odd is not None:
-            return f"'{where}{key}.{odd}' is not a schema"
-    for key in SCHEMA_LISTS:
-        entries = schema.get(key, [])
-        if not isinstance(entries, list) or not all(isinstance(e, (dict, bool)) for e in entries):
-            return f"'{where}{key}' is not a list of schemas"
-    for key in SINGLE_SCHEMAS:
-        sub = schema.get(key, True)
-        tuple_form = isinstance(sub, list) and key == "items"  # draft-07
-        if tuple_form and not all(isinstance(e, (dict, bool)) for e in sub):
-            return f"'{where}items' is not a list of schemas"
-        if not isinstance(sub, (dict, bool)) and not tuple_form:
-            return f"'{where}{key}' is not a schema"
-    required = schema.get("required", [])
-    if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
-        return f"'{where}required' is not a list of names"
-    kind = schema.get("type", "string")
-    if not isinstance(kind, (str, list)) or (
-        isinstance(kind, list) and not all(isinstance(k, str) for k in kind)
-    ):
-        return f"'{where}type' is not a type name or a list of them"
-    for step, sub in subschemas(schema):
-        key, _, name = step.partition("/")
-        found = malformed(sub, f"{where}{name}" if key == "properties" else f"{where}{step}")
-        if found is not None:
-            return found
+    for key, value in schema.items():
+        fault = shape_fault(key, value)
+        if fault is not None:
+            return f"'{where}{key}' is {fault}"
+        for name, sub in schema_entries(key, value):
+            step = f"{where}{name}" if key == "properties" else f"{where}{key}.{name}"
+            if not isinstance(sub, (dict, bool)):
+                return f"'{step}' is not a schema"
+            found = malformed(sub, step) if isinstance(sub, dict) else None
+            if found is not None:
+                return found
+        if key in SINGLE_SCHEMAS and isinstance(value, dict):
+            found = malformed(value, f"{where}{key}")
+            if found is not None:
+                return found
     return None
 
 

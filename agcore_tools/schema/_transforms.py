@@ -14,7 +14,9 @@ Two built-ins:
 - :func:`portable_schema`, for servers that know only the core of JSON Schema: local
   ``$ref`` inlined and unused ``$defs`` dropped, ``oneOf`` read as ``anyOf``, keywords
   that only narrow a value (``minLength``, ``format``, ``default``...) moved into the
-  description, annotations (``title``, ``examples``, ``$schema``...) dropped;
+  description, annotations (``title``, ``examples``, ``$schema``...) dropped, boolean
+  subschemas and odd references written in the core's terms, and what is malformed
+  dropped (a server's schema is sent as written, and some are not JSON Schema);
 - :func:`grammar_safe_schema`, for servers that turn schemas into grammars
   (llama-cpp-python, llama.cpp): no enum value or property name with a ``"`` (it
   breaks the grammar),
@@ -40,6 +42,8 @@ from ._jsonschema import (
     SCHEMA_LISTS,
     SINGLE_SCHEMAS,
     resolve_ref,
+    schema_entries,
+    shape_fault,
     subschemas,
 )
 
@@ -134,10 +138,14 @@ _KIND_KEYWORDS = (
 def portable_schema(schema: dict[str, Any], ctx: SchemaContext) -> dict[str, Any]:
     """Only the core of JSON Schema, for servers that know no more.
 
-    Local ``$ref`` are inlined (a recursive one stays, with the definitions it needs),
-    ``oneOf`` becomes ``anyOf``, narrowing keywords move into the description and
-    annotations are dropped. The model reads every constraint; it just is not asked
-    to follow it in the schema.
+    Local ``$ref`` are inlined (a recursive one stays, with the definitions it needs; a
+    recursive ``"#"`` becomes a definition of the root), ``oneOf`` becomes ``anyOf``,
+    narrowing keywords move into the description and annotations are dropped. The
+    model reads every constraint; it just is not asked to follow it in the schema.
+    Boolean subschemas become objects (``true`` is ``{}``; a ``false`` property is left
+    out), a ``$ref`` to nothing or to another document becomes any value with the
+    reference in the description, and what is not JSON Schema's shape (``properties``
+    as a list, ``required`` as a string) is dropped, with a logged warning.
 
     Example:
         >>> schema = {
@@ -148,6 +156,14 @@ def portable_schema(schema: dict[str, Any], ctx: SchemaContext) -> dict[str, Any
         >>> portable_schema(schema, SchemaContext("get_page", "chat"))
         {'type': 'object', 'properties': {'id': {'type': 'string', 'description': 'Page id. (minLength: 3)'}}}
     """
+    dropped: list[str] = []
+    schema = _well_formed(schema, "", dropped)
+    if dropped:
+        logger.warning(
+            "portable_schema: tool %r has a malformed schema; dropped %s",
+            ctx.tool_name,
+            "; ".join(dropped),
+        )
     schema = _inline_refs(schema)
     _portable_node(schema)
     return schema
@@ -220,6 +236,13 @@ def apply_transforms(
 
 def _inline_refs(root: dict[str, Any]) -> dict[str, Any]:
     needed: set[str] = set()
+    # A recursive "#" (zod's z.lazy at the root) is kept as a definition of the root:
+    # converters resolve "#/$defs/..." and refuse "#".
+    defs = root.get("$defs")
+    root_name = "root"
+    while isinstance(defs, dict) and root_name in defs:
+        root_name += "_"
+    root_ref = f"#/$defs/{root_name}"
 
     def walk(node: Any, stack: tuple[str, ...]) -> Any:
         if isinstance(node, list):
@@ -229,10 +252,14 @@ def _inline_refs(root: dict[str, Any]) -> dict[str, Any]:
         ref = node.get("$ref")
         if isinstance(ref, str):
             target = resolve_ref(root, ref)
-            if target is None or ref in stack:
-                if target is not None:
-                    needed.add(ref)  # recursive: keep the reference and its definition
-                return {k: walk(v, stack) if k != "$ref" else v for k, v in node.items()}
+            siblings = {k: walk(v, stack) for k, v in node.items() if k != "$ref"}
+            if target is None:
+                # Remote, or pointing at nothing: any value, and the model is told.
+                _append(siblings, f"(a schema this one does not include: {ref})")
+                return siblings
+            if ref in stack:
+                needed.add(ref)  # recursive: keep the reference and its definition
+                return {"$ref": root_ref if ref == "#" else ref, **siblings}
             siblings = {k: v for k, v in node.items() if k != "$ref"}
             merged = {**copy.deepcopy(target), **siblings}
             return walk(merged, (*stack, ref))
@@ -250,17 +277,60 @@ def _inline_refs(root: dict[str, Any]) -> dict[str, Any]:
 
     inlined: dict[str, Any] = walk(root, ())
     for key in ("$defs", "definitions"):
-        defs = inlined.pop(key, None)
-        if not isinstance(defs, dict):
+        found = inlined.pop(key, None)
+        if not isinstance(found, dict):
             continue
         kept = {
             name: walk(sub, (f"#/{key}/{name}",))
-            for name, sub in defs.items()
+            for name, sub in found.items()
             if f"#/{key}/{name}" in needed
         }
         if kept:
             inlined[key] = kept
+    if "#" in needed:
+        body = {k: v for k, v in root.items() if k not in ("$defs", "definitions")}
+        inlined.setdefault("$defs", {})[root_name] = walk(body, ("#",))
     return inlined
+
+
+def _well_formed(node: dict[str, Any], path: str, dropped: list[str]) -> dict[str, Any]:
+    """``node`` with what is not JSON Schema's shape dropped (noted in ``dropped``; see
+    :func:`shape_fault`), and boolean subschemas as objects: ``true`` is ``{}``; a
+    ``false`` property or ``anyOf`` option is left out; ``items: false`` is
+    ``maxItems: 0``."""
+    where = f"{path}." if path else ""
+    out: dict[str, Any] = {}
+    never: set[str] = set()  # properties declared `false`: they cannot be required either
+    for key, value in node.items():
+        fault = shape_fault(key, value)
+        if key == "required" and isinstance(value, list):
+            names = [n for n in value if isinstance(n, str)]
+            if fault is not None:
+                dropped.append(f"the entries of '{where}required' that are not names")
+            out[key] = names
+        elif fault is not None:
+            dropped.append(f"'{where}{key}' ({fault})")
+        elif key == "items" and value is False:
+            out["maxItems"] = 0
+        elif entries := schema_entries(key, value):
+            kept: dict[str, Any] = {}
+            for name, sub in entries:
+                step = f"{where}{name}" if key == "properties" else f"{where}{key}.{name}"
+                if sub is False and key != "items":  # matches nothing: the option goes
+                    if key == "properties":
+                        never.add(name)
+                elif isinstance(sub, (dict, bool)):
+                    kept[name] = _well_formed(sub if isinstance(sub, dict) else {}, step, dropped)
+                else:
+                    dropped.append(f"'{step}' (not a schema)")
+            out[key] = kept if isinstance(value, dict) else list(kept.values())
+        elif key in SINGLE_SCHEMAS and isinstance(value, dict):
+            out[key] = _well_formed(value, f"{where}{key}", dropped)
+        elif key != "items" or value is not True:  # `items: true` is any item, as none
+            out[key] = value
+    if never and isinstance(out.get("required"), list):
+        out["required"] = [name for name in out["required"] if name not in never]
+    return out
 
 
 def _portable_node(node: dict[str, Any]) -> None:

@@ -30,6 +30,7 @@ import pytest
 from agcore_tools import grammar_safe_schema, portable_schema
 
 from .._interop import EVERY_SERVER, recorded, registry_of
+from .._odd_schemas import MALFORMED, UNUSUAL, registry_of_schemas
 from .conftest import RealServer, start_llama_server, supervised
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
@@ -83,5 +84,34 @@ def test_every_tool_is_answered_and_the_server_survives(
         assert call.function.arguments.lstrip().startswith("{"), (tool, call.function.arguments)
         answered.append(tool)
     assert answered == [d["function"]["name"] for d in definitions]
+    assert server.process.poll() is None, "".join(server.output[-20:])
+    assert not [line for line in server.output if "error parsing grammar" in line]
+
+
+ODD = {**{name: schema for name, (schema, _) in MALFORMED.items()}, **UNUSUAL}
+# The converter reads "required": "abc" as a, b and c, and never looks at a $defs that
+# no $ref follows: these two convert raw (to a grammar that may be wrong).
+CONVERTED_RAW = {"required_string", "defs_string"}
+
+
+@pytest.mark.parametrize("name", ODD)
+def test_an_odd_schema_reaches_the_server_with_its_grammar(
+    name: str, server: RealServer, client: Any
+) -> None:
+    # Malformed, or valid JSON Schema the converter does not take (boolean subschemas,
+    # "#" recursion, a reference to nothing): raw, each has no grammar; through the
+    # pipeline, each converts and is answered.
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    if name not in CONVERTED_RAW:
+        refused = (AssertionError, AttributeError, KeyError, TypeError, ValueError)
+        with pytest.raises(refused):  # as the converter trips on each
+            json_schema_to_gbnf(json.dumps(ODD[name]))
+    registry = registry_of_schemas({name: ODD[name]}, [portable_schema, grammar_safe_schema])
+    [definition] = registry.definitions()
+    json_schema_to_gbnf(json.dumps(definition["function"]["parameters"]))
+    response = _forced(client, definition)
+    [call] = response.choices[0].message.tool_calls
+    assert call.function.name == definition["function"]["name"]
     assert server.process.poll() is None, "".join(server.output[-20:])
     assert not [line for line in server.output if "error parsing grammar" in line]
