@@ -29,6 +29,16 @@ SINGLE_SCHEMAS = (
 ANY_JSON_TYPE = ("string", "number", "boolean", "object", "array", "null")
 
 
+def names_every_type(kind: Any) -> bool:
+    """Whether a ``type`` value names every JSON type: any value, said outright.
+
+    Example:
+        >>> names_every_type(list(ANY_JSON_TYPE)), names_every_type(["object", "null"])
+        (True, False)
+    """
+    return isinstance(kind, list) and set(kind) >= set(ANY_JSON_TYPE)
+
+
 def subschemas(schema: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """Each direct subschema of ``schema`` that is a dict, with a short path step."""
     for key in NAMED_SCHEMAS:

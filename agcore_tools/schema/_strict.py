@@ -34,7 +34,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from ._jsonschema import ANY_JSON_TYPE, accepts_null, malformed, required_names, subschemas
+from ._jsonschema import accepts_null, malformed, names_every_type, required_names, subschemas
 
 KEPT = frozenset(
     {
@@ -143,7 +143,7 @@ def _free_object(node: Mapping[str, Any]) -> bool:
     kind = node.get("type")
     # Every type at once is any value, which _finish names as such.
     is_object = kind == "object" or (
-        isinstance(kind, list) and "object" in kind and not set(kind) >= set(ANY_JSON_TYPE)
+        isinstance(kind, list) and "object" in kind and not names_every_type(kind)
     )
     return (
         is_object
@@ -212,10 +212,7 @@ def _finish(node: dict[str, Any], path: tuple[str, ...], problems: list[str]) ->
         )
     if isinstance(node.get("items"), list):
         problems.append(f"{where} is a tuple, which strict mode cannot describe")
-    kinds = node.get("type")
-    if not any(key in node for key in _TYPED) or (
-        isinstance(kinds, list) and set(kinds) >= set(ANY_JSON_TYPE)
-    ):
+    if not any(key in node for key in _TYPED) or names_every_type(node.get("type")):
         problems.append(
             f"{where} accepts any JSON value (typing.Any), which strict mode cannot describe"
         )
