@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from ._tasks import McpTask
     from .policy import PermissionPolicy
 
-__all__ = ["McpTool", "ToolCaller", "adapter_name", "make_adapters"]
+__all__ = ["McpTool", "ToolCaller", "adapter_name", "adapter_names", "make_adapters"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -65,9 +66,53 @@ def adapter_name(tool_name: str, prefix: str | None = None) -> str:
     full = f"{prefix}__{tool_name}" if prefix else tool_name
     name = _INVALID.sub("_", full)
     if len(name) > _MAX_NAME:
-        digest = hashlib.sha256(full.encode()).hexdigest()[:8]
-        name = f"{name[: _MAX_NAME - 9]}_{digest}"
+        name = _with_digest(name, full)
     return name or "_"
+
+
+def _with_digest(name: str, full: str) -> str:
+    digest = hashlib.sha256(full.encode()).hexdigest()[:8]
+    return f"{name[: _MAX_NAME - 9]}_{digest}"
+
+
+def adapter_names(tool_names: Sequence[str], prefix: str | None, server: str) -> list[str]:
+    """The registry names of one server's tools (see :func:`adapter_name`), distinct.
+
+    Two names can come out the same once made valid: ``files.read`` and ``files_read``,
+    or two names in Chinese, all of whose letters become ``_``. Then each one that had
+    to change gets a digest of its own name, so each keeps its name from one listing
+    to the next whatever the order; a name that needed no change keeps it as it is. A
+    name the server lists twice raises :class:`ToolConfigError`.
+
+    Example:
+        >>> adapter_names(["files.read", "files_read"], None, "fs")
+        ['files_read_601e4eb6', 'files_read']
+    """
+    names = [adapter_name(tool, prefix) for tool in tool_names]
+    clashing = {name for name, count in Counter(names).items() if count > 1}
+    distinct = []
+    for tool, name in zip(tool_names, names, strict=True):
+        full = f"{prefix}__{tool}" if prefix else tool
+        if name in clashing and name != full:
+            distinct.append(_with_digest(name, full))
+        else:
+            distinct.append(name)
+    counts = Counter(distinct)
+    for tool, name in zip(tool_names, distinct, strict=True):
+        if counts[name] > 1:
+            raise ToolConfigError(
+                f"MCP server '{server}' lists the tool {tool!r} more than once", tool_name=name
+            )
+        if name != adapter_name(tool, prefix):
+            logger.info(
+                "MCP server '%s': tool %r is registered as %r: another tool's name is %r "
+                "once made valid",
+                server,
+                tool,
+                name,
+                adapter_name(tool, prefix),
+            )
+    return distinct
 
 
 class McpTool(BaseTool):
@@ -246,7 +291,7 @@ def make_adapters(
     tasks: bool | Collection[str] = False,
     task_wait: float | None = None,
 ) -> list[BaseTool]:
-    """One :class:`McpTool` per tool; raises :class:`ToolConfigError` on a name collision.
+    """One :class:`McpTool` per tool, named by :func:`adapter_names`.
 
     A tool whose server requires tasks runs its calls as tasks; so does one the app
     opted in (``tasks``: True for every tool that supports them, or server names of
@@ -255,21 +300,23 @@ def make_adapters(
     may be answered at once.
     """
     adapters: list[BaseTool] = []
-    taken: dict[str, str] = {}
     modern = False
     if tasks:
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
         modern = getattr(client, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+    listed: dict[str, McpToolInfo] = {}
     for info in infos:
-        name = adapter_name(info.name, prefix)
-        if name in taken:
-            raise ToolConfigError(
-                f"MCP server '{client.server_name}': tools {taken[name]!r} and {info.name!r} "
-                f"would both be registered as {name!r}",
-                tool_name=name,
+        if info.name in listed:
+            # A call names its tool, so the server has one tool by that name: the first.
+            logger.warning(
+                "MCP server '%s' lists the tool %r twice; the first listing is used",
+                client.server_name,
+                info.name,
             )
-        taken[name] = info.name
+        listed.setdefault(info.name, info)
+    names = adapter_names(list(listed), prefix, client.server_name)
+    for info, name in zip(listed.values(), names, strict=True):
         permissions = Permission.parse_all(policy(info))
         adapter = McpTool(client, info, name, permissions)
         opted = tasks is True or (not isinstance(tasks, bool) and info.name in tasks)

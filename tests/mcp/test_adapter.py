@@ -25,7 +25,7 @@ from agcore_tools import (
 from agcore_tools.mcp import McpTool
 from agcore_tools.mcp._adapter import adapter_name
 
-from .conftest import PAGED
+from .conftest import PAGED, fixture_stdio
 
 
 def _client(*infos: McpToolInfo, **options: object) -> McpClient:
@@ -76,10 +76,47 @@ def test_long_names_keep_a_distinguishing_hash() -> None:
     assert a.startswith("server__xxx")
 
 
-def test_adapter_names_that_collide_fail_loudly() -> None:
-    client = _client(McpToolInfo("files.read"), McpToolInfo("files_read"))
-    with pytest.raises(ToolError, match="would both be registered as 'files_read'"):
-        client.into_tools()
+def test_names_that_collide_once_made_valid_each_get_a_name_of_their_own() -> None:
+    # "files.read" and "files_read" are one name once made valid. The one that had to
+    # change gets a digest of its own name, whatever the listing's order.
+    listed = [McpToolInfo("files.read"), McpToolInfo("files_read")]
+    assert [t.name for t in _client(*listed).into_tools()] == [
+        "files_read_601e4eb6",
+        "files_read",
+    ]
+    assert [t.name for t in _client(*reversed(listed)).into_tools()] == [
+        "files_read",
+        "files_read_601e4eb6",
+    ]
+
+
+def test_a_tool_listed_twice_is_registered_once(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="agcore_tools.mcp"):
+        tools = _client(READ, McpToolInfo("read_file", "Another listing.")).into_tools()
+    assert [(t.name, t.description) for t in tools] == [("read_file", "Read a file.")]
+    assert "lists the tool 'read_file' twice; the first listing is used" in caplog.text
+
+
+async def test_every_tool_of_a_server_is_callable_when_names_collide_once_made_valid() -> None:
+    # A real server with tools named in Chinese (every letter becomes "_", so names of
+    # one length collide) and with "files.read" beside "files_read": before, into_tools()
+    # refused the whole server. Each call reaches the tool it names.
+    async with McpClient("fixture", fixture_stdio(), timeout=15) as client:
+        added = ["files.read", "files_read", "查询天气", "获取新闻"]
+        for name in added:
+            await client.call_tool("add_tool", {"name": name})
+        await client.refresh_tools()
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools())
+        new = [d["function"] for d in registry.definitions()]
+        answers = {}
+        for name in [f["name"] for f in new if f["description"].startswith("Added at run")]:
+            invocation = await registry.invoke(name, {})
+            answers[name] = str(invocation.output).removeprefix("I am ")
+    assert sorted(answers.values()) == sorted(added)
+    assert answers["files_read"] == "files_read"
+    assert answers["files_read_601e4eb6"] == "files.read"
+    assert len(answers) == len(set(answers)) == 4
 
 
 def test_a_collision_in_a_registry_fails_loudly_never_overwrites() -> None:
