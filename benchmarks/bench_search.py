@@ -3,8 +3,10 @@ two-stage listing of that length holds) on task sets, tokens per request,
 and the index's build time and query latency for 1k and 10k tools.
 
 Run from the repository's root (needs the ``search`` extra; the ``tokens`` extra gives
-real token counts; ``wordllama``, in the dev extra, and all-MiniLM-L6-v2, installed as
-``sentence_encoder.py`` says, are the hybrid rows' embedders, each used when present)::
+real token counts; ``wordllama``, in the dev extra, all-MiniLM-L6-v2 and
+all-mpnet-base-v2, installed as ``sentence_encoder.py`` says, are the hybrid rows'
+embedders, each used when present; with both encoders a full run takes about 25 minutes
+on 2 cores, most of it numpy encoding the corpus)::
 
     .venv/bin/python benchmarks/bench_search.py            # everything
     .venv/bin/python benchmarks/bench_search.py --quick    # recall only, BM25 only
@@ -34,7 +36,8 @@ find what the index finds.
 
 Scale: the corpus copied under new server names up to 1,000 and 10,000 tools; the
 index is built three times (median) and queried with every held-out prompt (p50).
-MiniLM, whose build is the model encoding every tool, is timed at 1,000 tools, once.
+MiniLM and MPNet, whose builds are the model encoding every tool, are timed at 1,000
+tools, once.
 Writes ``benchmarks/results/bench_search.json`` (git-ignored) with ``--json``.
 """
 
@@ -50,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from interop_data import adapters, load_corpus
-from sentence_encoder import minilm_embedder
+from sentence_encoder import minilm_embedder, mpnet_embedder
 
 from agcore_tools import CycleConfig, LlmCycle, ToolRegistry, ToolSearch
 from agcore_tools._budget import BYTES_PER_TOKEN, _counter, definition_costs
@@ -216,7 +219,15 @@ async def bench(model: str, quick: bool) -> dict[str, Any]:
     servers = load_corpus()
     registry = registry_of(servers)
     definitions = registry.definitions()
-    embedders = {} if quick else {"wordllama": wordllama_embedder(), "minilm": minilm_embedder()}
+    embedders = (
+        {}
+        if quick
+        else {
+            "wordllama": wordllama_embedder(),
+            "minilm": minilm_embedder(),
+            "mpnet": mpnet_embedder(),
+        }
+    )
     rankers: dict[str, Callable[[], ToolIndex]] = {"bm25": lambda: ToolIndex(definitions)}
     for name, embedder in embedders.items():
         if embedder is not None:
@@ -265,10 +276,11 @@ async def bench(model: str, quick: bool) -> dict[str, Any]:
         for ranker, emb in (("bm25", None), ("hybrid (wordllama)", embedders["wordllama"]))
         if ranker == "bm25" or emb is not None
     }
-    if embedders["minilm"] is not None:
-        result["scale"]["1000 tools | hybrid (minilm)"] = timing(
-            scaled(definitions, 1000), queries, embedders["minilm"], builds_wanted=1
-        )
+    for name in ("minilm", "mpnet"):
+        if embedders[name] is not None:
+            result["scale"][f"1000 tools | hybrid ({name})"] = timing(
+                scaled(definitions, 1000), queries, embedders[name], builds_wanted=1
+            )
     return result
 
 
