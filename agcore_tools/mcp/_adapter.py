@@ -98,19 +98,19 @@ def adapter_names(tool_names: Sequence[str], prefix: str | None, server: str) ->
         else:
             distinct.append(name)
     counts = Counter(distinct)
-    for tool, name in zip(tool_names, distinct, strict=True):
+    for tool, plain, name in zip(tool_names, names, distinct, strict=True):
         if counts[name] > 1:
             raise ToolConfigError(
                 f"MCP server '{server}' lists the tool {tool!r} more than once", tool_name=name
             )
-        if name != adapter_name(tool, prefix):
+        if name != plain:
             logger.info(
                 "MCP server '%s': tool %r is registered as %r: another tool's name is %r "
                 "once made valid",
                 server,
                 tool,
                 name,
-                adapter_name(tool, prefix),
+                plain,
             )
     return distinct
 

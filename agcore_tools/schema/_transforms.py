@@ -252,12 +252,12 @@ def _inline_refs(root: dict[str, Any]) -> dict[str, Any]:
         ref = node.get("$ref")
         if isinstance(ref, str):
             target = resolve_ref(root, ref)
-            siblings = {k: walk(v, stack) for k, v in node.items() if k != "$ref"}
-            if target is None:
-                # Remote, or pointing at nothing: any value, and the model is told.
-                _append(siblings, f"(a schema this one does not include: {ref})")
-                return siblings
-            if ref in stack:
+            if target is None or ref in stack:
+                siblings = {k: walk(v, stack) for k, v in node.items() if k != "$ref"}
+                if target is None:
+                    # Remote, or pointing at nothing: any value, and the model is told.
+                    _append(siblings, f"(a schema this one does not include: {ref})")
+                    return siblings
                 needed.add(ref)  # recursive: keep the reference and its definition
                 return {"$ref": root_ref if ref == "#" else ref, **siblings}
             siblings = {k: v for k, v in node.items() if k != "$ref"}
