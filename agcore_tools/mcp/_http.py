@@ -35,6 +35,7 @@ import httpx2
 from pydantic_core import from_json
 
 from .._aio import with_timeout
+from ..error import ToolConfigError
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after
 from ._listen import ListenStream, StreamEvent
 from ._matching import JsonBodyCheck, SseCheck
@@ -278,8 +279,6 @@ def _build_client(
         return client, None
     made = factory(headers=headers, timeout=timeout, auth=transport.auth)
     if not isinstance(made, httpx2.AsyncClient):
-        from ..error import ToolConfigError
-
         raise ToolConfigError(
             f"http_client_factory must return an httpx2.AsyncClient, got {type(made).__name__}"
         )

@@ -38,6 +38,7 @@ from mcp_types import (
 from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
 
+from ..error import McpError
 from .models import McpTaskStatus
 
 __all__ = [
@@ -202,8 +203,6 @@ async def drive(
     raises an :class:`~agcore_tools.McpError` naming the task, which runs on (so the
     call is not sent again: it is no longer safe to)."""
     from mcp.shared.exceptions import MCPError
-
-    from ..error import McpError
 
     delay = FIRST_POLL
     while True:
