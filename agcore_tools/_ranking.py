@@ -19,7 +19,9 @@ values
 ========================== ======
 
 Names are split at ``_``, ``-``, ``.`` and camelCase; English stop words are dropped
-and the rest stemmed (``PyStemmer``), so "commits" finds ``git_commit``. Abbreviations
+and the rest stemmed (``PyStemmer``), so "commits" finds ``git_commit``. Letters of
+any script make words, accents are folded ("loschen" finds "löschen"), and Chinese,
+Japanese and Korean, written without spaces, are read as pairs of characters. Abbreviations
 tool names and users use are expanded on both sides (:data:`ABBREVIATIONS`: "MR"
 finds "merge request", "k8s" finds "kubernetes"). A query's references add what they
 refer to (:data:`REFERENCES`: ``!482`` a merge request, ``ENG-12`` an issue).
@@ -34,6 +36,7 @@ extra, imported when an index is built.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -42,7 +45,12 @@ from .error import LlmConfigError
 __all__ = ["ABBREVIATIONS", "REFERENCES", "Embedder", "ToolIndex", "server_of", "summary", "words"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})")
-_WORD = re.compile(r"[a-z0-9]+")
+_WORD = re.compile(r"[^\W_]+")  # letters and digits of any script; "_" splits
+# Scripts written without spaces (Han, kana, Hangul): a run of them is read as its
+# overlapping pairs of characters, as Lucene's CJK analyzer does, so that a query's
+# "天气" finds a description's "查询天气".
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_UNSPACED_PARTS = re.compile(f"({_UNSPACED.pattern})")  # split, keeping the runs
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
 
 NAME_WEIGHT = 3
@@ -169,13 +177,34 @@ class Embedder(Protocol):
 
 def words(text: str) -> list[str]:
     """Lower-case words of ``text``, with ``snake_case``, ``kebab-case``, dotted and
-    ``camelCase`` names split apart.
+    ``camelCase`` names split apart. Accents are folded ("función" is "funcion"), and
+    Chinese, Japanese and Korean, written without spaces, are read as pairs of
+    characters.
 
     Example:
         >>> words("readFile: list_dir-entries, 2 URLs, HTTPServer")
         ['read', 'file', 'list', 'dir', 'entries', '2', 'urls', 'http', 'server']
+        >>> words("Öffnet la función: 查询天气")
+        ['offnet', 'la', 'funcion', '查询', '询天', '天气']
     """
-    return _WORD.findall(_CAMEL.sub(" ", text).lower())
+    lowered = _CAMEL.sub(" ", text).lower()
+    if lowered.isascii():
+        return _WORD.findall(lowered)
+    found: list[str] = []
+    for word in _WORD.findall(_fold_accents(lowered)):
+        for part in _UNSPACED_PARTS.split(word):
+            if len(part) > 1 and _UNSPACED.fullmatch(part):
+                found.extend(part[i : i + 2] for i in range(len(part) - 1))
+            elif part:
+                found.append(part)
+    return found
+
+
+def _fold_accents(text: str) -> str:
+    # Decomposed, a letter's accents are marks of their own; Hangul, decomposed into
+    # its letters, is composed again.
+    bare = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", bare)
 
 
 def summary(description: str, limit: int = 120) -> str:

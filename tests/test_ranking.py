@@ -64,6 +64,36 @@ def test_references_in_a_request_search_for_what_they_refer_to(query: str, best:
     assert ranked(plain)[:1] != [best]  # the reference, not the other words, found it
 
 
+# Tool catalogues not in English: Chinese and Japanese have no spaces, and people leave
+# accents out. Before, only [a-z0-9] counted as a word: a description in Chinese had no
+# word at all, and "función" was "funci" and "n".
+WORLD = [
+    tool("weather__查询天气", "查询指定城市的天气预报。", 城市={}),
+    tool("news__获取新闻", "获取今天的头条新闻。"),
+    tool("files__ファイルを開く", "指定したファイルを開いて内容を読みます。"),
+    tool("kalender__termin_anlegen", "Legt einen Termin im Kalender an."),
+    tool("kalender__termine_löschen", "Löscht alle Termine eines Tages."),
+    tool("facturas__crear_factura", "Crea una factura electrónica para un cliente."),
+    tool("calendar__create_event", "Create an event in the calendar."),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "best"),
+    [
+        ("明天北京的天气怎么样？", "weather__查询天气"),
+        ("今天有什么新闻", "news__获取新闻"),
+        ("このファイルの内容を読みたい", "files__ファイルを開く"),
+        ("Termine loschen", "kalender__termine_löschen"),
+        ("factura electronica", "facturas__crear_factura"),
+        ("create a calendar event", "calendar__create_event"),
+    ],
+    ids=["chinese", "chinese-2", "japanese", "german-umlaut-left-out", "spanish", "english"],
+)
+def test_tools_described_in_any_language_are_found(query: str, best: str) -> None:
+    assert ToolIndex(WORLD).search(query, 1) == [best]
+
+
 def test_a_server_filter_and_excluded_names_narrow_the_ranking() -> None:
     assert ranked("list", server="gitlab") == ["gitlab__list_pipelines"]
     assert "k8s__get_pods" in ranked("list pods")
