@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import portable_schema
+from agcore_tools import CycleConfig, LlmCycle, portable_schema
 from agcore_tools._code_mode import python_signatures
 from agcore_tools.schema import (
     SchemaContext,
@@ -25,6 +25,7 @@ from agcore_tools.schema import (
     strict_parameters,
 )
 from agcore_tools.schema._jsonschema import malformed
+from agcore_tools.testing import ScriptedChatServer
 
 from ._odd_schemas import GOOD, MALFORMED, UNUSUAL, registry_of_schemas
 
@@ -143,3 +144,58 @@ def test_portable_schema_writes_boolean_schemas_and_odd_references_as_the_core_d
     assert portable("remote_ref")["properties"]["x"] == {
         "description": "An x. (a schema this one does not include: https://example.com/schemas/x.json)"
     }
+
+
+# What some servers send that has one meaning, and that OpenAI refuses the whole request
+# over: PHP's json_encode writes an empty map as [], a root may leave out its type.
+UNAMBIGUOUS = {
+    "php_empty_map": (
+        {"type": "object", "properties": []},
+        {"type": "object", "properties": {}},
+    ),
+    "php_nested": (
+        {
+            "type": "object",
+            "properties": {"opts": {"type": "object", "properties": []}},
+            "required": None,
+        },
+        {"type": "object", "properties": {"opts": {"type": "object", "properties": {}}}},
+    ),
+    "no_root_type": (
+        {"properties": {"q": {"type": "string"}}},
+        {"properties": {"q": {"type": "string"}}, "type": "object"},
+    ),
+    "nothing": ({}, {"type": "object", "properties": {}}),
+    "no_properties": ({"type": "object"}, {"type": "object", "properties": {}}),
+}
+
+
+def test_what_has_one_meaning_is_mended_before_the_model_sees_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, logger="agcore_tools.mcp"):
+        registry = registry_of_schemas({name: raw for name, (raw, _) in UNAMBIGUOUS.items()})
+    definitions = {d["function"]["name"]: d["function"] for d in registry.definitions()}
+    for name, (_, mended) in UNAMBIGUOUS.items():
+        assert definitions[f"odd__{name}"]["parameters"] == mended, name
+    assert "tool 'php_empty_map': input schema mended: 'properties': [] as {}" in caplog.text
+    assert "'opts.properties': [] as {}; 'required': null dropped" in caplog.text
+    # Mended, the schema is well formed: strict mode takes it.
+    strict = registry_of_schemas({"php": UNAMBIGUOUS["php_empty_map"][0]}, strict=True)
+    assert strict.definitions()[0]["function"]["strict"] is True
+    # A valid schema, a combinator at the root included, is sent as it was.
+    union = {"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}}]}
+    plain = registry_of_schemas({"union": union, "good": GOOD}).definitions()
+    assert [d["function"]["parameters"] for d in plain] == [union, GOOD]
+
+
+async def test_the_request_carries_the_mended_schema() -> None:
+    registry = registry_of_schemas({"ping": {"properties": []}})
+    with ScriptedChatServer([ScriptedChatServer.reply_text("pong")]) as server:
+        async with server.client() as client:
+            cycle = LlmCycle(CycleConfig("gpt-4o"), client=client)
+            response = await cycle.submit_with_tools("ping?", registry)
+        [request] = server.requests
+    assert response.text == "pong"
+    [sent] = request.json["tools"]
+    assert sent["function"]["parameters"] == {"properties": {}, "type": "object"}

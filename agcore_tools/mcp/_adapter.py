@@ -19,6 +19,7 @@ from ..base import BaseTool, ToolContext
 from ..error import McpError, ToolConfigError, ToolError
 from ..pending import KEEPER, CallPaused
 from ..permission import Permission
+from ..schema import mend_unambiguous
 from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, responses
 from ._progress import CALL_KEY, CALLER
 from ._results import result_value
@@ -34,6 +35,7 @@ __all__ = ["McpTool", "ToolCaller", "adapter_name", "adapter_names", "make_adapt
 logger = logging.getLogger("agcore_tools.mcp")
 
 _MAX_NAME = 64
+_COMBINATORS = ("anyOf", "oneOf", "allOf", "$ref")
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 
 
@@ -115,12 +117,41 @@ def adapter_names(tool_names: Sequence[str], prefix: str | None, server: str) ->
     return distinct
 
 
+def wire_parameters(server: str, info: McpToolInfo) -> dict[str, Any]:
+    """The tool's input schema as the model's API will take it: as the server wrote it,
+    but with the faults that have one meaning mended (see
+    :func:`~agcore_tools.schema.mend_unambiguous`), an absent root ``type`` read as
+    ``object`` (MCP's input schemas are objects), and ``properties`` given to a root
+    that has none. OpenAI refuses a request over any one of these ("schema must be a
+    JSON Schema of 'type: "object"'"). What was mended is logged at INFO.
+
+    Example:
+        >>> wire_parameters("php", McpToolInfo("ping", "", {"properties": []}))
+        {'properties': {}, 'type': 'object'}
+    """
+    parameters, mended = mend_unambiguous(info.input_schema)
+    if "type" not in parameters and not any(k in parameters for k in _COMBINATORS):
+        parameters["type"] = "object"
+        mended.append("'type' absent, read as object")
+    if parameters.get("type") == "object" and "properties" not in parameters:
+        parameters["properties"] = {}
+    if mended:
+        logger.info(
+            "MCP server '%s', tool %r: input schema mended: %s",
+            server,
+            info.name,
+            "; ".join(mended),
+        )
+    return parameters
+
+
 class McpTool(BaseTool):
     """A :class:`BaseTool` whose execution is a ``tools/call`` on an :class:`McpClient`.
 
     Its ``required_permissions`` come from the client's permission policy; the server's
-    own description and input schema are passed to the model unchanged, unless the
-    registry has schema transforms (``ToolRegistry(schema_transforms=...)``). Its errors
+    own description and input schema are passed to the model as the server wrote them
+    (only faults with one meaning mended: :func:`wire_parameters`), unless the registry
+    has schema transforms (``ToolRegistry(schema_transforms=...)``). Its errors
     name it by its registry name.
     :meth:`McpClient.into_tools` makes them.
 
@@ -151,7 +182,7 @@ class McpTool(BaseTool):
         """The tool as the server listed it."""
         self.name = name
         self.description = info.description
-        self.parameters = dict(info.input_schema)
+        self.parameters = wire_parameters(client.server_name, info)
         self.required_permissions = tuple(permissions)
         self.tags = ("mcp",)
         self.category = f"mcp:{client.server_name}"

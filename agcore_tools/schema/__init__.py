@@ -8,7 +8,7 @@ keep a tool's argument plan and strict form.
 
 from ._argplan import ArgumentPlan, build_plan
 from ._function import Docstring, FunctionSchema, function_schema, parse_docstring
-from ._jsonschema import required_names
+from ._jsonschema import mend_unambiguous, required_names
 from ._strict import strict_parameters
 from ._transforms import (
     GRAMMAR_BOUND_LIMIT,
@@ -30,6 +30,7 @@ __all__ = [
     "build_plan",
     "function_schema",
     "grammar_safe_schema",
+    "mend_unambiguous",
     "parse_docstring",
     "portable_schema",
     "required_names",

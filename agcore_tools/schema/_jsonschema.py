@@ -78,6 +78,46 @@ def required_names(schema: Mapping[str, Any]) -> set[str]:
     return {name for name in required if isinstance(name, str)}
 
 
+def mend_unambiguous(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A copy of ``schema`` with the faults that have one meaning mended, and what was.
+
+    An empty list where a map of schemas belongs (``"properties": []``: PHP's
+    ``json_encode`` writes an empty map so) is that empty map, and ``"required": null``
+    is no ``required``. A server can send either, and OpenAI refuses the whole request
+    for it ("[] is not of type 'object'"); nothing else changes.
+
+    Example:
+        >>> mend_unambiguous({"type": "object", "properties": [], "required": None})
+        ({'type': 'object', 'properties': {}}, ["'properties': [] as {}", "'required': null dropped"])
+    """
+    mended: list[str] = []
+
+    def walk(node: dict[str, Any], path: str) -> dict[str, Any]:
+        where = f"{path}." if path else ""
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in NAMED_SCHEMAS and value == []:
+                mended.append(f"'{where}{key}': [] as {{}}")
+                out[key] = {}
+            elif key == "required" and value is None:
+                mended.append(f"'{where}required': null dropped")
+            elif key in NAMED_SCHEMAS and isinstance(value, dict):
+                named: dict[str, Any] = {}
+                for name, sub in value.items():
+                    step = f"{where}{name}" if key == "properties" else f"{where}{key}.{name}"
+                    named[name] = walk(sub, step) if isinstance(sub, dict) else sub
+                out[key] = named
+            elif key in SCHEMA_LISTS and isinstance(value, list):
+                out[key] = [walk(s, f"{where}{key}") if isinstance(s, dict) else s for s in value]
+            elif key in SINGLE_SCHEMAS and isinstance(value, dict):
+                out[key] = walk(value, f"{where}{key}")
+            else:
+                out[key] = value
+        return out
+
+    return walk(dict(schema), ""), mended
+
+
 def shape_fault(key: str, value: Any) -> str | None:
     """Why ``value`` cannot be the value of keyword ``key``, or None. Only the keyword's
     own shape: the entries of a map or list of schemas are checked where they are walked
