@@ -16,7 +16,7 @@ import types
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, overload
+from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 from pydantic import ValidationError
 from typing_extensions import ParamSpec
@@ -24,6 +24,7 @@ from typing_extensions import ParamSpec
 from ._aio import run_sync, with_timeout
 from ._attachments import normalise
 from ._generators import drain_async, drain_sync
+from .approval import NeedsApproval
 from .base import BaseTool, ToolContext, tool_definition
 from .error import (
     InvalidArgumentsError,
@@ -37,9 +38,6 @@ from .error import (
 from .permission import Permission, PermissionLike
 from .policies import ToolPolicy
 from .schema import function_schema, strict_parameters
-
-if TYPE_CHECKING:
-    from .approval import NeedsApproval
 
 __all__ = ["FunctionTool", "Registrar", "register_function"]
 

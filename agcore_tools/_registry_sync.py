@@ -10,16 +10,14 @@ loop, so the sync and async forms cannot drift apart.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from . import _sync
 from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
 from ._execute import ToolTable, execute
 from ._records import ToolInvocation
+from .approval import ApprovalDecision, ToolCallOutputs
 from .base import ToolContext
-
-if TYPE_CHECKING:
-    from .approval import ApprovalDecision, ToolCallOutputs
 
 __all__ = ["RegistrySync"]
 

@@ -23,17 +23,15 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, TypeVar, overload
+from typing import TypeVar, overload
 
 from typing_extensions import ParamSpec
 
 from ._function_tool import FunctionTool, register_function
+from .approval import NeedsApproval
 from .permission import PermissionLike
 from .policies import ToolPolicy
 from .registry import ToolRegistry, active_registry
-
-if TYPE_CHECKING:
-    from .approval import NeedsApproval
 
 __all__ = ["FunctionTool", "tool"]
 

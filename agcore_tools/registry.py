@@ -28,7 +28,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, overload
 
 from ._deprecated import renamed
 from ._execute import ToolTable, as_call, as_completed, execute
@@ -37,6 +37,7 @@ from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
 from ._registry_sync import RegistrySync
+from .approval import ApprovalDecision, ToolCallOutputs
 from .base import BaseTool, ToolContext, definition_name
 from .error import (
     ToolConfigError,
@@ -44,9 +45,6 @@ from .error import (
 from .permission import PermissionChecker
 from .policies import ToolPolicy
 from .schema import SchemaTransform
-
-if TYPE_CHECKING:
-    from .approval import ApprovalDecision, ToolCallOutputs
 
 __all__ = [
     "ToolCall",

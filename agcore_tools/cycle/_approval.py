@@ -8,18 +8,16 @@ how an answer applies) live in :mod:`agcore_tools._approval`, shared with
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
 from ..base import ToolContext
 from ..calls import ParsedCall, answers_by_id, apply_answers, approval_requests, error_text
 from ..error import ApprovalError, ToolRejectedError
 from ..pending import InputAnswer, InputRequest, RunningTask
+from ..registry import ToolInvocation, ToolRegistry
 from ._policy import drop_program_states, tool_message, unanswered_calls
 from .events import ChatResponse, FinishReason, Usage
-
-if TYPE_CHECKING:
-    from ..registry import ToolInvocation, ToolRegistry
 
 __all__ = ["Gate", "Pending", "decline_open", "paused_response", "tidy_answers"]
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from types import TracebackType
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from ..error import LlmError, LlmUsageError
 from ._outcome import Outcome
+from ._trace import RunTrace
 from .events import ChatResponse, StreamEvent
-
-if TYPE_CHECKING:
-    from ._trace import RunTrace
 
 __all__ = ["EventStream"]
 

@@ -14,16 +14,14 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .. import _otel
 from .._sdk import sdk_field
+from ._outcome import Outcome
 from ._stream import Turn, TurnBuilder
+from .config import CycleConfig
 from .events import StreamEvent, Usage
-
-if TYPE_CHECKING:
-    from ._outcome import Outcome
-    from .config import CycleConfig
 
 __all__ = ["RunTrace", "TurnReadout", "run_trace"]
 

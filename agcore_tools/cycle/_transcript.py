@@ -6,12 +6,10 @@ cycle's ``config`` and ``messages``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._display import MAX_ROWS, html_table, markdown_table, message_rows
-
-if TYPE_CHECKING:
-    from .config import CycleConfig
+from .config import CycleConfig
 
 _TRANSCRIPT_HEADERS = ("#", "role", "content")
 _TRANSCRIPT_CELL = 240  # characters of a transcript cell before it is cut

@@ -7,14 +7,12 @@ mapping is :class:`~agcore_tools.cycle._stream.TurnBuilder`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._body import lighten, without_unused_tool_options
 from ._stream import TurnBuilder
+from ._trace import RunTrace
 from .config import CycleConfig
-
-if TYPE_CHECKING:
-    from ._trace import RunTrace
 
 __all__ = ["ChatWire"]
 

@@ -8,16 +8,14 @@ wire API's request parameters, SDK call and response assembly live in its own mo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ._stream import Turn
+from ._trace import RunTrace
 from ._wire_chat import ChatWire
 from ._wire_responses import ResponsesWire
 from .config import CycleConfig
 from .events import StreamEvent
-
-if TYPE_CHECKING:
-    from ._trace import RunTrace
 
 __all__ = ["TurnAssembler", "Wire", "wire_for"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 from .._deprecated import renamed
 from .._display import call_text, html_table, html_text, markdown_quote, markdown_table
@@ -31,10 +31,8 @@ from .._usage import ToolCost, Usage
 from ..approval import ApprovalRequest, ToolApprovalRequested
 from ..error import ToolError
 from ..pending import InputRequest, RunningTask, ToolInputRequested
+from ..registry import ToolInvocation
 from ._costs import COST_HEADERS, NO_TOOL_COSTS, ToolCosts, cost_rows
-
-if TYPE_CHECKING:
-    from ..registry import ToolInvocation
 
 __all__ = [
     "AssistantTextDelta",

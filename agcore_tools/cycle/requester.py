@@ -23,14 +23,13 @@ from ..error import LlmError
 from ._requester import retryless
 from ._retry import RetryPolicy
 from ._wire import close_stream, open_stream
+from ._wires import TurnAssembler, Wire
+from .config import CycleConfig
 from .events import StreamEvent
 from .profiles import ServerProfile, profile_for_models, profile_for_url
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
-
-    from ._wires import TurnAssembler, Wire
-    from .config import CycleConfig
 
 __all__ = ["OpenAIRequester", "Requester", "TurnRequest"]
 

@@ -13,7 +13,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol, cast
 
 from ..base import BaseTool, ToolContext
 from ..error import McpError, ToolConfigError, ToolError
@@ -24,11 +24,9 @@ from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, respo
 from ._progress import CALL_KEY, CALLER
 from ._results import result_value
 from ._task_call import TaskCaller, paused_on, run_task
+from ._tasks import McpTask
 from .models import McpToolInfo
-
-if TYPE_CHECKING:
-    from ._tasks import McpTask
-    from .policy import PermissionPolicy
+from .policy import PermissionPolicy
 
 __all__ = ["McpTool", "ToolCaller", "adapter_name", "adapter_names", "make_adapters"]
 

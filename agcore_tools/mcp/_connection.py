@@ -29,12 +29,14 @@ from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._state import State
+from ._stdio import ChildProcess
 from ._stream_state import NotificationStream
 from ._streams import watch_end
 from ._tool_caller import tool_caller
 from ._watchdog import Watchdog
 from .models import McpLogMessage
-from .transport import StdioTransport
+from .recovery import McpRecovery
+from .transport import StdioTransport, StreamableHttpTransport
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -50,10 +52,6 @@ if TYPE_CHECKING:
         SamplingFnT,
     )
     from mcp_types import LoggingMessageNotificationParams, RequestParamsMeta
-
-    from ._stdio import ChildProcess
-    from .recovery import McpRecovery
-    from .transport import StreamableHttpTransport
 
 __all__ = ["ClientSettings", "Connection"]
 

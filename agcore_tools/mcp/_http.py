@@ -39,11 +39,10 @@ from ..error import ToolConfigError
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after
 from ._listen import ListenStream, StreamEvent
 from ._matching import JsonBodyCheck, SseCheck
+from .transport import StreamableHttpTransport
 
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
-
-    from .transport import StreamableHttpTransport
 
 __all__ = ["CLOSE_TIMEOUT", "open_streamable_http"]
 

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..base import ToolContext
 from ._callbacks import call_user
 from .models import McpProgress
-
-if TYPE_CHECKING:
-    from ..base import ToolContext
 
 __all__ = ["CALLER", "CALL_KEY", "IDEMPOTENCY_META_KEY", "call_meta", "progress_callback"]
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..error import McpUsageError
 from ._requests import all_pages, require_capability
+from ._session import Session
 from .models import McpCompletion, McpPrompt, McpPromptInfo
 
-if TYPE_CHECKING:
-    from ._session import Session
 __all__ = ["complete", "get_prompt", "list_prompts"]
 
 

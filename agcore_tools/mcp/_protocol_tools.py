@@ -15,18 +15,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..base import BaseTool, ToolContext
 from ..error import InvalidArgumentsError
 from ..permission import Permission
 from ._adapter import adapter_name
 from ._resources import contents_value
-from .models import McpToolInfo
-
-if TYPE_CHECKING:
-    from .models import McpPrompt, McpResourceContents
-    from .policy import PermissionPolicy
+from .models import McpPrompt, McpResourceContents, McpToolInfo
+from .policy import PermissionPolicy
 
 __all__ = ["ProtocolCaller", "prompt_tool", "resource_reader_tool"]
 

@@ -28,15 +28,13 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
+from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._matching import mismatch_reason
 from ._state import State
-
-if TYPE_CHECKING:
-    from ._connection import Connection
 
 __all__ = [
     "Restarts",

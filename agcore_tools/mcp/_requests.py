@@ -15,13 +15,12 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
 from ..error import McpError, McpUsageError
+from ._connection import Connection
 from ._protocol import Page, pages
 from ._session import Meta, Session
 
 if TYPE_CHECKING:
     from mcp import Client
-
-    from ._connection import Connection
 
 __all__ = ["McpUsageError", "Meta", "all_pages", "require_capability"]
 

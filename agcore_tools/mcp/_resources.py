@@ -22,17 +22,16 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..error import McpError, McpUsageError
+from ._connection import Connection
 from ._feeds import Feed, UpdateFeeds
 from ._protocol import is_modern
 from ._requests import all_pages, require_capability
+from ._session import Session
 from ._state import State
 from .models import McpResourceContents, McpResourceInfo, McpResourceTemplateInfo
 
 if TYPE_CHECKING:
     from mcp.client.subscriptions import Subscription
-
-    from ._connection import Connection
-    from ._session import Session
 
 __all__ = [
     "McpResourceSubscription",

@@ -32,12 +32,11 @@ from ..error import McpError
 from ._framing import LineReader, LineWriter
 from ._matching import PendingIds
 from ._stderr import StderrLog
+from .transport import StdioTransport
 
 if TYPE_CHECKING:
     from anyio.abc import Process
     from mcp.client._transport import TransportStreams
-
-    from .transport import StdioTransport
 
 __all__ = ["ChildProcess", "group_members", "open_stdio", "wait_exited"]
 

@@ -13,15 +13,13 @@ process, re-attaches to the same task: the ``tools/call`` is never sent again.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from ..base import ToolContext
 from ..error import McpInputRequiredError, McpTimeoutError
 from ..pending import KEEPER, CallPaused, InputRequest, RunningTask
-
-if TYPE_CHECKING:
-    from ..base import ToolContext
-    from ._tasks import McpTask
-    from .models import McpTaskStatus
+from ._tasks import McpTask
+from .models import McpTaskStatus
 
 __all__ = ["TaskCaller", "paused_on", "run_task"]
 

@@ -11,20 +11,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._aio import with_timeout
 from ..error import McpError, McpTimeoutError, McpUsageError, ToolError
+from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange
 from ._progress import call_meta
 from ._protocol import is_modern
 from ._recover import note_run, send_again
-from ._session import BACKSTOP, GRACE, check_timeout
+from ._session import BACKSTOP, GRACE, Session, check_timeout
 from ._tasks import McpTask
-
-if TYPE_CHECKING:
-    from ._connection import Connection
-    from ._session import Session
 
 __all__ = ["attach", "start_task"]
 

@@ -25,7 +25,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..error import (
     McpError,
@@ -36,11 +36,8 @@ from ..error import (
 )
 from ._protocol import is_modern
 from ._results import result_value
-from ._session import check_timeout
+from ._session import Session, check_timeout
 from .models import McpTaskStatus
-
-if TYPE_CHECKING:
-    from ._session import Session
 
 __all__ = ["McpTask", "StatusCallback"]
 

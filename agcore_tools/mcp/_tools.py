@@ -16,18 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from .._aio import with_timeout
 from ..base import tool_definition
+from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange
 from ._protocol import pages
 from ._recover import is_safe_to_repeat, send_again
-from ._session import BACKSTOP
+from ._session import BACKSTOP, Session
 from .models import McpToolInfo
 
 if TYPE_CHECKING:
     from mcp import Client
     from mcp_types import ListToolsResult
-
-    from ._connection import Connection
-    from ._session import Session
 
 __all__ = ["ToolCache", "definition"]
 

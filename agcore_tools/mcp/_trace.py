@@ -12,13 +12,11 @@ this one. With tracing off (see ``agcore_tools/_otel.py``) the wrapper costs a l
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import _otel
 from ..error import McpError, McpTimeoutError, ToolExecutionError
-
-if TYPE_CHECKING:
-    from ._session import Session
+from ._session import Session
 
 __all__ = ["traced_call_tool"]
 

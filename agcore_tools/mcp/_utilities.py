@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, cast
 from ..error import McpUsageError
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._requests import Meta, require_capability
+from ._session import Session
 
 if TYPE_CHECKING:
     from mcp import Client
     from mcp_types import RequestParamsMeta
-
-    from ._session import Session
 
 __all__ = ["notify_roots_changed", "ping", "set_log_level"]
 

@@ -32,7 +32,7 @@ from .. import _otel
 from .._deprecated import renamed
 from ..base import BaseTool
 from ..error import McpNotInitializedError, ToolConfigError
-from . import _prompts, _protocol_tools, _resources, _task_start, _utilities
+from . import _prompts, _protocol_tools, _resources, _task_start, _utilities, models
 from ._adapter import make_adapters
 from ._session import Session, check_timeout
 from ._sync_api import SyncClientMethods
@@ -46,8 +46,6 @@ from .transport import StdioTransport, StreamableHttpTransport
 
 if TYPE_CHECKING:
     from mcp.client.session import ElicitationFnT, ListRootsFnT, SamplingFnT
-
-    from . import models
 
 __all__ = ["McpClient"]
 

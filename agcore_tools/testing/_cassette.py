@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .._version import __version__
 from ..error import CassetteError, CassetteMismatchError
+from ..mcp import McpClient
 from ._tape_http import SCRUBBED, HttpTape
 from ._tape_mcp import CassetteMcpClient, McpTape
 
 if TYPE_CHECKING:
     import httpx2
     from openai import AsyncOpenAI
-
-    from ..mcp import McpClient
 
 __all__ = ["Cassette", "RecordMode"]
 

@@ -17,19 +17,17 @@ import logging
 from collections.abc import Mapping
 from dataclasses import asdict
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..base import BaseTool
 from ..content import Audio, Image
 from ..error import CassetteError, CassetteMismatchError, McpError, ToolExecutionError
+from ..mcp import McpClient
 from ..mcp._adapter import make_adapters
 from ..mcp._tools import definition
 from ..mcp.models import McpToolInfo
+from ..mcp.policy import PermissionPolicy
 from ._diff import first_difference, json_path
-
-if TYPE_CHECKING:
-    from ..mcp import McpClient
-    from ..mcp.policy import PermissionPolicy
 
 __all__ = ["CassetteMcpClient", "McpTape"]
 
