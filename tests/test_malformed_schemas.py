@@ -199,3 +199,19 @@ async def test_the_request_carries_the_mended_schema() -> None:
     assert response.text == "pong"
     [sent] = request.json["tools"]
     assert sent["function"]["parameters"] == {"properties": {}, "type": "object"}
+
+
+def test_portable_schema_mends_what_has_one_meaning_as_the_adapter_does(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A local tool's schema meets the same mending as an MCP tool's, not a dropped key
+    # and a warning: both paths give the model the same schema.
+    raw, expected = UNAMBIGUOUS["php_nested"]
+    with caplog.at_level(logging.INFO, logger="agcore_tools.registry"):
+        portable = apply_transforms(raw, [portable_schema], SchemaContext("local", "chat"))
+    assert portable == expected
+    assert (
+        "portable_schema: tool 'local': mended 'opts.properties': [] as {}; 'required': null dropped"
+        in caplog.text
+    )
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -41,6 +41,7 @@ from ._jsonschema import (
     NAMED_SCHEMAS,
     SCHEMA_LISTS,
     SINGLE_SCHEMAS,
+    mend_unambiguous,
     resolve_ref,
     schema_entries,
     shape_fault,
@@ -145,7 +146,9 @@ def portable_schema(schema: dict[str, Any], ctx: SchemaContext) -> dict[str, Any
     Boolean subschemas become objects (``true`` is ``{}``; a ``false`` property is left
     out), a ``$ref`` to nothing or to another document becomes any value with the
     reference in the description, and what is not JSON Schema's shape (``properties``
-    as a list, ``required`` as a string) is dropped, with a logged warning.
+    as a list, ``required`` as a string) is dropped, with a logged warning; what has
+    one meaning (``"properties": []``, ``"required": null``) is mended first, as
+    :func:`mend_unambiguous` says.
 
     Example:
         >>> schema = {
@@ -156,6 +159,10 @@ def portable_schema(schema: dict[str, Any], ctx: SchemaContext) -> dict[str, Any
         >>> portable_schema(schema, SchemaContext("get_page", "chat"))
         {'type': 'object', 'properties': {'id': {'type': 'string', 'description': 'Page id. (minLength: 3)'}}}
     """
+    # A fault with one meaning is mended as the MCP adapter mends it, not dropped.
+    schema, mended = mend_unambiguous(schema)
+    if mended:
+        logger.info("portable_schema: tool %r: mended %s", ctx.tool_name, "; ".join(mended))
     dropped: list[str] = []
     schema = _well_formed(schema, "", dropped)
     if dropped:
