@@ -46,6 +46,46 @@ def test_no_title_noise_anywhere_but_a_property_named_title_survives() -> None:
     walk(schema)
 
 
+def test_a_title_key_inside_a_default_or_an_example_is_data_and_stays() -> None:
+    class Book(BaseModel):
+        title: str
+
+    example = {"title": "Dune", "author": "Herbert"}
+
+    def f(
+        book: Annotated[Book, Field(examples=[example])],
+        meta: dict[str, str] = {"title": "untitled", "lang": "en"},  # noqa: B006
+        kind: Literal["title", "body"] = "title",
+    ) -> None: ...
+
+    properties = function_schema(f).parameters["properties"]
+    assert properties["book"]["examples"] == [example]
+    assert properties["meta"]["default"] == {"title": "untitled", "lang": "en"}
+    assert properties["kind"] == {"enum": ["title", "body"], "type": "string", "default": "title"}
+
+
+def test_a_field_given_as_the_default_is_the_parameters_field() -> None:
+    # FastAPI's style: `limit: int = Field(10, ge=1)`. The Field is not the value.
+    def search(
+        query: str = Field(description="What to look for."),
+        limit: int | None = Field(None, ge=1, description="At most this many."),
+        tags: list[str] = Field(default_factory=list),  # noqa: B008
+    ) -> str:
+        return f"{query} {limit!r} {tags!r}"
+
+    built = function_schema(search)
+    properties = built.parameters["properties"]
+    assert built.parameters["required"] == ["query"]
+    assert properties["query"] == {"type": "string", "description": "What to look for."}
+    assert properties["limit"]["description"] == "At most this many."
+    assert properties["limit"]["anyOf"][0] == {"type": "integer", "minimum": 1}
+    assert built.model.model_validate({"query": "q"}).model_dump() == {
+        "query": "q", "limit": None, "tags": []
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        built.model.model_validate({"query": "q", "limit": 0})
+
+
 def test_descriptions_from_docstring_and_annotated_which_wins() -> None:
     def f(
         city: Annotated[str, Field(description="From Annotated.")],

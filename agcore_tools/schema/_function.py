@@ -112,12 +112,18 @@ def _annotated_description(annotation: Any) -> str | None:
     return None
 
 
+_DATA_KEYWORDS = frozenset({"default", "examples", "example", "enum", "const"})
+"""Keywords whose value is data, where a "title" key is the data's own."""
+
+
 def _strip_titles(schema: Any, *, in_properties: bool = False) -> Any:
-    # "title" is noise for a model, but it can also be a property's name: only drop
-    # it where it is a schema keyword.
+    # "title" is noise for a model, but it can also be a property's name or a key of a
+    # default or an example: only drop it where it is a schema keyword.
     if isinstance(schema, dict):
         return {
-            key: _strip_titles(value, in_properties=key in ("properties", "$defs", "definitions"))
+            key: value
+            if key in _DATA_KEYWORDS and not in_properties
+            else _strip_titles(value, in_properties=key in ("properties", "$defs", "definitions"))
             for key, value in schema.items()
             if in_properties or key != "title"
         }
@@ -264,6 +270,8 @@ def function_schema(
     # pydantic.fields (and pydantic.types under it) is half of what `import agcore_tools`
     # would cost beyond pydantic's BaseModel: load it with the first tool instead.
     from pydantic import Field, PydanticSchemaGenerationError, create_model
+    from pydantic.fields import FieldInfo
+    from pydantic_core import PydanticUndefined
 
     target = _unwrap(func)
     tool_name = name or target.name or type(func).__name__
@@ -323,6 +331,10 @@ def function_schema(
             context_param = param.name
             continue
         default = ... if param.default is param.empty else param.default
+        if isinstance(default, FieldInfo):
+            # `limit: int = Field(10, ge=1)`, as FastAPI writes it: the Field is the
+            # parameter's field (default, factory, constraints, description), not a value.
+            annotation, default = Annotated[annotation, default], PydanticUndefined
         field_kwargs: dict[str, Any] = {}
         if _annotated_description(annotation) is None and param.name in doc.params:
             field_kwargs["description"] = doc.params[param.name]
