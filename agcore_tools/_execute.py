@@ -120,16 +120,23 @@ async def execute(
             )
     except ToolError as exc:
         error = exc
-    except Exception as exc:  # noqa: BLE001 - any failure becomes a structured error
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure is a structured error
+        # SystemExit too: a CLI helper's sys.exit() (argparse's, on a bad argument) ends
+        # its call, not the app's run.
         error = ToolExecutionError(name, f"{type(exc).__name__}: {exc}")
         error.__cause__ = exc
-    except asyncio.CancelledError:
-        stats.calls += 1
-        stats.failures += 1
-        stats.total_seconds += clock() - started
-        if guard is not None:
-            guard.release(ctx, None, ended=False)
-        raise
+    except asyncio.CancelledError as exc:
+        if not _own_cancellation():
+            stats.calls += 1
+            stats.failures += 1
+            stats.total_seconds += clock() - started
+            if guard is not None:
+                guard.release(ctx, None, ended=False)
+            raise
+        # Nobody cancelled this call: the tool awaited something someone else
+        # cancelled. Its failure, reported as any other.
+        error = ToolExecutionError(name, "CancelledError: something it awaited was cancelled")
+        error.__cause__ = exc
     duration = clock() - started
     if guard is not None:
         guard.release(ctx, error)
@@ -142,6 +149,17 @@ async def execute(
         logger.debug("tool %r failed: %s", name, error)
     ran = True if error is None else error.may_have_run
     return ToolInvocation(name, args, output, error, ctx.call_id, duration, ran)
+
+
+def _own_cancellation() -> bool:
+    """Whether a CancelledError that reached a tool's call is the tool's own: its task
+    was not asked to cancel (a cancel from the caller, or a timeout, sets
+    ``cancelling()``). Python 3.10 cannot tell the two apart: there, every
+    CancelledError is the caller's."""
+    if sys.version_info < (3, 11):
+        return False
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() == 0
 
 
 async def guarded(

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from typing import Any
 
@@ -213,6 +214,54 @@ async def test_invoke_all_records_every_error_kind_and_raises_none() -> None:
     assert isinstance(slow, Recorder) and slow.cancelled
     assert isinstance(results[3].error, ToolTimeoutError) and results[3].error.timeout == 0.1
     assert await registry.invoke_all([]) == []
+
+
+async def test_a_tool_that_calls_sys_exit_fails_its_call_not_the_app() -> None:
+    # argparse calls sys.exit(2) on a bad argument: a CLI helper made a tool does that.
+    registry = ToolRegistry()
+
+    @registry.tool
+    def cli(flag: str) -> str:
+        raise SystemExit(f"unknown flag {flag}")
+
+    @registry.tool
+    async def quits() -> None:
+        raise SystemExit(2)
+
+    registry.register(Recorder("fine"))
+    results = await registry.invoke_all([("cli", {"flag": "-x"}), ("quits", {}), ("fine", {})])
+    assert [str(r.error) if r.error else "ok" for r in results] == [
+        "tool 'cli' failed: SystemExit: unknown flag -x",
+        "tool 'quits' failed: SystemExit: 2",
+        "ok",
+    ]
+    assert isinstance(results[0].error, ToolExecutionError)
+    assert isinstance(results[0].error.__cause__, SystemExit)
+    assert registry.entry("cli").stats.failures == 1  # type: ignore[union-attr]
+
+
+@pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="3.10 has no Task.cancelling() to tell whose it is"
+)
+async def test_a_cancellation_only_the_tool_saw_fails_its_call_and_spares_the_rest() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    async def fetch() -> str:
+        inner = asyncio.get_running_loop().create_future()
+        inner.cancel()  # someone else's: the call itself was never cancelled
+        return str(await inner)
+
+    registry.register(Recorder("fine"))
+    results = await registry.invoke_all([("fetch", {}), ("fine", {})])
+    assert str(results[0].error) == (
+        "tool 'fetch' failed: CancelledError: something it awaited was cancelled"
+    )
+    assert results[1].error is None
+    assert registry.entry("fetch").stats.failures == 1  # type: ignore[union-attr]
+    # Alone, in the caller's own task, the same: the caller was not cancelled.
+    alone = await registry.invoke("fetch", {})
+    assert isinstance(alone.error, ToolExecutionError)
 
 
 async def test_invoke_all_gives_each_call_its_own_context() -> None:
