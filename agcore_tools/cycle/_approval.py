@@ -64,10 +64,14 @@ class Gate:
     def check_resume(self, resuming: bool, open_calls: Sequence[ParsedCall]) -> None:
         """Refuse answers when there is nothing open for them to answer."""
         if (self._answers or self._inputs) and (not resuming or not open_calls):
-            why = "a new prompt was given" if not resuming else "the history has no open calls"
+            if not resuming:
+                why = "a new prompt was given"
+                fix = "resume with submit_with_tools(None, registry, approvals=...)"
+            else:
+                why = "the history has no open calls"
+                fix = "each was answered, or declined when a new message came first"
             raise ApprovalError(
-                f"approvals answer the calls a paused run left open, but {why}; resume with "
-                "submit_with_tools(None, registry, approvals=...)"
+                f"approvals answer the calls a paused run left open, but {why}; {fix}"
             )
 
     def take(self, call_ids: Iterable[str]) -> dict[str, ApprovalDecision]:

@@ -188,8 +188,10 @@ class Run:
                 self.ctx, None if added else session.shared, self.stream and registry is not None
             )
             session.shared = ctx.shared_state
-            if registry is not None and added:
-                decline_open(messages)  # a paused run the app moved on from
+            if added and (registry is not None or not any(m.get("role") == "tool" for m in added)):
+                # A paused run the app moved on from, with or without tools (the API needs
+                # every call answered); unless the app answers the calls itself.
+                decline_open(messages)
             messages.extend(added)
             # 0. Resuming (no new message): first run the calls the history left open.
             pending = unanswered_calls(messages) if registry is not None and not added else []

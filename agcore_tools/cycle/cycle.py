@@ -533,6 +533,12 @@ def _config_type_error(config: object) -> LlmUsageError:
 
 
 def _user(prompt: str) -> Message:
+    if not isinstance(prompt, str):
+        # Sent as is, a None or a number would stay in the history, and servers refuse it.
+        raise LlmUsageError(
+            f"a prompt is a string, got {_kind(prompt)}; to go on from the history with "
+            "no new message, call submit_with_tools(None, registry) or submit_messages([])"
+        )
     return {"role": "user", "content": prompt}
 
 

@@ -24,6 +24,7 @@ from agcore_tools import (
     ToolRegistry,
     TurnComplete,
 )
+from agcore_tools.error import LlmUsageError
 from tests._scripts import run_script
 
 from .conftest import S, assert_history_valid, tool_messages
@@ -462,6 +463,50 @@ async def test_a_new_prompt_on_a_paused_run_declines_the_waiting_calls(serve, ma
     assert sent[-1] == {"role": "user", "content": "never mind, what's new?"}
     assert_history_valid(cycle.messages)
     assert ("refund", {"order": 7, "amount": 20.0}) not in bank.runs
+
+
+async def test_a_chat_without_tools_on_a_paused_run_declines_the_waiting_calls_too(
+    serve, make_cycle, bank
+):
+    # submit() sent the open call unanswered: a request every API refuses, and every
+    # later one carried it.
+    server, cycle, _ = await _paused(
+        serve, make_cycle, bank, S.reply_text("Four."), S.reply_text("Next.")
+    )
+
+    assert (await cycle.submit("actually, what's 2+2?")).text == "Four."
+    sent = server.requests[1].json["messages"]
+    assert tool_messages(sent)["c_refund"].endswith(
+        "no answer was given before the conversation went on"
+    )
+    assert sent[-1] == {"role": "user", "content": "actually, what's 2+2?"}
+    assert_history_valid(cycle.messages)
+    stale = ApprovalRequest("c_refund", "refund", {"order": 7, "amount": 20.0}, "asked")
+    with pytest.raises(ApprovalError, match="declined when a new message came first"):
+        await cycle.submit_with_tools(None, bank, approvals=[stale.approve()])
+    assert ("refund", {"order": 7, "amount": 20.0}) not in bank.runs
+
+
+async def test_tool_messages_an_app_sends_itself_answer_the_open_calls(serve, make_cycle, bank):
+    server, cycle, _ = await _paused(serve, make_cycle, bank, S.reply_text("Noted."))
+
+    answer = {"role": "tool", "tool_call_id": "c_refund", "content": "refunded by hand"}
+    assert (await cycle.submit_messages([answer])).text == "Noted."
+    sent = server.requests[1].json["messages"]
+    assert tool_messages(sent)["c_refund"] == "refunded by hand"
+    assert sorted(m["tool_call_id"] for m in sent if m["role"] == "tool") == ["c_bal", "c_refund"]
+
+
+@pytest.mark.parametrize("prompt", [None, 5, ["hi"]])
+async def test_a_prompt_that_is_not_a_string_is_refused_before_anything_is_sent(
+    serve, make_cycle, prompt
+):
+    server = serve(S.reply_text("never sent"))
+    cycle = make_cycle(server)
+    with pytest.raises(LlmUsageError, match="a prompt is a string, got"):
+        await cycle.submit(prompt)
+    assert isinstance(LlmUsageError("x"), TypeError)
+    assert (server.requests, cycle.messages) == ([], [])
 
 
 async def test_a_paused_response_shows_what_awaits_approval(serve, make_cycle, bank):
