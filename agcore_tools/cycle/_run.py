@@ -10,6 +10,7 @@ run keeps) is the cycle's :class:`Session`, passed in.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -20,7 +21,7 @@ from typing import Any
 from .._budget import check_budget
 from .._selection import RunOffer, Selector
 from ..base import ToolContext
-from ..error import LlmConfigError, LlmError, MaxTurnsExceededError
+from ..error import LlmConfigError, LlmError, LlmUsageError, MaxTurnsExceededError
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response, tidy_answers
 from ._costs import NO_TOOL_COSTS, CostMeter
@@ -74,6 +75,8 @@ class Session:
     """The config's profile and what a refusal turned it into, kept for later calls."""
     shared: dict[str, Any] | None = field(default=None, repr=False)
     """The last run's shared state, which a resumed run (``prompt=None``) keeps."""
+    loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    """The event loop of the last call: an SDK client's connections belong to it."""
 
 
 @dataclass
@@ -151,6 +154,8 @@ class Run:
                 "another LlmCycle"
             )
         session.busy = True
+        loop = asyncio.get_running_loop()
+        moved, session.loop = session.loop is not None and session.loop is not loop, loop
         start = len(messages)
         meter: CostMeter | None = None
         usage = ZERO_USAGE
@@ -316,6 +321,15 @@ class Run:
                         else NO_TOOL_COSTS,
                     )
                     return
+        except RuntimeError as exc:
+            # asyncio's "Event loop is closed", "... is bound to a different event loop"
+            if moved and not isinstance(exc, LlmError):
+                raise LlmUsageError(
+                    f"this LlmCycle's last call ran in another event loop, which its "
+                    f"client's connections belong to ({exc}): use a cycle from one loop "
+                    "(its *_sync methods share the library's own), or one LlmCycle per loop"
+                ) from exc
+            raise
         finally:
             if registry is not None or output is not None:
                 # A consumer that left at a TurnComplete or a ToolExecutionStarted event

@@ -148,6 +148,7 @@ class LlmCycle(TranscriptViews):
         if system_prompt is not None:
             self.messages.append({"role": "system", "content": system_prompt})
         self._owns_client = owned
+        self._closed = False
         self._session = Session()  # request count, busy flag, a resumed run's state
 
     # -- public API ----------------------------------------------------------------
@@ -321,6 +322,7 @@ class LlmCycle(TranscriptViews):
             ...         print((await cycle.submit("Hi")).text)
         """
         if self._owns_client and self.client is not None:
+            self._closed = True
             await self.client.close()
 
     async def aclose(self) -> None:
@@ -445,6 +447,10 @@ class LlmCycle(TranscriptViews):
         output_type: Any = None,
         approvals: Iterable[ApprovalDecision | InputAnswer] | None = None,
     ) -> EventStream:
+        if self._closed:
+            raise LlmUsageError(
+                "this LlmCycle is closed: close() closed the client it made; make a new LlmCycle"
+            )
         config = self.config
         # A type pydantic cannot handle raises here, in the caller's frame; the run
         # plans it again if the server's profile asks for another mode.

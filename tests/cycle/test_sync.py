@@ -22,6 +22,7 @@ from agcore_tools import (
     TurnComplete,
     _sync,
 )
+from agcore_tools.error import LlmUsageError
 from agcore_tools.testing import Pause, RawStream, ScriptedChatServer
 
 from .conftest import assert_history_valid
@@ -125,6 +126,35 @@ def test_an_async_client_keeps_its_connections_across_sync_calls(serve: Serve) -
     cycle.close_sync()  # a client the caller passed stays open ...
     assert not cycle.client.is_closed()
     _sync.run(cycle.client.close())  # ... and is closed on the loop it was used on
+
+
+def test_a_cycle_used_from_a_second_event_loop_says_so(serve: Serve) -> None:
+    # What asyncio.run() per call gives: the pool's connection belongs to the first,
+    # closed loop. asyncio's bare RuntimeError ("Event loop is closed") becomes one that
+    # names the cause and the fix.
+    server = serve(S.reply_text("one"), S.reply_text("two"))
+    cycle = LlmCycle(CONFIG, client=server.client(timeout=10.0))
+
+    async def ask(prompt: str) -> str:
+        return (await cycle.submit(prompt)).text
+
+    assert asyncio.run(ask("1")) == "one"
+    with pytest.raises(LlmUsageError, match="last call ran in another event loop") as caught:
+        asyncio.run(ask("2"))
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    assert isinstance(caught.value, TypeError)
+
+
+def test_a_closed_cycle_refuses_a_call_before_sending_it(serve: Serve) -> None:
+    server = serve(S.reply_text("never sent"))
+    cycle = LlmCycle(CONFIG, client=server.client(timeout=10.0))
+    cycle.close_sync()
+    assert cycle.submit_sync("still here?").text == "never sent"  # the caller's client
+    owned = LlmCycle(CONFIG, client=OpenAI(base_url=server.base_url, api_key="sk-sync"))
+    owned.close_sync()  # a sync client's async twin is the cycle's own
+    with pytest.raises(LlmUsageError, match="this LlmCycle is closed"):
+        owned.submit_sync("hello")
+    assert len(server.requests) == 1
 
 
 async def test_a_sync_loop_called_inside_a_running_loop_does_not_deadlock(
