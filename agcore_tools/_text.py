@@ -24,10 +24,13 @@ def result_text(output: Any) -> str:
         '{"city":"北京","temp":21}'
         >>> result_text("plain text")
         'plain text'
+        >>> result_text({"ratio": float("nan")})
+        '{"ratio":null}'
     """
     if isinstance(output, str):
         return output
-    return to_json(output, fallback=str).decode("utf-8")
+    # NaN and infinities as null, as pydantic writes them: "NaN" is not JSON.
+    return to_json(output, fallback=str, inf_nan_mode="null").decode("utf-8")
 
 
 def truncate_utf8(text: str, max_bytes: int | None) -> str:

@@ -126,6 +126,14 @@ def test_result_text_keeps_strings_and_writes_everything_else_as_compact_json() 
     assert result_text(object()).startswith('"<object object')
 
 
+def test_a_result_holding_nan_or_infinity_is_still_json() -> None:
+    # json.dumps writes NaN and Infinity, which no JSON parser (nor model API) reads.
+    text = result_text({"mean": float("nan"), "max": float("-inf"), "n": 0})
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(f"not JSON: {c}")) == {
+        "mean": None, "max": None, "n": 0
+    }  # fmt: skip
+
+
 def test_model_text_replaces_lone_surrogates_in_results_and_errors() -> None:
     assert model_text(ToolInvocation("t", {}, output="a\ud800b"), None) == "a\ufffdb"
     assert model_text(ToolInvocation("t", {}, output={"k\udc00": ["\ud800"]}), None) == (
