@@ -22,6 +22,7 @@ Keep-alive comment lines never reach this module: the SDK's SSE decoder drops th
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,8 @@ from .events import (
 )
 
 __all__ = ["Turn", "TurnBuilder"]
+
+logger = logging.getLogger("agcore_tools.cycle")
 
 _NO_EVENTS: tuple[StreamEvent, ...] = ()
 # Providers name the reasoning field differently; the history must echo the same name.
@@ -231,11 +234,15 @@ class TurnBuilder:
             slot.obj = arguments  # llama.cpp and TGI send the object itself
 
     def _slot_for(self, index: int | None, call_id: str | None, name: str | None) -> _Slot:
-        # 1. A known id names its call, whatever the index says.
+        # 1. A known id names its call, whatever the index says; unless the index is a
+        #    new one too, from a server that gives two calls of a turn one id.
         if call_id is not None:
             slot = self._by_id.get(call_id)
             if slot is not None:
-                return slot
+                if index is None or slot.index is None or slot.index == index:
+                    return slot
+                other = self._by_index.get(index)
+                return other if other is not None and other.id == call_id else self._new_slot(index)
             if index is not None:
                 slot = self._by_index.get(index)
                 if slot is not None and slot.id is None and not slot.has_arguments:
@@ -266,10 +273,17 @@ class TurnBuilder:
     def build(self) -> Turn:
         """The assembled turn and its assistant message."""
         calls: list[ParsedCall] = []
+        taken: set[str] = set()
         for position, slot in enumerate(self._slots):
             if slot.name is None and not slot.has_arguments:
                 continue  # a stray empty delta
             call_id = slot.id or f"call_{self._turn_tag}_{position}"
+            if call_id in taken:
+                # A server that gave two calls one id: each needs its own answer (and
+                # its own approval), so the later one gets an id of its own.
+                logger.warning("the server gave two tool calls of one turn the id %r", call_id)
+                call_id = f"call_{self._turn_tag}_{position}"
+            taken.add(call_id)
             arguments = slot.obj if slot.obj is not None else "".join(slot.parts)
             calls.append(parse_call(slot.name or "", call_id, arguments, repair=self._repair))
         text = "".join(self._content)

@@ -509,6 +509,38 @@ async def test_a_prompt_that_is_not_a_string_is_refused_before_anything_is_sent(
     assert (server.requests, cycle.messages) == ([], [])
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_two_calls_a_server_gave_one_id_are_each_approved_on_their_own(
+    serve, make_cycle, bank, stream, caplog
+):
+    # Some servers repeat an id within a turn. Each call needs its own answer: with one
+    # id between them, no answer could resume the run, and streamed, their arguments ran
+    # together.
+    twins = S.reply_tool_calls(
+        [("refund", {"order": 7, "amount": 1.0}, "c"), ("refund", {"order": 8, "amount": 2.0}, "c")]
+    )
+    server = serve(twins, S.reply_text("Both refunded."))
+    cycle = make_cycle(server)
+    first = (
+        await cycle.submit_stream_with_tools("refund both", bank).collect()
+        if stream
+        else await cycle.submit_with_tools("refund both", bank)
+    )
+    pending = first.pending_approvals
+    assert [(p.call_id == "c", p.arguments) for p in pending] == [
+        (True, {"order": 7, "amount": 1.0}),
+        (False, {"order": 8, "amount": 2.0}),
+    ]
+    assert "the server gave two tool calls of one turn the id 'c'" in caplog.text
+    done = await cycle.submit_with_tools(None, bank, approvals=[p.approve() for p in pending])
+    assert done.text == "Both refunded."
+    assert bank.runs == [
+        ("refund", {"order": 7, "amount": 1.0}),
+        ("refund", {"order": 8, "amount": 2.0}),
+    ]
+    assert_history_valid(cycle.messages)
+
+
 async def test_a_paused_response_shows_what_awaits_approval(serve, make_cycle, bank):
     _, _, response = await _paused(serve, make_cycle, bank)
     assert '| awaiting approval | refund({"order": 7, "amount": 20.0}) [c_refund] |' in (
