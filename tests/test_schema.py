@@ -168,6 +168,64 @@ def test_parameter_names_pydantic_reserves_still_work() -> None:
     assert result.parameters["required"] == ["schema", "model_config"]
 
 
+def _numpy_style(city: str, days: int = 3) -> str:
+    """Forecast for a city.
+
+    Parameters
+    ----------
+    city : str
+        The city name.
+    days : int, optional
+        Number of days,
+        at most 7.
+
+    Returns
+    -------
+    str
+        The forecast.
+    """
+    return city
+
+
+def _sphinx_style(city: str, days: int = 3) -> str:
+    """Forecast for a city.
+
+    :param city: The city name.
+    :type city: str
+    :param int days: Number of days,
+        at most 7.
+    :returns: The forecast.
+    :rtype: str
+    """
+    return city
+
+
+def _epydoc_style(city: str, days: int = 3) -> str:
+    """Forecast for a city.
+
+    @param city: The city name.
+    @param days: Number of days, at most 7.
+    @return: The forecast.
+    """
+    return city
+
+
+@pytest.mark.parametrize("func", [_numpy_style, _sphinx_style, _epydoc_style])
+def test_numpy_and_sphinx_docstrings_are_read_as_google_ones_are(func: Any) -> None:
+    # Read as Google's, the model got "Parameters ---------- city : str The city name..."
+    # as the description and no parameter text.
+    built = function_schema(func)
+    assert built.description == "Forecast for a city."
+    assert built.parameters["properties"]["city"]["description"] == "The city name."
+    assert built.parameters["properties"]["days"]["description"] == "Number of days, at most 7."
+
+
+def test_a_rule_under_plain_text_is_not_a_section() -> None:
+    doc = parse_docstring("Summary.\n\nA heading of mine\n---\nMore text.")
+    assert doc.description == "Summary.\n\nA heading of mine --- More text."
+    assert doc.params == {}
+
+
 def test_docstring_parser_tolerates_no_sections_and_none() -> None:
     assert parse_docstring(None).description == ""
     doc = parse_docstring("Just a line.")

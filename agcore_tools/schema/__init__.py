@@ -7,7 +7,8 @@ keep a tool's argument plan and strict form.
 """
 
 from ._argplan import ArgumentPlan, build_plan
-from ._function import Docstring, FunctionSchema, function_schema, parse_docstring
+from ._docstring import Docstring, parse_docstring
+from ._function import FunctionSchema, function_schema
 from ._jsonschema import mend_unambiguous, required_names
 from ._strict import strict_parameters
 from ._transforms import (

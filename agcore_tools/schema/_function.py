@@ -21,72 +21,8 @@ from pydantic import BaseModel, ConfigDict
 from .._context import ToolContext
 from ..error import ToolConfigError, ToolDefinitionError
 from ._argplan import ArgumentPlan, build_plan
+from ._docstring import parse_docstring
 from ._jsonschema import close_open_objects
-
-_ARG_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments"}
-_OTHER_SECTIONS = {
-    "returns",
-    "return",
-    "yields",
-    "raises",
-    "example",
-    "examples",
-    "note",
-    "notes",
-    "attributes",
-    "see also",
-    "warning",
-    "warnings",
-    "todo",
-}
-_SECTION_RE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*):\s*$")
-_ARG_RE = re.compile(r"^\s*\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
-@dataclass(frozen=True)
-class Docstring:
-    """What a Google-style docstring says about a function."""
-
-    description: str
-    """The text before the first section, paragraphs kept."""
-    params: dict[str, str]
-    """Parameter name to its ``Args:`` description."""
-
-
-def parse_docstring(doc: str | None) -> Docstring:
-    """Split a Google-style docstring into its description and ``Args:`` entries."""
-    if not doc:
-        return Docstring("", {})
-    lines = inspect.cleandoc(doc).splitlines()
-    description: list[str] = []
-    params: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    arg_indent: int | None = None
-    for line in lines:
-        header = _SECTION_RE.match(line)
-        if header and header.group(1).strip().lower() in _ARG_SECTIONS | _OTHER_SECTIONS:
-            section = header.group(1).strip().lower()
-            current, arg_indent = None, None
-            continue
-        if section is None:
-            description.append(line)
-        elif section in _ARG_SECTIONS:
-            if not line.strip():
-                current = None
-                continue
-            indent = len(line) - len(line.lstrip())
-            match = _ARG_RE.match(line)
-            if match and (arg_indent is None or indent <= arg_indent):
-                arg_indent = indent
-                current = match.group(1)
-                params[current] = match.group(2).strip()
-            elif current is not None:
-                params[current] = f"{params[current]} {line.strip()}".strip()
-    text = "\n".join(description).strip()
-    # Rejoin wrapped lines inside paragraphs; keep paragraph breaks.
-    paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip()]
-    return Docstring("\n\n".join(paragraphs), params)
 
 
 def _is_context_annotation(annotation: Any) -> bool:
