@@ -1,4 +1,5 @@
-"""Generator tools: every yielded value is a preliminary result, the last one is final.
+"""Generator tools: every yielded value is a preliminary result, the last one is final;
+a sync generator's ``return value`` (not None), after its yields, is final instead.
 
 An async generator runs in the tool's own task; a sync one runs in a worker thread,
 whole. Either is closed on every exit, so its ``finally`` blocks run: an async one by
@@ -37,7 +38,13 @@ def drain_sync(
     generator) at the first ``yield`` after the call was given up on."""
     last = None
     with contextlib.closing(make()) as running:  # type: ignore[type-var]
-        for value in running:
+        while True:
+            try:
+                value = next(running)
+            except StopIteration as stop:
+                if stop.value is not None:  # `return result` after the progress yields
+                    last = jsonable(stop.value)
+                break
             last = jsonable(value)
             ctx.report_partial(last)
             if ctx.cancelled:

@@ -60,6 +60,25 @@ async def test_a_sync_generator_runs_in_a_worker_thread() -> None:
     assert threads and threads[0] != threading.get_ident()
 
 
+async def test_a_sync_generator_that_returns_its_result_after_progress_gives_that() -> None:
+    # `yield` progress, then `return` the result: the returned value was dropped and the
+    # model got the last progress value.
+    registry = ToolRegistry()
+
+    @registry.tool
+    def job(n: int) -> Generator[dict[str, float], None, dict[str, int]]:
+        """A long job."""
+        yield {"progress": 0.5}
+        return {"result": n * 2}
+
+    seen: list[ToolEvent] = []
+    [result] = await registry.invoke_all(
+        [("job", {"n": 21})], ctx=ToolContext(on_event=seen.append)
+    )
+    assert result.output == {"result": 42}
+    assert [e.value for e in seen] == [{"progress": 0.5}]  # type: ignore[union-attr]
+
+
 async def test_a_generator_that_yields_nothing_returns_none() -> None:
     registry = ToolRegistry()
 
