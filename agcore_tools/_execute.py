@@ -30,7 +30,16 @@ from .error import (
 )
 from .permission import PermissionChecker
 
-__all__ = ["CANCEL_GRACE", "Guarded", "ToolTable", "as_call", "as_completed", "execute", "guarded"]
+__all__ = [
+    "CANCEL_GRACE",
+    "Guarded",
+    "ToolTable",
+    "as_call",
+    "as_completed",
+    "execute",
+    "guarded",
+    "unknown_tool_error",
+]
 
 logger = logging.getLogger("agcore_tools.registry")
 
@@ -68,6 +77,17 @@ class ToolTable:
         return entry.tool if entry is not None else None
 
 
+def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
+    """The error for a call to a tool the registry does not have, listing the tools it has.
+
+    Example:
+        >>> str(unknown_tool_error(ToolTable(None), "nope"))
+        "tool 'nope' is not registered: the registered tools are: none"
+    """
+    known = ", ".join(table.entries) or "none"
+    return ToolNotFoundError(name, f"the registered tools are: {known}")
+
+
 async def execute(
     table: ToolTable,
     name: str,
@@ -85,7 +105,7 @@ async def execute(
     """
     entry = table.entries.get(name)
     if entry is None:
-        raise ToolNotFoundError(name)
+        raise unknown_tool_error(table, name)
     checker = table.checker
     if checker is not None:
         checker.check(entry.name, entry.permissions)

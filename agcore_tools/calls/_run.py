@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Any
 
 from .._attachments import Api, Rendered, attachments_message, function_call_output
-from .._execute import ToolTable, as_completed
+from .._execute import ToolTable, as_completed, unknown_tool_error
 from .._records import ParsedCall, ToolCall, ToolInvocation
 from .._sdk import sdk_field
 from ..approval import ApprovalDecision, ToolCallOutputs
@@ -23,17 +23,6 @@ from ._parse import parse_call
 from ._render import model_result
 
 __all__ = ["iter_invocations", "preflight", "run_tool_calls", "unknown_tool_error"]
-
-
-def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
-    """The error for a call to a tool the registry does not have, listing the tools it has.
-
-    Example:
-        >>> str(unknown_tool_error(ToolTable(None), "nope"))
-        "tool 'nope' is not registered: the registered tools are: none"
-    """
-    known = ", ".join(table.entries) or "none"
-    return ToolNotFoundError(name, f"the registered tools are: {known}")
 
 
 def preflight(table: ToolTable, calls: Iterable[ParsedCall]) -> ToolError | None:

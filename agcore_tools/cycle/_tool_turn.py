@@ -23,7 +23,7 @@ from ..calls import (
     model_result,
     preflight,
 )
-from ..error import LlmError, ToolError
+from ..error import LlmError, ToolError, ToolNotFoundError
 from ..pending import CallPaused, InputRequest, ToolInputRequested
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate
@@ -68,7 +68,7 @@ async def run_tools(
             text = (
                 error_text(refused)
                 if call.name == refused.tool_name
-                else aborted_text(call, f"tool '{refused.tool_name}' was refused")
+                else aborted_text(call, f"tool '{refused.tool_name}' {_why(refused)}")
             )
             messages.append(tool_message(call, text))
         raise LlmError(f"tool loop stopped: {refused}") from refused
@@ -213,3 +213,8 @@ async def run_tools(
         invocations.extend(inv for inv in done if inv is not None)
     if stop is not None:
         raise LlmError(f"tool loop stopped: {stop}") from stop
+
+
+def _why(refused: ToolError) -> str:
+    # What stopped the turn, for its other calls: no such tool, or a refusal.
+    return "is not registered" if isinstance(refused, ToolNotFoundError) else "was refused"
