@@ -32,6 +32,7 @@ from .permission import PermissionChecker
 
 __all__ = [
     "CANCEL_GRACE",
+    "LISTED_TOOLS",
     "Guarded",
     "ToolTable",
     "as_call",
@@ -42,6 +43,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agcore_tools.registry")
+
+LISTED_TOOLS = 30
+"""An unknown tool's error lists the registered tools when there are at most this many."""
 
 CANCEL_GRACE = 5.0
 """Seconds invoke_all() waits for cancelled calls to finish before it gives up on them."""
@@ -78,14 +82,22 @@ class ToolTable:
 
 
 def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
-    """The error for a call to a tool the registry does not have, listing the tools it has.
+    """The error for a call to a tool the registry does not have: the tools it has, or,
+    when there are more than :data:`LISTED_TOOLS`, how many and the closest names (the
+    model reads this; a thousand names would cost it thousands of tokens).
 
     Example:
         >>> str(unknown_tool_error(ToolTable(None), "nope"))
         "tool 'nope' is not registered: the registered tools are: none"
     """
-    known = ", ".join(table.entries) or "none"
-    return ToolNotFoundError(name, f"the registered tools are: {known}")
+    names = list(table.entries)
+    if len(names) <= LISTED_TOOLS:
+        return ToolNotFoundError(name, f"the registered tools are: {', '.join(names) or 'none'}")
+    import difflib  # on this error only: `import agcore_tools` does not need it
+
+    close = difflib.get_close_matches(name, names, n=5, cutoff=0.5)
+    hint = f"; the closest names are: {', '.join(close)}" if close else ""
+    return ToolNotFoundError(name, f"{len(names)} tools are registered{hint}")
 
 
 async def execute(

@@ -155,6 +155,18 @@ async def test_invoke_raises_not_found() -> None:
         await ToolRegistry().invoke("ghost", {})
 
 
+async def test_an_unknown_tool_in_a_large_registry_names_the_closest_not_all() -> None:
+    # The model reads this text: all 200 names would cost it about 1,500 tokens.
+    registry = ToolRegistry()
+    registry.register_all([Recorder(f"tool_{i:03d}") for i in range(198)])
+    registry.register_all([Recorder("search_issues"), Recorder("search_code")])
+    [result] = await registry.invoke_all([("serch_issues", {})])
+    assert str(result.error) == (
+        "tool 'serch_issues' is not registered: 200 tools are registered; the closest "
+        "names are: search_issues, search_code"
+    )
+
+
 async def test_permission_denied_raises_and_the_tool_never_runs() -> None:
     checker = PermissionChecker(PermissionConfig())
     registry = ToolRegistry().with_permission_checker(checker)
