@@ -71,6 +71,27 @@ async def test_unknown_keys_of_nested_models_are_reported_strict_or_not(strict: 
     assert await tool.execute(good, ToolContext()) == "Main"
 
 
+def stock(by_name: dict[str, Address], pair: tuple[Address, int]) -> str:
+    """Keep stock."""
+    return ",".join(f"{k}:{a.unit}" for k, a in by_name.items()) + f";{pair[0].unit}"
+
+
+async def test_models_inside_a_dict_or_a_tuple_are_planned_as_in_a_list() -> None:
+    # The plan read `items` only: in dict[str, Address] and tuple[Address, int] an
+    # unknown key was dropped without a word, and a null was not read as "absent".
+    # (Strict mode refuses a dict with free keys, so this is the plain mode's.)
+    tool = FunctionTool(stock)
+    args = {"by_name": {"a": {"street": "x", "floor": 2}}, "pair": [{"street": "y", "z": 0}, 1]}
+    with pytest.raises(InvalidArgumentsError) as info:
+        await tool.execute(args, ToolContext())
+    assert info.value.errors == [
+        ("by_name.a.floor", "Extra inputs are not permitted"),
+        ("pair.0.z", "Extra inputs are not permitted"),
+    ]
+    nulls = {"by_name": {"a": {"street": "x", "unit": None}}, "pair": [{"street": "y", "unit": None}, 1]}  # fmt: skip
+    assert await tool.execute(nulls, ToolContext()) == "a:1;1"
+
+
 async def test_unknown_keys_are_reported_with_the_other_problems() -> None:
     tool = FunctionTool(ship)
     with pytest.raises(InvalidArgumentsError) as info:

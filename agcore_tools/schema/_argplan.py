@@ -45,7 +45,21 @@ class _Array:
     items: _Node
 
 
-_Node = _Object | _Array
+@dataclass(eq=False)
+class _Map:
+    """An object whose every value has one schema (``dict[str, Item]``)."""
+
+    values: _Node
+
+
+@dataclass(eq=False)
+class _Tuple:
+    """An array whose items have a schema each (``tuple[Item, int]``)."""
+
+    items: tuple[_Node | None, ...]
+
+
+_Node = _Object | _Array | _Map | _Tuple
 
 
 class _Builder:
@@ -89,18 +103,26 @@ class _Builder:
                 if child is not None:
                     node.children[key] = child
             return node
+        values = schema.get("additionalProperties")
+        if isinstance(values, dict):
+            value_node = self.build(values)
+            return self._add(_Map(value_node)) if value_node is not None else None
+        prefix = schema.get("prefixItems")
+        if isinstance(prefix, list):
+            positions = tuple(self.build(item) for item in prefix)
+            return self._add(_Tuple(positions)) if any(positions) else None
         items = schema.get("items")
         if isinstance(items, dict):
             item_node = self.build(items)
-            if item_node is None:
-                return None
-            array = _Array(item_node)
-            self.nodes.append(array)
-            return array
+            return self._add(_Array(item_node)) if item_node is not None else None
         options = schema.get("anyOf") or schema.get("oneOf")
         if isinstance(options, list):
             return self._union([o for o in options if not _is_null(o)])
         return None
+
+    def _add(self, node: _Node) -> _Node:
+        self.nodes.append(node)
+        return node
 
     def _union(self, options: list[Any]) -> _Node | None:
         built = [self.build(o) for o in options]
@@ -128,6 +150,16 @@ def _is_null(schema: Any) -> bool:
     return isinstance(schema, dict) and schema.get("type") == "null"
 
 
+def _children(node: _Node) -> tuple[_Node, ...]:
+    if isinstance(node, _Object):
+        return tuple(node.children.values())
+    if isinstance(node, _Array):
+        return (node.items,)
+    if isinstance(node, _Map):
+        return (node.values,)
+    return tuple(item for item in node.items if item is not None)
+
+
 def _prune(nodes: list[_Node]) -> set[int]:
     # A node matters if it has work of its own or a child that matters; recursive
     # models make this a fixpoint.
@@ -138,7 +170,7 @@ def _prune(nodes: list[_Node]) -> set[int]:
         for node in nodes:
             if id(node) in live:
                 continue
-            children = node.children.values() if isinstance(node, _Object) else (node.items,)
+            children = _children(node)
             if any(id(child) in live for child in children):
                 live.add(id(node))
                 changed = True
@@ -178,12 +210,16 @@ def build_plan(schema: Mapping[str, Any], *, check_extras: bool) -> ArgumentPlan
 
 
 def _apply(node: _Node, value: Any, path: str, problems: list[tuple[str, str]]) -> Any:
-    if isinstance(node, _Array):
+    if isinstance(node, (_Array, _Tuple)):
         if not isinstance(value, list):
             return value
         out_list = value
         for index, item in enumerate(value):
-            new = _apply(node.items, item, f"{path}{index}.", problems)
+            if isinstance(node, _Array):
+                child: _Node | None = node.items
+            else:
+                child = node.items[index] if index < len(node.items) else None
+            new = _apply(child, item, f"{path}{index}.", problems) if child else item
             if new is not item:
                 if out_list is value:
                     out_list = list(value)
@@ -191,6 +227,15 @@ def _apply(node: _Node, value: Any, path: str, problems: list[tuple[str, str]]) 
         return out_list
     if not isinstance(value, dict):
         return value
+    if isinstance(node, _Map):
+        out_map = value
+        for key, item in value.items():
+            new = _apply(node.values, item, f"{path}{key}.", problems)
+            if new is not item:
+                if out_map is value:
+                    out_map = dict(value)
+                out_map[key] = new
+        return out_map
     out = value
     for key in node.drop_null:
         if key in out and out[key] is None:
