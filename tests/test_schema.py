@@ -150,6 +150,10 @@ def test_rich_types_enum_literal_dataclass_list() -> None:
         ("def f(**kw: int) -> None: ...", r"'\*\*kw' is not supported"),
         ("def f(x) -> None: ...", "'x' has no type annotation"),
         ("def f(x: 'Missing') -> None: ...", "annotations do not resolve"),
+        (
+            "import typing\ndef f(q: str, fn: typing.Callable[[str], str] = str) -> None: ...",
+            r"parameter 'fn' has type Callable\[\[str\], str\], which cannot come from",
+        ),
     ],
 )
 def test_unsupported_signatures_fail_early_and_clearly(source: str, message: str) -> None:

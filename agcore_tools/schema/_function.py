@@ -205,7 +205,12 @@ def function_schema(
     """
     # pydantic.fields (and pydantic.types under it) is half of what `import agcore_tools`
     # would cost beyond pydantic's BaseModel: load it with the first tool instead.
-    from pydantic import Field, PydanticSchemaGenerationError, create_model
+    from pydantic import (
+        Field,
+        PydanticInvalidForJsonSchema,
+        PydanticSchemaGenerationError,
+        create_model,
+    )
     from pydantic.fields import FieldInfo
     from pydantic_core import PydanticUndefined
 
@@ -290,7 +295,9 @@ def function_schema(
             **fields,
         )
         schema = model.model_json_schema()
-    except PydanticSchemaGenerationError as exc:
+    except (PydanticSchemaGenerationError, PydanticInvalidForJsonSchema) as exc:
+        # The second is pydantic's word for a type it validates but cannot describe
+        # (a Callable): to the model, the same as one it cannot handle at all.
         raise _unsupported_type(tool_name, fields, create_model) from exc
     except Exception as exc:
         raise ToolDefinitionError(
