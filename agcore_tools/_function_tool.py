@@ -201,6 +201,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
             raise ToolDefinitionError(f"@tool needs a function, got {type(func).__name__}")
         if timeout is not None and timeout <= 0:
             raise ToolConfigError(f"tool timeout must be positive, got {timeout!r}")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            # "" would silently fall back to the function's name.
+            raise ToolConfigError(f"a tool's name must be a non-empty string, got {name!r}")
         schema = function_schema(func, name=name, description=description, method=method)
         if inspect.isroutine(func):
             functools.update_wrapper(self, func)

@@ -295,6 +295,15 @@ def test_refuses_bad_timeouts() -> None:
         FunctionTool(lambda: None, timeout=0)
 
 
+@pytest.mark.parametrize("name", ["", "   ", 5])
+def test_an_empty_or_non_string_name_is_refused_not_replaced(name: object) -> None:
+    def lookup(q: str) -> str:
+        return q
+
+    with pytest.raises(ValueError, match="a tool's name must be a non-empty string"):
+        FunctionTool(lookup, name=name)  # type: ignore[arg-type]
+
+
 async def test_async_callable_object_and_annotated(registry: ToolRegistry) -> None:
     class Greeter:
         async def __call__(self, name: Annotated[str, Field(min_length=2)]) -> str:
