@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from agcore_tools import FunctionTool, InvalidArgumentsError, ToolContext
 from agcore_tools.schema import build_plan, function_schema
@@ -90,6 +90,30 @@ async def test_models_inside_a_dict_or_a_tuple_are_planned_as_in_a_list() -> Non
     ]
     nulls = {"by_name": {"a": {"street": "x", "unit": None}}, "pair": [{"street": "y", "unit": None}, 1]}  # fmt: skip
     assert await tool.execute(nulls, ToolContext()) == "a:1;1"
+
+
+def adopt(pet: Cat | Dog, tagged: Annotated[Cat | Dog, Field(discriminator="kind")]) -> str:
+    """Adopt a pet."""
+    return f"{pet!r} {tagged!r}"
+
+
+async def test_a_key_only_another_shape_of_a_union_knows_is_reported() -> None:
+    # The plan merged the shapes: a Dog's `barks` sent with a Cat passed the check, and
+    # pydantic then dropped it without a word.
+    tool = FunctionTool(adopt)
+    with pytest.raises(InvalidArgumentsError) as info:
+        await tool.execute(
+            {"pet": {"kind": "cat", "barks": 2}, "tagged": {"kind": "dog", "indoor": False}},
+            ToolContext(),
+        )
+    assert info.value.errors == [
+        ("pet.barks", "Extra inputs are not permitted"),
+        ("tagged.indoor", "Extra inputs are not permitted"),
+    ]
+    fine = {"pet": {"kind": "dog", "barks": 2}, "tagged": {"kind": "cat", "indoor": False}}
+    assert await tool.execute(fine, ToolContext()) == (
+        "Dog(kind='dog', barks=2) Cat(kind='cat', indoor=False)"
+    )
 
 
 async def test_unknown_keys_are_reported_with_the_other_problems() -> None:

@@ -59,7 +59,18 @@ class _Tuple:
     items: tuple[_Node | None, ...]
 
 
-_Node = _Object | _Array | _Map | _Tuple
+@dataclass(eq=False)
+class _Choice:
+    """A union of objects told apart by one key's constant value (``kind: "cat"``):
+    the shape that value names is planned alone, so a key only another shape knows is
+    reported; a value naming no shape gets the merged plan."""
+
+    key: str
+    shapes: dict[Any, _Object]
+    merged: _Object
+
+
+_Node = _Object | _Array | _Map | _Tuple | _Choice
 
 
 class _Builder:
@@ -143,7 +154,43 @@ class _Builder:
             ),
         )
         self.nodes.append(merged)
-        return merged
+        tag = _tag([self._resolved(o) for o in options]) if len(objects) == len(built) else None
+        if tag is None:
+            return merged
+        key, values = tag
+        return self._add(_Choice(key, dict(zip(values, objects, strict=True)), merged))
+
+    def _resolved(self, schema: Any) -> Any:
+        ref = schema.get("$ref") if isinstance(schema, dict) else None
+        return resolve_ref(self.root, ref) if isinstance(ref, str) else schema
+
+
+def _tag(shapes: list[Any]) -> tuple[str, list[Any]] | None:
+    """The key whose constant value tells ``shapes`` apart, and each shape's value."""
+    properties = [s.get("properties") if isinstance(s, dict) else None for s in shapes]
+    maps = [p for p in properties if isinstance(p, dict)]
+    if len(maps) != len(shapes) or not maps:
+        return None
+    for key in maps[0]:
+        values = [_constant(p.get(key)) for p in maps]
+        if _NO_CONSTANT not in values and len(set(values)) == len(values):
+            return key, values
+    return None
+
+
+_NO_CONSTANT = object()
+
+
+def _constant(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return _NO_CONSTANT
+    if "const" in schema:
+        value = schema["const"]
+    elif isinstance(schema.get("enum"), list) and len(schema["enum"]) == 1:
+        value = schema["enum"][0]
+    else:
+        return _NO_CONSTANT
+    return value if isinstance(value, (str, int, bool)) else _NO_CONSTANT
 
 
 def _is_null(schema: Any) -> bool:
@@ -157,6 +204,8 @@ def _children(node: _Node) -> tuple[_Node, ...]:
         return (node.items,)
     if isinstance(node, _Map):
         return (node.values,)
+    if isinstance(node, _Choice):
+        return (*node.shapes.values(), node.merged)
     return tuple(item for item in node.items if item is not None)
 
 
@@ -227,6 +276,10 @@ def _apply(node: _Node, value: Any, path: str, problems: list[tuple[str, str]]) 
         return out_list
     if not isinstance(value, dict):
         return value
+    if isinstance(node, _Choice):
+        tag = value.get(node.key)
+        shape = node.shapes.get(tag) if isinstance(tag, (str, int, bool)) else None
+        return _apply(shape if shape is not None else node.merged, value, path, problems)
     if isinstance(node, _Map):
         out_map = value
         for key, item in value.items():
