@@ -178,7 +178,7 @@ async def execute(
     stats.total_seconds += duration
     if error is not None:
         stats.failures += 1
-        logger.debug("tool %r failed: %s", name, error)
+        logger.debug("%s", error)  # the error's text names the tool
     ran = True if error is None else error.may_have_run
     return ToolInvocation(name, args, output, error, ctx.call_id, duration, ran)
 
@@ -230,7 +230,7 @@ async def guarded(
         ran = guard is None or admitted[0]
         if guard is not None and ran:
             guard.failed_after(call_ctx)  # a timeout is a failure to its breaker
-        error = ToolTimeoutError(name, timeout or 0.0)
+        error = ToolTimeoutError(name, timeout or 0.0, started=ran)
         error.__cause__ = exc
         return ToolInvocation(
             name, args, error=error, call_id=call_id, duration=timeout or 0.0, may_have_run=ran

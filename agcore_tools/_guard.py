@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
@@ -34,8 +35,10 @@ class Slots:
     """At most ``limit`` calls at once; the rest wait in arrival order.
 
     Not an ``asyncio.Semaphore``: a slot freed by a finishing call is handed straight to
-    the first waiter, so a newcomer cannot take it in between, and the uncontended path
-    is two integer operations.
+    the first waiter, so a newcomer cannot take it in between. A registry is shared by
+    every loop that uses it (an app's, the library's for ``*_sync`` calls, one per
+    thread), so the count is under a lock and a slot goes to a waiter of another loop
+    through that loop (``call_soon_threadsafe``).
 
     Example:
         >>> import asyncio
@@ -52,38 +55,65 @@ class Slots:
         (1, 1)
     """
 
-    __slots__ = ("limit", "running", "waiters")
+    __slots__ = ("_lock", "limit", "running", "waiters")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.running = 0
         self.waiters: deque[asyncio.Future[None]] = deque()
+        self._lock = threading.Lock()
 
     async def take(self) -> None:
         """Wait for a slot; the caller's timeout bounds the wait."""
-        if self.running < self.limit and not self.waiters:
-            self.running += 1
-            return
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.waiters.append(turn)
+        with self._lock:
+            if self.running < self.limit and not self.waiters:
+                self.running += 1
+                return
+            turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self.waiters.append(turn)
         try:
             await turn
         except BaseException:
-            if turn.done() and not turn.cancelled():
-                self.give_back()  # handed a slot as it was cancelled: pass it on
-            elif turn in self.waiters:  # give_back() drops cancelled turns itself
-                self.waiters.remove(turn)
+            with self._lock:
+                handed = turn.done() and not turn.cancelled()
+                if not handed and turn in self.waiters:  # give_back() skips the others
+                    self.waiters.remove(turn)
+            if handed:  # handed a slot as it was cancelled: pass it on
+                self.give_back()
             raise
 
     def give_back(self) -> None:
         """Free a slot: the first waiter gets it, else it is free."""
-        waiters = self.waiters
-        while waiters:
-            turn = waiters.popleft()
-            if not turn.done():
-                turn.set_result(None)
+        with self._lock:
+            waiters = self.waiters
+            while waiters:
+                turn = waiters.popleft()
+                if turn.done():
+                    continue
+                loop = turn.get_loop()
+                if _running_loop() is loop:
+                    turn.set_result(None)
+                    return
+                try:
+                    loop.call_soon_threadsafe(self._hand, turn)
+                except RuntimeError:  # its loop is closed: that waiter is gone
+                    continue
                 return
-        self.running -= 1
+            self.running -= 1
+
+    def _hand(self, turn: asyncio.Future[None]) -> None:
+        # On the waiter's own loop: it may have been cancelled since.
+        if turn.done():
+            self.give_back()
+        else:
+            turn.set_result(None)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 class _BreakerState:
@@ -189,7 +219,9 @@ class Guard:
         """The concurrency cap, shared with every tool of the same resource."""
         self.breaker = _BreakerState(policy.breaker) if policy.breaker is not None else None
         rate = policy.rate
-        self._bucket = policy.resource or name
+        # Named apart as the concurrency caps are: a tool and a resource of one name
+        # are two buckets.
+        self._bucket = f"resource:{policy.resource}" if policy.resource else f"tool:{name}"
         self._rate_store: RateStore | None = None
         if rate is not None:
             self._rate_store = rate.store or rate_store or MemoryRateStore()

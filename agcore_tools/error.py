@@ -175,14 +175,23 @@ class ToolTimeoutError(ToolExecutionError):
     It was cancelled while running (an MCP tool's request was already sent), so the
     message tells the model not to assume nothing happened.
 
+    A call that timed out while it waited for its turn (its tool's concurrency cap)
+    never started: ``started=False`` says so, to the model and in ``may_have_run``.
+
     Example:
         >>> str(ToolTimeoutError("slow", 1.5))
         "tool 'slow' failed: timed out after 1.5 s; it may have run in part, so do not assume it had no effect"
+        >>> waited = ToolTimeoutError("slow", 1.5, started=False)
+        >>> str(waited), waited.may_have_run
+        ("tool 'slow' failed: timed out after 1.5 s waiting for its turn; it never started", False)
     """
 
-    def __init__(self, tool_name: str, timeout: float) -> None:
-        super().__init__(tool_name, f"timed out after {timeout:g} s; {_TIMED_OUT_NOTE}")
+    def __init__(self, tool_name: str, timeout: float, *, started: bool = True) -> None:
+        note = f"; {_TIMED_OUT_NOTE}" if started else " waiting for its turn; it never started"
+        super().__init__(tool_name, f"timed out after {timeout:g} s{note}")
         self.timeout = timeout
+        if not started:
+            self.may_have_run = False
 
 
 _TIMED_OUT_NOTE = "it may have run in part, so do not assume it had no effect"

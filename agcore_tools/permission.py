@@ -173,13 +173,27 @@ class PermissionChecker:
         False
     """
 
-    __slots__ = ("_cache", "config")
+    __slots__ = ("_cache", "_config")
 
     def __init__(self, config: PermissionConfig | None = None) -> None:
-        self.config = config if config is not None else PermissionConfig()
+        self._config = config if config is not None else PermissionConfig()
         # Verdicts depend only on the (immutable) config and the permission tuple,
         # so they are memoised: the check sits on every invoke's hot path.
         self._cache: dict[tuple[PermissionLike, ...], tuple[Permission | None, str] | None] = {}
+
+    @property
+    def config(self) -> PermissionConfig:
+        """The rules checked. Read-only: verdicts are memoised, and a registry caches
+        the definitions they allow; for other rules, give the registry a new checker
+        (``registry.permission_checker = PermissionChecker(config)``)."""
+        return self._config
+
+    @config.setter
+    def config(self, value: PermissionConfig) -> None:
+        raise ToolConfigError(
+            "PermissionChecker.config is read-only (its verdicts are memoised): assign "
+            "registry.permission_checker = PermissionChecker(config) instead"
+        )
 
     def _first_refusal(
         self, permissions: tuple[PermissionLike, ...]

@@ -124,7 +124,10 @@ class RateLimit:
             )
         if not _positive(self.per):
             raise ToolConfigError(f"RateLimit(per={self.per!r}): per must be a positive number")
-        if self.burst is not None and (not isinstance(self.burst, int) or self.burst < 1):
+        burst = self.burst
+        if burst is not None and (
+            not isinstance(burst, int) or isinstance(burst, bool) or burst < 1
+        ):
             raise ToolConfigError(
                 f"RateLimit(burst={self.burst!r}): burst must be a positive integer or None"
             )
@@ -165,7 +168,11 @@ class Breaker:
     """Seconds the breaker stays open before it lets a probe through."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.failures, int) or self.failures < 1:
+        if (
+            not isinstance(self.failures, int)
+            or isinstance(self.failures, bool)
+            or self.failures < 1
+        ):
             raise ToolConfigError(
                 f"Breaker(failures={self.failures!r}): failures must be a positive integer"
             )
@@ -241,6 +248,14 @@ class ToolPolicy:
             raise ToolConfigError(
                 f"ToolPolicy(resource={self.resource!r}): resource must be a non-empty string"
             )
+        for name, kind in (("rate", RateLimit), ("breaker", Breaker), ("cache", ResultCache)):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, kind):
+                # ToolPolicy(breaker=3) would fail at the first call, outside any error.
+                raise ToolConfigError(
+                    f"ToolPolicy({name}={value!r}): {name} takes a {kind.__name__}, "
+                    f"such as {kind.__name__}(...)"
+                )
 
     def merged(self, other: ToolPolicy) -> ToolPolicy:
         """This policy with every part ``other`` sets taken from ``other``.

@@ -18,6 +18,7 @@ import contextlib
 import contextvars
 import copy
 import logging
+import threading
 from collections.abc import (
     AsyncGenerator,
     Callable,
@@ -59,6 +60,7 @@ logger = logging.getLogger("agcore_tools.registry")
 
 
 _default_registry: ToolRegistry | None = None
+_DEFAULT_LOCK = threading.Lock()
 _active_registry: contextvars.ContextVar[ToolRegistry | None] = contextvars.ContextVar(
     "agcore_tools_active_registry", default=None
 )
@@ -73,7 +75,9 @@ def default_registry() -> ToolRegistry:
     """
     global _default_registry
     if _default_registry is None:
-        _default_registry = ToolRegistry()
+        with _DEFAULT_LOCK:  # two threads' first @tool must not make two registries
+            if _default_registry is None:
+                _default_registry = ToolRegistry()
     return _default_registry
 
 

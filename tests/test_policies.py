@@ -5,6 +5,7 @@ and the order the checks run in."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -86,6 +87,42 @@ async def test_tools_naming_one_resource_share_its_cap() -> None:
     assert all(r.ok for r in results) and gauge.peak == 1
 
 
+def test_a_concurrency_cap_holds_and_hands_slots_over_across_event_loops() -> None:
+    # A registry is shared by the loops that use it: two threads' asyncio.run, or an
+    # app's loop and the library's. A slot freed in one loop was handed to a waiter of
+    # the other with a call that loop never saw, and both waited forever.
+    registry = ToolRegistry()
+    lock = threading.Lock()
+    running, peak, done = [0], [0], []
+
+    @registry.tool(policy=ToolPolicy(concurrency=1))
+    async def write(i: int) -> int:
+        """One writer at a time."""
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        await asyncio.sleep(0.01)
+        with lock:
+            running[0] -= 1
+        return i
+
+    def worker() -> None:
+        async def main() -> None:
+            for i in range(5):
+                done.append((await registry.invoke("write", {"i": i})).ok)
+
+        asyncio.run(main())
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert not any(thread.is_alive() for thread in threads)
+    assert done == [True] * 10
+    assert peak[0] == 1
+
+
 async def test_waiting_for_a_slot_counts_against_the_timeout() -> None:
     registry = ToolRegistry()
 
@@ -100,8 +137,13 @@ async def test_waiting_for_a_slot_counts_against_the_timeout() -> None:
     [second] = await registry.invoke_all([("hold", {"seconds": 0.0})], timeout=0.1)
     [first] = await holding
     assert first.ok and isinstance(second.error, ToolTimeoutError)
-    # The second never got its slot: it timed out waiting, and never ran.
+    # The second never got its slot: it timed out waiting, and never ran; the model is
+    # told so (not "it may have run in part"), and the error agrees with the invocation.
     assert first.may_have_run is True and second.may_have_run is False
+    assert second.error.may_have_run is False
+    assert str(second.error) == (
+        "tool 'hold' failed: timed out after 0.1 s waiting for its turn; it never started"
+    )
     assert registry.entry("hold").guard.slots.running == 0  # type: ignore[union-attr]
     assert not registry.entry("hold").guard.slots.waiters  # type: ignore[union-attr]
 
@@ -368,6 +410,42 @@ def test_policy_values_refuse_nonsense() -> None:
             bad()
     with pytest.raises(ValueError):
         ToolPolicy(concurrency=True)
+    # A number where a part belongs failed at the first call, as an AttributeError.
+    for part, value in (("breaker", 3), ("rate", 5), ("cache", 60)):
+        with pytest.raises(
+            ToolConfigError, match=f"ToolPolicy\\({part}={value}\\): {part} takes a"
+        ):
+            ToolPolicy(**{part: value})
+    with pytest.raises(ToolConfigError):
+        Breaker(failures=True)
+    with pytest.raises(ToolConfigError):
+        RateLimit(5, burst=True)
+
+
+async def test_a_tool_and_a_resource_of_one_name_have_two_rate_buckets() -> None:
+    registry = ToolRegistry()
+    once = RateLimit(1, per=60, wait=False)
+
+    @registry.tool(policy=ToolPolicy(rate=once))
+    def github(q: str) -> str:
+        """The github tool."""
+        return q
+
+    @registry.tool(policy=ToolPolicy(resource="github", rate=once))
+    def other_api(q: str) -> str:
+        """Another API, whose resource happens to be called github."""
+        return q
+
+    results = await registry.invoke_all([("github", {"q": "a"}), ("other_api", {"q": "b"})])
+    assert [r.error for r in results] == [None, None]
+
+
+def test_a_permission_checkers_rules_cannot_be_swapped_under_its_memo() -> None:
+    checker = PermissionChecker(PermissionConfig())
+    assert checker.is_allowed(["write"]) is False
+    with pytest.raises(ToolConfigError, match=r"PermissionChecker\.config is read-only"):
+        checker.config = PermissionConfig(allowed=["write"], denied=[])
+    assert checker.is_allowed(["write"]) is False
 
 
 async def test_the_memory_stores_keep_their_bounds() -> None:
