@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, TypeAlias
+from urllib.parse import urlsplit, urlunsplit
 
 from ..error import ToolConfigError, _AuthTypeError
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["McpTransport", "StdioTransport", "StreamableHttpTransport"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class StdioTransport:
     """Start the server as a child process and exchange JSON-RPC lines over its stdin/stdout.
 
@@ -77,8 +78,16 @@ class StdioTransport:
         """The command line as a shell would take it, in backticks, for messages."""
         return f"`{shlex.join([self.command, *self.args])}`"
 
+    def __repr__(self) -> str:
+        # env's values are the server's secrets (tokens, keys): their names only.
+        env = None if self.env is None else dict.fromkeys(self.env, "***")
+        return (
+            f"StdioTransport(command={self.command!r}, args={self.args!r}, env={env!r}, "
+            f"cwd={self.cwd!r}, stop_grace={self.stop_grace!r})"
+        )
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, repr=False)
 class StreamableHttpTransport:
     """Talk to a server at a Streamable HTTP endpoint (MCP's HTTP transport).
 
@@ -136,10 +145,33 @@ class StreamableHttpTransport:
         _check_http_settings(self)
 
     def describe(self) -> str:
-        """The URL without credentials, for messages."""
-        scheme, sep, rest = self.url.partition("://")
-        authority, slash, path = rest.partition("/")
-        return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
+        """The URL without credentials, for messages: no user or password, and the
+        query's values hidden (hosted servers take keys as ``?token=...``).
+
+        Example:
+            >>> StreamableHttpTransport("https://u:pw@mcp.example.com/mcp?key=s3cret").describe()
+            'https://mcp.example.com/mcp?key=***'
+        """
+        return _without_secrets(self.url)
+
+    def __repr__(self) -> str:
+        # headers and auth are left out, and the URLs' credentials hidden: secrets.
+        shown = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("headers", "auth", "http_client_factory")
+        }
+        shown["url"] = self.describe()
+        if isinstance(self.proxy, str):
+            shown["proxy"] = _without_secrets(self.proxy)
+        return f"StreamableHttpTransport({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+
+def _without_secrets(url: str) -> str:
+    parts = urlsplit(url)
+    query = "&".join(f"{part.partition('=')[0]}=***" for part in parts.query.split("&") if part)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
 
 
 def _check_auth(auth: object) -> None:

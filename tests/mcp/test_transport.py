@@ -26,3 +26,23 @@ def test_repr_leaves_out_headers_and_auth_which_may_hold_secrets() -> None:
     assert shown.startswith("StreamableHttpTransport(url='http://127.0.0.1:1/mcp'")
     assert "s3cret" not in shown and "Authorization" not in shown and "BasicAuth" not in shown
     assert transport.headers == {"Authorization": "Bearer s3cret"}
+
+
+def test_no_secret_of_a_transport_shows_in_its_repr_or_in_messages() -> None:
+    # A stdio server's env values, a URL's password and its query's keys, and a
+    # proxy's password: each is a secret someone will paste into a bug report.
+    from agcore_tools import McpClient, StdioTransport
+
+    stdio = StdioTransport("python", ["server.py"], env={"GITHUB_TOKEN": "ghp-SECRET1"})
+    assert repr(stdio) == (
+        "StdioTransport(command='python', args=('server.py',), env={'GITHUB_TOKEN': '***'}, "
+        "cwd=None, stop_grace=2.0)"
+    )
+    http = StreamableHttpTransport(
+        "https://user:SECRET2@mcp.example.com/mcp?token=SECRET3&v=2",
+        proxy="http://me:SECRET4@proxy:3128",
+    )
+    shown = [repr(http), http.describe(), repr(McpClient("h", http))]
+    assert not [text for text in shown if "SECRET" in text], shown
+    assert http.describe() == "https://mcp.example.com/mcp?token=***&v=***"
+    assert "proxy='http://proxy:3128'" in repr(http)
