@@ -49,18 +49,25 @@ class LineReader(ClosedOnExit):
         "_pending",
         "_ready",
         "_stdout",
+        "_where",
         "ended",
         "eof",
         "skipped",
     )
 
-    def __init__(self, stdout: ByteReceiveStream, pending: PendingIds | None = None) -> None:
+    def __init__(
+        self,
+        stdout: ByteReceiveStream,
+        pending: PendingIds | None = None,
+        where: str = "MCP server",
+    ) -> None:
         import anyio
         import mcp_types
         from mcp.shared.message import SessionMessage
         from pydantic import ValidationError
 
         self._stdout = stdout
+        self._where = where  # which server, in the warning about stray output
         self._ready: deque[SessionMessage] = deque()
         self._partial: list[bytes] = []
         self._closed = False
@@ -128,8 +135,9 @@ class LineReader(ClosedOnExit):
                 level = logging.WARNING if self.skipped == 1 else logging.DEBUG
                 logger.log(
                     level,
-                    "MCP server wrote a line to stdout that is not JSON-RPC; skipped "
+                    "%s wrote a line to stdout that is not JSON-RPC; skipped "
                     "(stdout carries MCP messages only, logs belong on stderr): %.200r",
+                    self._where,
                     line,
                 )
                 continue

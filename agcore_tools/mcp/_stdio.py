@@ -117,11 +117,16 @@ async def open_stdio(
         )
     except OSError as exc:
         reason = exc.strerror or str(exc)
+        cwd = transport.cwd
+        if cwd is not None and exc.filename is not None and str(exc.filename) == str(cwd):
+            # Its "No such file or directory" would read as the command's.
+            reason = f"its working directory {str(cwd)!r}: {reason}"
         raise McpError(server_name, f"cannot start {transport.describe()}: {reason}") from exc
     # No awaits between the spawn and the task group: a cancellation there would leak the child.
     assert process.stdin is not None and process.stdout is not None
-    pending = PendingIds(f"MCP server '{server_name}'")
-    read_stream = LineReader(process.stdout, pending)
+    where = f"MCP server '{server_name}'"
+    pending = PendingIds(where)
+    read_stream = LineReader(process.stdout, pending, where)
     write_stream = LineWriter(process.stdin, process.stdout, pending)
     child = ChildProcess(process.pid, StderrLog(server_name), process, read_stream)
     on_spawn(child)

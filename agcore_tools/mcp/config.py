@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -73,18 +74,39 @@ def _read(config: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, An
         return config
     path = Path(config)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM, as Windows editors write one
     except OSError as exc:
         raise ToolConfigError(
             f"MCP config: cannot read {str(path)!r}: {exc.strerror or exc}"
         ) from exc
+    except UnicodeDecodeError as exc:
+        raise ToolConfigError(f"MCP config: {str(path)!r} is not UTF-8 text ({exc})") from exc
     try:
-        document = json.loads(text)
+        document = json.loads(_without_comments(text))
     except json.JSONDecodeError as exc:
         raise ToolConfigError(f"MCP config: {str(path)!r} is not valid JSON: {exc}") from exc
     if not isinstance(document, Mapping):
         raise ToolConfigError(f"MCP config: {str(path)!r} must hold a JSON object")
     return document
+
+
+_JSONC = re.compile(
+    r'(?P<string>"(?:[^"\\]|\\.)*")|(?P<comment>//[^\n]*|/\*.*?\*/)|(?P<comma>,)(?=\s*[}\]])',
+    re.DOTALL,
+)
+
+
+def _without_comments(text: str) -> str:
+    r"""JSON with comments (VS Code's ``mcp.json`` is JSONC) as JSON: ``//`` and ``/* */``
+    comments and trailing commas outside strings go; strings are kept as they are.
+
+    Example:
+        >>> _without_comments('{"a": "http://x", // the server\n "b": [1, 2,],}')
+        '{"a": "http://x", \n "b": [1, 2]}'
+    """
+    # A trailing comma may stand before a comment: drop the comments first.
+    text = _JSONC.sub(lambda m: m["string"] or ("" if m["comment"] else m[0]), text)
+    return _JSONC.sub(lambda m: m["string"] or "", text)
 
 
 def _servers(document: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import sys
 import time
 from pathlib import Path
@@ -170,6 +171,14 @@ async def test_missing_command_fails_fast() -> None:
         await client.connect()
     assert time.monotonic() - started < 2
     assert not client.connected
+
+
+async def test_a_missing_working_directory_is_named_as_such(tmp_path: Path) -> None:
+    # The OS says "No such file or directory" for it, which read as the command's.
+    missing = tmp_path / "gone"
+    client = McpClient("x", StdioTransport(sys.executable, ["s.py"], cwd=missing), timeout=5)
+    with pytest.raises(McpError, match=re.escape(f"its working directory '{missing}': No such")):
+        await client.connect()
 
 
 async def test_server_exiting_during_start_up_reports_code_and_stderr() -> None:

@@ -93,6 +93,20 @@ def test_malformed_entries_name_the_server_and_field(entry: object, message: str
         load_mcp_servers({"mcpServers": {"bad": entry}})
 
 
+def test_a_vs_code_file_with_comments_trailing_commas_and_a_bom_is_read(tmp_path: Path) -> None:
+    # VS Code's mcp.json is JSON with comments; Windows editors write a BOM.
+    path = tmp_path / "mcp.json"
+    path.write_text(
+        '\ufeff{\n  // my servers\n  "servers": {\n'
+        '    "fs": {"command": "npx", "args": ["-y", "a//b", "/*x*/"],},  /* the web one */\n'
+        '    "web": {"type": "http", "url": "https://mcp.example.com/mcp",},\n  },\n}\n',
+        encoding="utf-8",
+    )
+    clients = load_mcp_servers(path)
+    assert [c.server_name for c in clients] == ["fs", "web"]
+    assert clients[0].transport.args == ("-y", "a//b", "/*x*/")  # type: ignore[union-attr]
+
+
 def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="cannot read"):
         load_mcp_servers(tmp_path / "missing.json")
@@ -102,6 +116,10 @@ def test_unreadable_or_invalid_files(tmp_path: Path) -> None:
         load_mcp_servers(broken)
     with pytest.raises(ToolError, match="expected an 'mcpServers' object"):
         load_mcp_servers({"mcpServers_typo": 1})
+    latin = tmp_path / "latin1.json"
+    latin.write_bytes(b'{"mcpServers": {"caf\xe9": {"command": "x"}}}')
+    with pytest.raises(ToolError, match="is not UTF-8 text"):
+        load_mcp_servers(latin)
 
 
 async def test_one_call_feeds_every_servers_tools_into_a_registry(tmp_path: Path) -> None:

@@ -218,6 +218,7 @@ async def test_06_junk_on_a_stdio_servers_stdout(
         assert client.connected
     loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(loud) == 1 and "not JSON-RPC; skipped" in loud[0], loud
+    assert loud[0].startswith("MCP server 'noisy' wrote a line")  # which of several
     assert "Starting server v1.2.3" in loud[0]
 
 
