@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._aio import with_timeout
 from ..base import tool_definition
+from ..error import McpUsageError
 from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange
 from ._protocol import pages
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp_types import ListToolsResult
 
-__all__ = ["ToolCache", "definition"]
+__all__ = ["ToolCache", "check_arguments", "definition"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -202,4 +204,17 @@ def _info(tool: Any) -> McpToolInfo:
         annotations=annotations,
         title=tool.title,
         task_support=tool.execution.task_support if tool.execution is not None else None,
+    )
+
+
+def check_arguments(method: str, name: object, args: object) -> None:
+    """Refuse what cannot be a tool's arguments before anything is sent (it never ran)."""
+    if not isinstance(name, str) or not name:
+        raise McpUsageError(f"{method}(): the tool's name must be a non-empty string, got {name!r}")
+    if args is None or (isinstance(args, Mapping) and all(isinstance(k, str) for k in args)):
+        return
+    hint = " (a JSON string: pass json.loads() of it)" if isinstance(args, (str, bytes)) else ""
+    raise McpUsageError(
+        f"{method}('{name}'): arguments must be a mapping of names to values, got "
+        f"{type(args).__name__}{hint}"
     )

@@ -37,7 +37,7 @@ from ._adapter import make_adapters
 from ._session import Session, check_timeout
 from ._sync_api import SyncClientMethods
 from ._tasks import McpTask
-from ._tools import ToolCache, definition
+from ._tools import ToolCache, check_arguments, definition
 from ._trace import traced_call_tool
 from .models import McpLogMessage, McpProgress, McpToolInfo
 from .policy import McpPermissionPolicy, PermissionPolicy
@@ -447,6 +447,7 @@ class McpClient(SyncClientMethods):
             >>> async def weather(client: McpClient) -> Any:
             ...     return await client.call_tool("get_weather", {"city": "Paris"})
         """
+        check_arguments("call_tool", name, args)
         tracer = _otel.tracer()
         if tracer is None:
             return await self._session.call_tool(name, args, timeout)
@@ -486,6 +487,7 @@ class McpClient(SyncClientMethods):
             ...     task = await client.start_task("build", {"seconds": 5, "label": "x"})
             ...     return await task.result(timeout=60)
         """
+        check_arguments("start_task", name, args)
         return await _task_start.start_task(self._session, name, args, ttl, timeout)
 
     def task(self, saved: Mapping[str, Any] | str) -> McpTask:

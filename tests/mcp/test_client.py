@@ -30,6 +30,7 @@ from agcore_tools import (
     ToolExecutionError,
     ToolRegistry,
 )
+from agcore_tools.error import McpUsageError
 from agcore_tools.mcp import McpLogMessage, McpProgress
 
 from .conftest import (
@@ -171,6 +172,28 @@ async def test_missing_command_fails_fast() -> None:
         await client.connect()
     assert time.monotonic() - started < 2
     assert not client.connected
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        ('{"seconds": 0}', "got str (a JSON string: pass json.loads() of it)"),
+        ({1: 2}, "got dict"),
+        ([("seconds", 0)], "got list"),
+    ],
+)
+async def test_arguments_that_are_no_mapping_of_names_are_refused_before_sending(
+    args: object, why: str
+) -> None:
+    # They failed inside the SDK ("dictionary update sequence element #0 ...") or as an
+    # invalid answer that "may have run on the server", though nothing was sent.
+    client = McpClient("x", StdioTransport("never-started"))
+    with pytest.raises(McpUsageError, match=re.escape(why)) as caught:
+        await client.call_tool("slow", args)  # type: ignore[arg-type]
+    assert isinstance(caught.value, ValueError)
+    assert str(caught.value).startswith("call_tool('slow'): arguments must be a mapping")
+    with pytest.raises(McpUsageError):
+        await client.start_task("slow", args)  # type: ignore[arg-type]
 
 
 async def test_a_missing_working_directory_is_named_as_such(tmp_path: Path) -> None:
