@@ -198,8 +198,32 @@ class CodeMode:
             raise LlmConfigError(f"CodeMode.limits takes a mapping, got {self.limits!r}")
         merged = {**DEFAULT_LIMITS, **(self.limits or {})}
         object.__setattr__(self, "limits", merged)
+        timeout = self.call_timeout
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+        ):
+            raise LlmConfigError(
+                f"CodeMode.call_timeout takes a positive number of seconds or None, got {timeout!r}"
+            )
+        for key, value in merged.items():
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
+            ):
+                raise LlmConfigError(
+                    f"CodeMode.limits[{key!r}] takes a positive number or None, got {value!r}"
+                )
         if self.sandbox is None:
-            require_monty()
+            # A key Monty does not know failed every program, as a tool error the model
+            # could not fix: refuse it here.
+            known: Mapping[str, Any] = (
+                getattr(require_monty().ResourceLimits, "__annotations__", None) or {}
+            )
+            unknown = sorted(set(merged) - set(known)) if known else []
+            if unknown:
+                raise LlmConfigError(
+                    f"CodeMode.limits has keys Monty does not know: {', '.join(unknown)} "
+                    f"(it knows {', '.join(sorted(known))})"
+                )
 
 
 Selector: TypeAlias = (

@@ -615,3 +615,21 @@ async def test_a_tool_whose_keys_are_no_python_names_is_listed_and_called_with_a
     assert '"""Events in a time span, as "JSON" """' in description  # closes cleanly
     assert seen == [{"from": "monday", "api-version": "2"}]
     assert result_of(server, 1) == 'result: "3 events"'
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"limits": {"max_duration_secs": 1.0}}, "keys Monty does not know: max_duration_secs"),
+        ({"limits": {"max_turn_duration_secs": -5}}, "takes a positive number or None"),
+        ({"limits": {"max_memory": True}}, "takes a positive number or None"),
+        ({"call_timeout": -1}, "call_timeout takes a positive number of seconds"),
+    ],
+)
+def test_limits_monty_would_refuse_are_refused_when_code_mode_is_made(
+    options: dict[str, Any], message: str
+) -> None:
+    # Each failed every program instead, as a tool error the model could not fix.
+    with pytest.raises(LlmConfigError, match=message):
+        CodeMode(**options)
+    assert CodeMode(limits={"max_memory": None}).limits["max_memory"] is None  # no limit
