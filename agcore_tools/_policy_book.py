@@ -71,14 +71,20 @@ class PolicyBook:
     def guard(self, entry: ToolEntry) -> Guard | None:
         """Work out ``entry``'s policy (its tool's own, then the matching rules in
         order) and give it the guard that enforces it; None for no policy."""
+        entry.policy, entry.guard = self.plan(entry)
+        return entry.guard
+
+    def plan(self, entry: ToolEntry) -> tuple[ToolPolicy | None, Guard | None]:
+        """What :meth:`guard` would give ``entry``, without giving it: a refusal
+        (:class:`ToolConfigError`) leaves the entry as it was. A breaker whose settings
+        stay keeps its state (a group rule changing another part does not close it)."""
         tool = entry.tool
         policy: ToolPolicy | None = getattr(tool, "policy", None)
         for matches, rule in self.rules:
             if matches(entry):
                 policy = rule if policy is None else policy.merged(rule)
         if policy is None or policy.empty:
-            entry.policy, entry.guard = None, None
-            return None
+            return None, None
         name = entry.name
         if policy.cache is not None and tool.needs_approval is not False:
             raise ToolConfigError(
@@ -99,8 +105,7 @@ class PolicyBook:
                     "give every tool of a resource the same concurrency",
                     tool_name=name,
                 )
-        entry.policy = policy
-        entry.guard = Guard(
+        guard = Guard(
             name,
             entry.version,
             policy,
@@ -108,7 +113,10 @@ class PolicyBook:
             rate_store=self.rate_store,
             cache_store=self.cache_store,
         )
-        return entry.guard
+        old = entry.guard
+        if old is not None and old.breaker is not None and old.policy.breaker == policy.breaker:
+            guard.breaker = old.breaker
+        return policy, guard
 
     def track(self, entry: ToolEntry) -> None:
         """Note whether ``entry`` (just added) has a breaker."""

@@ -351,11 +351,17 @@ class ToolRegistry(RegistrySync):
             >>> registry.entry("insert_order").policy.resource
             'orders-db'
         """
-        matches = self._policies.add_rule(policy, tag, category, names)
+        book = self._policies
+        matches = book.add_rule(policy, tag, category, names)
         applied = [entry for entry in self._entries.values() if matches(entry)]
-        for entry in applied:
-            self._policies.guard(entry)
-            self._policies.track(entry)
+        try:  # all or nothing: a tool the rule cannot apply to leaves every tool as it was
+            planned = [book.plan(entry) for entry in applied]
+        except ToolConfigError:
+            book.rules.pop()  # nor is the refused rule kept for tools registered later
+            raise
+        for entry, (entry_policy, guard) in zip(applied, planned, strict=True):
+            entry.policy, entry.guard = entry_policy, guard
+            book.track(entry)
         self._definitions.clear()
         return applied
 

@@ -459,3 +459,47 @@ async def test_the_memory_stores_keep_their_bounds() -> None:
     wait = await rates.reserve("k", limit, 5.0)
     assert wait is not None and 0.9 < wait <= 1.0
     assert await rates.reserve("k", limit, 1.5) is None  # would wait ~2 s: nothing taken
+
+
+def test_a_refused_group_policy_changes_no_tool_and_is_not_kept() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool(tags=["db"])
+    def read(x: int) -> int:
+        """Read."""
+        return x
+
+    @registry.tool(tags=["db"], needs_approval=True)
+    def wipe(x: int) -> int:
+        """Wipe (needs approval, so no cache)."""
+        return x
+
+    with pytest.raises(ToolConfigError, match="tool 'wipe' needs approval"):
+        registry.set_policy(ToolPolicy(cache=ResultCache(60), concurrency=1), tag="db")
+    assert registry.entry("read").policy is None  # type: ignore[union-attr]
+
+    @registry.tool(tags=["db"], needs_approval=True)  # the refused rule is not kept
+    def drop(x: int) -> int:
+        """Drop."""
+        return x
+
+    assert registry.entry("drop").policy is None  # type: ignore[union-attr]
+
+
+async def test_a_group_policy_keeps_an_open_breaker_open() -> None:
+    # set_policy() made new guards, and an open breaker (60 s of cool-down left) closed.
+    registry = ToolRegistry()
+
+    @registry.tool(
+        tags=["payments"], policy=ToolPolicy(breaker=Breaker(2, window=60, cool_down=60))
+    )
+    def pay(x: int) -> int:
+        """Pay."""
+        raise RuntimeError("provider down")
+
+    await registry.invoke_all([("pay", {"x": 1}), ("pay", {"x": 2})])
+    assert registry.unavailable_tools() == ["pay"]
+    registry.set_policy(ToolPolicy(concurrency=4), tag="payments")
+    assert registry.unavailable_tools() == ["pay"]
+    [refused] = await registry.invoke_all([("pay", {"x": 3})])
+    assert isinstance(refused.error, ToolUnavailableError)
