@@ -122,9 +122,10 @@ async def execute(
     if checker is not None:
         checker.check(entry.name, entry.permissions)
     tool = entry.tool
-    if ctx is None:
-        ctx = ToolContext() if tool.uses_context else _UNREAD
     guard = entry.guard
+    if ctx is None or (ctx is _UNREAD and guard is not None):
+        # A guard tells calls apart by their context (its breaker's probe): its own.
+        ctx = ToolContext() if tool.uses_context or guard is not None else _UNREAD
     if guard is not None:
         await guard.admit(ctx, deadline)  # refusals raise, as a permission's do
         if admitted is not None:
@@ -171,7 +172,7 @@ async def execute(
         error.__cause__ = exc
     duration = clock() - started
     if guard is not None:
-        guard.release(ctx, error)
+        guard.release(ctx, error, ended=not cached)  # a cached answer tells no breaker
         if cached:  # answered, not executed: no call in the stats, nothing took effect
             return ToolInvocation(name, args, output, None, ctx.call_id, duration, False, True)
     stats.calls += 1

@@ -117,21 +117,28 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 class _BreakerState:
-    """One tool's circuit breaker: closed, open (until ``reopens``), or half-open."""
+    """One tool's circuit breaker: closed, open (until ``reopens``), or half-open.
 
-    __slots__ = ("config", "failed_at", "probing", "reopens", "state")
+    Half-open, one call is let through, the probe, and only its outcome decides: not a
+    call that started before the breaker opened and ends meanwhile, nor an answer from
+    the cache. Calls are told apart by their context object (one per call)."""
+
+    __slots__ = ("config", "failed_at", "last_probe", "probe", "reopens", "state")
 
     def __init__(self, config: Breaker) -> None:
         self.config = config
         self.state: BreakerState = "closed"
         self.failed_at: deque[float] = deque()
         self.reopens = 0.0
-        self.probing = False
+        self.probe: object | None = None
+        """The call let through half-open, while it runs."""
+        self.last_probe: object | None = None
+        """The probe that ended without an outcome: its timeout may still be told."""
 
     def hidden(self, moment: float) -> bool:
         return self.state == "open" and moment < self.reopens
 
-    def admit(self, name: str, moment: float) -> None:
+    def admit(self, name: str, moment: float, caller: object) -> None:
         if self.state == "closed":
             return
         if self.state == "open":
@@ -145,25 +152,34 @@ class _BreakerState:
                     retry_after=left,
                 )
             self.state = "half_open"
-        if self.probing:
+        if self.probe is not None:
             raise ToolUnavailableError(
                 name, "its circuit breaker is letting one probe call through, which is running"
             )
-        self.probing = True
+        self.probe, self.last_probe = caller, None
 
-    def record(self, failed: bool | None, moment: float) -> BreakerState | None:
-        """Note a call's end (None: it did not run to an end); the new state, if changed."""
-        probe, self.probing = self.probing, False
-        if failed is None:
+    def record(self, failed: bool | None, moment: float, caller: object) -> BreakerState | None:
+        """Note the end of ``caller``'s call (``failed`` None: it did not run to an
+        end); the new state, if changed."""
+        if caller is self.probe:
+            self.probe = None
+            if failed is None:
+                self.last_probe = caller
+                return None
+        elif failed is None:
             return None
-        config = self.config
-        if probe or self.state == "half_open":
-            self.state = "open" if failed else "closed"
-            self.failed_at.clear()
-            self.reopens = moment + config.cool_down
-            return self.state
+        elif caller is not self.last_probe or self.state != "half_open":
+            return self._count(failed, moment) if self.state == "closed" else None
+        self.last_probe = None
+        self.state = "open" if failed else "closed"
+        self.failed_at.clear()
+        self.reopens = moment + self.config.cool_down
+        return self.state
+
+    def _count(self, failed: bool, moment: float) -> BreakerState | None:
         if not failed:
             return None
+        config = self.config
         failed_at = self.failed_at
         failed_at.append(moment)
         while failed_at and failed_at[0] <= moment - config.window:
@@ -246,7 +262,7 @@ class Guard:
         Once it returns, :meth:`release` must follow."""
         breaker = self.breaker
         if breaker is not None:
-            breaker.admit(self.name, now())
+            breaker.admit(self.name, now(), ctx)
         try:
             if self._rate_store is not None:
                 await self._take_turn(deadline)
@@ -254,7 +270,7 @@ class Guard:
                 await self.slots.take()
         except BaseException:
             if breaker is not None:
-                breaker.record(None, now())
+                breaker.record(None, now(), ctx)
             raise
 
     async def _take_turn(self, deadline: float | None) -> None:
@@ -336,7 +352,7 @@ class Guard:
         failed: bool | None = None
         if ended:
             failed = error is not None and _counts_as_failure(error)
-        changed = breaker.record(failed, now())
+        changed = breaker.record(failed, now(), ctx)
         if changed is not None:
             self._announce(ctx, changed)
 
@@ -346,7 +362,7 @@ class Guard:
         breaker = self.breaker
         if breaker is None:
             return
-        changed = breaker.record(True, now())
+        changed = breaker.record(True, now(), ctx)
         if changed is not None:
             self._announce(ctx, changed)
 

@@ -503,3 +503,49 @@ async def test_a_group_policy_keeps_an_open_breaker_open() -> None:
     assert registry.unavailable_tools() == ["pay"]
     [refused] = await registry.invoke_all([("pay", {"x": 3})])
     assert isinstance(refused.error, ToolUnavailableError)
+
+
+async def test_only_the_probe_decides_a_half_open_breaker() -> None:
+    # A cached answer runs nothing, and a call that started before the breaker opened
+    # says nothing about the tool now: neither may close it while the service is down.
+    moment = [1000.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        registry = ToolRegistry()
+        up = [True]
+        gates = {"stale": asyncio.Event(), "probe": asyncio.Event()}
+
+        @registry.tool(
+            policy=ToolPolicy(cache=ResultCache(3600), breaker=Breaker(2, window=60, cool_down=10))
+        )
+        async def lookup(k: int, gate: str = "", ok: bool = False) -> str:
+            """Look a key up."""
+            if gate:
+                await gates[gate].wait()
+            if not (up[0] or ok):
+                raise RuntimeError("service down")
+            return f"v{k}"
+
+        assert (await registry.invoke("lookup", {"k": 1})).output == "v1"  # cached now
+        stale = asyncio.ensure_future(
+            registry.invoke("lookup", {"k": 9, "gate": "stale", "ok": True})
+        )
+        await asyncio.sleep(0)
+        up[0] = False
+        await registry.invoke_all([("lookup", {"k": 2}), ("lookup", {"k": 3})])
+        assert registry.unavailable_tools() == ["lookup"]
+
+        moment[0] += 10.0  # half-open: the next call that runs is the probe
+        cached = await registry.invoke("lookup", {"k": 1})
+        assert cached.cached and cached.output == "v1"
+        probe = asyncio.ensure_future(registry.invoke("lookup", {"k": 4, "gate": "probe"}))
+        await asyncio.sleep(0)
+        gates["stale"].set()  # the stale call succeeds while the probe still runs ...
+        assert (await stale).ok
+        [during] = await registry.invoke_all([("lookup", {"k": 5})])
+        assert isinstance(during.error, ToolUnavailableError)  # ... the probe still holds
+        gates["probe"].set()
+        assert not (await probe).ok
+        assert registry.unavailable_tools() == ["lookup"]  # ... and the probe decided
+    finally:
+        CLOCK.reset(token)
