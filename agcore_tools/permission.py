@@ -185,7 +185,12 @@ class PermissionChecker:
     def config(self) -> PermissionConfig:
         """The rules checked. Read-only: verdicts are memoised, and a registry caches
         the definitions they allow; for other rules, give the registry a new checker
-        (``registry.permission_checker = PermissionChecker(config)``)."""
+        (``registry.permission_checker = PermissionChecker(config)``).
+
+        Example:
+            >>> PermissionChecker(PermissionConfig(denied=["shell"])).config.denied
+            frozenset({Permission.SHELL})
+        """
         return self._config
 
     @config.setter
