@@ -147,6 +147,9 @@ def _why_not(value: Content, api: Api, max_bytes: int | None) -> str | None:
             return "the Responses API takes no audio in tool results"
         if value.media_type not in _CHAT_AUDIO_FORMATS:
             return "Chat Completions takes WAV or MP3 audio only"
+    if isinstance(value, Image) and sniff_image(value.data) is None:
+        # An SVG, or bytes that are no image: the API would refuse the whole request.
+        return "it is not a PNG, JPEG, GIF or WebP image, the kinds the model APIs take"
     return None
 
 

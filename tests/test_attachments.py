@@ -117,6 +117,19 @@ def test_truncation_cuts_the_text_only() -> None:
     assert rendered.attachments[0].value.data == PNG  # 20 KB, sent whole
 
 
+@pytest.mark.parametrize("render", [chat, responses], ids=["chat", "responses"])
+def test_an_image_the_model_apis_do_not_take_is_not_sent(render: Any) -> None:
+    # An MCP server's SVG, or bytes that are no image under an image's label: sent, the
+    # API would refuse the whole request over one tool result.
+    svg = Image(b"<svg xmlns='http://www.w3.org/2000/svg'/>", "image/svg+xml")
+    fake = Image(b"hello world", "image/png")
+    rendered = render(["two:", svg, fake, Image(PNG)])
+    assert [a.dropped is None for a in rendered.attachments] == [False, False, True]
+    assert "[image 1 (image/svg+xml, 41 B) was not sent: it is not a PNG, JPEG, GIF or WebP" in (
+        rendered.text
+    )
+
+
 def test_a_value_over_its_limit_is_not_sent_and_the_text_says_why(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
