@@ -4,7 +4,8 @@ Some failures the client handles itself are also logged by the SDK, louder and l
 clearly: every 2025-11-25 session renewal logs a WARNING ("Session termination failed",
 the closing ``DELETE`` to a server that forgot the session or stopped answering), and a
 connection the client gives up (a frozen server) an ERROR with a traceback ("Error in
-post_writer"). The client's own line says what happened ("connection lost: ...",
+post_writer"), and an answer that is no MCP message (an HTML login page, bad SSE)
+an ERROR with a traceback too. The client's own line says what happened ("connection lost: ...",
 "starting it again"); these records go to the ``agcore_tools.mcp`` logger at DEBUG,
 traceback kept, so an application's log carries that one line.
 
@@ -26,7 +27,15 @@ CONNECTION: ContextVar[str | None] = ContextVar("agcore_tools_mcp_connection", d
 """The server name of the connection whose owner task (or an SDK task it started) runs."""
 
 _ROUTED = {
-    "mcp.client.streamable_http": ("Session termination failed", "Error in post_writer"),
+    "mcp.client.streamable_http": (
+        "Session termination failed",
+        "Error in post_writer",
+        # An answer that is no MCP message (a login page, a proxy's error, bad SSE):
+        # the SDK hands the call an error, which the client's own message reports.
+        "Error parsing SSE message",
+        "Error parsing JSON response",
+        "Unexpected content type",
+    ),
 }
 """SDK logger name: the beginnings of the messages routed."""
 

@@ -8,14 +8,16 @@ Calls to a frozen server, and the restarts they trigger, are cases 8 and 9 of
 
 from __future__ import annotations
 
+import http.server
 import logging
+import threading
 import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import pytest
 
-from agcore_tools import McpClient, StreamableHttpTransport
+from agcore_tools import McpClient, McpError, StreamableHttpTransport
 from agcore_tools.mcp._http import CLOSE_TIMEOUT
 
 from .conftest import FaultServer, assert_no_stray_tasks
@@ -78,3 +80,43 @@ async def test_close_of_a_client_whose_server_froze_is_bounded(
     assert took < CLOSE_BOUND, f"close() took {took:.2f} s"
     assert not client.connected
     await assert_no_stray_tasks()
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [("text/html", b"<html><body>Sign in</body></html>"), ("application/json", b"{not json")],
+)
+async def test_an_endpoint_answering_no_mcp_message_fails_with_one_clear_line(
+    caplog: pytest.LogCaptureFixture, content_type: str, body: bytes
+) -> None:
+    # A login page or a proxy's error page: the SDK logged an ERROR with a traceback
+    # beside the client's own error, on stderr when the app configures no logging.
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        caplog.set_level(logging.DEBUG)
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        client = McpClient("page", StreamableHttpTransport(url), timeout=10)
+        with pytest.raises(McpError, match="MCP server 'page': cannot connect"):
+            await client.connect()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in loud if r.name.startswith("mcp")] == []
+    routed = [r.getMessage() for r in caplog.records if "the MCP SDK reported" in r.getMessage()]
+    assert routed, "the SDK's record is kept, at DEBUG"
