@@ -613,12 +613,13 @@ def check_timeout(server_name: str, value: float) -> float:
         >>> check_timeout("demo", 5)
         5.0
     """
-    try:
-        seconds = float(value)
+    try:  # a bool is no number of seconds (True would be 1 s), nor is a string
+        seconds = float("nan") if isinstance(value, (bool, str)) else float(value)
     except (TypeError, ValueError):
         seconds = float("nan")
     if not seconds > 0:
         raise ToolConfigError(
-            f"MCP server '{server_name}': timeout must be a positive number of seconds"
+            f"MCP server '{server_name}': timeout must be a positive number of seconds, "
+            f"got {value!r}"
         )
     return seconds

@@ -63,7 +63,12 @@ def load_mcp_servers(
     for name, entry in servers.items():
         if not isinstance(entry, Mapping):
             raise ToolConfigError(f"MCP config: server '{name}' must be an object, got {entry!r}")
-        if entry.get("disabled") is True:
+        disabled = entry.get("disabled", False)
+        if not isinstance(disabled, bool):  # "yes" or "false" would be read one way
+            raise ToolConfigError(
+                f"MCP config: server '{name}': 'disabled' must be true or false, got {disabled!r}"
+            )
+        if disabled:
             continue
         clients.append(McpClient(str(name), _transport(str(name), entry), **client_options))
     return clients
@@ -129,7 +134,18 @@ def _transport(name: str, entry: Mapping[str, Any]) -> StdioTransport | Streamab
             f"MCP config: server '{name}' uses the deprecated HTTP+SSE transport; "
             "use its Streamable HTTP endpoint instead"
         )
-    if "url" in entry or kind in _HTTP_TYPES:
+    if kind in _HTTP_TYPES:
+        http = True
+    elif kind == "stdio":
+        http = False
+    elif "url" in entry and "command" in entry:
+        raise ToolConfigError(
+            f"MCP config: server '{name}' has both a 'command' and a 'url'; keep the one "
+            'it uses, or say which with "type": "stdio" or "http"'
+        )
+    else:
+        http = "url" in entry
+    if http:
         url = _string(name, entry, "url")
         return StreamableHttpTransport(url, _strings(name, entry, "headers"))
     if "command" in entry or kind == "stdio":

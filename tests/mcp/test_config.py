@@ -86,6 +86,8 @@ def test_vs_code_servers_key_and_type_field() -> None:
         ({"url": "ftp://x"}, "needs an http\\(s\\) URL"),
         ({"type": "sse", "url": "http://x/sse"}, "deprecated HTTP\\+SSE transport"),
         ("just a string", "server 'bad' must be an object"),
+        ({"command": "x", "disabled": "yes"}, "'disabled' must be true or false, got 'yes'"),
+        ({"command": "x", "url": "http://h/mcp"}, "has both a 'command' and a 'url'"),
     ],
 )
 def test_malformed_entries_name_the_server_and_field(entry: object, message: str) -> None:
@@ -151,3 +153,12 @@ async def test_one_call_feeds_every_servers_tools_into_a_registry(tmp_path: Path
                 await client.close()
     finally:
         http.stop()
+
+
+def test_a_type_says_which_of_command_and_url_is_used() -> None:
+    both = {"command": "npx", "url": "http://127.0.0.1:9/mcp"}
+    stdio, http = load_mcp_servers(
+        {"servers": {"a": {**both, "type": "stdio"}, "b": {**both, "type": "http"}}}
+    )
+    assert type(stdio.transport).__name__ == "StdioTransport"
+    assert type(http.transport).__name__ == "StreamableHttpTransport"

@@ -47,6 +47,9 @@ def test_timeout_is_a_settable_property() -> None:
     with pytest.raises(ToolConfigError, match="timeout must be a positive number"):
         client.timeout = 0
     assert client.timeout == 2.5
+    for sloppy in (True, "5"):  # True read as 1 s, as StreamableHttpTransport refuses it
+        with pytest.raises(ToolConfigError, match=f"got {sloppy!r}"):
+            McpClient("x", StdioTransport("server"), timeout=sloppy)  # type: ignore[arg-type]
 
 
 def test_with_timeout_still_works_and_names_the_timeout_property() -> None:
