@@ -199,16 +199,12 @@ class CodeMode:
         merged = {**DEFAULT_LIMITS, **(self.limits or {})}
         object.__setattr__(self, "limits", merged)
         timeout = self.call_timeout
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
-        ):
+        if not _positive_or_none(timeout):
             raise LlmConfigError(
                 f"CodeMode.call_timeout takes a positive number of seconds or None, got {timeout!r}"
             )
         for key, value in merged.items():
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
-            ):
+            if not _positive_or_none(value):
                 raise LlmConfigError(
                     f"CodeMode.limits[{key!r}] takes a positive number or None, got {value!r}"
                 )
@@ -224,6 +220,12 @@ class CodeMode:
                     f"CodeMode.limits has keys Monty does not know: {', '.join(unknown)} "
                     f"(it knows {', '.join(sorted(known))})"
                 )
+
+
+def _positive_or_none(value: object) -> bool:
+    return value is None or (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    )
 
 
 Selector: TypeAlias = (
