@@ -15,6 +15,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import PydanticSerializationError, to_json
+
 from .._aio import with_timeout
 from ..base import tool_definition
 from ..error import McpUsageError
@@ -211,7 +213,17 @@ def check_arguments(method: str, name: object, args: object) -> None:
     """Refuse what cannot be a tool's arguments before anything is sent (it never ran)."""
     if not isinstance(name, str) or not name:
         raise McpUsageError(f"{method}(): the tool's name must be a non-empty string, got {name!r}")
-    if args is None or (isinstance(args, Mapping) and all(isinstance(k, str) for k in args)):
+    if args is None:
+        return
+    if isinstance(args, Mapping) and all(isinstance(k, str) for k in args):
+        try:
+            # What the SDK does when it builds the request; failing there would read as a
+            # call that may have run, though nothing was sent.
+            to_json(args)
+        except PydanticSerializationError as exc:
+            raise McpUsageError(
+                f"{method}('{name}'): an argument cannot be sent as JSON ({exc})"
+            ) from exc
         return
     hint = " (a JSON string: pass json.loads() of it)" if isinstance(args, (str, bytes)) else ""
     raise McpUsageError(

@@ -196,6 +196,18 @@ async def test_arguments_that_are_no_mapping_of_names_are_refused_before_sending
         await client.start_task("slow", args)  # type: ignore[arg-type]
 
 
+async def test_an_argument_json_cannot_hold_is_refused_before_sending() -> None:
+    # The SDK failed to serialise the request, which read as a call that "may have run
+    # on the server", though nothing was sent.
+    client = McpClient("x", StdioTransport("never-started"))
+    with pytest.raises(McpUsageError, match="an argument cannot be sent as JSON") as caught:
+        await client.call_tool("slow", {"seconds": object()})
+    assert caught.value.may_have_run is None
+    assert isinstance(caught.value.__cause__, Exception)
+    with pytest.raises(McpUsageError, match="start_task\\('slow'\\): an argument"):
+        await client.start_task("slow", {"when": object()})
+
+
 async def test_a_missing_working_directory_is_named_as_such(tmp_path: Path) -> None:
     # The OS says "No such file or directory" for it, which read as the command's.
     missing = tmp_path / "gone"
