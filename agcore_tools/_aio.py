@@ -185,13 +185,33 @@ if hasattr(os, "register_at_fork"):  # pragma: no branch - absent on Windows onl
     os.register_at_fork(after_in_child=_forget_executor)
 
 
+THREADS: contextvars.ContextVar[list[Future[Any]] | None] = contextvars.ContextVar(
+    "agcore_threads", default=None
+)
+"""Where :func:`run_sync` notes the work it hands to a thread, when the caller asks: a
+concurrency slot stays taken until a timed-out call's thread has really ended."""
+
+
 async def run_sync(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Run a blocking function in the tool thread pool, keeping context variables.
 
     Cancelling the caller does not stop the function (no thread can be stopped from
-    outside); it runs on, and interpreter exit does not wait for it.
+    outside); it runs on, and interpreter exit does not wait for it. Its future is
+    added to :data:`THREADS`'s list, if the caller set one.
     """
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
-    call = functools.partial(context.run, func, *args, **kwargs)
-    return await loop.run_in_executor(_tool_executor(), call)
+    future = _tool_executor().submit(context.run, func, *args, **kwargs)
+    noted = THREADS.get()
+    if noted is not None:
+        noted.append(future)
+    return await asyncio.wrap_future(future, loop=loop)
+
+
+def unfinished(futures: list[Future[Any]] | None) -> Future[Any] | None:
+    """The first of ``futures`` still running, if any (a thread past its call's end)."""
+    if futures:
+        for future in futures:
+            if not future.done():
+                return future
+    return None

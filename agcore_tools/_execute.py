@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mappi
 from typing import Any
 
 from . import _otel
-from ._aio import wait_task
+from ._aio import THREADS, unfinished, wait_task
 from ._clock import CLOCK
 from ._records import ToolCall, ToolEntry, ToolInvocation
 from .base import BaseTool, ToolContext
@@ -139,6 +139,12 @@ async def execute(
     cached = False
     clock = CLOCK.get()  # read once: the same context's clock for start and end
     started = clock()
+    # A capped tool's worker threads are noted: one still running past the call's end
+    # keeps its slot.
+    threads: list[Any] | None = None
+    if guard is not None and guard.slots is not None:
+        threads = []
+        noting = THREADS.set(threads)
     try:
         # An exact-type test first: isinstance(args, Mapping) costs ~0.1 µs.
         call_args = args if type(args) is dict else _arguments_dict(name, args)
@@ -164,15 +170,19 @@ async def execute(
             stats.failures += 1
             stats.total_seconds += clock() - started
             if guard is not None:
-                guard.release(ctx, None, ended=False)
+                guard.release(ctx, None, ended=False, thread=unfinished(threads))
             raise
         # Nobody cancelled this call: the tool awaited something someone else
         # cancelled. Its failure, reported as any other.
         error = ToolExecutionError(name, "CancelledError: something it awaited was cancelled")
         error.__cause__ = exc
+    finally:
+        if threads is not None:
+            THREADS.reset(noting)
     duration = clock() - started
     if guard is not None:
-        guard.release(ctx, error, ended=not cached)  # a cached answer tells no breaker
+        # A cached answer tells no breaker.
+        guard.release(ctx, error, ended=not cached, thread=unfinished(threads))
         if cached:  # answered, not executed: no call in the stats, nothing took effect
             return ToolInvocation(name, args, output, None, ctx.call_id, duration, False, True)
     stats.calls += 1

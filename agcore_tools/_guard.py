@@ -16,6 +16,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from typing import Any, Literal
 
 from ._clock import now
@@ -341,11 +342,23 @@ class Guard:
         digest = hashlib.sha256(canonical.encode()).hexdigest()
         return f"agcore:result:{self.name}:{self.version or ''}:{digest}"
 
-    def release(self, ctx: ToolContext, error: BaseException | None, *, ended: bool = True) -> None:
+    def release(
+        self,
+        ctx: ToolContext,
+        error: BaseException | None,
+        *,
+        ended: bool = True,
+        thread: Future[Any] | None = None,
+    ) -> None:
         """End an admitted call: free its slot, and tell the breaker how it went
-        (``ended=False`` for a call cancelled before it could end)."""
-        if self.slots is not None:
-            self.slots.give_back()
+        (``ended=False`` for a call cancelled before it could end). A ``thread`` the
+        call left running (a sync tool past its timeout) keeps the slot until it ends."""
+        slots = self.slots
+        if slots is not None:
+            if thread is None:
+                slots.give_back()
+            else:
+                thread.add_done_callback(lambda _: slots.give_back())
         breaker = self.breaker
         if breaker is None:
             return

@@ -148,6 +148,41 @@ async def test_waiting_for_a_slot_counts_against_the_timeout() -> None:
     assert not registry.entry("hold").guard.slots.waiters  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("where", ["tool", "batch"])
+async def test_a_sync_tool_past_its_timeout_keeps_its_slot_until_its_thread_ends(
+    where: str,
+) -> None:
+    # Its thread cannot be stopped, so it runs on; the slot used to be freed at once,
+    # and concurrency=1 saw two calls running.
+    registry = ToolRegistry()
+    release = threading.Event()
+    try:
+
+        @registry.tool(policy=ToolPolicy(concurrency=1), timeout=0.05 if where == "tool" else None)
+        def block(tag: str) -> str:
+            """Wait for the test."""
+            release.wait(10)
+            return tag
+
+        slots = registry.entry("block").guard.slots  # type: ignore[union-attr]
+        batch_timeout = 5.0 if where == "tool" else 0.05
+        [timed_out] = await registry.invoke_all([("block", {"tag": "a"})], timeout=batch_timeout)
+        assert isinstance(timed_out.error, ToolTimeoutError)
+        assert slots.running == 1  # the thread still runs, and holds the slot
+        waiting = asyncio.ensure_future(registry.invoke_all([("block", {"tag": "b"})], timeout=10))
+        for _ in range(100):
+            if slots.waiters:
+                break
+            await asyncio.sleep(0.01)
+        assert len(slots.waiters) == 1  # the second call waits for it
+        release.set()
+        [second] = await asyncio.wait_for(waiting, 10)
+        assert second.output == "b"
+    finally:
+        release.set()
+    assert slots.running == 0 and not slots.waiters
+
+
 async def test_a_rate_limit_spaces_calls_evenly_after_the_burst() -> None:
     registry = ToolRegistry()
     starts: list[float] = []
