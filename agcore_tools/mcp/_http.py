@@ -81,8 +81,14 @@ class _Guard(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if self._given_up():
             raise httpx2.ConnectError("the client gave this connection up", request=request)
-        if request.method == "GET" and self._listen is not None and self._to_endpoint(request):
-            return await self._listen.send(request, self._send, _describe)
+        listen = self._listen
+        if (
+            request.method == "GET"
+            and listen is not None
+            and self._to_endpoint(request)
+            and listen.owns(request)
+        ):
+            return await listen.send(request, self._send, _describe)
         exchange = EXCHANGE.get()
         mcp_post = request.method == "POST" and self._to_endpoint(request)
         if not mcp_post:

@@ -16,12 +16,19 @@ GET to the endpoint:
   it opens or the connection ends;
 - ``on_event`` hears ``"open"``, ``"lost"`` (with the reason), ``"ended"`` (the server
   ended it) and ``"none"`` (the server offers no GET stream, HTTP 405).
+
+The SDK also sends a GET to resume a request's own SSE stream (its ``Last-Event-ID``
+names an event of that stream) and gives that up after two failures, failing the
+request. That GET is not the listen stream's (:meth:`ListenStream.owns`): kept coming
+back, it held a call to a dead server for its whole timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx2
@@ -44,6 +51,13 @@ class ListenStream:
         self._on_event = on_event
         self._given_up = given_up
         self._lost = False
+        self._ids: deque[str] = deque(maxlen=_KEPT_IDS)
+
+    def owns(self, request: httpx2.Request) -> bool:
+        """Whether a GET opens the listen stream: it resumes no event, or one this
+        stream carried (not one of a request's own stream)."""
+        last = request.headers.get("last-event-id")
+        return last is None or last in self._ids
 
     async def send(
         self,
@@ -68,7 +82,9 @@ class ListenStream:
                     self._lost = False
                     self._on_event("open", None)
                     if isinstance(response.stream, httpx2.AsyncByteStream):
-                        response.stream = _Body(response.stream, self._ended, describe)
+                        response.stream = _Body(
+                            response.stream, self._ended, describe, self._ids.append
+                        )
                     return response
                 if status == 405:
                     self._on_event("none", "the server offers no GET stream (HTTP 405)")
@@ -86,23 +102,43 @@ class ListenStream:
         self._on_event("lost" if reason is not None else "ended", reason)
 
 
+_KEPT_IDS = 64
+"""Event ids of the listen stream remembered, to know its reconnecting GET by them."""
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
 class _Body(httpx2.AsyncByteStream):
     """The body of a GET stream: a network error ends it (reported) instead of failing
-    the SDK's reader, whose reconnection would give up after two of them."""
+    the SDK's reader, whose reconnection would give up after two of them. The event ids
+    it carries are noted (``seen``)."""
 
     def __init__(
         self,
         inner: httpx2.AsyncByteStream,
         ended: Callable[[str | None], None],
         describe: Callable[[BaseException], str],
+        seen: Callable[[str], None],
     ) -> None:
         self._inner = inner
         self._ended = ended
         self._describe = describe
+        self._seen = seen
+        self._partial = b""
+
+    def _note_ids(self, chunk: bytes) -> None:
+        *lines, partial = _LINE_END.split(self._partial + chunk)
+        for line in lines:
+            if line.startswith(b"id:"):
+                value = line[4:] if line.startswith(b"id: ") else line[3:]
+                self._seen(value.decode("utf-8", "replace"))
+        # Only the start of a line that may be an id is kept, never a long data line.
+        self._partial = partial if len(partial) < 256 and b"id:".startswith(partial[:3]) else b""
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
             async for chunk in self._inner:
+                self._note_ids(chunk)
                 yield chunk
         except httpx2.TransportError as exc:
             self._ended(self._describe(exc))

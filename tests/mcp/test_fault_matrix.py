@@ -1,4 +1,4 @@
-"""The fault matrix of issue 25: twelve faults deployments inflict on an MCP client, each
+"""The fault matrix of issue 25: thirteen faults deployments inflict on an MCP client, each
 on both protocol eras (``legacy``: the 2025-11-25 handshake, with sessions and a GET
 stream; ``auto``: 2026-07-28, stateless, with a ``subscriptions/listen`` stream).
 
@@ -29,6 +29,9 @@ where a stream has to be cut, and the same server over stdio.
                         JSON and SSE; the connection stays usable
 12  stdio start-up      a server that exits during start-up, a child of it holding
                         its pipes, is reported at once with its exit code
+13  resumable streams   a server that keeps its events (so a cut SSE answer can be
+                        resumed) dies mid-call: the call fails within seconds and
+                        says it may have run, not at its timeout
 == =================== ===========================================================
 
 Every case is deterministic: it waits for observable states (a marker file, the
@@ -409,3 +412,29 @@ async def test_12_a_stdio_server_that_exits_during_start_up(era: str) -> None:
     assert "exited with code 3 during start-up" in message
     assert "stderr: fatal: no config file" in message
     assert "handshake" not in message
+
+
+# -- 13. a server with resumable streams dies mid-call ------------------------------------
+
+
+async def test_13_a_server_with_resumable_streams_dies_mid_call(tmp_path: Path, era: str) -> None:
+    # The SDK resumes a cut answer with a GET (Last-Event-ID) and fails the call after
+    # two failed attempts. The client used to treat that GET as its listen stream's,
+    # which it sends again until the server is back: the call waited its whole timeout.
+    server = FaultServer("--event-store")
+    try:
+        marker = tmp_path / "marker"
+        async with http_client(server.url, era, timeout=30) as client:
+            call = asyncio.ensure_future(
+                client.call_tool("hold", {"seconds": 60, "marker": str(marker)})
+            )
+            await until(lambda: marker.exists(), "the call to start")
+            server.go_down()
+            with pytest.raises(McpError) as info:
+                await within(5, call)  # the SDK's two attempts, a second apart
+        assert not isinstance(info.value, McpTimeoutError), str(info.value)
+        assert info.value.may_have_run is True
+        assert "ConnectError" in str(info.value)
+    finally:
+        server.stop()
+    await assert_no_stray_tasks()

@@ -18,6 +18,9 @@ front only adds what real deployments do to clients, when a test asks for it thr
 - ``malformed``: answer the next ``tools/call`` itself with the text ``raw`` (as
   ``application/json`` or SSE, ``as``).
 
+``--event-store`` keeps every event in memory, so a client can resume a request's SSE
+stream after it is cut (``Last-Event-ID``), as servers with resumable streams allow.
+
 ``--tls CERT KEY CA`` serves HTTPS (``--client-cert-required``: and asks for a client
 certificate signed by CA).
 
@@ -39,6 +42,7 @@ from typing import Any
 
 import anyio
 from fixture_server import server  # the script's directory is on sys.path
+from mcp.server.streamable_http import EventMessage, EventStore
 from mcp_types import ToolAnnotations
 
 
@@ -68,6 +72,29 @@ async def hold_read(seconds: float, marker: str) -> str:
 
 
 Scope = dict[str, Any]
+
+
+class MemoryEvents(EventStore):
+    """Every event of every stream, in order, for ``--event-store``."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []
+
+    async def store_event(self, stream_id: str, message: Any) -> str:
+        event_id = f"e{len(self.events)}"
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: Any) -> str | None:
+        stream = next((s for e, s, _ in self.events if e == last_event_id), None)
+        if stream is None:
+            return None
+        after = [e for e in self.events if e[1] == stream]
+        after = after[[e[0] for e in after].index(last_event_id) + 1 :]
+        for event_id, _, message in after:
+            if message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream
 
 
 class Faults:
@@ -259,6 +286,7 @@ def main() -> None:
     parser.add_argument("--http-fd", type=int, default=None)
     parser.add_argument("--tls", nargs=3, metavar=("CERT", "KEY", "CA"), default=None)
     parser.add_argument("--client-cert-required", action="store_true")
+    parser.add_argument("--event-store", action="store_true")
     options = parser.parse_args()
     if options.http_fd is None:
         server.run()
@@ -268,7 +296,8 @@ def main() -> None:
     import uvicorn
 
     sock = socket.socket(fileno=options.http_fd)
-    app = Faults(server.streamable_http_app())
+    events = MemoryEvents() if options.event_store else None
+    app = Faults(server.streamable_http_app(event_store=events))
     tls: dict[str, Any] = {}
     if options.tls:
         cert, key, ca = options.tls
