@@ -338,6 +338,11 @@ class ToolIndex:
         self.names = [str(d.get("function", d).get("name", "")) for d in definitions]
         """The tools' names, in the order given."""
         corpus = [self._terms(_fields(d)) for d in definitions]
+        self._named: dict[str, list[int]] = {}
+        for i, name in enumerate(self.names):
+            server = server_of(name)
+            for key in {_name_key(name), _name_key(name[len(server) + 2 :] if server else name)}:
+                self._named.setdefault(key, []).append(i)
         self._retriever = bm25s.BM25()
         if self.names:
             self._retriever.index(corpus, show_progress=False)
@@ -373,10 +378,18 @@ class ToolIndex:
                 for i, name in enumerate(self.names)
                 if (server is None or server_of(name) == server) and name not in exclude
             }
+        # A query that is a tool's name (a model asking for a tool it knows) finds it
+        # first: tools sharing the name's words and a longer description outscored it.
+        named = [
+            i for i in self._named.get(_name_key(query), ()) if allowed is None or i in allowed
+        ]
         if self._vectors is None or self._embedder is None:
-            return [self.names[i] for i in self._bm25(query, allowed, limit)]
-        rankings = [self._bm25(query, allowed, None), self._semantic(query, allowed)]
-        return [self.names[i] for i in _fuse(rankings)[:limit]]
+            ranked = self._bm25(query, allowed, None if named else limit)
+        else:
+            ranked = _fuse([self._bm25(query, allowed, None), self._semantic(query, allowed)])
+        if named:
+            ranked = named + [i for i in ranked if i not in named]
+        return [self.names[i] for i in ranked[:limit]]
 
     def _bm25(self, query: str, allowed: set[int] | None, limit: int | None) -> list[int]:
         terms = self._terms(_expand(_query_words(query)))
@@ -394,6 +407,17 @@ class ToolIndex:
         scores = self._vectors @ vector
         order = self._np.argsort(-scores, kind="stable")
         return [int(i) for i in order if allowed is None or int(i) in allowed]
+
+
+def _name_key(text: str) -> str:
+    """A name's words, joined: ``get_merge_request``, ``getMergeRequest`` and "get merge
+    request" are one key.
+
+    Example:
+        >>> _name_key("getMergeRequest") == _name_key(" get merge-request ")
+        True
+    """
+    return " ".join(words(text))
 
 
 def _unit_rows(numpy: Any, vectors: Sequence[Sequence[float]], count: int) -> Any:

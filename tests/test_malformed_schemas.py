@@ -167,6 +167,23 @@ UNAMBIGUOUS = {
     ),
     "nothing": ({}, {"type": "object", "properties": {}}),
     "no_properties": ({"type": "object"}, {"type": "object", "properties": {}}),
+    # HubSpot's search: "array schema missing items", even without strict mode.
+    "array_without_items": (
+        {
+            "type": "object",
+            "properties": {
+                "values": {"type": "array", "description": "Any values."},
+                "rows": {"type": "array", "items": {"type": ["array", "null"]}},
+            },
+        },
+        {
+            "type": "object",
+            "properties": {
+                "values": {"type": "array", "description": "Any values.", "items": {}},
+                "rows": {"type": "array", "items": {"type": ["array", "null"], "items": {}}},
+            },
+        },
+    ),
 }
 
 
@@ -180,6 +197,7 @@ def test_what_has_one_meaning_is_mended_before_the_model_sees_it(
         assert definitions[f"odd__{name}"]["parameters"] == mended, name
     assert "tool 'php_empty_map': input schema mended: 'properties': [] as {}" in caplog.text
     assert "'opts.properties': [] as {}; 'required': null dropped" in caplog.text
+    assert "'values': items {} added; 'rows.items': items {} added" in caplog.text
     # Mended, the schema is well formed: strict mode takes it.
     strict = registry_of_schemas({"php": UNAMBIGUOUS["php_empty_map"][0]}, strict=True)
     assert strict.definitions()[0]["function"]["strict"] is True

@@ -180,3 +180,32 @@ async def test_runs_over_the_same_tools_share_one_index() -> None:
     other = SearchTool(TOOLS[:2], set, lambda names: None, 5, embedder=embedder)
     await other.execute({"query": "pods"}, ToolContext())
     assert embedder.calls[-2:] == [2, 1]  # another tool set: its own index
+
+
+def test_a_query_that_is_a_tools_name_finds_it_first() -> None:
+    # A model asks for a tool it knows by name (from an earlier run: found tools last
+    # one run). Tools sharing the name's words with longer descriptions outscored it:
+    # "gitlab__get_merge_request" found five other merge-request tools, not itself.
+    index = ToolIndex(
+        [
+            tool("gitlab__get_merge_request", "Get one MR."),
+            *[
+                tool(
+                    f"gitlab__get_merge_request_{part}",
+                    f"Get the {part} of a merge request: merge request {part}, merge request.",
+                )
+                for part in ("notes", "diffs", "conflicts", "approvals", "discussions")
+            ],
+            tool("other__get_merge_request", "Get one merge request elsewhere."),
+        ]
+    )
+    assert index.search("gitlab__get_merge_request", 5)[0] == "gitlab__get_merge_request"
+    # Its name without the server, in any case style, finds every server's tool of it.
+    assert index.search("getMergeRequest", 2) == [
+        "gitlab__get_merge_request",
+        "other__get_merge_request",
+    ]
+    assert index.search("get_merge_request", 1, server="other") == ["other__get_merge_request"]
+    excluded = index.search("get_merge_request", 5, exclude={"gitlab__get_merge_request"})
+    assert excluded[0] == "other__get_merge_request"
+    assert "gitlab__get_merge_request" not in excluded

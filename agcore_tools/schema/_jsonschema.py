@@ -82,13 +82,16 @@ def mend_unambiguous(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[st
     """A copy of ``schema`` with the faults that have one meaning mended, and what was.
 
     An empty list where a map of schemas belongs (``"properties": []``: PHP's
-    ``json_encode`` writes an empty map so) is that empty map, and ``"required": null``
-    is no ``required``. A server can send either, and OpenAI refuses the whole request
-    for it ("[] is not of type 'object'"); nothing else changes.
+    ``json_encode`` writes an empty map so) is that empty map, ``"required": null`` is
+    no ``required``, and an array with no ``items`` gets ``"items": {}`` (any item, as
+    before). A server can send each, and OpenAI refuses the whole request for it ("[] is
+    not of type 'object'", "array schema missing items"); nothing else changes.
 
     Example:
         >>> mend_unambiguous({"type": "object", "properties": [], "required": None})
         ({'type': 'object', 'properties': {}}, ["'properties': [] as {}", "'required': null dropped"])
+        >>> mend_unambiguous({"properties": {"ids": {"type": "array"}}})
+        ({'properties': {'ids': {'type': 'array', 'items': {}}}}, ["'ids': items {} added"])
     """
     mended: list[str] = []
 
@@ -113,6 +116,10 @@ def mend_unambiguous(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[st
                 out[key] = walk(value, f"{where}{key}")
             else:
                 out[key] = value
+        kind = out.get("type")
+        if "items" not in out and (kind == "array" or (isinstance(kind, list) and "array" in kind)):
+            mended.append(f"'{path or '(top level)'}': items {{}} added")
+            out["items"] = {}
         return out
 
     return walk(dict(schema), ""), mended
