@@ -26,6 +26,7 @@ from .error import (
     ToolError,
     ToolExecutionError,
     ToolNotFoundError,
+    ToolNotOfferedError,
     ToolTimeoutError,
 )
 from .permission import PermissionChecker
@@ -67,13 +68,17 @@ class ToolTable:
         ({}, None, None)
     """
 
-    __slots__ = ("checker", "entries")
+    __slots__ = ("checker", "entries", "withheld")
 
     def __init__(self, checker: PermissionChecker | None) -> None:
         self.entries: dict[str, ToolEntry] = {}
         """The entries by tool name, in registration order."""
         self.checker = checker
         """Consulted before each execution; None for no checks."""
+        self.withheld: Callable[[str], str | None] | None = None
+        """For the tools one run offers (a view of its registry): how the model reaches
+        a registered tool the run does not offer yet, or None for a name the registry
+        lacks."""
 
     def get(self, name: str) -> BaseTool | None:
         """The tool of that name, or None."""
@@ -86,10 +91,17 @@ def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
     when there are more than :data:`LISTED_TOOLS`, how many and the closest names (the
     model reads this; a thousand names would cost it thousands of tokens).
 
+    A tool the registry has and the run does not offer (see :attr:`ToolTable.withheld`)
+    is a :class:`ToolNotOfferedError` saying how to reach it.
+
     Example:
         >>> str(unknown_tool_error(ToolTable(None), "nope"))
         "tool 'nope' is not registered: the registered tools are: none"
     """
+    if table.withheld is not None:
+        how = table.withheld(name)
+        if how is not None:
+            return ToolNotOfferedError(name, how)
     names = list(table.entries)
     if len(names) <= LISTED_TOOLS:
         return ToolNotFoundError(name, f"the registered tools are: {', '.join(names) or 'none'}")

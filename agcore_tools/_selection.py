@@ -283,6 +283,7 @@ class RunOffer:
         self._registry = registry
         self._select = select
         self._all = registry.definitions() if len(registry) else []
+        self._offerable = {_name(d) for d in self._all}
         self._views: dict[tuple[str, ...], ToolRegistry] = {}
         self._found: list[str] = []
         self._search: SearchTool | None = None
@@ -385,4 +386,20 @@ class RunOffer:
                     entries.append(entry)
             # The same entry objects: stats and strict schemas stay shared.
             view = self._views[names] = registry.view(entries)
+            view.tool_table.withheld = self._withheld
         return view
+
+    def _withheld(self, name: str) -> str | None:
+        """How the model reaches a tool this run does not offer yet (tool search, code
+        mode); None for a name that is no tool it could be offered (unregistered, or
+        refused by the permissions), and under a selector the app wrote, whose choice
+        is final: such a call is an unknown tool's."""
+        if name not in self._offerable:
+            return None
+        if self._code is not None:
+            return f"call it from a {RUN_PYTHON} program"
+        if self._load is not None:
+            return f"load it with {LOAD_TOOL_NAME} first"
+        if self._search is not None:
+            return f"find it with {SEARCH_TOOL_NAME} first"
+        return None

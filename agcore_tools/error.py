@@ -48,6 +48,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolIOError",
     "ToolNotFoundError",
+    "ToolNotOfferedError",
     "ToolRejectedError",
     "ToolTimeoutError",
     "ToolUnavailableError",
@@ -130,6 +131,25 @@ class ToolNotFoundError(ToolError):
     def __init__(self, tool_name: str, detail: str | None = None) -> None:
         message = f"tool '{tool_name}' is not registered"
         super().__init__(f"{message}: {detail}" if detail else message, tool_name=tool_name)
+
+
+class ToolNotOfferedError(ToolNotFoundError):
+    """A registered tool this run does not offer, so the model cannot call it yet: tool
+    search has not found it, or code mode offers only ``run_python``. Recoverable: the
+    text tells the model how to reach it, and the loop answers the call with it.
+
+    Example:
+        >>> err = ToolNotOfferedError("get_weather", "find it with search_tools first")
+        >>> str(err), err.is_recoverable()
+        ("tool 'get_weather' is not offered in this run: find it with search_tools first", True)
+    """
+
+    recoverable = True
+
+    def __init__(self, tool_name: str, detail: str) -> None:
+        ToolError.__init__(
+            self, f"tool '{tool_name}' is not offered in this run: {detail}", tool_name=tool_name
+        )
 
 
 class ToolExecutionError(ToolError):

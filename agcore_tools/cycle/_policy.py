@@ -13,6 +13,7 @@ from typing import Any
 from .._code_mode import PROGRAM_STATE
 from .._unicode import scrub, scrub_json
 from ..calls import ParsedCall, aborted_text, parse_call, unknown_tool_error
+from ..error import ToolNotOfferedError
 from ..pending import PAUSED_CALL
 from ..registry import ToolRegistry
 from ._stream import Turn
@@ -76,11 +77,16 @@ def _relaxed(choice: Any) -> Any:
     return "auto"  # a named function or custom tool
 
 
-def mark_unknown(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> tuple[ParsedCall, ...]:
+def mark_unknown(
+    registry: ToolRegistry, calls: Sequence[ParsedCall], *, unoffered_only: bool = False
+) -> tuple[ParsedCall, ...]:
     """``calls``, each call to an unregistered tool carrying the error the model reads.
 
     Such a call never runs; its result is the error text, which lists the tools the
-    registry has (``CycleConfig(unknown_tool="tell_model")``).
+    registry has (``CycleConfig(unknown_tool="tell_model")``). With ``unoffered_only``,
+    only calls to tools the run has and does not offer are marked (their
+    :class:`~agcore_tools.ToolNotOfferedError` says how to reach them); whatever
+    ``unknown_tool`` says, the model can fix those.
 
     Example:
         >>> registry = ToolRegistry()
@@ -88,12 +94,14 @@ def mark_unknown(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> tuple[P
         >>> str(call.error)
         "tool 'serch' is not registered: the registered tools are: none"
     """
-    return tuple(
-        call
-        if call.name in registry
-        else dataclasses.replace(call, error=unknown_tool_error(registry.tool_table, call.name))
-        for call in calls
-    )
+    marked: list[ParsedCall] = []
+    for call in calls:
+        if call.name not in registry:
+            error = unknown_tool_error(registry.tool_table, call.name)
+            if not unoffered_only or isinstance(error, ToolNotOfferedError):
+                call = dataclasses.replace(call, error=error)
+        marked.append(call)
+    return tuple(marked)
 
 
 def clean_turn(turn: Turn) -> Turn:

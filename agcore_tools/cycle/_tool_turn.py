@@ -59,8 +59,8 @@ async def run_tools(
     #    runs; every call still gets a tool message so the history stays valid.
     #    With unknown_tool="tell_model" an unknown tool's call is answered with its
     #    error instead, like bad arguments, and only a forbidden tool stops the loop.
-    if config.unknown_tool == "tell_model":
-        calls = mark_unknown(registry, calls)
+    #    A registered tool this run does not offer (yet) is always answered so.
+    calls = mark_unknown(registry, calls, unoffered_only=config.unknown_tool != "tell_model")
     table = registry.tool_table
     refused = preflight(table, calls)
     if refused is not None:

@@ -14,7 +14,10 @@ from agcore_tools import (
     DefinitionBudgetError,
     LlmConfigError,
     LlmError,
+    PermissionChecker,
+    PermissionConfig,
     ToolNotFoundError,
+    ToolNotOfferedError,
     ToolRegistry,
     ToolSearch,
     ToolSelection,
@@ -251,6 +254,43 @@ async def test_found_tools_last_for_the_run_only(serve, make_cycle, tagged):
 
     core = ["add", "multiply", "search_tools"]
     assert sent(server) == [core, [*core, "read_file"], core]
+
+
+@pytest.mark.parametrize("two_stage", [False, True], ids=["search", "two-stage"])
+async def test_a_registered_tool_not_found_yet_is_told_how_to_reach_it(
+    serve, make_cycle, tagged, two_stage
+):
+    # A model calls a tool it used in an earlier run (found tools last one run). It
+    # was told "not registered", and the loop stopped by default. Now it is told to
+    # search for it, and the run goes on; a tool the registry lacks still stops it.
+    search = ToolSearch(core=ToolSelection(tags=["math"]), two_stage=two_stage)
+    how = "load it with load_tools first" if two_stage else "find it with search_tools first"
+    server = serve(
+        S.reply_tool_calls([("read_file", {"path": "notes.txt"}, "c1")]),
+        S.reply_text("done"),
+    )
+    cycle = make_cycle(server)
+    response = await cycle.submit_with_tools("Read notes.txt", tagged, select=search)
+    assert response.text == "done"
+    assert tool_messages(cycle.messages)["c1"] == (
+        f"Error: tool 'read_file' is not offered in this run: {how}"
+    )
+    assert isinstance(response.invocations[0].error, ToolNotOfferedError)
+    assert tagged.entry("read_file").stats.calls == 0
+    assert_history_valid(cycle.messages)
+
+    # A tool the permissions refuse is not offerable: it stays unknown to the model.
+    guarded = ToolRegistry(PermissionChecker(PermissionConfig(denied=["filesystem"])))
+    guarded.tool(tags=["math"])(tagged.entry("add").tool.func)  # type: ignore[attr-defined]
+
+    @guarded.tool(permissions=["filesystem"])
+    def read_file(path: str) -> str:
+        """Read a text file from disk and return its contents."""
+        return "contents"
+
+    server = serve(S.reply_tool_calls([("read_file", {"path": "notes.txt"}, "c1")]))
+    with pytest.raises(LlmError, match="tool 'read_file' is not registered"):
+        await make_cycle(server).submit_with_tools("Read notes.txt", guarded, select=search)
 
 
 async def test_a_found_tool_the_core_later_takes_in_is_offered_once(serve, make_cycle, tagged):
