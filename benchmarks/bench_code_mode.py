@@ -8,9 +8,12 @@ holding the encoding file)::
 
     .venv/bin/python benchmarks/bench_code_mode.py
     .venv/bin/python benchmarks/bench_code_mode.py --json benchmarks/results/bench_code_mode.json
+    .venv/bin/python benchmarks/bench_code_mode.py --tasks benchmarks/data/code_mode_heldout.json
 
 The suite is ``benchmarks/data/code_mode_tasks.json`` (written by
-``make_code_mode_tasks.py``, whose docstring describes the data): 24 tasks, each over
+``make_code_mode_tasks.py``, whose docstring describes the data; ``--tasks`` names
+another file of the same form, such as the held-out suite
+``code_mode_heldout.json`` from ``make_code_mode_heldout.py``): 24 tasks, each over
 one or two servers of the interop sweep, whose recorded tools are registered as
 ``McpClient.into_tools(prefix=True)`` registers them (``server__tool``). A fake client
 answers each call from the task's recorded answers, keyed on the tool and its
@@ -215,8 +218,9 @@ async def measured(
     return first
 
 
-async def suite(model: str, only: str | None, repeats: int) -> dict[str, Any]:
-    tasks = json.loads(TASKS.read_text(encoding="utf-8"))["tasks"]
+async def suite(
+    model: str, only: str | None, repeats: int, tasks: list[dict[str, Any]]
+) -> dict[str, Any]:
     if only:
         tasks = [t for t in tasks if only in t["id"]]
     servers = {s["server"]: s for s in load()}
@@ -367,13 +371,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30, help="runs per overhead case")
     parser.add_argument("--repeats", type=int, default=3, help="runs per task and mode (wall time: median)")  # fmt: skip
     parser.add_argument("--task", default=None, help="only the tasks whose id contains this")
+    parser.add_argument("--tasks", type=Path, default=TASKS, help="the suite's file (default: %(default)s)")  # fmt: skip
     parser.add_argument("--no-overhead", action="store_true")
     parser.add_argument("--no-suite", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     result: dict[str, Any] = {}
     if not args.no_suite:
-        result["suite"] = asyncio.run(suite(args.model, args.task, args.repeats))
+        tasks = json.loads(args.tasks.read_text(encoding="utf-8"))["tasks"]
+        result["suite"] = asyncio.run(suite(args.model, args.task, args.repeats, tasks))
     if not args.no_overhead:
         result["overhead"] = asyncio.run(overhead(args.runs))
     report(result)
