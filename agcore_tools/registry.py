@@ -19,6 +19,7 @@ import contextvars
 import copy
 import logging
 import threading
+import weakref
 from collections.abc import (
     AsyncGenerator,
     Callable,
@@ -53,6 +54,7 @@ __all__ = [
     "ToolInvocation",
     "ToolRegistry",
     "ToolStats",
+    "checked_in",
     "default_registry",
 ]
 
@@ -243,6 +245,7 @@ class ToolRegistry(RegistrySync):
         )
 
     def _add(self, entry: ToolEntry) -> None:
+        _HOLDING.add(self)
         if entry.name in self._entries:
             logger.debug("tool %r redefined; replacing the earlier definition", entry.name)
         self._entries[entry.name] = entry
@@ -635,3 +638,29 @@ class ToolRegistry(RegistrySync):
             approvals=approvals,
             approval_key=approval_key,
         )
+
+
+_HOLDING: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
+"""The registries that hold tools, for :func:`checked_in`."""
+
+
+def checked_in(tool: BaseTool) -> ToolRegistry | None:
+    """A live registry with a permission checker that holds ``tool`` itself, or None.
+
+    Passed on its own (a list of tools to the loop), such a tool would run in a fresh
+    registry with no checker: the loop refuses that rather than skip its checks.
+
+    Example:
+        >>> from agcore_tools import PermissionChecker
+        >>> from agcore_tools.testing import StaticTool
+        >>> guarded, lone = StaticTool("guarded"), StaticTool("lone")
+        >>> registry = ToolRegistry(PermissionChecker())
+        >>> _ = registry.register(guarded)
+        >>> checked_in(guarded) is registry, checked_in(lone)
+        (True, None)
+    """
+    for registry in list(_HOLDING):
+        entry = registry._entries.get(tool.name)
+        if entry is not None and entry.tool is tool and registry._table.checker is not None:
+            return registry
+    return None

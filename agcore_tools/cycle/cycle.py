@@ -21,7 +21,7 @@ from ..approval import ApprovalDecision
 from ..base import BaseTool, ToolContext
 from ..error import LlmUsageError
 from ..pending import InputAnswer
-from ..registry import ToolRegistry
+from ..registry import ToolRegistry, checked_in
 from ._approval import Gate
 from ._client import ClientTypeError, accept_client, client_from_env
 from ._event_stream import EventStream
@@ -518,6 +518,12 @@ def as_registry(tools: Tools, method: str) -> ToolRegistry:
     for item in tools:
         if not isinstance(item, BaseTool):
             raise LlmUsageError(f"{method}() takes {accepted}, got a list holding {_kind(item)}")
+        if checked_in(item) is not None:
+            raise LlmUsageError(
+                f"{method}(): tool '{item.name}' belongs to a ToolRegistry with a permission "
+                "checker, which a tool passed on its own would bypass: pass that registry "
+                "(select=[...] offers some of its tools)"
+            )
         registry.register(item)
     return registry
 

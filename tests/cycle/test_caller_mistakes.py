@@ -15,6 +15,8 @@ from agcore_tools import (
     FunctionTool,
     LlmCycle,
     LlmError,
+    PermissionChecker,
+    PermissionConfig,
     ToolRegistry,
     tool,
 )
@@ -70,6 +72,38 @@ async def test_tools_without_a_registry_run_in_a_fresh_one(
     assert tool_messages(cycle.messages) == {"c1": "sunny in Oslo"}
     offered = [t["function"]["name"] for t in server.requests[0].json["tools"]]
     assert offered[0] == "get_weather"
+
+
+@pytest.mark.parametrize("wrap", [list, lambda tools: tools[0]], ids=["list", "one"])
+async def test_a_tool_of_a_registry_with_a_checker_is_not_run_without_it(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], wrap: Callable[[Any], Any]
+) -> None:
+    # Passed on its own, it ran in a fresh registry with no checker: a tool the
+    # registry's checker denies (delete, by default) ran.
+    guarded = ToolRegistry(PermissionChecker(PermissionConfig()))
+    deleted: list[str] = []
+
+    @guarded.tool(permissions=["delete"])
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return "deleted"
+
+    server = serve(
+        S.reply_tool_calls([("delete_file", {"path": "/important"}, "c1")]), S.reply_text("Done.")
+    )
+    cycle = make_cycle(server)
+    with pytest.raises(LlmError) as caught:
+        await cycle.submit_with_tools("Clean up", wrap([delete_file]))
+    _assert_caller_mistake(caught.value)
+    assert "tool 'delete_file' belongs to a ToolRegistry with a permission checker" in str(
+        caught.value
+    )
+    assert deleted == [] and server.requests == []
+    # Tools of registries without a checker still run on their own, as above.
+    guarded.permission_checker = None
+    response = await cycle.submit_with_tools("Clean up", wrap([delete_file]))
+    assert response.text == "Done." and deleted == ["/important"]
 
 
 async def test_the_streaming_variant_takes_a_list_of_tools(
