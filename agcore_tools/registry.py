@@ -245,7 +245,8 @@ class ToolRegistry(RegistrySync):
         )
 
     def _add(self, entry: ToolEntry) -> None:
-        _HOLDING.add(self)
+        with _HOLDING_LOCK:
+            _HOLDING.add(self)
         if entry.name in self._entries:
             logger.debug("tool %r redefined; replacing the earlier definition", entry.name)
         self._entries[entry.name] = entry
@@ -642,6 +643,7 @@ class ToolRegistry(RegistrySync):
 
 _HOLDING: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
 """The registries that hold tools, for :func:`checked_in`."""
+_HOLDING_LOCK = threading.Lock()  # a WeakSet cannot be iterated while another thread adds
 
 
 def checked_in(tool: BaseTool) -> ToolRegistry | None:
@@ -659,7 +661,9 @@ def checked_in(tool: BaseTool) -> ToolRegistry | None:
         >>> checked_in(guarded) is registry, checked_in(lone)
         (True, None)
     """
-    for registry in list(_HOLDING):
+    with _HOLDING_LOCK:
+        holding = list(_HOLDING)
+    for registry in holding:
         entry = registry._entries.get(tool.name)
         if entry is not None and entry.tool is tool and registry._table.checker is not None:
             return registry
