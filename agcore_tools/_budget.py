@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
+from ._aio import run_sync, with_timeout
 from .base import definition_name
 from .error import DefinitionBudgetError
 
@@ -28,6 +29,7 @@ __all__ = [
     "count_tokens",
     "definition_costs",
     "json_text",
+    "load_counter",
 ]
 
 logger = logging.getLogger("agcore_tools")
@@ -41,8 +43,26 @@ since ``tiktoken`` reads its data from files or the network, which a workflow mu
 (and its sandbox refuses)."""
 
 
+LOAD_TIMEOUT = 10.0
+"""Seconds :func:`load_counter` waits for ``tiktoken`` to load a model's encoding (it
+may download it); past them, that model's counts are estimated in this process."""
+
+_loaded: dict[str, Callable[[str], int] | None] = {}
+"""The counters :func:`count_tokens` uses, by model (None: the estimate). Only loading
+fills it, never counting: loading reads files or the network, which must not happen
+on the event loop."""
+
+
 @functools.lru_cache(maxsize=32)
 def _counter(model: str) -> Callable[[str], int] | None:
+    """Load ``model``'s counter (blocking: files or the network) and keep it for
+    :func:`count_tokens`."""
+    counter = _load(model)
+    _loaded[model] = counter
+    return counter
+
+
+def _load(model: str) -> Callable[[str], int] | None:
     try:
         import tiktoken
     except ImportError:
@@ -63,10 +83,36 @@ def _counter(model: str) -> Callable[[str], int] | None:
     return lambda text: len(encoding.encode(text, disallowed_special=()))
 
 
+async def load_counter(model: str) -> None:
+    """Load ``model``'s counter in a worker thread, within :data:`LOAD_TIMEOUT`, so that
+    :func:`count_tokens` counts with it; the loop calls this before it counts. Until it
+    is loaded, and if it cannot be, counts are the estimate.
+
+    Example:
+        >>> import asyncio
+        >>> asyncio.run(load_counter("not-a-known-model"))
+        >>> count_tokens("café au lait", "not-a-known-model")
+        4
+    """
+    if model in _loaded or ESTIMATE_ONLY.get():
+        return
+    try:
+        await with_timeout(run_sync(_counter, model), LOAD_TIMEOUT)
+    except TimeoutError:
+        logger.warning(
+            "tiktoken did not load the encoding of %r within %g s; token counts are "
+            "estimated at one token per %d bytes in this process",
+            model,
+            LOAD_TIMEOUT,
+            BYTES_PER_TOKEN,
+        )
+        _loaded.setdefault(model, None)
+
+
 def count_tokens(text: str, model: str) -> int:
     """The token count of ``text`` for ``model``: its encoding's count when ``tiktoken``
-    knows the model and can load its data, else one token per 4 bytes of UTF-8,
-    rounded up.
+    knows the model and its data was loaded (:func:`load_counter`), else one token per
+    4 bytes of UTF-8, rounded up. It never loads anything itself.
 
     Example:
         >>> count_tokens("café au lait", "not-a-known-model")  # 13 bytes
@@ -74,7 +120,7 @@ def count_tokens(text: str, model: str) -> int:
         >>> count_tokens("", "not-a-known-model")
         0
     """
-    count = None if ESTIMATE_ONLY.get() else _counter(model)
+    count = None if ESTIMATE_ONLY.get() else _loaded.get(model)
     if count is not None:
         return count(text)
     return -(-len(text.encode("utf-8")) // BYTES_PER_TOKEN)

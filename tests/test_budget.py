@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+import threading
 
 import pytest
 
-from agcore_tools import DefinitionBudgetError, LlmError
+from agcore_tools import DefinitionBudgetError, LlmError, _budget
 from agcore_tools._budget import BYTES_PER_TOKEN, check_budget, definition_costs
 
 
@@ -51,3 +53,40 @@ def test_the_error_names_the_costliest_tools_first_at_most_five():
 def test_no_budget_or_no_definitions_never_fails():
     check_budget([_definition("big", "y" * 4000)], "m", None)
     check_budget([], "m", 1)
+
+
+async def test_loading_an_encoding_never_blocks_the_loop_and_is_bounded(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # tiktoken reads its data from files or downloads it, with no timeout. Counting used
+    # to load it on the event loop, at the first count of a run: a slow or unreachable
+    # network stalled every task of the app. Now only load_counter() loads, in a worker
+    # thread and within LOAD_TIMEOUT; until then counts are the estimate.
+    release = threading.Event()
+    started = threading.Event()
+
+    def stalled(model: str) -> None:
+        started.set()
+        release.wait(10)
+        return None
+
+    monkeypatch.setattr(_budget, "_load", stalled)
+    monkeypatch.setattr(_budget, "LOAD_TIMEOUT", 0.2)
+    model = "agcore-test-stalled-model"
+    try:
+        assert _budget.count_tokens("x" * 8, model) == 2  # counting loads nothing
+        assert not started.is_set()
+        loading = asyncio.ensure_future(_budget.load_counter(model))
+        ticks = 0
+        while not loading.done():  # the loop goes on while the thread waits
+            await asyncio.sleep(0.01)
+            ticks += 1
+        await loading
+        assert started.is_set() and ticks >= 5
+        assert "did not load the encoding of 'agcore-test-stalled-model' within 0.2 s" in (
+            caplog.text
+        )
+        assert _budget.count_tokens("x" * 8, model) == 2
+        await asyncio.wait_for(_budget.load_counter(model), 1)  # not tried again
+    finally:
+        release.set()

@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._budget import check_budget
+from .._budget import check_budget, load_counter
 from .._selection import RunOffer, Selector
 from ..base import ToolContext
 from ..error import LlmConfigError, LlmError, LlmUsageError, MaxTurnsExceededError
@@ -176,6 +176,8 @@ class Run:
             wire = wire_for(config)
             # Each API's request is fitted to the profile by its own function.
             fit = fit_request if config.api == "chat" else fit_responses_request
+            if registry is not None:  # tiktoken's data, read or fetched off the loop
+                await load_counter(config.model)
             offer = RunOffer(registry, self.select, config.model) if registry is not None else None
             if registry is not None:  # what each tool costs: counted once, when the run ends
                 meter = CostMeter(
