@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+import openai
 import pytest
 
 from agcore_tools.testing import CapturedRequest, Pause, RawResponse, RawStream, ScriptedChatServer
@@ -256,6 +257,32 @@ async def test_the_responses_api_is_served_as_json_and_sse_through_the_sdk() -> 
     assert [item.type for item in final.output] == ["reasoning", "message", "function_call"]
     assert final.output[0].encrypted_content is not None
     assert [e.sequence_number for e in events] == list(range(len(events)))
+
+
+def _buggy(request: CapturedRequest) -> Any:
+    return S.reply_text(request.json["missing"])
+
+
+@pytest.mark.parametrize(
+    ("item", "named"),
+    [(_buggy, "KeyError: 'missing'"), ("a bare string", "TypeError: a script item is")],
+)
+async def test_a_broken_script_item_answers_500_and_takes_no_later_item(
+    item: Any, named: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Even a client that retries 500s must not move on to the next item.
+    async with S([item, S.reply_text("next item")]) as server:
+        client = server.client(max_retries=2)
+        try:
+            with pytest.raises(openai.InternalServerError) as raised:
+                await client.chat.completions.create(model="m", messages=[])
+        finally:
+            await client.close()
+    assert f"the script failed on request #1: {named}" in str(raised.value)
+    assert raised.value.response.headers["x-should-retry"] == "false"
+    assert len(server.requests) == 1
+    assert named.startswith(type(server.requests[0].script_error).__name__)
+    assert "the script failed on request #1" in caplog.text
 
 
 async def test_wait_for_times_out() -> None:
