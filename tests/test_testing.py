@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -194,6 +195,31 @@ def test_a_hang_up_while_a_write_is_flushing_counts_as_a_disconnect() -> None:
             assert time.monotonic() < deadline, "the hang-up was not noticed"
             time.sleep(0.01)
     assert not server.requests[0].completed
+
+
+def test_a_client_that_left_is_not_written_to(caplog: pytest.LogCaptureFixture) -> None:
+    # The script holds the answer until the client has reset the connection, so the
+    # whole stream comes after it left (as when a reader breaks out of a long stream).
+    gone = threading.Event()
+
+    def after_the_client_left(request: CapturedRequest) -> Any:
+        gone.wait(5)
+        return RawStream([{"choices": []}] * 50)
+
+    with S([after_the_client_left]) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
+            deadline = time.monotonic() + 5
+            while not server.requests:
+                assert time.monotonic() < deadline, "the request did not arrive"
+                time.sleep(0.01)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        gone.set()
+        deadline = time.monotonic() + 5
+        while not server.requests[0].disconnected:
+            assert time.monotonic() < deadline, "the hang-up was not noticed"
+            time.sleep(0.01)
+    assert "socket.send() raised exception" not in caplog.text
 
 
 async def test_async_context_manager_and_the_sdk_client() -> None:

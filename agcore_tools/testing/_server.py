@@ -456,21 +456,21 @@ class ScriptedChatServer:
     ) -> None:
         if wire.delay and not await _hold(reader, wire.delay, request):
             return
-        writer.write(wire.head)
+        _send(writer, wire.head)
         for part in wire.parts:
             if isinstance(part, Pause):
                 await writer.drain()
                 if not await _hold(reader, part.seconds, request):
                     return
                 continue
-            writer.write(part)
+            _send(writer, part)
         if wire.drop_connection:
             await writer.drain()
             writer.transport.abort()
             request.disconnected = True
             return
         if wire.chunked:
-            writer.write(b"0\r\n\r\n")
+            _send(writer, b"0\r\n\r\n")
         await writer.drain()
         request.completed = True
 
@@ -485,6 +485,14 @@ class _Wire:
     delay: float = 0.0
     chunked: bool = False
     drop_connection: bool = False
+
+
+def _send(writer: asyncio.StreamWriter, data: bytes) -> None:
+    # Once a write has failed the transport drops the rest, logging a warning for each
+    # (hundreds for a stream whose reader broke off).
+    if writer.is_closing():
+        raise ConnectionResetError("the client closed the connection")
+    writer.write(data)
 
 
 def _head(status: int, content_type: str, headers: Mapping[str, str], length: int | None) -> bytes:
