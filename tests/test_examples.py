@@ -7,6 +7,7 @@ The demo has its own test (test_demo.py); the notebook is run by test_notebook.p
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -74,6 +75,23 @@ def test_weather_calculator_runs_the_full_loop() -> None:
         "tool",
         "assistant",
     ]
+
+
+@pytest.mark.parametrize("expression", ["9**9**9**9", "((9**100)**100)**100"])
+def test_the_calculator_refuses_a_power_too_large_instead_of_freezing(expression: str) -> None:
+    # In a subprocess: a huge exact power holds the GIL, so only a kill stops it.
+    code = (
+        "import asyncio, weather_calculator as wc\n"
+        f"call = wc.registry.invoke('calculate', {{'expression': {expression!r}}})\n"
+        "print(asyncio.run(call).error)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=EXAMPLES, capture_output=True, text=True, timeout=30
+    )
+    assert result.stdout == (
+        f"tool 'calculate' failed: ValueError: {expression} is too large to compute "
+        "(over about 1e308)\n"
+    ), result.stderr
 
 
 def test_filesystem_example_reads_through_server_filesystem_and_counts_locally() -> None:

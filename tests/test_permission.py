@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -83,6 +86,22 @@ def test_custom_permission_does_not_match_builtin_rule() -> None:
     checker = PermissionChecker(PermissionConfig(allowed=["read"], denied=[]))
     with pytest.raises(PermissionDeniedError):
         checker.check("t", [Permission.custom("read")])
+
+
+def test_the_guide_numbers_the_rules_as_the_checker_applies_them() -> None:
+    # The list, the worked example and the summary once numbered them three ways.
+    order = ["denied", "ask", "allowed passes", "whitelist", "allow_unspecified"]
+    guide = (Path(__file__).parents[1] / "docs" / "guides" / "permissions.md").read_text()
+    listed = re.findall(r"^(\d)\. (.+)$", guide.split("## The rules, in order")[1], re.M)
+    examples = re.findall(r"^# Rule (\d): (.+)$", guide, re.M)
+    summary = guide[guide.index("The rules apply in order") :].split("\n\n")[0]
+    checker = (PermissionChecker.__doc__ or "").split("Rules, in order")[1].split("\n\n")[0]
+    assert [n for n, _ in listed] == [n for n, _ in examples] == ["1", "2", "3", "4", "5"]
+    for rule, (_, item), (_, example) in zip(order, listed, examples, strict=True):
+        assert rule in item.lower() and rule in example.lower(), (item, example)
+    for text in (summary, checker):
+        at = [text.index(rule.split()[0]) for rule in order]
+        assert at == sorted(at), text
 
 
 def test_verdict_cache_does_not_confuse_strings_and_permissions() -> None:

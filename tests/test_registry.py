@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -153,6 +155,16 @@ async def test_invoke_runs_and_records_stats() -> None:
 async def test_invoke_raises_not_found() -> None:
     with pytest.raises(ToolNotFoundError, match="'ghost' is not registered"):
         await ToolRegistry().invoke("ghost", {})
+
+
+def test_the_testing_guide_names_every_error_invoke_raises() -> None:
+    # invoke's docstring is the reference; the guide once left out ToolUnavailableError.
+    reference = (ToolRegistry.invoke.__doc__ or "").split("Failures during execution")[0]
+    raised = set(re.findall(r":class:`~?(?:agcore_tools\.)?(\w+Error)`", reference))
+    guide = (Path(__file__).parents[1] / "docs" / "guides" / "testing.md").read_text()
+    summary = guide[guide.index("`invoke` raises only") :].split("\n\n")[0]
+    assert raised == {"ToolNotFoundError", "PermissionDeniedError", "ToolUnavailableError"}
+    assert {name for name in raised if f"`{name}`" not in summary} == set()
 
 
 async def test_an_unknown_tool_in_a_large_registry_names_the_closest_not_all() -> None:

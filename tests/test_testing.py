@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -12,6 +13,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+import openai
 import pytest
 
 from agcore_tools.testing import CapturedRequest, Pause, RawResponse, RawStream, ScriptedChatServer
@@ -195,6 +197,31 @@ def test_a_hang_up_while_a_write_is_flushing_counts_as_a_disconnect() -> None:
     assert not server.requests[0].completed
 
 
+def test_a_client_that_left_is_not_written_to(caplog: pytest.LogCaptureFixture) -> None:
+    # The script holds the answer until the client has reset the connection, so the
+    # whole stream comes after it left (as when a reader breaks out of a long stream).
+    gone = threading.Event()
+
+    def after_the_client_left(request: CapturedRequest) -> Any:
+        gone.wait(5)
+        return RawStream([{"choices": []}] * 50)
+
+    with S([after_the_client_left]) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
+            deadline = time.monotonic() + 5
+            while not server.requests:
+                assert time.monotonic() < deadline, "the request did not arrive"
+                time.sleep(0.01)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        gone.set()
+        deadline = time.monotonic() + 5
+        while not server.requests[0].disconnected:
+            assert time.monotonic() < deadline, "the hang-up was not noticed"
+            time.sleep(0.01)
+    assert "socket.send() raised exception" not in caplog.text
+
+
 async def test_async_context_manager_and_the_sdk_client() -> None:
     async with S([S.reply_text("via the SDK")]) as server:
         client = server.client()
@@ -256,6 +283,32 @@ async def test_the_responses_api_is_served_as_json_and_sse_through_the_sdk() -> 
     assert [item.type for item in final.output] == ["reasoning", "message", "function_call"]
     assert final.output[0].encrypted_content is not None
     assert [e.sequence_number for e in events] == list(range(len(events)))
+
+
+def _buggy(request: CapturedRequest) -> Any:
+    return S.reply_text(request.json["missing"])
+
+
+@pytest.mark.parametrize(
+    ("item", "named"),
+    [(_buggy, "KeyError: 'missing'"), ("a bare string", "TypeError: a script item is")],
+)
+async def test_a_broken_script_item_answers_500_and_takes_no_later_item(
+    item: Any, named: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Even a client that retries 500s must not move on to the next item.
+    async with S([item, S.reply_text("next item")]) as server:
+        client = server.client(max_retries=2)
+        try:
+            with pytest.raises(openai.InternalServerError) as raised:
+                await client.chat.completions.create(model="m", messages=[])
+        finally:
+            await client.close()
+    assert f"the script failed on request #1: {named}" in str(raised.value)
+    assert raised.value.response.headers["x-should-retry"] == "false"
+    assert len(server.requests) == 1
+    assert named.startswith(type(server.requests[0].script_error).__name__)
+    assert "the script failed on request #1" in caplog.text
 
 
 async def test_wait_for_times_out() -> None:

@@ -22,7 +22,8 @@ Script items:
   and headers (``Retry-After``, ``retry-after-ms``, ...);
 - :class:`RawStream` sends exact SSE lines: chunk dicts, comment lines, error objects,
   :class:`Pause` steps (during which a client disconnect is noticed);
-- a callable ``(CapturedRequest) -> item`` decides per request.
+- a callable ``(CapturedRequest) -> item`` decides per request (if it raises, the
+  request gets a 500 naming the exception, kept in ``CapturedRequest.script_error``).
 
 :class:`Cassette` records a run against a real model and real MCP servers (or this
 server) to one JSON file and replays it offline, with no socket (:func:`no_network`);

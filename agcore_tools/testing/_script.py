@@ -118,6 +118,10 @@ class CapturedRequest:
     """True once the client closed the connection before the response was complete."""
     completed: bool = False
     """True once the whole response was written."""
+    script_error: Exception | None = None
+    """What went wrong in the script answering it: the exception its function raised,
+    or a ``TypeError`` for an item that cannot be served. The client got a 500 naming
+    it, marked not to be retried, and no later script item was used."""
 
     @property
     def json(self) -> Any:

@@ -9,7 +9,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +45,10 @@ class ScriptedChatServer:
 
     Start and stop it with ``with`` (or ``async with``, or :meth:`start`/:meth:`stop`).
     With ``repeat=True`` the script starts over when exhausted; otherwise a request
-    past its end gets a 500 whose message says so.
+    past its end gets a 500 whose message says so. A script function that raises, or an
+    item that cannot be served, also gets a 500 naming the exception, marked not to be
+    retried (``x-should-retry: false``); the exception is kept in the request's
+    :attr:`~CapturedRequest.script_error`.
 
     Example:
         >>> server = ScriptedChatServer([ScriptedChatServer.reply_text("Hello!")])
@@ -327,11 +331,12 @@ class ScriptedChatServer:
                 ):
                     # The model list a loop may read to tell the server (see
                     # cycle/profiles.py): answered, not recorded, not scripted.
-                    await self._answer(request, self._model_list(), reader, writer)
+                    listing = self._render(request, self._model_list())
+                    await self._answer(request, listing, reader, writer)
                     continue
                 self.requests.append(request)
                 try:
-                    await self._answer(request, self._next_item(request), reader, writer)
+                    await self._answer(request, self._scripted(request), reader, writer)
                 except ConnectionError as exc:
                     # The client can hang up while a write is still being flushed;
                     # that is the same disconnect as one noticed during a Pause.
@@ -347,6 +352,29 @@ class ScriptedChatServer:
     def _model_list(self) -> ScriptItem:
         listing = {"object": "model", "id": self.model, "owned_by": "agcore-tools"}
         return RawResponse(200, json.dumps({"object": "list", "data": [listing]}).encode())
+
+    def _scripted(self, request: CapturedRequest) -> _Wire:
+        """The answer to ``request`` from the script; a 500 naming the error if the
+        script's function raised or its item cannot be served."""
+        try:
+            return self._render(request, self._next_item(request))
+        except Exception as exc:
+            # The test's own mistake. Answered, not a dropped connection, which the
+            # client would retry, quietly taking the next item.
+            request.script_error = exc
+            logger.error(
+                "ScriptedChatServer: the script failed on request #%d",
+                request.index + 1,
+                exc_info=exc,
+            )
+            failure = self.error(
+                500,
+                f"ScriptedChatServer: the script failed on request #{request.index + 1}: "
+                f"{type(exc).__name__}: {exc}",
+                headers={"x-should-retry": "false"},
+                type="script_error",
+            )
+            return self._render(request, failure)
 
     def _next_item(self, request: CapturedRequest) -> ScriptItem:
         path = request.path.partition("?")[0].rstrip("/")  # a client's default_query
@@ -379,16 +407,10 @@ class ScriptedChatServer:
             item = item(request)
         return item
 
-    async def _answer(
-        self,
-        request: CapturedRequest,
-        item: ScriptItem,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-    ) -> None:
+    def _render(self, request: CapturedRequest, item: ScriptItem) -> _Wire:
+        delay = 0.0
         if isinstance(item, Reply):
-            if item.delay and not await _hold(reader, item.delay, request):
-                return
+            delay = item.delay
             prompt = prompt_tokens(request.body) if self.count_prompt else None
             if request.path.partition("?")[0].rstrip("/").endswith("/responses"):
                 answer = responses_json(self, self._ids, item, request.json, prompt)
@@ -407,31 +429,70 @@ class ScriptedChatServer:
         if isinstance(item, RawResponse):
             body = item.body if isinstance(item.body, bytes) else json.dumps(item.body).encode()
             head = _head(item.status, "application/json", item.headers, len(body))
-            writer.write(head + body)
-            await writer.drain()
-            request.completed = True
-            return
+            return _Wire(head + body, (), delay)
         if not isinstance(item, RawStream):
-            raise TypeError(f"ScriptedChatServer cannot serve script item {item!r}")
-        writer.write(_head(item.status, "text/event-stream", item.headers, None))
+            raise TypeError(
+                "a script item is a Reply, RawResponse, RawStream or a function returning "
+                f"one, not {type(item).__name__}: {item!r}"
+            )
         events: list[Any] = [*item.events, "data: [DONE]"] if item.done else list(item.events)
+        parts: list[bytes | Pause] = []
         for event in events:
             if isinstance(event, Pause):
-                await writer.drain()
-                if not await _hold(reader, event.seconds, request):
-                    return
+                parts.append(event)
                 continue
             text = event if isinstance(event, str) else "data: " + json.dumps(event)
             data = (text + "\n\n").encode()
-            writer.write(b"%x\r\n%s\r\n" % (len(data), data))
-        if item.drop_connection:
+            parts.append(b"%x\r\n%s\r\n" % (len(data), data))
+        head = _head(item.status, "text/event-stream", item.headers, None)
+        return _Wire(head, parts, delay, chunked=True, drop_connection=item.drop_connection)
+
+    async def _answer(
+        self,
+        request: CapturedRequest,
+        wire: _Wire,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        if wire.delay and not await _hold(reader, wire.delay, request):
+            return
+        _send(writer, wire.head)
+        for part in wire.parts:
+            if isinstance(part, Pause):
+                await writer.drain()
+                if not await _hold(reader, part.seconds, request):
+                    return
+                continue
+            _send(writer, part)
+        if wire.drop_connection:
             await writer.drain()
             writer.transport.abort()
             request.disconnected = True
             return
-        writer.write(b"0\r\n\r\n")
+        if wire.chunked:
+            _send(writer, b"0\r\n\r\n")
         await writer.drain()
         request.completed = True
+
+
+@dataclass(frozen=True)
+class _Wire:
+    """A response made ready before its first byte is sent, so that a script's mistake
+    is answered as an error rather than found in the middle of a stream."""
+
+    head: bytes
+    parts: Sequence[bytes | Pause]
+    delay: float = 0.0
+    chunked: bool = False
+    drop_connection: bool = False
+
+
+def _send(writer: asyncio.StreamWriter, data: bytes) -> None:
+    # Once a write has failed the transport drops the rest, logging a warning for each
+    # (hundreds for a stream whose reader broke off).
+    if writer.is_closing():
+        raise ConnectionResetError("the client closed the connection")
+    writer.write(data)
 
 
 def _head(status: int, content_type: str, headers: Mapping[str, str], length: int | None) -> bytes:
