@@ -64,6 +64,8 @@ _OTHER_APIS_OPTIONS = {
     "responses": _CHAT_ONLY_OPTIONS - {"response_format"},
 }
 _CREATE = {"chat": "chat.completions.create", "responses": "responses.create"}
+# Header and query values may be credentials (Authorization, api-key): repr shows names.
+_SECRET_OPTIONS = ("extra_headers", "extra_query")
 # The option the other API has for the same thing.
 _EQUIVALENTS = {
     "max_tokens": "max_output_tokens=...",
@@ -161,7 +163,7 @@ _FLAT: dict[str, tuple[str, str, str | None]] = {
 }
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, init=False, repr=False)
 class CycleConfig:
     """Settings of an :class:`~agcore_tools.LlmCycle`.
 
@@ -197,6 +199,9 @@ class CycleConfig:
     there is one: that API's ``create()`` would refuse it. ``response_format`` works on
     both (it becomes ``text.format`` on the Responses API).
 
+    ``repr()`` shows the names of ``extra_headers`` and ``extra_query`` but not their
+    values, which may be credentials, nor ``approval_key``.
+
     A call to a tool the registry does not have stops the loop with an ``LlmError``
     (``unknown_tool="raise"``, the default). With ``unknown_tool="tell_model"`` the
     call's result is instead the error text, which lists the registered tools, and
@@ -225,6 +230,8 @@ class CycleConfig:
         Traceback (most recent call last):
         ...
         agcore_tools.error.LlmConfigError: CycleConfig(api='responses') cannot send max_tokens=..., which responses.create does not take: use max_output_tokens=... instead
+        >>> "sk-" in repr(CycleConfig("m", extra_headers={"Authorization": "Bearer sk-..."}))
+        False
     """
 
     model: str
@@ -384,6 +391,17 @@ class CycleConfig:
         if not isinstance(adapt, bool):
             raise LlmConfigError(f"CycleConfig.adapt must be True or False, got {adapt!r}")
         set_(self, "adapt", adapt)
+
+    def __repr__(self) -> str:
+        shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.repr}
+        options = dict(self.request_options)
+        for name in _SECRET_OPTIONS:
+            value = options.get(name)
+            if value is not None:
+                hidden = isinstance(value, Mapping)
+                options[name] = dict.fromkeys(value, "***") if hidden else "***"
+        shown["request_options"] = types.MappingProxyType(options)
+        return f"CycleConfig({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     # -- the flat names, read from the groups ------------------------------------------
 

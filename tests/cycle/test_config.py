@@ -137,3 +137,20 @@ def test_the_options_refused_for_an_api_are_none_its_sdk_create_takes() -> None:
     }
     for api, refused in _OTHER_APIS_OPTIONS.items():
         assert not refused & takes[api], api
+
+
+def test_repr_hides_header_and_query_values_and_the_approval_key() -> None:
+    config = CycleConfig(
+        "m",
+        temperature=0.2,
+        extra_headers={"Authorization": "Bearer sk-HEADER-SECRET"},
+        extra_query={"api-key": "QUERY-SECRET"},
+        approval_key=b"APPROVAL-SECRET",
+    )
+
+    shown = repr(config)
+    assert "SECRET" not in shown
+    assert "'extra_headers': {'Authorization': '***'}" in shown
+    assert "'extra_query': {'api-key': '***'}" in shown
+    assert "'temperature': 0.2" in shown and shown.startswith("CycleConfig(model='m', ")
+    assert config.request_options["extra_headers"]["Authorization"] == "Bearer sk-HEADER-SECRET"
