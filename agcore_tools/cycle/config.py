@@ -371,6 +371,15 @@ class CycleConfig:
                 "CycleConfig.chain_responses needs api='responses' and stored responses "
                 f"(not store=False), got chain_responses={chain_responses!r}, api={api!r}"
             )
+        if history is not None and not isinstance(history, HistoryPolicy):
+            # Checked here: the first request would fail on history.select().
+            count = isinstance(history, int) and not isinstance(history, bool) and history > 0
+            example = history if count else 20
+            raise LlmUsageError(
+                "CycleConfig.history must be a HistoryPolicy (an object with "
+                f"select(messages), such as TrimOldest(max_messages={example})) or None, "
+                f"got {type(history).__name__}"
+            )
         if approval_key is not None and (not isinstance(approval_key, bytes) or not approval_key):
             raise LlmConfigError("CycleConfig.approval_key must be non-empty bytes or None")
         if not isinstance(model, str) or not model:

@@ -154,3 +154,18 @@ def test_repr_hides_header_and_query_values_and_the_approval_key() -> None:
     assert "'extra_query': {'api-key': '***'}" in shown
     assert "'temperature': 0.2" in shown and shown.startswith("CycleConfig(model='m', ")
     assert config.request_options["extra_headers"]["Authorization"] == "Bearer sk-HEADER-SECRET"
+
+
+@pytest.mark.parametrize(("history", "example"), [(10, 10), ("all", 20), (True, 20)])
+def test_a_history_that_is_no_policy_is_refused_naming_what_it_takes(
+    history: object, example: int
+) -> None:
+    with pytest.raises(TypeError) as info:
+        CycleConfig("m", history=history)  # type: ignore[arg-type]
+
+    assert isinstance(info.value, LlmError)
+    assert str(info.value) == (
+        "CycleConfig.history must be a HistoryPolicy (an object with select(messages), "
+        f"such as TrimOldest(max_messages={example})) or None, got {type(history).__name__}"
+    )
+    assert CycleConfig("m", history=TrimOldest(max_messages=example)).history.select([]) == []
