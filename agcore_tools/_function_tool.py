@@ -215,7 +215,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self.description = schema.description
         self.parameters = schema.parameters
         self.required_permissions = Permission.parse_all(permissions)
-        self.tags = tuple(tags or ())
+        # One string is one tag, as one permission name is one permission.
+        self.tags = (tags,) if isinstance(tags, str) else tuple(tags or ())
         self.category = category
         self.version = version
         self._timeout = timeout

@@ -72,6 +72,16 @@ def test_options_are_applied(registry: ToolRegistry) -> None:
     assert fetch.timeout == 3
 
 
+def test_one_tag_as_a_string_is_one_tag_as_one_permission_name_is(registry: ToolRegistry) -> None:
+    @registry.tool(tags="math", permissions="read")
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    assert add.tags == ("math",) and add.required_permissions == (Permission.READ,)
+    assert [entry.name for entry in registry.find_by_tag("math")] == ["add"]
+
+
 def test_registry_tool_method_bare_and_with_options(registry: ToolRegistry) -> None:
     @registry.tool
     def one() -> int:
