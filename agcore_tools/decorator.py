@@ -116,7 +116,8 @@ def tool(
         tags: Labels for :meth:`ToolRegistry.find_by_tag`; one string is one tag.
         category: A group for :meth:`ToolRegistry.groups`.
         version: A version string recorded in the registry.
-        timeout: Seconds the function may run; past it, ``ToolTimeoutError``.
+        timeout: Seconds the function may run (a positive int or float); past it,
+            ``ToolTimeoutError``.
         strict: Offer the tool in OpenAI's strict mode (``True``), never (``False``), or
             as the registry decides (``None``, see ``ToolRegistry(strict=...)``). With
             ``True``, a signature strict mode cannot describe fails here.

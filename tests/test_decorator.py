@@ -18,6 +18,7 @@ from agcore_tools import (
     FunctionTool,
     InvalidArgumentsError,
     Permission,
+    ToolConfigError,
     ToolContext,
     ToolDefinitionError,
     ToolDefinitionWarning,
@@ -303,6 +304,23 @@ def test_refuses_bad_timeouts() -> None:
     # (Generator functions are tools now: see tests/test_generators.py.)
     with pytest.raises(ToolError, match="timeout must be positive"):
         FunctionTool(lambda: None, timeout=0)
+
+
+@pytest.mark.parametrize("timeout", ["5", True, float("nan"), -1])
+def test_a_timeout_that_is_no_positive_number_is_refused_naming_it(timeout: object) -> None:
+    async def wait() -> None:
+        """Wait."""
+
+    with pytest.raises(ToolConfigError) as info:
+        FunctionTool(wait, timeout=timeout)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        f"tool timeout must be positive seconds (an int or a float) or None, got {timeout!r}"
+    )
+
+    made = FunctionTool(wait, timeout=5)
+    with pytest.raises(ToolConfigError, match="tool timeout must be positive"):
+        made.timeout = timeout  # type: ignore[assignment]
+    assert made.timeout == 5
 
 
 @pytest.mark.parametrize("name", ["", "   ", 5])
