@@ -141,6 +141,16 @@ class Registrar(Protocol):
 _NO_PROBLEMS: list[tuple[str, str]] = []  # shared, never changed: no allocation per call
 
 
+def _check_timeout(value: object) -> None:
+    # A string or a bool would fail later, in a comparison or a wait, naming nothing.
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ToolConfigError(
+            f"tool timeout must be positive seconds (an int or a float) or None, got {value!r}"
+        )
+
+
 def _reason(problems: list[tuple[str, str]]) -> str:
     return "; ".join(f"{field}: {message}" for field, message in problems)
 
@@ -199,8 +209,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             func, method, binding = func.__func__, True, "class"
         if not callable(func):
             raise ToolDefinitionError(f"@tool needs a function, got {type(func).__name__}")
-        if timeout is not None and timeout <= 0:
-            raise ToolConfigError(f"tool timeout must be positive, got {timeout!r}")
+        _check_timeout(timeout)
         if name is not None and (not isinstance(name, str) or not name.strip()):
             # "" would silently fall back to the function's name.
             raise ToolConfigError(f"a tool's name must be a non-empty string, got {name!r}")
@@ -215,7 +224,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self.description = schema.description
         self.parameters = schema.parameters
         self.required_permissions = Permission.parse_all(permissions)
-        self.tags = tuple(tags or ())
+        # One string is one tag, as one permission name is one permission.
+        self.tags = (tags,) if isinstance(tags, str) else tuple(tags or ())
         self.category = category
         self.version = version
         self._timeout = timeout
@@ -286,6 +296,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
 
     @timeout.setter
     def timeout(self, value: float | None) -> None:
+        _check_timeout(value)
         self._timeout = value
         # Only the direct path (see execute()) leaves the context unread.
         self.uses_context = not (self._direct and self._context_param is None and value is None)

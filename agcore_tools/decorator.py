@@ -113,10 +113,11 @@ def tool(
         description: Defaults to the docstring's description. Without either, a
             :class:`ToolDefinitionWarning` names the function.
         permissions: Required permissions, as :class:`Permission` or names like ``"read"``.
-        tags: Labels for :meth:`ToolRegistry.find_by_tag`.
+        tags: Labels for :meth:`ToolRegistry.find_by_tag`; one string is one tag.
         category: A group for :meth:`ToolRegistry.groups`.
         version: A version string recorded in the registry.
-        timeout: Seconds the function may run; past it, ``ToolTimeoutError``.
+        timeout: Seconds the function may run (a positive int or float); past it,
+            ``ToolTimeoutError``.
         strict: Offer the tool in OpenAI's strict mode (``True``), never (``False``), or
             as the registry decides (``None``, see ``ToolRegistry(strict=...)``). With
             ``True``, a signature strict mode cannot describe fails here.

@@ -44,7 +44,7 @@ from .base import BaseTool, ToolContext, definition_name
 from .error import (
     ToolConfigError,
 )
-from .permission import PermissionChecker
+from .permission import PermissionChecker, PermissionConfig
 from .policies import ToolPolicy
 from .schema import SchemaTransform
 
@@ -89,6 +89,17 @@ def active_registry() -> ToolRegistry:
     return registry if registry is not None else default_registry()
 
 
+def _permission_checker(value: object) -> PermissionChecker | None:
+    # Checked when given: anything else fails at the first call, with no word of why.
+    if value is None or isinstance(value, PermissionChecker):
+        return value
+    wrap = " (wrap it: PermissionChecker(config))" if isinstance(value, PermissionConfig) else ""
+    raise ToolConfigError(
+        f"ToolRegistry's permission checker must be a PermissionChecker or None, got "
+        f"{type(value).__name__}{wrap}"
+    )
+
+
 class ToolRegistry(RegistrySync):
     """Holds tools by name and runs them with permission checks, timeouts and stats.
 
@@ -127,7 +138,7 @@ class ToolRegistry(RegistrySync):
         strict: bool = False,
         schema_transforms: Sequence[SchemaTransform] = (),
     ) -> None:
-        self._table = ToolTable(permission_checker)
+        self._table = ToolTable(_permission_checker(permission_checker))
         self._entries = self._table.entries  # the same dict: the table is what runs
         self._strict = strict
         self._schema_transforms = tuple(schema_transforms)
@@ -151,7 +162,7 @@ class ToolRegistry(RegistrySync):
 
     @permission_checker.setter
     def permission_checker(self, checker: PermissionChecker | None) -> None:
-        self._table.checker = checker
+        self._table.checker = _permission_checker(checker)
         self._definitions.clear()
 
     @property

@@ -18,6 +18,7 @@ from agcore_tools import (
     FunctionTool,
     InvalidArgumentsError,
     Permission,
+    ToolConfigError,
     ToolContext,
     ToolDefinitionError,
     ToolDefinitionWarning,
@@ -70,6 +71,16 @@ def test_options_are_applied(registry: ToolRegistry) -> None:
     assert entry is not None
     assert (entry.tags, entry.category, entry.version) == (("web",), "io", "2")
     assert fetch.timeout == 3
+
+
+def test_one_tag_as_a_string_is_one_tag_as_one_permission_name_is(registry: ToolRegistry) -> None:
+    @registry.tool(tags="math", permissions="read")
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    assert add.tags == ("math",) and add.required_permissions == (Permission.READ,)
+    assert [entry.name for entry in registry.find_by_tag("math")] == ["add"]
 
 
 def test_registry_tool_method_bare_and_with_options(registry: ToolRegistry) -> None:
@@ -293,6 +304,23 @@ def test_refuses_bad_timeouts() -> None:
     # (Generator functions are tools now: see tests/test_generators.py.)
     with pytest.raises(ToolError, match="timeout must be positive"):
         FunctionTool(lambda: None, timeout=0)
+
+
+@pytest.mark.parametrize("timeout", ["5", True, float("nan"), -1])
+def test_a_timeout_that_is_no_positive_number_is_refused_naming_it(timeout: object) -> None:
+    async def wait() -> None:
+        """Wait."""
+
+    with pytest.raises(ToolConfigError) as info:
+        FunctionTool(wait, timeout=timeout)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        f"tool timeout must be positive seconds (an int or a float) or None, got {timeout!r}"
+    )
+
+    made = FunctionTool(wait, timeout=5)
+    with pytest.raises(ToolConfigError, match="tool timeout must be positive"):
+        made.timeout = timeout  # type: ignore[assignment]
+    assert made.timeout == 5
 
 
 @pytest.mark.parametrize("name", ["", "   ", 5])

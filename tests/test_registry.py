@@ -18,6 +18,7 @@ from agcore_tools import (
     PermissionConfig,
     PermissionDeniedError,
     ToolCall,
+    ToolConfigError,
     ToolContext,
     ToolError,
     ToolExecutionError,
@@ -547,6 +548,28 @@ def test_permission_checker_is_a_settable_property() -> None:
     assert registry.definitions() == []  # the cached definitions were dropped
     registry.permission_checker = None
     assert len(registry.definitions()) == 1
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        (PermissionConfig(), "PermissionConfig (wrap it: PermissionChecker(config))"),
+        ("x", "str"),
+    ],
+)
+def test_a_permission_checker_of_the_wrong_kind_is_refused_up_front(
+    given: object, shown: str
+) -> None:
+    message = f"ToolRegistry's permission checker must be a PermissionChecker or None, got {shown}"
+    with pytest.raises(ToolConfigError) as info:
+        ToolRegistry(given)  # type: ignore[arg-type]
+    assert str(info.value) == message
+
+    registry = ToolRegistry()
+    with pytest.raises(ToolConfigError) as info:
+        registry.permission_checker = given  # type: ignore[assignment]
+    assert str(info.value) == message
+    assert registry.permission_checker is None
 
 
 def test_with_permission_checker_is_deprecated() -> None:

@@ -27,23 +27,55 @@ __all__ = ["CycleConfig", "Limits", "Retries"]
 _RESERVED_OPTIONS = frozenset(
     {"input", "model", "messages", "previous_response_id", "stream", "tools"}
 )
-# The request options of chat.completions.create and responses.create (openai 3.57). A
-# keyword that is none of them nor a CycleConfig keyword, but close to one, is a typo
-# refused at construction; one close to nothing still passes (a newer SDK's option).
-_KNOWN_OPTIONS = frozenset(
+# The request options of chat.completions.create and responses.create (openai 3.60), by
+# the API that takes them. A keyword that is none of them nor a CycleConfig keyword, but
+# close to one, is a typo refused at construction; one close to nothing still passes (a
+# newer SDK's option).
+_CHAT_ONLY_OPTIONS = frozenset(
     {
-        "audio", "background", "background_options", "context_management", "conversation",
-        "extra_body", "extra_headers", "extra_query", "frequency_penalty", "function_call",
-        "functions", "image", "include", "instructions", "logit_bias", "logprobs",
-        "max_completion_tokens", "max_output_tokens", "max_tokens", "max_tool_calls",
-        "metadata", "modalities", "moderation", "n", "parallel_tool_calls", "prediction",
-        "presence_penalty", "prompt", "prompt_cache_key", "prompt_cache_options",
-        "prompt_cache_retention", "reasoning", "reasoning_effort", "response_format",
-        "safety_identifier", "seed", "service_tier", "stop", "store", "stream_options",
-        "temperature", "text", "timeout", "tool_choice", "top_logprobs", "top_p",
-        "truncation", "user", "verbosity", "web_search_options",
+        "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs",
+        "max_completion_tokens", "max_tokens", "modalities", "n", "prediction",
+        "presence_penalty", "reasoning_effort", "response_format", "seed", "stop",
+        "verbosity", "web_search_options",
     }
 )  # fmt: skip
+_RESPONSES_ONLY_OPTIONS = frozenset(
+    {
+        "background", "background_options", "context_management", "conversation", "image",
+        "include", "instructions", "max_output_tokens", "max_tool_calls", "prompt",
+        "reasoning", "text", "truncation",
+    }
+)  # fmt: skip
+_SHARED_OPTIONS = frozenset(
+    {
+        "extra_body", "extra_headers", "extra_query", "metadata", "moderation",
+        "parallel_tool_calls", "prompt_cache_key", "prompt_cache_options",
+        "prompt_cache_retention", "safety_identifier", "service_tier", "store",
+        "stream_options", "temperature", "timeout", "tool_choice", "top_logprobs", "top_p",
+        "user",
+    }
+)  # fmt: skip
+_KNOWN_OPTIONS = _CHAT_ONLY_OPTIONS | _RESPONSES_ONLY_OPTIONS | _SHARED_OPTIONS
+# What each API's create() refuses (it takes no **kwargs): sent anyway, the SDK raises a
+# bare TypeError at the first request, after the user's message joined the history. The
+# Responses wire translates response_format into text.format itself.
+_OTHER_APIS_OPTIONS = {
+    "chat": _RESPONSES_ONLY_OPTIONS,
+    "responses": _CHAT_ONLY_OPTIONS - {"response_format"},
+}
+_CREATE = {"chat": "chat.completions.create", "responses": "responses.create"}
+# Header and query values may be credentials (Authorization, api-key): repr shows names.
+_SECRET_OPTIONS = ("extra_headers", "extra_query")
+# The option the other API has for the same thing.
+_EQUIVALENTS = {
+    "max_tokens": "max_output_tokens=...",
+    "max_completion_tokens": "max_output_tokens=...",
+    "reasoning_effort": "reasoning={'effort': ...}",
+    "verbosity": "text={'verbosity': ...}",
+    "max_output_tokens": "max_completion_tokens=...",
+    "reasoning": "reasoning_effort=...",
+    "text": "response_format=... or verbosity=...",
+}
 _UNKNOWN_TOOL_POLICIES = ("raise", "tell_model")
 _APIS = ("chat", "responses")
 
@@ -131,7 +163,7 @@ _FLAT: dict[str, tuple[str, str, str | None]] = {
 }
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, init=False, repr=False)
 class CycleConfig:
     """Settings of an :class:`~agcore_tools.LlmCycle`.
 
@@ -160,7 +192,15 @@ class CycleConfig:
     but is spelt close to one (``max_turn=3``, ``temprature=0``), is a typo: it raises
     a ``TypeError`` naming the nearest valid keyword. An option only your server knows
     (``top_k``) goes in ``extra_body={...}``, as the SDK wants; the ``request_options``
-    mapping is passed on unchecked (for a custom :class:`~agcore_tools.cycle.Requester`).
+    mapping is not checked for typos (for a custom :class:`~agcore_tools.cycle.Requester`).
+    An option only the other API takes (``max_tokens`` or ``seed`` with
+    ``api="responses"``, ``max_output_tokens`` or ``reasoning`` with ``api="chat"``),
+    given either way, raises an ``LlmConfigError`` naming this API's equivalent where
+    there is one: that API's ``create()`` would refuse it. ``response_format`` works on
+    both (it becomes ``text.format`` on the Responses API).
+
+    ``repr()`` shows the names of ``extra_headers`` and ``extra_query`` but not their
+    values, which may be credentials, nor ``approval_key``.
 
     A call to a tool the registry does not have stops the loop with an ``LlmError``
     (``unknown_tool="raise"``, the default). With ``unknown_tool="tell_model"`` the
@@ -186,6 +226,12 @@ class CycleConfig:
         Traceback (most recent call last):
         ...
         agcore_tools.error.LlmUsageError: CycleConfig got an unknown keyword 'max_turn': did you mean max_turns=...? (an option only your server knows goes in extra_body={'max_turn': ...})
+        >>> CycleConfig("m", api="responses", max_tokens=200)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmConfigError: CycleConfig(api='responses') cannot send max_tokens=..., which responses.create does not take: use max_output_tokens=... instead
+        >>> "sk-" in repr(CycleConfig("m", extra_headers={"Authorization": "Bearer sk-..."}))
+        False
     """
 
     model: str
@@ -211,7 +257,8 @@ class CycleConfig:
     api: Literal["chat", "responses"]
     """The wire API: ``"chat"`` (``chat.completions.create``, the default) or
     ``"responses"`` (``responses.create``; reasoning items go back to the model with
-    their calls on every turn). Request options are passed to that API as they are."""
+    their calls on every turn). Request options are passed to that API as they are; one
+    only the other API takes is refused at construction."""
     chain_responses: bool
     """With ``api="responses"``: send only what follows the last response, with its
     ``previous_response_id``, instead of the whole history (the server must store
@@ -318,10 +365,20 @@ class CycleConfig:
             )
         if api not in _APIS:
             raise LlmConfigError(f"CycleConfig.api must be 'chat' or 'responses', got {api!r}")
+        _refuse_other_apis_options(api, merged)
         if chain_responses is not False and (api != "responses" or merged.get("store") is False):
             raise LlmConfigError(
                 "CycleConfig.chain_responses needs api='responses' and stored responses "
                 f"(not store=False), got chain_responses={chain_responses!r}, api={api!r}"
+            )
+        if history is not None and not isinstance(history, HistoryPolicy):
+            # Checked here: the first request would fail on history.select().
+            count = isinstance(history, int) and not isinstance(history, bool) and history > 0
+            example = history if count else 20
+            raise LlmUsageError(
+                "CycleConfig.history must be a HistoryPolicy (an object with "
+                f"select(messages), such as TrimOldest(max_messages={example})) or None, "
+                f"got {type(history).__name__}"
             )
         if approval_key is not None and (not isinstance(approval_key, bytes) or not approval_key):
             raise LlmConfigError("CycleConfig.approval_key must be non-empty bytes or None")
@@ -343,6 +400,17 @@ class CycleConfig:
         if not isinstance(adapt, bool):
             raise LlmConfigError(f"CycleConfig.adapt must be True or False, got {adapt!r}")
         set_(self, "adapt", adapt)
+
+    def __repr__(self) -> str:
+        shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.repr}
+        options = dict(self.request_options)
+        for name in _SECRET_OPTIONS:
+            value = options.get(name)
+            if value is not None:
+                hidden = isinstance(value, Mapping)
+                options[name] = dict.fromkeys(value, "***") if hidden else "***"
+        shown["request_options"] = types.MappingProxyType(options)
+        return f"CycleConfig({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     # -- the flat names, read from the groups ------------------------------------------
 
@@ -428,6 +496,18 @@ def _refuse_typo(name: str) -> None:
         raise LlmUsageError(
             f"CycleConfig got an unknown keyword {name!r}: did you mean {near[0]}=...? "
             f"(an option only your server knows goes in extra_body={{{name!r}: ...}})"
+        )
+
+
+def _refuse_other_apis_options(api: str, options: Mapping[str, Any]) -> None:
+    # The mapping too: replace(config, api=...) passes every option through it.
+    wrong = sorted(_OTHER_APIS_OPTIONS[api].intersection(options))
+    if wrong:
+        name = wrong[0]
+        instead = f": use {_EQUIVALENTS[name]} instead" if name in _EQUIVALENTS else ""
+        raise LlmConfigError(
+            f"CycleConfig(api={api!r}) cannot send {name}=..., which {_CREATE[api]} does "
+            f"not take{instead}"
         )
 
 

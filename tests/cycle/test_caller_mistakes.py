@@ -270,7 +270,7 @@ def test_request_options_the_sdk_knows_and_unlike_any_name_still_pass() -> None:
     config = CycleConfig(
         "m",
         max_tokens=5,
-        max_output_tokens=6,
+        seed=6,
         reasoning_effort="low",
         extra_body={"top_k": 3},
         some_future_sdk_option=True,
@@ -280,7 +280,7 @@ def test_request_options_the_sdk_knows_and_unlike_any_name_still_pass() -> None:
     assert dict(config.request_options) == {
         "max_turn": 1,
         "max_tokens": 5,
-        "max_output_tokens": 6,
+        "seed": 6,
         "reasoning_effort": "low",
         "extra_body": {"top_k": 3},
         "some_future_sdk_option": True,

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import FrozenInstanceError, replace
 
 import pytest
+from openai.resources.chat.completions import AsyncCompletions
+from openai.resources.responses import AsyncResponses
 
-from agcore_tools import CycleConfig, LlmError, TrimOldest
+from agcore_tools import CycleConfig, LlmConfigError, LlmError, TrimOldest
+from agcore_tools.cycle.config import _OTHER_APIS_OPTIONS
 
 
 def test_defaults_follow_the_contract() -> None:
@@ -92,3 +96,76 @@ def test_loop_policies_are_settings_not_request_options() -> None:
     config = CycleConfig("m", unknown_tool="tell_model", reset_tool_choice=False)
     assert (config.unknown_tool, config.reset_tool_choice) == ("tell_model", False)
     assert dict(config.request_options) == {}
+
+
+@pytest.mark.parametrize(
+    ("api", "option", "instead"),
+    [
+        ("responses", "max_tokens", ": use max_output_tokens=... instead"),
+        ("responses", "max_completion_tokens", ": use max_output_tokens=... instead"),
+        ("responses", "seed", ""),
+        ("chat", "max_output_tokens", ": use max_completion_tokens=... instead"),
+        ("chat", "reasoning", ": use reasoning_effort=... instead"),
+    ],
+)
+def test_an_option_only_the_other_api_takes_is_refused_naming_its_equivalent(
+    api: str, option: str, instead: str
+) -> None:
+    create = "responses.create" if api == "responses" else "chat.completions.create"
+    for given in ({option: 1}, {"request_options": {option: 1}}):
+        with pytest.raises(LlmConfigError) as info:
+            CycleConfig("m", api=api, **given)  # type: ignore[arg-type]
+        assert str(info.value) == (
+            f"CycleConfig(api={api!r}) cannot send {option}=..., which {create} does not "
+            f"take{instead}"
+        )
+
+
+def test_switching_api_with_replace_checks_the_options_again() -> None:
+    config = CycleConfig("m", max_tokens=5, temperature=0.2)
+    with pytest.raises(LlmConfigError, match=r"max_tokens=.*max_output_tokens"):
+        replace(config, api="responses")
+    shared = CycleConfig("m", temperature=0.2, response_format={"type": "json_object"})
+    switched = replace(shared, api="responses")  # response_format becomes text.format
+    assert dict(switched.request_options) == dict(shared.request_options)
+
+
+def test_the_options_refused_for_an_api_are_none_its_sdk_create_takes() -> None:
+    takes = {
+        "chat": set(inspect.signature(AsyncCompletions.create).parameters),
+        "responses": set(inspect.signature(AsyncResponses.create).parameters),
+    }
+    for api, refused in _OTHER_APIS_OPTIONS.items():
+        assert not refused & takes[api], api
+
+
+def test_repr_hides_header_and_query_values_and_the_approval_key() -> None:
+    config = CycleConfig(
+        "m",
+        temperature=0.2,
+        extra_headers={"Authorization": "Bearer sk-HEADER-SECRET"},
+        extra_query={"api-key": "QUERY-SECRET"},
+        approval_key=b"APPROVAL-SECRET",
+    )
+
+    shown = repr(config)
+    assert "SECRET" not in shown
+    assert "'extra_headers': {'Authorization': '***'}" in shown
+    assert "'extra_query': {'api-key': '***'}" in shown
+    assert "'temperature': 0.2" in shown and shown.startswith("CycleConfig(model='m', ")
+    assert config.request_options["extra_headers"]["Authorization"] == "Bearer sk-HEADER-SECRET"
+
+
+@pytest.mark.parametrize(("history", "example"), [(10, 10), ("all", 20), (True, 20)])
+def test_a_history_that_is_no_policy_is_refused_naming_what_it_takes(
+    history: object, example: int
+) -> None:
+    with pytest.raises(TypeError) as info:
+        CycleConfig("m", history=history)  # type: ignore[arg-type]
+
+    assert isinstance(info.value, LlmError)
+    assert str(info.value) == (
+        "CycleConfig.history must be a HistoryPolicy (an object with select(messages), "
+        f"such as TrimOldest(max_messages={example})) or None, got {type(history).__name__}"
+    )
+    assert CycleConfig("m", history=TrimOldest(max_messages=example)).history.select([]) == []
