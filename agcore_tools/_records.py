@@ -149,9 +149,10 @@ class ToolEntry:
             )
         tool.check_registrable()
         strict = tool.strict
+        given = tags if tags is not None else getattr(tool, "tags", ()) or ()
         return cls(
             tool=tool,
-            tags=tuple(tags if tags is not None else getattr(tool, "tags", ()) or ()),
+            tags=(given,) if isinstance(given, str) else tuple(given),  # "math" is one tag
             category=category if category is not None else getattr(tool, "category", None),
             version=version if version is not None else getattr(tool, "version", None),
             permissions=Permission.parse_all(tool.required_permissions),

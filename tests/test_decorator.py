@@ -81,6 +81,9 @@ def test_one_tag_as_a_string_is_one_tag_as_one_permission_name_is(registry: Tool
 
     assert add.tags == ("math",) and add.required_permissions == (Permission.READ,)
     assert [entry.name for entry in registry.find_by_tag("math")] == ["add"]
+    # The same through register(), which used to split it too.
+    other = ToolRegistry()
+    assert other.register(add, tags="arith").tags == ("arith",)
 
 
 def test_registry_tool_method_bare_and_with_options(registry: ToolRegistry) -> None:
