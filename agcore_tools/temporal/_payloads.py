@@ -12,6 +12,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from temporalio.api.common.v1 import Payloads
+from temporalio.converter import PayloadConverter
+
 from ..cycle.config import CycleConfig, Limits, Retries
 from ..cycle.history import TrimOldest
 from ..cycle.profiles import ServerProfile
@@ -31,6 +34,7 @@ __all__ = [
     "ToolSpec",
     "config_fields",
     "config_from_fields",
+    "payload_size",
 ]
 
 RESULT_TOO_LARGE = "ToolResultTooLarge"
@@ -49,6 +53,17 @@ payload over 2 MB by default (the server's ``limit.blobSize.error``), and a work
 task that records one fails again on every retry until the run times out."""
 SNAPSHOT_LIMIT = PAYLOAD_LIMIT
 """Most bytes of a program's snapshot (base64) a step may hand the workflow."""
+
+
+def payload_size(converter: PayloadConverter, value: Any) -> int:
+    """Bytes of ``value`` as ``converter`` encodes it, counted as the worker counts
+    them against :data:`PAYLOAD_LIMIT` (the whole ``Payloads`` message).
+
+    Example:
+        >>> payload_size(PayloadConverter.default, {"a": 1})
+        35
+    """
+    return Payloads(payloads=converter.to_payloads([value])).ByteSize()
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from ..permission import PermissionChecker, PermissionConfig
 from ..registry import ToolRegistry
 from ._payloads import (
     MODEL_REFUSED,
+    PAYLOAD_LIMIT,
     PROGRAM_TOO_LARGE,
     RESULT_TOO_LARGE,
     Catalogue,
@@ -51,6 +52,7 @@ from ._payloads import (
     ToolSpec,
     config_fields,
     config_from_fields,
+    payload_size,
 )
 
 __all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
@@ -372,6 +374,19 @@ class _StepSandbox:
         return self._snapshot
 
     async def _step(self, step: ProgramStepInput) -> Segment:
+        size = payload_size(workflow.payload_converter(), step)
+        if size > PAYLOAD_LIMIT:
+            # The server would refuse the command on every retry of the workflow task,
+            # leaving the run hanging until it timed out: fail it now, by name.
+            error = ToolError(
+                f"the next step of the code-mode program (its code, snapshot and the results "
+                f"it resumes with) is {size} bytes, over the {PAYLOAD_LIMIT}-byte payload "
+                "limit of a Temporal workflow's history; keep less data in the program's "
+                "variables, or have its tools return less",
+                tool_name="run_python",
+            )
+            error.recoverable = False
+            raise error
         try:
             done = await workflow.execute_activity(
                 "agcore.program_step",
