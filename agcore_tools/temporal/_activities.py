@@ -26,7 +26,13 @@ from .._sandbox import MontySandbox
 from ..base import ToolContext
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
-from ..error import LlmConfigError, ToolConfigError, ToolError, ToolExecutionError
+from ..error import (
+    LlmConfigError,
+    ProgramError,
+    ToolConfigError,
+    ToolError,
+    ToolExecutionError,
+)
 from ..pending import KEEPER
 from ..registry import ToolRegistry
 from ._payloads import (
@@ -380,7 +386,9 @@ class ToolActivities:
                     results = {int(n): r for n, r in step.results.items()}
                     segment = await sandbox.resume(results)
                 snapshot = None if segment.finished else await sandbox.snapshot()
-        except ToolExecutionError as exc:  # the program's own failure: the model's to fix
+        except ProgramError as exc:  # the program's own failure: the model's to fix
+            return ProgramStepOutput(error=exc.reason, report=exc.report)
+        except ToolExecutionError as exc:
             return ProgramStepOutput(error=exc.reason)
         except LlmConfigError as exc:  # no pydantic-monty on this worker
             raise ApplicationError(

@@ -138,7 +138,8 @@ class ProgramStepOutput:
     printed: str = ""
     dropped: bool = False
     snapshot: str | None = None
-    error: str | None = None  # the program's failure, as the model reads it
+    error: str | None = None  # the program's failure, in one line
+    report: str | None = None  # its traceback, as ProgramError.report holds it
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
 from ..cycle.events import StreamEvent
 from ..cycle.requester import Requester, TurnRequest
-from ..error import LlmError, ToolError, ToolExecutionError, ToolTimeoutError
+from ..error import LlmError, ProgramError, ToolError, ToolExecutionError, ToolTimeoutError
 from ..permission import PermissionChecker, PermissionConfig
 from ..registry import ToolRegistry
 from ._payloads import (
@@ -406,6 +406,10 @@ class _StepSandbox:
                 raise error from exc
             raise ToolExecutionError("run_python", _reason(exc)) from exc
         if done.error is not None:
+            # With its report, the loop shows the model what LlmCycle would: the
+            # program's output, its traceback and the calls that ran.
+            if done.report is not None:
+                raise ProgramError(done.error, done.report)
             raise ToolExecutionError("run_python", done.error)
         self._snapshot, self._pending = done.snapshot, list(done.pending or ())
         calls = [(int(number), str(tool), dict(args)) for number, tool, args in done.calls]
