@@ -24,7 +24,6 @@ __all__ = [
     "CATALOGUE_TOO_LARGE",
     "PAYLOAD_LIMIT",
     "PROGRAM_TOO_LARGE",
-    "SNAPSHOT_LIMIT",
     "Catalogue",
     "ModelRequest",
     "ProgramStepInput",
@@ -42,8 +41,8 @@ RESULT_TOO_LARGE = "ToolResultTooLarge"
 MODEL_REFUSED = "ModelRequestRefused"
 """The ``ApplicationError`` type of a model request no retry can fix (a 4xx answer)."""
 PROGRAM_TOO_LARGE = "ProgramSnapshotTooLarge"
-"""The ``ApplicationError`` type of a code-mode program whose snapshot would not fit in
-the workflow's history."""
+"""The ``ApplicationError`` type of a code-mode program's step whose output (its
+snapshot, printed output, result) would not fit in the workflow's history."""
 CATALOGUE_TOO_LARGE = "ToolCatalogueTooLarge"
 """The ``ApplicationError`` type of a worker whose tools' description would not fit in
 the workflow's history."""
@@ -51,8 +50,6 @@ PAYLOAD_LIMIT = 2 * 1024 * 1024
 """Most bytes of one payload an activity may hand the workflow: Temporal refuses a
 payload over 2 MB by default (the server's ``limit.blobSize.error``), and a workflow
 task that records one fails again on every retry until the run times out."""
-SNAPSHOT_LIMIT = PAYLOAD_LIMIT
-"""Most bytes of a program's snapshot (base64) a step may hand the workflow."""
 
 
 def payload_size(converter: PayloadConverter, value: Any) -> int:
