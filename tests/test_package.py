@@ -67,6 +67,27 @@ def test_import_leaves_what_only_a_first_use_needs_unloaded() -> None:
     assert out.stdout.splitlines() == ["[]", "[]"]
 
 
+def test_the_temporal_package_without_temporalio_names_the_extra() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['temporalio'] = None  # as if it were not installed\n"
+        "from agcore_tools import LlmConfigError\n"
+        "try:\n"
+        "    import agcore_tools.temporal\n"
+        "except LlmConfigError as exc:\n"
+        "    print(exc)\n"
+        "    print(type(exc.__cause__).__name__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.splitlines() == [
+        "agcore_tools.temporal runs on the temporalio package: "
+        "pip install 'agcore-tools[temporal]'",
+        "ModuleNotFoundError",
+    ]
+
+
 def test_all_is_alphabetised_and_every_public_name_is_documented() -> None:
     assert agcore_tools.__all__ == sorted(agcore_tools.__all__)
     for name in agcore_tools.__all__:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 from temporalio import activity
+from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 
 from .._aio import run_sync
@@ -26,7 +27,13 @@ from .._sandbox import MontySandbox
 from ..base import ToolContext
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
-from ..error import LlmConfigError, ToolConfigError, ToolError, ToolExecutionError
+from ..error import (
+    LlmConfigError,
+    ProgramError,
+    ToolConfigError,
+    ToolError,
+    ToolExecutionError,
+)
 from ..pending import KEEPER
 from ..registry import ToolRegistry
 from ._payloads import (
@@ -35,7 +42,6 @@ from ._payloads import (
     PAYLOAD_LIMIT,
     PROGRAM_TOO_LARGE,
     RESULT_TOO_LARGE,
-    SNAPSHOT_LIMIT,
     Catalogue,
     ModelRequest,
     ProgramStepInput,
@@ -43,6 +49,7 @@ from ._payloads import (
     ToolCallInput,
     ToolCallOutput,
     ToolSpec,
+    payload_size,
 )
 
 if TYPE_CHECKING:
@@ -380,28 +387,43 @@ class ToolActivities:
                     results = {int(n): r for n, r in step.results.items()}
                     segment = await sandbox.resume(results)
                 snapshot = None if segment.finished else await sandbox.snapshot()
-        except ToolExecutionError as exc:  # the program's own failure: the model's to fix
+        except ProgramError as exc:  # the program's own failure: the model's to fix
+            return self._fitting(ProgramStepOutput(error=exc.reason, report=exc.report))
+        except ToolExecutionError as exc:
             return ProgramStepOutput(error=exc.reason)
         except LlmConfigError as exc:  # no pydantic-monty on this worker
             raise ApplicationError(
                 str(exc), type="CodeModeUnavailable", non_retryable=True
             ) from exc
-        if snapshot is not None and len(snapshot) > SNAPSHOT_LIMIT:
+        return self._fitting(
+            ProgramStepOutput(
+                [list(call) for call in segment.calls],
+                segment.pending,
+                segment.output,
+                segment.printed,
+                segment.dropped,
+                snapshot,
+            )
+        )
+
+    @staticmethod
+    def _fitting(output: ProgramStepOutput) -> ProgramStepOutput:
+        # Over the limit, the worker would fail to send the output on every attempt, and
+        # the model would read Temporal's own error, which names nothing to change.
+        converter = (
+            activity.payload_converter() if activity.in_activity() else PayloadConverter.default
+        )
+        size = payload_size(converter, output)
+        if size > PAYLOAD_LIMIT:
             raise ApplicationError(
-                f"the code-mode program's snapshot is {len(snapshot)} bytes, over the "
-                f"{SNAPSHOT_LIMIT}-byte payload limit of a Temporal workflow's history; "
-                "keep less data in the program's variables",
+                f"the output of a code-mode program's step is {size} bytes (a snapshot of "
+                f"{len(output.snapshot or '')}, {len(output.printed)} characters printed), "
+                f"over the {PAYLOAD_LIMIT}-byte payload limit of a Temporal workflow's "
+                "history; keep less data in the program's variables, and print or return less",
                 type=PROGRAM_TOO_LARGE,
                 non_retryable=True,
             )
-        return ProgramStepOutput(
-            [list(call) for call in segment.calls],
-            segment.pending,
-            segment.output,
-            segment.printed,
-            segment.dropped,
-            snapshot,
-        )
+        return output
 
     @activity.defn(name="agcore.model_request")
     async def model_request(self, request: ModelRequest) -> dict[str, Any]:

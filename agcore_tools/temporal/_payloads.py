@@ -12,6 +12,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from temporalio.api.common.v1 import Payloads
+from temporalio.converter import PayloadConverter
+
 from ..cycle.config import CycleConfig, Limits, Retries
 from ..cycle.history import TrimOldest
 from ..cycle.profiles import ServerProfile
@@ -21,7 +24,6 @@ __all__ = [
     "CATALOGUE_TOO_LARGE",
     "PAYLOAD_LIMIT",
     "PROGRAM_TOO_LARGE",
-    "SNAPSHOT_LIMIT",
     "Catalogue",
     "ModelRequest",
     "ProgramStepInput",
@@ -31,6 +33,7 @@ __all__ = [
     "ToolSpec",
     "config_fields",
     "config_from_fields",
+    "payload_size",
 ]
 
 RESULT_TOO_LARGE = "ToolResultTooLarge"
@@ -38,8 +41,8 @@ RESULT_TOO_LARGE = "ToolResultTooLarge"
 MODEL_REFUSED = "ModelRequestRefused"
 """The ``ApplicationError`` type of a model request no retry can fix (a 4xx answer)."""
 PROGRAM_TOO_LARGE = "ProgramSnapshotTooLarge"
-"""The ``ApplicationError`` type of a code-mode program whose snapshot would not fit in
-the workflow's history."""
+"""The ``ApplicationError`` type of a code-mode program's step whose output (its
+snapshot, printed output, result) would not fit in the workflow's history."""
 CATALOGUE_TOO_LARGE = "ToolCatalogueTooLarge"
 """The ``ApplicationError`` type of a worker whose tools' description would not fit in
 the workflow's history."""
@@ -47,8 +50,17 @@ PAYLOAD_LIMIT = 2 * 1024 * 1024
 """Most bytes of one payload an activity may hand the workflow: Temporal refuses a
 payload over 2 MB by default (the server's ``limit.blobSize.error``), and a workflow
 task that records one fails again on every retry until the run times out."""
-SNAPSHOT_LIMIT = PAYLOAD_LIMIT
-"""Most bytes of a program's snapshot (base64) a step may hand the workflow."""
+
+
+def payload_size(converter: PayloadConverter, value: Any) -> int:
+    """Bytes of ``value`` as ``converter`` encodes it, counted as the worker counts
+    them against :data:`PAYLOAD_LIMIT` (the whole ``Payloads`` message).
+
+    Example:
+        >>> payload_size(PayloadConverter.default, {"a": 1})
+        35
+    """
+    return Payloads(payloads=converter.to_payloads([value])).ByteSize()
 
 
 @dataclass(frozen=True)
@@ -123,7 +135,8 @@ class ProgramStepOutput:
     printed: str = ""
     dropped: bool = False
     snapshot: str | None = None
-    error: str | None = None  # the program's failure, as the model reads it
+    error: str | None = None  # the program's failure, in one line
+    report: str | None = None  # its traceback, as ProgramError.report holds it
 
 
 @dataclass(frozen=True)

@@ -35,11 +35,12 @@ from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
 from ..cycle.events import StreamEvent
 from ..cycle.requester import Requester, TurnRequest
-from ..error import LlmError, ToolError, ToolExecutionError, ToolTimeoutError
+from ..error import LlmError, ProgramError, ToolError, ToolExecutionError, ToolTimeoutError
 from ..permission import PermissionChecker, PermissionConfig
 from ..registry import ToolRegistry
 from ._payloads import (
     MODEL_REFUSED,
+    PAYLOAD_LIMIT,
     PROGRAM_TOO_LARGE,
     RESULT_TOO_LARGE,
     Catalogue,
@@ -51,6 +52,7 @@ from ._payloads import (
     ToolSpec,
     config_fields,
     config_from_fields,
+    payload_size,
 )
 
 __all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
@@ -372,6 +374,19 @@ class _StepSandbox:
         return self._snapshot
 
     async def _step(self, step: ProgramStepInput) -> Segment:
+        size = payload_size(workflow.payload_converter(), step)
+        if size > PAYLOAD_LIMIT:
+            # The server would refuse the command on every retry of the workflow task,
+            # leaving the run hanging until it timed out: fail it now, by name.
+            error = ToolError(
+                f"the next step of the code-mode program (its code, snapshot and the results "
+                f"it resumes with) is {size} bytes, over the {PAYLOAD_LIMIT}-byte payload "
+                "limit of a Temporal workflow's history; keep less data in the program's "
+                "variables, or have its tools return less",
+                tool_name="run_python",
+            )
+            error.recoverable = False
+            raise error
         try:
             done = await workflow.execute_activity(
                 "agcore.program_step",
@@ -391,6 +406,10 @@ class _StepSandbox:
                 raise error from exc
             raise ToolExecutionError("run_python", _reason(exc)) from exc
         if done.error is not None:
+            # With its report, the loop shows the model what LlmCycle would: the
+            # program's output, its traceback and the calls that ran.
+            if done.report is not None:
+                raise ProgramError(done.error, done.report)
             raise ToolExecutionError("run_python", done.error)
         self._snapshot, self._pending = done.snapshot, list(done.pending or ())
         calls = [(int(number), str(tool), dict(args)) for number, tool, args in done.calls]

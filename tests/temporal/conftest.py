@@ -41,6 +41,16 @@ PROGRAMS = {
     ),
     "program-crash": "a = await add(2, 3)\nopened = await gate('x')\n[a, opened, await add(a, 1)]",
     "program-approve": "x = await add(1, 1)\nawait remove('notes.txt')",
+    # Fails in its third stretch, after two calls and a print.
+    "program-fails": "a = await add(2, 3)\nprint('sum', a)\nb = await add(a, 1)\n{'id': b}['email']",
+    # A snapshot of ~1.9 MB fits in a payload; with the 400 kB result it resumes with,
+    # the next step's input does not.
+    "program-big-input": (
+        "big = 'x' * 1_400_000\n"
+        "page = await dump(400_000)\n"
+        "n = await add(1, 2)\n"
+        "len(big) + len(page) + n"
+    ),
 }
 
 # What the model asks for, by the run's prompt; the ids are fixed so that two runs of a
@@ -61,6 +71,8 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "program": [("run_python", {"code": PROGRAMS["program"]}, "call_prog")],
     "program-crash": [("run_python", {"code": PROGRAMS["program-crash"]}, "call_prog")],
     "program-approve": [("run_python", {"code": PROGRAMS["program-approve"]}, "call_prog")],
+    "program-fails": [("run_python", {"code": PROGRAMS["program-fails"]}, "call_prog")],
+    "program-big-input": [("run_python", {"code": PROGRAMS["program-big-input"]}, "call_prog")],
 }
 
 

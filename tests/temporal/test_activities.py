@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("temporalio")
 
 from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
 from agcore_tools import (
     PermissionChecker,
@@ -18,7 +19,7 @@ from agcore_tools import (
     ToolRegistry,
 )
 from agcore_tools.temporal import ToolActivities, ToolActivityOptions
-from agcore_tools.temporal._payloads import ModelRequest, ToolCallInput
+from agcore_tools.temporal._payloads import ModelRequest, ProgramStepInput, ToolCallInput
 from agcore_tools.testing import ScriptedChatServer
 
 S = ScriptedChatServer
@@ -109,6 +110,29 @@ async def test_a_result_over_the_limit_fails_without_retries() -> None:
     assert raised.value.type == "ToolResultTooLarge"
     assert raised.value.message.startswith(
         "result of tool 'big' is 101 bytes, over the 100-byte limit"
+    )
+
+
+async def test_a_program_step_whose_output_is_over_the_limit_fails_without_retries() -> None:
+    pytest.importorskip("pydantic_monty")
+    # Its snapshot (~1.3 MB) fits in a payload; with the 1 MB it printed, the output
+    # does not, and the worker could not send it on any attempt.
+    functions = {"add": ["add", ["a", "b"], ["a", "b"]]}
+    code = "big = 'y' * 1_000_000\nprint('z' * {})\nn = await add(1, 2)\nlen(big) + n"
+    step = ToolActivities(registry()).program_step
+    waiting = await ActivityEnvironment().run(
+        step, ProgramStepInput(code.format(1000), functions, {})
+    )
+    assert waiting.pending == [0]
+    with pytest.raises(ApplicationError) as raised:
+        await ActivityEnvironment().run(
+            step, ProgramStepInput(code.format(1_000_000), functions, {})
+        )
+    assert raised.value.non_retryable is True
+    assert raised.value.type == "ProgramSnapshotTooLarge"
+    assert raised.value.message.startswith("the output of a code-mode program's step is 23")
+    assert "1000001 characters printed), over the 2097152-byte payload limit" in (
+        raised.value.message
     )
 
 

@@ -321,6 +321,53 @@ async def test_a_program_paused_for_approval_resumes_on_the_signal(
     assert len(calls(workdir, "code-approve-1", "add")) == 1  # not run again on resume
 
 
+async def test_a_failed_program_shows_the_model_what_the_in_process_loop_does(
+    client: Client, spawn: Spawn, model: Model, workdir: Path
+) -> None:
+    pytest.importorskip("pydantic_monty")
+    spawn("code-fails", "w1")
+    result = await finish(
+        await program_start(client, "code-fails-1", "program-fails", "code-fails")
+    )
+    registry = build_registry(workdir, "local")
+    async with model.server.client() as openai:
+        local = LlmCycle(CONFIG, client=openai)
+        await local.submit_with_tools("program-fails", registry, select=CodeMode())
+    assert result.messages == local.messages
+    report = result.messages[2]["content"]
+    assert report.startswith("Error: tool 'run_python' failed: KeyError: email\n")
+    assert "The program printed:\nsum 5\nTraceback (most recent call last):" in report
+    assert "Calls that ran before the failure" in report
+    assert "add(a=5, b=1) -> ok" in report
+
+
+async def test_a_program_step_too_large_for_the_history_fails_the_run_by_name(
+    client: Client, model: Model, workdir: Path
+) -> None:
+    # Scheduled, the step would fail the run's workflow task on every retry, and the
+    # run would hang until its timeout. The worker takes results of up to 1 MiB.
+    pytest.importorskip("pydantic_monty")
+    async with model.server.client() as openai:
+        activities = ToolActivities(build_registry(workdir, "w1"), openai)
+        async with worker(client, "code-big-in", activities):
+            handle = await program_start(
+                client, "code-big-in-1", "program-big-input", "code-big-in"
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finish(handle)
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "LlmError"
+    assert cause.message.startswith(
+        "tool loop stopped: the next step of the code-mode program (its code, snapshot and "
+        "the results it resumes with) is 22"
+    )
+    assert "bytes, over the 2097152-byte payload limit of a Temporal workflow's history" in (
+        cause.message
+    )
+    assert len(calls(workdir, "code-big-in-1", "dump")) == 1
+    assert calls(workdir, "code-big-in-1", "add") == []  # the program went no further
+
+
 async def test_a_worker_killed_while_an_mcp_task_runs_starts_no_second_task(
     client: Client, spawn: Spawn, workdir: Path
 ) -> None:
