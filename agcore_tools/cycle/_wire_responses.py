@@ -206,6 +206,13 @@ def _part(part: Any) -> Any:
         }
     if kind == "file":
         return {"type": "input_file", **(part.get("file") or {})}
+    if kind == "input_audio":
+        # A Chat history's sound (after a switch of API): Responses messages take none,
+        # and one such part would make the whole request a 400.
+        return {
+            "type": "input_text",
+            "text": "[a sound was left out: the Responses API takes no audio]",
+        }
     return dict(part)
 
 

@@ -26,6 +26,7 @@ from agcore_tools import (
     TrimOldest,
     TurnComplete,
 )
+from agcore_tools.cycle._wire_responses import to_input
 from agcore_tools.testing import RawStream, Reply
 
 from .conftest import S, assert_history_valid, tool_messages
@@ -459,6 +460,38 @@ async def test_tool_images_go_as_input_image_parts(serve, make_cycle):
     parts = sent[3]["content"]
     assert parts[0] == {"type": "input_text", "text": "Attachments of the tool results above:"}
     assert parts[-1] == {"type": "input_image", "image_url": Image(png).data_url, "detail": "auto"}
+
+
+async def test_tool_audio_is_left_out_and_the_model_told_so(serve, make_cycle):
+    from agcore_tools import Audio
+
+    wav = b"RIFF" + bytes(4) + b"WAVEfmt " + bytes(16)
+    registry = ToolRegistry()
+
+    @registry.tool
+    def record() -> list[Any]:
+        """Record a sound."""
+        return ["a recording", Audio(wav)]
+
+    server = serve(S.reply_tool_calls([("record", {}, "c1")]), S.reply_text("Heard it."))
+    cycle = make_cycle(server, api="responses")
+
+    await cycle.submit_with_tools("Listen", registry)
+
+    sent = items(server.requests[1])
+    assert [i.get("type", i.get("role")) for i in sent] == [
+        "user",
+        "function_call",
+        "function_call_output",
+    ]
+    assert sent[2]["output"] == (
+        "a recording\n[audio 1 (audio/wav, 32 B) was not sent: "
+        "the Responses API takes no audio in tool results]"
+    )
+    # A Chat history's sound, resumed on Responses, becomes a note instead of a 400.
+    chat_audio = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+    [message] = to_input([{"role": "user", "content": [chat_audio]}])
+    assert [p["type"] for p in message["content"]] == ["input_text"]
 
 
 @MODES
