@@ -100,9 +100,10 @@ def clean_turn(turn: Turn) -> Turn:
     """``turn`` with lone surrogates in its message and text replaced, so the history
     it joins always encodes as UTF-8."""
     message, text = scrub_json(turn.message), scrub(turn.text)
-    if message is turn.message and text is turn.text:
+    refusal = scrub(turn.refusal) if turn.refusal is not None else None
+    if message is turn.message and text is turn.text and refusal is turn.refusal:
         return turn
-    return dataclasses.replace(turn, message=message, text=text)
+    return dataclasses.replace(turn, message=message, text=text, refusal=refusal)
 
 
 def tool_message(call: ParsedCall, text: str) -> Message:

@@ -27,7 +27,7 @@ from agcore_tools import (
     TurnComplete,
 )
 from agcore_tools.cycle._wire_responses import to_input
-from agcore_tools.testing import RawStream, Reply
+from agcore_tools.testing import RawResponse, RawStream, Reply
 
 from .conftest import S, assert_history_valid, tool_messages
 
@@ -492,6 +492,28 @@ async def test_tool_audio_is_left_out_and_the_model_told_so(serve, make_cycle):
     chat_audio = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
     [message] = to_input([{"role": "user", "content": [chat_audio]}])
     assert [p["type"] for p in message["content"]] == ["input_text"]
+
+
+async def test_a_refusal_part_is_surfaced_and_sent_back_as_it_came(serve, make_cycle):
+    refusal = "I'm sorry, I can't help with that."
+    item = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "refusal", "refusal": refusal}],
+    }
+    body = {"id": "resp_1", "object": "response", "created_at": 0, "model": "m",
+            "status": "completed", "output": [item]}  # fmt: skip
+    server = serve(RawResponse(200, body), S.reply_text("Fine."))
+    cycle = make_cycle(server, api="responses")
+
+    response = await cycle.submit("Say something bad")
+    await cycle.submit("Something else, then")
+
+    assert (response.refusal, response.text) == (refusal, "")
+    assert response.message["refusal"] == refusal
+    assert items(server.requests[1])[1] == item
 
 
 @MODES
