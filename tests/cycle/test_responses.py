@@ -388,6 +388,25 @@ async def test_structured_output_and_forced_tool_choice_are_translated(
     assert "response_format" not in first
 
 
+@MODES
+async def test_a_responses_shaped_allowed_tools_choice_holds_on_every_request(
+    serve, make_cycle, calc, stream
+):
+    only_add = {"type": "function", "name": "add"}
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})]),
+        S.reply_tool_calls([("add", {"a": 3, "b": 3})]),
+        S.reply_text("3, 6"),
+    )
+    choice = {"type": "allowed_tools", "mode": "required", "tools": [only_add]}
+    cycle = make_cycle(server, api="responses", tool_choice=choice)
+
+    await run(cycle, "sums", calc, stream)
+
+    relaxed = {"type": "allowed_tools", "mode": "auto", "tools": [only_add]}
+    assert [r.json["tool_choice"] for r in server.requests] == [choice, relaxed, relaxed]
+
+
 def test_config_checks_the_api_and_chaining() -> None:
     assert CycleConfig("m").api == "chat"
     with pytest.raises(LlmConfigError, match="api must be"):
