@@ -83,6 +83,8 @@ class ResponsesWire:
             params["tools"] = tools
         if stream:
             params["stream"] = True
+        else:
+            params.pop("stream_options", None)  # OpenAI refuses it on an unstreamed request
         return params
 
     def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
