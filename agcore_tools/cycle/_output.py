@@ -214,6 +214,12 @@ def start_output(
         raise LlmConfigError(
             "output_type sets response_format; remove it from the CycleConfig request options"
         )
+    text = request_options.get("text")
+    if spec.mode != "tool" and isinstance(text, Mapping) and "format" in text:
+        # The Responses API's name for response_format.
+        raise LlmConfigError(
+            "output_type sets text.format; remove it from the CycleConfig request options"
+        )
     if spec.mode == "tool" and registry is not None and FINAL_TOOL in registry:
         raise LlmConfigError(
             f"the registry has a tool named '{FINAL_TOOL}', the output tool of mode='tool'; "

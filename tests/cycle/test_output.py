@@ -420,6 +420,11 @@ async def test_caller_mistakes_raise_before_any_request(serve, make_cycle):
     with_format = make_cycle(server, response_format={"type": "json_object"})
     with pytest.raises(LlmConfigError, match="response_format"):
         await with_format.submit("?", output_type=City)
+    # The same setting in the Responses API's shape is not overwritten either.
+    text_format = {"format": {"type": "json_object"}, "verbosity": "low"}
+    with_text_format = make_cycle(server, api="responses", text=text_format)
+    with pytest.raises(LlmConfigError, match=r"text\.format"):
+        await with_text_format.submit("?", output_type=City)
     taken = ToolRegistry()
 
     @taken.tool
