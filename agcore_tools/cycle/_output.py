@@ -134,7 +134,12 @@ class OutputRun:
     def end_turn(self, turn: Turn, messages: list[Message], runs_tools: bool) -> Verdict:
         """What ``turn`` (already in ``messages``) means; answers and feedback are
         appended to ``messages``. Raises :class:`OutputValidationError` when an answer
-        fails with no retry left."""
+        fails with no retry left, or at once when the model refused to answer."""
+        if turn.refusal is not None and not turn.calls:
+            # Asking again would only spend requests: the model declined, it did not err.
+            self.attempts += 1
+            reason = f"the model refused to answer: {' '.join(turn.refusal.split())}"
+            raise OutputValidationError(self.plan.label, turn.refusal, [reason], self.attempts)
         if self.plan.spec.mode == "tool":
             return self._tool_turn(turn, messages, runs_tools)
         if turn.calls:
@@ -208,6 +213,12 @@ def start_output(
     if spec.mode != "tool" and "response_format" in request_options:
         raise LlmConfigError(
             "output_type sets response_format; remove it from the CycleConfig request options"
+        )
+    text = request_options.get("text")
+    if spec.mode != "tool" and isinstance(text, Mapping) and "format" in text:
+        # The Responses API's name for response_format.
+        raise LlmConfigError(
+            "output_type sets text.format; remove it from the CycleConfig request options"
         )
     if spec.mode == "tool" and registry is not None and FINAL_TOOL in registry:
         raise LlmConfigError(

@@ -57,6 +57,9 @@ def relaxed_tool_choice(options: Mapping[str, Any], profile: ServerProfile = OPE
         >>> allowed = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": []}}
         >>> relaxed_tool_choice({"tool_choice": allowed})
         {'type': 'allowed_tools', 'allowed_tools': {'mode': 'auto', 'tools': []}}
+        >>> allowed = {"type": "allowed_tools", "mode": "required", "tools": []}  # Responses
+        >>> relaxed_tool_choice({"tool_choice": allowed})
+        {'type': 'allowed_tools', 'mode': 'auto', 'tools': []}
     """
     choice = options.get("tool_choice")
     if not profile.tool_results_in_prompt and choice is not None and choice != "none":
@@ -69,11 +72,14 @@ def _relaxed(choice: Any) -> Any:
         return "auto"
     if not isinstance(choice, Mapping):
         return None  # "auto", "none", or not set
-    allowed = choice.get("allowed_tools")
-    if choice.get("type") == "allowed_tools" and isinstance(allowed, Mapping):
-        if allowed.get("mode") != "required":
-            return None
-        return {**choice, "allowed_tools": {**allowed, "mode": "auto"}}
+    if choice.get("type") == "allowed_tools":
+        allowed = choice.get("allowed_tools")
+        if isinstance(allowed, Mapping):  # the Chat Completions shape
+            if allowed.get("mode") != "required":
+                return None
+            return {**choice, "allowed_tools": {**allowed, "mode": "auto"}}
+        # The Responses shape: mode and tools on the choice itself.
+        return {**choice, "mode": "auto"} if choice.get("mode") == "required" else None
     return "auto"  # a named function or custom tool
 
 
@@ -108,9 +114,10 @@ def clean_turn(turn: Turn) -> Turn:
     """``turn`` with lone surrogates in its message and text replaced, so the history
     it joins always encodes as UTF-8."""
     message, text = scrub_json(turn.message), scrub(turn.text)
-    if message is turn.message and text is turn.text:
+    refusal = scrub(turn.refusal) if turn.refusal is not None else None
+    if message is turn.message and text is turn.text and refusal is turn.refusal:
         return turn
-    return dataclasses.replace(turn, message=message, text=text)
+    return dataclasses.replace(turn, message=message, text=text, refusal=refusal)
 
 
 def tool_message(call: ParsedCall, text: str) -> Message:

@@ -307,6 +307,7 @@ class Run:
                         tool_costs=meter.settle(messages, start, invocations)
                         if meter is not None
                         else NO_TOOL_COSTS,
+                        refusal=result.refusal,
                     )
                     return
                 # aclosing: a consumer leaving mid-turn must stop the running calls and

@@ -15,7 +15,8 @@ normalise tool calls identically. Provider quirks handled here:
   :class:`~agcore_tools.LlmError` by :meth:`TurnBuilder.end_stream`;
 - ``content`` always a string on the assistant message (``""`` next to tool calls),
   the one shape both OpenAI and llama-cpp-python's server accept;
-- DeepSeek/Qwen ``reasoning_content`` (or ``reasoning``) kept on the message.
+- DeepSeek/Qwen ``reasoning_content`` (or ``reasoning``) kept on the message;
+- OpenAI's ``refusal`` (the model declined to answer), kept on the message as sent.
 
 Keep-alive comment lines never reach this module: the SDK's SSE decoder drops them.
 """
@@ -62,6 +63,8 @@ class Turn:
     """The tool calls, in the model's order."""
     usage: Usage | None
     """The request's token counts, when reported."""
+    refusal: str | None = None
+    """The model's refusal (it declined to answer), None when it did not refuse."""
 
 
 @dataclass(slots=True)
@@ -95,6 +98,7 @@ class TurnBuilder:
         "_raw_reason",
         "_reasoning",
         "_reasoning_key",
+        "_refusal",
         "_repair",
         "_slots",
         "_turn_tag",
@@ -107,6 +111,7 @@ class TurnBuilder:
         self._content: list[str] = []
         self._reasoning: list[str] = []
         self._reasoning_key = _REASONING_KEYS[0]
+        self._refusal: list[str] = []
         self._raw_reason: str | None = None
         self._usage: Usage | None = None
         self._slots: list[_Slot] = []
@@ -161,7 +166,9 @@ class TurnBuilder:
         than an empty answer.
         """
         if self._raw_reason is None:
-            if not (self._content or self._reasoning or self._slots or self._usage):
+            if not (
+                self._content or self._reasoning or self._refusal or self._slots or self._usage
+            ):
                 raise LlmError(
                     "the model's stream was cut before anything arrived: it ended without "
                     "a finish_reason (the server failed after sending 200, as "
@@ -213,6 +220,9 @@ class TurnBuilder:
                 if events is not None:
                     events.append(ReasoningDelta(reasoning))
                 break
+        refusal = _field(source, "refusal")
+        if isinstance(refusal, str) and refusal:
+            self._refusal.append(refusal)
 
     def _take_call(self, call: Any, *, whole: bool) -> None:
         index = _field(call, "index")
@@ -292,6 +302,9 @@ class TurnBuilder:
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if self._reasoning:
             message[self._reasoning_key] = "".join(self._reasoning)
+        refusal = "".join(self._refusal) or None
+        if refusal is not None:
+            message["refusal"] = refusal  # sent back as the API gave it
         if calls:
             message["tool_calls"] = [
                 {
@@ -302,7 +315,7 @@ class TurnBuilder:
                 for call in calls
             ]
         reason = FinishReason.TOOL_CALLS if calls else FinishReason.parse(self._raw_reason)
-        return Turn(message, text, reason, self._raw_reason, tuple(calls), self._usage)
+        return Turn(message, text, reason, self._raw_reason, tuple(calls), self._usage, refusal)
 
 
 def _error_message(error: Any) -> str:

@@ -120,10 +120,12 @@ async def run_tools(
                     if isinstance(invocation.output, CallPaused):
                         asking[position] = invocation.output
                         continue  # the call stays open until the user answers
+                    # The API decides what can travel: Responses takes no audio, so
+                    # the model is told the sound was left out instead.
                     result = model_result(
                         invocation,
                         max_bytes,
-                        api="chat",
+                        api=config.api,
                         max_attachment_bytes=limits.max_attachment_bytes,
                     )
                     text = result.text

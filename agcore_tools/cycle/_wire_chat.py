@@ -47,6 +47,8 @@ class ChatWire:
         if stream:
             params["stream"] = True
             params.setdefault("stream_options", {"include_usage": True})
+        else:
+            params.pop("stream_options", None)  # OpenAI refuses it on an unstreamed request
         return params
 
     def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

@@ -83,6 +83,8 @@ class ResponsesWire:
             params["tools"] = tools
         if stream:
             params["stream"] = True
+        else:
+            params.pop("stream_options", None)  # OpenAI refuses it on an unstreamed request
         return params
 
     def request(self, requester: Any, params: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -206,6 +208,13 @@ def _part(part: Any) -> Any:
         }
     if kind == "file":
         return {"type": "input_file", **(part.get("file") or {})}
+    if kind == "input_audio":
+        # A Chat history's sound (after a switch of API): Responses messages take none,
+        # and one such part would make the whole request a 400.
+        return {
+            "type": "input_text",
+            "text": "[a sound was left out: the Responses API takes no audio]",
+        }
     return dict(part)
 
 
@@ -359,15 +368,16 @@ class ResponsesTurnBuilder:
         if not output:  # a bridge that leaves the final output empty: use the stream's
             output = [self._streamed(index) for index in sorted(self._items)]
         texts: list[str] = []
+        refusals: list[str] = []
         calls: list[ParsedCall] = []
         for item in output:
             kind = item.get("type")
             if kind == "message":
-                texts += [
-                    p.get("text", "")
-                    for p in item.get("content") or ()
-                    if p.get("type") == "output_text"
-                ]
+                for part in item.get("content") or ():
+                    if part.get("type") == "output_text":
+                        texts.append(part.get("text", ""))
+                    elif part.get("type") == "refusal":
+                        refusals.append(part.get("refusal", ""))
             elif kind == "function_call":
                 if not item.get("call_id"):
                     item["call_id"] = f"call_{self._turn_tag}_{len(calls)}"
@@ -379,7 +389,11 @@ class ResponsesTurnBuilder:
                 )
                 calls.append(call)
         text = "".join(texts)
+        refusal = "".join(refusals) or None
         message: dict[str, Any] = {"role": "assistant", "content": text}
+        if refusal is not None:
+            # Read like Chat's; the refusal part itself goes back with the output items.
+            message["refusal"] = refusal
         if calls:
             message["tool_calls"] = [
                 {
@@ -400,7 +414,13 @@ class ResponsesTurnBuilder:
             reason = FinishReason.STOP
         usage = _field(response, "usage")
         return Turn(
-            message, text, reason, raw, tuple(calls), usage_of(usage) if usage is not None else None
+            message,
+            text,
+            reason,
+            raw,
+            tuple(calls),
+            usage_of(usage) if usage is not None else None,
+            refusal,
         )
 
     def _streamed(self, index: int) -> dict[str, Any]:

@@ -145,6 +145,16 @@ class ChatResponse:
         >>> ChatResponse({}, "", FinishReason.STOP).tool_costs.total.tokens
         0
     """
+    refusal: str | None = None
+    """The model's refusal when it declined to answer (OpenAI's ``refusal``, on either
+    API), else None. :attr:`text` is then usually ""; :attr:`message` keeps the refusal
+    under ``"refusal"``, as the history does.
+
+    Example:
+        >>> message = {"role": "assistant", "content": "", "refusal": "I can't help."}
+        >>> ChatResponse(message, "", FinishReason.STOP, refusal="I can't help.").refusal
+        "I can't help."
+    """
 
     @property
     def stop_reason(self) -> FinishReason:

@@ -169,6 +169,21 @@ async def test_streaming_events_come_in_the_documented_order(serve, make_cycle, 
     assert server.requests[0].json["stream_options"] == {"include_usage": True}
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_stream_options_of_the_config_go_on_streamed_requests_only(serve, make_cycle, api):
+    # OpenAI answers 400 to stream_options on a request without stream=true.
+    options = {"include_usage": True} if api == "chat" else {"include_obfuscation": False}
+    server = serve(S.reply_text("plain"), S.reply_text("streamed"))
+    cycle = make_cycle(server, api=api, stream_options=options)
+
+    await cycle.submit("hello")
+    await cycle.submit_stream("hello again").collect()
+
+    plain, streamed = (request.json for request in server.requests)
+    assert ("stream" in plain, "stream_options" in plain) == (False, False)
+    assert (streamed["stream"], streamed["stream_options"]) == (True, options)
+
+
 async def test_completed_events_follow_completion_order_not_call_order(serve, make_cycle):
     registry = ToolRegistry()
 

@@ -8,7 +8,7 @@ import dataclasses
 import json
 import logging
 import sys
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from openai import OpenAI
@@ -25,6 +25,7 @@ from agcore_tools import (
     ToolRegistry,
     TurnComplete,
 )
+from agcore_tools.testing import RawResponse
 
 from .conftest import S, assert_history_valid, tool_messages
 
@@ -230,6 +231,34 @@ async def test_retries_are_configurable(serve, make_cycle):
     assert len(server.requests) == 5
 
 
+def _refusal_body(api: str, refusal: str) -> dict[str, Any]:
+    if api == "chat":
+        message = {"role": "assistant", "content": None, "refusal": refusal}
+        return {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": message}]}  # fmt: skip
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+            "content": [{"type": "refusal", "refusal": refusal}]}  # fmt: skip
+    return {"id": "resp_1", "object": "response", "created_at": 0, "model": "m",
+            "status": "completed", "output": [item]}  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "tool"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_refusal_raises_at_once_naming_it(serve, make_cycle, api, mode):
+    refusal = "I'm sorry, I can't help with that."
+    server = serve(RawResponse(200, _refusal_body(api, refusal)), S.reply_text("{}"))
+    cycle = make_cycle(server, api=api)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("Biggest city?", output_type=StructuredOutput(City, mode=mode))
+
+    error = caught.value
+    assert f"the model refused to answer: {refusal}" in str(error)
+    assert (error.raw_text, error.attempts) == (refusal, 1)
+    assert len(server.requests) == 1  # no retry spent on it
+    assert cycle.messages[-1]["refusal"] == refusal
+
+
 # -- the json_object mode and the tool-mode fallback ----------------------------------
 
 
@@ -391,6 +420,11 @@ async def test_caller_mistakes_raise_before_any_request(serve, make_cycle):
     with_format = make_cycle(server, response_format={"type": "json_object"})
     with pytest.raises(LlmConfigError, match="response_format"):
         await with_format.submit("?", output_type=City)
+    # The same setting in the Responses API's shape is not overwritten either.
+    text_format = {"format": {"type": "json_object"}, "verbosity": "low"}
+    with_text_format = make_cycle(server, api="responses", text=text_format)
+    with pytest.raises(LlmConfigError, match=r"text\.format"):
+        await with_text_format.submit("?", output_type=City)
     taken = ToolRegistry()
 
     @taken.tool

@@ -149,6 +149,20 @@ async def test_reset_tool_choice_false_forces_every_request(serve, make_cycle, c
             {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [FORCE_ADD]}},
         ),
         ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}, None),
+        # The Responses shape: mode and tools on the choice itself.
+        (
+            {
+                "type": "allowed_tools",
+                "mode": "required",
+                "tools": [{"type": "function", "name": "add"}],
+            },
+            {
+                "type": "allowed_tools",
+                "mode": "auto",
+                "tools": [{"type": "function", "name": "add"}],
+            },
+        ),
+        ({"type": "allowed_tools", "mode": "auto", "tools": []}, None),
         ("auto", None),
         ("none", None),
     ],

@@ -26,7 +26,8 @@ from agcore_tools import (
     TrimOldest,
     TurnComplete,
 )
-from agcore_tools.testing import RawStream, Reply
+from agcore_tools.cycle._wire_responses import to_input
+from agcore_tools.testing import RawResponse, RawStream, Reply
 
 from .conftest import S, assert_history_valid, tool_messages
 
@@ -387,6 +388,25 @@ async def test_structured_output_and_forced_tool_choice_are_translated(
     assert "response_format" not in first
 
 
+@MODES
+async def test_a_responses_shaped_allowed_tools_choice_holds_on_every_request(
+    serve, make_cycle, calc, stream
+):
+    only_add = {"type": "function", "name": "add"}
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})]),
+        S.reply_tool_calls([("add", {"a": 3, "b": 3})]),
+        S.reply_text("3, 6"),
+    )
+    choice = {"type": "allowed_tools", "mode": "required", "tools": [only_add]}
+    cycle = make_cycle(server, api="responses", tool_choice=choice)
+
+    await run(cycle, "sums", calc, stream)
+
+    relaxed = {"type": "allowed_tools", "mode": "auto", "tools": [only_add]}
+    assert [r.json["tool_choice"] for r in server.requests] == [choice, relaxed, relaxed]
+
+
 def test_config_checks_the_api_and_chaining() -> None:
     assert CycleConfig("m").api == "chat"
     with pytest.raises(LlmConfigError, match="api must be"):
@@ -459,6 +479,60 @@ async def test_tool_images_go_as_input_image_parts(serve, make_cycle):
     parts = sent[3]["content"]
     assert parts[0] == {"type": "input_text", "text": "Attachments of the tool results above:"}
     assert parts[-1] == {"type": "input_image", "image_url": Image(png).data_url, "detail": "auto"}
+
+
+async def test_tool_audio_is_left_out_and_the_model_told_so(serve, make_cycle):
+    from agcore_tools import Audio
+
+    wav = b"RIFF" + bytes(4) + b"WAVEfmt " + bytes(16)
+    registry = ToolRegistry()
+
+    @registry.tool
+    def record() -> list[Any]:
+        """Record a sound."""
+        return ["a recording", Audio(wav)]
+
+    server = serve(S.reply_tool_calls([("record", {}, "c1")]), S.reply_text("Heard it."))
+    cycle = make_cycle(server, api="responses")
+
+    await cycle.submit_with_tools("Listen", registry)
+
+    sent = items(server.requests[1])
+    assert [i.get("type", i.get("role")) for i in sent] == [
+        "user",
+        "function_call",
+        "function_call_output",
+    ]
+    assert sent[2]["output"] == (
+        "a recording\n[audio 1 (audio/wav, 32 B) was not sent: "
+        "the Responses API takes no audio in tool results]"
+    )
+    # A Chat history's sound, resumed on Responses, becomes a note instead of a 400.
+    chat_audio = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+    [message] = to_input([{"role": "user", "content": [chat_audio]}])
+    assert [p["type"] for p in message["content"]] == ["input_text"]
+
+
+async def test_a_refusal_part_is_surfaced_and_sent_back_as_it_came(serve, make_cycle):
+    refusal = "I'm sorry, I can't help with that."
+    item = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "refusal", "refusal": refusal}],
+    }
+    body = {"id": "resp_1", "object": "response", "created_at": 0, "model": "m",
+            "status": "completed", "output": [item]}  # fmt: skip
+    server = serve(RawResponse(200, body), S.reply_text("Fine."))
+    cycle = make_cycle(server, api="responses")
+
+    response = await cycle.submit("Say something bad")
+    await cycle.submit("Something else, then")
+
+    assert (response.refusal, response.text) == (refusal, "")
+    assert response.message["refusal"] == refusal
+    assert items(server.requests[1])[1] == item
 
 
 @MODES

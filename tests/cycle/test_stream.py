@@ -494,3 +494,38 @@ def test_the_server_chunk_helper_makes_sdk_readable_chunks() -> None:
     server = ScriptedChatServer()
     chunk = server.chunk({"content": "x"}, "stop")
     assert chunk["choices"][0] == {"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}
+
+
+REFUSAL = "I'm sorry, I can't help with that."
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_refusal_is_kept_in_the_history_and_on_the_response(serve, make_cycle, stream):
+    server = serve()
+    if stream:
+        pieces = [server.chunk({"role": "assistant", "content": None, "refusal": ""})]
+        pieces += [
+            server.chunk({"refusal": part}) for part in ("I'm sorry, ", "I can't help with that.")
+        ]
+        server.add(RawStream([*pieces, server.chunk({}, "stop")]))
+    else:
+        message = {"role": "assistant", "content": None, "refusal": REFUSAL}
+        body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": message}]}  # fmt: skip
+        server.add(RawResponse(200, body))
+    server.add(S.reply_text("Fine."))
+    cycle = make_cycle(server)
+
+    if stream:
+        events = cycle.submit_stream("Say something bad")
+        seen = [event async for event in events]
+        response = events.response
+        assert isinstance(seen[-1], TurnComplete) and seen[-1].message["refusal"] == REFUSAL
+    else:
+        response = await cycle.submit("Say something bad")
+    await cycle.submit("Something else, then")
+
+    assert response.refusal == REFUSAL and response.text == ""
+    kept = {"role": "assistant", "content": "", "refusal": REFUSAL}
+    assert response.message == kept
+    assert server.requests[1].json["messages"][1] == kept  # resent as the API gave it
