@@ -269,6 +269,7 @@ class RunPythonTool(BaseTool):
                     segment = await program.restore(code, resume)
                 return await program.run(segment)
             except ProgramError as exc:
+                await program.cancel()  # first: the report lists the calls it cuts off
                 raise ProgramError(exc.reason, program.report(exc.report)) from exc
             finally:
                 await program.cancel()
@@ -296,6 +297,7 @@ class _Program:
         self._printed: list[str] = []
         self._dropped = False
         self._ran: list[str] = []
+        self._started: dict[int, tuple[str, dict[str, Any]]] = {}
 
     def report(self, traceback: str) -> str:
         """What the model reads of a failed program: its output, its traceback, and the
@@ -309,8 +311,8 @@ class _Program:
             shown = self._ran[:20]
             more = f"\n  ... and {len(self._ran) - 20} more" if len(self._ran) > 20 else ""
             parts.append(
-                "Calls that ran before the failure (do not repeat the ones that change "
-                "something):\n  " + "\n  ".join(shown) + more
+                "Calls that ran or may have run before the failure (do not repeat the ones "
+                "that change something):\n  " + "\n  ".join(shown) + more
             )
         return "\n".join(parts)
 
@@ -370,6 +372,7 @@ class _Program:
 
     def _start(self, number: int, tool: str, args: dict[str, Any]) -> None:
         call = ToolCall(tool, args, inner_call_id(self._outer, number))
+        self._started[number] = (tool, args)
         self._running[number] = asyncio.ensure_future(self._invoke(call))
 
     async def _invoke(self, call: ToolCall) -> ToolInvocation:
@@ -378,13 +381,20 @@ class _Program:
             return invocation
         raise AssertionError("as_completed gave no result for one call")  # pragma: no cover
 
+    def _note(self, tool: str, given: Any, outcome: str) -> None:
+        given = given if isinstance(given, Mapping) else {}
+        arguments = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        self._ran.append(f"{tool}({arguments[:160]}) -> {outcome[:160]}")
+
+    def _note_ended(self, invocation: ToolInvocation) -> None:
+        error = invocation.error
+        outcome = "ok" if error is None else f"failed: {error}"
+        self._note(invocation.tool_name, invocation.input, outcome)
+
     def _settle(self, number: int, task: asyncio.Task[ToolInvocation]) -> None:
         invocation = task.result()
         error = invocation.error
-        given = invocation.input if isinstance(invocation.input, Mapping) else {}
-        arguments = ", ".join(f"{k}={v!r}" for k, v in given.items())
-        outcome = "ok" if error is None else f"failed: {error}"
-        self._ran.append(f"{invocation.tool_name}({arguments[:160]}) -> {outcome[:160]}")
+        self._note_ended(invocation)
         if isinstance(invocation.output, CallPaused):
             # A question to the user cannot pause a program yet: the program is told,
             # and the model can make the call directly, where it pauses the loop.
@@ -435,8 +445,18 @@ class _Program:
         return ProgramPaused(requests, state)
 
     async def cancel(self) -> None:
-        tasks = [task for task in self._running.values() if not task.done()]
+        """Stop the calls still running. Each is noted among the calls that ran: with
+        its outcome if it ended, else as cut off, since it may have taken effect (a sync
+        tool's thread runs on)."""
+        running, self._running = self._running, {}
+        tasks = [task for task in running.values() if not task.done()]
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=5.0)
+        for number, task in running.items():
+            if task.done() and not task.cancelled() and task.exception() is None:
+                self._note_ended(task.result())
+            else:
+                tool, args = self._started[number]
+                self._note(tool, args, "cut off when the program failed; it may have run")

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -464,6 +465,35 @@ async def test_a_failed_program_reports_its_output_traceback_and_the_calls_that_
     assert lines[-1] == "  get_order(order_id=5) -> ok"
     assert shop.entry("run_python") is None  # code mode's tool is not registered
     assert [name for name, _ in shop.runs] == ["get_order"]
+
+
+async def test_a_failed_program_reports_the_calls_it_cut_off_as_calls_that_may_have_run(
+    serve, make_cycle, shop
+):
+    release, charged = threading.Event(), threading.Event()
+
+    @shop.tool
+    def charge(amount: int) -> str:
+        """Charge the card."""
+        release.wait(10.0)  # still running when the program fails
+        charged.set()
+        return "charged"
+
+    server = serve(
+        program("import asyncio\nawait asyncio.gather(charge(100), failing('no key'))"),
+        S.reply_text("ok"),
+    )
+    try:
+        await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+    finally:
+        release.set()
+    # The sync tool's thread runs on and charges: a fixed program must not charge again.
+    assert await asyncio.to_thread(charged.wait, 10.0)
+    lines = result_of(server, 1).splitlines()
+    assert "  charge(amount=100) -> cut off when the program failed; it may have run" in lines
+    assert (
+        "  failing(reason='no key') -> failed: tool 'failing' failed: RuntimeError: no key" in lines
+    )
 
 
 async def test_an_optional_argument_given_none_is_left_out(serve, make_cycle):
