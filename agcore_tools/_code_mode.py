@@ -48,6 +48,7 @@ from ._sandbox import (
 from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext
 from .calls import approval_requests
+from .content import CONTENT_TYPES
 from .error import ProgramError, ToolExecutionError
 from .pending import CallPaused
 from .schema import required_names
@@ -60,6 +61,7 @@ __all__ = [
     "RunPythonTool",
     "SandboxFactory",
     "inner_call_id",
+    "program_value",
     "python_signatures",
     "require_monty",
 ]
@@ -275,6 +277,36 @@ class RunPythonTool(BaseTool):
                 await program.cancel()
 
 
+def program_value(value: Any, tool: str) -> Any:
+    """A tool's output as a program receives it: an image, sound or file (or bytes that
+    are no UTF-8 text) becomes a short text naming it, since a program can do nothing
+    with pixels, and their bytes are no JSON.
+
+    Example:
+        >>> from agcore_tools import Image
+        >>> shot = program_value({"shot": Image(b"GIF89a" + bytes(10))}, "snap")["shot"]
+        >>> shot.split(":")[0]
+        "[image/gif image of 16 bytes from tool 'snap'"
+    """
+    if isinstance(value, CONTENT_TYPES):
+        kind = type(value).__name__.lower()
+        return (
+            f"[{value.media_type} {kind} of {value.size} bytes from tool '{tool}': a program "
+            "cannot see it; call the tool directly to show it to the model]"
+        )
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"[{len(raw)} bytes of binary data from tool '{tool}': a program cannot read them]"  # fmt: skip
+    if isinstance(value, Mapping):
+        return {key: program_value(item, tool) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [program_value(item, tool) for item in value]
+    return value
+
+
 def _settled(entry: Mapping[str, Any]) -> dict[str, Any]:
     if "error" in entry:
         kind, message = entry["error"]
@@ -401,7 +433,12 @@ class _Program:
             why = f"tool '{invocation.tool_name}' asked the user a question, which a program cannot wait for; call it directly instead"  # fmt: skip
             self._done[number] = {"error": ["RuntimeError", why]}
         elif error is None:
-            self._done[number] = {"value": to_jsonable_python(invocation.output, fallback=str)}
+            try:
+                value = program_value(invocation.output, invocation.tool_name)
+                self._done[number] = {"value": to_jsonable_python(value, fallback=str)}
+            except ValueError as exc:  # bytes deep in a model, say: the program is told
+                why = f"tool '{invocation.tool_name}' returned a value a program cannot receive: {exc}"  # fmt: skip
+                self._done[number] = {"error": ["RuntimeError", why]}
         elif error.is_recoverable():
             self._done[number] = {"error": ["RuntimeError", str(error)]}
         else:

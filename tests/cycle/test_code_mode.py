@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 
 from agcore_tools import (
@@ -19,6 +20,7 @@ from agcore_tools import (
     BaseTool,
     CodeMode,
     CycleConfig,
+    Image,
     LlmConfigError,
     LlmCycle,
     LlmError,
@@ -494,6 +496,43 @@ async def test_a_failed_program_reports_the_calls_it_cut_off_as_calls_that_may_h
     assert (
         "  failing(reason='no key') -> failed: tool 'failing' failed: RuntimeError: no key" in lines
     )
+
+
+async def test_an_image_result_reaches_a_program_as_a_text_naming_it(serve, make_cycle, shop):
+    class Blob(pydantic.BaseModel):
+        raw: bytes
+
+    @shop.tool
+    def screenshot(url: str) -> dict[str, Any]:
+        """A page's screenshot."""
+        return {"url": url, "shot": Image(b"\x89PNG\r\n\x1a\n" + bytes(20))}
+
+    class BlobTool(BaseTool):  # a BaseTool's output is not normalised as a function's is
+        name = "blob"
+        description = "Bytes that are no text, inside a model."
+
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Blob:
+            return Blob(raw=b"\x89\xff")
+
+    shop.register(BlobTool())
+
+    code = """
+    s = await screenshot("https://x")
+    print(s["url"], s["shot"])
+    try:
+        await blob()
+    except RuntimeError as exc:
+        print("caught:", exc)
+    """
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+
+    first, second = result_of(server, 1).splitlines()
+    assert first == (
+        "https://x [image/png image of 28 bytes from tool 'screenshot': a program cannot "
+        "see it; call the tool directly to show it to the model]"
+    )
+    assert second.startswith("caught: tool 'blob' returned a value a program cannot receive:")
 
 
 async def test_an_optional_argument_given_none_is_left_out(serve, make_cycle):
