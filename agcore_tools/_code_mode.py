@@ -44,6 +44,7 @@ from ._sandbox import (
     Segment,
     require_monty,
     valid_identifier,
+    with_printed,
 )
 from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext
@@ -334,11 +335,7 @@ class _Program:
     def report(self, traceback: str) -> str:
         """What the model reads of a failed program: its output, its traceback, and the
         calls that ran (a fixed program should not make again the ones with effects)."""
-        parts = []
-        printed = "".join(self._printed).rstrip("\n")
-        if printed:
-            parts.append(f"The program printed:\n{printed}")
-        parts.append(traceback.rstrip("\n"))
+        parts = [with_printed("".join(self._printed), traceback.rstrip("\n"))]
         if self._ran:
             shown = self._ran[:20]
             more = f"\n  ... and {len(self._ran) - 20} more" if len(self._ran) > 20 else ""

@@ -36,6 +36,7 @@ __all__ = [
     "ProgramSandbox",
     "Segment",
     "require_monty",
+    "with_printed",
 ]
 
 RUN_PYTHON = "run_python"
@@ -223,7 +224,9 @@ class MontySandbox:
             return await self._drive(await step)
         except monty.MontyError as exc:
             report = _failure(monty, exc)
-            raise ProgramError(report.strip().splitlines()[-1], report) from exc
+            printed, _ = self._take()  # what the failing stretch printed: the model reads it
+            reason = report.strip().splitlines()[-1]
+            raise ProgramError(reason, with_printed(printed, report)) from exc
 
     async def _drive(self, snapshot: Any) -> Segment:
         monty = self._monty
@@ -276,6 +279,29 @@ class MontySandbox:
     def _take(self) -> tuple[str, bool]:
         printed, self._printed = "".join(self._printed), []
         return printed, self._dropped
+
+
+PRINTED = "The program printed:\n"
+"""The heading of a failed program's printed output in its report."""
+
+
+def with_printed(printed: str, report: str) -> str:
+    """A failed program's ``report`` with what it ``printed`` before, under one heading
+    (a report from the sandbox may already start with the output of its last stretch).
+
+    Example:
+        >>> inner = with_printed("step 2\\n", "ZeroDivisionError")
+        >>> print(with_printed("step 1\\n", inner))
+        The program printed:
+        step 1
+        step 2
+        ZeroDivisionError
+    """
+    if report.startswith(PRINTED):
+        return PRINTED + printed + report[len(PRINTED) :]
+    if not printed.strip("\n"):
+        return report
+    return PRINTED + printed.rstrip("\n") + "\n" + report
 
 
 def _failure(monty: Any, exc: BaseException) -> str:

@@ -469,6 +469,25 @@ async def test_a_failed_program_reports_its_output_traceback_and_the_calls_that_
     assert [name for name, _ in shop.runs] == ["get_order"]
 
 
+@pytest.mark.parametrize(
+    ("code", "printed"),
+    [
+        ("print('a')\nprint('b')\n1 / 0", ["a", "b"]),
+        ("print('a')\no = await get_order(5)\nprint('b')\no['missing']", ["a", "b"]),
+    ],
+    ids=["no-calls", "after-its-last-call"],
+)
+async def test_a_failed_program_reports_what_it_printed_after_its_last_call(
+    serve, make_cycle, shop, code, printed
+):
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+
+    lines = result_of(server, 1).splitlines()
+    assert lines[1:4] == ["The program printed:", *printed]
+    assert lines[4] == "Traceback (most recent call last):"
+
+
 async def test_a_failed_program_reports_the_calls_it_cut_off_as_calls_that_may_have_run(
     serve, make_cycle, shop
 ):
