@@ -14,8 +14,8 @@ The sandbox runs a program one segment at a time (see :mod:`agcore_tools._sandbo
 until it waits for calls. This module runs the calls of a segment at once and resumes
 the program with their results. A call that needs approval is not run; when the
 program waits for it, the run pauses: the calls already running finish, and the whole
-state (the sandbox's snapshot, the results not yet delivered, the calls waiting and
-the output printed) becomes :class:`ProgramPaused`, plain JSON that the loop stores in
+state (the sandbox's snapshot, the results not yet delivered, the calls waiting, the
+output printed and the calls that ran) becomes :class:`ProgramPaused`, plain JSON that the loop stores in
 the history on the open ``run_python`` call. A resume in any process restores the
 snapshot and delivers the answers: calls made before the pause are never run again.
 """
@@ -351,6 +351,7 @@ class _Program:
         self._dropped = bool(state.get("dropped", False))
         self._done = {int(k): v for k, v in state.get("done", {}).items()}
         self._waiting = {int(w["id"]): w for w in state.get("waiting", ())}
+        self._ran = [str(line) for line in state.get("ran", ())]  # absent in older states
         pending = [int(n) for n in state.get("pending", ())]
         segment = await self._sandbox.restore(code, state["snapshot"], pending)
         for number, answer in resume.get("answers", {}).items():
@@ -468,6 +469,7 @@ class _Program:
             "waiting": list(self._waiting.values()),
             "printed": "".join(self._printed),
             "dropped": self._dropped,
+            "ran": list(self._ran),  # for the report, should the resumed program fail
         }
         requests = tuple(
             ApprovalRequest(

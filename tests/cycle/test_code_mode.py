@@ -31,6 +31,7 @@ from agcore_tools import (
     ToolIOError,
     ToolRegistry,
 )
+from agcore_tools.cycle._programs import state_mac
 from tests._scripts import run_script
 
 from .conftest import S, assert_history_valid, tool_messages
@@ -294,6 +295,31 @@ async def test_calls_gathered_with_one_needing_approval_all_finish_before_the_pa
 
     assert sorted(shop.runs) == [("get_order", 1), ("get_order", 2), ("refund", (2, 1.0))]
     assert result_of(server, 1) == 'result: [1, 2, "refunded 1.0 on 2"]'
+
+
+@pytest.mark.parametrize("saved_by", ["this-version", "an-older-version"])
+async def test_a_resumed_program_that_fails_reports_the_calls_that_ran_before_its_pause(
+    serve, make_cycle, shop, saved_by
+):
+    key = b"k" * 32
+    server = serve(
+        program("o = await get_order(3)\nawait refund(3, o['total'])"), S.reply_text("ok")
+    )
+    cycle = make_cycle(server, approval_key=key)
+    paused = await cycle.submit_with_tools("go", shop, select=CodeMode())
+    [request] = paused.pending_approvals
+    if saved_by == "an-older-version":  # its state had no "ran", signed without it
+        [open_call] = cycle.messages[-1]["tool_calls"]
+        state = open_call["program_state"]
+        del state["ran"]
+        state["mac"] = state_mac(key, state)
+    await cycle.submit_with_tools(None, shop, select=CodeMode(), approvals=[request.reject("no")])
+
+    lines = result_of(server, 1).splitlines()
+    assert lines[0].endswith("PermissionError: the user declined the call to tool 'refund': no")
+    ran_before = "  get_order(order_id=3) -> ok" in lines
+    assert ran_before is (saved_by == "this-version")
+    assert shop.runs == [("get_order", 3)]
 
 
 async def test_with_an_approval_key_a_changed_snapshot_is_refused(serve, make_cycle, shop):
