@@ -15,6 +15,7 @@ snapshot the last one dumped. Nothing here imports the registry or the loop.
 from __future__ import annotations
 
 import base64
+import builtins
 import contextlib
 import importlib
 import importlib.util
@@ -312,17 +313,57 @@ def _failure(monty: Any, exc: BaseException) -> str:
     return f"the program failed: {exc}"
 
 
+_MODULES = frozenset(
+    [
+        "asyncio",
+        "base64",
+        "binascii",
+        "bisect",
+        "collections",
+        "copy",
+        "csv",
+        "dataclasses",
+        "datetime",
+        "decimal",
+        "functools",
+        "hashlib",
+        "itertools",
+        "json",
+        "math",
+        "os",
+        "pathlib",
+        "posixpath",
+        "random",
+        "re",
+        "sys",
+        "time",
+        "tomllib",
+        "typing",
+        "unicodedata",
+    ]
+)
+"""The modules a program can import (Monty 1.4): a tool's function must not shadow one."""
+
+RESERVED = frozenset({n for n in dir(builtins) if not n.startswith("_")} | _MODULES | {"result"})
+"""Names a tool's function does not take: Python's builtins (the sandbox's are among
+them), the sandbox's modules, and ``result``. Else the program's call would reach the
+builtin (``await list(...)``), not the tool."""
+
+
 def valid_identifier(name: str, taken: set[str]) -> str:
-    """``name`` as a Python identifier not in ``taken`` (which it joins).
+    """``name`` as a Python identifier not in ``taken`` (which it joins), nor a keyword
+    or a name in :data:`RESERVED` (those get a trailing underscore).
 
     Example:
         >>> valid_identifier("github__list-issues", set()), valid_identifier("class", set())
         ('github__list_issues', 'class_')
+        >>> valid_identifier("list", set()), valid_identifier("json", set())
+        ('list_', 'json_')
     """
     base = re.sub(r"\W", "_", name) or "tool"
     if base[0].isdigit():
         base = f"_{base}"
-    if keyword.iskeyword(base) or base in ("asyncio", "print", "result"):
+    if keyword.iskeyword(base) or base in RESERVED:
         base = f"{base}_"
     candidate, n = base, 2
     while candidate in taken:

@@ -731,6 +731,34 @@ async def test_a_tool_whose_keys_are_no_python_names_is_listed_and_called_with_a
     assert result_of(server, 1) == 'result: "3 events"'
 
 
+async def test_tools_named_like_builtins_or_modules_get_an_underscore_and_are_reached(
+    serve, make_cycle
+):
+    registry = ToolRegistry()
+
+    @registry.tool(name="list")
+    def list_things(kind: str) -> str:
+        """List things of a kind."""
+        return f"{kind}: a, b"
+
+    @registry.tool(name="json")
+    def json_tool(text: str) -> str:
+        """Check JSON."""
+        return "valid"
+
+    code = """
+    import json
+    print(await list_("fruit"), await json_("{}"), json.dumps(list(range(2))))
+    """
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+
+    description = server.requests[0].json["tools"][0]["function"]["description"]
+    assert "async def list_(kind: str) -> Any:" in description
+    assert "async def json_(text: str) -> Any:" in description
+    assert result_of(server, 1) == "fruit: a, b valid [0, 1]"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
