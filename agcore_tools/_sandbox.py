@@ -64,6 +64,14 @@ _NO_SYSTEM = (
     "use the functions listed in run_python's description"
 )
 
+_SLEEPS = frozenset({"asyncio.sleep", "time.sleep", "system.async_sleep", "system.sleep"})
+# Waiting would need a timer beside the program's calls (and a durable one on
+# Temporal); a program has nothing to wait for, as each call's await waits for its result.
+_NO_SLEEP = (
+    "the sandbox cannot sleep: asyncio.sleep() and time.sleep() with a delay are not "
+    "supported (awaiting a function already waits for its result)"
+)
+
 Functions = Mapping[str, tuple[str, Sequence[str], Sequence[str]]]
 """A program's functions: identifier -> (the tool it calls, its parameters in order,
 the required ones)."""
@@ -250,6 +258,8 @@ class MontySandbox:
                 module = snapshot.args[0] if snapshot.args else "?"
                 message = f"No module named '{module}' in the sandbox"
                 return {"exc_type": "ModuleNotFoundError", "message": message}
+            if name in _SLEEPS:
+                return {"exc_type": "NotImplementedError", "message": _NO_SLEEP}
             return {"exc_type": "PermissionError", "message": _NO_SYSTEM}
         known = self.functions.get(name)
         if known is None:

@@ -175,8 +175,9 @@ async def test_an_uncaught_error_reaches_the_model_as_a_traceback(serve, make_cy
         ("import os\nos.getenv('HOME')", "PermissionError: the sandbox has no file system"),
         ("nope(1)", "NameError: name 'nope' is not defined"),
         ("await get_order(1, 2)", "TypeError: get_order() takes 1 arguments but 2 were given"),
+        ("import asyncio\nawait asyncio.sleep(1)", "NotImplementedError: the sandbox cannot sleep"),
     ],
-    ids=["file", "socket", "environment", "unknown-function", "too-many-arguments"],
+    ids=["file", "socket", "environment", "unknown-function", "too-many-arguments", "sleep"],
 )
 async def test_the_sandbox_refuses_files_sockets_environment_and_unknown_names(
     serve, make_cycle, shop, code, expected
