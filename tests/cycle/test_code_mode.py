@@ -4,6 +4,7 @@ for approval, and resumes from the history alone (issue 27)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import textwrap
@@ -337,6 +338,22 @@ async def test_with_an_approval_key_a_changed_snapshot_is_refused(serve, make_cy
     with pytest.raises(ApprovalError, match="its state in the history was changed"):
         await cycle.submit_with_tools(None, shop, select=CodeMode(), approvals=[request.approve()])
     assert all(name != "refund" for name, _ in shop.runs)
+
+
+@pytest.mark.parametrize("wrong_id", ["c_prog~9", "c_prog"])
+async def test_an_approval_with_a_wrong_call_id_is_refused_naming_the_programs_calls(
+    serve, make_cycle, shop, wrong_id
+):
+    server = serve(program("o = await get_order(3)\nawait refund(3, 1.0)"), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", shop, select=CodeMode())
+    [request] = paused.pending_approvals
+    wrong = dataclasses.replace(request.approve(), call_id=wrong_id)
+
+    expected = rf"no call '{wrong_id}' is awaiting approval \(the open calls are: 'c_prog~1'\)"
+    with pytest.raises(ApprovalError, match=expected):
+        await cycle.submit_with_tools(None, shop, select=CodeMode(), approvals=[wrong])
+    assert shop.runs == [("get_order", 3)]
 
 
 async def test_a_new_prompt_declines_a_paused_program_and_drops_its_state(serve, make_cycle, shop):
