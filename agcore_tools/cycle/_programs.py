@@ -115,13 +115,36 @@ def resume_programs(
         state = states.get(call.call_id)
         if state is None or call.args is None:
             continue
-        check_signed(key, state, f"the paused program of call '{call.call_id}'", RUN_PYTHON)
-        waiting = [inner_call_id(call.call_id, w["id"]) for w in state["waiting"]]
+        if isinstance(state, Mapping):  # else _waiting refuses it as malformed
+            check_signed(key, state, f"the paused program of call '{call.call_id}'", RUN_PYTHON)
+        waiting = [inner_call_id(call.call_id, w["id"]) for w in _waiting(call, state)]
         paused.append((call, state, waiting))
     _check_answered(calls, paused, gate)
     for call, state, waiting in paused:
         prepare_resume(call, state, gate.take(waiting), tool, key)
     return list(calls)
+
+
+def _waiting(call: ParsedCall, state: Any) -> list[dict[str, Any]]:
+    """The calls ``state`` waits for; :class:`ApprovalError` when the state in the
+    history is malformed (an app's bug, or an edit an ``approval_key`` would refuse)."""
+    waiting = state.get("waiting") if isinstance(state, Mapping) else None
+    if not isinstance(waiting, list) or not all(_is_waiting_call(w) for w in waiting):
+        raise ApprovalError(
+            f"the paused program of call '{call.call_id}' has a malformed state in the "
+            "history: 'waiting' is missing or not a list of calls (id, tool, arguments)",
+            tool_name=RUN_PYTHON,
+        )
+    return waiting
+
+
+def _is_waiting_call(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("id"), int)
+        and isinstance(entry.get("tool"), str)
+        and isinstance(entry.get("arguments"), dict)
+    )
 
 
 def _check_answered(

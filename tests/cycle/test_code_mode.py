@@ -356,6 +356,21 @@ async def test_an_approval_with_a_wrong_call_id_is_refused_naming_the_programs_c
     assert shop.runs == [("get_order", 3)]
 
 
+async def test_without_an_approval_key_a_malformed_paused_state_is_refused_naming_it(
+    serve, make_cycle, shop
+):
+    server = serve(program("await refund(1, 5.0)"), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", shop, select=CodeMode())
+    [request] = paused.pending_approvals
+    [open_call] = cycle.messages[-1]["tool_calls"]
+    del open_call["program_state"]["waiting"]
+
+    with pytest.raises(ApprovalError, match="has a malformed state in the history: 'waiting'"):
+        await cycle.submit_with_tools(None, shop, select=CodeMode(), approvals=[request.approve()])
+    assert shop.runs == []
+
+
 async def test_a_new_prompt_declines_a_paused_program_and_drops_its_state(serve, make_cycle, shop):
     server = serve(program("await refund(1, 5.0)"), S.reply_text("moved on"))
     cycle = make_cycle(server)
