@@ -14,8 +14,8 @@ The sandbox runs a program one segment at a time (see :mod:`agcore_tools._sandbo
 until it waits for calls. This module runs the calls of a segment at once and resumes
 the program with their results. A call that needs approval is not run; when the
 program waits for it, the run pauses: the calls already running finish, and the whole
-state (the sandbox's snapshot, the results not yet delivered, the calls waiting and
-the output printed) becomes :class:`ProgramPaused`, plain JSON that the loop stores in
+state (the sandbox's snapshot, the results not yet delivered, the calls waiting, the
+output printed and the calls that ran) becomes :class:`ProgramPaused`, plain JSON that the loop stores in
 the history on the open ``run_python`` call. A resume in any process restores the
 snapshot and delivers the answers: calls made before the pause are never run again.
 """
@@ -44,10 +44,12 @@ from ._sandbox import (
     Segment,
     require_monty,
     valid_identifier,
+    with_printed,
 )
 from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext
 from .calls import approval_requests
+from .content import CONTENT_TYPES
 from .error import ProgramError, ToolExecutionError
 from .pending import CallPaused
 from .schema import required_names
@@ -60,6 +62,7 @@ __all__ = [
     "RunPythonTool",
     "SandboxFactory",
     "inner_call_id",
+    "program_value",
     "python_signatures",
     "require_monty",
 ]
@@ -269,9 +272,40 @@ class RunPythonTool(BaseTool):
                     segment = await program.restore(code, resume)
                 return await program.run(segment)
             except ProgramError as exc:
+                await program.cancel()  # first: the report lists the calls it cuts off
                 raise ProgramError(exc.reason, program.report(exc.report)) from exc
             finally:
                 await program.cancel()
+
+
+def program_value(value: Any, tool: str) -> Any:
+    """A tool's output as a program receives it: an image, sound or file (or bytes that
+    are no UTF-8 text) becomes a short text naming it, since a program can do nothing
+    with pixels, and their bytes are no JSON.
+
+    Example:
+        >>> from agcore_tools import Image
+        >>> shot = program_value({"shot": Image(b"GIF89a" + bytes(10))}, "snap")["shot"]
+        >>> shot.split(":")[0]
+        "[image/gif image of 16 bytes from tool 'snap'"
+    """
+    if isinstance(value, CONTENT_TYPES):
+        kind = type(value).__name__.lower()
+        return (
+            f"[{value.media_type} {kind} of {value.size} bytes from tool '{tool}': a program "
+            "cannot see it; call the tool directly to show it to the model]"
+        )
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"[{len(raw)} bytes of binary data from tool '{tool}': a program cannot read them]"  # fmt: skip
+    if isinstance(value, Mapping):
+        return {key: program_value(item, tool) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [program_value(item, tool) for item in value]
+    return value
 
 
 def _settled(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -296,21 +330,18 @@ class _Program:
         self._printed: list[str] = []
         self._dropped = False
         self._ran: list[str] = []
+        self._started: dict[int, tuple[str, dict[str, Any]]] = {}
 
     def report(self, traceback: str) -> str:
         """What the model reads of a failed program: its output, its traceback, and the
         calls that ran (a fixed program should not make again the ones with effects)."""
-        parts = []
-        printed = "".join(self._printed).rstrip("\n")
-        if printed:
-            parts.append(f"The program printed:\n{printed}")
-        parts.append(traceback.rstrip("\n"))
+        parts = [with_printed("".join(self._printed), traceback.rstrip("\n"))]
         if self._ran:
             shown = self._ran[:20]
             more = f"\n  ... and {len(self._ran) - 20} more" if len(self._ran) > 20 else ""
             parts.append(
-                "Calls that ran before the failure (do not repeat the ones that change "
-                "something):\n  " + "\n  ".join(shown) + more
+                "Calls that ran or may have run before the failure (do not repeat the ones "
+                "that change something):\n  " + "\n  ".join(shown) + more
             )
         return "\n".join(parts)
 
@@ -320,6 +351,7 @@ class _Program:
         self._dropped = bool(state.get("dropped", False))
         self._done = {int(k): v for k, v in state.get("done", {}).items()}
         self._waiting = {int(w["id"]): w for w in state.get("waiting", ())}
+        self._ran = [str(line) for line in state.get("ran", ())]  # absent in older states
         pending = [int(n) for n in state.get("pending", ())]
         segment = await self._sandbox.restore(code, state["snapshot"], pending)
         for number, answer in resume.get("answers", {}).items():
@@ -370,6 +402,7 @@ class _Program:
 
     def _start(self, number: int, tool: str, args: dict[str, Any]) -> None:
         call = ToolCall(tool, args, inner_call_id(self._outer, number))
+        self._started[number] = (tool, args)
         self._running[number] = asyncio.ensure_future(self._invoke(call))
 
     async def _invoke(self, call: ToolCall) -> ToolInvocation:
@@ -378,20 +411,32 @@ class _Program:
             return invocation
         raise AssertionError("as_completed gave no result for one call")  # pragma: no cover
 
+    def _note(self, tool: str, given: Any, outcome: str) -> None:
+        given = given if isinstance(given, Mapping) else {}
+        arguments = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        self._ran.append(f"{tool}({arguments[:160]}) -> {outcome[:160]}")
+
+    def _note_ended(self, invocation: ToolInvocation) -> None:
+        error = invocation.error
+        outcome = "ok" if error is None else f"failed: {error}"
+        self._note(invocation.tool_name, invocation.input, outcome)
+
     def _settle(self, number: int, task: asyncio.Task[ToolInvocation]) -> None:
         invocation = task.result()
         error = invocation.error
-        given = invocation.input if isinstance(invocation.input, Mapping) else {}
-        arguments = ", ".join(f"{k}={v!r}" for k, v in given.items())
-        outcome = "ok" if error is None else f"failed: {error}"
-        self._ran.append(f"{invocation.tool_name}({arguments[:160]}) -> {outcome[:160]}")
+        self._note_ended(invocation)
         if isinstance(invocation.output, CallPaused):
             # A question to the user cannot pause a program yet: the program is told,
             # and the model can make the call directly, where it pauses the loop.
             why = f"tool '{invocation.tool_name}' asked the user a question, which a program cannot wait for; call it directly instead"  # fmt: skip
             self._done[number] = {"error": ["RuntimeError", why]}
         elif error is None:
-            self._done[number] = {"value": to_jsonable_python(invocation.output, fallback=str)}
+            try:
+                value = program_value(invocation.output, invocation.tool_name)
+                self._done[number] = {"value": to_jsonable_python(value, fallback=str)}
+            except ValueError as exc:  # bytes deep in a model, say: the program is told
+                why = f"tool '{invocation.tool_name}' returned a value a program cannot receive: {exc}"  # fmt: skip
+                self._done[number] = {"error": ["RuntimeError", why]}
         elif error.is_recoverable():
             self._done[number] = {"error": ["RuntimeError", str(error)]}
         else:
@@ -424,6 +469,7 @@ class _Program:
             "waiting": list(self._waiting.values()),
             "printed": "".join(self._printed),
             "dropped": self._dropped,
+            "ran": list(self._ran),  # for the report, should the resumed program fail
         }
         requests = tuple(
             ApprovalRequest(
@@ -435,8 +481,18 @@ class _Program:
         return ProgramPaused(requests, state)
 
     async def cancel(self) -> None:
-        tasks = [task for task in self._running.values() if not task.done()]
+        """Stop the calls still running. Each is noted among the calls that ran: with
+        its outcome if it ended, else as cut off, since it may have taken effect (a sync
+        tool's thread runs on)."""
+        running, self._running = self._running, {}
+        tasks = [task for task in running.values() if not task.done()]
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=5.0)
+        for number, task in running.items():
+            if task.done() and not task.cancelled() and task.exception() is None:
+                self._note_ended(task.result())
+            else:
+                tool, args = self._started[number]
+                self._note(tool, args, "cut off when the program failed; it may have run")

@@ -15,6 +15,7 @@ snapshot the last one dumped. Nothing here imports the registry or the loop.
 from __future__ import annotations
 
 import base64
+import builtins
 import contextlib
 import importlib
 import importlib.util
@@ -36,6 +37,7 @@ __all__ = [
     "ProgramSandbox",
     "Segment",
     "require_monty",
+    "with_printed",
 ]
 
 RUN_PYTHON = "run_python"
@@ -60,6 +62,14 @@ before killing it: a backstop behind the program's own ``limits``."""
 _NO_SYSTEM = (
     "the sandbox has no file system, network, environment or processes; "
     "use the functions listed in run_python's description"
+)
+
+_SLEEPS = frozenset({"asyncio.sleep", "time.sleep", "system.async_sleep", "system.sleep"})
+# Waiting would need a timer beside the program's calls (and a durable one on
+# Temporal); a program has nothing to wait for, as each call's await waits for its result.
+_NO_SLEEP = (
+    "the sandbox cannot sleep: asyncio.sleep() and time.sleep() with a delay are not "
+    "supported (awaiting a function already waits for its result)"
 )
 
 Functions = Mapping[str, tuple[str, Sequence[str], Sequence[str]]]
@@ -223,7 +233,9 @@ class MontySandbox:
             return await self._drive(await step)
         except monty.MontyError as exc:
             report = _failure(monty, exc)
-            raise ProgramError(report.strip().splitlines()[-1], report) from exc
+            printed, _ = self._take()  # what the failing stretch printed: the model reads it
+            reason = report.strip().splitlines()[-1]
+            raise ProgramError(reason, with_printed(printed, report)) from exc
 
     async def _drive(self, snapshot: Any) -> Segment:
         monty = self._monty
@@ -246,6 +258,8 @@ class MontySandbox:
                 module = snapshot.args[0] if snapshot.args else "?"
                 message = f"No module named '{module}' in the sandbox"
                 return {"exc_type": "ModuleNotFoundError", "message": message}
+            if name in _SLEEPS:
+                return {"exc_type": "NotImplementedError", "message": _NO_SLEEP}
             return {"exc_type": "PermissionError", "message": _NO_SYSTEM}
         known = self.functions.get(name)
         if known is None:
@@ -278,6 +292,29 @@ class MontySandbox:
         return printed, self._dropped
 
 
+PRINTED = "The program printed:\n"
+"""The heading of a failed program's printed output in its report."""
+
+
+def with_printed(printed: str, report: str) -> str:
+    """A failed program's ``report`` with what it ``printed`` before, under one heading
+    (a report from the sandbox may already start with the output of its last stretch).
+
+    Example:
+        >>> inner = with_printed("step 2\\n", "ZeroDivisionError")
+        >>> print(with_printed("step 1\\n", inner))
+        The program printed:
+        step 1
+        step 2
+        ZeroDivisionError
+    """
+    if report.startswith(PRINTED):
+        return PRINTED + printed + report[len(PRINTED) :]
+    if not printed.strip("\n"):
+        return report
+    return PRINTED + printed.rstrip("\n") + "\n" + report
+
+
 def _failure(monty: Any, exc: BaseException) -> str:
     if isinstance(exc, (monty.MontyRuntimeError, monty.MontySyntaxError)):
         return str(exc.display())
@@ -286,17 +323,57 @@ def _failure(monty: Any, exc: BaseException) -> str:
     return f"the program failed: {exc}"
 
 
+_MODULES = frozenset(
+    [
+        "asyncio",
+        "base64",
+        "binascii",
+        "bisect",
+        "collections",
+        "copy",
+        "csv",
+        "dataclasses",
+        "datetime",
+        "decimal",
+        "functools",
+        "hashlib",
+        "itertools",
+        "json",
+        "math",
+        "os",
+        "pathlib",
+        "posixpath",
+        "random",
+        "re",
+        "sys",
+        "time",
+        "tomllib",
+        "typing",
+        "unicodedata",
+    ]
+)
+"""The modules a program can import (Monty 1.4): a tool's function must not shadow one."""
+
+RESERVED = frozenset({n for n in dir(builtins) if not n.startswith("_")} | _MODULES | {"result"})
+"""Names a tool's function does not take: Python's builtins (the sandbox's are among
+them), the sandbox's modules, and ``result``. Else the program's call would reach the
+builtin (``await list(...)``), not the tool."""
+
+
 def valid_identifier(name: str, taken: set[str]) -> str:
-    """``name`` as a Python identifier not in ``taken`` (which it joins).
+    """``name`` as a Python identifier not in ``taken`` (which it joins), nor a keyword
+    or a name in :data:`RESERVED` (those get a trailing underscore).
 
     Example:
         >>> valid_identifier("github__list-issues", set()), valid_identifier("class", set())
         ('github__list_issues', 'class_')
+        >>> valid_identifier("list", set()), valid_identifier("json", set())
+        ('list_', 'json_')
     """
     base = re.sub(r"\W", "_", name) or "tool"
     if base[0].isdigit():
         base = f"_{base}"
-    if keyword.iskeyword(base) or base in ("asyncio", "print", "result"):
+    if keyword.iskeyword(base) or base in RESERVED:
         base = f"{base}_"
     candidate, n = base, 2
     while candidate in taken:

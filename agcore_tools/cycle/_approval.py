@@ -74,6 +74,11 @@ class Gate:
                 f"approvals answer the calls a paused run left open, but {why}; {fix}"
             )
 
+    @property
+    def answered(self) -> list[str]:
+        """The call ids the app's approvals answer, of those not taken yet."""
+        return list(self._answers)
+
     def take(self, call_ids: Iterable[str]) -> dict[str, ApprovalDecision]:
         """Remove and return the answers to ``call_ids`` (a paused program's calls)."""
         return {i: self._answers.pop(i) for i in list(call_ids) if i in self._answers}

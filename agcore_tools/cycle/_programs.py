@@ -110,17 +110,59 @@ def resume_programs(
             "the history holds a code-mode program paused for approval; resume it with "
             "submit_with_tools(None, registry, select=CodeMode(), approvals=[...])"
         )
-    resumed = []
+    paused: list[tuple[ParsedCall, Mapping[str, Any], list[str]]] = []
     for call in calls:
         state = states.get(call.call_id)
         if state is None or call.args is None:
-            resumed.append(call)
             continue
-        check_signed(key, state, f"the paused program of call '{call.call_id}'", RUN_PYTHON)
-        answers = gate.take(inner_call_id(call.call_id, w["id"]) for w in state["waiting"])
-        prepare_resume(call, state, answers, tool, key)
-        resumed.append(call)
-    return resumed
+        if isinstance(state, Mapping):  # else _waiting refuses it as malformed
+            check_signed(key, state, f"the paused program of call '{call.call_id}'", RUN_PYTHON)
+        waiting = [inner_call_id(call.call_id, w["id"]) for w in _waiting(call, state)]
+        paused.append((call, state, waiting))
+    _check_answered(calls, paused, gate)
+    for call, state, waiting in paused:
+        prepare_resume(call, state, gate.take(waiting), tool, key)
+    return list(calls)
+
+
+def _waiting(call: ParsedCall, state: Any) -> list[dict[str, Any]]:
+    """The calls ``state`` waits for; :class:`ApprovalError` when the state in the
+    history is malformed (an app's bug, or an edit an ``approval_key`` would refuse)."""
+    waiting = state.get("waiting") if isinstance(state, Mapping) else None
+    if not isinstance(waiting, list) or not all(_is_waiting_call(w) for w in waiting):
+        raise ApprovalError(
+            f"the paused program of call '{call.call_id}' has a malformed state in the "
+            "history: 'waiting' is missing or not a list of calls (id, tool, arguments)",
+            tool_name=RUN_PYTHON,
+        )
+    return waiting
+
+
+def _is_waiting_call(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("id"), int)
+        and isinstance(entry.get("tool"), str)
+        and isinstance(entry.get("arguments"), dict)
+    )
+
+
+def _check_answered(
+    calls: Sequence[ParsedCall],
+    paused: Sequence[tuple[ParsedCall, Mapping[str, Any], list[str]]],
+    gate: Gate,
+) -> None:
+    """Refuse an approval naming no call that can be answered: a paused program's own
+    call is not one; the calls its program waits for are."""
+    programs = {call.call_id for call, _, _ in paused}
+    answerable = [c.call_id for c in calls if c.call_id not in programs]
+    answerable += [inner for _, _, waiting in paused for inner in waiting]
+    for call_id in gate.answered:
+        if call_id not in answerable:
+            listed = ", ".join(f"'{i}'" for i in answerable) or "none"
+            raise ApprovalError(
+                f"no call '{call_id}' is awaiting approval (the open calls are: {listed})"
+            )
 
 
 def prepare_resume(

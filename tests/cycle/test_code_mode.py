@@ -4,13 +4,16 @@ for approval, and resumes from the history alone (issue 27)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 
 from agcore_tools import (
@@ -18,6 +21,7 @@ from agcore_tools import (
     BaseTool,
     CodeMode,
     CycleConfig,
+    Image,
     LlmConfigError,
     LlmCycle,
     LlmError,
@@ -28,6 +32,7 @@ from agcore_tools import (
     ToolIOError,
     ToolRegistry,
 )
+from agcore_tools.cycle._programs import state_mac
 from tests._scripts import run_script
 
 from .conftest import S, assert_history_valid, tool_messages
@@ -171,8 +176,9 @@ async def test_an_uncaught_error_reaches_the_model_as_a_traceback(serve, make_cy
         ("import os\nos.getenv('HOME')", "PermissionError: the sandbox has no file system"),
         ("nope(1)", "NameError: name 'nope' is not defined"),
         ("await get_order(1, 2)", "TypeError: get_order() takes 1 arguments but 2 were given"),
+        ("import asyncio\nawait asyncio.sleep(1)", "NotImplementedError: the sandbox cannot sleep"),
     ],
-    ids=["file", "socket", "environment", "unknown-function", "too-many-arguments"],
+    ids=["file", "socket", "environment", "unknown-function", "too-many-arguments", "sleep"],
 )
 async def test_the_sandbox_refuses_files_sockets_environment_and_unknown_names(
     serve, make_cycle, shop, code, expected
@@ -293,6 +299,31 @@ async def test_calls_gathered_with_one_needing_approval_all_finish_before_the_pa
     assert result_of(server, 1) == 'result: [1, 2, "refunded 1.0 on 2"]'
 
 
+@pytest.mark.parametrize("saved_by", ["this-version", "an-older-version"])
+async def test_a_resumed_program_that_fails_reports_the_calls_that_ran_before_its_pause(
+    serve, make_cycle, shop, saved_by
+):
+    key = b"k" * 32
+    server = serve(
+        program("o = await get_order(3)\nawait refund(3, o['total'])"), S.reply_text("ok")
+    )
+    cycle = make_cycle(server, approval_key=key)
+    paused = await cycle.submit_with_tools("go", shop, select=CodeMode())
+    [request] = paused.pending_approvals
+    if saved_by == "an-older-version":  # its state had no "ran", signed without it
+        [open_call] = cycle.messages[-1]["tool_calls"]
+        state = open_call["program_state"]
+        del state["ran"]
+        state["mac"] = state_mac(key, state)
+    await cycle.submit_with_tools(None, shop, select=CodeMode(), approvals=[request.reject("no")])
+
+    lines = result_of(server, 1).splitlines()
+    assert lines[0].endswith("PermissionError: the user declined the call to tool 'refund': no")
+    ran_before = "  get_order(order_id=3) -> ok" in lines
+    assert ran_before is (saved_by == "this-version")
+    assert shop.runs == [("get_order", 3)]
+
+
 async def test_with_an_approval_key_a_changed_snapshot_is_refused(serve, make_cycle, shop):
     key = b"k" * 32
     server = serve(program("await refund(1, 5.0)"), S.reply_text("ok"))
@@ -307,6 +338,37 @@ async def test_with_an_approval_key_a_changed_snapshot_is_refused(serve, make_cy
     with pytest.raises(ApprovalError, match="its state in the history was changed"):
         await cycle.submit_with_tools(None, shop, select=CodeMode(), approvals=[request.approve()])
     assert all(name != "refund" for name, _ in shop.runs)
+
+
+@pytest.mark.parametrize("wrong_id", ["c_prog~9", "c_prog"])
+async def test_an_approval_with_a_wrong_call_id_is_refused_naming_the_programs_calls(
+    serve, make_cycle, shop, wrong_id
+):
+    server = serve(program("o = await get_order(3)\nawait refund(3, 1.0)"), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", shop, select=CodeMode())
+    [request] = paused.pending_approvals
+    wrong = dataclasses.replace(request.approve(), call_id=wrong_id)
+
+    expected = rf"no call '{wrong_id}' is awaiting approval \(the open calls are: 'c_prog~1'\)"
+    with pytest.raises(ApprovalError, match=expected):
+        await cycle.submit_with_tools(None, shop, select=CodeMode(), approvals=[wrong])
+    assert shop.runs == [("get_order", 3)]
+
+
+async def test_without_an_approval_key_a_malformed_paused_state_is_refused_naming_it(
+    serve, make_cycle, shop
+):
+    server = serve(program("await refund(1, 5.0)"), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", shop, select=CodeMode())
+    [request] = paused.pending_approvals
+    [open_call] = cycle.messages[-1]["tool_calls"]
+    del open_call["program_state"]["waiting"]
+
+    with pytest.raises(ApprovalError, match="has a malformed state in the history: 'waiting'"):
+        await cycle.submit_with_tools(None, shop, select=CodeMode(), approvals=[request.approve()])
+    assert shop.runs == []
 
 
 async def test_a_new_prompt_declines_a_paused_program_and_drops_its_state(serve, make_cycle, shop):
@@ -466,6 +528,91 @@ async def test_a_failed_program_reports_its_output_traceback_and_the_calls_that_
     assert [name for name, _ in shop.runs] == ["get_order"]
 
 
+@pytest.mark.parametrize(
+    ("code", "printed"),
+    [
+        ("print('a')\nprint('b')\n1 / 0", ["a", "b"]),
+        ("print('a')\no = await get_order(5)\nprint('b')\no['missing']", ["a", "b"]),
+    ],
+    ids=["no-calls", "after-its-last-call"],
+)
+async def test_a_failed_program_reports_what_it_printed_after_its_last_call(
+    serve, make_cycle, shop, code, printed
+):
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+
+    lines = result_of(server, 1).splitlines()
+    assert lines[1:4] == ["The program printed:", *printed]
+    assert lines[4] == "Traceback (most recent call last):"
+
+
+async def test_a_failed_program_reports_the_calls_it_cut_off_as_calls_that_may_have_run(
+    serve, make_cycle, shop
+):
+    release, charged = threading.Event(), threading.Event()
+
+    @shop.tool
+    def charge(amount: int) -> str:
+        """Charge the card."""
+        release.wait(10.0)  # still running when the program fails
+        charged.set()
+        return "charged"
+
+    server = serve(
+        program("import asyncio\nawait asyncio.gather(charge(100), failing('no key'))"),
+        S.reply_text("ok"),
+    )
+    try:
+        await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+    finally:
+        release.set()
+    # The sync tool's thread runs on and charges: a fixed program must not charge again.
+    assert await asyncio.to_thread(charged.wait, 10.0)
+    lines = result_of(server, 1).splitlines()
+    assert "  charge(amount=100) -> cut off when the program failed; it may have run" in lines
+    assert (
+        "  failing(reason='no key') -> failed: tool 'failing' failed: RuntimeError: no key" in lines
+    )
+
+
+async def test_an_image_result_reaches_a_program_as_a_text_naming_it(serve, make_cycle, shop):
+    class Blob(pydantic.BaseModel):
+        raw: bytes
+
+    @shop.tool
+    def screenshot(url: str) -> dict[str, Any]:
+        """A page's screenshot."""
+        return {"url": url, "shot": Image(b"\x89PNG\r\n\x1a\n" + bytes(20))}
+
+    class BlobTool(BaseTool):  # a BaseTool's output is not normalised as a function's is
+        name = "blob"
+        description = "Bytes that are no text, inside a model."
+
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Blob:
+            return Blob(raw=b"\x89\xff")
+
+    shop.register(BlobTool())
+
+    code = """
+    s = await screenshot("https://x")
+    print(s["url"], s["shot"])
+    try:
+        await blob()
+    except RuntimeError as exc:
+        print("caught:", exc)
+    """
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+
+    first, second = result_of(server, 1).splitlines()
+    assert first == (
+        "https://x [image/png image of 28 bytes from tool 'screenshot': a program cannot "
+        "see it; call the tool directly to show it to the model]"
+    )
+    assert second.startswith("caught: tool 'blob' returned a value a program cannot receive:")
+
+
 async def test_an_optional_argument_given_none_is_left_out(serve, make_cycle):
     registry = ToolRegistry()
     seen: list[dict[str, Any]] = []
@@ -615,6 +762,34 @@ async def test_a_tool_whose_keys_are_no_python_names_is_listed_and_called_with_a
     assert '"""Events in a time span, as "JSON" """' in description  # closes cleanly
     assert seen == [{"from": "monday", "api-version": "2"}]
     assert result_of(server, 1) == 'result: "3 events"'
+
+
+async def test_tools_named_like_builtins_or_modules_get_an_underscore_and_are_reached(
+    serve, make_cycle
+):
+    registry = ToolRegistry()
+
+    @registry.tool(name="list")
+    def list_things(kind: str) -> str:
+        """List things of a kind."""
+        return f"{kind}: a, b"
+
+    @registry.tool(name="json")
+    def json_tool(text: str) -> str:
+        """Check JSON."""
+        return "valid"
+
+    code = """
+    import json
+    print(await list_("fruit"), await json_("{}"), json.dumps(list(range(2))))
+    """
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+
+    description = server.requests[0].json["tools"][0]["function"]["description"]
+    assert "async def list_(kind: str) -> Any:" in description
+    assert "async def json_(text: str) -> Any:" in description
+    assert result_of(server, 1) == "fruit: a, b valid [0, 1]"
 
 
 @pytest.mark.parametrize(
