@@ -9,9 +9,18 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import LlmConfigError, ToolContext, ToolSearch
+from agcore_tools import (
+    LlmConfigError,
+    McpClient,
+    McpToolInfo,
+    StdioTransport,
+    ToolContext,
+    ToolRegistry,
+    ToolSearch,
+)
 from agcore_tools._ranking import ToolIndex
 from agcore_tools._search import SearchTool
+from agcore_tools.mcp._adapter import make_adapters
 
 
 def tool(name: str, description: str, **parameters: Any) -> dict[str, Any]:
@@ -92,6 +101,27 @@ WORLD = [
 )
 def test_tools_described_in_any_language_are_found(query: str, best: str) -> None:
     assert ToolIndex(WORLD).search(query, 1) == [best]
+
+
+def test_mcp_tools_whose_names_had_to_change_are_found_by_the_servers_names() -> None:
+    # The index read the registry's names: "查询天气" was "cn_______cd0726c1", and no
+    # search found it or its neighbours by name.
+    client = McpClient("cn", StdioTransport("unused"))
+    listed = ["查询天气", "查询股票", "löschen", "создать_задачу", "read_file"]
+    registry = ToolRegistry()
+    registry.register_all(
+        make_adapters(client, [McpToolInfo(n) for n in listed], "cn", client.permission_policy)
+    )
+    index = ToolIndex(registry.definitions())
+    by_server_name = dict(zip(listed, registry.list_tools(), strict=True))
+    for query, server_name in [
+        ("查询天气", "查询天气"),
+        ("股票", "查询股票"),
+        ("loschen", "löschen"),
+        ("создать задачу", "создать_задачу"),
+        ("read file", "read_file"),
+    ]:
+        assert index.search(query, 5)[:1] == [by_server_name[server_name]], query
 
 
 def test_a_server_filter_and_excluded_names_narrow_the_ranking() -> None:
