@@ -357,7 +357,9 @@ class ToolIndex:
     """A ranking of tool definitions (Chat Completions form) for queries, built once.
 
     With an ``embedder``, the tools' texts are embedded here and each query once per
-    search; the BM25 and cosine rankings are fused (see the module docs).
+    search; the BM25 and cosine rankings are fused (see the module docs). An embedder
+    that raises, or returns vectors other than one per text, all of one size, raises
+    :class:`LlmConfigError` (here or in :meth:`search`).
 
     Example:
         >>> index = ToolIndex([
@@ -399,7 +401,7 @@ class ToolIndex:
         self._vectors: Any = None
         if embedder is not None and self.names:
             texts = [_text(d) for d in definitions]
-            self._vectors = _unit_rows(numpy, embedder(texts), len(texts))
+            self._vectors = _unit_rows(numpy, _embedded(embedder, texts), len(texts))
 
     def _terms(self, found: list[str]) -> list[str]:
         return list(self._stem([w for w in found if w not in self._stop]))
@@ -452,7 +454,13 @@ class ToolIndex:
 
     def _semantic(self, query: str, allowed: set[int] | None) -> list[int]:
         assert self._embedder is not None
-        vector = _unit_rows(self._np, self._embedder([query]), 1)[0]
+        vector = _unit_rows(self._np, _embedded(self._embedder, [query]), 1)[0]
+        if vector.shape[0] != self._vectors.shape[1]:
+            raise LlmConfigError(
+                f"the tool search's embedder returned a vector of {vector.shape[0]} numbers "
+                f"for the query and of {self._vectors.shape[1]} for the tools; it must "
+                "return vectors of one size (one model for both)"
+            )
         scores = self._vectors @ vector
         order = self._np.argsort(-scores, kind="stable")
         return [int(i) for i in order if allowed is None or int(i) in allowed]
@@ -467,6 +475,16 @@ def _name_key(text: str) -> str:
         True
     """
     return " ".join(words(text))
+
+
+def _embedded(embedder: Embedder, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+    try:
+        return embedder(texts)
+    except Exception as exc:
+        # An embedder's failure is a configuration to fix, not a model's to work around.
+        raise LlmConfigError(
+            f"the tool search's embedder failed on {len(texts)} texts: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _unit_rows(numpy: Any, vectors: Sequence[Sequence[float]], count: int) -> Any:

@@ -183,6 +183,24 @@ def test_an_embedder_that_returns_the_wrong_vectors_is_named(vectors: Any, messa
         ToolIndex(TOOLS, vectors)
 
 
+def test_an_embedder_whose_query_vector_differs_in_size_or_that_raises_is_named() -> None:
+    # Before, numpy's "matmul: Input operand 1 has a mismatch ..." and the embedder's
+    # own RuntimeError came out as they were.
+    def other_model_for_queries(texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0] * (3 if len(texts) > 1 else 5) for _ in texts]
+
+    index = ToolIndex(TOOLS, other_model_for_queries)
+    with pytest.raises(LlmConfigError, match="vector of 5 numbers for the query and of 3 for"):
+        index.search("pods", 5)
+
+    def not_loaded(texts: Sequence[str]) -> list[list[float]]:
+        raise RuntimeError("model not loaded")
+
+    with pytest.raises(LlmConfigError, match="failed on 6 texts: RuntimeError: model not") as e:
+        ToolIndex(TOOLS, not_loaded)
+    assert isinstance(e.value.__cause__, RuntimeError)
+
+
 async def test_the_catalogue_lists_servers_and_narrows_a_search_to_one() -> None:
     found: list[list[str]] = []
     search = SearchTool(TOOLS, set, found.append, 5, catalogue=True)
