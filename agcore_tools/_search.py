@@ -229,7 +229,7 @@ class LoadTool(BaseTool):
         names = args.get("names")
         if isinstance(names, str):
             names = [names]
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             return f"Give names: a list of tool names, as {SEARCH_TOOL_NAME} listed them."
         known = [n for n in dict.fromkeys(names) if n in self._known]
         unknown = [n for n in names if n not in self._known]

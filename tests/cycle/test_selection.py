@@ -413,6 +413,21 @@ async def test_a_two_stage_search_lists_names_and_load_tools_offers_the_picked_o
     assert answers["w1"] == "sunny in Oslo"
 
 
+async def test_load_tools_without_names_says_what_to_give(serve, make_cycle, tagged):
+    # An empty list was answered with an empty string: nothing for the model to go on.
+    server = serve(
+        S.reply_tool_calls([("load_tools", {"names": []}, "l1")]),
+        S.reply_text("ok"),
+    )
+    cycle = make_cycle(server)
+
+    await cycle.submit_with_tools("?", tagged, select=ToolSearch(two_stage=True))
+
+    assert tool_messages(cycle.messages)["l1"] == (
+        "Give names: a list of tool names, as search_tools listed them."
+    )
+
+
 async def test_a_tool_named_load_tools_cannot_be_shadowed_in_a_two_stage_search(
     serve, make_cycle, tagged
 ):
