@@ -18,8 +18,10 @@ parameter names and enum   1
 values
 ========================== ======
 
-Names are split at ``_``, ``-``, ``.`` and camelCase; English stop words are dropped
-and the rest stemmed (``PyStemmer``), so "commits" finds ``git_commit``. Letters of
+A tool registered under a name that does not read as its own (an MCP tool named in
+Chinese) has its own name noted in its description (:func:`with_original_name`): that
+name is the one indexed. Names are split at ``_``, ``-``, ``.`` and camelCase;
+English stop words are dropped and the rest stemmed (``PyStemmer``), so "commits" finds ``git_commit``. Letters of
 any script make words, accents are folded ("loschen" finds "löschen"), and Chinese,
 Japanese and Korean, written without spaces, are read as pairs of characters. Abbreviations
 tool names and users use are expanded on both sides (:data:`ABBREVIATIONS`: "MR"
@@ -42,7 +44,17 @@ from typing import Any, Protocol
 
 from .error import LlmConfigError
 
-__all__ = ["ABBREVIATIONS", "REFERENCES", "Embedder", "ToolIndex", "server_of", "summary", "words"]
+__all__ = [
+    "ABBREVIATIONS",
+    "REFERENCES",
+    "Embedder",
+    "ToolIndex",
+    "fold_accents",
+    "server_of",
+    "summary",
+    "with_original_name",
+    "words",
+]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2,})")
 _WORD = re.compile(r"[^\W_]+")  # letters and digits of any script; "_" splits
@@ -52,6 +64,7 @@ _WORD = re.compile(r"[^\W_]+")  # letters and digits of any script; "_" splits
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _UNSPACED_PARTS = re.compile(f"({_UNSPACED.pattern})")  # split, keeping the runs
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
+_ORIGINAL_NAME = re.compile(r"\A\[MCP name: (.+?)\](?: |\Z)")
 
 NAME_WEIGHT = 3
 SERVER_WEIGHT = 2
@@ -191,7 +204,7 @@ def words(text: str) -> list[str]:
     if lowered.isascii():
         return _WORD.findall(lowered)
     found: list[str] = []
-    for word in _WORD.findall(_fold_accents(lowered)):
+    for word in _WORD.findall(fold_accents(lowered)):
         for part in _UNSPACED_PARTS.split(word):
             if len(part) > 1 and _UNSPACED.fullmatch(part):
                 found.extend(part[i : i + 2] for i in range(len(part) - 1))
@@ -200,7 +213,14 @@ def words(text: str) -> list[str]:
     return found
 
 
-def _fold_accents(text: str) -> str:
+def fold_accents(text: str) -> str:
+    """``text`` with its accents dropped (and compatibility forms such as ``ﬁ`` spelled
+    out); letters with no plain form, such as Chinese, are kept.
+
+    Example:
+        >>> fold_accents("löschen Ångström 查询")
+        'loschen Angstrom 查询'
+    """
     # Decomposed, a letter's accents are marks of their own; Hangul, decomposed into
     # its letters, is composed again.
     bare = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
@@ -218,6 +238,30 @@ def summary(description: str, limit: int = 120) -> str:
     """
     first = _SENTENCE_END.split(description.strip(), maxsplit=1)[0].strip()
     return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def with_original_name(description: str, name: str) -> str:
+    """``description`` led by a note of ``name``, the tool's own name, for a tool
+    registered under a name that does not read as it (an MCP tool named in Chinese
+    becomes ``cn_______cd0726c1``). The model reads the note, and a
+    :class:`ToolIndex` indexes ``name`` as the tool's name.
+
+    Example:
+        >>> with_original_name("Query the weather.", "查询天气")
+        '[MCP name: 查询天气] Query the weather.'
+        >>> with_original_name("", "查询股票")
+        '[MCP name: 查询股票]'
+    """
+    return f"[MCP name: {name}] {description}".rstrip()
+
+
+def _original_name(description: str) -> tuple[str | None, str]:
+    """The name :func:`with_original_name` noted in ``description`` (or None), and the
+    description without the note."""
+    noted = _ORIGINAL_NAME.match(description)
+    if noted is None:
+        return None, description
+    return noted.group(1), description[noted.end() :]
 
 
 def server_of(name: str) -> str:
@@ -263,8 +307,8 @@ def _fields(definition: Mapping[str, Any]) -> list[str]:
     function = definition.get("function", definition)
     name = str(function.get("name", ""))
     server = server_of(name)
-    tool = name[len(server) + 2 :] if server else name
-    description = str(function.get("description") or "").strip()
+    original, description = _original_name(str(function.get("description") or "").strip())
+    tool = original if original is not None else name[len(server) + 2 :] if server else name
     first = _SENTENCE_END.split(description, maxsplit=1)[0]
     remainder = description[len(first) :]
     found = words(tool) * NAME_WEIGHT + words(server) * SERVER_WEIGHT
@@ -313,7 +357,9 @@ class ToolIndex:
     """A ranking of tool definitions (Chat Completions form) for queries, built once.
 
     With an ``embedder``, the tools' texts are embedded here and each query once per
-    search; the BM25 and cosine rankings are fused (see the module docs).
+    search; the BM25 and cosine rankings are fused (see the module docs). An embedder
+    that raises, or returns vectors other than one per text, all of one size, raises
+    :class:`LlmConfigError` (here or in :meth:`search`).
 
     Example:
         >>> index = ToolIndex([
@@ -339,9 +385,14 @@ class ToolIndex:
         """The tools' names, in the order given."""
         corpus = [self._terms(_fields(d)) for d in definitions]
         self._named: dict[str, list[int]] = {}
-        for i, name in enumerate(self.names):
+        for i, (name, definition) in enumerate(zip(self.names, definitions, strict=True)):
             server = server_of(name)
-            for key in {_name_key(name), _name_key(name[len(server) + 2 :] if server else name)}:
+            keys = {_name_key(name), _name_key(name[len(server) + 2 :] if server else name)}
+            function = definition.get("function", definition)
+            original, _ = _original_name(str(function.get("description") or "").strip())
+            if original is not None and words(original):
+                keys.add(_name_key(original))
+            for key in keys:
                 self._named.setdefault(key, []).append(i)
         self._retriever = bm25s.BM25()
         if self.names:
@@ -350,7 +401,7 @@ class ToolIndex:
         self._vectors: Any = None
         if embedder is not None and self.names:
             texts = [_text(d) for d in definitions]
-            self._vectors = _unit_rows(numpy, embedder(texts), len(texts))
+            self._vectors = _unit_rows(numpy, _embedded(embedder, texts), len(texts))
 
     def _terms(self, found: list[str]) -> list[str]:
         return list(self._stem([w for w in found if w not in self._stop]))
@@ -403,7 +454,13 @@ class ToolIndex:
 
     def _semantic(self, query: str, allowed: set[int] | None) -> list[int]:
         assert self._embedder is not None
-        vector = _unit_rows(self._np, self._embedder([query]), 1)[0]
+        vector = _unit_rows(self._np, _embedded(self._embedder, [query]), 1)[0]
+        if vector.shape[0] != self._vectors.shape[1]:
+            raise LlmConfigError(
+                f"the tool search's embedder returned a vector of {vector.shape[0]} numbers "
+                f"for the query and of {self._vectors.shape[1]} for the tools; it must "
+                "return vectors of one size (one model for both)"
+            )
         scores = self._vectors @ vector
         order = self._np.argsort(-scores, kind="stable")
         return [int(i) for i in order if allowed is None or int(i) in allowed]
@@ -418,6 +475,16 @@ def _name_key(text: str) -> str:
         True
     """
     return " ".join(words(text))
+
+
+def _embedded(embedder: Embedder, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+    try:
+        return embedder(texts)
+    except Exception as exc:
+        # An embedder's failure is a configuration to fix, not a model's to work around.
+        raise LlmConfigError(
+            f"the tool search's embedder failed on {len(texts)} texts: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _unit_rows(numpy: Any, vectors: Sequence[Sequence[float]], count: int) -> Any:

@@ -23,7 +23,7 @@ from pydantic_core import to_json
 
 from ._ranking import Embedder, ToolIndex, server_of, summary
 from .base import BaseTool, ToolContext
-from .error import LlmConfigError
+from .error import LlmConfigError, ToolConfigError
 
 __all__ = ["LOAD_TOOL_NAME", "SEARCH_TOOL_NAME", "LoadTool", "SearchTool", "require_bm25s"]
 
@@ -157,14 +157,25 @@ class SearchTool(BaseTool):
         return [self._by_name[name] for name in names]
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        """Search, record what was found, and describe it to the model."""
+        """Search, record what was found, and describe it to the model.
+
+        A fault of the embedder (it raised, or its vectors do not fit) raises an
+        unrecoverable :class:`ToolConfigError`, which stops the run.
+        """
         query = args.get("query")
         if not isinstance(query, str) or not query.strip():
             return "Give a query: a few words describing the tool you need."
         server = args.get("server") if self._servers else None
         if server is not None and server not in self._servers:
             return f"No server is named {server!r}; the servers are {', '.join(sorted(self._servers))}."
-        found = await self._search(query, server)
+        try:
+            found = await self._search(query, server)
+        except LlmConfigError as exc:
+            # A misconfigured embedder fails every search: the run stops and the app
+            # is told, rather than the model reading the fault and going on without tools.
+            error = ToolConfigError(str(exc), tool_name=self.name)
+            error.recoverable = False
+            raise error from exc
         if not found:
             return f"No other tool matches {query!r}; try other words."
         if self._two_stage:
@@ -218,7 +229,7 @@ class LoadTool(BaseTool):
         names = args.get("names")
         if isinstance(names, str):
             names = [names]
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             return f"Give names: a list of tool names, as {SEARCH_TOOL_NAME} listed them."
         known = [n for n in dict.fromkeys(names) if n in self._known]
         unknown = [n for n in names if n not in self._known]

@@ -9,9 +9,18 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import LlmConfigError, ToolContext, ToolSearch
+from agcore_tools import (
+    LlmConfigError,
+    McpClient,
+    McpToolInfo,
+    StdioTransport,
+    ToolContext,
+    ToolRegistry,
+    ToolSearch,
+)
 from agcore_tools._ranking import ToolIndex
 from agcore_tools._search import SearchTool
+from agcore_tools.mcp._adapter import make_adapters
 
 
 def tool(name: str, description: str, **parameters: Any) -> dict[str, Any]:
@@ -94,6 +103,27 @@ def test_tools_described_in_any_language_are_found(query: str, best: str) -> Non
     assert ToolIndex(WORLD).search(query, 1) == [best]
 
 
+def test_mcp_tools_whose_names_had_to_change_are_found_by_the_servers_names() -> None:
+    # The index read the registry's names: "查询天气" was "cn_______cd0726c1", and no
+    # search found it or its neighbours by name.
+    client = McpClient("cn", StdioTransport("unused"))
+    listed = ["查询天气", "查询股票", "löschen", "создать_задачу", "read_file"]
+    registry = ToolRegistry()
+    registry.register_all(
+        make_adapters(client, [McpToolInfo(n) for n in listed], "cn", client.permission_policy)
+    )
+    index = ToolIndex(registry.definitions())
+    by_server_name = dict(zip(listed, registry.list_tools(), strict=True))
+    for query, server_name in [
+        ("查询天气", "查询天气"),
+        ("股票", "查询股票"),
+        ("loschen", "löschen"),
+        ("создать задачу", "создать_задачу"),
+        ("read file", "read_file"),
+    ]:
+        assert index.search(query, 5)[:1] == [by_server_name[server_name]], query
+
+
 def test_a_server_filter_and_excluded_names_narrow_the_ranking() -> None:
     assert ranked("list", server="gitlab") == ["gitlab__list_pipelines"]
     assert "k8s__get_pods" in ranked("list pods")
@@ -151,6 +181,24 @@ def test_an_embedder_must_be_callable() -> None:
 def test_an_embedder_that_returns_the_wrong_vectors_is_named(vectors: Any, message: str) -> None:
     with pytest.raises(LlmConfigError, match=message):
         ToolIndex(TOOLS, vectors)
+
+
+def test_an_embedder_whose_query_vector_differs_in_size_or_that_raises_is_named() -> None:
+    # Before, numpy's "matmul: Input operand 1 has a mismatch ..." and the embedder's
+    # own RuntimeError came out as they were.
+    def other_model_for_queries(texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0] * (3 if len(texts) > 1 else 5) for _ in texts]
+
+    index = ToolIndex(TOOLS, other_model_for_queries)
+    with pytest.raises(LlmConfigError, match="vector of 5 numbers for the query and of 3 for"):
+        index.search("pods", 5)
+
+    def not_loaded(texts: Sequence[str]) -> list[list[float]]:
+        raise RuntimeError("model not loaded")
+
+    with pytest.raises(LlmConfigError, match="failed on 6 texts: RuntimeError: model not") as e:
+        ToolIndex(TOOLS, not_loaded)
+    assert isinstance(e.value.__cause__, RuntimeError)
 
 
 async def test_the_catalogue_lists_servers_and_narrows_a_search_to_one() -> None:

@@ -1,9 +1,12 @@
 """MCP tools as :class:`~agcore_tools.BaseTool` adapters, for a :class:`~agcore_tools.ToolRegistry`.
 
-Names: the server's by default; with a prefix, ``prefix__tool``. Either way, characters
-outside ``[a-zA-Z0-9_-]`` become ``_`` and a name longer than 64 characters keeps its
-first 55 and gets ``_`` plus 8 hex digits of a hash of the full name, so two long names
-stay distinct. Two tools that still end up with the same name fail loudly.
+Names: the server's by default; with a prefix, ``prefix__tool``. Either way, accents
+are dropped (``löschen`` is ``loschen``), other characters outside ``[a-zA-Z0-9_-]``
+become ``_``, and a name longer than 64 characters keeps its first 55 and gets ``_``
+plus 8 hex digits of a hash of the full name, so two long names stay distinct. Two
+tools that still end up with the same name fail loudly. A tool whose registry name no
+longer reads as the server's (a name in Chinese, a long one) has the server's name
+noted at the start of its description.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, cast
 
+from .._ranking import fold_accents, with_original_name, words
 from ..base import BaseTool, ToolContext
 from ..error import McpError, ToolConfigError, ToolError
 from ..pending import KEEPER, CallPaused
@@ -60,11 +64,14 @@ def adapter_name(tool_name: str, prefix: str | None = None) -> str:
         'fs__read_file'
         >>> adapter_name("files.read")
         'files_read'
+        >>> adapter_name("löschen", "de")
+        'de__loschen'
         >>> len(adapter_name("x" * 80, "server"))
         64
     """
     full = f"{prefix}__{tool_name}" if prefix else tool_name
-    name = _INVALID.sub("_", full)
+    # Folded first, a Latin name keeps its letters: "löschen", not "l_schen".
+    name = _INVALID.sub("_", full if full.isascii() else fold_accents(full))
     if len(name) > _MAX_NAME:
         name = _with_digest(name, full)
     return name or "_"
@@ -149,8 +156,11 @@ class McpTool(BaseTool):
     Its ``required_permissions`` come from the client's permission policy; the server's
     own description and input schema are passed to the model as the server wrote them
     (only faults with one meaning mended: :func:`wire_parameters`), unless the registry
-    has schema transforms (``ToolRegistry(schema_transforms=...)``). Its errors
-    name it by its registry name.
+    has schema transforms (``ToolRegistry(schema_transforms=...)``). When ``name`` no
+    longer reads as the server's name (a name in Chinese is all ``_`` and a digest),
+    the description starts with a note of the server's name, which the model reads and
+    tool search indexes (``[MCP name: 查询天气]``). Its errors name it by its registry
+    name.
     :meth:`McpClient.into_tools` makes them.
 
     Example:
@@ -180,6 +190,8 @@ class McpTool(BaseTool):
         """The tool as the server listed it."""
         self.name = name
         self.description = info.description
+        if _reads_otherwise(name, info.name):
+            self.description = with_original_name(info.description, info.name)
         self.parameters = wire_parameters(client.server_name, info)
         self.required_permissions = tuple(permissions)
         self.tags = ("mcp",)
@@ -288,6 +300,14 @@ class McpTool(BaseTool):
 
     def __repr__(self) -> str:
         return f"<McpTool {self.name!r} on {self.client.server_name!r}>"
+
+
+def _reads_otherwise(name: str, tool_name: str) -> bool:
+    # The registry name, prefix aside, is not made of the server's name's words: its
+    # letters were replaced, cut, or a digest added. "files.read" as "files_read" or
+    # "löschen" as "loschen" reads the same, and costs no note.
+    own = words(tool_name)
+    return words(name)[-len(own) :] != own if own else False
 
 
 def _renamed(error: ToolError, raw: str, name: str) -> ToolError:

@@ -73,7 +73,10 @@ class SchemaContext:
     tool_name: str
     """The tool's name as the model sees it (prefixed, for MCP tools)."""
     api: Literal["chat", "responses"]
-    """The API the definitions are built for."""
+    """The shape the definitions are built in: ``ToolRegistry.definitions(api=...)``'s.
+    An :class:`~agcore_tools.LlmCycle` run builds Chat Completions definitions (``"chat"``)
+    whatever its ``CycleConfig.api``, and a Responses run converts them; the parameters
+    schema is the same in both shapes."""
     strict: bool = False
     """Whether strict mode is asked for this tool; it runs after the pipeline."""
 

@@ -20,6 +20,7 @@ from agcore_tools import (
     PermissionConfig,
     PermissionDeniedError,
     ReasoningDelta,
+    SchemaContext,
     ToolExecutionCompleted,
     ToolExecutionStarted,
     ToolRegistry,
@@ -405,6 +406,30 @@ async def test_a_responses_shaped_allowed_tools_choice_holds_on_every_request(
 
     relaxed = {"type": "allowed_tools", "mode": "auto", "tools": [only_add]}
     assert [r.json["tool_choice"] for r in server.requests] == [choice, relaxed, relaxed]
+
+
+async def test_schema_transforms_see_the_chat_shape_a_responses_run_converts(serve, make_cycle):
+    # SchemaContext.api said "the API the definitions are built for", and a Responses
+    # run's transforms saw "chat": the run builds chat definitions and converts them.
+    seen = []
+
+    def transform(schema: dict[str, Any], ctx: SchemaContext) -> dict[str, Any]:
+        seen.append(ctx.api)
+        return {**schema, "description": "seen"}
+
+    registry = ToolRegistry(schema_transforms=[transform])
+
+    @registry.tool
+    def now(tz: str) -> str:
+        """The time in a timezone."""
+        return "9"
+
+    server = serve(S.reply_text("ok"))
+    await make_cycle(server, api="responses").submit_with_tools("?", registry)
+
+    assert seen == ["chat"]
+    [sent] = server.requests[0].json["tools"]
+    assert (sent["name"], sent["parameters"]["description"]) == ("now", "seen")
 
 
 def test_config_checks_the_api_and_chaining() -> None:

@@ -323,6 +323,37 @@ async def test_a_search_that_matches_nothing_says_so_and_adds_nothing(serve, mak
     assert sent(server) == [["search_tools"], ["search_tools"]]
 
 
+@pytest.mark.parametrize(
+    ("embedder", "fault"),
+    [
+        (lambda texts: [[1.0] * (3 if len(texts) > 1 else 5) for _ in texts], "of 5 numbers"),
+        (lambda texts: [[1.0]] * (len(texts) - 1), "one vector per text"),
+        (lambda texts: 1 / 0, "failed on 4 texts: ZeroDivisionError"),
+    ],
+    ids=["query-size", "count", "raises"],
+)
+async def test_a_misconfigured_embedder_stops_the_run_and_names_the_fault(
+    serve, make_cycle, tagged, embedder, fault
+):
+    # Before, each search failed as a tool error the model read (numpy's own message for
+    # a size mismatch), and the run went on without tools: the app never knew.
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "weather"}, "s1")]),
+        S.reply_text("Sorry, no tool."),
+    )
+
+    with pytest.raises(
+        LlmError, match=f"tool loop stopped: the tool search's embedder .*{fault}"
+    ) as e:
+        await make_cycle(server).submit_with_tools(
+            "?", tagged, select=ToolSearch(embedder=embedder)
+        )
+
+    assert isinstance(e.value.__cause__, ValueError)  # a ToolConfigError: the app's to fix
+    assert isinstance(e.value.__cause__.__cause__, LlmConfigError)
+    assert len(server.requests) == 1
+
+
 async def test_a_registry_under_the_search_budget_is_offered_whole(serve, make_cycle, tagged):
     server = serve(S.reply_text("ok"))
     cycle = make_cycle(server)
@@ -420,6 +451,21 @@ async def test_a_two_stage_search_lists_names_and_load_tools_offers_the_picked_o
         "search_tools listed."
     )
     assert answers["w1"] == "sunny in Oslo"
+
+
+async def test_load_tools_without_names_says_what_to_give(serve, make_cycle, tagged):
+    # An empty list was answered with an empty string: nothing for the model to go on.
+    server = serve(
+        S.reply_tool_calls([("load_tools", {"names": []}, "l1")]),
+        S.reply_text("ok"),
+    )
+    cycle = make_cycle(server)
+
+    await cycle.submit_with_tools("?", tagged, select=ToolSearch(two_stage=True))
+
+    assert tool_messages(cycle.messages)["l1"] == (
+        "Give names: a list of tool names, as search_tools listed them."
+    )
 
 
 async def test_a_tool_named_load_tools_cannot_be_shadowed_in_a_two_stage_search(

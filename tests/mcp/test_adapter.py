@@ -61,7 +61,8 @@ def test_prefix_option() -> None:
     [
         ("read", "my server", "my_server__read"),
         ("files.read/all", None, "files_read_all"),
-        ("ünïcode", "s", "s___n_code"),
+        ("ünïcode", "s", "s__unicode"),  # accents dropped, not the letters
+        ("Löschen.ﬁle", None, "Loschen_file"),
     ],
 )
 def test_names_are_cut_to_the_model_api_limit(name: str, prefix: str | None, expected: str) -> None:
@@ -90,6 +91,28 @@ def test_names_that_collide_once_made_valid_each_get_a_name_of_their_own() -> No
     ]
 
 
+def test_a_name_that_no_longer_reads_as_the_servers_is_noted_in_the_description() -> None:
+    # Names in Chinese became "_" and a digest, with nothing else to tell them apart
+    # when the server gives no description; the model now reads the server's name.
+    listed = [
+        McpToolInfo("查询天气"),
+        McpToolInfo("查询股票", "查询股票价格。"),
+        McpToolInfo("löschen", "Löscht."),  # reads the same once folded: no note
+        McpToolInfo("files.read", "Read."),  # only a separator changed: no note
+        McpToolInfo("x" * 70 + "_alpha"),  # cut, with a digest
+        READ,
+    ]
+    tools = _client(*listed).into_tools(prefix="cn")
+    assert [(t.name, t.description) for t in tools] == [
+        ("cn_______cd0726c1", "[MCP name: 查询天气]"),
+        ("cn_______4d720d6e", "[MCP name: 查询股票] 查询股票价格。"),
+        ("cn__loschen", "Löscht."),
+        ("cn__files_read", "Read."),
+        (adapter_name("x" * 70 + "_alpha", "cn"), f"[MCP name: {'x' * 70}_alpha]"),
+        ("cn__read_file", "Read a file."),
+    ]
+
+
 def test_a_tool_listed_twice_is_registered_once(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("WARNING", logger="agcore_tools.mcp"):
         tools = _client(READ, McpToolInfo("read_file", "Another listing.")).into_tools()
@@ -110,7 +133,7 @@ async def test_every_tool_of_a_server_is_callable_when_names_collide_once_made_v
         registry.register_all(client.into_tools())
         new = [d["function"] for d in registry.definitions()]
         answers = {}
-        for name in [f["name"] for f in new if f["description"].startswith("Added at run")]:
+        for name in [f["name"] for f in new if "Added at run" in f["description"]]:
             invocation = await registry.invoke(name, {})
             answers[name] = str(invocation.output).removeprefix("I am ")
     assert sorted(answers.values()) == sorted(added)
