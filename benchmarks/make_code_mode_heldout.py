@@ -447,22 +447,11 @@ FAKES: dict[str, Callable[[str, dict[str, Any]], Any]] = {**base.FAKES, "github"
 class Model(base.Model):
     """The direct run being scripted, answered by this suite's worlds."""
 
-    def answer(self, tool: str, args: dict[str, Any]) -> Any:
-        server, name = tool.split("__", 1)
-        output = FAKES[server](name, args)
-        self.responses[json.dumps([tool, args], sort_keys=True)] = [tool, args, output]
-        return output
+    fakes = FAKES
 
 
-TASKS: list[tuple[str, list[str], str, Callable[[Model], dict[str, Any]]]] = []
-
-
-def task(name: str, servers: list[str], prompt: str) -> Callable[..., Any]:
-    def register(build: Callable[[Model], dict[str, Any]]) -> Callable[[Model], dict[str, Any]]:
-        TASKS.append((name, servers, prompt, build))
-        return build
-
-    return register
+TASKS: list[base.Task] = []
+task = base.tasks_into(TASKS)
 
 
 @task("word-legal-comments", ["word"], "Hannah Brandt from Legal went through our supplier contracts in /docs/contracts last week. Which ones did she comment on, and what does she want changed in each?")  # fmt: skip
@@ -954,6 +943,14 @@ def _(turn: Model) -> dict[str, Any]:
 
 
 SUBS_SCHEMA = "SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_name = 'subscriptions' ORDER BY ordinal_position"  # fmt: skip
+# The first program of both subscription tasks: read the table's columns before the SQL.
+SUBS_SCHEMA_PROGRAM = """
+    import json
+    columns = json.loads(await duckdb__query(query="<SCHEMA>"))
+    for c in columns:
+        print(c["column_name"], c["data_type"], "NULL" if c["is_nullable"] == "YES" else "NOT NULL")
+    """.replace("<SCHEMA>", SUBS_SCHEMA)
+
 ANSWERS[SUBS_SCHEMA] = rows_json([{"column_name": c, "data_type": t, "is_nullable": "YES" if share else "NO"} for c, t, share in base.WAREHOUSE["subscriptions"][1]])  # fmt: skip
 MRR_SQL = "SELECT strftime(m.month, '%Y-%m') AS month, s.plan, SUM(s.mrr_cents) / 100.0 AS mrr FROM (SELECT UNNEST(generate_series(DATE '2026-01-01', DATE '2026-11-01', INTERVAL 1 MONTH)) AS month) m JOIN subscriptions s ON s.started_at < m.month + INTERVAL 1 MONTH AND (s.cancelled_at IS NULL OR s.cancelled_at >= m.month + INTERVAL 1 MONTH) GROUP BY 1, 2 ORDER BY 1, 2"  # fmt: skip
 FINANCE = "/reports/finance.xlsx"
@@ -982,12 +979,7 @@ def _(turn: Model) -> dict[str, Any]:
     turn(("excel__create_sheet", {"path": FINANCE, "new_name": "MRR 2026"}))
     turn(("excel__write_range", {"path": FINANCE, "sheet": "MRR 2026", "at": "A1", "rows": table}))
     turn(("excel__create_chart", {"path": FINANCE, "sheet": "MRR 2026", "chart_type": "line", "source": source, "at": "F2", "name": "MRR by plan"}))  # fmt: skip
-    first = """
-    import json
-    columns = json.loads(await duckdb__query(query="<SCHEMA>"))
-    for c in columns:
-        print(c["column_name"], c["data_type"], "NULL" if c["is_nullable"] == "YES" else "NOT NULL")
-    """.replace("<SCHEMA>", SUBS_SCHEMA)
+    first = SUBS_SCHEMA_PROGRAM
     second = """
     import json
     rows = json.loads(await duckdb__query(query="<SQL>"))
@@ -1081,12 +1073,7 @@ def _(turn: Model) -> dict[str, Any]:
     turn(("duckdb__query", {"query": SUBS_SCHEMA}))
     ANSWERS[CHURN_SQL] = rows_json(churn_rows())
     [found] = turn(("duckdb__query", {"query": CHURN_SQL}))
-    first = """
-    import json
-    columns = json.loads(await duckdb__query(query="<SCHEMA>"))
-    for c in columns:
-        print(c["column_name"], c["data_type"], "NULL" if c["is_nullable"] == "YES" else "NOT NULL")
-    """.replace("<SCHEMA>", SUBS_SCHEMA)
+    first = SUBS_SCHEMA_PROGRAM
     second = """
     import json
     rows = json.loads(await duckdb__query(query="<SQL>"))

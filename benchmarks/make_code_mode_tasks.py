@@ -657,6 +657,9 @@ FAKES: dict[str, Callable[[str, dict[str, Any]], Any]] = {"sqlite": sqlite, "duc
 class Model:
     """The direct run being scripted: each call of it is one model turn of tool calls."""
 
+    fakes = FAKES
+    """The servers' synthetic answers, by server."""
+
     def __init__(self) -> None:
         self.turns: list[list[list[Any]]] = []
         self.responses: dict[str, list[Any]] = {}
@@ -667,20 +670,29 @@ class Model:
 
     def answer(self, tool: str, args: dict[str, Any]) -> Any:
         server, name = tool.split("__", 1)
-        output = FAKES[server](name, args)
+        output = self.fakes[server](name, args)
         self.responses[json.dumps([tool, args], sort_keys=True)] = [tool, args, output]
         return output
 
 
-TASKS: list[tuple[str, list[str], str, Callable[[Model], dict[str, Any]]]] = []
+Task = tuple[str, list[str], str, Callable[[Model], dict[str, Any]]]
 
 
-def task(name: str, servers: list[str], prompt: str) -> Callable[..., Any]:
-    def register(build: Callable[[Model], dict[str, Any]]) -> Callable[[Model], dict[str, Any]]:
-        TASKS.append((name, servers, prompt, build))
-        return build
+def tasks_into(tasks: list[Task]) -> Callable[[str, list[str], str], Callable[..., Any]]:
+    """The ``@task(name, servers, prompt)`` decorator that adds a task to ``tasks``."""
 
-    return register
+    def task(name: str, servers: list[str], prompt: str) -> Callable[..., Any]:
+        def register(build: Callable[[Model], dict[str, Any]]) -> Callable[[Model], dict[str, Any]]:
+            tasks.append((name, servers, prompt, build))
+            return build
+
+        return register
+
+    return task
+
+
+TASKS: list[Task] = []
+task = tasks_into(TASKS)
 
 
 def columns_line(table: str, schema: str) -> str:
