@@ -337,7 +337,7 @@ async def test_a_failed_program_shows_the_model_what_the_in_process_loop_does(
     report = result.messages[2]["content"]
     assert report.startswith("Error: tool 'run_python' failed: KeyError: email\n")
     assert "The program printed:\nsum 5\nTraceback (most recent call last):" in report
-    assert "Calls that ran before the failure" in report
+    assert "Calls that ran or may have run before the failure" in report
     assert "add(a=5, b=1) -> ok" in report
 
 
