@@ -15,7 +15,6 @@ snapshot the last one dumped. Nothing here imports the registry or the loop.
 from __future__ import annotations
 
 import base64
-import builtins
 import contextlib
 import importlib
 import importlib.util
@@ -354,10 +353,33 @@ _MODULES = frozenset(
 )
 """The modules a program can import (Monty 1.4): a tool's function must not shadow one."""
 
-RESERVED = frozenset({n for n in dir(builtins) if not n.startswith("_")} | _MODULES | {"result"})
-"""Names a tool's function does not take: Python's builtins (the sandbox's are among
-them), the sandbox's modules, and ``result``. Else the program's call would reach the
-builtin (``await list(...)``), not the tool."""
+_BUILTINS = frozenset({
+    "ArithmeticError", "AssertionError", "AttributeError", "BaseException",
+    "Ellipsis", "Exception", "False", "FileExistsError", "FileNotFoundError",
+    "ImportError", "IndexError", "IsADirectoryError", "KeyError",
+    "KeyboardInterrupt", "LookupError", "MemoryError", "ModuleNotFoundError",
+    "NameError", "None", "NotADirectoryError", "NotImplemented",
+    "NotImplementedError", "OSError", "OverflowError", "PermissionError",
+    "RecursionError", "RuntimeError", "StopIteration", "SyntaxError", "SystemExit",
+    "TimeoutError", "True", "TypeError", "UnboundLocalError", "UnicodeDecodeError",
+    "UnicodeEncodeError", "ValueError", "ZeroDivisionError", "abs", "all", "any",
+    "bin", "bool", "bytes", "chr", "complex", "dict", "divmod", "enumerate", "eval",
+    "exec", "filter", "float", "format", "frozenset", "getattr", "hasattr", "hash",
+    "hex", "id", "int", "isinstance", "iter", "len", "list", "locals", "map", "max",
+    "min", "next", "object", "oct", "open", "ord", "pow", "print", "property",
+    "range", "repr", "reversed", "round", "set", "setattr", "slice", "sorted",
+    "str", "sum", "tuple", "type", "zip",
+})  # fmt: skip
+"""The builtin functions and types the sandbox defines itself (Monty 1.4, found by
+running a program naming each of CPython's): a name among them never reaches a tool.
+Fixed here, not read from this process's ``builtins``, which depends on how Python was
+started (``-S`` drops ``help``); and the builtins Monty lacks (``dir``, ``help``,
+``input``) stay tools' names, as programs paused by earlier versions call them."""
+
+RESERVED = frozenset(_BUILTINS | _MODULES | {"result"})
+"""Names a tool's function does not take: the sandbox's builtins, its modules, and
+``result``. Else the program's call would reach the builtin (``await list(...)``), not
+the tool."""
 
 
 def valid_identifier(name: str, taken: set[str]) -> str:

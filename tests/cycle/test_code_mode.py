@@ -779,9 +779,16 @@ async def test_tools_named_like_builtins_or_modules_get_an_underscore_and_are_re
         """Check JSON."""
         return "valid"
 
+    # A builtin the sandbox lacks is no builtin there: the tool keeps its name, as
+    # programs paused by earlier versions call it so (whatever this Python's builtins).
+    @registry.tool(name="dir")
+    def dir_tool(path: str) -> str:
+        """List a directory."""
+        return f"{path}: x.txt"
+
     code = """
     import json
-    print(await list_("fruit"), await json_("{}"), json.dumps(list(range(2))))
+    print(await list_("fruit"), await json_("{}"), json.dumps(list(range(2))), await dir("/"))
     """
     server = serve(program(code), S.reply_text("ok"))
     await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
@@ -789,7 +796,8 @@ async def test_tools_named_like_builtins_or_modules_get_an_underscore_and_are_re
     description = server.requests[0].json["tools"][0]["function"]["description"]
     assert "async def list_(kind: str) -> Any:" in description
     assert "async def json_(text: str) -> Any:" in description
-    assert result_of(server, 1) == "fruit: a, b valid [0, 1]"
+    assert "async def dir(path: str) -> Any:" in description
+    assert result_of(server, 1) == "fruit: a, b valid [0, 1] /: x.txt"
 
 
 @pytest.mark.parametrize(
