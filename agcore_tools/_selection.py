@@ -341,8 +341,10 @@ class RunOffer:
     def _turn(self, history: Sequence[Message]) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
         select, search = self._select, self._search
         if self._code is not None:
-            view = self._view((RUN_PYTHON,))  # its definition through the registry's transforms
-            return view.definitions(), view
+            # Only run_python is offered (its definition through the registry's
+            # transforms), but a direct call to a registered tool runs: a program tells
+            # the model to make one for a tool that asks the user a question.
+            return self._view((RUN_PYTHON,)).definitions(), self.for_open_calls()
         if select is None or (isinstance(select, ToolSearch) and search is None):
             return (self._all or None), self._registry
         if isinstance(select, ToolSearch) and search is not None:
@@ -390,14 +392,12 @@ class RunOffer:
         return view
 
     def _withheld(self, name: str) -> str | None:
-        """How the model reaches a tool this run does not offer yet (tool search, code
-        mode); None for a name that is no tool it could be offered (unregistered, or
-        refused by the permissions), and under a selector the app wrote, whose choice
-        is final: such a call is an unknown tool's."""
+        """How the model reaches a tool this run does not offer yet (tool search); None
+        for a name that is no tool it could be offered (unregistered, or refused by the
+        permissions), and under a selector the app wrote, whose choice is final: such a
+        call is an unknown tool's."""
         if name not in self._offerable:
             return None
-        if self._code is not None:
-            return f"call it from a {RUN_PYTHON} program"
         if self._load is not None:
             return f"load it with {LOAD_TOOL_NAME} first"
         if self._search is not None:

@@ -135,8 +135,8 @@ class ToolNotFoundError(ToolError):
 
 class ToolNotOfferedError(ToolNotFoundError):
     """A registered tool this run does not offer, so the model cannot call it yet: tool
-    search has not found it, or code mode offers only ``run_python``. Recoverable: the
-    text tells the model how to reach it, and the loop answers the call with it.
+    search has not found it. Recoverable: the text tells the model how to reach it, and
+    the loop answers the call with it.
 
     Example:
         >>> err = ToolNotOfferedError("get_weather", "find it with search_tools first")

@@ -816,3 +816,22 @@ def test_limits_monty_would_refuse_are_refused_when_code_mode_is_made(
     with pytest.raises(LlmConfigError, match=message):
         CodeMode(**options)
     assert CodeMode(limits={"max_memory": None}).limits["max_memory"] is None  # no limit
+
+
+async def test_a_direct_call_to_a_registered_tool_runs_though_only_run_python_is_offered(
+    serve, make_cycle, shop
+):
+    # A program is told to call a tool that asks the user a question directly. That
+    # call was an unknown tool's ("not offered: call it from a run_python program"), so
+    # the model could go round in circles until max_turns.
+    server = serve(
+        S.reply_tool_calls([("get_order", {"order_id": 3}, "c_direct")]), S.reply_text("ok")
+    )
+    response = await make_cycle(server).submit_with_tools("order 3?", shop, select=CodeMode())
+
+    assert response.text == "ok"
+    assert [t["function"]["name"] for t in server.requests[0].json["tools"]] == ["run_python"]
+    assert tool_messages(server.requests[1].json["messages"])["c_direct"] == (
+        '{"id":3,"total":30.0,"customer":"c3"}'
+    )
+    assert shop.runs == [("get_order", 3)]  # type: ignore[attr-defined]
