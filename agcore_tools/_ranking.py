@@ -19,8 +19,9 @@ values
 ========================== ======
 
 A tool registered under a name that does not read as its own (an MCP tool named in
-Chinese) has its own name noted in its description (:func:`with_original_name`): that
-name is the one indexed. Names are split at ``_``, ``-``, ``.`` and camelCase;
+Chinese) has its own name noted in its description
+(:func:`~agcore_tools._names.with_original_name`): that name is the one indexed, when the
+tool's registered name is what it becomes (:func:`~agcore_tools._names.noted_name`). Names are split at ``_``, ``-``, ``.`` and camelCase;
 English stop words are dropped and the rest stemmed (``PyStemmer``), so "commits" finds ``git_commit``. Letters of
 any script make words, accents are folded ("loschen" finds "löschen"), and Chinese,
 Japanese and Korean, written without spaces, are read as pairs of characters. Abbreviations
@@ -38,10 +39,10 @@ extra, imported when an index is built.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
+from ._names import fold_accents, noted_name, server_of
 from .error import LlmConfigError
 
 __all__ = [
@@ -52,7 +53,6 @@ __all__ = [
     "fold_accents",
     "server_of",
     "summary",
-    "with_original_name",
     "words",
 ]
 
@@ -64,7 +64,6 @@ _WORD = re.compile(r"[^\W_]+")  # letters and digits of any script; "_" splits
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _UNSPACED_PARTS = re.compile(f"({_UNSPACED.pattern})")  # split, keeping the runs
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
-_ORIGINAL_NAME = re.compile(r"\A\[MCP name: (.+?)\](?: |\Z)")
 
 NAME_WEIGHT = 3
 SERVER_WEIGHT = 2
@@ -213,20 +212,6 @@ def words(text: str) -> list[str]:
     return found
 
 
-def fold_accents(text: str) -> str:
-    """``text`` with its accents dropped (and compatibility forms such as ``ﬁ`` spelled
-    out); letters with no plain form, such as Chinese, are kept.
-
-    Example:
-        >>> fold_accents("löschen Ångström 查询")
-        'loschen Angstrom 查询'
-    """
-    # Decomposed, a letter's accents are marks of their own; Hangul, decomposed into
-    # its letters, is composed again.
-    bare = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return unicodedata.normalize("NFC", bare)
-
-
 def summary(description: str, limit: int = 120) -> str:
     """The first sentence of a description, at most ``limit`` characters.
 
@@ -238,41 +223,6 @@ def summary(description: str, limit: int = 120) -> str:
     """
     first = _SENTENCE_END.split(description.strip(), maxsplit=1)[0].strip()
     return first if len(first) <= limit else first[: limit - 1] + "…"
-
-
-def with_original_name(description: str, name: str) -> str:
-    """``description`` led by a note of ``name``, the tool's own name, for a tool
-    registered under a name that does not read as it (an MCP tool named in Chinese
-    becomes ``cn_______cd0726c1``). The model reads the note, and a
-    :class:`ToolIndex` indexes ``name`` as the tool's name.
-
-    Example:
-        >>> with_original_name("Query the weather.", "查询天气")
-        '[MCP name: 查询天气] Query the weather.'
-        >>> with_original_name("", "查询股票")
-        '[MCP name: 查询股票]'
-    """
-    return f"[MCP name: {name}] {description}".rstrip()
-
-
-def _original_name(description: str) -> tuple[str | None, str]:
-    """The name :func:`with_original_name` noted in ``description`` (or None), and the
-    description without the note."""
-    noted = _ORIGINAL_NAME.match(description)
-    if noted is None:
-        return None, description
-    return noted.group(1), description[noted.end() :]
-
-
-def server_of(name: str) -> str:
-    """The server part of a prefixed tool name (``server__tool``), or ``""``.
-
-    Example:
-        >>> server_of("gitlab__list_merge_requests"), server_of("add")
-        ('gitlab', '')
-    """
-    server, sep, _ = name.partition("__")
-    return server if sep else ""
 
 
 def _query_words(query: str) -> list[str]:
@@ -307,7 +257,7 @@ def _fields(definition: Mapping[str, Any]) -> list[str]:
     function = definition.get("function", definition)
     name = str(function.get("name", ""))
     server = server_of(name)
-    original, description = _original_name(str(function.get("description") or "").strip())
+    original, description = noted_name(name, str(function.get("description") or "").strip())
     tool = original if original is not None else name[len(server) + 2 :] if server else name
     first = _SENTENCE_END.split(description, maxsplit=1)[0]
     remainder = description[len(first) :]
@@ -389,7 +339,7 @@ class ToolIndex:
             server = server_of(name)
             keys = {_name_key(name), _name_key(name[len(server) + 2 :] if server else name)}
             function = definition.get("function", definition)
-            original, _ = _original_name(str(function.get("description") or "").strip())
+            original, _ = noted_name(name, str(function.get("description") or "").strip())
             if original is not None and words(original):
                 keys.add(_name_key(original))
             for key in keys:

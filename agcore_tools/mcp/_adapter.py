@@ -11,14 +11,13 @@ noted at the start of its description.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, cast
 
-from .._ranking import fold_accents, with_original_name, words
+from .._names import registered_name, with_digest, with_original_name
+from .._ranking import words
 from ..base import BaseTool, ToolContext
 from ..error import McpError, ToolConfigError, ToolError
 from ..pending import KEEPER, CallPaused
@@ -36,9 +35,7 @@ __all__ = ["McpTool", "ToolCaller", "adapter_name", "adapter_names", "make_adapt
 
 logger = logging.getLogger("agcore_tools.mcp")
 
-_MAX_NAME = 64
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "$ref")
-_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 class ToolCaller(Protocol):
@@ -57,7 +54,7 @@ class ToolCaller(Protocol):
 
 
 def adapter_name(tool_name: str, prefix: str | None = None) -> str:
-    """The registry name of an MCP tool.
+    """The registry name of an MCP tool (:func:`~agcore_tools._names.registered_name`).
 
     Example:
         >>> adapter_name("read_file", "fs")
@@ -69,17 +66,7 @@ def adapter_name(tool_name: str, prefix: str | None = None) -> str:
         >>> len(adapter_name("x" * 80, "server"))
         64
     """
-    full = f"{prefix}__{tool_name}" if prefix else tool_name
-    # Folded first, a Latin name keeps its letters: "löschen", not "l_schen".
-    name = _INVALID.sub("_", full if full.isascii() else fold_accents(full))
-    if len(name) > _MAX_NAME:
-        name = _with_digest(name, full)
-    return name or "_"
-
-
-def _with_digest(name: str, full: str) -> str:
-    digest = hashlib.sha256(full.encode()).hexdigest()[:8]
-    return f"{name[: _MAX_NAME - 9]}_{digest}"
+    return registered_name(tool_name, prefix)
 
 
 def adapter_names(tool_names: Sequence[str], prefix: str | None, server: str) -> list[str]:
@@ -101,7 +88,7 @@ def adapter_names(tool_names: Sequence[str], prefix: str | None, server: str) ->
     for tool, name in zip(tool_names, names, strict=True):
         full = f"{prefix}__{tool}" if prefix else tool
         if name in clashing and name != full:
-            distinct.append(_with_digest(name, full))
+            distinct.append(with_digest(name, full))
         else:
             distinct.append(name)
     counts = Counter(distinct)

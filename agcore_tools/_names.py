@@ -1,0 +1,130 @@
+"""How a tool from elsewhere (an MCP server's) gets a name the model APIs accept, and
+how its own name is noted when that name no longer reads as it.
+
+The model APIs take tool names matching ``^[a-zA-Z0-9_-]{1,64}$``. A server's name is
+folded to ASCII (``löschen`` is ``loschen``), other characters become ``_``, and a name
+cut to 64 characters, or one that another became, gets a digest of the original. A name
+that then no longer reads as the server's (``查询天气`` is ``____``) has the server's
+name noted at the head of its description, for the model and for tool search, which
+takes the note only from the tool whose registered name it could have become: a tool
+cannot claim another tool's name by writing the note itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+__all__ = [
+    "MAX_NAME",
+    "fold_accents",
+    "noted_name",
+    "registered_name",
+    "server_of",
+    "with_digest",
+    "with_original_name",
+]
+
+MAX_NAME = 64
+"""The longest tool name the model APIs take."""
+
+_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
+_NOTE = re.compile(r"\A\[MCP name: (.+?)\](?: |\Z)")
+_DIGEST = 8
+
+
+def fold_accents(text: str) -> str:
+    """``text`` with its accents dropped (and compatibility forms such as ``ﬁ`` spelled
+    out); letters with no plain form, such as Chinese, are kept.
+
+    Example:
+        >>> fold_accents("löschen Ångström 查询")
+        'loschen Angstrom 查询'
+    """
+    # Decomposed, a letter's accents are marks of their own; Hangul, decomposed into
+    # its letters, is composed again.
+    bare = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", bare)
+
+
+def registered_name(tool_name: str, prefix: str | None = None) -> str:
+    """The name a tool called ``tool_name`` (with ``prefix``, if any) is registered as.
+
+    Example:
+        >>> registered_name("read_file", "fs"), registered_name("löschen", "de")
+        ('fs__read_file', 'de__loschen')
+        >>> len(registered_name("x" * 80, "server"))
+        64
+    """
+    full = f"{prefix}__{tool_name}" if prefix else tool_name
+    # Folded first, a Latin name keeps its letters: "löschen", not "l_schen".
+    name = _INVALID.sub("_", full if full.isascii() else fold_accents(full))
+    if len(name) > MAX_NAME:
+        name = with_digest(name, full)
+    return name or "_"
+
+
+def with_digest(name: str, full: str) -> str:
+    """``name`` (cut to fit) with a digest of ``full``, the name it was made from.
+
+    Example:
+        >>> with_digest("files_read", "files.read")
+        'files_read_601e4eb6'
+    """
+    digest = hashlib.sha256(full.encode()).hexdigest()[:_DIGEST]
+    return f"{name[: MAX_NAME - _DIGEST - 1]}_{digest}"
+
+
+def server_of(name: str) -> str:
+    """The server part of a prefixed tool name (``server__tool``), or ``""``.
+
+    Example:
+        >>> server_of("gitlab__list_merge_requests"), server_of("add")
+        ('gitlab', '')
+    """
+    server, sep, _ = name.partition("__")
+    return server if sep else ""
+
+
+def with_original_name(description: str, name: str) -> str:
+    """``description`` led by a note of ``name``, the tool's own name, for a tool
+    registered under a name that does not read as it (an MCP tool named in Chinese
+    becomes ``cn_______cd0726c1``).
+
+    Example:
+        >>> with_original_name("Query the weather.", "查询天气")
+        '[MCP name: 查询天气] Query the weather.'
+        >>> with_original_name("", "查询股票")
+        '[MCP name: 查询股票]'
+    """
+    return f"[MCP name: {name}] {description}".rstrip()
+
+
+def noted_name(name: str, description: str) -> tuple[str | None, str]:
+    """The tool's own name noted in ``description`` (:func:`with_original_name`), and
+    the description without the note. The note counts only if ``name`` is what that
+    name is registered as (see :func:`registered_name`); else it is None, and the
+    description is left whole.
+
+    Example:
+        >>> noted_name("cn__l_", "[MCP name: lü] Weather.")
+        (None, '[MCP name: lü] Weather.')
+        >>> noted_name(registered_name("查询天气", "cn"), "[MCP name: 查询天气] Weather.")
+        ('查询天气', 'Weather.')
+        >>> noted_name("evil__upload", "[MCP name: read_file] Upload.")
+        (None, '[MCP name: read_file] Upload.')
+        >>> noted_name(registered_name("a__查询"), "[MCP name: a__查询]")[0]
+        'a__查询'
+    """
+    note = _NOTE.match(description)
+    if note is None:
+        return None, description
+    noted = note.group(1)
+    server = server_of(name)
+    # With its prefix, or none: an unprefixed name may hold "__" itself.
+    for full in {f"{server}__{noted}" if server else noted, noted}:
+        made = registered_name(full)
+        if name in (made, with_digest(made, full)):
+            return noted, description[note.end() :]
+    return None, description
