@@ -58,7 +58,9 @@ def _counter(model: str) -> Callable[[str], int] | None:
     """Load ``model``'s counter (blocking: files or the network) and keep it for
     :func:`count_tokens`."""
     counter = _load(model)
-    _loaded[model] = counter
+    # A load that finished after load_counter() gave up on it does not count: that
+    # model's counts stay the estimate in this process, as its warning said.
+    _loaded.setdefault(model, counter)
     return counter
 
 

@@ -67,7 +67,7 @@ _SLEEPS = frozenset({"asyncio.sleep", "time.sleep", "system.async_sleep", "syste
 # Waiting would need a timer beside the program's calls (and a durable one on
 # Temporal); a program has nothing to wait for, as each call's await waits for its result.
 _NO_SLEEP = (
-    "the sandbox cannot sleep: asyncio.sleep() and time.sleep() with a delay are not "
+    "the sandbox cannot sleep: asyncio.sleep() with a delay and time.sleep() are not "
     "supported (awaiting a function already waits for its result)"
 )
 

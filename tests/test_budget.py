@@ -6,6 +6,7 @@ import asyncio
 import json
 import math
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -65,10 +66,10 @@ async def test_loading_an_encoding_never_blocks_the_loop_and_is_bounded(
     release = threading.Event()
     started = threading.Event()
 
-    def stalled(model: str) -> None:
+    def stalled(model: str) -> Callable[[str], int]:
         started.set()
         release.wait(10)
-        return None
+        return lambda text: 1  # tiktoken's counter, had it loaded
 
     monkeypatch.setattr(_budget, "_load", stalled)
     monkeypatch.setattr(_budget, "LOAD_TIMEOUT", 0.2)
@@ -88,5 +89,14 @@ async def test_loading_an_encoding_never_blocks_the_loop_and_is_bounded(
         )
         assert _budget.count_tokens("x" * 8, model) == 2
         await asyncio.wait_for(_budget.load_counter(model), 1)  # not tried again
+        # The load that finishes late does not switch the counts, as the warning said.
+        cached = _budget._counter.cache_info().currsize
+        release.set()
+        for _ in range(500):
+            if _budget._counter.cache_info().currsize > cached:
+                break
+            await asyncio.sleep(0.01)
+        assert _budget._counter.cache_info().currsize > cached
+        assert _budget.count_tokens("x" * 8, model) == 2
     finally:
         release.set()

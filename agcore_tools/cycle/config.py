@@ -41,7 +41,8 @@ _CHAT_ONLY_OPTIONS = frozenset(
 )  # fmt: skip
 _RESPONSES_ONLY_OPTIONS = frozenset(
     {
-        "background", "background_options", "context_management", "conversation", "image",
+        "access_programs", "background", "background_options", "context_management",
+        "conversation", "image",
         "include", "instructions", "max_output_tokens", "max_tool_calls", "prompt",
         "reasoning", "text", "truncation",
     }

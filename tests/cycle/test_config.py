@@ -137,6 +137,13 @@ def test_the_options_refused_for_an_api_are_none_its_sdk_create_takes() -> None:
     }
     for api, refused in _OTHER_APIS_OPTIONS.items():
         assert not refused & takes[api], api
+    # And every option only the other API's create() takes is refused, but those the
+    # loop sets itself (messages, input, previous_response_id): none was left out.
+    own = {"messages", "input", "previous_response_id"}
+    assert takes["responses"] - takes["chat"] - own <= _OTHER_APIS_OPTIONS["chat"]
+    assert takes["chat"] - takes["responses"] - own - {"response_format"} <= (
+        _OTHER_APIS_OPTIONS["responses"]
+    )
 
 
 def test_repr_hides_header_and_query_values_and_the_approval_key() -> None:
