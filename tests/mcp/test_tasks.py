@@ -183,6 +183,36 @@ async def test_server_everything_runs_two_tasks_at_once_one_asking_a_question(
     assert "input_required" in statuses and statuses[-1] == "completed"
 
 
+async def test_a_timed_out_wait_on_a_question_leaves_the_task_running(
+    everything_stdio: StdioTransport,  # noqa: F811 - the imported fixture
+) -> None:
+    """2025-11-25: result(timeout=) cut short while tasks/result waits on the person's
+    answer is a timeout (the task runs on), not a failure of the task."""
+    asked = asyncio.Event()
+    answer = asyncio.Event()
+
+    async def person(context: Any, params: Any) -> Any:
+        from mcp_types import ElicitResult
+
+        asked.set()
+        await asyncio.wait_for(answer.wait(), 30)
+        return ElicitResult(action="accept", content={"interpretation": "snakes"})
+
+    async with McpClient(
+        "everything", everything_stdio, timeout=30, elicitation_handler=person
+    ) as client:
+        task = await client.start_task(
+            "simulate-research-query", {"topic": "python", "ambiguous": True}
+        )
+        await wait_for_status(task, "input_required")
+        with pytest.raises(McpTimeoutError, match=r"still input_required after 1 s; it runs on"):
+            await task.result(timeout=1)
+        assert asked.is_set()  # the question reached the handler through tasks/result
+        assert (await task.status()).status == "input_required"
+        answer.set()
+        assert "Research Report: python (snakes)" in await task.result(timeout=30)
+
+
 # -- our server, both eras ------------------------------------------------------------
 
 
