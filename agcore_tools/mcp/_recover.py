@@ -43,6 +43,7 @@ __all__ = [
     "is_safe_to_repeat",
     "malformed",
     "note_run",
+    "refused_by_server",
     "send_again",
 ]
 
@@ -171,6 +172,29 @@ async def classify(
         McpError(
             name, f"{action} failed: {type(exc).__name__}: {_first_line(exc)}", tool_name=tool_name
         )
+    )
+
+
+def refused_by_server(error: ToolError) -> bool:
+    """Whether ``error`` is the server's JSON-RPC error answer to the request itself
+    (invalid params, an unknown resource): the connection is fine, and only that request
+    was refused. A timeout, a lost connection, an HTTP failure, or an answer that was
+    malformed or mismatched is not.
+
+    Example:
+        >>> refused_by_server(McpError("fs", "resources/read 'x' failed: connection lost"))
+        False
+    """
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT
+
+    cause = error.__cause__
+    return (
+        type(error) is McpError  # what classify() makes of an answered error, and no other
+        and error.status_code is None
+        and isinstance(cause, MCPError)
+        and cause.code not in (CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT)
+        and mismatch_reason(cause.data, cause.message) is None
     )
 
 
