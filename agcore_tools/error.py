@@ -353,6 +353,12 @@ class McpError(ToolError):
     """
 
     recoverable = False
+    elicitations: tuple[dict[str, Any], ...] = ()
+    """The links the server asks the user to open before it runs the request (its
+    2025-11-25 ``URLElicitationRequiredError``, code -32042), as it sent them: each with
+    its ``url``, ``message`` and ``elicitationId``. Empty for any other failure. Such an
+    error is recoverable, and its message names only the links' hosts (a link may carry
+    a one-time token)."""
 
     def __init__(
         self,

@@ -211,7 +211,8 @@ class McpTool(BaseTool):
         as the server does. In the loop, a question from the server that no
         ``elicitation_handler`` answers pauses the call, and so does a task still
         running after the client's timeout (:class:`~agcore_tools.pending.CallPaused`).
-        """
+        A 2025-11-25 task's question comes inside ``tasks/result``, where nothing can
+        hold it: without a handler it is declined."""
         call_id = ctx.call_id
         resume = self._resumes.pop(call_id, None) if call_id else None
         # The server's progress updates reach a listening context as its own reports.

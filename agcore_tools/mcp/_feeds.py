@@ -67,10 +67,19 @@ class UpdateFeeds:
             self._feeds.append(feed)
         return feed
 
-    def close(self, feed: Feed) -> None:
-        """Stop feeding ``feed``."""
+    def close(self, feed: Feed) -> bool:
+        """Stop feeding ``feed``; True when no other open feed follows its URI (the
+        server holds one subscription per URI, which can end now).
+
+        Example:
+            >>> feeds = UpdateFeeds()
+            >>> first, second = feeds.open("file:///a"), feeds.open("file:///a")
+            >>> feeds.close(first), feeds.close(second)
+            (False, True)
+        """
         if feed in self._feeds:
             self._feeds.remove(feed)
+        return all(other.uri != feed.uri for other in self._feeds)
 
     def deliver(self, uri: str) -> None:
         """A ``notifications/resources/updated`` for ``uri`` arrived."""

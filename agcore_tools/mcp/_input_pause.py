@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from ..error import McpTimeoutError
+from ..error import McpError, McpTimeoutError
 from ..pending import CallPaused, InputRequest
 from ._elicitation import LiveQuestions, ParkedQuestion
 
@@ -142,11 +142,24 @@ class LiveQuestion(ServerQuestion):
         return CallPaused((question,), {"server": server_name, "live": True})
 
     async def go_on(self, answer: Mapping[str, Any]) -> Any:
-        """Send the user's ``answer`` and wait on: the call's result, or its next question."""
+        """Send the user's ``answer`` and wait on: the call's result, or its next question.
+        An answer that comes after the question timed out (the server got ``cancel``)
+        raises a recoverable :class:`~agcore_tools.McpError`: call the tool again."""
         from mcp_types import ElicitResult
 
-        if not self.parked.answer.done():
-            self.parked.answer.set_result(ElicitResult.model_validate(dict(answer)))
+        if self.parked.answer.done():
+            # The client's timeout came first and the server was told "cancel": this
+            # answer cannot reach it, and the model must not read the cancel as the user's.
+            raise McpError(
+                self.questions.server_name,
+                f"the question asked during tools/call '{self.tool_name}' was lost: the "
+                f"answer came after the client's timeout ({self.questions.timeout:g} s), "
+                "and the server was told it was cancelled; call the tool again",
+                tool_name=self.tool_name,
+                recoverable=True,
+                may_have_run=True,
+            )
+        self.parked.answer.set_result(ElicitResult.model_validate(dict(answer)))
         return await first_of(self.call, self.questions, self.tool_name, bounded=True)
 
 

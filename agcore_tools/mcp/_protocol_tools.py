@@ -14,18 +14,21 @@ that does not trust annotations requires what it requires of every tool.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Awaitable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from ..base import BaseTool, ToolContext
-from ..error import InvalidArgumentsError
+from ..error import InvalidArgumentsError, McpError
 from ..permission import Permission
 from ._adapter import adapter_name
+from ._recover import refused_by_server
 from ._resources import contents_value
 from .models import McpPrompt, McpResourceContents, McpToolInfo
 from .policy import PermissionPolicy
 
 __all__ = ["ProtocolCaller", "prompt_tool", "resource_reader_tool"]
+
+T = TypeVar("T")
 
 _READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
 
@@ -71,6 +74,19 @@ class _ProtocolTool(BaseTool):
             raise InvalidArgumentsError(self.name, f"{key}: {problem}", errors=[(key, problem)])
         return value
 
+    async def _asked(self, request: Awaitable[T]) -> T:
+        """``request``'s answer; a server's refusal of it (an unknown URI or prompt, a
+        missing argument: the model's mistake) becomes recoverable, so the model reads
+        it and can try again. Other failures keep their meaning."""
+        try:
+            return await request
+        except McpError as exc:
+            if not refused_by_server(exc):
+                raise
+            raise McpError(
+                exc.server_name, exc.reason, tool_name=self.name, recoverable=True
+            ) from exc.__cause__
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} on {self.client.server_name!r}>"
 
@@ -80,7 +96,8 @@ class ResourceReaderTool(_ProtocolTool):
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Read the resource; text when it is all text, else its parts as typed JSON."""
-        return contents_value(await self.client.read_resource(self._string(args, "uri")))
+        uri = self._string(args, "uri")
+        return contents_value(await self._asked(self.client.read_resource(uri)))
 
 
 class PromptTool(_ProtocolTool):
@@ -97,7 +114,7 @@ class PromptTool(_ProtocolTool):
             )
         # Prompt arguments are strings on the wire; a model may well send 3 for "3".
         values = {k: v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
-        prompt = await self.client.get_prompt(name, values)
+        prompt = await self._asked(self.client.get_prompt(name, values))
         return [dict(message) for message in prompt.messages]
 
 

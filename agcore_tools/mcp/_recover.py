@@ -29,6 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from ._connection import Connection
@@ -43,6 +44,7 @@ __all__ = [
     "is_safe_to_repeat",
     "malformed",
     "note_run",
+    "refused_by_server",
     "send_again",
 ]
 
@@ -103,7 +105,7 @@ async def classify(
 ) -> Verdict:
     """Read the failure ``exc`` of ``action`` sent on ``conn`` to the server ``name``."""
     from mcp.shared.exceptions import MCPError
-    from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT
+    from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT, URL_ELICITATION_REQUIRED
     from pydantic import ValidationError
 
     if isinstance(exc, ToolError):
@@ -157,6 +159,8 @@ async def classify(
         return Verdict(
             McpError(name, f"{action} failed: {malformed(exc.message)}", tool_name=tool_name)
         )
+    if isinstance(exc, MCPError) and exc.code == URL_ELICITATION_REQUIRED:
+        return _needs_links(name, exc, action, tool_name)
     if isinstance(exc, MCPError):
         return Verdict(
             McpError(name, f"{action} failed: {exc.message} (code {exc.code})", tool_name=tool_name)
@@ -171,6 +175,55 @@ async def classify(
         McpError(
             name, f"{action} failed: {type(exc).__name__}: {_first_line(exc)}", tool_name=tool_name
         )
+    )
+
+
+def _needs_links(name: str, exc: Any, action: str, tool_name: str | None) -> Verdict:
+    """The server's ``URLElicitationRequiredError``: the user must open a link (to sign
+    in, to consent) before the server runs the request. Recoverable: the model reads it,
+    and the app shows the links from :attr:`McpError.elicitations`. The message names
+    only their hosts, since a link may carry a one-time token."""
+    data = exc.data if isinstance(exc.data, Mapping) else {}
+    listed = data.get("elicitations")
+    links = tuple(
+        dict(item)
+        for item in (listed if isinstance(listed, list) else ())
+        if isinstance(item, Mapping) and isinstance(item.get("url"), str)
+    )
+    hosts = sorted({urlsplit(link["url"]).hostname or "?" for link in links})
+    said = "; ".join(sorted({str(link["message"]) for link in links if link.get("message")}))
+    error = McpError(
+        name,
+        f"{action} needs the user to open a link first (at {', '.join(hosts) or 'no host given'}"
+        f"{f': {said}' if said else ''}); the app has the link: call again once the user "
+        "has opened it",
+        tool_name=tool_name,
+        recoverable=True,
+    )
+    error.elicitations = links
+    return Verdict(error, never_ran=True)
+
+
+def refused_by_server(error: ToolError) -> bool:
+    """Whether ``error`` is the server's JSON-RPC error answer to the request itself
+    (invalid params, an unknown resource): the connection is fine, and only that request
+    was refused. A timeout, a lost connection, an HTTP failure, or an answer that was
+    malformed or mismatched is not.
+
+    Example:
+        >>> refused_by_server(McpError("fs", "resources/read 'x' failed: connection lost"))
+        False
+    """
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT
+
+    cause = error.__cause__
+    return (
+        type(error) is McpError  # what classify() makes of an answered error, and no other
+        and error.status_code is None
+        and isinstance(cause, MCPError)
+        and cause.code not in (CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT)
+        and mismatch_reason(cause.data, cause.message) is None
     )
 
 

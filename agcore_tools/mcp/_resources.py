@@ -133,7 +133,9 @@ class McpResourceSubscription:
     """Updates of one resource, from :meth:`McpClient.subscribe_resource`.
 
     An async context manager: entering subscribes (``resources/subscribe``, or a
-    ``subscriptions/listen`` stream on 2026-07-28 servers), leaving unsubscribes. Inside,
+    ``subscriptions/listen`` stream on 2026-07-28 servers), leaving unsubscribes (the
+    ``resources/unsubscribe`` waits until the client's last open subscription to the
+    same URI is left: the server holds one per URI). Inside,
     iterate it to get the URI of each update (the resource's own, or one of its
     sub-resources'); then read it again with :meth:`McpClient.read_resource`. Updates
     not read yet are merged per URI. The iteration ends when the client is closed, and
@@ -222,10 +224,12 @@ class McpResourceSubscription:
             await listen.__aexit__(None, None, None)
         if conn is None or feed is None:
             return
-        conn.updates.close(feed)
+        last = conn.updates.close(feed)
         session = self._session
         if session.conn is not conn or not conn.usable:
             return  # the server forgot the subscription with the connection
+        if not last:
+            return  # the server's one subscription to the URI still feeds another
         import mcp_types as types
 
         request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=self.uri))

@@ -175,7 +175,12 @@ class McpTask:
                 # A 2025-11-25 server sends its questions (elicitation/create, answered by
                 # the client's elicitation_handler) only to a client in tasks/result,
                 # which then waits for the end, bounded by the deadline or the timeout.
-                payload = await self._payload(status, _left(deadline))
+                try:
+                    payload = await self._payload(status, _left(deadline))
+                except McpTimeoutError as exc:
+                    if deadline is None:
+                        continue  # the client's timeout cut tasks/result short; no limit here
+                    raise self._still(status, limit) from exc
                 status, raw = await self._get()
                 if on_status is not None and (status.status, status.message) != seen:
                     await _notify(on_status, status)
@@ -194,13 +199,7 @@ class McpTask:
             wait = next_wait(delay, status)
             left = _left(deadline)
             if left is not None and left <= 0:
-                raise McpTimeoutError(
-                    self.server_name,
-                    f"task '{self.task_id}' of tool '{self.tool_name}' still {status.status} "
-                    f"after {limit:g} s; it runs on (result() again waits for it, cancel() "
-                    "stops it)",
-                    tool_name=self.tool_name or None,
-                )
+                raise self._still(status, limit)
             await asyncio.sleep(wait if left is None else min(wait, left))
             delay *= 2
 
@@ -360,7 +359,7 @@ class McpTask:
     async def _payload(self, status: McpTaskStatus, left: float | None) -> Any:
         """``tasks/result`` (2025-11-25): the task's ``CallToolResult``."""
         from mcp.shared.exceptions import MCPError
-        from mcp_types import CallToolResult
+        from mcp_types import REQUEST_TIMEOUT, CallToolResult
 
         from ._task_wire import GetTaskPayload, RawResult, wire
 
@@ -372,7 +371,13 @@ class McpTask:
                     request_read_timeout_seconds=left,
                 )
             except MCPError as exc:
-                if exc.code in _NOT_FOUND_CODES or status.status == "completed":
+                # A timed-out wait is no failure of the task, which runs on: the session
+                # makes it an McpTimeoutError.
+                if (
+                    exc.code in _NOT_FOUND_CODES
+                    or exc.code == REQUEST_TIMEOUT
+                    or status.status == "completed"
+                ):
                     raise
                 raise self._failed(exc.message) from exc
 
@@ -380,6 +385,15 @@ class McpTask:
         if status.status == "failed" and "content" not in raw:
             raise self._failed(status.message)
         return CallToolResult.model_validate(raw, by_name=False)
+
+    def _still(self, status: McpTaskStatus, limit: float | None) -> McpTimeoutError:
+        return McpTimeoutError(
+            self.server_name,
+            f"task '{self.task_id}' of tool '{self.tool_name}' still {status.status} "
+            f"after {limit or 0:g} s; it runs on (result() again waits for it, cancel() "
+            "stops it)",
+            tool_name=self.tool_name or None,
+        )
 
     def _failed(self, detail: str | None) -> McpError:
         return McpError(

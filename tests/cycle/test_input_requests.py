@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -283,8 +285,8 @@ async def test_in_a_program_a_question_is_an_error_the_program_can_read(serve, m
 ASK = S.reply_tool_calls([("ask", {"question": "Your colour?"}, "c_ask")])
 
 
-async def _legacy(url: str) -> tuple[McpClient, ToolRegistry]:
-    client = McpClient("shop", StreamableHttpTransport(url), protocol="legacy", timeout=20.0)
+async def _legacy(url: str, timeout: float = 20.0) -> tuple[McpClient, ToolRegistry]:
+    client = McpClient("shop", StreamableHttpTransport(url), protocol="legacy", timeout=timeout)
     await client.connect()
     registry = ToolRegistry()
     for adapter in client.into_tools():
@@ -341,3 +343,29 @@ async def test_on_2025_a_question_cannot_outlive_its_process_and_the_model_is_to
     told = tool_messages(model.requests[1].json["messages"])["c_ask"]
     assert "the question asked during tools/call 'ask' was lost" in told
     assert "call the tool again" in told
+
+
+async def test_on_2025_an_answer_after_the_timeout_is_not_read_as_a_cancel(
+    serve, make_cycle, booking, caplog
+):
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    model = serve(ASK, S.reply_text("I will ask again."))
+    client, registry = await _legacy(booking.url, timeout=2.0)
+    try:
+        cycle = make_cycle(model)
+        [question] = (await cycle.submit_with_tools("colour?", registry)).pending
+        assert isinstance(question, InputRequest)
+        # The person answers late: the server was told "cancel" after the client's timeout.
+        deadline = time.monotonic() + 15
+        while "no answer to its question" not in caplog.text:
+            assert time.monotonic() < deadline, "the question never timed out"
+            await asyncio.sleep(0.05)
+        done = await cycle.submit_with_tools(
+            None, registry, approvals=[question.accept({"answer": "blue"})]
+        )
+    finally:
+        await client.close()
+    assert done.text == "I will ask again."
+    told = tool_messages(model.requests[1].json["messages"])["c_ask"]
+    assert "the question asked during tools/call 'ask' was lost" in told
+    assert "after the client's timeout (2 s)" in told and "call the tool again" in told

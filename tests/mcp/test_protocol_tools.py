@@ -13,6 +13,7 @@ from agcore_tools import (
     InvalidArgumentsError,
     LlmCycle,
     McpClient,
+    McpError,
     McpPermissionPolicy,
     Permission,
     PermissionChecker,
@@ -70,6 +71,14 @@ async def test_adapters_in_a_guarded_registry(make_client: Any, protocol: str) -
         assert "uri: Field required" in str(bad.error)
         bad = await registry.invoke("get_prompt", {"name": "trip", "arguments": ["Peru"]})
         assert isinstance(bad.error, InvalidArgumentsError)
+        # The server refusing a wrong URI or a missing argument: the model's mistake,
+        # which it reads (the connection is fine).
+        bad = await registry.invoke("fixture__read_resource", {"uri": "fixture://nope"})
+        assert isinstance(bad.error, McpError) and bad.error.is_recoverable()
+        assert "resources/read 'fixture://nope' failed: " in str(bad.error)
+        bad = await registry.invoke("get_prompt", {"name": "trip"})
+        assert isinstance(bad.error, McpError) and bad.error.is_recoverable()
+        assert "prompts/get 'trip' failed: " in str(bad.error)
 
         guarded = ToolRegistry(PermissionChecker(PermissionConfig()))
         strict = McpPermissionPolicy(trust_annotations=False)

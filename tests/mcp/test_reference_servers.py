@@ -22,6 +22,7 @@ import pytest
 from agcore_tools import (
     Image,
     McpClient,
+    McpError,
     Permission,
     PermissionChecker,
     PermissionConfig,
@@ -367,6 +368,28 @@ async def test_server_everything_elicitation_without_a_handler_is_declined(
     assert "no elicitation_handler" in caplog.text
 
 
+async def test_server_everything_url_elicitation_as_an_error_gives_the_app_the_link(
+    everything_stdio: StdioTransport,
+) -> None:
+    """A 2025-11-25 URLElicitationRequiredError (-32042): the user must open a link before
+    the server runs the call. The model reads a recoverable error naming the link's host
+    (a link may carry a token); the app finds the links on the error."""
+    registry = ToolRegistry()
+    async with McpClient("everything", everything_stdio, timeout=20) as client:
+        registry.register_all(client.into_tools())
+        args = {"url": "https://example.com/done", "errorPath": True}
+        failed = await registry.invoke("trigger-url-elicitation", args)
+        error = failed.error
+        assert isinstance(error, McpError) and error.is_recoverable()
+        assert "needs the user to open a link first (at modelcontextprotocol.io" in str(error)
+        assert "https://" not in str(error) and error.may_have_run is False
+        [link] = error.elicitations
+        assert link["mode"] == "url" and link["url"] == "https://modelcontextprotocol.io"
+        assert link["elicitationId"] and "Open this link" in link["message"]
+        again = await registry.invoke("trigger-url-elicitation", args)  # what the error says
+        assert again.error is None
+
+
 async def test_server_everything_tools_that_write_wait_for_approval(
     everything_stdio: StdioTransport,
 ) -> None:
@@ -378,7 +401,7 @@ async def test_server_everything_tools_that_write_wait_for_approval(
     async with McpClient("everything", everything_stdio, timeout=20) as client:
         registry.register_all(client.into_tools(policy=policy))
         infos = {info.name: info for info in await client.tool_infos()}
-        # (into_tools leaves out the tools that require task-augmented execution.)
+        # (into_tools offers the tools that require tasks too, and runs their calls as tasks.)
         writers = {n for n in registry.list_tools() if infos[n].hint("readOnlyHint") is not True}
         asking = {t.name for t in registry if t.needs_approval}
         assert asking == writers and "toggle-simulated-logging" in asking and "echo" not in asking

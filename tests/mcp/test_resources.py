@@ -101,6 +101,25 @@ async def test_a_subscription_yields_updates_until_it_is_left(
 
 
 @ERAS
+async def test_leaving_one_of_two_subscriptions_to_a_uri_keeps_the_other(
+    make_client: Any, protocol: str
+) -> None:
+    async with make_client(protocol=protocol) as client:
+        async with client.subscribe_resource("fixture://counter") as kept:
+            async with client.subscribe_resource("fixture://counter") as left:
+                await client.call_tool("bump")
+                assert await asyncio.wait_for(anext(left), 10) == "fixture://counter"
+                assert await asyncio.wait_for(anext(kept), 10) == "fixture://counter"
+            if protocol == "legacy":  # the server's one subscription to the URI stays
+                assert await client.call_tool("subscriptions") == {"result": ["fixture://counter"]}
+            await client.call_tool("bump")
+            assert await asyncio.wait_for(anext(kept), 10) == "fixture://counter"
+        if protocol == "legacy":  # the last one out unsubscribes
+            assert await client.call_tool("subscriptions") == {"result": []}
+    await assert_no_stray_tasks()
+
+
+@ERAS
 async def test_a_subscription_ends_with_the_connection(protocol: str) -> None:
     client = McpClient("fixture", fixture_stdio(), timeout=15, protocol=protocol)  # type: ignore[arg-type]
     await client.connect()
@@ -136,7 +155,7 @@ def test_update_feeds_match_sub_resources_and_merge_repeats() -> None:
             feeds.deliver(uri)
         assert [await folder.next(), await folder.next()] == ["file:///docs/a", "file:///docs"]
         assert other.pending == {}
-        feeds.close(other)
+        assert feeds.close(other)  # the last feed of its URI
         feeds.end("exited with code 1")
         assert await folder.next() is None and folder.lost == "exited with code 1"
         late = feeds.open("file:///docs")  # after the end: ended at once

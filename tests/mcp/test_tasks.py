@@ -24,9 +24,18 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport, ToolExecutionError
+from agcore_tools import (
+    CycleConfig,
+    LlmCycle,
+    McpClient,
+    StdioTransport,
+    StreamableHttpTransport,
+    ToolExecutionError,
+    ToolRegistry,
+)
 from agcore_tools.error import McpError, McpTimeoutError, McpUsageError
 from agcore_tools.mcp import McpTask, McpTaskStatus
+from agcore_tools.testing import ScriptedChatServer as S
 
 from .conftest import ROOT, SERVERS, HttpServer, stop_child
 from .test_reference_servers import everything_stdio  # noqa: F401 - a fixture
@@ -181,6 +190,61 @@ async def test_server_everything_runs_two_tasks_at_once_one_asking_a_question(
     assert len(asked) == 1 and "tides" in asked[0]
     statuses = [s.status for s in seen_asking]
     assert "input_required" in statuses and statuses[-1] == "completed"
+
+
+async def test_a_timed_out_wait_on_a_question_leaves_the_task_running(
+    everything_stdio: StdioTransport,  # noqa: F811 - the imported fixture
+) -> None:
+    """2025-11-25: result(timeout=) cut short while tasks/result waits on the person's
+    answer is a timeout (the task runs on), not a failure of the task."""
+    asked = asyncio.Event()
+    answer = asyncio.Event()
+
+    async def person(context: Any, params: Any) -> Any:
+        from mcp_types import ElicitResult
+
+        asked.set()
+        await asyncio.wait_for(answer.wait(), 30)
+        return ElicitResult(action="accept", content={"interpretation": "snakes"})
+
+    async with McpClient(
+        "everything", everything_stdio, timeout=30, elicitation_handler=person
+    ) as client:
+        task = await client.start_task(
+            "simulate-research-query", {"topic": "python", "ambiguous": True}
+        )
+        await wait_for_status(task, "input_required")
+        with pytest.raises(McpTimeoutError, match=r"still input_required after 1 s; it runs on"):
+            await task.result(timeout=1)
+        assert asked.is_set()  # the question reached the handler through tasks/result
+        assert (await task.status()).status == "input_required"
+        answer.set()
+        assert "Research Report: python (snakes)" in await task.result(timeout=30)
+
+
+async def test_in_the_loop_a_2025_tasks_question_without_a_handler_is_declined(
+    everything_stdio: StdioTransport,  # noqa: F811 - the imported fixture
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What the guide says: a 2025-11-25 task's question comes inside tasks/result,
+    which the loop cannot hold, so without an elicitation_handler it is declined (the
+    run does not pause on it) and the task goes on."""
+    args = {"topic": "python", "ambiguous": True}
+    script = [S.reply_tool_calls([("simulate-research-query", args, "c1")]), S.reply_text("ok")]
+    with S(script) as model:
+        async with McpClient("everything", everything_stdio, timeout=30) as client:
+            registry = ToolRegistry()
+            registry.register_all(client.into_tools())
+            cycle = LlmCycle(CycleConfig("m"), client=model.client(timeout=10))
+            try:
+                with caplog.at_level(logging.WARNING, logger="agcore_tools.mcp"):
+                    response = await cycle.submit_with_tools("research", registry)
+            finally:
+                await cycle.client.close()
+        last = model.requests[-1].json["messages"]
+    assert response.pending == () and response.text == "ok"
+    [told] = [m["content"] for m in last if m["role"] == "tool"]
+    assert "User declined" in told and "no elicitation_handler" in caplog.text
 
 
 # -- our server, both eras ------------------------------------------------------------
