@@ -141,8 +141,9 @@ def test_the_options_refused_for_an_api_are_none_its_sdk_create_takes() -> None:
     # loop sets itself (messages, input, previous_response_id): none was left out.
     own = {"messages", "input", "previous_response_id"}
     assert takes["responses"] - takes["chat"] - own <= _OTHER_APIS_OPTIONS["chat"]
-    assert takes["chat"] - takes["responses"] - own - {"response_format"} <= (
-        _OTHER_APIS_OPTIONS["responses"]
+    assert (
+        takes["chat"] - takes["responses"] - own - {"response_format"}
+        <= (_OTHER_APIS_OPTIONS["responses"])
     )
 
 
