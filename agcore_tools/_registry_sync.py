@@ -47,7 +47,7 @@ class RegistrySync:
             >>> registry.invoke_sync("example", {}).output
             'ok'
         """
-        return _sync.run(execute(self.tool_table, name, args, ctx))
+        return _sync.run(execute(self.tool_table, name, args, ctx, callers=True))
 
     def run_tool_calls_sync(
         self: _HasTable,

@@ -517,6 +517,8 @@ class ToolRegistry(RegistrySync):
         :class:`~agcore_tools.ToolPolicy` turns the call away (an open breaker, a rate
         limit that does not wait): the tool never runs.
         Failures during execution are recorded in the returned invocation, not raised.
+        Cancelling the call cancels its context's token (a child of ``ctx``'s, which
+        stays as it was), so a sync tool or generator in its worker thread stops too.
 
         Example:
             >>> import asyncio
@@ -526,7 +528,7 @@ class ToolRegistry(RegistrySync):
             >>> asyncio.run(registry.invoke("example", {})).output
             'ok'
         """
-        return execute(self._table, name, args, ctx)
+        return execute(self._table, name, args, ctx, callers=True)
 
     async def invoke_all(
         self,
