@@ -615,7 +615,8 @@ class ToolRegistry(RegistrySync):
 
         Calls run concurrently, each with ``timeout`` seconds, and the outputs come
         back in the calls' order. Every failure (unknown tool, denied permission,
-        arguments that are not a JSON object, exceptions) becomes error text for the
+        arguments that are not a JSON object, exceptions, a Chat Completions call that
+        is not a function call, such as a custom tool's) becomes error text for the
         model, as in :class:`~agcore_tools.LlmCycle`; result text past
         ``max_result_bytes`` UTF-8 bytes keeps its head and tail, and an image, sound
         or file over ``max_attachment_bytes`` is left out, with the reason in the text

@@ -24,6 +24,9 @@ from ._render import model_result
 
 __all__ = ["iter_invocations", "preflight", "run_tool_calls", "unknown_tool_error"]
 
+_UNREADABLE_CHAT_CALLS = ("custom", "function")
+"""The ``type`` of Chat Completions tool calls without a readable ``function``."""
+
 
 def preflight(table: ToolTable, calls: Iterable[ParsedCall]) -> ToolError | None:
     """The first call the loop must refuse (unknown tool, denied permission), or None.
@@ -111,6 +114,13 @@ async def run_tool_calls(
         elif kind == "function_call":
             shape, call_id = "responses", sdk_field(item, "call_id")
             name, arguments = sdk_field(item, "name"), sdk_field(item, "arguments")
+        elif kind in _UNREADABLE_CHAT_CALLS:
+            # A Chat Completions call this drop-in cannot run (a custom tool's, or one
+            # whose function is missing) still needs its answer: the API refuses a
+            # history with an unanswered call.
+            shapes.add("chat")
+            calls.append(_unreadable_chat_call(item, kind))
+            continue
         elif isinstance(kind, str):
             continue
         else:
@@ -163,3 +173,23 @@ async def run_tool_calls(
     if extra is not None:
         outputs.append(extra)
     return outputs
+
+
+def _unreadable_chat_call(item: Any, kind: str) -> ParsedCall:
+    """A Chat Completions tool call that cannot run, with the error its answer tells
+    the model; a call without an id cannot be answered and is refused."""
+    call_id = sdk_field(item, "id")
+    if not call_id:
+        raise ToolError(f"run_tool_calls() got a tool call without an id: {item!r:.120}")
+    custom = sdk_field(item, "custom")
+    name = sdk_field(custom, "name") if custom is not None else None
+    name = name if isinstance(name, str) else kind
+    given = sdk_field(custom, "input") if custom is not None else None
+    if kind == "custom":
+        reason = "custom tool calls are not supported here; call a function tool instead"
+    else:
+        reason = "the tool call has no function (name and arguments); call a function tool"
+    error = ToolError(f"tool call '{call_id}' cannot run: {reason}", tool_name=name)
+    error.may_have_run = False
+    arguments = given if isinstance(given, str) else ""
+    return ParsedCall(str(call_id), name, arguments, None, error)
