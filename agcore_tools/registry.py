@@ -34,7 +34,7 @@ from typing import Any, Literal, overload
 
 from ._deprecated import renamed
 from ._execute import ToolTable, as_call, as_completed, execute
-from ._function_tool import FunctionTool, register_function
+from ._function_tool import FunctionTool, check_timeout, register_function
 from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
@@ -539,7 +539,8 @@ class ToolRegistry(RegistrySync):
     ) -> list[ToolInvocation]:
         """Run many calls concurrently; results come back in input order.
 
-        Each call has its own ``timeout`` (seconds, None for none), after which it is
+        Each call has its own ``timeout`` (positive seconds, None for none; anything
+        else is a :class:`~agcore_tools.ToolConfigError`), after which it is
         cancelled and its invocation holds a :class:`ToolTimeoutError`. Nothing is
         raised: not-found and permission errors are recorded in the invocations too.
         Cancelling the caller cancels every call still running.
@@ -553,6 +554,7 @@ class ToolRegistry(RegistrySync):
             >>> [r.ok for r in results]
             [True, False]
         """
+        check_timeout(timeout, "invoke_all() timeout")
         normalised = [as_call(call) for call in calls]
         results: list[ToolInvocation | None] = [None] * len(normalised)
         async with contextlib.aclosing(
@@ -586,6 +588,7 @@ class ToolRegistry(RegistrySync):
             >>> asyncio.run(main())
             [0, 1]
         """
+        check_timeout(timeout, "invoke_as_completed() timeout")
         return as_completed(self._table, calls, ctx, timeout)
 
     async def run_tool_calls(

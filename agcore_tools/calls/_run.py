@@ -8,21 +8,28 @@ table; the loop uses :func:`preflight` and :func:`iter_invocations` the same way
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from typing import Any
 
 from .._attachments import Api, Rendered, attachments_message, function_call_output
 from .._execute import ToolTable, as_completed, unknown_tool_error
+from .._function_tool import check_timeout
 from .._records import ParsedCall, ToolCall, ToolInvocation
 from .._sdk import sdk_field
 from ..approval import ApprovalDecision, ToolCallOutputs
 from ..base import ToolContext
-from ..error import PermissionDeniedError, ToolError, ToolNotFoundError
+from ..error import PermissionDeniedError, ToolConfigError, ToolError, ToolNotFoundError
 from ._approval import screen_calls
 from ._parse import parse_call
 from ._render import model_result
 
-__all__ = ["iter_invocations", "preflight", "run_tool_calls", "unknown_tool_error"]
+__all__ = [
+    "check_tool_calls",
+    "iter_invocations",
+    "preflight",
+    "run_tool_calls",
+    "unknown_tool_error",
+]
 
 _UNREADABLE_CHAT_CALLS = ("custom", "function")
 """The ``type`` of Chat Completions tool calls without a readable ``function``."""
@@ -88,6 +95,26 @@ async def iter_invocations(
             yield runnable[index][0], invocation
 
 
+def check_tool_calls(tool_calls: object) -> None:
+    """Refuse what cannot be a model's tool calls (a number, one call's dict, text) with
+    a :class:`~agcore_tools.ToolConfigError`, before anything iterates it.
+
+    Example:
+        >>> check_tool_calls(None)
+        >>> check_tool_calls(5)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: run_tool_calls() takes a list of tool calls (message.tool_calls, or response.output), got int
+    """
+    if tool_calls is not None and (
+        not isinstance(tool_calls, Iterable) or isinstance(tool_calls, (str, bytes, Mapping))
+    ):
+        raise ToolConfigError(
+            "run_tool_calls() takes a list of tool calls (message.tool_calls, or "
+            f"response.output), got {type(tool_calls).__name__}"
+        )
+
+
 async def run_tool_calls(
     table: ToolTable,
     tool_calls: Iterable[Any] | None,
@@ -101,6 +128,8 @@ async def run_tool_calls(
     approval_key: bytes | None = None,
 ) -> ToolCallOutputs:
     """Implementation of :meth:`ToolRegistry.run_tool_calls`."""
+    check_timeout(timeout, "run_tool_calls() timeout")
+    check_tool_calls(tool_calls)
     # 1. Read each item as a Chat Completions tool call or a Responses function call;
     #    other Responses output items (messages, reasoning) are skipped.
     calls: list[ParsedCall] = []
