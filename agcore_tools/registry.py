@@ -541,7 +541,10 @@ class ToolRegistry(RegistrySync):
 
         Each call has its own ``timeout`` (positive seconds, None for none; anything
         else is a :class:`~agcore_tools.ToolConfigError`), after which it is
-        cancelled and its invocation holds a :class:`ToolTimeoutError`. Nothing is
+        cancelled and its invocation holds a :class:`ToolTimeoutError`. The timeout
+        works by cancelling the call's task: an async tool that swallows the
+        cancellation keeps the batch waiting until it returns (with no bound), and
+        its result then counts as a success. Nothing is
         raised: not-found and permission errors are recorded in the invocations too.
         Cancelling the caller cancels every call still running.
 
