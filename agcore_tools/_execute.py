@@ -119,6 +119,8 @@ async def execute(
     ctx: ToolContext | None,
     deadline: float | None = None,
     admitted: list[bool] | None = None,
+    *,
+    callers: bool = False,
 ) -> ToolInvocation:
     """Look up, check permissions, then execute one tool: ``ToolRegistry.invoke``.
 
@@ -126,6 +128,10 @@ async def execute(
     whose refusal is raised like a permission's; a rate limit's wait ends by
     ``deadline``, on the library's clock. Then the cache answers, or the tool runs;
     ``admitted`` (a one-item list) is set true once the policy lets it start.
+
+    Cancelling the call cancels its context's token, so a sync tool (or generator) in
+    its worker thread stops too. ``callers``: ``ctx`` is the caller's own, maybe shared
+    by other calls; the call runs in a child of it, whose token alone is cancelled.
     """
     entry = table.entries.get(name)
     if entry is None:
@@ -138,6 +144,8 @@ async def execute(
     if ctx is None or (ctx is _UNREAD and guard is not None):
         # A guard tells calls apart by their context (its breaker's probe): its own.
         ctx = ToolContext() if tool.uses_context or guard is not None else _UNREAD
+    elif callers:
+        ctx = ctx.for_call(ctx.call_id)
     if guard is not None:
         await guard.admit(ctx, deadline)  # refusals raise, as a permission's do
         if admitted is not None:
@@ -178,6 +186,8 @@ async def execute(
         error.__cause__ = exc
     except asyncio.CancelledError as exc:
         if not _own_cancellation():
+            if ctx is not _UNREAD:  # _UNREAD is every such call's: no tool reads it
+                ctx.cancellation.cancel()  # a sync tool's thread learns of it too
             stats.calls += 1
             stats.failures += 1
             stats.total_seconds += clock() - started

@@ -39,7 +39,7 @@ from .permission import Permission, PermissionLike
 from .policies import ToolPolicy
 from .schema import function_schema, strict_parameters
 
-__all__ = ["FunctionTool", "Registrar", "register_function"]
+__all__ = ["FunctionTool", "Registrar", "check_timeout", "register_function"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -141,13 +141,25 @@ class Registrar(Protocol):
 _NO_PROBLEMS: list[tuple[str, str]] = []  # shared, never changed: no allocation per call
 
 
-def _check_timeout(value: object) -> None:
-    # A string or a bool would fail later, in a comparison or a wait, naming nothing.
+def check_timeout(value: object, what: str = "tool timeout") -> None:
+    """Refuse a timeout that is not positive seconds or None, with a
+    :class:`~agcore_tools.ToolConfigError` naming ``what``.
+
+    A string or a bool would fail later, in a comparison or a wait, naming nothing;
+    zero or a negative number would time every call out at once.
+
+    Example:
+        >>> check_timeout(2.5)
+        >>> check_timeout(-1, "invoke_all() timeout")
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: invoke_all() timeout must be positive seconds (an int or a float) or None, got -1
+    """
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ToolConfigError(
-            f"tool timeout must be positive seconds (an int or a float) or None, got {value!r}"
+            f"{what} must be positive seconds (an int or a float) or None, got {value!r}"
         )
 
 
@@ -209,7 +221,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             func, method, binding = func.__func__, True, "class"
         if not callable(func):
             raise ToolDefinitionError(f"@tool needs a function, got {type(func).__name__}")
-        _check_timeout(timeout)
+        check_timeout(timeout)
         if name is not None and (not isinstance(name, str) or not name.strip()):
             # "" would silently fall back to the function's name.
             raise ToolConfigError(f"a tool's name must be a non-empty string, got {name!r}")
@@ -296,7 +308,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
 
     @timeout.setter
     def timeout(self, value: float | None) -> None:
-        _check_timeout(value)
+        check_timeout(value)
         self._timeout = value
         # Only the direct path (see execute()) leaves the context unread.
         self.uses_context = not (self._direct and self._context_param is None and value is None)

@@ -260,21 +260,29 @@ class Guard:
     async def admit(self, ctx: ToolContext, deadline: float | None) -> None:
         """Let a call start, or raise :class:`ToolUnavailableError`: breaker, then rate
         (waiting its turn until ``deadline``, on the library's clock), then concurrency.
-        Once it returns, :meth:`release` must follow."""
+        Once it returns, :meth:`release` must follow. A call stopped before it returns
+        (cancelled, or out of time waiting for a slot) gives its rate turn back."""
         breaker = self.breaker
         if breaker is not None:
             breaker.admit(self.name, now(), ctx)
+        turn = False
         try:
             if self._rate_store is not None:
-                await self._take_turn(deadline)
+                wait = await self._take_turn(deadline)
+                turn = True
+                if wait > 0.0:
+                    await asyncio.sleep(wait)
             if self.slots is not None:
                 await self.slots.take()
         except BaseException:
+            if turn:
+                await self._give_back_turn()
             if breaker is not None:
                 breaker.record(None, now(), ctx)
             raise
 
-    async def _take_turn(self, deadline: float | None) -> None:
+    async def _take_turn(self, deadline: float | None) -> float:
+        """Reserve the call's rate turn; the seconds to wait for it."""
         rate = self.policy.rate
         store = self._rate_store
         assert rate is not None and store is not None
@@ -291,8 +299,27 @@ class Guard:
             if rate.wait:
                 reason += ", with no turn before its timeout"
             raise ToolUnavailableError(self.name, reason, retry_after=retry)
-        if wait > 0.0:
-            await asyncio.sleep(wait)
+        return wait
+
+    async def _give_back_turn(self) -> None:
+        rate = self.policy.rate
+        store = self._rate_store
+        assert rate is not None and store is not None
+        if isinstance(store, MemoryRateStore):
+            store.give_back_now(self._bucket, rate)
+            return
+        # Optional for a store (see RateStore): one written without it keeps the turn.
+        give_back = getattr(store, "give_back", None)
+        if give_back is None:
+            return
+        try:
+            await give_back(self._bucket, rate)
+        except Exception as exc:  # noqa: BLE001 - the call's own outcome matters more
+            logger.warning(
+                "tool %r: could not give back the rate turn of a call that never started: %r",
+                self.name,
+                exc,
+            )
 
     async def answer(
         self, execute: Callable[[], Awaitable[Any]], args: dict[str, Any]

@@ -47,7 +47,7 @@ class RegistrySync:
             >>> registry.invoke_sync("example", {}).output
             'ok'
         """
-        return _sync.run(execute(self.tool_table, name, args, ctx))
+        return _sync.run(execute(self.tool_table, name, args, ctx, callers=True))
 
     def run_tool_calls_sync(
         self: _HasTable,
@@ -78,9 +78,10 @@ class RegistrySync:
             [{'role': 'tool', 'tool_call_id': 'call_1', 'content': 'ok'}]
         """
         # Loaded on first use: it brings json and hmac, which `import agcore_tools` skips.
-        from .calls import run_tool_calls
+        from .calls import check_tool_calls, run_tool_calls
 
         # Read the caller's iterables here, in the caller's thread.
+        check_tool_calls(tool_calls)
         calls = list(tool_calls) if tool_calls is not None else None
         return _sync.run(
             run_tool_calls(

@@ -90,6 +90,16 @@ class _Call:
     # start() and cancel() run on the loop's thread, in the order they were scheduled.
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.task = loop.create_task(self._drive())
+        self.task.add_done_callback(self._settle)
+
+    def _settle(self, task: asyncio.Task[None]) -> None:
+        # A task cancelled before its first step never enters _drive() (the cancellation
+        # is thrown into the unstarted coroutine), so its finally does not run: end here.
+        if self.ended:
+            return
+        self.coro.close()
+        self.error = SyncCallError("the *_sync call was cancelled before it started")
+        self._end()
 
     def cancel(self) -> None:
         if self.task is not None:

@@ -56,6 +56,13 @@ class RateStore(Protocol):
     """Where the token buckets of rate limits live: in this process by default, or in a
     server a fleet shares (see :mod:`agcore_tools.redis`).
 
+    A store may also define ``async def give_back(self, key: str, limit: RateLimit) ->
+    None``, which returns one turn taken by :meth:`reserve` to ``key``'s bucket. It is
+    optional (not part of this protocol, so stores written without it still are one):
+    the registry calls it, when the store has it, for a call that took a turn and then
+    never started (cancelled while it waited for its turn, or for a concurrency slot).
+    Without it, that turn stays spent. Both stores of the library define it.
+
     Example:
         >>> isinstance(MemoryRateStore(), RateStore)
         True
@@ -321,6 +328,29 @@ class MemoryRateStore:
             return None
         self._next[key] = arrival
         return wait
+
+    async def give_back(self, key: str, limit: RateLimit) -> None:
+        """Return one reserved turn to ``key``'s bucket, for a call that never started
+        (see :class:`RateStore`)."""
+        self.give_back_now(key, limit)
+
+    def give_back_now(self, key: str, limit: RateLimit) -> None:
+        """:meth:`give_back` without the coroutine.
+
+        The bucket's next arrival moves back one interval, never before now: a turn
+        given back cannot make the bucket fuller than full.
+
+        Example:
+            >>> store, limit = MemoryRateStore(), RateLimit(1, per=60.0)
+            >>> store.reserve_now("k", limit, 0.0), store.reserve_now("k", limit, 0.0)
+            (0.0, None)
+            >>> store.give_back_now("k", limit)
+            >>> store.reserve_now("k", limit, 0.0)
+            0.0
+        """
+        arrival = self._next.get(key)
+        if arrival is not None:
+            self._next[key] = max(arrival - limit.interval, now())
 
 
 class MemoryCacheStore:

@@ -79,6 +79,25 @@ if wait < 0 then wait = 0 end
 return string.format('%.17g', wait)
 """
 
+# Gives one reserved turn back: the TAT moves back one interval (ARGV[1]), never before
+# the server's now, as MemoryRateStore.give_back_now does. A TAT at now is a full
+# bucket, the same as no key.
+_GIVE_BACK = """
+if redis.replicate_commands then redis.replicate_commands() end
+local stored = redis.call('GET', KEYS[1])
+if not stored then return 0 end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local tat = math.max(tonumber(stored) - tonumber(ARGV[1]), now)
+local ttl = math.ceil((tat - now) / 1000)
+if ttl < 1 then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], string.format('%.17g', tat), 'PX', ttl)
+end
+return 1
+"""
+
 
 def _redis_asyncio() -> Any:
     """The ``redis.asyncio`` module, or :class:`ToolConfigError` naming the extra."""
@@ -131,6 +150,7 @@ class RedisStore:
         >>> async def main(store: RedisStore) -> None:  # doctest: +SKIP
         ...     async with store:
         ...         await store.reserve("lookup", RateLimit(5, per=1.0), max_wait=2.0)
+        ...         await store.give_back("lookup", RateLimit(5, per=1.0))  # never started
         ...         await store.set("k", '"v"', ttl=60.0)
         ...         assert await store.get("k") == '"v"'
         >>> asyncio.run(main(store))  # doctest: +SKIP
@@ -146,7 +166,16 @@ class RedisStore:
         >>> asyncio.run(store.aclose())
     """
 
-    __slots__ = ("_client", "_errors", "_owned", "_password", "_reserve", "_where", "prefix")
+    __slots__ = (
+        "_client",
+        "_errors",
+        "_give_back",
+        "_owned",
+        "_password",
+        "_reserve",
+        "_where",
+        "prefix",
+    )
 
     def __init__(
         self,
@@ -185,6 +214,7 @@ class RedisStore:
             )
         self._errors: tuple[type[BaseException], ...] = (module.RedisError, OSError)
         self._reserve = self._client.register_script(_RESERVE)
+        self._give_back = self._client.register_script(_GIVE_BACK)
         logger.debug("RedisStore on %s, prefix %r", self._where, prefix)
 
     @classmethod
@@ -246,6 +276,15 @@ class RedisStore:
             return None
         wait = float(reply) / 1e6
         return wait if wait > 0.0 else 0.0
+
+    async def give_back(self, key: str, limit: RateLimit) -> None:
+        """Return one turn taken by :meth:`reserve` to bucket ``key``, for a call that
+        never started (see :class:`~agcore_tools.policies.RateStore`). One atomic script
+        on the server's clock."""
+        try:
+            await self._give_back(keys=[self.rate_key(key)], args=[repr(limit.interval * 1e6)])
+        except self._errors as exc:
+            raise self._failed(f"giving back a turn in rate bucket {key!r}", exc) from exc
 
     async def get(self, key: str) -> str | None:
         """The text cached under ``key``, or None (see

@@ -34,7 +34,7 @@ from typing import Any, Literal, overload
 
 from ._deprecated import renamed
 from ._execute import ToolTable, as_call, as_completed, execute
-from ._function_tool import FunctionTool, register_function
+from ._function_tool import FunctionTool, check_timeout, register_function
 from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
@@ -517,6 +517,8 @@ class ToolRegistry(RegistrySync):
         :class:`~agcore_tools.ToolPolicy` turns the call away (an open breaker, a rate
         limit that does not wait): the tool never runs.
         Failures during execution are recorded in the returned invocation, not raised.
+        Cancelling the call cancels its context's token (a child of ``ctx``'s, which
+        stays as it was), so a sync tool or generator in its worker thread stops too.
 
         Example:
             >>> import asyncio
@@ -526,7 +528,7 @@ class ToolRegistry(RegistrySync):
             >>> asyncio.run(registry.invoke("example", {})).output
             'ok'
         """
-        return execute(self._table, name, args, ctx)
+        return execute(self._table, name, args, ctx, callers=True)
 
     async def invoke_all(
         self,
@@ -537,8 +539,12 @@ class ToolRegistry(RegistrySync):
     ) -> list[ToolInvocation]:
         """Run many calls concurrently; results come back in input order.
 
-        Each call has its own ``timeout`` (seconds, None for none), after which it is
-        cancelled and its invocation holds a :class:`ToolTimeoutError`. Nothing is
+        Each call has its own ``timeout`` (positive seconds, None for none; anything
+        else is a :class:`~agcore_tools.ToolConfigError`), after which it is
+        cancelled and its invocation holds a :class:`ToolTimeoutError`. The timeout
+        works by cancelling the call's task: an async tool that swallows the
+        cancellation keeps the batch waiting until it returns (with no bound), and
+        its result then counts as a success. Nothing is
         raised: not-found and permission errors are recorded in the invocations too.
         Cancelling the caller cancels every call still running.
 
@@ -551,6 +557,7 @@ class ToolRegistry(RegistrySync):
             >>> [r.ok for r in results]
             [True, False]
         """
+        check_timeout(timeout, "invoke_all() timeout")
         normalised = [as_call(call) for call in calls]
         results: list[ToolInvocation | None] = [None] * len(normalised)
         async with contextlib.aclosing(
@@ -584,6 +591,7 @@ class ToolRegistry(RegistrySync):
             >>> asyncio.run(main())
             [0, 1]
         """
+        check_timeout(timeout, "invoke_as_completed() timeout")
         return as_completed(self._table, calls, ctx, timeout)
 
     async def run_tool_calls(
@@ -613,7 +621,8 @@ class ToolRegistry(RegistrySync):
 
         Calls run concurrently, each with ``timeout`` seconds, and the outputs come
         back in the calls' order. Every failure (unknown tool, denied permission,
-        arguments that are not a JSON object, exceptions) becomes error text for the
+        arguments that are not a JSON object, exceptions, a Chat Completions call that
+        is not a function call, such as a custom tool's) becomes error text for the
         model, as in :class:`~agcore_tools.LlmCycle`; result text past
         ``max_result_bytes`` UTF-8 bytes keeps its head and tail, and an image, sound
         or file over ``max_attachment_bytes`` is left out, with the reason in the text

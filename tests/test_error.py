@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -97,6 +98,12 @@ def test_llm_errors_are_separate_from_tool_errors() -> None:
         (lambda: McpClient("srv", StdioTransport("srv"), timeout=0), ValueError),
         (lambda: load_mcp_servers({"mcpServers": {"x": 1}}), ValueError),
         (lambda: ToolRegistry().invoke_all([42]).send(None), ValueError),  # type: ignore[list-item]
+        (lambda: ToolRegistry().invoke_all([], timeout=-1).send(None), ValueError),
+        (lambda: ToolRegistry().invoke_all([], timeout="5").send(None), ValueError),  # type: ignore[arg-type]
+        (lambda: ToolRegistry().invoke_as_completed([], timeout=0), ValueError),
+        (lambda: ToolRegistry().run_tool_calls([], timeout=-1).send(None), ValueError),
+        (lambda: ToolRegistry().run_tool_calls(5).send(None), ValueError),  # type: ignore[arg-type]
+        (lambda: ToolRegistry().run_tool_calls({"id": "c"}).send(None), ValueError),
     ],
 )
 def test_caller_mistakes_are_also_value_or_type_errors(make: Any, kind: type[Exception]) -> None:
@@ -104,6 +111,19 @@ def test_caller_mistakes_are_also_value_or_type_errors(make: Any, kind: type[Exc
         make()
     assert isinstance(info.value, ToolError)
     assert isinstance(info.value, (ToolConfigError, ToolDefinitionError))
+
+
+def test_a_batch_timeout_that_is_not_positive_seconds_is_named() -> None:
+    registry = ToolRegistry()
+    with pytest.raises(ToolConfigError) as info:
+        asyncio.run(registry.invoke_all([("x", {})], timeout=-1))
+    assert str(info.value) == (
+        "invoke_all() timeout must be positive seconds (an int or a float) or None, got -1"
+    )
+    with pytest.raises(ToolConfigError, match=r"^run_tool_calls\(\) timeout must be .* got '5'$"):
+        registry.run_tool_calls_sync([], timeout="5")  # type: ignore[arg-type]
+    with pytest.raises(ToolConfigError, match=r"takes a list of tool calls .* got int$"):
+        registry.run_tool_calls_sync(5)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -238,6 +238,103 @@ async def test_a_call_that_would_wait_past_its_timeout_is_refused_without_waitin
     assert "no turn before its timeout" in str(second.error)
 
 
+class NotingMemoryStore(MemoryRateStore):
+    """The memory store, saying when it reserved a turn."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reserved = asyncio.Event()
+
+    def reserve_now(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
+        wait = super().reserve_now(key, limit, max_wait)
+        self.reserved.set()
+        return wait
+
+
+class GivingBackStore:
+    """A store of the app's own, with the optional give_back; says when it reserved."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryRateStore()
+        self.reserved = asyncio.Event()
+        self.given_back: list[str] = []
+
+    async def reserve(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
+        wait = await self.inner.reserve(key, limit, max_wait)
+        self.reserved.set()
+        return wait
+
+    async def give_back(self, key: str, limit: RateLimit) -> None:
+        self.given_back.append(key)
+        await self.inner.give_back(key, limit)
+
+
+@pytest.mark.parametrize("store_type", [NotingMemoryStore, GivingBackStore])
+async def test_a_call_cancelled_while_it_waits_for_its_turn_gives_the_turn_back(
+    store_type: type[NotingMemoryStore | GivingBackStore],
+) -> None:
+    moment = [0.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        store = store_type()
+        registry = ToolRegistry()
+
+        @registry.tool(policy=ToolPolicy(rate=RateLimit(1, per=60.0, store=store)))
+        def lookup(tag: str) -> str:
+            """Look up."""
+            return tag
+
+        assert (await registry.invoke("lookup", {"tag": "A"})).ok
+        store.reserved.clear()
+        waiting = asyncio.ensure_future(
+            registry.invoke_all([("lookup", {"tag": "B"})], timeout=120)
+        )
+        await asyncio.wait_for(store.reserved.wait(), 5)  # B has a turn, 60 s away
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        # B never started: its turn is C's, a minute after A's (not two).
+        moment[0] = 60.0
+        [late] = await registry.invoke_all([("lookup", {"tag": "C"})], timeout=1.0)
+        assert late.output == "C", late.error
+        if isinstance(store, GivingBackStore):
+            assert store.given_back == ["tool:lookup"]
+    finally:
+        CLOCK.reset(token)
+
+
+async def test_a_call_out_of_time_waiting_for_a_slot_gives_its_turn_back() -> None:
+    moment = [0.0]
+    token = CLOCK.set(lambda: moment[0])
+    release = asyncio.Event()
+    try:
+        registry = ToolRegistry()
+
+        @registry.tool(policy=ToolPolicy(rate=RateLimit(2, per=60.0), concurrency=1))
+        async def hold(tag: str) -> str:
+            """Hold the slot until released."""
+            await release.wait()
+            return tag
+
+        slots = registry.entry("hold").guard.slots  # type: ignore[union-attr]
+        holding = asyncio.ensure_future(registry.invoke_all([("hold", {"tag": "A"})], timeout=10))
+        for _ in range(100):
+            if slots.running:
+                break
+            await asyncio.sleep(0.01)
+        # B takes the second turn of the burst, then times out waiting for the slot.
+        [refused] = await registry.invoke_all([("hold", {"tag": "B"})], timeout=0.05)
+        assert isinstance(refused.error, ToolTimeoutError) and not refused.may_have_run
+        release.set()
+        [first] = await holding
+        # B's turn came back: C starts at once (it would have waited 30 s, past its timeout).
+        [third] = await registry.invoke_all([("hold", {"tag": "C"})], timeout=1.0)
+        assert first.ok and third.output == "C", third.error
+    finally:
+        release.set()
+        CLOCK.reset(token)
+
+
 async def test_the_breaker_opens_hides_the_tool_refuses_then_a_probe_closes_it() -> None:
     moment = [1000.0]
     token = CLOCK.set(lambda: moment[0])  # the library's clock, which tests may set

@@ -174,6 +174,24 @@ async def test_reserve_takes_turns_like_the_memory_store(store: RedisStore) -> N
     assert await store.reserve("other", limit, 0.0) == 0.0
 
 
+async def test_give_back_returns_a_turn_like_the_memory_store(store: RedisStore) -> None:
+    limit = RateLimit(1, per=60.0)
+    assert await store.reserve("k", limit, 0.0) == 0.0
+    waited = await store.reserve("k", limit, float("inf"))
+    assert waited is not None and 59.0 < waited <= 60.0
+    await store.give_back("k", limit)  # the second call never started
+    again = await store.reserve("k", limit, float("inf"))
+    assert again is not None and 59.0 < again <= 60.0
+    # Never fuller than full: giving back two turns of one leaves a single turn.
+    await store.give_back("k", limit)
+    await store.give_back("k", limit)
+    assert await store.client.exists(store.rate_key("k")) == 0
+    assert await store.reserve("k", limit, 0.0) == 0.0
+    assert await store.reserve("k", limit, 0.0) is None
+    await store.give_back("absent", limit)  # nothing to give back: nothing happens
+    assert await store.client.exists(store.rate_key("absent")) == 0
+
+
 async def test_a_tool_set_not_to_wait_is_refused_through_the_store(
     store: RedisStore, redis_socket: str
 ) -> None:

@@ -4,7 +4,9 @@ import asyncio
 import json
 import re
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -378,6 +380,52 @@ async def test_cancelling_invoke_all_reaches_sync_tools_through_their_token() ->
         await asyncio.sleep(0.01)
     assert saw_cancel == [True, True]
     assert not caller.cancelled  # the caller's own token is untouched
+
+
+@pytest.mark.parametrize("given", [False, True])
+async def test_cancelling_invoke_reaches_sync_tools_and_generators_through_their_token(
+    given: bool,
+) -> None:
+    registry = ToolRegistry()
+    started, stopped = threading.Event(), threading.Event()
+    saw_cancel: list[bool] = []
+    go = threading.Event()
+
+    @registry.tool
+    def spin(ctx: ToolContext) -> None:
+        """Poll until cancelled."""
+        started.set()
+        deadline = time.monotonic() + 10
+        while not ctx.cancelled and time.monotonic() < deadline:
+            time.sleep(0.005)
+        saw_cancel.append(ctx.cancelled)
+        stopped.set()
+
+    @registry.tool
+    def ticks() -> Iterator[int]:
+        """Yield until closed."""
+        try:
+            for value in range(1000):
+                started.set()
+                yield value
+                go.wait(0.01)
+        finally:
+            stopped.set()
+
+    caller = ToolContext() if given else None
+    for name in ("spin", "ticks"):
+        started.clear()
+        stopped.clear()
+        task = asyncio.ensure_future(registry.invoke(name, {}, ctx=caller))
+        assert await asyncio.to_thread(started.wait, 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 5)
+        # The tool's thread stops at once, not at the end of its work (10 s).
+        assert await asyncio.to_thread(stopped.wait, 5), name
+    assert saw_cancel == [True]
+    # A context the caller gave is its own, maybe shared: the call's token was a child.
+    assert caller is None or not caller.cancelled
 
 
 async def test_invoke_as_completed_yields_each_call_when_it_ends() -> None:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import json
 import signal
+import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -292,6 +295,53 @@ def test_an_interrupted_sync_call_cancels_its_work_before_raising(
         assert events == ["started", "cleaned up"]
         assert _sync.run(tasks_on_loop()) == before
     assert registry.entry("long_job").stats.failures == 1
+
+
+def _wait_until_blocked_in(thread_id: int, function: Any, call: str) -> None:
+    """Wait (bounded) until the thread is blocked on the line of ``function`` calling ``call``."""
+    lines, first = inspect.getsourcelines(function)
+    line = first + next(i for i, text in enumerate(lines) if call in text)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        frame = sys._current_frames().get(thread_id)
+        if frame is not None and frame.f_code is function.__code__ and frame.f_lineno == line:
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"the thread never blocked in {function.__name__}")
+
+
+def test_a_sync_call_interrupted_before_the_loop_started_it_ends_at_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    main = threading.main_thread().ident
+    assert main is not None
+    monkeypatch.setattr(_sync, "_GRACE", 5.0)
+    ran: list[str] = []
+    hogging_the_loop = threading.Event()
+
+    async def hog() -> None:
+        # Blocks the loop (as a sync call inside an async tool does) until the main
+        # thread's call is queued behind it, interrupted, and its cancel queued too.
+        hogging_the_loop.set()
+        _wait_until_blocked_in(main, _sync.run, "call.done.acquire()")
+        signal.pthread_kill(main, signal.SIGUSR1)
+        _wait_until_blocked_in(main, _sync._abandon, "call.done.acquire(")
+
+    async def queued() -> None:
+        ran.append("queued")
+
+    hogging = threading.Thread(target=lambda: _sync.run(hog()))
+    with handler(signal.SIGUSR1, Alarm), caplog.at_level("WARNING", "agcore_tools.sync"):
+        hogging.start()
+        assert hogging_the_loop.wait(10)
+        with pytest.raises(Alarm):
+            _sync.run(queued())
+    hogging.join(10)
+    # The call ended as soon as the loop cancelled it, without waiting out the grace.
+    assert not hogging.is_alive() and ran == []
+    assert not [r for r in caplog.records if "did not end" in r.getMessage()]
 
 
 def test_the_loop_is_one_daemon_thread() -> None:

@@ -326,6 +326,33 @@ async def test_every_failure_becomes_error_text_and_nothing_is_raised(registry) 
     assert contents[3] == f"Error: {ToolTimeoutError('nap', 0.1)}"
 
 
+async def test_a_chat_call_that_cannot_run_is_answered_with_an_error(registry) -> None:
+    from openai.types.chat import ChatCompletionMessage
+
+    # A custom tool's call, and one without its function: each still needs an answer
+    # (the API refuses a history with an unanswered call).
+    message = ChatCompletionMessage.model_validate(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "custom", "custom": {"name": "sql", "input": "SELECT 1"}},
+                chat_call("c2", "add", '{"a": 1, "b": 2}'),
+            ],
+        }
+    )
+    messages = await registry.run_tool_calls(
+        [*message.tool_calls, {"id": "c3", "type": "function", "function": None}]
+    )
+    assert [m["tool_call_id"] for m in messages] == ["c1", "c2", "c3"]
+    assert messages[0]["content"] == (
+        "Error: tool call 'c1' cannot run: custom tool calls are not supported here; "
+        "call a function tool instead"
+    )
+    assert messages[1]["content"] == "3"
+    assert messages[2]["content"].startswith("Error: tool call 'c3' cannot run: the tool call")
+
+
 async def test_hostile_arguments_and_results_become_clean_text_not_exceptions() -> None:
     registry = ToolRegistry()
 

@@ -14,7 +14,13 @@ from .._text import result_text, truncate_utf8
 from ._approval import answers_by_id, apply_answers, approval_requests, screen_calls
 from ._parse import parse_call
 from ._render import aborted_text, error_text, model_result, model_text
-from ._run import iter_invocations, preflight, run_tool_calls, unknown_tool_error
+from ._run import (
+    check_tool_calls,
+    iter_invocations,
+    preflight,
+    run_tool_calls,
+    unknown_tool_error,
+)
 
 __all__ = [
     "ParsedCall",
@@ -22,6 +28,7 @@ __all__ = [
     "answers_by_id",
     "apply_answers",
     "approval_requests",
+    "check_tool_calls",
     "error_text",
     "iter_invocations",
     "model_result",

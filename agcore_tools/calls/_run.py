@@ -8,21 +8,31 @@ table; the loop uses :func:`preflight` and :func:`iter_invocations` the same way
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from typing import Any
 
 from .._attachments import Api, Rendered, attachments_message, function_call_output
 from .._execute import ToolTable, as_completed, unknown_tool_error
+from .._function_tool import check_timeout
 from .._records import ParsedCall, ToolCall, ToolInvocation
 from .._sdk import sdk_field
 from ..approval import ApprovalDecision, ToolCallOutputs
 from ..base import ToolContext
-from ..error import PermissionDeniedError, ToolError, ToolNotFoundError
+from ..error import PermissionDeniedError, ToolConfigError, ToolError, ToolNotFoundError
 from ._approval import screen_calls
 from ._parse import parse_call
 from ._render import model_result
 
-__all__ = ["iter_invocations", "preflight", "run_tool_calls", "unknown_tool_error"]
+__all__ = [
+    "check_tool_calls",
+    "iter_invocations",
+    "preflight",
+    "run_tool_calls",
+    "unknown_tool_error",
+]
+
+_UNREADABLE_CHAT_CALLS = ("custom", "function")
+"""The ``type`` of Chat Completions tool calls without a readable ``function``."""
 
 
 def preflight(table: ToolTable, calls: Iterable[ParsedCall]) -> ToolError | None:
@@ -85,6 +95,26 @@ async def iter_invocations(
             yield runnable[index][0], invocation
 
 
+def check_tool_calls(tool_calls: object) -> None:
+    """Refuse what cannot be a model's tool calls (a number, one call's dict, text) with
+    a :class:`~agcore_tools.ToolConfigError`, before anything iterates it.
+
+    Example:
+        >>> check_tool_calls(None)
+        >>> check_tool_calls(5)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: run_tool_calls() takes a list of tool calls (message.tool_calls, or response.output), got int
+    """
+    if tool_calls is not None and (
+        not isinstance(tool_calls, Iterable) or isinstance(tool_calls, (str, bytes, Mapping))
+    ):
+        raise ToolConfigError(
+            "run_tool_calls() takes a list of tool calls (message.tool_calls, or "
+            f"response.output), got {type(tool_calls).__name__}"
+        )
+
+
 async def run_tool_calls(
     table: ToolTable,
     tool_calls: Iterable[Any] | None,
@@ -98,6 +128,8 @@ async def run_tool_calls(
     approval_key: bytes | None = None,
 ) -> ToolCallOutputs:
     """Implementation of :meth:`ToolRegistry.run_tool_calls`."""
+    check_timeout(timeout, "run_tool_calls() timeout")
+    check_tool_calls(tool_calls)
     # 1. Read each item as a Chat Completions tool call or a Responses function call;
     #    other Responses output items (messages, reasoning) are skipped.
     calls: list[ParsedCall] = []
@@ -111,6 +143,13 @@ async def run_tool_calls(
         elif kind == "function_call":
             shape, call_id = "responses", sdk_field(item, "call_id")
             name, arguments = sdk_field(item, "name"), sdk_field(item, "arguments")
+        elif kind in _UNREADABLE_CHAT_CALLS:
+            # A Chat Completions call this drop-in cannot run (a custom tool's, or one
+            # whose function is missing) still needs its answer: the API refuses a
+            # history with an unanswered call.
+            shapes.add("chat")
+            calls.append(_unreadable_chat_call(item, kind))
+            continue
         elif isinstance(kind, str):
             continue
         else:
@@ -163,3 +202,23 @@ async def run_tool_calls(
     if extra is not None:
         outputs.append(extra)
     return outputs
+
+
+def _unreadable_chat_call(item: Any, kind: str) -> ParsedCall:
+    """A Chat Completions tool call that cannot run, with the error its answer tells
+    the model; a call without an id cannot be answered and is refused."""
+    call_id = sdk_field(item, "id")
+    if not call_id:
+        raise ToolError(f"run_tool_calls() got a tool call without an id: {item!r:.120}")
+    custom = sdk_field(item, "custom")
+    name = sdk_field(custom, "name") if custom is not None else None
+    name = name if isinstance(name, str) else kind
+    given = sdk_field(custom, "input") if custom is not None else None
+    if kind == "custom":
+        reason = "custom tool calls are not supported here; call a function tool instead"
+    else:
+        reason = "the tool call has no function (name and arguments); call a function tool"
+    error = ToolError(f"tool call '{call_id}' cannot run: {reason}", tool_name=name)
+    error.may_have_run = False
+    arguments = given if isinstance(given, str) else ""
+    return ParsedCall(str(call_id), name, arguments, None, error)

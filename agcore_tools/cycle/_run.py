@@ -150,8 +150,9 @@ class Run:
         )
         if session.busy:
             raise LlmError(
-                "this LlmCycle is already running a submit call; await it first or use "
-                "another LlmCycle"
+                "this LlmCycle is already running a submit call; await it first (a stream "
+                "left unfinished: close it, `events.close()`, or iterate it in a `with` "
+                "block), or use another LlmCycle"
             )
         session.busy = True
         loop = asyncio.get_running_loop()

@@ -21,9 +21,11 @@ class SyncEventStream(Iterator[StreamEvent]):
     """The events of one ``submit_stream*_sync`` call, for a plain ``for`` loop.
 
     Once the iteration ends normally, :attr:`response` holds the
-    :class:`ChatResponse`. Leaving the loop early (``break``) should be followed by
+    :class:`ChatResponse`. Leaving the loop early (``break``, or an exception raised in
+    its body, such as Ctrl-C while the app handles an event) should be followed by
     :meth:`close`, or use ``with`` so it happens on its own: that stops the running
-    tools and closes the HTTP stream. Ctrl-C during an event stops them too.
+    tools, closes the HTTP stream and frees the cycle for its next call. Ctrl-C while
+    the stream waits for the next event stops them too.
 
     Example:
         >>> from openai import OpenAI

@@ -18,6 +18,7 @@ from agcore_tools import (
     LlmError,
     SyncEventStream,
     ToolExecutionCompleted,
+    ToolExecutionStarted,
     ToolRegistry,
     TurnComplete,
     _sync,
@@ -212,6 +213,37 @@ def test_submit_stream_sync_collect_and_early_close(serve: Serve) -> None:
             next(events)
         with pytest.raises(LlmError, match="closed before the call finished"):
             events.collect()
+
+
+def test_a_stream_left_by_an_exception_in_its_loop_body_needs_closing_and_says_so(
+    serve: Serve, calc: ToolRegistry
+) -> None:
+    # Ctrl-C while the app prints an event is raised in the loop's body, which the
+    # iterator never sees: the call stays open until the stream is closed.
+    adding = S.reply_tool_calls([("add", {"a": 2, "b": 3})])
+    server = serve(adding, adding, S.reply_text("5"))
+    with sync_client(server) as client, LlmCycle(CONFIG, client=client) as cycle:
+        with pytest.raises(KeyboardInterrupt):
+            events = cycle.submit_stream_with_tools_sync("What is 2 + 3?", calc)
+            for event in events:
+                if isinstance(event, ToolExecutionStarted):
+                    raise KeyboardInterrupt
+        with pytest.raises(
+            LlmError, match=r"a stream left unfinished: close it, `events\.close\(\)`"
+        ):
+            cycle.submit_messages_sync([])
+        events.close()
+        assert_history_valid(cycle.messages)
+        # In a `with` block, the same interrupt closes it on the way out.
+        with (
+            pytest.raises(KeyboardInterrupt),
+            cycle.submit_stream_with_tools_sync("And again?", calc) as events,
+        ):
+            for event in events:
+                if isinstance(event, ToolExecutionStarted):
+                    raise KeyboardInterrupt
+        assert_history_valid(cycle.messages)
+        assert cycle.submit_messages_sync([]).text == "5"
 
 
 def test_ctrl_c_during_a_sync_loop_stops_its_tools_and_keeps_the_history_valid(
