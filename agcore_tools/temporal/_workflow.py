@@ -20,7 +20,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 # The sandbox decides how these load (see _worker.sandbox_runner): passed through on a
@@ -171,6 +171,7 @@ class _ActivityRequester(Requester):
                 retry_policy=_retry(config, config.retries.max_retries + 1, [MODEL_REFUSED]),
             )
         except ActivityError as exc:
+            _raise_if_cancelled(exc)
             raise LlmError(f"{turn.wire.name} request failed: {_reason(exc)}") from exc
         turn.builder.feed_completion(completion)
         return
@@ -216,6 +217,7 @@ class _ActivityTool(BaseTool):
                 heartbeat_timeout=self._heartbeat,
             )
         except ActivityError as exc:
+            _raise_if_cancelled(exc)
             cause = exc.cause
             if isinstance(cause, ActivityTimeoutError):
                 raise ToolTimeoutError(self.name, self._timeout.total_seconds()) from exc
@@ -230,13 +232,17 @@ class _ActivityTool(BaseTool):
 
     async def _asks(self, args: dict[str, Any], ctx: ToolContext) -> bool:
         # The tool's own needs_approval function, on its worker.
-        verdict: bool = await workflow.execute_activity(
-            "agcore.needs_approval",
-            self._call(args, ctx),
-            result_type=bool,
-            task_queue=self._queue,
-            start_to_close_timeout=_DESCRIBE_TIMEOUT,
-        )
+        try:
+            verdict: bool = await workflow.execute_activity(
+                "agcore.needs_approval",
+                self._call(args, ctx),
+                result_type=bool,
+                task_queue=self._queue,
+                start_to_close_timeout=_DESCRIBE_TIMEOUT,
+            )
+        except ActivityError as exc:
+            _raise_if_cancelled(exc)  # else the loop would take it for a rule that raised
+            raise
         return verdict
 
 
@@ -399,6 +405,7 @@ class _StepSandbox:
                 ),
             )
         except ActivityError as exc:
+            _raise_if_cancelled(exc)
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.non_retryable:
                 error = ToolError(cause.message, tool_name="run_python")
@@ -461,6 +468,15 @@ def _retry(config: CycleConfig, attempts: int, final: list[str]) -> RetryPolicy:
         maximum_attempts=attempts,
         non_retryable_error_types=final,
     )
+
+
+def _raise_if_cancelled(exc: ActivityError) -> None:
+    """Go on with the run's cancellation: an activity the workflow cancelled (the run
+    was) ends with this error, which is no failure of a tool or of the model request.
+    As ``asyncio.CancelledError`` it passes the loop's handlers, and the run ends
+    CANCELED rather than with the next model request."""
+    if isinstance(exc.cause, CancelledError):
+        raise asyncio.CancelledError(_reason(exc)) from exc
 
 
 def _reason(exc: ActivityError) -> str:

@@ -67,6 +67,9 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     # An MCP tool run as a task (issue 28), on the task server.
     "task-build": [("ci__build", {"seconds": 4, "label": "nightly"}, "call_build")],
     "stall": [("stall", {}, "call_stall")],
+    # Cancelled runs: while a tool runs (its gate stays shut), and while a request runs.
+    "cancel-tool": [("gate", {"name": "cancel"}, "call_gate")],
+    "cancel-model": [("add", {"a": 2, "b": 3}, "call_add")],
     # Code mode (issue 27): one program per run.
     "program": [("run_python", {"code": PROGRAMS["program"]}, "call_prog")],
     "program-crash": [("run_python", {"code": PROGRAMS["program-crash"]}, "call_prog")],
@@ -127,6 +130,7 @@ class Model:
         self.server = ScriptedChatServer([self._answer], repeat=True)
 
     def hold_next(self) -> None:
+        self.held.clear()
         self._hold = True
 
     def _answer(self, request: CapturedRequest) -> ScriptItem:

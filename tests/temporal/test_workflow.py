@@ -14,8 +14,13 @@ import pytest
 pytest.importorskip("temporalio")
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
-from temporalio.exceptions import ApplicationError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
+from temporalio.exceptions import ApplicationError, CancelledError
 
 from agcore_tools import BaseTool, CodeMode, CycleConfig, LlmCycle, ToolContext, ToolRegistry
 from agcore_tools.temporal import (
@@ -395,3 +400,45 @@ async def test_a_worker_killed_while_an_mcp_task_runs_starts_no_second_task(
     assert counted["calls"] == {"build": 1}  # the retry waited for the same task
     attempts = [a for a in await activity_attempts(handle) if a[0] == "agcore.call_tool"]
     assert attempts == [("agcore.call_tool", 2)]  # the history keeps the last attempt
+
+
+# -- cancellation -----------------------------------------------------------------
+
+
+async def wait_for_call(workdir: Path, run: str, tool: str) -> None:
+    """Return once a worker logged a call of ``tool`` for ``run`` (within RUN_TIMEOUT)."""
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while not calls(workdir, run, tool):
+        assert time.monotonic() < deadline, f"{tool} never ran"
+        await asyncio.sleep(0.02)  # polls the calls file, bounded above
+
+
+async def assert_cancelled(handle: WorkflowHandle[Any, ToolLoopResult]) -> None:
+    with pytest.raises(WorkflowFailureError) as failed:
+        await finish(handle)
+    assert isinstance(failed.value.cause, CancelledError)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+
+
+async def test_a_run_cancelled_during_a_tool_call_ends_cancelled_asking_the_model_nothing(
+    client: Client, spawn: Spawn, model: Model, workdir: Path
+) -> None:
+    spawn("cancel-tool", "w1")
+    handle = await start(client, "cancel-tool-1", "cancel-tool", "cancel-tool")
+    await wait_for_call(workdir, "cancel-tool-1", "gate")
+    await handle.cancel()
+    await assert_cancelled(handle)
+    (workdir / "open-cancel").touch()  # the worker's attempt, never told, ends too
+    assert len(model.requests_of("cancel-tool")) == 1  # no request read a "Cancelled"
+
+
+async def test_a_run_cancelled_during_a_model_request_ends_cancelled_not_failed(
+    client: Client, spawn: Spawn, model: Model, workdir: Path
+) -> None:
+    spawn("cancel-model", "w1")
+    model.hold_next()
+    handle = await start(client, "cancel-model-1", "cancel-model", "cancel-model")
+    assert await asyncio.to_thread(model.held.wait, RUN_TIMEOUT)
+    await handle.cancel()
+    await assert_cancelled(handle)
+    assert len(model.requests_of("cancel-model")) == 2  # the held one ended the run
