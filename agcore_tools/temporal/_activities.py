@@ -37,6 +37,7 @@ from ..error import (
 from ..pending import KEEPER
 from ..registry import ToolRegistry
 from ._payloads import (
+    APPROVAL_RULE_RAISED,
     CATALOGUE_TOO_LARGE,
     MODEL_REFUSED,
     PAYLOAD_LIMIT,
@@ -366,9 +367,16 @@ class ToolActivities:
             call_id=call.call_id,
             metadata=call.metadata,
         )
-        if inspect.iscoroutinefunction(rule):
-            return bool(await rule(dict(call.arguments), ctx))
-        return bool(await run_sync(rule, dict(call.arguments), ctx))
+        try:
+            if inspect.iscoroutinefunction(rule):
+                return bool(await rule(dict(call.arguments), ctx))
+            return bool(await run_sync(rule, dict(call.arguments), ctx))
+        except Exception as exc:  # any: the workflow then asks (fail closed)
+            # Not retried: a retry would ask the same function again, and Temporal's
+            # default policy would do so forever while the run waits.
+            raise ApplicationError(
+                f"{type(exc).__name__}: {exc}", type=APPROVAL_RULE_RAISED, non_retryable=True
+            ) from exc
 
     @activity.defn(name="agcore.program_step")
     async def program_step(self, step: ProgramStepInput) -> ProgramStepOutput:

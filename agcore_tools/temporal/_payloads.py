@@ -21,6 +21,7 @@ from ..cycle.profiles import ServerProfile
 from ..error import LlmConfigError
 
 __all__ = [
+    "APPROVAL_RULE_RAISED",
     "CATALOGUE_TOO_LARGE",
     "PAYLOAD_LIMIT",
     "PROGRAM_TOO_LARGE",
@@ -43,6 +44,9 @@ MODEL_REFUSED = "ModelRequestRefused"
 PROGRAM_TOO_LARGE = "ProgramSnapshotTooLarge"
 """The ``ApplicationError`` type of a code-mode program's step whose output (its
 snapshot, printed output, result) would not fit in the workflow's history."""
+APPROVAL_RULE_RAISED = "NeedsApprovalRaised"
+"""The ``ApplicationError`` type of a tool's ``needs_approval`` function that raised:
+not retried, as the loop then asks for approval (fail closed)."""
 CATALOGUE_TOO_LARGE = "ToolCatalogueTooLarge"
 """The ``ApplicationError`` type of a worker whose tools' description would not fit in
 the workflow's history."""

@@ -196,6 +196,7 @@ class _ActivityTool(BaseTool):
         self._timeout = timedelta(seconds=timeout) if timeout else _NO_TIMEOUT
         attempts = spec.max_attempts or config.retries.max_retries + 1
         self._retry = _retry(config, attempts, [RESULT_TOO_LARGE])
+        self._asks_retry = _retry(config, config.retries.max_retries + 1, [])
         beats = spec.heartbeat_secs
         self._heartbeat = timedelta(seconds=beats) if beats else None
 
@@ -239,10 +240,14 @@ class _ActivityTool(BaseTool):
                 result_type=bool,
                 task_queue=self._queue,
                 start_to_close_timeout=_DESCRIBE_TIMEOUT,
+                retry_policy=self._asks_retry,
             )
         except ActivityError as exc:
             _raise_if_cancelled(exc)  # else the loop would take it for a rule that raised
-            raise
+            # The loop asks for approval, its reason naming what the function raised.
+            cause = exc.cause
+            raised = cause.message if isinstance(cause, ApplicationError) else _reason(exc)
+            raise ToolError(raised, tool_name=self.name) from exc
         return verdict
 
 

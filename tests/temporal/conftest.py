@@ -70,6 +70,8 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     # Cancelled runs: while a tool runs (its gate stays shut), and while a request runs.
     "cancel-tool": [("gate", {"name": "cancel"}, "call_gate")],
     "cancel-model": [("add", {"a": 2, "b": 3}, "call_add")],
+    # A tool whose needs_approval function raises (a test's own registry).
+    "pay": [("pay", {"amount": 5}, "call_pay")],
     # Code mode (issue 27): one program per run.
     "program": [("run_python", {"code": PROGRAMS["program"]}, "call_prog")],
     "program-crash": [("run_python", {"code": PROGRAMS["program-crash"]}, "call_prog")],

@@ -442,3 +442,41 @@ async def test_a_run_cancelled_during_a_model_request_ends_cancelled_not_failed(
     await handle.cancel()
     await assert_cancelled(handle)
     assert len(model.requests_of("cancel-model")) == 2  # the held one ended the run
+
+
+# -- approvals --------------------------------------------------------------------
+
+
+def policy_down(args: dict[str, Any], ctx: ToolContext) -> bool:
+    raise RuntimeError("policy service down")
+
+
+def payments() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(needs_approval=policy_down)
+    def pay(amount: int) -> str:
+        """Pay `amount`."""
+        return f"paid {amount}"
+
+    return registry
+
+
+async def test_a_needs_approval_function_that_raises_makes_its_call_ask(
+    client: Client, model: Model
+) -> None:
+    # It was retried without end while the run waited, asking no one.
+    async with (
+        model.server.client() as openai,
+        worker(client, "pay", ToolActivities(payments(), openai)),
+    ):
+        handle = await start(client, "pay-1", "pay", "pay")
+        [request] = await pending_approvals(handle)
+        assert request.reason == (
+            "tool 'pay' needs_approval raised ToolError: RuntimeError: policy service down"
+        )
+        await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
+        result = await finish(handle)
+    assert result.text == "done: paid 5"
+    asked = [a for a in await activity_attempts(handle) if a[0] == "agcore.needs_approval"]
+    assert asked == [("agcore.needs_approval", 1)] * 2  # once per screening, not retried
