@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -260,7 +260,9 @@ class ToolLoopWorkflow:
     activities. A run that needs approvals waits, holding no worker, for the
     ``approve`` signal (a list of :class:`~agcore_tools.ApprovalDecision`); the
     ``pending_approvals`` query lists what it waits for, the ``messages`` query the
-    history so far. A stopped loop (``LlmError``, ``ToolError``) fails the run.
+    history so far. An answer that fits no waiting call (a signal delivered again, a
+    wrong call id) is logged and dropped, and the run goes on waiting. A stopped loop
+    (``LlmError``, ``ToolError``) fails the run.
 
     Example:
         >>> from agcore_tools import CycleConfig
@@ -278,7 +280,8 @@ class ToolLoopWorkflow:
     def __init__(self) -> None:
         self._cycle: LlmCycle | None = None
         self._pending: list[ApprovalRequest] = []
-        self._answers: list[ApprovalDecision] | None = None
+        # Answers taken by the signal and not applied yet, by call id.
+        self._answers: dict[str, ApprovalDecision] = {}
 
     @workflow.run
     async def run(self, args: ToolLoopInput) -> ToolLoopResult:
@@ -306,13 +309,15 @@ class ToolLoopWorkflow:
             )
         response = await cycle.submit_with_tools(args.prompt, registry, ctx=ctx, select=select)
         while response.pending_approvals:
-            self._pending = list(response.pending_approvals)
-            await workflow.wait_condition(lambda: self._answers is not None)
-            answers, self._answers = self._answers, None
-            self._pending = []
+            self._await(response.pending_approvals)
+            await workflow.wait_condition(lambda: bool(self._answers))
+            answers, self._answers = self._answers, {}
+            # The calls left unanswered still wait: an answer to one may come meanwhile.
+            self._pending = [r for r in self._pending if r.call_id not in answers]
             response = await cycle.submit_with_tools(
-                None, registry, ctx=ctx, approvals=answers, select=select
+                None, registry, ctx=ctx, approvals=list(answers.values()), select=select
             )
+        self._pending = []
         usage = response.usage
         return ToolLoopResult(
             response.text,
@@ -327,10 +332,35 @@ class ToolLoopWorkflow:
             },
         )
 
+    def _await(self, requests: Sequence[ApprovalRequest]) -> None:
+        """Wait for answers to ``requests``; drop answers to calls no longer waiting."""
+        self._pending = list(requests)
+        waiting = {request.call_id for request in requests}
+        for call_id in [i for i in self._answers if i not in waiting]:
+            workflow.logger.warning(
+                "approval of call %r dropped: the call no longer waits", call_id
+            )
+            del self._answers[call_id]
+
     @workflow.signal(name="approve")
     def approve(self, decisions: list[ApprovalDecision]) -> None:
-        """Answer the calls the run waits for (the same contract as ``LlmCycle``)."""
-        self._answers = list(decisions)
+        """Answer calls the run waits for (the same contract as ``LlmCycle``).
+
+        Answers add up, across signals, until the run resumes. An answer that fits no
+        waiting call (its call id is not waiting, as when a signal is delivered again
+        after its answers applied; or it names another tool or other arguments than the
+        call's; or the call has an answer already) is logged and dropped: the run goes
+        on waiting, and the signal's other answers apply.
+        """
+        waiting = {request.call_id: request for request in self._pending}
+        for decision in decisions:
+            refusal = _misfit(decision, waiting.get(decision.call_id), self._answers)
+            if refusal is not None:
+                workflow.logger.warning(
+                    "approval of call %r dropped: %s", decision.call_id, refusal
+                )
+            else:
+                self._answers[decision.call_id] = decision
 
     @workflow.query(name="pending_approvals")
     def pending_approvals(self) -> list[ApprovalRequest]:
@@ -473,6 +503,24 @@ def _retry(config: CycleConfig, attempts: int, final: list[str]) -> RetryPolicy:
         maximum_attempts=attempts,
         non_retryable_error_types=final,
     )
+
+
+def _misfit(
+    decision: ApprovalDecision,
+    request: ApprovalRequest | None,
+    answers: Mapping[str, ApprovalDecision],
+) -> str | None:
+    """Why ``decision`` answers no waiting call (None: it answers ``request``). Checked
+    as the signal comes: in the loop, a misfit fails the run with an ApprovalError."""
+    if request is None:
+        return "no call with this id awaits approval"
+    if decision.call_id in answers:
+        return "the call has an answer already; the first one stands"
+    if decision.tool_name != request.tool_name:
+        return f"it names tool '{decision.tool_name}', but the call is to '{request.tool_name}'"
+    if decision.arguments != request.arguments:
+        return "it is for other arguments than the call's"
+    return None
 
 
 def _raise_if_cancelled(exc: ActivityError) -> None:

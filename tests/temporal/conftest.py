@@ -60,6 +60,10 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "meet": [("meet", {"name": "a"}, "call_a"), ("meet", {"name": "b"}, "call_b")],
     "dump": [("dump", {"size": 10_000}, "call_dump")],
     "remove": [("remove", {"path": "notes.txt"}, "call_remove")],
+    "remove-two": [
+        ("remove", {"path": "a.txt"}, "call_remove_a"),
+        ("remove", {"path": "b.txt"}, "call_remove_b"),
+    ],
     "mixed": [("add", {"a": 1, "b": 2}, "call_add"), ("fx__echo", {"text": "hi"}, "call_echo")],
     "nope": [("nope", {}, "call_nope")],
     # An MCP server's question in a workflow: declined, as the activity cannot hold it.

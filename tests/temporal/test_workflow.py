@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -480,3 +481,37 @@ async def test_a_needs_approval_function_that_raises_makes_its_call_ask(
     assert result.text == "done: paid 5"
     asked = [a for a in await activity_attempts(handle) if a[0] == "agcore.needs_approval"]
     assert asked == [("agcore.needs_approval", 1)] * 2  # once per screening, not retried
+
+
+async def test_an_approval_that_fits_no_waiting_call_is_dropped_and_the_run_goes_on(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # Either failed the run with an ApprovalError.
+    spawn("misfit", "w1")
+    handle = await start(client, "misfit-1", "remove-two", "misfit")
+    a, b = await pending_approvals(handle)
+    mistaken = dataclasses.replace(a.approve(), call_id="call_nope")
+    await handle.signal(ToolLoopWorkflow.approve, [mistaken, a.approve()])  # the latter applies
+    await wait_for_call(workdir, "misfit-1", "remove")
+    await handle.signal(ToolLoopWorkflow.approve, [a.approve()])  # delivered again
+    await handle.signal(ToolLoopWorkflow.approve, [b.reject("keep it")])
+    result = await finish(handle)
+    assert result.text == (
+        "done: removed a.txt | Error: the user declined the call to tool 'remove': keep it"
+    )
+    assert len(calls(workdir, "misfit-1", "remove")) == 1
+
+
+async def test_two_approval_signals_that_reach_the_run_together_both_apply(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # The second signal's answers replaced the first's.
+    first = spawn("two-signals", "w1")
+    handle = await start(client, "two-signals-1", "remove-two", "two-signals")
+    a, b = await pending_approvals(handle)
+    first.kill()  # with no worker, one workflow task gets both signals
+    await handle.signal(ToolLoopWorkflow.approve, [a.approve()])
+    await handle.signal(ToolLoopWorkflow.approve, [b.approve()])
+    spawn("two-signals", "w2")
+    result = await finish(handle)
+    assert result.text == "done: removed a.txt | removed b.txt"
