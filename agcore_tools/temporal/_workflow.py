@@ -162,10 +162,22 @@ class _ActivityRequester(Requester):
     async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
         """Run the request as the ``agcore.model_request`` activity; feed its completion."""
         config = turn.config
+        request = ModelRequest(config.api, config.chain_responses, turn.params)
+        size = payload_size(workflow.payload_converter(), request)
+        if size > PAYLOAD_LIMIT:
+            # The server would refuse the command on every retry of the workflow task,
+            # leaving the run hanging until it timed out: fail it now, by name.
+            raise LlmError(
+                f"the next model request (the history it sends, the tools' definitions) is "
+                f"{size} bytes, over the {PAYLOAD_LIMIT}-byte payload limit of a Temporal "
+                "workflow's history; bound what a request sends with "
+                "CycleConfig(history=TrimOldest(max_chars=...)), or have tools return less "
+                "(CycleConfig(max_result_bytes=...))"
+            )
         try:
             completion = await workflow.execute_activity(
                 "agcore.model_request",
-                ModelRequest(config.api, config.chain_responses, turn.params),
+                request,
                 result_type=dict,
                 start_to_close_timeout=self._timeout,
                 retry_policy=_retry(config, config.retries.max_retries + 1, [MODEL_REFUSED]),
@@ -319,7 +331,7 @@ class ToolLoopWorkflow:
             )
         self._pending = []
         usage = response.usage
-        return ToolLoopResult(
+        result = ToolLoopResult(
             response.text,
             cycle.messages,
             response.turns,
@@ -331,6 +343,16 @@ class ToolLoopWorkflow:
                 "total_tokens": usage.total_tokens,
             },
         )
+        size = payload_size(workflow.payload_converter(), result)
+        if size > PAYLOAD_LIMIT:
+            # As for a model request: refused, the run would hang, its answer unread.
+            raise LlmError(
+                f"the run's result (its answer and whole history) is {size} bytes, over the "
+                f"{PAYLOAD_LIMIT}-byte payload limit of a Temporal workflow's history; have "
+                "tools return less (CycleConfig(max_result_bytes=...)), or go on from a "
+                "shorter history in a new run"
+            )
+        return result
 
     def _await(self, requests: Sequence[ApprovalRequest]) -> None:
         """Wait for answers to ``requests``; drop answers to calls no longer waiting."""

@@ -59,6 +59,10 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "add": [("add", {"a": 2, "b": 3}, "call_add")],
     "meet": [("meet", {"name": "a"}, "call_a"), ("meet", {"name": "b"}, "call_b")],
     "dump": [("dump", {"size": 10_000}, "call_dump")],
+    # Three results of 800 kB: the next request's history is over 2 MiB.
+    "pages": [("dump", {"size": 800_000}, f"call_page_{n}") for n in range(3)],
+    # Two of 700 kB: the request fits; the answer quoting them makes the result too large.
+    "halves": [("dump", {"size": 700_000}, f"call_half_{n}") for n in range(2)],
     "remove": [("remove", {"path": "notes.txt"}, "call_remove")],
     "remove-two": [
         ("remove", {"path": "a.txt"}, "call_remove_a"),

@@ -196,6 +196,42 @@ async def test_tools_too_large_for_the_history_fail_the_run_at_once_by_name(
     assert time.monotonic() - started < 10  # not the run's timeout
 
 
+@pytest.mark.parametrize(
+    ("prompt", "requests", "named"),
+    [
+        ("pages", 1, "the next model request (the history it sends, the tools' definitions)"),
+        ("halves", 2, "the run's result (its answer and whole history)"),
+    ],
+)
+async def test_a_history_too_large_for_a_payload_fails_the_run_by_name(
+    client: Client, model: Model, workdir: Path, prompt: str, requests: int, named: str
+) -> None:
+    # Scheduled (a request) or returned (the result), the history would fail the run's
+    # workflow task on every retry, and the run would hang until its timeout.
+    config = CycleConfig("m", max_result_bytes=900_000)
+    async with model.server.client() as openai:
+        activities = ToolActivities(build_registry(workdir, "w1"), openai)
+        async with worker(client, prompt, activities):
+            started = time.monotonic()
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of(prompt, config),
+                id=f"{prompt}-1",
+                task_queue=prompt,
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finish(handle)
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "LlmError"
+    assert cause.message.startswith(f"{named} is ")
+    assert "bytes, over the 2097152-byte payload limit of a Temporal workflow's history" in (
+        cause.message
+    )
+    assert time.monotonic() - started < 20  # not the run's timeout
+    assert len(model.requests_of(prompt)) == requests
+
+
 async def test_mcp_tools_run_on_the_workers_that_hold_the_connection(
     client: Client, spawn: Spawn, workdir: Path
 ) -> None:
