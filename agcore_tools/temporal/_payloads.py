@@ -39,6 +39,10 @@ __all__ = [
 
 RESULT_TOO_LARGE = "ToolResultTooLarge"
 """The ``ApplicationError`` type of a tool result over the activity's size limit."""
+TOOL_TIMED_OUT = "ToolTimedOut"
+"""The ``ApplicationError`` type of a tool call's attempt that its worker ended at the
+activity's start-to-close timeout (retried as the server's timeout is); its one detail
+says whether the tool had started."""
 MODEL_REFUSED = "ModelRequestRefused"
 """The ``ApplicationError`` type of a model request no retry can fix (a 4xx answer)."""
 PROGRAM_TOO_LARGE = "ProgramSnapshotTooLarge"

@@ -43,6 +43,7 @@ from ._payloads import (
     PAYLOAD_LIMIT,
     PROGRAM_TOO_LARGE,
     RESULT_TOO_LARGE,
+    TOOL_TIMED_OUT,
     Catalogue,
     ModelRequest,
     ProgramStepInput,
@@ -234,6 +235,10 @@ class _ActivityTool(BaseTool):
             cause = exc.cause
             if isinstance(cause, ActivityTimeoutError):
                 raise ToolTimeoutError(self.name, self._timeout.total_seconds()) from exc
+            if isinstance(cause, ApplicationError) and cause.type == TOOL_TIMED_OUT:
+                started = bool(cause.details[0]) if cause.details else True
+                seconds = self._timeout.total_seconds()
+                raise ToolTimeoutError(self.name, seconds, started=started) from exc
             if isinstance(cause, ApplicationError) and cause.type == RESULT_TOO_LARGE:
                 raise ToolError(cause.message, tool_name=self.name) from exc
             raise ToolExecutionError(self.name, _reason(exc)) from exc

@@ -75,6 +75,8 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     # An MCP tool run as a task (issue 28), on the task server.
     "task-build": [("ci__build", {"seconds": 4, "label": "nightly"}, "call_build")],
     "stall": [("stall", {}, "call_stall")],
+    # A gate never opened: each of its three 2 s attempts times out.
+    "gate-shut": [("gate", {"name": "shut"}, "call_gate")],
     # Cancelled runs: while a tool runs (its gate stays shut), and while a request runs.
     "cancel-tool": [("gate", {"name": "cancel"}, "call_gate")],
     "cancel-model": [("add", {"a": 2, "b": 3}, "call_add")],

@@ -300,6 +300,25 @@ async def test_a_tools_own_timeout_ends_its_call_and_the_model_is_told(
     assert [a for a in attempts if a[0] == "agcore.call_tool"] == [("agcore.call_tool", 1)]
 
 
+async def test_a_timed_out_attempt_ends_on_its_worker_before_the_retry_starts(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # The worker gives `gate` ToolActivityOptions(timeout=2, max_attempts=3). A timed-out
+    # attempt ran on, unstopped, next to its retry.
+    spawn("gate-shut", "w1")
+    result = await finish(await start(client, "gate-shut-1", "gate-shut", "gate-shut"))
+    assert result.messages[2]["content"] == (
+        "Error: tool 'gate' failed: timed out after 2 s; it may have run in part, so do not "
+        "assume it had no effect"
+    )
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while len(calls(workdir, "gate-shut-1", "gate-end")) < 3:
+        assert time.monotonic() < deadline, "an attempt never ended"
+        await asyncio.sleep(0.02)  # polls the calls file, bounded above
+    logged = [c["tool"] for c in calls(workdir, "gate-shut-1") if c["tool"].startswith("gate")]
+    assert logged == ["gate", "gate-end"] * 3  # each attempt ended before the next began
+
+
 # -- code mode (issue 27) -------------------------------------------------------------
 
 
