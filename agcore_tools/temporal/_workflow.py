@@ -128,6 +128,8 @@ class ToolLoopInput:
 class ToolLoopResult:
     """How a :class:`ToolLoopWorkflow` run ended: the answer and the whole history.
 
+    ``turns`` and ``usage`` count the whole run, across its approval pauses.
+
     Example:
         >>> ToolLoopResult("5", [], 2, "stop", {"total_tokens": 9}).text
         '5'
@@ -325,6 +327,8 @@ class ToolLoopWorkflow:
                 limits=args.code_mode["limits"], call_timeout=None, sandbox=_StepSandbox
             )
         response = await cycle.submit_with_tools(args.prompt, registry, ctx=ctx, select=select)
+        # Each submit counts its own part: the result gives the whole run's.
+        usage, turns = response.usage, response.turns
         while response.pending_approvals:
             self._await(response.pending_approvals)
             await workflow.wait_condition(lambda: bool(self._answers))
@@ -334,12 +338,12 @@ class ToolLoopWorkflow:
             response = await cycle.submit_with_tools(
                 None, registry, ctx=ctx, approvals=list(answers.values()), select=select
             )
+            usage, turns = usage + response.usage, turns + response.turns
         self._pending = []
-        usage = response.usage
         result = ToolLoopResult(
             response.text,
             cycle.messages,
-            response.turns,
+            turns,
             str(response.finish_reason.value),
             {
                 "requests": usage.requests,

@@ -145,6 +145,8 @@ async def test_an_approval_signalled_after_a_worker_restart_resumes_the_run(
     result = await finish(handle)
     assert result.text == "done: removed notes.txt"
     assert [c["worker"] for c in calls(workdir, "approve-1", "remove")] == ["w2"]
+    # The whole run's, not only the part after the pause.
+    assert (result.turns, result.usage["requests"]) == (2, 2)
 
 
 async def test_an_oversized_result_fails_once_and_the_model_is_told(
