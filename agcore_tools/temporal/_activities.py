@@ -31,17 +31,19 @@ from ..error import (
     LlmConfigError,
     ProgramError,
     ToolConfigError,
-    ToolError,
     ToolExecutionError,
+    ToolTimeoutError,
 )
 from ..pending import KEEPER
 from ..registry import ToolRegistry
 from ._payloads import (
+    APPROVAL_RULE_RAISED,
     CATALOGUE_TOO_LARGE,
     MODEL_REFUSED,
     PAYLOAD_LIMIT,
     PROGRAM_TOO_LARGE,
     RESULT_TOO_LARGE,
+    TOOL_TIMED_OUT,
     Catalogue,
     ModelRequest,
     ProgramStepInput,
@@ -325,20 +327,28 @@ class ToolActivities:
         keeper = HeartbeatKeeper.of_this_attempt() if activity.in_activity() else None
         kept = KEEPER.set(keeper)
         beating = asyncio.ensure_future(keeper.beat()) if keeper is not None else None
+        # The attempt ends by itself at its start-to-close timeout: Temporal only tells a
+        # worker of a timed-out attempt through heartbeats, and without this the retry
+        # would run while the timed-out attempt still did its work.
+        limit = activity.info().start_to_close_timeout if activity.in_activity() else None
+        timeout = limit.total_seconds() if limit is not None else None
         try:
-            invocation = await self.registry.invoke(
-                call.name, call.arguments, ctx.for_call(call.call_id, call.name)
+            # Not registered here, or refused: recorded in the invocation, as an error no
+            # retry changes.
+            [invocation] = await self.registry.invoke_all(
+                [(call.name, call.arguments, call.call_id)], ctx=ctx, timeout=timeout
             )
-        except ToolError as exc:  # not registered here, or refused: no retry changes that
-            return ToolCallOutput(error=str(exc), recoverable=exc.is_recoverable())
         finally:
             KEEPER.reset(kept)
             if beating is not None:
                 beating.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await beating
-        if invocation.error is not None:
-            error = invocation.error
+        error = invocation.error
+        if isinstance(error, ToolTimeoutError):
+            # Retryable, as the server's own timeout is; the workflow reads it as one.
+            raise ApplicationError(str(error), error.may_have_run, type=TOOL_TIMED_OUT)
+        if error is not None:
             return ToolCallOutput(error=str(error), recoverable=error.is_recoverable())
         output = json.loads(to_json(invocation.output, fallback=str))
         size = len(to_json(output))
@@ -366,9 +376,16 @@ class ToolActivities:
             call_id=call.call_id,
             metadata=call.metadata,
         )
-        if inspect.iscoroutinefunction(rule):
-            return bool(await rule(dict(call.arguments), ctx))
-        return bool(await run_sync(rule, dict(call.arguments), ctx))
+        try:
+            if inspect.iscoroutinefunction(rule):
+                return bool(await rule(dict(call.arguments), ctx))
+            return bool(await run_sync(rule, dict(call.arguments), ctx))
+        except Exception as exc:  # any: the workflow then asks (fail closed)
+            # Not retried: a retry would ask the same function again, and Temporal's
+            # default policy would do so forever while the run waits.
+            raise ApplicationError(
+                f"{type(exc).__name__}: {exc}", type=APPROVAL_RULE_RAISED, non_retryable=True
+            ) from exc
 
     @activity.defn(name="agcore.program_step")
     async def program_step(self, step: ProgramStepInput) -> ProgramStepOutput:

@@ -21,6 +21,7 @@ from ..cycle.profiles import ServerProfile
 from ..error import LlmConfigError
 
 __all__ = [
+    "APPROVAL_RULE_RAISED",
     "CATALOGUE_TOO_LARGE",
     "PAYLOAD_LIMIT",
     "PROGRAM_TOO_LARGE",
@@ -38,11 +39,18 @@ __all__ = [
 
 RESULT_TOO_LARGE = "ToolResultTooLarge"
 """The ``ApplicationError`` type of a tool result over the activity's size limit."""
+TOOL_TIMED_OUT = "ToolTimedOut"
+"""The ``ApplicationError`` type of a tool call's attempt that its worker ended at the
+activity's start-to-close timeout (retried as the server's timeout is); its one detail
+says whether the tool had started."""
 MODEL_REFUSED = "ModelRequestRefused"
 """The ``ApplicationError`` type of a model request no retry can fix (a 4xx answer)."""
 PROGRAM_TOO_LARGE = "ProgramSnapshotTooLarge"
 """The ``ApplicationError`` type of a code-mode program's step whose output (its
 snapshot, printed output, result) would not fit in the workflow's history."""
+APPROVAL_RULE_RAISED = "NeedsApprovalRaised"
+"""The ``ApplicationError`` type of a tool's ``needs_approval`` function that raised:
+not retried, as the loop then asks for approval (fail closed)."""
 CATALOGUE_TOO_LARGE = "ToolCatalogueTooLarge"
 """The ``ApplicationError`` type of a worker whose tools' description would not fit in
 the workflow's history."""

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 # The sandbox decides how these load (see _worker.sandbox_runner): passed through on a
@@ -43,6 +43,7 @@ from ._payloads import (
     PAYLOAD_LIMIT,
     PROGRAM_TOO_LARGE,
     RESULT_TOO_LARGE,
+    TOOL_TIMED_OUT,
     Catalogue,
     ModelRequest,
     ProgramStepInput,
@@ -127,6 +128,8 @@ class ToolLoopInput:
 class ToolLoopResult:
     """How a :class:`ToolLoopWorkflow` run ended: the answer and the whole history.
 
+    ``turns`` and ``usage`` count the whole run, across its approval pauses.
+
     Example:
         >>> ToolLoopResult("5", [], 2, "stop", {"total_tokens": 9}).text
         '5'
@@ -162,15 +165,28 @@ class _ActivityRequester(Requester):
     async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
         """Run the request as the ``agcore.model_request`` activity; feed its completion."""
         config = turn.config
+        request = ModelRequest(config.api, config.chain_responses, turn.params)
+        size = payload_size(workflow.payload_converter(), request)
+        if size > PAYLOAD_LIMIT:
+            # The server would refuse the command on every retry of the workflow task,
+            # leaving the run hanging until it timed out: fail it now, by name.
+            raise LlmError(
+                f"the next model request (the history it sends, the tools' definitions) is "
+                f"{size} bytes, over the {PAYLOAD_LIMIT}-byte payload limit of a Temporal "
+                "workflow's history; bound what a request sends with "
+                "CycleConfig(history=TrimOldest(max_chars=...)), or have tools return less "
+                "(CycleConfig(max_result_bytes=...))"
+            )
         try:
             completion = await workflow.execute_activity(
                 "agcore.model_request",
-                ModelRequest(config.api, config.chain_responses, turn.params),
+                request,
                 result_type=dict,
                 start_to_close_timeout=self._timeout,
                 retry_policy=_retry(config, config.retries.max_retries + 1, [MODEL_REFUSED]),
             )
         except ActivityError as exc:
+            _raise_if_cancelled(exc)
             raise LlmError(f"{turn.wire.name} request failed: {_reason(exc)}") from exc
         turn.builder.feed_completion(completion)
         return
@@ -195,6 +211,7 @@ class _ActivityTool(BaseTool):
         self._timeout = timedelta(seconds=timeout) if timeout else _NO_TIMEOUT
         attempts = spec.max_attempts or config.retries.max_retries + 1
         self._retry = _retry(config, attempts, [RESULT_TOO_LARGE])
+        self._asks_retry = _retry(config, config.retries.max_retries + 1, [])
         beats = spec.heartbeat_secs
         self._heartbeat = timedelta(seconds=beats) if beats else None
 
@@ -216,9 +233,14 @@ class _ActivityTool(BaseTool):
                 heartbeat_timeout=self._heartbeat,
             )
         except ActivityError as exc:
+            _raise_if_cancelled(exc)
             cause = exc.cause
             if isinstance(cause, ActivityTimeoutError):
                 raise ToolTimeoutError(self.name, self._timeout.total_seconds()) from exc
+            if isinstance(cause, ApplicationError) and cause.type == TOOL_TIMED_OUT:
+                started = bool(cause.details[0]) if cause.details else True
+                seconds = self._timeout.total_seconds()
+                raise ToolTimeoutError(self.name, seconds, started=started) from exc
             if isinstance(cause, ApplicationError) and cause.type == RESULT_TOO_LARGE:
                 raise ToolError(cause.message, tool_name=self.name) from exc
             raise ToolExecutionError(self.name, _reason(exc)) from exc
@@ -230,13 +252,21 @@ class _ActivityTool(BaseTool):
 
     async def _asks(self, args: dict[str, Any], ctx: ToolContext) -> bool:
         # The tool's own needs_approval function, on its worker.
-        verdict: bool = await workflow.execute_activity(
-            "agcore.needs_approval",
-            self._call(args, ctx),
-            result_type=bool,
-            task_queue=self._queue,
-            start_to_close_timeout=_DESCRIBE_TIMEOUT,
-        )
+        try:
+            verdict: bool = await workflow.execute_activity(
+                "agcore.needs_approval",
+                self._call(args, ctx),
+                result_type=bool,
+                task_queue=self._queue,
+                start_to_close_timeout=_DESCRIBE_TIMEOUT,
+                retry_policy=self._asks_retry,
+            )
+        except ActivityError as exc:
+            _raise_if_cancelled(exc)  # else the loop would take it for a rule that raised
+            # The loop asks for approval, its reason naming what the function raised.
+            cause = exc.cause
+            raised = cause.message if isinstance(cause, ApplicationError) else _reason(exc)
+            raise ToolError(raised, tool_name=self.name) from exc
         return verdict
 
 
@@ -249,7 +279,9 @@ class ToolLoopWorkflow:
     activities. A run that needs approvals waits, holding no worker, for the
     ``approve`` signal (a list of :class:`~agcore_tools.ApprovalDecision`); the
     ``pending_approvals`` query lists what it waits for, the ``messages`` query the
-    history so far. A stopped loop (``LlmError``, ``ToolError``) fails the run.
+    history so far. An answer that fits no waiting call (a signal delivered again, a
+    wrong call id) is logged and dropped, and the run goes on waiting. A stopped loop
+    (``LlmError``, ``ToolError``) fails the run.
 
     Example:
         >>> from agcore_tools import CycleConfig
@@ -267,7 +299,8 @@ class ToolLoopWorkflow:
     def __init__(self) -> None:
         self._cycle: LlmCycle | None = None
         self._pending: list[ApprovalRequest] = []
-        self._answers: list[ApprovalDecision] | None = None
+        # Answers taken by the signal and not applied yet, by call id.
+        self._answers: dict[str, ApprovalDecision] = {}
 
     @workflow.run
     async def run(self, args: ToolLoopInput) -> ToolLoopResult:
@@ -294,19 +327,23 @@ class ToolLoopWorkflow:
                 limits=args.code_mode["limits"], call_timeout=None, sandbox=_StepSandbox
             )
         response = await cycle.submit_with_tools(args.prompt, registry, ctx=ctx, select=select)
+        # Each submit counts its own part: the result gives the whole run's.
+        usage, turns = response.usage, response.turns
         while response.pending_approvals:
-            self._pending = list(response.pending_approvals)
-            await workflow.wait_condition(lambda: self._answers is not None)
-            answers, self._answers = self._answers, None
-            self._pending = []
+            self._await(response.pending_approvals)
+            await workflow.wait_condition(lambda: bool(self._answers))
+            answers, self._answers = self._answers, {}
+            # The calls left unanswered still wait: an answer to one may come meanwhile.
+            self._pending = [r for r in self._pending if r.call_id not in answers]
             response = await cycle.submit_with_tools(
-                None, registry, ctx=ctx, approvals=answers, select=select
+                None, registry, ctx=ctx, approvals=list(answers.values()), select=select
             )
-        usage = response.usage
-        return ToolLoopResult(
+            usage, turns = usage + response.usage, turns + response.turns
+        self._pending = []
+        result = ToolLoopResult(
             response.text,
             cycle.messages,
-            response.turns,
+            turns,
             str(response.finish_reason.value),
             {
                 "requests": usage.requests,
@@ -315,11 +352,46 @@ class ToolLoopWorkflow:
                 "total_tokens": usage.total_tokens,
             },
         )
+        size = payload_size(workflow.payload_converter(), result)
+        if size > PAYLOAD_LIMIT:
+            # As for a model request: refused, the run would hang, its answer unread.
+            raise LlmError(
+                f"the run's result (its answer and whole history) is {size} bytes, over the "
+                f"{PAYLOAD_LIMIT}-byte payload limit of a Temporal workflow's history; have "
+                "tools return less (CycleConfig(max_result_bytes=...)), or go on from a "
+                "shorter history in a new run"
+            )
+        return result
+
+    def _await(self, requests: Sequence[ApprovalRequest]) -> None:
+        """Wait for answers to ``requests``; drop answers to calls no longer waiting."""
+        self._pending = list(requests)
+        waiting = {request.call_id for request in requests}
+        for call_id in [i for i in self._answers if i not in waiting]:
+            workflow.logger.warning(
+                "approval of call %r dropped: the call no longer waits", call_id
+            )
+            del self._answers[call_id]
 
     @workflow.signal(name="approve")
     def approve(self, decisions: list[ApprovalDecision]) -> None:
-        """Answer the calls the run waits for (the same contract as ``LlmCycle``)."""
-        self._answers = list(decisions)
+        """Answer calls the run waits for (the same contract as ``LlmCycle``).
+
+        Answers add up, across signals, until the run resumes. An answer that fits no
+        waiting call (its call id is not waiting, as when a signal is delivered again
+        after its answers applied; or it names another tool or other arguments than the
+        call's; or the call has an answer already) is logged and dropped: the run goes
+        on waiting, and the signal's other answers apply.
+        """
+        waiting = {request.call_id: request for request in self._pending}
+        for decision in decisions:
+            refusal = _misfit(decision, waiting.get(decision.call_id), self._answers)
+            if refusal is not None:
+                workflow.logger.warning(
+                    "approval of call %r dropped: %s", decision.call_id, refusal
+                )
+            else:
+                self._answers[decision.call_id] = decision
 
     @workflow.query(name="pending_approvals")
     def pending_approvals(self) -> list[ApprovalRequest]:
@@ -399,6 +471,7 @@ class _StepSandbox:
                 ),
             )
         except ActivityError as exc:
+            _raise_if_cancelled(exc)
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.non_retryable:
                 error = ToolError(cause.message, tool_name="run_python")
@@ -461,6 +534,33 @@ def _retry(config: CycleConfig, attempts: int, final: list[str]) -> RetryPolicy:
         maximum_attempts=attempts,
         non_retryable_error_types=final,
     )
+
+
+def _misfit(
+    decision: ApprovalDecision,
+    request: ApprovalRequest | None,
+    answers: Mapping[str, ApprovalDecision],
+) -> str | None:
+    """Why ``decision`` answers no waiting call (None: it answers ``request``). Checked
+    as the signal comes: in the loop, a misfit fails the run with an ApprovalError."""
+    if request is None:
+        return "no call with this id awaits approval"
+    if decision.call_id in answers:
+        return "the call has an answer already; the first one stands"
+    if decision.tool_name != request.tool_name:
+        return f"it names tool '{decision.tool_name}', but the call is to '{request.tool_name}'"
+    if decision.arguments != request.arguments:
+        return "it is for other arguments than the call's"
+    return None
+
+
+def _raise_if_cancelled(exc: ActivityError) -> None:
+    """Go on with the run's cancellation: an activity the workflow cancelled (the run
+    was) ends with this error, which is no failure of a tool or of the model request.
+    As ``asyncio.CancelledError`` it passes the loop's handlers, and the run ends
+    CANCELED rather than with the next model request."""
+    if isinstance(exc.cause, CancelledError):
+        raise asyncio.CancelledError(_reason(exc)) from exc
 
 
 def _reason(exc: ActivityError) -> str:

@@ -59,7 +59,15 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "add": [("add", {"a": 2, "b": 3}, "call_add")],
     "meet": [("meet", {"name": "a"}, "call_a"), ("meet", {"name": "b"}, "call_b")],
     "dump": [("dump", {"size": 10_000}, "call_dump")],
+    # Three results of 800 kB: the next request's history is over 2 MiB.
+    "pages": [("dump", {"size": 800_000}, f"call_page_{n}") for n in range(3)],
+    # Two of 700 kB: the request fits; the answer quoting them makes the result too large.
+    "halves": [("dump", {"size": 700_000}, f"call_half_{n}") for n in range(2)],
     "remove": [("remove", {"path": "notes.txt"}, "call_remove")],
+    "remove-two": [
+        ("remove", {"path": "a.txt"}, "call_remove_a"),
+        ("remove", {"path": "b.txt"}, "call_remove_b"),
+    ],
     "mixed": [("add", {"a": 1, "b": 2}, "call_add"), ("fx__echo", {"text": "hi"}, "call_echo")],
     "nope": [("nope", {}, "call_nope")],
     # An MCP server's question in a workflow: declined, as the activity cannot hold it.
@@ -67,6 +75,13 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     # An MCP tool run as a task (issue 28), on the task server.
     "task-build": [("ci__build", {"seconds": 4, "label": "nightly"}, "call_build")],
     "stall": [("stall", {}, "call_stall")],
+    # A gate never opened: each of its three 2 s attempts times out.
+    "gate-shut": [("gate", {"name": "shut"}, "call_gate")],
+    # Cancelled runs: while a tool runs (its gate stays shut), and while a request runs.
+    "cancel-tool": [("gate", {"name": "cancel"}, "call_gate")],
+    "cancel-model": [("add", {"a": 2, "b": 3}, "call_add")],
+    # A tool whose needs_approval function raises (a test's own registry).
+    "pay": [("pay", {"amount": 5}, "call_pay")],
     # Code mode (issue 27): one program per run.
     "program": [("run_python", {"code": PROGRAMS["program"]}, "call_prog")],
     "program-crash": [("run_python", {"code": PROGRAMS["program-crash"]}, "call_prog")],
@@ -127,6 +142,7 @@ class Model:
         self.server = ScriptedChatServer([self._answer], repeat=True)
 
     def hold_next(self) -> None:
+        self.held.clear()
         self._hold = True
 
     def _answer(self, request: CapturedRequest) -> ScriptItem:

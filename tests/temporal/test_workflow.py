@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -14,8 +15,13 @@ import pytest
 pytest.importorskip("temporalio")
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
-from temporalio.exceptions import ApplicationError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
+from temporalio.exceptions import ApplicationError, CancelledError
 
 from agcore_tools import BaseTool, CodeMode, CycleConfig, LlmCycle, ToolContext, ToolRegistry
 from agcore_tools.temporal import (
@@ -139,6 +145,8 @@ async def test_an_approval_signalled_after_a_worker_restart_resumes_the_run(
     result = await finish(handle)
     assert result.text == "done: removed notes.txt"
     assert [c["worker"] for c in calls(workdir, "approve-1", "remove")] == ["w2"]
+    # The whole run's, not only the part after the pause.
+    assert (result.turns, result.usage["requests"]) == (2, 2)
 
 
 async def test_an_oversized_result_fails_once_and_the_model_is_told(
@@ -188,6 +196,42 @@ async def test_tools_too_large_for_the_history_fail_the_run_at_once_by_name(
     assert "this worker's 3 tools describe to 24" in str(cause)
     assert "over the 2097152-byte payload limit of a Temporal workflow's history" in str(cause)
     assert time.monotonic() - started < 10  # not the run's timeout
+
+
+@pytest.mark.parametrize(
+    ("prompt", "requests", "named"),
+    [
+        ("pages", 1, "the next model request (the history it sends, the tools' definitions)"),
+        ("halves", 2, "the run's result (its answer and whole history)"),
+    ],
+)
+async def test_a_history_too_large_for_a_payload_fails_the_run_by_name(
+    client: Client, model: Model, workdir: Path, prompt: str, requests: int, named: str
+) -> None:
+    # Scheduled (a request) or returned (the result), the history would fail the run's
+    # workflow task on every retry, and the run would hang until its timeout.
+    config = CycleConfig("m", max_result_bytes=900_000)
+    async with model.server.client() as openai:
+        activities = ToolActivities(build_registry(workdir, "w1"), openai)
+        async with worker(client, prompt, activities):
+            started = time.monotonic()
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of(prompt, config),
+                id=f"{prompt}-1",
+                task_queue=prompt,
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finish(handle)
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "LlmError"
+    assert cause.message.startswith(f"{named} is ")
+    assert "bytes, over the 2097152-byte payload limit of a Temporal workflow's history" in (
+        cause.message
+    )
+    assert time.monotonic() - started < 20  # not the run's timeout
+    assert len(model.requests_of(prompt)) == requests
 
 
 async def test_mcp_tools_run_on_the_workers_that_hold_the_connection(
@@ -256,6 +300,25 @@ async def test_a_tools_own_timeout_ends_its_call_and_the_model_is_told(
     assert len(calls(workdir, "stall-1", "stall")) == 1
     attempts = await activity_attempts(handle)
     assert [a for a in attempts if a[0] == "agcore.call_tool"] == [("agcore.call_tool", 1)]
+
+
+async def test_a_timed_out_attempt_ends_on_its_worker_before_the_retry_starts(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # The worker gives `gate` ToolActivityOptions(timeout=2, max_attempts=3). A timed-out
+    # attempt ran on, unstopped, next to its retry.
+    spawn("gate-shut", "w1")
+    result = await finish(await start(client, "gate-shut-1", "gate-shut", "gate-shut"))
+    assert result.messages[2]["content"] == (
+        "Error: tool 'gate' failed: timed out after 2 s; it may have run in part, so do not "
+        "assume it had no effect"
+    )
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while len(calls(workdir, "gate-shut-1", "gate-end")) < 3:
+        assert time.monotonic() < deadline, "an attempt never ended"
+        await asyncio.sleep(0.02)  # polls the calls file, bounded above
+    logged = [c["tool"] for c in calls(workdir, "gate-shut-1") if c["tool"].startswith("gate")]
+    assert logged == ["gate", "gate-end"] * 3  # each attempt ended before the next began
 
 
 # -- code mode (issue 27) -------------------------------------------------------------
@@ -395,3 +458,117 @@ async def test_a_worker_killed_while_an_mcp_task_runs_starts_no_second_task(
     assert counted["calls"] == {"build": 1}  # the retry waited for the same task
     attempts = [a for a in await activity_attempts(handle) if a[0] == "agcore.call_tool"]
     assert attempts == [("agcore.call_tool", 2)]  # the history keeps the last attempt
+
+
+# -- cancellation -----------------------------------------------------------------
+
+
+async def wait_for_call(workdir: Path, run: str, tool: str) -> None:
+    """Return once a worker logged a call of ``tool`` for ``run`` (within RUN_TIMEOUT)."""
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while not calls(workdir, run, tool):
+        assert time.monotonic() < deadline, f"{tool} never ran"
+        await asyncio.sleep(0.02)  # polls the calls file, bounded above
+
+
+async def assert_cancelled(handle: WorkflowHandle[Any, ToolLoopResult]) -> None:
+    with pytest.raises(WorkflowFailureError) as failed:
+        await finish(handle)
+    assert isinstance(failed.value.cause, CancelledError)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+
+
+async def test_a_run_cancelled_during_a_tool_call_ends_cancelled_asking_the_model_nothing(
+    client: Client, spawn: Spawn, model: Model, workdir: Path
+) -> None:
+    spawn("cancel-tool", "w1")
+    handle = await start(client, "cancel-tool-1", "cancel-tool", "cancel-tool")
+    await wait_for_call(workdir, "cancel-tool-1", "gate")
+    await handle.cancel()
+    await assert_cancelled(handle)
+    (workdir / "open-cancel").touch()  # the worker's attempt, never told, ends too
+    assert len(model.requests_of("cancel-tool")) == 1  # no request read a "Cancelled"
+
+
+async def test_a_run_cancelled_during_a_model_request_ends_cancelled_not_failed(
+    client: Client, spawn: Spawn, model: Model, workdir: Path
+) -> None:
+    spawn("cancel-model", "w1")
+    model.hold_next()
+    handle = await start(client, "cancel-model-1", "cancel-model", "cancel-model")
+    assert await asyncio.to_thread(model.held.wait, RUN_TIMEOUT)
+    await handle.cancel()
+    await assert_cancelled(handle)
+    assert len(model.requests_of("cancel-model")) == 2  # the held one ended the run
+
+
+# -- approvals --------------------------------------------------------------------
+
+
+def policy_down(args: dict[str, Any], ctx: ToolContext) -> bool:
+    raise RuntimeError("policy service down")
+
+
+def payments() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(needs_approval=policy_down)
+    def pay(amount: int) -> str:
+        """Pay `amount`."""
+        return f"paid {amount}"
+
+    return registry
+
+
+async def test_a_needs_approval_function_that_raises_makes_its_call_ask(
+    client: Client, model: Model
+) -> None:
+    # It was retried without end while the run waited, asking no one.
+    async with (
+        model.server.client() as openai,
+        worker(client, "pay", ToolActivities(payments(), openai)),
+    ):
+        handle = await start(client, "pay-1", "pay", "pay")
+        [request] = await pending_approvals(handle)
+        assert request.reason == (
+            "tool 'pay' needs_approval raised ToolError: RuntimeError: policy service down"
+        )
+        await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
+        result = await finish(handle)
+    assert result.text == "done: paid 5"
+    asked = [a for a in await activity_attempts(handle) if a[0] == "agcore.needs_approval"]
+    assert asked == [("agcore.needs_approval", 1)] * 2  # once per screening, not retried
+
+
+async def test_an_approval_that_fits_no_waiting_call_is_dropped_and_the_run_goes_on(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # Either failed the run with an ApprovalError.
+    spawn("misfit", "w1")
+    handle = await start(client, "misfit-1", "remove-two", "misfit")
+    a, b = await pending_approvals(handle)
+    mistaken = dataclasses.replace(a.approve(), call_id="call_nope")
+    await handle.signal(ToolLoopWorkflow.approve, [mistaken, a.approve()])  # the latter applies
+    await wait_for_call(workdir, "misfit-1", "remove")
+    await handle.signal(ToolLoopWorkflow.approve, [a.approve()])  # delivered again
+    await handle.signal(ToolLoopWorkflow.approve, [b.reject("keep it")])
+    result = await finish(handle)
+    assert result.text == (
+        "done: removed a.txt | Error: the user declined the call to tool 'remove': keep it"
+    )
+    assert len(calls(workdir, "misfit-1", "remove")) == 1
+
+
+async def test_two_approval_signals_that_reach_the_run_together_both_apply(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # The second signal's answers replaced the first's.
+    first = spawn("two-signals", "w1")
+    handle = await start(client, "two-signals-1", "remove-two", "two-signals")
+    a, b = await pending_approvals(handle)
+    first.kill()  # with no worker, one workflow task gets both signals
+    await handle.signal(ToolLoopWorkflow.approve, [a.approve()])
+    await handle.signal(ToolLoopWorkflow.approve, [b.approve()])
+    spawn("two-signals", "w2")
+    result = await finish(handle)
+    assert result.text == "done: removed a.txt | removed b.txt"

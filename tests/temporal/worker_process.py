@@ -79,12 +79,15 @@ def build_registry(workdir: Path, identity: str) -> ToolRegistry:
     async def gate(name: str, ctx: ToolContext) -> str:
         """Return once the test creates WORKDIR/open-NAME (its activity: 2 s, 3 tries)."""
         record("gate", ctx)
-        deadline = time.monotonic() + MEET_TIMEOUT
-        while not (workdir / f"open-{name}").exists():
-            if time.monotonic() > deadline:
-                raise TimeoutError("the gate never opened")
-            await asyncio.sleep(0.01)  # waits on the test's file, bounded above
-        return f"{name} open"
+        try:
+            deadline = time.monotonic() + MEET_TIMEOUT
+            while not (workdir / f"open-{name}").exists():
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the gate never opened")
+                await asyncio.sleep(0.01)  # waits on the test's file, bounded above
+            return f"{name} open"
+        finally:
+            record("gate-end", ctx)  # the attempt ended: returned, raised or cancelled
 
     @registry.tool(needs_approval=True)
     def remove(path: str, ctx: ToolContext) -> str:
