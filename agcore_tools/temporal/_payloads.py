@@ -71,6 +71,27 @@ def payload_size(converter: PayloadConverter, value: Any) -> int:
     return Payloads(payloads=converter.to_payloads([value])).ByteSize()
 
 
+def oversize(converter: PayloadConverter, value: Any, what: str, advice: str) -> str | None:
+    """Why ``value`` cannot be handed over (over :data:`PAYLOAD_LIMIT`), naming it as
+    ``what`` and saying what to change; None when it fits. Refused, such a payload fails
+    its workflow task on every retry, leaving the run hanging until it times out: the
+    caller fails the run (or the step) at once instead, by name.
+
+    Example:
+        >>> print(oversize(PayloadConverter.default, "x" * PAYLOAD_LIMIT, "the result", "return less"))
+        the result is 2097188 bytes, over the 2097152-byte payload limit of a Temporal workflow's history; return less
+        >>> oversize(PayloadConverter.default, {"a": 1}, "the result", "return less") is None
+        True
+    """
+    size = payload_size(converter, value)
+    if size <= PAYLOAD_LIMIT:
+        return None
+    return (
+        f"{what} is {size} bytes, over the {PAYLOAD_LIMIT}-byte payload limit of a "
+        f"Temporal workflow's history; {advice}"
+    )
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool as the workflow sees it: its definition, its rules, where it runs."""

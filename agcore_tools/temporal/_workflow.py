@@ -40,7 +40,6 @@ from ..permission import PermissionChecker, PermissionConfig
 from ..registry import ToolRegistry
 from ._payloads import (
     MODEL_REFUSED,
-    PAYLOAD_LIMIT,
     PROGRAM_TOO_LARGE,
     RESULT_TOO_LARGE,
     TOOL_TIMED_OUT,
@@ -53,7 +52,7 @@ from ._payloads import (
     ToolSpec,
     config_fields,
     config_from_fields,
-    payload_size,
+    oversize,
 )
 
 __all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
@@ -166,17 +165,15 @@ class _ActivityRequester(Requester):
         """Run the request as the ``agcore.model_request`` activity; feed its completion."""
         config = turn.config
         request = ModelRequest(config.api, config.chain_responses, turn.params)
-        size = payload_size(workflow.payload_converter(), request)
-        if size > PAYLOAD_LIMIT:
-            # The server would refuse the command on every retry of the workflow task,
-            # leaving the run hanging until it timed out: fail it now, by name.
-            raise LlmError(
-                f"the next model request (the history it sends, the tools' definitions) is "
-                f"{size} bytes, over the {PAYLOAD_LIMIT}-byte payload limit of a Temporal "
-                "workflow's history; bound what a request sends with "
-                "CycleConfig(history=TrimOldest(max_chars=...)), or have tools return less "
-                "(CycleConfig(max_result_bytes=...))"
-            )
+        too_big = oversize(
+            workflow.payload_converter(),
+            request,
+            "the next model request (the history it sends, the tools' definitions)",
+            "bound what a request sends with CycleConfig(history=TrimOldest(max_chars=...)), "
+            "or have tools return less (CycleConfig(max_result_bytes=...))",
+        )
+        if too_big is not None:
+            raise LlmError(too_big)
         try:
             completion = await workflow.execute_activity(
                 "agcore.model_request",
@@ -352,15 +349,15 @@ class ToolLoopWorkflow:
                 "total_tokens": usage.total_tokens,
             },
         )
-        size = payload_size(workflow.payload_converter(), result)
-        if size > PAYLOAD_LIMIT:
-            # As for a model request: refused, the run would hang, its answer unread.
-            raise LlmError(
-                f"the run's result (its answer and whole history) is {size} bytes, over the "
-                f"{PAYLOAD_LIMIT}-byte payload limit of a Temporal workflow's history; have "
-                "tools return less (CycleConfig(max_result_bytes=...)), or go on from a "
-                "shorter history in a new run"
-            )
+        too_big = oversize(
+            workflow.payload_converter(),
+            result,
+            "the run's result (its answer and whole history)",
+            "have tools return less (CycleConfig(max_result_bytes=...)), or go on from a "
+            "shorter history in a new run",
+        )
+        if too_big is not None:
+            raise LlmError(too_big)
         return result
 
     def _await(self, requests: Sequence[ApprovalRequest]) -> None:
@@ -446,17 +443,15 @@ class _StepSandbox:
         return self._snapshot
 
     async def _step(self, step: ProgramStepInput) -> Segment:
-        size = payload_size(workflow.payload_converter(), step)
-        if size > PAYLOAD_LIMIT:
-            # The server would refuse the command on every retry of the workflow task,
-            # leaving the run hanging until it timed out: fail it now, by name.
-            error = ToolError(
-                f"the next step of the code-mode program (its code, snapshot and the results "
-                f"it resumes with) is {size} bytes, over the {PAYLOAD_LIMIT}-byte payload "
-                "limit of a Temporal workflow's history; keep less data in the program's "
-                "variables, or have its tools return less",
-                tool_name="run_python",
-            )
+        too_big = oversize(
+            workflow.payload_converter(),
+            step,
+            "the next step of the code-mode program (its code, snapshot and the results it "
+            "resumes with)",
+            "keep less data in the program's variables, or have its tools return less",
+        )
+        if too_big is not None:
+            error = ToolError(too_big, tool_name="run_python")
             error.recoverable = False
             raise error
         try:
