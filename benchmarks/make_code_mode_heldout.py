@@ -40,7 +40,6 @@ from make_code_mode_tasks import (
     GH,
     REPO,
     SRC,
-    dedent,
     gh_issue,
     gh_user,
     hexid,
@@ -1152,14 +1151,8 @@ def _(turn: Model) -> dict[str, Any]:
 
 
 def main() -> None:
-    tasks = []
-    for name, servers, prompt, build in TASKS:
-        model = Model()
-        scripted = build(model)
-        tasks.append({"id": name, "servers": servers, "prompt": prompt, "direct": model.turns, "code": [dedent(c) for c in scripted["code"]], "answer": scripted["answer"], "expect": scripted["expect"], "responses": list(model.responses.values())})  # fmt: skip
     about = "Held-out tasks of benchmarks/bench_code_mode.py (run with --tasks), written by benchmarks/make_code_mode_heldout.py (see its docstring) apart from code_mode_tasks.json: synthetic, seeded data in each real server's answer shape."  # fmt: skip
-    OUT.write_text(json.dumps({"about": about, "tasks": tasks}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")  # fmt: skip
-    print(f"{len(tasks)} tasks, {OUT.stat().st_size // 1024} KiB -> {OUT}")
+    base.write_suite(TASKS, Model, about, OUT)
 
 
 if __name__ == "__main__":

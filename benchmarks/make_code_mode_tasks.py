@@ -1316,15 +1316,20 @@ def _(turn: Model) -> dict[str, Any]:
     return {"code": [code], "answer": answer, "expect": ["PR #1501", "CI: success", "src/auth/refresh.ts"]}  # fmt: skip
 
 
+def write_suite(tasks: list[Task], model: type[Model], about: str, out: Path) -> None:
+    """Script every task of ``tasks`` with ``model`` and write the suite to ``out``."""
+    written = []
+    for name, servers, prompt, build in tasks:
+        turns = model()
+        scripted = build(turns)
+        written.append({"id": name, "servers": servers, "prompt": prompt, "direct": turns.turns, "code": [dedent(c) for c in scripted["code"]], "answer": scripted["answer"], "expect": scripted["expect"], "responses": list(turns.responses.values())})  # fmt: skip
+    out.write_text(json.dumps({"about": about, "tasks": written}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")  # fmt: skip
+    print(f"{len(written)} tasks, {out.stat().st_size // 1024} KiB -> {out}")
+
+
 def main() -> None:
-    tasks = []
-    for name, servers, prompt, build in TASKS:
-        model = Model()
-        scripted = build(model)
-        tasks.append({"id": name, "servers": servers, "prompt": prompt, "direct": model.turns, "code": [dedent(c) for c in scripted["code"]], "answer": scripted["answer"], "expect": scripted["expect"], "responses": list(model.responses.values())})  # fmt: skip
     about = "Tasks of benchmarks/bench_code_mode.py, written by benchmarks/make_code_mode_tasks.py (see its docstring): synthetic, seeded data in each real server's answer shape."  # fmt: skip
-    OUT.write_text(json.dumps({"about": about, "tasks": tasks}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")  # fmt: skip
-    print(f"{len(tasks)} tasks, {OUT.stat().st_size // 1024} KiB -> {OUT}")
+    write_suite(TASKS, Model, about, OUT)
 
 
 if __name__ == "__main__":
