@@ -11,9 +11,21 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor, Future
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 T = TypeVar("T")
+
+
+def positive_number(value: object) -> TypeGuard[float]:
+    """Whether ``value`` is a positive int or float (a bool is not one): what every
+    timeout and limit of the library takes.
+
+    Example:
+        >>> positive_number(0.5), positive_number(0), positive_number(True), positive_number("5")
+        (True, False, False, False)
+    """
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
 
 if sys.version_info >= (3, 11):
 

@@ -21,7 +21,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 from pydantic import ValidationError
 from typing_extensions import ParamSpec
 
-from ._aio import run_sync, with_timeout
+from ._aio import positive_number, run_sync, with_timeout
 from ._attachments import normalise
 from ._generators import drain_async, drain_sync
 from .approval import NeedsApproval
@@ -155,9 +155,7 @@ def check_timeout(value: object, what: str = "tool timeout") -> None:
         ...
         agcore_tools.error.ToolConfigError: invoke_all() timeout must be positive seconds (an int or a float) or None, got -1
     """
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if value is not None and not positive_number(value):
         raise ToolConfigError(
             f"{what} must be positive seconds (an int or a float) or None, got {value!r}"
         )

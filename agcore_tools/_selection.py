@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from ._aio import positive_number
 from ._budget import definition_costs
 from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, SandboxFactory, require_monty
 from ._ranking import Embedder
@@ -223,9 +224,7 @@ class CodeMode:
 
 
 def _positive_or_none(value: object) -> bool:
-    return value is None or (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-    )
+    return value is None or positive_number(value)
 
 
 Selector: TypeAlias = (

@@ -36,6 +36,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, fields
 from typing import Protocol, runtime_checkable
 
+from ._aio import positive_number
 from ._clock import now
 from .error import ToolConfigError
 
@@ -400,9 +401,4 @@ class MemoryCacheStore:
 
 
 def _positive(value: object) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    )
+    return positive_number(value) and math.isfinite(value)

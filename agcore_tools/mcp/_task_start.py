@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from .._aio import with_timeout
+from .._aio import positive_number, with_timeout
 from ..error import McpError, McpTimeoutError, McpUsageError, ToolError
 from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange
@@ -39,7 +39,7 @@ async def start_task(
     limit = (
         session.settings.timeout if timeout is None else check_timeout(session.server_name, timeout)
     )
-    if ttl is not None and not (isinstance(ttl, (int, float)) and ttl > 0):
+    if ttl is not None and not positive_number(ttl):
         raise McpUsageError(f"a task's ttl must be a positive number of seconds, got {ttl!r}")
     started = time.monotonic()
     action = f"tools/call '{name}' as a task"

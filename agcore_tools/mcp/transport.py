@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
+from .._aio import positive_number
 from ..error import ToolConfigError, _AuthTypeError
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ def _check_auth(auth: object) -> None:
 def _check_http_settings(t: StreamableHttpTransport) -> None:
     for name in ("http_timeout", "sse_read_timeout"):
         value = getattr(t, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        if not positive_number(value):
             raise ToolConfigError(
                 f"StreamableHttpTransport {name} must be a positive number, got {value!r}"
             )
