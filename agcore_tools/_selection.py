@@ -288,6 +288,7 @@ class RunOffer:
         self._search: SearchTool | None = None
         self._load: LoadTool | None = None
         self._code: RunPythonTool | None = None
+        self._with_code: ToolRegistry | None = None
         if isinstance(select, CodeMode):
             if RUN_PYTHON in registry:
                 raise LlmConfigError(
@@ -368,7 +369,10 @@ class RunOffer:
         tools, and a code-mode run's ``run_python``."""
         if self._code is None:
             return self._registry
-        return self._registry.view([*self._registry.entries(), ToolEntry(self._code)])
+        if self._with_code is None:  # once a run: its tools are fixed when it starts
+            entries = [*self._registry.entries(), ToolEntry(self._code)]
+            self._with_code = self._registry.view(entries)
+        return self._with_code
 
     def _view(self, names: tuple[str, ...]) -> ToolRegistry:
         view = self._views.get(names)
