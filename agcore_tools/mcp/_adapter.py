@@ -320,6 +320,30 @@ def caller_timeout(client: ToolCaller) -> float:
     return float(timeout) if isinstance(timeout, int | float) else 30.0
 
 
+def _opted_in(tasks: object, infos: Sequence[McpToolInfo], server: str) -> bool | frozenset[str]:
+    """``tasks`` checked: True, False, or server tool names (one string is one name). A
+    name the server does not list is refused: a typo would quietly run the tool's calls
+    without tasks."""
+    if isinstance(tasks, bool):
+        return tasks
+    if isinstance(tasks, str):
+        tasks = [tasks]
+    if not isinstance(tasks, Collection) or not all(isinstance(n, str) for n in tasks):
+        raise ToolConfigError(
+            f"MCP server '{server}': tasks must be True, False or a list of tool names, "
+            f"got {tasks!r}"
+        )
+    unknown = sorted(set(tasks) - {info.name for info in infos})
+    if unknown:
+        names = sorted(info.name for info in infos)
+        listed = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+        raise ToolConfigError(
+            f"MCP server '{server}' lists no tool named {', '.join(map(repr, unknown))} "
+            f"(tasks= takes the server's own names; it lists: {listed or 'no tools'})"
+        )
+    return frozenset(tasks)
+
+
 def make_adapters(
     client: ToolCaller,
     infos: Sequence[McpToolInfo],
@@ -337,6 +361,7 @@ def make_adapters(
     may be answered at once.
     """
     adapters: list[BaseTool] = []
+    tasks = _opted_in(tasks, infos, client.server_name)
     modern = False
     if tasks:
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS

@@ -542,6 +542,7 @@ class McpClient(SyncClientMethods):
         Raises:
             McpNotInitializedError: No tool list has been fetched yet.
             ToolError: Two tools would get the same name.
+            ToolConfigError: ``tasks`` names a tool the server does not list.
 
         Example:
             >>> from agcore_tools import ToolRegistry

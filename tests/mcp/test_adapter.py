@@ -17,6 +17,7 @@ from agcore_tools import (
     PermissionConfig,
     PermissionDeniedError,
     StdioTransport,
+    ToolConfigError,
     ToolContext,
     ToolError,
     ToolRegistry,
@@ -252,3 +253,16 @@ async def test_errors_name_the_tool_as_the_model_sees_it() -> None:
     assert "'fail'" not in str(closed.error) and "tool 'fixture__fail'" in str(closed.error)
     assert closed.error.server_name == "fixture"
     assert not closed.error.is_recoverable()
+
+
+async def test_tasks_naming_a_tool_the_server_does_not_list_is_refused() -> None:
+    # A typo in tasks=[...] used to be ignored: the tool's calls ran without tasks.
+    transport = StdioTransport(sys.executable, [str(PAGED), "--task-tool"])
+    async with McpClient("paged", transport, timeout=15, protocol="legacy") as client:
+        await client.tool_infos()
+        with pytest.raises(ToolConfigError, match=r"no tool named 'reserch'.*research"):
+            client.into_tools(tasks=["reserch"])
+        with pytest.raises(ToolConfigError, match="list of tool names"):
+            client.into_tools(tasks=[1])  # type: ignore[list-item]
+        # One string is one name, not its letters (which would be refused as unknown).
+        assert len(client.into_tools(tasks="research")) == 26
