@@ -52,6 +52,7 @@ from ._payloads import (
     ToolCallOutput,
     ToolSpec,
     payload_size,
+    portable,
 )
 
 if TYPE_CHECKING:
@@ -350,7 +351,7 @@ class ToolActivities:
             raise ApplicationError(str(error), error.may_have_run, type=TOOL_TIMED_OUT)
         if error is not None:
             return ToolCallOutput(error=str(error), recoverable=error.is_recoverable())
-        output = json.loads(to_json(invocation.output, fallback=str))
+        output = json.loads(to_json(portable(invocation.output), fallback=str))
         size = len(to_json(output))
         if size > self.max_result_bytes:
             # Not retryable: the same call would make the same result again.

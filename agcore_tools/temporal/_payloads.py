@@ -8,13 +8,16 @@ worker. The run's :class:`~agcore_tools.CycleConfig` travels as a dict (see
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio.api.common.v1 import Payloads
 from temporalio.converter import PayloadConverter
 
+from ..content import CONTENT_TYPES, Audio, File, Image
 from ..cycle.config import CycleConfig, Limits, Retries
 from ..cycle.history import TrimOldest
 from ..cycle.profiles import ServerProfile
@@ -35,6 +38,8 @@ __all__ = [
     "config_fields",
     "config_from_fields",
     "payload_size",
+    "portable",
+    "restored",
 ]
 
 RESULT_TOO_LARGE = "ToolResultTooLarge"
@@ -264,4 +269,54 @@ def _read(config: CycleConfig, path: tuple[str, ...]) -> Any:
     value: Any = config
     for name in path:
         value = getattr(value, name)
+    return value
+
+
+_CONTENT = "agcore.content"
+"""The key marking a tool's image, sound, file or bytes in an activity's result."""
+_KINDS: dict[str, type[Image | Audio | File]] = {"image": Image, "audio": Audio, "file": File}
+
+
+def portable(value: Any) -> Any:
+    """A tool's output with each :class:`~agcore_tools.Image`, ``Audio``, ``File`` and
+    bytes value made JSON (base64, marked), for the activity's result; :func:`restored`
+    turns them back in the workflow, so the model sees the image as it does in
+    ``LlmCycle`` instead of its bytes as text.
+
+    Example:
+        >>> from agcore_tools import Image
+        >>> shot = Image(b"GIF89a" + bytes(10))
+        >>> sent = portable({"shot": shot, "n": 1})
+        >>> sent["shot"]["media_type"], restored(sent) == {"shot": shot, "n": 1}
+        ('image/gif', True)
+    """
+    if isinstance(value, CONTENT_TYPES):
+        kind = type(value).__name__.lower()
+        marked = {_CONTENT: kind, "media_type": value.media_type}
+        if isinstance(value, File):
+            marked["filename"] = value.filename
+        return {**marked, "base64": base64.b64encode(value.data).decode("ascii")}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {_CONTENT: "bytes", "base64": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, Mapping):
+        return {key: portable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [portable(item) for item in value]
+    return value
+
+
+def restored(value: Any) -> Any:
+    """What :func:`portable` made, turned back into the values the tool returned."""
+    if isinstance(value, dict):
+        kind = value.get(_CONTENT)
+        if isinstance(kind, str) and isinstance(value.get("base64"), str):
+            data = base64.b64decode(value["base64"])
+            if kind == "bytes":
+                return data
+            if kind in _KINDS:
+                extra = {"filename": value.get("filename", "")} if kind == "file" else {}
+                return _KINDS[kind](data, value.get("media_type", ""), **extra)
+        return {key: restored(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [restored(item) for item in value]
     return value

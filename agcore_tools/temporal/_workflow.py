@@ -53,6 +53,7 @@ from ._payloads import (
     config_fields,
     config_from_fields,
     oversize,
+    restored,
 )
 
 __all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
@@ -245,7 +246,7 @@ class _ActivityTool(BaseTool):
             error = ToolError(done.error, tool_name=self.name)
             error.recoverable = done.recoverable
             raise error
-        return done.output
+        return restored(done.output)
 
     async def _asks(self, args: dict[str, Any], ctx: ToolContext) -> bool:
         # The tool's own needs_approval function, on its worker.

@@ -59,6 +59,7 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "add": [("add", {"a": 2, "b": 3}, "call_add")],
     "meet": [("meet", {"name": "a"}, "call_a"), ("meet", {"name": "b"}, "call_b")],
     "dump": [("dump", {"size": 10_000}, "call_dump")],
+    "snap": [("snap", {}, "call_snap")],
     # Three results of 800 kB: the next request's history is over 2 MiB.
     "pages": [("dump", {"size": 800_000}, f"call_page_{n}") for n in range(3)],
     # Two of 700 kB: the request fits; the answer quoting them makes the result too large.
@@ -148,7 +149,7 @@ class Model:
     def _answer(self, request: CapturedRequest) -> ScriptItem:
         messages = request.json["messages"]
         prompt = next(m["content"] for m in messages if m["role"] == "user")
-        if messages[-1]["role"] == "user":
+        if not any(m["role"] == "tool" for m in messages):  # an image follows as "user"
             return S.reply_tool_calls(PLANS[prompt])
         results = [m["content"] for m in messages if m["role"] == "tool"]
         reply = S.reply_text("done: " + " | ".join(results))

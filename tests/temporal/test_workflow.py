@@ -97,6 +97,20 @@ async def test_a_run_has_the_history_of_the_in_process_loop(
     assert [c["worker"] for c in calls(workdir, "same-1", "add")] == ["w1"]
 
 
+async def test_an_image_from_a_tool_reaches_the_model_as_in_the_in_process_loop(
+    client: Client, spawn: Spawn, model: Model, workdir: Path
+) -> None:
+    # Its bytes crossed the activity as JSON text, and the model read them as text.
+    spawn("snap", "w1")
+    result = await finish(await start(client, "snap-1", "snap", "snap"))
+    registry = build_registry(workdir, "local")
+    async with model.server.client() as openai:
+        local = LlmCycle(CONFIG, client=openai)
+        await local.submit_with_tools("snap", registry)
+    assert result.messages == local.messages
+    assert "data:image/gif;base64,R0lGODlh" in str(result.messages)
+
+
 async def test_a_worker_killed_between_a_tool_and_the_next_request_loses_nothing(
     client: Client, spawn: Spawn, model: Model, workdir: Path
 ) -> None:
@@ -277,7 +291,7 @@ async def test_a_stopped_loop_fails_the_run_with_the_loops_error(
     assert failed.value.cause.type == "LlmError"
     assert failed.value.cause.message == (
         "tool loop stopped: tool 'nope' is not registered: the registered tools are: "
-        "add, meet, dump, stall, gate, remove"
+        "add, meet, snap, dump, stall, gate, remove"
     )
 
 

@@ -23,6 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from agcore_tools import (
+    Image,
     McpClient,
     StdioTransport,
     StreamableHttpTransport,
@@ -61,6 +62,12 @@ def build_registry(workdir: Path, identity: str) -> ToolRegistry:
                 raise TimeoutError("the other call never came")
             time.sleep(0.01)  # waits on the other call's file, bounded above
         return f"{name} met"
+
+    @registry.tool
+    def snap(ctx: ToolContext) -> Image:
+        """Take a screenshot (a 16-byte GIF)."""
+        record("snap", ctx)
+        return Image(b"GIF89a" + bytes(10))
 
     @registry.tool
     def dump(size: int, ctx: ToolContext) -> str:
@@ -136,7 +143,7 @@ async def serve(
                 build_registry(workdir, identity),
                 AsyncOpenAI(base_url=model_url, api_key="-", max_retries=0),
                 options={
-                    "stall": ToolActivityOptions(timeout_secs=1, max_attempts=1),
+                    "stall": ToolActivityOptions(timeout=1, max_attempts=1),
                     "gate": ToolActivityOptions(timeout=2, max_attempts=3),
                 },
                 max_result_bytes=MAX_RESULT_BYTES,
