@@ -59,6 +59,9 @@ V020 = {
     "program-paused": "a code-mode program paused for approval (in flight)",
     "program-approved": "a code-mode program paused for approval; approved; finished",
     "reject-edit": "two calls paused; one rejected, one approved with edited arguments",
+    "cancelled-tool": "cancelled while its tool ran; 0.2.0 went on to the answer",
+    "misfit-answer": "an answer for a call id that is not waiting failed the run",
+    "duplicate-signal": "an approval signalled twice: the second round failed the run",
 }
 
 
