@@ -62,6 +62,19 @@ _DESCRIBE_TIMEOUT = timedelta(seconds=30)
 _STEP_TIMEOUT = timedelta(seconds=2 * WORKER_DEADLINE)
 _NO_TIMEOUT = timedelta(days=1)  # Temporal needs some bound; CycleConfig's None means none
 
+# Patches (workflow.patched): where a 0.2.0 worker already acted differently (took an
+# approve signal, handled a cancellation), a newer worker replaying the run's history
+# acts as 0.2.0 did, else the history would not replay (tests/temporal/histories/
+# v0.2.0-*.json): runs in flight across an upgrade, and queries of finished runs. What
+# comes after the upgrade takes the new behaviour. When no run 0.2.0 touched is left,
+# deprecate them (workflow.deprecate_patch), then drop them.
+_APPROVALS_ADD_UP = "agcore-approvals-add-up"
+"""Answers add up across signals; a misfit one is dropped (0.2.0: the last signal's
+answers applied as they were, and a misfit one failed the run)."""
+_CANCEL_ENDS_RUN = "agcore-cancelled-run-ends-canceled"
+"""A cancelled activity ends the run CANCELED (0.2.0: read as the tool's or the model
+request's failure, and the loop went on)."""
+
 
 @dataclass(frozen=True)
 class ToolLoopInput:
@@ -299,6 +312,8 @@ class ToolLoopWorkflow:
         self._pending: list[ApprovalRequest] = []
         # Answers taken by the signal and not applied yet, by call id.
         self._answers: dict[str, ApprovalDecision] = {}
+        # A run whose approve signals 0.2.0 took: the last one's answers, as they came.
+        self._signalled: list[ApprovalDecision] | None = None
 
     @workflow.run
     async def run(self, args: ToolLoopInput) -> ToolLoopResult:
@@ -328,13 +343,9 @@ class ToolLoopWorkflow:
         # Each submit counts its own part: the result gives the whole run's.
         usage, turns = response.usage, response.turns
         while response.pending_approvals:
-            self._await(response.pending_approvals)
-            await workflow.wait_condition(lambda: bool(self._answers))
-            answers, self._answers = self._answers, {}
-            # The calls left unanswered still wait: an answer to one may come meanwhile.
-            self._pending = [r for r in self._pending if r.call_id not in answers]
+            answers = await self._answers_to(response.pending_approvals)
             response = await cycle.submit_with_tools(
-                None, registry, ctx=ctx, approvals=list(answers.values()), select=select
+                None, registry, ctx=ctx, approvals=answers, select=select
             )
             usage, turns = usage + response.usage, turns + response.turns
         self._pending = []
@@ -361,6 +372,20 @@ class ToolLoopWorkflow:
             raise LlmError(too_big)
         return result
 
+    async def _answers_to(self, requests: Sequence[ApprovalRequest]) -> list[ApprovalDecision]:
+        """Wait for answers to ``requests``, and take them."""
+        self._await(requests)
+        await workflow.wait_condition(lambda: bool(self._answers) or self._signalled is not None)
+        if self._signalled is not None:
+            # Signalled under 0.2.0: taken as 0.2.0 took them, so that the history replays.
+            signalled, self._signalled = self._signalled, None
+            self._pending = []
+            return signalled
+        answers, self._answers = self._answers, {}
+        # The calls left unanswered still wait: an answer to one may come meanwhile.
+        self._pending = [r for r in self._pending if r.call_id not in answers]
+        return list(answers.values())
+
     def _await(self, requests: Sequence[ApprovalRequest]) -> None:
         """Wait for answers to ``requests``; drop answers to calls no longer waiting."""
         self._pending = list(requests)
@@ -381,6 +406,11 @@ class ToolLoopWorkflow:
         call's; or the call has an answer already) is logged and dropped: the run goes
         on waiting, and the signal's other answers apply.
         """
+        # Decided at a run's first signal, for all its signals: False only when replaying
+        # one that 0.2.0 took. A run paused under 0.2.0 and signalled since is patched.
+        if not workflow.patched(_APPROVALS_ADD_UP):
+            self._signalled = list(decisions)
+            return
         waiting = {request.call_id: request for request in self._pending}
         for decision in decisions:
             refusal = _misfit(decision, waiting.get(decision.call_id), self._answers)
@@ -554,8 +584,9 @@ def _raise_if_cancelled(exc: ActivityError) -> None:
     """Go on with the run's cancellation: an activity the workflow cancelled (the run
     was) ends with this error, which is no failure of a tool or of the model request.
     As ``asyncio.CancelledError`` it passes the loop's handlers, and the run ends
-    CANCELED rather than with the next model request."""
-    if isinstance(exc.cause, CancelledError):
+    CANCELED rather than with the next model request (replaying a cancellation that
+    0.2.0 handled, the loop goes on as it did then)."""
+    if isinstance(exc.cause, CancelledError) and workflow.patched(_CANCEL_ENDS_RUN):
         raise asyncio.CancelledError(_reason(exc)) from exc
 
 

@@ -39,13 +39,44 @@ def strict_replayer() -> Replayer:
 
 
 async def test_recorded_histories_replay() -> None:
-    files = sorted(RECORDED.glob("*.json"))
-    assert [f.name for f in files] == ["add.json", "dump.json", "remove.json"]
+    files = [RECORDED / f"{name}.json" for name in ("add", "dump", "remove")]
     histories = [WorkflowHistory.from_json(f.stem, f.read_text()) for f in files]
     replayer = strict_replayer()
     for history in histories:
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert result.replay_failure is None, history.workflow_id
+
+
+# Recorded by 0.2.0's workers (tests/temporal/worker_process.py's kind of tools, a
+# scripted model): finished runs, and runs paused for approval, as runs in flight when
+# workers are upgraded. A newer workflow that issues other commands for one of these
+# fails them with a nondeterminism error: gate such a change with workflow.patched.
+V020 = {
+    "multi-turn": "two turns of tool calls, then the answer",
+    "approved": "paused for approval; approved by a signal; finished",
+    "paused": "paused for two approvals (in flight)",
+    "paused-rule": "paused by a needs_approval function (in flight)",
+    "program-paused": "a code-mode program paused for approval (in flight)",
+    "program-approved": "a code-mode program paused for approval; approved; finished",
+    "reject-edit": "two calls paused; one rejected, one approved with edited arguments",
+    "cancelled-tool": "cancelled while its tool ran; 0.2.0 went on to the answer",
+    "misfit-answer": "an answer for a call id that is not waiting failed the run",
+    "duplicate-signal": "an approval signalled twice: the second round failed the run",
+}
+
+
+@pytest.mark.parametrize("name", sorted(V020))
+async def test_histories_of_0_2_0_replay(name: str) -> None:
+    path = RECORDED / f"v0.2.0-{name}.json"
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    result = await strict_replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{path.name} ({V020[name]}): {result.replay_failure}"
+
+
+def test_every_0_2_0_history_is_replayed() -> None:
+    assert sorted(p.name for p in RECORDED.glob("v0.2.0-*.json")) == sorted(
+        f"v0.2.0-{name}.json" for name in V020
+    )
 
 
 async def test_fresh_runs_replay(client: Client, spawn: Callable[..., WorkerProcess]) -> None:
