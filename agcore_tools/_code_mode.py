@@ -47,7 +47,7 @@ from ._sandbox import (
     with_printed,
 )
 from .approval import ApprovalRequest
-from .base import BaseTool, ToolContext
+from .base import BaseTool, ToolContext, definition_name
 from .calls import approval_requests
 from .content import CONTENT_TYPES
 from .error import ProgramError, ToolExecutionError
@@ -57,6 +57,7 @@ from .schema import required_names
 __all__ = [
     "DEFAULT_LIMITS",
     "PROGRAM_STATE",
+    "RETURNS_LIMIT",
     "RUN_PYTHON",
     "ProgramPaused",
     "RunPythonTool",
@@ -115,6 +116,127 @@ def _annotation(schema: Any) -> str:
     return _TYPES.get(kind, "Any") if isinstance(kind, str) else "Any"
 
 
+RETURNS_LIMIT = 300
+"""Characters of a tool's ``Returns:`` line in its stub; the rest is cut to "..."."""
+_NESTING = 2  # objects shown with their keys: the result and the objects in it
+_DEPTH = 12  # schema nodes followed down one path: a cycle of $refs ends here
+
+
+class _Returns:
+    """What a tool returns, from its output schema, in two forms: the annotation after
+    ``->`` (valid Python, every object a ``dict``) and the shape (objects with their
+    keys, ``?`` after an optional one, enums as their values). Local ``$ref`` are
+    followed; anything unreadable is ``Any``."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+
+    def resolve(self, node: Any) -> Mapping[str, Any] | None:
+        for _ in range(_DEPTH):
+            ref = node.get("$ref") if isinstance(node, Mapping) else None
+            if not isinstance(ref, str):
+                break
+            if not ref.startswith("#"):  # a remote schema: nothing to read it from
+                return None
+            node = self.root
+            for part in ref[1:].split("/")[1:]:
+                part = part.replace("~1", "/").replace("~0", "~")
+                node = node.get(part) if isinstance(node, Mapping) else None
+        return node if isinstance(node, Mapping) and "$ref" not in node else None
+
+    def render(self, node: Any, shape: bool, nesting: int = 0, depth: int = 0) -> str:
+        schema = self.resolve(node)
+        if schema is None or depth > _DEPTH:
+            return "Any"
+        deeper = depth + 1
+        values = [schema["const"]] if "const" in schema else schema.get("enum")
+        if isinstance(values, list) and values:
+            shown = (repr(v) if shape else _TYPES.get(_json_type(v), "Any") for v in values)
+            return " | ".join(dict.fromkeys(shown))
+        for union in ("anyOf", "oneOf"):
+            members = schema.get(union)
+            if isinstance(members, list) and members:
+                shown = (self.render(m, shape, nesting, deeper) for m in members)
+                return " | ".join(dict.fromkeys(shown))
+        every = schema.get("allOf")
+        if isinstance(every, list) and every:
+            return self.render(self.merged(every), shape, nesting, deeper)
+        kind = schema.get("type")
+        if kind is None and isinstance(schema.get("properties"), Mapping):
+            kind = "object"
+        if isinstance(kind, list):
+            kinds = [k for k in kind if isinstance(k, str)]
+            shown = (self.render({**schema, "type": k}, shape, nesting, deeper) for k in kinds)
+            return " | ".join(dict.fromkeys(shown)) or "Any"
+        if kind == "array":
+            items = schema.get("items")
+            return f"list[{self.render(items, shape, nesting, deeper) if items else 'Any'}]"
+        if kind == "object":
+            return self.object(schema, shape, nesting, deeper)
+        return _TYPES.get(kind, "Any") if isinstance(kind, str) else "Any"
+
+    def object(self, schema: Mapping[str, Any], shape: bool, nesting: int, depth: int) -> str:
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping) and properties:
+            if not shape or nesting >= _NESTING:
+                return "dict"
+            required = required_names(schema)
+            keys = (
+                f"{_key(name)}{'' if name in required else '?'}: "
+                f"{self.render(value, shape, nesting + 1, depth)}"
+                for name, value in properties.items()
+            )
+            return "{" + ", ".join(keys) + "}"
+        values = schema.get("additionalProperties")
+        if isinstance(values, Mapping) and values:  # a map: its values' type
+            return f"dict[str, {self.render(values, shape, nesting + 1, depth)}]"
+        return "dict"
+
+    def merged(self, members: list[Any]) -> dict[str, Any]:
+        """The members of an ``allOf`` as one object (a lone member as itself)."""
+        resolved = [self.resolve(m) for m in members]
+        if len(resolved) == 1:
+            return dict(resolved[0] or {})
+        properties: dict[str, Any] = {}
+        required: set[str] = set()
+        for member in resolved:
+            if member is not None and isinstance(member.get("properties"), Mapping):
+                properties.update(member["properties"])
+                required |= required_names(member)
+        return {"type": "object", "properties": properties, "required": sorted(required)}
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return {str: "string", float: "number", type(None): "null"}.get(type(value), "")
+
+
+def _key(name: str) -> str:
+    return name if name.isidentifier() else repr(name)
+
+
+def _returns(schema: Any) -> tuple[str, str]:
+    """A tool's return annotation and, when it says less than the shape, the shape;
+    ``("Any", "")`` when its output is unknown.
+
+    Example:
+        >>> _returns({"type": "array", "items": {"type": "string"}})
+        ('list[str]', '')
+        >>> _returns({"type": "object", "properties": {"n": {"type": "integer"}}})
+        ('dict', '{n?: int}')
+    """
+    if not isinstance(schema, Mapping) or not schema:
+        return "Any", ""
+    reader = _Returns(schema)
+    annotation, shape = reader.render(schema, False), reader.render(schema, True)
+    if len(annotation) > 80:  # a long union: the shape line says it
+        annotation = "Any"
+    return annotation, "" if shape == annotation else shape
+
+
 def _parameters(definition: Mapping[str, Any]) -> tuple[list[str], Mapping[str, Any], set[str]]:
     schema = definition.get("parameters") or {}
     properties = schema.get("properties")
@@ -123,7 +245,7 @@ def _parameters(definition: Mapping[str, Any]) -> tuple[list[str], Mapping[str, 
     return list(properties), properties, required_names(schema)
 
 
-def _stub(function: str, definition: Mapping[str, Any]) -> str:
+def _stub(function: str, definition: Mapping[str, Any], output: Any = None) -> str:
     names, properties, required = _parameters(definition)
     plain = all(n.isidentifier() and not keyword.iskeyword(n) for n in names)
     if plain:
@@ -144,11 +266,14 @@ def _stub(function: str, definition: Mapping[str, Any]) -> str:
         for n in names
         if isinstance(properties[n], Mapping) and properties[n].get("description")
     ]
+    returns, shape = _returns(output)
+    if shape:
+        described.append(f"    Returns: {_short(shape, RETURNS_LIMIT)}")
     if described:
         doc = f"{doc}\n\n" + "\n".join(described) + "\n    "
     if doc.endswith('"'):
         doc += " "  # its closing quote would run into the docstring's three
-    return f'async def {function}({signature}) -> Any:{note}\n    """{doc}"""'
+    return f'async def {function}({signature}) -> {returns}:{note}\n    """{doc}"""'
 
 
 def _short(text: Any, limit: int) -> str:
@@ -160,18 +285,32 @@ def _short(text: Any, limit: int) -> str:
     return words.replace("\\", "\\\\").replace('"""', "'''")
 
 
-def python_signatures(definitions: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, str]]:
+def python_signatures(
+    definitions: Sequence[Mapping[str, Any]], outputs: Mapping[str, Any] | None = None
+) -> tuple[str, dict[str, str]]:
     """Stubs of ``definitions`` (Chat Completions form) as async Python functions, and
     each function's tool name. Names become valid, distinct identifiers.
+
+    ``outputs`` maps a tool's name to the JSON Schema of what it returns (its
+    :attr:`~agcore_tools.BaseTool.output_schema`): its stub's return type, and for
+    objects a ``Returns:`` line with their keys (``?`` after an optional one), cut at
+    :data:`RETURNS_LIMIT` characters. A tool without one returns ``Any``.
 
     Example:
         >>> text, names = python_signatures([{"function": {
         ...     "name": "github__list-issues", "description": "List issues.",
         ...     "parameters": {"type": "object", "required": ["repo"], "properties": {
-        ...         "repo": {"type": "string"}, "state": {"enum": ["open", "closed"]}}}}}])
+        ...         "repo": {"type": "string"}, "state": {"enum": ["open", "closed"]}}}}}],
+        ...     {"github__list-issues": {"type": "object", "required": ["issues"], "properties": {
+        ...         "issues": {"type": "array", "items": {"$ref": "#/$defs/Issue"}}},
+        ...         "$defs": {"Issue": {"type": "object", "required": ["number"], "properties": {
+        ...             "number": {"type": "integer"}, "title": {"type": "string"}}}}}})
         >>> print(text)
-        async def github__list_issues(repo: str, state: Literal['open', 'closed'] = None) -> Any:
-            \"\"\"List issues.\"\"\"
+        async def github__list_issues(repo: str, state: Literal['open', 'closed'] = None) -> dict:
+            \"\"\"List issues.
+        <BLANKLINE>
+            Returns: {issues: list[{number: int, title?: str}]}
+            \"\"\"
         >>> names
         {'github__list_issues': 'github__list-issues'}
     """
@@ -182,7 +321,7 @@ def python_signatures(definitions: Sequence[Mapping[str, Any]]) -> tuple[str, di
         tool = str(function["name"])
         identifier = valid_identifier(tool, taken)
         names[identifier] = tool
-        stubs.append(_stub(identifier, function))
+        stubs.append(_stub(identifier, function, (outputs or {}).get(tool)))
     return "\n\n".join(stubs), names
 
 
@@ -234,7 +373,13 @@ class RunPythonTool(BaseTool):
     ) -> None:
         self.table = table
         """The registry's tools and permission checker, which the program's calls use."""
-        stubs, tools = python_signatures(definitions)
+        outputs = {}
+        for definition in definitions:
+            name = definition_name(dict(definition))
+            found = table.get(name)
+            if found is not None and found.output_schema is not None:
+                outputs[name] = found.output_schema
+        stubs, tools = python_signatures(definitions, outputs)
         self.functions: dict[str, tuple[str, Sequence[str], Sequence[str]]] = {}
         """The program's functions: name -> (the tool it calls, its parameters in order,
         the required ones)."""

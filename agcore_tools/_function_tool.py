@@ -13,6 +13,7 @@ import functools
 import inspect
 import sys
 import types
+import typing
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
@@ -26,6 +27,7 @@ from ._attachments import normalise
 from ._generators import drain_async, drain_sync
 from .approval import NeedsApproval
 from .base import BaseTool, ToolContext, tool_definition
+from .content import CONTENT_TYPES
 from .error import (
     InvalidArgumentsError,
     ToolConfigError,
@@ -39,7 +41,7 @@ from .permission import Permission, PermissionLike
 from .policies import ToolPolicy
 from .schema import function_schema, strict_parameters
 
-__all__ = ["FunctionTool", "Registrar", "check_timeout", "register_function"]
+__all__ = ["FunctionTool", "Registrar", "check_timeout", "register_function", "return_schema"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -51,6 +53,41 @@ def _to_json(value: Any) -> Any:
     if isinstance(value, _PLAIN_JSON):
         return value
     return normalise(value)  # JSON data; Image, Audio and File values kept as they are
+
+
+def return_schema(annotation: Any) -> dict[str, Any] | None:
+    """The JSON Schema of what a function annotated to return ``annotation`` gives as a
+    tool result: pydantic's serialization schema, since the result is
+    ``to_jsonable_python`` of the value (a model or dataclass becomes a dict keyed by
+    its fields' aliases). None when it says nothing (no annotation, ``Any``, ``None``),
+    when it holds an ``Image``, ``Audio`` or ``File`` (its schema is not what a reader
+    gets), or when pydantic cannot describe it.
+
+    Example:
+        >>> return_schema(list[str])
+        {'items': {'type': 'string'}, 'type': 'array'}
+        >>> return_schema(None), return_schema(Any), return_schema(type(None))
+        (None, None, None)
+    """
+    if annotation is None or annotation is Any or annotation is type(None):
+        return None
+    if _holds_content(annotation):
+        return None
+    # On first use, as function_schema loads pydantic.fields: `import agcore_tools`
+    # does not pay for it.
+    from pydantic import TypeAdapter
+
+    try:
+        schema = TypeAdapter(annotation).json_schema(mode="serialization")
+    except Exception:  # noqa: BLE001 - any type pydantic cannot describe shows no return
+        return None
+    return schema or None  # {}: any value
+
+
+def _holds_content(annotation: Any) -> bool:
+    if inspect.isclass(annotation) and not isinstance(annotation, types.GenericAlias):
+        return issubclass(annotation, CONTENT_TYPES)
+    return any(_holds_content(arg) for arg in typing.get_args(annotation))
 
 
 def _validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
@@ -249,6 +286,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self._context_param = schema.context_param
         self._positional_only = schema.positional_only
         self._renamed = schema.renamed
+        self._returns = schema.returns
+        self._output: dict[str, Any] | None = None
+        self._output_made = False  # made on first read: code mode alone reads it
         call = getattr(func, "__call__", None)  # noqa: B004 - async callable objects
         self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
         self._streams: Literal["async", "sync"] | None = (
@@ -310,6 +350,28 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self._timeout = value
         # Only the direct path (see execute()) leaves the context unread.
         self.uses_context = not (self._direct and self._context_param is None and value is None)
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        """The JSON Schema of the function's result (see :func:`return_schema`), made
+        on first read; None for a generator, whose result is its last value. Set it to
+        show code mode another shape.
+
+        Example:
+            >>> def tags(limit: int) -> list[str]:
+            ...     '''The most used tags.'''
+            ...     return []
+            >>> FunctionTool(tags).output_schema
+            {'items': {'type': 'string'}, 'type': 'array'}
+        """
+        if not self._output_made:
+            self._output = return_schema(self._returns) if self._streams is None else None
+            self._output_made = True
+        return self._output
+
+    @output_schema.setter
+    def output_schema(self, value: dict[str, Any] | None) -> None:
+        self._output, self._output_made = value, True
 
     def definition(self) -> dict[str, Any]:
         """The Chat Completions tool param; with ``strict=True``, in strict form.

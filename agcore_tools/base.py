@@ -55,6 +55,10 @@ class BaseTool(ABC):
     """The JSON Schema of the arguments object."""
     required_permissions: Sequence[Permission | str] = ()
     """Permissions checked before each execution (built-in names or :class:`Permission`)."""
+    output_schema: dict[str, Any] | None = None
+    """The JSON Schema of the value ``execute`` returns, as JSON, or None when unknown.
+    Code mode shows it to the model as the function's return type. An MCP tool gives
+    its ``outputSchema``; a ``FunctionTool``, its return annotation's schema."""
 
     tags: Sequence[str] = ()
     """Default tags a registry records when ``register()`` is given none."""

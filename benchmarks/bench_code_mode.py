@@ -35,10 +35,13 @@ and the fake tools answer at once, so this is the loop's and the sandbox's own t
 
 The issue's targets on the suite: at least 35% fewer input tokens and 50% fewer turns.
 What the figures leave out: the programs assume the model knows each tool's result
-shape (GitHub's JSON text, the filesystem server's ``{"content": ...}``, git's text); a
+shape. The listing gives it where a server declares an ``outputSchema`` (the
+filesystem server's ``{"content": ...}``: the recorded schemas are carried, as a real
+``McpClient`` lists them), not for text results (GitHub's JSON text, git's text); a
 model that must look first pays one more program. Part of the saving on definitions is
 that ``run_python``'s stubs keep parameter descriptions (cut at 120 characters) but drop
-nested schemas and output schemas.
+nested input schemas, and give an output schema as a return type and a ``Returns:``
+line of at most 300 characters.
 
 Overhead: ``run_python`` executed directly on a trivial tool, a program of 10 sequential
 calls and one of 10 gathered calls, against the same 10 calls through

@@ -33,7 +33,11 @@ def registry_of(server: str, **options: Any) -> ToolRegistry:
     data = recorded(server)
     infos = [
         McpToolInfo(
-            t["name"], t.get("description") or "", t["inputSchema"], annotations=t["annotations"]
+            t["name"],
+            t.get("description") or "",
+            t["inputSchema"],
+            output_schema=t.get("outputSchema"),
+            annotations=t["annotations"],
         )
         for t in data["tools"]
     ]

@@ -100,7 +100,16 @@ def test_every_schema_passes_the_strict_pipeline(server: str) -> None:
 def test_every_tool_becomes_a_code_mode_stub_that_parses_as_python(server: str) -> None:
     # run_python's description lists the tools as Python; descriptions hold backslashes
     # and quotes, and parameters are named "from" or "api-version".
-    definitions = registry_of(server).definitions()
-    text, names = python_signatures(definitions)
+    # Their output schemas (662 of the 1,477 tools have one) give the return types.
+    registry = registry_of(server)
+    definitions = registry.definitions()
+    outputs = {name: registry.get(name).output_schema for name in registry.list_tools()}
+    text, names = python_signatures(definitions, outputs)
     stubs = [node for node in ast.parse(text).body if isinstance(node, ast.AsyncFunctionDef)]
     assert [names[stub.name] for stub in stubs] == [d["function"]["name"] for d in definitions]
+    for stub in stubs:
+        shown = ast.unparse(stub.returns) if stub.returns is not None else ""
+        if outputs[names[stub.name]] is None:
+            assert shown == "Any", stub.name
+        else:  # MCP's output schemas are objects: "dict", or "dict[str, int]" for a map
+            assert shown.startswith("dict"), (stub.name, shown)

@@ -180,6 +180,9 @@ class McpTool(BaseTool):
         if _reads_otherwise(name, info.name):
             self.description = with_original_name(info.description, info.name)
         self.parameters = wire_parameters(client.server_name, info)
+        # A call returns the structuredContent this describes (see _results.py).
+        schema = info.output_schema
+        self.output_schema = dict(schema) if isinstance(schema, Mapping) and schema else None
         self.required_permissions = tuple(permissions)
         self.tags = ("mcp",)
         self.category = f"mcp:{client.server_name}"

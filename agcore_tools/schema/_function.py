@@ -90,6 +90,8 @@ class FunctionSchema:
     """What to do with arguments before validation (nulls, unknown keys of nested models)."""
     method: bool = False
     """Whether the first parameter is a method's ``self``/``cls``, left out of the schema."""
+    returns: Any = None
+    """The resolved return annotation (None when there is none)."""
 
 
 @dataclass(frozen=True)
@@ -322,4 +324,6 @@ def function_schema(
         renamed=tuple(renamed),
         plan=plan,
         method=method,
+        # A class made into a tool has no return hint: its hints are its attributes'.
+        returns=hints.get("return") if inspect.isroutine(target.annotated) else None,
     )

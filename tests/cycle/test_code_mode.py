@@ -25,6 +25,7 @@ from agcore_tools import (
     LlmConfigError,
     LlmCycle,
     LlmError,
+    McpClient,
     Permission,
     PermissionChecker,
     PermissionConfig,
@@ -34,6 +35,7 @@ from agcore_tools import (
 )
 from agcore_tools.cycle._programs import state_mac
 from tests._scripts import run_script
+from tests.mcp.conftest import fixture_stdio
 
 from .conftest import S, assert_history_valid, tool_messages
 
@@ -110,8 +112,8 @@ async def test_the_model_is_offered_one_tool_listing_the_others_as_python(serve,
     [offered] = server.requests[0].json["tools"]
     assert offered["function"]["name"] == "run_python"
     description = offered["function"]["description"]
-    assert "async def get_order(order_id: int) -> Any:" in description
-    assert "async def refund(order_id: int, amount: float) -> Any:" in description
+    assert "async def get_order(order_id: int) -> dict:" in description
+    assert "async def refund(order_id: int, amount: float) -> str:" in description
     assert '"""Refund part of an order."""' in description
     assert "shell" not in description  # the permission checker refuses it
 
@@ -794,9 +796,9 @@ async def test_tools_named_like_builtins_or_modules_get_an_underscore_and_are_re
     await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
 
     description = server.requests[0].json["tools"][0]["function"]["description"]
-    assert "async def list_(kind: str) -> Any:" in description
-    assert "async def json_(text: str) -> Any:" in description
-    assert "async def dir(path: str) -> Any:" in description
+    assert "async def list_(kind: str) -> str:" in description
+    assert "async def json_(text: str) -> str:" in description
+    assert "async def dir(path: str) -> str:" in description
     assert result_of(server, 1) == "fruit: a, b valid [0, 1] /: x.txt"
 
 
@@ -835,3 +837,71 @@ async def test_a_direct_call_to_a_registered_tool_runs_though_only_run_python_is
         '{"id":3,"total":30.0,"customer":"c3"}'
     )
     assert shop.runs == [("get_order", 3)]  # type: ignore[attr-defined]
+
+
+async def test_the_listing_shows_what_a_function_tool_returns_as_the_program_gets_it(
+    serve, make_cycle
+):
+    class Forecast(pydantic.BaseModel):
+        city: str
+        high_c: float = pydantic.Field(alias="highC")
+
+    registry = ToolRegistry()
+
+    @registry.tool
+    def forecast(city: str) -> Forecast:
+        """Tomorrow's forecast for a city."""
+        return Forecast(city=city, highC=4.5)
+
+    @registry.tool
+    def cities() -> list[str]:
+        """The cities with a forecast."""
+        return ["Oslo", "Bergen"]
+
+    code = """
+    names = await cities()
+    f = await forecast(names[0])
+    print(f["city"], f["highC"], type(f).__name__)
+    """
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+
+    description = server.requests[0].json["tools"][0]["function"]["description"]
+    assert (
+        "async def forecast(city: str) -> dict:\n"
+        '    """Tomorrow\'s forecast for a city.\n\n'
+        "    Returns: {city: str, highC: float}\n"
+        '    """'
+    ) in description
+    assert "async def cities() -> list[str]:" in description
+    assert result_of(server, 1) == "Oslo 4.5 dict"  # the dict the listing promised
+
+
+async def test_the_listing_shows_an_mcp_tools_output_schema_as_the_program_gets_it(
+    serve, make_cycle
+):
+    registry = ToolRegistry()
+    async with McpClient("fixture", fixture_stdio()) as client:
+        registry.register_all(
+            t for t in client.into_tools() if t.name in ("weather", "word_count", "echo")
+        )
+        code = """
+        w = await weather("Paris")
+        n = await word_count("one two three")
+        print(w["city"], w["temperature"], n["result"], await echo("plain"))
+        """
+        server = serve(program(code), S.reply_text("ok"))
+        await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+
+    description = server.requests[0].json["tools"][0]["function"]["description"]
+    assert (
+        "async def weather(city: str) -> dict:\n"
+        '    """The weather in a city (structured output).\n\n'
+        "    Returns: {city: str, temperature: float}\n"
+        '    """'
+    ) in description
+    # The SDK wraps a plain return: the program reads its "result" key.
+    assert "async def word_count(text: str) -> dict:" in description
+    assert "    Returns: {result: int}\n" in description
+    assert "async def echo(text: str) -> Any:" in description  # no output schema
+    assert result_of(server, 1) == "Paris 21.5 3 plain"

@@ -77,6 +77,12 @@ def weather(city: str) -> Weather:
     return Weather(city=city, temperature=21.5)
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+def word_count(text: str) -> int:
+    """How many words a text has (a plain value: the SDK wraps it as {"result": ...})."""
+    return len(text.split())
+
+
 @server.tool(structured_output=False)
 def echo(text: str) -> str:
     """Return the text (unstructured text content)."""
