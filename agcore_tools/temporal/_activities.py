@@ -295,6 +295,7 @@ class ToolActivities:
                     option.timeout,
                     option.max_attempts,
                     beats,
+                    tool.output_schema,
                 )
             )
         catalogue = Catalogue(tools, self.registry.strict, permissions)

@@ -114,6 +114,7 @@ class ToolSpec:
     timeout_secs: float | None = None
     max_attempts: int | None = None
     heartbeat_secs: float | None = None  # set for calls that wait for work on a server
+    output_schema: dict[str, Any] | None = None  # what code mode's listing shows it returns
 
 
 @dataclass(frozen=True)

@@ -213,6 +213,7 @@ class _ActivityTool(BaseTool):
         self.description = spec.description
         self.parameters = spec.parameters
         self.strict = spec.strict
+        self.output_schema = spec.output_schema
         self.required_permissions = tuple(spec.permissions)
         self.needs_approval = (
             self._asks if spec.approval == "per_call" else spec.approval == "always"

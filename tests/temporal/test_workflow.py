@@ -343,13 +343,19 @@ async def program_start(client: Client, run: str, prompt: str, queue: str) -> An
 
 
 async def test_a_code_mode_program_runs_as_steps_and_calls_as_activities(
-    client: Client, spawn: Spawn, workdir: Path
+    client: Client, spawn: Spawn, workdir: Path, model: Model
 ) -> None:
     pytest.importorskip("pydantic_monty")
     spawn("code", "w1")
     handle = await program_start(client, "code-1", "program", "code")
     result = await finish(handle)
     assert result.text == "done: sum 14\nresult: 14"
+    # The listing shows what each tool returns, as in LlmCycle (add is `-> int`).
+    [request, *_] = [
+        r.json for r in model.server.requests if r.json["messages"][-1]["content"] == "program"
+    ]
+    [listing] = [t["function"]["description"] for t in request["tools"]]
+    assert "async def add(a: int, b: int) -> int:" in listing
     assert len(calls(workdir, "code-1", "add")) == 3
     attempts = await activity_attempts(handle)
     steps = [a for a in attempts if a[0] == "agcore.program_step"]
