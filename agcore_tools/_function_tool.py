@@ -269,6 +269,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self._origin = _Origin.of(func)
         self._binding = binding or ("instance" if schema.method else None)
         self._attribute: str | None = None
+        self._bound_from: FunctionTool[..., Any] | None = None
+        """The method tool this one is bound from, on its receiver (see __get__)."""
         self._in_class_body = in_class_body
         self._register_into: Registrar | None = None
         if strict:
@@ -351,11 +353,40 @@ class FunctionTool(BaseTool, Generic[P, R]):
         bound = copy.copy(self)
         bound.func = types.MethodType(self.func, receiver)
         bound._binding = None
+        bound._bound_from = self
         bound._origin = replace(self._origin, target=bound.func, run=_interactive_run())
         instance_dict = getattr(instance, "__dict__", None)
         if self._binding == "instance" and self._attribute and isinstance(instance_dict, dict):
             instance_dict[self._attribute] = bound  # bound once per instance, as cached_property
         return bound
+
+    def __eq__(self, other: object) -> bool:
+        """A method tool looked up twice on one instance (or a classmethod tool on one
+        class) is two equal tools, as a method looked up twice is two equal bound
+        methods; any other tool equals only itself.
+
+        Example:
+            >>> class Notes:
+            ...     @FunctionTool
+            ...     def add(self, text: str) -> str:
+            ...         "Add a note."
+            ...         return text
+            >>> notes = Notes()
+            >>> notes.add == notes.add, notes.add == Notes().add
+            (True, False)
+        """
+        if not isinstance(other, FunctionTool):
+            return NotImplemented
+        if self is other:
+            return True
+        return (
+            self._bound_from is not None
+            and self._bound_from is other._bound_from
+            and bool(self.func == other.func)  # the same function on the same receiver
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.func) if self._bound_from is not None else id(self)
 
     def check_registrable(self) -> None:
         """Refuse a method tool that is not bound to an instance yet (see
