@@ -355,9 +355,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
         bound._binding = None
         bound._bound_from = self
         bound._origin = replace(self._origin, target=bound.func, run=_interactive_run())
-        instance_dict = getattr(instance, "__dict__", None)
-        if self._binding == "instance" and self._attribute and isinstance(instance_dict, dict):
-            instance_dict[self._attribute] = bound  # bound once per instance, as cached_property
+        # Not cached on the instance: a copy of it would run on the original, and
+        # pickling it would fail. Each lookup is a new tool, equal to the others.
         return bound
 
     def __eq__(self, other: object) -> bool:

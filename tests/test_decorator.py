@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
+import pickle
 import socket
 import threading
 import time
@@ -401,7 +403,7 @@ async def test_a_method_is_bound_through_its_instance(registry: ToolRegistry) ->
     assert Counter.add.parameters["required"] == ["amount"]
     counter = Counter(10)
     bound = counter.add
-    assert bound is counter.add  # bound once per instance
+    assert bound == counter.add  # each lookup is a new tool, equal to the others
     registry.register(bound)
     assert (await registry.invoke("add", {"amount": 5})).output == 15
     assert counter.add(1) == 16 and counter.total == 16  # still an ordinary method
@@ -409,7 +411,31 @@ async def test_a_method_is_bound_through_its_instance(registry: ToolRegistry) ->
     with pytest.raises(ToolError, match="already registered"):
         registry.register(other.add)  # two instances need two names
     registry.register(counter.add)  # the same bound tool again replaces itself
-    assert registry.get("add") is bound
+    assert registry.get("add") == bound and registry.get("add") != other.add
+
+
+class _Counter:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @tool
+    def whoami(self) -> str:
+        """Say which counter this is."""
+        return self.name
+
+
+async def test_a_method_tool_is_not_cached_on_its_instance(registry: ToolRegistry) -> None:
+    # Looked up once, it was kept in the instance's __dict__: a copy of the instance
+    # then ran its tool on the original, and the instance could no longer be pickled.
+    original = _Counter("a")
+    registry.register(original.whoami)
+    duplicate = copy.copy(original)
+    duplicate.name = "b"
+
+    assert duplicate.whoami() == "b" and duplicate.whoami != original.whoami
+    assert (await registry.invoke("whoami", {})).output == "a"
+    assert vars(original) == {"name": "a"}
+    assert pickle.loads(pickle.dumps(original)).whoami() == "a"
 
 
 def test_an_unbound_method_tool_is_refused_with_advice(registry: ToolRegistry) -> None:
