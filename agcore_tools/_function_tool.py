@@ -174,6 +174,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
     :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio` and
     :class:`~agcore_tools.File` values, and reading raw image bytes as an ``Image``).
 
+    A sync function that returns a coroutine (a plain decorator around an async
+    function) has that coroutine awaited on the loop, as an async function's.
+
     Past its timeout a sync function's thread runs on (threads cannot be stopped from
     outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
     is true.
@@ -496,6 +499,11 @@ class FunctionTool(BaseTool, Generic[P, R]):
             if self._streams is not None:
                 return await self._drain(kwargs, ctx)
             result = await self._start(kwargs)
+            if not self._is_async and inspect.iscoroutine(result):
+                # A plain (functools.wraps) decorator around an async function: the
+                # schema is the async function's, so is the call. Its coroutine runs
+                # here, on the loop; a wrapper that ran it itself returned its value.
+                result = await result
         except ToolError:
             raise
         except Exception as exc:

@@ -234,6 +234,51 @@ async def test_exceptions_become_execution_errors_with_cause(registry: ToolRegis
     assert passed.error.reason == "custom reason"
 
 
+def _logged(func: Any) -> Any:
+    # A plain logging decorator, with no idea its function is async.
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+@pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-timeout", "timeout"])
+async def test_an_async_function_under_a_sync_decorator_is_awaited(
+    registry: ToolRegistry, timeout: float | None
+) -> None:
+    # The wrapper ran in a worker thread and its coroutine was never awaited: every
+    # call failed as "returned a coroutine, which is not JSON-compatible".
+    @registry.tool(timeout=timeout)
+    @_logged
+    async def fetch(url: str) -> list[Any]:
+        """Fetch a URL."""
+        await asyncio.sleep(0)
+        return [url, threading.get_ident()]
+
+    def blocking(func: Any) -> Any:
+        # A decorator that runs the coroutine itself: the wrapper's value is the result.
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return asyncio.run(func(*args, **kwargs))
+
+        return wrapper
+
+    @registry.tool
+    @blocking
+    async def run_it() -> int:
+        """Answer seven."""
+        return await asyncio.sleep(0, result=7)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine ... was never awaited"
+        inv = await registry.invoke("fetch", {"url": "https://example.com"})
+        assert (await registry.invoke("run_it", {})).output == 7
+    assert inv.error is None
+    assert inv.output == ["https://example.com", threading.get_ident()]  # on the loop
+    assert list(fetch.parameters["properties"]) == ["url"]
+
+
 async def test_unserialisable_return_is_an_execution_error(registry: ToolRegistry) -> None:
     @registry.tool
     def weird() -> object:
