@@ -87,6 +87,10 @@ def _interactive_run() -> int | None:
     return count if isinstance(count, int) else None
 
 
+def _first_parameter(func: Callable[..., Any]) -> str | None:
+    return next(iter(inspect.signature(func).parameters), None)
+
+
 @dataclass(frozen=True)
 class _Origin:
     """Where a tool's function comes from, to tell a redefinition from a collision."""
@@ -227,6 +231,14 @@ class FunctionTool(BaseTool, Generic[P, R]):
             # "" would silently fall back to the function's name.
             raise ToolConfigError(f"a tool's name must be a non-empty string, got {name!r}")
         schema = function_schema(func, name=name, description=description, method=method)
+        if method is None and schema.method and _first_parameter(func) == "cls":
+            # classmethod(tool): the tool never sees its class, so nothing registers it.
+            raise ToolDefinitionError(
+                f"cannot make tool '{schema.name}': {func.__qualname__} takes cls, so "
+                "@classmethod is above @tool, which makes a tool never registered; put @tool "
+                "above @classmethod (or name an instance method's first parameter self)",
+                tool_name=schema.name,
+            )
         if inspect.isroutine(func):
             functools.update_wrapper(self, func)
         else:  # a callable object or a partial: do not copy its attributes onto the tool

@@ -527,6 +527,28 @@ async def test_classmethods_and_staticmethods(registry: ToolRegistry) -> None:
     assert Units.to_grams(1) == 1000 and Units().to_kilos(1000) == 1
 
 
+@pytest.mark.parametrize("through", ["tool", "registry.tool"])
+def test_classmethod_above_tool_is_refused_naming_the_order(
+    registry: ToolRegistry, through: str
+) -> None:
+    # classmethod(tool(f)) made a tool nothing ever registered, silently (or, through
+    # registry.tool, an error advising to register "each instance's tool").
+    decorator: Any = tool if through == "tool" else registry.tool
+    with registry.as_default(), pytest.raises(ToolDefinitionError) as info:
+
+        class Units:
+            @classmethod
+            @decorator
+            def convert(cls, metres: float) -> float:
+                """Metres to feet."""
+                return metres * 3.28084
+
+    assert "put @tool above @classmethod" in str(info.value)
+    assert "Units.convert takes cls" in str(info.value)
+    assert isinstance(info.value, TypeError) and "\n" not in str(info.value)
+    assert len(registry) == 0
+
+
 async def test_partials_leave_bound_arguments_out(registry: ToolRegistry) -> None:
     def scale(x: float, factor: float, offset: float = 0.0) -> float:
         """Scale a number.
