@@ -141,6 +141,10 @@ class Registrar(Protocol):
         """Add ``tool``."""
         ...
 
+    def get(self, name: str) -> BaseTool | None:
+        """The tool of that name, or None."""
+        ...
+
 
 _NO_PROBLEMS: list[tuple[str, str]] = []  # shared, never changed: no allocation per call
 
@@ -591,7 +595,7 @@ def register_function(
 
     A method tool made in a class body has no instance yet and is returned
     unregistered; a classmethod or staticmethod tool is registered by
-    ``__set_name__``, once its class exists.
+    ``__set_name__``, once its class exists; a name already taken is refused here.
     """
     if built._binding == "instance":
         if registry is not None:
@@ -606,7 +610,18 @@ def register_function(
         assert active is not None, "register_function() needs a registry or active"
         registry = active()
     if built._in_class_body:
-        built._register_into = registry  # registered by __set_name__, with its class
+        # Registered by __set_name__, once its class exists; but a name already taken is
+        # refused here, on the user's line: raised from __set_name__, Python < 3.12
+        # reports it as a bare RuntimeError.
+        existing = registry.get(built.name)
+        if existing is not None and not built.redefines(existing):
+            raise ToolConfigError(
+                f"cannot register tool '{built.name}' ({built._origin.qualname}): a tool of "
+                f"that name is already registered ({existing!r}); unregister it first or "
+                "choose another name",
+                tool_name=built.name,
+            )
+        built._register_into = registry
     else:
         registry.register(built)
     return built

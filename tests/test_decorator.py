@@ -549,6 +549,34 @@ def test_classmethod_above_tool_is_refused_naming_the_order(
     assert len(registry) == 0
 
 
+@pytest.mark.parametrize("kind", [classmethod, staticmethod], ids=["classmethod", "staticmethod"])
+def test_a_class_tool_whose_name_is_taken_raises_a_tool_error(
+    registry: ToolRegistry, kind: Any
+) -> None:
+    # Registered from __set_name__, the collision came out of the class statement as
+    # a bare RuntimeError on Python 3.10 and 3.11, the ToolConfigError only its cause.
+    @registry.tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    def by_class(cls: type, key: str) -> str:
+        """Look a key up in the catalog."""
+        return key.upper()
+
+    def alone(key: str) -> str:
+        """Look a key up in the catalog."""
+        return key.upper()
+
+    with pytest.raises(ToolConfigError, match=r"'lookup' .*already registered") as info:
+
+        class Catalog:
+            lookup = registry.tool(name="lookup")(kind(by_class if kind is classmethod else alone))
+
+    assert isinstance(info.value, ValueError) and info.value.tool_name == "lookup"
+    assert registry.get("lookup") is lookup
+
+
 async def test_partials_leave_bound_arguments_out(registry: ToolRegistry) -> None:
     def scale(x: float, factor: float, offset: float = 0.0) -> float:
         """Scale a number.
