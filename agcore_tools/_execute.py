@@ -143,9 +143,10 @@ async def execute(
     guard = entry.guard
     if ctx is None or (ctx is _UNREAD and guard is not None):
         # A guard tells calls apart by their context (its breaker's probe): its own.
-        ctx = ToolContext() if tool.uses_context or guard is not None else _UNREAD
+        uses = tool.uses_context or guard is not None
+        ctx = ToolContext(tool_name=entry.name) if uses else _UNREAD
     elif callers:
-        ctx = ctx.for_call(ctx.call_id)
+        ctx = ctx.for_call(ctx.call_id, entry.name)  # its events name the tool
     if guard is not None:
         await guard.admit(ctx, deadline)  # refusals raise, as a permission's do
         if admitted is not None:

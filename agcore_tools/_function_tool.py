@@ -124,6 +124,10 @@ def _interactive_run() -> int | None:
     return count if isinstance(count, int) else None
 
 
+def _first_parameter(func: Callable[..., Any]) -> str | None:
+    return next(iter(inspect.signature(func).parameters), None)
+
+
 @dataclass(frozen=True)
 class _Origin:
     """Where a tool's function comes from, to tell a redefinition from a collision."""
@@ -174,6 +178,10 @@ class Registrar(Protocol):
         """Add ``tool``."""
         ...
 
+    def get(self, name: str) -> BaseTool | None:
+        """The tool of that name, or None."""
+        ...
+
 
 _NO_PROBLEMS: list[tuple[str, str]] = []  # shared, never changed: no allocation per call
 
@@ -210,6 +218,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
     thread, and turns the return value into JSON-compatible data (keeping
     :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio` and
     :class:`~agcore_tools.File` values, and reading raw image bytes as an ``Image``).
+
+    A sync function that returns a coroutine (a plain decorator around an async
+    function) has that coroutine awaited on the loop, as an async function's.
 
     Past its timeout a sync function's thread runs on (threads cannot be stopped from
     outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
@@ -261,6 +272,14 @@ class FunctionTool(BaseTool, Generic[P, R]):
             # "" would silently fall back to the function's name.
             raise ToolConfigError(f"a tool's name must be a non-empty string, got {name!r}")
         schema = function_schema(func, name=name, description=description, method=method)
+        if method is None and schema.method and _first_parameter(func) == "cls":
+            # classmethod(tool): the tool never sees its class, so nothing registers it.
+            raise ToolDefinitionError(
+                f"cannot make tool '{schema.name}': {func.__qualname__} takes cls, so "
+                "@classmethod is above @tool, which makes a tool never registered; put @tool "
+                "above @classmethod (or name an instance method's first parameter self)",
+                tool_name=schema.name,
+            )
         if inspect.isroutine(func):
             functools.update_wrapper(self, func)
         else:  # a callable object or a partial: do not copy its attributes onto the tool
@@ -309,6 +328,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self._origin = _Origin.of(func)
         self._binding = binding or ("instance" if schema.method else None)
         self._attribute: str | None = None
+        self._bound_from: FunctionTool[..., Any] | None = None
+        """The method tool this one is bound from, on its receiver (see __get__)."""
         self._in_class_body = in_class_body
         self._register_into: Registrar | None = None
         if strict:
@@ -413,11 +434,39 @@ class FunctionTool(BaseTool, Generic[P, R]):
         bound = copy.copy(self)
         bound.func = types.MethodType(self.func, receiver)
         bound._binding = None
+        bound._bound_from = self
         bound._origin = replace(self._origin, target=bound.func, run=_interactive_run())
-        instance_dict = getattr(instance, "__dict__", None)
-        if self._binding == "instance" and self._attribute and isinstance(instance_dict, dict):
-            instance_dict[self._attribute] = bound  # bound once per instance, as cached_property
+        # Not cached on the instance: a copy of it would run on the original, and
+        # pickling it would fail. Each lookup is a new tool, equal to the others.
         return bound
+
+    def __eq__(self, other: object) -> bool:
+        """A method tool looked up twice on one instance (or a classmethod tool on one
+        class) is two equal tools, as a method looked up twice is two equal bound
+        methods; any other tool equals only itself.
+
+        Example:
+            >>> class Notes:
+            ...     @FunctionTool
+            ...     def add(self, text: str) -> str:
+            ...         "Add a note."
+            ...         return text
+            >>> notes = Notes()
+            >>> notes.add == notes.add, notes.add == Notes().add
+            (True, False)
+        """
+        if not isinstance(other, FunctionTool):
+            return NotImplemented
+        if self is other:
+            return True
+        return (
+            self._bound_from is not None
+            and self._bound_from is other._bound_from
+            and bool(self.func == other.func)  # the same function on the same receiver
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.func) if self._bound_from is not None else id(self)
 
     def check_registrable(self) -> None:
         """Refuse a method tool that is not bound to an instance yet (see
@@ -528,6 +577,11 @@ class FunctionTool(BaseTool, Generic[P, R]):
             if self._streams is not None:
                 return await self._drain(kwargs, ctx)
             result = await self._start(kwargs)
+            if not self._is_async and inspect.iscoroutine(result):
+                # A plain (functools.wraps) decorator around an async function: the
+                # schema is the async function's, so is the call. Its coroutine runs
+                # here, on the loop; a wrapper that ran it itself returned its value.
+                result = await result
         except ToolError:
             raise
         except Exception as exc:
@@ -603,7 +657,7 @@ def register_function(
 
     A method tool made in a class body has no instance yet and is returned
     unregistered; a classmethod or staticmethod tool is registered by
-    ``__set_name__``, once its class exists.
+    ``__set_name__``, once its class exists; a name already taken is refused here.
     """
     if built._binding == "instance":
         if registry is not None:
@@ -618,7 +672,18 @@ def register_function(
         assert active is not None, "register_function() needs a registry or active"
         registry = active()
     if built._in_class_body:
-        built._register_into = registry  # registered by __set_name__, with its class
+        # Registered by __set_name__, once its class exists; but a name already taken is
+        # refused here, on the user's line: raised from __set_name__, Python < 3.12
+        # reports it as a bare RuntimeError.
+        existing = registry.get(built.name)
+        if existing is not None and not built.redefines(existing):
+            raise ToolConfigError(
+                f"cannot register tool '{built.name}' ({built._origin.qualname}): a tool of "
+                f"that name is already registered ({existing!r}); unregister it first or "
+                "choose another name",
+                tool_name=built.name,
+            )
+        built._register_into = registry
     else:
         registry.register(built)
     return built

@@ -105,7 +105,8 @@ def tool(
     docstring; name it with ``name=``) or a method. A method decorated in a class body
     is bound through its instance and registered per instance, with
     ``registry.register(obj.method)``; ``self`` is never in the schema. Put ``@tool``
-    above ``@classmethod`` or ``@staticmethod``: those register when the class is made.
+    above ``@classmethod`` or ``@staticmethod``: those register when the class is made
+    (``@classmethod`` above ``@tool`` raises a :class:`ToolDefinitionError`).
 
     Args:
         func: The function (when used bare).

@@ -667,7 +667,8 @@ _HOLDING_LOCK = threading.Lock()  # a WeakSet cannot be iterated while another t
 
 
 def checked_in(tool: BaseTool) -> ToolRegistry | None:
-    """A live registry with a permission checker that holds ``tool`` itself, or None.
+    """A live registry with a permission checker that holds ``tool`` itself (or a tool
+    equal to it: the same method tool looked up again on its instance), or None.
 
     Passed on its own (a list of tools to the loop), such a tool would run in a fresh
     registry with no checker: the loop refuses that rather than skip its checks.
@@ -685,6 +686,6 @@ def checked_in(tool: BaseTool) -> ToolRegistry | None:
         holding = list(_HOLDING)
     for registry in holding:
         entry = registry._entries.get(tool.name)
-        if entry is not None and entry.tool is tool and registry._table.checker is not None:
+        if entry is not None and entry.tool == tool and registry._table.checker is not None:
             return registry
     return None

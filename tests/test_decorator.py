@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
+import pickle
 import socket
 import threading
 import time
@@ -232,6 +234,51 @@ async def test_exceptions_become_execution_errors_with_cause(registry: ToolRegis
     assert passed.error.reason == "custom reason"
 
 
+def _logged(func: Any) -> Any:
+    # A plain logging decorator, with no idea its function is async.
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+@pytest.mark.parametrize("timeout", [None, 5.0], ids=["no-timeout", "timeout"])
+async def test_an_async_function_under_a_sync_decorator_is_awaited(
+    registry: ToolRegistry, timeout: float | None
+) -> None:
+    # The wrapper ran in a worker thread and its coroutine was never awaited: every
+    # call failed as "returned a coroutine, which is not JSON-compatible".
+    @registry.tool(timeout=timeout)
+    @_logged
+    async def fetch(url: str) -> list[Any]:
+        """Fetch a URL."""
+        await asyncio.sleep(0)
+        return [url, threading.get_ident()]
+
+    def blocking(func: Any) -> Any:
+        # A decorator that runs the coroutine itself: the wrapper's value is the result.
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return asyncio.run(func(*args, **kwargs))
+
+        return wrapper
+
+    @registry.tool
+    @blocking
+    async def run_it() -> int:
+        """Answer seven."""
+        return await asyncio.sleep(0, result=7)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine ... was never awaited"
+        inv = await registry.invoke("fetch", {"url": "https://example.com"})
+        assert (await registry.invoke("run_it", {})).output == 7
+    assert inv.error is None
+    assert inv.output == ["https://example.com", threading.get_ident()]  # on the loop
+    assert list(fetch.parameters["properties"]) == ["url"]
+
+
 async def test_unserialisable_return_is_an_execution_error(registry: ToolRegistry) -> None:
     @registry.tool
     def weird() -> object:
@@ -401,7 +448,7 @@ async def test_a_method_is_bound_through_its_instance(registry: ToolRegistry) ->
     assert Counter.add.parameters["required"] == ["amount"]
     counter = Counter(10)
     bound = counter.add
-    assert bound is counter.add  # bound once per instance
+    assert bound == counter.add  # each lookup is a new tool, equal to the others
     registry.register(bound)
     assert (await registry.invoke("add", {"amount": 5})).output == 15
     assert counter.add(1) == 16 and counter.total == 16  # still an ordinary method
@@ -409,7 +456,31 @@ async def test_a_method_is_bound_through_its_instance(registry: ToolRegistry) ->
     with pytest.raises(ToolError, match="already registered"):
         registry.register(other.add)  # two instances need two names
     registry.register(counter.add)  # the same bound tool again replaces itself
-    assert registry.get("add") is bound
+    assert registry.get("add") == bound and registry.get("add") != other.add
+
+
+class _Counter:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @tool
+    def whoami(self) -> str:
+        """Say which counter this is."""
+        return self.name
+
+
+async def test_a_method_tool_is_not_cached_on_its_instance(registry: ToolRegistry) -> None:
+    # Looked up once, it was kept in the instance's __dict__: a copy of the instance
+    # then ran its tool on the original, and the instance could no longer be pickled.
+    original = _Counter("a")
+    registry.register(original.whoami)
+    duplicate = copy.copy(original)
+    duplicate.name = "b"
+
+    assert duplicate.whoami() == "b" and duplicate.whoami != original.whoami
+    assert (await registry.invoke("whoami", {})).output == "a"
+    assert vars(original) == {"name": "a"}
+    assert pickle.loads(pickle.dumps(original)).whoami() == "a"
 
 
 def test_an_unbound_method_tool_is_refused_with_advice(registry: ToolRegistry) -> None:
@@ -454,6 +525,56 @@ async def test_classmethods_and_staticmethods(registry: ToolRegistry) -> None:
     assert (await registry.invoke("to_grams", {"kilos": 2})).output == 2000
     assert (await registry.invoke("to_kilos", {"grams": 500})).output == 0.5
     assert Units.to_grams(1) == 1000 and Units().to_kilos(1000) == 1
+
+
+@pytest.mark.parametrize("through", ["tool", "registry.tool"])
+def test_classmethod_above_tool_is_refused_naming_the_order(
+    registry: ToolRegistry, through: str
+) -> None:
+    # classmethod(tool(f)) made a tool nothing ever registered, silently (or, through
+    # registry.tool, an error advising to register "each instance's tool").
+    decorator: Any = tool if through == "tool" else registry.tool
+    with registry.as_default(), pytest.raises(ToolDefinitionError) as info:
+
+        class Units:
+            @classmethod
+            @decorator
+            def convert(cls, metres: float) -> float:
+                """Metres to feet."""
+                return metres * 3.28084
+
+    assert "put @tool above @classmethod" in str(info.value)
+    assert "Units.convert takes cls" in str(info.value)
+    assert isinstance(info.value, TypeError) and "\n" not in str(info.value)
+    assert len(registry) == 0
+
+
+@pytest.mark.parametrize("kind", [classmethod, staticmethod], ids=["classmethod", "staticmethod"])
+def test_a_class_tool_whose_name_is_taken_raises_a_tool_error(
+    registry: ToolRegistry, kind: Any
+) -> None:
+    # Registered from __set_name__, the collision came out of the class statement as
+    # a bare RuntimeError on Python 3.10 and 3.11, the ToolConfigError only its cause.
+    @registry.tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    def by_class(cls: type, key: str) -> str:
+        """Look a key up in the catalog."""
+        return key.upper()
+
+    def alone(key: str) -> str:
+        """Look a key up in the catalog."""
+        return key.upper()
+
+    with pytest.raises(ToolConfigError, match=r"'lookup' .*already registered") as info:
+
+        class Catalog:
+            lookup = registry.tool(name="lookup")(kind(by_class if kind is classmethod else alone))
+
+    assert isinstance(info.value, ValueError) and info.value.tool_name == "lookup"
+    assert registry.get("lookup") is lookup
 
 
 async def test_partials_leave_bound_arguments_out(registry: ToolRegistry) -> None:

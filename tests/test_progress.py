@@ -96,7 +96,27 @@ def test_a_sync_tool_invoked_directly_with_a_context_made_outside_any_loop() -> 
     seen, record = _recorder()
     result = registry.invoke_sync("crunch", {}, ToolContext(on_event=record))
     assert result.output == "done"
-    assert [event for event, _ in seen] == [ToolProgress(None, None, 1, 1, None)]
+    assert [event for event, _ in seen] == [ToolProgress("crunch", None, 1, 1, None)]
+
+
+async def test_invoke_gives_the_tool_a_context_naming_it() -> None:
+    # invoke() and invoke_sync() left the context's tool_name None (invoke_all() set
+    # it): a tool's reports named no tool.
+    registry = ToolRegistry()
+    names: list[str | None] = []
+
+    @registry.tool
+    async def back_up(ctx: ToolContext) -> str:
+        """Back up the database."""
+        names.append(ctx.tool_name)
+        ctx.report_progress(1, 1, "backed up")
+        return "ok"
+
+    seen, record = _recorder()
+    await registry.invoke("back_up", {}, ToolContext(on_event=record))
+    await registry.invoke("back_up", {})  # a context of its own
+    assert names == ["back_up", "back_up"]
+    assert [event for event, _ in seen] == [ToolProgress("back_up", None, 1, 1, "backed up")]
 
 
 async def test_a_failing_callback_is_logged_and_the_tool_goes_on(

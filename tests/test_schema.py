@@ -224,6 +224,42 @@ def test_numpy_and_sphinx_docstrings_are_read_as_google_ones_are(func: Any) -> N
     assert built.parameters["properties"]["days"]["description"] == "Number of days, at most 7."
 
 
+def _numpy_shared(scale: float, x: float, y: float) -> str:
+    """Move the cursor.
+
+    Parameters
+    ----------
+    scale : float
+        Zoom factor.
+    x, y : float
+        Target coordinates
+        in pixels.
+    """
+    return "ok"
+
+
+def _google_shared(scale: float, x: float, y: float) -> str:
+    """Move the cursor.
+
+    Args:
+        scale (float): Zoom factor.
+        x, y (float): Target coordinates
+            in pixels.
+    """
+    return "ok"
+
+
+@pytest.mark.parametrize("func", [_numpy_shared, _google_shared], ids=["numpy", "google"])
+def test_parameters_documented_on_one_line_each_get_the_description(func: Any) -> None:
+    # "x, y : float" was not read as an entry: its text was glued onto the previous
+    # parameter's description, and x and y got none.
+    props = function_schema(func).parameters["properties"]
+    assert props["scale"]["description"] == "Zoom factor."
+    assert (
+        props["x"]["description"] == props["y"]["description"] == ("Target coordinates in pixels.")
+    )
+
+
 def test_a_rule_under_plain_text_is_not_a_section() -> None:
     doc = parse_docstring("Summary.\n\nA heading of mine\n---\nMore text.")
     assert doc.description == "Summary.\n\nA heading of mine --- More text."

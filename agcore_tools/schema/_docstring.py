@@ -32,7 +32,13 @@ _OTHER_SECTIONS = {
     "todo",
 }
 _SECTION_RE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*):\s*$")
-_ARG_RE = re.compile(r"^\s*\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+# One name, or several sharing an entry ("x, y (float): ...").
+_NAMES = r"(\*{0,2}[A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*\*{0,2}[A-Za-z_][A-Za-z0-9_]*)*)"
+_ARG_RE = re.compile(rf"^\s*{_NAMES}\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _names(group: str) -> list[str]:
+    return [name.strip().lstrip("*") for name in group.split(",")]
 
 
 @dataclass(frozen=True)
@@ -54,28 +60,30 @@ def _google(lines: list[str]) -> Docstring:
     description: list[str] = []
     params: dict[str, str] = {}
     section: str | None = None
-    current: str | None = None
+    current: list[str] = []
     arg_indent: int | None = None
     for line in lines:
         header = _SECTION_RE.match(line)
         if header and header.group(1).strip().lower() in _ARG_SECTIONS | _OTHER_SECTIONS:
             section = header.group(1).strip().lower()
-            current, arg_indent = None, None
+            current, arg_indent = [], None
             continue
         if section is None:
             description.append(line)
         elif section in _ARG_SECTIONS:
             if not line.strip():
-                current = None
+                current = []
                 continue
             indent = len(line) - len(line.lstrip())
             match = _ARG_RE.match(line)
             if match and (arg_indent is None or indent <= arg_indent):
                 arg_indent = indent
-                current = match.group(1)
-                params[current] = match.group(2).strip()
-            elif current is not None:
-                params[current] = f"{params[current]} {line.strip()}".strip()
+                current = _names(match.group(1))
+                for name in current:
+                    params[name] = match.group(2).strip()
+            else:
+                for name in current:
+                    params[name] = f"{params[name]} {line.strip()}".strip()
     return Docstring(_paragraphs(description), params)
 
 
@@ -129,7 +137,7 @@ def _sphinx(lines: list[str]) -> Docstring:
 
 
 _NUMPY_PARAMS = {"parameters", "other parameters", "keyword arguments", "params", "args"}
-_NUMPY_ENTRY_RE = re.compile(r"^\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?::.*)?$")
+_NUMPY_ENTRY_RE = re.compile(rf"^{_NAMES}\s*(?::.*)?$")
 
 
 _NUMPY_SECTIONS = _NUMPY_PARAMS | {
@@ -152,24 +160,25 @@ def _numpy(lines: list[str]) -> Docstring:
     description: list[str] = []
     params: dict[str, str] = {}
     section: str | None = None
-    current: str | None = None
+    current: list[str] = []
     skip = False
     for i, line in enumerate(lines):
         if skip:  # the header's line of dashes
             skip = False
             continue
         if i + 1 < len(lines) and _is_numpy_header(lines, i):
-            section, current, skip = lines[i].strip().lower(), None, True
+            section, current, skip = lines[i].strip().lower(), [], True
             continue
         if section is None:
             description.append(line)
         elif section in _NUMPY_PARAMS and line.strip():
             entry = _NUMPY_ENTRY_RE.match(line) if not line[0].isspace() else None
             if entry:
-                current = entry.group(1)
-                params[current] = ""
-            elif current is not None:
-                params[current] = f"{params[current]} {line.strip()}".strip()
+                current = _names(entry.group(1))
+                params.update(dict.fromkeys(current, ""))
+            else:
+                for name in current:
+                    params[name] = f"{params[name]} {line.strip()}".strip()
     return Docstring(_paragraphs(description), params)
 
 

@@ -106,6 +106,60 @@ async def test_a_tool_of_a_registry_with_a_checker_is_not_run_without_it(
     assert response.text == "Done." and deleted == ["/important"]
 
 
+class _Files:
+    """Method tools of a guarded registry, each looked up anew on every access."""
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    @tool(permissions=["delete"])
+    def wipe(self, folder: str) -> str:
+        """Wipe a folder."""
+        return self.root + folder
+
+
+class _Plain:
+    @tool(permissions=["delete"])
+    def wipe(self, folder: str) -> str:
+        """Wipe a folder."""
+        return folder
+
+
+@pytest.mark.parametrize("kind", ["classmethod", "slotted", "plain"])
+async def test_a_method_tool_of_a_registry_with_a_checker_is_not_run_without_it(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], kind: str
+) -> None:
+    # A classmethod tool, or a method tool of a class with __slots__, is a new object on
+    # each lookup: the refusal, which compared identities, let it through in a list.
+    guarded = ToolRegistry(PermissionChecker(PermissionConfig()))
+    deleted: list[str] = []
+    if kind == "classmethod":
+
+        class Files:
+            @tool(registry=guarded, permissions=["delete"])
+            @classmethod
+            def wipe(cls, folder: str) -> str:
+                """Wipe a folder."""
+                deleted.append(folder)
+                return "wiped"
+
+        wipe: Any = Files.wipe
+    else:
+        files = _Files("/srv/") if kind == "slotted" else _Plain()
+        guarded.register(files.wipe)
+        wipe = files.wipe
+    server = serve(S.reply_tool_calls([("wipe", {"folder": "data"}, "c1")]), S.reply_text("Done."))
+    cycle = make_cycle(server)
+
+    with pytest.raises(LlmError, match="tool 'wipe' belongs to a ToolRegistry") as caught:
+        await cycle.submit_with_tools("Clean up", [wipe])
+
+    _assert_caller_mistake(caught.value)
+    assert deleted == [] and server.requests == []
+
+
 async def test_the_streaming_variant_takes_a_list_of_tools(
     serve: Serve, make_cycle: Callable[..., LlmCycle]
 ) -> None:
