@@ -67,6 +67,41 @@ def test_images_beside_structured_content_are_kept() -> None:
     assert result_value(result, "t") == [{"a": 1}, Image(b"\x89PNG\r\n\x1a\n", "image/png")]
 
 
+def test_base64_repeated_in_structured_content_becomes_a_label() -> None:
+    # server-filesystem's read_media_file mirrors its image part in structuredContent, so
+    # the model got the picture as an image and again as (up to 16 KB of) base64 text.
+    image = types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")
+    audio = types.AudioContent(type="audio", data="UklGRg==", mime_type="audio/wav")
+    structured = {
+        "content": [
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+        ],
+        "preview": "data:image/png;base64,iVBORw0KGgo=",
+        "note": "UklGRg== is kept inside longer text",
+    }
+    result = types.CallToolResult(content=[image, audio], structured_content=structured)
+    assert result_value(result, "read_media_file") == [
+        {
+            "content": [
+                {"type": "image", "data": "[image/png image, attached]", "mimeType": "image/png"},
+                {"type": "audio", "data": "[audio/wav audio, attached]", "mimeType": "audio/wav"},
+            ],
+            "preview": "[image/png image, attached]",
+            "note": "UklGRg== is kept inside longer text",
+        },
+        Image(b"\x89PNG\r\n\x1a\n", "image/png"),
+        Audio(b"RIFF", "audio/wav"),
+    ]
+    assert structured["preview"] == "data:image/png;base64,iVBORw0KGgo="
+
+
+def test_base64_of_an_unusable_part_stays_in_structured_content() -> None:
+    image = types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="text/plain")
+    result = types.CallToolResult(content=[image], structured_content={"data": "iVBORw0KGgo="})
+    assert result_value(result, "t")[0] == {"data": "iVBORw0KGgo="}
+
+
 @pytest.mark.parametrize(
     ("data", "mime_type"), [("not base64!", "image/png"), ("iVBORw0KGgo=", "text/plain")]
 )
