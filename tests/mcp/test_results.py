@@ -16,6 +16,7 @@ from agcore_tools import (
     Image,
     LlmCycle,
     McpClient,
+    McpError,
     StdioTransport,
     ToolExecutionError,
     ToolRegistry,
@@ -177,3 +178,37 @@ def test_an_annotated_error_is_still_its_text() -> None:
     )
     with pytest.raises(ToolExecutionError, match=r"tool 'save' failed: disk full$"):
         result_value(types.CallToolResult(content=[annotated], is_error=True), "save")
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "why"),
+    [
+        ("weather", {"city": "Oslo"}, "Invalid structured content returned by tool weather"),
+        ("echo", {"text": "hi"}, "has an output schema but did not return structured content"),
+        ("subscriptions", {}, "Invalid schema for tool subscriptions"),
+    ],
+)
+async def test_a_result_off_its_own_output_schema_is_a_recoverable_error(
+    tool: str, args: dict[str, object], why: str
+) -> None:
+    # Before: an unrecoverable McpError, which stopped the tool loop with LlmError.
+    from .conftest import SERVERS
+
+    transport = StdioTransport(sys.executable, [str(SERVERS / "schema_proxy.py")])
+    async with McpClient("wrong", transport, timeout=15) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools())
+        invocation = await registry.invoke(tool, args)
+        error = invocation.error
+        assert isinstance(error, McpError) and error.is_recoverable()
+        assert invocation.may_have_run is True
+        assert str(error).startswith(
+            f"MCP server 'wrong': tools/call '{tool}' answered with a result that does not "
+            "match the tool's own output schema, so the result was dropped: "
+        )
+        assert why in str(error)
+        assert str(error).endswith(
+            "the call may have run on the server, so do not assume it had no effect"
+        )
+        # The connection stays up.
+        assert await client.call_tool("two_texts", {}) == "first\nsecond"
