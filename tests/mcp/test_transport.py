@@ -1,11 +1,20 @@
-"""StreamableHttpTransport's auth and headers: what it accepts, and what its repr shows."""
+"""The transports' auth, headers, env and args: what they accept, and what their repr and
+messages show."""
 
 from __future__ import annotations
+
+import sys
 
 import httpx2
 import pytest
 
-from agcore_tools import StreamableHttpTransport, ToolError
+from agcore_tools import (
+    McpClient,
+    McpError,
+    StdioTransport,
+    StreamableHttpTransport,
+    ToolError,
+)
 
 
 def test_auth_takes_an_httpx2_auth_and_nothing_else() -> None:
@@ -46,3 +55,25 @@ def test_no_secret_of_a_transport_shows_in_its_repr_or_in_messages() -> None:
     assert not [text for text in shown if "SECRET" in text], shown
     assert http.describe() == "https://mcp.example.com/mcp?token=***&v=***"
     assert "proxy='http://proxy:3128'" in repr(http)
+
+
+async def test_a_secret_in_a_stdio_servers_args_shows_neither_in_its_repr_nor_in_messages() -> None:
+    # server-postgres takes its password in a URL argument: it was in the start-up
+    # error and in repr(), while env values and the HTTP URL's password were hidden.
+    args = ["-c", "import sys; sys.exit('cannot reach database')"]
+    secrets = ["postgresql://app:SECRET1@db.internal/prod", "--api-key=SECRET2", "--token"]
+    stdio = StdioTransport(sys.executable, [*args, *secrets, "SECRET3", "--db=redis://:SECRET4@r"])
+    assert stdio.args[2:] == (*secrets, "SECRET3", "--db=redis://:SECRET4@r")
+    assert repr(stdio).startswith(
+        f"StdioTransport(command={sys.executable!r}, args=('-c', \"import sys; "
+        "sys.exit('cannot reach database')\", 'postgresql://db.internal/prod', "
+        "'--api-key=***', '--token', '***', '--db=redis://r'), env=None"
+    )
+    assert stdio.describe().endswith(
+        " postgresql://db.internal/prod '--api-key=***' --token '***' --db=redis://r`"
+    )
+    client = McpClient("pg", stdio, timeout=10)
+    with pytest.raises(McpError, match="exited with code 1 during start-up") as caught:
+        await client.connect()
+    shown = [str(caught.value), repr(stdio), stdio.describe(), repr(client)]
+    assert not [text for text in shown if "SECRET" in text], shown
