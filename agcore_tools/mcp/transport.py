@@ -67,10 +67,15 @@ class StdioTransport:
             raise ToolConfigError(
                 f"StdioTransport args must be a list of strings, got {self.args!r}"
             )
+        for number, arg in enumerate(self.args):
+            if not isinstance(arg, (str, int, float, os.PathLike)):
+                raise ToolConfigError(
+                    f"StdioTransport args[{number}] must be a string, got {_kind(arg)}"
+                )
         # Frozen: normalise through object.__setattr__ so callers' lists can't change it later.
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         if self.env is not None:
-            object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
+            object.__setattr__(self, "env", _strings("StdioTransport env", self.env))
         if not self.stop_grace > 0:
             raise ToolConfigError(
                 f"StdioTransport stop_grace must be positive, got {self.stop_grace!r}"
@@ -150,7 +155,7 @@ class StreamableHttpTransport:
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
             raise ToolConfigError(f"StreamableHttpTransport needs an http(s) URL, got {self.url!r}")
         object.__setattr__(
-            self, "headers", {str(k): str(v) for k, v in (self.headers or {}).items()}
+            self, "headers", _strings("StreamableHttpTransport headers", self.headers or {})
         )
         if self.auth is not None:
             _check_auth(self.auth)
@@ -177,6 +182,21 @@ class StreamableHttpTransport:
         if isinstance(self.proxy, str):
             shown["proxy"] = _without_secrets(self.proxy)
         return f"StreamableHttpTransport({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+
+def _strings(what: str, values: Mapping[str, object]) -> dict[str, str]:
+    # None would be sent as the string "None" (an unset variable read with os.environ.get).
+    for key, value in values.items():
+        if not isinstance(key, str):
+            raise ToolConfigError(f"{what} must map names to strings, got a {_kind(key)} name")
+        if not isinstance(value, (str, int, float)):
+            raise ToolConfigError(f"{what}[{key!r}] must be a string, got {_kind(value)}")
+    return {key: str(value) for key, value in values.items()}
+
+
+def _kind(value: object) -> str:
+    # Its type only: the value may be a secret.
+    return "None" if value is None else type(value).__name__
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")

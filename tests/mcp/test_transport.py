@@ -4,6 +4,8 @@ messages show."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import httpx2
 import pytest
@@ -13,6 +15,7 @@ from agcore_tools import (
     McpError,
     StdioTransport,
     StreamableHttpTransport,
+    ToolConfigError,
     ToolError,
 )
 
@@ -77,3 +80,42 @@ async def test_a_secret_in_a_stdio_servers_args_shows_neither_in_its_repr_nor_in
         await client.connect()
     shown = [str(caught.value), repr(stdio), stdio.describe(), repr(client)]
     assert not [text for text in shown if "SECRET" in text], shown
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: StdioTransport("node", env={"MEMORY_FILE_PATH": None, "K": "s3cret"}),
+            "StdioTransport env['MEMORY_FILE_PATH'] must be a string, got None",
+        ),
+        (
+            lambda: StdioTransport("node", ["server.js", None]),
+            "StdioTransport args[1] must be a string, got None",
+        ),
+        (
+            lambda: StreamableHttpTransport(
+                "http://127.0.0.1:1/mcp", headers={"X-Key": "s3cret", "Authorization": None}
+            ),
+            "StreamableHttpTransport headers['Authorization'] must be a string, got None",
+        ),
+        (
+            lambda: StreamableHttpTransport("http://127.0.0.1:1/mcp", headers={"X": b"s3cret"}),
+            "StreamableHttpTransport headers['X'] must be a string, got bytes",
+        ),
+    ],
+)
+def test_a_value_that_is_no_string_is_refused_not_sent_as_its_repr(
+    make: Callable[[], object], message: str
+) -> None:
+    # An unset variable read with os.environ.get() was sent as "None": server-memory
+    # saved its graph to a file named None, and "Authorization: None" went out.
+    with pytest.raises(ToolConfigError) as caught:
+        make()
+    assert str(caught.value) == message
+    assert isinstance(caught.value, ValueError) and "s3cret" not in str(caught.value)
+
+
+def test_numbers_and_paths_are_still_taken_as_strings(tmp_path: Path) -> None:
+    stdio = StdioTransport("python", [tmp_path / "s.py", 8080], env={"PORT": 8080})
+    assert stdio.args == (str(tmp_path / "s.py"), "8080") and stdio.env == {"PORT": "8080"}
