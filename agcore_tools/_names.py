@@ -3,7 +3,8 @@ how its own name is noted when that name no longer reads as it.
 
 The model APIs take tool names matching ``^[a-zA-Z0-9_-]{1,64}$``. A server's name is
 folded to ASCII (``löschen`` is ``loschen``), other characters become ``_``, and a name
-cut to 64 characters, or one that another became, gets a digest of the original. A name
+that lost a character other than a separator (a letter in Chinese, a symbol), one cut
+to 64 characters, or one that another became, gets a digest of the original. A name
 that then no longer reads as the server's (``查询天气`` is ``____``) has the server's
 name noted at the head of its description, for the model and for tool search, which
 takes the note only from the tool whose registered name it could have become: a tool
@@ -51,16 +52,25 @@ def fold_accents(text: str) -> str:
 def registered_name(tool_name: str, prefix: str | None = None) -> str:
     """The name a tool called ``tool_name`` (with ``prefix``, if any) is registered as.
 
+    A name that lost letters (or other characters that are not separators such as
+    ``.``, ``/`` or a space) gets a digest of itself, whatever the server's other
+    tools are called: ``查询天气`` and ``股票查询`` would both be ``____`` otherwise,
+    and the name one of them gets must not depend on whether the other is listed.
+
     Example:
         >>> registered_name("read_file", "fs"), registered_name("löschen", "de")
         ('fs__read_file', 'de__loschen')
+        >>> registered_name("files.read"), registered_name("查询天气")
+        ('files_read', '_____22cf3c76')
         >>> len(registered_name("x" * 80, "server"))
         64
     """
     full = f"{prefix}__{tool_name}" if prefix else tool_name
     # Folded first, a Latin name keeps its letters: "löschen", not "l_schen".
-    name = _INVALID.sub("_", full if full.isascii() else fold_accents(full))
-    if len(name) > MAX_NAME:
+    folded = full if full.isascii() else fold_accents(full)
+    name = _INVALID.sub("_", folded)
+    lost = any(unicodedata.category(c)[0] not in "PZ" for c in _INVALID.findall(folded))
+    if lost or len(name) > MAX_NAME:
         name = with_digest(name, full)
     return name or "_"
 

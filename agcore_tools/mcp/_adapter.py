@@ -2,8 +2,9 @@
 
 Names: the server's by default; with a prefix, ``prefix__tool``. Either way, accents
 are dropped (``löschen`` is ``loschen``), other characters outside ``[a-zA-Z0-9_-]``
-become ``_``, and a name longer than 64 characters keeps its first 55 and gets ``_``
-plus 8 hex digits of a hash of the full name, so two long names stay distinct. Two
+become ``_``, and a name longer than 64 characters, or one that lost letters (a name
+in Chinese), keeps its first 55 and gets ``_`` plus 8 hex digits of a hash of the full
+name, so such names stay distinct whatever other tools the server lists. Two
 tools that still end up with the same name fail loudly. A tool whose registry name no
 longer reads as the server's (a name in Chinese, a long one) has the server's name
 noted at the start of its description.
@@ -73,7 +74,8 @@ def adapter_names(tool_names: Sequence[str], prefix: str | None, server: str) ->
     """The registry names of one server's tools (see :func:`adapter_name`), distinct.
 
     Two names can come out the same once made valid: ``files.read`` and ``files_read``,
-    or two names in Chinese, all of whose letters become ``_``. Then each one that had
+    or ``löschen`` and ``loschen`` (names that lost letters have a digest already, see
+    :func:`~agcore_tools._names.registered_name`). Then each one that had
     to change gets a digest of its own name, so each keeps its name from one listing
     to the next whatever the order; a name that needed no change keeps it as it is. A
     name the server lists twice raises :class:`ToolConfigError`.

@@ -165,6 +165,19 @@ async def classify(
         return Verdict(
             McpError(name, f"{action} failed: {exc.message} (code {exc.code})", tool_name=tool_name)
         )
+    if tool_name is not None and isinstance(exc, RuntimeError) and _OFF_SCHEMA.match(str(exc)):
+        # The SDK checks a result against the tool's outputSchema after it arrived and
+        # raises without the result. Servers with a slightly wrong schema are common, so
+        # the model reads this and goes on (recoverable); the server did run the call.
+        return Verdict(
+            McpError(
+                name,
+                f"{action} answered with a result that does not match the tool's own output "
+                f"schema, so the result was dropped: {_first_line(exc)}",
+                tool_name=tool_name,
+                recoverable=True,
+            )
+        )
     if isinstance(exc, (ValidationError, RuntimeError)):
         return Verdict(
             McpError(
@@ -390,6 +403,14 @@ def malformed(message: str) -> str:
             where = lines[i - 1] if i > 1 else ""
             return f"{what} is malformed: {f'{where}: ' if where else ''}{complaint}"
     return f"{what} is malformed: {lines[0] if lines else '(no detail)'}"
+
+
+_OFF_SCHEMA = re.compile(
+    r"Invalid structured content returned by tool |Invalid schema for tool "
+    r"|Tool .* has an output schema but did not return structured content"
+)
+"""The MCP SDK's messages (``ClientSession.validate_tool_result``) for a received
+``tools/call`` result that its tool's ``outputSchema`` refuses, or cannot check."""
 
 
 def _first_line(exc: BaseException) -> str:

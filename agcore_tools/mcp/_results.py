@@ -3,7 +3,11 @@
 * ``isError: true``: :class:`~agcore_tools.ToolExecutionError` carrying the text, so a
   model can read what went wrong and try again.
 * ``structuredContent`` present: that object; with image or audio parts beside it, a
-  list of the object and those parts (as below), so no picture is lost.
+  list of the object and those parts (as below), so no picture is lost. A string in the
+  object that repeats such a part's base64 data (or its ``data:`` URL), as
+  server-filesystem's ``read_media_file`` sends, becomes a short label such as
+  ``"[image/png image, attached]"``, so the model gets the picture once, as a picture,
+  and not again as base64 text.
 * Only text parts, none with annotations: the text, several parts joined with newlines
   ("" when empty).
 * Any other part, or a text part with ``annotations`` (``audience``, ``priority``,
@@ -41,8 +45,12 @@ def result_value(result: CallToolResult, tool_name: str) -> Any:
             text = json.dumps(_typed(content) or result.structured_content, default=str)
         raise ToolExecutionError(tool_name, text)
     if result.structured_content is not None:
-        media = [_value(part, tool_name) for part in content if _kind(part) in _MEDIA]
-        return [result.structured_content, *media] if media else result.structured_content
+        parts = [part for part in content if _kind(part) in _MEDIA]
+        if not parts:
+            return result.structured_content
+        media = [_value(part, tool_name) for part in parts]
+        labels = _attached_labels(parts, media)
+        return [_without_copies(result.structured_content, labels), *media]
     text = _text_only(content)
     return text if text is not None else [_value(part, tool_name) for part in content]
 
@@ -77,6 +85,28 @@ def _value(part: Any, tool_name: str) -> Any:
         except ToolError as exc:  # not base64, or a media type of the wrong kind
             logger.warning("MCP tool '%s' sent an unusable %s part: %s", tool_name, kind, exc)
     return part.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _attached_labels(parts: list[Any], values: list[Any]) -> dict[str, str]:
+    # Only a part that became Image or Audio is attached; a part kept as typed JSON still
+    # carries its data, so a copy of it in the structured value is not a duplicate.
+    labels: dict[str, str] = {}
+    for part, value in zip(parts, values, strict=True):
+        if isinstance(value, (Image, Audio)):
+            label = f"[{part.mime_type} {part.type}, attached]"
+            labels[part.data] = label
+            labels[f"data:{part.mime_type};base64,{part.data}"] = label
+    return labels
+
+
+def _without_copies(value: Any, labels: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return labels.get(value, value)
+    if isinstance(value, dict):
+        return {key: _without_copies(item, labels) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_copies(item, labels) for item in value]
+    return value
 
 
 def _typed(content: list[Any]) -> list[dict[str, Any]]:

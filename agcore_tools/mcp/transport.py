@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -66,25 +67,40 @@ class StdioTransport:
             raise ToolConfigError(
                 f"StdioTransport args must be a list of strings, got {self.args!r}"
             )
+        for number, arg in enumerate(self.args):
+            if not isinstance(arg, (str, int, float, os.PathLike)):
+                raise ToolConfigError(
+                    f"StdioTransport args[{number}] must be a string, got {_kind(arg)}"
+                )
         # Frozen: normalise through object.__setattr__ so callers' lists can't change it later.
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         if self.env is not None:
-            object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
+            object.__setattr__(self, "env", _strings("StdioTransport env", self.env))
         if not self.stop_grace > 0:
             raise ToolConfigError(
                 f"StdioTransport stop_grace must be positive, got {self.stop_grace!r}"
             )
 
     def describe(self) -> str:
-        """The command line as a shell would take it, in backticks, for messages."""
-        return f"`{shlex.join([self.command, *self.args])}`"
+        """The command line as a shell would take it, in backticks, for messages, with
+        its secrets hidden: a URL's user and password and its query's values, and the
+        value of an option named for a secret (``--token``, ``--api-key``,
+        ``--password``, ...).
+
+        Example:
+            >>> StdioTransport("npx", ["server-postgres", "postgresql://app:pw@db/prod",
+            ...                        "--api-key=k1", "--token", "t1"]).describe()
+            "`npx server-postgres postgresql://db/prod '--api-key=***' --token '***'`"
+        """
+        return f"`{shlex.join([self.command, *_shown_args(self.args)])}`"
 
     def __repr__(self) -> str:
-        # env's values are the server's secrets (tokens, keys): their names only.
+        # env's values are the server's secrets (tokens, keys): their names only; args
+        # may hold them too (a database URL with its password).
         env = None if self.env is None else dict.fromkeys(self.env, "***")
         return (
-            f"StdioTransport(command={self.command!r}, args={self.args!r}, env={env!r}, "
-            f"cwd={self.cwd!r}, stop_grace={self.stop_grace!r})"
+            f"StdioTransport(command={self.command!r}, args={_shown_args(self.args)!r}, "
+            f"env={env!r}, cwd={self.cwd!r}, stop_grace={self.stop_grace!r})"
         )
 
 
@@ -139,7 +155,7 @@ class StreamableHttpTransport:
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
             raise ToolConfigError(f"StreamableHttpTransport needs an http(s) URL, got {self.url!r}")
         object.__setattr__(
-            self, "headers", {str(k): str(v) for k, v in (self.headers or {}).items()}
+            self, "headers", _strings("StreamableHttpTransport headers", self.headers or {})
         )
         if self.auth is not None:
             _check_auth(self.auth)
@@ -166,6 +182,46 @@ class StreamableHttpTransport:
         if isinstance(self.proxy, str):
             shown["proxy"] = _without_secrets(self.proxy)
         return f"StreamableHttpTransport({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+
+def _strings(what: str, values: Mapping[str, object]) -> dict[str, str]:
+    # None would be sent as the string "None" (an unset variable read with os.environ.get).
+    for key, value in values.items():
+        if not isinstance(key, str):
+            raise ToolConfigError(f"{what} must map names to strings, got a {_kind(key)} name")
+        if not isinstance(value, (str, int, float)):
+            raise ToolConfigError(f"{what}[{key!r}] must be a string, got {_kind(value)}")
+    return {key: str(value) for key, value in values.items()}
+
+
+def _kind(value: object) -> str:
+    # Its type only: the value may be a secret.
+    return "None" if value is None else type(value).__name__
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_SECRET_OPTION = re.compile(
+    r"--?(?:[A-Za-z0-9]+[-_])*(?:token|password|passwd|pass|pwd|key|apikey|secret|"
+    r"credentials?|auth)",
+    re.IGNORECASE,
+)
+
+
+def _shown_args(args: Sequence[str]) -> tuple[str, ...]:
+    shown: list[str] = []
+    secret_next = False
+    for arg in args:
+        name, equals, value = arg.partition("=")
+        if secret_next and not arg.startswith("-"):
+            shown.append("***")
+        elif equals and _SECRET_OPTION.fullmatch(name):
+            shown.append(f"{name}=***")
+        elif equals and name.startswith("-") and _URL.match(value):
+            shown.append(f"{name}={_without_secrets(value)}")
+        else:
+            shown.append(_without_secrets(arg) if _URL.match(arg) else arg)
+        secret_next = not equals and _SECRET_OPTION.fullmatch(arg) is not None
+    return tuple(shown)
 
 
 def _without_secrets(url: str) -> str:

@@ -92,6 +92,17 @@ def test_names_that_collide_once_made_valid_each_get_a_name_of_their_own() -> No
     ]
 
 
+def test_a_name_that_lost_letters_keeps_it_when_the_server_adds_a_tool() -> None:
+    # "查询天气" was "____" until the server added "股票查询", then "_____22cf3c76": a
+    # paused call or a history naming the old name no longer found the tool.
+    alone = [t.name for t in _client(McpToolInfo("查询天气")).into_tools()]
+    both = [t.name for t in _client(McpToolInfo("查询天气"), McpToolInfo("股票查询")).into_tools()]
+    assert alone == ["_____22cf3c76"]
+    assert both[0] == "_____22cf3c76" and both[1].startswith("_____")
+    # A name that only lost separators keeps its readable name.
+    assert [t.name for t in _client(McpToolInfo("get weather")).into_tools()] == ["get_weather"]
+
+
 def test_a_name_that_no_longer_reads_as_the_servers_is_noted_in_the_description() -> None:
     # Names in Chinese became "_" and a digest, with nothing else to tell them apart
     # when the server gives no description; the model now reads the server's name.

@@ -171,6 +171,21 @@ async def test_server_filesystem_on_a_tmp_dir(tmp_path: Path) -> None:
         assert "[FILE] notes.txt" in listing["content"]
         with pytest.raises(ToolExecutionError, match="outside allowed directories"):
             await client.call_tool("read_text_file", {"path": "/etc/hostname"})
+        # read_media_file repeats the image's base64 in structuredContent: labelled there.
+        (tmp_path / "dot.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+        media = await client.call_tool("read_media_file", {"path": str(tmp_path / "dot.png")})
+        assert media == [
+            {
+                "content": [
+                    {
+                        "type": "image",
+                        "data": "[image/png image, attached]",
+                        "mimeType": "image/png",
+                    }
+                ]
+            },
+            Image(b"\x89PNG\r\n\x1a\n", "image/png"),
+        ]
 
         registry = ToolRegistry(PermissionChecker(PermissionConfig()))
         registry.register_all(client.into_tools(prefix="fs"))

@@ -16,6 +16,7 @@ from agcore_tools import (
     Image,
     LlmCycle,
     McpClient,
+    McpError,
     StdioTransport,
     ToolExecutionError,
     ToolRegistry,
@@ -65,6 +66,41 @@ def test_images_beside_structured_content_are_kept() -> None:
     image = types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")
     result = types.CallToolResult(content=[_text('{"a": 1}'), image], structured_content={"a": 1})
     assert result_value(result, "t") == [{"a": 1}, Image(b"\x89PNG\r\n\x1a\n", "image/png")]
+
+
+def test_base64_repeated_in_structured_content_becomes_a_label() -> None:
+    # server-filesystem's read_media_file mirrors its image part in structuredContent, so
+    # the model got the picture as an image and again as (up to 16 KB of) base64 text.
+    image = types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")
+    audio = types.AudioContent(type="audio", data="UklGRg==", mime_type="audio/wav")
+    structured = {
+        "content": [
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+        ],
+        "preview": "data:image/png;base64,iVBORw0KGgo=",
+        "note": "UklGRg== is kept inside longer text",
+    }
+    result = types.CallToolResult(content=[image, audio], structured_content=structured)
+    assert result_value(result, "read_media_file") == [
+        {
+            "content": [
+                {"type": "image", "data": "[image/png image, attached]", "mimeType": "image/png"},
+                {"type": "audio", "data": "[audio/wav audio, attached]", "mimeType": "audio/wav"},
+            ],
+            "preview": "[image/png image, attached]",
+            "note": "UklGRg== is kept inside longer text",
+        },
+        Image(b"\x89PNG\r\n\x1a\n", "image/png"),
+        Audio(b"RIFF", "audio/wav"),
+    ]
+    assert structured["preview"] == "data:image/png;base64,iVBORw0KGgo="
+
+
+def test_base64_of_an_unusable_part_stays_in_structured_content() -> None:
+    image = types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="text/plain")
+    result = types.CallToolResult(content=[image], structured_content={"data": "iVBORw0KGgo="})
+    assert result_value(result, "t")[0] == {"data": "iVBORw0KGgo="}
 
 
 @pytest.mark.parametrize(
@@ -142,3 +178,37 @@ def test_an_annotated_error_is_still_its_text() -> None:
     )
     with pytest.raises(ToolExecutionError, match=r"tool 'save' failed: disk full$"):
         result_value(types.CallToolResult(content=[annotated], is_error=True), "save")
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "why"),
+    [
+        ("weather", {"city": "Oslo"}, "Invalid structured content returned by tool weather"),
+        ("echo", {"text": "hi"}, "has an output schema but did not return structured content"),
+        ("subscriptions", {}, "Invalid schema for tool subscriptions"),
+    ],
+)
+async def test_a_result_off_its_own_output_schema_is_a_recoverable_error(
+    tool: str, args: dict[str, object], why: str
+) -> None:
+    # Before: an unrecoverable McpError, which stopped the tool loop with LlmError.
+    from .conftest import SERVERS
+
+    transport = StdioTransport(sys.executable, [str(SERVERS / "schema_proxy.py")])
+    async with McpClient("wrong", transport, timeout=15) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools())
+        invocation = await registry.invoke(tool, args)
+        error = invocation.error
+        assert isinstance(error, McpError) and error.is_recoverable()
+        assert invocation.may_have_run is True
+        assert str(error).startswith(
+            f"MCP server 'wrong': tools/call '{tool}' answered with a result that does not "
+            "match the tool's own output schema, so the result was dropped: "
+        )
+        assert why in str(error)
+        assert str(error).endswith(
+            "the call may have run on the server, so do not assume it had no effect"
+        )
+        # The connection stays up.
+        assert await client.call_tool("two_texts", {}) == "first\nsecond"

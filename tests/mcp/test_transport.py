@@ -1,11 +1,23 @@
-"""StreamableHttpTransport's auth and headers: what it accepts, and what its repr shows."""
+"""The transports' auth, headers, env and args: what they accept, and what their repr and
+messages show."""
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import httpx2
 import pytest
 
-from agcore_tools import StreamableHttpTransport, ToolError
+from agcore_tools import (
+    McpClient,
+    McpError,
+    StdioTransport,
+    StreamableHttpTransport,
+    ToolConfigError,
+    ToolError,
+)
 
 
 def test_auth_takes_an_httpx2_auth_and_nothing_else() -> None:
@@ -46,3 +58,64 @@ def test_no_secret_of_a_transport_shows_in_its_repr_or_in_messages() -> None:
     assert not [text for text in shown if "SECRET" in text], shown
     assert http.describe() == "https://mcp.example.com/mcp?token=***&v=***"
     assert "proxy='http://proxy:3128'" in repr(http)
+
+
+async def test_a_secret_in_a_stdio_servers_args_shows_neither_in_its_repr_nor_in_messages() -> None:
+    # server-postgres takes its password in a URL argument: it was in the start-up
+    # error and in repr(), while env values and the HTTP URL's password were hidden.
+    args = ["-c", "import sys; sys.exit('cannot reach database')"]
+    secrets = ["postgresql://app:SECRET1@db.internal/prod", "--api-key=SECRET2", "--token"]
+    stdio = StdioTransport(sys.executable, [*args, *secrets, "SECRET3", "--db=redis://:SECRET4@r"])
+    assert stdio.args[2:] == (*secrets, "SECRET3", "--db=redis://:SECRET4@r")
+    assert repr(stdio).startswith(
+        f"StdioTransport(command={sys.executable!r}, args=('-c', \"import sys; "
+        "sys.exit('cannot reach database')\", 'postgresql://db.internal/prod', "
+        "'--api-key=***', '--token', '***', '--db=redis://r'), env=None"
+    )
+    assert stdio.describe().endswith(
+        " postgresql://db.internal/prod '--api-key=***' --token '***' --db=redis://r`"
+    )
+    client = McpClient("pg", stdio, timeout=10)
+    with pytest.raises(McpError, match="exited with code 1 during start-up") as caught:
+        await client.connect()
+    shown = [str(caught.value), repr(stdio), stdio.describe(), repr(client)]
+    assert not [text for text in shown if "SECRET" in text], shown
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: StdioTransport("node", env={"MEMORY_FILE_PATH": None, "K": "s3cret"}),
+            "StdioTransport env['MEMORY_FILE_PATH'] must be a string, got None",
+        ),
+        (
+            lambda: StdioTransport("node", ["server.js", None]),
+            "StdioTransport args[1] must be a string, got None",
+        ),
+        (
+            lambda: StreamableHttpTransport(
+                "http://127.0.0.1:1/mcp", headers={"X-Key": "s3cret", "Authorization": None}
+            ),
+            "StreamableHttpTransport headers['Authorization'] must be a string, got None",
+        ),
+        (
+            lambda: StreamableHttpTransport("http://127.0.0.1:1/mcp", headers={"X": b"s3cret"}),
+            "StreamableHttpTransport headers['X'] must be a string, got bytes",
+        ),
+    ],
+)
+def test_a_value_that_is_no_string_is_refused_not_sent_as_its_repr(
+    make: Callable[[], object], message: str
+) -> None:
+    # An unset variable read with os.environ.get() was sent as "None": server-memory
+    # saved its graph to a file named None, and "Authorization: None" went out.
+    with pytest.raises(ToolConfigError) as caught:
+        make()
+    assert str(caught.value) == message
+    assert isinstance(caught.value, ValueError) and "s3cret" not in str(caught.value)
+
+
+def test_numbers_and_paths_are_still_taken_as_strings(tmp_path: Path) -> None:
+    stdio = StdioTransport("python", [tmp_path / "s.py", 8080], env={"PORT": 8080})
+    assert stdio.args == (str(tmp_path / "s.py"), "8080") and stdio.env == {"PORT": "8080"}
