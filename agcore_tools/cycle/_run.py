@@ -182,8 +182,9 @@ class Run:
         if session.busy:
             raise LlmError(
                 "this LlmCycle is already running a submit call; await it first (a stream "
-                "left unfinished: close it, `events.close()`, or iterate it in a `with` "
-                "block), or use another LlmCycle"
+                "left unfinished: close it, `await events.aclose()`, or iterate it in an "
+                "`async with events:` block; a sync stream: `events.close()` or `with "
+                "events:`), or use another LlmCycle"
             )
         session.busy = True
         loop = asyncio.get_running_loop()
