@@ -16,8 +16,9 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mappi
 from typing import Any
 
 from . import _otel
-from ._aio import THREADS, unfinished, wait_task
+from ._aio import THREADS, unfinished, wait_task, with_timeout
 from ._clock import CLOCK
+from ._function_tool import FunctionTool
 from ._records import ToolCall, ToolEntry, ToolInvocation
 from .base import BaseTool, ToolContext
 from .error import (
@@ -147,8 +148,20 @@ async def execute(
         ctx = ToolContext(tool_name=entry.name) if uses else _UNREAD
     elif callers:
         ctx = ctx.for_call(ctx.call_id, entry.name)  # its events name the tool
+    # A guarded tool's own timeout covers its wait for a turn or a slot and its run, when
+    # it ends before the caller's deadline (which bounds both otherwise).
+    own = tool.timeout if guard is not None and isinstance(tool, FunctionTool) else None
+    ends = None if own is None else CLOCK.get()() + own
+    if ends is not None and deadline is not None and deadline <= ends:
+        own = ends = None
     if guard is not None:
-        await guard.admit(ctx, deadline)  # refusals raise, as a permission's do
+        if own is None or ends is None:
+            await guard.admit(ctx, deadline)  # refusals raise, as a permission's do
+        else:
+            try:
+                await with_timeout(guard.admit(ctx, ends), own)
+            except TimeoutError as exc:  # out of time waiting for a concurrency slot
+                raise ToolTimeoutError(tool.name, own, started=False) from exc
         if admitted is not None:
             admitted[0] = True
     # The execution proper, inlined (one coroutine layer fewer per call); every call
@@ -174,9 +187,17 @@ async def execute(
             call_args, _ = plan.apply(call_args)
         if guard is None:
             output = await tool.execute(call_args, ctx)
-        else:
+        elif ends is None:
             output, cached = await guard.answer(
                 functools.partial(tool.execute, call_args, ctx), call_args
+            )
+        else:
+            output, cached = await _within(
+                guard.answer(functools.partial(tool.execute, call_args, ctx), call_args),
+                ends - clock(),
+                own or 0.0,
+                ctx,
+                name,
             )
     except ToolError as exc:
         error = exc
@@ -215,6 +236,18 @@ async def execute(
         logger.debug("%s", error)  # the error's text names the tool
     ran = True if error is None else error.may_have_run
     return ToolInvocation(name, args, output, error, ctx.call_id, duration, ran)
+
+
+async def _within(
+    answering: Awaitable[tuple[Any, bool]], left: float, own: float, ctx: ToolContext, name: str
+) -> tuple[Any, bool]:
+    """A guarded call's answer within what its tool's own timeout ``own`` left after
+    its wait for a turn or a slot: the wait counts against the timeout, not on top."""
+    try:
+        return await with_timeout(answering, max(left, 0.0))
+    except TimeoutError as exc:
+        ctx.cancellation.cancel()  # a sync tool's thread learns of it too
+        raise ToolTimeoutError(name, own) from exc
 
 
 def _own_cancellation() -> bool:

@@ -351,7 +351,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
 
     @property
     def timeout(self) -> float | None:
-        """Seconds the function may run before it is cancelled; None for no limit.
+        """Seconds the function may run before it is cancelled; None for no limit. In
+        a registry, a call's wait for its policy's rate turn or concurrency slot counts
+        against them.
 
         Example:
             >>> async def slow() -> None:

@@ -118,7 +118,8 @@ def tool(
         category: A group for :meth:`ToolRegistry.groups`.
         version: A version string recorded in the registry.
         timeout: Seconds the function may run (a positive int or float); past it,
-            ``ToolTimeoutError``.
+            ``ToolTimeoutError``. With a ``policy``, its wait for a rate turn or a
+            concurrency slot counts against them too.
         strict: Offer the tool in OpenAI's strict mode (``True``), never (``False``), or
             as the registry decides (``None``, see ``ToolRegistry(strict=...)``). With
             ``True``, a signature strict mode cannot describe fails here.

@@ -169,6 +169,8 @@ async def test_a_sync_tool_past_its_timeout_keeps_its_slot_until_its_thread_ends
         [timed_out] = await registry.invoke_all([("block", {"tag": "a"})], timeout=batch_timeout)
         assert isinstance(timed_out.error, ToolTimeoutError)
         assert slots.running == 1  # the thread still runs, and holds the slot
+        # The tool's own timeout bounds a wait for its slot too: long enough here.
+        block.timeout = 10.0 if where == "tool" else None
         waiting = asyncio.ensure_future(registry.invoke_all([("block", {"tag": "b"})], timeout=10))
         for _ in range(100):
             if slots.waiters:
@@ -181,6 +183,72 @@ async def test_a_sync_tool_past_its_timeout_keeps_its_slot_until_its_thread_ends
     finally:
         release.set()
     assert slots.running == 0 and not slots.waiters
+
+
+async def test_a_tools_own_timeout_bounds_its_wait_for_a_slot() -> None:
+    # Only the caller's timeout (60 s here) used to bound the wait: the second call
+    # waited for the whole of the first's thread.
+    registry = ToolRegistry()
+    release = threading.Event()
+    try:
+
+        @registry.tool(policy=ToolPolicy(concurrency=1), timeout=0.2)
+        def crawl(tag: str) -> str:
+            """Hang until the test lets go."""
+            release.wait(10)
+            return tag
+
+        slots = registry.entry("crawl").guard.slots  # type: ignore[union-attr]
+        batch = registry.invoke_all([("crawl", {"tag": "a"}), ("crawl", {"tag": "b"})], timeout=60)
+        first, second = await asyncio.wait_for(batch, 5)
+        assert isinstance(first.error, ToolTimeoutError) and first.may_have_run is True
+        assert isinstance(second.error, ToolTimeoutError) and second.may_have_run is False
+        assert str(second.error) == (
+            "tool 'crawl' failed: timed out after 0.2 s waiting for its turn; it never started"
+        )
+        assert slots.running == 1 and not slots.waiters  # the first's thread holds it
+    finally:
+        release.set()
+    for _ in range(500):
+        if slots.running == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert slots.running == 0
+
+
+async def test_a_tools_own_timeout_bounds_its_wait_for_a_rate_turn() -> None:
+    # The second call's turn comes in 30 s, past its own timeout: refused at once,
+    # where it used to wait for the turn and run.
+    registry = ToolRegistry()
+
+    @registry.tool(policy=ToolPolicy(rate=RateLimit(1, per=30.0)), timeout=0.5)
+    async def lookup(n: int) -> int:
+        """Look a number up."""
+        return n
+
+    batch = registry.invoke_all([("lookup", {"n": 1}), ("lookup", {"n": 2})], timeout=60)
+    first, second = await asyncio.wait_for(batch, 5)
+    assert first.output == 1
+    assert isinstance(second.error, ToolUnavailableError) and second.may_have_run is False
+    assert "no turn before its timeout" in str(second.error)
+
+
+async def test_the_wait_for_a_turn_counts_against_the_tools_own_timeout() -> None:
+    # The second call waits about 1 s for its turn, leaving 0.5 s of its 1.5 s for a
+    # 0.9 s run: it times out, where it used to get the whole 1.5 s after its wait.
+    registry = ToolRegistry()
+
+    @registry.tool(policy=ToolPolicy(rate=RateLimit(1, per=1.0)), timeout=1.5)
+    async def fetch(n: int) -> int:
+        """Fetch slowly."""
+        await asyncio.sleep(0.9)
+        return n
+
+    batch = registry.invoke_all([("fetch", {"n": 1}), ("fetch", {"n": 2})], timeout=60)
+    first, second = await asyncio.wait_for(batch, 10)
+    assert first.output == 1
+    assert isinstance(second.error, ToolTimeoutError) and second.may_have_run is True
+    assert str(second.error).startswith("tool 'fetch' failed: timed out after 1.5 s; it may")
 
 
 async def test_a_rate_limit_spaces_calls_evenly_after_the_burst() -> None:

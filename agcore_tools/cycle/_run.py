@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import re
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,7 +67,9 @@ class Session:
     """
 
     requests: int = 0
-    """Requests sent over the cycle's life: tags the tool call ids it generates."""
+    """Requests sent over the cycle's life, or more: tags the tool call ids it generates
+    (``call_{requests}_{n}``), so each run first moves it past the tags its history
+    holds (see :func:`first_free_tag`)."""
     busy: bool = False
     """True while a call runs: one cycle runs one call at a time."""
     profile: ServerProfile | None = field(default=None, repr=False)
@@ -77,6 +80,34 @@ class Session:
     """The last run's shared state, which a resumed run (``prompt=None``) keeps."""
     loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     """The event loop of the last call: an SDK client's connections belong to it."""
+
+
+def first_free_tag(messages: list[Message], floor: int) -> int:
+    """The first tag, from ``floor`` on, that no generated tool call id in ``messages``
+    (``call_{tag}_{n}``) has: a resumed history's calls and the new ones keep distinct
+    ids, and so distinct idempotency keys. Read from the history alone, so a replay
+    (Temporal's) generates the same ids.
+
+    Example:
+        >>> history = [{"role": "tool", "tool_call_id": "call_0_0", "content": "ok"},
+        ...            {"role": "assistant", "content": "", "tool_calls": [{"id": "call_3_1"}]}]
+        >>> first_free_tag(history, 0), first_free_tag(history, 7), first_free_tag([], 2)
+        (4, 7, 2)
+    """
+    tag = floor
+    for message in messages:
+        ids = [message.get("tool_call_id")]
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            ids += [call.get("id") for call in calls if isinstance(call, dict)]
+        for call_id in ids:
+            generated = _GENERATED_ID.fullmatch(call_id) if isinstance(call_id, str) else None
+            if generated is not None and int(generated[1]) >= tag:
+                tag = int(generated[1]) + 1
+    return tag
+
+
+_GENERATED_ID = re.compile(r"call_([0-9]+)_[0-9]+")
 
 
 @dataclass
@@ -151,8 +182,9 @@ class Run:
         if session.busy:
             raise LlmError(
                 "this LlmCycle is already running a submit call; await it first (a stream "
-                "left unfinished: close it, `events.close()`, or iterate it in a `with` "
-                "block), or use another LlmCycle"
+                "left unfinished: close it, `await events.aclose()`, or iterate it in an "
+                "`async with events:` block; a sync stream: `events.close()` or `with "
+                "events:`), or use another LlmCycle"
             )
         session.busy = True
         loop = asyncio.get_running_loop()
@@ -201,6 +233,8 @@ class Run:
                 # every call answered); unless the app answers the calls itself.
                 decline_open(messages)
             messages.extend(added)
+            # A history made by another cycle (saved, resumed) has ids of its own.
+            session.requests = first_free_tag(messages, session.requests)
             # 0. Resuming (no new message): first run the calls the history left open.
             pending = unanswered_calls(messages) if registry is not None and not added else []
             gate.check_resume(not added, pending)

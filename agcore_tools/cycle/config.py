@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import functools
 import inspect
 import types
 from collections.abc import Mapping
@@ -29,8 +30,8 @@ _RESERVED_OPTIONS = frozenset(
 )
 # The request options of chat.completions.create and responses.create (openai 3.60), by
 # the API that takes them. A keyword that is none of them nor a CycleConfig keyword, but
-# close to one, is a typo refused at construction; one close to nothing still passes (a
-# newer SDK's option).
+# close to one, is a typo refused at construction; one close to nothing passes only if
+# the installed SDK's create() takes it (a newer SDK's option).
 _CHAT_ONLY_OPTIONS = frozenset(
     {
         "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs",
@@ -99,7 +100,7 @@ class Limits:
         >>> Limits(max_turns=0)
         Traceback (most recent call last):
         ...
-        agcore_tools.error.LlmConfigError: Limits.max_turns must be at least 1 or None, got 0
+        agcore_tools.error.LlmConfigError: Limits.max_turns must be an integer at least 1 or None, got 0
     """
 
     max_turns: int | None = 10
@@ -119,11 +120,11 @@ class Limits:
     naming the costliest tools. None for no limit."""
 
     def __post_init__(self) -> None:
-        _check("Limits.max_turns", self.max_turns, minimum=1, optional=True)
+        _count("Limits.max_turns", self.max_turns, 1)
         _check("Limits.tool_timeout", self.tool_timeout, minimum=0.0, optional=True, strict=True)
-        _check("Limits.max_result_bytes", self.max_result_bytes, minimum=64, optional=True)
-        _check("Limits.max_attachment_bytes", self.max_attachment_bytes, minimum=1, optional=True)
-        _check("Limits.max_definition_tokens", self.max_definition_tokens, minimum=1, optional=True)
+        _count("Limits.max_result_bytes", self.max_result_bytes, 64)
+        _count("Limits.max_attachment_bytes", self.max_attachment_bytes, 1)
+        _count("Limits.max_definition_tokens", self.max_definition_tokens, 1)
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ class Retries:
     of up to 60 s is honoured even when longer)."""
 
     def __post_init__(self) -> None:
-        _check("Retries.max_retries", self.max_retries, minimum=0)
+        _check("Retries.max_retries", self.max_retries, minimum=0, integer=True)
         _check("Retries.initial_delay", self.initial_delay, minimum=0.0)
         _check("Retries.max_delay", self.max_delay, minimum=0.0)
 
@@ -191,9 +192,13 @@ class CycleConfig:
 
     A keyword that is neither one of the above nor a request option of the OpenAI SDK,
     but is spelt close to one (``max_turn=3``, ``temprature=0``), is a typo: it raises
-    a ``TypeError`` naming the nearest valid keyword. An option only your server knows
-    (``top_k``) goes in ``extra_body={...}``, as the SDK wants; the ``request_options``
-    mapping is not checked for typos (for a custom :class:`~agcore_tools.cycle.Requester`).
+    a ``TypeError`` naming the nearest valid keyword. Any other keyword the installed
+    SDK's ``create()`` (of the configured ``api``) does not take raises one too
+    (``history_policy=``), rather than the SDK's own at the first request. An option
+    only your server knows (``top_k``) goes in ``extra_body={...}``, as the SDK wants;
+    the ``request_options`` mapping is not checked (for a custom
+    :class:`~agcore_tools.cycle.Requester`). The counts (``max_turns``, the byte and
+    token limits, ``max_retries``) must be ints.
     An option only the other API takes (``max_tokens`` or ``seed`` with
     ``api="responses"``, ``max_output_tokens`` or ``reasoning`` with ``api="chat"``),
     given either way, raises an ``LlmConfigError`` naming this API's equivalent where
@@ -367,6 +372,8 @@ class CycleConfig:
         if api not in _APIS:
             raise LlmConfigError(f"CycleConfig.api must be 'chat' or 'responses', got {api!r}")
         _refuse_other_apis_options(api, merged)
+        for name in options:
+            _refuse_unknown(name, api)
         if chain_responses is not False and (api != "responses" or merged.get("store") is False):
             raise LlmConfigError(
                 "CycleConfig.chain_responses needs api='responses' and stored responses "
@@ -500,6 +507,42 @@ def _refuse_typo(name: str) -> None:
         )
 
 
+def _refuse_unknown(name: str, api: str) -> None:
+    # A flat keyword far from every known name: sent to create(), one the installed SDK
+    # does not take fails at the first request as its bare TypeError, after the user's
+    # message joined the history. One a newer SDK added passes.
+    if name in _KNOWN_OPTIONS or name in _sdk_options(api):
+        return
+    near = difflib.get_close_matches(name, _VALID_KEYWORDS, n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]}=...?" if near else ""
+    raise LlmUsageError(
+        f"CycleConfig got an unknown keyword {name!r}: neither a CycleConfig keyword nor "
+        f"an option of the installed openai package's {_CREATE[api]}(){hint} (an option "
+        f"only your server knows goes in extra_body={{{name!r}: ...}})"
+    )
+
+
+@functools.cache
+def _sdk_options(api: str) -> frozenset[str] | _Anything:
+    """The keywords the installed SDK's ``create()`` of ``api`` takes. Read on the first
+    unknown keyword only: ``import agcore_tools`` does not load openai."""
+    from openai.resources.chat.completions import AsyncCompletions
+    from openai.resources.responses import AsyncResponses
+
+    create = AsyncCompletions.create if api == "chat" else AsyncResponses.create
+    parameters = inspect.signature(create).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return _Anything()
+    return frozenset(p.name for p in parameters) - {"self"}
+
+
+class _Anything:
+    """Every keyword: a ``create()`` that takes ``**kwargs``."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
 def _refuse_other_apis_options(api: str, options: Mapping[str, Any]) -> None:
     # The mapping too: replace(config, api=...) passes every option through it.
     wrong = sorted(_OTHER_APIS_OPTIONS[api].intersection(options))
@@ -519,42 +562,49 @@ def _check(
     minimum: float,
     optional: bool = False,
     strict: bool = False,
+    integer: bool = False,
 ) -> None:
     if value is None and optional:
         return
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    # A count is an int: 2.5 turns would allow 3 requests.
+    ok = isinstance(value, int if integer else (int, float)) and not isinstance(value, bool)
     if ok and value is not None:
         ok = value > minimum if strict else value >= minimum
     if not ok:
         bound = f"greater than {minimum:g}" if strict else f"at least {minimum:g}"
+        kind = "an integer " if integer else ""
         none = " or None" if optional else ""
-        raise LlmConfigError(f"{name} must be {bound}{none}, got {value!r}")
+        raise LlmConfigError(f"{name} must be {kind}{bound}{none}, got {value!r}")
 
 
-def _limit(minimum: float, *, strict: bool = False) -> Any:
+def _count(name: str, value: int | None, minimum: int) -> None:
+    _check(name, value, minimum=minimum, optional=True, integer=True)
+
+
+def _limit(minimum: float, *, strict: bool = False, integer: bool = False) -> Any:
     def check(name: str, value: Any) -> None:
-        _check(name, value, minimum=minimum, optional=True, strict=strict)
+        _check(name, value, minimum=minimum, optional=True, strict=strict, integer=integer)
 
     return check
 
 
-def _number(minimum: float) -> Any:
+def _number(minimum: float, *, integer: bool = False) -> Any:
     def check(name: str, value: Any) -> None:
-        _check(name, value, minimum=minimum)
+        _check(name, value, minimum=minimum, integer=integer)
 
     return check
 
 
 # The flat keywords' checks, naming the keyword as the caller spelt it.
 _FLAT_CHECKS: dict[str, Any] = {
-    "max_turns": _limit(1),
+    "max_turns": _limit(1, integer=True),
     "tool_timeout": _limit(0.0, strict=True),
-    "max_result_bytes": _limit(64),
-    "max_tool_attachment_bytes": _limit(1),
-    "max_definition_tokens": _limit(1),
+    "max_result_bytes": _limit(64, integer=True),
+    "max_tool_attachment_bytes": _limit(1, integer=True),
+    "max_definition_tokens": _limit(1, integer=True),
     "tool_timeout_secs": _limit(0.0, strict=True),
-    "max_tool_result_bytes": _limit(64),
-    "max_retries": _number(0),
+    "max_tool_result_bytes": _limit(64, integer=True),
+    "max_retries": _number(0, integer=True),
     "retry_initial_delay": _number(0.0),
     "retry_max_delay": _number(0.0),
 }

@@ -110,7 +110,9 @@ class ServerProfile:
     responses_assistant_text: bool = False
     """Whether a Responses follow-up needs ``{"role": "assistant", "content": ""}``
     before its ``function_call`` items (LiteLLM's Responses-to-Chat bridge merges it into
-    the call's message; without it the server behind gets a message with no content).
+    the call's message; without it the server behind gets a message with no content),
+    and an earlier answer's output ``message`` item as plain assistant text (the bridge
+    forwards its ``output_text`` parts as list content, which that server refuses).
     :func:`fit_responses_request` adds it to what is sent, never to the history. With
     ``chain_responses`` the calls go back inside the server's stored response, out of
     the client's reach, so only the default whole ``input`` can carry it."""
@@ -558,7 +560,10 @@ def fit_responses_request(
 
     With ``responses_assistant_text``, an assistant message's ``function_call`` items get
     ``{"role": "assistant", "content": ""}`` right before them, unless an assistant
-    message already is (LiteLLM's bridge merges the calls into the message before them).
+    message already is (LiteLLM's bridge merges the calls into the message before them),
+    and its output ``message`` items are sent as ``{"role": "assistant", "content":
+    text}`` (the bridge passes their ``output_text`` parts on as list content, which a
+    server behind it, llama-cpp-python's, refuses).
     Without ``responses_stream_tool_calls``, a turn that may call a tool is unstreamed.
 
     Example:
@@ -574,20 +579,32 @@ def fit_responses_request(
         True
         >>> fit_responses_request(params, OPENAI, stream=True)
         (True, [])
+        >>> said = {"type": "message", "role": "assistant",
+        ...         "content": [{"type": "output_text", "text": "Hello!", "annotations": []}]}
+        >>> params = {"messages": [{"role": "assistant", "content": "Hello!",
+        ...                         "response": {"output": [said]}}]}
+        >>> fit_responses_request(params, LITELLM, stream=False)
+        (False, ['1 assistant message item(s) -> text content'])
+        >>> params["messages"][0]["response"]["output"]
+        [{'role': 'assistant', 'content': 'Hello!'}]
     """
     if profile is OPENAI:
         return stream, []
     changed: list[str] = []
     messages = params.get("messages")
     if profile.responses_assistant_text and isinstance(messages, list):
-        groups = 0
+        groups = texts = 0
         fitted: list[Any] = []
         for message in messages:
-            fit, added = _with_assistant_text(message)
+            fit, added, flattened = _with_assistant_text(message)
             fitted.append(fit)
             groups += added
-        if groups:
+            texts += flattened
+        if groups or texts:
             params["messages"] = fitted
+        if texts:
+            changed.append(f"{texts} assistant message item(s) -> text content")
+        if groups:
             changed.append(f'assistant "" before {groups} function_call group(s)')
     if stream and params.get("tools") and not profile.responses_stream_tool_calls:
         choice = params.get("tool_choice")
@@ -602,11 +619,13 @@ def fit_responses_request(
 _ASSISTANT_TEXT = {"role": "assistant", "content": ""}
 
 
-def _with_assistant_text(message: Any) -> tuple[Any, int]:
-    # The message with the empty assistant message before each run of function_call
-    # items that has no assistant message in front, and how many it got.
+def _with_assistant_text(message: Any) -> tuple[Any, int, int]:
+    # The message with its output message items as plain assistant text (the bridge
+    # passes their list of output_text parts on as list content, which the server
+    # behind refuses), and the empty assistant message before each run of
+    # function_call items that has no assistant message in front; how many of each.
     if not isinstance(message, Mapping) or message.get("role") != "assistant":
-        return message, 0
+        return message, 0, 0
     response = message.get("response")
     response = dict(response) if isinstance(response, Mapping) else {}
     output = response.get("output")
@@ -615,19 +634,33 @@ def _with_assistant_text(message: Any) -> tuple[Any, int]:
         # any, then the calls; only calls without content need the empty message.
         calls = message.get("tool_calls")
         if message.get("content") or not isinstance(calls, list) or not calls:
-            return message, 0
+            return message, 0, 0
         output = [_function_call(call) for call in calls]
     items: list[Any] = []
-    groups = 0
+    groups = texts = 0
     for item in output:
         opens = not items or _kind(items[-1]) not in ("function_call", "assistant")
         if opens and _kind(item) == "function_call":
             items.append(dict(_ASSISTANT_TEXT))
             groups += 1
+        if _kind(item) == "assistant" and isinstance(item.get("content"), list):
+            item = {"role": "assistant", "content": _output_text(item["content"])}
+            texts += 1
         items.append(item)
-    if not groups:
-        return message, 0
-    return {**message, "response": {**response, "output": items}}, groups
+    if not groups and not texts:
+        return message, 0, 0
+    return {**message, "response": {**response, "output": items}}, groups, texts
+
+
+def _output_text(parts: list[Any]) -> str:
+    # An output message's text: its output_text parts, and a refusal's words.
+    texts = []
+    for part in parts:
+        if isinstance(part, Mapping):
+            text = part.get("text") if part.get("type") == "output_text" else part.get("refusal")
+            if isinstance(text, str):
+                texts.append(text)
+    return "".join(texts)
 
 
 def _function_call(call: Mapping[str, Any]) -> dict[str, Any]:

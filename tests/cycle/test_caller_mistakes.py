@@ -18,6 +18,7 @@ from agcore_tools import (
     PermissionChecker,
     PermissionConfig,
     ToolRegistry,
+    TrimOldest,
     tool,
 )
 from agcore_tools.testing import ScriptedChatServer
@@ -327,7 +328,6 @@ def test_request_options_the_sdk_knows_and_unlike_any_name_still_pass() -> None:
         seed=6,
         reasoning_effort="low",
         extra_body={"top_k": 3},
-        some_future_sdk_option=True,
         request_options={"max_turn": 1},  # the mapping is passed on unchecked
     )
 
@@ -337,8 +337,27 @@ def test_request_options_the_sdk_knows_and_unlike_any_name_still_pass() -> None:
         "seed": 6,
         "reasoning_effort": "low",
         "extra_body": {"top_k": 3},
-        "some_future_sdk_option": True,
     }
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_keyword_the_installed_sdk_does_not_take_is_refused(api: str) -> None:
+    # history_policy= (for history=) used to pass the typo check and reach create(),
+    # whose bare TypeError came at the first request, the user's message already in
+    # the history.
+    create = "chat.completions.create" if api == "chat" else "responses.create"
+    with pytest.raises(TypeError) as info:
+        CycleConfig("m", api=api, history_policy=TrimOldest(max_messages=4))
+
+    _assert_caller_mistake(info.value)
+    assert str(info.value) == (
+        "CycleConfig got an unknown keyword 'history_policy': neither a CycleConfig "
+        f"keyword nor an option of the installed openai package's {create}(); did you "
+        "mean history=...? (an option only your server knows goes in "
+        "extra_body={'history_policy': ...})"
+    )
+    with pytest.raises(TypeError, match=r"'some_future_sdk_option'.*extra_body"):
+        CycleConfig("m", api=api, some_future_sdk_option=True)
 
 
 def test_reserved_options_keep_their_own_error() -> None:

@@ -10,6 +10,7 @@ from openai.resources.chat.completions import AsyncCompletions
 from openai.resources.responses import AsyncResponses
 
 from agcore_tools import CycleConfig, LlmConfigError, LlmError, TrimOldest
+from agcore_tools.cycle import Limits
 from agcore_tools.cycle.config import _OTHER_APIS_OPTIONS
 
 
@@ -62,6 +63,10 @@ def test_options_the_loop_sets_are_refused(option: str) -> None:
         ("max_retries", -1),
         ("retry_initial_delay", -0.5),
         ("max_turns", "3"),
+        ("max_turns", 2.5),  # used to pass, and allow 3 requests
+        ("max_turns", True),
+        ("max_result_bytes", 4096.0),
+        ("max_retries", 1.5),
         ("unknown_tool", "ignore"),
         ("reset_tool_choice", "yes"),
     ],
@@ -69,6 +74,13 @@ def test_options_the_loop_sets_are_refused(option: str) -> None:
 def test_bad_limits_are_refused_naming_the_field(field: str, value: object) -> None:
     with pytest.raises(LlmError, match=field):
         CycleConfig("m", **{field: value})
+
+
+def test_a_count_must_be_an_integer() -> None:
+    with pytest.raises(ValueError) as raised:
+        Limits(max_turns=2.5)  # type: ignore[arg-type]
+    assert str(raised.value) == "Limits.max_turns must be an integer at least 1 or None, got 2.5"
+    assert CycleConfig("m", max_turns=3, tool_timeout=2.5).max_turns == 3
 
 
 def test_none_means_no_limit_where_allowed() -> None:

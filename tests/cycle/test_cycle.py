@@ -760,6 +760,24 @@ async def test_one_cycle_runs_one_call_at_a_time(serve, make_cycle):
     assert (await cycle.submit("three")).text == "next"
 
 
+async def test_a_stream_left_by_break_is_named_with_how_to_close_it(serve, make_cycle):
+    # The message used to say `events.close()` and `with`, which an EventStream does
+    # not have: it has aclose() and `async with`.
+    server = serve(S.reply_text("Hello there, a long answer"), S.reply_text("again"))
+    cycle = make_cycle(server)
+    events = cycle.submit_stream("Hi")
+    async for _ in events:
+        break
+
+    with pytest.raises(LlmError) as raised:
+        await cycle.submit("Next")
+
+    assert "`await events.aclose()`" in str(raised.value)
+    assert "`async with events:`" in str(raised.value)
+    await events.aclose()
+    assert (await cycle.submit("Next")).text == "again"
+
+
 async def test_client_comes_from_the_environment_when_not_given(serve, monkeypatch):
     server = serve(S.reply_text("from env"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

@@ -322,11 +322,69 @@ def test_the_empty_assistant_message_opens_each_call_group_without_text_in_front
 
     stream, changed = fit_responses_request(params, LITELLM, stream=False)
 
-    assert (stream, changed) == (False, ['assistant "" before 2 function_call group(s)'])
+    assert (stream, changed) == (
+        False,
+        [
+            "1 assistant message item(s) -> text content",
+            'assistant "" before 2 function_call group(s)',
+        ],
+    )
     sent = params["messages"]
-    assert sent[0] is messages[0] and sent[3] is messages[3]  # text before: merged already
+    # Text before: merged already (the message item goes as plain text).
+    assert sent[0]["response"]["output"] == [EMPTY_ASSISTANT, call] and sent[3] is messages[3]
     assert sent[1]["response"] == {"id": "r2", "output": [reasoning, EMPTY_ASSISTANT, call]}
     function_call = {"type": "function_call", "call_id": "c2", "name": "add", "arguments": ""}
     assert sent[2]["response"]["output"] == [EMPTY_ASSISTANT, function_call]
     assert messages[1]["response"]["output"] == [reasoning, call] and "response" not in chat_turn
     assert fit_responses_request({"messages": list(messages)}, OPENAI, stream=True) == (True, [])
+
+
+def test_behind_litellm_an_output_message_goes_back_as_plain_assistant_text() -> None:
+    # The bridge forwarded the output_text parts as list content, which the server
+    # behind it (llama-cpp-python's) refused: a conversation ended at its first answer.
+    said = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [
+            {"type": "output_text", "text": "Hello", "annotations": []},
+            {"type": "output_text", "text": " there.", "annotations": []},
+        ],
+    }
+    refused = {**said, "content": [{"type": "refusal", "refusal": "I can't."}]}
+    messages = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello there.", "response": {"output": [said]}},
+        {"role": "user", "content": "Help me."},
+        {"role": "assistant", "content": "", "response": {"output": [refused]}},
+        {"role": "user", "content": "Bye"},
+    ]
+    params: dict[str, Any] = {"messages": list(messages)}
+
+    assert fit_responses_request(params, LITELLM, stream=True) == (
+        True,
+        ["2 assistant message item(s) -> text content"],
+    )
+    sent = params["messages"]
+    assert sent[1]["response"]["output"] == [{"role": "assistant", "content": "Hello there."}]
+    assert sent[3]["response"]["output"] == [{"role": "assistant", "content": "I can't."}]
+    assert messages[1]["response"]["output"] == [said]  # the history is untouched
+    assert fit_responses_request({"messages": list(messages)}, OPENAI, stream=True) == (True, [])
+
+
+@pytest.mark.parametrize("profile", ["litellm", "openai"])
+async def test_behind_litellm_the_next_responses_turn_sends_the_answer_as_text(
+    serve, make_cycle, profile
+):
+    server = serve(S.reply_text("Hello there."), S.reply_text("Bye."))
+    cycle = make_cycle(server, api="responses", profile=profile)
+
+    await cycle.submit("Hi")
+    await cycle.submit("Now say goodbye.")
+
+    answer = server.requests[1].json["input"][1]
+    if profile == "litellm":
+        assert answer == {"role": "assistant", "content": "Hello there."}
+    else:  # OpenAI's API takes the output item back as it came
+        assert answer["type"] == "message" and answer["content"][0]["type"] == "output_text"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from agcore_tools import (
     FinishReason,
     LlmError,
     ReasoningDelta,
+    ToolContext,
     ToolExecutionStarted,
     ToolRegistry,
     TurnComplete,
@@ -434,6 +436,44 @@ async def test_non_streamed_quirks_object_arguments_and_missing_ids(serve, make_
     assert [inv.output for inv in response.invocations] == [3, "echo:t"]
     assert [c["id"] for c in cycle.messages[1]["tool_calls"]] == ["call_0_0", "call_0_1"]
     assert_history_valid(cycle.messages)
+
+
+def _calls_without_ids(*amounts: int) -> RawResponse:
+    calls = [
+        {"type": "function", "function": {"name": "charge", "arguments": f'{{"amount": {n}}}'}}
+        for n in amounts
+    ]
+    message = {"role": "assistant", "content": None, "tool_calls": calls}
+    choice = {"index": 0, "finish_reason": "tool_calls", "message": message}
+    return RawResponse(200, {"id": "x", "object": "chat.completion", "choices": [choice]})
+
+
+async def test_generated_ids_stay_unique_when_a_fresh_cycle_resumes_the_history(serve, make_cycle):
+    # Each new cycle started its ids at call_0_0 again: a saved history resumed in a
+    # fresh cycle held two calls with one id, and one idempotency key for both (an API
+    # deduplicating on it would drop the second charge).
+    keys: list[str] = []
+    registry = ToolRegistry()
+
+    @registry.tool
+    def charge(amount: int, ctx: ToolContext) -> str:
+        """Charge the customer."""
+        keys.append(ctx.idempotency_key)
+        return f"charged {amount}"
+
+    server = serve(_calls_without_ids(5, 6), S.reply_text("done"))
+    server.add(_calls_without_ids(7), S.reply_text("done"))
+    first = make_cycle(server)
+    await first.submit_with_tools("Charge", registry, ctx=ToolContext(run_id="order-42"))
+    later = make_cycle(server)  # after a restart
+    later.messages = json.loads(json.dumps(first.messages))
+
+    await later.submit_with_tools("Charge more", registry, ctx=ToolContext(run_id="order-42"))
+
+    ids = [m["tool_call_id"] for m in later.messages if m["role"] == "tool"]
+    assert ids == ["call_0_0", "call_0_1", "call_1_0"]  # past every tag the history holds
+    assert keys == [f"order-42:{call_id}" for call_id in ids]
+    assert_history_valid(later.messages)
 
 
 async def test_a_response_without_choices_is_an_llm_error(serve, make_cycle):

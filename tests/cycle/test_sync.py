@@ -228,9 +228,7 @@ def test_a_stream_left_by_an_exception_in_its_loop_body_needs_closing_and_says_s
             for event in events:
                 if isinstance(event, ToolExecutionStarted):
                     raise KeyboardInterrupt
-        with pytest.raises(
-            LlmError, match=r"a stream left unfinished: close it, `events\.close\(\)`"
-        ):
+        with pytest.raises(LlmError, match=r"a sync stream: `events\.close\(\)` or `with events:`"):
             cycle.submit_messages_sync([])
         events.close()
         assert_history_valid(cycle.messages)

@@ -14,6 +14,9 @@ adds (docs/providers.md):
 - its Responses bridge sends a follow-up's function call as an assistant message with
   no ``content``; an explicit empty assistant message before the call fills it, which
   LiteLLM's server profile sends (not with ``chain_responses``, out of its reach);
+- its Responses bridge forwards an earlier answer's output ``message`` item as list
+  content, which the llama server refuses; plain assistant text, which LiteLLM's
+  server profile sends, passes;
 - a streamed Responses function call ends with ``response.failed`` (an error in
   LiteLLM's own chunk builder) after all of its argument deltas, so the profile sends
   such a turn unstreamed.
@@ -277,6 +280,37 @@ async def test_the_responses_loop_through_the_bridge(litellm_proxy, litellm_clie
     answer = await plain.submit("Say hello.")
     assert answer.text and answer.usage.prompt_tokens > 0
     assert plain.messages[1]["response"]["output"][0]["type"] == "message"
+
+
+@MODES
+async def test_a_responses_conversation_goes_on_after_a_text_answer(
+    litellm_proxy, litellm_client, stream
+):
+    # The second request sends back the first answer's output message item, whose
+    # output_text parts the bridge forwards as list content: the llama server refused
+    # it (a 500). LiteLLM's profile sends it as plain assistant text, in the same loop
+    # and in a fresh one resuming the history.
+    config = CycleConfig(
+        litellm_proxy.model, api="responses", **{**RESPONSES_OPTIONS, "max_output_tokens": 16}
+    )
+    cycle = LlmCycle(config, client=litellm_client)
+
+    async def ask(on: LlmCycle, prompt: str) -> Any:
+        if stream:
+            return await on.submit_stream(prompt).collect()
+        return await on.submit(prompt)
+
+    first = await ask(cycle, "Say hello.")
+    second = await ask(cycle, "Now say goodbye.")
+    resumed = LlmCycle(config, client=litellm_client)
+    resumed.messages = json.loads(json.dumps(cycle.messages))
+    third = await ask(resumed, "And once more.")
+
+    assert first.text and second.text and third.text
+    assert [m["role"] for m in resumed.messages] == ["user", "assistant"] * 3
+    output = cycle.messages[1]["response"]["output"]
+    assert output[0]["type"] == "message", output  # the history keeps the item unfitted
+    assert_history_valid(resumed.messages)
 
 
 @MODES
