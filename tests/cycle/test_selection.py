@@ -421,7 +421,7 @@ async def test_a_selection_under_the_budget_is_sent(serve, make_cycle, tagged):
 def test_the_budget_must_be_positive():
     from agcore_tools import CycleConfig
 
-    with pytest.raises(LlmConfigError, match="max_definition_tokens must be at least 1"):
+    with pytest.raises(LlmConfigError, match="max_definition_tokens must be an integer at least 1"):
         CycleConfig("m", max_definition_tokens=0)
 
 
