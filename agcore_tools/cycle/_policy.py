@@ -186,17 +186,18 @@ def answer_unanswered(
 def drop_program_states(messages: Sequence[Message]) -> None:
     """Remove the paused states (a program's, a question's) of the last assistant
     message's answered calls: they are never sent to a model."""
-    calls = next(
-        (
-            list(m.get("tool_calls") or ())
-            for m in reversed(messages)
-            if m.get("role") == "assistant"
-        ),
-        [],
+    last = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "assistant"),
+        None,
     )
+    if last is None:
+        return
+    calls = list(messages[last].get("tool_calls") or ())
     if not any(isinstance(c, dict) and (PROGRAM_STATE in c or PAUSED_CALL in c) for c in calls):
         return
-    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    # Only the tool messages after that assistant message answer its calls: ids repeat
+    # across turns (a server's, or those generated for servers that send none).
+    answered = {m.get("tool_call_id") for m in messages[last + 1 :] if m.get("role") == "tool"}
     for raw in calls:
         if isinstance(raw, dict) and raw.get("id") in answered:
             raw.pop(PROGRAM_STATE, None)
