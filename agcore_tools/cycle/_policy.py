@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from .._attachments import is_attachments_message
 from .._code_mode import PROGRAM_STATE
 from .._unicode import scrub, scrub_json
 from ..calls import ParsedCall, aborted_text, parse_call, unknown_tool_error
@@ -26,6 +27,7 @@ __all__ = [
     "drop_program_states",
     "mark_unknown",
     "relaxed_tool_choice",
+    "tidy_answers",
     "tool_message",
     "unanswered_calls",
 ]
@@ -138,6 +140,10 @@ def _pending(messages: Sequence[Message], start: int = 0) -> list[ParsedCall]:
         role = message.get("role")
         if role == "tool":
             continue
+        # The images a sibling call returned follow the turn's tool messages; a call
+        # still waiting belongs to the turn all the same.
+        if index > 0 and is_attachments_message(message, messages[index - 1]):
+            continue
         if role != "assistant":
             break
         answered = {m.get("tool_call_id") for m in messages[index + 1 :]}
@@ -180,7 +186,38 @@ def answer_unanswered(
     for call in _pending(messages, start):
         if call.call_id not in keep:
             messages.append(tool_message(call, aborted_text(call, reason)))
+    tidy_answers(messages)
     drop_program_states(messages)
+
+
+def tidy_answers(messages: list[Message]) -> None:
+    """Put the tool messages after the last assistant message back in its calls' order,
+    ahead of the attachment messages: answers given on a resume come after the ones
+    given before the pause, and tool messages must directly follow their calls.
+
+    Example:
+        >>> calls = [{"id": "c1"}, {"id": "c2"}]
+        >>> attached = {"role": "user", "content": [{"type": "text", "text": "..."}]}
+        >>> history = [{"role": "assistant", "tool_calls": calls},
+        ...            {"role": "tool", "tool_call_id": "c2"}, attached,
+        ...            {"role": "tool", "tool_call_id": "c1"}]
+        >>> tidy_answers(history)
+        >>> [m.get("tool_call_id", m["role"]) for m in history]
+        ['assistant', 'c1', 'c2', 'user']
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") == "assistant":
+            break
+    else:
+        return
+    order = {call.get("id"): n for n, call in enumerate(message.get("tool_calls") or ())}
+    tail = messages[index + 1 :]
+    tools = sorted(
+        (m for m in tail if m.get("role") == "tool"),
+        key=lambda m: order.get(m.get("tool_call_id"), len(order)),
+    )
+    messages[index + 1 :] = tools + [m for m in tail if m.get("role") != "tool"]
 
 
 def drop_program_states(messages: Sequence[Message]) -> None:

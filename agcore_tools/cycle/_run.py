@@ -23,7 +23,7 @@ from .._selection import RunOffer, Selector
 from ..base import ToolContext
 from ..error import LlmConfigError, LlmError, LlmUsageError, MaxTurnsExceededError
 from ..registry import ToolInvocation, ToolRegistry
-from ._approval import Gate, decline_open, paused_response, tidy_answers
+from ._approval import Gate, decline_open, paused_response
 from ._costs import NO_TOOL_COSTS, CostMeter
 from ._outcome import Outcome
 from ._output import OutputRun, Verdict, start_output
@@ -210,7 +210,6 @@ class Run:
                     config, messages, runner, pending, ctx, invocations, gate
                 ):
                     yield event
-                tidy_answers(messages)
                 if gate.waiting:  # still paused: answer the requests to go on
                     outcome.response = dataclasses.replace(
                         paused_response(messages, usage, 0, invocations, gate.waiting),
