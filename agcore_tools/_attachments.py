@@ -287,9 +287,18 @@ def function_call_output(rendered: Rendered) -> str | list[dict[str, Any]]:
 
 def is_attachments_message(message: Mapping[str, Any], previous: Mapping[str, Any] | None) -> bool:
     """Whether ``message`` is the user message :func:`attachments_message` made, right
-    after the tool messages it belongs with."""
-    if message.get("role") != "user" or previous is None or previous.get("role") != "tool":
+    after the tool messages it belongs with (or after another such message: a resume
+    that answers more calls of the turn adds its own)."""
+    if message.get("role") != "user" or previous is None:
         return False
+    if previous.get("role") != "tool" and not (
+        previous.get("role") == "user" and _has_header(previous)
+    ):
+        return False
+    return _has_header(message)
+
+
+def _has_header(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     if not isinstance(content, list) or not content:
         return False

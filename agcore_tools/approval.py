@@ -126,7 +126,9 @@ class ApprovalRequest:
     reason: str
     """Which rule asked for approval."""
     signature: str | None = field(default=None, compare=False)
-    """An HMAC of the call id, tool name and arguments under the app's key, or None."""
+    """An HMAC of the call id, tool name and arguments under the app's key, or None.
+    It proves which call an answer is for, not who approved it: whoever holds a signed
+    request can answer it."""
 
     def approve(self, *, arguments: Mapping[str, Any] | None = None) -> ApprovalDecision:
         """Let the call run; with ``arguments``, run it with those instead.

@@ -76,6 +76,10 @@ class BaseTool(ABC):
     """Whether a call waits for the app's approval before it runs: True, or a function
     (sync or async) of the arguments and context that decides per call (see
     :mod:`agcore_tools.approval`)."""
+    approval_reason: str | None = None
+    """Why calls wait for approval when :attr:`needs_approval` is True, for
+    ``ApprovalRequest.reason`` (an MCP tool names its client's policy rule); None reads
+    ``needs_approval=True``."""
 
     @abstractmethod
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:

@@ -633,7 +633,9 @@ class ToolRegistry(RegistrySync):
         gets no message: its :class:`~agcore_tools.ApprovalRequest` is in the result's
         ``pending_approvals``. Ask the user, then pass those calls again with
         ``approvals=[request.approve(), ...]``; with ``approval_key``, requests are
-        signed and answers must carry the signature.
+        signed and answers must carry the signature. On Chat Completions, put the
+        tool messages that come back then ahead of the first outputs' attachments
+        message, if there was one: a turn's tool messages must follow its calls.
 
         Example:
             >>> import asyncio

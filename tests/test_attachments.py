@@ -200,5 +200,6 @@ def test_one_user_message_carries_every_call_s_values_after_the_tool_messages() 
     assert attachments_message([("c2", "add")], [None]) is None
     tool = {"role": "tool", "tool_call_id": "c3", "content": "..."}
     assert is_attachments_message(message, tool)
+    assert is_attachments_message(message, message)  # a resume's, after the turn's first
     assert not is_attachments_message(message, {"role": "assistant", "content": "hi"})
     assert not is_attachments_message({"role": "user", "content": "Next question"}, tool)

@@ -66,7 +66,7 @@ async def approval_requests(
         rule = entry.tool.needs_approval
         if rule is False and not asks_permissions:
             continue
-        reason = await _reason(rule, call, ctx)
+        reason = await _reason(rule, entry.tool.approval_reason, call, ctx)
         if reason is None and checker is not None and asks_permissions:
             asked = checker.asking(entry.permissions)
             if asked is not None:
@@ -80,11 +80,11 @@ async def approval_requests(
     return found
 
 
-async def _reason(rule: Any, call: ParsedCall, ctx: ToolContext) -> str | None:
+async def _reason(rule: Any, why: str | None, call: ParsedCall, ctx: ToolContext) -> str | None:
     if rule is False or rule is None:
         return None
     if rule is True:
-        return f"tool '{call.name}' needs approval (needs_approval=True)"
+        return f"tool '{call.name}' needs approval ({why or 'needs_approval=True'})"
     assert call.args is not None
     call_ctx = ctx.for_call(call.call_id)
     try:
@@ -186,8 +186,9 @@ def _answered(
 
 
 def _validate(table: ToolTable, name: str, args: dict[str, Any], where: str) -> None:
-    # A FunctionTool checks arguments against its pydantic model without running;
-    # any other tool accepts them here and validates them itself when it runs.
+    # A FunctionTool checks arguments against its pydantic model without running, an
+    # McpTool against its input schema; a tool that checks nothing here
+    # (BaseTool.check_arguments) validates them itself when it runs.
     entry = table.entries.get(name)
     if entry is None:
         return

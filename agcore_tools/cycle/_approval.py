@@ -16,10 +16,10 @@ from ..calls import ParsedCall, answers_by_id, apply_answers, approval_requests,
 from ..error import ApprovalError, ToolRejectedError
 from ..pending import InputAnswer, InputRequest, RunningTask
 from ..registry import ToolInvocation, ToolRegistry
-from ._policy import drop_program_states, tool_message, unanswered_calls
+from ._policy import drop_program_states, tidy_answers, tool_message, unanswered_calls
 from .events import ChatResponse, FinishReason, Usage
 
-__all__ = ["Gate", "Pending", "decline_open", "paused_response", "tidy_answers"]
+__all__ = ["Gate", "Pending", "decline_open", "paused_response"]
 
 Pending = ApprovalRequest | InputRequest | RunningTask
 """One item a paused run waits for: a call's approval, a question a call asked, or a
@@ -162,25 +162,6 @@ def paused_response(
         pending_approvals=tuple(w for w in waiting if isinstance(w, ApprovalRequest)),
         pending=tuple(waiting),
     )
-
-
-def tidy_answers(messages: list[dict[str, Any]]) -> None:
-    """Put the tool messages after the last assistant message back in its calls' order,
-    ahead of the attachment messages: answers given on a resume come after the ones
-    given before the pause, and tool messages must directly follow their calls."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.get("role") == "assistant":
-            break
-    else:
-        return
-    order = {call.get("id"): n for n, call in enumerate(message.get("tool_calls") or ())}
-    tail = messages[index + 1 :]
-    tools = sorted(
-        (m for m in tail if m.get("role") == "tool"),
-        key=lambda m: order.get(m.get("tool_call_id"), len(order)),
-    )
-    messages[index + 1 :] = tools + [m for m in tail if m.get("role") != "tool"]
 
 
 def decline_open(messages: list[dict[str, Any]]) -> None:

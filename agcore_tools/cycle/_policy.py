@@ -7,13 +7,17 @@ Pure functions over the config, the registry and the history, kept out of
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
+import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from .._attachments import is_attachments_message
 from .._code_mode import PROGRAM_STATE
 from .._unicode import scrub, scrub_json
 from ..calls import ParsedCall, aborted_text, parse_call, unknown_tool_error
-from ..error import ToolNotOfferedError
+from ..error import ApprovalError, ToolNotOfferedError
 from ..pending import PAUSED_CALL
 from ..registry import ToolRegistry
 from ._stream import Turn
@@ -21,16 +25,28 @@ from .profiles import OPENAI, ServerProfile
 
 __all__ = [
     "FREE",
+    "OPEN_CALL_MAC",
     "answer_unanswered",
+    "check_open_calls",
     "clean_turn",
     "drop_program_states",
     "mark_unknown",
+    "open_call_mac",
     "relaxed_tool_choice",
+    "tidy_answers",
     "tool_message",
     "unanswered_calls",
 ]
 
 Message = dict[str, Any]
+
+
+OPEN_CALL_MAC = "open_call_mac"
+"""The key of a tool call's :func:`open_call_mac` in the history, while it is open."""
+
+# What the history keeps on an open call, removed once the call is answered: never
+# sent to a model.
+_SAVED = frozenset({PROGRAM_STATE, PAUSED_CALL, OPEN_CALL_MAC})
 
 
 FREE: Any = object()
@@ -130,32 +146,75 @@ def tool_message(call: ParsedCall, text: str) -> Message:
     return {"role": "tool", "tool_call_id": call.call_id, "content": text}
 
 
-def _pending(messages: Sequence[Message], start: int = 0) -> list[ParsedCall]:
+def _open_calls(messages: Sequence[Message], start: int = 0) -> list[dict[str, Any]]:
     # The last assistant message since `start`, if only tool messages follow it, and
-    # those of its calls that no tool message answers.
+    # those of its raw calls that no tool message answers.
     for index in range(len(messages) - 1, start - 1, -1):
         message = messages[index]
         role = message.get("role")
         if role == "tool":
             continue
+        # The images a sibling call returned follow the turn's tool messages; a call
+        # still waiting belongs to the turn all the same.
+        if index > 0 and is_attachments_message(message, messages[index - 1]):
+            continue
         if role != "assistant":
             break
         answered = {m.get("tool_call_id") for m in messages[index + 1 :]}
-        calls = []
-        for call in message.get("tool_calls") or ():
-            call_id = call.get("id") if isinstance(call, Mapping) else None
-            if not isinstance(call_id, str) or call_id in answered:
-                continue  # without an id, no tool message could answer it anyway
-            function = call.get("function")
-            function = function if isinstance(function, Mapping) else {}
-            name = function.get("name")
-            calls.append(
-                parse_call(
-                    name if isinstance(name, str) else "", call_id, function.get("arguments")
-                )
-            )
-        return calls
+        # Without an id, no tool message could answer a call anyway.
+        return [
+            call
+            for call in message.get("tool_calls") or ()
+            if isinstance(call, dict)
+            and isinstance(call.get("id"), str)
+            and call["id"] not in answered
+        ]
     return []
+
+
+def _function(call: Mapping[str, Any]) -> tuple[str, Any]:
+    function = call.get("function")
+    function = function if isinstance(function, Mapping) else {}
+    name = function.get("name")
+    return (name if isinstance(name, str) else ""), function.get("arguments")
+
+
+def _pending(messages: Sequence[Message], start: int = 0) -> list[ParsedCall]:
+    calls = []
+    for call in _open_calls(messages, start):
+        name, arguments = _function(call)
+        calls.append(parse_call(name, call["id"], arguments))
+    return calls
+
+
+def open_call_mac(key: bytes, call: Mapping[str, Any]) -> str:
+    """The HMAC-SHA256 (hex) under ``key`` of a raw tool call's id, tool name and
+    arguments text, stored on a call a run leaves open (:data:`OPEN_CALL_MAC`).
+
+    Example:
+        >>> call = {"id": "c1", "function": {"name": "pay", "arguments": "{}"}}
+        >>> len(open_call_mac(b"k", call))
+        64
+    """
+    name, arguments = _function(call)
+    # A label of its own: this MAC can never pass for an approval's signature.
+    text = json.dumps(["open call", call.get("id"), name, arguments], ensure_ascii=False)
+    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def check_open_calls(messages: Sequence[Message], key: bytes) -> None:
+    """Refuse (:class:`ApprovalError`) to resume an open call whose :func:`open_call_mac`
+    is missing or wrong: its tool or arguments were changed in the history after the
+    run left it open, or no run with this key left it open."""
+    for call in _open_calls(messages):
+        if not hmac.compare_digest(str(call.get(OPEN_CALL_MAC, "")), open_call_mac(key, call)):
+            name, _ = _function(call)
+            raise ApprovalError(
+                f"the open call '{call['id']}' has a missing or wrong signature: its tool "
+                "or arguments were changed in the history after the run paused, or no run "
+                "with this approval_key left it open",
+                tool_name=name or None,
+            )
 
 
 def unanswered_calls(messages: Sequence[Message]) -> list[ParsedCall]:
@@ -172,32 +231,74 @@ def unanswered_calls(messages: Sequence[Message]) -> list[ParsedCall]:
 
 
 def answer_unanswered(
-    messages: list[Message], start: int, reason: str, keep: Collection[str] = ()
+    messages: list[Message],
+    start: int,
+    reason: str,
+    keep: Collection[str] = (),
+    key: bytes | None = None,
 ) -> None:
     """Give each unanswered call of the last assistant message since ``start`` a tool
     message saying it was aborted, so the history stays valid for the API; the calls in
-    ``keep`` (waiting for approval) stay open, for a resume to answer."""
+    ``keep`` (waiting for approval) stay open, for a resume to answer, each signed with
+    ``key`` (:func:`open_call_mac`) when there is one."""
     for call in _pending(messages, start):
         if call.call_id not in keep:
             messages.append(tool_message(call, aborted_text(call, reason)))
+    if key is not None:
+        # Only calls of this run's own turn: one a resume found open was checked then,
+        # and one a resume refused must not be signed as it now reads.
+        for raw in _open_calls(messages, start):
+            raw[OPEN_CALL_MAC] = open_call_mac(key, raw)
+    tidy_answers(messages)
     drop_program_states(messages)
 
 
-def drop_program_states(messages: Sequence[Message]) -> None:
-    """Remove the paused states (a program's, a question's) of the last assistant
-    message's answered calls: they are never sent to a model."""
-    calls = next(
-        (
-            list(m.get("tool_calls") or ())
-            for m in reversed(messages)
-            if m.get("role") == "assistant"
-        ),
-        [],
-    )
-    if not any(isinstance(c, dict) and (PROGRAM_STATE in c or PAUSED_CALL in c) for c in calls):
+def tidy_answers(messages: list[Message]) -> None:
+    """Put the tool messages after the last assistant message back in its calls' order,
+    ahead of the attachment messages: answers given on a resume come after the ones
+    given before the pause, and tool messages must directly follow their calls.
+
+    Example:
+        >>> calls = [{"id": "c1"}, {"id": "c2"}]
+        >>> attached = {"role": "user", "content": [{"type": "text", "text": "..."}]}
+        >>> history = [{"role": "assistant", "tool_calls": calls},
+        ...            {"role": "tool", "tool_call_id": "c2"}, attached,
+        ...            {"role": "tool", "tool_call_id": "c1"}]
+        >>> tidy_answers(history)
+        >>> [m.get("tool_call_id", m["role"]) for m in history]
+        ['assistant', 'c1', 'c2', 'user']
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") == "assistant":
+            break
+    else:
         return
-    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    order = {call.get("id"): n for n, call in enumerate(message.get("tool_calls") or ())}
+    tail = messages[index + 1 :]
+    tools = sorted(
+        (m for m in tail if m.get("role") == "tool"),
+        key=lambda m: order.get(m.get("tool_call_id"), len(order)),
+    )
+    messages[index + 1 :] = tools + [m for m in tail if m.get("role") != "tool"]
+
+
+def drop_program_states(messages: Sequence[Message]) -> None:
+    """Remove the paused states (a program's, a question's) and open-call signatures
+    of the last assistant message's answered calls: they are never sent to a model."""
+    last = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "assistant"),
+        None,
+    )
+    if last is None:
+        return
+    calls = list(messages[last].get("tool_calls") or ())
+    if not any(isinstance(c, dict) and not _SAVED.isdisjoint(c) for c in calls):
+        return
+    # Only the tool messages after that assistant message answer its calls: ids repeat
+    # across turns (a server's, or those generated for servers that send none).
+    answered = {m.get("tool_call_id") for m in messages[last + 1 :] if m.get("role") == "tool"}
     for raw in calls:
         if isinstance(raw, dict) and raw.get("id") in answered:
-            raw.pop(PROGRAM_STATE, None)
-            raw.pop(PAUSED_CALL, None)
+            for saved in _SAVED:
+                raw.pop(saved, None)

@@ -24,11 +24,19 @@ from .._selection import RunOffer, Selector
 from ..base import ToolContext
 from ..error import LlmConfigError, LlmError, LlmUsageError, MaxTurnsExceededError
 from ..registry import ToolInvocation, ToolRegistry
-from ._approval import Gate, decline_open, paused_response, tidy_answers
+from ._approval import Gate, decline_open, paused_response
 from ._costs import NO_TOOL_COSTS, CostMeter
 from ._outcome import Outcome
 from ._output import OutputRun, Verdict, start_output
-from ._policy import FREE, answer_unanswered, clean_turn, relaxed_tool_choice, unanswered_calls
+from ._policy import (
+    FREE,
+    answer_unanswered,
+    check_open_calls,
+    clean_turn,
+    drop_program_states,
+    relaxed_tool_choice,
+    unanswered_calls,
+)
 from ._tool_stream import run_context
 from ._tool_turn import run_tools
 from ._trace import RunTrace
@@ -233,18 +241,20 @@ class Run:
                 # every call answered); unless the app answers the calls itself.
                 decline_open(messages)
             messages.extend(added)
+            drop_program_states(messages)  # open calls the app answered itself
             # A history made by another cycle (saved, resumed) has ids of its own.
             session.requests = first_free_tag(messages, session.requests)
             # 0. Resuming (no new message): first run the calls the history left open.
             pending = unanswered_calls(messages) if registry is not None and not added else []
             gate.check_resume(not added, pending)
+            if pending and config.approval_key is not None:
+                check_open_calls(messages, config.approval_key)
             if registry is not None and pending:
                 runner = offer.for_open_calls() if offer is not None else registry
                 async for event in run_tools(
                     config, messages, runner, pending, ctx, invocations, gate
                 ):
                     yield event
-                tidy_answers(messages)
                 if gate.waiting:  # still paused: answer the requests to go on
                     outcome.response = dataclasses.replace(
                         paused_response(messages, usage, 0, invocations, gate.waiting),
@@ -374,7 +384,11 @@ class Run:
                 # closed the loop between a tool turn and its results. Calls waiting for
                 # approval stay open: a resume answers them.
                 answer_unanswered(
-                    messages, start, "the tool loop was stopped before it ran", gate.keep
+                    messages,
+                    start,
+                    "the tool loop was stopped before it ran",
+                    gate.keep,
+                    self.config.approval_key,
                 )
             if meter is not None:  # a run that failed or was left still cost its tools
                 meter.settle(messages, start, invocations)

@@ -28,7 +28,7 @@ from ..pending import CallPaused, InputRequest, ToolInputRequested
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate
 from ._paused import hold_call, prepare_call_resume, resume_calls
-from ._policy import drop_program_states, mark_unknown, tool_message
+from ._policy import drop_program_states, mark_unknown, tidy_answers, tool_message
 from ._programs import hold_paused, prepare_resume, resume_programs
 from ._tool_stream import with_tool_events
 from .config import CycleConfig
@@ -212,6 +212,8 @@ async def run_tools(
         attached = attachments_message([(c.call_id, c.name) for c in calls], rendered)
         if attached is not None:
             messages.append(attached)
+        # On a resume, this turn's earlier answers and attachments came first.
+        tidy_answers(messages)
         invocations.extend(inv for inv in done if inv is not None)
     if stop is not None:
         raise LlmError(f"tool loop stopped: {stop}") from stop

@@ -271,8 +271,9 @@ class CycleConfig:
     responses, so not with ``store=False``)."""
     approval_key: bytes | None = field(repr=False)
     """A secret the loop signs its :class:`~agcore_tools.ApprovalRequest` values with
-    (HMAC-SHA256 over call id, tool and arguments); a resume then refuses an approval
-    without the matching signature. None (the default) signs nothing."""
+    (HMAC-SHA256 over call id, tool and arguments), and each call a run leaves open in
+    the history; a resume then refuses an approval without the matching signature, and
+    an open call whose tool or arguments were changed. None (the default) signs nothing."""
     request_options: Mapping[str, Any]
     """Options passed to the API's create call on every request (read-only)."""
     profile: ServerProfile | None = None

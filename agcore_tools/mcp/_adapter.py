@@ -20,7 +20,7 @@ from typing import Any, Protocol, cast
 from .._names import registered_name, with_digest, with_original_name
 from .._ranking import words
 from ..base import BaseTool, ToolContext
-from ..error import McpError, ToolConfigError, ToolError
+from ..error import InvalidArgumentsError, McpError, ToolConfigError, ToolError
 from ..pending import KEEPER, CallPaused
 from ..permission import Permission
 from ..schema import mend_unambiguous
@@ -209,6 +209,45 @@ class McpTool(BaseTool):
         this, once it has checked the answers (see :mod:`agcore_tools.pending`)."""
         self._resumes[call_id] = resume
 
+    def check_arguments(self, args: dict[str, Any]) -> None:
+        """Validate ``args`` against the tool's input schema (as the model sees it)
+        without calling the server; raises :class:`~agcore_tools.InvalidArgumentsError`
+        naming the first bad field. A schema the validator cannot read (a broken
+        ``$ref``) leaves the check to the server, when the call runs.
+
+        Example:
+            >>> from agcore_tools import McpClient, StdioTransport
+            >>> info = McpToolInfo("echo", input_schema={
+            ...     "type": "object", "properties": {"text": {"type": "string"}}})
+            >>> tool = McpTool(McpClient("demo", StdioTransport("server")), info, "echo", [])
+            >>> tool.check_arguments({"text": 12})
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.InvalidArgumentsError: tool 'echo' got invalid arguments: text: 12 is not of type 'string'
+        """
+        # jsonschema comes with the mcp runtime dependency; loaded only when an edit is checked.
+        import jsonschema  # type: ignore[import-untyped]
+        from referencing.exceptions import Unresolvable  # jsonschema's own dependency
+
+        schema = self.parameters
+        validator_class = jsonschema.validators.validator_for(
+            schema, default=jsonschema.Draft202012Validator
+        )
+        try:
+            validator_class.check_schema(schema)
+            errors = list(validator_class(schema).iter_errors(args))
+        except (jsonschema.exceptions.SchemaError, Unresolvable):
+            return
+        if not errors:
+            return
+        problems = [
+            ("/".join(str(p) for p in e.absolute_path) or "(arguments)", e.message) for e in errors
+        ]
+        best = jsonschema.exceptions.best_match(errors)
+        where = "/".join(str(p) for p in best.absolute_path)
+        reason = f"{where}: {best.message}" if where else best.message
+        raise InvalidArgumentsError(self.name, reason, errors=problems)
+
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors.
 
@@ -392,7 +431,9 @@ def make_adapters(
         if opted and (info.task_support == "optional" or (info.task_support is None and modern)):
             adapter.as_task = True
         adapter.task_wait = task_wait
-        asks = getattr(policy, "asks", None)  # McpPermissionPolicy(needs_approval=...)
-        adapter.needs_approval = bool(asks(info)) if asks is not None else False
+        # McpPermissionPolicy(needs_approval=...); another PermissionPolicy never asks.
+        why = getattr(policy, "approval_reason", None)
+        adapter.approval_reason = why(info) if why is not None else None
+        adapter.needs_approval = adapter.approval_reason is not None
         adapters.append(adapter)
     return adapters

@@ -85,12 +85,33 @@ class McpPermissionPolicy:
             ...     McpToolInfo("query", annotations={"readOnlyHint": True}))
             (True, False)
         """
+        return self.approval_reason(tool) is not None
+
+    def approval_reason(self, tool: McpToolInfo) -> str | None:
+        """Why calls to ``tool`` wait for the app's approval (the rule of
+        :attr:`needs_approval` that asks), or None when they do not.
+
+        Example:
+            >>> McpPermissionPolicy(needs_approval="destructive").approval_reason(
+            ...     McpToolInfo("drop_table"))
+            "McpPermissionPolicy(needs_approval='destructive'): its annotations do not say it is read-only or not destructive"
+        """
         rule = self.needs_approval
         if rule == "destructive":
-            return Permission.DELETE in self(tool)
+            if Permission.DELETE not in self(tool):
+                return None
+            why = (
+                "annotations are not trusted"
+                if not self.trust_annotations
+                else "its annotations do not say it is read-only or not destructive"
+            )
+            return f"McpPermissionPolicy(needs_approval='destructive'): {why}"
         if isinstance(rule, bool):
-            return rule
-        return bool(rule(tool))
+            return "McpPermissionPolicy(needs_approval=True)" if rule else None
+        if not rule(tool):
+            return None
+        name = getattr(rule, "__qualname__", type(rule).__qualname__)
+        return f"McpPermissionPolicy(needs_approval={name}) picked it"
 
     def __call__(self, tool: McpToolInfo) -> tuple[Permission, ...]:
         """The permissions ``tool`` requires."""

@@ -144,6 +144,35 @@ async def test_a_changed_request_state_in_the_history_is_refused_with_a_key(
     assert len(model.requests) == 1
 
 
+async def test_a_call_id_answered_in_an_earlier_turn_keeps_a_later_pause(
+    serve, make_cycle, booking
+):
+    # Ids repeat across turns (a server's own, or those generated for servers that
+    # send none): the second pause of "c_book" must keep its saved state.
+    model = serve(BOOK, S.reply_text("Booked."), BOOK, S.reply_text("Booked again."))
+    client, registry = await _registry(booking.url)
+    try:
+        cycle = make_cycle(model, approval_key=b"k" * 32)
+        [first] = (await cycle.submit_with_tools("book for Ada", registry)).pending
+        assert isinstance(first, InputRequest)
+        await cycle.submit_with_tools(None, registry, approvals=[first.accept({"seats": 2})])
+        [second] = (await cycle.submit_with_tools("book again", registry)).pending
+        assert isinstance(second, InputRequest) and second.request_id == "c_book~seats"
+        saved = json.loads(json.dumps(cycle.messages))
+        assert "paused_call" in saved[-1]["tool_calls"][0]
+
+        fresh = make_cycle(model, approval_key=b"k" * 32)
+        fresh.messages[:] = saved
+        done = await fresh.submit_with_tools(
+            None, registry, approvals=[second.accept({"seats": 3})]
+        )
+    finally:
+        await client.close()
+    assert done.text == "Booked again."
+    assert fresh.messages[-2]["content"] == "booked 3 seats for Ada; asked 0 h ago; state intact"
+    assert "paused_call" not in json.dumps(fresh.messages)
+
+
 async def test_a_stream_consumer_answers_the_question_inline(serve, make_cycle, booking):
     model = serve(BOOK, S.reply_text("Booked inline."))
     client, registry = await _registry(booking.url)

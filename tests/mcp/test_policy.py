@@ -6,7 +6,16 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import McpPermissionPolicy, McpToolInfo, Permission
+from agcore_tools import (
+    ApprovalError,
+    McpClient,
+    McpPermissionPolicy,
+    McpToolInfo,
+    Permission,
+    StdioTransport,
+    ToolRegistry,
+)
+from agcore_tools.mcp._adapter import make_adapters
 
 R, W, D, N = Permission.READ, Permission.WRITE, Permission.DELETE, Permission.NETWORK
 
@@ -69,3 +78,27 @@ def test_needs_approval_destructive_follows_the_hints(
     # Not trusting the hints: every tool counts as destructive.
     untrusted = McpPermissionPolicy(trust_annotations=False, needs_approval="destructive")
     assert untrusted.asks(info) is True
+
+
+async def test_an_approval_names_the_policy_rule_and_edits_are_checked_against_the_schema() -> None:
+    client = McpClient("shop", StdioTransport("never-started"))
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    policy = McpPermissionPolicy(needs_approval="destructive")
+    [echo] = make_adapters(client, [McpToolInfo("echo", input_schema=schema)], None, policy)
+    registry = ToolRegistry()
+    registry.register(echo)
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "echo", "arguments": '{"text": "hi"}'},
+    }
+
+    [request] = (await registry.run_tool_calls([call])).pending_approvals
+    assert "McpPermissionPolicy(needs_approval='destructive')" in request.reason
+    assert "needs_approval=True" not in request.reason
+    # Nothing reaches the server (this client never connected): the edit is refused first.
+    edited = request.approve(arguments={"text": 12, "extra": True})
+    with pytest.raises(ApprovalError, match="text: 12 is not of type 'string'"):
+        await registry.run_tool_calls([call], approvals=[edited])
+    with pytest.raises(ApprovalError, match="'text' is a required property"):
+        await registry.run_tool_calls([call], approvals=[request.approve(arguments={})])
