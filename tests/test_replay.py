@@ -284,6 +284,45 @@ async def test_requests_past_the_end_or_never_sent_fail(recorded) -> None:
             await client.models.list()
 
 
+def _chat(question: str, answer: str) -> dict[str, Any]:
+    return {
+        "kind": "http",
+        "request": {"method": "POST", "url": "http://model/v1/chat/completions",
+                    "json": {"messages": [{"role": "user", "content": question}], "model": "m"}},
+        "response": {"status": 200, "headers": {"content-type": "application/json"},
+                     "json": {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                              "choices": [{"index": 0, "finish_reason": "stop",
+                                           "message": {"role": "assistant", "content": answer}}]}},
+    }  # fmt: skip
+
+
+async def test_runs_made_concurrently_replay_in_another_order() -> None:
+    # Recorded as slow, fast; an instant replay of the same concurrent runs may send
+    # fast first: each request gets the first unplayed recorded one it matches.
+    cassette = Cassette.from_interactions([_chat("slow", "S1"), _chat("fast", "F1"),
+                                           _chat("slow", "S2"), _chat("fast", "F2")])  # fmt: skip
+
+    async def ask(client: Any, question: str) -> str:
+        reply = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": question}]
+        )
+        return str(reply.choices[0].message.content)
+
+    async with cassette.client() as client:
+        assert [await ask(client, q) for q in ("fast", "slow", "slow", "fast")] == [
+            "F1", "S1", "S2", "F2"
+        ]  # fmt: skip
+    cassette.check()
+    cassette.rewind()
+    async with cassette.client() as client:
+        await ask(client, "fast")
+        with pytest.raises(  # none matches: the difference from the oldest unplayed one
+            CassetteMismatchError,
+            match=r"request 0 differs at messages\[0\]\.content: recorded 'slow', got 'other'",
+        ):
+            await ask(client, "other")
+
+
 def test_modes(tmp_path: Path) -> None:
     with pytest.raises(CassetteError, match="is missing"):
         Cassette(tmp_path / "nope.json", "none")
