@@ -5,6 +5,7 @@ for five turns; a changed request fails at its first difference; secrets stay ou
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 import sys
@@ -14,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import McpClient, StdioTransport, ToolRegistry
+from agcore_tools import CycleConfig, LlmCycle, McpClient, StdioTransport, ToolRegistry
 from agcore_tools.testing import (
     Cassette,
     CassetteError,
     CassetteMismatchError,
+    RawStream,
     ScriptedChatServer,
     no_network,
 )
@@ -321,6 +323,54 @@ async def test_runs_made_concurrently_replay_in_another_order() -> None:
             match=r"request 0 differs at messages\[0\]\.content: recorded 'slow', got 'other'",
         ):
             await ask(client, "other")
+
+
+@pytest.mark.parametrize("failure", ["timeout", "dropped"])
+async def test_a_request_that_failed_in_the_transport_replays_its_error(
+    tmp_path: Path, failure: str
+) -> None:
+    async def run(cassette: Cassette, **options: Any) -> str:
+        async with cassette.client(timeout=0.5, **options) as client:
+            cycle = LlmCycle(CycleConfig("m", retry_initial_delay=0.01), client=client)
+            async with cycle.submit_stream("Hello") as events:
+                async for _ in events:
+                    pass
+            return events.response.text
+
+    first = (
+        dataclasses.replace(S.reply_text("late"), delay=3.0)  # past the client's timeout
+        if failure == "timeout"
+        else RawStream([": keep-alive"], done=False, drop_connection=True)
+    )  # fmt: skip
+    path = tmp_path / "flaky.json"
+    with ScriptedChatServer([first, S.reply_text("Hi!")]) as server, Cassette(path) as cassette:
+        assert await run(cassette, base_url=server.base_url, api_key="k") == "Hi!"
+    data = json.loads(path.read_text())
+    failed = data["interactions"][1]["response"]
+    if failure == "timeout":
+        assert failed == {"error": "ReadTimeout"}
+    else:
+        assert failed["incomplete"] and failed["error"] == "RemoteProtocolError"
+        assert failed["sse"] == [{"raw": ": keep-alive"}]  # the bytes before the drop
+    with no_network() as guard, Cassette(path, "none") as cassette:
+        assert await run(cassette) == "Hi!"  # the same error, retried the same way
+    assert guard.attempts == []
+    if failure == "dropped":  # a cut-off body recorded without its error: a dropped one
+        del failed["error"]
+        path.write_text(json.dumps(data))
+        with no_network(), Cassette(path, "none") as cassette:
+            assert await run(cassette) == "Hi!"
+
+
+async def test_an_interaction_recorded_without_a_response_is_a_cassette_error() -> None:
+    cassette = Cassette.from_interactions(
+        [{"kind": "http", "request": {"method": "GET", "url": "http://model/v1/models"}}]
+    )
+    async with cassette.client() as client:
+        with pytest.raises(
+            CassetteError, match=r"request 0 \(GET /v1/models\) has no recorded response"
+        ):
+            await client.models.list()
 
 
 def test_modes(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import re
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
-from ..error import CassetteMismatchError
+from ..error import CassetteError, CassetteMismatchError
 from ._diff import SCRUBBED, first_difference, json_path
 
 if TYPE_CHECKING:
@@ -218,7 +218,12 @@ class HttpTape:
             self._fail(CassetteMismatchError(index, json_path(path), old, new))
         del queue[len(differences)]
         self._played.add(index)
-        response: dict[str, Any] = interaction["response"]
+        response: dict[str, Any] | None = interaction.get("response")
+        if response is None:  # a cassette saved before transport errors were recorded
+            raise CassetteError(
+                f"request {index} ({route}) has no recorded response: it failed or was "
+                "cut off while recording; record the cassette again"
+            )
         return response
 
     def _mismatch_route(self, route: str) -> CassetteMismatchError:
