@@ -408,11 +408,15 @@ async def test_hello(cassette):
 """
 
 
-def _pytest(folder: Path, prompt: str, *args: str, env: dict[str, str] | None = None) -> str:
+def _pytest(
+    folder: Path,
+    prompt: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    test: str = PLUGIN_TEST,
+) -> str:
     (folder / "conftest.py").write_text('pytest_plugins = ["agcore_tools.testing.pytest_plugin"]\n')
-    (folder / "test_plugin_run.py").write_text(
-        f"PROMPT = {prompt!r}\n" + textwrap.dedent(PLUGIN_TEST)
-    )
+    (folder / "test_plugin_run.py").write_text(f"PROMPT = {prompt!r}\n" + textwrap.dedent(test))
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto", *args],
         cwd=folder, capture_output=True, text=True, timeout=120,
@@ -438,3 +442,39 @@ def test_the_pytest_plugin_records_once_replays_then_rewrites(tmp_path: Path) ->
     cassette.unlink()
     out = _pytest(tmp_path, "Hi", "--record-mode=none")
     assert "1 error" in out and "is missing (record mode 'none')" in out, out
+
+
+CLASS_TESTS = """
+from agcore_tools import CycleConfig, LlmCycle
+from agcore_tools.testing import ScriptedChatServer
+
+async def ask(cassette, answer):
+    if not cassette.recording:
+        async with cassette.client() as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(PROMPT)).text
+    with ScriptedChatServer([ScriptedChatServer.reply_text(answer)]) as server:
+        async with cassette.client(base_url=server.base_url, api_key="k") as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(PROMPT)).text
+
+class TestWeather:
+    async def test_answer(self, cassette):
+        assert await ask(cassette, "sunny") == "sunny"
+
+class TestNews:
+    async def test_answer(self, cassette):
+        assert await ask(cassette, "no news") == "no news"
+
+async def test_answer(cassette):
+    assert await ask(cassette, "plain") == "plain"
+"""
+
+
+def test_same_named_tests_in_classes_get_their_own_cassettes(tmp_path: Path) -> None:
+    assert "3 passed" in (out := _pytest(tmp_path, "Hi", test=CLASS_TESTS)), out
+    assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == [
+        "test_plugin_run.TestNews.test_answer.json",
+        "test_plugin_run.TestWeather.test_answer.json",
+        "test_plugin_run.test_answer.json",  # a module-level test keeps its name
+    ]
+    out = _pytest(tmp_path, "Hi", "--record-mode=none", test=CLASS_TESTS)
+    assert "3 passed" in out, out
