@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from ._records import ToolCall, ToolInvocation
 from ._version import __version__
 from .base import BaseTool, ToolContext
+from .error import InvalidArgumentsError
 
 __all__ = ["configure_tracing"]
 
@@ -236,6 +237,14 @@ def capture_content() -> bool:
     return os.environ.get(CONTENT_ENV, "").strip().lower() == "true"
 
 
+def described(error: BaseException, content: bool) -> str:
+    """The text of a tool's ``error`` for a span or a log: without the argument values
+    it may quote unless ``content`` (see :func:`capture_content`)."""
+    if not content and isinstance(error, InvalidArgumentsError):
+        return error.redacted
+    return str(error)
+
+
 def error_type(exc: BaseException) -> str:
     """``error.type`` of an exception: its class name (``ToolTimeoutError``)."""
     return type(exc).__qualname__
@@ -305,7 +314,7 @@ async def _execute_tool(
     else:
         error = invocation.error
         if error is not None:
-            fail(span, error_type(error), str(error))
+            fail(span, error_type(error), described(error, content))
         elif content:
             span.set_attribute("gen_ai.tool.call.result", to_json(invocation.output))
         return invocation

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 import sys
 import textwrap
@@ -13,6 +14,7 @@ import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from agcore_tools import ToolRegistry, configure_tracing
+from agcore_tools.calls import parse_call
 from tests._otel import attributes, recording
 
 
@@ -202,6 +204,37 @@ async def test_arguments_and_results_are_recorded_only_when_asked(
     with recording(capture_content=False) as spans:
         await registry.invoke_all(call)
     assert "gen_ai.tool.call.result" not in attributes(spans.one("execute_tool weather"))
+
+
+async def test_argument_values_stay_out_of_error_spans_and_logs_unless_content_is_recorded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def charge(amount: int, card: str) -> str:
+        """Charge a card."""
+        return "ok"
+
+    card = "4111-1111-1111-1111"
+    call = [("charge", {"amount": card, "card": "x"}, "c1")]
+    caplog.set_level(logging.DEBUG, logger="agcore_tools")
+    with recording() as spans:
+        [failed] = await registry.invoke_all(call)
+        parse_call("charge", "c2", '{"card": "' + card + '",', repair=True)
+    assert card in str(failed.error)  # the model reads the value, to correct it
+    status = spans.one("execute_tool charge").status.description
+    assert status == (
+        "tool 'charge' got invalid arguments: amount: Input should be a valid integer, "
+        "unable to parse string as an integer"
+    )
+    assert "charge" in caplog.text and "amount" in caplog.text and card not in caplog.text
+    caplog.clear()
+    with recording(capture_content=True) as spans:
+        await registry.invoke_all(call)
+        parse_call("charge", "c2", '{"card": "' + card + '",', repair=True)
+    assert f"(got '{card}')" in (spans.one("execute_tool charge").status.description or "")
+    assert caplog.text.count(card) == 2  # the registry's DEBUG line and the repair's INFO
 
 
 async def test_a_tools_own_spans_are_children_of_its_execute_tool_span() -> None:
