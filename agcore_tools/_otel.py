@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from ._records import ToolCall, ToolInvocation
 from ._version import __version__
 from .base import BaseTool, ToolContext
-from .error import InvalidArgumentsError
+from .error import InvalidArgumentsError, ToolConfigError
 
 __all__ = ["configure_tracing"]
 
@@ -98,7 +98,8 @@ def configure_tracing(
             global one (None: the global, once the application has set one).
 
     Each call replaces every earlier setting; ``configure_tracing()`` restores the
-    defaults.
+    defaults. A provider without ``get_tracer`` (a ``Tracer``, say) or a meter provider
+    without ``get_meter`` is refused with a :class:`~agcore_tools.ToolConfigError`.
 
     Example:
         >>> import asyncio
@@ -126,6 +127,16 @@ def configure_tracing(
     global _settings, _cache, _meters
     if capture_content is not None and not isinstance(capture_content, bool):
         raise TypeError(f"capture_content must be True, False or None, got {capture_content!r}")
+    # Refused here: used, the wrong object would fail the first traced call, far away.
+    for given, method, kind in (
+        (tracer_provider, "get_tracer", "TracerProvider"),
+        (meter_provider, "get_meter", "MeterProvider"),
+    ):
+        if given is not None and not callable(getattr(given, method, None)):
+            raise ToolConfigError(
+                f"configure_tracing() takes a {kind}, got {type(given).__name__} (it has no "
+                f"{method}()): pass the provider, not provider.{method}(...)"
+            )
     _settings = _Settings(bool(enabled), tracer_provider, capture_content, meter_provider)
     _cache = None
     _meters = None

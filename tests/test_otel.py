@@ -11,9 +11,11 @@ import textwrap
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
 
-from agcore_tools import ToolRegistry, configure_tracing
+from agcore_tools import ToolConfigError, ToolRegistry, configure_tracing
 from agcore_tools.calls import parse_call
 from tests._otel import attributes, recording
 
@@ -260,3 +262,16 @@ async def test_a_tools_own_spans_are_children_of_its_execute_tool_span() -> None
 def test_configure_tracing_rejects_a_capture_content_that_is_not_a_bool() -> None:
     with pytest.raises(TypeError, match="capture_content"):
         configure_tracing(capture_content="yes")  # type: ignore[arg-type]
+
+
+def test_configure_tracing_refuses_a_tracer_or_meter_for_a_provider() -> None:
+    with pytest.raises(ToolConfigError) as caught:
+        configure_tracing(TracerProvider().get_tracer("app"))
+    assert str(caught.value) == (
+        "configure_tracing() takes a TracerProvider, got Tracer (it has no get_tracer()): "
+        "pass the provider, not provider.get_tracer(...)"
+    )
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(ToolConfigError, match=r"takes a MeterProvider, got Meter \(it has no"):
+        configure_tracing(meter_provider=MeterProvider().get_meter("app"))
+    configure_tracing()
