@@ -173,6 +173,7 @@ def api() -> Any:
         _api = SimpleNamespace(
             attach=context.attach,
             detach=context.detach,
+            current=context.get_current,
             in_context=trace.set_span_in_context,
             current_span=trace.get_current_span,
             global_provider=trace.get_tracer_provider,

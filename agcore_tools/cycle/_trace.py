@@ -106,7 +106,16 @@ class RunTrace:
     builder = _TracedBuilder
     """The turn builder the loop uses while tracing (it notes the response's id)."""
 
-    __slots__ = ("_api_type", "_base", "_content", "_context", "_outcome", "_span", "_tracer")
+    __slots__ = (
+        "_api_type",
+        "_base",
+        "_content",
+        "_context",
+        "_outcome",
+        "_parent",
+        "_span",
+        "_tracer",
+    )
 
     def __init__(
         self, tracer: Any, config: CycleConfig, requester: ServerNamer, outcome: Outcome
@@ -115,6 +124,9 @@ class RunTrace:
         self._content = _otel.capture_content()
         self._span: Any = None
         self._context: Any = None
+        # The context of the submit* call: a stream made inside the app's span and read
+        # after it ended still has its invoke_agent span as that span's child.
+        self._parent: Any = _otel.api().current()
         self._base = {**requester.trace_attributes(), "gen_ai.request.model": config.model}
         self._api_type = _API_TYPES[config.api]
         self._outcome = outcome
@@ -130,6 +142,7 @@ class RunTrace:
                 return await agen.__anext__()
             self._span = self._tracer.start_span(
                 "invoke_agent",
+                context=self._parent,
                 kind=ot.INTERNAL,
                 attributes={**self._base, "gen_ai.operation.name": "invoke_agent"},
             )

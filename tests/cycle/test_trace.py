@@ -152,6 +152,19 @@ async def test_a_streamed_loop_and_the_consumer_stays_outside_the_spans(
     check_two_turn_tree(spans, server, streamed=True, parent=spans.one("request handler"))
 
 
+async def test_a_stream_read_after_its_callers_span_ended_is_still_its_child(
+    spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any, calc: ToolRegistry
+) -> None:
+    server = serve(*two_turns())
+    with spans.provider.get_tracer("app").start_as_current_span("request handler"):
+        events = make_cycle(server).submit_stream_with_tools("2 + 3, then fail", calc)
+    # A web framework reads the returned stream after the handler's span has ended.
+    async with events:
+        async for _event in events:
+            pass
+    check_two_turn_tree(spans, server, streamed=True, parent=spans.one("request handler"))
+
+
 async def test_a_failed_request_marks_its_chat_span_and_the_run(
     spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any
 ) -> None:
