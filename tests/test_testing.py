@@ -131,6 +131,7 @@ def test_an_exhausted_script_answers_500_saying_so() -> None:
     with S() as server, pytest.raises(urllib.error.HTTPError) as raised:
         post(server, {})
     assert raised.value.code == 500
+    assert raised.value.headers["x-should-retry"] == "false"  # no retry finds another item
     assert "script is exhausted (request #1)" in raised.value.read().decode()
 
 

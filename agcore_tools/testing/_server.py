@@ -401,6 +401,7 @@ class ScriptedChatServer:
             return self.error(
                 500,
                 f"ScriptedChatServer: the script is exhausted (request #{request.index + 1})",
+                headers={"x-should-retry": "false"},  # another attempt finds it no fuller
                 type="script_exhausted",
             )
         item = self._script.popleft()
