@@ -265,7 +265,7 @@ async def test_the_responses_api_gets_the_same_spans(
     spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any, calc: ToolRegistry
 ) -> None:
     server = serve(*two_turns())
-    cycle = make_cycle(server, api="responses")
+    cycle = make_cycle(server, api="responses", max_output_tokens=64)
 
     response = await cycle.submit_stream_with_tools("2 + 3, then fail", calc).collect()
 
@@ -275,6 +275,9 @@ async def test_the_responses_api_gets_the_same_spans(
     assert [s.name for s in children[:1] + children[3:]] == ["chat test-model", "chat test-model"]
     first = attributes(children[0])
     assert first["openai.api.type"] == "responses"
+    assert first["gen_ai.request.max_tokens"] == 64  # max_output_tokens
+    assert first["gen_ai.request.stream"] is True
+    assert first["gen_ai.response.time_to_first_chunk"] >= 0
     assert first["gen_ai.response.id"] == cycle.messages[1]["response"]["id"]
     assert first["gen_ai.response.id"].startswith("resp_scripted_")
     assert first["gen_ai.response.model"] == server.model
