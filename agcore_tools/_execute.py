@@ -233,7 +233,8 @@ async def execute(
     stats.total_seconds += duration
     if error is not None:
         stats.failures += 1
-        logger.debug("%s", error)  # the error's text names the tool
+        # The error's text names the tool; argument values only where content is recorded.
+        logger.debug("%s", _otel.described(error, _otel.capture_content()))
     ran = True if error is None else error.may_have_run
     return ToolInvocation(name, args, output, error, ctx.call_id, duration, ran)
 

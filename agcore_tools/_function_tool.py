@@ -90,15 +90,20 @@ def _holds_content(annotation: Any) -> bool:
     return any(_holds_content(arg) for arg in typing.get_args(annotation))
 
 
-def _validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
+def _validation_problems(
+    exc: ValidationError,
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    # The problems quoting the bad values (for the model), and the same without them.
     problems: list[tuple[str, str]] = []
+    bare: list[tuple[str, str]] = []
     for err in exc.errors(include_url=False):
         field = ".".join(str(part) for part in err["loc"]) or "(arguments)"
         message = err["msg"]
+        bare.append((field, message))
         if err["type"] != "missing" and "input" in err and err["type"] != "extra_forbidden":
             message = f"{message} (got {err['input']!r:.80})"
         problems.append((field, message))
-    return problems
+    return problems, bare
 
 
 def _in_package(frame: types.FrameType) -> bool:
@@ -546,8 +551,11 @@ class FunctionTool(BaseTool, Generic[P, R]):
     def _invalid(
         self, exc: ValidationError, unknown: list[tuple[str, str]]
     ) -> InvalidArgumentsError:
-        problems = _validation_problems(exc) + unknown
-        return InvalidArgumentsError(self.name, _reason(problems), errors=problems)
+        problems, bare = _validation_problems(exc)
+        problems += unknown
+        return InvalidArgumentsError(
+            self.name, _reason(problems), errors=problems, redacted_reason=_reason(bare + unknown)
+        )
 
     def _start(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
         # The call's awaitable: the function's own coroutine, or its run in a worker thread.

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from ._records import ToolCall, ToolInvocation
 from ._version import __version__
 from .base import BaseTool, ToolContext
+from .error import InvalidArgumentsError, ToolConfigError
 
 __all__ = ["configure_tracing"]
 
@@ -97,7 +98,8 @@ def configure_tracing(
             global one (None: the global, once the application has set one).
 
     Each call replaces every earlier setting; ``configure_tracing()`` restores the
-    defaults.
+    defaults. A provider without ``get_tracer`` (a ``Tracer``, say) or a meter provider
+    without ``get_meter`` is refused with a :class:`~agcore_tools.ToolConfigError`.
 
     Example:
         >>> import asyncio
@@ -125,6 +127,16 @@ def configure_tracing(
     global _settings, _cache, _meters
     if capture_content is not None and not isinstance(capture_content, bool):
         raise TypeError(f"capture_content must be True, False or None, got {capture_content!r}")
+    # Refused here: used, the wrong object would fail the first traced call, far away.
+    for given, method, kind in (
+        (tracer_provider, "get_tracer", "TracerProvider"),
+        (meter_provider, "get_meter", "MeterProvider"),
+    ):
+        if given is not None and not callable(getattr(given, method, None)):
+            raise ToolConfigError(
+                f"configure_tracing() takes a {kind}, got {type(given).__name__} (it has no "
+                f"{method}()): pass the provider, not provider.{method}(...)"
+            )
     _settings = _Settings(bool(enabled), tracer_provider, capture_content, meter_provider)
     _cache = None
     _meters = None
@@ -161,6 +173,7 @@ def api() -> Any:
         _api = SimpleNamespace(
             attach=context.attach,
             detach=context.detach,
+            current=context.get_current,
             in_context=trace.set_span_in_context,
             current_span=trace.get_current_span,
             global_provider=trace.get_tracer_provider,
@@ -236,6 +249,14 @@ def capture_content() -> bool:
     return os.environ.get(CONTENT_ENV, "").strip().lower() == "true"
 
 
+def described(error: BaseException, content: bool) -> str:
+    """The text of a tool's ``error`` for a span or a log: without the argument values
+    it may quote unless ``content`` (see :func:`capture_content`)."""
+    if not content and isinstance(error, InvalidArgumentsError):
+        return error.redacted
+    return str(error)
+
+
 def error_type(exc: BaseException) -> str:
     """``error.type`` of an exception: its class name (``ToolTimeoutError``)."""
     return type(exc).__qualname__
@@ -305,7 +326,7 @@ async def _execute_tool(
     else:
         error = invocation.error
         if error is not None:
-            fail(span, error_type(error), str(error))
+            fail(span, error_type(error), described(error, content))
         elif content:
             span.set_attribute("gen_ai.tool.call.result", to_json(invocation.output))
         return invocation

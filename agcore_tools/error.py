@@ -221,12 +221,17 @@ class InvalidArgumentsError(ToolError):
     """The arguments did not match the tool's schema (recoverable).
 
     ``errors`` lists one ``(field, problem)`` pair per bad field, so a model can
-    correct itself.
+    correct itself. The message may quote the bad values (the model needs them);
+    ``redacted`` is the message without them, for spans and logs that must not record
+    arguments: give ``redacted_reason`` when ``reason`` quotes a value.
 
     Example:
         >>> e = InvalidArgumentsError("add", "b: Field required", errors=[("b", "Field required")])
         >>> str(e)
         "tool 'add' got invalid arguments: b: Field required"
+        >>> InvalidArgumentsError("add", "b: not an integer (got 'x')",
+        ...                       redacted_reason="b: not an integer").redacted
+        "tool 'add' got invalid arguments: b: not an integer"
     """
 
     may_have_run = False
@@ -237,10 +242,17 @@ class InvalidArgumentsError(ToolError):
         reason: str,
         *,
         errors: list[tuple[str, str]] | None = None,
+        redacted_reason: str | None = None,
     ) -> None:
         super().__init__(f"tool '{tool_name}' got invalid arguments: {reason}", tool_name=tool_name)
         self.reason = _one_line(reason)
         self.errors = errors or []
+        self.redacted = (
+            str(self)
+            if redacted_reason is None
+            else _one_line(f"tool '{tool_name}' got invalid arguments: {redacted_reason}")
+        )
+        """The message without the argument values it may quote."""
 
 
 class PermissionDeniedError(ToolError):

@@ -4,15 +4,19 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 import sys
 import textwrap
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
 
-from agcore_tools import ToolRegistry, configure_tracing
+from agcore_tools import ToolConfigError, ToolRegistry, configure_tracing
+from agcore_tools.calls import parse_call
 from tests._otel import attributes, recording
 
 
@@ -204,6 +208,37 @@ async def test_arguments_and_results_are_recorded_only_when_asked(
     assert "gen_ai.tool.call.result" not in attributes(spans.one("execute_tool weather"))
 
 
+async def test_argument_values_stay_out_of_error_spans_and_logs_unless_content_is_recorded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def charge(amount: int, card: str) -> str:
+        """Charge a card."""
+        return "ok"
+
+    card = "4111-1111-1111-1111"
+    call = [("charge", {"amount": card, "card": "x"}, "c1")]
+    caplog.set_level(logging.DEBUG, logger="agcore_tools")
+    with recording() as spans:
+        [failed] = await registry.invoke_all(call)
+        parse_call("charge", "c2", '{"card": "' + card + '",', repair=True)
+    assert card in str(failed.error)  # the model reads the value, to correct it
+    status = spans.one("execute_tool charge").status.description
+    assert status == (
+        "tool 'charge' got invalid arguments: amount: Input should be a valid integer, "
+        "unable to parse string as an integer"
+    )
+    assert "charge" in caplog.text and "amount" in caplog.text and card not in caplog.text
+    caplog.clear()
+    with recording(capture_content=True) as spans:
+        await registry.invoke_all(call)
+        parse_call("charge", "c2", '{"card": "' + card + '",', repair=True)
+    assert f"(got '{card}')" in (spans.one("execute_tool charge").status.description or "")
+    assert caplog.text.count(card) == 2  # the registry's DEBUG line and the repair's INFO
+
+
 async def test_a_tools_own_spans_are_children_of_its_execute_tool_span() -> None:
     registry = ToolRegistry()
     with recording() as spans:
@@ -227,3 +262,16 @@ async def test_a_tools_own_spans_are_children_of_its_execute_tool_span() -> None
 def test_configure_tracing_rejects_a_capture_content_that_is_not_a_bool() -> None:
     with pytest.raises(TypeError, match="capture_content"):
         configure_tracing(capture_content="yes")  # type: ignore[arg-type]
+
+
+def test_configure_tracing_refuses_a_tracer_or_meter_for_a_provider() -> None:
+    with pytest.raises(ToolConfigError) as caught:
+        configure_tracing(TracerProvider().get_tracer("app"))
+    assert str(caught.value) == (
+        "configure_tracing() takes a TracerProvider, got Tracer (it has no get_tracer()): "
+        "pass the provider, not provider.get_tracer(...)"
+    )
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(ToolConfigError, match=r"takes a MeterProvider, got Meter \(it has no"):
+        configure_tracing(meter_provider=MeterProvider().get_meter("app"))
+    configure_tracing()

@@ -5,6 +5,7 @@ for five turns; a changed request fails at its first difference; secrets stay ou
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 import sys
@@ -14,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import McpClient, StdioTransport, ToolRegistry
+from agcore_tools import CycleConfig, LlmCycle, McpClient, StdioTransport, ToolRegistry
 from agcore_tools.testing import (
     Cassette,
     CassetteError,
     CassetteMismatchError,
+    RawStream,
     ScriptedChatServer,
     no_network,
 )
@@ -284,6 +286,93 @@ async def test_requests_past_the_end_or_never_sent_fail(recorded) -> None:
             await client.models.list()
 
 
+def _chat(question: str, answer: str) -> dict[str, Any]:
+    return {
+        "kind": "http",
+        "request": {"method": "POST", "url": "http://model/v1/chat/completions",
+                    "json": {"messages": [{"role": "user", "content": question}], "model": "m"}},
+        "response": {"status": 200, "headers": {"content-type": "application/json"},
+                     "json": {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                              "choices": [{"index": 0, "finish_reason": "stop",
+                                           "message": {"role": "assistant", "content": answer}}]}},
+    }  # fmt: skip
+
+
+async def test_runs_made_concurrently_replay_in_another_order() -> None:
+    # Recorded as slow, fast; an instant replay of the same concurrent runs may send
+    # fast first: each request gets the first unplayed recorded one it matches.
+    cassette = Cassette.from_interactions([_chat("slow", "S1"), _chat("fast", "F1"),
+                                           _chat("slow", "S2"), _chat("fast", "F2")])  # fmt: skip
+
+    async def ask(client: Any, question: str) -> str:
+        reply = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": question}]
+        )
+        return str(reply.choices[0].message.content)
+
+    async with cassette.client() as client:
+        assert [await ask(client, q) for q in ("fast", "slow", "slow", "fast")] == [
+            "F1", "S1", "S2", "F2"
+        ]  # fmt: skip
+    cassette.check()
+    cassette.rewind()
+    async with cassette.client() as client:
+        await ask(client, "fast")
+        with pytest.raises(  # none matches: the difference from the oldest unplayed one
+            CassetteMismatchError,
+            match=r"request 0 differs at messages\[0\]\.content: recorded 'slow', got 'other'",
+        ):
+            await ask(client, "other")
+
+
+@pytest.mark.parametrize("failure", ["timeout", "dropped"])
+async def test_a_request_that_failed_in_the_transport_replays_its_error(
+    tmp_path: Path, failure: str
+) -> None:
+    async def run(cassette: Cassette, **options: Any) -> str:
+        async with cassette.client(timeout=0.5, **options) as client:
+            cycle = LlmCycle(CycleConfig("m", retry_initial_delay=0.01), client=client)
+            async with cycle.submit_stream("Hello") as events:
+                async for _ in events:
+                    pass
+            return events.response.text
+
+    first = (
+        dataclasses.replace(S.reply_text("late"), delay=3.0)  # past the client's timeout
+        if failure == "timeout"
+        else RawStream([": keep-alive"], done=False, drop_connection=True)
+    )  # fmt: skip
+    path = tmp_path / "flaky.json"
+    with ScriptedChatServer([first, S.reply_text("Hi!")]) as server, Cassette(path) as cassette:
+        assert await run(cassette, base_url=server.base_url, api_key="k") == "Hi!"
+    data = json.loads(path.read_text())
+    failed = data["interactions"][1]["response"]
+    if failure == "timeout":
+        assert failed == {"error": "ReadTimeout"}
+    else:
+        assert failed["incomplete"] and failed["error"] == "RemoteProtocolError"
+        assert failed["sse"] == [{"raw": ": keep-alive"}]  # the bytes before the drop
+    with no_network() as guard, Cassette(path, "none") as cassette:
+        assert await run(cassette) == "Hi!"  # the same error, retried the same way
+    assert guard.attempts == []
+    if failure == "dropped":  # a cut-off body recorded without its error: a dropped one
+        del failed["error"]
+        path.write_text(json.dumps(data))
+        with no_network(), Cassette(path, "none") as cassette:
+            assert await run(cassette) == "Hi!"
+
+
+async def test_an_interaction_recorded_without_a_response_is_a_cassette_error() -> None:
+    cassette = Cassette.from_interactions(
+        [{"kind": "http", "request": {"method": "GET", "url": "http://model/v1/models"}}]
+    )
+    async with cassette.client() as client:
+        with pytest.raises(
+            CassetteError, match=r"request 0 \(GET /v1/models\) has no recorded response"
+        ):
+            await client.models.list()
+
+
 def test_modes(tmp_path: Path) -> None:
     with pytest.raises(CassetteError, match="is missing"):
         Cassette(tmp_path / "nope.json", "none")
@@ -319,11 +408,15 @@ async def test_hello(cassette):
 """
 
 
-def _pytest(folder: Path, prompt: str, *args: str, env: dict[str, str] | None = None) -> str:
+def _pytest(
+    folder: Path,
+    prompt: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    test: str = PLUGIN_TEST,
+) -> str:
     (folder / "conftest.py").write_text('pytest_plugins = ["agcore_tools.testing.pytest_plugin"]\n')
-    (folder / "test_plugin_run.py").write_text(
-        f"PROMPT = {prompt!r}\n" + textwrap.dedent(PLUGIN_TEST)
-    )
+    (folder / "test_plugin_run.py").write_text(f"PROMPT = {prompt!r}\n" + textwrap.dedent(test))
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto", *args],
         cwd=folder, capture_output=True, text=True, timeout=120,
@@ -349,3 +442,39 @@ def test_the_pytest_plugin_records_once_replays_then_rewrites(tmp_path: Path) ->
     cassette.unlink()
     out = _pytest(tmp_path, "Hi", "--record-mode=none")
     assert "1 error" in out and "is missing (record mode 'none')" in out, out
+
+
+CLASS_TESTS = """
+from agcore_tools import CycleConfig, LlmCycle
+from agcore_tools.testing import ScriptedChatServer
+
+async def ask(cassette, answer):
+    if not cassette.recording:
+        async with cassette.client() as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(PROMPT)).text
+    with ScriptedChatServer([ScriptedChatServer.reply_text(answer)]) as server:
+        async with cassette.client(base_url=server.base_url, api_key="k") as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(PROMPT)).text
+
+class TestWeather:
+    async def test_answer(self, cassette):
+        assert await ask(cassette, "sunny") == "sunny"
+
+class TestNews:
+    async def test_answer(self, cassette):
+        assert await ask(cassette, "no news") == "no news"
+
+async def test_answer(cassette):
+    assert await ask(cassette, "plain") == "plain"
+"""
+
+
+def test_same_named_tests_in_classes_get_their_own_cassettes(tmp_path: Path) -> None:
+    assert "3 passed" in (out := _pytest(tmp_path, "Hi", test=CLASS_TESTS)), out
+    assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == [
+        "test_plugin_run.TestNews.test_answer.json",
+        "test_plugin_run.TestWeather.test_answer.json",
+        "test_plugin_run.test_answer.json",  # a module-level test keeps its name
+    ]
+    out = _pytest(tmp_path, "Hi", "--record-mode=none", test=CLASS_TESTS)
+    assert "3 passed" in out, out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import struct
@@ -103,6 +104,20 @@ def test_raw_streams_send_exact_lines_and_pauses() -> None:
             ]
 
 
+def test_requests_are_numbered_as_they_arrive_over_several_connections() -> None:
+    with S([S.reply_text(str(i)) for i in range(3)]) as server:
+        first, second = (http.client.HTTPConnection("127.0.0.1", server.port) for _ in "ab")
+        try:
+            # The first connection waits for its next request while the second is used.
+            for connection, model in ((first, "a"), (second, "b"), (first, "c")):
+                connection.request("POST", "/v1/chat/completions", json.dumps({"model": model}))
+                connection.getresponse().read()
+        finally:
+            first.close()
+            second.close()
+    assert [(r.index, r.json["model"]) for r in server.requests] == [(0, "a"), (1, "b"), (2, "c")]
+
+
 def test_errors_carry_status_headers_and_an_openai_error_body() -> None:
     server = S([S.error(429, "slow down", headers={"Retry-After": "3"})])
     with server, pytest.raises(urllib.error.HTTPError) as raised:
@@ -116,6 +131,7 @@ def test_an_exhausted_script_answers_500_saying_so() -> None:
     with S() as server, pytest.raises(urllib.error.HTTPError) as raised:
         post(server, {})
     assert raised.value.code == 500
+    assert raised.value.headers["x-should-retry"] == "false"  # no retry finds another item
     assert "script is exhausted (request #1)" in raised.value.read().decode()
 
 

@@ -20,6 +20,7 @@ from .. import _otel
 from .._sdk import sdk_field
 from ._outcome import Outcome
 from ._stream import Turn, TurnBuilder
+from ._wire_responses import ResponsesTurnBuilder
 from .config import CycleConfig
 from .events import StreamEvent, Usage
 
@@ -31,6 +32,7 @@ _REQUEST_ATTRIBUTES = (
     ("top_p", "gen_ai.request.top_p"),
     ("max_completion_tokens", "gen_ai.request.max_tokens"),
     ("max_tokens", "gen_ai.request.max_tokens"),
+    ("max_output_tokens", "gen_ai.request.max_tokens"),  # the Responses API's name
     ("frequency_penalty", "gen_ai.request.frequency_penalty"),
     ("presence_penalty", "gen_ai.request.presence_penalty"),
     ("seed", "gen_ai.request.seed"),
@@ -100,13 +102,39 @@ class _TracedBuilder(TurnBuilder):
         self.response_model = model if isinstance(model, str) and model else None
 
 
+class _TracedResponsesBuilder(ResponsesTurnBuilder):
+    """A :class:`ResponsesTurnBuilder` that also notes when the first event arrived."""
+
+    __slots__ = ("first_chunk_at",)
+
+    def __init__(self, turn_tag: str, *, repair: bool = False) -> None:
+        super().__init__(turn_tag, repair=repair)
+        self.first_chunk_at: float | None = None
+
+    def feed(self, event: Any) -> tuple[StreamEvent, ...] | list[StreamEvent]:
+        if self.first_chunk_at is None:
+            self.first_chunk_at = time.perf_counter()
+        return super().feed(event)
+
+
 class RunTrace:
     """The spans of one ``submit*`` call."""
 
     builder = _TracedBuilder
     """The turn builder the loop uses while tracing (it notes the response's id)."""
+    responses_builder = _TracedResponsesBuilder
+    """The Responses API's turn builder while tracing (it notes the first event's time)."""
 
-    __slots__ = ("_api_type", "_base", "_content", "_context", "_outcome", "_span", "_tracer")
+    __slots__ = (
+        "_api_type",
+        "_base",
+        "_content",
+        "_context",
+        "_outcome",
+        "_parent",
+        "_span",
+        "_tracer",
+    )
 
     def __init__(
         self, tracer: Any, config: CycleConfig, requester: ServerNamer, outcome: Outcome
@@ -115,6 +143,9 @@ class RunTrace:
         self._content = _otel.capture_content()
         self._span: Any = None
         self._context: Any = None
+        # The context of the submit* call: a stream made inside the app's span and read
+        # after it ended still has its invoke_agent span as that span's child.
+        self._parent: Any = _otel.api().current()
         self._base = {**requester.trace_attributes(), "gen_ai.request.model": config.model}
         self._api_type = _API_TYPES[config.api]
         self._outcome = outcome
@@ -130,6 +161,7 @@ class RunTrace:
                 return await agen.__anext__()
             self._span = self._tracer.start_span(
                 "invoke_agent",
+                context=self._parent,
                 kind=ot.INTERNAL,
                 attributes={**self._base, "gen_ai.operation.name": "invoke_agent"},
             )
@@ -220,8 +252,13 @@ class RunTrace:
             span.set_attribute("gen_ai.response.id", response_id)
         if isinstance(model, str):
             span.set_attribute("gen_ai.response.model", model)
-        if streamed and isinstance(builder, _TracedBuilder) and builder.first_chunk_at is not None:
-            first = builder.first_chunk_at - started
+        first_at = (
+            builder.first_chunk_at
+            if isinstance(builder, (_TracedBuilder, _TracedResponsesBuilder))
+            else None
+        )
+        if streamed and first_at is not None:
+            first = first_at - started
             span.set_attribute("gen_ai.response.time_to_first_chunk", max(first, 0.0))
         # What the builder read: build() would parse the calls a second time.
         reason = builder.raw_reason

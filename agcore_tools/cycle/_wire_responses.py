@@ -107,8 +107,9 @@ class ResponsesWire:
         return requester.responses, lighten(sent, _LISTS)
 
     def builder(self, turn_tag: str, repair: bool, trace: Any) -> ResponsesTurnBuilder:
-        """A fresh assembler of one turn (the same one while tracing)."""
-        return ResponsesTurnBuilder(turn_tag, repair=repair)
+        """A fresh assembler of one turn (the tracing one while tracing)."""
+        build = ResponsesTurnBuilder if trace is None else trace.responses_builder
+        return build(turn_tag, repair=repair)
 
 
 def _last_response(messages: Sequence[Message]) -> tuple[int, str] | None:

@@ -323,9 +323,12 @@ class ScriptedChatServer:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                request = await _read_request(reader, len(self.requests))
+                request = await _read_request(reader)
                 if request is None:
                     return
+                # Numbered once it has arrived, with no await before it is appended:
+                # another pooled connection may have delivered a request meanwhile.
+                request.index = len(self.requests)
                 if request.method == "GET" and request.path.partition("?")[0].rstrip("/").endswith(
                     "/models"
                 ):
@@ -398,6 +401,7 @@ class ScriptedChatServer:
             return self.error(
                 500,
                 f"ScriptedChatServer: the script is exhausted (request #{request.index + 1})",
+                headers={"x-should-retry": "false"},  # another attempt finds it no fuller
                 type="script_exhausted",
             )
         item = self._script.popleft()
@@ -505,7 +509,8 @@ def _head(status: int, content_type: str, headers: Mapping[str, str], length: in
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-async def _read_request(reader: asyncio.StreamReader, index: int) -> CapturedRequest | None:
+async def _read_request(reader: asyncio.StreamReader) -> CapturedRequest | None:
+    """The next request on a connection, its index not set yet (-1); None at its end."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError:
@@ -526,7 +531,7 @@ async def _read_request(reader: asyncio.StreamReader, index: int) -> CapturedReq
         body = b"".join(parts)
     else:
         body = await reader.readexactly(int(headers.get("content-length", "0")))
-    return CapturedRequest(index, method, path, headers, body)
+    return CapturedRequest(-1, method, path, headers, body)
 
 
 async def _hold(reader: asyncio.StreamReader, seconds: float, request: CapturedRequest) -> bool:

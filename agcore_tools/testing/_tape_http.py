@@ -20,7 +20,7 @@ import re
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
-from ..error import CassetteMismatchError
+from ..error import CassetteError, CassetteMismatchError
 from ._diff import SCRUBBED, first_difference, json_path
 
 if TYPE_CHECKING:
@@ -149,6 +149,10 @@ def request_entry(request: httpx2.Request, body: bytes, secrets: set[str]) -> di
     return entry
 
 
+def _body(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k not in ("method", "url")}
+
+
 def _route(method: str, url: str) -> str:
     return f"{method} {urllib.parse.urlsplit(url).path}"
 
@@ -188,28 +192,38 @@ class HttpTape:
     def play(self, got: dict[str, Any]) -> dict[str, Any]:
         """The recorded response to the request ``got`` (a :func:`request_entry`).
 
-        Requests to one route (method and path) are answered in their recorded order;
-        the host is not compared. Raises :class:`CassetteMismatchError` at the first
-        difference of the body, tool results aside.
+        The answer is the first unplayed interaction on the request's route (method
+        and path; the host is not compared) whose body matches, tool results aside: so
+        identical requests are answered in their recorded order, and runs made
+        concurrently replay though they now send their requests in another order.
+        When none matches, raises :class:`CassetteMismatchError` at the first
+        difference from the oldest unplayed request on the route.
         """
         route = _route(got["method"], got["url"])
         queue = self._queues.get(route)
         if not queue:
             self._fail(self._mismatch_route(route))
         assert queue is not None
-        index, interaction = queue[0]
-        recorded = interaction["request"]
-        mine = {k: v for k, v in recorded.items() if k not in ("method", "url")}
-        theirs = {k: v for k, v in got.items() if k not in ("method", "url")}
-        found = first_difference(mine, theirs)
-        if found is not None:
-            path, old, new = found
+        theirs = _body(got)
+        differences = []
+        for index, interaction in queue:
+            found = first_difference(_body(interaction["request"]), theirs)
+            if found is None:
+                break
+            differences.append((index, found))
+        else:
+            index, (path, old, new) = differences[0]
             if path and path[0] in ("json", "text", "sse", "base64"):
                 path = path[1:]
             self._fail(CassetteMismatchError(index, json_path(path), old, new))
-        queue.popleft()
+        del queue[len(differences)]
         self._played.add(index)
-        response: dict[str, Any] = interaction["response"]
+        response: dict[str, Any] | None = interaction.get("response")
+        if response is None:  # a cassette saved before transport errors were recorded
+            raise CassetteError(
+                f"request {index} ({route}) has no recorded response: it failed or was "
+                "cut off while recording; record the cassette again"
+            )
         return response
 
     def _mismatch_route(self, route: str) -> CassetteMismatchError:

@@ -7,7 +7,8 @@ Turn it on in a ``conftest.py``::
 A test that takes the ``cassette`` fixture gets a :class:`~agcore_tools.testing.Cassette`
 stored in ``cassettes/<name>.json`` beside the test file (override the
 ``cassette_dir`` fixture to move them). ``<name>`` is the marker's argument,
-``@pytest.mark.cassette("weather_run")``, or else ``<module>.<test name>``.
+``@pytest.mark.cassette("weather_run")``, or else ``<module>.<test name>``, or
+``<module>.<Class>.<test name>`` for a test in a class.
 
 ``--record-mode`` (or the ``AGCORE_RECORD_MODE`` variable) says when to record:
 ``once`` (the default: record a cassette that does not exist yet, replay the rest),
@@ -22,6 +23,8 @@ caught. A recording is saved only when the test passed.
 Example:
     >>> cassette_name("tests/test_agent.py", "test_weather[sse]")
     'test_agent.test_weather_sse'
+    >>> cassette_name("tests/test_agent.py", "TestWeather.test_answer")
+    'test_agent.TestWeather.test_answer'
 """
 
 from __future__ import annotations
@@ -76,7 +79,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def cassette_name(path: str | os.PathLike[str], test: str) -> str:
-    """The default cassette name of a test: ``<module>.<test>``, file-name safe."""
+    """The default cassette name of a test: ``<module>.<test>``, file-name safe; the
+    fixture passes ``<Class>.<test>`` as ``test`` for a test in a class."""
     return re.sub(r"[^\w.-]+", "_", f"{Path(path).stem}.{test}").strip("_")
 
 
@@ -98,7 +102,8 @@ def cassette(request: pytest.FixtureRequest, cassette_dir: Path) -> Iterator[Cas
     """The test's :class:`~agcore_tools.testing.Cassette`, recording or replaying."""
     marker = request.node.get_closest_marker("cassette")
     name = marker.args[0] if marker and marker.args else None
-    name = name or cassette_name(request.path, request.node.name)
+    classes = [node.name for node in request.node.listchain() if isinstance(node, pytest.Class)]
+    name = name or cassette_name(request.path, ".".join([*classes, request.node.name]))
     tape = Cassette(cassette_dir / f"{name}.json", record_mode(request.config))
     if tape.recording:
         yield tape

@@ -152,6 +152,19 @@ async def test_a_streamed_loop_and_the_consumer_stays_outside_the_spans(
     check_two_turn_tree(spans, server, streamed=True, parent=spans.one("request handler"))
 
 
+async def test_a_stream_read_after_its_callers_span_ended_is_still_its_child(
+    spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any, calc: ToolRegistry
+) -> None:
+    server = serve(*two_turns())
+    with spans.provider.get_tracer("app").start_as_current_span("request handler"):
+        events = make_cycle(server).submit_stream_with_tools("2 + 3, then fail", calc)
+    # A web framework reads the returned stream after the handler's span has ended.
+    async with events:
+        async for _event in events:
+            pass
+    check_two_turn_tree(spans, server, streamed=True, parent=spans.one("request handler"))
+
+
 async def test_a_failed_request_marks_its_chat_span_and_the_run(
     spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any
 ) -> None:
@@ -252,7 +265,7 @@ async def test_the_responses_api_gets_the_same_spans(
     spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any, calc: ToolRegistry
 ) -> None:
     server = serve(*two_turns())
-    cycle = make_cycle(server, api="responses")
+    cycle = make_cycle(server, api="responses", max_output_tokens=64)
 
     response = await cycle.submit_stream_with_tools("2 + 3, then fail", calc).collect()
 
@@ -262,6 +275,9 @@ async def test_the_responses_api_gets_the_same_spans(
     assert [s.name for s in children[:1] + children[3:]] == ["chat test-model", "chat test-model"]
     first = attributes(children[0])
     assert first["openai.api.type"] == "responses"
+    assert first["gen_ai.request.max_tokens"] == 64  # max_output_tokens
+    assert first["gen_ai.request.stream"] is True
+    assert first["gen_ai.response.time_to_first_chunk"] >= 0
     assert first["gen_ai.response.id"] == cycle.messages[1]["response"]["id"]
     assert first["gen_ai.response.id"].startswith("resp_scripted_")
     assert first["gen_ai.response.model"] == server.model
