@@ -18,7 +18,6 @@ from typing import Any
 from . import _otel
 from ._aio import THREADS, unfinished, wait_task, with_timeout
 from ._clock import CLOCK
-from ._function_tool import FunctionTool
 from ._records import ToolCall, ToolEntry, ToolInvocation
 from .base import BaseTool, ToolContext
 from .error import (
@@ -150,7 +149,7 @@ async def execute(
         ctx = ctx.for_call(ctx.call_id, entry.name)  # its events name the tool
     # A guarded tool's own timeout covers its wait for a turn or a slot and its run, when
     # it ends before the caller's deadline (which bounds both otherwise).
-    own = tool.timeout if guard is not None and isinstance(tool, FunctionTool) else None
+    own = tool.timeout if guard is not None else None
     ends = None if own is None else CLOCK.get()() + own
     if ends is not None and deadline is not None and deadline <= ends:
         own = ends = None

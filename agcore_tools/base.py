@@ -72,6 +72,10 @@ class BaseTool(ABC):
     policy: ToolPolicy | None = None
     """Default policy (concurrency, rate, breaker, cache) a registry applies to the
     tool's calls; see :mod:`agcore_tools.policies`."""
+    timeout: float | None = None
+    """Seconds one call of the tool may take, its wait for a policy's turn or slot
+    included, or None for no limit of its own. ``execute`` keeps to it (a
+    ``FunctionTool`` does); the registry bounds the wait by it."""
     needs_approval: bool | Callable[[dict[str, Any], ToolContext], Any] = False
     """Whether a call waits for the app's approval before it runs: True, or a function
     (sync or async) of the arguments and context that decides per call (see
