@@ -232,8 +232,9 @@ async def execute(
     stats.total_seconds += duration
     if error is not None:
         stats.failures += 1
-        # The error's text names the tool; argument values only where content is recorded.
-        logger.debug("%s", _otel.described(error, _otel.capture_content()))
+        # The error's text names the tool, never the argument values it may quote (and
+        # reads no environment: this runs in Temporal's workflow sandbox too).
+        logger.debug("%s", _otel.described(error, False))
     ran = True if error is None else error.may_have_run
     return ToolInvocation(name, args, output, error, ctx.call_id, duration, ran)
 

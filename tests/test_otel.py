@@ -208,7 +208,7 @@ async def test_arguments_and_results_are_recorded_only_when_asked(
     assert "gen_ai.tool.call.result" not in attributes(spans.one("execute_tool weather"))
 
 
-async def test_argument_values_stay_out_of_error_spans_and_logs_unless_content_is_recorded(
+async def test_argument_values_stay_out_of_logs_and_of_error_spans_unless_content_is_recorded(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     registry = ToolRegistry()
@@ -236,7 +236,7 @@ async def test_argument_values_stay_out_of_error_spans_and_logs_unless_content_i
         await registry.invoke_all(call)
         parse_call("charge", "c2", '{"card": "' + card + '",', repair=True)
     assert f"(got '{card}')" in (spans.one("execute_tool charge").status.description or "")
-    assert caplog.text.count(card) == 2  # the registry's DEBUG line and the repair's INFO
+    assert card not in caplog.text  # logs never carry argument values
 
 
 async def test_a_tools_own_spans_are_children_of_its_execute_tool_span() -> None:

@@ -8,7 +8,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from .._otel import capture_content
 from .._records import ParsedCall
 from .._repair import repair_json
 from .._unicode import scrub
@@ -62,9 +61,11 @@ def parse_call(name: str, call_id: str, arguments: Any, *, repair: bool = False)
         except json.JSONDecodeError as exc:
             repaired = repair_json(text) if repair else None
             if repaired is not None and repaired.lstrip().startswith("{"):
-                # The arguments are content: logged only where spans record content.
-                shown = f": {text:.200}" if capture_content() else f" ({len(text)} characters)"
-                logger.info("repaired the arguments of a call to %r%s", name, shown)
+                # The arguments are content, never logged (and no environment is read:
+                # this runs in Temporal's workflow sandbox too).
+                logger.info(
+                    "repaired the arguments of a call to %r (%d characters)", name, len(text)
+                )
                 return parse_call(name, call_id, repaired)
             # Some of json's messages end in "at" ("Invalid control character at").
             problem = exc.msg.removesuffix(" at")
