@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo demo-temporal test test-interop test-llama-server llama-server lint typecheck unit \
   unit-real unit-mcp unit-rest unit-mcp-slow bench node real-servers redis-server clean clean-room \
-  test-all release-check
+  test-all release-check openai-floor
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -203,7 +203,24 @@ unit-rest: $(STAMP)
 unit-mcp-slow: $(STAMP)
 	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" $(MCP_WITH_REAL)
 
-test: lint typecheck docs unit
+test: lint typecheck docs unit openai-floor
+
+# The oldest OpenAI SDK pyproject.toml allows (openai>=1.66, httpx-based; the other venvs
+# have the newest, httpx2-based): the cycle's own client on it, in a venv of its own in
+# the cache with every package pinned by tests/openai_floor/requirements.txt, against
+# this checkout (PYTHONPATH). A few seconds once the venv exists.
+OPENAI_FLOOR := 1.66.0
+FLOOR_VENV := $(CACHE)/openai-floor-$(OPENAI_FLOOR)
+FLOOR_STAMP := $(FLOOR_VENV)/.installed-$(shell sha256sum tests/openai_floor/requirements.txt | cut -c1-12)
+
+$(FLOOR_STAMP): tests/openai_floor/requirements.txt
+	test -x $(FLOOR_VENV)/bin/python || $(PYTHON) -m venv $(FLOOR_VENV)
+	$(FLOOR_VENV)/bin/python -m pip install --quiet -r tests/openai_floor/requirements.txt
+	$(FLOOR_VENV)/bin/python -c 'import openai; assert openai.__version__ == "$(OPENAI_FLOOR)"'
+	touch $(FLOOR_STAMP)
+
+openai-floor: $(FLOOR_STAMP)
+	PYTHONPATH=$(CURDIR) $(FLOOR_VENV)/bin/python tests/openai_floor/smoke.py
 
 # The documentation site (mkdocs.yml) into site/. --strict: a warning, such as a broken
 # link or cross-reference, fails the build. tests/test_site.py opens it in a browser.

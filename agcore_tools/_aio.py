@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import importlib
 import os
 import queue
 import sys
@@ -218,6 +219,34 @@ async def run_sync(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     if noted is not None:
         noted.append(future)
     return await asyncio.wrap_future(future, loop=loop)
+
+
+_imported: set[str] = set()
+
+
+async def import_off_loop(modules: tuple[str, ...], timeout: float) -> None:
+    """Import ``modules`` in a worker thread the first time, waiting at most ``timeout``
+    seconds, so that the functions importing them afterwards find them loaded.
+
+    The OpenAI and MCP SDKs take half a second or more to import; imported on the loop
+    on their first use, they would freeze every other task (a web server's requests)
+    that long. Raises ``TimeoutError`` when the import takes longer (it goes on in its
+    thread), and the import's own error (an ``ImportError``) if it fails.
+
+    Example:
+        >>> asyncio.run(import_off_loop(("json", "email.utils"), 10.0))
+        >>> "email.utils" in sys.modules
+        True
+    """
+    missing = [name for name in modules if name not in _imported]
+    if missing:
+        await with_timeout(run_sync(_import_all, missing), timeout)
+        _imported.update(missing)
+
+
+def _import_all(modules: list[str]) -> None:
+    for name in modules:
+        importlib.import_module(name)
 
 
 def unfinished(futures: list[Future[Any]] | None) -> Future[Any] | None:

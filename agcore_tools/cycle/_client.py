@@ -10,7 +10,9 @@ A client the cycle builds (from the environment, or a sync client's twin) sends 
 costs for one conversation at a time, and stays cheap with hundreds in flight (see
 ``docs/benchmarks.md``, "Scale"). Most users never read that page, so the default is the
 one that scales. With a proxy in the environment the SDK's default client is kept: an
-``http_client`` with its own transport would ignore ``HTTPS_PROXY``.
+``http_client`` with its own transport would ignore ``HTTPS_PROXY``. So it is with an
+OpenAI SDK older than 3.0, whose client is built on ``httpx``, not ``httpx2`` as the
+sharded transport is.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from ..error import ClientTypeError, LlmError
-from .transport import sharded_http_client
+from .transport import sdk_is_httpx2_based, sharded_http_client
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -96,12 +98,14 @@ def client_from_env() -> AsyncOpenAI:
 
 
 def _scaling_http_client() -> Any:
-    """The ``http_client`` of a client the cycle builds: sharded, unless a proxy is set.
+    """The ``http_client`` of a client the cycle builds: sharded, unless a proxy is set
+    or the SDK predates httpx2.
 
     ``None`` (the SDK's own client) when the environment names a proxy, which only a
-    client without a transport of its own honors.
+    client without a transport of its own honors, or when the installed OpenAI SDK is
+    older than 3.0 (httpx-based, so it cannot drive the sharded httpx2 transport).
     """
-    if urllib.request.getproxies():
+    if urllib.request.getproxies() or not sdk_is_httpx2_based():
         return None
     return sharded_http_client()
 

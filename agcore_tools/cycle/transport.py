@@ -18,6 +18,17 @@ if TYPE_CHECKING:
 __all__ = ["sharded_http_client"]
 
 
+def sdk_is_httpx2_based() -> bool:
+    """Whether the installed OpenAI SDK's http client is an ``httpx2`` one (openai 3 on),
+    which :func:`sharded_http_client`'s transport needs; before 3 it is an ``httpx`` one,
+    which cannot drive an ``httpx2`` transport.
+    """
+    import httpx2
+    from openai import DefaultAsyncHttpxClient
+
+    return issubclass(DefaultAsyncHttpxClient, httpx2.AsyncClient)
+
+
 def sharded_http_client(shards: int = 64, connections_per_shard: int = 16) -> httpx2.AsyncClient:
     """An ``http_client`` for ``AsyncOpenAI`` that spreads requests over ``shards`` pools.
 
@@ -28,7 +39,8 @@ def sharded_http_client(shards: int = 64, connections_per_shard: int = 16) -> ht
     this keeps the client's CPU per request close to its cost at low concurrency; with a
     few it costs the same as the SDK's default client, and one conversation at a time
     reuses one connection, as that client does. ``LlmCycle`` builds the client it owns
-    on this one (unless a proxy is set in the environment). The
+    on this one (unless a proxy is set in the environment, or the OpenAI SDK is older
+    than 3.0). The
     defaults, 64 pools of 16 (1,024 connections, the SDK's default client allows
     1,000), keep each pool's walk over its connections short: at 1,000 requests in
     flight they cost about 30% less CPU per request than 8 pools of 128 (see
@@ -37,7 +49,9 @@ def sharded_http_client(shards: int = 64, connections_per_shard: int = 16) -> ht
     request runs in its caller's task. Close it with the ``AsyncOpenAI`` that uses it
     (``await client.close()``) or on its own (``await http_client.aclose()``).
 
-    Raises ``LlmConfigError`` (a ``ValueError``) unless both numbers are at least 1.
+    Raises ``LlmConfigError`` (a ``ValueError``) unless both numbers are at least 1, or
+    when the installed OpenAI SDK is older than 3.0 (its client is built on ``httpx``,
+    not ``httpx2``): there, keep the SDK's default client.
 
     Example:
         >>> from openai import AsyncOpenAI
@@ -51,6 +65,13 @@ def sharded_http_client(shards: int = 64, connections_per_shard: int = 16) -> ht
         raise LlmConfigError(
             f"sharded_http_client needs shards >= 1 and connections_per_shard >= 1, got "
             f"{shards} and {connections_per_shard}"
+        )
+    if not sdk_is_httpx2_based():
+        import openai
+
+        raise LlmConfigError(
+            f"sharded_http_client needs openai>=3 (an httpx2-based client); openai "
+            f"{openai.__version__} is httpx-based: use the SDK's default http_client"
         )
     from openai import DefaultAsyncHttpxClient
 

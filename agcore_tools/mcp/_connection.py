@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .._aio import with_timeout
+from .._aio import import_off_loop, with_timeout
 from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from . import _sdklog
@@ -54,6 +54,10 @@ if TYPE_CHECKING:
     from mcp_types import LoggingMessageNotificationParams, RequestParamsMeta
 
 __all__ = ["ClientSettings", "Connection"]
+
+# What the first connect imports (most of a second): loaded in a worker thread first,
+# so the connect's own imports find them and the loop keeps running meanwhile.
+_SDK_MODULES = ("anyio", "mcp", "mcp_types")
 
 logger = logging.getLogger("agcore_tools.mcp")
 server_logger = logging.getLogger("agcore_tools.mcp.server")
@@ -162,6 +166,15 @@ class Connection:
 
     async def start(self) -> None:
         """Start the owner task and wait until the session is ready or start-up failed."""
+        timeout = self.settings.timeout
+        try:
+            await import_off_loop(_SDK_MODULES, timeout)
+        except TimeoutError as exc:
+            raise McpTimeoutError(
+                self.server_name, f"the MCP SDK did not finish importing within {timeout:g} s"
+            ) from exc
+        except ImportError as exc:
+            raise McpError(self.server_name, f"cannot import the MCP SDK: {exc}") from exc
         self._task = asyncio.create_task(self._run(), name=f"mcp-client:{self.server_name}")
         try:
             # The owner enforces the start-up deadline itself; this outer bound only

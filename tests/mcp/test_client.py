@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -634,3 +635,53 @@ async def test_adapters_run_through_a_registry(make_client: Any) -> None:
         assert isinstance(failed.error, ToolExecutionError) and "nope" in str(failed.error)
     gone = await registry.invoke("fixture__echo", {"text": "x"})
     assert isinstance(gone.error, McpNotInitializedError)
+
+
+_FIRST_CONNECT = """
+import asyncio, sys, time
+from agcore_tools import McpClient, StdioTransport
+
+async def ticker(gaps):
+    last = time.perf_counter()
+    while True:
+        await asyncio.sleep(0.005)
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+
+async def main():
+    gaps = []
+    tick = asyncio.create_task(ticker(gaps))
+    await asyncio.sleep(0.05)
+    gaps.clear()
+    print("connect starts", file=sys.stderr, flush=True)
+    async with McpClient("paged", StdioTransport(sys.executable, [sys.argv[1]])) as client:
+        await client.list_tools()
+    tick.cancel()
+    print(f"largest gap {max(gaps):.3f}")
+
+asyncio.run(main())
+"""
+
+
+def test_the_first_connect_imports_the_mcp_sdk_off_the_event_loop() -> None:
+    # A fresh process: the MCP SDK is not imported yet (`-X importtime` says how long
+    # the connect's imports took, so the bound below means something).
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", _FIRST_CONNECT, str(PAGED)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    during = done.stderr.split("connect starts", 1)[1]
+    # `import time: self | cumulative | name`; top-level imports have no indent.
+    tops = re.findall(r"import time:\s+\d+ \|\s+(\d+) \| (\S+)", during)
+    imported = sum(int(us) for us, _ in tops) / 1e6
+    gap = float(done.stdout.split("largest gap ")[1])
+    if imported < 0.2:  # a machine this fast would not notice a stall either
+        pytest.skip(f"the connect's imports took only {imported:.2f} s")
+    assert gap < min(0.25, imported / 2), (
+        f"the loop stalled {gap:.2f} s; imports took {imported:.2f} s"
+    )
