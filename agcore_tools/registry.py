@@ -30,11 +30,13 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import contextmanager
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
+
+from typing_extensions import ParamSpec, Unpack
 
 from ._deprecated import renamed
 from ._execute import ToolTable, as_call, as_completed, execute
-from ._function_tool import FunctionTool, check_timeout, register_function
+from ._function_tool import FunctionTool, ToolOptions, check_timeout, register_function
 from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
@@ -59,6 +61,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agcore_tools.registry")
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 _default_registry: ToolRegistry | None = None
@@ -211,16 +216,18 @@ class ToolRegistry(RegistrySync):
             _active_registry.reset(token)
 
     @overload
-    def tool(self, func: Callable[..., Any], /) -> FunctionTool[..., Any]: ...
+    def tool(
+        self, func: Callable[P, R], /, **options: Unpack[ToolOptions]
+    ) -> FunctionTool[P, R]: ...
 
     @overload
     def tool(
-        self, func: None = None, /, **options: Any
-    ) -> Callable[[Callable[..., Any]], FunctionTool[..., Any]]: ...
+        self, func: None = None, /, **options: Unpack[ToolOptions]
+    ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
     def tool(
-        self, func: Callable[..., Any] | None = None, /, **options: Any
-    ) -> FunctionTool[..., Any] | Callable[[Callable[..., Any]], FunctionTool[..., Any]]:
+        self, func: Callable[P, R] | None = None, /, **options: Unpack[ToolOptions]
+    ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
         """``@registry.tool`` or ``@registry.tool(name=..., permissions=...)``: like
         :func:`~agcore_tools.tool`, registering into this registry.
 
@@ -234,7 +241,7 @@ class ToolRegistry(RegistrySync):
             'square'
         """
 
-        def decorate(f: Callable[..., Any]) -> FunctionTool[..., Any]:
+        def decorate(f: Callable[P, R]) -> FunctionTool[P, R]:
             return register_function(FunctionTool(f, **options), self)
 
         return decorate if func is None else decorate(func)
