@@ -30,7 +30,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import contextmanager
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from typing_extensions import ParamSpec, Unpack
 
@@ -49,6 +49,11 @@ from .error import (
 from .permission import PermissionChecker, PermissionConfig
 from .policies import ToolPolicy
 from .schema import SchemaTransform
+
+if TYPE_CHECKING:
+    # Types only: `import agcore_tools` loads no openai (tests/test_package.py).
+    from openai.types.chat import ChatCompletionToolParam
+    from openai.types.responses import FunctionToolParam
 
 __all__ = [
     "ToolCall",
@@ -452,12 +457,23 @@ class ToolRegistry(RegistrySync):
     def __iter__(self) -> Iterator[BaseTool]:
         return (entry.tool for entry in list(self._entries.values()))
 
-    def definitions(self, api: Literal["chat", "responses"] = "chat") -> list[dict[str, Any]]:
+    @overload
+    def definitions(self, api: Literal["chat"] = "chat") -> list[ChatCompletionToolParam]: ...
+
+    @overload
+    def definitions(self, api: Literal["responses"]) -> list[FunctionToolParam]: ...
+
+    @overload
+    def definitions(self, api: Literal["chat", "responses"]) -> list[Any]: ...
+
+    def definitions(self, api: Literal["chat", "responses"] = "chat") -> list[Any]:
         """Tool params for a model request, in registration order.
 
         ``api="chat"`` (default) gives Chat Completions params
         (``{"type": "function", "function": {...}}``); ``api="responses"`` gives the
-        flat Responses API function tools. Tools the registry's permission checker
+        flat Responses API function tools; type checkers see the OpenAI SDK's
+        ``ChatCompletionToolParam`` and ``FunctionToolParam``, which the ``tools=`` of
+        ``create()`` takes. Tools the registry's permission checker
         refuses are left out: offering the model a tool it may not run only wastes
         tokens and ends the loop when the model calls it (:meth:`list_tools` still
         lists every tool). They are logged, once per set of tools, with the rule.
