@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 from pydantic import ValidationError
-from typing_extensions import ParamSpec
+from typing_extensions import ParamSpec, TypedDict
 
 from ._aio import positive_number, run_sync, with_timeout
 from ._attachments import normalise
@@ -41,7 +41,14 @@ from .permission import Permission, PermissionLike
 from .policies import ToolPolicy
 from .schema import function_schema, strict_parameters
 
-__all__ = ["FunctionTool", "Registrar", "check_timeout", "register_function", "return_schema"]
+__all__ = [
+    "FunctionTool",
+    "Registrar",
+    "ToolOptions",
+    "check_timeout",
+    "register_function",
+    "return_schema",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -213,6 +220,23 @@ def check_timeout(value: object, what: str = "tool timeout") -> None:
 
 def _reason(problems: list[tuple[str, str]]) -> str:
     return "; ".join(f"{field}: {message}" for field, message in problems)
+
+
+class ToolOptions(TypedDict, total=False):
+    """The keyword options :class:`FunctionTool` takes, for ``**options`` that pass them
+    on (``@registry.tool(...)``): a type checker then names a misspelt or mistyped one.
+    tests/test_decorator.py checks they match ``FunctionTool``'s and ``@tool``'s."""
+
+    name: str | None
+    description: str | None
+    permissions: Iterable[PermissionLike] | None
+    tags: Iterable[str] | None
+    category: str | None
+    version: str | None
+    timeout: float | None
+    strict: bool | None
+    needs_approval: NeedsApproval
+    policy: ToolPolicy | None
 
 
 class FunctionTool(BaseTool, Generic[P, R]):

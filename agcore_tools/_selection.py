@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from ._aio import positive_number
 from ._budget import definition_costs
@@ -227,6 +227,8 @@ def _positive_or_none(value: object) -> bool:
     return value is None or positive_number(value)
 
 
+Definitions: TypeAlias = list[dict[str, Any]]  # tool definitions, as plain dicts
+
 Selector: TypeAlias = (
     Iterable[str]
     | ToolSelection
@@ -281,7 +283,8 @@ class RunOffer:
     def __init__(self, registry: ToolRegistry, select: Selector | None, model: str) -> None:
         self._registry = registry
         self._select = select
-        self._all = registry.definitions() if len(registry) else []
+        # The SDK's TypedDicts for apps; this module edits them as the plain dicts they are.
+        self._all = cast(Definitions, registry.definitions()) if len(registry) else []
         self._offerable = {_name(d) for d in self._all}
         self._views: dict[tuple[str, ...], ToolRegistry] = {}
         self._found: list[str] = []
@@ -344,7 +347,8 @@ class RunOffer:
             # Only run_python is offered (its definition through the registry's
             # transforms), but a direct call to a registered tool runs: a program tells
             # the model to make one for a tool that asks the user a question.
-            return self._view((RUN_PYTHON,)).definitions(), self.for_open_calls()
+            offered = cast(Definitions, self._view((RUN_PYTHON,)).definitions())
+            return offered, self.for_open_calls()
         if select is None or (isinstance(select, ToolSearch) and search is None):
             return (self._all or None), self._registry
         if isinstance(select, ToolSearch) and search is not None:

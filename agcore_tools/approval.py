@@ -226,10 +226,14 @@ class ToolApprovalRequested:
         return f"ToolApprovalRequested({self.request!r}, decision={self.decision!r})"
 
 
-class ToolCallOutputs(list[dict[str, Any]]):
+# Items typed Any, not dict[str, Any]: a type checker then lets the list go back into the
+# next request as it is (`messages += outputs`, `input=outputs`: the OpenAI SDK's params
+# are TypedDicts, and `input` takes a list, which is invariant), and lets an app read
+# `output["call_id"]`, which the SDK's union of 33 input items would refuse.
+class ToolCallOutputs(list[Any]):
     """What :meth:`~agcore_tools.ToolRegistry.run_tool_calls` returns: the messages
-    answering the calls that ran (a plain ``list``), and the calls that wait for
-    approval in :attr:`pending_approvals`.
+    answering the calls that ran (a plain ``list`` of dicts), and the calls that wait
+    for approval in :attr:`pending_approvals`.
 
     Example:
         >>> outputs = ToolCallOutputs([{"role": "tool", "tool_call_id": "c1", "content": "ok"}])

@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from .error import PermissionDeniedError, ToolConfigError, ToolDefinitionError
@@ -124,9 +124,12 @@ def _permission_set(values: Iterable[PermissionLike]) -> frozenset[Permission]:
     return frozenset(Permission.parse_all(values))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class PermissionConfig:
     """The static permission policy.
+
+    ``allowed``, ``denied`` and ``ask`` take any iterable of :class:`Permission` or
+    names like ``"read"``, and are stored as frozensets of :class:`Permission`.
 
     Example:
         >>> cfg = PermissionConfig(allowed=["read"], denied=[], allow_unspecified=False)
@@ -134,27 +137,31 @@ class PermissionConfig:
         True
     """
 
-    allowed: frozenset[Permission] = field(
-        default_factory=lambda: frozenset({Permission.READ, Permission.NETWORK})
-    )
+    allowed: frozenset[Permission]
     """Permissions that pass. A non-empty set is a whitelist: anything else is refused."""
-    denied: frozenset[Permission] = field(
-        default_factory=lambda: frozenset({Permission.DELETE, Permission.SHELL})
-    )
+    denied: frozenset[Permission]
     """Permissions that are always refused; they win over ``allowed`` and ``ask``."""
-    allow_unspecified: bool = True
+    allow_unspecified: bool
     """With an empty ``allowed``, whether other permissions pass; also whether a tool
     that declares no permissions may run."""
-    ask: frozenset[Permission] = field(default_factory=frozenset)
+    ask: frozenset[Permission]
     """Permissions that pass only with the app's approval, call by call (see
     :mod:`agcore_tools.approval`): like ``allowed`` for the other rules, but each call
     waits for an answer. ``denied`` still wins over it."""
 
-    def __post_init__(self) -> None:
-        # Accept any iterable of permissions or names, store an immutable set.
-        object.__setattr__(self, "allowed", _permission_set(self.allowed))
-        object.__setattr__(self, "denied", _permission_set(self.denied))
-        object.__setattr__(self, "ask", _permission_set(self.ask))
+    # An __init__ of its own (init=False): the fields are frozensets, but a type checker
+    # must accept the lists every guide passes, which the generated one would refuse.
+    def __init__(
+        self,
+        allowed: Iterable[PermissionLike] = (Permission.READ, Permission.NETWORK),
+        denied: Iterable[PermissionLike] = (Permission.DELETE, Permission.SHELL),
+        allow_unspecified: bool = True,
+        ask: Iterable[PermissionLike] = (),
+    ) -> None:
+        object.__setattr__(self, "allowed", _permission_set(allowed))
+        object.__setattr__(self, "denied", _permission_set(denied))
+        object.__setattr__(self, "allow_unspecified", allow_unspecified)
+        object.__setattr__(self, "ask", _permission_set(ask))
 
 
 class PermissionChecker:

@@ -30,11 +30,13 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import contextmanager
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+from typing_extensions import ParamSpec, Unpack
 
 from ._deprecated import renamed
 from ._execute import ToolTable, as_call, as_completed, execute
-from ._function_tool import FunctionTool, check_timeout, register_function
+from ._function_tool import FunctionTool, ToolOptions, check_timeout, register_function
 from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
@@ -48,6 +50,11 @@ from .permission import PermissionChecker, PermissionConfig
 from .policies import ToolPolicy
 from .schema import SchemaTransform
 
+if TYPE_CHECKING:
+    # Types only: `import agcore_tools` loads no openai (tests/test_package.py).
+    from openai.types.chat import ChatCompletionToolParam
+    from openai.types.responses import FunctionToolParam
+
 __all__ = [
     "ToolCall",
     "ToolEntry",
@@ -59,6 +66,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agcore_tools.registry")
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 _default_registry: ToolRegistry | None = None
@@ -211,16 +221,18 @@ class ToolRegistry(RegistrySync):
             _active_registry.reset(token)
 
     @overload
-    def tool(self, func: Callable[..., Any], /) -> FunctionTool[..., Any]: ...
+    def tool(
+        self, func: Callable[P, R], /, **options: Unpack[ToolOptions]
+    ) -> FunctionTool[P, R]: ...
 
     @overload
     def tool(
-        self, func: None = None, /, **options: Any
-    ) -> Callable[[Callable[..., Any]], FunctionTool[..., Any]]: ...
+        self, func: None = None, /, **options: Unpack[ToolOptions]
+    ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
     def tool(
-        self, func: Callable[..., Any] | None = None, /, **options: Any
-    ) -> FunctionTool[..., Any] | Callable[[Callable[..., Any]], FunctionTool[..., Any]]:
+        self, func: Callable[P, R] | None = None, /, **options: Unpack[ToolOptions]
+    ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
         """``@registry.tool`` or ``@registry.tool(name=..., permissions=...)``: like
         :func:`~agcore_tools.tool`, registering into this registry.
 
@@ -234,7 +246,7 @@ class ToolRegistry(RegistrySync):
             'square'
         """
 
-        def decorate(f: Callable[..., Any]) -> FunctionTool[..., Any]:
+        def decorate(f: Callable[P, R]) -> FunctionTool[P, R]:
             return register_function(FunctionTool(f, **options), self)
 
         return decorate if func is None else decorate(func)
@@ -445,12 +457,23 @@ class ToolRegistry(RegistrySync):
     def __iter__(self) -> Iterator[BaseTool]:
         return (entry.tool for entry in list(self._entries.values()))
 
-    def definitions(self, api: Literal["chat", "responses"] = "chat") -> list[dict[str, Any]]:
+    @overload
+    def definitions(self, api: Literal["chat"] = "chat") -> list[ChatCompletionToolParam]: ...
+
+    @overload
+    def definitions(self, api: Literal["responses"]) -> list[FunctionToolParam]: ...
+
+    @overload
+    def definitions(self, api: Literal["chat", "responses"]) -> list[Any]: ...
+
+    def definitions(self, api: Literal["chat", "responses"] = "chat") -> list[Any]:
         """Tool params for a model request, in registration order.
 
         ``api="chat"`` (default) gives Chat Completions params
         (``{"type": "function", "function": {...}}``); ``api="responses"`` gives the
-        flat Responses API function tools. Tools the registry's permission checker
+        flat Responses API function tools; type checkers see the OpenAI SDK's
+        ``ChatCompletionToolParam`` and ``FunctionToolParam``, which the ``tools=`` of
+        ``create()`` takes. Tools the registry's permission checker
         refuses are left out: offering the model a tool it may not run only wastes
         tokens and ends the loop when the model calls it (:meth:`list_tools` still
         lists every tool). They are logged, once per set of tools, with the rule.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The release checks: build the sdist and the wheel, check their metadata with twine,
+# The release checks: build the sdist and the wheel, check their metadata with twine and
+# what they hold (the license text; in the sdist no benchmark data, CI or npm files),
 # install the wheel in a new, empty venv (no editable checkout, no dev packages), and
 # there import agcore_tools and run a module's doctests, from outside the checkout.
 #
@@ -17,6 +18,27 @@ trap 'rm -rf "$work"' EXIT
   { cat "$work/build.log"; exit 1; }
 "$py" -m twine check --strict "$work"/dist/*
 wheel=$(ls "$work"/dist/agcore_tools-*.whl)
+sdist=$(ls "$work"/dist/agcore_tools-*.tar.gz)
+
+# What the distributions carry: the license text (MIT asks for it with every copy),
+# and in the sdist only the package, its docs, examples and tests (no benchmark data,
+# CI or npm files).
+"$py" - "$wheel" "$sdist" <<'PY'
+import sys
+import tarfile
+import zipfile
+
+wheel, sdist = sys.argv[1:]
+with zipfile.ZipFile(wheel) as whl:
+    metadata = next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
+    assert "License-File: LICENSE" in whl.read(metadata).decode(), "no License-File in METADATA"
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in whl.namelist()), "no LICENSE in the wheel"
+with tarfile.open(sdist) as tar:
+    top = {name.split("/")[1] for name in tar.getnames() if name.count("/")}
+expected = {"agcore_tools", "tests", "docs", "examples", "README.md", "CHANGELOG.md",
+            "LICENSE", "mkdocs.yml", "pyproject.toml", "PKG-INFO", ".gitignore"}
+assert top == expected, f"the sdist holds {sorted(top - expected)}, lacks {sorted(expected - top)}"
+PY
 echo "release-check: built $(cd "$work/dist" && ls | tr '\n' ' ')"
 
 base=$("$py" -c 'import sys; print(sys.base_prefix)')/bin/python3

@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import inspect
 import pickle
 import socket
 import threading
@@ -31,6 +32,7 @@ from agcore_tools import (
     default_registry,
     tool,
 )
+from agcore_tools._function_tool import ToolOptions
 
 
 @pytest.fixture
@@ -99,6 +101,20 @@ def test_registry_tool_method_bare_and_with_options(registry: ToolRegistry) -> N
 
     assert registry.list_tools() == ["one", "two_alias"]
     assert "one" not in default_registry()
+
+
+def test_registry_tool_types_the_same_keywords_as_tool_and_function_tool() -> None:
+    # @registry.tool(**options) is typed by ToolOptions: a keyword added to FunctionTool
+    # or @tool but not there would be refused by type checkers, so the lists must match.
+    def keywords(func: Any) -> dict[str, str]:
+        params = inspect.signature(func).parameters.values()
+        return {p.name: p.annotation for p in params if p.kind is p.KEYWORD_ONLY}
+
+    options = {k: getattr(v, "__forward_arg__", v) for k, v in ToolOptions.__annotations__.items()}
+    decorated = keywords(tool)
+    del decorated["registry"]
+    assert options == keywords(FunctionTool.__init__) == decorated
+    assert ToolOptions.__total__ is False
 
 
 async def test_validation_errors_name_each_bad_field(registry: ToolRegistry) -> None:

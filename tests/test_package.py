@@ -103,3 +103,17 @@ def test_version_matches_pyproject() -> None:
     match = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(), re.M)
     assert match is not None
     assert agcore_tools.__version__ == match.group(1)
+
+
+def test_the_documented_patterns_pass_mypy_strict(tmp_path: Path) -> None:
+    # The package says Typing :: Typed: an app written as the README, the guides and
+    # the drop-in examples write it must type-check, and its bugs must not (each is a
+    # `# type: ignore` that --strict reports if it silences nothing).
+    files = [
+        "tests/_typed_usage.py",
+        "examples/openai_chat_loop.py",
+        "examples/openai_responses_loop.py",
+    ]
+    command = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path), *files]
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=110)
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -1,0 +1,77 @@
+"""An app written the way the README and the guides write it, for mypy --strict.
+
+tests/test_package.py type-checks this file (with examples/openai_chat_loop.py and
+examples/openai_responses_loop.py). Each ``# type: ignore[...]`` marks a bug a type
+checker must catch: under --strict an ignore that silences nothing is itself an error.
+Nothing runs on import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionMessageParam
+
+from agcore_tools import FunctionTool, PermissionChecker, PermissionConfig, ToolRegistry, tool
+
+registry = ToolRegistry(
+    PermissionChecker(PermissionConfig(allowed=["read"], denied=["shell"], ask=["write"]))
+)
+
+
+@registry.tool
+def get_weather(city: str) -> dict[str, Any]:
+    """The current weather in a city."""
+    return {"city": city, "celsius": 18}
+
+
+@registry.tool(permissions=["read"], tags=["weather"])
+def celsius(city: str) -> float:
+    """Degrees Celsius in a city."""
+    return 18.0
+
+
+@tool(registry=registry, permissions=["read"])
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def decorated_functions_keep_their_types() -> None:
+    weather: dict[str, Any] = get_weather("Lima")
+    degrees: float = celsius("Lima")
+    typed: FunctionTool[[str], float] = celsius
+    print(weather, degrees, typed)
+    get_weather(42)  # type: ignore[arg-type]
+    wrong: str = celsius("Lima")  # type: ignore[assignment]
+    print(wrong)
+
+
+def a_misspelt_option_is_caught() -> None:
+    @registry.tool(permisions=["read"])  # type: ignore[call-overload, untyped-decorator]
+    def typo(a: int) -> int:
+        """Typo."""
+        return a
+
+
+async def chat_completions_drop_in(client: AsyncOpenAI) -> None:
+    messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Weather?"}]
+    while True:
+        completion = await client.chat.completions.create(
+            model="gpt-4o-mini", messages=messages, tools=registry.definitions()
+        )
+        message = completion.choices[0].message
+        if not message.tool_calls:
+            break
+        messages += await registry.run_tool_calls(message.tool_calls)
+
+
+async def responses_drop_in(client: AsyncOpenAI) -> None:
+    tools = registry.definitions(api="responses")
+    response = await client.responses.create(model="gpt-4o-mini", input="Weather?", tools=tools)
+    while outputs := await registry.run_tool_calls(response.output):
+        print([output["call_id"] for output in outputs])
+        response = await client.responses.create(
+            model="gpt-4o-mini", input=outputs, previous_response_id=response.id, tools=tools
+        )
