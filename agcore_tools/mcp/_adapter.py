@@ -431,9 +431,13 @@ def make_adapters(
         if opted and (info.task_support == "optional" or (info.task_support is None and modern)):
             adapter.as_task = True
         adapter.task_wait = task_wait
-        # McpPermissionPolicy(needs_approval=...); another PermissionPolicy never asks.
-        why = getattr(policy, "approval_reason", None)
-        adapter.approval_reason = why(info) if why is not None else None
-        adapter.needs_approval = adapter.approval_reason is not None
+        # McpPermissionPolicy(needs_approval=...), or any policy with an asks() (a
+        # subclass may override it: asks() decides); another PermissionPolicy never asks.
+        asks = getattr(policy, "asks", None)
+        adapter.needs_approval = bool(asks(info)) if asks is not None else False
+        if adapter.needs_approval:
+            why = getattr(policy, "approval_reason", None)
+            reason = why(info) if why is not None else None
+            adapter.approval_reason = reason or f"{type(policy).__qualname__}.asks() picked it"
         adapters.append(adapter)
     return adapters

@@ -102,3 +102,22 @@ async def test_an_approval_names_the_policy_rule_and_edits_are_checked_against_t
         await registry.run_tool_calls([call], approvals=[edited])
     with pytest.raises(ApprovalError, match="'text' is a required property"):
         await registry.run_tool_calls([call], approvals=[request.approve(arguments={})])
+
+
+def test_a_policy_that_overrides_asks_decides_which_tools_ask() -> None:
+    # make_adapters read approval_reason() alone for a while: an overridden asks() was
+    # ignored, and the tools it picked ran without approval.
+    class PaymentsAsk(McpPermissionPolicy):
+        def asks(self, tool: McpToolInfo) -> bool:
+            return tool.name.startswith("pay")
+
+    client = McpClient("bank", StdioTransport("server"))
+    infos = [McpToolInfo("pay_invoice"), McpToolInfo("list_invoices")]
+    pay, listing = make_adapters(client, infos, None, PaymentsAsk(needs_approval=True))
+    assert pay.needs_approval and not listing.needs_approval
+    assert pay.approval_reason == "McpPermissionPolicy(needs_approval=True)"
+    [quiet] = make_adapters(client, infos[:1], None, PaymentsAsk())
+    assert quiet.needs_approval and quiet.approval_reason == (
+        "test_a_policy_that_overrides_asks_decides_which_tools_ask.<locals>.PaymentsAsk"
+        ".asks() picked it"
+    )
