@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mappi
 from typing import Any
 
 from . import _otel
-from ._aio import THREADS, unfinished, wait_task, with_timeout
+from ._aio import THREADS, positive_number, unfinished, wait_task, with_timeout
 from ._clock import CLOCK
 from ._records import ToolCall, ToolEntry, ToolInvocation
 from .base import BaseTool, ToolContext
@@ -149,7 +149,9 @@ async def execute(
         ctx = ctx.for_call(ctx.call_id, entry.name)  # its events name the tool
     # A guarded tool's own timeout covers its wait for a turn or a slot and its run, when
     # it ends before the caller's deadline (which bounds both otherwise).
-    own = tool.timeout if guard is not None else None
+    # A subclass's own `timeout` of another kind (a timedelta, an HTTP client's Timeout)
+    # is not one: only a number of seconds bounds the wait.
+    own = tool.timeout if guard is not None and positive_number(tool.timeout) else None
     ends = None if own is None else CLOCK.get()() + own
     if ends is not None and deadline is not None and deadline <= ends:
         own = ends = None

@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from agcore_tools import (
+    BaseTool,
     Breaker,
     PermissionChecker,
     PermissionConfig,
@@ -749,3 +751,22 @@ async def test_only_the_probe_decides_a_half_open_breaker() -> None:
         assert registry.unavailable_tools() == ["lookup"]  # ... and the probe decided
     finally:
         CLOCK.reset(token)
+
+
+async def test_a_timeout_attribute_that_is_no_number_of_seconds_is_left_alone() -> None:
+    # BaseTool.timeout bounds a guarded call's wait; a subclass whose own `timeout` is
+    # something else (its HTTP client's timedelta) must still run, not crash the call.
+    class Fetch(BaseTool):
+        name = "fetch"
+        policy = ToolPolicy(concurrency=2)
+
+        def __init__(self) -> None:
+            self.timeout = timedelta(seconds=10)  # type: ignore[assignment]
+
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+            return "ok"
+
+    registry = ToolRegistry()
+    registry.register(Fetch())
+    invocation = await registry.invoke("fetch", {})
+    assert (invocation.output, invocation.error) == ("ok", None)
