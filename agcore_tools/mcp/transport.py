@@ -83,14 +83,22 @@ class StdioTransport:
 
     def describe(self) -> str:
         """The command line as a shell would take it, in backticks, for messages, with
-        its secrets hidden: a URL's user and password and its query's values, and the
-        value of an option named for a secret (``--token``, ``--api-key``,
-        ``--password``, ...).
+        its secrets hidden: a URL's user and password and its query's values; the
+        value of an option or ``NAME=value`` named for a secret (``--token``,
+        ``--api-key``, ``--password``, ``GITHUB_PERSONAL_ACCESS_TOKEN=``, ...); every
+        value of ``-e``/``--env`` (docker's, like ``env``'s); and every header's value
+        after ``--header``/``-H`` (mcp-remote's).
 
         Example:
             >>> StdioTransport("npx", ["server-postgres", "postgresql://app:pw@db/prod",
             ...                        "--api-key=k1", "--token", "t1"]).describe()
             "`npx server-postgres postgresql://db/prod '--api-key=***' --token '***'`"
+            >>> StdioTransport("docker", ["run", "-i", "--rm", "-e", "GITHUB_TOKEN=ghp_1",
+            ...                           "ghcr.io/github/github-mcp-server"]).describe()
+            "`docker run -i --rm -e 'GITHUB_TOKEN=***' ghcr.io/github/github-mcp-server`"
+            >>> StdioTransport("npx", ["mcp-remote", "https://mcp.example.com/sse",
+            ...                        "--header", "Authorization: Bearer t1"]).describe()
+            "`npx mcp-remote https://mcp.example.com/sse --header 'Authorization: ***'`"
         """
         return f"`{shlex.join([self.command, *_shown_args(self.args)])}`"
 
@@ -200,28 +208,63 @@ def _kind(value: object) -> str:
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_SECRET_OPTION = re.compile(
-    r"--?(?:[A-Za-z0-9]+[-_])*(?:token|password|passwd|pass|pwd|key|apikey|secret|"
+# A name ending in one of these words (GITHUB_PERSONAL_ACCESS_TOKEN, --api-key, db_password)
+# names a secret; one merely containing it (--key-file, --auth-url) does not.
+_SECRET_NAME = re.compile(
+    r"(?:[A-Za-z0-9]+[-_])*(?:token|password|passwd|pass|pwd|key|apikey|secret|"
     r"credentials?|auth)",
     re.IGNORECASE,
 )
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# docker run's and podman's: their values are the server's environment, whose values
+# repr() hides for env= too, whatever the name.
+_ENV_OPTIONS = ("-e", "--env")
+# mcp-remote's, supergateway's and curl's: header values carry credentials under
+# names too varied to list (Authorization, Cookie, X-Api-Key, PRIVATE-TOKEN, ...).
+_HEADER_OPTIONS = ("-H", "--header")
 
 
 def _shown_args(args: Sequence[str]) -> tuple[str, ...]:
-    shown: list[str] = []
-    secret_next = False
-    for arg in args:
-        name, equals, value = arg.partition("=")
-        if secret_next and not arg.startswith("-"):
-            shown.append("***")
-        elif equals and _SECRET_OPTION.fullmatch(name):
-            shown.append(f"{name}=***")
-        elif equals and name.startswith("-") and _URL.match(value):
-            shown.append(f"{name}={_without_secrets(value)}")
-        else:
-            shown.append(_without_secrets(arg) if _URL.match(arg) else arg)
-        secret_next = not equals and _SECRET_OPTION.fullmatch(arg) is not None
-    return tuple(shown)
+    return tuple(_shown_arg(arg, "" if n == 0 else args[n - 1]) for n, arg in enumerate(args))
+
+
+def _shown_arg(arg: str, before: str) -> str:
+    # `before` is the argument ahead of this one: the option this may be the value of.
+    if before.startswith("-") and not arg.startswith("-"):
+        if before in _HEADER_OPTIONS:
+            return _shown_header(arg)
+        if before in _ENV_OPTIONS:
+            return _shown_variable(arg)
+        if _SECRET_NAME.fullmatch(before.lstrip("-")):
+            return "***"
+    if _URL.match(arg):
+        return _without_secrets(arg)
+    name, equals, value = arg.partition("=")
+    if not equals:
+        return arg
+    if name in _HEADER_OPTIONS:
+        return f"{name}={_shown_header(value)}"
+    if name in _ENV_OPTIONS:
+        return f"{name}={_shown_variable(value)}"
+    if _SECRET_NAME.fullmatch(name.lstrip("-")):
+        return f"{name}=***"
+    # The value may be a URL (--db=redis://:pw@r, DATABASE_URL=postgresql://...) or
+    # another NAME=value (--env=API_KEY=..., --set=api_key=...).
+    return f"{name}={_shown_arg(value, '')}"
+
+
+def _shown_header(header: str) -> str:
+    name, colon, _ = header.partition(":")
+    if not colon or _URL.match(header):
+        return _shown_arg(header, "")
+    return f"{name}: ***"
+
+
+def _shown_variable(variable: str) -> str:
+    name, equals, _ = variable.partition("=")
+    if equals and _ENV_NAME.fullmatch(name):
+        return f"{name}=***"
+    return _shown_arg(variable, "")
 
 
 def _without_secrets(url: str) -> str:

@@ -119,3 +119,40 @@ def test_a_value_that_is_no_string_is_refused_not_sent_as_its_repr(
 def test_numbers_and_paths_are_still_taken_as_strings(tmp_path: Path) -> None:
     stdio = StdioTransport("python", [tmp_path / "s.py", 8080], env={"PORT": 8080})
     assert stdio.args == (str(tmp_path / "s.py"), "8080") and stdio.env == {"PORT": "8080"}
+
+
+async def test_docker_env_values_and_mcp_remote_headers_show_neither_in_repr_nor_in_messages() -> (
+    None
+):
+    # The GitHub server's documented launch is `docker run -e GITHUB_PERSONAL_ACCESS_TOKEN=...`
+    # and mcp-remote's is `--header "Authorization: Bearer ..."`: both showed their token.
+    args = ["-c", "import sys; sys.exit('cannot reach database')"]
+    docker = ["-e", "GITHUB_PERSONAL_ACCESS_TOKEN=SECRET1", "-e", "LOG=S", "-e", "GITHUB_HOST"]
+    named = [
+        "--env=DB_PASSWORD=SECRET2",
+        "API_KEY=SECRET3",
+        "DATABASE_URL=postgresql://a:SECRET4@db",
+    ]
+    headers = ["--header", "Authorization: Bearer SECRET5", "-H", "X-Api-Key:SECRET6"]
+    harmless = ["--header=Accept: text/event-stream", "--key-file=/etc/k.pem", "ghcr.io/x/y"]
+    stdio = StdioTransport(sys.executable, [*args, *docker, *named, *headers, *harmless])
+    assert stdio.args[2:] == (*docker, *named, *headers, *harmless)
+    assert repr(stdio).startswith(
+        f"StdioTransport(command={sys.executable!r}, args=('-c', \"import sys; "
+        "sys.exit('cannot reach database')\", '-e', 'GITHUB_PERSONAL_ACCESS_TOKEN=***', "
+        "'-e', 'LOG=***', '-e', 'GITHUB_HOST', '--env=DB_PASSWORD=***', 'API_KEY=***', "
+        "'DATABASE_URL=postgresql://db', '--header', 'Authorization: ***', '-H', "
+        "'X-Api-Key: ***', '--header=Accept: ***', '--key-file=/etc/k.pem', 'ghcr.io/x/y'), "
+        "env=None"
+    )
+    assert stdio.describe().endswith(
+        " -e 'GITHUB_PERSONAL_ACCESS_TOKEN=***' -e 'LOG=***' -e GITHUB_HOST "
+        "'--env=DB_PASSWORD=***' 'API_KEY=***' DATABASE_URL=postgresql://db "
+        "--header 'Authorization: ***' -H 'X-Api-Key: ***' '--header=Accept: ***' "
+        "--key-file=/etc/k.pem ghcr.io/x/y`"
+    )
+    client = McpClient("gh", stdio, timeout=10)
+    with pytest.raises(McpError, match="exited with code 1 during start-up") as caught:
+        await client.connect()
+    shown = [str(caught.value), repr(stdio), stdio.describe(), repr(client)]
+    assert not [text for text in shown if "SECRET" in text], shown
