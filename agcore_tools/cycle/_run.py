@@ -16,6 +16,7 @@ import dataclasses
 import logging
 import re
 from collections.abc import AsyncGenerator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +57,7 @@ from .profiles import (
 )
 from .requester import Requester, TurnRequest
 
-__all__ = ["Run", "Session"]
+__all__ = ["IDS_PAST_HISTORY", "Run", "Session"]
 
 Message = dict[str, Any]
 
@@ -88,6 +89,14 @@ class Session:
     """The last run's shared state, which a resumed run (``prompt=None``) keeps."""
     loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     """The event loop of the last call: an SDK client's connections belong to it."""
+
+
+IDS_PAST_HISTORY: ContextVar[bool] = ContextVar("agcore_tools_ids_past_history", default=True)
+"""Whether a run moves its generated ids past the history's (:func:`first_free_tag`).
+False only in a Temporal workflow run that a 0.2.0 worker began, replayed and going on
+after an upgrade: 0.2.0 went on from the cycle's own count, and the run's recorded
+approvals answer the ids it made then (the workflow sets it from ``workflow.patched``;
+the cycle knows nothing of Temporal)."""
 
 
 def first_free_tag(messages: list[Message], floor: int) -> int:
@@ -243,7 +252,8 @@ class Run:
             messages.extend(added)
             drop_program_states(messages)  # open calls the app answered itself
             # A history made by another cycle (saved, resumed) has ids of its own.
-            session.requests = first_free_tag(messages, session.requests)
+            if IDS_PAST_HISTORY.get():
+                session.requests = first_free_tag(messages, session.requests)
             # 0. Resuming (no new message): first run the calls the history left open.
             pending = unanswered_calls(messages) if registry is not None and not added else []
             gate.check_resume(not added, pending)

@@ -31,6 +31,7 @@ from .._sandbox import WORKER_DEADLINE, Functions, Segment
 from .._selection import CodeMode
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import BaseTool, ToolContext
+from ..cycle._run import IDS_PAST_HISTORY
 from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
 from ..cycle.events import StreamEvent
@@ -74,6 +75,10 @@ answers applied as they were, and a misfit one failed the run)."""
 _CANCEL_ENDS_RUN = "agcore-cancelled-run-ends-canceled"
 """A cancelled activity ends the run CANCELED (0.2.0: read as the tool's or the model
 request's failure, and the loop went on)."""
+_IDS_PAST_HISTORY = "agcore-ids-past-history"
+"""Tool call ids the loop generates (for a server that sends none) start past the input
+history's (0.2.0: from call_0_0 again, so a saved history's ids came back, and the
+run's approve signals answered those)."""
 
 
 @dataclass(frozen=True)
@@ -321,6 +326,9 @@ class ToolLoopWorkflow:
         """Run the loop to its answer."""
         CLOCK.set(workflow.time)  # this run's context only: tool durations in workflow time
         ESTIMATE_ONLY.set(True)  # token counts without tiktoken's files
+        # Decided once, before the run's first command, so that a replay meets the marker
+        # where the run made it; for all the run's submits, as the ids go on across them.
+        IDS_PAST_HISTORY.set(workflow.patched(_IDS_PAST_HISTORY))
         config = config_from_fields(args.config)
         registry = await _stand_in_registry(args, config)
         # Activities enforce each tool's time limit (overridable per tool).

@@ -62,6 +62,10 @@ V020 = {
     "cancelled-tool": "cancelled while its tool ran; 0.2.0 went on to the answer",
     "misfit-answer": "an answer for a call id that is not waiting failed the run",
     "duplicate-signal": "an approval signalled twice: the second round failed the run",
+    # A saved history holding call_0_0, and a model server that sends no call ids: 0.2.0
+    # named the new call call_0_0 again, and the approve signal answered that id.
+    "saved-history-approved": "went on from a saved history; paused; approved; finished",
+    "saved-history-paused": "went on from a saved history; two calls paused (in flight)",
 }
 
 
