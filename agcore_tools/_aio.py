@@ -205,6 +205,17 @@ THREADS: contextvars.ContextVar[list[Future[Any]] | None] = contextvars.ContextV
 concurrency slot stays taken until a timed-out call's thread has really ended."""
 
 
+def submit_sync(func: Callable[..., T], /, *args: Any) -> Future[T]:
+    """Start ``func(*args)`` in the tool thread pool, keeping context variables; its
+    future, for work several callers (on any loop) wait for together.
+
+    Example:
+        >>> submit_sync(sum, [1, 2]).result(timeout=5)
+        3
+    """
+    return _tool_executor().submit(contextvars.copy_context().run, func, *args)
+
+
 async def run_sync(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Run a blocking function in the tool thread pool, keeping context variables.
 

@@ -12,14 +12,18 @@ before counting, so both figures are close approximations, not the server's coun
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
+import os
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from contextvars import ContextVar
 from typing import Any
 
-from ._aio import run_sync, with_timeout
+from ._aio import submit_sync, with_timeout
 from .base import definition_name
 from .error import DefinitionBudgetError
 
@@ -48,6 +52,21 @@ LOAD_TIMEOUT = 10.0
 may download it); past them, that model's counts are estimated in this process."""
 
 _loaded: dict[str, Callable[[str], int] | None] = {}
+# The loads under way: concurrent first counts (twenty conversations starting at once)
+# wait for one load, not one thread each. Futures of the pool, so any loop can wait.
+_loading: dict[str, Future[Callable[[str], int] | None]] = {}
+_loading_lock = threading.Lock()
+
+
+def _forget_loads() -> None:
+    # A forked child has none of its parent's threads, so none of their loads.
+    global _loading_lock
+    _loading.clear()
+    _loading_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # pragma: no branch - absent on Windows only
+    os.register_at_fork(after_in_child=_forget_loads)
 """The counters :func:`count_tokens` uses, by model (None: the estimate). Only loading
 fills it, never counting: loading reads files or the network, which must not happen
 on the event loop."""
@@ -98,8 +117,13 @@ async def load_counter(model: str) -> None:
     """
     if model in _loaded or ESTIMATE_ONLY.get():
         return
+    with _loading_lock:
+        loading = _loading.get(model)
+        if loading is None:
+            loading = _loading[model] = submit_sync(_counter, model)
     try:
-        await with_timeout(run_sync(_counter, model), LOAD_TIMEOUT)
+        # Shielded: one waiter cancelled (or out of time) leaves the load to the others.
+        await with_timeout(asyncio.shield(asyncio.wrap_future(loading)), LOAD_TIMEOUT)
     except TimeoutError:
         logger.warning(
             "tiktoken did not load the encoding of %r within %g s; token counts are "

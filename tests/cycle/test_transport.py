@@ -142,11 +142,16 @@ async def test_many_conversations_share_it_with_no_thread_and_no_task_left(serve
         assert [a.text for a in answers] == ["3"] * 20
         # Idle cycles hold no task, and no thread is per conversation: the only new
         # threads are the event loop's default executor (opening a connection resolves
-        # its address there), a pool bounded whatever the number of conversations.
+        # its address there), a pool bounded whatever the number of conversations, and
+        # at most one of the library's pool, which loaded the token counter once for
+        # all twenty (when this test runs first in its process).
         assert asyncio.all_tasks() == {asyncio.current_task()}
         added = set(threading.enumerate()) - before
-        assert all(t.name.startswith("asyncio_") for t in added), added
-        assert len(added) <= min(32, (os.cpu_count() or 1) + 4)
+        loop_pool = {t for t in added if t.name.startswith("asyncio_")}
+        library_pool = {t for t in added if t.name.startswith("agcore-tool_")}
+        assert added == loop_pool | library_pool, added
+        assert len(loop_pool) <= min(32, (os.cpu_count() or 1) + 4)
+        assert len(library_pool) <= 1, library_pool
     finally:
         await asyncio.wait_for(client.close(), 5)
 
