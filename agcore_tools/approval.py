@@ -243,4 +243,5 @@ class ToolCallOutputs(list[Any]):
 
     pending_approvals: tuple[ApprovalRequest, ...] = ()
     """The calls that did not run because they need approval; answer them by passing
-    ``approvals=`` with the same calls to ``run_tool_calls`` again."""
+    the same calls, or only the waiting ones, to ``run_tool_calls`` again with
+    ``approvals=``: only the answered calls run then."""

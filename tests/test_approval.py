@@ -67,6 +67,40 @@ async def test_run_tool_calls_returns_the_pending_requests_and_runs_the_rest() -
     assert registry.runs == ["hi"]  # type: ignore[attr-defined]
 
 
+async def test_passing_the_same_calls_again_runs_only_the_answered_ones() -> None:
+    registry = _registry()
+    charges: list[int] = []
+
+    @registry.tool
+    def charge(order: int) -> str:
+        """Charge an order."""
+        charges.append(order)
+        return f"charged {order}"
+
+    calls = [
+        _chat("charge", "c1", {"order": 6}),
+        _chat("save", "c2", {"text": "hi"}),
+        _chat("save", "c3", {"text": "ho"}),
+    ]
+    first = await registry.run_tool_calls(calls)
+    assert [m["tool_call_id"] for m in first] == ["c1"]
+    c2, c3 = first.pending_approvals
+
+    second = await registry.run_tool_calls(calls, approvals=[c2.approve()])
+    assert second == [{"role": "tool", "tool_call_id": "c2", "content": "saved hi"}]
+    assert [r.call_id for r in second.pending_approvals] == ["c3"]
+    # Unanswered calls that need approval wait again; passing only those answers c3.
+    third = await registry.run_tool_calls(calls[2:], approvals=[c3.reject("no")])
+    assert [m["tool_call_id"] for m in third] == ["c3"] and third.pending_approvals == ()
+    assert charges == [6] and registry.runs == ["hi"]  # type: ignore[attr-defined]
+
+    # A call named in approvals that needs none still runs, on its own.
+    decision = ApprovalDecision("c1", "charge", {"order": 6}, True)
+    again = await registry.run_tool_calls(calls, approvals=[decision])
+    assert [m["tool_call_id"] for m in again] == ["c1"] and charges == [6, 6]
+    assert [r.call_id for r in again.pending_approvals] == ["c2", "c3"]
+
+
 async def test_run_tool_calls_approvals_for_responses_items_and_signed() -> None:
     registry = _registry()
     item = {"type": "function_call", "call_id": "r1", "name": "save", "arguments": '{"text": "a"}'}

@@ -301,6 +301,51 @@ async def test_the_responses_api_is_served_as_json_and_sse_through_the_sdk() -> 
     assert [e.sequence_number for e in events] == list(range(len(events)))
 
 
+async def test_the_sdk_responses_stream_helper_reads_the_sse_stream() -> None:
+    # The SDK's responses.stream() accumulates each text part from the
+    # content_part.added that opens it, so every part must be opened and closed.
+    script = [
+        S.reply_text("Hello there"),
+        S.reply_text("Hi", reasoning="thinking hard"),
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "call_9")], text="Adding.", reasoning="sum"),
+    ]
+    finals, kinds = [], []
+    async with S(script, chunk_chars=4) as server:
+        client = server.client()
+        try:
+            for _ in script:
+                async with client.responses.stream(model="m", input="hi") as stream:
+                    kinds.append([event.type async for event in stream])
+                    finals.append(await stream.get_final_response())
+        finally:
+            await client.close()
+    assert [final.output_text for final in finals] == ["Hello there", "Hi", "Adding."]
+    assert finals[1].output[0].summary[0].text == "thinking hard"
+    call = finals[2].output[2]
+    assert (call.type, call.call_id, json.loads(call.arguments)) == (
+        "function_call",
+        "call_9",
+        {"a": 1, "b": 2},
+    )
+    assert kinds[0] == [
+        "response.created",
+        "response.output_item.added",
+        "response.content_part.added",
+        *["response.output_text.delta"] * 3,
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert kinds[1][1:8] == [
+        "response.output_item.added",
+        "response.reasoning_summary_part.added",
+        *["response.reasoning_summary_text.delta"] * 4,
+        "response.reasoning_summary_text.done",
+    ]
+    assert kinds[1][8:10] == ["response.reasoning_summary_part.done", "response.output_item.done"]
+
+
 def _buggy(request: CapturedRequest) -> Any:
     return S.reply_text(request.json["missing"])
 

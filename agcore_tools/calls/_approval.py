@@ -109,12 +109,20 @@ async def screen_calls(
     approvals: Iterable[ApprovalDecision] | None,
     key: bytes | None,
 ) -> tuple[Sequence[ParsedCall], list[ApprovalRequest]]:
-    """For ``run_tool_calls``: the calls to run, and the requests left waiting."""
+    """For ``run_tool_calls``: the calls to run, and the requests left waiting.
+
+    With answers, only the calls they name run: the app passes the turn's calls again
+    (or only the waiting ones) to answer them, and the others already ran and were
+    answered by the first call, so running them again would repeat their effects.
+    """
     requests = await approval_requests(table, calls, ctx, key)
     answers = answers_by_id(approvals)
     if requests is None and not answers:
         return calls, []
-    return apply_answers(table, calls, requests, answers, key)
+    runnable, waiting = apply_answers(table, calls, requests, answers, key)
+    if answers:
+        runnable = [call for call in runnable if call.call_id in answers]
+    return runnable, waiting
 
 
 def apply_answers(

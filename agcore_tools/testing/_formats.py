@@ -164,7 +164,12 @@ def responses_json(
 
 def responses_events(server: Settings, response: dict[str, Any]) -> list[str]:
     """The Responses API's stream of ``response``: one SSE event per step, each
-    with its ``event:`` line, text and arguments cut into ``chunk_chars`` pieces."""
+    with its ``event:`` line, text and arguments cut into ``chunk_chars`` pieces.
+
+    Each text or summary part is opened (``content_part.added``,
+    ``reasoning_summary_part.added``) before its deltas and closed after them, in
+    the API's order, as the OpenAI SDK's ``responses.stream()`` builds its
+    snapshot from those events."""
     size = max(1, server.chunk_chars)
     events: list[dict[str, Any]] = []
 
@@ -181,25 +186,26 @@ def responses_events(server: Settings, response: dict[str, Any]) -> list[str]:
         if kind == "reasoning":
             emit("response.output_item.added", output_index=index, item={**item, "summary": []})
             for part, summary in enumerate(item["summary"]):
+                on = {**at, "summary_index": part}
+                emit("response.reasoning_summary_part.added", **on, part={**summary, "text": ""})
                 for delta in pieces(summary["text"]):
-                    emit(
-                        "response.reasoning_summary_text.delta",
-                        **at,
-                        summary_index=part,
-                        delta=delta,
-                    )
+                    emit("response.reasoning_summary_text.delta", **on, delta=delta)
+                emit("response.reasoning_summary_text.done", **on, text=summary["text"])
+                emit("response.reasoning_summary_part.done", **on, part=summary)
         elif kind == "message":
-            emit("response.output_item.added", output_index=index, item={**item, "content": []})
-            for delta in pieces(item["content"][0]["text"]):
-                emit(
-                    "response.output_text.delta",
-                    **at,
-                    content_index=0,
-                    delta=delta,
-                    logprobs=[],
-                )
+            added = {**item, "status": "in_progress", "content": []}
+            emit("response.output_item.added", output_index=index, item=added)
+            for part, content in enumerate(item["content"]):
+                on = {**at, "content_index": part}
+                opened = {**content, "text": "", "annotations": [], "logprobs": []}
+                emit("response.content_part.added", **on, part=opened)
+                for delta in pieces(content["text"]):
+                    emit("response.output_text.delta", **on, delta=delta, logprobs=[])
+                emit("response.output_text.done", **on, text=content["text"], logprobs=[])
+                emit("response.content_part.done", **on, part=content)
         else:
-            emit("response.output_item.added", output_index=index, item={**item, "arguments": ""})
+            added = {**item, "status": "in_progress", "arguments": ""}
+            emit("response.output_item.added", output_index=index, item=added)
             for delta in pieces(item["arguments"]):
                 emit("response.function_call_arguments.delta", **at, delta=delta)
             emit("response.function_call_arguments.done", **at, arguments=item["arguments"])
