@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import dataclasses
+import enum
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
@@ -338,3 +339,42 @@ def test_an_output_schema_can_be_set_by_hand() -> None:
     assert tool.output_schema == {"additionalProperties": True, "type": "object"}
     tool.output_schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
     assert _listed(tool) == ("dict", "Raw.\n\nReturns: {ok?: bool}")
+
+
+# -- parameters: the same reading of a schema, $ref and all --------------------------
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Box(pydantic.BaseModel):
+    w: int
+    h: int = 1
+
+
+def test_enum_and_model_parameters_are_read_through_their_refs() -> None:
+    def paint(color: Color, box: Box, boxes: list[Box], tint: Color | None = None) -> str:
+        """Paint boxes.
+
+        Args:
+            box: The box to paint.
+        """
+        return "ok"
+
+    tool = _tool(paint)
+    assert "$defs" in tool.parameters  # pydantic describes Color and Box by $ref
+    text, _ = python_signatures([tool.definition()])
+    [function] = ast.parse(text).body
+    assert isinstance(function, ast.AsyncFunctionDef)
+    params = {a.arg: ast.unparse(a.annotation) for a in function.args.args if a.annotation}
+    assert params == {
+        "color": "Literal['red', 'blue']",
+        "box": "dict",
+        "boxes": "list[dict]",
+        "tint": "Literal['red', 'blue'] | None",
+    }
+    doc = (ast.get_docstring(function) or "").splitlines()
+    assert "box ({w: int, h?: int}): The box to paint." in doc
+    assert "boxes (list[{w: int, h?: int}])" in doc
