@@ -212,6 +212,38 @@ async def test_a_runaway_program_is_stopped_with_a_clear_error(
     assert time.perf_counter() - started < 5.0
 
 
+async def test_a_strict_permission_checker_still_offers_run_python(serve, make_cycle):
+    # run_python declares no permissions: a checker refusing undeclared tools refused
+    # it, so nothing was offered. It is the library's own; each call it makes is checked.
+    strict = PermissionChecker(PermissionConfig(allowed=["read"], allow_unspecified=False))
+    registry = ToolRegistry(strict)
+
+    @registry.tool(permissions=["read"])
+    def read_note(name: str) -> str:
+        """Read a note."""
+        return f"contents of {name}"
+
+    @registry.tool
+    def undeclared() -> str:
+        """Declares no permissions."""
+        return "ran"
+
+    server = serve(
+        program('print(await read_note("a"))'),
+        S.reply_tool_calls([("undeclared", {}, "c_direct")]),
+        S.reply_text("never"),
+    )
+    with pytest.raises(LlmError, match="permission denied: tool 'undeclared'"):
+        await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+
+    [offered] = server.requests[0].json["tools"]
+    assert offered["function"]["name"] == "run_python"
+    assert "async def read_note(name: str) -> str:" in offered["function"]["description"]
+    assert "undeclared" not in offered["function"]["description"]
+    assert result_of(server, 1) == "contents of a"
+    assert len(server.requests) == 2  # the direct call to the refused tool stopped the loop
+
+
 async def test_a_call_needing_approval_pauses_the_program_and_resumes_it(serve, make_cycle, shop):
     server = serve(
         program(
