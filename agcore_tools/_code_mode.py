@@ -449,6 +449,24 @@ def program_value(value: Any, tool: str) -> Any:
     return value
 
 
+def _as_listed(output: Any, tool: BaseTool | None) -> Any:
+    """An object-returning tool's output as its listing says: an MCP tool's
+    ``structuredContent`` sent with images or sounds arrives as ``[object, *media]``
+    (see :mod:`agcore_tools.mcp._results`), and a program, which cannot see the media,
+    gets the object alone."""
+    schema = tool.output_schema if tool is not None else None
+    if (
+        isinstance(schema, Mapping)
+        and schema.get("type") == "object"
+        and isinstance(output, list)
+        and len(output) > 1
+        and isinstance(output[0], Mapping)
+        and all(isinstance(part, CONTENT_TYPES) for part in output[1:])
+    ):
+        return output[0]
+    return output
+
+
 def _settled(entry: Mapping[str, Any]) -> dict[str, Any]:
     if "error" in entry:
         kind, message = entry["error"]
@@ -573,7 +591,8 @@ class _Program:
             self._done[number] = {"error": ["RuntimeError", why]}
         elif error is None:
             try:
-                value = program_value(invocation.output, invocation.tool_name)
+                output = _as_listed(invocation.output, self._tool.table.get(invocation.tool_name))
+                value = program_value(output, invocation.tool_name)
                 self._done[number] = {"value": to_jsonable_python(value, fallback=str)}
             except ValueError as exc:  # bytes deep in a model, say: the program is told
                 why = f"tool '{invocation.tool_name}' returned a value a program cannot receive: {exc}"  # fmt: skip
