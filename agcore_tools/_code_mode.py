@@ -98,38 +98,24 @@ class ProgramPaused:
 _TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
 
-def _annotation(schema: Any) -> str:
-    if not isinstance(schema, Mapping):
-        return "Any"
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return f"Literal[{', '.join(repr(v) for v in schema['enum'])}]"
-    for union in ("anyOf", "oneOf"):
-        if isinstance(schema.get(union), list) and schema[union]:
-            return " | ".join(dict.fromkeys(_annotation(s) for s in schema[union]))
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return " | ".join(_annotation({**schema, "type": k}) for k in kind)
-    if kind == "array":
-        return f"list[{_annotation(schema.get('items'))}]"
-    if kind == "object":
-        return "dict[str, Any]"
-    return _TYPES.get(kind, "Any") if isinstance(kind, str) else "Any"
-
-
 RETURNS_LIMIT = 300
-"""Characters of a tool's ``Returns:`` line in its stub; the rest is cut to "..."."""
+"""Characters of a tool's ``Returns:`` line in its stub (and of a parameter's keys on
+its line); the rest is cut to "..."."""
 _NESTING = 2  # objects shown with their keys: the result and the objects in it
 _DEPTH = 12  # schema nodes followed down one path: a cycle of $refs ends here
 
 
-class _Returns:
-    """What a tool returns, from its output schema, in two forms: the annotation after
-    ``->`` (valid Python, every object a ``dict``) and the shape (objects with their
-    keys, ``?`` after an optional one, enums as their values). Local ``$ref`` are
-    followed; anything unreadable is ``Any``."""
+class _Schema:
+    """A tool's output or parameters schema in two forms: the annotation (valid Python,
+    every object a ``dict``; enums as ``Literal[...]`` when ``literals``, else their
+    values' type) and the shape (objects with their keys, ``?`` after an optional one,
+    enums as their values). Local ``$ref`` are followed, against ``root``; anything
+    unreadable is ``Any``. ``keyed`` tells whether a shape showed an object's keys."""
 
-    def __init__(self, root: Mapping[str, Any]) -> None:
+    def __init__(self, root: Mapping[str, Any], literals: bool = False) -> None:
         self.root = root
+        self.literals = literals
+        self.keyed = False
 
     def resolve(self, node: Any) -> Mapping[str, Any] | None:
         for _ in range(_DEPTH):
@@ -151,6 +137,8 @@ class _Returns:
         deeper = depth + 1
         values = [schema["const"]] if "const" in schema else schema.get("enum")
         if isinstance(values, list) and values:
+            if self.literals and not shape:
+                return f"Literal[{', '.join(dict.fromkeys(repr(v) for v in values))}]"
             shown = (repr(v) if shape else _TYPES.get(_json_type(v), "Any") for v in values)
             return " | ".join(dict.fromkeys(shown))
         for union in ("anyOf", "oneOf"):
@@ -180,6 +168,7 @@ class _Returns:
         if isinstance(properties, Mapping) and properties:
             if not shape or nesting >= _NESTING:
                 return "dict"
+            self.keyed = True
             required = required_names(schema)
             keys = (
                 f"{_key(name)}{'' if name in required else '?'}: "
@@ -230,7 +219,7 @@ def _returns(schema: Any) -> tuple[str, str]:
     """
     if not isinstance(schema, Mapping) or not schema:
         return "Any", ""
-    reader = _Returns(schema)
+    reader = _Schema(schema)
     annotation, shape = reader.render(schema, False), reader.render(schema, True)
     if len(annotation) > 80:  # a long union: the shape line says it
         annotation = "Any"
@@ -247,25 +236,20 @@ def _parameters(definition: Mapping[str, Any]) -> tuple[list[str], Mapping[str, 
 
 def _stub(function: str, definition: Mapping[str, Any], output: Any = None) -> str:
     names, properties, required = _parameters(definition)
+    reader = _Schema(definition.get("parameters") or {}, literals=True)
+    annotations = {n: reader.render(properties[n], False) for n in names}
     plain = all(n.isidentifier() and not keyword.iskeyword(n) for n in names)
     if plain:
         ordered = sorted(names, key=lambda n: n not in required)  # required first
-        params = [
-            f"{n}: {_annotation(properties[n])}" + ("" if n in required else " = None")
-            for n in ordered
-        ]
+        params = [f"{n}: {annotations[n]}" + ("" if n in required else " = None") for n in ordered]
         signature, note = ", ".join(params), ""
     else:
         # Keys that are no Python names ("from", "api-version") are passed as **{...};
         # the comment goes after the colon, where it cannot end the signature.
-        keys = ", ".join(f"{n!r}: {_annotation(properties[n])}" for n in names)
+        keys = ", ".join(f"{n!r}: {annotations[n]}" for n in names)
         signature, note = "**arguments: Any", f"  # pass **{{{keys}}}"
     doc = _short(definition.get("description"), 400)
-    described = [
-        f"    {n}: {_short(properties[n].get('description'), 120)}"
-        for n in names
-        if isinstance(properties[n], Mapping) and properties[n].get("description")
-    ]
+    described = [line for line in (_described(n, properties[n], reader) for n in names) if line]
     returns, shape = _returns(output)
     if shape:
         described.append(f"    Returns: {_short(shape, RETURNS_LIMIT)}")
@@ -274,6 +258,18 @@ def _stub(function: str, definition: Mapping[str, Any], output: Any = None) -> s
     if doc.endswith('"'):
         doc += " "  # its closing quote would run into the docstring's three
     return f'async def {function}({signature}) -> {returns}:{note}\n    """{doc}"""'
+
+
+def _described(name: str, schema: Any, reader: _Schema) -> str:
+    """A parameter's line in its tool's docstring: its description, and the keys of
+    the objects it takes (which its annotation, a ``dict``, does not say); or ""."""
+    text = schema.get("description") if isinstance(schema, Mapping) else None
+    reader.keyed = False
+    shape = reader.render(schema, True)
+    keys = f" ({_short(shape, RETURNS_LIMIT)})" if reader.keyed else ""
+    if not text:
+        return f"    {name}{keys}" if keys else ""
+    return f"    {name}{keys}: {_short(text, 120)}"
 
 
 def _short(text: Any, limit: int) -> str:
@@ -453,6 +449,24 @@ def program_value(value: Any, tool: str) -> Any:
     return value
 
 
+def _as_listed(output: Any, tool: BaseTool | None) -> Any:
+    """An object-returning tool's output as its listing says: an MCP tool's
+    ``structuredContent`` sent with images or sounds arrives as ``[object, *media]``
+    (see :mod:`agcore_tools.mcp._results`), and a program, which cannot see the media,
+    gets the object alone."""
+    schema = tool.output_schema if tool is not None else None
+    if (
+        isinstance(schema, Mapping)
+        and schema.get("type") == "object"
+        and isinstance(output, list)
+        and len(output) > 1
+        and isinstance(output[0], Mapping)
+        and all(isinstance(part, CONTENT_TYPES) for part in output[1:])
+    ):
+        return output[0]
+    return output
+
+
 def _settled(entry: Mapping[str, Any]) -> dict[str, Any]:
     if "error" in entry:
         kind, message = entry["error"]
@@ -577,7 +591,8 @@ class _Program:
             self._done[number] = {"error": ["RuntimeError", why]}
         elif error is None:
             try:
-                value = program_value(invocation.output, invocation.tool_name)
+                output = _as_listed(invocation.output, self._tool.table.get(invocation.tool_name))
+                value = program_value(output, invocation.tool_name)
                 self._done[number] = {"value": to_jsonable_python(value, fallback=str)}
             except ValueError as exc:  # bytes deep in a model, say: the program is told
                 why = f"tool '{invocation.tool_name}' returned a value a program cannot receive: {exc}"  # fmt: skip

@@ -68,13 +68,17 @@ class ToolTable:
         ({}, None, None)
     """
 
-    __slots__ = ("checker", "entries", "withheld")
+    __slots__ = ("checker", "entries", "unchecked", "withheld")
 
     def __init__(self, checker: PermissionChecker | None) -> None:
         self.entries: dict[str, ToolEntry] = {}
         """The entries by tool name, in registration order."""
         self.checker = checker
         """Consulted before each execution; None for no checks."""
+        self.unchecked: frozenset[str] = frozenset()
+        """The names of the library's own tools in a run's view (``run_python``,
+        ``search_tools``, ``load_tools``), which the checker is not asked about: they
+        act only through the registry's tools, each of which it checks."""
         self.withheld: Callable[[str], str | None] | None = None
         """For the tools one run offers (a view of its registry): how the model reaches
         a registered tool the run does not offer yet, or None for a name the registry
@@ -84,6 +88,12 @@ class ToolTable:
         """The tool of that name, or None."""
         entry = self.entries.get(name)
         return entry.tool if entry is not None else None
+
+    def check(self, entry: ToolEntry) -> None:
+        """Raise :class:`~agcore_tools.PermissionDeniedError` when the checker refuses
+        ``entry`` (one of :attr:`unchecked` never is)."""
+        if self.checker is not None and entry.name not in self.unchecked:
+            self.checker.check(entry.name, entry.permissions)
 
 
 def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
@@ -136,9 +146,7 @@ async def execute(
     entry = table.entries.get(name)
     if entry is None:
         raise unknown_tool_error(table, name)
-    checker = table.checker
-    if checker is not None:
-        checker.check(entry.name, entry.permissions)
+    table.check(entry)
     tool = entry.tool
     guard = entry.guard
     if ctx is None or (ctx is _UNREAD and guard is not None):

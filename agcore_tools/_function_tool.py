@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import logging
 import sys
 import types
 import typing
@@ -20,6 +21,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 from pydantic import ValidationError
+from pydantic.json_schema import GenerateJsonSchema
+from pydantic_core import core_schema
 from typing_extensions import ParamSpec, TypedDict
 
 from ._aio import positive_number, run_sync, with_timeout
@@ -53,6 +56,8 @@ __all__ = [
 P = ParamSpec("P")
 R = TypeVar("R")
 
+logger = logging.getLogger("agcore_tools.code_mode")
+
 _PLAIN_JSON = (str, int, float, bool, type(None))
 
 
@@ -62,13 +67,32 @@ def _to_json(value: Any) -> Any:
     return normalise(value)  # JSON data; Image, Audio and File values kept as they are
 
 
-def return_schema(annotation: Any) -> dict[str, Any] | None:
+class _AsReceived(GenerateJsonSchema):
+    """pydantic's serialization schema, with a field that has a default required: the
+    result is ``to_jsonable_python`` of the value, which writes every field, so a reader
+    always gets its key. (``ConfigDict(json_schema_serialization_defaults_required=True)``
+    says the same, but a ``TypeAdapter`` of a model or dataclass refuses a config.) A
+    TypedDict's ``NotRequired`` key, which a value may lack, stays optional."""
+
+    def field_is_required(
+        self,
+        field: core_schema.ModelField | core_schema.DataclassField | core_schema.TypedDictField,
+        total: bool,
+    ) -> bool:
+        if field["type"] == "typed-dict-field":
+            return super().field_is_required(field, total)
+        return field.get("serialization_exclude_if") is None
+
+
+def return_schema(annotation: Any, tool_name: str | None = None) -> dict[str, Any] | None:
     """The JSON Schema of what a function annotated to return ``annotation`` gives as a
     tool result: pydantic's serialization schema, since the result is
     ``to_jsonable_python`` of the value (a model or dataclass becomes a dict keyed by
-    its fields' aliases). None when it says nothing (no annotation, ``Any``, ``None``),
-    when it holds an ``Image``, ``Audio`` or ``File`` (its schema is not what a reader
-    gets), or when pydantic cannot describe it.
+    its fields' aliases, every field present). None when it says nothing (no
+    annotation, ``Any``, ``None``), when it holds an ``Image``, ``Audio`` or ``File``
+    (its schema is not what a reader gets), or when pydantic cannot describe it (a
+    ``typing.TypedDict`` before Python 3.12: use ``typing_extensions.TypedDict``), which
+    is logged at debug level naming ``tool_name``.
 
     Example:
         >>> return_schema(list[str])
@@ -85,8 +109,18 @@ def return_schema(annotation: Any) -> dict[str, Any] | None:
     from pydantic import TypeAdapter
 
     try:
-        schema = TypeAdapter(annotation).json_schema(mode="serialization")
-    except Exception:  # noqa: BLE001 - any type pydantic cannot describe shows no return
+        schema = TypeAdapter(annotation).json_schema(
+            mode="serialization", schema_generator=_AsReceived
+        )
+    except Exception as exc:  # noqa: BLE001 - any type pydantic cannot describe shows no return
+        reason = " ".join(str(exc).split())[:200]
+        logger.debug(
+            "tool %r: its return annotation %r cannot be described, so code mode lists "
+            "it as returning Any: %s",
+            tool_name,
+            annotation,
+            reason,
+        )
         return None
     return schema or None  # {}: any value
 
@@ -417,7 +451,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
             {'items': {'type': 'string'}, 'type': 'array'}
         """
         if not self._output_made:
-            self._output = return_schema(self._returns) if self._streams is None else None
+            streams = self._streams is not None
+            self._output = None if streams else return_schema(self._returns, self.name)
             self._output_made = True
         return self._output
 

@@ -10,7 +10,7 @@ and the rule that refuses it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Literal
 
 from ._records import ToolEntry
@@ -28,8 +28,11 @@ def offered_entries(
     entries: Iterable[ToolEntry],
     checker: PermissionChecker | None,
     logged: set[frozenset[str]],
+    unchecked: Collection[str] = (),
 ) -> list[ToolEntry]:
     """The entries ``checker`` allows, in order; logs the others once per set in ``logged``.
+    The entries named in ``unchecked`` (the library's own tools in a run's view, see
+    :attr:`~agcore_tools._execute.ToolTable.unchecked`) are not asked about.
 
     Example:
         >>> from agcore_tools import PermissionConfig, ToolRegistry
@@ -47,6 +50,9 @@ def offered_entries(
     offered: list[ToolEntry] = []
     refused: list[str] = []
     for entry in entries:
+        if entry.name in unchecked:
+            offered.append(entry)
+            continue
         try:
             checker.check(entry.name, entry.permissions)
         except PermissionDeniedError as exc:

@@ -24,6 +24,7 @@ from ._budget import definition_costs
 from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, SandboxFactory, require_monty
 from ._ranking import Embedder
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
+from .base import BaseTool
 from .error import LlmConfigError
 from .registry import ToolEntry, ToolRegistry
 
@@ -324,6 +325,11 @@ class RunOffer:
                 if select.two_stage:
                     self._load = LoadTool(self._all, self._offered, self._add_found)
         self._core: set[str] = set()
+        # The run's own tools, which the permission checker is not asked about: each
+        # call they make to the registry's tools is checked as a direct call is. Their
+        # names are free in the registry (checked above), so no app tool goes unchecked.
+        tools: tuple[BaseTool | None, ...] = (self._code, self._search, self._load)
+        self._own = frozenset(tool.name for tool in tools if tool is not None)
 
     def _offered(self) -> set[str]:
         return self._core.union(self._found)
@@ -376,6 +382,7 @@ class RunOffer:
         if self._with_code is None:  # once a run: its tools are fixed when it starts
             entries = [*self._registry.entries(), ToolEntry(self._code)]
             self._with_code = self._registry.view(entries)
+            self._with_code.tool_table.unchecked = self._own
         return self._with_code
 
     def _view(self, names: tuple[str, ...]) -> ToolRegistry:
@@ -396,6 +403,7 @@ class RunOffer:
             # The same entry objects: stats and strict schemas stay shared.
             view = self._views[names] = registry.view(entries)
             view.tool_table.withheld = self._withheld
+            view.tool_table.unchecked = self._own
         return view
 
     def _withheld(self, name: str) -> str | None:

@@ -500,8 +500,10 @@ class ToolRegistry(RegistrySync):
         if cached is None:
             if api not in ("chat", "responses"):
                 raise ToolConfigError(f"unknown api {api!r}: expected 'chat' or 'responses'")
-            checker = self._table.checker
-            offered = offered_entries(self._entries.values(), checker, self._hidden_logged)
+            table = self._table
+            offered = offered_entries(
+                self._entries.values(), table.checker, self._hidden_logged, table.unchecked
+            )
             transforms = self._schema_transforms
             cached = [offered_definition(e, transforms, api) for e in offered]
             self._definitions[api] = cached

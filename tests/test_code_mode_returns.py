@@ -11,13 +11,17 @@ from __future__ import annotations
 import ast
 import asyncio
 import dataclasses
+import enum
+import logging
+import sys
+import typing
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 import pydantic
 import pytest
 from pydantic_core import to_jsonable_python
-from typing_extensions import TypedDict  # pydantic reads typing.TypedDict from 3.12 only
+from typing_extensions import NotRequired, TypedDict  # pydantic: typing's from 3.12 only
 
 from agcore_tools import Image, ToolContext
 from agcore_tools._code_mode import RETURNS_LIMIT, python_signatures
@@ -258,7 +262,53 @@ def test_a_pydantic_model_is_the_dict_the_program_receives_keyed_by_alias() -> N
     assert _received(tool) == {"city": "Oslo", "highC": 4.5, "days": []}
     annotation, doc = _listed(tool)
     assert annotation == "dict"
-    assert returns_line(doc) == "{city: str, highC: float, days?: list[int]}"
+    # days has a default, and the program still receives it: no "?"
+    assert returns_line(doc) == "{city: str, highC: float, days: list[int]}"
+
+
+@dataclasses.dataclass
+class Page:
+    items: list[str]
+    next: str | None = None
+
+
+class Partial(TypedDict):
+    name: str
+    note: NotRequired[str]
+
+
+def test_a_field_with_a_default_is_always_received_and_listed_without_a_question_mark() -> None:
+    def page() -> Page:
+        """A page."""
+        return Page(["x"])
+
+    def partial() -> Partial:
+        """A name, and a note only sometimes."""
+        return {"name": "a"}
+
+    assert _received(_tool(page)) == {"items": ["x"], "next": None}
+    assert _listed(_tool(page)) == ("dict", "A page.\n\nReturns: {items: list[str], next: str | None}")  # fmt: skip
+    assert _received(_tool(partial)) == {"name": "a"}  # a NotRequired key may be absent
+    assert returns_line(_listed(_tool(partial))[1]) == "{name: str, note?: str}"
+
+
+class Legacy(typing.TypedDict):
+    a: int
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="pydantic reads typing.TypedDict")
+def test_a_return_pydantic_cannot_describe_is_logged_naming_the_tool(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def legacy() -> Legacy:
+        """typing.TypedDict before 3.12."""
+        return {"a": 1}
+
+    with caplog.at_level(logging.DEBUG, logger="agcore_tools.code_mode"):
+        assert _tool(legacy).output_schema is None
+    [record] = caplog.records
+    assert record.getMessage().startswith("tool 'legacy': its return annotation")
+    assert "typing_extensions.TypedDict" in record.getMessage()
 
 
 def test_dataclasses_typed_dicts_and_lists_of_them() -> None:
@@ -338,3 +388,42 @@ def test_an_output_schema_can_be_set_by_hand() -> None:
     assert tool.output_schema == {"additionalProperties": True, "type": "object"}
     tool.output_schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
     assert _listed(tool) == ("dict", "Raw.\n\nReturns: {ok?: bool}")
+
+
+# -- parameters: the same reading of a schema, $ref and all --------------------------
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Box(pydantic.BaseModel):
+    w: int
+    h: int = 1
+
+
+def test_enum_and_model_parameters_are_read_through_their_refs() -> None:
+    def paint(color: Color, box: Box, boxes: list[Box], tint: Color | None = None) -> str:
+        """Paint boxes.
+
+        Args:
+            box: The box to paint.
+        """
+        return "ok"
+
+    tool = _tool(paint)
+    assert "$defs" in tool.parameters  # pydantic describes Color and Box by $ref
+    text, _ = python_signatures([tool.definition()])
+    [function] = ast.parse(text).body
+    assert isinstance(function, ast.AsyncFunctionDef)
+    params = {a.arg: ast.unparse(a.annotation) for a in function.args.args if a.annotation}
+    assert params == {
+        "color": "Literal['red', 'blue']",
+        "box": "dict",
+        "boxes": "list[dict]",
+        "tint": "Literal['red', 'blue'] | None",
+    }
+    doc = (ast.get_docstring(function) or "").splitlines()
+    assert "box ({w: int, h?: int}): The box to paint." in doc
+    assert "boxes (list[{w: int, h?: int}])" in doc

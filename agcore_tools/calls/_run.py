@@ -43,18 +43,16 @@ def preflight(table: ToolTable, calls: Iterable[ParsedCall]) -> ToolError | None
     an unknown tool (the model is told instead, see ``CycleConfig.unknown_tool``) is
     not refused again.
     """
-    checker = table.checker
     for call in calls:
         if isinstance(call.error, ToolNotFoundError):
             continue
         entry = table.entries.get(call.name)
         if entry is None:
             return unknown_tool_error(table, call.name)
-        if checker is not None:
-            try:
-                checker.check(entry.name, entry.permissions)
-            except PermissionDeniedError as exc:
-                return exc
+        try:
+            table.check(entry)
+        except PermissionDeniedError as exc:
+            return exc
     return None
 
 

@@ -7,7 +7,8 @@
   object that repeats such a part's base64 data (or its ``data:`` URL), as
   server-filesystem's ``read_media_file`` sends, becomes a short label such as
   ``"[image/png image, attached]"``, so the model gets the picture once, as a picture,
-  and not again as base64 text.
+  and not again as base64 text. (A code-mode program, which cannot see media, gets the
+  object alone.)
 * Only text parts, none with annotations: the text, several parts joined with newlines
   ("" when empty).
 * Any other part, or a text part with ``annotations`` (``audience``, ``priority``,

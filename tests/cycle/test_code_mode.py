@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import mcp_types
 import pydantic
 import pytest
 
@@ -34,6 +35,7 @@ from agcore_tools import (
     ToolRegistry,
 )
 from agcore_tools.cycle._programs import state_mac
+from agcore_tools.mcp._results import result_value
 from tests._scripts import run_script
 from tests.mcp.conftest import fixture_stdio
 
@@ -210,6 +212,38 @@ async def test_a_runaway_program_is_stopped_with_a_clear_error(
 
     assert expected in result_of(server, 1)
     assert time.perf_counter() - started < 5.0
+
+
+async def test_a_strict_permission_checker_still_offers_run_python(serve, make_cycle):
+    # run_python declares no permissions: a checker refusing undeclared tools refused
+    # it, so nothing was offered. It is the library's own; each call it makes is checked.
+    strict = PermissionChecker(PermissionConfig(allowed=["read"], allow_unspecified=False))
+    registry = ToolRegistry(strict)
+
+    @registry.tool(permissions=["read"])
+    def read_note(name: str) -> str:
+        """Read a note."""
+        return f"contents of {name}"
+
+    @registry.tool
+    def undeclared() -> str:
+        """Declares no permissions."""
+        return "ran"
+
+    server = serve(
+        program('print(await read_note("a"))'),
+        S.reply_tool_calls([("undeclared", {}, "c_direct")]),
+        S.reply_text("never"),
+    )
+    with pytest.raises(LlmError, match="permission denied: tool 'undeclared'"):
+        await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+
+    [offered] = server.requests[0].json["tools"]
+    assert offered["function"]["name"] == "run_python"
+    assert "async def read_note(name: str) -> str:" in offered["function"]["description"]
+    assert "undeclared" not in offered["function"]["description"]
+    assert result_of(server, 1) == "contents of a"
+    assert len(server.requests) == 2  # the direct call to the refused tool stopped the loop
 
 
 async def test_a_call_needing_approval_pauses_the_program_and_resumes_it(serve, make_cycle, shop):
@@ -613,6 +647,41 @@ async def test_an_image_result_reaches_a_program_as_a_text_naming_it(serve, make
         "see it; call the tool directly to show it to the model]"
     )
     assert second.startswith("caught: tool 'blob' returned a value a program cannot receive:")
+
+
+async def test_an_mcp_object_sent_with_an_image_reaches_a_program_as_the_listed_dict(
+    serve, make_cycle, shop
+):
+    # An MCP tool with an outputSchema that also sends an image part returns
+    # [structuredContent, Image] (so a direct call's model sees the picture); the listing
+    # says `-> dict`, and a program's s["title"] raised TypeError on the list.
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="  # fmt: skip
+
+    class ShotTool(BaseTool):
+        name = "shot"
+        description = "A shot and its picture."
+        output_schema = {  # noqa: RUF012
+            "type": "object",
+            "required": ["title", "width"],
+            "properties": {"title": {"type": "string"}, "width": {"type": "integer"}},
+        }
+
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+            sent = mcp_types.CallToolResult(
+                content=[mcp_types.ImageContent(type="image", data=png, mime_type="image/png")],
+                structured_content={"title": "p", "width": 3},
+            )
+            return result_value(sent, self.name)
+
+    shop.register(ShotTool())
+    direct = await shop.invoke("shot", {})
+    assert isinstance(direct.output, list) and isinstance(direct.output[1], Image)
+
+    server = serve(program('s = await shot()\nprint(type(s).__name__, s["title"], s["width"])'), S.reply_text("ok"))  # fmt: skip
+    await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+
+    assert "async def shot() -> dict:" in server.requests[0].json["tools"][0]["function"]["description"]  # fmt: skip
+    assert result_of(server, 1) == "dict p 3"
 
 
 async def test_an_optional_argument_given_none_is_left_out(serve, make_cycle):

@@ -293,6 +293,48 @@ async def test_a_registered_tool_not_found_yet_is_told_how_to_reach_it(
         await make_cycle(server).submit_with_tools("Read notes.txt", guarded, select=search)
 
 
+@pytest.mark.parametrize("two_stage", [False, True], ids=["search", "two-stage"])
+async def test_a_strict_permission_checker_lets_the_search_tools_run(serve, make_cycle, two_stage):
+    # search_tools and load_tools declare no permissions: a checker refusing undeclared
+    # tools stopped the loop at the first search. They are the library's own; the tools
+    # they offer are still checked.
+    strict = PermissionChecker(PermissionConfig(allowed=["read"], allow_unspecified=False))
+    registry = ToolRegistry(strict)
+
+    @registry.tool(permissions=["read"])
+    def weather(city: str) -> str:
+        """The weather forecast in a city: temperature and sky."""
+        return f"sunny in {city}"
+
+    @registry.tool
+    def forecast_archive(city: str) -> str:
+        """Past weather forecasts for a city; declares no permissions."""
+        return "refused"
+
+    loads = [S.reply_tool_calls([("load_tools", {"names": ["weather"]}, "l1")])]
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "weather forecast city"}, "s1")]),
+        *(loads if two_stage else []),
+        S.reply_tool_calls([("weather", {"city": "Oslo"}, "w1")]),
+        S.reply_text("Sunny."),
+    )
+    cycle = make_cycle(server)
+    search = ToolSearch(two_stage=two_stage)
+    response = await cycle.submit_with_tools("Weather in Oslo?", registry, select=search)
+
+    assert response.text == "Sunny."
+    own = ["search_tools", "load_tools"] if two_stage else ["search_tools"]
+    assert sent(server)[0] == own
+    assert sent(server)[-1] == [*own, "weather"]
+    answers = tool_messages(cycle.messages)
+    assert "forecast_archive" not in answers["s1"]  # refused: never found
+    assert answers["w1"] == "sunny in Oslo"
+
+    server = serve(S.reply_tool_calls([("forecast_archive", {"city": "Oslo"}, "c1")]))
+    with pytest.raises(LlmError, match="tool 'forecast_archive' is not registered"):
+        await make_cycle(server).submit_with_tools("Archive?", registry, select=search)
+
+
 async def test_a_found_tool_the_core_later_takes_in_is_offered_once(serve, make_cycle, tagged):
     def core(history: Any, registry: ToolRegistry) -> list[str]:
         return ["weather"] if len(history) > 1 else []
