@@ -52,6 +52,7 @@ from ._payloads import (
     ToolCallOutput,
     ToolSpec,
     payload_size,
+    permission_names,
     portable,
 )
 
@@ -267,9 +268,9 @@ class ToolActivities:
         if checker is not None:
             config = checker.config
             permissions = {
-                "allowed": sorted(str(p) for p in config.allowed),
-                "denied": sorted(str(p) for p in config.denied),
-                "ask": sorted(str(p) for p in config.ask),
+                "allowed": sorted(permission_names(config.allowed)),
+                "denied": sorted(permission_names(config.denied)),
+                "ask": sorted(permission_names(config.ask)),
                 "allow_unspecified": config.allow_unspecified,
             }
         tools = []
@@ -286,7 +287,7 @@ class ToolActivities:
                     tool.description,
                     tool.parameters,
                     tool.strict,
-                    [str(p) for p in entry.permissions],
+                    permission_names(entry.permissions),
                     approval,
                     list(entry.tags),
                     entry.category,

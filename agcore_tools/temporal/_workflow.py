@@ -37,7 +37,7 @@ from ..cycle.cycle import LlmCycle
 from ..cycle.events import StreamEvent
 from ..cycle.requester import Requester, TurnRequest
 from ..error import LlmError, ProgramError, ToolError, ToolExecutionError, ToolTimeoutError
-from ..permission import PermissionChecker, PermissionConfig
+from ..permission import PermissionChecker
 from ..registry import ToolRegistry
 from ._payloads import (
     MODEL_REFUSED,
@@ -54,6 +54,8 @@ from ._payloads import (
     config_fields,
     config_from_fields,
     oversize,
+    permission_config,
+    permissions_of,
     restored,
 )
 
@@ -219,7 +221,7 @@ class _ActivityTool(BaseTool):
         self.parameters = spec.parameters
         self.strict = spec.strict
         self.output_schema = spec.output_schema
-        self.required_permissions = tuple(spec.permissions)
+        self.required_permissions = permissions_of(spec.permissions)
         self.needs_approval = (
             self._asks if spec.approval == "per_call" else spec.approval == "always"
         )
@@ -547,7 +549,7 @@ async def _stand_in_registry(args: ToolLoopInput, config: CycleConfig) -> ToolRe
     main = catalogues[0]
     checker = None
     if main.permissions is not None:
-        checker = PermissionChecker(PermissionConfig(**main.permissions))
+        checker = PermissionChecker(permission_config(main.permissions))
     registry = ToolRegistry(checker, strict=main.strict)
     for queue, catalogue in zip(queues, catalogues, strict=True):
         for spec in catalogue.tools:

@@ -12,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from agcore_tools import (
+    Permission,
     PermissionChecker,
     PermissionConfig,
     ToolConfigError,
@@ -19,7 +20,13 @@ from agcore_tools import (
     ToolRegistry,
 )
 from agcore_tools.temporal import ToolActivities, ToolActivityOptions
-from agcore_tools.temporal._payloads import ModelRequest, ProgramStepInput, ToolCallInput
+from agcore_tools.temporal._payloads import (
+    ModelRequest,
+    ProgramStepInput,
+    ToolCallInput,
+    permission_config,
+    permissions_of,
+)
 from agcore_tools.testing import ScriptedChatServer
 
 S = ScriptedChatServer
@@ -78,6 +85,24 @@ async def test_describe_carries_definitions_rules_and_options() -> None:
     assert [specs[n].approval for n in ("add", "wipe", "spend")] == ["never", "always", "per_call"]
     assert catalogue.strict is True
     assert catalogue.permissions is not None and catalogue.permissions["ask"] == ["write"]
+
+
+async def test_custom_permissions_stay_custom_through_the_description() -> None:
+    # They came back as built-in names: "billing:refund" failed the run, and a custom
+    # permission named "read" would have turned into the built-in.
+    refund, read = Permission.custom("billing:refund"), Permission.custom("read")
+    config = PermissionConfig(allowed=["read", read], denied=[refund], ask=[read])
+    tools = ToolRegistry(PermissionChecker(config))
+
+    @tools.tool(permissions=[read, "read"])
+    def peek() -> str:
+        """Peek."""
+        return "seen"
+
+    catalogue = await ToolActivities(tools).describe_tools()
+    assert catalogue.permissions is not None
+    assert permission_config(catalogue.permissions) == config
+    assert permissions_of(catalogue.tools[0].permissions) == (read, Permission.READ)
 
 
 async def test_a_call_returns_its_output_or_its_error() -> None:

@@ -23,7 +23,17 @@ from temporalio.client import (
 )
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from agcore_tools import BaseTool, CodeMode, CycleConfig, LlmCycle, ToolContext, ToolRegistry
+from agcore_tools import (
+    BaseTool,
+    CodeMode,
+    CycleConfig,
+    LlmCycle,
+    Permission,
+    PermissionChecker,
+    PermissionConfig,
+    ToolContext,
+    ToolRegistry,
+)
 from agcore_tools.temporal import (
     ToolActivities,
     ToolLoopInput,
@@ -592,3 +602,27 @@ async def test_two_approval_signals_that_reach_the_run_together_both_apply(
     spawn("two-signals", "w2")
     result = await finish(handle)
     assert result.text == "done: removed a.txt | removed b.txt"
+
+
+async def test_a_custom_permission_of_the_worker_applies_in_the_run(
+    client: Client, model: Model
+) -> None:
+    # Every run failed at start: the workflow read the custom permission as a built-in.
+    refund = Permission.custom("billing:refund")
+    registry = ToolRegistry(PermissionChecker(PermissionConfig(allowed=["read"], ask=[refund])))
+
+    @registry.tool(permissions=[refund])
+    def pay(amount: int) -> str:
+        """Pay `amount`."""
+        return f"paid {amount}"
+
+    async with (
+        model.server.client() as openai,
+        worker(client, "custom", ToolActivities(registry, openai)),
+    ):
+        handle = await start(client, "custom-1", "pay", "custom")
+        [request] = await pending_approvals(handle)
+        assert request.reason == "permission 'billing:refund' is in PermissionConfig.ask"
+        await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
+        result = await finish(handle)
+    assert result.text == "done: paid 5"
