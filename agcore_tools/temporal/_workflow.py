@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -25,6 +26,7 @@ from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 # The sandbox decides how these load (see _worker.sandbox_runner): passed through on a
 # worker, re-imported under its restrictions by the replay test.
+from .._aio import positive_number
 from .._budget import ESTIMATE_ONLY
 from .._clock import CLOCK
 from .._sandbox import WORKER_DEADLINE, Functions, Segment
@@ -36,7 +38,14 @@ from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
 from ..cycle.events import StreamEvent
 from ..cycle.requester import Requester, TurnRequest
-from ..error import LlmError, ProgramError, ToolError, ToolExecutionError, ToolTimeoutError
+from ..error import (
+    LlmConfigError,
+    LlmError,
+    ProgramError,
+    ToolError,
+    ToolExecutionError,
+    ToolTimeoutError,
+)
 from ..permission import PermissionChecker
 from ..registry import ToolRegistry
 from ._payloads import (
@@ -128,7 +137,21 @@ class ToolLoopInput:
         activity on the run's task queue, and each of its tool calls as the tool's
         own activity. The program's snapshot between stretches is in the workflow's
         history. The ``CodeMode``'s ``sandbox`` is not used.
+
+        ``model_timeout_secs`` (each model request's time limit) must be positive:
+        another value would fail the run's workflow task on every retry.
+
+        Example:
+            >>> ToolLoopInput.of("Hi", CycleConfig("m"), model_timeout_secs=0)
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.LlmConfigError: ToolLoopInput.of() model_timeout_secs must be positive seconds (an int or a float), got 0
         """
+        if not (positive_number(model_timeout_secs) and math.isfinite(model_timeout_secs)):
+            raise LlmConfigError(
+                "ToolLoopInput.of() model_timeout_secs must be positive seconds (an int or a "
+                f"float), got {model_timeout_secs!r}"
+            )
         history = [{"role": "system", "content": system_prompt}] if system_prompt else []
         code = None
         if code_mode is not None:
