@@ -73,6 +73,27 @@ def test_options_for_tools_the_registry_lacks_are_a_caller_error() -> None:
     assert isinstance(raised.value, ValueError)
 
 
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"timeout": -1}, "timeout must be positive seconds"),
+        ({"timeout": 0}, "timeout must be positive seconds"),
+        ({"timeout_secs": float("inf")}, "timeout must be positive seconds"),
+        ({"timeout": "5"}, "timeout must be positive seconds"),
+        ({"max_attempts": -3}, "max_attempts must be an int of at least 1"),
+        ({"max_attempts": 0}, "max_attempts must be an int of at least 1"),
+        ({"max_attempts": 1.5}, "max_attempts must be an int of at least 1"),
+    ],
+)
+def test_activity_options_that_no_activity_can_take_are_a_caller_error(
+    options: dict[str, object], problem: str
+) -> None:
+    # -1 or -3 hung every run calling the tool; 0 was quietly the run's default.
+    with pytest.raises(ToolConfigError, match=problem) as raised:
+        ToolActivityOptions(**options)  # type: ignore[arg-type]
+    assert isinstance(raised.value, ValueError)
+
+
 async def test_describe_carries_definitions_rules_and_options() -> None:
     options = {"add": ToolActivityOptions(timeout_secs=5, max_attempts=2, task_queue="calc")}
     catalogue = await ToolActivities(registry(), options=options).describe_tools()
