@@ -21,7 +21,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutType
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 # The sandbox decides how these load (see _worker.sandbox_runner): passed through on a
@@ -71,6 +71,10 @@ from ._payloads import (
 __all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
 
 _DESCRIBE_TIMEOUT = timedelta(seconds=30)
+_QUEUE_WAIT = timedelta(seconds=60)
+"""How long a run waits for a worker of one of its ``tool_task_queues`` to pick up its
+``describe_tools``: a queue no worker polls (a misspelt name, workers not deployed)
+fails the run, rather than leaving it waiting forever."""
 _STEP_TIMEOUT = timedelta(seconds=2 * WORKER_DEADLINE)
 _NO_TIMEOUT = timedelta(days=1)  # Temporal needs some bound; CycleConfig's None means none
 
@@ -559,15 +563,7 @@ async def _stand_in_registry(args: ToolLoopInput, config: CycleConfig) -> ToolRe
     local = workflow.execute_local_activity(
         "agcore.describe_tools", result_type=Catalogue, start_to_close_timeout=_DESCRIBE_TIMEOUT
     )
-    remote = (
-        workflow.execute_activity(
-            "agcore.describe_tools",
-            result_type=Catalogue,
-            task_queue=queue,
-            start_to_close_timeout=_DESCRIBE_TIMEOUT,
-        )
-        for queue in args.tool_task_queues
-    )
+    remote = (_describe_remote(queue) for queue in args.tool_task_queues)
     catalogues: list[Catalogue] = await asyncio.gather(local, *remote)
     main = catalogues[0]
     checker = None
@@ -583,6 +579,29 @@ async def _stand_in_registry(args: ToolLoopInput, config: CycleConfig) -> ToolRe
                 version=spec.version,
             )
     return registry
+
+
+async def _describe_remote(queue: str) -> Catalogue:
+    """The tools the workers of ``queue`` describe; an LlmError when none picks the
+    activity up in time (Temporal retries no schedule-to-start timeout)."""
+    try:
+        catalogue: Catalogue = await workflow.execute_activity(
+            "agcore.describe_tools",
+            result_type=Catalogue,
+            task_queue=queue,
+            start_to_close_timeout=_DESCRIBE_TIMEOUT,
+            schedule_to_start_timeout=_QUEUE_WAIT,
+        )
+    except ActivityError as exc:
+        cause = exc.cause
+        if isinstance(cause, ActivityTimeoutError) and cause.type == TimeoutType.SCHEDULE_TO_START:
+            raise LlmError(
+                f"no worker polls task queue '{queue}' (of tool_task_queues): its tools were "
+                f"not described in {_QUEUE_WAIT.total_seconds():g} s; check the queue's name "
+                "and that its workers run"
+            ) from exc
+        raise
+    return catalogue
 
 
 def _retry(config: CycleConfig, attempts: int, final: list[str]) -> RetryPolicy:

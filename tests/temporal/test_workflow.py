@@ -39,6 +39,7 @@ from agcore_tools.temporal import (
     ToolLoopInput,
     ToolLoopResult,
     ToolLoopWorkflow,
+    _workflow,
     worker,
 )
 
@@ -278,6 +279,25 @@ async def test_mcp_tools_run_on_the_workers_that_hold_the_connection(
             ran.setdefault(names[started.scheduled_event_id], set()).add(started.identity)
     assert ran == {"front": {"w1"}, "mcp": {"m1"}}
     assert [c["worker"] for c in calls(workdir, "mixed-1")] == ["w1"]  # add; echo is MCP's
+
+
+async def test_a_tool_task_queue_no_worker_polls_fails_the_run_by_name(
+    client: Client, model: Model, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run waited forever for a describe_tools no worker picked up. The wait is
+    # shortened (the worker runs in this process, the workflow module passed through).
+    monkeypatch.setattr(_workflow, "_QUEUE_WAIT", timedelta(seconds=2))
+    async with model.server.client() as openai:
+        activities = ToolActivities(build_registry(workdir, "w1"), openai)
+        async with worker(client, "no-tools", activities):
+            handle = await start(
+                client, "no-tools-1", "add", "no-tools", tool_task_queues=["mcp-tolls"]
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finish(handle)
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "LlmError"
+    assert cause.message.startswith("no worker polls task queue 'mcp-tolls' (of tool_task_queues)")
 
 
 async def test_an_mcp_servers_question_in_a_workflow_is_declined_not_paused(
