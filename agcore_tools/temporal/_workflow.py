@@ -39,6 +39,7 @@ from ..cycle.cycle import LlmCycle
 from ..cycle.events import StreamEvent
 from ..cycle.requester import Requester, TurnRequest
 from ..error import (
+    InvalidArgumentsError,
     LlmConfigError,
     LlmError,
     ProgramError,
@@ -48,6 +49,7 @@ from ..error import (
 )
 from ..permission import PermissionChecker
 from ..registry import ToolRegistry
+from ..schema._validate import check_against_schema
 from ._payloads import (
     MODEL_REFUSED,
     PROGRAM_TOO_LARGE,
@@ -344,6 +346,7 @@ class ToolLoopWorkflow:
 
     def __init__(self) -> None:
         self._cycle: LlmCycle | None = None
+        self._registry: ToolRegistry | None = None
         self._pending: list[ApprovalRequest] = []
         # Answers taken by the signal and not applied yet, by call id.
         self._answers: dict[str, ApprovalDecision] = {}
@@ -359,7 +362,7 @@ class ToolLoopWorkflow:
         # where the run made it; for all the run's submits, as the ids go on across them.
         IDS_PAST_HISTORY.set(workflow.patched(_IDS_PAST_HISTORY))
         config = config_from_fields(args.config)
-        registry = await _stand_in_registry(args, config)
+        registry = self._registry = await _stand_in_registry(args, config)
         # Activities enforce each tool's time limit (overridable per tool).
         limits = dataclasses.replace(config.limits, tool_timeout=None)
         loop_config = dataclasses.replace(config, limits=limits)
@@ -441,8 +444,9 @@ class ToolLoopWorkflow:
         Answers add up, across signals, until the run resumes. An answer that fits no
         waiting call (its call id is not waiting, as when a signal is delivered again
         after its answers applied; or it names another tool or other arguments than the
-        call's; or the call has an answer already) is logged and dropped: the run goes
-        on waiting, and the signal's other answers apply.
+        call's; or the call has an answer already; or its ``edited_arguments`` do not
+        fit the tool's parameters schema) is logged and dropped: the run goes on
+        waiting, and the signal's other answers apply.
         """
         # Decided at a run's first signal, for all its signals: False only when replaying
         # one that 0.2.0 took. A run paused under 0.2.0 and signalled since is patched.
@@ -451,7 +455,9 @@ class ToolLoopWorkflow:
             return
         waiting = {request.call_id: request for request in self._pending}
         for decision in decisions:
-            refusal = _misfit(decision, waiting.get(decision.call_id), self._answers)
+            refusal = _misfit(
+                decision, waiting.get(decision.call_id), self._answers, self._registry
+            )
             if refusal is not None:
                 workflow.logger.warning(
                     "approval of call %r dropped: %s", decision.call_id, refusal
@@ -619,9 +625,13 @@ def _misfit(
     decision: ApprovalDecision,
     request: ApprovalRequest | None,
     answers: Mapping[str, ApprovalDecision],
+    registry: ToolRegistry | None,
 ) -> str | None:
     """Why ``decision`` answers no waiting call (None: it answers ``request``). Checked
-    as the signal comes: in the loop, a misfit fails the run with an ApprovalError."""
+    as the signal comes: in the loop, a misfit fails the run with an ApprovalError.
+    (Only signals under _APPROVALS_ADD_UP come here, and no released version had that
+    patch, so no run took an edit this refuses: the edit check needs no patch of its
+    own. The stand-in tools check nothing in the loop, so 0.2.0's runs go on as then.)"""
     if request is None:
         return "no call with this id awaits approval"
     if decision.call_id in answers:
@@ -630,6 +640,14 @@ def _misfit(
         return f"it names tool '{decision.tool_name}', but the call is to '{request.tool_name}'"
     if decision.arguments != request.arguments:
         return "it is for other arguments than the call's"
+    entry = registry.entry(request.tool_name) if registry is not None else None
+    if decision.edited_arguments is not None and entry is not None:
+        # The worker's tool would refuse them, and the model would read that it sent
+        # invalid arguments (LlmCycle refuses the approval: ApprovalError).
+        try:
+            check_against_schema(entry.name, entry.tool.parameters, decision.edited_arguments)
+        except InvalidArgumentsError as exc:
+            return f"its edited arguments are invalid: {exc.reason}"
     return None
 
 

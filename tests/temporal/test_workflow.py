@@ -646,3 +646,21 @@ async def test_a_custom_permission_of_the_worker_applies_in_the_run(
         await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
         result = await finish(handle)
     assert result.text == "done: paid 5"
+
+
+async def test_an_approval_with_invalid_edited_arguments_is_dropped_and_the_run_waits(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # It was taken: the tool refused the edit on its worker, and the model was told that
+    # it had sent invalid arguments.
+    spawn("bad-edit", "w1")
+    handle = await start(client, "bad-edit-1", "remove", "bad-edit")
+    [request] = await pending_approvals(handle)
+    invalid = dataclasses.replace(request.approve(), edited_arguments={"path": 7})
+    valid = dataclasses.replace(request.approve(), edited_arguments={"path": "old.txt"})
+    await handle.signal(ToolLoopWorkflow.approve, [invalid])
+    # Signals apply in order: once the valid one is taken, the invalid one was dropped.
+    await handle.signal(ToolLoopWorkflow.approve, [valid])
+    result = await finish(handle)
+    assert result.text == "done: removed old.txt"
+    assert len(calls(workdir, "bad-edit-1", "remove")) == 1
