@@ -20,10 +20,11 @@ from typing import Any, Protocol, cast
 from .._names import registered_name, with_digest, with_original_name
 from .._ranking import words
 from ..base import BaseTool, ToolContext
-from ..error import InvalidArgumentsError, McpError, ToolConfigError, ToolError
+from ..error import McpError, ToolConfigError, ToolError
 from ..pending import KEEPER, CallPaused
 from ..permission import Permission
 from ..schema import mend_unambiguous
+from ..schema._validate import check_against_schema
 from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, responses
 from ._progress import CALL_KEY, CALLER
 from ._results import result_value
@@ -225,28 +226,7 @@ class McpTool(BaseTool):
             ...
             agcore_tools.error.InvalidArgumentsError: tool 'echo' got invalid arguments: text: 12 is not of type 'string'
         """
-        # jsonschema comes with the mcp runtime dependency; loaded only when an edit is checked.
-        import jsonschema  # type: ignore[import-untyped]
-        from referencing.exceptions import Unresolvable  # jsonschema's own dependency
-
-        schema = self.parameters
-        validator_class = jsonschema.validators.validator_for(
-            schema, default=jsonschema.Draft202012Validator
-        )
-        try:
-            validator_class.check_schema(schema)
-            errors = list(validator_class(schema).iter_errors(args))
-        except (jsonschema.exceptions.SchemaError, Unresolvable):
-            return
-        if not errors:
-            return
-        problems = [
-            ("/".join(str(p) for p in e.absolute_path) or "(arguments)", e.message) for e in errors
-        ]
-        best = jsonschema.exceptions.best_match(errors)
-        where = "/".join(str(p) for p in best.absolute_path)
-        reason = f"{where}: {best.message}" if where else best.message
-        raise InvalidArgumentsError(self.name, reason, errors=problems)
+        check_against_schema(self.name, self.parameters, args)
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors.

@@ -12,6 +12,7 @@ import contextlib
 import inspect
 import json
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,7 @@ from temporalio import activity
 from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 
-from .._aio import run_sync
+from .._aio import positive_number, run_sync
 from .._deprecated import renamed
 from .._sandbox import MontySandbox
 from ..base import ToolContext
@@ -52,6 +53,7 @@ from ._payloads import (
     ToolCallOutput,
     ToolSpec,
     payload_size,
+    permission_names,
     portable,
 )
 
@@ -120,12 +122,18 @@ class ToolActivityOptions:
     start-to-close timeout), ``max_attempts`` the attempts an activity that fails (a
     worker lost, a timeout) gets, ``CycleConfig.max_retries + 1``. ``task_queue``
     routes the tool's calls to other workers than the ones that describe it.
-    ``timeout_secs=`` still works, with a ``DeprecationWarning``.
+    ``timeout_secs=`` still works, with a ``DeprecationWarning``. A ``timeout`` that is
+    not a positive number, or ``max_attempts`` not an int of at least 1, raises
+    :class:`~agcore_tools.ToolConfigError` (a run calling the tool would hang).
 
     Example:
         >>> options = ToolActivityOptions(timeout=300, max_attempts=1)
         >>> options.timeout, options.max_attempts
         (300, 1)
+        >>> ToolActivityOptions(max_attempts=0)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: ToolActivityOptions max_attempts must be an int of at least 1 or None, got 0
     """
 
     timeout: float | None
@@ -147,6 +155,20 @@ class ToolActivityOptions:
             renamed("ToolActivityOptions(timeout_secs=...)", "ToolActivityOptions(timeout=...)")
             if timeout is None:
                 timeout = timeout_secs
+        # Checked here, on the worker: a run reading a bad one fails its workflow task on
+        # every retry (a negative value), or takes the run's default (zero).
+        if timeout is not None and not (positive_number(timeout) and math.isfinite(timeout)):
+            raise ToolConfigError(
+                "ToolActivityOptions timeout must be positive seconds (an int or a float) "
+                f"or None, got {timeout!r}"
+            )
+        if max_attempts is not None and (
+            isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1
+        ):
+            raise ToolConfigError(
+                "ToolActivityOptions max_attempts must be an int of at least 1 or None, "
+                f"got {max_attempts!r}"
+            )
         object.__setattr__(self, "timeout", timeout)
         object.__setattr__(self, "max_attempts", max_attempts)
         object.__setattr__(self, "task_queue", task_queue)
@@ -267,9 +289,9 @@ class ToolActivities:
         if checker is not None:
             config = checker.config
             permissions = {
-                "allowed": sorted(str(p) for p in config.allowed),
-                "denied": sorted(str(p) for p in config.denied),
-                "ask": sorted(str(p) for p in config.ask),
+                "allowed": sorted(permission_names(config.allowed)),
+                "denied": sorted(permission_names(config.denied)),
+                "ask": sorted(permission_names(config.ask)),
                 "allow_unspecified": config.allow_unspecified,
             }
         tools = []
@@ -286,7 +308,7 @@ class ToolActivities:
                     tool.description,
                     tool.parameters,
                     tool.strict,
-                    [str(p) for p in entry.permissions],
+                    permission_names(entry.permissions),
                     approval,
                     list(entry.tags),
                     entry.category,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from ..cycle.config import CycleConfig, Limits, Retries
 from ..cycle.history import TrimOldest
 from ..cycle.profiles import ServerProfile
 from ..error import LlmConfigError
+from ..permission import Permission, PermissionConfig
 
 __all__ = [
     "APPROVAL_RULE_RAISED",
@@ -38,6 +39,9 @@ __all__ = [
     "config_fields",
     "config_from_fields",
     "payload_size",
+    "permission_config",
+    "permission_names",
+    "permissions_of",
     "portable",
     "restored",
 ]
@@ -97,6 +101,57 @@ def oversize(converter: PayloadConverter, value: Any, what: str, advice: str) ->
     )
 
 
+_CUSTOM = "custom:"
+"""The prefix of a custom permission's name in a payload. A plain name is a built-in's,
+as 0.2.0 wrote them all (a history of 0.2.0 holds no custom permission: its runs with
+one failed at start), so the histories it recorded read back as they did."""
+
+
+def permission_names(permissions: Iterable[Permission]) -> list[str]:
+    """``permissions`` as JSON strings: a built-in by its name, a custom permission
+    marked, so that a custom one named like a built-in stays custom (see
+    :func:`permissions_of`).
+
+    Example:
+        >>> permission_names([Permission.READ, Permission.custom("billing:refund")])
+        ['read', 'custom:billing:refund']
+    """
+    return [_CUSTOM + p.name if p.is_custom else p.name for p in permissions]
+
+
+def permissions_of(names: Iterable[str]) -> tuple[Permission, ...]:
+    """The permissions :func:`permission_names` wrote.
+
+    Example:
+        >>> permissions_of(["read", "custom:read"])
+        (Permission.READ, Permission.custom('read'))
+    """
+    return tuple(
+        Permission.custom(name[len(_CUSTOM) :])
+        if name.startswith(_CUSTOM)
+        else Permission.parse(name)
+        for name in names
+    )
+
+
+def permission_config(fields: Mapping[str, Any]) -> PermissionConfig:
+    """The :class:`~agcore_tools.PermissionConfig` of a :class:`Catalogue`'s
+    ``permissions`` (its sets as :func:`permission_names` wrote them).
+
+    Example:
+        >>> config = permission_config({"allowed": ["custom:billing:refund"], "denied": [],
+        ...                             "ask": [], "allow_unspecified": False})
+        >>> config.allowed
+        frozenset({Permission.custom('billing:refund')})
+    """
+    return PermissionConfig(
+        allowed=permissions_of(fields["allowed"]),
+        denied=permissions_of(fields["denied"]),
+        allow_unspecified=fields["allow_unspecified"],
+        ask=permissions_of(fields["ask"]),
+    )
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool as the workflow sees it: its definition, its rules, where it runs."""
@@ -105,7 +160,7 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
     strict: bool | None
-    permissions: list[str]
+    permissions: list[str]  # as permission_names writes them
     approval: str  # "never", "always" or "per_call" (a function on the worker decides)
     tags: list[str]
     category: str | None

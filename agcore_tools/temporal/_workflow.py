@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -20,11 +21,12 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutType
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 # The sandbox decides how these load (see _worker.sandbox_runner): passed through on a
 # worker, re-imported under its restrictions by the replay test.
+from .._aio import positive_number
 from .._budget import ESTIMATE_ONLY
 from .._clock import CLOCK
 from .._sandbox import WORKER_DEADLINE, Functions, Segment
@@ -36,9 +38,18 @@ from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
 from ..cycle.events import StreamEvent
 from ..cycle.requester import Requester, TurnRequest
-from ..error import LlmError, ProgramError, ToolError, ToolExecutionError, ToolTimeoutError
-from ..permission import PermissionChecker, PermissionConfig
+from ..error import (
+    InvalidArgumentsError,
+    LlmConfigError,
+    LlmError,
+    ProgramError,
+    ToolError,
+    ToolExecutionError,
+    ToolTimeoutError,
+)
+from ..permission import PermissionChecker
 from ..registry import ToolRegistry
+from ..schema._validate import check_against_schema
 from ._payloads import (
     MODEL_REFUSED,
     PROGRAM_TOO_LARGE,
@@ -54,12 +65,18 @@ from ._payloads import (
     config_fields,
     config_from_fields,
     oversize,
+    permission_config,
+    permissions_of,
     restored,
 )
 
 __all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
 
 _DESCRIBE_TIMEOUT = timedelta(seconds=30)
+_QUEUE_WAIT = timedelta(seconds=60)
+"""How long a run waits for a worker of one of its ``tool_task_queues`` to pick up its
+``describe_tools``: a queue no worker polls (a misspelt name, workers not deployed)
+fails the run, rather than leaving it waiting forever."""
 _STEP_TIMEOUT = timedelta(seconds=2 * WORKER_DEADLINE)
 _NO_TIMEOUT = timedelta(days=1)  # Temporal needs some bound; CycleConfig's None means none
 
@@ -126,7 +143,21 @@ class ToolLoopInput:
         activity on the run's task queue, and each of its tool calls as the tool's
         own activity. The program's snapshot between stretches is in the workflow's
         history. The ``CodeMode``'s ``sandbox`` is not used.
+
+        ``model_timeout_secs`` (each model request's time limit) must be positive:
+        another value would fail the run's workflow task on every retry.
+
+        Example:
+            >>> ToolLoopInput.of("Hi", CycleConfig("m"), model_timeout_secs=0)
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.LlmConfigError: ToolLoopInput.of() model_timeout_secs must be positive seconds (an int or a float), got 0
         """
+        if not (positive_number(model_timeout_secs) and math.isfinite(model_timeout_secs)):
+            raise LlmConfigError(
+                "ToolLoopInput.of() model_timeout_secs must be positive seconds (an int or a "
+                f"float), got {model_timeout_secs!r}"
+            )
         history = [{"role": "system", "content": system_prompt}] if system_prompt else []
         code = None
         if code_mode is not None:
@@ -219,7 +250,7 @@ class _ActivityTool(BaseTool):
         self.parameters = spec.parameters
         self.strict = spec.strict
         self.output_schema = spec.output_schema
-        self.required_permissions = tuple(spec.permissions)
+        self.required_permissions = permissions_of(spec.permissions)
         self.needs_approval = (
             self._asks if spec.approval == "per_call" else spec.approval == "always"
         )
@@ -315,6 +346,7 @@ class ToolLoopWorkflow:
 
     def __init__(self) -> None:
         self._cycle: LlmCycle | None = None
+        self._registry: ToolRegistry | None = None
         self._pending: list[ApprovalRequest] = []
         # Answers taken by the signal and not applied yet, by call id.
         self._answers: dict[str, ApprovalDecision] = {}
@@ -330,7 +362,7 @@ class ToolLoopWorkflow:
         # where the run made it; for all the run's submits, as the ids go on across them.
         IDS_PAST_HISTORY.set(workflow.patched(_IDS_PAST_HISTORY))
         config = config_from_fields(args.config)
-        registry = await _stand_in_registry(args, config)
+        registry = self._registry = await _stand_in_registry(args, config)
         # Activities enforce each tool's time limit (overridable per tool).
         limits = dataclasses.replace(config.limits, tool_timeout=None)
         loop_config = dataclasses.replace(config, limits=limits)
@@ -412,8 +444,9 @@ class ToolLoopWorkflow:
         Answers add up, across signals, until the run resumes. An answer that fits no
         waiting call (its call id is not waiting, as when a signal is delivered again
         after its answers applied; or it names another tool or other arguments than the
-        call's; or the call has an answer already) is logged and dropped: the run goes
-        on waiting, and the signal's other answers apply.
+        call's; or the call has an answer already; or its ``edited_arguments`` do not
+        fit the tool's parameters schema) is logged and dropped: the run goes on
+        waiting, and the signal's other answers apply.
         """
         # Decided at a run's first signal, for all its signals: False only when replaying
         # one that 0.2.0 took. A run paused under 0.2.0 and signalled since is patched.
@@ -422,7 +455,9 @@ class ToolLoopWorkflow:
             return
         waiting = {request.call_id: request for request in self._pending}
         for decision in decisions:
-            refusal = _misfit(decision, waiting.get(decision.call_id), self._answers)
+            refusal = _misfit(
+                decision, waiting.get(decision.call_id), self._answers, self._registry
+            )
             if refusal is not None:
                 workflow.logger.warning(
                     "approval of call %r dropped: %s", decision.call_id, refusal
@@ -534,20 +569,12 @@ async def _stand_in_registry(args: ToolLoopInput, config: CycleConfig) -> ToolRe
     local = workflow.execute_local_activity(
         "agcore.describe_tools", result_type=Catalogue, start_to_close_timeout=_DESCRIBE_TIMEOUT
     )
-    remote = (
-        workflow.execute_activity(
-            "agcore.describe_tools",
-            result_type=Catalogue,
-            task_queue=queue,
-            start_to_close_timeout=_DESCRIBE_TIMEOUT,
-        )
-        for queue in args.tool_task_queues
-    )
+    remote = (_describe_remote(queue) for queue in args.tool_task_queues)
     catalogues: list[Catalogue] = await asyncio.gather(local, *remote)
     main = catalogues[0]
     checker = None
     if main.permissions is not None:
-        checker = PermissionChecker(PermissionConfig(**main.permissions))
+        checker = PermissionChecker(permission_config(main.permissions))
     registry = ToolRegistry(checker, strict=main.strict)
     for queue, catalogue in zip(queues, catalogues, strict=True):
         for spec in catalogue.tools:
@@ -558,6 +585,29 @@ async def _stand_in_registry(args: ToolLoopInput, config: CycleConfig) -> ToolRe
                 version=spec.version,
             )
     return registry
+
+
+async def _describe_remote(queue: str) -> Catalogue:
+    """The tools the workers of ``queue`` describe; an LlmError when none picks the
+    activity up in time (Temporal retries no schedule-to-start timeout)."""
+    try:
+        catalogue: Catalogue = await workflow.execute_activity(
+            "agcore.describe_tools",
+            result_type=Catalogue,
+            task_queue=queue,
+            start_to_close_timeout=_DESCRIBE_TIMEOUT,
+            schedule_to_start_timeout=_QUEUE_WAIT,
+        )
+    except ActivityError as exc:
+        cause = exc.cause
+        if isinstance(cause, ActivityTimeoutError) and cause.type == TimeoutType.SCHEDULE_TO_START:
+            raise LlmError(
+                f"no worker polls task queue '{queue}' (of tool_task_queues): its tools were "
+                f"not described in {_QUEUE_WAIT.total_seconds():g} s; check the queue's name "
+                "and that its workers run"
+            ) from exc
+        raise
+    return catalogue
 
 
 def _retry(config: CycleConfig, attempts: int, final: list[str]) -> RetryPolicy:
@@ -575,9 +625,13 @@ def _misfit(
     decision: ApprovalDecision,
     request: ApprovalRequest | None,
     answers: Mapping[str, ApprovalDecision],
+    registry: ToolRegistry | None,
 ) -> str | None:
     """Why ``decision`` answers no waiting call (None: it answers ``request``). Checked
-    as the signal comes: in the loop, a misfit fails the run with an ApprovalError."""
+    as the signal comes: in the loop, a misfit fails the run with an ApprovalError.
+    (Only signals under _APPROVALS_ADD_UP come here, and no released version had that
+    patch, so no run took an edit this refuses: the edit check needs no patch of its
+    own. The stand-in tools check nothing in the loop, so 0.2.0's runs go on as then.)"""
     if request is None:
         return "no call with this id awaits approval"
     if decision.call_id in answers:
@@ -586,6 +640,14 @@ def _misfit(
         return f"it names tool '{decision.tool_name}', but the call is to '{request.tool_name}'"
     if decision.arguments != request.arguments:
         return "it is for other arguments than the call's"
+    entry = registry.entry(request.tool_name) if registry is not None else None
+    if decision.edited_arguments is not None and entry is not None:
+        # The worker's tool would refuse them, and the model would read that it sent
+        # invalid arguments (LlmCycle refuses the approval: ApprovalError).
+        try:
+            check_against_schema(entry.name, entry.tool.parameters, decision.edited_arguments)
+        except InvalidArgumentsError as exc:
+            return f"its edited arguments are invalid: {exc.reason}"
     return None
 
 

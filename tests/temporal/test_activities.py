@@ -12,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from agcore_tools import (
+    Permission,
     PermissionChecker,
     PermissionConfig,
     ToolConfigError,
@@ -19,7 +20,13 @@ from agcore_tools import (
     ToolRegistry,
 )
 from agcore_tools.temporal import ToolActivities, ToolActivityOptions
-from agcore_tools.temporal._payloads import ModelRequest, ProgramStepInput, ToolCallInput
+from agcore_tools.temporal._payloads import (
+    ModelRequest,
+    ProgramStepInput,
+    ToolCallInput,
+    permission_config,
+    permissions_of,
+)
 from agcore_tools.testing import ScriptedChatServer
 
 S = ScriptedChatServer
@@ -66,6 +73,27 @@ def test_options_for_tools_the_registry_lacks_are_a_caller_error() -> None:
     assert isinstance(raised.value, ValueError)
 
 
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"timeout": -1}, "timeout must be positive seconds"),
+        ({"timeout": 0}, "timeout must be positive seconds"),
+        ({"timeout_secs": float("inf")}, "timeout must be positive seconds"),
+        ({"timeout": "5"}, "timeout must be positive seconds"),
+        ({"max_attempts": -3}, "max_attempts must be an int of at least 1"),
+        ({"max_attempts": 0}, "max_attempts must be an int of at least 1"),
+        ({"max_attempts": 1.5}, "max_attempts must be an int of at least 1"),
+    ],
+)
+def test_activity_options_that_no_activity_can_take_are_a_caller_error(
+    options: dict[str, object], problem: str
+) -> None:
+    # -1 or -3 hung every run calling the tool; 0 was quietly the run's default.
+    with pytest.raises(ToolConfigError, match=problem) as raised:
+        ToolActivityOptions(**options)  # type: ignore[arg-type]
+    assert isinstance(raised.value, ValueError)
+
+
 async def test_describe_carries_definitions_rules_and_options() -> None:
     options = {"add": ToolActivityOptions(timeout_secs=5, max_attempts=2, task_queue="calc")}
     catalogue = await ToolActivities(registry(), options=options).describe_tools()
@@ -78,6 +106,24 @@ async def test_describe_carries_definitions_rules_and_options() -> None:
     assert [specs[n].approval for n in ("add", "wipe", "spend")] == ["never", "always", "per_call"]
     assert catalogue.strict is True
     assert catalogue.permissions is not None and catalogue.permissions["ask"] == ["write"]
+
+
+async def test_custom_permissions_stay_custom_through_the_description() -> None:
+    # They came back as built-in names: "billing:refund" failed the run, and a custom
+    # permission named "read" would have turned into the built-in.
+    refund, read = Permission.custom("billing:refund"), Permission.custom("read")
+    config = PermissionConfig(allowed=["read", read], denied=[refund], ask=[read])
+    tools = ToolRegistry(PermissionChecker(config))
+
+    @tools.tool(permissions=[read, "read"])
+    def peek() -> str:
+        """Peek."""
+        return "seen"
+
+    catalogue = await ToolActivities(tools).describe_tools()
+    assert catalogue.permissions is not None
+    assert permission_config(catalogue.permissions) == config
+    assert permissions_of(catalogue.tools[0].permissions) == (read, Permission.READ)
 
 
 async def test_a_call_returns_its_output_or_its_error() -> None:

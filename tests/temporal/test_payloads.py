@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("temporalio")
 
 from agcore_tools import CycleConfig, LlmConfigError, TrimOldest
+from agcore_tools.temporal import ToolLoopInput
 from agcore_tools.temporal._payloads import config_fields, config_from_fields
 
 
@@ -40,3 +41,11 @@ def test_a_history_policy_other_than_trim_oldest_is_refused() -> None:
 
     with pytest.raises(LlmConfigError, match="TrimOldest history policy only, got LastTwo"):
         config_fields(CycleConfig("m", history=LastTwo()))
+
+
+@pytest.mark.parametrize("seconds", [0, -5, float("inf"), True, "300"])
+def test_a_model_timeout_that_is_no_positive_number_is_refused(seconds: object) -> None:
+    # 0 or -5 was taken, and the run stayed RUNNING: its workflow task failed on every retry.
+    with pytest.raises(LlmConfigError, match="model_timeout_secs must be positive") as raised:
+        ToolLoopInput.of("Hi", CycleConfig("m"), model_timeout_secs=seconds)  # type: ignore[arg-type]
+    assert isinstance(raised.value, ValueError)

@@ -23,12 +23,23 @@ from temporalio.client import (
 )
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from agcore_tools import BaseTool, CodeMode, CycleConfig, LlmCycle, ToolContext, ToolRegistry
+from agcore_tools import (
+    BaseTool,
+    CodeMode,
+    CycleConfig,
+    LlmCycle,
+    Permission,
+    PermissionChecker,
+    PermissionConfig,
+    ToolContext,
+    ToolRegistry,
+)
 from agcore_tools.temporal import (
     ToolActivities,
     ToolLoopInput,
     ToolLoopResult,
     ToolLoopWorkflow,
+    _workflow,
     worker,
 )
 
@@ -268,6 +279,25 @@ async def test_mcp_tools_run_on_the_workers_that_hold_the_connection(
             ran.setdefault(names[started.scheduled_event_id], set()).add(started.identity)
     assert ran == {"front": {"w1"}, "mcp": {"m1"}}
     assert [c["worker"] for c in calls(workdir, "mixed-1")] == ["w1"]  # add; echo is MCP's
+
+
+async def test_a_tool_task_queue_no_worker_polls_fails_the_run_by_name(
+    client: Client, model: Model, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run waited forever for a describe_tools no worker picked up. The wait is
+    # shortened (the worker runs in this process, the workflow module passed through).
+    monkeypatch.setattr(_workflow, "_QUEUE_WAIT", timedelta(seconds=2))
+    async with model.server.client() as openai:
+        activities = ToolActivities(build_registry(workdir, "w1"), openai)
+        async with worker(client, "no-tools", activities):
+            handle = await start(
+                client, "no-tools-1", "add", "no-tools", tool_task_queues=["mcp-tolls"]
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finish(handle)
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "LlmError"
+    assert cause.message.startswith("no worker polls task queue 'mcp-tolls' (of tool_task_queues)")
 
 
 async def test_an_mcp_servers_question_in_a_workflow_is_declined_not_paused(
@@ -592,3 +622,45 @@ async def test_two_approval_signals_that_reach_the_run_together_both_apply(
     spawn("two-signals", "w2")
     result = await finish(handle)
     assert result.text == "done: removed a.txt | removed b.txt"
+
+
+async def test_a_custom_permission_of_the_worker_applies_in_the_run(
+    client: Client, model: Model
+) -> None:
+    # Every run failed at start: the workflow read the custom permission as a built-in.
+    refund = Permission.custom("billing:refund")
+    registry = ToolRegistry(PermissionChecker(PermissionConfig(allowed=["read"], ask=[refund])))
+
+    @registry.tool(permissions=[refund])
+    def pay(amount: int) -> str:
+        """Pay `amount`."""
+        return f"paid {amount}"
+
+    async with (
+        model.server.client() as openai,
+        worker(client, "custom", ToolActivities(registry, openai)),
+    ):
+        handle = await start(client, "custom-1", "pay", "custom")
+        [request] = await pending_approvals(handle)
+        assert request.reason == "permission 'billing:refund' is in PermissionConfig.ask"
+        await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
+        result = await finish(handle)
+    assert result.text == "done: paid 5"
+
+
+async def test_an_approval_with_invalid_edited_arguments_is_dropped_and_the_run_waits(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # It was taken: the tool refused the edit on its worker, and the model was told that
+    # it had sent invalid arguments.
+    spawn("bad-edit", "w1")
+    handle = await start(client, "bad-edit-1", "remove", "bad-edit")
+    [request] = await pending_approvals(handle)
+    invalid = dataclasses.replace(request.approve(), edited_arguments={"path": 7})
+    valid = dataclasses.replace(request.approve(), edited_arguments={"path": "old.txt"})
+    await handle.signal(ToolLoopWorkflow.approve, [invalid])
+    # Signals apply in order: once the valid one is taken, the invalid one was dropped.
+    await handle.signal(ToolLoopWorkflow.approve, [valid])
+    result = await finish(handle)
+    assert result.text == "done: removed old.txt"
+    assert len(calls(workdir, "bad-edit-1", "remove")) == 1
