@@ -93,15 +93,20 @@ async def activity_attempts(handle: WorkflowHandle[Any, Any]) -> list[tuple[str,
     return found
 
 
+async def in_process(model: Model, workdir: Path, prompt: str) -> tuple[LlmCycle, Any]:
+    """The in-process loop's run of ``prompt`` on the workers' tools, and its response."""
+    async with model.server.client() as openai:
+        local = LlmCycle(CONFIG, client=openai)
+        response = await local.submit_with_tools(prompt, build_registry(workdir, "local"))
+    return local, response
+
+
 async def test_a_run_has_the_history_of_the_in_process_loop(
     client: Client, spawn: Spawn, model: Model, workdir: Path
 ) -> None:
     spawn("same", "w1")
     result = await finish(await start(client, "same-1", "add", "same"))
-    registry = build_registry(workdir, "local")
-    async with model.server.client() as openai:
-        local = LlmCycle(CONFIG, client=openai)
-        response = await local.submit_with_tools("add", registry)
+    local, response = await in_process(model, workdir, "add")
     assert result.messages == local.messages
     assert (result.text, result.turns, result.stop_reason) == ("done: 5", 2, "stop")
     assert response.text == result.text
@@ -114,10 +119,7 @@ async def test_an_image_from_a_tool_reaches_the_model_as_in_the_in_process_loop(
     # Its bytes crossed the activity as JSON text, and the model read them as text.
     spawn("snap", "w1")
     result = await finish(await start(client, "snap-1", "snap", "snap"))
-    registry = build_registry(workdir, "local")
-    async with model.server.client() as openai:
-        local = LlmCycle(CONFIG, client=openai)
-        await local.submit_with_tools("snap", registry)
+    local, _ = await in_process(model, workdir, "snap")
     assert result.messages == local.messages
     assert "data:image/gif;base64,R0lGODlh" in str(result.messages)
 
