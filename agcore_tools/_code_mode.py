@@ -33,7 +33,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from ._execute import ToolTable, as_completed
-from ._listing import _parameters, python_signatures
+from ._listing import parameters_of, python_signatures
 from ._records import ParsedCall, ToolCall, ToolInvocation
 from ._sandbox import (
     DEFAULT_LIMITS,
@@ -149,7 +149,7 @@ class RunPythonTool(BaseTool):
         """The program's functions: name -> (the tool it calls, its parameters in order,
         the required ones)."""
         for (identifier, tool), definition in zip(tools.items(), definitions, strict=True):
-            order, _, required = _parameters(definition.get("function", definition))
+            order, _, required = parameters_of(definition.get("function", definition))
             self.functions[identifier] = (tool, order, sorted(required))
         self.description = _GUIDE + (stubs or "(no tools are available)")
         self.limits = dict(limits)

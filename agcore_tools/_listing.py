@@ -17,7 +17,7 @@ from typing import Any
 from ._sandbox import valid_identifier
 from .schema import required_names
 
-__all__ = ["RETURNS_LIMIT", "python_signatures"]
+__all__ = ["RETURNS_LIMIT", "parameters_of", "python_signatures"]
 
 _TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
@@ -150,7 +150,14 @@ def _returns(schema: Any) -> tuple[str, str]:
     return annotation, "" if shape == annotation else shape
 
 
-def _parameters(definition: Mapping[str, Any]) -> tuple[list[str], Mapping[str, Any], set[str]]:
+def parameters_of(definition: Mapping[str, Any]) -> tuple[list[str], Mapping[str, Any], set[str]]:
+    """A tool definition's parameter names in order, their schemas, and the required
+    ones; none for a malformed schema.
+
+    Example:
+        >>> parameters_of({"parameters": {"properties": {"a": {}, "b": {}}, "required": ["b"]}})
+        (['a', 'b'], {'a': {}, 'b': {}}, {'b'})
+    """
     schema = definition.get("parameters") or {}
     properties = schema.get("properties")
     if not isinstance(properties, Mapping):  # a malformed schema lists no parameters
@@ -159,7 +166,7 @@ def _parameters(definition: Mapping[str, Any]) -> tuple[list[str], Mapping[str, 
 
 
 def _stub(function: str, definition: Mapping[str, Any], output: Any = None) -> str:
-    names, properties, required = _parameters(definition)
+    names, properties, required = parameters_of(definition)
     reader = _Schema(definition.get("parameters") or {}, literals=True)
     annotations = {n: reader.render(properties[n], False) for n in names}
     plain = all(n.isidentifier() and not keyword.iskeyword(n) for n in names)
