@@ -24,8 +24,8 @@ from pydantic_core import to_jsonable_python
 from typing_extensions import NotRequired, TypedDict  # pydantic: typing's from 3.12 only
 
 from agcore_tools import Image, ToolContext
-from agcore_tools._code_mode import RETURNS_LIMIT, python_signatures
 from agcore_tools._function_tool import FunctionTool
+from agcore_tools._listing import RETURNS_LIMIT, python_signatures
 
 NO_ARGS = {"type": "object", "properties": {}}
 

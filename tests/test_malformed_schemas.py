@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agcore_tools import CycleConfig, LlmCycle, portable_schema
-from agcore_tools._code_mode import python_signatures
+from agcore_tools._listing import python_signatures
 from agcore_tools.schema import (
     SchemaContext,
     apply_transforms,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agcore_tools import grammar_safe_schema, portable_schema
-from agcore_tools._code_mode import python_signatures
+from agcore_tools._listing import python_signatures
 from agcore_tools.schema import GRAMMAR_BOUND_LIMIT
 from agcore_tools.schema._jsonschema import subschemas
 
