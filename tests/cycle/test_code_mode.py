@@ -586,17 +586,26 @@ async def test_a_failed_program_reports_what_it_printed_after_its_last_call(
 async def test_a_failed_program_reports_the_calls_it_cut_off_as_calls_that_may_have_run(
     serve, make_cycle, shop
 ):
-    release, charged = threading.Event(), threading.Event()
+    started, release, charged = threading.Event(), threading.Event(), threading.Event()
 
     @shop.tool
     def charge(amount: int) -> str:
         """Charge the card."""
+        started.set()
         release.wait(10.0)  # still running when the program fails
         charged.set()
         return "charged"
 
+    @shop.tool
+    def decline(reason: str) -> str:
+        """Fail once the charge is under way."""
+        # Without this wait the program could fail before charge's thread began, and
+        # nothing would be cut off while running (seen on Python 3.13).
+        started.wait(10.0)
+        raise RuntimeError(reason)
+
     server = serve(
-        program("import asyncio\nawait asyncio.gather(charge(100), failing('no key'))"),
+        program("import asyncio\nawait asyncio.gather(charge(100), decline('no key'))"),
         S.reply_text("ok"),
     )
     try:
@@ -608,7 +617,7 @@ async def test_a_failed_program_reports_the_calls_it_cut_off_as_calls_that_may_h
     lines = result_of(server, 1).splitlines()
     assert "  charge(amount=100) -> cut off when the program failed; it may have run" in lines
     assert (
-        "  failing(reason='no key') -> failed: tool 'failing' failed: RuntimeError: no key" in lines
+        "  decline(reason='no key') -> failed: tool 'decline' failed: RuntimeError: no key" in lines
     )
 
 
