@@ -452,13 +452,13 @@ async def test_generated_ids_stay_unique_when_a_fresh_cycle_resumes_the_history(
     # Each new cycle started its ids at call_0_0 again: a saved history resumed in a
     # fresh cycle held two calls with one id, and one idempotency key for both (an API
     # deduplicating on it would drop the second charge).
-    keys: list[str] = []
+    keys: dict[int, str] = {}
     registry = ToolRegistry()
 
     @registry.tool
     def charge(amount: int, ctx: ToolContext) -> str:
         """Charge the customer."""
-        keys.append(ctx.idempotency_key)
+        keys[amount] = ctx.idempotency_key  # keyed by charge: sync calls run in threads
         return f"charged {amount}"
 
     server = serve(_calls_without_ids(5, 6), S.reply_text("done"))
@@ -472,7 +472,7 @@ async def test_generated_ids_stay_unique_when_a_fresh_cycle_resumes_the_history(
 
     ids = [m["tool_call_id"] for m in later.messages if m["role"] == "tool"]
     assert ids == ["call_0_0", "call_0_1", "call_1_0"]  # past every tag the history holds
-    assert keys == [f"order-42:{call_id}" for call_id in ids]
+    assert keys == {5: "order-42:call_0_0", 6: "order-42:call_0_1", 7: "order-42:call_1_0"}
     assert_history_valid(later.messages)
 
 
