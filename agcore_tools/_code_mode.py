@@ -27,6 +27,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "PROGRAM_STATE",
     "RUN_PYTHON",
+    "UNAWAITED_CALLS_FAIL",
     "ProgramPaused",
     "RunPythonTool",
     "SandboxFactory",
@@ -66,6 +68,13 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agcore_tools.code_mode")
+
+UNAWAITED_CALLS_FAIL: ContextVar[bool] = ContextVar(
+    "agcore_tools_unawaited_calls_fail", default=True
+)
+"""Whether a program that ends with calls it never awaited fails (telling the model to
+``await`` them). In 0.2.0 its output silently held ``<coroutine ...>``; a Temporal
+workflow started by 0.2.0 keeps that behaviour on replay (``workflow.patched``)."""
 
 PROGRAM_STATE = "program_state"
 """The key of a paused program's state on its open ``run_python`` call in the history."""
@@ -300,12 +309,32 @@ class _Program:
             for number, tool, args in segment.calls:
                 await self._call(number, tool, args)
             if segment.pending is None:
+                if UNAWAITED_CALLS_FAIL.get():
+                    await self._refuse_unawaited()
                 return self._text(segment.output)
             if any(number in self._waiting for number in segment.pending):
                 await self._settle_all()
                 return await self._pause(segment.pending)
             results = await self._results(segment.pending)
             segment = await self._sandbox.resume(results)
+
+    async def _refuse_unawaited(self) -> None:
+        """Fail an ended program that called tools without awaiting them. It read a
+        coroutine in place of each result (and likely printed it), so its output is
+        wrong; the calls had started, so they finish and the report lists them."""
+        numbers = sorted({*self._running, *self._done, *self._waiting})
+        if not numbers:
+            return
+        await self._settle_all()
+        function = {tool: name for name, (tool, _, _) in self._tool.functions.items()}
+        tools = [self._started[n][0] if n in self._started else self._waiting[n]["tool"] for n in numbers]  # fmt: skip
+        called = list(dict.fromkeys(function.get(tool, tool) for tool in tools))
+        reason = (
+            f"RuntimeError: the program called {', '.join(f'{name}()' for name in called)} "
+            "without await, so it never read the result: tools are async functions; write "
+            f"`await {called[0]}(...)`, or `await asyncio.gather(...)` for calls that run together"
+        )
+        raise ProgramError(reason, reason)
 
     def _text(self, value: Any) -> str:
         printed = "".join(self._printed)

@@ -29,6 +29,7 @@ from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 from .._aio import positive_number
 from .._budget import ESTIMATE_ONLY
 from .._clock import CLOCK
+from .._code_mode import UNAWAITED_CALLS_FAIL
 from .._sandbox import WORKER_DEADLINE, Functions, Segment
 from .._selection import CodeMode
 from ..approval import ApprovalDecision, ApprovalRequest
@@ -96,6 +97,10 @@ _IDS_PAST_HISTORY = "agcore-ids-past-history"
 """Tool call ids the loop generates (for a server that sends none) start past the input
 history's (0.2.0: from call_0_0 again, so a saved history's ids came back, and the
 run's approve signals answered those)."""
+_UNAWAITED_CALLS_FAIL = "agcore-unawaited-calls-fail"
+"""A code-mode program that ends with tool calls it never awaited fails, telling the
+model to await them (0.2.0: it ended as it was, its output holding ``<coroutine ...>``,
+and the calls still running were cancelled)."""
 
 
 @dataclass(frozen=True)
@@ -361,6 +366,7 @@ class ToolLoopWorkflow:
         # Decided once, before the run's first command, so that a replay meets the marker
         # where the run made it; for all the run's submits, as the ids go on across them.
         IDS_PAST_HISTORY.set(workflow.patched(_IDS_PAST_HISTORY))
+        UNAWAITED_CALLS_FAIL.set(workflow.patched(_UNAWAITED_CALLS_FAIL))
         config = config_from_fields(args.config)
         registry = self._registry = await _stand_in_registry(args, config)
         # Activities enforce each tool's time limit (overridable per tool).

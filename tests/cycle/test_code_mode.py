@@ -172,6 +172,21 @@ async def test_an_uncaught_error_reaches_the_model_as_a_traceback(serve, make_cy
     assert "Traceback" in text and "line 2" in text and "KeyError: missing" in text
 
 
+async def test_a_call_without_await_fails_the_program_with_a_hint(serve, make_cycle, shop):
+    # Unawaited, a call gave the program a coroutine: its output held
+    # "<coroutine external_future(0)>" and the model took that for the tool's result.
+    server = serve(program("order = get_order(4)\nprint(order)"), S.reply_text("I will await it"))
+    response = await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+
+    assert response.text == "I will await it"  # recoverable: the loop went on
+    text = result_of(server, 1)
+    assert text.startswith("Error: tool 'run_python' failed: RuntimeError: the program called ")
+    assert "get_order() without await" in text and "write `await get_order(...)`" in text
+    # The call had started: it finished, and the report says so (not cut off).
+    assert "get_order(order_id=4) -> ok" in text
+    assert shop.runs == [("get_order", 4)] and shop.running["now"] == 0
+
+
 @pytest.mark.parametrize(
     ("code", "expected"),
     [
