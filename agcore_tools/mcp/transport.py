@@ -162,9 +162,7 @@ class StreamableHttpTransport:
     def __post_init__(self) -> None:
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
             raise ToolConfigError(f"StreamableHttpTransport needs an http(s) URL, got {self.url!r}")
-        object.__setattr__(
-            self, "headers", _strings("StreamableHttpTransport headers", self.headers or {})
-        )
+        object.__setattr__(self, "headers", _header_values(self.headers or {}))
         if self.auth is not None:
             _check_auth(self.auth)
         _check_http_settings(self)
@@ -200,6 +198,21 @@ def _strings(what: str, values: Mapping[str, object]) -> dict[str, str]:
         if not isinstance(value, (str, int, float)):
             raise ToolConfigError(f"{what}[{key!r}] must be a string, got {_kind(value)}")
     return {key: str(value) for key, value in values.items()}
+
+
+def _header_values(headers: Mapping[str, object]) -> dict[str, str]:
+    # A token read from a file ends in a newline: HTTP drops whitespace around a value
+    # anyway, so it goes; one left inside would make the HTTP library's error quote the
+    # whole value, token and all.
+    what = "StreamableHttpTransport headers"
+    values = {key: value.strip(" \t\r\n") for key, value in _strings(what, headers).items()}
+    for key, value in values.items():
+        if not value.isascii() or any(c in value for c in "\r\n\0"):
+            raise ToolConfigError(
+                f"{what}[{key!r}] holds a line break, a NUL or a non-ASCII character, which "
+                "an HTTP header cannot carry (its value is not shown: it may be a secret)"
+            )
+    return values
 
 
 def _kind(value: object) -> str:

@@ -116,6 +116,24 @@ def test_a_value_that_is_no_string_is_refused_not_sent_as_its_repr(
     assert isinstance(caught.value, ValueError) and "s3cret" not in str(caught.value)
 
 
+def test_a_header_token_read_from_a_file_loses_its_newline() -> None:
+    # Path("~/.token").read_text() ends in "\n": the HTTP library refused the header
+    # with "Illegal header value b'Bearer s3cret\\n'", token and all, in the McpError.
+    transport = StreamableHttpTransport(
+        "http://127.0.0.1:1/mcp", headers={"Authorization": "Bearer s3cret\n", "X-Key": " k \r\n"}
+    )
+    assert transport.headers == {"Authorization": "Bearer s3cret", "X-Key": "k"}
+
+
+@pytest.mark.parametrize("value", ["Bearer s3cret\nX-Evil: 1", "s3cret\x00", "s3cr\u00e9t"])
+def test_a_header_value_http_cannot_carry_is_refused_without_showing_it(value: str) -> None:
+    with pytest.raises(ToolConfigError) as caught:
+        StreamableHttpTransport("http://127.0.0.1:1/mcp", headers={"Authorization": value})
+    message = str(caught.value)
+    assert message.startswith("StreamableHttpTransport headers['Authorization'] holds a line")
+    assert isinstance(caught.value, ValueError) and "s3cr" not in message
+
+
 def test_numbers_and_paths_are_still_taken_as_strings(tmp_path: Path) -> None:
     stdio = StdioTransport("python", [tmp_path / "s.py", 8080], env={"PORT": 8080})
     assert stdio.args == (str(tmp_path / "s.py"), "8080") and stdio.env == {"PORT": "8080"}
