@@ -83,6 +83,12 @@ _RELISTEN_DELAYS = (0.5, 30.0)
 _GENERIC_END = "the server closed the connection"
 
 
+_OLD_SSE_HINT = (
+    " (the server refused a POST: it may speak the deprecated HTTP+SSE transport, which "
+    "McpClient does not; use the server's Streamable HTTP endpoint, often /mcp)"
+)
+
+
 class ClientSettings(Protocol):
     """What a connection (and the session around it) reads of the client's settings.
 
@@ -449,9 +455,12 @@ class Connection:
             error = McpNotInitializedError(name, "start-up ended without a session")
         elif self._startup.status is not None:
             http = self._startup
+            # 405 to the handshake's POST: most often an old HTTP+SSE endpoint (".../sse"
+            # in Cursor's and Claude's configs), which answers GET only.
+            hint = _OLD_SSE_HINT if http.status == 405 else ""
             error = McpError(
                 name,
-                f"cannot connect to {what}: {http.describe()}{sdk_detail(_leaf(exc))}",
+                f"cannot connect to {what}: {http.describe()}{hint}{sdk_detail(_leaf(exc))}",
                 status_code=http.status,
                 retry_after=http.retry_after,
             )

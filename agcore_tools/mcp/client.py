@@ -439,7 +439,9 @@ class McpClient(SyncClientMethods):
             McpTimeoutError: No answer within ``timeout`` (default :attr:`timeout`),
                 which covers the whole call, any sampling or elicitation the server asks
                 for during it included; the request is cancelled on the server
-                (``notifications/cancelled``).
+                (``notifications/cancelled`` on a legacy session; on 2026-07-28, its
+                response stream is closed, which a server answering in JSON mode
+                may not notice).
             McpNotInitializedError: Not connected (never, closed, or the server is gone).
             McpError: The server answered with a protocol error, or went away.
 

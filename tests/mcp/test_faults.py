@@ -167,6 +167,21 @@ async def test_a_401_names_the_status_and_challenge_then_a_valid_token_works(
         assert await client.call_tool("echo", {"text": "back"}) == "back"
 
 
+async def test_a_405_to_the_handshake_suggests_an_old_http_sse_endpoint(
+    fault_server: FaultServer,
+) -> None:
+    # A ".../sse" URL from a Cursor or Claude config: the old transport's endpoint takes
+    # GET only, and the error said "HTTP 405 Method Not Allowed" and nothing more.
+    await fault_server.control("fail", status=405, method="initialize", times=2)
+    with pytest.raises(McpError) as info:
+        await client_for(fault_server, "legacy").connect()
+    assert info.value.status_code == 405
+    assert "HTTP 405 Method Not Allowed (the server refused a POST: it may speak the " in str(
+        info.value
+    )
+    assert "deprecated HTTP+SSE transport" in str(info.value)
+
+
 async def test_a_retry_after_longer_than_the_timeout_is_reported(
     fault_server: FaultServer,
 ) -> None:
