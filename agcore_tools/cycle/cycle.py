@@ -74,8 +74,8 @@ class LlmCycle(TranscriptViews):
     The history is :attr:`messages`: plain dicts in the Chat Completions request
     format, ready to send again or to serialise as JSON. On the Responses API each
     assistant message also keeps its ``response`` (id and output items, reasoning
-    included), so a saved history resumes on that API. One cycle runs one
-    ``submit*`` call at a time.
+    included), so a saved history resumes on that API; Chat Completions requests leave
+    that key out. One cycle runs one ``submit*`` call at a time.
 
     Example:
         >>> import asyncio
