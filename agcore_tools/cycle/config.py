@@ -373,6 +373,7 @@ class CycleConfig:
         if api not in _APIS:
             raise LlmConfigError(f"CycleConfig.api must be 'chat' or 'responses', got {api!r}")
         _refuse_other_apis_options(api, merged)
+        _check_responses_options(merged)
         for name in options:
             _refuse_unknown(name, api)
         if chain_responses is not False and (api != "responses" or merged.get("store") is False):
@@ -553,6 +554,27 @@ def _refuse_other_apis_options(api: str, options: Mapping[str, Any]) -> None:
         raise LlmConfigError(
             f"CycleConfig(api={api!r}) cannot send {name}=..., which {_CREATE[api]} does "
             f"not take{instead}"
+        )
+
+
+def _check_responses_options(options: Mapping[str, Any]) -> None:
+    # Checked here: the wire would send a string include as its characters, and a text
+    # that is not a mapping fails only at the first request, after the user's message
+    # joined the history.
+    include = options.get("include")
+    if include is not None and (
+        not isinstance(include, (list, tuple)) or not all(isinstance(i, str) for i in include)
+    ):
+        example = include if isinstance(include, str) else "reasoning.encrypted_content"
+        raise LlmConfigError(
+            "CycleConfig.include must be a list of strings, such as "
+            f"include=[{example!r}], got {type(include).__name__}"
+        )
+    text = options.get("text")
+    if text is not None and not isinstance(text, Mapping):
+        raise LlmConfigError(
+            "CycleConfig.text must be a mapping, such as text={'verbosity': 'low'}, "
+            f"got {type(text).__name__}"
         )
 
 

@@ -476,6 +476,31 @@ def test_config_checks_the_api_and_chaining() -> None:
         CycleConfig("m", api="responses", previous_response_id="resp_1")
 
 
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"include": "reasoning.encrypted_content"}, r"include=\['reasoning.encrypted_content'\]"),
+        ({"include": ["a", 5]}, "include must be a list of strings"),
+        ({"include": {"reasoning.encrypted_content"}}, "include must be a list of strings"),
+        ({"text": "low"}, "text must be a mapping"),
+        ({"text": [("verbosity", "low")]}, "text must be a mapping"),
+    ],
+)
+def test_config_refuses_an_include_or_text_of_the_wrong_shape(options, match) -> None:
+    with pytest.raises(LlmConfigError, match=match):
+        CycleConfig("m", api="responses", store=False, **options)
+    with pytest.raises(LlmConfigError, match=match):
+        CycleConfig("m", api="responses", request_options=options)
+
+
+def test_config_takes_include_and_text_of_the_right_shape() -> None:
+    config = CycleConfig(
+        "m", api="responses", include=("message.output_text.logprobs",), text={"verbosity": "low"}
+    )
+    assert config.request_options["include"] == ("message.output_text.logprobs",)
+    assert CycleConfig("m", api="responses", include=None, text=None).api == "responses"
+
+
 async def test_a_stream_whose_final_output_is_empty_is_built_from_its_events(serve, make_cycle):
     # A bridge may close with an empty response.output: the call is then assembled from
     # output_item.added and the function-call argument deltas.
