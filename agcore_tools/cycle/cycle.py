@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _sync
 from .._deprecated import renamed
-from .._selection import Selector
+from .._selection import Selector, check_selector
 from ..approval import ApprovalDecision
 from ..base import BaseTool, ToolContext
 from ..error import LlmUsageError
@@ -236,7 +236,8 @@ class LlmCycle(TranscriptViews):
         ``ctx`` is the context every tool call derives its own from (session id,
         metadata, cancellation, ``on_event`` for progress reports and preliminary
         results); a fresh one by default. Each run gets a fresh ``shared_state``; a run
-        with ``prompt=None`` keeps the one of the run it resumes.
+        with ``prompt=None`` keeps the one of the run it resumes. A ``ctx`` or ``select``
+        of the wrong type raises a ``TypeError`` before the prompt joins the history.
 
         ``select`` chooses the tools each request offers (names, a
         :class:`~agcore_tools.ToolSelection`, a :class:`~agcore_tools.ToolSearch`, or a
@@ -451,6 +452,13 @@ class LlmCycle(TranscriptViews):
             raise LlmUsageError(
                 "this LlmCycle is closed: close() closed the client it made; make a new LlmCycle"
             )
+        # Checked here, before the run adds the prompt to the history.
+        if ctx is not None and not isinstance(ctx, ToolContext):
+            raise LlmUsageError(
+                f"ctx must be a ToolContext or None, got {type(ctx).__name__}: for a "
+                "session id, pass ctx=ToolContext(session_id=...)"
+            )
+        check_selector(select)
         config = self.config
         # A type pydantic cannot handle raises here, in the caller's frame; the run
         # plans it again if the server's profile asks for another mode.

@@ -363,3 +363,39 @@ def test_a_keyword_the_installed_sdk_does_not_take_is_refused(api: str) -> None:
 def test_reserved_options_keep_their_own_error() -> None:
     with pytest.raises(ValueError, match="the loop sets them"):
         CycleConfig("m", stream=True)
+
+
+# ctx= and select= of the wrong type, refused before the prompt joins the history.
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"ctx": "session-1"}, "ctx must be a ToolContext or None, got str"),
+        ({"select": 5}, "select takes tool names (a list), a ToolSelection"),
+        ({"select": ["add", 5]}, "select takes tool names (strings), got int 5"),
+    ],
+    ids=["ctx-str", "select-int", "select-list-of-int"],
+)
+@pytest.mark.parametrize("method", ["submit_with_tools", "submit_stream_with_tools"])
+async def test_a_wrong_ctx_or_select_is_refused_before_the_history_changes(
+    serve: Serve,
+    make_cycle: Callable[..., LlmCycle],
+    method: str,
+    options: dict[str, Any],
+    named: str,
+) -> None:
+    server = serve(S.reply_text("Hi."))
+    cycle = make_cycle(server)
+
+    with pytest.raises(TypeError) as info:
+        run = getattr(cycle, method)("hi", list(_tools()), **options)
+        if method == "submit_with_tools":
+            await run
+
+    _assert_caller_mistake(info.value)
+    assert str(info.value).startswith(named)
+    assert cycle.messages == [] and server.requests == []
+    # The next submit sends one user message, not two in a row.
+    await cycle.submit("hello")
+    assert server.requests[0].json["messages"] == [{"role": "user", "content": "hello"}]
