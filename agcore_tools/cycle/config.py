@@ -319,6 +319,11 @@ class CycleConfig:
     ) -> None:
         for name in options:
             _refuse_typo(name)
+        if request_options is not None and not isinstance(request_options, Mapping):
+            raise LlmUsageError(
+                "CycleConfig.request_options must be a mapping of option names to values, "
+                f"such as request_options={{'temperature': 0.2}}, got {type(request_options).__name__}"
+            )
         merged = {**(request_options or {}), **options}
         reserved = sorted(_RESERVED_OPTIONS.intersection(merged))
         if reserved:
@@ -376,7 +381,11 @@ class CycleConfig:
         _check_responses_options(merged)
         for name in options:
             _refuse_unknown(name, api)
-        if chain_responses is not False and (api != "responses" or merged.get("store") is False):
+        if not isinstance(chain_responses, bool):
+            raise LlmConfigError(
+                f"CycleConfig.chain_responses must be True or False, got {chain_responses!r}"
+            )
+        if chain_responses and (api != "responses" or merged.get("store") is False):
             raise LlmConfigError(
                 "CycleConfig.chain_responses needs api='responses' and stored responses "
                 f"(not store=False), got chain_responses={chain_responses!r}, api={api!r}"
