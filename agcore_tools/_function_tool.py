@@ -334,6 +334,13 @@ class FunctionTool(BaseTool, Generic[P, R]):
         if name is not None and (not isinstance(name, str) or not name.strip()):
             # "" would silently fall back to the function's name.
             raise ToolConfigError(f"a tool's name must be a non-empty string, got {name!r}")
+        # Checked here: the definition would carry them as they are, for the API to refuse.
+        if description is not None and not isinstance(description, str):
+            raise ToolConfigError(
+                f"a tool's description must be a string or None, got {type(description).__name__}"
+            )
+        if strict is not None and not isinstance(strict, bool):
+            raise ToolConfigError(f"a tool's strict must be True, False or None, got {strict!r}")
         schema = function_schema(func, name=name, description=description, method=method)
         if method is None and schema.method and _first_parameter(func) == "cls":
             # classmethod(tool): the tool never sees its class, so nothing registers it.

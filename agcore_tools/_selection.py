@@ -15,7 +15,7 @@ offered is a call to an unknown tool, handled by ``CycleConfig.unknown_tool``.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
@@ -25,10 +25,10 @@ from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, SandboxFactor
 from ._ranking import Embedder
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
 from .base import BaseTool
-from .error import LlmConfigError
+from .error import LlmConfigError, LlmUsageError
 from .registry import ToolEntry, ToolRegistry
 
-__all__ = ["CodeMode", "RunOffer", "Selector", "ToolSearch", "ToolSelection"]
+__all__ = ["CodeMode", "RunOffer", "Selector", "ToolSearch", "ToolSelection", "check_selector"]
 
 Message = dict[str, Any]
 
@@ -240,6 +240,38 @@ Selector: TypeAlias = (
 """What ``select=`` takes: names, a :class:`ToolSelection`, a :class:`ToolSearch`, a
 :class:`CodeMode`, or a callable ``(history, registry) -> names`` asked before each
 request."""
+
+
+def check_selector(select: object) -> None:
+    """Refuse, with an :class:`~agcore_tools.error.LlmUsageError` (a ``TypeError``),
+    a ``select=`` that is not a :data:`Selector` (or None), and a string with an
+    :class:`~agcore_tools.error.LlmConfigError`: checked when a run starts, before
+    anything joins the history.
+
+    Example:
+        >>> check_selector(["add"])
+        >>> check_selector(5)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmUsageError: select takes tool names (a list), a ToolSelection, a ToolSearch, a CodeMode, a callable (history, registry) -> names or None, got int
+    """
+    if select is None or isinstance(select, (ToolSelection, ToolSearch, CodeMode)):
+        return
+    if isinstance(select, str):
+        raise LlmConfigError(f"select takes a list of tool names, got the string {select!r}")
+    if callable(select):
+        return
+    if not isinstance(select, Iterable):
+        raise LlmUsageError(
+            "select takes tool names (a list), a ToolSelection, a ToolSearch, a CodeMode, "
+            f"a callable (history, registry) -> names or None, got {type(select).__name__}"
+        )
+    # Only a collection: reading a one-shot iterator here would leave nothing to offer.
+    wrong = [n for n in select if not isinstance(n, str)] if isinstance(select, Collection) else []
+    if wrong:
+        raise LlmUsageError(
+            f"select takes tool names (strings), got {type(wrong[0]).__name__} {wrong[0]!r}"
+        )
 
 
 def _check_known(registry: ToolRegistry, names: Iterable[str]) -> None:

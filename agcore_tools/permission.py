@@ -42,6 +42,17 @@ class Permission:
     is_custom: bool = False
     """True for permissions made with :meth:`custom`."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ToolConfigError(
+                f"a permission's name must be a non-empty string, got {self.name!r}: use "
+                "Permission.parse('read') for a built-in, Permission.custom('ns:name') otherwise"
+            )
+        if not isinstance(self.is_custom, bool):
+            raise ToolConfigError(
+                f"Permission.is_custom must be True or False, got {self.is_custom!r}"
+            )
+
     READ: ClassVar[Permission]
     WRITE: ClassVar[Permission]
     DELETE: ClassVar[Permission]
@@ -183,6 +194,12 @@ class PermissionChecker:
     __slots__ = ("_cache", "_config")
 
     def __init__(self, config: PermissionConfig | None = None) -> None:
+        if config is not None and not isinstance(config, PermissionConfig):
+            # Accepted, it failed every check with a bare AttributeError.
+            raise ToolConfigError(
+                "PermissionChecker takes a PermissionConfig or None, got "
+                f"{type(config).__name__}: use PermissionChecker(PermissionConfig(allowed=[...]))"
+            )
         self._config = config if config is not None else PermissionConfig()
         # Verdicts depend only on the (immutable) config and the permission tuple,
         # so they are memoised: the check sits on every invoke's hot path.

@@ -398,6 +398,28 @@ def test_an_empty_or_non_string_name_is_refused_not_replaced(name: object) -> No
         FunctionTool(lookup, name=name)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"description": 5}, "a tool's description must be a string or None, got int"),
+        ({"description": ["Look up."]}, "a tool's description must be a string or None, got list"),
+        ({"strict": "yes"}, "a tool's strict must be True, False or None, got 'yes'"),
+        ({"strict": 1}, "a tool's strict must be True, False or None, got 1"),
+    ],
+)
+def test_a_description_or_strict_of_the_wrong_type_is_refused(
+    options: dict[str, Any], named: str
+) -> None:
+    def lookup(q: str) -> str:
+        """Look up."""
+        return q
+
+    with pytest.raises(ToolConfigError) as info:
+        tool(**options)(lookup)
+    assert str(info.value) == named
+    assert isinstance(info.value, ValueError)
+
+
 async def test_async_callable_object_and_annotated(registry: ToolRegistry) -> None:
     class Greeter:
         async def __call__(self, name: Annotated[str, Field(min_length=2)]) -> str:

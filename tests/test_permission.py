@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from agcore_tools import Permission, PermissionChecker, PermissionConfig, PermissionDeniedError
-from agcore_tools.error import ToolError
+from agcore_tools.error import ToolConfigError, ToolError
 
 BUILTINS = [
     Permission.READ,
@@ -38,6 +39,25 @@ def test_unknown_permission_name_is_refused_with_a_hint() -> None:
         Permission.parse("fly")
     with pytest.raises(ToolError, match="non-empty"):
         Permission.custom("  ")
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda: PermissionChecker("read"), "PermissionChecker takes a PermissionConfig or None"),
+        (lambda: PermissionChecker(["read"]), "got list: use PermissionChecker(PermissionConfig("),
+        (lambda: Permission(5), "a permission's name must be a non-empty string, got 5"),
+        (lambda: Permission(""), "a permission's name must be a non-empty string, got ''"),
+        (lambda: Permission("read", "yes"), "is_custom must be True or False, got 'yes'"),
+    ],
+    ids=["checker-str", "checker-list", "permission-int", "permission-empty", "is-custom"],
+)
+def test_caller_mistakes_are_refused_when_made(make: Any, named: str) -> None:
+    # A PermissionChecker("read") was accepted, then every invoke raised AttributeError.
+    with pytest.raises(ToolConfigError) as info:
+        make()
+    assert named in str(info.value)
+    assert isinstance(info.value, ValueError) and "\n" not in str(info.value)
 
 
 def test_default_config_is_the_seeds() -> None:

@@ -25,7 +25,8 @@ _LISTS = ("messages", "tools")
 
 
 class ChatWire:
-    """``chat.completions.create``, with the history sent as it is."""
+    """``chat.completions.create``, with the history sent as it is, less the
+    Responses API's ``response`` key of its assistant messages."""
 
     __slots__ = ()
 
@@ -41,7 +42,7 @@ class ChatWire:
         """The request's parameters, in the Chat Completions shape."""
         params = dict(config.request_options)
         params["model"] = config.model
-        params["messages"] = config.history.select(messages)
+        params["messages"] = [_chat_message(m) for m in config.history.select(messages)]
         if tools:
             params["tools"] = tools
         if stream:
@@ -61,3 +62,12 @@ class ChatWire:
         """A fresh assembler of one turn (the tracing one while tracing)."""
         build = TurnBuilder if trace is None else trace.builder
         return build(turn_tag, repair=repair)
+
+
+def _chat_message(message: Message) -> Message:
+    # A history from api="responses" keeps each turn's output items under "response";
+    # Chat Completions refuses unknown message keys (a 400). The history keeps it, so
+    # the conversation can still go back to the Responses API.
+    if message.get("role") == "assistant" and "response" in message:
+        return {key: value for key, value in message.items() if key != "response"}
+    return message

@@ -15,7 +15,8 @@ content included, stay in front of the calls they preceded), a tool message beco
 already. A history policy drops whole exchanges, and an assistant message with its
 tool messages sits in one exchange, so trimming cannot separate a reasoning item from
 its following item nor a ``function_call`` from its output. A saved history resumes
-on the Responses API (the ``response`` key is the Responses API's own).
+on the Responses API (the ``response`` key is the Responses API's own; the Chat
+Completions wire sends assistant messages without it).
 
 The request is first built in the Chat Completions shape, so forced ``tool_choice``
 relaxing and structured output stay one implementation; :meth:`ResponsesWire.request`

@@ -319,6 +319,11 @@ class CycleConfig:
     ) -> None:
         for name in options:
             _refuse_typo(name)
+        if request_options is not None and not isinstance(request_options, Mapping):
+            raise LlmUsageError(
+                "CycleConfig.request_options must be a mapping of option names to values, "
+                f"such as request_options={{'temperature': 0.2}}, got {type(request_options).__name__}"
+            )
         merged = {**(request_options or {}), **options}
         reserved = sorted(_RESERVED_OPTIONS.intersection(merged))
         if reserved:
@@ -373,9 +378,14 @@ class CycleConfig:
         if api not in _APIS:
             raise LlmConfigError(f"CycleConfig.api must be 'chat' or 'responses', got {api!r}")
         _refuse_other_apis_options(api, merged)
+        _check_responses_options(merged)
         for name in options:
             _refuse_unknown(name, api)
-        if chain_responses is not False and (api != "responses" or merged.get("store") is False):
+        if not isinstance(chain_responses, bool):
+            raise LlmConfigError(
+                f"CycleConfig.chain_responses must be True or False, got {chain_responses!r}"
+            )
+        if chain_responses and (api != "responses" or merged.get("store") is False):
             raise LlmConfigError(
                 "CycleConfig.chain_responses needs api='responses' and stored responses "
                 f"(not store=False), got chain_responses={chain_responses!r}, api={api!r}"
@@ -553,6 +563,27 @@ def _refuse_other_apis_options(api: str, options: Mapping[str, Any]) -> None:
         raise LlmConfigError(
             f"CycleConfig(api={api!r}) cannot send {name}=..., which {_CREATE[api]} does "
             f"not take{instead}"
+        )
+
+
+def _check_responses_options(options: Mapping[str, Any]) -> None:
+    # Checked here: the wire would send a string include as its characters, and a text
+    # that is not a mapping fails only at the first request, after the user's message
+    # joined the history.
+    include = options.get("include")
+    if include is not None and (
+        not isinstance(include, (list, tuple)) or not all(isinstance(i, str) for i in include)
+    ):
+        example = include if isinstance(include, str) else "reasoning.encrypted_content"
+        raise LlmConfigError(
+            "CycleConfig.include must be a list of strings, such as "
+            f"include=[{example!r}], got {type(include).__name__}"
+        )
+    text = options.get("text")
+    if text is not None and not isinstance(text, Mapping):
+        raise LlmConfigError(
+            "CycleConfig.text must be a mapping, such as text={'verbosity': 'low'}, "
+            f"got {type(text).__name__}"
         )
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _sync
 from .._deprecated import renamed
-from .._selection import Selector
+from .._selection import Selector, check_selector
 from ..approval import ApprovalDecision
 from ..base import BaseTool, ToolContext
 from ..error import LlmUsageError
@@ -74,8 +74,8 @@ class LlmCycle(TranscriptViews):
     The history is :attr:`messages`: plain dicts in the Chat Completions request
     format, ready to send again or to serialise as JSON. On the Responses API each
     assistant message also keeps its ``response`` (id and output items, reasoning
-    included), so a saved history resumes on that API. One cycle runs one
-    ``submit*`` call at a time.
+    included), so a saved history resumes on that API; Chat Completions requests leave
+    that key out. One cycle runs one ``submit*`` call at a time.
 
     Example:
         >>> import asyncio
@@ -126,6 +126,11 @@ class LlmCycle(TranscriptViews):
     ) -> None:
         if not isinstance(config, CycleConfig):
             raise _config_type_error(config)
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            # Sent as is, it would stay in the history, and servers refuse it.
+            raise LlmUsageError(
+                f"LlmCycle's system_prompt is a string or None, got {_kind(system_prompt)}"
+            )
         self.config = config
         """The cycle's settings; replace it (``dataclasses.replace``) to change them."""
         owned = False
@@ -168,6 +173,12 @@ class LlmCycle(TranscriptViews):
         """Append ``messages`` to the history as they are (no user message is added),
         then ask the model (no tools).
 
+        ``messages`` is a list (any iterable) of dicts, each with a ``role`` (system,
+        developer, user, assistant, tool or function; on the Responses API a typed
+        input item may have none). Anything else raises an
+        :class:`~agcore_tools.error.LlmUsageError` (a ``TypeError``) before the history
+        changes.
+
         ``submit_messages([])`` resends the history as it is, without tools, for example
         after a failed request. To go on with a tool loop that stopped (an error,
         ``max_turns``), use ``submit_with_tools(None, registry)``.
@@ -187,7 +198,7 @@ class LlmCycle(TranscriptViews):
             ...     asyncio.run(main(server))
             ('Bonjour', 3)
         """
-        added = [dict(message) for message in messages]
+        added = _messages(messages, self.config.api, "submit_messages")
         return await self._start(added, None, None, None, False, output_type).collect()
 
     def submit_stream(self, prompt: str, *, output_type: Any = None) -> EventStream:
@@ -236,7 +247,8 @@ class LlmCycle(TranscriptViews):
         ``ctx`` is the context every tool call derives its own from (session id,
         metadata, cancellation, ``on_event`` for progress reports and preliminary
         results); a fresh one by default. Each run gets a fresh ``shared_state``; a run
-        with ``prompt=None`` keeps the one of the run it resumes.
+        with ``prompt=None`` keeps the one of the run it resumes. A ``ctx`` or ``select``
+        of the wrong type raises a ``TypeError`` before the prompt joins the history.
 
         ``select`` chooses the tools each request offers (names, a
         :class:`~agcore_tools.ToolSelection`, a :class:`~agcore_tools.ToolSearch`, or a
@@ -367,7 +379,7 @@ class LlmCycle(TranscriptViews):
         self, messages: Iterable[Mapping[str, Any]], *, output_type: Any = None
     ) -> ChatResponse:
         """:meth:`submit_messages` for synchronous code."""
-        added = [dict(message) for message in messages]
+        added = _messages(messages, self.config.api, "submit_messages_sync")
         return _sync.run(self.submit_messages(added, output_type=output_type))
 
     def submit_with_tools_sync(
@@ -451,6 +463,13 @@ class LlmCycle(TranscriptViews):
             raise LlmUsageError(
                 "this LlmCycle is closed: close() closed the client it made; make a new LlmCycle"
             )
+        # Checked here, before the run adds the prompt to the history.
+        if ctx is not None and not isinstance(ctx, ToolContext):
+            raise LlmUsageError(
+                f"ctx must be a ToolContext or None, got {type(ctx).__name__}: for a "
+                "session id, pass ctx=ToolContext(session_id=...)"
+            )
+        check_selector(select)
         config = self.config
         # A type pydantic cannot handle raises here, in the caller's frame; the run
         # plans it again if the server's profile asks for another mode.
@@ -552,6 +571,37 @@ def _user(prompt: str) -> Message:
             "no new message, call submit_with_tools(None, registry) or submit_messages([])"
         )
     return {"role": "user", "content": prompt}
+
+
+_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+def _messages(messages: object, api: str, method: str) -> list[Message]:
+    # Checked here: a string or a dict was read as pairs (a bare ValueError), and a
+    # message without a known role was sent for the server to refuse.
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        one = " (put one message in a list)" if isinstance(messages, Mapping) else ""
+        raise LlmUsageError(
+            f"{method}() takes a list of messages (dicts with a role), got "
+            f"{_kind(messages)}{one}; to send a prompt, call submit()"
+        )
+    added: list[Message] = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise LlmUsageError(
+                f"{method}() takes messages as dicts, got {_kind(message)} at index {index}"
+            )
+        role = message.get("role")
+        # On the Responses API a typed item without a role is sent as the item it is.
+        item = role is None and api == "responses" and isinstance(message.get("type"), str)
+        if role not in _ROLES and not item:
+            got = f"role {role!r}" if role is not None else "no role"
+            raise LlmUsageError(
+                f"{method}() got a message with {got} at index {index}: a message's role is "
+                f"one of {', '.join(_ROLES)}"
+            )
+        added.append(dict(message))
+    return added
 
 
 def _prompt(prompt: str | None) -> list[Message]:

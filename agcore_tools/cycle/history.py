@@ -123,8 +123,13 @@ class TrimOldest:
     def __post_init__(self) -> None:
         for name in ("max_messages", "max_chars"):
             value = getattr(self, name)
-            if value is not None and value < 1:
-                raise LlmConfigError(f"TrimOldest.{name} must be at least 1, got {value!r}")
+            if value is None:
+                continue
+            # Checked here: "20" failed only at the first request, with a bare TypeError.
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise LlmConfigError(
+                    f"TrimOldest.{name} must be an integer at least 1 or None, got {value!r}"
+                )
 
     def select(self, messages: Sequence[Message]) -> Sequence[Message]:
         """The system messages plus the newest exchanges that fit the budget."""

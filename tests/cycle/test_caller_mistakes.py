@@ -363,3 +363,121 @@ def test_a_keyword_the_installed_sdk_does_not_take_is_refused(api: str) -> None:
 def test_reserved_options_keep_their_own_error() -> None:
     with pytest.raises(ValueError, match="the loop sets them"):
         CycleConfig("m", stream=True)
+
+
+# ctx= and select= of the wrong type, refused before the prompt joins the history.
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"ctx": "session-1"}, "ctx must be a ToolContext or None, got str"),
+        ({"select": 5}, "select takes tool names (a list), a ToolSelection"),
+        ({"select": ["add", 5]}, "select takes tool names (strings), got int 5"),
+    ],
+    ids=["ctx-str", "select-int", "select-list-of-int"],
+)
+@pytest.mark.parametrize("method", ["submit_with_tools", "submit_stream_with_tools"])
+async def test_a_wrong_ctx_or_select_is_refused_before_the_history_changes(
+    serve: Serve,
+    make_cycle: Callable[..., LlmCycle],
+    method: str,
+    options: dict[str, Any],
+    named: str,
+) -> None:
+    server = serve(S.reply_text("Hi."))
+    cycle = make_cycle(server)
+
+    with pytest.raises(TypeError) as info:
+        run = getattr(cycle, method)("hi", list(_tools()), **options)
+        if method == "submit_with_tools":
+            await run
+
+    _assert_caller_mistake(info.value)
+    assert str(info.value).startswith(named)
+    assert cycle.messages == [] and server.requests == []
+    # The next submit sends one user message, not two in a row.
+    await cycle.submit("hello")
+    assert server.requests[0].json["messages"] == [{"role": "user", "content": "hello"}]
+
+
+@pytest.mark.parametrize(
+    ("messages", "named"),
+    [
+        ("hello", "submit_messages() takes a list of messages (dicts with a role), got str"),
+        ({"role": "user", "content": "x"}, "got dict (put one message in a list)"),
+        (["hello"], "submit_messages() takes messages as dicts, got str at index 0"),
+        ([{"content": "x"}], "got a message with no role at index 0"),
+        ([{"role": "user", "content": "a"}, {"role": "usr"}], "role 'usr' at index 1"),
+        (5, "got int"),
+    ],
+    ids=["str", "dict", "list-of-str", "no-role", "unknown-role", "int"],
+)
+async def test_submit_messages_takes_a_list_of_messages_with_known_roles(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], messages: Any, named: str
+) -> None:
+    server = serve()
+    cycle = make_cycle(server)
+
+    with pytest.raises(TypeError) as info:
+        await cycle.submit_messages(messages)
+
+    _assert_caller_mistake(info.value)
+    assert named in str(info.value)
+    assert cycle.messages == [] and server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (
+            lambda client: LlmCycle(CycleConfig("m"), client=client, system_prompt=5),
+            "system_prompt is a string or None, got int",
+        ),
+        (
+            lambda client: CycleConfig("m", request_options=["temperature"]),
+            "request_options must be a mapping",
+        ),
+        (
+            lambda client: CycleConfig("m", api="responses", chain_responses="yes"),
+            "chain_responses must be True or False, got 'yes'",
+        ),
+        (
+            lambda client: CycleConfig("m", api="responses", chain_responses=1),
+            "chain_responses must be True or False, got 1",
+        ),
+        (
+            lambda client: CycleConfig("m", chain_responses=None),
+            "chain_responses must be True or False, got None",
+        ),
+        (
+            lambda client: TrimOldest(max_messages="20"),
+            "max_messages must be an integer at least 1 or None, got '20'",
+        ),
+        (
+            lambda client: TrimOldest(max_chars=2.5),
+            "max_chars must be an integer at least 1 or None, got 2.5",
+        ),
+    ],
+    ids=[
+        "system_prompt",
+        "request_options",
+        "chain_responses-str",
+        "chain_responses-int",
+        "chain_responses-none",
+        "trim-str",
+        "trim-float",
+    ],
+)
+def test_a_setting_of_the_wrong_type_is_refused_at_construction(
+    serve: Serve, make: Callable[[OpenAI], Any], named: str
+) -> None:
+    client = OpenAI(base_url=serve().base_url, api_key="-")
+
+    with pytest.raises((TypeError, ValueError)) as info:
+        make(client)
+
+    assert isinstance(info.value, LlmError) and isinstance(info.value, AgcoreError)
+    assert "\n" not in str(info.value)
+    assert named in str(info.value)
+    client.close()

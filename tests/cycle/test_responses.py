@@ -358,6 +358,38 @@ async def test_a_saved_history_resumes_on_the_responses_api(serve, make_cycle, c
     ]
 
 
+@MODES
+async def test_a_responses_history_goes_on_over_chat_without_its_response_keys(
+    serve, make_cycle, calc, stream
+):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")], reasoning="r"),
+        S.reply_text("5"),
+        S.reply_text("ok"),
+    )
+    responses = make_cycle(server, api="responses")
+    await run(responses, "2 + 3?", calc, stream)
+    chat = make_cycle(server)
+    chat.messages = responses.messages  # the same history, as a saved one would be
+
+    await run(chat, "thanks", calc, stream)
+
+    sent = server.requests[2]
+    assert sent.path == "/v1/chat/completions"
+    assert [m["role"] for m in sent.json["messages"]] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+    ]
+    # Chat Completions refuses unknown message keys (a 400 on OpenAI and Azure).
+    assert not [m for m in sent.json["messages"] if "response" in m]
+    assert sent.json["messages"][1]["tool_calls"][0]["id"] == "c1"
+    # The history keeps them, for a later Responses request.
+    assert ["response" in m for m in chat.messages[:4]] == [False, True, False, True]
+
+
 class Sum(BaseModel):
     total: int
 
@@ -442,6 +474,31 @@ def test_config_checks_the_api_and_chaining() -> None:
         CycleConfig("m", api="responses", chain_responses=True, store=False)
     with pytest.raises(LlmConfigError, match="previous_response_id"):
         CycleConfig("m", api="responses", previous_response_id="resp_1")
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"include": "reasoning.encrypted_content"}, r"include=\['reasoning.encrypted_content'\]"),
+        ({"include": ["a", 5]}, "include must be a list of strings"),
+        ({"include": {"reasoning.encrypted_content"}}, "include must be a list of strings"),
+        ({"text": "low"}, "text must be a mapping"),
+        ({"text": [("verbosity", "low")]}, "text must be a mapping"),
+    ],
+)
+def test_config_refuses_an_include_or_text_of_the_wrong_shape(options, match) -> None:
+    with pytest.raises(LlmConfigError, match=match):
+        CycleConfig("m", api="responses", store=False, **options)
+    with pytest.raises(LlmConfigError, match=match):
+        CycleConfig("m", api="responses", request_options=options)
+
+
+def test_config_takes_include_and_text_of_the_right_shape() -> None:
+    config = CycleConfig(
+        "m", api="responses", include=("message.output_text.logprobs",), text={"verbosity": "low"}
+    )
+    assert config.request_options["include"] == ("message.output_text.logprobs",)
+    assert CycleConfig("m", api="responses", include=None, text=None).api == "responses"
 
 
 async def test_a_stream_whose_final_output_is_empty_is_built_from_its_events(serve, make_cycle):
