@@ -350,6 +350,28 @@ async def test_errors_name_what_failed_and_leave_the_password_out(
     assert not [r for r in caplog.records if secret in r.getMessage()]
 
 
+async def test_a_password_in_the_query_is_left_out_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # redis-py's documented forms also take the password (and username) from the query.
+    caplog.set_level(logging.DEBUG)
+    secret = "hunter2 Qz9"
+    urls = [
+        f"unix://{tmp_path}/no-such.sock?db=0&password=hunter2+Qz9",
+        "redis://127.0.0.1:1/0?username=agent&password=hunter2%20Qz9",
+    ]
+    for url in urls:
+        async with RedisStore(url) as store:
+            assert store.client.connection_pool.connection_kwargs["password"] == secret
+            assert "hunter2" not in repr(store) and "password=***" in repr(store)
+            with pytest.raises(ToolError) as caught:
+                await store.get("k")
+            assert "hunter2" not in str(caught.value)
+            assert "password=***" in str(caught.value)
+    assert "username=***" in repr(store) and "agent" not in repr(store)
+    assert not [r for r in caplog.records if "hunter2" in r.getMessage()]
+
+
 def test_without_redis_py_the_store_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "redis", None)  # as if it were not installed
     with pytest.raises(ToolConfigError, match=r"pip install 'agcore-tools\[redis\]'"):
