@@ -190,6 +190,10 @@ class Breaker:
                 raise ToolConfigError(f"Breaker({name}={value!r}): must be a positive number")
 
 
+# Ten years: far below what Redis accepts as an expiry (PX up to about 9e15 s from now).
+_MAX_TTL = 10 * 365 * 86400
+
+
 @dataclass(frozen=True, slots=True)
 class ResultCache:
     """Answer a repeat of a successful call from a cache for ``ttl`` seconds.
@@ -198,7 +202,11 @@ class ResultCache:
     the tool's name, its version and its arguments as canonical JSON; failures are
     never stored, nor results that are not JSON (images, files), and a registry refuses
     it on a tool that needs approval. ``store`` shares the cache across processes (the
-    default keeps it in this one).
+    default keeps it in this one). ``ttl`` is at most ten years.
+
+    A cache only saves work: when its store cannot be read, the call runs uncached;
+    when it cannot be written, the call returns its result all the same. Either is
+    logged as a warning (``agcore_tools.policies``), never reported as the call failing.
 
     Example:
         >>> ResultCache(ttl=300).ttl
@@ -211,8 +219,11 @@ class ResultCache:
     """Where results live; None for this process."""
 
     def __post_init__(self) -> None:
-        if not _positive(self.ttl):
-            raise ToolConfigError(f"ResultCache(ttl={self.ttl!r}): ttl must be a positive number")
+        if not _positive(self.ttl) or self.ttl > _MAX_TTL:
+            raise ToolConfigError(
+                f"ResultCache(ttl={self.ttl!r}): ttl must be a positive number of seconds, "
+                f"at most {_MAX_TTL} (ten years)"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ and the order the checks run in."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from datetime import timedelta
@@ -606,6 +607,7 @@ def test_policy_values_refuse_nonsense() -> None:
         lambda: Breaker(failures=0),
         lambda: Breaker(cool_down=float("inf")),
         lambda: ResultCache(ttl=-1),
+        lambda: ResultCache(ttl=1e17),  # past what Redis takes as an expiry
         lambda: MemoryCacheStore(0),
     ):
         with pytest.raises(ToolConfigError):
@@ -648,6 +650,54 @@ def test_a_permission_checkers_rules_cannot_be_swapped_under_its_memo() -> None:
     with pytest.raises(ToolConfigError, match=r"PermissionChecker\.config is read-only"):
         checker.config = PermissionConfig(allowed=["write"], denied=[])
     assert checker.is_allowed(["write"]) is False
+
+
+class BrokenCacheStore:
+    """A cache store whose server refuses reads, writes, or both."""
+
+    def __init__(self, *, reads: bool, writes: bool) -> None:
+        self.reads, self.writes = reads, writes
+
+    async def get(self, key: str) -> str | None:
+        if not self.reads:
+            raise ConnectionError("cache server down")
+        return None
+
+    async def set(self, key: str, value: str, ttl: float) -> None:
+        if not self.writes:
+            raise RuntimeError(f"OOM: cannot store {value}")
+
+
+async def test_a_cache_that_fails_never_fails_the_call(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, "agcore_tools.policies")
+    runs: list[str] = []
+    for reads, writes in ((True, False), (False, True), (False, False)):
+        registry = ToolRegistry()
+        store = BrokenCacheStore(reads=reads, writes=writes)
+
+        @registry.tool(policy=ToolPolicy(cache=ResultCache(60, store=store), breaker=Breaker(2)))
+        async def quote(sku: str) -> dict[str, Any]:
+            """Price quote."""
+            runs.append(sku)
+            return {"sku": sku, "price": 10}
+
+        results = await registry.invoke_all(
+            [("quote", {"sku": f"secret-sku-{i}"}) for i in range(3)]
+        )
+        # The tool ran and succeeded: so did each call, and the breaker heard nothing.
+        assert [(r.ok, r.may_have_run, r.cached) for r in results] == [(True, True, False)] * 3
+        assert results[2].output == {"sku": "secret-sku-2", "price": 10}
+        assert registry.unavailable_tools() == []
+    assert len(runs) == 9
+    failed = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    # One warning a call; a read that failed is not followed by a write.
+    assert len(failed) == 9
+    assert sum("could not be read; the call runs uncached" in m for m in failed) == 6
+    assert sum("could not be written; the result is returned" in m for m in failed) == 3
+    # Neither the arguments nor the result reach the log: a store's own exception may
+    # quote them, so only its class is named.
+    assert not [m for m in failed if "secret-sku" in m]
+    assert all(m.endswith((": ConnectionError", ": RuntimeError")) for m in failed)
 
 
 async def test_the_memory_stores_keep_their_bounds() -> None:

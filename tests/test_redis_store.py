@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from agcore_tools import (
+    Breaker,
     RateLimit,
     ResultCache,
     ToolConfigError,
@@ -218,6 +219,36 @@ async def test_a_tool_set_not_to_wait_is_refused_through_the_store(
 
         with pytest.raises(ToolUnavailableError):
             await other.invoke("send", {"text": "c"})
+
+
+async def test_a_full_redis_or_none_never_fails_a_call_that_ran(
+    store: RedisStore, tmp_path: Path
+) -> None:
+    calls: list[str] = []
+    registry = counting_registry(store, calls)
+    await store.client.config_set("maxmemory", "1")  # full: SET refused (OOM), GET works
+    try:
+        result = await registry.invoke("lookup", {"order_id": "A1"})
+    finally:
+        await store.client.config_set("maxmemory", "0")
+    assert result.ok and result.output == {"order": "A1", "status": "shipped"}
+    assert result.may_have_run and not result.cached and calls == ["A1"]
+    # No server at all: a rate limit cannot be checked, so the call is refused unrun,
+    # which the model is told and the breaker never counts.
+    async with RedisStore(f"unix://{tmp_path}/no-such.sock") as gone:
+        registry = ToolRegistry()
+
+        @registry.tool(policy=ToolPolicy(rate=RateLimit(5, store=gone), breaker=Breaker(1)))
+        def send(text: str) -> str:
+            """Send a message."""
+            return f"sent {text}"
+
+        refused = await registry.invoke_all([("send", {"text": "a"})] * 2)
+    assert [(r.ok, r.may_have_run) for r in refused] == [(False, False)] * 2
+    error = refused[0].error
+    assert isinstance(error, ToolUnavailableError)
+    assert str(error).startswith("tool 'send' is unavailable: its rate limit could not be checked")
+    assert isinstance(error.__cause__, ToolError) and registry.unavailable_tools() == []
 
 
 _WORKER = textwrap.dedent(
