@@ -8,6 +8,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -711,6 +712,77 @@ async def test_the_memory_stores_keep_their_bounds() -> None:
     wait = await rates.reserve("k", limit, 5.0)
     assert wait is not None and 0.9 < wait <= 1.0
     assert await rates.reserve("k", limit, 1.5) is None  # would wait ~2 s: nothing taken
+
+
+def test_the_memory_stores_hold_across_threads() -> None:
+    # One registry serves every thread that uses it. Deterministic: a first thread is
+    # paused inside a reservation (and a cache read), between reading the entry and
+    # writing it, while a second thread does the same on the same key. Without a lock
+    # the second ends in microseconds, in the middle of the first: both take the only
+    # turn, and both delete the expired result (a KeyError). With one it waits for the
+    # first, whose bounded wait for it runs out (1 s) before it goes on.
+    threads: list[threading.Thread] = []
+
+    def meanwhile(work: Callable[[], Any], out: list[Any]) -> Callable[[], None]:
+        """Run ``work`` in a thread once, waiting at most 1 s for it to end."""
+        pending = [threading.Thread(target=lambda: out.append(work()))]
+
+        def pause() -> None:
+            if pending:
+                thread = pending.pop()
+                threads.append(thread)
+                thread.start()
+                thread.join(1.0)
+
+        return pause
+
+    def finished() -> bool:
+        for thread in threads:
+            thread.join(10.0)
+        return not any(thread.is_alive() for thread in threads)
+
+    rates = MemoryRateStore()
+    turns: list[float | None] = []
+    second = meanwhile(lambda: rates.reserve_now("k", RateLimit(1, per=60.0), 0.0), turns)
+
+    class PausingLimit(RateLimit):
+        @property
+        def capacity(self) -> int:  # read between the bucket's read and its write
+            second()
+            return 1
+
+    turns.append(rates.reserve_now("k", PausingLimit(1, per=60.0), 0.0))
+    assert finished()
+    assert sorted(turns, key=lambda wait: wait is None) == [0.0, None]
+
+    cache = MemoryCacheStore()
+    reads: list[str | None] = []
+
+    def read_at(moment: float) -> str | None:
+        token = CLOCK.set(lambda: moment)
+        try:
+            return asyncio.run(cache.get("k"))
+        finally:
+            CLOCK.reset(token)
+
+    other_read = meanwhile(lambda: read_at(100.0), reads)
+
+    def pausing_clock() -> float:  # read between the entry's read and its removal
+        other_read()
+        return 100.0
+
+    token = CLOCK.set(lambda: 0.0)
+    try:
+        asyncio.run(cache.set("k", '"v"', ttl=1.0))  # expired from 1.0 on
+    finally:
+        CLOCK.reset(token)
+    token = CLOCK.set(pausing_clock)
+    try:
+        reads.append(asyncio.run(cache.get("k")))
+    finally:
+        CLOCK.reset(token)
+    assert finished()
+    assert reads == [None, None] and len(cache) == 0
 
 
 def test_a_refused_group_policy_changes_no_tool_and_is_not_kept() -> None:
