@@ -568,6 +568,48 @@ async def test_group_policies_apply_to_tools_now_and_later_and_override_the_tool
         registry.set_policy(ToolPolicy(concurrency=2, resource="db"), tag="x")
 
 
+def test_a_resources_cap_changes_when_no_other_tool_holds_it() -> None:
+    registry = ToolRegistry()
+
+    def insert_order(item: str) -> int:
+        """Insert an order."""
+        return 1
+
+    # A notebook cell re-run with the cap edited: the only tool of the resource.
+    for cap in (1, 2):
+        registry.tool(policy=ToolPolicy(concurrency=cap, resource="db"))(insert_order)
+        entry = registry.entry("insert_order")
+        assert entry is not None and entry.guard is not None
+        assert entry.guard.slots is not None and entry.guard.slots.limit == cap
+
+    # Another tool of the resource holds it: the refusal names that tool.
+    @registry.tool(policy=ToolPolicy(concurrency=2, resource="db"), tags=["db"])
+    def cancel_order(item: str) -> int:
+        """Cancel an order."""
+        return 1
+
+    with pytest.raises(
+        ToolConfigError, match=r"at 3 call\(s\) at once, and tool 'cancel_order' at 2"
+    ):
+        registry.tool(policy=ToolPolicy(concurrency=3, resource="db"))(insert_order)
+    # A group rule moves every tool of the resource at once; a batch must agree.
+    registry.set_policy(
+        ToolPolicy(concurrency=3, resource="db"), names=["insert_order", "cancel_order"]
+    )
+    guards = [registry.entry(name).guard for name in ("insert_order", "cancel_order")]  # type: ignore[union-attr]
+    assert guards[0].slots is guards[1].slots and guards[0].slots.limit == 3  # type: ignore[union-attr]
+    with pytest.raises(ToolConfigError, match="same concurrency"):
+        registry.register_all(
+            [
+                registry.entry("insert_order").tool.__class__(lambda: 1, name=name, policy=policy)  # type: ignore[union-attr]
+                for name, policy in (
+                    ("a", ToolPolicy(concurrency=1, resource="api")),
+                    ("b", ToolPolicy(concurrency=2, resource="api")),
+                )
+            ]
+        )
+
+
 async def test_permission_comes_before_every_policy() -> None:
     checker = PermissionChecker(PermissionConfig(allowed=frozenset()))
     registry = ToolRegistry(checker)
