@@ -6,12 +6,14 @@ extra: ``pip install 'agcore-tools[redis]'``).
 :class:`~agcore_tools.RateLimit` or a :class:`~agcore_tools.ResultCache` in every
 process (web workers, Temporal workers), and they share one bucket and one cache:
 
-- a rate bucket is one key holding the theoretical arrival time of the next call (the
-  generic cell rate algorithm of :class:`~agcore_tools.policies.MemoryRateStore`),
+- a rate bucket is one key, ``{prefix}rate:tool:<tool name>`` (or
+  ``{prefix}rate:resource:<resource>`` for a policy's ``resource``), holding the
+  theoretical arrival time of the next call (the generic cell rate algorithm of :class:`~agcore_tools.policies.MemoryRateStore`),
   reserved by one Lua script that reads the server's clock, so every process shares
   one clock and one reservation is atomic; the key expires once the bucket is full
   again;
-- a cached result is one key written with ``SET ... PX`` (its TTL) and read with ``GET``.
+- a cached result is one key, ``{prefix}cache:<key>``, written with ``SET ... PX`` (its
+  TTL) and read with ``GET``.
 
 A failure talking to Redis is a :class:`~agcore_tools.ToolError` naming what failed,
 with redis-py's exception as its ``__cause__``; a URL's password, in its userinfo or in
@@ -28,8 +30,8 @@ Example:
     RedisStore('unix:///run/redis.sock?db=0&password=***', prefix='agcore:')
     >>> policy = ToolPolicy(rate=RateLimit(20, per=1.0, store=store),
     ...                     cache=ResultCache(ttl=300, store=store))
-    >>> store.rate_key("lookup"), store.cache_key("agcore:result:lookup::ab12")
-    ('shop:rate:lookup', 'shop:cache:agcore:result:lookup::ab12')
+    >>> store.rate_key("tool:lookup"), store.cache_key("agcore:result:lookup::ab12")
+    ('shop:rate:tool:lookup', 'shop:cache:agcore:result:lookup::ab12')
 """
 
 from __future__ import annotations
@@ -167,8 +169,9 @@ class RedisStore:
     ``client`` is a ``redis.asyncio.Redis`` client, or a URL (``redis://``,
     ``rediss://`` or ``unix://``) the store makes its own client from; extra keyword
     arguments go to ``redis.asyncio.Redis.from_url``. Keys are ``{prefix}rate:{bucket}``
-    and ``{prefix}cache:{key}``. :meth:`aclose` (or ``async with``) closes a client
-    the store made, never one it was given. Without redis-py installed, creating a store
+    (the bucket ``tool:<name>`` or ``resource:<resource>``) and ``{prefix}cache:{key}``.
+    :meth:`aclose` (or ``async with``) closes a client the store made, never one it was
+    given. Without redis-py installed, creating a store
     raises :class:`~agcore_tools.ToolConfigError` naming the extra.
 
     Example:
@@ -273,11 +276,12 @@ class RedisStore:
         return self._client
 
     def rate_key(self, bucket: str) -> str:
-        """The Redis key of a rate bucket (a tool's name, or its policy's resource).
+        """The Redis key of a rate bucket: ``bucket`` is ``tool:<tool name>``, or
+        ``resource:<resource>`` for the tools of a policy's ``resource``.
 
         Example:
-            >>> RedisStore("redis://localhost").rate_key("orders-api")
-            'agcore:rate:orders-api'
+            >>> RedisStore("redis://localhost").rate_key("resource:orders-api")
+            'agcore:rate:resource:orders-api'
         """
         return f"{self.prefix}rate:{bucket}"
 

@@ -204,6 +204,8 @@ async def test_a_tool_set_not_to_wait_is_refused_through_the_store(
         return f"sent {text}"
 
     assert (await registry.invoke("send", {"text": "a"})).output == "sent a"
+    # The key the guide names: {prefix}rate:tool:<name> ({prefix}rate:resource:<name>).
+    assert await store.client.exists(f"{store.prefix}rate:tool:send") == 1
     with pytest.raises(ToolUnavailableError, match=r"over its rate limit of 1 call\(s\) per 60 s"):
         await registry.invoke("send", {"text": "b"})
     # The bucket is the server's: another registry and store share it.
