@@ -292,7 +292,13 @@ class Guard:
         if isinstance(store, MemoryRateStore):
             wait = store.reserve_now(self._bucket, rate, max_wait)
         else:
-            wait = await store.reserve(self._bucket, rate, max(max_wait, 0.0))
+            try:
+                wait = await store.reserve(self._bucket, rate, max(max_wait, 0.0))
+            except Exception as exc:
+                # The tool never ran: the model is told so, and its breaker is not.
+                raise ToolUnavailableError(
+                    self.name, f"its rate limit could not be checked: {_described(exc)}"
+                ) from exc
         if wait is None:
             retry = rate.interval if not rate.wait else None
             reason = f"over its rate limit of {rate.calls} call(s) per {rate.per:g} s"
@@ -334,7 +340,14 @@ class Guard:
         key = self.cache_key(args)
         if key is None:
             return await execute(), False
-        text = await store.get(key)
+        # A cache only saves work: a store that fails (down, full, read-only) leaves the
+        # call uncached, never failed. After a failed read the write is not tried: it
+        # would most likely fail too, after as long a wait.
+        try:
+            text = await store.get(key)
+        except Exception as exc:  # noqa: BLE001 - see above
+            self._cache_failed("read; the call runs uncached", exc)
+            return await execute(), False
         if text is not None:
             logger.debug("tool %r answered from its cache", self.name)
             return json.loads(text), True
@@ -343,9 +356,17 @@ class Guard:
             text = json.dumps(output, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError):
             logger.debug("tool %r: a result that is not JSON is not cached", self.name)
-        else:
+            return output, False
+        try:
             await store.set(key, text, cache.ttl)
+        except Exception as exc:  # noqa: BLE001 - the tool succeeded: so does its call
+            self._cache_failed("written; the result is returned uncached", exc)
         return output, False
+
+    def _cache_failed(self, what: str, exc: BaseException) -> None:
+        logger.warning(
+            "tool %r: its result cache could not be %s: %s", self.name, what, _described(exc)
+        )
 
     def cache_key(self, args: dict[str, Any]) -> str | None:
         """The tool's name, version and canonical arguments, as one key; None for
@@ -426,6 +447,12 @@ class Guard:
         else:
             event = ToolBreakerChanged(self.name, ctx.call_id, "closed")
         ctx.report(event)
+
+
+def _described(exc: BaseException) -> str:
+    # A library error's text is its own (a RedisStore's has no password); another
+    # store's exception might quote a cached value or an argument: its class only.
+    return str(exc) if isinstance(exc, ToolError) else type(exc).__name__
 
 
 def _counts_as_failure(error: BaseException) -> bool:

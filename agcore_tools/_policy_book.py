@@ -68,16 +68,23 @@ class PolicyBook:
         self.rules.append((matches, policy))
         return matches
 
-    def guard(self, entry: ToolEntry) -> Guard | None:
+    def guard(self, entry: ToolEntry, others: Iterable[Guard | None] = ()) -> Guard | None:
         """Work out ``entry``'s policy (its tool's own, then the matching rules in
-        order) and give it the guard that enforces it; None for no policy."""
-        entry.policy, entry.guard = self.plan(entry)
+        order) and give it the guard that enforces it; None for no policy. ``others``
+        are the guards of the other tools that stay (see :meth:`plan`)."""
+        entry.policy, entry.guard = self.plan(entry, others)
         return entry.guard
 
-    def plan(self, entry: ToolEntry) -> tuple[ToolPolicy | None, Guard | None]:
+    def plan(
+        self, entry: ToolEntry, others: Iterable[Guard | None] = ()
+    ) -> tuple[ToolPolicy | None, Guard | None]:
         """What :meth:`guard` would give ``entry``, without giving it: a refusal
         (:class:`ToolConfigError`) leaves the entry as it was. A breaker whose settings
-        stay keeps its state (a group rule changing another part does not close it)."""
+        stay keeps its state (a group rule changing another part does not close it).
+
+        ``others`` are the guards of the other tools that stay (not ``entry``'s own,
+        which this replaces): a resource's cap must match theirs, and a resource none of
+        them names takes the cap ``entry`` gives it."""
         tool = entry.tool
         policy: ToolPolicy | None = getattr(tool, "policy", None)
         for matches, rule in self.rules:
@@ -95,16 +102,34 @@ class PolicyBook:
         slots = None
         if policy.concurrency is not None:
             key = f"resource:{policy.resource}" if policy.resource else f"tool:{name}"
-            slots = self.slots.get(key)
-            if slots is None or (slots.limit != policy.concurrency and not policy.resource):
-                slots = self.slots[key] = Slots(policy.concurrency)
-            elif slots.limit != policy.concurrency:
-                raise ToolConfigError(
-                    f"tool '{name}' caps resource {policy.resource!r} at "
-                    f"{policy.concurrency} call(s) at once, and another tool at {slots.limit}; "
-                    "give every tool of a resource the same concurrency",
-                    tool_name=name,
+            sharing = None
+            if policy.resource:
+                sharing = next(
+                    (
+                        other
+                        for other in others
+                        if other is not None
+                        and other.slots is not None
+                        and other.policy.resource == policy.resource
+                    ),
+                    None,
                 )
+            if sharing is not None:
+                slots = sharing.slots
+                assert slots is not None
+                if slots.limit != policy.concurrency:
+                    raise ToolConfigError(
+                        f"tool '{name}' caps resource {policy.resource!r} at "
+                        f"{policy.concurrency} call(s) at once, and tool '{sharing.name}' at "
+                        f"{slots.limit}; give every tool of a resource the same concurrency",
+                        tool_name=name,
+                    )
+            else:
+                # No tool that stays holds it: the cap is this one's to set. The same cap
+                # keeps its counter, which the calls of a replaced definition still hold.
+                slots = self.slots.get(key)
+                if slots is None or slots.limit != policy.concurrency:
+                    slots = self.slots[key] = Slots(policy.concurrency)
         guard = Guard(
             name,
             entry.version,

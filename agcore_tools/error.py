@@ -279,7 +279,8 @@ class PermissionDeniedError(ToolError):
 
 class ToolUnavailableError(ToolError):
     """A tool's policy turned a call away before it ran (recoverable): its circuit
-    breaker is open, or it is over its rate limit and set not to wait.
+    breaker is open, it is over its rate limit (set not to wait, or with no turn before
+    its timeout), or its rate limit's store could not be reached.
 
     ``retry_after`` says in how many seconds a call may be let through, when known.
 

@@ -32,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, fields
 from typing import Protocol, runtime_checkable
@@ -190,6 +191,10 @@ class Breaker:
                 raise ToolConfigError(f"Breaker({name}={value!r}): must be a positive number")
 
 
+# Ten years: far below what Redis accepts as an expiry (PX up to about 9e15 s from now).
+_MAX_TTL = 10 * 365 * 86400
+
+
 @dataclass(frozen=True, slots=True)
 class ResultCache:
     """Answer a repeat of a successful call from a cache for ``ttl`` seconds.
@@ -198,7 +203,11 @@ class ResultCache:
     the tool's name, its version and its arguments as canonical JSON; failures are
     never stored, nor results that are not JSON (images, files), and a registry refuses
     it on a tool that needs approval. ``store`` shares the cache across processes (the
-    default keeps it in this one).
+    default keeps it in this one). ``ttl`` is at most ten years.
+
+    A cache only saves work: when its store cannot be read, the call runs uncached;
+    when it cannot be written, the call returns its result all the same. Either is
+    logged as a warning (``agcore_tools.policies``), never reported as the call failing.
 
     Example:
         >>> ResultCache(ttl=300).ttl
@@ -211,8 +220,11 @@ class ResultCache:
     """Where results live; None for this process."""
 
     def __post_init__(self) -> None:
-        if not _positive(self.ttl):
-            raise ToolConfigError(f"ResultCache(ttl={self.ttl!r}): ttl must be a positive number")
+        if not _positive(self.ttl) or self.ttl > _MAX_TTL:
+            raise ToolConfigError(
+                f"ResultCache(ttl={self.ttl!r}): ttl must be a positive number of seconds, "
+                f"at most {_MAX_TTL} (ten years)"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +310,8 @@ class MemoryRateStore:
     library's clock, so a Temporal workflow stays deterministic.
 
     Each bucket is the theoretical arrival time of its next call (the generic cell rate
-    algorithm): one float per key, and a reservation is a few arithmetic steps.
+    algorithm): one float per key, and a reservation is a few arithmetic steps, under a
+    lock, since a registry is shared by every thread and loop that uses it.
 
     Example:
         >>> import asyncio
@@ -307,10 +320,11 @@ class MemoryRateStore:
         [0.0, 0.0, None]
     """
 
-    __slots__ = ("_next",)
+    __slots__ = ("_lock", "_next")
 
     def __init__(self) -> None:
         self._next: dict[str, float] = {}
+        self._lock = threading.Lock()
 
     async def reserve(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
         """See :meth:`RateStore.reserve`."""
@@ -318,17 +332,18 @@ class MemoryRateStore:
 
     def reserve_now(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
         """:meth:`reserve` without the coroutine: a registry's uncontended path."""
-        moment = now()
-        interval = limit.interval
-        arrival = max(self._next.get(key, moment), moment) + interval
-        wait = arrival - limit.capacity * interval - moment
-        if wait <= 0.0:
+        with self._lock:
+            moment = now()
+            interval = limit.interval
+            arrival = max(self._next.get(key, moment), moment) + interval
+            wait = arrival - limit.capacity * interval - moment
+            if wait <= 0.0:
+                self._next[key] = arrival
+                return 0.0
+            if wait > max_wait:
+                return None
             self._next[key] = arrival
-            return 0.0
-        if wait > max_wait:
-            return None
-        self._next[key] = arrival
-        return wait
+            return wait
 
     async def give_back(self, key: str, limit: RateLimit) -> None:
         """Return one reserved turn to ``key``'s bucket, for a call that never started
@@ -349,15 +364,16 @@ class MemoryRateStore:
             >>> store.reserve_now("k", limit, 0.0)
             0.0
         """
-        arrival = self._next.get(key)
-        if arrival is not None:
-            self._next[key] = max(arrival - limit.interval, now())
+        with self._lock:
+            arrival = self._next.get(key)
+            if arrival is not None:
+                self._next[key] = max(arrival - limit.interval, now())
 
 
 class MemoryCacheStore:
     """Results in this process (the default :class:`CacheStore`): at most
     ``max_entries``, the least recently used dropped first, each expiring after its TTL
-    by the library's clock.
+    by the library's clock. Safe to share across threads and loops (under a lock).
 
     Example:
         >>> import asyncio
@@ -367,7 +383,7 @@ class MemoryCacheStore:
         ('"v"', None)
     """
 
-    __slots__ = ("_items", "max_entries")
+    __slots__ = ("_items", "_lock", "max_entries")
 
     def __init__(self, max_entries: int = 1024) -> None:
         if not isinstance(max_entries, int) or max_entries < 1:
@@ -377,24 +393,27 @@ class MemoryCacheStore:
         self.max_entries = max_entries
         """The most results kept."""
         self._items: OrderedDict[str, tuple[float, str]] = OrderedDict()
+        self._lock = threading.Lock()
 
     async def get(self, key: str) -> str | None:
         """See :meth:`CacheStore.get`."""
-        item = self._items.get(key)
-        if item is None:
-            return None
-        if item[0] <= now():
-            del self._items[key]
-            return None
-        self._items.move_to_end(key)
-        return item[1]
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            if item[0] <= now():
+                del self._items[key]
+                return None
+            self._items.move_to_end(key)
+            return item[1]
 
     async def set(self, key: str, value: str, ttl: float) -> None:
         """See :meth:`CacheStore.set`."""
-        self._items[key] = (now() + ttl, value)
-        self._items.move_to_end(key)
-        while len(self._items) > self.max_entries:
-            self._items.popitem(last=False)
+        with self._lock:
+            self._items[key] = (now() + ttl, value)
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_entries:
+                self._items.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._items)

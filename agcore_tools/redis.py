@@ -6,27 +6,32 @@ extra: ``pip install 'agcore-tools[redis]'``).
 :class:`~agcore_tools.RateLimit` or a :class:`~agcore_tools.ResultCache` in every
 process (web workers, Temporal workers), and they share one bucket and one cache:
 
-- a rate bucket is one key holding the theoretical arrival time of the next call (the
-  generic cell rate algorithm of :class:`~agcore_tools.policies.MemoryRateStore`),
+- a rate bucket is one key, ``{prefix}rate:tool:<tool name>`` (or
+  ``{prefix}rate:resource:<resource>`` for a policy's ``resource``), holding the
+  theoretical arrival time of the next call (the generic cell rate algorithm of :class:`~agcore_tools.policies.MemoryRateStore`),
   reserved by one Lua script that reads the server's clock, so every process shares
   one clock and one reservation is atomic; the key expires once the bucket is full
   again;
-- a cached result is one key written with ``SET ... PX`` (its TTL) and read with ``GET``.
+- a cached result is one key, ``{prefix}cache:<key>``, written with ``SET ... PX`` (its
+  TTL) and read with ``GET``.
 
 A failure talking to Redis is a :class:`~agcore_tools.ToolError` naming what failed,
-with redis-py's exception as its ``__cause__``; a URL's password never appears in a
-message, a log line or the store's ``repr``. Creating a store does not connect: the
-first call does.
+with redis-py's exception as its ``__cause__``; a URL's password, in its userinfo or in
+its query (``?password=...``, as is a ``username`` there), never appears in a message,
+a log line or the store's ``repr``. Creating a store does not connect: the first call
+does.
 
 Example:
     >>> from agcore_tools import RateLimit, ResultCache, ToolPolicy
     >>> store = RedisStore("redis://:s3cret@localhost:6379/0", prefix="shop:")
     >>> store
     RedisStore('redis://:***@localhost:6379/0', prefix='shop:')
+    >>> RedisStore("unix:///run/redis.sock?db=0&password=s3cret")
+    RedisStore('unix:///run/redis.sock?db=0&password=***', prefix='agcore:')
     >>> policy = ToolPolicy(rate=RateLimit(20, per=1.0, store=store),
     ...                     cache=ResultCache(ttl=300, store=store))
-    >>> store.rate_key("lookup"), store.cache_key("agcore:result:lookup::ab12")
-    ('shop:rate:lookup', 'shop:cache:agcore:result:lookup::ab12')
+    >>> store.rate_key("tool:lookup"), store.cache_key("agcore:result:lookup::ab12")
+    ('shop:rate:tool:lookup', 'shop:cache:agcore:result:lookup::ab12')
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import logging
 import math
 import re
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 from .error import ToolConfigError, ToolError
 from .policies import RateLimit
@@ -106,28 +111,55 @@ def _redis_asyncio() -> Any:
     return importlib.import_module("redis.asyncio")
 
 
-def _safe_url(url: str) -> tuple[str, str | None]:
-    """The URL with its password replaced by ``***``, and the password."""
+# Query parameters of a Redis URL that must not be shown: redis-py takes the password
+# (and the username) from the query as well as from the userinfo.
+_HIDDEN_PARAMS = ("password", "username")
+
+
+def _safe_query(query: str) -> tuple[str, list[str]]:
+    """The query with its password and username values replaced by ``***``, and the
+    password values (as written; redis-py reads them decoded)."""
+    kept: list[str] = []
+    secrets: list[str] = []
+    for piece in query.split("&"):
+        name, equals, value = piece.partition("=")
+        if equals and value and unquote_plus(name) in _HIDDEN_PARAMS:
+            if unquote_plus(name) == "password":
+                secrets.append(value)
+            piece = f"{name}=***"
+        kept.append(piece)
+    return "&".join(kept), secrets
+
+
+def _safe_url(url: str) -> tuple[str, tuple[str, ...]]:
+    """The URL with its passwords (in the userinfo or the query) and a username given
+    in the query replaced by ``***``, and the passwords as written."""
     try:
         parts = urlsplit(url)
-        password = parts.password
-        if not password:
-            return url, None
-        netloc = f"{parts.username or ''}:***@{parts.netloc.rpartition('@')[2]}"
     except ValueError:
-        found = re.search(r"://[^/@:]*:([^@]+)@", url)
-        return "<a Redis URL that cannot be parsed>", found[1] if found else None
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), password
+        found = re.findall(r"://[^/@:]*:([^@]+)@|[?&]password=([^&#]*)", url)
+        return "<a Redis URL that cannot be parsed>", tuple(s for pair in found for s in pair if s)
+    # Edited in place rather than by urlunsplit, which drops the '//' of an empty host
+    # (unix:///run/redis.sock?password=...).
+    base, mark, rest = url.partition("?") if parts.query else (url, "", "")
+    query, secrets = _safe_query(parts.query)
+    rest = query + rest[len(parts.query) :]
+    if parts.password:
+        secrets.append(parts.password)
+        netloc = f"{parts.username or ''}:***@{parts.netloc.rpartition('@')[2]}"
+        base = base.replace(f"//{parts.netloc}", f"//{netloc}", 1)
+    return f"{base}{mark}{rest}", tuple(secrets)
 
 
-def _describe(client: Any) -> tuple[str, str | None]:
+def _describe(client: Any) -> tuple[str, tuple[str, ...]]:
     """Where a client connects, without its password; and the password."""
     kwargs: dict[str, Any] = getattr(client.connection_pool, "connection_kwargs", {})
     password = kwargs.get("password")
+    secrets = (password,) if isinstance(password, str) and password else ()
     db = kwargs.get("db", 0)
     if kwargs.get("path"):
-        return f"unix://{kwargs['path']}?db={db}", password
-    return f"redis://{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{db}", password
+        return f"unix://{kwargs['path']}?db={db}", secrets
+    return f"redis://{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{db}", secrets
 
 
 class RedisStore:
@@ -137,8 +169,9 @@ class RedisStore:
     ``client`` is a ``redis.asyncio.Redis`` client, or a URL (``redis://``,
     ``rediss://`` or ``unix://``) the store makes its own client from; extra keyword
     arguments go to ``redis.asyncio.Redis.from_url``. Keys are ``{prefix}rate:{bucket}``
-    and ``{prefix}cache:{key}``. :meth:`aclose` (or ``async with``) closes a client
-    the store made, never one it was given. Without redis-py installed, creating a store
+    (the bucket ``tool:<name>`` or ``resource:<resource>``) and ``{prefix}cache:{key}``.
+    :meth:`aclose` (or ``async with``) closes a client the store made, never one it was
+    given. Without redis-py installed, creating a store
     raises :class:`~agcore_tools.ToolConfigError` naming the extra.
 
     Example:
@@ -171,8 +204,8 @@ class RedisStore:
         "_errors",
         "_give_back",
         "_owned",
-        "_password",
         "_reserve",
+        "_secrets",
         "_where",
         "prefix",
     )
@@ -191,13 +224,15 @@ class RedisStore:
         """What every key of this store starts with."""
         self._client: redis.asyncio.Redis
         if isinstance(client, str):
-            self._where, self._password = _safe_url(client)
+            self._where, self._secrets = _safe_url(client)
             try:
                 self._client = module.Redis.from_url(client, **options)
             except (ValueError, TypeError) as exc:
                 raise ToolConfigError(
                     self._scrub(f"RedisStore({self._where!r}): {type(exc).__name__}: {exc}")
                 ) from exc
+            # The password redis-py settled on, wherever it came from (URL or options).
+            self._secrets += _describe(self._client)[1]
             self._owned = True
         elif isinstance(client, module.Redis):
             if options:
@@ -205,7 +240,7 @@ class RedisStore:
                     f"RedisStore: options {sorted(options)} apply to a URL, not to a client"
                 )
             self._client = client
-            self._where, self._password = _describe(client)
+            self._where, self._secrets = _describe(client)
             self._owned = False
         else:
             raise ToolConfigError(
@@ -241,11 +276,12 @@ class RedisStore:
         return self._client
 
     def rate_key(self, bucket: str) -> str:
-        """The Redis key of a rate bucket (a tool's name, or its policy's resource).
+        """The Redis key of a rate bucket: ``bucket`` is ``tool:<tool name>``, or
+        ``resource:<resource>`` for the tools of a policy's ``resource``.
 
         Example:
-            >>> RedisStore("redis://localhost").rate_key("orders-api")
-            'agcore:rate:orders-api'
+            >>> RedisStore("redis://localhost").rate_key("resource:orders-api")
+            'agcore:rate:resource:orders-api'
         """
         return f"{self.prefix}rate:{bucket}"
 
@@ -326,10 +362,10 @@ class RedisStore:
         return f"RedisStore({self._where!r}, prefix={self.prefix!r})"
 
     def _scrub(self, text: str) -> str:
-        password = self._password
-        if not password:
-            return text
-        for secret in (password, unquote(password)):  # as written in the URL, and decoded
+        # Each as written in the URL and decoded (a query's '+' is a space to redis-py);
+        # the longest first, so a password containing another is not left half shown.
+        forms = {f for s in self._secrets for f in (s, unquote(s), unquote_plus(s)) if f}
+        for secret in sorted(forms, key=len, reverse=True):
             text = text.replace(secret, "***")
         return text
 

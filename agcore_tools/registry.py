@@ -37,6 +37,7 @@ from typing_extensions import ParamSpec, Unpack
 from ._deprecated import renamed
 from ._execute import ToolTable, as_call, as_completed, execute
 from ._function_tool import FunctionTool, ToolOptions, check_timeout, register_function
+from ._guard import Guard
 from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
@@ -267,6 +268,11 @@ class ToolRegistry(RegistrySync):
             tool_name=entry.name,
         )
 
+    def _staying(self, replaced: set[str]) -> list[Guard | None]:
+        # The guards of the tools that stay while those named in `replaced` are
+        # (re)planned: a resource's concurrency cap is compared with theirs alone.
+        return [entry.guard for name, entry in self._entries.items() if name not in replaced]
+
     def _add(self, entry: ToolEntry) -> None:
         with _HOLDING_LOCK:
             _HOLDING.add(self)
@@ -301,7 +307,7 @@ class ToolRegistry(RegistrySync):
         """
         entry = ToolEntry.of(tool, tags, category, version, default_strict=self._strict)
         self._check_free(entry)
-        self._policies.guard(entry)
+        self._policies.guard(entry, self._staying({entry.name}))
         self._add(entry)
         return entry
 
@@ -315,6 +321,7 @@ class ToolRegistry(RegistrySync):
         """
         entries = [ToolEntry.of(t, default_strict=self._strict) for t in tools]
         seen: set[str] = set()
+        staying = self._staying({entry.name for entry in entries})
         for entry in entries:
             if entry.name in seen:
                 raise ToolConfigError(
@@ -323,7 +330,7 @@ class ToolRegistry(RegistrySync):
                 )
             seen.add(entry.name)
             self._check_free(entry)
-            self._policies.guard(entry)
+            staying.append(self._policies.guard(entry, staying))
         for entry in entries:
             self._add(entry)
         return entries
@@ -381,8 +388,12 @@ class ToolRegistry(RegistrySync):
         book = self._policies
         matches = book.add_rule(policy, tag, category, names)
         applied = [entry for entry in self._entries.values() if matches(entry)]
+        staying = self._staying({entry.name for entry in applied})
+        planned: list[tuple[ToolPolicy | None, Guard | None]] = []
         try:  # all or nothing: a tool the rule cannot apply to leaves every tool as it was
-            planned = [book.plan(entry) for entry in applied]
+            for entry in applied:
+                planned.append(book.plan(entry, staying))
+                staying.append(planned[-1][1])
         except ToolConfigError:
             book.rules.pop()  # nor is the refused rule kept for tools registered later
             raise

@@ -5,8 +5,10 @@ and the order the checks run in."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -566,6 +568,48 @@ async def test_group_policies_apply_to_tools_now_and_later_and_override_the_tool
         registry.set_policy(ToolPolicy(concurrency=2, resource="db"), tag="x")
 
 
+def test_a_resources_cap_changes_when_no_other_tool_holds_it() -> None:
+    registry = ToolRegistry()
+
+    def insert_order(item: str) -> int:
+        """Insert an order."""
+        return 1
+
+    # A notebook cell re-run with the cap edited: the only tool of the resource.
+    for cap in (1, 2):
+        registry.tool(policy=ToolPolicy(concurrency=cap, resource="db"))(insert_order)
+        entry = registry.entry("insert_order")
+        assert entry is not None and entry.guard is not None
+        assert entry.guard.slots is not None and entry.guard.slots.limit == cap
+
+    # Another tool of the resource holds it: the refusal names that tool.
+    @registry.tool(policy=ToolPolicy(concurrency=2, resource="db"), tags=["db"])
+    def cancel_order(item: str) -> int:
+        """Cancel an order."""
+        return 1
+
+    with pytest.raises(
+        ToolConfigError, match=r"at 3 call\(s\) at once, and tool 'cancel_order' at 2"
+    ):
+        registry.tool(policy=ToolPolicy(concurrency=3, resource="db"))(insert_order)
+    # A group rule moves every tool of the resource at once; a batch must agree.
+    registry.set_policy(
+        ToolPolicy(concurrency=3, resource="db"), names=["insert_order", "cancel_order"]
+    )
+    guards = [registry.entry(name).guard for name in ("insert_order", "cancel_order")]  # type: ignore[union-attr]
+    assert guards[0].slots is guards[1].slots and guards[0].slots.limit == 3  # type: ignore[union-attr]
+    with pytest.raises(ToolConfigError, match="same concurrency"):
+        registry.register_all(
+            [
+                registry.entry("insert_order").tool.__class__(lambda: 1, name=name, policy=policy)  # type: ignore[union-attr]
+                for name, policy in (
+                    ("a", ToolPolicy(concurrency=1, resource="api")),
+                    ("b", ToolPolicy(concurrency=2, resource="api")),
+                )
+            ]
+        )
+
+
 async def test_permission_comes_before_every_policy() -> None:
     checker = PermissionChecker(PermissionConfig(allowed=frozenset()))
     registry = ToolRegistry(checker)
@@ -606,6 +650,7 @@ def test_policy_values_refuse_nonsense() -> None:
         lambda: Breaker(failures=0),
         lambda: Breaker(cool_down=float("inf")),
         lambda: ResultCache(ttl=-1),
+        lambda: ResultCache(ttl=1e17),  # past what Redis takes as an expiry
         lambda: MemoryCacheStore(0),
     ):
         with pytest.raises(ToolConfigError):
@@ -650,6 +695,54 @@ def test_a_permission_checkers_rules_cannot_be_swapped_under_its_memo() -> None:
     assert checker.is_allowed(["write"]) is False
 
 
+class BrokenCacheStore:
+    """A cache store whose server refuses reads, writes, or both."""
+
+    def __init__(self, *, reads: bool, writes: bool) -> None:
+        self.reads, self.writes = reads, writes
+
+    async def get(self, key: str) -> str | None:
+        if not self.reads:
+            raise ConnectionError("cache server down")
+        return None
+
+    async def set(self, key: str, value: str, ttl: float) -> None:
+        if not self.writes:
+            raise RuntimeError(f"OOM: cannot store {value}")
+
+
+async def test_a_cache_that_fails_never_fails_the_call(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, "agcore_tools.policies")
+    runs: list[str] = []
+    for reads, writes in ((True, False), (False, True), (False, False)):
+        registry = ToolRegistry()
+        store = BrokenCacheStore(reads=reads, writes=writes)
+
+        @registry.tool(policy=ToolPolicy(cache=ResultCache(60, store=store), breaker=Breaker(2)))
+        async def quote(sku: str) -> dict[str, Any]:
+            """Price quote."""
+            runs.append(sku)
+            return {"sku": sku, "price": 10}
+
+        results = await registry.invoke_all(
+            [("quote", {"sku": f"secret-sku-{i}"}) for i in range(3)]
+        )
+        # The tool ran and succeeded: so did each call, and the breaker heard nothing.
+        assert [(r.ok, r.may_have_run, r.cached) for r in results] == [(True, True, False)] * 3
+        assert results[2].output == {"sku": "secret-sku-2", "price": 10}
+        assert registry.unavailable_tools() == []
+    assert len(runs) == 9
+    failed = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    # One warning a call; a read that failed is not followed by a write.
+    assert len(failed) == 9
+    assert sum("could not be read; the call runs uncached" in m for m in failed) == 6
+    assert sum("could not be written; the result is returned" in m for m in failed) == 3
+    # Neither the arguments nor the result reach the log: a store's own exception may
+    # quote them, so only its class is named.
+    assert not [m for m in failed if "secret-sku" in m]
+    assert all(m.endswith((": ConnectionError", ": RuntimeError")) for m in failed)
+
+
 async def test_the_memory_stores_keep_their_bounds() -> None:
     store = MemoryCacheStore(max_entries=2)
     for key in "abc":
@@ -661,6 +754,77 @@ async def test_the_memory_stores_keep_their_bounds() -> None:
     wait = await rates.reserve("k", limit, 5.0)
     assert wait is not None and 0.9 < wait <= 1.0
     assert await rates.reserve("k", limit, 1.5) is None  # would wait ~2 s: nothing taken
+
+
+def test_the_memory_stores_hold_across_threads() -> None:
+    # One registry serves every thread that uses it. Deterministic: a first thread is
+    # paused inside a reservation (and a cache read), between reading the entry and
+    # writing it, while a second thread does the same on the same key. Without a lock
+    # the second ends in microseconds, in the middle of the first: both take the only
+    # turn, and both delete the expired result (a KeyError). With one it waits for the
+    # first, whose bounded wait for it runs out (1 s) before it goes on.
+    threads: list[threading.Thread] = []
+
+    def meanwhile(work: Callable[[], Any], out: list[Any]) -> Callable[[], None]:
+        """Run ``work`` in a thread once, waiting at most 1 s for it to end."""
+        pending = [threading.Thread(target=lambda: out.append(work()))]
+
+        def pause() -> None:
+            if pending:
+                thread = pending.pop()
+                threads.append(thread)
+                thread.start()
+                thread.join(1.0)
+
+        return pause
+
+    def finished() -> bool:
+        for thread in threads:
+            thread.join(10.0)
+        return not any(thread.is_alive() for thread in threads)
+
+    rates = MemoryRateStore()
+    turns: list[float | None] = []
+    second = meanwhile(lambda: rates.reserve_now("k", RateLimit(1, per=60.0), 0.0), turns)
+
+    class PausingLimit(RateLimit):
+        @property
+        def capacity(self) -> int:  # read between the bucket's read and its write
+            second()
+            return 1
+
+    turns.append(rates.reserve_now("k", PausingLimit(1, per=60.0), 0.0))
+    assert finished()
+    assert sorted(turns, key=lambda wait: wait is None) == [0.0, None]
+
+    cache = MemoryCacheStore()
+    reads: list[str | None] = []
+
+    def read_at(moment: float) -> str | None:
+        token = CLOCK.set(lambda: moment)
+        try:
+            return asyncio.run(cache.get("k"))
+        finally:
+            CLOCK.reset(token)
+
+    other_read = meanwhile(lambda: read_at(100.0), reads)
+
+    def pausing_clock() -> float:  # read between the entry's read and its removal
+        other_read()
+        return 100.0
+
+    token = CLOCK.set(lambda: 0.0)
+    try:
+        asyncio.run(cache.set("k", '"v"', ttl=1.0))  # expired from 1.0 on
+    finally:
+        CLOCK.reset(token)
+    token = CLOCK.set(pausing_clock)
+    try:
+        reads.append(asyncio.run(cache.get("k")))
+    finally:
+        CLOCK.reset(token)
+    assert finished()
+    assert reads == [None, None] and len(cache) == 0
 
 
 def test_a_refused_group_policy_changes_no_tool_and_is_not_kept() -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from agcore_tools import (
+    Breaker,
     RateLimit,
     ResultCache,
     ToolConfigError,
@@ -203,6 +204,8 @@ async def test_a_tool_set_not_to_wait_is_refused_through_the_store(
         return f"sent {text}"
 
     assert (await registry.invoke("send", {"text": "a"})).output == "sent a"
+    # The key the guide names: {prefix}rate:tool:<name> ({prefix}rate:resource:<name>).
+    assert await store.client.exists(f"{store.prefix}rate:tool:send") == 1
     with pytest.raises(ToolUnavailableError, match=r"over its rate limit of 1 call\(s\) per 60 s"):
         await registry.invoke("send", {"text": "b"})
     # The bucket is the server's: another registry and store share it.
@@ -218,6 +221,36 @@ async def test_a_tool_set_not_to_wait_is_refused_through_the_store(
 
         with pytest.raises(ToolUnavailableError):
             await other.invoke("send", {"text": "c"})
+
+
+async def test_a_full_redis_or_none_never_fails_a_call_that_ran(
+    store: RedisStore, tmp_path: Path
+) -> None:
+    calls: list[str] = []
+    registry = counting_registry(store, calls)
+    await store.client.config_set("maxmemory", "1")  # full: SET refused (OOM), GET works
+    try:
+        result = await registry.invoke("lookup", {"order_id": "A1"})
+    finally:
+        await store.client.config_set("maxmemory", "0")
+    assert result.ok and result.output == {"order": "A1", "status": "shipped"}
+    assert result.may_have_run and not result.cached and calls == ["A1"]
+    # No server at all: a rate limit cannot be checked, so the call is refused unrun,
+    # which the model is told and the breaker never counts.
+    async with RedisStore(f"unix://{tmp_path}/no-such.sock") as gone:
+        registry = ToolRegistry()
+
+        @registry.tool(policy=ToolPolicy(rate=RateLimit(5, store=gone), breaker=Breaker(1)))
+        def send(text: str) -> str:
+            """Send a message."""
+            return f"sent {text}"
+
+        refused = await registry.invoke_all([("send", {"text": "a"})] * 2)
+    assert [(r.ok, r.may_have_run) for r in refused] == [(False, False)] * 2
+    error = refused[0].error
+    assert isinstance(error, ToolUnavailableError)
+    assert str(error).startswith("tool 'send' is unavailable: its rate limit could not be checked")
+    assert isinstance(error.__cause__, ToolError) and registry.unavailable_tools() == []
 
 
 _WORKER = textwrap.dedent(
@@ -348,6 +381,28 @@ async def test_errors_name_what_failed_and_leave_the_password_out(
             await encoded.get("k")
         assert "hunter" not in str(caught.value) and "hunter" not in repr(encoded)
     assert not [r for r in caplog.records if secret in r.getMessage()]
+
+
+async def test_a_password_in_the_query_is_left_out_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # redis-py's documented forms also take the password (and username) from the query.
+    caplog.set_level(logging.DEBUG)
+    secret = "hunter2 Qz9"
+    urls = [
+        f"unix://{tmp_path}/no-such.sock?db=0&password=hunter2+Qz9",
+        "redis://127.0.0.1:1/0?username=agent&password=hunter2%20Qz9",
+    ]
+    for url in urls:
+        async with RedisStore(url) as store:
+            assert store.client.connection_pool.connection_kwargs["password"] == secret
+            assert "hunter2" not in repr(store) and "password=***" in repr(store)
+            with pytest.raises(ToolError) as caught:
+                await store.get("k")
+            assert "hunter2" not in str(caught.value)
+            assert "password=***" in str(caught.value)
+    assert "username=***" in repr(store) and "agent" not in repr(store)
+    assert not [r for r in caplog.records if "hunter2" in r.getMessage()]
 
 
 def test_without_redis_py_the_store_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
