@@ -11,26 +11,22 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-import logging
-import sys
 import types
-import typing
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 from pydantic import ValidationError
-from pydantic.json_schema import GenerateJsonSchema
-from pydantic_core import core_schema
 from typing_extensions import ParamSpec, TypedDict
 
 from ._aio import positive_number, run_sync, with_timeout
 from ._attachments import normalise
 from ._generators import drain_async, drain_sync
+from ._origin import Origin, caller_stacklevel, interactive_run
+from ._returns import return_schema
 from .approval import NeedsApproval
 from .base import BaseTool, ToolContext, tool_definition
-from .content import CONTENT_TYPES
 from .error import (
     InvalidArgumentsError,
     ToolConfigError,
@@ -50,13 +46,10 @@ __all__ = [
     "ToolOptions",
     "check_timeout",
     "register_function",
-    "return_schema",
 ]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-logger = logging.getLogger("agcore_tools.code_mode")
 
 _PLAIN_JSON = (str, int, float, bool, type(None))
 
@@ -67,68 +60,8 @@ def _to_json(value: Any) -> Any:
     return normalise(value)  # JSON data; Image, Audio and File values kept as they are
 
 
-class _AsReceived(GenerateJsonSchema):
-    """pydantic's serialization schema, with a field that has a default required: the
-    result is ``to_jsonable_python`` of the value, which writes every field, so a reader
-    always gets its key. (``ConfigDict(json_schema_serialization_defaults_required=True)``
-    says the same, but a ``TypeAdapter`` of a model or dataclass refuses a config.) A
-    TypedDict's ``NotRequired`` key, which a value may lack, stays optional."""
-
-    def field_is_required(
-        self,
-        field: core_schema.ModelField | core_schema.DataclassField | core_schema.TypedDictField,
-        total: bool,
-    ) -> bool:
-        if field["type"] == "typed-dict-field":
-            return super().field_is_required(field, total)
-        return field.get("serialization_exclude_if") is None
-
-
-def return_schema(annotation: Any, tool_name: str | None = None) -> dict[str, Any] | None:
-    """The JSON Schema of what a function annotated to return ``annotation`` gives as a
-    tool result: pydantic's serialization schema, since the result is
-    ``to_jsonable_python`` of the value (a model or dataclass becomes a dict keyed by
-    its fields' aliases, every field present). None when it says nothing (no
-    annotation, ``Any``, ``None``), when it holds an ``Image``, ``Audio`` or ``File``
-    (its schema is not what a reader gets), or when pydantic cannot describe it (a
-    ``typing.TypedDict`` before Python 3.12: use ``typing_extensions.TypedDict``), which
-    is logged at debug level naming ``tool_name``.
-
-    Example:
-        >>> return_schema(list[str])
-        {'items': {'type': 'string'}, 'type': 'array'}
-        >>> return_schema(None), return_schema(Any), return_schema(type(None))
-        (None, None, None)
-    """
-    if annotation is None or annotation is Any or annotation is type(None):
-        return None
-    if _holds_content(annotation):
-        return None
-    # On first use, as function_schema loads pydantic.fields: `import agcore_tools`
-    # does not pay for it.
-    from pydantic import TypeAdapter
-
-    try:
-        schema = TypeAdapter(annotation).json_schema(
-            mode="serialization", schema_generator=_AsReceived
-        )
-    except Exception as exc:  # noqa: BLE001 - any type pydantic cannot describe shows no return
-        reason = " ".join(str(exc).split())[:200]
-        logger.debug(
-            "tool %r: its return annotation %r cannot be described, so code mode lists "
-            "it as returning Any: %s",
-            tool_name,
-            annotation,
-            reason,
-        )
-        return None
-    return schema or None  # {}: any value
-
-
-def _holds_content(annotation: Any) -> bool:
-    if inspect.isclass(annotation) and not isinstance(annotation, types.GenericAlias):
-        return issubclass(annotation, CONTENT_TYPES)
-    return any(_holds_content(arg) for arg in typing.get_args(annotation))
+def _first_parameter(func: Callable[..., Any]) -> str | None:
+    return next(iter(inspect.signature(func).parameters), None)
 
 
 def _validation_problems(
@@ -145,76 +78,6 @@ def _validation_problems(
             message = f"{message} (got {err['input']!r:.80})"
         problems.append((field, message))
     return problems, bare
-
-
-def _in_package(frame: types.FrameType) -> bool:
-    module = str(frame.f_globals.get("__name__", ""))
-    return module == "agcore_tools" or module.startswith("agcore_tools.")
-
-
-def _caller_stacklevel() -> int:
-    # The stacklevel, for a warnings.warn() in our caller, of the first frame outside
-    # this package: the user's line that made the tool.
-    frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and _in_package(frame):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def _interactive_run() -> int | None:
-    # The IPython cell execution running now, if any: tools made in a later cell
-    # replace those of an earlier one.
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    count = getattr(shell, "execution_count", None)
-    return count if isinstance(count, int) else None
-
-
-def _first_parameter(func: Callable[..., Any]) -> str | None:
-    return next(iter(inspect.signature(func).parameters), None)
-
-
-@dataclass(frozen=True)
-class _Origin:
-    """Where a tool's function comes from, to tell a redefinition from a collision."""
-
-    module: str
-    qualname: str
-    code: Any
-    """The innermost code object: a re-run cell or an ``exec`` compiles a new one."""
-    target: Any
-    """The callable itself (a bound method for a bound tool)."""
-    run: int | None
-    """The IPython execution count when the tool was made, outside IPython None."""
-
-    @classmethod
-    def of(cls, func: Any) -> _Origin:
-        inner = func
-        while isinstance(inner, functools.partial):
-            inner = inner.func
-        source = inner if inspect.isroutine(inner) or inspect.isclass(inner) else type(inner)
-        compiled = type(inner).__call__ if source is not inner else inner
-        return cls(
-            getattr(source, "__module__", None) or "",
-            getattr(source, "__qualname__", None) or "",
-            getattr(inspect.unwrap(compiled), "__code__", None),
-            func,
-            _interactive_run(),
-        )
-
-    def redefines(self, other: _Origin) -> bool:
-        """Whether a tool from here may replace ``other``'s under the same name."""
-        if (self.module, self.qualname) != (other.module, other.qualname) or not self.qualname:
-            return False
-        if self.code is not other.code:
-            return True  # the definition itself ran again: a re-run cell, exec, reload
-        if self.target is other.target or (
-            inspect.ismethod(self.target) and bool(self.target == other.target)
-        ):
-            return True  # the same function (or the same instance's method) again
-        # Same code, another function object: a factory's second product, unless a
-        # later notebook cell made it.
-        return self.run is not None and self.run != other.run
 
 
 class Registrar(Protocol):
@@ -395,7 +258,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self._direct = self._is_async and self._streams is None and not self._positional_only
         self._plain_args = self._plan is None and not self._renamed
         self.timeout = timeout  # also sets uses_context
-        self._origin = _Origin.of(func)
+        self._origin = Origin.of(func)
         self._binding = binding or ("instance" if schema.method else None)
         self._attribute: str | None = None
         self._bound_from: FunctionTool[..., Any] | None = None
@@ -416,7 +279,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
                 f"tool '{self.name}'{where} has no docstring, so the model gets no "
                 "description; add one, or pass description=",
                 ToolDefinitionWarning,
-                stacklevel=_caller_stacklevel(),
+                stacklevel=caller_stacklevel(),
             )
 
     @property
@@ -508,7 +371,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         bound.func = types.MethodType(self.func, receiver)
         bound._binding = None
         bound._bound_from = self
-        bound._origin = replace(self._origin, target=bound.func, run=_interactive_run())
+        bound._origin = replace(self._origin, target=bound.func, run=interactive_run())
         # Not cached on the instance: a copy of it would run on the original, and
         # pickling it would fail. Each lookup is a new tool, equal to the others.
         return bound
