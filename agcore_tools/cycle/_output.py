@@ -31,6 +31,7 @@ from ..error import LlmConfigError, OutputValidationError
 from ..registry import ToolRegistry
 from ..schema import ArgumentPlan, build_plan, strict_parameters
 from ._policy import tool_message
+from ._retry_feedback import feedback_message, feedback_text
 from ._stream import Turn
 from .output import OutputMode, StructuredOutput
 from .profiles import OPENAI, ServerProfile
@@ -190,7 +191,8 @@ class OutputRun:
             raise OutputValidationError(self.plan.label, raw, problems, self.attempts)
         self.retries_left -= 1
         if tell:
-            messages.append({"role": "user", "content": _feedback(self.plan, problems)})
+            # Marked, so history policies keep it with the answer it is about.
+            messages.append(feedback_message(self.plan.label, problems, tool=self.mode == "tool"))
         return Verdict.RETRY
 
 
@@ -292,9 +294,4 @@ def _problems(exc: ValidationError) -> list[str]:
 
 
 def _feedback(plan: OutputPlan, problems: list[str]) -> str:
-    how = (
-        f"Call {FINAL_TOOL} again with corrected arguments."
-        if plan.spec.mode == "tool"
-        else "Answer again with the corrected JSON only."
-    )
-    return f"Your answer is not a valid {plan.label}: {'; '.join(problems)}. {how}"
+    return feedback_text(plan.label, problems, tool=plan.spec.mode == "tool")

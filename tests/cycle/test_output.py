@@ -23,8 +23,10 @@ from agcore_tools import (
     OutputValidationError,
     StructuredOutput,
     ToolRegistry,
+    TrimOldest,
     TurnComplete,
 )
+from agcore_tools.cycle import split_exchanges
 from agcore_tools.testing import RawResponse
 
 from .conftest import S, assert_history_valid, tool_messages
@@ -198,6 +200,32 @@ async def test_an_invalid_answer_is_retried_with_its_field_errors(serve, make_cy
     assert server.requests[1].json["response_format"] == server.requests[0].json["response_format"]
     # The rejected answer stays in the history, followed by the feedback.
     assert [m["role"] for m in cycle.messages] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_a_trimmed_retry_keeps_the_question_and_the_answer_it_is_about(
+    serve, make_cycle, calc
+):
+    server = serve(
+        S.reply_text("Hello!"),
+        S.reply_tool_calls([("add", {"a": 2, "b": 3})]),
+        S.reply_text('{"result": "five"}'),
+        S.reply_text('{"result": 5}'),
+    )
+    cycle = make_cycle(server, history=TrimOldest(max_messages=6))
+    await cycle.submit("Hi")
+
+    response = await cycle.submit_with_tools("2 + 3?", calc, output_type=int)
+
+    assert response.output == 5
+    sent = server.requests[-1].json["messages"]
+    # The greeting's exchange goes; the question, tool turn and bad answer stay with
+    # the feedback (a user message, yet not the start of an exchange).
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[0]["content"] == "2 + 3?"
+    assert sent[-1]["content"].startswith("Your answer is not a valid int: result:")
+    # The mark survives a JSON round trip of the history.
+    _, exchanges = split_exchanges(json.loads(json.dumps(cycle.messages)))
+    assert [len(ex) for ex in exchanges] == [2, 6]
 
 
 async def test_spent_retries_raise_with_the_raw_text(serve, make_cycle):
