@@ -20,7 +20,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
@@ -138,13 +138,19 @@ class OutputRun:
         fails with no retry left, or at once when the model refused to answer."""
         if turn.refusal is not None and not turn.calls:
             # Asking again would only spend requests: the model declined, it did not err.
-            self.attempts += 1
             reason = f"the model refused to answer: {' '.join(turn.refusal.split())}"
-            raise OutputValidationError(self.plan.label, turn.refusal, [reason], self.attempts)
+            self._stop(turn.refusal, reason)
         if self.plan.spec.mode == "tool":
             return self._tool_turn(turn, messages, runs_tools)
-        if turn.calls:
+        if turn.calls and runs_tools:
             return Verdict.GO_ON
+        if turn.calls:
+            # No tool is offered (a bare submit): the calls cannot run, and ending here
+            # would leave the call without its output.
+            for call in turn.calls:
+                messages.append(tool_message(call, aborted_text(call, "no tools are offered")))
+            problems = ["it must be the JSON answer, not tool calls"]
+            return self._judge(False, None, problems, turn.text, messages, tell=True)
         ok, value, problems = self.plan.validate(turn.text)
         return self._judge(ok, value, problems, turn.text, messages, tell=True)
 
@@ -171,6 +177,10 @@ class OutputRun:
                 )
             messages.append(tool_message(call, text))
         return self._judge(ok, value, problems, final.arguments, messages, tell=False)
+
+    def _stop(self, raw: str, reason: str) -> NoReturn:
+        self.attempts += 1
+        raise OutputValidationError(self.plan.label, raw, [reason], self.attempts)
 
     def _judge(
         self,

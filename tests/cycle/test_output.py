@@ -287,6 +287,28 @@ async def test_a_refusal_raises_at_once_naming_it(serve, make_cycle, api, mode):
     assert cycle.messages[-1]["refusal"] == refusal
 
 
+async def test_a_bare_submit_answered_with_tool_calls_is_retried(serve, make_cycle):
+    server = serve(
+        S.reply_tool_calls([("lookup", {"q": "Japan"})], text="Let me look."),
+        S.reply_text('{"name": "Tokyo", "population": 37400000}'),
+        S.reply_tool_calls([("lookup", {"q": "Peru"})]),
+    )
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("Largest city of Japan?", output_type=City)
+
+    assert response.output == City(name="Tokyo", population=37400000)
+    sent = server.requests[1].json["messages"]
+    assert sent[-2]["content"].endswith("did not complete: no tools are offered")
+    assert "it must be the JSON answer, not tool calls" in sent[-1]["content"]
+    assert_history_valid(cycle.messages)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("Of Peru?", output_type=StructuredOutput(City, retries=0))
+    assert caught.value.problems == ("it must be the JSON answer, not tool calls",)
+    assert_history_valid(cycle.messages)
+
+
 # -- the json_object mode and the tool-mode fallback ----------------------------------
 
 
