@@ -46,6 +46,12 @@ FINAL_TOOL = "final_result"
 """The output tool of ``mode="tool"``."""
 _WRAP_KEY = "result"  # the one field a non-object type is wrapped in
 _MAX_PROBLEMS = 10  # field errors the model reads; the rest are counted
+# Finish reasons (Chat Completions, Responses) of an answer that was cut short.
+_CUT = {
+    "length": "the answer was cut at the token limit (raise max_completion_tokens)",
+    "max_output_tokens": "the answer was cut at the token limit (raise max_output_tokens)",
+    "content_filter": "the content filter stopped the answer",
+}
 _FINAL_DESCRIPTION = "Give the final answer: its arguments are the answer. Call it once, last."
 
 
@@ -135,7 +141,8 @@ class OutputRun:
     def end_turn(self, turn: Turn, messages: list[Message], runs_tools: bool) -> Verdict:
         """What ``turn`` (already in ``messages``) means; answers and feedback are
         appended to ``messages``. Raises :class:`OutputValidationError` when an answer
-        fails with no retry left, or at once when the model refused to answer."""
+        fails with no retry left, or at once when the model refused to answer or its
+        answer was cut (the token limit, the content filter)."""
         if turn.refusal is not None and not turn.calls:
             # Asking again would only spend requests: the model declined, it did not err.
             reason = f"the model refused to answer: {' '.join(turn.refusal.split())}"
@@ -144,6 +151,7 @@ class OutputRun:
             return self._tool_turn(turn, messages, runs_tools)
         if turn.calls and runs_tools:
             return Verdict.GO_ON
+        self._stop_if_cut(turn, turn.text)
         if turn.calls:
             # No tool is offered (a bare submit): the calls cannot run, and ending here
             # would leave the call without its output.
@@ -177,6 +185,13 @@ class OutputRun:
                 )
             messages.append(tool_message(call, text))
         return self._judge(ok, value, problems, final.arguments, messages, tell=False)
+
+    def _stop_if_cut(self, turn: Turn, raw: str) -> None:
+        # Asking again under the same limit or filter would be cut the same way, and the
+        # model would read a misleading "not valid JSON".
+        cause = _CUT.get(turn.raw_reason or "")
+        if cause is not None:
+            self._stop(raw, cause)
 
     def _stop(self, raw: str, reason: str) -> NoReturn:
         self.attempts += 1

@@ -287,6 +287,25 @@ async def test_a_refusal_raises_at_once_naming_it(serve, make_cycle, api, mode):
     assert cycle.messages[-1]["refusal"] == refusal
 
 
+@pytest.mark.parametrize(
+    ("reason", "cause"),
+    [("length", "cut at the token limit (raise max_"), ("content_filter", "content filter")],
+)
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_cut_answer_raises_at_once_naming_the_cause(serve, make_cycle, api, reason, cause):
+    cut = '{"name": "Paris", "population": 21'
+    server = serve(S.reply_text(cut, finish_reason=reason), S.reply_text("{}"))
+    cycle = make_cycle(server, api=api)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("Biggest city?", output_type=City)
+
+    error = caught.value
+    assert cause in str(error)
+    assert (error.raw_text, error.attempts) == (cut, 1)
+    assert len(server.requests) == 1  # the same limit would cut a retry too
+
+
 async def test_a_bare_submit_answered_with_tool_calls_is_retried(serve, make_cycle):
     server = serve(
         S.reply_tool_calls([("lookup", {"q": "Japan"})], text="Let me look."),
