@@ -166,6 +166,8 @@ class OutputRun:
         final = next((call for call in turn.calls if call.name == FINAL_TOOL), None)
         if final is None and turn.calls and runs_tools:
             return Verdict.GO_ON
+        # A repaired final_result of a cut turn would hold only what was written in time.
+        self._stop_if_cut(turn, final.arguments if final is not None else turn.text)
         # The turn ends the run (or is retried): no other call of it runs, and every
         # call is answered, in order, so the history stays valid.
         if final is None:

@@ -422,6 +422,25 @@ async def test_tool_mode_spent_retries_raise_with_the_arguments_and_answer_the_c
     assert_history_valid(cycle.messages)
 
 
+@pytest.mark.parametrize("repair", [False, True])
+async def test_tool_mode_a_final_result_cut_at_the_token_limit_is_never_the_answer(
+    serve, make_cycle, repair
+):
+    cut = '{"name": "Rome", "population": 2800000, "nicknames": ["Urbs", '
+    server = serve(
+        S.reply_tool_calls([("final_result", cut)], finish_reason="length"),
+        S.reply_tool_calls([("final_result", {"name": "Rome", "population": 1})]),
+    )
+    cycle = make_cycle(server, repair_arguments=repair)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("City?", output_type=StructuredOutput(City, mode="tool"))
+
+    assert "cut at the token limit" in str(caught.value)
+    assert len(server.requests) == 1
+    assert_history_valid(cycle.messages)
+
+
 # -- streaming and sync ----------------------------------------------------------------
 
 
