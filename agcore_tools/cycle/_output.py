@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
+from .._unicode import scrub_json
 from ..base import tool_definition
 from ..calls import aborted_text
 from ..error import LlmConfigError, OutputValidationError
@@ -96,13 +97,17 @@ class OutputPlan:
     def validate(self, text: str) -> tuple[bool, Any, list[str]]:
         """``(True, value, [])`` for a valid answer, else ``(False, None, problems)``."""
         try:
-            data = json.loads(text)
+            # Escaped lone surrogates ("\\ud800") parse, but pydantic's JSON refuses them.
+            data = scrub_json(json.loads(text))
+            if self.nulls is not None and isinstance(data, dict):
+                data, _ = self.nulls.apply(data)
+            # Validated as JSON, not as Python values: a strict type takes "2024-05-06"
+            # for a date from JSON, never from a Python str.
+            text = json.dumps(data, ensure_ascii=False)
         except (ValueError, RecursionError) as exc:
             return False, None, [f"the answer is not valid JSON: {exc}"]
-        if self.nulls is not None and isinstance(data, dict):
-            data, _ = self.nulls.apply(data)
         try:
-            value = self.adapter.validate_python(data)
+            value = self.adapter.validate_json(text)
         except ValidationError as exc:
             return False, None, _problems(exc)
         return True, (value[_WRAP_KEY] if self.wrapped else value), []

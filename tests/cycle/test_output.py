@@ -5,14 +5,17 @@ fallback, streaming and the sync twins."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import enum
 import json
 import logging
 import sys
+import uuid
 from typing import Any, Literal
 
 import pytest
 from openai import OpenAI
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
 from agcore_tools import (
@@ -53,6 +56,13 @@ class Forecast(BaseModel):
     celsius: int = 15  # optional: strict mode makes it nullable
     note: str | None = "none"  # None is a value of its own here
 
+
+class Kind(enum.Enum):
+    STANDUP = "standup"
+    REVIEW = "review"
+
+
+ROOM = "12345678-1234-5678-1234-567812345678"
 
 OBJECT = {"type": "object", "additionalProperties": False}
 
@@ -153,6 +163,26 @@ async def test_a_null_for_an_optional_field_means_its_default_unless_it_accepts_
     assert response.output == Forecast(city="Oslo", celsius=15, note=None)
     properties = server.requests[0].json["response_format"]["json_schema"]["schema"]["properties"]
     assert properties["celsius"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+
+
+class Meeting(BaseModel):
+    model_config = ConfigDict(strict=True)
+    day: datetime.date
+    room: uuid.UUID
+    kind: Kind
+    note: str = "none"
+
+
+async def test_a_strict_model_takes_dates_uuids_and_enums_from_json(serve, make_cycle):
+    fields = {"day": "2024-05-06", "room": ROOM, "kind": "standup"}
+    answer = json.dumps({**fields, "note": None})  # null: the default, in strict mode
+    server = serve(S.reply_text(answer))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("When?", output_type=Meeting)
+
+    assert response.output == Meeting.model_validate_json(json.dumps(fields))
+    assert response.output.day == datetime.date(2024, 5, 6)
 
 
 async def test_without_output_type_no_request_carries_a_response_format(serve, make_cycle, calc):
