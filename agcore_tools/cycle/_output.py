@@ -181,15 +181,27 @@ class OutputRun:
                 messages.append(tool_message(call, aborted_text(call, reason)))
             problems = [f"it must be the arguments of a {FINAL_TOOL} call"]
             return self._judge(False, None, problems, turn.text, messages, tell=True)
-        ok, value, problems = self.plan.validate(final.arguments)
-        for call in turn.calls:
-            if call is not final:
-                reason = f"{FINAL_TOOL} was called in the same turn"
-                text = aborted_text(call, reason)
-            else:
+        # Of several final_result calls, the first valid one is the answer: a bad first
+        # try next to a good one must not cost a retry.
+        checks = [
+            self.plan.validate(call.arguments) if call.name == FINAL_TOOL else None
+            for call in turn.calls
+        ]
+        first = next(i for i, check in enumerate(checks) if check is not None)
+        index = next((i for i, check in enumerate(checks) if check and check[0]), first)
+        final = turn.calls[index]
+        ok, value, problems = checks[index] or (False, None, [])
+        for position, (call, check) in enumerate(zip(turn.calls, checks, strict=True)):
+            if position == index:
                 text = (
                     "Final answer received." if ok else f"Error: {_feedback(self.plan, problems)}"
                 )
+            elif check is not None and not ok:
+                text = f"Error: {_feedback(self.plan, check[2])}"
+            elif check is not None:
+                text = aborted_text(call, f"another {FINAL_TOOL} call of this turn is the answer")
+            else:
+                text = aborted_text(call, f"{FINAL_TOOL} was called in the same turn")
             messages.append(tool_message(call, text))
         return self._judge(ok, value, problems, final.arguments, messages, tell=False)
 

@@ -439,6 +439,33 @@ async def test_tool_mode_retries_bad_arguments_and_a_text_answer(serve, make_cyc
     assert_history_valid(cycle.messages)
 
 
+async def test_tool_mode_takes_the_first_valid_of_several_final_result_calls(serve, make_cycle):
+    server = serve(
+        S.reply_tool_calls(
+            [
+                ("final_result", {"name": "Rome"}),
+                ("final_result", {"name": "Rome", "population": 2800000}),
+                ("final_result", {"name": "Milan", "population": 1}),
+            ]
+        )
+    )
+    cycle = make_cycle(server)
+
+    output = StructuredOutput(City, mode="tool", retries=0)
+    response = await cycle.submit("City?", output_type=output)
+
+    assert response.output == City(name="Rome", population=2800000)
+    assert len(server.requests) == 1  # no retry spent
+    answers = list(tool_messages(cycle.messages).values())
+    assert answers[0].startswith("Error: aborted; tool 'final_result' did not complete: another")
+    assert answers[1:] == [
+        "Final answer received.",
+        "Error: aborted; tool 'final_result' did not complete: "
+        "another final_result call of this turn is the answer",
+    ]
+    assert_history_valid(cycle.messages)
+
+
 async def test_tool_mode_spent_retries_raise_with_the_arguments_and_answer_the_call(
     serve, make_cycle
 ):
