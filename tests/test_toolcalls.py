@@ -18,6 +18,7 @@ from agcore_tools import (
     InvalidArgumentsError,
     PermissionChecker,
     PermissionConfig,
+    ToolConfigError,
     ToolError,
     ToolInvocation,
     ToolRegistry,
@@ -386,6 +387,29 @@ async def test_results_are_truncated_like_the_loop_does(registry) -> None:
         [chat_call("c1", "long_text", "{}")], max_result_bytes=None
     )
     assert full["content"] == "字" * 10000
+
+
+@pytest.mark.parametrize(
+    ("limit", "value"),
+    [
+        ("max_result_bytes", 0),
+        ("max_result_bytes", -8),
+        ("max_result_bytes", 63),
+        ("max_result_bytes", 10.5),
+        ("max_result_bytes", "16k"),
+        ("max_result_bytes", True),
+        ("max_attachment_bytes", 0),
+        ("max_attachment_bytes", 2.0),
+    ],
+)
+async def test_a_byte_limit_that_is_no_integer_in_range_is_refused(registry, limit, value) -> None:
+    calls = [chat_call("c1", "long_text", "{}")]
+    expected = f"run_tool_calls\\(\\) {limit} must be an integer at least"
+    with pytest.raises(ToolConfigError, match=expected) as caught:
+        await registry.run_tool_calls(calls, **{limit: value})
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(ToolConfigError, match=expected):
+        registry.run_tool_calls_sync(calls, **{limit: value})
 
 
 async def test_nothing_to_run_gives_nothing(registry) -> None:

@@ -24,6 +24,7 @@ from ._parse import parse_call
 from ._render import model_result
 
 __all__ = [
+    "check_byte_limit",
     "check_tool_calls",
     "iter_invocations",
     "preflight",
@@ -113,6 +114,29 @@ def check_tool_calls(tool_calls: object) -> None:
         )
 
 
+def check_byte_limit(value: object, what: str, minimum: int) -> None:
+    """Refuse a byte limit that is not an integer at least ``minimum``, or None, with a
+    :class:`~agcore_tools.ToolConfigError` naming ``what``.
+
+    Zero would send the model an empty result and a negative number would cut its end
+    off silently; a float or a string would fail later with a bare ``TypeError``. The
+    minimums are those of :class:`~agcore_tools.Limits`.
+
+    Example:
+        >>> check_byte_limit(None, "run_tool_calls() max_result_bytes", 64)
+        >>> check_byte_limit(10.5, "run_tool_calls() max_result_bytes", 64)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: run_tool_calls() max_result_bytes must be an integer at least 64 or None, got 10.5
+    """
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ToolConfigError(
+            f"{what} must be an integer at least {minimum} or None, got {value!r}"
+        )
+
+
 async def run_tool_calls(
     table: ToolTable,
     tool_calls: Iterable[Any] | None,
@@ -127,6 +151,8 @@ async def run_tool_calls(
 ) -> ToolCallOutputs:
     """Implementation of :meth:`ToolRegistry.run_tool_calls`."""
     check_timeout(timeout, "run_tool_calls() timeout")
+    check_byte_limit(max_result_bytes, "run_tool_calls() max_result_bytes", 64)
+    check_byte_limit(max_attachment_bytes, "run_tool_calls() max_attachment_bytes", 1)
     check_tool_calls(tool_calls)
     # 1. Read each item as a Chat Completions tool call or a Responses function call;
     #    other Responses output items (messages, reasoning) are skipped.

@@ -20,17 +20,19 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
+from .._unicode import scrub_json
 from ..base import tool_definition
 from ..calls import aborted_text
 from ..error import LlmConfigError, OutputValidationError
 from ..registry import ToolRegistry
 from ..schema import ArgumentPlan, build_plan, strict_parameters
 from ._policy import tool_message
+from ._retry_feedback import feedback_message, feedback_text
 from ._stream import Turn
 from .output import OutputMode, StructuredOutput
 from .profiles import OPENAI, ServerProfile
@@ -45,6 +47,12 @@ FINAL_TOOL = "final_result"
 """The output tool of ``mode="tool"``."""
 _WRAP_KEY = "result"  # the one field a non-object type is wrapped in
 _MAX_PROBLEMS = 10  # field errors the model reads; the rest are counted
+# Finish reasons (Chat Completions, Responses) of an answer that was cut short.
+_CUT = {
+    "length": "the answer was cut at the token limit (raise max_completion_tokens)",
+    "max_output_tokens": "the answer was cut at the token limit (raise max_output_tokens)",
+    "content_filter": "the content filter stopped the answer",
+}
 _FINAL_DESCRIPTION = "Give the final answer: its arguments are the answer. Call it once, last."
 
 
@@ -89,13 +97,17 @@ class OutputPlan:
     def validate(self, text: str) -> tuple[bool, Any, list[str]]:
         """``(True, value, [])`` for a valid answer, else ``(False, None, problems)``."""
         try:
-            data = json.loads(text)
+            # Escaped lone surrogates ("\\ud800") parse, but pydantic's JSON refuses them.
+            data = scrub_json(json.loads(text))
+            if self.nulls is not None and isinstance(data, dict):
+                data, _ = self.nulls.apply(data)
+            # Validated as JSON, not as Python values: a strict type takes "2024-05-06"
+            # for a date from JSON, never from a Python str.
+            text = json.dumps(data, ensure_ascii=False)
         except (ValueError, RecursionError) as exc:
             return False, None, [f"the answer is not valid JSON: {exc}"]
-        if self.nulls is not None and isinstance(data, dict):
-            data, _ = self.nulls.apply(data)
         try:
-            value = self.adapter.validate_python(data)
+            value = self.adapter.validate_json(text)
         except ValidationError as exc:
             return False, None, _problems(exc)
         return True, (value[_WRAP_KEY] if self.wrapped else value), []
@@ -134,16 +146,24 @@ class OutputRun:
     def end_turn(self, turn: Turn, messages: list[Message], runs_tools: bool) -> Verdict:
         """What ``turn`` (already in ``messages``) means; answers and feedback are
         appended to ``messages``. Raises :class:`OutputValidationError` when an answer
-        fails with no retry left, or at once when the model refused to answer."""
+        fails with no retry left, or at once when the model refused to answer or its
+        answer was cut (the token limit, the content filter)."""
         if turn.refusal is not None and not turn.calls:
             # Asking again would only spend requests: the model declined, it did not err.
-            self.attempts += 1
             reason = f"the model refused to answer: {' '.join(turn.refusal.split())}"
-            raise OutputValidationError(self.plan.label, turn.refusal, [reason], self.attempts)
+            self._stop(turn.refusal, reason)
         if self.plan.spec.mode == "tool":
             return self._tool_turn(turn, messages, runs_tools)
-        if turn.calls:
+        if turn.calls and runs_tools:
             return Verdict.GO_ON
+        self._stop_if_cut(turn, turn.text)
+        if turn.calls:
+            # No tool is offered (a bare submit): the calls cannot run, and ending here
+            # would leave the call without its output.
+            for call in turn.calls:
+                messages.append(tool_message(call, aborted_text(call, "no tools are offered")))
+            problems = ["it must be the JSON answer, not tool calls"]
+            return self._judge(False, None, problems, turn.text, messages, tell=True)
         ok, value, problems = self.plan.validate(turn.text)
         return self._judge(ok, value, problems, turn.text, messages, tell=True)
 
@@ -151,6 +171,8 @@ class OutputRun:
         final = next((call for call in turn.calls if call.name == FINAL_TOOL), None)
         if final is None and turn.calls and runs_tools:
             return Verdict.GO_ON
+        # A repaired final_result of a cut turn would hold only what was written in time.
+        self._stop_if_cut(turn, final.arguments if final is not None else turn.text)
         # The turn ends the run (or is retried): no other call of it runs, and every
         # call is answered, in order, so the history stays valid.
         if final is None:
@@ -159,17 +181,40 @@ class OutputRun:
                 messages.append(tool_message(call, aborted_text(call, reason)))
             problems = [f"it must be the arguments of a {FINAL_TOOL} call"]
             return self._judge(False, None, problems, turn.text, messages, tell=True)
-        ok, value, problems = self.plan.validate(final.arguments)
-        for call in turn.calls:
-            if call is not final:
-                reason = f"{FINAL_TOOL} was called in the same turn"
-                text = aborted_text(call, reason)
-            else:
+        # Of several final_result calls, the first valid one is the answer: a bad first
+        # try next to a good one must not cost a retry.
+        checks = [
+            self.plan.validate(call.arguments) if call.name == FINAL_TOOL else None
+            for call in turn.calls
+        ]
+        first = next(i for i, check in enumerate(checks) if check is not None)
+        index = next((i for i, check in enumerate(checks) if check and check[0]), first)
+        final = turn.calls[index]
+        ok, value, problems = checks[index] or (False, None, [])
+        for position, (call, check) in enumerate(zip(turn.calls, checks, strict=True)):
+            if position == index:
                 text = (
                     "Final answer received." if ok else f"Error: {_feedback(self.plan, problems)}"
                 )
+            elif check is not None and not ok:
+                text = f"Error: {_feedback(self.plan, check[2])}"
+            elif check is not None:
+                text = aborted_text(call, f"another {FINAL_TOOL} call of this turn is the answer")
+            else:
+                text = aborted_text(call, f"{FINAL_TOOL} was called in the same turn")
             messages.append(tool_message(call, text))
         return self._judge(ok, value, problems, final.arguments, messages, tell=False)
+
+    def _stop_if_cut(self, turn: Turn, raw: str) -> None:
+        # Asking again under the same limit or filter would be cut the same way, and the
+        # model would read a misleading "not valid JSON".
+        cause = _CUT.get(turn.raw_reason or "")
+        if cause is not None:
+            self._stop(raw, cause)
+
+    def _stop(self, raw: str, reason: str) -> NoReturn:
+        self.attempts += 1
+        raise OutputValidationError(self.plan.label, raw, [reason], self.attempts)
 
     def _judge(
         self,
@@ -190,7 +235,8 @@ class OutputRun:
             raise OutputValidationError(self.plan.label, raw, problems, self.attempts)
         self.retries_left -= 1
         if tell:
-            messages.append({"role": "user", "content": _feedback(self.plan, problems)})
+            # Marked, so history policies keep it with the answer it is about.
+            messages.append(feedback_message(self.plan.label, problems, tool=self.mode == "tool"))
         return Verdict.RETRY
 
 
@@ -292,9 +338,4 @@ def _problems(exc: ValidationError) -> list[str]:
 
 
 def _feedback(plan: OutputPlan, problems: list[str]) -> str:
-    how = (
-        f"Call {FINAL_TOOL} again with corrected arguments."
-        if plan.spec.mode == "tool"
-        else "Answer again with the corrected JSON only."
-    )
-    return f"Your answer is not a valid {plan.label}: {'; '.join(problems)}. {how}"
+    return feedback_text(plan.label, problems, tool=plan.spec.mode == "tool")

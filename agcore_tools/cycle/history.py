@@ -9,7 +9,8 @@ tool messages answering it always sit in the same exchange, so no policy built o
 :func:`split_exchanges` can separate them (providers reject such a history with a 400).
 The user message that carries the images, audio and files of those tool results
 (tool messages carry text only; see :mod:`agcore_tools.content`) belongs to the same
-exchange too.
+exchange too, as does the user message that asks again for a structured answer
+(``output_type``) that did not validate.
 
 Example:
     >>> policy = TrimOldest(max_messages=3)
@@ -33,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .._attachments import is_attachments_message
 from ..error import LlmConfigError
+from ._retry_feedback import is_feedback_message
 
 __all__ = ["HistoryPolicy", "TrimOldest", "split_exchanges"]
 
@@ -68,7 +70,9 @@ def split_exchanges(messages: Sequence[Message]) -> tuple[list[Message], list[li
 
     An exchange starts at a user message and runs to the next one; messages before
     the first user message form an exchange of their own. The user message that
-    carries tool results' images, audio and files continues its exchange.
+    carries tool results' images, audio and files continues its exchange, and so does
+    the one that tells the model why its structured answer (``output_type``) was
+    refused, so a retry is never sent without the question and answer it is about.
 
     Example:
         >>> system, exchanges = split_exchanges([
@@ -87,7 +91,11 @@ def split_exchanges(messages: Sequence[Message]) -> tuple[list[Message], list[li
     exchanges: list[list[Message]] = []
     previous: Message | None = None
     for message in messages[start:]:
-        starts = message.get("role") == "user" and not is_attachments_message(message, previous)
+        starts = (
+            message.get("role") == "user"
+            and not is_attachments_message(message, previous)
+            and not is_feedback_message(message, previous)
+        )
         if starts or not exchanges:
             exchanges.append([message])
         else:

@@ -5,14 +5,17 @@ fallback, streaming and the sync twins."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import enum
 import json
 import logging
 import sys
+import uuid
 from typing import Any, Literal
 
 import pytest
 from openai import OpenAI
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
 from agcore_tools import (
@@ -23,8 +26,10 @@ from agcore_tools import (
     OutputValidationError,
     StructuredOutput,
     ToolRegistry,
+    TrimOldest,
     TurnComplete,
 )
+from agcore_tools.cycle import split_exchanges
 from agcore_tools.testing import RawResponse
 
 from .conftest import S, assert_history_valid, tool_messages
@@ -51,6 +56,13 @@ class Forecast(BaseModel):
     celsius: int = 15  # optional: strict mode makes it nullable
     note: str | None = "none"  # None is a value of its own here
 
+
+class Kind(enum.Enum):
+    STANDUP = "standup"
+    REVIEW = "review"
+
+
+ROOM = "12345678-1234-5678-1234-567812345678"
 
 OBJECT = {"type": "object", "additionalProperties": False}
 
@@ -153,6 +165,26 @@ async def test_a_null_for_an_optional_field_means_its_default_unless_it_accepts_
     assert properties["celsius"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
 
 
+class Meeting(BaseModel):
+    model_config = ConfigDict(strict=True)
+    day: datetime.date
+    room: uuid.UUID
+    kind: Kind
+    note: str = "none"
+
+
+async def test_a_strict_model_takes_dates_uuids_and_enums_from_json(serve, make_cycle):
+    fields = {"day": "2024-05-06", "room": ROOM, "kind": "standup"}
+    answer = json.dumps({**fields, "note": None})  # null: the default, in strict mode
+    server = serve(S.reply_text(answer))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("When?", output_type=Meeting)
+
+    assert response.output == Meeting.model_validate_json(json.dumps(fields))
+    assert response.output.day == datetime.date(2024, 5, 6)
+
+
 async def test_without_output_type_no_request_carries_a_response_format(serve, make_cycle, calc):
     server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2})]), S.reply_text("3"))
     cycle = make_cycle(server)
@@ -198,6 +230,32 @@ async def test_an_invalid_answer_is_retried_with_its_field_errors(serve, make_cy
     assert server.requests[1].json["response_format"] == server.requests[0].json["response_format"]
     # The rejected answer stays in the history, followed by the feedback.
     assert [m["role"] for m in cycle.messages] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_a_trimmed_retry_keeps_the_question_and_the_answer_it_is_about(
+    serve, make_cycle, calc
+):
+    server = serve(
+        S.reply_text("Hello!"),
+        S.reply_tool_calls([("add", {"a": 2, "b": 3})]),
+        S.reply_text('{"result": "five"}'),
+        S.reply_text('{"result": 5}'),
+    )
+    cycle = make_cycle(server, history=TrimOldest(max_messages=6))
+    await cycle.submit("Hi")
+
+    response = await cycle.submit_with_tools("2 + 3?", calc, output_type=int)
+
+    assert response.output == 5
+    sent = server.requests[-1].json["messages"]
+    # The greeting's exchange goes; the question, tool turn and bad answer stay with
+    # the feedback (a user message, yet not the start of an exchange).
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[0]["content"] == "2 + 3?"
+    assert sent[-1]["content"].startswith("Your answer is not a valid int: result:")
+    # The mark survives a JSON round trip of the history.
+    _, exchanges = split_exchanges(json.loads(json.dumps(cycle.messages)))
+    assert [len(ex) for ex in exchanges] == [2, 6]
 
 
 async def test_spent_retries_raise_with_the_raw_text(serve, make_cycle):
@@ -257,6 +315,47 @@ async def test_a_refusal_raises_at_once_naming_it(serve, make_cycle, api, mode):
     assert (error.raw_text, error.attempts) == (refusal, 1)
     assert len(server.requests) == 1  # no retry spent on it
     assert cycle.messages[-1]["refusal"] == refusal
+
+
+@pytest.mark.parametrize(
+    ("reason", "cause"),
+    [("length", "cut at the token limit (raise max_"), ("content_filter", "content filter")],
+)
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_cut_answer_raises_at_once_naming_the_cause(serve, make_cycle, api, reason, cause):
+    cut = '{"name": "Paris", "population": 21'
+    server = serve(S.reply_text(cut, finish_reason=reason), S.reply_text("{}"))
+    cycle = make_cycle(server, api=api)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("Biggest city?", output_type=City)
+
+    error = caught.value
+    assert cause in str(error)
+    assert (error.raw_text, error.attempts) == (cut, 1)
+    assert len(server.requests) == 1  # the same limit would cut a retry too
+
+
+async def test_a_bare_submit_answered_with_tool_calls_is_retried(serve, make_cycle):
+    server = serve(
+        S.reply_tool_calls([("lookup", {"q": "Japan"})], text="Let me look."),
+        S.reply_text('{"name": "Tokyo", "population": 37400000}'),
+        S.reply_tool_calls([("lookup", {"q": "Peru"})]),
+    )
+    cycle = make_cycle(server)
+
+    response = await cycle.submit("Largest city of Japan?", output_type=City)
+
+    assert response.output == City(name="Tokyo", population=37400000)
+    sent = server.requests[1].json["messages"]
+    assert sent[-2]["content"].endswith("did not complete: no tools are offered")
+    assert "it must be the JSON answer, not tool calls" in sent[-1]["content"]
+    assert_history_valid(cycle.messages)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("Of Peru?", output_type=StructuredOutput(City, retries=0))
+    assert caught.value.problems == ("it must be the JSON answer, not tool calls",)
+    assert_history_valid(cycle.messages)
 
 
 # -- the json_object mode and the tool-mode fallback ----------------------------------
@@ -340,6 +439,33 @@ async def test_tool_mode_retries_bad_arguments_and_a_text_answer(serve, make_cyc
     assert_history_valid(cycle.messages)
 
 
+async def test_tool_mode_takes_the_first_valid_of_several_final_result_calls(serve, make_cycle):
+    server = serve(
+        S.reply_tool_calls(
+            [
+                ("final_result", {"name": "Rome"}),
+                ("final_result", {"name": "Rome", "population": 2800000}),
+                ("final_result", {"name": "Milan", "population": 1}),
+            ]
+        )
+    )
+    cycle = make_cycle(server)
+
+    output = StructuredOutput(City, mode="tool", retries=0)
+    response = await cycle.submit("City?", output_type=output)
+
+    assert response.output == City(name="Rome", population=2800000)
+    assert len(server.requests) == 1  # no retry spent
+    answers = list(tool_messages(cycle.messages).values())
+    assert answers[0].startswith("Error: aborted; tool 'final_result' did not complete: another")
+    assert answers[1:] == [
+        "Final answer received.",
+        "Error: aborted; tool 'final_result' did not complete: "
+        "another final_result call of this turn is the answer",
+    ]
+    assert_history_valid(cycle.messages)
+
+
 async def test_tool_mode_spent_retries_raise_with_the_arguments_and_answer_the_call(
     serve, make_cycle
 ):
@@ -350,6 +476,25 @@ async def test_tool_mode_spent_retries_raise_with_the_arguments_and_answer_the_c
         await cycle.submit("Number?", output_type=StructuredOutput(int, mode="tool", retries=0))
 
     assert json.loads(caught.value.raw_text) == {"result": "x"}
+    assert_history_valid(cycle.messages)
+
+
+@pytest.mark.parametrize("repair", [False, True])
+async def test_tool_mode_a_final_result_cut_at_the_token_limit_is_never_the_answer(
+    serve, make_cycle, repair
+):
+    cut = '{"name": "Rome", "population": 2800000, "nicknames": ["Urbs", '
+    server = serve(
+        S.reply_tool_calls([("final_result", cut)], finish_reason="length"),
+        S.reply_tool_calls([("final_result", {"name": "Rome", "population": 1})]),
+    )
+    cycle = make_cycle(server, repair_arguments=repair)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("City?", output_type=StructuredOutput(City, mode="tool"))
+
+    assert "cut at the token limit" in str(caught.value)
+    assert len(server.requests) == 1
     assert_history_valid(cycle.messages)
 
 
