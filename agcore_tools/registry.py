@@ -153,6 +153,7 @@ class ToolRegistry(RegistrySync):
         self._strict = strict
         self._schema_transforms = tuple(schema_transforms)
         self._definitions: dict[str, list[dict[str, Any]]] = {}
+        self._definitions_checker: PermissionChecker | None = None  # the cache's
         self._hidden_logged: set[frozenset[str]] = set()
         self._policies = PolicyBook()
 
@@ -332,7 +333,9 @@ class ToolRegistry(RegistrySync):
         """A registry with this one's settings that holds ``entries`` as they are.
 
         The entries are shared, not copied: calls through the view count in their
-        stats. Tool selection offers a run a view of the chosen tools.
+        stats. So is the permission checker: the view checks calls with whatever checker
+        this registry has at the time (until one is set on the view itself). Tool
+        selection offers a run a view of the chosen tools.
 
         Example:
             >>> tool_registry_example = ToolRegistry()
@@ -344,9 +347,10 @@ class ToolRegistry(RegistrySync):
             >>> view.list_tools(), view.entry("ping") is tool_registry_example.entry("ping")
             (['ping'], True)
         """
-        view = ToolRegistry(
-            self._table.checker, strict=self._strict, schema_transforms=self._schema_transforms
-        )
+        view = ToolRegistry(strict=self._strict, schema_transforms=self._schema_transforms)
+        # Read live, not copied: a checker set here mid-run must hold for a run's calls,
+        # which go through a view of the tools it offers.
+        view._table.source = self._table
         for entry in entries:
             view._add(entry)  # with its guard as it is: policies hold across views
         return view
@@ -496,11 +500,15 @@ class ToolRegistry(RegistrySync):
             >>> flat["name"], flat["strict"], flat["parameters"]["additionalProperties"]
             ('example', True, False)
         """
+        table = self._table
+        if self._definitions_checker is not table.checker:
+            # A view's checker is its registry's, which can change without it knowing.
+            self._definitions.clear()
+            self._definitions_checker = table.checker
         cached = self._definitions.get(api)
         if cached is None:
             if api not in ("chat", "responses"):
                 raise ToolConfigError(f"unknown api {api!r}: expected 'chat' or 'responses'")
-            table = self._table
             offered = offered_entries(
                 self._entries.values(), table.checker, self._hidden_logged, table.unchecked
             )

@@ -16,6 +16,7 @@ from agcore_tools import (
     LlmError,
     PermissionChecker,
     PermissionConfig,
+    PermissionDeniedError,
     ToolNotFoundError,
     ToolNotOfferedError,
     ToolRegistry,
@@ -333,6 +334,45 @@ async def test_a_strict_permission_checker_lets_the_search_tools_run(serve, make
     server = serve(S.reply_tool_calls([("forecast_archive", {"city": "Oslo"}, "c1")]))
     with pytest.raises(LlmError, match="tool 'forecast_archive' is not registered"):
         await make_cycle(server).submit_with_tools("Archive?", registry, select=search)
+
+
+@pytest.mark.parametrize(
+    "select",
+    [["lock_down", "read_file"], ToolSearch(core=["lock_down", "read_file"])],
+    ids=["names", "search"],
+)
+async def test_a_permission_checker_set_mid_run_holds_for_the_selected_tools(
+    serve, make_cycle, select
+):
+    # A run's calls go through a view of the tools it offers, which copied the checker
+    # when built: one set mid-run (consent revoked) was ignored, and the tool still ran.
+    registry = ToolRegistry()
+
+    @registry.tool(permissions=["filesystem"])
+    def read_file(path: str) -> str:
+        """Read a text file from disk and return its contents."""
+        return "contents"
+
+    @registry.tool
+    def lock_down() -> str:
+        """Revoke file access for this session."""
+        registry.permission_checker = PermissionChecker(PermissionConfig(denied=["filesystem"]))
+        return "locked"
+
+    server = serve(
+        S.reply_tool_calls([("read_file", {"path": "a"}, "r1")]),
+        S.reply_tool_calls([("lock_down", {}, "l1")]),
+        S.reply_tool_calls([("read_file", {"path": "b"}, "r2")]),
+    )
+    cycle = make_cycle(server)
+
+    with pytest.raises(LlmError, match="permission denied: tool 'read_file'") as raised:
+        await cycle.submit_with_tools("Read a and b", registry, select=select)
+
+    assert isinstance(raised.value.__cause__, PermissionDeniedError)
+    assert tool_messages(cycle.messages)["r1"] == "contents"
+    assert registry.entry("read_file").stats.calls == 1
+    assert_history_valid(cycle.messages)
 
 
 async def test_a_found_tool_the_core_later_takes_in_is_offered_once(serve, make_cycle, tagged):
