@@ -285,7 +285,11 @@ class RunOffer:
         self._registry = registry
         self._select = select
         # The SDK's TypedDicts for apps; this module edits them as the plain dicts they are.
-        self._all = cast(Definitions, registry.definitions()) if len(registry) else []
+        # With the tools whose breaker is open: turn() leaves them out while it is, and a
+        # call to one is then told to wait, not that no such tool exists.
+        self._all = (
+            cast(Definitions, registry.definitions(unavailable=True)) if len(registry) else []
+        )
         self._offerable = {_name(d) for d in self._all}
         self._views: dict[tuple[str, ...], ToolRegistry] = {}
         self._found: list[str] = []

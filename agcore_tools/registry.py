@@ -462,15 +462,23 @@ class ToolRegistry(RegistrySync):
         return (entry.tool for entry in list(self._entries.values()))
 
     @overload
-    def definitions(self, api: Literal["chat"] = "chat") -> list[ChatCompletionToolParam]: ...
+    def definitions(
+        self, api: Literal["chat"] = "chat", *, unavailable: bool = False
+    ) -> list[ChatCompletionToolParam]: ...
 
     @overload
-    def definitions(self, api: Literal["responses"]) -> list[FunctionToolParam]: ...
+    def definitions(
+        self, api: Literal["responses"], *, unavailable: bool = False
+    ) -> list[FunctionToolParam]: ...
 
     @overload
-    def definitions(self, api: Literal["chat", "responses"]) -> list[Any]: ...
+    def definitions(
+        self, api: Literal["chat", "responses"], *, unavailable: bool = False
+    ) -> list[Any]: ...
 
-    def definitions(self, api: Literal["chat", "responses"] = "chat") -> list[Any]:
+    def definitions(
+        self, api: Literal["chat", "responses"] = "chat", *, unavailable: bool = False
+    ) -> list[Any]:
         """Tool params for a model request, in registration order.
 
         ``api="chat"`` (default) gives Chat Completions params
@@ -481,7 +489,9 @@ class ToolRegistry(RegistrySync):
         refuses are left out: offering the model a tool it may not run only wastes
         tokens and ends the loop when the model calls it (:meth:`list_tools` still
         lists every tool). They are logged, once per set of tools, with the rule.
-        So are tools whose circuit breaker is open (see :meth:`unavailable_tools`).
+        So are tools whose circuit breaker is open (see :meth:`unavailable_tools`),
+        unless ``unavailable=True``: tool selection keeps them in a run's tools and
+        leaves them out of each request while their breaker is open.
         The registry's ``schema_transforms`` run on each tool's parameters first.
 
         A tool whose :attr:`ToolEntry.strict` is set is offered in OpenAI's strict mode
@@ -515,7 +525,7 @@ class ToolRegistry(RegistrySync):
             transforms = self._schema_transforms
             cached = [offered_definition(e, transforms, api) for e in offered]
             self._definitions[api] = cached
-        if self._policies.breakers:
+        if self._policies.breakers and not unavailable:
             hidden = set(self._policies.open_breakers())
             if hidden:
                 cached = [d for d in cached if definition_name(d) not in hidden]
