@@ -284,12 +284,8 @@ class RunOffer:
     def __init__(self, registry: ToolRegistry, select: Selector | None, model: str) -> None:
         self._registry = registry
         self._select = select
-        # The SDK's TypedDicts for apps; this module edits them as the plain dicts they are.
-        # With the tools whose breaker is open: turn() leaves them out while it is, and a
-        # call to one is then told to wait, not that no such tool exists.
-        self._all = (
-            cast(Definitions, registry.definitions(unavailable=True)) if len(registry) else []
-        )
+        self._revision = registry.revision
+        self._all = self._definitions()
         self._offerable = {_name(d) for d in self._all}
         self._views: dict[tuple[str, ...], ToolRegistry] = {}
         self._found: list[str] = []
@@ -317,23 +313,49 @@ class RunOffer:
                     )
             budget = select.budget
             if budget is None or sum(t for _, t in definition_costs(self._all, model)) > budget:
-                self._search = SearchTool(
-                    self._all,
-                    self._offered,
-                    self._add_found,
-                    select.max_results,
-                    embedder=select.embedder,
-                    catalogue=select.catalogue,
-                    two_stage=select.two_stage,
-                )
-                if select.two_stage:
-                    self._load = LoadTool(self._all, self._offered, self._add_found)
+                self._searching(select)
         self._core: set[str] = set()
         # The run's own tools, which the permission checker is not asked about: each
         # call they make to the registry's tools is checked as a direct call is. Their
         # names are free in the registry (checked above), so no app tool goes unchecked.
         tools: tuple[BaseTool | None, ...] = (self._code, self._search, self._load)
         self._own = frozenset(tool.name for tool in tools if tool is not None)
+
+    def _definitions(self) -> Definitions:
+        # The SDK's TypedDicts for apps; this module edits them as the plain dicts they are.
+        # With the tools whose breaker is open: turn() leaves them out while it is, and a
+        # call to one is then told to wait, not that no such tool exists.
+        registry = self._registry
+        return cast(Definitions, registry.definitions(unavailable=True)) if len(registry) else []
+
+    def _searching(self, select: ToolSearch) -> None:
+        self._search = SearchTool(
+            self._all,
+            self._offered,
+            self._add_found,
+            select.max_results,
+            embedder=select.embedder,
+            catalogue=select.catalogue,
+            two_stage=select.two_stage,
+        )
+        if select.two_stage:
+            self._load = LoadTool(self._all, self._offered, self._add_found)
+
+    def _refresh(self) -> None:
+        """Take the registry's tools again when they changed mid-run (a tool registered,
+        unregistered or replaced, another permission checker): an unregistered tool is
+        no longer offered nor run, a new one can be found. The found tools keep their
+        order, so the tool list stays append-only while the registry does not change."""
+        registry = self._registry
+        if registry.revision == self._revision or self._code is not None:
+            return
+        self._revision = registry.revision
+        self._all = self._definitions()
+        self._offerable = {_name(d) for d in self._all}
+        self._views.clear()
+        self._found = [name for name in self._found if name in self._offerable]
+        if isinstance(self._select, ToolSearch) and self._search is not None:
+            self._searching(self._select)
 
     def _offered(self) -> set[str]:
         return self._core.union(self._found)
@@ -344,6 +366,7 @@ class RunOffer:
     def turn(self, history: Sequence[Message]) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
         """The definitions for the next request (None for none) and the registry that
         runs its calls. Tools whose circuit breaker is open are left out."""
+        self._refresh()
         tools, view = self._turn(history)
         if tools:
             unavailable = self._registry.unavailable_tools()

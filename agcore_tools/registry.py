@@ -154,6 +154,7 @@ class ToolRegistry(RegistrySync):
         self._schema_transforms = tuple(schema_transforms)
         self._definitions: dict[str, list[dict[str, Any]]] = {}
         self._definitions_checker: PermissionChecker | None = None  # the cache's
+        self._revision = 0
         self._hidden_logged: set[frozenset[str]] = set()
         self._policies = PolicyBook()
 
@@ -174,7 +175,27 @@ class ToolRegistry(RegistrySync):
     @permission_checker.setter
     def permission_checker(self, checker: PermissionChecker | None) -> None:
         self._table.checker = _permission_checker(checker)
+        self._changed()
+
+    @property
+    def revision(self) -> int:
+        """A number that changes whenever this registry's tools, their policies or its
+        permission checker change: whoever keeps something built from the registry (a
+        run's tool list) compares it to know when to build it again.
+
+        Example:
+            >>> from agcore_tools.testing import StaticTool
+            >>> registry = ToolRegistry()
+            >>> before = registry.revision
+            >>> _ = registry.register(StaticTool("example"))
+            >>> registry.revision == before
+            False
+        """
+        return self._revision
+
+    def _changed(self) -> None:
         self._definitions.clear()
+        self._revision += 1
 
     @property
     def strict(self) -> bool:
@@ -275,7 +296,7 @@ class ToolRegistry(RegistrySync):
             logger.debug("tool %r redefined; replacing the earlier definition", entry.name)
         self._entries[entry.name] = entry
         self._policies.track(entry)
-        self._definitions.clear()
+        self._changed()
 
     def register(
         self,
@@ -393,7 +414,7 @@ class ToolRegistry(RegistrySync):
         for entry, (entry_policy, guard) in zip(applied, planned, strict=True):
             entry.policy, entry.guard = entry_policy, guard
             book.track(entry)
-        self._definitions.clear()
+        self._changed()
         return applied
 
     def unavailable_tools(self) -> list[str]:
@@ -418,7 +439,7 @@ class ToolRegistry(RegistrySync):
         if entry is None:
             return None
         self._policies.forget(name)
-        self._definitions.clear()
+        self._changed()
         return entry.tool
 
     # -- discovery -----------------------------------------------------------------

@@ -16,7 +16,6 @@ from agcore_tools import (
     LlmError,
     PermissionChecker,
     PermissionConfig,
-    PermissionDeniedError,
     ToolNotFoundError,
     ToolNotOfferedError,
     ToolRegistry,
@@ -24,6 +23,7 @@ from agcore_tools import (
     ToolSelection,
 )
 from agcore_tools.testing import ScriptedChatServer as S
+from agcore_tools.testing import StaticTool
 
 from .conftest import assert_history_valid, tool_messages
 
@@ -366,12 +366,55 @@ async def test_a_permission_checker_set_mid_run_holds_for_the_selected_tools(
     )
     cycle = make_cycle(server)
 
-    with pytest.raises(LlmError, match="permission denied: tool 'read_file'") as raised:
+    with pytest.raises(LlmError, match=r"tool loop stopped: .*tool 'read_file'") as raised:
         await cycle.submit_with_tools("Read a and b", registry, select=select)
 
-    assert isinstance(raised.value.__cause__, PermissionDeniedError)
+    # The run takes its tools again when the checker changes: read_file, refused, is
+    # no longer offered, and a call to it is an unknown tool's, as at the run's start.
+    assert isinstance(raised.value.__cause__, ToolNotFoundError)
     assert tool_messages(cycle.messages)["r1"] == "contents"
     assert registry.entry("read_file").stats.calls == 1
+    assert_history_valid(cycle.messages)
+
+
+async def test_a_search_run_follows_tools_registered_and_unregistered_mid_run(
+    serve, make_cycle, tagged
+):
+    # The run kept the tools it started with: an unregistered tool was still offered
+    # and still ran, and one registered mid-run could not be found.
+    @tagged.tool
+    def swap_tools() -> str:
+        """Stands in for an app revoking one tool and adding another mid-run."""
+        tagged.unregister("weather")
+        tagged.register(StaticTool("stock_price", "42", "The stock price of a ticker."))
+        return "swapped"
+
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "weather forecast city"}, "s1")]),
+        S.reply_tool_calls([("swap_tools", {}, "x1")]),
+        S.reply_tool_calls([("weather", {"city": "Oslo"}, "w1")]),
+        S.reply_tool_calls([("search_tools", {"query": "stock price"}, "s2")]),
+        S.reply_tool_calls([("stock_price", {}, "p1")]),
+        S.reply_text("done"),
+    )
+    cycle = make_cycle(server, unknown_tool="tell_model")
+    search = ToolSearch(core=["swap_tools"], max_results=1)
+
+    await cycle.submit_with_tools("?", tagged, select=search)
+
+    own = ["swap_tools", "search_tools"]
+    assert sent(server) == [
+        own,
+        [*own, "weather"],
+        own,
+        own,
+        [*own, "stock_price"],
+        [*own, "stock_price"],
+    ]
+    answers = tool_messages(cycle.messages)
+    assert answers["w1"].startswith("Error: tool 'weather' is not registered")
+    assert answers["s2"].endswith("- stock_price: The stock price of a ticker.")
+    assert answers["p1"] == "42"
     assert_history_valid(cycle.messages)
 
 
