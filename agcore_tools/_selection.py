@@ -160,6 +160,30 @@ class ToolSearch:
             )
         require_bm25s()
 
+    async def build_index(self, registry: ToolRegistry) -> None:
+        """Index ``registry``'s tools now, in a worker thread, so that a run's first
+        search finds the index ready.
+
+        Otherwise the first search of a process builds it, and with an ``embedder`` that
+        is a pass over every tool (minutes for a large encoder over 1,000 tools) counted
+        against the search's ``tool_timeout``. The last few indexes are kept for every
+        run; build again after the tools change. Waits as long as the build takes (bound
+        it with ``asyncio.wait_for``: the build goes on, and a search waits for it rather
+        than starting another).
+
+        Example:
+            >>> import asyncio
+            >>> asyncio.run(ToolSearch().build_index(ToolRegistry()))
+        """
+        definitions = cast(Definitions, registry.definitions(unavailable=True))
+        await SearchTool(
+            definitions, set, _ignore, self.max_results, embedder=self.embedder
+        ).index()
+
+
+def _ignore(names: list[str]) -> None:
+    """What an index built ahead does with found tools: it finds none."""
+
 
 @dataclass(frozen=True)
 class CodeMode:
