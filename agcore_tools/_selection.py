@@ -15,7 +15,7 @@ offered is a call to an unknown tool, handled by ``CycleConfig.unknown_tool``.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
@@ -146,6 +146,7 @@ class ToolSearch:
             raise LlmConfigError(
                 f"ToolSearch.core takes tool names or a selection, got {self.core!r}"
             )
+        object.__setattr__(self, "core", _reusable(self.core))
         if not isinstance(self.max_results, int) or self.max_results < 1:
             raise LlmConfigError(
                 f"ToolSearch.max_results must be at least 1, got {self.max_results!r}"
@@ -266,6 +267,14 @@ Selector: TypeAlias = (
 request."""
 
 
+def _reusable(select: Selector) -> Selector:
+    """``select`` itself, or the names of a one-shot iterable (a generator, a ``map``)
+    as a tuple: it is read before every request, and would be empty from the second."""
+    if isinstance(select, Iterable) and not isinstance(select, (str, Collection)):
+        return tuple(select)
+    return select
+
+
 def _check_known(registry: ToolRegistry, names: Iterable[str]) -> None:
     unknown = [name for name in names if name not in registry]
     if unknown:
@@ -307,7 +316,7 @@ class RunOffer:
 
     def __init__(self, registry: ToolRegistry, select: Selector | None, model: str) -> None:
         self._registry = registry
-        self._select = select
+        self._select = select = _reusable(select) if select is not None else None
         self._revision = registry.revision
         self._all = self._definitions()
         self._offerable = {_name(d) for d in self._all}

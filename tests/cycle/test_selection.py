@@ -165,6 +165,32 @@ def test_the_sync_entry_point_takes_a_selection_too(tagged):
 
 
 @pytest.mark.parametrize(
+    ("select", "core"),
+    [
+        (lambda: (name for name in ["add"]), []),
+        (lambda: ToolSearch(core=map(str.strip, ["add "])), ["search_tools"]),
+    ],
+    ids=["generator", "search-core-map"],
+)
+async def test_a_one_shot_iterable_of_names_is_read_once_for_every_request(
+    serve, make_cycle, tagged, select, core
+):
+    # Names were read before each request: a generator was empty from the second on,
+    # and the run went on with no tools (or no core).
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]),
+        S.reply_tool_calls([("add", {"a": 3, "b": 3}, "c2")]),
+        S.reply_text("6"),
+    )
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools("1 + 2, then 3 + 3", tagged, select=select())
+
+    assert response.text == "6"
+    assert sent(server) == [["add", *core]] * 3
+
+
+@pytest.mark.parametrize(
     "select",
     [["ad"], ToolSelection(names=["ad"]), lambda history, registry: ["ad"]],
     ids=["names", "selection", "callable"],
