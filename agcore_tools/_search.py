@@ -205,8 +205,11 @@ class SearchTool(BaseTool):
         if not isinstance(query, str) or not query.strip():
             return "Give a query: a few words describing the tool you need."
         server = args.get("server") if self._servers else None
+        servers = ", ".join(sorted(self._servers))
+        if server is not None and not isinstance(server, str):  # a list: no one name
+            return f"Give server as one name (a string); the servers are {servers}."
         if server is not None and server not in self._servers:
-            return f"No server is named {server!r}; the servers are {', '.join(sorted(self._servers))}."
+            return f"No server is named {server!r}; the servers are {servers}."
         try:
             found = await self._search(query, server)
         except LlmConfigError as exc:

@@ -166,3 +166,14 @@ async def test_build_index_ahead_spares_the_first_search_the_embedder_pass():
 
     assert "get_current_time" in cycle.messages[-2]["content"]
     assert passes == [len(TOOLS)]  # the run's search used the index built ahead
+
+
+@pytest.mark.parametrize("server", [["git"], {"name": "git"}], ids=["list", "object"])
+async def test_a_catalogue_search_given_a_server_that_is_no_string_says_to_give_a_name(server):
+    # It failed with "TypeError: unhashable type: 'list'", which told the model nothing.
+    tools = [_definition("git__git_commit", "Record changes."), _definition("web__fetch", "Fetch.")]
+    search = SearchTool(tools, set, lambda names: None, 5, catalogue=True)
+
+    text = await search.execute({"query": "commit", "server": server}, ToolContext())
+
+    assert text == "Give server as one name (a string); the servers are git, web."
