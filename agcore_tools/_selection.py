@@ -15,12 +15,14 @@ offered is a call to an unknown tool, handled by ``CycleConfig.unknown_tool``.
 from __future__ import annotations
 
 import copy
+import threading
+import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from ._aio import positive_number
-from ._budget import definition_costs
+from ._budget import ESTIMATE_ONLY, definition_costs
 from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, SandboxFactory, require_monty
 from ._ranking import Embedder
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
@@ -307,6 +309,44 @@ def _name(definition: dict[str, Any]) -> str:
     return str(definition["function"]["name"])
 
 
+class _Snapshot:
+    """A registry's definitions at one revision, shared by its runs, which never edit
+    them (they copy what they send), and what they cost per model, counted once."""
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        self.revision = registry.revision
+        # The SDK's TypedDicts for apps; this module edits them as the plain dicts they
+        # are. With the tools whose breaker is open: turn() leaves them out while it
+        # is, and a call to one is then told to wait, not that no such tool exists.
+        self.definitions = (
+            cast(Definitions, registry.definitions(unavailable=True)) if len(registry) else []
+        )
+        self._costs: dict[tuple[str, bool], int] = {}
+
+    def cost(self, model: str) -> int:
+        key = (model, ESTIMATE_ONLY.get())
+        total = self._costs.get(key)
+        if total is None:
+            total = self._costs[key] = sum(t for _, t in definition_costs(self.definitions, model))
+        return total
+
+
+# Copying and counting 10,000 definitions takes the event loop half a second: done once
+# per registry revision, not at every run.
+_SNAPSHOTS: weakref.WeakKeyDictionary[ToolRegistry, _Snapshot] = weakref.WeakKeyDictionary()
+_SNAPSHOTS_LOCK = threading.Lock()  # runs on several loops, in several threads
+
+
+def _snapshot(registry: ToolRegistry) -> _Snapshot:
+    with _SNAPSHOTS_LOCK:
+        snapshot = _SNAPSHOTS.get(registry)
+    if snapshot is None or snapshot.revision != registry.revision:
+        snapshot = _Snapshot(registry)
+        with _SNAPSHOTS_LOCK:
+            _SNAPSHOTS[registry] = snapshot
+    return snapshot
+
+
 class RunOffer:
     """The tools one run offers: asked before each request for the definitions to send
     and the registry that runs the model's calls (only the offered tools).
@@ -317,8 +357,10 @@ class RunOffer:
     def __init__(self, registry: ToolRegistry, select: Selector | None, model: str) -> None:
         self._registry = registry
         self._select = select = _reusable(select) if select is not None else None
-        self._revision = registry.revision
-        self._all = self._definitions()
+        snapshot = _snapshot(registry)
+        self._revision = snapshot.revision
+        self._all = snapshot.definitions  # shared: read, never edited
+        self._whole: Definitions | None = None  # this run's copy of all, when sent
         self._offerable = {_name(d) for d in self._all}
         self._views: dict[tuple[str, ...], ToolRegistry] = {}
         self._found: list[str] = []
@@ -345,7 +387,7 @@ class RunOffer:
                         "already has one; rename it"
                     )
             budget = select.budget
-            if budget is None or sum(t for _, t in definition_costs(self._all, model)) > budget:
+            if budget is None or snapshot.cost(model) > budget:
                 self._searching(select)
         self._core: set[str] = set()
         # The run's own tools, which the permission checker is not asked about: each
@@ -353,13 +395,6 @@ class RunOffer:
         # names are free in the registry (checked above), so no app tool goes unchecked.
         tools: tuple[BaseTool | None, ...] = (self._code, self._search, self._load)
         self._own = frozenset(tool.name for tool in tools if tool is not None)
-
-    def _definitions(self) -> Definitions:
-        # The SDK's TypedDicts for apps; this module edits them as the plain dicts they are.
-        # With the tools whose breaker is open: turn() leaves them out while it is, and a
-        # call to one is then told to wait, not that no such tool exists.
-        registry = self._registry
-        return cast(Definitions, registry.definitions(unavailable=True)) if len(registry) else []
 
     def _searching(self, select: ToolSearch) -> None:
         self._search = SearchTool(
@@ -382,8 +417,8 @@ class RunOffer:
         registry = self._registry
         if registry.revision == self._revision or self._code is not None:
             return
-        self._revision = registry.revision
-        self._all = self._definitions()
+        snapshot = _snapshot(registry)
+        self._revision, self._all, self._whole = snapshot.revision, snapshot.definitions, None
         self._offerable = {_name(d) for d in self._all}
         self._views.clear()
         self._found = [name for name in self._found if name in self._offerable]
@@ -416,7 +451,9 @@ class RunOffer:
             offered = cast(Definitions, self._view((RUN_PYTHON,)).definitions())
             return offered, self.for_open_calls()
         if select is None or (isinstance(select, ToolSearch) and search is None):
-            return (self._all or None), self._registry
+            if self._whole is None:  # sent as it is to every request of the run
+                self._whole = copy.deepcopy(self._all)
+            return (self._whole or None), self._registry
         if isinstance(select, ToolSearch) and search is not None:
             # Core tools in registration order, the search tool, then what was found in
             # the order found: each search only appends.

@@ -444,6 +444,33 @@ async def test_a_search_run_follows_tools_registered_and_unregistered_mid_run(
     assert_history_valid(cycle.messages)
 
 
+async def test_runs_over_an_unchanged_registry_share_one_copy_of_its_definitions(
+    serve, make_cycle, tagged, monkeypatch
+):
+    # Each run deep-copied (and, with a budget, counted) every definition on the event
+    # loop: about half a second per run at 10,000 tools, even to offer one tool.
+    taken: list[int] = []
+    definitions = tagged.definitions
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        taken.append(len(tagged))
+        return definitions(*args, **kwargs)
+
+    monkeypatch.setattr(tagged, "definitions", counted)
+    server = serve(*[S.reply_text("ok")] * 5)
+    cycle = make_cycle(server)
+    search = ToolSearch(budget=10_000)  # under it: every tool, counted once
+
+    for select in (["add"], search, ["weather"], search):
+        await cycle.submit_with_tools("?", tagged, select=select)
+    assert taken == [4]
+
+    tagged.register(StaticTool("stock_price", "42", "The stock price of a ticker."))
+    await cycle.submit_with_tools("?", tagged, select=["stock_price"])
+    assert taken == [4, 5]
+    assert sent(server)[-1] == ["stock_price"]
+
+
 async def test_a_found_tool_the_core_later_takes_in_is_offered_once(serve, make_cycle, tagged):
     def core(history: Any, registry: ToolRegistry) -> list[str]:
         return ["weather"] if len(history) > 1 else []
