@@ -68,13 +68,18 @@ class ToolTable:
         ({}, None, None)
     """
 
-    __slots__ = ("checker", "entries", "unchecked", "withheld")
+    __slots__ = ("_checker", "entries", "source", "unchecked", "withheld")
 
-    def __init__(self, checker: PermissionChecker | None) -> None:
+    def __init__(
+        self, checker: PermissionChecker | None, *, source: ToolTable | None = None
+    ) -> None:
         self.entries: dict[str, ToolEntry] = {}
         """The entries by tool name, in registration order."""
-        self.checker = checker
-        """Consulted before each execution; None for no checks."""
+        self._checker = checker
+        self.source = source
+        """The table whose checker this one reads, live (a registry view's reads its
+        registry's: a checker set there mid-run holds for the run's calls too), or None
+        for its own."""
         self.unchecked: frozenset[str] = frozenset()
         """The names of the library's own tools in a run's view (``run_python``,
         ``search_tools``, ``load_tools``), which the checker is not asked about: they
@@ -83,6 +88,24 @@ class ToolTable:
         """For the tools one run offers (a view of its registry): how the model reaches
         a registered tool the run does not offer yet, or None for a name the registry
         lacks."""
+
+    @property
+    def checker(self) -> PermissionChecker | None:
+        """Consulted before each execution; None for no checks. Setting it gives the
+        table its own checker, no longer its :attr:`source`'s.
+
+        Example:
+            >>> parent = ToolTable(None)
+            >>> view = ToolTable(None, source=parent)
+            >>> parent.checker = PermissionChecker()
+            >>> view.checker is parent.checker
+            True
+        """
+        return self.source.checker if self.source is not None else self._checker
+
+    @checker.setter
+    def checker(self, checker: PermissionChecker | None) -> None:
+        self._checker, self.source = checker, None
 
     def get(self, name: str) -> BaseTool | None:
         """The tool of that name, or None."""

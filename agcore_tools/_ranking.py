@@ -308,8 +308,8 @@ class ToolIndex:
 
     With an ``embedder``, the tools' texts are embedded here and each query once per
     search; the BM25 and cosine rankings are fused (see the module docs). An embedder
-    that raises, or returns vectors other than one per text, all of one size, raises
-    :class:`LlmConfigError` (here or in :meth:`search`).
+    that raises, or returns vectors other than one per text, all of one size, of finite
+    numbers and not empty, raises :class:`LlmConfigError` (here or in :meth:`search`).
 
     Example:
         >>> index = ToolIndex([
@@ -447,6 +447,18 @@ def _unit_rows(numpy: Any, vectors: Sequence[Sequence[float]], count: int) -> An
         raise LlmConfigError(
             f"the tool search's embedder returned an array of shape {matrix.shape} for "
             f"{count} texts; it must return one vector per text"
+        )
+    # Neither has a direction: every cosine would be NaN or 0, and the fused ranking
+    # would then rank tools by nothing, with no word of why.
+    if matrix.shape[1] == 0:
+        raise LlmConfigError(
+            f"the tool search's embedder returned empty vectors for {count} texts; it "
+            "must return at least one number per text"
+        )
+    if not numpy.isfinite(matrix).all():
+        raise LlmConfigError(
+            f"the tool search's embedder returned NaN or infinite numbers for {count} "
+            "texts; it must return finite ones"
         )
     norms = numpy.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / numpy.where(norms == 0, 1, norms)

@@ -17,10 +17,12 @@ import logging
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from pydantic_core import to_json
 
+from ._aio import submit_sync
 from ._ranking import Embedder, ToolIndex, server_of, summary
 from .base import BaseTool, ToolContext
 from .error import LlmConfigError, ToolConfigError
@@ -33,7 +35,9 @@ LOAD_TOOL_NAME = "load_tools"
 logger = logging.getLogger("agcore_tools.search")
 
 _CACHED_INDEXES = 4
-_INDEXES: OrderedDict[tuple[int, bytes], tuple[Embedder | None, ToolIndex]] = OrderedDict()
+_Key = tuple[int, bytes]  # the embedder's id, the definitions' hash
+_INDEXES: OrderedDict[_Key, tuple[Embedder | None, ToolIndex]] = OrderedDict()
+_BUILDING: dict[_Key, tuple[Embedder | None, Future[ToolIndex]]] = {}
 _CACHE_LOCK = threading.Lock()  # indexes are built in worker threads
 
 
@@ -118,32 +122,67 @@ class SearchTool(BaseTool):
                 "properties": {**type(self).parameters["properties"], "server": narrow},
             }
 
-    def _build(self) -> ToolIndex:
+    async def index(self) -> ToolIndex:
+        """The index of the definitions: built in a worker thread at the first call, or
+        taken from the last few built (by any run, in any thread), or the build already
+        under way for the same tools and embedder, which every caller waits for.
+
+        A caller cancelled or out of time leaves the build running for the next one: a
+        slow embedder is not started again at each search that times out.
+
+        Example:
+            >>> import asyncio
+            >>> tool = SearchTool([], set, print, 5)
+            >>> asyncio.run(tool.index()).search("weather", 5)
+            []
+        """
+        if self._index is None:
+            # Hashing (and indexing) many definitions is CPU work: off the event loop.
+            building = await asyncio.to_thread(self._shared_build)
+            self._index = await asyncio.shield(asyncio.wrap_future(building))
+        return self._index
+
+    def _shared_build(self) -> Future[ToolIndex]:
         # Each run has its own search tool, and a conversation is many runs over the
         # same tools: the index of the last few tool sets is kept (an embedder's pass
-        # over 1,000 tools takes about a second).
+        # over 1,000 tools takes about a second, a large encoder's minutes).
         embedder = self._embedder
         key = (id(embedder), hashlib.sha256(to_json(self._definitions)).digest())
         with _CACHE_LOCK:
-            cached = _INDEXES.get(key)
             # The embedder itself is kept with its index: an id is reused once freed.
+            cached = _INDEXES.get(key)
             if cached is not None and cached[0] is embedder:
                 _INDEXES.move_to_end(key)
-                return cached[1]
-        index = ToolIndex(self._definitions, embedder)
+                done: Future[ToolIndex] = Future()
+                done.set_result(cached[1])
+                return done
+            building = _BUILDING.get(key)
+            if building is not None and building[0] is embedder:
+                return building[1]
+            future = submit_sync(self._build, key)
+            _BUILDING[key] = (embedder, future)
+            return future
+
+    def _build(self, key: _Key) -> ToolIndex:
+        embedder = self._embedder
+        try:
+            index = ToolIndex(self._definitions, embedder)
+        except BaseException:
+            with _CACHE_LOCK:  # the next search tries again
+                _BUILDING.pop(key, None)
+            raise
         with _CACHE_LOCK:
+            _BUILDING.pop(key, None)
             _INDEXES[key] = (embedder, index)
             while len(_INDEXES) > _CACHED_INDEXES:
                 _INDEXES.popitem(last=False)
         return index
 
     async def _search(self, query: str, server: str | None) -> list[dict[str, Any]]:
-        if self._index is None:
-            # Indexing and ranking are CPU work (an embedder's too): off the event loop.
-            self._index = await asyncio.to_thread(self._build)
+        index = await self.index()
         offered = self._offered()
         names = await asyncio.to_thread(
-            self._index.search, query, self._limit, server=server, exclude=offered
+            index.search, query, self._limit, server=server, exclude=offered
         )
         # Fewer than the limit: fewer tools were left to offer, or no more of them
         # share a word with the query (a BM25 score of 0 is never returned).
@@ -166,8 +205,11 @@ class SearchTool(BaseTool):
         if not isinstance(query, str) or not query.strip():
             return "Give a query: a few words describing the tool you need."
         server = args.get("server") if self._servers else None
+        servers = ", ".join(sorted(self._servers))
+        if server is not None and not isinstance(server, str):  # a list: no one name
+            return f"Give server as one name (a string); the servers are {servers}."
         if server is not None and server not in self._servers:
-            return f"No server is named {server!r}; the servers are {', '.join(sorted(self._servers))}."
+            return f"No server is named {server!r}; the servers are {servers}."
         try:
             found = await self._search(query, server)
         except LlmConfigError as exc:

@@ -15,12 +15,14 @@ offered is a call to an unknown tool, handled by ``CycleConfig.unknown_tool``.
 from __future__ import annotations
 
 import copy
+import threading
+import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from ._aio import positive_number
-from ._budget import definition_costs
+from ._budget import ESTIMATE_ONLY, definition_costs
 from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, SandboxFactory, require_monty
 from ._ranking import Embedder
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
@@ -146,6 +148,7 @@ class ToolSearch:
             raise LlmConfigError(
                 f"ToolSearch.core takes tool names or a selection, got {self.core!r}"
             )
+        object.__setattr__(self, "core", _reusable(self.core))
         if not isinstance(self.max_results, int) or self.max_results < 1:
             raise LlmConfigError(
                 f"ToolSearch.max_results must be at least 1, got {self.max_results!r}"
@@ -159,6 +162,30 @@ class ToolSearch:
                 f"ToolSearch.embedder must be a callable from texts to vectors, got {self.embedder!r}"
             )
         require_bm25s()
+
+    async def build_index(self, registry: ToolRegistry) -> None:
+        """Index ``registry``'s tools now, in a worker thread, so that a run's first
+        search finds the index ready.
+
+        Otherwise the first search of a process builds it, and with an ``embedder`` that
+        is a pass over every tool (minutes for a large encoder over 1,000 tools) counted
+        against the search's ``tool_timeout``. The last few indexes are kept for every
+        run; build again after the tools change. Waits as long as the build takes (bound
+        it with ``asyncio.wait_for``: the build goes on, and a search waits for it rather
+        than starting another).
+
+        Example:
+            >>> import asyncio
+            >>> asyncio.run(ToolSearch().build_index(ToolRegistry()))
+        """
+        definitions = cast(Definitions, registry.definitions(unavailable=True))
+        await SearchTool(
+            definitions, set, _ignore, self.max_results, embedder=self.embedder
+        ).index()
+
+
+def _ignore(names: list[str]) -> None:
+    """What an index built ahead does with found tools: it finds none."""
 
 
 @dataclass(frozen=True)
@@ -274,6 +301,14 @@ def check_selector(select: object) -> None:
         )
 
 
+def _reusable(select: Selector) -> Selector:
+    """``select`` itself, or the names of a one-shot iterable (a generator, a ``map``)
+    as a tuple: it is read before every request, and would be empty from the second."""
+    if isinstance(select, Iterable) and not isinstance(select, (str, Collection)):
+        return tuple(select)
+    return select
+
+
 def _check_known(registry: ToolRegistry, names: Iterable[str]) -> None:
     unknown = [name for name in names if name not in registry]
     if unknown:
@@ -306,6 +341,44 @@ def _name(definition: dict[str, Any]) -> str:
     return str(definition["function"]["name"])
 
 
+class _Snapshot:
+    """A registry's definitions at one revision, shared by its runs, which never edit
+    them (they copy what they send), and what they cost per model, counted once."""
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        self.revision = registry.revision
+        # The SDK's TypedDicts for apps; this module edits them as the plain dicts they
+        # are. With the tools whose breaker is open: turn() leaves them out while it
+        # is, and a call to one is then told to wait, not that no such tool exists.
+        self.definitions = (
+            cast(Definitions, registry.definitions(unavailable=True)) if len(registry) else []
+        )
+        self._costs: dict[tuple[str, bool], int] = {}
+
+    def cost(self, model: str) -> int:
+        key = (model, ESTIMATE_ONLY.get())
+        total = self._costs.get(key)
+        if total is None:
+            total = self._costs[key] = sum(t for _, t in definition_costs(self.definitions, model))
+        return total
+
+
+# Copying and counting 10,000 definitions takes the event loop half a second: done once
+# per registry revision, not at every run.
+_SNAPSHOTS: weakref.WeakKeyDictionary[ToolRegistry, _Snapshot] = weakref.WeakKeyDictionary()
+_SNAPSHOTS_LOCK = threading.Lock()  # runs on several loops, in several threads
+
+
+def _snapshot(registry: ToolRegistry) -> _Snapshot:
+    with _SNAPSHOTS_LOCK:
+        snapshot = _SNAPSHOTS.get(registry)
+    if snapshot is None or snapshot.revision != registry.revision:
+        snapshot = _Snapshot(registry)
+        with _SNAPSHOTS_LOCK:
+            _SNAPSHOTS[registry] = snapshot
+    return snapshot
+
+
 class RunOffer:
     """The tools one run offers: asked before each request for the definitions to send
     and the registry that runs the model's calls (only the offered tools).
@@ -315,9 +388,11 @@ class RunOffer:
 
     def __init__(self, registry: ToolRegistry, select: Selector | None, model: str) -> None:
         self._registry = registry
-        self._select = select
-        # The SDK's TypedDicts for apps; this module edits them as the plain dicts they are.
-        self._all = cast(Definitions, registry.definitions()) if len(registry) else []
+        self._select = select = _reusable(select) if select is not None else None
+        snapshot = _snapshot(registry)
+        self._revision = snapshot.revision
+        self._all = snapshot.definitions  # shared: read, never edited
+        self._whole: Definitions | None = None  # this run's copy of all, when sent
         self._offerable = {_name(d) for d in self._all}
         self._views: dict[tuple[str, ...], ToolRegistry] = {}
         self._found: list[str] = []
@@ -344,24 +419,43 @@ class RunOffer:
                         "already has one; rename it"
                     )
             budget = select.budget
-            if budget is None or sum(t for _, t in definition_costs(self._all, model)) > budget:
-                self._search = SearchTool(
-                    self._all,
-                    self._offered,
-                    self._add_found,
-                    select.max_results,
-                    embedder=select.embedder,
-                    catalogue=select.catalogue,
-                    two_stage=select.two_stage,
-                )
-                if select.two_stage:
-                    self._load = LoadTool(self._all, self._offered, self._add_found)
+            if budget is None or snapshot.cost(model) > budget:
+                self._searching(select)
         self._core: set[str] = set()
         # The run's own tools, which the permission checker is not asked about: each
         # call they make to the registry's tools is checked as a direct call is. Their
         # names are free in the registry (checked above), so no app tool goes unchecked.
         tools: tuple[BaseTool | None, ...] = (self._code, self._search, self._load)
         self._own = frozenset(tool.name for tool in tools if tool is not None)
+
+    def _searching(self, select: ToolSearch) -> None:
+        self._search = SearchTool(
+            self._all,
+            self._offered,
+            self._add_found,
+            select.max_results,
+            embedder=select.embedder,
+            catalogue=select.catalogue,
+            two_stage=select.two_stage,
+        )
+        if select.two_stage:
+            self._load = LoadTool(self._all, self._offered, self._add_found)
+
+    def _refresh(self) -> None:
+        """Take the registry's tools again when they changed mid-run (a tool registered,
+        unregistered or replaced, another permission checker): an unregistered tool is
+        no longer offered nor run, a new one can be found. The found tools keep their
+        order, so the tool list stays append-only while the registry does not change."""
+        registry = self._registry
+        if registry.revision == self._revision or self._code is not None:
+            return
+        snapshot = _snapshot(registry)
+        self._revision, self._all, self._whole = snapshot.revision, snapshot.definitions, None
+        self._offerable = {_name(d) for d in self._all}
+        self._views.clear()
+        self._found = [name for name in self._found if name in self._offerable]
+        if isinstance(self._select, ToolSearch) and self._search is not None:
+            self._searching(self._select)
 
     def _offered(self) -> set[str]:
         return self._core.union(self._found)
@@ -372,6 +466,7 @@ class RunOffer:
     def turn(self, history: Sequence[Message]) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
         """The definitions for the next request (None for none) and the registry that
         runs its calls. Tools whose circuit breaker is open are left out."""
+        self._refresh()
         tools, view = self._turn(history)
         if tools:
             unavailable = self._registry.unavailable_tools()
@@ -388,7 +483,9 @@ class RunOffer:
             offered = cast(Definitions, self._view((RUN_PYTHON,)).definitions())
             return offered, self.for_open_calls()
         if select is None or (isinstance(select, ToolSearch) and search is None):
-            return (self._all or None), self._registry
+            if self._whole is None:  # sent as it is to every request of the run
+                self._whole = copy.deepcopy(self._all)
+            return (self._whole or None), self._registry
         if isinstance(select, ToolSearch) and search is not None:
             # Core tools in registration order, the search tool, then what was found in
             # the order found: each search only appends.

@@ -154,6 +154,8 @@ class ToolRegistry(RegistrySync):
         self._strict = strict
         self._schema_transforms = tuple(schema_transforms)
         self._definitions: dict[str, list[dict[str, Any]]] = {}
+        self._definitions_checker: PermissionChecker | None = None  # the cache's
+        self._revision = 0
         self._hidden_logged: set[frozenset[str]] = set()
         self._policies = PolicyBook()
 
@@ -174,7 +176,27 @@ class ToolRegistry(RegistrySync):
     @permission_checker.setter
     def permission_checker(self, checker: PermissionChecker | None) -> None:
         self._table.checker = _permission_checker(checker)
+        self._changed()
+
+    @property
+    def revision(self) -> int:
+        """A number that changes whenever this registry's tools, their policies or its
+        permission checker change: whoever keeps something built from the registry (a
+        run's tool list) compares it to know when to build it again.
+
+        Example:
+            >>> from agcore_tools.testing import StaticTool
+            >>> registry = ToolRegistry()
+            >>> before = registry.revision
+            >>> _ = registry.register(StaticTool("example"))
+            >>> registry.revision == before
+            False
+        """
+        return self._revision
+
+    def _changed(self) -> None:
         self._definitions.clear()
+        self._revision += 1
 
     @property
     def strict(self) -> bool:
@@ -280,7 +302,7 @@ class ToolRegistry(RegistrySync):
             logger.debug("tool %r redefined; replacing the earlier definition", entry.name)
         self._entries[entry.name] = entry
         self._policies.track(entry)
-        self._definitions.clear()
+        self._changed()
 
     def register(
         self,
@@ -339,7 +361,9 @@ class ToolRegistry(RegistrySync):
         """A registry with this one's settings that holds ``entries`` as they are.
 
         The entries are shared, not copied: calls through the view count in their
-        stats. Tool selection offers a run a view of the chosen tools.
+        stats. So is the permission checker: the view checks calls with whatever checker
+        this registry has at the time (until one is set on the view itself). Tool
+        selection offers a run a view of the chosen tools.
 
         Example:
             >>> tool_registry_example = ToolRegistry()
@@ -351,9 +375,10 @@ class ToolRegistry(RegistrySync):
             >>> view.list_tools(), view.entry("ping") is tool_registry_example.entry("ping")
             (['ping'], True)
         """
-        view = ToolRegistry(
-            self._table.checker, strict=self._strict, schema_transforms=self._schema_transforms
-        )
+        view = ToolRegistry(strict=self._strict, schema_transforms=self._schema_transforms)
+        # Read live, not copied: a checker set here mid-run must hold for a run's calls,
+        # which go through a view of the tools it offers.
+        view._table.source = self._table
         for entry in entries:
             view._add(entry)  # with its guard as it is: policies hold across views
         return view
@@ -400,7 +425,7 @@ class ToolRegistry(RegistrySync):
         for entry, (entry_policy, guard) in zip(applied, planned, strict=True):
             entry.policy, entry.guard = entry_policy, guard
             book.track(entry)
-        self._definitions.clear()
+        self._changed()
         return applied
 
     def unavailable_tools(self) -> list[str]:
@@ -425,7 +450,7 @@ class ToolRegistry(RegistrySync):
         if entry is None:
             return None
         self._policies.forget(name)
-        self._definitions.clear()
+        self._changed()
         return entry.tool
 
     # -- discovery -----------------------------------------------------------------
@@ -469,15 +494,23 @@ class ToolRegistry(RegistrySync):
         return (entry.tool for entry in list(self._entries.values()))
 
     @overload
-    def definitions(self, api: Literal["chat"] = "chat") -> list[ChatCompletionToolParam]: ...
+    def definitions(
+        self, api: Literal["chat"] = "chat", *, unavailable: bool = False
+    ) -> list[ChatCompletionToolParam]: ...
 
     @overload
-    def definitions(self, api: Literal["responses"]) -> list[FunctionToolParam]: ...
+    def definitions(
+        self, api: Literal["responses"], *, unavailable: bool = False
+    ) -> list[FunctionToolParam]: ...
 
     @overload
-    def definitions(self, api: Literal["chat", "responses"]) -> list[Any]: ...
+    def definitions(
+        self, api: Literal["chat", "responses"], *, unavailable: bool = False
+    ) -> list[Any]: ...
 
-    def definitions(self, api: Literal["chat", "responses"] = "chat") -> list[Any]:
+    def definitions(
+        self, api: Literal["chat", "responses"] = "chat", *, unavailable: bool = False
+    ) -> list[Any]:
         """Tool params for a model request, in registration order.
 
         ``api="chat"`` (default) gives Chat Completions params
@@ -488,7 +521,9 @@ class ToolRegistry(RegistrySync):
         refuses are left out: offering the model a tool it may not run only wastes
         tokens and ends the loop when the model calls it (:meth:`list_tools` still
         lists every tool). They are logged, once per set of tools, with the rule.
-        So are tools whose circuit breaker is open (see :meth:`unavailable_tools`).
+        So are tools whose circuit breaker is open (see :meth:`unavailable_tools`),
+        unless ``unavailable=True``: tool selection keeps them in a run's tools and
+        leaves them out of each request while their breaker is open.
         The registry's ``schema_transforms`` run on each tool's parameters first.
 
         A tool whose :attr:`ToolEntry.strict` is set is offered in OpenAI's strict mode
@@ -507,18 +542,22 @@ class ToolRegistry(RegistrySync):
             >>> flat["name"], flat["strict"], flat["parameters"]["additionalProperties"]
             ('example', True, False)
         """
+        table = self._table
+        if self._definitions_checker is not table.checker:
+            # A view's checker is its registry's, which can change without it knowing.
+            self._definitions.clear()
+            self._definitions_checker = table.checker
         cached = self._definitions.get(api)
         if cached is None:
             if api not in ("chat", "responses"):
                 raise ToolConfigError(f"unknown api {api!r}: expected 'chat' or 'responses'")
-            table = self._table
             offered = offered_entries(
                 self._entries.values(), table.checker, self._hidden_logged, table.unchecked
             )
             transforms = self._schema_transforms
             cached = [offered_definition(e, transforms, api) for e in offered]
             self._definitions[api] = cached
-        if self._policies.breakers:
+        if self._policies.breakers and not unavailable:
             hidden = set(self._policies.open_breakers())
             if hidden:
                 cached = [d for d in cached if definition_name(d) not in hidden]

@@ -176,7 +176,12 @@ def test_an_embedder_must_be_callable() -> None:
     [
         (lambda texts: [[1.0, 0.0]], r"shape \(1, 2\) for 6 texts; it must return one vector"),
         (lambda texts: [[1.0], [1.0, 2.0]] * 3, "returned no vectors"),
+        # These were taken as they were: NaN scores ranked tools in no meaningful order.
+        (lambda texts: [[]] * len(texts), "returned empty vectors for 6 texts"),
+        (lambda texts: [[float("nan"), 1.0]] * len(texts), "NaN or infinite numbers for 6"),
+        (lambda texts: [[float("inf"), 1.0]] * len(texts), "NaN or infinite numbers for 6"),
     ],
+    ids=["count", "ragged", "empty", "nan", "inf"],
 )
 def test_an_embedder_that_returns_the_wrong_vectors_is_named(vectors: Any, message: str) -> None:
     with pytest.raises(LlmConfigError, match=message):

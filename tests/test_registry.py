@@ -598,6 +598,29 @@ def test_permission_checker_is_a_settable_property() -> None:
     assert len(registry.definitions()) == 1
 
 
+async def test_a_view_reads_its_registrys_checker_live_until_it_gets_its_own() -> None:
+    # A view copied the checker when built: one set on the registry later (consent
+    # revoked mid-run) was ignored by every call through a run's view.
+    registry = ToolRegistry()
+
+    @registry.tool(permissions=["shell"])
+    def run(command: str) -> str:
+        """Run a command."""
+        return command
+
+    view = registry.view(registry.entries())
+    assert len(view.definitions()) == 1
+    registry.permission_checker = PermissionChecker(PermissionConfig())
+    assert view.permission_checker is registry.permission_checker
+    assert view.definitions() == []
+    with pytest.raises(PermissionDeniedError):
+        await view.invoke("run", {"command": "ls"})
+
+    view.permission_checker = None  # its own now: the registry's no longer applies
+    assert (await view.invoke("run", {"command": "ls"})).output == "ls"
+    assert registry.permission_checker is not None
+
+
 @pytest.mark.parametrize(
     ("given", "shown"),
     [

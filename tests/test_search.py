@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 import pytest
 
-from agcore_tools import ToolContext
+from agcore_tools import CycleConfig, LlmCycle, ToolContext, ToolRegistry, ToolSearch
 from agcore_tools._ranking import ToolIndex, words
 from agcore_tools._search import SearchTool
+from agcore_tools.testing import ScriptedChatServer as S
+from agcore_tools.testing import StaticTool
 
 
 def _definition(name: str, description: str, *params: str) -> dict[str, Any]:
@@ -100,3 +104,76 @@ async def test_a_search_logs_how_many_candidates_matched_at_debug(caplog):
     assert record.getMessage() == (
         "search_tools('read a file'): 1 of 4 tools not offered yet matched (max_results=5)"
     )
+
+
+async def test_a_slow_embedder_is_run_once_for_searches_that_time_out_waiting_for_it():
+    # The index was built inside the search, so a slow embedder made each search time
+    # out, and each retry (or each run) started another full pass in one more thread.
+    release, started = threading.Event(), threading.Event()
+    passes: list[int] = []
+
+    def slow(texts: list[str]) -> list[list[float]]:
+        if len(texts) > 1:  # the tools, not a query
+            passes.append(len(texts))
+            started.set()
+            assert release.wait(10)
+        return [[1.0, float(len(text) % 3)] for text in texts]
+
+    def run_search() -> SearchTool:
+        return SearchTool(list(TOOLS), set, lambda names: None, 5, embedder=slow)
+
+    first = run_search()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(first.execute({"query": "time"}, ToolContext()), 0.05)
+    assert await asyncio.to_thread(started.wait, 10)
+    for search in (first, run_search()):  # a retry, and another run's first search
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(search.execute({"query": "time"}, ToolContext()), 0.05)
+
+    release.set()
+    text = await asyncio.wait_for(run_search().execute({"query": "time"}, ToolContext()), 10)
+
+    assert "get_current_time" in text
+    assert passes == [len(TOOLS)]
+
+
+async def test_build_index_ahead_spares_the_first_search_the_embedder_pass():
+    passes: list[int] = []
+
+    def embedder(texts: list[str]) -> list[list[float]]:
+        if len(texts) > 1:
+            passes.append(len(texts))
+        return [[1.0, float(len(text) % 3)] for text in texts]
+
+    registry = ToolRegistry()
+    for definition in TOOLS:
+        function = definition["function"]
+        registry.register(StaticTool(function["name"], "ok", function["description"]))
+    search = ToolSearch(embedder=embedder)
+
+    await asyncio.wait_for(search.build_index(registry), 10)
+    assert passes == [len(TOOLS)]
+
+    with S(
+        [
+            S.reply_tool_calls([("search_tools", {"query": "current time"}, "s1")]),
+            S.reply_text("ok"),
+        ]
+    ) as server:
+        async with server.client() as client:
+            cycle = LlmCycle(CycleConfig("test-model"), client=client)
+            await cycle.submit_with_tools("What time is it?", registry, select=search)
+
+    assert "get_current_time" in cycle.messages[-2]["content"]
+    assert passes == [len(TOOLS)]  # the run's search used the index built ahead
+
+
+@pytest.mark.parametrize("server", [["git"], {"name": "git"}], ids=["list", "object"])
+async def test_a_catalogue_search_given_a_server_that_is_no_string_says_to_give_a_name(server):
+    # It failed with "TypeError: unhashable type: 'list'", which told the model nothing.
+    tools = [_definition("git__git_commit", "Record changes."), _definition("web__fetch", "Fetch.")]
+    search = SearchTool(tools, set, lambda names: None, 5, catalogue=True)
+
+    text = await search.execute({"query": "commit", "server": server}, ToolContext())
+
+    assert text == "Give server as one name (a string); the servers are git, web."

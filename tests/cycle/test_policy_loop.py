@@ -8,6 +8,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from agcore_tools import (
     CycleConfig,
     LlmCycle,
@@ -15,12 +17,13 @@ from agcore_tools import (
     ToolExecutionCompleted,
     ToolPolicy,
     ToolRegistry,
+    ToolSearch,
 )
 from agcore_tools._clock import CLOCK
 from agcore_tools.testing import CapturedRequest, ScriptedChatServer
 
 from .._policy_tools import flaky_charge
-from .conftest import S
+from .conftest import S, tool_messages
 
 
 def offered(request: CapturedRequest) -> list[str]:
@@ -82,6 +85,58 @@ async def test_a_failing_tool_leaves_the_request_until_its_probe_succeeds(
         if m["role"] == "tool"
     }
     assert tool_text["c_refused"].startswith("Error: tool 'charge' is unavailable")
+
+
+@pytest.mark.parametrize(
+    "select", [["charge", "status"], ToolSearch(core=["charge", "status"])], ids=["names", "search"]
+)
+async def test_a_tool_whose_breaker_is_open_when_a_selecting_run_starts_comes_back(
+    serve: Callable[..., ScriptedChatServer], make_cycle: Callable[..., Any], select: Any
+) -> None:
+    # The run's tools were taken with the open breakers left out: a call to one was an
+    # unknown tool, which stopped the loop, and it never came back after the cool-down.
+    moment = [100.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        registry = ToolRegistry()
+        runs = flaky_charge(registry)
+
+        @registry.tool
+        def status() -> str:
+            """The payment service's status page."""
+            return "degraded"
+
+        for _ in range(5):
+            await registry.invoke("charge", {"ok": False})
+        assert registry.unavailable_tools() == ["charge"]
+
+        def cool_down_ends(_: CapturedRequest) -> Any:
+            moment[0] += 30.0
+            return S.reply_tool_calls([("status", {}, "c_status")])
+
+        server = serve(
+            S.reply_tool_calls([("charge", {"ok": True}, "c_refused")]),
+            cool_down_ends,
+            S.reply_tool_calls([("charge", {"ok": True}, "c_probe")]),
+            S.reply_text("Charged."),
+        )
+        cycle = make_cycle(server)
+        response = await cycle.submit_with_tools("Charge my card.", registry, select=select)
+    finally:
+        CLOCK.reset(token)
+
+    assert response.text == "Charged."
+    search = ["search_tools"] if isinstance(select, ToolSearch) else []
+    assert [offered(r) for r in server.requests] == [
+        ["status", *search],
+        ["status", *search],
+        ["charge", "status", *search],  # the cool-down is over: offered for a probe
+        ["charge", "status", *search],
+    ]
+    answers = tool_messages(cycle.messages)
+    assert answers["c_refused"].startswith("Error: tool 'charge' is unavailable")
+    assert answers["c_probe"] == "charged"
+    assert runs == [False] * 5 + [True]
 
 
 async def test_200_concurrent_loops_sharing_a_registry_never_exceed_the_cap(

@@ -23,6 +23,7 @@ from agcore_tools import (
     ToolSelection,
 )
 from agcore_tools.testing import ScriptedChatServer as S
+from agcore_tools.testing import StaticTool
 
 from .conftest import assert_history_valid, tool_messages
 
@@ -161,6 +162,32 @@ def test_the_sync_entry_point_takes_a_selection_too(tagged):
         cycle.submit_with_tools_sync("hi", tagged, select=ToolSelection(categories=["calc"]))
 
     assert sent(server) == [["add", "multiply"]]
+
+
+@pytest.mark.parametrize(
+    ("select", "core"),
+    [
+        (lambda: (name for name in ["add"]), []),
+        (lambda: ToolSearch(core=map(str.strip, ["add "])), ["search_tools"]),
+    ],
+    ids=["generator", "search-core-map"],
+)
+async def test_a_one_shot_iterable_of_names_is_read_once_for_every_request(
+    serve, make_cycle, tagged, select, core
+):
+    # Names were read before each request: a generator was empty from the second on,
+    # and the run went on with no tools (or no core).
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]),
+        S.reply_tool_calls([("add", {"a": 3, "b": 3}, "c2")]),
+        S.reply_text("6"),
+    )
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools("1 + 2, then 3 + 3", tagged, select=select())
+
+    assert response.text == "6"
+    assert sent(server) == [["add", *core]] * 3
 
 
 @pytest.mark.parametrize(
@@ -333,6 +360,115 @@ async def test_a_strict_permission_checker_lets_the_search_tools_run(serve, make
     server = serve(S.reply_tool_calls([("forecast_archive", {"city": "Oslo"}, "c1")]))
     with pytest.raises(LlmError, match="tool 'forecast_archive' is not registered"):
         await make_cycle(server).submit_with_tools("Archive?", registry, select=search)
+
+
+@pytest.mark.parametrize(
+    "select",
+    [["lock_down", "read_file"], ToolSearch(core=["lock_down", "read_file"])],
+    ids=["names", "search"],
+)
+async def test_a_permission_checker_set_mid_run_holds_for_the_selected_tools(
+    serve, make_cycle, select
+):
+    # A run's calls go through a view of the tools it offers, which copied the checker
+    # when built: one set mid-run (consent revoked) was ignored, and the tool still ran.
+    registry = ToolRegistry()
+
+    @registry.tool(permissions=["filesystem"])
+    def read_file(path: str) -> str:
+        """Read a text file from disk and return its contents."""
+        return "contents"
+
+    @registry.tool
+    def lock_down() -> str:
+        """Revoke file access for this session."""
+        registry.permission_checker = PermissionChecker(PermissionConfig(denied=["filesystem"]))
+        return "locked"
+
+    server = serve(
+        S.reply_tool_calls([("read_file", {"path": "a"}, "r1")]),
+        S.reply_tool_calls([("lock_down", {}, "l1")]),
+        S.reply_tool_calls([("read_file", {"path": "b"}, "r2")]),
+    )
+    cycle = make_cycle(server)
+
+    with pytest.raises(LlmError, match=r"tool loop stopped: .*tool 'read_file'") as raised:
+        await cycle.submit_with_tools("Read a and b", registry, select=select)
+
+    # The run takes its tools again when the checker changes: read_file, refused, is
+    # no longer offered, and a call to it is an unknown tool's, as at the run's start.
+    assert isinstance(raised.value.__cause__, ToolNotFoundError)
+    assert tool_messages(cycle.messages)["r1"] == "contents"
+    assert registry.entry("read_file").stats.calls == 1
+    assert_history_valid(cycle.messages)
+
+
+async def test_a_search_run_follows_tools_registered_and_unregistered_mid_run(
+    serve, make_cycle, tagged
+):
+    # The run kept the tools it started with: an unregistered tool was still offered
+    # and still ran, and one registered mid-run could not be found.
+    @tagged.tool
+    def swap_tools() -> str:
+        """Stands in for an app revoking one tool and adding another mid-run."""
+        tagged.unregister("weather")
+        tagged.register(StaticTool("stock_price", "42", "The stock price of a ticker."))
+        return "swapped"
+
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "weather forecast city"}, "s1")]),
+        S.reply_tool_calls([("swap_tools", {}, "x1")]),
+        S.reply_tool_calls([("weather", {"city": "Oslo"}, "w1")]),
+        S.reply_tool_calls([("search_tools", {"query": "stock price"}, "s2")]),
+        S.reply_tool_calls([("stock_price", {}, "p1")]),
+        S.reply_text("done"),
+    )
+    cycle = make_cycle(server, unknown_tool="tell_model")
+    search = ToolSearch(core=["swap_tools"], max_results=1)
+
+    await cycle.submit_with_tools("?", tagged, select=search)
+
+    own = ["swap_tools", "search_tools"]
+    assert sent(server) == [
+        own,
+        [*own, "weather"],
+        own,
+        own,
+        [*own, "stock_price"],
+        [*own, "stock_price"],
+    ]
+    answers = tool_messages(cycle.messages)
+    assert answers["w1"].startswith("Error: tool 'weather' is not registered")
+    assert answers["s2"].endswith("- stock_price: The stock price of a ticker.")
+    assert answers["p1"] == "42"
+    assert_history_valid(cycle.messages)
+
+
+async def test_runs_over_an_unchanged_registry_share_one_copy_of_its_definitions(
+    serve, make_cycle, tagged, monkeypatch
+):
+    # Each run deep-copied (and, with a budget, counted) every definition on the event
+    # loop: about half a second per run at 10,000 tools, even to offer one tool.
+    taken: list[int] = []
+    definitions = tagged.definitions
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        taken.append(len(tagged))
+        return definitions(*args, **kwargs)
+
+    monkeypatch.setattr(tagged, "definitions", counted)
+    server = serve(*[S.reply_text("ok")] * 5)
+    cycle = make_cycle(server)
+    search = ToolSearch(budget=10_000)  # under it: every tool, counted once
+
+    for select in (["add"], search, ["weather"], search):
+        await cycle.submit_with_tools("?", tagged, select=select)
+    assert taken == [4]
+
+    tagged.register(StaticTool("stock_price", "42", "The stock price of a ticker."))
+    await cycle.submit_with_tools("?", tagged, select=["stock_price"])
+    assert taken == [4, 5]
+    assert sent(server)[-1] == ["stock_price"]
 
 
 async def test_a_found_tool_the_core_later_takes_in_is_offered_once(serve, make_cycle, tagged):
