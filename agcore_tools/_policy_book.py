@@ -37,8 +37,10 @@ class PolicyBook:
     def __init__(self) -> None:
         self.rules: list[tuple[Matches, ToolPolicy]] = []
         self.slots: dict[str, Slots] = {}
-        self.rate_store = MemoryRateStore()
-        self.cache_store = MemoryCacheStore()
+        # Made when a policy first needs one: they hold a lock, which a Temporal
+        # workflow's sandbox (where the loop builds a registry of stand-ins) refuses.
+        self.rate_store: MemoryRateStore | None = None
+        self.cache_store: MemoryCacheStore | None = None
         self.breakers: dict[str, Guard] = {}
         """The guards with a breaker, by tool name."""
 
@@ -130,6 +132,10 @@ class PolicyBook:
                 slots = self.slots.get(key)
                 if slots is None or slots.limit != policy.concurrency:
                     slots = self.slots[key] = Slots(policy.concurrency)
+        if policy.rate is not None and self.rate_store is None:
+            self.rate_store = MemoryRateStore()
+        if policy.cache is not None and self.cache_store is None:
+            self.cache_store = MemoryCacheStore()
         guard = Guard(
             name,
             entry.version,

@@ -121,7 +121,7 @@ class StreamableHttpTransport:
     yours (then leave ``verify``, ``cert`` and ``proxy`` alone: configure your client).
 
     Example:
-        >>> t = StreamableHttpTransport("https://mcp.example.com/mcp", {"Authorization": "Bearer …"})
+        >>> t = StreamableHttpTransport("https://mcp.example.com/mcp", {"Authorization": "Bearer ..."})
         >>> sorted(t.headers)
         ['Authorization']
         >>> StreamableHttpTransport("https://mcp.internal/mcp", verify="/etc/ssl/corp-ca.pem",
