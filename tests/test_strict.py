@@ -233,6 +233,45 @@ def test_raw_schemas_are_made_strict_too() -> None:
     )
 
 
+def _resolves(root: dict[str, Any], ref: str) -> bool:
+    node: Any = root
+    for part in ref.split("/")[1:]:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return isinstance(node, dict)
+
+
+def test_references_into_properties_still_resolve_in_the_strict_form() -> None:
+    # zod-to-json-schema's default $refStrategy points into properties; the strict form
+    # wraps optional `a` in anyOf, so the reference is inlined first.
+    item = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+    raw: dict[str, Any] = {
+        "type": "object",
+        "$defs": {"Id": {"type": "string"}},
+        "properties": {
+            "a": {"type": "array", "items": item},
+            "b": {"$ref": "#/properties/a/items"},
+            "id": {"$ref": "#/$defs/Id"},
+        },
+        "required": ["b", "id"],
+    }
+    strict, why = strict_parameters(raw)
+    assert why is None and strict is not None
+    assert_strict(strict)
+    refs = [node["$ref"] for node in _schemas(strict) if "$ref" in node]
+    assert all(_resolves(strict, ref) for ref in refs), refs
+    assert strict["properties"]["b"] == {**item, "additionalProperties": False}
+    # A recursive one cannot be inlined away: strict is refused, by name.
+    ref = "#/properties/a/properties/b"
+    node = {"type": "object", "properties": {"c": {"$ref": ref}}}
+    a = {"type": "object", "properties": {"b": node}}
+    assert strict_parameters({"type": "object", "properties": {"a": a}}) == (
+        None,
+        f"its $ref '{ref}' points at nothing in the strict form",
+    )
+
+
 @pytest.mark.parametrize(
     "free",
     [

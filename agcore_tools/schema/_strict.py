@@ -1,7 +1,10 @@
 """OpenAI strict mode (``"strict": true``) for a tool's parameters schema.
 
 :func:`strict_parameters` turns a parameters schema into one strict mode accepts, or says
-why it cannot. Three steps, on a copy:
+why it cannot. Three steps, on a copy (first, a ``$ref`` to anything but a whole
+definition, such as zod-to-json-schema's ``"#/properties/a/items"``, is inlined: the
+steps rewrite the nodes it would point into; a reference that still points at nothing
+afterwards is refused):
 
 1. **Optional becomes nullable** (ours). Strict mode wants every property required;
    an optional one becomes ``anyOf: [<its schema>, {"type": "null"}]`` without its
@@ -34,7 +37,15 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from ._jsonschema import accepts_null, malformed, names_every_type, required_names, subschemas
+from ._jsonschema import (
+    accepts_null,
+    malformed,
+    names_every_type,
+    required_names,
+    resolve_ref,
+    subschemas,
+)
+from ._transforms import inline_refs
 
 KEPT = frozenset(
     {
@@ -97,6 +108,10 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any] | None,
     broken = malformed(prepared)
     if broken is not None:
         return None, f"its schema is malformed: {broken}"
+    if any(not _names_a_definition(ref) for ref in _refs(prepared)):
+        # zod-to-json-schema points into properties ("#/properties/a/items"), and the
+        # steps below rewrite such nodes: the reference would point at nothing.
+        prepared = inline_refs(prepared)
     prepared.setdefault("properties", {})
     _prepare(prepared, prepared, problems, ())
     if problems:
@@ -106,9 +121,31 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any] | None,
     except (TypeError, ValueError, KeyError, AssertionError) as exc:
         return None, f"OpenAI's strict transform refused it ({type(exc).__name__}: {exc})"
     _finish(transformed, (), problems)
+    # What inlining could not remove (a recursive reference into properties, one that
+    # pointed at nothing from the start) would make OpenAI refuse the whole request.
+    problems.extend(
+        f"its $ref {ref!r} points at nothing in the strict form"
+        for ref in _refs(transformed)
+        if resolve_ref(transformed, ref) is None
+    )
     if problems:
         return None, problems[0]
     return transformed, None
+
+
+def _refs(node: dict[str, Any]) -> list[str]:
+    """Every ``$ref`` in ``node``'s schemas (not in its data: defaults, examples)."""
+    ref = node.get("$ref")
+    found = [ref] if isinstance(ref, str) else []
+    for _, sub in subschemas(node):
+        found.extend(_refs(sub))
+    return found
+
+
+def _names_a_definition(ref: str) -> bool:
+    # The steps below rewrite nodes in place but keep each definition where it is.
+    parts = ref.split("/")
+    return ref == "#" or (len(parts) == 3 and parts[:2] in (["#", "$defs"], ["#", "definitions"]))
 
 
 def _prepare(
