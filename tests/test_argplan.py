@@ -148,6 +148,25 @@ def test_a_union_drops_a_null_only_where_every_shape_would() -> None:
     assert plan.apply({"pet": {"kind": "dog", "barks": None}})[0] == {"pet": {"kind": "dog"}}
 
 
+def test_nulls_are_dropped_through_allof_as_strict_mode_flattens_it() -> None:
+    # A described reference as pydantic v1 and other generators write it: strict mode
+    # offers the referenced model's optional `q` nullable, so its null means "absent".
+    inner = {"type": "object", "properties": {"p": {"type": "string"}, "q": {"type": "integer"}}}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "definitions": {"In": {**inner, "required": ["p"]}},
+        "properties": {
+            "inner": {"allOf": [{"$ref": "#/definitions/In"}], "description": "inner"},
+            "both": {"allOf": [inner, {"properties": {"r": {"type": "string"}}}]},
+        },
+        "required": ["inner", "both"],
+    }
+    plan = build_plan(schema, check_extras=False)
+    assert plan is not None
+    args = {"inner": {"p": "x", "q": None}, "both": {"q": None, "r": None, "s": None}}
+    assert plan.apply(args) == ({"inner": {"p": "x"}, "both": {"s": None}}, [])
+
+
 def test_flat_tools_have_no_plan_and_raw_schemas_check_no_keys() -> None:
     def add(a: int, b: int) -> int:
         """Add."""

@@ -146,6 +146,11 @@ def test_portable_schema_writes_boolean_schemas_and_odd_references_as_the_core_d
     }
 
 
+ROOT_DEFS: dict[str, Any] = {
+    "Args": {"type": "object", "properties": {"at": {"$ref": "#/$defs/Place"}}, "required": ["at"]},
+    "Place": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
 # What some servers send that has one meaning, and that OpenAI refuses the whole request
 # over: PHP's json_encode writes an empty map as [], a root may leave out its type.
 UNAMBIGUOUS = {
@@ -166,6 +171,11 @@ UNAMBIGUOUS = {
         {"properties": {"q": {"type": "string"}}, "type": "object"},
     ),
     "nothing": ({}, {"type": "object", "properties": {}}),
+    # Go's invopop/jsonschema, zod-to-json-schema with a `name`: the root is a reference.
+    "root_ref": (
+        {"$ref": "#/$defs/Args", "$defs": ROOT_DEFS},
+        {"$defs": ROOT_DEFS, **ROOT_DEFS["Args"]},
+    ),
     "no_properties": ({"type": "object"}, {"type": "object", "properties": {}}),
     # HubSpot's search: "array schema missing items", even without strict mode.
     "array_without_items": (
@@ -198,9 +208,11 @@ def test_what_has_one_meaning_is_mended_before_the_model_sees_it(
     assert "tool 'php_empty_map': input schema mended: 'properties': [] as {}" in caplog.text
     assert "'opts.properties': [] as {}; 'required': null dropped" in caplog.text
     assert "'values': items {} added; 'rows.items': items {} added" in caplog.text
+    assert "tool 'root_ref': input schema mended: root $ref '#/$defs/Args' inlined" in caplog.text
     # Mended, the schema is well formed: strict mode takes it.
-    strict = registry_of_schemas({"php": UNAMBIGUOUS["php_empty_map"][0]}, strict=True)
-    assert strict.definitions()[0]["function"]["strict"] is True
+    raws = {name: UNAMBIGUOUS[name][0] for name in ("php_empty_map", "root_ref")}
+    strict = registry_of_schemas(raws, strict=True)
+    assert [d["function"]["strict"] for d in strict.definitions()] == [True, True]
     # A valid schema, a combinator at the root included, is sent as it was.
     union = {"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}}]}
     plain = registry_of_schemas({"union": union, "good": GOOD}).definitions()

@@ -233,6 +233,99 @@ def test_raw_schemas_are_made_strict_too() -> None:
     )
 
 
+def _resolves(root: dict[str, Any], ref: str) -> bool:
+    node: Any = root
+    for part in ref.split("/")[1:]:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return isinstance(node, dict)
+
+
+def test_references_into_properties_still_resolve_in_the_strict_form() -> None:
+    # zod-to-json-schema's default $refStrategy points into properties; the strict form
+    # wraps optional `a` in anyOf, so the reference is inlined first.
+    item = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+    raw: dict[str, Any] = {
+        "type": "object",
+        "$defs": {"Id": {"type": "string"}},
+        "properties": {
+            "a": {"type": "array", "items": item},
+            "b": {"$ref": "#/properties/a/items"},
+            "id": {"$ref": "#/$defs/Id"},
+        },
+        "required": ["b", "id"],
+    }
+    strict, why = strict_parameters(raw)
+    assert why is None and strict is not None
+    assert_strict(strict)
+    refs = [node["$ref"] for node in _schemas(strict) if "$ref" in node]
+    assert all(_resolves(strict, ref) for ref in refs), refs
+    assert strict["properties"]["b"] == {**item, "additionalProperties": False}
+    # A recursive one cannot be inlined away: strict is refused, by name.
+    ref = "#/properties/a/properties/b"
+    node = {"type": "object", "properties": {"c": {"$ref": ref}}}
+    a = {"type": "object", "properties": {"b": node}}
+    assert strict_parameters({"type": "object", "properties": {"a": a}}) == (
+        None,
+        f"its $ref '{ref}' points at nothing in the strict form",
+    )
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"x": schema}, "required": ["x"]}
+    return schema
+
+
+def _props(count: int, sub: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": {f"p{i}": sub for i in range(count)}}
+
+
+LONG_ENUM = {"type": "string", "enum": [f"{i:060}" for i in range(251)]}
+
+
+@pytest.mark.parametrize(
+    ("within", "over", "problem"),
+    [
+        (
+            _nested(10),
+            _nested(11),
+            "its schema has 11 levels of nested objects; strict mode allows 10",
+        ),
+        (
+            _props(5_000, {"type": "string"}),
+            _props(5_001, {"type": "string"}),
+            "its schema has 5001 object properties; strict mode allows 5000",
+        ),
+        (
+            _props(2, {"enum": list(range(500))}),
+            _props(2, {"enum": list(range(501))}),
+            "its schema has 1002 enum values; strict mode allows 1000",
+        ),
+        (
+            _props(1, {**LONG_ENUM, "enum": LONG_ENUM["enum"][:250]}),
+            {"type": "object", "properties": {"c": {"type": "array", "items": LONG_ENUM}}},
+            "'c[]' has 251 values of 15060 characters in all; strict mode allows 15000 for an "
+            "enum of over 250",
+        ),
+        (
+            _props(1, {"enum": ["x" * 119_000]}),
+            _props(1, {"enum": ["x" * 120_000]}),
+            "its schema has 120002 characters of names, enum and const values; strict mode "
+            "allows 120000",
+        ),
+    ],
+)
+def test_a_schema_over_openais_size_limits_is_refused_by_name(
+    within: dict[str, Any], over: dict[str, Any], problem: str
+) -> None:
+    # OpenAI refuses the whole request over any one of them: the tool goes non-strict.
+    assert strict_parameters(within)[1] is None
+    assert strict_parameters(over) == (None, problem)
+
+
 @pytest.mark.parametrize(
     "free",
     [

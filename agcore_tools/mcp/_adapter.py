@@ -12,6 +12,7 @@ noted at the start of its description.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -24,6 +25,7 @@ from ..error import McpError, ToolConfigError, ToolError
 from ..pending import KEEPER, CallPaused
 from ..permission import Permission
 from ..schema import mend_unambiguous
+from ..schema._jsonschema import resolve_ref
 from ..schema._validate import check_against_schema
 from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, responses
 from ._progress import CALL_KEY, CALLER
@@ -115,16 +117,29 @@ def adapter_names(tool_names: Sequence[str], prefix: str | None, server: str) ->
 def wire_parameters(server: str, info: McpToolInfo) -> dict[str, Any]:
     """The tool's input schema as the model's API will take it: as the server wrote it,
     but with the faults that have one meaning mended (see
-    :func:`~agcore_tools.schema.mend_unambiguous`), an absent root ``type`` read as
-    ``object`` (MCP's input schemas are objects), and ``properties`` given to a root
-    that has none. OpenAI refuses a request over any one of these ("schema must be a
-    JSON Schema of 'type: "object"'"). What was mended is logged at INFO.
+    :func:`~agcore_tools.schema.mend_unambiguous`), a root that is only a ``$ref`` to
+    a local object definition given that definition's body (its ``$defs`` stay, for the
+    other references), an absent root ``type`` read as ``object`` (MCP's input schemas
+    are objects), and ``properties`` given to a root that has none. OpenAI refuses a
+    request over any one of these ("schema must be a JSON Schema of 'type:
+    "object"'"). What was mended is logged at INFO.
 
     Example:
         >>> wire_parameters("php", McpToolInfo("ping", "", {"properties": []}))
         {'properties': {}, 'type': 'object'}
+        >>> wire_parameters("go", McpToolInfo("find", "", {
+        ...     "$ref": "#/$defs/Args", "$defs": {"Args": {"type": "object"}}}))
+        {'$defs': {'Args': {'type': 'object'}}, 'type': 'object', 'properties': {}}
     """
     parameters, mended = mend_unambiguous(info.input_schema)
+    ref = parameters.get("$ref")
+    target = resolve_ref(parameters, ref) if isinstance(ref, str) else None
+    if "type" not in parameters and target is not None and target.get("type") == "object":
+        # Go's invopop/jsonschema and zod-to-json-schema with a `name` write the root so.
+        rest = {k: v for k, v in parameters.items() if k != "$ref"}
+        body = {k: v for k, v in target.items() if k not in rest}
+        parameters = rest | copy.deepcopy(body)  # the definition stays for other refs
+        mended.append(f"root $ref {ref!r} inlined")
     if "type" not in parameters and not any(k in parameters for k in _COMBINATORS):
         parameters["type"] = "object"
         mended.append("'type' absent, read as object")

@@ -93,6 +93,16 @@ class _Builder:
         return self._object(schema, None)
 
     def _object(self, schema: dict[str, Any], ref: str | None) -> _Node | None:
+        own = self._own(schema, ref)
+        parts = schema.get("allOf")
+        if not isinstance(parts, list):
+            return own
+        # A described reference is written {"allOf": [{"$ref": ...}], "description": ...},
+        # and strict mode flattens it, offering its optional keys nullable: the plan must
+        # see through it as the model does.
+        return self._intersection([own, *(self.build(part) for part in parts)])
+
+    def _own(self, schema: dict[str, Any], ref: str | None) -> _Node | None:
         properties = schema.get("properties")
         if isinstance(properties, dict):
             required = required_names(schema)
@@ -135,6 +145,21 @@ class _Builder:
         self.nodes.append(node)
         return node
 
+    def _intersection(self, parts: list[_Node | None]) -> _Node | None:
+        built = [node for node in parts if node is not None]
+        if len(built) <= 1:
+            return built[0] if built else None
+        objects = [node for node in built if isinstance(node, _Object)]
+        if len(objects) != len(built):
+            return None  # an object and a list at once, or a union: left to the validator
+        merged = _merged(objects)
+        for key in merged.keys:
+            # A key planned in several shapes is left alone: their plans could disagree.
+            found = {id(o.children[key]): o.children[key] for o in objects if key in o.children}
+            if len(found) == 1:
+                merged.children[key] = next(iter(found.values()))
+        return self._add(merged)
+
     def _union(self, options: list[Any]) -> _Node | None:
         built = [self.build(o) for o in options]
         if len(built) == 1:
@@ -142,17 +167,7 @@ class _Builder:
         objects = [node for node in built if isinstance(node, _Object)]
         if not objects:
             return None
-        # Several shapes: a key is unknown only if no shape knows it, and a null is
-        # dropped only where every shape that has the key would drop it.
-        merged = _Object(
-            keys=frozenset().union(*(o.keys for o in objects)),
-            closed=all(o.closed for o in objects),
-            drop_null=frozenset(
-                key
-                for key in frozenset().union(*(o.drop_null for o in objects))
-                if all(key in o.drop_null for o in objects if key in o.keys)
-            ),
-        )
+        merged = _merged(objects)
         self.nodes.append(merged)
         tag = _tag([self._resolved(o) for o in options]) if len(objects) == len(built) else None
         if tag is None:
@@ -163,6 +178,21 @@ class _Builder:
     def _resolved(self, schema: Any) -> Any:
         ref = schema.get("$ref") if isinstance(schema, dict) else None
         return resolve_ref(self.root, ref) if isinstance(ref, str) else schema
+
+
+def _merged(objects: list[_Object]) -> _Object:
+    """The plan of several object shapes at once, without children."""
+    # A key is unknown only if no shape knows it, and a null is dropped only where
+    # every shape that has the key would drop it.
+    return _Object(
+        keys=frozenset().union(*(o.keys for o in objects)),
+        closed=all(o.closed for o in objects),
+        drop_null=frozenset(
+            key
+            for key in frozenset().union(*(o.drop_null for o in objects))
+            if all(key in o.drop_null for o in objects if key in o.keys)
+        ),
+    )
 
 
 def _tag(shapes: list[Any]) -> tuple[str, list[Any]] | None:

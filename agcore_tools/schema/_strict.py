@@ -1,7 +1,10 @@
 """OpenAI strict mode (``"strict": true``) for a tool's parameters schema.
 
 :func:`strict_parameters` turns a parameters schema into one strict mode accepts, or says
-why it cannot. Three steps, on a copy:
+why it cannot. Three steps, on a copy (first, a ``$ref`` to anything but a whole
+definition, such as zod-to-json-schema's ``"#/properties/a/items"``, is inlined: the
+steps rewrite the nodes it would point into; a reference that still points at nothing
+afterwards is refused):
 
 1. **Optional becomes nullable** (ours). Strict mode wants every property required;
    an optional one becomes ``anyOf: [<its schema>, {"type": "null"}]`` without its
@@ -26,15 +29,28 @@ why it cannot. Three steps, on a copy:
    cannot be dropped, so such a schema is refused: values of any type (``typing.Any``),
    maps with free keys (``dict[str, int]``), tuples (``prefixItems``),
    ``patternProperties``, ``allOf`` of several schemas, and a root that is not an object.
+   So is a schema over OpenAI's size limits: 5,000 object properties, 10 levels of
+   nested objects, 1,000 enum values, 120,000 characters of property and definition
+   names and enum and const values, and 15,000 characters for a string enum of over
+   250 values.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from ._jsonschema import accepts_null, malformed, names_every_type, required_names, subschemas
+from ._jsonschema import (
+    accepts_null,
+    malformed,
+    names_every_type,
+    required_names,
+    resolve_ref,
+    subschemas,
+)
+from ._transforms import inline_refs
 
 KEPT = frozenset(
     {
@@ -75,6 +91,15 @@ _REFUSED = {
 }
 _TYPED = ("type", "anyOf", "$ref", "enum", "const")
 
+# OpenAI's size limits for a strict schema (Structured Outputs guide, "Supported
+# schemas"); over any one, OpenAI refuses the whole request.
+_MAX_PROPERTIES = 5_000
+_MAX_OBJECT_LEVELS = 10
+_MAX_ENUM_VALUES = 1_000
+_MAX_NAME_CHARS = 120_000  # property and definition names, enum and const values
+_LONG_ENUM = 250  # a string enum with more values than this...
+_MAX_LONG_ENUM_CHARS = 15_000  # ...may have this many characters in all
+
 
 def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
     """The strict form of a parameters schema, or ``(None, why not)``.
@@ -97,6 +122,10 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any] | None,
     broken = malformed(prepared)
     if broken is not None:
         return None, f"its schema is malformed: {broken}"
+    if any(not _names_a_definition(ref) for ref in _refs(prepared)):
+        # zod-to-json-schema points into properties ("#/properties/a/items"), and the
+        # steps below rewrite such nodes: the reference would point at nothing.
+        prepared = inline_refs(prepared)
     prepared.setdefault("properties", {})
     _prepare(prepared, prepared, problems, ())
     if problems:
@@ -106,9 +135,92 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any] | None,
     except (TypeError, ValueError, KeyError, AssertionError) as exc:
         return None, f"OpenAI's strict transform refused it ({type(exc).__name__}: {exc})"
     _finish(transformed, (), problems)
+    problems.extend(_over_limits(transformed))
+    # What inlining could not remove (a recursive reference into properties, one that
+    # pointed at nothing from the start) would make OpenAI refuse the whole request.
+    problems.extend(
+        f"its $ref {ref!r} points at nothing in the strict form"
+        for ref in _refs(transformed)
+        if resolve_ref(transformed, ref) is None
+    )
     if problems:
         return None, problems[0]
     return transformed, None
+
+
+def _over_limits(schema: dict[str, Any]) -> list[str]:
+    """Which of OpenAI's size limits for strict schemas ``schema`` goes over."""
+    totals = {"properties": 0, "levels": 0, "enum values": 0, "characters": 0}
+    long_enums: list[str] = []
+
+    def walk(node: dict[str, Any], levels: int, path: tuple[str, ...]) -> None:
+        kind = node.get("type")
+        if kind == "object" or (isinstance(kind, list) and "object" in kind):
+            levels += 1
+            totals["levels"] = max(totals["levels"], levels)
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            totals["properties"] += len(properties)
+            totals["characters"] += sum(len(name) for name in properties)
+        for key in ("$defs", "definitions"):
+            totals["characters"] += sum(len(name) for name in node.get(key) or ())
+        enum = node.get("enum")
+        if isinstance(enum, list):
+            chars = sum(len(_text(value)) for value in enum)
+            totals["enum values"] += len(enum)
+            totals["characters"] += chars
+            strings = all(isinstance(value, str) for value in enum)
+            if strings and len(enum) > _LONG_ENUM and chars > _MAX_LONG_ENUM_CHARS:
+                where = f"'{'.'.join(path)}'" if path else "an enum"
+                long_enums.append(
+                    f"{where} has {len(enum)} values of {chars} characters in all; strict "
+                    f"mode allows {_MAX_LONG_ENUM_CHARS} for an enum of over {_LONG_ENUM}"
+                )
+        if "const" in node:
+            totals["characters"] += len(_text(node["const"]))
+        for step, sub in subschemas(node):
+            walk(sub, levels, _deeper(path, step))
+
+    walk(schema, 0, ())
+    limits = {
+        "properties": _MAX_PROPERTIES,
+        "levels": _MAX_OBJECT_LEVELS,
+        "enum values": _MAX_ENUM_VALUES,
+        "characters": _MAX_NAME_CHARS,
+    }
+    over = [
+        f"its schema has {totals[what]} {_LIMIT_NOUNS[what]}; strict mode allows {limit}"
+        for what, limit in limits.items()
+        if totals[what] > limit
+    ]
+    return over + long_enums
+
+
+_LIMIT_NOUNS = {
+    "properties": "object properties",
+    "levels": "levels of nested objects",
+    "enum values": "enum values",
+    "characters": "characters of names, enum and const values",
+}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _refs(node: dict[str, Any]) -> list[str]:
+    """Every ``$ref`` in ``node``'s schemas (not in its data: defaults, examples)."""
+    ref = node.get("$ref")
+    found = [ref] if isinstance(ref, str) else []
+    for _, sub in subschemas(node):
+        found.extend(_refs(sub))
+    return found
+
+
+def _names_a_definition(ref: str) -> bool:
+    # The steps below rewrite nodes in place but keep each definition where it is.
+    parts = ref.split("/")
+    return ref == "#" or (len(parts) == 3 and parts[:2] in (["#", "$defs"], ["#", "definitions"]))
 
 
 def _prepare(

@@ -174,7 +174,7 @@ def portable_schema(schema: dict[str, Any], ctx: SchemaContext) -> dict[str, Any
             ctx.tool_name,
             "; ".join(dropped),
         )
-    schema = _inline_refs(schema)
+    schema = inline_refs(schema)
     _portable_node(schema)
     return schema
 
@@ -244,7 +244,19 @@ def apply_transforms(
 # -- portable ----------------------------------------------------------------------
 
 
-def _inline_refs(root: dict[str, Any]) -> dict[str, Any]:
+def inline_refs(root: dict[str, Any]) -> dict[str, Any]:
+    """``root`` with every local ``$ref`` replaced by a copy of its target, and the
+    definitions nothing points at any more dropped. A recursive reference stays, with
+    the definition it needs (a recursive ``"#"`` becomes a definition of the root); one
+    pointing at nothing becomes any value, with the reference in the description.
+
+    Example:
+        >>> inline_refs({"type": "object", "properties": {
+        ...     "a": {"type": "array", "items": {"type": "string"}},
+        ...     "b": {"$ref": "#/properties/a/items"},
+        ... }})["properties"]["b"]
+        {'type': 'string'}
+    """
     needed: set[str] = set()
     # A recursive "#" (zod's z.lazy at the root) is kept as a definition of the root:
     # converters resolve "#/$defs/..." and refuse "#".
