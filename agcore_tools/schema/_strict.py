@@ -38,7 +38,6 @@ afterwards is refused):
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -205,7 +204,11 @@ _LIMIT_NOUNS = {
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
+    if isinstance(value, str):
+        return value
+    import json  # only for a non-string enum or const: not worth loading with the package
+
+    return json.dumps(value)
 
 
 def _refs(node: dict[str, Any]) -> list[str]:
