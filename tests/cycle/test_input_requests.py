@@ -347,6 +347,31 @@ async def test_on_2025_the_pause_holds_the_live_question_and_answers_it_in_proce
     assert tool_messages(model.requests[1].json["messages"])["c_ask"] == "accept: blue"
 
 
+async def test_on_2025_two_conversations_with_the_same_call_id_keep_their_own_questions(
+    serve, make_cycle, booking
+):
+    # One registry serves every conversation (a web app), and call ids repeat across
+    # them: each answer must reach the call of the conversation that was asked.
+    alice_model = serve(ASK, S.reply_text("Alice done."))
+    bob_model = serve(ASK, S.reply_text("Bob done."))
+    client, registry = await _legacy(booking.url)
+    try:
+        alice, bob = make_cycle(alice_model), make_cycle(bob_model)
+        [alice_asked] = (await alice.submit_with_tools("colour?", registry)).pending
+        [bob_asked] = (await bob.submit_with_tools("colour?", registry)).pending
+        assert isinstance(alice_asked, InputRequest) and isinstance(bob_asked, InputRequest)
+        await alice.submit_with_tools(
+            None, registry, approvals=[alice_asked.accept({"answer": "red"})]
+        )
+        await bob.submit_with_tools(
+            None, registry, approvals=[bob_asked.accept({"answer": "blue"})]
+        )
+    finally:
+        await client.close()
+    assert tool_messages(alice_model.requests[1].json["messages"])["c_ask"] == "accept: red"
+    assert tool_messages(bob_model.requests[1].json["messages"])["c_ask"] == "accept: blue"
+
+
 async def test_on_2025_a_question_cannot_outlive_its_process_and_the_model_is_told(
     serve, make_cycle, booking
 ):
