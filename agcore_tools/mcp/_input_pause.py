@@ -43,6 +43,7 @@ __all__ = [
     "first_of",
     "held_question",
     "new_nonce",
+    "question_id",
     "responses",
 ]
 
@@ -51,6 +52,18 @@ def new_nonce() -> str:
     """A fresh random token naming one pause (unguessable, so a history cannot name
     another conversation's live question)."""
     return secrets.token_hex(12)
+
+
+def question_id(call_id: str | None, key: str, nonce: str) -> str:
+    """The request id of the question ``key`` of one pause of ``call_id``: it names the
+    pause too, so an answer kept from an earlier question of the same call id (ids
+    repeat) answers nothing later.
+
+    Example:
+        >>> question_id("c1", "seats", "0123456789abcdef01234567")
+        'c1~seats~01234567'
+    """
+    return f"{call_id or ''}~{key}~{nonce[:8]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +102,7 @@ class HeldQuestion(ServerQuestion):
         """The pause for the loop: one :class:`InputRequest` per question."""
         questions = tuple(
             InputRequest(
-                f"{call_id}~{key}",
+                question_id(call_id, key, nonce),
                 call_id,
                 tool_name,
                 str(params.get("message", "")),
@@ -99,7 +112,7 @@ class HeldQuestion(ServerQuestion):
         )
         state = {
             "server": server_name,
-            "keys": {f"{call_id}~{key}": key for key in self.requests},
+            "keys": {question_id(call_id, key, nonce): key for key in self.requests},
             "request_state": self.request_state,
         }
         return CallPaused(questions, state)
@@ -145,7 +158,7 @@ class LiveQuestion(ServerQuestion):
         under ``nonce``."""
         params = self.parked.params
         question = InputRequest(
-            f"{call_id}~ask",
+            question_id(call_id, "ask", nonce),
             call_id,
             tool_name,
             str(params.get("message", "")),

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from ..base import ToolContext
 from ..error import McpInputRequiredError, McpTimeoutError
 from ..pending import KEEPER, CallPaused, InputRequest, RunningTask
+from ._input_pause import new_nonce, question_id
 from ._tasks import McpTask
 from .models import McpTaskStatus
 
@@ -98,7 +99,7 @@ async def run_task(
         _forget(started, call_id, task)
         return _pause(task, call_id, name)
     except McpInputRequiredError as asked:
-        questions = _questions(asked.input_requests, call_id, name)
+        questions = _questions(asked.input_requests, call_id, name, new_nonce())
         if not call_id or keeper is not None or questions is None:
             raise
         _forget(started, call_id, task)
@@ -113,7 +114,7 @@ async def run_task(
 
 
 def _questions(
-    asked: Mapping[str, Any], call_id: str | None, name: str
+    asked: Mapping[str, Any], call_id: str | None, name: str, nonce: str
 ) -> list[tuple[InputRequest, str]] | None:
     """A task's input requests as questions for the user, with the server's keys; None
     unless every one is a form elicitation."""
@@ -126,7 +127,10 @@ def _questions(
             return None
         message = str(params.get("message", ""))
         schema = dict(params.get("requestedSchema") or {})
-        found.append((InputRequest(f"{call_id}~{key}", call_id or "", name, message, schema), key))
+        asking = InputRequest(
+            question_id(call_id, key, nonce), call_id or "", name, message, schema
+        )
+        found.append((asking, key))
     return found
 
 
