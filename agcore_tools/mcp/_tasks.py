@@ -150,9 +150,10 @@ class McpTask:
         Raises:
             ToolExecutionError: The tool answered ``isError``, or the task was cancelled
                 (a model reading it can decide what to do next).
-            McpError: The task failed (with the server's error), or the server no longer
-                knows it (expired, or forgotten in a restart), or (2026-07-28) it waits
-                for input, which this client cannot give yet (``tasks/update``).
+            McpError: The task failed (with the server's error; recoverable, so a
+                model reads it), or the server no longer knows it (expired, or
+                forgotten in a restart; not recoverable), or (2026-07-28) it waits
+                for input (:class:`~agcore_tools.McpInputRequiredError`).
             McpTimeoutError: Still running after ``timeout`` seconds (default: no limit).
                 The task is not cancelled: a later ``result()`` can still get it.
         """
@@ -396,11 +397,15 @@ class McpTask:
         )
 
     def _failed(self, detail: str | None) -> McpError:
+        # The tool ran and failed, as an isError result says on the plain path: the
+        # model reads it and the loop goes on (a task that no longer exists stops it).
         return McpError(
             self.server_name,
             f"task '{self.task_id}' of tool '{self.tool_name}' failed: "
             f"{detail or 'the server gave no reason'}",
             tool_name=self.tool_name or None,
+            recoverable=True,
+            may_have_run=True,
         )
 
 

@@ -162,6 +162,22 @@ async def test_a_task_the_server_forgot_in_a_restart_is_a_clear_error(
     assert item.task_id in str(caught.value)
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_task_that_fails_on_the_server_is_an_error_the_model_reads(
+    serve, make_cycle, tasks, era: str
+):
+    fail = S.reply_tool_calls([("fail_build", {}, "c_fail")])
+    model = serve(fail, S.reply_text("The build failed, sorry."))
+    client = _client(tasks, era)
+    async with client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["fail_build"]))
+        done = await make_cycle(model).submit_with_tools("build", registry)
+    assert done.text == "The build failed, sorry."
+    told = tool_messages(model.requests[1].json["messages"])["c_fail"]
+    assert "of tool 'fail_build' failed: the compiler crashed" in told
+
+
 async def test_on_2026_a_tasks_question_pauses_the_run_and_the_answer_goes_by_tasks_update(
     serve, make_cycle, tasks
 ):
