@@ -165,6 +165,7 @@ class McpTask:
 
         delay = FIRST_POLL
         seen: tuple[str, str | None] | None = None
+        answered: set[str] = set()
         while True:
             status, raw = await self._get()
             if on_status is not None and (status.status, status.message) != seen:
@@ -186,9 +187,18 @@ class McpTask:
                 if on_status is not None and (status.status, status.message) != seen:
                     await _notify(on_status, status)
                 return result_value(payload, self._label)
-            if status.status == "input_required":
-                # 2026-07-28: the caller answers with answer() (tasks/update).
-                asked = raw.get("inputRequests") or {}
+            asked = (raw.get("inputRequests") or {}) if status.status == "input_required" else {}
+            # Keys already answered stay listed until the server reads the update.
+            fresh = {k: v for k, v in asked.items() if k not in answered}
+            if fresh and self._answerable(fresh):
+                # 2026-07-28, with the client's handlers for every request: they answer
+                # at once, as they do a plain call's (tasks/update).
+                await self.answer(await self._ask_client(fresh))
+                answered.update(fresh)
+                delay = FIRST_POLL
+                continue
+            if fresh or (status.status == "input_required" and not asked):
+                # Else the caller answers with answer() (the loop pauses on it).
                 raise McpInputRequiredError(
                     self.server_name,
                     f"task '{self.task_id}' of tool '{self.tool_name}' waits for input "
@@ -223,17 +233,15 @@ class McpTask:
             ...         await task.answer({"q1": {"action": "accept", "content": {"answer": "blue"}}})
             ...         return await task.result(timeout=60)
         """
-        from ._task_wire import RawResult, UpdateTask
+        from ._task_wire import RawResult, UpdateTask, update_params
 
         if not self._modern():
             raise McpUsageError(
                 f"task '{self.task_id}': answer() is for 2026-07-28 tasks; on 2025-11-25 "
                 "the client's elicitation_handler answers a task's questions"
             )
-        params = {
-            "taskId": self.task_id,
-            "inputResponses": {k: dict(v) for k, v in responses.items()},
-        }
+        assert self.task_id is not None  # a task answered at once asks nothing
+        params = update_params(self.task_id, responses)
 
         async def send(client: Any, meta: Any) -> Any:
             return await client.session.send_request(
@@ -273,6 +281,31 @@ class McpTask:
     def _label(self) -> str:
         # What a ToolExecutionError names: the tool, or the task when re-attached by id.
         return self.tool_name or f"task {self.task_id}"
+
+    def _answerable(self, asked: Mapping[str, Any]) -> bool:
+        # Whether the client has a handler for each input request (by its method).
+        settings = self._session.settings
+        handlers = {
+            "elicitation/create": settings.elicitation_handler,
+            "sampling/createMessage": settings.sampling_handler,
+            "roots/list": settings.roots_handler,
+        }
+        return all(
+            isinstance(r, Mapping) and handlers.get(str(r.get("method"))) is not None
+            for r in asked.values()
+        )
+
+    async def _ask_client(self, asked: Mapping[str, Any]) -> dict[str, Any]:
+        from ._task_wire import ask_client
+
+        assert self.task_id is not None
+        task_id, tool = self.task_id, self.tool_name
+        # Bounded by the client's timeout; not asked again on a new connection.
+        return await self._session.send(
+            f"input requests of task '{task_id}'",
+            lambda client, _: ask_client(client.session, self.server_name, task_id, tool, asked),
+            resend=False,
+        )
 
     def _modern(self) -> bool:
         client = self._session.client

@@ -207,6 +207,31 @@ async def test_on_2026_a_tasks_question_pauses_the_run_and_the_answer_goes_by_ta
     assert counted["updates"] == [{"q1": {"action": "accept", "content": {"answer": "blue"}}}]
 
 
+async def test_on_2026_with_an_elicitation_handler_a_tasks_question_does_not_pause(
+    serve, make_cycle, tasks
+):
+    from mcp_types import ElicitResult
+
+    async def colour(context: Any, params: Any) -> ElicitResult:
+        return ElicitResult(action="accept", content={"answer": "green"})
+
+    ask = S.reply_tool_calls([("ask", {"question": "Colour?"}, "c_ask")])
+    model = serve(ask, S.reply_text("Green."))
+    client = McpClient(
+        "ci", StreamableHttpTransport(tasks.url), timeout=30.0, tasks=True,
+        elicitation_handler=colour,
+    )  # fmt: skip
+    async with client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["ask"], task_wait=10.0))
+        done = await make_cycle(model).submit_with_tools("colour?", registry)
+    assert done.pending == () and done.text == "Green."
+    assert tool_messages(model.requests[1].json["messages"])["c_ask"] == "accept: green"
+    assert tasks.counts()["updates"] == [
+        {"q1": {"action": "accept", "content": {"answer": "green"}}}
+    ]
+
+
 async def test_a_streaming_consumer_sees_the_tasks_status_as_progress(
     serve, make_cycle, tasks, clock
 ):
