@@ -409,8 +409,9 @@ class McpInputRequiredError(McpError):
 
     ``input_requests`` holds them by the server's keys, as it sent them; answer with
     :meth:`~agcore_tools.mcp.McpTask.answer` (``tasks/update``) and wait again. The
-    task waits on the server meanwhile. In the loop, with no ``elicitation_handler``,
-    this pauses the run instead (see :mod:`agcore_tools.pending`).
+    task waits on the server meanwhile. Not raised when the client has a handler for
+    each request (``elicitation_handler``...): they answer. In the loop, with no
+    ``elicitation_handler``, this pauses the run instead (see :mod:`agcore_tools.pending`).
 
     Example:
         >>> err = McpInputRequiredError("ci", "task 't1' waits for input (q1)",

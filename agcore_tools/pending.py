@@ -97,7 +97,9 @@ class InputRequest:
     """
 
     request_id: str
-    """Unique within the run: the call id, ``~``, and the server's key for the question."""
+    """Unique: the call id, ``~``, the server's key for the question, ``~``, and a
+    random token naming this pause, so an answer kept from an earlier question of the
+    same call id is refused (call ids repeat)."""
     call_id: str
     """The tool call that asked; it stays open in the history until answered."""
     tool_name: str

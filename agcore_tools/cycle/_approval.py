@@ -91,7 +91,10 @@ class Gate:
         """Refuse answers to questions no open call asked."""
         if self._inputs:
             names = ", ".join(f"'{i}'" for i in self._inputs)
-            raise ApprovalError(f"no open call asked the input requests {names}")
+            raise ApprovalError(
+                f"no open call asked the input requests {names}; an answer is given to "
+                "one question (a later one of the same call has a new request id)"
+            )
 
     def hold(self, call_id: str, requests: Sequence[Pending]) -> None:
         """Leave ``call_id`` open, waiting for ``requests`` (a paused call's)."""

@@ -27,7 +27,7 @@ from ..permission import Permission
 from ..schema import mend_unambiguous
 from ..schema._jsonschema import resolve_ref
 from ..schema._validate import check_against_schema
-from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, responses
+from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, new_nonce, responses
 from ._progress import CALL_KEY, CALLER
 from ._results import result_value
 from ._task_call import TaskCaller, paused_on, run_task
@@ -211,8 +211,10 @@ class McpTool(BaseTool):
         """Seconds a task call waits for its task before it pauses the run (None: the
         client's ``timeout``)."""
         self._resumes: dict[str, Mapping[str, Any]] = {}
+        # Live questions by their pause's nonce, not the call id: call ids repeat across
+        # the conversations that share this adapter.
         self._live: dict[str, LiveQuestion] = {}
-        self._started: dict[str, McpTask] = {}
+        self._started: dict[str, list[McpTask]] = {}
 
     def stopped(self, call_id: str) -> CallPaused | None:
         """The task call ``call_id`` left running when the run stopped before it ended
@@ -259,7 +261,7 @@ class McpTool(BaseTool):
         keyed = CALL_KEY.set(ctx.idempotency_key) if call_id else None
         try:
             if call_id and resume is not None and resume["state"].get("live"):
-                value = await self._answer_live(call_id, resume["answers"])
+                value = await self._answer_live(resume["state"], resume["answers"])
             elif self.as_task or (resume is not None and "task" in resume["state"]):
                 caller = cast("TaskCaller", self.client)
                 wait = self.task_wait if self.task_wait is not None else caller_timeout(self.client)
@@ -292,14 +294,21 @@ class McpTool(BaseTool):
             if keyed is not None:
                 CALL_KEY.reset(keyed)
         if call_id and isinstance(value, ServerQuestion):
+            nonce = new_nonce()
             if isinstance(value, LiveQuestion):
-                self._live[call_id] = value
-            return value.awaiting(call_id, self.name, self.client.server_name)
+                # Nonces never repeat, so questions nobody answered would pile up: those
+                # whose call has ended (timed out) go, each time one is added.
+                for old in [n for n, q in self._live.items() if q.call.done()]:
+                    del self._live[old]
+                self._live[nonce] = value
+            return value.awaiting(call_id, self.name, self.client.server_name, nonce)
         return value
 
-    async def _answer_live(self, call_id: str, answers: Mapping[str, Any]) -> Any:
+    async def _answer_live(self, state: Mapping[str, Any], answers: Mapping[str, Any]) -> Any:
         """Send the answer to a question (2025-11-25) this process holds, and go on."""
-        live = self._live.pop(call_id, None)
+        # A history saved before pauses had nonces names no question held here.
+        nonce = state.get("nonce")
+        live = self._live.pop(nonce, None) if isinstance(nonce, str) else None
         server, raw = self.client.server_name, self.info.name
         if live is None:
             raise McpError(

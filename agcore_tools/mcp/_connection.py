@@ -23,7 +23,7 @@ from .._aio import import_off_loop, with_timeout
 from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from . import _sdklog
-from ._callbacks import call_user
+from ._callbacks import call_user, guarded_handler
 from ._elicitation import LiveQuestions
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
@@ -367,8 +367,13 @@ class Connection:
             self._open_transport(),
             mode=settings.protocol,
             read_timeout_seconds=settings.timeout,
-            sampling_callback=settings.sampling_handler,
-            elicitation_callback=settings.elicitation_handler or self.questions.handler,
+            sampling_callback=guarded_handler(
+                settings.sampling_handler, "sampling_handler", settings.server_name
+            ),
+            elicitation_callback=guarded_handler(
+                settings.elicitation_handler, "elicitation_handler", settings.server_name
+            )
+            or self.questions.handler,
             list_roots_callback=settings.roots_handler,
             logging_callback=self._on_log,
             log_level=settings.log_level,  # type: ignore[arg-type]

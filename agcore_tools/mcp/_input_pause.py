@@ -13,6 +13,9 @@ returns a :class:`ServerQuestion` instead of a value, and the adapter turns it i
   and the call waits for it. The call goes on running in this process; the answer is
   sent when the app resumes here, within the client's ``timeout``. It cannot outlive
   the connection: a resume in another process tells the model the question was lost.
+  Each pause gets a random ``nonce``, kept in its state in the history: the adapter
+  finds the live question by it, never by the call id alone, since call ids repeat
+  across the conversations that share an adapter (``call_0_0`` in each).
 
 The round travels in a context variable, set by the adapter around one call, so plain
 :meth:`~agcore_tools.McpClient.call_tool` keeps its path and its cost.
@@ -21,6 +24,7 @@ The round travels in a context variable, set by the adapter around one call, so 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -38,8 +42,28 @@ __all__ = [
     "ServerQuestion",
     "first_of",
     "held_question",
+    "new_nonce",
+    "question_id",
     "responses",
 ]
+
+
+def new_nonce() -> str:
+    """A fresh random token naming one pause (unguessable, so a history cannot name
+    another conversation's live question)."""
+    return secrets.token_hex(12)
+
+
+def question_id(call_id: str | None, key: str, nonce: str) -> str:
+    """The request id of the question ``key`` of one pause of ``call_id``: it names the
+    pause too, so an answer kept from an earlier question of the same call id (ids
+    repeat) answers nothing later.
+
+    Example:
+        >>> question_id("c1", "seats", "0123456789abcdef01234567")
+        'c1~seats~01234567'
+    """
+    return f"{call_id or ''}~{key}~{nonce[:8]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +84,8 @@ class ServerQuestion:
 
     __slots__ = ()
 
-    def awaiting(self, call_id: str, tool_name: str, server_name: str) -> CallPaused:
-        """The pause for the loop."""
+    def awaiting(self, call_id: str, tool_name: str, server_name: str, nonce: str) -> CallPaused:
+        """The pause for the loop; ``nonce`` (:func:`new_nonce`) names this pause."""
         raise NotImplementedError
 
 
@@ -74,11 +98,11 @@ class HeldQuestion(ServerQuestion):
     request_state: str | None
     """The server's ``requestState``, exactly as sent (never re-encoded)."""
 
-    def awaiting(self, call_id: str, tool_name: str, server_name: str) -> CallPaused:
+    def awaiting(self, call_id: str, tool_name: str, server_name: str, nonce: str) -> CallPaused:
         """The pause for the loop: one :class:`InputRequest` per question."""
         questions = tuple(
             InputRequest(
-                f"{call_id}~{key}",
+                question_id(call_id, key, nonce),
                 call_id,
                 tool_name,
                 str(params.get("message", "")),
@@ -88,7 +112,7 @@ class HeldQuestion(ServerQuestion):
         )
         state = {
             "server": server_name,
-            "keys": {f"{call_id}~{key}": key for key in self.requests},
+            "keys": {question_id(call_id, key, nonce): key for key in self.requests},
             "request_state": self.request_state,
         }
         return CallPaused(questions, state)
@@ -129,17 +153,18 @@ class LiveQuestion(ServerQuestion):
     questions: LiveQuestions
     tool_name: str
 
-    def awaiting(self, call_id: str, tool_name: str, server_name: str) -> CallPaused:
-        """The pause for the loop; its state says the question lives in this process."""
+    def awaiting(self, call_id: str, tool_name: str, server_name: str, nonce: str) -> CallPaused:
+        """The pause for the loop; its state says the question lives in this process,
+        under ``nonce``."""
         params = self.parked.params
         question = InputRequest(
-            f"{call_id}~ask",
+            question_id(call_id, "ask", nonce),
             call_id,
             tool_name,
             str(params.get("message", "")),
             dict(params.get("requestedSchema") or {}),
         )
-        return CallPaused((question,), {"server": server_name, "live": True})
+        return CallPaused((question,), {"server": server_name, "live": True, "nonce": nonce})
 
     async def go_on(self, answer: Mapping[str, Any]) -> Any:
         """Send the user's ``answer`` and wait on: the call's result, or its next question.

@@ -12,16 +12,21 @@ process, re-attaches to the same task: the ``tools/call`` is never sent again.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..base import ToolContext
 from ..error import McpInputRequiredError, McpTimeoutError
 from ..pending import KEEPER, CallPaused, InputRequest, RunningTask
+from ._input_pause import new_nonce, question_id
 from ._tasks import McpTask
 from .models import McpTaskStatus
 
 __all__ = ["TaskCaller", "paused_on", "run_task"]
+
+logger = logging.getLogger("agcore_tools.mcp")
 
 _FOREVER = 365 * 24 * 3600.0
 """The wait of a kept task with no limit: its keeper (an activity's timeout) bounds it."""
@@ -51,13 +56,14 @@ async def run_task(
     args: Mapping[str, Any],
     ctx: ToolContext,
     resume: Mapping[str, Any] | None,
-    started: dict[str, McpTask],
+    started: dict[str, list[McpTask]],
     wait: float,
 ) -> Any:
     """Start (or, with ``saved``, re-attach to) the task of ``tool`` (registered as
     ``name``) and wait for it: its value, or, still running after the client's timeout,
     the call's pause once it has waited ``wait`` seconds. While it runs the handle is in
-    ``started`` under the call id, for :func:`paused_on`."""
+    ``started`` under the call id, for :func:`paused_on`; the call's own pause is made
+    from its own handle, since another conversation's call may share its id."""
     keeper = KEEPER.get()
     saved = resume["state"]["task"] if resume is not None else None
     if saved is None and keeper is not None:
@@ -72,7 +78,7 @@ async def run_task(
             keeper.keep(task.to_json())
             wait = keeper.wait if keeper.wait is not None else _FOREVER
         if call_id:
-            started[call_id] = task
+            started.setdefault(call_id, []).append(task)
     seen = 0
 
     def report(status: McpTaskStatus) -> None:
@@ -81,29 +87,34 @@ async def run_task(
         text = status.status if status.message is None else f"{status.status}: {status.message}"
         ctx.report_progress(seen, None, text)
 
+    cancelled = False
     try:
         value = await task.result(timeout=wait, on_status=report)
+    except asyncio.CancelledError:
+        cancelled = True  # the handle stays for paused_on: the loop keeps the call open
+        raise
     except McpTimeoutError:
         if not call_id or task.task_id is None or keeper is not None:
             raise
-        paused = paused_on(started, call_id, name)
-        assert paused is not None  # the handle was stored above
-        return paused
+        _forget(started, call_id, task)
+        return _pause(task, call_id, name)
     except McpInputRequiredError as asked:
-        questions = _questions(asked.input_requests, call_id, name)
+        questions = _questions(asked.input_requests, call_id, name, new_nonce())
         if not call_id or keeper is not None or questions is None:
             raise
-        paused = paused_on(started, call_id, name)
-        assert paused is not None
+        _forget(started, call_id, task)
+        paused = _pause(task, call_id, name)
         keys = {q.request_id: key for q, key in questions}
         state = {**paused.state, "keys": keys}
         return CallPaused((*(q for q, _ in questions), *paused.requests), state)
-    started.pop(call_id or "", None)
+    finally:
+        if call_id and not cancelled:
+            _forget(started, call_id, task)
     return value
 
 
 def _questions(
-    asked: Mapping[str, Any], call_id: str | None, name: str
+    asked: Mapping[str, Any], call_id: str | None, name: str, nonce: str
 ) -> list[tuple[InputRequest, str]] | None:
     """A task's input requests as questions for the user, with the server's keys; None
     unless every one is a form elicitation."""
@@ -116,23 +127,50 @@ def _questions(
             return None
         message = str(params.get("message", ""))
         schema = dict(params.get("requestedSchema") or {})
-        found.append((InputRequest(f"{call_id}~{key}", call_id or "", name, message, schema), key))
+        asking = InputRequest(
+            question_id(call_id, key, nonce), call_id or "", name, message, schema
+        )
+        found.append((asking, key))
     return found
 
 
-def paused_on(started: dict[str, McpTask], call_id: str, tool_name: str) -> CallPaused | None:
+def _forget(started: dict[str, list[McpTask]], call_id: str, task: McpTask) -> None:
+    tasks = started.get(call_id, [])
+    if task in tasks:
+        tasks.remove(task)
+    if not tasks:
+        started.pop(call_id, None)
+
+
+def paused_on(started: dict[str, list[McpTask]], call_id: str, tool_name: str) -> CallPaused | None:
     """The pause of call ``call_id`` whose task runs on, taken out of ``started``; None
-    when the call has no task running."""
-    task = started.pop(call_id, None)
-    if task is None or task.task_id is None:
+    when the call has no task running, or when calls of several conversations share the
+    id (which task is whose cannot be told: none is put in another's history)."""
+    tasks = started.pop(call_id, [])
+    if len(tasks) > 1:
+        logger.warning(
+            "%d running tasks of tool '%s' share the call id %r; none is kept as the "
+            "stopped call's (they run on, unattached)",
+            len(tasks),
+            tool_name,
+            call_id,
+        )
         return None
+    if not tasks or tasks[0].task_id is None:
+        return None
+    return _pause(tasks[0], call_id, tool_name)
+
+
+def _pause(task: McpTask, call_id: str, tool_name: str) -> CallPaused:
     status = task.last_status
+    task_id = task.task_id
+    assert task_id is not None  # only a task the server created is waited for
     item = RunningTask(
         f"{call_id}~task",
         call_id,
         tool_name,
         task.server_name,
-        task.task_id,
+        task_id,
         status.status if status is not None else "working",
         status.message if status is not None else None,
     )

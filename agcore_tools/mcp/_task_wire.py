@@ -49,8 +49,10 @@ __all__ = [
     "GetTaskPayload",
     "RawResult",
     "TasksExtension",
+    "ask_client",
     "parse_status",
     "send_unvalidated",
+    "update_params",
 ]
 
 logger = logging.getLogger("agcore_tools.mcp")
@@ -194,17 +196,71 @@ async def send_unvalidated(
     return raw
 
 
+async def ask_client(
+    session: ClientSession,
+    server_name: str,
+    task_id: str,
+    tool_name: str,
+    asked: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The answers of the client's own callbacks (``elicitation_handler``,
+    ``sampling_handler``, ``roots_handler``) to a 2026-07-28 task's input requests
+    ``asked`` (by the server's keys, as JSON), as JSON for ``tasks/update``. A client
+    with no ``elicitation_handler`` declines a question, as it does one asked by a
+    plain call; a request no callback can answer raises an :class:`McpError` naming it.
+    """
+    from mcp.client.context import ClientRequestContext
+    from mcp_types import ErrorData, InputRequest
+    from pydantic import TypeAdapter, ValidationError
+
+    requests: TypeAdapter[Any] = TypeAdapter(InputRequest)
+    answers: dict[str, Any] = {}
+    for key, raw in asked.items():
+        what = raw.get("method") if isinstance(raw, Mapping) else None
+        try:
+            request = requests.validate_python(raw)
+        except ValidationError as exc:
+            raise McpError(
+                server_name,
+                f"task '{task_id}' of tool '{tool_name}' asked for input {key!r} "
+                f"({what or 'no method'}) in a form this client cannot read",
+                tool_name=tool_name,
+            ) from exc
+        params = request.params
+        ctx = ClientRequestContext(
+            session=session, request_id=key, meta=params.meta if params is not None else None
+        )
+        answer = await session.dispatch_input_request(ctx, request)
+        if isinstance(answer, ErrorData):
+            raise McpError(
+                server_name,
+                f"task '{task_id}' of tool '{tool_name}' asked for input {key!r} ({what}), "
+                f"which this client cannot give: {answer.message}",
+                tool_name=tool_name,
+            )
+        answers[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return answers
+
+
+def update_params(task_id: str, responses: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The params of ``tasks/update`` answering a task's input requests."""
+    return {"taskId": task_id, "inputResponses": {k: dict(v) for k, v in responses.items()}}
+
+
 async def drive(
     session: ClientSession, server_name: str, task_id: str, tool_name: str, deadline: float
 ) -> CallToolResult:
     """Poll a 2026-07-28 task to its end and return its ``CallToolResult``; a failed,
     cancelled or forgotten task becomes an ``isError`` result naming it (what a plain
-    ``tools/call`` that the server chose to run as a task returns). Any other failure
-    raises an :class:`~agcore_tools.McpError` naming the task, which runs on (so the
-    call is not sent again: it is no longer safe to)."""
+    ``tools/call`` that the server chose to run as a task returns). A task waiting for
+    input gets the answers of the client's callbacks (:func:`ask_client`) by
+    ``tasks/update``. Any other failure raises an :class:`~agcore_tools.McpError`
+    naming the task, which runs on (so the call is not sent again: it is no longer
+    safe to)."""
     from mcp.shared.exceptions import MCPError
 
     delay = FIRST_POLL
+    answered: set[str] = set()
     while True:
         remaining = deadline - time.monotonic()
         try:
@@ -231,6 +287,27 @@ async def drive(
             error = raw.get("error")
             detail = error.get("message") if isinstance(error, Mapping) else status.message
             return _error_result(f"task '{task_id}' {status.status}: {detail or 'no reason given'}")
+        asked = raw.get("inputRequests") if status.status == "input_required" else None
+        # Keys already answered stay listed until the server reads the update.
+        fresh = {k: v for k, v in (asked or {}).items() if k not in answered}
+        if fresh:
+            responses = await ask_client(session, server_name, task_id, tool_name, fresh)
+            try:
+                await session.send_request(
+                    UpdateTask(params=update_params(task_id, responses)),
+                    RawResult,
+                    request_read_timeout_seconds=max(deadline - time.monotonic(), MIN_POLL),
+                )
+            except MCPError as exc:
+                raise McpError(
+                    server_name,
+                    f"tools/call '{tool_name}' runs as task '{task_id}', which refused its "
+                    f"answers ({exc.message}); McpClient.task('{task_id}') picks it up",
+                    tool_name=tool_name,
+                ) from exc
+            answered.update(fresh)
+            delay = FIRST_POLL
+            continue
         wait = next_wait(delay, status)
         if time.monotonic() + wait > deadline:
             raise TimeoutError(f"task '{task_id}' of tool '{tool_name}' still running")

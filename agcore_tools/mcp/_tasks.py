@@ -150,9 +150,10 @@ class McpTask:
         Raises:
             ToolExecutionError: The tool answered ``isError``, or the task was cancelled
                 (a model reading it can decide what to do next).
-            McpError: The task failed (with the server's error), or the server no longer
-                knows it (expired, or forgotten in a restart), or (2026-07-28) it waits
-                for input, which this client cannot give yet (``tasks/update``).
+            McpError: The task failed (with the server's error; recoverable, so a
+                model reads it), or the server no longer knows it (expired, or
+                forgotten in a restart; not recoverable), or (2026-07-28) it waits
+                for input (:class:`~agcore_tools.McpInputRequiredError`).
             McpTimeoutError: Still running after ``timeout`` seconds (default: no limit).
                 The task is not cancelled: a later ``result()`` can still get it.
         """
@@ -164,6 +165,7 @@ class McpTask:
 
         delay = FIRST_POLL
         seen: tuple[str, str | None] | None = None
+        answered: set[str] = set()
         while True:
             status, raw = await self._get()
             if on_status is not None and (status.status, status.message) != seen:
@@ -185,9 +187,18 @@ class McpTask:
                 if on_status is not None and (status.status, status.message) != seen:
                     await _notify(on_status, status)
                 return result_value(payload, self._label)
-            if status.status == "input_required":
-                # 2026-07-28: the caller answers with answer() (tasks/update).
-                asked = raw.get("inputRequests") or {}
+            asked = (raw.get("inputRequests") or {}) if status.status == "input_required" else {}
+            # Keys already answered stay listed until the server reads the update.
+            fresh = {k: v for k, v in asked.items() if k not in answered}
+            if fresh and self._answerable(fresh):
+                # 2026-07-28, with the client's handlers for every request: they answer
+                # at once, as they do a plain call's (tasks/update).
+                await self.answer(await self._ask_client(fresh))
+                answered.update(fresh)
+                delay = FIRST_POLL
+                continue
+            if fresh or (status.status == "input_required" and not asked):
+                # Else the caller answers with answer() (the loop pauses on it).
                 raise McpInputRequiredError(
                     self.server_name,
                     f"task '{self.task_id}' of tool '{self.tool_name}' waits for input "
@@ -222,17 +233,15 @@ class McpTask:
             ...         await task.answer({"q1": {"action": "accept", "content": {"answer": "blue"}}})
             ...         return await task.result(timeout=60)
         """
-        from ._task_wire import RawResult, UpdateTask
+        from ._task_wire import RawResult, UpdateTask, update_params
 
         if not self._modern():
             raise McpUsageError(
                 f"task '{self.task_id}': answer() is for 2026-07-28 tasks; on 2025-11-25 "
                 "the client's elicitation_handler answers a task's questions"
             )
-        params = {
-            "taskId": self.task_id,
-            "inputResponses": {k: dict(v) for k, v in responses.items()},
-        }
+        assert self.task_id is not None  # a task answered at once asks nothing
+        params = update_params(self.task_id, responses)
 
         async def send(client: Any, meta: Any) -> Any:
             return await client.session.send_request(
@@ -272,6 +281,31 @@ class McpTask:
     def _label(self) -> str:
         # What a ToolExecutionError names: the tool, or the task when re-attached by id.
         return self.tool_name or f"task {self.task_id}"
+
+    def _answerable(self, asked: Mapping[str, Any]) -> bool:
+        # Whether the client has a handler for each input request (by its method).
+        settings = self._session.settings
+        handlers = {
+            "elicitation/create": settings.elicitation_handler,
+            "sampling/createMessage": settings.sampling_handler,
+            "roots/list": settings.roots_handler,
+        }
+        return all(
+            isinstance(r, Mapping) and handlers.get(str(r.get("method"))) is not None
+            for r in asked.values()
+        )
+
+    async def _ask_client(self, asked: Mapping[str, Any]) -> dict[str, Any]:
+        from ._task_wire import ask_client
+
+        assert self.task_id is not None
+        task_id, tool = self.task_id, self.tool_name
+        # Bounded by the client's timeout; not asked again on a new connection.
+        return await self._session.send(
+            f"input requests of task '{task_id}'",
+            lambda client, _: ask_client(client.session, self.server_name, task_id, tool, asked),
+            resend=False,
+        )
 
     def _modern(self) -> bool:
         client = self._session.client
@@ -396,11 +430,15 @@ class McpTask:
         )
 
     def _failed(self, detail: str | None) -> McpError:
+        # The tool ran and failed, as an isError result says on the plain path: the
+        # model reads it and the loop goes on (a task that no longer exists stops it).
         return McpError(
             self.server_name,
             f"task '{self.task_id}' of tool '{self.tool_name}' failed: "
             f"{detail or 'the server gave no reason'}",
             tool_name=self.tool_name or None,
+            recoverable=True,
+            may_have_run=True,
         )
 
 

@@ -176,6 +176,8 @@ class McpClient(SyncClientMethods):
                 default :class:`McpPermissionPolicy` (see its table).
             sampling_handler: Answers ``sampling/createMessage``; advertised only if given.
             elicitation_handler: Answers ``elicitation/create``; without one, declines.
+                A sampling or elicitation handler that raises is logged (its exception
+                type) and the server told only that it failed, never the error's text.
             roots_handler: Answers ``roots/list``; advertised only if given.
             on_log: Called with each :class:`McpLogMessage` (sync or async).
             on_progress: Called with each :class:`McpProgress` of a tool call.

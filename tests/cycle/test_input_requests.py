@@ -72,9 +72,8 @@ async def test_a_servers_question_pauses_the_loop_and_a_resume_answers_it(
         [question] = paused.pending
         assert paused.pending_approvals == ()
         assert isinstance(question, InputRequest)
-        assert (question.request_id, question.call_id, question.tool_name) == (
-            "c_book~seats", "c_book", "book_table"
-        )  # fmt: skip
+        assert (question.call_id, question.tool_name) == ("c_book", "book_table")
+        assert question.request_id.startswith("c_book~seats~")  # and this pause's token
         assert question.message == "How many seats for Ada?"
         assert question.requested_schema["required"] == ["seats"]
         assert len(model.requests) == 1
@@ -157,7 +156,7 @@ async def test_a_call_id_answered_in_an_earlier_turn_keeps_a_later_pause(
         assert isinstance(first, InputRequest)
         await cycle.submit_with_tools(None, registry, approvals=[first.accept({"seats": 2})])
         [second] = (await cycle.submit_with_tools("book again", registry)).pending
-        assert isinstance(second, InputRequest) and second.request_id == "c_book~seats"
+        assert isinstance(second, InputRequest) and second.request_id.startswith("c_book~seats~")
         saved = json.loads(json.dumps(cycle.messages))
         assert "paused_call" in saved[-1]["tool_calls"][0]
 
@@ -171,6 +170,56 @@ async def test_a_call_id_answered_in_an_earlier_turn_keeps_a_later_pause(
     assert done.text == "Booked again."
     assert fresh.messages[-2]["content"] == "booked 3 seats for Ada; asked 0 h ago; state intact"
     assert "paused_call" not in json.dumps(fresh.messages)
+
+
+async def test_an_answer_kept_from_an_earlier_question_does_not_answer_a_later_one(
+    serve, make_cycle, booking
+):
+    # The same call id asks again (ids repeat): the answer given to the first question
+    # must not be taken as the answer to the second.
+    model = serve(BOOK, S.reply_text("Booked."), BOOK, S.reply_text("Booked again."))
+    client, registry = await _registry(booking.url)
+    try:
+        cycle = make_cycle(model)
+        [first] = (await cycle.submit_with_tools("book for Ada", registry)).pending
+        assert isinstance(first, InputRequest)
+        kept = first.accept({"seats": 2})
+        await cycle.submit_with_tools(None, registry, approvals=[kept])
+        [second] = (await cycle.submit_with_tools("book again", registry)).pending
+        assert isinstance(second, InputRequest) and second.request_id != first.request_id
+        with pytest.raises(ApprovalError, match="no open call asked the input requests"):
+            await cycle.submit_with_tools(None, registry, approvals=[kept])
+        assert len(model.requests) == 3  # nothing was sent to the server or the model
+        done = await cycle.submit_with_tools(
+            None, registry, approvals=[second.accept({"seats": 5})]
+        )
+    finally:
+        await client.close()
+    assert done.text == "Booked again."
+    assert cycle.messages[-2]["content"].startswith("booked 5 seats for Ada")
+
+
+async def test_a_history_saved_before_request_ids_named_their_pause_still_resumes(
+    serve, make_cycle, booking
+):
+    model = serve(BOOK, S.reply_text("Booked."))
+    client, registry = await _registry(booking.url)
+    try:
+        cycle = make_cycle(model)
+        await cycle.submit_with_tools("book for Ada", registry)
+        saved = json.loads(json.dumps(cycle.messages))
+        held = saved[-1]["tool_calls"][0]["paused_call"]
+        # As an earlier release saved it: the request id was the call id and the key.
+        held["requests"][0]["request_id"] = "c_book~seats"
+        held["state"]["keys"] = {"c_book~seats": "seats"}
+        fresh = make_cycle(model)
+        fresh.messages[:] = saved
+        answer = InputAnswer("c_book~seats", "c_book", "accept", {"seats": 4})
+        done = await fresh.submit_with_tools(None, registry, approvals=[answer])
+    finally:
+        await client.close()
+    assert done.text == "Booked."
+    assert fresh.messages[-2]["content"].startswith("booked 4 seats for Ada")
 
 
 async def test_a_stream_consumer_answers_the_question_inline(serve, make_cycle, booking):
@@ -254,7 +303,8 @@ def _pause_in_a_child_and_kill_it(model_url: str, mcp_url: str, folder: Path) ->
     try:
         assert child.stdout is not None
         line = child.stdout.readline().decode()  # bounded: the child sleeps 60 s at most
-        assert json.loads(line) == ["c_book~seats"]
+        [request_id] = json.loads(line)
+        assert request_id.startswith("c_book~seats~")
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(10)
@@ -334,7 +384,8 @@ async def test_on_2025_the_pause_holds_the_live_question_and_answers_it_in_proce
         paused = await cycle.submit_with_tools("colour?", registry)
         [question] = paused.pending
         assert isinstance(question, InputRequest)
-        assert (question.request_id, question.message) == ("c_ask~ask", "Your colour?")
+        assert question.request_id.startswith("c_ask~ask~")
+        assert question.message == "Your colour?"
         assert question.requested_schema["required"] == ["answer"]
         saved = json.loads(json.dumps(cycle.messages))
         cycle.messages[:] = saved  # the same process, from the saved history
@@ -345,6 +396,31 @@ async def test_on_2025_the_pause_holds_the_live_question_and_answers_it_in_proce
         await client.close()
     assert done.text == "Blue it is."
     assert tool_messages(model.requests[1].json["messages"])["c_ask"] == "accept: blue"
+
+
+async def test_on_2025_two_conversations_with_the_same_call_id_keep_their_own_questions(
+    serve, make_cycle, booking
+):
+    # One registry serves every conversation (a web app), and call ids repeat across
+    # them: each answer must reach the call of the conversation that was asked.
+    alice_model = serve(ASK, S.reply_text("Alice done."))
+    bob_model = serve(ASK, S.reply_text("Bob done."))
+    client, registry = await _legacy(booking.url)
+    try:
+        alice, bob = make_cycle(alice_model), make_cycle(bob_model)
+        [alice_asked] = (await alice.submit_with_tools("colour?", registry)).pending
+        [bob_asked] = (await bob.submit_with_tools("colour?", registry)).pending
+        assert isinstance(alice_asked, InputRequest) and isinstance(bob_asked, InputRequest)
+        await alice.submit_with_tools(
+            None, registry, approvals=[alice_asked.accept({"answer": "red"})]
+        )
+        await bob.submit_with_tools(
+            None, registry, approvals=[bob_asked.accept({"answer": "blue"})]
+        )
+    finally:
+        await client.close()
+    assert tool_messages(alice_model.requests[1].json["messages"])["c_ask"] == "accept: red"
+    assert tool_messages(bob_model.requests[1].json["messages"])["c_ask"] == "accept: blue"
 
 
 async def test_on_2025_a_question_cannot_outlive_its_process_and_the_model_is_told(

@@ -162,6 +162,22 @@ async def test_a_task_the_server_forgot_in_a_restart_is_a_clear_error(
     assert item.task_id in str(caught.value)
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_task_that_fails_on_the_server_is_an_error_the_model_reads(
+    serve, make_cycle, tasks, era: str
+):
+    fail = S.reply_tool_calls([("fail_build", {}, "c_fail")])
+    model = serve(fail, S.reply_text("The build failed, sorry."))
+    client = _client(tasks, era)
+    async with client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["fail_build"]))
+        done = await make_cycle(model).submit_with_tools("build", registry)
+    assert done.text == "The build failed, sorry."
+    told = tool_messages(model.requests[1].json["messages"])["c_fail"]
+    assert "of tool 'fail_build' failed: the compiler crashed" in told
+
+
 async def test_on_2026_a_tasks_question_pauses_the_run_and_the_answer_goes_by_tasks_update(
     serve, make_cycle, tasks
 ):
@@ -175,7 +191,8 @@ async def test_on_2026_a_tasks_question_pauses_the_run_and_the_answer_goes_by_ta
         paused = await cycle.submit_with_tools("colour?", registry)
         question, running = paused.pending
         assert isinstance(question, InputRequest) and isinstance(running, RunningTask)
-        assert (question.request_id, question.message) == ("c_ask~q1", "Colour?")
+        assert question.request_id.startswith("c_ask~q1~")
+        assert question.message == "Colour?"
         assert running.status == "input_required"
         saved = json.loads(json.dumps(cycle.messages))
         fresh = make_cycle(model, approval_key=b"k" * 32)
@@ -188,6 +205,31 @@ async def test_on_2026_a_tasks_question_pauses_the_run_and_the_answer_goes_by_ta
     counted = tasks.counts()
     assert counted["calls"] == {"ask": 1}
     assert counted["updates"] == [{"q1": {"action": "accept", "content": {"answer": "blue"}}}]
+
+
+async def test_on_2026_with_an_elicitation_handler_a_tasks_question_does_not_pause(
+    serve, make_cycle, tasks
+):
+    from mcp_types import ElicitResult
+
+    async def colour(context: Any, params: Any) -> ElicitResult:
+        return ElicitResult(action="accept", content={"answer": "green"})
+
+    ask = S.reply_tool_calls([("ask", {"question": "Colour?"}, "c_ask")])
+    model = serve(ask, S.reply_text("Green."))
+    client = McpClient(
+        "ci", StreamableHttpTransport(tasks.url), timeout=30.0, tasks=True,
+        elicitation_handler=colour,
+    )  # fmt: skip
+    async with client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["ask"], task_wait=10.0))
+        done = await make_cycle(model).submit_with_tools("colour?", registry)
+    assert done.pending == () and done.text == "Green."
+    assert tool_messages(model.requests[1].json["messages"])["c_ask"] == "accept: green"
+    assert tasks.counts()["updates"] == [
+        {"q1": {"action": "accept", "content": {"answer": "green"}}}
+    ]
 
 
 async def test_a_streaming_consumer_sees_the_tasks_status_as_progress(

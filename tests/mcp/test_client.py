@@ -507,6 +507,26 @@ async def test_handlers_are_advertised_and_routed(make_client: Any) -> None:
         assert await client.call_tool("roots") == "file:///srv/project"
 
 
+async def test_a_failing_handler_tells_the_server_no_details(
+    make_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def leaky(ctx: Any, params: Any) -> Any:
+        raise RuntimeError("upstream refused key sk-SECRET-42")
+
+    handlers = {"elicitation_handler": leaky, "sampling_handler": leaky}
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    async with make_client(protocol="legacy", **handlers) as client:
+        for tool, args in (("sample", {"prompt": "hi"}), ("ask", {"question": "colour?"})):
+            with pytest.raises(ToolError) as caught:
+                await client.call_tool(tool, args)
+            # What the server reports back is all it was sent: no secret in it.
+            assert "sk-SECRET" not in str(caught.value)
+            assert "handler failed" in str(caught.value)
+    assert "sk-SECRET" not in caplog.text
+    assert "the client's sampling_handler raised RuntimeError" in caplog.text
+    assert "the client's elicitation_handler raised RuntimeError" in caplog.text
+
+
 async def test_a_call_refused_for_want_of_a_listing_is_sent_again_after_one(
     http_server: HttpServer,
 ) -> None:

@@ -308,6 +308,33 @@ async def test_cancel_failed_and_unknown(
             assert (await asking.status()).status == "input_required"
 
 
+async def test_on_2026_a_tasks_question_goes_to_the_elicitation_handler(
+    task_server: TaskServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mcp_types import ElicitResult
+
+    asked: list[str] = []
+
+    async def colour(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"answer": "blue"})
+
+    # Far under the 15 s timeout: the handler answers at once (tasks/update).
+    async with task_server.client(tasks=True, elicitation_handler=colour) as client:
+        started = time.monotonic()
+        assert await client.call_tool("ask", {"question": "Plain?"}) == "accept: blue"
+        task = await client.start_task("ask", {"question": "Task?"})
+        assert await task.result(timeout=10) == "accept: blue"
+        assert time.monotonic() - started < 10
+    assert asked == ["Plain?", "Task?"]
+    # Without a handler, a plain call's task question is declined (as any question
+    # a plain call gets), and said in the log, not waited on until the timeout.
+    async with task_server.client(tasks=True) as client:
+        with caplog.at_level(logging.WARNING, logger="agcore_tools.mcp"):
+            assert await client.call_tool("ask", {"question": "Nobody?"}) == "decline: "
+    assert "no elicitation_handler" in caplog.text and "Nobody?" in caplog.text
+
+
 @pytest.mark.parametrize(("options", "era"), ERAS)
 async def test_a_tool_whose_task_support_is_optional(
     task_server: TaskServer, options: dict[str, Any], era: str
