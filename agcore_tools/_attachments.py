@@ -11,20 +11,22 @@ its label.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
 from ._text import result_text, truncate_utf8
-from .content import CONTENT_TYPES, Audio, Content, File, Image, sniff_image
+from .content import CONTENT_KINDS, CONTENT_TYPES, Audio, Content, File, Image, sniff_image
 from .error import _BadContent
 
 __all__ = [
+    "ANY_SERVER",
     "MAX_ATTACHMENT_BYTES",
     "Attachment",
     "Rendered",
+    "Server",
     "attachments_message",
     "function_call_output",
     "is_attachments_message",
@@ -139,7 +141,21 @@ def _size(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
-def _why_not(value: Content, api: Api, max_bytes: int | None) -> str | None:
+@dataclass(frozen=True, slots=True)
+class Server:
+    """What the server takes beside text: the kinds of binary value, from its profile."""
+
+    name: str = "OpenAI"
+    """The server profile's name, for the labels."""
+    takes: Collection[str] = CONTENT_KINDS
+    """The kinds it takes (``ServerProfile.content_parts``): ``image``, ``audio``, ``file``."""
+
+
+ANY_SERVER = Server()
+"""A server that takes every kind (OpenAI's), when no profile tells."""
+
+
+def _why_not(value: Content, api: Api, max_bytes: int | None, server: Server) -> str | None:
     if max_bytes is not None and value.size > max_bytes:
         return f"it is larger than the {_size(max_bytes)} limit for binary tool results"
     if isinstance(value, Audio):
@@ -147,6 +163,11 @@ def _why_not(value: Content, api: Api, max_bytes: int | None) -> str | None:
             return "the Responses API takes no audio in tool results"
         if value.media_type not in _CHAT_AUDIO_FORMATS:
             return "Chat Completions takes WAV or MP3 audio only"
+    kind = type(value).__name__.lower()
+    if kind not in server.takes:
+        # Sent anyway, the part would fail this request and every later one of the
+        # conversation, which keeps it in its history.
+        return f"the {server.name} server takes no {kind} in messages (its server profile says so)"
     if isinstance(value, Image) and sniff_image(value.data) is None:
         # An SVG, or bytes that are no image: the API would refuse the whole request.
         return "it is not a PNG, JPEG, GIF or WebP image, the kinds the model APIs take"
@@ -156,8 +177,8 @@ def _why_not(value: Content, api: Api, max_bytes: int | None) -> str | None:
 class _Labeller:
     """Numbers a result's binary values by kind and decides which are sent."""
 
-    def __init__(self, api: Api, max_bytes: int | None, tool: str) -> None:
-        self.api, self.max_bytes, self.tool = api, max_bytes, tool
+    def __init__(self, api: Api, max_bytes: int | None, tool: str, server: Server) -> None:
+        self.api, self.max_bytes, self.tool, self.server = api, max_bytes, tool, server
         self.counts: dict[str, int] = {}
         self.attachments: list[Attachment] = []
 
@@ -168,7 +189,7 @@ class _Labeller:
         if isinstance(value, File):
             name += f" ({value.filename})"
         described = f"{name} ({value.media_type}, {_size(value.size)})"
-        dropped = _why_not(value, self.api, self.max_bytes)
+        dropped = _why_not(value, self.api, self.max_bytes, self.server)
         self.attachments.append(Attachment(value, name, dropped))
         if dropped is not None:
             logger.warning("tool '%s': %s was not sent: %s", self.tool, described, dropped)
@@ -196,18 +217,20 @@ def render(
     max_text_bytes: int | None,
     max_attachment_bytes: int | None,
     tool: str,
+    server: Server = ANY_SERVER,
 ) -> Rendered | None:
     """The text and binary values of ``output``; None when it holds no binary value.
 
     A binary value alone, or a list whose items are text and binary values, reads as
     its items in order, one per line; any other structure is JSON text with each
-    binary value replaced by its label.
+    binary value replaced by its label. A value of a kind ``server`` does not take is
+    left out, as one over the size limit is.
 
     Raises the ``ToolError`` of :func:`normalise` for bytes of unknown kind.
     """
     if not _holds_binary(output):
         return None
-    labeller = _Labeller(api, max_attachment_bytes, tool)
+    labeller = _Labeller(api, max_attachment_bytes, tool, server)
     if isinstance(output, (*CONTENT_TYPES, *_BINARY)):
         items: Sequence[Any] = [output]
     elif isinstance(output, (list, tuple)) and any(

@@ -346,6 +346,9 @@ Content = Image | Audio | File
 CONTENT_TYPES = (Image, Audio, File)
 """The classes of :data:`Content`, for ``isinstance``."""
 
+CONTENT_KINDS = ("image", "audio", "file")
+"""The kinds of :data:`Content`, as a server profile names the ones it takes."""
+
 
 def _data_url(media_type: str, data: bytes) -> str:
     return f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
