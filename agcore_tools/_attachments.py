@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
@@ -116,7 +116,7 @@ class Attachment:
     """One binary value of a result, its label, and whether it is sent."""
 
     value: Content
-    """The value."""
+    """The value; an image's media type is the one its bytes tell, whatever it was given."""
     label: str
     """``image 1``, ``audio 2``, ``file 1 (report.pdf)``: how the text refers to it."""
     dropped: str | None = None
@@ -183,6 +183,12 @@ class _Labeller:
         self.attachments: list[Attachment] = []
 
     def label(self, value: Content) -> str:
+        if isinstance(value, Image):
+            sniffed = sniff_image(value.data)
+            if sniffed is not None and sniffed != value.media_type:
+                # MCP servers label PNG bytes "image/jpg" and the like; strict APIs
+                # refuse the whole request over a data URL whose type is wrong.
+                value = replace(value, media_type=sniffed)
         kind = type(value).__name__.lower()
         self.counts[kind] = number = self.counts.get(kind, 0) + 1
         name = f"{kind} {number}"

@@ -130,6 +130,17 @@ def test_an_image_the_model_apis_do_not_take_is_not_sent(render: Any) -> None:
     )
 
 
+def test_an_image_goes_under_the_media_type_its_bytes_tell() -> None:
+    # MCP servers often label PNG bytes "image/jpg": a strict API refuses the data URL.
+    rendered = chat(Image(PNG, "image/jpg"))
+    assert rendered.text.startswith("[image 1 (image/png, 20.0 KB) is attached")
+    message = attachments_message([("c1", "shot")], [rendered])
+    assert message is not None
+    assert message["content"][2]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    output = function_call_output(responses(Image(PNG, "image/jpg")))
+    assert output[1]["image_url"].startswith("data:image/png;base64,")
+
+
 def test_a_value_over_its_limit_is_not_sent_and_the_text_says_why(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
