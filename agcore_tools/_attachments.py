@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Literal
 
+from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from ._text import result_text, truncate_utf8
@@ -70,8 +71,22 @@ def _holds_binary(value: Any) -> bool:
     elif isinstance(value, (list, tuple)):
         items = value
     else:
-        return False
+        named = _fields(value)
+        if named is None:
+            return False
+        items = named.values()
     return any(type(item) not in _SCALARS and _holds_binary(item) for item in items)
+
+
+def _fields(value: Any) -> dict[str, Any] | None:
+    """A pydantic model's or a dataclass instance's fields by name (the values
+    themselves, bytes not copied, as ``model_dump`` would), or None for other values."""
+    if isinstance(value, BaseModel):
+        named = {name: getattr(value, name) for name in type(value).model_fields}
+        return {**named, **(value.model_extra or {})}
+    if is_dataclass(value) and not isinstance(value, type):
+        return {field.name: getattr(value, field.name) for field in fields(value)}
+    return None
 
 
 def _from_bytes(data: bytes | bytearray | memoryview) -> Image | str:
@@ -91,9 +106,10 @@ def _from_bytes(data: bytes | bytearray | memoryview) -> Image | str:
 def normalise(value: Any) -> Any:
     """``value`` as JSON-compatible data, keeping binary values as they are.
 
-    Raw bytes become an :class:`Image` (by magic number) or text (UTF-8); other bytes
-    raise a ``ValueError`` that is also a ``ToolError``. Values without binary parts
-    are converted exactly as before (``to_jsonable_python``).
+    A pydantic model or dataclass holding one becomes a dict of its fields. Raw bytes
+    become an :class:`Image` (by magic number) or text (UTF-8); other bytes raise a
+    ``ValueError`` that is also a ``ToolError``. Values without binary parts are
+    converted exactly as before (``to_jsonable_python``).
     """
     if not _holds_binary(value):
         return to_jsonable_python(value)
@@ -103,7 +119,10 @@ def normalise(value: Any) -> Any:
         return _from_bytes(value)
     if isinstance(value, Mapping):
         return {_key(key): normalise(item) for key, item in value.items()}
-    return [normalise(item) for item in value]
+    if isinstance(value, (list, tuple)):
+        return [normalise(item) for item in value]
+    # A model or dataclass holding an image: a dict of its fields, as a dict holding it is.
+    return {name: normalise(item) for name, item in (_fields(value) or {}).items()}
 
 
 def _key(key: Any) -> Any:
@@ -213,7 +232,8 @@ class _Labeller:
             return {key: self.replace(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.replace(item) for item in value]
-        return value
+        named = _fields(value) if _holds_binary(value) else None
+        return value if named is None else self.replace(named)
 
 
 def render(

@@ -1,8 +1,8 @@
 """Binary tool results: :class:`Image`, :class:`Audio` and :class:`File`.
 
 A tool returns one of these values, a list mixing them with text and other values,
-or a dict or list holding them anywhere, and each API receives them the way it
-accepts binary input:
+or a dict, list, pydantic model or dataclass holding them anywhere, and each API
+receives them the way it accepts binary input:
 
 - **Chat Completions**: a tool message carries text only, so it says where each
   value went (``[image 1 (image/png, 12.3 KB) is attached in the next user

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 
 from agcore_tools import Audio, File, Image, ToolError
 from agcore_tools._attachments import (
@@ -57,6 +59,31 @@ def test_image_bytes_become_images_anywhere_and_text_bytes_stay_text() -> None:
     }
     image = Image(PNG)
     assert normalise(["x", image])[1] is image
+
+
+def test_a_model_or_dataclass_holding_an_image_is_a_dict_of_its_fields() -> None:
+    # Refused as "not JSON-compatible" before, while a dict holding the image worked.
+    class Chart(BaseModel):
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+        title: str
+        image: Image
+
+    @dataclasses.dataclass
+    class Shot:
+        caption: str
+        png: bytes
+
+    chart = Chart(title="sales", image=Image(PNG))
+    assert normalise(chart) == {"title": "sales", "image": Image(PNG)}
+    assert normalise([Shot("home", PNG)]) == [{"caption": "home", "png": Image(PNG)}]
+    assert normalise(Shot("home", b"text")) == {"caption": "home", "png": "text"}
+    # A tool that is not @tool hands its model to render() as it is.
+    rendered = chat(chart)
+    assert rendered.text == (
+        '{"title":"sales","image":"[image 1 (image/png, 20.0 KB) is attached in the next '
+        'user message]"}'
+    )
+    assert [a.value for a in rendered.attachments] == [Image(PNG)]
 
 
 def test_other_bytes_are_an_error_that_says_what_to_do() -> None:
