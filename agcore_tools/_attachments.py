@@ -11,20 +11,23 @@ its label.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Literal
 
+from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from ._text import result_text, truncate_utf8
-from .content import CONTENT_TYPES, Audio, Content, File, Image, sniff_image
+from .content import CONTENT_KINDS, CONTENT_TYPES, Audio, Content, File, Image, sniff_image
 from .error import _BadContent
 
 __all__ = [
+    "ANY_SERVER",
     "MAX_ATTACHMENT_BYTES",
     "Attachment",
     "Rendered",
+    "Server",
     "attachments_message",
     "function_call_output",
     "is_attachments_message",
@@ -68,8 +71,22 @@ def _holds_binary(value: Any) -> bool:
     elif isinstance(value, (list, tuple)):
         items = value
     else:
-        return False
+        named = _fields(value)
+        if named is None:
+            return False
+        items = named.values()
     return any(type(item) not in _SCALARS and _holds_binary(item) for item in items)
+
+
+def _fields(value: Any) -> dict[str, Any] | None:
+    """A pydantic model's or a dataclass instance's fields by name (the values
+    themselves, bytes not copied, as ``model_dump`` would), or None for other values."""
+    if isinstance(value, BaseModel):
+        named = {name: getattr(value, name) for name in type(value).model_fields}
+        return {**named, **(value.model_extra or {})}
+    if is_dataclass(value) and not isinstance(value, type):
+        return {field.name: getattr(value, field.name) for field in fields(value)}
+    return None
 
 
 def _from_bytes(data: bytes | bytearray | memoryview) -> Image | str:
@@ -89,9 +106,10 @@ def _from_bytes(data: bytes | bytearray | memoryview) -> Image | str:
 def normalise(value: Any) -> Any:
     """``value`` as JSON-compatible data, keeping binary values as they are.
 
-    Raw bytes become an :class:`Image` (by magic number) or text (UTF-8); other bytes
-    raise a ``ValueError`` that is also a ``ToolError``. Values without binary parts
-    are converted exactly as before (``to_jsonable_python``).
+    A pydantic model or dataclass holding one becomes a dict of its fields. Raw bytes
+    become an :class:`Image` (by magic number) or text (UTF-8); other bytes raise a
+    ``ValueError`` that is also a ``ToolError``. Values without binary parts are
+    converted exactly as before (``to_jsonable_python``).
     """
     if not _holds_binary(value):
         return to_jsonable_python(value)
@@ -101,7 +119,10 @@ def normalise(value: Any) -> Any:
         return _from_bytes(value)
     if isinstance(value, Mapping):
         return {_key(key): normalise(item) for key, item in value.items()}
-    return [normalise(item) for item in value]
+    if isinstance(value, (list, tuple)):
+        return [normalise(item) for item in value]
+    # A model or dataclass holding an image: a dict of its fields, as a dict holding it is.
+    return {name: normalise(item) for name, item in (_fields(value) or {}).items()}
 
 
 def _key(key: Any) -> Any:
@@ -114,7 +135,7 @@ class Attachment:
     """One binary value of a result, its label, and whether it is sent."""
 
     value: Content
-    """The value."""
+    """The value; an image's media type is the one its bytes tell, whatever it was given."""
     label: str
     """``image 1``, ``audio 2``, ``file 1 (report.pdf)``: how the text refers to it."""
     dropped: str | None = None
@@ -139,7 +160,21 @@ def _size(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
-def _why_not(value: Content, api: Api, max_bytes: int | None) -> str | None:
+@dataclass(frozen=True, slots=True)
+class Server:
+    """What the server takes beside text: the kinds of binary value, from its profile."""
+
+    name: str = "OpenAI"
+    """The server profile's name, for the labels."""
+    takes: Collection[str] = CONTENT_KINDS
+    """The kinds it takes (``ServerProfile.content_parts``): ``image``, ``audio``, ``file``."""
+
+
+ANY_SERVER = Server()
+"""A server that takes every kind (OpenAI's), when no profile tells."""
+
+
+def _why_not(value: Content, api: Api, max_bytes: int | None, server: Server) -> str | None:
     if max_bytes is not None and value.size > max_bytes:
         return f"it is larger than the {_size(max_bytes)} limit for binary tool results"
     if isinstance(value, Audio):
@@ -147,6 +182,11 @@ def _why_not(value: Content, api: Api, max_bytes: int | None) -> str | None:
             return "the Responses API takes no audio in tool results"
         if value.media_type not in _CHAT_AUDIO_FORMATS:
             return "Chat Completions takes WAV or MP3 audio only"
+    kind = type(value).__name__.lower()
+    if kind not in server.takes:
+        # Sent anyway, the part would fail this request and every later one of the
+        # conversation, which keeps it in its history.
+        return f"the {server.name} server takes no {kind} in messages (its server profile says so)"
     if isinstance(value, Image) and sniff_image(value.data) is None:
         # An SVG, or bytes that are no image: the API would refuse the whole request.
         return "it is not a PNG, JPEG, GIF or WebP image, the kinds the model APIs take"
@@ -156,19 +196,25 @@ def _why_not(value: Content, api: Api, max_bytes: int | None) -> str | None:
 class _Labeller:
     """Numbers a result's binary values by kind and decides which are sent."""
 
-    def __init__(self, api: Api, max_bytes: int | None, tool: str) -> None:
-        self.api, self.max_bytes, self.tool = api, max_bytes, tool
+    def __init__(self, api: Api, max_bytes: int | None, tool: str, server: Server) -> None:
+        self.api, self.max_bytes, self.tool, self.server = api, max_bytes, tool, server
         self.counts: dict[str, int] = {}
         self.attachments: list[Attachment] = []
 
     def label(self, value: Content) -> str:
+        if isinstance(value, Image):
+            sniffed = sniff_image(value.data)
+            if sniffed is not None and sniffed != value.media_type:
+                # MCP servers label PNG bytes "image/jpg" and the like; strict APIs
+                # refuse the whole request over a data URL whose type is wrong.
+                value = replace(value, media_type=sniffed)
         kind = type(value).__name__.lower()
         self.counts[kind] = number = self.counts.get(kind, 0) + 1
         name = f"{kind} {number}"
         if isinstance(value, File):
             name += f" ({value.filename})"
         described = f"{name} ({value.media_type}, {_size(value.size)})"
-        dropped = _why_not(value, self.api, self.max_bytes)
+        dropped = _why_not(value, self.api, self.max_bytes, self.server)
         self.attachments.append(Attachment(value, name, dropped))
         if dropped is not None:
             logger.warning("tool '%s': %s was not sent: %s", self.tool, described, dropped)
@@ -186,7 +232,8 @@ class _Labeller:
             return {key: self.replace(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.replace(item) for item in value]
-        return value
+        named = _fields(value) if _holds_binary(value) else None
+        return value if named is None else self.replace(named)
 
 
 def render(
@@ -196,18 +243,20 @@ def render(
     max_text_bytes: int | None,
     max_attachment_bytes: int | None,
     tool: str,
+    server: Server = ANY_SERVER,
 ) -> Rendered | None:
     """The text and binary values of ``output``; None when it holds no binary value.
 
     A binary value alone, or a list whose items are text and binary values, reads as
     its items in order, one per line; any other structure is JSON text with each
-    binary value replaced by its label.
+    binary value replaced by its label. A value of a kind ``server`` does not take is
+    left out, as one over the size limit is.
 
     Raises the ``ToolError`` of :func:`normalise` for bytes of unknown kind.
     """
     if not _holds_binary(output):
         return None
-    labeller = _Labeller(api, max_attachment_bytes, tool)
+    labeller = _Labeller(api, max_attachment_bytes, tool, server)
     if isinstance(output, (*CONTENT_TYPES, *_BINARY)):
         items: Sequence[Any] = [output]
     elif isinstance(output, (list, tuple)) and any(

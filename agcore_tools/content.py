@@ -1,8 +1,8 @@
 """Binary tool results: :class:`Image`, :class:`Audio` and :class:`File`.
 
 A tool returns one of these values, a list mixing them with text and other values,
-or a dict or list holding them anywhere, and each API receives them the way it
-accepts binary input:
+or a dict, list, pydantic model or dataclass holding them anywhere, and each API
+receives them the way it accepts binary input:
 
 - **Chat Completions**: a tool message carries text only, so it says where each
   value went (``[image 1 (image/png, 12.3 KB) is attached in the next user
@@ -91,6 +91,9 @@ def _bytes(owner: str, data: Any) -> bytes:
     raise _BadContentType(f"{owner}.data must be bytes, got {type(data).__name__}{hint}")
 
 
+_ASCII_WHITESPACE = str.maketrans("", "", " \t\n\r\v\f")
+
+
 def _decode(owner: str, text: str) -> tuple[bytes, str]:
     """Bytes and media type ("" when not given) of base64 text or a base64 data URL."""
     media_type = ""
@@ -99,6 +102,9 @@ def _decode(owner: str, text: str) -> tuple[bytes, str]:
         if not comma or not header.endswith(";base64"):
             raise _BadContent(f"{owner}.from_base64() needs a base64 data URL, got {header!r:.60}")
         media_type = header[5:].split(";", 1)[0]
+    # Line-wrapped base64 (RFC 2045's 76-character lines: base64.encodebytes, Java's
+    # MIME encoder) is valid; anything else that is not base64 stays refused.
+    text = text.translate(_ASCII_WHITESPACE)
     try:
         return base64.b64decode(text, validate=True), media_type
     except (binascii.Error, ValueError) as exc:
@@ -176,11 +182,14 @@ class Image:
 
     @classmethod
     def from_base64(cls, text: str, media_type: str = "") -> Image:
-        """An image from base64 text or a ``data:image/...;base64,`` URL.
+        """An image from base64 text or a ``data:image/...;base64,`` URL. Whitespace in
+        the base64 (line breaks every 76 characters, say) is skipped.
 
         Example:
             >>> Image.from_base64("R0lGODlhAQABAAAAACw=").media_type
             'image/gif'
+            >>> Image.from_base64("R0lGODlh\\nAQABAAAAACw=\\n").size
+            14
         """
         data, given = _decode("Image", text)
         return cls(data, media_type or given)
@@ -248,7 +257,8 @@ class Audio:
 
     @classmethod
     def from_base64(cls, text: str, media_type: str = "") -> Audio:
-        """A sound from base64 text or a ``data:audio/...;base64,`` URL."""
+        """A sound from base64 text or a ``data:audio/...;base64,`` URL (whitespace in
+        the base64 is skipped)."""
         data, given = _decode("Audio", text)
         return cls(data, media_type or given)
 
@@ -322,7 +332,8 @@ class File:
 
     @classmethod
     def from_base64(cls, text: str, media_type: str = "", filename: str = "") -> File:
-        """A file from base64 text or a ``data:...;base64,`` URL."""
+        """A file from base64 text or a ``data:...;base64,`` URL (whitespace in the
+        base64 is skipped)."""
         data, given = _decode("File", text)
         return cls(data, media_type or given, filename)
 
@@ -345,6 +356,9 @@ Content = Image | Audio | File
 
 CONTENT_TYPES = (Image, Audio, File)
 """The classes of :data:`Content`, for ``isinstance``."""
+
+CONTENT_KINDS = ("image", "audio", "file")
+"""The kinds of :data:`Content`, as a server profile names the ones it takes."""
 
 
 def _data_url(media_type: str, data: bytes) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 
 from agcore_tools import Audio, File, Image, ToolError
 from agcore_tools._attachments import (
@@ -57,6 +59,31 @@ def test_image_bytes_become_images_anywhere_and_text_bytes_stay_text() -> None:
     }
     image = Image(PNG)
     assert normalise(["x", image])[1] is image
+
+
+def test_a_model_or_dataclass_holding_an_image_is_a_dict_of_its_fields() -> None:
+    # Refused as "not JSON-compatible" before, while a dict holding the image worked.
+    class Chart(BaseModel):
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+        title: str
+        image: Image
+
+    @dataclasses.dataclass
+    class Shot:
+        caption: str
+        png: bytes
+
+    chart = Chart(title="sales", image=Image(PNG))
+    assert normalise(chart) == {"title": "sales", "image": Image(PNG)}
+    assert normalise([Shot("home", PNG)]) == [{"caption": "home", "png": Image(PNG)}]
+    assert normalise(Shot("home", b"text")) == {"caption": "home", "png": "text"}
+    # A tool that is not @tool hands its model to render() as it is.
+    rendered = chat(chart)
+    assert rendered.text == (
+        '{"title":"sales","image":"[image 1 (image/png, 20.0 KB) is attached in the next '
+        'user message]"}'
+    )
+    assert [a.value for a in rendered.attachments] == [Image(PNG)]
 
 
 def test_other_bytes_are_an_error_that_says_what_to_do() -> None:
@@ -128,6 +155,17 @@ def test_an_image_the_model_apis_do_not_take_is_not_sent(render: Any) -> None:
     assert "[image 1 (image/svg+xml, 41 B) was not sent: it is not a PNG, JPEG, GIF or WebP" in (
         rendered.text
     )
+
+
+def test_an_image_goes_under_the_media_type_its_bytes_tell() -> None:
+    # MCP servers often label PNG bytes "image/jpg": a strict API refuses the data URL.
+    rendered = chat(Image(PNG, "image/jpg"))
+    assert rendered.text.startswith("[image 1 (image/png, 20.0 KB) is attached")
+    message = attachments_message([("c1", "shot")], [rendered])
+    assert message is not None
+    assert message["content"][2]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    output = function_call_output(responses(Image(PNG, "image/jpg")))
+    assert output[1]["image_url"].startswith("data:image/png;base64,")
 
 
 def test_a_value_over_its_limit_is_not_sent_and_the_text_says_why(

@@ -82,6 +82,17 @@ def test_from_base64_takes_plain_base64_and_data_urls() -> None:
         Image.from_base64("data:image/png,rawtext")
 
 
+def test_from_base64_skips_the_line_breaks_of_wrapped_base64() -> None:
+    # RFC 2045's 76-character lines: Python's base64.encodebytes, Java's MIME encoder.
+    wrapped = base64.encodebytes(PNG * 4).decode()
+    assert "\n" in wrapped.rstrip("\n")
+    assert Image.from_base64(wrapped) == Image(PNG * 4)
+    assert Image.from_base64(f"data:image/png;base64,{wrapped}").data == PNG * 4
+    assert Audio.from_base64(" UklG\r\nRg== ", "audio/wav").data == b"RIFF"
+    with pytest.raises(ValueError, match="not valid base64"):
+        Image.from_base64("iVBORw0K\u00a0Ggo=")  # only ASCII whitespace is skipped
+
+
 def test_from_path_reads_the_file_and_its_suffix(tmp_path: Path) -> None:
     (tmp_path / "photo.JPG").write_bytes(b"no magic here")
     assert Image.from_path(tmp_path / "photo.JPG").media_type == "image/jpeg"

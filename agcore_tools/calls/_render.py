@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 
-from .._attachments import Api, Rendered, render
+from .._attachments import ANY_SERVER, Api, Rendered, Server, render
 from .._records import ParsedCall, ToolInvocation
 from .._text import result_text, truncate_utf8
 from .._unicode import scrub
@@ -79,9 +79,11 @@ def model_result(
     *,
     api: Api,
     max_attachment_bytes: int | None,
+    server: Server = ANY_SERVER,
 ) -> Rendered:
     """What the model receives for an invocation: its text (cut at ``max_bytes``) and
-    the images, audio and files of its output (see :mod:`agcore_tools.content`)."""
+    the images, audio and files of its output (see :mod:`agcore_tools.content`) that
+    the API and ``server`` take."""
     if invocation.error is None:
         try:
             rendered = render(
@@ -90,6 +92,7 @@ def model_result(
                 max_text_bytes=max_bytes,
                 max_attachment_bytes=max_attachment_bytes,
                 tool=invocation.tool_name,
+                server=server,
             )
         except ToolError as exc:  # bytes of no known kind, from a tool that is not @tool
             error = ToolExecutionError(invocation.tool_name, exc.message)

@@ -262,7 +262,7 @@ class Run:
             if registry is not None and pending:
                 runner = offer.for_open_calls() if offer is not None else registry
                 async for event in run_tools(
-                    config, messages, runner, pending, ctx, invocations, gate
+                    config, messages, runner, pending, ctx, invocations, gate, profile
                 ):
                     yield event
                 if gate.waiting:  # still paused: answer the requests to go on
@@ -367,7 +367,9 @@ class Run:
                     return
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
                 # answer every call (attachments last) before the finally below runs.
-                running = run_tools(config, messages, offered, result.calls, ctx, invocations, gate)
+                running = run_tools(
+                    config, messages, offered, result.calls, ctx, invocations, gate, profile
+                )
                 async with contextlib.aclosing(running):
                     async for event in running:
                         yield event

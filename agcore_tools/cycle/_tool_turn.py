@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-from .._attachments import Rendered, attachments_message
+from .._attachments import Rendered, Server, attachments_message
 from .._code_mode import RUN_PYTHON, ProgramPaused, RunPythonTool
 from ..approval import ToolApprovalRequested
 from ..base import ToolContext
@@ -33,6 +33,7 @@ from ._programs import hold_paused, prepare_resume, resume_programs
 from ._tool_stream import with_tool_events
 from .config import CycleConfig
 from .events import StreamEvent, ToolExecutionCompleted, ToolExecutionStarted
+from .profiles import ServerProfile
 
 __all__ = ["run_tools"]
 
@@ -47,8 +48,9 @@ async def run_tools(
     ctx: ToolContext,
     invocations: list[ToolInvocation],
     gate: Gate,
+    profile: ServerProfile,
 ) -> AsyncGenerator[StreamEvent, None]:
-    """Run one turn's ``calls``: refuse the turn (unknown or forbidden tool), screen
+    """Run one turn's ``calls`` (their binary results as far as ``profile`` takes them): refuse the turn (unknown or forbidden tool), screen
     the calls needing approval, run the others concurrently, and answer every call in
     ``messages``, in order, even when cancelled midway."""
     # 0. A paused code-mode program gets the app's answers to its calls, with its state.
@@ -87,6 +89,7 @@ async def run_tools(
     # 3. Run the calls concurrently, reporting each as it ends.
     limits = config.limits
     max_bytes = limits.max_result_bytes
+    server = Server(profile.name, profile.content_parts)
     texts: list[str | None] = [None] * len(calls)
     rendered: list[Rendered | None] = [None] * len(calls)
     done: list[ToolInvocation | None] = [None] * len(calls)
@@ -120,13 +123,14 @@ async def run_tools(
                     if isinstance(invocation.output, CallPaused):
                         asking[position] = invocation.output
                         continue  # the call stays open until the user answers
-                    # The API decides what can travel: Responses takes no audio, so
-                    # the model is told the sound was left out instead.
+                    # The API and the server decide what can travel: Responses takes
+                    # no audio, so the model is told the sound was left out instead.
                     result = model_result(
                         invocation,
                         max_bytes,
                         api=config.api,
                         max_attachment_bytes=limits.max_attachment_bytes,
+                        server=server,
                     )
                     text = result.text
                     texts[position], rendered[position] = text, result

@@ -112,7 +112,8 @@ class Limits:
     limit."""
     max_attachment_bytes: int | None = 5 * 1024 * 1024
     """Bytes of each image, sound or file a tool returns; a larger one is not sent and
-    the model reads why (see :mod:`agcore_tools.content`). None for no limit."""
+    the model reads why (see :mod:`agcore_tools.content`). None for no limit. It bounds
+    each value, not a turn's or a request's total (docs/guides/images.md)."""
     max_definition_tokens: int | None = None
     """Most tokens the tool definitions of one request may cost (counted with
     ``tiktoken`` for a model it knows, else estimated: the ``tokens`` extra);

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from ..content import CONTENT_KINDS
 from ..error import LlmConfigError
 
 __all__ = [
@@ -125,6 +126,22 @@ class ServerProfile:
     """The most tools one request may offer, where the server documents a limit; None
     for no known limit. A request over it is refused before it is sent (see
     :func:`check_tool_count`), so only a documented limit is set."""
+    content_parts: tuple[str, ...] = CONTENT_KINDS
+    """The kinds of binary tool results the server takes as message parts: ``"image"``,
+    ``"audio"``, ``"file"`` (text always goes). A tool's value of another kind is left
+    out, its label in the result's text saying so, instead of failing every later
+    request of the conversation."""
+
+    def __post_init__(self) -> None:
+        # A list (from JSON, a Temporal payload) would make the profile unhashable.
+        parts = tuple(self.content_parts)
+        unknown = [kind for kind in parts if kind not in CONTENT_KINDS]
+        if unknown:
+            raise LlmConfigError(
+                f"ServerProfile.content_parts names {', '.join(map(repr, unknown))}: "
+                f"use some of {', '.join(map(repr, CONTENT_KINDS))}"
+            )
+        object.__setattr__(self, "content_parts", parts)
 
 
 # OpenAI's API reference, Chat Completions `tools`: "A max of 128 functions are
@@ -132,6 +149,9 @@ class ServerProfile:
 OPENAI = ServerProfile("openai", max_tools=128)
 """OpenAI: the default."""
 
+# content_parts: llama_cpp/llama_types.py, ChatCompletionRequestMessageContentPart is
+# a text or an image_url part only; a file or input_audio part is a 500 (pinned by
+# tests/real).
 LLAMA_CPP_PYTHON = ServerProfile(
     "llama-cpp-python",
     structured_output="json_object",
@@ -141,6 +161,7 @@ LLAMA_CPP_PYTHON = ServerProfile(
     tools_need_tool_choice=True,
     tool_results_in_prompt=False,
     responses_api=False,
+    content_parts=("image",),
 )
 """llama-cpp-python 0.3's server (``chatml-function-calling``): pinned by ``tests/real``
 and the profile table of ``docs/providers.md``."""

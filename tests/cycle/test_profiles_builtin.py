@@ -211,6 +211,16 @@ def test_where_the_new_profiles_differ_from_openai() -> None:
     assert [p.name for p in PROFILES.values() if p.max_tools is not None] == ["openai", "azure"]
 
 
+def test_the_content_parts_a_profile_names_are_checked_and_kept_hashable() -> None:
+    assert LLAMA_CPP_PYTHON.content_parts == LITELLM.content_parts == ("image",)
+    assert OPENAI.content_parts == ("image", "audio", "file")
+    # As a Temporal payload gives it back: a list, kept as a tuple so the profile hashes.
+    profile = ServerProfile("mine", content_parts=["image", "file"])  # type: ignore[arg-type]
+    assert profile.content_parts == ("image", "file") and hash(profile)
+    with pytest.raises(LlmConfigError, match=r"content_parts names 'video': use some of"):
+        ServerProfile("mine", content_parts=("image", "video"))
+
+
 def test_lm_studio_keeps_required_and_sends_auto_for_a_named_tool() -> None:
     params: dict[str, object] = {"tools": [ADD, MUL], "tool_choice": "required"}
     assert fit_request(params, LM_STUDIO, stream=True) == (True, [])

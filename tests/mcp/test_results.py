@@ -4,6 +4,7 @@ image on its way through the tool loop to the model."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import sys
 
@@ -66,6 +67,15 @@ def test_images_beside_structured_content_are_kept() -> None:
     image = types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")
     result = types.CallToolResult(content=[_text('{"a": 1}'), image], structured_content={"a": 1})
     assert result_value(result, "t") == [{"a": 1}, Image(b"\x89PNG\r\n\x1a\n", "image/png")]
+
+
+def test_an_image_part_with_line_wrapped_base64_is_an_image() -> None:
+    # Python's base64.encodebytes and Java's MIME encoder wrap lines at 76 characters:
+    # the picture was lost, its base64 sent as text cut at 16 KB.
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+    data = base64.encodebytes(png).decode()
+    image = types.ImageContent(type="image", data=data, mime_type="image/png")
+    assert result_value(types.CallToolResult(content=[image]), "t") == [Image(png, "image/png")]
 
 
 def test_base64_repeated_in_structured_content_becomes_a_label() -> None:

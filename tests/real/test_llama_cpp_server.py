@@ -21,9 +21,12 @@ from typing import Any
 import pytest
 
 from agcore_tools import (
+    Audio,
     ChatResponse,
     CycleConfig,
+    File,
     FinishReason,
+    Image,
     LlmCycle,
     LlmError,
     MaxTurnsExceededError,
@@ -35,6 +38,9 @@ from .conftest import RealServer
 
 QUESTION = "What is 2 + 3?"
 FORCE_ADD = {"type": "function", "function": {"name": "add"}}
+FORCE_REPORT = {"type": "function", "function": {"name": "report"}}
+GIF = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(16)
 MODES = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 # A real model on a shared 2-core machine: allow more than the suite's 120 s per test.
 pytestmark = pytest.mark.timeout(300)
@@ -182,6 +188,34 @@ async def test_with_its_profile_the_default_loop_calls_once_then_answers(
     assert [name for name, _ in tools.runs] == ["add"]
     assert [i.tool_name for i in response.invocations] == ["add"]
     assert response.message["role"] == "assistant" and not response.message.get("tool_calls")
+    assert_history_valid(cycle.messages)
+
+
+async def test_a_file_or_sound_a_tool_returns_is_left_out_and_the_conversation_goes_on(
+    llama_server, llama_client
+):
+    # The server takes text and image_url parts only: a file or input_audio part is a 500,
+    # and it stays in the history. Its profile leaves them out, labelled, and sends the image.
+    registry = ToolRegistry()
+
+    @registry.tool
+    def report() -> list[Any]:
+        """The monthly report."""
+        return [Image(GIF), File(b"%PDF-1.4\n" + bytes(20)), Audio(WAV)]
+
+    cycle = make_cycle(llama_server, llama_client, max_turns=3, tool_choice=FORCE_REPORT)
+
+    response = await cycle.submit_with_tools("Summarise the report", registry)
+    sent = list(cycle.messages)
+    again = await cycle.submit_with_tools("Say hello.", registry)  # the history goes again
+
+    assert [i.tool_name for i in response.invocations] == ["report"]
+    tool_text = next(m["content"] for m in sent if m["role"] == "tool")
+    assert "the llama-cpp-python server takes no file in messages" in tool_text
+    assert "the llama-cpp-python server takes no audio in messages" in tool_text
+    attached = [m for m in sent if m["role"] == "user" and isinstance(m["content"], list)]
+    assert [[p["type"] for p in m["content"]] for m in attached] == [["text", "text", "image_url"]]
+    assert again.turns == 2 and again.message["role"] == "assistant"
     assert_history_valid(cycle.messages)
 
 
