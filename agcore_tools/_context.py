@@ -259,8 +259,9 @@ class ToolContext:
         Callable from an async tool and from a sync tool's worker thread. The report
         becomes a :class:`~agcore_tools.ToolProgress`, delivered on the event loop's
         thread to ``on_event`` and, in the streaming loop, as an event; it never
-        reaches the model. Without a listener, or once the call was given up on, it
-        does nothing.
+        reaches the model. A context no loop ever used (a sync tool called directly)
+        calls ``on_event`` in the reporting thread. Without a listener, or once the
+        call was given up on, it does nothing.
 
         Example:
             >>> import asyncio

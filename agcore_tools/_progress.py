@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from ._cancel import CancellationToken
-from .error import ToolConfigError
 
 __all__ = [
     "ToolBreakerChanged",
@@ -106,13 +105,15 @@ ToolEvent: TypeAlias = ToolProgress | ToolPartialResult | ToolBreakerChanged
 """What a tool reports while it runs."""
 
 ToolEventCallback: TypeAlias = Callable[[ToolEvent], object]
-"""``ToolContext(on_event=...)``: called on the event loop's thread with each event."""
+"""``ToolContext(on_event=...)``: called on the event loop's thread with each event (in
+the tool's own thread when no loop is involved: a sync tool called directly)."""
 
 
 class _Emitter:
     """Delivers a run's tool events: to the app's callback, and to the stream's inbox.
 
-    Bound to the loop it delivers on; a report from another thread hops onto it.
+    Bound to the loop it delivers on; a report from another thread hops onto it. One
+    never bound to a loop delivers in the reporting thread.
     """
 
     __slots__ = ("callback", "inbox", "loop")
@@ -148,11 +149,10 @@ class _Emitter:
             self._deliver(event, token)
             return
         if loop is None:
-            raise ToolConfigError(
-                "cannot report tool progress from a thread without an event loop through a "
-                "context that was never used on one; give the tool a context made on the "
-                "loop (ToolContext.for_call(), or the registry's)"
-            )
+            # No loop anywhere (a sync tool called directly, as a unit test does):
+            # nothing to hop onto, so the caller's own thread delivers it.
+            self._deliver(event, token)
+            return
         try:
             loop.call_soon_threadsafe(self._deliver, event, token)
         except RuntimeError:  # the loop is closed: the run is over, nobody listens
