@@ -343,8 +343,8 @@ class ToolContext:
         ctx._metadata = self.metadata
         ctx._shared = self.shared_state
         events = self._events
-        # A worker thread's reports hop onto this loop.
-        ctx._events = events.bound() if events is not None else None
+        # A worker thread's reports hop onto this loop; the call's end silences them.
+        ctx._events = events.for_call() if events is not None else None
         return ctx
 
     def __repr__(self) -> str:
@@ -381,3 +381,10 @@ def _positional(args: tuple[Any, ...], *given: Any) -> list[Any]:
 
 def _blank_context() -> ToolContext:
     return ToolContext.__new__(ToolContext)
+
+
+def end_reports(ctx: ToolContext) -> None:
+    """Drop what ``ctx``'s call (and any call made from it) reports from now on: the
+    call has ended, and nothing it reports may follow its end."""
+    if ctx._events is not None:
+        ctx._events.end()

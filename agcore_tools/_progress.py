@@ -113,20 +113,24 @@ class _Emitter:
     """Delivers a run's tool events: to the app's callback, and to the stream's inbox.
 
     Bound to the loop it delivers on; a report from another thread hops onto it. One
-    never bound to a loop delivers in the reporting thread.
+    never bound to a loop delivers in the reporting thread. Each call has its own (see
+    :meth:`for_call`), which :meth:`end` silences when the call ends.
     """
 
-    __slots__ = ("callback", "inbox", "loop")
+    __slots__ = ("_ended", "callback", "inbox", "loop", "parent")
 
     def __init__(
         self,
         callback: ToolEventCallback | None,
         inbox: asyncio.Queue[Any] | None,
         loop: asyncio.AbstractEventLoop | None,
+        parent: _Emitter | None = None,
     ) -> None:
         self.callback = callback
         self.inbox = inbox
         self.loop = loop
+        self.parent = parent
+        self._ended = False
 
     def bound(self) -> _Emitter:
         """This emitter, or a copy bound to the running loop if it is bound to another."""
@@ -136,7 +140,30 @@ class _Emitter:
             return self
         if running is self.loop:
             return self
-        return _Emitter(self.callback, self.inbox, running)
+        return _Emitter(self.callback, self.inbox, running, self)
+
+    def for_call(self) -> _Emitter:
+        """A child for one call, bound to the running loop if there is one: it delivers
+        as this one does until it, or this one, has ended."""
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = self.loop
+        return _Emitter(self.callback, self.inbox, loop, self)
+
+    def end(self) -> None:
+        """Drop what is reported after now: the call has ended (its end is reported)."""
+        self._ended = True
+
+    @property
+    def ended(self) -> bool:
+        """Whether this emitter, or one it was made from, has ended."""
+        emitter: _Emitter | None = self
+        while emitter is not None:
+            if emitter._ended:
+                return True
+            emitter = emitter.parent
+        return False
 
     def emit(self, event: ToolEvent, token: CancellationToken | None) -> None:
         """Deliver ``event`` (from any thread) unless its call was given up on."""
@@ -162,6 +189,9 @@ class _Emitter:
         # A call given up on (timeout, cancelled loop) has reported its end already;
         # what its thread says afterwards must not follow that end.
         if token is not None and token.cancelled:
+            return
+        if self.ended:  # a helper thread of the tool's, still reporting
+            logger.debug("dropped %r: its call has ended", event)
             return
         if self.inbox is not None:
             self.inbox.put_nowait(event)

@@ -164,6 +164,41 @@ async def test_reports_after_a_timeout_are_dropped() -> None:
     assert [event.progress for event, _ in seen] == [1]  # type: ignore[union-attr]
 
 
+async def test_reports_after_the_call_ended_are_dropped() -> None:
+    # A helper thread of the tool's reports after the tool returned: that report would
+    # follow the call's ToolExecutionCompleted.
+    registry = ToolRegistry()
+    release, reported = threading.Event(), threading.Event()
+
+    @registry.tool
+    def search_all(ctx: ToolContext) -> str:
+        """Ask a slow source in a helper thread; answer without waiting for it."""
+
+        def ask() -> None:
+            release.wait(10)
+            ctx.report_progress(2, 2, "late source answered")
+            reported.set()
+
+        threading.Thread(target=ask, daemon=True).start()
+        ctx.report_progress(1, 2, "fast source answered")
+        return "partial answer"
+
+    seen, record = _recorder()
+    ctx = ToolContext(on_event=record)
+    [result] = await registry.invoke_all([("search_all", {}, "c1")], ctx=ctx)
+    assert result.output == "partial answer"
+    release.set()
+    assert await asyncio.to_thread(reported.wait, 10)
+    # Anything the thread scheduled on the loop before `reported` runs before this does.
+    flushed = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_soon(flushed.set_result, None)
+    await flushed
+    assert [event.progress for event, _ in seen] == [1]  # type: ignore[union-attr]
+    await registry.invoke_all([("search_all", {}, "c2")], ctx=ctx)
+    # The run's next call reports as before (its own helper may or may not be in time).
+    assert ("c2", 1) in [(e.call_id, e.progress) for e, _ in seen]  # type: ignore[union-attr]
+
+
 def test_reporting_without_a_listener_does_nothing() -> None:
     ToolContext().report_progress(1, 2, "nobody listens")  # no error, no effect
 
