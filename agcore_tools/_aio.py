@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import functools
 import importlib
+import logging
 import os
 import queue
 import sys
@@ -15,6 +16,8 @@ from concurrent.futures import Executor, Future
 from typing import Any, TypeGuard, TypeVar
 
 T = TypeVar("T")
+
+logger = logging.getLogger("agcore_tools")
 
 
 def positive_number(value: object) -> TypeGuard[float]:
@@ -98,6 +101,10 @@ async def _cancel_and_wait(work: asyncio.Future[Any]) -> None:
 # Tools block for I/O, not CPU, so they get more threads than asyncio's default
 # executor (min(32, cpus + 4) = 6 on a 2-core machine) would give them.
 _TOOL_THREADS = 64
+# Past this many threads still running calls their callers gave up on, a warning is
+# logged (again each time the count doubles): hung calls that pile up hold memory and
+# threads for good.
+_ABANDONED_WARNING = 16
 _Work = tuple["Future[Any]", "Callable[[], Any]"] | None  # None: a worker's cue to stop
 
 
@@ -109,6 +116,10 @@ class _DaemonExecutor(Executor):
     until it returned. The tool's caller has already moved on by then, so exit does not
     wait for it here. Like ``ThreadPoolExecutor``, an idle worker is reused before a new
     one starts, and workers live as long as the process.
+
+    A thread whose call was given up on (:meth:`abandon`) does not count against the
+    limit while it runs on: hung calls would otherwise use up the pool, and every later
+    call would wait in the queue behind them.
     """
 
     def __init__(self, max_workers: int, name: str) -> None:
@@ -118,6 +129,8 @@ class _DaemonExecutor(Executor):
         self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._abandoned = 0  # threads still running a call its caller gave up on
+        self._warn_past = _ABANDONED_WARNING
         self._closed = False
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
@@ -129,15 +142,45 @@ class _DaemonExecutor(Executor):
         # work waits in the queue for the first worker to come free).
         if not self._idle.acquire(blocking=False):
             with self._lock:
-                if len(self._threads) < self._max_workers:
-                    worker = threading.Thread(
-                        target=self._serve,
-                        name=f"{self._name}_{len(self._threads)}",
-                        daemon=True,
-                    )
-                    worker.start()
-                    self._threads.append(worker)
+                self._grow()
         return future
+
+    def abandon(self, future: Future[Any], label: str) -> None:
+        """Stop counting the thread running ``future`` against the limit until it ends:
+        its caller gave up on it (a timeout, a cancel), and it may never return."""
+        with self._lock:
+            self._abandoned += 1
+            abandoned = warn = self._abandoned
+            if abandoned > self._warn_past:
+                self._warn_past *= 2
+            else:
+                warn = 0
+            if not self._closed and not self._work.empty():  # waiting work gets a thread
+                self._grow()
+        if warn:
+            logger.warning(
+                "%d tool threads still run calls that were given up on (timed out or "
+                "cancelled), latest: %s; each is replaced in the pool, but they hold "
+                "their threads until they return: make the tool stop when ctx.cancelled",
+                abandoned,
+                label,
+            )
+        future.add_done_callback(self._settle)  # at once, if it has ended since
+
+    def _settle(self, _: Future[Any]) -> None:
+        with self._lock:
+            self._abandoned -= 1
+            if not self._abandoned:
+                self._warn_past = _ABANDONED_WARNING
+
+    def _grow(self) -> None:
+        # Called with the lock held: a new worker, unless the limit is reached.
+        if len(self._threads) - self._abandoned < self._max_workers:
+            worker = threading.Thread(
+                target=self._serve, name=f"{self._name}_{len(self._threads)}", daemon=True
+            )
+            worker.start()
+            self._threads.append(worker)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop each worker once the work queued before this call is done (or cancelled)."""
@@ -220,16 +263,31 @@ async def run_sync(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Run a blocking function in the tool thread pool, keeping context variables.
 
     Cancelling the caller does not stop the function (no thread can be stopped from
-    outside); it runs on, and interpreter exit does not wait for it. Its future is
-    added to :data:`THREADS`'s list, if the caller set one.
+    outside); it runs on, and interpreter exit does not wait for it, nor does the pool:
+    its thread no longer counts against the pool's limit. Work cancelled before a
+    thread took it never runs. Its future is added to :data:`THREADS`'s list, if the
+    caller set one.
     """
+    return await run_tool(None, func, *args, **kwargs)
+
+
+async def run_tool(label: str | None, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """:func:`run_sync` for the tool named ``label``: the name a warning gives when the
+    threads of calls given up on pile up (``None``: the function's name)."""
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
-    future = _tool_executor().submit(context.run, func, *args, **kwargs)
+    executor = _tool_executor()
+    future = executor.submit(context.run, func, *args, **kwargs)
     noted = THREADS.get()
     if noted is not None:
         noted.append(future)
-    return await asyncio.wrap_future(future, loop=loop)
+    try:
+        return await asyncio.wrap_future(future, loop=loop)
+    except asyncio.CancelledError:
+        # Queued work was cancelled with its caller; work already running runs on.
+        if not future.done():
+            executor.abandon(future, label or str(getattr(func, "__qualname__", func)))
+        raise
 
 
 _imported: set[str] = set()

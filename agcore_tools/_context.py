@@ -259,8 +259,9 @@ class ToolContext:
         Callable from an async tool and from a sync tool's worker thread. The report
         becomes a :class:`~agcore_tools.ToolProgress`, delivered on the event loop's
         thread to ``on_event`` and, in the streaming loop, as an event; it never
-        reaches the model. Without a listener, or once the call was given up on, it
-        does nothing.
+        reaches the model. A context no loop ever used (a sync tool called directly)
+        calls ``on_event`` in the reporting thread. Without a listener, or once the
+        call was given up on, it does nothing.
 
         Example:
             >>> import asyncio
@@ -342,8 +343,8 @@ class ToolContext:
         ctx._metadata = self.metadata
         ctx._shared = self.shared_state
         events = self._events
-        # A worker thread's reports hop onto this loop.
-        ctx._events = events.bound() if events is not None else None
+        # A worker thread's reports hop onto this loop; the call's end silences them.
+        ctx._events = events.for_call() if events is not None else None
         return ctx
 
     def __repr__(self) -> str:
@@ -380,3 +381,10 @@ def _positional(args: tuple[Any, ...], *given: Any) -> list[Any]:
 
 def _blank_context() -> ToolContext:
     return ToolContext.__new__(ToolContext)
+
+
+def end_reports(ctx: ToolContext) -> None:
+    """Drop what ``ctx``'s call (and any call made from it) reports from now on: the
+    call has ended, and nothing it reports may follow its end."""
+    if ctx._events is not None:
+        ctx._events.end()

@@ -18,6 +18,7 @@ from typing import Any
 from . import _otel
 from ._aio import THREADS, positive_number, unfinished, wait_task, with_timeout
 from ._clock import CLOCK
+from ._context import end_reports
 from ._records import ToolCall, ToolEntry, ToolInvocation
 from .base import BaseTool, ToolContext
 from .error import (
@@ -259,8 +260,10 @@ async def execute(
     if guard is not None:
         # A cached answer tells no breaker.
         guard.release(ctx, error, ended=not cached, thread=unfinished(threads))
-        if cached:  # answered, not executed: no call in the stats, nothing took effect
-            return ToolInvocation(name, args, output, None, ctx.call_id, duration, False, True)
+    if ctx.listening:  # a helper thread's late report must not follow the call's end
+        end_reports(ctx)
+    if cached:  # answered, not executed: no call in the stats, nothing took effect
+        return ToolInvocation(name, args, output, None, ctx.call_id, duration, False, True)
     stats.calls += 1
     stats.total_seconds += duration
     if error is not None:

@@ -20,7 +20,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 from pydantic import ValidationError
 from typing_extensions import ParamSpec, TypedDict
 
-from ._aio import positive_number, run_sync, with_timeout
+from ._aio import THREADS, positive_number, run_tool, with_timeout
 from ._attachments import normalise
 from ._generators import drain_async, drain_sync
 from ._origin import Origin, caller_stacklevel, interactive_run
@@ -491,7 +491,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         args = [kwargs.pop(p) for p in self._positional_only] if self._positional_only else ()
         if self._is_async:
             return self.func(*args, **kwargs)  # type: ignore[return-value]
-        return run_sync(self.func, *args, **kwargs)
+        return run_tool(self.name, self.func, *args, **kwargs)
 
     def _drain(self, kwargs: dict[str, Any], ctx: ToolContext) -> Awaitable[Any]:
         # A generator: each value is reported as a preliminary result, the last is final.
@@ -499,7 +499,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         make = functools.partial(self.func, *args, **kwargs)
         if self._streams == "async":
             return drain_async(make(), self._jsonable, ctx)  # type: ignore[arg-type]
-        return run_sync(drain_sync, make, self._jsonable, ctx)
+        return run_tool(self.name, drain_sync, make, self._jsonable, ctx)
 
     def _jsonable(self, result: Any) -> Any:
         try:
@@ -577,11 +577,21 @@ class FunctionTool(BaseTool, Generic[P, R]):
         local_ctx = ctx.for_call(ctx.call_id)
         if self._context_param is not None:
             kwargs[self._context_param] = local_ctx
+        # A sync call's thread is noted: work still queued for a thread at the timeout
+        # never ran, and the error says so.
+        outer = THREADS.get()
+        threads: list[Any] = []
+        noting = THREADS.set(threads)
         try:
             return await with_timeout(self._run(kwargs, local_ctx), self.timeout)
         except TimeoutError as exc:
             local_ctx.cancellation.cancel()
-            raise ToolTimeoutError(self.name, self.timeout) from exc
+            started = not threads or not all(thread.cancelled() for thread in threads)
+            raise ToolTimeoutError(self.name, self.timeout, started=started) from exc
+        finally:
+            THREADS.reset(noting)
+            if outer is not None:  # a capped tool's slot waits for the thread's end
+                outer.extend(threads)
 
     def __repr__(self) -> str:
         return f"<FunctionTool {self.name!r}>"

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import threading
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
@@ -56,12 +58,20 @@ class Slots:
         (1, 1)
     """
 
-    __slots__ = ("_lock", "limit", "running", "waiters")
+    __slots__ = ("__weakref__", "_lock", "limit", "running", "waiters")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.running = 0
         self.waiters: deque[asyncio.Future[None]] = deque()
+        self._lock = threading.Lock()
+        _LIVE_SLOTS.add(self)
+
+    def _forget_parent(self) -> None:
+        # A forked child has none of its parent's calls: the slots they held, the
+        # waiters of the parent's loops and a lock a parent's thread held are all stale.
+        self.running = 0
+        self.waiters = deque()
         self._lock = threading.Lock()
 
     async def take(self) -> None:
@@ -108,6 +118,18 @@ class Slots:
             self.give_back()
         else:
             turn.set_result(None)
+
+
+_LIVE_SLOTS: weakref.WeakSet[Slots] = weakref.WeakSet()
+
+
+def _free_slots() -> None:
+    for slots in list(_LIVE_SLOTS):
+        slots._forget_parent()
+
+
+if hasattr(os, "register_at_fork"):  # pragma: no branch - absent on Windows only
+    os.register_at_fork(after_in_child=_free_slots)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from ._cancel import CancellationToken
-from .error import ToolConfigError
 
 __all__ = [
     "ToolBreakerChanged",
@@ -106,26 +105,32 @@ ToolEvent: TypeAlias = ToolProgress | ToolPartialResult | ToolBreakerChanged
 """What a tool reports while it runs."""
 
 ToolEventCallback: TypeAlias = Callable[[ToolEvent], object]
-"""``ToolContext(on_event=...)``: called on the event loop's thread with each event."""
+"""``ToolContext(on_event=...)``: called on the event loop's thread with each event (in
+the tool's own thread when no loop is involved: a sync tool called directly)."""
 
 
 class _Emitter:
     """Delivers a run's tool events: to the app's callback, and to the stream's inbox.
 
-    Bound to the loop it delivers on; a report from another thread hops onto it.
+    Bound to the loop it delivers on; a report from another thread hops onto it. One
+    never bound to a loop delivers in the reporting thread. Each call has its own (see
+    :meth:`for_call`), which :meth:`end` silences when the call ends.
     """
 
-    __slots__ = ("callback", "inbox", "loop")
+    __slots__ = ("_ended", "callback", "inbox", "loop", "parent")
 
     def __init__(
         self,
         callback: ToolEventCallback | None,
         inbox: asyncio.Queue[Any] | None,
         loop: asyncio.AbstractEventLoop | None,
+        parent: _Emitter | None = None,
     ) -> None:
         self.callback = callback
         self.inbox = inbox
         self.loop = loop
+        self.parent = parent
+        self._ended = False
 
     def bound(self) -> _Emitter:
         """This emitter, or a copy bound to the running loop if it is bound to another."""
@@ -135,7 +140,30 @@ class _Emitter:
             return self
         if running is self.loop:
             return self
-        return _Emitter(self.callback, self.inbox, running)
+        return _Emitter(self.callback, self.inbox, running, self)
+
+    def for_call(self) -> _Emitter:
+        """A child for one call, bound to the running loop if there is one: it delivers
+        as this one does until it, or this one, has ended."""
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = self.loop
+        return _Emitter(self.callback, self.inbox, loop, self)
+
+    def end(self) -> None:
+        """Drop what is reported after now: the call has ended (its end is reported)."""
+        self._ended = True
+
+    @property
+    def ended(self) -> bool:
+        """Whether this emitter, or one it was made from, has ended."""
+        emitter: _Emitter | None = self
+        while emitter is not None:
+            if emitter._ended:
+                return True
+            emitter = emitter.parent
+        return False
 
     def emit(self, event: ToolEvent, token: CancellationToken | None) -> None:
         """Deliver ``event`` (from any thread) unless its call was given up on."""
@@ -148,11 +176,10 @@ class _Emitter:
             self._deliver(event, token)
             return
         if loop is None:
-            raise ToolConfigError(
-                "cannot report tool progress from a thread without an event loop through a "
-                "context that was never used on one; give the tool a context made on the "
-                "loop (ToolContext.for_call(), or the registry's)"
-            )
+            # No loop anywhere (a sync tool called directly, as a unit test does):
+            # nothing to hop onto, so the caller's own thread delivers it.
+            self._deliver(event, token)
+            return
         try:
             loop.call_soon_threadsafe(self._deliver, event, token)
         except RuntimeError:  # the loop is closed: the run is over, nobody listens
@@ -162,6 +189,9 @@ class _Emitter:
         # A call given up on (timeout, cancelled loop) has reported its end already;
         # what its thread says afterwards must not follow that end.
         if token is not None and token.cancelled:
+            return
+        if self.ended:  # a helper thread of the tool's, still reporting
+            logger.debug("dropped %r: its call has ended", event)
             return
         if self.inbox is not None:
             self.inbox.put_nowait(event)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agcore_tools import ToolRegistry
+from agcore_tools import ToolRegistry, ToolTimeoutError, _aio
 from agcore_tools._aio import _DaemonExecutor, run_sync, with_timeout
 from tests._scripts import run_script
 
@@ -115,6 +115,86 @@ async def test_calls_past_the_thread_limit_wait_for_a_free_worker() -> None:
     assert not [t for t in threading.enumerate() if t.name.startswith("agcore-test")]
     with pytest.raises(RuntimeError, match="shut down"):
         executor.submit(int, "1")
+
+
+async def test_threads_of_calls_given_up_on_do_not_count_against_the_pool_limit(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A pool of 2 threads stands in for the 64: 17 hung calls given up on (cancelled, or
+    # past their timeout) would otherwise hold every thread, and every later call would
+    # wait in the queue behind them.
+    executor = _DaemonExecutor(2, "agcore-test")
+    monkeypatch.setattr(_aio, "_executor", executor)
+    registry = ToolRegistry()
+    release, started = threading.Event(), threading.Semaphore(0)
+
+    @registry.tool
+    def fetch_url(url: str) -> str:
+        """A call that hangs."""
+        started.release()
+        release.wait(30.0)
+        return "late"
+
+    @registry.tool(timeout=5.0)
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    try:
+        with caplog.at_level("WARNING", "agcore_tools"):
+            for i in range(17):
+                call = asyncio.ensure_future(registry.invoke("fetch_url", {"url": f"x/{i}"}))
+                assert await asyncio.to_thread(started.acquire, True, 20.0)
+                call.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await call
+        invocation = await registry.invoke("add", {"a": 2, "b": 3})
+        assert (invocation.output, invocation.error) == (5, None)
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warnings) == 1
+        assert warnings[0].startswith("17 tool threads still run calls that were given up on")
+        assert "latest: fetch_url" in warnings[0]
+    finally:
+        release.set()
+        await asyncio.to_thread(executor.shutdown)
+
+
+async def test_a_sync_call_that_timed_out_waiting_for_a_thread_never_ran(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    executor = _DaemonExecutor(1, "agcore-test")
+    monkeypatch.setattr(_aio, "_executor", executor)
+    registry = ToolRegistry()
+    release, holding = threading.Event(), threading.Event()
+    ran: list[int] = []
+
+    @registry.tool
+    def hold() -> str:
+        """Holds the pool's only thread; its caller still waits for it."""
+        holding.set()
+        release.wait(30.0)
+        return "done"
+
+    @registry.tool(timeout=0.2)
+    def add(a: int, b: int) -> int:
+        """Add."""
+        ran.append(1)
+        return a + b
+
+    held = asyncio.ensure_future(registry.invoke("hold", {}))
+    try:
+        assert await asyncio.to_thread(holding.wait, 20.0)
+        invocation = await registry.invoke("add", {"a": 2, "b": 3})
+        assert isinstance(invocation.error, ToolTimeoutError)
+        assert str(invocation.error) == (
+            "tool 'add' failed: timed out after 0.2 s waiting for its turn; it never started"
+        )
+        assert invocation.may_have_run is False
+    finally:
+        release.set()
+        assert (await asyncio.wait_for(held, 20.0)).output == "done"
+        await asyncio.to_thread(executor.shutdown)
+    assert not ran  # the queued work was dropped, not run late
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -125,6 +129,45 @@ def test_a_concurrency_cap_holds_and_hands_slots_over_across_event_loops() -> No
     assert not any(thread.is_alive() for thread in threads)
     assert done == [True] * 10
     assert peak[0] == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_does_not_inherit_the_slots_its_parent_s_calls_hold() -> None:
+    # The parent's call holds the only slot at fork time; the child has no such call,
+    # so nothing would ever give the slot back there.
+    code = textwrap.dedent(
+        """
+        import asyncio, os, sys, threading
+        from agcore_tools import ToolPolicy, ToolRegistry
+
+        registry = ToolRegistry()
+        holding, release = threading.Event(), threading.Event()
+
+        @registry.tool(policy=ToolPolicy(concurrency=1))
+        def work(x: int) -> int:
+            "Work."
+            if x == 1:
+                holding.set()
+                release.wait(30)
+            return x * 2
+
+        busy = threading.Thread(target=registry.invoke_sync, args=("work", {"x": 1}))
+        busy.start()
+        assert holding.wait(10)
+        pid = os.fork()
+        if pid == 0:
+            call = asyncio.wait_for(registry.invoke("work", {"x": 2}), 10.0)
+            os._exit(0 if asyncio.run(call).output == 4 else 1)
+        _, status = os.waitpid(pid, 0)
+        release.set()
+        busy.join(10)
+        sys.exit(os.waitstatus_to_exitcode(status))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
 
 
 async def test_waiting_for_a_slot_counts_against_the_timeout() -> None:

@@ -10,7 +10,6 @@ from collections.abc import Callable
 import pytest
 
 from agcore_tools import (
-    ToolConfigError,
     ToolContext,
     ToolProgress,
     ToolRegistry,
@@ -165,25 +164,75 @@ async def test_reports_after_a_timeout_are_dropped() -> None:
     assert [event.progress for event, _ in seen] == [1]  # type: ignore[union-attr]
 
 
+async def test_reports_after_the_call_ended_are_dropped() -> None:
+    # A helper thread of the tool's reports after the tool returned: that report would
+    # follow the call's ToolExecutionCompleted.
+    registry = ToolRegistry()
+    release, reported = threading.Event(), threading.Event()
+
+    @registry.tool
+    def search_all(ctx: ToolContext) -> str:
+        """Ask a slow source in a helper thread; answer without waiting for it."""
+
+        def ask() -> None:
+            release.wait(10)
+            ctx.report_progress(2, 2, "late source answered")
+            reported.set()
+
+        threading.Thread(target=ask, daemon=True).start()
+        ctx.report_progress(1, 2, "fast source answered")
+        return "partial answer"
+
+    seen, record = _recorder()
+    ctx = ToolContext(on_event=record)
+    [result] = await registry.invoke_all([("search_all", {}, "c1")], ctx=ctx)
+    assert result.output == "partial answer"
+    release.set()
+    assert await asyncio.to_thread(reported.wait, 10)
+    # Anything the thread scheduled on the loop before `reported` runs before this does.
+    flushed = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_soon(flushed.set_result, None)
+    await flushed
+    assert [event.progress for event, _ in seen] == [1]  # type: ignore[union-attr]
+    await registry.invoke_all([("search_all", {}, "c2")], ctx=ctx)
+    # The run's next call reports as before (its own helper may or may not be in time).
+    assert ("c2", 1) in [(e.call_id, e.progress) for e, _ in seen]  # type: ignore[union-attr]
+
+
 def test_reporting_without_a_listener_does_nothing() -> None:
     ToolContext().report_progress(1, 2, "nobody listens")  # no error, no effect
 
 
-def test_a_context_never_on_a_loop_cannot_report_from_a_thread() -> None:
-    ctx = ToolContext(on_event=print)  # made outside any loop, used in a bare thread
-    failures: list[BaseException] = []
+def test_a_context_never_on_a_loop_reports_in_the_reporting_thread() -> None:
+    seen: list[tuple[ToolEvent, str]] = []
+    ctx = ToolContext(on_event=lambda e: seen.append((e, threading.current_thread().name)))
 
     def report() -> None:
-        try:
-            ctx.report_progress(1)
-        except ToolConfigError as exc:
-            failures.append(exc)
+        ctx.report_progress(1)  # made outside any loop, used in a bare thread
 
-    thread = threading.Thread(target=report)
+    thread = threading.Thread(target=report, name="reporter")
     thread.start()
     thread.join(10)
-    assert len(failures) == 1 and isinstance(failures[0], ValueError)
-    assert "thread without an event loop" in str(failures[0])
+    assert [(event.progress, name) for event, name in seen] == [(1, "reporter")]  # type: ignore[union-attr]
+
+
+def test_a_sync_tool_called_directly_reports_to_its_context() -> None:
+    # A unit test of the tool: no event loop, no registry, the caller's own context.
+    registry = ToolRegistry()
+
+    @registry.tool
+    def index_files(count: int, ctx: ToolContext) -> str:
+        """Index the user's files."""
+        for done in range(1, count + 1):
+            ctx.report_progress(done, count, f"file {done}")
+        return f"indexed {count} files"
+
+    seen: list[ToolEvent] = []
+    assert index_files(2, ToolContext(on_event=seen.append)) == "indexed 2 files"
+    assert [(e.progress, e.total, e.message) for e in seen] == [  # type: ignore[union-attr]
+        (1, 2, "file 1"),
+        (2, 2, "file 2"),
+    ]
 
 
 async def test_a_report_from_an_async_tool_is_delivered_at_once() -> None:

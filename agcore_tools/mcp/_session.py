@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
@@ -100,6 +101,8 @@ class Session:
         """The last connection that failed to start, kept for its stderr tail."""
         self.loop: asyncio.AbstractEventLoop | None = None
         """The event loop the connection lives in (an MCP session cannot leave it)."""
+        self.owner_pid: int | None = None
+        """The id of the process whose loop :attr:`loop` is (a forked child's id differs)."""
         self.budget = RestartBudget()
         """The restarts counted against the recovery policy (a circuit breaker)."""
         self._connect_lock = asyncio.Lock()
@@ -370,6 +373,7 @@ class Session:
             if self.tools is not None:
                 self.tools.new_loop()
         self.loop = running
+        self.owner_pid = os.getpid()
 
     def _alive_elsewhere(self, conn: Connection) -> bool:
         bound = self.loop
@@ -413,7 +417,13 @@ class Session:
     def wrong_loop(self, action: str, tool_name: str | None) -> McpNotInitializedError:
         """The error for a request from an event loop the connection does not live in."""
         bound = self.loop
-        if bound is None or bound.is_closed():
+        if self.owner_pid is not None and self.owner_pid != os.getpid():
+            reason = (
+                f"cannot send {action}: the client was connected before this process was "
+                "forked, and its connection stays the parent's; make and connect a new "
+                "McpClient in this process"
+            )
+        elif bound is None or bound.is_closed():
             reason = (
                 f"cannot send {action}: the connection was made in an event loop that has "
                 "since ended (as with asyncio.run(client.connect())); connect again in this "

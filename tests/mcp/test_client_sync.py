@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import textwrap
@@ -138,6 +139,38 @@ async def test_an_async_connected_client_refuses_sync_calls_instead_of_hanging()
         assert client.call_tool_sync("echo", {"text": "moved"}) == "moved"
     finally:
         client.close_sync()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_client_connected_before_a_fork_says_so_in_the_child() -> None:
+    code = textwrap.dedent(
+        f"""
+        import os, sys
+        from agcore_tools import McpClient, McpNotInitializedError, StdioTransport
+
+        client = McpClient("fixture", StdioTransport(sys.executable, [{str(FIXTURE)!r}]))
+        client.connect_sync()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                client.call_tool_sync("echo", {{"text": "child"}})
+            except McpNotInitializedError as exc:
+                print(exc, flush=True)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        print(client.call_tool_sync("echo", {{"text": "parent"}}))
+        client.close_sync()
+        sys.exit(os.waitstatus_to_exitcode(status))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    child, parent = done.stdout.splitlines()
+    assert "connected before this process was forked" in child
+    assert "new McpClient in this process" in child
+    assert parent == "parent"  # the parent's session was not disturbed
 
 
 # -- interpreter exit ------------------------------------------------------------------------
