@@ -27,6 +27,13 @@ def _recorder() -> tuple[list[tuple[ToolEvent, int]], Callable[[ToolEvent], None
     return seen, lambda event: seen.append((event, threading.get_ident()))
 
 
+async def _after_scheduled_callbacks() -> None:
+    """Return once the callbacks a thread scheduled on the loop before now have run."""
+    flushed = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_soon(flushed.set_result, None)
+    await flushed
+
+
 async def test_an_async_tool_reports_through_the_registry() -> None:
     registry = ToolRegistry()
 
@@ -157,10 +164,7 @@ async def test_reports_after_a_timeout_are_dropped() -> None:
     assert isinstance(result.error, ToolTimeoutError)
     release.set()
     assert await asyncio.to_thread(reported.wait, 10)
-    # Anything the thread scheduled on the loop before `reported` runs before this does.
-    flushed = asyncio.get_running_loop().create_future()
-    asyncio.get_running_loop().call_soon(flushed.set_result, None)
-    await flushed
+    await _after_scheduled_callbacks()
     assert [event.progress for event, _ in seen] == [1]  # type: ignore[union-attr]
 
 
@@ -189,10 +193,7 @@ async def test_reports_after_the_call_ended_are_dropped() -> None:
     assert result.output == "partial answer"
     release.set()
     assert await asyncio.to_thread(reported.wait, 10)
-    # Anything the thread scheduled on the loop before `reported` runs before this does.
-    flushed = asyncio.get_running_loop().create_future()
-    asyncio.get_running_loop().call_soon(flushed.set_result, None)
-    await flushed
+    await _after_scheduled_callbacks()
     assert [event.progress for event, _ in seen] == [1]  # type: ignore[union-attr]
     await registry.invoke_all([("search_all", {}, "c2")], ctx=ctx)
     # The run's next call reports as before (its own helper may or may not be in time).

@@ -30,6 +30,18 @@ def offered(request: CapturedRequest) -> list[str]:
     return [tool["function"]["name"] for tool in request.json.get("tools", [])]
 
 
+def _payments(registry: ToolRegistry) -> list[bool]:
+    """:func:`flaky_charge`, then a ``status`` tool; the charge's runs."""
+    runs = flaky_charge(registry)
+
+    @registry.tool
+    def status() -> str:
+        """The payment service's status page."""
+        return "degraded"
+
+    return runs
+
+
 async def test_a_failing_tool_leaves_the_request_until_its_probe_succeeds(
     serve: Callable[..., ScriptedChatServer], make_cycle: Callable[..., Any]
 ) -> None:
@@ -37,12 +49,7 @@ async def test_a_failing_tool_leaves_the_request_until_its_probe_succeeds(
     token = CLOCK.set(lambda: moment[0])  # the loop's tasks inherit the test's clock
     try:
         registry = ToolRegistry()
-        runs = flaky_charge(registry)
-
-        @registry.tool
-        def status() -> str:
-            """The payment service's status page."""
-            return "degraded"
+        runs = _payments(registry)
 
         def cool_down_ends(_: CapturedRequest) -> Any:
             moment[0] += 30.0  # before the loop runs this reply's call
@@ -99,12 +106,7 @@ async def test_a_tool_whose_breaker_is_open_when_a_selecting_run_starts_comes_ba
     token = CLOCK.set(lambda: moment[0])
     try:
         registry = ToolRegistry()
-        runs = flaky_charge(registry)
-
-        @registry.tool
-        def status() -> str:
-            """The payment service's status page."""
-            return "degraded"
+        runs = _payments(registry)
 
         for _ in range(5):
             await registry.invoke("charge", {"ok": False})
