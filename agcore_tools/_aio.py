@@ -215,6 +215,12 @@ class _DaemonExecutor(Executor):
                     future.set_result(result)
             # Drop references before waiting, so a finished call's objects can be freed.
             del work, future, call
+            with self._lock:
+                # A thread back from a call given up on, while its replacement serves:
+                # one too many, so it ends and the pool shrinks back to its limit.
+                if len(self._threads) - self._abandoned > self._max_workers:
+                    self._threads.remove(threading.current_thread())
+                    return
             self._idle.release()
 
 

@@ -154,9 +154,18 @@ async def test_threads_of_calls_given_up_on_do_not_count_against_the_pool_limit(
         assert len(warnings) == 1
         assert warnings[0].startswith("17 tool threads still run calls that were given up on")
         assert "latest: fetch_url" in warnings[0]
+        release.set()  # the hung calls return: their threads end, back to the limit of 2
+        deadline = time.monotonic() + 20.0
+        while len(_pool_threads("agcore-test")) > 2:
+            assert time.monotonic() < deadline, _pool_threads("agcore-test")
+            await asyncio.sleep(0.01)
     finally:
         release.set()
         await asyncio.to_thread(executor.shutdown)
+
+
+def _pool_threads(prefix: str) -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith(f"{prefix}_")]
 
 
 async def test_a_sync_call_that_timed_out_waiting_for_a_thread_never_ran(
