@@ -116,8 +116,9 @@ class ToolTable:
     def check(self, entry: ToolEntry) -> None:
         """Raise :class:`~agcore_tools.PermissionDeniedError` when the checker refuses
         ``entry`` (one of :attr:`unchecked` never is)."""
-        if self.checker is not None and entry.name not in self.unchecked:
-            self.checker.check(entry.name, entry.permissions)
+        checker = self._checker if self.source is None else self.source.checker
+        if checker is not None and entry.name not in self.unchecked:
+            checker.check(entry.name, entry.permissions)
 
 
 def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
