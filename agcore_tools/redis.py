@@ -112,19 +112,25 @@ def _redis_asyncio() -> Any:
 
 
 # Query parameters of a Redis URL that must not be shown: redis-py takes the password
-# (and the username) from the query as well as from the userinfo.
+# (and the username) from the query as well as from the userinfo, and passes any other
+# parameter on as a connection option (ssl_password, the TLS key's).
 _HIDDEN_PARAMS = ("password", "username")
 
 
+def _hidden(name: str) -> bool:
+    return name in _HIDDEN_PARAMS or name.endswith("password")
+
+
 def _safe_query(query: str) -> tuple[str, list[str]]:
-    """The query with its password and username values replaced by ``***``, and the
-    password values (as written; redis-py reads them decoded)."""
+    """The query with its password (``password``, ``ssl_password``, ...) and username
+    values replaced by ``***``, and the password values (as written; redis-py reads them
+    decoded)."""
     kept: list[str] = []
     secrets: list[str] = []
     for piece in query.split("&"):
         name, equals, value = piece.partition("=")
-        if equals and value and unquote_plus(name) in _HIDDEN_PARAMS:
-            if unquote_plus(name) == "password":
+        if equals and value and _hidden(unquote_plus(name)):
+            if unquote_plus(name) != "username":
                 secrets.append(value)
             piece = f"{name}=***"
         kept.append(piece)

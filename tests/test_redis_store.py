@@ -391,11 +391,13 @@ async def test_a_password_in_the_query_is_left_out_too(
     secret = "hunter2 Qz9"
     urls = [
         f"unix://{tmp_path}/no-such.sock?db=0&password=hunter2+Qz9",
+        "rediss://127.0.0.1:1/0?password=hunter2%20Qz9&ssl_password=hunter2+key",
         "redis://127.0.0.1:1/0?username=agent&password=hunter2%20Qz9",
     ]
     for url in urls:
         async with RedisStore(url) as store:
             assert store.client.connection_pool.connection_kwargs["password"] == secret
+            assert "ssl_password" not in url or "ssl_password=***" in repr(store)
             assert "hunter2" not in repr(store) and "password=***" in repr(store)
             with pytest.raises(ToolError) as caught:
                 await store.get("k")
