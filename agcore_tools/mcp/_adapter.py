@@ -16,6 +16,7 @@ import copy
 import logging
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, Protocol, cast
 
 from .._names import registered_name, with_digest, with_original_name
@@ -41,6 +42,15 @@ logger = logging.getLogger("agcore_tools.mcp")
 
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "$ref")
 
+
+
+_RESUMES: ContextVar[dict[tuple[int, str], Mapping[str, Any]] | None] = ContextVar(
+    "agcore_mcp_resumes", default=None
+)
+"""The resumes handed to tools in this context (a run's task, and the tasks it starts
+afterwards), by (tool, call id). Not kept on the tool: one tool serves every
+conversation sharing its registry, and call ids repeat across them (generated ones are
+``call_0_0`` in each), so one conversation's answers could reach another's call."""
 
 class ToolCaller(Protocol):
     """What an adapter needs of its client (:class:`~agcore_tools.McpClient` is one)."""
@@ -210,7 +220,6 @@ class McpTool(BaseTool):
         self.task_wait: float | None = None
         """Seconds a task call waits for its task before it pauses the run (None: the
         client's ``timeout``)."""
-        self._resumes: dict[str, Mapping[str, Any]] = {}
         # Live questions by their pause's nonce, not the call id: call ids repeat across
         # the conversations that share this adapter.
         self._live: dict[str, LiveQuestion] = {}
@@ -224,8 +233,13 @@ class McpTool(BaseTool):
     def resume_next(self, call_id: str, resume: Mapping[str, Any]) -> None:
         """Make the next run of call ``call_id`` answer the server's question:
         ``resume`` holds the pause's state and the user's answers. Only the loop calls
-        this, once it has checked the answers (see :mod:`agcore_tools.pending`)."""
-        self._resumes[call_id] = resume
+        this, once it has checked the answers (see :mod:`agcore_tools.pending`), in
+        the run that then makes the call: the resume is for that run's call alone."""
+        held = _RESUMES.get()
+        if held is None:
+            held = {}
+            _RESUMES.set(held)
+        held[(id(self), call_id)] = resume
 
     def check_arguments(self, args: dict[str, Any]) -> None:
         """Validate ``args`` against the tool's input schema (as the model sees it)
@@ -255,7 +269,8 @@ class McpTool(BaseTool):
         A 2025-11-25 task's question comes inside ``tasks/result``, where nothing can
         hold it: without a handler it is declined."""
         call_id = ctx.call_id
-        resume = self._resumes.pop(call_id, None) if call_id else None
+        held = _RESUMES.get()
+        resume = held.pop((id(self), call_id), None) if call_id and held else None
         # The server's progress updates reach a listening context as its own reports.
         listened = CALLER.set(ctx) if ctx.listening else None
         keyed = CALL_KEY.set(ctx.idempotency_key) if call_id else None

@@ -26,6 +26,7 @@ from agcore_tools import (
     McpClient,
     StreamableHttpTransport,
     ToolInputRequested,
+    ToolPolicy,
     ToolRegistry,
 )
 from tests.mcp.conftest import HttpServer
@@ -418,6 +419,50 @@ async def test_on_2025_two_conversations_with_the_same_call_id_keep_their_own_qu
             None, registry, approvals=[bob_asked.accept({"answer": "blue"})]
         )
     finally:
+        await client.close()
+    assert tool_messages(alice_model.requests[1].json["messages"])["c_ask"] == "accept: red"
+    assert tool_messages(bob_model.requests[1].json["messages"])["c_ask"] == "accept: blue"
+
+
+async def test_on_2025_two_conversations_resuming_at_once_get_their_own_answers(
+    serve, make_cycle, booking
+):
+    # Both hand their answers to the shared tool before either call runs (here both
+    # wait for a desk another call holds): each call must take its own conversation's.
+    alice_model = serve(ASK, S.reply_text("Alice done."))
+    bob_model = serve(ASK, S.reply_text("Bob done."))
+    client, registry = await _legacy(booking.url)
+    gate = asyncio.Event()
+
+    @registry.tool(policy=ToolPolicy(concurrency=1, resource="desk"))
+    async def hold() -> str:
+        """Keep the desk until the test lets go."""
+        await asyncio.wait_for(gate.wait(), 20.0)
+        return "held"
+
+    try:
+        alice, bob = make_cycle(alice_model), make_cycle(bob_model)
+        [alice_asked] = (await alice.submit_with_tools("colour?", registry)).pending
+        [bob_asked] = (await bob.submit_with_tools("colour?", registry)).pending
+        assert isinstance(alice_asked, InputRequest) and isinstance(bob_asked, InputRequest)
+        registry.set_policy(ToolPolicy(concurrency=1, resource="desk"), names=["ask"])
+        desk = registry.entry("ask").guard.slots  # type: ignore[union-attr]
+        holder = asyncio.ensure_future(registry.invoke("hold", {}))
+        resumed = [
+            asyncio.ensure_future(cycle.submit_with_tools(None, registry, approvals=[answer]))
+            for cycle, answer in (
+                (alice, alice_asked.accept({"answer": "red"})),
+                (bob, bob_asked.accept({"answer": "blue"})),
+            )
+        ]
+        deadline = asyncio.get_running_loop().time() + 20.0
+        while len(desk.waiters) < 2:  # both calls wait, their answers handed over
+            assert asyncio.get_running_loop().time() < deadline, "the calls never waited"
+            await asyncio.sleep(0.01)
+        gate.set()
+        await asyncio.wait_for(asyncio.gather(holder, *resumed), 20.0)
+    finally:
+        gate.set()
         await client.close()
     assert tool_messages(alice_model.requests[1].json["messages"])["c_ask"] == "accept: red"
     assert tool_messages(bob_model.requests[1].json["messages"])["c_ask"] == "accept: blue"
