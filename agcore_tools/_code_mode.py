@@ -51,7 +51,7 @@ from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext, definition_name
 from .calls import approval_requests
 from .content import CONTENT_TYPES
-from .error import ProgramError, ToolExecutionError
+from .error import ProgramError, ToolExecutionError, ToolNotFoundError
 from .pending import CallPaused
 
 __all__ = [
@@ -397,6 +397,10 @@ class _Program:
                 self._done[number] = {"error": ["RuntimeError", why]}
         elif error.is_recoverable():
             self._done[number] = {"error": ["RuntimeError", str(error)]}
+        elif isinstance(error, ToolNotFoundError):
+            # Listed when the run started, unregistered since: the program is told, as
+            # it is of a name it never had.
+            self._done[number] = {"error": ["NameError", str(error)]}
         else:
             raise error  # as for a direct call: the loop stops
 

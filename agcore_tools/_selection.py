@@ -447,7 +447,13 @@ class RunOffer:
         no longer offered nor run, a new one can be found. The found tools keep their
         order, so the tool list stays append-only while the registry does not change."""
         registry = self._registry
-        if registry.revision == self._revision or self._code is not None:
+        if registry.revision == self._revision:
+            return
+        if self._code is not None:
+            # A program's functions are fixed when the run starts (its listing, and the
+            # sandbox's names); its calls and direct calls go through the registry as it
+            # is now, so an unregistered tool no longer runs.
+            self._revision, self._with_code = registry.revision, None
             return
         snapshot = _snapshot(registry)
         self._revision, self._all, self._whole = snapshot.revision, snapshot.definitions, None
@@ -508,7 +514,7 @@ class RunOffer:
         tools, and a code-mode run's ``run_python``."""
         if self._code is None:
             return self._registry
-        if self._with_code is None:  # once a run: its tools are fixed when it starts
+        if self._with_code is None:  # again after the registry changed (see _refresh)
             entries = [*self._registry.entries(), ToolEntry(self._code)]
             self._with_code = self._registry.view(entries)
             self._with_code.tool_table.unchecked = self._own

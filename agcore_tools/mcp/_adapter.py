@@ -43,7 +43,6 @@ logger = logging.getLogger("agcore_tools.mcp")
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "$ref")
 
 
-
 _RESUMES: ContextVar[dict[tuple[int, str], Mapping[str, Any]] | None] = ContextVar(
     "agcore_mcp_resumes", default=None
 )
@@ -51,6 +50,7 @@ _RESUMES: ContextVar[dict[tuple[int, str], Mapping[str, Any]] | None] = ContextV
 afterwards), by (tool, call id). Not kept on the tool: one tool serves every
 conversation sharing its registry, and call ids repeat across them (generated ones are
 ``call_0_0`` in each), so one conversation's answers could reach another's call."""
+
 
 class ToolCaller(Protocol):
     """What an adapter needs of its client (:class:`~agcore_tools.McpClient` is one)."""

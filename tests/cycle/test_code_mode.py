@@ -187,6 +187,31 @@ async def test_a_call_without_await_fails_the_program_with_a_hint(serve, make_cy
     assert shop.runs == [("get_order", 4)] and shop.running["now"] == 0
 
 
+async def test_a_tool_unregistered_mid_run_no_longer_runs_in_code_mode(serve, make_cycle, shop):
+    # The run's registry of direct calls was taken once: after the app removed `refund`,
+    # a direct call to it still ran.
+    @shop.tool
+    def revoke() -> str:
+        """Stands in for an app revoking `refund` mid-run."""
+        shop.unregister("refund")
+        return "revoked"
+
+    server = serve(
+        S.reply_tool_calls([("revoke", {}, "r1")]),
+        S.reply_tool_calls([("refund", {"order_id": 3, "amount": 5.0}, "f1")]),
+        program("await refund(3, 5.0)", "p1"),
+        S.reply_text("done"),
+    )
+    cycle = make_cycle(server, unknown_tool="tell_model")
+    await cycle.submit_with_tools("go", shop, select=CodeMode())
+
+    answers = tool_messages(cycle.messages)
+    assert answers["f1"].startswith("Error: tool 'refund' is not registered")
+    assert "tool 'refund' is not registered" in answers["p1"]
+    assert shop.runs == []
+    assert_history_valid(cycle.messages)
+
+
 @pytest.mark.parametrize(
     ("code", "expected"),
     [
