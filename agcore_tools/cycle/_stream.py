@@ -23,6 +23,7 @@ Keep-alive comment lines never reach this module: the SDK's SSE decoder drops th
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,13 +39,14 @@ from .events import (
     Usage,
 )
 
-__all__ = ["Turn", "TurnBuilder"]
+__all__ = ["Turn", "TurnBuilder", "describe_body"]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
 _NO_EVENTS: tuple[StreamEvent, ...] = ()
 # Providers name the reasoning field differently; the history must echo the same name.
 _REASONING_KEYS = ("reasoning_content", "reasoning")
+_SNIPPET = 100  # characters of an unexpected body quoted in an error
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +191,7 @@ class TurnBuilder:
             self._usage = Usage.from_sdk(usage)
         choices = _field(completion, "choices")
         if not choices:
-            raise LlmError("the model's response has no choices")
+            raise LlmError(f"the model's response has no choices: {describe_body(completion)}")
         choice = choices[0]
         self._raw_reason = _field(choice, "finish_reason")
         message = _field(choice, "message")
@@ -316,6 +318,28 @@ class TurnBuilder:
             ]
         reason = FinishReason.TOOL_CALLS if calls else FinishReason.parse(self._raw_reason)
         return Turn(message, text, reason, self._raw_reason, tuple(calls), self._usage, refusal)
+
+
+def describe_body(body: Any) -> str:
+    """A short description of a response body the loop cannot read, for its error
+    message: a body the SDK could not parse as JSON (an HTML login page) comes as text.
+
+    Example:
+        >>> describe_body("<html><body>Sign in</body></html>")
+        "a body that is not JSON, starting '<html><body>Sign in</body></html>'"
+        >>> print(describe_body({"hello": "world"}))
+        JSON starting '{"hello": "world"}'
+    """
+    if isinstance(body, str):
+        return f"a body that is not JSON, starting {body[:_SNIPPET]!r}"
+    dump = getattr(body, "model_dump", None)
+    # An SDK model built from unexpected JSON keeps that JSON as its extra fields.
+    value = dump(mode="json", exclude_none=True, warnings=False) if dump is not None else body
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return f"JSON starting {text[:_SNIPPET]!r}"
 
 
 def _error_message(error: Any) -> str:

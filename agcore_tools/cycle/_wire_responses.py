@@ -32,7 +32,7 @@ from .._sdk import sdk_field as _field
 from ..calls import ParsedCall, parse_call
 from ..error import LlmError
 from ._body import lighten, without_unused_tool_options
-from ._stream import Turn
+from ._stream import Turn, describe_body
 from .config import CycleConfig
 from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
 
@@ -359,8 +359,15 @@ class ResponsesTurnBuilder:
 
     def feed_completion(self, response: Any) -> None:
         """Take a whole (non-streamed) response."""
-        if _field(response, "status") == "failed" or _field(response, "error"):
+        status = _field(response, "status")
+        if status == "failed" or _field(response, "error"):
             raise LlmError(f"the model reported an error: {_error(response)}")
+        if status is None and not isinstance(_field(response, "output"), list):
+            # A 200 from something else (a captive portal's HTML page, a proxy's JSON):
+            # taken as is, it would be an empty answer.
+            raise LlmError(
+                f"the model's response is not a Responses API response: {describe_body(response)}"
+            )
         self._response = response
 
     def build(self) -> Turn:

@@ -246,6 +246,28 @@ async def test_retries_and_http_errors_behave_as_on_chat(serve, make_cycle, stre
     assert len(server.requests) == 3
 
 
+@pytest.mark.parametrize(
+    ("body", "headers", "message"),
+    [
+        (b"<html><body>Sign in to continue</body></html>", {"content-type": "text/html"},
+         r"not a Responses API response: a body that is not JSON, starting '<html><body>Sign in"),
+        ({"hello": "world"}, {}, r"""not a Responses API response: JSON starting '\{"hello": "world"\}'"""),
+    ],
+    ids=["html", "unrelated-json"],
+)  # fmt: skip
+async def test_a_200_that_is_not_a_response_is_an_llm_error(
+    serve, make_cycle, calc, body, headers, message
+):
+    # It was an empty answer, and an empty assistant message in the history.
+    server = serve(RawResponse(200, body, headers))
+    cycle = make_cycle(server, api="responses")
+
+    with pytest.raises(LlmError, match=message):
+        await cycle.submit_with_tools("2 + 3?", calc)
+
+    assert [m["role"] for m in cycle.messages] == ["user"]
+
+
 async def test_denied_permission_stops_the_loop_as_on_chat(serve, make_cycle):
     registry = ToolRegistry(PermissionChecker(PermissionConfig()))  # shell is denied
 

@@ -482,6 +482,13 @@ async def test_a_response_without_choices_is_an_llm_error(serve, make_cycle):
         await make_cycle(server).submit("Hi")
 
 
+async def test_a_200_html_page_is_an_llm_error_quoting_it(serve, make_cycle):
+    html = b"<html><body>Sign in to continue</body></html>"
+    server = serve(RawResponse(200, html, {"content-type": "text/html"}))
+    with pytest.raises(LlmError, match="no choices: a body that is not JSON, starting '<html>"):
+        await make_cycle(server).submit("Hi")
+
+
 async def test_an_error_body_with_status_200_is_an_llm_error(serve, make_cycle):
     server = serve(RawResponse(200, {"error": {"message": "quota exceeded"}}))
     with pytest.raises(LlmError, match="quota exceeded"):
