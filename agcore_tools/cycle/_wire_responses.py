@@ -25,6 +25,7 @@ translates it (tools, ``tool_choice``, ``response_format``) just before sending.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,6 +38,8 @@ from .config import CycleConfig
 from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
 
 __all__ = ["ResponsesTurnBuilder", "ResponsesWire", "to_input", "to_tool"]
+
+logger = logging.getLogger("agcore_tools.cycle")
 
 Message = dict[str, Any]
 _NO_EVENTS: tuple[StreamEvent, ...] = ()
@@ -379,6 +382,7 @@ class ResponsesTurnBuilder:
         texts: list[str] = []
         refusals: list[str] = []
         calls: list[ParsedCall] = []
+        taken: set[str] = set()
         for item in output:
             kind = item.get("type")
             if kind == "message":
@@ -388,8 +392,14 @@ class ResponsesTurnBuilder:
                     elif part.get("type") == "refusal":
                         refusals.append(part.get("refusal", ""))
             elif kind == "function_call":
-                if not item.get("call_id"):
+                call_id = item.get("call_id")
+                if call_id in taken:
+                    # Each call needs its own answer (and approval, and idempotency
+                    # key); the item is rewritten too, so its output matches on resend.
+                    logger.warning("the server gave two tool calls of one turn the id %r", call_id)
+                if not call_id or call_id in taken:
                     item["call_id"] = f"call_{self._turn_tag}_{len(calls)}"
+                taken.add(item["call_id"])
                 call = parse_call(
                     item.get("name") or "",
                     item["call_id"],
