@@ -6,6 +6,7 @@ normalise tool calls identically. Provider quirks handled here:
 - a whole tool call in one chunk, and whole calls in a non-streamed message;
 - deltas without ``index``, or an index reused for a different id (Ollama, SGLang);
 - missing or empty ids: stable ones are generated (``call_<turn>_<n>``);
+- an id split across chunks of one index (the rest without a name), joined;
 - empty-string ``name``/``id`` on continuation deltas, treated as absent;
 - ``arguments`` sent as a JSON object instead of a string (llama.cpp, TGI);
 - ``content: null``, and chunks with empty ``choices`` (Azure's first chunk, usage);
@@ -234,9 +235,9 @@ class TurnBuilder:
         name = _text(_field(function, "name")) if function is not None else None
         arguments = _field(function, "arguments") if function is not None else None
         slot = self._new_slot(index) if whole else self._slot_for(index, call_id, name)
-        if call_id is not None and slot.id is None:
-            slot.id = call_id
-            self._by_id[call_id] = slot
+        if call_id is not None and slot.id != call_id:
+            slot.id = call_id if slot.id is None else slot.id + call_id
+            self._by_id[slot.id] = slot
         if name is not None and slot.name is None:
             slot.name = name
         if isinstance(arguments, str):
@@ -259,6 +260,8 @@ class TurnBuilder:
                 slot = self._by_index.get(index)
                 if slot is not None and slot.id is None and not slot.has_arguments:
                     return slot  # the id came after the name
+                if slot is not None and name is None and slot.name is not None:
+                    return slot  # the rest of an id split across chunks (a new call names itself)
             return self._new_slot(index)  # a new id: a new call, even on a reused index
         # 2. No id: the index decides, unless a second name shows the index was reused.
         if index is not None:

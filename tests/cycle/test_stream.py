@@ -515,6 +515,28 @@ def test_an_id_arriving_after_the_name_joins_the_same_call() -> None:
     assert [(c.call_id, c.name, c.args) for c in turn.calls] == [("late", "echo", {"text": "z"})]
 
 
+def test_an_id_split_across_chunks_of_one_index_is_joined_into_one_call() -> None:
+    # The rest of the id, without a name, opened a second, nameless call.
+    builder = TurnBuilder("t")
+    builder.feed(_chunk([call(0, "call_ab", "echo", "")]))
+    builder.feed(_chunk([call(0, "cd", None, '{"text":')]))
+    builder.feed(_chunk([call(0, None, None, ' "z"}')], "tool_calls"))
+    turn = builder.build()
+    assert [(c.call_id, c.name, c.args) for c in turn.calls] == [
+        ("call_abcd", "echo", {"text": "z"})
+    ]
+
+
+async def test_a_call_without_a_name_stops_the_loop_saying_so(serve, make_cycle, echo):
+    with pytest.raises(LlmError, match="stopped: the model sent a tool call without a name"):
+        await play(
+            serve,
+            make_cycle,
+            echo,
+            lambda s: [s.chunk({"tool_calls": [call(0, "c1", None, "{}")]}, "tool_calls")],
+        )
+
+
 def test_interleaved_parallel_calls_are_assembled_by_index() -> None:
     builder = TurnBuilder("t")
     builder.feed(_chunk([call(0, "a", "echo", ""), call(1, "b", "add", "")]))
