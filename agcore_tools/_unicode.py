@@ -3,7 +3,10 @@
 A JSON string may spell a lone surrogate (``"\\ud800"``), and ``json.loads`` turns it
 into a Python ``str`` that UTF-8 cannot encode. Once such text is in a conversation's
 history, every later request fails to encode, so the loop replaces each lone surrogate
-with U+FFFD where model output or tool results enter the history.
+with U+FFFD where model output or tool results enter the history. A high surrogate
+followed by a low one is first joined into the character they spell: a stream that
+split a character's escaped halves across two chunks (``"\\ud83d"``, then
+``"\\udc4d"``) gives them side by side once its pieces are joined.
 """
 
 from __future__ import annotations
@@ -14,22 +17,25 @@ from typing import Any
 __all__ = ["scrub", "scrub_json"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-REPLACEMENT = "\ufffd"
 
 
 def scrub(text: str) -> str:
-    """``text`` with every lone surrogate replaced by U+FFFD (the same object when clean).
+    """``text`` with each surrogate pair joined into its character and every lone
+    surrogate replaced by U+FFFD (the same object when clean).
 
     Example:
         >>> scrub("ok\\ud800!")
         'ok�!'
+        >>> scrub("thumbs \\ud83d\\udc4d up")
+        'thumbs 👍 up'
         >>> text = "北京"
         >>> scrub(text) is text
         True
     """
-    if text.isascii():
+    if text.isascii() or _SURROGATE.search(text) is None:
         return text
-    return _SURROGATE.sub(REPLACEMENT, text)
+    # UTF-16 spells a pair as the character it stands for; a lone half decodes to U+FFFD.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def scrub_json(value: Any) -> Any:

@@ -129,7 +129,12 @@ class ToolNotFoundError(ToolError):
     may_have_run = False
 
     def __init__(self, tool_name: str, detail: str | None = None) -> None:
-        message = f"tool '{tool_name}' is not registered"
+        # A nameless call (a server's stream quirk) would read as "tool '' ...".
+        message = (
+            f"tool '{tool_name}' is not registered"
+            if tool_name
+            else "the model sent a tool call without a name"
+        )
         super().__init__(f"{message}: {detail}" if detail else message, tool_name=tool_name)
 
 

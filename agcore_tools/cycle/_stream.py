@@ -6,6 +6,7 @@ normalise tool calls identically. Provider quirks handled here:
 - a whole tool call in one chunk, and whole calls in a non-streamed message;
 - deltas without ``index``, or an index reused for a different id (Ollama, SGLang);
 - missing or empty ids: stable ones are generated (``call_<turn>_<n>``);
+- an id split across chunks of one index (the rest without a name), joined;
 - empty-string ``name``/``id`` on continuation deltas, treated as absent;
 - ``arguments`` sent as a JSON object instead of a string (llama.cpp, TGI);
 - ``content: null``, and chunks with empty ``choices`` (Azure's first chunk, usage);
@@ -23,6 +24,7 @@ Keep-alive comment lines never reach this module: the SDK's SSE decoder drops th
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,13 +40,14 @@ from .events import (
     Usage,
 )
 
-__all__ = ["Turn", "TurnBuilder"]
+__all__ = ["Turn", "TurnBuilder", "describe_body"]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
 _NO_EVENTS: tuple[StreamEvent, ...] = ()
 # Providers name the reasoning field differently; the history must echo the same name.
 _REASONING_KEYS = ("reasoning_content", "reasoning")
+_SNIPPET = 100  # characters of an unexpected body quoted in an error
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +192,7 @@ class TurnBuilder:
             self._usage = Usage.from_sdk(usage)
         choices = _field(completion, "choices")
         if not choices:
-            raise LlmError("the model's response has no choices")
+            raise LlmError(f"the model's response has no choices: {describe_body(completion)}")
         choice = choices[0]
         self._raw_reason = _field(choice, "finish_reason")
         message = _field(choice, "message")
@@ -232,9 +235,9 @@ class TurnBuilder:
         name = _text(_field(function, "name")) if function is not None else None
         arguments = _field(function, "arguments") if function is not None else None
         slot = self._new_slot(index) if whole else self._slot_for(index, call_id, name)
-        if call_id is not None and slot.id is None:
-            slot.id = call_id
-            self._by_id[call_id] = slot
+        if call_id is not None and slot.id != call_id:
+            slot.id = call_id if slot.id is None else slot.id + call_id
+            self._by_id[slot.id] = slot
         if name is not None and slot.name is None:
             slot.name = name
         if isinstance(arguments, str):
@@ -257,6 +260,8 @@ class TurnBuilder:
                 slot = self._by_index.get(index)
                 if slot is not None and slot.id is None and not slot.has_arguments:
                     return slot  # the id came after the name
+                if slot is not None and name is None and slot.name is not None:
+                    return slot  # the rest of an id split across chunks (a new call names itself)
             return self._new_slot(index)  # a new id: a new call, even on a reused index
         # 2. No id: the index decides, unless a second name shows the index was reused.
         if index is not None:
@@ -316,6 +321,28 @@ class TurnBuilder:
             ]
         reason = FinishReason.TOOL_CALLS if calls else FinishReason.parse(self._raw_reason)
         return Turn(message, text, reason, self._raw_reason, tuple(calls), self._usage, refusal)
+
+
+def describe_body(body: Any) -> str:
+    """A short description of a response body the loop cannot read, for its error
+    message: a body the SDK could not parse as JSON (an HTML login page) comes as text.
+
+    Example:
+        >>> describe_body("<html><body>Sign in</body></html>")
+        "a body that is not JSON, starting '<html><body>Sign in</body></html>'"
+        >>> print(describe_body({"hello": "world"}))
+        JSON starting '{"hello": "world"}'
+    """
+    if isinstance(body, str):
+        return f"a body that is not JSON, starting {body[:_SNIPPET]!r}"
+    dump = getattr(body, "model_dump", None)
+    # An SDK model built from unexpected JSON keeps that JSON as its extra fields.
+    value = dump(mode="json", exclude_none=True, warnings=False) if dump is not None else body
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return f"JSON starting {text[:_SNIPPET]!r}"
 
 
 def _error_message(error: Any) -> str:

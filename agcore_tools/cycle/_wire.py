@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 from .._aio import with_timeout
+from ..error import LlmError
 
 __all__ = ["close_stream", "open_stream"]
 
@@ -24,6 +25,9 @@ logger = logging.getLogger("agcore_tools.cycle")
 
 CLOSE_TIMEOUT = 5.0
 """Seconds allowed for closing an abandoned HTTP stream."""
+
+_EVENT_STREAM = "text/event-stream"
+_SNIPPET = 100  # characters of an unexpected body quoted in an error
 
 
 async def open_stream(completions: Any, params: dict[str, Any]) -> tuple[Any, Any]:
@@ -36,11 +40,26 @@ async def open_stream(completions: Any, params: dict[str, Any]) -> tuple[Any, An
     from openai import AsyncStream
 
     raw = await completions.with_raw_response.create(**params)
+    content_type = raw.headers.get("content-type", "")
+    sse = _EVENT_STREAM in content_type.lower()
+    if not sse:
+        # Read whole, so that it can be quoted if no event parses out of it (the SSE
+        # decoder would read it all anyway, and iterates the kept bytes the same).
+        await raw.http_response.aread()
     response = raw.parse(to=AsyncStream[object])
     try:
         first = await response.__anext__()
     except StopAsyncIteration:
-        return response, None
+        if sse:
+            return response, None
+        await close_stream(response)
+        # Not an empty stream (which llama-cpp-python's refusal of a streamed "auto"
+        # tool choice is): an HTML error or login page, or a body of another API.
+        raise LlmError(
+            f"the model's response is not an event stream: the server answered "
+            f"{content_type or 'without a content type'}, starting "
+            f"{raw.http_response.text[:_SNIPPET]!r}"
+        ) from None
     except BaseException:
         await close_stream(response)
         raise

@@ -25,6 +25,7 @@ translates it (tools, ``tool_choice``, ``response_format``) just before sending.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,11 +33,13 @@ from .._sdk import sdk_field as _field
 from ..calls import ParsedCall, parse_call
 from ..error import LlmError
 from ._body import lighten, without_unused_tool_options
-from ._stream import Turn
+from ._stream import Turn, describe_body
 from .config import CycleConfig
 from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
 
 __all__ = ["ResponsesTurnBuilder", "ResponsesWire", "to_input", "to_tool"]
+
+logger = logging.getLogger("agcore_tools.cycle")
 
 Message = dict[str, Any]
 _NO_EVENTS: tuple[StreamEvent, ...] = ()
@@ -359,8 +362,15 @@ class ResponsesTurnBuilder:
 
     def feed_completion(self, response: Any) -> None:
         """Take a whole (non-streamed) response."""
-        if _field(response, "status") == "failed" or _field(response, "error"):
+        status = _field(response, "status")
+        if status == "failed" or _field(response, "error"):
             raise LlmError(f"the model reported an error: {_error(response)}")
+        if status is None and not isinstance(_field(response, "output"), list):
+            # A 200 from something else (a captive portal's HTML page, a proxy's JSON):
+            # taken as is, it would be an empty answer.
+            raise LlmError(
+                f"the model's response is not a Responses API response: {describe_body(response)}"
+            )
         self._response = response
 
     def build(self) -> Turn:
@@ -372,6 +382,7 @@ class ResponsesTurnBuilder:
         texts: list[str] = []
         refusals: list[str] = []
         calls: list[ParsedCall] = []
+        taken: set[str] = set()
         for item in output:
             kind = item.get("type")
             if kind == "message":
@@ -381,8 +392,14 @@ class ResponsesTurnBuilder:
                     elif part.get("type") == "refusal":
                         refusals.append(part.get("refusal", ""))
             elif kind == "function_call":
-                if not item.get("call_id"):
+                call_id = item.get("call_id")
+                if call_id in taken:
+                    # Each call needs its own answer (and approval, and idempotency
+                    # key); the item is rewritten too, so its output matches on resend.
+                    logger.warning("the server gave two tool calls of one turn the id %r", call_id)
+                if not call_id or call_id in taken:
                     item["call_id"] = f"call_{self._turn_tag}_{len(calls)}"
+                taken.add(item["call_id"])
                 call = parse_call(
                     item.get("name") or "",
                     item["call_id"],

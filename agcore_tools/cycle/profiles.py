@@ -454,8 +454,9 @@ def read_refusal(
 
     A 400, 422 or 500 whose body names ``response_format``, ``strict``, ``tool_choice``
     or ``parallel_tool_calls``, where the request sent it; or a streamed request with
-    the model free to call tools whose stream was cut before anything arrived
-    (llama-cpp-python fails that way). A stream cut midway is a real failure.
+    the model free to call tools whose event stream was cut before anything arrived
+    (llama-cpp-python fails that way; a 200 that is no event stream at all, an HTML
+    page, is another error). A stream cut midway is a real failure.
 
     Example:
         >>> body = "Error code: 500 - ('body', 'response_format', 'type') ... 'json_object'"

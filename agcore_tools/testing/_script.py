@@ -48,7 +48,7 @@ class RawResponse:
     body: Any = None
     """A JSON-able body, or bytes sent as they are."""
     headers: Mapping[str, str] = field(default_factory=dict)
-    """Extra response headers."""
+    """Extra response headers; a ``content-type`` among them replaces the default one."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class RawStream:
     status: int = 200
     """The HTTP status code."""
     headers: Mapping[str, str] = field(default_factory=dict)
-    """Extra response headers."""
+    """Extra response headers; a ``content-type`` among them replaces the default one."""
     drop_connection: bool = False
     """Close the connection after the events, without ending the HTTP body: a network
     failure mid-stream, as the client sees it."""

@@ -500,7 +500,9 @@ def _send(writer: asyncio.StreamWriter, data: bytes) -> None:
 
 
 def _head(status: int, content_type: str, headers: Mapping[str, str], length: int | None) -> bytes:
-    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", f"content-type: {content_type}"]
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
+    if not any(name.lower() == "content-type" for name in headers):  # a given one replaces it
+        lines.append(f"content-type: {content_type}")
     if length is None:
         lines += ["transfer-encoding: chunked", "cache-control: no-cache"]
     else:

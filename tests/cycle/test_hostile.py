@@ -188,6 +188,23 @@ async def test_lone_surrogates_in_the_model_s_own_message_are_replaced(serve, ma
     assert_encodes(cycle.messages)
 
 
+async def test_a_character_split_across_stream_chunks_is_whole_in_the_answer(serve, make_cycle):
+    # A server slicing UTF-16 text sent each half of the pair's escape in its own chunk.
+    server = serve()
+    server.add(
+        RawStream([
+            server.chunk({"content": "thumbs \ud83d"}),
+            server.chunk({"content": "\udc4d up"}, "stop"),
+        ])
+    )  # fmt: skip
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_stream("Hi").collect()
+
+    assert response.text == cycle.messages[-1]["content"] == "thumbs \U0001f44d up"
+    assert_encodes(cycle.messages)
+
+
 # -- the property ---------------------------------------------------------------------------
 
 # Text with lone surrogates mixed in (hypothesis leaves them out by default).

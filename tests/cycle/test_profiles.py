@@ -20,7 +20,7 @@ from agcore_tools.cycle.profiles import (
     fit_responses_request,
     profile_for_url,
 )
-from agcore_tools.testing import RawStream
+from agcore_tools.testing import RawResponse, RawStream
 
 from .conftest import S
 
@@ -242,6 +242,28 @@ async def test_an_empty_cut_stream_of_auto_is_sent_again_unstreamed(serve, make_
 
     assert response.text == "3"
     assert [r.json.get("stream", False) for r in server.requests] == [True, False]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_200_html_page_to_a_streamed_auto_turn_is_an_error_not_a_refusal(
+    serve, make_cycle, calc, api, caplog
+):
+    # It parsed as an empty event stream: read as llama-cpp-python's refusal, it was
+    # sent again unstreamed, the client stayed unstreamed, and the error said "no choices".
+    html = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+    server = serve(RawResponse(200, html, {"content-type": "text/html"}), S.reply_text("3"))
+    cycle = make_cycle(server, api=api, max_retries=0)
+
+    with caplog.at_level(logging.WARNING, logger="agcore_tools"):
+        with pytest.raises(
+            LlmError, match=r"not an event stream: the server answered text/html, starting '<html>"
+        ):
+            await cycle.submit_stream_with_tools("1 + 2?", calc).collect()
+        response = await cycle.submit_stream_with_tools("1 + 2?", calc).collect()
+
+    assert response.text == "3"
+    assert [r.json.get("stream", False) for r in server.requests] == [True, True]
+    assert "refused" not in caplog.text
 
 
 async def test_a_stream_cut_midway_stays_an_error(serve, make_cycle, calc):

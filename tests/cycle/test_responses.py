@@ -4,6 +4,7 @@ loopback server, in JSON and in SSE: the requests it sends, the history it keeps
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -244,6 +245,55 @@ async def test_retries_and_http_errors_behave_as_on_chat(serve, make_cycle, stre
 
     assert first.text == "ok"
     assert len(server.requests) == 3
+
+
+@MODES
+async def test_two_calls_of_one_turn_with_one_call_id_are_answered_apart(
+    serve, make_cycle, calc, stream, caplog
+):
+    # Both went back as "c1": the model could not tell which result answered which call.
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1"), ("add", {"a": 3, "b": 4}, "c1")]),
+        S.reply_text("3 and 7"),
+    )
+    cycle = make_cycle(server, api="responses")
+
+    with caplog.at_level(logging.WARNING, logger="agcore_tools"):
+        response = await run(cycle, "Sums?", calc, stream)
+
+    assert response.text == "3 and 7"
+    sent = [(i["type"], i["call_id"]) for i in items(server.requests[1]) if "call_id" in i]
+    assert sent == [
+        ("function_call", "c1"),
+        ("function_call", "call_0_1"),
+        ("function_call_output", "c1"),
+        ("function_call_output", "call_0_1"),
+    ]
+    assert tool_messages(cycle.messages) == {"c1": "3", "call_0_1": "7"}
+    assert "two tool calls of one turn the id 'c1'" in caplog.text
+    assert_history_valid(cycle.messages)
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "message"),
+    [
+        (b"<html><body>Sign in to continue</body></html>", {"content-type": "text/html"},
+         r"not a Responses API response: a body that is not JSON, starting '<html><body>Sign in"),
+        ({"hello": "world"}, {}, r"""not a Responses API response: JSON starting '\{"hello": "world"\}'"""),
+    ],
+    ids=["html", "unrelated-json"],
+)  # fmt: skip
+async def test_a_200_that_is_not_a_response_is_an_llm_error(
+    serve, make_cycle, calc, body, headers, message
+):
+    # It was an empty answer, and an empty assistant message in the history.
+    server = serve(RawResponse(200, body, headers))
+    cycle = make_cycle(server, api="responses")
+
+    with pytest.raises(LlmError, match=message):
+        await cycle.submit_with_tools("2 + 3?", calc)
+
+    assert [m["role"] for m in cycle.messages] == ["user"]
 
 
 async def test_denied_permission_stops_the_loop_as_on_chat(serve, make_cycle):

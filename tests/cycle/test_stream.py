@@ -482,6 +482,13 @@ async def test_a_response_without_choices_is_an_llm_error(serve, make_cycle):
         await make_cycle(server).submit("Hi")
 
 
+async def test_a_200_html_page_is_an_llm_error_quoting_it(serve, make_cycle):
+    html = b"<html><body>Sign in to continue</body></html>"
+    server = serve(RawResponse(200, html, {"content-type": "text/html"}))
+    with pytest.raises(LlmError, match="no choices: a body that is not JSON, starting '<html>"):
+        await make_cycle(server).submit("Hi")
+
+
 async def test_an_error_body_with_status_200_is_an_llm_error(serve, make_cycle):
     server = serve(RawResponse(200, {"error": {"message": "quota exceeded"}}))
     with pytest.raises(LlmError, match="quota exceeded"):
@@ -506,6 +513,28 @@ def test_an_id_arriving_after_the_name_joins_the_same_call() -> None:
     builder.feed(_chunk([call(0, "late", None, '{"text": "z"}')], "tool_calls"))
     turn = builder.build()
     assert [(c.call_id, c.name, c.args) for c in turn.calls] == [("late", "echo", {"text": "z"})]
+
+
+def test_an_id_split_across_chunks_of_one_index_is_joined_into_one_call() -> None:
+    # The rest of the id, without a name, opened a second, nameless call.
+    builder = TurnBuilder("t")
+    builder.feed(_chunk([call(0, "call_ab", "echo", "")]))
+    builder.feed(_chunk([call(0, "cd", None, '{"text":')]))
+    builder.feed(_chunk([call(0, None, None, ' "z"}')], "tool_calls"))
+    turn = builder.build()
+    assert [(c.call_id, c.name, c.args) for c in turn.calls] == [
+        ("call_abcd", "echo", {"text": "z"})
+    ]
+
+
+async def test_a_call_without_a_name_stops_the_loop_saying_so(serve, make_cycle, echo):
+    with pytest.raises(LlmError, match="stopped: the model sent a tool call without a name"):
+        await play(
+            serve,
+            make_cycle,
+            echo,
+            lambda s: [s.chunk({"tool_calls": [call(0, "c1", None, "{}")]}, "tool_calls")],
+        )
 
 
 def test_interleaved_parallel_calls_are_assembled_by_index() -> None:
