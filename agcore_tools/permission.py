@@ -154,7 +154,8 @@ class PermissionConfig:
     """Permissions that are always refused; they win over ``allowed`` and ``ask``."""
     allow_unspecified: bool
     """With an empty ``allowed``, whether other permissions pass; also whether a tool
-    that declares no permissions may run."""
+    that declares no permissions may run. Only ``True`` or ``False``: a string such as
+    ``"false"`` is refused with :class:`~agcore_tools.error.ToolConfigError`."""
     ask: frozenset[Permission]
     """Permissions that pass only with the app's approval, call by call (see
     :mod:`agcore_tools.approval`): like ``allowed`` for the other rules, but each call
@@ -169,6 +170,12 @@ class PermissionConfig:
         allow_unspecified: bool = True,
         ask: Iterable[PermissionLike] = (),
     ) -> None:
+        if not isinstance(allow_unspecified, bool):
+            # "false" from an env var or INI file is truthy: deny-by-default became allow.
+            raise ToolConfigError(
+                "PermissionConfig.allow_unspecified must be True or False, got "
+                f"{type(allow_unspecified).__name__} {allow_unspecified!r}"
+            )
         object.__setattr__(self, "allowed", _permission_set(allowed))
         object.__setattr__(self, "denied", _permission_set(denied))
         object.__setattr__(self, "allow_unspecified", allow_unspecified)

@@ -49,8 +49,24 @@ def test_unknown_permission_name_is_refused_with_a_hint() -> None:
         (lambda: Permission(5), "a permission's name must be a non-empty string, got 5"),
         (lambda: Permission(""), "a permission's name must be a non-empty string, got ''"),
         (lambda: Permission("read", "yes"), "is_custom must be True or False, got 'yes'"),
+        (
+            lambda: PermissionConfig(allowed=[], allow_unspecified="false"),
+            "allow_unspecified must be True or False, got str 'false'",
+        ),
+        (
+            lambda: PermissionConfig(allow_unspecified=0),
+            "allow_unspecified must be True or False, got int 0",
+        ),
     ],
-    ids=["checker-str", "checker-list", "permission-int", "permission-empty", "is-custom"],
+    ids=[
+        "checker-str",
+        "checker-list",
+        "permission-int",
+        "permission-empty",
+        "is-custom",
+        "allow-unspecified-str",
+        "allow-unspecified-int",
+    ],
 )
 def test_caller_mistakes_are_refused_when_made(make: Any, named: str) -> None:
     # A PermissionChecker("read") was accepted, then every invoke raised AttributeError.
