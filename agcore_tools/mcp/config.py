@@ -4,8 +4,9 @@ and VS Code.
 Each entry is either a stdio server (``command``, optional ``args``, ``env``, ``cwd``) or
 an HTTP one (``url``, optional ``headers``). VS Code's ``"servers"`` key and its
 ``"type"`` field (``"stdio"``, ``"http"``) are accepted too; ``"sse"`` (the deprecated
-HTTP+SSE transport) is refused. Entries with ``"disabled": true`` are skipped. Values are
-taken literally: placeholders such as ``${env:TOKEN}`` are not expanded.
+HTTP+SSE transport), any other type and VS Code's ``"envFile"`` are refused. Entries with
+``"disabled": true`` are skipped. Values are taken literally: placeholders such as
+``${env:TOKEN}`` are not expanded.
 
 Example:
     >>> clients = load_mcp_servers({"mcpServers": {
@@ -134,6 +135,18 @@ def _transport(name: str, entry: Mapping[str, Any]) -> StdioTransport | Streamab
             f"MCP config: server '{name}' uses the deprecated HTTP+SSE transport; "
             "use its Streamable HTTP endpoint instead"
         )
+    if kind is not None and kind != "stdio" and kind not in _HTTP_TYPES:
+        # Guessing from "command"/"url" would start a server some other way than asked.
+        raise ToolConfigError(
+            f"MCP config: server '{name}': unknown 'type' {kind!r:.40}; use "
+            '"stdio" or "http" (Streamable HTTP)'
+        )
+    if "envFile" in entry:
+        # Starting without the file's variables would run the server without its secrets.
+        raise ToolConfigError(
+            f"MCP config: server '{name}': 'envFile' is not supported; put the "
+            "variables the server needs in 'env'"
+        )
     if kind in _HTTP_TYPES:
         http = True
     elif kind == "stdio":
@@ -171,7 +184,9 @@ def _string(name: str, entry: Mapping[str, Any], key: str) -> str:
 
 
 def _strings(name: str, entry: Mapping[str, Any], key: str) -> dict[str, str]:
-    value = entry.get(key) or {}
+    value = entry.get(key)
+    if value is None:
+        return {}
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(v, (str, int, float, bool)) for k, v in value.items()
     ):

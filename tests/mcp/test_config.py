@@ -88,6 +88,14 @@ def test_vs_code_servers_key_and_type_field() -> None:
         ("just a string", "server 'bad' must be an object"),
         ({"command": "x", "disabled": "yes"}, "'disabled' must be true or false, got 'yes'"),
         ({"command": "x", "url": "http://h/mcp"}, "has both a 'command' and a 'url'"),
+        # These once started the server some other way than the file says, silently.
+        ({"type": "stdio", "command": "x", "envFile": "/home/me/.env"}, "'envFile' is not"),
+        ({"type": "streamable", "url": "https://x/mcp"}, "server 'bad': unknown 'type'"),
+        ({"type": "websocket", "url": "wss://x/mcp"}, "server 'bad': unknown 'type'"),
+        ({"command": "x", "env": ["TOKEN=abc"]}, "'env' must map names to strings"),
+        ({"command": "x", "env": []}, "'env' must map names to strings"),
+        ({"command": "x", "env": ""}, "'env' must map names to strings"),
+        ({"url": "https://x/mcp", "headers": []}, "'headers' must map names to strings"),
     ],
 )
 def test_malformed_entries_name_the_server_and_field(entry: object, message: str) -> None:
