@@ -135,6 +135,13 @@ def _permission_set(values: Iterable[PermissionLike]) -> frozenset[Permission]:
     return frozenset(Permission.parse_all(values))
 
 
+def _as_tuple(permissions: Iterable[PermissionLike]) -> tuple[PermissionLike, ...]:
+    # One name is one permission, as in parse_all: tuple("shell") would be its letters.
+    if isinstance(permissions, (str, Permission)):
+        return (permissions,)
+    return permissions if isinstance(permissions, tuple) else tuple(permissions)
+
+
 @dataclass(frozen=True, init=False)
 class PermissionConfig:
     """The static permission policy.
@@ -268,8 +275,7 @@ class PermissionChecker:
             ...
             agcore_tools.error.PermissionDeniedError: permission denied: tool 'rm' needs 'delete', which is denied
         """
-        key = permissions if isinstance(permissions, tuple) else tuple(permissions)
-        refusal = self._first_refusal(key)
+        refusal = self._first_refusal(_as_tuple(permissions))
         if refusal is not None:
             perm, rule = refusal
             raise PermissionDeniedError(tool_name, perm.name if perm else None, rule)
@@ -300,8 +306,10 @@ class PermissionChecker:
         Example:
             >>> PermissionChecker().is_allowed(["read"])
             True
+            >>> PermissionChecker().is_allowed("shell")
+            False
         """
-        return self._first_refusal(tuple(permissions)) is None
+        return self._first_refusal(_as_tuple(permissions)) is None
 
     def __repr__(self) -> str:
         return f"PermissionChecker({self.config!r})"

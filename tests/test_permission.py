@@ -140,6 +140,18 @@ def test_the_guide_numbers_the_rules_as_the_checker_applies_them() -> None:
         assert at == sorted(at), text
 
 
+def test_one_permission_given_alone_is_not_split_into_letters() -> None:
+    # check("rm", "shell") once failed with "unknown permission 's'".
+    checker = PermissionChecker()
+    assert checker.is_allowed("read") and checker.is_allowed(Permission.READ)
+    assert not checker.is_allowed("shell")
+    checker.check("cat", "read")
+    with pytest.raises(PermissionDeniedError, match="tool 'rm' needs 'shell', which is denied"):
+        checker.check("rm", "shell")
+    with pytest.raises(PermissionDeniedError, match="needs 'shell'"):
+        checker.check("rm", Permission.SHELL)
+
+
 def test_verdict_cache_does_not_confuse_strings_and_permissions() -> None:
     checker = PermissionChecker()
     checker.check("t", ("read",))
