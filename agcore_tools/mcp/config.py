@@ -170,7 +170,7 @@ def _transport(name: str, entry: Mapping[str, Any]) -> StdioTransport | Streamab
         if cwd is not None and not isinstance(cwd, str):
             raise ToolConfigError(f"MCP config: server '{name}': 'cwd' must be a string")
         env = _strings(name, entry, "env")
-        return StdioTransport(command, [str(a) for a in args], env or None, cwd)
+        return StdioTransport(command, [_text(a) for a in args], env or None, cwd)
     raise ToolConfigError(
         f"MCP config: server '{name}' needs a 'command' (stdio) or a 'url' (HTTP)"
     )
@@ -191,4 +191,16 @@ def _strings(name: str, entry: Mapping[str, Any], key: str) -> dict[str, str]:
         isinstance(k, str) and isinstance(v, (str, int, float, bool)) for k, v in value.items()
     ):
         raise ToolConfigError(f"MCP config: server '{name}': '{key}' must map names to strings")
-    return {k: str(v) for k, v in value.items()}
+    return {k: _text(v) for k, v in value.items()}
+
+
+def _text(value: str | float) -> str:
+    """A JSON scalar as the server would read it: JSON's spelling, not Python's.
+
+    Example:
+        >>> _text(True), _text(8080), _text("x")
+        ('true', '8080', 'x')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

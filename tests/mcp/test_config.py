@@ -103,6 +103,15 @@ def test_malformed_entries_name_the_server_and_field(entry: object, message: str
         load_mcp_servers({"mcpServers": {"bad": entry}})
 
 
+def test_json_scalars_in_env_and_args_reach_the_server_as_json_spells_them() -> None:
+    # JSON true reached the server as Python's "True".
+    entry = {"command": "x", "env": {"DEBUG": True, "PORT": 8080}, "args": ["--v", False, 2]}
+    [client] = load_mcp_servers({"mcpServers": {"a": entry}})
+    assert isinstance(client.transport, StdioTransport)
+    assert client.transport.env == {"DEBUG": "true", "PORT": "8080"}
+    assert client.transport.args == ("--v", "false", "2")
+
+
 def test_a_vs_code_file_with_comments_trailing_commas_and_a_bom_is_read(tmp_path: Path) -> None:
     # VS Code's mcp.json is JSON with comments; Windows editors write a BOM.
     path = tmp_path / "mcp.json"
