@@ -63,7 +63,10 @@ def load_mcp_servers(
     clients = []
     for name, entry in servers.items():
         if not isinstance(entry, Mapping):
-            raise ToolConfigError(f"MCP config: server '{name}' must be an object, got {entry!r}")
+            # Its type only: a one-line entry such as "npx srv --token sk-..." holds secrets.
+            raise ToolConfigError(
+                f"MCP config: server '{name}' must be an object, got {type(entry).__name__}"
+            )
         disabled = entry.get("disabled", False)
         if not isinstance(disabled, bool):  # "yes" or "false" would be read one way
             raise ToolConfigError(

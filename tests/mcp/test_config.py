@@ -103,6 +103,13 @@ def test_malformed_entries_name_the_server_and_field(entry: object, message: str
         load_mcp_servers({"mcpServers": {"bad": entry}})
 
 
+def test_an_entry_that_is_not_an_object_is_not_echoed() -> None:
+    # The whole entry was in the message, token and all.
+    with pytest.raises(ToolError) as info:
+        load_mcp_servers({"mcpServers": {"gh": "npx srv --token sk-S3CRET"}})
+    assert str(info.value) == "MCP config: server 'gh' must be an object, got str"
+
+
 def test_json_scalars_in_env_and_args_reach_the_server_as_json_spells_them() -> None:
     # JSON true reached the server as Python's "True".
     entry = {"command": "x", "env": {"DEBUG": True, "PORT": 8080}, "args": ["--v", False, 2]}
