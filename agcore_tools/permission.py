@@ -135,6 +135,13 @@ def _permission_set(values: Iterable[PermissionLike]) -> frozenset[Permission]:
     return frozenset(Permission.parse_all(values))
 
 
+def _as_tuple(permissions: Iterable[PermissionLike]) -> tuple[PermissionLike, ...]:
+    # One name is one permission, as in parse_all: tuple("shell") would be its letters.
+    if isinstance(permissions, (str, Permission)):
+        return (permissions,)
+    return permissions if isinstance(permissions, tuple) else tuple(permissions)
+
+
 @dataclass(frozen=True, init=False)
 class PermissionConfig:
     """The static permission policy.
@@ -154,7 +161,8 @@ class PermissionConfig:
     """Permissions that are always refused; they win over ``allowed`` and ``ask``."""
     allow_unspecified: bool
     """With an empty ``allowed``, whether other permissions pass; also whether a tool
-    that declares no permissions may run."""
+    that declares no permissions may run. Only ``True`` or ``False``: a string such as
+    ``"false"`` is refused with :class:`~agcore_tools.error.ToolConfigError`."""
     ask: frozenset[Permission]
     """Permissions that pass only with the app's approval, call by call (see
     :mod:`agcore_tools.approval`): like ``allowed`` for the other rules, but each call
@@ -169,6 +177,12 @@ class PermissionConfig:
         allow_unspecified: bool = True,
         ask: Iterable[PermissionLike] = (),
     ) -> None:
+        if not isinstance(allow_unspecified, bool):
+            # "false" from an env var or INI file is truthy: deny-by-default became allow.
+            raise ToolConfigError(
+                "PermissionConfig.allow_unspecified must be True or False, got "
+                f"{type(allow_unspecified).__name__} {allow_unspecified!r}"
+            )
         object.__setattr__(self, "allowed", _permission_set(allowed))
         object.__setattr__(self, "denied", _permission_set(denied))
         object.__setattr__(self, "allow_unspecified", allow_unspecified)
@@ -261,8 +275,7 @@ class PermissionChecker:
             ...
             agcore_tools.error.PermissionDeniedError: permission denied: tool 'rm' needs 'delete', which is denied
         """
-        key = permissions if isinstance(permissions, tuple) else tuple(permissions)
-        refusal = self._first_refusal(key)
+        refusal = self._first_refusal(_as_tuple(permissions))
         if refusal is not None:
             perm, rule = refusal
             raise PermissionDeniedError(tool_name, perm.name if perm else None, rule)
@@ -293,8 +306,10 @@ class PermissionChecker:
         Example:
             >>> PermissionChecker().is_allowed(["read"])
             True
+            >>> PermissionChecker().is_allowed("shell")
+            False
         """
-        return self._first_refusal(tuple(permissions)) is None
+        return self._first_refusal(_as_tuple(permissions)) is None
 
     def __repr__(self) -> str:
         return f"PermissionChecker({self.config!r})"

@@ -148,6 +148,34 @@ async def test_a_failing_needs_approval_check_asks_a_person() -> None:
     assert request.reason == "tool 'pay' needs_approval raised KeyError: 'limit'"
 
 
+@pytest.mark.parametrize(
+    ("config", "needs_approval"),
+    [(PermissionConfig(), True), (PermissionConfig(denied=["delete"], ask=["delete"]), False)],
+    ids=["needs-approval", "ask-and-denied"],
+)
+async def test_a_call_to_a_denied_tool_is_refused_not_put_to_a_person(
+    config: PermissionConfig, needs_approval: bool
+) -> None:
+    # Denied wins even over ask: a person was asked, and their yes ended "denied" anyway.
+    registry = ToolRegistry(PermissionChecker(config))
+
+    @registry.tool(permissions=["delete"], needs_approval=needs_approval)
+    def rm(path: str) -> str:
+        """Remove a file."""
+        return "gone"
+
+    outputs = await registry.run_tool_calls([_chat("rm", "c1", {"path": "/a"})])
+
+    assert outputs.pending_approvals == ()
+    assert outputs == [
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": "Error: permission denied: tool 'rm' needs 'delete', which is denied",
+        }
+    ]
+
+
 def test_a_decision_is_plain_data() -> None:
     registry = _registry()
     outputs = registry.run_tool_calls_sync([_chat("save", "c1", {"text": "hi"})])

@@ -49,8 +49,24 @@ def test_unknown_permission_name_is_refused_with_a_hint() -> None:
         (lambda: Permission(5), "a permission's name must be a non-empty string, got 5"),
         (lambda: Permission(""), "a permission's name must be a non-empty string, got ''"),
         (lambda: Permission("read", "yes"), "is_custom must be True or False, got 'yes'"),
+        (
+            lambda: PermissionConfig(allowed=[], allow_unspecified="false"),
+            "allow_unspecified must be True or False, got str 'false'",
+        ),
+        (
+            lambda: PermissionConfig(allow_unspecified=0),
+            "allow_unspecified must be True or False, got int 0",
+        ),
     ],
-    ids=["checker-str", "checker-list", "permission-int", "permission-empty", "is-custom"],
+    ids=[
+        "checker-str",
+        "checker-list",
+        "permission-int",
+        "permission-empty",
+        "is-custom",
+        "allow-unspecified-str",
+        "allow-unspecified-int",
+    ],
 )
 def test_caller_mistakes_are_refused_when_made(make: Any, named: str) -> None:
     # A PermissionChecker("read") was accepted, then every invoke raised AttributeError.
@@ -122,6 +138,18 @@ def test_the_guide_numbers_the_rules_as_the_checker_applies_them() -> None:
     for text in (summary, checker):
         at = [text.index(rule.split()[0]) for rule in order]
         assert at == sorted(at), text
+
+
+def test_one_permission_given_alone_is_not_split_into_letters() -> None:
+    # check("rm", "shell") once failed with "unknown permission 's'".
+    checker = PermissionChecker()
+    assert checker.is_allowed("read") and checker.is_allowed(Permission.READ)
+    assert not checker.is_allowed("shell")
+    checker.check("cat", "read")
+    with pytest.raises(PermissionDeniedError, match="tool 'rm' needs 'shell', which is denied"):
+        checker.check("rm", "shell")
+    with pytest.raises(PermissionDeniedError, match="needs 'shell'"):
+        checker.check("rm", Permission.SHELL)
 
 
 def test_verdict_cache_does_not_confuse_strings_and_permissions() -> None:

@@ -20,7 +20,12 @@ from .._execute import ToolTable
 from .._records import ParsedCall
 from ..approval import ApprovalDecision, ApprovalRequest, approval_signature
 from ..base import ToolContext
-from ..error import ApprovalError, InvalidArgumentsError, ToolRejectedError
+from ..error import (
+    ApprovalError,
+    InvalidArgumentsError,
+    PermissionDeniedError,
+    ToolRejectedError,
+)
 
 __all__ = ["answers_by_id", "apply_answers", "approval_requests", "screen_calls"]
 
@@ -53,6 +58,9 @@ async def approval_requests(
 
     Asked in order: the tool's own ``needs_approval``, then ``PermissionConfig.ask``.
     A call whose arguments could not be parsed never asks: its error goes to the model.
+    Nor does a call the permission checker refuses: denied wins even over ``ask``, so
+    it is left to fail with its :class:`~agcore_tools.PermissionDeniedError` when run,
+    never put to a person whose yes could not make it run.
     """
     checker = table.checker
     asks_permissions = checker is not None and bool(checker.config.ask)
@@ -65,6 +73,10 @@ async def approval_requests(
             continue
         rule = entry.tool.needs_approval
         if rule is False and not asks_permissions:
+            continue
+        try:
+            table.check(entry)
+        except PermissionDeniedError:
             continue
         reason = await _reason(rule, entry.tool.approval_reason, call, ctx)
         if reason is None and checker is not None and asks_permissions:

@@ -4,6 +4,9 @@ A server that floods stderr must never stall: if nobody read the pipe, the child
 block on its next write and stop answering. So the pipe is always drained at full
 speed; only the logging is bounded (a per-second line budget, the rest counted and
 reported), and the last lines are kept for start-up error messages.
+
+A server that fails to start often echoes the credential it was given ("bad credentials:
+ghp_..."): the values of its ``env`` are masked in both the log and the tail.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -24,22 +28,38 @@ _CHUNK = 65536
 _TAIL_LINES = 20
 _MAX_LINE = 2000
 _LINES_PER_SECOND = 200
+_MIN_SECRET = 8
+"""Shorter ``env`` values ("1", "true", "en_US") are not masked: they would garble the
+log without hiding anything worth guessing."""
 
 
 class StderrLog:
     """Reads one child's stderr into the ``agcore_tools.mcp.stderr`` logger.
 
+    Each of ``secrets`` (the child's ``env`` values) 8 characters or longer is shown
+    as ``***`` in the log and the tail.
+
     Example:
-        >>> log = StderrLog("fs")
-        >>> log.feed(b"starting\\nready\\n")
+        >>> log = StderrLog("fs", secrets=["ghp_S3CRETt0ken"])
+        >>> log.feed(b"starting\\nbad credentials: ghp_S3CRETt0ken\\n")
         >>> log.tail()
-        'starting | ready'
+        'starting | bad credentials: ***'
     """
 
-    __slots__ = ("_budget", "_partial", "_suppressed", "_tail", "_window", "server_name")
+    __slots__ = (
+        "_budget",
+        "_partial",
+        "_secrets",
+        "_suppressed",
+        "_tail",
+        "_window",
+        "server_name",
+    )
 
-    def __init__(self, server_name: str) -> None:
+    def __init__(self, server_name: str, secrets: Iterable[str] = ()) -> None:
         self.server_name = server_name
+        # Longest first, so a secret containing another is masked whole.
+        self._secrets = sorted({s for s in secrets if len(s) >= _MIN_SECRET}, key=len, reverse=True)
         self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._partial = b""
         self._window = 0.0
@@ -106,7 +126,14 @@ class StderrLog:
             self._suppressed = 0
 
     def _line(self, raw: bytes) -> None:
-        text = raw[:_MAX_LINE].decode("utf-8", "replace").rstrip()
+        if self._secrets:
+            # Masked before the cut, so a secret across _MAX_LINE never shows in part.
+            text = raw.decode("utf-8", "replace")
+            for secret in self._secrets:
+                text = text.replace(secret, "***")
+            text = text[:_MAX_LINE].rstrip()
+        else:
+            text = raw[:_MAX_LINE].decode("utf-8", "replace").rstrip()
         if not text:
             return
         self._tail.append(text)

@@ -128,7 +128,9 @@ async def open_stdio(
     pending = PendingIds(where)
     read_stream = LineReader(process.stdout, pending, where)
     write_stream = LineWriter(process.stdin, process.stdout, pending)
-    child = ChildProcess(process.pid, StderrLog(server_name), process, read_stream)
+    child = ChildProcess(
+        process.pid, StderrLog(server_name, (transport.env or {}).values()), process, read_stream
+    )
     on_spawn(child)
     exit_watch = _exit_watch(process)
     stderr_done = anyio.Event()

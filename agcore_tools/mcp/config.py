@@ -4,8 +4,9 @@ and VS Code.
 Each entry is either a stdio server (``command``, optional ``args``, ``env``, ``cwd``) or
 an HTTP one (``url``, optional ``headers``). VS Code's ``"servers"`` key and its
 ``"type"`` field (``"stdio"``, ``"http"``) are accepted too; ``"sse"`` (the deprecated
-HTTP+SSE transport) is refused. Entries with ``"disabled": true`` are skipped. Values are
-taken literally: placeholders such as ``${env:TOKEN}`` are not expanded.
+HTTP+SSE transport), any other type and VS Code's ``"envFile"`` are refused. Entries with
+``"disabled": true`` are skipped. Values are taken literally: placeholders such as
+``${env:TOKEN}`` are not expanded.
 
 Example:
     >>> clients = load_mcp_servers({"mcpServers": {
@@ -62,7 +63,10 @@ def load_mcp_servers(
     clients = []
     for name, entry in servers.items():
         if not isinstance(entry, Mapping):
-            raise ToolConfigError(f"MCP config: server '{name}' must be an object, got {entry!r}")
+            # Its type only: a one-line entry such as "npx srv --token sk-..." holds secrets.
+            raise ToolConfigError(
+                f"MCP config: server '{name}' must be an object, got {type(entry).__name__}"
+            )
         disabled = entry.get("disabled", False)
         if not isinstance(disabled, bool):  # "yes" or "false" would be read one way
             raise ToolConfigError(
@@ -134,6 +138,18 @@ def _transport(name: str, entry: Mapping[str, Any]) -> StdioTransport | Streamab
             f"MCP config: server '{name}' uses the deprecated HTTP+SSE transport; "
             "use its Streamable HTTP endpoint instead"
         )
+    if kind is not None and kind != "stdio" and kind not in _HTTP_TYPES:
+        # Guessing from "command"/"url" would start a server some other way than asked.
+        raise ToolConfigError(
+            f"MCP config: server '{name}': unknown 'type' {kind!r:.40}; use "
+            '"stdio" or "http" (Streamable HTTP)'
+        )
+    if "envFile" in entry:
+        # Starting without the file's variables would run the server without its secrets.
+        raise ToolConfigError(
+            f"MCP config: server '{name}': 'envFile' is not supported; put the "
+            "variables the server needs in 'env'"
+        )
     if kind in _HTTP_TYPES:
         http = True
     elif kind == "stdio":
@@ -157,7 +173,7 @@ def _transport(name: str, entry: Mapping[str, Any]) -> StdioTransport | Streamab
         if cwd is not None and not isinstance(cwd, str):
             raise ToolConfigError(f"MCP config: server '{name}': 'cwd' must be a string")
         env = _strings(name, entry, "env")
-        return StdioTransport(command, [str(a) for a in args], env or None, cwd)
+        return StdioTransport(command, [_text(a) for a in args], env or None, cwd)
     raise ToolConfigError(
         f"MCP config: server '{name}' needs a 'command' (stdio) or a 'url' (HTTP)"
     )
@@ -171,9 +187,23 @@ def _string(name: str, entry: Mapping[str, Any], key: str) -> str:
 
 
 def _strings(name: str, entry: Mapping[str, Any], key: str) -> dict[str, str]:
-    value = entry.get(key) or {}
+    value = entry.get(key)
+    if value is None:
+        return {}
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(v, (str, int, float, bool)) for k, v in value.items()
     ):
         raise ToolConfigError(f"MCP config: server '{name}': '{key}' must map names to strings")
-    return {k: str(v) for k, v in value.items()}
+    return {k: _text(v) for k, v in value.items()}
+
+
+def _text(value: str | float) -> str:
+    """A JSON scalar as the server would read it: JSON's spelling, not Python's.
+
+    Example:
+        >>> _text(True), _text(8080), _text("x")
+        ('true', '8080', 'x')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from ..error import ToolConfigError
 from ..permission import Permission, PermissionLike
 from .models import McpToolInfo
 
@@ -71,9 +72,22 @@ class McpPermissionPolicy:
     needs_approval: bool | Literal["destructive"] | Callable[[McpToolInfo], bool] = False
     """Which of the server's tools wait for the app's approval on every call: none
     (False), all (True), the destructive ones (``"destructive"``, by the table's
-    reading of the hints), or those a function of the :class:`McpToolInfo` picks."""
+    reading of the hints), or those a function of the :class:`McpToolInfo` picks.
+    Anything else is refused with :class:`~agcore_tools.ToolConfigError`."""
 
     def __post_init__(self) -> None:
+        rule = self.needs_approval
+        if not (isinstance(rule, bool) or rule == "destructive" or callable(rule)):
+            # A typo such as "Destructive" failed later, at every tool, with a bare TypeError.
+            raise ToolConfigError(
+                "McpPermissionPolicy.needs_approval must be True, False, 'destructive' "
+                f"or a function of McpToolInfo, got {type(rule).__name__} {rule!r:.40}"
+            )
+        if not isinstance(self.trust_annotations, bool):  # "false" would be truthy
+            raise ToolConfigError(
+                "McpPermissionPolicy.trust_annotations must be True or False, got "
+                f"{type(self.trust_annotations).__name__} {self.trust_annotations!r:.40}"
+            )
         object.__setattr__(self, "extra", Permission.parse_all(self.extra))
 
     def asks(self, tool: McpToolInfo) -> bool:

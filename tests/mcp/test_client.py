@@ -231,6 +231,20 @@ async def test_server_exiting_during_start_up_reports_code_and_stderr() -> None:
     assert "stderr: fatal: no config file" in message
 
 
+async def test_a_token_a_failing_server_echoes_is_masked_in_the_error_and_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    secret = "ghp_S3CRETt0ken"
+    code = "import os, sys; sys.exit('bad credentials: ' + os.environ['GITHUB_TOKEN'])"
+    transport = StdioTransport(sys.executable, ["-c", code], {"GITHUB_TOKEN": secret})
+    with pytest.raises(McpError) as info:
+        await McpClient("gh", transport, timeout=10).connect()
+    assert str(info.value).endswith("during start-up; stderr: bad credentials: ***")
+    assert "[gh] bad credentials: ***" in caplog.messages
+    assert secret not in caplog.text
+
+
 async def test_server_that_never_answers_times_out_and_is_stopped() -> None:
     code = "import sys, time; print('waiting forever', file=sys.stderr, flush=True); time.sleep(60)"
     # The default stop_grace (2 s per step) does not apply to a server that never started.

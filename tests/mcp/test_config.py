@@ -88,11 +88,35 @@ def test_vs_code_servers_key_and_type_field() -> None:
         ("just a string", "server 'bad' must be an object"),
         ({"command": "x", "disabled": "yes"}, "'disabled' must be true or false, got 'yes'"),
         ({"command": "x", "url": "http://h/mcp"}, "has both a 'command' and a 'url'"),
+        # These once started the server some other way than the file says, silently.
+        ({"type": "stdio", "command": "x", "envFile": "/home/me/.env"}, "'envFile' is not"),
+        ({"type": "streamable", "url": "https://x/mcp"}, "server 'bad': unknown 'type'"),
+        ({"type": "websocket", "url": "wss://x/mcp"}, "server 'bad': unknown 'type'"),
+        ({"command": "x", "env": ["TOKEN=abc"]}, "'env' must map names to strings"),
+        ({"command": "x", "env": []}, "'env' must map names to strings"),
+        ({"command": "x", "env": ""}, "'env' must map names to strings"),
+        ({"url": "https://x/mcp", "headers": []}, "'headers' must map names to strings"),
     ],
 )
 def test_malformed_entries_name_the_server_and_field(entry: object, message: str) -> None:
     with pytest.raises(ToolError, match=message):
         load_mcp_servers({"mcpServers": {"bad": entry}})
+
+
+def test_an_entry_that_is_not_an_object_is_not_echoed() -> None:
+    # The whole entry was in the message, token and all.
+    with pytest.raises(ToolError) as info:
+        load_mcp_servers({"mcpServers": {"gh": "npx srv --token sk-S3CRET"}})
+    assert str(info.value) == "MCP config: server 'gh' must be an object, got str"
+
+
+def test_json_scalars_in_env_and_args_reach_the_server_as_json_spells_them() -> None:
+    # JSON true reached the server as Python's "True".
+    entry = {"command": "x", "env": {"DEBUG": True, "PORT": 8080}, "args": ["--v", False, 2]}
+    [client] = load_mcp_servers({"mcpServers": {"a": entry}})
+    assert isinstance(client.transport, StdioTransport)
+    assert client.transport.env == {"DEBUG": "true", "PORT": "8080"}
+    assert client.transport.args == ("--v", "false", "2")
 
 
 def test_a_vs_code_file_with_comments_trailing_commas_and_a_bom_is_read(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from agcore_tools import (
     McpToolInfo,
     Permission,
     StdioTransport,
+    ToolConfigError,
     ToolRegistry,
 )
 from agcore_tools.mcp._adapter import make_adapters
@@ -78,6 +80,20 @@ def test_needs_approval_destructive_follows_the_hints(
     # Not trusting the hints: every tool counts as destructive.
     untrusted = McpPermissionPolicy(trust_annotations=False, needs_approval="destructive")
     assert untrusted.asks(info) is True
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"needs_approval": "Destructive"}, "needs_approval must be True, False, 'destructive'"),
+        ({"needs_approval": None}, "or a function of McpToolInfo, got NoneType None"),
+        ({"trust_annotations": "false"}, "trust_annotations must be True or False, got str"),
+    ],
+)
+def test_a_mistyped_policy_is_refused_when_made(options: dict[str, Any], message: str) -> None:
+    # needs_approval="Destructive" was accepted, then every tool failed with a TypeError.
+    with pytest.raises(ToolConfigError, match=re.escape(message)):
+        McpPermissionPolicy(**options)
 
 
 async def test_an_approval_names_the_policy_rule_and_edits_are_checked_against_the_schema() -> None:

@@ -39,3 +39,18 @@ def test_an_endless_line_is_cut() -> None:
     log.feed(b"x" * 10_000)
     log.flush()
     assert len(log.tail()) == 2000
+
+
+def test_the_childs_env_values_are_masked_in_the_log_and_the_tail(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A server failing at start-up echoed its token into the error and the log.
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    log = StderrLog("gh", secrets=["ghp_S3CRETt0ken", "ghp_S3CRET", "1"])
+    log.feed(b"bad credentials: ghp_S3CRETt0ken\nprefix ghp_S3CRET, 1 try\n")
+    log.feed(b"x" * 1995 + b"ghp_S3CRETt0ken\n")  # across the 2000-character cut
+    log.flush()
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged[:2] == ["[gh] bad credentials: ***", "[gh] prefix ***, 1 try"]
+    assert "ghp_" not in log.tail() and "ghp_" not in "".join(logged)
+    assert log.tail().startswith("bad credentials: *** | prefix ***, 1 try | xxx")
