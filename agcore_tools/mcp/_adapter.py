@@ -235,11 +235,9 @@ class McpTool(BaseTool):
         ``resume`` holds the pause's state and the user's answers. Only the loop calls
         this, once it has checked the answers (see :mod:`agcore_tools.pending`), in
         the run that then makes the call: the resume is for that run's call alone."""
-        held = _RESUMES.get()
-        if held is None:
-            held = {}
-            _RESUMES.set(held)
-        held[(id(self), call_id)] = resume
+        # A new dict, set here: one made earlier in an outer context is shared by every
+        # task started from it since, such as two conversations gathered by one caller.
+        _RESUMES.set({**(_RESUMES.get() or {}), (id(self), call_id): resume})
 
     def check_arguments(self, args: dict[str, Any]) -> None:
         """Validate ``args`` against the tool's input schema (as the model sees it)

@@ -448,6 +448,9 @@ async def test_on_2025_two_conversations_resuming_at_once_get_their_own_answers(
         registry.set_policy(ToolPolicy(concurrency=1, resource="desk"), names=["ask"])
         desk = registry.entry("ask").guard.slots  # type: ignore[union-attr]
         holder = asyncio.ensure_future(registry.invoke("hold", {}))
+        # A resume handed over earlier in this outer context: both tasks below start
+        # from it, and must not share what each adds to it.
+        registry.get("ask").resume_next("c_other", {"state": {}, "answers": {}})  # type: ignore[union-attr]
         resumed = [
             asyncio.ensure_future(cycle.submit_with_tools(None, registry, approvals=[answer]))
             for cycle, answer in (
