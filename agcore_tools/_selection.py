@@ -119,7 +119,8 @@ class ToolSearch:
     ``max_results``.
 
     What was found lives in the run (one ``submit*_with_tools`` call): the next call
-    starts from the core set again. Needs the ``search`` extra
+    with a new message starts from the core set again, and a resume after a pause from
+    the core set and the tools the paused run called. Needs the ``search`` extra
     (``pip install 'agcore-tools[search]'``); without it, creating a ``ToolSearch``
     raises :class:`LlmConfigError`.
 
@@ -341,6 +342,29 @@ def _name(definition: dict[str, Any]) -> str:
     return str(definition["function"]["name"])
 
 
+def _called_since_user(history: Sequence[Message]) -> list[str]:
+    """The tools the history's assistant messages called after its last user message,
+    in the order first called: what a paused run had found and used.
+
+    Example:
+        >>> call = {"function": {"name": "refund", "arguments": "{}"}}
+        >>> _called_since_user([{"role": "user", "content": "hi"},
+        ...     {"role": "assistant", "tool_calls": [call, call]}])
+        ['refund']
+    """
+    names: list[str] = []
+    for message in reversed(history):
+        if not isinstance(message, Mapping) or message.get("role") == "user":
+            break
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        for call in reversed(calls if isinstance(calls, list) else []):
+            function = call.get("function") if isinstance(call, Mapping) else None
+            name = function.get("name") if isinstance(function, Mapping) else None
+            if isinstance(name, str):
+                names.append(name)
+    return list(dict.fromkeys(reversed(names)))
+
+
 class _Snapshot:
     """A registry's definitions at one revision, shared by its runs, which never edit
     them (they copy what they send), and what they cost per model, counted once."""
@@ -396,6 +420,7 @@ class RunOffer:
         self._offerable = {_name(d) for d in self._all}
         self._views: dict[tuple[str, ...], ToolRegistry] = {}
         self._found: list[str] = []
+        self._resumed = False  # the history's open run's calls re-found (see _turn)
         self._search: SearchTool | None = None
         self._load: LoadTool | None = None
         self._code: RunPythonTool | None = None
@@ -493,6 +518,13 @@ class RunOffer:
                 self._whole = copy.deepcopy(self._all)
             return (self._whole or None), self._registry
         if isinstance(select, ToolSearch) and search is not None:
+            if not self._resumed:
+                # A run resumed after a pause (no new user message) offers again the
+                # tools its first part called: they were found then, and the model
+                # goes on with them. Before the first request, so the list stays
+                # append-only from there.
+                self._resumed = True
+                self._add_found([n for n in _called_since_user(history) if n in self._offerable])
             # Core tools in registration order, the search tool, then what was found in
             # the order found: each search only appends.
             core = self._core = _resolve(select.core, history, self._registry)

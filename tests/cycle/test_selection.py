@@ -283,6 +283,45 @@ async def test_found_tools_last_for_the_run_only(serve, make_cycle, tagged):
     assert sent(server) == [core, [*core, "read_file"], core]
 
 
+async def test_a_resumed_run_offers_again_the_tools_its_paused_part_called(
+    serve, make_cycle, tagged
+):
+    # The found tools are not in the history: a run resumed after an approval offered
+    # the core set only, and the model's next call to the tool it had been using was
+    # answered "find it with search_tools first". The tools the paused part of the run
+    # called are offered again from the resumed run's first request.
+    @tagged.tool(needs_approval=True)
+    def refund(order: int) -> str:
+        """Refund an order to the customer's card."""
+        return f"refunded {order}"
+
+    search = ToolSearch(core=ToolSelection(tags=["math"]), max_results=1)
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "refund an order"}, "s1")]),
+        S.reply_tool_calls([("refund", {"order": 7}, "r1")]),
+        S.reply_tool_calls([("refund", {"order": 8}, "r2")]),
+        S.reply_text("ok"),
+    )
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("Refund orders 7 and 8", tagged, select=search)
+    [request] = paused.pending_approvals
+
+    # As in another process: a new cycle from the saved history.
+    resumed_cycle = make_cycle(server)
+    resumed_cycle.messages = json.loads(json.dumps(cycle.messages))
+    resumed = await resumed_cycle.submit_with_tools(
+        None, tagged, select=search, approvals=[request.approve()]
+    )
+    assert resumed.pending_approvals[0].call_id == "r2"  # a call, not "find it first"
+    core = ["add", "multiply", "search_tools"]
+    assert sent(server) == [core, [*core, "refund"], [*core, "refund"]]
+    assert tool_messages(resumed_cycle.messages)["r1"] == "refunded 7"
+
+    # A new user message starts a new run: from the core set again.
+    await resumed_cycle.submit_with_tools("Never mind order 8", tagged, select=search)
+    assert sent(server)[-1] == core
+
+
 @pytest.mark.parametrize("two_stage", [False, True], ids=["search", "two-stage"])
 async def test_a_registered_tool_not_found_yet_is_told_how_to_reach_it(
     serve, make_cycle, tagged, two_stage
