@@ -30,6 +30,7 @@ __all__ = [
     "check_open_calls",
     "clean_turn",
     "drop_program_states",
+    "forced_choice_served",
     "mark_unknown",
     "open_call_mac",
     "relaxed_tool_choice",
@@ -81,6 +82,35 @@ def relaxed_tool_choice(options: Mapping[str, Any], profile: ServerProfile = OPE
     if not profile.tool_results_in_prompt and choice is not None and choice != "none":
         return FREE
     return _relaxed(choice)
+
+
+def forced_choice_served(messages: Sequence[Message]) -> bool:
+    """Whether the current exchange, the history since its last user message, already
+    holds a tool turn: a forced ``tool_choice`` has then served, and a run that goes on
+    with it (a resume after an approval, after ``max_turns``, after an error) sends the
+    relaxed choice from its first request. Forcing it again would make the model call the
+    tool once more on every resume. The images a tool returned come in a user message of
+    their own; that one belongs to the tool turn, not to a new prompt.
+
+    Example:
+        >>> prompt = {"role": "user", "content": "Refund order 7"}
+        >>> turn = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}
+        >>> answer = {"role": "tool", "tool_call_id": "c1", "content": "done"}
+        >>> forced_choice_served([prompt]), forced_choice_served([prompt, turn, answer])
+        (False, True)
+        >>> forced_choice_served([prompt, turn, answer, {"role": "user", "content": "And 8?"}])
+        False
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        role = message.get("role")
+        if role == "assistant" and message.get("tool_calls"):
+            return True
+        if role == "user" and (
+            index == 0 or not is_attachments_message(message, messages[index - 1])
+        ):
+            return False
+    return False
 
 
 def _relaxed(choice: Any) -> Any:

@@ -35,6 +35,7 @@ from ._policy import (
     check_open_calls,
     clean_turn,
     drop_program_states,
+    forced_choice_served,
     relaxed_tool_choice,
     unanswered_calls,
 )
@@ -251,6 +252,7 @@ class Run:
                 decline_open(messages)
             messages.extend(added)
             drop_program_states(messages)  # open calls the app answered itself
+            served = forced_choice_served(messages)
             # A history made by another cycle (saved, resumed) has ids of its own.
             if IDS_PAST_HISTORY.get():
                 session.requests = first_free_tag(messages, session.requests)
@@ -289,8 +291,8 @@ class Run:
                 check_budget(tools or (), config.model, limits.max_definition_tokens)
                 check_tool_count(tools or (), profile)
                 # 3. One request; streamed text events pass straight through. A forced
-                #    tool_choice serves the call's first request only, or a forced loop
-                #    could end at max_turns alone.
+                #    tool_choice serves the prompt's first request only, or a forced loop
+                #    could end at max_turns alone; a resume continues the same prompt.
                 # A request the server refuses, naming a capability (see profiles.py),
                 # is sent once more in the next mode, unless it had started streaming.
                 refused: Refusal | None = None
@@ -298,7 +300,7 @@ class Run:
                     builder = wire.builder(str(session.requests), config.repair_arguments, trace)
                     session.requests += 1
                     params = wire.params(config, messages, tools, self.stream)
-                    if relaxed is not None and turn > 1:
+                    if relaxed is not None and (turn > 1 or served):
                         if relaxed is FREE:
                             params.pop("tool_choice", None)
                         else:
