@@ -289,6 +289,7 @@ class TurnBuilder:
         """The assembled turn and its assistant message."""
         calls: list[ParsedCall] = []
         taken: set[str] = set()
+        cut_at = "max_completion_tokens" if self._raw_reason == "length" else None
         for position, slot in enumerate(self._slots):
             if slot.name is None and not slot.has_arguments:
                 continue  # a stray empty delta
@@ -300,7 +301,9 @@ class TurnBuilder:
                 call_id = f"call_{self._turn_tag}_{position}"
             taken.add(call_id)
             arguments = slot.obj if slot.obj is not None else "".join(slot.parts)
-            calls.append(parse_call(slot.name or "", call_id, arguments, repair=self._repair))
+            calls.append(
+                parse_call(slot.name or "", call_id, arguments, repair=self._repair, cut_at=cut_at)
+            )
         text = "".join(self._content)
         # "" rather than null or no key: llama-cpp-python's server rejects both of those
         # on an assistant message with tool calls, and OpenAI accepts "".

@@ -259,7 +259,9 @@ class CycleConfig:
     """Whether tool-call arguments that are not valid JSON get one deterministic repair
     (closing a document that was cut off, dropping trailing commas) before the error
     goes back to the model. Off by default; it never guesses a value, so a document cut
-    inside a string or a number is not repaired."""
+    inside a string or a number is not repaired. A turn cut at the output token limit
+    (``finish_reason`` ``"length"``, or ``max_output_tokens``) is never repaired: its
+    calls whose arguments do not parse are answered with an error saying so."""
     history: HistoryPolicy
     """Chooses which messages each request sends; the default, ``TrimOldest()`` with no
     budget, sends them all (see :mod:`agcore_tools.cycle.history`)."""
