@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._attachments import is_attachments_message
@@ -26,11 +27,13 @@ from .profiles import OPENAI, ServerProfile
 __all__ = [
     "FREE",
     "OPEN_CALL_MAC",
+    "HistoryMark",
     "answer_unanswered",
     "check_open_calls",
     "clean_turn",
     "drop_program_states",
     "forced_choice_served",
+    "mark_history",
     "mark_unknown",
     "open_call_mac",
     "relaxed_tool_choice",
@@ -311,6 +314,55 @@ def tidy_answers(messages: list[Message]) -> None:
         key=lambda m: order.get(m.get("tool_call_id"), len(order)),
     )
     messages[index + 1 :] = tools + [m for m in tail if m.get("role") != "tool"]
+
+
+@dataclass(frozen=True)
+class HistoryMark:
+    """The history's last turn as a run found it (:func:`mark_history`): a run refused
+    before its first request was sent gives it back unchanged (:meth:`restore`)."""
+
+    start: int
+    """The index of the last assistant message (the history's length when none)."""
+    tail: list[Message]
+    """The messages from ``start`` on, as they were."""
+    calls: list[tuple[dict[str, Any], dict[str, Any]]]
+    """Each raw call of that assistant message, with a copy of its keys: answering an
+    open call drops its saved state and signature (:func:`drop_program_states`)."""
+
+    def restore(self, messages: list[Message]) -> None:
+        """Put ``messages`` back as they were when marked."""
+        messages[self.start :] = self.tail
+        for raw, saved in self.calls:
+            raw.clear()
+            raw.update(saved)
+
+
+def mark_history(messages: Sequence[Message]) -> HistoryMark:
+    """What a new prompt may change in ``messages`` before its first request is sent:
+    the messages from the last assistant message on (the calls it left open get
+    declined, and their answers put in order) and that message's calls.
+
+    Example:
+        >>> call = {"id": "c1", "function": {"name": "pay", "arguments": "{}"}, "x": 1}
+        >>> history = [{"role": "assistant", "content": "", "tool_calls": [call]}]
+        >>> mark = mark_history(history)
+        >>> history.append({"role": "tool", "tool_call_id": "c1", "content": "declined"})
+        >>> del call["x"]
+        >>> mark.restore(history)
+        >>> len(history), call["x"]
+        (1, 1)
+    """
+    last = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "assistant"),
+        len(messages),
+    )
+    calls = messages[last].get("tool_calls") if last < len(messages) else None
+    saved = (
+        [(raw, dict(raw)) for raw in calls if isinstance(raw, dict)]
+        if isinstance(calls, list)
+        else []
+    )
+    return HistoryMark(last, list(messages[last:]), saved)
 
 
 def drop_program_states(messages: Sequence[Message]) -> None:

@@ -31,11 +31,13 @@ from ._outcome import Outcome
 from ._output import OutputRun, Verdict, start_output
 from ._policy import (
     FREE,
+    HistoryMark,
     answer_unanswered,
     check_open_calls,
     clean_turn,
     drop_program_states,
     forced_choice_served,
+    mark_history,
     relaxed_tool_choice,
     unanswered_calls,
 )
@@ -208,6 +210,7 @@ class Run:
         loop = asyncio.get_running_loop()
         moved, session.loop = session.loop is not None and session.loop is not loop, loop
         start = len(messages)
+        unsent: tuple[HistoryMark, dict[str, Any] | None] | None = None
         meter: CostMeter | None = None
         usage = ZERO_USAGE
         invocations: list[ToolInvocation] = []
@@ -242,6 +245,10 @@ class Run:
                 if config.reset_tool_choice
                 else None
             )
+            # Until the first request is sent, a refusal (the definitions' budget, the
+            # server's tool limit) gives the history back as it was: the errors say to
+            # submit the prompt again with fewer tools, and it must join the history once.
+            unsent = (mark_history(messages), session.shared) if added else None
             ctx = run_context(
                 self.ctx, None if added else session.shared, self.stream and registry is not None
             )
@@ -316,6 +323,7 @@ class Run:
                     )
                     if trace is not None:
                         request = trace.chat(request, params, builder)
+                    unsent = None
                     began = False
                     try:
                         async with contextlib.aclosing(request):  # a consumer may leave
@@ -393,6 +401,9 @@ class Run:
                 ) from exc
             raise
         finally:
+            if unsent is not None:
+                unsent[0].restore(messages)
+                session.shared = unsent[1]
             if registry is not None or output is not None:
                 # A consumer that left at a TurnComplete or a ToolExecutionStarted event
                 # closed the loop between a tool turn and its results. Calls waiting for
