@@ -648,7 +648,9 @@ class MaxTurnsExceededError(LlmError):
         """The limit that was reached."""
         self.invocations: tuple[Any, ...] = tuple(invocations)
         """The tool calls the stopped ``submit*`` call ran (each a
-        :class:`~agcore_tools.ToolInvocation`), in the order they ended."""
+        :class:`~agcore_tools.ToolInvocation`), turn by turn, in the model's call order
+        (not the order they ended), as :attr:`ChatResponse.invocations
+        <agcore_tools.ChatResponse.invocations>` lists them."""
         self.usage: Usage = usage if usage is not None else ZERO_USAGE
         """Token counts summed over the stopped call's requests."""
         self.history_length = history_length

@@ -109,6 +109,15 @@ def test_repair_is_off_unless_asked() -> None:
     assert repaired.arguments == '{"a": 1}'  # what the history records
 
 
+def test_a_call_of_a_turn_cut_at_the_token_limit_is_never_repaired() -> None:
+    cut = parse_call("t", "c1", '{"a": 1,', repair=True, cut_at="max_completion_tokens")
+    assert (cut.args, cut.arguments) == (None, '{"a": 1,')
+    assert cut.error is not None and "(max_completion_tokens)" in str(cut.error)
+    assert isinstance(cut.error.__cause__, json.JSONDecodeError)
+    whole = parse_call("t", "c1", '{"a": 1}', repair=True, cut_at="max_completion_tokens")
+    assert (whole.args, whole.error) == ({"a": 1}, None)  # complete: it runs
+
+
 async def test_run_tool_calls_repairs_when_asked() -> None:
     registry = ToolRegistry()
 

@@ -30,7 +30,9 @@ def _json_type(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def parse_call(name: str, call_id: str, arguments: Any, *, repair: bool = False) -> ParsedCall:
+def parse_call(
+    name: str, call_id: str, arguments: Any, *, repair: bool = False, cut_at: str | None = None
+) -> ParsedCall:
     """Parse a tool call's arguments: JSON text, or an object some servers send as is.
 
     Empty arguments mean ``{}``. Text that is not JSON, JSON that is not an object, and
@@ -41,6 +43,12 @@ def parse_call(name: str, call_id: str, arguments: Any, *, repair: bool = False)
     document that was cut off, dropping trailing commas: see ``_repair``); the repaired
     text is what the history records.
 
+    ``cut_at`` names the output token limit that cut the model's turn
+    (``max_completion_tokens``, ``max_output_tokens``). Such a call is never repaired:
+    closing a document cut between two arguments would run the tool with its defaults
+    for the arguments never written. Text that is not JSON then tells the model that its
+    turn was cut, so it sends shorter arguments rather than the same call again.
+
     Example:
         >>> parse_call("add", "c1", '{"a": 1}').args
         {'a': 1}
@@ -50,6 +58,9 @@ def parse_call(name: str, call_id: str, arguments: Any, *, repair: bool = False)
         'arguments nest too deeply to parse; send a flatter JSON object'
         >>> parse_call("add", "c1", '{"a": 1, "b": [2, 3],', repair=True).args
         {'a': 1, 'b': [2, 3]}
+        >>> cut = parse_call("add", "c1", '{"a": 1,', repair=True, cut_at="max_output_tokens")
+        >>> cut.args, cut.error.reason[:62]
+        (None, 'the turn was cut at the output token limit (max_output_tokens)')
     """
     name, call_id = scrub(name), scrub(call_id)
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
@@ -59,6 +70,13 @@ def parse_call(name: str, call_id: str, arguments: Any, *, repair: bool = False)
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
+            if cut_at is not None:
+                reason = (
+                    f"the turn was cut at the output token limit ({cut_at}) before these "
+                    "arguments were complete; send shorter arguments or split the work "
+                    "over several calls"
+                )
+                return ParsedCall(call_id, name, text, None, _invalid(name, reason, exc))
             repaired = repair_json(text) if repair else None
             if repaired is not None and repaired.lstrip().startswith("{"):
                 # The arguments are content, never logged (and no environment is read:

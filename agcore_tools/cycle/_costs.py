@@ -164,15 +164,20 @@ class ToolCosts(Mapping[str, ToolCost]):
             Reconciliation(estimate=0, reported=0, requests=0, unreported=0, per_request=())
         """
         model, shape, tool_shape = self._model, self._shape, self._tool_shape
-        counted: dict[int, int] = {}  # by id: a message sent again is counted once
+        # By the id of the history's own message (or definition), which _sent keeps
+        # alive, so a message sent again is counted once. Never by the id of a shaped
+        # item: the wire builds those afresh, and a freed one's id is soon reused.
+        counted: dict[int, int] = {}
         rows: list[tuple[int, int | None]] = []
         for (messages, definitions), usage in zip(self._sent, self._answers, strict=True):
             request = 0
-            for item in shape(messages) if shape is not None else messages:
-                key = id(item)
+            for message in messages:
+                key = id(message)
                 tokens = counted.get(key)
                 if tokens is None:
-                    tokens = counted[key] = count_tokens(json_text(item), model)
+                    items = shape([message]) if shape is not None else (message,)
+                    tokens = sum(count_tokens(json_text(item), model) for item in items)
+                    counted[key] = tokens
                 request += tokens
             for definition in definitions:
                 key = id(definition)

@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._attachments import is_attachments_message
@@ -26,10 +27,13 @@ from .profiles import OPENAI, ServerProfile
 __all__ = [
     "FREE",
     "OPEN_CALL_MAC",
+    "HistoryMark",
     "answer_unanswered",
     "check_open_calls",
     "clean_turn",
     "drop_program_states",
+    "forced_choice_served",
+    "mark_history",
     "mark_unknown",
     "open_call_mac",
     "relaxed_tool_choice",
@@ -81,6 +85,35 @@ def relaxed_tool_choice(options: Mapping[str, Any], profile: ServerProfile = OPE
     if not profile.tool_results_in_prompt and choice is not None and choice != "none":
         return FREE
     return _relaxed(choice)
+
+
+def forced_choice_served(messages: Sequence[Message]) -> bool:
+    """Whether the current exchange, the history since its last user message, already
+    holds a tool turn: a forced ``tool_choice`` has then served, and a run that goes on
+    with it (a resume after an approval, after ``max_turns``, after an error) sends the
+    relaxed choice from its first request. Forcing it again would make the model call the
+    tool once more on every resume. The images a tool returned come in a user message of
+    their own; that one belongs to the tool turn, not to a new prompt.
+
+    Example:
+        >>> prompt = {"role": "user", "content": "Refund order 7"}
+        >>> turn = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}
+        >>> answer = {"role": "tool", "tool_call_id": "c1", "content": "done"}
+        >>> forced_choice_served([prompt]), forced_choice_served([prompt, turn, answer])
+        (False, True)
+        >>> forced_choice_served([prompt, turn, answer, {"role": "user", "content": "And 8?"}])
+        False
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        role = message.get("role")
+        if role == "assistant" and message.get("tool_calls"):
+            return True
+        if role == "user" and (
+            index == 0 or not is_attachments_message(message, messages[index - 1])
+        ):
+            return False
+    return False
 
 
 def _relaxed(choice: Any) -> Any:
@@ -281,6 +314,55 @@ def tidy_answers(messages: list[Message]) -> None:
         key=lambda m: order.get(m.get("tool_call_id"), len(order)),
     )
     messages[index + 1 :] = tools + [m for m in tail if m.get("role") != "tool"]
+
+
+@dataclass(frozen=True)
+class HistoryMark:
+    """The history's last turn as a run found it (:func:`mark_history`): a run refused
+    before its first request was sent gives it back unchanged (:meth:`restore`)."""
+
+    start: int
+    """The index of the last assistant message (the history's length when none)."""
+    tail: list[Message]
+    """The messages from ``start`` on, as they were."""
+    calls: list[tuple[dict[str, Any], dict[str, Any]]]
+    """Each raw call of that assistant message, with a copy of its keys: answering an
+    open call drops its saved state and signature (:func:`drop_program_states`)."""
+
+    def restore(self, messages: list[Message]) -> None:
+        """Put ``messages`` back as they were when marked."""
+        messages[self.start :] = self.tail
+        for raw, saved in self.calls:
+            raw.clear()
+            raw.update(saved)
+
+
+def mark_history(messages: Sequence[Message]) -> HistoryMark:
+    """What a new prompt may change in ``messages`` before its first request is sent:
+    the messages from the last assistant message on (the calls it left open get
+    declined, and their answers put in order) and that message's calls.
+
+    Example:
+        >>> call = {"id": "c1", "function": {"name": "pay", "arguments": "{}"}, "x": 1}
+        >>> history = [{"role": "assistant", "content": "", "tool_calls": [call]}]
+        >>> mark = mark_history(history)
+        >>> history.append({"role": "tool", "tool_call_id": "c1", "content": "declined"})
+        >>> del call["x"]
+        >>> mark.restore(history)
+        >>> len(history), call["x"]
+        (1, 1)
+    """
+    last = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "assistant"),
+        len(messages),
+    )
+    calls = messages[last].get("tool_calls") if last < len(messages) else None
+    saved = (
+        [(raw, dict(raw)) for raw in calls if isinstance(raw, dict)]
+        if isinstance(calls, list)
+        else []
+    )
+    return HistoryMark(last, list(messages[last:]), saved)
 
 
 def drop_program_states(messages: Sequence[Message]) -> None:

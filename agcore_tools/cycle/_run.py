@@ -31,10 +31,13 @@ from ._outcome import Outcome
 from ._output import OutputRun, Verdict, start_output
 from ._policy import (
     FREE,
+    HistoryMark,
     answer_unanswered,
     check_open_calls,
     clean_turn,
     drop_program_states,
+    forced_choice_served,
+    mark_history,
     relaxed_tool_choice,
     unanswered_calls,
 )
@@ -207,6 +210,7 @@ class Run:
         loop = asyncio.get_running_loop()
         moved, session.loop = session.loop is not None and session.loop is not loop, loop
         start = len(messages)
+        unsent: tuple[HistoryMark, dict[str, Any] | None] | None = None
         meter: CostMeter | None = None
         usage = ZERO_USAGE
         invocations: list[ToolInvocation] = []
@@ -241,6 +245,10 @@ class Run:
                 if config.reset_tool_choice
                 else None
             )
+            # Until the first request is sent, a refusal (the definitions' budget, the
+            # server's tool limit) gives the history back as it was: the errors say to
+            # submit the prompt again with fewer tools, and it must join the history once.
+            unsent = (mark_history(messages), session.shared) if added else None
             ctx = run_context(
                 self.ctx, None if added else session.shared, self.stream and registry is not None
             )
@@ -251,6 +259,7 @@ class Run:
                 decline_open(messages)
             messages.extend(added)
             drop_program_states(messages)  # open calls the app answered itself
+            served = forced_choice_served(messages)
             # A history made by another cycle (saved, resumed) has ids of its own.
             if IDS_PAST_HISTORY.get():
                 session.requests = first_free_tag(messages, session.requests)
@@ -289,8 +298,8 @@ class Run:
                 check_budget(tools or (), config.model, limits.max_definition_tokens)
                 check_tool_count(tools or (), profile)
                 # 3. One request; streamed text events pass straight through. A forced
-                #    tool_choice serves the call's first request only, or a forced loop
-                #    could end at max_turns alone.
+                #    tool_choice serves the prompt's first request only, or a forced loop
+                #    could end at max_turns alone; a resume continues the same prompt.
                 # A request the server refuses, naming a capability (see profiles.py),
                 # is sent once more in the next mode, unless it had started streaming.
                 refused: Refusal | None = None
@@ -298,7 +307,7 @@ class Run:
                     builder = wire.builder(str(session.requests), config.repair_arguments, trace)
                     session.requests += 1
                     params = wire.params(config, messages, tools, self.stream)
-                    if relaxed is not None and turn > 1:
+                    if relaxed is not None and (turn > 1 or served):
                         if relaxed is FREE:
                             params.pop("tool_choice", None)
                         else:
@@ -314,6 +323,7 @@ class Run:
                     )
                     if trace is not None:
                         request = trace.chat(request, params, builder)
+                    unsent = None
                     began = False
                     try:
                         async with contextlib.aclosing(request):  # a consumer may leave
@@ -391,6 +401,9 @@ class Run:
                 ) from exc
             raise
         finally:
+            if unsent is not None:
+                unsent[0].restore(messages)
+                session.shared = unsent[1]
             if registry is not None or output is not None:
                 # A consumer that left at a TurnComplete or a ToolExecutionStarted event
                 # closed the loop between a tool turn and its results. Calls waiting for

@@ -5,6 +5,9 @@ normalise tool calls identically. Provider quirks handled here:
 
 - a whole tool call in one chunk, and whole calls in a non-streamed message;
 - deltas without ``index``, or an index reused for a different id (Ollama, SGLang);
+- the function name repeated on every delta of one call (MiniMax through NVIDIA NIM),
+  told from a reused index by the arguments so far: a new call starts only after
+  complete ones;
 - missing or empty ids: stable ones are generated (``call_<turn>_<n>``);
 - an id split across chunks of one index (the rest without a name), joined;
 - empty-string ``name``/``id`` on continuation deltas, treated as absent;
@@ -48,6 +51,7 @@ _NO_EVENTS: tuple[StreamEvent, ...] = ()
 # Providers name the reasoning field differently; the history must echo the same name.
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 _SNIPPET = 100  # characters of an unexpected body quoted in an error
+_VALUE_ENDS = frozenset('}]"el0123456789')  # the last character of a whole JSON value
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +85,23 @@ class _Slot:
     @property
     def has_arguments(self) -> bool:
         return bool(self.parts) or self.obj is not None
+
+    @property
+    def complete(self) -> bool:
+        """Whether the arguments so far form a whole JSON value (an object sent as is
+        always does)."""
+        if self.obj is not None:
+            return True
+        text = "".join(self.parts).rstrip()
+        # Only a text ending the way a JSON value can end is worth parsing: most
+        # prefixes of a call's arguments are told apart without a parse.
+        if not text or text[-1] not in _VALUE_ENDS:
+            return False
+        try:
+            json.loads(text)
+        except (ValueError, RecursionError):
+            return False
+        return True
 
 
 def _text(value: Any) -> str | None:
@@ -263,12 +284,19 @@ class TurnBuilder:
                 if slot is not None and name is None and slot.name is not None:
                     return slot  # the rest of an id split across chunks (a new call names itself)
             return self._new_slot(index)  # a new id: a new call, even on a reused index
-        # 2. No id: the index decides, unless a second name shows the index was reused.
+        # 2. No id: the index decides, unless a second name shows the index was reused:
+        #    another tool's, or the same one's after arguments already whole. Some servers
+        #    repeat the name on every delta of one call.
         if index is not None:
             slot = self._by_index.get(index)
             if slot is None:
                 return self._new_slot(index)
-            if name is not None and slot.name is not None and slot.has_arguments:
+            if (
+                name is not None
+                and slot.name is not None
+                and slot.has_arguments
+                and (name != slot.name or slot.complete)
+            ):
                 return self._new_slot(index)
             return slot
         # 3. Neither: a name starts a new call, anything else continues the last one.
@@ -289,6 +317,7 @@ class TurnBuilder:
         """The assembled turn and its assistant message."""
         calls: list[ParsedCall] = []
         taken: set[str] = set()
+        cut_at = "max_completion_tokens" if self._raw_reason == "length" else None
         for position, slot in enumerate(self._slots):
             if slot.name is None and not slot.has_arguments:
                 continue  # a stray empty delta
@@ -300,7 +329,9 @@ class TurnBuilder:
                 call_id = f"call_{self._turn_tag}_{position}"
             taken.add(call_id)
             arguments = slot.obj if slot.obj is not None else "".join(slot.parts)
-            calls.append(parse_call(slot.name or "", call_id, arguments, repair=self._repair))
+            calls.append(
+                parse_call(slot.name or "", call_id, arguments, repair=self._repair, cut_at=cut_at)
+            )
         text = "".join(self._content)
         # "" rather than null or no key: llama-cpp-python's server rejects both of those
         # on an assistant message with tool calls, and OpenAI accepts "".

@@ -383,6 +383,8 @@ class ResponsesTurnBuilder:
         refusals: list[str] = []
         calls: list[ParsedCall] = []
         taken: set[str] = set()
+        incomplete = _field(_field(response, "incomplete_details"), "reason")
+        cut_at = "max_output_tokens" if incomplete == "max_output_tokens" else None
         for item in output:
             kind = item.get("type")
             if kind == "message":
@@ -405,6 +407,7 @@ class ResponsesTurnBuilder:
                     item["call_id"],
                     item.get("arguments"),
                     repair=self._repair,
+                    cut_at=cut_at,
                 )
                 calls.append(call)
         text = "".join(texts)
@@ -423,7 +426,6 @@ class ResponsesTurnBuilder:
                 for c in calls
             ]
         message["response"] = {"id": _field(response, "id"), "output": output}
-        incomplete = _field(_field(response, "incomplete_details"), "reason")
         raw = incomplete or _field(response, "status")
         if calls:
             reason = FinishReason.TOOL_CALLS

@@ -177,10 +177,11 @@ class CycleConfig:
     ``extra_headers``, ``timeout``, ...). They are gathered in ``request_options``.
 
     A forced ``tool_choice`` (``"required"``, or a dict naming a tool) applies to the
-    first request of each ``submit*`` call; later requests of the call send ``"auto"``
-    (an ``allowed_tools`` choice keeps its tools, in ``"auto"`` mode), so a forced loop
-    can end before ``max_turns``. Pass ``reset_tool_choice=False`` to force every
-    request.
+    first request of each new prompt; later requests send ``"auto"`` (an
+    ``allowed_tools`` choice keeps its tools, in ``"auto"`` mode), so a forced loop can
+    end before ``max_turns``. A resume (``submit_with_tools(None, ...)``) goes on with
+    the same prompt: once the model made a tool call since the last user message, it
+    sends ``"auto"`` too. Pass ``reset_tool_choice=False`` to force every request.
 
     The loop's limits are one :class:`Limits` (``limits=``), its retry settings one
     :class:`Retries` (``retries=``). Each of their fields is also accepted, and
@@ -252,12 +253,15 @@ class CycleConfig:
     ``LlmError``; ``"tell_model"`` answers the call with the error text (listing the
     registered tools) and goes on."""
     reset_tool_choice: bool
-    """Whether a forced ``tool_choice`` becomes ``"auto"`` after a call's first request."""
+    """Whether a forced ``tool_choice`` becomes ``"auto"`` after a prompt's first request
+    (a resume of the same prompt included)."""
     repair_arguments: bool
     """Whether tool-call arguments that are not valid JSON get one deterministic repair
     (closing a document that was cut off, dropping trailing commas) before the error
     goes back to the model. Off by default; it never guesses a value, so a document cut
-    inside a string or a number is not repaired."""
+    inside a string or a number is not repaired. A turn cut at the output token limit
+    (``finish_reason`` ``"length"``, or ``max_output_tokens``) is never repaired: its
+    calls whose arguments do not parse are answered with an error saying so."""
     history: HistoryPolicy
     """Chooses which messages each request sends; the default, ``TrimOldest()`` with no
     budget, sends them all (see :mod:`agcore_tools.cycle.history`)."""

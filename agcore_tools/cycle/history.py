@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -105,8 +105,14 @@ def split_exchanges(messages: Sequence[Message]) -> tuple[list[Message], list[li
 
 
 def _size(message: Message) -> int:
-    # Characters of the JSON text approximate what the provider will tokenise.
-    return len(json.dumps(message, ensure_ascii=False, default=str))
+    # Characters of the JSON text approximate what the provider will tokenise. An
+    # assistant message of the Responses API holds its turn twice: the output items
+    # under "response", which that API is sent, and the same text and calls in the
+    # Chat shape, which it is not. Counting both would halve the budget there.
+    response = message.get("response") if message.get("role") == "assistant" else None
+    output = response.get("output") if isinstance(response, Mapping) else None
+    sent = output if isinstance(output, list) else message
+    return len(json.dumps(sent, ensure_ascii=False, default=str))
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +120,10 @@ class TrimOldest:
     """Keep the system prompt and the newest exchanges within a budget (the default).
 
     Drops whole exchanges, oldest first, until the rest fits ``max_messages`` and
-    ``max_chars`` (characters of the messages' JSON). The newest exchange is always
-    kept, even alone over budget. With no budget (the default) nothing is dropped.
+    ``max_chars`` (characters of the messages' JSON; an assistant message from the
+    Responses API counts as its output items, what that API sends). The newest exchange
+    is always kept, even alone over budget. With no budget (the default) nothing is
+    dropped.
 
     Example:
         >>> history = [{"role": "user", "content": "x" * 100}, {"role": "user", "content": "y"}]
@@ -126,7 +134,8 @@ class TrimOldest:
     max_messages: int | None = None
     """Most messages to send (system messages included), or None for no limit."""
     max_chars: int | None = None
-    """Most characters of message JSON to send, or None for no limit."""
+    """Most characters of message JSON to send, or None for no limit. An assistant
+    message with the Responses API's ``response`` counts as its output items only."""
 
     def __post_init__(self) -> None:
         for name in ("max_messages", "max_chars"):

@@ -943,3 +943,50 @@ async def test_repair_arguments_closes_a_cut_off_call(serve, make_cycle, calc, s
     sent = server.requests[1].json["messages"]
     assert sent[-2]["tool_calls"][0]["function"]["arguments"] == '{"a": 2, "b": 3}'
     assert sent[-1]["content"] == "5"
+
+
+@pytest.mark.parametrize("repair", [False, True], ids=["plain", "repair"])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize(
+    ("api", "limit"), [("chat", "max_completion_tokens"), ("responses", "max_output_tokens")]
+)
+async def test_a_call_cut_at_the_output_token_limit_is_never_repaired_and_says_so(
+    serve, make_cycle, calc, api, limit, stream, repair
+):
+    # Repaired, the cut call would run with the defaults of the arguments never written
+    # (here dry_run=False); unrepaired, the model read "not valid JSON" and sent the
+    # same long call again.
+    deleted: list[str] = []
+
+    @calc.tool
+    def delete_files(paths: list[str], dry_run: bool = False) -> str:
+        """Delete files; with dry_run, only list what would go."""
+        if not dry_run:
+            deleted.extend(paths)
+        return "done"
+
+    cut = '{"paths": ["a.txt", "b.txt"],'
+    server = serve(
+        S.reply_tool_calls(
+            [("add", {"a": 2, "b": 3}, "c1"), ("delete_files", cut, "c2")], finish_reason="length"
+        ),
+        S.reply_text("ok"),
+    )
+    cycle = make_cycle(server, api=api, repair_arguments=repair)
+
+    if stream:
+        response = await cycle.submit_stream_with_tools("Clean up, dry run", calc).collect()
+    else:
+        response = await cycle.submit_with_tools("Clean up, dry run", calc)
+
+    assert (response.text, deleted) == ("ok", [])
+    assert calc.runs == [("add", {"a": 2, "b": 3})]  # a call complete in the cut turn runs
+    answers = tool_messages(cycle.messages)
+    assert answers["c1"] == "5"
+    assert answers["c2"] == (
+        f"Error: tool 'delete_files' got invalid arguments: the turn was cut at the output "
+        f"token limit ({limit}) before these arguments were complete; send shorter "
+        "arguments or split the work over several calls"
+    )
+    assert cycle.messages[1]["tool_calls"][1]["function"]["arguments"] == cut  # as written
+    assert_history_valid(cycle.messages)

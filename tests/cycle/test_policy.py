@@ -138,6 +138,64 @@ async def test_reset_tool_choice_false_forces_every_request(serve, make_cycle, c
     assert [request.json["tool_choice"] for request in server.requests] == [FORCE_ADD] * 3
 
 
+FORCED_ON_THE_WIRE = {
+    "chat": FORCE_ADD,
+    "responses": {"type": "function", "name": "add"},  # the Responses API's shape
+}
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_resume_after_an_approval_goes_on_with_auto(serve, make_cycle, api):
+    # Forced again on the resume, the model would call the tool again: one more approval
+    # and one more run on every resume, and never an answer.
+    registry = ToolRegistry()
+    runs: list[int] = []
+
+    @registry.tool(needs_approval=True)
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        runs.append(a + b)
+        return a + b
+
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})]),
+        S.reply_text("3"),
+        S.reply_tool_calls([("add", {"a": 3, "b": 4})]),
+    )
+    cycle = make_cycle(server, api=api, tool_choice=FORCE_ADD)
+
+    paused = await cycle.submit_with_tools("1 + 2?", registry)
+    [request] = paused.pending_approvals
+    response = await cycle.submit_with_tools(None, registry, approvals=[request.approve()])
+    assert (response.text, response.pending_approvals, runs) == ("3", (), [3])
+    await cycle.submit_with_tools("3 + 4?", registry)  # a new prompt: forced again
+
+    forced = FORCED_ON_THE_WIRE[api]
+    assert [r.json["tool_choice"] for r in server.requests] == [forced, "auto", forced]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_going_on_after_max_turns_sends_auto_and_after_an_unsent_prompt_forces(
+    serve, make_cycle, calc, api
+):
+    server = serve(
+        S.error(400, "bad request"),
+        S.reply_tool_calls([("add", {"a": 1, "b": 2})]),
+        S.reply_text("3"),
+    )
+    cycle = make_cycle(server, api=api, tool_choice=FORCE_ADD, max_turns=1)
+
+    with pytest.raises(LlmError):  # the prompt's forced request got no answer
+        await cycle.submit_with_tools("1 + 2?", calc)
+    with pytest.raises(MaxTurnsExceededError):  # so the next one is forced: it is served
+        await cycle.submit_with_tools(None, calc)
+    response = await cycle.submit_with_tools(None, calc)
+
+    assert response.text == "3"
+    forced = FORCED_ON_THE_WIRE[api]
+    assert [r.json["tool_choice"] for r in server.requests] == [forced, forced, "auto"]
+
+
 @pytest.mark.parametrize(
     ("choice", "after"),
     [

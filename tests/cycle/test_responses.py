@@ -385,6 +385,23 @@ async def test_trimming_never_separates_reasoning_or_calls_from_what_follows(
     assert [i.get("content") for i in last if i.get("role") == "user"] == ["question 2"]
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_max_chars_counts_an_assistant_turn_once(serve, make_cycle, api):
+    # The Responses API's assistant message holds its turn twice (the output items, and
+    # the same text in the Chat shape): counted twice, an exchange that fits was dropped.
+    answer = "x" * 400
+    server = serve(S.reply_text(answer), S.reply_text(answer), S.reply_text("ok"))
+    cycle = make_cycle(server, api=api, history=TrimOldest(max_chars=1500))
+
+    for prompt in ("q1", "q2", "q3"):
+        await cycle.submit(prompt)
+
+    body = server.requests[-1].json
+    sent = body.get("messages") or body["input"]
+    assert [i.get("content") for i in sent if i.get("role") == "user"] == ["q1", "q2", "q3"]
+    assert len(json.dumps(sent)) <= 1500
+
+
 async def test_a_saved_history_resumes_on_the_responses_api(serve, make_cycle, calc):
     server = serve(
         S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")], reasoning="r"),

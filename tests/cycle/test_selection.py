@@ -5,6 +5,7 @@ The captured requests of a real ScriptedChatServer show which tools each request
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -22,6 +23,7 @@ from agcore_tools import (
     ToolSearch,
     ToolSelection,
 )
+from agcore_tools.cycle.profiles import OPENAI
 from agcore_tools.testing import ScriptedChatServer as S
 from agcore_tools.testing import StaticTool
 
@@ -623,7 +625,68 @@ async def test_a_streamed_run_over_the_budget_fails_before_the_request(serve, ma
             _ = [event async for event in events]
 
     assert server.requests == []
-    assert cycle.messages == [{"role": "user", "content": "hi"}]
+    assert cycle.messages == []  # as it was: submitting the prompt again is right
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("limit", ["budget", "tool_count"])
+async def test_a_prompt_refused_before_its_first_request_leaves_the_history_as_it_was(
+    serve, make_cycle, tagged, limit, stream
+):
+    # The errors say to offer fewer tools: the prompt submitted again must join the
+    # history once, not next to the refused one.
+    server = serve(S.reply_text("Hello."), S.reply_text("5"))
+    if limit == "budget":
+        cycle = make_cycle(server, max_definition_tokens=120)
+        refusal: type[LlmError] = DefinitionBudgetError
+    else:
+        cycle = make_cycle(server, profile=dataclasses.replace(OPENAI, max_tools=2))
+        refusal = LlmConfigError
+    await cycle.submit("hi")
+    before = json.loads(json.dumps(cycle.messages))
+
+    with pytest.raises(refusal):
+        if stream:
+            async with cycle.submit_stream_with_tools("2 + 3?", tagged) as events:
+                _ = [event async for event in events]
+        else:
+            await cycle.submit_with_tools("2 + 3?", tagged)
+    assert cycle.messages == before
+
+    response = await cycle.submit_with_tools("2 + 3?", tagged, select=["add"])
+    assert response.text == "5"
+    assert server.requests[-1].json["messages"] == [
+        *before,
+        {"role": "user", "content": "2 + 3?"},
+    ]
+
+
+async def test_a_refused_prompt_leaves_a_paused_call_open_and_signed(serve, make_cycle, tagged):
+    # The new prompt declined the paused call and dropped its signature: given back, the
+    # call is open again, and the approval the app then gives still runs it.
+    runs: list[int] = []
+
+    @tagged.tool(needs_approval=True)
+    def refund(order: int) -> str:
+        """Refund an order."""
+        runs.append(order)
+        return f"refunded order {order}"
+
+    server = serve(S.reply_tool_calls([("refund", {"order": 7}, "r1")]), S.reply_text("Done."))
+    cycle = make_cycle(server, max_definition_tokens=120, approval_key=b"app secret")
+    paused = await cycle.submit_with_tools("Refund order 7", tagged, select=["refund"])
+    [request] = paused.pending_approvals
+    before = json.loads(json.dumps(cycle.messages))
+
+    with pytest.raises(DefinitionBudgetError):
+        await cycle.submit_with_tools("And the weather?", tagged)
+    assert cycle.messages == before
+
+    response = await cycle.submit_with_tools(
+        None, tagged, select=["refund"], approvals=[request.approve()]
+    )
+    assert (response.text, runs) == ("Done.", [7])
+    assert_history_valid(cycle.messages)
 
 
 async def test_a_selection_under_the_budget_is_sent(serve, make_cycle, tagged):

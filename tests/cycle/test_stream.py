@@ -137,6 +137,33 @@ async def test_the_same_index_reused_without_ids_is_a_new_call_per_name(serve, m
     assert sorted(tool_messages(cycle.messages).values()) == ["2", "4"]
 
 
+async def test_the_name_repeated_on_every_delta_without_the_id_makes_one_call(
+    serve, make_cycle, echo
+):
+    # MiniMax M2.7 through NVIDIA NIM: the name on every delta, the id on the first
+    # only. A repeated name was read as an index reused for a new call, and one call
+    # became three with broken arguments.
+    events, cycle, _ = await play(
+        serve,
+        make_cycle,
+        echo,
+        lambda s: [
+            s.chunk({"tool_calls": [call(0, "m1", "add", '{"a":')]}),
+            s.chunk({"tool_calls": [call(0, None, "add", ' 1, "b"')]}),
+            s.chunk({"tool_calls": [call(0, None, "add", ": 2}")]}),
+            s.chunk({"tool_calls": [call(0, None, "add", '{"a": 3, "b": 4}')]}),  # reused
+            s.chunk({}, "tool_calls"),
+        ],
+    )
+    assert [(name, args) for name, args, _ in started(events)] == [
+        ("add", {"a": 1, "b": 2}),
+        ("add", {"a": 3, "b": 4}),
+    ]
+    assert started(events)[0][2] == "m1"
+    assert sorted(tool_messages(cycle.messages).values()) == ["3", "7"]
+    assert_history_valid(cycle.messages)
+
+
 async def test_missing_or_empty_ids_get_stable_unique_ids(serve, make_cycle, echo):
     server = serve()
     for _ in range(2):

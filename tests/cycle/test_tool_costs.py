@@ -198,6 +198,31 @@ async def test_the_estimate_reconciles_with_the_counting_server(serve, make_cycl
     assert reconciliation.within(0.05), reconciliation
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_each_request_s_estimate_is_the_count_of_what_it_sent(serve, make_cycle, api):
+    # The Responses API's input items are built afresh for each request: counts cached
+    # by their id() were handed to later items at a freed one's address.
+    registry = ToolRegistry()
+
+    @registry.tool
+    def echo(text: str) -> str:
+        """Echo a text."""
+        return text
+
+    calls = [S.reply_tool_calls([("echo", {"text": "a" * 50 * (n + 1)})]) for n in range(4)]
+    server = serve(*calls, S.reply_text("done"))
+    cycle = make_cycle(server, api=api)
+
+    response = await cycle.submit_with_tools("go", registry)
+
+    counts = []
+    for request in server.requests:
+        body = request.json
+        sent = [*(body.get("messages") or body["input"]), *body.get("tools", ())]
+        counts.append(sum(estimate(json.dumps(x, separators=(",", ":"))) for x in sent))
+    assert [e for e, _ in response.tool_costs.reconcile().per_request] == counts
+
+
 async def test_a_forgotten_part_would_show_in_the_reconciliation(serve, make_cycle):
     # The check can fail: the same run's estimate without the definitions is far off.
     registry = shop()
