@@ -130,7 +130,8 @@ def _last_response(messages: Sequence[Message]) -> tuple[int, str] | None:
 
 
 def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """The Responses ``input`` items of a Chat Completions history.
+    """The Responses ``input`` items of a Chat Completions history; a message without a
+    role, or with ``"type": "message"``, is a Responses item already and sent as it is.
 
     Example:
         >>> to_input([
@@ -156,10 +157,12 @@ def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     "output": output,
                 }
             )
+        elif role is None or message.get("type") == "message":
+            # A Responses item already: an output message keeps its id, which ties it
+            # to the reasoning item in front of it.
+            items.append(dict(message))
         elif role == "assistant":
             items.extend(_assistant_items(message))
-        elif role is None:
-            items.append(dict(message))  # a Responses item already
         else:
             parts = content if isinstance(content, str) else [_part(p) for p in content or ()]
             items.append({"role": role, "content": parts})

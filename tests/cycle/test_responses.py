@@ -485,6 +485,20 @@ async def test_a_function_call_the_app_answered_with_its_own_item_is_not_run_aga
     ]
 
 
+async def test_the_apps_own_output_message_item_is_sent_as_it_came(serve, make_cycle, calc):
+    # Its id ties it to the reasoning item in front of it: rewritten as a bare
+    # {"role": "assistant", ...} message, the reasoning item would be left alone (a 400).
+    server = serve(S.reply_text("Paris.", reasoning="r"), S.reply_text("Rome."))
+    cycle = make_cycle(server, api="responses")
+    history = await app_history(cycle, calc)
+    assert [i.get("type") for i in history[1:]] == ["reasoning", "message"]
+
+    await cycle.submit_messages([*history, {"role": "user", "content": "And Italy?"}])
+
+    assert items(server.requests[1])[1:3] == history[1:3]
+    assert history[2]["id"] and history[2]["status"] == "completed"
+
+
 @MODES
 async def test_a_responses_history_goes_on_over_chat_without_its_response_keys(
     serve, make_cycle, calc, stream
