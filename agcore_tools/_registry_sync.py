@@ -81,7 +81,7 @@ class RegistrySync:
         from .calls import check_tool_calls, run_tool_calls
 
         # Read the caller's iterables here, in the caller's thread.
-        check_tool_calls(tool_calls)
+        check_tool_calls(tool_calls, "run_tool_calls_sync")
         calls = list(tool_calls) if tool_calls is not None else None
         return _sync.run(
             run_tool_calls(
@@ -94,6 +94,7 @@ class RegistrySync:
                 repair_arguments=repair_arguments,
                 approvals=list(approvals) if approvals is not None else None,
                 approval_key=approval_key,
+                method="run_tool_calls_sync",
             )
         )
 

@@ -131,7 +131,7 @@ class BaseTool(ABC):
         instead of colliding with it. The default is False: the names collide.
 
         A ``FunctionTool`` says True for the same function made again (a notebook
-        cell run twice).
+        cell run twice), an ``McpTool`` for the same server's tool listed again.
 
         Example:
             >>> class T(BaseTool):

@@ -120,9 +120,11 @@ def test_a_batch_timeout_that_is_not_positive_seconds_is_named() -> None:
     assert str(info.value) == (
         "invoke_all() timeout must be positive seconds (an int or a float) or None, got -1"
     )
-    with pytest.raises(ToolConfigError, match=r"^run_tool_calls\(\) timeout must be .* got '5'$"):
+    with pytest.raises(
+        ToolConfigError, match=r"^run_tool_calls_sync\(\) timeout must be .* got '5'$"
+    ):
         registry.run_tool_calls_sync([], timeout="5")  # type: ignore[arg-type]
-    with pytest.raises(ToolConfigError, match=r"takes a list of tool calls .* got int$"):
+    with pytest.raises(ToolConfigError, match=r"^run_tool_calls_sync\(\) takes a list .* got int$"):
         registry.run_tool_calls_sync(5)  # type: ignore[arg-type]
 
 

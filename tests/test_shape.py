@@ -25,6 +25,10 @@ ALLOWED = {
     "_getframe": "sys._getframe: the standard way to find the caller's namespace",
     "_custom_headers": "openai's client has no public view of the caller's own headers "
     "(default_headers mixes in the SDK's, probed blocking); see cycle/_client.py",
+    "_api_key_provider": "openai's sync client keeps a callable api_key only there (its "
+    "api_key is the last key it got); the async twin calls it too, see cycle/_client.py",
+    "_provider": "openai's client has no public view of a provider= (Bedrock, Vertex) it was "
+    "built with, which its async twin could not carry over; see cycle/_client.py",
     "_stamp": "the MCP SDK 2.3.0 session validates a 2025-11-25 task-augmented tools/call "
     "result as a CallToolResult and has no unvalidated send; see mcp/_task_wire.py",
     "_dispatcher": "the same: send_raw_request, which send_request itself uses",

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openai import OpenAI
 
 from agcore_tools import (
     File,
@@ -25,6 +26,7 @@ from agcore_tools import (
     ToolTimeoutError,
 )
 from agcore_tools.calls import model_text, parse_call, result_text, truncate_utf8
+from agcore_tools.testing import ScriptedChatServer as S
 
 DEEP = 100_000
 
@@ -408,7 +410,8 @@ async def test_a_byte_limit_that_is_no_integer_in_range_is_refused(registry, lim
     with pytest.raises(ToolConfigError, match=expected) as caught:
         await registry.run_tool_calls(calls, **{limit: value})
     assert isinstance(caught.value, ValueError)
-    with pytest.raises(ToolConfigError, match=expected):
+    # The sync entry point names itself.
+    with pytest.raises(ToolConfigError, match=expected.replace("calls", "calls_sync")):
         registry.run_tool_calls_sync(calls, **{limit: value})
 
 
@@ -435,6 +438,34 @@ async def test_nothing_to_run_gives_nothing(registry) -> None:
 async def test_unreadable_input_is_a_tool_error(registry, items, message) -> None:
     with pytest.raises(ToolError, match=message):
         await registry.run_tool_calls(items)
+
+
+def test_the_wrong_items_are_a_caller_mistake_naming_the_entry_point_and_the_fix(registry) -> None:
+    # The likely slips, with the SDK's own objects: the assistant message itself, a
+    # completion's choices, one turn's Chat calls with a Responses item.
+    with (
+        S([S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")])]) as server,
+        OpenAI(base_url=server.base_url, api_key="-", max_retries=0) as client,
+    ):
+        completion = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "1 + 2?"}]
+        )
+    message = completion.choices[0].message
+    responses_call = {"type": "function_call", "call_id": "f", "name": "add", "arguments": "{}"}
+    for items, named in [
+        ([message], r"cannot read .*; that is a message: pass message\.tool_calls$"),
+        (
+            completion.choices,
+            r"cannot read .*; that is a choice: pass completion\.choices\[0\]\.message\.tool_calls",
+        ),
+        ([message.tool_calls[0], responses_call], "got Chat Completions and Responses calls mixed"),
+        ([42], r"cannot read 42: expected .* items$"),
+    ]:
+        with pytest.raises(ToolConfigError, match=f"^run_tool_calls_sync\\(\\) {named}") as info:
+            registry.run_tool_calls_sync(items)
+        assert isinstance(info.value, ValueError)
+        with pytest.raises(ToolConfigError, match=f"^run_tool_calls\\(\\) {named}"):
+            asyncio.run(registry.run_tool_calls(items))
 
 
 async def test_cancelling_run_tool_calls_cancels_the_running_tools() -> None:
@@ -494,8 +525,6 @@ def pictures() -> ToolRegistry:
 async def test_chat_completions_drop_in_sends_images_in_a_user_message_after_the_tools(
     pictures: ToolRegistry,
 ) -> None:
-    from agcore_tools.testing import ScriptedChatServer as S
-
     script = [
         S.reply_tool_calls([("snapshot", {}, "c1"), ("add", {"a": 1, "b": 2}, "c2")]),
         S.reply_text("A black square; 3."),
@@ -529,8 +558,6 @@ async def test_chat_completions_drop_in_sends_images_in_a_user_message_after_the
 async def test_responses_drop_in_sends_input_image_and_input_file_parts(
     pictures: ToolRegistry,
 ) -> None:
-    from agcore_tools.testing import ScriptedChatServer as S
-
     script = [S.reply_tool_calls([("report", {}, "fc1")]), S.reply_text("Q3 looks good.")]
     with S(script) as server:
         async with server.client() as client:

@@ -94,9 +94,10 @@ async def iter_invocations(
             yield runnable[index][0], invocation
 
 
-def check_tool_calls(tool_calls: object) -> None:
+def check_tool_calls(tool_calls: object, method: str = "run_tool_calls") -> None:
     """Refuse what cannot be a model's tool calls (a number, one call's dict, text) with
-    a :class:`~agcore_tools.ToolConfigError`, before anything iterates it.
+    a :class:`~agcore_tools.ToolConfigError` naming ``method``, before anything iterates
+    it.
 
     Example:
         >>> check_tool_calls(None)
@@ -109,7 +110,7 @@ def check_tool_calls(tool_calls: object) -> None:
         not isinstance(tool_calls, Iterable) or isinstance(tool_calls, (str, bytes, Mapping))
     ):
         raise ToolConfigError(
-            "run_tool_calls() takes a list of tool calls (message.tool_calls, or "
+            f"{method}() takes a list of tool calls (message.tool_calls, or "
             f"response.output), got {type(tool_calls).__name__}"
         )
 
@@ -148,12 +149,14 @@ async def run_tool_calls(
     repair_arguments: bool = False,
     approvals: Iterable[ApprovalDecision] | None = None,
     approval_key: bytes | None = None,
+    method: str = "run_tool_calls",
 ) -> ToolCallOutputs:
-    """Implementation of :meth:`ToolRegistry.run_tool_calls`."""
-    check_timeout(timeout, "run_tool_calls() timeout")
-    check_byte_limit(max_result_bytes, "run_tool_calls() max_result_bytes", 64)
-    check_byte_limit(max_attachment_bytes, "run_tool_calls() max_attachment_bytes", 1)
-    check_tool_calls(tool_calls)
+    """Implementation of :meth:`ToolRegistry.run_tool_calls` (``method`` is the entry
+    point the caller used, for the errors)."""
+    check_timeout(timeout, f"{method}() timeout")
+    check_byte_limit(max_result_bytes, f"{method}() max_result_bytes", 64)
+    check_byte_limit(max_attachment_bytes, f"{method}() max_attachment_bytes", 1)
+    check_tool_calls(tool_calls, method)
     # 1. Read each item as a Chat Completions tool call or a Responses function call;
     #    other Responses output items (messages, reasoning) are skipped.
     calls: list[ParsedCall] = []
@@ -172,23 +175,24 @@ async def run_tool_calls(
             # whose function is missing) still needs its answer: the API refuses a
             # history with an unanswered call.
             shapes.add("chat")
-            calls.append(_unreadable_chat_call(item, kind))
+            calls.append(_unreadable_chat_call(item, kind, method))
             continue
         elif isinstance(kind, str):
             continue
         else:
-            raise ToolError(
-                f"run_tool_calls() cannot read {item!r:.120}: expected Chat Completions tool "
-                "calls (message.tool_calls) or Responses 'function_call' items"
+            raise ToolConfigError(
+                f"{method}() cannot read {item!r:.120}: expected Chat Completions tool "
+                f"calls (message.tool_calls) or Responses 'function_call' items{_hint(item)}"
             )
         if not call_id or not isinstance(name, str):
-            raise ToolError(
-                f"run_tool_calls() got a tool call without an id or name: {item!r:.120}"
-            )
+            raise ToolError(f"{method}() got a tool call without an id or name: {item!r:.120}")
         shapes.add(shape)
         calls.append(parse_call(name, str(call_id), arguments, repair=repair_arguments))
     if len(shapes) > 1:
-        raise ToolError("run_tool_calls() got Chat Completions and Responses calls mixed together")
+        raise ToolConfigError(
+            f"{method}() got Chat Completions and Responses calls mixed together: pass "
+            "one turn's calls, message.tool_calls or response.output"
+        )
     # 2. Calls that need approval wait for the app's answer (see _approval.py); then
     #    the rest run, and failures of any kind become error text for the model.
     ctx = ctx or ToolContext()
@@ -228,12 +232,21 @@ async def run_tool_calls(
     return outputs
 
 
-def _unreadable_chat_call(item: Any, kind: str) -> ParsedCall:
+def _hint(item: Any) -> str:
+    # The fix for the likely slips: a message, or a completion's choices, for its calls.
+    if sdk_field(item, "tool_calls") is not None or sdk_field(item, "role") is not None:
+        return "; that is a message: pass message.tool_calls"
+    if sdk_field(item, "message") is not None:
+        return "; that is a choice: pass completion.choices[0].message.tool_calls"
+    return ""
+
+
+def _unreadable_chat_call(item: Any, kind: str, method: str) -> ParsedCall:
     """A Chat Completions tool call that cannot run, with the error its answer tells
     the model; a call without an id cannot be answered and is refused."""
     call_id = sdk_field(item, "id")
     if not call_id:
-        raise ToolError(f"run_tool_calls() got a tool call without an id: {item!r:.120}")
+        raise ToolError(f"{method}() got a tool call without an id: {item!r:.120}")
     custom = sdk_field(item, "custom")
     name = sdk_field(custom, "name") if custom is not None else None
     name = name if isinstance(name, str) else kind

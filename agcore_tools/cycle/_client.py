@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import logging
 import urllib.request
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..error import ClientTypeError, LlmError
+from .._aio import run_sync, with_timeout
+from ..error import ClientTypeError, LlmConfigError, LlmError
 from .transport import sdk_is_httpx2_based, sharded_http_client
 
 if TYPE_CHECKING:
@@ -34,14 +36,19 @@ logger = logging.getLogger("agcore_tools.cycle")
 
 _ACCEPTED = "an openai.AsyncOpenAI or an openai.OpenAI client (or a subclass of AsyncOpenAI)"
 
+# How long the twin waits for a sync client's api_key provider (a token provider, such
+# as Azure's get_bearer_token_provider, may ask a credential service over the network).
+KEY_PROVIDER_TIMEOUT = 60.0
+
 
 def accept_client(client: Any) -> tuple[AsyncOpenAI, bool]:
     """The client the cycle drives, and whether the cycle owns (and closes) it.
 
     An ``AsyncOpenAI`` (or subclass, such as ``AsyncAzureOpenAI``) is used as given.
-    A sync ``OpenAI`` gets an async twin with its API key, organization, project, base
-    URL, timeout, retries, default headers and default query. Anything else is
-    refused with a ``TypeError`` naming what is accepted.
+    A sync ``OpenAI`` gets an async twin with its API key (or api_key provider),
+    organization, project, base URL, timeout, retries, default headers and default
+    query; one built with ``workload_identity=`` or ``provider=`` is refused, as are
+    other types, with a ``TypeError`` naming what is accepted.
     """
     from openai import AsyncOpenAI, AzureOpenAI, OpenAI
 
@@ -55,6 +62,18 @@ def accept_client(client: Any) -> tuple[AsyncOpenAI, bool]:
             "AsyncAzureOpenAI"
         )
     if isinstance(client, OpenAI):
+        # Both absent on the older SDKs pyproject.toml allows; the provider has no
+        # public view.
+        for option, value in (
+            ("workload_identity", getattr(client, "workload_identity", None)),
+            ("provider", getattr(client, "_provider", None)),
+        ):
+            if value is not None:
+                raise ClientTypeError(
+                    f"LlmCycle(client=...) takes {_ACCEPTED}; a sync OpenAI built with "
+                    f"{option}= cannot be converted (its authentication is the SDK's own): "
+                    "pass an AsyncOpenAI built the same way"
+                )
         return async_twin(client), True
     raise ClientTypeError(f"LlmCycle(client=...) takes {_ACCEPTED}, got {type(client).__name__}")
 
@@ -63,25 +82,68 @@ def async_twin(client: OpenAI) -> AsyncOpenAI:
     """An ``AsyncOpenAI`` with the same settings as ``client``.
 
     A custom ``http_client`` (proxies, certificates) cannot carry over: an async client
-    needs an async transport, so pass your own ``AsyncOpenAI`` for that.
+    needs an async transport, so pass your own ``AsyncOpenAI`` for that. An api_key
+    provider (``OpenAI(api_key=callable)``) is called for each request, as the sync
+    client does, in a worker thread (it may block) for at most
+    ``KEY_PROVIDER_TIMEOUT`` seconds. Raises ``LlmConfigError`` when the SDK refuses
+    the settings (no API key, for one).
     """
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, OpenAIError
 
-    return AsyncOpenAI(
-        api_key=client.api_key,
-        organization=client.organization,
-        project=client.project,
-        base_url=client.base_url,
-        timeout=client.timeout,
-        max_retries=client.max_retries,
-        # What the caller passed as default_headers. The SDK has no public view of
-        # those alone: its default_headers property mixes in its own sync-client headers
-        # (User-Agent, X-Stainless-Async: false, the platform's, which it probes,
-        # blocking, on first use), and copy()/with_options() only make a sync client.
-        default_headers=getattr(client, "_custom_headers", None) or None,
-        default_query=client.default_query or None,  # public: exactly the caller's
-        http_client=_scaling_http_client(),
-    )
+    # The SDK keeps a callable api_key only here: client.api_key is "" until the first
+    # request, then the key of that moment, and no public attribute returns the callable.
+    # Older SDKs (before api_key providers) have no such attribute.
+    provider = getattr(client, "_api_key_provider", None)
+    # Any: the stubs of the SDKs before api_key providers take a str only.
+    api_key: Any = _async_key_provider(provider) if callable(provider) else client.api_key
+    try:
+        return AsyncOpenAI(
+            api_key=api_key,
+            organization=client.organization,
+            project=client.project,
+            base_url=client.base_url,
+            timeout=client.timeout,
+            max_retries=client.max_retries,
+            # What the caller passed as default_headers. The SDK has no public view of
+            # those alone: its default_headers property mixes in its own sync-client
+            # headers (User-Agent, X-Stainless-Async: false, the platform's, which it
+            # probes, blocking, on first use), and copy()/with_options() only make a
+            # sync client.
+            default_headers=getattr(client, "_custom_headers", None) or None,
+            default_query=client.default_query or None,  # public: exactly the caller's
+            http_client=_scaling_http_client(),
+        )
+    except OpenAIError as exc:
+        raise LlmConfigError(
+            f"cannot build the AsyncOpenAI twin of the sync OpenAI client given: {exc}; "
+            "pass an AsyncOpenAI instead"
+        ) from exc
+
+
+def _async_key_provider(provider: Callable[[], str]) -> Callable[[], Awaitable[str]]:
+    """An async api_key provider that runs the sync ``provider`` in a worker thread."""
+
+    def call() -> str:
+        # Wrapped in the thread, so that a TimeoutError of the provider's own (a socket's)
+        # is not taken for the wait below running out.
+        try:
+            return provider()
+        except Exception as exc:
+            raise LlmError(
+                "the api_key provider of the sync OpenAI client given failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    async def key() -> str:
+        try:
+            return await with_timeout(run_sync(call), KEY_PROVIDER_TIMEOUT)
+        except TimeoutError as exc:
+            raise LlmError(
+                "the api_key provider of the sync OpenAI client given did not return a "
+                f"key within {KEY_PROVIDER_TIMEOUT:g} s"
+            ) from exc
+
+    return key
 
 
 def client_from_env() -> AsyncOpenAI:

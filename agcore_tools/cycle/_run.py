@@ -44,7 +44,7 @@ from ._policy import (
 from ._tool_stream import run_context
 from ._tool_turn import run_tools
 from ._trace import RunTrace
-from ._wire_responses import to_input, to_tool
+from ._wire_responses import fold_output_items, to_input, to_tool
 from ._wires import wire_for
 from .config import CycleConfig
 from .events import ZERO_USAGE, ChatResponse, StreamEvent, TurnComplete, Usage
@@ -209,6 +209,11 @@ class Run:
         session.busy = True
         loop = asyncio.get_running_loop()
         moved, session.loop = session.loop is not None and session.loop is not loop, loop
+        if self.config.api == "responses":
+            # A history the app built from its own response.output: its open calls as
+            # the loop's own, found, run or declined as a Chat history's are.
+            fold_output_items(messages)
+            fold_output_items(added)
         start = len(messages)
         unsent: tuple[HistoryMark, dict[str, Any] | None] | None = None
         meter: CostMeter | None = None

@@ -37,7 +37,7 @@ from ._stream import Turn, describe_body
 from .config import CycleConfig
 from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
 
-__all__ = ["ResponsesTurnBuilder", "ResponsesWire", "to_input", "to_tool"]
+__all__ = ["ResponsesTurnBuilder", "ResponsesWire", "fold_output_items", "to_input", "to_tool"]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
@@ -130,7 +130,8 @@ def _last_response(messages: Sequence[Message]) -> tuple[int, str] | None:
 
 
 def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """The Responses ``input`` items of a Chat Completions history.
+    """The Responses ``input`` items of a Chat Completions history; a message without a
+    role, or with ``"type": "message"``, is a Responses item already and sent as it is.
 
     Example:
         >>> to_input([
@@ -156,10 +157,12 @@ def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     "output": output,
                 }
             )
+        elif role is None or message.get("type") == "message":
+            # A Responses item already: an output message keeps its id, which ties it
+            # to the reasoning item in front of it.
+            items.append(dict(message))
         elif role == "assistant":
             items.extend(_assistant_items(message))
-        elif role is None:
-            items.append(dict(message))  # a Responses item already
         else:
             parts = content if isinstance(content, str) else [_part(p) for p in content or ()]
             items.append({"role": role, "content": parts})
@@ -190,6 +193,90 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
             }
         )
     return items
+
+
+def fold_output_items(messages: list[Message]) -> None:
+    """Fold the Responses output items that end ``messages`` into one assistant
+    message, in place, when they hold a ``function_call``.
+
+    A history an app built with ``responses.create`` ends with its own
+    ``response.output`` items (as dicts). The loop finds open calls on assistant
+    messages, so the calls become the message's ``tool_calls`` (to be run, or answered
+    as declined before a new prompt); the items go back as they came, under
+    ``response.output``, as the cycle's own responses do. ``function_call_output``
+    items the app added after them, with text output, become tool messages.
+
+    Example:
+        >>> history = [{"role": "user", "content": "Weather in Rome?"},
+        ...            {"type": "function_call", "call_id": "c1", "name": "weather",
+        ...             "arguments": "{}", "id": "fc_1", "status": "completed"}]
+        >>> fold_output_items(history)
+        >>> history[1]["tool_calls"]
+        [{'id': 'c1', 'type': 'function', 'function': {'name': 'weather', 'arguments': '{}'}}]
+        >>> to_input(history)[1]["id"]
+        'fc_1'
+    """
+    end = len(messages)
+    while end and _is_item(messages[end - 1], "function_call_output"):
+        end -= 1
+    begin = end
+    while begin and _is_output_item(messages[begin - 1]):
+        begin -= 1
+    items = [dict(item) for item in messages[begin:end]]
+    answers = messages[end:]
+    calls = [item for item in items if item.get("type") == "function_call"]
+    if not calls or not all(isinstance(answer.get("output"), str) for answer in answers):
+        return  # nothing open, or an answer a tool message cannot hold: left as they are
+    texts = [_text_of(item.get("content")) for item in items if item.get("type") == "message"]
+    message: Message = {
+        "role": "assistant",
+        "content": "".join(texts),
+        "tool_calls": [
+            {
+                "id": call.get("call_id"),
+                "type": "function",
+                "function": {"name": call.get("name"), "arguments": call.get("arguments")},
+            }
+            for call in calls
+        ],
+        "response": {"output": items},
+    }
+    tools = [
+        {"role": "tool", "tool_call_id": answer.get("call_id"), "content": answer["output"]}
+        for answer in answers
+    ]
+    messages[begin:] = [message, *tools]
+
+
+def _is_item(message: Any, kind: str) -> bool:
+    return isinstance(message, Mapping) and "role" not in message and message.get("type") == kind
+
+
+def _is_output_item(message: Any) -> bool:
+    # An item of a response's output: typed, without a role (a call, a reasoning item),
+    # or an assistant's output message; not an input item (an answer, a reference).
+    if not isinstance(message, Mapping):
+        return False
+    kind = message.get("type")
+    if kind == "message":
+        return message.get("role") == "assistant"
+    return (
+        "role" not in message
+        and isinstance(kind, str)
+        and not kind.endswith(("_output", "_response"))
+        and kind != "item_reference"
+    )
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else ()
+    return "".join(
+        p.get("text", "")
+        for p in parts
+        if isinstance(p, Mapping) and p.get("type") == "output_text"
+    )
 
 
 def _joined_text(content: Any) -> str:

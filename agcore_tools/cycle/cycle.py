@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from .. import _sync
 from .._deprecated import renamed
 from .._selection import Selector, check_selector
@@ -25,6 +27,7 @@ from ..registry import ToolRegistry, checked_in
 from ._approval import Gate
 from ._client import ClientTypeError, accept_client, client_from_env
 from ._event_stream import EventStream
+from ._given import check_history, given_messages, kind
 from ._outcome import Outcome
 from ._output import start_output
 from ._run import Run, Session
@@ -129,7 +132,7 @@ class LlmCycle(TranscriptViews):
         if system_prompt is not None and not isinstance(system_prompt, str):
             # Sent as is, it would stay in the history, and servers refuse it.
             raise LlmUsageError(
-                f"LlmCycle's system_prompt is a string or None, got {_kind(system_prompt)}"
+                f"LlmCycle's system_prompt is a string or None, got {kind(system_prompt)}"
             )
         self.config = config
         """The cycle's settings; replace it (``dataclasses.replace``) to change them."""
@@ -168,14 +171,15 @@ class LlmCycle(TranscriptViews):
         return await self._start([_user(prompt)], None, None, None, False, output_type).collect()
 
     async def submit_messages(
-        self, messages: Iterable[Mapping[str, Any]], *, output_type: Any = None
+        self, messages: Iterable[Mapping[str, Any] | BaseModel], *, output_type: Any = None
     ) -> ChatResponse:
         """Append ``messages`` to the history as they are (no user message is added),
         then ask the model (no tools).
 
         ``messages`` is a list (any iterable) of dicts, each with a ``role`` (system,
         developer, user, assistant, tool or function; on the Responses API a typed
-        input item may have none). Anything else raises an
+        input item may have none), or the OpenAI SDK's message objects, read as their
+        ``to_dict()``. Anything else raises an
         :class:`~agcore_tools.error.LlmUsageError` (a ``TypeError``) before the history
         changes.
 
@@ -198,7 +202,7 @@ class LlmCycle(TranscriptViews):
             ...     asyncio.run(main(server))
             ('Bonjour', 3)
         """
-        added = _messages(messages, self.config.api, "submit_messages")
+        added = given_messages(messages, self.config.api, "submit_messages")
         return await self._start(added, None, None, None, False, output_type).collect()
 
     def submit_stream(self, prompt: str, *, output_type: Any = None) -> EventStream:
@@ -376,10 +380,10 @@ class LlmCycle(TranscriptViews):
         return _sync.run(self.submit(prompt, output_type=output_type))
 
     def submit_messages_sync(
-        self, messages: Iterable[Mapping[str, Any]], *, output_type: Any = None
+        self, messages: Iterable[Mapping[str, Any] | BaseModel], *, output_type: Any = None
     ) -> ChatResponse:
         """:meth:`submit_messages` for synchronous code."""
-        added = _messages(messages, self.config.api, "submit_messages_sync")
+        added = given_messages(messages, self.config.api, "submit_messages_sync")
         return _sync.run(self.submit_messages(added, output_type=output_type))
 
     def submit_with_tools_sync(
@@ -463,6 +467,7 @@ class LlmCycle(TranscriptViews):
             raise LlmUsageError(
                 "this LlmCycle is closed: close() closed the client it made; make a new LlmCycle"
             )
+        check_history(self.messages)  # the app may have put anything in it
         # Checked here, before the run adds the prompt to the history.
         if ctx is not None and not isinstance(ctx, ToolContext):
             raise LlmUsageError(
@@ -532,11 +537,11 @@ def as_registry(tools: Tools, method: str) -> ToolRegistry:
         )
     accepted = "a ToolRegistry, a tool (a function decorated with @tool) or a list of tools"
     if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
-        raise LlmUsageError(f"{method}() takes {accepted}, got {_kind(tools)}")
+        raise LlmUsageError(f"{method}() takes {accepted}, got {kind(tools)}")
     registry = ToolRegistry()
     for item in tools:
         if not isinstance(item, BaseTool):
-            raise LlmUsageError(f"{method}() takes {accepted}, got a list holding {_kind(item)}")
+            raise LlmUsageError(f"{method}() takes {accepted}, got a list holding {kind(item)}")
         if checked_in(item) is not None:
             raise LlmUsageError(
                 f"{method}(): tool '{item.name}' belongs to a ToolRegistry with a permission "
@@ -545,14 +550,6 @@ def as_registry(tools: Tools, method: str) -> ToolRegistry:
             )
         registry.register(item)
     return registry
-
-
-def _kind(value: object) -> str:
-    # What the caller passed, with the fix for a function that is not a tool yet.
-    name = getattr(value, "__qualname__", None)
-    if callable(value) and isinstance(name, str) and not isinstance(value, type):
-        return f"{type(value).__name__} {name!r} (decorate it with @tool)"
-    return type(value).__name__
 
 
 def _config_type_error(config: object) -> LlmUsageError:
@@ -567,41 +564,10 @@ def _user(prompt: str) -> Message:
     if not isinstance(prompt, str):
         # Sent as is, a None or a number would stay in the history, and servers refuse it.
         raise LlmUsageError(
-            f"a prompt is a string, got {_kind(prompt)}; to go on from the history with "
+            f"a prompt is a string, got {kind(prompt)}; to go on from the history with "
             "no new message, call submit_with_tools(None, registry) or submit_messages([])"
         )
     return {"role": "user", "content": prompt}
-
-
-_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
-
-
-def _messages(messages: object, api: str, method: str) -> list[Message]:
-    # Checked here: a string or a dict was read as pairs (a bare ValueError), and a
-    # message without a known role was sent for the server to refuse.
-    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
-        one = " (put one message in a list)" if isinstance(messages, Mapping) else ""
-        raise LlmUsageError(
-            f"{method}() takes a list of messages (dicts with a role), got "
-            f"{_kind(messages)}{one}; to send a prompt, call submit()"
-        )
-    added: list[Message] = []
-    for index, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise LlmUsageError(
-                f"{method}() takes messages as dicts, got {_kind(message)} at index {index}"
-            )
-        role = message.get("role")
-        # On the Responses API a typed item without a role is sent as the item it is.
-        item = role is None and api == "responses" and isinstance(message.get("type"), str)
-        if role not in _ROLES and not item:
-            got = f"role {role!r}" if role is not None else "no role"
-            raise LlmUsageError(
-                f"{method}() got a message with {got} at index {index}: a message's role is "
-                f"one of {', '.join(_ROLES)}"
-            )
-        added.append(dict(message))
-    return added
 
 
 def _prompt(prompt: str | None) -> list[Message]:

@@ -239,6 +239,24 @@ class McpTool(BaseTool):
         # task started from it since, such as two conversations gathered by one caller.
         _RESUMES.set({**(_RESUMES.get() or {}), (id(self), call_id): resume})
 
+    def redefines(self, other: BaseTool) -> bool:
+        """True when ``other`` is the same server-side tool of the same client, or of a
+        client of the same server name: re-running the notebook cell that registers a
+        server's tools (``registry.register_all(client.into_tools())``) replaces them.
+        Another server's tool of that name still collides.
+
+        Example:
+            >>> from agcore_tools import McpClient, StdioTransport
+            >>> def made(server: str) -> McpTool:
+            ...     client = McpClient(server, StdioTransport("server"))
+            ...     return McpTool(client, McpToolInfo("echo"), "echo", [])
+            >>> made("demo").redefines(made("demo")), made("demo").redefines(made("other"))
+            (True, False)
+        """
+        if not isinstance(other, McpTool) or other.info.name != self.info.name:
+            return False
+        return other.client is self.client or other.client.server_name == self.client.server_name
+
     def check_arguments(self, args: dict[str, Any]) -> None:
         """Validate ``args`` against the tool's input schema (as the model sees it)
         without calling the server; raises :class:`~agcore_tools.InvalidArgumentsError`

@@ -427,6 +427,69 @@ async def test_submit_messages_takes_a_list_of_messages_with_known_roles(
     assert cycle.messages == [] and server.requests == []
 
 
+async def app_history(client: Any, calc: ToolRegistry) -> list[Any]:
+    # The cookbook's loop: it appends the SDK's own message objects to its history.
+    messages: list[Any] = [{"role": "user", "content": "2 + 3?"}]
+    while True:
+        completion = await client.chat.completions.create(
+            model="m", messages=messages, tools=calc.definitions()
+        )
+        message = completion.choices[0].message
+        messages.append(message)
+        if not message.tool_calls:
+            return messages
+        messages += await calc.run_tool_calls(message.tool_calls)
+
+
+async def test_submit_messages_reads_the_sdks_message_objects_as_dicts(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], calc: ToolRegistry
+) -> None:
+    server = serve(S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]), S.reply_text("5"))
+    cycle = make_cycle(server)
+    history = await app_history(cycle.client, calc)
+    assert [type(m).__name__ for m in history] == [
+        "dict",
+        "ChatCompletionMessage",
+        "dict",
+        "ChatCompletionMessage",
+    ]
+    server.add(S.reply_text("Tomorrow too."))
+
+    await cycle.submit_messages([*history, {"role": "user", "content": "Tomorrow?"}])
+
+    assert all(type(m) is dict for m in cycle.messages)
+    sent = server.requests[-1].json["messages"]
+    assert sent[1]["content"] == "" and sent[1]["tool_calls"][0]["id"] == "c1"
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[3]["content"] == "5"
+
+
+async def test_a_history_holding_something_else_than_dicts_is_refused_naming_it(
+    serve: Serve, make_cycle: Callable[..., LlmCycle], calc: ToolRegistry
+) -> None:
+    server = serve(S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]), S.reply_text("5"))
+    cycle = make_cycle(server)
+    history = await app_history(cycle.client, calc)
+    sent = len(server.requests)
+    cycle.messages[:] = history
+
+    for call in (
+        lambda: cycle.submit_with_tools("Tomorrow?", calc),
+        lambda: cycle.submit_stream("Tomorrow?").collect(),
+        lambda: cycle.submit_messages([]),
+    ):
+        with pytest.raises(
+            TypeError, match=r"cycle\.messages\[1\] is a ChatCompletionMessage"
+        ) as info:
+            await call()
+        _assert_caller_mistake(info.value)
+        assert "message.to_dict()" in str(info.value)
+    assert cycle.messages == history and len(server.requests) == sent
+    cycle.messages[1:2] = ["Adding."]
+    with pytest.raises(TypeError, match=r"cycle\.messages\[1\] is a str, not a dict"):
+        await cycle.submit("Tomorrow?")
+
+
 @pytest.mark.parametrize(
     ("make", "named"),
     [

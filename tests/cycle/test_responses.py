@@ -425,6 +425,97 @@ async def test_a_saved_history_resumes_on_the_responses_api(serve, make_cycle, c
     ]
 
 
+async def app_history(cycle: LlmCycle, calc: ToolRegistry) -> list[dict[str, Any]]:
+    # The app's own loop, before the hand-over: response.output items, as dicts.
+    history: list[dict[str, Any]] = [{"role": "user", "content": "2 + 3?"}]
+    response = await cycle.client.responses.create(
+        model="test-model", input=history, tools=calc.definitions(api="responses")
+    )
+    return history + [item.to_dict() for item in response.output]
+
+
+@MODES
+async def test_an_open_function_call_the_app_left_in_its_history_is_run_on_resume(
+    serve, make_cycle, calc, stream
+):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")], text="Adding.", reasoning="r"),
+        S.reply_text("5"),
+    )
+    cycle = make_cycle(server, api="responses")
+    history = await app_history(cycle, calc)
+    assert [i.get("type") for i in history[1:]] == ["reasoning", "message", "function_call"]
+    cycle.messages[:] = history
+
+    response = await run(cycle, None, calc, stream)
+
+    assert response.text == "5" and calc.runs == [("add", {"a": 2, "b": 3})]
+    sent = items(server.requests[1])
+    # The app's items go back as they came (ids included), then the call's output.
+    assert sent[1:4] == history[1:4]
+    assert sent[4] == {"type": "function_call_output", "call_id": "c1", "output": "5"}
+    assert_history_valid(cycle.messages)
+    assert cycle.messages[1]["content"] == "Adding."
+
+
+@MODES
+async def test_an_open_function_call_the_app_left_is_declined_before_a_new_prompt(
+    serve, make_cycle, calc, stream
+):
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")], reasoning="r"),
+        S.reply_text("Paris: 18 C"),
+    )
+    cycle = make_cycle(server, api="responses")
+    cycle.messages[:] = await app_history(cycle, calc)
+
+    await run(cycle, "Never mind: Paris?", calc, stream)
+
+    assert calc.runs == []
+    sent = items(server.requests[1])
+    assert [i.get("type", i.get("role")) for i in sent] == [
+        "user",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "user",
+    ]
+    assert "declined" in sent[3]["output"] and sent[3]["call_id"] == "c1"
+    assert_history_valid(cycle.messages)
+
+
+async def test_a_function_call_the_app_answered_with_its_own_item_is_not_run_again(
+    serve, make_cycle, calc
+):
+    server = serve(S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]), S.reply_text("5"))
+    cycle = make_cycle(server, api="responses")
+    output = {"type": "function_call_output", "call_id": "c1", "output": "5"}
+    cycle.messages[:] = [*await app_history(cycle, calc), output]
+
+    response = await cycle.submit_with_tools(None, calc)
+
+    assert response.text == "5" and calc.runs == []
+    assert [i.get("type", i.get("role")) for i in items(server.requests[1])] == [
+        "user",
+        "function_call",
+        "function_call_output",
+    ]
+
+
+async def test_the_apps_own_output_message_item_is_sent_as_it_came(serve, make_cycle, calc):
+    # Its id ties it to the reasoning item in front of it: rewritten as a bare
+    # {"role": "assistant", ...} message, the reasoning item would be left alone (a 400).
+    server = serve(S.reply_text("Paris.", reasoning="r"), S.reply_text("Rome."))
+    cycle = make_cycle(server, api="responses")
+    history = await app_history(cycle, calc)
+    assert [i.get("type") for i in history[1:]] == ["reasoning", "message"]
+
+    await cycle.submit_messages([*history, {"role": "user", "content": "And Italy?"}])
+
+    assert items(server.requests[1])[1:3] == history[1:3]
+    assert history[2]["id"] and history[2]["status"] == "completed"
+
+
 @MODES
 async def test_a_responses_history_goes_on_over_chat_without_its_response_keys(
     serve, make_cycle, calc, stream

@@ -23,7 +23,7 @@ from agcore_tools import (
     TurnComplete,
     _sync,
 )
-from agcore_tools.error import LlmUsageError
+from agcore_tools.error import ClientTypeError, LlmConfigError, LlmUsageError
 from agcore_tools.testing import Pause, RawStream, ScriptedChatServer
 
 from .conftest import assert_history_valid
@@ -100,6 +100,84 @@ def test_other_client_types_are_refused_at_construction(client: Any) -> None:
         assert "pass an AsyncAzureOpenAI" in str(info.value)
     else:
         assert str(info.value).endswith(f"got {type(client).__name__}")
+
+
+def test_a_sync_client_with_an_api_key_provider_asks_it_for_each_request(serve: Serve) -> None:
+    # OpenAI(api_key=callable): short-lived tokens (Azure Entra ID and the like). The SDK
+    # leaves client.api_key "" until its first request, then the key of that moment.
+    server = serve(S.reply_text("ok"), repeat=True)
+    issued: list[str] = []
+
+    def token() -> str:
+        issued.append(f"token-{len(issued)}")
+        return issued[-1]
+
+    client = OpenAI(base_url=server.base_url, api_key=token, max_retries=0)
+    with client, LlmCycle(CONFIG, client=client) as cycle:  # nothing sent yet
+        cycle.submit_sync("one")
+        cycle.submit_sync("two")
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "-"}])
+        with LlmCycle(CONFIG, client=client) as later:  # after the client's own request
+            later.submit_sync("three")
+    # A fresh key each time (the cycle also asks for one to read the server's model list).
+    sent = [request.headers["authorization"].removeprefix("Bearer ") for request in server.requests]
+    assert len(sent) == len(set(sent)) == 4 and set(sent) <= set(issued)
+
+
+def test_an_api_key_provider_that_fails_or_hangs_fails_the_call_as_an_llm_error(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agcore_tools.cycle import _client
+
+    server = serve(S.reply_text("ok"), repeat=True)
+    release = threading.Event()
+
+    def failing() -> str:
+        raise RuntimeError("credential service unreachable")
+
+    def hanging() -> str:
+        release.wait(30)
+        return "late"
+
+    monkeypatch.setattr(_client, "KEY_PROVIDER_TIMEOUT", 0.2)
+    try:
+        for provider, message in [
+            (failing, "provider of the sync OpenAI client given failed: RuntimeError: cred"),
+            (hanging, "provider of the sync OpenAI client given did not return a key within"),
+        ]:
+            client = OpenAI(base_url=server.base_url, api_key=provider, max_retries=0)
+            with client, LlmCycle(CycleConfig("m", max_retries=0), client=client) as cycle:
+                with pytest.raises(LlmError, match=message) as info:
+                    cycle.submit_sync("hi")
+                assert isinstance(info.value.__cause__, (RuntimeError, TimeoutError))
+                assert_history_valid(cycle.messages)
+    finally:
+        release.set()
+    assert server.requests == []
+
+
+def test_sync_clients_the_cycle_cannot_twin_are_refused_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from openai.providers import bedrock
+
+    subject = {"token_type": "jwt", "get_token": lambda: "subject-token"}
+    identity: Any = {"identity_provider_id": "i", "service_account_id": "s", "provider": subject}
+    for client, option in [
+        (OpenAI(workload_identity=identity), "workload_identity"),
+        (OpenAI(provider=bedrock(region="us-east-1", api_key="-")), "provider"),
+    ]:
+        with pytest.raises(ClientTypeError, match=f"built with {option}= cannot be converted"):
+            LlmCycle(CONFIG, client=client)
+    # An admin key alone authenticates no model request: the SDK refuses the twin, and
+    # the cycle says whose client that was.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_ADMIN_KEY", raising=False)
+    admin_only = OpenAI(admin_api_key="admin-key", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(LlmConfigError, match="cannot build the AsyncOpenAI twin") as info:
+        LlmCycle(CONFIG, client=admin_only)
+    assert isinstance(info.value, ValueError) and "Missing credentials" in str(info.value)
+    assert "admin-key" not in str(info.value)
 
 
 # -- the loop, not streamed ---------------------------------------------------------------

@@ -170,6 +170,33 @@ def test_a_collision_in_a_registry_fails_loudly_never_overwrites() -> None:
     assert registry.list_tools() == ["read_file", "files__read_file", "files__write_file"]
 
 
+async def test_registering_a_servers_tools_again_replaces_them_as_a_rerun_cell_does() -> None:
+    # The notebook cell `registry.register_all(client.into_tools())`, run again: with the
+    # same client, then with a new client of the same server (the cell makes it too).
+    registry = ToolRegistry()
+
+    @registry.tool
+    def local(text: str) -> str:
+        """A tool of the app's own, which stays."""
+        return text
+
+    async with McpClient("fixture", fixture_stdio(), timeout=15) as client:
+        registry.register_all(client.into_tools())
+        names = registry.list_tools()
+        registry.register_all(client.into_tools())
+        assert registry.list_tools() == names
+        async with McpClient("fixture", fixture_stdio(), timeout=15) as again:
+            registry.register_all(again.into_tools())
+            assert registry.list_tools() == names and registry.get("local") is local
+            mcp_names = [name for name in names if name != "local"]
+            assert {registry.get(name).client for name in mcp_names} == {again}  # type: ignore[attr-defined]
+            # Another server's tool of one of those names still collides.
+            taken = registry.get(mcp_names[0]).info  # type: ignore[attr-defined]
+            with pytest.raises(ToolConfigError, match="already registered"):
+                registry.register_all(_client(taken).into_tools())
+            assert registry.get(mcp_names[0]).client is again  # type: ignore[attr-defined]
+
+
 def test_permissions_come_from_the_annotation_policy() -> None:
     read, write, delete = _client(READ, WRITE, DELETE).into_tools()
     assert read.required_permissions == (Permission.READ,)

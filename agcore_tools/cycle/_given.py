@@ -1,0 +1,126 @@
+"""The messages an app gives a cycle, checked before they reach the history.
+
+``submit_messages`` takes dicts, and the OpenAI SDK's own message objects (an app's
+loop often appends ``completion.choices[0].message`` as it is), read as their dicts.
+``cycle.messages`` is the app's to fill, too; it is checked once as a run starts, so a
+wrong entry is an error naming it, not an ``AttributeError`` deep in the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..error import LlmUsageError
+
+__all__ = ["ROLES", "check_history", "given_messages", "kind"]
+
+Message = dict[str, Any]
+
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+"""The roles a Chat Completions message may have."""
+
+
+def kind(value: object) -> str:
+    """What the caller passed, for an error message, with the fix for a function that
+    is not a tool yet.
+
+    Example:
+        >>> kind(print)
+        "builtin_function_or_method 'print' (decorate it with @tool)"
+        >>> kind([])
+        'list'
+    """
+    name = getattr(value, "__qualname__", None)
+    if callable(value) and isinstance(name, str) and not isinstance(value, type):
+        return f"{type(value).__name__} {name!r} (decorate it with @tool)"
+    return type(value).__name__
+
+
+def given_messages(messages: object, api: str, method: str) -> list[Message]:
+    """``messages`` as new dicts for the history, each checked; an SDK message object
+    (a pydantic model) is read as its ``to_dict()``, with ``content`` ``""`` next to
+    tool calls (the one shape every server takes back).
+
+    Anything else raises :class:`~agcore_tools.error.LlmUsageError` (a ``TypeError``)
+    naming ``method`` and the message's index.
+
+    Example:
+        >>> from openai.types.chat import ChatCompletionMessage
+        >>> message = ChatCompletionMessage.model_validate({"role": "assistant",
+        ...     "content": None, "tool_calls": [{"id": "c1", "type": "function",
+        ...     "function": {"name": "add", "arguments": "{}"}}]})
+        >>> given_messages([message], "chat", "submit_messages")[0]["content"]
+        ''
+        >>> given_messages([("user", "hi")], "chat", "submit_messages")
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmUsageError: submit_messages() takes messages as dicts, got tuple at index 0
+    """
+    # Checked here: a string or a dict was read as pairs (a bare ValueError), and a
+    # message without a known role was sent for the server to refuse.
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        one = " (put one message in a list)" if isinstance(messages, Mapping) else ""
+        raise LlmUsageError(
+            f"{method}() takes a list of messages (dicts with a role), got "
+            f"{kind(messages)}{one}; to send a prompt, call submit()"
+        )
+    added: list[Message] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, BaseModel):
+            message = _as_dict(message)
+        if not isinstance(message, Mapping):
+            raise LlmUsageError(
+                f"{method}() takes messages as dicts, got {kind(message)} at index {index}"
+            )
+        role = message.get("role")
+        # On the Responses API a typed item without a role is sent as the item it is.
+        item = role is None and api == "responses" and isinstance(message.get("type"), str)
+        if role not in ROLES and not item:
+            got = f"role {role!r}" if role is not None else "no role"
+            raise LlmUsageError(
+                f"{method}() got a message with {got} at index {index}: a message's role is "
+                f"one of {', '.join(ROLES)}"
+            )
+        added.append(dict(message))
+    return added
+
+
+def _as_dict(model: BaseModel) -> Any:
+    # The SDK's to_dict() leaves out the fields the server did not send.
+    to_dict = getattr(model, "to_dict", None)
+    data: Any = (
+        to_dict(mode="json")
+        if callable(to_dict)
+        else model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    )
+    if isinstance(data, dict) and data.get("tool_calls") and data.get("content") is None:
+        # llama-cpp-python's server answers 500 to a null content.
+        data["content"] = ""
+    return data
+
+
+def check_history(messages: Sequence[Any]) -> None:
+    """Refuse a history holding anything but dicts (mappings), naming the first such
+    entry and the fix, with an :class:`~agcore_tools.error.LlmUsageError`.
+
+    Example:
+        >>> check_history([{"role": "user", "content": "hi"}, "hello"])
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmUsageError: cycle.messages[1] is a str, not a dict: the history holds messages as dicts (with a role), so put {"role": ..., "content": ...} there
+    """
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            fix = (
+                'put message.to_dict() there (with "content": "" next to tool calls), or '
+                "hand such messages to submit_messages(), which reads them so"
+                if isinstance(message, BaseModel)
+                else 'put {"role": ..., "content": ...} there'
+            )
+            raise LlmUsageError(
+                f"cycle.messages[{index}] is a {kind(message)}, not a dict: the history "
+                f"holds messages as dicts (with a role), so {fix}"
+            )
