@@ -221,10 +221,20 @@ class MontySandbox:
         return await self._guard(waiting.resume(dict(results)))
 
     async def snapshot(self) -> str:
-        """The waiting program, dumped (base64)."""
+        """The waiting program, dumped (base64); :class:`~agcore_tools.ProgramError`
+        when it cannot be (a program holding much of its heap: the dump needs more)."""
         if self._waiting is None:
             raise ToolExecutionError(RUN_PYTHON, "the program is not waiting for any call")
-        return base64.b64encode(self._waiting.dump()).decode("ascii")
+        try:
+            dumped = self._waiting.dump()
+        except self._monty.MontyError as exc:
+            cause = " ".join(str(exc).split()) or type(exc).__name__
+            reason = (
+                f"the program's state is too large to save while it waits for approval ({cause}); "
+                "keep less data in variables before a call that needs approval"
+            )
+            raise ProgramError(reason, reason) from exc
+        return base64.b64encode(dumped).decode("ascii")
 
     async def _guard(self, step: Any) -> Segment:
         monty = self._monty

@@ -182,6 +182,24 @@ async def test_a_program_step_whose_output_is_over_the_limit_fails_without_retri
     )
 
 
+async def test_a_program_step_whose_state_cannot_be_dumped_fails_without_retries() -> None:
+    pytest.importorskip("pydantic_monty")
+    # About 15 MB of a 16 MiB heap: the stretch runs, but dumping it needs more memory.
+    functions = {"add": ["add", ["a", "b"], ["a", "b"]]}
+    code = "rows = [str(i) * 10 for i in range(90_000)]\nn = await add(1, 2)\nlen(rows) + n"
+    with pytest.raises(ApplicationError) as raised:
+        await ActivityEnvironment().run(
+            ToolActivities(registry()).program_step,
+            ProgramStepInput(code, functions, {"max_memory": 16 * 1024 * 1024}),
+        )
+    assert raised.value.non_retryable is True
+    assert raised.value.type == "ProgramSnapshotTooLarge"
+    assert raised.value.message.startswith(
+        "the state of a code-mode program cannot be saved between its steps (MemoryError: "
+    )
+    assert raised.value.message.endswith("; keep less data in the program's variables")
+
+
 async def test_model_errors_are_retryable_unless_a_retry_cannot_help() -> None:
     request = ModelRequest("chat", False, {"model": "m", "messages": []})
     script = [S.error(400, "bad request", type="invalid_request_error"), S.error(503, "busy")]

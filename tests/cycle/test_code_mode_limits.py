@@ -1,0 +1,73 @@
+"""Code mode at its edges: a program over a limit, cut short, or returning what JSON
+cannot hold, still shows the model what it printed and the calls that ran; a paused
+program's state is checked before it resumes."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import pytest
+
+from agcore_tools import CodeMode, ToolRegistry
+
+from .conftest import S, tool_messages
+
+pytest.importorskip("pydantic_monty")
+
+
+def program(code: str, call_id: str = "c_prog") -> Any:
+    return S.reply_tool_calls([("run_python", {"code": textwrap.dedent(code)}, call_id)])
+
+
+def result_of(server: Any, request: int, call_id: str = "c_prog") -> str:
+    return tool_messages(server.requests[request].json["messages"])[call_id]
+
+
+@pytest.fixture
+def rows() -> ToolRegistry:
+    """``get_rows`` and ``archive`` (which needs approval); ``rows.runs`` lists calls."""
+    registry = ToolRegistry()
+    runs: list[tuple[str, Any]] = []
+    registry.runs = runs  # type: ignore[attr-defined]
+
+    @registry.tool
+    def get_rows(table: str) -> int:
+        """A table's row count."""
+        runs.append(("get_rows", table))
+        return 3
+
+    @registry.tool(needs_approval=True)
+    def archive(table: str) -> str:
+        """Archive a table."""
+        runs.append(("archive", table))
+        return "archived"
+
+    return registry
+
+
+# About 15 MB of a 16 MiB heap: the program runs, but dumping it needs more.
+BIG = "rows = [str(i) * 10 for i in range(90_000)]\nprint('built', len(rows))\n"
+SMALL_HEAP = {"max_memory": 16 * 1024 * 1024}
+
+
+async def test_a_program_too_large_to_pause_for_approval_fails_with_its_report(
+    serve, make_cycle, rows
+):
+    code = BIG + "n = await get_rows('t')\nawait archive('t')\nlen(rows)"
+    server = serve(program(code), S.reply_text("ok"))
+    response = await make_cycle(server).submit_with_tools(
+        "go", rows, select=CodeMode(limits=SMALL_HEAP)
+    )
+
+    text = result_of(server, 1)
+    first, *_ = text.splitlines()
+    assert first.startswith(
+        "Error: tool 'run_python' failed: the program's state is too large to save while it "
+        "waits for approval (MemoryError: "
+    ), text
+    assert first.endswith("keep less data in variables before a call that needs approval")
+    assert "The program printed:\nbuilt 90000\n" in text
+    assert "get_rows(table='t') -> ok" in text
+    assert not response.pending_approvals
+    assert rows.runs == [("get_rows", "t")]
