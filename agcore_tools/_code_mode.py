@@ -39,6 +39,7 @@ from ._records import ParsedCall, ToolCall, ToolInvocation
 from ._sandbox import (
     DEFAULT_LIMITS,
     MAX_PRINTED,
+    OWN_LIMITS,
     RUN_PYTHON,
     Functions,
     MontySandbox,
@@ -55,6 +56,7 @@ from .error import ProgramError, ToolExecutionError, ToolNotFoundError
 from .pending import CallPaused
 
 __all__ = [
+    "CALLS_LIMITED",
     "DEFAULT_LIMITS",
     "PROGRAM_STATE",
     "RUN_PYTHON",
@@ -75,6 +77,12 @@ UNAWAITED_CALLS_FAIL: ContextVar[bool] = ContextVar(
 """Whether a program that ends with calls it never awaited fails (telling the model to
 ``await`` them). In 0.2.0 its output silently held ``<coroutine ...>``; a Temporal
 workflow started by 0.2.0 keeps that behaviour on replay (``workflow.patched``)."""
+
+CALLS_LIMITED: ContextVar[bool] = ContextVar("agcore_tools_calls_limited", default=True)
+"""Whether a program's tool calls are counted against ``CodeMode`` limits'
+``max_calls``. Before, only Monty's ``max_suspensions`` bounded them, restarting at
+every restore: a Temporal workflow started before keeps that on replay
+(``workflow.patched``)."""
 
 PROGRAM_STATE = "program_state"
 """The key of a paused program's state on its open ``run_python`` call in the history."""
@@ -162,7 +170,10 @@ class RunPythonTool(BaseTool):
             self.functions[identifier] = (tool, order, sorted(required))
         self.description = _GUIDE + (stubs or "(no tools are available)")
         self.limits = dict(limits)
-        """The sandbox's resource limits."""
+        """The program's limits: the sandbox's resource limits, and ``max_calls``."""
+        calls = self.limits.get("max_calls")
+        self.max_calls: int | None = calls if isinstance(calls, int) else None
+        """The tool calls one program may make (None: no limit)."""
         self.call_timeout = call_timeout
         """Seconds each tool call of a program may take (None for no limit)."""
         self._sandbox = sandbox or MontySandbox
@@ -182,7 +193,8 @@ class RunPythonTool(BaseTool):
         if not isinstance(code, str):
             raise ToolExecutionError(self.name, "'code' must be a string holding a program")
         resume = self._resumes.pop(ctx.call_id, None) if ctx.call_id else None
-        async with self._sandbox(self.functions, self.limits) as sandbox:
+        monty = {key: value for key, value in self.limits.items() if key not in OWN_LIMITS}
+        async with self._sandbox(self.functions, monty) as sandbox:
             program = _Program(self, sandbox, ctx)
             try:
                 if resume is None:
@@ -268,6 +280,7 @@ class _Program:
         self._dropped = False
         self._ran: list[str] = []
         self._started: dict[int, tuple[str, dict[str, Any]]] = {}
+        self._calls = 0  # the tool calls the program made, across its pauses
 
     def report(self, traceback: str) -> str:
         """What the model reads of a failed program: its output, its traceback, and the
@@ -289,6 +302,7 @@ class _Program:
         self._done = {int(k): v for k, v in state.get("done", {}).items()}
         self._waiting = {int(w["id"]): w for w in state.get("waiting", ())}
         self._ran = [str(line) for line in state.get("ran", ())]  # absent in older states
+        self._calls = int(state.get("calls", len(self._ran) + len(self._waiting)))  # so is this
         pending = [int(n) for n in state.get("pending", ())]
         segment = await self._sandbox.restore(code, state["snapshot"], pending)
         for number, answer in resume.get("answers", {}).items():
@@ -307,6 +321,7 @@ class _Program:
             self._printed.append(segment.printed)
             self._dropped = self._dropped or segment.dropped
             for number, tool, args in segment.calls:
+                self._count()
                 await self._call(number, tool, args)
             if segment.pending is None:
                 if UNAWAITED_CALLS_FAIL.get():
@@ -317,6 +332,15 @@ class _Program:
                 return await self._pause(segment.pending)
             results = await self._results(segment.pending)
             segment = await self._sandbox.resume(results)
+
+    def _count(self) -> None:
+        """Count one more call; past ``max_calls``, the program fails (the call never
+        runs). Counted here, not by Monty, whose count restarts at every restore."""
+        self._calls += 1
+        limit = self._tool.max_calls
+        if limit is not None and self._calls > limit and CALLS_LIMITED.get():
+            reason = f"RuntimeError: the program made more than {limit} tool calls (CodeMode limits)"  # fmt: skip
+            raise ProgramError(reason, reason)
 
     async def _refuse_unawaited(self) -> None:
         """Fail an ended program that called tools without awaiting them. It read a
@@ -432,6 +456,7 @@ class _Program:
             "printed": "".join(self._printed),
             "dropped": self._dropped,
             "ran": list(self._ran),  # for the report, should the resumed program fail
+            "calls": self._calls,
         }
         requests = tuple(
             ApprovalRequest(

@@ -31,24 +31,46 @@ from .error import LlmConfigError, ProgramError, ToolExecutionError
 __all__ = [
     "DEFAULT_LIMITS",
     "MAX_PRINTED",
+    "OWN_LIMITS",
     "Functions",
     "MontySandbox",
     "ProgramSandbox",
     "Segment",
     "require_monty",
+    "suspensions_for",
     "with_printed",
 ]
 
 RUN_PYTHON = "run_python"
 
+OWN_LIMITS = frozenset({"max_calls"})
+"""The limits of ``CodeMode(limits=...)`` that are not Monty's: ``max_calls``, the tool
+calls one program may make, is counted by the loop across the program's stretches and
+pauses (Monty's own count restarts at every restore), and never reaches Monty."""
+
+
+def suspensions_for(calls: int | None) -> int:
+    """Monty's ``max_suspensions`` behind a limit of ``calls`` tool calls, so that it
+    never stops a program first: an awaited call suspends twice (the call, then its
+    result), and an import or an unknown name once more.
+
+    Example:
+        >>> suspensions_for(500)
+        1100
+    """
+    return 2**31 - 1 if calls is None else 2 * calls + 100
+
+
 DEFAULT_LIMITS: dict[str, Any] = {
     "max_memory": 64 * 1024 * 1024,
     "max_feed_duration_secs": 10.0,
-    "max_suspensions": 500,
+    "max_calls": 500,
+    "max_suspensions": suspensions_for(500),
     "max_recursion_depth": 200,
 }
-"""Monty ``ResourceLimits`` for a program unless ``CodeMode(limits=...)`` says otherwise:
-execution time counts only while the program runs, never while a tool does."""
+"""A program's limits unless ``CodeMode(limits=...)`` says otherwise: Monty
+``ResourceLimits``, and ``max_calls`` (see :data:`OWN_LIMITS`). Execution time counts
+only while the program runs, never while a tool does."""
 
 MAX_PRINTED = 1024 * 1024
 """Characters of a program's printed output kept; the rest is dropped, and the result
@@ -173,7 +195,7 @@ class MontySandbox:
     def __init__(self, functions: Functions, limits: Mapping[str, Any]) -> None:
         self.functions = dict(functions)
         """The tools the program may call, by function name."""
-        self.limits = dict(limits)
+        self.limits = {k: v for k, v in limits.items() if k not in OWN_LIMITS}
         """Monty ``ResourceLimits``."""
         self._stack = contextlib.AsyncExitStack()
         self._session: Any = None
@@ -324,9 +346,16 @@ def with_printed(printed: str, report: str) -> str:
     return PRINTED + printed.rstrip("\n") + "\n" + report
 
 
+_SUSPENSIONS = re.compile(r"^(RuntimeError: suspension limit \d+ exceeded)$", re.MULTILINE)
+
+
 def _failure(monty: Any, exc: BaseException) -> str:
     if isinstance(exc, (monty.MontyRuntimeError, monty.MontySyntaxError)):
-        return str(exc.display())
+        # Monty's word, which the model was never told: what it counts, and where.
+        return _SUSPENSIONS.sub(
+            r"\1 (CodeMode limits' max_suspensions: each call, awaited result and import counts)",
+            str(exc.display()),
+        )
     if isinstance(exc, monty.MontyCrashedError):
         return f"the sandbox stopped the program: {exc}"
     return f"the program failed: {exc}"

@@ -29,7 +29,7 @@ from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 from .._aio import positive_number
 from .._budget import ESTIMATE_ONLY
 from .._clock import CLOCK
-from .._code_mode import UNAWAITED_CALLS_FAIL
+from .._code_mode import CALLS_LIMITED, UNAWAITED_CALLS_FAIL
 from .._sandbox import WORKER_DEADLINE, Functions, Segment
 from .._selection import CodeMode
 from ..approval import ApprovalDecision, ApprovalRequest
@@ -101,6 +101,10 @@ _UNAWAITED_CALLS_FAIL = "agcore-unawaited-calls-fail"
 """A code-mode program that ends with tool calls it never awaited fails, telling the
 model to await them (0.2.0: it ended as it was, its output holding ``<coroutine ...>``,
 and the calls still running were cancelled)."""
+_CALLS_LIMITED = "agcore-program-calls-limited"
+"""A code-mode program's tool calls are counted against ``CodeMode`` limits'
+``max_calls`` across its steps (before: only Monty's ``max_suspensions``, which
+restarted at every step, so a program's calls were not bounded)."""
 
 
 @dataclass(frozen=True)
@@ -367,6 +371,7 @@ class ToolLoopWorkflow:
         # where the run made it; for all the run's submits, as the ids go on across them.
         IDS_PAST_HISTORY.set(workflow.patched(_IDS_PAST_HISTORY))
         UNAWAITED_CALLS_FAIL.set(workflow.patched(_UNAWAITED_CALLS_FAIL))
+        CALLS_LIMITED.set(workflow.patched(_CALLS_LIMITED))
         config = config_from_fields(args.config)
         registry = self._registry = await _stand_in_registry(args, config)
         # Activities enforce each tool's time limit (overridable per tool).

@@ -71,3 +71,71 @@ async def test_a_program_too_large_to_pause_for_approval_fails_with_its_report(
     assert "get_rows(table='t') -> ok" in text
     assert not response.pending_approvals
     assert rows.runs == [("get_rows", "t")]
+
+
+@pytest.fixture
+def pages() -> ToolRegistry:
+    """``get_page`` and ``publish`` (which needs approval); ``pages.runs`` lists calls."""
+    registry = ToolRegistry()
+    runs: list[tuple[str, Any]] = []
+    registry.runs = runs  # type: ignore[attr-defined]
+
+    @registry.tool
+    def get_page(n: int) -> list[int]:
+        """One page of ids."""
+        runs.append(("get_page", n))
+        return [n]
+
+    @registry.tool(needs_approval=True)
+    def publish(n: int) -> str:
+        """Publish a count."""
+        runs.append(("publish", n))
+        return "published"
+
+    return registry
+
+
+async def test_the_default_limit_lets_a_program_await_300_calls_one_by_one(
+    serve, make_cycle, pages
+):
+    # Monty counts a call and its awaited result: its max_suspensions of 500 stopped
+    # this program after 250 calls, though the limit was documented as 500 calls out.
+    code = "ids = []\nfor n in range(300):\n    ids += await get_page(n)\nlen(ids)"
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", pages, select=CodeMode())
+
+    assert result_of(server, 1) == "result: 300"
+    assert len(pages.runs) == 300
+
+
+async def test_a_program_over_max_calls_is_told_so_and_the_call_past_it_never_runs(
+    serve, make_cycle, pages
+):
+    code = "for n in range(10):\n    await get_page(n)"
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools(
+        "go", pages, select=CodeMode(limits={"max_calls": 4})
+    )
+
+    text = result_of(server, 1)
+    reason = "RuntimeError: the program made more than 4 tool calls (CodeMode limits)"
+    assert text.startswith(f"Error: tool 'run_python' failed: {reason}\n"), text
+    assert "get_page(n=3) -> ok" in text
+    assert pages.runs == [("get_page", n) for n in range(4)]
+
+
+async def test_max_calls_counts_the_calls_made_before_a_pause_for_approval(
+    serve, make_cycle, pages
+):
+    # Monty's own count restarts when a paused program is restored.
+    code = "a = await get_page(0)\nawait publish(1)\nfor n in range(2, 10):\n    await get_page(n)"
+    server = serve(program(code), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    limits = CodeMode(limits={"max_calls": 4})
+    paused = await cycle.submit_with_tools("go", pages, select=limits)
+    [request] = paused.pending_approvals
+    await cycle.submit_with_tools(None, pages, select=limits, approvals=[request.approve()])
+
+    text = result_of(server, 1)
+    assert "RuntimeError: the program made more than 4 tool calls (CodeMode limits)" in text
+    assert pages.runs == [("get_page", 0), ("publish", 1), ("get_page", 2), ("get_page", 3)]
