@@ -24,6 +24,7 @@ snapshot and delivers the answers: calls made before the pause are never run aga
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -52,7 +53,7 @@ from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext, definition_name
 from .calls import approval_requests
 from .content import CONTENT_TYPES
-from .error import ProgramError, ToolExecutionError, ToolNotFoundError
+from .error import ProgramError, ToolExecutionError, ToolNotFoundError, ToolTimeoutError
 from .pending import CallPaused
 
 __all__ = [
@@ -178,6 +179,7 @@ class RunPythonTool(BaseTool):
         """Seconds each tool call of a program may take (None for no limit)."""
         self._sandbox = sandbox or MontySandbox
         self._resumes: dict[str, dict[str, Any]] = {}
+        self._cut_short: dict[str, Callable[[str], str]] = {}  # call id -> its report
 
     def resume_next(self, call_id: str, resume: Mapping[str, Any]) -> None:
         """Make the next run of call ``call_id`` go on from its paused program:
@@ -205,8 +207,35 @@ class RunPythonTool(BaseTool):
             except ProgramError as exc:
                 await program.cancel()  # first: the report lists the calls it cuts off
                 raise ProgramError(exc.reason, program.report(exc.report)) from exc
+            except asyncio.CancelledError:
+                # The loop's tool_timeout, say: the loop takes the report (timed_out).
+                await program.cancel()
+                if ctx.call_id is not None:
+                    self._cut_short[ctx.call_id] = program.report
+                raise
             finally:
                 await program.cancel()
+
+    def timed_out(self, invocation: ToolInvocation) -> ToolInvocation:
+        """``invocation``, a call of this tool; when the loop's ``tool_timeout`` cut its
+        program short, with a :class:`~agcore_tools.ProgramError` in place of the
+        timeout, whose report shows the model what the program printed and the calls
+        that ran, as any failed program's does.
+
+        Example:
+            >>> tool = RunPythonTool(ToolTable(None), [], {}, 60.0)
+            >>> plain = ToolInvocation("run_python", {}, output="ok", call_id="c1")
+            >>> tool.timed_out(plain) is plain
+            True
+        """
+        report = self._cut_short.pop(invocation.call_id or "", None)
+        error = invocation.error
+        if report is None or not isinstance(error, ToolTimeoutError):
+            return invocation
+        reason = f"TimeoutError: the program ran over the loop's tool_timeout of {error.timeout:g} s"  # fmt: skip
+        failed = ProgramError(reason, report(reason))
+        failed.__cause__ = error
+        return dataclasses.replace(invocation, error=failed)
 
 
 def program_value(value: Any, tool: str) -> Any:

@@ -116,6 +116,10 @@ async def run_tools(
                         continue
                     index, invocation = item
                     position = batch[index][0]
+                    if invocation.tool_name == RUN_PYTHON:  # its program's report, if cut short
+                        code = registry.get(RUN_PYTHON)
+                        if isinstance(code, RunPythonTool):
+                            invocation = code.timed_out(invocation)
                     done[position] = invocation
                     if isinstance(invocation.output, ProgramPaused):
                         paused[position] = invocation.output

@@ -4,6 +4,7 @@ program's state is checked before it resumes."""
 
 from __future__ import annotations
 
+import asyncio
 import textwrap
 from typing import Any
 
@@ -139,3 +140,39 @@ async def test_max_calls_counts_the_calls_made_before_a_pause_for_approval(
     text = result_of(server, 1)
     assert "RuntimeError: the program made more than 4 tool calls (CodeMode limits)" in text
     assert pages.runs == [("get_page", 0), ("publish", 1), ("get_page", 2), ("get_page", 3)]
+
+
+async def test_a_program_the_loops_timeout_ends_reports_what_it_printed_and_the_calls_that_ran(
+    serve, make_cycle
+):
+    registry = ToolRegistry()
+    ran: list[int] = []
+    never = asyncio.Event()
+
+    @registry.tool
+    def refund(order_id: int) -> str:
+        """Refund an order."""
+        ran.append(order_id)
+        return "refunded"
+
+    @registry.tool
+    async def report(order_id: int) -> str:
+        """A report that never comes."""
+        await never.wait()
+        return "report"
+
+    code = 'print("refund:", await refund(7))\nawait report(7)'
+    server = serve(program(code), S.reply_text("ok"))
+    response = await make_cycle(server, tool_timeout=2.0).submit_with_tools(
+        "go", registry, select=CodeMode()
+    )
+
+    reason = "TimeoutError: the program ran over the loop's tool_timeout of 2 s"
+    text = result_of(server, 1)
+    assert text.startswith(f"Error: tool 'run_python' failed: {reason}\n"), text
+    assert "The program printed:\nrefund: refunded\n" in text
+    assert "refund(order_id=7) -> ok" in text
+    assert "report(order_id=7) -> cut off when the program failed; it may have run" in text
+    assert ran == [7]
+    [invocation] = response.invocations
+    assert invocation.may_have_run is True
