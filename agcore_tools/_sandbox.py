@@ -308,7 +308,21 @@ class MontySandbox:
         if value is None and re.search(r"^\s*result\s*=", self._code, re.MULTILINE):
             with contextlib.suppress(self._monty.MontyError):  # no `result` after all
                 value = await self._session.feed_run("result")
-        return to_jsonable_python(value, fallback=repr)
+        if isinstance(value, str) and len(value) > MAX_PRINTED:
+            # Cut as printed output is: the loop would convert and dump it whole, on the
+            # event loop, to keep the first max_result_bytes.
+            dropped = len(value) - MAX_PRINTED
+            value = f"{value[:MAX_PRINTED]}[... {dropped} more characters dropped]"
+        try:
+            try:
+                return to_jsonable_python(value, fallback=repr)
+            except ValueError:  # bytes that are no UTF-8 text (UnicodeDecodeError)
+                return to_jsonable_python(_binary_as_text(value), fallback=repr)
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            printed, _ = self._take()  # kept for the model, as a failed program's are
+            reason = f"the program's value cannot be returned: {type(exc).__name__}: {exc}"
+            reason = " ".join(reason.split())
+            raise ProgramError(reason, with_printed(printed, reason)) from exc
 
     def _print(self, stream: str, text: str) -> None:
         room = MAX_PRINTED - self._kept
@@ -321,6 +335,29 @@ class MontySandbox:
     def _take(self) -> tuple[str, bool]:
         printed, self._printed = "".join(self._printed), []
         return printed, self._dropped
+
+
+def _binary_as_text(value: Any) -> Any:
+    """``value`` with its bytes as text, as a tool's reach a program: decoded, or, when
+    they are no UTF-8, a text naming them.
+
+    Example:
+        >>> _binary_as_text({"ok": b"hi", "raw": (b"\\xff\\x00",)})
+        {'ok': 'hi', 'raw': ['[2 bytes of binary data: return bytes.hex() or base64 text instead]']}
+    """
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return f"[{len(value)} bytes of binary data: return bytes.hex() or base64 text instead]"  # fmt: skip
+    if isinstance(value, dict):
+        return {
+            _binary_as_text(key) if isinstance(key, bytes) else key: _binary_as_text(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_binary_as_text(item) for item in value]
+    return value
 
 
 PRINTED = "The program printed:\n"

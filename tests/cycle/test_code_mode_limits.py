@@ -176,3 +176,58 @@ async def test_a_program_the_loops_timeout_ends_reports_what_it_printed_and_the_
     assert ran == [7]
     [invocation] = response.invocations
     assert invocation.may_have_run is True
+
+
+@pytest.fixture
+def refunds() -> ToolRegistry:
+    """``refund``; ``refunds.runs`` lists the orders refunded."""
+    registry = ToolRegistry()
+    runs: list[int] = []
+    registry.runs = runs  # type: ignore[attr-defined]
+
+    @registry.tool
+    def refund(order_id: int) -> str:
+        """Refund an order."""
+        runs.append(order_id)
+        return "refunded"
+
+    return registry
+
+
+async def test_a_program_whose_value_is_binary_bytes_gets_a_text_naming_them(
+    serve, make_cycle, refunds
+):
+    code = "import hashlib\nprint('refund:', await refund(7))\nhashlib.sha256(b'receipt').digest()"
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", refunds, select=CodeMode())
+
+    assert result_of(server, 1) == (
+        "refund: refunded\n"
+        'result: "[32 bytes of binary data: return bytes.hex() or base64 text instead]"'
+    )
+
+
+async def test_a_program_whose_value_cannot_be_converted_fails_with_its_report(
+    serve, make_cycle, refunds
+):
+    code = "print('refund:', await refund(7))\n{frozenset([1]): 'a'}"
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", refunds, select=CodeMode())
+
+    text = result_of(server, 1)
+    assert text.startswith(
+        "Error: tool 'run_python' failed: the program's value cannot be returned: TypeError: "
+    ), text
+    assert "The program printed:\nrefund: refunded\n" in text
+    assert "refund(order_id=7) -> ok" in text
+    assert refunds.runs == [7]
+
+
+async def test_a_huge_string_value_is_cut_before_the_loop_converts_it(serve, make_cycle, refunds):
+    server = serve(program("'y' * 3_000_000"), S.reply_text("ok"))
+    await make_cycle(server, max_result_bytes=None).submit_with_tools(
+        "go", refunds, select=CodeMode()
+    )
+
+    text = result_of(server, 1)
+    assert text == 'result: "' + "y" * 1024 * 1024 + '[... 1951424 more characters dropped]"'

@@ -200,6 +200,21 @@ async def test_a_program_step_whose_state_cannot_be_dumped_fails_without_retries
     assert raised.value.message.endswith("; keep less data in the program's variables")
 
 
+async def test_a_program_value_json_cannot_hold_is_the_programs_error_not_a_retry() -> None:
+    pytest.importorskip("pydantic_monty")
+    step = ToolActivities(registry()).program_step
+    done = await ActivityEnvironment().run(
+        step, ProgramStepInput("print('hi')\n{frozenset([1]): 'a'}", {}, {})
+    )
+    assert done.error is not None and done.report is not None
+    assert done.error.startswith("the program's value cannot be returned: TypeError: ")
+    assert done.report.startswith("The program printed:\nhi\n")
+    binary = await ActivityEnvironment().run(
+        step, ProgramStepInput("import hashlib\nhashlib.sha256(b'x').digest()", {}, {})
+    )
+    assert binary.output == "[32 bytes of binary data: return bytes.hex() or base64 text instead]"
+
+
 async def test_model_errors_are_retryable_unless_a_retry_cannot_help() -> None:
     request = ModelRequest("chat", False, {"model": "m", "messages": []})
     script = [S.error(400, "bad request", type="invalid_request_error"), S.error(503, "busy")]
