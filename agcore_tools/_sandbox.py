@@ -38,6 +38,7 @@ __all__ = [
     "Segment",
     "require_monty",
     "suspensions_for",
+    "turn_deadline",
     "with_printed",
 ]
 
@@ -78,7 +79,27 @@ says so (the loop's ``max_result_bytes`` cuts the text further)."""
 
 WORKER_DEADLINE = 30.0
 """Seconds Monty's pool waits for its worker at start and for one turn of the sandbox
-before killing it: a backstop behind the program's own ``limits``."""
+before killing it: a backstop behind the program's own ``limits`` (see
+:func:`turn_deadline`)."""
+
+
+def turn_deadline(limits: Mapping[str, Any]) -> float:
+    """Seconds Monty's pool gives one turn of the sandbox before it kills the worker:
+    :data:`WORKER_DEADLINE`, or, when the program's own time limit is longer, a little
+    more than that, so that the limit stops the program first (the model then reads
+    a ``TimeoutError``).
+
+    Example:
+        >>> turn_deadline({"max_feed_duration_secs": 10.0}), turn_deadline({"max_feed_duration_secs": 120})
+        (30.0, 125.0)
+    """
+    own = [
+        float(value)
+        for key in ("max_feed_duration_secs", "max_turn_duration_secs")
+        if isinstance(value := limits.get(key), (int, float))
+    ]
+    return max(WORKER_DEADLINE, min(own) + 5.0) if own else WORKER_DEADLINE
+
 
 _NO_SYSTEM = (
     "the sandbox has no file system, network, environment or processes; "
@@ -213,7 +234,7 @@ class MontySandbox:
                     min_processes=1,
                     max_processes=1,
                     checkout_timeout=WORKER_DEADLINE,
-                    request_timeout=WORKER_DEADLINE,
+                    request_timeout=turn_deadline(self.limits),
                 )
             )
             checkout = pool.checkout(script_name="program.py", limits=self.limits)

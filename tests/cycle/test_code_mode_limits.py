@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from agcore_tools import CodeMode, ToolRegistry
+from agcore_tools import _sandbox as sandbox
 
 from .conftest import S, tool_messages
 
@@ -231,3 +232,37 @@ async def test_a_huge_string_value_is_cut_before_the_loop_converts_it(serve, mak
 
     text = result_of(server, 1)
     assert text == 'result: "' + "y" * 1024 * 1024 + '[... 1951424 more characters dropped]"'
+
+
+SPIN = "n = 0\nwhile True:\n    n += 1"
+
+
+async def test_a_time_limit_longer_than_the_workers_deadline_stops_the_program_itself(
+    serve, make_cycle, refunds, monkeypatch
+):
+    # The library's own backstop, shortened so the test takes seconds: the pool killed
+    # the worker at it (30 s), before a longer max_feed_duration_secs could stop the
+    # program with the TimeoutError the model is promised.
+    monkeypatch.setattr(sandbox, "WORKER_DEADLINE", 1.0)
+    server = serve(program(SPIN), S.reply_text("ok"))
+    await make_cycle(server, tool_timeout=None).submit_with_tools(
+        "go", refunds, select=CodeMode(limits={"max_feed_duration_secs": 2.0})
+    )
+
+    text = result_of(server, 1)
+    assert text.startswith("Error: tool 'run_python' failed: TimeoutError"), text
+
+
+async def test_the_workers_deadline_is_told_to_the_model_once(
+    serve, make_cycle, refunds, monkeypatch
+):
+    monkeypatch.setattr(sandbox, "WORKER_DEADLINE", 1.0)
+    server = serve(program(SPIN), S.reply_text("ok"))
+    await make_cycle(server, tool_timeout=None).submit_with_tools(
+        "go", refunds, select=CodeMode(limits={"max_feed_duration_secs": None})
+    )
+
+    assert result_of(server, 1) == (
+        "Error: tool 'run_python' failed: the sandbox stopped the program: monty worker "
+        "killed after exceeding request timeout of 1s"
+    )
