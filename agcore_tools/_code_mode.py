@@ -53,7 +53,13 @@ from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext, definition_name
 from .calls import approval_requests
 from .content import CONTENT_TYPES
-from .error import ProgramError, ToolExecutionError, ToolNotFoundError, ToolTimeoutError
+from .error import (
+    ApprovalError,
+    ProgramError,
+    ToolExecutionError,
+    ToolNotFoundError,
+    ToolTimeoutError,
+)
 from .pending import CallPaused
 
 __all__ = [
@@ -333,7 +339,15 @@ class _Program:
         self._ran = [str(line) for line in state.get("ran", ())]  # absent in older states
         self._calls = int(state.get("calls", len(self._ran) + len(self._waiting)))  # so is this
         pending = [int(n) for n in state.get("pending", ())]
-        segment = await self._sandbox.restore(code, state["snapshot"], pending)
+        try:
+            segment = await self._sandbox.restore(code, state["snapshot"], pending)
+        except ApprovalError as exc:  # the loop raises it to the app: the call never ran
+            named = f"the paused program of call '{self._outer}'"
+            error = ApprovalError(
+                exc.message.replace("the paused program", named, 1), tool_name=RUN_PYTHON
+            )
+            error.recoverable = False
+            raise error from exc
         for number, answer in resume.get("answers", {}).items():
             waiting = self._waiting.pop(int(number))
             if "declined" in answer:

@@ -15,6 +15,7 @@ snapshot the last one dumped. Nothing here imports the registry or the loop.
 from __future__ import annotations
 
 import base64
+import binascii
 import contextlib
 import importlib
 import importlib.util
@@ -26,7 +27,7 @@ from typing import Any, Protocol
 
 from pydantic_core import to_jsonable_python
 
-from .error import LlmConfigError, ProgramError, ToolExecutionError
+from .error import ApprovalError, LlmConfigError, ProgramError, ToolExecutionError
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -251,10 +252,26 @@ class MontySandbox:
         return await self._guard(self._session.feed_start(code, print_callback=self._print))
 
     async def restore(self, code: str, snapshot: str, pending: list[int]) -> Segment:
-        """Load a dumped program; it waits for the calls it waited for."""
+        """Load a dumped program; it waits for the calls it waited for. A snapshot that
+        cannot be loaded is no failure of the program's: :class:`~agcore_tools.ApprovalError`
+        (unrecoverable), for the app that resumes it."""
         self._code = code
-        state = base64.b64decode(snapshot)
-        return await self._guard(self._session.load_snapshot(state, print_callback=self._print))
+        monty = self._monty
+        try:
+            state = base64.b64decode(snapshot, validate=True)
+            loaded = await self._session.load_snapshot(state, print_callback=self._print)
+        except (binascii.Error, ValueError, monty.MontyError) as exc:
+            cause = " ".join(f"{type(exc).__name__}: {exc}".split())
+            error = ApprovalError(
+                f"the paused program cannot be loaded from its snapshot ({cause})",
+                tool_name=RUN_PYTHON,
+            )
+            error.recoverable = False
+            raise error from exc
+        try:
+            return await self._drive(loaded)
+        except monty.MontyError as exc:
+            raise self._failed(exc) from exc
 
     async def resume(self, results: Mapping[int, Mapping[str, Any]]) -> Segment:
         """Deliver ``results`` to the waiting program and run it to its next wait."""
@@ -280,14 +297,16 @@ class MontySandbox:
         return base64.b64encode(dumped).decode("ascii")
 
     async def _guard(self, step: Any) -> Segment:
-        monty = self._monty
         try:
             return await self._drive(await step)
-        except monty.MontyError as exc:
-            report = _failure(monty, exc)
-            printed, _ = self._take()  # what the failing stretch printed: the model reads it
-            reason = report.strip().splitlines()[-1]
-            raise ProgramError(reason, with_printed(printed, report)) from exc
+        except self._monty.MontyError as exc:
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: BaseException) -> ProgramError:
+        report = _failure(self._monty, exc)
+        printed, _ = self._take()  # what the failing stretch printed: the model reads it
+        reason = report.strip().splitlines()[-1]
+        return ProgramError(reason, with_printed(printed, report))
 
     async def _drive(self, snapshot: Any) -> Segment:
         monty = self._monty

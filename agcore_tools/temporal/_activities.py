@@ -29,6 +29,7 @@ from ..base import ToolContext
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
 from ..error import (
+    ApprovalError,
     LlmConfigError,
     ProgramError,
     ToolConfigError,
@@ -432,6 +433,8 @@ class ToolActivities:
             return self._fitting(ProgramStepOutput(error=exc.reason, report=exc.report))
         except ToolExecutionError as exc:
             return ProgramStepOutput(error=exc.reason)
+        except ApprovalError as exc:  # a snapshot this worker's Monty cannot load
+            raise ApplicationError(str(exc), type="ApprovalError", non_retryable=True) from exc
         except LlmConfigError as exc:  # no pydantic-monty on this worker
             raise ApplicationError(
                 str(exc), type="CodeModeUnavailable", non_retryable=True

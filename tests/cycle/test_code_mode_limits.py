@@ -5,15 +5,17 @@ program's state is checked before it resumes."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from agcore_tools import CodeMode, ToolRegistry
+from agcore_tools import ApprovalError, CodeMode, ToolRegistry
 from agcore_tools import _sandbox as sandbox
 
-from .conftest import S, tool_messages
+from .conftest import S, assert_history_valid, tool_messages
 
 pytest.importorskip("pydantic_monty")
 
@@ -266,3 +268,79 @@ async def test_the_workers_deadline_is_told_to_the_model_once(
         "Error: tool 'run_python' failed: the sandbox stopped the program: monty worker "
         "killed after exceeding request timeout of 1s"
     )
+
+
+def _drop(key: str) -> Callable[[dict[str, Any]], None]:
+    return lambda state: state.pop(key)
+
+
+def _put(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda state: state.__setitem__(key, value)
+
+
+def _halve_snapshot(state: dict[str, Any]) -> None:
+    state["snapshot"] = state["snapshot"][: len(state["snapshot"]) // 2 + 1]
+
+
+@pytest.mark.parametrize(
+    ("tamper", "expected"),
+    [
+        (_drop("snapshot"), "has a malformed state in the history: 'snapshot' is missing"),
+        (_halve_snapshot, "'snapshot' is not the program's snapshot (base64 text)"),
+        (_put("snapshot", 7), "'snapshot' is not the program's snapshot (base64 text)"),
+        (_put("pending", ["x"]), "'pending' is not a list of call numbers"),
+        (_put("done", {"x": {"value": 1}}), "'done' is not an object of results by call number"),
+        (_put("done", {"1": {}}), "'done' is not an object of results by call number"),
+        (_put("calls", "many"), "'calls' is not a number of calls"),
+    ],
+    ids=[
+        "no-snapshot",
+        "cut-snapshot",
+        "snapshot-not-text",
+        "pending",
+        "done-key",
+        "done-entry",
+        "calls",
+    ],
+)
+async def test_a_malformed_paused_state_is_refused_to_the_app_and_the_approved_call_never_runs(
+    serve, make_cycle, rows, tamper, expected
+):
+    server = serve(program("n = await get_rows('t')\nawait archive('t')"), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", rows, select=CodeMode())
+    [request] = paused.pending_approvals
+    [open_call] = cycle.messages[-1]["tool_calls"]
+    tamper(open_call["program_state"])
+
+    with pytest.raises(ApprovalError) as refused:
+        await cycle.submit_with_tools(None, rows, select=CodeMode(), approvals=[request.approve()])
+    assert str(refused.value).startswith("the paused program of call 'c_prog' "), refused.value
+    assert expected in str(refused.value)
+    assert rows.runs == [("get_rows", "t")]  # archive, though approved, never ran
+    assert len(server.requests) == 1  # the model was not asked again
+    assert cycle.messages[-1]["tool_calls"] == [open_call]  # left as it was, still open
+
+
+async def test_a_snapshot_monty_cannot_load_is_refused_to_the_app_not_told_to_the_model(
+    serve, make_cycle, rows
+):
+    server = serve(program("n = await get_rows('t')\nawait archive('t')"), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", rows, select=CodeMode())
+    [request] = paused.pending_approvals
+    [open_call] = cycle.messages[-1]["tool_calls"]
+    open_call["program_state"]["snapshot"] = base64.b64encode(b"not a dump").decode()
+
+    with pytest.raises(ApprovalError) as refused:
+        await cycle.submit_with_tools(None, rows, select=CodeMode(), approvals=[request.approve()])
+    message = str(refused.value)
+    assert message.startswith(
+        "the paused program of call 'c_prog' cannot be loaded from its snapshot "
+        "(MontyRuntimeError: "
+    ), message
+    assert rows.runs == [("get_rows", "t")]  # archive, though approved, never ran
+    assert len(server.requests) == 1  # the model was not asked again
+    # The call is answered, so the history stays valid; its state is gone.
+    assert_history_valid(cycle.messages)
+    assert tool_messages(cycle.messages)["c_prog"] == f"Error: {message}"

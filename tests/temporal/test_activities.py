@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 
 import pytest
@@ -213,6 +214,18 @@ async def test_a_program_value_json_cannot_hold_is_the_programs_error_not_a_retr
         step, ProgramStepInput("import hashlib\nhashlib.sha256(b'x').digest()", {}, {})
     )
     assert binary.output == "[32 bytes of binary data: return bytes.hex() or base64 text instead]"
+
+
+async def test_a_snapshot_that_cannot_be_loaded_fails_the_step_without_retries() -> None:
+    pytest.importorskip("pydantic_monty")
+    garbage = base64.b64encode(b"not a dump").decode()
+    step = ProgramStepInput("await add(1, 2)", {}, {}, garbage, [0], {"0": {"return_value": 3}})
+    with pytest.raises(ApplicationError) as raised:
+        await ActivityEnvironment().run(ToolActivities(registry()).program_step, step)
+    assert (raised.value.non_retryable, raised.value.type) == (True, "ApprovalError")
+    assert raised.value.message.startswith(
+        "the paused program cannot be loaded from its snapshot (MontyRuntimeError: "
+    )
 
 
 async def test_model_errors_are_retryable_unless_a_retry_cannot_help() -> None:
