@@ -121,7 +121,10 @@ _GUIDE = (
     "functions below call tools. They are async: `await` each call, and use "
     "`await asyncio.gather(f(...), g(...))` to run independent calls at once. Do several "
     "steps in one program, keep intermediate results in variables, and print or return "
-    "only what you need. A tool's error is raised as an exception you can catch.\n\n"
+    "only what you need. A tool's error is raised as an exception you can catch. Call "
+    "each function where you use it: it cannot be stored in a variable or a dict, or "
+    "passed to map(); asyncio has gather() but no create_task(), wait_for() or "
+    "as_completed(), and there is no `async with`.\n\n"
 )
 
 

@@ -226,6 +226,7 @@ class MontySandbox:
         self._printed: list[str] = []
         self._kept = 0
         self._dropped = False
+        self._as_values: set[str] = set()  # tool functions the program read as values
 
     async def __aenter__(self) -> MontySandbox:
         monty = self._monty = require_monty()
@@ -304,6 +305,10 @@ class MontySandbox:
 
     def _failed(self, exc: BaseException) -> ProgramError:
         report = _failure(self._monty, exc)
+        for name in self._as_values:
+            # Monty's NameError says the listed function is not defined: the model would
+            # hunt for a misspelling.
+            report = report.replace(f"NameError: name '{name}' is not defined", _as_value(name))
         printed, _ = self._take()  # what the failing stretch printed: the model reads it
         reason = report.strip().splitlines()[-1]
         return ProgramError(reason, with_printed(printed, report))
@@ -320,6 +325,8 @@ class MontySandbox:
             if isinstance(snapshot, monty.AsyncFunctionSnapshot):
                 snapshot = await snapshot.resume(self._answer(snapshot, calls))
             else:  # a name the program never defined, read but not called
+                if snapshot.variable_name in self.functions:  # a tool's, as a value
+                    self._as_values.add(snapshot.variable_name)
                 snapshot = await snapshot.resume()
 
     def _answer(self, snapshot: Any, calls: list[tuple[int, str, dict[str, Any]]]) -> Any:
@@ -421,6 +428,20 @@ def with_printed(printed: str, report: str) -> str:
     if not printed.strip("\n"):
         return report
     return PRINTED + printed.rstrip("\n") + "\n" + report
+
+
+def _as_value(name: str) -> str:
+    """What a program that used tool function ``name`` as a value is told.
+
+    Example:
+        >>> _as_value("get_user").split(":")[:2]
+        ['NameError', ' get_user is a tool function']
+    """
+    return (
+        f"NameError: {name} is a tool function: call it where you use it, `await {name}(...)` "
+        f"(or `asyncio.gather(*[{name}(x) for x in xs])`); it cannot be stored in a variable "
+        "or a dict, or passed as a value"
+    )
 
 
 _SUSPENSIONS = re.compile(r"^(RuntimeError: suspension limit \d+ exceeded)$", re.MULTILINE)

@@ -344,3 +344,28 @@ async def test_a_snapshot_monty_cannot_load_is_refused_to_the_app_not_told_to_th
     # The call is answered, so the history stays valid; its state is gone.
     assert_history_valid(cycle.messages)
     assert tool_messages(cycle.messages)["c_prog"] == f"Error: {message}"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "f = get_rows\nawait f('t')",
+        "await {'rows': get_rows}['rows']('t')",
+        "import asyncio\nawait asyncio.gather(*map(get_rows, ['a', 'b']))",
+    ],
+    ids=["alias", "dispatch-table", "map"],
+)
+async def test_a_tool_function_used_as_a_value_is_told_to_call_it_directly(
+    serve, make_cycle, rows, code
+):
+    server = serve(program(code), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", rows, select=CodeMode())
+
+    text = result_of(server, 1)
+    assert text.startswith(
+        "Error: tool 'run_python' failed: NameError: get_rows is a tool function: call it "
+        "where you use it, `await get_rows(...)`"
+    ), text
+    assert "not defined" not in text
+    description = server.requests[0].json["tools"][0]["function"]["description"]
+    assert "it cannot be stored in a variable or a dict, or passed to map()" in description
