@@ -24,6 +24,7 @@ snapshot and delivers the answers: calls made before the pause are never run aga
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +40,7 @@ from ._records import ParsedCall, ToolCall, ToolInvocation
 from ._sandbox import (
     DEFAULT_LIMITS,
     MAX_PRINTED,
+    OWN_LIMITS,
     RUN_PYTHON,
     Functions,
     MontySandbox,
@@ -51,10 +53,17 @@ from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext, definition_name
 from .calls import approval_requests
 from .content import CONTENT_TYPES
-from .error import ProgramError, ToolExecutionError, ToolNotFoundError
+from .error import (
+    ApprovalError,
+    ProgramError,
+    ToolExecutionError,
+    ToolNotFoundError,
+    ToolTimeoutError,
+)
 from .pending import CallPaused
 
 __all__ = [
+    "CALLS_LIMITED",
     "DEFAULT_LIMITS",
     "PROGRAM_STATE",
     "RUN_PYTHON",
@@ -75,6 +84,12 @@ UNAWAITED_CALLS_FAIL: ContextVar[bool] = ContextVar(
 """Whether a program that ends with calls it never awaited fails (telling the model to
 ``await`` them). In 0.2.0 its output silently held ``<coroutine ...>``; a Temporal
 workflow started by 0.2.0 keeps that behaviour on replay (``workflow.patched``)."""
+
+CALLS_LIMITED: ContextVar[bool] = ContextVar("agcore_tools_calls_limited", default=True)
+"""Whether a program's tool calls are counted against ``CodeMode`` limits'
+``max_calls``. Before, only Monty's ``max_suspensions`` bounded them, restarting at
+every restore: a Temporal workflow started before keeps that on replay
+(``workflow.patched``)."""
 
 PROGRAM_STATE = "program_state"
 """The key of a paused program's state on its open ``run_python`` call in the history."""
@@ -106,7 +121,10 @@ _GUIDE = (
     "functions below call tools. They are async: `await` each call, and use "
     "`await asyncio.gather(f(...), g(...))` to run independent calls at once. Do several "
     "steps in one program, keep intermediate results in variables, and print or return "
-    "only what you need. A tool's error is raised as an exception you can catch.\n\n"
+    "only what you need. A tool's error is raised as an exception you can catch. Call "
+    "each function where you use it: it cannot be stored in a variable or a dict, or "
+    "passed to map(); asyncio has gather() but no create_task(), wait_for() or "
+    "as_completed(), and there is no `async with`.\n\n"
 )
 
 
@@ -162,11 +180,15 @@ class RunPythonTool(BaseTool):
             self.functions[identifier] = (tool, order, sorted(required))
         self.description = _GUIDE + (stubs or "(no tools are available)")
         self.limits = dict(limits)
-        """The sandbox's resource limits."""
+        """The program's limits: the sandbox's resource limits, and ``max_calls``."""
+        calls = self.limits.get("max_calls")
+        self.max_calls: int | None = calls if isinstance(calls, int) else None
+        """The tool calls one program may make (None: no limit)."""
         self.call_timeout = call_timeout
         """Seconds each tool call of a program may take (None for no limit)."""
         self._sandbox = sandbox or MontySandbox
         self._resumes: dict[str, dict[str, Any]] = {}
+        self._cut_short: dict[str, Callable[[str], str]] = {}  # call id -> its report
 
     def resume_next(self, call_id: str, resume: Mapping[str, Any]) -> None:
         """Make the next run of call ``call_id`` go on from its paused program:
@@ -182,7 +204,8 @@ class RunPythonTool(BaseTool):
         if not isinstance(code, str):
             raise ToolExecutionError(self.name, "'code' must be a string holding a program")
         resume = self._resumes.pop(ctx.call_id, None) if ctx.call_id else None
-        async with self._sandbox(self.functions, self.limits) as sandbox:
+        monty = {key: value for key, value in self.limits.items() if key not in OWN_LIMITS}
+        async with self._sandbox(self.functions, monty) as sandbox:
             program = _Program(self, sandbox, ctx)
             try:
                 if resume is None:
@@ -193,8 +216,35 @@ class RunPythonTool(BaseTool):
             except ProgramError as exc:
                 await program.cancel()  # first: the report lists the calls it cuts off
                 raise ProgramError(exc.reason, program.report(exc.report)) from exc
+            except asyncio.CancelledError:
+                # The loop's tool_timeout, say: the loop takes the report (timed_out).
+                await program.cancel()
+                if ctx.call_id is not None:
+                    self._cut_short[ctx.call_id] = program.report
+                raise
             finally:
                 await program.cancel()
+
+    def timed_out(self, invocation: ToolInvocation) -> ToolInvocation:
+        """``invocation``, a call of this tool; when the loop's ``tool_timeout`` cut its
+        program short, with a :class:`~agcore_tools.ProgramError` in place of the
+        timeout, whose report shows the model what the program printed and the calls
+        that ran, as any failed program's does.
+
+        Example:
+            >>> tool = RunPythonTool(ToolTable(None), [], {}, 60.0)
+            >>> plain = ToolInvocation("run_python", {}, output="ok", call_id="c1")
+            >>> tool.timed_out(plain) is plain
+            True
+        """
+        report = self._cut_short.pop(invocation.call_id or "", None)
+        error = invocation.error
+        if report is None or not isinstance(error, ToolTimeoutError):
+            return invocation
+        reason = f"TimeoutError: the program ran over the loop's tool_timeout of {error.timeout:g} s"  # fmt: skip
+        failed = ProgramError(reason, report(reason))
+        failed.__cause__ = error
+        return dataclasses.replace(invocation, error=failed)
 
 
 def program_value(value: Any, tool: str) -> Any:
@@ -268,6 +318,7 @@ class _Program:
         self._dropped = False
         self._ran: list[str] = []
         self._started: dict[int, tuple[str, dict[str, Any]]] = {}
+        self._calls = 0  # the tool calls the program made, across its pauses
 
     def report(self, traceback: str) -> str:
         """What the model reads of a failed program: its output, its traceback, and the
@@ -289,8 +340,17 @@ class _Program:
         self._done = {int(k): v for k, v in state.get("done", {}).items()}
         self._waiting = {int(w["id"]): w for w in state.get("waiting", ())}
         self._ran = [str(line) for line in state.get("ran", ())]  # absent in older states
+        self._calls = int(state.get("calls", len(self._ran) + len(self._waiting)))  # so is this
         pending = [int(n) for n in state.get("pending", ())]
-        segment = await self._sandbox.restore(code, state["snapshot"], pending)
+        try:
+            segment = await self._sandbox.restore(code, state["snapshot"], pending)
+        except ApprovalError as exc:  # the loop raises it to the app: the call never ran
+            named = f"the paused program of call '{self._outer}'"
+            error = ApprovalError(
+                exc.message.replace("the paused program", named, 1), tool_name=RUN_PYTHON
+            )
+            error.recoverable = False
+            raise error from exc
         for number, answer in resume.get("answers", {}).items():
             waiting = self._waiting.pop(int(number))
             if "declined" in answer:
@@ -307,6 +367,7 @@ class _Program:
             self._printed.append(segment.printed)
             self._dropped = self._dropped or segment.dropped
             for number, tool, args in segment.calls:
+                self._count()
                 await self._call(number, tool, args)
             if segment.pending is None:
                 if UNAWAITED_CALLS_FAIL.get():
@@ -317,6 +378,15 @@ class _Program:
                 return await self._pause(segment.pending)
             results = await self._results(segment.pending)
             segment = await self._sandbox.resume(results)
+
+    def _count(self) -> None:
+        """Count one more call; past ``max_calls``, the program fails (the call never
+        runs). Counted here, not by Monty, whose count restarts at every restore."""
+        self._calls += 1
+        limit = self._tool.max_calls
+        if limit is not None and self._calls > limit and CALLS_LIMITED.get():
+            reason = f"RuntimeError: the program made more than {limit} tool calls (CodeMode limits)"  # fmt: skip
+            raise ProgramError(reason, reason)
 
     async def _refuse_unawaited(self) -> None:
         """Fail an ended program that called tools without awaiting them. It read a
@@ -432,6 +502,7 @@ class _Program:
             "printed": "".join(self._printed),
             "dropped": self._dropped,
             "ran": list(self._ran),  # for the report, should the resumed program fail
+            "calls": self._calls,
         }
         requests = tuple(
             ApprovalRequest(

@@ -15,6 +15,7 @@ snapshot the last one dumped. Nothing here imports the registry or the loop.
 from __future__ import annotations
 
 import base64
+import binascii
 import contextlib
 import importlib
 import importlib.util
@@ -26,29 +27,52 @@ from typing import Any, Protocol
 
 from pydantic_core import to_jsonable_python
 
-from .error import LlmConfigError, ProgramError, ToolExecutionError
+from .error import ApprovalError, LlmConfigError, ProgramError, ToolExecutionError
 
 __all__ = [
     "DEFAULT_LIMITS",
     "MAX_PRINTED",
+    "OWN_LIMITS",
     "Functions",
     "MontySandbox",
     "ProgramSandbox",
     "Segment",
     "require_monty",
+    "suspensions_for",
+    "turn_deadline",
     "with_printed",
 ]
 
 RUN_PYTHON = "run_python"
 
+OWN_LIMITS = frozenset({"max_calls"})
+"""The limits of ``CodeMode(limits=...)`` that are not Monty's: ``max_calls``, the tool
+calls one program may make, is counted by the loop across the program's stretches and
+pauses (Monty's own count restarts at every restore), and never reaches Monty."""
+
+
+def suspensions_for(calls: int | None) -> int:
+    """Monty's ``max_suspensions`` behind a limit of ``calls`` tool calls, so that it
+    never stops a program first: an awaited call suspends twice (the call, then its
+    result), and an import or an unknown name once more.
+
+    Example:
+        >>> suspensions_for(500)
+        1100
+    """
+    return 2**31 - 1 if calls is None else 2 * calls + 100
+
+
 DEFAULT_LIMITS: dict[str, Any] = {
     "max_memory": 64 * 1024 * 1024,
     "max_feed_duration_secs": 10.0,
-    "max_suspensions": 500,
+    "max_calls": 500,
+    "max_suspensions": suspensions_for(500),
     "max_recursion_depth": 200,
 }
-"""Monty ``ResourceLimits`` for a program unless ``CodeMode(limits=...)`` says otherwise:
-execution time counts only while the program runs, never while a tool does."""
+"""A program's limits unless ``CodeMode(limits=...)`` says otherwise: Monty
+``ResourceLimits``, and ``max_calls`` (see :data:`OWN_LIMITS`). Execution time counts
+only while the program runs, never while a tool does."""
 
 MAX_PRINTED = 1024 * 1024
 """Characters of a program's printed output kept; the rest is dropped, and the result
@@ -56,7 +80,27 @@ says so (the loop's ``max_result_bytes`` cuts the text further)."""
 
 WORKER_DEADLINE = 30.0
 """Seconds Monty's pool waits for its worker at start and for one turn of the sandbox
-before killing it: a backstop behind the program's own ``limits``."""
+before killing it: a backstop behind the program's own ``limits`` (see
+:func:`turn_deadline`)."""
+
+
+def turn_deadline(limits: Mapping[str, Any]) -> float:
+    """Seconds Monty's pool gives one turn of the sandbox before it kills the worker:
+    :data:`WORKER_DEADLINE`, or, when the program's own time limit is longer, a little
+    more than that, so that the limit stops the program first (the model then reads
+    a ``TimeoutError``).
+
+    Example:
+        >>> turn_deadline({"max_feed_duration_secs": 10.0}), turn_deadline({"max_feed_duration_secs": 120})
+        (30.0, 125.0)
+    """
+    own = [
+        float(value)
+        for key in ("max_feed_duration_secs", "max_turn_duration_secs")
+        if isinstance(value := limits.get(key), (int, float))
+    ]
+    return max(WORKER_DEADLINE, min(own) + 5.0) if own else WORKER_DEADLINE
+
 
 _NO_SYSTEM = (
     "the sandbox has no file system, network, environment or processes; "
@@ -173,7 +217,7 @@ class MontySandbox:
     def __init__(self, functions: Functions, limits: Mapping[str, Any]) -> None:
         self.functions = dict(functions)
         """The tools the program may call, by function name."""
-        self.limits = dict(limits)
+        self.limits = {k: v for k, v in limits.items() if k not in OWN_LIMITS}
         """Monty ``ResourceLimits``."""
         self._stack = contextlib.AsyncExitStack()
         self._session: Any = None
@@ -182,6 +226,7 @@ class MontySandbox:
         self._printed: list[str] = []
         self._kept = 0
         self._dropped = False
+        self._as_values: set[str] = set()  # tool functions the program read as values
 
     async def __aenter__(self) -> MontySandbox:
         monty = self._monty = require_monty()
@@ -191,7 +236,7 @@ class MontySandbox:
                     min_processes=1,
                     max_processes=1,
                     checkout_timeout=WORKER_DEADLINE,
-                    request_timeout=WORKER_DEADLINE,
+                    request_timeout=turn_deadline(self.limits),
                 )
             )
             checkout = pool.checkout(script_name="program.py", limits=self.limits)
@@ -208,10 +253,26 @@ class MontySandbox:
         return await self._guard(self._session.feed_start(code, print_callback=self._print))
 
     async def restore(self, code: str, snapshot: str, pending: list[int]) -> Segment:
-        """Load a dumped program; it waits for the calls it waited for."""
+        """Load a dumped program; it waits for the calls it waited for. A snapshot that
+        cannot be loaded is no failure of the program's: :class:`~agcore_tools.ApprovalError`
+        (unrecoverable), for the app that resumes it."""
         self._code = code
-        state = base64.b64decode(snapshot)
-        return await self._guard(self._session.load_snapshot(state, print_callback=self._print))
+        monty = self._monty
+        try:
+            state = base64.b64decode(snapshot, validate=True)
+            loaded = await self._session.load_snapshot(state, print_callback=self._print)
+        except (binascii.Error, ValueError, monty.MontyError) as exc:
+            cause = " ".join(f"{type(exc).__name__}: {exc}".split())
+            error = ApprovalError(
+                f"the paused program cannot be loaded from its snapshot ({cause})",
+                tool_name=RUN_PYTHON,
+            )
+            error.recoverable = False
+            raise error from exc
+        try:
+            return await self._drive(loaded)
+        except monty.MontyError as exc:
+            raise self._failed(exc) from exc
 
     async def resume(self, results: Mapping[int, Mapping[str, Any]]) -> Segment:
         """Deliver ``results`` to the waiting program and run it to its next wait."""
@@ -221,20 +282,36 @@ class MontySandbox:
         return await self._guard(waiting.resume(dict(results)))
 
     async def snapshot(self) -> str:
-        """The waiting program, dumped (base64)."""
+        """The waiting program, dumped (base64); :class:`~agcore_tools.ProgramError`
+        when it cannot be (a program holding much of its heap: the dump needs more)."""
         if self._waiting is None:
             raise ToolExecutionError(RUN_PYTHON, "the program is not waiting for any call")
-        return base64.b64encode(self._waiting.dump()).decode("ascii")
+        try:
+            dumped = self._waiting.dump()
+        except self._monty.MontyError as exc:
+            cause = " ".join(str(exc).split()) or type(exc).__name__
+            reason = (
+                f"the program's state is too large to save while it waits for approval ({cause}); "
+                "keep less data in variables before a call that needs approval"
+            )
+            raise ProgramError(reason, reason) from exc
+        return base64.b64encode(dumped).decode("ascii")
 
     async def _guard(self, step: Any) -> Segment:
-        monty = self._monty
         try:
             return await self._drive(await step)
-        except monty.MontyError as exc:
-            report = _failure(monty, exc)
-            printed, _ = self._take()  # what the failing stretch printed: the model reads it
-            reason = report.strip().splitlines()[-1]
-            raise ProgramError(reason, with_printed(printed, report)) from exc
+        except self._monty.MontyError as exc:
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: BaseException) -> ProgramError:
+        report = _failure(self._monty, exc)
+        for name in self._as_values:
+            # Monty's NameError says the listed function is not defined: the model would
+            # hunt for a misspelling.
+            report = report.replace(f"NameError: name '{name}' is not defined", _as_value(name))
+        printed, _ = self._take()  # what the failing stretch printed: the model reads it
+        reason = report.strip().splitlines()[-1]
+        return ProgramError(reason, with_printed(printed, report))
 
     async def _drive(self, snapshot: Any) -> Segment:
         monty = self._monty
@@ -248,6 +325,8 @@ class MontySandbox:
             if isinstance(snapshot, monty.AsyncFunctionSnapshot):
                 snapshot = await snapshot.resume(self._answer(snapshot, calls))
             else:  # a name the program never defined, read but not called
+                if snapshot.variable_name in self.functions:  # a tool's, as a value
+                    self._as_values.add(snapshot.variable_name)
                 snapshot = await snapshot.resume()
 
     def _answer(self, snapshot: Any, calls: list[tuple[int, str, dict[str, Any]]]) -> Any:
@@ -276,7 +355,21 @@ class MontySandbox:
         if value is None and re.search(r"^\s*result\s*=", self._code, re.MULTILINE):
             with contextlib.suppress(self._monty.MontyError):  # no `result` after all
                 value = await self._session.feed_run("result")
-        return to_jsonable_python(value, fallback=repr)
+        if isinstance(value, str) and len(value) > MAX_PRINTED:
+            # Cut as printed output is: the loop would convert and dump it whole, on the
+            # event loop, to keep the first max_result_bytes.
+            dropped = len(value) - MAX_PRINTED
+            value = f"{value[:MAX_PRINTED]}[... {dropped} more characters dropped]"
+        try:
+            try:
+                return to_jsonable_python(value, fallback=repr)
+            except ValueError:  # bytes that are no UTF-8 text (UnicodeDecodeError)
+                return to_jsonable_python(_binary_as_text(value), fallback=repr)
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+            printed, _ = self._take()  # kept for the model, as a failed program's are
+            reason = f"the program's value cannot be returned: {type(exc).__name__}: {exc}"
+            reason = " ".join(reason.split())
+            raise ProgramError(reason, with_printed(printed, reason)) from exc
 
     def _print(self, stream: str, text: str) -> None:
         room = MAX_PRINTED - self._kept
@@ -289,6 +382,29 @@ class MontySandbox:
     def _take(self) -> tuple[str, bool]:
         printed, self._printed = "".join(self._printed), []
         return printed, self._dropped
+
+
+def _binary_as_text(value: Any) -> Any:
+    """``value`` with its bytes as text, as a tool's reach a program: decoded, or, when
+    they are no UTF-8, a text naming them.
+
+    Example:
+        >>> _binary_as_text({"ok": b"hi", "raw": (b"\\xff\\x00",)})
+        {'ok': 'hi', 'raw': ['[2 bytes of binary data: return bytes.hex() or base64 text instead]']}
+    """
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return f"[{len(value)} bytes of binary data: return bytes.hex() or base64 text instead]"  # fmt: skip
+    if isinstance(value, dict):
+        return {
+            _binary_as_text(key) if isinstance(key, bytes) else key: _binary_as_text(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_binary_as_text(item) for item in value]
+    return value
 
 
 PRINTED = "The program printed:\n"
@@ -314,9 +430,30 @@ def with_printed(printed: str, report: str) -> str:
     return PRINTED + printed.rstrip("\n") + "\n" + report
 
 
+def _as_value(name: str) -> str:
+    """What a program that used tool function ``name`` as a value is told.
+
+    Example:
+        >>> _as_value("get_user").split(":")[:2]
+        ['NameError', ' get_user is a tool function']
+    """
+    return (
+        f"NameError: {name} is a tool function: call it where you use it, `await {name}(...)` "
+        f"(or `asyncio.gather(*[{name}(x) for x in xs])`); it cannot be stored in a variable "
+        "or a dict, or passed as a value"
+    )
+
+
+_SUSPENSIONS = re.compile(r"^(RuntimeError: suspension limit \d+ exceeded)$", re.MULTILINE)
+
+
 def _failure(monty: Any, exc: BaseException) -> str:
     if isinstance(exc, (monty.MontyRuntimeError, monty.MontySyntaxError)):
-        return str(exc.display())
+        # Monty's word, which the model was never told: what it counts, and where.
+        return _SUSPENSIONS.sub(
+            r"\1 (CodeMode limits' max_suspensions: each call, awaited result and import counts)",
+            str(exc.display()),
+        )
     if isinstance(exc, monty.MontyCrashedError):
         return f"the sandbox stopped the program: {exc}"
     return f"the program failed: {exc}"

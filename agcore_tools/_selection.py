@@ -25,6 +25,7 @@ from ._aio import positive_number
 from ._budget import ESTIMATE_ONLY, definition_costs
 from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, SandboxFactory, require_monty
 from ._ranking import Embedder
+from ._sandbox import OWN_LIMITS, suspensions_for
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
 from .base import BaseTool
 from .error import LlmConfigError, LlmUsageError
@@ -212,9 +213,11 @@ class CodeMode:
     """
 
     limits: Mapping[str, Any] | None = None
-    """Monty ``ResourceLimits`` (``max_memory`` bytes, ``max_feed_duration_secs``,
-    ``max_suspensions``, ``max_recursion_depth``); None for :data:`DEFAULT_LIMITS`,
-    whose keys a mapping given here overrides one by one."""
+    """``max_calls``, the tool calls one program may make (500; counted across its
+    pauses, and on Temporal across its steps), and Monty ``ResourceLimits``
+    (``max_memory`` bytes, ``max_feed_duration_secs``, ``max_recursion_depth``, and
+    ``max_suspensions``, a backstop set from ``max_calls`` unless given); None for
+    :data:`DEFAULT_LIMITS`, whose keys a mapping given here overrides one by one."""
     call_timeout: float | None = 60.0
     """Seconds each tool call of a program may take; None for no limit. The whole
     program is also bounded by the loop's ``tool_timeout``."""
@@ -227,7 +230,6 @@ class CodeMode:
         if self.limits is not None and not isinstance(self.limits, Mapping):
             raise LlmConfigError(f"CodeMode.limits takes a mapping, got {self.limits!r}")
         merged = {**DEFAULT_LIMITS, **(self.limits or {})}
-        object.__setattr__(self, "limits", merged)
         timeout = self.call_timeout
         if not _positive_or_none(timeout):
             raise LlmConfigError(
@@ -238,17 +240,25 @@ class CodeMode:
                 raise LlmConfigError(
                     f"CodeMode.limits[{key!r}] takes a positive number or None, got {value!r}"
                 )
+        calls = merged["max_calls"]
+        if calls is not None and (isinstance(calls, bool) or not isinstance(calls, int)):
+            raise LlmConfigError(
+                f"CodeMode.limits['max_calls'] takes a whole number or None, got {calls!r}"
+            )
+        if "max_suspensions" not in (self.limits or {}):
+            merged["max_suspensions"] = suspensions_for(calls)
+        object.__setattr__(self, "limits", merged)
         if self.sandbox is None:
             # A key Monty does not know failed every program, as a tool error the model
             # could not fix: refuse it here.
             known: Mapping[str, Any] = (
                 getattr(require_monty().ResourceLimits, "__annotations__", None) or {}
             )
-            unknown = sorted(set(merged) - set(known)) if known else []
+            unknown = sorted(set(merged) - set(known) - OWN_LIMITS) if known else []
             if unknown:
                 raise LlmConfigError(
                     f"CodeMode.limits has keys Monty does not know: {', '.join(unknown)} "
-                    f"(it knows {', '.join(sorted(known))})"
+                    f"(it knows {', '.join(sorted(known))}; and CodeMode's own max_calls)"
                 )
 
 

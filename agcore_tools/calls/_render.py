@@ -24,9 +24,15 @@ def error_text(error: ToolError) -> str:
         >>> from agcore_tools import ToolNotFoundError
         >>> error_text(ToolNotFoundError("nope"))
         "Error: tool 'nope' is not registered"
+        >>> print(error_text(ProgramError("MemoryError: too big", "MemoryError: too big")))
+        Error: tool 'run_python' failed: MemoryError: too big
     """
     if isinstance(error, ProgramError):  # a traceback reads better on its own lines
-        return f"Error: {error}\n{error.report}"
+        # A report that opens with the reason (the sandbox's one-line report) says it once.
+        report = error.report
+        if report == error.reason or report.startswith(error.reason + "\n"):
+            report = report[len(error.reason) + 1 :]
+        return f"Error: {error}\n{report}" if report else f"Error: {error}"
     return f"Error: {error}"
 
 

@@ -13,11 +13,13 @@ from the history once the call is answered, so it is never sent to a model.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .._code_mode import (
     PROGRAM_STATE,
@@ -126,16 +128,86 @@ def resume_programs(
 
 
 def _waiting(call: ParsedCall, state: Any) -> list[dict[str, Any]]:
-    """The calls ``state`` waits for; :class:`ApprovalError` when the state in the
-    history is malformed (an app's bug, or an edit an ``approval_key`` would refuse)."""
+    """The calls ``state`` waits for; :class:`ApprovalError` naming the key when the
+    state in the history is malformed (an app's bug, a store that cut it short, or an
+    edit an ``approval_key`` would refuse), before any of its calls runs."""
     waiting = state.get("waiting") if isinstance(state, Mapping) else None
     if not isinstance(waiting, list) or not all(_is_waiting_call(w) for w in waiting):
-        raise ApprovalError(
-            f"the paused program of call '{call.call_id}' has a malformed state in the "
-            "history: 'waiting' is missing or not a list of calls (id, tool, arguments)",
-            tool_name=RUN_PYTHON,
+        _malformed(call, "'waiting' is missing or not a list of calls (id, tool, arguments)")
+    for key, (required, fits, what) in _STATE_KEYS.items():
+        if key not in state:
+            if required:
+                _malformed(call, f"'{key}' is missing")
+        elif not fits(state[key]):
+            _malformed(call, f"'{key}' is not {what}")
+    return list(waiting)
+
+
+def _malformed(call: ParsedCall, why: str) -> NoReturn:
+    raise ApprovalError(
+        f"the paused program of call '{call.call_id}' has a malformed state in the history: {why}",
+        tool_name=RUN_PYTHON,
+    )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_base64(value: Any) -> bool:
+    try:
+        base64.b64decode(value, validate=True)
+    except (binascii.Error, TypeError, ValueError):
+        return False
+    return isinstance(value, str) and bool(value)
+
+
+def _is_done(value: Any) -> bool:
+    """The results a program has not received yet: call number -> its value or error."""
+    return isinstance(value, dict) and all(
+        isinstance(number, str)
+        and number.isascii()
+        and number.isdigit()
+        and isinstance(entry, dict)
+        and (
+            "value" in entry
+            or (
+                isinstance(entry.get("error"), list)
+                and len(entry["error"]) == 2
+                and all(isinstance(part, str) for part in entry["error"])
+            )
         )
-    return waiting
+        for number, entry in value.items()
+    )
+
+
+def _is_numbers(value: Any) -> bool:
+    return isinstance(value, list) and all(map(_is_int, value))
+
+
+def _is_texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(line, str) for line in value)
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+_STATE_KEYS = {
+    # key: (required, check, what it must be); "ran" and "calls" are absent from the
+    # states of earlier versions.
+    "snapshot": (True, _is_base64, "the program's snapshot (base64 text)"),
+    "pending": (True, _is_numbers, "a list of call numbers"),
+    "done": (True, _is_done, "an object of results by call number ({value} or {error})"),
+    "printed": (False, _is_text, "text"),
+    "dropped": (False, _is_bool, "true or false"),
+    "ran": (False, _is_texts, "a list of texts"),
+    "calls": (False, _is_int, "a number of calls"),
+}
 
 
 def _is_waiting_call(entry: Any) -> bool:

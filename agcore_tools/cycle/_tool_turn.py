@@ -23,7 +23,7 @@ from ..calls import (
     model_result,
     preflight,
 )
-from ..error import LlmError, ToolError, ToolNotFoundError
+from ..error import ApprovalError, LlmError, ToolError, ToolNotFoundError
 from ..pending import CallPaused, InputRequest, ToolInputRequested
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate
@@ -116,6 +116,10 @@ async def run_tools(
                         continue
                     index, invocation = item
                     position = batch[index][0]
+                    if invocation.tool_name == RUN_PYTHON:  # its program's report, if cut short
+                        code = registry.get(RUN_PYTHON)
+                        if isinstance(code, RunPythonTool):
+                            invocation = code.timed_out(invocation)
                     done[position] = invocation
                     if isinstance(invocation.output, ProgramPaused):
                         paused[position] = invocation.output
@@ -220,6 +224,8 @@ async def run_tools(
         tidy_answers(messages)
         invocations.extend(inv for inv in done if inv is not None)
     if stop is not None:
+        if isinstance(stop, ApprovalError):
+            raise stop  # a paused program that cannot resume: the app's, as a refusal is
         raise LlmError(f"tool loop stopped: {stop}") from stop
 
 

@@ -29,6 +29,7 @@ from ..base import ToolContext
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
 from ..error import (
+    ApprovalError,
     LlmConfigError,
     ProgramError,
     ToolConfigError,
@@ -427,11 +428,13 @@ class ToolActivities:
                     await sandbox.restore(step.code, step.snapshot, step.pending)
                     results = {int(n): r for n, r in step.results.items()}
                     segment = await sandbox.resume(results)
-                snapshot = None if segment.finished else await sandbox.snapshot()
+                snapshot = None if segment.finished else await self._dumped(sandbox)
         except ProgramError as exc:  # the program's own failure: the model's to fix
             return self._fitting(ProgramStepOutput(error=exc.reason, report=exc.report))
         except ToolExecutionError as exc:
             return ProgramStepOutput(error=exc.reason)
+        except ApprovalError as exc:  # a snapshot this worker's Monty cannot load
+            raise ApplicationError(str(exc), type="ApprovalError", non_retryable=True) from exc
         except LlmConfigError as exc:  # no pydantic-monty on this worker
             raise ApplicationError(
                 str(exc), type="CodeModeUnavailable", non_retryable=True
@@ -446,6 +449,22 @@ class ToolActivities:
                 snapshot,
             )
         )
+
+    @staticmethod
+    async def _dumped(sandbox: MontySandbox) -> str:
+        """The waiting program's snapshot. One that cannot be made (the dump needs more
+        than the heap has left) fails as one too large for the history does: no retry
+        would fit it."""
+        try:
+            return await sandbox.snapshot()
+        except ProgramError as exc:
+            cause = " ".join(str(exc.__cause__ or exc.reason).split())
+            raise ApplicationError(
+                "the state of a code-mode program cannot be saved between its steps "
+                f"({cause}); keep less data in the program's variables",
+                type=PROGRAM_TOO_LARGE,
+                non_retryable=True,
+            ) from exc
 
     @staticmethod
     def _fitting(output: ProgramStepOutput) -> ProgramStepOutput:

@@ -29,8 +29,8 @@ from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 from .._aio import positive_number
 from .._budget import ESTIMATE_ONLY
 from .._clock import CLOCK
-from .._code_mode import UNAWAITED_CALLS_FAIL
-from .._sandbox import WORKER_DEADLINE, Functions, Segment
+from .._code_mode import CALLS_LIMITED, UNAWAITED_CALLS_FAIL
+from .._sandbox import Functions, Segment, turn_deadline
 from .._selection import CodeMode
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import BaseTool, ToolContext
@@ -78,7 +78,6 @@ _QUEUE_WAIT = timedelta(seconds=60)
 """How long a run waits for a worker of one of its ``tool_task_queues`` to pick up its
 ``describe_tools``: a queue no worker polls (a misspelt name, workers not deployed)
 fails the run, rather than leaving it waiting forever."""
-_STEP_TIMEOUT = timedelta(seconds=2 * WORKER_DEADLINE)
 _NO_TIMEOUT = timedelta(days=1)  # Temporal needs some bound; CycleConfig's None means none
 
 # Patches (workflow.patched): where a 0.2.0 worker already acted differently (took an
@@ -101,6 +100,10 @@ _UNAWAITED_CALLS_FAIL = "agcore-unawaited-calls-fail"
 """A code-mode program that ends with tool calls it never awaited fails, telling the
 model to await them (0.2.0: it ended as it was, its output holding ``<coroutine ...>``,
 and the calls still running were cancelled)."""
+_CALLS_LIMITED = "agcore-program-calls-limited"
+"""A code-mode program's tool calls are counted against ``CodeMode`` limits'
+``max_calls`` across its steps (before: only Monty's ``max_suspensions``, which
+restarted at every step, so a program's calls were not bounded)."""
 
 
 @dataclass(frozen=True)
@@ -367,6 +370,7 @@ class ToolLoopWorkflow:
         # where the run made it; for all the run's submits, as the ids go on across them.
         IDS_PAST_HISTORY.set(workflow.patched(_IDS_PAST_HISTORY))
         UNAWAITED_CALLS_FAIL.set(workflow.patched(_UNAWAITED_CALLS_FAIL))
+        CALLS_LIMITED.set(workflow.patched(_CALLS_LIMITED))
         config = config_from_fields(args.config)
         registry = self._registry = await _stand_in_registry(args, config)
         # Activities enforce each tool's time limit (overridable per tool).
@@ -540,7 +544,9 @@ class _StepSandbox:
                 "agcore.program_step",
                 step,
                 result_type=ProgramStepOutput,
-                start_to_close_timeout=_STEP_TIMEOUT,
+                # Twice a turn's deadline on the worker: a program's own long time limit
+                # stops it there first (60 s for the default limits, as always).
+                start_to_close_timeout=timedelta(seconds=2 * turn_deadline(self._limits)),
                 retry_policy=RetryPolicy(
                     maximum_attempts=3,
                     non_retryable_error_types=[PROGRAM_TOO_LARGE, "CodeModeUnavailable"],

@@ -41,6 +41,8 @@ PROGRAMS = {
     ),
     "program-crash": "a = await add(2, 3)\nopened = await gate('x')\n[a, opened, await add(a, 1)]",
     "program-approve": "x = await add(1, 1)\nawait remove('notes.txt')",
+    # Six calls, one per step: past a max_calls of 3 counted across steps.
+    "program-many": "n = 0\nfor i in range(6):\n    n = await add(n, 1)\nn",
     # Fails in its third stretch, after two calls and a print.
     "program-fails": "a = await add(2, 3)\nprint('sum', a)\nb = await add(a, 1)\n{'id': b}['email']",
     # A snapshot of ~1.9 MB fits in a payload; with the 400 kB result it resumes with,
@@ -87,6 +89,7 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "program": [("run_python", {"code": PROGRAMS["program"]}, "call_prog")],
     "program-crash": [("run_python", {"code": PROGRAMS["program-crash"]}, "call_prog")],
     "program-approve": [("run_python", {"code": PROGRAMS["program-approve"]}, "call_prog")],
+    "program-many": [("run_python", {"code": PROGRAMS["program-many"]}, "call_prog")],
     "program-fails": [("run_python", {"code": PROGRAMS["program-fails"]}, "call_prog")],
     "program-big-input": [("run_python", {"code": PROGRAMS["program-big-input"]}, "call_prog")],
 }

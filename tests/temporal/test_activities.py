@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 
 import pytest
@@ -179,6 +180,51 @@ async def test_a_program_step_whose_output_is_over_the_limit_fails_without_retri
     assert raised.value.message.startswith("the output of a code-mode program's step is 23")
     assert "1000001 characters printed), over the 2097152-byte payload limit" in (
         raised.value.message
+    )
+
+
+async def test_a_program_step_whose_state_cannot_be_dumped_fails_without_retries() -> None:
+    pytest.importorskip("pydantic_monty")
+    # About 15 MB of a 16 MiB heap: the stretch runs, but dumping it needs more memory.
+    functions = {"add": ["add", ["a", "b"], ["a", "b"]]}
+    code = "rows = [str(i) * 10 for i in range(90_000)]\nn = await add(1, 2)\nlen(rows) + n"
+    with pytest.raises(ApplicationError) as raised:
+        await ActivityEnvironment().run(
+            ToolActivities(registry()).program_step,
+            ProgramStepInput(code, functions, {"max_memory": 16 * 1024 * 1024}),
+        )
+    assert raised.value.non_retryable is True
+    assert raised.value.type == "ProgramSnapshotTooLarge"
+    assert raised.value.message.startswith(
+        "the state of a code-mode program cannot be saved between its steps (MemoryError: "
+    )
+    assert raised.value.message.endswith("; keep less data in the program's variables")
+
+
+async def test_a_program_value_json_cannot_hold_is_the_programs_error_not_a_retry() -> None:
+    pytest.importorskip("pydantic_monty")
+    step = ToolActivities(registry()).program_step
+    done = await ActivityEnvironment().run(
+        step, ProgramStepInput("print('hi')\n{frozenset([1]): 'a'}", {}, {})
+    )
+    assert done.error is not None and done.report is not None
+    assert done.error.startswith("the program's value cannot be returned: TypeError: ")
+    assert done.report.startswith("The program printed:\nhi\n")
+    binary = await ActivityEnvironment().run(
+        step, ProgramStepInput("import hashlib\nhashlib.sha256(b'x').digest()", {}, {})
+    )
+    assert binary.output == "[32 bytes of binary data: return bytes.hex() or base64 text instead]"
+
+
+async def test_a_snapshot_that_cannot_be_loaded_fails_the_step_without_retries() -> None:
+    pytest.importorskip("pydantic_monty")
+    garbage = base64.b64encode(b"not a dump").decode()
+    step = ProgramStepInput("await add(1, 2)", {}, {}, garbage, [0], {"0": {"return_value": 3}})
+    with pytest.raises(ApplicationError) as raised:
+        await ActivityEnvironment().run(ToolActivities(registry()).program_step, step)
+    assert (raised.value.non_retryable, raised.value.type) == (True, "ApprovalError")
+    assert raised.value.message.startswith(
+        "the paused program cannot be loaded from its snapshot (MontyRuntimeError: "
     )
 
 

@@ -436,6 +436,29 @@ async def test_a_program_paused_for_approval_resumes_on_the_signal(
     assert len(calls(workdir, "code-approve-1", "add")) == 1  # not run again on resume
 
 
+async def test_a_programs_calls_are_counted_across_its_steps(
+    client: Client, spawn: Spawn, workdir: Path
+) -> None:
+    # Each step restores the program in a new Monty worker, whose own count of calls
+    # (max_suspensions) starts again: only the loop's count bounds the program.
+    pytest.importorskip("pydantic_monty")
+    spawn("code-many", "w1")
+    handle = await start(
+        client,
+        "code-many-1",
+        "program-many",
+        "code-many",
+        code_mode=CodeMode(limits={"max_calls": 3, "max_suspensions": 4}),
+    )
+    result = await finish(handle)
+    report = result.messages[2]["content"]
+    assert report.startswith(
+        "Error: tool 'run_python' failed: RuntimeError: the program made more than 3 tool "
+        "calls (CodeMode limits)\n"
+    ), report
+    assert len(calls(workdir, "code-many-1", "add")) == 3
+
+
 async def test_a_failed_program_shows_the_model_what_the_in_process_loop_does(
     client: Client, spawn: Spawn, model: Model, workdir: Path
 ) -> None:
