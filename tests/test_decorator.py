@@ -14,7 +14,7 @@ from datetime import date
 from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer
 
 from agcore_tools import (
     BaseTool,
@@ -293,6 +293,42 @@ async def test_an_async_function_under_a_sync_decorator_is_awaited(
     assert inv.error is None
     assert inv.output == ["https://example.com", threading.get_ident()]  # on the loop
     assert list(fetch.parameters["properties"]) == ["url"]
+
+
+async def test_a_sync_tools_result_is_made_json_in_its_worker_thread(
+    registry: ToolRegistry,
+) -> None:
+    # Before: a sync tool's result was converted on the loop, so a lazy iterator it
+    # returned ran there (its blocking reads with it), and a large result stalled it.
+    threads: list[int] = []
+
+    def fetch(page: int) -> int:
+        threads.append(threading.get_ident())
+        return page
+
+    class Stamp(BaseModel):
+        value: int
+
+        @field_serializer("value")
+        def _where(self, value: int) -> list[int]:
+            threads.append(threading.get_ident())
+            return [value]
+
+    @registry.tool
+    def pages(n: int) -> Any:
+        """Fetch n pages lazily."""
+        return map(fetch, range(n))
+
+    @registry.tool
+    def stamps(n: int) -> list[Stamp]:
+        """Many stamps."""
+        return [Stamp(value=i) for i in range(n)]
+
+    assert (await registry.invoke("pages", {"n": 3})).output == [0, 1, 2]
+    # Long lists are converted a chunk at a time: the result is the same.
+    stamped = (await registry.invoke("stamps", {"n": 2500})).output
+    assert stamped == [{"value": [i]} for i in range(2500)]
+    assert len(threads) == 3 + 2500 and threading.get_ident() not in threads
 
 
 async def test_unserialisable_return_is_an_execution_error(registry: ToolRegistry) -> None:
