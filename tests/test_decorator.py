@@ -693,6 +693,51 @@ async def test_callable_objects_use_the_call_docstring_and_a_given_name(
     assert (await registry.invoke("count_words", {"text": "a b c"})).output == 3
 
 
+class Query(BaseModel):
+    """A module-level model that a factory's own Query shadows."""
+
+    text: str
+
+
+async def test_string_annotations_resolve_in_the_innermost_scope_first(
+    registry: ToolRegistry,
+) -> None:
+    # This module's annotations are strings (from __future__ import annotations). The
+    # module-level Query won over the function's own, silently; and a method's class
+    # body hid the function's Note ("its annotations do not resolve").
+    def make_sql_tool() -> FunctionTool[..., str]:
+        class Query(BaseModel):
+            sql: str
+            limit: int = 10
+
+        @registry.tool
+        def run_query(q: Query) -> str:
+            """Run a SQL query."""
+            return f"{q.sql} limit {q.limit}"
+
+        return run_query
+
+    def make_notebook() -> Any:
+        class Note(BaseModel):
+            text: str
+
+        class Notebook:
+            @tool
+            def add(self, note: Note) -> str:
+                """Add a note."""
+                return note.text
+
+        return Notebook()
+
+    run_query = make_sql_tool()
+    assert list(run_query.parameters["$defs"]["Query"]["properties"]) == ["sql", "limit"]
+    assert (await registry.invoke("run_query", {"q": {"sql": "select 1"}})).output == (
+        "select 1 limit 10"
+    )
+    registry.register(make_notebook().add)
+    assert (await registry.invoke("add", {"note": {"text": "hi"}})).output == "hi"
+
+
 def test_lambdas_are_told_what_to_do_instead() -> None:
     with pytest.raises(TypeError, match="lambda") as info:
         FunctionTool(lambda city: city)

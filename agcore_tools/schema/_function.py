@@ -137,13 +137,48 @@ def _is_method(func: Callable[..., Any], first: inspect.Parameter | None) -> boo
     return len(owner) == 2 and not owner[0].endswith("<locals>")
 
 
-def _caller_locals() -> dict[str, Any]:
-    # The first frame outside this package is where the function was defined (for a
-    # decorator); its locals resolve string annotations naming local classes.
-    frame = sys._getframe(1)
+def _enclosing_locals(qualname: str) -> dict[str, Any]:
+    """The names local to the scopes a function was defined in, the innermost first,
+    for its string annotations (``from __future__ import annotations``).
+
+    The first frame outside this package is where ``@tool`` was applied, the function's
+    own scope for a decorator. Outward from it, the frames of the scopes its qualified
+    name lists (a class body, then the function around it: ``make.<locals>.Notes.add``)
+    add their names, an inner one's winning, as Python resolves an annotation that is no
+    string. Module level is the function's own globals, left to ``get_type_hints``.
+    """
+    scopes = [part for part in qualname.split(".")[:-1] if part != "<locals>"]
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__", "").startswith("agcore_tools."):
-        frame = frame.f_back  # type: ignore[assignment]
-    return dict(frame.f_locals) if frame is not None else {}
+        frame = frame.f_back
+    merged: dict[str, Any] = {}
+    first = True
+    while frame is not None and frame.f_code.co_name != "<module>":
+        enclosing = bool(scopes) and frame.f_code.co_name == scopes[-1]
+        if not (first or enclosing):
+            break  # a caller's frame, not a scope of the function's
+        for key, value in frame.f_locals.items():
+            merged.setdefault(key, value)
+        if enclosing:
+            scopes.pop()
+        first, frame = False, frame.f_back
+    return merged
+
+
+def _type_hints(annotated: Any) -> dict[str, Any]:
+    # A function's string annotations resolve in its enclosing scopes first (see
+    # _enclosing_locals): only walked for those, so plain annotations stay cheap. A
+    # class tool's are resolved as get_type_hints does, its scopes only as a fallback.
+    if not inspect.isclass(annotated):
+        annotations = getattr(annotated, "__annotations__", None) or {}
+        if any(isinstance(value, str) for value in annotations.values()):
+            localns = _enclosing_locals(getattr(annotated, "__qualname__", ""))
+            return typing.get_type_hints(annotated, localns=localns or None, include_extras=True)
+    try:
+        return typing.get_type_hints(annotated, include_extras=True)
+    except NameError:
+        localns = _enclosing_locals(getattr(annotated, "__qualname__", ""))
+        return typing.get_type_hints(annotated, localns=localns, include_extras=True)
 
 
 _LAMBDA_ADVICE = (
@@ -236,12 +271,7 @@ def function_schema(
         params = params[1:]
     params = [p for p in params if p.name not in target.bound]
     try:
-        try:
-            hints = typing.get_type_hints(target.annotated, include_extras=True)
-        except NameError:
-            hints = typing.get_type_hints(
-                target.annotated, localns=_caller_locals(), include_extras=True
-            )
+        hints = _type_hints(target.annotated)
     except Exception as exc:
         raise ToolDefinitionError(
             f"cannot make tool '{tool_name}': its annotations do not resolve ({exc})"
