@@ -11,7 +11,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from datetime import date
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import pytest
 from pydantic import BaseModel, Field, field_serializer
@@ -33,6 +33,9 @@ from agcore_tools import (
     tool,
 )
 from agcore_tools._function_tool import ToolOptions
+
+if TYPE_CHECKING:  # for type checkers only, as pandas or numpy types often are
+    from decimal import Decimal
 
 
 @pytest.fixture
@@ -736,6 +739,34 @@ async def test_string_annotations_resolve_in_the_innermost_scope_first(
     )
     registry.register(make_notebook().add)
     assert (await registry.invoke("add", {"note": {"text": "hi"}})).output == "hi"
+
+
+def test_a_return_type_imported_for_type_checkers_only_leaves_the_tool_without_output_schema(
+    registry: ToolRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: "cannot make tool 'total': its annotations do not resolve (name 'Decimal'
+    # is not defined)", for a type only code mode's output schema reads.
+    with caplog.at_level("DEBUG", logger="agcore_tools.code_mode"):
+
+        @registry.tool
+        def total(prices: list[float]) -> Decimal:
+            """Sum the prices."""
+            return sum(prices)  # type: ignore[return-value]
+
+    assert total.parameters["required"] == ["prices"] and total.output_schema is None
+    assert "tool 'total': its return annotation 'Decimal' does not resolve" in caplog.text
+    with pytest.raises(ToolDefinitionError) as info:
+
+        @registry.tool
+        def add(base: int, price: Decimal) -> int:
+            """Add a price."""
+            return base
+
+    assert str(info.value) == (
+        "cannot make tool 'add': parameter 'price' has annotation 'Decimal', which does "
+        "not resolve (name 'Decimal' is not defined)"
+    )
+    assert isinstance(info.value.__cause__, NameError)
 
 
 def test_lambdas_are_told_what_to_do_instead() -> None:

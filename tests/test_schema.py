@@ -149,7 +149,10 @@ def test_rich_types_enum_literal_dataclass_list() -> None:
         ("def f(*args: int) -> None: ...", r"'\*args' is not supported"),
         ("def f(**kw: int) -> None: ...", r"'\*\*kw' is not supported"),
         ("def f(x) -> None: ...", "'x' has no type annotation"),
-        ("def f(x: 'Missing') -> None: ...", "annotations do not resolve"),
+        (
+            "def f(x: 'Missing') -> None: ...",
+            r"parameter 'x' has annotation .*'Missing'.*, which does not resolve \(name 'Missing'",
+        ),
         (
             "import typing\ndef f(q: str, fn: typing.Callable[[str], str] = str) -> None: ...",
             r"parameter 'fn' has type Callable\[\[str\], str\], which cannot come from",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import re
 import sys
 import types
@@ -23,6 +24,8 @@ from ..error import ToolConfigError, ToolDefinitionError
 from ._argplan import ArgumentPlan, build_plan
 from ._docstring import parse_docstring
 from ._jsonschema import close_open_objects
+
+logger = logging.getLogger("agcore_tools.code_mode")  # as _returns: the return type is code mode's
 
 
 def _is_context_annotation(annotation: Any) -> bool:
@@ -181,6 +184,65 @@ def _type_hints(annotated: Any) -> dict[str, Any]:
         return typing.get_type_hints(annotated, localns=localns, include_extras=True)
 
 
+def _with_annotations(function: types.FunctionType, annotations: dict[str, Any]) -> Any:
+    # The function again with only these annotations, to resolve them apart: defaults,
+    # globals, qualified name and __wrapped__ kept, as get_type_hints reads them.
+    copy = types.FunctionType(
+        function.__code__,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__qualname__ = function.__qualname__
+    copy.__annotations__ = annotations
+    if hasattr(function, "__wrapped__"):
+        copy.__wrapped__ = function.__wrapped__  # type: ignore[attr-defined]
+    return copy
+
+
+def _resolve_hints(annotated: Any, tool_name: str) -> dict[str, Any]:
+    """The resolved annotations of ``annotated``. A return annotation that does not
+    resolve (a type imported under ``if TYPE_CHECKING:``) is left out, since only code
+    mode's output schema reads it; a parameter's that does not is named."""
+    try:
+        return _type_hints(annotated)
+    except Exception as exc:  # noqa: BLE001 - any failure: find which annotation
+        failure = exc
+    function = getattr(annotated, "__func__", annotated)  # a bound method's function
+    annotations = getattr(function, "__annotations__", None)
+    if isinstance(function, types.FunctionType) and annotations:
+        for key, value in annotations.items():
+            if key == "return":
+                continue
+            try:
+                _type_hints(_with_annotations(function, {key: value}))
+            except Exception as exc:
+                raise ToolDefinitionError(
+                    f"cannot make tool '{tool_name}': parameter '{key}' has annotation "
+                    f"{value!r}, which does not resolve ({exc})"
+                ) from exc
+        if "return" in annotations:
+            parameters = {k: v for k, v in annotations.items() if k != "return"}
+            try:
+                hints = _type_hints(_with_annotations(function, parameters))
+            except Exception as exc:  # noqa: BLE001 - each resolved alone, not together
+                failure = exc
+            else:
+                logger.debug(
+                    "tool %r: its return annotation %r does not resolve (%s), so code "
+                    "mode lists it as returning Any",
+                    tool_name,
+                    annotations["return"],
+                    failure,
+                )
+                return hints
+    raise ToolDefinitionError(
+        f"cannot make tool '{tool_name}': its annotations do not resolve ({failure})"
+    ) from failure
+
+
 _LAMBDA_ADVICE = (
     "lambdas cannot have type annotations, and a tool's schema is built from them; "
     "define the tool with def (def name(param: str) -> str: ...) and decorate that"
@@ -270,12 +332,7 @@ def function_schema(
     if method:
         params = params[1:]
     params = [p for p in params if p.name not in target.bound]
-    try:
-        hints = _type_hints(target.annotated)
-    except Exception as exc:
-        raise ToolDefinitionError(
-            f"cannot make tool '{tool_name}': its annotations do not resolve ({exc})"
-        ) from exc
+    hints = _resolve_hints(target.annotated, tool_name)
 
     # 2. Parse the docstring for the description and per-parameter text.
     doc = parse_docstring(inspect.getdoc(target.documented))
