@@ -769,6 +769,45 @@ def test_a_return_type_imported_for_type_checkers_only_leaves_the_tool_without_o
     assert isinstance(info.value.__cause__, NameError)
 
 
+class Adder:
+    """Add a fixed number to x."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __call__(self, x: int) -> int:
+        return x + self.n
+
+
+class Undocumented:
+    def __call__(self, x: int) -> int:
+        return x
+
+
+def test_a_callable_object_or_class_is_described_by_its_own_docstring_only() -> None:
+    # Before: "Call self as a function." (object's __call__ docstring, which getdoc
+    # finds for a module-level class's) for the first two, pydantic's BaseModel
+    # docstring for the third, and no warning for either.
+    class Order(BaseModel):
+        item: str
+
+    assert FunctionTool(Adder(3)).description == "Add a fixed number to x."
+    for made in (Undocumented(), Order):
+        with pytest.warns(ToolDefinitionWarning, match="has no docstring"):
+            assert FunctionTool(made).description == ""
+
+    class Base:
+        def run(self, x: int) -> int:
+            """Run it."""
+            return x
+
+    class Child(Base):
+        def run(self, x: int) -> int:
+            return x + 1
+
+    assert FunctionTool(Child().run).description == "Run it."  # the app's own base's
+
+
 def test_lambdas_are_told_what_to_do_instead() -> None:
     with pytest.raises(TypeError, match="lambda") as info:
         FunctionTool(lambda city: city)

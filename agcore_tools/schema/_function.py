@@ -126,8 +126,32 @@ def _unwrap(func: Callable[..., Any]) -> _Callable:
         return _Callable(getattr(inner, "__name__", None), inner, inner, frozenset(bound))
     # A callable object: its __call__ holds the annotations and the better docstring.
     call = type(inner).__call__
-    documented = call if inspect.getdoc(call) else type(inner)
+    documented = call if inspect.isfunction(call) and call.__doc__ else type(inner)
     return _Callable(_snake_case(type(inner).__name__), call, documented, frozenset(bound))
+
+
+def _docstring(documented: Any) -> str | None:
+    """The docstring describing a tool: its function's, or its class's own.
+
+    Not ``inspect.getdoc``'s, which inherits: a class without one would be described
+    by its base's (pydantic's ``BaseModel`` docstring), and a ``__call__`` without one
+    as "Call self as a function." (``object``'s); either would also hide the missing
+    docstring's warning. A method without one may still read the one it overrides in
+    a base class of the app's.
+    """
+    if inspect.isclass(documented):
+        doc = vars(documented).get("__doc__")
+    else:
+        doc = getattr(documented, "__doc__", None)
+        if doc is None and inspect.ismethod(documented):
+            receiver = documented.__self__
+            owner = receiver if inspect.isclass(receiver) else type(receiver)
+            for base in owner.__mro__[1:]:
+                if base.__module__.partition(".")[0] not in ("builtins", "pydantic"):
+                    doc = getattr(vars(base).get(documented.__name__), "__doc__", None)
+                    if doc is not None:
+                        break
+    return inspect.cleandoc(doc) if isinstance(doc, str) else None
 
 
 def _is_method(func: Callable[..., Any], first: inspect.Parameter | None) -> bool:
@@ -335,7 +359,7 @@ def function_schema(
     hints = _resolve_hints(target.annotated, tool_name)
 
     # 2. Parse the docstring for the description and per-parameter text.
-    doc = parse_docstring(inspect.getdoc(target.documented))
+    doc = parse_docstring(_docstring(target.documented))
 
     # 3. One pydantic field per parameter; the ToolContext parameter is injected instead.
     fields: dict[str, Any] = {}
