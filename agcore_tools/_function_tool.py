@@ -15,7 +15,7 @@ import types
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
-from typing import Any, Generic, Literal, Protocol, TypeVar, overload
+from typing import Any, Concatenate, Generic, Literal, Protocol, TypeVar, overload
 
 from pydantic import ValidationError
 from typing_extensions import ParamSpec, TypedDict
@@ -43,6 +43,7 @@ from .schema import function_schema, strict_parameters
 __all__ = [
     "FunctionTool",
     "Registrar",
+    "ToolDecorator",
     "ToolOptions",
     "check_timeout",
     "register_function",
@@ -50,6 +51,7 @@ __all__ = [
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 _PLAIN_JSON = (str, int, float, bool, type(None))
 _CHUNK = 1000
@@ -167,6 +169,27 @@ class ToolOptions(TypedDict, total=False):
     strict: bool | None
     needs_approval: NeedsApproval
     policy: ToolPolicy | None
+
+
+class ToolDecorator(Protocol):
+    """What ``@tool(...)`` and ``@registry.tool(...)`` with options return: a decorator.
+
+    Type checkers see ``@tool`` above ``@classmethod`` as applied to the function,
+    ``cls`` included (mypy does); the tool is used through its class, with ``cls``
+    bound, so the first overload types it without ``cls``. A function whose first
+    parameter is a class (``type[X]``) is no tool otherwise: that type cannot come
+    from JSON arguments.
+    """
+
+    @overload
+    def __call__(self, func: Callable[Concatenate[type[T], P], R], /) -> FunctionTool[P, R]: ...
+
+    @overload
+    def __call__(self, func: Callable[P, R], /) -> FunctionTool[P, R]: ...
+
+    def __call__(self, func: Callable[..., Any], /) -> FunctionTool[..., Any]:
+        """Make ``func`` a tool."""
+        ...
 
 
 class FunctionTool(BaseTool, Generic[P, R]):

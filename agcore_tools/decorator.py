@@ -23,11 +23,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TypeVar, overload
+from typing import Any, Concatenate, TypeVar, cast, overload
 
 from typing_extensions import ParamSpec
 
-from ._function_tool import FunctionTool, register_function
+from ._function_tool import FunctionTool, ToolDecorator, register_function
 from .approval import NeedsApproval
 from .permission import PermissionLike
 from .policies import ToolPolicy
@@ -37,6 +37,26 @@ __all__ = ["FunctionTool", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
+
+
+@overload
+def tool(
+    func: Callable[Concatenate[type[T], P], R],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    permissions: Iterable[PermissionLike] | None = None,
+    tags: Iterable[str] | None = None,
+    category: str | None = None,
+    version: str | None = None,
+    timeout: float | None = None,
+    strict: bool | None = None,
+    needs_approval: NeedsApproval = False,
+    policy: ToolPolicy | None = None,
+    registry: ToolRegistry | None = None,
+) -> FunctionTool[P, R]: ...  # above @classmethod: used with cls bound (see ToolDecorator)
 
 
 @overload
@@ -74,11 +94,11 @@ def tool(
     needs_approval: NeedsApproval = False,
     policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
-) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
+) -> ToolDecorator: ...
 
 
 def tool(
-    func: Callable[P, R] | None = None,
+    func: Callable[..., Any] | None = None,
     /,
     *,
     name: str | None = None,
@@ -92,7 +112,7 @@ def tool(
     needs_approval: NeedsApproval = False,
     policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
-) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
+) -> FunctionTool[..., Any] | ToolDecorator:
     """Make a function a tool and register it; use bare (``@tool``) or with options.
 
     The tool goes into ``registry`` if given, else the active registry: the one of the
@@ -174,4 +194,4 @@ def tool(
 
     if func is not None:
         return decorate(func)
-    return decorate
+    return cast(ToolDecorator, decorate)  # its overloads type what it does
