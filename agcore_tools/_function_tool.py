@@ -18,13 +18,20 @@ from dataclasses import replace
 from typing import Any, Concatenate, Generic, Literal, Protocol, TypeVar, overload
 
 from pydantic import ValidationError
-from typing_extensions import ParamSpec, TypedDict
+from typing_extensions import ParamSpec
 
-from ._aio import THREADS, positive_number, run_tool, with_timeout
+from ._aio import THREADS, run_tool, with_timeout
 from ._attachments import normalise
 from ._generators import drain_async, drain_sync
 from ._origin import Origin, caller_stacklevel, interactive_run
 from ._returns import return_schema
+from ._tool_options import (
+    Registrar,
+    ToolOptions,
+    check_needs_approval,
+    check_timeout,
+    option_items,
+)
 from .approval import NeedsApproval
 from .base import BaseTool, ToolContext, tool_definition
 from .error import (
@@ -115,60 +122,11 @@ def _streams(
     return None, False
 
 
-class Registrar(Protocol):
-    """Where a made tool is registered: a :class:`~agcore_tools.ToolRegistry` is one."""
-
-    def register(self, tool: BaseTool) -> Any:
-        """Add ``tool``."""
-        ...
-
-    def get(self, name: str) -> BaseTool | None:
-        """The tool of that name, or None."""
-        ...
-
-
 _NO_PROBLEMS: list[tuple[str, str]] = []  # shared, never changed: no allocation per call
-
-
-def check_timeout(value: object, what: str = "tool timeout") -> None:
-    """Refuse a timeout that is not positive seconds or None, with a
-    :class:`~agcore_tools.ToolConfigError` naming ``what``.
-
-    A string or a bool would fail later, in a comparison or a wait, naming nothing;
-    zero or a negative number would time every call out at once.
-
-    Example:
-        >>> check_timeout(2.5)
-        >>> check_timeout(-1, "invoke_all() timeout")
-        Traceback (most recent call last):
-        ...
-        agcore_tools.error.ToolConfigError: invoke_all() timeout must be positive seconds (an int or a float) or None, got -1
-    """
-    if value is not None and not positive_number(value):
-        raise ToolConfigError(
-            f"{what} must be positive seconds (an int or a float) or None, got {value!r}"
-        )
 
 
 def _reason(problems: list[tuple[str, str]]) -> str:
     return "; ".join(f"{field}: {message}" for field, message in problems)
-
-
-class ToolOptions(TypedDict, total=False):
-    """The keyword options :class:`FunctionTool` takes, for ``**options`` that pass them
-    on (``@registry.tool(...)``): a type checker then names a misspelt or mistyped one.
-    tests/test_decorator.py checks they match ``FunctionTool``'s and ``@tool``'s."""
-
-    name: str | None
-    description: str | None
-    permissions: Iterable[PermissionLike] | None
-    tags: Iterable[str] | None
-    category: str | None
-    version: str | None
-    timeout: float | None
-    strict: bool | None
-    needs_approval: NeedsApproval
-    policy: ToolPolicy | None
 
 
 class ToolDecorator(Protocol):
@@ -263,6 +221,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
             )
         if strict is not None and not isinstance(strict, bool):
             raise ToolConfigError(f"a tool's strict must be True, False or None, got {strict!r}")
+        required = Permission.parse_all(option_items(permissions, "permissions", (str, Permission)))
+        tag_items = option_items(tags, "tags", (str,))
+        approval = check_needs_approval(needs_approval)
         schema = function_schema(func, name=name, description=description, method=method)
         if method is None and schema.method and _first_parameter(func) == "cls":
             # classmethod(tool): the tool never sees its class, so nothing registers it.
@@ -281,14 +242,13 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self.name = schema.name
         self.description = schema.description
         self.parameters = schema.parameters
-        self.required_permissions = Permission.parse_all(permissions)
-        # One string is one tag, as one permission name is one permission.
-        self.tags = (tags,) if isinstance(tags, str) else tuple(tags or ())
+        self.required_permissions = required
+        self.tags: tuple[str, ...] = tag_items
         self.category = category
         self.version = version
         self._timeout = timeout
         self.strict = strict
-        self.needs_approval = needs_approval
+        self.needs_approval = approval
         if policy is not None and not isinstance(policy, ToolPolicy):
             raise ToolConfigError(f"policy must be a ToolPolicy, got {type(policy).__name__}")
         self.policy = policy

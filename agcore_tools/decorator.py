@@ -28,6 +28,7 @@ from typing import Any, Concatenate, TypeVar, cast, overload
 from typing_extensions import ParamSpec
 
 from ._function_tool import FunctionTool, ToolDecorator, register_function
+from ._tool_options import check_registrar
 from .approval import NeedsApproval
 from .permission import PermissionLike
 from .policies import ToolPolicy
@@ -145,7 +146,9 @@ def tool(
             ``True``, a signature strict mode cannot describe fails here.
         needs_approval: ``True``, or a function (sync or async) of the arguments and
             the context, when a call must wait for the app's approval before it runs
-            (see :mod:`agcore_tools.approval`).
+            (see :mod:`agcore_tools.approval`). ``None`` is ``False``; any other value
+            (``0``, ``"no"``) is refused with a :class:`ToolConfigError`, as a wrong
+            ``tags``, ``permissions`` or ``registry`` is.
         policy: A :class:`~agcore_tools.ToolPolicy`: how many calls may run at once,
             how often, when a failing tool stops being offered, and whether repeats
             come from a cache (see :mod:`agcore_tools.policies`).
@@ -175,6 +178,9 @@ def tool(
         >>> list(entry.tool.parameters["properties"])
         ['text']
     """
+
+    if registry is not None:
+        check_registrar(registry)  # before any function is made a tool
 
     def decorate(f: Callable[P, R]) -> FunctionTool[P, R]:
         made = FunctionTool(

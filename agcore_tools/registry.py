@@ -48,6 +48,7 @@ from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
 from ._registry_sync import RegistrySync
+from ._tool_options import check_option_names
 from .approval import ApprovalDecision, ToolCallOutputs
 from .base import BaseTool, ToolContext, definition_name
 from .error import (
@@ -278,6 +279,8 @@ class ToolRegistry(RegistrySync):
             >>> registry.find_by_tag("math")[0].name
             'square'
         """
+
+        check_option_names(options)  # here, not only once a function is decorated
 
         def decorate(f: Callable[P, R]) -> FunctionTool[P, R]:
             return register_function(FunctionTool(f, **options), self)

@@ -120,6 +120,63 @@ def test_registry_tool_types_the_same_keywords_as_tool_and_function_tool() -> No
     assert ToolOptions.__total__ is False
 
 
+def _refund(order: int) -> str:
+    """Refund an order."""
+    return f"refunded {order}"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"needs_approval": 0},
+            "a tool's needs_approval must be True, False, None or a function of the "
+            "arguments and the context, got 0",
+        ),
+        (
+            {"needs_approval": "no"},
+            "a tool's needs_approval must be True, False, None or a function of the "
+            "arguments and the context, got 'no'",
+        ),
+        ({"tags": 5}, "a tool's tags must be a str or an iterable of them, got int"),
+        (
+            {"tags": ["web", 5]},
+            "a tool's tags must be a str or an iterable of them, got an item of type int",
+        ),
+        (
+            {"permissions": 5},
+            "a tool's permissions must be a str or Permission or an iterable of them, got int",
+        ),
+        (
+            {"registry": "main"},
+            "a tool's registry must be a ToolRegistry (or None for the active one), got str",
+        ),
+    ],
+)
+def test_an_option_of_the_wrong_kind_is_refused_naming_it(
+    options: dict[str, Any], message: str
+) -> None:
+    # Before: needs_approval=0 was taken as a function (every call waited for an
+    # approval); the others failed with a bare TypeError or AttributeError.
+    with pytest.raises(ToolConfigError) as info:
+        tool(_refund, **options)
+    assert str(info.value) == message
+
+
+def test_registry_tool_refuses_registry_and_unknown_options_as_they_are_given(
+    registry: ToolRegistry,
+) -> None:
+    with pytest.raises(ToolConfigError, match=r"takes no registry=; use tool\(registry=") as info:
+        registry.tool(registry=registry)  # type: ignore[call-overload]
+    assert str(info.value).startswith("registry.tool() registers into its own registry")
+    with pytest.raises(ToolConfigError, match="unknown option 'permission'; its options are"):
+        registry.tool(permission=["read"])  # type: ignore[call-overload]
+    with pytest.raises(ToolConfigError, match="registry must be a ToolRegistry"):
+        tool(registry="main")  # type: ignore[call-overload]
+    made = registry.tool(_refund, needs_approval=None)  # None: no approval, as False
+    assert made.needs_approval is False
+
+
 async def test_validation_errors_name_each_bad_field(registry: ToolRegistry) -> None:
     @registry.tool
     def book(city: str, nights: int, when: date) -> str:
