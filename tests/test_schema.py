@@ -64,6 +64,26 @@ def test_a_title_key_inside_a_default_or_an_example_is_data_and_stays() -> None:
     assert properties["kind"] == {"enum": ["title", "body"], "type": "string", "default": "title"}
 
 
+def test_a_parameter_named_like_a_schema_keyword_is_cleaned_as_any_other() -> None:
+    # Before: a parameter named "properties" (Notion, CRM, graph tools) had its own
+    # schema read as a map of names: its "title" keyword stayed and the "title" key of
+    # its default was dropped ({"title": "Untitled"} shown to the model as {}).
+    untitled = {"title": "Untitled"}
+
+    def f(
+        properties: dict[str, str] = untitled,
+        definitions: dict[str, str] = untitled,
+        other: dict[str, str] = untitled,
+    ) -> None: ...
+
+    expected = {"additionalProperties": {"type": "string"}, "default": untitled, "type": "object"}
+    assert function_schema(f).parameters["properties"] == {
+        "properties": expected,
+        "definitions": expected,
+        "other": expected,
+    }
+
+
 def test_a_field_given_as_the_default_is_the_parameters_field() -> None:
     # FastAPI's style: `limit: int = Field(10, ge=1)`. The Field is not the value.
     def search(

@@ -55,16 +55,22 @@ _DATA_KEYWORDS = frozenset({"default", "examples", "example", "enum", "const"})
 """Keywords whose value is data, where a "title" key is the data's own."""
 
 
+_NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+"""Keywords whose value maps names (which may be "title") to schemas."""
+
+
 def _strip_titles(schema: Any, *, in_properties: bool = False) -> Any:
     # "title" is noise for a model, but it can also be a property's name or a key of a
     # default or an example: only drop it where it is a schema keyword.
     if isinstance(schema, dict):
+        if in_properties:  # names to schemas: a property named "properties" is one
+            return {key: _strip_titles(value) for key, value in schema.items()}
         return {
             key: value
-            if key in _DATA_KEYWORDS and not in_properties
-            else _strip_titles(value, in_properties=key in ("properties", "$defs", "definitions"))
+            if key in _DATA_KEYWORDS
+            else _strip_titles(value, in_properties=key in _NAME_MAPS)
             for key, value in schema.items()
-            if in_properties or key != "title"
+            if key != "title"
         }
     if isinstance(schema, list):
         return [_strip_titles(item) for item in schema]
