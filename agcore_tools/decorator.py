@@ -125,7 +125,10 @@ def tool(
     left out of the schema), a callable object (described by its ``__call__``
     docstring; name it with ``name=``) or a method. A method decorated in a class body
     is bound through its instance and registered per instance, with
-    ``registry.register(obj.method)``; ``self`` is never in the schema. Put ``@tool``
+    ``registry.register(obj.method)``; ``self`` is never in the schema. A pydantic
+    model refuses class attributes that are not fields, tools included: give it
+    ``model_config = ConfigDict(ignored_types=(FunctionTool,))`` (pydantic reads its
+    class body before any hook of the tool's could tell it). Put ``@tool``
     above ``@classmethod`` or ``@staticmethod``: those register when the class is made
     (``@classmethod`` above ``@tool`` raises a :class:`ToolDefinitionError`).
 
@@ -177,6 +180,18 @@ def tool(
         >>> entry = registry.register(notes.add_note)
         >>> list(entry.tool.parameters["properties"])
         ['text']
+        >>> from pydantic import BaseModel, ConfigDict
+        >>> from agcore_tools import FunctionTool
+        >>> class Calculator(BaseModel):
+        ...     model_config = ConfigDict(ignored_types=(FunctionTool,))
+        ...     offset: int = 1
+        ...
+        ...     @tool
+        ...     def add_offset(self, x: int) -> int:
+        ...         '''Add the offset to x.'''
+        ...         return self.offset + x
+        >>> registry.register(Calculator(offset=5).add_offset).tool(1)
+        6
     """
 
     if registry is not None:
