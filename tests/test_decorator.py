@@ -865,6 +865,44 @@ def test_a_callable_object_or_class_is_described_by_its_own_docstring_only() -> 
     assert FunctionTool(Child().run).description == "Run it."  # the app's own base's
 
 
+class Ticket:
+    """Open a support ticket."""
+
+    def __init__(self, title: str, priority: int = 3) -> None:
+        self.title, self.priority = title, priority
+
+
+async def test_a_class_is_a_tool_only_when_its_constructor_takes_its_fields(
+    registry: ToolRegistry,
+) -> None:
+    # Before: "parameter 'title' has no type annotation" for a plain class whose
+    # __init__ is annotated (the class annotations were read), which was false.
+    with pytest.raises(ToolDefinitionError) as info:
+        registry.tool(Ticket)
+    assert str(info.value) == (
+        "cannot make tool 'Ticket': Ticket is a class, and a class is a tool only when its "
+        "constructor takes its annotated fields (a dataclass, a pydantic model, a NamedTuple "
+        "or a TypedDict); make the tool a function that builds it instead"
+    )
+
+    @dataclass
+    class Point:
+        """A point."""
+
+        x: int
+        y: int = 0
+
+    class Order(BaseModel):
+        """An order."""
+
+        item: str
+
+    registry.tool(Point)
+    registry.tool(Order)
+    assert (await registry.invoke("Point", {"x": 1})).output == {"x": 1, "y": 0}
+    assert (await registry.invoke("Order", {"item": "tea"})).output == {"item": "tea"}
+
+
 def test_lambdas_are_told_what_to_do_instead() -> None:
     with pytest.raises(TypeError, match="lambda") as info:
         FunctionTool(lambda city: city)

@@ -14,10 +14,11 @@ import sys
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import is_typeddict
 
 from .._context import ToolContext
 from ..error import ToolConfigError, ToolDefinitionError
@@ -158,6 +159,18 @@ def _docstring(documented: Any) -> str | None:
                     if doc is not None:
                         break
     return inspect.cleandoc(doc) if isinstance(doc, str) else None
+
+
+def _is_record_class(cls: type) -> bool:
+    # A class whose constructor takes its annotated fields, and whose instance is JSON:
+    # its class annotations are the tool's parameters. A plain class's are not (its
+    # __init__ takes others), and its instance could not be a result.
+    return (
+        is_dataclass(cls)
+        or issubclass(cls, BaseModel)
+        or (issubclass(cls, tuple) and hasattr(cls, "_fields"))  # a NamedTuple
+        or is_typeddict(cls)
+    )
 
 
 def _is_method(func: Callable[..., Any], first: inspect.Parameter | None) -> bool:
@@ -345,6 +358,14 @@ def function_schema(
 
     target = _unwrap(func)
     tool_name = name or target.name or type(func).__name__
+    if inspect.isclass(target.annotated) and not _is_record_class(target.annotated):
+        raise ToolDefinitionError(
+            f"cannot make tool '{tool_name}': {target.annotated.__qualname__} is a class, "
+            "and a class is a tool only when its constructor takes its annotated fields "
+            "(a dataclass, a pydantic model, a NamedTuple or a TypedDict); make the tool "
+            "a function that builds it instead",
+            tool_name=tool_name,
+        )
 
     # 1. Read the signature and resolve the annotations (string ones included).
     try:
