@@ -84,6 +84,33 @@ def test_a_parameter_named_like_a_schema_keyword_is_cleaned_as_any_other() -> No
     }
 
 
+class Plugin:
+    pass
+
+
+def test_a_schema_allows_only_what_validation_takes() -> None:
+    # Before: dict[int, str] allowed any key, though only integer-like ones validate;
+    # type[Plugin] was {} (any value), though no JSON value validates.
+    def set_scores(scores: dict[int, str]) -> None: ...
+
+    built = function_schema(set_scores)
+    assert built.parameters["properties"]["scores"] == {
+        "additionalProperties": {"type": "string"},
+        "propertyNames": {"pattern": "^-?[0-9]+$"},
+        "type": "object",
+    }
+    built.model.model_validate({"scores": {"10": "a", "-3": "b"}})  # what the pattern allows
+
+    def load(kind: type[Plugin]) -> None: ...
+
+    with pytest.raises(ToolError) as info:
+        function_schema(load)
+    assert str(info.value).startswith(
+        "cannot make tool 'load': parameter 'kind' has type type[tests.test_schema.Plugin], "
+        "which cannot come from a model's JSON arguments"
+    )
+
+
 def test_a_field_given_as_the_default_is_the_parameters_field() -> None:
     # FastAPI's style: `limit: int = Field(10, ge=1)`. The Field is not the value.
     def search(

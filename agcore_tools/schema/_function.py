@@ -18,6 +18,8 @@ from dataclasses import dataclass, is_dataclass
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 from typing_extensions import is_typeddict
 
 from .._context import ToolContext
@@ -76,6 +78,26 @@ def _strip_titles(schema: Any, *, in_properties: bool = False) -> Any:
     if isinstance(schema, list):
         return [_strip_titles(item) for item in schema]
     return schema
+
+
+class _ToolArguments(GenerateJsonSchema):
+    """pydantic's schema of a tool's arguments, saying what validation takes where
+    pydantic's own says more: the model reads only the schema."""
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
+        # dict[int, ...]: JSON keys are strings, and only integer-like ones validate.
+        json_schema = super().dict_schema(schema)
+        keys = schema.get("keys_schema")
+        if keys is not None and keys["type"] == "int" and "propertyNames" not in json_schema:
+            json_schema["propertyNames"] = {"pattern": "^-?[0-9]+$"}
+        return json_schema
+
+    def is_subclass_schema(self, schema: core_schema.IsSubclassSchema) -> JsonSchemaValue:
+        # type[X]: pydantic writes {} (any value), yet no JSON value is a class. Refused
+        # as a type pydantic cannot describe (see _unsupported_type).
+        return self.handle_invalid_for_json_schema(
+            schema, f"core_schema.IsSubclassSchema ({schema['cls']})"
+        )
 
 
 @dataclass(frozen=True)
@@ -303,7 +325,9 @@ def _unsupported_type(
     culprit = None
     for field_name, spec in fields.items():
         try:  # only on failure: find the one parameter pydantic cannot describe
-            make_model("probe", **{field_name: spec}).model_json_schema()
+            make_model("probe", **{field_name: spec}).model_json_schema(
+                schema_generator=_ToolArguments
+            )
         except Exception:  # noqa: BLE001 - any failure points at this parameter
             culprit = (spec[1].alias or field_name, spec[0])
             break
@@ -434,7 +458,7 @@ def function_schema(
             __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
             **fields,
         )
-        schema = model.model_json_schema()
+        schema = model.model_json_schema(schema_generator=_ToolArguments)
     except (PydanticSchemaGenerationError, PydanticInvalidForJsonSchema) as exc:
         # The second is pydantic's word for a type it validates but cannot describe
         # (a Callable): to the model, the same as one it cannot handle at all.
