@@ -310,6 +310,27 @@ def test_parameters_documented_on_one_line_each_get_the_description(func: Any) -
     )
 
 
+def _google_paragraphs(city: str, days: int = 3) -> str:
+    """Forecast for a city.
+
+    Args:
+        city: The city name.
+
+            Any spelling the geocoder knows.
+        days: Number of days.
+
+        Not indented under an entry: no entry's text.
+    """
+    return city
+
+
+def test_a_google_entry_continued_after_a_blank_line_keeps_its_second_paragraph() -> None:
+    # Before: a blank line ended the entry, and its second paragraph was dropped.
+    props = function_schema(_google_paragraphs).parameters["properties"]
+    assert props["city"]["description"] == "The city name. Any spelling the geocoder knows."
+    assert props["days"]["description"] == "Number of days."
+
+
 def test_a_rule_under_plain_text_is_not_a_section() -> None:
     doc = parse_docstring("Summary.\n\nA heading of mine\n---\nMore text.")
     assert doc.description == "Summary.\n\nA heading of mine --- More text."
