@@ -15,16 +15,23 @@ import types
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
-from typing import Any, Generic, Literal, Protocol, TypeVar, overload
+from typing import Any, Concatenate, Generic, Literal, Protocol, TypeVar, overload
 
 from pydantic import ValidationError
-from typing_extensions import ParamSpec, TypedDict
+from typing_extensions import ParamSpec
 
-from ._aio import THREADS, positive_number, run_tool, with_timeout
+from ._aio import THREADS, run_tool, with_timeout
 from ._attachments import normalise
 from ._generators import drain_async, drain_sync
 from ._origin import Origin, caller_stacklevel, interactive_run
 from ._returns import return_schema
+from ._tool_options import (
+    Registrar,
+    ToolOptions,
+    check_needs_approval,
+    check_timeout,
+    option_items,
+)
 from .approval import NeedsApproval
 from .base import BaseTool, ToolContext, tool_definition
 from .error import (
@@ -43,6 +50,7 @@ from .schema import function_schema, strict_parameters
 __all__ = [
     "FunctionTool",
     "Registrar",
+    "ToolDecorator",
     "ToolOptions",
     "check_timeout",
     "register_function",
@@ -50,13 +58,23 @@ __all__ = [
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 _PLAIN_JSON = (str, int, float, bool, type(None))
+_CHUNK = 1000
+"""Items of a long list converted per call: pydantic-core holds the GIL while it
+converts, so one call on 200,000 rows in a worker thread holds up the loop for
+seconds, as much as converting them on the loop would."""
 
 
 def _to_json(value: Any) -> Any:
     if isinstance(value, _PLAIN_JSON):
         return value
+    if type(value) in (list, tuple) and len(value) > _CHUNK:
+        converted: list[Any] = []
+        for start in range(0, len(value), _CHUNK):
+            converted += normalise(value[start : start + _CHUNK])
+        return converted
     return normalise(value)  # JSON data; Image, Audio and File values kept as they are
 
 
@@ -80,60 +98,56 @@ def _validation_problems(
     return problems, bare
 
 
-class Registrar(Protocol):
-    """Where a made tool is registered: a :class:`~agcore_tools.ToolRegistry` is one."""
-
-    def register(self, tool: BaseTool) -> Any:
-        """Add ``tool``."""
-        ...
-
-    def get(self, name: str) -> BaseTool | None:
-        """The tool of that name, or None."""
-        ...
+def _streams(
+    func: Callable[..., Any], call: Any, is_async: bool
+) -> tuple[Literal["async", "sync"] | None, bool]:
+    # Whether the tool is a generator, async or sync, and whether func (or its
+    # __call__) is one itself rather than a sync wrapper around one: a plain
+    # functools.wraps decorator (logging, retries) around a generator function returns
+    # the generator, drained once the call has returned it (see _in_thread).
+    for directly, looked_at in ((True, func), (True, call), (False, func), (False, call)):
+        if not directly:
+            if is_async:  # an async wrapper: whatever it wraps, it is awaited
+                break
+            while isinstance(looked_at, functools.partial):
+                looked_at = looked_at.func
+            try:
+                looked_at = inspect.unwrap(looked_at)
+            except ValueError:  # a __wrapped__ cycle: nothing to see through
+                continue
+        if inspect.isasyncgenfunction(looked_at):
+            return "async", directly
+        if inspect.isgeneratorfunction(looked_at):
+            return "sync", directly
+    return None, False
 
 
 _NO_PROBLEMS: list[tuple[str, str]] = []  # shared, never changed: no allocation per call
-
-
-def check_timeout(value: object, what: str = "tool timeout") -> None:
-    """Refuse a timeout that is not positive seconds or None, with a
-    :class:`~agcore_tools.ToolConfigError` naming ``what``.
-
-    A string or a bool would fail later, in a comparison or a wait, naming nothing;
-    zero or a negative number would time every call out at once.
-
-    Example:
-        >>> check_timeout(2.5)
-        >>> check_timeout(-1, "invoke_all() timeout")
-        Traceback (most recent call last):
-        ...
-        agcore_tools.error.ToolConfigError: invoke_all() timeout must be positive seconds (an int or a float) or None, got -1
-    """
-    if value is not None and not positive_number(value):
-        raise ToolConfigError(
-            f"{what} must be positive seconds (an int or a float) or None, got {value!r}"
-        )
 
 
 def _reason(problems: list[tuple[str, str]]) -> str:
     return "; ".join(f"{field}: {message}" for field, message in problems)
 
 
-class ToolOptions(TypedDict, total=False):
-    """The keyword options :class:`FunctionTool` takes, for ``**options`` that pass them
-    on (``@registry.tool(...)``): a type checker then names a misspelt or mistyped one.
-    tests/test_decorator.py checks they match ``FunctionTool``'s and ``@tool``'s."""
+class ToolDecorator(Protocol):
+    """What ``@tool(...)`` and ``@registry.tool(...)`` with options return: a decorator.
 
-    name: str | None
-    description: str | None
-    permissions: Iterable[PermissionLike] | None
-    tags: Iterable[str] | None
-    category: str | None
-    version: str | None
-    timeout: float | None
-    strict: bool | None
-    needs_approval: NeedsApproval
-    policy: ToolPolicy | None
+    Type checkers see ``@tool`` above ``@classmethod`` as applied to the function,
+    ``cls`` included (mypy does); the tool is used through its class, with ``cls``
+    bound, so the first overload types it without ``cls``. A function whose first
+    parameter is a class (``type[X]``) is no tool otherwise: that type cannot come
+    from JSON arguments.
+    """
+
+    @overload
+    def __call__(self, func: Callable[Concatenate[type[T], P], R], /) -> FunctionTool[P, R]: ...
+
+    @overload
+    def __call__(self, func: Callable[P, R], /) -> FunctionTool[P, R]: ...
+
+    def __call__(self, func: Callable[..., Any], /) -> FunctionTool[..., Any]:
+        """Make ``func`` a tool."""
+        ...
 
 
 class FunctionTool(BaseTool, Generic[P, R]):
@@ -146,7 +160,10 @@ class FunctionTool(BaseTool, Generic[P, R]):
     :class:`~agcore_tools.File` values, and reading raw image bytes as an ``Image``).
 
     A sync function that returns a coroutine (a plain decorator around an async
-    function) has that coroutine awaited on the loop, as an async function's.
+    function) has that coroutine awaited on the loop, as an async function's. One that
+    returns a generator (a plain decorator around a generator function) has it drained
+    as a generator function's is. A sync function's result is made JSON in its thread,
+    so a lazy iterator it returns, or a large result, does not hold up the loop.
 
     Past its timeout a sync function's thread runs on (threads cannot be stopped from
     outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
@@ -204,6 +221,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
             )
         if strict is not None and not isinstance(strict, bool):
             raise ToolConfigError(f"a tool's strict must be True, False or None, got {strict!r}")
+        required = Permission.parse_all(option_items(permissions, "permissions", (str, Permission)))
+        tag_items = option_items(tags, "tags", (str,))
+        approval = check_needs_approval(needs_approval)
         schema = function_schema(func, name=name, description=description, method=method)
         if method is None and schema.method and _first_parameter(func) == "cls":
             # classmethod(tool): the tool never sees its class, so nothing registers it.
@@ -222,14 +242,13 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self.name = schema.name
         self.description = schema.description
         self.parameters = schema.parameters
-        self.required_permissions = Permission.parse_all(permissions)
-        # One string is one tag, as one permission name is one permission.
-        self.tags = (tags,) if isinstance(tags, str) else tuple(tags or ())
+        self.required_permissions = required
+        self.tags: tuple[str, ...] = tag_items
         self.category = category
         self.version = version
         self._timeout = timeout
         self.strict = strict
-        self.needs_approval = needs_approval
+        self.needs_approval = approval
         if policy is not None and not isinstance(policy, ToolPolicy):
             raise ToolConfigError(f"policy must be a ToolPolicy, got {type(policy).__name__}")
         self.policy = policy
@@ -243,13 +262,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self._output_made = False  # made on first read: code mode alone reads it
         call = getattr(func, "__call__", None)  # noqa: B004 - async callable objects
         self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
-        self._streams: Literal["async", "sync"] | None = (
-            "async"
-            if inspect.isasyncgenfunction(func) or inspect.isasyncgenfunction(call)
-            else "sync"
-            if inspect.isgeneratorfunction(func) or inspect.isgeneratorfunction(call)
-            else None
-        )
+        self._streams, self._streams_directly = _streams(func, call, self._is_async)
         # Neither a generator nor given the context: it can report nothing while it
         # runs, so the streaming loop need not listen (see cycle/_tool_stream.py).
         self.quiet = self._streams is None and self._context_param is None
@@ -486,19 +499,24 @@ class FunctionTool(BaseTool, Generic[P, R]):
             self.name, _reason(problems), errors=problems, redacted_reason=_reason(bare + unknown)
         )
 
-    def _start(self, kwargs: dict[str, Any]) -> Awaitable[Any]:
-        # The call's awaitable: the function's own coroutine, or its run in a worker thread.
-        args = [kwargs.pop(p) for p in self._positional_only] if self._positional_only else ()
-        if self._is_async:
-            return self.func(*args, **kwargs)  # type: ignore[return-value]
-        return run_tool(self.name, self.func, *args, **kwargs)
+    def _in_thread(self, make: Callable[[], Any], ctx: ToolContext) -> Any:
+        # A sync function's whole call, in its worker thread: the call, then its value
+        # made JSON here too, since a lazy iterator may block as it is consumed and a
+        # large result takes long to convert. A returned generator is drained as a
+        # generator function's is; a coroutine or an async generator goes back to the
+        # loop, which alone can run it.
+        result = make()
+        if inspect.iscoroutine(result) or inspect.isasyncgen(result):
+            return result
+        if inspect.isgenerator(result):
+            return drain_sync(lambda: result, self._jsonable, ctx)
+        return self._jsonable(result)
 
-    def _drain(self, kwargs: dict[str, Any], ctx: ToolContext) -> Awaitable[Any]:
-        # A generator: each value is reported as a preliminary result, the last is final.
-        args = [kwargs.pop(p) for p in self._positional_only] if self._positional_only else ()
-        make = functools.partial(self.func, *args, **kwargs)
+    def _drain(self, make: Callable[[], Any], ctx: ToolContext) -> Awaitable[Any]:
+        # A generator function: each value is reported as a preliminary result, the last
+        # is final.
         if self._streams == "async":
-            return drain_async(make(), self._jsonable, ctx)  # type: ignore[arg-type]
+            return drain_async(make(), self._jsonable, ctx)
         return run_tool(self.name, drain_sync, make, self._jsonable, ctx)
 
     def _jsonable(self, result: Any) -> Any:
@@ -512,11 +530,19 @@ class FunctionTool(BaseTool, Generic[P, R]):
             ) from exc
 
     async def _run(self, kwargs: dict[str, Any], ctx: ToolContext) -> Any:
+        args = [kwargs.pop(p) for p in self._positional_only] if self._positional_only else ()
+        make: Callable[[], Any] = functools.partial(self.func, *args, **kwargs)
         try:
-            if self._streams is not None:
-                return await self._drain(kwargs, ctx)
-            result = await self._start(kwargs)
-            if not self._is_async and inspect.iscoroutine(result):
+            if self._streams_directly:
+                return await self._drain(make, ctx)
+            if self._is_async:
+                result = await make()
+            else:
+                result = await run_tool(self.name, self._in_thread, make, ctx)
+                if inspect.isasyncgen(result):
+                    return await drain_async(result, self._jsonable, ctx)
+                if not inspect.iscoroutine(result):
+                    return result  # made JSON in the thread
                 # A plain (functools.wraps) decorator around an async function: the
                 # schema is the async function's, so is the call. Its coroutine runs
                 # here, on the loop; a wrapper that ran it itself returned its value.

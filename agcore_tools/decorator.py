@@ -23,11 +23,12 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TypeVar, overload
+from typing import Any, Concatenate, TypeVar, cast, overload
 
 from typing_extensions import ParamSpec
 
-from ._function_tool import FunctionTool, register_function
+from ._function_tool import FunctionTool, ToolDecorator, register_function
+from ._tool_options import check_registrar
 from .approval import NeedsApproval
 from .permission import PermissionLike
 from .policies import ToolPolicy
@@ -37,6 +38,26 @@ __all__ = ["FunctionTool", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
+
+
+@overload
+def tool(
+    func: Callable[Concatenate[type[T], P], R],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    permissions: Iterable[PermissionLike] | None = None,
+    tags: Iterable[str] | None = None,
+    category: str | None = None,
+    version: str | None = None,
+    timeout: float | None = None,
+    strict: bool | None = None,
+    needs_approval: NeedsApproval = False,
+    policy: ToolPolicy | None = None,
+    registry: ToolRegistry | None = None,
+) -> FunctionTool[P, R]: ...  # above @classmethod: used with cls bound (see ToolDecorator)
 
 
 @overload
@@ -74,11 +95,11 @@ def tool(
     needs_approval: NeedsApproval = False,
     policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
-) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
+) -> ToolDecorator: ...
 
 
 def tool(
-    func: Callable[P, R] | None = None,
+    func: Callable[..., Any] | None = None,
     /,
     *,
     name: str | None = None,
@@ -92,7 +113,7 @@ def tool(
     needs_approval: NeedsApproval = False,
     policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
-) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
+) -> FunctionTool[..., Any] | ToolDecorator:
     """Make a function a tool and register it; use bare (``@tool``) or with options.
 
     The tool goes into ``registry`` if given, else the active registry: the one of the
@@ -104,7 +125,10 @@ def tool(
     left out of the schema), a callable object (described by its ``__call__``
     docstring; name it with ``name=``) or a method. A method decorated in a class body
     is bound through its instance and registered per instance, with
-    ``registry.register(obj.method)``; ``self`` is never in the schema. Put ``@tool``
+    ``registry.register(obj.method)``; ``self`` is never in the schema. A pydantic
+    model refuses class attributes that are not fields, tools included: give it
+    ``model_config = ConfigDict(ignored_types=(FunctionTool,))`` (pydantic reads its
+    class body before any hook of the tool's could tell it). Put ``@tool``
     above ``@classmethod`` or ``@staticmethod``: those register when the class is made
     (``@classmethod`` above ``@tool`` raises a :class:`ToolDefinitionError`).
 
@@ -125,7 +149,9 @@ def tool(
             ``True``, a signature strict mode cannot describe fails here.
         needs_approval: ``True``, or a function (sync or async) of the arguments and
             the context, when a call must wait for the app's approval before it runs
-            (see :mod:`agcore_tools.approval`).
+            (see :mod:`agcore_tools.approval`). ``None`` is ``False``; any other value
+            (``0``, ``"no"``) is refused with a :class:`ToolConfigError`, as a wrong
+            ``tags``, ``permissions`` or ``registry`` is.
         policy: A :class:`~agcore_tools.ToolPolicy`: how many calls may run at once,
             how often, when a failing tool stops being offered, and whether repeats
             come from a cache (see :mod:`agcore_tools.policies`).
@@ -154,7 +180,22 @@ def tool(
         >>> entry = registry.register(notes.add_note)
         >>> list(entry.tool.parameters["properties"])
         ['text']
+        >>> from pydantic import BaseModel, ConfigDict
+        >>> from agcore_tools import FunctionTool
+        >>> class Calculator(BaseModel):
+        ...     model_config = ConfigDict(ignored_types=(FunctionTool,))
+        ...     offset: int = 1
+        ...
+        ...     @tool
+        ...     def add_offset(self, x: int) -> int:
+        ...         '''Add the offset to x.'''
+        ...         return self.offset + x
+        >>> registry.register(Calculator(offset=5).add_offset).tool(1)
+        6
     """
+
+    if registry is not None:
+        check_registrar(registry)  # before any function is made a tool
 
     def decorate(f: Callable[P, R]) -> FunctionTool[P, R]:
         made = FunctionTool(
@@ -174,4 +215,4 @@ def tool(
 
     if func is not None:
         return decorate(func)
-    return decorate
+    return cast(ToolDecorator, decorate)  # its overloads type what it does

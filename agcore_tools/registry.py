@@ -30,18 +30,25 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, TypeVar, cast, overload
 
 from typing_extensions import ParamSpec, Unpack
 
 from ._deprecated import renamed
 from ._execute import ToolTable, as_call, as_completed, execute
-from ._function_tool import FunctionTool, ToolOptions, check_timeout, register_function
+from ._function_tool import (
+    FunctionTool,
+    ToolDecorator,
+    ToolOptions,
+    check_timeout,
+    register_function,
+)
 from ._guard import Guard
 from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
 from ._registry_sync import RegistrySync
+from ._tool_options import check_option_names
 from .approval import ApprovalDecision, ToolCallOutputs
 from .base import BaseTool, ToolContext, definition_name
 from .error import (
@@ -70,6 +77,7 @@ logger = logging.getLogger("agcore_tools.registry")
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 _default_registry: ToolRegistry | None = None
@@ -245,17 +253,20 @@ class ToolRegistry(RegistrySync):
 
     @overload
     def tool(
+        self, func: Callable[Concatenate[type[T], P], R], /, **options: Unpack[ToolOptions]
+    ) -> FunctionTool[P, R]: ...  # above @classmethod: used with cls bound (see ToolDecorator)
+
+    @overload
+    def tool(
         self, func: Callable[P, R], /, **options: Unpack[ToolOptions]
     ) -> FunctionTool[P, R]: ...
 
     @overload
-    def tool(
-        self, func: None = None, /, **options: Unpack[ToolOptions]
-    ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
+    def tool(self, func: None = None, /, **options: Unpack[ToolOptions]) -> ToolDecorator: ...
 
     def tool(
-        self, func: Callable[P, R] | None = None, /, **options: Unpack[ToolOptions]
-    ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
+        self, func: Callable[..., Any] | None = None, /, **options: Unpack[ToolOptions]
+    ) -> FunctionTool[..., Any] | ToolDecorator:
         """``@registry.tool`` or ``@registry.tool(name=..., permissions=...)``: like
         :func:`~agcore_tools.tool`, registering into this registry.
 
@@ -269,10 +280,13 @@ class ToolRegistry(RegistrySync):
             'square'
         """
 
+        check_option_names(options)  # here, not only once a function is decorated
+
         def decorate(f: Callable[P, R]) -> FunctionTool[P, R]:
             return register_function(FunctionTool(f, **options), self)
 
-        return decorate if func is None else decorate(func)
+        # The cast: its overloads type what it does (see ToolDecorator).
+        return cast(ToolDecorator, decorate) if func is None else decorate(func)
 
     # -- registration --------------------------------------------------------------
 

@@ -8,10 +8,11 @@ Nothing runs on import.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletionMessageParam
+from typing_extensions import assert_type
 
 from agcore_tools import FunctionTool, PermissionChecker, PermissionConfig, ToolRegistry, tool
 
@@ -46,6 +47,38 @@ def decorated_functions_keep_their_types() -> None:
     get_weather(42)  # type: ignore[arg-type]
     wrong: str = celsius("Lima")  # type: ignore[assignment]
     print(wrong)
+
+
+class Catalog:
+    prices: ClassVar[dict[str, int]] = {"x": 3}
+
+    @tool(registry=registry)
+    @classmethod
+    def lookup(cls, sku: str) -> int:
+        """The price of an item."""
+        return cls.prices[sku]
+
+    @registry.tool
+    @classmethod
+    def in_stock(cls, sku: str) -> bool:
+        """Whether an item is in stock."""
+        return sku in cls.prices
+
+    @registry.tool(tags=["catalog"])
+    @classmethod
+    def skus(cls) -> list[str]:
+        """Every item's SKU."""
+        return list(cls.prices)
+
+
+def a_classmethod_tool_is_called_without_cls() -> None:
+    # @tool above @classmethod, as the docs order them: cls is bound, not a parameter.
+    lookup: FunctionTool[[str], int] = Catalog.lookup
+    in_stock: FunctionTool[[str], bool] = Catalog.in_stock
+    assert_type(Catalog.skus, FunctionTool[[], list[str]])
+    price: int = Catalog.lookup("x")
+    print(lookup, in_stock, price, Catalog.in_stock(sku="x"), Catalog.skus())
+    Catalog.lookup(Catalog, "x")  # type: ignore[call-arg, arg-type]
 
 
 def a_misspelt_option_is_caught() -> None:

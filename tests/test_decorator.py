@@ -11,10 +11,10 @@ import time
 import warnings
 from dataclasses import dataclass
 from datetime import date
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer
 
 from agcore_tools import (
     BaseTool,
@@ -33,6 +33,9 @@ from agcore_tools import (
     tool,
 )
 from agcore_tools._function_tool import ToolOptions
+
+if TYPE_CHECKING:  # for type checkers only, as pandas or numpy types often are
+    from decimal import Decimal
 
 
 @pytest.fixture
@@ -115,6 +118,63 @@ def test_registry_tool_types_the_same_keywords_as_tool_and_function_tool() -> No
     del decorated["registry"]
     assert options == keywords(FunctionTool.__init__) == decorated
     assert ToolOptions.__total__ is False
+
+
+def _refund(order: int) -> str:
+    """Refund an order."""
+    return f"refunded {order}"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"needs_approval": 0},
+            "a tool's needs_approval must be True, False, None or a function of the "
+            "arguments and the context, got 0",
+        ),
+        (
+            {"needs_approval": "no"},
+            "a tool's needs_approval must be True, False, None or a function of the "
+            "arguments and the context, got 'no'",
+        ),
+        ({"tags": 5}, "a tool's tags must be a str or an iterable of them, got int"),
+        (
+            {"tags": ["web", 5]},
+            "a tool's tags must be a str or an iterable of them, got an item of type int",
+        ),
+        (
+            {"permissions": 5},
+            "a tool's permissions must be a str or Permission or an iterable of them, got int",
+        ),
+        (
+            {"registry": "main"},
+            "a tool's registry must be a ToolRegistry (or None for the active one), got str",
+        ),
+    ],
+)
+def test_an_option_of_the_wrong_kind_is_refused_naming_it(
+    options: dict[str, Any], message: str
+) -> None:
+    # Before: needs_approval=0 was taken as a function (every call waited for an
+    # approval); the others failed with a bare TypeError or AttributeError.
+    with pytest.raises(ToolConfigError) as info:
+        tool(_refund, **options)
+    assert str(info.value) == message
+
+
+def test_registry_tool_refuses_registry_and_unknown_options_as_they_are_given(
+    registry: ToolRegistry,
+) -> None:
+    with pytest.raises(ToolConfigError, match=r"takes no registry=; use tool\(registry=") as info:
+        registry.tool(registry=registry)  # type: ignore[call-overload]
+    assert str(info.value).startswith("registry.tool() registers into its own registry")
+    with pytest.raises(ToolConfigError, match="unknown option 'permission'; its options are"):
+        registry.tool(permission=["read"])  # type: ignore[call-overload]
+    with pytest.raises(ToolConfigError, match="registry must be a ToolRegistry"):
+        tool(registry="main")  # type: ignore[call-overload]
+    made = registry.tool(_refund, needs_approval=None)  # None: no approval, as False
+    assert made.needs_approval is False
 
 
 async def test_validation_errors_name_each_bad_field(registry: ToolRegistry) -> None:
@@ -293,6 +353,42 @@ async def test_an_async_function_under_a_sync_decorator_is_awaited(
     assert inv.error is None
     assert inv.output == ["https://example.com", threading.get_ident()]  # on the loop
     assert list(fetch.parameters["properties"]) == ["url"]
+
+
+async def test_a_sync_tools_result_is_made_json_in_its_worker_thread(
+    registry: ToolRegistry,
+) -> None:
+    # Before: a sync tool's result was converted on the loop, so a lazy iterator it
+    # returned ran there (its blocking reads with it), and a large result stalled it.
+    threads: list[int] = []
+
+    def fetch(page: int) -> int:
+        threads.append(threading.get_ident())
+        return page
+
+    class Stamp(BaseModel):
+        value: int
+
+        @field_serializer("value")
+        def _where(self, value: int) -> list[int]:
+            threads.append(threading.get_ident())
+            return [value]
+
+    @registry.tool
+    def pages(n: int) -> Any:
+        """Fetch n pages lazily."""
+        return map(fetch, range(n))
+
+    @registry.tool
+    def stamps(n: int) -> list[Stamp]:
+        """Many stamps."""
+        return [Stamp(value=i) for i in range(n)]
+
+    assert (await registry.invoke("pages", {"n": 3})).output == [0, 1, 2]
+    # Long lists are converted a chunk at a time: the result is the same.
+    stamped = (await registry.invoke("stamps", {"n": 2500})).output
+    assert stamped == [{"value": [i]} for i in range(2500)]
+    assert len(threads) == 3 + 2500 and threading.get_ident() not in threads
 
 
 async def test_unserialisable_return_is_an_execution_error(registry: ToolRegistry) -> None:
@@ -655,6 +751,156 @@ async def test_callable_objects_use_the_call_docstring_and_a_given_name(
     named = tool(WordCounter(), name="count_words", registry=registry)
     assert named.name == "count_words"
     assert (await registry.invoke("count_words", {"text": "a b c"})).output == 3
+
+
+class Query(BaseModel):
+    """A module-level model that a factory's own Query shadows."""
+
+    text: str
+
+
+async def test_string_annotations_resolve_in_the_innermost_scope_first(
+    registry: ToolRegistry,
+) -> None:
+    # This module's annotations are strings (from __future__ import annotations). The
+    # module-level Query won over the function's own, silently; and a method's class
+    # body hid the function's Note ("its annotations do not resolve").
+    def make_sql_tool() -> FunctionTool[..., str]:
+        class Query(BaseModel):
+            sql: str
+            limit: int = 10
+
+        @registry.tool
+        def run_query(q: Query) -> str:
+            """Run a SQL query."""
+            return f"{q.sql} limit {q.limit}"
+
+        return run_query
+
+    def make_notebook() -> Any:
+        class Note(BaseModel):
+            text: str
+
+        class Notebook:
+            @tool
+            def add(self, note: Note) -> str:
+                """Add a note."""
+                return note.text
+
+        return Notebook()
+
+    run_query = make_sql_tool()
+    assert list(run_query.parameters["$defs"]["Query"]["properties"]) == ["sql", "limit"]
+    assert (await registry.invoke("run_query", {"q": {"sql": "select 1"}})).output == (
+        "select 1 limit 10"
+    )
+    registry.register(make_notebook().add)
+    assert (await registry.invoke("add", {"note": {"text": "hi"}})).output == "hi"
+
+
+def test_a_return_type_imported_for_type_checkers_only_leaves_the_tool_without_output_schema(
+    registry: ToolRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: "cannot make tool 'total': its annotations do not resolve (name 'Decimal'
+    # is not defined)", for a type only code mode's output schema reads.
+    with caplog.at_level("DEBUG", logger="agcore_tools.code_mode"):
+
+        @registry.tool
+        def total(prices: list[float]) -> Decimal:
+            """Sum the prices."""
+            return sum(prices)  # type: ignore[return-value]
+
+    assert total.parameters["required"] == ["prices"] and total.output_schema is None
+    assert "tool 'total': its return annotation 'Decimal' does not resolve" in caplog.text
+    with pytest.raises(ToolDefinitionError) as info:
+
+        @registry.tool
+        def add(base: int, price: Decimal) -> int:
+            """Add a price."""
+            return base
+
+    assert str(info.value) == (
+        "cannot make tool 'add': parameter 'price' has annotation 'Decimal', which does "
+        "not resolve (name 'Decimal' is not defined)"
+    )
+    assert isinstance(info.value.__cause__, NameError)
+
+
+class Adder:
+    """Add a fixed number to x."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __call__(self, x: int) -> int:
+        return x + self.n
+
+
+class Undocumented:
+    def __call__(self, x: int) -> int:
+        return x
+
+
+def test_a_callable_object_or_class_is_described_by_its_own_docstring_only() -> None:
+    # Before: "Call self as a function." (object's __call__ docstring, which getdoc
+    # finds for a module-level class's) for the first two, pydantic's BaseModel
+    # docstring for the third, and no warning for either.
+    class Order(BaseModel):
+        item: str
+
+    assert FunctionTool(Adder(3)).description == "Add a fixed number to x."
+    for made in (Undocumented(), Order):
+        with pytest.warns(ToolDefinitionWarning, match="has no docstring"):
+            assert FunctionTool(made).description == ""
+
+    class Base:
+        def run(self, x: int) -> int:
+            """Run it."""
+            return x
+
+    class Child(Base):
+        def run(self, x: int) -> int:
+            return x + 1
+
+    assert FunctionTool(Child().run).description == "Run it."  # the app's own base's
+
+
+class Ticket:
+    """Open a support ticket."""
+
+    def __init__(self, title: str, priority: int = 3) -> None:
+        self.title, self.priority = title, priority
+
+
+async def test_a_class_is_a_tool_only_when_its_constructor_takes_its_fields(
+    registry: ToolRegistry,
+) -> None:
+    # Before: "parameter 'title' has no type annotation" for a plain class whose
+    # __init__ is annotated (the class annotations were read), which was false.
+    with pytest.raises(ToolDefinitionError) as info:
+        registry.tool(Ticket)
+    assert str(info.value) == (
+        "cannot make tool 'Ticket': Ticket is a class, and a class is a tool only when its "
+        "constructor takes its annotated fields (a dataclass, a pydantic model, a NamedTuple "
+        "or a TypedDict); make the tool a function that builds it instead"
+    )
+
+    @dataclass
+    class Point:
+        """A point."""
+
+        x: int
+        y: int = 0
+
+    class Order(BaseModel):
+        """An order."""
+
+        item: str
+
+    registry.tool(Point)
+    registry.tool(Order)
+    assert (await registry.invoke("Point", {"x": 1})).output == {"x": 1, "y": 0}
+    assert (await registry.invoke("Order", {"item": "tea"})).output == {"item": "tea"}
 
 
 def test_lambdas_are_told_what_to_do_instead() -> None:

@@ -4,8 +4,10 @@ timeouts and cancellation cover the whole generator and close it."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from typing import Any
 
 import pytest
 
@@ -89,6 +91,80 @@ async def test_a_generator_that_yields_nothing_returns_none() -> None:
             yield value
 
     assert (await registry.invoke("nothing", {})).output is None
+
+
+def _logged(func: Callable[..., Any]) -> Callable[..., Any]:
+    # A plain logging decorator, with no idea its function is a generator.
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+async def test_a_generator_function_behind_a_plain_decorator_is_drained_as_one() -> None:
+    # Before: the wrapper's generator was made a list on the loop (the sync one's
+    # blocking work with it): no partial results, every value as the result; the async
+    # one failed as "returned a async_generator, which is not JSON-compatible".
+    registry = ToolRegistry()
+    threads: list[int] = []
+
+    @registry.tool
+    @_logged
+    def count(n: int) -> Iterator[int]:
+        """Count to n."""
+        for value in range(1, n + 1):
+            threads.append(threading.get_ident())
+            yield value
+
+    @registry.tool
+    @_logged
+    async def letters(n: int) -> AsyncIterator[str]:
+        """The first n letters."""
+        for letter in "abc"[:n]:
+            yield letter
+
+    assert not count.quiet and count.output_schema is None
+    assert not letters.quiet and letters.output_schema is None
+    seen: list[ToolEvent] = []
+    counted, lettered = await registry.invoke_all(
+        [("count", {"n": 3}, "c1"), ("letters", {"n": 2}, "c2")],
+        ctx=ToolContext(on_event=seen.append),
+    )
+    assert (counted.output, lettered.output) == (3, "b")
+    # The two calls run side by side: each one's values in order, not the two's.
+    assert [e for e in seen if e.call_id == "c1"] == [  # type: ignore[union-attr]
+        ToolPartialResult("count", "c1", n) for n in (1, 2, 3)
+    ]
+    assert [e for e in seen if e.call_id == "c2"] == [  # type: ignore[union-attr]
+        ToolPartialResult("letters", "c2", letter) for letter in "ab"
+    ]
+    assert len(seen) == 5
+    assert len(threads) == 3 and threading.get_ident() not in threads
+
+
+async def test_a_generator_a_sync_function_returns_is_drained_in_its_thread() -> None:
+    registry = ToolRegistry()
+    threads: list[int] = []
+
+    @registry.tool
+    def pages(n: int) -> Iterator[str]:
+        """Read n pages lazily."""
+
+        def read() -> Iterator[str]:
+            for page in range(n):
+                threads.append(threading.get_ident())  # a paged API's blocking read
+                yield f"page {page}"
+
+        return read()
+
+    seen: list[ToolEvent] = []
+    [result] = await registry.invoke_all(
+        [("pages", {"n": 2}, "c1")], ctx=ToolContext(on_event=seen.append)
+    )
+    assert result.output == "page 1"
+    assert seen == [ToolPartialResult("pages", "c1", f"page {n}") for n in (0, 1)]
+    assert len(threads) == 2 and threading.get_ident() not in threads
 
 
 def test_schemas_are_built_for_generator_return_annotations() -> None:

@@ -64,6 +64,53 @@ def test_a_title_key_inside_a_default_or_an_example_is_data_and_stays() -> None:
     assert properties["kind"] == {"enum": ["title", "body"], "type": "string", "default": "title"}
 
 
+def test_a_parameter_named_like_a_schema_keyword_is_cleaned_as_any_other() -> None:
+    # Before: a parameter named "properties" (Notion, CRM, graph tools) had its own
+    # schema read as a map of names: its "title" keyword stayed and the "title" key of
+    # its default was dropped ({"title": "Untitled"} shown to the model as {}).
+    untitled = {"title": "Untitled"}
+
+    def f(
+        properties: dict[str, str] = untitled,
+        definitions: dict[str, str] = untitled,
+        other: dict[str, str] = untitled,
+    ) -> None: ...
+
+    expected = {"additionalProperties": {"type": "string"}, "default": untitled, "type": "object"}
+    assert function_schema(f).parameters["properties"] == {
+        "properties": expected,
+        "definitions": expected,
+        "other": expected,
+    }
+
+
+class Plugin:
+    pass
+
+
+def test_a_schema_allows_only_what_validation_takes() -> None:
+    # Before: dict[int, str] allowed any key, though only integer-like ones validate;
+    # type[Plugin] was {} (any value), though no JSON value validates.
+    def set_scores(scores: dict[int, str]) -> None: ...
+
+    built = function_schema(set_scores)
+    assert built.parameters["properties"]["scores"] == {
+        "additionalProperties": {"type": "string"},
+        "propertyNames": {"pattern": "^-?[0-9]+$"},
+        "type": "object",
+    }
+    built.model.model_validate({"scores": {"10": "a", "-3": "b"}})  # what the pattern allows
+
+    def load(kind: type[Plugin]) -> None: ...
+
+    with pytest.raises(ToolError) as info:
+        function_schema(load)
+    assert str(info.value).startswith(
+        "cannot make tool 'load': parameter 'kind' has type type[tests.test_schema.Plugin], "
+        "which cannot come from a model's JSON arguments"
+    )
+
+
 def test_a_field_given_as_the_default_is_the_parameters_field() -> None:
     # FastAPI's style: `limit: int = Field(10, ge=1)`. The Field is not the value.
     def search(
@@ -149,7 +196,10 @@ def test_rich_types_enum_literal_dataclass_list() -> None:
         ("def f(*args: int) -> None: ...", r"'\*args' is not supported"),
         ("def f(**kw: int) -> None: ...", r"'\*\*kw' is not supported"),
         ("def f(x) -> None: ...", "'x' has no type annotation"),
-        ("def f(x: 'Missing') -> None: ...", "annotations do not resolve"),
+        (
+            "def f(x: 'Missing') -> None: ...",
+            r"parameter 'x' has annotation .*'Missing'.*, which does not resolve \(name 'Missing'",
+        ),
         (
             "import typing\ndef f(q: str, fn: typing.Callable[[str], str] = str) -> None: ...",
             r"parameter 'fn' has type Callable\[\[str\], str\], which cannot come from",
@@ -258,6 +308,27 @@ def test_parameters_documented_on_one_line_each_get_the_description(func: Any) -
     assert (
         props["x"]["description"] == props["y"]["description"] == ("Target coordinates in pixels.")
     )
+
+
+def _google_paragraphs(city: str, days: int = 3) -> str:
+    """Forecast for a city.
+
+    Args:
+        city: The city name.
+
+            Any spelling the geocoder knows.
+        days: Number of days.
+
+        Not indented under an entry: no entry's text.
+    """
+    return city
+
+
+def test_a_google_entry_continued_after_a_blank_line_keeps_its_second_paragraph() -> None:
+    # Before: a blank line ended the entry, and its second paragraph was dropped.
+    props = function_schema(_google_paragraphs).parameters["properties"]
+    assert props["city"]["description"] == "The city name. Any spelling the geocoder knows."
+    assert props["days"]["description"] == "Number of days."
 
 
 def test_a_rule_under_plain_text_is_not_a_section() -> None:

@@ -32,6 +32,8 @@ ALLOWED = {
     "_stamp": "the MCP SDK 2.3.0 session validates a 2025-11-25 task-augmented tools/call "
     "result as a CallToolResult and has no unvalidated send; see mcp/_task_wire.py",
     "_dispatcher": "the same: send_raw_request, which send_request itself uses",
+    "_fields": "a named tuple's documented field names (the underscore keeps them apart "
+    "from its fields); tells a NamedTuple class, which can be a tool, from a plain class",
 }
 
 

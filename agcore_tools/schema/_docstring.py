@@ -62,17 +62,18 @@ def _google(lines: list[str]) -> Docstring:
     section: str | None = None
     current: list[str] = []
     arg_indent: int | None = None
+    after_blank = False
     for line in lines:
         header = _SECTION_RE.match(line)
         if header and header.group(1).strip().lower() in _ARG_SECTIONS | _OTHER_SECTIONS:
             section = header.group(1).strip().lower()
-            current, arg_indent = [], None
+            current, arg_indent, after_blank = [], None, False
             continue
         if section is None:
             description.append(line)
         elif section in _ARG_SECTIONS:
             if not line.strip():
-                current = []
+                after_blank = True
                 continue
             indent = len(line) - len(line.lstrip())
             match = _ARG_RE.match(line)
@@ -81,9 +82,12 @@ def _google(lines: list[str]) -> Docstring:
                 current = _names(match.group(1))
                 for name in current:
                     params[name] = match.group(2).strip()
-            else:
+            elif after_blank and (arg_indent is None or indent <= arg_indent):
+                current = []  # after a blank line, text no deeper than an entry is none's
+            else:  # a continuation, a paragraph of its own included (indented deeper)
                 for name in current:
                     params[name] = f"{params[name]} {line.strip()}".strip()
+            after_blank = False
     return Docstring(_paragraphs(description), params)
 
 

@@ -8,21 +8,27 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import re
 import sys
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
+from typing_extensions import is_typeddict
 
 from .._context import ToolContext
 from ..error import ToolConfigError, ToolDefinitionError
 from ._argplan import ArgumentPlan, build_plan
 from ._docstring import parse_docstring
 from ._jsonschema import close_open_objects
+
+logger = logging.getLogger("agcore_tools.code_mode")  # as _returns: the return type is code mode's
 
 
 def _is_context_annotation(annotation: Any) -> bool:
@@ -52,20 +58,46 @@ _DATA_KEYWORDS = frozenset({"default", "examples", "example", "enum", "const"})
 """Keywords whose value is data, where a "title" key is the data's own."""
 
 
+_NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+"""Keywords whose value maps names (which may be "title") to schemas."""
+
+
 def _strip_titles(schema: Any, *, in_properties: bool = False) -> Any:
     # "title" is noise for a model, but it can also be a property's name or a key of a
     # default or an example: only drop it where it is a schema keyword.
     if isinstance(schema, dict):
+        if in_properties:  # names to schemas: a property named "properties" is one
+            return {key: _strip_titles(value) for key, value in schema.items()}
         return {
             key: value
-            if key in _DATA_KEYWORDS and not in_properties
-            else _strip_titles(value, in_properties=key in ("properties", "$defs", "definitions"))
+            if key in _DATA_KEYWORDS
+            else _strip_titles(value, in_properties=key in _NAME_MAPS)
             for key, value in schema.items()
-            if in_properties or key != "title"
+            if key != "title"
         }
     if isinstance(schema, list):
         return [_strip_titles(item) for item in schema]
     return schema
+
+
+class _ToolArguments(GenerateJsonSchema):
+    """pydantic's schema of a tool's arguments, saying what validation takes where
+    pydantic's own says more: the model reads only the schema."""
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
+        # dict[int, ...]: JSON keys are strings, and only integer-like ones validate.
+        json_schema = super().dict_schema(schema)
+        keys = schema.get("keys_schema")
+        if keys is not None and keys["type"] == "int" and "propertyNames" not in json_schema:
+            json_schema["propertyNames"] = {"pattern": "^-?[0-9]+$"}
+        return json_schema
+
+    def is_subclass_schema(self, schema: core_schema.IsSubclassSchema) -> JsonSchemaValue:
+        # type[X]: pydantic writes {} (any value), yet no JSON value is a class. Refused
+        # as a type pydantic cannot describe (see _unsupported_type).
+        return self.handle_invalid_for_json_schema(
+            schema, f"core_schema.IsSubclassSchema ({schema['cls']})"
+        )
 
 
 @dataclass(frozen=True)
@@ -123,8 +155,44 @@ def _unwrap(func: Callable[..., Any]) -> _Callable:
         return _Callable(getattr(inner, "__name__", None), inner, inner, frozenset(bound))
     # A callable object: its __call__ holds the annotations and the better docstring.
     call = type(inner).__call__
-    documented = call if inspect.getdoc(call) else type(inner)
+    documented = call if inspect.isfunction(call) and call.__doc__ else type(inner)
     return _Callable(_snake_case(type(inner).__name__), call, documented, frozenset(bound))
+
+
+def _docstring(documented: Any) -> str | None:
+    """The docstring describing a tool: its function's, or its class's own.
+
+    Not ``inspect.getdoc``'s, which inherits: a class without one would be described
+    by its base's (pydantic's ``BaseModel`` docstring), and a ``__call__`` without one
+    as "Call self as a function." (``object``'s); either would also hide the missing
+    docstring's warning. A method without one may still read the one it overrides in
+    a base class of the app's.
+    """
+    if inspect.isclass(documented):
+        doc = vars(documented).get("__doc__")
+    else:
+        doc = getattr(documented, "__doc__", None)
+        if doc is None and inspect.ismethod(documented):
+            receiver = documented.__self__
+            owner = receiver if inspect.isclass(receiver) else type(receiver)
+            for base in owner.__mro__[1:]:
+                if base.__module__.partition(".")[0] not in ("builtins", "pydantic"):
+                    doc = getattr(vars(base).get(documented.__name__), "__doc__", None)
+                    if doc is not None:
+                        break
+    return inspect.cleandoc(doc) if isinstance(doc, str) else None
+
+
+def _is_record_class(cls: type) -> bool:
+    # A class whose constructor takes its annotated fields, and whose instance is JSON:
+    # its class annotations are the tool's parameters. A plain class's are not (its
+    # __init__ takes others), and its instance could not be a result.
+    return (
+        is_dataclass(cls)
+        or issubclass(cls, BaseModel)
+        or (issubclass(cls, tuple) and hasattr(cls, "_fields"))  # a NamedTuple
+        or is_typeddict(cls)
+    )
 
 
 def _is_method(func: Callable[..., Any], first: inspect.Parameter | None) -> bool:
@@ -137,13 +205,107 @@ def _is_method(func: Callable[..., Any], first: inspect.Parameter | None) -> boo
     return len(owner) == 2 and not owner[0].endswith("<locals>")
 
 
-def _caller_locals() -> dict[str, Any]:
-    # The first frame outside this package is where the function was defined (for a
-    # decorator); its locals resolve string annotations naming local classes.
-    frame = sys._getframe(1)
+def _enclosing_locals(qualname: str) -> dict[str, Any]:
+    """The names local to the scopes a function was defined in, the innermost first,
+    for its string annotations (``from __future__ import annotations``).
+
+    The first frame outside this package is where ``@tool`` was applied, the function's
+    own scope for a decorator. Outward from it, the frames of the scopes its qualified
+    name lists (a class body, then the function around it: ``make.<locals>.Notes.add``)
+    add their names, an inner one's winning, as Python resolves an annotation that is no
+    string. Module level is the function's own globals, left to ``get_type_hints``.
+    """
+    scopes = [part for part in qualname.split(".")[:-1] if part != "<locals>"]
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__", "").startswith("agcore_tools."):
-        frame = frame.f_back  # type: ignore[assignment]
-    return dict(frame.f_locals) if frame is not None else {}
+        frame = frame.f_back
+    merged: dict[str, Any] = {}
+    first = True
+    while frame is not None and frame.f_code.co_name != "<module>":
+        enclosing = bool(scopes) and frame.f_code.co_name == scopes[-1]
+        if not (first or enclosing):
+            break  # a caller's frame, not a scope of the function's
+        for key, value in frame.f_locals.items():
+            merged.setdefault(key, value)
+        if enclosing:
+            scopes.pop()
+        first, frame = False, frame.f_back
+    return merged
+
+
+def _type_hints(annotated: Any) -> dict[str, Any]:
+    # A function's string annotations resolve in its enclosing scopes first (see
+    # _enclosing_locals): only walked for those, so plain annotations stay cheap. A
+    # class tool's are resolved as get_type_hints does, its scopes only as a fallback.
+    if not inspect.isclass(annotated):
+        annotations = getattr(annotated, "__annotations__", None) or {}
+        if any(isinstance(value, str) for value in annotations.values()):
+            localns = _enclosing_locals(getattr(annotated, "__qualname__", ""))
+            return typing.get_type_hints(annotated, localns=localns or None, include_extras=True)
+    try:
+        return typing.get_type_hints(annotated, include_extras=True)
+    except NameError:
+        localns = _enclosing_locals(getattr(annotated, "__qualname__", ""))
+        return typing.get_type_hints(annotated, localns=localns, include_extras=True)
+
+
+def _with_annotations(function: types.FunctionType, annotations: dict[str, Any]) -> Any:
+    # The function again with only these annotations, to resolve them apart: defaults,
+    # globals, qualified name and __wrapped__ kept, as get_type_hints reads them.
+    copy = types.FunctionType(
+        function.__code__,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__qualname__ = function.__qualname__
+    copy.__annotations__ = annotations
+    if hasattr(function, "__wrapped__"):
+        copy.__wrapped__ = function.__wrapped__  # type: ignore[attr-defined]
+    return copy
+
+
+def _resolve_hints(annotated: Any, tool_name: str) -> dict[str, Any]:
+    """The resolved annotations of ``annotated``. A return annotation that does not
+    resolve (a type imported under ``if TYPE_CHECKING:``) is left out, since only code
+    mode's output schema reads it; a parameter's that does not is named."""
+    try:
+        return _type_hints(annotated)
+    except Exception as exc:  # noqa: BLE001 - any failure: find which annotation
+        failure = exc
+    function = getattr(annotated, "__func__", annotated)  # a bound method's function
+    annotations = getattr(function, "__annotations__", None)
+    if isinstance(function, types.FunctionType) and annotations:
+        for key, value in annotations.items():
+            if key == "return":
+                continue
+            try:
+                _type_hints(_with_annotations(function, {key: value}))
+            except Exception as exc:
+                raise ToolDefinitionError(
+                    f"cannot make tool '{tool_name}': parameter '{key}' has annotation "
+                    f"{value!r}, which does not resolve ({exc})"
+                ) from exc
+        if "return" in annotations:
+            parameters = {k: v for k, v in annotations.items() if k != "return"}
+            try:
+                hints = _type_hints(_with_annotations(function, parameters))
+            except Exception as exc:  # noqa: BLE001 - each resolved alone, not together
+                failure = exc
+            else:
+                logger.debug(
+                    "tool %r: its return annotation %r does not resolve (%s), so code "
+                    "mode lists it as returning Any",
+                    tool_name,
+                    annotations["return"],
+                    failure,
+                )
+                return hints
+    raise ToolDefinitionError(
+        f"cannot make tool '{tool_name}': its annotations do not resolve ({failure})"
+    ) from failure
 
 
 _LAMBDA_ADVICE = (
@@ -163,7 +325,9 @@ def _unsupported_type(
     culprit = None
     for field_name, spec in fields.items():
         try:  # only on failure: find the one parameter pydantic cannot describe
-            make_model("probe", **{field_name: spec}).model_json_schema()
+            make_model("probe", **{field_name: spec}).model_json_schema(
+                schema_generator=_ToolArguments
+            )
         except Exception:  # noqa: BLE001 - any failure points at this parameter
             culprit = (spec[1].alias or field_name, spec[0])
             break
@@ -218,6 +382,14 @@ def function_schema(
 
     target = _unwrap(func)
     tool_name = name or target.name or type(func).__name__
+    if inspect.isclass(target.annotated) and not _is_record_class(target.annotated):
+        raise ToolDefinitionError(
+            f"cannot make tool '{tool_name}': {target.annotated.__qualname__} is a class, "
+            "and a class is a tool only when its constructor takes its annotated fields "
+            "(a dataclass, a pydantic model, a NamedTuple or a TypedDict); make the tool "
+            "a function that builds it instead",
+            tool_name=tool_name,
+        )
 
     # 1. Read the signature and resolve the annotations (string ones included).
     try:
@@ -235,20 +407,10 @@ def function_schema(
     if method:
         params = params[1:]
     params = [p for p in params if p.name not in target.bound]
-    try:
-        try:
-            hints = typing.get_type_hints(target.annotated, include_extras=True)
-        except NameError:
-            hints = typing.get_type_hints(
-                target.annotated, localns=_caller_locals(), include_extras=True
-            )
-    except Exception as exc:
-        raise ToolDefinitionError(
-            f"cannot make tool '{tool_name}': its annotations do not resolve ({exc})"
-        ) from exc
+    hints = _resolve_hints(target.annotated, tool_name)
 
     # 2. Parse the docstring for the description and per-parameter text.
-    doc = parse_docstring(inspect.getdoc(target.documented))
+    doc = parse_docstring(_docstring(target.documented))
 
     # 3. One pydantic field per parameter; the ToolContext parameter is injected instead.
     fields: dict[str, Any] = {}
@@ -296,7 +458,7 @@ def function_schema(
             __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
             **fields,
         )
-        schema = model.model_json_schema()
+        schema = model.model_json_schema(schema_generator=_ToolArguments)
     except (PydanticSchemaGenerationError, PydanticInvalidForJsonSchema) as exc:
         # The second is pydantic's word for a type it validates but cannot describe
         # (a Callable): to the model, the same as one it cannot handle at all.
