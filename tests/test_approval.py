@@ -188,3 +188,13 @@ def test_a_decision_is_plain_data() -> None:
         ]
         == "saved ho"
     )
+
+
+async def test_a_signed_answer_without_the_key_is_refused() -> None:
+    registry = _registry()
+    calls = [_chat("save", "c1", {"text": "hi"})]
+    [request] = (await registry.run_tool_calls(calls, approval_key=b"k")).pending_approvals
+
+    with pytest.raises(ApprovalError, match="is signed, but no approval_key was given"):
+        await registry.run_tool_calls(calls, approvals=[request.approve()])
+    assert registry.runs == []  # type: ignore[attr-defined]

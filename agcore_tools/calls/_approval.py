@@ -148,8 +148,9 @@ def apply_answers(
     edited one its new arguments) and the requests still waiting for an answer.
 
     Every answer is checked before anything runs: it must name one of ``calls``, with
-    the same tool and arguments, carry a valid signature when there is a ``key``, and
-    edit the arguments into ones the tool accepts; else :class:`ApprovalError`.
+    the same tool and arguments, carry a valid signature when there is a ``key`` (and
+    none without one), and edit the arguments into ones the tool accepts; else
+    :class:`ApprovalError`.
     """
     by_id = {call.call_id: call for call in calls}
     for call_id in answers:
@@ -194,6 +195,15 @@ def _answered(
                 f"{where} has a missing or wrong signature for tool '{call.name}'",
                 tool_name=call.name,
             )
+    elif answer.signature is not None:
+        # A signed answer means its request was signed: without the key, a slip in the
+        # app's settings would let any answer (and any edited history) through.
+        raise ApprovalError(
+            f"{where} is signed, but no approval_key was given to check it: pass the key "
+            "its request was signed with (CycleConfig(approval_key=...) or "
+            "run_tool_calls(approval_key=...))",
+            tool_name=call.name,
+        )
     if not answer.approved:
         # The parsed arguments stay: the invocation records what was declined.
         return dataclasses.replace(call, error=ToolRejectedError(call.name, answer.message))

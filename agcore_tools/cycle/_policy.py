@@ -202,11 +202,25 @@ def open_call_mac(key: bytes, call: Mapping[str, Any]) -> str:
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def check_open_calls(messages: Sequence[Message], key: bytes) -> None:
+def check_open_calls(messages: Sequence[Message], key: bytes | None) -> None:
     """Refuse (:class:`ApprovalError`) to resume an open call whose :func:`open_call_mac`
     is missing or wrong: its tool or arguments were changed in the history after the
-    run left it open, or no run with this key left it open."""
+    run left it open, or no run with this key left it open.
+
+    Without a ``key``, refuse an open call that carries one all the same: a run with a
+    key left it open, so a resume without it (a missing setting) would trust whatever
+    the history now says instead of failing closed.
+    """
     for call in _open_calls(messages):
+        if key is None:
+            if OPEN_CALL_MAC in call:
+                raise ApprovalError(
+                    f"the open call '{call['id']}' was left open under an approval_key "
+                    f"(it carries {OPEN_CALL_MAC}), but this run has none to check it: "
+                    "resume with CycleConfig(approval_key=...)",
+                    tool_name=_function(call)[0] or None,
+                )
+            continue
         if not hmac.compare_digest(str(call.get(OPEN_CALL_MAC, "")), open_call_mac(key, call)):
             name, _ = _function(call)
             raise ApprovalError(
