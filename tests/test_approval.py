@@ -198,3 +198,14 @@ async def test_a_signed_answer_without_the_key_is_refused() -> None:
     with pytest.raises(ApprovalError, match="is signed, but no approval_key was given"):
         await registry.run_tool_calls(calls, approvals=[request.approve()])
     assert registry.runs == []  # type: ignore[attr-defined]
+
+
+def test_a_refused_input_answer_has_a_redacted_form_without_its_values() -> None:
+    from agcore_tools.pending import check_content
+
+    schema = {"type": "object", "properties": {"age": {"type": "integer"}}}
+    with pytest.raises(ApprovalError, match="'x-SECRET' is not of type") as refused:
+        check_content("q1", schema, {"age": "x-SECRET"})
+    assert refused.value.redacted == (
+        "the answer to input request 'q1' does not fit its schema: the 'type' rule failed (at age)"
+    )

@@ -183,10 +183,11 @@ def _answered(
             tool_name=call.name,
         )
     if call.args is None or answer.arguments != call.args:
+        other = f"{where} is for other arguments than the call's"
         raise ApprovalError(
-            f"{where} is for other arguments than the call's: {_short(answer.arguments)} "
-            f"approved, {_short(call.input)} pending",
+            f"{other}: {_short(answer.arguments)} approved, {_short(call.input)} pending",
             tool_name=call.name,
+            redacted=f"{other}: {_differing(answer.arguments, call.args)}",
         )
     if key is not None:
         expected = approval_signature(key, call.call_id, call.name, call.args)
@@ -225,9 +226,27 @@ def _validate(table: ToolTable, name: str, args: dict[str, Any], where: str) -> 
     try:
         entry.tool.check_arguments(dict(args))
     except InvalidArgumentsError as exc:
+        invalid = f"{where} edits the arguments into invalid ones"
         raise ApprovalError(
-            f"{where} edits the arguments into invalid ones: {exc}", tool_name=name
+            f"{invalid}: {exc}", tool_name=name, redacted=f"{invalid}: {exc.redacted}"
         ) from exc
+
+
+def _differing(approved: Any, pending: Mapping[str, Any] | None) -> str:
+    # Names, never values: this text goes to spans when content capture is off.
+    if pending is None:
+        return "the call's arguments are not a JSON object"
+    if not isinstance(approved, Mapping):
+        return f"the approved arguments are a {type(approved).__name__}, not an object"
+    missing = object()
+    names = sorted(
+        str(name)
+        for name in {*approved, *pending}
+        if approved.get(name, missing) != pending.get(name, missing)
+    )
+    listed = ", ".join(f"'{name}'" for name in names[:10])
+    more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+    return f"they differ in {listed}{more}"
 
 
 def _short(value: Any) -> str:

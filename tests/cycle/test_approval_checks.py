@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import ApprovalError, ToolRegistry
+from agcore_tools import ApprovalDecision, ApprovalError, ToolRegistry
+from tests._otel import recording
 
 from .conftest import S
 
@@ -64,3 +65,35 @@ async def test_a_signed_history_resumed_without_the_key_is_refused(serve, make_c
     assert keyless.messages == unmarked
     assert bank.runs == [("balance", {"account": "a"})]
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("content", [False, True], ids=["redacted", "content"])
+async def test_a_refused_answer_puts_no_argument_values_in_spans_without_content(
+    serve, make_cycle, bank, content
+):
+    server = serve(TWO_CALLS)
+    with recording(capture_content=content) as spans:
+        cycle = make_cycle(server)
+        await cycle.submit_with_tools("refund order 7", bank)
+        stale = ApprovalDecision("c_refund", "refund", {"order": 7, "amount": 19.5}, True)
+        with pytest.raises(ApprovalError, match=r"19\.5.* approved") as stale_error:
+            await cycle.submit_with_tools(None, bank, approvals=[stale])
+        [request] = (await cycle.submit_with_tools(None, bank)).pending_approvals
+        edit = request.approve(arguments={"order": "seven-SECRET", "amount": 1.0})
+        with pytest.raises(ApprovalError, match="seven-SECRET") as edit_error:
+            await cycle.submit_with_tools(None, bank, approvals=[edit])
+    statuses = [s.status.description or "" for s in spans.named("invoke_agent")]
+    assert len(statuses) == 4 and statuses[0] == statuses[2] == ""
+    if content:
+        assert statuses[1] == f"ApprovalError: {stale_error.value}"
+        assert statuses[3] == f"ApprovalError: {edit_error.value}"
+    else:
+        assert statuses[1] == (
+            "ApprovalError: the approval of call 'c_refund' is for other arguments than the "
+            "call's: they differ in 'amount'"
+        )
+        assert statuses[3].startswith(
+            "ApprovalError: the approval of call 'c_refund' edits the arguments into invalid "
+            "ones: tool 'refund' got invalid arguments: order:"
+        )
+        assert "SECRET" not in statuses[3] and "19.5" not in statuses[1]
