@@ -243,5 +243,5 @@ class ToolCallOutputs(list[Any]):
 
     pending_approvals: tuple[ApprovalRequest, ...] = ()
     """The calls that did not run because they need approval; answer them by passing
-    the same calls, or only the waiting ones, to ``run_tool_calls`` again with
-    ``approvals=``: only the answered calls run then."""
+    these calls (only those still waiting) to ``run_tool_calls`` again with
+    ``approvals=``: only the answered calls run then, and the others are listed again."""

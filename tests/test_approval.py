@@ -209,3 +209,25 @@ def test_a_refused_input_answer_has_a_redacted_form_without_its_values() -> None
     assert refused.value.redacted == (
         "the answer to input request 'q1' does not fit its schema: the 'type' rule failed (at age)"
     )
+
+
+async def test_approvals_given_empty_run_nothing_again() -> None:
+    # An app passing the answers given so far ([] when the user answered nothing yet)
+    # must not run again the calls that ran in the first round.
+    registry = _registry()
+    calls = [_chat("save", "c1", {"text": "hi"}), _chat("echo", "c2", {"text": "yo"})]
+    first = await registry.run_tool_calls(calls)
+    assert [m["tool_call_id"] for m in first] == ["c2"]
+
+    again = await registry.run_tool_calls(calls, approvals=[])
+    assert again == [] and [r.call_id for r in again.pending_approvals] == ["c1"]
+    synced = registry.run_tool_calls_sync(calls, approvals=iter(()))
+    assert synced == [] and [r.call_id for r in synced.pending_approvals] == ["c1"]
+
+    # Round by round, passing only the calls still waiting runs each once.
+    waiting = {r.call_id for r in again.pending_approvals}
+    done = await registry.run_tool_calls(
+        [c for c in calls if c["id"] in waiting], approvals=[again.pending_approvals[0].approve()]
+    )
+    assert done == [{"role": "tool", "tool_call_id": "c1", "content": "saved hi"}]
+    assert done.pending_approvals == () and registry.runs == ["hi"]  # type: ignore[attr-defined]

@@ -123,16 +123,17 @@ async def screen_calls(
 ) -> tuple[Sequence[ParsedCall], list[ApprovalRequest]]:
     """For ``run_tool_calls``: the calls to run, and the requests left waiting.
 
-    With answers, only the calls they name run: the app passes the turn's calls again
-    (or only the waiting ones) to answer them, and the others already ran and were
-    answered by the first call, so running them again would repeat their effects.
+    With ``approvals`` (even an empty list: nothing answered yet), only the calls they
+    name run: the app passes the waiting calls again to answer them, and any other
+    call passed along already ran and was answered by the first call, so running it
+    again would repeat its effects.
     """
     requests = await approval_requests(table, calls, ctx, key)
     answers = answers_by_id(approvals)
-    if requests is None and not answers:
+    if requests is None and approvals is None:
         return calls, []
     runnable, waiting = apply_answers(table, calls, requests, answers, key)
-    if answers:
+    if approvals is not None:
         runnable = [call for call in runnable if call.call_id in answers]
     return runnable, waiting
 
