@@ -14,10 +14,10 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .._attachments import is_attachments_message
-from .._code_mode import PROGRAM_STATE
+from .._code_mode import PROGRAM_STATE, RUN_PYTHON
 from .._unicode import scrub, scrub_json
 from ..calls import ParsedCall, aborted_text, parse_call, unknown_tool_error
-from ..error import ApprovalError, ToolNotOfferedError
+from ..error import ApprovalError, LlmConfigError, ToolNotOfferedError
 from ..pending import PAUSED_CALL
 from ..registry import ToolRegistry
 from ._stream import Turn
@@ -28,6 +28,7 @@ __all__ = [
     "OPEN_CALL_MAC",
     "answer_unanswered",
     "check_open_calls",
+    "check_open_tools",
     "clean_turn",
     "drop_program_states",
     "mark_unknown",
@@ -228,6 +229,30 @@ def check_open_calls(messages: Sequence[Message], key: bytes | None) -> None:
                 "or arguments were changed in the history after the run paused, or no run "
                 "with this approval_key left it open",
                 tool_name=name or None,
+            )
+
+
+def check_open_tools(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> None:
+    """Refuse (:class:`~agcore_tools.LlmConfigError`) to resume open ``calls`` to a tool
+    ``registry`` lacks, before anything is written. Such a call may be one a paused run
+    left waiting for approval, in a process whose registry lacks its tool (an MCP server
+    that failed to connect): answered as unknown, the request would be gone for good
+    and the model would read that the call failed. A new prompt moves on instead.
+
+    Example:
+        >>> check_open_tools(ToolRegistry(), [parse_call("pay", "c1", "{}")])
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmConfigError: the open call 'c1' is to tool 'pay', which the registry lacks: resume with a registry that has it (the call may be waiting for approval, so the history is left as it was), or send a new prompt to move on (the call is then answered as not run)
+    """
+    for call in calls:
+        # A paused program's call says itself how to resume (select=CodeMode()).
+        if call.name not in registry and call.name != RUN_PYTHON:
+            raise LlmConfigError(
+                f"the open call '{call.call_id}' is to tool '{call.name}', which the registry "
+                "lacks: resume with a registry that has it (the call may be waiting for "
+                "approval, so the history is left as it was), or send a new prompt to move "
+                "on (the call is then answered as not run)"
             )
 
 

@@ -33,6 +33,7 @@ from ._policy import (
     FREE,
     answer_unanswered,
     check_open_calls,
+    check_open_tools,
     clean_turn,
     drop_program_states,
     relaxed_tool_choice,
@@ -261,6 +262,7 @@ class Run:
                 check_open_calls(messages, config.approval_key)
             if registry is not None and pending:
                 runner = offer.for_open_calls() if offer is not None else registry
+                check_open_tools(runner, pending)
                 async for event in run_tools(
                     config, messages, runner, pending, ctx, invocations, gate, profile
                 ):

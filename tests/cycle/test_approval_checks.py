@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import ApprovalDecision, ApprovalError, ToolRegistry
+from agcore_tools import ApprovalDecision, ApprovalError, LlmConfigError, ToolRegistry
 from tests._otel import recording
 
 from .conftest import S
@@ -97,3 +97,28 @@ async def test_a_refused_answer_puts_no_argument_values_in_spans_without_content
             "ones: tool 'refund' got invalid arguments: order:"
         )
         assert "SECRET" not in statuses[3] and "19.5" not in statuses[1]
+
+
+async def test_a_resume_with_a_registry_missing_the_waiting_tool_leaves_the_history(
+    serve, make_cycle, bank
+):
+    # A process whose registry lacks the tool (an MCP server down, a module not
+    # imported) must not answer the waiting call as unknown: the request would be gone.
+    server = serve(TWO_CALLS, S.reply_text("Refunded."))
+    cycle = make_cycle(server)
+    [request] = (await cycle.submit_with_tools("refund order 7", bank)).pending_approvals
+    saved = json.loads(json.dumps(cycle.messages))
+    lacking = ToolRegistry()
+    lacking.register(bank.get("balance"))
+
+    for approvals in (None, [request.approve()]):
+        with pytest.raises(
+            LlmConfigError, match="open call 'c_refund' is to tool 'refund', which the registry"
+        ):
+            await cycle.submit_with_tools(None, lacking, approvals=approvals)
+        assert cycle.messages == saved
+    [again] = (await cycle.submit_with_tools(None, bank)).pending_approvals
+    assert again == request
+    done = await cycle.submit_with_tools(None, bank, approvals=[again.approve()])
+    assert done.text == "Refunded."
+    assert len(server.requests) == 2
