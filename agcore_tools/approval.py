@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 from .base import ToolContext
+from .error import ApprovalError
 
 __all__ = [
     "ApprovalDecision",
@@ -62,6 +63,17 @@ def approval_signature(
     return hmac.new(key, _canonical(call_id, tool_name, arguments), hashlib.sha256).hexdigest()
 
 
+_DECISION_FIELDS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("call_id", str, "a str"),
+    ("tool_name", str, "a str"),
+    ("arguments", dict, "a dict (the call's arguments)"),
+    ("approved", bool, "a bool (True or False)"),
+    ("edited_arguments", (dict, type(None)), "a dict or None"),
+    ("message", (str, type(None)), "a str or None"),
+    ("signature", (str, type(None)), "a str or None"),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalDecision:
     """The app's answer to one :class:`ApprovalRequest`; make it with
@@ -70,7 +82,8 @@ class ApprovalDecision:
     ``call_id``, ``tool_name`` and ``arguments`` repeat the request's, so an answer
     meant for another call (or for arguments that changed since) is refused with an
     :class:`~agcore_tools.ApprovalError` instead of approving the wrong thing. Plain
-    values: it can cross a process boundary as JSON (``dataclasses.asdict``).
+    values: it can cross a process boundary as JSON (``dataclasses.asdict``), and a
+    field of the wrong type (``approved="false"``) is refused with an ``ApprovalError``.
 
     Example:
         >>> decision = ApprovalDecision("call_1", "refund", {"order": 7}, approved=False,
@@ -93,6 +106,16 @@ class ApprovalDecision:
     """On a rejection, the app's message to the model."""
     signature: str | None = None
     """The request's HMAC, when the loop signs its requests (``CycleConfig(approval_key=)``)."""
+
+    def __post_init__(self) -> None:
+        # An answer often arrives as JSON from a form or a queue: "false" is truthy, and
+        # the signature does not cover `approved`, so a wrong type must never pass.
+        for name, kinds, what in _DECISION_FIELDS:
+            value = getattr(self, name)
+            if not isinstance(value, kinds):
+                raise ApprovalError(
+                    f"ApprovalDecision.{name} must be {what}, got {type(value).__name__}"
+                )
 
     @property
     def arguments_to_run(self) -> dict[str, Any] | None:
@@ -138,6 +161,11 @@ class ApprovalRequest:
             ...     arguments={"amount": 50}).arguments_to_run
             {'amount': 50}
         """
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise ApprovalError(
+                "approve(arguments=...) takes a mapping of the arguments to run, got "
+                f"{type(arguments).__name__}"
+            )
         edited = dict(arguments) if arguments is not None else None
         return ApprovalDecision(
             self.call_id, self.tool_name, self.arguments, True, edited, None, self.signature

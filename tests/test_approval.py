@@ -231,3 +231,25 @@ async def test_approvals_given_empty_run_nothing_again() -> None:
     )
     assert done == [{"role": "tool", "tool_call_id": "c1", "content": "saved hi"}]
     assert done.pending_approvals == () and registry.runs == ["hi"]  # type: ignore[attr-defined]
+
+
+async def test_a_decision_with_fields_of_the_wrong_type_is_refused() -> None:
+    # Answers arrive as JSON from forms and queues: "false" is truthy, and the
+    # signature does not cover `approved`, so a rejection must never run.
+    registry = _registry()
+    calls = [_chat("save", "c1", {"text": "hi"})]
+    [request] = (await registry.run_tool_calls(calls, approval_key=b"k")).pending_approvals
+    data = dataclasses.asdict(request.reject())
+    with pytest.raises(ApprovalError, match=r"ApprovalDecision\.approved must be a bool"):
+        ApprovalDecision(**{**data, "approved": "false"})
+    for name, value in [
+        ("edited_arguments", '{"text": "ho"}'),
+        ("arguments", '{"text": "hi"}'),
+        ("call_id", 1),
+        ("signature", 0),
+    ]:
+        with pytest.raises(ApprovalError, match=rf"ApprovalDecision\.{name} must be a"):
+            ApprovalDecision(**{**data, name: value})
+    with pytest.raises(ApprovalError, match=r"approve\(arguments=...\) takes a mapping"):
+        request.approve(arguments="text=ho")  # type: ignore[arg-type]
+    assert registry.runs == []  # type: ignore[attr-defined]
