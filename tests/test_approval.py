@@ -11,6 +11,8 @@ import pytest
 from agcore_tools import (
     ApprovalDecision,
     ApprovalError,
+    BaseTool,
+    InvalidArgumentsError,
     PermissionChecker,
     PermissionConfig,
     ToolCallOutputs,
@@ -253,3 +255,54 @@ async def test_a_decision_with_fields_of_the_wrong_type_is_refused() -> None:
     with pytest.raises(ApprovalError, match=r"approve\(arguments=...\) takes a mapping"):
         request.approve(arguments="text=ho")  # type: ignore[arg-type]
     assert registry.runs == []  # type: ignore[attr-defined]
+
+
+async def test_no_one_is_asked_about_a_call_whose_arguments_the_tool_refuses() -> None:
+    registry = ToolRegistry()
+    asked: list[dict[str, Any]] = []
+    sent: list[dict[str, Any]] = []
+
+    def over_limit(args: dict[str, Any], ctx: ToolContext) -> bool:  # the guide's rule
+        asked.append(args)
+        return bool(args["amount"] > 100)
+
+    @registry.tool(needs_approval=over_limit)
+    def refund(order: int, amount: float) -> str:
+        """Refund an order."""
+        return f"refunded {amount}"
+
+    class Remote(BaseTool):  # checks arguments without running, as an MCP tool does
+        name, description, needs_approval = "wipe", "Wipe a disk.", True
+
+        def check_arguments(self, args: dict[str, Any]) -> None:
+            if not isinstance(args.get("disk"), str):
+                raise InvalidArgumentsError(self.name, "disk: must be a string")
+
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> str:
+            sent.append(args)  # a server that takes anything
+            return "wiped"
+
+    registry.register(Remote())
+    calls = [_chat("refund", "c1", {"order": 7}), _chat("wipe", "c2", {"disk": ["sda"]})]
+
+    outputs = await registry.run_tool_calls(calls)
+
+    assert outputs.pending_approvals == ()
+    assert [m["content"] for m in outputs] == [
+        "Error: tool 'refund' got invalid arguments: amount: Field required",
+        "Error: tool 'wipe' got invalid arguments: disk: must be a string",
+    ]
+    assert asked == [] and sent == []
+    # A valid call still asks; its rule reads the arguments.
+    [request] = (
+        await registry.run_tool_calls([_chat("refund", "c3", {"order": 7, "amount": 900})])
+    ).pending_approvals
+    assert request.reason == "tool 'refund' needs approval (its needs_approval returned True)"
+    # An answer to such a call (asked before the tool's schema changed, say) that edits
+    # its arguments into valid ones runs it; one that does not gets the error.
+    edit = ApprovalDecision("c1", "refund", {"order": 7}, True, {"order": 7, "amount": 5.0})
+    fixed = await registry.run_tool_calls([calls[0]], approvals=[edit])
+    assert fixed[0]["content"] == "refunded 5.0"
+    as_is = ApprovalDecision("c1", "refund", {"order": 7}, True)
+    failed = await registry.run_tool_calls([calls[0]], approvals=[as_is])
+    assert failed[0]["content"].startswith("Error: tool 'refund' got invalid arguments")

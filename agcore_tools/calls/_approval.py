@@ -52,19 +52,22 @@ async def approval_requests(
     calls: Sequence[ParsedCall],
     ctx: ToolContext,
     key: bytes | None,
-) -> list[ApprovalRequest | None] | None:
-    """Per call, the request to approve it (None if it may run), or None when no call
-    of the turn needs approval.
+) -> tuple[Sequence[ParsedCall], list[ApprovalRequest | None] | None]:
+    """``calls`` as they go on, and per call the request to approve it (None if it may
+    run), or None when no call of the turn needs approval.
 
     Asked in order: the tool's own ``needs_approval``, then ``PermissionConfig.ask``.
     A call whose arguments could not be parsed never asks: its error goes to the model.
     Nor does a call the permission checker refuses: denied wins even over ``ask``, so
     it is left to fail with its :class:`~agcore_tools.PermissionDeniedError` when run,
-    never put to a person whose yes could not make it run.
+    never put to a person whose yes could not make it run. Nor does a call whose
+    arguments its tool refuses (``check_arguments``): it comes back carrying that
+    :class:`~agcore_tools.InvalidArgumentsError`, which goes to the model, and never runs.
     """
     checker = table.checker
     asks_permissions = checker is not None and bool(checker.config.ask)
     found: list[ApprovalRequest | None] | None = None
+    marked: list[ParsedCall] | None = None
     for position, call in enumerate(calls):
         if call.args is None or call.error is not None:
             continue
@@ -78,6 +81,14 @@ async def approval_requests(
             table.check(entry)
         except PermissionDeniedError:
             continue
+        try:
+            # Before any rule: a person's yes could not make such a call run, and a
+            # needs_approval function would read arguments the tool never accepts.
+            entry.tool.check_arguments(dict(call.args))
+        except InvalidArgumentsError as exc:
+            marked = list(calls) if marked is None else marked
+            marked[position] = dataclasses.replace(call, error=exc)
+            continue
         reason = await _reason(rule, entry.tool.approval_reason, call, ctx)
         if reason is None and checker is not None and asks_permissions:
             asked = checker.asking(entry.permissions)
@@ -89,7 +100,7 @@ async def approval_requests(
             found = [None] * len(calls)
         request = ApprovalRequest(call.call_id, call.name, call.args, reason)
         found[position] = request.signed(key) if key is not None else request
-    return found
+    return (calls if marked is None else marked), found
 
 
 async def _reason(rule: Any, why: str | None, call: ParsedCall, ctx: ToolContext) -> str | None:
@@ -128,7 +139,7 @@ async def screen_calls(
     call passed along already ran and was answered by the first call, so running it
     again would repeat its effects.
     """
-    requests = await approval_requests(table, calls, ctx, key)
+    calls, requests = await approval_requests(table, calls, ctx, key)
     answers = answers_by_id(approvals)
     if requests is None and approvals is None:
         return calls, []
@@ -214,7 +225,9 @@ def _answered(
         return call
     _validate(table, call.name, edited, where)
     text = json.dumps(edited, ensure_ascii=False, default=str)
-    return dataclasses.replace(call, arguments=text, args=dict(edited))
+    # Edited arguments the tool accepts replace the model's, and so their error.
+    error = None if isinstance(call.error, InvalidArgumentsError) else call.error
+    return dataclasses.replace(call, arguments=text, args=dict(edited), error=error)
 
 
 def _validate(table: ToolTable, name: str, args: dict[str, Any], where: str) -> None:

@@ -123,8 +123,8 @@ class Gate:
         self, registry: ToolRegistry, calls: Sequence[ParsedCall], ctx: ToolContext
     ) -> AsyncGenerator[ToolApprovalRequested, None]:
         """Ask for approval where a rule says so; set :attr:`calls` and :attr:`waiting`."""
+        calls, requests = await approval_requests(registry.tool_table, calls, ctx, self._key)
         self.calls = calls
-        requests = await approval_requests(registry.tool_table, calls, ctx, self._key)
         if requests is None and not self._answers:
             return
         answers, self._answers = self._answers, {}  # they answer the resumed calls only

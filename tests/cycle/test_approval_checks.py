@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any
 
 import pytest
 
-from agcore_tools import ApprovalDecision, ApprovalError, LlmConfigError, ToolRegistry
+from agcore_tools import (
+    ApprovalDecision,
+    ApprovalError,
+    CodeMode,
+    LlmConfigError,
+    ToolApprovalRequested,
+    ToolRegistry,
+)
 from tests._otel import recording
 
-from .conftest import S
+from .conftest import S, tool_messages
 
 
 @pytest.fixture
@@ -122,3 +130,50 @@ async def test_a_resume_with_a_registry_missing_the_waiting_tool_leaves_the_hist
     done = await cycle.submit_with_tools(None, bank, approvals=[again.approve()])
     assert done.text == "Refunded."
     assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_a_call_with_arguments_its_tool_refuses_is_not_put_to_a_person(
+    serve, make_cycle, bank, stream
+):
+    server = serve(
+        S.reply_tool_calls([("refund", {"order": "seven"}, "c1")]), S.reply_text("Sorry.")
+    )
+    cycle = make_cycle(server)
+    if stream:
+        events = cycle.submit_stream_with_tools("refund order 7", bank)
+        asked = [e async for e in events if isinstance(e, ToolApprovalRequested)]
+        response = events.response
+        assert asked == []
+    else:
+        response = await cycle.submit_with_tools("refund order 7", bank)
+    assert response is not None
+    assert response.text == "Sorry." and response.pending_approvals == ()
+    assert tool_messages(cycle.messages)["c1"].startswith(
+        "Error: tool 'refund' got invalid arguments: "
+    )
+    assert bank.runs == []
+
+
+async def test_a_programs_call_with_arguments_its_tool_refuses_is_not_put_to_a_person(
+    serve, make_cycle, bank
+):
+    pytest.importorskip("pydantic_monty")
+    code = """
+        try:
+            await refund("seven", 5.0)
+        except Exception as exc:
+            print("refused:", exc)
+    """
+    server = serve(
+        S.reply_tool_calls([("run_python", {"code": textwrap.dedent(code)}, "c_prog")]),
+        S.reply_text("Sorry."),
+    )
+    cycle = make_cycle(server)
+    response = await cycle.submit_with_tools("refund order 7", bank, select=CodeMode())
+    assert response.text == "Sorry." and response.pending_approvals == ()
+    assert (
+        "refused: tool 'refund' got invalid arguments: order"
+        in (tool_messages(cycle.messages)["c_prog"])
+    )
+    assert bank.runs == []
