@@ -37,7 +37,8 @@ __all__ = [
 
 NeedsApproval: TypeAlias = bool | Callable[[dict[str, Any], ToolContext], "bool | Awaitable[bool]"]
 """Whether a tool's calls need approval: a constant, or a function (sync or async) of
-the call's arguments and context, asked before each call."""
+the call's arguments and context, asked before each call; an awaitable a sync function
+returns is awaited."""
 
 
 def _canonical(call_id: str, tool_name: str, arguments: Mapping[str, Any]) -> bytes:

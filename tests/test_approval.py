@@ -306,3 +306,21 @@ async def test_no_one_is_asked_about_a_call_whose_arguments_the_tool_refuses() -
     as_is = ApprovalDecision("c1", "refund", {"order": 7}, True)
     failed = await registry.run_tool_calls([calls[0]], approvals=[as_is])
     assert failed[0]["content"].startswith("Error: tool 'refund' got invalid arguments")
+
+
+async def test_a_sync_needs_approval_returning_an_awaitable_is_awaited() -> None:
+    registry = ToolRegistry()
+
+    async def large(args: dict[str, Any], ctx: ToolContext) -> bool:
+        return bool(args["amount"] > 100)
+
+    @registry.tool(needs_approval=lambda args, ctx: large(args, ctx))
+    def refund(amount: float) -> str:
+        """Refund."""
+        return f"refunded {amount}"
+
+    small = await registry.run_tool_calls([_chat("refund", "c1", {"amount": 5})])
+    assert small == [{"role": "tool", "tool_call_id": "c1", "content": "refunded 5.0"}]
+    big = await registry.run_tool_calls([_chat("refund", "c2", {"amount": 500})])
+    [request] = big.pending_approvals
+    assert request.reason == "tool 'refund' needs approval (its needs_approval returned True)"

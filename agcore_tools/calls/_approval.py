@@ -117,6 +117,8 @@ async def _reason(rule: Any, why: str | None, call: ParsedCall, ctx: ToolContext
             verdict = await rule(dict(call.args), call_ctx)
         else:  # the app's code: kept off the event loop, as sync tools are
             verdict = await run_sync(rule, dict(call.args), call_ctx)
+        if inspect.isawaitable(verdict):  # a sync callable wrapping an async check
+            verdict = await verdict
     except Exception as exc:  # noqa: BLE001 - fail closed: a person decides instead
         logger.warning("needs_approval of tool %r raised; asking for approval", call.name)
         return f"tool '{call.name}' needs_approval raised {type(exc).__name__}: {exc}"
