@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
@@ -146,13 +147,20 @@ class ApprovalRequest:
     tool_name: str
     """The tool the model called."""
     arguments: dict[str, Any]
-    """The arguments the model sent, parsed."""
+    """The arguments the model sent, parsed: the request's own copy, so changing it in
+    place changes nothing the call runs with (an answer made from the changed request
+    is refused); edit them with ``approve(arguments=...)``."""
     reason: str
     """Which rule asked for approval."""
     signature: str | None = field(default=None, compare=False)
     """An HMAC of the call id, tool name and arguments under the app's key, or None.
     It proves which call an answer is for, not who approved it: whoever holds a signed
     request can answer it."""
+
+    def __post_init__(self) -> None:
+        # The caller's dict is the call's own (or a paused program's state): an app that
+        # changed a request's arguments in place would change what runs, unchecked.
+        object.__setattr__(self, "arguments", copy.deepcopy(self.arguments))
 
     def approve(self, *, arguments: Mapping[str, Any] | None = None) -> ApprovalDecision:
         """Let the call run; with ``arguments``, run it with those instead.

@@ -11,6 +11,7 @@ import pytest
 from agcore_tools import (
     ApprovalDecision,
     ApprovalError,
+    ApprovalRequest,
     BaseTool,
     InvalidArgumentsError,
     PermissionChecker,
@@ -324,3 +325,11 @@ async def test_a_sync_needs_approval_returning_an_awaitable_is_awaited() -> None
     big = await registry.run_tool_calls([_chat("refund", "c2", {"amount": 500})])
     [request] = big.pending_approvals
     assert request.reason == "tool 'refund' needs approval (its needs_approval returned True)"
+
+
+def test_a_request_holds_its_own_copy_of_the_arguments() -> None:
+    arguments = {"order": 7, "lines": [{"sku": "a", "qty": 1}]}
+    request = ApprovalRequest("c1", "refund", arguments, "asked")
+    arguments["lines"][0]["qty"] = 50
+    assert request.arguments == {"order": 7, "lines": [{"sku": "a", "qty": 1}]}
+    assert request.signed(b"k").arguments == request.arguments

@@ -177,3 +177,39 @@ async def test_a_programs_call_with_arguments_its_tool_refuses_is_not_put_to_a_p
         in (tool_messages(cycle.messages)["c_prog"])
     )
     assert bank.runs == []
+
+
+async def test_changing_a_requests_arguments_in_place_changes_nothing_that_runs(
+    serve, make_cycle, bank
+):
+    server = serve(
+        S.reply_tool_calls([("refund", {"order": 7, "amount": 20.0}, "c1")]),
+        S.reply_text("Done."),
+    )
+    cycle = make_cycle(server)
+    with pytest.raises(ApprovalError, match="is for other arguments than the call's"):
+        async with cycle.submit_stream_with_tools("refund order 7", bank) as events:
+            async for event in events:
+                if isinstance(event, ToolApprovalRequested):
+                    event.input["amount"] *= 10  # cents for the UI, say, in place
+                    event.approve()  # as the model asked, the app believes
+    assert bank.runs == []
+    sent = cycle.messages[1]["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(sent) == {"order": 7, "amount": 20.0}
+
+
+async def test_a_paused_programs_requests_do_not_share_its_saved_state(serve, make_cycle, bank):
+    pytest.importorskip("pydantic_monty")
+    server = serve(
+        S.reply_tool_calls([("run_python", {"code": "await refund(7, 20.0)"}, "c_prog")]),
+        S.reply_text("Done."),
+    )
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("refund order 7", bank, select=CodeMode())
+    [request] = paused.pending_approvals
+    saved = json.dumps(cycle.messages)
+    request.arguments["amount"] = 9000.0
+    assert json.dumps(cycle.messages) == saved
+    with pytest.raises(ApprovalError, match="is for other arguments than the call's"):
+        await cycle.submit_with_tools(None, bank, select=CodeMode(), approvals=[request.approve()])
+    assert bank.runs == []
