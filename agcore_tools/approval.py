@@ -211,7 +211,9 @@ class ToolApprovalRequested:
     :meth:`reject` before asking for the next event, and the stream goes on with the
     call run (or declined). Left unanswered, the other calls still run and the stream
     ends with a response whose ``pending_approvals`` lists it: resume later with
-    ``submit_with_tools(None, registry, approvals=[...])``.
+    ``submit_with_tools(None, registry, approvals=[...])``. So does an inline answer
+    the loop refuses (edited arguments the tool rejects, say), with a warning on the
+    ``agcore_tools.approval`` logger.
 
     Example:
         >>> event = ToolApprovalRequested(ApprovalRequest("c1", "pay", {"amount": 5}, "asked"))

@@ -27,7 +27,7 @@ from ..error import (
     ToolRejectedError,
 )
 
-__all__ = ["answers_by_id", "apply_answers", "approval_requests", "screen_calls"]
+__all__ = ["answers_by_id", "apply_answers", "approval_requests", "check_answer", "screen_calls"]
 
 logger = logging.getLogger("agcore_tools.approval")
 
@@ -185,6 +185,14 @@ def apply_answers(
         else:
             runnable.append(call)
     return runnable, waiting_requests
+
+
+def check_answer(
+    table: ToolTable, call: ParsedCall, answer: ApprovalDecision, key: bytes | None
+) -> None:
+    """Refuse (:class:`ApprovalError`) an ``answer`` that cannot apply to ``call``, as
+    :func:`apply_answers` would, without applying it: for an answer given inline."""
+    _answered(table, call, answer, key)
 
 
 def _answered(

@@ -7,12 +7,21 @@ how an answer applies) live in :mod:`agcore_tools._approval`, shared with
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Any
 
 from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
 from ..base import ToolContext
-from ..calls import ParsedCall, answers_by_id, apply_answers, approval_requests, error_text
+from ..calls import (
+    ParsedCall,
+    answers_by_id,
+    apply_answers,
+    approval_requests,
+    check_answer,
+    error_text,
+)
 from ..error import ApprovalError, ToolRejectedError
 from ..pending import InputAnswer, InputRequest, RunningTask
 from ..registry import ToolInvocation, ToolRegistry
@@ -26,6 +35,8 @@ Pending = ApprovalRequest | InputRequest | RunningTask
 server-side task a call started."""
 
 Answer = ApprovalDecision | InputAnswer
+
+logger = logging.getLogger("agcore_tools.approval")
 
 
 def _input_answers(answers: Iterable[InputAnswer]) -> dict[str, InputAnswer]:
@@ -132,11 +143,27 @@ class Gate:
         # Until the answers apply, every call asked about stays open if the run stops
         # (a consumer leaving at an event, an answer refused).
         self._hold = {r.call_id for r in asked} | set(answers)
+        by_id = {call.call_id: call for call in calls}
         for request in asked:
-            event = ToolApprovalRequested(request)
+            # The event's own copy: should its answer be refused, the request listed
+            # as still waiting shows the call's arguments, whatever the app changed.
+            event = ToolApprovalRequested(dataclasses.replace(request))
             yield event
-            if event.decision is not None:
-                answers[request.call_id] = event.decision
+            if event.decision is None:
+                continue
+            try:
+                check_answer(registry.tool_table, by_id[request.call_id], event.decision, self._key)
+            except ApprovalError as exc:
+                # As if unanswered: raised, it would stop the turn, and its other calls
+                # (which need no answer) would never run. A resume can answer it.
+                logger.warning(
+                    "the inline answer to call %r was refused, so the call still waits for "
+                    "approval (in the response's pending_approvals): %s",
+                    request.call_id,
+                    exc.redacted,
+                )
+                continue
+            answers[request.call_id] = event.decision
         self.calls, self._approvals = apply_answers(
             registry.tool_table, calls, requests, answers, self._key
         )

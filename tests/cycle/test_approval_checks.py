@@ -187,12 +187,15 @@ async def test_changing_a_requests_arguments_in_place_changes_nothing_that_runs(
         S.reply_text("Done."),
     )
     cycle = make_cycle(server)
-    with pytest.raises(ApprovalError, match="is for other arguments than the call's"):
-        async with cycle.submit_stream_with_tools("refund order 7", bank) as events:
-            async for event in events:
-                if isinstance(event, ToolApprovalRequested):
-                    event.input["amount"] *= 10  # cents for the UI, say, in place
-                    event.approve()  # as the model asked, the app believes
+    async with cycle.submit_stream_with_tools("refund order 7", bank) as events:
+        async for event in events:
+            if isinstance(event, ToolApprovalRequested):
+                event.input["amount"] *= 10  # cents for the UI, say, in place
+                event.approve()  # as the model asked, the app believes
+    # The answer is for other arguments than the call's: refused, the call waits.
+    assert events.response is not None
+    [waiting] = events.response.pending_approvals
+    assert waiting.arguments == {"order": 7, "amount": 20.0}
     assert bank.runs == []
     sent = cycle.messages[1]["tool_calls"][0]["function"]["arguments"]
     assert json.loads(sent) == {"order": 7, "amount": 20.0}
@@ -213,3 +216,28 @@ async def test_a_paused_programs_requests_do_not_share_its_saved_state(serve, ma
     with pytest.raises(ApprovalError, match="is for other arguments than the call's"):
         await cycle.submit_with_tools(None, bank, select=CodeMode(), approvals=[request.approve()])
     assert bank.runs == []
+
+
+async def test_a_refused_inline_answer_leaves_the_call_waiting_and_its_siblings_run(
+    serve, make_cycle, bank, caplog
+):
+    server = serve(TWO_CALLS, S.reply_text("Refunded."))
+    cycle = make_cycle(server)
+    async with cycle.submit_stream_with_tools("refund order 7", bank) as events:
+        async for event in events:
+            if isinstance(event, ToolApprovalRequested):
+                event.approve(arguments={"order": "seven-SECRET", "amount": 20.0})  # a typo
+    assert events.response is not None
+    [request] = events.response.pending_approvals
+    assert request.call_id == "c_refund"
+    assert bank.runs == [("balance", {"account": "a"})]
+    assert tool_messages(cycle.messages) == {"c_bal": "100"}
+    assert len(server.requests) == 1
+    [record] = [r for r in caplog.records if r.name == "agcore_tools.approval"]
+    assert record.levelname == "WARNING"
+    assert "inline answer to call 'c_refund' was refused" in record.getMessage()
+    assert "SECRET" not in record.getMessage()
+
+    done = await cycle.submit_with_tools(None, bank, approvals=[request.approve()])
+    assert done.text == "Refunded."
+    assert bank.runs[-1] == ("refund", {"order": 7, "amount": 20.0})
