@@ -713,8 +713,9 @@ class ToolRegistry(RegistrySync):
         the answered calls run and get a message, and every other call that needs
         approval is listed again, so pass only the calls still waiting (those of the
         last ``pending_approvals``), never one answered in an earlier round. Leave
-        ``approvals`` out on a turn's first call. With ``approval_key``, requests
-        are signed and answers must carry the signature. On Chat Completions, put the
+        ``approvals`` out on a turn's first call. With ``approval_key`` (non-empty
+        bytes, as for ``CycleConfig``), requests are signed and answers must carry the
+        signature. On Chat Completions, put the
         tool messages that come back then ahead of the first outputs' attachments
         message, if there was one: a turn's tool messages must follow its calls.
 

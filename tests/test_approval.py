@@ -17,6 +17,7 @@ from agcore_tools import (
     PermissionChecker,
     PermissionConfig,
     ToolCallOutputs,
+    ToolConfigError,
     ToolContext,
     ToolRegistry,
 )
@@ -333,3 +334,24 @@ def test_a_request_holds_its_own_copy_of_the_arguments() -> None:
     arguments["lines"][0]["qty"] = 50
     assert request.arguments == {"order": 7, "lines": [{"sku": "a", "qty": 1}]}
     assert request.signed(b"k").arguments == request.arguments
+
+
+async def test_caller_mistakes_with_approvals_and_keys_name_the_fix() -> None:
+    registry = _registry()
+    calls = [_chat("save", "c1", {"text": "hi"})]
+    [request] = (await registry.run_tool_calls(calls)).pending_approvals
+    one = request.approve()
+    with pytest.raises(ApprovalError, match=r"got one ApprovalDecision: pass approvals=\[answer\]"):
+        await registry.run_tool_calls(calls, approvals=one)  # type: ignore[arg-type]
+    with pytest.raises(ApprovalError, match="got one ApprovalDecision"):
+        registry.run_tool_calls_sync(calls, approvals=one)  # type: ignore[arg-type]
+    with pytest.raises(ApprovalError, match=r"approvals takes a list of answers .* got dict"):
+        await registry.run_tool_calls(calls, approvals=dataclasses.asdict(one))  # type: ignore[arg-type]
+    for key, got in [("secret", "str"), (b"", "empty bytes")]:
+        refused = rf"approval_key must be non-empty bytes or None, got {got}$"
+        with pytest.raises(ToolConfigError, match=refused):
+            await registry.run_tool_calls(calls, approval_key=key)  # type: ignore[arg-type]
+        with pytest.raises(ToolConfigError, match=refused):
+            registry.run_tool_calls_sync(calls, approval_key=key)  # type: ignore[arg-type]
+    assert isinstance(ToolConfigError("x"), ValueError)
+    assert registry.runs == []  # type: ignore[attr-defined]

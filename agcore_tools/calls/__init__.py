@@ -12,6 +12,7 @@ into it.
 from .._records import ParsedCall
 from .._text import result_text, truncate_utf8
 from ._approval import (
+    answer_list,
     answers_by_id,
     apply_answers,
     approval_requests,
@@ -31,6 +32,7 @@ from ._run import (
 __all__ = [
     "ParsedCall",
     "aborted_text",
+    "answer_list",
     "answers_by_id",
     "apply_answers",
     "approval_requests",

@@ -26,10 +26,42 @@ from ..error import (
     PermissionDeniedError,
     ToolRejectedError,
 )
+from ..pending import InputAnswer
 
-__all__ = ["answers_by_id", "apply_answers", "approval_requests", "check_answer", "screen_calls"]
+__all__ = [
+    "answer_list",
+    "answers_by_id",
+    "apply_answers",
+    "approval_requests",
+    "check_answer",
+    "screen_calls",
+]
 
 logger = logging.getLogger("agcore_tools.approval")
+
+
+def answer_list(approvals: Any) -> list[Any] | None:
+    """``approvals`` read once into a list (None stays None); an answer given on its own,
+    or anything else that is not a collection of answers, is refused with
+    :class:`ApprovalError`.
+
+    Example:
+        >>> answer_list(None), answer_list(())
+        (None, [])
+    """
+    if approvals is None:
+        return None
+    if isinstance(approvals, (ApprovalDecision, InputAnswer)):
+        raise ApprovalError(
+            f"approvals takes a list of answers, got one {type(approvals).__name__}: pass "
+            "approvals=[answer]"
+        )
+    if not isinstance(approvals, Iterable) or isinstance(approvals, (str, bytes, Mapping)):
+        raise ApprovalError(
+            "approvals takes a list of answers (from request.approve(), .reject(), or an "
+            f"input request's accept()), got {type(approvals).__name__}"
+        )
+    return list(approvals)
 
 
 def answers_by_id(approvals: Iterable[ApprovalDecision] | None) -> dict[str, ApprovalDecision]:

@@ -16,6 +16,7 @@ from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
 from ..base import ToolContext
 from ..calls import (
     ParsedCall,
+    answer_list,
     answers_by_id,
     apply_answers,
     approval_requests,
@@ -28,7 +29,7 @@ from ..registry import ToolInvocation, ToolRegistry
 from ._policy import drop_program_states, tidy_answers, tool_message, unanswered_calls
 from .events import ChatResponse, FinishReason, Usage
 
-__all__ = ["Gate", "Pending", "decline_open", "paused_response"]
+__all__ = ["Gate", "Pending", "answer_list", "decline_open", "paused_response"]
 
 Pending = ApprovalRequest | InputRequest | RunningTask
 """One item a paused run waits for: a call's approval, a question a call asked, or a
@@ -55,7 +56,7 @@ class Gate:
     __slots__ = ("_answers", "_approvals", "_hold", "_inputs", "_key", "_paused", "calls")
 
     def __init__(self, approvals: Iterable[Answer] | None, key: bytes | None) -> None:
-        given = list(approvals or ())
+        given = answer_list(approvals) or []
         self._inputs = _input_answers(a for a in given if isinstance(a, InputAnswer))
         # answers_by_id refuses whatever is neither kind, naming it.
         self._answers = answers_by_id([a for a in given if not isinstance(a, InputAnswer)])

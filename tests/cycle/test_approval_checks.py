@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import textwrap
 from typing import Any
@@ -241,3 +242,17 @@ async def test_a_refused_inline_answer_leaves_the_call_waiting_and_its_siblings_
     done = await cycle.submit_with_tools(None, bank, approvals=[request.approve()])
     assert done.text == "Refunded."
     assert bank.runs[-1] == ("refund", {"order": 7, "amount": 20.0})
+
+
+async def test_one_answer_given_bare_is_refused_naming_the_fix(serve, make_cycle, bank):
+    server = serve(TWO_CALLS)
+    cycle = make_cycle(server)
+    [request] = (await cycle.submit_with_tools("refund order 7", bank)).pending_approvals
+    saved = json.loads(json.dumps(cycle.messages))
+    with pytest.raises(ApprovalError, match=r"got one ApprovalDecision: pass approvals=\[answer\]"):
+        await cycle.submit_with_tools(None, bank, approvals=request.approve())  # type: ignore[arg-type]
+    with pytest.raises(ApprovalError, match="got one ApprovalDecision"):
+        await asyncio.to_thread(
+            cycle.submit_with_tools_sync, None, bank, approvals=request.approve()
+        )
+    assert cycle.messages == saved and bank.runs == [("balance", {"account": "a"})]
