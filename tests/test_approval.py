@@ -16,9 +16,11 @@ from agcore_tools import (
     InvalidArgumentsError,
     PermissionChecker,
     PermissionConfig,
+    ResultCache,
     ToolCallOutputs,
     ToolConfigError,
     ToolContext,
+    ToolPolicy,
     ToolRegistry,
 )
 
@@ -355,3 +357,30 @@ async def test_caller_mistakes_with_approvals_and_keys_name_the_fix() -> None:
             registry.run_tool_calls_sync(calls, approval_key=key)  # type: ignore[arg-type]
     assert isinstance(ToolConfigError("x"), ValueError)
     assert registry.runs == []  # type: ignore[attr-defined]
+
+
+async def test_an_approved_call_never_comes_from_the_tools_cache() -> None:
+    # A tool that asks through PermissionConfig.ask may keep its ResultCache (the
+    # checker can change), but an approved payment must be made, every time.
+    registry = ToolRegistry(PermissionChecker(PermissionConfig(ask=["write"])))
+    sent: list[str] = []
+
+    @registry.tool(permissions=["write"], policy=ToolPolicy(cache=ResultCache(ttl=60)))
+    def send_money(to: str) -> str:
+        """Send money."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    for call_id in ("c1", "c2"):
+        call = _chat("send_money", call_id, {"to": "ada"})
+        [request] = (await registry.run_tool_calls([call])).pending_approvals
+        done = await registry.run_tool_calls([call], approvals=[request.approve()])
+        assert done == [{"role": "tool", "tool_call_id": call_id, "content": "sent to ada"}]
+    assert sent == ["ada", "ada"]
+
+    # Once no rule asks, the cache answers again.
+    registry.permission_checker = PermissionChecker(PermissionConfig(allowed=["write"]))
+    calls = [_chat("send_money", c, {"to": "bob"}) for c in ("c3", "c4")]
+    await registry.run_tool_calls(calls[:1])
+    [again] = await registry.run_tool_calls(calls[1:])
+    assert again["content"] == "sent to bob" and sent == ["ada", "ada", "bob"]
