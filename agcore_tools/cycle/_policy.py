@@ -26,6 +26,7 @@ from .profiles import OPENAI, ServerProfile
 __all__ = [
     "FREE",
     "OPEN_CALL_MAC",
+    "SAVED_KEYS",
     "answer_unanswered",
     "check_open_calls",
     "check_open_tools",
@@ -45,9 +46,9 @@ Message = dict[str, Any]
 OPEN_CALL_MAC = "open_call_mac"
 """The key of a tool call's :func:`open_call_mac` in the history, while it is open."""
 
-# What the history keeps on an open call, removed once the call is answered: never
-# sent to a model.
-_SAVED = frozenset({PROGRAM_STATE, PAUSED_CALL, OPEN_CALL_MAC})
+SAVED_KEYS = frozenset({PROGRAM_STATE, PAUSED_CALL, OPEN_CALL_MAC})
+"""What the history keeps on an open tool call, removed once the call is answered and
+never sent to a model (the Chat Completions wire leaves them out of every request)."""
 
 
 FREE: Any = object()
@@ -332,12 +333,12 @@ def drop_program_states(messages: Sequence[Message]) -> None:
     if last is None:
         return
     calls = list(messages[last].get("tool_calls") or ())
-    if not any(isinstance(c, dict) and not _SAVED.isdisjoint(c) for c in calls):
+    if not any(isinstance(c, dict) and not SAVED_KEYS.isdisjoint(c) for c in calls):
         return
     # Only the tool messages after that assistant message answer its calls: ids repeat
     # across turns (a server's, or those generated for servers that send none).
     answered = {m.get("tool_call_id") for m in messages[last + 1 :] if m.get("role") == "tool"}
     for raw in calls:
         if isinstance(raw, dict) and raw.get("id") in answered:
-            for saved in _SAVED:
+            for saved in SAVED_KEYS:
                 raw.pop(saved, None)

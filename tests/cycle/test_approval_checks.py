@@ -256,3 +256,36 @@ async def test_one_answer_given_bare_is_refused_naming_the_fix(serve, make_cycle
             cycle.submit_with_tools_sync, None, bank, approvals=request.approve()
         )
     assert cycle.messages == saved and bank.runs == [("balance", {"account": "a"})]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_the_librarys_own_keys_on_open_calls_are_never_sent_to_the_model(
+    serve, make_cycle, api
+):
+    # An app answering only some open calls itself (submit_messages) leaves the others
+    # open, marked: the request must not carry the marks (a MAC, a program's state).
+    server = serve(TWO_CALLS, S.reply_text("ok"))
+    cycle = make_cycle(server, api=api, approval_key=b"app secret")
+    registry = ToolRegistry()
+
+    @registry.tool(needs_approval=True)
+    def refund(order: int, amount: float) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    @registry.tool(needs_approval=True)
+    def balance(account: str) -> int:
+        """An account's balance."""
+        return 100
+
+    paused = await cycle.submit_with_tools("refund order 7", registry)
+    assert len(paused.pending_approvals) == 2
+    [turn] = [m for m in cycle.messages if m.get("role") == "assistant"]
+    turn["tool_calls"][1].update(program_state={"snapshot": "S"}, paused_call={"state": {}})
+    await cycle.submit_messages([{"role": "tool", "tool_call_id": "c_refund", "content": "no"}])
+
+    sent = json.dumps(server.requests[-1].json)
+    for key in ("open_call_mac", "program_state", "paused_call"):
+        assert key not in sent
+    assert "c_bal" in sent  # the open call itself goes, as the app left it
+    assert "open_call_mac" in json.dumps(cycle.messages)  # the history keeps its mark
