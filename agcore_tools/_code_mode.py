@@ -56,6 +56,7 @@ from .content import CONTENT_TYPES
 from .error import (
     ApprovalError,
     ProgramError,
+    ToolError,
     ToolExecutionError,
     ToolNotFoundError,
     ToolTimeoutError,
@@ -418,21 +419,27 @@ class _Program:
     async def _call(self, number: int, tool: str, args: dict[str, Any]) -> None:
         call_id = inner_call_id(self._outer, number)
         parsed = ParsedCall(call_id, tool, json.dumps(args, default=str), args)
-        asked = await approval_requests(self._tool.table, [parsed], self._ctx, None)
+        [checked], asked = await approval_requests(self._tool.table, [parsed], self._ctx, None)
         request = asked[0] if asked else None
         if request is not None:
             self._waiting[number] = {
                 "id": number, "tool": tool, "arguments": args, "reason": request.reason
             }  # fmt: skip
         else:
-            self._start(number, tool, args)
+            self._start(number, tool, args, checked.error)
 
-    def _start(self, number: int, tool: str, args: dict[str, Any]) -> None:
+    def _start(
+        self, number: int, tool: str, args: dict[str, Any], refused: ToolError | None = None
+    ) -> None:
         call = ToolCall(tool, args, inner_call_id(self._outer, number))
         self._started[number] = (tool, args)
-        self._running[number] = asyncio.ensure_future(self._invoke(call))
+        self._running[number] = asyncio.ensure_future(self._invoke(call, refused))
 
-    async def _invoke(self, call: ToolCall) -> ToolInvocation:
+    async def _invoke(self, call: ToolCall, refused: ToolError | None = None) -> ToolInvocation:
+        if refused is not None:  # arguments the tool refuses, of a call that would ask
+            return ToolInvocation(
+                call.name, call.args, error=refused, call_id=call.call_id, may_have_run=False
+            )
         timeout = self._tool.call_timeout
         async for _, invocation in as_completed(self._tool.table, [call], self._ctx, timeout):
             return invocation

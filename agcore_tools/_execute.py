@@ -221,18 +221,16 @@ async def execute(
             call_args, _ = plan.apply(call_args)
         if guard is None:
             output = await tool.execute(call_args, ctx)
-        elif ends is None:
-            output, cached = await guard.answer(
-                functools.partial(tool.execute, call_args, ctx), call_args
-            )
         else:
-            output, cached = await _within(
-                guard.answer(functools.partial(tool.execute, call_args, ctx), call_args),
-                ends - clock(),
-                own or 0.0,
-                ctx,
-                name,
+            answering = guard.answer(
+                functools.partial(tool.execute, call_args, ctx),
+                call_args,
+                fresh=guard.caches and _asks(table, entry),
             )
+            if ends is None:
+                output, cached = await answering
+            else:
+                output, cached = await _within(answering, ends - clock(), own or 0.0, ctx, name)
     except ToolError as exc:
         error = exc
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure is a structured error
@@ -274,6 +272,13 @@ async def execute(
         logger.debug("%s", _otel.described(error, False))
     ran = True if error is None else error.may_have_run
     return ToolInvocation(name, args, output, error, ctx.call_id, duration, ran)
+
+
+def _asks(table: ToolTable, entry: ToolEntry) -> bool:
+    # Every call of a tool that PermissionConfig.ask puts to a person runs approved (or
+    # not at all), and an approved action must take effect: never a cached answer.
+    checker = table.checker
+    return checker is not None and checker.asking(entry.permissions) is not None
 
 
 async def _within(

@@ -349,12 +349,18 @@ class Guard:
                 exc,
             )
 
+    @property
+    def caches(self) -> bool:
+        """Whether the tool's policy has a :class:`~agcore_tools.ResultCache`."""
+        return self._cache is not None
+
     async def answer(
-        self, execute: Callable[[], Awaitable[Any]], args: dict[str, Any]
+        self, execute: Callable[[], Awaitable[Any]], args: dict[str, Any], *, fresh: bool = False
     ) -> tuple[Any, bool]:
-        """The call's output, from the cache or from ``execute``; and whether cached."""
+        """The call's output, from the cache or from ``execute``; and whether cached.
+        A ``fresh`` call (one a person approved) runs, and the cache never sees it."""
         cached = self._cache
-        if cached is None:
+        if cached is None or fresh:
             return await execute(), False
         import json  # loaded by the first cached call: `import agcore_tools` skips it
 

@@ -78,11 +78,12 @@ class RegistrySync:
             [{'role': 'tool', 'tool_call_id': 'call_1', 'content': 'ok'}]
         """
         # Loaded on first use: it brings json and hmac, which `import agcore_tools` skips.
-        from .calls import check_tool_calls, run_tool_calls
+        from .calls import answer_list, check_tool_calls, run_tool_calls
 
         # Read the caller's iterables here, in the caller's thread.
         check_tool_calls(tool_calls, "run_tool_calls_sync")
         calls = list(tool_calls) if tool_calls is not None else None
+        answers = answer_list(approvals)
         return _sync.run(
             run_tool_calls(
                 self.tool_table,
@@ -92,7 +93,7 @@ class RegistrySync:
                 max_result_bytes=max_result_bytes,
                 max_attachment_bytes=max_attachment_bytes,
                 repair_arguments=repair_arguments,
-                approvals=list(approvals) if approvals is not None else None,
+                approvals=answers,
                 approval_key=approval_key,
                 method="run_tool_calls_sync",
             )

@@ -20,11 +20,13 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 from .base import ToolContext
+from .error import ApprovalError
 
 __all__ = [
     "ApprovalDecision",
@@ -36,7 +38,8 @@ __all__ = [
 
 NeedsApproval: TypeAlias = bool | Callable[[dict[str, Any], ToolContext], "bool | Awaitable[bool]"]
 """Whether a tool's calls need approval: a constant, or a function (sync or async) of
-the call's arguments and context, asked before each call."""
+the call's arguments and context, asked before each call; an awaitable a sync function
+returns is awaited."""
 
 
 def _canonical(call_id: str, tool_name: str, arguments: Mapping[str, Any]) -> bytes:
@@ -62,6 +65,17 @@ def approval_signature(
     return hmac.new(key, _canonical(call_id, tool_name, arguments), hashlib.sha256).hexdigest()
 
 
+_DECISION_FIELDS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("call_id", str, "a str"),
+    ("tool_name", str, "a str"),
+    ("arguments", dict, "a dict (the call's arguments)"),
+    ("approved", bool, "a bool (True or False)"),
+    ("edited_arguments", (dict, type(None)), "a dict or None"),
+    ("message", (str, type(None)), "a str or None"),
+    ("signature", (str, type(None)), "a str or None"),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalDecision:
     """The app's answer to one :class:`ApprovalRequest`; make it with
@@ -70,7 +84,8 @@ class ApprovalDecision:
     ``call_id``, ``tool_name`` and ``arguments`` repeat the request's, so an answer
     meant for another call (or for arguments that changed since) is refused with an
     :class:`~agcore_tools.ApprovalError` instead of approving the wrong thing. Plain
-    values: it can cross a process boundary as JSON (``dataclasses.asdict``).
+    values: it can cross a process boundary as JSON (``dataclasses.asdict``), and a
+    field of the wrong type (``approved="false"``) is refused with an ``ApprovalError``.
 
     Example:
         >>> decision = ApprovalDecision("call_1", "refund", {"order": 7}, approved=False,
@@ -93,6 +108,16 @@ class ApprovalDecision:
     """On a rejection, the app's message to the model."""
     signature: str | None = None
     """The request's HMAC, when the loop signs its requests (``CycleConfig(approval_key=)``)."""
+
+    def __post_init__(self) -> None:
+        # An answer often arrives as JSON from a form or a queue: "false" is truthy, and
+        # the signature does not cover `approved`, so a wrong type must never pass.
+        for name, kinds, what in _DECISION_FIELDS:
+            value = getattr(self, name)
+            if not isinstance(value, kinds):
+                raise ApprovalError(
+                    f"ApprovalDecision.{name} must be {what}, got {type(value).__name__}"
+                )
 
     @property
     def arguments_to_run(self) -> dict[str, Any] | None:
@@ -122,13 +147,20 @@ class ApprovalRequest:
     tool_name: str
     """The tool the model called."""
     arguments: dict[str, Any]
-    """The arguments the model sent, parsed."""
+    """The arguments the model sent, parsed: the request's own copy, so changing it in
+    place changes nothing the call runs with (an answer made from the changed request
+    is refused); edit them with ``approve(arguments=...)``."""
     reason: str
     """Which rule asked for approval."""
     signature: str | None = field(default=None, compare=False)
     """An HMAC of the call id, tool name and arguments under the app's key, or None.
     It proves which call an answer is for, not who approved it: whoever holds a signed
     request can answer it."""
+
+    def __post_init__(self) -> None:
+        # The caller's dict is the call's own (or a paused program's state): an app that
+        # changed a request's arguments in place would change what runs, unchecked.
+        object.__setattr__(self, "arguments", copy.deepcopy(self.arguments))
 
     def approve(self, *, arguments: Mapping[str, Any] | None = None) -> ApprovalDecision:
         """Let the call run; with ``arguments``, run it with those instead.
@@ -138,6 +170,11 @@ class ApprovalRequest:
             ...     arguments={"amount": 50}).arguments_to_run
             {'amount': 50}
         """
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise ApprovalError(
+                "approve(arguments=...) takes a mapping of the arguments to run, got "
+                f"{type(arguments).__name__}"
+            )
         edited = dict(arguments) if arguments is not None else None
         return ApprovalDecision(
             self.call_id, self.tool_name, self.arguments, True, edited, None, self.signature
@@ -174,7 +211,9 @@ class ToolApprovalRequested:
     :meth:`reject` before asking for the next event, and the stream goes on with the
     call run (or declined). Left unanswered, the other calls still run and the stream
     ends with a response whose ``pending_approvals`` lists it: resume later with
-    ``submit_with_tools(None, registry, approvals=[...])``.
+    ``submit_with_tools(None, registry, approvals=[...])``. So does an inline answer
+    the loop refuses (edited arguments the tool rejects, say), with a warning on the
+    ``agcore_tools.approval`` logger.
 
     Example:
         >>> event = ToolApprovalRequested(ApprovalRequest("c1", "pay", {"amount": 5}, "asked"))
@@ -243,5 +282,5 @@ class ToolCallOutputs(list[Any]):
 
     pending_approvals: tuple[ApprovalRequest, ...] = ()
     """The calls that did not run because they need approval; answer them by passing
-    the same calls, or only the waiting ones, to ``run_tool_calls`` again with
-    ``approvals=``: only the answered calls run then."""
+    these calls (only those still waiting) to ``run_tool_calls`` again with
+    ``approvals=``: only the answered calls run then, and the others are listed again."""

@@ -331,13 +331,26 @@ class ApprovalError(ToolError, ValueError):
 
     A mistake in the app's own answer, so it is also a :class:`ValueError`; nothing ran.
 
+    The message may quote the arguments or answers concerned (the app needs them);
+    ``redacted`` is the message without them, for spans and logs that must not record
+    content: give it when ``message`` quotes a value.
+
     Example:
         >>> try:
         ...     raise ApprovalError("no call 'c9' is awaiting approval")
         ... except ValueError as exc:
         ...     print(exc)
         no call 'c9' is awaiting approval
+        >>> ApprovalError("approved {'pin': 1234}", redacted="approved other 'pin'").redacted
+        "approved other 'pin'"
     """
+
+    def __init__(
+        self, message: str, *, tool_name: str | None = None, redacted: str | None = None
+    ) -> None:
+        super().__init__(message, tool_name=tool_name)
+        self.redacted = str(self) if redacted is None else _one_line(redacted)
+        """The message without the argument values or answers it may quote."""
 
 
 class McpError(ToolError):

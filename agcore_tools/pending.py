@@ -147,9 +147,10 @@ def check_content(
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path)
         at = f" (at {where})" if where else ""
+        unfit = f"the answer to input request '{request_id}' does not fit its schema"
         raise ApprovalError(
-            f"the answer to input request '{request_id}' does not fit its schema: "
-            f"{error.message}{at}"
+            f"{unfit}: {error.message}{at}",
+            redacted=f"{unfit}: the '{error.validator}' rule failed{at}",
         )
     return plain
 

@@ -202,8 +202,10 @@ class ResultCache:
     Only for idempotent tools: the same arguments must mean the same result. The key is
     the tool's name, its version and its arguments as canonical JSON; failures are
     never stored, nor results that are not JSON (images, files), and a registry refuses
-    it on a tool that needs approval. ``store`` shares the cache across processes (the
-    default keeps it in this one). ``ttl`` is at most ten years.
+    it on a tool that needs approval. A call ``PermissionConfig.ask`` puts to a person
+    runs once approved: the cache neither answers nor stores it. ``store`` shares the
+    cache across processes (the default keeps it in this one). ``ttl`` is at most ten
+    years.
 
     A cache only saves work: when its store cannot be read, the call runs uncached;
     when it cannot be written, the call returns its result all the same. Either is

@@ -722,11 +722,14 @@ class ToolRegistry(RegistrySync):
 
         A call that needs approval (see :mod:`agcore_tools.approval`) does not run and
         gets no message: its :class:`~agcore_tools.ApprovalRequest` is in the result's
-        ``pending_approvals``. Ask the user, then pass the same calls (or only the
-        waiting ones) again with ``approvals=[request.approve(), ...]``: only the
-        answered calls run and get a message, as the others were answered before (a
-        waiting call left unanswered is listed again). With ``approval_key``, requests
-        are signed and answers must carry the signature. On Chat Completions, put the
+        ``pending_approvals``. Ask the user, then pass the waiting calls again with
+        ``approvals=[request.approve(), ...]``: given ``approvals`` (even ``[]``), only
+        the answered calls run and get a message, and every other call that needs
+        approval is listed again, so pass only the calls still waiting (those of the
+        last ``pending_approvals``), never one answered in an earlier round. Leave
+        ``approvals`` out on a turn's first call. With ``approval_key`` (non-empty
+        bytes, as for ``CycleConfig``), requests are signed and answers must carry the
+        signature. On Chat Completions, put the
         tool messages that come back then ahead of the first outputs' attachments
         message, if there was one: a turn's tool messages must follow its calls.
 

@@ -11,10 +11,16 @@ import pytest
 from agcore_tools import (
     ApprovalDecision,
     ApprovalError,
+    ApprovalRequest,
+    BaseTool,
+    InvalidArgumentsError,
     PermissionChecker,
     PermissionConfig,
+    ResultCache,
     ToolCallOutputs,
+    ToolConfigError,
     ToolContext,
+    ToolPolicy,
     ToolRegistry,
 )
 
@@ -188,3 +194,193 @@ def test_a_decision_is_plain_data() -> None:
         ]
         == "saved ho"
     )
+
+
+async def test_a_signed_answer_without_the_key_is_refused() -> None:
+    registry = _registry()
+    calls = [_chat("save", "c1", {"text": "hi"})]
+    [request] = (await registry.run_tool_calls(calls, approval_key=b"k")).pending_approvals
+
+    with pytest.raises(ApprovalError, match="is signed, but no approval_key was given"):
+        await registry.run_tool_calls(calls, approvals=[request.approve()])
+    assert registry.runs == []  # type: ignore[attr-defined]
+
+
+def test_a_refused_input_answer_has_a_redacted_form_without_its_values() -> None:
+    from agcore_tools.pending import check_content
+
+    schema = {"type": "object", "properties": {"age": {"type": "integer"}}}
+    with pytest.raises(ApprovalError, match="'x-SECRET' is not of type") as refused:
+        check_content("q1", schema, {"age": "x-SECRET"})
+    assert refused.value.redacted == (
+        "the answer to input request 'q1' does not fit its schema: the 'type' rule failed (at age)"
+    )
+
+
+async def test_approvals_given_empty_run_nothing_again() -> None:
+    # An app passing the answers given so far ([] when the user answered nothing yet)
+    # must not run again the calls that ran in the first round.
+    registry = _registry()
+    calls = [_chat("save", "c1", {"text": "hi"}), _chat("echo", "c2", {"text": "yo"})]
+    first = await registry.run_tool_calls(calls)
+    assert [m["tool_call_id"] for m in first] == ["c2"]
+
+    again = await registry.run_tool_calls(calls, approvals=[])
+    assert again == [] and [r.call_id for r in again.pending_approvals] == ["c1"]
+    synced = registry.run_tool_calls_sync(calls, approvals=iter(()))
+    assert synced == [] and [r.call_id for r in synced.pending_approvals] == ["c1"]
+
+    # Round by round, passing only the calls still waiting runs each once.
+    waiting = {r.call_id for r in again.pending_approvals}
+    done = await registry.run_tool_calls(
+        [c for c in calls if c["id"] in waiting], approvals=[again.pending_approvals[0].approve()]
+    )
+    assert done == [{"role": "tool", "tool_call_id": "c1", "content": "saved hi"}]
+    assert done.pending_approvals == () and registry.runs == ["hi"]  # type: ignore[attr-defined]
+
+
+async def test_a_decision_with_fields_of_the_wrong_type_is_refused() -> None:
+    # Answers arrive as JSON from forms and queues: "false" is truthy, and the
+    # signature does not cover `approved`, so a rejection must never run.
+    registry = _registry()
+    calls = [_chat("save", "c1", {"text": "hi"})]
+    [request] = (await registry.run_tool_calls(calls, approval_key=b"k")).pending_approvals
+    data = dataclasses.asdict(request.reject())
+    with pytest.raises(ApprovalError, match=r"ApprovalDecision\.approved must be a bool"):
+        ApprovalDecision(**{**data, "approved": "false"})
+    for name, value in [
+        ("edited_arguments", '{"text": "ho"}'),
+        ("arguments", '{"text": "hi"}'),
+        ("call_id", 1),
+        ("signature", 0),
+    ]:
+        with pytest.raises(ApprovalError, match=rf"ApprovalDecision\.{name} must be a"):
+            ApprovalDecision(**{**data, name: value})
+    with pytest.raises(ApprovalError, match=r"approve\(arguments=...\) takes a mapping"):
+        request.approve(arguments="text=ho")  # type: ignore[arg-type]
+    assert registry.runs == []  # type: ignore[attr-defined]
+
+
+async def test_no_one_is_asked_about_a_call_whose_arguments_the_tool_refuses() -> None:
+    registry = ToolRegistry()
+    asked: list[dict[str, Any]] = []
+    sent: list[dict[str, Any]] = []
+
+    def over_limit(args: dict[str, Any], ctx: ToolContext) -> bool:  # the guide's rule
+        asked.append(args)
+        return bool(args["amount"] > 100)
+
+    @registry.tool(needs_approval=over_limit)
+    def refund(order: int, amount: float) -> str:
+        """Refund an order."""
+        return f"refunded {amount}"
+
+    class Remote(BaseTool):  # checks arguments without running, as an MCP tool does
+        name, description, needs_approval = "wipe", "Wipe a disk.", True
+
+        def check_arguments(self, args: dict[str, Any]) -> None:
+            if not isinstance(args.get("disk"), str):
+                raise InvalidArgumentsError(self.name, "disk: must be a string")
+
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> str:
+            sent.append(args)  # a server that takes anything
+            return "wiped"
+
+    registry.register(Remote())
+    calls = [_chat("refund", "c1", {"order": 7}), _chat("wipe", "c2", {"disk": ["sda"]})]
+
+    outputs = await registry.run_tool_calls(calls)
+
+    assert outputs.pending_approvals == ()
+    assert [m["content"] for m in outputs] == [
+        "Error: tool 'refund' got invalid arguments: amount: Field required",
+        "Error: tool 'wipe' got invalid arguments: disk: must be a string",
+    ]
+    assert asked == [] and sent == []
+    # A valid call still asks; its rule reads the arguments.
+    [request] = (
+        await registry.run_tool_calls([_chat("refund", "c3", {"order": 7, "amount": 900})])
+    ).pending_approvals
+    assert request.reason == "tool 'refund' needs approval (its needs_approval returned True)"
+    # An answer to such a call (asked before the tool's schema changed, say) that edits
+    # its arguments into valid ones runs it; one that does not gets the error.
+    edit = ApprovalDecision("c1", "refund", {"order": 7}, True, {"order": 7, "amount": 5.0})
+    fixed = await registry.run_tool_calls([calls[0]], approvals=[edit])
+    assert fixed[0]["content"] == "refunded 5.0"
+    as_is = ApprovalDecision("c1", "refund", {"order": 7}, True)
+    failed = await registry.run_tool_calls([calls[0]], approvals=[as_is])
+    assert failed[0]["content"].startswith("Error: tool 'refund' got invalid arguments")
+
+
+async def test_a_sync_needs_approval_returning_an_awaitable_is_awaited() -> None:
+    registry = ToolRegistry()
+
+    async def large(args: dict[str, Any], ctx: ToolContext) -> bool:
+        return bool(args["amount"] > 100)
+
+    @registry.tool(needs_approval=lambda args, ctx: large(args, ctx))
+    def refund(amount: float) -> str:
+        """Refund."""
+        return f"refunded {amount}"
+
+    small = await registry.run_tool_calls([_chat("refund", "c1", {"amount": 5})])
+    assert small == [{"role": "tool", "tool_call_id": "c1", "content": "refunded 5.0"}]
+    big = await registry.run_tool_calls([_chat("refund", "c2", {"amount": 500})])
+    [request] = big.pending_approvals
+    assert request.reason == "tool 'refund' needs approval (its needs_approval returned True)"
+
+
+def test_a_request_holds_its_own_copy_of_the_arguments() -> None:
+    arguments = {"order": 7, "lines": [{"sku": "a", "qty": 1}]}
+    request = ApprovalRequest("c1", "refund", arguments, "asked")
+    arguments["lines"][0]["qty"] = 50
+    assert request.arguments == {"order": 7, "lines": [{"sku": "a", "qty": 1}]}
+    assert request.signed(b"k").arguments == request.arguments
+
+
+async def test_caller_mistakes_with_approvals_and_keys_name_the_fix() -> None:
+    registry = _registry()
+    calls = [_chat("save", "c1", {"text": "hi"})]
+    [request] = (await registry.run_tool_calls(calls)).pending_approvals
+    one = request.approve()
+    with pytest.raises(ApprovalError, match=r"got one ApprovalDecision: pass approvals=\[answer\]"):
+        await registry.run_tool_calls(calls, approvals=one)  # type: ignore[arg-type]
+    with pytest.raises(ApprovalError, match="got one ApprovalDecision"):
+        registry.run_tool_calls_sync(calls, approvals=one)  # type: ignore[arg-type]
+    with pytest.raises(ApprovalError, match=r"approvals takes a list of answers .* got dict"):
+        await registry.run_tool_calls(calls, approvals=dataclasses.asdict(one))  # type: ignore[arg-type]
+    for key, got in [("secret", "str"), (b"", "empty bytes")]:
+        refused = rf"approval_key must be non-empty bytes or None, got {got}$"
+        with pytest.raises(ToolConfigError, match=refused):
+            await registry.run_tool_calls(calls, approval_key=key)  # type: ignore[arg-type]
+        with pytest.raises(ToolConfigError, match=refused):
+            registry.run_tool_calls_sync(calls, approval_key=key)  # type: ignore[arg-type]
+    assert isinstance(ToolConfigError("x"), ValueError)
+    assert registry.runs == []  # type: ignore[attr-defined]
+
+
+async def test_an_approved_call_never_comes_from_the_tools_cache() -> None:
+    # A tool that asks through PermissionConfig.ask may keep its ResultCache (the
+    # checker can change), but an approved payment must be made, every time.
+    registry = ToolRegistry(PermissionChecker(PermissionConfig(ask=["write"])))
+    sent: list[str] = []
+
+    @registry.tool(permissions=["write"], policy=ToolPolicy(cache=ResultCache(ttl=60)))
+    def send_money(to: str) -> str:
+        """Send money."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    for call_id in ("c1", "c2"):
+        call = _chat("send_money", call_id, {"to": "ada"})
+        [request] = (await registry.run_tool_calls([call])).pending_approvals
+        done = await registry.run_tool_calls([call], approvals=[request.approve()])
+        assert done == [{"role": "tool", "tool_call_id": call_id, "content": "sent to ada"}]
+    assert sent == ["ada", "ada"]
+
+    # Once no rule asks, the cache answers again.
+    registry.permission_checker = PermissionChecker(PermissionConfig(allowed=["write"]))
+    calls = [_chat("send_money", c, {"to": "bob"}) for c in ("c3", "c4")]
+    await registry.run_tool_calls(calls[:1])
+    [again] = await registry.run_tool_calls(calls[1:])
+    assert again["content"] == "sent to bob" and sent == ["ada", "ada", "bob"]

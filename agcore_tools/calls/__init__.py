@@ -11,7 +11,14 @@ into it.
 
 from .._records import ParsedCall
 from .._text import result_text, truncate_utf8
-from ._approval import answers_by_id, apply_answers, approval_requests, screen_calls
+from ._approval import (
+    answer_list,
+    answers_by_id,
+    apply_answers,
+    approval_requests,
+    check_answer,
+    screen_calls,
+)
 from ._parse import parse_call
 from ._render import aborted_text, error_text, model_result, model_text
 from ._run import (
@@ -25,9 +32,11 @@ from ._run import (
 __all__ = [
     "ParsedCall",
     "aborted_text",
+    "answer_list",
     "answers_by_id",
     "apply_answers",
     "approval_requests",
+    "check_answer",
     "check_tool_calls",
     "error_text",
     "iter_invocations",

@@ -26,10 +26,42 @@ from ..error import (
     PermissionDeniedError,
     ToolRejectedError,
 )
+from ..pending import InputAnswer
 
-__all__ = ["answers_by_id", "apply_answers", "approval_requests", "screen_calls"]
+__all__ = [
+    "answer_list",
+    "answers_by_id",
+    "apply_answers",
+    "approval_requests",
+    "check_answer",
+    "screen_calls",
+]
 
 logger = logging.getLogger("agcore_tools.approval")
+
+
+def answer_list(approvals: Any) -> list[Any] | None:
+    """``approvals`` read once into a list (None stays None); an answer given on its own,
+    or anything else that is not a collection of answers, is refused with
+    :class:`ApprovalError`.
+
+    Example:
+        >>> answer_list(None), answer_list(())
+        (None, [])
+    """
+    if approvals is None:
+        return None
+    if isinstance(approvals, (ApprovalDecision, InputAnswer)):
+        raise ApprovalError(
+            f"approvals takes a list of answers, got one {type(approvals).__name__}: pass "
+            "approvals=[answer]"
+        )
+    if not isinstance(approvals, Iterable) or isinstance(approvals, (str, bytes, Mapping)):
+        raise ApprovalError(
+            "approvals takes a list of answers (from request.approve(), .reject(), or an "
+            f"input request's accept()), got {type(approvals).__name__}"
+        )
+    return list(approvals)
 
 
 def answers_by_id(approvals: Iterable[ApprovalDecision] | None) -> dict[str, ApprovalDecision]:
@@ -52,19 +84,22 @@ async def approval_requests(
     calls: Sequence[ParsedCall],
     ctx: ToolContext,
     key: bytes | None,
-) -> list[ApprovalRequest | None] | None:
-    """Per call, the request to approve it (None if it may run), or None when no call
-    of the turn needs approval.
+) -> tuple[Sequence[ParsedCall], list[ApprovalRequest | None] | None]:
+    """``calls`` as they go on, and per call the request to approve it (None if it may
+    run), or None when no call of the turn needs approval.
 
     Asked in order: the tool's own ``needs_approval``, then ``PermissionConfig.ask``.
     A call whose arguments could not be parsed never asks: its error goes to the model.
     Nor does a call the permission checker refuses: denied wins even over ``ask``, so
     it is left to fail with its :class:`~agcore_tools.PermissionDeniedError` when run,
-    never put to a person whose yes could not make it run.
+    never put to a person whose yes could not make it run. Nor does a call whose
+    arguments its tool refuses (``check_arguments``): it comes back carrying that
+    :class:`~agcore_tools.InvalidArgumentsError`, which goes to the model, and never runs.
     """
     checker = table.checker
     asks_permissions = checker is not None and bool(checker.config.ask)
     found: list[ApprovalRequest | None] | None = None
+    marked: list[ParsedCall] | None = None
     for position, call in enumerate(calls):
         if call.args is None or call.error is not None:
             continue
@@ -78,6 +113,14 @@ async def approval_requests(
             table.check(entry)
         except PermissionDeniedError:
             continue
+        try:
+            # Before any rule: a person's yes could not make such a call run, and a
+            # needs_approval function would read arguments the tool never accepts.
+            entry.tool.check_arguments(dict(call.args))
+        except InvalidArgumentsError as exc:
+            marked = list(calls) if marked is None else marked
+            marked[position] = dataclasses.replace(call, error=exc)
+            continue
         reason = await _reason(rule, entry.tool.approval_reason, call, ctx)
         if reason is None and checker is not None and asks_permissions:
             asked = checker.asking(entry.permissions)
@@ -89,7 +132,7 @@ async def approval_requests(
             found = [None] * len(calls)
         request = ApprovalRequest(call.call_id, call.name, call.args, reason)
         found[position] = request.signed(key) if key is not None else request
-    return found
+    return (calls if marked is None else marked), found
 
 
 async def _reason(rule: Any, why: str | None, call: ParsedCall, ctx: ToolContext) -> str | None:
@@ -106,6 +149,8 @@ async def _reason(rule: Any, why: str | None, call: ParsedCall, ctx: ToolContext
             verdict = await rule(dict(call.args), call_ctx)
         else:  # the app's code: kept off the event loop, as sync tools are
             verdict = await run_sync(rule, dict(call.args), call_ctx)
+        if inspect.isawaitable(verdict):  # a sync callable wrapping an async check
+            verdict = await verdict
     except Exception as exc:  # noqa: BLE001 - fail closed: a person decides instead
         logger.warning("needs_approval of tool %r raised; asking for approval", call.name)
         return f"tool '{call.name}' needs_approval raised {type(exc).__name__}: {exc}"
@@ -123,16 +168,17 @@ async def screen_calls(
 ) -> tuple[Sequence[ParsedCall], list[ApprovalRequest]]:
     """For ``run_tool_calls``: the calls to run, and the requests left waiting.
 
-    With answers, only the calls they name run: the app passes the turn's calls again
-    (or only the waiting ones) to answer them, and the others already ran and were
-    answered by the first call, so running them again would repeat their effects.
+    With ``approvals`` (even an empty list: nothing answered yet), only the calls they
+    name run: the app passes the waiting calls again to answer them, and any other
+    call passed along already ran and was answered by the first call, so running it
+    again would repeat its effects.
     """
-    requests = await approval_requests(table, calls, ctx, key)
+    calls, requests = await approval_requests(table, calls, ctx, key)
     answers = answers_by_id(approvals)
-    if requests is None and not answers:
+    if requests is None and approvals is None:
         return calls, []
     runnable, waiting = apply_answers(table, calls, requests, answers, key)
-    if answers:
+    if approvals is not None:
         runnable = [call for call in runnable if call.call_id in answers]
     return runnable, waiting
 
@@ -148,8 +194,9 @@ def apply_answers(
     edited one its new arguments) and the requests still waiting for an answer.
 
     Every answer is checked before anything runs: it must name one of ``calls``, with
-    the same tool and arguments, carry a valid signature when there is a ``key``, and
-    edit the arguments into ones the tool accepts; else :class:`ApprovalError`.
+    the same tool and arguments, carry a valid signature when there is a ``key`` (and
+    none without one), and edit the arguments into ones the tool accepts; else
+    :class:`ApprovalError`.
     """
     by_id = {call.call_id: call for call in calls}
     for call_id in answers:
@@ -172,6 +219,14 @@ def apply_answers(
     return runnable, waiting_requests
 
 
+def check_answer(
+    table: ToolTable, call: ParsedCall, answer: ApprovalDecision, key: bytes | None
+) -> None:
+    """Refuse (:class:`ApprovalError`) an ``answer`` that cannot apply to ``call``, as
+    :func:`apply_answers` would, without applying it: for an answer given inline."""
+    _answered(table, call, answer, key)
+
+
 def _answered(
     table: ToolTable, call: ParsedCall, answer: ApprovalDecision, key: bytes | None
 ) -> ParsedCall:
@@ -182,10 +237,11 @@ def _answered(
             tool_name=call.name,
         )
     if call.args is None or answer.arguments != call.args:
+        other = f"{where} is for other arguments than the call's"
         raise ApprovalError(
-            f"{where} is for other arguments than the call's: {_short(answer.arguments)} "
-            f"approved, {_short(call.input)} pending",
+            f"{other}: {_short(answer.arguments)} approved, {_short(call.input)} pending",
             tool_name=call.name,
+            redacted=f"{other}: {_differing(answer.arguments, call.args)}",
         )
     if key is not None:
         expected = approval_signature(key, call.call_id, call.name, call.args)
@@ -194,6 +250,15 @@ def _answered(
                 f"{where} has a missing or wrong signature for tool '{call.name}'",
                 tool_name=call.name,
             )
+    elif answer.signature is not None:
+        # A signed answer means its request was signed: without the key, a slip in the
+        # app's settings would let any answer (and any edited history) through.
+        raise ApprovalError(
+            f"{where} is signed, but no approval_key was given to check it: pass the key "
+            "its request was signed with (CycleConfig(approval_key=...) or "
+            "run_tool_calls(approval_key=...))",
+            tool_name=call.name,
+        )
     if not answer.approved:
         # The parsed arguments stay: the invocation records what was declined.
         return dataclasses.replace(call, error=ToolRejectedError(call.name, answer.message))
@@ -202,7 +267,9 @@ def _answered(
         return call
     _validate(table, call.name, edited, where)
     text = json.dumps(edited, ensure_ascii=False, default=str)
-    return dataclasses.replace(call, arguments=text, args=dict(edited))
+    # Edited arguments the tool accepts replace the model's, and so their error.
+    error = None if isinstance(call.error, InvalidArgumentsError) else call.error
+    return dataclasses.replace(call, arguments=text, args=dict(edited), error=error)
 
 
 def _validate(table: ToolTable, name: str, args: dict[str, Any], where: str) -> None:
@@ -215,9 +282,27 @@ def _validate(table: ToolTable, name: str, args: dict[str, Any], where: str) -> 
     try:
         entry.tool.check_arguments(dict(args))
     except InvalidArgumentsError as exc:
+        invalid = f"{where} edits the arguments into invalid ones"
         raise ApprovalError(
-            f"{where} edits the arguments into invalid ones: {exc}", tool_name=name
+            f"{invalid}: {exc}", tool_name=name, redacted=f"{invalid}: {exc.redacted}"
         ) from exc
+
+
+def _differing(approved: Any, pending: Mapping[str, Any] | None) -> str:
+    # Names, never values: this text goes to spans when content capture is off.
+    if pending is None:
+        return "the call's arguments are not a JSON object"
+    if not isinstance(approved, Mapping):
+        return f"the approved arguments are a {type(approved).__name__}, not an object"
+    missing = object()
+    names = sorted(
+        str(name)
+        for name in {*approved, *pending}
+        if approved.get(name, missing) != pending.get(name, missing)
+    )
+    listed = ", ".join(f"'{name}'" for name in names[:10])
+    more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+    return f"they differ in {listed}{more}"
 
 
 def _short(value: Any) -> str:

@@ -19,7 +19,7 @@ from .._sdk import sdk_field
 from ..approval import ApprovalDecision, ToolCallOutputs
 from ..base import ToolContext
 from ..error import PermissionDeniedError, ToolConfigError, ToolError, ToolNotFoundError
-from ._approval import screen_calls
+from ._approval import answer_list, screen_calls
 from ._parse import parse_call
 from ._render import model_result
 
@@ -157,6 +157,10 @@ async def run_tool_calls(
     check_byte_limit(max_result_bytes, f"{method}() max_result_bytes", 64)
     check_byte_limit(max_attachment_bytes, f"{method}() max_attachment_bytes", 1)
     check_tool_calls(tool_calls, method)
+    if approval_key is not None and (not isinstance(approval_key, bytes) or not approval_key):
+        got = "empty bytes" if isinstance(approval_key, bytes) else type(approval_key).__name__
+        raise ToolConfigError(f"{method}() approval_key must be non-empty bytes or None, got {got}")
+    approvals = answer_list(approvals)
     # 1. Read each item as a Chat Completions tool call or a Responses function call;
     #    other Responses output items (messages, reasoning) are skipped.
     calls: list[ParsedCall] = []

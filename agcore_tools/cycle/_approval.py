@@ -7,25 +7,37 @@ how an answer applies) live in :mod:`agcore_tools._approval`, shared with
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Any
 
 from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
 from ..base import ToolContext
-from ..calls import ParsedCall, answers_by_id, apply_answers, approval_requests, error_text
+from ..calls import (
+    ParsedCall,
+    answer_list,
+    answers_by_id,
+    apply_answers,
+    approval_requests,
+    check_answer,
+    error_text,
+)
 from ..error import ApprovalError, ToolRejectedError
 from ..pending import InputAnswer, InputRequest, RunningTask
 from ..registry import ToolInvocation, ToolRegistry
 from ._policy import drop_program_states, tidy_answers, tool_message, unanswered_calls
 from .events import ChatResponse, FinishReason, Usage
 
-__all__ = ["Gate", "Pending", "decline_open", "paused_response"]
+__all__ = ["Gate", "Pending", "answer_list", "decline_open", "paused_response"]
 
 Pending = ApprovalRequest | InputRequest | RunningTask
 """One item a paused run waits for: a call's approval, a question a call asked, or a
 server-side task a call started."""
 
 Answer = ApprovalDecision | InputAnswer
+
+logger = logging.getLogger("agcore_tools.approval")
 
 
 def _input_answers(answers: Iterable[InputAnswer]) -> dict[str, InputAnswer]:
@@ -44,7 +56,7 @@ class Gate:
     __slots__ = ("_answers", "_approvals", "_hold", "_inputs", "_key", "_paused", "calls")
 
     def __init__(self, approvals: Iterable[Answer] | None, key: bytes | None) -> None:
-        given = list(approvals or ())
+        given = answer_list(approvals) or []
         self._inputs = _input_answers(a for a in given if isinstance(a, InputAnswer))
         # answers_by_id refuses whatever is neither kind, naming it.
         self._answers = answers_by_id([a for a in given if not isinstance(a, InputAnswer)])
@@ -123,8 +135,8 @@ class Gate:
         self, registry: ToolRegistry, calls: Sequence[ParsedCall], ctx: ToolContext
     ) -> AsyncGenerator[ToolApprovalRequested, None]:
         """Ask for approval where a rule says so; set :attr:`calls` and :attr:`waiting`."""
+        calls, requests = await approval_requests(registry.tool_table, calls, ctx, self._key)
         self.calls = calls
-        requests = await approval_requests(registry.tool_table, calls, ctx, self._key)
         if requests is None and not self._answers:
             return
         answers, self._answers = self._answers, {}  # they answer the resumed calls only
@@ -132,11 +144,27 @@ class Gate:
         # Until the answers apply, every call asked about stays open if the run stops
         # (a consumer leaving at an event, an answer refused).
         self._hold = {r.call_id for r in asked} | set(answers)
+        by_id = {call.call_id: call for call in calls}
         for request in asked:
-            event = ToolApprovalRequested(request)
+            # The event's own copy: should its answer be refused, the request listed
+            # as still waiting shows the call's arguments, whatever the app changed.
+            event = ToolApprovalRequested(dataclasses.replace(request))
             yield event
-            if event.decision is not None:
-                answers[request.call_id] = event.decision
+            if event.decision is None:
+                continue
+            try:
+                check_answer(registry.tool_table, by_id[request.call_id], event.decision, self._key)
+            except ApprovalError as exc:
+                # As if unanswered: raised, it would stop the turn, and its other calls
+                # (which need no answer) would never run. A resume can answer it.
+                logger.warning(
+                    "the inline answer to call %r was refused, so the call still waits for "
+                    "approval (in the response's pending_approvals): %s",
+                    request.call_id,
+                    exc.redacted,
+                )
+                continue
+            answers[request.call_id] = event.decision
         self.calls, self._approvals = apply_answers(
             registry.tool_table, calls, requests, answers, self._key
         )

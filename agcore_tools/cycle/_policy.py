@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._attachments import is_attachments_message
-from .._code_mode import PROGRAM_STATE
+from .._code_mode import PROGRAM_STATE, RUN_PYTHON
 from .._unicode import scrub, scrub_json
 from ..calls import ParsedCall, aborted_text, parse_call, unknown_tool_error
-from ..error import ApprovalError, ToolNotOfferedError
+from ..error import ApprovalError, LlmConfigError, ToolNotOfferedError
 from ..pending import PAUSED_CALL
 from ..registry import ToolRegistry
 from ._stream import Turn
@@ -27,9 +27,11 @@ from .profiles import OPENAI, ServerProfile
 __all__ = [
     "FREE",
     "OPEN_CALL_MAC",
+    "SAVED_KEYS",
     "HistoryMark",
     "answer_unanswered",
     "check_open_calls",
+    "check_open_tools",
     "clean_turn",
     "drop_program_states",
     "forced_choice_served",
@@ -48,9 +50,9 @@ Message = dict[str, Any]
 OPEN_CALL_MAC = "open_call_mac"
 """The key of a tool call's :func:`open_call_mac` in the history, while it is open."""
 
-# What the history keeps on an open call, removed once the call is answered: never
-# sent to a model.
-_SAVED = frozenset({PROGRAM_STATE, PAUSED_CALL, OPEN_CALL_MAC})
+SAVED_KEYS = frozenset({PROGRAM_STATE, PAUSED_CALL, OPEN_CALL_MAC})
+"""What the history keeps on an open tool call, removed once the call is answered and
+never sent to a model (the Chat Completions wire leaves them out of every request)."""
 
 
 FREE: Any = object()
@@ -235,11 +237,25 @@ def open_call_mac(key: bytes, call: Mapping[str, Any]) -> str:
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def check_open_calls(messages: Sequence[Message], key: bytes) -> None:
+def check_open_calls(messages: Sequence[Message], key: bytes | None) -> None:
     """Refuse (:class:`ApprovalError`) to resume an open call whose :func:`open_call_mac`
     is missing or wrong: its tool or arguments were changed in the history after the
-    run left it open, or no run with this key left it open."""
+    run left it open, or no run with this key left it open.
+
+    Without a ``key``, refuse an open call that carries one all the same: a run with a
+    key left it open, so a resume without it (a missing setting) would trust whatever
+    the history now says instead of failing closed.
+    """
     for call in _open_calls(messages):
+        if key is None:
+            if OPEN_CALL_MAC in call:
+                raise ApprovalError(
+                    f"the open call '{call['id']}' was left open under an approval_key "
+                    f"(it carries {OPEN_CALL_MAC}), but this run has none to check it: "
+                    "resume with CycleConfig(approval_key=...)",
+                    tool_name=_function(call)[0] or None,
+                )
+            continue
         if not hmac.compare_digest(str(call.get(OPEN_CALL_MAC, "")), open_call_mac(key, call)):
             name, _ = _function(call)
             raise ApprovalError(
@@ -247,6 +263,30 @@ def check_open_calls(messages: Sequence[Message], key: bytes) -> None:
                 "or arguments were changed in the history after the run paused, or no run "
                 "with this approval_key left it open",
                 tool_name=name or None,
+            )
+
+
+def check_open_tools(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> None:
+    """Refuse (:class:`~agcore_tools.LlmConfigError`) to resume open ``calls`` to a tool
+    ``registry`` lacks, before anything is written. Such a call may be one a paused run
+    left waiting for approval, in a process whose registry lacks its tool (an MCP server
+    that failed to connect): answered as unknown, the request would be gone for good
+    and the model would read that the call failed. A new prompt moves on instead.
+
+    Example:
+        >>> check_open_tools(ToolRegistry(), [parse_call("pay", "c1", "{}")])
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmConfigError: the open call 'c1' is to tool 'pay', which the registry lacks: resume with a registry that has it (the call may be waiting for approval, so the history is left as it was), or send a new prompt to move on (the call is then answered as not run)
+    """
+    for call in calls:
+        # A paused program's call says itself how to resume (select=CodeMode()).
+        if call.name not in registry and call.name != RUN_PYTHON:
+            raise LlmConfigError(
+                f"the open call '{call.call_id}' is to tool '{call.name}', which the registry "
+                "lacks: resume with a registry that has it (the call may be waiting for "
+                "approval, so the history is left as it was), or send a new prompt to move "
+                "on (the call is then answered as not run)"
             )
 
 
@@ -375,12 +415,12 @@ def drop_program_states(messages: Sequence[Message]) -> None:
     if last is None:
         return
     calls = list(messages[last].get("tool_calls") or ())
-    if not any(isinstance(c, dict) and not _SAVED.isdisjoint(c) for c in calls):
+    if not any(isinstance(c, dict) and not SAVED_KEYS.isdisjoint(c) for c in calls):
         return
     # Only the tool messages after that assistant message answer its calls: ids repeat
     # across turns (a server's, or those generated for servers that send none).
     answered = {m.get("tool_call_id") for m in messages[last + 1 :] if m.get("role") == "tool"}
     for raw in calls:
         if isinstance(raw, dict) and raw.get("id") in answered:
-            for saved in _SAVED:
+            for saved in SAVED_KEYS:
                 raw.pop(saved, None)

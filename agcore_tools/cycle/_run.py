@@ -34,6 +34,7 @@ from ._policy import (
     HistoryMark,
     answer_unanswered,
     check_open_calls,
+    check_open_tools,
     clean_turn,
     drop_program_states,
     forced_choice_served,
@@ -271,10 +272,11 @@ class Run:
             # 0. Resuming (no new message): first run the calls the history left open.
             pending = unanswered_calls(messages) if registry is not None and not added else []
             gate.check_resume(not added, pending)
-            if pending and config.approval_key is not None:
+            if pending:
                 check_open_calls(messages, config.approval_key)
             if registry is not None and pending:
                 runner = offer.for_open_calls() if offer is not None else registry
+                check_open_tools(runner, pending)
                 async for event in run_tools(
                     config, messages, runner, pending, ctx, invocations, gate, profile
                 ):

@@ -199,7 +199,10 @@ class RunTrace:
         if response is not None:
             _set_usage(span, response.usage, summed=True)
         if exc is not None:
-            _otel.fail(span, _otel.error_type(exc), f"{type(exc).__name__}: {exc}")
+            # An ApprovalError can quote the arguments: without content capture, only
+            # its redacted form goes into the span.
+            text = str(exc) if self._content else getattr(exc, "redacted", None) or str(exc)
+            _otel.fail(span, _otel.error_type(exc), f"{type(exc).__name__}: {text}")
         span.end()
 
     # -- chat -------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._body import lighten, without_unused_tool_options
+from ._policy import SAVED_KEYS
 from ._stream import TurnBuilder
 from ._trace import RunTrace
 from .config import CycleConfig
@@ -26,7 +27,8 @@ _LISTS = ("messages", "tools")
 
 class ChatWire:
     """``chat.completions.create``, with the history sent as it is, less the
-    Responses API's ``response`` key of its assistant messages."""
+    Responses API's ``response`` key of its assistant messages and the library's own
+    keys on their tool calls (:data:`~agcore_tools.cycle._policy.SAVED_KEYS`)."""
 
     __slots__ = ()
 
@@ -68,6 +70,23 @@ def _chat_message(message: Message) -> Message:
     # A history from api="responses" keeps each turn's output items under "response";
     # Chat Completions refuses unknown message keys (a 400). The history keeps it, so
     # the conversation can still go back to the Responses API.
-    if message.get("role") == "assistant" and "response" in message:
-        return {key: value for key, value in message.items() if key != "response"}
+    if message.get("role") != "assistant":
+        return message
+    if "response" in message:
+        message = {key: value for key, value in message.items() if key != "response"}
+    calls = message.get("tool_calls")
+    # An open call's saved state and MAC stay in the history, never in a request (an
+    # app that answered only some open calls itself sends the others as they are).
+    if isinstance(calls, list) and any(
+        isinstance(call, dict) and not SAVED_KEYS.isdisjoint(call) for call in calls
+    ):
+        message = {
+            **message,
+            "tool_calls": [
+                {k: v for k, v in call.items() if k not in SAVED_KEYS}
+                if isinstance(call, dict)
+                else call
+                for call in calls
+            ],
+        }
     return message

@@ -24,7 +24,7 @@ from ..base import BaseTool, ToolContext
 from ..error import LlmUsageError
 from ..pending import InputAnswer
 from ..registry import ToolRegistry, checked_in
-from ._approval import Gate
+from ._approval import Gate, answer_list
 from ._client import ClientTypeError, accept_client, client_from_env
 from ._event_stream import EventStream
 from ._given import check_history, given_messages, kind
@@ -401,7 +401,7 @@ class LlmCycle(TranscriptViews):
         ``registry`` is a ``ToolRegistry``, a tool or a list of tools, as for
         :meth:`submit_with_tools`; a wrong one raises ``TypeError`` here, unsent.
         """
-        answers = list(approvals) if approvals is not None else None  # read in this thread
+        answers = answer_list(approvals)  # read in this thread
         tools = as_registry(registry, "submit_with_tools_sync")  # raises in this thread
         run = self.submit_with_tools(
             prompt, tools, ctx=ctx, select=select, approvals=answers, output_type=output_type

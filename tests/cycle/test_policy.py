@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agcore_tools import (
+    LlmConfigError,
     LlmError,
     MaxTurnsExceededError,
     PermissionChecker,
@@ -317,21 +318,25 @@ async def test_prompt_none_runs_only_the_calls_no_tool_message_answers(serve, ma
     assert_history_valid(cycle.messages)
 
 
-async def test_prompt_none_with_an_unknown_open_call_follows_the_unknown_tool_policy(
-    serve, make_cycle, calc
+@pytest.mark.parametrize("unknown_tool", ["raise", "tell_model"])
+async def test_prompt_none_with_an_open_call_to_an_unknown_tool_leaves_the_history(
+    serve, make_cycle, calc, unknown_tool
 ):
+    # The open call may be one a paused run left waiting for approval, resumed where
+    # the registry lacks its tool: answered as unknown, the request would be lost.
     server = serve(S.reply_tool_calls([("ad", {}, "c1")]), S.reply_text("sorry"))
-    cycle = make_cycle(server)
+    cycle = make_cycle(server, unknown_tool=unknown_tool)
     await cycle.submit("Add")
+    saved = json.loads(json.dumps(cycle.messages))
 
-    with pytest.raises(LlmError) as raised:
-        await cycle.submit_with_tools(None, calc)  # unknown_tool="raise"
-    assert isinstance(raised.value.__cause__, ToolNotFoundError)
+    with pytest.raises(LlmConfigError, match="open call 'c1' is to tool 'ad', which the"):
+        await cycle.submit_with_tools(None, calc)
     assert len(server.requests) == 1  # stopped before asking the model
-    assert_history_valid(cycle.messages)
+    assert cycle.messages == saved
 
-    # The call is answered now, so going on asks the model straight away.
-    assert (await cycle.submit_with_tools(None, calc)).text == "sorry"
+    # A new prompt moves on: the call is answered as not run.
+    assert (await cycle.submit_with_tools("Add 1 and 2", calc)).text == "sorry"
+    assert_history_valid(cycle.messages)
 
 
 # -- the helpers --------------------------------------------------------------------------
