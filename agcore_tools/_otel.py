@@ -27,6 +27,7 @@ from types import SimpleNamespace
 from typing import Any, Protocol
 
 from ._records import ToolCall, ToolInvocation
+from ._span_content import content_json
 from ._version import __version__
 from .base import BaseTool, ToolContext
 from .error import InvalidArgumentsError, ToolConfigError
@@ -269,15 +270,6 @@ def fail(span: Any, kind: str, message: str) -> None:
     span.set_status(ot.Status(ot.ERROR, message))
 
 
-def to_json(value: Any) -> str:
-    """``value`` as JSON text for a content attribute (anything unknown as ``str``)."""
-    import pydantic_core
-
-    if isinstance(value, str):
-        return value
-    return pydantic_core.to_json(value, fallback=str).decode()
-
-
 # -- execute_tool spans ---------------------------------------------------------------
 
 
@@ -311,7 +303,7 @@ async def _execute_tool(
     if tool is not None and tool.description:
         attributes["gen_ai.tool.description"] = tool.description
     if content:
-        attributes["gen_ai.tool.call.arguments"] = to_json(
+        attributes["gen_ai.tool.call.arguments"] = content_json(
             dict(args) if isinstance(args, Mapping) else args
         )
     ot = api()
@@ -328,7 +320,7 @@ async def _execute_tool(
         if error is not None:
             fail(span, error_type(error), described(error, content))
         elif content:
-            span.set_attribute("gen_ai.tool.call.result", to_json(invocation.output))
+            span.set_attribute("gen_ai.tool.call.result", content_json(invocation.output))
         return invocation
     finally:
         ot.detach(token)

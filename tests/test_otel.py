@@ -8,6 +8,7 @@ import logging
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -15,8 +16,19 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
 
-from agcore_tools import ToolConfigError, ToolRegistry, configure_tracing
+from agcore_tools import (
+    Audio,
+    CycleConfig,
+    File,
+    Image,
+    LlmCycle,
+    ToolConfigError,
+    ToolRegistry,
+    configure_tracing,
+)
+from agcore_tools._span_content import content_json
 from agcore_tools.calls import parse_call
+from agcore_tools.testing import ScriptedChatServer as S
 from tests._otel import attributes, recording
 
 
@@ -206,6 +218,86 @@ async def test_arguments_and_results_are_recorded_only_when_asked(
     with recording(capture_content=False) as spans:
         await registry.invoke_all(call)
     assert "gen_ai.tool.call.result" not in attributes(spans.one("execute_tool weather"))
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))  # not UTF-8: pydantic cannot write it as text
+
+
+@dataclass
+class Report:
+    title: str
+    pdf: File
+
+
+async def test_binary_results_are_recorded_as_stubs_and_never_change_a_run() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def screenshot() -> Image:
+        """A screenshot."""
+        return Image(PNG)
+
+    @registry.tool
+    def recording_of(name: str) -> dict[str, Any]:
+        """A recording, with its name."""
+        return {"name": name, "sound": Audio(b"RIFF" + bytes(4) + b"WAVEfmt " + bytes(16))}
+
+    @registry.tool
+    def report() -> Report:
+        """A report."""
+        return Report("Q3", File(b"%PDF-1.7\n" + PNG))
+
+    script = [
+        S.reply_tool_calls(
+            [("screenshot", {}, "c1"), ("recording_of", {"name": "a"}, "c2"), ("report", {}, "c3")]
+        ),
+        S.reply_text("I see them."),
+    ]
+    with recording(capture_content=True) as spans, S(script) as server:
+        async with LlmCycle(CycleConfig("m"), client=server.client()) as cycle:
+            response = await cycle.submit_with_tools("Look", registry)
+    assert response.text == "I see them."
+    assert [invocation.ok for invocation in response.invocations] == [True, True, True]
+    results = {
+        name: attributes(spans.one(f"execute_tool {name}"))["gen_ai.tool.call.result"]
+        for name in ("screenshot", "recording_of", "report")
+    }
+    assert results == {
+        "screenshot": '{"type":"image","media_type":"image/png","size":264}',
+        "recording_of": '{"name":"a","sound":{"type":"audio","media_type":"audio/wav","size":32}}',
+        "report": '{"title":"Q3","pdf":{"type":"file","media_type":"application/pdf",'
+        '"filename":"file.pdf","size":273}}',
+    }
+
+
+async def test_raw_bytes_are_recorded_by_size_and_unwritable_content_as_a_placeholder() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def raw() -> bytes:
+        """A PNG's bytes."""
+        return PNG
+
+    with recording(capture_content=True) as spans:
+        [result] = await registry.invoke_all([("raw", {})])
+    assert result.ok
+    recorded = attributes(spans.one("execute_tool raw"))
+    assert recorded["gen_ai.tool.call.result"] == (
+        '{"type":"image","media_type":"image/png","size":264}'  # bytes read as an image
+    )
+    assert content_json([b"\xff\xfe\x00"]) == '[{"type":"bytes","size":3}]'
+
+    class Opaque:
+        def __str__(self) -> str:
+            raise RuntimeError("no text for this")
+
+    # What no JSON writer can write (a registry's own tool may return anything).
+    assert content_json({"x": Opaque()}) == "[not recorded: PydanticSerializationError]"
+    looped: list[Any] = []
+    looped.append(looped)
+    text = content_json(looped)
+    del looped[:]  # no cycle left for pytest to print
+    assert text.endswith('"[deeper than 64 levels]"' + "]" * 64)
 
 
 async def test_argument_values_stay_out_of_logs_and_of_error_spans_unless_content_is_recorded(

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import _otel
+from .._span_content import content_json
 from ..error import McpError, McpTimeoutError, ToolExecutionError
 from ._session import Session
 
@@ -38,7 +39,7 @@ async def traced_call_tool(
     attributes.update(_connection_attributes(session))
     content = _otel.capture_content()
     if content:
-        attributes["gen_ai.tool.call.arguments"] = _otel.to_json(dict(args or {}))
+        attributes["gen_ai.tool.call.arguments"] = content_json(dict(args or {}))
     ot = _otel.api()
     span = tracer.start_span(f"tools/call {name}", kind=ot.CLIENT, attributes=attributes)
     # Current during the request: the SDK sends the current context in _meta.
@@ -50,7 +51,7 @@ async def traced_call_tool(
         raise
     else:
         if content:
-            span.set_attribute("gen_ai.tool.call.result", _otel.to_json(result))
+            span.set_attribute("gen_ai.tool.call.result", content_json(result))
         return result
     finally:
         ot.detach(token)

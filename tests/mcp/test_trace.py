@@ -3,6 +3,7 @@ receives in ``params._meta``, against a real MCPServer over stdio."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 
@@ -95,3 +96,31 @@ async def test_arguments_and_results_of_mcp_calls_are_recorded_only_when_asked()
     recorded = attributes(spans.one("tools/call trace_context"))
     assert recorded["gen_ai.tool.call.arguments"] == "{}"
     assert received["traceparent"] in recorded["gen_ai.tool.call.result"]
+
+
+async def test_mcp_image_and_blob_results_are_recorded_as_stubs_and_never_fail_a_call() -> None:
+    with recording(capture_content=True) as spans:
+        async with trace_client() as mcp:
+            registry = ToolRegistry()
+            registry.register_all(mcp.into_tools())
+            [invocation] = await registry.invoke_all([("picture", {})])
+    assert invocation.error is None
+    assert [type(part).__name__ for part in invocation.output] == ["str", "Image", "dict", "dict"]
+    image = {"type": "image", "media_type": "image/png", "size": 264}
+    expected = [
+        "a chart:",
+        image,
+        {**image, "media_type": "text/plain"},
+        {
+            "type": "resource",
+            "resource": {
+                "uri": "file:///r.pdf",
+                "mimeType": "application/pdf",
+                "blob": {"type": "blob", "media_type": "application/pdf", "size": 264},
+            },
+        },
+    ]
+    for name in ("tools/call picture", "execute_tool picture"):
+        span = spans.one(name)
+        assert span.status.status_code is StatusCode.UNSET
+        assert json.loads(attributes(span)["gen_ai.tool.call.result"]) == expected
