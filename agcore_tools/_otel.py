@@ -30,7 +30,7 @@ from ._records import ToolCall, ToolInvocation
 from ._span_content import content_json
 from ._version import __version__
 from .base import BaseTool, ToolContext
-from .error import InvalidArgumentsError, ToolConfigError
+from .error import ToolConfigError, ToolError
 
 __all__ = ["configure_tracing"]
 
@@ -252,9 +252,14 @@ def capture_content() -> bool:
 
 def described(error: BaseException, content: bool) -> str:
     """The text of a tool's ``error`` for a span or a log: without the argument values
-    it may quote unless ``content`` (see :func:`capture_content`)."""
-    if not content and isinstance(error, InvalidArgumentsError):
-        return error.redacted
+    it may quote unless ``content`` (see :func:`capture_content`): a
+    :class:`~agcore_tools.ToolError` with a ``redacted`` form
+    (:class:`~agcore_tools.InvalidArgumentsError`, :class:`~agcore_tools.ProgramError`)
+    gives that."""
+    if not content and isinstance(error, ToolError):
+        redacted = getattr(error, "redacted", None)
+        if isinstance(redacted, str):
+            return redacted
     return str(error)
 
 
