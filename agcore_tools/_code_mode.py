@@ -151,6 +151,9 @@ class RunPythonTool(BaseTool):
     """
 
     name = RUN_PYTHON
+    span_description = _GUIDE.rstrip()
+    """The description an ``execute_tool`` span records: the preamble alone, without the
+    listing of the tools (tens of KB on every call for a large registry)."""
     parameters = {  # noqa: RUF012
         "type": "object",
         "properties": {"code": {"type": "string", "description": "The Python program."}},

@@ -27,7 +27,7 @@ from types import SimpleNamespace
 from typing import Any, Protocol
 
 from ._records import ToolCall, ToolInvocation
-from ._span_content import content_json
+from ._span_content import CONTENT_CHARS, TEXT_CHARS, bounded, content_json
 from ._version import __version__
 from .base import BaseTool, ToolContext
 from .error import ToolConfigError, ToolError
@@ -64,9 +64,12 @@ class _Settings:
     provider: Any = None
     capture_content: bool | None = None  # None: the environment variable decides
     meter_provider: Any = None
+    max_content_chars: int | None = CONTENT_CHARS
 
 
 _settings = _Settings()
+# Room for the note of a cut text's length and some of the text.
+_MIN_CONTENT_CHARS = 256
 _cache: tuple[Any, Any] | None = None  # (provider, tracer): one tracer per provider
 _api: Any = None  # what is used of the OpenTelemetry API, imported once (see api())
 _meters: tuple[Any, Any, Any] | None = None  # (provider, token histogram, tool counter)
@@ -78,6 +81,7 @@ def configure_tracing(
     capture_content: bool | None = None,
     enabled: bool = True,
     meter_provider: Any = None,
+    max_content_chars: int | None = CONTENT_CHARS,
 ) -> None:
     """Choose where agcore_tools' OpenTelemetry spans and metrics go (needs the ``otel``
     extra).
@@ -97,6 +101,11 @@ def configure_tracing(
         meter_provider: The provider of the loop's token metrics (``gen_ai.client.token.usage``
             per model request, ``agcore.tool.tokens`` per tool and run) instead of the
             global one (None: the global, once the application has set one).
+        max_content_chars: With content recorded, the most characters of each text,
+            tool argument and tool result in it (16,384 by default, at least 256; None:
+            not cut). A longer one is cut, ending with a note of its full length, such
+            as ``… (2,000,000 chars)``. Status descriptions, tool descriptions and ids
+            are cut at 4,096 characters the same way, whatever this says.
 
     Each call replaces every earlier setting; ``configure_tracing()`` restores the
     defaults. A provider without ``get_tracer`` (a ``Tracer``, say) or a meter provider
@@ -128,6 +137,15 @@ def configure_tracing(
     global _settings, _cache, _meters
     if capture_content is not None and not isinstance(capture_content, bool):
         raise TypeError(f"capture_content must be True, False or None, got {capture_content!r}")
+    if max_content_chars is not None:
+        if not isinstance(max_content_chars, int) or isinstance(max_content_chars, bool):
+            raise TypeError(
+                f"max_content_chars must be an int or None, got {type(max_content_chars).__name__}"
+            )
+        if max_content_chars < _MIN_CONTENT_CHARS:
+            raise ToolConfigError(
+                f"max_content_chars must be at least {_MIN_CONTENT_CHARS}, got {max_content_chars}"
+            )
     # Refused here: used, the wrong object would fail the first traced call, far away.
     for given, method, kind in (
         (tracer_provider, "get_tracer", "TracerProvider"),
@@ -138,7 +156,9 @@ def configure_tracing(
                 f"configure_tracing() takes a {kind}, got {type(given).__name__} (it has no "
                 f"{method}()): pass the provider, not provider.{method}(...)"
             )
-    _settings = _Settings(bool(enabled), tracer_provider, capture_content, meter_provider)
+    _settings = _Settings(
+        bool(enabled), tracer_provider, capture_content, meter_provider, max_content_chars
+    )
     _cache = None
     _meters = None
 
@@ -250,17 +270,23 @@ def capture_content() -> bool:
     return os.environ.get(CONTENT_ENV, "").strip().lower() == "true"
 
 
+def content_limit() -> int | None:
+    """The most characters of each piece of recorded content (see
+    :func:`configure_tracing`)."""
+    return _settings.max_content_chars
+
+
 def described(error: BaseException, content: bool) -> str:
     """The text of a tool's ``error`` for a span or a log: without the argument values
     it may quote unless ``content`` (see :func:`capture_content`): a
     :class:`~agcore_tools.ToolError` with a ``redacted`` form
     (:class:`~agcore_tools.InvalidArgumentsError`, :class:`~agcore_tools.ProgramError`)
-    gives that."""
+    gives that. Cut at :data:`~agcore_tools._span_content.TEXT_CHARS` characters."""
     if not content and isinstance(error, ToolError):
         redacted = getattr(error, "redacted", None)
         if isinstance(redacted, str):
-            return redacted
-    return str(error)
+            return bounded(redacted, TEXT_CHARS)
+    return bounded(str(error), TEXT_CHARS)
 
 
 def error_type(exc: BaseException) -> str:
@@ -269,10 +295,18 @@ def error_type(exc: BaseException) -> str:
 
 
 def fail(span: Any, kind: str, message: str) -> None:
-    """Mark ``span`` failed: ``error.type`` and an ERROR status with ``message``."""
+    """Mark ``span`` failed: ``error.type`` and an ERROR status with ``message``, cut
+    at :data:`~agcore_tools._span_content.TEXT_CHARS` characters (OpenTelemetry's
+    attribute limit does not cover a status)."""
     ot = api()
-    span.set_attribute("error.type", kind)
-    span.set_status(ot.Status(ot.ERROR, message))
+    span.set_attribute("error.type", bounded(kind, TEXT_CHARS))
+    span.set_status(ot.Status(ot.ERROR, bounded(message, TEXT_CHARS)))
+
+
+def short(text: str) -> str:
+    """``text`` (a description, an id) cut at
+    :data:`~agcore_tools._span_content.TEXT_CHARS` characters for a span attribute."""
+    return bounded(text, TEXT_CHARS)
 
 
 # -- execute_tool spans ---------------------------------------------------------------
@@ -284,12 +318,15 @@ def wrap_invoke(registry: _Tools, guarded: Guarded) -> Guarded:
     found = tracer()
     if found is None:
         return guarded
-    return functools.partial(_execute_tool, found, capture_content(), registry, guarded)
+    content = capture_content()
+    limit = content_limit() if content else None
+    return functools.partial(_execute_tool, found, content, limit, registry, guarded)
 
 
 async def _execute_tool(
     found: Any,
     content: bool,
+    limit: int | None,
     registry: _Tools,
     guarded: Guarded,
     call: ToolCall,
@@ -303,13 +340,17 @@ async def _execute_tool(
         "gen_ai.tool.type": "function",
     }
     if call_id is not None:
-        attributes["gen_ai.tool.call.id"] = call_id
+        attributes["gen_ai.tool.call.id"] = short(call_id)
     tool = registry.get(name)
     if tool is not None and tool.description:
-        attributes["gen_ai.tool.description"] = tool.description
+        # A tool may name a shorter text for spans: run_python's description is its
+        # preamble plus the whole listing of the tools a program may call.
+        described_as = getattr(tool, "span_description", None)
+        description = described_as if isinstance(described_as, str) else tool.description
+        attributes["gen_ai.tool.description"] = short(description)
     if content:
         attributes["gen_ai.tool.call.arguments"] = content_json(
-            dict(args) if isinstance(args, Mapping) else args
+            dict(args) if isinstance(args, Mapping) else args, limit
         )
     ot = api()
     span = found.start_span(f"execute_tool {name}", kind=ot.INTERNAL, attributes=attributes)
@@ -325,7 +366,7 @@ async def _execute_tool(
         if error is not None:
             fail(span, error_type(error), described(error, content))
         elif content:
-            span.set_attribute("gen_ai.tool.call.result", content_json(invocation.output))
+            span.set_attribute("gen_ai.tool.call.result", content_json(invocation.output, limit))
         return invocation
     finally:
         ot.detach(token)

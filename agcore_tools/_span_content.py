@@ -1,5 +1,5 @@
 """Tool arguments and results as span content: JSON text that never holds binary data
-and never raises.
+and never raises; and the bound of every string put on a span.
 
 A leaf module under the spans of the registry (``_otel``) and of the MCP client
 (``mcp/_trace``). A content attribute is written once the call has run, so writing it
@@ -9,6 +9,13 @@ size, never by their bytes, as ``gen_ai.input.messages`` names an image part by 
 :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio`, :class:`~agcore_tools.File`,
 raw ``bytes``, and the base64 data of an MCP image or audio part or resource blob kept
 as typed JSON.
+
+Every string the library puts on a span or in its failure log lines is cut to a bound,
+with a note of its full length (:func:`bounded`): a status description, a tool's
+description or an id at :data:`TEXT_CHARS`, content at the ``max_content_chars`` of
+:func:`~agcore_tools.configure_tracing`. OpenTelemetry's own attribute limit does not
+cover a status description, and one span of several megabytes makes an OTLP export
+batch too large for the collector, which then drops every span in it.
 """
 
 from __future__ import annotations
@@ -23,9 +30,16 @@ from pydantic_core import to_json
 
 from .content import CONTENT_TYPES, File
 
-__all__ = ["content_json"]
+__all__ = ["CONTENT_CHARS", "TEXT_CHARS", "bounded", "content_json"]
 
 logger = logging.getLogger("agcore_tools.otel")
+
+TEXT_CHARS = 4096
+"""The most characters of a status description, a tool description, an id or a
+failure's log line on a span or in a log."""
+CONTENT_CHARS = 16384
+"""The default most characters of each text, tool argument and tool result in a content
+attribute (``configure_tracing(max_content_chars=...)``)."""
 
 _SCALARS = (str, int, float, bool, type(None))
 _BINARY = (bytes, bytearray, memoryview)
@@ -33,8 +47,25 @@ _BINARY = (bytes, bytearray, memoryview)
 _MAX_DEPTH = 64
 
 
-def content_json(value: Any) -> str:
-    """``value`` as JSON text for a content attribute (a string as it is); never raises.
+def bounded(text: str, limit: int | None) -> str:
+    """``text`` cut to at most ``limit`` characters (None: not cut), ending with a note
+    of its full length.
+
+    Example:
+        >>> bounded("x" * 100, 40)
+        'xxxxxxxxxxxxxxxxxxxxxxxxxxx… (100 chars)'
+        >>> bounded("short", 40)
+        'short'
+    """
+    if limit is None or len(text) <= limit:
+        return text
+    marker = f"… ({len(text):,} chars)"
+    return text[: max(limit - len(marker), 0)] + marker
+
+
+def content_json(value: Any, limit: int | None = CONTENT_CHARS) -> str:
+    """``value`` as JSON text for a content attribute (a string as it is), cut at
+    ``limit`` characters (see :func:`bounded`); never raises.
 
     Example:
         >>> from agcore_tools import Image
@@ -46,13 +77,14 @@ def content_json(value: Any) -> str:
         'as it is'
     """
     if isinstance(value, str):
-        return value
+        return bounded(value, limit)
     try:
-        return to_json(_stubbed(value, 0), fallback=str, inf_nan_mode="null").decode("utf-8")
+        text = to_json(_stubbed(value, 0), fallback=str, inf_nan_mode="null").decode("utf-8")
     except Exception as exc:  # noqa: BLE001 - recorded as the placeholder, never raised
         # The span notes the failure; the call it describes has already run as it ran.
         logger.debug("span content not recorded: %s", type(exc).__name__)
         return f"[not recorded: {type(exc).__name__}]"
+    return bounded(text, limit)
 
 
 def _stubbed(value: Any, depth: int) -> Any:

@@ -331,6 +331,58 @@ async def test_argument_values_stay_out_of_logs_and_of_error_spans_unless_conten
     assert card not in caplog.text  # logs never carry argument values
 
 
+async def test_span_strings_and_failure_log_lines_are_bounded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # OpenTelemetry's attribute limit does not cover a status: one failure's text of
+    # megabytes would make an OTLP batch too large, and the collector drop it whole.
+    registry = ToolRegistry()
+
+    @registry.tool
+    def deploy(target: str) -> str:
+        """Deploy."""
+        raise RuntimeError("build log line\n" * 200_000)
+
+    @registry.tool
+    def echo(text: str) -> str:
+        """Echo twice."""
+        return text * 2
+
+    caplog.set_level(logging.DEBUG, logger="agcore_tools")
+    with recording() as spans:
+        await registry.invoke_all([("deploy", {"target": "prod"}, "c" * 10_000)])
+    span = spans.one("execute_tool deploy")
+    status = span.status.description or ""
+    assert len(status) == 4096
+    assert status.startswith("tool 'deploy' failed: RuntimeError: build log line build log")
+    assert status.endswith("… (3,000,035 chars)")
+    assert attributes(span)["gen_ai.tool.call.id"].endswith("… (10,000 chars)")
+    [line] = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.registry"]
+    assert line == status
+    # Content: each argument and result cut at max_content_chars, with its full length.
+    with recording(capture_content=True) as spans:
+        await registry.invoke_all([("echo", {"text": "A" * 100_000})])
+    recorded = attributes(spans.one("execute_tool echo"))
+    assert len(recorded["gen_ai.tool.call.arguments"]) == 16384
+    assert recorded["gen_ai.tool.call.arguments"].endswith("… (100,011 chars)")
+    assert recorded["gen_ai.tool.call.result"].endswith("… (200,000 chars)")
+    with recording(capture_content=True, max_content_chars=1000) as spans:
+        await registry.invoke_all([("echo", {"text": "A" * 100_000})])
+    recorded = attributes(spans.one("execute_tool echo"))
+    assert len(recorded["gen_ai.tool.call.result"]) == 1000
+    with recording(capture_content=True, max_content_chars=None) as spans:
+        await registry.invoke_all([("echo", {"text": "A" * 100_000})])
+    assert attributes(spans.one("execute_tool echo"))["gen_ai.tool.call.result"] == "A" * 200_000
+
+
+def test_configure_tracing_checks_max_content_chars() -> None:
+    with pytest.raises(ToolConfigError, match="max_content_chars must be at least 256, got 10"):
+        configure_tracing(max_content_chars=10)
+    with pytest.raises(TypeError, match="max_content_chars must be an int or None, got str"):
+        configure_tracing(max_content_chars="1000")  # type: ignore[arg-type]
+    configure_tracing()
+
+
 async def test_a_tools_own_spans_are_children_of_its_execute_tool_span() -> None:
     registry = ToolRegistry()
     with recording() as spans:

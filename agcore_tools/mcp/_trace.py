@@ -33,13 +33,14 @@ async def traced_call_tool(
     (:meth:`McpClient.call_tool` calls it when tracing is on)."""
     attributes: dict[str, Any] = {
         "mcp.method.name": "tools/call",
-        "gen_ai.tool.name": name,
+        "gen_ai.tool.name": _otel.short(name),
         "gen_ai.operation.name": "execute_tool",
     }
     attributes.update(_connection_attributes(session))
     content = _otel.capture_content()
+    limit = _otel.content_limit()
     if content:
-        attributes["gen_ai.tool.call.arguments"] = content_json(dict(args or {}))
+        attributes["gen_ai.tool.call.arguments"] = content_json(dict(args or {}), limit)
     ot = _otel.api()
     span = tracer.start_span(f"tools/call {name}", kind=ot.CLIENT, attributes=attributes)
     # Current during the request: the SDK sends the current context in _meta.
@@ -51,7 +52,7 @@ async def traced_call_tool(
         raise
     else:
         if content:
-            span.set_attribute("gen_ai.tool.call.result", content_json(result))
+            span.set_attribute("gen_ai.tool.call.result", content_json(result, limit))
         return result
     finally:
         ot.detach(token)

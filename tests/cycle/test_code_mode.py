@@ -765,6 +765,10 @@ async def test_a_programs_calls_are_spans_under_run_python_as_direct_calls_are(
     inner = spans.named("execute_tool get_order")
     assert sorted(attributes(s)["gen_ai.tool.call.id"] for s in inner) == ["c_prog~0", "c_prog~1"]
     assert all(s.parent is not None and s.parent.span_id == outer.context.span_id for s in inner)
+    # The span records run_python's preamble, not the listing of every tool on each call.
+    description = attributes(outer)["gen_ai.tool.description"]
+    assert description.startswith("Run a Python program in a sandbox")
+    assert "async def" not in description and "get_order" not in description
 
 
 SSN = "SSN-123-45-6789"

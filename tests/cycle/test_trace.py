@@ -225,6 +225,45 @@ async def test_content_is_recorded_when_asked(
     )
 
 
+async def test_chat_content_and_failure_statuses_are_cut_with_their_full_length(
+    serve: Callable[..., ScriptedChatServer], make_cycle: Any
+) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    big = "A" * 50_000
+    server = serve(
+        S.reply_tool_calls([("echo", {"text": big}, "call_1")]),
+        S.reply_text(big),
+        S.error(400, "bad request: " + "B" * 100_000),
+    )
+    cycle: LlmCycle = make_cycle(server, max_retries=0)
+    with recording(capture_content=True, max_content_chars=1000) as spans:
+        await cycle.submit_with_tools("echo it", registry)
+        with pytest.raises(LlmError):
+            await cycle.submit("again")
+    first, second, third = spans.named("chat test-model")
+    # Each text, argument and result is cut; the attribute stays JSON.
+    [call] = json.loads(attributes(first)["gen_ai.output.messages"])[0]["parts"]
+    assert len(call["arguments"]) == 1000
+    assert call["arguments"].endswith("… (50,012 chars)")
+    sent = json.loads(attributes(second)["gen_ai.input.messages"])
+    response = sent[-1]["parts"][0]["response"]  # the loop cut it to max_result_bytes
+    assert (len(response), response[-16:]) == (1000, "… (16,384 chars)")
+    [text] = json.loads(attributes(second)["gen_ai.output.messages"])[0]["parts"]
+    assert len(text["content"]) == 1000
+    # A failure's text, on the chat and invoke_agent spans alike.
+    for span in (third, spans.named("invoke_agent")[-1]):
+        status = span.status.description or ""
+        assert len(status) == 4096
+        assert status.endswith(" chars)")
+        assert "BBBB" in status
+
+
 async def test_leaving_a_stream_early_ends_its_spans(
     spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any
 ) -> None:
