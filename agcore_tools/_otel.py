@@ -240,6 +240,19 @@ def meters() -> tuple[Any, Any] | None:
     return cached[1], cached[2]
 
 
+def record_tokens(usage: Any, model: str, server: Callable[[], Mapping[str, Any]]) -> None:
+    """Record one model request's reported ``usage`` (input and output tokens) in
+    ``gen_ai.client.token.usage``, when metrics are on; ``server`` gives the attributes
+    naming the server (asked only then)."""
+    recorders = meters()
+    if recorders is None:
+        return
+    histogram = recorders[0]
+    chat = {**server(), "gen_ai.request.model": model, "gen_ai.operation.name": "chat"}
+    histogram.record(usage.prompt_tokens, {**chat, "gen_ai.token.type": "input"})
+    histogram.record(usage.completion_tokens, {**chat, "gen_ai.token.type": "output"})
+
+
 def _instruments(provider: Any) -> tuple[Any, Any, Any]:
     global _meters
     meter = provider.get_meter(SCOPE, __version__)

@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import _otel
 from .._budget import check_budget, load_counter
 from .._selection import RunOffer, Selector
 from ..base import ToolContext
@@ -354,6 +355,8 @@ class Run:
                         continue
                     break
                 result = clean_turn(builder.build())
+                if result.usage is not None:  # once per answered request, tools or not
+                    _otel.record_tokens(result.usage, config.model, self.requester.trace_attributes)
                 if meter is not None:
                     meter.sent(params.get("messages") or (), params.get("tools"))
                     meter.answered(result.usage)
