@@ -362,6 +362,7 @@ class Run:
                     meter.answered(result.usage)
                 messages.append(result.message)
                 usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)
+                outcome.usage = usage  # the trace reads it however the run ends
                 yield TurnComplete(
                     result.reason, turn, result.message, result.usage, result.raw_reason
                 )

@@ -198,9 +198,11 @@ class RunTrace:
         span, self._span = self._span, None
         if span is None:
             return
+        # A run that failed, was left or was cancelled still spent its answered requests.
         response = self._outcome.response
-        if response is not None:
-            _set_usage(span, response.usage, summed=True)
+        usage = response.usage if response is not None else self._outcome.usage
+        if usage is not None:
+            _set_usage(span, usage, summed=True)
         if exc is not None:
             # An ApprovalError can quote the arguments: without content capture, only
             # its redacted form goes into the span.
