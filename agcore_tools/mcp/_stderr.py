@@ -6,7 +6,9 @@ speed; only the logging is bounded (a per-second line budget, the rest counted a
 reported), and the last lines are kept for start-up error messages.
 
 A server that fails to start often echoes the credential it was given ("bad credentials:
-ghp_..."): the values of its ``env`` are masked in both the log and the tail.
+ghp_..."): the values of its ``env`` are masked in both the log and the tail. The same
+masking (:func:`secret_values`, :func:`mask`) applies to the log notifications a server
+sends (``agcore_tools.mcp.server``).
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
+
+from .transport import StdioTransport, StreamableHttpTransport
 
 if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream
 
-__all__ = ["StderrLog"]
+__all__ = ["StderrLog", "mask", "secret_values", "transport_secrets"]
 
 logger = logging.getLogger("agcore_tools.mcp.stderr")
 
@@ -31,6 +35,45 @@ _LINES_PER_SECOND = 200
 _MIN_SECRET = 8
 """Shorter ``env`` values ("1", "true", "en_US") are not masked: they would garble the
 log without hiding anything worth guessing."""
+
+
+def secret_values(values: Iterable[str]) -> list[str]:
+    """The ``values`` worth masking (8 characters or more), longest first, so that a
+    secret containing another is masked whole.
+
+    Example:
+        >>> secret_values(["true", "ghp_S3CRETt0ken", "ghp_S3CRETt0ken_and_more"])
+        ['ghp_S3CRETt0ken_and_more', 'ghp_S3CRETt0ken']
+    """
+    return sorted({s for s in values if len(s) >= _MIN_SECRET}, key=len, reverse=True)
+
+
+def mask(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each of ``secrets`` (from :func:`secret_values`) shown as ``***``.
+
+    Example:
+        >>> mask("token ghp_S3CRETt0ken ok", secret_values(["ghp_S3CRETt0ken"]))
+        'token *** ok'
+    """
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> list[str]:
+    """What a server may echo that a log must not show (see :func:`secret_values`): a
+    stdio server's ``env`` values; an HTTP server's header values, and each word of one
+    (the token of ``Bearer ...``).
+
+    Example:
+        >>> http = StreamableHttpTransport("https://x/mcp", {"Authorization": "Bearer ghp_S3CRETt0ken"})
+        >>> transport_secrets(http)
+        ['Bearer ghp_S3CRETt0ken', 'ghp_S3CRETt0ken']
+    """
+    if isinstance(transport, StdioTransport):
+        return secret_values((transport.env or {}).values())
+    values = list((transport.headers or {}).values())
+    return secret_values([*values, *(word for value in values for word in value.split())])
 
 
 class StderrLog:
@@ -58,8 +101,7 @@ class StderrLog:
 
     def __init__(self, server_name: str, secrets: Iterable[str] = ()) -> None:
         self.server_name = server_name
-        # Longest first, so a secret containing another is masked whole.
-        self._secrets = sorted({s for s in secrets if len(s) >= _MIN_SECRET}, key=len, reverse=True)
+        self._secrets = secret_values(secrets)
         self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._partial = b""
         self._window = 0.0
@@ -128,9 +170,7 @@ class StderrLog:
     def _line(self, raw: bytes) -> None:
         if self._secrets:
             # Masked before the cut, so a secret across _MAX_LINE never shows in part.
-            text = raw.decode("utf-8", "replace")
-            for secret in self._secrets:
-                text = text.replace(secret, "***")
+            text = mask(raw.decode("utf-8", "replace"), self._secrets)
             text = text[:_MAX_LINE].rstrip()
         else:
             text = raw[:_MAX_LINE].decode("utf-8", "replace").rstrip()
