@@ -68,7 +68,7 @@ Message = dict[str, Any]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
-_ONE_REQUEST = Usage()
+_UNREPORTED = Usage(unreported=1)  # a request whose response had no usage
 
 
 @dataclass
@@ -361,7 +361,7 @@ class Run:
                     meter.sent(params.get("messages") or (), params.get("tools"))
                     meter.answered(result.usage)
                 messages.append(result.message)
-                usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)
+                usage = usage + (result.usage if result.usage is not None else _UNREPORTED)
                 outcome.usage = usage  # the trace reads it however the run ends
                 yield TurnComplete(
                     result.reason, turn, result.message, result.usage, result.raw_reason

@@ -304,8 +304,8 @@ def _request_attributes(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _set_usage(span: Any, usage: Any, *, summed: bool) -> None:
-    if summed and usage.requests == 0:
-        return
+    if summed and usage.reported == 0:
+        return  # no request measured anything: no zeros nobody measured
     span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
     span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
     if usage.cached_tokens:

@@ -323,6 +323,21 @@ async def test_a_run_that_fails_is_left_or_is_cancelled_still_reports_its_tokens
         assert agent_usage(spans) == spent
 
 
+async def test_a_run_without_reported_usage_has_no_token_totals(
+    serve: Callable[..., ScriptedChatServer], make_cycle: Any
+) -> None:
+    # A stream without include_usage: the chat span has no usage, nor may invoke_agent
+    # claim zeros nobody measured.
+    server = serve(S.reply_text("hello"))
+    with recording() as spans:
+        cycle = make_cycle(server, stream_options={"include_usage": False})
+        response = await cycle.submit_stream("hi").collect()
+    assert (response.usage.requests, response.usage.reported) == (1, 0)
+    assert agent_usage(spans) == {}
+    assert not any(k.startswith("gen_ai.usage.") for k in attributes(spans.one("chat test-model")))
+    assert "| usage | no usage reported by its 1 request(s) |" in response._repr_markdown_()
+
+
 async def test_leaving_a_stream_early_ends_its_spans(
     spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any
 ) -> None:
