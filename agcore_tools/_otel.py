@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from asyncio import CancelledError
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -302,6 +303,22 @@ def described(error: BaseException, content: bool) -> str:
     return bounded(str(error), TEXT_CHARS)
 
 
+def raised(exc: BaseException, text: str | None = None) -> str:
+    """The status description of a span that ``exc`` ended: its class and message (or
+    ``text``, its redacted form), and never an empty message (a cancellation has none).
+
+    Example:
+        >>> import asyncio
+        >>> raised(asyncio.CancelledError()), raised(ValueError("bad n"))
+        ('CancelledError: cancelled by the caller', 'ValueError: bad n')
+    """
+    if text is None:
+        text = str(exc)
+    if not text:
+        text = "cancelled by the caller" if isinstance(exc, CancelledError) else "(no message)"
+    return f"{type(exc).__name__}: {text}"
+
+
 def error_type(exc: BaseException) -> str:
     """``error.type`` of an exception: its class name (``ToolTimeoutError``)."""
     return type(exc).__qualname__
@@ -372,7 +389,7 @@ async def _execute_tool(
     try:
         invocation = await guarded(call, ctx, timeout)
     except BaseException as exc:
-        fail(span, error_type(exc), f"{type(exc).__name__}: {exc}")
+        fail(span, error_type(exc), raised(exc))
         raise
     else:
         error = invocation.error

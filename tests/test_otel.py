@@ -375,6 +375,28 @@ async def test_span_strings_and_failure_log_lines_are_bounded(
     assert attributes(spans.one("execute_tool echo"))["gen_ai.tool.call.result"] == "A" * 200_000
 
 
+async def test_a_cancelled_call_says_so_on_its_span() -> None:
+    registry = ToolRegistry()
+    started, never = asyncio.Event(), asyncio.Event()
+
+    @registry.tool
+    async def hang() -> str:
+        """Waits for ever."""
+        started.set()
+        await never.wait()
+        return "never"
+
+    with recording() as spans:
+        calls = asyncio.ensure_future(registry.invoke_all([("hang", {})]))
+        await asyncio.wait_for(started.wait(), 10)
+        calls.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await calls
+    span = spans.one("execute_tool hang")
+    assert attributes(span)["error.type"] == "CancelledError"
+    assert span.status.description == "CancelledError: cancelled by the caller"
+
+
 def test_configure_tracing_checks_max_content_chars() -> None:
     with pytest.raises(ToolConfigError, match="max_content_chars must be at least 256, got 10"):
         configure_tracing(max_content_chars=10)

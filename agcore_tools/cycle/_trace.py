@@ -207,7 +207,7 @@ class RunTrace:
             # An ApprovalError can quote the arguments: without content capture, only
             # its redacted form goes into the span.
             text = str(exc) if self._content else getattr(exc, "redacted", None) or str(exc)
-            _otel.fail(span, _otel.error_type(exc), f"{type(exc).__name__}: {text}")
+            _otel.fail(span, _otel.error_type(exc), _otel.raised(exc, text))
         span.end()
 
     # -- chat -------------------------------------------------------------------------------
@@ -247,7 +247,7 @@ class RunTrace:
             raise  # the consumer stopped the call: not a failure of the request
         except BaseException as exc:
             cause = exc.__cause__ if exc.__cause__ is not None else exc
-            _otel.fail(span, _otel.error_type(cause), f"{type(exc).__name__}: {exc}")
+            _otel.fail(span, _otel.error_type(cause), _otel.raised(exc))
             raise
         else:
             self._chat_result(span, builder, started, bool(params.get("stream")))

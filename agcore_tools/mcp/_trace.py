@@ -11,10 +11,12 @@ this one. With tracing off (see ``agcore_tools/_otel.py``) the wrapper costs a l
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
 from .. import _otel
+from .._clock import expired_limit
 from .._span_content import content_json
 from ..error import McpError, McpTimeoutError, ToolExecutionError
 from ._session import Session
@@ -47,8 +49,17 @@ async def traced_call_tool(
     token = ot.attach(ot.in_context(span))
     try:
         result = await session.call_tool(name, args, timeout)
+    except asyncio.CancelledError as exc:
+        # The registry's (or the loop's) time limit for the call cancels it from outside;
+        # that is this span's timeout, as the client's own timeout would be.
+        expired = expired_limit()
+        if expired is None:
+            _otel.fail(span, _otel.error_type(exc), _otel.raised(exc))
+        else:
+            _otel.fail(span, "timeout", f"timed out after {expired:g} s (the caller's time limit)")
+        raise
     except BaseException as exc:
-        _otel.fail(span, _error_type(exc), f"{type(exc).__name__}: {exc}")
+        _otel.fail(span, _error_type(exc), _otel.raised(exc))
         raise
     else:
         if content:

@@ -7,6 +7,7 @@ client propagated, as an instrumented server would read it.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -26,6 +27,14 @@ def trace_context(ctx: Context) -> dict[str, str | None]:
 def fail() -> str:
     """Always fails (the result has isError: true)."""
     raise ValueError("this tool always fails")
+
+
+@server.tool()
+async def slow(ctx: Context) -> str:
+    """Log "started", then take a minute (a client's time limit or cancel ends it)."""
+    await ctx.log("warning", "started")
+    await asyncio.sleep(60)
+    return "late"
 
 
 # Not UTF-8 text: recorded as it is, it would fail to serialise.
