@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._aio import import_off_loop, with_timeout
+from .._redact import mask
 from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from . import _sdklog
@@ -29,7 +30,7 @@ from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._state import State
-from ._stderr import mask, transport_secrets
+from ._stderr import transport_secrets
 from ._stdio import ChildProcess
 from ._stream_state import NotificationStream
 from ._streams import watch_end

@@ -7,8 +7,8 @@ reported), and the last lines are kept for start-up error messages.
 
 A server that fails to start often echoes the credential it was given ("bad credentials:
 ghp_..."): the values of its ``env`` are masked in both the log and the tail. The same
-masking (:func:`secret_values`, :func:`mask`) applies to the log notifications a server
-sends (``agcore_tools.mcp.server``).
+masking (see ``agcore_tools/_redact.py``) applies to the log notifications a server sends
+(``agcore_tools.mcp.server``).
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .._redact import header_secrets, mask, secret_values
 from .transport import StdioTransport, StreamableHttpTransport
 
 if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream
 
-__all__ = ["StderrLog", "mask", "secret_values", "transport_secrets"]
+__all__ = ["StderrLog", "transport_secrets"]
 
 logger = logging.getLogger("agcore_tools.mcp.stderr")
 
@@ -32,36 +33,10 @@ _CHUNK = 65536
 _TAIL_LINES = 20
 _MAX_LINE = 2000
 _LINES_PER_SECOND = 200
-_MIN_SECRET = 8
-"""Shorter ``env`` values ("1", "true", "en_US") are not masked: they would garble the
-log without hiding anything worth guessing."""
-
-
-def secret_values(values: Iterable[str]) -> list[str]:
-    """The ``values`` worth masking (8 characters or more), longest first, so that a
-    secret containing another is masked whole.
-
-    Example:
-        >>> secret_values(["true", "ghp_S3CRETt0ken", "ghp_S3CRETt0ken_and_more"])
-        ['ghp_S3CRETt0ken_and_more', 'ghp_S3CRETt0ken']
-    """
-    return sorted({s for s in values if len(s) >= _MIN_SECRET}, key=len, reverse=True)
-
-
-def mask(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with each of ``secrets`` (from :func:`secret_values`) shown as ``***``.
-
-    Example:
-        >>> mask("token ghp_S3CRETt0ken ok", secret_values(["ghp_S3CRETt0ken"]))
-        'token *** ok'
-    """
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
 
 
 def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> list[str]:
-    """What a server may echo that a log must not show (see :func:`secret_values`): a
+    """What a server may echo that a log must not show (``_redact.secret_values``): a
     stdio server's ``env`` values; an HTTP server's header values, and each word of one
     (the token of ``Bearer ...``).
 
@@ -72,8 +47,7 @@ def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> li
     """
     if isinstance(transport, StdioTransport):
         return secret_values((transport.env or {}).values())
-    values = list((transport.headers or {}).values())
-    return secret_values([*values, *(word for value in values for word in value.split())])
+    return secret_values(header_secrets((transport.headers or {}).values()))
 
 
 class StderrLog:
