@@ -9,12 +9,14 @@ import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
+from pydantic import AfterValidator
+from pydantic_core import PydanticCustomError
 
 from agcore_tools import (
     Audio,
@@ -403,6 +405,52 @@ def test_configure_tracing_checks_max_content_chars() -> None:
     with pytest.raises(TypeError, match="max_content_chars must be an int or None, got str"):
         configure_tracing(max_content_chars="1000")  # type: ignore[arg-type]
     configure_tracing()
+
+
+async def test_the_redacted_form_leaves_out_validator_texts_and_unknown_keys(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A validator's message often quotes the value, and an unknown key is the model's text.
+    secret = "SSN-123-45-6789"
+
+    def known_city(city: str) -> str:
+        if city not in {"Paris", "Oslo"}:
+            raise ValueError(f"unknown city {city!r}")
+        return city
+
+    def positive(days: int) -> int:
+        assert days > 0, f"{days} is not positive"
+        return days
+
+    def coded(code: str) -> str:
+        raise PydanticCustomError("unknown_code", "no such code {code}", {"code": code})
+
+    registry = ToolRegistry()
+
+    @registry.tool
+    def weather(
+        city: Annotated[str, AfterValidator(known_city)],
+        days: Annotated[int, AfterValidator(positive)] = 1,
+        code: Annotated[str, AfterValidator(coded)] = "",
+    ) -> str:
+        """Weather of a city."""
+        return "sunny"
+
+    caplog.set_level(logging.DEBUG, logger="agcore_tools")
+    calls = [
+        ("weather", {"city": secret, "days": -7, "code": secret, f"note {secret}": 1}),
+        ("weather", {"city": "Oslo", f"note {secret}": 1, f"also {secret}": 2}),
+    ]
+    with recording() as spans:
+        results = await registry.invoke_all(calls)
+    assert all(secret in str(result.error) for result in results)  # the model reads them
+    statuses = sorted(span.status.description or "" for span in spans.named("execute_tool weather"))
+    assert statuses == [
+        "tool 'weather' got invalid arguments: 2 unknown keys (Extra inputs are not permitted)",
+        "tool 'weather' got invalid arguments: city: Value error; days: Assertion failed; "
+        "code: failed its check (unknown_code); 1 unknown key (Extra inputs are not permitted)",
+    ]
+    assert secret not in caplog.text and "-7" not in caplog.text
 
 
 async def test_a_tools_own_spans_are_children_of_its_execute_tool_span() -> None:
