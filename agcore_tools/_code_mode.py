@@ -36,6 +36,7 @@ from pydantic_core import to_jsonable_python
 
 from ._execute import ToolTable, as_completed
 from ._listing import parameters_of, python_signatures
+from ._otel import described
 from ._records import ParsedCall, ToolCall, ToolInvocation
 from ._sandbox import (
     DEFAULT_LIMITS,
@@ -150,6 +151,9 @@ class RunPythonTool(BaseTool):
     """
 
     name = RUN_PYTHON
+    span_description = _GUIDE.rstrip()
+    """The description an ``execute_tool`` span records: the preamble alone, without the
+    listing of the tools (tens of KB on every call for a large registry)."""
     parameters = {  # noqa: RUF012
         "type": "object",
         "properties": {"code": {"type": "string", "description": "The Python program."}},
@@ -216,7 +220,11 @@ class RunPythonTool(BaseTool):
                 return await program.run(segment)
             except ProgramError as exc:
                 await program.cancel()  # first: the report lists the calls it cuts off
-                raise ProgramError(exc.reason, program.report(exc.report)) from exc
+                raise ProgramError(
+                    exc.reason,
+                    program.report(exc.report),
+                    redacted_reason=program.redacted(exc.reason),
+                ) from exc
             except asyncio.CancelledError:
                 # The loop's tool_timeout, say: the loop takes the report (timed_out).
                 await program.cancel()
@@ -320,6 +328,9 @@ class _Program:
         self._ran: list[str] = []
         self._started: dict[int, tuple[str, dict[str, Any]]] = {}
         self._calls = 0  # the tool calls the program made, across its pauses
+        # A tool error's message delivered to the program -> its redacted form (see
+        # redacted()): the program raises it as its own, and that becomes a span status.
+        self._redactions: dict[str, str] = {}
 
     def report(self, traceback: str) -> str:
         """What the model reads of a failed program: its output, its traceback, and the
@@ -334,8 +345,21 @@ class _Program:
             )
         return "\n".join(parts)
 
+    def redacted(self, reason: str) -> str | None:
+        """``reason`` (a failed program's) with each tool error message delivered to the
+        program in its redacted form, or None when it holds none that differs."""
+        redacted = reason
+        for message, form in self._redactions.items():
+            redacted = redacted.replace(message, form)
+        return None if redacted == reason else redacted
+
     async def restore(self, code: str, resume: Mapping[str, Any]) -> Segment:
         state = resume["state"]
+        redactions = state.get("redactions")  # absent in older states
+        if isinstance(redactions, Mapping):
+            self._redactions = {
+                k: v for k, v in redactions.items() if isinstance(k, str) and isinstance(v, str)
+            }
         self._printed = [state.get("printed", "")]
         self._dropped = bool(state.get("dropped", False))
         self._done = {int(k): v for k, v in state.get("done", {}).items()}
@@ -473,13 +497,21 @@ class _Program:
                 why = f"tool '{invocation.tool_name}' returned a value a program cannot receive: {exc}"  # fmt: skip
                 self._done[number] = {"error": ["RuntimeError", why]}
         elif error.is_recoverable():
-            self._done[number] = {"error": ["RuntimeError", str(error)]}
+            self._done[number] = {"error": ["RuntimeError", self._delivered(error)]}
         elif isinstance(error, ToolNotFoundError):
             # Listed when the run started, unregistered since: the program is told, as
             # it is of a name it never had.
-            self._done[number] = {"error": ["NameError", str(error)]}
+            self._done[number] = {"error": ["NameError", self._delivered(error)]}
         else:
             raise error  # as for a direct call: the loop stops
+
+    def _delivered(self, error: ToolError) -> str:
+        """``error``'s message for the program, its redacted form noted for redacted()."""
+        message = str(error)
+        form = described(error, False)
+        if form != message:
+            self._redactions[message] = form
+        return message
 
     async def _results(self, pending: Sequence[int]) -> dict[int, dict[str, Any]]:
         """The results of the calls in ``pending`` that have ended; at least one."""
@@ -510,6 +542,7 @@ class _Program:
             "dropped": self._dropped,
             "ran": list(self._ran),  # for the report, should the resumed program fail
             "calls": self._calls,
+            "redactions": dict(self._redactions),
         }
         requests = tuple(
             ApprovalRequest(

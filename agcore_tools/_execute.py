@@ -17,7 +17,7 @@ from typing import Any
 
 from . import _otel
 from ._aio import THREADS, positive_number, unfinished, wait_task, with_timeout
-from ._clock import CLOCK
+from ._clock import CLOCK, DEADLINE
 from ._context import end_reports
 from ._records import ToolCall, ToolEntry, ToolInvocation
 from .base import BaseTool, ToolContext
@@ -230,7 +230,11 @@ async def execute(
             if ends is None:
                 output, cached = await answering
             else:
-                output, cached = await _within(answering, ends - clock(), own or 0.0, ctx, name)
+                limit = DEADLINE.set((ends, own or 0.0))  # the tool's own, inside the caller's
+                try:
+                    output, cached = await _within(answering, ends - clock(), own or 0.0, ctx, name)
+                finally:
+                    DEADLINE.reset(limit)
     except ToolError as exc:
         error = exc
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure is a structured error
@@ -321,11 +325,16 @@ async def guarded(
             return await execute(table, name, args, call_ctx)
         deadline = CLOCK.get()() + timeout  # a rate limit's wait ends by it
         running = execute(table, name, args, call_ctx, deadline, admitted)
-        if sys.version_info >= (3, 11):
-            async with asyncio.timeout(timeout):
-                return await running
-        # 3.10: asyncio.wait_for would drop a cancel that lands as the tool ends.
-        return await wait_task(asyncio.ensure_future(running), timeout)
+        # Set before the 3.10 path's task copies the context.
+        limit = DEADLINE.set((deadline, timeout))
+        try:
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(timeout):
+                    return await running
+            # 3.10: asyncio.wait_for would drop a cancel that lands as the tool ends.
+            return await wait_task(asyncio.ensure_future(running), timeout)
+        finally:
+            DEADLINE.reset(limit)
     except ToolError as exc:
         # Only the lookup and the permission check raise out of invoke(): recorded
         # here; the tool never ran.

@@ -23,6 +23,7 @@ from typing_extensions import ParamSpec
 from ._aio import THREADS, run_tool, with_timeout
 from ._attachments import normalise
 from ._generators import drain_async, drain_sync
+from ._invalid_args import invalid_arguments, unknown_keys_error
 from ._origin import Origin, caller_stacklevel, interactive_run
 from ._returns import return_schema
 from ._tool_options import (
@@ -82,22 +83,6 @@ def _first_parameter(func: Callable[..., Any]) -> str | None:
     return next(iter(inspect.signature(func).parameters), None)
 
 
-def _validation_problems(
-    exc: ValidationError,
-) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    # The problems quoting the bad values (for the model), and the same without them.
-    problems: list[tuple[str, str]] = []
-    bare: list[tuple[str, str]] = []
-    for err in exc.errors(include_url=False):
-        field = ".".join(str(part) for part in err["loc"]) or "(arguments)"
-        message = err["msg"]
-        bare.append((field, message))
-        if err["type"] != "missing" and "input" in err and err["type"] != "extra_forbidden":
-            message = f"{message} (got {err['input']!r:.80})"
-        problems.append((field, message))
-    return problems, bare
-
-
 def _streams(
     func: Callable[..., Any], call: Any, is_async: bool
 ) -> tuple[Literal["async", "sync"] | None, bool]:
@@ -123,10 +108,6 @@ def _streams(
 
 
 _NO_PROBLEMS: list[tuple[str, str]] = []  # shared, never changed: no allocation per call
-
-
-def _reason(problems: list[tuple[str, str]]) -> str:
-    return "; ".join(f"{field}: {message}" for field, message in problems)
 
 
 class ToolDecorator(Protocol):
@@ -482,7 +463,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         except ValidationError as exc:
             raise self._invalid(exc, unknown) from exc
         if unknown:
-            raise InvalidArgumentsError(self.name, _reason(unknown), errors=unknown)
+            raise unknown_keys_error(self.name, unknown)
         # The fresh model instance is dropped, so its field dict can be the kwargs as is.
         kwargs = validated.__dict__
         if self._renamed:
@@ -493,11 +474,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
     def _invalid(
         self, exc: ValidationError, unknown: list[tuple[str, str]]
     ) -> InvalidArgumentsError:
-        problems, bare = _validation_problems(exc)
-        problems += unknown
-        return InvalidArgumentsError(
-            self.name, _reason(problems), errors=problems, redacted_reason=_reason(bare + unknown)
-        )
+        return invalid_arguments(self.name, exc, unknown)
 
     def _in_thread(self, make: Callable[[], Any], ctx: ToolContext) -> Any:
         # A sync function's whole call, in its worker thread: the call, then its value

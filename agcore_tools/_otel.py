@@ -21,15 +21,17 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from asyncio import CancelledError
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Protocol
 
 from ._records import ToolCall, ToolInvocation
+from ._span_content import CONTENT_CHARS, TEXT_CHARS, bounded, content_json
 from ._version import __version__
 from .base import BaseTool, ToolContext
-from .error import InvalidArgumentsError, ToolConfigError
+from .error import ToolConfigError, ToolError
 
 __all__ = ["configure_tracing"]
 
@@ -63,9 +65,12 @@ class _Settings:
     provider: Any = None
     capture_content: bool | None = None  # None: the environment variable decides
     meter_provider: Any = None
+    max_content_chars: int | None = CONTENT_CHARS
 
 
 _settings = _Settings()
+# Room for the note of a cut text's length and some of the text.
+_MIN_CONTENT_CHARS = 256
 _cache: tuple[Any, Any] | None = None  # (provider, tracer): one tracer per provider
 _api: Any = None  # what is used of the OpenTelemetry API, imported once (see api())
 _meters: tuple[Any, Any, Any] | None = None  # (provider, token histogram, tool counter)
@@ -77,6 +82,7 @@ def configure_tracing(
     capture_content: bool | None = None,
     enabled: bool = True,
     meter_provider: Any = None,
+    max_content_chars: int | None = CONTENT_CHARS,
 ) -> None:
     """Choose where agcore_tools' OpenTelemetry spans and metrics go (needs the ``otel``
     extra).
@@ -96,6 +102,11 @@ def configure_tracing(
         meter_provider: The provider of the loop's token metrics (``gen_ai.client.token.usage``
             per model request, ``agcore.tool.tokens`` per tool and run) instead of the
             global one (None: the global, once the application has set one).
+        max_content_chars: With content recorded, the most characters of each text,
+            tool argument and tool result in it (16,384 by default, at least 256; None:
+            not cut). A longer one is cut, ending with a note of its full length, such
+            as ``… (2,000,000 chars)``. Status descriptions, tool descriptions and ids
+            are cut at 4,096 characters the same way, whatever this says.
 
     Each call replaces every earlier setting; ``configure_tracing()`` restores the
     defaults. A provider without ``get_tracer`` (a ``Tracer``, say) or a meter provider
@@ -127,6 +138,15 @@ def configure_tracing(
     global _settings, _cache, _meters
     if capture_content is not None and not isinstance(capture_content, bool):
         raise TypeError(f"capture_content must be True, False or None, got {capture_content!r}")
+    if max_content_chars is not None:
+        if not isinstance(max_content_chars, int) or isinstance(max_content_chars, bool):
+            raise TypeError(
+                f"max_content_chars must be an int or None, got {type(max_content_chars).__name__}"
+            )
+        if max_content_chars < _MIN_CONTENT_CHARS:
+            raise ToolConfigError(
+                f"max_content_chars must be at least {_MIN_CONTENT_CHARS}, got {max_content_chars}"
+            )
     # Refused here: used, the wrong object would fail the first traced call, far away.
     for given, method, kind in (
         (tracer_provider, "get_tracer", "TracerProvider"),
@@ -137,7 +157,9 @@ def configure_tracing(
                 f"configure_tracing() takes a {kind}, got {type(given).__name__} (it has no "
                 f"{method}()): pass the provider, not provider.{method}(...)"
             )
-    _settings = _Settings(bool(enabled), tracer_provider, capture_content, meter_provider)
+    _settings = _Settings(
+        bool(enabled), tracer_provider, capture_content, meter_provider, max_content_chars
+    )
     _cache = None
     _meters = None
 
@@ -219,6 +241,19 @@ def meters() -> tuple[Any, Any] | None:
     return cached[1], cached[2]
 
 
+def record_tokens(usage: Any, model: str, server: Callable[[], Mapping[str, Any]]) -> None:
+    """Record one model request's reported ``usage`` (input and output tokens) in
+    ``gen_ai.client.token.usage``, when metrics are on; ``server`` gives the attributes
+    naming the server (asked only then)."""
+    recorders = meters()
+    if recorders is None:
+        return
+    histogram = recorders[0]
+    chat = {**server(), "gen_ai.request.model": model, "gen_ai.operation.name": "chat"}
+    histogram.record(usage.prompt_tokens, {**chat, "gen_ai.token.type": "input"})
+    histogram.record(usage.completion_tokens, {**chat, "gen_ai.token.type": "output"})
+
+
 def _instruments(provider: Any) -> tuple[Any, Any, Any]:
     global _meters
     meter = provider.get_meter(SCOPE, __version__)
@@ -249,12 +284,39 @@ def capture_content() -> bool:
     return os.environ.get(CONTENT_ENV, "").strip().lower() == "true"
 
 
+def content_limit() -> int | None:
+    """The most characters of each piece of recorded content (see
+    :func:`configure_tracing`)."""
+    return _settings.max_content_chars
+
+
 def described(error: BaseException, content: bool) -> str:
     """The text of a tool's ``error`` for a span or a log: without the argument values
-    it may quote unless ``content`` (see :func:`capture_content`)."""
-    if not content and isinstance(error, InvalidArgumentsError):
-        return error.redacted
-    return str(error)
+    it may quote unless ``content`` (see :func:`capture_content`): a
+    :class:`~agcore_tools.ToolError` with a ``redacted`` form
+    (:class:`~agcore_tools.InvalidArgumentsError`, :class:`~agcore_tools.ProgramError`)
+    gives that. Cut at :data:`~agcore_tools._span_content.TEXT_CHARS` characters."""
+    if not content and isinstance(error, ToolError):
+        redacted = getattr(error, "redacted", None)
+        if isinstance(redacted, str):
+            return bounded(redacted, TEXT_CHARS)
+    return bounded(str(error), TEXT_CHARS)
+
+
+def raised(exc: BaseException, text: str | None = None) -> str:
+    """The status description of a span that ``exc`` ended: its class and message (or
+    ``text``, its redacted form), and never an empty message (a cancellation has none).
+
+    Example:
+        >>> import asyncio
+        >>> raised(asyncio.CancelledError()), raised(ValueError("bad n"))
+        ('CancelledError: cancelled by the caller', 'ValueError: bad n')
+    """
+    if text is None:
+        text = str(exc)
+    if not text:
+        text = "cancelled by the caller" if isinstance(exc, CancelledError) else "(no message)"
+    return f"{type(exc).__name__}: {text}"
 
 
 def error_type(exc: BaseException) -> str:
@@ -263,19 +325,18 @@ def error_type(exc: BaseException) -> str:
 
 
 def fail(span: Any, kind: str, message: str) -> None:
-    """Mark ``span`` failed: ``error.type`` and an ERROR status with ``message``."""
+    """Mark ``span`` failed: ``error.type`` and an ERROR status with ``message``, cut
+    at :data:`~agcore_tools._span_content.TEXT_CHARS` characters (OpenTelemetry's
+    attribute limit does not cover a status)."""
     ot = api()
-    span.set_attribute("error.type", kind)
-    span.set_status(ot.Status(ot.ERROR, message))
+    span.set_attribute("error.type", bounded(kind, TEXT_CHARS))
+    span.set_status(ot.Status(ot.ERROR, bounded(message, TEXT_CHARS)))
 
 
-def to_json(value: Any) -> str:
-    """``value`` as JSON text for a content attribute (anything unknown as ``str``)."""
-    import pydantic_core
-
-    if isinstance(value, str):
-        return value
-    return pydantic_core.to_json(value, fallback=str).decode()
+def short(text: str) -> str:
+    """``text`` (a description, an id) cut at
+    :data:`~agcore_tools._span_content.TEXT_CHARS` characters for a span attribute."""
+    return bounded(text, TEXT_CHARS)
 
 
 # -- execute_tool spans ---------------------------------------------------------------
@@ -287,12 +348,15 @@ def wrap_invoke(registry: _Tools, guarded: Guarded) -> Guarded:
     found = tracer()
     if found is None:
         return guarded
-    return functools.partial(_execute_tool, found, capture_content(), registry, guarded)
+    content = capture_content()
+    limit = content_limit() if content else None
+    return functools.partial(_execute_tool, found, content, limit, registry, guarded)
 
 
 async def _execute_tool(
     found: Any,
     content: bool,
+    limit: int | None,
     registry: _Tools,
     guarded: Guarded,
     call: ToolCall,
@@ -306,13 +370,17 @@ async def _execute_tool(
         "gen_ai.tool.type": "function",
     }
     if call_id is not None:
-        attributes["gen_ai.tool.call.id"] = call_id
+        attributes["gen_ai.tool.call.id"] = short(call_id)
     tool = registry.get(name)
     if tool is not None and tool.description:
-        attributes["gen_ai.tool.description"] = tool.description
+        # A tool may name a shorter text for spans: run_python's description is its
+        # preamble plus the whole listing of the tools a program may call.
+        described_as = getattr(tool, "span_description", None)
+        description = described_as if isinstance(described_as, str) else tool.description
+        attributes["gen_ai.tool.description"] = short(description)
     if content:
-        attributes["gen_ai.tool.call.arguments"] = to_json(
-            dict(args) if isinstance(args, Mapping) else args
+        attributes["gen_ai.tool.call.arguments"] = content_json(
+            dict(args) if isinstance(args, Mapping) else args, limit
         )
     ot = api()
     span = found.start_span(f"execute_tool {name}", kind=ot.INTERNAL, attributes=attributes)
@@ -321,14 +389,14 @@ async def _execute_tool(
     try:
         invocation = await guarded(call, ctx, timeout)
     except BaseException as exc:
-        fail(span, error_type(exc), f"{type(exc).__name__}: {exc}")
+        fail(span, error_type(exc), raised(exc))
         raise
     else:
         error = invocation.error
         if error is not None:
             fail(span, error_type(error), described(error, content))
         elif content:
-            span.set_attribute("gen_ai.tool.call.result", to_json(invocation.output))
+            span.set_attribute("gen_ai.tool.call.result", content_json(invocation.output, limit))
         return invocation
     finally:
         ot.detach(token)

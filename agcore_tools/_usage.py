@@ -19,10 +19,15 @@ __all__ = ["ZERO_USAGE", "ToolCost", "Usage"]
 class Usage:
     """Token counts of one request, or summed over several with ``+``.
 
+    A request whose response reported no usage counts as a request with zeros, and
+    in :attr:`unreported`: its zeros were not measured.
+
     Example:
         >>> total = Usage(10, 5, 15) + Usage(20, 3, 23)
         >>> total.total_tokens, total.requests
         (38, 2)
+        >>> (total + Usage(unreported=1)).reported
+        2
     """
 
     prompt_tokens: int = 0
@@ -37,6 +42,9 @@ class Usage:
     """Output tokens spent on hidden reasoning, when the provider reports them."""
     requests: int = 1
     """How many requests these counts cover."""
+    unreported: int = 0
+    """How many of those requests had no usage in their response (a stream without
+    ``include_usage``, say): the counts leave them out."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -46,7 +54,18 @@ class Usage:
             self.cached_tokens + other.cached_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
             self.requests + other.requests,
+            self.unreported + other.unreported,
         )
+
+    @property
+    def reported(self) -> int:
+        """How many of the requests reported their usage (what the counts measure).
+
+        Example:
+            >>> Usage(requests=3, unreported=1).reported
+            2
+        """
+        return self.requests - self.unreported
 
     @classmethod
     def from_sdk(cls, usage: Any) -> Usage:

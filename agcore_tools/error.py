@@ -178,7 +178,11 @@ class ProgramError(ToolExecutionError):
 
     The message is one line, as every error's is; :attr:`report` keeps the lines the
     model reads instead: what the program printed, its traceback, and the calls that
-    ran before it failed (so a fixed program need not repeat them).
+    ran before it failed (so a fixed program need not repeat them). A program that
+    failed on a tool's error raises it with that error's message, which may quote the
+    values the program passed; ``redacted`` is the message with the tool error's own
+    redacted form instead (see :attr:`InvalidArgumentsError.redacted`), for spans and
+    logs that must not record arguments.
 
     Example:
         >>> error = ProgramError("KeyError: 'id'", "Traceback (most recent call last):\\n  ...")
@@ -186,12 +190,21 @@ class ProgramError(ToolExecutionError):
         "tool 'run_python' failed: KeyError: 'id'"
         >>> error.report.splitlines()[0]
         'Traceback (most recent call last):'
+        >>> ProgramError("RuntimeError: bad n (got 'x')", "...",
+        ...              redacted_reason="RuntimeError: bad n").redacted
+        "tool 'run_python' failed: RuntimeError: bad n"
     """
 
-    def __init__(self, reason: str, report: str) -> None:
+    def __init__(self, reason: str, report: str, *, redacted_reason: str | None = None) -> None:
         super().__init__("run_python", reason)
         self.report = report
         """The model's text: printed output, traceback and calls made, lines kept."""
+        self.redacted = (
+            str(self)
+            if redacted_reason is None
+            else _one_line(f"tool 'run_python' failed: {redacted_reason}")
+        )
+        """The message without the argument values a tool's error in it may quote."""
 
 
 class ToolTimeoutError(ToolExecutionError):

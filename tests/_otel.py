@@ -56,12 +56,13 @@ def attributes(span: ReadableSpan) -> dict[str, Any]:
 
 
 @contextmanager
-def recording(*, capture_content: bool | None = None) -> Iterator[Spans]:
-    """Send agcore_tools' spans to memory for the block, then restore the defaults."""
+def recording(*, capture_content: bool | None = None, **options: Any) -> Iterator[Spans]:
+    """Send agcore_tools' spans to memory for the block (``options``: more settings of
+    ``configure_tracing``), then restore the defaults."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    configure_tracing(provider, capture_content=capture_content)
+    configure_tracing(provider, capture_content=capture_content, **options)
     try:
         yield Spans(exporter, provider)
     finally:

@@ -132,3 +132,21 @@ def test_free_text_is_escaped_and_bounded() -> None:
     assert markdown_quote("<script>\n\n*hi*") == "> &lt;script&gt;\n>\n> *hi*"
     assert clip("abcdef", 4) == "abcd… (2 more characters)"
     assert html_text("<b>") == '<pre style="white-space: pre-wrap">&lt;b&gt;</pre>'
+
+
+def test_chat_response_says_when_usage_was_not_reported() -> None:
+    # A request whose response had no usage is not a measured zero.
+    from agcore_tools import ChatResponse, FinishReason, Usage
+
+    message = {"role": "assistant", "content": "Hi"}
+
+    def usage_row(usage: Usage) -> str:
+        md = ChatResponse(message, "Hi", FinishReason.STOP, usage)._repr_markdown_()
+        return next(line for line in md.splitlines() if line.startswith("| usage |"))
+
+    unreported = Usage(unreported=1)
+    assert usage_row(unreported) == "| usage | no usage reported by its 1 request(s) |"
+    assert usage_row(Usage(5, 2, 7) + unreported) == (
+        "| usage | 7 tokens (5 prompt + 2 completion) over 2 request(s); "
+        "only 1 of 2 reported usage |"
+    )

@@ -8,15 +8,29 @@ import logging
 import subprocess
 import sys
 import textwrap
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
+from pydantic import AfterValidator
+from pydantic_core import PydanticCustomError
 
-from agcore_tools import ToolConfigError, ToolRegistry, configure_tracing
+from agcore_tools import (
+    Audio,
+    CycleConfig,
+    File,
+    Image,
+    LlmCycle,
+    ToolConfigError,
+    ToolRegistry,
+    configure_tracing,
+)
+from agcore_tools._span_content import content_json
 from agcore_tools.calls import parse_call
+from agcore_tools.testing import ScriptedChatServer as S
 from tests._otel import attributes, recording
 
 
@@ -208,6 +222,86 @@ async def test_arguments_and_results_are_recorded_only_when_asked(
     assert "gen_ai.tool.call.result" not in attributes(spans.one("execute_tool weather"))
 
 
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))  # not UTF-8: pydantic cannot write it as text
+
+
+@dataclass
+class Report:
+    title: str
+    pdf: File
+
+
+async def test_binary_results_are_recorded_as_stubs_and_never_change_a_run() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def screenshot() -> Image:
+        """A screenshot."""
+        return Image(PNG)
+
+    @registry.tool
+    def recording_of(name: str) -> dict[str, Any]:
+        """A recording, with its name."""
+        return {"name": name, "sound": Audio(b"RIFF" + bytes(4) + b"WAVEfmt " + bytes(16))}
+
+    @registry.tool
+    def report() -> Report:
+        """A report."""
+        return Report("Q3", File(b"%PDF-1.7\n" + PNG))
+
+    script = [
+        S.reply_tool_calls(
+            [("screenshot", {}, "c1"), ("recording_of", {"name": "a"}, "c2"), ("report", {}, "c3")]
+        ),
+        S.reply_text("I see them."),
+    ]
+    with recording(capture_content=True) as spans, S(script) as server:
+        async with LlmCycle(CycleConfig("m"), client=server.client()) as cycle:
+            response = await cycle.submit_with_tools("Look", registry)
+    assert response.text == "I see them."
+    assert [invocation.ok for invocation in response.invocations] == [True, True, True]
+    results = {
+        name: attributes(spans.one(f"execute_tool {name}"))["gen_ai.tool.call.result"]
+        for name in ("screenshot", "recording_of", "report")
+    }
+    assert results == {
+        "screenshot": '{"type":"image","media_type":"image/png","size":264}',
+        "recording_of": '{"name":"a","sound":{"type":"audio","media_type":"audio/wav","size":32}}',
+        "report": '{"title":"Q3","pdf":{"type":"file","media_type":"application/pdf",'
+        '"filename":"file.pdf","size":273}}',
+    }
+
+
+async def test_raw_bytes_are_recorded_by_size_and_unwritable_content_as_a_placeholder() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def raw() -> bytes:
+        """A PNG's bytes."""
+        return PNG
+
+    with recording(capture_content=True) as spans:
+        [result] = await registry.invoke_all([("raw", {})])
+    assert result.ok
+    recorded = attributes(spans.one("execute_tool raw"))
+    assert recorded["gen_ai.tool.call.result"] == (
+        '{"type":"image","media_type":"image/png","size":264}'  # bytes read as an image
+    )
+    assert content_json([b"\xff\xfe\x00"]) == '[{"type":"bytes","size":3}]'
+
+    class Opaque:
+        def __str__(self) -> str:
+            raise RuntimeError("no text for this")
+
+    # What no JSON writer can write (a registry's own tool may return anything).
+    assert content_json({"x": Opaque()}) == "[not recorded: PydanticSerializationError]"
+    looped: list[Any] = []
+    looped.append(looped)
+    text = content_json(looped)
+    del looped[:]  # no cycle left for pytest to print
+    assert text.endswith('"[deeper than 64 levels]"' + "]" * 64)
+
+
 async def test_argument_values_stay_out_of_logs_and_of_error_spans_unless_content_is_recorded(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -237,6 +331,126 @@ async def test_argument_values_stay_out_of_logs_and_of_error_spans_unless_conten
         parse_call("charge", "c2", '{"card": "' + card + '",', repair=True)
     assert f"(got '{card}')" in (spans.one("execute_tool charge").status.description or "")
     assert card not in caplog.text  # logs never carry argument values
+
+
+async def test_span_strings_and_failure_log_lines_are_bounded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # OpenTelemetry's attribute limit does not cover a status: one failure's text of
+    # megabytes would make an OTLP batch too large, and the collector drop it whole.
+    registry = ToolRegistry()
+
+    @registry.tool
+    def deploy(target: str) -> str:
+        """Deploy."""
+        raise RuntimeError("build log line\n" * 200_000)
+
+    @registry.tool
+    def echo(text: str) -> str:
+        """Echo twice."""
+        return text * 2
+
+    caplog.set_level(logging.DEBUG, logger="agcore_tools")
+    with recording() as spans:
+        await registry.invoke_all([("deploy", {"target": "prod"}, "c" * 10_000)])
+    span = spans.one("execute_tool deploy")
+    status = span.status.description or ""
+    assert len(status) == 4096
+    assert status.startswith("tool 'deploy' failed: RuntimeError: build log line build log")
+    assert status.endswith("… (3,000,035 chars)")
+    assert attributes(span)["gen_ai.tool.call.id"].endswith("… (10,000 chars)")
+    [line] = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.registry"]
+    assert line == status
+    # Content: each argument and result cut at max_content_chars, with its full length.
+    with recording(capture_content=True) as spans:
+        await registry.invoke_all([("echo", {"text": "A" * 100_000})])
+    recorded = attributes(spans.one("execute_tool echo"))
+    assert len(recorded["gen_ai.tool.call.arguments"]) == 16384
+    assert recorded["gen_ai.tool.call.arguments"].endswith("… (100,011 chars)")
+    assert recorded["gen_ai.tool.call.result"].endswith("… (200,000 chars)")
+    with recording(capture_content=True, max_content_chars=1000) as spans:
+        await registry.invoke_all([("echo", {"text": "A" * 100_000})])
+    recorded = attributes(spans.one("execute_tool echo"))
+    assert len(recorded["gen_ai.tool.call.result"]) == 1000
+    with recording(capture_content=True, max_content_chars=None) as spans:
+        await registry.invoke_all([("echo", {"text": "A" * 100_000})])
+    assert attributes(spans.one("execute_tool echo"))["gen_ai.tool.call.result"] == "A" * 200_000
+
+
+async def test_a_cancelled_call_says_so_on_its_span() -> None:
+    registry = ToolRegistry()
+    started, never = asyncio.Event(), asyncio.Event()
+
+    @registry.tool
+    async def hang() -> str:
+        """Waits for ever."""
+        started.set()
+        await never.wait()
+        return "never"
+
+    with recording() as spans:
+        calls = asyncio.ensure_future(registry.invoke_all([("hang", {})]))
+        await asyncio.wait_for(started.wait(), 10)
+        calls.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await calls
+    span = spans.one("execute_tool hang")
+    assert attributes(span)["error.type"] == "CancelledError"
+    assert span.status.description == "CancelledError: cancelled by the caller"
+
+
+def test_configure_tracing_checks_max_content_chars() -> None:
+    with pytest.raises(ToolConfigError, match="max_content_chars must be at least 256, got 10"):
+        configure_tracing(max_content_chars=10)
+    with pytest.raises(TypeError, match="max_content_chars must be an int or None, got str"):
+        configure_tracing(max_content_chars="1000")  # type: ignore[arg-type]
+    configure_tracing()
+
+
+async def test_the_redacted_form_leaves_out_validator_texts_and_unknown_keys(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A validator's message often quotes the value, and an unknown key is the model's text.
+    secret = "SSN-123-45-6789"
+
+    def known_city(city: str) -> str:
+        if city not in {"Paris", "Oslo"}:
+            raise ValueError(f"unknown city {city!r}")
+        return city
+
+    def positive(days: int) -> int:
+        assert days > 0, f"{days} is not positive"
+        return days
+
+    def coded(code: str) -> str:
+        raise PydanticCustomError("unknown_code", "no such code {code}", {"code": code})
+
+    registry = ToolRegistry()
+
+    @registry.tool
+    def weather(
+        city: Annotated[str, AfterValidator(known_city)],
+        days: Annotated[int, AfterValidator(positive)] = 1,
+        code: Annotated[str, AfterValidator(coded)] = "",
+    ) -> str:
+        """Weather of a city."""
+        return "sunny"
+
+    caplog.set_level(logging.DEBUG, logger="agcore_tools")
+    calls = [
+        ("weather", {"city": secret, "days": -7, "code": secret, f"note {secret}": 1}),
+        ("weather", {"city": "Oslo", f"note {secret}": 1, f"also {secret}": 2}),
+    ]
+    with recording() as spans:
+        results = await registry.invoke_all(calls)
+    assert all(secret in str(result.error) for result in results)  # the model reads them
+    statuses = sorted(span.status.description or "" for span in spans.named("execute_tool weather"))
+    assert statuses == [
+        "tool 'weather' got invalid arguments: 2 unknown keys (Extra inputs are not permitted)",
+        "tool 'weather' got invalid arguments: city: Value error; days: Assertion failed; "
+        "code: failed its check (unknown_code); 1 unknown key (Extra inputs are not permitted)",
+    ]
+    assert secret not in caplog.text and "-7" not in caplog.text
 
 
 async def test_a_tools_own_spans_are_children_of_its_execute_tool_span() -> None:

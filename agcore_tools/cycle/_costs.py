@@ -14,7 +14,8 @@ token per 4 bytes of UTF-8), per tool:
 
 and adds the executions' calls, failures and seconds. The counts go to the response
 (:class:`ToolCosts`), to the registry's :class:`~agcore_tools.ToolStats`, and, when the
-application has set an OpenTelemetry meter provider, to the metrics of ``_otel.py``.
+application has set an OpenTelemetry meter provider, to ``agcore.tool.tokens`` (see
+``_otel.py``).
 
 :meth:`ToolCosts.reconcile` compares the run's estimated prompt tokens (every request's
 messages and definitions, counted the same way) with the provider's ``prompt_tokens``.
@@ -384,15 +385,11 @@ class CostMeter:
             stats.result_tokens += cost.result_tokens
 
     def _record(self, recorders: tuple[Any, Any], by_tool: Mapping[str, ToolCost]) -> None:
-        histogram, counter = recorders
+        # Each request's gen_ai.client.token.usage is recorded by the loop as it is
+        # answered, with tools or without (_otel.record_tokens).
+        counter = recorders[1]
         server = self._server() if self._server is not None else {}
         base = {**server, "gen_ai.request.model": self._model}
-        chat = {**base, "gen_ai.operation.name": "chat"}
-        for usage in self._answers:
-            if usage is None:
-                continue
-            histogram.record(usage.prompt_tokens, {**chat, "gen_ai.token.type": "input"})
-            histogram.record(usage.completion_tokens, {**chat, "gen_ai.token.type": "output"})
         for name, cost in by_tool.items():
             tool = {**base, "gen_ai.tool.name": name}
             for part, kind, tokens in (

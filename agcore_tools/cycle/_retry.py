@@ -17,7 +17,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .profiles import names_an_option
@@ -115,6 +115,8 @@ class RetryPolicy:
     """Seconds before the first retry."""
     max_delay: float = 8.0
     """Cap of the computed (not the server-given) wait."""
+    redact: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
+    """Masks the secrets in an error's text before a retry's log line shows it."""
 
     def backoff(self, attempt: int) -> float:
         """The wait before retry ``attempt`` (from 1), before jitter."""
@@ -129,13 +131,13 @@ class RetryPolicy:
         # Jitter keeps many clients that failed together from retrying together.
         return self.backoff(attempt) * (1.0 - 0.25 * random.random())
 
-    @staticmethod
-    def _log(attempt: int, error: BaseException, wait: float) -> None:
+    def _log(self, attempt: int, error: BaseException, wait: float) -> None:
+        text = str(error) if self.redact is None else self.redact(str(error))
         logger.warning(
             "model request attempt %d failed (%s: %s); retrying in %.2f s",
             attempt,
             type(error).__name__,
-            error,
+            text,
             wait,
         )
 

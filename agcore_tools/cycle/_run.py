@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import _otel
 from .._budget import check_budget, load_counter
 from .._selection import RunOffer, Selector
 from ..base import ToolContext
@@ -67,7 +68,7 @@ Message = dict[str, Any]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
-_ONE_REQUEST = Usage()
+_UNREPORTED = Usage(unreported=1)  # a request whose response had no usage
 
 
 @dataclass
@@ -354,11 +355,14 @@ class Run:
                         continue
                     break
                 result = clean_turn(builder.build())
+                if result.usage is not None:  # once per answered request, tools or not
+                    _otel.record_tokens(result.usage, config.model, self.requester.trace_attributes)
                 if meter is not None:
                     meter.sent(params.get("messages") or (), params.get("tools"))
                     meter.answered(result.usage)
                 messages.append(result.message)
-                usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)
+                usage = usage + (result.usage if result.usage is not None else _UNREPORTED)
+                outcome.usage = usage  # the trace reads it however the run ends
                 yield TurnComplete(
                     result.reason, turn, result.message, result.usage, result.raw_reason
                 )

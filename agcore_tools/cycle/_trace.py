@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from .. import _otel
 from .._sdk import sdk_field
+from .._span_content import bounded
 from ._outcome import Outcome
 from ._stream import Turn, TurnBuilder
 from ._wire_responses import ResponsesTurnBuilder
@@ -130,6 +131,7 @@ class RunTrace:
         "_base",
         "_content",
         "_context",
+        "_limit",
         "_outcome",
         "_parent",
         "_span",
@@ -141,6 +143,7 @@ class RunTrace:
     ) -> None:
         self._tracer = tracer
         self._content = _otel.capture_content()
+        self._limit = _otel.content_limit()
         self._span: Any = None
         self._context: Any = None
         # The context of the submit* call: a stream made inside the app's span and read
@@ -195,14 +198,16 @@ class RunTrace:
         span, self._span = self._span, None
         if span is None:
             return
+        # A run that failed, was left or was cancelled still spent its answered requests.
         response = self._outcome.response
-        if response is not None:
-            _set_usage(span, response.usage, summed=True)
+        usage = response.usage if response is not None else self._outcome.usage
+        if usage is not None:
+            _set_usage(span, usage, summed=True)
         if exc is not None:
             # An ApprovalError can quote the arguments: without content capture, only
             # its redacted form goes into the span.
             text = str(exc) if self._content else getattr(exc, "redacted", None) or str(exc)
-            _otel.fail(span, _otel.error_type(exc), f"{type(exc).__name__}: {text}")
+            _otel.fail(span, _otel.error_type(exc), _otel.raised(exc, text))
         span.end()
 
     # -- chat -------------------------------------------------------------------------------
@@ -225,7 +230,7 @@ class RunTrace:
         attributes["openai.api.type"] = self._api_type
         if self._content:
             attributes["gen_ai.input.messages"] = json.dumps(
-                input_messages(params.get("messages", ())), ensure_ascii=False
+                input_messages(params.get("messages", ()), self._limit), ensure_ascii=False
             )
         span = self._tracer.start_span(
             f"chat {model}",
@@ -242,7 +247,7 @@ class RunTrace:
             raise  # the consumer stopped the call: not a failure of the request
         except BaseException as exc:
             cause = exc.__cause__ if exc.__cause__ is not None else exc
-            _otel.fail(span, _otel.error_type(cause), f"{type(exc).__name__}: {exc}")
+            _otel.fail(span, _otel.error_type(cause), _otel.raised(exc))
             raise
         else:
             self._chat_result(span, builder, started, bool(params.get("stream")))
@@ -252,9 +257,9 @@ class RunTrace:
     def _chat_result(self, span: Any, builder: TurnReadout, started: float, streamed: bool) -> None:
         response_id, model = builder.response_id, builder.response_model
         if isinstance(response_id, str):
-            span.set_attribute("gen_ai.response.id", response_id)
+            span.set_attribute("gen_ai.response.id", _otel.short(response_id))
         if isinstance(model, str):
-            span.set_attribute("gen_ai.response.model", model)
+            span.set_attribute("gen_ai.response.model", _otel.short(model))
         first_at = (
             builder.first_chunk_at
             if isinstance(builder, (_TracedBuilder, _TracedResponsesBuilder))
@@ -266,12 +271,13 @@ class RunTrace:
         # What the builder read: build() would parse the calls a second time.
         reason = builder.raw_reason
         if reason is not None:
-            span.set_attribute("gen_ai.response.finish_reasons", (reason,))
+            span.set_attribute("gen_ai.response.finish_reasons", (_otel.short(reason),))
         usage = builder.usage
         if usage is not None:
             _set_usage(span, usage, summed=False)
         if self._content:
-            output = {**_chat_message(builder.build().message), "finish_reason": reason or ""}
+            message = _chat_message(builder.build().message, self._limit)
+            output = {**message, "finish_reason": _otel.short(reason or "")}
             span.set_attribute("gen_ai.output.messages", json.dumps([output], ensure_ascii=False))
 
 
@@ -285,9 +291,9 @@ def _request_attributes(params: Mapping[str, Any]) -> dict[str, Any]:
             attributes[key] = value
     stop = params.get("stop")
     if isinstance(stop, str):
-        attributes["gen_ai.request.stop_sequences"] = (stop,)
+        attributes["gen_ai.request.stop_sequences"] = (_otel.short(stop),)
     elif isinstance(stop, Sequence) and all(isinstance(s, str) for s in stop):
-        attributes["gen_ai.request.stop_sequences"] = tuple(stop)
+        attributes["gen_ai.request.stop_sequences"] = tuple(_otel.short(s) for s in stop)
     response_format = params.get("response_format")
     if isinstance(response_format, Mapping) and response_format.get("type") in (
         "json_object",
@@ -298,8 +304,8 @@ def _request_attributes(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _set_usage(span: Any, usage: Any, *, summed: bool) -> None:
-    if summed and usage.requests == 0:
-        return
+    if summed and usage.reported == 0:
+        return  # no request measured anything: no zeros nobody measured
     span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
     span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
     if usage.cached_tokens:
@@ -311,30 +317,35 @@ def _set_usage(span: Any, usage: Any, *, summed: bool) -> None:
 # -- content (opt-in) ---------------------------------------------------------------------
 
 
-def input_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Chat Completions messages in the conventions' message format (role and parts)."""
-    return [_chat_message(message) for message in messages]
+def input_messages(
+    messages: Sequence[Mapping[str, Any]], limit: int | None = None
+) -> list[dict[str, Any]]:
+    """Chat Completions messages in the conventions' message format (role and parts),
+    each text, tool result and tool call's arguments cut at ``limit`` characters."""
+    return [_chat_message(message, limit) for message in messages]
 
 
-def _chat_message(message: Mapping[str, Any]) -> dict[str, Any]:
+def _chat_message(message: Mapping[str, Any], limit: int | None) -> dict[str, Any]:
     role = message.get("role", "")
     if role == "tool":
-        part = {"type": "tool_call_response", "id": message.get("tool_call_id"), "response": ""}
-        part["response"] = _text(message.get("content"))
+        call_id = message.get("tool_call_id")
+        part = {"type": "tool_call_response", "id": _id(call_id), "response": ""}
+        part["response"] = bounded(_text(message.get("content")), limit)
         return {"role": "tool", "parts": [part]}
     parts: list[dict[str, Any]] = []
     for key in ("reasoning_content", "reasoning"):
         reasoning = message.get(key)
         if isinstance(reasoning, str) and reasoning:
-            parts.append({"type": "reasoning", "content": reasoning})
+            parts.append({"type": "reasoning", "content": bounded(reasoning, limit)})
     content = message.get("content")
     if isinstance(content, str):
         if content:
-            parts.append({"type": "text", "content": content})
+            parts.append({"type": "text", "content": bounded(content, limit)})
     elif isinstance(content, Sequence):
         for item in content:
             if isinstance(item, Mapping) and item.get("type") == "text":
-                parts.append({"type": "text", "content": item.get("text", "")})
+                text = str(item.get("text", ""))
+                parts.append({"type": "text", "content": bounded(text, limit)})
             elif isinstance(item, Mapping):
                 # Images, audio and files are left out: their bytes do not belong in a span.
                 parts.append({"type": str(item.get("type", "unknown"))})
@@ -343,9 +354,9 @@ def _chat_message(message: Mapping[str, Any]) -> dict[str, Any]:
         parts.append(
             {
                 "type": "tool_call",
-                "id": call.get("id"),
-                "name": function.get("name", ""),
-                "arguments": _arguments(function.get("arguments")),
+                "id": _id(call.get("id")),
+                "name": _id(function.get("name", "")),
+                "arguments": _arguments(function.get("arguments"), limit),
             }
         )
     return {"role": role, "parts": parts}
@@ -359,9 +370,15 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _arguments(arguments: Any) -> Any:
+def _id(value: Any) -> Any:
+    return _otel.short(value) if isinstance(value, str) else value
+
+
+def _arguments(arguments: Any, limit: int | None) -> Any:
     if not isinstance(arguments, str):
         return arguments
+    if limit is not None and len(arguments) > limit:
+        return bounded(arguments, limit)  # recorded as cut text, not parsed
     try:
         return json.loads(arguments)
     except ValueError:

@@ -357,7 +357,7 @@ def usage_of(usage: Any) -> Usage:
         >>> usage_of({"input_tokens": 9, "output_tokens": 4, "total_tokens": 13,
         ...           "input_tokens_details": {"cached_tokens": 8},
         ...           "output_tokens_details": {"reasoning_tokens": 3}})
-        Usage(prompt_tokens=9, completion_tokens=4, total_tokens=13, cached_tokens=8, reasoning_tokens=3, requests=1)
+        Usage(prompt_tokens=9, completion_tokens=4, total_tokens=13, cached_tokens=8, reasoning_tokens=3, requests=1, unreported=0)
     """
     prompt = _int(_field(usage, "input_tokens"))
     completion = _int(_field(usage, "output_tokens"))

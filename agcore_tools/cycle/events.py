@@ -251,8 +251,9 @@ _CALL_HEADERS = ("tool", "input", "output", "duration")
 
 
 def _usage_text(usage: Usage) -> str:
-    if usage.requests == 0:
-        return "no usage reported"
+    if usage.reported <= 0:
+        over = f" by its {usage.requests} request(s)" if usage.requests > 0 else ""
+        return f"no usage reported{over}"
     text = (
         f"{usage.total_tokens} tokens ({usage.prompt_tokens} prompt + "
         f"{usage.completion_tokens} completion) over {usage.requests} request(s)"
@@ -262,6 +263,8 @@ def _usage_text(usage: Usage) -> str:
         extras.append(f"{usage.cached_tokens} cached")
     if usage.reasoning_tokens:
         extras.append(f"{usage.reasoning_tokens} reasoning")
+    if usage.unreported:
+        extras.append(f"only {usage.reported} of {usage.requests} reported usage")
     return f"{text}; {', '.join(extras)}" if extras else text
 
 

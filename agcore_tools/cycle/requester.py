@@ -16,9 +16,10 @@ import abc
 import functools
 import logging
 import weakref
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._redact import header_secrets, mask, secret_values
 from ..error import LlmError
 from ._requester import retryless
 from ._retry import RetryPolicy
@@ -184,6 +185,19 @@ class OpenAIRequester(Requester):
         """The SDK client given."""
         self._sender = retryless(client)  # shared by the requesters on this client
 
+    def _secrets(self, params: Mapping[str, Any]) -> list[str]:
+        """What a server may echo that an error must not show: the client's API key, and
+        the values of its ``default_headers`` and of the request's ``extra_headers``."""
+        client = self.client
+        key = getattr(client, "api_key", None)  # a str; newer SDKs also take a function
+        headers = getattr(client, "_custom_headers", None)  # the default_headers given
+        extra = params.get("extra_headers")
+        values = [
+            *header_secrets(headers.values() if isinstance(headers, Mapping) else ()),
+            *header_secrets(extra.values() if isinstance(extra, Mapping) else ()),
+        ]
+        return [key, *values] if isinstance(key, str) else values
+
     async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
         """Send ``turn`` through the SDK, retrying as ``turn.config`` says.
 
@@ -197,7 +211,9 @@ class OpenAIRequester(Requester):
         config = turn.config
         wire, builder = turn.wire, turn.builder
         retries = config.retries
-        retry = RetryPolicy(retries.max_retries, retries.initial_delay, retries.max_delay)
+        # A server (a proxy, a gateway) may echo the bearer token in its error's body.
+        redact = functools.partial(mask, secrets=secret_values(self._secrets(turn.params)))
+        retry = RetryPolicy(retries.max_retries, retries.initial_delay, retries.max_delay, redact)
         completions, params = wire.request(self._sender, turn.params)
         # 1. Retries cover the request up to the first chunk; never a started stream.
         try:
@@ -208,7 +224,14 @@ class OpenAIRequester(Requester):
             response, first = await retry.call(functools.partial(open_stream, completions, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
-            raise LlmError(f"{wire.name} request failed: {type(exc).__name__}: {exc}") from exc
+            why = redact(f"{type(exc).__name__}: {exc}")
+            raise LlmError(f"{wire.name} request failed: {why}") from exc
+        except LlmError as exc:  # a body that is no event stream, quoted
+            masked = redact(str(exc))
+            if masked == str(exc) or type(exc) is not LlmError:
+                raise
+            # Its cause, not itself: the unmasked text would show in a traceback.
+            raise LlmError(masked) from exc.__cause__
         # 2. Read the stream; closing it on any exit (cancellation included) drops the
         #    HTTP connection, which tells the server to stop generating.
         try:
@@ -222,7 +245,8 @@ class OpenAIRequester(Requester):
                     chunk = None
             builder.end_stream()
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
-            raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
+            why = redact(f"{type(exc).__name__}: {exc}")
+            raise LlmError(f"the model's stream failed: {why}") from exc
         finally:
             await close_stream(response)
 
@@ -255,7 +279,8 @@ class OpenAIRequester(Requester):
             found = profile_for_models(raw.http_response.json(), raw.headers)
         except (OpenAIError, ValueError) as exc:
             # A server without a model list is common; OpenAI's profile then applies.
-            logger.debug("no server profile from the model list: %s: %s", type(exc).__name__, exc)
+            why = mask(f"{type(exc).__name__}: {exc}", secret_values(self._secrets({})))
+            logger.debug("no server profile from the model list: %s", why)
             found = None
         _PROBED[self.client] = found
         return found

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._aio import import_off_loop, with_timeout
+from .._redact import mask
 from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from . import _sdklog
@@ -29,6 +30,7 @@ from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._state import State
+from ._stderr import transport_secrets
 from ._stdio import ChildProcess
 from ._stream_state import NotificationStream
 from ._streams import watch_end
@@ -553,7 +555,11 @@ class Connection:
 
     async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
         level = LOG_LEVELS.get(params.level, logging.INFO)
-        server_logger.log(level, "[%s] %s", self.server_name, params.data)
+        if server_logger.isEnabledFor(level):
+            # Servers log their start-up settings this way too: the transport's secrets
+            # are masked as in a stdio server's stderr. The callback gets the data as sent.
+            text = mask(str(params.data), transport_secrets(self.settings.transport))
+            server_logger.log(level, "[%s] %s", self.server_name, text)
         callback = self.settings.on_log
         if callback is not None:
             message = McpLogMessage(self.server_name, params.level, params.data, params.logger)

@@ -6,7 +6,9 @@ speed; only the logging is bounded (a per-second line budget, the rest counted a
 reported), and the last lines are kept for start-up error messages.
 
 A server that fails to start often echoes the credential it was given ("bad credentials:
-ghp_..."): the values of its ``env`` are masked in both the log and the tail.
+ghp_..."): the values of its ``env`` are masked in both the log and the tail. The same
+masking (see ``agcore_tools/_redact.py``) applies to the log notifications a server sends
+(``agcore_tools.mcp.server``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .._redact import header_secrets, mask, secret_values
+from .transport import StdioTransport, StreamableHttpTransport
+
 if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream
 
-__all__ = ["StderrLog"]
+__all__ = ["StderrLog", "transport_secrets"]
 
 logger = logging.getLogger("agcore_tools.mcp.stderr")
 
@@ -28,9 +33,21 @@ _CHUNK = 65536
 _TAIL_LINES = 20
 _MAX_LINE = 2000
 _LINES_PER_SECOND = 200
-_MIN_SECRET = 8
-"""Shorter ``env`` values ("1", "true", "en_US") are not masked: they would garble the
-log without hiding anything worth guessing."""
+
+
+def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> list[str]:
+    """What a server may echo that a log must not show (``_redact.secret_values``): a
+    stdio server's ``env`` values; an HTTP server's header values, and each word of one
+    (the token of ``Bearer ...``).
+
+    Example:
+        >>> http = StreamableHttpTransport("https://x/mcp", {"Authorization": "Bearer ghp_S3CRETt0ken"})
+        >>> transport_secrets(http)
+        ['Bearer ghp_S3CRETt0ken', 'ghp_S3CRETt0ken']
+    """
+    if isinstance(transport, StdioTransport):
+        return secret_values((transport.env or {}).values())
+    return secret_values(header_secrets((transport.headers or {}).values()))
 
 
 class StderrLog:
@@ -58,8 +75,7 @@ class StderrLog:
 
     def __init__(self, server_name: str, secrets: Iterable[str] = ()) -> None:
         self.server_name = server_name
-        # Longest first, so a secret containing another is masked whole.
-        self._secrets = sorted({s for s in secrets if len(s) >= _MIN_SECRET}, key=len, reverse=True)
+        self._secrets = secret_values(secrets)
         self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._partial = b""
         self._window = 0.0
@@ -128,9 +144,7 @@ class StderrLog:
     def _line(self, raw: bytes) -> None:
         if self._secrets:
             # Masked before the cut, so a secret across _MAX_LINE never shows in part.
-            text = raw.decode("utf-8", "replace")
-            for secret in self._secrets:
-                text = text.replace(secret, "***")
+            text = mask(raw.decode("utf-8", "replace"), self._secrets)
             text = text[:_MAX_LINE].rstrip()
         else:
             text = raw[:_MAX_LINE].decode("utf-8", "replace").rstrip()

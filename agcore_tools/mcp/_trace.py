@@ -11,10 +11,13 @@ this one. With tracing off (see ``agcore_tools/_otel.py``) the wrapper costs a l
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
 from .. import _otel
+from .._clock import expired_limit
+from .._span_content import content_json
 from ..error import McpError, McpTimeoutError, ToolExecutionError
 from ._session import Session
 
@@ -32,25 +35,35 @@ async def traced_call_tool(
     (:meth:`McpClient.call_tool` calls it when tracing is on)."""
     attributes: dict[str, Any] = {
         "mcp.method.name": "tools/call",
-        "gen_ai.tool.name": name,
+        "gen_ai.tool.name": _otel.short(name),
         "gen_ai.operation.name": "execute_tool",
     }
     attributes.update(_connection_attributes(session))
     content = _otel.capture_content()
+    limit = _otel.content_limit()
     if content:
-        attributes["gen_ai.tool.call.arguments"] = _otel.to_json(dict(args or {}))
+        attributes["gen_ai.tool.call.arguments"] = content_json(dict(args or {}), limit)
     ot = _otel.api()
     span = tracer.start_span(f"tools/call {name}", kind=ot.CLIENT, attributes=attributes)
     # Current during the request: the SDK sends the current context in _meta.
     token = ot.attach(ot.in_context(span))
     try:
         result = await session.call_tool(name, args, timeout)
+    except asyncio.CancelledError as exc:
+        # The registry's (or the loop's) time limit for the call cancels it from outside;
+        # that is this span's timeout, as the client's own timeout would be.
+        expired = expired_limit()
+        if expired is None:
+            _otel.fail(span, _otel.error_type(exc), _otel.raised(exc))
+        else:
+            _otel.fail(span, "timeout", f"timed out after {expired:g} s (the caller's time limit)")
+        raise
     except BaseException as exc:
-        _otel.fail(span, _error_type(exc), f"{type(exc).__name__}: {exc}")
+        _otel.fail(span, _error_type(exc), _otel.raised(exc))
         raise
     else:
         if content:
-            span.set_attribute("gen_ai.tool.call.result", _otel.to_json(result))
+            span.set_attribute("gen_ai.tool.call.result", content_json(result, limit))
         return result
     finally:
         ot.detach(token)

@@ -765,6 +765,60 @@ async def test_a_programs_calls_are_spans_under_run_python_as_direct_calls_are(
     inner = spans.named("execute_tool get_order")
     assert sorted(attributes(s)["gen_ai.tool.call.id"] for s in inner) == ["c_prog~0", "c_prog~1"]
     assert all(s.parent is not None and s.parent.span_id == outer.context.span_id for s in inner)
+    # The span records run_python's preamble, not the listing of every tool on each call.
+    description = attributes(outer)["gen_ai.tool.description"]
+    assert description.startswith("Run a Python program in a sandbox")
+    assert "async def" not in description and "get_order" not in description
+
+
+SSN = "SSN-123-45-6789"
+
+
+async def test_a_programs_invalid_argument_values_stay_out_of_spans_and_logs(
+    serve, make_cycle, shop, caplog
+):
+    # As for a direct call: with content capture off, a program that fails on a call's
+    # invalid arguments names the bad fields, not the values, in its span and log line;
+    # also when the error reaches the program before a pause and is raised after it.
+    pytest.importorskip("opentelemetry.sdk")
+    from tests._otel import recording
+
+    caplog.set_level("DEBUG", logger="agcore_tools")
+    server = serve(
+        program(f'await get_order("{SSN}")'),
+        S.reply_text("ok"),
+        program(
+            f"""
+            try:
+                await get_order("{SSN}")
+            except RuntimeError as exc:
+                bad = exc
+            await refund(1, 5.0)
+            raise bad
+            """,
+            "c_later",
+        ),
+        S.reply_text("ok"),
+    )
+    cycle = make_cycle(server)
+    with recording() as spans:
+        await cycle.submit_with_tools("go", shop, select=CodeMode())
+        paused = await cycle.submit_with_tools("again", shop, select=CodeMode())
+        [request] = paused.pending_approvals
+        await cycle.submit_with_tools(None, shop, select=CodeMode(), approvals=[request.approve()])
+    assert SSN in result_of(server, 1)  # the model reads the value, to correct it
+    assert SSN in result_of(server, 3, "c_later")
+    runs = spans.named("execute_tool run_python")
+    statuses = [s.status.description for s in runs if s.status.description]  # not the paused
+    assert (
+        statuses
+        == [
+            "tool 'run_python' failed: RuntimeError: tool 'get_order' got invalid arguments: "
+            "order_id: Input should be a valid integer, unable to parse string as an integer"
+        ]
+        * 2
+    )
+    assert "get_order" in caplog.text and SSN not in caplog.text
 
 
 async def test_resuming_a_paused_program_without_code_mode_says_how(serve, make_cycle, shop):

@@ -128,3 +128,40 @@ async def test_a_requester_error_is_the_loops_error() -> None:
 
     with pytest.raises(LlmError, match="request failed: down"):
         await LlmCycle(CycleConfig("m"), requester=Down()).submit("Hi")
+
+
+async def test_the_clients_key_and_header_values_are_masked_in_errors_spans_and_logs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A proxy or gateway that echoes the bearer token in its error body.
+    from openai import AsyncOpenAI
+
+    from tests._otel import recording
+
+    key, gateway = "sk-proj-SECRETKEY0123456789", "gw-S3CRET-0042"
+
+    def echo(status: int) -> Any:
+        def answer(request: Any) -> Any:
+            sent = f"{request.headers.get('authorization')} {request.headers.get('x-gateway')}"
+            return S.error(status, f"Invalid credentials: {sent}")
+
+        return answer
+
+    caplog.set_level("WARNING", logger="agcore_tools.cycle")
+    script = [echo(500), echo(401), echo(401)]
+    with recording() as spans, ScriptedChatServer(script) as server:
+        client = AsyncOpenAI(
+            api_key=key, base_url=server.base_url, default_headers={"X-Gateway": gateway}
+        )
+        async with LlmCycle(CycleConfig("m", retry_initial_delay=0.01), client=client) as cycle:
+            with pytest.raises(LlmError) as caught:
+                await cycle.submit("hi")  # a retried 500, then a 401
+            with pytest.raises(LlmError) as streamed:
+                await cycle.submit_stream("hi").collect()
+    for error in (caught.value, streamed.value):
+        assert str(error).endswith("Invalid credentials: Bearer *** ***")
+    statuses = [span.status.description or "" for span in spans.finished()]
+    assert len(statuses) == 4 and all(s.endswith("Bearer *** ***") for s in statuses)
+    [retried] = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert "Bearer *** ***" in retried
+    assert key not in caplog.text and gateway not in caplog.text

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pydantic
 import pytest
 
 from agcore_tools import (
@@ -325,6 +326,52 @@ async def test_token_metrics_go_to_the_meter_provider(serve, make_cycle):
     assert points["refund", "arguments"].attributes["gen_ai.token.type"] == "output"
     assert points["refund", "result"].value == refund.result_tokens
     assert points["refund", "result"].attributes["gen_ai.token.type"] == "input"
+
+
+class Answer(pydantic.BaseModel):
+    answer: int
+
+
+async def test_every_model_request_records_its_tokens_with_or_without_tools(serve, make_cycle):
+    # The histogram is per request, not per tool run: chat-only calls record it too, a
+    # request that reported no usage records nothing, and a run counts each request once.
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    usage = {"prompt_tokens": 7, "completion_tokens": 3}
+    server = serve(
+        S.reply_text("hi", usage=usage),
+        S.reply_text("hi", usage=usage),
+        S.reply_text('{"answer": 42}', usage=usage),
+        S.reply_text("no usage reported"),
+        S.reply_tool_calls([("refund", {"order_id": 1, "cents": 5})], usage=usage),
+        S.reply_text("done", usage=usage),
+    )
+    configure_tracing(meter_provider=provider)
+    try:
+        cycle = make_cycle(server)
+        await cycle.submit("hello")
+        await cycle.submit_stream("hello").collect()
+        await cycle.submit("json", output_type=Answer)
+        quiet = make_cycle(server, stream_options={"include_usage": False})
+        await quiet.submit_stream("hello").collect()
+        await cycle.submit_with_tools("refund", shop())
+    finally:
+        configure_tracing()
+    data = reader.get_metrics_data()
+    provider.shutdown()
+    [usage_metric] = [
+        metric
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == "gen_ai.client.token.usage"
+    ]
+    by_type = {p.attributes["gen_ai.token.type"]: p for p in usage_metric.data.data_points}
+    assert (by_type["input"].count, by_type["input"].sum) == (5, 35)
+    assert (by_type["output"].count, by_type["output"].sum) == (5, 15)
 
 
 async def test_a_paused_run_and_its_resume_each_count_their_part(serve, make_cycle):

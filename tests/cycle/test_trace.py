@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -11,7 +12,15 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
-from agcore_tools import AssistantTextDelta, CycleConfig, LlmCycle, LlmError, ToolRegistry
+from agcore_tools import (
+    AssistantTextDelta,
+    CycleConfig,
+    LlmCycle,
+    LlmError,
+    MaxTurnsExceededError,
+    ToolRegistry,
+    TurnComplete,
+)
 from agcore_tools.testing import ScriptedChatServer
 from tests._otel import Spans, attributes, recording
 
@@ -223,6 +232,110 @@ async def test_content_is_recorded_when_asked(
         '{"a":2,"b":3}',
         "5",
     )
+
+
+async def test_chat_content_and_failure_statuses_are_cut_with_their_full_length(
+    serve: Callable[..., ScriptedChatServer], make_cycle: Any
+) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    big = "A" * 50_000
+    server = serve(
+        S.reply_tool_calls([("echo", {"text": big}, "call_1")]),
+        S.reply_text(big),
+        S.error(400, "bad request: " + "B" * 100_000),
+    )
+    cycle: LlmCycle = make_cycle(server, max_retries=0)
+    with recording(capture_content=True, max_content_chars=1000) as spans:
+        await cycle.submit_with_tools("echo it", registry)
+        with pytest.raises(LlmError):
+            await cycle.submit("again")
+    first, second, third = spans.named("chat test-model")
+    # Each text, argument and result is cut; the attribute stays JSON.
+    [call] = json.loads(attributes(first)["gen_ai.output.messages"])[0]["parts"]
+    assert len(call["arguments"]) == 1000
+    assert call["arguments"].endswith("… (50,012 chars)")
+    sent = json.loads(attributes(second)["gen_ai.input.messages"])
+    response = sent[-1]["parts"][0]["response"]  # the loop cut it to max_result_bytes
+    assert (len(response), response[-16:]) == (1000, "… (16,384 chars)")
+    [text] = json.loads(attributes(second)["gen_ai.output.messages"])[0]["parts"]
+    assert len(text["content"]) == 1000
+    # A failure's text, on the chat and invoke_agent spans alike.
+    for span in (third, spans.named("invoke_agent")[-1]):
+        status = span.status.description or ""
+        assert len(status) == 4096
+        assert status.endswith(" chars)")
+        assert "BBBB" in status
+
+
+def agent_usage(spans: Spans) -> dict[str, Any]:
+    agent = spans.named("invoke_agent")[-1]
+    return {k: v for k, v in attributes(agent).items() if k.startswith("gen_ai.usage.")}
+
+
+async def test_a_run_that_fails_is_left_or_is_cancelled_still_reports_its_tokens(
+    serve: Callable[..., ScriptedChatServer], make_cycle: Any, calc: ToolRegistry
+) -> None:
+    usage = {"prompt_tokens": 100, "completion_tokens": 1}
+    spent = {"gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 1}
+    twice = {"gen_ai.usage.input_tokens": 200, "gen_ai.usage.output_tokens": 2}
+    add = S.reply_tool_calls([("add", {"a": 1, "b": 2})], usage=usage)
+    started, never = asyncio.Event(), asyncio.Event()
+
+    @calc.tool
+    async def hang() -> str:
+        """Waits for ever."""
+        started.set()
+        await never.wait()
+        return "never"
+
+    server = serve(
+        add,
+        add,  # max_turns=2: the run stops before a third request
+        add,
+        S.error(400, "context too long"),
+        add,
+        S.reply_tool_calls([("hang", {})], usage=usage),
+    )
+    with recording() as spans:
+        with pytest.raises(MaxTurnsExceededError):
+            await make_cycle(server, max_turns=2).submit_with_tools("go", calc)
+        assert agent_usage(spans) == twice
+        with pytest.raises(LlmError):
+            await make_cycle(server, max_retries=0).submit_with_tools("go", calc)
+        assert agent_usage(spans) == spent
+        events = make_cycle(server).submit_stream_with_tools("go", calc)
+        async with events:
+            async for event in events:
+                if isinstance(event, TurnComplete):
+                    break  # left after the first answer
+        assert agent_usage(spans) == spent
+        run = asyncio.ensure_future(make_cycle(server).submit_with_tools("go", calc))
+        await asyncio.wait_for(started.wait(), 10)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert agent_usage(spans) == spent
+
+
+async def test_a_run_without_reported_usage_has_no_token_totals(
+    serve: Callable[..., ScriptedChatServer], make_cycle: Any
+) -> None:
+    # A stream without include_usage: the chat span has no usage, nor may invoke_agent
+    # claim zeros nobody measured.
+    server = serve(S.reply_text("hello"))
+    with recording() as spans:
+        cycle = make_cycle(server, stream_options={"include_usage": False})
+        response = await cycle.submit_stream("hi").collect()
+    assert (response.usage.requests, response.usage.reported) == (1, 0)
+    assert agent_usage(spans) == {}
+    assert not any(k.startswith("gen_ai.usage.") for k in attributes(spans.one("chat test-model")))
+    assert "| usage | no usage reported by its 1 request(s) |" in response._repr_markdown_()
 
 
 async def test_leaving_a_stream_early_ends_its_spans(

@@ -3,9 +3,12 @@ receives in ``params._meta``, against a real MCPServer over stdio."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import sys
 
+import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from agcore_tools import (
@@ -17,6 +20,7 @@ from agcore_tools import (
     ToolRegistry,
     configure_tracing,
 )
+from agcore_tools.mcp import McpLogMessage
 from agcore_tools.testing import ScriptedChatServer as S
 from tests._otel import attributes, recording
 
@@ -95,3 +99,64 @@ async def test_arguments_and_results_of_mcp_calls_are_recorded_only_when_asked()
     recorded = attributes(spans.one("tools/call trace_context"))
     assert recorded["gen_ai.tool.call.arguments"] == "{}"
     assert received["traceparent"] in recorded["gen_ai.tool.call.result"]
+
+
+async def test_mcp_image_and_blob_results_are_recorded_as_stubs_and_never_fail_a_call() -> None:
+    with recording(capture_content=True) as spans:
+        async with trace_client() as mcp:
+            registry = ToolRegistry()
+            registry.register_all(mcp.into_tools())
+            [invocation] = await registry.invoke_all([("picture", {})])
+    assert invocation.error is None
+    assert [type(part).__name__ for part in invocation.output] == ["str", "Image", "dict", "dict"]
+    image = {"type": "image", "media_type": "image/png", "size": 264}
+    expected = [
+        "a chart:",
+        image,
+        {**image, "media_type": "text/plain"},
+        {
+            "type": "resource",
+            "resource": {
+                "uri": "file:///r.pdf",
+                "mimeType": "application/pdf",
+                "blob": {"type": "blob", "media_type": "application/pdf", "size": 264},
+            },
+        },
+    ]
+    for name in ("tools/call picture", "execute_tool picture"):
+        span = spans.one(name)
+        assert span.status.status_code is StatusCode.UNSET
+        assert json.loads(attributes(span)["gen_ai.tool.call.result"]) == expected
+
+
+async def test_an_mcp_call_cut_by_its_callers_time_limit_is_a_timeout_on_its_span() -> None:
+    started = asyncio.Event()
+
+    def on_log(message: McpLogMessage) -> None:
+        if message.data == "started":
+            started.set()
+
+    with recording() as spans:
+        client = McpClient(
+            "trace", StdioTransport(sys.executable, [str(TRACE_SERVER)]), timeout=30, on_log=on_log
+        )
+        async with client as mcp:
+            registry = ToolRegistry()
+            registry.register_all(mcp.into_tools())
+            # The registry's (the loop's tool_timeout) limit, not the client's own.
+            [invocation] = await registry.invoke_all([("slow", {})], timeout=0.5)
+            assert type(invocation.error).__name__ == "ToolTimeoutError"
+            assert attributes(spans.one("execute_tool slow"))["error.type"] == "ToolTimeoutError"
+            cut = spans.one("tools/call slow")
+            assert attributes(cut)["error.type"] == "timeout"
+            assert cut.status.description == "timed out after 0.5 s (the caller's time limit)"
+            # A cancellation says so, and is no timeout.
+            started.clear()
+            call = asyncio.ensure_future(mcp.call_tool("slow"))
+            await asyncio.wait_for(started.wait(), 10)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+    cancelled = spans.named("tools/call slow")[-1]
+    assert attributes(cancelled)["error.type"] == "CancelledError"
+    assert cancelled.status.description == "CancelledError: cancelled by the caller"

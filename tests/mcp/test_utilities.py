@@ -4,12 +4,13 @@ server over stdio and Streamable HTTP, on both protocol generations."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import mcp_types as types
 import pytest
 
-from agcore_tools import McpClient, StdioTransport
+from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport
 from agcore_tools.mcp import McpLogMessage
 
 from .servers.fixture_server import INSTRUCTIONS
@@ -68,6 +69,45 @@ async def test_set_log_level_filters_the_servers_messages(make_client: Any, prot
         assert await logs.levels_of(client) == everything
         with pytest.raises(ValueError, match="unknown log level 'loud'"):
             await client.set_log_level("loud")
+
+
+async def test_a_servers_log_messages_mask_its_credentials_as_its_stderr_does(
+    make_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Env values (stdio) and header values (HTTP) of 8 characters or more, as in stderr;
+    # on_log gets the data as the server sent it.
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.server")
+    token = "ghp_S3CRETt0ken"
+    stdio = make_client.transport == "stdio"
+    expected = 1 if stdio else 2
+    received: list[McpLogMessage] = []
+    all_in = asyncio.Event()
+
+    def on_log(message: McpLogMessage) -> None:  # called after the line is logged
+        received.append(message)
+        if len(received) == expected:
+            all_in.set()
+
+    if stdio:
+        client = make_client(env={"API_TOKEN": token}, on_log=on_log)
+    else:
+        url = make_client().transport.url  # the fixture server over HTTP
+        headers = {"Authorization": f"Bearer {token}"}
+        client = McpClient(
+            "fixture", StreamableHttpTransport(url, headers=headers), timeout=15, on_log=on_log
+        )
+    async with client:
+        assert await client.call_tool("log_credentials") == "logged"
+        await asyncio.wait_for(all_in.wait(), 10)  # notifications may trail the answer
+    logged = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.mcp.server"]
+    if stdio:
+        assert logged == ["[fixture] authenticating with ***"]
+    else:
+        assert sorted(logged) == [
+            "[fixture] authenticating with -",
+            "[fixture] header: ***; token ***",
+        ]
+    assert token in "".join(str(message.data) for message in received)
 
 
 @ERAS

@@ -485,6 +485,17 @@ async def log_each_level(ctx: Context) -> str:
     return "logged"
 
 
+@server.tool(structured_output=False)
+async def log_credentials(ctx: Context) -> str:
+    """Log the credentials it was given, as servers log their start-up settings: the
+    API_TOKEN environment variable, and over HTTP the Authorization header."""
+    await ctx.log("warning", f"authenticating with {os.environ.get('API_TOKEN', '-')}")
+    authorization = (ctx.headers or {}).get("authorization")
+    if authorization is not None:
+        await ctx.log("warning", f"header: {authorization}; token {authorization.split()[-1]}")
+    return "logged"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http-fd", type=int, default=None)

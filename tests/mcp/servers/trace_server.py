@@ -7,7 +7,11 @@ client propagated, as an instrumented server would read it.
 
 from __future__ import annotations
 
+import asyncio
+import base64
+
 from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import BlobResourceContents, EmbeddedResource, ImageContent, TextContent
 
 server = MCPServer("trace", version="1.0.0", log_level="WARNING")
 
@@ -23,6 +27,31 @@ def trace_context(ctx: Context) -> dict[str, str | None]:
 def fail() -> str:
     """Always fails (the result has isError: true)."""
     raise ValueError("this tool always fails")
+
+
+@server.tool()
+async def slow(ctx: Context) -> str:
+    """Log "started", then take a minute (a client's time limit or cancel ends it)."""
+    await ctx.log("warning", "started")
+    await asyncio.sleep(60)
+    return "late"
+
+
+# Not UTF-8 text: recorded as it is, it would fail to serialise.
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+
+
+@server.tool(structured_output=False)
+def picture() -> list[TextContent | ImageContent | EmbeddedResource]:
+    """A caption, a PNG, an image part of a media type no image has, and a PDF blob."""
+    data = base64.b64encode(PNG).decode()
+    blob = BlobResourceContents(uri="file:///r.pdf", mime_type="application/pdf", blob=data)
+    return [
+        TextContent(type="text", text="a chart:"),
+        ImageContent(type="image", data=data, mime_type="image/png"),
+        ImageContent(type="image", data=data, mime_type="text/plain"),  # kept as typed JSON
+        EmbeddedResource(type="resource", resource=blob),
+    ]
 
 
 if __name__ == "__main__":
