@@ -39,7 +39,7 @@ from agcore_tools.temporal import (
     ToolLoopInput,
     ToolLoopResult,
     ToolLoopWorkflow,
-    _workflow,
+    _stand_in,
     worker,
 )
 
@@ -288,7 +288,7 @@ async def test_a_tool_task_queue_no_worker_polls_fails_the_run_by_name(
 ) -> None:
     # The run waited forever for a describe_tools no worker picked up. The wait is
     # shortened (the worker runs in this process, the workflow module passed through).
-    monkeypatch.setattr(_workflow, "_QUEUE_WAIT", timedelta(seconds=2))
+    monkeypatch.setattr(_stand_in, "_QUEUE_WAIT", timedelta(seconds=2))
     async with model.server.client() as openai:
         activities = ToolActivities(build_registry(workdir, "w1"), openai)
         async with worker(client, "no-tools", activities):

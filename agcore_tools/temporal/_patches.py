@@ -1,0 +1,33 @@
+"""The ``workflow.patched`` ids of :class:`~agcore_tools.temporal.ToolLoopWorkflow`.
+
+Where an earlier worker already acted differently (took an approve signal, handled a
+cancellation), a newer worker replaying the run's history acts as the earlier one did,
+else the history would not replay (tests/temporal/histories/v0.2.0-*.json): runs in
+flight across an upgrade, and queries of finished runs. What comes after the upgrade
+takes the new behaviour. When no run an earlier version touched is left, deprecate
+them (``workflow.deprecate_patch``), then drop them.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "APPROVALS_ADD_UP",
+    "CANCEL_ENDS_RUN",
+    "IDS_PAST_HISTORY",
+    "UNAWAITED_CALLS_FAIL",
+]
+
+APPROVALS_ADD_UP = "agcore-approvals-add-up"
+"""Answers add up across signals; a misfit one is dropped (0.2.0: the last signal's
+answers applied as they were, and a misfit one failed the run)."""
+CANCEL_ENDS_RUN = "agcore-cancelled-run-ends-canceled"
+"""A cancelled activity ends the run CANCELED (0.2.0: read as the tool's or the model
+request's failure, and the loop went on)."""
+IDS_PAST_HISTORY = "agcore-ids-past-history"
+"""Tool call ids the loop generates (for a server that sends none) start past the input
+history's (0.2.0: from call_0_0 again, so a saved history's ids came back, and the
+run's approve signals answered those)."""
+UNAWAITED_CALLS_FAIL = "agcore-unawaited-calls-fail"
+"""A code-mode program that ends with tool calls it never awaited fails, telling the
+model to await them (0.2.0: it ended as it was, its output holding ``<coroutine ...>``,
+and the calls still running were cancelled)."""
