@@ -14,6 +14,7 @@ __all__ = [
     "APPROVALS_ADD_UP",
     "CANCEL_ENDS_RUN",
     "IDS_PAST_HISTORY",
+    "PERMISSIONS_PER_QUEUE",
     "UNAWAITED_CALLS_FAIL",
 ]
 
@@ -31,3 +32,7 @@ UNAWAITED_CALLS_FAIL = "agcore-unawaited-calls-fail"
 """A code-mode program that ends with tool calls it never awaited fails, telling the
 model to await them (0.2.0: it ended as it was, its output holding ``<coroutine ...>``,
 and the calls still running were cancelled)."""
+PERMISSIONS_PER_QUEUE = "agcore-permissions-per-queue"
+"""Each tool follows the permission policy of the task queue that describes it (before:
+the run's own queue's policy held for the tools of ``tool_task_queues`` too, so their
+queue's ``PermissionConfig.ask`` let their calls run unasked)."""

@@ -6,7 +6,7 @@ the real tool as an activity; and how the workflow reads an activity's failure.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -18,7 +18,7 @@ from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 from ..base import BaseTool, ToolContext
 from ..cycle.config import CycleConfig
 from ..error import LlmError, ToolError, ToolExecutionError, ToolTimeoutError
-from ..permission import PermissionChecker
+from ..permission import Permission, PermissionChecker, PermissionConfig, PermissionLike
 from ..registry import ToolRegistry
 from . import _patches as patches
 from ._payloads import (
@@ -35,6 +35,7 @@ from ._payloads import (
 
 __all__ = [
     "ActivityTool",
+    "QueuePolicies",
     "failure_reason",
     "raise_if_cancelled",
     "retry_policy",
@@ -127,10 +128,17 @@ class ActivityTool(BaseTool):
         return verdict
 
 
-async def stand_in_registry(tool_task_queues: Sequence[str], config: CycleConfig) -> ToolRegistry:
+async def stand_in_registry(
+    tool_task_queues: Sequence[str], config: CycleConfig, *, per_queue: bool = True
+) -> ToolRegistry:
     """A registry of stand-ins for the tools the workers of the run's own task queue and
     of ``tool_task_queues`` describe (an activity each, so the run replays with the
-    tools it started with)."""
+    tools it started with).
+
+    Each tool follows the permission policy of the queue whose workers describe it, as
+    ``LlmCycle`` over that queue's registry would (see :class:`QueuePolicies`); with
+    ``per_queue`` False (a run begun before that), the run's own queue's policy holds
+    for every tool."""
     queues = [workflow.info().task_queue, *tool_task_queues]
     # The run's own queue is described by the worker running the run: a local activity,
     # recorded as a marker, costs no round trip through the server. Other queues'
@@ -141,19 +149,69 @@ async def stand_in_registry(tool_task_queues: Sequence[str], config: CycleConfig
     remote = (_describe_remote(queue) for queue in tool_task_queues)
     catalogues: list[Catalogue] = await asyncio.gather(local, *remote)
     main = catalogues[0]
-    checker = None
-    if main.permissions is not None:
-        checker = PermissionChecker(permission_config(main.permissions))
-    registry = ToolRegistry(checker, strict=main.strict)
-    for queue, catalogue in zip(queues, catalogues, strict=True):
+    policies = [_policy(catalogue) for catalogue in catalogues]
+    by_queue = QueuePolicies(policies[0]) if per_queue and tool_task_queues else None
+    registry = ToolRegistry(by_queue or policies[0], strict=main.strict)
+    for index, (queue, catalogue) in enumerate(zip(queues, catalogues, strict=True)):
         for spec in catalogue.tools:
-            registry.register(
-                ActivityTool(spec, queue, config),
-                tags=spec.tags,
-                category=spec.category,
-                version=spec.version,
-            )
+            tool = ActivityTool(spec, queue, config)
+            if by_queue is not None and index > 0:
+                by_queue.take(tool, policies[index], queue)
+            registry.register(tool, tags=spec.tags, category=spec.category, version=spec.version)
     return registry
+
+
+def _policy(catalogue: Catalogue) -> PermissionChecker | None:
+    if catalogue.permissions is None:
+        return None
+    return PermissionChecker(permission_config(catalogue.permissions))
+
+
+class QueuePolicies(PermissionChecker):
+    """The stand-in registry's checker in a run with ``tool_task_queues``: the run's
+    own queue's policy for its tools, and for each tool another queue describes, that
+    queue's (:meth:`take`), as ``LlmCycle`` over each queue's registry would check it.
+
+    The loop asks a registry's one checker about every tool, and asks which permission
+    needs approval by the permissions alone, so a tool of another queue declares none
+    to it: this checker refuses it by its name, under its own queue's policy, and a
+    permission its queue asks about makes the stand-in itself need approval.
+    """
+
+    __slots__ = ("_main", "_taken")
+
+    def __init__(self, main: PermissionChecker | None) -> None:
+        # Without a policy of its own, the run's queue asks nothing and refuses nothing.
+        nothing = PermissionConfig(allowed=(), denied=(), allow_unspecified=True)
+        super().__init__(main.config if main is not None else nothing)
+        self._main = main
+        self._taken: dict[str, tuple[PermissionChecker | None, tuple[Permission, ...]]] = {}
+
+    def take(self, tool: ActivityTool, policy: PermissionChecker | None, queue: str) -> None:
+        """Check ``tool`` (described by ``queue``) under ``policy``, its queue's."""
+        declared = Permission.parse_all(tool.required_permissions)
+        self._taken[tool.name] = (policy, declared)
+        tool.required_permissions = ()
+        if policy is None or not policy.is_allowed(declared) or tool.needs_approval is True:
+            return  # a refused call is never put to a person; one that asks, asks already
+        asked = policy.asking(declared)
+        if asked is not None:
+            # Whatever a needs_approval function would say, the call asks.
+            tool.needs_approval = True
+            tool.approval_reason = (
+                f"permission '{asked}' is in PermissionConfig.ask of task queue '{queue}'"
+            )
+
+    def check(self, tool_name: str, permissions: Iterable[PermissionLike]) -> None:
+        """Refuse a call as the policy of the tool's queue does."""
+        taken = self._taken.get(tool_name)
+        if taken is None:
+            if self._main is not None:
+                self._main.check(tool_name, permissions)
+            return
+        policy, declared = taken
+        if policy is not None:
+            policy.check(tool_name, declared)
 
 
 async def _describe_remote(queue: str) -> Catalogue:

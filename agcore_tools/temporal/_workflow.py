@@ -251,8 +251,11 @@ class ToolLoopWorkflow:
         # where the run made it; for all the run's submits, as the ids go on across them.
         IDS_PAST_HISTORY.set(workflow.patched(patches.IDS_PAST_HISTORY))
         UNAWAITED_CALLS_FAIL.set(workflow.patched(patches.UNAWAITED_CALLS_FAIL))
+        queues = args.tool_task_queues
+        per_queue = bool(queues) and workflow.patched(patches.PERMISSIONS_PER_QUEUE)
         config = config_from_fields(args.config)
-        registry = self._registry = await stand_in_registry(args.tool_task_queues, config)
+        registry = await stand_in_registry(queues, config, per_queue=per_queue)
+        self._registry = registry
         # Activities enforce each tool's time limit (overridable per tool).
         limits = dataclasses.replace(config.limits, tool_timeout=None)
         loop_config = dataclasses.replace(config, limits=limits)

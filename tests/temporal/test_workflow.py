@@ -44,6 +44,7 @@ from agcore_tools.temporal import (
 )
 
 from .conftest import Model, WorkerProcess, calls
+from .test_replay import strict_replayer
 from .worker_process import MAX_RESULT_BYTES, build_registry
 
 RUN_TIMEOUT = 60.0
@@ -648,6 +649,55 @@ async def test_a_custom_permission_of_the_worker_applies_in_the_run(
         await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
         result = await finish(handle)
     assert result.text == "done: paid 5"
+
+
+async def test_each_tool_follows_the_permission_policy_of_its_own_task_queue(
+    client: Client, model: Model
+) -> None:
+    # The run's own queue's policy held for every queue's tools: a tools queue's
+    # PermissionConfig.ask let `wipe` run unasked, and the run's queue refused `jot`,
+    # which its own queue (no policy) lets run.
+    wiped: list[str] = []
+    policy = PermissionConfig(allowed=["read"], denied=[], ask=["delete"])
+    asking = ToolRegistry(PermissionChecker(policy))
+    free = ToolRegistry()
+
+    @asking.tool(permissions=["delete"])
+    def wipe(path: str) -> str:
+        """Delete everything under `path`."""
+        wiped.append(path)
+        return f"wiped {path}"
+
+    @free.tool(permissions=["write"])
+    def jot(note: str) -> str:
+        """Write down `note`."""
+        return f"noted {note}"
+
+    front = ToolRegistry(PermissionChecker(PermissionConfig(allowed=["read"])))
+    queues = ["policy-ask", "policy-free"]
+    async with (
+        model.server.client() as openai,
+        worker(client, "policy-front", ToolActivities(front, openai)),
+        worker(client, queues[0], ToolActivities(asking), workflows=False),
+        worker(client, queues[1], ToolActivities(free), workflows=False),
+    ):
+        handle = await start(client, "policy-1", "wipe", "policy-front", tool_task_queues=queues)
+        [request] = await pending_approvals(handle)
+        assert request.reason == (
+            "tool 'wipe' needs approval (permission 'delete' is in PermissionConfig.ask of "
+            "task queue 'policy-ask')"
+        )
+        assert wiped == []
+        await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
+        assert (await finish(handle)).text == "done: wiped /data"
+        noted = await start(client, "policy-2", "jot", "policy-front", tool_task_queues=queues)
+        assert (await finish(noted)).text == "done: noted hi"
+    assert wiped == ["/data"]
+    for run in (handle, noted):  # the per-queue policies replay (a patch of their own)
+        replayed = await strict_replayer().replay_workflow(
+            await run.fetch_history(), raise_on_replay_failure=False
+        )
+        assert replayed.replay_failure is None
 
 
 async def test_an_approval_with_invalid_edited_arguments_is_dropped_and_the_run_waits(
