@@ -196,9 +196,10 @@ class ToolActivities:
 
     Every tool of the registry becomes callable as an activity, with no code per tool.
     ``options`` overrides a tool's activity options by name (see
-    :class:`ToolActivityOptions`). A result whose JSON is over ``max_result_bytes``
-    fails its call with a non-retryable error that the model reads, rather than a
-    payload Temporal refuses again on every retry. A worker without ``client`` runs
+    :class:`ToolActivityOptions`). A result whose payload (its JSON as Temporal's
+    converter writes it, non-ASCII text as ``\\uXXXX`` escapes) is over
+    ``max_result_bytes`` fails its call with a non-retryable error that the model
+    reads, rather than a payload Temporal refuses again on every retry. A worker without ``client`` runs
     tools only (for instance the workers that hold an MCP connection).
 
     Example:
@@ -267,7 +268,8 @@ class ToolActivities:
         self._requester = client.with_options(max_retries=0) if client is not None else None
         self._options = dict(options or {})
         self.max_result_bytes = max_result_bytes
-        """Most bytes of a tool result's JSON an activity returns."""
+        """Most bytes of a tool result's payload an activity returns (its JSON as the
+        payload converter writes it)."""
 
     def activities(self) -> list[Callable[..., Any]]:
         """The activity functions to give a ``temporalio.worker.Worker``."""
@@ -321,7 +323,7 @@ class ToolActivities:
                 )
             )
         catalogue = Catalogue(tools, self.registry.strict, permissions)
-        size = len(to_json(catalogue))  # as the JSON payload converter writes it
+        size = payload_size(_converter(), catalogue)
         if size > PAYLOAD_LIMIT:
             # Past the limit the run's workflow task fails on every retry, silently,
             # until the run times out: refuse it here, once, by name.
@@ -375,17 +377,22 @@ class ToolActivities:
         if error is not None:
             return ToolCallOutput(error=str(error), recoverable=error.is_recoverable())
         output = json.loads(to_json(portable(invocation.output), fallback=str))
-        size = len(to_json(output))
-        if size > self.max_result_bytes:
+        done = ToolCallOutput(output)
+        # Measured as sent: the converter writes non-ASCII text as \uXXXX escapes, up to
+        # three times its UTF-8 bytes, and a payload the server refuses is retried,
+        # running the tool again.
+        size = payload_size(_converter(), done)
+        most = min(self.max_result_bytes, PAYLOAD_LIMIT)
+        if size > most:
             # Not retryable: the same call would make the same result again.
             raise ApplicationError(
                 f"result of tool '{call.name}' is {size} bytes, over the "
-                f"{self.max_result_bytes}-byte limit of a Temporal activity result; return "
+                f"{most}-byte limit of a Temporal activity result; return "
                 "less (a page, a summary, a reference to where the data is)",
                 type=RESULT_TOO_LARGE,
                 non_retryable=True,
             )
-        return ToolCallOutput(output)
+        return done
 
     @activity.defn(name="agcore.needs_approval")
     async def needs_approval(self, call: ToolCallInput) -> bool:
@@ -451,10 +458,7 @@ class ToolActivities:
     def _fitting(output: ProgramStepOutput) -> ProgramStepOutput:
         # Over the limit, the worker would fail to send the output on every attempt, and
         # the model would read Temporal's own error, which names nothing to change.
-        converter = (
-            activity.payload_converter() if activity.in_activity() else PayloadConverter.default
-        )
-        size = payload_size(converter, output)
+        size = payload_size(_converter(), output)
         if size > PAYLOAD_LIMIT:
             raise ApplicationError(
                 f"the output of a code-mode program's step is {size} bytes (a snapshot of "
@@ -489,6 +493,12 @@ class ToolActivities:
                 f"{wire.name} request failed: {type(exc).__name__}: {exc}", type=type(exc).__name__
             ) from exc
         return body
+
+
+def _converter() -> PayloadConverter:
+    # The worker's converter, which writes the payloads; the default one when an
+    # activity method is called directly (a test, a doctest).
+    return activity.payload_converter() if activity.in_activity() else PayloadConverter.default
 
 
 def _wire_config(request: ModelRequest) -> CycleConfig:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -12,6 +13,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from agcore_tools import (
+    BaseTool,
     Permission,
     PermissionChecker,
     PermissionConfig,
@@ -148,15 +150,62 @@ async def test_a_per_call_approval_rule_runs_on_the_worker() -> None:
 
 
 async def test_a_result_over_the_limit_fails_without_retries() -> None:
-    activities = ToolActivities(registry(), max_result_bytes=100)
-    assert (await activities.call_tool(call("big", size=98))).output == "x" * 98  # 100 as JSON
+    activities = ToolActivities(registry(), max_result_bytes=1000)
+    # 925 characters make a payload of 1000 bytes: {"error":null,"output":"xx...", ...}
+    assert (await activities.call_tool(call("big", size=925))).output == "x" * 925
     with pytest.raises(ApplicationError) as raised:
-        await activities.call_tool(call("big", size=99))
+        await activities.call_tool(call("big", size=926))
     assert raised.value.non_retryable is True
     assert raised.value.type == "ToolResultTooLarge"
     assert raised.value.message.startswith(
-        "result of tool 'big' is 101 bytes, over the 100-byte limit"
+        "result of tool 'big' is 1001 bytes, over the 1000-byte limit"
     )
+
+
+def accented() -> ToolRegistry:
+    tools = ToolRegistry()
+
+    @tools.tool
+    def accents(n: int) -> str:
+        """Accents."""
+        return "é" * n
+
+    return tools
+
+
+async def test_a_result_is_measured_as_its_payload_writes_non_ascii_text() -> None:
+    # 309 accents are 620 bytes of UTF-8 JSON, which passed; Temporal's converter writes
+    # each as a 6-byte escape, and the server refused the payload on every retry, running
+    # the tool again each time.
+    activities = ToolActivities(accented(), max_result_bytes=1000)
+    with pytest.raises(ApplicationError) as raised:
+        await activities.call_tool(call("accents", n=309))
+    assert raised.value.non_retryable is True
+    assert raised.value.message.startswith(
+        "result of tool 'accents' is 1929 bytes, over the 1000-byte limit"
+    )
+
+
+def french_tool(number: int) -> BaseTool:
+    class Outil(BaseTool):
+        name = f"outil_{number}"
+        description = "Décrit l'élément. " + "é" * 40_000
+
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> str:
+            return "ok"
+
+    return Outil()
+
+
+async def test_tools_are_measured_as_their_payload_writes_non_ascii_text() -> None:
+    # 20 descriptions of 40,000 accents are 1.6 MB of UTF-8, which passed; as a payload
+    # they are 4.8 MB, and the run's workflow task failed on every retry.
+    tools = ToolRegistry()
+    tools.register_all([french_tool(number) for number in range(20)])
+    with pytest.raises(ApplicationError) as raised:
+        await ToolActivities(tools).describe_tools()
+    assert (raised.value.non_retryable, raised.value.type) == (True, "ToolCatalogueTooLarge")
+    assert raised.value.message.startswith("this worker's 20 tools describe to 48")
 
 
 async def test_a_program_step_whose_output_is_over_the_limit_fails_without_retries() -> None:

@@ -184,7 +184,7 @@ async def test_an_oversized_result_fails_once_and_the_model_is_told(
     handle = await start(client, "big-1", "dump", "big")
     result = await finish(handle)
     expected = (
-        f"Error: result of tool 'dump' is 10002 bytes, over the {MAX_RESULT_BYTES}-byte limit"
+        f"Error: result of tool 'dump' is 10075 bytes, over the {MAX_RESULT_BYTES}-byte limit"
     )
     tool_message = result.messages[2]
     assert tool_message["role"] == "tool"
