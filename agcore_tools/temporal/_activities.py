@@ -223,7 +223,7 @@ class ToolActivities:
         ...         activities = ToolActivities(registry, client)
         ...         catalogue = await activities.describe_tools()
         ...         print([spec.name for spec in catalogue.tools])
-        ...         print((await activities.call_tool(call)).output)
+        ...         print((await activities.call_tool(call)).value())
         ...         print(await activities.needs_approval(call))
         ...         request = ModelRequest("chat", False, {"model": "m", "messages": []})
         ...         completion = await activities.model_request(request)
@@ -304,11 +304,12 @@ class ToolActivities:
             beats = HEARTBEAT_TIMEOUT if getattr(tool, "as_task", False) else None
             approval = "never" if rule is False else "always" if rule is True else "per_call"
             option = self._options.get(entry.name, ToolActivityOptions())
+            returns = tool.output_schema
             tools.append(
                 ToolSpec(
                     entry.name,
                     tool.description,
-                    tool.parameters,
+                    {},  # as text, with its properties' order: parameters_json
                     tool.strict,
                     permission_names(entry.permissions),
                     approval,
@@ -319,7 +320,9 @@ class ToolActivities:
                     option.timeout,
                     option.max_attempts,
                     beats,
-                    tool.output_schema,
+                    None,
+                    _text(tool.parameters),
+                    _text(returns) if returns is not None else None,
                 )
             )
         catalogue = Catalogue(tools, self.registry.strict, permissions)
@@ -376,8 +379,8 @@ class ToolActivities:
             raise ApplicationError(str(error), error.may_have_run, type=TOOL_TIMED_OUT)
         if error is not None:
             return ToolCallOutput(error=str(error), recoverable=error.is_recoverable())
-        output = json.loads(to_json(portable(invocation.output), fallback=str))
-        done = ToolCallOutput(output)
+        # As text: the converter would sort the keys of the result's objects.
+        done = ToolCallOutput(output_json=_text(portable(invocation.output)))
         # Measured as sent: the converter writes non-ASCII text as \uXXXX escapes, up to
         # three times its UTF-8 bytes, and a payload the server refuses is retried,
         # running the tool again.
@@ -477,7 +480,7 @@ class ToolActivities:
 
         assert self._requester is not None  # only offered with a client
         wire = wire_for(_wire_config(request))
-        resource, params = wire.request(self._requester, request.params)
+        resource, params = wire.request(self._requester, request.parameters())
         try:
             raw = await resource.with_raw_response.create(**params)
             body: dict[str, Any] = json.loads(raw.http_response.content)
@@ -493,6 +496,11 @@ class ToolActivities:
                 f"{wire.name} request failed: {type(exc).__name__}: {exc}", type=type(exc).__name__
             ) from exc
         return body
+
+
+def _text(value: Any) -> str:
+    # What cannot be JSON (an object a tool returned) as its str(), as LlmCycle shows it.
+    return to_json(value, fallback=str).decode()
 
 
 def _converter() -> PayloadConverter:

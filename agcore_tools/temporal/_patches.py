@@ -15,6 +15,7 @@ __all__ = [
     "CANCEL_ENDS_RUN",
     "IDS_PAST_HISTORY",
     "PERMISSIONS_PER_QUEUE",
+    "REQUESTS_AS_TEXT",
     "UNAWAITED_CALLS_FAIL",
 ]
 
@@ -36,3 +37,10 @@ PERMISSIONS_PER_QUEUE = "agcore-permissions-per-queue"
 """Each tool follows the permission policy of the task queue that describes it (before:
 the run's own queue's policy held for the tools of ``tool_task_queues`` too, so their
 queue's ``PermissionConfig.ask`` let their calls run unasked)."""
+REQUESTS_AS_TEXT = "agcore-requests-as-text"
+"""A model request's parameters but its history go to the activity as JSON text, in the
+order the loop made them (before: as JSON values, which Temporal's converter writes
+with sorted keys, so the tools' schemas reached the model with their properties
+sorted). A tool's result and the tools' description are read from their JSON text
+wherever the recorded payload has it, which needs no patch: a payload recorded before
+has none, and reads as it did."""

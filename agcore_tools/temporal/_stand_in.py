@@ -57,9 +57,9 @@ class ActivityTool(BaseTool):
     def __init__(self, spec: ToolSpec, queue: str, config: CycleConfig) -> None:
         self.name = spec.name
         self.description = spec.description
-        self.parameters = spec.parameters
+        self.parameters = spec.parameters_schema()
         self.strict = spec.strict
-        self.output_schema = spec.output_schema
+        self.output_schema = spec.returns_schema()
         self.required_permissions = permissions_of(spec.permissions)
         self.needs_approval = (
             self._asks if spec.approval == "per_call" else spec.approval == "always"
@@ -106,7 +106,7 @@ class ActivityTool(BaseTool):
             error = ToolError(done.error, tool_name=self.name)
             error.recoverable = done.recoverable
             raise error
-        return restored(done.output)
+        return restored(done.value())
 
     async def _asks(self, args: dict[str, Any], ctx: ToolContext) -> bool:
         # The tool's own needs_approval function, on its worker.

@@ -173,15 +173,19 @@ class ToolLoopResult:
 class _ActivityRequester(Requester):
     """Makes each model request an activity: the workflow sends nothing itself."""
 
-    __slots__ = ("_timeout",)
+    __slots__ = ("_as_text", "_timeout")
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, *, as_text: bool = True) -> None:
         self._timeout = timedelta(seconds=timeout)
+        self._as_text = as_text
 
     async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
         """Run the request as the ``agcore.model_request`` activity; feed its completion."""
         config = turn.config
-        request = ModelRequest(config.api, config.chain_responses, turn.params)
+        if self._as_text:
+            request = ModelRequest.of(config.api, config.chain_responses, turn.params)
+        else:  # a run begun before: its requests as they were
+            request = ModelRequest(config.api, config.chain_responses, turn.params)
         too_big = oversize(
             workflow.payload_converter(),
             request,
@@ -251,6 +255,7 @@ class ToolLoopWorkflow:
         # where the run made it; for all the run's submits, as the ids go on across them.
         IDS_PAST_HISTORY.set(workflow.patched(patches.IDS_PAST_HISTORY))
         UNAWAITED_CALLS_FAIL.set(workflow.patched(patches.UNAWAITED_CALLS_FAIL))
+        as_text = workflow.patched(patches.REQUESTS_AS_TEXT)
         queues = args.tool_task_queues
         per_queue = bool(queues) and workflow.patched(patches.PERMISSIONS_PER_QUEUE)
         config = config_from_fields(args.config)
@@ -259,7 +264,8 @@ class ToolLoopWorkflow:
         # Activities enforce each tool's time limit (overridable per tool).
         limits = dataclasses.replace(config.limits, tool_timeout=None)
         loop_config = dataclasses.replace(config, limits=limits)
-        cycle = LlmCycle(loop_config, requester=_ActivityRequester(args.model_timeout_secs))
+        requester = _ActivityRequester(args.model_timeout_secs, as_text=as_text)
+        cycle = LlmCycle(loop_config, requester=requester)
         cycle.messages = list(args.messages)
         self._cycle = cycle
         info = workflow.info()

@@ -86,6 +86,8 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     # Tools of tools-only queues, each under its own queue's permission policy.
     "wipe": [("wipe", {"path": "/data"}, "call_wipe")],
     "jot": [("jot", {"note": "hi"}, "call_jot")],
+    # A result and a tool's parameters whose order is not alphabetical (a test's registry).
+    "rank": [("rank", {"query": "zebra"}, "call_rank")],
     # Code mode (issue 27): one program per run.
     "program": [("run_python", {"code": PROGRAMS["program"]}, "call_prog")],
     "program-crash": [("run_python", {"code": PROGRAMS["program-crash"]}, "call_prog")],

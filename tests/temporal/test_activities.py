@@ -104,7 +104,7 @@ async def test_describe_carries_definitions_rules_and_options() -> None:
     add = specs["add"]
     assert (add.permissions, add.tags, add.category) == (["read"], ["math"], "calc")
     assert (add.timeout_secs, add.max_attempts, add.task_queue) == (5, 2, "calc")
-    assert add.parameters["required"] == ["a", "b"]
+    assert add.parameters_schema()["required"] == ["a", "b"]
     assert [specs[n].approval for n in ("add", "wipe", "spend")] == ["never", "always", "per_call"]
     assert catalogue.strict is True
     assert catalogue.permissions is not None and catalogue.permissions["ask"] == ["write"]
@@ -130,7 +130,7 @@ async def test_custom_permissions_stay_custom_through_the_description() -> None:
 
 async def test_a_call_returns_its_output_or_its_error() -> None:
     activities = ToolActivities(registry())
-    assert (await activities.call_tool(call("add", a=2, b=3))).output == 5
+    assert (await activities.call_tool(call("add", a=2, b=3))).value() == 5
     failed = await activities.call_tool(call("fail"))
     assert failed.error == "tool 'fail' failed: LookupError: nothing here"
     assert failed.recoverable is True
@@ -151,10 +151,10 @@ async def test_a_per_call_approval_rule_runs_on_the_worker() -> None:
 
 async def test_a_result_over_the_limit_fails_without_retries() -> None:
     activities = ToolActivities(registry(), max_result_bytes=1000)
-    # 925 characters make a payload of 1000 bytes: {"error":null,"output":"xx...", ...}
-    assert (await activities.call_tool(call("big", size=925))).output == "x" * 925
+    # 902 characters make a payload of 1000 bytes: {..., "output_json":"\\"xx...\\"", ...}
+    assert (await activities.call_tool(call("big", size=902))).value() == "x" * 902
     with pytest.raises(ApplicationError) as raised:
-        await activities.call_tool(call("big", size=926))
+        await activities.call_tool(call("big", size=903))
     assert raised.value.non_retryable is True
     assert raised.value.type == "ToolResultTooLarge"
     assert raised.value.message.startswith(
@@ -182,7 +182,7 @@ async def test_a_result_is_measured_as_its_payload_writes_non_ascii_text() -> No
         await activities.call_tool(call("accents", n=309))
     assert raised.value.non_retryable is True
     assert raised.value.message.startswith(
-        "result of tool 'accents' is 1929 bytes, over the 1000-byte limit"
+        "result of tool 'accents' is 1952 bytes, over the 1000-byte limit"
     )
 
 
@@ -262,5 +262,6 @@ async def test_every_attempt_of_a_call_sends_the_same_idempotency_key() -> None:
     for attempt in (1, 2):  # a retry after a lost worker is a new attempt of the same call
         env = ActivityEnvironment()
         env.info = dataclasses.replace(env.info, workflow_id="order-77", attempt=attempt)
-        assert (await env.run(activities.call_tool, call("charge", amount=5))).output == "charged"
+        done = await env.run(activities.call_tool, call("charge", amount=5))
+        assert done.value() == "charged"
     assert keys == ["order-77:c1", "order-77:c1"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -114,6 +115,48 @@ async def test_a_run_has_the_history_of_the_in_process_loop(
     assert [c["worker"] for c in calls(workdir, "same-1", "add")] == ["w1"]
 
 
+def ranking() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def rank(query: str) -> dict[str, float]:
+        """Scores of the documents that match `query`, best first."""
+        return {"zebra-care.md": 0.97, "apple-pie.md": 0.41, "moose.md": 0.12}
+
+    @registry.tool
+    def judge(thoughts: str, verdict: bool, again: int = 0) -> str:
+        """Reason first (`thoughts`), then give the verdict."""
+        return "noted"
+
+    return registry
+
+
+async def test_a_run_keeps_the_order_of_results_and_parameters_as_the_in_process_loop(
+    client: Client, model: Model
+) -> None:
+    # Temporal's converter sorts keys: the ranking reached the model as apple, moose,
+    # zebra, and judge was offered with its parameters as again, thoughts, verdict.
+    async with model.server.client() as openai:
+        async with worker(client, "order", ToolActivities(ranking(), openai)):
+            result = await finish(await start(client, "order-1", "rank", "order"))
+        local = LlmCycle(CONFIG, client=openai)
+        await local.submit_with_tools("rank", ranking())
+    assert result.messages[2]["content"] == (
+        '{"zebra-care.md":0.97,"apple-pie.md":0.41,"moose.md":0.12}'
+    )
+    assert result.messages == local.messages
+    sent = [
+        r.json
+        for r in model.server.requests
+        if {"role": "user", "content": "rank"} in r.json["messages"]
+    ]
+    assert len(sent) == 4  # the run's two, then the in-process loop's two
+    # As text, in order: what the model reads of each tool's parameters.
+    assert [json.dumps(r["tools"]) for r in sent[:2]] == [json.dumps(r["tools"]) for r in sent[2:]]
+    properties = sent[0]["tools"][1]["function"]["parameters"]["properties"]
+    assert list(properties) == ["thoughts", "verdict", "again"]
+
+
 async def test_an_image_from_a_tool_reaches_the_model_as_in_the_in_process_loop(
     client: Client, spawn: Spawn, model: Model, workdir: Path
 ) -> None:
@@ -184,7 +227,7 @@ async def test_an_oversized_result_fails_once_and_the_model_is_told(
     handle = await start(client, "big-1", "dump", "big")
     result = await finish(handle)
     expected = (
-        f"Error: result of tool 'dump' is 10075 bytes, over the {MAX_RESULT_BYTES}-byte limit"
+        f"Error: result of tool 'dump' is 10098 bytes, over the {MAX_RESULT_BYTES}-byte limit"
     )
     tool_message = result.messages[2]
     assert tool_message["role"] == "tool"
