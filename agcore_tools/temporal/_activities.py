@@ -36,13 +36,14 @@ from ..error import (
     ToolTimeoutError,
 )
 from ..pending import KEEPER
-from ..registry import ToolRegistry
+from ..registry import ToolInvocation, ToolRegistry
 from ._payloads import (
     APPROVAL_RULE_RAISED,
     CATALOGUE_TOO_LARGE,
     MODEL_REFUSED,
     PAYLOAD_LIMIT,
     PROGRAM_TOO_LARGE,
+    RESULT_NOT_RETURNED,
     RESULT_TOO_LARGE,
     TOOL_TIMED_OUT,
     Catalogue,
@@ -67,6 +68,10 @@ logger = logging.getLogger("agcore_tools.temporal")
 # 4xx answers a retry cannot change (408, 409 and 429 can).
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 
+
+MIN_RESULT_BYTES = 1024
+"""The least ``ToolActivities(max_result_bytes=...)`` takes: the payload of an empty
+result alone is about 100 bytes."""
 
 HEARTBEAT_TIMEOUT = 5.0
 """Seconds without a heartbeat after which Temporal retries a call waiting for work on
@@ -199,8 +204,12 @@ class ToolActivities:
     :class:`ToolActivityOptions`). A result whose payload (its JSON as Temporal's
     converter writes it, non-ASCII text as ``\\uXXXX`` escapes) is over
     ``max_result_bytes`` fails its call with a non-retryable error that the model
-    reads, rather than a payload Temporal refuses again on every retry. A worker without ``client`` runs
-    tools only (for instance the workers that hold an MCP connection).
+    reads, rather than a payload Temporal refuses again on every retry; so does a
+    result that cannot be made into a payload at all (the tool ran: a retry would run
+    it again). ``max_result_bytes`` is an int from :data:`MIN_RESULT_BYTES` to
+    Temporal's 2 MiB payload limit, else :class:`~agcore_tools.ToolConfigError`. A
+    worker without ``client`` runs tools only (for instance the workers that hold an
+    MCP connection).
 
     Example:
         >>> from agcore_tools import ToolRegistry
@@ -262,6 +271,19 @@ class ToolActivities:
         if unknown:
             raise ToolConfigError(
                 f"ToolActivities(options=...) names tools the registry lacks: {', '.join(unknown)}"
+            )
+        if (
+            isinstance(max_result_bytes, bool)
+            or not isinstance(max_result_bytes, int)
+            or not MIN_RESULT_BYTES <= max_result_bytes <= PAYLOAD_LIMIT
+        ):
+            # Checked here: a bad one failed every call after its tool ran (None, a
+            # string), refused every result (under the payload of an empty one), or let
+            # through payloads the server refuses (over its limit): each retried,
+            # running the tool again.
+            raise ToolConfigError(
+                f"ToolActivities max_result_bytes must be an int from {MIN_RESULT_BYTES} to "
+                f"{PAYLOAD_LIMIT} (Temporal's payload limit), got {max_result_bytes!r}"
             )
         self.registry = registry
         """The tools this worker runs."""
@@ -373,6 +395,20 @@ class ToolActivities:
                 beating.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await beating
+        try:
+            return self._output(call, invocation)
+        except ApplicationError:
+            raise
+        except Exception as exc:
+            # Not retryable: the tool ran, and a retry would run it again.
+            raise ApplicationError(
+                f"tool '{call.name}' ran, but its result could not be returned: "
+                f"{type(exc).__name__}: {exc}",
+                type=RESULT_NOT_RETURNED,
+                non_retryable=True,
+            ) from exc
+
+    def _output(self, call: ToolCallInput, invocation: ToolInvocation) -> ToolCallOutput:
         error = invocation.error
         if isinstance(error, ToolTimeoutError):
             # Retryable, as the server's own timeout is; the workflow reads it as one.
@@ -385,12 +421,11 @@ class ToolActivities:
         # three times its UTF-8 bytes, and a payload the server refuses is retried,
         # running the tool again.
         size = payload_size(_converter(), done)
-        most = min(self.max_result_bytes, PAYLOAD_LIMIT)
-        if size > most:
+        if size > self.max_result_bytes:
             # Not retryable: the same call would make the same result again.
             raise ApplicationError(
                 f"result of tool '{call.name}' is {size} bytes, over the "
-                f"{most}-byte limit of a Temporal activity result; return "
+                f"{self.max_result_bytes}-byte limit of a Temporal activity result; return "
                 "less (a page, a summary, a reference to where the data is)",
                 type=RESULT_TOO_LARGE,
                 non_retryable=True,

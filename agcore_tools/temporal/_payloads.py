@@ -55,6 +55,9 @@ __all__ = [
 
 RESULT_TOO_LARGE = "ToolResultTooLarge"
 """The ``ApplicationError`` type of a tool result over the activity's size limit."""
+RESULT_NOT_RETURNED = "ToolResultNotReturned"
+"""The ``ApplicationError`` type of a call whose tool ran but whose result could not be
+made into the activity's output: not retried, as a retry would run the tool again."""
 TOOL_TIMED_OUT = "ToolTimedOut"
 """The ``ApplicationError`` type of a tool call's attempt that its worker ended at the
 activity's start-to-close timeout (retried as the server's timeout is); its one detail

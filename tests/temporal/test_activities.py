@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 pytest.importorskip("temporalio")
 
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -150,16 +153,67 @@ async def test_a_per_call_approval_rule_runs_on_the_worker() -> None:
 
 
 async def test_a_result_over_the_limit_fails_without_retries() -> None:
-    activities = ToolActivities(registry(), max_result_bytes=1000)
-    # 902 characters make a payload of 1000 bytes: {..., "output_json":"\\"xx...\\"", ...}
-    assert (await activities.call_tool(call("big", size=902))).value() == "x" * 902
+    activities = ToolActivities(registry(), max_result_bytes=1024)
+    # 926 characters make a payload of 1024 bytes: {..., "output_json":"\\"xx...\\"", ...}
+    assert (await activities.call_tool(call("big", size=926))).value() == "x" * 926
     with pytest.raises(ApplicationError) as raised:
-        await activities.call_tool(call("big", size=903))
+        await activities.call_tool(call("big", size=927))
     assert raised.value.non_retryable is True
     assert raised.value.type == "ToolResultTooLarge"
     assert raised.value.message.startswith(
-        "result of tool 'big' is 1001 bytes, over the 1000-byte limit"
+        "result of tool 'big' is 1025 bytes, over the 1024-byte limit"
     )
+
+
+@pytest.mark.parametrize("limit", [None, "1MB", -1, 0, 1000, True, 1.5, 3 * 1024 * 1024])
+def test_a_result_limit_no_payload_can_keep_is_a_caller_error(limit: object) -> None:
+    # None (CycleConfig's "no limit") failed every call after its tool ran, retried:
+    # the tool ran four times. 0 refused every result; 3 MiB let through payloads the
+    # server refuses, again retried.
+    with pytest.raises(ToolConfigError) as raised:
+        ToolActivities(registry(), max_result_bytes=limit)  # type: ignore[arg-type]
+    assert isinstance(raised.value, ValueError)
+    assert str(raised.value) == (
+        "ToolActivities max_result_bytes must be an int from 1024 to 2097152 (Temporal's "
+        f"payload limit), got {limit!r}"
+    )
+    ToolActivities(registry(), max_result_bytes=2 * 1024 * 1024)  # the payload limit: taken
+
+
+class Refusing(PayloadConverter):
+    """A worker's own payload converter, which fails on what it is given."""
+
+    def to_payloads(self, values: Sequence[Any]) -> list[Payload]:
+        raise ValueError("this converter takes no tool results")
+
+    def from_payloads(
+        self, payloads: Sequence[Payload], type_hints: list[type] | None = None
+    ) -> list[Any]:
+        raise ValueError("this converter reads nothing")
+
+
+async def test_a_result_that_cannot_be_returned_fails_without_retries() -> None:
+    # The error was retried, running the tool again on every attempt.
+    ran: list[int] = []
+    tools = ToolRegistry()
+
+    @tools.tool
+    def charge(amount: int) -> str:
+        """Charge."""
+        ran.append(amount)
+        return "charged"
+
+    env = ActivityEnvironment()
+    env.payload_converter = Refusing()
+    with pytest.raises(ApplicationError) as raised:
+        await env.run(ToolActivities(tools).call_tool, call("charge", amount=5))
+    assert (raised.value.non_retryable, raised.value.type) == (True, "ToolResultNotReturned")
+    assert raised.value.message == (
+        "tool 'charge' ran, but its result could not be returned: ValueError: this converter "
+        "takes no tool results"
+    )
+    assert isinstance(raised.value.__cause__, ValueError)
+    assert ran == [5]
 
 
 def accented() -> ToolRegistry:
@@ -177,12 +231,12 @@ async def test_a_result_is_measured_as_its_payload_writes_non_ascii_text() -> No
     # 309 accents are 620 bytes of UTF-8 JSON, which passed; Temporal's converter writes
     # each as a 6-byte escape, and the server refused the payload on every retry, running
     # the tool again each time.
-    activities = ToolActivities(accented(), max_result_bytes=1000)
+    activities = ToolActivities(accented(), max_result_bytes=1024)
     with pytest.raises(ApplicationError) as raised:
         await activities.call_tool(call("accents", n=309))
     assert raised.value.non_retryable is True
     assert raised.value.message.startswith(
-        "result of tool 'accents' is 1952 bytes, over the 1000-byte limit"
+        "result of tool 'accents' is 1952 bytes, over the 1024-byte limit"
     )
 
 
