@@ -17,7 +17,7 @@ from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 from ..base import BaseTool, ToolContext
 from ..cycle.config import CycleConfig
-from ..error import LlmError, ToolError, ToolExecutionError, ToolTimeoutError
+from ..error import LlmConfigError, LlmError, ToolError, ToolExecutionError, ToolTimeoutError
 from ..permission import Permission, PermissionChecker, PermissionConfig, PermissionLike
 from ..registry import ToolRegistry
 from . import _patches as patches
@@ -138,7 +138,9 @@ async def stand_in_registry(
     Each tool follows the permission policy of the queue whose workers describe it, as
     ``LlmCycle`` over that queue's registry would (see :class:`QueuePolicies`); with
     ``per_queue`` False (a run begun before that), the run's own queue's policy holds
-    for every tool."""
+    for every tool. A tool that two queues describe (or one queue twice) fails the run
+    with :class:`~agcore_tools.LlmConfigError` naming them.
+    """
     queues = [workflow.info().task_queue, *tool_task_queues]
     # The run's own queue is described by the worker running the run: a local activity,
     # recorded as a marker, costs no round trip through the server. Other queues'
@@ -148,6 +150,7 @@ async def stand_in_registry(
     )
     remote = (_describe_remote(queue) for queue in tool_task_queues)
     catalogues: list[Catalogue] = await asyncio.gather(local, *remote)
+    _refuse_shared_names(queues, catalogues)
     main = catalogues[0]
     policies = [_policy(catalogue) for catalogue in catalogues]
     by_queue = QueuePolicies(policies[0]) if per_queue and tool_task_queues else None
@@ -159,6 +162,26 @@ async def stand_in_registry(
                 by_queue.take(tool, policies[index], queue)
             registry.register(tool, tags=spec.tags, category=spec.category, version=spec.version)
     return registry
+
+
+def _refuse_shared_names(queues: Sequence[str], catalogues: Sequence[Catalogue]) -> None:
+    # The registry's own refusal named neither queue, and told to unregister a tool.
+    served: dict[str, tuple[int, str]] = {}
+    for index, (queue, catalogue) in enumerate(zip(queues, catalogues, strict=True)):
+        for spec in catalogue.tools:
+            first, where = served.setdefault(spec.name, (index, queue))
+            if first == index:
+                continue
+            if where == queue:
+                raise LlmConfigError(
+                    f"task queue '{queue}' is described twice; list each queue once in "
+                    "tool_task_queues, and not the run's own, whose tools are described anyway"
+                )
+            raise LlmConfigError(
+                f"tool '{spec.name}' is served by task queues '{where}' and '{queue}'; a run "
+                "takes each tool from one queue: rename one, or register it with one "
+                "queue's workers only"
+            )
 
 
 def _policy(catalogue: Catalogue) -> PermissionChecker | None:

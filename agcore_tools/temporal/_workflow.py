@@ -114,7 +114,15 @@ class ToolLoopInput:
         ``model_timeout_secs`` (each model request's time limit) must be positive:
         another value would fail the run's workflow task on every retry.
 
+        ``tool_task_queues`` keeps each queue once. Leave out the run's own queue:
+        its tools are described anyway, and, described again, they fail the run with
+        :class:`~agcore_tools.LlmConfigError`, as two queues that describe a tool of
+        the same name do.
+
         Example:
+            >>> ToolLoopInput.of("Hi", CycleConfig("m"), tool_task_queues=["mcp", "data", "mcp"]
+            ...                  ).tool_task_queues
+            ['mcp', 'data']
             >>> ToolLoopInput.of("Hi", CycleConfig("m"), model_timeout_secs=0)
             Traceback (most recent call last):
             ...
@@ -133,7 +141,7 @@ class ToolLoopInput:
             prompt,
             config_fields(config),
             history + list(messages or ()),
-            list(tool_task_queues or ()),
+            list(dict.fromkeys(tool_task_queues or ())),  # each queue described once
             model_timeout_secs,
             dict(metadata or {}),
             code,

@@ -88,6 +88,8 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "jot": [("jot", {"note": "hi"}, "call_jot")],
     # A result and a tool's parameters whose order is not alphabetical (a test's registry).
     "rank": [("rank", {"query": "zebra"}, "call_rank")],
+    # A tool two task queues serve (a test's registries).
+    "search": [("search", {"q": "zebra"}, "call_search")],
     # Code mode (issue 27): one program per run.
     "program": [("run_python", {"code": PROGRAMS["program"]}, "call_prog")],
     "program-crash": [("run_python", {"code": PROGRAMS["program-crash"]}, "call_prog")],

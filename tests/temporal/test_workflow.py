@@ -346,6 +346,43 @@ async def test_a_tool_task_queue_no_worker_polls_fails_the_run_by_name(
     assert cause.message.startswith("no worker polls task queue 'mcp-tolls' (of tool_task_queues)")
 
 
+def searching(where: str) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def search(q: str) -> str:
+        """Search for `q`."""
+        return f"{where}: {q}"
+
+    return registry
+
+
+async def test_a_tool_two_task_queues_serve_fails_the_run_naming_both(
+    client: Client, model: Model
+) -> None:
+    # The run failed with the registry's own refusal, which named no queue, showed a
+    # private class, and told to unregister a tool; so did listing the run's own queue
+    # in tool_task_queues, whose tools then clashed with themselves.
+    async with (
+        model.server.client() as openai,
+        worker(client, "shared-web", ToolActivities(searching("web"), openai)),
+        worker(client, "shared-docs", ToolActivities(searching("docs")), workflows=False),
+    ):
+        failures = []
+        for run, listed in (("shared-1", "shared-docs"), ("shared-2", "shared-web")):
+            handle = await start(client, run, "search", "shared-web", tool_task_queues=[listed])
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finish(handle)
+            failures.append(failed.value.cause)
+    assert all(isinstance(c, ApplicationError) and c.type == "LlmConfigError" for c in failures)
+    assert [c.message for c in failures] == [
+        "tool 'search' is served by task queues 'shared-web' and 'shared-docs'; a run takes "
+        "each tool from one queue: rename one, or register it with one queue's workers only",
+        "task queue 'shared-web' is described twice; list each queue once in "
+        "tool_task_queues, and not the run's own, whose tools are described anyway",
+    ]
+
+
 async def test_an_mcp_servers_question_in_a_workflow_is_declined_not_paused(
     client: Client, spawn: Spawn
 ) -> None:
