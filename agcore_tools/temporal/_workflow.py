@@ -290,13 +290,17 @@ class ToolLoopWorkflow:
         response = await cycle.submit_with_tools(args.prompt, registry, ctx=ctx, select=select)
         # Each submit counts its own part: the result gives the whole run's.
         usage, turns = response.usage, response.turns
-        while response.pending_approvals:
-            answers = await self._answers_to(response.pending_approvals)
-            response = await cycle.submit_with_tools(
-                None, registry, ctx=ctx, approvals=answers, select=select
-            )
-            usage, turns = usage + response.usage, turns + response.turns
-        self._pending = []
+        try:
+            while response.pending_approvals:
+                answers = await self._answers_to(response.pending_approvals)
+                response = await cycle.submit_with_tools(
+                    None, registry, ctx=ctx, approvals=answers, select=select
+                )
+                usage, turns = usage + response.usage, turns + response.turns
+        finally:
+            # However the run ends (an answer, a failure, a cancellation), no call of it
+            # waits for approval any more: the query must offer none.
+            self._pending = []
         result = ToolLoopResult(
             response.text,
             cycle.messages,
@@ -374,7 +378,8 @@ class ToolLoopWorkflow:
 
     @workflow.query(name="pending_approvals")
     def pending_approvals(self) -> list[ApprovalRequest]:
-        """The calls waiting for an answer."""
+        """The calls waiting for an answer: none once the run has ended (answered,
+        failed or cancelled)."""
         return list(self._pending)
 
     @workflow.query(name="messages")

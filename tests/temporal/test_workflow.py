@@ -635,6 +635,18 @@ async def test_a_run_cancelled_during_a_model_request_ends_cancelled_not_failed(
     assert len(model.requests_of("cancel-model")) == 2  # the held one ended the run
 
 
+async def test_a_run_cancelled_while_it_waits_for_approval_lists_no_pending_call(
+    client: Client, spawn: Spawn
+) -> None:
+    # The query still offered the call, which no signal could answer any more.
+    spawn("cancel-pending", "w1")
+    handle = await start(client, "cancel-pending-1", "remove", "cancel-pending")
+    await pending_approvals(handle)
+    await handle.cancel()
+    await assert_cancelled(handle)
+    assert await handle.query(ToolLoopWorkflow.pending_approvals) == []
+
+
 # -- approvals --------------------------------------------------------------------
 
 
