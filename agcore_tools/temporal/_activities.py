@@ -37,13 +37,14 @@ from ..error import (
     ToolTimeoutError,
 )
 from ..pending import KEEPER
-from ..registry import ToolRegistry
+from ..registry import ToolInvocation, ToolRegistry
 from ._payloads import (
     APPROVAL_RULE_RAISED,
     CATALOGUE_TOO_LARGE,
     MODEL_REFUSED,
     PAYLOAD_LIMIT,
     PROGRAM_TOO_LARGE,
+    RESULT_NOT_RETURNED,
     RESULT_TOO_LARGE,
     TOOL_TIMED_OUT,
     Catalogue,
@@ -68,6 +69,10 @@ logger = logging.getLogger("agcore_tools.temporal")
 # 4xx answers a retry cannot change (408, 409 and 429 can).
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 
+
+MIN_RESULT_BYTES = 1024
+"""The least ``ToolActivities(max_result_bytes=...)`` takes: the payload of an empty
+result alone is about 100 bytes."""
 
 HEARTBEAT_TIMEOUT = 5.0
 """Seconds without a heartbeat after which Temporal retries a call waiting for work on
@@ -197,10 +202,15 @@ class ToolActivities:
 
     Every tool of the registry becomes callable as an activity, with no code per tool.
     ``options`` overrides a tool's activity options by name (see
-    :class:`ToolActivityOptions`). A result whose JSON is over ``max_result_bytes``
-    fails its call with a non-retryable error that the model reads, rather than a
-    payload Temporal refuses again on every retry. A worker without ``client`` runs
-    tools only (for instance the workers that hold an MCP connection).
+    :class:`ToolActivityOptions`). A result whose payload (its JSON as Temporal's
+    converter writes it, non-ASCII text as ``\\uXXXX`` escapes) is over
+    ``max_result_bytes`` fails its call with a non-retryable error that the model
+    reads, rather than a payload Temporal refuses again on every retry; so does a
+    result that cannot be made into a payload at all (the tool ran: a retry would run
+    it again). ``max_result_bytes`` is an int from :data:`MIN_RESULT_BYTES` to
+    Temporal's 2 MiB payload limit, else :class:`~agcore_tools.ToolConfigError`. A
+    worker without ``client`` runs tools only (for instance the workers that hold an
+    MCP connection).
 
     Example:
         >>> from agcore_tools import ToolRegistry
@@ -223,7 +233,7 @@ class ToolActivities:
         ...         activities = ToolActivities(registry, client)
         ...         catalogue = await activities.describe_tools()
         ...         print([spec.name for spec in catalogue.tools])
-        ...         print((await activities.call_tool(call)).output)
+        ...         print((await activities.call_tool(call)).value())
         ...         print(await activities.needs_approval(call))
         ...         request = ModelRequest("chat", False, {"model": "m", "messages": []})
         ...         completion = await activities.model_request(request)
@@ -263,12 +273,26 @@ class ToolActivities:
             raise ToolConfigError(
                 f"ToolActivities(options=...) names tools the registry lacks: {', '.join(unknown)}"
             )
+        if (
+            isinstance(max_result_bytes, bool)
+            or not isinstance(max_result_bytes, int)
+            or not MIN_RESULT_BYTES <= max_result_bytes <= PAYLOAD_LIMIT
+        ):
+            # Checked here: a bad one failed every call after its tool ran (None, a
+            # string), refused every result (under the payload of an empty one), or let
+            # through payloads the server refuses (over its limit): each retried,
+            # running the tool again.
+            raise ToolConfigError(
+                f"ToolActivities max_result_bytes must be an int from {MIN_RESULT_BYTES} to "
+                f"{PAYLOAD_LIMIT} (Temporal's payload limit), got {max_result_bytes!r}"
+            )
         self.registry = registry
         """The tools this worker runs."""
         self._requester = client.with_options(max_retries=0) if client is not None else None
         self._options = dict(options or {})
         self.max_result_bytes = max_result_bytes
-        """Most bytes of a tool result's JSON an activity returns."""
+        """Most bytes of a tool result's payload an activity returns (its JSON as the
+        payload converter writes it)."""
 
     def activities(self) -> list[Callable[..., Any]]:
         """The activity functions to give a ``temporalio.worker.Worker``."""
@@ -303,11 +327,12 @@ class ToolActivities:
             beats = HEARTBEAT_TIMEOUT if getattr(tool, "as_task", False) else None
             approval = "never" if rule is False else "always" if rule is True else "per_call"
             option = self._options.get(entry.name, ToolActivityOptions())
+            returns = tool.output_schema
             tools.append(
                 ToolSpec(
                     entry.name,
                     tool.description,
-                    tool.parameters,
+                    {},  # as text, with its properties' order: parameters_json
                     tool.strict,
                     permission_names(entry.permissions),
                     approval,
@@ -318,11 +343,13 @@ class ToolActivities:
                     option.timeout,
                     option.max_attempts,
                     beats,
-                    tool.output_schema,
+                    None,
+                    _text(tool.parameters),
+                    _text(returns) if returns is not None else None,
                 )
             )
         catalogue = Catalogue(tools, self.registry.strict, permissions)
-        size = len(to_json(catalogue))  # as the JSON payload converter writes it
+        size = payload_size(_converter(), catalogue)
         if size > PAYLOAD_LIMIT:
             # Past the limit the run's workflow task fails on every retry, silently,
             # until the run times out: refuse it here, once, by name.
@@ -369,14 +396,32 @@ class ToolActivities:
                 beating.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await beating
+        try:
+            return self._output(call, invocation)
+        except ApplicationError:
+            raise
+        except Exception as exc:
+            # Not retryable: the tool ran, and a retry would run it again.
+            raise ApplicationError(
+                f"tool '{call.name}' ran, but its result could not be returned: "
+                f"{type(exc).__name__}: {exc}",
+                type=RESULT_NOT_RETURNED,
+                non_retryable=True,
+            ) from exc
+
+    def _output(self, call: ToolCallInput, invocation: ToolInvocation) -> ToolCallOutput:
         error = invocation.error
         if isinstance(error, ToolTimeoutError):
             # Retryable, as the server's own timeout is; the workflow reads it as one.
             raise ApplicationError(str(error), error.may_have_run, type=TOOL_TIMED_OUT)
         if error is not None:
             return ToolCallOutput(error=str(error), recoverable=error.is_recoverable())
-        output = json.loads(to_json(portable(invocation.output), fallback=str))
-        size = len(to_json(output))
+        # As text: the converter would sort the keys of the result's objects.
+        done = ToolCallOutput(output_json=_text(portable(invocation.output)))
+        # Measured as sent: the converter writes non-ASCII text as \uXXXX escapes, up to
+        # three times its UTF-8 bytes, and a payload the server refuses is retried,
+        # running the tool again.
+        size = payload_size(_converter(), done)
         if size > self.max_result_bytes:
             # Not retryable: the same call would make the same result again.
             raise ApplicationError(
@@ -386,7 +431,7 @@ class ToolActivities:
                 type=RESULT_TOO_LARGE,
                 non_retryable=True,
             )
-        return ToolCallOutput(output)
+        return done
 
     @activity.defn(name="agcore.needs_approval")
     async def needs_approval(self, call: ToolCallInput) -> bool:
@@ -470,10 +515,7 @@ class ToolActivities:
     def _fitting(output: ProgramStepOutput) -> ProgramStepOutput:
         # Over the limit, the worker would fail to send the output on every attempt, and
         # the model would read Temporal's own error, which names nothing to change.
-        converter = (
-            activity.payload_converter() if activity.in_activity() else PayloadConverter.default
-        )
-        size = payload_size(converter, output)
+        size = payload_size(_converter(), output)
         if size > PAYLOAD_LIMIT:
             raise ApplicationError(
                 f"the output of a code-mode program's step is {size} bytes (a snapshot of "
@@ -492,7 +534,7 @@ class ToolActivities:
 
         assert self._requester is not None  # only offered with a client
         wire = wire_for(_wire_config(request))
-        resource, params = wire.request(self._requester, request.params)
+        resource, params = wire.request(self._requester, request.parameters())
         try:
             raw = await resource.with_raw_response.create(**params)
             body: dict[str, Any] = json.loads(raw.http_response.content)
@@ -508,6 +550,17 @@ class ToolActivities:
                 f"{wire.name} request failed: {type(exc).__name__}: {exc}", type=type(exc).__name__
             ) from exc
         return body
+
+
+def _text(value: Any) -> str:
+    # What cannot be JSON (an object a tool returned) as its str(), as LlmCycle shows it.
+    return to_json(value, fallback=str).decode()
+
+
+def _converter() -> PayloadConverter:
+    # The worker's converter, which writes the payloads; the default one when an
+    # activity method is called directly (a test, a doctest).
+    return activity.payload_converter() if activity.in_activity() else PayloadConverter.default
 
 
 def _wire_config(request: ModelRequest) -> CycleConfig:

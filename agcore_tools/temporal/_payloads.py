@@ -4,16 +4,23 @@ A tool activity gets its call only (name, arguments, id, the context's ids and
 metadata); the history never goes to a tool, and the tools' dependencies stay on the
 worker. The run's :class:`~agcore_tools.CycleConfig` travels as a dict (see
 :func:`config_fields`), since its history policy is an object.
+
+Temporal's JSON converter writes objects with their keys sorted. What the model reads
+in an order of its own (a tool's result, a tool's parameters, a request's tools)
+travels as JSON text instead (the ``*_json`` fields), read back with its order kept;
+payloads recorded before those fields read as they did.
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic_core import to_json
 from temporalio.api.common.v1 import Payloads
 from temporalio.converter import PayloadConverter
 
@@ -48,6 +55,9 @@ __all__ = [
 
 RESULT_TOO_LARGE = "ToolResultTooLarge"
 """The ``ApplicationError`` type of a tool result over the activity's size limit."""
+RESULT_NOT_RETURNED = "ToolResultNotReturned"
+"""The ``ApplicationError`` type of a call whose tool ran but whose result could not be
+made into the activity's output: not retried, as a retry would run the tool again."""
 TOOL_TIMED_OUT = "ToolTimedOut"
 """The ``ApplicationError`` type of a tool call's attempt that its worker ended at the
 activity's start-to-close timeout (retried as the server's timeout is); its one detail
@@ -170,6 +180,25 @@ class ToolSpec:
     max_attempts: int | None = None
     heartbeat_secs: float | None = None  # set for calls that wait for work on a server
     output_schema: dict[str, Any] | None = None  # what code mode's listing shows it returns
+    parameters_json: str | None = None  # when set, ``parameters`` as JSON text ({} there)
+    output_schema_json: str | None = None  # when set, ``output_schema`` as JSON text
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """The tool's parameters schema, its properties in the tool's order.
+
+        Example:
+            >>> spec = ToolSpec("f", "", {}, None, [], "never", [], None, None,
+            ...                 parameters_json='{"properties":{"b":{},"a":{}}}')
+            >>> list(spec.parameters_schema()["properties"])
+            ['b', 'a']
+        """
+        schema: dict[str, Any] = _ordered(self.parameters_json, self.parameters)
+        return schema
+
+    def returns_schema(self) -> dict[str, Any] | None:
+        """The tool's output schema (or None), its properties in the tool's order."""
+        schema: dict[str, Any] | None = _ordered(self.output_schema_json, self.output_schema)
+        return schema
 
 
 @dataclass(frozen=True)
@@ -195,11 +224,21 @@ class ToolCallInput:
 
 @dataclass(frozen=True)
 class ToolCallOutput:
-    """A tool's output (JSON), or the error it ended with."""
+    """A tool's output (JSON text, or JSON as recorded before), or the error it ended with."""
 
     output: Any = None
     error: str | None = None  # the error's one-line message, as the model reads it
     recoverable: bool = True
+    output_json: str | None = None  # when set, the output as JSON text (None in ``output``)
+
+    def value(self) -> Any:
+        """The tool's output as JSON values, its objects' keys in the tool's order.
+
+        Example:
+            >>> ToolCallOutput(output_json='{"zebra": 1, "apple": 2}').value()
+            {'zebra': 1, 'apple': 2}
+        """
+        return _ordered(self.output_json, self.output)
 
 
 @dataclass(frozen=True)
@@ -231,11 +270,52 @@ class ProgramStepOutput:
 
 @dataclass(frozen=True)
 class ModelRequest:
-    """One model request: the wire API and the request's parameters."""
+    """One model request: the wire API and the request's parameters.
+
+    Made by :meth:`of`, ``params`` holds the history (``messages``) and
+    ``params_json`` the other parameters as JSON text: the tools' schemas keep the
+    order of their properties, and the history, the bulk of a request, is not escaped
+    twice. Without ``params_json`` (as recorded before), ``params`` holds them all.
+    """
 
     api: str
     chain: bool
     params: dict[str, Any]
+    params_json: str | None = None
+
+    @classmethod
+    def of(cls, api: str, chain: bool, params: Mapping[str, Any]) -> ModelRequest:
+        """The request of ``params``, the parameters of a turn.
+
+        Example:
+            >>> tools = [{"type": "function", "function": {"name": "f", "parameters": {
+            ...     "properties": {"thoughts": {}, "again": {}}}}}]
+            >>> request = ModelRequest.of("chat", False, {"model": "m", "messages": [], "tools": tools})
+            >>> request.params, request.params_json[:13]
+            ({'messages': []}, '{"model":"m",')
+            >>> list(request.parameters()["tools"][0]["function"]["parameters"]["properties"])
+            ['thoughts', 'again']
+        """
+        history = {key: params[key] for key in _HISTORY if key in params}
+        rest = {key: value for key, value in params.items() if key not in history}
+        return cls(api, chain, history, to_json(rest).decode())
+
+    def parameters(self) -> dict[str, Any]:
+        """The parameters to send, with their order as the turn made them."""
+        if self.params_json is None:
+            return dict(self.params)
+        return {**json.loads(self.params_json), **self.params}
+
+
+_HISTORY = ("messages",)
+"""The keys of a turn's parameters that hold its history (both wires'), whose objects'
+key order no model reads: sent as JSON values."""
+
+
+def _ordered(text: str | None, value: Any) -> Any:
+    # JSON text where the payload carries it (json.loads keeps the order), else the
+    # JSON value a payload recorded before it held.
+    return json.loads(text) if text is not None else value
 
 
 # The JSON key of each setting -> where CycleConfig holds it. The keys keep the flat

@@ -11,7 +11,6 @@ approvals, errors) is the loop's own code. The workflow reads no clock but
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import math
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -21,8 +20,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutType
-from temporalio.exceptions import TimeoutError as ActivityTimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 # The sandbox decides how these load (see _worker.sandbox_runner): passed through on a
 # worker, re-imported under its restrictions by the replay test.
@@ -33,7 +31,7 @@ from .._code_mode import CALLS_LIMITED, UNAWAITED_CALLS_FAIL
 from .._sandbox import Functions, Segment, turn_deadline
 from .._selection import CodeMode
 from ..approval import ApprovalDecision, ApprovalRequest
-from ..base import BaseTool, ToolContext
+from ..base import ToolContext
 from ..cycle._run import IDS_PAST_HISTORY
 from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
@@ -46,64 +44,24 @@ from ..error import (
     ProgramError,
     ToolError,
     ToolExecutionError,
-    ToolTimeoutError,
 )
-from ..permission import PermissionChecker
 from ..registry import ToolRegistry
 from ..schema._validate import check_against_schema
+from . import _patches as patches
 from ._payloads import (
     MODEL_REFUSED,
     PROGRAM_TOO_LARGE,
-    RESULT_TOO_LARGE,
-    TOOL_TIMED_OUT,
-    Catalogue,
     ModelRequest,
     ProgramStepInput,
     ProgramStepOutput,
-    ToolCallInput,
-    ToolCallOutput,
-    ToolSpec,
     config_fields,
     config_from_fields,
     oversize,
-    permission_config,
-    permissions_of,
-    restored,
 )
+from ._stand_in import failure_reason, raise_if_cancelled, retry_policy, stand_in_registry
 
 __all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
 
-_DESCRIBE_TIMEOUT = timedelta(seconds=30)
-_QUEUE_WAIT = timedelta(seconds=60)
-"""How long a run waits for a worker of one of its ``tool_task_queues`` to pick up its
-``describe_tools``: a queue no worker polls (a misspelt name, workers not deployed)
-fails the run, rather than leaving it waiting forever."""
-_NO_TIMEOUT = timedelta(days=1)  # Temporal needs some bound; CycleConfig's None means none
-
-# Patches (workflow.patched): where a 0.2.0 worker already acted differently (took an
-# approve signal, handled a cancellation), a newer worker replaying the run's history
-# acts as 0.2.0 did, else the history would not replay (tests/temporal/histories/
-# v0.2.0-*.json): runs in flight across an upgrade, and queries of finished runs. What
-# comes after the upgrade takes the new behaviour. When no run 0.2.0 touched is left,
-# deprecate them (workflow.deprecate_patch), then drop them.
-_APPROVALS_ADD_UP = "agcore-approvals-add-up"
-"""Answers add up across signals; a misfit one is dropped (0.2.0: the last signal's
-answers applied as they were, and a misfit one failed the run)."""
-_CANCEL_ENDS_RUN = "agcore-cancelled-run-ends-canceled"
-"""A cancelled activity ends the run CANCELED (0.2.0: read as the tool's or the model
-request's failure, and the loop went on)."""
-_IDS_PAST_HISTORY = "agcore-ids-past-history"
-"""Tool call ids the loop generates (for a server that sends none) start past the input
-history's (0.2.0: from call_0_0 again, so a saved history's ids came back, and the
-run's approve signals answered those)."""
-_UNAWAITED_CALLS_FAIL = "agcore-unawaited-calls-fail"
-"""A code-mode program that ends with tool calls it never awaited fails, telling the
-model to await them (0.2.0: it ended as it was, its output holding ``<coroutine ...>``,
-and the calls still running were cancelled)."""
-_CALLS_LIMITED = "agcore-program-calls-limited"
-"""A code-mode program's tool calls are counted against ``CodeMode`` limits'
-``max_calls`` across its steps (before: only Monty's ``max_suspensions``, which
-restarted at every step, so a program's calls were not bounded)."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +113,15 @@ class ToolLoopInput:
         ``model_timeout_secs`` (each model request's time limit) must be positive:
         another value would fail the run's workflow task on every retry.
 
+        ``tool_task_queues`` keeps each queue once. Leave out the run's own queue:
+        its tools are described anyway, and, described again, they fail the run with
+        :class:`~agcore_tools.LlmConfigError`, as two queues that describe a tool of
+        the same name do.
+
         Example:
+            >>> ToolLoopInput.of("Hi", CycleConfig("m"), tool_task_queues=["mcp", "data", "mcp"]
+            ...                  ).tool_task_queues
+            ['mcp', 'data']
             >>> ToolLoopInput.of("Hi", CycleConfig("m"), model_timeout_secs=0)
             Traceback (most recent call last):
             ...
@@ -174,7 +140,7 @@ class ToolLoopInput:
             prompt,
             config_fields(config),
             history + list(messages or ()),
-            list(tool_task_queues or ()),
+            list(dict.fromkeys(tool_task_queues or ())),  # each queue described once
             model_timeout_secs,
             dict(metadata or {}),
             code,
@@ -214,15 +180,19 @@ class ToolLoopResult:
 class _ActivityRequester(Requester):
     """Makes each model request an activity: the workflow sends nothing itself."""
 
-    __slots__ = ("_timeout",)
+    __slots__ = ("_as_text", "_timeout")
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, *, as_text: bool = True) -> None:
         self._timeout = timedelta(seconds=timeout)
+        self._as_text = as_text
 
     async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
         """Run the request as the ``agcore.model_request`` activity; feed its completion."""
         config = turn.config
-        request = ModelRequest(config.api, config.chain_responses, turn.params)
+        if self._as_text:
+            request = ModelRequest.of(config.api, config.chain_responses, turn.params)
+        else:  # a run begun before: its requests as they were
+            request = ModelRequest(config.api, config.chain_responses, turn.params)
         too_big = oversize(
             workflow.payload_converter(),
             request,
@@ -238,92 +208,14 @@ class _ActivityRequester(Requester):
                 request,
                 result_type=dict,
                 start_to_close_timeout=self._timeout,
-                retry_policy=_retry(config, config.retries.max_retries + 1, [MODEL_REFUSED]),
+                retry_policy=retry_policy(config, config.retries.max_retries + 1, [MODEL_REFUSED]),
             )
         except ActivityError as exc:
-            _raise_if_cancelled(exc)
-            raise LlmError(f"{turn.wire.name} request failed: {_reason(exc)}") from exc
+            raise_if_cancelled(exc)
+            raise LlmError(f"{turn.wire.name} request failed: {failure_reason(exc)}") from exc
         turn.builder.feed_completion(completion)
         return
         yield  # an async generator, like the SDK requester it stands in for
-
-
-class _ActivityTool(BaseTool):
-    """A stand-in for a worker's tool: its definition and rules; ``execute`` runs the
-    real tool as an activity on the worker's task queue."""
-
-    def __init__(self, spec: ToolSpec, queue: str, config: CycleConfig) -> None:
-        self.name = spec.name
-        self.description = spec.description
-        self.parameters = spec.parameters
-        self.strict = spec.strict
-        self.output_schema = spec.output_schema
-        self.required_permissions = permissions_of(spec.permissions)
-        self.needs_approval = (
-            self._asks if spec.approval == "per_call" else spec.approval == "always"
-        )
-        self._queue = spec.task_queue or queue
-        timeout = spec.timeout_secs or config.limits.tool_timeout
-        self._timeout = timedelta(seconds=timeout) if timeout else _NO_TIMEOUT
-        attempts = spec.max_attempts or config.retries.max_retries + 1
-        self._retry = _retry(config, attempts, [RESULT_TOO_LARGE])
-        self._asks_retry = _retry(config, config.retries.max_retries + 1, [])
-        beats = spec.heartbeat_secs
-        self._heartbeat = timedelta(seconds=beats) if beats else None
-
-    def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolCallInput:
-        return ToolCallInput(
-            self.name, dict(args), ctx.call_id, ctx.session_id, ctx.trace_id, ctx.metadata
-        )
-
-    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        """Run the tool as an activity; its error comes back as a ``ToolError``."""
-        try:
-            done = await workflow.execute_activity(
-                "agcore.call_tool",
-                self._call(args, ctx),
-                result_type=ToolCallOutput,
-                task_queue=self._queue,
-                start_to_close_timeout=self._timeout,
-                retry_policy=self._retry,
-                heartbeat_timeout=self._heartbeat,
-            )
-        except ActivityError as exc:
-            _raise_if_cancelled(exc)
-            cause = exc.cause
-            if isinstance(cause, ActivityTimeoutError):
-                raise ToolTimeoutError(self.name, self._timeout.total_seconds()) from exc
-            if isinstance(cause, ApplicationError) and cause.type == TOOL_TIMED_OUT:
-                started = bool(cause.details[0]) if cause.details else True
-                seconds = self._timeout.total_seconds()
-                raise ToolTimeoutError(self.name, seconds, started=started) from exc
-            if isinstance(cause, ApplicationError) and cause.type == RESULT_TOO_LARGE:
-                raise ToolError(cause.message, tool_name=self.name) from exc
-            raise ToolExecutionError(self.name, _reason(exc)) from exc
-        if done.error is not None:
-            error = ToolError(done.error, tool_name=self.name)
-            error.recoverable = done.recoverable
-            raise error
-        return restored(done.output)
-
-    async def _asks(self, args: dict[str, Any], ctx: ToolContext) -> bool:
-        # The tool's own needs_approval function, on its worker.
-        try:
-            verdict: bool = await workflow.execute_activity(
-                "agcore.needs_approval",
-                self._call(args, ctx),
-                result_type=bool,
-                task_queue=self._queue,
-                start_to_close_timeout=_DESCRIBE_TIMEOUT,
-                retry_policy=self._asks_retry,
-            )
-        except ActivityError as exc:
-            _raise_if_cancelled(exc)  # else the loop would take it for a rule that raised
-            # The loop asks for approval, its reason naming what the function raised.
-            cause = exc.cause
-            raised = cause.message if isinstance(cause, ApplicationError) else _reason(exc)
-            raise ToolError(raised, tool_name=self.name) from exc
-        return verdict
 
 
 @workflow.defn(name="agcore.ToolLoop", failure_exception_types=[LlmError, ToolError])
@@ -368,15 +260,20 @@ class ToolLoopWorkflow:
         ESTIMATE_ONLY.set(True)  # token counts without tiktoken's files
         # Decided once, before the run's first command, so that a replay meets the marker
         # where the run made it; for all the run's submits, as the ids go on across them.
-        IDS_PAST_HISTORY.set(workflow.patched(_IDS_PAST_HISTORY))
-        UNAWAITED_CALLS_FAIL.set(workflow.patched(_UNAWAITED_CALLS_FAIL))
-        CALLS_LIMITED.set(workflow.patched(_CALLS_LIMITED))
+        IDS_PAST_HISTORY.set(workflow.patched(patches.IDS_PAST_HISTORY))
+        UNAWAITED_CALLS_FAIL.set(workflow.patched(patches.UNAWAITED_CALLS_FAIL))
+        CALLS_LIMITED.set(workflow.patched(patches.CALLS_LIMITED))
+        as_text = workflow.patched(patches.REQUESTS_AS_TEXT)
+        queues = args.tool_task_queues
+        per_queue = bool(queues) and workflow.patched(patches.PERMISSIONS_PER_QUEUE)
         config = config_from_fields(args.config)
-        registry = self._registry = await _stand_in_registry(args, config)
+        registry = await stand_in_registry(queues, config, per_queue=per_queue)
+        self._registry = registry
         # Activities enforce each tool's time limit (overridable per tool).
         limits = dataclasses.replace(config.limits, tool_timeout=None)
         loop_config = dataclasses.replace(config, limits=limits)
-        cycle = LlmCycle(loop_config, requester=_ActivityRequester(args.model_timeout_secs))
+        requester = _ActivityRequester(args.model_timeout_secs, as_text=as_text)
+        cycle = LlmCycle(loop_config, requester=requester)
         cycle.messages = list(args.messages)
         self._cycle = cycle
         info = workflow.info()
@@ -393,13 +290,17 @@ class ToolLoopWorkflow:
         response = await cycle.submit_with_tools(args.prompt, registry, ctx=ctx, select=select)
         # Each submit counts its own part: the result gives the whole run's.
         usage, turns = response.usage, response.turns
-        while response.pending_approvals:
-            answers = await self._answers_to(response.pending_approvals)
-            response = await cycle.submit_with_tools(
-                None, registry, ctx=ctx, approvals=answers, select=select
-            )
-            usage, turns = usage + response.usage, turns + response.turns
-        self._pending = []
+        try:
+            while response.pending_approvals:
+                answers = await self._answers_to(response.pending_approvals)
+                response = await cycle.submit_with_tools(
+                    None, registry, ctx=ctx, approvals=answers, select=select
+                )
+                usage, turns = usage + response.usage, turns + response.turns
+        finally:
+            # However the run ends (an answer, a failure, a cancellation), no call of it
+            # waits for approval any more: the query must offer none.
+            self._pending = []
         result = ToolLoopResult(
             response.text,
             cycle.messages,
@@ -460,7 +361,7 @@ class ToolLoopWorkflow:
         """
         # Decided at a run's first signal, for all its signals: False only when replaying
         # one that 0.2.0 took. A run paused under 0.2.0 and signalled since is patched.
-        if not workflow.patched(_APPROVALS_ADD_UP):
+        if not workflow.patched(patches.APPROVALS_ADD_UP):
             self._signalled = list(decisions)
             return
         waiting = {request.call_id: request for request in self._pending}
@@ -477,7 +378,8 @@ class ToolLoopWorkflow:
 
     @workflow.query(name="pending_approvals")
     def pending_approvals(self) -> list[ApprovalRequest]:
-        """The calls waiting for an answer."""
+        """The calls waiting for an answer: none once the run has ended (answered,
+        failed or cancelled)."""
         return list(self._pending)
 
     @workflow.query(name="messages")
@@ -553,13 +455,13 @@ class _StepSandbox:
                 ),
             )
         except ActivityError as exc:
-            _raise_if_cancelled(exc)
+            raise_if_cancelled(exc)
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.non_retryable:
                 error = ToolError(cause.message, tool_name="run_python")
                 error.recoverable = False  # the run fails, naming the limit
                 raise error from exc
-            raise ToolExecutionError("run_python", _reason(exc)) from exc
+            raise ToolExecutionError("run_python", failure_reason(exc)) from exc
         if done.error is not None:
             # With its report, the loop shows the model what LlmCycle would: the
             # program's output, its traceback and the calls that ran.
@@ -571,68 +473,6 @@ class _StepSandbox:
         return Segment(calls, done.pending, done.output, done.printed, done.dropped)
 
 
-async def _stand_in_registry(args: ToolLoopInput, config: CycleConfig) -> ToolRegistry:
-    """A registry of stand-ins for the tools the workers of each task queue describe
-    (an activity each, so the run replays with the tools it started with)."""
-    queues = [workflow.info().task_queue, *args.tool_task_queues]
-    # The run's own queue is described by the worker running the run: a local activity,
-    # recorded as a marker, costs no round trip through the server. Other queues'
-    # workers are elsewhere.
-    local = workflow.execute_local_activity(
-        "agcore.describe_tools", result_type=Catalogue, start_to_close_timeout=_DESCRIBE_TIMEOUT
-    )
-    remote = (_describe_remote(queue) for queue in args.tool_task_queues)
-    catalogues: list[Catalogue] = await asyncio.gather(local, *remote)
-    main = catalogues[0]
-    checker = None
-    if main.permissions is not None:
-        checker = PermissionChecker(permission_config(main.permissions))
-    registry = ToolRegistry(checker, strict=main.strict)
-    for queue, catalogue in zip(queues, catalogues, strict=True):
-        for spec in catalogue.tools:
-            registry.register(
-                _ActivityTool(spec, queue, config),
-                tags=spec.tags,
-                category=spec.category,
-                version=spec.version,
-            )
-    return registry
-
-
-async def _describe_remote(queue: str) -> Catalogue:
-    """The tools the workers of ``queue`` describe; an LlmError when none picks the
-    activity up in time (Temporal retries no schedule-to-start timeout)."""
-    try:
-        catalogue: Catalogue = await workflow.execute_activity(
-            "agcore.describe_tools",
-            result_type=Catalogue,
-            task_queue=queue,
-            start_to_close_timeout=_DESCRIBE_TIMEOUT,
-            schedule_to_start_timeout=_QUEUE_WAIT,
-        )
-    except ActivityError as exc:
-        cause = exc.cause
-        if isinstance(cause, ActivityTimeoutError) and cause.type == TimeoutType.SCHEDULE_TO_START:
-            raise LlmError(
-                f"no worker polls task queue '{queue}' (of tool_task_queues): its tools were "
-                f"not described in {_QUEUE_WAIT.total_seconds():g} s; check the queue's name "
-                "and that its workers run"
-            ) from exc
-        raise
-    return catalogue
-
-
-def _retry(config: CycleConfig, attempts: int, final: list[str]) -> RetryPolicy:
-    retries = config.retries
-    initial = max(retries.initial_delay, 0.001)
-    return RetryPolicy(
-        initial_interval=timedelta(seconds=initial),
-        maximum_interval=timedelta(seconds=max(retries.max_delay, initial)),
-        maximum_attempts=attempts,
-        non_retryable_error_types=final,
-    )
-
-
 def _misfit(
     decision: ApprovalDecision,
     request: ApprovalRequest | None,
@@ -641,7 +481,7 @@ def _misfit(
 ) -> str | None:
     """Why ``decision`` answers no waiting call (None: it answers ``request``). Checked
     as the signal comes: in the loop, a misfit fails the run with an ApprovalError.
-    (Only signals under _APPROVALS_ADD_UP come here, and no released version had that
+    (Only signals under patches.APPROVALS_ADD_UP come here, and no released version had that
     patch, so no run took an edit this refuses: the edit check needs no patch of its
     own. The stand-in tools check nothing in the loop, so 0.2.0's runs go on as then.)"""
     if request is None:
@@ -661,18 +501,3 @@ def _misfit(
         except InvalidArgumentsError as exc:
             return f"its edited arguments are invalid: {exc.reason}"
     return None
-
-
-def _raise_if_cancelled(exc: ActivityError) -> None:
-    """Go on with the run's cancellation: an activity the workflow cancelled (the run
-    was) ends with this error, which is no failure of a tool or of the model request.
-    As ``asyncio.CancelledError`` it passes the loop's handlers, and the run ends
-    CANCELED rather than with the next model request (replaying a cancellation that
-    0.2.0 handled, the loop goes on as it did then)."""
-    if isinstance(exc.cause, CancelledError) and workflow.patched(_CANCEL_ENDS_RUN):
-        raise asyncio.CancelledError(_reason(exc)) from exc
-
-
-def _reason(exc: ActivityError) -> str:
-    cause = exc.cause
-    return str(cause) if cause is not None else str(exc)

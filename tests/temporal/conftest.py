@@ -85,6 +85,13 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "cancel-model": [("add", {"a": 2, "b": 3}, "call_add")],
     # A tool whose needs_approval function raises (a test's own registry).
     "pay": [("pay", {"amount": 5}, "call_pay")],
+    # Tools of tools-only queues, each under its own queue's permission policy.
+    "wipe": [("wipe", {"path": "/data"}, "call_wipe")],
+    "jot": [("jot", {"note": "hi"}, "call_jot")],
+    # A result and a tool's parameters whose order is not alphabetical (a test's registry).
+    "rank": [("rank", {"query": "zebra"}, "call_rank")],
+    # A tool two task queues serve (a test's registries).
+    "search": [("search", {"q": "zebra"}, "call_search")],
     # Code mode (issue 27): one program per run.
     "program": [("run_python", {"code": PROGRAMS["program"]}, "call_prog")],
     "program-crash": [("run_python", {"code": PROGRAMS["program-crash"]}, "call_prog")],

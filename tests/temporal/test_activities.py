@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 pytest.importorskip("temporalio")
 
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from agcore_tools import (
+    BaseTool,
     Permission,
     PermissionChecker,
     PermissionConfig,
@@ -103,7 +108,7 @@ async def test_describe_carries_definitions_rules_and_options() -> None:
     add = specs["add"]
     assert (add.permissions, add.tags, add.category) == (["read"], ["math"], "calc")
     assert (add.timeout_secs, add.max_attempts, add.task_queue) == (5, 2, "calc")
-    assert add.parameters["required"] == ["a", "b"]
+    assert add.parameters_schema()["required"] == ["a", "b"]
     assert [specs[n].approval for n in ("add", "wipe", "spend")] == ["never", "always", "per_call"]
     assert catalogue.strict is True
     assert catalogue.permissions is not None and catalogue.permissions["ask"] == ["write"]
@@ -129,7 +134,7 @@ async def test_custom_permissions_stay_custom_through_the_description() -> None:
 
 async def test_a_call_returns_its_output_or_its_error() -> None:
     activities = ToolActivities(registry())
-    assert (await activities.call_tool(call("add", a=2, b=3))).output == 5
+    assert (await activities.call_tool(call("add", a=2, b=3))).value() == 5
     failed = await activities.call_tool(call("fail"))
     assert failed.error == "tool 'fail' failed: LookupError: nothing here"
     assert failed.recoverable is True
@@ -149,15 +154,113 @@ async def test_a_per_call_approval_rule_runs_on_the_worker() -> None:
 
 
 async def test_a_result_over_the_limit_fails_without_retries() -> None:
-    activities = ToolActivities(registry(), max_result_bytes=100)
-    assert (await activities.call_tool(call("big", size=98))).output == "x" * 98  # 100 as JSON
+    activities = ToolActivities(registry(), max_result_bytes=1024)
+    # 926 characters make a payload of 1024 bytes: {..., "output_json":"\\"xx...\\"", ...}
+    assert (await activities.call_tool(call("big", size=926))).value() == "x" * 926
     with pytest.raises(ApplicationError) as raised:
-        await activities.call_tool(call("big", size=99))
+        await activities.call_tool(call("big", size=927))
     assert raised.value.non_retryable is True
     assert raised.value.type == "ToolResultTooLarge"
     assert raised.value.message.startswith(
-        "result of tool 'big' is 101 bytes, over the 100-byte limit"
+        "result of tool 'big' is 1025 bytes, over the 1024-byte limit"
     )
+
+
+@pytest.mark.parametrize("limit", [None, "1MB", -1, 0, 1000, True, 1.5, 3 * 1024 * 1024])
+def test_a_result_limit_no_payload_can_keep_is_a_caller_error(limit: object) -> None:
+    # None (CycleConfig's "no limit") failed every call after its tool ran, retried:
+    # the tool ran four times. 0 refused every result; 3 MiB let through payloads the
+    # server refuses, again retried.
+    with pytest.raises(ToolConfigError) as raised:
+        ToolActivities(registry(), max_result_bytes=limit)  # type: ignore[arg-type]
+    assert isinstance(raised.value, ValueError)
+    assert str(raised.value) == (
+        "ToolActivities max_result_bytes must be an int from 1024 to 2097152 (Temporal's "
+        f"payload limit), got {limit!r}"
+    )
+    ToolActivities(registry(), max_result_bytes=2 * 1024 * 1024)  # the payload limit: taken
+
+
+class Refusing(PayloadConverter):
+    """A worker's own payload converter, which fails on what it is given."""
+
+    def to_payloads(self, values: Sequence[Any]) -> list[Payload]:
+        raise ValueError("this converter takes no tool results")
+
+    def from_payloads(
+        self, payloads: Sequence[Payload], type_hints: list[type] | None = None
+    ) -> list[Any]:
+        raise ValueError("this converter reads nothing")
+
+
+async def test_a_result_that_cannot_be_returned_fails_without_retries() -> None:
+    # The error was retried, running the tool again on every attempt.
+    ran: list[int] = []
+    tools = ToolRegistry()
+
+    @tools.tool
+    def charge(amount: int) -> str:
+        """Charge."""
+        ran.append(amount)
+        return "charged"
+
+    env = ActivityEnvironment()
+    env.payload_converter = Refusing()
+    with pytest.raises(ApplicationError) as raised:
+        await env.run(ToolActivities(tools).call_tool, call("charge", amount=5))
+    assert (raised.value.non_retryable, raised.value.type) == (True, "ToolResultNotReturned")
+    assert raised.value.message == (
+        "tool 'charge' ran, but its result could not be returned: ValueError: this converter "
+        "takes no tool results"
+    )
+    assert isinstance(raised.value.__cause__, ValueError)
+    assert ran == [5]
+
+
+def accented() -> ToolRegistry:
+    tools = ToolRegistry()
+
+    @tools.tool
+    def accents(n: int) -> str:
+        """Accents."""
+        return "é" * n
+
+    return tools
+
+
+async def test_a_result_is_measured_as_its_payload_writes_non_ascii_text() -> None:
+    # 309 accents are 620 bytes of UTF-8 JSON, which passed; Temporal's converter writes
+    # each as a 6-byte escape, and the server refused the payload on every retry, running
+    # the tool again each time.
+    activities = ToolActivities(accented(), max_result_bytes=1024)
+    with pytest.raises(ApplicationError) as raised:
+        await activities.call_tool(call("accents", n=309))
+    assert raised.value.non_retryable is True
+    assert raised.value.message.startswith(
+        "result of tool 'accents' is 1952 bytes, over the 1024-byte limit"
+    )
+
+
+def french_tool(number: int) -> BaseTool:
+    class Outil(BaseTool):
+        name = f"outil_{number}"
+        description = "Décrit l'élément. " + "é" * 40_000
+
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> str:
+            return "ok"
+
+    return Outil()
+
+
+async def test_tools_are_measured_as_their_payload_writes_non_ascii_text() -> None:
+    # 20 descriptions of 40,000 accents are 1.6 MB of UTF-8, which passed; as a payload
+    # they are 4.8 MB, and the run's workflow task failed on every retry.
+    tools = ToolRegistry()
+    tools.register_all([french_tool(number) for number in range(20)])
+    with pytest.raises(ApplicationError) as raised:
+        await ToolActivities(tools).describe_tools()
+    assert (raised.value.non_retryable, raised.value.type) == (True, "ToolCatalogueTooLarge")
+    assert raised.value.message.startswith("this worker's 20 tools describe to 48")
 
 
 async def test_a_program_step_whose_output_is_over_the_limit_fails_without_retries() -> None:
@@ -259,5 +362,6 @@ async def test_every_attempt_of_a_call_sends_the_same_idempotency_key() -> None:
     for attempt in (1, 2):  # a retry after a lost worker is a new attempt of the same call
         env = ActivityEnvironment()
         env.info = dataclasses.replace(env.info, workflow_id="order-77", attempt=attempt)
-        assert (await env.run(activities.call_tool, call("charge", amount=5))).output == "charged"
+        done = await env.run(activities.call_tool, call("charge", amount=5))
+        assert done.value() == "charged"
     assert keys == ["order-77:c1", "order-77:c1"]

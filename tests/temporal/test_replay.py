@@ -83,6 +83,35 @@ def test_every_0_2_0_history_is_replayed() -> None:
     )
 
 
+# Recorded by the workers of 0653417, the commit before the patches
+# "agcore-permissions-per-queue" and "agcore-requests-as-text" (runs with
+# tool_task_queues, a ranked result, a clash of tool names), as runs in flight or
+# queried across that upgrade: they replay as they ran.
+UNPATCHED = {
+    "queue-ask-ran": "a tools queue's PermissionConfig.ask ignored: its call ran unasked",
+    "queue-paused": "paused for a tools queue's tool (in flight)",
+    "paused-cancelled": "paused for a tools queue's tool, then cancelled",
+    "ordered-result": "a dict result, and a tool whose parameters are not alphabetical",
+    "queue-clash": "a tool two task queues serve failed the run with the registry's error",
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNPATCHED))
+async def test_histories_of_runs_before_the_queue_and_text_patches_replay(name: str) -> None:
+    path = RECORDED / f"unpatched-{name}.json"
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    result = await strict_replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, (
+        f"{path.name} ({UNPATCHED[name]}): {result.replay_failure}"
+    )
+
+
+def test_every_unpatched_history_is_replayed() -> None:
+    assert sorted(p.name for p in RECORDED.glob("unpatched-*.json")) == sorted(
+        f"unpatched-{name}.json" for name in UNPATCHED
+    )
+
+
 async def test_fresh_runs_replay(client: Client, spawn: Callable[..., WorkerProcess]) -> None:
     spawn("replay", "w1")
     config = CycleConfig("m")

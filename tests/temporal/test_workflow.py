@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -39,11 +40,12 @@ from agcore_tools.temporal import (
     ToolLoopInput,
     ToolLoopResult,
     ToolLoopWorkflow,
-    _workflow,
+    _stand_in,
     worker,
 )
 
 from .conftest import Model, WorkerProcess, calls
+from .test_replay import strict_replayer
 from .worker_process import MAX_RESULT_BYTES, build_registry
 
 RUN_TIMEOUT = 60.0
@@ -111,6 +113,48 @@ async def test_a_run_has_the_history_of_the_in_process_loop(
     assert (result.text, result.turns, result.stop_reason) == ("done: 5", 2, "stop")
     assert response.text == result.text
     assert [c["worker"] for c in calls(workdir, "same-1", "add")] == ["w1"]
+
+
+def ranking() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def rank(query: str) -> dict[str, float]:
+        """Scores of the documents that match `query`, best first."""
+        return {"zebra-care.md": 0.97, "apple-pie.md": 0.41, "moose.md": 0.12}
+
+    @registry.tool
+    def judge(thoughts: str, verdict: bool, again: int = 0) -> str:
+        """Reason first (`thoughts`), then give the verdict."""
+        return "noted"
+
+    return registry
+
+
+async def test_a_run_keeps_the_order_of_results_and_parameters_as_the_in_process_loop(
+    client: Client, model: Model
+) -> None:
+    # Temporal's converter sorts keys: the ranking reached the model as apple, moose,
+    # zebra, and judge was offered with its parameters as again, thoughts, verdict.
+    async with model.server.client() as openai:
+        async with worker(client, "order", ToolActivities(ranking(), openai)):
+            result = await finish(await start(client, "order-1", "rank", "order"))
+        local = LlmCycle(CONFIG, client=openai)
+        await local.submit_with_tools("rank", ranking())
+    assert result.messages[2]["content"] == (
+        '{"zebra-care.md":0.97,"apple-pie.md":0.41,"moose.md":0.12}'
+    )
+    assert result.messages == local.messages
+    sent = [
+        r.json
+        for r in model.server.requests
+        if {"role": "user", "content": "rank"} in r.json["messages"]
+    ]
+    assert len(sent) == 4  # the run's two, then the in-process loop's two
+    # As text, in order: what the model reads of each tool's parameters.
+    assert [json.dumps(r["tools"]) for r in sent[:2]] == [json.dumps(r["tools"]) for r in sent[2:]]
+    properties = sent[0]["tools"][1]["function"]["parameters"]["properties"]
+    assert list(properties) == ["thoughts", "verdict", "again"]
 
 
 async def test_an_image_from_a_tool_reaches_the_model_as_in_the_in_process_loop(
@@ -183,7 +227,7 @@ async def test_an_oversized_result_fails_once_and_the_model_is_told(
     handle = await start(client, "big-1", "dump", "big")
     result = await finish(handle)
     expected = (
-        f"Error: result of tool 'dump' is 10002 bytes, over the {MAX_RESULT_BYTES}-byte limit"
+        f"Error: result of tool 'dump' is 10098 bytes, over the {MAX_RESULT_BYTES}-byte limit"
     )
     tool_message = result.messages[2]
     assert tool_message["role"] == "tool"
@@ -288,7 +332,7 @@ async def test_a_tool_task_queue_no_worker_polls_fails_the_run_by_name(
 ) -> None:
     # The run waited forever for a describe_tools no worker picked up. The wait is
     # shortened (the worker runs in this process, the workflow module passed through).
-    monkeypatch.setattr(_workflow, "_QUEUE_WAIT", timedelta(seconds=2))
+    monkeypatch.setattr(_stand_in, "_QUEUE_WAIT", timedelta(seconds=2))
     async with model.server.client() as openai:
         activities = ToolActivities(build_registry(workdir, "w1"), openai)
         async with worker(client, "no-tools", activities):
@@ -300,6 +344,43 @@ async def test_a_tool_task_queue_no_worker_polls_fails_the_run_by_name(
     cause = failed.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == "LlmError"
     assert cause.message.startswith("no worker polls task queue 'mcp-tolls' (of tool_task_queues)")
+
+
+def searching(where: str) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def search(q: str) -> str:
+        """Search for `q`."""
+        return f"{where}: {q}"
+
+    return registry
+
+
+async def test_a_tool_two_task_queues_serve_fails_the_run_naming_both(
+    client: Client, model: Model
+) -> None:
+    # The run failed with the registry's own refusal, which named no queue, showed a
+    # private class, and told to unregister a tool; so did listing the run's own queue
+    # in tool_task_queues, whose tools then clashed with themselves.
+    async with (
+        model.server.client() as openai,
+        worker(client, "shared-web", ToolActivities(searching("web"), openai)),
+        worker(client, "shared-docs", ToolActivities(searching("docs")), workflows=False),
+    ):
+        failures = []
+        for run, listed in (("shared-1", "shared-docs"), ("shared-2", "shared-web")):
+            handle = await start(client, run, "search", "shared-web", tool_task_queues=[listed])
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finish(handle)
+            failures.append(failed.value.cause)
+    assert all(isinstance(c, ApplicationError) and c.type == "LlmConfigError" for c in failures)
+    assert [c.message for c in failures] == [
+        "tool 'search' is served by task queues 'shared-web' and 'shared-docs'; a run takes "
+        "each tool from one queue: rename one, or register it with one queue's workers only",
+        "task queue 'shared-web' is described twice; list each queue once in "
+        "tool_task_queues, and not the run's own, whose tools are described anyway",
+    ]
 
 
 async def test_an_mcp_servers_question_in_a_workflow_is_declined_not_paused(
@@ -577,6 +658,18 @@ async def test_a_run_cancelled_during_a_model_request_ends_cancelled_not_failed(
     assert len(model.requests_of("cancel-model")) == 2  # the held one ended the run
 
 
+async def test_a_run_cancelled_while_it_waits_for_approval_lists_no_pending_call(
+    client: Client, spawn: Spawn
+) -> None:
+    # The query still offered the call, which no signal could answer any more.
+    spawn("cancel-pending", "w1")
+    handle = await start(client, "cancel-pending-1", "remove", "cancel-pending")
+    await pending_approvals(handle)
+    await handle.cancel()
+    await assert_cancelled(handle)
+    assert await handle.query(ToolLoopWorkflow.pending_approvals) == []
+
+
 # -- approvals --------------------------------------------------------------------
 
 
@@ -671,6 +764,55 @@ async def test_a_custom_permission_of_the_worker_applies_in_the_run(
         await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
         result = await finish(handle)
     assert result.text == "done: paid 5"
+
+
+async def test_each_tool_follows_the_permission_policy_of_its_own_task_queue(
+    client: Client, model: Model
+) -> None:
+    # The run's own queue's policy held for every queue's tools: a tools queue's
+    # PermissionConfig.ask let `wipe` run unasked, and the run's queue refused `jot`,
+    # which its own queue (no policy) lets run.
+    wiped: list[str] = []
+    policy = PermissionConfig(allowed=["read"], denied=[], ask=["delete"])
+    asking = ToolRegistry(PermissionChecker(policy))
+    free = ToolRegistry()
+
+    @asking.tool(permissions=["delete"])
+    def wipe(path: str) -> str:
+        """Delete everything under `path`."""
+        wiped.append(path)
+        return f"wiped {path}"
+
+    @free.tool(permissions=["write"])
+    def jot(note: str) -> str:
+        """Write down `note`."""
+        return f"noted {note}"
+
+    front = ToolRegistry(PermissionChecker(PermissionConfig(allowed=["read"])))
+    queues = ["policy-ask", "policy-free"]
+    async with (
+        model.server.client() as openai,
+        worker(client, "policy-front", ToolActivities(front, openai)),
+        worker(client, queues[0], ToolActivities(asking), workflows=False),
+        worker(client, queues[1], ToolActivities(free), workflows=False),
+    ):
+        handle = await start(client, "policy-1", "wipe", "policy-front", tool_task_queues=queues)
+        [request] = await pending_approvals(handle)
+        assert request.reason == (
+            "tool 'wipe' needs approval (permission 'delete' is in PermissionConfig.ask of "
+            "task queue 'policy-ask')"
+        )
+        assert wiped == []
+        await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
+        assert (await finish(handle)).text == "done: wiped /data"
+        noted = await start(client, "policy-2", "jot", "policy-front", tool_task_queues=queues)
+        assert (await finish(noted)).text == "done: noted hi"
+    assert wiped == ["/data"]
+    for run in (handle, noted):  # the per-queue policies replay (a patch of their own)
+        replayed = await strict_replayer().replay_workflow(
+            await run.fetch_history(), raise_on_replay_failure=False
+        )
+        assert replayed.replay_failure is None
 
 
 async def test_an_approval_with_invalid_edited_arguments_is_dropped_and_the_run_waits(

@@ -1,0 +1,51 @@
+"""The ``workflow.patched`` ids of :class:`~agcore_tools.temporal.ToolLoopWorkflow`.
+
+Where an earlier worker already acted differently (took an approve signal, handled a
+cancellation), a newer worker replaying the run's history acts as the earlier one did,
+else the history would not replay (tests/temporal/histories/v0.2.0-*.json): runs in
+flight across an upgrade, and queries of finished runs. What comes after the upgrade
+takes the new behaviour. When no run an earlier version touched is left, deprecate
+them (``workflow.deprecate_patch``), then drop them.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "APPROVALS_ADD_UP",
+    "CALLS_LIMITED",
+    "CANCEL_ENDS_RUN",
+    "IDS_PAST_HISTORY",
+    "PERMISSIONS_PER_QUEUE",
+    "REQUESTS_AS_TEXT",
+    "UNAWAITED_CALLS_FAIL",
+]
+
+APPROVALS_ADD_UP = "agcore-approvals-add-up"
+"""Answers add up across signals; a misfit one is dropped (0.2.0: the last signal's
+answers applied as they were, and a misfit one failed the run)."""
+CANCEL_ENDS_RUN = "agcore-cancelled-run-ends-canceled"
+"""A cancelled activity ends the run CANCELED (0.2.0: read as the tool's or the model
+request's failure, and the loop went on)."""
+IDS_PAST_HISTORY = "agcore-ids-past-history"
+"""Tool call ids the loop generates (for a server that sends none) start past the input
+history's (0.2.0: from call_0_0 again, so a saved history's ids came back, and the
+run's approve signals answered those)."""
+UNAWAITED_CALLS_FAIL = "agcore-unawaited-calls-fail"
+"""A code-mode program that ends with tool calls it never awaited fails, telling the
+model to await them (0.2.0: it ended as it was, its output holding ``<coroutine ...>``,
+and the calls still running were cancelled)."""
+PERMISSIONS_PER_QUEUE = "agcore-permissions-per-queue"
+"""Each tool follows the permission policy of the task queue that describes it (before:
+the run's own queue's policy held for the tools of ``tool_task_queues`` too, so their
+queue's ``PermissionConfig.ask`` let their calls run unasked)."""
+REQUESTS_AS_TEXT = "agcore-requests-as-text"
+"""A model request's parameters but its history go to the activity as JSON text, in the
+order the loop made them (before: as JSON values, which Temporal's converter writes
+with sorted keys, so the tools' schemas reached the model with their properties
+sorted). A tool's result and the tools' description are read from their JSON text
+wherever the recorded payload has it, which needs no patch: a payload recorded before
+has none, and reads as it did."""
+CALLS_LIMITED = "agcore-program-calls-limited"
+"""A code-mode program's tool calls are counted against ``CodeMode`` limits'
+``max_calls`` across its steps (before: only Monty's ``max_suspensions``, which
+restarted at every step, so a program's calls were not bounded)."""
