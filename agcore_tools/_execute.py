@@ -52,7 +52,7 @@ LISTED_TOOLS = 30
 CANCEL_GRACE = 5.0
 """Seconds invoke_all() waits for cancelled calls to finish before it gives up on them."""
 
-Guarded = Callable[[ToolCall, ToolContext, "float | None"], Awaitable[ToolInvocation]]
+Guarded = Callable[[ToolCall, "ToolContext | None", "float | None"], Awaitable[ToolInvocation]]
 """How one call of a batch runs: :func:`guarded` over a table, maybe traced."""
 
 
@@ -300,12 +300,18 @@ def _own_cancellation() -> bool:
 
 
 async def guarded(
-    table: ToolTable, call: ToolCall, ctx: ToolContext, timeout: float | None
+    table: ToolTable, call: ToolCall, ctx: ToolContext | None, timeout: float | None
 ) -> ToolInvocation:
-    """One call of a batch, within ``timeout``, in a context derived from ``ctx``; what
-    goes wrong is recorded in the invocation, never raised."""
+    """One call of a batch, within ``timeout``, in a context derived from ``ctx`` (a
+    fresh one of its own when None); what goes wrong is recorded in the invocation,
+    never raised."""
     name, args, call_id = call
-    call_ctx = ctx.for_call(call_id, name)
+    if ctx is None:
+        # Its own, never a shared one: a tool reading its session, shared state or
+        # idempotency key must not see another caller's.
+        call_ctx = ToolContext(call_id=call_id, tool_name=name)
+    else:
+        call_ctx = ctx.for_call(call_id, name)
     # Whether a guarded tool got past its policy: a timeout while it waited its turn
     # is no failure of the tool's.
     admitted = [False]
@@ -359,7 +365,7 @@ async def as_completed(
     run = _otel.wrap_invoke(table, functools.partial(guarded, table))  # traced, if on
     if len(normalised) == 1:
         # The call's own token, a child of ctx's, is cancelled with it (in guarded).
-        yield 0, await run(normalised[0], ctx if ctx is not None else _UNREAD, timeout)
+        yield 0, await run(normalised[0], ctx, timeout)
         return
     # One child token for the batch: cancelling it reaches every call's token, so
     # sync tools in worker threads learn of a cancelled caller too.

@@ -304,6 +304,37 @@ async def test_invoke_all_gives_each_call_its_own_context() -> None:
     assert sorted(seen) == [("sess", "a"), ("sess", "b")]
 
 
+async def test_one_call_batches_without_a_context_share_nothing() -> None:
+    # A one-call batch ran in a copy of a process-wide blank context: every such batch
+    # (any registry, any request) shared its session, shared state and idempotency keys.
+    first, second = ToolRegistry(), ToolRegistry()
+
+    @first.tool
+    def add_to_cart(item: str, ctx: ToolContext) -> list[str]:
+        """Add an item to this run's cart."""
+        cart = ctx.shared_state.setdefault("cart", [])
+        cart.append(item)
+        return list(cart)
+
+    @second.tool
+    def charge(cents: int, ctx: ToolContext) -> list[Any]:
+        """Charge a card."""
+        return [ctx.session_id, ctx.idempotency_key, sorted(ctx.shared_state)]
+
+    alice = await first.invoke_all([("add_to_cart", {"item": "book"})])
+    bob = await first.invoke_all([("add_to_cart", {"item": "pen"})])
+    assert (alice[0].output, bob[0].output) == (["book"], ["pen"])
+    [one] = await second.invoke_all([ToolCall("charge", {"cents": 100}, "call_0")])
+    other = [
+        inv async for _, inv in second.invoke_as_completed([("charge", {"cents": 9}, "call_0")])
+    ]
+    assert one.call_id == other[0].call_id == "call_0"
+    assert one.output[2] == other[0].output[2] == []  # no other caller's cart
+    assert one.output[0] != other[0].output[0]  # two sessions
+    assert one.output[1] != other[0].output[1]  # so two idempotency keys
+    assert one.output[1].endswith(":call_0")
+
+
 async def test_cancelling_invoke_all_cancels_running_tools() -> None:
     registry = ToolRegistry()
     tools = [Recorder(f"s{i}", delay=10) for i in range(3)]
