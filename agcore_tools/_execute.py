@@ -19,7 +19,8 @@ from . import _otel
 from ._aio import THREADS, positive_number, unfinished, wait_task, with_timeout
 from ._clock import CLOCK
 from ._context import end_reports
-from ._records import ToolCall, ToolEntry, ToolInvocation
+from ._guard import Guard
+from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
 from .base import BaseTool, ToolContext
 from .error import (
     InvalidArgumentsError,
@@ -242,18 +243,18 @@ async def execute(
         error.__cause__ = exc
     except asyncio.CancelledError as exc:
         if not _own_cancellation():
-            if ctx is not _UNREAD:  # _UNREAD is every such call's: no tool reads it
-                ctx.cancellation.cancel()  # a sync tool's thread learns of it too
-            stats.calls += 1
-            stats.failures += 1
-            stats.total_seconds += clock() - started
-            if guard is not None:
-                guard.release(ctx, None, ended=False, thread=unfinished(threads))
+            _abandoned(stats, guard, ctx, clock() - started, threads)
             raise
         # Nobody cancelled this call: the tool awaited something someone else
         # cancelled. Its failure, reported as any other.
         error = ToolExecutionError(name, "CancelledError: something it awaited was cancelled")
         error.__cause__ = exc
+    except BaseException:
+        # KeyboardInterrupt, a test framework's outcome (pytest.fail/skip), another
+        # library's cancellation: not the tool's result, so it goes on up; the call
+        # still gives back its slot and its breaker's probe.
+        _abandoned(stats, guard, ctx, clock() - started, threads)
+        raise
     finally:
         if threads is not None:
             THREADS.reset(noting)
@@ -274,6 +275,26 @@ async def execute(
         logger.debug("%s", _otel.described(error, False))
     ran = True if error is None else error.may_have_run
     return ToolInvocation(name, args, output, error, ctx.call_id, duration, ran)
+
+
+def _abandoned(
+    stats: ToolStats,
+    guard: Guard | None,
+    ctx: ToolContext,
+    duration: float,
+    threads: list[Any] | None,
+) -> None:
+    """End a call that an exception other than its result stops (a cancel from its
+    caller, a KeyboardInterrupt): a failure in its stats, a call that did not run to an
+    end for its guard, which frees its slot (or leaves it to a worker thread still
+    running) and lets another call be its breaker's probe."""
+    if ctx is not _UNREAD:  # _UNREAD is every such call's: no tool reads it
+        ctx.cancellation.cancel()  # a sync tool's thread learns of it too
+    stats.calls += 1
+    stats.failures += 1
+    stats.total_seconds += duration
+    if guard is not None:  # the guard that admitted the call, whatever the entry's now
+        guard.release(ctx, None, ended=False, thread=unfinished(threads))
 
 
 async def _within(

@@ -511,6 +511,55 @@ async def test_a_failed_probe_opens_the_breaker_again_and_bad_arguments_never_co
         CLOCK.reset(token)
 
 
+class Abort(BaseException):
+    """Stands for what a tool may raise that is no Exception: pytest.fail()'s and
+    pytest.skip()'s outcomes, KeyboardInterrupt, gevent's Timeout."""
+
+
+async def test_a_call_stopped_by_a_base_exception_frees_its_slot_and_its_probe() -> None:
+    moment = [1000.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        registry = ToolRegistry()
+
+        @registry.tool(policy=ToolPolicy(concurrency=1))
+        def export(rows: int) -> str:
+            """Export rows (sync: its exception comes back from its worker thread)."""
+            if rows < 0:
+                raise Abort("bad input")
+            return f"{rows} rows"
+
+        @registry.tool(policy=ToolPolicy(breaker=Breaker(failures=1, window=60, cool_down=10)))
+        async def lookup(x: int) -> int:
+            """Look something up."""
+            if x == 1:
+                raise RuntimeError("service down")
+            if x == 2:
+                raise Abort("odd")
+            return x
+
+        with pytest.raises(Abort):
+            await registry.invoke("export", {"rows": -1})
+        entry = registry.entry("export")
+        assert entry is not None and entry.guard is not None and entry.guard.slots is not None
+        assert entry.guard.slots.running == 0  # its slot was lost for good
+        assert (entry.stats.calls, entry.stats.failures) == (1, 1)
+        done = await asyncio.wait_for(registry.invoke("export", {"rows": 5}), 10)
+        assert done.output == "5 rows"
+
+        await registry.invoke("lookup", {"x": 1})
+        assert registry.unavailable_tools() == ["lookup"]
+        moment[0] += 11.0  # cool-down over: the next call is the probe
+        with pytest.raises(Abort):
+            await registry.invoke("lookup", {"x": 2})
+        # The probe ended without an outcome: the next call probes (it was refused, "one
+        # probe call ... which is running", for the life of the registry).
+        probe = await registry.invoke("lookup", {"x": 3})
+        assert probe.output == 3 and registry.unavailable_tools() == []
+    finally:
+        CLOCK.reset(token)
+
+
 async def test_timeouts_count_as_failures_but_waiting_for_a_turn_does_not() -> None:
     registry = ToolRegistry()
     breaker = Breaker(failures=2, window=60.0, cool_down=60.0)
