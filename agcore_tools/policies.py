@@ -310,8 +310,12 @@ class MemoryRateStore:
     library's clock, so a Temporal workflow stays deterministic.
 
     Each bucket is the theoretical arrival time of its next call (the generic cell rate
-    algorithm): one float per key, and a reservation is a few arithmetic steps, under a
-    lock, since a registry is shared by every thread and loop that uses it.
+    algorithm): one number per key, and a reservation is a few arithmetic steps, under
+    a lock, since a registry is shared by every thread and loop that uses it. The
+    numbers are whole nanoseconds: in floating point, the wait of a call on a full
+    bucket, ``(now + interval) - capacity * interval - now``, comes out a hair above
+    zero at many clock readings, and ``wait=False`` then refused a call within the
+    limit.
 
     Example:
         >>> import asyncio
@@ -323,7 +327,7 @@ class MemoryRateStore:
     __slots__ = ("_lock", "_next")
 
     def __init__(self) -> None:
-        self._next: dict[str, float] = {}
+        self._next: dict[str, int] = {}
         self._lock = threading.Lock()
 
     async def reserve(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
@@ -333,17 +337,18 @@ class MemoryRateStore:
     def reserve_now(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
         """:meth:`reserve` without the coroutine: a registry's uncontended path."""
         with self._lock:
-            moment = now()
-            interval = limit.interval
+            moment = _nanoseconds(now())
+            interval = _nanoseconds(limit.interval)
             arrival = max(self._next.get(key, moment), moment) + interval
             wait = arrival - limit.capacity * interval - moment
-            if wait <= 0.0:
+            if wait <= 0:
                 self._next[key] = arrival
                 return 0.0
-            if wait > max_wait:
+            seconds = wait / _NS
+            if seconds > max_wait:
                 return None
             self._next[key] = arrival
-            return wait
+            return seconds
 
     async def give_back(self, key: str, limit: RateLimit) -> None:
         """Return one reserved turn to ``key``'s bucket, for a call that never started
@@ -367,7 +372,7 @@ class MemoryRateStore:
         with self._lock:
             arrival = self._next.get(key)
             if arrival is not None:
-                self._next[key] = max(arrival - limit.interval, now())
+                self._next[key] = max(arrival - _nanoseconds(limit.interval), _nanoseconds(now()))
 
 
 class MemoryCacheStore:
@@ -417,6 +422,13 @@ class MemoryCacheStore:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+_NS = 1_000_000_000
+
+
+def _nanoseconds(seconds: float) -> int:
+    return round(seconds * _NS)
 
 
 def _positive(value: object) -> bool:

@@ -339,6 +339,35 @@ async def test_over_the_rate_a_call_is_refused_at_once_when_told_not_to_wait() -
         await registry.invoke("send", {"text": "x"})
 
 
+@pytest.mark.parametrize(
+    ("limit", "reading"),
+    [
+        (RateLimit(1, per=3600.0, wait=False), 1083.454189058),  # a VM's uptime
+        (RateLimit(10, per=1.0, wait=False), 5000.25),
+        (RateLimit(5, per=1.0, wait=False), 1_733_000_000.5),  # a UNIX time
+    ],
+)
+async def test_a_burst_within_the_limit_is_never_refused_by_rounding(
+    limit: RateLimit, reading: float
+) -> None:
+    # In floating point, (now + interval) - capacity * interval - now came out a hair
+    # above zero at these readings, and wait=False refused the burst's last call.
+    token = CLOCK.set(lambda: reading)
+    try:
+        registry = ToolRegistry()
+
+        @registry.tool(policy=ToolPolicy(rate=limit))
+        def send_sms(to: str) -> str:
+            """Send a text message."""
+            return "sent"
+
+        calls = [("send_sms", {"to": str(i)}) for i in range(limit.capacity + 1)]
+        results = await registry.invoke_all(calls)
+        assert [r.ok for r in results] == [True] * limit.capacity + [False]
+    finally:
+        CLOCK.reset(token)
+
+
 async def test_a_call_that_would_wait_past_its_timeout_is_refused_without_waiting() -> None:
     registry = ToolRegistry()
 
