@@ -274,6 +274,16 @@ class Guard:
                 )
             self._cache = (cache, store)
 
+    @property
+    def rate_store(self) -> RateStore | None:
+        """The store the rate bucket is in; None without a rate limit.
+
+        Example:
+            >>> Guard("t", None, ToolPolicy(concurrency=1), None).rate_store is None
+            True
+        """
+        return self._rate_store
+
     def hidden(self) -> bool:
         """Whether the tool's breaker is open: it is not offered to the model."""
         breaker = self.breaker

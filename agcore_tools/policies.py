@@ -10,8 +10,11 @@ period (:class:`RateLimit`), when to stop offering it after failures
 check and the approval, in this fixed order: breaker, rate, concurrency, cache,
 execution.
 
-The records here are plain values; the state they govern (the open breaker, the
-bucket, the running calls) lives with the registry. A rate bucket or a result cache
+The records here are plain values. The state they govern (the open breaker, the
+bucket, the running calls, the cached results) lives with the tool for the parts of
+its own policy, so every registry that holds the tool shares it (a tool passed on its
+own to each run, in a fresh registry, too), and with the registry for the parts a
+group rule of its sets. A rate bucket or a result cache
 whose state a fleet must share plugs in through :class:`RateStore` and
 :class:`CacheStore`; the in-process defaults, :class:`MemoryRateStore` and
 :class:`MemoryCacheStore`, need no server (:mod:`agcore_tools.redis` ships a shared

@@ -276,14 +276,15 @@ class ToolRegistry(RegistrySync):
 
     # -- registration --------------------------------------------------------------
 
-    def _check_free(self, entry: ToolEntry) -> None:
+    def _check_free(self, entry: ToolEntry) -> BaseTool | None:
+        """Refuse a taken name; return the tool ``entry`` redefines, if any."""
         existing = self._entries.get(entry.name)
         if existing is None:
-            return
+            return None
         # Re-running a notebook cell re-decorates the same function: that replaces the
         # old tool instead of failing. Anything else with the same name is a collision.
         if entry.tool.redefines(existing.tool):
-            return
+            return existing.tool
         raise ToolConfigError(
             f"cannot register tool '{entry.name}': a tool of that name is already registered "
             f"({existing.tool!r}); unregister it first or choose another name",
@@ -328,8 +329,8 @@ class ToolRegistry(RegistrySync):
             agcore_tools.error.ToolConfigError: cannot register tool 'example': a tool of that name is already registered (<StaticTool 'example'>); unregister it first or choose another name
         """
         entry = ToolEntry.of(tool, tags, category, version, default_strict=self._strict)
-        self._check_free(entry)
-        self._policies.guard(entry, self._staying({entry.name}))
+        replaces = self._check_free(entry)
+        self._policies.guard(entry, self._staying({entry.name}), replaces)
         self._add(entry)
         return entry
 
@@ -351,8 +352,8 @@ class ToolRegistry(RegistrySync):
                     tool_name=entry.name,
                 )
             seen.add(entry.name)
-            self._check_free(entry)
-            staying.append(self._policies.guard(entry, staying))
+            replaces = self._check_free(entry)
+            staying.append(self._policies.guard(entry, staying, replaces))
         for entry in entries:
             self._add(entry)
         return entries

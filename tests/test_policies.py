@@ -21,6 +21,7 @@ import pytest
 from agcore_tools import (
     BaseTool,
     Breaker,
+    FunctionTool,
     PermissionChecker,
     PermissionConfig,
     PermissionDeniedError,
@@ -659,6 +660,57 @@ def test_a_cache_on_a_tool_that_needs_approval_is_refused() -> None:
             return order_id
 
     assert "refund" not in registry
+
+
+async def test_a_tools_own_policy_holds_in_every_registry_that_holds_the_tool() -> None:
+    # The state was each registry's: the same tool in a chat and a batch registry ran
+    # two calls at once under concurrency=1, and had two rate buckets and two breakers.
+    moment = [2000.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        release = asyncio.Event()
+        runs: list[int] = []
+
+        async def write(row: int) -> int:
+            """Write a row (the database takes one writer)."""
+            runs.append(row)
+            await release.wait()
+            return row
+
+        policy = ToolPolicy(concurrency=1, rate=RateLimit(3, per=60, wait=False))
+        write_row = FunctionTool(write, name="write_row", policy=policy)
+
+        async def fail(x: int) -> int:
+            """Fail."""
+            raise RuntimeError("down")
+
+        breaker = ToolPolicy(breaker=Breaker(failures=1, window=60, cool_down=30))
+        flaky = FunctionTool(fail, name="flaky", policy=breaker)
+        chat, batch = ToolRegistry(), ToolRegistry()
+        chat.register_all([write_row, flaky])
+        batch.register_all([write_row, flaky])
+
+        first = asyncio.ensure_future(chat.invoke("write_row", {"row": 1}))
+        await asyncio.sleep(0)  # it runs, holding the slot
+        second = asyncio.ensure_future(batch.invoke("write_row", {"row": 2}))
+        await asyncio.sleep(0)  # it waits for the slot the other registry's call holds
+        assert runs == [1]
+        release.set()
+        assert [(await first).output, (await second).output] == [1, 2]
+        [third, fourth] = await batch.invoke_all([("write_row", {"row": 3})] * 2)
+        assert third.ok and isinstance(fourth.error, ToolUnavailableError)  # 3 a minute
+
+        await chat.invoke("flaky", {"x": 1})
+        assert chat.unavailable_tools() == batch.unavailable_tools() == ["flaky"]
+
+        # A registry's group rule stays its own: the other registry's calls never see it.
+        chat.set_policy(ToolPolicy(concurrency=5), names=["write_row"])
+        chat_guard, batch_guard = (r.entry("write_row").guard for r in (chat, batch))  # type: ignore[union-attr]
+        assert chat_guard is not None and batch_guard is not None
+        assert chat_guard.slots is not batch_guard.slots
+        assert chat_guard.rate_store is batch_guard.rate_store  # the tool's own part
+    finally:
+        CLOCK.reset(token)
 
 
 async def test_group_policies_apply_to_tools_now_and_later_and_override_the_tools_own() -> None:
