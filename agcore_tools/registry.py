@@ -74,6 +74,10 @@ R = TypeVar("R")
 
 _default_registry: ToolRegistry | None = None
 _DEFAULT_LOCK = threading.Lock()
+# Held while a registry's tools change: two threads registering one name must not both
+# find it free. One for every registry, made here: a Temporal workflow's sandbox, where
+# the loop builds a registry of stand-ins, refuses a lock made as a registry is.
+_REGISTERING = threading.RLock()
 _active_registry: contextvars.ContextVar[ToolRegistry | None] = contextvars.ContextVar(
     "agcore_tools_active_registry", default=None
 )
@@ -153,8 +157,8 @@ class ToolRegistry(RegistrySync):
         self._entries = self._table.entries  # the same dict: the table is what runs
         self._strict = strict
         self._schema_transforms = tuple(schema_transforms)
-        self._definitions: dict[str, list[dict[str, Any]]] = {}
-        self._definitions_checker: PermissionChecker | None = None  # the cache's
+        # Each api's definitions, with the revision and checker they were built for.
+        self._definitions: dict[str, tuple[int, PermissionChecker | None, list[Any]]] = {}
         self._revision = 0
         self._hidden_logged: set[frozenset[str]] = set()
         self._policies = PolicyBook()
@@ -329,9 +333,10 @@ class ToolRegistry(RegistrySync):
             agcore_tools.error.ToolConfigError: cannot register tool 'example': a tool of that name is already registered (<StaticTool 'example'>); unregister it first or choose another name
         """
         entry = ToolEntry.of(tool, tags, category, version, default_strict=self._strict)
-        replaces = self._check_free(entry)
-        self._policies.guard(entry, self._staying({entry.name}), replaces)
-        self._add(entry)
+        with _REGISTERING:  # the name checked free is still free when the tool is added
+            replaces = self._check_free(entry)
+            self._policies.guard(entry, self._staying({entry.name}), replaces)
+            self._add(entry)
         return entry
 
     def register_all(self, tools: Iterable[BaseTool]) -> list[ToolEntry]:
@@ -344,18 +349,19 @@ class ToolRegistry(RegistrySync):
         """
         entries = [ToolEntry.of(t, default_strict=self._strict) for t in tools]
         seen: set[str] = set()
-        staying = self._staying({entry.name for entry in entries})
-        for entry in entries:
-            if entry.name in seen:
-                raise ToolConfigError(
-                    f"cannot register tool '{entry.name}': it appears twice in the batch",
-                    tool_name=entry.name,
-                )
-            seen.add(entry.name)
-            replaces = self._check_free(entry)
-            staying.append(self._policies.guard(entry, staying, replaces))
-        for entry in entries:
-            self._add(entry)
+        with _REGISTERING:
+            staying = self._staying({entry.name for entry in entries})
+            for entry in entries:
+                if entry.name in seen:
+                    raise ToolConfigError(
+                        f"cannot register tool '{entry.name}': it appears twice in the batch",
+                        tool_name=entry.name,
+                    )
+                seen.add(entry.name)
+                replaces = self._check_free(entry)
+                staying.append(self._policies.guard(entry, staying, replaces))
+            for entry in entries:
+                self._add(entry)
         return entries
 
     def view(self, entries: Iterable[ToolEntry]) -> ToolRegistry:
@@ -412,21 +418,22 @@ class ToolRegistry(RegistrySync):
             'orders-db'
         """
         book = self._policies
-        matches = book.add_rule(policy, tag, category, names)
-        applied = [entry for entry in self._entries.values() if matches(entry)]
-        staying = self._staying({entry.name for entry in applied})
-        planned: list[tuple[ToolPolicy | None, Guard | None]] = []
-        try:  # all or nothing: a tool the rule cannot apply to leaves every tool as it was
-            for entry in applied:
-                planned.append(book.plan(entry, staying))
-                staying.append(planned[-1][1])
-        except ToolConfigError:
-            book.rules.pop()  # nor is the refused rule kept for tools registered later
-            raise
-        for entry, (entry_policy, guard) in zip(applied, planned, strict=True):
-            entry.policy, entry.guard = entry_policy, guard
-            book.track(entry)
-        self._changed()
+        with _REGISTERING:  # no tool comes or goes while the rule is planned
+            matches = book.add_rule(policy, tag, category, names)
+            applied = [entry for entry in self._entries.values() if matches(entry)]
+            staying = self._staying({entry.name for entry in applied})
+            planned: list[tuple[ToolPolicy | None, Guard | None]] = []
+            try:  # all or nothing: a tool the rule cannot apply to leaves every tool as it was
+                for entry in applied:
+                    planned.append(book.plan(entry, staying))
+                    staying.append(planned[-1][1])
+            except ToolConfigError:
+                book.rules.pop()  # nor is the refused rule kept for tools registered later
+                raise
+            for entry, (entry_policy, guard) in zip(applied, planned, strict=True):
+                entry.policy, entry.guard = entry_policy, guard
+                book.track(entry)
+            self._changed()
         return applied
 
     def unavailable_tools(self) -> list[str]:
@@ -447,11 +454,12 @@ class ToolRegistry(RegistrySync):
             >>> ToolRegistry().unregister("missing") is None
             True
         """
-        entry = self._entries.pop(name, None)
-        if entry is None:
-            return None
-        self._policies.forget(name)
-        self._changed()
+        with _REGISTERING:
+            entry = self._entries.pop(name, None)
+            if entry is None:
+                return None
+            self._policies.forget(name)
+            self._changed()
         return entry.tool
 
     # -- discovery -----------------------------------------------------------------
@@ -544,20 +552,22 @@ class ToolRegistry(RegistrySync):
             ('example', True, False)
         """
         table = self._table
-        if self._definitions_checker is not table.checker:
-            # A view's checker is its registry's, which can change without it knowing.
-            self._definitions.clear()
-            self._definitions_checker = table.checker
-        cached = self._definitions.get(api)
-        if cached is None:
+        # Read before the entries: a tool another thread registers while this builds
+        # moves the revision on, so the list built without it is never served after.
+        revision = self._revision
+        # A view's checker is its registry's, which can change without it knowing.
+        checker = table.checker
+        kept = self._definitions.get(api)
+        if kept is not None and kept[0] == revision and kept[1] is checker:
+            cached = kept[2]
+        else:
             if api not in ("chat", "responses"):
                 raise ToolConfigError(f"unknown api {api!r}: expected 'chat' or 'responses'")
-            offered = offered_entries(
-                self._entries.values(), table.checker, self._hidden_logged, table.unchecked
-            )
+            entries = list(self._entries.values())  # one copy: others may add meanwhile
+            offered = offered_entries(entries, checker, self._hidden_logged, table.unchecked)
             transforms = self._schema_transforms
             cached = [offered_definition(e, transforms, api) for e in offered]
-            self._definitions[api] = cached
+            self._definitions[api] = (revision, checker, cached)
         if self._policies.breakers and not unavailable:
             hidden = set(self._policies.open_breakers())
             if hidden:

@@ -82,6 +82,76 @@ def test_duplicate_and_malformed_names_are_refused() -> None:
         registry.register(object())  # type: ignore[arg-type]
 
 
+def test_a_tool_registered_while_definitions_are_built_is_offered() -> None:
+    # definitions() stored the list it built after the registration had cleared the
+    # cache: the new tool was listed by list_tools() but never offered.
+    registry: ToolRegistry
+    started: list[threading.Thread] = []
+
+    def register_meanwhile(schema: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        if not started:  # another thread registers a tool while this one builds
+            thread = threading.Thread(target=registry.register, args=(Recorder("late"),))
+            started.append(thread)
+            thread.start()
+            thread.join(10)
+        return schema
+
+    registry = ToolRegistry(schema_transforms=[register_meanwhile])
+    registry.register(Recorder("early"))
+    registry.definitions()
+    assert not started[0].is_alive() and registry.list_tools() == ["early", "late"]
+    assert [d["function"]["name"] for d in registry.definitions()] == ["early", "late"]
+
+
+class Pausing(BaseTool):
+    """A tool whose registration calls a hook as the registry plans its policy (its
+    second read of the policy: the first is ToolEntry.of's)."""
+
+    def __init__(self, name: str, hook: Any) -> None:
+        self.name = name
+        self.description = "Pauses its registration."
+        self._hook = hook
+        self._reads = 0
+
+    @property
+    def policy(self) -> None:  # type: ignore[override]
+        self._reads += 1
+        if self._reads == 2:
+            self._hook()
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        return "ok"
+
+
+def test_two_threads_registering_one_name_cannot_both_find_it_free() -> None:
+    # Both threads checked the name, then both added their tool: the second silently
+    # replaced the first.
+    registry = ToolRegistry()
+    outcome: list[BaseException | None] = []
+
+    def second() -> None:
+        try:
+            registry.register(Pausing("report", lambda: None))
+        except ToolConfigError as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=second)
+
+    def midway() -> None:  # the first registration, past its name's check
+        thread.start()
+        # The other thread cannot finish while this registration holds the registry;
+        # without that, it finishes at once. The bound only ends this wait.
+        thread.join(0.5)
+
+    first = Pausing("report", midway)
+    registry.register(first)
+    thread.join(10)
+    assert registry.get("report") is first
+    assert isinstance(outcome[0], ToolConfigError) and "already registered" in str(outcome[0])
+
+
 def test_register_all_is_all_or_nothing() -> None:
     registry = ToolRegistry()
     registry.register(Recorder("taken"))
