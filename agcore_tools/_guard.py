@@ -27,7 +27,7 @@ from ._progress import ToolBreakerChanged
 from .error import InvalidArgumentsError, ToolConfigError, ToolError, ToolUnavailableError
 from .policies import Breaker, CacheStore, MemoryRateStore, RateStore, ResultCache, ToolPolicy
 
-__all__ = ["Guard", "Slots"]
+__all__ = ["Guard", "Slots", "cache_prefix"]
 
 logger = logging.getLogger("agcore_tools.policies")
 
@@ -420,7 +420,7 @@ class Guard:
         except (TypeError, ValueError):
             return None
         digest = hashlib.sha256(canonical.encode()).hexdigest()
-        return f"agcore:result:{self.name}:{self.version or ''}:{digest}"
+        return f"{cache_prefix(self.name)}{self.version or ''}:{digest}"
 
     def release(
         self,
@@ -479,6 +479,17 @@ class Guard:
         else:
             event = ToolBreakerChanged(self.name, ctx.call_id, "closed")
         ctx.report(event)
+
+
+def cache_prefix(name: str) -> str:
+    """The start of every cache key of tool ``name`` (a name holds no colon, so no
+    other tool's keys start so).
+
+    Example:
+        >>> cache_prefix("lookup")
+        'agcore:result:lookup:'
+    """
+    return f"agcore:result:{name}:"
 
 
 def _described(exc: BaseException) -> str:

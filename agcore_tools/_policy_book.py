@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 
-from ._guard import Guard, Slots, _BreakerState
+from ._guard import Guard, Slots, _BreakerState, cache_prefix
 from ._records import ToolEntry
 from .base import BaseTool
 from .error import ToolConfigError
@@ -332,8 +332,12 @@ class PolicyBook:
             self.breakers.pop(entry.name, None)
 
     def forget(self, name: str) -> None:
-        """The tool ``name`` was removed."""
+        """The tool ``name`` was removed, or is replaced by a new definition: its
+        breaker is no longer tracked, and the results this registry's store cached for
+        it (the old code's) are dropped."""
         self.breakers.pop(name, None)
+        if self.cache_store is not None:
+            self.cache_store.forget(cache_prefix(name))
 
     def open_breakers(self) -> list[str]:
         """The tools whose breaker is open now, in registration order."""

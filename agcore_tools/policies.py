@@ -423,6 +423,23 @@ class MemoryCacheStore:
             while len(self._items) > self.max_entries:
                 self._items.popitem(last=False)
 
+    def forget(self, prefix: str) -> int:
+        """Drop every result whose key starts with ``prefix``; return how many.
+
+        Example:
+            >>> import asyncio
+            >>> store = MemoryCacheStore()
+            >>> asyncio.run(store.set("lookup:1", '"a"', ttl=60.0))
+            >>> asyncio.run(store.set("other:1", '"b"', ttl=60.0))
+            >>> store.forget("lookup:"), len(store)
+            (1, 1)
+        """
+        with self._lock:
+            gone = [key for key in self._items if key.startswith(prefix)]
+            for key in gone:
+                del self._items[key]
+            return len(gone)
+
     def __len__(self) -> int:
         return len(self._items)
 

@@ -336,6 +336,8 @@ class ToolRegistry(RegistrySync):
         with _REGISTERING:  # the name checked free is still free when the tool is added
             replaces = self._check_free(entry)
             self._policies.guard(entry, self._staying({entry.name}), replaces)
+            if replaces is not None:
+                self._policies.forget(entry.name)
             self._add(entry)
         return entry
 
@@ -361,6 +363,8 @@ class ToolRegistry(RegistrySync):
                 replaces = self._check_free(entry)
                 staying.append(self._policies.guard(entry, staying, replaces))
             for entry in entries:
+                if entry.name in self._entries:  # a redefinition
+                    self._policies.forget(entry.name)
                 self._add(entry)
         return entries
 

@@ -650,6 +650,41 @@ async def test_identical_calls_within_the_ttl_run_once_and_failures_are_never_ca
         CLOCK.reset(token)
 
 
+CELL = '''
+@registry.tool(tags=["pricing"], policy=own)
+def with_vat(price: float) -> float:
+    """The price with VAT."""
+    return price * 1.02  # the bug: VAT is 20 %
+'''
+
+
+@pytest.mark.parametrize("where", ["own", "group"])
+async def test_a_redefined_or_replaced_tool_never_answers_from_the_old_codes_cache(
+    where: str,
+) -> None:
+    # A notebook cell edited and run again replaced the tool, but its cached results
+    # (the key holds the name and version, neither of which changed) were the old
+    # code's for up to ttl seconds; unregister() and registering again kept them too.
+    registry = ToolRegistry()
+    cache = ToolPolicy(cache=ResultCache(ttl=300))
+    if where == "group":
+        registry.set_policy(cache, tag="pricing")
+    namespace = {"registry": registry, "own": cache if where == "own" else None}
+    exec(compile(CELL, "<ipython-input-3>", "exec"), namespace)
+    assert (await registry.invoke("with_vat", {"price": 100})).output == 102.0
+    assert (await registry.invoke("with_vat", {"price": 100})).cached
+
+    fixed = CELL.replace("price * 1.02", "price * 1.20")
+    exec(compile(fixed, "<ipython-input-3>", "exec"), namespace)  # run again, edited
+    again = await registry.invoke("with_vat", {"price": 100})
+    assert (again.output, again.cached) == (120.0, False)
+
+    registry.unregister("with_vat")
+    exec(compile(CELL, "<ipython-input-4>", "exec"), namespace)  # the old code, anew
+    back = await registry.invoke("with_vat", {"price": 100})
+    assert (back.output, back.cached) == (102.0, False)
+
+
 def test_a_cache_on_a_tool_that_needs_approval_is_refused() -> None:
     registry = ToolRegistry()
     with pytest.raises(ToolConfigError, match="needs approval"):
