@@ -196,7 +196,13 @@ async def execute(
             try:
                 await with_timeout(guard.admit(ctx, ends), own)
             except TimeoutError as exc:  # out of time waiting for a concurrency slot
-                raise ToolTimeoutError(tool.name, own, started=False) from exc
+                # A failure of the call, recorded as one that ran out of time running
+                # is (invoke() raises only what refuses a call), as guarded() does.
+                late = ToolTimeoutError(tool.name, own, started=False)
+                late.__cause__ = exc
+                return ToolInvocation(
+                    tool.name, args, error=late, call_id=ctx.call_id, may_have_run=False
+                )
         if admitted is not None:
             admitted[0] = True
     # The execution proper, inlined (one coroutine layer fewer per call); every call

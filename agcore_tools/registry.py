@@ -606,7 +606,9 @@ class ToolRegistry(RegistrySync):
         :class:`~agcore_tools.ToolUnavailableError` when the tool's
         :class:`~agcore_tools.ToolPolicy` turns the call away (an open breaker, a rate
         limit that does not wait): the tool never runs.
-        Failures during execution are recorded in the returned invocation, not raised.
+        Failures during execution are recorded in the returned invocation, not raised;
+        so is the tool's own timeout ending while the call waits for a concurrency slot
+        (a :class:`ToolTimeoutError`, with ``may_have_run=False``).
         Cancelling the call cancels its context's token (a child of ``ctx``'s, which
         stays as it was), so a sync tool or generator in its worker thread stops too.
 

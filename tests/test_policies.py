@@ -264,6 +264,38 @@ async def test_a_tools_own_timeout_bounds_its_wait_for_a_slot() -> None:
     assert slots.running == 0
 
 
+async def test_invoke_records_a_timeout_that_ends_while_the_call_waits_for_a_slot() -> None:
+    # invoke() raised this ToolTimeoutError (the same timeout during the run is
+    # recorded), so code checking invocation.ok failed only under load.
+    registry = ToolRegistry()
+    release = asyncio.Event()
+    db = ToolPolicy(concurrency=1, resource="db")
+
+    @registry.tool(policy=db)
+    async def migrate() -> str:
+        """Hold the database until the test lets go."""
+        await release.wait()
+        return "migrated"
+
+    @registry.tool(policy=db, timeout=0.2)
+    async def render(page: int) -> str:
+        """Render a page."""
+        return f"page {page}"
+
+    holding = asyncio.ensure_future(registry.invoke("migrate", {}))
+    await asyncio.sleep(0)  # it runs, holding the slot
+    try:
+        waited = await asyncio.wait_for(registry.invoke("render", {"page": 1}), 10)
+    finally:
+        release.set()
+    assert isinstance(waited.error, ToolTimeoutError) and waited.may_have_run is False
+    assert str(waited.error) == (
+        "tool 'render' failed: timed out after 0.2 s waiting for its turn; it never started"
+    )
+    assert (await holding).output == "migrated"
+    assert registry.entry("render").stats.calls == 0  # type: ignore[union-attr]
+
+
 async def test_a_tools_own_timeout_bounds_its_wait_for_a_rate_turn() -> None:
     # The second call's turn comes in 30 s, past its own timeout: refused at once,
     # where it used to wait for the turn and run.
