@@ -8,9 +8,10 @@ share them without importing each other.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -148,6 +149,14 @@ class ToolEntry:
                 tool_name=name if isinstance(name, str) else None,
             )
         tool.check_registrable()
+        if not _awaits(tool.execute):
+            # Awaited, it would run on the event loop's thread, then fail the call with
+            # "object ... can't be used in 'await' expression" after its effect.
+            raise ToolDefinitionError(
+                f"cannot register tool '{name}': its execute() must be `async def` (or use "
+                "@tool for a sync function)",
+                tool_name=name,
+            )
         strict = tool.strict
         given = tags if tags is not None else getattr(tool, "tags", ()) or ()
         return cls(
@@ -185,6 +194,14 @@ class ToolEntry:
                     "tool %r is offered without strict mode: %s", self.name, self._strict_form[1]
                 )
         return self._strict_form[0]
+
+
+def _awaits(method: Callable[..., Any]) -> bool:
+    # A wrapper (functools.wraps) of an async function counts, as does an object whose
+    # __call__ is async.
+    if inspect.iscoroutinefunction(method) or inspect.iscoroutinefunction(inspect.unwrap(method)):
+        return True
+    return not inspect.isroutine(method) and inspect.iscoroutinefunction(type(method).__call__)
 
 
 @dataclass(slots=True)

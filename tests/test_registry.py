@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import sys
@@ -22,6 +23,7 @@ from agcore_tools import (
     ToolCall,
     ToolConfigError,
     ToolContext,
+    ToolDefinitionError,
     ToolError,
     ToolExecutionError,
     ToolInvocation,
@@ -150,6 +152,46 @@ def test_two_threads_registering_one_name_cannot_both_find_it_free() -> None:
     thread.join(10)
     assert registry.get("report") is first
     assert isinstance(outcome[0], ToolConfigError) and "already registered" in str(outcome[0])
+
+
+def test_a_tool_whose_execute_is_not_async_is_refused_at_registration() -> None:
+    # It was registered, then each call ran it on the event loop's thread and failed
+    # with "object str can't be used in 'await' expression" after its effect.
+    charged: list[int] = []
+
+    class Charge(BaseTool):
+        name = "charge"
+        description = "Charge the card."
+
+        def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:  # type: ignore[override]
+            charged.append(args["cents"])
+            return "charged"
+
+    registry = ToolRegistry()
+    with pytest.raises(ToolDefinitionError) as refused:
+        registry.register(Charge())
+    assert str(refused.value) == (
+        "cannot register tool 'charge': its execute() must be `async def` (or use @tool for "
+        "a sync function)"
+    )
+    assert isinstance(refused.value, TypeError) and registry.list_tools() == []
+
+    def logged(method: Any) -> Any:  # a decorator of the app's, around an async method
+        @functools.wraps(method)
+        def wrapper(*args: Any) -> Any:
+            return method(*args)
+
+        return wrapper
+
+    class Refund(BaseTool):
+        name = "refund"
+
+        @logged
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+            return "refunded"
+
+    registry.register(Refund())
+    assert registry.invoke_sync("refund", {}).output == "refunded" and charged == []
 
 
 def test_register_all_is_all_or_nothing() -> None:
