@@ -40,6 +40,7 @@ __all__ = [
     "ToolTable",
     "as_call",
     "as_completed",
+    "check_context",
     "execute",
     "guarded",
     "unknown_tool_error",
@@ -180,6 +181,7 @@ async def execute(
         uses = tool.uses_context or guard is not None
         ctx = ToolContext(tool_name=entry.name) if uses else _UNREAD
     elif callers:
+        check_context(ctx, "invoke()")
         ctx = ctx.for_call(ctx.call_id, entry.name)  # its events name the tool
     # A guarded tool's own timeout covers its wait for a turn or a slot and its run, when
     # it ends before the caller's deadline (which bounds both otherwise).
@@ -423,6 +425,23 @@ async def as_completed(
                     len(stuck),
                     CANCEL_GRACE,
                 )
+
+
+def check_context(ctx: object, method: str) -> None:
+    """Refuse a ``ctx`` that is not a :class:`ToolContext` (or None), naming ``method``:
+    read at the first call, it would fail there with no word of why.
+
+    Example:
+        >>> check_context({"user": "ann"}, "invoke()")
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: invoke() takes a ToolContext as ctx, got dict (metadata goes in ToolContext(metadata=...))
+    """
+    if ctx is not None and not isinstance(ctx, ToolContext):
+        hint = " (metadata goes in ToolContext(metadata=...))" if isinstance(ctx, Mapping) else ""
+        raise ToolConfigError(
+            f"{method} takes a ToolContext as ctx, got {type(ctx).__name__}{hint}"
+        )
 
 
 def as_call(call: ToolCall | Sequence[Any]) -> ToolCall:

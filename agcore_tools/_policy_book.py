@@ -170,7 +170,19 @@ class PolicyBook:
             raise ToolConfigError(f"set_policy() takes a ToolPolicy, got {type(policy).__name__}")
         if isinstance(names, str):
             raise ToolConfigError(f"set_policy(names=...) takes tool names, got {names!r}")
-        chosen = None if names is None else frozenset(names)
+        for label, value in (("tag", tag), ("category", category)):
+            if value is not None and not isinstance(value, str):
+                # A list would match no tool, and the rule would be kept for nothing.
+                raise ToolConfigError(
+                    f"set_policy({label}=...) takes one {label} (a string), got "
+                    f"{type(value).__name__}"
+                )
+        chosen = None
+        if names is not None:
+            listed = list(names) if isinstance(names, Iterable) else [names]
+            if not all(isinstance(name, str) for name in listed):
+                raise ToolConfigError(f"set_policy(names=...) takes tool names, got {names!r}")
+            chosen = frozenset(listed)
         if tag is None and category is None and chosen is None:
             raise ToolConfigError("set_policy() needs a group: tag=, category= or names=")
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from typing_extensions import ParamSpec, Unpack
 
 from ._deprecated import renamed
-from ._execute import ToolTable, as_call, as_completed, execute
+from ._execute import ToolTable, as_call, as_completed, check_context, execute
 from ._function_tool import FunctionTool, ToolOptions, check_timeout, register_function
 from ._guard import Guard
 from ._offer import offered_definition, offered_entries
@@ -115,6 +115,29 @@ def _permission_checker(value: object) -> PermissionChecker | None:
     )
 
 
+def _transforms(value: object) -> tuple[SchemaTransform, ...]:
+    if callable(value) or not isinstance(value, Iterable):
+        wrap = f" (wrap it: [{getattr(value, '__name__', '...')}])" if callable(value) else ""
+        raise ToolConfigError(
+            "ToolRegistry(schema_transforms=...) takes a list of transforms, got "
+            f"{type(value).__name__}{wrap}"
+        )
+    return tuple(value)
+
+
+def _each(values: object, kind: type, method: str, what: str, one: str) -> list[Any]:
+    # A method's iterable of entries or tools, refused whole when it is not one.
+    if isinstance(values, kind):
+        raise ToolConfigError(f"{method} takes an iterable of {what}, got one; {one}")
+    if not isinstance(values, Iterable):
+        raise ToolConfigError(f"{method} takes an iterable of {what}, got {type(values).__name__}")
+    items = list(values)
+    wrong = next((item for item in items if not isinstance(item, kind)), None)
+    if wrong is not None:
+        raise ToolConfigError(f"{method} takes {what}, got a {type(wrong).__name__}")
+    return items
+
+
 class ToolRegistry(RegistrySync):
     """Holds tools by name and runs them with permission checks, timeouts and stats.
 
@@ -155,8 +178,10 @@ class ToolRegistry(RegistrySync):
     ) -> None:
         self._table = ToolTable(_permission_checker(permission_checker))
         self._entries = self._table.entries  # the same dict: the table is what runs
+        if not isinstance(strict, bool):
+            raise ToolConfigError(f"ToolRegistry(strict=...) takes True or False, got {strict!r}")
         self._strict = strict
-        self._schema_transforms = tuple(schema_transforms)
+        self._schema_transforms = _transforms(schema_transforms)
         # Each api's definitions, with the revision and checker they were built for.
         self._definitions: dict[str, tuple[int, PermissionChecker | None, list[Any]]] = {}
         self._revision = 0
@@ -349,7 +374,8 @@ class ToolRegistry(RegistrySync):
             >>> len(ToolRegistry().register_all([StaticTool("example")]))
             1
         """
-        entries = [ToolEntry.of(t, default_strict=self._strict) for t in tools]
+        given = _each(tools, BaseTool, "register_all()", "tools", "register() adds one")
+        entries = [ToolEntry.of(t, default_strict=self._strict) for t in given]
         seen: set[str] = set()
         with _REGISTERING:
             staying = self._staying({entry.name for entry in entries})
@@ -386,11 +412,14 @@ class ToolRegistry(RegistrySync):
             >>> view.list_tools(), view.entry("ping") is tool_registry_example.entry("ping")
             (['ping'], True)
         """
+        chosen = _each(
+            entries, ToolEntry, "view()", "ToolEntry objects (registry.entries())", "use [entry]"
+        )
         view = ToolRegistry(strict=self._strict, schema_transforms=self._schema_transforms)
         # Read live, not copied: a checker set here mid-run must hold for a run's calls,
         # which go through a view of the tools it offers.
         view._table.source = self._table
-        for entry in entries:
+        for entry in chosen:
             view._add(entry)  # with its guard as it is: policies hold across views
         return view
 
@@ -650,6 +679,7 @@ class ToolRegistry(RegistrySync):
             [True, False]
         """
         check_timeout(timeout, "invoke_all() timeout")
+        check_context(ctx, "invoke_all()")
         normalised = [as_call(call) for call in calls]
         results: list[ToolInvocation | None] = [None] * len(normalised)
         async with contextlib.aclosing(
@@ -684,6 +714,7 @@ class ToolRegistry(RegistrySync):
             [0, 1]
         """
         check_timeout(timeout, "invoke_as_completed() timeout")
+        check_context(ctx, "invoke_as_completed()")
         return as_completed(self._table, calls, ctx, timeout)
 
     async def run_tool_calls(

@@ -28,9 +28,11 @@ from agcore_tools import (
     ToolExecutionError,
     ToolInvocation,
     ToolNotFoundError,
+    ToolPolicy,
     ToolRegistry,
     ToolTimeoutError,
     default_registry,
+    portable_schema,
     tool,
 )
 
@@ -106,19 +108,16 @@ def test_a_tool_registered_while_definitions_are_built_is_offered() -> None:
 
 
 class Pausing(BaseTool):
-    """A tool whose registration calls a hook as the registry plans its policy (its
-    second read of the policy: the first is ToolEntry.of's)."""
+    """A tool whose registration calls a hook as the registry plans its policy."""
 
     def __init__(self, name: str, hook: Any) -> None:
         self.name = name
         self.description = "Pauses its registration."
         self._hook = hook
-        self._reads = 0
 
     @property
     def policy(self) -> None:  # type: ignore[override]
-        self._reads += 1
-        if self._reads == 2:
+        if sys._getframe(1).f_code.co_name == "plan":  # PolicyBook.plan, past the name check
             self._hook()
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
@@ -192,6 +191,112 @@ def test_a_tool_whose_execute_is_not_async_is_refused_at_registration() -> None:
 
     registry.register(Refund())
     assert registry.invoke_sync("refund", {}).output == "refunded" and charged == []
+
+
+def test_caller_mistakes_on_the_registry_surface_are_named() -> None:
+    # Each came out as a bare AttributeError or TypeError from deep inside, or was
+    # accepted silently (a description of None was sent to the model as null).
+    registry = ToolRegistry()
+    registry.register(Recorder("search"))
+
+    class Odd(Recorder):
+        def __init__(self, name: str, **attributes: Any) -> None:
+            super().__init__(name)
+            for attribute, value in attributes.items():
+                setattr(self, attribute, value)
+
+    refused: list[tuple[type[Exception], str, Any]] = [
+        (ToolConfigError, "view() takes ToolEntry objects", lambda: registry.view(["search"])),
+        (ToolConfigError, "got a Recorder", lambda: registry.view(list(registry))),
+        (ToolConfigError, "got one; use [entry]", lambda: registry.view(registry.entry("search"))),
+        (
+            ToolConfigError,
+            "invoke() takes a ToolContext as ctx, got dict (metadata goes in "
+            "ToolContext(metadata=...))",
+            lambda: asyncio.run(registry.invoke("search", {}, {"user": "ann"})),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "invoke() takes a ToolContext",
+            lambda: registry.invoke_sync("search", {}, {"user": "ann"}),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "invoke_all() takes a ToolContext",
+            lambda: asyncio.run(registry.invoke_all([("search", {})], ctx={"u": 1})),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "run_tool_calls() takes a ToolContext",
+            lambda: registry.run_tool_calls_sync([], ctx={"u": 1}),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "register_all() takes an iterable of tools, got one; register() adds one",
+            lambda: registry.register_all(Recorder("one")),  # type: ignore[arg-type]
+        ),
+        (ToolConfigError, "got a str", lambda: registry.register_all(["one"])),  # type: ignore[list-item]
+        (
+            ToolConfigError,
+            "cannot register tool 't5': its tags must be strings, got int",
+            lambda: registry.register(Recorder("t5"), tags=5),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "its category must be a string",
+            lambda: registry.register(Recorder("c"), category=1),
+        ),  # type: ignore[arg-type]
+        (
+            ToolConfigError,
+            "takes a list of transforms, got function (wrap it: [portable_schema])",
+            lambda: ToolRegistry(schema_transforms=portable_schema),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "ToolRegistry(strict=...) takes True or False, got 'no'",
+            lambda: ToolRegistry(strict="no"),  # type: ignore[arg-type]
+        ),
+        (
+            ToolDefinitionError,
+            "cannot register tool 'p': its policy must be a ToolPolicy or None, got dict",
+            lambda: registry.register(Odd("p", policy={"concurrency": 1})),
+        ),
+        (
+            ToolDefinitionError,
+            "its strict must be True, False or None, got str",
+            lambda: registry.register(Odd("s", strict="no")),
+        ),
+        (
+            ToolDefinitionError,
+            "its description must be a string, got NoneType",
+            lambda: registry.register(Odd("d", description=None)),
+        ),
+        (
+            ToolDefinitionError,
+            "its parameters must be a JSON Schema object (a dict), got list",
+            lambda: registry.register(Odd("l", parameters=[])),
+        ),
+        (
+            ToolConfigError,
+            "set_policy(tag=...) takes one tag (a string), got list",
+            lambda: registry.set_policy(ToolPolicy(concurrency=1), tag=["db"]),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "set_policy(category=...) takes one category",
+            lambda: registry.set_policy(ToolPolicy(concurrency=1), category=("a",)),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "set_policy(names=...) takes tool names",
+            lambda: registry.set_policy(ToolPolicy(concurrency=1), names=[1]),  # type: ignore[list-item]
+        ),
+    ]
+    for kind, message, mistake in refused:
+        with pytest.raises(kind) as caught:
+            mistake()
+        assert message in str(caught.value), message
+    assert registry.list_tools() == ["search"]
 
 
 def test_register_all_is_all_or_nothing() -> None:
