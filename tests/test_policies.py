@@ -401,6 +401,35 @@ async def test_a_burst_within_the_limit_is_never_refused_by_rounding(
         CLOCK.reset(token)
 
 
+async def test_a_long_wait_reads_in_whole_seconds() -> None:
+    # .3g wrote an hour as "3.6e+03 s", which the model reading it misreads.
+    moment = [5000.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        registry = ToolRegistry()
+
+        @registry.tool(policy=ToolPolicy(rate=RateLimit(24, per=86400.0, burst=1, wait=False)))
+        def daily_report(day: str) -> str:
+            """Build a report (24 a day)."""
+            return "report"
+
+        @registry.tool(policy=ToolPolicy(breaker=Breaker(failures=1, window=60, cool_down=1234.5)))
+        def billing(account: str) -> str:
+            """Billing lookup."""
+            raise RuntimeError("billing API down")
+
+        [_, refused] = await registry.invoke_all([("daily_report", {"day": "mon"})] * 2)
+        assert str(refused.error).endswith("; try again in 3600 s")
+        await registry.invoke("billing", {"account": "a"})
+        with pytest.raises(ToolUnavailableError, match=r"; try again in 1234 s$"):
+            await registry.invoke("billing", {"account": "a"})
+        moment[0] += 1229.0  # 5.5 s left: tenths still matter
+        with pytest.raises(ToolUnavailableError, match=r"; try again in 5\.5 s$"):
+            await registry.invoke("billing", {"account": "a"})
+    finally:
+        CLOCK.reset(token)
+
+
 async def test_a_call_that_would_wait_past_its_timeout_is_refused_without_waiting() -> None:
     registry = ToolRegistry()
 
