@@ -7,15 +7,34 @@ reports (``_progress``) check it before delivery, so it lives below both.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import threading
 import weakref
 
 __all__ = ["CancellationToken"]
+
+# Guards the tokens' children and waiters against a cancel from another thread (a sync
+# app's Stop button) racing the loop's thread as it adds a child or starts to wait.
+# One for every token, made here: a Temporal workflow's sandbox, where the loop makes
+# tokens, refuses a lock made as a token is.
+_TREE = threading.Lock()
+
+
+def _fresh_lock() -> None:
+    global _TREE
+    _TREE = threading.Lock()  # a thread of the parent's may have held it at the fork
+
+
+if hasattr(os, "register_at_fork"):  # pragma: no branch - absent on Windows only
+    os.register_at_fork(after_in_child=_fresh_lock)
 
 
 class CancellationToken:
     """A cancellation signal a tool can poll (also from a worker thread) or await.
 
-    Cancelling a token cancels its children too.
+    Cancelling a token cancels its children too. Any thread may cancel it: an async
+    tool awaiting :meth:`wait` on its event loop wakes up all the same.
 
     Example:
         >>> token = CancellationToken()
@@ -25,11 +44,13 @@ class CancellationToken:
         True
     """
 
-    __slots__ = ("__weakref__", "_cancelled", "_children", "_event")
+    __slots__ = ("__weakref__", "_cancelled", "_children", "_event", "_loop")
 
     def __init__(self) -> None:
         self._cancelled = False
         self._event: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop :attr:`_event` is awaited on."""
         # Weak, so a long conversation's context does not keep every finished call's
         # token alive.
         self._children: weakref.WeakSet[CancellationToken] | None = None
@@ -42,26 +63,49 @@ class CancellationToken:
     def cancel(self) -> None:
         """Signal cancellation to this token, its children and every waiter.
 
-        Call it from the event loop's thread.
+        Callable from any thread, as often as you like: a waiter on an event loop is
+        woken on that loop's thread.
+
+        Example:
+            >>> import asyncio, threading
+            >>> async def main() -> str:
+            ...     token = CancellationToken()
+            ...     waiting = asyncio.ensure_future(token.wait())
+            ...     await asyncio.sleep(0)  # it waits now
+            ...     stop = threading.Thread(target=token.cancel)  # a sync app's Stop button
+            ...     stop.start()
+            ...     stop.join(10)
+            ...     await asyncio.wait_for(waiting, 10)
+            ...     return "woken"
+            >>> asyncio.run(main())
+            'woken'
         """
-        if self._cancelled:
-            return
-        self._cancelled = True
-        if self._event is not None:
-            self._event.set()
-        children, self._children = self._children, None
+        with _TREE:
+            if self._cancelled:
+                return
+            self._cancelled = True
+            children, self._children = self._children, None
+            event, loop = self._event, self._loop
+        if event is not None and loop is not None:
+            if _running_loop() is loop:
+                event.set()
+            else:
+                # A closed loop raises RuntimeError: nothing waits on it any more.
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(event.set)
         for child in list(children or ()):
             child.cancel()
 
     def child(self) -> CancellationToken:
         """A token cancelled with this one, that can also be cancelled on its own."""
         token = CancellationToken()
-        if self._cancelled:
-            token._cancelled = True
-        else:
-            if self._children is None:
-                self._children = weakref.WeakSet()
-            self._children.add(token)
+        with _TREE:
+            if self._cancelled:
+                token._cancelled = True
+            else:
+                if self._children is None:
+                    self._children = weakref.WeakSet()
+                self._children.add(token)
         return token
 
     async def wait(self) -> None:
@@ -74,9 +118,21 @@ class CancellationToken:
         """
         if self._cancelled:
             return
-        if self._event is None:
-            self._event = asyncio.Event()
-        await self._event.wait()
+        loop = asyncio.get_running_loop()
+        with _TREE:
+            if self._cancelled:
+                return
+            if self._event is None:
+                self._event, self._loop = asyncio.Event(), loop
+            event = self._event
+        await event.wait()
 
     def __repr__(self) -> str:
         return f"CancellationToken(cancelled={self._cancelled})"
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -19,7 +19,8 @@ from . import _otel
 from ._aio import THREADS, positive_number, unfinished, wait_task, with_timeout
 from ._clock import CLOCK, DEADLINE
 from ._context import end_reports
-from ._records import ToolCall, ToolEntry, ToolInvocation
+from ._guard import Guard
+from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
 from .base import BaseTool, ToolContext
 from .error import (
     InvalidArgumentsError,
@@ -39,6 +40,7 @@ __all__ = [
     "ToolTable",
     "as_call",
     "as_completed",
+    "check_context",
     "execute",
     "guarded",
     "unknown_tool_error",
@@ -52,7 +54,7 @@ LISTED_TOOLS = 30
 CANCEL_GRACE = 5.0
 """Seconds invoke_all() waits for cancelled calls to finish before it gives up on them."""
 
-Guarded = Callable[[ToolCall, ToolContext, "float | None"], Awaitable[ToolInvocation]]
+Guarded = Callable[[ToolCall, "ToolContext | None", "float | None"], Awaitable[ToolInvocation]]
 """How one call of a batch runs: :func:`guarded` over a table, maybe traced."""
 
 
@@ -179,6 +181,7 @@ async def execute(
         uses = tool.uses_context or guard is not None
         ctx = ToolContext(tool_name=entry.name) if uses else _UNREAD
     elif callers:
+        check_context(ctx, "invoke()")
         ctx = ctx.for_call(ctx.call_id, entry.name)  # its events name the tool
     # A guarded tool's own timeout covers its wait for a turn or a slot and its run, when
     # it ends before the caller's deadline (which bounds both otherwise).
@@ -195,7 +198,13 @@ async def execute(
             try:
                 await with_timeout(guard.admit(ctx, ends), own)
             except TimeoutError as exc:  # out of time waiting for a concurrency slot
-                raise ToolTimeoutError(tool.name, own, started=False) from exc
+                # A failure of the call, recorded as one that ran out of time running
+                # is (invoke() raises only what refuses a call), as guarded() does.
+                late = ToolTimeoutError(tool.name, own, started=False)
+                late.__cause__ = exc
+                return ToolInvocation(
+                    tool.name, args, error=late, call_id=ctx.call_id, may_have_run=False
+                )
         if admitted is not None:
             admitted[0] = True
     # The execution proper, inlined (one coroutine layer fewer per call); every call
@@ -244,18 +253,18 @@ async def execute(
         error.__cause__ = exc
     except asyncio.CancelledError as exc:
         if not _own_cancellation():
-            if ctx is not _UNREAD:  # _UNREAD is every such call's: no tool reads it
-                ctx.cancellation.cancel()  # a sync tool's thread learns of it too
-            stats.calls += 1
-            stats.failures += 1
-            stats.total_seconds += clock() - started
-            if guard is not None:
-                guard.release(ctx, None, ended=False, thread=unfinished(threads))
+            _abandoned(stats, guard, ctx, clock() - started, threads)
             raise
         # Nobody cancelled this call: the tool awaited something someone else
         # cancelled. Its failure, reported as any other.
         error = ToolExecutionError(name, "CancelledError: something it awaited was cancelled")
         error.__cause__ = exc
+    except BaseException:
+        # KeyboardInterrupt, a test framework's outcome (pytest.fail/skip), another
+        # library's cancellation: not the tool's result, so it goes on up; the call
+        # still gives back its slot and its breaker's probe.
+        _abandoned(stats, guard, ctx, clock() - started, threads)
+        raise
     finally:
         if threads is not None:
             THREADS.reset(noting)
@@ -285,6 +294,26 @@ def _asks(table: ToolTable, entry: ToolEntry) -> bool:
     return checker is not None and checker.asking(entry.permissions) is not None
 
 
+def _abandoned(
+    stats: ToolStats,
+    guard: Guard | None,
+    ctx: ToolContext,
+    duration: float,
+    threads: list[Any] | None,
+) -> None:
+    """End a call that an exception other than its result stops (a cancel from its
+    caller, a KeyboardInterrupt): a failure in its stats, a call that did not run to an
+    end for its guard, which frees its slot (or leaves it to a worker thread still
+    running) and lets another call be its breaker's probe."""
+    if ctx is not _UNREAD:  # _UNREAD is every such call's: no tool reads it
+        ctx.cancellation.cancel()  # a sync tool's thread learns of it too
+    stats.calls += 1
+    stats.failures += 1
+    stats.total_seconds += duration
+    if guard is not None:  # the guard that admitted the call, whatever the entry's now
+        guard.release(ctx, None, ended=False, thread=unfinished(threads))
+
+
 async def _within(
     answering: Awaitable[tuple[Any, bool]], left: float, own: float, ctx: ToolContext, name: str
 ) -> tuple[Any, bool]:
@@ -309,12 +338,18 @@ def _own_cancellation() -> bool:
 
 
 async def guarded(
-    table: ToolTable, call: ToolCall, ctx: ToolContext, timeout: float | None
+    table: ToolTable, call: ToolCall, ctx: ToolContext | None, timeout: float | None
 ) -> ToolInvocation:
-    """One call of a batch, within ``timeout``, in a context derived from ``ctx``; what
-    goes wrong is recorded in the invocation, never raised."""
+    """One call of a batch, within ``timeout``, in a context derived from ``ctx`` (a
+    fresh one of its own when None); what goes wrong is recorded in the invocation,
+    never raised."""
     name, args, call_id = call
-    call_ctx = ctx.for_call(call_id, name)
+    if ctx is None:
+        # Its own, never a shared one: a tool reading its session, shared state or
+        # idempotency key must not see another caller's.
+        call_ctx = ToolContext(call_id=call_id, tool_name=name)
+    else:
+        call_ctx = ctx.for_call(call_id, name)
     # Whether a guarded tool got past its policy: a timeout while it waited its turn
     # is no failure of the tool's.
     admitted = [False]
@@ -373,7 +408,7 @@ async def as_completed(
     run = _otel.wrap_invoke(table, functools.partial(guarded, table))  # traced, if on
     if len(normalised) == 1:
         # The call's own token, a child of ctx's, is cancelled with it (in guarded).
-        yield 0, await run(normalised[0], ctx if ctx is not None else _UNREAD, timeout)
+        yield 0, await run(normalised[0], ctx, timeout)
         return
     # One child token for the batch: cancelling it reaches every call's token, so
     # sync tools in worker threads learn of a cancelled caller too.
@@ -404,6 +439,23 @@ async def as_completed(
                     len(stuck),
                     CANCEL_GRACE,
                 )
+
+
+def check_context(ctx: object, method: str) -> None:
+    """Refuse a ``ctx`` that is not a :class:`ToolContext` (or None), naming ``method``:
+    read at the first call, it would fail there with no word of why.
+
+    Example:
+        >>> check_context({"user": "ann"}, "invoke()")
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: invoke() takes a ToolContext as ctx, got dict (metadata goes in ToolContext(metadata=...))
+    """
+    if ctx is not None and not isinstance(ctx, ToolContext):
+        hint = " (metadata goes in ToolContext(metadata=...))" if isinstance(ctx, Mapping) else ""
+        raise ToolConfigError(
+            f"{method} takes a ToolContext as ctx, got {type(ctx).__name__}{hint}"
+        )
 
 
 def as_call(call: ToolCall | Sequence[Any]) -> ToolCall:

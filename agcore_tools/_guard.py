@@ -27,7 +27,7 @@ from ._progress import ToolBreakerChanged
 from .error import InvalidArgumentsError, ToolConfigError, ToolError, ToolUnavailableError
 from .policies import Breaker, CacheStore, MemoryRateStore, RateStore, ResultCache, ToolPolicy
 
-__all__ = ["Guard", "Slots"]
+__all__ = ["Guard", "Slots", "cache_prefix"]
 
 logger = logging.getLogger("agcore_tools.policies")
 
@@ -274,6 +274,16 @@ class Guard:
                 )
             self._cache = (cache, store)
 
+    @property
+    def rate_store(self) -> RateStore | None:
+        """The store the rate bucket is in; None without a rate limit.
+
+        Example:
+            >>> Guard("t", None, ToolPolicy(concurrency=1), None).rate_store is None
+            True
+        """
+        return self._rate_store
+
     def hidden(self) -> bool:
         """Whether the tool's breaker is open: it is not offered to the model."""
         breaker = self.breaker
@@ -416,7 +426,7 @@ class Guard:
         except (TypeError, ValueError):
             return None
         digest = hashlib.sha256(canonical.encode()).hexdigest()
-        return f"agcore:result:{self.name}:{self.version or ''}:{digest}"
+        return f"{cache_prefix(self.name)}{self.version or ''}:{digest}"
 
     def release(
         self,
@@ -475,6 +485,17 @@ class Guard:
         else:
             event = ToolBreakerChanged(self.name, ctx.call_id, "closed")
         ctx.report(event)
+
+
+def cache_prefix(name: str) -> str:
+    """The start of every cache key of tool ``name`` (a name holds no colon, so no
+    other tool's keys start so).
+
+    Example:
+        >>> cache_prefix("lookup")
+        'agcore:result:lookup:'
+    """
+    return f"agcore:result:{name}:"
 
 
 def _described(exc: BaseException) -> str:

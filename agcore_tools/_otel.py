@@ -50,7 +50,7 @@ message content."""
 SCOPE = "agcore_tools"
 """The instrumentation scope name of every span this package makes."""
 
-Guarded = Callable[[ToolCall, ToolContext, "float | None"], Awaitable[ToolInvocation]]
+Guarded = Callable[[ToolCall, "ToolContext | None", "float | None"], Awaitable[ToolInvocation]]
 
 
 class _Tools(Protocol):
@@ -360,7 +360,7 @@ async def _execute_tool(
     registry: _Tools,
     guarded: Guarded,
     call: ToolCall,
-    ctx: ToolContext,
+    ctx: ToolContext | None,
     timeout: float | None,
 ) -> ToolInvocation:
     name, args, call_id = call

@@ -4,20 +4,134 @@ tools have a breaker (the only ones ``definitions()`` must look at).
 
 It gives each entry its :class:`~agcore_tools._guard.Guard`, and the guard rides on
 the entry, so every view of the registry (a run's offered tools) shares it.
+
+The state of a tool's *own* policy (``@tool(policy=...)``, ``BaseTool.policy``) lives
+with the tool object instead (:func:`own_state`): every registry that holds the tool
+shares its cap, its rate bucket, its breaker and its cached results, as a tool passed
+on its own to each run (``submit_with_tools(prompt, [tool])``, a fresh registry every
+time) must. What a registry's group rule sets stays the registry's.
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Callable, Iterable
+from dataclasses import fields
 
-from ._guard import Guard, Slots
+from ._guard import Guard, Slots, _BreakerState, cache_prefix
 from ._records import ToolEntry
+from .base import BaseTool
 from .error import ToolConfigError
-from .policies import MemoryCacheStore, MemoryRateStore, ToolPolicy
+from .policies import MemoryCacheStore, MemoryRateStore, RateStore, ToolPolicy
 
-__all__ = ["PolicyBook"]
+__all__ = ["OwnState", "PolicyBook", "own_state"]
 
 Matches = Callable[[ToolEntry], bool]
+
+
+class OwnState:
+    """The state of one tool's own policy, shared by every registry that holds the tool;
+    each part is made when a registry first needs it (see :func:`own_state`).
+
+    Example:
+        >>> state = OwnState()
+        >>> state.rate_store is None, state.take_rate_store() is state.take_rate_store()
+        (True, True)
+    """
+
+    __slots__ = ("breaker", "cache_store", "rate_store", "slots")
+
+    def __init__(self) -> None:
+        self.slots: dict[str, Slots] = {}
+        """The concurrency caps, by bucket name (the tool's, or its resource's)."""
+        self.rate_store: RateStore | None = None
+        """The store of the tool's rate bucket (its resource's, when it names one)."""
+        self.cache_store: MemoryCacheStore | None = None
+        """The tool's cached results."""
+        self.breaker: _BreakerState | None = None
+        """The tool's circuit breaker."""
+
+    def take_slots(self, key: str, limit: int, given: Slots | None) -> Slots:
+        """The cap ``key`` at ``limit``: ``given`` (a resource's, held by another tool of
+        the registry), else the one kept if its limit is the same, else a new one."""
+        with _OWN_LOCK:
+            slots = given if given is not None else self.slots.get(key)
+            if slots is None or slots.limit != limit:
+                slots = Slots(limit)
+            self.slots[key] = slots
+            return slots
+
+    def take_rate_store(self, given: RateStore | None = None) -> RateStore:
+        """The rate bucket's store: ``given`` (a resource's), else the one kept, else a
+        new one."""
+        with _OWN_LOCK:
+            store = given if given is not None else self.rate_store
+            if store is None:
+                store = MemoryRateStore()
+            self.rate_store = store
+            return store
+
+    def take_cache_store(self) -> MemoryCacheStore:
+        """The store of the tool's cached results."""
+        with _OWN_LOCK:
+            if self.cache_store is None:
+                self.cache_store = MemoryCacheStore()
+            return self.cache_store
+
+    def take_breaker(self, made: _BreakerState) -> _BreakerState:
+        """The breaker kept, if its settings are ``made``'s, else ``made`` from now on."""
+        with _OWN_LOCK:
+            kept = self.breaker
+            if kept is not None and kept.config == made.config:
+                return kept
+            self.breaker = made
+            return made
+
+
+_OWN_LOCK = threading.Lock()  # two registries' first plans of one tool make one state
+_OWN: weakref.WeakKeyDictionary[BaseTool, OwnState] = weakref.WeakKeyDictionary()
+_OWN_BY_ID: dict[int, OwnState] = {}
+"""The states of tools that cannot be hashed (a dataclass tool), by identity."""
+
+
+def own_state(tool: BaseTool, replaces: BaseTool | None = None) -> OwnState:
+    """The state of ``tool``'s own policy, made on first need and dropped with the tool.
+
+    A tool equal to another (the same method tool looked up again on its instance) has
+    its state. A tool that ``replaces`` another (a notebook cell run again) takes over
+    its concurrency caps, whose slots the old definition's calls may still hold, and
+    its rate bucket, which counts calls to the same service; not its breaker nor its
+    cached results, which are the old code's.
+
+    Example:
+        >>> from agcore_tools.testing import StaticTool
+        >>> tool = StaticTool("example")
+        >>> own_state(tool) is own_state(tool), own_state(tool) is own_state(StaticTool("x"))
+        (True, False)
+    """
+    with _OWN_LOCK:
+        state = _kept(tool)
+        if state is not None:
+            return state
+        state = OwnState()
+        old = _kept(replaces) if replaces is not None else None
+        if old is not None:
+            state.slots, state.rate_store = dict(old.slots), old.rate_store
+        try:
+            _OWN[tool] = state
+        except TypeError:  # unhashable: kept by identity, dropped when the tool is
+            key = id(tool)
+            _OWN_BY_ID[key] = state
+            weakref.finalize(tool, _OWN_BY_ID.pop, key, None)
+        return state
+
+
+def _kept(tool: BaseTool) -> OwnState | None:
+    try:
+        return _OWN.get(tool)
+    except TypeError:
+        return _OWN_BY_ID.get(id(tool))
 
 
 class PolicyBook:
@@ -56,7 +170,19 @@ class PolicyBook:
             raise ToolConfigError(f"set_policy() takes a ToolPolicy, got {type(policy).__name__}")
         if isinstance(names, str):
             raise ToolConfigError(f"set_policy(names=...) takes tool names, got {names!r}")
-        chosen = None if names is None else frozenset(names)
+        for label, value in (("tag", tag), ("category", category)):
+            if value is not None and not isinstance(value, str):
+                # A list would match no tool, and the rule would be kept for nothing.
+                raise ToolConfigError(
+                    f"set_policy({label}=...) takes one {label} (a string), got "
+                    f"{type(value).__name__}"
+                )
+        chosen = None
+        if names is not None:
+            listed = list(names) if isinstance(names, Iterable) else [names]
+            if not all(isinstance(name, str) for name in listed):
+                raise ToolConfigError(f"set_policy(names=...) takes tool names, got {names!r}")
+            chosen = frozenset(listed)
         if tag is None and category is None and chosen is None:
             raise ToolConfigError("set_policy() needs a group: tag=, category= or names=")
 
@@ -70,15 +196,24 @@ class PolicyBook:
         self.rules.append((matches, policy))
         return matches
 
-    def guard(self, entry: ToolEntry, others: Iterable[Guard | None] = ()) -> Guard | None:
+    def guard(
+        self,
+        entry: ToolEntry,
+        others: Iterable[Guard | None] = (),
+        replaces: BaseTool | None = None,
+    ) -> Guard | None:
         """Work out ``entry``'s policy (its tool's own, then the matching rules in
         order) and give it the guard that enforces it; None for no policy. ``others``
-        are the guards of the other tools that stay (see :meth:`plan`)."""
-        entry.policy, entry.guard = self.plan(entry, others)
+        are the guards of the other tools that stay, ``replaces`` the tool ``entry``'s
+        redefines, if any (see :meth:`plan`)."""
+        entry.policy, entry.guard = self.plan(entry, others, replaces)
         return entry.guard
 
     def plan(
-        self, entry: ToolEntry, others: Iterable[Guard | None] = ()
+        self,
+        entry: ToolEntry,
+        others: Iterable[Guard | None] = (),
+        replaces: BaseTool | None = None,
     ) -> tuple[ToolPolicy | None, Guard | None]:
         """What :meth:`guard` would give ``entry``, without giving it: a refusal
         (:class:`ToolConfigError`) leaves the entry as it was. A breaker whose settings
@@ -86,12 +221,18 @@ class PolicyBook:
 
         ``others`` are the guards of the other tools that stay (not ``entry``'s own,
         which this replaces): a resource's cap must match theirs, and a resource none of
-        them names takes the cap ``entry`` gives it."""
+        them names takes the cap ``entry`` gives it. The parts of the policy that come
+        from the tool's own (no rule sets them) keep their state with the tool (see
+        :func:`own_state`; ``replaces`` is the tool it redefines); the others, with
+        this registry."""
         tool = entry.tool
-        policy: ToolPolicy | None = getattr(tool, "policy", None)
+        own: ToolPolicy | None = getattr(tool, "policy", None)
+        policy = own
+        ruled: set[str] = set()  # the parts a rule sets: their state is the registry's
         for matches, rule in self.rules:
             if matches(entry):
                 policy = rule if policy is None else policy.merged(rule)
+                ruled.update(f.name for f in fields(rule) if getattr(rule, f.name) is not None)
         if policy is None or policy.empty:
             return None, None
         name = entry.name
@@ -101,53 +242,98 @@ class PolicyBook:
                 "drop its ResultCache",
                 tool_name=name,
             )
+        state = own_state(tool, replaces) if own is not None and not own.empty else None
+
+        def kept(*parts: str) -> OwnState | None:
+            # The tool's state for these parts, when the tool's own policy sets them.
+            return None if state is None or ruled.intersection(parts) else state
+
+        staying = [other for other in others if other is not None]
+        resource = policy.resource
         slots = None
         if policy.concurrency is not None:
-            key = f"resource:{policy.resource}" if policy.resource else f"tool:{name}"
-            sharing = None
-            if policy.resource:
-                sharing = next(
-                    (
-                        other
-                        for other in others
-                        if other is not None
-                        and other.slots is not None
-                        and other.policy.resource == policy.resource
-                    ),
-                    None,
-                )
-            if sharing is not None:
-                slots = sharing.slots
-                assert slots is not None
-                if slots.limit != policy.concurrency:
-                    raise ToolConfigError(
-                        f"tool '{name}' caps resource {policy.resource!r} at "
-                        f"{policy.concurrency} call(s) at once, and tool '{sharing.name}' at "
-                        f"{slots.limit}; give every tool of a resource the same concurrency",
-                        tool_name=name,
-                    )
+            slots = self._slots(name, policy, staying, kept("concurrency", "resource"))
+        rate_store = None
+        if policy.rate is not None:
+            shared = next(
+                (
+                    other.rate_store
+                    for other in staying
+                    if resource
+                    and other.policy.resource == resource
+                    and other.rate_store is not None
+                ),
+                None,
+            )
+            holder = kept("rate", "resource")
+            if holder is not None:
+                rate_store = holder.take_rate_store(shared)
+            elif shared is not None:
+                rate_store = shared
             else:
-                # No tool that stays holds it: the cap is this one's to set. The same cap
-                # keeps its counter, which the calls of a replaced definition still hold.
-                slots = self.slots.get(key)
-                if slots is None or slots.limit != policy.concurrency:
-                    slots = self.slots[key] = Slots(policy.concurrency)
-        if policy.rate is not None and self.rate_store is None:
-            self.rate_store = MemoryRateStore()
-        if policy.cache is not None and self.cache_store is None:
-            self.cache_store = MemoryCacheStore()
+                if self.rate_store is None:
+                    self.rate_store = MemoryRateStore()
+                rate_store = self.rate_store
+        cache_store = None
+        if policy.cache is not None:
+            holder = kept("cache")
+            if holder is not None:
+                cache_store = holder.take_cache_store()
+            else:
+                if self.cache_store is None:
+                    self.cache_store = MemoryCacheStore()
+                cache_store = self.cache_store
         guard = Guard(
-            name,
-            entry.version,
-            policy,
-            slots,
-            rate_store=self.rate_store,
-            cache_store=self.cache_store,
+            name, entry.version, policy, slots, rate_store=rate_store, cache_store=cache_store
         )
-        old = entry.guard
-        if old is not None and old.breaker is not None and old.policy.breaker == policy.breaker:
-            guard.breaker = old.breaker
+        if guard.breaker is not None:
+            holder = kept("breaker")
+            old = entry.guard
+            if holder is not None:
+                guard.breaker = holder.take_breaker(guard.breaker)
+            elif old is not None and old.breaker and old.policy.breaker == policy.breaker:
+                guard.breaker = old.breaker
         return policy, guard
+
+    def _slots(
+        self, name: str, policy: ToolPolicy, others: list[Guard], holder: OwnState | None
+    ) -> Slots:
+        """The concurrency cap of a tool named ``name`` under ``policy``: its resource's,
+        shared with ``others``, or its own (``holder``'s, when the tool's own policy
+        sets it, else this registry's)."""
+        limit = policy.concurrency
+        assert limit is not None
+        key = f"resource:{policy.resource}" if policy.resource else f"tool:{name}"
+        sharing = None
+        if policy.resource:
+            sharing = next(
+                (
+                    other
+                    for other in others
+                    if other.slots is not None and other.policy.resource == policy.resource
+                ),
+                None,
+            )
+        if sharing is not None:
+            assert sharing.slots is not None
+            if sharing.slots.limit != limit:
+                raise ToolConfigError(
+                    f"tool '{name}' caps resource {policy.resource!r} at {limit} call(s) at "
+                    f"once, and tool '{sharing.name}' at {sharing.slots.limit}; give every "
+                    "tool of a resource the same concurrency",
+                    tool_name=name,
+                )
+        given = sharing.slots if sharing is not None else None
+        if holder is not None:
+            return holder.take_slots(key, limit, given)
+        if given is not None:
+            return given
+        # No tool that stays holds it: the cap is this one's to set. The same cap keeps
+        # its counter, which the calls of a replaced definition still hold.
+        slots = self.slots.get(key)
+        if slots is None or slots.limit != limit:
+            slots = self.slots[key] = Slots(limit)
+        return slots
 
     def track(self, entry: ToolEntry) -> None:
         """Note whether ``entry`` (just added) has a breaker."""
@@ -158,8 +344,12 @@ class PolicyBook:
             self.breakers.pop(entry.name, None)
 
     def forget(self, name: str) -> None:
-        """The tool ``name`` was removed."""
+        """The tool ``name`` was removed, or is replaced by a new definition: its
+        breaker is no longer tracked, and the results this registry's store cached for
+        it (the old code's) are dropped."""
         self.breakers.pop(name, None)
+        if self.cache_store is not None:
+            self.cache_store.forget(cache_prefix(name))
 
     def open_breakers(self) -> list[str]:
         """The tools whose breaker is open now, in registration order."""

@@ -8,9 +8,10 @@ share them without importing each other.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -148,16 +149,44 @@ class ToolEntry:
                 tool_name=name if isinstance(name, str) else None,
             )
         tool.check_registrable()
-        strict = tool.strict
+        if not _awaits(tool.execute):
+            # Awaited, it would run on the event loop's thread, then fail the call with
+            # "object ... can't be used in 'await' expression" after its effect.
+            raise ToolDefinitionError(
+                f"cannot register tool '{name}': its execute() must be `async def` (or use "
+                "@tool for a sync function)",
+                tool_name=name,
+            )
+        checked: dict[str, Any] = {}
+        for attribute, kinds, expected in _ATTRIBUTES:
+            value = checked[attribute] = getattr(tool, attribute, None)
+            if not isinstance(value, kinds):
+                # Sent to the model as it is, or read at the first call, with no word of why.
+                raise ToolDefinitionError(
+                    f"cannot register tool '{name}': its {attribute} must be {expected}, "
+                    f"got {type(value).__name__}",
+                    tool_name=name,
+                )
+        strict = checked["strict"]
         given = tags if tags is not None else getattr(tool, "tags", ()) or ()
+        labels = (given,) if isinstance(given, str) else _strings(given, name, "tags")
+        category = category if category is not None else getattr(tool, "category", None)
+        version = version if version is not None else getattr(tool, "version", None)
+        for label, value in (("category", category), ("version", version)):
+            if value is not None and not isinstance(value, str):
+                raise ToolConfigError(
+                    f"cannot register tool '{name}': its {label} must be a string or None, "
+                    f"got {type(value).__name__}",
+                    tool_name=name,
+                )
         return cls(
             tool=tool,
-            tags=(given,) if isinstance(given, str) else tuple(given),  # "math" is one tag
-            category=category if category is not None else getattr(tool, "category", None),
-            version=version if version is not None else getattr(tool, "version", None),
+            tags=labels,  # "math" is one tag
+            category=category,
+            version=version,
             permissions=Permission.parse_all(tool.required_permissions),
-            strict=default_strict if strict is None else bool(strict),
-            policy=getattr(tool, "policy", None),
+            strict=default_strict if strict is None else strict,
+            policy=checked["policy"],
         )
 
     @property
@@ -185,6 +214,41 @@ class ToolEntry:
                     "tool %r is offered without strict mode: %s", self.name, self._strict_form[1]
                 )
         return self._strict_form[0]
+
+
+_ATTRIBUTES: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("description", str, "a string"),
+    ("parameters", Mapping, "a JSON Schema object (a dict)"),
+    ("strict", (bool, type(None)), "True, False or None"),
+    ("policy", (ToolPolicy, type(None)), "a ToolPolicy or None"),
+)
+"""The attributes of a tool a registry checks: name, the kinds it takes, what to say."""
+
+
+def _strings(given: object, name: str, what: str) -> tuple[str, ...]:
+    if not isinstance(given, Iterable) or isinstance(given, Mapping):
+        raise ToolConfigError(
+            f"cannot register tool '{name}': its {what} must be strings, got "
+            f"{type(given).__name__}",
+            tool_name=name,
+        )
+    values = tuple(given)
+    wrong = next((value for value in values if not isinstance(value, str)), None)
+    if wrong is not None:
+        raise ToolConfigError(
+            f"cannot register tool '{name}': its {what} must be strings, got a "
+            f"{type(wrong).__name__}",
+            tool_name=name,
+        )
+    return values
+
+
+def _awaits(method: Callable[..., Any]) -> bool:
+    # A wrapper (functools.wraps) of an async function counts, as does an object whose
+    # __call__ is async.
+    if inspect.iscoroutinefunction(method) or inspect.iscoroutinefunction(inspect.unwrap(method)):
+        return True
+    return not inspect.isroutine(method) and inspect.iscoroutinefunction(type(method).__call__)
 
 
 @dataclass(slots=True)

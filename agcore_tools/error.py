@@ -306,6 +306,8 @@ class ToolUnavailableError(ToolError):
         >>> error = ToolUnavailableError("search", "over its rate limit", retry_after=0.5)
         >>> str(error), error.may_have_run
         ("tool 'search' is unavailable: over its rate limit; try again in 0.5 s", False)
+        >>> str(ToolUnavailableError("report", "over its rate limit", retry_after=3600.0))
+        "tool 'report' is unavailable: over its rate limit; try again in 3600 s"
     """
 
     may_have_run = False
@@ -313,7 +315,9 @@ class ToolUnavailableError(ToolError):
     def __init__(self, tool_name: str, reason: str, *, retry_after: float | None = None) -> None:
         message = f"tool '{tool_name}' is unavailable: {reason}"
         if retry_after is not None:
-            message += f"; try again in {retry_after:.3g} s"
+            # Whole seconds from 10 on: a model misreads "3.6e+03 s" (.3g's form of an hour).
+            seconds = f"{retry_after:.3g}" if retry_after < 10 else f"{retry_after:.0f}"
+            message += f"; try again in {seconds} s"
         super().__init__(message, tool_name=tool_name)
         self.retry_after = retry_after
 

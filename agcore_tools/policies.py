@@ -10,8 +10,11 @@ period (:class:`RateLimit`), when to stop offering it after failures
 check and the approval, in this fixed order: breaker, rate, concurrency, cache,
 execution.
 
-The records here are plain values; the state they govern (the open breaker, the
-bucket, the running calls) lives with the registry. A rate bucket or a result cache
+The records here are plain values. The state they govern (the open breaker, the
+bucket, the running calls, the cached results) lives with the tool for the parts of
+its own policy, so every registry that holds the tool shares it (a tool passed on its
+own to each run, in a fresh registry, too), and with the registry for the parts a
+group rule of its sets. A rate bucket or a result cache
 whose state a fleet must share plugs in through :class:`RateStore` and
 :class:`CacheStore`; the in-process defaults, :class:`MemoryRateStore` and
 :class:`MemoryCacheStore`, need no server (:mod:`agcore_tools.redis` ships a shared
@@ -312,8 +315,12 @@ class MemoryRateStore:
     library's clock, so a Temporal workflow stays deterministic.
 
     Each bucket is the theoretical arrival time of its next call (the generic cell rate
-    algorithm): one float per key, and a reservation is a few arithmetic steps, under a
-    lock, since a registry is shared by every thread and loop that uses it.
+    algorithm): one number per key, and a reservation is a few arithmetic steps, under
+    a lock, since a registry is shared by every thread and loop that uses it. The
+    numbers are whole nanoseconds: in floating point, the wait of a call on a full
+    bucket, ``(now + interval) - capacity * interval - now``, comes out a hair above
+    zero at many clock readings, and ``wait=False`` then refused a call within the
+    limit.
 
     Example:
         >>> import asyncio
@@ -325,7 +332,7 @@ class MemoryRateStore:
     __slots__ = ("_lock", "_next")
 
     def __init__(self) -> None:
-        self._next: dict[str, float] = {}
+        self._next: dict[str, int] = {}
         self._lock = threading.Lock()
 
     async def reserve(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
@@ -335,17 +342,18 @@ class MemoryRateStore:
     def reserve_now(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
         """:meth:`reserve` without the coroutine: a registry's uncontended path."""
         with self._lock:
-            moment = now()
-            interval = limit.interval
+            moment = _nanoseconds(now())
+            interval = _nanoseconds(limit.interval)
             arrival = max(self._next.get(key, moment), moment) + interval
             wait = arrival - limit.capacity * interval - moment
-            if wait <= 0.0:
+            if wait <= 0:
                 self._next[key] = arrival
                 return 0.0
-            if wait > max_wait:
+            seconds = wait / _NS
+            if seconds > max_wait:
                 return None
             self._next[key] = arrival
-            return wait
+            return seconds
 
     async def give_back(self, key: str, limit: RateLimit) -> None:
         """Return one reserved turn to ``key``'s bucket, for a call that never started
@@ -369,7 +377,7 @@ class MemoryRateStore:
         with self._lock:
             arrival = self._next.get(key)
             if arrival is not None:
-                self._next[key] = max(arrival - limit.interval, now())
+                self._next[key] = max(arrival - _nanoseconds(limit.interval), _nanoseconds(now()))
 
 
 class MemoryCacheStore:
@@ -417,8 +425,32 @@ class MemoryCacheStore:
             while len(self._items) > self.max_entries:
                 self._items.popitem(last=False)
 
+    def forget(self, prefix: str) -> int:
+        """Drop every result whose key starts with ``prefix``; return how many.
+
+        Example:
+            >>> import asyncio
+            >>> store = MemoryCacheStore()
+            >>> asyncio.run(store.set("lookup:1", '"a"', ttl=60.0))
+            >>> asyncio.run(store.set("other:1", '"b"', ttl=60.0))
+            >>> store.forget("lookup:"), len(store)
+            (1, 1)
+        """
+        with self._lock:
+            gone = [key for key in self._items if key.startswith(prefix)]
+            for key in gone:
+                del self._items[key]
+            return len(gone)
+
     def __len__(self) -> int:
         return len(self._items)
+
+
+_NS = 1_000_000_000
+
+
+def _nanoseconds(seconds: float) -> int:
+    return round(seconds * _NS)
 
 
 def _positive(value: object) -> bool:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Literal, TypeVar, cast, over
 from typing_extensions import ParamSpec, Unpack
 
 from ._deprecated import renamed
-from ._execute import ToolTable, as_call, as_completed, execute
+from ._execute import ToolTable, as_call, as_completed, check_context, execute
 from ._function_tool import (
     FunctionTool,
     ToolDecorator,
@@ -82,6 +82,10 @@ T = TypeVar("T")
 
 _default_registry: ToolRegistry | None = None
 _DEFAULT_LOCK = threading.Lock()
+# Held while a registry's tools change: two threads registering one name must not both
+# find it free. One for every registry, made here: a Temporal workflow's sandbox, where
+# the loop builds a registry of stand-ins, refuses a lock made as a registry is.
+_REGISTERING = threading.RLock()
 _active_registry: contextvars.ContextVar[ToolRegistry | None] = contextvars.ContextVar(
     "agcore_tools_active_registry", default=None
 )
@@ -117,6 +121,29 @@ def _permission_checker(value: object) -> PermissionChecker | None:
         f"ToolRegistry's permission checker must be a PermissionChecker or None, got "
         f"{type(value).__name__}{wrap}"
     )
+
+
+def _transforms(value: object) -> tuple[SchemaTransform, ...]:
+    if callable(value) or not isinstance(value, Iterable):
+        wrap = f" (wrap it: [{getattr(value, '__name__', '...')}])" if callable(value) else ""
+        raise ToolConfigError(
+            "ToolRegistry(schema_transforms=...) takes a list of transforms, got "
+            f"{type(value).__name__}{wrap}"
+        )
+    return tuple(value)
+
+
+def _each(values: object, kind: type, method: str, what: str, one: str) -> list[Any]:
+    # A method's iterable of entries or tools, refused whole when it is not one.
+    if isinstance(values, kind):
+        raise ToolConfigError(f"{method} takes an iterable of {what}, got one; {one}")
+    if not isinstance(values, Iterable):
+        raise ToolConfigError(f"{method} takes an iterable of {what}, got {type(values).__name__}")
+    items = list(values)
+    wrong = next((item for item in items if not isinstance(item, kind)), None)
+    if wrong is not None:
+        raise ToolConfigError(f"{method} takes {what}, got a {type(wrong).__name__}")
+    return items
 
 
 class ToolRegistry(RegistrySync):
@@ -159,10 +186,12 @@ class ToolRegistry(RegistrySync):
     ) -> None:
         self._table = ToolTable(_permission_checker(permission_checker))
         self._entries = self._table.entries  # the same dict: the table is what runs
+        if not isinstance(strict, bool):
+            raise ToolConfigError(f"ToolRegistry(strict=...) takes True or False, got {strict!r}")
         self._strict = strict
-        self._schema_transforms = tuple(schema_transforms)
-        self._definitions: dict[str, list[dict[str, Any]]] = {}
-        self._definitions_checker: PermissionChecker | None = None  # the cache's
+        self._schema_transforms = _transforms(schema_transforms)
+        # Each api's definitions, with the revision and checker they were built for.
+        self._definitions: dict[str, tuple[int, PermissionChecker | None, list[Any]]] = {}
         self._revision = 0
         self._hidden_logged: set[frozenset[str]] = set()
         self._policies = PolicyBook()
@@ -290,14 +319,15 @@ class ToolRegistry(RegistrySync):
 
     # -- registration --------------------------------------------------------------
 
-    def _check_free(self, entry: ToolEntry) -> None:
+    def _check_free(self, entry: ToolEntry) -> BaseTool | None:
+        """Refuse a taken name; return the tool ``entry`` redefines, if any."""
         existing = self._entries.get(entry.name)
         if existing is None:
-            return
+            return None
         # Re-running a notebook cell re-decorates the same function: that replaces the
         # old tool instead of failing. Anything else with the same name is a collision.
         if entry.tool.redefines(existing.tool):
-            return
+            return existing.tool
         raise ToolConfigError(
             f"cannot register tool '{entry.name}': a tool of that name is already registered "
             f"({existing.tool!r}); unregister it first or choose another name",
@@ -342,9 +372,12 @@ class ToolRegistry(RegistrySync):
             agcore_tools.error.ToolConfigError: cannot register tool 'example': a tool of that name is already registered (<StaticTool 'example'>); unregister it first or choose another name
         """
         entry = ToolEntry.of(tool, tags, category, version, default_strict=self._strict)
-        self._check_free(entry)
-        self._policies.guard(entry, self._staying({entry.name}))
-        self._add(entry)
+        with _REGISTERING:  # the name checked free is still free when the tool is added
+            replaces = self._check_free(entry)
+            self._policies.guard(entry, self._staying({entry.name}), replaces)
+            if replaces is not None:
+                self._policies.forget(entry.name)
+            self._add(entry)
         return entry
 
     def register_all(self, tools: Iterable[BaseTool]) -> list[ToolEntry]:
@@ -355,20 +388,24 @@ class ToolRegistry(RegistrySync):
             >>> len(ToolRegistry().register_all([StaticTool("example")]))
             1
         """
-        entries = [ToolEntry.of(t, default_strict=self._strict) for t in tools]
+        given = _each(tools, BaseTool, "register_all()", "tools", "register() adds one")
+        entries = [ToolEntry.of(t, default_strict=self._strict) for t in given]
         seen: set[str] = set()
-        staying = self._staying({entry.name for entry in entries})
-        for entry in entries:
-            if entry.name in seen:
-                raise ToolConfigError(
-                    f"cannot register tool '{entry.name}': it appears twice in the batch",
-                    tool_name=entry.name,
-                )
-            seen.add(entry.name)
-            self._check_free(entry)
-            staying.append(self._policies.guard(entry, staying))
-        for entry in entries:
-            self._add(entry)
+        with _REGISTERING:
+            staying = self._staying({entry.name for entry in entries})
+            for entry in entries:
+                if entry.name in seen:
+                    raise ToolConfigError(
+                        f"cannot register tool '{entry.name}': it appears twice in the batch",
+                        tool_name=entry.name,
+                    )
+                seen.add(entry.name)
+                replaces = self._check_free(entry)
+                staying.append(self._policies.guard(entry, staying, replaces))
+            for entry in entries:
+                if entry.name in self._entries:  # a redefinition
+                    self._policies.forget(entry.name)
+                self._add(entry)
         return entries
 
     def view(self, entries: Iterable[ToolEntry]) -> ToolRegistry:
@@ -389,11 +426,14 @@ class ToolRegistry(RegistrySync):
             >>> view.list_tools(), view.entry("ping") is tool_registry_example.entry("ping")
             (['ping'], True)
         """
+        chosen = _each(
+            entries, ToolEntry, "view()", "ToolEntry objects (registry.entries())", "use [entry]"
+        )
         view = ToolRegistry(strict=self._strict, schema_transforms=self._schema_transforms)
         # Read live, not copied: a checker set here mid-run must hold for a run's calls,
         # which go through a view of the tools it offers.
         view._table.source = self._table
-        for entry in entries:
+        for entry in chosen:
             view._add(entry)  # with its guard as it is: policies hold across views
         return view
 
@@ -425,21 +465,22 @@ class ToolRegistry(RegistrySync):
             'orders-db'
         """
         book = self._policies
-        matches = book.add_rule(policy, tag, category, names)
-        applied = [entry for entry in self._entries.values() if matches(entry)]
-        staying = self._staying({entry.name for entry in applied})
-        planned: list[tuple[ToolPolicy | None, Guard | None]] = []
-        try:  # all or nothing: a tool the rule cannot apply to leaves every tool as it was
-            for entry in applied:
-                planned.append(book.plan(entry, staying))
-                staying.append(planned[-1][1])
-        except ToolConfigError:
-            book.rules.pop()  # nor is the refused rule kept for tools registered later
-            raise
-        for entry, (entry_policy, guard) in zip(applied, planned, strict=True):
-            entry.policy, entry.guard = entry_policy, guard
-            book.track(entry)
-        self._changed()
+        with _REGISTERING:  # no tool comes or goes while the rule is planned
+            matches = book.add_rule(policy, tag, category, names)
+            applied = [entry for entry in self._entries.values() if matches(entry)]
+            staying = self._staying({entry.name for entry in applied})
+            planned: list[tuple[ToolPolicy | None, Guard | None]] = []
+            try:  # all or nothing: a tool the rule cannot apply to leaves every tool as it was
+                for entry in applied:
+                    planned.append(book.plan(entry, staying))
+                    staying.append(planned[-1][1])
+            except ToolConfigError:
+                book.rules.pop()  # nor is the refused rule kept for tools registered later
+                raise
+            for entry, (entry_policy, guard) in zip(applied, planned, strict=True):
+                entry.policy, entry.guard = entry_policy, guard
+                book.track(entry)
+            self._changed()
         return applied
 
     def unavailable_tools(self) -> list[str]:
@@ -460,11 +501,12 @@ class ToolRegistry(RegistrySync):
             >>> ToolRegistry().unregister("missing") is None
             True
         """
-        entry = self._entries.pop(name, None)
-        if entry is None:
-            return None
-        self._policies.forget(name)
-        self._changed()
+        with _REGISTERING:
+            entry = self._entries.pop(name, None)
+            if entry is None:
+                return None
+            self._policies.forget(name)
+            self._changed()
         return entry.tool
 
     # -- discovery -----------------------------------------------------------------
@@ -557,20 +599,22 @@ class ToolRegistry(RegistrySync):
             ('example', True, False)
         """
         table = self._table
-        if self._definitions_checker is not table.checker:
-            # A view's checker is its registry's, which can change without it knowing.
-            self._definitions.clear()
-            self._definitions_checker = table.checker
-        cached = self._definitions.get(api)
-        if cached is None:
+        # Read before the entries: a tool another thread registers while this builds
+        # moves the revision on, so the list built without it is never served after.
+        revision = self._revision
+        # A view's checker is its registry's, which can change without it knowing.
+        checker = table.checker
+        kept = self._definitions.get(api)
+        if kept is not None and kept[0] == revision and kept[1] is checker:
+            cached = kept[2]
+        else:
             if api not in ("chat", "responses"):
                 raise ToolConfigError(f"unknown api {api!r}: expected 'chat' or 'responses'")
-            offered = offered_entries(
-                self._entries.values(), table.checker, self._hidden_logged, table.unchecked
-            )
+            entries = list(self._entries.values())  # one copy: others may add meanwhile
+            offered = offered_entries(entries, checker, self._hidden_logged, table.unchecked)
             transforms = self._schema_transforms
             cached = [offered_definition(e, transforms, api) for e in offered]
-            self._definitions[api] = cached
+            self._definitions[api] = (revision, checker, cached)
         if self._policies.breakers and not unavailable:
             hidden = set(self._policies.open_breakers())
             if hidden:
@@ -605,7 +649,9 @@ class ToolRegistry(RegistrySync):
         :class:`~agcore_tools.ToolUnavailableError` when the tool's
         :class:`~agcore_tools.ToolPolicy` turns the call away (an open breaker, a rate
         limit that does not wait): the tool never runs.
-        Failures during execution are recorded in the returned invocation, not raised.
+        Failures during execution are recorded in the returned invocation, not raised;
+        so is the tool's own timeout ending while the call waits for a concurrency slot
+        (a :class:`ToolTimeoutError`, with ``may_have_run=False``).
         Cancelling the call cancels its context's token (a child of ``ctx``'s, which
         stays as it was), so a sync tool or generator in its worker thread stops too.
 
@@ -647,6 +693,7 @@ class ToolRegistry(RegistrySync):
             [True, False]
         """
         check_timeout(timeout, "invoke_all() timeout")
+        check_context(ctx, "invoke_all()")
         normalised = [as_call(call) for call in calls]
         results: list[ToolInvocation | None] = [None] * len(normalised)
         async with contextlib.aclosing(
@@ -681,6 +728,7 @@ class ToolRegistry(RegistrySync):
             [0, 1]
         """
         check_timeout(timeout, "invoke_as_completed() timeout")
+        check_context(ctx, "invoke_as_completed()")
         return as_completed(self._table, calls, ctx, timeout)
 
     async def run_tool_calls(

@@ -21,6 +21,7 @@ import pytest
 from agcore_tools import (
     BaseTool,
     Breaker,
+    FunctionTool,
     PermissionChecker,
     PermissionConfig,
     PermissionDeniedError,
@@ -263,6 +264,38 @@ async def test_a_tools_own_timeout_bounds_its_wait_for_a_slot() -> None:
     assert slots.running == 0
 
 
+async def test_invoke_records_a_timeout_that_ends_while_the_call_waits_for_a_slot() -> None:
+    # invoke() raised this ToolTimeoutError (the same timeout during the run is
+    # recorded), so code checking invocation.ok failed only under load.
+    registry = ToolRegistry()
+    release = asyncio.Event()
+    db = ToolPolicy(concurrency=1, resource="db")
+
+    @registry.tool(policy=db)
+    async def migrate() -> str:
+        """Hold the database until the test lets go."""
+        await release.wait()
+        return "migrated"
+
+    @registry.tool(policy=db, timeout=0.2)
+    async def render(page: int) -> str:
+        """Render a page."""
+        return f"page {page}"
+
+    holding = asyncio.ensure_future(registry.invoke("migrate", {}))
+    await asyncio.sleep(0)  # it runs, holding the slot
+    try:
+        waited = await asyncio.wait_for(registry.invoke("render", {"page": 1}), 10)
+    finally:
+        release.set()
+    assert isinstance(waited.error, ToolTimeoutError) and waited.may_have_run is False
+    assert str(waited.error) == (
+        "tool 'render' failed: timed out after 0.2 s waiting for its turn; it never started"
+    )
+    assert (await holding).output == "migrated"
+    assert registry.entry("render").stats.calls == 0  # type: ignore[union-attr]
+
+
 async def test_a_tools_own_timeout_bounds_its_wait_for_a_rate_turn() -> None:
     # The second call's turn comes in 30 s, past its own timeout: refused at once,
     # where it used to wait for the turn and run.
@@ -337,6 +370,64 @@ async def test_over_the_rate_a_call_is_refused_at_once_when_told_not_to_wait() -
     )
     with pytest.raises(ToolUnavailableError):  # invoke() raises it, like a refusal
         await registry.invoke("send", {"text": "x"})
+
+
+@pytest.mark.parametrize(
+    ("limit", "reading"),
+    [
+        (RateLimit(1, per=3600.0, wait=False), 1083.454189058),  # a VM's uptime
+        (RateLimit(10, per=1.0, wait=False), 5000.25),
+        (RateLimit(5, per=1.0, wait=False), 1_733_000_000.5),  # a UNIX time
+    ],
+)
+async def test_a_burst_within_the_limit_is_never_refused_by_rounding(
+    limit: RateLimit, reading: float
+) -> None:
+    # In floating point, (now + interval) - capacity * interval - now came out a hair
+    # above zero at these readings, and wait=False refused the burst's last call.
+    token = CLOCK.set(lambda: reading)
+    try:
+        registry = ToolRegistry()
+
+        @registry.tool(policy=ToolPolicy(rate=limit))
+        def send_sms(to: str) -> str:
+            """Send a text message."""
+            return "sent"
+
+        calls = [("send_sms", {"to": str(i)}) for i in range(limit.capacity + 1)]
+        results = await registry.invoke_all(calls)
+        assert [r.ok for r in results] == [True] * limit.capacity + [False]
+    finally:
+        CLOCK.reset(token)
+
+
+async def test_a_long_wait_reads_in_whole_seconds() -> None:
+    # .3g wrote an hour as "3.6e+03 s", which the model reading it misreads.
+    moment = [5000.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        registry = ToolRegistry()
+
+        @registry.tool(policy=ToolPolicy(rate=RateLimit(24, per=86400.0, burst=1, wait=False)))
+        def daily_report(day: str) -> str:
+            """Build a report (24 a day)."""
+            return "report"
+
+        @registry.tool(policy=ToolPolicy(breaker=Breaker(failures=1, window=60, cool_down=1234.5)))
+        def billing(account: str) -> str:
+            """Billing lookup."""
+            raise RuntimeError("billing API down")
+
+        [_, refused] = await registry.invoke_all([("daily_report", {"day": "mon"})] * 2)
+        assert str(refused.error).endswith("; try again in 3600 s")
+        await registry.invoke("billing", {"account": "a"})
+        with pytest.raises(ToolUnavailableError, match=r"; try again in 1234 s$"):
+            await registry.invoke("billing", {"account": "a"})
+        moment[0] += 1229.0  # 5.5 s left: tenths still matter
+        with pytest.raises(ToolUnavailableError, match=r"; try again in 5\.5 s$"):
+            await registry.invoke("billing", {"account": "a"})
+    finally:
+        CLOCK.reset(token)
 
 
 async def test_a_call_that_would_wait_past_its_timeout_is_refused_without_waiting() -> None:
@@ -511,6 +602,55 @@ async def test_a_failed_probe_opens_the_breaker_again_and_bad_arguments_never_co
         CLOCK.reset(token)
 
 
+class Abort(BaseException):
+    """Stands for what a tool may raise that is no Exception: pytest.fail()'s and
+    pytest.skip()'s outcomes, KeyboardInterrupt, gevent's Timeout."""
+
+
+async def test_a_call_stopped_by_a_base_exception_frees_its_slot_and_its_probe() -> None:
+    moment = [1000.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        registry = ToolRegistry()
+
+        @registry.tool(policy=ToolPolicy(concurrency=1))
+        def export(rows: int) -> str:
+            """Export rows (sync: its exception comes back from its worker thread)."""
+            if rows < 0:
+                raise Abort("bad input")
+            return f"{rows} rows"
+
+        @registry.tool(policy=ToolPolicy(breaker=Breaker(failures=1, window=60, cool_down=10)))
+        async def lookup(x: int) -> int:
+            """Look something up."""
+            if x == 1:
+                raise RuntimeError("service down")
+            if x == 2:
+                raise Abort("odd")
+            return x
+
+        with pytest.raises(Abort):
+            await registry.invoke("export", {"rows": -1})
+        entry = registry.entry("export")
+        assert entry is not None and entry.guard is not None and entry.guard.slots is not None
+        assert entry.guard.slots.running == 0  # its slot was lost for good
+        assert (entry.stats.calls, entry.stats.failures) == (1, 1)
+        done = await asyncio.wait_for(registry.invoke("export", {"rows": 5}), 10)
+        assert done.output == "5 rows"
+
+        await registry.invoke("lookup", {"x": 1})
+        assert registry.unavailable_tools() == ["lookup"]
+        moment[0] += 11.0  # cool-down over: the next call is the probe
+        with pytest.raises(Abort):
+            await registry.invoke("lookup", {"x": 2})
+        # The probe ended without an outcome: the next call probes (it was refused, "one
+        # probe call ... which is running", for the life of the registry).
+        probe = await registry.invoke("lookup", {"x": 3})
+        assert probe.output == 3 and registry.unavailable_tools() == []
+    finally:
+        CLOCK.reset(token)
+
+
 async def test_timeouts_count_as_failures_but_waiting_for_a_turn_does_not() -> None:
     registry = ToolRegistry()
     breaker = Breaker(failures=2, window=60.0, cool_down=60.0)
@@ -571,6 +711,41 @@ async def test_identical_calls_within_the_ttl_run_once_and_failures_are_never_ca
         CLOCK.reset(token)
 
 
+CELL = '''
+@registry.tool(tags=["pricing"], policy=own)
+def with_vat(price: float) -> float:
+    """The price with VAT."""
+    return price * 1.02  # the bug: VAT is 20 %
+'''
+
+
+@pytest.mark.parametrize("where", ["own", "group"])
+async def test_a_redefined_or_replaced_tool_never_answers_from_the_old_codes_cache(
+    where: str,
+) -> None:
+    # A notebook cell edited and run again replaced the tool, but its cached results
+    # (the key holds the name and version, neither of which changed) were the old
+    # code's for up to ttl seconds; unregister() and registering again kept them too.
+    registry = ToolRegistry()
+    cache = ToolPolicy(cache=ResultCache(ttl=300))
+    if where == "group":
+        registry.set_policy(cache, tag="pricing")
+    namespace = {"registry": registry, "own": cache if where == "own" else None}
+    exec(compile(CELL, "<ipython-input-3>", "exec"), namespace)
+    assert (await registry.invoke("with_vat", {"price": 100})).output == 102.0
+    assert (await registry.invoke("with_vat", {"price": 100})).cached
+
+    fixed = CELL.replace("price * 1.02", "price * 1.20")
+    exec(compile(fixed, "<ipython-input-3>", "exec"), namespace)  # run again, edited
+    again = await registry.invoke("with_vat", {"price": 100})
+    assert (again.output, again.cached) == (120.0, False)
+
+    registry.unregister("with_vat")
+    exec(compile(CELL, "<ipython-input-4>", "exec"), namespace)  # the old code, anew
+    back = await registry.invoke("with_vat", {"price": 100})
+    assert (back.output, back.cached) == (102.0, False)
+
+
 def test_a_cache_on_a_tool_that_needs_approval_is_refused() -> None:
     registry = ToolRegistry()
     with pytest.raises(ToolConfigError, match="needs approval"):
@@ -581,6 +756,57 @@ def test_a_cache_on_a_tool_that_needs_approval_is_refused() -> None:
             return order_id
 
     assert "refund" not in registry
+
+
+async def test_a_tools_own_policy_holds_in_every_registry_that_holds_the_tool() -> None:
+    # The state was each registry's: the same tool in a chat and a batch registry ran
+    # two calls at once under concurrency=1, and had two rate buckets and two breakers.
+    moment = [2000.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        release = asyncio.Event()
+        runs: list[int] = []
+
+        async def write(row: int) -> int:
+            """Write a row (the database takes one writer)."""
+            runs.append(row)
+            await release.wait()
+            return row
+
+        policy = ToolPolicy(concurrency=1, rate=RateLimit(3, per=60, wait=False))
+        write_row = FunctionTool(write, name="write_row", policy=policy)
+
+        async def fail(x: int) -> int:
+            """Fail."""
+            raise RuntimeError("down")
+
+        breaker = ToolPolicy(breaker=Breaker(failures=1, window=60, cool_down=30))
+        flaky = FunctionTool(fail, name="flaky", policy=breaker)
+        chat, batch = ToolRegistry(), ToolRegistry()
+        chat.register_all([write_row, flaky])
+        batch.register_all([write_row, flaky])
+
+        first = asyncio.ensure_future(chat.invoke("write_row", {"row": 1}))
+        await asyncio.sleep(0)  # it runs, holding the slot
+        second = asyncio.ensure_future(batch.invoke("write_row", {"row": 2}))
+        await asyncio.sleep(0)  # it waits for the slot the other registry's call holds
+        assert runs == [1]
+        release.set()
+        assert [(await first).output, (await second).output] == [1, 2]
+        [third, fourth] = await batch.invoke_all([("write_row", {"row": 3})] * 2)
+        assert third.ok and isinstance(fourth.error, ToolUnavailableError)  # 3 a minute
+
+        await chat.invoke("flaky", {"x": 1})
+        assert chat.unavailable_tools() == batch.unavailable_tools() == ["flaky"]
+
+        # A registry's group rule stays its own: the other registry's calls never see it.
+        chat.set_policy(ToolPolicy(concurrency=5), names=["write_row"])
+        chat_guard, batch_guard = (r.entry("write_row").guard for r in (chat, batch))  # type: ignore[union-attr]
+        assert chat_guard is not None and batch_guard is not None
+        assert chat_guard.slots is not batch_guard.slots
+        assert chat_guard.rate_store is batch_guard.rate_store  # the tool's own part
+    finally:
+        CLOCK.reset(token)
 
 
 async def test_group_policies_apply_to_tools_now_and_later_and_override_the_tools_own() -> None:

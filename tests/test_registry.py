@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import sys
@@ -22,13 +23,16 @@ from agcore_tools import (
     ToolCall,
     ToolConfigError,
     ToolContext,
+    ToolDefinitionError,
     ToolError,
     ToolExecutionError,
     ToolInvocation,
     ToolNotFoundError,
+    ToolPolicy,
     ToolRegistry,
     ToolTimeoutError,
     default_registry,
+    portable_schema,
     tool,
 )
 
@@ -80,6 +84,219 @@ def test_duplicate_and_malformed_names_are_refused() -> None:
             registry.register(Recorder(bad))
     with pytest.raises(ToolError, match="not a BaseTool"):
         registry.register(object())  # type: ignore[arg-type]
+
+
+def test_a_tool_registered_while_definitions_are_built_is_offered() -> None:
+    # definitions() stored the list it built after the registration had cleared the
+    # cache: the new tool was listed by list_tools() but never offered.
+    registry: ToolRegistry
+    started: list[threading.Thread] = []
+
+    def register_meanwhile(schema: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        if not started:  # another thread registers a tool while this one builds
+            thread = threading.Thread(target=registry.register, args=(Recorder("late"),))
+            started.append(thread)
+            thread.start()
+            thread.join(10)
+        return schema
+
+    registry = ToolRegistry(schema_transforms=[register_meanwhile])
+    registry.register(Recorder("early"))
+    registry.definitions()
+    assert not started[0].is_alive() and registry.list_tools() == ["early", "late"]
+    assert [d["function"]["name"] for d in registry.definitions()] == ["early", "late"]
+
+
+class Pausing(BaseTool):
+    """A tool whose registration calls a hook as the registry plans its policy."""
+
+    def __init__(self, name: str, hook: Any) -> None:
+        self.name = name
+        self.description = "Pauses its registration."
+        self._hook = hook
+
+    @property
+    def policy(self) -> None:  # type: ignore[override]
+        if sys._getframe(1).f_code.co_name == "plan":  # PolicyBook.plan, past the name check
+            self._hook()
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        return "ok"
+
+
+def test_two_threads_registering_one_name_cannot_both_find_it_free() -> None:
+    # Both threads checked the name, then both added their tool: the second silently
+    # replaced the first.
+    registry = ToolRegistry()
+    outcome: list[BaseException | None] = []
+
+    def second() -> None:
+        try:
+            registry.register(Pausing("report", lambda: None))
+        except ToolConfigError as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=second)
+
+    def midway() -> None:  # the first registration, past its name's check
+        thread.start()
+        # The other thread cannot finish while this registration holds the registry;
+        # without that, it finishes at once. The bound only ends this wait.
+        thread.join(0.5)
+
+    first = Pausing("report", midway)
+    registry.register(first)
+    thread.join(10)
+    assert registry.get("report") is first
+    assert isinstance(outcome[0], ToolConfigError) and "already registered" in str(outcome[0])
+
+
+def test_a_tool_whose_execute_is_not_async_is_refused_at_registration() -> None:
+    # It was registered, then each call ran it on the event loop's thread and failed
+    # with "object str can't be used in 'await' expression" after its effect.
+    charged: list[int] = []
+
+    class Charge(BaseTool):
+        name = "charge"
+        description = "Charge the card."
+
+        def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:  # type: ignore[override]
+            charged.append(args["cents"])
+            return "charged"
+
+    registry = ToolRegistry()
+    with pytest.raises(ToolDefinitionError) as refused:
+        registry.register(Charge())
+    assert str(refused.value) == (
+        "cannot register tool 'charge': its execute() must be `async def` (or use @tool for "
+        "a sync function)"
+    )
+    assert isinstance(refused.value, TypeError) and registry.list_tools() == []
+
+    def logged(method: Any) -> Any:  # a decorator of the app's, around an async method
+        @functools.wraps(method)
+        def wrapper(*args: Any) -> Any:
+            return method(*args)
+
+        return wrapper
+
+    class Refund(BaseTool):
+        name = "refund"
+
+        @logged
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+            return "refunded"
+
+    registry.register(Refund())
+    assert registry.invoke_sync("refund", {}).output == "refunded" and charged == []
+
+
+def test_caller_mistakes_on_the_registry_surface_are_named() -> None:
+    # Each came out as a bare AttributeError or TypeError from deep inside, or was
+    # accepted silently (a description of None was sent to the model as null).
+    registry = ToolRegistry()
+    registry.register(Recorder("search"))
+
+    class Odd(Recorder):
+        def __init__(self, name: str, **attributes: Any) -> None:
+            super().__init__(name)
+            for attribute, value in attributes.items():
+                setattr(self, attribute, value)
+
+    refused: list[tuple[type[Exception], str, Any]] = [
+        (ToolConfigError, "view() takes ToolEntry objects", lambda: registry.view(["search"])),
+        (ToolConfigError, "got a Recorder", lambda: registry.view(list(registry))),
+        (ToolConfigError, "got one; use [entry]", lambda: registry.view(registry.entry("search"))),
+        (
+            ToolConfigError,
+            "invoke() takes a ToolContext as ctx, got dict (metadata goes in "
+            "ToolContext(metadata=...))",
+            lambda: asyncio.run(registry.invoke("search", {}, {"user": "ann"})),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "invoke() takes a ToolContext",
+            lambda: registry.invoke_sync("search", {}, {"user": "ann"}),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "invoke_all() takes a ToolContext",
+            lambda: asyncio.run(registry.invoke_all([("search", {})], ctx={"u": 1})),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "run_tool_calls() takes a ToolContext",
+            lambda: registry.run_tool_calls_sync([], ctx={"u": 1}),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "register_all() takes an iterable of tools, got one; register() adds one",
+            lambda: registry.register_all(Recorder("one")),  # type: ignore[arg-type]
+        ),
+        (ToolConfigError, "got a str", lambda: registry.register_all(["one"])),  # type: ignore[list-item]
+        (
+            ToolConfigError,
+            "cannot register tool 't5': its tags must be strings, got int",
+            lambda: registry.register(Recorder("t5"), tags=5),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "its category must be a string",
+            lambda: registry.register(Recorder("c"), category=1),
+        ),  # type: ignore[arg-type]
+        (
+            ToolConfigError,
+            "takes a list of transforms, got function (wrap it: [portable_schema])",
+            lambda: ToolRegistry(schema_transforms=portable_schema),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "ToolRegistry(strict=...) takes True or False, got 'no'",
+            lambda: ToolRegistry(strict="no"),  # type: ignore[arg-type]
+        ),
+        (
+            ToolDefinitionError,
+            "cannot register tool 'p': its policy must be a ToolPolicy or None, got dict",
+            lambda: registry.register(Odd("p", policy={"concurrency": 1})),
+        ),
+        (
+            ToolDefinitionError,
+            "its strict must be True, False or None, got str",
+            lambda: registry.register(Odd("s", strict="no")),
+        ),
+        (
+            ToolDefinitionError,
+            "its description must be a string, got NoneType",
+            lambda: registry.register(Odd("d", description=None)),
+        ),
+        (
+            ToolDefinitionError,
+            "its parameters must be a JSON Schema object (a dict), got list",
+            lambda: registry.register(Odd("l", parameters=[])),
+        ),
+        (
+            ToolConfigError,
+            "set_policy(tag=...) takes one tag (a string), got list",
+            lambda: registry.set_policy(ToolPolicy(concurrency=1), tag=["db"]),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "set_policy(category=...) takes one category",
+            lambda: registry.set_policy(ToolPolicy(concurrency=1), category=("a",)),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "set_policy(names=...) takes tool names",
+            lambda: registry.set_policy(ToolPolicy(concurrency=1), names=[1]),  # type: ignore[list-item]
+        ),
+    ]
+    for kind, message, mistake in refused:
+        with pytest.raises(kind) as caught:
+            mistake()
+        assert message in str(caught.value), message
+    assert registry.list_tools() == ["search"]
 
 
 def test_register_all_is_all_or_nothing() -> None:
@@ -302,6 +519,37 @@ async def test_invoke_all_gives_each_call_its_own_context() -> None:
     ctx = ToolContext(session_id="sess")
     await registry.invoke_all([("probe", {}, "a"), ("probe", {}, "b")], ctx=ctx)
     assert sorted(seen) == [("sess", "a"), ("sess", "b")]
+
+
+async def test_one_call_batches_without_a_context_share_nothing() -> None:
+    # A one-call batch ran in a copy of a process-wide blank context: every such batch
+    # (any registry, any request) shared its session, shared state and idempotency keys.
+    first, second = ToolRegistry(), ToolRegistry()
+
+    @first.tool
+    def add_to_cart(item: str, ctx: ToolContext) -> list[str]:
+        """Add an item to this run's cart."""
+        cart = ctx.shared_state.setdefault("cart", [])
+        cart.append(item)
+        return list(cart)
+
+    @second.tool
+    def charge(cents: int, ctx: ToolContext) -> list[Any]:
+        """Charge a card."""
+        return [ctx.session_id, ctx.idempotency_key, sorted(ctx.shared_state)]
+
+    alice = await first.invoke_all([("add_to_cart", {"item": "book"})])
+    bob = await first.invoke_all([("add_to_cart", {"item": "pen"})])
+    assert (alice[0].output, bob[0].output) == (["book"], ["pen"])
+    [one] = await second.invoke_all([ToolCall("charge", {"cents": 100}, "call_0")])
+    other = [
+        inv async for _, inv in second.invoke_as_completed([("charge", {"cents": 9}, "call_0")])
+    ]
+    assert one.call_id == other[0].call_id == "call_0"
+    assert one.output[2] == other[0].output[2] == []  # no other caller's cart
+    assert one.output[0] != other[0].output[0]  # two sessions
+    assert one.output[1] != other[0].output[1]  # so two idempotency keys
+    assert one.output[1].endswith(":call_0")
 
 
 async def test_cancelling_invoke_all_cancels_running_tools() -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-from agcore_tools import LlmError, ToolError, ToolRegistry, _sync
+from agcore_tools import LlmError, ToolContext, ToolError, ToolRegistry, _sync
 from agcore_tools.testing import ScriptedChatServer
 from tests._scripts import run_script
 
@@ -113,6 +113,33 @@ def test_invoke_sync_returns_the_invocation(registry: ToolRegistry) -> None:
     assert not registry.invoke_sync("add", {"a": "x", "b": 3}).ok
     with pytest.raises(ToolError, match="'nope' is not registered"):
         registry.invoke_sync("nope", {})
+
+
+def test_cancelling_from_the_apps_thread_wakes_an_async_tool_in_invoke_sync() -> None:
+    # cancel() set the token's asyncio.Event off its loop's thread, so the tool awaiting
+    # it on the library's loop never woke: invoke_sync() hung after a Stop button.
+    registry = ToolRegistry()
+    waiting = threading.Event()
+
+    @registry.tool
+    async def wait_for_stop(ctx: ToolContext) -> str:
+        """Wait until cancelled."""
+        # Set once the loop runs again, which is once this call waits on the token.
+        asyncio.get_running_loop().call_soon(waiting.set)
+        await ctx.cancellation.wait()
+        return "stopped"
+
+    ctx = ToolContext()
+    result: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: result.append(registry.invoke_sync("wait_for_stop", {}, ctx)), daemon=True
+    )
+    worker.start()
+    assert waiting.wait(10)
+    ctx.cancellation.cancel()  # from this thread: neither the loop's nor the caller's
+    ctx.cancellation.cancel()  # again: nothing more happens
+    worker.join(10)
+    assert not worker.is_alive() and result[0].output == "stopped"
 
 
 # -- where sync calls may come from -----------------------------------------------------

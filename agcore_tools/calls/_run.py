@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from typing import Any
 
 from .._attachments import Api, Rendered, attachments_message, function_call_output
-from .._execute import ToolTable, as_completed, unknown_tool_error
+from .._execute import ToolTable, as_completed, check_context, unknown_tool_error
 from .._function_tool import check_timeout
 from .._records import ParsedCall, ToolCall, ToolInvocation
 from .._sdk import sdk_field
@@ -199,6 +199,7 @@ async def run_tool_calls(
         )
     # 2. Calls that need approval wait for the app's answer (see _approval.py); then
     #    the rest run, and failures of any kind become error text for the model.
+    check_context(ctx, "run_tool_calls()")
     ctx = ctx or ToolContext()
     screened, waiting = await screen_calls(table, calls, ctx, approvals, approval_key)
     calls = list(screened)

@@ -63,7 +63,6 @@ from ._stand_in import failure_reason, raise_if_cancelled, retry_policy, stand_i
 __all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
 
 
-
 @dataclass(frozen=True)
 class ToolLoopInput:
     """What one :class:`ToolLoopWorkflow` run starts from.

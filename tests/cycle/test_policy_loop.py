@@ -12,7 +12,9 @@ import pytest
 
 from agcore_tools import (
     CycleConfig,
+    FunctionTool,
     LlmCycle,
+    RateLimit,
     ToolBreakerChanged,
     ToolExecutionCompleted,
     ToolPolicy,
@@ -179,3 +181,34 @@ async def test_200_concurrent_loops_sharing_a_registry_never_exceed_the_cap(
     assert running[1] == 3
     assert registry.entry("lookup").stats.calls == loops  # type: ignore[union-attr]
     assert running[0] == 0
+
+
+async def test_a_tools_own_policy_holds_across_runs_given_the_tool_alone(
+    serve: Callable[..., ScriptedChatServer], make_cycle: Callable[..., Any]
+) -> None:
+    # submit_with_tools(prompt, [tool]) puts the tool in a fresh registry each run: its
+    # rate limit started over every run (three runs sent 6 SMS under "2 a minute").
+    sent: list[str] = []
+
+    def send(to: str) -> str:
+        """Send a text message."""
+        sent.append(to)
+        return "sent"
+
+    send_sms = FunctionTool(
+        send, name="send_sms", policy=ToolPolicy(rate=RateLimit(2, per=60.0, wait=False))
+    )
+
+    moment = [500.0]
+    token = CLOCK.set(lambda: moment[0])  # no turn comes back while the test runs
+    try:
+        script: list[Any] = []
+        for run in range(3):
+            calls = [("send_sms", {"to": f"+1555{run}{i}"}, f"c{run}{i}") for i in range(2)]
+            script += [S.reply_tool_calls(calls), S.reply_text("done")]
+        cycle = make_cycle(serve(*script))
+        for run in range(3):
+            await cycle.submit_with_tools(f"text the team ({run})", [send_sms])
+    finally:
+        CLOCK.reset(token)
+    assert sent == ["+155500", "+155501"]
