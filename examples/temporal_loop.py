@@ -16,7 +16,6 @@ import sys
 import uuid
 
 from _offline import model_client
-from temporalio.api.enums.v1 import EventType
 
 from agcore_tools import CycleConfig, ToolRegistry
 from agcore_tools.temporal import (
@@ -27,6 +26,10 @@ from agcore_tools.temporal import (
     worker,
 )
 from agcore_tools.testing import ScriptedChatServer
+
+# isort: split
+# After agcore_tools.temporal, which says which extra to install when temporalio is missing.
+from temporalio.api.enums.v1 import EventType
 
 PROMPT = "How many blue and red mugs are in stock together?"
 STOCK = {"blue mug": 12, "red mug": 7}

@@ -147,15 +147,20 @@ def _async_key_provider(provider: Callable[[], str]) -> Callable[[], Awaitable[s
 
 
 def client_from_env() -> AsyncOpenAI:
-    """An ``AsyncOpenAI`` from the environment (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``)."""
+    """An ``AsyncOpenAI`` from the environment (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``).
+
+    Raises :class:`LlmConfigError` (a ``ValueError``) when the SDK refuses the
+    environment: a setup mistake, such as no API key.
+    """
     from openai import AsyncOpenAI, OpenAIError
 
     try:
         return AsyncOpenAI(http_client=_scaling_http_client())
     except OpenAIError as exc:
-        raise LlmError(
-            f"cannot create the OpenAI client from the environment: {exc}; pass client= or "
-            "set OPENAI_API_KEY"
+        reason = str(exc).strip().rstrip(".")
+        raise LlmConfigError(
+            f"cannot create the OpenAI client from the environment ({reason}): set "
+            "OPENAI_API_KEY or pass client="
         ) from exc
 
 

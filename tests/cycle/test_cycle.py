@@ -17,6 +17,7 @@ from agcore_tools import (
     FinishReason,
     Image,
     InvalidArgumentsError,
+    LlmConfigError,
     LlmCycle,
     LlmError,
     MaxTurnsExceededError,
@@ -790,10 +791,16 @@ async def test_client_comes_from_the_environment_when_not_given(serve, monkeypat
     assert server.requests[0].headers["authorization"] == "Bearer sk-test"
 
 
-def test_a_missing_api_key_is_a_clear_llm_error(monkeypatch):
+def test_a_missing_api_key_is_a_setup_mistake_naming_the_fix(monkeypatch):
+    # A setup mistake: a ValueError (LlmConfigError, still an LlmError), in one sentence.
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(LlmError, match="OPENAI_API_KEY"):
+    with pytest.raises(LlmConfigError) as caught:
         LlmCycle(CycleConfig("m"))
+    assert isinstance(caught.value, ValueError) and isinstance(caught.value, LlmError)
+    message = str(caught.value)
+    assert message.endswith("): set OPENAI_API_KEY or pass client=")
+    assert ".;" not in message and "\n" not in message
+    assert type(caught.value.__cause__).__name__ == "OpenAIError"
 
 
 async def test_api_errors_surface_as_llm_error_with_the_sdk_error_as_cause(serve, make_cycle):
