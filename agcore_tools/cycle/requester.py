@@ -18,9 +18,10 @@ import logging
 import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .._redact import header_secrets, mask, secret_values
-from ..error import LlmError
+from ..error import LlmConfigError, LlmError
 from ._requester import retryless
 from ._retry import RetryPolicy
 from ._wire import close_stream, open_stream
@@ -181,6 +182,14 @@ class OpenAIRequester(Requester):
     __slots__ = ("_sender", "client")
 
     def __init__(self, client: AsyncOpenAI) -> None:
+        scheme = getattr(getattr(client, "base_url", None), "scheme", None)
+        if isinstance(scheme, str) and scheme not in ("http", "https"):
+            # "127.0.0.1:8000/v1" (no scheme) could never connect, yet every request
+            # would be retried as a connection error before failing.
+            raise LlmConfigError(
+                f"the OpenAI client's base_url {_shown(client)!r} is not an http(s) URL: "
+                "begin it with http:// or https:// (base_url=, or OPENAI_BASE_URL)"
+            )
         self.client = client
         """The SDK client given."""
         self._sender = retryless(client)  # shared by the requesters on this client
@@ -224,7 +233,7 @@ class OpenAIRequester(Requester):
             response, first = await retry.call(functools.partial(open_stream, completions, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
-            why = redact(f"{type(exc).__name__}: {exc}")
+            why = redact(f"{type(exc).__name__}: {exc}{_unreached(exc, self.client)}")
             raise LlmError(f"{wire.name} request failed: {why}") from exc
         except LlmError as exc:  # a body that is no event stream, quoted
             masked = redact(str(exc))
@@ -311,3 +320,38 @@ class OpenAIRequester(Requester):
             attributes["server.address"] = url.host
             attributes["server.port"] = url.port or (443 if url.scheme == "https" else 80)
         return attributes
+
+
+def _unreached(exc: BaseException, client: Any) -> str:
+    """For a request that reached no server, what the SDK's "Connection error." hides:
+    its innermost cause (refused, an unknown host, a TLS failure) and the server tried.
+
+    Example:
+        >>> from openai import AsyncOpenAI
+        >>> _unreached(ValueError("not a connection failure"), AsyncOpenAI(api_key="-"))
+        ''
+    """
+    from openai import APIConnectionError
+
+    if not isinstance(exc, APIConnectionError):
+        return ""
+    root: BaseException = exc
+    seen = {id(exc)}
+    while (following := root.__cause__ or root.__context__) is not None:
+        if id(following) in seen:
+            break
+        seen.add(id(following))
+        root = following
+    reason = f"{type(root).__name__}: {root}; " if root is not exc and str(root) else ""
+    return f" ({reason}server {_shown(client)})"
+
+
+def _shown(client: Any) -> str:
+    """The client's base URL without its userinfo (a password there stays out)."""
+    url = str(getattr(client, "base_url", ""))
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return parts._replace(netloc=netloc).geturl()

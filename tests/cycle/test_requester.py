@@ -4,13 +4,14 @@ client that cycles on it share (cycle/_requester.py)."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
-from agcore_tools import CycleConfig, LlmCycle, LlmError
+from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError
 from agcore_tools.cycle import OpenAIRequester, Requester, StreamEvent, TurnRequest
 from agcore_tools.testing import ScriptedChatServer
 
@@ -165,3 +166,31 @@ async def test_the_clients_key_and_header_values_are_masked_in_errors_spans_and_
     [retried] = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
     assert "Bearer *** ***" in retried
     assert key not in caplog.text and gateway not in caplog.text
+
+
+async def test_a_request_that_reaches_no_server_names_the_reason_and_the_server() -> None:
+    # The SDK says "Connection error." whatever the reason; the reason (refused, an
+    # unknown host) was three causes down, and the address nowhere.
+    from openai import AsyncOpenAI
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = AsyncOpenAI(api_key="sk-test", base_url=f"http://user:pw@127.0.0.1:{port}/v1")
+    cycle = LlmCycle(CycleConfig("m", max_retries=0), client=client)
+    with pytest.raises(LlmError) as caught:
+        await cycle.submit("hi")
+    message = str(caught.value)
+    assert message.startswith("chat completion request failed: APIConnectionError: ")
+    assert f"; server http://127.0.0.1:{port}/v1/)" in message  # userinfo left out
+    assert "Connection error. (" in message and "pw" not in message
+    await client.close()
+
+
+def test_a_base_url_without_http_is_refused_when_the_cycle_is_made() -> None:
+    # "127.0.0.1:8000/v1" could never connect, yet was retried as a connection error.
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(api_key="sk-test", base_url="127.0.0.1:8000/v1")
+    with pytest.raises(LlmConfigError, match=r"'127\.0\.0\.1:8000/v1/' is not an http\(s\) URL"):
+        LlmCycle(CycleConfig("m"), client=client)
