@@ -266,7 +266,7 @@ class ToolLoopWorkflow:
         queues = args.tool_task_queues
         per_queue = bool(queues) and workflow.patched(patches.PERMISSIONS_PER_QUEUE)
         config = config_from_fields(args.config)
-        registry = await stand_in_registry(queues, config, per_queue=per_queue)
+        registry = await stand_in_registry(queues, config, per_queue=per_queue, as_text=as_text)
         self._registry = registry
         # Activities enforce each tool's time limit (overridable per tool).
         limits = dataclasses.replace(config.limits, tool_timeout=None)
