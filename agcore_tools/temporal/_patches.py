@@ -14,6 +14,7 @@ __all__ = [
     "APPROVALS_ADD_UP",
     "CALLS_LIMITED",
     "CANCEL_ENDS_RUN",
+    "CUT_CALLS_NOT_REPAIRED",
     "IDS_PAST_HISTORY",
     "PERMISSIONS_PER_QUEUE",
     "REQUESTS_AS_TEXT",
@@ -50,3 +51,8 @@ CALLS_LIMITED = "agcore-program-calls-limited"
 """A code-mode program's tool calls are counted against ``CodeMode`` limits'
 ``max_calls`` across its steps (before: only Monty's ``max_suspensions``, which
 restarted at every step, so a program's calls were not bounded)."""
+CUT_CALLS_NOT_REPAIRED = "agcore-cut-calls-not-repaired"
+"""A tool call of a turn cut at the output token limit is never repaired: one whose
+arguments do not parse is answered with an error naming the limit (before: with
+``repair_arguments=True``, its arguments were closed and the tool ran with its defaults
+for the arguments never written)."""
