@@ -319,9 +319,11 @@ class ModelRequest:
         return {**json.loads(self.params_json), **history}
 
 
-_HISTORY = ("messages",)
-"""The keys of a turn's parameters that hold its history (both wires'), whose objects'
-key order no model reads: sent as JSON values."""
+_HISTORY = ("messages", "input")
+"""The keys of a turn's parameters that hold its history: Chat Completions'
+``messages``, the Responses API's ``input``. No model reads their objects' key order
+(a call's arguments are text of their own), so they go as JSON values only, never
+into ``params_json``: escaped there, a long history would grow by a fifth."""
 
 
 def _ordered(text: str | None, value: Any) -> Any:

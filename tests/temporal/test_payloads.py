@@ -22,6 +22,7 @@ from agcore_tools.temporal._payloads import (
     ToolCallOutput,
     config_fields,
     config_from_fields,
+    payload_size,
 )
 
 
@@ -191,3 +192,19 @@ def test_a_worker_of_the_previous_version_sends_this_versions_requests() -> None
 def test_a_request_recorded_with_only_its_history_as_values_reads_as_it_did() -> None:
     recorded = ModelRequest("chat", False, {"messages": []}, '{"model":"m","tools":[]}')
     assert recorded.parameters() == {"model": "m", "tools": [], "messages": []}
+
+
+@pytest.mark.parametrize(("api", "key"), [("chat", "messages"), ("responses", "input")])
+def test_a_requests_history_is_written_once_and_not_escaped(api: str, key: str) -> None:
+    # On api="responses" the history ("input") went into params_json too, JSON inside
+    # JSON: about a fifth larger, nearer the payload limit and the history's cap.
+    history = [
+        {"role": "user", "content": "x" * 50},
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"a": "b"}'},
+    ] * 200
+    request = ModelRequest.of(api, False, {"model": "m", key: history})
+    assert request.params_json is not None and key not in json.loads(request.params_json)
+    assert crossed(request, ModelRequest).parameters() == {"model": "m", key: history}
+    as_values = ModelRequest(api, False, {"model": "m", key: history})
+    converter = PayloadConverter.default
+    assert payload_size(converter, request) < payload_size(converter, as_values) + 100
