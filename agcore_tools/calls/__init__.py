@@ -19,7 +19,7 @@ from ._approval import (
     check_answer,
     screen_calls,
 )
-from ._parse import parse_call
+from ._parse import CUT_CALLS_NOT_REPAIRED, parse_call
 from ._render import aborted_text, error_text, model_result, model_text
 from ._run import (
     check_tool_calls,
@@ -30,6 +30,7 @@ from ._run import (
 )
 
 __all__ = [
+    "CUT_CALLS_NOT_REPAIRED",
     "ParsedCall",
     "aborted_text",
     "answer_list",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from .._records import ParsedCall
@@ -13,9 +14,17 @@ from .._repair import repair_json
 from .._unicode import scrub
 from ..error import InvalidArgumentsError
 
-__all__ = ["parse_call"]
+__all__ = ["CUT_CALLS_NOT_REPAIRED", "parse_call"]
 
 logger = logging.getLogger("agcore_tools.toolcalls")
+
+CUT_CALLS_NOT_REPAIRED: ContextVar[bool] = ContextVar(
+    "agcore_tools_cut_calls_not_repaired", default=True
+)
+"""Whether the turn builders pass ``cut_at`` for a turn cut at the output token limit
+(see :func:`parse_call`). False only in a Temporal run begun before that (its
+``workflow.patched``): such a run repaired the calls of a cut turn and ran them, and a
+replay must schedule the same activities."""
 
 
 def _json_type(value: Any) -> str:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._sdk import sdk_field as _field
-from ..calls import ParsedCall, parse_call
+from ..calls import CUT_CALLS_NOT_REPAIRED, ParsedCall, parse_call
 from ..error import LlmError
 from .events import (
     AssistantTextDelta,
@@ -317,7 +317,8 @@ class TurnBuilder:
         """The assembled turn and its assistant message."""
         calls: list[ParsedCall] = []
         taken: set[str] = set()
-        cut_at = "max_completion_tokens" if self._raw_reason == "length" else None
+        cut = self._raw_reason == "length" and CUT_CALLS_NOT_REPAIRED.get()
+        cut_at = "max_completion_tokens" if cut else None
         for position, slot in enumerate(self._slots):
             if slot.name is None and not slot.has_arguments:
                 continue  # a stray empty delta

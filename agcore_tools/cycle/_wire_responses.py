@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._sdk import sdk_field as _field
-from ..calls import ParsedCall, parse_call
+from ..calls import CUT_CALLS_NOT_REPAIRED, ParsedCall, parse_call
 from ..error import LlmError
 from ._body import lighten, without_unused_tool_options
 from ._stream import Turn, describe_body
@@ -471,7 +471,8 @@ class ResponsesTurnBuilder:
         calls: list[ParsedCall] = []
         taken: set[str] = set()
         incomplete = _field(_field(response, "incomplete_details"), "reason")
-        cut_at = "max_output_tokens" if incomplete == "max_output_tokens" else None
+        cut = incomplete == "max_output_tokens" and CUT_CALLS_NOT_REPAIRED.get()
+        cut_at = "max_output_tokens" if cut else None
         for item in output:
             kind = item.get("type")
             if kind == "message":

@@ -332,7 +332,7 @@ class ToolActivities:
                 ToolSpec(
                     entry.name,
                     tool.description,
-                    {},  # as text, with its properties' order: parameters_json
+                    tool.parameters,  # for a workflow of an earlier version
                     tool.strict,
                     permission_names(entry.permissions),
                     approval,
@@ -343,7 +343,8 @@ class ToolActivities:
                     option.timeout,
                     option.max_attempts,
                     beats,
-                    None,
+                    returns,
+                    # Read in preference: as values, the converter sorts the properties.
                     _text(tool.parameters),
                     _text(returns) if returns is not None else None,
                 )
@@ -416,8 +417,13 @@ class ToolActivities:
             raise ApplicationError(str(error), error.may_have_run, type=TOOL_TIMED_OUT)
         if error is not None:
             return ToolCallOutput(error=str(error), recoverable=error.is_recoverable())
-        # As text: the converter would sort the keys of the result's objects.
-        done = ToolCallOutput(output_json=_text(portable(invocation.output)))
+        text = _text(portable(invocation.output))
+        # As text when the workflow asks: the converter would sort the keys of the
+        # result's objects. A workflow of an earlier version reads ``output`` only; a
+        # result can be large, so it is written one way, not both.
+        done = (
+            ToolCallOutput(output_json=text) if call.as_text else ToolCallOutput(json.loads(text))
+        )
         # Measured as sent: the converter writes non-ASCII text as \uXXXX escapes, up to
         # three times its UTF-8 bytes, and a payload the server refuses is retried,
         # running the tool again.

@@ -14,6 +14,7 @@ __all__ = [
     "APPROVALS_ADD_UP",
     "CALLS_LIMITED",
     "CANCEL_ENDS_RUN",
+    "CUT_CALLS_NOT_REPAIRED",
     "IDS_PAST_HISTORY",
     "PERMISSIONS_PER_QUEUE",
     "REQUESTS_AS_TEXT",
@@ -39,13 +40,19 @@ PERMISSIONS_PER_QUEUE = "agcore-permissions-per-queue"
 the run's own queue's policy held for the tools of ``tool_task_queues`` too, so their
 queue's ``PermissionConfig.ask`` let their calls run unasked)."""
 REQUESTS_AS_TEXT = "agcore-requests-as-text"
-"""A model request's parameters but its history go to the activity as JSON text, in the
-order the loop made them (before: as JSON values, which Temporal's converter writes
-with sorted keys, so the tools' schemas reached the model with their properties
-sorted). A tool's result and the tools' description are read from their JSON text
-wherever the recorded payload has it, which needs no patch: a payload recorded before
-has none, and reads as it did."""
+"""A model request's parameters but its history go to the activity as JSON text too,
+in the order the loop made them, and each tool call asks for its result as JSON text
+(``ToolCallInput.as_text``) (before: as JSON values only, which Temporal's converter
+writes with sorted keys, so the tools' schemas and results reached the model with
+their keys sorted). The tools' description is read from its JSON text wherever the
+recorded payload has it, which needs no patch: a payload recorded before has none, and
+reads as it did."""
 CALLS_LIMITED = "agcore-program-calls-limited"
 """A code-mode program's tool calls are counted against ``CodeMode`` limits'
 ``max_calls`` across its steps (before: only Monty's ``max_suspensions``, which
 restarted at every step, so a program's calls were not bounded)."""
+CUT_CALLS_NOT_REPAIRED = "agcore-cut-calls-not-repaired"
+"""A tool call of a turn cut at the output token limit is never repaired: one whose
+arguments do not parse is answered with an error naming the limit (before: with
+``repair_arguments=True``, its arguments were closed and the tool ran with its defaults
+for the arguments never written)."""

@@ -7,8 +7,12 @@ worker. The run's :class:`~agcore_tools.CycleConfig` travels as a dict (see
 
 Temporal's JSON converter writes objects with their keys sorted. What the model reads
 in an order of its own (a tool's result, a tool's parameters, a request's tools)
-travels as JSON text instead (the ``*_json`` fields), read back with its order kept;
-payloads recorded before those fields read as they did.
+travels as JSON text too (the ``*_json`` fields), read back in preference, with its
+order kept. The fields of earlier versions stay filled next to the text, so that a
+worker not yet upgraded reads a newer worker's payloads (a rolling upgrade), and
+payloads recorded before the text fields read as they did. A tool's result, which can
+be large, is written once: as text only when the workflow asks for it
+(``ToolCallInput.as_text``), which a workflow of an earlier version never does.
 """
 
 from __future__ import annotations
@@ -180,8 +184,10 @@ class ToolSpec:
     max_attempts: int | None = None
     heartbeat_secs: float | None = None  # set for calls that wait for work on a server
     output_schema: dict[str, Any] | None = None  # what code mode's listing shows it returns
-    parameters_json: str | None = None  # when set, ``parameters`` as JSON text ({} there)
-    output_schema_json: str | None = None  # when set, ``output_schema`` as JSON text
+    # When set, ``parameters`` and ``output_schema`` as JSON text, in the tool's order,
+    # read in preference to those (kept filled for a workflow of an earlier version).
+    parameters_json: str | None = None
+    output_schema_json: str | None = None
 
     def parameters_schema(self) -> dict[str, Any]:
         """The tool's parameters schema, its properties in the tool's order.
@@ -220,11 +226,15 @@ class ToolCallInput:
     session_id: str
     trace_id: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The output as JSON text (``ToolCallOutput.output_json``), which a worker of an
+    # earlier version, like a workflow of one, knows nothing of: its output is in
+    # ``output``, as that workflow reads it.
+    as_text: bool = False
 
 
 @dataclass(frozen=True)
 class ToolCallOutput:
-    """A tool's output (JSON text, or JSON as recorded before), or the error it ended with."""
+    """A tool's output (as JSON text, or as JSON values), or the error it ended with."""
 
     output: Any = None
     error: str | None = None  # the error's one-line message, as the model reads it
@@ -272,10 +282,12 @@ class ProgramStepOutput:
 class ModelRequest:
     """One model request: the wire API and the request's parameters.
 
-    Made by :meth:`of`, ``params`` holds the history (``messages``) and
-    ``params_json`` the other parameters as JSON text: the tools' schemas keep the
-    order of their properties, and the history, the bulk of a request, is not escaped
-    twice. Without ``params_json`` (as recorded before), ``params`` holds them all.
+    ``params`` holds them all as JSON values, which a worker of an earlier version
+    sends. Made by :meth:`of`, ``params_json`` holds them but the history as JSON text
+    too, read in preference: the tools' schemas keep the order of their properties.
+    The history, the bulk of a request, is read from ``params``, so it is neither
+    written twice nor escaped. Without ``params_json`` (as recorded before), ``params``
+    is read alone.
     """
 
     api: str
@@ -291,25 +303,27 @@ class ModelRequest:
             >>> tools = [{"type": "function", "function": {"name": "f", "parameters": {
             ...     "properties": {"thoughts": {}, "again": {}}}}}]
             >>> request = ModelRequest.of("chat", False, {"model": "m", "messages": [], "tools": tools})
-            >>> request.params, request.params_json[:13]
-            ({'messages': []}, '{"model":"m",')
+            >>> sorted(request.params), request.params_json[:13]
+            (['messages', 'model', 'tools'], '{"model":"m",')
             >>> list(request.parameters()["tools"][0]["function"]["parameters"]["properties"])
             ['thoughts', 'again']
         """
-        history = {key: params[key] for key in _HISTORY if key in params}
-        rest = {key: value for key, value in params.items() if key not in history}
-        return cls(api, chain, history, to_json(rest).decode())
+        rest = {key: value for key, value in params.items() if key not in _HISTORY}
+        return cls(api, chain, dict(params), to_json(rest).decode())
 
     def parameters(self) -> dict[str, Any]:
         """The parameters to send, with their order as the turn made them."""
         if self.params_json is None:
             return dict(self.params)
-        return {**json.loads(self.params_json), **self.params}
+        history = {key: self.params[key] for key in _HISTORY if key in self.params}
+        return {**json.loads(self.params_json), **history}
 
 
-_HISTORY = ("messages",)
-"""The keys of a turn's parameters that hold its history (both wires'), whose objects'
-key order no model reads: sent as JSON values."""
+_HISTORY = ("messages", "input")
+"""The keys of a turn's parameters that hold its history: Chat Completions'
+``messages``, the Responses API's ``input``. No model reads their objects' key order
+(a call's arguments are text of their own), so they go as JSON values only, never
+into ``params_json``: escaped there, a long history would grow by a fifth."""
 
 
 def _ordered(text: str | None, value: Any) -> Any:

@@ -54,7 +54,9 @@ class ActivityTool(BaseTool):
     """A stand-in for a worker's tool: its definition and rules; ``execute`` runs the
     real tool as an activity on the worker's task queue."""
 
-    def __init__(self, spec: ToolSpec, queue: str, config: CycleConfig) -> None:
+    def __init__(
+        self, spec: ToolSpec, queue: str, config: CycleConfig, *, as_text: bool = True
+    ) -> None:
         self.name = spec.name
         self.description = spec.description
         self.parameters = spec.parameters_schema()
@@ -72,10 +74,17 @@ class ActivityTool(BaseTool):
         self._asks_retry = retry_policy(config, config.retries.max_retries + 1, [])
         beats = spec.heartbeat_secs
         self._heartbeat = timedelta(seconds=beats) if beats else None
+        self._as_text = as_text
 
     def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolCallInput:
         return ToolCallInput(
-            self.name, dict(args), ctx.call_id, ctx.session_id, ctx.trace_id, ctx.metadata
+            self.name,
+            dict(args),
+            ctx.call_id,
+            ctx.session_id,
+            ctx.trace_id,
+            ctx.metadata,
+            self._as_text,
         )
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
@@ -129,7 +138,11 @@ class ActivityTool(BaseTool):
 
 
 async def stand_in_registry(
-    tool_task_queues: Sequence[str], config: CycleConfig, *, per_queue: bool = True
+    tool_task_queues: Sequence[str],
+    config: CycleConfig,
+    *,
+    per_queue: bool = True,
+    as_text: bool = True,
 ) -> ToolRegistry:
     """A registry of stand-ins for the tools the workers of the run's own task queue and
     of ``tool_task_queues`` describe (an activity each, so the run replays with the
@@ -139,7 +152,8 @@ async def stand_in_registry(
     ``LlmCycle`` over that queue's registry would (see :class:`QueuePolicies`); with
     ``per_queue`` False (a run begun before that), the run's own queue's policy holds
     for every tool. A tool that two queues describe (or one queue twice) fails the run
-    with :class:`~agcore_tools.LlmConfigError` naming them.
+    with :class:`~agcore_tools.LlmConfigError` naming them. With ``as_text`` False (a
+    run begun before that), the tools' results come as JSON values, their keys sorted.
     """
     queues = [workflow.info().task_queue, *tool_task_queues]
     # The run's own queue is described by the worker running the run: a local activity,
@@ -157,7 +171,7 @@ async def stand_in_registry(
     registry = ToolRegistry(by_queue or policies[0], strict=main.strict)
     for index, (queue, catalogue) in enumerate(zip(queues, catalogues, strict=True)):
         for spec in catalogue.tools:
-            tool = ActivityTool(spec, queue, config)
+            tool = ActivityTool(spec, queue, config, as_text=as_text)
             if by_queue is not None and index > 0:
                 by_queue.take(tool, policies[index], queue)
             registry.register(tool, tags=spec.tags, category=spec.category, version=spec.version)

@@ -32,6 +32,7 @@ from .._sandbox import Functions, Segment, turn_deadline
 from .._selection import CodeMode
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import ToolContext
+from ..calls import CUT_CALLS_NOT_REPAIRED
 from ..cycle._run import IDS_PAST_HISTORY
 from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
@@ -262,11 +263,12 @@ class ToolLoopWorkflow:
         IDS_PAST_HISTORY.set(workflow.patched(patches.IDS_PAST_HISTORY))
         UNAWAITED_CALLS_FAIL.set(workflow.patched(patches.UNAWAITED_CALLS_FAIL))
         CALLS_LIMITED.set(workflow.patched(patches.CALLS_LIMITED))
+        CUT_CALLS_NOT_REPAIRED.set(workflow.patched(patches.CUT_CALLS_NOT_REPAIRED))
         as_text = workflow.patched(patches.REQUESTS_AS_TEXT)
         queues = args.tool_task_queues
         per_queue = bool(queues) and workflow.patched(patches.PERMISSIONS_PER_QUEUE)
         config = config_from_fields(args.config)
-        registry = await stand_in_registry(queues, config, per_queue=per_queue)
+        registry = await stand_in_registry(queues, config, per_queue=per_queue, as_text=as_text)
         self._registry = registry
         # Activities enforce each tool's time limit (overridable per tool).
         limits = dataclasses.replace(config.limits, tool_timeout=None)

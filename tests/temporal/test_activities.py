@@ -70,7 +70,8 @@ def registry() -> ToolRegistry:
 
 
 def call(name: str, **arguments: object) -> ToolCallInput:
-    return ToolCallInput(name, dict(arguments), "c1", "run-1", "trace-1", {"user": "ann"})
+    # As a workflow of this version sends it: asking for the result as JSON text.
+    return ToolCallInput(name, dict(arguments), "c1", "run-1", "trace-1", {"user": "ann"}, True)
 
 
 def test_options_for_tools_the_registry_lacks_are_a_caller_error() -> None:

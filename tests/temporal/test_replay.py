@@ -5,6 +5,7 @@ random number or I/O in the loop's code fails the replay."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Callable
@@ -84,15 +85,21 @@ def test_every_0_2_0_history_is_replayed() -> None:
 
 
 # Recorded by the workers of 0653417, the commit before the patches
-# "agcore-permissions-per-queue" and "agcore-requests-as-text" (runs with
-# tool_task_queues, a ranked result, a clash of tool names), as runs in flight or
-# queried across that upgrade: they replay as they ran.
+# "agcore-permissions-per-queue", "agcore-requests-as-text" and
+# "agcore-cut-calls-not-repaired" (runs with tool_task_queues, a ranked result, a clash
+# of tool names, a turn cut at the token limit), as runs in flight or queried across
+# that upgrade: they replay as they ran.
 UNPATCHED = {
     "queue-ask-ran": "a tools queue's PermissionConfig.ask ignored: its call ran unasked",
     "queue-paused": "paused for a tools queue's tool (in flight)",
     "paused-cancelled": "paused for a tools queue's tool, then cancelled",
     "ordered-result": "a dict result, and a tool whose parameters are not alphabetical",
     "queue-clash": "a tool two task queues serve failed the run with the registry's error",
+    # repair_arguments=True; the model's turn ended with finish_reason "length" (the
+    # Responses API: incomplete, max_output_tokens) inside '{"a": 1, ': the call was
+    # repaired and agcore.call_tool ran, where this version asks the model again.
+    "cut-call": "a call cut at max_completion_tokens, repaired and run",
+    "cut-call-responses": "a call cut at max_output_tokens (Responses API), repaired and run",
 }
 
 
@@ -104,6 +111,18 @@ async def test_histories_of_runs_before_the_queue_and_text_patches_replay(name: 
     assert result.replay_failure is None, (
         f"{path.name} ({UNPATCHED[name]}): {result.replay_failure}"
     )
+
+
+@pytest.mark.parametrize("name", ["cut-call", "cut-call-responses"])
+def test_the_cut_call_histories_ran_the_repaired_call(name: str) -> None:
+    # What makes them worth replaying: this version schedules other activities.
+    events = json.loads((RECORDED / f"unpatched-{name}.json").read_text())["events"]
+    scheduled = [
+        e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+        for e in events
+        if "activityTaskScheduledEventAttributes" in e
+    ]
+    assert scheduled == ["agcore.model_request", "agcore.call_tool", "agcore.model_request"]
 
 
 def test_every_unpatched_history_is_replayed() -> None:

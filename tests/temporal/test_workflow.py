@@ -44,7 +44,7 @@ from agcore_tools.temporal import (
     worker,
 )
 
-from .conftest import Model, WorkerProcess, calls
+from .conftest import Model, S, WorkerProcess, calls
 from .test_replay import strict_replayer
 from .worker_process import MAX_RESULT_BYTES, build_registry
 
@@ -155,6 +155,44 @@ async def test_a_run_keeps_the_order_of_results_and_parameters_as_the_in_process
     assert [json.dumps(r["tools"]) for r in sent[:2]] == [json.dumps(r["tools"]) for r in sent[2:]]
     properties = sent[0]["tools"][1]["function"]["parameters"]["properties"]
     assert list(properties) == ["thoughts", "verdict", "again"]
+
+
+async def test_a_call_cut_at_the_token_limit_is_not_repaired_in_a_run(client: Client) -> None:
+    # A run begun before the patch agcore-cut-calls-not-repaired repaired it and ran the
+    # tool with b's default (tests/temporal/histories/unpatched-cut-call*.json).
+    ran: list[tuple[int, int]] = []
+    tools = ToolRegistry()
+
+    @tools.tool
+    def add(a: int, b: int = 0) -> int:
+        """Add two integers."""
+        ran.append((a, b))
+        return a + b
+
+    script = [
+        S.reply_tool_calls([("add", '{"a": 1, ', "call_cut")], finish_reason="length"),
+        S.reply_text("shorter next time"),
+    ]
+    config = CycleConfig("m", repair_arguments=True)
+    with S(script) as server:
+        async with server.client() as openai, worker(client, "cut", ToolActivities(tools, openai)):
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of("add 1 and 2", config),
+                id="cut-1",
+                task_queue="cut",
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            result = await finish(handle)
+    assert ran == []
+    assert result.messages[2]["content"].startswith(
+        "Error: tool 'add' got invalid arguments: the turn was cut at the output token "
+        "limit (max_completion_tokens)"
+    )
+    assert [name for name, _ in await activity_attempts(handle)] == [
+        "agcore.model_request",
+        "agcore.model_request",
+    ]
 
 
 async def test_an_image_from_a_tool_reaches_the_model_as_in_the_in_process_loop(
