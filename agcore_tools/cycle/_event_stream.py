@@ -8,16 +8,23 @@ on); the stream only reads them.
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import AsyncGenerator
 from types import TracebackType
 from typing import NoReturn
 
+from .._aio import with_timeout
 from ..error import LlmError, LlmUsageError
 from ._outcome import Outcome
 from ._trace import RunTrace
 from .events import ChatResponse, StreamEvent
 
 __all__ = ["EventStream"]
+
+STOP_TIMEOUT = 10.0
+"""Seconds :meth:`EventStream.aclose` waits for the step another task is running to
+stop. Longer than the registry's own wait for tools that ignore cancellation (5 s)."""
 
 
 class EventStream:
@@ -26,7 +33,10 @@ class EventStream:
     Once the iteration ends normally, :attr:`response` holds the
     :class:`ChatResponse`. Leaving the loop early (``break``) should be followed by
     :meth:`aclose`, or use ``async with`` so it happens on its own: that stops the
-    running tools and closes the HTTP stream. A plain ``for`` raises a ``TypeError``
+    running tools and closes the HTTP stream. :meth:`aclose` also works from another
+    task while one iterates (a Stop button): that task's iteration then ends. A stream
+    has one consumer; a second task asking for events at the same time gets an
+    :class:`~agcore_tools.LlmUsageError`. A plain ``for`` raises a ``TypeError``
     naming the fix: ``async for``, or the ``*_sync`` method from synchronous code.
 
     Example:
@@ -47,7 +57,7 @@ class EventStream:
         'Hello!'
     """
 
-    __slots__ = ("_agen", "_outcome", "_trace")
+    __slots__ = ("_agen", "_consumer", "_outcome", "_stop_sent", "_stopped", "_trace")
 
     def __init__(
         self,
@@ -60,6 +70,13 @@ class EventStream:
         self._agen = events
         self._outcome = outcome
         self._trace = trace
+        # The task inside a step, and a future its step's end sets once aclose() has
+        # cancelled it: a running generator cannot be closed, only its task cancelled.
+        # The step runs in the consumer's own task, in its context, as any async
+        # generator's would: a context variable set in one step is there in the next.
+        self._consumer: asyncio.Task[object] | None = None
+        self._stop_sent: asyncio.Future[None] | None = None
+        self._stopped = False
 
     @property
     def response(self) -> ChatResponse | None:
@@ -90,9 +107,32 @@ class EventStream:
         )
 
     async def __anext__(self) -> StreamEvent:
-        if self._trace is None:
-            return await self._agen.__anext__()
-        return await self._trace.step(self._agen)
+        if self._consumer is not None:
+            raise LlmUsageError(
+                "an EventStream has one consumer: another task is already waiting for its "
+                "next event; read the events in that task (stop it from elsewhere with "
+                "`await events.aclose()`)"
+            )
+        if self._stopped:
+            raise StopAsyncIteration
+        consumer = asyncio.current_task()
+        self._consumer = consumer
+        try:
+            if self._trace is None:
+                return await self._agen.__anext__()
+            return await self._trace.step(self._agen)
+        except asyncio.CancelledError:
+            # aclose() from another task: the iteration ends, unless someone else
+            # cancelled the consumer too (only Python 3.11+ can tell).
+            if self._stop_sent is not None and not _cancelled_by_others(consumer):
+                raise StopAsyncIteration from None
+            raise
+        finally:
+            self._consumer = None
+            stop_sent, self._stop_sent = self._stop_sent, None
+            if stop_sent is not None:
+                _uncancel(consumer)  # the cancel aclose() sent, taken back
+                stop_sent.set_result(None)
 
     async def collect(self) -> ChatResponse:
         """Consume the remaining events and return the :class:`ChatResponse`.
@@ -110,6 +150,9 @@ class EventStream:
 
     async def aclose(self) -> None:
         """Stop the call: cancel running tools and close the HTTP stream.
+
+        From another task while one iterates (a Stop button), the step that task is
+        waiting for is cancelled and awaited (up to 10 s); its iteration then ends.
 
         Example:
             >>> import asyncio
@@ -130,6 +173,20 @@ class EventStream:
             ...     asyncio.run(first_words(server))
             'Hello'
         """
+        self._stopped = True
+        consumer = self._consumer
+        if consumer is not None:
+            stop_sent = self._stop_sent
+            if stop_sent is None:
+                stop_sent = self._stop_sent = asyncio.get_running_loop().create_future()
+                consumer.cancel()
+            try:
+                await with_timeout(asyncio.shield(stop_sent), STOP_TIMEOUT)
+            except TimeoutError as exc:
+                raise LlmError(
+                    f"the streamed call did not stop within {STOP_TIMEOUT:.0f} s of "
+                    "aclose(): something in it ignores cancellation"
+                ) from exc
         if self._trace is None:
             await self._agen.aclose()
         else:
@@ -145,3 +202,16 @@ class EventStream:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _cancelled_by_others(task: asyncio.Task[object] | None) -> bool:
+    """Whether ``task`` has cancel requests besides the one aclose() sent (3.11+)."""
+    if sys.version_info >= (3, 11) and task is not None:
+        return task.cancelling() > 1
+    return False
+
+
+def _uncancel(task: asyncio.Task[object] | None) -> None:
+    """Take back one cancel request of ``task``: its count is kept on 3.11+ only."""
+    if sys.version_info >= (3, 11) and task is not None:
+        task.uncancel()

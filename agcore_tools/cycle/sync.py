@@ -74,6 +74,9 @@ class SyncEventStream(Iterator[StreamEvent]):
     def close(self) -> None:
         """Stop the call: cancel running tools and close the HTTP stream.
 
+        Also from another thread while one iterates (a Stop button): that thread's
+        ``for`` loop then ends.
+
         Example:
             >>> events = cycle.submit_stream_sync("Hi")  # doctest: +SKIP
             >>> first = next(events)  # doctest: +SKIP
