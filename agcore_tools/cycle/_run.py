@@ -48,7 +48,15 @@ from ._trace import RunTrace
 from ._wire_responses import fold_output_items, to_input, to_tool
 from ._wires import wire_for
 from .config import CycleConfig
-from .events import ZERO_USAGE, ChatResponse, StreamEvent, TurnComplete, Usage
+from .events import (
+    ZERO_USAGE,
+    AssistantTextDelta,
+    ChatResponse,
+    ReasoningDelta,
+    StreamEvent,
+    TurnComplete,
+    Usage,
+)
 from .output import StructuredOutput
 from .profiles import (
     OPENAI,
@@ -354,6 +362,13 @@ class Run:
                         continue
                     break
                 result = clean_turn(builder.build())
+                if self.stream and not began:
+                    # A turn sent unstreamed (the profile said so, or the requester
+                    # answers whole): its consumer still sees its reasoning and text.
+                    if result.reasoning:
+                        yield ReasoningDelta(result.reasoning)
+                    if result.text:
+                        yield AssistantTextDelta(result.text)
                 if meter is not None:
                     meter.sent(params.get("messages") or (), params.get("tools"))
                     meter.answered(result.usage)

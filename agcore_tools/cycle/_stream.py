@@ -72,6 +72,9 @@ class Turn:
     """The request's token counts, when reported."""
     refusal: str | None = None
     """The model's refusal (it declined to answer), None when it did not refuse."""
+    reasoning: str = ""
+    """The model's reasoning text ("" when none): what its ``ReasoningDelta`` events
+    carry when the turn streams."""
 
 
 @dataclass(slots=True)
@@ -351,7 +354,16 @@ class TurnBuilder:
                 for call in calls
             ]
         reason = FinishReason.TOOL_CALLS if calls else FinishReason.parse(self._raw_reason)
-        return Turn(message, text, reason, self._raw_reason, tuple(calls), self._usage, refusal)
+        return Turn(
+            message,
+            text,
+            reason,
+            self._raw_reason,
+            tuple(calls),
+            self._usage,
+            refusal,
+            "".join(self._reasoning),
+        )
 
 
 def describe_body(body: Any) -> str:

@@ -468,6 +468,7 @@ class ResponsesTurnBuilder:
             output = [self._streamed(index) for index in sorted(self._items)]
         texts: list[str] = []
         refusals: list[str] = []
+        thoughts: list[str] = []
         calls: list[ParsedCall] = []
         taken: set[str] = set()
         incomplete = _field(_field(response, "incomplete_details"), "reason")
@@ -480,6 +481,9 @@ class ResponsesTurnBuilder:
                         texts.append(part.get("text", ""))
                     elif part.get("type") == "refusal":
                         refusals.append(part.get("refusal", ""))
+            elif kind == "reasoning":  # what its summary and reasoning text deltas stream
+                for key in ("summary", "content"):
+                    thoughts.extend(_texts(item.get(key)))
             elif kind == "function_call":
                 call_id = item.get("call_id")
                 if call_id in taken:
@@ -529,6 +533,7 @@ class ResponsesTurnBuilder:
             tuple(calls),
             usage_of(usage) if usage is not None else None,
             refusal,
+            "".join(thoughts),
         )
 
     def _streamed(self, index: int) -> dict[str, Any]:
@@ -536,6 +541,16 @@ class ResponsesTurnBuilder:
         if item.get("type") == "function_call" and not item.get("arguments"):
             item["arguments"] = "".join(self._arguments.get(index, ()))
         return item
+
+
+def _texts(parts: Any) -> list[str]:
+    # A reasoning item's summary or content parts: their texts.
+    listed = parts if isinstance(parts, list) else ()
+    return [
+        part["text"]
+        for part in listed
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+    ]
 
 
 def _error(response: Any) -> str:
