@@ -303,7 +303,8 @@ class ToolExecutionStarted:
     tool_name: str
     """The tool the model called."""
     input: Any
-    """The parsed arguments (the raw text when they were not a JSON object)."""
+    """The parsed arguments (the raw text when they were not a JSON object): the
+    event's own copy, so changing it changes nothing the call runs with."""
     call_id: str
     """The model's tool call id."""
 
@@ -323,7 +324,9 @@ class ToolExecutionCompleted:
     call_id: str
     """The model's tool call id."""
     output: Any
-    """The tool's JSON-compatible output (None when it failed)."""
+    """The tool's JSON-compatible output (None when it failed): the same object as its
+    invocation's in ``ChatResponse.invocations``, not a copy (an output can be large),
+    so change neither in place."""
     error: ToolError | None
     """What went wrong, or None."""
     duration: float = 0.0
