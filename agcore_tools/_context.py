@@ -13,7 +13,14 @@ import warnings
 from typing import Any
 
 from ._cancel import CancellationToken
-from ._progress import ToolEvent, ToolEventCallback, ToolPartialResult, ToolProgress, _Emitter
+from ._progress import (
+    ToolEvent,
+    ToolEventCallback,
+    ToolInbox,
+    ToolPartialResult,
+    ToolProgress,
+    _Emitter,
+)
 
 __all__ = ["ToolContext"]
 
@@ -199,8 +206,10 @@ class ToolContext:
         return self._events is not None
 
     @property
-    def inbox(self) -> asyncio.Queue[Any] | None:
+    def inbox(self) -> ToolInbox | None:
         """The queue a streaming run's tool events go into (see :meth:`for_run`), or None.
+        It keeps a call's latest unread progress report only, and up to 16 of its
+        unread preliminary results (dropping the oldest past that).
 
         Example:
             >>> ToolContext().inbox is None
@@ -243,7 +252,7 @@ class ToolContext:
         run._events = self._events
         if inbox:
             callback = self._events.callback if self._events is not None else None
-            run._events = _Emitter(callback, asyncio.Queue(), asyncio.get_running_loop())
+            run._events = _Emitter(callback, ToolInbox(), asyncio.get_running_loop())
         return run
 
     @property
