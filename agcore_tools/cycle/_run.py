@@ -28,7 +28,7 @@ from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response
 from ._costs import NO_TOOL_COSTS, CostMeter
 from ._outcome import Outcome
-from ._output import OutputRun, Verdict, start_output
+from ._output import FINAL_TOOL, OutputRun, Verdict, start_output
 from ._policy import (
     FREE,
     HistoryMark,
@@ -52,6 +52,7 @@ from .events import (
     ZERO_USAGE,
     AssistantTextDelta,
     ChatResponse,
+    FinishReason,
     ReasoningDelta,
     StreamEvent,
     TurnComplete,
@@ -320,6 +321,8 @@ class Run:
                 refused: Refusal | None = None
                 while True:
                     builder = wire.builder(str(session.requests), config.repair_arguments, trace)
+                    if output is not None and output.mode == "tool":
+                        builder.show_arguments(FINAL_TOOL)  # the answer streams as text
                     session.requests += 1
                     params = wire.params(config, messages, tools, self.stream)
                     if relaxed is not None and (turn > 1 or served):
@@ -362,6 +365,12 @@ class Run:
                         continue
                     break
                 result = clean_turn(builder.build())
+                # Structured output's tool mode: a final_result call is the answer.
+                answer = (
+                    next((call for call in result.calls if call.name == FINAL_TOOL), None)
+                    if output is not None and output.mode == "tool"
+                    else None
+                )
                 if self.stream and not began:
                     # A turn sent unstreamed (the profile said so, or the requester
                     # answers whole): its consumer still sees its reasoning and text.
@@ -369,14 +378,16 @@ class Run:
                         yield ReasoningDelta(result.reasoning)
                     if result.text:
                         yield AssistantTextDelta(result.text)
+                    if answer is not None and answer.arguments:
+                        yield AssistantTextDelta(answer.arguments)
+                # An answer ends the turn as text would, whatever the calls it came in.
+                reason = FinishReason.STOP if answer is not None else result.reason
                 if meter is not None:
                     meter.sent(params.get("messages") or (), params.get("tools"))
                     meter.answered(result.usage)
                 messages.append(result.message)
                 usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)
-                yield TurnComplete(
-                    result.reason, turn, result.message, result.usage, result.raw_reason
-                )
+                yield TurnComplete(reason, turn, result.message, result.usage, result.raw_reason)
                 # 4. A tool turn is one with tool calls, whatever finish_reason says. With
                 #    output_type, a turn may also be an answer to check (see _output.py).
                 verdict = output.end_turn(result, messages, offered is not None) if output else None
@@ -386,7 +397,7 @@ class Run:
                     outcome.response = ChatResponse(
                         result.message,
                         result.text,
-                        result.reason,
+                        reason,
                         usage,
                         turn,
                         tuple(invocations),

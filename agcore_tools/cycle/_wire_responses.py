@@ -382,7 +382,15 @@ def _json(value: Any) -> Any:
 class ResponsesTurnBuilder:
     """Accumulates one response (whole, or its stream events) into a :class:`Turn`."""
 
-    __slots__ = ("_arguments", "_items", "_repair", "_response", "_turn_tag")
+    __slots__ = (
+        "_arguments",
+        "_items",
+        "_repair",
+        "_response",
+        "_shown",
+        "_shown_tool",
+        "_turn_tag",
+    )
 
     def __init__(self, turn_tag: str, *, repair: bool = False) -> None:
         self._turn_tag = turn_tag
@@ -390,6 +398,14 @@ class ResponsesTurnBuilder:
         self._response: Any = None
         self._items: dict[int, Any] = {}  # by output_index, from the stream
         self._arguments: dict[int, list[str]] = {}
+        self._shown_tool: str | None = None
+        self._shown: int | None = None  # the output_index of the call shown
+
+    def show_arguments(self, tool_name: str) -> None:
+        """Stream the arguments of the turn's first call of ``tool_name`` as
+        :class:`AssistantTextDelta` events: they are the answer (structured output's
+        ``final_result`` tool), not a call for the loop to run."""
+        self._shown_tool = tool_name
 
     def feed(self, event: Any) -> tuple[StreamEvent, ...] | list[StreamEvent]:
         """Take one stream event; return the text events it carries."""
@@ -400,9 +416,21 @@ class ResponsesTurnBuilder:
             return [ReasoningDelta(_field(event, "delta") or "")]
         if kind == "response.function_call_arguments.delta":
             index = _int(_field(event, "output_index"))
-            self._arguments.setdefault(index, []).append(_field(event, "delta") or "")
+            delta = _field(event, "delta") or ""
+            self._arguments.setdefault(index, []).append(delta)
+            if delta and index == self._shown:
+                return [AssistantTextDelta(delta)]
         elif kind in ("response.output_item.added", "response.output_item.done"):
-            self._items[_int(_field(event, "output_index"))] = _json(_field(event, "item"))
+            index = _int(_field(event, "output_index"))
+            item = self._items[index] = _json(_field(event, "item"))
+            if (
+                self._shown is None
+                and self._shown_tool is not None
+                and isinstance(item, Mapping)
+                and item.get("type") == "function_call"
+                and item.get("name") == self._shown_tool
+            ):
+                self._shown = index
         elif kind in ("response.completed", "response.incomplete"):
             self._response = _field(event, "response")
         elif kind == "response.failed":

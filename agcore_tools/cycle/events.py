@@ -345,8 +345,9 @@ class TurnComplete:
     """One request's answer is complete.
 
     ``finish_reason`` is ``TOOL_CALLS`` whenever the assistant message has tool calls,
-    even if the provider said ``stop`` (as OpenAI does for a forced ``tool_choice``);
-    ``raw_finish_reason`` is what the provider sent.
+    even if the provider said ``stop`` (as OpenAI does for a forced ``tool_choice``),
+    except for structured output's answer in ``mode="tool"`` (a ``final_result``
+    call), which is ``STOP``; ``raw_finish_reason`` is what the provider sent.
 
     Example:
         >>> TurnComplete(FinishReason.STOP, turn=1).finish_reason.value
