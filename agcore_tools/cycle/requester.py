@@ -192,7 +192,7 @@ class OpenAIRequester(Requester):
             ...     async for event in requester.request(turn):  # the loop does this
             ...         print(event)
         """
-        from openai import OpenAIError
+        from openai import APIConnectionError, OpenAIError
 
         config = turn.config
         wire, builder = turn.wire, turn.builder
@@ -212,13 +212,28 @@ class OpenAIRequester(Requester):
         # 2. Read the stream; closing it on any exit (cancellation included) drops the
         #    HTTP connection, which tells the server to stop generating.
         try:
-            chunk = first
+            chunk, read = first, 0
             while chunk is not None:
+                read += 1
                 for event in builder.feed(chunk):
                     yield event
                 try:
                     chunk = await response.__anext__()
                 except StopAsyncIteration:
+                    chunk = None
+                except APIConnectionError as exc:
+                    broke = f"{type(exc).__name__}: {exc}{_root_cause(exc)}"
+                    if builder.raw_reason is None:
+                        raise LlmError(
+                            f"the model's stream failed after {read} chunk(s): {broke}"
+                        ) from exc
+                    # A proxy that drops the connection as the stream ends: the turn is
+                    # whole (its finish_reason came), and asking again would pay twice.
+                    logger.warning(
+                        "the model's stream broke after its finish_reason, before its "
+                        "end; the turn is kept: %s",
+                        broke,
+                    )
                     chunk = None
             builder.end_stream()
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
@@ -286,3 +301,25 @@ class OpenAIRequester(Requester):
             attributes["server.address"] = url.host
             attributes["server.port"] = url.port or (443 if url.scheme == "https" else 80)
         return attributes
+
+
+def _root_cause(exc: BaseException) -> str:
+    """`` (root cause: Type: message)`` for the innermost ``__cause__`` of ``exc``: the
+    SDK's "Connection error." says nothing of what broke; the transport's error does.
+
+    Example:
+        >>> try:
+        ...     try:
+        ...         raise OSError("peer closed connection (incomplete chunked read)")
+        ...     except OSError as inner:
+        ...         raise RuntimeError("Connection error.") from inner
+        ... except RuntimeError as outer:
+        ...     print(_root_cause(outer))
+         (root cause: OSError: peer closed connection (incomplete chunked read))
+    """
+    root = exc
+    seen = {id(root)}
+    while root.__cause__ is not None and id(root.__cause__) not in seen:
+        root = root.__cause__
+        seen.add(id(root))
+    return "" if root is exc else f" (root cause: {type(root).__name__}: {root})"
