@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import abc
 import functools
+import json
 import logging
 import weakref
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..error import LlmError
@@ -36,6 +37,10 @@ __all__ = ["OpenAIRequester", "Requester", "TurnRequest"]
 logger = logging.getLogger("agcore_tools.cycle")
 
 _PROBE_TIMEOUT = 5.0  # seconds for the model list that tells the server's profile
+# What the SDK says for an error event whose own message it could not find (Hugging
+# Face TGI's `{"error": "<text>", "error_type": ...}`): the text is in the error's body.
+_SDK_PLACEHOLDER = "An error occurred during streaming"
+_SNIPPET = 100  # characters of an event that is not JSON quoted in an error
 # What each client's model list told, so a client is asked once, whatever the cycles.
 _PROBED: weakref.WeakKeyDictionary[AsyncOpenAI, ServerProfile | None] = weakref.WeakKeyDictionary()
 # What each client's server refused and the loop fell back from: it outranks the rest.
@@ -208,7 +213,7 @@ class OpenAIRequester(Requester):
             response, first = await retry.call(functools.partial(open_stream, completions, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
-            raise LlmError(f"{wire.name} request failed: {type(exc).__name__}: {exc}") from exc
+            raise LlmError(f"{wire.name} request failed: {_described(exc)}") from exc
         # 2. Read the stream; closing it on any exit (cancellation included) drops the
         #    HTTP connection, which tells the server to stop generating.
         try:
@@ -237,7 +242,7 @@ class OpenAIRequester(Requester):
                     chunk = None
             builder.end_stream()
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
-            raise LlmError(f"the model's stream failed: {type(exc).__name__}: {exc}") from exc
+            raise LlmError(f"the model's stream failed: {_described(exc)}") from exc
         finally:
             await close_stream(response)
 
@@ -301,6 +306,30 @@ class OpenAIRequester(Requester):
             attributes["server.address"] = url.host
             attributes["server.port"] = url.port or (443 if url.scheme == "https" else 80)
         return attributes
+
+
+def _described(exc: BaseException) -> str:
+    """What an SDK or decoding error says, for the loop's message: the server's own
+    text when the SDK kept it in ``body`` only, and the event that is not JSON quoted.
+
+    Example:
+        >>> try:
+        ...     json.loads("")
+        ... except ValueError as exc:
+        ...     print(_described(exc))
+        an event that is not JSON (Expecting value): ''
+    """
+    if isinstance(exc, json.JSONDecodeError):
+        return f"an event that is not JSON ({exc.msg}): {exc.doc[:_SNIPPET]!r}"
+    message = str(exc)
+    if message == _SDK_PLACEHOLDER:
+        body = getattr(exc, "body", None)
+        said = body.get("message") if isinstance(body, Mapping) else body
+        if isinstance(said, str) and said:
+            message = " ".join(said.split())
+        elif isinstance(body, Mapping):  # an error object without a message: quoted
+            message = f"{message}: {json.dumps(body, default=str)[:_SNIPPET]}"
+    return f"{type(exc).__name__}: {message}"
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -325,6 +325,50 @@ async def test_an_error_object_mid_stream_raises_llm_error_and_is_not_retried(
     assert len(server.requests) == 1
 
 
+TGI_ERROR = {"error": "Request failed during generation: CUDA out of memory", "error_type": "x"}
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        pytest.param(
+            lambda s: [s.chunk({"content": "Hel"}), TGI_ERROR],
+            "the model's stream failed: APIError: Request failed during generation: CUDA out "
+            "of memory",
+            id="tgi-error-mid-stream",
+        ),
+        pytest.param(
+            lambda s: [TGI_ERROR],
+            "chat completion request failed: APIError: Request failed during generation: "
+            "CUDA out of memory",
+            id="tgi-error-first",
+        ),
+        pytest.param(
+            lambda s: [{"error": {"code": 500}}],
+            "chat completion request failed: APIError: An error occurred during streaming: "
+            '{"code": 500}',
+            id="error-object-without-message",
+        ),
+        pytest.param(
+            lambda s: [s.chunk({"content": "Hel"}), "data: ", s.chunk({}, "stop")],
+            "the model's stream failed: an event that is not JSON (Expecting value): ''",
+            id="empty-data-line",
+        ),
+    ],
+)
+async def test_a_failed_stream_says_what_the_server_sent(serve, make_cycle, echo, events, message):
+    # TGI sends its error as a string, which the SDK keeps in the error's body only.
+    server = serve()
+    server.add(RawStream(events(server), done=False))
+    cycle = make_cycle(server, max_retries=0)
+
+    with pytest.raises(LlmError) as raised:
+        await cycle.submit_stream_with_tools("go", echo).collect()
+
+    assert str(raised.value) == message
+    assert raised.value.__cause__ is not None
+
+
 @pytest.mark.parametrize(
     "cut",
     [
