@@ -20,6 +20,7 @@ from ._progress import (
     ToolPartialResult,
     ToolProgress,
     _Emitter,
+    check_listener,
 )
 
 __all__ = ["ToolContext"]
@@ -116,6 +117,8 @@ class ToolContext:
         self._cancellation = cancellation
         self._metadata = metadata
         self._shared = shared_state
+        if on_event is not None:
+            check_listener(on_event)
         self._events = None if on_event is None else _Emitter(on_event, None, None).bound()
 
     @property

@@ -9,6 +9,7 @@ streaming loop, into the event stream. None of it ever reaches the model.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from ._cancel import CancellationToken
+from .error import _ListenerTypeError
 
 __all__ = [
     "ToolBreakerChanged",
@@ -108,8 +110,40 @@ ToolEvent: TypeAlias = ToolProgress | ToolPartialResult | ToolBreakerChanged
 """What a tool reports while it runs."""
 
 ToolEventCallback: TypeAlias = Callable[[ToolEvent], object]
-"""``ToolContext(on_event=...)``: called on the event loop's thread with each event (in
-the tool's own thread when no loop is involved: a sync tool called directly)."""
+"""``ToolContext(on_event=...)``: a plain (not async) function, called on the event
+loop's thread with each event (in the tool's own thread when no loop is involved: a
+sync tool called directly)."""
+
+_ASYNC_LISTENER = (
+    "an async function's coroutine would never be awaited: pass a plain function that "
+    "hands the event on, such as the `put_nowait` of an asyncio.Queue a task of yours reads"
+)
+
+
+def check_listener(callback: object) -> None:
+    """Refuse an ``on_event`` that is not callable, or is an async function.
+
+    Example:
+        >>> async def send(event): ...
+        >>> check_listener(send)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error._ListenerTypeError: ToolContext(on_event=...) takes a plain function, not the async function send: an async function's coroutine would never be awaited: pass a plain function that hands the event on, such as the `put_nowait` of an asyncio.Queue a task of yours reads
+    """
+    if not callable(callback):
+        raise _ListenerTypeError(
+            f"ToolContext(on_event=...) takes a function called with each event, "
+            f"got {type(callback).__name__}"
+        )
+    # An async function, or an object whose __call__ is one.
+    if inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(
+        type(callback).__call__
+    ):
+        name = getattr(callback, "__name__", type(callback).__name__)
+        raise _ListenerTypeError(
+            f"ToolContext(on_event=...) takes a plain function, not the async function "
+            f"{name}: {_ASYNC_LISTENER}"
+        )
 
 
 PARTIALS_PER_CALL = 16
@@ -299,6 +333,13 @@ class _Emitter:
             self.inbox.put_nowait(event)
         if self.callback is not None:
             try:
-                self.callback(event)
+                returned = self.callback(event)
+                if inspect.isawaitable(returned):  # `lambda e: queue.put(e)`, say
+                    if inspect.iscoroutine(returned):
+                        returned.close()  # never run: no "never awaited" warning later
+                    raise _ListenerTypeError(
+                        f"the on_event callback returned an awaitable, which is never "
+                        f"awaited: {_ASYNC_LISTENER}"
+                    )
             except Exception:  # an app's display callback must not fail the tool
                 logger.exception("the on_event callback %r raised on %r", self.callback, event)
