@@ -87,6 +87,7 @@ class ToolContext:
         "_shared",
         "_trace_id",
         "call_id",
+        "parent_call_id",
         "tool_name",
     )
 
@@ -112,6 +113,9 @@ class ToolContext:
         self._run_id = run_id
         self.call_id = call_id
         """The model's tool call id, when the call came from a model."""
+        self.parent_call_id: str | None = None
+        """The call this call was made inside of (a code-mode program's ``run_python``
+        call), which its progress reports name; None for a call the model made."""
         self.tool_name = tool_name
         """The name of the tool being called, when the registry runs it."""
         self._cancellation = cancellation
@@ -252,6 +256,7 @@ class ToolContext:
             tool_name=self.tool_name,
             run_id=self._run_id,
         )
+        run.parent_call_id = self.parent_call_id
         run._events = self._events
         if inbox:
             callback = self._events.callback if self._events is not None else None
@@ -288,7 +293,9 @@ class ToolContext:
         """
         events = self._events
         if events is not None:
-            event = ToolProgress(self.tool_name, self.call_id, progress, total, message)
+            event = ToolProgress(
+                self.tool_name, self.call_id, progress, total, message, self.parent_call_id
+            )
             events.emit(event, self._cancellation)
 
     def report_partial(self, value: Any) -> None:
@@ -308,7 +315,8 @@ class ToolContext:
         """
         events = self._events
         if events is not None:
-            events.emit(ToolPartialResult(self.tool_name, self.call_id, value), self._cancellation)
+            partial = ToolPartialResult(self.tool_name, self.call_id, value, self.parent_call_id)
+            events.emit(partial, self._cancellation)
 
     def report(self, event: ToolEvent) -> None:
         """Deliver one of the library's tool events (progress, a partial result, a
@@ -350,6 +358,9 @@ class ToolContext:
         ctx._trace_id = self.trace_id
         ctx._run_id = self._run_id
         ctx.call_id = call_id
+        # A call made inside another (a program's, in run_python) names it; the same
+        # call seen again (the registry naming its tool) keeps its own parent.
+        ctx.parent_call_id = self.parent_call_id if call_id == self.call_id else self.call_id
         ctx.tool_name = tool_name if tool_name is not None else self.tool_name
         ctx._cancellation = self.cancellation.child()
         ctx._metadata = self.metadata

@@ -54,6 +54,10 @@ class ToolProgress:
     """The value ``progress`` will reach, when known."""
     message: str | None = None
     """A human-readable status, when given."""
+    parent_call_id: str | None = None
+    """The call this one was made inside of: a code-mode program's ``run_python`` call,
+    whose ``ToolExecutionStarted``/``Completed`` pair its events fall between (the
+    program's own calls have none). None for a call the model made itself."""
 
     @property
     def fraction(self) -> float | None:
@@ -81,6 +85,9 @@ class ToolPartialResult:
     """The model's tool call id (None outside a model's call)."""
     value: Any
     """The value yielded, JSON-compatible like a result."""
+    parent_call_id: str | None = None
+    """The call this one was made inside of (a code-mode program's ``run_python``
+    call), as :attr:`ToolProgress.parent_call_id`; None for a call the model made."""
 
 
 @dataclass(frozen=True, slots=True)
