@@ -410,10 +410,14 @@ class ResponsesTurnBuilder:
     def feed(self, event: Any) -> tuple[StreamEvent, ...] | list[StreamEvent]:
         """Take one stream event; return the text events it carries."""
         kind = _field(event, "type")
+        # An empty delta is no event, as on Chat Completions (a first-token timer or a
+        # UI line opened on the first delta must not start on nothing).
         if kind == "response.output_text.delta":
-            return [AssistantTextDelta(_field(event, "delta") or "")]
+            text = _field(event, "delta")
+            return [AssistantTextDelta(text)] if isinstance(text, str) and text else _NO_EVENTS
         if kind in _REASONING_DELTAS:
-            return [ReasoningDelta(_field(event, "delta") or "")]
+            text = _field(event, "delta")
+            return [ReasoningDelta(text)] if isinstance(text, str) and text else _NO_EVENTS
         if kind == "response.function_call_arguments.delta":
             index = _int(_field(event, "output_index"))
             delta = _field(event, "delta") or ""
