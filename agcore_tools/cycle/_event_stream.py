@@ -57,7 +57,15 @@ class EventStream:
         'Hello!'
     """
 
-    __slots__ = ("_agen", "_consumer", "_outcome", "_stop_sent", "_stopped", "_trace")
+    __slots__ = (
+        "_agen",
+        "_consumer",
+        "_failure",
+        "_outcome",
+        "_stop_sent",
+        "_stopped",
+        "_trace",
+    )
 
     def __init__(
         self,
@@ -77,6 +85,7 @@ class EventStream:
         self._consumer: asyncio.Task[object] | None = None
         self._stop_sent: asyncio.Future[None] | None = None
         self._stopped = False
+        self._failure: Exception | None = None  # what ended the iteration, if it failed
 
     @property
     def response(self) -> ChatResponse | None:
@@ -127,6 +136,11 @@ class EventStream:
             if self._stop_sent is not None and not _cancelled_by_others(consumer):
                 raise StopAsyncIteration from None
             raise
+        except StopAsyncIteration:
+            raise  # the end, not a failure
+        except Exception as exc:
+            self._failure = exc  # collect() afterwards says the call failed, and why
+            raise
         finally:
             self._consumer = None
             stop_sent, self._stop_sent = self._stop_sent, None
@@ -137,6 +151,10 @@ class EventStream:
     async def collect(self) -> ChatResponse:
         """Consume the remaining events and return the :class:`ChatResponse`.
 
+        After an iteration that failed, it raises an :class:`~agcore_tools.LlmError`
+        saying so, the failure as its ``__cause__``; after one that was stopped early,
+        one saying the stream was closed before the call finished.
+
         Example:
             >>> async def main(cycle):  # doctest: +SKIP
             ...     return await cycle.submit_stream("Hi").collect()
@@ -145,6 +163,11 @@ class EventStream:
             pass
         response = self._outcome.response
         if response is None:
+            failure = self._failure
+            if failure is not None:
+                raise LlmError(
+                    f"the streamed call failed earlier: {type(failure).__name__}: {failure}"
+                ) from failure
             raise LlmError("the event stream was closed before the call finished")
         return response
 

@@ -13,6 +13,7 @@ from agcore_tools import (
     AssistantTextDelta,
     CycleConfig,
     LlmCycle,
+    LlmError,
     ToolExecutionStarted,
     ToolRegistry,
 )
@@ -139,3 +140,41 @@ def test_close_from_another_thread_stops_a_sync_stream(serve) -> None:
         assert events.response is None
         assert_history_valid(cycle.messages)
         assert cycle.submit_messages_sync([]).text == "ok"
+
+
+async def test_collect_after_a_failed_iteration_says_the_call_failed_and_why(serve, make_cycle):
+    server = serve()
+    server.add(
+        RawStream(
+            [server.chunk({"content": "Hel"}), {"error": {"message": "upstream overloaded"}}],
+            done=False,
+        )
+    )
+    cycle = make_cycle(server, max_retries=0)
+    events = cycle.submit_stream("Hi")
+
+    with pytest.raises(LlmError, match="upstream overloaded") as first:
+        async for _ in events:
+            pass
+    with pytest.raises(LlmError) as later:
+        await events.collect()
+
+    assert str(later.value).startswith("the streamed call failed earlier: LlmError: ")
+    assert "upstream overloaded" in str(later.value)
+    assert later.value.__cause__ is first.value
+
+
+async def test_collect_after_a_clean_end_or_an_early_close_says_so(serve, make_cycle):
+    server = serve(S.reply_text("Hello"))
+    server.add(RawStream([server.chunk({"content": "partial"}), Pause(30)]))
+    cycle = make_cycle(server)
+
+    done = cycle.submit_stream("Hi")
+    async for _ in done:
+        pass
+    assert (await done.collect()).text == "Hello"  # a normal end is no failure
+    async with cycle.submit_stream("Again") as left:
+        async for _ in left:
+            break
+    with pytest.raises(LlmError, match="closed before the call finished"):
+        await left.collect()
