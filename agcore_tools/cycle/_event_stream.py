@@ -30,7 +30,8 @@ stop. Longer than the registry's own wait for tools that ignore cancellation (5 
 class EventStream:
     """The events of one ``submit_stream*`` call, for ``async for``.
 
-    Once the iteration ends normally, :attr:`response` holds the
+    Once the iteration ends normally, or reaches the answer's ``TurnComplete`` (so also
+    for a consumer leaving there), :attr:`response` holds the
     :class:`ChatResponse`. Leaving the loop early (``break``) should be followed by
     :meth:`aclose`, or use ``async with`` so it happens on its own: that stops the
     running tools and closes the HTTP stream. :meth:`aclose` also works from another
@@ -89,7 +90,9 @@ class EventStream:
 
     @property
     def response(self) -> ChatResponse | None:
-        """The call's :class:`ChatResponse`, or None until the events are exhausted."""
+        """The call's :class:`ChatResponse`, or None until the answer's ``TurnComplete``
+        (a paused run's: the end of the events); it stays None for a call left earlier,
+        or one that failed."""
         return self._outcome.response
 
     def __aiter__(self) -> EventStream:

@@ -23,7 +23,13 @@ from typing import Any
 from .._budget import check_budget, load_counter
 from .._selection import RunOffer, Selector
 from ..base import ToolContext
-from ..error import LlmConfigError, LlmError, LlmUsageError, MaxTurnsExceededError
+from ..error import (
+    LlmConfigError,
+    LlmError,
+    LlmUsageError,
+    MaxTurnsExceededError,
+    OutputValidationError,
+)
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response
 from ._costs import NO_TOOL_COSTS, CostMeter
@@ -387,13 +393,21 @@ class Run:
                     meter.answered(result.usage)
                 messages.append(result.message)
                 usage = usage + (result.usage if result.usage is not None else _ONE_REQUEST)
-                yield TurnComplete(reason, turn, result.message, result.usage, result.raw_reason)
                 # 4. A tool turn is one with tool calls, whatever finish_reason says. With
                 #    output_type, a turn may also be an answer to check (see _output.py).
-                verdict = output.end_turn(result, messages, offered is not None) if output else None
-                if verdict is Verdict.RETRY:
-                    continue
-                if verdict is Verdict.DONE or not result.calls or offered is None:
+                #    Told before the turn's TurnComplete, so that a consumer leaving at
+                #    the last one still finds the response; an answer that failed is
+                #    raised after it, as before.
+                verdict, failed = None, None
+                if output is not None:
+                    try:
+                        verdict = output.end_turn(result, messages, offered is not None)
+                    except OutputValidationError as exc:
+                        failed = exc
+                last = verdict is Verdict.DONE or (
+                    verdict is None and failed is None and (not result.calls or offered is None)
+                )
+                if last:
                     outcome.response = ChatResponse(
                         result.message,
                         result.text,
@@ -407,7 +421,14 @@ class Run:
                         else NO_TOOL_COSTS,
                         refusal=result.refusal,
                     )
+                yield TurnComplete(reason, turn, result.message, result.usage, result.raw_reason)
+                if failed is not None:
+                    raise failed
+                if verdict is Verdict.RETRY:
+                    continue
+                if last:
                     return
+                assert offered is not None  # not the last turn: one with tools to run
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
                 # answer every call (attachments last) before the finally below runs.
                 running = run_tools(

@@ -12,10 +12,12 @@ from openai import OpenAI
 from agcore_tools import (
     AssistantTextDelta,
     CycleConfig,
+    FinishReason,
     LlmCycle,
     LlmError,
     ToolExecutionStarted,
     ToolRegistry,
+    TurnComplete,
 )
 from agcore_tools.error import LlmUsageError
 from agcore_tools.testing import Pause, RawStream
@@ -178,3 +180,23 @@ async def test_collect_after_a_clean_end_or_an_early_close_says_so(serve, make_c
             break
     with pytest.raises(LlmError, match="closed before the call finished"):
         await left.collect()
+
+
+@pytest.mark.parametrize("output_type", [None, int], ids=["text", "output_type"])
+async def test_a_consumer_leaving_at_the_last_turn_complete_still_finds_the_response(
+    serve, make_cycle, calc, output_type
+):
+    # A UI stops reading at the answer's TurnComplete(STOP): the call had finished.
+    server = serve(S.reply_tool_calls([("add", {"a": 2, "b": 3})]), S.reply_text('{"result": 5}'))
+    cycle = make_cycle(server)
+
+    async with cycle.submit_stream_with_tools("2 + 3?", calc, output_type=output_type) as events:
+        async for event in events:
+            if isinstance(event, TurnComplete) and event.finish_reason is FinishReason.STOP:
+                break
+
+    assert events.response is not None
+    assert events.response.text == '{"result": 5}' and events.response.turns == 2
+    assert events.response.output == (5 if output_type else None)
+    assert (await events.collect()).text == '{"result": 5}'
+    assert_history_valid(cycle.messages)
