@@ -13,7 +13,15 @@ import warnings
 from typing import Any
 
 from ._cancel import CancellationToken
-from ._progress import ToolEvent, ToolEventCallback, ToolPartialResult, ToolProgress, _Emitter
+from ._progress import (
+    ToolEvent,
+    ToolEventCallback,
+    ToolInbox,
+    ToolPartialResult,
+    ToolProgress,
+    _Emitter,
+    check_listener,
+)
 
 __all__ = ["ToolContext"]
 
@@ -79,6 +87,7 @@ class ToolContext:
         "_shared",
         "_trace_id",
         "call_id",
+        "parent_call_id",
         "tool_name",
     )
 
@@ -104,11 +113,16 @@ class ToolContext:
         self._run_id = run_id
         self.call_id = call_id
         """The model's tool call id, when the call came from a model."""
+        self.parent_call_id: str | None = None
+        """The call this call was made inside of (a code-mode program's ``run_python``
+        call), which its progress reports name; None for a call the model made."""
         self.tool_name = tool_name
         """The name of the tool being called, when the registry runs it."""
         self._cancellation = cancellation
         self._metadata = metadata
         self._shared = shared_state
+        if on_event is not None:
+            check_listener(on_event)
         self._events = None if on_event is None else _Emitter(on_event, None, None).bound()
 
     @property
@@ -199,8 +213,10 @@ class ToolContext:
         return self._events is not None
 
     @property
-    def inbox(self) -> asyncio.Queue[Any] | None:
+    def inbox(self) -> ToolInbox | None:
         """The queue a streaming run's tool events go into (see :meth:`for_run`), or None.
+        It keeps a call's latest unread progress report only, and up to 16 of its
+        unread preliminary results (dropping the oldest past that).
 
         Example:
             >>> ToolContext().inbox is None
@@ -240,10 +256,11 @@ class ToolContext:
             tool_name=self.tool_name,
             run_id=self._run_id,
         )
+        run.parent_call_id = self.parent_call_id
         run._events = self._events
         if inbox:
             callback = self._events.callback if self._events is not None else None
-            run._events = _Emitter(callback, asyncio.Queue(), asyncio.get_running_loop())
+            run._events = _Emitter(callback, ToolInbox(), asyncio.get_running_loop())
         return run
 
     @property
@@ -276,7 +293,9 @@ class ToolContext:
         """
         events = self._events
         if events is not None:
-            event = ToolProgress(self.tool_name, self.call_id, progress, total, message)
+            event = ToolProgress(
+                self.tool_name, self.call_id, progress, total, message, self.parent_call_id
+            )
             events.emit(event, self._cancellation)
 
     def report_partial(self, value: Any) -> None:
@@ -296,7 +315,8 @@ class ToolContext:
         """
         events = self._events
         if events is not None:
-            events.emit(ToolPartialResult(self.tool_name, self.call_id, value), self._cancellation)
+            partial = ToolPartialResult(self.tool_name, self.call_id, value, self.parent_call_id)
+            events.emit(partial, self._cancellation)
 
     def report(self, event: ToolEvent) -> None:
         """Deliver one of the library's tool events (progress, a partial result, a
@@ -338,6 +358,9 @@ class ToolContext:
         ctx._trace_id = self.trace_id
         ctx._run_id = self._run_id
         ctx.call_id = call_id
+        # A call made inside another (a program's, in run_python) names it; the same
+        # call seen again (the registry naming its tool) keeps its own parent.
+        ctx.parent_call_id = self.parent_call_id if call_id == self.call_id else self.call_id
         ctx.tool_name = tool_name if tool_name is not None else self.tool_name
         ctx._cancellation = self.cancellation.child()
         ctx._metadata = self.metadata

@@ -9,17 +9,21 @@ streaming loop, into the event stream. None of it ever reaches the model.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from ._cancel import CancellationToken
+from .error import _ListenerTypeError
 
 __all__ = [
     "ToolBreakerChanged",
     "ToolEvent",
     "ToolEventCallback",
+    "ToolInbox",
     "ToolPartialResult",
     "ToolProgress",
 ]
@@ -50,6 +54,10 @@ class ToolProgress:
     """The value ``progress`` will reach, when known."""
     message: str | None = None
     """A human-readable status, when given."""
+    parent_call_id: str | None = None
+    """The call this one was made inside of: a code-mode program's ``run_python`` call,
+    whose ``ToolExecutionStarted``/``Completed`` pair its events fall between (the
+    program's own calls have none). None for a call the model made itself."""
 
     @property
     def fraction(self) -> float | None:
@@ -61,7 +69,8 @@ class ToolProgress:
 class ToolPartialResult:
     """A preliminary result: one value a generator tool yielded.
 
-    Every value the tool yields arrives as one of these; the last one is also its
+    Every value the tool yields arrives as one of these (an event stream holds up to
+    16 unread ones per call, dropping the oldest past that); the last one is also its
     final result, which :class:`~agcore_tools.ToolExecutionCompleted` carries and the
     model receives. Earlier values never reach the model.
 
@@ -76,6 +85,9 @@ class ToolPartialResult:
     """The model's tool call id (None outside a model's call)."""
     value: Any
     """The value yielded, JSON-compatible like a result."""
+    parent_call_id: str | None = None
+    """The call this one was made inside of (a code-mode program's ``run_python``
+    call), as :attr:`ToolProgress.parent_call_id`; None for a call the model made."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +117,139 @@ ToolEvent: TypeAlias = ToolProgress | ToolPartialResult | ToolBreakerChanged
 """What a tool reports while it runs."""
 
 ToolEventCallback: TypeAlias = Callable[[ToolEvent], object]
-"""``ToolContext(on_event=...)``: called on the event loop's thread with each event (in
-the tool's own thread when no loop is involved: a sync tool called directly)."""
+"""``ToolContext(on_event=...)``: a plain (not async) function, called on the event
+loop's thread with each event (in the tool's own thread when no loop is involved: a
+sync tool called directly)."""
+
+_ASYNC_LISTENER = (
+    "an async function's coroutine would never be awaited: pass a plain function that "
+    "hands the event on, such as the `put_nowait` of an asyncio.Queue a task of yours reads"
+)
+
+
+def check_listener(callback: object) -> None:
+    """Refuse an ``on_event`` that is not callable, or is an async function.
+
+    Example:
+        >>> async def send(event): ...
+        >>> check_listener(send)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error._ListenerTypeError: ToolContext(on_event=...) takes a plain function, not the async function send: an async function's coroutine would never be awaited: pass a plain function that hands the event on, such as the `put_nowait` of an asyncio.Queue a task of yours reads
+    """
+    if not callable(callback):
+        raise _ListenerTypeError(
+            f"ToolContext(on_event=...) takes a function called with each event, "
+            f"got {type(callback).__name__}"
+        )
+    # An async function, or an object whose __call__ is one.
+    if inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(
+        type(callback).__call__
+    ):
+        name = getattr(callback, "__name__", type(callback).__name__)
+        raise _ListenerTypeError(
+            f"ToolContext(on_event=...) takes a plain function, not the async function "
+            f"{name}: {_ASYNC_LISTENER}"
+        )
+
+
+PARTIALS_PER_CALL = 16
+"""Unread :class:`ToolPartialResult` events a stream holds per call: a burst of yields
+reaches a consumer whole, while a generator far ahead of its consumer holds no more
+than this many of its values in memory."""
+
+
+class ToolInbox:
+    """A streaming run's tool events and its turns' completions, in the order they
+    came, for the loop to yield: the queue behind :attr:`ToolContext.inbox`.
+
+    A tool can report far faster than a stream's consumer reads, so what a call reports
+    is bounded while unread: a newer :class:`ToolProgress` of a call replaces its unread
+    one (a progress bar needs the latest), and past :data:`PARTIALS_PER_CALL` unread
+    :class:`ToolPartialResult` events of a call, the oldest is dropped. What is kept
+    stays in the order it came. Used on its event loop's thread only, by one reader.
+
+    Example:
+        >>> inbox = ToolInbox()
+        >>> for done in (1, 2, 3):
+        ...     inbox.put_nowait(ToolProgress("index", "call_1", done, 3))
+        >>> inbox.put_nowait(ToolProgress("index", "call_2", 1, 3))
+        >>> inbox.qsize(), [(e.call_id, e.progress) for e in (inbox.get_nowait(), inbox.get_nowait())]
+        (2, [('call_1', 3), ('call_2', 1)])
+        >>> for value in range(20):
+        ...     inbox.put_nowait(ToolPartialResult("search", "call_3", value))
+        >>> inbox.qsize(), inbox.get_nowait().value
+        (16, 4)
+    """
+
+    __slots__ = ("_items", "_partials", "_progress", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[Any] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        # Per (tool, call): whether an unread ToolProgress is held, how many partials.
+        self._progress: set[tuple[str | None, str | None]] = set()
+        self._partials: dict[tuple[str | None, str | None], int] = {}
+
+    def put_nowait(self, item: Any) -> None:
+        """Add ``item``; a call's unread reports past their bound make room for it."""
+        if isinstance(item, ToolProgress):
+            key = (item.tool_name, item.call_id)
+            if key in self._progress:
+                self._drop_first(ToolProgress, key)
+            self._progress.add(key)
+        elif isinstance(item, ToolPartialResult):
+            key = (item.tool_name, item.call_id)
+            held = self._partials.get(key, 0)
+            if held >= PARTIALS_PER_CALL:
+                self._drop_first(ToolPartialResult, key)
+                held -= 1
+            self._partials[key] = held + 1
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _drop_first(self, kind: type[Any], key: tuple[str | None, str | None]) -> None:
+        for index, unread in enumerate(self._items):
+            if type(unread) is kind and (unread.tool_name, unread.call_id) == key:
+                del self._items[index]
+                return
+
+    async def get(self) -> Any:
+        """The oldest item, once there is one."""
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._take()
+
+    def get_nowait(self) -> Any:
+        """The oldest item; ``asyncio.QueueEmpty`` when there is none."""
+        if not self._items:
+            raise asyncio.QueueEmpty
+        return self._take()
+
+    def _take(self) -> Any:
+        item = self._items.popleft()
+        if isinstance(item, ToolProgress):
+            self._progress.discard((item.tool_name, item.call_id))
+        elif isinstance(item, ToolPartialResult):
+            key = (item.tool_name, item.call_id)
+            held = self._partials.pop(key, 1) - 1
+            if held:
+                self._partials[key] = held
+        return item
+
+    def empty(self) -> bool:
+        """Whether nothing is waiting to be read."""
+        return not self._items
+
+    def qsize(self) -> int:
+        """How many items wait to be read."""
+        return len(self._items)
 
 
 class _Emitter:
@@ -122,7 +265,7 @@ class _Emitter:
     def __init__(
         self,
         callback: ToolEventCallback | None,
-        inbox: asyncio.Queue[Any] | None,
+        inbox: ToolInbox | None,
         loop: asyncio.AbstractEventLoop | None,
         parent: _Emitter | None = None,
     ) -> None:
@@ -197,6 +340,13 @@ class _Emitter:
             self.inbox.put_nowait(event)
         if self.callback is not None:
             try:
-                self.callback(event)
+                returned = self.callback(event)
+                if inspect.isawaitable(returned):  # `lambda e: queue.put(e)`, say
+                    if inspect.iscoroutine(returned):
+                        returned.close()  # never run: no "never awaited" warning later
+                    raise _ListenerTypeError(
+                        f"the on_event callback returned an awaitable, which is never "
+                        f"awaited: {_ASYNC_LISTENER}"
+                    )
             except Exception:  # an app's display callback must not fail the tool
                 logger.exception("the on_event callback %r raised on %r", self.callback, event)

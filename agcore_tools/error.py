@@ -799,3 +799,8 @@ class _BadContentType(ToolError, TypeError):
 
 class _AuthTypeError(ToolError, TypeError):
     """A transport's ``auth`` is not an ``httpx2.Auth`` (a mistake in the caller's code)."""
+
+
+class _ListenerTypeError(ToolError, TypeError):
+    """An ``on_event`` listener that is not a plain function (a mistake in the caller's
+    code): an async one's coroutines would never be awaited."""

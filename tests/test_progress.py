@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from agcore_tools import (
     ToolContext,
+    ToolError,
     ToolProgress,
     ToolRegistry,
     ToolTimeoutError,
@@ -142,6 +144,59 @@ async def test_a_failing_callback_is_logged_and_the_tool_goes_on(
     [result] = await registry.invoke_all([("step", {})], ctx=ToolContext(on_event=broken))
     assert result.output == "ok"
     assert "on_event callback" in caplog.text and "display gone" in caplog.text
+
+
+class _AsyncListener:
+    async def __call__(self, event: ToolEvent) -> None: ...
+
+
+async def _async_listener(event: ToolEvent) -> None: ...
+
+
+@pytest.mark.parametrize(
+    ("listener", "says"),
+    [
+        (_async_listener, "not the async function _async_listener"),
+        (_AsyncListener(), "not the async function _AsyncListener"),
+        ("print", "takes a function called with each event, got str"),
+    ],
+    ids=["async-function", "async-call", "not-callable"],
+)
+def test_an_on_event_that_is_not_a_plain_function_is_refused_naming_the_fix(
+    listener: object, says: str
+) -> None:
+    # An async listener (pushing to a websocket, say) type-checks, and its coroutines
+    # were dropped: the listener never heard a thing.
+    with pytest.raises(TypeError, match=says) as raised:
+        ToolContext(on_event=listener)  # type: ignore[arg-type]
+    assert isinstance(raised.value, ToolError)
+    if "async" in says:
+        assert "put_nowait" in str(raised.value)
+
+
+async def test_a_callback_returning_a_coroutine_is_told_it_is_never_awaited(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # `lambda event: queue.put(event)`: asyncio.Queue.put is a coroutine function.
+    registry = ToolRegistry()
+    queue: asyncio.Queue[ToolEvent] = asyncio.Queue()
+    made: list[Any] = []
+
+    @registry.tool
+    async def step(ctx: ToolContext) -> str:
+        """One step."""
+        ctx.report_progress(1)
+        return "ok"
+
+    def hand_on(event: ToolEvent) -> object:
+        made.append(queue.put(event))
+        return made[-1]
+
+    [result] = await registry.invoke_all([("step", {})], ctx=ToolContext(on_event=hand_on))
+
+    assert result.output == "ok"
+    assert "returned an awaitable, which is never awaited" in caplog.text
+    assert made[0].cr_frame is None  # closed: no "never awaited" warning at exit
 
 
 async def test_reports_after_a_timeout_are_dropped() -> None:

@@ -8,10 +8,13 @@ on); the stream only reads them.
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import AsyncGenerator
 from types import TracebackType
 from typing import NoReturn
 
+from .._aio import with_timeout
 from ..error import LlmError, LlmUsageError
 from ._outcome import Outcome
 from ._trace import RunTrace
@@ -19,14 +22,22 @@ from .events import ChatResponse, StreamEvent
 
 __all__ = ["EventStream"]
 
+STOP_TIMEOUT = 10.0
+"""Seconds :meth:`EventStream.aclose` waits for the step another task is running to
+stop. Longer than the registry's own wait for tools that ignore cancellation (5 s)."""
+
 
 class EventStream:
     """The events of one ``submit_stream*`` call, for ``async for``.
 
-    Once the iteration ends normally, :attr:`response` holds the
+    Once the iteration ends normally, or reaches the answer's ``TurnComplete`` (so also
+    for a consumer leaving there), :attr:`response` holds the
     :class:`ChatResponse`. Leaving the loop early (``break``) should be followed by
     :meth:`aclose`, or use ``async with`` so it happens on its own: that stops the
-    running tools and closes the HTTP stream. A plain ``for`` raises a ``TypeError``
+    running tools and closes the HTTP stream. :meth:`aclose` also works from another
+    task while one iterates (a Stop button): that task's iteration then ends. A stream
+    has one consumer; a second task asking for events at the same time gets an
+    :class:`~agcore_tools.LlmUsageError`. A plain ``for`` raises a ``TypeError``
     naming the fix: ``async for``, or the ``*_sync`` method from synchronous code.
 
     Example:
@@ -47,7 +58,15 @@ class EventStream:
         'Hello!'
     """
 
-    __slots__ = ("_agen", "_outcome", "_trace")
+    __slots__ = (
+        "_agen",
+        "_consumer",
+        "_failure",
+        "_outcome",
+        "_stop_sent",
+        "_stopped",
+        "_trace",
+    )
 
     def __init__(
         self,
@@ -60,10 +79,20 @@ class EventStream:
         self._agen = events
         self._outcome = outcome
         self._trace = trace
+        # The task inside a step, and a future its step's end sets once aclose() has
+        # cancelled it: a running generator cannot be closed, only its task cancelled.
+        # The step runs in the consumer's own task, in its context, as any async
+        # generator's would: a context variable set in one step is there in the next.
+        self._consumer: asyncio.Task[object] | None = None
+        self._stop_sent: asyncio.Future[None] | None = None
+        self._stopped = False
+        self._failure: Exception | None = None  # what ended the iteration, if it failed
 
     @property
     def response(self) -> ChatResponse | None:
-        """The call's :class:`ChatResponse`, or None until the events are exhausted."""
+        """The call's :class:`ChatResponse`, or None until the answer's ``TurnComplete``
+        (a paused run's: the end of the events); it stays None for a call left earlier,
+        or one that failed."""
         return self._outcome.response
 
     def __aiter__(self) -> EventStream:
@@ -90,12 +119,44 @@ class EventStream:
         )
 
     async def __anext__(self) -> StreamEvent:
-        if self._trace is None:
-            return await self._agen.__anext__()
-        return await self._trace.step(self._agen)
+        if self._consumer is not None:
+            raise LlmUsageError(
+                "an EventStream has one consumer: another task is already waiting for its "
+                "next event; read the events in that task (stop it from elsewhere with "
+                "`await events.aclose()`)"
+            )
+        if self._stopped:
+            raise StopAsyncIteration
+        consumer = asyncio.current_task()
+        self._consumer = consumer
+        try:
+            if self._trace is None:
+                return await self._agen.__anext__()
+            return await self._trace.step(self._agen)
+        except asyncio.CancelledError:
+            # aclose() from another task: the iteration ends, unless someone else
+            # cancelled the consumer too (only Python 3.11+ can tell).
+            if self._stop_sent is not None and not _cancelled_by_others(consumer):
+                raise StopAsyncIteration from None
+            raise
+        except StopAsyncIteration:
+            raise  # the end, not a failure
+        except Exception as exc:
+            self._failure = exc  # collect() afterwards says the call failed, and why
+            raise
+        finally:
+            self._consumer = None
+            stop_sent, self._stop_sent = self._stop_sent, None
+            if stop_sent is not None:
+                _uncancel(consumer)  # the cancel aclose() sent, taken back
+                stop_sent.set_result(None)
 
     async def collect(self) -> ChatResponse:
         """Consume the remaining events and return the :class:`ChatResponse`.
+
+        After an iteration that failed, it raises an :class:`~agcore_tools.LlmError`
+        saying so, the failure as its ``__cause__``; after one that was stopped early,
+        one saying the stream was closed before the call finished.
 
         Example:
             >>> async def main(cycle):  # doctest: +SKIP
@@ -105,11 +166,19 @@ class EventStream:
             pass
         response = self._outcome.response
         if response is None:
+            failure = self._failure
+            if failure is not None:
+                raise LlmError(
+                    f"the streamed call failed earlier: {type(failure).__name__}: {failure}"
+                ) from failure
             raise LlmError("the event stream was closed before the call finished")
         return response
 
     async def aclose(self) -> None:
         """Stop the call: cancel running tools and close the HTTP stream.
+
+        From another task while one iterates (a Stop button), the step that task is
+        waiting for is cancelled and awaited (up to 10 s); its iteration then ends.
 
         Example:
             >>> import asyncio
@@ -130,6 +199,20 @@ class EventStream:
             ...     asyncio.run(first_words(server))
             'Hello'
         """
+        self._stopped = True
+        consumer = self._consumer
+        if consumer is not None:
+            stop_sent = self._stop_sent
+            if stop_sent is None:
+                stop_sent = self._stop_sent = asyncio.get_running_loop().create_future()
+                consumer.cancel()
+            try:
+                await with_timeout(asyncio.shield(stop_sent), STOP_TIMEOUT)
+            except TimeoutError as exc:
+                raise LlmError(
+                    f"the streamed call did not stop within {STOP_TIMEOUT:.0f} s of "
+                    "aclose(): something in it ignores cancellation"
+                ) from exc
         if self._trace is None:
             await self._agen.aclose()
         else:
@@ -145,3 +228,16 @@ class EventStream:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _cancelled_by_others(task: asyncio.Task[object] | None) -> bool:
+    """Whether ``task`` has cancel requests besides the one aclose() sent (3.11+)."""
+    if sys.version_info >= (3, 11) and task is not None:
+        return task.cancelling() > 1
+    return False
+
+
+def _uncancel(task: asyncio.Task[object] | None) -> None:
+    """Take back one cancel request of ``task``: its count is kept on 3.11+ only."""
+    if sys.version_info >= (3, 11) and task is not None:
+        task.uncancel()

@@ -164,11 +164,18 @@ def mark_unknown(
 def clean_turn(turn: Turn) -> Turn:
     """``turn`` with lone surrogates in its message and text replaced, so the history
     it joins always encodes as UTF-8."""
-    message, text = scrub_json(turn.message), scrub(turn.text)
+    message, text, reasoning = scrub_json(turn.message), scrub(turn.text), scrub(turn.reasoning)
     refusal = scrub(turn.refusal) if turn.refusal is not None else None
-    if message is turn.message and text is turn.text and refusal is turn.refusal:
+    if (
+        message is turn.message
+        and text is turn.text
+        and refusal is turn.refusal
+        and reasoning is turn.reasoning
+    ):
         return turn
-    return dataclasses.replace(turn, message=message, text=text, refusal=refusal)
+    return dataclasses.replace(
+        turn, message=message, text=text, refusal=refusal, reasoning=reasoning
+    )
 
 
 def tool_message(call: ParsedCall, text: str) -> Message:

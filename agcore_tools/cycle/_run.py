@@ -24,12 +24,18 @@ from .. import _otel
 from .._budget import check_budget, load_counter
 from .._selection import RunOffer, Selector
 from ..base import ToolContext
-from ..error import LlmConfigError, LlmError, LlmUsageError, MaxTurnsExceededError
+from ..error import (
+    LlmConfigError,
+    LlmError,
+    LlmUsageError,
+    MaxTurnsExceededError,
+    OutputValidationError,
+)
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response
 from ._costs import NO_TOOL_COSTS, CostMeter
 from ._outcome import Outcome
-from ._output import OutputRun, Verdict, start_output
+from ._output import FINAL_TOOL, OutputRun, Verdict, start_output
 from ._policy import (
     FREE,
     HistoryMark,
@@ -49,7 +55,16 @@ from ._trace import RunTrace
 from ._wire_responses import fold_output_items, to_input, to_tool
 from ._wires import wire_for
 from .config import CycleConfig
-from .events import ZERO_USAGE, ChatResponse, StreamEvent, TurnComplete, Usage
+from .events import (
+    ZERO_USAGE,
+    AssistantTextDelta,
+    ChatResponse,
+    FinishReason,
+    ReasoningDelta,
+    StreamEvent,
+    TurnComplete,
+    Usage,
+)
 from .output import StructuredOutput
 from .profiles import (
     OPENAI,
@@ -313,6 +328,8 @@ class Run:
                 refused: Refusal | None = None
                 while True:
                     builder = wire.builder(str(session.requests), config.repair_arguments, trace)
+                    if output is not None and output.mode == "tool":
+                        builder.show_arguments(FINAL_TOOL)  # the answer streams as text
                     session.requests += 1
                     params = wire.params(config, messages, tools, self.stream)
                     if relaxed is not None and (turn > 1 or served):
@@ -357,25 +374,48 @@ class Run:
                 result = clean_turn(builder.build())
                 if result.usage is not None:  # once per answered request, tools or not
                     _otel.record_tokens(result.usage, config.model, self.requester.trace_attributes)
+                # Structured output's tool mode: a final_result call is the answer.
+                answer = (
+                    next((call for call in result.calls if call.name == FINAL_TOOL), None)
+                    if output is not None and output.mode == "tool"
+                    else None
+                )
+                if self.stream and not began:
+                    # A turn sent unstreamed (the profile said so, or the requester
+                    # answers whole): its consumer still sees its reasoning and text.
+                    if result.reasoning:
+                        yield ReasoningDelta(result.reasoning)
+                    if result.text:
+                        yield AssistantTextDelta(result.text)
+                    if answer is not None and answer.arguments:
+                        yield AssistantTextDelta(answer.arguments)
+                # An answer ends the turn as text would, whatever the calls it came in.
+                reason = FinishReason.STOP if answer is not None else result.reason
                 if meter is not None:
                     meter.sent(params.get("messages") or (), params.get("tools"))
                     meter.answered(result.usage)
                 messages.append(result.message)
                 usage = usage + (result.usage if result.usage is not None else _UNREPORTED)
                 outcome.usage = usage  # the trace reads it however the run ends
-                yield TurnComplete(
-                    result.reason, turn, result.message, result.usage, result.raw_reason
-                )
                 # 4. A tool turn is one with tool calls, whatever finish_reason says. With
                 #    output_type, a turn may also be an answer to check (see _output.py).
-                verdict = output.end_turn(result, messages, offered is not None) if output else None
-                if verdict is Verdict.RETRY:
-                    continue
-                if verdict is Verdict.DONE or not result.calls or offered is None:
+                #    Told before the turn's TurnComplete, so that a consumer leaving at
+                #    the last one still finds the response; an answer that failed is
+                #    raised after it, as before.
+                verdict, failed = None, None
+                if output is not None:
+                    try:
+                        verdict = output.end_turn(result, messages, offered is not None)
+                    except OutputValidationError as exc:
+                        failed = exc
+                last = verdict is Verdict.DONE or (
+                    verdict is None and failed is None and (not result.calls or offered is None)
+                )
+                if last:
                     outcome.response = ChatResponse(
                         result.message,
                         result.text,
-                        result.reason,
+                        reason,
                         usage,
                         turn,
                         tuple(invocations),
@@ -385,7 +425,14 @@ class Run:
                         else NO_TOOL_COSTS,
                         refusal=result.refusal,
                     )
+                yield TurnComplete(reason, turn, result.message, result.usage, result.raw_reason)
+                if failed is not None:
+                    raise failed
+                if verdict is Verdict.RETRY:
+                    continue
+                if last:
                     return
+                assert offered is not None  # not the last turn: one with tools to run
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
                 # answer every call (attachments last) before the finally below runs.
                 running = run_tools(

@@ -72,6 +72,9 @@ class Turn:
     """The request's token counts, when reported."""
     refusal: str | None = None
     """The model's refusal (it declined to answer), None when it did not refuse."""
+    reasoning: str = ""
+    """The model's reasoning text ("" when none): what its ``ReasoningDelta`` events
+    carry when the turn streams."""
 
 
 @dataclass(slots=True)
@@ -124,6 +127,9 @@ class TurnBuilder:
         "_reasoning_key",
         "_refusal",
         "_repair",
+        "_shown",
+        "_shown_parts",
+        "_shown_tool",
         "_slots",
         "_turn_tag",
         "_usage",
@@ -141,6 +147,15 @@ class TurnBuilder:
         self._slots: list[_Slot] = []
         self._by_index: dict[int, _Slot] = {}
         self._by_id: dict[str, _Slot] = {}
+        self._shown_tool: str | None = None
+        self._shown: _Slot | None = None
+        self._shown_parts = 0  # how many of its argument fragments were shown (-1: all)
+
+    def show_arguments(self, tool_name: str) -> None:
+        """Stream the arguments of the turn's first call of ``tool_name`` as
+        :class:`AssistantTextDelta` events: they are the answer (structured output's
+        ``final_result`` tool), not a call for the loop to run."""
+        self._shown_tool = tool_name
 
     # -- what the response said so far (read by the tracing hooks, _trace.py) ----------
 
@@ -228,7 +243,27 @@ class TurnBuilder:
         calls = _field(delta, "tool_calls")
         if calls:
             for call in calls:
-                self._take_call(call, whole=False)
+                slot = self._take_call(call, whole=False)
+                if self._shown_tool is not None:
+                    self._show(slot, events)
+
+    def _show(self, slot: _Slot, events: list[StreamEvent]) -> None:
+        # The name may come after the first fragments (an id after the name, say): what
+        # arrived before it is shown at once.
+        if self._shown is None:
+            if slot.name != self._shown_tool:
+                return
+            self._shown = slot
+        elif slot is not self._shown or self._shown_parts < 0:
+            return
+        if slot.obj is not None:  # an object sent whole (llama.cpp, TGI)
+            events.append(AssistantTextDelta(json.dumps(slot.obj, ensure_ascii=False)))
+            self._shown_parts = -1
+            return
+        fresh = "".join(slot.parts[self._shown_parts :])
+        self._shown_parts = len(slot.parts)
+        if fresh:
+            events.append(AssistantTextDelta(fresh))
 
     def _take_text(self, source: Any, events: list[StreamEvent] | None) -> None:
         content = _field(source, "content")
@@ -248,7 +283,7 @@ class TurnBuilder:
         if isinstance(refusal, str) and refusal:
             self._refusal.append(refusal)
 
-    def _take_call(self, call: Any, *, whole: bool) -> None:
+    def _take_call(self, call: Any, *, whole: bool) -> _Slot:
         index = _field(call, "index")
         index = index if isinstance(index, int) else None
         call_id = _text(_field(call, "id"))
@@ -266,6 +301,7 @@ class TurnBuilder:
                 slot.parts.append(arguments)
         elif arguments is not None:
             slot.obj = arguments  # llama.cpp and TGI send the object itself
+        return slot
 
     def _slot_for(self, index: int | None, call_id: str | None, name: str | None) -> _Slot:
         # 1. A known id names its call, whatever the index says; unless the index is a
@@ -352,7 +388,16 @@ class TurnBuilder:
                 for call in calls
             ]
         reason = FinishReason.TOOL_CALLS if calls else FinishReason.parse(self._raw_reason)
-        return Turn(message, text, reason, self._raw_reason, tuple(calls), self._usage, refusal)
+        return Turn(
+            message,
+            text,
+            reason,
+            self._raw_reason,
+            tuple(calls),
+            self._usage,
+            refusal,
+            "".join(self._reasoning),
+        )
 
 
 def describe_body(body: Any) -> str:

@@ -17,7 +17,7 @@ import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any, TypeAlias
 
-from .._progress import ToolEvent
+from .._progress import ToolEvent, ToolInbox
 from ..base import ToolContext
 from ..calls import ParsedCall
 from ..registry import ToolInvocation, ToolRegistry
@@ -77,7 +77,7 @@ def _quiet(registry: ToolRegistry, calls: Sequence[ParsedCall]) -> bool:
 
 
 async def _merged(
-    running: AsyncGenerator[Completion, None], inbox: asyncio.Queue[Any]
+    running: AsyncGenerator[Completion, None], inbox: ToolInbox
 ) -> AsyncGenerator[Completion | ToolEvent, None]:
     # What an earlier turn's calls said after they ended is nobody's news now.
     while not inbox.empty():

@@ -382,7 +382,15 @@ def _json(value: Any) -> Any:
 class ResponsesTurnBuilder:
     """Accumulates one response (whole, or its stream events) into a :class:`Turn`."""
 
-    __slots__ = ("_arguments", "_items", "_repair", "_response", "_turn_tag")
+    __slots__ = (
+        "_arguments",
+        "_items",
+        "_repair",
+        "_response",
+        "_shown",
+        "_shown_tool",
+        "_turn_tag",
+    )
 
     def __init__(self, turn_tag: str, *, repair: bool = False) -> None:
         self._turn_tag = turn_tag
@@ -390,19 +398,43 @@ class ResponsesTurnBuilder:
         self._response: Any = None
         self._items: dict[int, Any] = {}  # by output_index, from the stream
         self._arguments: dict[int, list[str]] = {}
+        self._shown_tool: str | None = None
+        self._shown: int | None = None  # the output_index of the call shown
+
+    def show_arguments(self, tool_name: str) -> None:
+        """Stream the arguments of the turn's first call of ``tool_name`` as
+        :class:`AssistantTextDelta` events: they are the answer (structured output's
+        ``final_result`` tool), not a call for the loop to run."""
+        self._shown_tool = tool_name
 
     def feed(self, event: Any) -> tuple[StreamEvent, ...] | list[StreamEvent]:
         """Take one stream event; return the text events it carries."""
         kind = _field(event, "type")
+        # An empty delta is no event, as on Chat Completions (a first-token timer or a
+        # UI line opened on the first delta must not start on nothing).
         if kind == "response.output_text.delta":
-            return [AssistantTextDelta(_field(event, "delta") or "")]
+            text = _field(event, "delta")
+            return [AssistantTextDelta(text)] if isinstance(text, str) and text else _NO_EVENTS
         if kind in _REASONING_DELTAS:
-            return [ReasoningDelta(_field(event, "delta") or "")]
+            text = _field(event, "delta")
+            return [ReasoningDelta(text)] if isinstance(text, str) and text else _NO_EVENTS
         if kind == "response.function_call_arguments.delta":
             index = _int(_field(event, "output_index"))
-            self._arguments.setdefault(index, []).append(_field(event, "delta") or "")
+            delta = _field(event, "delta") or ""
+            self._arguments.setdefault(index, []).append(delta)
+            if delta and index == self._shown:
+                return [AssistantTextDelta(delta)]
         elif kind in ("response.output_item.added", "response.output_item.done"):
-            self._items[_int(_field(event, "output_index"))] = _json(_field(event, "item"))
+            index = _int(_field(event, "output_index"))
+            item = self._items[index] = _json(_field(event, "item"))
+            if (
+                self._shown is None
+                and self._shown_tool is not None
+                and isinstance(item, Mapping)
+                and item.get("type") == "function_call"
+                and item.get("name") == self._shown_tool
+            ):
+                self._shown = index
         elif kind in ("response.completed", "response.incomplete"):
             self._response = _field(event, "response")
         elif kind == "response.failed":
@@ -468,6 +500,7 @@ class ResponsesTurnBuilder:
             output = [self._streamed(index) for index in sorted(self._items)]
         texts: list[str] = []
         refusals: list[str] = []
+        thoughts: list[str] = []
         calls: list[ParsedCall] = []
         taken: set[str] = set()
         incomplete = _field(_field(response, "incomplete_details"), "reason")
@@ -481,6 +514,9 @@ class ResponsesTurnBuilder:
                         texts.append(part.get("text", ""))
                     elif part.get("type") == "refusal":
                         refusals.append(part.get("refusal", ""))
+            elif kind == "reasoning":  # what its summary and reasoning text deltas stream
+                for key in ("summary", "content"):
+                    thoughts.extend(_texts(item.get(key)))
             elif kind == "function_call":
                 call_id = item.get("call_id")
                 if call_id in taken:
@@ -530,6 +566,7 @@ class ResponsesTurnBuilder:
             tuple(calls),
             usage_of(usage) if usage is not None else None,
             refusal,
+            "".join(thoughts),
         )
 
     def _streamed(self, index: int) -> dict[str, Any]:
@@ -537,6 +574,16 @@ class ResponsesTurnBuilder:
         if item.get("type") == "function_call" and not item.get("arguments"):
             item["arguments"] = "".join(self._arguments.get(index, ()))
         return item
+
+
+def _texts(parts: Any) -> list[str]:
+    # A reasoning item's summary or content parts: their texts.
+    listed = parts if isinstance(parts, list) else ()
+    return [
+        part["text"]
+        for part in listed
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+    ]
 
 
 def _error(response: Any) -> str:

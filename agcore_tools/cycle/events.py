@@ -306,7 +306,8 @@ class ToolExecutionStarted:
     tool_name: str
     """The tool the model called."""
     input: Any
-    """The parsed arguments (the raw text when they were not a JSON object)."""
+    """The parsed arguments (the raw text when they were not a JSON object): the
+    event's own copy, so changing it changes nothing the call runs with."""
     call_id: str
     """The model's tool call id."""
 
@@ -326,7 +327,9 @@ class ToolExecutionCompleted:
     call_id: str
     """The model's tool call id."""
     output: Any
-    """The tool's JSON-compatible output (None when it failed)."""
+    """The tool's JSON-compatible output (None when it failed): the same object as its
+    invocation's in ``ChatResponse.invocations``, not a copy (an output can be large),
+    so change neither in place."""
     error: ToolError | None
     """What went wrong, or None."""
     duration: float = 0.0
@@ -345,8 +348,9 @@ class TurnComplete:
     """One request's answer is complete.
 
     ``finish_reason`` is ``TOOL_CALLS`` whenever the assistant message has tool calls,
-    even if the provider said ``stop`` (as OpenAI does for a forced ``tool_choice``);
-    ``raw_finish_reason`` is what the provider sent.
+    even if the provider said ``stop`` (as OpenAI does for a forced ``tool_choice``),
+    except for structured output's answer in ``mode="tool"`` (a ``final_result``
+    call), which is ``STOP``; ``raw_finish_reason`` is what the provider sent.
 
     Example:
         >>> TurnComplete(FinishReason.STOP, turn=1).finish_reason.value

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import abc
 import functools
+import json
 import logging
 import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from .._redact import header_secrets, mask, secret_values
 from ..error import LlmConfigError, LlmError
@@ -38,6 +39,10 @@ __all__ = ["OpenAIRequester", "Requester", "TurnRequest"]
 logger = logging.getLogger("agcore_tools.cycle")
 
 _PROBE_TIMEOUT = 5.0  # seconds for the model list that tells the server's profile
+# What the SDK says for an error event whose own message it could not find (Hugging
+# Face TGI's `{"error": "<text>", "error_type": ...}`): the text is in the error's body.
+_SDK_PLACEHOLDER = "An error occurred during streaming"
+_SNIPPET = 100  # characters of an event that is not JSON quoted in an error
 # What each client's model list told, so a client is asked once, whatever the cycles.
 _PROBED: weakref.WeakKeyDictionary[AsyncOpenAI, ServerProfile | None] = weakref.WeakKeyDictionary()
 # What each client's server refused and the loop fell back from: it outranks the rest.
@@ -215,7 +220,7 @@ class OpenAIRequester(Requester):
             ...     async for event in requester.request(turn):  # the loop does this
             ...         print(event)
         """
-        from openai import OpenAIError
+        from openai import APIConnectionError, OpenAIError
 
         config = turn.config
         wire, builder = turn.wire, turn.builder
@@ -233,7 +238,7 @@ class OpenAIRequester(Requester):
             response, first = await retry.call(functools.partial(open_stream, completions, params))
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
-            why = redact(f"{type(exc).__name__}: {exc}{_unreached(exc, self.client)}")
+            why = redact(f"{_described(exc)}{_unreached(exc, self.client)}")
             raise LlmError(f"{wire.name} request failed: {why}") from exc
         except LlmError as exc:  # a body that is no event stream, quoted
             masked = redact(str(exc))
@@ -244,17 +249,33 @@ class OpenAIRequester(Requester):
         # 2. Read the stream; closing it on any exit (cancellation included) drops the
         #    HTTP connection, which tells the server to stop generating.
         try:
-            chunk = first
+            chunk, read = first, 0
             while chunk is not None:
+                read += 1
                 for event in builder.feed(chunk):
                     yield event
                 try:
                     chunk = await response.__anext__()
                 except StopAsyncIteration:
                     chunk = None
+                except APIConnectionError as exc:
+                    # The transport's text may quote what the server sent (a token).
+                    broke = redact(f"{type(exc).__name__}: {exc}{_root_cause(exc)}")
+                    if builder.raw_reason is None:
+                        raise LlmError(
+                            f"the model's stream failed after {read} chunk(s): {broke}"
+                        ) from exc
+                    # A proxy that drops the connection as the stream ends: the turn is
+                    # whole (its finish_reason came), and asking again would pay twice.
+                    logger.warning(
+                        "the model's stream broke after its finish_reason, before its "
+                        "end; the turn is kept: %s",
+                        broke,
+                    )
+                    chunk = None
             builder.end_stream()
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
-            why = redact(f"{type(exc).__name__}: {exc}")
+            why = redact(_described(exc))
             raise LlmError(f"the model's stream failed: {why}") from exc
         finally:
             await close_stream(response)
@@ -354,4 +375,50 @@ def _shown(client: Any) -> str:
         return url
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return parts._replace(netloc=netloc).geturl()
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _described(exc: BaseException) -> str:
+    """What an SDK or decoding error says, for the loop's message: the server's own
+    text when the SDK kept it in ``body`` only, and the event that is not JSON quoted.
+
+    Example:
+        >>> try:
+        ...     json.loads("")
+        ... except ValueError as exc:
+        ...     print(_described(exc))
+        an event that is not JSON (Expecting value): ''
+    """
+    if isinstance(exc, json.JSONDecodeError):
+        return f"an event that is not JSON ({exc.msg}): {exc.doc[:_SNIPPET]!r}"
+    message = str(exc)
+    if message == _SDK_PLACEHOLDER:
+        body = getattr(exc, "body", None)
+        said = body.get("message") if isinstance(body, Mapping) else body
+        if isinstance(said, str) and said:
+            message = " ".join(said.split())
+        elif isinstance(body, Mapping):  # an error object without a message: quoted
+            message = f"{message}: {json.dumps(body, default=str)[:_SNIPPET]}"
+    return f"{type(exc).__name__}: {message}"
+
+
+def _root_cause(exc: BaseException) -> str:
+    """`` (root cause: Type: message)`` for the innermost ``__cause__`` of ``exc``: the
+    SDK's "Connection error." says nothing of what broke; the transport's error does.
+
+    Example:
+        >>> try:
+        ...     try:
+        ...         raise OSError("peer closed connection (incomplete chunked read)")
+        ...     except OSError as inner:
+        ...         raise RuntimeError("Connection error.") from inner
+        ... except RuntimeError as outer:
+        ...     print(_root_cause(outer))
+         (root cause: OSError: peer closed connection (incomplete chunked read))
+    """
+    root = exc
+    seen = {id(root)}
+    while root.__cause__ is not None and id(root.__cause__) not in seen:
+        root = root.__cause__
+        seen.add(id(root))
+    return "" if root is exc else f" (root cause: {type(root).__name__}: {root})"

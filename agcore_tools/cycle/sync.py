@@ -20,7 +20,8 @@ __all__ = ["SyncEventStream"]
 class SyncEventStream(Iterator[StreamEvent]):
     """The events of one ``submit_stream*_sync`` call, for a plain ``for`` loop.
 
-    Once the iteration ends normally, :attr:`response` holds the
+    Once the iteration ends normally, or reaches the answer's ``TurnComplete`` (so also
+    for a consumer leaving there), :attr:`response` holds the
     :class:`ChatResponse`. Leaving the loop early (``break``, or an exception raised in
     its body, such as Ctrl-C while the app handles an event) should be followed by
     :meth:`close`, or use ``with`` so it happens on its own: that stops the running
@@ -50,7 +51,9 @@ class SyncEventStream(Iterator[StreamEvent]):
 
     @property
     def response(self) -> ChatResponse | None:
-        """The call's :class:`ChatResponse`, or None until the events are exhausted."""
+        """The call's :class:`ChatResponse`, or None until the answer's ``TurnComplete``
+        (a paused run's: the end of the events); it stays None for a call left earlier,
+        or one that failed."""
         return self._events.response
 
     def __iter__(self) -> SyncEventStream:
@@ -73,6 +76,9 @@ class SyncEventStream(Iterator[StreamEvent]):
 
     def close(self) -> None:
         """Stop the call: cancel running tools and close the HTTP stream.
+
+        Also from another thread while one iterates (a Stop button): that thread's
+        ``for`` loop then ends.
 
         Example:
             >>> events = cycle.submit_stream_sync("Hi")  # doctest: +SKIP

@@ -877,6 +877,58 @@ async def test_a_stream_answers_a_programs_call_inline_and_the_program_goes_on(
     assert "program_state" not in json.dumps(cycle.messages)
 
 
+async def test_a_programs_calls_report_under_their_run_python_call(serve, make_cycle):
+    # A program's calls have no Started/Completed events of their own: their reports
+    # name the run_python call, whose pair they fall between, so a UI can close them.
+    from collections.abc import Iterator
+
+    from agcore_tools import (
+        ToolExecutionCompleted,
+        ToolExecutionStarted,
+        ToolPartialResult,
+        ToolProgress,
+    )
+
+    registry = ToolRegistry()
+
+    @registry.tool
+    def index_files(count: int, ctx: ToolContext) -> str:
+        """Index files."""
+        for done in range(1, count + 1):
+            ctx.report_progress(done, count)
+        return f"indexed {count}"
+
+    @registry.tool
+    def search(query: str) -> Iterator[list[str]]:
+        """Search in batches."""
+        yield [query]
+        yield [query, query.upper()]
+
+    server = serve(
+        program("a = await index_files(2)\nb = await search('q')\n[a, b]"),
+        S.reply_tool_calls([("index_files", {"count": 1}, "c_direct")]),
+        S.reply_text("ok"),
+    )
+    cycle = make_cycle(server)
+    async with cycle.submit_stream_with_tools("go", registry, select=CodeMode()) as events:
+        seen = [event async for event in events]
+
+    reports = [e for e in seen if isinstance(e, (ToolProgress, ToolPartialResult))]
+    inner = [(type(e).__name__, e.call_id, e.parent_call_id) for e in reports[:-1]]
+    assert set(inner) == {
+        ("ToolProgress", "c_prog~0", "c_prog"),
+        ("ToolPartialResult", "c_prog~1", "c_prog"),
+    }
+    started = next(i for i, e in enumerate(seen) if isinstance(e, ToolExecutionStarted))
+    done = next(i for i, e in enumerate(seen) if isinstance(e, ToolExecutionCompleted))
+    assert seen[started].call_id == seen[done].call_id == "c_prog"
+    assert all(started < seen.index(e) < done for e in reports[:-1])
+    # A call the model made itself has no parent.
+    direct = reports[-1]
+    assert isinstance(direct, ToolProgress)
+    assert (direct.call_id, direct.parent_call_id) == ("c_direct", None)
+
+
 async def test_a_model_cannot_resume_a_program_or_answer_its_approvals(serve, make_cycle, shop):
     # Only the loop resumes a program, after checking the app's answers: arguments the
     # model (or text it read) puts in the call change nothing.

@@ -170,6 +170,52 @@ async def test_streaming_events_come_in_the_documented_order(serve, make_cycle, 
     assert server.requests[0].json["stream_options"] == {"include_usage": True}
 
 
+async def test_editing_a_started_events_input_changes_nothing_the_tool_runs_with(
+    serve, make_cycle, calc
+):
+    # A UI masks what it shows; the tools start only after the Started events are taken.
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]), S.reply_text("3"))
+    cycle = make_cycle(server)
+
+    async with cycle.submit_stream_with_tools("1 + 2?", calc) as events:
+        async for event in events:
+            if isinstance(event, ToolExecutionStarted):
+                event.input["a"] = 100
+                event.input.pop("b")
+
+    assert calc.runs == [("add", {"a": 1, "b": 2})]
+    assert json.loads(cycle.messages[1]["tool_calls"][0]["function"]["arguments"]) == {
+        "a": 1,
+        "b": 2,
+    }
+    assert events.response is not None
+    assert events.response.invocations[0].input == {"a": 1, "b": 2}
+
+
+async def test_a_started_event_copies_arguments_nested_as_deep_as_json_parses(serve, make_cycle):
+    # copy.deepcopy recurses: arguments nested 900 deep (json.loads takes them) broke it.
+    registry = ToolRegistry()
+
+    @registry.tool
+    def depth(value: Any) -> int:
+        """How deep a list nests."""
+        levels = 0
+        while isinstance(value, list) and value:
+            value, levels = value[0], levels + 1
+        return levels
+
+    deep = "[" * 900 + "]" * 900
+    server = serve(S.reply_tool_calls([("depth", '{"value": ' + deep + "}")]), S.reply_text("ok"))
+    cycle = make_cycle(server)
+
+    events = [e async for e in cycle.submit_stream_with_tools("How deep?", registry)]
+
+    started = next(e for e in events if isinstance(e, ToolExecutionStarted))
+    assert json.dumps(started.input) == '{"value": ' + deep + "}"
+    done = next(e for e in events if isinstance(e, ToolExecutionCompleted))
+    assert done.output == 899
+
+
 @pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_stream_options_of_the_config_go_on_streamed_requests_only(serve, make_cycle, api):
     # OpenAI answers 400 to stream_options on a request without stream=true.

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import typing
+from pathlib import Path
+
 import pytest
 
 from agcore_tools import (
@@ -70,3 +74,14 @@ def test_events_are_frozen_and_matchable() -> None:
     with pytest.raises(AttributeError):
         AssistantTextDelta("x").text = "y"  # type: ignore[misc]
     assert TurnComplete(FinishReason.STOP).turn == 1
+
+
+def test_the_streaming_guide_lists_every_stream_event() -> None:
+    # A `match` written from the guide's table would silently skip a missing event.
+    guide = Path(__file__).resolve().parents[2] / "docs" / "guides" / "streaming.md"
+    text = guide.read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| \[?`(\w+)`", text, re.MULTILINE))
+    order = text.split("## Their order", 1)[1].split("\n## ", 1)[0]
+    for event in typing.get_args(StreamEvent):
+        assert event.__name__ in listed, event.__name__
+        assert f"`{event.__name__}`" in order, event.__name__

@@ -21,6 +21,7 @@ from typing_extensions import TypedDict
 from agcore_tools import (
     AssistantTextDelta,
     CycleConfig,
+    FinishReason,
     LlmConfigError,
     LlmCycle,
     OutputValidationError,
@@ -521,6 +522,42 @@ async def test_streaming_carries_the_output_on_the_response(serve, make_cycle, c
     assert all(
         r.stream and r.json["response_format"]["type"] == "json_schema" for r in server.requests
     )
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["sse", "unstreamed"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_in_tool_mode_the_answer_streams_as_text_and_ends_its_turn(
+    serve, make_cycle, calc, api, stream
+):
+    # The answer is final_result's arguments: it streams as AssistantTextDelta, as the
+    # JSON of the other modes does, and its turn ends as an answer, not a tool turn.
+    answer = {"name": "Oslo", "population": 709000}
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3})]),
+        S.reply_tool_calls([("final_result", answer)]),
+        chunk_chars=5,
+    )
+    # llama-cpp-python's profile sends a tool turn with a tool_choice unstreamed.
+    profile = None if stream else "llama-cpp-python"
+    if api == "responses" and not stream:
+        profile = "litellm"
+    cycle = make_cycle(server, api=api, profile=profile)
+    output = StructuredOutput(City, mode="tool")
+
+    async with cycle.submit_stream_with_tools("Oslo?", calc, output_type=output) as events:
+        seen = [event async for event in events]
+
+    assert [r.stream for r in server.requests] == [stream, stream]
+    last = max(i for i, e in enumerate(seen) if isinstance(e, TurnComplete) and e.turn == 1)
+    deltas = [e.text for e in seen[last:] if isinstance(e, AssistantTextDelta)]
+    assert json.loads("".join(deltas)) == answer
+    assert len(deltas) > 1 if stream else len(deltas) == 1
+    turns = [e for e in seen if isinstance(e, TurnComplete)]
+    assert [t.finish_reason for t in turns] == [FinishReason.TOOL_CALLS, FinishReason.STOP]
+    assert turns[-1] is seen[-1] and turns[-1].raw_finish_reason == turns[0].raw_finish_reason
+    assert events.response is not None
+    assert events.response.output == City(name="Oslo", population=709000)
+    assert events.response.finish_reason is FinishReason.STOP
 
 
 async def test_streaming_retries_too(serve, make_cycle):

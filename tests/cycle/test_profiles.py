@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError
+from agcore_tools import (
+    AssistantTextDelta,
+    CycleConfig,
+    LlmConfigError,
+    LlmCycle,
+    LlmError,
+    ReasoningDelta,
+    TurnComplete,
+)
 from agcore_tools.cycle.profiles import (
     AZURE,
     LITELLM,
@@ -323,6 +331,41 @@ async def test_behind_litellm_a_streamed_responses_tool_turn_goes_unstreamed(
     assert response.text == "3"
     assert [r.stream for r in server.requests] == [False, True]
     assert "tool_choice" not in server.requests[1].json
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_turn_sent_unstreamed_in_a_streamed_run_still_yields_its_text(
+    serve, make_cycle, calc, api
+):
+    # llama-cpp-python (Chat) and LiteLLM's bridge (Responses) get streamed tool
+    # turns unstreamed: the stream's consumer must see their reasoning and text all the same.
+    server = serve(
+        S.reply_tool_calls(
+            [("add", {"a": 1, "b": 2})], text="Let me add.", reasoning="Adding is easy."
+        ),
+        S.reply_text("It is 3.", reasoning="Done."),
+    )
+    profile = "llama-cpp-python" if api == "chat" else "litellm"
+    cycle = make_cycle(server, api=api, profile=profile, tool_choice="auto")
+
+    async with cycle.submit_stream_with_tools("1 + 2?", calc) as events:
+        seen = [
+            (type(e).__name__, getattr(e, "text", None))
+            for e in [event async for event in events]
+            if isinstance(e, (AssistantTextDelta, ReasoningDelta, TurnComplete))
+        ]
+
+    # The answer, with no tool_choice left (reset_tool_choice), streams as usual.
+    assert [r.stream for r in server.requests] == [False, True]
+    assert seen == [
+        ("ReasoningDelta", "Adding is easy."),
+        ("AssistantTextDelta", "Let me add."),
+        ("TurnComplete", None),
+        ("ReasoningDelta", "Done."),
+        ("AssistantTextDelta", "It is 3."),
+        ("TurnComplete", None),
+    ]
+    assert events.response is not None and events.response.text == "It is 3."
 
 
 def test_the_empty_assistant_message_opens_each_call_group_without_text_in_front() -> None:

@@ -234,6 +234,48 @@ async def test_errors_mid_stream_raise_llm_error_after_the_text_so_far(
     assert len(server.requests) == 1  # a started stream is never retried
 
 
+async def test_empty_deltas_make_no_events_as_on_chat(serve, make_cycle):
+    # A consumer timing the first token, or opening a line on the first delta, must
+    # see the same on either API.
+    on = {"output_index": 0, "item_id": "m", "content_index": 0}
+    steps = [
+        _event("response.output_text.delta", **on, delta=""),
+        _event("response.reasoning_summary_text.delta", **on, summary_index=0, delta=""),
+        _event("response.reasoning_text.delta", **on),  # no delta at all
+        _event("response.output_text.delta", **on, delta="Hi"),
+        _event("response.completed", response={"id": "r1", "status": "completed", "output": []}),
+    ]
+    server = serve(RawStream(steps, done=False))
+    cycle = make_cycle(server, api="responses")
+
+    seen = [event async for event in cycle.submit_stream("Hi")]
+
+    assert [type(e).__name__ for e in seen] == ["AssistantTextDelta", "TurnComplete"]
+    assert seen[0] == AssistantTextDelta("Hi")
+
+
+async def test_a_connection_dropped_after_response_completed_keeps_the_turn(
+    serve, make_cycle, caplog
+):
+    text = {"type": "output_text", "text": "Hello", "annotations": []}
+    said = {"type": "message", "role": "assistant", "id": "m", "content": [text]}
+    delta = {"output_index": 0, "item_id": "m", "content_index": 0, "delta": "Hello"}
+    completed = {"id": "r1", "status": "completed", "output": [said]}
+    steps = [
+        _event("response.output_text.delta", **delta),
+        _event("response.completed", response=completed),
+    ]
+    server = serve(RawStream(steps, done=False, drop_connection=True))
+    cycle = make_cycle(server, api="responses", max_retries=0)
+
+    with caplog.at_level(logging.WARNING, logger="agcore_tools.cycle"):
+        response = await cycle.submit_stream("Hi").collect()
+
+    assert response.text == "Hello"
+    assert cycle.messages[-1]["content"] == "Hello"
+    assert "broke after its finish_reason" in caplog.text
+
+
 @MODES
 async def test_retries_and_http_errors_behave_as_on_chat(serve, make_cycle, stream):
     server = serve(S.error(503, "busy"), S.reply_text("ok"), S.error(400, "bad input"))

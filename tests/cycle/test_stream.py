@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -324,6 +325,50 @@ async def test_an_error_object_mid_stream_raises_llm_error_and_is_not_retried(
     assert len(server.requests) == 1
 
 
+TGI_ERROR = {"error": "Request failed during generation: CUDA out of memory", "error_type": "x"}
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        pytest.param(
+            lambda s: [s.chunk({"content": "Hel"}), TGI_ERROR],
+            "the model's stream failed: APIError: Request failed during generation: CUDA out "
+            "of memory",
+            id="tgi-error-mid-stream",
+        ),
+        pytest.param(
+            lambda s: [TGI_ERROR],
+            "chat completion request failed: APIError: Request failed during generation: "
+            "CUDA out of memory",
+            id="tgi-error-first",
+        ),
+        pytest.param(
+            lambda s: [{"error": {"code": 500}}],
+            "chat completion request failed: APIError: An error occurred during streaming: "
+            '{"code": 500}',
+            id="error-object-without-message",
+        ),
+        pytest.param(
+            lambda s: [s.chunk({"content": "Hel"}), "data: ", s.chunk({}, "stop")],
+            "the model's stream failed: an event that is not JSON (Expecting value): ''",
+            id="empty-data-line",
+        ),
+    ],
+)
+async def test_a_failed_stream_says_what_the_server_sent(serve, make_cycle, echo, events, message):
+    # TGI sends its error as a string, which the SDK keeps in the error's body only.
+    server = serve()
+    server.add(RawStream(events(server), done=False))
+    cycle = make_cycle(server, max_retries=0)
+
+    with pytest.raises(LlmError) as raised:
+        await cycle.submit_stream_with_tools("go", echo).collect()
+
+    assert str(raised.value) == message
+    assert raised.value.__cause__ is not None
+
+
 @pytest.mark.parametrize(
     "cut",
     [
@@ -361,6 +406,60 @@ async def test_a_stream_ending_without_finish_reason_is_cut_and_history_stays_va
         {"role": "user", "content": "go"},
         {"role": "user", "content": "again"},
     ]
+
+
+async def test_a_connection_dropped_after_the_finish_reason_keeps_the_whole_turn(
+    serve, make_cycle, echo, caplog
+):
+    # A proxy that breaks the connection as the stream ends, before [DONE]: the turn
+    # had arrived whole, and asking again would pay for it twice.
+    server = serve()
+    usage = {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}
+    server.add(
+        RawStream(
+            [
+                server.chunk({"tool_calls": [call(0, "c1", "echo", '{"text": "hi"}')]}),
+                server.chunk({}, "tool_calls"),
+                {"id": "x", "object": "chat.completion.chunk", "choices": [], "usage": usage},
+            ],
+            done=False,
+            drop_connection=True,
+        ),
+        S.reply_text("It said hi."),
+    )
+    cycle = make_cycle(server, max_retries=0)
+
+    with caplog.at_level(logging.WARNING, logger="agcore_tools.cycle"):
+        response = await cycle.submit_stream_with_tools("go", echo).collect()
+
+    assert response.text == "It said hi."
+    assert tool_messages(cycle.messages) == {"c1": "echo:hi"}
+    assert response.usage.prompt_tokens == 9 + 10
+    assert "broke after its finish_reason" in caplog.text
+    assert "incomplete chunked read" in caplog.text  # what broke, not just "Connection error."
+
+
+async def test_a_connection_dropped_before_the_finish_reason_says_what_broke(
+    serve, make_cycle, echo
+):
+    server = serve()
+    server.add(
+        RawStream(
+            [server.chunk({"content": "The answer "}), server.chunk({"content": "is"})],
+            done=False,
+            drop_connection=True,
+        )
+    )
+    cycle = make_cycle(server, max_retries=0)
+
+    with pytest.raises(LlmError) as raised:
+        await cycle.submit_stream_with_tools("go", echo).collect()
+
+    message = str(raised.value)
+    assert message.startswith("the model's stream failed after 2 chunk(s): APIConnectionError")
+    assert "incomplete chunked read" in message
+    assert raised.value.__cause__ is not None
+    assert cycle.messages == [{"role": "user", "content": "go"}]
 
 
 async def test_a_stream_cut_after_a_tool_turn_keeps_the_answered_calls(serve, make_cycle, echo):

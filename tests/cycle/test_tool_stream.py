@@ -31,6 +31,7 @@ from agcore_tools.testing import ScriptedChatServer
 S = ScriptedChatServer
 Serve = Callable[..., ScriptedChatServer]
 MakeCycle = Callable[..., LlmCycle]
+HELD = 16  # unread preliminary results a stream holds per call (_progress.PARTIALS_PER_CALL)
 
 
 def _ends(events: list[Any], call_id: str) -> tuple[int, int]:
@@ -78,9 +79,8 @@ async def test_events_fall_between_their_calls_start_and_completion(
     async with cycle.submit_stream_with_tools("go", registry) as stream:
         events: list[StreamEvent] = [event async for event in stream]
     tool_events = [e for e in events if isinstance(e, (ToolProgress, ToolPartialResult))]
-    assert [(type(e).__name__, e.tool_name) for e in tool_events].count(
-        ("ToolProgress", "index")
-    ) == 2
+    # Both reports came before the consumer could read: the unread one was replaced.
+    assert [e.progress for e in tool_events if isinstance(e, ToolProgress)] == [2]
     for event in tool_events:
         started, done = _ends(events, event.call_id or "")
         assert started < events.index(event) < done
@@ -126,6 +126,55 @@ async def test_progress_arrives_while_the_tool_still_runs(
                 (seen_async if event.tool_name == "waits" else seen_sync).set()
     outputs = [e.output for e in events if isinstance(e, ToolExecutionCompleted)]
     assert outputs == ["seen", "seen"]
+
+
+async def test_a_slow_consumer_reads_each_calls_latest_report_not_a_backlog(
+    serve: Serve, make_cycle: MakeCycle
+) -> None:
+    # A tool reports far faster than a UI redraws: what the consumer has not read yet
+    # is replaced by the call's newer report, so nothing piles up in memory.
+    registry = ToolRegistry()
+    finished = asyncio.Event()
+    heard: list[ToolEvent] = []
+
+    @registry.tool
+    async def scan(ctx: ToolContext) -> AsyncIterator[list[int]]:
+        """Scan; yields the hits so far."""
+        hits: list[int] = []
+        for done in range(1, 101):
+            ctx.report_progress(done, 100)
+            hits.append(done)
+            yield list(hits)
+            await asyncio.sleep(0)  # the next page arrives
+        finished.set()
+
+    server = serve(S.reply_tool_calls([("scan", {}, "c1")]), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    events: list[StreamEvent] = []
+    stream = cycle.submit_stream_with_tools(
+        "Scan", registry, ctx=ToolContext(on_event=heard.append)
+    )
+    async with stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, (ToolProgress, ToolPartialResult)) and not finished.is_set():
+                await asyncio.wait_for(finished.wait(), 10)  # busy redrawing meanwhile
+
+    started, done = _ends(events, "c1")
+    progress = [e.progress for e in events if isinstance(e, ToolProgress)]
+    partial = [len(e.value) for e in events if isinstance(e, ToolPartialResult)]
+    assert len(progress) <= 2 and progress[-1] == 100  # the latest, not 100 reports
+    # Up to HELD unread values are held; older ones gave way to newer.
+    assert len(partial) <= 1 + HELD
+    assert partial[-HELD:] == list(range(101 - HELD, 101))
+    assert all(
+        started < i < done
+        for i, e in enumerate(events)
+        if isinstance(e, (ToolProgress, ToolPartialResult))
+    )
+    assert len(events[done].output) == 100
+    # A listener is called with each report as it comes: it hears them all.
+    assert len(heard) == 200
 
 
 async def test_the_non_streaming_loop_gives_the_events_to_on_event(

@@ -1,0 +1,202 @@
+"""The EventStream object itself: stopping it from elsewhere, one consumer, collect()."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from openai import OpenAI
+
+from agcore_tools import (
+    AssistantTextDelta,
+    CycleConfig,
+    FinishReason,
+    LlmCycle,
+    LlmError,
+    ToolExecutionStarted,
+    ToolRegistry,
+    TurnComplete,
+)
+from agcore_tools.error import LlmUsageError
+from agcore_tools.testing import Pause, RawStream
+
+from .conftest import S, assert_history_valid, tool_messages
+
+
+def endless_tool() -> tuple[ToolRegistry, dict[str, Any]]:
+    """A registry whose async tool ``wait`` runs until cancelled; ``seen`` says how far."""
+    registry = ToolRegistry()
+    seen: dict[str, Any] = {"started": threading.Event(), "cancelled": False}
+
+    @registry.tool
+    async def wait() -> str:
+        """Waits until cancelled."""
+        seen["started"].set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            seen["cancelled"] = True
+            raise
+        return "impossible"
+
+    return registry, seen
+
+
+async def test_aclose_from_another_task_stops_the_stream_its_consumer_waits_on(serve, make_cycle):
+    # A UI's Stop button: one task iterates, another closes.
+    server = serve()
+    server.add(RawStream([server.chunk({"content": "Hel"}), Pause(30)]), S.reply_text("again"))
+    cycle = make_cycle(server)
+    events = cycle.submit_stream("Hi")
+    first_words = asyncio.Event()
+    seen: list[Any] = []
+
+    async def consume() -> None:
+        async for event in events:
+            seen.append(event)
+            first_words.set()
+
+    consumer = asyncio.create_task(consume())
+    await asyncio.wait_for(first_words.wait(), 5)
+
+    await asyncio.wait_for(events.aclose(), 5)
+
+    await asyncio.wait_for(consumer, 5)  # its iteration simply ended
+    assert [type(e) for e in seen] == [AssistantTextDelta]
+    await server.wait_for(lambda: server.requests[0].disconnected, timeout=5)
+    assert not server.requests[0].completed
+    assert events.response is None
+    assert (await cycle.submit("Next")).text == "again"
+
+
+async def test_aclose_from_another_task_cancels_the_running_tools(serve, make_cycle):
+    registry, seen = endless_tool()
+    server = serve(S.reply_tool_calls([("wait", {}, "w1")]), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    events = cycle.submit_stream_with_tools("Go", registry)
+
+    async def consume() -> None:
+        async for _ in events:
+            pass
+
+    consumer = asyncio.create_task(consume())
+    await asyncio.wait_for(asyncio.to_thread(seen["started"].wait, 5), 10)
+
+    await asyncio.wait_for(events.aclose(), 5)
+
+    await asyncio.wait_for(consumer, 5)
+    assert seen["cancelled"] is True
+    assert "did not complete" in tool_messages(cycle.messages)["w1"]
+    assert_history_valid(cycle.messages)
+    assert (await cycle.submit("And now?")).text == "ok"
+
+
+async def test_a_second_consumer_of_one_stream_is_told_a_stream_has_one(serve, make_cycle):
+    server = serve()
+    server.add(RawStream([server.chunk({"content": "Hel"}), Pause(30)]))
+    cycle = make_cycle(server)
+    events = cycle.submit_stream("Hi")
+    first_words = asyncio.Event()
+
+    async def consume() -> None:
+        async for _ in events:
+            first_words.set()
+
+    consumer = asyncio.create_task(consume())
+    await asyncio.wait_for(first_words.wait(), 5)
+
+    with pytest.raises(LlmUsageError, match="an EventStream has one consumer"):
+        await events.__anext__()
+
+    await asyncio.wait_for(events.aclose(), 5)
+    await asyncio.wait_for(consumer, 5)
+
+
+def test_close_from_another_thread_stops_a_sync_stream(serve) -> None:
+    registry, seen = endless_tool()
+    server = serve(S.reply_tool_calls([("wait", {}, "w1")]), S.reply_text("ok"))
+    client = OpenAI(base_url=server.base_url, api_key="-", max_retries=0)
+    with LlmCycle(CycleConfig("m"), client=client) as cycle:
+        events = cycle.submit_stream_with_tools_sync("Go", registry)
+        failures: list[BaseException] = []
+
+        def stop_button() -> None:
+            # The tool runs only once the consumer asked for the event after its
+            # Started one: the main thread is then blocked in next().
+            seen["started"].wait(5)
+            try:
+                events.close()
+            except BaseException as exc:  # reported by the assertion below
+                failures.append(exc)
+
+        stopper = threading.Thread(target=stop_button)
+        stopper.start()
+        kinds = [type(event) for event in events]
+        stopper.join(10)
+
+        assert failures == []
+        assert ToolExecutionStarted in kinds
+        assert seen["cancelled"] is True
+        assert events.response is None
+        assert_history_valid(cycle.messages)
+        assert cycle.submit_messages_sync([]).text == "ok"
+
+
+async def test_collect_after_a_failed_iteration_says_the_call_failed_and_why(serve, make_cycle):
+    server = serve()
+    server.add(
+        RawStream(
+            [server.chunk({"content": "Hel"}), {"error": {"message": "upstream overloaded"}}],
+            done=False,
+        )
+    )
+    cycle = make_cycle(server, max_retries=0)
+    events = cycle.submit_stream("Hi")
+
+    with pytest.raises(LlmError, match="upstream overloaded") as first:
+        async for _ in events:
+            pass
+    with pytest.raises(LlmError) as later:
+        await events.collect()
+
+    assert str(later.value).startswith("the streamed call failed earlier: LlmError: ")
+    assert "upstream overloaded" in str(later.value)
+    assert later.value.__cause__ is first.value
+
+
+async def test_collect_after_a_clean_end_or_an_early_close_says_so(serve, make_cycle):
+    server = serve(S.reply_text("Hello"))
+    server.add(RawStream([server.chunk({"content": "partial"}), Pause(30)]))
+    cycle = make_cycle(server)
+
+    done = cycle.submit_stream("Hi")
+    async for _ in done:
+        pass
+    assert (await done.collect()).text == "Hello"  # a normal end is no failure
+    async with cycle.submit_stream("Again") as left:
+        async for _ in left:
+            break
+    with pytest.raises(LlmError, match="closed before the call finished"):
+        await left.collect()
+
+
+@pytest.mark.parametrize("output_type", [None, int], ids=["text", "output_type"])
+async def test_a_consumer_leaving_at_the_last_turn_complete_still_finds_the_response(
+    serve, make_cycle, calc, output_type
+):
+    # A UI stops reading at the answer's TurnComplete(STOP): the call had finished.
+    server = serve(S.reply_tool_calls([("add", {"a": 2, "b": 3})]), S.reply_text('{"result": 5}'))
+    cycle = make_cycle(server)
+
+    async with cycle.submit_stream_with_tools("2 + 3?", calc, output_type=output_type) as events:
+        async for event in events:
+            if isinstance(event, TurnComplete) and event.finish_reason is FinishReason.STOP:
+                break
+
+    assert events.response is not None
+    assert events.response.text == '{"result": 5}' and events.response.turns == 2
+    assert events.response.output == (5 if output_type else None)
+    assert (await events.collect()).text == '{"result": 5}'
+    assert_history_valid(cycle.messages)
