@@ -370,6 +370,22 @@ class FunctionTool(BaseTool, Generic[P, R]):
         # pickling it would fail. Each lookup is a new tool, equal to the others.
         return bound
 
+    @property
+    def bound_from(self) -> FunctionTool[..., Any] | None:
+        """The method tool this one is, looked up on its instance (or a classmethod tool
+        on its class, the receiver being ``func.__self__``); None for any other tool.
+
+        Example:
+            >>> class Notes:
+            ...     @FunctionTool
+            ...     def add(self, text: str) -> str:
+            ...         "Add a note."
+            ...         return text
+            >>> Notes().add.bound_from is Notes.add, Notes.add.bound_from
+            (True, None)
+        """
+        return self._bound_from
+
     def __eq__(self, other: object) -> bool:
         """A method tool looked up twice on one instance (or a classmethod tool on one
         class) is two equal tools, as a method looked up twice is two equal bound
