@@ -245,8 +245,10 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
         self._streams, self._streams_directly = _streams(func, call, self._is_async)
         # Neither a generator nor given the context: it can report nothing while it
-        # runs, so the streaming loop need not listen (see cycle/_tool_stream.py).
-        self.quiet = self._streams is None and self._context_param is None
+        # runs, so the streaming loop need not listen (see cycle/_tool_stream.py). Only
+        # an async one: a sync function may return a generator, whose values are
+        # reported as it is drained (_in_thread), and nothing tells before it runs.
+        self.quiet = self._streams is None and self._context_param is None and self._is_async
         # An async function that is not a generator and takes no positional-only
         # parameter runs straight from execute() (see there).
         self._direct = self._is_async and self._streams is None and not self._positional_only
