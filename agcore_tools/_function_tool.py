@@ -245,8 +245,10 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
         self._streams, self._streams_directly = _streams(func, call, self._is_async)
         # Neither a generator nor given the context: it can report nothing while it
-        # runs, so the streaming loop need not listen (see cycle/_tool_stream.py).
-        self.quiet = self._streams is None and self._context_param is None
+        # runs, so the streaming loop need not listen (see cycle/_tool_stream.py). Only
+        # an async one: a sync function may return a generator, whose values are
+        # reported as it is drained (_in_thread), and nothing tells before it runs.
+        self.quiet = self._streams is None and self._context_param is None and self._is_async
         # An async function that is not a generator and takes no positional-only
         # parameter runs straight from execute() (see there).
         self._direct = self._is_async and self._streams is None and not self._positional_only
@@ -369,6 +371,22 @@ class FunctionTool(BaseTool, Generic[P, R]):
         # Not cached on the instance: a copy of it would run on the original, and
         # pickling it would fail. Each lookup is a new tool, equal to the others.
         return bound
+
+    @property
+    def bound_from(self) -> FunctionTool[..., Any] | None:
+        """The method tool this one is, looked up on its instance (or a classmethod tool
+        on its class, the receiver being ``func.__self__``); None for any other tool.
+
+        Example:
+            >>> class Notes:
+            ...     @FunctionTool
+            ...     def add(self, text: str) -> str:
+            ...         "Add a note."
+            ...         return text
+            >>> Notes().add.bound_from is Notes.add, Notes.add.bound_from
+            (True, None)
+        """
+        return self._bound_from
 
     def __eq__(self, other: object) -> bool:
         """A method tool looked up twice on one instance (or a classmethod tool on one

@@ -6,10 +6,11 @@ It gives each entry its :class:`~agcore_tools._guard.Guard`, and the guard rides
 the entry, so every view of the registry (a run's offered tools) shares it.
 
 The state of a tool's *own* policy (``@tool(policy=...)``, ``BaseTool.policy``) lives
-with the tool object instead (:func:`own_state`): every registry that holds the tool
-shares its cap, its rate bucket, its breaker and its cached results, as a tool passed
-on its own to each run (``submit_with_tools(prompt, [tool])``, a fresh registry every
-time) must. What a registry's group rule sets stays the registry's.
+with the tool object instead (:func:`own_state`), a method tool's with the tool in the
+class and its instance: every registry that holds the tool shares its cap, its rate
+bucket, its breaker and its cached results, as a tool passed on its own to each run
+(``submit_with_tools(prompt, [tool])``, a fresh registry every time) must. What a
+registry's group rule sets stays the registry's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 
+from ._function_tool import FunctionTool
 from ._guard import Guard, Slots, _BreakerState, cache_prefix
 from ._records import ToolEntry
 from .base import BaseTool
@@ -93,6 +95,11 @@ _OWN_LOCK = threading.Lock()  # two registries' first plans of one tool make one
 _OWN: weakref.WeakKeyDictionary[BaseTool, OwnState] = weakref.WeakKeyDictionary()
 _OWN_BY_ID: dict[int, OwnState] = {}
 """The states of tools that cannot be hashed (a dataclass tool), by identity."""
+_BOUND: weakref.WeakKeyDictionary[BaseTool, dict[int, OwnState]] = weakref.WeakKeyDictionary()
+"""The states of method tools, by the tool in the class, then by the identity of the
+instance (or class) each was looked up on: every lookup is a new bound copy, which a
+run given ``[notes.add]`` drops when it ends, so the state cannot live with the copy.
+Dropped with the instance, as a bound method's own state would be."""
 
 
 def own_state(tool: BaseTool, replaces: BaseTool | None = None) -> OwnState:
@@ -118,6 +125,13 @@ def own_state(tool: BaseTool, replaces: BaseTool | None = None) -> OwnState:
         old = _kept(replaces) if replaces is not None else None
         if old is not None:
             state.slots, state.rate_store = dict(old.slots), old.rate_store
+        method = _method(tool)
+        if method is not None:
+            unbound, receiver = method
+            states = _BOUND.setdefault(unbound, {})
+            states[id(receiver)] = state
+            weakref.finalize(receiver, states.pop, id(receiver), None)
+            return state
         try:
             _OWN[tool] = state
         except TypeError:  # unhashable: kept by identity, dropped when the tool is
@@ -128,10 +142,29 @@ def own_state(tool: BaseTool, replaces: BaseTool | None = None) -> OwnState:
 
 
 def _kept(tool: BaseTool) -> OwnState | None:
+    method = _method(tool)
+    if method is not None:
+        states = _BOUND.get(method[0])
+        return states.get(id(method[1])) if states is not None else None
     try:
         return _OWN.get(tool)
     except TypeError:
         return _OWN_BY_ID.get(id(tool))
+
+
+def _method(tool: BaseTool) -> tuple[BaseTool, object] | None:
+    """A method tool's tool in the class and its receiver; None for any other tool, or
+    one whose receiver cannot be weakly referenced (its state lives with the copy)."""
+    if not isinstance(tool, FunctionTool) or tool.bound_from is None:
+        return None
+    unbound, receiver = tool.bound_from, getattr(tool.func, "__self__", None)
+    if receiver is None:
+        return None
+    try:
+        weakref.ref(receiver)
+    except TypeError:
+        return None
+    return unbound, receiver
 
 
 class PolicyBook:

@@ -99,7 +99,8 @@ class BaseTool(ABC):
     quiet: bool = False
     """True when the tool reports nothing while it runs (no progress, no partial
     results), so the streaming loop need not listen to it. A ``FunctionTool`` sets it
-    for a function that is neither a generator nor given the context."""
+    for an async function that is neither a generator nor given the context (a sync
+    one may return a generator, whose values it reports)."""
     uses_context: bool = True
     """False when the tool never reads the context ``execute`` receives. A registry
     running it without a context then passes a shared blank one instead of making a

@@ -5,6 +5,7 @@ and the order the checks run in."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import subprocess
@@ -34,8 +35,10 @@ from agcore_tools import (
     ToolRegistry,
     ToolTimeoutError,
     ToolUnavailableError,
+    tool,
 )
 from agcore_tools._clock import CLOCK
+from agcore_tools._policy_book import _BOUND, own_state
 from agcore_tools.policies import MemoryCacheStore, MemoryRateStore
 
 from ._policy_tools import flaky_charge
@@ -1203,3 +1206,33 @@ async def test_a_timeout_attribute_that_is_no_number_of_seconds_is_left_alone() 
     registry.register(Fetch())
     invocation = await registry.invoke("fetch", {})
     assert (invocation.output, invocation.error) == ("ok", None)
+
+
+def test_a_method_tools_own_state_is_its_instances_and_goes_with_it() -> None:
+    policy = ToolPolicy(rate=RateLimit(1, per=60.0, wait=False))
+
+    class Texts:
+        @tool(policy=policy)
+        def send(self, to: str) -> str:
+            """Send a text message."""
+            return to
+
+    class Fixed:  # an instance that cannot be weakly referenced
+        __slots__ = ()
+
+        @tool(policy=policy)
+        def send(self, to: str) -> str:
+            """Send a text message."""
+            return to
+
+    team, other = Texts(), Texts()
+    state = own_state(team.send)
+    assert own_state(team.send) is state and own_state(other.send) is not state
+    assert len(_BOUND[Texts.send]) == 2
+    del team, state
+    gc.collect()
+    assert len(_BOUND[Texts.send]) == 1  # dropped with its instance
+    # Without a weak reference to the instance, the state lives with the copy.
+    fixed = Fixed()
+    copy = fixed.send
+    assert own_state(fixed.send) is own_state(copy) and Fixed.send not in _BOUND

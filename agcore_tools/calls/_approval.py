@@ -17,7 +17,7 @@ from typing import Any
 
 from .._aio import run_sync
 from .._execute import ToolTable
-from .._records import ParsedCall
+from .._records import ParsedCall, ToolEntry
 from ..approval import ApprovalDecision, ApprovalRequest, approval_signature
 from ..base import ToolContext
 from ..error import (
@@ -93,11 +93,15 @@ async def approval_requests(
     Nor does a call the permission checker refuses: denied wins even over ``ask``, so
     it is left to fail with its :class:`~agcore_tools.PermissionDeniedError` when run,
     never put to a person whose yes could not make it run. Nor does a call whose
-    arguments its tool refuses (``check_arguments``): it comes back carrying that
-    :class:`~agcore_tools.InvalidArgumentsError`, which goes to the model, and never runs.
+    arguments its tool refuses (``check_arguments``, given them as the tool would get
+    them, strict mode's nulls dropped by the entry's ``argument_plan``): it comes back
+    carrying that :class:`~agcore_tools.InvalidArgumentsError`, which goes to the model,
+    and never runs. Only a call that could be asked about is checked so; any other is
+    left to its tool, as it runs.
     """
     checker = table.checker
-    asks_permissions = checker is not None and bool(checker.config.ask)
+    if checker is not None and not checker.config.ask:
+        checker = None  # nothing it could ask about: skip its look-up per call
     found: list[ApprovalRequest | None] | None = None
     marked: list[ParsedCall] | None = None
     for position, call in enumerate(calls):
@@ -107,8 +111,9 @@ async def approval_requests(
         if entry is None:
             continue
         rule = entry.tool.needs_approval
-        if rule is False and not asks_permissions:
-            continue
+        asked = checker.asking(entry.permissions) if checker is not None else None
+        if (rule is False or rule is None) and asked is None:
+            continue  # never put to a person: its arguments are the tool's to check
         try:
             table.check(entry)
         except PermissionDeniedError:
@@ -116,16 +121,14 @@ async def approval_requests(
         try:
             # Before any rule: a person's yes could not make such a call run, and a
             # needs_approval function would read arguments the tool never accepts.
-            entry.tool.check_arguments(dict(call.args))
+            _check(entry, call.args)
         except InvalidArgumentsError as exc:
             marked = list(calls) if marked is None else marked
             marked[position] = dataclasses.replace(call, error=exc)
             continue
         reason = await _reason(rule, entry.tool.approval_reason, call, ctx)
-        if reason is None and checker is not None and asks_permissions:
-            asked = checker.asking(entry.permissions)
-            if asked is not None:
-                reason = f"permission '{asked}' is in PermissionConfig.ask"
+        if reason is None and asked is not None:
+            reason = f"permission '{asked}' is in PermissionConfig.ask"
         if reason is None:
             continue
         if found is None:
@@ -272,6 +275,16 @@ def _answered(
     return dataclasses.replace(call, arguments=text, args=dict(edited), error=error)
 
 
+def _check(entry: ToolEntry, args: Mapping[str, Any]) -> None:
+    # The arguments as execute() hands them to the tool: in strict mode the model sends
+    # null for an optional property, and the entry's plan drops those nulls first.
+    checked = dict(args)
+    plan = entry.argument_plan
+    if plan is not None:
+        checked, _ = plan.apply(checked)
+    entry.tool.check_arguments(checked)
+
+
 def _validate(table: ToolTable, name: str, args: dict[str, Any], where: str) -> None:
     # A FunctionTool checks arguments against its pydantic model without running, an
     # McpTool against its input schema; a tool that checks nothing here
@@ -280,7 +293,7 @@ def _validate(table: ToolTable, name: str, args: dict[str, Any], where: str) -> 
     if entry is None:
         return
     try:
-        entry.tool.check_arguments(dict(args))
+        _check(entry, args)
     except InvalidArgumentsError as exc:
         invalid = f"{where} edits the arguments into invalid ones"
         raise ApprovalError(

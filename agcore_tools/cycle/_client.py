@@ -17,8 +17,10 @@ sharded transport is.
 
 from __future__ import annotations
 
+import collections
 import logging
 import urllib.request
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +31,7 @@ from .transport import sdk_is_httpx2_based, sharded_http_client
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
 
-__all__ = ["ClientTypeError", "accept_client", "client_from_env"]
+__all__ = ["ClientTypeError", "accept_client", "client_from_env", "provided_keys"]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
@@ -39,6 +41,12 @@ _ACCEPTED = "an openai.AsyncOpenAI or an openai.OpenAI client (or a subclass of 
 # How long the twin waits for a sync client's api_key provider (a token provider, such
 # as Azure's get_bearer_token_provider, may ask a credential service over the network).
 KEY_PROVIDER_TIMEOUT = 60.0
+
+# The keys a twin's api_key provider returned lately, by twin: a request's error masks
+# them (a proxy may echo the bearer token). A token lives an hour or so; a handful
+# covers the ones still in use.
+KEPT_KEYS = 8
+_PROVIDED: weakref.WeakKeyDictionary[Any, collections.deque[str]] = weakref.WeakKeyDictionary()
 
 
 def accept_client(client: Any) -> tuple[AsyncOpenAI, bool]:
@@ -95,9 +103,10 @@ def async_twin(client: OpenAI) -> AsyncOpenAI:
     # Older SDKs (before api_key providers) have no such attribute.
     provider = getattr(client, "_api_key_provider", None)
     # Any: the stubs of the SDKs before api_key providers take a str only.
-    api_key: Any = _async_key_provider(provider) if callable(provider) else client.api_key
+    keys: collections.deque[str] = collections.deque(maxlen=KEPT_KEYS)
+    api_key: Any = _async_key_provider(provider, keys) if callable(provider) else client.api_key
     try:
-        return AsyncOpenAI(
+        twin = AsyncOpenAI(
             api_key=api_key,
             organization=client.organization,
             project=client.project,
@@ -118,10 +127,31 @@ def async_twin(client: OpenAI) -> AsyncOpenAI:
             f"cannot build the AsyncOpenAI twin of the sync OpenAI client given: {exc}; "
             "pass an AsyncOpenAI instead"
         ) from exc
+    if callable(provider):
+        _PROVIDED[twin] = keys
+    return twin
 
 
-def _async_key_provider(provider: Callable[[], str]) -> Callable[[], Awaitable[str]]:
-    """An async api_key provider that runs the sync ``provider`` in a worker thread."""
+def provided_keys(client: object) -> tuple[str, ...]:
+    """The keys the api_key provider of ``client``, a sync client's twin, returned
+    lately (the last :data:`KEPT_KEYS` distinct ones); none for any other client.
+
+    Example:
+        >>> provided_keys(object())
+        ()
+    """
+    try:
+        keys = _PROVIDED.get(client)
+    except TypeError:  # a client that cannot be weakly referenced is no twin
+        return ()
+    return tuple(keys) if keys is not None else ()
+
+
+def _async_key_provider(
+    provider: Callable[[], str], keys: collections.deque[str]
+) -> Callable[[], Awaitable[str]]:
+    """An async api_key provider that runs the sync ``provider`` in a worker thread, and
+    keeps the last distinct keys it returned in ``keys``."""
 
     def call() -> str:
         # Wrapped in the thread, so that a TimeoutError of the provider's own (a socket's)
@@ -136,12 +166,15 @@ def _async_key_provider(provider: Callable[[], str]) -> Callable[[], Awaitable[s
 
     async def key() -> str:
         try:
-            return await with_timeout(run_sync(call), KEY_PROVIDER_TIMEOUT)
+            value = await with_timeout(run_sync(call), KEY_PROVIDER_TIMEOUT)
         except TimeoutError as exc:
             raise LlmError(
                 "the api_key provider of the sync OpenAI client given did not return a "
                 f"key within {KEY_PROVIDER_TIMEOUT:g} s"
             ) from exc
+        if isinstance(value, str) and value not in keys:
+            keys.append(value)
+        return value
 
     return key
 

@@ -52,7 +52,7 @@ from ._policy import (
 from ._tool_stream import run_context
 from ._tool_turn import run_tools
 from ._trace import RunTrace
-from ._wire_responses import fold_output_items, to_input, to_tool
+from ._wire_responses import fold_submitted, to_input, to_tool
 from ._wires import wire_for
 from .config import CycleConfig
 from .events import (
@@ -147,6 +147,13 @@ def first_free_tag(messages: list[Message], floor: int) -> int:
 _GENERATED_ID = re.compile(r"call_([0-9]+)_[0-9]+")
 
 
+def _answers(message: Message) -> bool:
+    # A Responses output the fold left as it was (its output is no text) answers too.
+    return message.get("role") == "tool" or (
+        "role" not in message and message.get("type") == "function_call_output"
+    )
+
+
 @dataclass
 class Run:
     """Everything one ``submit*`` call's loop reads, and the holders it writes.
@@ -229,8 +236,7 @@ class Run:
         if self.config.api == "responses":
             # A history the app built from its own response.output: its open calls as
             # the loop's own, found, run or declined as a Chat history's are.
-            fold_output_items(messages)
-            fold_output_items(added)
+            fold_submitted(messages, added)
         start = len(messages)
         unsent: tuple[HistoryMark, dict[str, Any] | None] | None = None
         meter: CostMeter | None = None
@@ -275,7 +281,7 @@ class Run:
                 self.ctx, None if added else session.shared, self.stream and registry is not None
             )
             session.shared = ctx.shared_state
-            if added and (registry is not None or not any(m.get("role") == "tool" for m in added)):
+            if added and (registry is not None or not any(map(_answers, added))):
                 # A paused run the app moved on from, with or without tools (the API needs
                 # every call answered); unless the app answers the calls itself.
                 decline_open(messages)

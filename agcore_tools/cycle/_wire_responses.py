@@ -37,7 +37,14 @@ from ._stream import Turn, describe_body
 from .config import CycleConfig
 from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
 
-__all__ = ["ResponsesTurnBuilder", "ResponsesWire", "fold_output_items", "to_input", "to_tool"]
+__all__ = [
+    "ResponsesTurnBuilder",
+    "ResponsesWire",
+    "fold_output_items",
+    "fold_submitted",
+    "to_input",
+    "to_tool",
+]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
@@ -246,6 +253,38 @@ def fold_output_items(messages: list[Message]) -> None:
         for answer in answers
     ]
     messages[begin:] = [message, *tools]
+
+
+def fold_submitted(messages: list[Message], added: list[Message]) -> None:
+    """:func:`fold_output_items` for a run's history and what its submit call adds to
+    it, in place: the ``function_call_output`` items ``added`` begins with are answers
+    to the calls that end ``messages``, so the two are folded as one sequence; those
+    answers become tool messages heading ``added``.
+
+    Example:
+        >>> history = [{"role": "user", "content": "Weather in Rome?"},
+        ...            {"type": "function_call", "call_id": "c1", "name": "weather",
+        ...             "arguments": "{}"}]
+        >>> added = [{"type": "function_call_output", "call_id": "c1", "output": "18 C"}]
+        >>> fold_submitted(history, added)
+        >>> history[1]["tool_calls"][0]["id"], added
+        ('c1', [{'role': 'tool', 'tool_call_id': 'c1', 'content': '18 C'}])
+    """
+    lead = 0
+    while lead < len(added) and _is_item(added[lead], "function_call_output"):
+        lead += 1
+    if not lead:
+        fold_output_items(messages)
+        fold_output_items(added)
+        return
+    messages.extend(added[:lead])
+    fold_output_items(messages)
+    # One tool message (or the item left as it was) per answer, in order, at the end.
+    answers = messages[len(messages) - lead :]
+    del messages[len(messages) - lead :]
+    rest = added[lead:]
+    fold_output_items(rest)
+    added[:] = [*answers, *rest]
 
 
 def _is_item(message: Any, kind: str) -> bool:

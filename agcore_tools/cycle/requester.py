@@ -23,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from .._redact import header_secrets, mask, secret_values
 from ..error import LlmConfigError, LlmError
+from ._client import provided_keys
 from ._requester import retryless
 from ._retry import RetryPolicy
 from ._wire import close_stream, open_stream
@@ -200,17 +201,27 @@ class OpenAIRequester(Requester):
         self._sender = retryless(client)  # shared by the requesters on this client
 
     def _secrets(self, params: Mapping[str, Any]) -> list[str]:
-        """What a server may echo that an error must not show: the client's API key, and
-        the values of its ``default_headers`` and of the request's ``extra_headers``."""
+        """What a server may echo that an error must not show: the client's API key, the
+        keys a sync client's api_key provider returned lately, and the values of its
+        ``default_headers`` and of the request's ``extra_headers``.
+
+        Read when masking, not before sending: with an api_key provider the SDK sets
+        ``api_key`` (on the copy that sends) while it prepares the request."""
         client = self.client
-        key = getattr(client, "api_key", None)  # a str; newer SDKs also take a function
+        # Strs: a provider given as api_key is kept apart, and api_key holds the last key
+        # it gave on the client that asked it, the retry-less copy for this requester.
+        keys = [getattr(each, "api_key", None) for each in (client, self._sender)]
         headers = getattr(client, "_custom_headers", None)  # the default_headers given
         extra = params.get("extra_headers")
-        values = [
+        return [
+            *(key for key in keys if isinstance(key, str)),
+            *provided_keys(client),
             *header_secrets(headers.values() if isinstance(headers, Mapping) else ()),
             *header_secrets(extra.values() if isinstance(extra, Mapping) else ()),
         ]
-        return [key, *values] if isinstance(key, str) else values
+
+    def _redact(self, params: Mapping[str, Any], text: str) -> str:
+        return mask(text, secret_values(self._secrets(params)))
 
     async def request(self, turn: TurnRequest) -> AsyncGenerator[StreamEvent, None]:
         """Send ``turn`` through the SDK, retrying as ``turn.config`` says.
@@ -226,7 +237,7 @@ class OpenAIRequester(Requester):
         wire, builder = turn.wire, turn.builder
         retries = config.retries
         # A server (a proxy, a gateway) may echo the bearer token in its error's body.
-        redact = functools.partial(mask, secrets=secret_values(self._secrets(turn.params)))
+        redact = functools.partial(self._redact, turn.params)
         retry = RetryPolicy(retries.max_retries, retries.initial_delay, retries.max_delay, redact)
         completions, params = wire.request(self._sender, turn.params)
         # 1. Retries cover the request up to the first chunk; never a started stream.

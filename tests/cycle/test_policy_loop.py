@@ -5,6 +5,7 @@ tool out of the next request and puts it back after a successful probe, with eve
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ from agcore_tools import (
     ToolPolicy,
     ToolRegistry,
     ToolSearch,
+    tool,
 )
 from agcore_tools._clock import CLOCK
 from agcore_tools.testing import CapturedRequest, ScriptedChatServer
@@ -212,3 +214,37 @@ async def test_a_tools_own_policy_holds_across_runs_given_the_tool_alone(
     finally:
         CLOCK.reset(token)
     assert sent == ["+155500", "+155501"]
+
+
+async def test_a_method_tools_own_policy_holds_across_runs_given_it_alone(
+    serve: Callable[..., ScriptedChatServer], make_cycle: Callable[..., Any]
+) -> None:
+    # `texts.send` is a new bound copy at each lookup, and the state lived with the copy
+    # that made it: dropped after each run, so the limit started over as it did above.
+    sent: list[str] = []
+
+    class Texts:
+        def __init__(self, line: str) -> None:
+            self.line = line
+
+        @tool(name="send_sms", policy=ToolPolicy(rate=RateLimit(1, per=60.0, wait=False)))
+        def send(self, to: str) -> str:
+            """Send a text message."""
+            sent.append(f"{self.line}:{to}")
+            return "sent"
+
+    moment = [500.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        script: list[Any] = []
+        for run in range(3):
+            script += [S.reply_tool_calls([("send_sms", {"to": f"+1{run}"})]), S.reply_text("ok")]
+        cycle = make_cycle(serve(*script))
+        team, other = Texts("team"), Texts("other")
+        for run, texts in enumerate([team, team, other]):
+            await cycle.submit_with_tools(f"text ({run})", [texts.send])
+            gc.collect()  # the run's copy of the tool is gone
+    finally:
+        CLOCK.reset(token)
+    # One instance's limit holds across runs; another instance's is its own.
+    assert sent == ["team:+10", "other:+12"]

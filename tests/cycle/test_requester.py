@@ -13,6 +13,7 @@ import pytest
 
 from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError
 from agcore_tools.cycle import OpenAIRequester, Requester, StreamEvent, TurnRequest
+from agcore_tools.cycle._client import provided_keys
 from agcore_tools.testing import ScriptedChatServer
 
 from .conftest import S
@@ -166,6 +167,56 @@ async def test_the_clients_key_and_header_values_are_masked_in_errors_spans_and_
     [retried] = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
     assert "Bearer *** ***" in retried
     assert key not in caplog.text and gateway not in caplog.text
+
+
+async def test_a_key_providers_tokens_are_masked_in_errors_spans_and_logs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # OpenAI(api_key=callable) (Azure Entra ID and the like) and AsyncOpenAI(api_key=
+    # async callable): the SDK asks the provider while it prepares each request, after
+    # the mask was made from a client.api_key still "", so an echoed token went out.
+    from openai import AsyncOpenAI, OpenAI
+
+    from tests._otel import recording
+
+    issued: list[str] = []
+
+    def token() -> str:
+        issued.append(f"eyJhbGciOi-entra-token-SECRET-{len(issued):04d}")
+        return issued[-1]
+
+    async def async_token() -> str:
+        return token()
+
+    def echo(status: int) -> Any:
+        def answer(request: Any) -> Any:
+            return S.error(status, f"invalid token: {request.headers.get('authorization')}")
+
+        return answer
+
+    caplog.set_level("WARNING", logger="agcore_tools.cycle")
+    errors: list[LlmError] = []
+    with recording() as spans, ScriptedChatServer([echo(500), echo(401)] * 2) as server:
+        sync_client = OpenAI(api_key=token, base_url=server.base_url, max_retries=0)
+        async_client = AsyncOpenAI(api_key=async_token, base_url=server.base_url)
+        for client in (sync_client, async_client):
+            config = CycleConfig("m", retry_initial_delay=0.01)
+            async with LlmCycle(config, client=client) as cycle:
+                with pytest.raises(LlmError) as caught:
+                    await cycle.submit("hi")  # a retried 500, then a 401
+                if client is sync_client:  # the twin keeps the keys its provider gave
+                    assert provided_keys(cycle.client) == tuple(issued)
+            errors.append(caught.value)
+        sync_client.close()
+        await async_client.close()
+    sent = [request.headers["authorization"] for request in server.requests]
+    assert len(sent) == 4 and {key.removeprefix("Bearer ") for key in sent} <= set(issued)
+    assert [str(error).rsplit(": ", 1)[-1] for error in errors] == ["Bearer ***"] * 2
+    statuses = [span.status.description or "" for span in spans.finished()]
+    assert statuses and all(s.endswith("invalid token: Bearer ***") for s in statuses)
+    retried = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert len(retried) == 2 and all("Bearer ***" in line for line in retried)
+    assert not any(key in caplog.text for key in issued)
 
 
 async def test_a_request_that_reaches_no_server_names_the_reason_and_the_server() -> None:

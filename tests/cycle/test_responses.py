@@ -544,6 +544,44 @@ async def test_a_function_call_the_app_answered_with_its_own_item_is_not_run_aga
     ]
 
 
+async def test_the_apps_own_answer_given_to_submit_messages_is_the_calls_only_answer(
+    serve, make_cycle, calc
+):
+    # The streaming guide's hand-over: the app's items in cycle.messages, its own answer
+    # passed to submit_messages. The two were folded apart, and the call was declined
+    # before the app's answer followed: two outputs for one call, which the API refuses.
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 2, "b": 3}, "c1")]),
+        S.reply_text("5"),
+        S.reply_text("2"),
+    )
+    cycle = make_cycle(server, api="responses")
+    cycle.messages[:] = await app_history(cycle, calc)
+    output = {"type": "function_call_output", "call_id": "c1", "output": "5"}
+
+    response = await cycle.submit_messages([output])
+
+    assert response.text == "5" and calc.runs == []
+    sent = items(server.requests[1])
+    assert [i.get("type", i.get("role")) for i in sent] == [
+        "user",
+        "function_call",
+        "function_call_output",
+    ]
+    assert sent[2] == output
+    assert_history_valid(cycle.messages)
+    # A history in the loop's own form (a run paused for approval, say) answered the
+    # same way: the item stays an item, and still answers the call.
+    call = {"id": "c2", "type": "function", "function": {"name": "add", "arguments": "{}"}}
+    cycle.messages[:] = [
+        {"role": "user", "content": "1 + 1?"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
+    await cycle.submit_messages([{"type": "function_call_output", "call_id": "c2", "output": "2"}])
+    outputs = [i for i in items(server.requests[2]) if i.get("type") == "function_call_output"]
+    assert outputs == [{"type": "function_call_output", "call_id": "c2", "output": "2"}]
+
+
 async def test_the_apps_own_output_message_item_is_sent_as_it_came(serve, make_cycle, calc):
     # Its id ties it to the reasoning item in front of it: rewritten as a bare
     # {"role": "assistant", ...} message, the reasoning item would be left alone (a 400).

@@ -279,8 +279,13 @@ def test_a_turn_of_plain_tools_needs_no_listening() -> None:
     registry = ToolRegistry()
 
     @registry.tool
-    def plain(x: int) -> int:
+    async def plain(x: int) -> int:
         """Plain."""
+        return x
+
+    @registry.tool
+    def sync(x: int) -> int:  # it could return a generator: nothing tells before it runs
+        """Sync."""
         return x
 
     @registry.tool
@@ -299,6 +304,34 @@ def test_a_turn_of_plain_tools_needs_no_listening() -> None:
     assert _quiet(registry, calls("plain", "plain"))
     assert not _quiet(registry, calls("plain", "reporting"))
     assert not _quiet(registry, calls("streaming"))
+    assert not _quiet(registry, calls("plain", "sync"))
+
+
+async def test_a_generator_a_sync_tool_returns_reports_to_the_stream(
+    serve: Serve, make_cycle: MakeCycle
+) -> None:
+    # Its values are reported as it is drained (as a generator function's are), but the
+    # tool counted as one that reports nothing, and the stream never listened.
+    registry = ToolRegistry()
+
+    def steps(n: int) -> Iterator[dict[str, int]]:
+        for done in range(1, n + 1):
+            yield {"done": done}
+
+    @registry.tool
+    def count(n: int) -> Any:
+        """Count to n, reporting progress."""
+        return steps(n)  # a generator another function made
+
+    server = serve(S.reply_tool_calls([("count", {"n": 3}, "c1")]), S.reply_text("done"))
+    cycle = make_cycle(server)
+    async with cycle.submit_stream_with_tools("Count to 3", registry) as stream:
+        events: list[StreamEvent] = [event async for event in stream]
+
+    partial = [e.value for e in events if isinstance(e, ToolPartialResult)]
+    assert partial and partial[-1] == {"done": 3}
+    started, done = _ends(events, "c1")
+    assert all(started < events.index(e) < done for e in events if isinstance(e, ToolPartialResult))
 
 
 # -- shared state --------------------------------------------------------------------

@@ -13,11 +13,15 @@ from agcore_tools import (
     McpPermissionPolicy,
     McpToolInfo,
     Permission,
+    PermissionChecker,
+    PermissionConfig,
     StdioTransport,
     ToolConfigError,
     ToolRegistry,
 )
 from agcore_tools.mcp._adapter import make_adapters
+
+from .conftest import fixture_stdio
 
 R, W, D, N = Permission.READ, Permission.WRITE, Permission.DELETE, Permission.NETWORK
 
@@ -137,3 +141,35 @@ def test_a_policy_that_overrides_asks_decides_which_tools_ask() -> None:
         "test_a_policy_that_overrides_asks_decides_which_tools_ask.<locals>.PaymentsAsk"
         ".asks() picked it"
     )
+
+
+async def test_a_strict_calls_nulls_are_dropped_before_its_arguments_are_checked() -> None:
+    # Strict mode makes the model send null for an optional property; the registry drops
+    # it before an MCP tool runs. The approval pre-check read the raw arguments: a valid
+    # call was answered "invalid arguments" instead of being asked about, and with any
+    # PermissionConfig.ask, so was every call of a tool that asks nothing.
+    checker = PermissionChecker(PermissionConfig(allowed=[], denied=[], ask=["shell"]))
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "slow", "arguments": '{"seconds": 0, "marker": null}'},
+    }
+    async with McpClient("fixture", fixture_stdio(), timeout=15) as client:
+        asking = ToolRegistry(checker, strict=True)
+        asking.register_all(client.into_tools(policy=lambda info: ["shell"]))
+        quiet = ToolRegistry(checker, strict=True)
+        quiet.register_all(client.into_tools(policy=lambda info: ["read"]))
+        assert asking.entry("slow").argument_plan is not None  # type: ignore[union-attr]
+
+        [request] = (await asking.run_tool_calls([call])).pending_approvals
+        assert request.reason == "permission 'shell' is in PermissionConfig.ask"
+        [approved] = await asking.run_tool_calls([call], approvals=[request.approve()])
+        # Edited arguments are checked as the tool will get them too.
+        edit = request.approve(arguments={"seconds": 0.01, "marker": None})
+        [edited] = await asking.run_tool_calls([call], approvals=[edit])
+        [ran] = await quiet.run_tool_calls([call])
+    assert [approved["content"], edited["content"], ran["content"]] == [
+        "slept 0.0",
+        "slept 0.01",
+        "slept 0.0",
+    ]
