@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from ._text import result_text, truncate_utf8
+from ._text import record_fields, result_text, truncate_utf8
 from .content import CONTENT_KINDS, CONTENT_TYPES, Audio, Content, File, Image, sniff_image
 from .error import _BadContent
 
@@ -71,22 +70,11 @@ def _holds_binary(value: Any) -> bool:
     elif isinstance(value, (list, tuple)):
         items = value
     else:
-        named = _fields(value)
+        named = record_fields(value)
         if named is None:
             return False
         items = named.values()
     return any(type(item) not in _SCALARS and _holds_binary(item) for item in items)
-
-
-def _fields(value: Any) -> dict[str, Any] | None:
-    """A pydantic model's or a dataclass instance's fields by name (the values
-    themselves, bytes not copied, as ``model_dump`` would), or None for other values."""
-    if isinstance(value, BaseModel):
-        named = {name: getattr(value, name) for name in type(value).model_fields}
-        return {**named, **(value.model_extra or {})}
-    if is_dataclass(value) and not isinstance(value, type):
-        return {field.name: getattr(value, field.name) for field in fields(value)}
-    return None
 
 
 def _from_bytes(data: bytes | bytearray | memoryview) -> Image | str:
@@ -122,7 +110,7 @@ def normalise(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [normalise(item) for item in value]
     # A model or dataclass holding an image: a dict of its fields, as a dict holding it is.
-    return {name: normalise(item) for name, item in (_fields(value) or {}).items()}
+    return {name: normalise(item) for name, item in (record_fields(value) or {}).items()}
 
 
 def _key(key: Any) -> Any:
@@ -232,7 +220,7 @@ class _Labeller:
             return {key: self.replace(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.replace(item) for item in value]
-        named = _fields(value) if _holds_binary(value) else None
+        named = record_fields(value) if _holds_binary(value) else None
         return value if named is None else self.replace(named)
 
 

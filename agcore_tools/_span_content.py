@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import fields, is_dataclass
 from typing import Any
 
-from pydantic import BaseModel
 from pydantic_core import to_json
 
+from ._text import record_fields
 from .content import CONTENT_TYPES, File
 
 __all__ = ["CONTENT_CHARS", "TEXT_CHARS", "bounded", "content_json"]
@@ -120,7 +119,7 @@ def _walk(value: Any, depth: int) -> tuple[Any, bool]:
         if any(changed for _, changed in walked):
             return [item for item, _ in walked], True
         return value, False
-    named = _fields(value)
+    named = record_fields(value)
     if named is None:
         return value, False  # written by pydantic (or as str)
     items = {name: _walk(item, depth + 1) for name, item in named.items()}
@@ -146,12 +145,3 @@ def _mcp_part(value: Mapping[Any, Any]) -> dict[str, Any] | None:
 def _base64_size(data: str) -> int:
     """The decoded size of base64 text (without decoding it)."""
     return len(data.rstrip("=")) * 3 // 4
-
-
-def _fields(value: Any) -> dict[str, Any] | None:
-    if isinstance(value, BaseModel):
-        named = {name: getattr(value, name) for name in type(value).model_fields}
-        return {**named, **(value.model_extra or {})}
-    if is_dataclass(value) and not isinstance(value, type):
-        return {field.name: getattr(value, field.name) for field in fields(value)}
-    return None

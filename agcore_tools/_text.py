@@ -2,16 +2,19 @@
 keeps head and tail.
 
 A leaf module: the renderer of binary values (``_attachments``) and ``calls/`` both cut
-text with it.
+text with it, and it and the spans' content writer (``_span_content``) both read a
+record's fields with it.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
 from typing import Any
 
+from pydantic import BaseModel
 from pydantic_core import to_json
 
-__all__ = ["result_text", "truncate_utf8"]
+__all__ = ["record_fields", "result_text", "truncate_utf8"]
 
 _MARKER = "\n[... {omitted} bytes omitted ...]\n"
 
@@ -62,3 +65,23 @@ def truncate_utf8(text: str, max_bytes: int | None) -> str:
     tail = data[total - (budget - head_size) :].decode("utf-8", "ignore")
     omitted = total - len(head.encode("utf-8", "surrogatepass")) - len(tail.encode("utf-8"))
     return f"{head}{_MARKER.format(omitted=omitted)}{tail}"
+
+
+def record_fields(value: Any) -> dict[str, Any] | None:
+    """A pydantic model's or a dataclass instance's fields by name (the values
+    themselves, bytes not copied, as ``model_dump`` would), or None for other values.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Row:
+        ...     id: int
+        >>> record_fields(Row(3)), record_fields({"id": 3})
+        ({'id': 3}, None)
+    """
+    if isinstance(value, BaseModel):
+        named = {name: getattr(value, name) for name in type(value).model_fields}
+        return {**named, **(value.model_extra or {})}
+    if is_dataclass(value) and not isinstance(value, type):
+        return {field.name: getattr(value, field.name) for field in fields(value)}
+    return None

@@ -101,3 +101,31 @@ def assert_history_valid(messages: list[dict[str, Any]]) -> None:
             continue
         assert message["role"] != "tool", f"orphan tool message at {i}: {messages}"
         i += 1
+
+
+@pytest.fixture
+def bank() -> ToolRegistry:
+    """``refund`` needs approval, ``balance`` does not; ``bank.runs`` lists the calls."""
+    registry = ToolRegistry()
+    runs: list[tuple[str, dict[str, Any]]] = []
+    registry.runs = runs  # type: ignore[attr-defined]
+
+    @registry.tool(needs_approval=True)
+    def refund(order: int, amount: float) -> str:
+        """Refund an order."""
+        runs.append(("refund", {"order": order, "amount": amount}))
+        return f"refunded {amount} on order {order}"
+
+    @registry.tool
+    def balance(account: str) -> int:
+        """An account's balance."""
+        runs.append(("balance", {"account": account}))
+        return 100
+
+    return registry
+
+
+TWO_CALLS = ScriptedChatServer.reply_tool_calls(
+    [("refund", {"order": 7, "amount": 20.0}, "c_refund"), ("balance", {"account": "a"}, "c_bal")]
+)
+"""A turn of two calls: ``refund`` (which needs approval) and ``balance``."""

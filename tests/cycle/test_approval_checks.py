@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import textwrap
-from typing import Any
 
 import pytest
 
@@ -19,34 +18,7 @@ from agcore_tools import (
 )
 from tests._otel import recording
 
-from .conftest import S, tool_messages
-
-
-@pytest.fixture
-def bank() -> ToolRegistry:
-    """``refund`` needs approval, ``balance`` does not; ``bank.runs`` lists the calls."""
-    registry = ToolRegistry()
-    runs: list[tuple[str, dict[str, Any]]] = []
-    registry.runs = runs  # type: ignore[attr-defined]
-
-    @registry.tool(needs_approval=True)
-    def refund(order: int, amount: float) -> str:
-        """Refund an order."""
-        runs.append(("refund", {"order": order, "amount": amount}))
-        return f"refunded {amount} on order {order}"
-
-    @registry.tool
-    def balance(account: str) -> int:
-        """An account's balance."""
-        runs.append(("balance", {"account": account}))
-        return 100
-
-    return registry
-
-
-TWO_CALLS = S.reply_tool_calls(
-    [("refund", {"order": 7, "amount": 20.0}, "c_refund"), ("balance", {"account": "a"}, "c_bal")]
-)
+from .conftest import TWO_CALLS, S, tool_messages
 
 
 async def test_a_signed_history_resumed_without_the_key_is_refused(serve, make_cycle, bank):
