@@ -215,8 +215,8 @@ class ToolContext:
     @property
     def inbox(self) -> ToolInbox | None:
         """The queue a streaming run's tool events go into (see :meth:`for_run`), or None.
-        It keeps a call's latest unread progress report only, and up to 16 of its
-        unread preliminary results (dropping the oldest past that).
+        It holds up to 16 of a call's unread progress reports and as many of its
+        unread preliminary results (dropping the oldest of a kind past that).
 
         Example:
             >>> ToolContext().inbox is None

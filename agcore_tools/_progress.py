@@ -153,10 +153,10 @@ def check_listener(callback: object) -> None:
         )
 
 
-PARTIALS_PER_CALL = 16
-"""Unread :class:`ToolPartialResult` events a stream holds per call: a burst of yields
-reaches a consumer whole, while a generator far ahead of its consumer holds no more
-than this many of its values in memory."""
+REPORTS_PER_CALL = 16
+"""Unread reports of each kind (:class:`ToolProgress`, :class:`ToolPartialResult`) a
+stream holds per call: a burst of reports reaches a consumer whole, while a tool far
+ahead of its consumer holds no more than this many in memory."""
 
 
 class ToolInbox:
@@ -164,55 +164,52 @@ class ToolInbox:
     came, for the loop to yield: the queue behind :attr:`ToolContext.inbox`.
 
     A tool can report far faster than a stream's consumer reads, so what a call reports
-    is bounded while unread: a newer :class:`ToolProgress` of a call replaces its unread
-    one (a progress bar needs the latest), and past :data:`PARTIALS_PER_CALL` unread
-    :class:`ToolPartialResult` events of a call, the oldest is dropped. What is kept
-    stays in the order it came. Used on its event loop's thread only, by one reader.
+    is bounded while unread: past :data:`REPORTS_PER_CALL` unread :class:`ToolProgress`
+    events of a call, or as many unread :class:`ToolPartialResult` events, the oldest
+    of that kind is dropped. What is kept stays in the order it came. Used on its
+    event loop's thread only, by one reader.
 
     Example:
         >>> inbox = ToolInbox()
-        >>> for done in (1, 2, 3):
-        ...     inbox.put_nowait(ToolProgress("index", "call_1", done, 3))
+        >>> for done in range(1, 21):
+        ...     inbox.put_nowait(ToolProgress("index", "call_1", done, 20))
         >>> inbox.put_nowait(ToolProgress("index", "call_2", 1, 3))
-        >>> inbox.qsize(), [(e.call_id, e.progress) for e in (inbox.get_nowait(), inbox.get_nowait())]
-        (2, [('call_1', 3), ('call_2', 1)])
+        >>> inbox.qsize(), inbox.get_nowait().progress
+        (17, 5)
         >>> for value in range(20):
         ...     inbox.put_nowait(ToolPartialResult("search", "call_3", value))
-        >>> inbox.qsize(), inbox.get_nowait().value
-        (16, 4)
+        >>> inbox.qsize(), [inbox.get_nowait() for _ in range(16)][-1].call_id
+        (32, 'call_2')
+        >>> inbox.get_nowait().value
+        4
     """
 
-    __slots__ = ("_items", "_partials", "_progress", "_waiter")
+    __slots__ = ("_held", "_items", "_waiter")
 
     def __init__(self) -> None:
         self._items: deque[Any] = deque()
         self._waiter: asyncio.Future[None] | None = None
-        # Per (tool, call): whether an unread ToolProgress is held, how many partials.
-        self._progress: set[tuple[str | None, str | None]] = set()
-        self._partials: dict[tuple[str | None, str | None], int] = {}
+        # Per (kind, tool, call): how many unread reports are held.
+        self._held: dict[tuple[type[Any], str | None, str | None], int] = {}
 
     def put_nowait(self, item: Any) -> None:
         """Add ``item``; a call's unread reports past their bound make room for it."""
-        if isinstance(item, ToolProgress):
-            key = (item.tool_name, item.call_id)
-            if key in self._progress:
-                self._drop_first(ToolProgress, key)
-            self._progress.add(key)
-        elif isinstance(item, ToolPartialResult):
-            key = (item.tool_name, item.call_id)
-            held = self._partials.get(key, 0)
-            if held >= PARTIALS_PER_CALL:
-                self._drop_first(ToolPartialResult, key)
+        if isinstance(item, (ToolProgress, ToolPartialResult)):
+            key = (type(item), item.tool_name, item.call_id)
+            held = self._held.get(key, 0)
+            if held >= REPORTS_PER_CALL:
+                self._drop_first(key)
                 held -= 1
-            self._partials[key] = held + 1
+            self._held[key] = held + 1
         self._items.append(item)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def _drop_first(self, kind: type[Any], key: tuple[str | None, str | None]) -> None:
+    def _drop_first(self, key: tuple[type[Any], str | None, str | None]) -> None:
+        kind, tool_name, call_id = key
         for index, unread in enumerate(self._items):
-            if type(unread) is kind and (unread.tool_name, unread.call_id) == key:
+            if type(unread) is kind and (unread.tool_name, unread.call_id) == (tool_name, call_id):
                 del self._items[index]
                 return
 
@@ -234,13 +231,11 @@ class ToolInbox:
 
     def _take(self) -> Any:
         item = self._items.popleft()
-        if isinstance(item, ToolProgress):
-            self._progress.discard((item.tool_name, item.call_id))
-        elif isinstance(item, ToolPartialResult):
-            key = (item.tool_name, item.call_id)
-            held = self._partials.pop(key, 1) - 1
+        if isinstance(item, (ToolProgress, ToolPartialResult)):
+            key = (type(item), item.tool_name, item.call_id)
+            held = self._held.pop(key, 1) - 1
             if held:
-                self._partials[key] = held
+                self._held[key] = held
         return item
 
     def empty(self) -> bool:
@@ -341,11 +336,12 @@ class _Emitter:
         if self.callback is not None:
             try:
                 returned = self.callback(event)
-                if inspect.isawaitable(returned):  # `lambda e: queue.put(e)`, say
-                    if inspect.iscoroutine(returned):
-                        returned.close()  # never run: no "never awaited" warning later
+                # `lambda e: queue.put(e)`, say: a coroutine nobody will run. A Task or
+                # a Future (`lambda e: asyncio.create_task(send(e))`) runs on its own.
+                if inspect.iscoroutine(returned):
+                    returned.close()  # never run: no "never awaited" warning later
                     raise _ListenerTypeError(
-                        f"the on_event callback returned an awaitable, which is never "
+                        f"the on_event callback returned a coroutine, which is never "
                         f"awaited: {_ASYNC_LISTENER}"
                     )
             except Exception:  # an app's display callback must not fail the tool

@@ -195,8 +195,36 @@ async def test_a_callback_returning_a_coroutine_is_told_it_is_never_awaited(
     [result] = await registry.invoke_all([("step", {})], ctx=ToolContext(on_event=hand_on))
 
     assert result.output == "ok"
-    assert "returned an awaitable, which is never awaited" in caplog.text
+    assert "returned a coroutine, which is never awaited" in caplog.text
     assert made[0].cr_frame is None  # closed: no "never awaited" warning at exit
+
+
+async def test_a_callback_starting_a_task_is_not_told_it_is_never_awaited(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # `lambda event: asyncio.create_task(send(event))`: the task runs on its own.
+    registry = ToolRegistry()
+    sent: list[ToolEvent] = []
+    tasks: list[asyncio.Task[None]] = []
+
+    async def send(event: ToolEvent) -> None:
+        sent.append(event)
+
+    @registry.tool
+    async def step(ctx: ToolContext) -> str:
+        """One step."""
+        ctx.report_progress(1)
+        return "ok"
+
+    def hand_on(event: ToolEvent) -> object:
+        tasks.append(asyncio.create_task(send(event)))
+        return tasks[-1]
+
+    [result] = await registry.invoke_all([("step", {})], ctx=ToolContext(on_event=hand_on))
+    await asyncio.wait_for(asyncio.gather(*tasks), 10)
+
+    assert result.output == "ok" and len(sent) == 1
+    assert "never awaited" not in caplog.text
 
 
 async def test_reports_after_a_timeout_are_dropped() -> None:

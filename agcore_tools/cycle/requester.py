@@ -288,6 +288,12 @@ class OpenAIRequester(Requester):
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
             why = redact(_described(exc))
             raise LlmError(f"the model's stream failed: {why}") from exc
+        except LlmError as exc:  # an error event the server sent, quoted
+            masked = redact(str(exc))
+            if masked == str(exc) or type(exc) is not LlmError:
+                raise
+            # Its cause, not itself: the unmasked text would show in a traceback.
+            raise LlmError(masked) from exc.__cause__
         finally:
             await close_stream(response)
 

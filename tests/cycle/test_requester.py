@@ -14,7 +14,7 @@ import pytest
 from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError
 from agcore_tools.cycle import OpenAIRequester, Requester, StreamEvent, TurnRequest
 from agcore_tools.cycle._client import provided_keys
-from agcore_tools.testing import ScriptedChatServer
+from agcore_tools.testing import RawStream, ScriptedChatServer
 
 from .conftest import S
 
@@ -245,3 +245,23 @@ def test_a_base_url_without_http_is_refused_when_the_cycle_is_made() -> None:
     client = AsyncOpenAI(api_key="sk-test", base_url="127.0.0.1:8000/v1")
     with pytest.raises(LlmConfigError, match=r"'127\.0\.0\.1:8000/v1/' is not an http\(s\) URL"):
         LlmCycle(CycleConfig("m"), client=client)
+
+
+async def test_an_error_event_in_a_stream_has_the_key_masked() -> None:
+    # A gateway's error event echoing the bearer token: quoted by the turn builder
+    # inside the stream's read loop, where only the SDK's own errors were masked.
+    from openai import AsyncOpenAI
+
+    key = "sk-proj-Zq8v1S3CRETk3yABCDEFGH"
+    created = {
+        "type": "response.created",
+        "response": {"id": "r1", "status": "in_progress", "output": []},
+    }
+    error = {"type": "error", "code": "auth", "message": f"rejected: Bearer {key}"}
+    with ScriptedChatServer([RawStream([created, error], done=False)]) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key=key, max_retries=0)
+        cycle = LlmCycle(CycleConfig("m", api="responses"), client=client)
+        with pytest.raises(LlmError, match=r"rejected: Bearer \*\*\*$") as caught:
+            await cycle.submit_stream("hi").collect()
+        await client.close()
+    assert key not in str(caught.value) and key not in repr(caught.value.__cause__)
