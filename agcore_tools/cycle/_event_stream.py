@@ -60,6 +60,7 @@ class EventStream:
 
     __slots__ = (
         "_agen",
+        "_closing",
         "_consumer",
         "_failure",
         "_outcome",
@@ -86,6 +87,11 @@ class EventStream:
         self._consumer: asyncio.Task[object] | None = None
         self._stop_sent: asyncio.Future[None] | None = None
         self._stopped = False
+        # The one close of the loop, which every aclose() awaits: a second agen.aclose()
+        # while the first is still in the loop's `finally` (a tool's cleanup awaiting)
+        # raises RuntimeError, and a Stop button's aclose() and the consumer's
+        # `async with` exit both close.
+        self._closing: asyncio.Future[None] | None = None
         self._failure: Exception | None = None  # what ended the iteration, if it failed
 
     @property
@@ -132,7 +138,7 @@ class EventStream:
         try:
             if self._trace is None:
                 return await self._agen.__anext__()
-            return await self._trace.step(self._agen)
+            return await self._trace.step(self._agen, self._stop_was_sent)
         except asyncio.CancelledError:
             # aclose() from another task: the iteration ends, unless someone else
             # cancelled the consumer too (only Python 3.11+ can tell).
@@ -179,6 +185,8 @@ class EventStream:
 
         From another task while one iterates (a Stop button), the step that task is
         waiting for is cancelled and awaited (up to 10 s); its iteration then ends.
+        There is one close: a later call (the consumer's ``async with`` exit) waits for
+        the first to finish, up to 20 s.
 
         Example:
             >>> import asyncio
@@ -200,6 +208,20 @@ class EventStream:
             'Hello'
         """
         self._stopped = True
+        closing = self._closing
+        if closing is None:
+            # A task of its own, so that a caller cancelled while waiting (or timing out)
+            # leaves the close going on for the others to await, never half done.
+            closing = self._closing = asyncio.ensure_future(self._close())
+        try:
+            await with_timeout(asyncio.shield(closing), 2 * STOP_TIMEOUT)
+        except TimeoutError as exc:
+            raise LlmError(
+                f"the streamed call did not stop within {2 * STOP_TIMEOUT:.0f} s of "
+                "aclose(): something in it ignores cancellation"
+            ) from exc
+
+    async def _close(self) -> None:
         consumer = self._consumer
         if consumer is not None:
             stop_sent = self._stop_sent
@@ -217,6 +239,11 @@ class EventStream:
             await self._agen.aclose()
         else:
             await self._trace.close(self._agen)
+
+    def _stop_was_sent(self) -> bool:
+        """Whether the consumer's cancellation is the one aclose() sent: a Stop, which
+        ends the run's span as a close does, not as a failure."""
+        return self._stop_sent is not None and not _cancelled_by_others(self._consumer)
 
     async def __aenter__(self) -> EventStream:
         return self

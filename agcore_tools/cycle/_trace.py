@@ -10,10 +10,11 @@ code never runs inside it; tool calls started in a step become its children.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from .. import _otel
@@ -155,9 +156,12 @@ class RunTrace:
 
     # -- invoke_agent ---------------------------------------------------------------------
 
-    async def step(self, agen: AsyncGenerator[StreamEvent, None]) -> StreamEvent:
+    async def step(
+        self, agen: AsyncGenerator[StreamEvent, None], stopping: Callable[[], bool]
+    ) -> StreamEvent:
         """One ``__anext__`` of the loop with the run's span current; ends the span when
-        the loop ends."""
+        the loop ends. A cancellation for which ``stopping()`` is true is the stream's
+        own Stop: the span is left for :meth:`close` to end, as any other close."""
         ot = _otel.api()
         if self._span is None:
             if self._context is not None:  # ended: the generator raises StopAsyncIteration
@@ -174,6 +178,10 @@ class RunTrace:
             return await agen.__anext__()
         except StopAsyncIteration:
             self._end(None)
+            raise
+        except asyncio.CancelledError as exc:
+            if not stopping():
+                self._end(exc)
             raise
         except BaseException as exc:
             self._end(exc)

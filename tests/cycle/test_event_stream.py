@@ -15,7 +15,9 @@ from agcore_tools import (
     FinishReason,
     LlmCycle,
     LlmError,
+    ToolContext,
     ToolExecutionStarted,
+    ToolProgress,
     ToolRegistry,
     TurnComplete,
 )
@@ -89,6 +91,54 @@ async def test_aclose_from_another_task_cancels_the_running_tools(serve, make_cy
     await asyncio.wait_for(consumer, 5)
     assert seen["cancelled"] is True
     assert "did not complete" in tool_messages(cycle.messages)["w1"]
+    assert_history_valid(cycle.messages)
+    assert (await cycle.submit("And now?")).text == "ok"
+
+
+async def test_a_stop_while_the_consumer_is_in_its_loop_body_closes_once(serve, make_cycle):
+    # A UI's consumer spends its time in the loop body (a websocket send). A Stop then
+    # closes the loop while a tool's cancellation awaits its cleanup; the consumer's own
+    # close on leaving waits for that one instead of closing the generator again.
+    registry = ToolRegistry()
+    reported, cleaning, cleaned = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    @registry.tool
+    async def index(ctx: ToolContext) -> str:
+        """Index the documents."""
+        ctx.report_progress(1, 100)
+        try:
+            await asyncio.sleep(60)
+        finally:
+            cleaning.set()
+            await asyncio.wait_for(cleaned.wait(), 10)  # closing a connection, say
+        return "indexed"
+
+    server = serve(S.reply_tool_calls([("index", {}, "i1")]), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    events = cycle.submit_stream_with_tools("Index", registry)
+    in_body, leaving = asyncio.Event(), asyncio.Event()
+
+    async def consume() -> None:
+        try:
+            async for event in events:
+                if isinstance(event, ToolProgress):
+                    reported.set()
+                    await asyncio.wait_for(in_body.wait(), 10)
+        finally:
+            leaving.set()
+            await events.aclose()  # what `async with events:` does on leaving
+
+    consumer = asyncio.create_task(consume())
+    await asyncio.wait_for(reported.wait(), 10)
+    stop = asyncio.create_task(events.aclose())  # the Stop button
+    await asyncio.wait_for(cleaning.wait(), 10)  # the loop's close is under way
+    in_body.set()
+    await asyncio.wait_for(leaving.wait(), 10)  # the consumer is in its own aclose()
+    assert not consumer.done()
+    cleaned.set()
+
+    await asyncio.wait_for(asyncio.gather(consumer, stop), 10)
+    assert "did not complete" in tool_messages(cycle.messages)["i1"]
     assert_history_valid(cycle.messages)
     assert (await cycle.submit("And now?")).text == "ok"
 

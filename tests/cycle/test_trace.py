@@ -21,7 +21,7 @@ from agcore_tools import (
     ToolRegistry,
     TurnComplete,
 )
-from agcore_tools.testing import ScriptedChatServer
+from agcore_tools.testing import Pause, RawStream, ScriptedChatServer
 from tests._otel import Spans, attributes, recording
 
 from .conftest import S
@@ -351,6 +351,31 @@ async def test_leaving_a_stream_early_ends_its_spans(
     # The consumer stopped the call: neither the request nor the run failed.
     assert all(s.status.status_code is StatusCode.UNSET for s in spans.finished())
     assert all("error.type" not in attributes(s) for s in spans.finished())
+
+
+async def test_a_stop_from_another_task_ends_the_run_as_leaving_early_does(
+    spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any
+) -> None:
+    # The same Stop, whether it lands while the consumer waits for an event (it is
+    # cancelled) or while it is in its loop body: the run was stopped, not failed.
+    server = serve()
+    server.add(RawStream([server.chunk({"content": "Hel"}), Pause(30)]))
+    events = make_cycle(server).submit_stream("Hi")
+    first_words = asyncio.Event()
+
+    async def consume() -> None:
+        async with events:
+            async for _ in events:
+                first_words.set()
+
+    consumer = asyncio.create_task(consume())
+    await asyncio.wait_for(first_words.wait(), 5)
+    await asyncio.wait_for(events.aclose(), 5)
+    await asyncio.wait_for(consumer, 5)
+
+    assert [s.name for s in spans.finished()] == ["chat test-model", "invoke_agent"]
+    assert spans.one("invoke_agent").status.status_code is StatusCode.UNSET
+    assert "error.type" not in attributes(spans.one("invoke_agent"))
 
 
 def test_a_sync_call_is_traced_under_the_callers_span(calc: ToolRegistry) -> None:
