@@ -16,6 +16,7 @@ import abc
 import functools
 import json
 import logging
+import sys
 import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -257,6 +258,8 @@ class OpenAIRequester(Requester):
                 raise
             # Its cause, not itself: the unmasked text would show in a traceback.
             raise LlmError(masked) from exc.__cause__
+        # An httpx-based SDK (openai 1.x) lets the transport's error through mid-stream.
+        broken: tuple[type[Exception], ...] = (APIConnectionError, *_transport_errors())
         # 2. Read the stream; closing it on any exit (cancellation included) drops the
         #    HTTP connection, which tells the server to stop generating.
         try:
@@ -269,7 +272,7 @@ class OpenAIRequester(Requester):
                     chunk = await response.__anext__()
                 except StopAsyncIteration:
                     chunk = None
-                except APIConnectionError as exc:
+                except broken as exc:
                     # The transport's text may quote what the server sent (a token).
                     broke = redact(f"{type(exc).__name__}: {exc}{_root_cause(exc)}")
                     if builder.raw_reason is None:
@@ -419,6 +422,22 @@ def _described(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}"
 
 
+def _transport_errors() -> tuple[type[Exception], ...]:
+    """The network errors of the HTTP libraries the SDK has loaded (``httpx``,
+    ``httpx2``): an httpx-based SDK raises them mid-stream unwrapped.
+
+    Example:
+        >>> all(issubclass(kind, Exception) for kind in _transport_errors())
+        True
+    """
+    found: list[type[Exception]] = []
+    for name in ("httpx", "httpx2"):
+        kind = getattr(sys.modules.get(name), "TransportError", None)
+        if isinstance(kind, type) and issubclass(kind, Exception):
+            found.append(kind)
+    return tuple(found)
+
+
 def _root_cause(exc: BaseException) -> str:
     """`` (root cause: Type: message)`` for the innermost ``__cause__`` of ``exc``: the
     SDK's "Connection error." says nothing of what broke; the transport's error does.
@@ -438,4 +457,6 @@ def _root_cause(exc: BaseException) -> str:
     while root.__cause__ is not None and id(root.__cause__) not in seen:
         root = root.__cause__
         seen.add(id(root))
-    return "" if root is exc else f" (root cause: {type(root).__name__}: {root})"
+    if root is exc or str(root) == str(exc):  # httpcore's error under httpx's, say
+        return ""
+    return f" (root cause: {type(root).__name__}: {root})"

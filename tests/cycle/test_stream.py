@@ -512,7 +512,7 @@ async def test_finish_reason_in_the_same_chunk_as_the_last_argument_fragment(
     )
     assert started(events) == [("echo", {"text": "end"}, "c1")]
     first = next(e for e in events if isinstance(e, TurnComplete))
-    assert first.reason is FinishReason.TOOL_CALLS
+    assert first.finish_reason is FinishReason.TOOL_CALLS
 
 
 async def test_reasoning_field_named_reasoning_is_echoed_under_that_name(serve, make_cycle, echo):

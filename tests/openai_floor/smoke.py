@@ -3,7 +3,8 @@
 ``make openai-floor`` runs this in a venv of its own with ``openai`` at that floor (an
 httpx-based SDK; openai 3 is httpx2-based, as the rest of the suite runs it): the README
 quickstart's ``LlmCycle(CycleConfig(...))`` with no client, a sync ``OpenAI`` client's
-async twin, and ``sharded_http_client``'s refusal, each against ``ScriptedChatServer``.
+async twin, ``sharded_http_client``'s refusal, and a stream
+whose connection drops midway (an ``LlmError``, not httpx's own error), each against ``ScriptedChatServer``.
 Exits non-zero with a traceback on the first failure.
 """
 
@@ -15,8 +16,9 @@ import sys
 
 import openai
 
-from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, ToolRegistry
+from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError, ToolRegistry
 from agcore_tools.cycle import sharded_http_client
+from agcore_tools.testing import Pause, RawStream
 from agcore_tools.testing import ScriptedChatServer as S
 
 registry = ToolRegistry()
@@ -46,6 +48,24 @@ async def async_twin() -> str:
         return (await cycle.submit_with_tools("Weather in Paris?", registry)).text
 
 
+def dropped_mid_stream(server: S) -> RawStream:
+    """Two chunks, then the connection closes without ending the body."""
+    first, second = server.chunk({"content": "Hel"}), server.chunk({"content": "lo"})
+    return RawStream([first, Pause(0.1), second, Pause(0.1)], done=False, drop_connection=True)
+
+
+async def stream_failure() -> str:
+    """The LlmError's message for a stream whose connection drops (an httpx SDK lets
+    httpx's own error through, where openai 3 wraps it)."""
+    async with LlmCycle(CycleConfig("m", max_retries=0)) as cycle:
+        try:
+            await cycle.submit_stream("Hi").collect()
+        except LlmError as exc:
+            assert exc.__cause__ is not None
+            return str(exc)
+    raise AssertionError("a dropped stream raised nothing")
+
+
 def main() -> None:
     major = int(openai.__version__.split(".")[0])
     for case in (owned_from_env, async_twin):
@@ -62,6 +82,12 @@ def main() -> None:
             assert "needs openai>=3" in str(exc), exc
         else:
             raise AssertionError("sharded_http_client() accepted an httpx-based SDK")
+    with S([]) as server:
+        os.environ["OPENAI_BASE_URL"] = server.base_url
+        server.add(dropped_mid_stream(server))
+        message = asyncio.run(asyncio.wait_for(stream_failure(), 30))
+        assert message.startswith("the model's stream failed after 2 chunk(s): "), message
+        assert "incomplete chunked read" in message, message
     print(f"openai {openai.__version__} on Python {sys.version.split()[0]}: ok")
 
 
