@@ -1,20 +1,22 @@
 """Tool output as model text: JSON for anything not a string, and a byte limit that
-keeps head and tail.
+keeps head and tail; and a copy of JSON values however deeply they nest.
 
 A leaf module: the renderer of binary values (``_attachments``) and ``calls/`` both cut
 text with it, and it and the spans' content writer (``_span_content``) both read a
-record's fields with it.
+record's fields with it. The loop's events and approval requests copy a call's
+arguments with it.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import fields, is_dataclass
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-__all__ = ["record_fields", "result_text", "truncate_utf8"]
+__all__ = ["own_copy", "record_fields", "result_text", "truncate_utf8"]
 
 _MARKER = "\n[... {omitted} bytes omitted ...]\n"
 
@@ -85,3 +87,37 @@ def record_fields(value: Any) -> dict[str, Any] | None:
     if is_dataclass(value) and not isinstance(value, type):
         return {field.name: getattr(value, field.name) for field in fields(value)}
     return None
+
+
+def own_copy(value: Any) -> Any:
+    """A copy of a call's arguments, however deeply they nest: iterative for dicts and
+    lists, since the parser takes JSON deeper than ``copy.deepcopy`` can recurse.
+
+    Example:
+        >>> args = {"rows": [[1, 2], {"x": [3]}], "name": "a"}
+        >>> copied = own_copy(args)
+        >>> copied == args, copied["rows"][1]["x"] is args["rows"][1]["x"]
+        (True, False)
+        >>> deep: list = []
+        >>> for _ in range(5000):
+        ...     deep = [deep]
+        >>> own_copy(deep) is not deep
+        True
+    """
+    if not isinstance(value, (dict, list)):
+        return copy.deepcopy(value)  # a str, a number: itself
+    root: Any = {} if isinstance(value, dict) else [None] * len(value)
+    todo: list[tuple[Any, Any]] = [(value, root)]
+    while todo:
+        source, target = todo.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            if isinstance(item, dict):
+                target[key] = {}
+                todo.append((item, target[key]))
+            elif isinstance(item, list):
+                target[key] = [None] * len(item)
+                todo.append((item, target[key]))
+            else:
+                target[key] = copy.deepcopy(item)
+    return root

@@ -20,11 +20,11 @@ Example:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
+from ._text import own_copy
 from .base import ToolContext
 from .error import ApprovalError
 
@@ -160,7 +160,7 @@ class ApprovalRequest:
     def __post_init__(self) -> None:
         # The caller's dict is the call's own (or a paused program's state): an app that
         # changed a request's arguments in place would change what runs, unchecked.
-        object.__setattr__(self, "arguments", copy.deepcopy(self.arguments))
+        object.__setattr__(self, "arguments", own_copy(self.arguments))
 
     def approve(self, *, arguments: Mapping[str, Any] | None = None) -> ApprovalDecision:
         """Let the call run; with ``arguments``, run it with those instead.

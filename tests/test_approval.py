@@ -338,6 +338,15 @@ def test_a_request_holds_its_own_copy_of_the_arguments() -> None:
     assert request.signed(b"k").arguments == request.arguments
 
 
+def test_a_request_copies_arguments_nested_deeper_than_deepcopy_recurses() -> None:
+    nested: dict[str, object] = {"leaf": 1}
+    for _ in range(5000):  # the loop's JSON parser accepts this; deepcopy would not
+        nested = {"inner": nested}
+    request = ApprovalRequest("c1", "refund", {"payload": nested}, "asked")
+    assert request.arguments["payload"] is not nested
+    assert request.arguments["payload"]["inner"]["inner"] is not nested["inner"]["inner"]  # type: ignore[index]
+
+
 async def test_caller_mistakes_with_approvals_and_keys_name_the_fix() -> None:
     registry = _registry()
     calls = [_chat("save", "c1", {"text": "hi"})]

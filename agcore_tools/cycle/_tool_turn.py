@@ -8,12 +8,12 @@ left open), with the cycle's settings and history.
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from .._attachments import Rendered, Server, attachments_message
 from .._code_mode import RUN_PYTHON, ProgramPaused, RunPythonTool
+from .._text import own_copy
 from ..approval import ToolApprovalRequested
 from ..base import ToolContext
 from ..calls import (
@@ -100,7 +100,7 @@ async def run_tools(
     for call in calls:
         # A copy: the calls run once these events are taken, and a consumer that edits
         # what it shows (masking a secret) must not edit what the tool runs with.
-        yield ToolExecutionStarted(call.name, _own_copy(call.input), call.call_id)
+        yield ToolExecutionStarted(call.name, own_copy(call.input), call.call_id)
     try:
         timeout = limits.tool_timeout
         batch = list(enumerate(calls))
@@ -230,40 +230,6 @@ async def run_tools(
         if isinstance(stop, ApprovalError):
             raise stop  # a paused program that cannot resume: the app's, as a refusal is
         raise LlmError(f"tool loop stopped: {stop}") from stop
-
-
-def _own_copy(value: Any) -> Any:
-    """A copy of a call's arguments, however deeply they nest: iterative for dicts and
-    lists, since the parser takes JSON deeper than ``copy.deepcopy`` can recurse.
-
-    Example:
-        >>> args = {"rows": [[1, 2], {"x": [3]}], "name": "a"}
-        >>> copied = _own_copy(args)
-        >>> copied == args, copied["rows"][1]["x"] is args["rows"][1]["x"]
-        (True, False)
-        >>> deep: list = []
-        >>> for _ in range(5000):
-        ...     deep = [deep]
-        >>> _own_copy(deep) is not deep
-        True
-    """
-    if not isinstance(value, (dict, list)):
-        return copy.deepcopy(value)  # a str, a number: itself
-    root: Any = {} if isinstance(value, dict) else [None] * len(value)
-    todo: list[tuple[Any, Any]] = [(value, root)]
-    while todo:
-        source, target = todo.pop()
-        items = source.items() if isinstance(source, dict) else enumerate(source)
-        for key, item in items:
-            if isinstance(item, dict):
-                target[key] = {}
-                todo.append((item, target[key]))
-            elif isinstance(item, list):
-                target[key] = [None] * len(item)
-                todo.append((item, target[key]))
-            else:
-                target[key] = copy.deepcopy(item)
-    return root
 
 
 def _why(refused: ToolError) -> str:
