@@ -82,15 +82,31 @@ def accept_client(client: Any) -> tuple[AsyncOpenAI, bool]:
                     f"{option}= cannot be converted (its authentication is the SDK's own): "
                     "pass an AsyncOpenAI built the same way"
                 )
+        if _custom_http_client(client):
+            # Its proxy, certificates and hooks would be dropped without a word.
+            raise ClientTypeError(
+                f"LlmCycle(client=...) takes {_ACCEPTED}; a sync OpenAI built with "
+                "http_client= cannot be converted (an async client needs an async "
+                "transport): pass an AsyncOpenAI built with an async http_client "
+                "(openai.DefaultAsyncHttpxClient(...)) configured the same way"
+            )
         return async_twin(client), True
     raise ClientTypeError(f"LlmCycle(client=...) takes {_ACCEPTED}, got {type(client).__name__}")
+
+
+def _custom_http_client(client: OpenAI) -> bool:
+    """Whether ``client`` was built with an ``http_client`` of the caller's: the SDK's
+    own is its private ``SyncHttpxClientWrapper`` (the SDK has no public view of it)."""
+    own = getattr(client, "_client", None)
+    return own is not None and type(own).__name__ != "SyncHttpxClientWrapper"
 
 
 def async_twin(client: OpenAI) -> AsyncOpenAI:
     """An ``AsyncOpenAI`` with the same settings as ``client``.
 
     A custom ``http_client`` (proxies, certificates) cannot carry over: an async client
-    needs an async transport, so pass your own ``AsyncOpenAI`` for that. An api_key
+    needs an async transport, so ``LlmCycle`` refuses such a client (pass your own
+    ``AsyncOpenAI`` for that). An api_key
     provider (``OpenAI(api_key=callable)``) is called for each request, as the sync
     client does, in a worker thread (it may block) for at most
     ``KEY_PROVIDER_TIMEOUT`` seconds. Raises ``LlmConfigError`` when the SDK refuses

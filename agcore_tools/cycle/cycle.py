@@ -63,8 +63,9 @@ class LlmCycle(TranscriptViews):
     ``client`` is an ``AsyncOpenAI`` (or a subclass such as ``AsyncAzureOpenAI``),
     used as given, or a sync ``OpenAI``: the cycle then builds and owns its async twin,
     with the same API key, organization, project, base URL, timeout, retries, default
-    headers and default query (a custom ``http_client`` cannot carry over; pass your
-    own ``AsyncOpenAI`` for that). Anything else raises ``TypeError``. Synchronous code
+    headers and default query (one built with a custom ``http_client`` is refused, as
+    it cannot carry over: pass your own ``AsyncOpenAI`` for that). Anything else raises
+    ``TypeError``. Synchronous code
     calls the ``*_sync`` methods, which run the same loop on agcore_tools' own event
     loop (see the second example).
 

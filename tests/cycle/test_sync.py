@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from openai import AsyncOpenAI, AzureOpenAI, OpenAI
+from openai import AsyncOpenAI, AzureOpenAI, DefaultHttpxClient, OpenAI
 
 from agcore_tools import (
     AssistantTextDelta,
@@ -166,6 +166,8 @@ def test_sync_clients_the_cycle_cannot_twin_are_refused_with_the_reason(
     for client, option in [
         (OpenAI(workload_identity=identity), "workload_identity"),
         (OpenAI(provider=bedrock(region="us-east-1", api_key="-")), "provider"),
+        # Its proxy, certificates and hooks were dropped without a word.
+        (OpenAI(api_key="-", http_client=DefaultHttpxClient()), "http_client"),
     ]:
         with pytest.raises(ClientTypeError, match=f"built with {option}= cannot be converted"):
             LlmCycle(CONFIG, client=client)
