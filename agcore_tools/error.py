@@ -66,10 +66,30 @@ class AgcoreError(Exception):
     two branches are :class:`ToolError` and :class:`LlmError`, and a third,
     :class:`CassetteError`, is for tests that replay a recorded run.
 
+    Errors survive ``pickle``, ``copy`` and ``deepcopy`` with their type, message and
+    attributes (``tool_name``, ``timeout``, ``usage`` ...), so they cross process pools.
+
     Example:
         >>> issubclass(ToolError, AgcoreError), issubclass(LlmError, AgcoreError)
         (True, True)
+        >>> import pickle
+        >>> again = pickle.loads(pickle.dumps(ToolTimeoutError("slow", 1.5)))
+        >>> type(again).__name__, again.tool_name, again.timeout
+        ('ToolTimeoutError', 'slow', 1.5)
     """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default rebuilds with cls(*self.args), but the subclasses' __init__ take
+        # their parts (a tool name, a timeout), not the finished message: rebuild from
+        # the message and the attributes instead, without calling __init__.
+        return (_rebuilt, (type(self), self.args), self.__dict__)
+
+
+def _rebuilt(kind: type[AgcoreError], args: tuple[Any, ...]) -> AgcoreError:
+    """An error of type ``kind`` with ``args``, its attributes set by pickle after."""
+    error = kind.__new__(kind, *args)
+    BaseException.__init__(error, *args)
+    return error
 
 
 class ToolError(AgcoreError):

@@ -175,3 +175,58 @@ def test_every_error_has_one_root() -> None:
     for error in (ToolError, LlmError, SyncCallError, _BadContent):
         assert issubclass(error, AgcoreError)
     assert issubclass(_BadContent, ValueError)
+
+
+def _one_of_each() -> dict[str, Any]:
+    """An error of every class agcore_tools.error exports, as the library builds them."""
+    import agcore_tools.error as E
+    from agcore_tools.cycle import Usage
+
+    return {
+        "AgcoreError": E.AgcoreError("x"),
+        "ToolError": E.ToolError("boom", tool_name="t"),
+        "ToolNotFoundError": E.ToolNotFoundError("nope", "the registered tools are: add"),
+        "ToolNotOfferedError": E.ToolNotOfferedError("nope", "search first"),
+        "ToolExecutionError": E.ToolExecutionError("div", "ZeroDivisionError: x"),
+        "ProgramError": E.ProgramError("KeyError", "Traceback ..."),
+        "ToolTimeoutError": E.ToolTimeoutError("slow", 1.5, started=False),
+        "InvalidArgumentsError": E.InvalidArgumentsError("add", "b: required", errors=[]),
+        "PermissionDeniedError": E.PermissionDeniedError("rm", "shell", "is denied"),
+        "ToolUnavailableError": E.ToolUnavailableError("s", "over its rate", retry_after=2.0),
+        "ToolRejectedError": E.ToolRejectedError("refund", "no"),
+        "ApprovalError": E.ApprovalError("bad answer", tool_name="t", redacted="r"),
+        "McpError": E.McpError("fs", "died", status_code=500, recoverable=True, may_have_run=True),
+        "McpNotInitializedError": E.McpNotInitializedError("fs"),
+        "McpTimeoutError": E.McpTimeoutError("fs", "timed out"),
+        "ToolIOError": E.ToolIOError("cannot open", tool_name="r"),
+        "ToolDefinitionError": E.ToolDefinitionError("bad definition"),
+        "ToolConfigError": E.ToolConfigError("bad option", tool_name="x"),
+        "LlmError": E.LlmError("failed"),
+        "LlmConfigError": E.LlmConfigError("bad"),
+        "DefinitionBudgetError": E.DefinitionBudgetError(120, 100, [("a", 90)]),
+        "MaxTurnsExceededError": E.MaxTurnsExceededError(
+            3, usage=Usage(prompt_tokens=5, completion_tokens=2, total_tokens=7), history_length=5
+        ),
+        "OutputValidationError": E.OutputValidationError("City", "{}", ["population"], 2),
+        "SyncCallError": E.SyncCallError("sync"),
+        "CassetteError": E.CassetteError("c"),
+        "CassetteMismatchError": E.CassetteMismatchError(2, "p", "x", "y"),
+    }
+
+
+def test_every_error_survives_pickle_and_copy_as_it_was() -> None:
+    # Process pools pickle a worker's exception (or a ToolInvocation holding one): the
+    # default rebuild, cls(*args), broke most classes, or doubled their message.
+    import copy
+    import pickle
+
+    import agcore_tools.error as E
+
+    errors = _one_of_each()
+    exported = {n for n in E.__all__ if issubclass(getattr(E, n), E.AgcoreError)}
+    assert set(errors) == exported  # a new error class needs a sample here
+    for name, error in errors.items():
+        for again in (pickle.loads(pickle.dumps(error)), copy.copy(error), copy.deepcopy(error)):
+            assert type(again) is type(error), name
+            assert str(again) == str(error), name
+            assert vars(again) == vars(error), name
