@@ -3,14 +3,22 @@
 A leaf module: the MCP client masks a stdio server's ``env`` values and an HTTP
 server's header values in what the server writes (its stderr, its log messages), and
 the model loop masks its client's API key and header values in the errors a server's
-answer becomes (a proxy that echoes the bearer token in its 401 body).
+answer becomes (a proxy that echoes the bearer token in its 401 body), and the query
+values of the server's URL it names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["MIN_SECRET", "header_secrets", "mask", "secret_values"]
+__all__ = [
+    "MIN_SECRET",
+    "header_secrets",
+    "mask",
+    "secret_values",
+    "url_without_secrets",
+]
 
 MIN_SECRET = 8
 """Shorter values ("1", "true", "en_US") are not masked: they would garble the text
@@ -50,3 +58,17 @@ def mask(text: str, secrets: Sequence[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, "***")
     return text
+
+
+def url_without_secrets(url: str) -> str:
+    """``url`` with no user or password, and its query's values shown as ``***``
+    (gateways and hosted servers take keys as ``?api-key=...``).
+
+    Example:
+        >>> url_without_secrets("https://u:pw@gw.example.com:8443/v1?api-key=s3cret&x")
+        'https://gw.example.com:8443/v1?api-key=***&x=***'
+    """
+    parts = urlsplit(url)
+    query = "&".join(f"{part.partition('=')[0]}=***" for part in parts.query.split("&") if part)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))

@@ -20,9 +20,8 @@ import sys
 import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
-from .._redact import header_secrets, mask, secret_values
+from .._redact import header_secrets, mask, secret_values, url_without_secrets
 from ..error import LlmConfigError, LlmError
 from ._client import provided_keys
 from ._requester import retryless
@@ -388,14 +387,15 @@ def _unreached(exc: BaseException, client: Any) -> str:
 
 
 def _shown(client: Any) -> str:
-    """The client's base URL without its userinfo (a password there stays out)."""
-    url = str(getattr(client, "base_url", ""))
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    """The client's base URL without its userinfo and with its query's values as ``***``
+    (a password or a gateway's ``?api-key=`` stays out), as MCP transports show theirs.
+
+    Example:
+        >>> from openai import AsyncOpenAI
+        >>> _shown(AsyncOpenAI(api_key="-", base_url="https://u:pw@gw.example/v1?api-key=k1"))
+        'https://gw.example/v1/?api-key=***'
+    """
+    return url_without_secrets(str(getattr(client, "base_url", "")))
 
 
 def _described(exc: BaseException) -> str:

@@ -17,9 +17,9 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, TypeAlias
-from urllib.parse import urlsplit, urlunsplit
 
 from .._aio import positive_number
+from .._redact import url_without_secrets
 from ..error import ToolConfigError, _AuthTypeError
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ class StreamableHttpTransport:
             >>> StreamableHttpTransport("https://u:pw@mcp.example.com/mcp?key=s3cret").describe()
             'https://mcp.example.com/mcp?key=***'
         """
-        return _without_secrets(self.url)
+        return url_without_secrets(self.url)
 
     def __repr__(self) -> str:
         # headers and auth are left out, and the URLs' credentials hidden: secrets.
@@ -186,7 +186,7 @@ class StreamableHttpTransport:
         }
         shown["url"] = self.describe()
         if isinstance(self.proxy, str):
-            shown["proxy"] = _without_secrets(self.proxy)
+            shown["proxy"] = url_without_secrets(self.proxy)
         return f"StreamableHttpTransport({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
@@ -251,7 +251,7 @@ def _shown_arg(arg: str, before: str) -> str:
         if _SECRET_NAME.fullmatch(before.lstrip("-")):
             return "***"
     if _URL.match(arg):
-        return _without_secrets(arg)
+        return url_without_secrets(arg)
     name, equals, value = arg.partition("=")
     if not equals:
         return arg
@@ -278,13 +278,6 @@ def _shown_variable(variable: str) -> str:
     if equals and _ENV_NAME.fullmatch(name):
         return f"{name}=***"
     return _shown_arg(variable, "")
-
-
-def _without_secrets(url: str) -> str:
-    parts = urlsplit(url)
-    query = "&".join(f"{part.partition('=')[0]}=***" for part in parts.query.split("&") if part)
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
 
 
 def _check_auth(auth: object) -> None:

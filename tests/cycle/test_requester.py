@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import traceback
 from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -265,3 +266,21 @@ async def test_an_error_event_in_a_stream_has_the_key_masked() -> None:
             await cycle.submit_stream("hi").collect()
         await client.close()
     assert key not in str(caught.value) and key not in repr(caught.value.__cause__)
+
+
+async def test_a_key_in_the_base_urls_query_is_not_shown_when_no_server_answers() -> None:
+    # Gateways (Azure APIM and the like) take their key as ?api-key=...; the server the
+    # loop names when it reaches none is shown as the MCP transports show theirs.
+    from openai import AsyncOpenAI
+
+    key = "sk-SECRET-query-0123456789"
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = AsyncOpenAI(api_key="sk-test", base_url=f"http://127.0.0.1:{port}/v1?api-key={key}")
+    cycle = LlmCycle(CycleConfig("m", max_retries=0), client=client)
+    with pytest.raises(LlmError) as caught:
+        await cycle.submit("hi")
+    await client.close()
+    assert f"; server http://127.0.0.1:{port}/v1/?api-key=***)" in str(caught.value)
+    assert key not in "".join(traceback.format_exception(caught.value))
