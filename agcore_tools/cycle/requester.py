@@ -21,7 +21,7 @@ import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._redact import header_secrets, mask, secret_values, url_without_secrets
+from .._redact import header_secrets, mask, masked_error, secret_values, url_without_secrets
 from ..error import LlmConfigError, LlmError
 from ._client import provided_keys
 from ._requester import retryless
@@ -250,7 +250,9 @@ class OpenAIRequester(Requester):
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
             why = redact(f"{_described(exc)}{_unreached(exc, self.client)}")
-            raise LlmError(f"{wire.name} request failed: {why}") from exc
+            # From a masked stand-in of exc when exc quotes a secret: a traceback prints
+            # the whole chain.
+            raise LlmError(f"{wire.name} request failed: {why}") from masked_error(exc, redact)
         except LlmError as exc:  # a body that is no event stream, quoted
             masked = redact(str(exc))
             if masked == str(exc) or type(exc) is not LlmError:
@@ -277,7 +279,7 @@ class OpenAIRequester(Requester):
                     if builder.raw_reason is None:
                         raise LlmError(
                             f"the model's stream failed after {read} chunk(s): {broke}"
-                        ) from exc
+                        ) from masked_error(exc, redact)
                     # A proxy that drops the connection as the stream ends: the turn is
                     # whole (its finish_reason came), and asking again would pay twice.
                     logger.warning(
@@ -289,7 +291,7 @@ class OpenAIRequester(Requester):
             builder.end_stream()
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
             why = redact(_described(exc))
-            raise LlmError(f"the model's stream failed: {why}") from exc
+            raise LlmError(f"the model's stream failed: {why}") from masked_error(exc, redact)
         except LlmError as exc:  # an error event the server sent, quoted
             masked = redact(str(exc))
             if masked == str(exc) or type(exc) is not LlmError:
