@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 __all__ = [
     "MIN_SECRET",
@@ -19,6 +19,7 @@ __all__ = [
     "mask",
     "masked_error",
     "secret_values",
+    "url_secrets",
     "url_without_secrets",
 ]
 
@@ -74,6 +75,24 @@ def url_without_secrets(url: str) -> str:
     query = "&".join(f"{part.partition('=')[0]}=***" for part in parts.query.split("&") if part)
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secrets :func:`url_without_secrets` hides: the password and the query's
+    values, each as written and decoded (a server may echo either). Not the user name,
+    which is no secret and often an ordinary word ("postgres").
+
+    Example:
+        >>> url_secrets("postgresql://app:p%40ss@db/prod?sslkey=k%2B1")
+        ['p%40ss', 'p@ss', 'k%2B1', 'k+1']
+    """
+    parts = urlsplit(url)
+    written = [parts.password]
+    written += [part.partition("=")[2] for part in parts.query.split("&")]
+    found: dict[str, None] = {}
+    for value in filter(None, written):
+        found.update(dict.fromkeys((value, unquote(value), unquote_plus(value))))
+    return list(found)
 
 
 def masked_error(exc: BaseException, redact: Callable[[str], str]) -> BaseException:
