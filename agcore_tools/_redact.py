@@ -3,14 +3,25 @@
 A leaf module: the MCP client masks a stdio server's ``env`` values and an HTTP
 server's header values in what the server writes (its stderr, its log messages), and
 the model loop masks its client's API key and header values in the errors a server's
-answer becomes (a proxy that echoes the bearer token in its 401 body).
+answer becomes (a proxy that echoes the bearer token in its 401 body), the errors they
+are chained from included, and the query values of the server's URL it names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
-__all__ = ["MIN_SECRET", "header_secrets", "mask", "secret_values"]
+__all__ = [
+    "MIN_SECRET",
+    "header_secrets",
+    "mask",
+    "masked_error",
+    "secret_values",
+    "url_secrets",
+    "url_without_secrets",
+]
 
 MIN_SECRET = 8
 """Shorter values ("1", "true", "en_US") are not masked: they would garble the text
@@ -50,3 +61,111 @@ def mask(text: str, secrets: Sequence[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, "***")
     return text
+
+
+def url_without_secrets(url: str) -> str:
+    """``url`` with no user or password, and its query's values shown as ``***``
+    (gateways and hosted servers take keys as ``?api-key=...``).
+
+    Example:
+        >>> url_without_secrets("https://u:pw@gw.example.com:8443/v1?api-key=s3cret&x")
+        'https://gw.example.com:8443/v1?api-key=***&x=***'
+    """
+    parts = urlsplit(url)
+    query = "&".join(f"{part.partition('=')[0]}=***" for part in parts.query.split("&") if part)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secrets :func:`url_without_secrets` hides: the password and the query's
+    values, each as written and decoded (a server may echo either). Not the user name,
+    which is no secret and often an ordinary word ("postgres").
+
+    Example:
+        >>> url_secrets("postgresql://app:p%40ss@db/prod?sslkey=k%2B1")
+        ['p%40ss', 'p@ss', 'k%2B1', 'k+1']
+    """
+    parts = urlsplit(url)
+    written = [parts.password]
+    written += [part.partition("=")[2] for part in parts.query.split("&")]
+    found: dict[str, None] = {}
+    for value in filter(None, written):
+        found.update(dict.fromkeys((value, unquote(value), unquote_plus(value))))
+    return list(found)
+
+
+def masked_error(exc: BaseException, redact: Callable[[str], str]) -> BaseException:
+    """``exc`` to chain an error from: itself when ``redact`` changes no text on its
+    chain (its message and notes, its causes' and contexts'), else a stand-in of its
+    type, with its traceback and attributes, showing the text ``redact`` returns.
+
+    A traceback (``logger.exception`` too) prints every exception on the chain, so
+    masking the new error's own message is not enough when ``exc`` quotes the secret.
+
+    Example:
+        >>> hide = lambda text: mask(text, ["ghp_S3CRETt0ken"])
+        >>> try:
+        ...     raise ConnectionError("refused") from ValueError("bad token ghp_S3CRETt0ken")
+        ... except ConnectionError as exc:
+        ...     shown = masked_error(exc, hide)
+        >>> type(shown).__name__, str(shown), type(shown.__cause__).__name__, str(shown.__cause__)
+        ('ConnectionError', 'refused', 'ValueError', 'bad token ***')
+        >>> clean = ValueError("nothing to hide")
+        >>> masked_error(clean, hide) is clean
+        True
+    """
+    return _masked(exc, redact, {})
+
+
+def _masked(
+    exc: BaseException, redact: Callable[[str], str], done: dict[int, BaseException]
+) -> BaseException:
+    if id(exc) in done:  # the cause that is also the context, or a cycle
+        return done[id(exc)]
+    done[id(exc)] = exc
+    cause = None if exc.__cause__ is None else _masked(exc.__cause__, redact, done)
+    context = None if exc.__context__ is None else _masked(exc.__context__, redact, done)
+    text = str(exc)
+    shown = redact(text)
+    notes = getattr(exc, "__notes__", None)  # printed too; kept in vars(exc)
+    if (
+        shown == text
+        and _masked_value(notes, redact) == notes
+        and cause is exc.__cause__
+        and context is exc.__context__
+    ):
+        return exc
+    stand_in = _stand_in(exc, shown, redact)
+    stand_in.__cause__ = cause
+    stand_in.__context__ = context
+    stand_in.__suppress_context__ = exc.__suppress_context__
+    done[id(exc)] = stand_in
+    return stand_in.with_traceback(exc.__traceback__)
+
+
+def _stand_in(exc: BaseException, shown: str, redact: Callable[[str], str]) -> BaseException:
+    kind = type(exc)
+    try:
+        # Not through __init__: the SDK's errors want the request, the response.
+        stand_in = kind.__new__(kind, shown)
+    except TypeError:  # a type that needs more to be made (an ExceptionGroup)
+        stand_in = None
+    if stand_in is not None:
+        # Its attributes (message, body, response) masked, keeping what they tell.
+        vars(stand_in).update({k: _masked_value(v, redact) for k, v in vars(exc).items()})
+    if stand_in is None or shown not in str(stand_in):  # its str() reads other fields
+        return Exception(f"{kind.__module__}.{kind.__qualname__}: {shown}")
+    return stand_in
+
+
+def _masked_value(value: Any, redact: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _masked_value(item, redact) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_masked_value(item, redact) for item in value]
+    if type(value) is tuple:
+        return tuple(_masked_value(item, redact) for item in value)
+    return value

@@ -824,3 +824,8 @@ class _AuthTypeError(ToolError, TypeError):
 class _ListenerTypeError(ToolError, TypeError):
     """An ``on_event`` listener that is not a plain function (a mistake in the caller's
     code): an async one's coroutines would never be awaited."""
+
+
+class _CassetteTypeError(CassetteError, TypeError):
+    """A :class:`~agcore_tools.testing.Cassette` option of the wrong type (a mistake in
+    the caller's code), such as one string where a list of secrets goes."""

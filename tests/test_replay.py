@@ -139,6 +139,41 @@ def test_nothing_secret_is_in_the_file(tmp_path: Path) -> None:
     asyncio.run(replay())
 
 
+def test_a_secret_named_by_the_caller_is_scrubbed_whatever_its_length(tmp_path: Path) -> None:
+    path = tmp_path / "pin.json"
+
+    async def run() -> None:
+        with (
+            ScriptedChatServer([S.reply_text("Hi")]) as server,
+            Cassette(path, "rewrite", secrets=["4821"]) as cassette,
+        ):
+            async with cassette.client(base_url=server.base_url, api_key="Hi") as client:
+                await client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "my PIN is 4821"}]
+                )
+
+    asyncio.run(run())
+    [interaction] = json.loads(path.read_text())["interactions"]
+    assert interaction["request"]["json"]["messages"][0]["content"] == "my PIN is [scrubbed]"
+    assert "4821" not in path.read_text()
+    # a short value found in the requests (the api key "Hi") is not: it would garble text
+    assert interaction["response"]["json"]["choices"][0]["message"]["content"] == "Hi"
+
+
+@pytest.mark.parametrize("secrets", ["hunter2-password", b"hunter2-password"])
+def test_one_string_as_secrets_is_refused_without_showing_it(tmp_path: Path, secrets: Any) -> None:
+    with pytest.raises(
+        CassetteError, match=r"takes a list of strings.*secrets=\[value\]"
+    ) as caught:
+        Cassette(tmp_path / "run.json", "rewrite", secrets=secrets)
+    assert isinstance(caught.value, TypeError)
+    assert "hunter2" not in str(caught.value)
+    with pytest.raises(CassetteError, match=r"got int at secrets\[1\]") as caught:
+        Cassette(tmp_path / "run.json", "rewrite", secrets=["hunter2-password", 42])
+    assert isinstance(caught.value, TypeError) and "hunter2" not in str(caught.value)
+    assert not (tmp_path / "run.json").exists()
+
+
 async def test_scrubbed_mcp_arguments_still_match() -> None:
     cassette = Cassette.from_interactions(
         [

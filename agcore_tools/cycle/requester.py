@@ -20,9 +20,8 @@ import sys
 import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
-from .._redact import header_secrets, mask, secret_values
+from .._redact import header_secrets, mask, masked_error, secret_values, url_without_secrets
 from ..error import LlmConfigError, LlmError
 from ._client import provided_keys
 from ._requester import retryless
@@ -251,7 +250,9 @@ class OpenAIRequester(Requester):
         except (OpenAIError, ValueError, RecursionError) as exc:  # a body that is not JSON,
             # or JSON nested too deeply to parse
             why = redact(f"{_described(exc)}{_unreached(exc, self.client)}")
-            raise LlmError(f"{wire.name} request failed: {why}") from exc
+            # From a masked stand-in of exc when exc quotes a secret: a traceback prints
+            # the whole chain.
+            raise LlmError(f"{wire.name} request failed: {why}") from masked_error(exc, redact)
         except LlmError as exc:  # a body that is no event stream, quoted
             masked = redact(str(exc))
             if masked == str(exc) or type(exc) is not LlmError:
@@ -278,7 +279,7 @@ class OpenAIRequester(Requester):
                     if builder.raw_reason is None:
                         raise LlmError(
                             f"the model's stream failed after {read} chunk(s): {broke}"
-                        ) from exc
+                        ) from masked_error(exc, redact)
                     # A proxy that drops the connection as the stream ends: the turn is
                     # whole (its finish_reason came), and asking again would pay twice.
                     logger.warning(
@@ -290,7 +291,7 @@ class OpenAIRequester(Requester):
             builder.end_stream()
         except (OpenAIError, ValueError, RecursionError) as exc:  # an event that is not JSON
             why = redact(_described(exc))
-            raise LlmError(f"the model's stream failed: {why}") from exc
+            raise LlmError(f"the model's stream failed: {why}") from masked_error(exc, redact)
         except LlmError as exc:  # an error event the server sent, quoted
             masked = redact(str(exc))
             if masked == str(exc) or type(exc) is not LlmError:
@@ -388,14 +389,15 @@ def _unreached(exc: BaseException, client: Any) -> str:
 
 
 def _shown(client: Any) -> str:
-    """The client's base URL without its userinfo (a password there stays out)."""
-    url = str(getattr(client, "base_url", ""))
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    """The client's base URL without its userinfo and with its query's values as ``***``
+    (a password or a gateway's ``?api-key=`` stays out), as MCP transports show theirs.
+
+    Example:
+        >>> from openai import AsyncOpenAI
+        >>> _shown(AsyncOpenAI(api_key="-", base_url="https://u:pw@gw.example/v1?api-key=k1"))
+        'https://gw.example/v1/?api-key=***'
+    """
+    return url_without_secrets(str(getattr(client, "base_url", "")))
 
 
 def _described(exc: BaseException) -> str:

@@ -6,7 +6,8 @@ speed; only the logging is bounded (a per-second line budget, the rest counted a
 reported), and the last lines are kept for start-up error messages.
 
 A server that fails to start often echoes the credential it was given ("bad credentials:
-ghp_..."): the values of its ``env`` are masked in both the log and the tail. The same
+ghp_..."): the values of its ``env``, and those its command line shows as ``***``
+(``--api-key X``, ``-e NAME=X``), are masked in both the log and the tail. The same
 masking (see ``agcore_tools/_redact.py``) applies to the log notifications a server sends
 (``agcore_tools.mcp.server``).
 """
@@ -20,7 +21,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .._redact import header_secrets, mask, secret_values
-from .transport import StdioTransport, StreamableHttpTransport
+from .transport import StdioTransport, StreamableHttpTransport, _arg_secrets
 
 if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream
@@ -37,24 +38,28 @@ _LINES_PER_SECOND = 200
 
 def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> list[str]:
     """What a server may echo that a log must not show (``_redact.secret_values``): a
-    stdio server's ``env`` values; an HTTP server's header values, and each word of one
-    (the token of ``Bearer ...``).
+    stdio server's ``env`` values and the arguments its command line shows as ``***``
+    (see :meth:`StdioTransport.describe`); an HTTP server's header values, and each
+    word of one (the token of ``Bearer ...``).
 
     Example:
         >>> http = StreamableHttpTransport("https://x/mcp", {"Authorization": "Bearer ghp_S3CRETt0ken"})
         >>> transport_secrets(http)
         ['Bearer ghp_S3CRETt0ken', 'ghp_S3CRETt0ken']
+        >>> transport_secrets(StdioTransport("npx", ["srv", "--api-key", "sk-S3CRETkey"],
+        ...                                  env={"DB_PASSWORD": "hunter2-pw"}))
+        ['sk-S3CRETkey', 'hunter2-pw']
     """
     if isinstance(transport, StdioTransport):
-        return secret_values((transport.env or {}).values())
+        return secret_values([*(transport.env or {}).values(), *_arg_secrets(transport.args)])
     return secret_values(header_secrets((transport.headers or {}).values()))
 
 
 class StderrLog:
     """Reads one child's stderr into the ``agcore_tools.mcp.stderr`` logger.
 
-    Each of ``secrets`` (the child's ``env`` values) 8 characters or longer is shown
-    as ``***`` in the log and the tail.
+    Each of ``secrets`` (see :func:`transport_secrets`) 8 characters or longer is
+    shown as ``***`` in the log and the tail.
 
     Example:
         >>> log = StderrLog("fs", secrets=["ghp_S3CRETt0ken"])

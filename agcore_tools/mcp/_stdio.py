@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from ..error import McpError
 from ._framing import LineReader, LineWriter
 from ._matching import PendingIds
-from ._stderr import StderrLog
+from ._stderr import StderrLog, transport_secrets
 from .transport import StdioTransport
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ async def open_stdio(
     read_stream = LineReader(process.stdout, pending, where)
     write_stream = LineWriter(process.stdin, process.stdout, pending)
     child = ChildProcess(
-        process.pid, StderrLog(server_name, (transport.env or {}).values()), process, read_stream
+        process.pid, StderrLog(server_name, transport_secrets(transport)), process, read_stream
     )
     on_spawn(child)
     exit_watch = _exit_watch(process)

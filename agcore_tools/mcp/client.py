@@ -340,7 +340,8 @@ class McpClient(SyncClientMethods):
     def stderr_tail(self) -> str:
         """The last lines the stdio server wrote to stderr ("" if none); after a failed
         ``connect()``, those of the server that failed. The transport's ``env`` values
-        (8 characters or more) are shown as ``***``."""
+        and the arguments its ``describe()`` hides (8 characters or more) are shown as
+        ``***``."""
         conn = self._session.conn or self._session.failed
         return conn.child.stderr.tail() if conn is not None and conn.child is not None else ""
 

@@ -17,9 +17,9 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, TypeAlias
-from urllib.parse import urlsplit, urlunsplit
 
 from .._aio import positive_number
+from .._redact import header_secrets, url_secrets, url_without_secrets
 from ..error import ToolConfigError, _AuthTypeError
 
 if TYPE_CHECKING:
@@ -40,7 +40,8 @@ class StdioTransport:
     ``OPENAI_API_KEY``, never reach it; pass what the server needs in ``env``.
     The child runs in its own process group, and ``close()`` ends the whole group, so
     helpers it started (``npx`` starts ``node``) do not outlive it. Its stderr goes to
-    the ``agcore_tools.mcp.stderr`` logger.
+    the ``agcore_tools.mcp.stderr`` logger, with the values of ``env`` and those
+    :meth:`describe` hides in ``args`` shown as ``***``.
 
     Example:
         >>> t = StdioTransport("npx", ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"])
@@ -175,7 +176,7 @@ class StreamableHttpTransport:
             >>> StreamableHttpTransport("https://u:pw@mcp.example.com/mcp?key=s3cret").describe()
             'https://mcp.example.com/mcp?key=***'
         """
-        return _without_secrets(self.url)
+        return url_without_secrets(self.url)
 
     def __repr__(self) -> str:
         # headers and auth are left out, and the URLs' credentials hidden: secrets.
@@ -186,7 +187,7 @@ class StreamableHttpTransport:
         }
         shown["url"] = self.describe()
         if isinstance(self.proxy, str):
-            shown["proxy"] = _without_secrets(self.proxy)
+            shown["proxy"] = url_without_secrets(self.proxy)
         return f"StreamableHttpTransport({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
@@ -237,54 +238,61 @@ _ENV_OPTIONS = ("-e", "--env")
 _HEADER_OPTIONS = ("-H", "--header")
 
 
-def _shown_args(args: Sequence[str]) -> tuple[str, ...]:
-    return tuple(_shown_arg(arg, "" if n == 0 else args[n - 1]) for n, arg in enumerate(args))
+def _shown_args(args: Sequence[str], hidden: list[str] | None = None) -> tuple[str, ...]:
+    # `hidden` collects what is shown as ***: the server's stderr is masked with it.
+    into: list[str] = [] if hidden is None else hidden
+    return tuple(_shown_arg(arg, "" if n == 0 else args[n - 1], into) for n, arg in enumerate(args))
 
 
-def _shown_arg(arg: str, before: str) -> str:
+def _arg_secrets(args: Sequence[str]) -> list[str]:
+    """The values in ``args`` that :meth:`StdioTransport.describe` shows as ``***``."""
+    hidden: list[str] = []
+    _shown_args(args, hidden)
+    return hidden
+
+
+def _shown_arg(arg: str, before: str, hidden: list[str]) -> str:
     # `before` is the argument ahead of this one: the option this may be the value of.
     if before.startswith("-") and not arg.startswith("-"):
         if before in _HEADER_OPTIONS:
-            return _shown_header(arg)
+            return _shown_header(arg, hidden)
         if before in _ENV_OPTIONS:
-            return _shown_variable(arg)
+            return _shown_variable(arg, hidden)
         if _SECRET_NAME.fullmatch(before.lstrip("-")):
+            hidden.append(arg)
             return "***"
     if _URL.match(arg):
-        return _without_secrets(arg)
+        hidden.extend(url_secrets(arg))
+        return url_without_secrets(arg)
     name, equals, value = arg.partition("=")
     if not equals:
         return arg
     if name in _HEADER_OPTIONS:
-        return f"{name}={_shown_header(value)}"
+        return f"{name}={_shown_header(value, hidden)}"
     if name in _ENV_OPTIONS:
-        return f"{name}={_shown_variable(value)}"
+        return f"{name}={_shown_variable(value, hidden)}"
     if _SECRET_NAME.fullmatch(name.lstrip("-")):
+        hidden.append(value)
         return f"{name}=***"
     # The value may be a URL (--db=redis://:pw@r, DATABASE_URL=postgresql://...) or
     # another NAME=value (--env=API_KEY=..., --set=api_key=...).
-    return f"{name}={_shown_arg(value, '')}"
+    return f"{name}={_shown_arg(value, '', hidden)}"
 
 
-def _shown_header(header: str) -> str:
-    name, colon, _ = header.partition(":")
+def _shown_header(header: str, hidden: list[str]) -> str:
+    name, colon, value = header.partition(":")
     if not colon or _URL.match(header):
-        return _shown_arg(header, "")
+        return _shown_arg(header, "", hidden)
+    hidden.extend(header_secrets([value.strip()]))  # and the token of "Bearer ..."
     return f"{name}: ***"
 
 
-def _shown_variable(variable: str) -> str:
-    name, equals, _ = variable.partition("=")
+def _shown_variable(variable: str, hidden: list[str]) -> str:
+    name, equals, value = variable.partition("=")
     if equals and _ENV_NAME.fullmatch(name):
+        hidden.append(value)
         return f"{name}=***"
-    return _shown_arg(variable, "")
-
-
-def _without_secrets(url: str) -> str:
-    parts = urlsplit(url)
-    query = "&".join(f"{part.partition('=')[0]}=***" for part in parts.query.split("&") if part)
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
+    return _shown_arg(variable, "", hidden)
 
 
 def _check_auth(auth: object) -> None:

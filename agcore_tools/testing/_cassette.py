@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .._version import __version__
-from ..error import CassetteError, CassetteMismatchError
+from ..error import CassetteError, CassetteMismatchError, _CassetteTypeError
 from ..mcp import McpClient
 from ._tape_http import SCRUBBED, HttpTape
 from ._tape_mcp import CassetteMcpClient, McpTape
@@ -32,7 +32,9 @@ it replays), ``"rewrite"`` always (the run goes to the real model and servers ag
 
 _MODES = ("once", "rewrite", "none")
 _VERSION = 1
-_MIN_SECRET = 8  # shorter values ("test", "1") are too likely to be ordinary text
+# Shorter values found in the requests ("test", "1") are too likely to be ordinary text;
+# the values given as ``secrets=`` are scrubbed whatever their length.
+_MIN_SECRET = 8
 _ENDPOINTS = ("/chat/completions", "/responses", "/models", "/embeddings", "/completions")
 
 
@@ -122,14 +124,19 @@ class Cassette:
             mode: When to record (see :data:`RecordMode`).
             secrets: More values to scrub from the file on save (a password that a
                 tool's arguments carry, say), beside the keys and cookies found in
-                the requests' headers and query strings.
+                the requests' headers and query strings: a list of strings, each
+                scrubbed whatever its length (the keys and cookies found are scrubbed
+                from 8 characters up).
 
         Raises:
             CassetteError: ``mode`` is not one of the three, or ``"none"`` and the file
-                is missing, or the file is not a cassette.
+                is missing, or the file is not a cassette; also a ``TypeError`` when
+                ``secrets`` is one string rather than a list of them, or holds a
+                value that is not a string.
         """
         if mode not in _MODES:
             raise CassetteError(f"record mode must be 'once', 'rewrite' or 'none', got {mode!r}")
+        named = _named_secrets(secrets)
         self.path = Path(path)
         """The cassette's file."""
         self.mode: RecordMode = mode
@@ -145,7 +152,8 @@ class Cassette:
         "response": ...}`` and ``{"kind": "mcp", "method": "tools/list" or
         "tools/call", ...}``."""
         self._base_url: str | None = data.get("base_url")
-        self._secrets: set[str] = {s for s in secrets if s}
+        self._named = named
+        self._secrets: set[str] = set()  # found in the requests while recording
         self._http = HttpTape(self.interactions, self._secrets)
         self._mcp = McpTape(self.interactions)
 
@@ -163,6 +171,7 @@ class Cassette:
         cassette.recording = False
         cassette.interactions = [dict(i) for i in interactions]
         cassette._base_url = None
+        cassette._named = frozenset()
         cassette._secrets = set()
         cassette._http = HttpTape(cassette.interactions, cassette._secrets)
         cassette._mcp = McpTape(cassette.interactions)
@@ -305,7 +314,8 @@ class Cassette:
         """
         if not self.recording:
             return
-        secrets = sorted((s for s in self._secrets if len(s) >= _MIN_SECRET), key=len)[::-1]
+        found = {s for s in self._secrets if len(s) >= _MIN_SECRET}
+        secrets = sorted(found | self._named, key=len, reverse=True)
         data = {
             "version": _VERSION,
             "recorded_with": f"agcore_tools {__version__}",
@@ -343,6 +353,30 @@ class Cassette:
     def __repr__(self) -> str:
         mode = "recording" if self.recording else "replaying"
         return f"<Cassette {str(self.path)!r} {mode}, {len(self.interactions)} interaction(s)>"
+
+
+def _named_secrets(secrets: Iterable[str]) -> frozenset[str]:
+    # Never shown in the errors: the value may be the very secret to hide.
+    if isinstance(secrets, (str, bytes)):
+        raise _CassetteTypeError(
+            f"Cassette(secrets=...) takes a list of strings, got a {type(secrets).__name__} "
+            "(read as its characters, the value itself would not be scrubbed): "
+            "pass secrets=[value]"
+        )
+    if not isinstance(secrets, Iterable):
+        raise _CassetteTypeError(
+            f"Cassette(secrets=...) takes a list of strings, got {type(secrets).__name__}"
+        )
+    named = set()
+    for number, secret in enumerate(secrets):
+        if not isinstance(secret, str):
+            raise _CassetteTypeError(
+                f"Cassette(secrets=...) takes a list of strings, got "
+                f"{type(secret).__name__} at secrets[{number}]: pass each secret as a str"
+            )
+        if secret:
+            named.add(secret)
+    return frozenset(named)
 
 
 def _scrubbed_base(url: str) -> str:

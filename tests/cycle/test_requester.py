@@ -4,7 +4,9 @@ client that cycles on it share (cycle/_requester.py)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
+import traceback
 from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -265,3 +267,68 @@ async def test_an_error_event_in_a_stream_has_the_key_masked() -> None:
             await cycle.submit_stream("hi").collect()
         await client.close()
     assert key not in str(caught.value) and key not in repr(caught.value.__cause__)
+
+
+async def test_a_key_in_the_base_urls_query_is_not_shown_when_no_server_answers() -> None:
+    # Gateways (Azure APIM and the like) take their key as ?api-key=...; the server the
+    # loop names when it reaches none is shown as the MCP transports show theirs.
+    from openai import AsyncOpenAI
+
+    key = "sk-SECRET-query-0123456789"
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = AsyncOpenAI(api_key="sk-test", base_url=f"http://127.0.0.1:{port}/v1?api-key={key}")
+    cycle = LlmCycle(CycleConfig("m", max_retries=0), client=client)
+    with pytest.raises(LlmError) as caught:
+        await cycle.submit("hi")
+    await client.close()
+    assert f"; server http://127.0.0.1:{port}/v1/?api-key=***)" in str(caught.value)
+    assert key not in "".join(traceback.format_exception(caught.value))
+
+
+async def test_the_error_chained_under_the_loops_error_has_the_key_masked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The loop's own message was masked, but it was raised from the SDK's error, whose
+    # text a traceback and logger.exception print: the key, echoed by a proxy's 401.
+    from openai import AsyncOpenAI
+
+    key = "sk-proj-Zq8v1S3CRETk3yABCDEFGH"
+
+    def echo(status: int) -> Any:
+        def answer(request: Any) -> Any:
+            return S.error(
+                status, f"Incorrect API key provided: {request.headers['authorization']}"
+            )
+
+        return answer
+
+    with ScriptedChatServer([echo(401), echo(401)]) as server:
+        mid_stream = RawStream(
+            [server.chunk({"content": "Hel"}), {"error": {"message": f"expired: {key}"}}],
+            done=False,
+        )
+        server.add(mid_stream)
+        client = AsyncOpenAI(base_url=server.base_url, api_key=key, max_retries=0)
+        cycle = LlmCycle(CycleConfig("m", max_retries=0), client=client)
+        errors = []
+        for streamed in (False, True, True):  # a 401, a 401 to a stream, then mid-stream
+            with pytest.raises(LlmError) as caught:
+                await (cycle.submit_stream("hi").collect() if streamed else cycle.submit("hi"))
+            errors.append(caught.value)
+        await client.close()
+    assert [str(error).rsplit(": ", 1)[-1] for error in errors] == ["Bearer ***"] * 2 + ["***"]
+    assert str(errors[2]).startswith("the model's stream failed: APIError: expired: ")
+    logger = logging.getLogger("tests.app")
+    for error, sdk_error in zip(errors, ["AuthenticationError"] * 2 + ["APIError"], strict=True):
+        shown = "".join(traceback.format_exception(error))
+        assert f"\nopenai.{sdk_error}: " in shown  # the SDK's error and its frames stay
+        assert type(error.__cause__).__name__ == sdk_error and error.__cause__.__traceback__
+        assert key not in shown and key not in str(error.__cause__.body)
+        try:
+            raise error
+        except LlmError:
+            logger.exception("model call failed")
+    assert len(caplog.records) == 3 and key not in caplog.text
+    assert errors[0].__cause__.status_code == 401

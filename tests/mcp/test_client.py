@@ -245,6 +245,34 @@ async def test_a_token_a_failing_server_echoes_is_masked_in_the_error_and_log(
     assert secret not in caplog.text
 
 
+async def test_a_token_a_failing_server_echoes_from_its_args_is_masked_in_the_error_and_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The command line shown hid these args' values, but the server's stderr showed
+    # them when it echoed them: only env values were masked there.
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    secrets = [f"SECRET-{n}-0123456789" for n in range(5)]
+    args = [
+        *("--api-key", secrets[0], "--token", secrets[1], "-e", f"GITHUB_TOKEN={secrets[2]}"),
+        *(f"postgresql://app:{secrets[3]}@db/prod", "--header"),
+        f"Authorization: Bearer {secrets[4]}",
+    ]
+    code = (
+        "import sys; print('rejected:', *sys.argv[1:], file=sys.stderr); "
+        "print('token', sys.argv[-1].split()[-1], file=sys.stderr); sys.exit(3)"
+    )
+    client = McpClient("srv", StdioTransport(sys.executable, ["-c", code, *args]), timeout=10)
+    with pytest.raises(McpError, match="exited with code 3 during start-up") as info:
+        await client.connect()
+    message = str(info.value)
+    assert message.endswith(
+        "stderr: rejected: --api-key *** --token *** -e GITHUB_TOKEN=*** "
+        "postgresql://app:***@db/prod --header Authorization: *** | token ***"
+    )
+    assert caplog.messages[-1] == "[srv] token ***"
+    assert not [s for s in secrets if s in message or s in caplog.text or s in client.stderr_tail]
+
+
 async def test_server_that_never_answers_times_out_and_is_stopped() -> None:
     code = "import sys, time; print('waiting forever', file=sys.stderr, flush=True); time.sleep(60)"
     # The default stop_grace (2 s per step) does not apply to a server that never started.
