@@ -824,3 +824,8 @@ class _AuthTypeError(ToolError, TypeError):
 class _ListenerTypeError(ToolError, TypeError):
     """An ``on_event`` listener that is not a plain function (a mistake in the caller's
     code): an async one's coroutines would never be awaited."""
+
+
+class _CassetteConfigError(CassetteError, ValueError):
+    """A :class:`~agcore_tools.testing.Cassette` set up so that it cannot work: an unknown
+    record mode, or an OpenAI SDK it cannot plug into (a mistake in the caller's setup)."""

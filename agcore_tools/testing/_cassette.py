@@ -12,7 +12,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .._version import __version__
-from ..error import CassetteError, CassetteMismatchError
+from ..cycle.transport import sdk_is_httpx2_based
+from ..error import CassetteError, CassetteMismatchError, _CassetteConfigError
 from ..mcp import McpClient
 from ._tape_http import SCRUBBED, HttpTape
 from ._tape_mcp import CassetteMcpClient, McpTape
@@ -193,11 +194,22 @@ class Cassette:
         """An ``http_client`` for ``AsyncOpenAI``: recording through ``transport`` (by
         default a plain ``httpx2.AsyncHTTPTransport``), or replaying with no socket.
 
+        Raises ``CassetteError`` (a ``ValueError`` too) when the installed OpenAI SDK is
+        older than 3.0: its client is built on ``httpx``, which cannot drive the
+        cassette's ``httpx2`` transports.
+
         Example:
             >>> from openai import AsyncOpenAI
             >>> cassette = Cassette.from_interactions([])
             >>> client = AsyncOpenAI(api_key="unused", http_client=cassette.http_client())
         """
+        if not sdk_is_httpx2_based():
+            import openai
+
+            raise _CassetteConfigError(
+                f"Cassette needs openai>=3 (an httpx2-based client); openai "
+                f"{openai.__version__} is httpx-based: upgrade openai to record and replay"
+            )
         from openai import DefaultAsyncHttpxClient
 
         from ._transports import RecordingTransport, ReplayTransport
@@ -211,7 +223,8 @@ class Cassette:
         return DefaultAsyncHttpxClient(transport=RecordingTransport(transport, self._http))
 
     def client(self, **options: Any) -> AsyncOpenAI:
-        """An ``AsyncOpenAI`` on :meth:`http_client`, with the SDK's retries off.
+        """An ``AsyncOpenAI`` on :meth:`http_client` (so openai 3 or later), with the
+        SDK's retries off.
 
         Recording, ``options`` go to ``AsyncOpenAI`` (``base_url``, ``api_key``, or the
         ``OPENAI_*`` variables as usual). Replaying, the key is a dummy and the base
