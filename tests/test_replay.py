@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import CycleConfig, LlmCycle, McpClient, StdioTransport, ToolRegistry
+from agcore_tools import (
+    CycleConfig,
+    LlmCycle,
+    McpClient,
+    McpTimeoutError,
+    StdioTransport,
+    ToolRegistry,
+)
 from agcore_tools.testing import (
     Cassette,
     CassetteError,
@@ -260,6 +267,23 @@ async def test_an_mcp_call_the_cassette_does_not_hold_fails_the_replay(tmp_path:
         r'with arguments \{"x": 2\} is not in the cassette',
     ):
         cassette.check()  # ...and the replay fails
+
+
+async def test_an_mcp_error_from_an_older_cassette_replays_without_its_prefix_twice() -> None:
+    # Cassettes recorded before an error's fields were kept hold its type and str() only.
+    cassette = Cassette.from_interactions(
+        [
+            {"kind": "mcp", "server": "demo", "method": "tools/list", "tools": [{"name": "t"}]},
+            {"kind": "mcp", "server": "demo", "method": "tools/call", "tool": "t",
+             "arguments": {}, "error": {"type": "McpTimeoutError",
+                                        "message": "MCP server 'demo': tools/call 't' timed out"}},
+        ]
+    )  # fmt: skip
+    async with cassette.mcp(McpClient("demo", StdioTransport("no-such-server"))) as demo:
+        with pytest.raises(McpTimeoutError) as info:
+            await demo.call_tool("t", {})
+    assert str(info.value) == "MCP server 'demo': tools/call 't' timed out"
+    assert info.value.tool_name == "t" and not info.value.is_recoverable()
 
 
 async def test_requests_past_the_end_or_never_sent_fail(recorded) -> None:
