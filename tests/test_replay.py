@@ -322,6 +322,23 @@ def _chat(question: str, answer: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+async def test_a_change_at_the_end_of_a_long_prompt_is_shown_where_it_is() -> None:
+    # Both sides were cut at 80 characters from the start: two identical texts.
+    prompt = "You are a helpful assistant for ACME Corp. " * 5
+    cassette = Cassette.from_interactions([_chat(prompt + "Answer in English.", "Hi")])
+    async with cassette.client() as client:
+        with pytest.raises(CassetteMismatchError) as caught:
+            await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": prompt + "Answer in French."}]
+            )
+    assert str(caught.value) == (
+        "request 0 differs at messages[0].content, character 225: "
+        "recorded ...'tant for ACME Corp. Answer in English.', "
+        "got ...'tant for ACME Corp. Answer in French.'"
+    )
+    assert caught.value.got == prompt + "Answer in French."
+
+
 async def test_runs_made_concurrently_replay_in_another_order() -> None:
     # Recorded as slow, fast; an instant replay of the same concurrent runs may send
     # fast first: each request gets the first unplayed recorded one it matches.
