@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
 from agcore_tools import (
@@ -337,6 +338,35 @@ async def test_a_change_at_the_end_of_a_long_prompt_is_shown_where_it_is() -> No
         "got ...'tant for ACME Corp. Answer in French.'"
     )
     assert caught.value.got == prompt + "Answer in French."
+
+
+async def test_file_uploads_replay_though_each_request_has_its_own_boundary(
+    tmp_path: Path,
+) -> None:
+    # httpx picks a random multipart boundary per request: no upload ever matched.
+    path = tmp_path / "uploads.json"
+
+    async def upload(cassette: Cassette, text: bytes = b"hello", **options: Any) -> list[str]:
+        failures = []
+        async with cassette.client(**options) as client:
+            for send in (
+                lambda: client.files.create(file=("notes.txt", text), purpose="assistants"),
+                lambda: client.audio.transcriptions.create(
+                    file=("a.wav", b"RIFF\xff\xfe\x00\x01"), model="whisper-1"
+                ),
+            ):
+                with pytest.raises(openai.NotFoundError) as caught:  # the scripted server's
+                    await send()
+                failures.append(str(caught.value))
+        return failures
+
+    with ScriptedChatServer() as server, Cassette(path, "rewrite") as cassette:
+        recorded = await upload(cassette, base_url=server.base_url, api_key="sk-test")
+    with no_network(), Cassette(path, "none") as cassette:
+        assert await upload(cassette) == recorded
+    changed = r"differs at \(body\), character \d+: recorded .*hello.*, got .*hullo"
+    with no_network(), pytest.raises(CassetteMismatchError, match=changed):
+        await upload(Cassette(path, "none"), b"hullo")
 
 
 async def test_runs_made_concurrently_replay_in_another_order() -> None:
