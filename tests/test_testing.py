@@ -52,6 +52,21 @@ def test_json_reply_in_the_chat_completions_format() -> None:
     assert body["usage"] == usage
 
 
+def test_every_response_and_chunk_is_created_at_the_same_fixed_time() -> None:
+    # It was the clock's: a run recorded twice against the server differed in each one.
+    server = S([S.reply_text("Hi")] * 3)
+    asked = {"model": "m", "messages": []}
+    with server:
+        with post(server, asked) as r:
+            assert json.loads(r.read())["created"] == 1_700_000_000
+        with post(server, {**asked, "stream": True}) as r:
+            chunks = [json.loads(e[6:]) for e in sse_events(r.read()) if e != "data: [DONE]"]
+        assert {chunk["created"] for chunk in chunks} == {1_700_000_000}
+        with post(server, {"model": "m", "input": "x"}, "/responses") as r:
+            assert json.loads(r.read())["created_at"] == 1_700_000_000
+    assert server.chunk()["created"] == 1_700_000_000
+
+
 def test_requests_are_captured_with_json_and_headers() -> None:
     with S([S.reply_text("a"), S.reply_text("b")]) as server:
         post(server, {"model": "x", "messages": []}).close()

@@ -28,7 +28,14 @@ __all__ = [
 ]
 
 from .._aio import with_timeout
-from ._formats import prompt_tokens, reply_chunks, reply_json, responses_events, responses_json
+from ._formats import (
+    CREATED,
+    prompt_tokens,
+    reply_chunks,
+    reply_json,
+    responses_events,
+    responses_json,
+)
 from ._script import CapturedRequest, Pause, RawResponse, RawStream, Reply, ScriptItem
 
 logger = logging.getLogger("agcore_tools.testing")
@@ -48,7 +55,9 @@ class ScriptedChatServer:
     past its end gets a 500 whose message says so. A script function that raises, or an
     item that cannot be served, also gets a 500 naming the exception, marked not to be
     retried (``x-should-retry: false``); the exception is kept in the request's
-    :attr:`~CapturedRequest.script_error`.
+    :attr:`~CapturedRequest.script_error`. Every response and chunk is ``created`` at
+    the same fixed time, ``1700000000``, so a run recorded against the server twice
+    gives the same responses.
 
     Example:
         >>> server = ScriptedChatServer([ScriptedChatServer.reply_text("Hello!")])
@@ -176,7 +185,7 @@ class ScriptedChatServer:
         return {
             "id": "chatcmpl-scripted",
             "object": "chat.completion.chunk",
-            "created": int(time.time()),
+            "created": CREATED,
             "model": self.model,
             "choices": [choice],
             **fields,
