@@ -460,6 +460,17 @@ def test_modes(tmp_path: Path) -> None:
         socket.create_connection(("127.0.0.1", 9), timeout=1)
 
 
+def test_a_bad_record_mode_is_a_value_error_and_the_half_made_cassette_has_a_repr(
+    tmp_path: Path,
+) -> None:
+    # Its repr raised AttributeError, which pytest showed in the failure's traceback.
+    with pytest.raises(CassetteError, match="record mode must be") as raised:
+        Cassette(tmp_path / "x.json", "replay")  # type: ignore[arg-type]
+    assert isinstance(raised.value, ValueError)
+    frame = raised.tb.tb_next.tb_frame  # Cassette.__init__, where it was raised
+    assert repr(frame.f_locals["self"]) == f"<Cassette {str(tmp_path / 'x.json')!r}, not opened>"
+
+
 PLUGIN_TEST = """
 import pytest
 from agcore_tools import CycleConfig, LlmCycle
@@ -494,6 +505,15 @@ def _pytest(
         env={**__import__("os").environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )  # fmt: skip
     return out.stdout + out.stderr
+
+
+def test_a_bad_record_mode_in_the_environment_is_named(tmp_path: Path) -> None:
+    out = _pytest(tmp_path, "Hi", env={"AGCORE_RECORD_MODE": "replay"})
+    assert "1 error" in out, out
+    assert (
+        "the environment variable AGCORE_RECORD_MODE must be 'once', 'rewrite' or 'none' "
+        "(or pytest-recording's 'all' or 'new_episodes'), got 'replay'"
+    ) in out, out
 
 
 def test_the_pytest_plugin_records_once_replays_then_rewrites(tmp_path: Path) -> None:

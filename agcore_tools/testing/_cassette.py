@@ -126,13 +126,15 @@ class Cassette:
                 the requests' headers and query strings.
 
         Raises:
-            CassetteError: ``mode`` is not one of the three, or ``"none"`` and the file
-                is missing, or the file is not a cassette.
+            CassetteError: ``mode`` is not one of the three (then a ``ValueError`` too),
+                or ``"none"`` and the file is missing, or the file is not a cassette.
         """
-        if mode not in _MODES:
-            raise CassetteError(f"record mode must be 'once', 'rewrite' or 'none', got {mode!r}")
         self.path = Path(path)
         """The cassette's file."""
+        if mode not in _MODES:
+            raise _CassetteConfigError(
+                f"record mode must be 'once', 'rewrite' or 'none', got {mode!r}"
+            )
         self.mode: RecordMode = mode
         """When it records (see :data:`RecordMode`)."""
         exists = self.path.is_file()
@@ -354,6 +356,8 @@ class Cassette:
             self.close()
 
     def __repr__(self) -> str:
+        if not hasattr(self, "interactions"):  # __init__ raised (a traceback shows it)
+            return f"<Cassette {str(getattr(self, 'path', '?'))!r}, not opened>"
         mode = "recording" if self.recording else "replaying"
         return f"<Cassette {str(self.path)!r} {mode}, {len(self.interactions)} interaction(s)>"
 
