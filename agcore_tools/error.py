@@ -654,7 +654,8 @@ class LlmUsageError(LlmError, TypeError):
     """An :class:`~agcore_tools.LlmCycle` or :class:`~agcore_tools.CycleConfig` call made
     with an argument of the wrong kind: a string where a ``CycleConfig`` goes, tools that
     are not a ``ToolRegistry`` nor :class:`~agcore_tools.BaseTool` values, a misspelt
-    keyword, or ``for`` over an ``EventStream``.
+    keyword, or ``for`` over an ``EventStream``; or a
+    :class:`~agcore_tools.testing.ScriptedChatServer` script made wrong.
 
     A mistake in the caller's code, so it is also a :class:`TypeError`; the message
     names the fix.
@@ -778,6 +779,13 @@ class CassetteMismatchError(CassetteError, AssertionError):
         "request 2 differs at messages[3].content: recorded 'x', got 'y'"
         >>> err.index, err.path, err.recorded, err.got
         (2, 'messages[3].content', 'x', 'y')
+
+        Two long texts are shown around their first difference, with its offset:
+
+        >>> prompt = "You are a helpful assistant for ACME Corp. " * 3
+        >>> print(CassetteMismatchError(0, "messages[0].content", prompt + "Answer in English.",
+        ...                             prompt + "Answer in French."))
+        request 0 differs at messages[0].content, character 139: recorded ...'tant for ACME Corp. Answer in English.', got ...'tant for ACME Corp. Answer in French.'
     """
 
     def __init__(
@@ -799,14 +807,47 @@ class CassetteMismatchError(CassetteError, AssertionError):
         self.got = got
         """The value the replayed run sent there (``None`` when it sent none)."""
         super().__init__(
-            message
-            or f"{subject} {index} differs at {path}: recorded {_short(recorded)}, got {_short(got)}"
+            message or f"{subject} {index} differs at {path}{_contrast(recorded, got)}"
         )
 
 
-def _short(value: Any, limit: int = 80) -> str:
+_SHOWN = 80  # characters of a value's repr shown whole
+_AROUND = 30  # characters shown either side of the first difference of two long values
+
+
+def _contrast(recorded: Any, got: Any) -> str:
+    """``: recorded X, got Y``, with two long values shown around their first difference
+    (two strings with its offset), as cutting both at the start may show the same text."""
+    mine, theirs = repr(recorded), repr(got)
+    if len(mine) <= _SHOWN and len(theirs) <= _SHOWN:
+        return f": recorded {mine}, got {theirs}"
+    if isinstance(recorded, str) and isinstance(got, str):
+        at = _first_change(recorded, got)
+        return f", character {at}: recorded {_around(recorded, at)}, got {_around(got, at)}"
+    if type(recorded) is type(got):  # two lists, say: around the first change of their reprs
+        at = _first_change(mine, theirs)
+        old, new = _around(mine, at, quote=False), _around(theirs, at, quote=False)
+        return f": recorded {old}, got {new}"
+    return f": recorded {_short(recorded)}, got {_short(got)}"
+
+
+def _first_change(a: str, b: str) -> int:
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
+def _around(text: str, at: int, *, quote: bool = True) -> str:
+    start, end = max(0, at - _AROUND), at + _AROUND
+    piece = repr(text[start:end]) if quote else text[start:end]
+    return f"{'...' if start else ''}{piece}{'...' if end < len(text) else ''}"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, str) and len(value) > _SHOWN:
+        return f"{value[: _SHOWN - 10]!r}..."
     text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+    return text if len(text) <= _SHOWN else f"{text[: _SHOWN - 3]}..."
 
 
 class _BadContent(ToolError, ValueError):
@@ -829,3 +870,8 @@ class _ListenerTypeError(ToolError, TypeError):
 class _CassetteTypeError(CassetteError, TypeError):
     """A :class:`~agcore_tools.testing.Cassette` option of the wrong type (a mistake in
     the caller's code), such as one string where a list of secrets goes."""
+
+
+class _CassetteConfigError(CassetteError, ValueError):
+    """A :class:`~agcore_tools.testing.Cassette` set up so that it cannot work: an unknown
+    record mode, or an OpenAI SDK it cannot plug into (a mistake in the caller's setup)."""

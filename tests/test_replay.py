@@ -13,9 +13,17 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
-from agcore_tools import CycleConfig, LlmCycle, McpClient, StdioTransport, ToolRegistry
+from agcore_tools import (
+    CycleConfig,
+    LlmCycle,
+    McpClient,
+    McpTimeoutError,
+    StdioTransport,
+    ToolRegistry,
+)
 from agcore_tools.testing import (
     Cassette,
     CassetteError,
@@ -297,6 +305,23 @@ async def test_an_mcp_call_the_cassette_does_not_hold_fails_the_replay(tmp_path:
         cassette.check()  # ...and the replay fails
 
 
+async def test_an_mcp_error_from_an_older_cassette_replays_without_its_prefix_twice() -> None:
+    # Cassettes recorded before an error's fields were kept hold its type and str() only.
+    cassette = Cassette.from_interactions(
+        [
+            {"kind": "mcp", "server": "demo", "method": "tools/list", "tools": [{"name": "t"}]},
+            {"kind": "mcp", "server": "demo", "method": "tools/call", "tool": "t",
+             "arguments": {}, "error": {"type": "McpTimeoutError",
+                                        "message": "MCP server 'demo': tools/call 't' timed out"}},
+        ]
+    )  # fmt: skip
+    async with cassette.mcp(McpClient("demo", StdioTransport("no-such-server"))) as demo:
+        with pytest.raises(McpTimeoutError) as info:
+            await demo.call_tool("t", {})
+    assert str(info.value) == "MCP server 'demo': tools/call 't' timed out"
+    assert info.value.tool_name == "t" and not info.value.is_recoverable()
+
+
 async def test_requests_past_the_end_or_never_sent_fail(recorded) -> None:
     path, _ = recorded
     cassette = Cassette(path, "none")
@@ -331,6 +356,52 @@ def _chat(question: str, answer: str) -> dict[str, Any]:
                               "choices": [{"index": 0, "finish_reason": "stop",
                                            "message": {"role": "assistant", "content": answer}}]}},
     }  # fmt: skip
+
+
+async def test_a_change_at_the_end_of_a_long_prompt_is_shown_where_it_is() -> None:
+    # Both sides were cut at 80 characters from the start: two identical texts.
+    prompt = "You are a helpful assistant for ACME Corp. " * 5
+    cassette = Cassette.from_interactions([_chat(prompt + "Answer in English.", "Hi")])
+    async with cassette.client() as client:
+        with pytest.raises(CassetteMismatchError) as caught:
+            await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": prompt + "Answer in French."}]
+            )
+    assert str(caught.value) == (
+        "request 0 differs at messages[0].content, character 225: "
+        "recorded ...'tant for ACME Corp. Answer in English.', "
+        "got ...'tant for ACME Corp. Answer in French.'"
+    )
+    assert caught.value.got == prompt + "Answer in French."
+
+
+async def test_file_uploads_replay_though_each_request_has_its_own_boundary(
+    tmp_path: Path,
+) -> None:
+    # httpx picks a random multipart boundary per request: no upload ever matched.
+    path = tmp_path / "uploads.json"
+
+    async def upload(cassette: Cassette, text: bytes = b"hello", **options: Any) -> list[str]:
+        failures = []
+        async with cassette.client(**options) as client:
+            for send in (
+                lambda: client.files.create(file=("notes.txt", text), purpose="assistants"),
+                lambda: client.audio.transcriptions.create(
+                    file=("a.wav", b"RIFF\xff\xfe\x00\x01"), model="whisper-1"
+                ),
+            ):
+                with pytest.raises(openai.NotFoundError) as caught:  # the scripted server's
+                    await send()
+                failures.append(str(caught.value))
+        return failures
+
+    with ScriptedChatServer() as server, Cassette(path, "rewrite") as cassette:
+        recorded = await upload(cassette, base_url=server.base_url, api_key="sk-test")
+    with no_network(), Cassette(path, "none") as cassette:
+        assert await upload(cassette) == recorded
+    changed = r"differs at \(body\), character \d+: recorded .*hello.*, got .*hullo"
+    with no_network(), pytest.raises(CassetteMismatchError, match=changed):
+        await upload(Cassette(path, "none"), b"hullo")
 
 
 async def test_runs_made_concurrently_replay_in_another_order() -> None:
@@ -424,6 +495,17 @@ def test_modes(tmp_path: Path) -> None:
         socket.create_connection(("127.0.0.1", 9), timeout=1)
 
 
+def test_a_bad_record_mode_is_a_value_error_and_the_half_made_cassette_has_a_repr(
+    tmp_path: Path,
+) -> None:
+    # Its repr raised AttributeError, which pytest showed in the failure's traceback.
+    with pytest.raises(CassetteError, match="record mode must be") as raised:
+        Cassette(tmp_path / "x.json", "replay")  # type: ignore[arg-type]
+    assert isinstance(raised.value, ValueError)
+    frame = raised.tb.tb_next.tb_frame  # Cassette.__init__, where it was raised
+    assert repr(frame.f_locals["self"]) == f"<Cassette {str(tmp_path / 'x.json')!r}, not opened>"
+
+
 PLUGIN_TEST = """
 import pytest
 from agcore_tools import CycleConfig, LlmCycle
@@ -458,6 +540,15 @@ def _pytest(
         env={**__import__("os").environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )  # fmt: skip
     return out.stdout + out.stderr
+
+
+def test_a_bad_record_mode_in_the_environment_is_named(tmp_path: Path) -> None:
+    out = _pytest(tmp_path, "Hi", env={"AGCORE_RECORD_MODE": "replay"})
+    assert "1 error" in out, out
+    assert (
+        "the environment variable AGCORE_RECORD_MODE must be 'once', 'rewrite' or 'none' "
+        "(or pytest-recording's 'all' or 'new_episodes'), got 'replay'"
+    ) in out, out
 
 
 def test_the_pytest_plugin_records_once_replays_then_rewrites(tmp_path: Path) -> None:

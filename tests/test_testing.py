@@ -17,6 +17,7 @@ from typing import Any
 import openai
 import pytest
 
+from agcore_tools import LlmUsageError
 from agcore_tools.testing import CapturedRequest, Pause, RawResponse, RawStream, ScriptedChatServer
 
 S = ScriptedChatServer
@@ -50,6 +51,21 @@ def test_json_reply_in_the_chat_completions_format() -> None:
     }
     assert body["choices"][0]["finish_reason"] == "stop"
     assert body["usage"] == usage
+
+
+def test_every_response_and_chunk_is_created_at_the_same_fixed_time() -> None:
+    # It was the clock's: a run recorded twice against the server differed in each one.
+    server = S([S.reply_text("Hi")] * 3)
+    asked = {"model": "m", "messages": []}
+    with server:
+        with post(server, asked) as r:
+            assert json.loads(r.read())["created"] == 1_700_000_000
+        with post(server, {**asked, "stream": True}) as r:
+            chunks = [json.loads(e[6:]) for e in sse_events(r.read()) if e != "data: [DONE]"]
+        assert {chunk["created"] for chunk in chunks} == {1_700_000_000}
+        with post(server, {"model": "m", "input": "x"}, "/responses") as r:
+            assert json.loads(r.read())["created_at"] == 1_700_000_000
+    assert server.chunk()["created"] == 1_700_000_000
 
 
 def test_requests_are_captured_with_json_and_headers() -> None:
@@ -370,6 +386,39 @@ async def test_a_broken_script_item_answers_500_and_takes_no_later_item(
     assert len(server.requests) == 1
     assert named.startswith(type(server.requests[0].script_error).__name__)
     assert "the script failed on request #1" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (
+            lambda: S(S.reply_text("hi")),
+            "ScriptedChatServer takes a list of script items, got Reply(",
+        ),
+        (lambda: S("hello"), "ScriptedChatServer takes a list of script items, got str 'hello'"),
+        (lambda: S(_buggy), "ScriptedChatServer takes a list of script items, got function"),
+        (lambda: S.reply_tool_calls(("add", {"a": 1})), "got one tuple ('add', {'a': 1}): wrap"),
+        (
+            lambda: S.reply_tool_calls([("add",)]),
+            "(name, arguments, id) tuples, got tuple ('add',)",
+        ),
+        (lambda: S.reply_tool_calls([{"name": "add"}]), "tuples, got dict {'name': 'add'}"),
+        (lambda: S.reply_tool_calls([(1, {})]), "a call's name and id are strings, got (1, {})"),
+        (lambda: S.reply_text(42), "a Reply's text is a str or None, got int 42"),
+        (lambda: RawStream({"choices": []}), "RawStream takes a list of events"),
+        (
+            lambda: S.error("429"),
+            "a RawResponse's status is an int (an HTTP status), got str '429'",
+        ),
+    ],
+)
+def test_script_mistakes_are_refused_when_made(make: Any, said: str) -> None:
+    # They failed later and barely: KeyError: 0, a 500 per character of a string script,
+    # an empty stream, a status of '429' accepted.
+    with pytest.raises(LlmUsageError) as raised:
+        make()
+    assert said in str(raised.value) and "\n" not in str(raised.value)
+    assert isinstance(raised.value, TypeError)
 
 
 async def test_wait_for_times_out() -> None:

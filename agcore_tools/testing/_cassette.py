@@ -12,7 +12,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .._version import __version__
-from ..error import CassetteError, CassetteMismatchError, _CassetteTypeError
+from ..cycle.transport import sdk_is_httpx2_based
+from ..error import (
+    CassetteError,
+    CassetteMismatchError,
+    _CassetteConfigError,
+    _CassetteTypeError,
+)
 from ..mcp import McpClient
 from ._tape_http import SCRUBBED, HttpTape
 from ._tape_mcp import CassetteMcpClient, McpTape
@@ -129,16 +135,18 @@ class Cassette:
                 from 8 characters up).
 
         Raises:
-            CassetteError: ``mode`` is not one of the three, or ``"none"`` and the file
-                is missing, or the file is not a cassette; also a ``TypeError`` when
-                ``secrets`` is one string rather than a list of them, or holds a
-                value that is not a string.
+            CassetteError: ``mode`` is not one of the three (then a ``ValueError`` too),
+                or ``"none"`` and the file is missing, or the file is not a cassette;
+                also a ``TypeError`` when ``secrets`` is one string rather than a list
+                of them, or holds a value that is not a string.
         """
-        if mode not in _MODES:
-            raise CassetteError(f"record mode must be 'once', 'rewrite' or 'none', got {mode!r}")
-        named = _named_secrets(secrets)
         self.path = Path(path)
         """The cassette's file."""
+        if mode not in _MODES:
+            raise _CassetteConfigError(
+                f"record mode must be 'once', 'rewrite' or 'none', got {mode!r}"
+            )
+        named = _named_secrets(secrets)
         self.mode: RecordMode = mode
         """When it records (see :data:`RecordMode`)."""
         exists = self.path.is_file()
@@ -202,11 +210,22 @@ class Cassette:
         """An ``http_client`` for ``AsyncOpenAI``: recording through ``transport`` (by
         default a plain ``httpx2.AsyncHTTPTransport``), or replaying with no socket.
 
+        Raises ``CassetteError`` (a ``ValueError`` too) when the installed OpenAI SDK is
+        older than 3.0: its client is built on ``httpx``, which cannot drive the
+        cassette's ``httpx2`` transports.
+
         Example:
             >>> from openai import AsyncOpenAI
             >>> cassette = Cassette.from_interactions([])
             >>> client = AsyncOpenAI(api_key="unused", http_client=cassette.http_client())
         """
+        if not sdk_is_httpx2_based():
+            import openai
+
+            raise _CassetteConfigError(
+                f"Cassette needs openai>=3 (an httpx2-based client); openai "
+                f"{openai.__version__} is httpx-based: upgrade openai to record and replay"
+            )
         from openai import DefaultAsyncHttpxClient
 
         from ._transports import RecordingTransport, ReplayTransport
@@ -220,7 +239,8 @@ class Cassette:
         return DefaultAsyncHttpxClient(transport=RecordingTransport(transport, self._http))
 
     def client(self, **options: Any) -> AsyncOpenAI:
-        """An ``AsyncOpenAI`` on :meth:`http_client`, with the SDK's retries off.
+        """An ``AsyncOpenAI`` on :meth:`http_client` (so openai 3 or later), with the
+        SDK's retries off.
 
         Recording, ``options`` go to ``AsyncOpenAI`` (``base_url``, ``api_key``, or the
         ``OPENAI_*`` variables as usual). Replaying, the key is a dummy and the base
@@ -351,6 +371,8 @@ class Cassette:
             self.close()
 
     def __repr__(self) -> str:
+        if not hasattr(self, "interactions"):  # __init__ raised (a traceback shows it)
+            return f"<Cassette {str(getattr(self, 'path', '?'))!r}, not opened>"
         mode = "recording" if self.recording else "replaying"
         return f"<Cassette {str(self.path)!r} {mode}, {len(self.interactions)} interaction(s)>"
 

@@ -4,13 +4,23 @@ Responses API response and its server-sent events."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from ._script import Reply
 
-__all__ = ["prompt_tokens", "reply_chunks", "reply_json", "responses_events", "responses_json"]
+__all__ = [
+    "CREATED",
+    "prompt_tokens",
+    "reply_chunks",
+    "reply_json",
+    "responses_events",
+    "responses_json",
+]
+
+CREATED = 1_700_000_000
+"""The ``created`` (``created_at``) time of every scripted response and chunk: fixed, so
+that a run recorded against the server twice is the same, byte for byte."""
 
 
 class Settings(Protocol):
@@ -82,7 +92,7 @@ def reply_json(
     return {
         "id": f"chatcmpl-scripted-{next(ids)}",
         "object": "chat.completion",
-        "created": int(time.time()),
+        "created": CREATED,
         "model": server.model,
         "choices": [
             {
@@ -145,7 +155,7 @@ def responses_json(
     return {
         "id": f"resp_scripted_{n}",
         "object": "response",
-        "created_at": int(time.time()),
+        "created_at": CREATED,
         "model": server.model,
         "status": "incomplete" if finish in incomplete else "completed",
         "incomplete_details": ({"reason": incomplete[finish]} if finish in incomplete else None),

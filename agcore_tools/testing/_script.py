@@ -3,11 +3,67 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-__all__ = ["CapturedRequest", "Pause", "RawResponse", "RawStream", "Reply", "ScriptItem"]
+from ..error import LlmUsageError
+
+__all__ = [
+    "CapturedRequest",
+    "Pause",
+    "RawResponse",
+    "RawStream",
+    "Reply",
+    "ScriptItem",
+    "described",
+    "tool_call_triples",
+]
+
+_CALLS = "(name, arguments) or (name, arguments, id) tuples"
+
+
+def described(value: Any) -> str:
+    """``value``'s repr, cut to 60 characters, after its type's name unless it starts so."""
+    text, kind = repr(value), type(value).__name__
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return text if text.startswith(kind) else f"{kind} {text}"
+
+
+def _many(value: Any) -> bool:
+    """Whether ``value`` is a collection of items (not a text, a mapping or one item)."""
+    return isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping)
+
+
+def tool_call_triples(calls: Any, where: str) -> tuple[tuple[str, Any, str | None], ...]:
+    """``calls``, given as ``(name, arguments[, id])`` tuples, as ``(name, arguments, id)``
+    triples; a mistake in them raises :class:`~agcore_tools.LlmUsageError` (a
+    ``TypeError``) naming it."""
+    if isinstance(calls, tuple) and calls and isinstance(calls[0], str):
+        raise LlmUsageError(
+            f"{where} takes a list of {_CALLS}, got one tuple {calls!r:.60}: wrap it in a list"
+        )
+    if not _many(calls):
+        raise LlmUsageError(f"{where} takes a list of {_CALLS}, got {described(calls)}")
+    triples = []
+    for call in calls:
+        if not isinstance(call, tuple | list) or len(call) not in (2, 3):
+            raise LlmUsageError(f"{where} takes {_CALLS}, got {described(call)}")
+        call_id = call[2] if len(call) == 3 else None
+        if not isinstance(call[0], str) or not isinstance(call_id, str | None):
+            raise LlmUsageError(f"{where}: a call's name and id are strings, got {call!r:.60}")
+        triples.append((call[0], call[1], call_id))
+    return tuple(triples)
+
+
+def _check_text(value: Any, what: str) -> None:
+    if not isinstance(value, str | None):
+        raise LlmUsageError(f"{what} is a str or None, got {described(value)}")
+
+
+def _check_status(status: Any, what: str) -> None:
+    if not isinstance(status, int) or isinstance(status, bool):
+        raise LlmUsageError(f"{what} status is an int (an HTTP status), got {described(status)}")
 
 
 @dataclass(frozen=True)
@@ -33,6 +89,12 @@ class Reply:
     delay: float = 0.0
     """Seconds to wait before answering (a disconnect meanwhile is recorded)."""
 
+    def __post_init__(self) -> None:
+        _check_text(self.text, "a Reply's text")
+        _check_text(self.reasoning, "a Reply's reasoning")
+        _check_text(self.finish_reason, "a Reply's finish_reason")
+        object.__setattr__(self, "tool_calls", tool_call_triples(self.tool_calls, "Reply"))
+
 
 @dataclass(frozen=True)
 class RawResponse:
@@ -49,6 +111,9 @@ class RawResponse:
     """A JSON-able body, or bytes sent as they are."""
     headers: Mapping[str, str] = field(default_factory=dict)
     """Extra response headers; a ``content-type`` among them replaces the default one."""
+
+    def __post_init__(self) -> None:
+        _check_status(self.status, "a RawResponse's")
 
 
 @dataclass(frozen=True)
@@ -86,6 +151,14 @@ class RawStream:
     drop_connection: bool = False
     """Close the connection after the events, without ending the HTTP body: a network
     failure mid-stream, as the client sees it."""
+
+    def __post_init__(self) -> None:
+        if not _many(self.events):
+            raise LlmUsageError(
+                f"RawStream takes a list of events (dicts, strings, Pause), got "
+                f"{described(self.events)}: wrap one event in a list"
+            )
+        _check_status(self.status, "a RawStream's")
 
 
 ScriptItem: TypeAlias = (

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -28,8 +28,25 @@ __all__ = [
 ]
 
 from .._aio import with_timeout
-from ._formats import prompt_tokens, reply_chunks, reply_json, responses_events, responses_json
-from ._script import CapturedRequest, Pause, RawResponse, RawStream, Reply, ScriptItem
+from ..error import LlmUsageError
+from ._formats import (
+    CREATED,
+    prompt_tokens,
+    reply_chunks,
+    reply_json,
+    responses_events,
+    responses_json,
+)
+from ._script import (
+    CapturedRequest,
+    Pause,
+    RawResponse,
+    RawStream,
+    Reply,
+    ScriptItem,
+    described,
+    tool_call_triples,
+)
 
 logger = logging.getLogger("agcore_tools.testing")
 
@@ -48,7 +65,13 @@ class ScriptedChatServer:
     past its end gets a 500 whose message says so. A script function that raises, or an
     item that cannot be served, also gets a 500 naming the exception, marked not to be
     retried (``x-should-retry: false``); the exception is kept in the request's
-    :attr:`~CapturedRequest.script_error`.
+    :attr:`~CapturedRequest.script_error`. A script that is not a list of items (one
+    :class:`Reply`, a string), or an item made wrong (``reply_tool_calls`` given one
+    tuple, a text that is not a string, a status that is not an int), raises
+    :class:`~agcore_tools.LlmUsageError` (a ``TypeError``) when it is made. Every
+    response and chunk is ``created`` at
+    the same fixed time, ``1700000000``, so a run recorded against the server twice
+    gives the same responses.
 
     Example:
         >>> server = ScriptedChatServer([ScriptedChatServer.reply_text("Hello!")])
@@ -96,7 +119,7 @@ class ScriptedChatServer:
         """Whether the script starts over when exhausted."""
         self.requests: list[CapturedRequest] = []
         """Every request received, in order."""
-        self._script: collections.deque[ScriptItem] = collections.deque(script)
+        self._script: collections.deque[ScriptItem] = collections.deque(_items(script))
         self._played: list[ScriptItem] = []
         self._ids = itertools.count()
         self._thread: threading.Thread | None = None
@@ -140,7 +163,7 @@ class ScriptedChatServer:
             >>> ScriptedChatServer.reply_tool_calls([("add", {"a": 1, "b": 2})]).tool_calls
             (('add', {'a': 1, 'b': 2}, None),)
         """
-        triples = tuple((c[0], c[1], c[2] if len(c) > 2 else None) for c in calls)
+        triples = tool_call_triples(calls, "reply_tool_calls")
         return Reply(text, triples, reasoning, finish_reason, usage)
 
     @staticmethod
@@ -176,7 +199,7 @@ class ScriptedChatServer:
         return {
             "id": "chatcmpl-scripted",
             "object": "chat.completion.chunk",
-            "created": int(time.time()),
+            "created": CREATED,
             "model": self.model,
             "choices": [choice],
             **fields,
@@ -477,6 +500,17 @@ class ScriptedChatServer:
             _send(writer, b"0\r\n\r\n")
         await writer.drain()
         request.completed = True
+
+
+def _items(script: Any) -> Iterable[ScriptItem]:
+    """``script``, unless it is one item or a text, not a list of items."""
+    one = isinstance(script, Reply | RawResponse | RawStream | Pause) or callable(script)
+    if one or not isinstance(script, Iterable) or isinstance(script, str | bytes | Mapping):
+        raise LlmUsageError(
+            f"ScriptedChatServer takes a list of script items, got {described(script)}: "
+            "wrap one item in a list"
+        )
+    return cast(Iterable[ScriptItem], script)
 
 
 @dataclass(frozen=True)

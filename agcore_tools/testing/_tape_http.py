@@ -35,6 +35,8 @@ _SECRET_NAME = re.compile(
     r"auth|key|token|secret|password|passwd|cookie|session|signature|sig$|credential",
     re.IGNORECASE,
 )
+_BOUNDARY = re.compile(r'multipart/.*;\s*boundary="?([^";]+)', re.IGNORECASE)
+_FIXED_BOUNDARY = b"agcore-cassette-boundary"
 KEPT_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry")
 """The response headers a cassette keeps."""
 
@@ -81,9 +83,14 @@ def _render_sse(events: list[dict[str, Any]]) -> bytes:
 
 
 def encode_body(content_type: str, body: bytes) -> dict[str, Any]:
-    """A body as the cassette keeps it: ``json``, ``sse`` events, ``text`` or ``base64``."""
+    """A body as the cassette keeps it: ``json``, ``sse`` events, ``text`` or ``base64``;
+    a multipart body (a file upload) with a fixed boundary, as httpx picks a random one
+    for each request."""
     if not body:
         return {}
+    multipart = _BOUNDARY.search(content_type)
+    if multipart is not None:
+        body = body.replace(b"--" + multipart.group(1).encode(), b"--" + _FIXED_BOUNDARY)
     try:
         text = body.decode()
     except UnicodeDecodeError:

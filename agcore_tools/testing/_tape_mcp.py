@@ -21,7 +21,15 @@ from typing import Any
 
 from ..base import BaseTool
 from ..content import Audio, Image
-from ..error import CassetteError, CassetteMismatchError, McpError, ToolExecutionError
+from ..error import (
+    CassetteError,
+    CassetteMismatchError,
+    McpError,
+    McpNotInitializedError,
+    McpTimeoutError,
+    ToolError,
+    ToolExecutionError,
+)
 from ..mcp import McpClient
 from ..mcp._adapter import make_adapters
 from ..mcp._tools import definition
@@ -64,6 +72,42 @@ def decode_value(value: Any) -> Any:
     if isinstance(value, list):
         return [decode_value(item) for item in value]
     return value
+
+
+_MCP_ERRORS: dict[str, type[McpError]] = {
+    kind.__name__: kind for kind in (McpError, McpTimeoutError, McpNotInitializedError)
+}
+"""The MCP errors a replay raises as their own class; any other as an ``McpError``."""
+
+
+def encode_error(exc: McpError) -> dict[str, Any]:
+    """An MCP error as JSON: its class and message, and the fields the loop reads."""
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "reason": exc.reason,
+        "recoverable": exc.is_recoverable(),
+        "may_have_run": exc.may_have_run,
+        "status_code": exc.status_code,
+        "retry_after": exc.retry_after,
+    }
+
+
+def decode_error(server: str, tool: str, error: Mapping[str, Any]) -> ToolError:
+    """The error a recorded ``tools/call`` raised, rebuilt from what was kept of it."""
+    message = str(error["message"])
+    if error.get("type") == "ToolExecutionError":
+        return ToolExecutionError(tool, message)
+    kind = _MCP_ERRORS.get(str(error.get("type")), McpError)
+    if "reason" not in error:  # a cassette from before the fields were kept
+        return kind(server, message.removeprefix(f"MCP server '{server}': "), tool_name=tool)
+    rebuilt = kind(server, str(error["reason"]), tool_name=tool)
+    rebuilt.args = (message,)  # as recorded, with what it said of whether the call ran
+    rebuilt.recoverable = bool(error["recoverable"])
+    rebuilt.may_have_run = error["may_have_run"]
+    rebuilt.status_code = error["status_code"]
+    rebuilt.retry_after = error["retry_after"]
+    return rebuilt
 
 
 class McpTape:
@@ -147,7 +191,10 @@ class CassetteMcpClient:
     :meth:`definitions`, :meth:`tool_infos`, :meth:`call_tool` and :meth:`into_tools`
     (whose adapters call tools through it). Recording, each is passed to the real
     client (:attr:`client`) and written down; replaying, nothing is started and the
-    answers come from the cassette. A ``tools/call`` is matched by tool name and
+    answers come from the cassette. A failed call replays as the error it raised: its
+    class (``McpError``, ``McpTimeoutError``, ``McpNotInitializedError``; any other
+    ``McpError`` as an ``McpError``), message, ``recoverable``, ``may_have_run``,
+    ``status_code`` and ``retry_after``. A ``tools/call`` is matched by tool name and
     arguments, in recorded order; one the cassette does not hold raises
     :class:`~agcore_tools.CassetteMismatchError` (the loop turns it into an error
     result, and the cassette raises it again when it closes). MCP tasks, resources and
@@ -277,10 +324,7 @@ class CassetteMcpClient:
         if not self.recording:
             call = self._tape.call(self.server_name, name, arguments)
             if "error" in call:
-                error = call["error"]
-                if error.get("type") == "ToolExecutionError":
-                    raise ToolExecutionError(name, error["message"])
-                raise McpError(self.server_name, error["message"], tool_name=name)
+                raise decode_error(self.server_name, name, call["error"])
             return decode_value(call["result"])
         entry: dict[str, Any] = {
             "server": self.server_name,
@@ -298,7 +342,7 @@ class CassetteMcpClient:
             )
             raise
         except McpError as exc:
-            self._tape.record({**entry, "error": {"type": type(exc).__name__, "message": str(exc)}})
+            self._tape.record({**entry, "error": encode_error(exc)})
             raise
         self._tape.record({**entry, "result": encode_value(value, name)})
         return value

@@ -34,10 +34,11 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import pytest
 
+from ..error import _CassetteConfigError
 from ._cassette import Cassette, RecordMode
 from ._network import no_network
 
@@ -85,9 +86,19 @@ def cassette_name(path: str | os.PathLike[str], test: str) -> str:
 
 
 def record_mode(config: pytest.Config) -> RecordMode:
-    """The record mode: ``--record-mode``, else ``$AGCORE_RECORD_MODE``, else ``once``."""
-    value = config.getoption("--record-mode", default=None) or os.environ.get(_ENV) or "once"
-    mode = _ALIASES.get(str(value), str(value))
+    """The record mode: ``--record-mode``, else ``$AGCORE_RECORD_MODE``, else ``once``.
+
+    Raises ``CassetteError`` (a ``ValueError`` too) naming where a value that is not a
+    mode came from."""
+    option = config.getoption("--record-mode", default=None)
+    value = str(option or os.environ.get(_ENV) or "once")
+    source = "--record-mode" if option else f"the environment variable {_ENV}"
+    mode = _ALIASES.get(value, value)
+    if mode not in get_args(RecordMode):
+        raise _CassetteConfigError(
+            f"{source} must be 'once', 'rewrite' or 'none' (or pytest-recording's 'all' or "
+            f"'new_episodes'), got {value!r}"
+        )
     return cast(RecordMode, mode)
 
 

@@ -17,7 +17,15 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import McpClient, McpError, StreamableHttpTransport
+from agcore_tools import (
+    CycleConfig,
+    LlmCycle,
+    McpClient,
+    McpError,
+    StreamableHttpTransport,
+    ToolRegistry,
+)
+from agcore_tools.testing import Cassette, ScriptedChatServer, no_network
 
 from .conftest import FaultServer
 
@@ -195,6 +203,46 @@ async def test_a_retry_after_longer_than_the_timeout_is_reported(
         assert info.value.retry_after == 120
         assert "HTTP 429 Too Many Requests; retry after 120 s" in str(info.value)
         assert str(info.value).endswith("; the call was not run")
+
+
+async def test_a_recorded_429_replays_as_the_same_recoverable_error(
+    fault_server: FaultServer, tmp_path: Path
+) -> None:
+    # The replayed error was a plain McpError, not recoverable, its server named twice:
+    # the loop stopped where the recording had sent the error to the model and gone on.
+    path = tmp_path / "busy.json"
+
+    async def run(cassette: Cassette, **options: Any) -> tuple[str | None, list[Any]]:
+        client = cassette.mcp(client_for(fault_server, "legacy"))
+        async with client, cassette.client(**options) as model:
+            registry = ToolRegistry()
+            registry.register_all(client.into_tools())
+            cycle = LlmCycle(CycleConfig("m"), client=model)
+            response = await cycle.submit_with_tools("Echo x", registry)
+        return response.text, cycle.messages
+
+    script = [
+        ScriptedChatServer.reply_tool_calls([("echo", {"text": "x"})]),
+        ScriptedChatServer.reply_text("The echo service is busy."),
+    ]
+    await fault_server.control(
+        "fail", status=429, method="tools/call", headers={"Retry-After": "120"}
+    )
+    async with ScriptedChatServer(script) as server:
+        with Cassette(path, "rewrite") as cassette:
+            recorded = await run(cassette, base_url=server.base_url, api_key="sk-test")
+    assert recorded[0] == "The echo service is busy."
+    with no_network():
+        with Cassette(path, "none") as cassette:
+            assert await run(cassette) == recorded  # the same tool result, the same turns
+        async with Cassette(path, "none").mcp(client_for(fault_server, "legacy")) as client:
+            with pytest.raises(McpError) as info:
+                await client.call_tool("echo", {"text": "x"})
+    error = info.value
+    assert type(error) is McpError and error.is_recoverable()
+    assert (error.status_code, error.retry_after, error.may_have_run) == (429, 120, False)
+    assert error.reason == "tools/call 'echo' failed: HTTP 429 Too Many Requests; retry after 120 s"
+    assert str(error) == f"MCP server 'faulty': {error.reason}; the call was not run"
 
 
 # -- a frozen server --------------------------------------------------------------------

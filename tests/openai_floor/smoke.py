@@ -3,7 +3,7 @@
 ``make openai-floor`` runs this in a venv of its own with ``openai`` at that floor (an
 httpx-based SDK; openai 3 is httpx2-based, as the rest of the suite runs it): the README
 quickstart's ``LlmCycle(CycleConfig(...))`` with no client, a sync ``OpenAI`` client's
-async twin, ``sharded_http_client``'s refusal, and a stream
+async twin, ``sharded_http_client``'s and ``Cassette``'s refusals, and a stream
 whose connection drops midway (an ``LlmError``, not httpx's own error), each against ``ScriptedChatServer``.
 Exits non-zero with a traceback on the first failure.
 """
@@ -18,7 +18,7 @@ import openai
 
 from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError, ToolRegistry
 from agcore_tools.cycle import sharded_http_client
-from agcore_tools.testing import Pause, RawStream
+from agcore_tools.testing import Cassette, CassetteError, Pause, RawStream
 from agcore_tools.testing import ScriptedChatServer as S
 
 registry = ToolRegistry()
@@ -82,6 +82,18 @@ def main() -> None:
             assert "needs openai>=3" in str(exc), exc
         else:
             raise AssertionError("sharded_http_client() accepted an httpx-based SDK")
+        # Both the recording and the replaying cassette refuse at once, before a request
+        # fails deep in the SDK with a bare AssertionError.
+        for cassette in (Cassette(os.devnull, "rewrite"), Cassette.from_interactions([])):
+            for make in (cassette.http_client, cassette.client):
+                try:
+                    make()
+                except CassetteError as exc:
+                    assert isinstance(exc, ValueError), exc
+                    said = f"needs openai>=3 (an httpx2-based client); openai {openai.__version__}"
+                    assert said in str(exc), exc
+                else:
+                    raise AssertionError(f"{make.__qualname__}() accepted an httpx-based SDK")
     with S([]) as server:
         os.environ["OPENAI_BASE_URL"] = server.base_url
         server.add(dropped_mid_stream(server))
