@@ -29,6 +29,8 @@ ALLOWED = {
     "api_key is the last key it got); the async twin calls it too, see cycle/_client.py",
     "_provider": "openai's client has no public view of a provider= (Bedrock, Vertex) it was "
     "built with, which its async twin could not carry over; see cycle/_client.py",
+    "_client": "openai's sync client has no public view of the http_client it was built "
+    "with, whose proxy and certificates its async twin would drop; see cycle/_client.py",
     "_stamp": "the MCP SDK 2.3.0 session validates a 2025-11-25 task-augmented tools/call "
     "result as a CallToolResult and has no unvalidated send; see mcp/_task_wire.py",
     "_dispatcher": "the same: send_raw_request, which send_request itself uses",
