@@ -30,7 +30,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Concatenate, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from typing_extensions import ParamSpec, Unpack
 
@@ -77,7 +77,6 @@ logger = logging.getLogger("agcore_tools.registry")
 
 P = ParamSpec("P")
 R = TypeVar("R")
-T = TypeVar("T")
 
 
 _default_registry: ToolRegistry | None = None
@@ -279,11 +278,6 @@ class ToolRegistry(RegistrySync):
             yield self
         finally:
             _active_registry.reset(token)
-
-    @overload
-    def tool(
-        self, func: Callable[Concatenate[type[T], P], R], /, **options: Unpack[ToolOptions]
-    ) -> FunctionTool[P, R]: ...  # above @classmethod: used with cls bound (see ToolDecorator)
 
     @overload
     def tool(

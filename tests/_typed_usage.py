@@ -81,6 +81,72 @@ def a_classmethod_tool_is_called_without_cls() -> None:
     Catalog.lookup(Catalog, "x")  # type: ignore[call-arg, arg-type]
 
 
+@tool(registry=registry)
+def describe(value: Any, style: str = "short") -> str:
+    """Describe any JSON value."""
+    return f"{style}: {value!r}"
+
+
+@registry.tool
+def store(key: Any, value: int) -> bool:
+    """Store a value under a key."""
+    return bool(key) and value > 0
+
+
+def a_first_parameter_typed_any_is_kept() -> None:
+    # The error for an unannotated parameter says "use typing.Any": Any also fits the
+    # type[T] a classmethod's cls has, which must not drop the parameter.
+    assert_type(describe({"a": 1}, style="long"), str)
+    assert_type(store("k", 1), bool)
+    describe()  # type: ignore[call-arg]
+    wrong: str = store("k", 1)  # type: ignore[assignment]
+    print(wrong)
+
+
+class Notes:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    @tool
+    def add_note(self, text: str) -> int:
+        """Add a note; return how many there are."""
+        self.lines.append(text)
+        return len(self.lines)
+
+    @tool
+    async def search(self, query: str, limit: int = 5) -> list[str]:
+        """Search the notes."""
+        return [line for line in self.lines if query in line][:limit]
+
+    @tool
+    def pin(self, line: int, /) -> str:
+        """Pin a note."""
+        return self.lines[line]
+
+    @tool(registry=registry)
+    @staticmethod
+    def shout(text: str, /) -> str:
+        """Upper-case a note."""
+        return text.upper()
+
+
+async def a_method_tool_on_its_instance_keeps_its_parameters() -> None:
+    notes = Notes()
+    assert_type(notes.pin, FunctionTool[[int], str])
+    assert_type(Notes.pin, FunctionTool[[Notes, int], str])
+    assert_type(notes.add_note("a"), int)
+    assert_type(Notes.add_note(notes, "a"), int)
+    assert_type(await notes.search("a", limit=2), list[str])
+    assert_type(notes.shout, FunctionTool[[str], str])
+    assert_type(Notes.shout, FunctionTool[[str], str])
+    assert_type(Catalog().lookup("x"), int)
+    registry.register(notes.add_note)
+    notes.add_note(42)  # type: ignore[arg-type]
+    notes.add_note("a", "b")  # type: ignore[call-arg]
+    await notes.search(limit="ten")  # type: ignore[call-arg, arg-type]
+    Catalog().lookup(Catalog, "x")  # type: ignore[call-arg, arg-type]
+
+
 def a_misspelt_option_is_caught() -> None:
     @registry.tool(permisions=["read"])  # type: ignore[call-overload, untyped-decorator]
     def typo(a: int) -> int:
