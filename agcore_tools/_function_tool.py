@@ -15,7 +15,7 @@ import types
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
-from typing import Any, Generic, Literal, Protocol, TypeVar, overload
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
 
 from pydantic import ValidationError
 from typing_extensions import ParamSpec
@@ -213,7 +213,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             functools.update_wrapper(self, func)
         else:  # a callable object or a partial: do not copy its attributes onto the tool
             functools.update_wrapper(self, func, updated=())
-        self.func = func
+        self.func: Callable[P, R] = func
         """The original function."""
         self.name = schema.name
         self.description = schema.description
@@ -372,7 +372,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             return self
         receiver = instance if self._binding == "instance" else (owner or type(instance))
         bound = copy.copy(self)
-        bound.func = types.MethodType(self.func, receiver)
+        bound.func = cast("Callable[P, R]", types.MethodType(self.func, receiver))
         bound._binding = None
         bound._bound_from = self
         bound._origin = replace(self._origin, target=bound.func, run=interactive_run())

@@ -8,6 +8,7 @@ Nothing runs on import.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from openai import AsyncOpenAI
@@ -145,6 +146,12 @@ async def a_method_tool_on_its_instance_keeps_its_parameters() -> None:
     notes.add_note("a", "b")  # type: ignore[call-arg]
     await notes.search(limit="ten")  # type: ignore[call-arg, arg-type]
     Catalog().lookup(Catalog, "x")  # type: ignore[call-arg, arg-type]
+
+
+def the_original_function_keeps_its_signature() -> None:
+    assert_type(Notes.shout.func, Callable[[str], str])
+    assert_type(get_weather.func("Lima"), dict[str, Any])
+    get_weather.func(42)  # type: ignore[arg-type]
 
 
 def a_misspelt_option_is_caught() -> None:
