@@ -9,13 +9,21 @@ Nothing runs on import.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletionMessageParam
 from typing_extensions import assert_type
 
-from agcore_tools import FunctionTool, PermissionChecker, PermissionConfig, ToolRegistry, tool
+from agcore_tools import (
+    CycleConfig,
+    FunctionTool,
+    PermissionChecker,
+    PermissionConfig,
+    ToolRegistry,
+    tool,
+)
 
 registry = ToolRegistry(
     PermissionChecker(PermissionConfig(allowed=["read"], denied=["shell"], ask=["write"]))
@@ -152,6 +160,15 @@ def the_original_function_keeps_its_signature() -> None:
     assert_type(Notes.shout.func, Callable[[str], str])
     assert_type(get_weather.func("Lima"), dict[str, Any])
     get_weather.func(42)  # type: ignore[arg-type]
+
+
+def settings_change_as_the_docs_replace_them(config: CycleConfig) -> None:
+    more = replace(config, limits=replace(config.limits, max_turns=5))
+    hotter = replace(config, request_options={**config.request_options, "temperature": 1})
+    assert_type(more.max_turns, int | None)
+    # Runs, but max_turns is an __init__ keyword, not a field: the docs avoid it.
+    flat = replace(config, max_turns=5)  # type: ignore[call-arg]
+    print(hotter, flat)
 
 
 def a_misspelt_option_is_caught() -> None:

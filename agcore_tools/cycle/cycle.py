@@ -136,7 +136,9 @@ class LlmCycle(TranscriptViews):
                 f"LlmCycle's system_prompt is a string or None, got {kind(system_prompt)}"
             )
         self.config = config
-        """The cycle's settings; replace it (``dataclasses.replace``) to change them."""
+        """The cycle's settings; replace it to change them:
+        ``dataclasses.replace(config, limits=replace(config.limits, max_turns=5))``
+        (see :class:`CycleConfig`)."""
         owned = False
         if requester is None:
             driven, owned = accept_client(client) if client is not None else (None, True)
