@@ -174,7 +174,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         version: str | None = None,
         timeout: float | None = None,
         strict: bool | None = None,
-        needs_approval: NeedsApproval = False,
+        needs_approval: NeedsApproval | None = False,
         policy: ToolPolicy | None = None,
     ) -> None:
         method: bool | None = None

@@ -53,7 +53,7 @@ def tool(
     version: str | None = None,
     timeout: float | None = None,
     strict: bool | None = None,
-    needs_approval: NeedsApproval = False,
+    needs_approval: NeedsApproval | None = False,
     policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
 ) -> FunctionTool[P, R]: ...
@@ -72,7 +72,7 @@ def tool(
     version: str | None = None,
     timeout: float | None = None,
     strict: bool | None = None,
-    needs_approval: NeedsApproval = False,
+    needs_approval: NeedsApproval | None = False,
     policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
 ) -> ToolDecorator: ...
@@ -90,7 +90,7 @@ def tool(
     version: str | None = None,
     timeout: float | None = None,
     strict: bool | None = None,
-    needs_approval: NeedsApproval = False,
+    needs_approval: NeedsApproval | None = False,
     policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
 ) -> FunctionTool[..., Any] | ToolDecorator:

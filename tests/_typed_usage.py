@@ -171,6 +171,28 @@ def settings_change_as_the_docs_replace_them(config: CycleConfig) -> None:
     print(hotter, flat)
 
 
+def approval_from_settings() -> bool | None:
+    return None
+
+
+@tool(registry=registry, needs_approval=approval_from_settings())
+def delete(path: str) -> str:
+    """Delete a file."""
+    return path
+
+
+@registry.tool(needs_approval=None)
+def rename(path: str, new: str) -> str:
+    """Rename a file."""
+    return new
+
+
+def needs_approval_none_is_false_and_keeps_the_types() -> None:
+    assert_type(delete("a"), str)
+    assert_type(rename("a", "b"), str)
+    delete(42)  # type: ignore[arg-type]
+
+
 def a_misspelt_option_is_caught() -> None:
     @registry.tool(permisions=["read"])  # type: ignore[call-overload, untyped-decorator]
     def typo(a: int) -> int:
