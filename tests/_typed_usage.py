@@ -18,9 +18,14 @@ from typing_extensions import assert_type
 
 from agcore_tools import (
     CycleConfig,
+    EventStream,
     FunctionTool,
+    LlmCycle,
+    McpClient,
     PermissionChecker,
     PermissionConfig,
+    StdioTransport,
+    SyncEventStream,
     ToolRegistry,
     tool,
 )
@@ -191,6 +196,30 @@ def needs_approval_none_is_false_and_keeps_the_types() -> None:
     assert_type(delete("a"), str)
     assert_type(rename("a", "b"), str)
     delete(42)  # type: ignore[arg-type]
+
+
+class AuditedClient(McpClient):
+    def audit_log(self) -> list[str]:
+        return []
+
+
+class MyCycle(LlmCycle):
+    def transcript(self) -> str:
+        return ""
+
+
+async def a_subclass_keeps_its_type_in_with(config: CycleConfig) -> None:
+    async with AuditedClient("fs", StdioTransport("server")) as client:
+        assert_type(client, AuditedClient)
+    async with MyCycle(config) as cycle:
+        assert_type(cycle, MyCycle)
+        async with cycle.submit_stream("hi") as events:
+            assert_type(events, EventStream)
+    with MyCycle(config) as sync_cycle:
+        assert_type(sync_cycle, MyCycle)
+        with sync_cycle.submit_stream_sync("hi") as sync_events:
+            assert_type(sync_events, SyncEventStream)
+    print(client.audit_log(), cycle.transcript(), sync_cycle.transcript())
 
 
 def a_misspelt_option_is_caught() -> None:

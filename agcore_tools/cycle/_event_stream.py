@@ -14,6 +14,8 @@ from collections.abc import AsyncGenerator
 from types import TracebackType
 from typing import NoReturn
 
+from typing_extensions import Self
+
 from .._aio import with_timeout
 from ..error import LlmError, LlmUsageError
 from ._outcome import Outcome
@@ -245,7 +247,7 @@ class EventStream:
         ends the run's span as a close does, not as a failure."""
         return self._stop_sent is not None and not _cancelled_by_others(self._consumer)
 
-    async def __aenter__(self) -> EventStream:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(

@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
+from typing_extensions import Self
 
 from .. import _sync
 from .._deprecated import renamed
@@ -354,7 +355,7 @@ class LlmCycle(TranscriptViews):
         renamed("LlmCycle.aclose()", "LlmCycle.close()")
         await self.close()
 
-    async def __aenter__(self) -> LlmCycle:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
@@ -443,7 +444,7 @@ class LlmCycle(TranscriptViews):
         """:meth:`close` for synchronous code (also called by ``with``)."""
         _sync.run(self.close())
 
-    def __enter__(self) -> LlmCycle:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

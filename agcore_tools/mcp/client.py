@@ -28,6 +28,8 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+from typing_extensions import Self
+
 from .. import _otel
 from .._deprecated import renamed
 from ..base import BaseTool
@@ -373,7 +375,7 @@ class McpClient(SyncClientMethods):
         """
         await self._session.close()
 
-    async def __aenter__(self) -> McpClient:
+    async def __aenter__(self) -> Self:
         await self.connect()
         return self
 

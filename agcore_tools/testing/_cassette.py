@@ -11,6 +11,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from typing_extensions import Self
+
 from .._version import __version__
 from ..error import CassetteError, CassetteMismatchError
 from ..mcp import McpClient
@@ -328,7 +330,7 @@ class Cassette:
         else:
             self.check()
 
-    def __enter__(self) -> Cassette:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

@@ -19,6 +19,8 @@ from dataclasses import asdict
 from types import TracebackType
 from typing import Any
 
+from typing_extensions import Self
+
 from ..base import BaseTool
 from ..content import Audio, Image
 from ..error import CassetteError, CassetteMismatchError, McpError, ToolExecutionError
@@ -235,7 +237,7 @@ class CassetteMcpClient:
         if self.recording:
             await self.client.close()
 
-    async def __aenter__(self) -> CassetteMcpClient:
+    async def __aenter__(self) -> Self:
         await self.connect()
         return self
 
