@@ -32,7 +32,7 @@ from collections.abc import (
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
-from typing_extensions import ParamSpec, Unpack
+from typing_extensions import ParamSpec, Unpack, deprecated
 
 from ._deprecated import renamed
 from ._execute import ToolTable, as_call, as_completed, check_context, execute
@@ -240,6 +240,11 @@ class ToolRegistry(RegistrySync):
         OpenAI's strict mode; see :meth:`definitions`."""
         return self._strict
 
+    @deprecated(
+        "ToolRegistry.with_permission_checker() is deprecated; use "
+        "registry.permission_checker = checker",
+        category=None,
+    )
     def with_permission_checker(self, checker: PermissionChecker | None) -> ToolRegistry:
         """Deprecated: set :attr:`permission_checker` instead. Sets it on this registry
         (it does not copy it, as the OpenAI SDK's ``with_*`` methods do) and returns it.

@@ -6,6 +6,9 @@ checker must catch: under --strict an ignore that silences nothing is itself an 
 Nothing runs on import.
 """
 
+# mypy: enable-error-code="deprecated"
+# (deprecated APIs are marked for checkers: a use of one is a bug to catch too)
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -17,6 +20,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from typing_extensions import assert_type
 
 from agcore_tools import (
+    ChatResponse,
     CycleConfig,
     EventStream,
     FunctionTool,
@@ -26,9 +30,12 @@ from agcore_tools import (
     PermissionConfig,
     StdioTransport,
     SyncEventStream,
+    ToolContext,
     ToolRegistry,
+    TurnComplete,
     tool,
 )
+from agcore_tools.temporal import ToolActivityOptions
 
 registry = ToolRegistry(
     PermissionChecker(PermissionConfig(allowed=["read"], denied=["shell"], ask=["write"]))
@@ -220,6 +227,25 @@ async def a_subclass_keeps_its_type_in_with(config: CycleConfig) -> None:
         with sync_cycle.submit_stream_sync("hi") as sync_events:
             assert_type(sync_events, SyncEventStream)
     print(client.audit_log(), cycle.transcript(), sync_cycle.transcript())
+
+
+async def deprecated_names_are_flagged(
+    cycle: LlmCycle, client: McpClient, response: ChatResponse, turn: TurnComplete
+) -> None:
+    await cycle.aclose()  # type: ignore[deprecated]
+    await client.list_tools()  # type: ignore[deprecated]
+    client.list_tools_sync()  # type: ignore[deprecated]
+    client.with_timeout(5)  # type: ignore[deprecated]
+    registry.with_permission_checker(None)  # type: ignore[deprecated]
+    print(response.stop_reason)  # type: ignore[deprecated]
+    print(turn.reason)  # type: ignore[deprecated]
+    print(turn.raw_reason)  # type: ignore[deprecated]
+    print(CycleConfig("m").tool_timeout_secs)  # type: ignore[deprecated]
+    print(CycleConfig("m").max_tool_result_bytes)  # type: ignore[deprecated]
+    print(ToolActivityOptions(timeout=5).timeout_secs)  # type: ignore[deprecated]
+    ToolActivityOptions(timeout_secs=5)  # type: ignore[deprecated]
+    ToolContext("session-1")  # type: ignore[deprecated]
+    print(ToolContext(session_id="session-1"), ToolActivityOptions(5))
 
 
 def a_misspelt_option_is_caught() -> None:

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from typing_extensions import deprecated
+
 from .._deprecated import renamed
 from ..error import LlmConfigError, LlmUsageError
 from .history import HistoryPolicy, TrimOldest
@@ -488,6 +490,9 @@ class CycleConfig:
         return self.retries.max_delay
 
     @property
+    @deprecated(
+        "CycleConfig.tool_timeout_secs is deprecated; use CycleConfig.tool_timeout", category=None
+    )
     def tool_timeout_secs(self) -> float | None:
         """Deprecated: use :attr:`tool_timeout` (or ``limits.tool_timeout``).
 
@@ -504,6 +509,10 @@ class CycleConfig:
         return self.limits.tool_timeout
 
     @property
+    @deprecated(
+        "CycleConfig.max_tool_result_bytes is deprecated; use CycleConfig.max_result_bytes",
+        category=None,
+    )
     def max_tool_result_bytes(self) -> int | None:
         """Deprecated: use :attr:`max_result_bytes` (or ``limits.max_result_bytes``).
 

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
-from typing_extensions import Self
+from typing_extensions import Self, deprecated
 
 from .. import _sync
 from .._deprecated import renamed
@@ -345,6 +345,7 @@ class LlmCycle(TranscriptViews):
             self._closed = True
             await self.client.close()
 
+    @deprecated("LlmCycle.aclose() is deprecated; use LlmCycle.close()", category=None)
     async def aclose(self) -> None:
         """Deprecated: use :meth:`close`.
 

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from typing_extensions import Self
+from typing_extensions import Self, deprecated
 
 from .. import _otel
 from .._deprecated import renamed
@@ -263,6 +263,10 @@ class McpClient(SyncClientMethods):
     def timeout(self, timeout: float) -> None:
         self._timeout = check_timeout(self.server_name, timeout)
 
+    @deprecated(
+        "McpClient.with_timeout() is deprecated; use McpClient.timeout = ... (a settable property)",
+        category=None,
+    )
     def with_timeout(self, secs: float) -> McpClient:
         """Deprecated: set :attr:`timeout` instead (``client.timeout = 5``); this sets it
         too, and returns this same client (not a copy).
@@ -403,6 +407,7 @@ class McpClient(SyncClientMethods):
         """
         return [definition(info) for info in await self._tool_cache.current()]
 
+    @deprecated("McpClient.list_tools() is deprecated; use McpClient.definitions()", category=None)
     async def list_tools(self) -> list[dict[str, Any]]:
         """Deprecated: use :meth:`definitions` (same result; ``ToolRegistry.list_tools()``
         returns names, this returned definitions).
