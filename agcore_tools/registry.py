@@ -763,7 +763,7 @@ class ToolRegistry(RegistrySync):
         ``max_result_bytes`` UTF-8 bytes keeps its head and tail, and an image, sound
         or file over ``max_attachment_bytes`` is left out, with the reason in the text
         (see :mod:`agcore_tools.content`). Both limits are integers (at least 64 and 1,
-        as in :class:`~agcore_tools.Limits`) or None for no limit; another value raises
+        as in :class:`~agcore_tools.cycle.Limits`) or None for no limit; another value raises
         :class:`~agcore_tools.ToolConfigError`. With ``repair_arguments``, arguments that are
         not valid JSON get one deterministic repair first, as ``CycleConfig`` describes.
 

@@ -39,7 +39,7 @@ class EventStream:
     running tools and closes the HTTP stream. :meth:`aclose` also works from another
     task while one iterates (a Stop button): that task's iteration then ends. A stream
     has one consumer; a second task asking for events at the same time gets an
-    :class:`~agcore_tools.LlmUsageError`. A plain ``for`` raises a ``TypeError``
+    :class:`~agcore_tools.error.LlmUsageError`. A plain ``for`` raises a ``TypeError``
     naming the fix: ``async for``, or the ``*_sync`` method from synchronous code.
 
     Example:

@@ -52,7 +52,7 @@ class Cassette:
     Replaying, the same calls answer from the file: no socket, no server process.
     Each request must match the recorded one (the model, the messages, the tools, the
     options), except for tool results, which may differ; the first difference raises
-    :class:`~agcore_tools.CassetteMismatchError` with the request's index and the JSON
+    :class:`~agcore_tools.testing.CassetteMismatchError` with the request's index and the JSON
     path (``request 2 differs at messages[3].content: recorded 'x', got 'y'``).
     Leaving ``with`` also fails if a recorded request was never asked for again.
     Wrap a replay in :func:`no_network` to make sure nothing goes out.

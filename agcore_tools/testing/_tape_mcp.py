@@ -151,7 +151,7 @@ class CassetteMcpClient:
     client (:attr:`client`) and written down; replaying, nothing is started and the
     answers come from the cassette. A ``tools/call`` is matched by tool name and
     arguments, in recorded order; one the cassette does not hold raises
-    :class:`~agcore_tools.CassetteMismatchError` (the loop turns it into an error
+    :class:`~agcore_tools.testing.CassetteMismatchError` (the loop turns it into an error
     result, and the cassette raises it again when it closes). MCP tasks, resources and
     prompts are not recorded.
 
