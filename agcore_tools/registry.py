@@ -572,7 +572,9 @@ class ToolRegistry(RegistrySync):
         (``{"type": "function", "function": {...}}``); ``api="responses"`` gives the
         flat Responses API function tools; type checkers see the OpenAI SDK's
         ``ChatCompletionToolParam`` and ``FunctionToolParam``, which the ``tools=`` of
-        ``create()`` takes. Tools the registry's permission checker
+        ``create()`` takes (their keys are optional or nullable to a type checker: to
+        inspect a schema, read :meth:`ToolEntry.strict_parameters`, ``entry.tool.parameters``
+        or a tool's ``definition()``, plain dicts). Tools the registry's permission checker
         refuses are left out: offering the model a tool it may not run only wastes
         tokens and ends the loop when the model calls it (:meth:`list_tools` still
         lists every tool). They are logged, once per set of tools, with the rule.
@@ -594,8 +596,10 @@ class ToolRegistry(RegistrySync):
             >>> registry.definitions()[0]["function"]["name"]
             'example'
             >>> flat = registry.definitions(api="responses")[0]
-            >>> flat["name"], flat["strict"], flat["parameters"]["additionalProperties"]
-            ('example', True, False)
+            >>> flat["name"], flat["strict"]
+            ('example', True)
+            >>> registry.entries()[0].strict_parameters()  # the parameters offered
+            {'type': 'object', 'properties': {}, 'additionalProperties': False, 'required': []}
         """
         table = self._table
         # Read before the entries: a tool another thread registers while this builds
