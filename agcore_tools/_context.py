@@ -10,7 +10,9 @@ import asyncio
 import os
 import random
 import warnings
-from typing import Any
+from typing import Any, overload
+
+from typing_extensions import deprecated
 
 from ._cancel import CancellationToken
 from ._progress import (
@@ -90,6 +92,40 @@ class ToolContext:
         "parent_call_id",
         "tool_name",
     )
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: str | None = None,
+        trace_id: str | None = None,
+        call_id: str | None = None,
+        cancellation: CancellationToken | None = None,
+        metadata: dict[str, Any] | None = None,
+        on_event: ToolEventCallback | None = None,
+        shared_state: dict[str, Any] | None = None,
+        tool_name: str | None = None,
+        run_id: str | None = None,
+    ) -> None: ...
+
+    @overload
+    @deprecated(
+        "positional arguments to ToolContext are deprecated; pass them by keyword",
+        category=None,  # _positional() warns, naming the keywords
+    )
+    def __init__(
+        self,
+        *args: Any,
+        session_id: str | None = None,
+        trace_id: str | None = None,
+        call_id: str | None = None,
+        cancellation: CancellationToken | None = None,
+        metadata: dict[str, Any] | None = None,
+        on_event: ToolEventCallback | None = None,
+        shared_state: dict[str, Any] | None = None,
+        tool_name: str | None = None,
+        run_id: str | None = None,
+    ) -> None: ...
 
     def __init__(
         self,

@@ -1,7 +1,9 @@
 """One warning for every public name that gave way to a clearer one.
 
 Old names keep working for a release; each use warns, naming the new one, at the
-caller's line.
+caller's line. Each is also marked ``@typing_extensions.deprecated(..., category=None)``
+with the same message, for type checkers and IDEs: ``category=None``, because the
+decorator's own warning would come on top of this one.
 """
 
 from __future__ import annotations

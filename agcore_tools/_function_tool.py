@@ -15,13 +15,14 @@ import types
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
-from typing import Any, Concatenate, Generic, Literal, Protocol, TypeVar, overload
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
 
 from pydantic import ValidationError
 from typing_extensions import ParamSpec
 
 from ._aio import THREADS, run_tool, with_timeout
 from ._attachments import normalise
+from ._binding import TakesClass, TakesReceiver
 from ._generators import drain_async, drain_sync
 from ._invalid_args import invalid_arguments, unknown_keys_error
 from ._origin import Origin, caller_stacklevel, interactive_run
@@ -60,6 +61,8 @@ __all__ = [
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
+P2 = ParamSpec("P2")
+R2 = TypeVar("R2")
 
 _PLAIN_JSON = (str, int, float, bool, type(None))
 _CHUNK = 1000
@@ -114,19 +117,11 @@ class ToolDecorator(Protocol):
     """What ``@tool(...)`` and ``@registry.tool(...)`` with options return: a decorator.
 
     Type checkers see ``@tool`` above ``@classmethod`` as applied to the function,
-    ``cls`` included (mypy does); the tool is used through its class, with ``cls``
-    bound, so the first overload types it without ``cls``. A function whose first
-    parameter is a class (``type[X]``) is no tool otherwise: that type cannot come
-    from JSON arguments.
+    ``cls`` included; :meth:`FunctionTool.__get__` drops ``cls`` where the tool is
+    looked up on its class (or an instance of it), as it does at run time.
     """
 
-    @overload
-    def __call__(self, func: Callable[Concatenate[type[T], P], R], /) -> FunctionTool[P, R]: ...
-
-    @overload
-    def __call__(self, func: Callable[P, R], /) -> FunctionTool[P, R]: ...
-
-    def __call__(self, func: Callable[..., Any], /) -> FunctionTool[..., Any]:
+    def __call__(self, func: Callable[P, R], /) -> FunctionTool[P, R]:
         """Make ``func`` a tool."""
         ...
 
@@ -179,7 +174,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         version: str | None = None,
         timeout: float | None = None,
         strict: bool | None = None,
-        needs_approval: NeedsApproval = False,
+        needs_approval: NeedsApproval | None = False,
         policy: ToolPolicy | None = None,
     ) -> None:
         method: bool | None = None
@@ -218,7 +213,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             functools.update_wrapper(self, func)
         else:  # a callable object or a partial: do not copy its attributes onto the tool
             functools.update_wrapper(self, func, updated=())
-        self.func = func
+        self.func: Callable[P, R] = func
         """The original function."""
         self.name = schema.name
         self.description = schema.description
@@ -351,20 +346,33 @@ class FunctionTool(BaseTool, Generic[P, R]):
         if registry is not None:  # a classmethod or staticmethod tool: its class exists now
             registry.register(self.__get__(None, owner))
 
+    # A type checker passes @tool the function under @classmethod with cls, so a
+    # classmethod tool's type takes cls; the first overload drops it where the class is
+    # known. Only there: at the decorator a first parameter typed Any fits type[T] too.
+    @overload
+    def __get__(
+        self: TakesClass[T, P2, R2], instance: T | None, owner: type[T]
+    ) -> FunctionTool[P2, R2]: ...
+
     @overload
     def __get__(self, instance: None, owner: type | None = None) -> FunctionTool[P, R]: ...
 
     @overload
-    def __get__(self, instance: object, owner: type | None = None) -> FunctionTool[..., R]: ...
+    def __get__(
+        self: TakesReceiver[T, P2, R2], instance: T, owner: type | None = None
+    ) -> FunctionTool[P2, R2]: ...
 
-    def __get__(self, instance: object | None, owner: type | None = None) -> FunctionTool[..., R]:
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> FunctionTool[P, R]: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> FunctionTool[..., Any]:
         """A method tool, looked up on an instance (or a classmethod tool on its class),
         is bound to it, as a function is; any other tool is itself."""
         if self._binding is None or (instance is None and self._binding == "instance"):
             return self
         receiver = instance if self._binding == "instance" else (owner or type(instance))
         bound = copy.copy(self)
-        bound.func = types.MethodType(self.func, receiver)
+        bound.func = cast("Callable[P, R]", types.MethodType(self.func, receiver))
         bound._binding = None
         bound._bound_from = self
         bound._origin = replace(self._origin, target=bound.func, run=interactive_run())

@@ -56,7 +56,7 @@ class ToolOptions(TypedDict, total=False):
     version: str | None
     timeout: float | None
     strict: bool | None
-    needs_approval: NeedsApproval
+    needs_approval: NeedsApproval | None
     policy: ToolPolicy | None
 
 

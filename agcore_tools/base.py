@@ -30,8 +30,11 @@ __all__ = ["BaseTool", "CancellationToken", "ToolContext", "definition_name", "t
 class BaseTool(ABC):
     """The interface every tool implements, local or MCP.
 
-    Subclasses may set ``name``, ``description``, ``parameters`` and
-    ``required_permissions`` as plain class attributes, or as properties.
+    Subclasses set ``name``, ``description``, ``parameters`` and
+    ``required_permissions`` as plain class attributes, or in ``__init__`` for values
+    computed per instance (``self.name = f"lookup_{table}"``). A property works at run
+    time, but type checkers refuse it over these attributes (and declared as properties
+    here, they would refuse the class attributes instead).
 
     Example:
         >>> class Now(BaseTool):

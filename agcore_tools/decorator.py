@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Concatenate, TypeVar, cast, overload
+from typing import Any, TypeVar, cast, overload
 
 from typing_extensions import ParamSpec
 
@@ -38,26 +38,6 @@ __all__ = ["FunctionTool", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-T = TypeVar("T")
-
-
-@overload
-def tool(
-    func: Callable[Concatenate[type[T], P], R],
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    permissions: Iterable[PermissionLike] | None = None,
-    tags: Iterable[str] | None = None,
-    category: str | None = None,
-    version: str | None = None,
-    timeout: float | None = None,
-    strict: bool | None = None,
-    needs_approval: NeedsApproval = False,
-    policy: ToolPolicy | None = None,
-    registry: ToolRegistry | None = None,
-) -> FunctionTool[P, R]: ...  # above @classmethod: used with cls bound (see ToolDecorator)
 
 
 @overload
@@ -73,7 +53,7 @@ def tool(
     version: str | None = None,
     timeout: float | None = None,
     strict: bool | None = None,
-    needs_approval: NeedsApproval = False,
+    needs_approval: NeedsApproval | None = False,
     policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
 ) -> FunctionTool[P, R]: ...
@@ -92,7 +72,7 @@ def tool(
     version: str | None = None,
     timeout: float | None = None,
     strict: bool | None = None,
-    needs_approval: NeedsApproval = False,
+    needs_approval: NeedsApproval | None = False,
     policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
 ) -> ToolDecorator: ...
@@ -110,7 +90,7 @@ def tool(
     version: str | None = None,
     timeout: float | None = None,
     strict: bool | None = None,
-    needs_approval: NeedsApproval = False,
+    needs_approval: NeedsApproval | None = False,
     policy: ToolPolicy | None = None,
     registry: ToolRegistry | None = None,
 ) -> FunctionTool[..., Any] | ToolDecorator:

@@ -44,6 +44,8 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, unquote_plus, urlsplit
 
+from typing_extensions import Self
+
 from .error import ToolConfigError, ToolError
 from .policies import RateLimit
 
@@ -353,7 +355,7 @@ class RedisStore:
         if self._owned:
             await self._client.aclose()
 
-    async def __aenter__(self) -> RedisStore:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(

@@ -30,9 +30,9 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Concatenate, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
-from typing_extensions import ParamSpec, Unpack
+from typing_extensions import ParamSpec, Unpack, deprecated
 
 from ._deprecated import renamed
 from ._execute import ToolTable, as_call, as_completed, check_context, execute
@@ -77,7 +77,6 @@ logger = logging.getLogger("agcore_tools.registry")
 
 P = ParamSpec("P")
 R = TypeVar("R")
-T = TypeVar("T")
 
 
 _default_registry: ToolRegistry | None = None
@@ -241,6 +240,11 @@ class ToolRegistry(RegistrySync):
         OpenAI's strict mode; see :meth:`definitions`."""
         return self._strict
 
+    @deprecated(
+        "ToolRegistry.with_permission_checker() is deprecated; use "
+        "registry.permission_checker = checker",
+        category=None,
+    )
     def with_permission_checker(self, checker: PermissionChecker | None) -> ToolRegistry:
         """Deprecated: set :attr:`permission_checker` instead. Sets it on this registry
         (it does not copy it, as the OpenAI SDK's ``with_*`` methods do) and returns it.
@@ -279,11 +283,6 @@ class ToolRegistry(RegistrySync):
             yield self
         finally:
             _active_registry.reset(token)
-
-    @overload
-    def tool(
-        self, func: Callable[Concatenate[type[T], P], R], /, **options: Unpack[ToolOptions]
-    ) -> FunctionTool[P, R]: ...  # above @classmethod: used with cls bound (see ToolDecorator)
 
     @overload
     def tool(
@@ -573,7 +572,9 @@ class ToolRegistry(RegistrySync):
         (``{"type": "function", "function": {...}}``); ``api="responses"`` gives the
         flat Responses API function tools; type checkers see the OpenAI SDK's
         ``ChatCompletionToolParam`` and ``FunctionToolParam``, which the ``tools=`` of
-        ``create()`` takes. Tools the registry's permission checker
+        ``create()`` takes (their keys are optional or nullable to a type checker: to
+        inspect a schema, read :meth:`ToolEntry.strict_parameters`, ``entry.tool.parameters``
+        or a tool's ``definition()``, plain dicts). Tools the registry's permission checker
         refuses are left out: offering the model a tool it may not run only wastes
         tokens and ends the loop when the model calls it (:meth:`list_tools` still
         lists every tool). They are logged, once per set of tools, with the rule.
@@ -595,8 +596,10 @@ class ToolRegistry(RegistrySync):
             >>> registry.definitions()[0]["function"]["name"]
             'example'
             >>> flat = registry.definitions(api="responses")[0]
-            >>> flat["name"], flat["strict"], flat["parameters"]["additionalProperties"]
-            ('example', True, False)
+            >>> flat["name"], flat["strict"]
+            ('example', True)
+            >>> registry.entries()[0].strict_parameters()  # the parameters offered
+            {'type': 'object', 'properties': {}, 'additionalProperties': False, 'required': []}
         """
         table = self._table
         # Read before the entries: a tool another thread registers while this builds
@@ -764,7 +767,7 @@ class ToolRegistry(RegistrySync):
         ``max_result_bytes`` UTF-8 bytes keeps its head and tail, and an image, sound
         or file over ``max_attachment_bytes`` is left out, with the reason in the text
         (see :mod:`agcore_tools.content`). Both limits are integers (at least 64 and 1,
-        as in :class:`~agcore_tools.Limits`) or None for no limit; another value raises
+        as in :class:`~agcore_tools.cycle.Limits`) or None for no limit; another value raises
         :class:`~agcore_tools.ToolConfigError`. With ``repair_arguments``, arguments that are
         not valid JSON get one deterministic repair first, as ``CycleConfig`` describes.
 

@@ -6,15 +6,36 @@ checker must catch: under --strict an ignore that silences nothing is itself an 
 Nothing runs on import.
 """
 
+# mypy: enable-error-code="deprecated"
+# (deprecated APIs are marked for checkers: a use of one is a bug to catch too)
+
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletionMessageParam
 from typing_extensions import assert_type
 
-from agcore_tools import FunctionTool, PermissionChecker, PermissionConfig, ToolRegistry, tool
+from agcore_tools import (
+    ChatResponse,
+    CycleConfig,
+    EventStream,
+    FunctionTool,
+    LlmCycle,
+    McpClient,
+    PermissionChecker,
+    PermissionConfig,
+    StdioTransport,
+    SyncEventStream,
+    ToolContext,
+    ToolRegistry,
+    TurnComplete,
+    tool,
+)
+from agcore_tools.temporal import ToolActivityOptions
 
 registry = ToolRegistry(
     PermissionChecker(PermissionConfig(allowed=["read"], denied=["shell"], ask=["write"]))
@@ -79,6 +100,152 @@ def a_classmethod_tool_is_called_without_cls() -> None:
     price: int = Catalog.lookup("x")
     print(lookup, in_stock, price, Catalog.in_stock(sku="x"), Catalog.skus())
     Catalog.lookup(Catalog, "x")  # type: ignore[call-arg, arg-type]
+
+
+@tool(registry=registry)
+def describe(value: Any, style: str = "short") -> str:
+    """Describe any JSON value."""
+    return f"{style}: {value!r}"
+
+
+@registry.tool
+def store(key: Any, value: int) -> bool:
+    """Store a value under a key."""
+    return bool(key) and value > 0
+
+
+def a_first_parameter_typed_any_is_kept() -> None:
+    # The error for an unannotated parameter says "use typing.Any": Any also fits the
+    # type[T] a classmethod's cls has, which must not drop the parameter.
+    assert_type(describe({"a": 1}, style="long"), str)
+    assert_type(store("k", 1), bool)
+    describe()  # type: ignore[call-arg]
+    wrong: str = store("k", 1)  # type: ignore[assignment]
+    print(wrong)
+
+
+class Notes:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    @tool
+    def add_note(self, text: str) -> int:
+        """Add a note; return how many there are."""
+        self.lines.append(text)
+        return len(self.lines)
+
+    @tool
+    async def search(self, query: str, limit: int = 5) -> list[str]:
+        """Search the notes."""
+        return [line for line in self.lines if query in line][:limit]
+
+    @tool
+    def pin(self, line: int, /) -> str:
+        """Pin a note."""
+        return self.lines[line]
+
+    @tool(registry=registry)
+    @staticmethod
+    def shout(text: str, /) -> str:
+        """Upper-case a note."""
+        return text.upper()
+
+
+async def a_method_tool_on_its_instance_keeps_its_parameters() -> None:
+    notes = Notes()
+    assert_type(notes.pin, FunctionTool[[int], str])
+    assert_type(Notes.pin, FunctionTool[[Notes, int], str])
+    assert_type(notes.add_note("a"), int)
+    assert_type(Notes.add_note(notes, "a"), int)
+    assert_type(await notes.search("a", limit=2), list[str])
+    assert_type(notes.shout, FunctionTool[[str], str])
+    assert_type(Notes.shout, FunctionTool[[str], str])
+    assert_type(Catalog().lookup("x"), int)
+    registry.register(notes.add_note)
+    notes.add_note(42)  # type: ignore[arg-type]
+    notes.add_note("a", "b")  # type: ignore[call-arg]
+    await notes.search(limit="ten")  # type: ignore[call-arg, arg-type]
+    Catalog().lookup(Catalog, "x")  # type: ignore[call-arg, arg-type]
+
+
+def the_original_function_keeps_its_signature() -> None:
+    assert_type(Notes.shout.func, Callable[[str], str])
+    assert_type(get_weather.func("Lima"), dict[str, Any])
+    get_weather.func(42)  # type: ignore[arg-type]
+
+
+def settings_change_as_the_docs_replace_them(config: CycleConfig) -> None:
+    more = replace(config, limits=replace(config.limits, max_turns=5))
+    hotter = replace(config, request_options={**config.request_options, "temperature": 1})
+    assert_type(more.max_turns, int | None)
+    # Runs, but max_turns is an __init__ keyword, not a field: the docs avoid it.
+    flat = replace(config, max_turns=5)  # type: ignore[call-arg]
+    print(hotter, flat)
+
+
+def approval_from_settings() -> bool | None:
+    return None
+
+
+@tool(registry=registry, needs_approval=approval_from_settings())
+def delete(path: str) -> str:
+    """Delete a file."""
+    return path
+
+
+@registry.tool(needs_approval=None)
+def rename(path: str, new: str) -> str:
+    """Rename a file."""
+    return new
+
+
+def needs_approval_none_is_false_and_keeps_the_types() -> None:
+    assert_type(delete("a"), str)
+    assert_type(rename("a", "b"), str)
+    delete(42)  # type: ignore[arg-type]
+
+
+class AuditedClient(McpClient):
+    def audit_log(self) -> list[str]:
+        return []
+
+
+class MyCycle(LlmCycle):
+    def transcript(self) -> str:
+        return ""
+
+
+async def a_subclass_keeps_its_type_in_with(config: CycleConfig) -> None:
+    async with AuditedClient("fs", StdioTransport("server")) as client:
+        assert_type(client, AuditedClient)
+    async with MyCycle(config) as cycle:
+        assert_type(cycle, MyCycle)
+        async with cycle.submit_stream("hi") as events:
+            assert_type(events, EventStream)
+    with MyCycle(config) as sync_cycle:
+        assert_type(sync_cycle, MyCycle)
+        with sync_cycle.submit_stream_sync("hi") as sync_events:
+            assert_type(sync_events, SyncEventStream)
+    print(client.audit_log(), cycle.transcript(), sync_cycle.transcript())
+
+
+async def deprecated_names_are_flagged(
+    cycle: LlmCycle, client: McpClient, response: ChatResponse, turn: TurnComplete
+) -> None:
+    await cycle.aclose()  # type: ignore[deprecated]
+    await client.list_tools()  # type: ignore[deprecated]
+    client.list_tools_sync()  # type: ignore[deprecated]
+    client.with_timeout(5)  # type: ignore[deprecated]
+    registry.with_permission_checker(None)  # type: ignore[deprecated]
+    print(response.stop_reason)  # type: ignore[deprecated]
+    print(turn.reason)  # type: ignore[deprecated]
+    print(turn.raw_reason)  # type: ignore[deprecated]
+    print(CycleConfig("m").tool_timeout_secs)  # type: ignore[deprecated]
+    print(CycleConfig("m").max_tool_result_bytes)  # type: ignore[deprecated]
+    print(ToolActivityOptions(timeout=5).timeout_secs)  # type: ignore[deprecated]
+    ToolActivityOptions(timeout_secs=5)  # type: ignore[deprecated]
+    ToolContext("session-1")  # type: ignore[deprecated]
+    print(ToolContext(session_id="session-1"), ToolActivityOptions(5))
 
 
 def a_misspelt_option_is_caught() -> None:

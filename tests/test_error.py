@@ -198,11 +198,15 @@ def _one_of_each() -> dict[str, Any]:
         "McpError": E.McpError("fs", "died", status_code=500, recoverable=True, may_have_run=True),
         "McpNotInitializedError": E.McpNotInitializedError("fs"),
         "McpTimeoutError": E.McpTimeoutError("fs", "timed out"),
+        "McpInputRequiredError": E.McpInputRequiredError("ci", "waits", {"q": {}}),
+        "McpUsageError": E.McpUsageError("x"),
         "ToolIOError": E.ToolIOError("cannot open", tool_name="r"),
         "ToolDefinitionError": E.ToolDefinitionError("bad definition"),
         "ToolConfigError": E.ToolConfigError("bad option", tool_name="x"),
         "LlmError": E.LlmError("failed"),
         "LlmConfigError": E.LlmConfigError("bad"),
+        "ClientTypeError": E.ClientTypeError("c"),
+        "LlmUsageError": E.LlmUsageError("u"),
         "DefinitionBudgetError": E.DefinitionBudgetError(120, 100, [("a", 90)]),
         "MaxTurnsExceededError": E.MaxTurnsExceededError(
             3, usage=Usage(prompt_tokens=5, completion_tokens=2, total_tokens=7), history_length=5

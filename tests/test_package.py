@@ -7,9 +7,25 @@ import re
 import subprocess
 import sys
 import types
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
+from typing_extensions import get_overloads
+
 import agcore_tools
+from agcore_tools import (
+    ChatResponse,
+    CycleConfig,
+    FinishReason,
+    LlmCycle,
+    McpClient,
+    StdioTransport,
+    ToolContext,
+    ToolRegistry,
+    TurnComplete,
+)
+from agcore_tools.temporal import ToolActivityOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -117,3 +133,55 @@ def test_the_documented_patterns_pass_mypy_strict(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path), *files]
     out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=110)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _init_overload(cls: type) -> object:
+    # The deprecated overload of __init__, as typing.get_overloads() keeps it (from
+    # 3.11: typing.overload records none before).
+    return next(f for f in get_overloads(cls.__init__) if hasattr(f, "__deprecated__"))
+
+
+def _deprecated_uses() -> list[tuple[object, Callable[[], object] | None]]:
+    """Each deprecated API's marked function, and a use of it that warns (None: the use
+    needs a server; tests/mcp/test_names.py and tests/cycle/test_renames.py warn)."""
+    response, turn = ChatResponse({}, "", FinishReason.STOP), TurnComplete(FinishReason.STOP)
+    client, options = McpClient("x", StdioTransport("server")), ToolActivityOptions(timeout=5)
+    config = CycleConfig("m")
+    uses: list[tuple[object, Callable[[], object] | None]] = [
+        (vars(ChatResponse)["stop_reason"].fget, lambda: response.stop_reason),
+        (vars(TurnComplete)["reason"].fget, lambda: turn.reason),
+        (vars(TurnComplete)["raw_reason"].fget, lambda: turn.raw_reason),
+        (vars(CycleConfig)["tool_timeout_secs"].fget, lambda: config.tool_timeout_secs),
+        (vars(CycleConfig)["max_tool_result_bytes"].fget, lambda: config.max_tool_result_bytes),
+        (vars(ToolActivityOptions)["timeout_secs"].fget, lambda: options.timeout_secs),
+        (
+            ToolRegistry.with_permission_checker,
+            lambda: ToolRegistry().with_permission_checker(None),
+        ),
+        (McpClient.with_timeout, lambda: client.with_timeout(5)),
+        (McpClient.list_tools, None),
+        (McpClient.list_tools_sync, None),
+        (LlmCycle.aclose, None),
+    ]
+    if sys.version_info >= (3, 11):
+        uses.append((_init_overload(ToolContext), lambda: ToolContext("session-1")))
+        uses.append(
+            (_init_overload(ToolActivityOptions), lambda: ToolActivityOptions(timeout_secs=5))
+        )
+    return uses
+
+
+def test_deprecated_apis_are_marked_for_checkers_and_warn_once() -> None:
+    # @typing_extensions.deprecated(..., category=None): checkers and IDEs see it, and
+    # the run-time warning stays renamed()'s alone (the decorator would add a second).
+    for marked, use in _deprecated_uses():
+        message = getattr(marked, "__deprecated__", None)
+        assert message, f"{marked} is not marked @deprecated"
+        assert not hasattr(marked, "__wrapped__"), f"{marked} warns a second time"
+        if use is None:
+            continue
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            use()
+        assert [w.category for w in caught] == [DeprecationWarning], marked
+        assert str(caught[0].message).startswith(message.split(";")[0])

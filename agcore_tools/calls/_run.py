@@ -121,7 +121,7 @@ def check_byte_limit(value: object, what: str, minimum: int) -> None:
 
     Zero would send the model an empty result and a negative number would cut its end
     off silently; a float or a string would fail later with a bare ``TypeError``. The
-    minimums are those of :class:`~agcore_tools.Limits`.
+    minimums are those of :class:`~agcore_tools.cycle.Limits`.
 
     Example:
         >>> check_byte_limit(None, "run_tool_calls() max_result_bytes", 64)

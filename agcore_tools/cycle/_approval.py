@@ -1,7 +1,7 @@
 """The loop's approval gate: which calls of a turn wait for the app, and the pause.
 
 Kept out of :mod:`agcore_tools.cycle.cycle`; the rules themselves (which calls ask,
-how an answer applies) live in :mod:`agcore_tools._approval`, shared with
+how an answer applies) live in :mod:`agcore_tools.calls._approval`, shared with
 ``run_tool_calls``.
 """
 

@@ -14,6 +14,8 @@ from collections.abc import AsyncGenerator
 from types import TracebackType
 from typing import NoReturn
 
+from typing_extensions import Self
+
 from .._aio import with_timeout
 from ..error import LlmError, LlmUsageError
 from ._outcome import Outcome
@@ -37,7 +39,7 @@ class EventStream:
     running tools and closes the HTTP stream. :meth:`aclose` also works from another
     task while one iterates (a Stop button): that task's iteration then ends. A stream
     has one consumer; a second task asking for events at the same time gets an
-    :class:`~agcore_tools.LlmUsageError`. A plain ``for`` raises a ``TypeError``
+    :class:`~agcore_tools.error.LlmUsageError`. A plain ``for`` raises a ``TypeError``
     naming the fix: ``async for``, or the ``*_sync`` method from synchronous code.
 
     Example:
@@ -245,7 +247,7 @@ class EventStream:
         ends the run's span as a close does, not as a failure."""
         return self._stop_sent is not None and not _cancelled_by_others(self._consumer)
 
-    async def __aenter__(self) -> EventStream:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(

@@ -3,7 +3,7 @@ each answer.
 
 An :class:`OutputPlan` is worked out once per :class:`StructuredOutput` (and cached):
 the pydantic ``TypeAdapter``, the schema sent (made strict with
-:func:`agcore_tools._strict.strict_parameters`), and the ``response_format`` or the
+:func:`agcore_tools.schema.strict_parameters`), and the ``response_format`` or the
 ``final_result`` tool definition. An :class:`OutputRun` holds one ``submit*`` call's
 retries and, once a turn ends, says what it means (:meth:`OutputRun.end_turn`).
 

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from typing_extensions import deprecated
+
 from .._deprecated import renamed
 from ..error import LlmConfigError, LlmUsageError
 from .history import HistoryPolicy, TrimOldest
@@ -210,6 +212,11 @@ class CycleConfig:
     ``repr()`` shows the names of ``extra_headers`` and ``extra_query`` but not their
     values, which may be credentials, nor ``approval_key``.
 
+    To change settings, ``dataclasses.replace`` the fields below: a group
+    (``limits=replace(config.limits, max_turns=None)``) or ``request_options``. A flat
+    name or a request option given to ``replace()`` works too, but a type checker
+    (mypy) refuses it, since it is no field.
+
     A call to a tool the registry does not have stops the loop with an ``LlmError``
     (``unknown_tool="raise"``, the default). With ``unknown_tool="tell_model"`` the
     call's result is instead the error text, which lists the registered tools, and
@@ -220,8 +227,12 @@ class CycleConfig:
         >>> config.max_turns, dict(config.request_options)
         (5, {'temperature': 0.2})
         >>> from dataclasses import replace
-        >>> replace(config, max_turns=None).request_options["temperature"]
-        0.2
+        >>> more = replace(config, limits=replace(config.limits, max_turns=None))
+        >>> more.max_turns, more.request_options["temperature"]
+        (None, 0.2)
+        >>> hotter = replace(config, request_options={**config.request_options, "temperature": 1})
+        >>> hotter.max_turns, dict(hotter.request_options)
+        (5, {'temperature': 1})
         >>> config = CycleConfig("m", limits=Limits(max_turns=3, tool_timeout=5), retries=Retries(0))
         >>> config.max_turns, config.limits.tool_timeout, config.max_retries
         (3, 5, 0)
@@ -479,6 +490,9 @@ class CycleConfig:
         return self.retries.max_delay
 
     @property
+    @deprecated(
+        "CycleConfig.tool_timeout_secs is deprecated; use CycleConfig.tool_timeout", category=None
+    )
     def tool_timeout_secs(self) -> float | None:
         """Deprecated: use :attr:`tool_timeout` (or ``limits.tool_timeout``).
 
@@ -495,6 +509,10 @@ class CycleConfig:
         return self.limits.tool_timeout
 
     @property
+    @deprecated(
+        "CycleConfig.max_tool_result_bytes is deprecated; use CycleConfig.max_result_bytes",
+        category=None,
+    )
     def max_tool_result_bytes(self) -> int | None:
         """Deprecated: use :attr:`max_result_bytes` (or ``limits.max_result_bytes``).
 

@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
+from typing_extensions import Self, deprecated
 
 from .. import _sync
 from .._deprecated import renamed
@@ -136,7 +137,9 @@ class LlmCycle(TranscriptViews):
                 f"LlmCycle's system_prompt is a string or None, got {kind(system_prompt)}"
             )
         self.config = config
-        """The cycle's settings; replace it (``dataclasses.replace``) to change them."""
+        """The cycle's settings; replace it to change them:
+        ``dataclasses.replace(config, limits=replace(config.limits, max_turns=5))``
+        (see :class:`CycleConfig`)."""
         owned = False
         if requester is None:
             driven, owned = accept_client(client) if client is not None else (None, True)
@@ -342,6 +345,7 @@ class LlmCycle(TranscriptViews):
             self._closed = True
             await self.client.close()
 
+    @deprecated("LlmCycle.aclose() is deprecated; use LlmCycle.close()", category=None)
     async def aclose(self) -> None:
         """Deprecated: use :meth:`close`.
 
@@ -352,7 +356,7 @@ class LlmCycle(TranscriptViews):
         renamed("LlmCycle.aclose()", "LlmCycle.close()")
         await self.close()
 
-    async def __aenter__(self) -> LlmCycle:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
@@ -441,7 +445,7 @@ class LlmCycle(TranscriptViews):
         """:meth:`close` for synchronous code (also called by ``with``)."""
         _sync.run(self.close())
 
-    def __enter__(self) -> LlmCycle:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

@@ -22,6 +22,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from typing_extensions import deprecated
+
 from .._deprecated import renamed
 from .._display import call_text, html_table, html_text, markdown_quote, markdown_table
 from .._progress import ToolBreakerChanged, ToolPartialResult, ToolProgress
@@ -157,6 +159,9 @@ class ChatResponse:
     """
 
     @property
+    @deprecated(
+        "ChatResponse.stop_reason is deprecated; use ChatResponse.finish_reason", category=None
+    )
     def stop_reason(self) -> FinishReason:
         """Deprecated: use :attr:`finish_reason`.
 
@@ -369,6 +374,7 @@ class TurnComplete:
     """The provider's ``finish_reason`` string, unmapped."""
 
     @property
+    @deprecated("TurnComplete.reason is deprecated; use TurnComplete.finish_reason", category=None)
     def reason(self) -> FinishReason:
         """Deprecated: use :attr:`finish_reason`.
 
@@ -385,6 +391,9 @@ class TurnComplete:
         return self.finish_reason
 
     @property
+    @deprecated(
+        "TurnComplete.raw_reason is deprecated; use TurnComplete.raw_finish_reason", category=None
+    )
     def raw_reason(self) -> str | None:
         """Deprecated: use :attr:`raw_finish_reason`.
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from types import TracebackType
 
+from typing_extensions import Self
+
 from .. import _sync
 from ._event_stream import EventStream
 from .events import ChatResponse, StreamEvent
@@ -87,7 +89,7 @@ class SyncEventStream(Iterator[StreamEvent]):
         """
         _sync.run(self._events.aclose())
 
-    def __enter__(self) -> SyncEventStream:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

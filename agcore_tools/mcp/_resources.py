@@ -21,6 +21,8 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import Self
+
 from ..error import McpError, McpUsageError
 from ._connection import Connection
 from ._feeds import Feed, UpdateFeeds
@@ -161,7 +163,7 @@ class McpResourceSubscription:
         self._listen: AbstractAsyncContextManager[Subscription] | None = None
         self._stream: Subscription | None = None
 
-    async def __aenter__(self) -> McpResourceSubscription:
+    async def __aenter__(self) -> Self:
         if self._conn is not None:
             raise McpUsageError(
                 f"{self!r} is already open; make a new one with subscribe_resource()"

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
+from typing_extensions import deprecated
+
 from .. import _sync
 from .._deprecated import renamed
 
@@ -45,6 +47,9 @@ class SyncClientMethods:
         """:meth:`definitions` for synchronous code."""
         return _sync.run(self.definitions())
 
+    @deprecated(
+        "McpClient.list_tools_sync() is deprecated; use McpClient.definitions_sync()", category=None
+    )
     def list_tools_sync(self: _AsyncClient) -> list[dict[str, Any]]:
         """Deprecated: use :meth:`definitions_sync` (same result).
 

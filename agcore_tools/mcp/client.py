@@ -28,6 +28,8 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+from typing_extensions import Self, deprecated
+
 from .. import _otel
 from .._deprecated import renamed
 from ..base import BaseTool
@@ -261,6 +263,10 @@ class McpClient(SyncClientMethods):
     def timeout(self, timeout: float) -> None:
         self._timeout = check_timeout(self.server_name, timeout)
 
+    @deprecated(
+        "McpClient.with_timeout() is deprecated; use McpClient.timeout = ... (a settable property)",
+        category=None,
+    )
     def with_timeout(self, secs: float) -> McpClient:
         """Deprecated: set :attr:`timeout` instead (``client.timeout = 5``); this sets it
         too, and returns this same client (not a copy).
@@ -374,7 +380,7 @@ class McpClient(SyncClientMethods):
         """
         await self._session.close()
 
-    async def __aenter__(self) -> McpClient:
+    async def __aenter__(self) -> Self:
         await self.connect()
         return self
 
@@ -402,6 +408,7 @@ class McpClient(SyncClientMethods):
         """
         return [definition(info) for info in await self._tool_cache.current()]
 
+    @deprecated("McpClient.list_tools() is deprecated; use McpClient.definitions()", category=None)
     async def list_tools(self) -> list[dict[str, Any]]:
         """Deprecated: use :meth:`definitions` (same result; ``ToolRegistry.list_tools()``
         returns names, this returned definitions).

@@ -15,12 +15,13 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from pydantic_core import to_json
 from temporalio import activity
 from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
+from typing_extensions import deprecated
 
 from .._aio import positive_number, run_sync
 from .._deprecated import renamed
@@ -149,6 +150,28 @@ class ToolActivityOptions:
     task_queue: str | None
     """The task queue the tool's calls go to; None: the one that describes it."""
 
+    @overload
+    def __init__(
+        self,
+        timeout: float | None = None,
+        max_attempts: int | None = None,
+        task_queue: str | None = None,
+    ) -> None: ...
+
+    @overload
+    @deprecated(
+        "ToolActivityOptions(timeout_secs=...) is deprecated; use ToolActivityOptions(timeout=...)",
+        category=None,
+    )
+    def __init__(
+        self,
+        timeout: float | None = None,
+        max_attempts: int | None = None,
+        task_queue: str | None = None,
+        *,
+        timeout_secs: float | None,
+    ) -> None: ...
+
     def __init__(
         self,
         timeout: float | None = None,
@@ -180,6 +203,10 @@ class ToolActivityOptions:
         object.__setattr__(self, "task_queue", task_queue)
 
     @property
+    @deprecated(
+        "ToolActivityOptions.timeout_secs is deprecated; use ToolActivityOptions.timeout",
+        category=None,
+    )
     def timeout_secs(self) -> float | None:
         """Deprecated: use :attr:`timeout`.
 

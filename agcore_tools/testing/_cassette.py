@@ -11,6 +11,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from typing_extensions import Self
+
 from .._version import __version__
 from ..cycle.transport import sdk_is_httpx2_based
 from ..error import (
@@ -58,7 +60,7 @@ class Cassette:
     Replaying, the same calls answer from the file: no socket, no server process.
     Each request must match the recorded one (the model, the messages, the tools, the
     options), except for tool results, which may differ; the first difference raises
-    :class:`~agcore_tools.CassetteMismatchError` with the request's index and the JSON
+    :class:`~agcore_tools.testing.CassetteMismatchError` with the request's index and the JSON
     path (``request 2 differs at messages[3].content: recorded 'x', got 'y'``).
     Leaving ``with`` also fails if a recorded request was never asked for again.
     Wrap a replay in :func:`no_network` to make sure nothing goes out.
@@ -358,7 +360,7 @@ class Cassette:
         else:
             self.check()
 
-    def __enter__(self) -> Cassette:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

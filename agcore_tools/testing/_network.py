@@ -54,7 +54,7 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 def no_network() -> Iterator[NetworkGuard]:
     """Refuse every socket connection in this process while the block is open.
 
-    A connection attempt raises :class:`~agcore_tools.CassetteError` where it is made,
+    A connection attempt raises :class:`~agcore_tools.testing.CassetteError` where it is made,
     and again when the block ends (in case the code that tried swallowed the first),
     naming the address. Listening and accepting are allowed (a server in another
     test's thread is not disturbed); connecting is what a replay must never do.

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
+from typing_extensions import Self
+
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
@@ -231,7 +233,7 @@ class ScriptedChatServer:
         options.setdefault("api_key", "scripted-key")
         return AsyncOpenAI(base_url=self.base_url, **options)
 
-    def start(self) -> ScriptedChatServer:
+    def start(self) -> Self:
         """Start serving in a background thread; returns once the port is bound."""
         if self._thread is not None:
             raise RuntimeError("ScriptedChatServer is already running")
@@ -260,7 +262,7 @@ class ScriptedChatServer:
         self._thread = None
         self.port = 0
 
-    def __enter__(self) -> ScriptedChatServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
@@ -271,7 +273,7 @@ class ScriptedChatServer:
     ) -> None:
         self.stop()
 
-    async def __aenter__(self) -> ScriptedChatServer:
+    async def __aenter__(self) -> Self:
         return await asyncio.to_thread(self.start)
 
     async def __aexit__(

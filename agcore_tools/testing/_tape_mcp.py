@@ -19,6 +19,8 @@ from dataclasses import asdict
 from types import TracebackType
 from typing import Any
 
+from typing_extensions import Self
+
 from ..base import BaseTool
 from ..content import Audio, Image
 from ..error import (
@@ -196,7 +198,7 @@ class CassetteMcpClient:
     ``McpError`` as an ``McpError``), message, ``recoverable``, ``may_have_run``,
     ``status_code`` and ``retry_after``. A ``tools/call`` is matched by tool name and
     arguments, in recorded order; one the cassette does not hold raises
-    :class:`~agcore_tools.CassetteMismatchError` (the loop turns it into an error
+    :class:`~agcore_tools.testing.CassetteMismatchError` (the loop turns it into an error
     result, and the cassette raises it again when it closes). MCP tasks, resources and
     prompts are not recorded.
 
@@ -282,7 +284,7 @@ class CassetteMcpClient:
         if self.recording:
             await self.client.close()
 
-    async def __aenter__(self) -> CassetteMcpClient:
+    async def __aenter__(self) -> Self:
         await self.connect()
         return self
 
