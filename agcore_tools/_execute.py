@@ -458,6 +458,26 @@ def check_context(ctx: object, method: str) -> None:
         )
 
 
+def listed_calls(calls: object, method: str) -> list[ToolCall]:
+    """The calls of :meth:`ToolRegistry.invoke_all` (named ``method`` in errors), each
+    checked; a ``calls`` that is no list of calls raises :class:`ToolConfigError`.
+
+    Example:
+        >>> listed_calls(None, "invoke_all()")
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: invoke_all() takes a list of calls ((name, args) pairs, (name, args, call_id) triples or ToolCall objects), got NoneType
+    """
+    # None failed with a bare TypeError, and a str was read as one call per character.
+    if isinstance(calls, (str, bytes, Mapping, ToolCall)) or not isinstance(calls, Iterable):
+        one = " (put one call in a list)" if isinstance(calls, ToolCall) else ""
+        raise ToolConfigError(
+            f"{method} takes a list of calls ((name, args) pairs, (name, args, call_id) "
+            f"triples or ToolCall objects), got {type(calls).__name__}{one}"
+        )
+    return [as_call(call) for call in calls]
+
+
 def as_call(call: ToolCall | Sequence[Any]) -> ToolCall:
     """A call of :meth:`ToolRegistry.invoke_all`, from a ``ToolCall`` or a tuple."""
     if isinstance(call, ToolCall):

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Literal, TypeVar, cast, over
 from typing_extensions import ParamSpec, Unpack
 
 from ._deprecated import renamed
-from ._execute import ToolTable, as_call, as_completed, check_context, execute
+from ._execute import ToolTable, as_completed, check_context, execute, listed_calls
 from ._function_tool import (
     FunctionTool,
     ToolDecorator,
@@ -694,7 +694,7 @@ class ToolRegistry(RegistrySync):
         """
         check_timeout(timeout, "invoke_all() timeout")
         check_context(ctx, "invoke_all()")
-        normalised = [as_call(call) for call in calls]
+        normalised = listed_calls(calls, "invoke_all()")
         results: list[ToolInvocation | None] = [None] * len(normalised)
         async with contextlib.aclosing(
             self.invoke_as_completed(normalised, ctx=ctx, timeout=timeout)
@@ -729,7 +729,7 @@ class ToolRegistry(RegistrySync):
         """
         check_timeout(timeout, "invoke_as_completed() timeout")
         check_context(ctx, "invoke_as_completed()")
-        return as_completed(self._table, calls, ctx, timeout)
+        return as_completed(self._table, listed_calls(calls, "invoke_as_completed()"), ctx, timeout)
 
     async def run_tool_calls(
         self,

@@ -226,6 +226,18 @@ def test_caller_mistakes_on_the_registry_surface_are_named() -> None:
             lambda: asyncio.run(registry.invoke_all([("search", {})], ctx={"u": 1})),  # type: ignore[arg-type]
         ),
         (
+            # A bare TypeError: 'NoneType' object is not iterable.
+            ToolConfigError,
+            "invoke_all() takes a list of calls ((name, args) pairs, (name, args, call_id) "
+            "triples or ToolCall objects), got NoneType",
+            lambda: asyncio.run(registry.invoke_all(None)),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "got ToolCall (put one call in a list)",
+            lambda: registry.invoke_as_completed(ToolCall("search", {})),  # type: ignore[arg-type]
+        ),
+        (
             ToolConfigError,
             "run_tool_calls() takes a ToolContext",
             lambda: registry.run_tool_calls_sync([], ctx={"u": 1}),  # type: ignore[arg-type]
