@@ -654,14 +654,21 @@ class ToolRegistry(RegistrySync):
         (a :class:`ToolTimeoutError`, with ``may_have_run=False``).
         Cancelling the call cancels its context's token (a child of ``ctx``'s, which
         stays as it was), so a sync tool or generator in its worker thread stops too.
+        A ``name`` that is not a tool's name as a non-empty string (the tool object
+        itself, None) is a mistake in the caller's code, as is a ``ctx`` that is not a
+        :class:`ToolContext`: :class:`~agcore_tools.ToolConfigError`.
 
         Example:
             >>> import asyncio
             >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> _ = registry.register(StaticTool("example"))
+            >>> entry = registry.register(StaticTool("example"))
             >>> asyncio.run(registry.invoke("example", {})).output
             'ok'
+            >>> asyncio.run(registry.invoke(entry, {}))
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.ToolConfigError: invoke() takes a tool name (a str), got ToolEntry: use invoke('example', ...)
         """
         return execute(self._table, name, args, ctx, callers=True)
 
