@@ -24,10 +24,17 @@ from .profiles import ServerProfile, resolve_profile
 
 __all__ = ["CycleConfig", "Limits", "Retries"]
 
-# The loop sets these itself; accepting them as options would silently conflict.
-_RESERVED_OPTIONS = frozenset(
-    {"input", "model", "messages", "previous_response_id", "stream", "tools"}
-)
+# The loop sets these itself; accepting them as options would silently conflict. Each
+# with where it goes instead.
+_RESERVED_FIXES = {
+    "input": "the prompt goes to submit*(), the history in cycle.messages",
+    "messages": "give them to submit_messages(), or set cycle.messages",
+    "model": "pass it as CycleConfig's first argument, CycleConfig('gpt-4o-mini')",
+    "previous_response_id": "set chain_responses=True with api='responses', and the loop sends it",
+    "stream": "call submit_stream() or submit_stream_with_tools() for a streamed run",
+    "tools": "register tools in a ToolRegistry and pass it to submit_with_tools()",
+}
+_RESERVED_OPTIONS = frozenset(_RESERVED_FIXES)
 # The request options of chat.completions.create and responses.create (openai 3.60), by
 # the API that takes them. A keyword that is none of them nor a CycleConfig keyword, but
 # close to one, is a typo refused at construction; one close to nothing passes only if
@@ -332,9 +339,10 @@ class CycleConfig:
         merged = {**(request_options or {}), **options}
         reserved = sorted(_RESERVED_OPTIONS.intersection(merged))
         if reserved:
+            fixes = "; ".join(f"{name}: {_RESERVED_FIXES[name]}" for name in reserved)
             raise LlmConfigError(
                 f"CycleConfig cannot take {', '.join(reserved)} as request options: the loop "
-                "sets them (register tools in a ToolRegistry)"
+                f"sets them ({fixes})"
             )
         flat = {
             "max_turns": max_turns,
