@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._aio import positive_number
 from .._deprecated import renamed
 from ..error import LlmConfigError, LlmUsageError
 from .history import HistoryPolicy, TrimOldest
@@ -207,7 +208,8 @@ class CycleConfig:
     only your server knows (``top_k``) goes in ``extra_body={...}``, as the SDK wants;
     the ``request_options`` mapping is not checked (for a custom
     :class:`~agcore_tools.cycle.Requester`). The counts (``max_turns``, the byte and
-    token limits, ``max_retries``) must be ints.
+    token limits, ``max_retries``) must be ints, and a ``timeout`` given in seconds
+    must be positive.
     An option only the other API takes (``max_tokens`` or ``seed`` with
     ``api="responses"``, ``max_output_tokens`` or ``reasoning`` with ``api="chat"``),
     given either way, raises an ``LlmConfigError`` naming this API's equivalent where
@@ -597,6 +599,14 @@ def _check_responses_options(options: Mapping[str, Any]) -> None:
         raise LlmConfigError(
             "CycleConfig.text must be a mapping, such as text={'verbosity': 'low'}, "
             f"got {type(text).__name__}"
+        )
+    # A number that is no positive one made every request time out at once, as an
+    # APITimeoutError after the retries; an openai.Timeout is the SDK's to read.
+    timeout = options.get("timeout")
+    if isinstance(timeout, (int, float)) and not positive_number(timeout):
+        raise LlmConfigError(
+            "CycleConfig.timeout (each request's time limit) must be positive seconds, an "
+            f"openai.Timeout or None, got {timeout!r}"
         )
 
 
