@@ -27,6 +27,7 @@ from agcore_tools import (
     McpTimeoutError,
     StdioTransport,
     StreamableHttpTransport,
+    ToolConfigError,
     ToolError,
     ToolExecutionError,
     ToolRegistry,
@@ -161,6 +162,34 @@ def test_with_timeout_returns_the_client() -> None:
     assert client.timeout == 2.5
     with pytest.raises(ToolError):
         client.with_timeout(0)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        # Each was taken: -1 meant 0, and "loud" went to the server at every connect.
+        (
+            {"tools_ttl": -1},
+            "MCP server 'x': tools_ttl must be seconds (0 or more) or None, got -1",
+        ),
+        ({"tools_ttl": "60"}, "tools_ttl must be seconds (0 or more) or None, got '60'"),
+        ({"log_level": "loud"}, "MCP server 'x': log_level must be one of debug, info, notice,"),
+        ({"log_level": "INFO"}, "log_level must be one of debug"),
+    ],
+)
+def test_a_bad_setting_is_refused_when_the_client_is_made(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ToolConfigError) as raised:
+        McpClient("x", fixture_stdio(), **options)
+    assert message in str(raised.value)
+    assert isinstance(raised.value, ValueError)
+
+
+def test_no_cache_no_log_level_and_mcps_levels_are_taken() -> None:
+    client = McpClient("x", fixture_stdio(), tools_ttl=0, log_level=None)
+    assert (client.tools_ttl, client.log_level) == (0, None)
+    assert McpClient("x", fixture_stdio(), tools_ttl=2.5, log_level="warning").tools_ttl == 2.5
 
 
 # -- start-up failures ----------------------------------------------------------------------
