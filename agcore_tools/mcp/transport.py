@@ -193,6 +193,33 @@ class StreamableHttpTransport:
         return f"StreamableHttpTransport({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
+def split_command_hint(transport: StdioTransport) -> str:
+    """For a command that could not be started: when it holds whitespace and names no
+    file, how to give it as a program and its arguments (secrets in them hidden, as
+    :meth:`StdioTransport.describe` hides them); else ``""``.
+
+    Example:
+        >>> split_command_hint(StdioTransport("npx -y server-fs /tmp"))
+        "; a command line goes as the program and a list of arguments: StdioTransport('npx', ['-y', 'server-fs', '/tmp'])"
+        >>> split_command_hint(StdioTransport("npx", ["-y", "server-fs"]))
+        ''
+    """
+    command = transport.command
+    if not any(c.isspace() for c in command) or os.path.exists(command):
+        return ""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unclosed quote
+        words = command.split()
+    if not words:
+        return ""
+    args = list(_shown_args([*words[1:], *transport.args]))
+    return (
+        "; a command line goes as the program and a list of arguments: "
+        f"StdioTransport({words[0]!r}, {args!r})"
+    )
+
+
 def _strings(what: str, values: Mapping[str, object], example: str) -> dict[str, str]:
     if not isinstance(values, Mapping):
         # "A=1" or "Authorization: Bearer ..." failed on .items(); not shown: a secret.

@@ -204,6 +204,25 @@ async def test_missing_command_fails_fast() -> None:
     assert not client.connected
 
 
+async def test_a_whole_command_line_as_the_command_is_told_how_to_split_it() -> None:
+    # "No such file or directory" was all it said: the first try of many.
+    command = "no-such-mcp-launcher -y server-fs --token s3cret /tmp"
+    client = McpClient("fs", StdioTransport(command), timeout=5)
+    with pytest.raises(McpError) as raised:
+        await client.connect()
+    message = str(raised.value)
+    assert message.endswith(
+        "; a command line goes as the program and a list of arguments: "
+        "StdioTransport('no-such-mcp-launcher', ['-y', 'server-fs', '--token', '***', '/tmp'])"
+    )
+    assert isinstance(raised.value.__cause__, FileNotFoundError)
+    # A program that is missing under its own name gets no such hint.
+    lone = McpClient("ghost", StdioTransport("no-such-mcp-server-binary", ["-y"]), timeout=5)
+    with pytest.raises(McpError) as raised:
+        await lone.connect()
+    assert "a command line goes" not in str(raised.value)
+
+
 @pytest.mark.parametrize(
     ("args", "why"),
     [
