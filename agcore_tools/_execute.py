@@ -170,6 +170,8 @@ async def execute(
     its worker thread stops too. ``callers``: ``ctx`` is the caller's own, maybe shared
     by other calls; the call runs in a child of it, whose token alone is cancelled.
     """
+    if callers:
+        check_name(name, "invoke()", "invoke({!r}, ...)")
     entry = table.entries.get(name)
     if entry is None:
         raise unknown_tool_error(table, name)
@@ -456,6 +458,52 @@ def check_context(ctx: object, method: str) -> None:
         raise ToolConfigError(
             f"{method} takes a ToolContext as ctx, got {type(ctx).__name__}{hint}"
         )
+
+
+def check_name(name: object, method: str, fix: str) -> None:
+    """Refuse a tool name that is not a non-empty string, given by the caller (a model's
+    nameless call is the model's to be told about, and does not come here): ``fix``
+    formats the tool's own name into the call to make instead.
+
+    Example:
+        >>> from agcore_tools.testing import StaticTool
+        >>> check_name(StaticTool("add"), "invoke()", "invoke({!r}, ...)")
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: invoke() takes a tool name (a str), got StaticTool: use invoke('add', ...)
+    """
+    if isinstance(name, str):
+        if not name:
+            raise ToolConfigError(f"{method} takes a tool name, got an empty string")
+        return
+    # A tool object or a function was read as a name: "tool '<FunctionTool 'add'>' is
+    # not registered", and None as a model's call "without a name".
+    own = getattr(name, "name" if isinstance(name, (BaseTool, ToolEntry)) else "__name__", None)
+    hint = f": use {fix.format(own)}" if isinstance(own, str) else ""
+    raise ToolConfigError(f"{method} takes a tool name (a str), got {type(name).__name__}{hint}")
+
+
+def listed_calls(calls: object, method: str) -> list[ToolCall]:
+    """The calls of :meth:`ToolRegistry.invoke_all` (named ``method`` in errors), each
+    checked; a ``calls`` that is no list of calls raises :class:`ToolConfigError`.
+
+    Example:
+        >>> listed_calls(None, "invoke_all()")
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: invoke_all() takes a list of calls ((name, args) pairs, (name, args, call_id) triples or ToolCall objects), got NoneType
+    """
+    # None failed with a bare TypeError, and a str was read as one call per character.
+    if isinstance(calls, (str, bytes, Mapping, ToolCall)) or not isinstance(calls, Iterable):
+        one = " (put one call in a list)" if isinstance(calls, ToolCall) else ""
+        raise ToolConfigError(
+            f"{method} takes a list of calls ((name, args) pairs, (name, args, call_id) "
+            f"triples or ToolCall objects), got {type(calls).__name__}{one}"
+        )
+    listed = [as_call(call) for call in calls]
+    for call in listed:
+        check_name(call.name, method, "({!r}, args)")
+    return listed
 
 
 def as_call(call: ToolCall | Sequence[Any]) -> ToolCall:

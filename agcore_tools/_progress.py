@@ -127,6 +127,23 @@ _ASYNC_LISTENER = (
 )
 
 
+def is_async_callable(callback: object) -> bool:
+    """Whether calling ``callback`` makes a coroutine: an async function (or a
+    ``functools.partial`` of one), or an object whose ``__call__`` is one.
+
+    For the callbacks the library calls without awaiting: given an async function, they
+    would get a never-awaited coroutine, which is always true.
+
+    Example:
+        >>> async def fetch(x): ...
+        >>> is_async_callable(fetch), is_async_callable(len)
+        (True, False)
+    """
+    return inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(
+        type(callback).__call__
+    )
+
+
 def check_listener(callback: object) -> None:
     """Refuse an ``on_event`` that is not callable, or is an async function.
 
@@ -142,10 +159,7 @@ def check_listener(callback: object) -> None:
             f"ToolContext(on_event=...) takes a function called with each event, "
             f"got {type(callback).__name__}"
         )
-    # An async function, or an object whose __call__ is one.
-    if inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(
-        type(callback).__call__
-    ):
+    if is_async_callable(callback):
         name = getattr(callback, "__name__", type(callback).__name__)
         raise _ListenerTypeError(
             f"ToolContext(on_event=...) takes a plain function, not the async function "

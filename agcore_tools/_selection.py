@@ -24,6 +24,7 @@ from typing import Any, TypeAlias, cast
 from ._aio import positive_number
 from ._budget import ESTIMATE_ONLY, definition_costs
 from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, SandboxFactory, require_monty
+from ._progress import is_async_callable
 from ._ranking import Embedder
 from ._sandbox import OWN_LIMITS, suspensions_for
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
@@ -75,11 +76,24 @@ class ToolSelection:
     categories: Sequence[str] = ()
     """Offer the tools of any of these categories."""
     where: Callable[[ToolEntry], bool] | None = None
-    """Offer the tools for whose entry this returns true."""
+    """Offer the tools for whose entry this returns true: a plain function (an async
+    one is refused, as its coroutine would never be awaited)."""
 
     def __post_init__(self) -> None:
         for field in ("names", "tags", "categories"):
             object.__setattr__(self, field, _names_tuple(field, getattr(self, field)))
+        if self.where is not None and not callable(self.where):
+            raise LlmConfigError(
+                f"ToolSelection.where must be a function of a ToolEntry returning a bool, "
+                f"got {type(self.where).__name__}"
+            )
+        if is_async_callable(self.where):
+            # Its coroutine, never awaited, is true: every tool would be offered.
+            raise LlmConfigError(
+                f"ToolSelection.where takes a plain function, not the async function "
+                f"{_callable_name(self.where)}: it is called without awaiting, for each "
+                "tool; decide from the entry's name, tags or category in a plain function"
+            )
 
     def names_in(self, registry: ToolRegistry) -> list[str]:
         """The names of the matching tools of ``registry``, in registration order.
@@ -138,7 +152,8 @@ class ToolSearch:
     max_results: int = 5
     """Most tools one search adds."""
     embedder: Embedder | None = None
-    """Texts to vectors, for a hybrid (BM25 + semantic) ranking; None for BM25 alone."""
+    """Texts to vectors, for a hybrid (BM25 + semantic) ranking; None for BM25 alone. A
+    plain function: it runs in a worker thread, and an async one is refused."""
     catalogue: bool = False
     """List the servers in the search tool's description, with a ``server`` filter."""
     two_stage: bool = False
@@ -163,6 +178,14 @@ class ToolSearch:
             raise LlmConfigError(
                 f"ToolSearch.embedder must be a callable from texts to vectors, got {self.embedder!r}"
             )
+        if is_async_callable(self.embedder):
+            # Otherwise the first search failed on the coroutine, with no word of async.
+            raise LlmConfigError(
+                f"ToolSearch.embedder takes a plain function, not the async function "
+                f"{_callable_name(self.embedder)}: it runs in a worker thread and is not "
+                "awaited; call a sync client there (OpenAI().embeddings.create), as "
+                "blocking is fine"
+            )
         require_bm25s()
 
     async def build_index(self, registry: ToolRegistry) -> None:
@@ -184,6 +207,10 @@ class ToolSearch:
         await SearchTool(
             definitions, set, _ignore, self.max_results, embedder=self.embedder
         ).index()
+
+
+def _callable_name(func: object) -> str:
+    return str(getattr(func, "__name__", type(func).__name__))
 
 
 def _ignore(names: list[str]) -> None:

@@ -110,7 +110,9 @@ class Permission:
             return ()
         if isinstance(values, (str, Permission)):
             values = [values]
-        return tuple(dict.fromkeys(cls.parse(v) for v in values))
+        return tuple(
+            dict.fromkeys(cls.parse(v) for v in _listed(values, "Permission.parse_all() values"))
+        )
 
     def __str__(self) -> str:
         return self.name
@@ -131,15 +133,30 @@ for _name in ("read", "write", "delete", "network", "shell", "filesystem"):
     setattr(Permission, _name.upper(), _builtin)
 
 
-def _permission_set(values: Iterable[PermissionLike]) -> frozenset[Permission]:
+def _listed(values: object, what: str, fix: str = "") -> Iterable[PermissionLike]:
+    # A number or None failed on iteration with a bare TypeError.
+    if not isinstance(values, Iterable):
+        raise ToolConfigError(
+            f"{what} must be a list of permissions (Permission values or names such as "
+            f"'read'), got {type(values).__name__}{fix}"
+        )
+    return values
+
+
+def _permission_set(values: Iterable[PermissionLike] | None, field: str) -> frozenset[Permission]:
+    if values is not None and not isinstance(values, (str, Permission)):
+        _listed(values, f"PermissionConfig.{field}")
     return frozenset(Permission.parse_all(values))
 
 
-def _as_tuple(permissions: Iterable[PermissionLike]) -> tuple[PermissionLike, ...]:
+def _as_tuple(permissions: Iterable[PermissionLike], method: str) -> tuple[PermissionLike, ...]:
     # One name is one permission, as in parse_all: tuple("shell") would be its letters.
     if isinstance(permissions, (str, Permission)):
         return (permissions,)
-    return permissions if isinstance(permissions, tuple) else tuple(permissions)
+    if isinstance(permissions, tuple):
+        return permissions
+    fix = ": pass [] for a tool that declares none" if permissions is None else ""
+    return tuple(_listed(permissions, f"PermissionChecker.{method}() permissions", fix))
 
 
 @dataclass(frozen=True, init=False)
@@ -183,10 +200,10 @@ class PermissionConfig:
                 "PermissionConfig.allow_unspecified must be True or False, got "
                 f"{type(allow_unspecified).__name__} {allow_unspecified!r}"
             )
-        object.__setattr__(self, "allowed", _permission_set(allowed))
-        object.__setattr__(self, "denied", _permission_set(denied))
+        object.__setattr__(self, "allowed", _permission_set(allowed, "allowed"))
+        object.__setattr__(self, "denied", _permission_set(denied, "denied"))
         object.__setattr__(self, "allow_unspecified", allow_unspecified)
-        object.__setattr__(self, "ask", _permission_set(ask))
+        object.__setattr__(self, "ask", _permission_set(ask, "ask"))
 
 
 class PermissionChecker:
@@ -275,7 +292,7 @@ class PermissionChecker:
             ...
             agcore_tools.error.PermissionDeniedError: permission denied: tool 'rm' needs 'delete', which is denied
         """
-        refusal = self._first_refusal(_as_tuple(permissions))
+        refusal = self._first_refusal(_as_tuple(permissions, "check"))
         if refusal is not None:
             perm, rule = refusal
             raise PermissionDeniedError(tool_name, perm.name if perm else None, rule)
@@ -309,7 +326,7 @@ class PermissionChecker:
             >>> PermissionChecker().is_allowed("shell")
             False
         """
-        return self._first_refusal(_as_tuple(permissions)) is None
+        return self._first_refusal(_as_tuple(permissions, "is_allowed")) is None
 
     def __repr__(self) -> str:
         return f"PermissionChecker({self.config!r})"

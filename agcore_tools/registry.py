@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 from typing_extensions import ParamSpec, Unpack, deprecated
 
 from ._deprecated import renamed
-from ._execute import ToolTable, as_call, as_completed, check_context, execute
+from ._execute import ToolTable, as_completed, check_context, execute, listed_calls
 from ._function_tool import (
     FunctionTool,
     ToolDecorator,
@@ -657,14 +657,21 @@ class ToolRegistry(RegistrySync):
         (a :class:`ToolTimeoutError`, with ``may_have_run=False``).
         Cancelling the call cancels its context's token (a child of ``ctx``'s, which
         stays as it was), so a sync tool or generator in its worker thread stops too.
+        A ``name`` that is not a tool's name as a non-empty string (the tool object
+        itself, None) is a mistake in the caller's code, as is a ``ctx`` that is not a
+        :class:`ToolContext`: :class:`~agcore_tools.ToolConfigError`.
 
         Example:
             >>> import asyncio
             >>> from agcore_tools.testing import StaticTool
             >>> registry = ToolRegistry()
-            >>> _ = registry.register(StaticTool("example"))
+            >>> entry = registry.register(StaticTool("example"))
             >>> asyncio.run(registry.invoke("example", {})).output
             'ok'
+            >>> asyncio.run(registry.invoke(entry, {}))
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.ToolConfigError: invoke() takes a tool name (a str), got ToolEntry: use invoke('example', ...)
         """
         return execute(self._table, name, args, ctx, callers=True)
 
@@ -697,7 +704,7 @@ class ToolRegistry(RegistrySync):
         """
         check_timeout(timeout, "invoke_all() timeout")
         check_context(ctx, "invoke_all()")
-        normalised = [as_call(call) for call in calls]
+        normalised = listed_calls(calls, "invoke_all()")
         results: list[ToolInvocation | None] = [None] * len(normalised)
         async with contextlib.aclosing(
             self.invoke_as_completed(normalised, ctx=ctx, timeout=timeout)
@@ -732,7 +739,7 @@ class ToolRegistry(RegistrySync):
         """
         check_timeout(timeout, "invoke_as_completed() timeout")
         check_context(ctx, "invoke_as_completed()")
-        return as_completed(self._table, calls, ctx, timeout)
+        return as_completed(self._table, listed_calls(calls, "invoke_as_completed()"), ctx, timeout)
 
     async def run_tool_calls(
         self,

@@ -57,6 +57,20 @@ def test_unknown_permission_name_is_refused_with_a_hint() -> None:
             lambda: PermissionConfig(allow_unspecified=0),
             "allow_unspecified must be True or False, got int 0",
         ),
+        # Each a bare TypeError: 'int' (or 'NoneType') object is not iterable.
+        (
+            lambda: PermissionConfig(allowed=5),
+            "PermissionConfig.allowed must be a list of permissions (Permission values or "
+            "names such as 'read'), got int",
+        ),
+        (lambda: PermissionConfig(ask=5.0), "PermissionConfig.ask must be a list"),
+        (
+            lambda: PermissionChecker().check("t", None),
+            "PermissionChecker.check() permissions must be a list of permissions (Permission "
+            "values or names such as 'read'), got NoneType: pass [] for a tool that declares none",
+        ),
+        (lambda: PermissionChecker().check("t", 5), "check() permissions must be a list"),
+        (lambda: PermissionChecker().is_allowed(5), "is_allowed() permissions must be a list"),
     ],
     ids=[
         "checker-str",
@@ -66,6 +80,11 @@ def test_unknown_permission_name_is_refused_with_a_hint() -> None:
         "is-custom",
         "allow-unspecified-str",
         "allow-unspecified-int",
+        "allowed-int",
+        "ask-float",
+        "check-none",
+        "check-int",
+        "is-allowed-int",
     ],
 )
 def test_caller_mistakes_are_refused_when_made(make: Any, named: str) -> None:

@@ -226,6 +226,18 @@ def test_caller_mistakes_on_the_registry_surface_are_named() -> None:
             lambda: asyncio.run(registry.invoke_all([("search", {})], ctx={"u": 1})),  # type: ignore[arg-type]
         ),
         (
+            # A bare TypeError: 'NoneType' object is not iterable.
+            ToolConfigError,
+            "invoke_all() takes a list of calls ((name, args) pairs, (name, args, call_id) "
+            "triples or ToolCall objects), got NoneType",
+            lambda: asyncio.run(registry.invoke_all(None)),  # type: ignore[arg-type]
+        ),
+        (
+            ToolConfigError,
+            "got ToolCall (put one call in a list)",
+            lambda: registry.invoke_as_completed(ToolCall("search", {})),  # type: ignore[arg-type]
+        ),
+        (
             ToolConfigError,
             "run_tool_calls() takes a ToolContext",
             lambda: registry.run_tool_calls_sync([], ctx={"u": 1}),  # type: ignore[arg-type]
@@ -370,6 +382,39 @@ async def test_invoke_runs_and_records_stats() -> None:
         failed.result()
     stats = {e.name: (e.stats.calls, e.stats.failures) for e in registry.entries()}
     assert stats == {"ok": (1, 0), "bad": (1, 1)}
+
+
+def test_a_tool_name_that_is_no_string_is_the_callers_mistake_naming_the_fix() -> None:
+    # None read as a model's call "without a name", and the tool object as the name
+    # "tool '<Recorder 'search'>' is not registered": ToolNotFoundErrors, no model involved.
+    registry = ToolRegistry()
+    tool = Recorder("search")
+    entry = registry.register(tool)
+    mistakes: list[tuple[str, Any]] = [
+        ("invoke() takes a tool name (a str), got NoneType", lambda: registry.invoke(None, {})),  # type: ignore[arg-type]
+        (
+            "invoke() takes a tool name (a str), got Recorder: use invoke('search', ...)",
+            lambda: registry.invoke(tool, {}),  # type: ignore[arg-type]
+        ),
+        ("got ToolEntry: use invoke('search', ...)", lambda: registry.invoke(entry, {})),  # type: ignore[arg-type]
+        ("invoke() takes a tool name, got an empty string", lambda: registry.invoke("", {})),
+        (
+            "invoke_all() takes a tool name (a str), got Recorder: use ('search', args)",
+            lambda: registry.invoke_all([(tool, {})]),
+        ),
+    ]
+    for message, mistake in mistakes:
+        with pytest.raises(ToolConfigError) as caught:
+            asyncio.run(mistake())
+        assert message in str(caught.value), message
+        assert isinstance(caught.value, ValueError)
+    with pytest.raises(ToolConfigError, match="got Recorder: use invoke"):
+        registry.invoke_sync(tool, {})  # type: ignore[arg-type]
+    # A model's nameless call still reaches the model as its own mistake.
+    [answer] = registry.run_tool_calls_sync(
+        [{"id": "c1", "type": "function", "function": {"name": "", "arguments": "{}"}}]
+    )
+    assert answer["content"].startswith("Error: the model sent a tool call without a name")
 
 
 async def test_invoke_raises_not_found() -> None:

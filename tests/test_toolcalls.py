@@ -425,7 +425,10 @@ async def test_nothing_to_run_gives_nothing(registry) -> None:
     ("items", "message"),
     [
         ([42], "cannot read 42"),
-        ([{"type": "function", "function": {"name": "add", "arguments": "{}"}}], "without an id"),
+        (
+            [{"type": "function", "function": {"name": "add", "arguments": "{}"}}],
+            "without its 'id'",
+        ),
         (
             [
                 chat_call("c1", "add", "{}"),
@@ -460,6 +463,15 @@ def test_the_wrong_items_are_a_caller_mistake_naming_the_entry_point_and_the_fix
         ),
         ([message.tool_calls[0], responses_call], "got Chat Completions and Responses calls mixed"),
         ([42], r"cannot read 42: expected .* items$"),
+        # A bare ToolError that said "without an id or name" with the name there.
+        (
+            [{"type": "function", "function": {"name": "add", "arguments": "{}"}}],
+            r"got a tool call without its 'id' \(the id its answer must carry\): \{",
+        ),
+        (
+            [{"type": "function_call", "arguments": "{}"}],
+            "got a tool call without its 'call_id' .* and a function name: ",
+        ),
     ]:
         with pytest.raises(ToolConfigError, match=f"^run_tool_calls_sync\\(\\) {named}") as info:
             registry.run_tool_calls_sync(items)

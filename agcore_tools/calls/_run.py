@@ -188,8 +188,10 @@ async def run_tool_calls(
                 f"{method}() cannot read {item!r:.120}: expected Chat Completions tool "
                 f"calls (message.tool_calls) or Responses 'function_call' items{_hint(item)}"
             )
-        if not call_id or not isinstance(name, str):
-            raise ToolError(f"{method}() got a tool call without an id or name: {item!r:.120}")
+        missing = _missing(call_id, name, "id" if shape == "chat" else "call_id")
+        if missing:
+            # The caller passed these items: a ValueError naming what the call lacks.
+            raise ToolConfigError(f"{method}() got a tool call without {missing}: {item!r:.120}")
         shapes.add(shape)
         calls.append(parse_call(name, str(call_id), arguments, repair=repair_arguments))
     if len(shapes) > 1:
@@ -235,6 +237,16 @@ async def run_tool_calls(
     if extra is not None:
         outputs.append(extra)
     return outputs
+
+
+def _missing(call_id: object, name: object, id_field: str) -> str:
+    """What a call lacks, for the error: its id (under ``id_field``), its name, or both."""
+    gaps = []
+    if not call_id:
+        gaps.append(f"its {id_field!r} (the id its answer must carry)")
+    if not isinstance(name, str):
+        gaps.append("a function name")
+    return " and ".join(gaps)
 
 
 def _hint(item: Any) -> str:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from typing_extensions import deprecated
 
+from .._aio import positive_number
 from .._deprecated import renamed
 from ..error import LlmConfigError, LlmUsageError
 from .history import HistoryPolicy, TrimOldest
@@ -26,10 +27,17 @@ from .profiles import ServerProfile, resolve_profile
 
 __all__ = ["CycleConfig", "Limits", "Retries"]
 
-# The loop sets these itself; accepting them as options would silently conflict.
-_RESERVED_OPTIONS = frozenset(
-    {"input", "model", "messages", "previous_response_id", "stream", "tools"}
-)
+# The loop sets these itself; accepting them as options would silently conflict. Each
+# with where it goes instead.
+_RESERVED_FIXES = {
+    "input": "the prompt goes to submit*(), the history in cycle.messages",
+    "messages": "give them to submit_messages(), or set cycle.messages",
+    "model": "pass it as CycleConfig's first argument, CycleConfig('gpt-4o-mini')",
+    "previous_response_id": "set chain_responses=True with api='responses', and the loop sends it",
+    "stream": "call submit_stream() or submit_stream_with_tools() for a streamed run",
+    "tools": "register tools in a ToolRegistry and pass it to submit_with_tools()",
+}
+_RESERVED_OPTIONS = frozenset(_RESERVED_FIXES)
 # The request options of chat.completions.create and responses.create (openai 3.60), by
 # the API that takes them. A keyword that is none of them nor a CycleConfig keyword, but
 # close to one, is a typo refused at construction; one close to nothing passes only if
@@ -202,7 +210,8 @@ class CycleConfig:
     only your server knows (``top_k``) goes in ``extra_body={...}``, as the SDK wants;
     the ``request_options`` mapping is not checked (for a custom
     :class:`~agcore_tools.cycle.Requester`). The counts (``max_turns``, the byte and
-    token limits, ``max_retries``) must be ints.
+    token limits, ``max_retries``) must be ints, and a ``timeout`` given in seconds
+    must be positive.
     An option only the other API takes (``max_tokens`` or ``seed`` with
     ``api="responses"``, ``max_output_tokens`` or ``reasoning`` with ``api="chat"``),
     given either way, raises an ``LlmConfigError`` naming this API's equivalent where
@@ -343,9 +352,10 @@ class CycleConfig:
         merged = {**(request_options or {}), **options}
         reserved = sorted(_RESERVED_OPTIONS.intersection(merged))
         if reserved:
+            fixes = "; ".join(f"{name}: {_RESERVED_FIXES[name]}" for name in reserved)
             raise LlmConfigError(
                 f"CycleConfig cannot take {', '.join(reserved)} as request options: the loop "
-                "sets them (register tools in a ToolRegistry)"
+                f"sets them ({fixes})"
             )
         flat = {
             "max_turns": max_turns,
@@ -607,6 +617,14 @@ def _check_responses_options(options: Mapping[str, Any]) -> None:
         raise LlmConfigError(
             "CycleConfig.text must be a mapping, such as text={'verbosity': 'low'}, "
             f"got {type(text).__name__}"
+        )
+    # A number that is no positive one made every request time out at once, as an
+    # APITimeoutError after the retries; an openai.Timeout is the SDK's to read.
+    timeout = options.get("timeout")
+    if isinstance(timeout, (int, float)) and not positive_number(timeout):
+        raise LlmConfigError(
+            "CycleConfig.timeout (each request's time limit) must be positive seconds, an "
+            f"openai.Timeout or None, got {timeout!r}"
         )
 
 

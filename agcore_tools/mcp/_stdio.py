@@ -32,7 +32,7 @@ from ..error import McpError
 from ._framing import LineReader, LineWriter
 from ._matching import PendingIds
 from ._stderr import StderrLog, transport_secrets
-from .transport import StdioTransport
+from .transport import StdioTransport, split_command_hint
 
 if TYPE_CHECKING:
     from anyio.abc import Process
@@ -121,6 +121,8 @@ async def open_stdio(
         if cwd is not None and exc.filename is not None and str(exc.filename) == str(cwd):
             # Its "No such file or directory" would read as the command's.
             reason = f"its working directory {str(cwd)!r}: {reason}"
+        elif isinstance(exc, FileNotFoundError):
+            reason += split_command_hint(transport)  # "npx -y server" given as the command
         raise McpError(server_name, f"cannot start {transport.describe()}: {reason}") from exc
     # No awaits between the spawn and the task group: a cancellation there would leak the child.
     assert process.stdin is not None and process.stdout is not None

@@ -19,7 +19,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from .._aio import with_timeout
 from ..base import tool_definition
-from ..error import McpUsageError
+from ..error import McpUsageError, ToolConfigError
 from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange
 from ._protocol import pages
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp_types import ListToolsResult
 
-__all__ = ["ToolCache", "check_arguments", "definition"]
+__all__ = ["ToolCache", "check_arguments", "check_ttl", "definition"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -43,6 +43,25 @@ class _PageFailed(Exception):
         super().__init__(exc)
         self.exc = exc
         self.exchange = exchange
+
+
+def check_ttl(server_name: str, ttl: object) -> float | None:
+    """``McpClient(tools_ttl=...)``, once it is seconds (0 or more: 0 fetches the list
+    before each use) or None: a negative one was taken, and meant 0.
+
+    Example:
+        >>> check_ttl("demo", 60), check_ttl("demo", None)
+        (60, None)
+        >>> check_ttl("demo", -1)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: MCP server 'demo': tools_ttl must be seconds (0 or more) or None, got -1
+    """
+    if ttl is None or (isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl >= 0):
+        return ttl
+    raise ToolConfigError(
+        f"MCP server '{server_name}': tools_ttl must be seconds (0 or more) or None, got {ttl!r}"
+    )
 
 
 class ToolCache:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, cast
 
-from ..error import McpUsageError
+from ..error import McpUsageError, ToolConfigError
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._requests import Meta, require_capability
 from ._session import Session
@@ -33,6 +33,24 @@ async def ping(session: Session) -> float:
         return time.perf_counter() - started
 
     return await session.send("ping", timed)
+
+
+def check_log_level(server_name: str, level: object) -> str | None:
+    """``McpClient(log_level=...)``, once it is one of MCP's levels or None: a misspelt
+    one was taken and sent at every connect, for the server to refuse.
+
+    Example:
+        >>> check_log_level("demo", "loud")
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: MCP server 'demo': log_level must be one of debug, info, notice, warning, error, critical, alert, emergency or None, got 'loud'
+    """
+    if level is None or (isinstance(level, str) and level in LOG_LEVELS):
+        return level
+    raise ToolConfigError(
+        f"MCP server '{server_name}': log_level must be one of {', '.join(LOG_LEVELS)} or "
+        f"None, got {level!r}"
+    )
 
 
 async def set_log_level(session: Session, level: str) -> None:

@@ -39,8 +39,9 @@ from ._adapter import make_adapters
 from ._session import Session, check_timeout
 from ._sync_api import SyncClientMethods
 from ._tasks import McpTask
-from ._tools import ToolCache, check_arguments, definition
+from ._tools import ToolCache, check_arguments, check_ttl, definition
 from ._trace import traced_call_tool
+from ._utilities import check_log_level
 from .models import McpLogMessage, McpProgress, McpToolInfo
 from .policy import McpPermissionPolicy, PermissionPolicy
 from .recovery import McpRecovery
@@ -171,9 +172,9 @@ class McpClient(SyncClientMethods):
             server_name: Names the server in messages, logs and prefixed tool names.
             transport: A :class:`StdioTransport` or a :class:`StreamableHttpTransport`.
             timeout: Seconds for start-up and for each request.
-            tools_ttl: Seconds a tool list stays cached; None keeps it until the server
-                says it changed or :meth:`refresh_tools` is called. A server's own
-                ``ttlMs`` (2026-07-28) shortens it.
+            tools_ttl: Seconds (0 or more) a tool list stays cached; None keeps it
+                until the server says it changed or :meth:`refresh_tools` is called. A
+                server's own ``ttlMs`` (2026-07-28) shortens it.
             permission_policy: Maps each tool to the permissions its adapter requires;
                 default :class:`McpPermissionPolicy` (see its table).
             sampling_handler: Answers ``sampling/createMessage``; advertised only if given.
@@ -183,8 +184,9 @@ class McpClient(SyncClientMethods):
             roots_handler: Answers ``roots/list``; advertised only if given.
             on_log: Called with each :class:`McpLogMessage` (sync or async).
             on_progress: Called with each :class:`McpProgress` of a tool call.
-            log_level: The lowest level of log messages to ask 2026-07-28 servers for
-                (None asks for none); older servers choose themselves.
+            log_level: The lowest level of log messages to ask 2026-07-28 servers for,
+                one of MCP's (``"debug"`` to ``"emergency"``), or None to ask for none;
+                older servers choose themselves.
             protocol: ``"auto"`` tries 2026-07-28 first; ``"legacy"`` goes straight to
                 the ``initialize`` handshake, saving a round trip with older servers.
             recovery: Restarts after a lost connection or session, and the optional
@@ -219,7 +221,7 @@ class McpClient(SyncClientMethods):
         self.transport = transport
         """How the server is reached."""
         self._timeout = check_timeout(server_name, timeout)
-        self.tools_ttl = tools_ttl
+        self.tools_ttl = check_ttl(server_name, tools_ttl)
         """Seconds a fetched tool list stays fresh (None: until invalidated)."""
         self.permission_policy: PermissionPolicy = permission_policy or McpPermissionPolicy()
         """Decides each adapter's ``required_permissions``."""
@@ -233,7 +235,7 @@ class McpClient(SyncClientMethods):
         """Receives server log messages, or None."""
         self.on_progress = on_progress
         """Receives progress updates, or None."""
-        self.log_level = log_level
+        self.log_level = check_log_level(server_name, log_level)
         """The log level requested from 2026-07-28 servers."""
         self.protocol = protocol
         """``"auto"`` or ``"legacy"``."""

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from .._progress import is_async_callable
 from ..error import ToolConfigError
 from ..permission import Permission, PermissionLike
 from .models import McpToolInfo
@@ -72,8 +73,9 @@ class McpPermissionPolicy:
     needs_approval: bool | Literal["destructive"] | Callable[[McpToolInfo], bool] = False
     """Which of the server's tools wait for the app's approval on every call: none
     (False), all (True), the destructive ones (``"destructive"``, by the table's
-    reading of the hints), or those a function of the :class:`McpToolInfo` picks.
-    Anything else is refused with :class:`~agcore_tools.ToolConfigError`."""
+    reading of the hints), or those a plain (not async) function of the
+    :class:`McpToolInfo` picks. Anything else is refused with
+    :class:`~agcore_tools.ToolConfigError`."""
 
     def __post_init__(self) -> None:
         rule = self.needs_approval
@@ -82,6 +84,14 @@ class McpPermissionPolicy:
             raise ToolConfigError(
                 "McpPermissionPolicy.needs_approval must be True, False, 'destructive' "
                 f"or a function of McpToolInfo, got {type(rule).__name__} {rule!r:.40}"
+            )
+        if is_async_callable(rule):
+            # Its coroutine, never awaited, is true: every tool asked for approval.
+            name = getattr(rule, "__name__", type(rule).__name__)
+            raise ToolConfigError(
+                f"McpPermissionPolicy.needs_approval takes a plain function, not the async "
+                f"function {name}: it is called without awaiting, as into_tools() makes the tools; "
+                "decide from the McpToolInfo (its name and annotations) in a plain function"
             )
         if not isinstance(self.trust_annotations, bool):  # "false" would be truthy
             raise ToolConfigError(

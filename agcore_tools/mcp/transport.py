@@ -76,7 +76,9 @@ class StdioTransport:
         # Frozen: normalise through object.__setattr__ so callers' lists can't change it later.
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         if self.env is not None:
-            object.__setattr__(self, "env", _strings("StdioTransport env", self.env))
+            object.__setattr__(
+                self, "env", _strings("StdioTransport env", self.env, "env={'NAME': 'value'}")
+            )
         if not self.stop_grace > 0:
             raise ToolConfigError(
                 f"StdioTransport stop_grace must be positive, got {self.stop_grace!r}"
@@ -191,7 +193,39 @@ class StreamableHttpTransport:
         return f"StreamableHttpTransport({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
-def _strings(what: str, values: Mapping[str, object]) -> dict[str, str]:
+def split_command_hint(transport: StdioTransport) -> str:
+    """For a command that could not be started: when it holds whitespace and names no
+    file, how to give it as a program and its arguments (secrets in them hidden, as
+    :meth:`StdioTransport.describe` hides them); else ``""``.
+
+    Example:
+        >>> split_command_hint(StdioTransport("npx -y server-fs /tmp"))
+        "; a command line goes as the program and a list of arguments: StdioTransport('npx', ['-y', 'server-fs', '/tmp'])"
+        >>> split_command_hint(StdioTransport("npx", ["-y", "server-fs"]))
+        ''
+    """
+    command = transport.command
+    if not any(c.isspace() for c in command) or os.path.exists(command):
+        return ""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unclosed quote
+        words = command.split()
+    if not words:
+        return ""
+    args = list(_shown_args([*words[1:], *transport.args]))
+    return (
+        "; a command line goes as the program and a list of arguments: "
+        f"StdioTransport({words[0]!r}, {args!r})"
+    )
+
+
+def _strings(what: str, values: Mapping[str, object], example: str) -> dict[str, str]:
+    if not isinstance(values, Mapping):
+        # "A=1" or "Authorization: Bearer ..." failed on .items(); not shown: a secret.
+        raise ToolConfigError(
+            f"{what} must be a dict of names to strings, got {_kind(values)}: use {example}"
+        )
     # None would be sent as the string "None" (an unset variable read with os.environ.get).
     for key, value in values.items():
         if not isinstance(key, str):
@@ -206,7 +240,8 @@ def _header_values(headers: Mapping[str, object]) -> dict[str, str]:
     # anyway, so it goes; one left inside would make the HTTP library's error quote the
     # whole value, token and all.
     what = "StreamableHttpTransport headers"
-    values = {key: value.strip(" \t\r\n") for key, value in _strings(what, headers).items()}
+    given = _strings(what, headers, "headers={'Authorization': 'Bearer ...'}")
+    values = {key: value.strip(" \t\r\n") for key, value in given.items()}
     for key, value in values.items():
         if not value.isascii() or any(c in value for c in "\r\n\0"):
             raise ToolConfigError(

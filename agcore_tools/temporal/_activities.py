@@ -31,6 +31,7 @@ from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
 from ..error import (
     ApprovalError,
+    ClientTypeError,
     LlmConfigError,
     ProgramError,
     ToolConfigError,
@@ -223,6 +224,17 @@ class ToolActivityOptions:
         return self.timeout
 
 
+def _check_client(client: object) -> None:
+    from openai import AsyncOpenAI  # given a client, the caller has imported openai already
+
+    if not isinstance(client, AsyncOpenAI):
+        # Not shown: a str here is likely an API key.
+        raise ClientTypeError(
+            f"ToolActivities(client=...) takes an openai.AsyncOpenAI client or None, got "
+            f"{type(client).__name__}: use ToolActivities(registry, AsyncOpenAI(api_key=...))"
+        )
+
+
 class ToolActivities:
     """A worker's activities, built from a :class:`~agcore_tools.ToolRegistry` and (for
     the model requests) an ``AsyncOpenAI`` client.
@@ -295,6 +307,13 @@ class ToolActivities:
         options: Mapping[str, ToolActivityOptions] | None = None,
         max_result_bytes: int = 1024 * 1024,
     ) -> None:
+        if not isinstance(registry, ToolRegistry):
+            raise ToolConfigError(
+                f"ToolActivities takes a ToolRegistry, got {type(registry).__name__}: use "
+                "ToolActivities(registry, client)"
+            )
+        if client is not None:
+            _check_client(client)
         unknown = sorted(set(options or ()) - set(registry.list_tools()))
         if unknown:
             raise ToolConfigError(

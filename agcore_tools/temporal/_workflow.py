@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -33,6 +33,7 @@ from .._selection import CodeMode
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import ToolContext
 from ..calls import CUT_CALLS_NOT_REPAIRED
+from ..cycle._given import given_messages, kind
 from ..cycle._run import IDS_PAST_HISTORY
 from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
@@ -42,6 +43,7 @@ from ..error import (
     InvalidArgumentsError,
     LlmConfigError,
     LlmError,
+    LlmUsageError,
     ProgramError,
     ToolError,
     ToolExecutionError,
@@ -118,6 +120,11 @@ class ToolLoopInput:
         :class:`~agcore_tools.LlmConfigError`, as two queues that describe a tool of
         the same name do.
 
+        An argument of the wrong kind (the two first ones swapped, a string where a
+        list goes, ``metadata`` that is not a dict) raises
+        :class:`~agcore_tools.error.LlmUsageError` here, in the client, rather than failing
+        the run.
+
         Example:
             >>> ToolLoopInput.of("Hi", CycleConfig("m"), tool_task_queues=["mcp", "data", "mcp"]
             ...                  ).tool_task_queues
@@ -126,7 +133,12 @@ class ToolLoopInput:
             Traceback (most recent call last):
             ...
             agcore_tools.error.LlmConfigError: ToolLoopInput.of() model_timeout_secs must be positive seconds (an int or a float), got 0
+            >>> ToolLoopInput.of("Hi", CycleConfig("m"), tool_task_queues="mcp")
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.LlmUsageError: ToolLoopInput.of() tool_task_queues must be a list of task queue names, got str: use tool_task_queues=['mcp']
         """
+        _check_of_args(prompt, config, system_prompt, metadata, code_mode)
         if not (positive_number(model_timeout_secs) and math.isfinite(model_timeout_secs)):
             raise LlmConfigError(
                 "ToolLoopInput.of() model_timeout_secs must be positive seconds (an int or a "
@@ -139,12 +151,81 @@ class ToolLoopInput:
         return cls(
             prompt,
             config_fields(config),
-            history + list(messages or ()),
-            list(dict.fromkeys(tool_task_queues or ())),  # each queue described once
+            history + _given_history(messages, config.api),
+            _queues(tool_task_queues),
             model_timeout_secs,
             dict(metadata or {}),
             code,
         )
+
+
+# What ToolLoopInput.of() is given is checked there, in the client: a wrong value would
+# otherwise fail the run inside the workflow, or (a string read as a list) quietly send
+# the run's tool calls to task queues no worker serves.
+
+
+def _check_of_args(
+    prompt: object, config: object, system_prompt: object, metadata: object, code_mode: object
+) -> None:
+    if isinstance(prompt, CycleConfig):
+        raise LlmUsageError(
+            "ToolLoopInput.of() takes the prompt first and the CycleConfig second: use "
+            "ToolLoopInput.of(prompt, CycleConfig(...))"
+        )
+    if not isinstance(config, CycleConfig):
+        model = repr(config) if isinstance(config, str) else '"gpt-4o-mini"'
+        raise LlmUsageError(
+            f"ToolLoopInput.of() takes a CycleConfig as config, got {type(config).__name__}: "
+            f"use ToolLoopInput.of(prompt, CycleConfig({model}))"
+        )
+    if prompt is not None and not isinstance(prompt, str):
+        raise LlmUsageError(
+            f"ToolLoopInput.of() prompt must be a string, or None to go on from messages, "
+            f"got {kind(prompt)}"
+        )
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        raise LlmUsageError(
+            f"ToolLoopInput.of() system_prompt must be a string or None, got {kind(system_prompt)}"
+        )
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise LlmUsageError(
+            f"ToolLoopInput.of() metadata must be a dict or None, got {kind(metadata)}"
+        )
+    if code_mode is not None and not isinstance(code_mode, CodeMode):
+        raise LlmUsageError(
+            f"ToolLoopInput.of() code_mode must be a CodeMode or None, got {kind(code_mode)}"
+        )
+
+
+def _given_history(messages: object, api: str) -> list[dict[str, Any]]:
+    if messages is None:
+        return []
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        one = " (put one message in a list)" if isinstance(messages, Mapping) else ""
+        raise LlmUsageError(
+            "ToolLoopInput.of() messages must be a list of messages (dicts with a role), "
+            f"got {kind(messages)}{one}; a new user message goes in prompt"
+        )
+    return given_messages(messages, api, "ToolLoopInput.of")
+
+
+def _queues(queues: object) -> list[str]:
+    if queues is None:
+        return []
+    if isinstance(queues, (str, bytes)) or not isinstance(queues, Iterable):
+        one = f": use tool_task_queues=[{queues!r}]" if isinstance(queues, str) else ""
+        raise LlmUsageError(
+            f"ToolLoopInput.of() tool_task_queues must be a list of task queue names, got "
+            f"{kind(queues)}{one}"
+        )
+    names = list(queues)
+    wrong = next((name for name in names if not (isinstance(name, str) and name)), None)
+    if wrong is not None:
+        raise LlmUsageError(
+            "ToolLoopInput.of() tool_task_queues must hold non-empty task queue names "
+            f"(strings), got {wrong!r}"
+        )
+    return list(dict.fromkeys(names))  # each queue described once
 
 
 @dataclass(frozen=True)

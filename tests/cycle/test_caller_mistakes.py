@@ -13,6 +13,7 @@ from agcore_tools import (
     AgcoreError,
     CycleConfig,
     FunctionTool,
+    LlmConfigError,
     LlmCycle,
     LlmError,
     PermissionChecker,
@@ -363,6 +364,25 @@ def test_a_keyword_the_installed_sdk_does_not_take_is_refused(api: str) -> None:
 def test_reserved_options_keep_their_own_error() -> None:
     with pytest.raises(ValueError, match="the loop sets them"):
         CycleConfig("m", stream=True)
+
+
+@pytest.mark.parametrize(
+    ("options", "fix"),
+    [
+        # Each was told "(register tools in a ToolRegistry)", which fits tools only.
+        ({"stream": True}, "(stream: call submit_stream() or submit_stream_with_tools() for"),
+        ({"messages": []}, "(messages: give them to submit_messages(), or set cycle.messages)"),
+        ({"input": "hi"}, "(input: the prompt goes to submit*(), the history in cycle."),
+        ({"previous_response_id": "r"}, "(previous_response_id: set chain_responses=True with"),
+        ({"request_options": {"model": "x"}}, "(model: pass it as CycleConfig's first argument"),
+        ({"tools": []}, "(tools: register tools in a ToolRegistry and pass it to submit_with"),
+    ],
+)
+def test_each_reserved_option_is_told_its_own_fix(options: dict[str, Any], fix: str) -> None:
+    with pytest.raises(LlmConfigError) as info:
+        CycleConfig("m", **options)
+    assert isinstance(info.value, ValueError) and "\n" not in str(info.value)
+    assert fix in str(info.value)
 
 
 # ctx= and select= of the wrong type, refused before the prompt joins the history.

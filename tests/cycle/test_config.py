@@ -6,6 +6,7 @@ import inspect
 from dataclasses import FrozenInstanceError, replace
 
 import pytest
+from openai import Timeout
 from openai.resources.chat.completions import AsyncCompletions
 from openai.resources.responses import AsyncResponses
 
@@ -74,6 +75,24 @@ def test_options_the_loop_sets_are_refused(option: str) -> None:
 def test_bad_limits_are_refused_naming_the_field(field: str, value: object) -> None:
     with pytest.raises(LlmError, match=field):
         CycleConfig("m", **{field: value})
+
+
+@pytest.mark.parametrize("timeout", [-1, 0, 0.0, float("nan"), True])
+def test_a_request_timeout_that_is_no_positive_number_is_refused(timeout: object) -> None:
+    # -1 was taken, and every request then failed as an APITimeoutError after retries.
+    with pytest.raises(LlmConfigError) as raised:
+        CycleConfig("m", timeout=timeout)
+    assert str(raised.value) == (
+        "CycleConfig.timeout (each request's time limit) must be positive seconds, an "
+        f"openai.Timeout or None, got {timeout!r}"
+    )
+    with pytest.raises(LlmConfigError, match=r"CycleConfig\.timeout"):
+        CycleConfig("m", request_options={"timeout": timeout})
+
+
+def test_a_request_timeout_of_seconds_an_sdk_timeout_or_none_is_taken() -> None:
+    for timeout in (30, 2.5, None, Timeout(10.0, connect=2.0)):
+        assert CycleConfig("m", timeout=timeout).request_options["timeout"] is timeout
 
 
 def test_a_count_must_be_an_integer() -> None:

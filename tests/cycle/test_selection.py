@@ -218,6 +218,26 @@ def test_a_string_is_not_a_list_of_names():
         ToolSearch(core=ToolSearch())
 
 
+async def only_math(entry):
+    return "math" in entry.tags
+
+
+class AsyncEmbedder:
+    async def __call__(self, texts):
+        return [[1.0, 0.0] for _ in texts]
+
+
+def test_an_async_function_where_a_plain_one_goes_is_refused_when_made():
+    # Its coroutine, never awaited, is true: the selection offered every tool.
+    with pytest.raises(LlmConfigError, match="not the async function only_math"):
+        ToolSelection(where=only_math)
+    with pytest.raises(LlmConfigError, match=r"ToolSelection\.where must be a function"):
+        ToolSelection(where="math")
+    # Taken, then the run's first search stopped on "float() argument ... not 'coroutine'".
+    with pytest.raises(LlmConfigError, match=r"not the async function AsyncEmbedder: .*OpenAI\(\)"):
+        ToolSearch(embedder=AsyncEmbedder())
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -27,6 +27,7 @@ from agcore_tools import (
     McpTimeoutError,
     StdioTransport,
     StreamableHttpTransport,
+    ToolConfigError,
     ToolError,
     ToolExecutionError,
     ToolRegistry,
@@ -163,6 +164,34 @@ def test_with_timeout_returns_the_client() -> None:
         client.with_timeout(0)
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        # Each was taken: -1 meant 0, and "loud" went to the server at every connect.
+        (
+            {"tools_ttl": -1},
+            "MCP server 'x': tools_ttl must be seconds (0 or more) or None, got -1",
+        ),
+        ({"tools_ttl": "60"}, "tools_ttl must be seconds (0 or more) or None, got '60'"),
+        ({"log_level": "loud"}, "MCP server 'x': log_level must be one of debug, info, notice,"),
+        ({"log_level": "INFO"}, "log_level must be one of debug"),
+    ],
+)
+def test_a_bad_setting_is_refused_when_the_client_is_made(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ToolConfigError) as raised:
+        McpClient("x", fixture_stdio(), **options)
+    assert message in str(raised.value)
+    assert isinstance(raised.value, ValueError)
+
+
+def test_no_cache_no_log_level_and_mcps_levels_are_taken() -> None:
+    client = McpClient("x", fixture_stdio(), tools_ttl=0, log_level=None)
+    assert (client.tools_ttl, client.log_level) == (0, None)
+    assert McpClient("x", fixture_stdio(), tools_ttl=2.5, log_level="warning").tools_ttl == 2.5
+
+
 # -- start-up failures ----------------------------------------------------------------------
 
 
@@ -173,6 +202,25 @@ async def test_missing_command_fails_fast() -> None:
         await client.connect()
     assert time.monotonic() - started < 2
     assert not client.connected
+
+
+async def test_a_whole_command_line_as_the_command_is_told_how_to_split_it() -> None:
+    # "No such file or directory" was all it said: the first try of many.
+    command = "no-such-mcp-launcher -y server-fs --token s3cret /tmp"
+    client = McpClient("fs", StdioTransport(command), timeout=5)
+    with pytest.raises(McpError) as raised:
+        await client.connect()
+    message = str(raised.value)
+    assert message.endswith(
+        "; a command line goes as the program and a list of arguments: "
+        "StdioTransport('no-such-mcp-launcher', ['-y', 'server-fs', '--token', '***', '/tmp'])"
+    )
+    assert isinstance(raised.value.__cause__, FileNotFoundError)
+    # A program that is missing under its own name gets no such hint.
+    lone = McpClient("ghost", StdioTransport("no-such-mcp-server-binary", ["-y"]), timeout=5)
+    with pytest.raises(McpError) as raised:
+        await lone.connect()
+    assert "a command line goes" not in str(raised.value)
 
 
 @pytest.mark.parametrize(

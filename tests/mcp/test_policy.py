@@ -100,6 +100,16 @@ def test_a_mistyped_policy_is_refused_when_made(options: dict[str, Any], message
         McpPermissionPolicy(**options)
 
 
+async def _never(info: McpToolInfo) -> bool:
+    return False
+
+
+def test_an_async_needs_approval_is_refused_when_made() -> None:
+    # Its coroutine, never awaited, is true: every tool of the server asked for approval.
+    with pytest.raises(ToolConfigError, match="not the async function _never"):
+        McpPermissionPolicy(needs_approval=_never)  # type: ignore[arg-type]
+
+
 async def test_an_approval_names_the_policy_rule_and_edits_are_checked_against_the_schema() -> None:
     client = McpClient("shop", StdioTransport("never-started"))
     schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}

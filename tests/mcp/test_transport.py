@@ -116,6 +116,33 @@ def test_a_value_that_is_no_string_is_refused_not_sent_as_its_repr(
     assert isinstance(caught.value, ValueError) and "s3cret" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: StdioTransport("node", env="TOKEN=s3cret"),
+            "StdioTransport env must be a dict of names to strings, got str: use "
+            "env={'NAME': 'value'}",
+        ),
+        (
+            lambda: StreamableHttpTransport(
+                "http://127.0.0.1:1/mcp", headers="Authorization: Bearer s3cret"
+            ),
+            "StreamableHttpTransport headers must be a dict of names to strings, got str: "
+            "use headers={'Authorization': 'Bearer ...'}",
+        ),
+    ],
+)
+def test_env_or_headers_as_one_string_are_refused_without_showing_them(
+    make: Callable[[], object], message: str
+) -> None:
+    # An AttributeError: 'str' object has no attribute 'items'.
+    with pytest.raises(ToolConfigError) as caught:
+        make()
+    assert str(caught.value) == message
+    assert isinstance(caught.value, ValueError)
+
+
 def test_a_header_token_read_from_a_file_loses_its_newline() -> None:
     # Path("~/.token").read_text() ends in "\n": the HTTP library refused the header
     # with "Illegal header value b'Bearer s3cret\\n'", token and all, in the McpError.

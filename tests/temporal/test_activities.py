@@ -25,6 +25,7 @@ from agcore_tools import (
     ToolContext,
     ToolRegistry,
 )
+from agcore_tools.error import ClientTypeError
 from agcore_tools.temporal import ToolActivities, ToolActivityOptions
 from agcore_tools.temporal._payloads import (
     ModelRequest,
@@ -180,6 +181,22 @@ def test_a_result_limit_no_payload_can_keep_is_a_caller_error(limit: object) -> 
         f"payload limit), got {limit!r}"
     )
     ToolActivities(registry(), max_result_bytes=2 * 1024 * 1024)  # the payload limit: taken
+
+
+@pytest.mark.parametrize("given", [None, "registry"])
+def test_a_registry_that_is_no_tool_registry_is_a_caller_error(given: object) -> None:
+    # An AttributeError: ... has no attribute 'list_tools'.
+    with pytest.raises(ToolConfigError, match="ToolActivities takes a ToolRegistry, got"):
+        ToolActivities(given)  # type: ignore[arg-type]
+
+
+def test_a_client_that_is_no_async_openai_is_a_caller_error() -> None:
+    # An AttributeError: 'str' object has no attribute 'with_options'.
+    with pytest.raises(ClientTypeError) as raised:
+        ToolActivities(registry(), "sk-s3cret")  # type: ignore[arg-type]
+    assert isinstance(raised.value, TypeError)
+    assert "takes an openai.AsyncOpenAI client or None, got str" in str(raised.value)
+    assert "s3cret" not in str(raised.value)
 
 
 class Refusing(PayloadConverter):

@@ -4,6 +4,7 @@ payloads as workers of the previous version read them."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -14,6 +15,7 @@ pytest.importorskip("temporalio")
 from temporalio.converter import PayloadConverter
 
 from agcore_tools import CycleConfig, LlmConfigError, ToolRegistry, TrimOldest
+from agcore_tools.error import LlmUsageError
 from agcore_tools.temporal import ToolActivities, ToolLoopInput
 from agcore_tools.temporal._payloads import (
     Catalogue,
@@ -62,6 +64,53 @@ def test_a_model_timeout_that_is_no_positive_number_is_refused(seconds: object) 
     with pytest.raises(LlmConfigError, match="model_timeout_secs must be positive") as raised:
         ToolLoopInput.of("Hi", CycleConfig("m"), model_timeout_secs=seconds)  # type: ignore[arg-type]
     assert isinstance(raised.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("args", "options", "expected"),
+    [
+        # A str was read as a list: the run looked for its tools on queues 'g', 'p', ...
+        (
+            ("Hi", CycleConfig("m")),
+            {"tool_task_queues": "gpu-tools"},
+            "tool_task_queues=['gpu-tools']",
+        ),
+        (("Hi", CycleConfig("m")), {"tool_task_queues": ["mcp", ""]}, "non-empty task queue names"),
+        (("Hi", CycleConfig("m")), {"messages": "previous chat"}, "messages must be a list"),
+        (
+            ("Hi", CycleConfig("m")),
+            {"messages": ["hi"]},
+            "takes messages as dicts, got str at index 0",
+        ),
+        # Swapped, or a model name for the config: an AttributeError ('approval_key').
+        ((CycleConfig("m"), "Hi"), {}, "takes the prompt first and the CycleConfig second"),
+        (("Hi", "m"), {}, "got str: use ToolLoopInput.of(prompt, CycleConfig('m'))"),
+        # Taken, and the run failed inside the workflow.
+        ((5, CycleConfig("m")), {}, "prompt must be a string, or None"),
+        (("Hi", CycleConfig("m")), {"system_prompt": 5}, "system_prompt must be a string"),
+        # A bare TypeError: 'int' object is not iterable.
+        (("Hi", CycleConfig("m")), {"metadata": 5}, "metadata must be a dict or None, got int"),
+        (("Hi", CycleConfig("m")), {"code_mode": {"limits": {}}}, "code_mode must be a CodeMode"),
+    ],
+)
+def test_an_argument_of_the_wrong_kind_is_refused_by_of(
+    args: tuple[object, ...], options: dict[str, object], expected: str
+) -> None:
+    with pytest.raises(LlmUsageError, match=re.escape(expected)) as raised:
+        ToolLoopInput.of(*args, **options)  # type: ignore[arg-type]
+    assert isinstance(raised.value, TypeError)
+
+
+def test_of_keeps_valid_messages_and_queues_as_given() -> None:
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+    ]
+    args = ToolLoopInput.of(
+        None, CycleConfig("m"), messages=history, tool_task_queues=["mcp", "data", "mcp"]
+    )
+    assert args.messages == history
+    assert args.tool_task_queues == ["mcp", "data"]
 
 
 # A rolling upgrade: workers of the previous version (0.2.0, and 0653417 before the JSON
