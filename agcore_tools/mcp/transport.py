@@ -50,9 +50,10 @@ class StdioTransport:
     """
 
     command: str
-    """The executable, looked up on the child's ``PATH``."""
+    """The executable, looked up on the child's ``PATH`` (a ``pathlib.Path`` is stored
+    as a string)."""
     args: Sequence[str] = ()
-    """Its arguments (stored as a tuple)."""
+    """Its arguments (stored as a tuple; None is taken as none)."""
     env: Mapping[str, str] | None = None
     """Extra environment variables, added over the minimal default environment."""
     cwd: str | os.PathLike[str] | None = None
@@ -62,8 +63,18 @@ class StdioTransport:
     SIGTERM, before escalating (to SIGTERM, then SIGKILL)."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.command, os.PathLike):
+            object.__setattr__(self, "command", os.fspath(self.command))
+        if isinstance(self.command, (list, tuple)):
+            # Hidden: the arguments may hold a token.
+            raise ToolConfigError(
+                f"StdioTransport takes the command as a string and its arguments apart, got "
+                f"a {type(self.command).__name__}: use StdioTransport(command, args=[...])"
+            )
         if not isinstance(self.command, str) or not self.command:
             raise ToolConfigError(f"StdioTransport needs a non-empty command, got {self.command!r}")
+        if self.args is None:  # as a config entry without "args" gives it
+            object.__setattr__(self, "args", ())
         if isinstance(self.args, str):
             raise ToolConfigError(
                 f"StdioTransport args must be a list of strings, got {self.args!r}"

@@ -36,6 +36,7 @@ from agcore_tools.error import McpUsageError
 from agcore_tools.mcp import McpLogMessage, McpProgress
 
 from .conftest import (
+    FIXTURE,
     PAGED,
     HttpServer,
     assert_group_gone,
@@ -190,6 +191,24 @@ def test_no_cache_no_log_level_and_mcps_levels_are_taken() -> None:
     client = McpClient("x", fixture_stdio(), tools_ttl=0, log_level=None)
     assert (client.tools_ttl, client.log_level) == (0, None)
     assert McpClient("x", fixture_stdio(), tools_ttl=2.5, log_level="warning").tools_ttl == 2.5
+
+
+async def test_a_path_as_the_command_and_none_as_args_are_taken() -> None:
+    # pathlib.Path for the interpreter, and a config entry's args=entry.get("args").
+    transport = StdioTransport(Path(sys.executable), None)  # type: ignore[arg-type]
+    assert (transport.command, transport.args) == (sys.executable, ())
+    with_args = StdioTransport(Path(sys.executable), [str(FIXTURE)])  # type: ignore[arg-type]
+    async with McpClient("fx", with_args, timeout=30) as client:
+        assert "echo" in [info.name for info in await client.tool_infos()]
+
+
+def test_a_command_given_with_its_arguments_in_one_list_is_told_to_split_them() -> None:
+    with pytest.raises(ToolConfigError) as raised:
+        StdioTransport([sys.executable, str(FIXTURE), "--token", "s3cr3t-value"])  # type: ignore[arg-type]
+    message = str(raised.value)
+    assert message.startswith("StdioTransport takes the command as a string and its arguments")
+    assert "use StdioTransport(command, args=[...])" in message
+    assert "s3cr3t-value" not in message
 
 
 # -- start-up failures ----------------------------------------------------------------------
