@@ -29,6 +29,7 @@ from ._elicitation import LiveQuestions
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
 from ._protocol import LOG_LEVELS, is_modern, round_trip
+from ._relisten import describe, leaf, listen_tools_changed
 from ._state import State
 from ._stderr import transport_secrets
 from ._stdio import ChildProcess
@@ -78,9 +79,6 @@ A child that closed stdout yet lives on costs this wait once, before it is decla
 
 _PROBE_TIMEOUT = 5.0
 """The longest wait for the answer to a ping sent to check a server after a stream failed."""
-
-_RELISTEN_DELAYS = (0.5, 30.0)
-"""First and longest pause before opening the tools/list_changed stream again."""
 
 _GENERIC_END = "the server closed the connection"
 
@@ -345,8 +343,8 @@ class Connection:
             else:
                 if self.state is State.LOST and self.lost_reason == _GENERIC_END:
                     # The end of the read stream was seen first; this is why it ended.
-                    self.lost_reason = _describe(exc)
-                self.mark_lost(_describe(exc))
+                    self.lost_reason = describe(exc)
+                self.mark_lost(describe(exc))
                 logger.debug("MCP server '%s' connection failed", self.server_name, exc_info=exc)
         finally:
             if self.state is State.LOST and self.child is not None and not self._given_up:
@@ -388,7 +386,7 @@ class Connection:
         async with client, anyio.create_task_group() as tasks:
             EXCHANGE.reset(token)  # tasks started from here on report nothing into it
             if _wants_listen(client):
-                await tasks.start(self._listen_tools_changed, client)
+                await tasks.start(listen_tools_changed, client, self.stream)
             elif is_modern(client):
                 self.stream.event("none", None)  # it sends tools/list_changed on no stream
             scope.deadline = math.inf
@@ -467,69 +465,16 @@ class Connection:
             hint = _OLD_SSE_HINT if http.status == 405 else ""
             error = McpError(
                 name,
-                f"cannot connect to {what}: {http.describe()}{hint}{sdk_detail(_leaf(exc))}",
+                f"cannot connect to {what}: {http.describe()}{hint}{sdk_detail(leaf(exc))}",
                 status_code=http.status,
                 retry_after=http.retry_after,
             )
         else:
-            error = McpError(name, f"cannot connect to {what}: {_describe(exc)}{stderr}")
+            error = McpError(name, f"cannot connect to {what}: {describe(exc)}{stderr}")
         error.__cause__ = exc
         return error
 
     # -- server-to-client traffic ----------------------------------------------------
-
-    async def _listen_tools_changed(
-        self, client: Client, *, task_status: anyio.abc.TaskStatus[None]
-    ) -> None:
-        """Keep a ``subscriptions/listen`` stream for tool list changes open.
-
-        2026-07-28 servers send ``notifications/tools/list_changed`` only on such a
-        stream; earlier ones send it unasked. A stream that ends (a proxy's idle
-        timeout, a server restart) is opened again after a pause that grows while
-        streams keep ending soon after opening; changes may have been missed in
-        between, so the tool list cache is cleared each time.
-        """
-        import anyio
-        from mcp.client.subscriptions import SubscriptionLost
-        from mcp.shared.exceptions import MCPError
-
-        started = False
-        delay = _RELISTEN_DELAYS[0]
-        while True:
-            opened_at = time.monotonic()
-            try:
-                async with client.listen(tools_list_changed=True) as subscription:
-                    if not started:
-                        started = True
-                        task_status.started()
-                    else:
-                        self.stream.event("open", None)
-                    async for _event in subscription:
-                        # The notification itself reaches _on_message too (the SDK tees
-                        # it); iterating keeps the subscription's backlog drained.
-                        pass
-                ending = "the server closed it"
-                self.stream.event("ended", None)
-            except (MCPError, SubscriptionLost, TimeoutError, RuntimeError) as exc:
-                if not started:
-                    self.stream.event(
-                        "none", f"no tools/list_changed subscription ({_describe(exc)})"
-                    )
-                    task_status.started()
-                    return
-                ending = _describe(exc)
-                self.stream.event("lost", ending)
-            # A stream that lasted resets the pause; one that ended at once doubles it.
-            lasted = time.monotonic() - opened_at
-            delay = _RELISTEN_DELAYS[0] if lasted > _RELISTEN_DELAYS[1] else delay
-            logger.debug(
-                "MCP server '%s': the tools/list_changed stream ended (%s); reopening in %g s",
-                self.server_name,
-                ending,
-                delay,
-            )
-            await anyio.sleep(delay)
-            delay = min(delay * 2, _RELISTEN_DELAYS[1])
 
     async def _keep_alive(self, interval: float) -> None:
         """Ping every ``interval`` seconds; a server that does not answer within it is dead."""
@@ -550,7 +495,7 @@ class Connection:
             self.updates.deliver(message.params.uri)
         elif isinstance(message, Exception):
             logger.warning(
-                "MCP server '%s': transport error: %s", self.server_name, _describe(message)
+                "MCP server '%s': transport error: %s", self.server_name, describe(message)
             )
 
     async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
@@ -583,17 +528,3 @@ def _wants_listen(client: Client) -> bool:
 def _exit_text(child: ChildProcess) -> str:
     return child.exit_text()
 
-
-def _describe(exc: BaseException) -> str:
-    """One line naming the innermost real cause, looking inside exception groups."""
-    leaf = _leaf(exc)
-    text = str(leaf).strip() or "(no message)"
-    return f"{type(leaf).__name__}: {text}".splitlines()[0]
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    inner: list[BaseException] | None = getattr(exc, "exceptions", None)
-    if inner:
-        real = [e for e in inner if not isinstance(e, asyncio.CancelledError)]
-        return _leaf(real[0] if real else inner[0])
-    return exc
