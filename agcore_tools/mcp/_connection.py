@@ -16,6 +16,7 @@ import asyncio
 import logging
 import math
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -125,8 +126,10 @@ class Connection:
     def __init__(
         self, settings: ClientSettings, on_tools_changed: Callable[[str | None], None]
     ) -> None:
-        self.settings = settings
-        """The client's settings, read when needed."""
+        # Weakly: the owner task must not keep the client alive (see _unclosed).
+        self._settings = weakref.ref(settings)
+        self.transport = settings.transport
+        """The transport this connection was opened with."""
         self._tools_changed = on_tools_changed
         self.server_name = settings.server_name
         self.state = State.STARTING
@@ -142,7 +145,7 @@ class Connection:
         self.lost_reason: str | None = None
         self.lost_at = math.inf
         """When (``time.monotonic()``) the connection was lost."""
-        self.http = not isinstance(settings.transport, StdioTransport)
+        self.http = not isinstance(self.transport, StdioTransport)
         self._startup = HttpExchange()
         self.updates = UpdateFeeds()
         """The open resource subscriptions of a handshake-era session."""
@@ -162,6 +165,14 @@ class Connection:
         self.stream = NotificationStream(  # where the server's notifications come
             self.server_name, on_tools_changed, lambda: self.state is State.READY
         )
+
+    @property
+    def settings(self) -> ClientSettings:
+        """The client's settings, read when needed (the client is alive while it sends)."""
+        settings = self._settings()
+        if settings is None:
+            raise McpNotInitializedError(self.server_name, "its McpClient was garbage-collected")
+        return settings
 
     @property
     def usable(self) -> bool:
@@ -225,7 +236,7 @@ class Connection:
             await asyncio.wait({task}, timeout=_CLOSE_SLACK)
 
     def _close_bound(self) -> float:
-        transport = self.settings.transport
+        transport = self.transport
         # Stdio shutdown waits up to seven grace periods (stdin, SIGTERM, SIGKILL, then
         # the same for the rest of the process group, and the last stderr).
         if isinstance(transport, StdioTransport):
@@ -322,13 +333,12 @@ class Connection:
     async def _run(self) -> None:
         import anyio
 
-        settings = self.settings
         _sdklog.install()
         _sdklog.CONNECTION.set(self.server_name)  # this task's, and the SDK tasks it starts
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
-                scope.deadline = anyio.current_time() + settings.timeout
+                scope.deadline = anyio.current_time() + self.settings.timeout
                 if self._stop.is_set():
                     scope.cancel()
                 await self._serve(scope)
@@ -401,13 +411,14 @@ class Connection:
             self.state = State.READY
             self._ready.set()
             interval = settings.recovery.ping_interval if settings.recovery is not None else None
+            del settings  # while it serves, this task must not keep the client alive
             if interval is not None:
                 tasks.start_soon(self._keep_alive, interval)
             await self._stop.wait()
             tasks.cancel_scope.cancel()
 
     def _open_transport(self) -> AbstractAsyncContextManager[TransportStreams]:
-        transport = self.settings.transport
+        transport = self.transport
         if isinstance(transport, StdioTransport):
             from ._stdio import open_stdio
 
@@ -439,7 +450,7 @@ class Connection:
 
     def _startup_error(self, exc: BaseException | None, *, timed_out: bool) -> ToolError:
         name = self.server_name
-        what = self.settings.transport.describe()
+        what = self.transport.describe()
         tail = self.child.stderr.tail() if self.child is not None else ""
         stderr = f"; stderr: {tail}" if tail else ""
         if isinstance(exc, ToolError):
@@ -503,9 +514,10 @@ class Connection:
         if server_logger.isEnabledFor(level):
             # Servers log their start-up settings this way too: the transport's secrets
             # are masked as in a stdio server's stderr. The callback gets the data as sent.
-            text = mask(str(params.data), transport_secrets(self.settings.transport))
+            text = mask(str(params.data), transport_secrets(self.transport))
             server_logger.log(level, "[%s] %s", self.server_name, text)
-        callback = self.settings.on_log
+        settings = self._settings()  # None once the client is gone, and its on_log with it
+        callback = settings.on_log if settings is not None else None
         if callback is not None:
             message = McpLogMessage(self.server_name, params.level, params.data, params.logger)
             await call_user(callback, message, self.server_name)
@@ -527,4 +539,3 @@ def _wants_listen(client: Client) -> bool:
 
 def _exit_text(child: ChildProcess) -> str:
     return child.exit_text()
-
