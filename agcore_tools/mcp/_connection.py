@@ -29,6 +29,7 @@ from ._callbacks import call_user, guarded_handler
 from ._elicitation import LiveQuestions
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
+from ._matching import invalid_reason, mismatch_reason
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._relisten import describe, leaf, listen_tools_changed
 from ._state import State
@@ -465,6 +466,9 @@ class Connection:
                 f"{what} did not complete the MCP handshake within "
                 f"{self.settings.timeout:g} s{stderr}",
             )
+        elif (answer := _handshake_answer(exc)) is not None and self._startup.status is None:
+            # Checked before the exit: a stdio child exits once its stdin is closed.
+            error = McpError(name, f"cannot connect to {what}: {answer}{stderr}")
         elif child is not None and child.returncode is not None:
             error = McpError(name, f"{what} {_exit_text(child)} during start-up{stderr}")
         elif exc is None:
@@ -539,3 +543,20 @@ def _wants_listen(client: Client) -> bool:
 
 def _exit_text(child: ChildProcess) -> str:
     return child.exit_text()
+
+
+def _handshake_answer(exc: BaseException | None) -> str | None:
+    """What the server answered, when an error answer (or an invalid one) ended start-up."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    inner = leaf(exc) if exc is not None else None
+    if not isinstance(inner, MCPError) or inner.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+        return None
+    problem = invalid_reason(inner.data, inner.message)
+    if problem is not None:
+        return f"the handshake got an invalid answer: {problem}"
+    stray = mismatch_reason(inner.data, inner.message)
+    if stray is not None:
+        return f"the handshake failed: {stray}"
+    return f"the server refused the handshake: {inner.message} (code {inner.code})"
