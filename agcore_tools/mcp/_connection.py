@@ -464,7 +464,7 @@ class Connection:
             error = McpTimeoutError(
                 name,
                 f"{what} did not complete the MCP handshake within "
-                f"{self.settings.timeout:g} s{stderr}",
+                f"{self.settings.timeout:g} s{self._unanswered()}{stderr}",
             )
         elif (answer := _handshake_answer(exc)) is not None and self._startup.status is None:
             # Checked before the exit: a stdio child exits once its stdin is closed.
@@ -488,6 +488,17 @@ class Connection:
             error = McpError(name, f"cannot connect to {what}: {describe(exc)}{stderr}")
         error.__cause__ = exc
         return error
+
+    def _unanswered(self) -> str:
+        """Which handshake request a stdio server left unanswered, for the timeout's message."""
+        reader = self.child.reader if self.child is not None else None
+        waiting = reader.unanswered() if reader is not None else []
+        if "server/discover" in waiting:
+            return (
+                "; it never answered server/discover, the protocol version probe (a server "
+                'that ignores requests it does not know needs McpClient(..., protocol="legacy"))'
+            )
+        return f"; it never answered {waiting[0]}" if waiting else ""
 
     # -- server-to-client traffic ----------------------------------------------------
 

@@ -160,6 +160,11 @@ class LineReader(ClosedOnExit):
                     continue
             self._ready.append(self._message(message))
 
+    def unanswered(self) -> list[str]:
+        """The methods of the requests written to the child that no answer has come for
+        (known with ``pending`` only), oldest first."""
+        return self._pending.waiting() if self._pending is not None else []
+
     def __aiter__(self) -> LineReader:
         return self
 

@@ -307,6 +307,17 @@ class PendingIds:
         if isinstance(key, int) and key > self._newest:
             self._newest = key
 
+    def waiting(self) -> list[str]:
+        """The methods of the requests written and not answered (nor given up), oldest first.
+
+        Example:
+            >>> pending = PendingIds("MCP server 'demo'")
+            >>> pending.sent(0, "server/discover")
+            >>> pending.waiting()
+            ['server/discover']
+        """
+        return list(self._methods.values())
+
     def cancelled(self, request_id: Any) -> None:
         """The client gave the request up: its answer, if one comes, is late, not stray."""
         self._methods.pop(coerce_id(request_id), None)
