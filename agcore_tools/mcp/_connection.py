@@ -16,6 +16,7 @@ import asyncio
 import logging
 import math
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -28,7 +29,9 @@ from ._callbacks import call_user, guarded_handler
 from ._elicitation import LiveQuestions
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
+from ._matching import invalid_reason, mismatch_reason
 from ._protocol import LOG_LEVELS, is_modern, round_trip
+from ._relisten import describe, leaf, listen_tools_changed
 from ._state import State
 from ._stderr import transport_secrets
 from ._stdio import ChildProcess
@@ -79,9 +82,6 @@ A child that closed stdout yet lives on costs this wait once, before it is decla
 _PROBE_TIMEOUT = 5.0
 """The longest wait for the answer to a ping sent to check a server after a stream failed."""
 
-_RELISTEN_DELAYS = (0.5, 30.0)
-"""First and longest pause before opening the tools/list_changed stream again."""
-
 _GENERIC_END = "the server closed the connection"
 
 
@@ -127,8 +127,10 @@ class Connection:
     def __init__(
         self, settings: ClientSettings, on_tools_changed: Callable[[str | None], None]
     ) -> None:
-        self.settings = settings
-        """The client's settings, read when needed."""
+        # Weakly: the owner task must not keep the client alive (see _unclosed).
+        self._settings = weakref.ref(settings)
+        self.transport = settings.transport
+        """The transport this connection was opened with."""
         self._tools_changed = on_tools_changed
         self.server_name = settings.server_name
         self.state = State.STARTING
@@ -144,7 +146,7 @@ class Connection:
         self.lost_reason: str | None = None
         self.lost_at = math.inf
         """When (``time.monotonic()``) the connection was lost."""
-        self.http = not isinstance(settings.transport, StdioTransport)
+        self.http = not isinstance(self.transport, StdioTransport)
         self._startup = HttpExchange()
         self.updates = UpdateFeeds()
         """The open resource subscriptions of a handshake-era session."""
@@ -164,6 +166,14 @@ class Connection:
         self.stream = NotificationStream(  # where the server's notifications come
             self.server_name, on_tools_changed, lambda: self.state is State.READY
         )
+
+    @property
+    def settings(self) -> ClientSettings:
+        """The client's settings, read when needed (the client is alive while it sends)."""
+        settings = self._settings()
+        if settings is None:
+            raise McpNotInitializedError(self.server_name, "its McpClient was garbage-collected")
+        return settings
 
     @property
     def usable(self) -> bool:
@@ -227,7 +237,7 @@ class Connection:
             await asyncio.wait({task}, timeout=_CLOSE_SLACK)
 
     def _close_bound(self) -> float:
-        transport = self.settings.transport
+        transport = self.transport
         # Stdio shutdown waits up to seven grace periods (stdin, SIGTERM, SIGKILL, then
         # the same for the rest of the process group, and the last stderr).
         if isinstance(transport, StdioTransport):
@@ -324,13 +334,12 @@ class Connection:
     async def _run(self) -> None:
         import anyio
 
-        settings = self.settings
         _sdklog.install()
         _sdklog.CONNECTION.set(self.server_name)  # this task's, and the SDK tasks it starts
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
-                scope.deadline = anyio.current_time() + settings.timeout
+                scope.deadline = anyio.current_time() + self.settings.timeout
                 if self._stop.is_set():
                     scope.cancel()
                 await self._serve(scope)
@@ -345,8 +354,8 @@ class Connection:
             else:
                 if self.state is State.LOST and self.lost_reason == _GENERIC_END:
                     # The end of the read stream was seen first; this is why it ended.
-                    self.lost_reason = _describe(exc)
-                self.mark_lost(_describe(exc))
+                    self.lost_reason = describe(exc)
+                self.mark_lost(describe(exc))
                 logger.debug("MCP server '%s' connection failed", self.server_name, exc_info=exc)
         finally:
             if self.state is State.LOST and self.child is not None and not self._given_up:
@@ -388,7 +397,7 @@ class Connection:
         async with client, anyio.create_task_group() as tasks:
             EXCHANGE.reset(token)  # tasks started from here on report nothing into it
             if _wants_listen(client):
-                await tasks.start(self._listen_tools_changed, client)
+                await tasks.start(listen_tools_changed, client, self.stream)
             elif is_modern(client):
                 self.stream.event("none", None)  # it sends tools/list_changed on no stream
             scope.deadline = math.inf
@@ -403,13 +412,14 @@ class Connection:
             self.state = State.READY
             self._ready.set()
             interval = settings.recovery.ping_interval if settings.recovery is not None else None
+            del settings  # while it serves, this task must not keep the client alive
             if interval is not None:
                 tasks.start_soon(self._keep_alive, interval)
             await self._stop.wait()
             tasks.cancel_scope.cancel()
 
     def _open_transport(self) -> AbstractAsyncContextManager[TransportStreams]:
-        transport = self.settings.transport
+        transport = self.transport
         if isinstance(transport, StdioTransport):
             from ._stdio import open_stdio
 
@@ -441,7 +451,7 @@ class Connection:
 
     def _startup_error(self, exc: BaseException | None, *, timed_out: bool) -> ToolError:
         name = self.server_name
-        what = self.settings.transport.describe()
+        what = self.transport.describe()
         tail = self.child.stderr.tail() if self.child is not None else ""
         stderr = f"; stderr: {tail}" if tail else ""
         if isinstance(exc, ToolError):
@@ -454,8 +464,11 @@ class Connection:
             error = McpTimeoutError(
                 name,
                 f"{what} did not complete the MCP handshake within "
-                f"{self.settings.timeout:g} s{stderr}",
+                f"{self.settings.timeout:g} s{self._unanswered()}{stderr}",
             )
+        elif (answer := _handshake_answer(exc)) is not None and self._startup.status is None:
+            # Checked before the exit: a stdio child exits once its stdin is closed.
+            error = McpError(name, f"cannot connect to {what}: {answer}{stderr}")
         elif child is not None and child.returncode is not None:
             error = McpError(name, f"{what} {_exit_text(child)} during start-up{stderr}")
         elif exc is None:
@@ -467,69 +480,27 @@ class Connection:
             hint = _OLD_SSE_HINT if http.status == 405 else ""
             error = McpError(
                 name,
-                f"cannot connect to {what}: {http.describe()}{hint}{sdk_detail(_leaf(exc))}",
+                f"cannot connect to {what}: {http.describe()}{hint}{sdk_detail(leaf(exc))}",
                 status_code=http.status,
                 retry_after=http.retry_after,
             )
         else:
-            error = McpError(name, f"cannot connect to {what}: {_describe(exc)}{stderr}")
+            error = McpError(name, f"cannot connect to {what}: {describe(exc)}{stderr}")
         error.__cause__ = exc
         return error
 
-    # -- server-to-client traffic ----------------------------------------------------
-
-    async def _listen_tools_changed(
-        self, client: Client, *, task_status: anyio.abc.TaskStatus[None]
-    ) -> None:
-        """Keep a ``subscriptions/listen`` stream for tool list changes open.
-
-        2026-07-28 servers send ``notifications/tools/list_changed`` only on such a
-        stream; earlier ones send it unasked. A stream that ends (a proxy's idle
-        timeout, a server restart) is opened again after a pause that grows while
-        streams keep ending soon after opening; changes may have been missed in
-        between, so the tool list cache is cleared each time.
-        """
-        import anyio
-        from mcp.client.subscriptions import SubscriptionLost
-        from mcp.shared.exceptions import MCPError
-
-        started = False
-        delay = _RELISTEN_DELAYS[0]
-        while True:
-            opened_at = time.monotonic()
-            try:
-                async with client.listen(tools_list_changed=True) as subscription:
-                    if not started:
-                        started = True
-                        task_status.started()
-                    else:
-                        self.stream.event("open", None)
-                    async for _event in subscription:
-                        # The notification itself reaches _on_message too (the SDK tees
-                        # it); iterating keeps the subscription's backlog drained.
-                        pass
-                ending = "the server closed it"
-                self.stream.event("ended", None)
-            except (MCPError, SubscriptionLost, TimeoutError, RuntimeError) as exc:
-                if not started:
-                    self.stream.event(
-                        "none", f"no tools/list_changed subscription ({_describe(exc)})"
-                    )
-                    task_status.started()
-                    return
-                ending = _describe(exc)
-                self.stream.event("lost", ending)
-            # A stream that lasted resets the pause; one that ended at once doubles it.
-            lasted = time.monotonic() - opened_at
-            delay = _RELISTEN_DELAYS[0] if lasted > _RELISTEN_DELAYS[1] else delay
-            logger.debug(
-                "MCP server '%s': the tools/list_changed stream ended (%s); reopening in %g s",
-                self.server_name,
-                ending,
-                delay,
+    def _unanswered(self) -> str:
+        """Which handshake request a stdio server left unanswered, for the timeout's message."""
+        reader = self.child.reader if self.child is not None else None
+        waiting = reader.unanswered() if reader is not None else []
+        if "server/discover" in waiting:
+            return (
+                "; it never answered server/discover, the protocol version probe (a server "
+                'that ignores requests it does not know needs McpClient(..., protocol="legacy"))'
             )
-            await anyio.sleep(delay)
-            delay = min(delay * 2, _RELISTEN_DELAYS[1])
+        return f"; it never answered {waiting[0]}" if waiting else ""
+
+    # -- server-to-client traffic ----------------------------------------------------
 
     async def _keep_alive(self, interval: float) -> None:
         """Ping every ``interval`` seconds; a server that does not answer within it is dead."""
@@ -550,7 +521,7 @@ class Connection:
             self.updates.deliver(message.params.uri)
         elif isinstance(message, Exception):
             logger.warning(
-                "MCP server '%s': transport error: %s", self.server_name, _describe(message)
+                "MCP server '%s': transport error: %s", self.server_name, describe(message)
             )
 
     async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
@@ -558,9 +529,10 @@ class Connection:
         if server_logger.isEnabledFor(level):
             # Servers log their start-up settings this way too: the transport's secrets
             # are masked as in a stdio server's stderr. The callback gets the data as sent.
-            text = mask(str(params.data), transport_secrets(self.settings.transport))
+            text = mask(str(params.data), transport_secrets(self.transport))
             server_logger.log(level, "[%s] %s", self.server_name, text)
-        callback = self.settings.on_log
+        settings = self._settings()  # None once the client is gone, and its on_log with it
+        callback = settings.on_log if settings is not None else None
         if callback is not None:
             message = McpLogMessage(self.server_name, params.level, params.data, params.logger)
             await call_user(callback, message, self.server_name)
@@ -584,16 +556,18 @@ def _exit_text(child: ChildProcess) -> str:
     return child.exit_text()
 
 
-def _describe(exc: BaseException) -> str:
-    """One line naming the innermost real cause, looking inside exception groups."""
-    leaf = _leaf(exc)
-    text = str(leaf).strip() or "(no message)"
-    return f"{type(leaf).__name__}: {text}".splitlines()[0]
+def _handshake_answer(exc: BaseException | None) -> str | None:
+    """What the server answered, when an error answer (or an invalid one) ended start-up."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-
-def _leaf(exc: BaseException) -> BaseException:
-    inner: list[BaseException] | None = getattr(exc, "exceptions", None)
-    if inner:
-        real = [e for e in inner if not isinstance(e, asyncio.CancelledError)]
-        return _leaf(real[0] if real else inner[0])
-    return exc
+    inner = leaf(exc) if exc is not None else None
+    if not isinstance(inner, MCPError) or inner.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+        return None
+    problem = invalid_reason(inner.data, inner.message)
+    if problem is not None:
+        return f"the handshake got an invalid answer: {problem}"
+    stray = mismatch_reason(inner.data, inner.message)
+    if stray is not None:
+        return f"the handshake failed: {stray}"
+    return f"the server refused the handshake: {inner.message} (code {inner.code})"

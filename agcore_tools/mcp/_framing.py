@@ -35,7 +35,8 @@ class LineReader(ClosedOnExit):
     Ends (``anyio.EndOfStream``) at the end of stdout, once the pipe fails, or once
     closed. Reading stops while nobody receives: the child then blocks on a full pipe.
     With ``pending`` (shared with the :class:`LineWriter`), an answer whose id no
-    request has is dropped, and the request it came for fails (see ``_matching``).
+    request has is dropped, and the request it came for fails; so does a request whose
+    answer is not valid JSON-RPC (see ``_matching``).
     """
 
     __slots__ = (
@@ -128,6 +129,14 @@ class LineReader(ClosedOnExit):
             try:
                 message = self._adapter.validate_json(line, by_name=False)
             except self._invalid:
+                pending = self._pending
+                answer = pending.invalid(line) if pending is not None else None
+                if answer is not None:
+                    # The answer to a waiting request, malformed: it fails at once.
+                    self._ready.append(
+                        self._message(self._adapter.validate_python(answer, by_name=False))
+                    )
+                    continue
                 # Servers print banners and logs to stdout; the connection stays up.
                 # The first such line is worth a WARNING; a server that does it once
                 # does it on every message, and the rest would drown the app's log.
@@ -150,6 +159,11 @@ class LineReader(ClosedOnExit):
                     )
                     continue
             self._ready.append(self._message(message))
+
+    def unanswered(self) -> list[str]:
+        """The methods of the requests written to the child that no answer has come for
+        (known with ``pending`` only), oldest first."""
+        return self._pending.waiting() if self._pending is not None else []
 
     def __aiter__(self) -> LineReader:
         return self

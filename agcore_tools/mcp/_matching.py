@@ -19,6 +19,10 @@ Where the request is known:
   with an id never issued is dropped; it fails the pending request, or every pending
   one when several wait (no one can tell which it answers). An answer carrying the id
   of another pending request cannot be told from an answer out of order, and is taken.
+  An answer the SDK cannot read (an ``error`` without ``code``, ``"result": null``, no
+  ``"jsonrpc"``) that carries a pending request's id fails that request at once with
+  "got an invalid answer" (:func:`invalid_reason` recognises it), instead of being
+  skipped as stray output while the request waits out its timeout.
 
 Kept free of SDK and httpx imports at module level: the framing and the guard load it.
 JSON is read with ``pydantic_core.from_json``, a few microseconds per answer.
@@ -38,6 +42,7 @@ __all__ = [
     "PendingIds",
     "SseCheck",
     "coerce_id",
+    "invalid_reason",
     "mismatch_answer",
     "mismatch_reason",
 ]
@@ -46,6 +51,8 @@ logger = logging.getLogger("agcore_tools.mcp")
 
 _MARK = "agcore_tools.mismatched_id"
 """The key in the error's ``data`` that marks an answer built here."""
+_INVALID = "agcore_tools.invalid_answer"
+"""The key in the error's ``data`` that marks an answer standing in for an invalid one."""
 _INTERNAL_ERROR = -32603  # mcp_types.INTERNAL_ERROR
 _LONG_LIVED = frozenset({"subscriptions/listen"})
 """Requests answered only when they end: never taken as the one a stray answer is for."""
@@ -96,6 +103,65 @@ def mismatch_reason(data: Any, message: str) -> str | None:
     if isinstance(data, dict) and _MARK in data:
         return message
     return None
+
+
+def invalid_reason(data: Any, message: str) -> str | None:
+    """``message`` (what is wrong with the answer) if ``data`` (an error answer's) marks
+    one standing in for an invalid answer, else None.
+
+    Example:
+        >>> pending = PendingIds("MCP server 'demo'")
+        >>> pending.sent(3, "tools/call")
+        >>> answer = pending.invalid(b'{"jsonrpc": "2.0", "id": 3, "error": {"message": "x"}}')
+        >>> invalid_reason(answer["error"]["data"], answer["error"]["message"])
+        'its "error" has no "code"'
+    """
+    if isinstance(data, dict) and _INVALID in data:
+        return message
+    return None
+
+
+def _answer_problem(message: dict[str, Any]) -> str:
+    """What makes ``message``, a JSON object with an id, no valid JSON-RPC answer
+    (its values are not shown: they may hold anything).
+
+    Example:
+        >>> _answer_problem({"jsonrpc": "2.0", "id": 1, "result": None})
+        'its "result" is null, not an object'
+        >>> _answer_problem({"id": 1, "result": {}})
+        'it has no "jsonrpc": "2.0"'
+    """
+    if message.get("jsonrpc") != "2.0":
+        return 'it has no "jsonrpc": "2.0"'
+    if "error" in message:
+        error = message["error"]
+        if not isinstance(error, dict):
+            return f'its "error" is {_kind(error)}, not an object'
+        code, text = error.get("code"), error.get("message")
+        if code is None:
+            return 'its "error" has no "code"'
+        if type(code) is not int:
+            return f'its "error" has a "code" that is {_kind(code)}, not an integer'
+        if not isinstance(text, str):
+            return f'its "error" has a "message" that is {_kind(text)}, not a string'
+    elif "result" in message:
+        if not isinstance(message["result"], dict):
+            return f'its "result" is {_kind(message["result"])}, not an object'
+    else:
+        return 'it has neither "result" nor "error"'
+    return "it does not match the JSON-RPC answer schema"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _violation(where: str, expected: Any, answered: Any) -> None:
@@ -241,6 +307,17 @@ class PendingIds:
         if isinstance(key, int) and key > self._newest:
             self._newest = key
 
+    def waiting(self) -> list[str]:
+        """The methods of the requests written and not answered (nor given up), oldest first.
+
+        Example:
+            >>> pending = PendingIds("MCP server 'demo'")
+            >>> pending.sent(0, "server/discover")
+            >>> pending.waiting()
+            ['server/discover']
+        """
+        return list(self._methods.values())
+
     def cancelled(self, request_id: Any) -> None:
         """The client gave the request up: its answer, if one comes, is late, not stray."""
         self._methods.pop(coerce_id(request_id), None)
@@ -264,3 +341,35 @@ class PendingIds:
         for k in waiting:
             del self._methods[k]
         return [mismatch_answer(k, request_id, len(waiting)) for k in waiting]
+
+    def invalid(self, line: bytes | str) -> dict[str, Any] | None:
+        """A line that is no valid JSON-RPC message: if it is an answer carrying a pending
+        request's id, the error answer that fails that request at once; else None (stray
+        output, to be skipped)."""
+        try:
+            message = from_json(line)
+        except ValueError:
+            return None
+        if not isinstance(message, dict) or "method" in message:
+            return None
+        request_id = message.get("id")
+        if type(request_id) not in (int, str):
+            return None  # no id, or one that no request of the SDK's (integers) has
+        key = coerce_id(request_id)
+        method = self._methods.pop(key, None)
+        if method is None:
+            return None  # a late answer to a request given up, or no answer of ours
+        problem = _answer_problem(message)
+        logger.warning(
+            "MCP protocol violation from %s: the answer to request %r (%s) is not valid "
+            "JSON-RPC (%s); the request fails",
+            self._where,
+            request_id,
+            method,
+            problem,
+        )
+        return {
+            "jsonrpc": "2.0",
+            "id": key,
+            "error": {"code": _INTERNAL_ERROR, "message": problem, "data": {_INVALID: True}},
+        }

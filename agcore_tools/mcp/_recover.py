@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
-from ._matching import mismatch_reason
+from ._matching import invalid_reason, mismatch_reason
 from ._state import State
 
 __all__ = [
@@ -118,6 +118,10 @@ async def classify(
         # The connection stays up, but a server that mixes up its answers is not to be
         # asked again: unrecoverable, like any McpError.
         return Verdict(McpError(name, f"{action} failed: {stray}", tool_name=tool_name))
+    if isinstance(exc, MCPError) and (problem := invalid_reason(exc.data, exc.message)):
+        return Verdict(
+            McpError(name, f"{action} got an invalid answer: {problem}", tool_name=tool_name)
+        )
     if exchange is not None and exchange.status is not None:
         return _http_failure(name, conn, exc, exchange, action, tool_name)
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
@@ -237,6 +241,7 @@ def refused_by_server(error: ToolError) -> bool:
         and isinstance(cause, MCPError)
         and cause.code not in (CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT)
         and mismatch_reason(cause.data, cause.message) is None
+        and invalid_reason(cause.data, cause.message) is None
     )
 
 

@@ -31,6 +31,7 @@ from ._recover import classify, note_run, send_again
 from ._restarts import Circuit, RestartBudget
 from ._results import result_value
 from ._state import State
+from ._unclosed import Tracked, watch, weak_method
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -83,6 +84,9 @@ class ToolListing(Protocol):
 class Session:
     """The connection of one client, the loop it lives in, its restarts, and sending.
 
+    A client (``settings``) garbage-collected unclosed has its connection stopped (see
+    ``_unclosed``).
+
     Example:
         >>> from agcore_tools import McpClient, StdioTransport
         >>> session = Session(McpClient("demo", StdioTransport("server")))
@@ -112,6 +116,8 @@ class Session:
         # Restarts run in tasks of their own, which a caller leaves at its deadline;
         # close() waits for them.
         self._restarting: set[asyncio.Task[Connection]] = set()
+        self._tracked = Tracked()
+        watch(settings, self._tracked, settings.server_name)
 
     @property
     def server_name(self) -> str:
@@ -148,8 +154,10 @@ class Session:
         if old is not None:
             self.conn = None
             await old.stop()
-        conn = Connection(self.settings, self._tools_changed)
+        # A weak method: the connection's tasks must not keep the client alive.
+        conn = Connection(self.settings, weak_method(self._tools_changed))
         self.conn, self.failed = conn, None
+        self._tracked.follow(conn, self.loop)
         try:
             await conn.start()
             if self.tools is not None:

@@ -71,7 +71,9 @@ class McpClient(SyncClientMethods):
     :class:`~agcore_tools.McpError` and :attr:`connected` turns False; the next call
     starts it again (see :class:`McpRecovery`, and the table of connection endings in
     ``docs/guides/mcp.md``). ``recovery=None`` turns that off: later calls then fail
-    until ``connect()``.
+    until ``connect()``. A connected client garbage-collected without :meth:`close`
+    stops its server, with a ``ResourceWarning``; the adapters of :meth:`into_tools`
+    keep their client, so registered tools never lose theirs.
 
     Server-to-client requests: ``ping`` is answered. Sampling and roots are advertised
     only with a handler, then routed to it (the SDK's callback signatures and types);

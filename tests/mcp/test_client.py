@@ -38,6 +38,7 @@ from agcore_tools.mcp import McpLogMessage, McpProgress
 from .conftest import (
     FIXTURE,
     PAGED,
+    SERVERS,
     HttpServer,
     assert_group_gone,
     assert_no_stray_tasks,
@@ -352,6 +353,24 @@ async def test_server_that_never_answers_times_out_and_is_stopped() -> None:
     assert "did not complete the MCP handshake within 1 s" in str(info.value)
     assert "waiting forever" in str(info.value)
     assert client.stderr_tail == "waiting forever"  # kept after the failed start
+    await assert_no_stray_tasks()
+
+
+async def test_a_server_that_ignores_server_discover_is_named_with_the_legacy_fix() -> None:
+    # A 2025-era server that ignores requests it does not know (no -32601 answer).
+    args = [str(SERVERS / "answer_proxy.py"), "ignore", "server/discover"]
+    transport = StdioTransport(sys.executable, args, stop_grace=1)
+    # The legacy handshake sends no probe. (First, too: the SDK's import, which the
+    # first connect of a process waits for within its timeout, is then done.)
+    async with McpClient("old", transport, timeout=20, protocol="legacy") as client:
+        assert await client.call_tool("echo", {"text": "hi"}) == "hi"
+    with pytest.raises(McpTimeoutError) as info:
+        await McpClient("old", transport, timeout=1.0).connect()
+    message = str(info.value)
+    assert "did not complete the MCP handshake within 1 s; it never answered server/discover" in (
+        message
+    )
+    assert 'McpClient(..., protocol="legacy")' in message
     await assert_no_stray_tasks()
 
 

@@ -175,3 +175,54 @@ def test_the_sse_check_holds_back_no_more_than_the_event_size_limit() -> None:
     assert check.feed(big[50:]) == big
     assert check.feed(b'"}}\n\n') == b'"}}\n\n'
     assert check.end() == b""
+
+
+# -- an answer the SDK cannot read, over stdio ----------------------------------------------
+
+ANSWERS = SERVERS / "answer_proxy.py"
+
+
+@pytest.mark.parametrize(
+    ("protocol", "fault", "complaint"),
+    [
+        ("legacy", "no-code", 'its "error" has no "code"'),
+        ("legacy", "null-result", 'its "result" is null, not an object'),
+        ("legacy", "no-jsonrpc", 'it has no "jsonrpc": "2.0"'),
+        ("auto", "no-code", 'its "error" has no "code"'),
+    ],
+)
+async def test_an_invalid_answer_to_a_call_fails_it_at_once_over_stdio_saying_why(
+    protocol: str, fault: str, complaint: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    transport = StdioTransport(
+        sys.executable, [str(ANSWERS), fault, "tools/call", "echo"], stop_grace=1
+    )
+    client = McpClient("bad", transport, protocol=protocol, timeout=TIMEOUT)  # type: ignore[arg-type]
+    async with client:
+        started = time.monotonic()
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "mine"})
+        assert time.monotonic() - started < PROMPT
+        message = str(info.value)
+        assert f"tools/call 'echo' got an invalid answer: {complaint}" in message
+        assert info.value.may_have_run and not info.value.recoverable
+        assert [m for m in mismatch_logged(caplog) if "(tools/call) is not valid JSON-RPC" in m]
+        # Not taken for stray output: the connection goes on.
+        assert client.connected
+        assert await client.call_tool("weather", {"city": "Lima"}) == {
+            "city": "Lima",
+            "temperature": 21.5,
+        }
+
+
+async def test_an_invalid_answer_to_the_handshake_fails_the_start_at_once_saying_why() -> None:
+    transport = StdioTransport(
+        sys.executable, [str(ANSWERS), "no-jsonrpc", "initialize"], stop_grace=1
+    )
+    client = McpClient("bad", transport, protocol="legacy", timeout=TIMEOUT)
+    started = time.monotonic()
+    with pytest.raises(McpError) as info:
+        await client.connect()
+    assert time.monotonic() - started < PROMPT
+    assert 'the handshake got an invalid answer: it has no "jsonrpc": "2.0"' in str(info.value)
+    await assert_no_stray_tasks()

@@ -1,0 +1,67 @@
+"""The fixture server over stdio, behind a relay that spoils the answers to one request.
+
+Run: ``python answer_proxy.py FAULT METHOD [TOOL]``. Lines pass both ways unchanged,
+except for the requests of METHOD (of TOOL alone, for ``tools/call``):
+
+- ``ignore``: the request is dropped, neither passed on nor answered, as a server does
+  that ignores requests it does not know (instead of answering -32601);
+- ``no-code``: the answer is an error object without ``code``;
+- ``null-result``: the answer carries ``"result": null``;
+- ``no-jsonrpc``: the answer lacks the ``"jsonrpc"`` member.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from _relay import relay  # the script's directory is on sys.path
+
+FIXTURE = Path(__file__).with_name("fixture_server.py")
+
+IGNORED = b""  # what the relay writes in place of a request it drops (nothing)
+
+
+def spoiled(fault: str, answer: dict[str, Any]) -> dict[str, Any]:
+    if fault == "no-code":
+        return {"jsonrpc": "2.0", "id": answer["id"], "error": {"message": "no code here"}}
+    if fault == "null-result":
+        return {"jsonrpc": "2.0", "id": answer["id"], "result": None}
+    if fault == "no-jsonrpc":
+        return {key: value for key, value in answer.items() if key != "jsonrpc"}
+    raise SystemExit(f"unknown fault {fault!r}")
+
+
+def main() -> None:
+    fault, method, tool = sys.argv[1], sys.argv[2], (sys.argv[3:] or [None])[0]
+    targets: set[object] = set()
+    lock = threading.Lock()
+
+    def note_target(line: bytes) -> bytes:
+        message = json.loads(line)
+        if message.get("method") != method or "id" not in message:
+            return line
+        if tool is not None and message["params"]["name"] != tool:
+            return line
+        if fault == "ignore":
+            return IGNORED
+        with lock:
+            targets.add(message["id"])
+        return line
+
+    def rewrite(line: bytes) -> bytes:
+        message = json.loads(line)
+        with lock:
+            target = "method" not in message and message.get("id") in targets
+        if not target:
+            return line
+        return json.dumps(spoiled(fault, message)).encode() + b"\n"
+
+    relay(FIXTURE, note_target, rewrite)
+
+
+if __name__ == "__main__":
+    main()
