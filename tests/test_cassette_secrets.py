@@ -8,6 +8,8 @@ import asyncio
 import json
 from pathlib import Path
 
+from openai import AsyncOpenAI
+
 from agcore_tools.testing import Cassette, ScriptedChatServer, no_network
 
 S = ScriptedChatServer
@@ -52,5 +54,42 @@ def test_a_code_key_and_body_fields_named_like_secrets_are_scrubbed(tmp_path: Pa
                     extra_body={**body, "api_key": "other-key-000"},
                 )  # fmt: skip
         return reply.choices[0].message.content
+
+    assert asyncio.run(replay()) == "Hi"
+
+
+def test_a_key_in_the_base_urls_path_is_scrubbed_and_the_run_still_replays(
+    tmp_path: Path,
+) -> None:
+    # Gateways that take the key in the path (https://gw/v1/<key>/...): the API key used
+    # there too is scrubbed on its own; another token needs secrets=[...]. The drop-in
+    # replay, which sends the real path, did not find the scrubbed one.
+    key, token = "sk-PATHKEY-0123456789", "PATHTOKEN-6666666666"
+    path = tmp_path / "path.json"
+
+    def base(server_url: str) -> str:
+        return f"{server_url}/{key}/{token}"
+
+    async def run(cassette: Cassette, base_url: str) -> str | None:
+        client = AsyncOpenAI(
+            base_url=base_url, api_key=key, http_client=cassette.http_client(), max_retries=0
+        )
+        async with client:
+            reply = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}]
+            )
+        return reply.choices[0].message.content
+
+    with S([S.reply_text("Hi")]) as server, Cassette(path, "rewrite", secrets=[token]) as cassette:
+        assert asyncio.run(run(cassette, base(server.base_url))) == "Hi"
+        assert server.requests[0].path == f"/v1/{key}/{token}/chat/completions"
+    text = path.read_text()
+    assert key not in text and token not in text
+    [interaction] = json.loads(text)["interactions"]
+    assert interaction["request"]["url"].endswith("/v1/[scrubbed]/[scrubbed]/chat/completions")
+
+    async def replay() -> str | None:
+        with no_network(), Cassette(path, "none") as cassette:
+            return await run(cassette, base("http://gw.example/v1"))
 
     assert asyncio.run(replay()) == "Hi"

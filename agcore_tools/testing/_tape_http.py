@@ -22,7 +22,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from ..error import CassetteError, CassetteMismatchError
-from ._diff import SCRUBBED, first_difference, json_path
+from ._diff import SCRUBBED, first_difference, json_path, scrubbed_match
 
 if TYPE_CHECKING:
     import httpx2
@@ -197,7 +197,7 @@ def _body(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _route(method: str, url: str) -> str:
-    return f"{method} {urllib.parse.urlsplit(url).path}"
+    return f"{method} {urllib.parse.unquote(urllib.parse.urlsplit(url).path)}"
 
 
 class HttpTape:
@@ -236,7 +236,8 @@ class HttpTape:
         """The recorded response to the request ``got`` (a :func:`request_entry`).
 
         The answer is the first unplayed interaction on the request's route (method
-        and path; the host is not compared) whose body matches, tool results aside: so
+        and path, where a ``[scrubbed]`` secret matches any text; the host is not
+        compared) whose body matches, tool results aside: so
         identical requests are answered in their recorded order, and runs made
         concurrently replay though they now send their requests in another order.
         When none matches, raises :class:`CassetteMismatchError` at the first
@@ -244,6 +245,10 @@ class HttpTape:
         """
         route = _route(got["method"], got["url"])
         queue = self._queues.get(route)
+        if not queue:  # a recorded path with a secret in it, scrubbed
+            queue = next(
+                (q for r, q in self._queues.items() if q and scrubbed_match(r, route)), None
+            )
         if not queue:
             self._fail(self._mismatch_route(route))
         assert queue is not None
