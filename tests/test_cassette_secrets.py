@@ -10,7 +10,10 @@ from pathlib import Path
 
 from openai import AsyncOpenAI
 
+from agcore_tools import McpClient, StreamableHttpTransport, ToolExecutionError
 from agcore_tools.testing import Cassette, ScriptedChatServer, no_network
+
+from .mcp.conftest import HttpServer, fixture_stdio
 
 S = ScriptedChatServer
 
@@ -93,3 +96,42 @@ def test_a_key_in_the_base_urls_path_is_scrubbed_and_the_run_still_replays(
             return await run(cassette, base("http://gw.example/v1"))
 
     assert asyncio.run(replay()) == "Hi"
+
+
+def test_what_an_mcp_servers_transport_hides_is_scrubbed_from_the_file(tmp_path: Path) -> None:
+    # A server quoting the token it was given (in an error, a result) wrote it to the
+    # cassette: its env values, command-line secrets and header values were not scrubbed.
+    env_token, arg_token, header_token = "ENVTOKEN-1111111111", "ARGTOKEN-22222222", "HDR-333333333"
+    path = tmp_path / "mcp.json"
+    stdio = McpClient(
+        "fx", fixture_stdio(f"--print-stderr=--api-key={arg_token}", env={"API_TOKEN": env_token})
+    )
+
+    async def run(cassette: Cassette, http_url: str) -> list[str]:
+        seen = []
+        async with cassette.mcp(stdio) as fx:
+            seen.append(json.dumps(await fx.call_tool("environment")))
+            seen.append(await fx.call_tool("echo", {"text": f"given {arg_token}"}))
+        headers = {"Authorization": f"Bearer {header_token}"}
+        http = McpClient("web", StreamableHttpTransport(http_url, headers))
+        async with cassette.mcp(http) as web:
+            try:
+                await web.call_tool("fail", {"message": f"upstream 401: {header_token}"})
+            except ToolExecutionError as exc:
+                seen.append(str(exc))
+        return seen
+
+    server = HttpServer()
+    try:
+        with Cassette(path, "rewrite") as cassette:
+            seen = asyncio.run(run(cassette, server.url))
+    finally:
+        server.stop()
+    assert env_token in seen[0] and arg_token in seen[1] and header_token in seen[2]
+    text = path.read_text()
+    assert not [s for s in (env_token, arg_token, header_token) if s in text]
+
+    with no_network(), Cassette(path, "none") as cassette:
+        replayed = asyncio.run(run(cassette, "http://127.0.0.1:9/mcp"))
+    assert "[scrubbed]" in replayed[0] and replayed[1] == "given [scrubbed]"
+    assert replayed[2].endswith("upstream 401: [scrubbed]")
