@@ -99,9 +99,12 @@ class StdioTransport:
         """The command line as a shell would take it, in backticks, for messages, with
         its secrets hidden: a URL's user and password and its query's values; the
         value of an option or ``NAME=value`` named for a secret (``--token``,
-        ``--api-key``, ``--password``, ``GITHUB_PERSONAL_ACCESS_TOKEN=``, ...); every
-        value of ``-e``/``--env`` (docker's, like ``env``'s); and every header's value
-        after ``--header``/``-H`` (mcp-remote's).
+        ``--api-key``, ``--password``, ``--pat``, ``GITHUB_PERSONAL_ACCESS_TOKEN=``,
+        ...), in a connection string too (``Server=db;Password=...``); every value of
+        ``-e``/``--env`` (docker's, like ``env``'s); every header's value after
+        ``--header``/``-H`` (mcp-remote's); and, wherever it stands, a key known by
+        its prefix (``sk-``, ``ghp_``, ``github_pat_``, ``xoxb-``, ``glpat-``,
+        ``AKIA``, ...) followed by 16 or more characters, a digit among them.
 
         Example:
             >>> StdioTransport("npx", ["server-postgres", "postgresql://app:pw@db/prod",
@@ -113,6 +116,9 @@ class StdioTransport:
             >>> StdioTransport("npx", ["mcp-remote", "https://mcp.example.com/sse",
             ...                        "--header", "Authorization: Bearer t1"]).describe()
             "`npx mcp-remote https://mcp.example.com/sse --header 'Authorization: ***'`"
+            >>> StdioTransport("npx", ["-y", "@acme/mcp-server", "sk-proj-0123456789abcdef",
+            ...                        "--conn", "Server=db;User Id=app;Pwd=pw1"]).describe()
+            "`npx -y @acme/mcp-server '***' --conn 'Server=db;User Id=app;Pwd=***'`"
         """
         return f"`{shlex.join([self.command, *_shown_args(self.args)])}`"
 
@@ -268,12 +274,22 @@ def _kind(value: object) -> str:
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-# A name ending in one of these words (GITHUB_PERSONAL_ACCESS_TOKEN, --api-key, db_password)
-# names a secret; one merely containing it (--key-file, --auth-url) does not.
+# A name ending in one of these words (GITHUB_PERSONAL_ACCESS_TOKEN, --api-key, db_password,
+# --pat, a connection string's Pwd= or AccountKey=) names a secret; one merely containing
+# it (--key-file, --auth-url, --path) does not.
 _SECRET_NAME = re.compile(
-    r"(?:[A-Za-z0-9]+[-_])*(?:token|password|passwd|pass|pwd|key|apikey|secret|"
-    r"credentials?|auth)",
+    r"(?:[A-Za-z0-9]+[-_])*(?:token|password|passwd|pass|pwd|passphrase|key|apikey|secret|"
+    r"credentials?|auth|pat|jwt|cookie|accountkey|sharedaccesskey|sharedaccesssignature)",
     re.IGNORECASE,
+)
+# Keys whose prefix says what they are (OpenAI's, GitHub's, Slack's, GitLab's, AWS's, ...),
+# wherever they stand. At least 16 characters and a digit after the prefix: package names
+# and words with such a start (sk-learn, hf_transfer) stay shown.
+_KNOWN_KEY = re.compile(
+    r"(?<![A-Za-z0-9_-])"
+    r"(?:sk-|(?:sk|rk)_(?:live|test)_|gh[pousr]_|github_pat_|xox[abeoprs]-|xapp-|glpat-|"
+    r"hf_|npm_|pypi-|AKIA|ASIA|AIza)"
+    r"(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{16,}"
 )
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # docker run's and podman's: their values are the server's environment, whose values
@@ -309,20 +325,32 @@ def _shown_arg(arg: str, before: str, hidden: list[str]) -> str:
             return "***"
     if _URL.match(arg):
         hidden.extend(url_secrets(arg))
-        return url_without_secrets(arg)
+        return _shown_words(url_without_secrets(arg), hidden)
     name, equals, value = arg.partition("=")
     if not equals:
-        return arg
+        return _shown_words(arg, hidden)
     if name in _HEADER_OPTIONS:
         return f"{name}={_shown_header(value, hidden)}"
     if name in _ENV_OPTIONS:
         return f"{name}={_shown_variable(value, hidden)}"
-    if _SECRET_NAME.fullmatch(name.lstrip("-")):
+    if _SECRET_NAME.fullmatch(name.lstrip("-").strip()):
         hidden.append(value)
         return f"{name}=***"
+    if ";" in value:
+        # A connection string (Server=db;User Id=app;Password=...): each part on its own.
+        return ";".join(_shown_arg(part, "", hidden) for part in arg.split(";"))
     # The value may be a URL (--db=redis://:pw@r, DATABASE_URL=postgresql://...) or
     # another NAME=value (--env=API_KEY=..., --set=api_key=...).
     return f"{name}={_shown_arg(value, '', hidden)}"
+
+
+def _shown_words(text: str, hidden: list[str]) -> str:
+    # What no name marks as a secret: only the keys known by their prefix are hidden.
+    def hide(found: re.Match[str]) -> str:
+        hidden.append(found.group())
+        return "***"
+
+    return _KNOWN_KEY.sub(hide, text)
 
 
 def _shown_header(header: str, hidden: list[str]) -> str:

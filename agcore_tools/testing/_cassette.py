@@ -22,6 +22,7 @@ from ..error import (
     _CassetteTypeError,
 )
 from ..mcp import McpClient
+from ..mcp._stderr import transport_secrets
 from ._tape_http import SCRUBBED, HttpTape
 from ._tape_mcp import CassetteMcpClient, McpTape
 
@@ -54,8 +55,9 @@ class Cassette:
     Completions and Responses, JSON and server-sent events; and :meth:`mcp` wraps an
     :class:`~agcore_tools.McpClient` so its tool list and tool calls are written down
     too. :meth:`save` (or leaving ``with``) writes the file, with no request header,
-    no secret-looking query value, and no copy of any key or cookie the requests
-    carried, anywhere.
+    no value of a secret-looking query parameter or JSON body field, and no copy of
+    any key or cookie the requests carried, or of a wrapped MCP server's ``env``,
+    header or command-line secrets, anywhere (see the testing guide for the list).
 
     Replaying, the same calls answer from the file: no socket, no server process.
     Each request must match the recorded one (the model, the messages, the tools, the
@@ -131,10 +133,11 @@ class Cassette:
             path: The JSON file.
             mode: When to record (see :data:`RecordMode`).
             secrets: More values to scrub from the file on save (a password that a
-                tool's arguments carry, say), beside the keys and cookies found in
-                the requests' headers and query strings: a list of strings, each
-                scrubbed whatever its length (the keys and cookies found are scrubbed
-                from 8 characters up).
+                tool's arguments carry, a token in the base URL's path, say), beside
+                the keys and cookies found in the requests' headers, query strings and
+                JSON bodies and the MCP transports' secrets: a list of strings, each
+                scrubbed whatever its length (those found are scrubbed from 8
+                characters up).
 
         Raises:
             CassetteError: ``mode`` is not one of the three (then a ``ValueError`` too),
@@ -281,12 +284,17 @@ class Cassette:
 
         Use the result where the client was used: ``async with``, ``definitions()``,
         ``call_tool()``, ``into_tools()``. Replaying, ``client`` is never connected.
+        Recording, what its transport hides from logs (a stdio server's ``env`` values
+        and the arguments its command line shows as ``***``, an HTTP server's header
+        values) is scrubbed from the file too: a server may quote its token in an error.
 
         Example:
             >>> from agcore_tools import McpClient, StdioTransport
             >>> Cassette.from_interactions([]).mcp(McpClient("fs", StdioTransport("server")))
             <CassetteMcpClient 'fs' replaying>
         """
+        if self.recording:
+            self._secrets.update(transport_secrets(client.transport))
         return CassetteMcpClient(self._mcp, client, recording=self.recording)
 
     # -- the end ---------------------------------------------------------------------------

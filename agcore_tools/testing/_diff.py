@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["MISSING", "SCRUBBED", "first_difference", "json_path"]
+__all__ = ["MISSING", "SCRUBBED", "first_difference", "json_path", "scrubbed_match"]
 
 SCRUBBED = "[scrubbed]"
 """What a recording writes in place of a secret."""
@@ -114,7 +114,7 @@ def first_difference(
         return None
     if type(recorded) is type(got) and recorded == got:
         return None
-    if isinstance(recorded, str) and isinstance(got, str) and _scrubbed_match(recorded, got):
+    if isinstance(recorded, str) and isinstance(got, str) and scrubbed_match(recorded, got):
         return None
     numbers = isinstance(recorded, int | float) and isinstance(got, int | float)
     if numbers and not isinstance(recorded, bool) and not isinstance(got, bool) and recorded == got:
@@ -122,8 +122,15 @@ def first_difference(
     return path, recorded, got
 
 
-def _scrubbed_match(recorded: str, got: str) -> bool:
-    """Whether ``got`` is ``recorded`` with each ``[scrubbed]`` standing for some text."""
+def scrubbed_match(recorded: str, got: str) -> bool:
+    """Whether ``got`` is ``recorded`` with each ``[scrubbed]`` standing for some text.
+
+    Example:
+        >>> scrubbed_match("/v1/[scrubbed]/chat", "/v1/tok-123/chat")
+        True
+        >>> scrubbed_match("/v1/[scrubbed]/chat", "/v2/tok-123/chat")
+        False
+    """
     if SCRUBBED not in recorded:
         return False
     pattern = ".+?".join(re.escape(part) for part in recorded.split(SCRUBBED))

@@ -4,10 +4,11 @@ The OpenAI SDK takes ``http_client=``; the transports in ``_transports`` plug in
 such a client: one wraps the real transport and writes down each request body and the
 response (JSON, server-sent events or text) as it passes, the other answers from
 :class:`HttpTape` without a socket. Nothing about the connection is kept: no request header at
-all, and of a response's headers only its content type and retry hints. Secret-looking
-query-string values are replaced, and the secrets seen (the key in ``Authorization``,
-``api-key`` and the like, cookies) are collected so that the cassette can make sure no
-copy of them is left anywhere in the file.
+all, and of a response's headers only its content type and retry hints. The values of
+secret-looking query parameters and JSON request-body fields are replaced, and the secrets
+seen (those, the key in ``Authorization``, ``api-key`` and the like, cookies, a URL's
+password) are collected so that the cassette can make sure no copy of them is left
+anywhere in the file: a token in the URL's path included, when it is also one of these.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from ..error import CassetteError, CassetteMismatchError
-from ._diff import SCRUBBED, first_difference, json_path
+from ._diff import SCRUBBED, first_difference, json_path, scrubbed_match
 
 if TYPE_CHECKING:
     import httpx2
@@ -31,10 +32,17 @@ __all__ = ["KEPT_HEADERS", "SCRUBBED", "HttpTape", "decode_body", "encode_body",
 logger = logging.getLogger("agcore_tools.testing")
 
 
+# A header, query parameter or body field whose name holds one of these carries a secret
+# (Authorization, X-Api-Key, access_token, apiKey, X-Amz-Signature).
 _SECRET_NAME = re.compile(
-    r"auth|key|token|secret|password|passwd|cookie|session|signature|sig$|credential",
+    r"auth|key|token|secret|password|passwd|pwd|cookie|session|signature|sig$|credential",
     re.IGNORECASE,
 )
+# Azure Functions' and API Management's key is ?code=...; a body's "code" field is code
+# (the Responses API sends a code interpreter's calls back), so it counts in queries only.
+_SECRET_QUERY = re.compile(rf"{_SECRET_NAME.pattern}|^code$", re.IGNORECASE)
+# Request fields of the OpenAI APIs whose names look secret and are not.
+_NOT_SECRET = frozenset({"prompt_cache_key"})
 _BOUNDARY = re.compile(r'multipart/.*;\s*boundary="?([^";]+)', re.IGNORECASE)
 _FIXED_BOUNDARY = b"agcore-cassette-boundary"
 KEPT_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry")
@@ -122,7 +130,7 @@ def _scrubbed_url(url: httpx2.URL, secrets: set[str]) -> str:
     parts = urllib.parse.urlsplit(str(url))
     query = []
     for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
-        if _SECRET_NAME.search(name):
+        if _SECRET_QUERY.search(name):
             secrets.add(value)
             value = SCRUBBED
         query.append((name, value))
@@ -148,11 +156,39 @@ def _collect_secrets(headers: httpx2.Headers, secrets: set[str]) -> None:
             secrets.add(cookie.partition("=")[2].strip())
 
 
+def _scrubbed_json(value: Any, secrets: set[str]) -> Any:
+    # Only a string is a secret: what "api_key" names in a tool's JSON schema is a schema.
+    if isinstance(value, dict):
+        kept = {}
+        for name, item in value.items():
+            if isinstance(item, str) and name not in _NOT_SECRET and _SECRET_NAME.search(name):
+                secrets.add(item)
+                item = SCRUBBED
+            kept[name] = _scrubbed_json(item, secrets)
+        return kept
+    if isinstance(value, list):
+        return [_scrubbed_json(item, secrets) for item in value]
+    return value
+
+
 def request_entry(request: httpx2.Request, body: bytes, secrets: set[str]) -> dict[str, Any]:
-    """A request as the cassette keeps it: method, scrubbed URL and body; no header."""
+    """A request as the cassette keeps it: method, scrubbed URL and body; no header.
+
+    Example:
+        >>> import httpx2
+        >>> request = httpx2.Request("POST", "https://gw.example/v1/chat/completions?code=k1",
+        ...     json={"model": "m", "api_key": "sk-in-body-123", "max_tokens": 5})
+        >>> found = set()
+        >>> request_entry(request, request.read(), found)
+        {'method': 'POST', 'url': 'https://gw.example/v1/chat/completions?code=%5Bscrubbed%5D', 'json': {'model': 'm', 'api_key': '[scrubbed]', 'max_tokens': 5}}
+        >>> sorted(found)
+        ['k1', 'sk-in-body-123']
+    """
     _collect_secrets(request.headers, secrets)
     entry = {"method": request.method, "url": _scrubbed_url(request.url, secrets)}
     entry.update(encode_body(request.headers.get("content-type", ""), body))
+    if "json" in entry:
+        entry["json"] = _scrubbed_json(entry["json"], secrets)
     return entry
 
 
@@ -161,7 +197,7 @@ def _body(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _route(method: str, url: str) -> str:
-    return f"{method} {urllib.parse.urlsplit(url).path}"
+    return f"{method} {urllib.parse.unquote(urllib.parse.urlsplit(url).path)}"
 
 
 class HttpTape:
@@ -200,7 +236,8 @@ class HttpTape:
         """The recorded response to the request ``got`` (a :func:`request_entry`).
 
         The answer is the first unplayed interaction on the request's route (method
-        and path; the host is not compared) whose body matches, tool results aside: so
+        and path, where a ``[scrubbed]`` secret matches any text; the host is not
+        compared) whose body matches, tool results aside: so
         identical requests are answered in their recorded order, and runs made
         concurrently replay though they now send their requests in another order.
         When none matches, raises :class:`CassetteMismatchError` at the first
@@ -208,6 +245,10 @@ class HttpTape:
         """
         route = _route(got["method"], got["url"])
         queue = self._queues.get(route)
+        if not queue:  # a recorded path with a secret in it, scrubbed
+            queue = next(
+                (q for r, q in self._queues.items() if q and scrubbed_match(r, route)), None
+            )
         if not queue:
             self._fail(self._mismatch_route(route))
         assert queue is not None

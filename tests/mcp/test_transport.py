@@ -3,6 +3,7 @@ messages show."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -201,3 +202,43 @@ async def test_docker_env_values_and_mcp_remote_headers_show_neither_in_repr_nor
         await client.connect()
     shown = [str(caught.value), repr(stdio), stdio.describe(), repr(client)]
     assert not [text for text in shown if "SECRET" in text], shown
+
+
+async def test_connection_string_passwords_pats_and_prefixed_keys_are_hidden_and_masked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A SQL Server connection string's Password=, --pat (GitHub, Azure DevOps) and a key
+    # passed bare showed in full in repr() and messages, and in the echoed stderr.
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    secrets = ["hunter2hunter2", "azdo-pat-0123456789", "sk-proj-abcdef1234567890abcdef"]
+    more = ["s3cretPwd99", "ghp_abcdef1234567890XYZ", "AKIAIOSFODNN7EXAMPLE", "abc+def/ghi=="]
+    args = [
+        *("--connection-string", f"Server=db;User Id=app;Password={secrets[0]}"),
+        *("--pat", secrets[1], "-y", "@modelcontextprotocol/server-github", secrets[2]),
+        f"--db=Data Source=db; Pwd={more[0]};Encrypt=True",
+        f'{{"token": "{more[1]}"}}',
+        *("--aws", more[2]),
+        f"AccountName=acc;AccountKey={more[3]};EndpointSuffix=core.windows.net",
+    ]
+    harmless = ["--path", "/srv/sk-data", "sk-learn", "hf_transfer", "https://gw.example/v1/x"]
+    code = "import sys; print('rejected:', *sys.argv[1:], file=sys.stderr); sys.exit(3)"
+    stdio = StdioTransport(sys.executable, ["-c", code, *args, *harmless])
+    assert stdio.describe().endswith(
+        " --connection-string 'Server=db;User Id=app;Password=***' --pat '***' -y "
+        "@modelcontextprotocol/server-github '***' '--db=Data Source=db; Pwd=***;Encrypt=True' "
+        "'{\"token\": \"***\"}' --aws '***' "
+        "'AccountName=acc;AccountKey=***;EndpointSuffix=core.windows.net' "
+        "--path /srv/sk-data sk-learn hf_transfer https://gw.example/v1/x`"
+    )
+    client = McpClient("srv", stdio, timeout=10)
+    with pytest.raises(McpError, match="exited with code 3 during start-up") as caught:
+        await client.connect()
+    message = str(caught.value)
+    assert message.endswith(
+        "stderr: rejected: --connection-string Server=db;User Id=app;Password=*** --pat *** -y "
+        "@modelcontextprotocol/server-github *** --db=Data Source=db; Pwd=***;Encrypt=True "
+        '{"token": "***"} --aws *** AccountName=acc;AccountKey=***;EndpointSuffix=core.windows.net '
+        "--path /srv/sk-data sk-learn hf_transfer https://gw.example/v1/x"
+    )
+    shown = [message, repr(stdio), stdio.describe(), repr(client), client.stderr_tail, caplog.text]
+    assert not [(s, t) for s in [*secrets, *more] for t in shown if s in t]

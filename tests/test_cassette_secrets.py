@@ -1,0 +1,137 @@
+"""What a recorded cassette must not hold: keys sent somewhere other than a header (an
+Azure Functions ``?code=``, a body field, the base URL's path) and the secrets an MCP
+server was started with, which it may quote in a result or an error."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from openai import AsyncOpenAI
+
+from agcore_tools import McpClient, StreamableHttpTransport, ToolExecutionError
+from agcore_tools.testing import Cassette, ScriptedChatServer, no_network
+
+from .mcp.conftest import HttpServer, fixture_stdio
+
+S = ScriptedChatServer
+
+
+def test_a_code_key_and_body_fields_named_like_secrets_are_scrubbed(tmp_path: Path) -> None:
+    # Azure Functions take their key as ?code=, gateways take one in the body
+    # (extra_body={"api_key": ...}): both were written to the file as they were sent.
+    path = tmp_path / "gateway.json"
+    body = {
+        "api_key": "BODYKEY-5555555555",
+        "provider": {"routing": {"client_secret": "NESTED-6666666666", "region": "eu-west"}},
+        "prompt_cache_key": "cache-7777777777",
+    }
+    with S([S.reply_text("Hi")]) as server, Cassette(path, "rewrite") as cassette:
+
+        async def run() -> None:
+            async with cassette.client(
+                base_url=server.base_url, api_key="x", default_query={"code": "FUNCCODE-4444444"}
+            ) as client:
+                await client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=5,
+                    extra_body=body,
+                )  # fmt: skip
+
+        asyncio.run(run())
+        assert server.requests[0].json["api_key"] == "BODYKEY-5555555555"
+    text = path.read_text()
+    assert not [s for s in ("FUNCCODE", "BODYKEY", "NESTED") if s in text]
+    [interaction] = json.loads(text)["interactions"]
+    assert interaction["request"]["url"].endswith("/chat/completions?code=%5Bscrubbed%5D")
+    sent = interaction["request"]["json"]
+    assert sent["api_key"] == "[scrubbed]" and sent["max_tokens"] == 5
+    assert sent["provider"] == {"routing": {"client_secret": "[scrubbed]", "region": "eu-west"}}
+    assert sent["prompt_cache_key"] == "cache-7777777777"  # an OpenAI option, no secret
+
+    async def replay() -> str | None:  # the scrubbed fields match whatever is sent
+        with no_network(), Cassette(path, "none") as cassette:
+            async with cassette.client() as client:
+                reply = await client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "hi"}], max_tokens=5,
+                    extra_body={**body, "api_key": "other-key-000"},
+                )  # fmt: skip
+        return reply.choices[0].message.content
+
+    assert asyncio.run(replay()) == "Hi"
+
+
+def test_a_key_in_the_base_urls_path_is_scrubbed_and_the_run_still_replays(
+    tmp_path: Path,
+) -> None:
+    # Gateways that take the key in the path (https://gw/v1/<key>/...): the API key used
+    # there too is scrubbed on its own; another token needs secrets=[...]. The drop-in
+    # replay, which sends the real path, did not find the scrubbed one.
+    key, token = "sk-PATHKEY-0123456789", "PATHTOKEN-6666666666"
+    path = tmp_path / "path.json"
+
+    def base(server_url: str) -> str:
+        return f"{server_url}/{key}/{token}"
+
+    async def run(cassette: Cassette, base_url: str) -> str | None:
+        client = AsyncOpenAI(
+            base_url=base_url, api_key=key, http_client=cassette.http_client(), max_retries=0
+        )
+        async with client:
+            reply = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}]
+            )
+        return reply.choices[0].message.content
+
+    with S([S.reply_text("Hi")]) as server, Cassette(path, "rewrite", secrets=[token]) as cassette:
+        assert asyncio.run(run(cassette, base(server.base_url))) == "Hi"
+        assert server.requests[0].path == f"/v1/{key}/{token}/chat/completions"
+    text = path.read_text()
+    assert key not in text and token not in text
+    [interaction] = json.loads(text)["interactions"]
+    assert interaction["request"]["url"].endswith("/v1/[scrubbed]/[scrubbed]/chat/completions")
+
+    async def replay() -> str | None:
+        with no_network(), Cassette(path, "none") as cassette:
+            return await run(cassette, base("http://gw.example/v1"))
+
+    assert asyncio.run(replay()) == "Hi"
+
+
+def test_what_an_mcp_servers_transport_hides_is_scrubbed_from_the_file(tmp_path: Path) -> None:
+    # A server quoting the token it was given (in an error, a result) wrote it to the
+    # cassette: its env values, command-line secrets and header values were not scrubbed.
+    env_token, arg_token, header_token = "ENVTOKEN-1111111111", "ARGTOKEN-22222222", "HDR-333333333"
+    path = tmp_path / "mcp.json"
+    stdio = McpClient(
+        "fx", fixture_stdio(f"--print-stderr=--api-key={arg_token}", env={"API_TOKEN": env_token})
+    )
+
+    async def run(cassette: Cassette, http_url: str) -> list[str]:
+        seen = []
+        async with cassette.mcp(stdio) as fx:
+            seen.append(json.dumps(await fx.call_tool("environment")))
+            seen.append(await fx.call_tool("echo", {"text": f"given {arg_token}"}))
+        headers = {"Authorization": f"Bearer {header_token}"}
+        http = McpClient("web", StreamableHttpTransport(http_url, headers))
+        async with cassette.mcp(http) as web:
+            try:
+                await web.call_tool("fail", {"message": f"upstream 401: {header_token}"})
+            except ToolExecutionError as exc:
+                seen.append(str(exc))
+        return seen
+
+    server = HttpServer()
+    try:
+        with Cassette(path, "rewrite") as cassette:
+            seen = asyncio.run(run(cassette, server.url))
+    finally:
+        server.stop()
+    assert env_token in seen[0] and arg_token in seen[1] and header_token in seen[2]
+    text = path.read_text()
+    assert not [s for s in (env_token, arg_token, header_token) if s in text]
+
+    with no_network(), Cassette(path, "none") as cassette:
+        replayed = asyncio.run(run(cassette, "http://127.0.0.1:9/mcp"))
+    assert "[scrubbed]" in replayed[0] and replayed[1] == "given [scrubbed]"
+    assert replayed[2].endswith("upstream 401: [scrubbed]")
