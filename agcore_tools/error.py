@@ -658,7 +658,8 @@ class LlmUsageError(LlmError, TypeError):
     """An :class:`~agcore_tools.LlmCycle` or :class:`~agcore_tools.CycleConfig` call made
     with an argument of the wrong kind: a string where a ``CycleConfig`` goes, tools that
     are not a ``ToolRegistry`` nor :class:`~agcore_tools.BaseTool` values, a misspelt
-    keyword, or ``for`` over an ``EventStream``; or a
+    keyword, ``for`` over an ``EventStream``, or a second ``submit*`` call on a cycle
+    still running one (one cycle per concurrent conversation); or a
     :class:`~agcore_tools.testing.ScriptedChatServer` script made wrong.
 
     A mistake in the caller's code, so it is also a :class:`TypeError`; the message

@@ -224,11 +224,13 @@ class Run:
             self.trace,
         )
         if session.busy:
-            raise LlmError(
-                "this LlmCycle is already running a submit call; await it first (a stream "
-                "left unfinished: close it, `await events.aclose()`, or iterate it in an "
-                "`async with events:` block; a sync stream: `events.close()` or `with "
-                "events:`), or use another LlmCycle"
+            # A caller's mistake (two calls sharing a cycle), not a failed request.
+            raise LlmUsageError(
+                "this LlmCycle is already running a submit call, and runs one at a time: "
+                "wait for that call to end (a stream left unfinished: close it, `await "
+                "events.aclose()`, or iterate it in an `async with events:` block; a sync "
+                "stream: `events.close()` or `with events:`), or give each concurrent "
+                "conversation (each thread or request) its own LlmCycle"
             )
         session.busy = True
         loop = asyncio.get_running_loop()

@@ -80,7 +80,9 @@ class LlmCycle(TranscriptViews):
     format, ready to send again or to serialise as JSON. On the Responses API each
     assistant message also keeps its ``response`` (id and output items, reasoning
     included), so a saved history resumes on that API; Chat Completions requests leave
-    that key out. One cycle runs one ``submit*`` call at a time.
+    that key out. One cycle runs one ``submit*`` call at a time: a second one started
+    while the first runs raises :class:`~agcore_tools.error.LlmUsageError`, so give each
+    concurrent conversation (each thread of a threaded app) its own cycle.
 
     Example:
         >>> import asyncio
