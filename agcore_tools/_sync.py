@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from .error import SyncCallError
 
-__all__ = ["SyncCallError", "is_library_loop", "run"]
+__all__ = ["SyncCallError", "inherited", "is_library_loop", "run"]
 
 logger = logging.getLogger("agcore_tools.sync")
 
@@ -58,6 +58,9 @@ class _Loop:
 _current: _Loop | None = None
 _lock = threading.Lock()
 _exiting = False
+_inherited: asyncio.AbstractEventLoop | None = None
+"""In a forked child, the library loop of the process it was forked from: no thread
+runs it here, and what was bound to it (an SDK client's connections) is the parent's."""
 
 
 def _library_loop() -> _Loop:
@@ -244,9 +247,24 @@ def _shutdown() -> None:
         loop.close()
 
 
+def inherited(loop: asyncio.AbstractEventLoop | None) -> bool:
+    """True when ``loop`` is the library loop of the process this one was forked from.
+
+    Example:
+        >>> inherited(None)
+        False
+    """
+    return loop is not None and loop is _inherited
+
+
 def _forget_after_fork() -> None:
     # A forked child has no copy of the loop's thread; it starts its own loop if needed.
-    global _current, _lock
+    # The parent's loop stays open here, its selector and self-pipe (3 descriptors)
+    # too: closing it would unregister the self-pipe from the epoll instance the two
+    # processes share, and the parent's loop would no longer wake up.
+    global _current, _lock, _inherited
+    if _current is not None:
+        _inherited = _current.loop
     _current, _lock = None, threading.Lock()
 
 

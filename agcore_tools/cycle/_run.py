@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import _otel
+from .. import _otel, _sync
 from .._budget import check_budget, load_counter
 from .._selection import RunOffer, Selector
 from ..base import ToolContext
@@ -75,7 +75,7 @@ from .profiles import (
     fit_responses_request,
     read_refusal,
 )
-from .requester import Requester, TurnRequest
+from .requester import OpenAIRequester, Requester, TurnRequest
 
 __all__ = ["IDS_PAST_HISTORY", "Run", "Session"]
 
@@ -84,6 +84,11 @@ Message = dict[str, Any]
 logger = logging.getLogger("agcore_tools.cycle")
 
 _UNREPORTED = Usage(unreported=1)  # a request whose response had no usage
+
+_FORKED = (
+    "this LlmCycle was used before this process was forked, and its client's connections "
+    "stay the parent's: make a new LlmCycle (with a new client) in this process"
+)
 
 
 @dataclass
@@ -232,6 +237,10 @@ class Run:
                 "stream: `events.close()` or `with events:`), or give each concurrent "
                 "conversation (each thread or request) its own LlmCycle"
             )
+        forked = _sync.inherited(session.loop)
+        if forked and isinstance(self.requester, OpenAIRequester):
+            # Refused unsent: the SDK client would send on the parent's connections.
+            raise LlmUsageError(_FORKED)
         session.busy = True
         loop = asyncio.get_running_loop()
         moved, session.loop = session.loop is not None and session.loop is not loop, loop
@@ -458,12 +467,15 @@ class Run:
                     )
                     return
         except RuntimeError as exc:
-            # asyncio's "Event loop is closed", "... is bound to a different event loop"
+            # asyncio's "Event loop is closed", "... is bound to a different event loop":
+            # its text names asyncio's objects, not what the app did; it stays the cause.
             if moved and not isinstance(exc, LlmError):
                 raise LlmUsageError(
-                    f"this LlmCycle's last call ran in another event loop, which its "
-                    f"client's connections belong to ({exc}): use a cycle from one loop "
-                    "(its *_sync methods share the library's own), or one LlmCycle per loop"
+                    _FORKED
+                    if forked
+                    else "this LlmCycle's last call ran in another event loop, which its "
+                    "client's connections belong to: use a cycle from one loop (its *_sync "
+                    "methods share the library's own), or one LlmCycle per loop"
                 ) from exc
             raise
         finally:
