@@ -10,7 +10,7 @@ calls runs them through the registry and sends their results back in the next tu
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -384,14 +384,14 @@ class LlmCycle(TranscriptViews):
             ...         print(cycle.submit_sync("Hello").text)
             Hi!
         """
-        return _sync.run(self.submit(prompt, output_type=output_type))
+        return self._run_sync(self.submit(prompt, output_type=output_type))
 
     def submit_messages_sync(
         self, messages: Iterable[Mapping[str, Any] | BaseModel], *, output_type: Any = None
     ) -> ChatResponse:
         """:meth:`submit_messages` for synchronous code."""
         added = given_messages(messages, self.config.api, "submit_messages_sync")
-        return _sync.run(self.submit_messages(added, output_type=output_type))
+        return self._run_sync(self.submit_messages(added, output_type=output_type))
 
     def submit_with_tools_sync(
         self,
@@ -413,11 +413,11 @@ class LlmCycle(TranscriptViews):
         run = self.submit_with_tools(
             prompt, tools, ctx=ctx, select=select, approvals=answers, output_type=output_type
         )
-        return _sync.run(run)
+        return self._run_sync(run)
 
     def submit_stream_sync(self, prompt: str, *, output_type: Any = None) -> SyncEventStream:
         """:meth:`submit_stream` for synchronous code: a plain iterator of the same events."""
-
+        self._owned_at_exit()
         return SyncEventStream(self.submit_stream(prompt, output_type=output_type))
 
     def submit_stream_with_tools_sync(
@@ -441,6 +441,7 @@ class LlmCycle(TranscriptViews):
         events = self.submit_stream_with_tools(
             prompt, tools, ctx=ctx, select=select, approvals=approvals, output_type=output_type
         )
+        self._owned_at_exit()
         return SyncEventStream(events)
 
     def close_sync(self) -> None:
@@ -457,6 +458,18 @@ class LlmCycle(TranscriptViews):
         tb: TracebackType | None,
     ) -> None:
         self.close_sync()
+
+    def _run_sync(self, call: Coroutine[Any, Any, ChatResponse]) -> ChatResponse:
+        self._owned_at_exit()
+        return _sync.run(call)
+
+    def _owned_at_exit(self) -> None:
+        # A client the cycle built, about to open connections on the library's loop: a
+        # script that never calls close_sync() has it closed at exit, as a sync
+        # OpenAI's sockets are, not left to warn of an unclosed transport. A client of
+        # the app's stays the app's.
+        if self._owns_client and self.client is not None:
+            _sync.close_at_exit(self.client)
 
     # -- the loop --------------------------------------------------------------------
 

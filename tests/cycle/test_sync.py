@@ -293,6 +293,60 @@ async def test_a_sync_loop_called_inside_a_running_loop_does_not_deadlock(
         assert cycle.submit_with_tools_sync("What is 2 + 3?", calc).text == "5"
 
 
+def test_a_script_that_never_closes_its_cycle_exits_without_an_unclosed_transport() -> None:
+    # A sync script swaps OpenAI() for an LlmCycle over it and never calls close_sync():
+    # the async twin the cycle built (or made from the environment) is closed when the
+    # library's loop winds down at exit, as the sync client's sockets are. A client the
+    # app passed in is never closed for it.
+    code = textwrap.dedent(
+        """
+        import atexit, os
+
+        def after_the_library() -> None:  # atexit runs handlers last in, first out
+            print(twin.is_closed(), env.client.is_closed(), flush=True)
+
+        atexit.register(after_the_library)
+
+        from openai import AsyncOpenAI, OpenAI
+        from agcore_tools import CycleConfig, LlmCycle
+        from agcore_tools.testing import ScriptedChatServer as S
+
+        server = S([S.reply_text("hi")], repeat=True).start()
+        os.environ.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-env")
+
+        def sync_client() -> OpenAI:
+            return OpenAI(base_url=server.base_url, api_key="sk-sync", max_retries=0)
+
+        cycle = LlmCycle(CycleConfig("m"), client=sync_client())
+        twin = cycle.client
+        print(cycle.submit_sync("hello").text)
+        env = LlmCycle(CycleConfig("m"))  # a client from the environment: the cycle's
+        print(env.submit_stream_sync("hello").collect().text)
+        closed = LlmCycle(CycleConfig("m"), client=sync_client())
+        closed.submit_sync("hello")
+        closed.close_sync()  # closed again at exit: no harm
+
+        class Yours(AsyncOpenAI):
+            async def close(self) -> None:
+                print("closed the app's client", flush=True)
+                await super().close()
+
+        yours = LlmCycle(CycleConfig("m"), client=Yours(base_url=server.base_url, api_key="-"))
+        yours.submit_stream_sync("never read")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ResourceWarning" not in done.stderr and "unclosed" not in done.stderr, done.stderr
+    assert done.stdout.splitlines() == ["hi", "hi", "True True"]
+
+
 # -- the loop, streamed -------------------------------------------------------------------
 
 
