@@ -30,6 +30,7 @@ from ..error import (
     LlmUsageError,
     MaxTurnsExceededError,
     OutputValidationError,
+    RunStoppedError,
 )
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response
@@ -152,6 +153,17 @@ def first_free_tag(messages: list[Message], floor: int) -> int:
 _GENERATED_ID = re.compile(r"call_([0-9]+)_[0-9]+")
 
 
+def _check_stop(ctx: ToolContext, usage: Usage) -> None:
+    """End the run once the app cancelled its context (a Stop button, from any thread).
+
+    The event stream cancels the step under way as soon as its loop learns of the
+    cancel; this keeps a request or a tool turn from starting before that, as the flag
+    is set at once in the cancelling thread.
+    """
+    if ctx.cancelled:
+        raise RunStoppedError(usage)
+
+
 def _answers(message: Message) -> bool:
     # A Responses output the fold left as it was (its output is no text) answers too.
     return message.get("role") == "tool" or (
@@ -254,6 +266,8 @@ class Run:
         usage = ZERO_USAGE
         invocations: list[ToolInvocation] = []
         try:
+            if self.ctx is not None:  # a context cancelled before the run began
+                _check_stop(self.ctx, usage)
             config = self.config
             profile = await self._profile()
             bare = not isinstance(self.output_type, StructuredOutput)
@@ -344,6 +358,7 @@ class Run:
                 # is sent once more in the next mode, unless it had started streaming.
                 refused: Refusal | None = None
                 while True:
+                    _check_stop(ctx, usage)
                     builder = wire.builder(str(session.requests), config.repair_arguments, trace)
                     if output is not None and output.mode == "tool":
                         builder.show_arguments(FINAL_TOOL)  # the answer streams as text
@@ -450,6 +465,7 @@ class Run:
                 if last:
                     return
                 assert offered is not None  # not the last turn: one with tools to run
+                _check_stop(ctx, usage)
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
                 # answer every call (attachments last) before the finally below runs.
                 running = run_tools(

@@ -257,7 +257,12 @@ class LlmCycle(TranscriptViews):
         ``ctx`` is the context every tool call derives its own from (session id,
         metadata, cancellation, ``on_event`` for progress reports and preliminary
         results); a fresh one by default. Each run gets a fresh ``shared_state``; a run
-        with ``prompt=None`` keeps the one of the run it resumes. A ``ctx`` or ``select``
+        with ``prompt=None`` keeps the one of the run it resumes. Cancelling it
+        (``ctx.cancellation.cancel()``, from any thread: a Stop button) stops the run:
+        no request is sent after that, the one in flight is closed, running tools are
+        cancelled, the history stays valid, and the call raises
+        :class:`~agcore_tools.RunStoppedError` (a stream's iteration ends instead, as
+        after ``aclose()``). A cancelled context stops every later run it is given. A ``ctx`` or ``select``
         of the wrong type raises a ``TypeError`` before the prompt joins the history.
 
         ``select`` chooses the tools each request offers (names, a
@@ -405,6 +410,9 @@ class LlmCycle(TranscriptViews):
     ) -> ChatResponse:
         """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools.
 
+        So does ``ctx.cancellation.cancel()`` from another thread (a Stop button): the
+        call then raises :class:`~agcore_tools.RunStoppedError`.
+
         ``registry`` is a ``ToolRegistry``, a tool or a list of tools, as for
         :meth:`submit_with_tools`; a wrong one raises ``TypeError`` here, unsent.
         """
@@ -523,7 +531,8 @@ class LlmCycle(TranscriptViews):
             output_type,
             gate,
         )
-        return EventStream(run.events(), outcome, trace)
+        stop = ctx.cancellation if ctx is not None else None  # the app's Stop button
+        return EventStream(run.events(), outcome, trace, stop)
 
 
 Tools = ToolRegistry | BaseTool | Iterable[BaseTool]
