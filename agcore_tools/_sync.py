@@ -12,7 +12,9 @@ cancel scope around every call, which costs about twice as much per call as this
 module (see benchmarks/bench_sync.py); nothing here needs the task group.
 
 The loop starts on the first sync call. At interpreter exit its remaining tasks (an
-MCP session nobody closed, say) are cancelled, so their clean-up runs, within a bound.
+MCP session nobody closed, say) are cancelled, so their clean-up runs, within a bound;
+then the clients the library built for sync calls and nobody closed (an ``LlmCycle``'s
+twin of a sync ``OpenAI``) are closed, as the sync client's own sockets would be.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ import contextvars
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from .error import SyncCallError
 
-__all__ = ["SyncCallError", "is_library_loop", "run"]
+__all__ = ["SyncCallError", "close_at_exit", "inherited", "is_library_loop", "run"]
 
 logger = logging.getLogger("agcore_tools.sync")
 
@@ -58,6 +61,20 @@ class _Loop:
 _current: _Loop | None = None
 _lock = threading.Lock()
 _exiting = False
+_inherited: asyncio.AbstractEventLoop | None = None
+"""In a forked child, the library loop of the process it was forked from: no thread
+runs it here, and what was bound to it (an SDK client's connections) is the parent's."""
+
+
+class Closeable(Protocol):
+    """What :func:`close_at_exit` takes: an object with an async ``close()``."""
+
+    async def close(self) -> None:
+        """Release what the object holds (an SDK client: its connections)."""
+
+
+_owned: weakref.WeakSet[Closeable] = weakref.WeakSet()
+"""What the wind-down at exit closes, if it is still alive then."""
 
 
 def _library_loop() -> _Loop:
@@ -197,6 +214,23 @@ def _abandon(loop: asyncio.AbstractEventLoop, call: _Call) -> None:
         )
 
 
+def close_at_exit(resource: Closeable) -> None:
+    """Have the wind-down at interpreter exit close ``resource`` on the library loop,
+    where its connections live, unless it is gone by then: it is held weakly, so this
+    keeps nothing alive. Closing it earlier is fine; it is closed again at exit.
+
+    For what the library itself built for sync calls; never for an object of the app's.
+
+    Example:
+        >>> class Pool:
+        ...     async def close(self) -> None:
+        ...         print("closed")
+        >>> close_at_exit(Pool())  # gone at once: nothing to close at exit
+    """
+    with _lock:
+        _owned.add(resource)
+
+
 def is_library_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
     """True when ``loop`` is the library's own (the one ``*_sync`` methods run on).
 
@@ -224,6 +258,16 @@ async def _wind_down() -> None:
         await asyncio.wait_for(asyncio.get_running_loop().shutdown_asyncgens(), _GRACE)
     except asyncio.TimeoutError:  # not yet the builtin TimeoutError on Python 3.10
         logger.warning("async generators on agcore_tools' event loop did not close at exit")
+    # Last: a stream closed above still read from its client's connection.
+    with _lock:
+        owned = list(_owned)
+    for resource in owned:
+        try:
+            await asyncio.wait_for(resource.close(), _GRACE)
+        except Exception as exc:  # noqa: BLE001 - exiting anyway; the rest still close
+            logger.warning(
+                "agcore_tools could not close %s at exit: %r", type(resource).__name__, exc
+            )
 
 
 def _shutdown() -> None:
@@ -244,10 +288,27 @@ def _shutdown() -> None:
         loop.close()
 
 
+def inherited(loop: asyncio.AbstractEventLoop | None) -> bool:
+    """True when ``loop`` is the library loop of the process this one was forked from.
+
+    Example:
+        >>> inherited(None)
+        False
+    """
+    return loop is not None and loop is _inherited
+
+
 def _forget_after_fork() -> None:
     # A forked child has no copy of the loop's thread; it starts its own loop if needed.
-    global _current, _lock
-    _current, _lock = None, threading.Lock()
+    # The parent's loop stays open here, its selector and self-pipe (3 descriptors)
+    # too: closing it would unregister the self-pipe from the epoll instance the two
+    # processes share, and the parent's loop would no longer wake up.
+    # What the parent built is the parent's to close: closing it here could end a TLS
+    # session the two processes share.
+    global _current, _lock, _inherited, _owned
+    if _current is not None:
+        _inherited = _current.loop
+    _current, _lock, _owned = None, threading.Lock(), weakref.WeakSet()
 
 
 atexit.register(_shutdown)

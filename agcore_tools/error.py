@@ -44,6 +44,7 @@ __all__ = [
     "OutputValidationError",
     "PermissionDeniedError",
     "ProgramError",
+    "RunStoppedError",
     "SyncCallError",
     "ToolConfigError",
     "ToolDefinitionError",
@@ -658,7 +659,8 @@ class LlmUsageError(LlmError, TypeError):
     """An :class:`~agcore_tools.LlmCycle` or :class:`~agcore_tools.CycleConfig` call made
     with an argument of the wrong kind: a string where a ``CycleConfig`` goes, tools that
     are not a ``ToolRegistry`` nor :class:`~agcore_tools.BaseTool` values, a misspelt
-    keyword, or ``for`` over an ``EventStream``; or a
+    keyword, ``for`` over an ``EventStream``, or a second ``submit*`` call on a cycle
+    still running one (one cycle per concurrent conversation); or a
     :class:`~agcore_tools.testing.ScriptedChatServer` script made wrong.
 
     A mistake in the caller's code, so it is also a :class:`TypeError`; the message
@@ -710,6 +712,34 @@ class MaxTurnsExceededError(LlmError):
         """Token counts summed over the stopped call's requests."""
         self.history_length = history_length
         """How many messages ``LlmCycle.messages`` held when the call stopped."""
+
+
+class RunStoppedError(LlmError):
+    """A ``submit*`` call was stopped by its ``ToolContext``: the app called
+    ``ctx.cancellation.cancel()`` (a Stop button, a watchdog; from any thread).
+
+    The run sent no request after that: the one in flight was closed, the running tools
+    were cancelled, and the history stays valid (every tool call is answered; a turn
+    cut short is not recorded). ``usage`` sums the requests answered before the stop. A
+    later call needs a new ``ToolContext``: this one stays cancelled. A streamed call's
+    iteration simply ends, as after ``aclose()``; its ``collect()`` raises this.
+
+    Example:
+        >>> err = RunStoppedError()
+        >>> str(err)
+        'the run was stopped by its ToolContext (ctx.cancellation.cancel()): no request was sent after that, and the history is valid; pass a new ToolContext to go on'
+        >>> err.usage.requests
+        0
+    """
+
+    def __init__(self, usage: Usage | None = None) -> None:
+        super().__init__(
+            "the run was stopped by its ToolContext (ctx.cancellation.cancel()): no "
+            "request was sent after that, and the history is valid; pass a new "
+            "ToolContext to go on"
+        )
+        self.usage: Usage = usage if usage is not None else ZERO_USAGE
+        """Token counts summed over the requests answered before the stop."""
 
 
 class OutputValidationError(LlmError):

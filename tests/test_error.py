@@ -212,6 +212,7 @@ def _one_of_each() -> dict[str, Any]:
             3, usage=Usage(prompt_tokens=5, completion_tokens=2, total_tokens=7), history_length=5
         ),
         "OutputValidationError": E.OutputValidationError("City", "{}", ["population"], 2),
+        "RunStoppedError": E.RunStoppedError(Usage(prompt_tokens=5, total_tokens=5)),
         "SyncCallError": E.SyncCallError("sync"),
         "CassetteError": E.CassetteError("c"),
         "CassetteMismatchError": E.CassetteMismatchError(2, "p", "x", "y"),

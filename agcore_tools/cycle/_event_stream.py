@@ -9,7 +9,9 @@ on); the stream only reads them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+import weakref
 from collections.abc import AsyncGenerator
 from types import TracebackType
 from typing import NoReturn
@@ -17,7 +19,8 @@ from typing import NoReturn
 from typing_extensions import Self
 
 from .._aio import with_timeout
-from ..error import LlmError, LlmUsageError
+from .._cancel import CancellationToken
+from ..error import LlmError, LlmUsageError, RunStoppedError
 from ._outcome import Outcome
 from ._trace import RunTrace
 from .events import ChatResponse, StreamEvent
@@ -37,8 +40,11 @@ class EventStream:
     :class:`ChatResponse`. Leaving the loop early (``break``) should be followed by
     :meth:`aclose`, or use ``async with`` so it happens on its own: that stops the
     running tools and closes the HTTP stream. :meth:`aclose` also works from another
-    task while one iterates (a Stop button): that task's iteration then ends. A stream
-    has one consumer; a second task asking for events at the same time gets an
+    task while one iterates (a Stop button): that task's iteration then ends. So does
+    cancelling the ``ToolContext`` given to the call (``ctx.cancellation.cancel()``,
+    from any thread); :meth:`collect` then raises
+    :class:`~agcore_tools.RunStoppedError`. A stream has one consumer; a second task
+    asking for events at the same time gets an
     :class:`~agcore_tools.error.LlmUsageError`. A plain ``for`` raises a ``TypeError``
     naming the fix: ``async for``, or the ``*_sync`` method from synchronous code.
 
@@ -61,14 +67,18 @@ class EventStream:
     """
 
     __slots__ = (
+        "__weakref__",
         "_agen",
         "_closing",
         "_consumer",
         "_failure",
+        "_halted",
         "_outcome",
         "_stop_sent",
         "_stopped",
+        "_token",
         "_trace",
+        "_watcher",
     )
 
     def __init__(
@@ -76,9 +86,11 @@ class EventStream:
         events: AsyncGenerator[StreamEvent, None],
         outcome: Outcome,
         trace: RunTrace | None = None,
+        stop: CancellationToken | None = None,
     ) -> None:
-        # Built by LlmCycle: the loop's events, where it leaves its response, and the
-        # call's trace (None unless OpenTelemetry tracing is on).
+        # Built by LlmCycle: the loop's events, where it leaves its response, the
+        # call's trace (None unless OpenTelemetry tracing is on), and the token of the
+        # context the app gave the call (None without one).
         self._agen = events
         self._outcome = outcome
         self._trace = trace
@@ -95,6 +107,12 @@ class EventStream:
         # `async with` exit both close.
         self._closing: asyncio.Future[None] | None = None
         self._failure: Exception | None = None  # what ended the iteration, if it failed
+        # The app cancels the call through its context's token, from any thread: a task
+        # on the loop waits for that from the first step until the loop ends, then
+        # stops the call as aclose() does (a thread cannot cancel a task itself).
+        self._token = stop
+        self._watcher: tuple[asyncio.Task[None], weakref.finalize[..., EventStream]] | None = None
+        self._halted = False  # stopped by that token
 
     @property
     def response(self) -> ChatResponse | None:
@@ -134,13 +152,25 @@ class EventStream:
                 "`await events.aclose()`)"
             )
         if self._stopped:
+            if self._halted:  # no one else awaits the close its context started
+                await self._settled()
             raise StopAsyncIteration
+        if self._token is not None and self._watcher is None:
+            self._watch(self._token)
         consumer = asyncio.current_task()
         self._consumer = consumer
+        ended = True
         try:
             if self._trace is None:
-                return await self._agen.__anext__()
-            return await self._trace.step(self._agen, self._stop_was_sent)
+                event = await self._agen.__anext__()
+            else:
+                event = await self._trace.step(self._agen, self._stop_was_sent)
+            ended = False
+            return event
+        except RunStoppedError:
+            # The loop found the context cancelled before its watcher's stop came.
+            self._halted = self._stopped = True
+            raise StopAsyncIteration from None
         except asyncio.CancelledError:
             # aclose() from another task: the iteration ends, unless someone else
             # cancelled the consumer too (only Python 3.11+ can tell).
@@ -153,6 +183,8 @@ class EventStream:
             self._failure = exc  # collect() afterwards says the call failed, and why
             raise
         finally:
+            if ended:  # the loop has ended, whichever way: nothing left to stop
+                self._unwatch()
             self._consumer = None
             stop_sent, self._stop_sent = self._stop_sent, None
             if stop_sent is not None:
@@ -164,7 +196,8 @@ class EventStream:
 
         After an iteration that failed, it raises an :class:`~agcore_tools.LlmError`
         saying so, the failure as its ``__cause__``; after one that was stopped early,
-        one saying the stream was closed before the call finished.
+        one saying the stream was closed before the call finished; after a call its
+        ``ToolContext`` stopped, a :class:`~agcore_tools.RunStoppedError`.
 
         Example:
             >>> async def main(cycle):  # doctest: +SKIP
@@ -174,6 +207,9 @@ class EventStream:
             pass
         response = self._outcome.response
         if response is None:
+            if self._halted:
+                await self._settled()
+                raise RunStoppedError(self._outcome.usage)
             failure = self._failure
             if failure is not None:
                 raise LlmError(
@@ -237,10 +273,52 @@ class EventStream:
                     f"the streamed call did not stop within {STOP_TIMEOUT:.0f} s of "
                     "aclose(): something in it ignores cancellation"
                 ) from exc
-        if self._trace is None:
-            await self._agen.aclose()
-        else:
-            await self._trace.close(self._agen)
+        try:
+            if self._trace is None:
+                await self._agen.aclose()
+            else:
+                await self._trace.close(self._agen)
+        finally:
+            self._unwatch()
+
+    async def _settled(self) -> None:
+        """Wait for the close under way, if any: once it is done, so is the call."""
+        if self._closing is not None:
+            await self.aclose()
+
+    def _watch(self, token: CancellationToken) -> None:
+        """Start the task that stops the call once ``token`` is cancelled."""
+        loop = asyncio.get_running_loop()
+        # A child of its own: its wait binds it to this loop, not the app's token, which
+        # may be reused on another loop.
+        task = loop.create_task(EventStream._stop_on(token.child(), weakref.ref(self)))
+        # A stream dropped unfinished takes its watcher along (the garbage collector
+        # closes its loop): weakly held, the stream is never kept alive by it.
+        self._watcher = (task, weakref.finalize(self, _cancel_soon, loop, task))
+
+    def _unwatch(self) -> None:
+        """Stop watching: the loop has ended, or is closing."""
+        self._token = None  # never watched again
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            task, dropped = watcher
+            dropped.detach()
+            task.cancel()
+
+    @staticmethod
+    async def _stop_on(token: CancellationToken, stream: weakref.ref[EventStream]) -> None:
+        # No timeout: the watch lasts as long as the loop, whose end cancels it.
+        await token.wait()
+        alive = stream()
+        if alive is not None:
+            alive._halt()
+
+    def _halt(self) -> None:
+        """Stop the call for its cancelled context, as aclose() would (on the loop)."""
+        if self._stopped:  # closed or closing already
+            return
+        self._halted = self._stopped = True
+        self._closing = asyncio.ensure_future(self._close())
 
     def _stop_was_sent(self) -> bool:
         """Whether the consumer's cancellation is the one aclose() sent: a Stop, which
@@ -257,6 +335,14 @@ class EventStream:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _cancel_soon(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` on ``loop``, from whatever thread the garbage collector runs in."""
+    if not task.done():
+        # A closed loop raises RuntimeError: nothing runs the task any more.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(task.cancel)
 
 
 def _cancelled_by_others(task: asyncio.Task[object] | None) -> bool:

@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import _otel
+from .. import _otel, _sync
 from .._budget import check_budget, load_counter
 from .._selection import RunOffer, Selector
 from ..base import ToolContext
@@ -30,6 +30,7 @@ from ..error import (
     LlmUsageError,
     MaxTurnsExceededError,
     OutputValidationError,
+    RunStoppedError,
 )
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response
@@ -75,7 +76,7 @@ from .profiles import (
     fit_responses_request,
     read_refusal,
 )
-from .requester import Requester, TurnRequest
+from .requester import OpenAIRequester, Requester, TurnRequest
 
 __all__ = ["IDS_PAST_HISTORY", "Run", "Session"]
 
@@ -84,6 +85,11 @@ Message = dict[str, Any]
 logger = logging.getLogger("agcore_tools.cycle")
 
 _UNREPORTED = Usage(unreported=1)  # a request whose response had no usage
+
+_FORKED = (
+    "this LlmCycle was used before this process was forked, and its client's connections "
+    "stay the parent's: make a new LlmCycle (with a new client) in this process"
+)
 
 
 @dataclass
@@ -145,6 +151,17 @@ def first_free_tag(messages: list[Message], floor: int) -> int:
 
 
 _GENERATED_ID = re.compile(r"call_([0-9]+)_[0-9]+")
+
+
+def _check_stop(ctx: ToolContext, usage: Usage) -> None:
+    """End the run once the app cancelled its context (a Stop button, from any thread).
+
+    The event stream cancels the step under way as soon as its loop learns of the
+    cancel; this keeps a request or a tool turn from starting before that, as the flag
+    is set at once in the cancelling thread.
+    """
+    if ctx.cancelled:
+        raise RunStoppedError(usage)
 
 
 def _answers(message: Message) -> bool:
@@ -224,12 +241,18 @@ class Run:
             self.trace,
         )
         if session.busy:
-            raise LlmError(
-                "this LlmCycle is already running a submit call; await it first (a stream "
-                "left unfinished: close it, `await events.aclose()`, or iterate it in an "
-                "`async with events:` block; a sync stream: `events.close()` or `with "
-                "events:`), or use another LlmCycle"
+            # A caller's mistake (two calls sharing a cycle), not a failed request.
+            raise LlmUsageError(
+                "this LlmCycle is already running a submit call, and runs one at a time: "
+                "wait for that call to end (a stream left unfinished: close it, `await "
+                "events.aclose()`, or iterate it in an `async with events:` block; a sync "
+                "stream: `events.close()` or `with events:`), or give each concurrent "
+                "conversation (each thread or request) its own LlmCycle"
             )
+        forked = _sync.inherited(session.loop)
+        if forked and isinstance(self.requester, OpenAIRequester):
+            # Refused unsent: the SDK client would send on the parent's connections.
+            raise LlmUsageError(_FORKED)
         session.busy = True
         loop = asyncio.get_running_loop()
         moved, session.loop = session.loop is not None and session.loop is not loop, loop
@@ -243,6 +266,8 @@ class Run:
         usage = ZERO_USAGE
         invocations: list[ToolInvocation] = []
         try:
+            if self.ctx is not None:  # a context cancelled before the run began
+                _check_stop(self.ctx, usage)
             config = self.config
             profile = await self._profile()
             bare = not isinstance(self.output_type, StructuredOutput)
@@ -333,6 +358,7 @@ class Run:
                 # is sent once more in the next mode, unless it had started streaming.
                 refused: Refusal | None = None
                 while True:
+                    _check_stop(ctx, usage)
                     builder = wire.builder(str(session.requests), config.repair_arguments, trace)
                     if output is not None and output.mode == "tool":
                         builder.show_arguments(FINAL_TOOL)  # the answer streams as text
@@ -439,6 +465,7 @@ class Run:
                 if last:
                     return
                 assert offered is not None  # not the last turn: one with tools to run
+                _check_stop(ctx, usage)
                 # aclosing: a consumer leaving mid-turn must stop the running calls and
                 # answer every call (attachments last) before the finally below runs.
                 running = run_tools(
@@ -456,12 +483,15 @@ class Run:
                     )
                     return
         except RuntimeError as exc:
-            # asyncio's "Event loop is closed", "... is bound to a different event loop"
+            # asyncio's "Event loop is closed", "... is bound to a different event loop":
+            # its text names asyncio's objects, not what the app did; it stays the cause.
             if moved and not isinstance(exc, LlmError):
                 raise LlmUsageError(
-                    f"this LlmCycle's last call ran in another event loop, which its "
-                    f"client's connections belong to ({exc}): use a cycle from one loop "
-                    "(its *_sync methods share the library's own), or one LlmCycle per loop"
+                    _FORKED
+                    if forked
+                    else "this LlmCycle's last call ran in another event loop, which its "
+                    "client's connections belong to: use a cycle from one loop (its *_sync "
+                    "methods share the library's own), or one LlmCycle per loop"
                 ) from exc
             raise
         finally:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from .. import _otel
 from .._sdk import sdk_field
 from .._span_content import bounded
+from ..error import RunStoppedError
 from ._outcome import Outcome
 from ._stream import Turn, TurnBuilder
 from ._wire_responses import ResponsesTurnBuilder
@@ -176,8 +177,8 @@ class RunTrace:
         token = ot.attach(self._context)
         try:
             return await agen.__anext__()
-        except StopAsyncIteration:
-            self._end(None)
+        except (StopAsyncIteration, RunStoppedError):
+            self._end(None)  # a Stop by the app's context is no failure either
             raise
         except asyncio.CancelledError as exc:
             if not stopping():

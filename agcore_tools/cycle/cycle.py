@@ -10,7 +10,7 @@ calls runs them through the registry and sends their results back in the next tu
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +80,9 @@ class LlmCycle(TranscriptViews):
     format, ready to send again or to serialise as JSON. On the Responses API each
     assistant message also keeps its ``response`` (id and output items, reasoning
     included), so a saved history resumes on that API; Chat Completions requests leave
-    that key out. One cycle runs one ``submit*`` call at a time.
+    that key out. One cycle runs one ``submit*`` call at a time: a second one started
+    while the first runs raises :class:`~agcore_tools.error.LlmUsageError`, so give each
+    concurrent conversation (each thread of a threaded app) its own cycle.
 
     Example:
         >>> import asyncio
@@ -255,7 +257,12 @@ class LlmCycle(TranscriptViews):
         ``ctx`` is the context every tool call derives its own from (session id,
         metadata, cancellation, ``on_event`` for progress reports and preliminary
         results); a fresh one by default. Each run gets a fresh ``shared_state``; a run
-        with ``prompt=None`` keeps the one of the run it resumes. A ``ctx`` or ``select``
+        with ``prompt=None`` keeps the one of the run it resumes. Cancelling it
+        (``ctx.cancellation.cancel()``, from any thread: a Stop button) stops the run:
+        no request is sent after that, the one in flight is closed, running tools are
+        cancelled, the history stays valid, and the call raises
+        :class:`~agcore_tools.RunStoppedError` (a stream's iteration ends instead, as
+        after ``aclose()``). A cancelled context stops every later run it is given. A ``ctx`` or ``select``
         of the wrong type raises a ``TypeError`` before the prompt joins the history.
 
         ``select`` chooses the tools each request offers (names, a
@@ -382,14 +389,14 @@ class LlmCycle(TranscriptViews):
             ...         print(cycle.submit_sync("Hello").text)
             Hi!
         """
-        return _sync.run(self.submit(prompt, output_type=output_type))
+        return self._run_sync(self.submit(prompt, output_type=output_type))
 
     def submit_messages_sync(
         self, messages: Iterable[Mapping[str, Any] | BaseModel], *, output_type: Any = None
     ) -> ChatResponse:
         """:meth:`submit_messages` for synchronous code."""
         added = given_messages(messages, self.config.api, "submit_messages_sync")
-        return _sync.run(self.submit_messages(added, output_type=output_type))
+        return self._run_sync(self.submit_messages(added, output_type=output_type))
 
     def submit_with_tools_sync(
         self,
@@ -403,6 +410,9 @@ class LlmCycle(TranscriptViews):
     ) -> ChatResponse:
         """:meth:`submit_with_tools` for synchronous code; Ctrl-C stops the loop and its tools.
 
+        So does ``ctx.cancellation.cancel()`` from another thread (a Stop button): the
+        call then raises :class:`~agcore_tools.RunStoppedError`.
+
         ``registry`` is a ``ToolRegistry``, a tool or a list of tools, as for
         :meth:`submit_with_tools`; a wrong one raises ``TypeError`` here, unsent.
         """
@@ -411,11 +421,11 @@ class LlmCycle(TranscriptViews):
         run = self.submit_with_tools(
             prompt, tools, ctx=ctx, select=select, approvals=answers, output_type=output_type
         )
-        return _sync.run(run)
+        return self._run_sync(run)
 
     def submit_stream_sync(self, prompt: str, *, output_type: Any = None) -> SyncEventStream:
         """:meth:`submit_stream` for synchronous code: a plain iterator of the same events."""
-
+        self._owned_at_exit()
         return SyncEventStream(self.submit_stream(prompt, output_type=output_type))
 
     def submit_stream_with_tools_sync(
@@ -439,6 +449,7 @@ class LlmCycle(TranscriptViews):
         events = self.submit_stream_with_tools(
             prompt, tools, ctx=ctx, select=select, approvals=approvals, output_type=output_type
         )
+        self._owned_at_exit()
         return SyncEventStream(events)
 
     def close_sync(self) -> None:
@@ -455,6 +466,18 @@ class LlmCycle(TranscriptViews):
         tb: TracebackType | None,
     ) -> None:
         self.close_sync()
+
+    def _run_sync(self, call: Coroutine[Any, Any, ChatResponse]) -> ChatResponse:
+        self._owned_at_exit()
+        return _sync.run(call)
+
+    def _owned_at_exit(self) -> None:
+        # A client the cycle built, about to open connections on the library's loop: a
+        # script that never calls close_sync() has it closed at exit, as a sync
+        # OpenAI's sockets are, not left to warn of an unclosed transport. A client of
+        # the app's stays the app's.
+        if self._owns_client and self.client is not None:
+            _sync.close_at_exit(self.client)
 
     # -- the loop --------------------------------------------------------------------
 
@@ -508,7 +531,8 @@ class LlmCycle(TranscriptViews):
             output_type,
             gate,
         )
-        return EventStream(run.events(), outcome, trace)
+        stop = ctx.cancellation if ctx is not None else None  # the app's Stop button
+        return EventStream(run.events(), outcome, trace, stop)
 
 
 Tools = ToolRegistry | BaseTool | Iterable[BaseTool]

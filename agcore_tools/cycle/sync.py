@@ -28,7 +28,9 @@ class SyncEventStream(Iterator[StreamEvent]):
     its body, such as Ctrl-C while the app handles an event) should be followed by
     :meth:`close`, or use ``with`` so it happens on its own: that stops the running
     tools, closes the HTTP stream and frees the cycle for its next call. Ctrl-C while
-    the stream waits for the next event stops them too.
+    the stream waits for the next event stops them too, and so does cancelling the
+    ``ToolContext`` given to the call from another thread (a Stop button): the ``for``
+    loop then ends, and :meth:`collect` raises :class:`~agcore_tools.RunStoppedError`.
 
     Example:
         >>> from openai import OpenAI

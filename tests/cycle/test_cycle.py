@@ -36,6 +36,7 @@ from agcore_tools import (
     TurnComplete,
     tool,
 )
+from agcore_tools.error import LlmUsageError
 from agcore_tools.testing import Pause, RawStream, Reply
 
 from .conftest import S, assert_history_valid, tool_messages
@@ -800,9 +801,12 @@ async def test_one_cycle_runs_one_call_at_a_time(serve, make_cycle):
     first = asyncio.create_task(cycle.submit("one"))
     await server.wait_for(lambda: len(server.requests) == 1, timeout=5)
 
-    with pytest.raises(LlmError, match="already running"):
+    # A caller's mistake, not a failed request that an `except LlmError` would retry.
+    with pytest.raises(LlmUsageError, match="already running") as raised:
         await cycle.submit("two")
 
+    assert isinstance(raised.value, TypeError)
+    assert "its own LlmCycle" in str(raised.value)  # advice that fits a threaded app too
     assert (await asyncio.wait_for(first, 5)).text == "slow"
     assert (await cycle.submit("three")).text == "next"
 

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -224,6 +228,49 @@ def test_a_cycle_used_from_a_second_event_loop_says_so(serve: Serve) -> None:
         asyncio.run(ask("2"))
     assert isinstance(caught.value.__cause__, RuntimeError)
     assert isinstance(caught.value, TypeError)
+    assert " at 0x" not in str(caught.value)  # asyncio's object reprs stay in the cause
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_cycle_used_before_a_fork_says_so_in_the_child_and_sends_nothing() -> None:
+    # A prefork server: the parent used the cycle, with the *_sync methods as the guide
+    # says. The child used to send its request on the parent's pooled connection, then
+    # fail with advice it already followed and asyncio's object reprs.
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from openai import OpenAI
+        from agcore_tools import CycleConfig, LlmCycle
+        from agcore_tools.testing import ScriptedChatServer as S
+
+        with S([S.reply_text("hi")], repeat=True) as server:
+            client = OpenAI(base_url=server.base_url, api_key="sk-sync", max_retries=0)
+            cycle = LlmCycle(CycleConfig("m"), client=client)
+            print(cycle.submit_sync("parent").text, flush=True)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    cycle.submit_sync("child")
+                except TypeError as exc:
+                    print(type(exc).__name__, "|", exc, flush=True)
+                os._exit(0)
+            _, status = os.waitpid(pid, 0)
+            print(cycle.submit_sync("parent again").text, len(server.requests), flush=True)
+            cycle.close_sync()
+        sys.exit(os.waitstatus_to_exitcode(status))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    first, child, parent = done.stdout.splitlines()
+    assert first == "hi"
+    assert child.startswith("LlmUsageError | ")
+    assert "used before this process was forked" in child
+    assert "make a new LlmCycle" in child
+    assert "asyncio" not in child and " at 0x" not in child
+    assert parent == "hi 2"  # the child sent nothing; the parent's connection still works
 
 
 def test_a_closed_cycle_refuses_a_call_before_sending_it(serve: Serve) -> None:
@@ -244,6 +291,60 @@ async def test_a_sync_loop_called_inside_a_running_loop_does_not_deadlock(
     server = serve(*tool_script())
     with sync_client(server) as client, LlmCycle(CONFIG, client=client) as cycle:
         assert cycle.submit_with_tools_sync("What is 2 + 3?", calc).text == "5"
+
+
+def test_a_script_that_never_closes_its_cycle_exits_without_an_unclosed_transport() -> None:
+    # A sync script swaps OpenAI() for an LlmCycle over it and never calls close_sync():
+    # the async twin the cycle built (or made from the environment) is closed when the
+    # library's loop winds down at exit, as the sync client's sockets are. A client the
+    # app passed in is never closed for it.
+    code = textwrap.dedent(
+        """
+        import atexit, os
+
+        def after_the_library() -> None:  # atexit runs handlers last in, first out
+            print(twin.is_closed(), env.client.is_closed(), flush=True)
+
+        atexit.register(after_the_library)
+
+        from openai import AsyncOpenAI, OpenAI
+        from agcore_tools import CycleConfig, LlmCycle
+        from agcore_tools.testing import ScriptedChatServer as S
+
+        server = S([S.reply_text("hi")], repeat=True).start()
+        os.environ.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-env")
+
+        def sync_client() -> OpenAI:
+            return OpenAI(base_url=server.base_url, api_key="sk-sync", max_retries=0)
+
+        cycle = LlmCycle(CycleConfig("m"), client=sync_client())
+        twin = cycle.client
+        print(cycle.submit_sync("hello").text)
+        env = LlmCycle(CycleConfig("m"))  # a client from the environment: the cycle's
+        print(env.submit_stream_sync("hello").collect().text)
+        closed = LlmCycle(CycleConfig("m"), client=sync_client())
+        closed.submit_sync("hello")
+        closed.close_sync()  # closed again at exit: no harm
+
+        class Yours(AsyncOpenAI):
+            async def close(self) -> None:
+                print("closed the app's client", flush=True)
+                await super().close()
+
+        yours = LlmCycle(CycleConfig("m"), client=Yours(base_url=server.base_url, api_key="-"))
+        yours.submit_stream_sync("never read")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ResourceWarning" not in done.stderr and "unclosed" not in done.stderr, done.stderr
+    assert done.stdout.splitlines() == ["hi", "hi", "True True"]
 
 
 # -- the loop, streamed -------------------------------------------------------------------

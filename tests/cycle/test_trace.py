@@ -18,6 +18,8 @@ from agcore_tools import (
     LlmCycle,
     LlmError,
     MaxTurnsExceededError,
+    RunStoppedError,
+    ToolContext,
     ToolRegistry,
     TurnComplete,
 )
@@ -376,6 +378,33 @@ async def test_a_stop_from_another_task_ends_the_run_as_leaving_early_does(
     assert [s.name for s in spans.finished()] == ["chat test-model", "invoke_agent"]
     assert spans.one("invoke_agent").status.status_code is StatusCode.UNSET
     assert "error.type" not in attributes(spans.one("invoke_agent"))
+
+
+async def test_a_stop_through_the_ctx_ends_the_run_as_leaving_early_does(
+    spans: Spans, serve: Callable[..., ScriptedChatServer], make_cycle: Any, calc: ToolRegistry
+) -> None:
+    # Whether it lands while the model streams (the stream's stop) or before the run
+    # sends anything (the loop's own check): the app stopped the run, it did not fail.
+    server = serve()
+    server.add(RawStream([server.chunk({"content": "Hel"}), Pause(30)]))
+    cycle = make_cycle(server)
+    ctx = ToolContext()
+    events = cycle.submit_stream_with_tools("Hi", calc, ctx=ctx)
+    assert isinstance(await events.__anext__(), AssistantTextDelta)
+    waiting = asyncio.ensure_future(events.__anext__())
+    await asyncio.to_thread(ctx.cancellation.cancel)
+    with pytest.raises(StopAsyncIteration):
+        await asyncio.wait_for(waiting, 5)
+    with pytest.raises(RunStoppedError):
+        await events.collect()
+    with pytest.raises(RunStoppedError):
+        await cycle.submit_with_tools("Hi", calc, ctx=ctx)  # still cancelled: unsent
+
+    names = ["chat test-model", "invoke_agent", "invoke_agent"]
+    assert [s.name for s in spans.finished()] == names
+    for agent in spans.finished()[1:]:
+        assert agent.status.status_code is StatusCode.UNSET
+        assert "error.type" not in attributes(agent)
 
 
 def test_a_sync_call_is_traced_under_the_callers_span(calc: ToolRegistry) -> None:
