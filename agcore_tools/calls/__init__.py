@@ -12,6 +12,7 @@ into it.
 from .._records import ParsedCall
 from .._text import result_text, truncate_utf8
 from ._approval import (
+    CHECKS_TOGETHER,
     answer_list,
     answers_by_id,
     apply_answers,
@@ -30,6 +31,7 @@ from ._run import (
 )
 
 __all__ = [
+    "CHECKS_TOGETHER",
     "CUT_CALLS_NOT_REPAIRED",
     "ParsedCall",
     "aborted_text",

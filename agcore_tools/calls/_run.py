@@ -201,7 +201,7 @@ async def run_tool_calls(
     #    the rest run, and failures of any kind become error text for the model.
     check_context(ctx, "run_tool_calls()")
     ctx = ctx or ToolContext()
-    screened, waiting = await screen_calls(table, calls, ctx, approvals, approval_key)
+    screened, waiting = await screen_calls(table, calls, ctx, approvals, approval_key, timeout)
     calls = list(screened)
     invocations: list[ToolInvocation | None] = [None] * len(calls)
     async for position, invocation in iter_invocations(table, calls, ctx=ctx, timeout=timeout):

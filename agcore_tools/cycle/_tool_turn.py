@@ -79,7 +79,7 @@ async def run_tools(
     #    going on from a question was approved before it first ran.
     screened = [call for call in calls if call.call_id not in resumed]
     if not gate.quiet(registry, screened):
-        async for approval in gate.screen(registry, screened, ctx):
+        async for approval in gate.screen(registry, screened, ctx, config.limits.tool_timeout):
             yield approval
         allowed = {call.call_id: call for call in gate.calls}
         calls = [

@@ -32,7 +32,7 @@ from .._sandbox import Functions, Segment, turn_deadline
 from .._selection import CodeMode
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import ToolContext
-from ..calls import CUT_CALLS_NOT_REPAIRED
+from ..calls import CHECKS_TOGETHER, CUT_CALLS_NOT_REPAIRED
 from ..cycle._run import IDS_PAST_HISTORY
 from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
@@ -264,6 +264,7 @@ class ToolLoopWorkflow:
         UNAWAITED_CALLS_FAIL.set(workflow.patched(patches.UNAWAITED_CALLS_FAIL))
         CALLS_LIMITED.set(workflow.patched(patches.CALLS_LIMITED))
         CUT_CALLS_NOT_REPAIRED.set(workflow.patched(patches.CUT_CALLS_NOT_REPAIRED))
+        CHECKS_TOGETHER.set(workflow.patched(patches.CHECKS_TOGETHER))
         as_text = workflow.patched(patches.REQUESTS_AS_TEXT)
         queues = args.tool_task_queues
         per_queue = bool(queues) and workflow.patched(patches.PERMISSIONS_PER_QUEUE)
