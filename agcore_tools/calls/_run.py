@@ -21,7 +21,7 @@ from ..base import ToolContext
 from ..error import PermissionDeniedError, ToolConfigError, ToolError, ToolNotFoundError
 from ._approval import answer_list, screen_calls
 from ._parse import parse_call
-from ._render import model_result
+from ._render import model_result_off_loop
 
 __all__ = [
     "check_byte_limit",
@@ -213,7 +213,9 @@ async def run_tool_calls(
     for done in invocations:
         assert done is not None  # iter_invocations yields every position once
         results.append(
-            model_result(done, max_result_bytes, api=api, max_attachment_bytes=max_attachment_bytes)
+            await model_result_off_loop(
+                done, max_result_bytes, api=api, max_attachment_bytes=max_attachment_bytes
+            )
         )
     outputs = ToolCallOutputs()
     outputs.pending_approvals = tuple(waiting)
