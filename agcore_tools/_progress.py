@@ -12,6 +12,7 @@ import asyncio
 import inspect
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -249,6 +250,7 @@ class ToolInbox:
 
 
 _DRAINED = 1000
+_YIELD_EVERY = 64
 """Reports from other threads delivered per turn of the event loop: a flood of them
 takes its turns with the loop's other work."""
 
@@ -339,8 +341,16 @@ class _Emitter:
             queued = self._queued
             if queued is not None:  # a hop is on its way: it takes this report too
                 queued.append((event, token))
-                return
-            self._queued = deque(((event, token),))
+                waiting = len(queued)
+            else:
+                self._queued = deque(((event, token),))
+        if queued is not None:
+            if waiting % _YIELD_EVERY == 0:
+                # A thread that reports in a tight loop holds the GIL for its whole
+                # switch interval each time, and the loop needs it several times a turn
+                # (each hop's write used to let it in): so let it in now and then.
+                time.sleep(0)
+            return
         try:
             loop.call_soon_threadsafe(self._drain)
         except RuntimeError:  # the loop is closed: the run is over, nobody listens
