@@ -443,7 +443,8 @@ class _Program:
     async def _call(self, number: int, tool: str, args: dict[str, Any]) -> None:
         call_id = inner_call_id(self._outer, number)
         parsed = ParsedCall(call_id, tool, json.dumps(args, default=str), args)
-        [checked], asked = await approval_requests(self._tool.table, [parsed], self._ctx, None)
+        table, timeout = self._tool.table, self._tool.call_timeout
+        [checked], asked = await approval_requests(table, [parsed], self._ctx, None, timeout)
         request = asked[0] if asked else None
         if request is not None:
             self._waiting[number] = {

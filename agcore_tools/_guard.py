@@ -21,9 +21,11 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any, Literal
 
+from ._aio import run_sync
 from ._clock import now
 from ._context import ToolContext
 from ._progress import ToolBreakerChanged
+from ._text import in_pieces, is_large
 from .error import InvalidArgumentsError, ToolConfigError, ToolError, ToolUnavailableError
 from .policies import Breaker, CacheStore, MemoryRateStore, RateStore, ResultCache, ToolPolicy
 
@@ -390,8 +392,21 @@ class Guard:
             logger.debug("tool %r answered from its cache", self.name)
             return json.loads(text), True
         output = await execute()
+
+        def dumps(value: Any) -> str:
+            return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+        def dumps_in_pieces() -> str:
+            return in_pieces(output, dumps, ", ")
+
         try:
-            text = json.dumps(output, ensure_ascii=False, allow_nan=False)
+            if is_large(output):
+                # The same text, written in a worker thread a run of items at a time: in
+                # one go, megabytes of rows would hold up the event loop (json holds the
+                # GIL while it writes, in any thread).
+                text = await run_sync(dumps_in_pieces)
+            else:
+                text = dumps(output)
         except (TypeError, ValueError):
             logger.debug("tool %r: a result that is not JSON is not cached", self.name)
             return output, False

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -261,15 +263,25 @@ class ToolInbox:
         return len(self._items)
 
 
+_DRAINED = 1000
+_YIELD_EVERY = 64
+"""Reports from other threads delivered per turn of the event loop: a flood of them
+takes its turns with the loop's other work."""
+
+
 class _Emitter:
     """Delivers a run's tool events: to the app's callback, and to the stream's inbox.
 
     Bound to the loop it delivers on; a report from another thread hops onto it. One
     never bound to a loop delivers in the reporting thread. Each call has its own (see
     :meth:`for_call`), which :meth:`end` silences when the call ends.
+
+    Reports from other threads queue up while a hop is on its way, and that one hop
+    delivers them all, in order: a tool reporting every row would otherwise wake the
+    loop once per report (300,000 reports made the call 20 times slower).
     """
 
-    __slots__ = ("_ended", "callback", "inbox", "loop", "parent")
+    __slots__ = ("_ended", "_lock", "_queued", "callback", "inbox", "loop", "parent")
 
     def __init__(
         self,
@@ -283,6 +295,9 @@ class _Emitter:
         self.loop = loop
         self.parent = parent
         self._ended = False
+        self._lock = threading.Lock()
+        # Reports from other threads not delivered yet; None when no hop is on its way.
+        self._queued: deque[tuple[ToolEvent, CancellationToken | None]] | None = None
 
     def bound(self) -> _Emitter:
         """This emitter, or a copy bound to the running loop if it is bound to another."""
@@ -304,8 +319,12 @@ class _Emitter:
         return _Emitter(self.callback, self.inbox, loop, self)
 
     def end(self) -> None:
-        """Drop what is reported after now: the call has ended (its end is reported)."""
-        self._ended = True
+        """Drop what is reported after now: the call has ended (its end is reported).
+        What its thread reported before is delivered first, if still on its way."""
+        try:
+            self._deliver_queued(None)
+        finally:
+            self._ended = True
 
     @property
     def ended(self) -> bool:
@@ -332,10 +351,50 @@ class _Emitter:
             # nothing to hop onto, so the caller's own thread delivers it.
             self._deliver(event, token)
             return
+        with self._lock:
+            queued = self._queued
+            if queued is not None:  # a hop is on its way: it takes this report too
+                queued.append((event, token))
+                waiting = len(queued)
+            else:
+                self._queued = deque(((event, token),))
+        if queued is not None:
+            if waiting % _YIELD_EVERY == 0:
+                # A thread that reports in a tight loop holds the GIL for its whole
+                # switch interval each time, and the loop needs it several times a turn
+                # (each hop's write used to let it in): so let it in now and then.
+                time.sleep(0)
+            return
         try:
-            loop.call_soon_threadsafe(self._deliver, event, token)
+            loop.call_soon_threadsafe(self._drain)
         except RuntimeError:  # the loop is closed: the run is over, nobody listens
+            with self._lock:
+                self._queued = None
             logger.debug("dropped %r: its event loop is closed", event)
+
+    def _drain(self) -> None:
+        # A hop, on the loop: what other threads reported since, a share per turn.
+        more = True
+        try:
+            more = self._deliver_queued(_DRAINED)
+        finally:
+            if more:  # the rest next turn; the queue stays, so no later report overtakes
+                asyncio.get_running_loop().call_soon(self._drain)
+
+    def _deliver_queued(self, most: int | None) -> bool:
+        """Deliver up to ``most`` (None: all) of the reports queued from other threads,
+        oldest first; whether some are left."""
+        with self._lock:
+            queued = self._queued
+            if queued is None:
+                return False  # the call's end delivered them
+            count = len(queued) if most is None else min(len(queued), most)
+            batch = [queued.popleft() for _ in range(count)]
+            if not queued:
+                self._queued = None
+        for event, token in batch:
+            self._deliver(event, token)
+        return bool(queued)
 
     def _deliver(self, event: ToolEvent, token: CancellationToken | None) -> None:
         # A call given up on (timeout, cancelled loop) has reported its end already;

@@ -10,15 +10,39 @@ arguments with it.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, is_dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-__all__ = ["own_copy", "record_fields", "result_text", "truncate_utf8"]
+__all__ = [
+    "LARGE",
+    "in_pieces",
+    "is_large",
+    "own_copy",
+    "record_fields",
+    "result_text",
+    "truncate_utf8",
+]
+
+S = TypeVar("S", str, bytes)
 
 _MARKER = "\n[... {omitted} bytes omitted ...]\n"
+
+LARGE = 1 << 16
+"""Characters of JSON past which a value is converted in a worker thread, not on the
+event loop: about a millisecond of work, where the hop to a thread costs a tenth of one."""
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+_ITEM = 4  # a scalar's or a separator's share of the JSON text, in characters
+_RUN_BYTES = 1 << 18
+"""About how much JSON :func:`in_pieces` writes per call: a millisecond or two."""
+_FIRST_RUN = 16
+_DEEPEST = 8
+_NESTING = 255  # containers deep: pydantic-core writes none deeper
+_LONGEST_RUN = 4096
 
 
 def result_text(output: Any) -> str:
@@ -34,8 +58,121 @@ def result_text(output: Any) -> str:
     """
     if isinstance(output, str):
         return output
+    return in_pieces(output, _to_json, b",").decode("utf-8")
+
+
+def _to_json(value: Any) -> bytes:
     # NaN and infinities as null, as pydantic writes them: "NaN" is not JSON.
-    return to_json(output, fallback=str, inf_nan_mode="null").decode("utf-8")
+    return to_json(value, fallback=str, inf_nan_mode="null")
+
+
+def in_pieces(
+    value: Any, dump: Callable[[Any], S], comma: S, depth: int = 0, *, large: bool = False
+) -> S:
+    """``dump(value)`` (a JSON writer, to bytes or text), written a run of items at a
+    time when ``value`` is large, as the same text.
+
+    pydantic-core and the json module hold the GIL while they write, so one call on
+    megabytes of rows in a worker thread holds up the event loop as long as on it;
+    between two runs the loop gets its turn. Each run is about :data:`_RUN_BYTES` of
+    JSON: it starts short, looked at (:func:`is_large`) before it is written, and grows
+    while its items stay small; an item too large to write in one go is written in
+    pieces itself. (One much larger than the items before it in a long list, where runs
+    are long, goes with its run.) ``comma`` is what ``dump`` puts between two
+    items; ``depth`` is how many containers deep ``value`` is, and ``large`` says it is
+    known to be large.
+
+    Example:
+        >>> import json
+        >>> rows = {"rows": [{"id": n, "tags": ["a", None]} for n in range(9000)]}
+        >>> in_pieces(rows, json.dumps, ", ") == json.dumps(rows)
+        True
+    """
+    kind = type(value)
+    if (
+        not (kind is dict or kind is list or kind is tuple)
+        or depth > _DEEPEST  # nesting no data has (or a cycle): dump says what it makes of it
+        or not (large or is_large(value, _RUN_BYTES))
+    ):
+        return dump(value)
+    items: Sequence[Any] = list(value.items()) if kind is dict else value
+    pieces: list[S] = []
+    size, start = _FIRST_RUN, 0
+    while start < len(items):
+        run = items[start : start + size]
+        part = dict(run) if kind is dict else run
+        # A large value's only item is large itself. A run is looked at while short:
+        # once its items have kept small for a while, their JSON's length sizes the next
+        # run instead (a walk of every run would cost more than writing it).
+        big = len(items) == 1 or (len(run) <= _FIRST_RUN and is_large(part, _RUN_BYTES))
+        if big and len(run) > 1:
+            size = len(run) // 2  # too much to write in one call: fewer items
+            continue
+        if not big:
+            piece = dump(part)[1:-1]  # the items, without the brackets around them
+        elif kind is dict:
+            key, item = run[0]
+            # The key as dump writes it ('{"key": null}' less the null), then the value.
+            inner = in_pieces(item, dump, comma, depth + 1, large=True)
+            piece = dump({key: None})[1:-5] + inner
+        else:
+            piece = in_pieces(run[0], dump, comma, depth + 1, large=True)
+        pieces.append(piece)
+        start += len(run)
+        size = max(1, min(_LONGEST_RUN, 2 * size, size * _RUN_BYTES // max(len(piece), 1)))
+    empty = dump({} if kind is dict else [])
+    return empty[:1] + comma.join(pieces) + empty[1:]
+
+
+def is_large(value: Any, limit: int = LARGE) -> bool:
+    """Whether ``value`` likely makes more than ``limit`` characters of JSON: its
+    strings' (and bytes') lengths and a few characters per item, added up only until
+    they pass ``limit``, so a large value costs a bounded look and a small one a few
+    steps. Other objects (a model, a dataclass) count as one item, and a value nested
+    deeper than pydantic-core writes (or a cycle) as small: writing it fails at once.
+
+    Example:
+        >>> is_large({"rows": [{"id": n, "name": "x" * 10} for n in range(5)]})
+        False
+        >>> is_large({"rows": [{"id": n, "name": "x" * 10} for n in range(5000)]})
+        True
+        >>> is_large(["x" * 70_000]), is_large(42)
+        (True, False)
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return False
+    if kind is str or kind is bytes:
+        return len(value) > limit
+    size = 0
+    # Depth first, an iterator per container: a long list is never copied or gone over
+    # past the item that makes it large.
+    stack: list[tuple[Iterator[Any], bool]] = [(iter((value,)), False)]
+    while stack:
+        items, keyed = stack[-1]
+        for item in items:
+            if keyed:
+                key, item = item
+                if type(key) is str:
+                    size += len(key)
+            kind = type(item)
+            if kind is str or kind is bytes:
+                size += len(item)
+            elif kind is dict or kind is list or kind is tuple:
+                size += _ITEM * (len(item) + 1)  # its separators, and its scalars
+                if size > limit:
+                    return True
+                if len(stack) > _NESTING:
+                    return False  # nested past what pydantic writes: it fails at once
+                stack.append((iter(item.items()), True) if kind is dict else (iter(item), False))
+                break
+            elif kind not in _SCALARS:
+                size += _ITEM
+            if size > limit:
+                return True
+        else:
+            stack.pop()
+    return False
 
 
 def truncate_utf8(text: str, max_bytes: int | None) -> str:

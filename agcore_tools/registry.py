@@ -780,7 +780,8 @@ class ToolRegistry(RegistrySync):
 
         A call that needs approval (see :mod:`agcore_tools.approval`) does not run and
         gets no message: its :class:`~agcore_tools.ApprovalRequest` is in the result's
-        ``pending_approvals``. Ask the user, then pass the waiting calls again with
+        ``pending_approvals`` (a ``needs_approval`` function that runs past ``timeout``
+        asks too). Ask the user, then pass the waiting calls again with
         ``approvals=[request.approve(), ...]``: given ``approvals`` (even ``[]``), only
         the answered calls run and get a message, and every other call that needs
         approval is listed again, so pass only the calls still waiting (those of the

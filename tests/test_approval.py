@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -393,3 +395,99 @@ async def test_an_approved_call_never_comes_from_the_tools_cache() -> None:
     await registry.run_tool_calls(calls[:1])
     [again] = await registry.run_tool_calls(calls[1:])
     assert again["content"] == "sent to bob" and sent == ["ada", "ada", "bob"]
+
+
+async def test_a_needs_approval_check_that_never_answers_asks_a_person_at_the_calls_timeout() -> (
+    None
+):
+    # A check with no time limit hung run_tool_calls(timeout=...) for good.
+    registry = ToolRegistry()
+    release, started, finished = threading.Event(), threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    async def never(args: dict[str, Any], ctx: ToolContext) -> bool:
+        await asyncio.Event().wait()  # a service that never answers
+        return False
+
+    def blocked(args: dict[str, Any], ctx: ToolContext) -> bool:
+        started.set()
+        release.wait(30)  # a sync client stuck on a socket
+        seen.append(ctx.cancelled)
+        finished.set()
+        return False
+
+    @registry.tool(needs_approval=never)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return "paid"
+
+    @registry.tool(needs_approval=blocked)
+    def refund(amount: int) -> str:
+        """Refund."""
+        return "refunded"
+
+    calls = [_chat("pay", "c1", {"amount": 1}), _chat("refund", "c2", {"amount": 2})]
+    try:
+        async with asyncio.timeout(10):
+            outputs = await registry.run_tool_calls(calls, timeout=0.05)
+    finally:
+        release.set()
+    assert list(outputs) == []
+    assert [(r.call_id, r.reason) for r in outputs.pending_approvals] == [
+        ("c1", "tool 'pay' needs_approval did not answer within 0.05 s"),
+        ("c2", "tool 'refund' needs_approval did not answer within 0.05 s"),
+    ]
+    # The sync check's thread was left to run on (run_tool_calls returned while it was
+    # blocked), as a sync tool's past its timeout is, and could see that its call gave
+    # up on it. (On a busy machine the check may still have been queued for a thread at
+    # the timeout: then, as a queued sync tool, it never runs.)
+    if started.is_set():
+        assert finished.wait(10)
+        assert seen == [True]
+
+
+async def test_the_needs_approval_checks_of_a_turn_run_together_in_the_calls_order() -> None:
+    # They ran one after another: five 1 s checks took 5 s. Here each check waits for
+    # the others of its kind to start, so checks run in turn would never answer.
+    registry = ToolRegistry()
+    async_started: list[int] = []
+    all_async = asyncio.Event()
+    sync_barrier = threading.Barrier(2, timeout=10)
+
+    async def by_service(args: dict[str, Any], ctx: ToolContext) -> bool:
+        async_started.append(args["amount"])
+        if len(async_started) == 3:
+            all_async.set()
+        await all_async.wait()
+        return bool(args["amount"] > 100)
+
+    def by_table(args: dict[str, Any], ctx: ToolContext) -> bool:
+        sync_barrier.wait()
+        return bool(args["amount"] > 100)
+
+    @registry.tool(needs_approval=by_service)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return f"paid {amount}"
+
+    @registry.tool(needs_approval=by_table)
+    def refund(amount: int) -> str:
+        """Refund."""
+        return f"refunded {amount}"
+
+    calls = [
+        _chat("pay", "c1", {"amount": 500}),
+        _chat("refund", "c2", {"amount": 5}),
+        _chat("pay", "c3", {"amount": 5}),
+        _chat("refund", "c4", {"amount": 700}),
+        _chat("pay", "c5", {"amount": 900}),
+    ]
+    async with asyncio.timeout(10):
+        outputs = await registry.run_tool_calls(calls)
+    assert [m["content"] for m in outputs] == ["refunded 5", "paid 5"]
+    returned = "needs approval (its needs_approval returned True)"
+    assert [(r.call_id, r.reason) for r in outputs.pending_approvals] == [
+        ("c1", f"tool 'pay' {returned}"),
+        ("c4", f"tool 'refund' {returned}"),
+        ("c5", f"tool 'pay' {returned}"),
+    ]

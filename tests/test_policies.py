@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
 import os
 import subprocess
@@ -712,6 +713,56 @@ async def test_identical_calls_within_the_ttl_run_once_and_failures_are_never_ca
         assert runs.count("A1") == 3
     finally:
         CLOCK.reset(token)
+
+
+class CountingCacheStore:
+    """A cache store in memory that notes how far a ticking task had got at each write."""
+
+    def __init__(self, ticks: list[int]) -> None:
+        self.ticks = ticks
+        self.texts: dict[str, str] = {}
+        self.written_at: list[int] = []
+
+    async def get(self, key: str) -> str | None:
+        return self.texts.get(key)
+
+    async def set(self, key: str, value: str, ttl: float) -> None:
+        self.written_at.append(self.ticks[0])
+        self.texts[key] = value
+
+
+async def test_a_large_result_is_written_to_the_cache_off_the_event_loop() -> None:
+    # json.dumps of megabytes of rows ran on the loop (about 40 ms for 5 MB); a small
+    # result is still written at once.
+    ticks = [0]
+    store = CountingCacheStore(ticks)
+    returned_at: list[int] = []
+    registry = ToolRegistry()
+    rows = [{"id": n, "name": f"customer {n}", "city": "Zürich"} for n in range(60_000)]
+
+    @registry.tool(policy=ToolPolicy(cache=ResultCache(ttl=60, store=store)))
+    async def export(count: int) -> list[dict[str, Any]]:
+        """Export rows."""
+        returned_at.append(ticks[0])
+        return rows[:count]
+
+    async def tick() -> None:
+        while True:
+            ticks[0] += 1
+            await asyncio.sleep(0)
+
+    ticking = asyncio.create_task(tick())
+    try:
+        for count in (3, 60_000):
+            first = await registry.invoke("export", {"count": count})
+            again = await registry.invoke("export", {"count": count})
+            assert again.cached and again.output == first.output == rows[:count]
+    finally:
+        ticking.cancel()
+    small, large = store.written_at
+    assert small == returned_at[0]  # nothing else ran between the tool's end and its write
+    assert large > returned_at[1]  # the loop went on while it was written
+    assert list(store.texts.values())[1] == json.dumps(rows, ensure_ascii=False)
 
 
 CELL = '''

@@ -75,6 +75,60 @@ async def test_a_sync_tool_reports_from_its_thread_onto_the_loop_thread() -> Non
     assert tool_threads != [threading.get_ident()]
 
 
+class CountingLoop(asyncio.SelectorEventLoop):
+    """An event loop that counts the callbacks other threads hand it."""
+
+    hops = 0
+
+    def call_soon_threadsafe(self, *args: Any, **kwargs: Any) -> asyncio.Handle:
+        self.hops += 1
+        return super().call_soon_threadsafe(*args, **kwargs)
+
+
+def test_reports_a_sync_tool_makes_while_the_loop_is_busy_travel_in_one_hop() -> None:
+    # Each report was a hop of its own: 300,000 reports made the call 20 times slower
+    # and held up the loop. Every report still reaches on_event, in order, with the
+    # generator's values among them.
+    registry = ToolRegistry()
+    loop = CountingLoop()
+    busy, reported = threading.Event(), threading.Event()
+    hops: list[int] = []
+
+    def hold_the_loop() -> None:
+        busy.set()
+        reported.wait(10)  # a loop busy with other work while the tool reports
+
+    @registry.tool
+    def crunch(ctx: ToolContext) -> Any:
+        """Crunch numbers."""
+        loop.call_soon_threadsafe(hold_the_loop)
+        assert busy.wait(10)
+        before = loop.hops
+        for done in range(1, 5001):
+            ctx.report_progress(done, 5000)
+            if done % 1000 == 0:
+                ctx.report_partial(done)
+        hops.append(loop.hops - before)
+        reported.set()
+        return 5000
+
+    seen, record = _recorder()
+    try:
+        [result] = loop.run_until_complete(
+            registry.invoke_all([("crunch", {}, "c1")], ctx=ToolContext(on_event=record))
+        )
+    finally:
+        loop.close()
+    assert result.output == 5000
+    assert hops == [1]
+    progress = [e.progress for e, _ in seen if isinstance(e, ToolProgress)]
+    assert progress == list(range(1, 5001))
+    order = [(type(e).__name__, getattr(e, "value", None)) for e, _ in seen]
+    assert [order.index(("ToolPartialResult", n)) for n in range(1000, 5001, 1000)] == [
+        n + n // 1000 - 1 for n in range(1000, 5001, 1000)
+    ]
+
+
 def test_the_sync_drop_in_delivers_reports_from_the_library_loop() -> None:
     # The context is made outside any loop; the calls run on agcore_tools' own loop.
     registry = ToolRegistry()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import threading
 import time
 from typing import Any
 
@@ -12,19 +13,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai import OpenAI
+from pydantic_core import to_json
 
 from agcore_tools import (
+    BaseTool,
     File,
     Image,
     InvalidArgumentsError,
     PermissionChecker,
     PermissionConfig,
     ToolConfigError,
+    ToolContext,
     ToolError,
     ToolInvocation,
     ToolRegistry,
     ToolTimeoutError,
 )
+from agcore_tools._text import in_pieces, is_large
 from agcore_tools.calls import model_text, parse_call, result_text, truncate_utf8
 from agcore_tools.testing import ScriptedChatServer as S
 
@@ -158,6 +163,50 @@ def test_a_result_that_cannot_be_written_as_json_reads_as_an_error() -> None:
     # Nesting pydantic refuses but json can write is sent as it is.
     medium = json.loads("[" * 500 + "]" * 500)
     assert model_text(ToolInvocation("t", {}, output=medium), None) == "[" * 500 + "]" * 500
+
+
+ROWS = [{"id": n, "name": f"customer {n}", "email": f"c{n}@example.com"} for n in range(60_000)]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ROWS,
+        {"total": len(ROWS), "rows": ROWS, "next": None},
+        tuple(ROWS[:9000]),
+        [ROWS[:500], "x" * 300_000, {"more": ROWS[:20_000]}, 5],
+        {n: {"sku": f"s{n}", "price": n / 3, "tags": ("a", None)} for n in range(30_000)},
+        [[n, float("nan"), "北京"] for n in range(50_000)],
+    ],
+    ids=["rows", "nested", "tuple", "mixed", "int-keys", "nan"],
+)
+def test_a_large_result_is_written_a_run_at_a_time_as_the_same_text(value: Any) -> None:
+    # One pydantic-core (or json) call on the whole of it holds the GIL throughout, so
+    # in a worker thread it would hold up the event loop as long as on it.
+    assert is_large(value)
+    assert result_text(value) == to_json(value, fallback=str, inf_nan_mode="null").decode()
+    written: list[int] = []
+
+    def dumps(part: Any) -> str:
+        text = json.dumps(part, ensure_ascii=False)
+        written.append(len(text))
+        return text
+
+    whole = json.dumps(value, ensure_ascii=False)
+    assert in_pieces(value, dumps, ", ") == whole
+    assert len(whole) > 600_000 and max(written) < 400_000  # the 300 kB string: one run
+
+
+def test_a_small_result_is_written_in_one_go() -> None:
+    written: list[str] = []
+
+    def dumps(part: Any) -> str:
+        written.append(json.dumps(part))
+        return written[-1]
+
+    small = {"rows": ROWS[:100], "total": 100}
+    assert not is_large(small)
+    assert in_pieces(small, dumps, ", ") == json.dumps(small) and len(written) == 1
 
 
 # -- truncation ---------------------------------------------------------------------------
@@ -504,6 +553,45 @@ async def test_cancelling_run_tool_calls_cancels_the_running_tools() -> None:
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 5)
     assert sorted(cancelled) == ["a", "b"]
+
+
+class Seen:
+    """Written with ``str`` (pydantic's fallback): notes the thread that wrote it."""
+
+    def __init__(self) -> None:
+        self.threads: list[int] = []
+
+    def __str__(self) -> str:
+        self.threads.append(threading.get_ident())
+        return "seen"
+
+
+class Export(BaseTool):
+    """A tool that returns rows as they are (as an MCP tool's result comes)."""
+
+    name, description = "export", "Export rows."
+
+    def __init__(self, seen: Seen) -> None:
+        self.seen = seen
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        return [self.seen, *ROWS[: args["rows"]]]
+
+
+async def test_run_tool_calls_makes_a_large_results_text_off_the_event_loop() -> None:
+    # It was made on the loop (a 5 MB result held it up for 50-200 ms) although the
+    # model reads 16 KiB of it. A small result is still made at once, on the loop.
+    seen = Seen()
+    registry = ToolRegistry()
+    registry.register(Export(seen))
+    loop_thread = threading.get_ident()
+    for rows, off_loop in ((3, False), (60_000, True)):
+        [message] = await registry.run_tool_calls(
+            [chat_call("c1", "export", json.dumps({"rows": rows}))], max_result_bytes=200
+        )
+        assert message["content"].startswith('["seen",{"id":0,"name":"customer 0"')
+        assert len(message["content"].encode()) <= 200
+        assert (seen.threads.pop() != loop_thread) is off_loop
 
 
 # -- images, audio and files --------------------------------------------------------------

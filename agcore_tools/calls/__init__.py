@@ -12,6 +12,7 @@ into it.
 from .._records import ParsedCall
 from .._text import result_text, truncate_utf8
 from ._approval import (
+    CHECKS_TOGETHER,
     answer_list,
     answers_by_id,
     apply_answers,
@@ -20,7 +21,14 @@ from ._approval import (
     screen_calls,
 )
 from ._parse import CUT_CALLS_NOT_REPAIRED, parse_call
-from ._render import aborted_text, error_text, model_result, model_text
+from ._render import (
+    RENDER_OFF_LOOP,
+    aborted_text,
+    error_text,
+    model_result,
+    model_result_off_loop,
+    model_text,
+)
 from ._run import (
     check_tool_calls,
     iter_invocations,
@@ -30,7 +38,9 @@ from ._run import (
 )
 
 __all__ = [
+    "CHECKS_TOGETHER",
     "CUT_CALLS_NOT_REPAIRED",
+    "RENDER_OFF_LOOP",
     "ParsedCall",
     "aborted_text",
     "answer_list",
@@ -42,6 +52,7 @@ __all__ = [
     "error_text",
     "iter_invocations",
     "model_result",
+    "model_result_off_loop",
     "model_text",
     "parse_call",
     "preflight",

@@ -7,15 +7,18 @@ case must stay as fast as before approvals existed.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 import hmac
 import inspect
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
-from .._aio import run_sync
+from .._aio import run_tool, with_timeout
 from .._execute import ToolTable
 from .._records import ParsedCall, ToolEntry
 from ..approval import ApprovalDecision, ApprovalRequest, approval_signature
@@ -27,8 +30,10 @@ from ..error import (
     ToolRejectedError,
 )
 from ..pending import InputAnswer
+from ..permission import Permission
 
 __all__ = [
+    "CHECKS_TOGETHER",
     "answer_list",
     "answers_by_id",
     "apply_answers",
@@ -38,6 +43,13 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agcore_tools.approval")
+
+CHECKS_TOGETHER: ContextVar[bool] = ContextVar("agcore_tools_checks_together", default=True)
+"""Whether the ``needs_approval`` functions of a turn's calls run at the same time
+(False: one after another, as before; a Temporal run begun then replays so)."""
+
+_CHECKS_GRACE = 5.0
+"""Seconds a turn whose check failed otherwise waits for its other checks to cancel."""
 
 
 def answer_list(approvals: Any) -> list[Any] | None:
@@ -84,6 +96,7 @@ async def approval_requests(
     calls: Sequence[ParsedCall],
     ctx: ToolContext,
     key: bytes | None,
+    timeout: float | None = None,
 ) -> tuple[Sequence[ParsedCall], list[ApprovalRequest | None] | None]:
     """``calls`` as they go on, and per call the request to approve it (None if it may
     run), or None when no call of the turn needs approval.
@@ -98,11 +111,15 @@ async def approval_requests(
     carrying that :class:`~agcore_tools.InvalidArgumentsError`, which goes to the model,
     and never runs. Only a call that could be asked about is checked so; any other is
     left to its tool, as it runs.
+
+    The ``needs_approval`` functions of the calls run at the same time, each within
+    ``timeout`` seconds (the calls' own time limit; None: no limit). One that runs out
+    of time asks a person, as one that raises does.
     """
     checker = table.checker
     if checker is not None and not checker.config.ask:
         checker = None  # nothing it could ask about: skip its look-up per call
-    found: list[ApprovalRequest | None] | None = None
+    asking: list[tuple[int, ParsedCall, Any, str | None, Permission | None]] = []
     marked: list[ParsedCall] | None = None
     for position, call in enumerate(calls):
         if call.args is None or call.error is not None:
@@ -126,40 +143,97 @@ async def approval_requests(
             marked = list(calls) if marked is None else marked
             marked[position] = dataclasses.replace(call, error=exc)
             continue
-        reason = await _reason(rule, entry.tool.approval_reason, call, ctx)
+        asking.append((position, call, rule, entry.tool.approval_reason, asked))
+    calls = calls if marked is None else marked
+    if not asking:
+        return calls, None
+    reasons: list[str | None] = [None] * len(asking)
+    checks: list[tuple[int, Callable[[], Awaitable[str | None]]]] = []
+    for index, (_, call, rule, why, _) in enumerate(asking):
+        if rule is True:
+            reasons[index] = f"tool '{call.name}' needs approval ({why or 'needs_approval=True'})"
+        elif rule is not False and rule is not None:
+            checks.append((index, functools.partial(_reason, rule, call, ctx, timeout)))
+    if checks:
+        answers = await _together([check for _, check in checks])
+        for (index, _), reason in zip(checks, answers, strict=True):
+            reasons[index] = reason
+    found: list[ApprovalRequest | None] | None = None
+    for (position, call, _, _, asked), reason in zip(asking, reasons, strict=True):
         if reason is None and asked is not None:
             reason = f"permission '{asked}' is in PermissionConfig.ask"
         if reason is None:
             continue
         if found is None:
             found = [None] * len(calls)
+        assert call.args is not None  # a call without them never asks
         request = ApprovalRequest(call.call_id, call.name, call.args, reason)
         found[position] = request.signed(key) if key is not None else request
-    return (calls if marked is None else marked), found
+    return calls, found
 
 
-async def _reason(rule: Any, why: str | None, call: ParsedCall, ctx: ToolContext) -> str | None:
-    if rule is False or rule is None:
-        return None
-    if rule is True:
-        return f"tool '{call.name}' needs approval ({why or 'needs_approval=True'})"
-    assert call.args is not None
+async def _together(checks: list[Callable[[], Awaitable[str | None]]]) -> list[str | None]:
+    """The checks' answers, in their order; run at the same time, as the calls are."""
+    if len(checks) == 1 or not CHECKS_TOGETHER.get():
+        return [await check() for check in checks]
+    tasks = [asyncio.ensure_future(check()) for check in checks]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        # A check never raises its own failure (it asks a person): this is the caller's
+        # cancellation, or an interrupt. The other checks end with it.
+        pending = [task for task in tasks if not task.done()]
+        for task in pending:
+            task.cancel()
+        if pending:  # bounded: a check that swallows its cancellation must not hang us
+            await asyncio.wait(pending, timeout=_CHECKS_GRACE)
+        raise
+
+
+async def _reason(
+    rule: Any, call: ParsedCall, ctx: ToolContext, timeout: float | None
+) -> str | None:
+    """What a ``needs_approval`` function says of ``call``, as a request's reason (None:
+    the call may run), within ``timeout`` seconds."""
     call_ctx = ctx.for_call(call.call_id)
+    try:
+        verdict, failure = await with_timeout(_verdict(rule, call, call_ctx), timeout)
+    except TimeoutError:
+        # Fail closed, as when it raises. A sync check's thread cannot be stopped: it
+        # is left to run on, as a sync tool's past its timeout is, and may read
+        # ctx.cancelled.
+        call_ctx.cancellation.cancel()
+        logger.warning(
+            "needs_approval of tool %r did not answer within %g s; asking for approval",
+            call.name,
+            timeout,
+        )
+        return f"tool '{call.name}' needs_approval did not answer within {timeout:g} s"
+    if failure is not None:
+        logger.warning("needs_approval of tool %r raised; asking for approval", call.name)
+        return f"tool '{call.name}' needs_approval raised {type(failure).__name__}: {failure}"
+    if verdict:
+        return f"tool '{call.name}' needs approval (its needs_approval returned {verdict!r})"
+    return None
+
+
+async def _verdict(rule: Any, call: ParsedCall, ctx: ToolContext) -> tuple[Any, Exception | None]:
+    # What the rule raised comes back as a value, so that a TimeoutError of its own (a
+    # service it asks timing out) is not taken for the check running out of time.
+    assert call.args is not None
     try:
         if inspect.iscoroutinefunction(rule) or inspect.iscoroutinefunction(
             getattr(rule, "__call__", None)  # noqa: B004 - async callable objects
         ):
-            verdict = await rule(dict(call.args), call_ctx)
+            verdict = await rule(dict(call.args), ctx)
         else:  # the app's code: kept off the event loop, as sync tools are
-            verdict = await run_sync(rule, dict(call.args), call_ctx)
+            label = f"needs_approval of {call.name}"
+            verdict = await run_tool(label, rule, dict(call.args), ctx)
         if inspect.isawaitable(verdict):  # a sync callable wrapping an async check
             verdict = await verdict
     except Exception as exc:  # noqa: BLE001 - fail closed: a person decides instead
-        logger.warning("needs_approval of tool %r raised; asking for approval", call.name)
-        return f"tool '{call.name}' needs_approval raised {type(exc).__name__}: {exc}"
-    if verdict:
-        return f"tool '{call.name}' needs approval (its needs_approval returned {verdict!r})"
-    return None
+        return None, exc
+    return verdict, None
 
 
 async def screen_calls(
@@ -168,15 +242,17 @@ async def screen_calls(
     ctx: ToolContext,
     approvals: Iterable[ApprovalDecision] | None,
     key: bytes | None,
+    timeout: float | None = None,
 ) -> tuple[Sequence[ParsedCall], list[ApprovalRequest]]:
-    """For ``run_tool_calls``: the calls to run, and the requests left waiting.
+    """For ``run_tool_calls``: the calls to run, and the requests left waiting (each
+    ``needs_approval`` function within ``timeout`` seconds).
 
     With ``approvals`` (even an empty list: nothing answered yet), only the calls they
     name run: the app passes the waiting calls again to answer them, and any other
     call passed along already ran and was answered by the first call, so running it
     again would repeat its effects.
     """
-    calls, requests = await approval_requests(table, calls, ctx, key)
+    calls, requests = await approval_requests(table, calls, ctx, key, timeout)
     answers = answers_by_id(approvals)
     if requests is None and approvals is None:
         return calls, []

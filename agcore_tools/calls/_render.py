@@ -5,16 +5,29 @@ from __future__ import annotations
 
 import json
 import logging
+from contextvars import ContextVar
 
+from .._aio import run_sync
 from .._attachments import ANY_SERVER, Api, Rendered, Server, render
 from .._records import ParsedCall, ToolInvocation
-from .._text import result_text, truncate_utf8
+from .._text import is_large, result_text, truncate_utf8
 from .._unicode import scrub
 from ..error import ProgramError, ToolError, ToolExecutionError
 
-__all__ = ["aborted_text", "error_text", "model_result", "model_text"]
+__all__ = [
+    "RENDER_OFF_LOOP",
+    "aborted_text",
+    "error_text",
+    "model_result",
+    "model_result_off_loop",
+    "model_text",
+]
 
 logger = logging.getLogger("agcore_tools.toolcalls")
+
+RENDER_OFF_LOOP: ContextVar[bool] = ContextVar("agcore_tools_render_off_loop", default=True)
+"""Whether :func:`model_result_off_loop` may hand a large output to a worker thread
+(False in a Temporal workflow, whose code runs no threads)."""
 
 
 def error_text(error: ToolError) -> str:
@@ -108,3 +121,30 @@ def model_result(
         if rendered is not None:
             return rendered
     return Rendered(model_text(invocation, max_bytes))
+
+
+async def model_result_off_loop(
+    invocation: ToolInvocation,
+    max_bytes: int | None,
+    *,
+    api: Api,
+    max_attachment_bytes: int | None,
+    server: Server = ANY_SERVER,
+) -> Rendered:
+    """:func:`model_result`, made in a worker thread when the output is large (see
+    :func:`~agcore_tools._text.is_large`): scanning megabytes of rows for binary values
+    and writing them as JSON would hold up the event loop for tens of milliseconds,
+    though the model reads only the first ``max_bytes`` of it. A small output, the
+    common case, is made here at once."""
+    if invocation.error is None and RENDER_OFF_LOOP.get() and is_large(invocation.output):
+        return await run_sync(
+            model_result,
+            invocation,
+            max_bytes,
+            api=api,
+            max_attachment_bytes=max_attachment_bytes,
+            server=server,
+        )
+    return model_result(
+        invocation, max_bytes, api=api, max_attachment_bytes=max_attachment_bytes, server=server
+    )

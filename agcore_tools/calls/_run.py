@@ -21,7 +21,7 @@ from ..base import ToolContext
 from ..error import PermissionDeniedError, ToolConfigError, ToolError, ToolNotFoundError
 from ._approval import answer_list, screen_calls
 from ._parse import parse_call
-from ._render import model_result
+from ._render import model_result_off_loop
 
 __all__ = [
     "check_byte_limit",
@@ -203,7 +203,7 @@ async def run_tool_calls(
     #    the rest run, and failures of any kind become error text for the model.
     check_context(ctx, "run_tool_calls()")
     ctx = ctx or ToolContext()
-    screened, waiting = await screen_calls(table, calls, ctx, approvals, approval_key)
+    screened, waiting = await screen_calls(table, calls, ctx, approvals, approval_key, timeout)
     calls = list(screened)
     invocations: list[ToolInvocation | None] = [None] * len(calls)
     async for position, invocation in iter_invocations(table, calls, ctx=ctx, timeout=timeout):
@@ -215,7 +215,9 @@ async def run_tool_calls(
     for done in invocations:
         assert done is not None  # iter_invocations yields every position once
         results.append(
-            model_result(done, max_result_bytes, api=api, max_attachment_bytes=max_attachment_bytes)
+            await model_result_off_loop(
+                done, max_result_bytes, api=api, max_attachment_bytes=max_attachment_bytes
+            )
         )
     outputs = ToolCallOutputs()
     outputs.pending_approvals = tuple(waiting)

@@ -132,10 +132,16 @@ class Gate:
         return True
 
     async def screen(
-        self, registry: ToolRegistry, calls: Sequence[ParsedCall], ctx: ToolContext
+        self,
+        registry: ToolRegistry,
+        calls: Sequence[ParsedCall],
+        ctx: ToolContext,
+        timeout: float | None,
     ) -> AsyncGenerator[ToolApprovalRequested, None]:
-        """Ask for approval where a rule says so; set :attr:`calls` and :attr:`waiting`."""
-        calls, requests = await approval_requests(registry.tool_table, calls, ctx, self._key)
+        """Ask for approval where a rule says so (each ``needs_approval`` function within
+        ``timeout`` seconds, the calls' own limit); set :attr:`calls` and :attr:`waiting`."""
+        table = registry.tool_table
+        calls, requests = await approval_requests(table, calls, ctx, self._key, timeout)
         self.calls = calls
         if requests is None and not self._answers:
             return

@@ -22,6 +22,7 @@ from ..calls import (
     error_text,
     iter_invocations,
     model_result,
+    model_result_off_loop,
     preflight,
 )
 from ..error import ApprovalError, LlmError, ToolError, ToolNotFoundError
@@ -79,7 +80,7 @@ async def run_tools(
     #    going on from a question was approved before it first ran.
     screened = [call for call in calls if call.call_id not in resumed]
     if not gate.quiet(registry, screened):
-        async for approval in gate.screen(registry, screened, ctx):
+        async for approval in gate.screen(registry, screened, ctx, config.limits.tool_timeout):
             yield approval
         allowed = {call.call_id: call for call in gate.calls}
         calls = [
@@ -97,6 +98,7 @@ async def run_tools(
     paused: list[ProgramPaused | None] = [None] * len(calls)
     asking: list[CallPaused | None] = [None] * len(calls)
     stop: ToolError | None = None
+    unrendered: tuple[int, ToolInvocation] | None = None  # a result being made in a thread
     for call in calls:
         # A copy: the calls run once these events are taken, and a consumer that edits
         # what it shows (masking a secret) must not edit what the tool runs with.
@@ -132,13 +134,15 @@ async def run_tools(
                         continue  # the call stays open until the user answers
                     # The API and the server decide what can travel: Responses takes
                     # no audio, so the model is told the sound was left out instead.
-                    result = model_result(
+                    unrendered = (position, invocation)
+                    result = await model_result_off_loop(
                         invocation,
                         max_bytes,
                         api=config.api,
                         max_attachment_bytes=limits.max_attachment_bytes,
                         server=server,
                     )
+                    unrendered = None
                     text = result.text
                     texts[position], rendered[position] = text, result
                     # An error the call came with (bad arguments, an unknown tool the
@@ -200,6 +204,18 @@ async def run_tools(
                     asking[position] = None
                     batch.append((position, calls[position]))
     finally:
+        if unrendered is not None:
+            # Cancelled while its result was being made in a thread: the call ran, and
+            # the model must not read that it did not.
+            position, ended = unrendered
+            result = model_result(
+                ended,
+                max_bytes,
+                api=config.api,
+                max_attachment_bytes=limits.max_attachment_bytes,
+                server=server,
+            )
+            texts[position], rendered[position] = result.text, result
         # 4. Answer every call, in the calls' order, even when cancelled midway.
         for call, answer, program, question in zip(calls, texts, paused, asking, strict=True):
             if program is not None:

@@ -116,7 +116,8 @@ class Limits:
     max_turns: int | None = 10
     """Most requests one ``submit*`` call may make; None for no limit."""
     tool_timeout: float | None = 60.0
-    """Time limit of each tool call, in seconds; None for none."""
+    """Time limit of each tool call (and of its ``needs_approval`` function), in
+    seconds; None for none."""
     max_result_bytes: int | None = 16384
     """UTF-8 bytes of a tool result's text the model sees before it is cut; None for no
     limit."""

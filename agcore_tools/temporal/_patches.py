@@ -14,6 +14,7 @@ __all__ = [
     "APPROVALS_ADD_UP",
     "CALLS_LIMITED",
     "CANCEL_ENDS_RUN",
+    "CHECKS_TOGETHER",
     "CUT_CALLS_NOT_REPAIRED",
     "IDS_PAST_HISTORY",
     "PERMISSIONS_PER_QUEUE",
@@ -51,6 +52,9 @@ CALLS_LIMITED = "agcore-program-calls-limited"
 """A code-mode program's tool calls are counted against ``CodeMode`` limits'
 ``max_calls`` across its steps (before: only Monty's ``max_suspensions``, which
 restarted at every step, so a program's calls were not bounded)."""
+CHECKS_TOGETHER = "agcore-approval-checks-together"
+"""The ``needs_approval`` functions of a turn's calls (an activity each) run at the same
+time (before: one after another, each activity scheduled once the one before ended)."""
 CUT_CALLS_NOT_REPAIRED = "agcore-cut-calls-not-repaired"
 """A tool call of a turn cut at the output token limit is never repaired: one whose
 arguments do not parse is answered with an error naming the limit (before: with

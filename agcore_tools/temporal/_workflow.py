@@ -32,7 +32,7 @@ from .._sandbox import Functions, Segment, turn_deadline
 from .._selection import CodeMode
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import ToolContext
-from ..calls import CUT_CALLS_NOT_REPAIRED
+from ..calls import CHECKS_TOGETHER, CUT_CALLS_NOT_REPAIRED, RENDER_OFF_LOOP
 from ..cycle._given import given_messages, kind
 from ..cycle._run import IDS_PAST_HISTORY
 from ..cycle.config import CycleConfig
@@ -339,12 +339,14 @@ class ToolLoopWorkflow:
         """Run the loop to its answer."""
         CLOCK.set(workflow.time)  # this run's context only: tool durations in workflow time
         ESTIMATE_ONLY.set(True)  # token counts without tiktoken's files
+        RENDER_OFF_LOOP.set(False)  # a workflow runs no threads: results' text made here
         # Decided once, before the run's first command, so that a replay meets the marker
         # where the run made it; for all the run's submits, as the ids go on across them.
         IDS_PAST_HISTORY.set(workflow.patched(patches.IDS_PAST_HISTORY))
         UNAWAITED_CALLS_FAIL.set(workflow.patched(patches.UNAWAITED_CALLS_FAIL))
         CALLS_LIMITED.set(workflow.patched(patches.CALLS_LIMITED))
         CUT_CALLS_NOT_REPAIRED.set(workflow.patched(patches.CUT_CALLS_NOT_REPAIRED))
+        CHECKS_TOGETHER.set(workflow.patched(patches.CHECKS_TOGETHER))
         as_text = workflow.patched(patches.REQUESTS_AS_TEXT)
         queues = args.tool_task_queues
         per_queue = bool(queues) and workflow.patched(patches.PERMISSIONS_PER_QUEUE)

@@ -261,3 +261,52 @@ async def test_the_librarys_own_keys_on_open_calls_are_never_sent_to_the_model(
         assert key not in sent
     assert "c_bal" in sent  # the open call itself goes, as the app left it
     assert "open_call_mac" in json.dumps(cycle.messages)  # the history keeps its mark
+
+
+async def test_the_loops_needs_approval_checks_run_together_within_its_tool_timeout(
+    serve, make_cycle
+):
+    # They ran one after another, with no time limit: a check that never answered hung
+    # the run, and five 1 s checks took 5 s whatever the tool_timeout.
+    registry = ToolRegistry()
+    started: list[int] = []
+    both = asyncio.Event()
+
+    async def by_service(args, ctx) -> bool:
+        started.append(args["amount"])
+        if len(started) == 2:
+            both.set()
+        await both.wait()  # answers once the other check has started too
+        return bool(args["amount"] > 100)
+
+    async def never(args, ctx) -> bool:
+        await asyncio.Event().wait()
+        return False
+
+    @registry.tool(needs_approval=by_service)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return f"paid {amount}"
+
+    @registry.tool(needs_approval=never)
+    def wire(amount: int) -> str:
+        """Wire money."""
+        return f"wired {amount}"
+
+    together = S.reply_tool_calls(
+        [("pay", {"amount": 500}, "c_big"), ("pay", {"amount": 5}, "c_small")]
+    )
+    server = serve(together, S.reply_tool_calls([("wire", {"amount": 5}, "c_wire")]))
+    cycle = make_cycle(server)
+    async with asyncio.timeout(10):
+        response = await cycle.submit_with_tools("pay both", registry)
+    [request] = response.pending_approvals
+    assert request.call_id == "c_big"
+    assert request.reason == "tool 'pay' needs approval (its needs_approval returned True)"
+    assert tool_messages(cycle.messages) == {"c_small": "paid 5"}
+
+    stuck = make_cycle(server, tool_timeout=0.05)
+    async with asyncio.timeout(10):
+        response = await stuck.submit_with_tools("wire it", registry)
+    [request] = response.pending_approvals
+    assert request.reason == "tool 'wire' needs_approval did not answer within 0.05 s"

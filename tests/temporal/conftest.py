@@ -85,6 +85,7 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "cancel-model": [("add", {"a": 2, "b": 3}, "call_add")],
     # A tool whose needs_approval function raises (a test's own registry).
     "pay": [("pay", {"amount": 5}, "call_pay")],
+    "pay-two": [("pay", {"amount": 500}, "call_pay_a"), ("pay", {"amount": 700}, "call_pay_b")],
     # Tools of tools-only queues, each under its own queue's permission policy.
     "wipe": [("wipe", {"path": "/data"}, "call_wipe")],
     "jot": [("jot", {"note": "hi"}, "call_jot")],

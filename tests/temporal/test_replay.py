@@ -100,6 +100,9 @@ UNPATCHED = {
     # repaired and agcore.call_tool ran, where this version asks the model again.
     "cut-call": "a call cut at max_completion_tokens, repaired and run",
     "cut-call-responses": "a call cut at max_output_tokens (Responses API), repaired and run",
+    # Recorded by the workers of e3f6314, before "agcore-approval-checks-together": the
+    # second call's agcore.needs_approval was scheduled once the first had ended.
+    "two-checks": "two calls asked their needs_approval function in turn (in flight)",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -744,6 +745,37 @@ async def test_a_needs_approval_function_that_raises_makes_its_call_ask(
     assert result.text == "done: paid 5"
     asked = [a for a in await activity_attempts(handle) if a[0] == "agcore.needs_approval"]
     assert asked == [("agcore.needs_approval", 1)] * 2  # once per screening, not retried
+
+
+async def test_the_needs_approval_functions_of_a_turn_run_together(
+    client: Client, model: Model
+) -> None:
+    # Their activities ran one after another, each scheduled once the one before ended.
+    both = threading.Barrier(2, timeout=10)
+    registry = ToolRegistry()
+
+    def over_limit(args: dict[str, Any], ctx: ToolContext) -> bool:
+        both.wait()  # answers once the other call's check runs too
+        return bool(args["amount"] > 100)
+
+    @registry.tool(needs_approval=over_limit)
+    def pay(amount: int) -> str:
+        """Pay `amount`."""
+        return f"paid {amount}"
+
+    async with (
+        model.server.client() as openai,
+        worker(client, "pay-two", ToolActivities(registry, openai)),
+    ):
+        handle = await start(client, "pay-two-1", "pay-two", "pay-two")
+        pending = await pending_approvals(handle)
+        assert [(r.call_id, r.reason) for r in pending] == [
+            (call_id, "tool 'pay' needs approval (its needs_approval returned True)")
+            for call_id in ("call_pay_a", "call_pay_b")
+        ]
+        await handle.signal(ToolLoopWorkflow.approve, [r.approve() for r in pending])
+        result = await finish(handle)
+    assert result.text == "done: paid 500 | paid 700"
 
 
 async def test_an_approval_that_fits_no_waiting_call_is_dropped_and_the_run_goes_on(
