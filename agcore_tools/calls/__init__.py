@@ -18,6 +18,7 @@ from ._approval import (
     apply_answers,
     approval_requests,
     check_answer,
+    rule_verdict,
     screen_calls,
 )
 from ._parse import CUT_CALLS_NOT_REPAIRED, parse_call
@@ -57,6 +58,7 @@ __all__ = [
     "parse_call",
     "preflight",
     "result_text",
+    "rule_verdict",
     "run_tool_calls",
     "screen_calls",
     "truncate_utf8",

@@ -39,6 +39,7 @@ __all__ = [
     "apply_answers",
     "approval_requests",
     "check_answer",
+    "rule_verdict",
     "screen_calls",
 ]
 
@@ -197,7 +198,10 @@ async def _reason(
     the call may run), within ``timeout`` seconds."""
     call_ctx = ctx.for_call(call.call_id)
     try:
-        verdict, failure = await with_timeout(_verdict(rule, call, call_ctx), timeout)
+        assert call.args is not None
+        verdict, failure = await with_timeout(
+            rule_verdict(rule, call.name, call.args, call_ctx), timeout
+        )
     except TimeoutError:
         # Fail closed, as when it raises. A sync check's thread cannot be stopped: it
         # is left to run on, as a sync tool's past its timeout is, and may read
@@ -217,18 +221,29 @@ async def _reason(
     return None
 
 
-async def _verdict(rule: Any, call: ParsedCall, ctx: ToolContext) -> tuple[Any, Exception | None]:
+async def rule_verdict(
+    rule: Any, name: str, arguments: Mapping[str, Any], ctx: ToolContext
+) -> tuple[Any, Exception | None]:
+    """What a tool's ``needs_approval`` function says of a call to tool ``name``: its
+    answer, or what it raised (None, the exception). An async function (or callable
+    object) is awaited; a sync one runs off the event loop, as sync tools do; an
+    awaitable a sync one returns is awaited.
+
+    Example:
+        >>> import asyncio
+        >>> asyncio.run(rule_verdict(lambda args, ctx: args["amount"] > 100, "pay",
+        ...                          {"amount": 500}, ToolContext()))
+        (True, None)
+    """
     # What the rule raised comes back as a value, so that a TimeoutError of its own (a
     # service it asks timing out) is not taken for the check running out of time.
-    assert call.args is not None
     try:
         if inspect.iscoroutinefunction(rule) or inspect.iscoroutinefunction(
             getattr(rule, "__call__", None)  # noqa: B004 - async callable objects
         ):
-            verdict = await rule(dict(call.args), ctx)
+            verdict = await rule(dict(arguments), ctx)
         else:  # the app's code: kept off the event loop, as sync tools are
-            label = f"needs_approval of {call.name}"
-            verdict = await run_tool(label, rule, dict(call.args), ctx)
+            verdict = await run_tool(f"needs_approval of {name}", rule, dict(arguments), ctx)
         if inspect.isawaitable(verdict):  # a sync callable wrapping an async check
             verdict = await verdict
     except Exception as exc:  # noqa: BLE001 - fail closed: a person decides instead

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import json
 import logging
 import math
@@ -23,10 +22,11 @@ from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 from typing_extensions import deprecated
 
-from .._aio import positive_number, run_sync
+from .._aio import positive_number
 from .._deprecated import renamed
 from .._sandbox import MontySandbox
 from ..base import ToolContext
+from ..calls import rule_verdict
 from ..cycle._wires import wire_for
 from ..cycle.config import CycleConfig
 from ..error import (
@@ -498,16 +498,18 @@ class ToolActivities:
             call_id=call.call_id,
             metadata=call.metadata,
         )
-        try:
-            if inspect.iscoroutinefunction(rule):
-                return bool(await rule(dict(call.arguments), ctx))
-            return bool(await run_sync(rule, dict(call.arguments), ctx))
-        except Exception as exc:  # any: the workflow then asks (fail closed)
+        # As the loop asks it: an async callable object awaited, an awaitable that a
+        # sync function returns awaited (its truth was that of a coroutine: True).
+        verdict, failure = await rule_verdict(rule, call.name, call.arguments, ctx)
+        if failure is not None:  # any: the workflow then asks (fail closed)
             # Not retried: a retry would ask the same function again, and Temporal's
             # default policy would do so forever while the run waits.
             raise ApplicationError(
-                f"{type(exc).__name__}: {exc}", type=APPROVAL_RULE_RAISED, non_retryable=True
-            ) from exc
+                f"{type(failure).__name__}: {failure}",
+                type=APPROVAL_RULE_RAISED,
+                non_retryable=True,
+            ) from failure
+        return bool(verdict)
 
     @activity.defn(name="agcore.program_step")
     async def program_step(self, step: ProgramStepInput) -> ProgramStepOutput:

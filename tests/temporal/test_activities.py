@@ -155,6 +155,33 @@ async def test_a_per_call_approval_rule_runs_on_the_worker() -> None:
     assert await activities.needs_approval(call("wipe")) is True
 
 
+async def test_an_approval_rule_is_asked_on_the_worker_as_the_loop_asks_it() -> None:
+    # An async callable object ran as a sync function, and a sync function handing
+    # back its async check's coroutine counted as True (a coroutine's truth), unawaited.
+    class OverLimit:
+        async def __call__(self, args: dict[str, Any], ctx: ToolContext) -> bool:
+            return bool(args["amount"] > 100)
+
+    async def over_limit(args: dict[str, Any], ctx: ToolContext) -> bool:
+        return bool(args["amount"] > 100)
+
+    def wraps_async(args: dict[str, Any], ctx: ToolContext) -> Any:
+        return over_limit(args, ctx)
+
+    tools = ToolRegistry()
+    for name, rule in (("pay_object", OverLimit()), ("pay_wrapped", wraps_async)):
+
+        @tools.tool(name=name, needs_approval=rule)
+        def pay(amount: int) -> str:
+            """Pay."""
+            return "paid"
+
+    activities = ToolActivities(tools)
+    for name in ("pay_object", "pay_wrapped"):
+        assert await activities.needs_approval(call(name, amount=500)) is True
+        assert await activities.needs_approval(call(name, amount=5)) is False
+
+
 async def test_a_result_over_the_limit_fails_without_retries() -> None:
     activities = ToolActivities(registry(), max_result_bytes=1024)
     # 926 characters make a payload of 1024 bytes: {..., "output_json":"\\"xx...\\"", ...}
