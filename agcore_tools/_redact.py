@@ -115,7 +115,19 @@ def masked_error(exc: BaseException, redact: Callable[[str], str]) -> BaseExcept
         >>> masked_error(clean, hide) is clean
         True
     """
-    return _masked(exc, redact, {})
+    try:
+        return _masked(exc, redact, {})
+    except Exception:  # noqa: BLE001 - a masking bug must never hide the error it masks
+        # Not from exc, nor with its text unmasked: the secret would print with it.
+        kind = type(exc)
+        return Exception(f"{kind.__module__}.{kind.__qualname__}: {_safe_text(exc, redact)}")
+
+
+def _safe_text(exc: BaseException, redact: Callable[[str], str]) -> str:
+    try:
+        return redact(str(exc))
+    except Exception:  # noqa: BLE001 - its str() or the masking failed: no text then
+        return "(its message could not be read and masked)"
 
 
 def _masked(
@@ -131,7 +143,7 @@ def _masked(
     notes = getattr(exc, "__notes__", None)  # printed too; kept in vars(exc)
     if (
         shown == text
-        and _masked_value(notes, redact) == notes
+        and not (isinstance(notes, list) and any(_changes(note, redact) for note in notes))
         and cause is exc.__cause__
         and context is exc.__context__
     ):
@@ -159,13 +171,87 @@ def _stand_in(exc: BaseException, shown: str, redact: Callable[[str], str]) -> B
     return stand_in
 
 
+def _changes(note: object, redact: Callable[[str], str]) -> bool:
+    return isinstance(note, str) and redact(note) != note
+
+
 def _masked_value(value: Any, redact: Callable[[str], str]) -> Any:
+    """``value`` with every string in it redacted: its dicts, lists and tuples copied,
+    however deep they nest (an API error's body parsed from JSON may nest thousands
+    deep: no recursion) and when they contain themselves (each copied once).
+
+    Example:
+        >>> loop: list = ["ghp_S3CRETt0ken"]
+        >>> loop.append(loop)
+        >>> copied = _masked_value({"body": (loop, 3)}, lambda text: text.replace("S3CRET", "***"))
+        >>> copied["body"][0][0], copied["body"][0][1] is copied["body"][0]
+        ('ghp_***t0ken', True)
+    """
     if isinstance(value, str):
         return redact(value)
-    if isinstance(value, dict):
-        return {key: _masked_value(item, redact) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_masked_value(item, redact) for item in value]
-    if type(value) is tuple:
-        return tuple(_masked_value(item, redact) for item in value)
-    return value
+    if not _is_container(value):
+        return value
+    copies: dict[int, Any] = {}
+    stack = [_Copying(value, copies)]
+    while True:
+        frame = stack[-1]
+        inner = frame.fill(redact, copies)
+        if inner is not None:
+            stack.append(_Copying(inner, copies))
+            continue
+        stack.pop()
+        done = frame.done(copies)
+        if not stack:
+            return done
+        stack[-1].put(done)
+
+
+def _is_container(value: object) -> bool:
+    return isinstance(value, (dict, list)) or type(value) is tuple
+
+
+_BUILDING = object()
+"""What a tuple's copy is while its items are copied (it cannot hold itself)."""
+
+
+class _Copying:
+    """One dict, list or tuple being copied by :func:`_masked_value`."""
+
+    __slots__ = ("items", "key", "source", "target")
+
+    def __init__(self, source: Any, copies: dict[int, Any]) -> None:
+        self.source = source
+        self.target: Any = {} if isinstance(source, dict) else []
+        copies[id(source)] = _BUILDING if type(source) is tuple else self.target
+        self.items = iter(source.items() if isinstance(source, dict) else enumerate(source))
+        self.key: Any = None
+
+    def fill(self, redact: Callable[[str], str], copies: dict[int, Any]) -> Any:
+        """Copy items until one is a container not copied yet: return it (None at the end)."""
+        for key, item in self.items:
+            self.key = key
+            if isinstance(item, str):
+                self.put(redact(item))
+            elif not _is_container(item):
+                self.put(item)
+            elif id(item) in copies:
+                copy = copies[id(item)]
+                if copy is _BUILDING:
+                    raise ValueError("a tuple that contains itself cannot be copied")
+                self.put(copy)
+            else:
+                return item
+        return None
+
+    def put(self, value: Any) -> None:
+        """The copy of the item at ``key``."""
+        if isinstance(self.target, dict):
+            self.target[self.key] = value
+        else:
+            self.target.append(value)
+
+    def done(self, copies: dict[int, Any]) -> Any:
+        if type(self.source) is not tuple:
+            return self.target
+        copies[id(self.source)] = copy = tuple(self.target)
+        return copy
