@@ -9,6 +9,7 @@ are chained from included, and the query values of the server's URL it names.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
@@ -26,6 +27,14 @@ __all__ = [
 MIN_SECRET = 8
 """Shorter values ("1", "true", "en_US") are not masked: they would garble the text
 without hiding anything worth guessing."""
+
+_PLAIN_QUERY = re.compile(r"(?:api[-_]?)?version|format", re.IGNORECASE)
+"""Query parameters plainly no secret (Azure's ``api-version``): their values are shown,
+as they tell which API a message is about."""
+
+
+def _plain(name: str) -> bool:
+    return _PLAIN_QUERY.fullmatch(unquote_plus(name)) is not None
 
 
 def secret_values(values: Iterable[str]) -> list[str]:
@@ -65,14 +74,22 @@ def mask(text: str, secrets: Sequence[str]) -> str:
 
 def url_without_secrets(url: str) -> str:
     """``url`` with no user or password, and its query's values shown as ``***``
-    (gateways and hosted servers take keys as ``?api-key=...``).
+    (gateways and hosted servers take keys as ``?api-key=...``), but for those of
+    parameters plainly no secret (``api-version``, ``version``, ``format``).
 
     Example:
         >>> url_without_secrets("https://u:pw@gw.example.com:8443/v1?api-key=s3cret&x")
         'https://gw.example.com:8443/v1?api-key=***&x=***'
+        >>> url_without_secrets("https://res.openai.azure.com/openai?api-version=2024-10-21")
+        'https://res.openai.azure.com/openai?api-version=2024-10-21'
     """
     parts = urlsplit(url)
-    query = "&".join(f"{part.partition('=')[0]}=***" for part in parts.query.split("&") if part)
+    query = "&".join(
+        part if _plain(name) else f"{name}=***"
+        for part in parts.query.split("&")
+        if part
+        for name in [part.partition("=")[0]]
+    )
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
 
@@ -83,12 +100,15 @@ def url_secrets(url: str) -> list[str]:
     which is no secret and often an ordinary word ("postgres").
 
     Example:
-        >>> url_secrets("postgresql://app:p%40ss@db/prod?sslkey=k%2B1")
+        >>> url_secrets("postgresql://app:p%40ss@db/prod?sslkey=k%2B1&version=2024-10-21")
         ['p%40ss', 'p@ss', 'k%2B1', 'k+1']
     """
     parts = urlsplit(url)
     written = [parts.password]
-    written += [part.partition("=")[2] for part in parts.query.split("&")]
+    for part in parts.query.split("&"):
+        name, _, value = part.partition("=")
+        if not _plain(name):
+            written.append(value)
     found: dict[str, None] = {}
     for value in filter(None, written):
         found.update(dict.fromkeys((value, unquote(value), unquote_plus(value))))

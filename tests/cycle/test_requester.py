@@ -272,19 +272,22 @@ async def test_an_error_event_in_a_stream_has_the_key_masked() -> None:
 
 async def test_a_key_in_the_base_urls_query_is_not_shown_when_no_server_answers() -> None:
     # Gateways (Azure APIM and the like) take their key as ?api-key=...; the server the
-    # loop names when it reaches none is shown as the MCP transports show theirs.
+    # loop names when it reaches none is shown as the MCP transports show theirs. Azure's
+    # api-version is no secret, and tells which API was asked: it stays.
     from openai import AsyncOpenAI
 
     key = "sk-SECRET-query-0123456789"
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    client = AsyncOpenAI(api_key="sk-test", base_url=f"http://127.0.0.1:{port}/v1?api-key={key}")
+    base_url = f"http://127.0.0.1:{port}/v1?api-version=2024-10-21&api-key={key}"
+    client = AsyncOpenAI(api_key="sk-test", base_url=base_url)
     cycle = LlmCycle(CycleConfig("m", max_retries=0), client=client)
     with pytest.raises(LlmError) as caught:
         await cycle.submit("hi")
     await client.close()
-    assert f"; server http://127.0.0.1:{port}/v1/?api-key=***)" in str(caught.value)
+    shown = f"; server http://127.0.0.1:{port}/v1/?api-version=2024-10-21&api-key=***)"
+    assert shown in str(caught.value)
     assert key not in "".join(traceback.format_exception(caught.value))
 
 
