@@ -28,6 +28,12 @@ MIN_SECRET = 8
 """Shorter values ("1", "true", "en_US") are not masked: they would garble the text
 without hiding anything worth guessing."""
 
+_SCHEME = re.compile(
+    r"bearer|basic|token|bot|dpop|ssws|apikey|api-key|key|geniekey|negotiate|ntlm",
+    re.IGNORECASE,
+)
+"""HTTP authentication schemes. Named, not any first word: in ``agcore
+production-cluster`` the second word is no credential."""
 _PLAIN_QUERY = re.compile(r"(?:api[-_]?)?version|format", re.IGNORECASE)
 """Query parameters plainly no secret (Azure's ``api-version``): their values are shown,
 as they tell which API a message is about."""
@@ -49,15 +55,25 @@ def secret_values(values: Iterable[str]) -> list[str]:
 
 
 def header_secrets(values: Iterable[object]) -> list[str]:
-    """HTTP header values and each word of one (the token of ``Bearer ...``), the
-    strings among them only.
+    """HTTP header values, the strings among them only, and the credential after an
+    authentication scheme (the token of ``Bearer ...``, ``Basic ...``, ``Token ...``).
+    Not each word of any value: ``application/json, text/event-stream`` is no secret.
 
     Example:
-        >>> header_secrets(["Bearer ghp_S3CRETt0ken", 3])
-        ['Bearer ghp_S3CRETt0ken', 'Bearer', 'ghp_S3CRETt0ken']
+        >>> header_secrets(["Bearer ghp_S3CRETt0ken", 3, "application/json, text/event-stream"])
+        ['Bearer ghp_S3CRETt0ken', 'ghp_S3CRETt0ken', 'application/json, text/event-stream']
     """
-    strings = [value for value in values if isinstance(value, str)]
-    return [*strings, *(word for value in strings for word in value.split())]
+    found = []
+    for value in values:
+        if not isinstance(value, str):
+            continue
+        found.append(value)
+        scheme, _, credential = value.strip().partition(" ")
+        credential = credential.strip()
+        # RFC 9110's "scheme token68": the scheme, then one credential.
+        if _SCHEME.fullmatch(scheme) and credential and not any(c.isspace() for c in credential):
+            found.append(credential)
+    return found
 
 
 def mask(text: str, secrets: Sequence[str]) -> str:

@@ -39,13 +39,14 @@ _LINES_PER_SECOND = 200
 def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> list[str]:
     """What a server may echo that a log must not show (``_redact.secret_values``): a
     stdio server's ``env`` values and the arguments its command line shows as ``***``
-    (see :meth:`StdioTransport.describe`); an HTTP server's header values, and each
-    word of one (the token of ``Bearer ...``).
+    (see :meth:`StdioTransport.describe`); an HTTP server's header values, and the
+    credential after an authentication scheme (the token of ``Bearer ...``).
 
     Example:
-        >>> http = StreamableHttpTransport("https://x/mcp", {"Authorization": "Bearer ghp_S3CRETt0ken"})
+        >>> http = StreamableHttpTransport("https://x/mcp", {"Authorization": "Bearer ghp_S3CRETt0ken",
+        ...                                                  "Accept": "application/json, text/event-stream"})
         >>> transport_secrets(http)
-        ['Bearer ghp_S3CRETt0ken', 'ghp_S3CRETt0ken']
+        ['application/json, text/event-stream', 'Bearer ghp_S3CRETt0ken', 'ghp_S3CRETt0ken']
         >>> transport_secrets(StdioTransport("npx", ["srv", "--api-key", "sk-S3CRETkey"],
         ...                                  env={"DB_PASSWORD": "hunter2-pw"}))
         ['sk-S3CRETkey', 'hunter2-pw']
