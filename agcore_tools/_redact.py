@@ -110,20 +110,23 @@ def url_without_secrets(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
 
 
-def url_secrets(url: str) -> list[str]:
+def url_secrets(url: str, named: Callable[[str], bool] | None = None) -> list[str]:
     """The secrets :func:`url_without_secrets` hides: the password and the query's
-    values, each as written and decoded (a server may echo either). Not the user name,
-    which is no secret and often an ordinary word ("postgres").
+    values, each as written and decoded (a server may echo either); of the query, only
+    those whose parameter's name ``named`` accepts, if given. Not the user name, which
+    is no secret and often an ordinary word ("postgres").
 
     Example:
         >>> url_secrets("postgresql://app:p%40ss@db/prod?sslkey=k%2B1&version=2024-10-21")
         ['p%40ss', 'p@ss', 'k%2B1', 'k+1']
+        >>> url_secrets("https://x/mcp?token=t1&workspace=w1", named=lambda name: name == "token")
+        ['t1']
     """
     parts = urlsplit(url)
     written = [parts.password]
     for part in parts.query.split("&"):
         name, _, value = part.partition("=")
-        if not _plain(name):
+        if not _plain(name) and (named is None or named(unquote_plus(name))):
             written.append(value)
     found: dict[str, None] = {}
     for value in filter(None, written):
