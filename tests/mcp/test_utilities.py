@@ -62,7 +62,7 @@ async def test_set_log_level_filters_the_servers_messages(make_client: Any, prot
         assert await logs.levels_of(client) == (
             everything if protocol == "legacy" else everything[1:]
         )
-        await client.set_log_level("error")
+        await client.set_log_level("ERROR")  # as Python's logging spells it
         assert client.log_level == "error"
         assert await logs.levels_of(client) == ["error"]
         await client.set_log_level("debug")
