@@ -144,7 +144,8 @@ def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
         return ToolNotFoundError(name, f"the registered tools are: {', '.join(names) or 'none'}")
     import difflib  # on this error only: `import agcore_tools` does not need it
 
-    close = difflib.get_close_matches(name, names, n=5, cutoff=0.5)
+    # A batch's nameless call (None) has no close names.
+    close = difflib.get_close_matches(name, names, n=5, cutoff=0.5) if name else []
     hint = f"; the closest names are: {', '.join(close)}" if close else ""
     return ToolNotFoundError(name, f"{len(names)} tools are registered{hint}")
 
@@ -401,16 +402,27 @@ async def as_completed(
     calls: Iterable[ToolCall | tuple[Any, ...]],
     ctx: ToolContext | None,
     timeout: float | None,
+    *,
+    caller: str | None = None,
 ) -> AsyncGenerator[tuple[int, ToolInvocation], None]:
     """Run ``calls`` concurrently; yield ``(position, invocation)`` as each ends (the
-    body of :meth:`ToolRegistry.invoke_as_completed`)."""
+    body of :meth:`ToolRegistry.invoke_as_completed`). ``caller``, the method the calls
+    were given to (``"invoke_all()"``), is named in the :class:`ToolConfigError` of a
+    call whose name is no str (nor None), which it is answered with: not run."""
     normalised = [as_call(call) for call in calls]
     if not normalised:
         return
-    run = _otel.wrap_invoke(table, functools.partial(guarded, table))  # traced, if on
+    traced = _otel.wrap_invoke(table, functools.partial(guarded, table))  # traced, if on
+
+    def run(call: ToolCall, ctx: ToolContext | None) -> Awaitable[ToolInvocation]:
+        name = call.name
+        if caller is None or name is None or isinstance(name, str):
+            return traced(call, ctx, timeout)
+        return _refused(call, name_mistake(name, caller, "({!r}, args)"))
+
     if len(normalised) == 1:
         # The call's own token, a child of ctx's, is cancelled with it (in guarded).
-        yield 0, await run(normalised[0], ctx, timeout)
+        yield 0, await run(normalised[0], ctx)
         return
     # One child token for the batch: cancelling it reaches every call's token, so
     # sync tools in worker threads learn of a cancelled caller too.
@@ -419,7 +431,7 @@ async def as_completed(
     finished: asyncio.Queue[asyncio.Task[ToolInvocation]] = asyncio.Queue()
     tasks: dict[asyncio.Task[ToolInvocation], int] = {}
     for position, call in enumerate(normalised):
-        task = asyncio.ensure_future(run(call, batch, timeout))
+        task = asyncio.ensure_future(run(call, batch))
         task.add_done_callback(finished.put_nowait)
         tasks[task] = position
     try:
@@ -441,6 +453,11 @@ async def as_completed(
                     len(stuck),
                     CANCEL_GRACE,
                 )
+
+
+async def _refused(call: ToolCall, error: ToolConfigError) -> ToolInvocation:
+    # A tool object given as the name, say: the caller's mistake, recorded for that call.
+    return ToolInvocation(str(call.name), call.args, error=error, call_id=call.call_id)
 
 
 def check_context(ctx: object, method: str) -> None:
@@ -472,20 +489,32 @@ def check_name(name: object, method: str, fix: str) -> None:
         ...
         agcore_tools.error.ToolConfigError: invoke() takes a tool name (a str), got StaticTool: use invoke('add', ...)
     """
+    mistake = name_mistake(name, method, fix)
+    if mistake is not None:
+        raise mistake
+
+
+def name_mistake(name: object, method: str, fix: str) -> ToolConfigError | None:
+    """The error :func:`check_name` raises for ``name``, or None for a good name.
+
+    Example:
+        >>> str(name_mistake(None, "invoke_all()", "({!r}, args)"))
+        'invoke_all() takes a tool name (a str), got NoneType'
+    """
     if isinstance(name, str):
-        if not name:
-            raise ToolConfigError(f"{method} takes a tool name, got an empty string")
-        return
+        return None if name else ToolConfigError(f"{method} takes a tool name, got an empty string")
     # A tool object or a function was read as a name: "tool '<FunctionTool 'add'>' is
     # not registered", and None as a model's call "without a name".
     own = getattr(name, "name" if isinstance(name, (BaseTool, ToolEntry)) else "__name__", None)
     hint = f": use {fix.format(own)}" if isinstance(own, str) else ""
-    raise ToolConfigError(f"{method} takes a tool name (a str), got {type(name).__name__}{hint}")
+    return ToolConfigError(f"{method} takes a tool name (a str), got {type(name).__name__}{hint}")
 
 
 def listed_calls(calls: object, method: str) -> list[ToolCall]:
     """The calls of :meth:`ToolRegistry.invoke_all` (named ``method`` in errors), each
-    checked; a ``calls`` that is no list of calls raises :class:`ToolConfigError`.
+    made a :class:`ToolCall`; a ``calls`` that is no list of calls, or an item that is
+    no call, raises :class:`ToolConfigError`. A call's name is not checked here: a bad
+    one fails that call alone (see :func:`as_completed`).
 
     Example:
         >>> listed_calls(None, "invoke_all()")
@@ -500,10 +529,7 @@ def listed_calls(calls: object, method: str) -> list[ToolCall]:
             f"{method} takes a list of calls ((name, args) pairs, (name, args, call_id) "
             f"triples or ToolCall objects), got {type(calls).__name__}{one}"
         )
-    listed = [as_call(call) for call in calls]
-    for call in listed:
-        check_name(call.name, method, "({!r}, args)")
-    return listed
+    return [as_call(call) for call in calls]
 
 
 def as_call(call: ToolCall | Sequence[Any]) -> ToolCall:

@@ -9,6 +9,7 @@ are chained from included, and the query values of the server's URL it names.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
@@ -27,6 +28,20 @@ MIN_SECRET = 8
 """Shorter values ("1", "true", "en_US") are not masked: they would garble the text
 without hiding anything worth guessing."""
 
+_SCHEME = re.compile(
+    r"bearer|basic|token|bot|dpop|ssws|apikey|api-key|key|geniekey|negotiate|ntlm",
+    re.IGNORECASE,
+)
+"""HTTP authentication schemes. Named, not any first word: in ``agcore
+production-cluster`` the second word is no credential."""
+_PLAIN_QUERY = re.compile(r"(?:api[-_]?)?version|format", re.IGNORECASE)
+"""Query parameters plainly no secret (Azure's ``api-version``): their values are shown,
+as they tell which API a message is about."""
+
+
+def _plain(name: str) -> bool:
+    return _PLAIN_QUERY.fullmatch(unquote_plus(name)) is not None
+
 
 def secret_values(values: Iterable[str]) -> list[str]:
     """The ``values`` worth masking (:data:`MIN_SECRET` characters or more), longest
@@ -40,15 +55,25 @@ def secret_values(values: Iterable[str]) -> list[str]:
 
 
 def header_secrets(values: Iterable[object]) -> list[str]:
-    """HTTP header values and each word of one (the token of ``Bearer ...``), the
-    strings among them only.
+    """HTTP header values, the strings among them only, and the credential after an
+    authentication scheme (the token of ``Bearer ...``, ``Basic ...``, ``Token ...``).
+    Not each word of any value: ``application/json, text/event-stream`` is no secret.
 
     Example:
-        >>> header_secrets(["Bearer ghp_S3CRETt0ken", 3])
-        ['Bearer ghp_S3CRETt0ken', 'Bearer', 'ghp_S3CRETt0ken']
+        >>> header_secrets(["Bearer ghp_S3CRETt0ken", 3, "application/json, text/event-stream"])
+        ['Bearer ghp_S3CRETt0ken', 'ghp_S3CRETt0ken', 'application/json, text/event-stream']
     """
-    strings = [value for value in values if isinstance(value, str)]
-    return [*strings, *(word for value in strings for word in value.split())]
+    found = []
+    for value in values:
+        if not isinstance(value, str):
+            continue
+        found.append(value)
+        scheme, _, credential = value.strip().partition(" ")
+        credential = credential.strip()
+        # RFC 9110's "scheme token68": the scheme, then one credential.
+        if _SCHEME.fullmatch(scheme) and credential and not any(c.isspace() for c in credential):
+            found.append(credential)
+    return found
 
 
 def mask(text: str, secrets: Sequence[str]) -> str:
@@ -65,30 +90,44 @@ def mask(text: str, secrets: Sequence[str]) -> str:
 
 def url_without_secrets(url: str) -> str:
     """``url`` with no user or password, and its query's values shown as ``***``
-    (gateways and hosted servers take keys as ``?api-key=...``).
+    (gateways and hosted servers take keys as ``?api-key=...``), but for those of
+    parameters plainly no secret (``api-version``, ``version``, ``format``).
 
     Example:
         >>> url_without_secrets("https://u:pw@gw.example.com:8443/v1?api-key=s3cret&x")
         'https://gw.example.com:8443/v1?api-key=***&x=***'
+        >>> url_without_secrets("https://res.openai.azure.com/openai?api-version=2024-10-21")
+        'https://res.openai.azure.com/openai?api-version=2024-10-21'
     """
     parts = urlsplit(url)
-    query = "&".join(f"{part.partition('=')[0]}=***" for part in parts.query.split("&") if part)
+    query = "&".join(
+        part if _plain(name) else f"{name}=***"
+        for part in parts.query.split("&")
+        if part
+        for name in [part.partition("=")[0]]
+    )
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
 
 
-def url_secrets(url: str) -> list[str]:
+def url_secrets(url: str, named: Callable[[str], bool] | None = None) -> list[str]:
     """The secrets :func:`url_without_secrets` hides: the password and the query's
-    values, each as written and decoded (a server may echo either). Not the user name,
-    which is no secret and often an ordinary word ("postgres").
+    values, each as written and decoded (a server may echo either); of the query, only
+    those whose parameter's name ``named`` accepts, if given. Not the user name, which
+    is no secret and often an ordinary word ("postgres").
 
     Example:
-        >>> url_secrets("postgresql://app:p%40ss@db/prod?sslkey=k%2B1")
+        >>> url_secrets("postgresql://app:p%40ss@db/prod?sslkey=k%2B1&version=2024-10-21")
         ['p%40ss', 'p@ss', 'k%2B1', 'k+1']
+        >>> url_secrets("https://x/mcp?token=t1&workspace=w1", named=lambda name: name == "token")
+        ['t1']
     """
     parts = urlsplit(url)
     written = [parts.password]
-    written += [part.partition("=")[2] for part in parts.query.split("&")]
+    for part in parts.query.split("&"):
+        name, _, value = part.partition("=")
+        if not _plain(name) and (named is None or named(unquote_plus(name))):
+            written.append(value)
     found: dict[str, None] = {}
     for value in filter(None, written):
         found.update(dict.fromkeys((value, unquote(value), unquote_plus(value))))
@@ -115,7 +154,19 @@ def masked_error(exc: BaseException, redact: Callable[[str], str]) -> BaseExcept
         >>> masked_error(clean, hide) is clean
         True
     """
-    return _masked(exc, redact, {})
+    try:
+        return _masked(exc, redact, {})
+    except Exception:  # noqa: BLE001 - a masking bug must never hide the error it masks
+        # Not from exc, nor with its text unmasked: the secret would print with it.
+        kind = type(exc)
+        return Exception(f"{kind.__module__}.{kind.__qualname__}: {_safe_text(exc, redact)}")
+
+
+def _safe_text(exc: BaseException, redact: Callable[[str], str]) -> str:
+    try:
+        return redact(str(exc))
+    except Exception:  # noqa: BLE001 - its str() or the masking failed: no text then
+        return "(its message could not be read and masked)"
 
 
 def _masked(
@@ -131,7 +182,7 @@ def _masked(
     notes = getattr(exc, "__notes__", None)  # printed too; kept in vars(exc)
     if (
         shown == text
-        and _masked_value(notes, redact) == notes
+        and not (isinstance(notes, list) and any(_changes(note, redact) for note in notes))
         and cause is exc.__cause__
         and context is exc.__context__
     ):
@@ -159,13 +210,87 @@ def _stand_in(exc: BaseException, shown: str, redact: Callable[[str], str]) -> B
     return stand_in
 
 
+def _changes(note: object, redact: Callable[[str], str]) -> bool:
+    return isinstance(note, str) and redact(note) != note
+
+
 def _masked_value(value: Any, redact: Callable[[str], str]) -> Any:
+    """``value`` with every string in it redacted: its dicts, lists and tuples copied,
+    however deep they nest (an API error's body parsed from JSON may nest thousands
+    deep: no recursion) and when they contain themselves (each copied once).
+
+    Example:
+        >>> loop: list = ["ghp_S3CRETt0ken"]
+        >>> loop.append(loop)
+        >>> copied = _masked_value({"body": (loop, 3)}, lambda text: text.replace("S3CRET", "***"))
+        >>> copied["body"][0][0], copied["body"][0][1] is copied["body"][0]
+        ('ghp_***t0ken', True)
+    """
     if isinstance(value, str):
         return redact(value)
-    if isinstance(value, dict):
-        return {key: _masked_value(item, redact) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_masked_value(item, redact) for item in value]
-    if type(value) is tuple:
-        return tuple(_masked_value(item, redact) for item in value)
-    return value
+    if not _is_container(value):
+        return value
+    copies: dict[int, Any] = {}
+    stack = [_Copying(value, copies)]
+    while True:
+        frame = stack[-1]
+        inner = frame.fill(redact, copies)
+        if inner is not None:
+            stack.append(_Copying(inner, copies))
+            continue
+        stack.pop()
+        done = frame.done(copies)
+        if not stack:
+            return done
+        stack[-1].put(done)
+
+
+def _is_container(value: object) -> bool:
+    return isinstance(value, (dict, list)) or type(value) is tuple
+
+
+_BUILDING = object()
+"""What a tuple's copy is while its items are copied (it cannot hold itself)."""
+
+
+class _Copying:
+    """One dict, list or tuple being copied by :func:`_masked_value`."""
+
+    __slots__ = ("items", "key", "source", "target")
+
+    def __init__(self, source: Any, copies: dict[int, Any]) -> None:
+        self.source = source
+        self.target: Any = {} if isinstance(source, dict) else []
+        copies[id(source)] = _BUILDING if type(source) is tuple else self.target
+        self.items = iter(source.items() if isinstance(source, dict) else enumerate(source))
+        self.key: Any = None
+
+    def fill(self, redact: Callable[[str], str], copies: dict[int, Any]) -> Any:
+        """Copy items until one is a container not copied yet: return it (None at the end)."""
+        for key, item in self.items:
+            self.key = key
+            if isinstance(item, str):
+                self.put(redact(item))
+            elif not _is_container(item):
+                self.put(item)
+            elif id(item) in copies:
+                copy = copies[id(item)]
+                if copy is _BUILDING:
+                    raise ValueError("a tuple that contains itself cannot be copied")
+                self.put(copy)
+            else:
+                return item
+        return None
+
+    def put(self, value: Any) -> None:
+        """The copy of the item at ``key``."""
+        if isinstance(self.target, dict):
+            self.target[self.key] = value
+        else:
+            self.target.append(value)
+
+    def done(self, copies: dict[int, Any]) -> Any:
+        if type(self.source) is not tuple:
+            return self.target
+        copies[id(self.source)] = copy = tuple(self.target)
+        return copy

@@ -689,9 +689,14 @@ class ToolRegistry(RegistrySync):
         cancelled and its invocation holds a :class:`ToolTimeoutError`. The timeout
         works by cancelling the call's task: an async tool that swallows the
         cancellation keeps the batch waiting until it returns (with no bound), and
-        its result then counts as a success. Nothing is
-        raised: not-found and permission errors are recorded in the invocations too.
-        Cancelling the caller cancels every call still running.
+        its result then counts as a success. Nothing is raised for a call:
+        not-found and permission errors are recorded in the invocations too (a call
+        with an empty name gets a :class:`~agcore_tools.ToolNotFoundError`, one whose
+        name is no str, such as the tool object, a
+        :class:`~agcore_tools.ToolConfigError` naming the fix, and does not run).
+        Only ``calls`` that is no list of calls, or holds an item that is no call,
+        raises (a :class:`~agcore_tools.ToolConfigError`), as do a bad ``timeout``
+        or ``ctx``. Cancelling the caller cancels every call still running.
 
         Example:
             >>> import asyncio
@@ -707,7 +712,7 @@ class ToolRegistry(RegistrySync):
         normalised = listed_calls(calls, "invoke_all()")
         results: list[ToolInvocation | None] = [None] * len(normalised)
         async with contextlib.aclosing(
-            self.invoke_as_completed(normalised, ctx=ctx, timeout=timeout)
+            as_completed(self._table, normalised, ctx, timeout, caller="invoke_all()")
         ) as finished:
             async for position, invocation in finished:
                 results[position] = invocation
@@ -739,7 +744,8 @@ class ToolRegistry(RegistrySync):
         """
         check_timeout(timeout, "invoke_as_completed() timeout")
         check_context(ctx, "invoke_as_completed()")
-        return as_completed(self._table, listed_calls(calls, "invoke_as_completed()"), ctx, timeout)
+        listed = listed_calls(calls, "invoke_as_completed()")
+        return as_completed(self._table, listed, ctx, timeout, caller="invoke_as_completed()")
 
     async def run_tool_calls(
         self,

@@ -135,3 +135,73 @@ def test_what_an_mcp_servers_transport_hides_is_scrubbed_from_the_file(tmp_path:
         replayed = asyncio.run(run(cassette, "http://127.0.0.1:9/mcp"))
     assert "[scrubbed]" in replayed[0] and replayed[1] == "given [scrubbed]"
     assert replayed[2].endswith("upstream 401: [scrubbed]")
+
+
+def test_an_mcp_servers_ordinary_env_and_header_values_stay_in_the_file_as_recorded(
+    tmp_path: Path,
+) -> None:
+    # Every env and header value of a wrapped client was scrubbed from the whole file,
+    # dict keys included: NODE_ENV=production turned the model's "deploy to production
+    # now" into "deploy to [scrubbed] now" on replay. Only secret-named ones are now.
+    env_token, header_token = "ENVTOKEN-1111111111", "HDR-333333333"
+    path = tmp_path / "ordinary.json"
+    stdio = McpClient("fx", fixture_stdio(env={"NODE_ENV": "production", "API_TOKEN": env_token}))
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "X-Deployment": "production-eu-west",
+        "Authorization": f"Bearer {header_token}",
+    }
+
+    async def run(cassette: Cassette, base_url: str, http_url: str) -> list[object]:
+        seen: list[object] = []
+        options = {"base_url": base_url, "api_key": "x"} if cassette.recording else {}
+        async with cassette.client(**options) as client:
+            reply = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}]
+            )
+            seen.append(reply.choices[0].message.content)
+            stream = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "again"}], stream=True
+            )
+            seen.append(
+                "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+            )
+        async with cassette.mcp(stdio) as fx:
+            environment = await fx.call_tool("environment")
+            assert isinstance(environment, dict)
+            seen.append([environment["NODE_ENV"], environment["API_TOKEN"]])
+            seen.append(await fx.call_tool("weather", {"city": "Lima"}))
+        http = McpClient("web", StreamableHttpTransport(http_url, headers))
+        async with cassette.mcp(http) as web:
+            seen.append(await web.call_tool("echo", {"text": "region production-eu-west"}))
+            seen.append(await web.call_tool("echo", {"text": f"given {header_token}"}))
+        return seen
+
+    server = HttpServer()
+    script = [S.reply_text("deploy to production now"), S.reply_text("streamed production")]
+    try:
+        with S(script) as model, Cassette(path, "rewrite", secrets=["temperature"]) as cassette:
+            recorded = asyncio.run(run(cassette, model.base_url, server.url))
+    finally:
+        server.stop()
+    assert recorded == [
+        "deploy to production now",
+        "streamed production",
+        ["production", env_token],
+        {"city": "Lima", "temperature": 21.5},
+        "region production-eu-west",
+        f"given {header_token}",
+    ]
+    text = path.read_text()
+    assert env_token not in text and header_token not in text
+    assert "application/json" in text and "text/event-stream" in text  # the content types
+
+    with no_network(), Cassette(path, "none") as cassette:
+        replayed = asyncio.run(run(cassette, "unused", "http://127.0.0.1:9/mcp"))
+    assert replayed == [
+        *recorded[:2],
+        ["production", "[scrubbed]"],
+        {"city": "Lima", "temperature": 21.5},  # a key named as a secret stays a key
+        "region production-eu-west",
+        "given [scrubbed]",
+    ]

@@ -398,10 +398,6 @@ def test_a_tool_name_that_is_no_string_is_the_callers_mistake_naming_the_fix() -
         ),
         ("got ToolEntry: use invoke('search', ...)", lambda: registry.invoke(entry, {})),  # type: ignore[arg-type]
         ("invoke() takes a tool name, got an empty string", lambda: registry.invoke("", {})),
-        (
-            "invoke_all() takes a tool name (a str), got Recorder: use ('search', args)",
-            lambda: registry.invoke_all([(tool, {})]),
-        ),
     ]
     for message, mistake in mistakes:
         with pytest.raises(ToolConfigError) as caught:
@@ -410,11 +406,60 @@ def test_a_tool_name_that_is_no_string_is_the_callers_mistake_naming_the_fix() -
         assert isinstance(caught.value, ValueError)
     with pytest.raises(ToolConfigError, match="got Recorder: use invoke"):
         registry.invoke_sync(tool, {})  # type: ignore[arg-type]
+    # In a batch, that call alone fails, saying so; the others run (see the test below).
+    [refused] = asyncio.run(registry.invoke_all([(tool, {})]))
+    assert isinstance(refused.error, ToolConfigError) and not refused.may_have_run
+    assert str(refused.error) == (
+        "invoke_all() takes a tool name (a str), got Recorder: use ('search', args)"
+    )
     # A model's nameless call still reaches the model as its own mistake.
     [answer] = registry.run_tool_calls_sync(
         [{"id": "c1", "type": "function", "function": {"name": "", "arguments": "{}"}}]
     )
     assert answer["content"].startswith("Error: the model sent a tool call without a name")
+
+
+@pytest.mark.parametrize("method", ["invoke_all", "invoke_as_completed"])
+async def test_a_batch_call_with_an_empty_or_no_str_name_fails_alone_and_the_others_run(
+    method: str,
+) -> None:
+    # A loop passing a model's calls to invoke_all() got the whole batch raised for one
+    # nameless call: the valid calls never ran, though nothing is to be raised.
+    registry = ToolRegistry()
+    tool = Recorder("search")
+    registry.register(tool)
+    calls = [
+        ToolCall("search", {"q": 1}, call_id="c1"),
+        ToolCall("", {}, call_id="c2"),
+        ToolCall(None, {}, call_id="c3"),  # type: ignore[arg-type]
+        ToolCall(tool, {}, call_id="c4"),  # type: ignore[arg-type]
+        ToolCall(["search"], {}, call_id="c5"),  # type: ignore[arg-type]
+    ]
+    if method == "invoke_all":
+        results = await registry.invoke_all(calls)
+    else:
+        ended = [pair async for pair in registry.invoke_as_completed(calls)]
+        results = [invocation for _, invocation in sorted(ended, key=lambda pair: pair[0])]
+    ran, empty, none, tool_object, listed = results
+    assert ran.ok and ran.result() == {"echo": {"q": 1}, "call_id": "c1"}
+    for nameless in (empty, none):
+        assert isinstance(nameless.error, ToolNotFoundError)
+        assert str(nameless.error).startswith("the model sent a tool call without a name")
+    assert isinstance(tool_object.error, ToolConfigError) and tool_object.call_id == "c4"
+    assert str(tool_object.error) == (
+        f"{method}() takes a tool name (a str), got Recorder: use ('search', args)"
+    )
+    assert str(listed.error) == f"{method}() takes a tool name (a str), got list"
+    assert [r.call_id for r in results] == ["c1", "c2", "c3", "c4", "c5"]
+    assert tool.runs == [{"q": 1}]
+    # With more tools than the error lists, the closest names to None were looked up.
+    for number in range(40):
+        registry.register(Recorder(f"tool_{number}"))
+    [none] = await registry.invoke_all([ToolCall(None, {})])  # type: ignore[arg-type]
+    assert str(none.error) == "the model sent a tool call without a name: 41 tools are registered"
+    # An item that is no call at all is still refused, as the list that is none is.
+    with pytest.raises(ToolConfigError, match=r"takes \(name, args\) pairs"):
+        await registry.invoke_all([("search", {}), "search"])  # type: ignore[list-item]
 
 
 async def test_invoke_raises_not_found() -> None:

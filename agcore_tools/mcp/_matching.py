@@ -22,7 +22,10 @@ Where the request is known:
   An answer the SDK cannot read (an ``error`` without ``code``, ``"result": null``, no
   ``"jsonrpc"``) that carries a pending request's id fails that request at once with
   "got an invalid answer" (:func:`invalid_reason` recognises it), instead of being
-  skipped as stray output while the request waits out its timeout.
+  skipped as stray output while the request waits out its timeout. A line counts as
+  an answer only if it has ``"result"`` or ``"error"``, and, without
+  ``"jsonrpc": "2.0"``, no other members than an answer's: a JSON log line that merely
+  has an ``"id"`` stays stray output.
 
 Kept free of SDK and httpx imports at module level: the framing and the guard load it.
 JSON is read with ``pydantic_core.from_json``, a few microseconds per answer.
@@ -54,6 +57,7 @@ _MARK = "agcore_tools.mismatched_id"
 _INVALID = "agcore_tools.invalid_answer"
 """The key in the error's ``data`` that marks an answer standing in for an invalid one."""
 _INTERNAL_ERROR = -32603  # mcp_types.INTERNAL_ERROR
+_ANSWER_MEMBERS = frozenset({"jsonrpc", "id", "result", "error"})
 _LONG_LIVED = frozenset({"subscriptions/listen"})
 """Requests answered only when they end: never taken as the one a stray answer is for."""
 
@@ -122,8 +126,9 @@ def invalid_reason(data: Any, message: str) -> str | None:
 
 
 def _answer_problem(message: dict[str, Any]) -> str:
-    """What makes ``message``, a JSON object with an id, no valid JSON-RPC answer
-    (its values are not shown: they may hold anything).
+    """What makes ``message``, a JSON object with an id and a ``"result"`` or an
+    ``"error"``, no valid JSON-RPC answer (its values are not shown: they may hold
+    anything).
 
     Example:
         >>> _answer_problem({"jsonrpc": "2.0", "id": 1, "result": None})
@@ -144,12 +149,31 @@ def _answer_problem(message: dict[str, Any]) -> str:
             return f'its "error" has a "code" that is {_kind(code)}, not an integer'
         if not isinstance(text, str):
             return f'its "error" has a "message" that is {_kind(text)}, not a string'
-    elif "result" in message:
-        if not isinstance(message["result"], dict):
-            return f'its "result" is {_kind(message["result"])}, not an object'
-    else:
-        return 'it has neither "result" nor "error"'
+    elif not isinstance(message["result"], dict):
+        return f'its "result" is {_kind(message["result"])}, not an object'
     return "it does not match the JSON-RPC answer schema"
+
+
+def _looks_like_answer(message: dict[str, Any]) -> bool:
+    """Whether ``message``, a JSON object read from stdout, is meant as a JSON-RPC answer.
+
+    It must carry ``"result"`` or ``"error"`` (what makes an answer one) and no
+    ``"method"``. Without ``"jsonrpc": "2.0"`` it must also hold nothing but the
+    answer's members: a JSON logger's line often has an ``"id"`` and may have an
+    ``"error"``, but also a level, a message or a time, and must stay stray output
+    instead of failing the request whose id it happens to carry.
+
+    Example:
+        >>> _looks_like_answer({"id": 3, "result": None})
+        True
+        >>> _looks_like_answer({"level": "info", "id": 3, "msg": "handling tool call"})
+        False
+        >>> _looks_like_answer({"level": "error", "id": 3, "error": "disk slow"})
+        False
+    """
+    if "method" in message or ("result" not in message and "error" not in message):
+        return False
+    return message.get("jsonrpc") == "2.0" or message.keys() <= _ANSWER_MEMBERS
 
 
 def _kind(value: Any) -> str:
@@ -350,8 +374,8 @@ class PendingIds:
             message = from_json(line)
         except ValueError:
             return None
-        if not isinstance(message, dict) or "method" in message:
-            return None
+        if not isinstance(message, dict) or not _looks_like_answer(message):
+            return None  # stray output, such as a JSON log line that has an "id" field
         request_id = message.get("id")
         if type(request_id) not in (int, str):
             return None  # no id, or one that no request of the SDK's (integers) has

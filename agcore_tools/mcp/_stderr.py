@@ -20,13 +20,19 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .._redact import header_secrets, mask, secret_values
-from .transport import StdioTransport, StreamableHttpTransport, _arg_secrets
+from .._redact import header_secrets, mask, secret_values, url_secrets
+from .transport import (
+    StdioTransport,
+    StreamableHttpTransport,
+    _arg_secrets,
+    _named_arg_secrets,
+    _secret_name,
+)
 
 if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream
 
-__all__ = ["StderrLog", "transport_secrets"]
+__all__ = ["StderrLog", "named_transport_secrets", "transport_secrets"]
 
 logger = logging.getLogger("agcore_tools.mcp.stderr")
 
@@ -39,13 +45,14 @@ _LINES_PER_SECOND = 200
 def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> list[str]:
     """What a server may echo that a log must not show (``_redact.secret_values``): a
     stdio server's ``env`` values and the arguments its command line shows as ``***``
-    (see :meth:`StdioTransport.describe`); an HTTP server's header values, and each
-    word of one (the token of ``Bearer ...``).
+    (see :meth:`StdioTransport.describe`); an HTTP server's header values, and the
+    credential after an authentication scheme (the token of ``Bearer ...``).
 
     Example:
-        >>> http = StreamableHttpTransport("https://x/mcp", {"Authorization": "Bearer ghp_S3CRETt0ken"})
+        >>> http = StreamableHttpTransport("https://x/mcp", {"Authorization": "Bearer ghp_S3CRETt0ken",
+        ...                                                  "Accept": "application/json, text/event-stream"})
         >>> transport_secrets(http)
-        ['Bearer ghp_S3CRETt0ken', 'ghp_S3CRETt0ken']
+        ['application/json, text/event-stream', 'Bearer ghp_S3CRETt0ken', 'ghp_S3CRETt0ken']
         >>> transport_secrets(StdioTransport("npx", ["srv", "--api-key", "sk-S3CRETkey"],
         ...                                  env={"DB_PASSWORD": "hunter2-pw"}))
         ['sk-S3CRETkey', 'hunter2-pw']
@@ -53,6 +60,37 @@ def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> li
     if isinstance(transport, StdioTransport):
         return secret_values([*(transport.env or {}).values(), *_arg_secrets(transport.args)])
     return secret_values(header_secrets((transport.headers or {}).values()))
+
+
+def named_transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> list[str]:
+    """Those of :func:`transport_secrets` that a name or a prefix marks as secrets, as
+    a cassette scrubs them from its whole file (where an ordinary value, such as
+    ``NODE_ENV=production``, would corrupt what is replayed): the ``env`` values and
+    headers whose names end in ``token``, ``key``, ``password``, ``secret``, ... (and
+    ``Authorization``, with the token after its scheme); what the command line shows as
+    ``***`` for such a name or a key's known prefix (see
+    :meth:`StdioTransport.describe`), in ``env`` values too; a URL's password and its
+    secret-named query values. Values of any length, longest first.
+
+    Example:
+        >>> named_transport_secrets(StdioTransport("docker", ["run", "-e", "NODE_ENV=production",
+        ...     "-e", "API_TOKEN=t-S3CRET"], env={"LANG": "en_US.UTF-8", "DB_PASSWORD": "hunter2-pw",
+        ...     "DATABASE_URL": "postgresql://app:pw-S3CRET@db/prod"}))
+        ['hunter2-pw', 'pw-S3CRET', 't-S3CRET']
+        >>> named_transport_secrets(StreamableHttpTransport("https://x/mcp?token=t-S3CRET",
+        ...     {"Authorization": "Bearer ghp_S3CRETt0ken", "Accept": "application/json"}))
+        ['Bearer ghp_S3CRETt0ken', 'ghp_S3CRETt0ken', 't-S3CRET']
+    """
+    found: list[str] = []
+    if isinstance(transport, StdioTransport):
+        # An env entry is what docker's -e NAME=value is: named by NAME, or by its content.
+        env = [f"{name}={value}" for name, value in (transport.env or {}).items()]
+        found += _named_arg_secrets([*transport.args, *env])
+    else:
+        headers = (transport.headers or {}).items()
+        found += header_secrets(value for name, value in headers if _secret_name(name))
+        found += url_secrets(transport.url, _secret_name)
+    return sorted(set(found), key=lambda value: (-len(value), value))
 
 
 class StderrLog:

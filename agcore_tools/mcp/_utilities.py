@@ -36,17 +36,22 @@ async def ping(session: Session) -> float:
 
 
 def check_log_level(server_name: str, level: object) -> str | None:
-    """``McpClient(log_level=...)``, once it is one of MCP's levels or None: a misspelt
-    one was taken and sent at every connect, for the server to refuse.
+    """``McpClient(log_level=...)``, once it is one of MCP's levels (in any case, as
+    Python's logging spells them: ``"WARNING"``) or None, in lower case as MCP sends
+    it: a misspelt one was taken and sent at every connect, for the server to refuse.
 
     Example:
+        >>> check_log_level("demo", "WARNING")
+        'warning'
         >>> check_log_level("demo", "loud")
         Traceback (most recent call last):
         ...
         agcore_tools.error.ToolConfigError: MCP server 'demo': log_level must be one of debug, info, notice, warning, error, critical, alert, emergency or None, got 'loud'
     """
-    if level is None or (isinstance(level, str) and level in LOG_LEVELS):
-        return level
+    if level is None:
+        return None
+    if isinstance(level, str) and level.lower() in LOG_LEVELS:
+        return level.lower()
     raise ToolConfigError(
         f"MCP server '{server_name}': log_level must be one of {', '.join(LOG_LEVELS)} or "
         f"None, got {level!r}"
@@ -54,8 +59,10 @@ def check_log_level(server_name: str, level: object) -> str | None:
 
 
 async def set_log_level(session: Session, level: str) -> None:
-    """Ask for log messages at ``level`` and above."""
-    if level not in LOG_LEVELS:
+    """Ask for log messages at ``level`` and above (in any case: sent in lower case)."""
+    if isinstance(level, str) and level.lower() in LOG_LEVELS:
+        level = level.lower()
+    else:
         raise McpUsageError(
             f"MCP server '{session.server_name}': unknown log level {level!r}; "
             f"use one of {', '.join(LOG_LEVELS)}"

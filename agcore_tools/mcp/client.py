@@ -187,8 +187,9 @@ class McpClient(SyncClientMethods):
             on_log: Called with each :class:`McpLogMessage` (sync or async).
             on_progress: Called with each :class:`McpProgress` of a tool call.
             log_level: The lowest level of log messages to ask 2026-07-28 servers for,
-                one of MCP's (``"debug"`` to ``"emergency"``), or None to ask for none;
-                older servers choose themselves.
+                one of MCP's (``"debug"`` to ``"emergency"``, in any case: ``"WARNING"``
+                is taken as ``"warning"``), or None to ask for none; older servers
+                choose themselves.
             protocol: ``"auto"`` tries 2026-07-28 first; ``"legacy"`` goes straight to
                 the ``initialize`` handshake, saving a round trip with older servers.
             recovery: Restarts after a lost connection or session, and the optional

@@ -21,9 +21,9 @@ from ..error import (
     _CassetteConfigError,
     _CassetteTypeError,
 )
-from ..mcp import McpClient
-from ..mcp._stderr import transport_secrets
-from ._tape_http import SCRUBBED, HttpTape
+from ..mcp import McpClient, StdioTransport, StreamableHttpTransport
+from ..mcp._stderr import named_transport_secrets
+from ._tape_http import SCRUBBED, HttpTape, collect_header_secrets, secret_named
 from ._tape_mcp import CassetteMcpClient, McpTape
 
 if TYPE_CHECKING:
@@ -284,9 +284,13 @@ class Cassette:
 
         Use the result where the client was used: ``async with``, ``definitions()``,
         ``call_tool()``, ``into_tools()``. Replaying, ``client`` is never connected.
-        Recording, what its transport hides from logs (a stdio server's ``env`` values
-        and the arguments its command line shows as ``***``, an HTTP server's header
-        values) is scrubbed from the file too: a server may quote its token in an error.
+        Recording, its transport's secrets are scrubbed from the file too, since a
+        server may quote its token in an error: the values of a stdio server's ``env``
+        entries and an HTTP server's headers whose names look secret (``API_TOKEN``,
+        ``Authorization`` and the token after ``Bearer``), and what its command line
+        shows as ``***`` for such a name or a key's known prefix. Not ordinary values
+        (``NODE_ENV=production``): scrubbed from the whole file, they would change
+        what is replayed.
 
         Example:
             >>> from agcore_tools import McpClient, StdioTransport
@@ -294,7 +298,7 @@ class Cassette:
             <CassetteMcpClient 'fs' replaying>
         """
         if self.recording:
-            self._secrets.update(transport_secrets(client.transport))
+            self._secrets.update(_transport_secrets(client.transport))
         return CassetteMcpClient(self._mcp, client, recording=self.recording)
 
     # -- the end ---------------------------------------------------------------------------
@@ -419,14 +423,26 @@ def _scrubbed_base(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
+def _transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> set[str]:
+    # The rule the requests' header names are judged by applies too: a name holding
+    # key, token, auth... (SECRET_KEY_BASE, which ends in no secret's word).
+    found = set(named_transport_secrets(transport))
+    if isinstance(transport, StdioTransport):
+        found.update(v for name, v in (transport.env or {}).items() if secret_named(name))
+    else:
+        collect_header_secrets((transport.headers or {}).items(), found)
+    return found
+
+
 def _scrub(value: Any, secrets: list[str]) -> Any:
+    # Values only: a key is the file's structure ("role", "content", a tool's name).
     if isinstance(value, str):
         for secret in secrets:
             if secret in value:
                 value = value.replace(secret, SCRUBBED)
         return value
     if isinstance(value, dict):
-        return {_scrub(k, secrets): _scrub(v, secrets) for k, v in value.items()}
+        return {k: _scrub(v, secrets) for k, v in value.items()}
     if isinstance(value, list):
         return [_scrub(item, secrets) for item in value]
     return cast(Any, value)

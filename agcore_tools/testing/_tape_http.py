@@ -19,6 +19,7 @@ import json
 import logging
 import re
 import urllib.parse
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..error import CassetteError, CassetteMismatchError
@@ -27,7 +28,16 @@ from ._diff import SCRUBBED, first_difference, json_path, scrubbed_match
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["KEPT_HEADERS", "SCRUBBED", "HttpTape", "decode_body", "encode_body", "request_entry"]
+__all__ = [
+    "KEPT_HEADERS",
+    "SCRUBBED",
+    "HttpTape",
+    "collect_header_secrets",
+    "decode_body",
+    "encode_body",
+    "request_entry",
+    "secret_named",
+]
 
 logger = logging.getLogger("agcore_tools.testing")
 
@@ -144,16 +154,36 @@ def _scrubbed_url(url: httpx2.URL, secrets: set[str]) -> str:
     )
 
 
-def _collect_secrets(headers: httpx2.Headers, secrets: set[str]) -> None:
-    for name, value in headers.multi_items():
+def secret_named(name: str) -> bool:
+    """Whether a header, query parameter, body field or variable ``name`` holds a word
+    of a secret's (``auth``, ``key``, ``token``, ``secret``, ``password``, ...).
+
+    Example:
+        >>> [secret_named(n) for n in ("X-Api-Key", "SECRET_KEY_BASE", "NODE_ENV")]
+        [True, True, False]
+    """
+    return _SECRET_NAME.search(name) is not None
+
+
+def collect_header_secrets(headers: Iterable[tuple[str, str]], secrets: set[str]) -> None:
+    """Add to ``secrets`` the values of the ``headers`` (name, value) named like secrets
+    (and ``OpenAI-Organization``): the whole value, the credential after its scheme,
+    each cookie's value.
+
+    Example:
+        >>> found = set()
+        >>> collect_header_secrets([("Authorization", "Bearer t1"), ("Accept", "text/html")], found)
+        >>> sorted(found)
+        ['Bearer t1', 't1']
+    """
+    for name, value in headers:
         if not _SECRET_NAME.search(name) and name.lower() not in ("openai-organization",):
             continue
         secrets.add(value)
         scheme, _, credential = value.partition(" ")
         if credential and scheme.lower() in ("bearer", "basic", "token"):
             secrets.add(credential)
-        for cookie in value.split(";"):
-            secrets.add(cookie.partition("=")[2].strip())
+        secrets.update(filter(None, (c.partition("=")[2].strip() for c in value.split(";"))))
 
 
 def _scrubbed_json(value: Any, secrets: set[str]) -> Any:
@@ -184,7 +214,7 @@ def request_entry(request: httpx2.Request, body: bytes, secrets: set[str]) -> di
         >>> sorted(found)
         ['k1', 'sk-in-body-123']
     """
-    _collect_secrets(request.headers, secrets)
+    collect_header_secrets(request.headers.multi_items(), secrets)
     entry = {"method": request.method, "url": _scrubbed_url(request.url, secrets)}
     entry.update(encode_body(request.headers.get("content-type", ""), body))
     if "json" in entry:

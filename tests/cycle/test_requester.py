@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError
+from agcore_tools._redact import mask, masked_error
 from agcore_tools.cycle import OpenAIRequester, Requester, StreamEvent, TurnRequest
 from agcore_tools.cycle._client import provided_keys
-from agcore_tools.testing import RawStream, ScriptedChatServer
+from agcore_tools.testing import RawResponse, RawStream, ScriptedChatServer
 
 from .conftest import S
 
@@ -271,20 +272,97 @@ async def test_an_error_event_in_a_stream_has_the_key_masked() -> None:
 
 async def test_a_key_in_the_base_urls_query_is_not_shown_when_no_server_answers() -> None:
     # Gateways (Azure APIM and the like) take their key as ?api-key=...; the server the
-    # loop names when it reaches none is shown as the MCP transports show theirs.
+    # loop names when it reaches none is shown as the MCP transports show theirs. Azure's
+    # api-version is no secret, and tells which API was asked: it stays.
     from openai import AsyncOpenAI
 
     key = "sk-SECRET-query-0123456789"
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    client = AsyncOpenAI(api_key="sk-test", base_url=f"http://127.0.0.1:{port}/v1?api-key={key}")
+    base_url = f"http://127.0.0.1:{port}/v1?api-version=2024-10-21&api-key={key}"
+    client = AsyncOpenAI(api_key="sk-test", base_url=base_url)
     cycle = LlmCycle(CycleConfig("m", max_retries=0), client=client)
     with pytest.raises(LlmError) as caught:
         await cycle.submit("hi")
     await client.close()
-    assert f"; server http://127.0.0.1:{port}/v1/?api-key=***)" in str(caught.value)
+    shown = f"; server http://127.0.0.1:{port}/v1/?api-version=2024-10-21&api-key=***)"
+    assert shown in str(caught.value)
     assert key not in "".join(traceback.format_exception(caught.value))
+
+
+async def test_an_echoed_key_with_a_deeply_nested_error_body_still_gives_the_loops_error() -> None:
+    # Masking the SDK error's body recursed: 900 levels of JSON under an echoed key
+    # raised RecursionError in place of the LlmError, chained to the unmasked error.
+    from openai import AsyncOpenAI
+
+    key = "sk-proj-Zq8v1S3CRETk3yABCDEFGH"
+
+    def answer(request: Any) -> RawResponse:
+        detail: dict[str, Any] = {}
+        inner = detail
+        for _ in range(900):
+            inner["x"] = inner = {}
+        message = f"Incorrect API key provided: {request.headers['authorization']}"
+        error = {"message": message, "type": "auth", "code": None, "detail": detail}
+        return RawResponse(401, {"error": error}, {})
+
+    with ScriptedChatServer([answer]) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key=key, max_retries=0)
+        cycle = LlmCycle(CycleConfig("m", max_retries=0), client=client)
+        with pytest.raises(LlmError) as caught:
+            await cycle.submit("hi")
+        await client.close()
+    assert str(caught.value).endswith("Incorrect API key provided: Bearer ***")
+    cause: Any = caught.value.__cause__
+    assert type(cause).__name__ == "AuthenticationError" and key not in str(cause.body)
+    assert key not in "".join(traceback.format_exception(caught.value))
+
+
+def test_masking_an_error_never_raises_in_its_place() -> None:
+    # An attribute that holds itself, a body nested deeper than Python recurses, an
+    # error whose str() fails: each made masked_error raise, hiding the real error.
+    key = "sk-SECRET-123456789"
+
+    def hide(text: str) -> str:
+        return mask(text, [key])
+
+    class Cyclic(Exception):
+        pass
+
+    class Deep(Exception):
+        pass
+
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError(f"cannot print {key}")
+
+    cyclic = Cyclic(f"bad key {key}")
+    loop: list[Any] = [key]
+    loop.append(loop)
+    cyclic.items = (loop, {"again": loop})  # type: ignore[attr-defined]
+    deep = Deep(f"bad key {key}")
+    body: dict[str, Any] = {}
+    inner = body
+    for _ in range(3000):
+        inner["x"] = inner = {}
+    inner["key"] = key
+    deep.body = body  # type: ignore[attr-defined]
+
+    shown = masked_error(cyclic, hide)
+    assert type(shown) is Cyclic and str(shown) == "bad key ***"
+    copied, again = shown.items  # type: ignore[attr-defined]
+    assert copied[0] == "***" and copied[1] is copied and again["again"] is copied
+    shown = masked_error(deep, hide)
+    assert type(shown) is Deep and str(shown) == "bad key ***"
+    level = shown.body  # type: ignore[attr-defined]
+    for _ in range(3000):
+        level = level["x"]
+    assert level == {"key": "***"}
+    shown = masked_error(Unprintable(), hide)
+    assert type(shown) is Exception and shown.__cause__ is None and shown.__context__ is None
+    assert str(shown).endswith("Unprintable: (its message could not be read and masked)")
+    assert key not in "".join(traceback.format_exception(shown))
 
 
 async def test_the_error_chained_under_the_loops_error_has_the_key_masked(

@@ -176,7 +176,7 @@ def test_with_timeout_returns_the_client() -> None:
         ),
         ({"tools_ttl": "60"}, "tools_ttl must be seconds (0 or more) or None, got '60'"),
         ({"log_level": "loud"}, "MCP server 'x': log_level must be one of debug, info, notice,"),
-        ({"log_level": "INFO"}, "log_level must be one of debug"),
+        ({"log_level": 20}, "log_level must be one of debug"),
     ],
 )
 def test_a_bad_setting_is_refused_when_the_client_is_made(
@@ -192,6 +192,12 @@ def test_no_cache_no_log_level_and_mcps_levels_are_taken() -> None:
     client = McpClient("x", fixture_stdio(), tools_ttl=0, log_level=None)
     assert (client.tools_ttl, client.log_level) == (0, None)
     assert McpClient("x", fixture_stdio(), tools_ttl=2.5, log_level="warning").tools_ttl == 2.5
+
+
+def test_a_log_level_spelt_as_pythons_logging_spells_it_is_taken_in_lower_case() -> None:
+    # "WARNING", as logging.getLevelName() gives it, was refused when the client was made.
+    assert McpClient("x", fixture_stdio(), log_level="WARNING").log_level == "warning"
+    assert McpClient("x", fixture_stdio(), log_level="Error").log_level == "error"
 
 
 async def test_a_path_as_the_command_and_none_as_args_are_taken() -> None:

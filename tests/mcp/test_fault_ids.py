@@ -215,6 +215,26 @@ async def test_an_invalid_answer_to_a_call_fails_it_at_once_over_stdio_saying_wh
         }
 
 
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_json_log_line_carrying_a_waiting_calls_id_is_skipped_not_taken_for_its_answer(
+    protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A JSON logger on stdout writes {"level": ..., "id": 3, ...}: no answer, even with
+    # an "error" field, so the call waits for its real answer.
+    transport = StdioTransport(
+        sys.executable, [str(ANSWERS), "json-log", "tools/call", "echo"], stop_grace=1
+    )
+    client = McpClient("logs", transport, protocol=protocol, timeout=TIMEOUT)  # type: ignore[arg-type]
+    async with client:
+        assert await client.call_tool("echo", {"text": "mine"}) == "mine"
+        assert await client.call_tool("echo", {"text": "again"}) == "again"
+    assert mismatch_logged(caplog) == []
+    skipped = [
+        r.getMessage() for r in caplog.records if "is not JSON-RPC; skipped" in r.getMessage()
+    ]
+    assert skipped and "handling tool call" in skipped[0]
+
+
 async def test_an_invalid_answer_to_the_handshake_fails_the_start_at_once_saying_why() -> None:
     transport = StdioTransport(
         sys.executable, [str(ANSWERS), "no-jsonrpc", "initialize"], stop_grace=1

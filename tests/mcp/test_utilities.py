@@ -62,7 +62,7 @@ async def test_set_log_level_filters_the_servers_messages(make_client: Any, prot
         assert await logs.levels_of(client) == (
             everything if protocol == "legacy" else everything[1:]
         )
-        await client.set_log_level("error")
+        await client.set_log_level("ERROR")  # as Python's logging spells it
         assert client.log_level == "error"
         assert await logs.levels_of(client) == ["error"]
         await client.set_log_level("debug")
@@ -79,7 +79,7 @@ async def test_a_servers_log_messages_mask_its_credentials_as_its_stderr_does(
     caplog.set_level(logging.INFO, logger="agcore_tools.mcp.server")
     token = "ghp_S3CRETt0ken"
     stdio = make_client.transport == "stdio"
-    expected = 1 if stdio else 2
+    expected = 1 if stdio else 3
     received: list[McpLogMessage] = []
     all_in = asyncio.Event()
 
@@ -92,7 +92,8 @@ async def test_a_servers_log_messages_mask_its_credentials_as_its_stderr_does(
         client = make_client(env={"API_TOKEN": token}, on_log=on_log)
     else:
         url = make_client().transport.url  # the fixture server over HTTP
-        headers = {"Authorization": f"Bearer {token}"}
+        # Not each word of every header value: only the token after Bearer.
+        headers = {"Authorization": f"Bearer {token}", "X-Client": "agcore production-cluster"}
         client = McpClient(
             "fixture", StreamableHttpTransport(url, headers=headers), timeout=15, on_log=on_log
         )
@@ -105,6 +106,7 @@ async def test_a_servers_log_messages_mask_its_credentials_as_its_stderr_does(
     else:
         assert sorted(logged) == [
             "[fixture] authenticating with -",
+            "[fixture] client deployment: production-cluster",
             "[fixture] header: ***; token ***",
         ]
     assert token in "".join(str(message.data) for message in received)

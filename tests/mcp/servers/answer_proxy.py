@@ -7,7 +7,10 @@ except for the requests of METHOD (of TOOL alone, for ``tools/call``):
   that ignores requests it does not know (instead of answering -32601);
 - ``no-code``: the answer is an error object without ``code``;
 - ``null-result``: the answer carries ``"result": null``;
-- ``no-jsonrpc``: the answer lacks the ``"jsonrpc"`` member.
+- ``no-jsonrpc``: the answer lacks the ``"jsonrpc"`` member;
+- ``json-log``: the answer is left alone, but before the request is passed on, log
+  lines carrying its id (as a server with a JSON logger on stdout writes them) are
+  written to stdout: one with ``"id"`` alone, one with an ``"error"`` besides.
 """
 
 from __future__ import annotations
@@ -35,6 +38,13 @@ def spoiled(fault: str, answer: dict[str, Any]) -> dict[str, Any]:
     raise SystemExit(f"unknown fault {fault!r}")
 
 
+def json_logs(request_id: object) -> list[dict[str, object]]:
+    return [
+        {"level": "info", "id": request_id, "msg": "handling tool call"},
+        {"level": "error", "id": request_id, "error": "cache miss", "msg": "fetching"},
+    ]
+
+
 def main() -> None:
     fault, method, tool = sys.argv[1], sys.argv[2], (sys.argv[3:] or [None])[0]
     targets: set[object] = set()
@@ -48,6 +58,12 @@ def main() -> None:
             return line
         if fault == "ignore":
             return IGNORED
+        if fault == "json-log":
+            for log in json_logs(message["id"]):
+                # One write per line: the main thread writes the server's lines too.
+                sys.stdout.buffer.write(json.dumps(log).encode() + b"\n")
+                sys.stdout.buffer.flush()
+            return line
         with lock:
             targets.add(message["id"])
         return line

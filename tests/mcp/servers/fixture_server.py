@@ -488,11 +488,15 @@ async def log_each_level(ctx: Context) -> str:
 @server.tool(structured_output=False)
 async def log_credentials(ctx: Context) -> str:
     """Log the credentials it was given, as servers log their start-up settings: the
-    API_TOKEN environment variable, and over HTTP the Authorization header."""
+    API_TOKEN environment variable, and over HTTP the Authorization header (and the
+    last word of an X-Client header, no secret)."""
     await ctx.log("warning", f"authenticating with {os.environ.get('API_TOKEN', '-')}")
     authorization = (ctx.headers or {}).get("authorization")
     if authorization is not None:
         await ctx.log("warning", f"header: {authorization}; token {authorization.split()[-1]}")
+    client = (ctx.headers or {}).get("x-client")
+    if client is not None:
+        await ctx.log("warning", f"client deployment: {client.split()[-1]}")
     return "logged"
 
 
