@@ -428,8 +428,7 @@ async def test_a_needs_approval_check_that_never_answers_asks_a_person_at_the_ca
 
     calls = [_chat("pay", "c1", {"amount": 1}), _chat("refund", "c2", {"amount": 2})]
     try:
-        async with asyncio.timeout(10):
-            outputs = await registry.run_tool_calls(calls, timeout=0.05)
+        outputs = await asyncio.wait_for(registry.run_tool_calls(calls, timeout=0.05), 10)
     finally:
         release.set()
     assert list(outputs) == []
@@ -482,8 +481,7 @@ async def test_the_needs_approval_checks_of_a_turn_run_together_in_the_calls_ord
         _chat("refund", "c4", {"amount": 700}),
         _chat("pay", "c5", {"amount": 900}),
     ]
-    async with asyncio.timeout(10):
-        outputs = await registry.run_tool_calls(calls)
+    outputs = await asyncio.wait_for(registry.run_tool_calls(calls), 10)
     assert [m["content"] for m in outputs] == ["refunded 5", "paid 5"]
     returned = "needs approval (its needs_approval returned True)"
     assert [(r.call_id, r.reason) for r in outputs.pending_approvals] == [

@@ -298,15 +298,13 @@ async def test_the_loops_needs_approval_checks_run_together_within_its_tool_time
     )
     server = serve(together, S.reply_tool_calls([("wire", {"amount": 5}, "c_wire")]))
     cycle = make_cycle(server)
-    async with asyncio.timeout(10):
-        response = await cycle.submit_with_tools("pay both", registry)
+    response = await asyncio.wait_for(cycle.submit_with_tools("pay both", registry), 10)
     [request] = response.pending_approvals
     assert request.call_id == "c_big"
     assert request.reason == "tool 'pay' needs approval (its needs_approval returned True)"
     assert tool_messages(cycle.messages) == {"c_small": "paid 5"}
 
     stuck = make_cycle(server, tool_timeout=0.05)
-    async with asyncio.timeout(10):
-        response = await stuck.submit_with_tools("wire it", registry)
+    response = await asyncio.wait_for(stuck.submit_with_tools("wire it", registry), 10)
     [request] = response.pending_approvals
     assert request.reason == "tool 'wire' needs_approval did not answer within 0.05 s"
