@@ -16,6 +16,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+# The MCP SDK is imported here, at collection, not by the first connect of the run:
+# that import takes most of a second (more with cold caches), and it counts against
+# the first client's timeout, so a test bounding a start-up to 1 s would measure the
+# SDK's import instead of the server whenever it happened to run first.
+import anyio  # noqa: F401
+import mcp  # noqa: F401
 import pytest
 
 from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport
