@@ -22,12 +22,10 @@ import os
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
+from ._connection import Connection
 from ._state import State
-
-if TYPE_CHECKING:
-    from ._connection import Connection
 
 __all__ = ["Tracked", "watch", "weak_method"]
 
