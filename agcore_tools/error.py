@@ -909,3 +909,9 @@ class _CassetteTypeError(CassetteError, TypeError):
 class _CassetteConfigError(CassetteError, ValueError):
     """A :class:`~agcore_tools.testing.Cassette` set up so that it cannot work: an unknown
     record mode, or an OpenAI SDK it cannot plug into (a mistake in the caller's setup)."""
+
+
+class _ScriptedServerError(AgcoreError, RuntimeError):
+    """A :class:`~agcore_tools.testing.ScriptedChatServer` used in the wrong state (its
+    URL asked for before it started, started twice) or that did not start or stop in
+    time."""

@@ -17,7 +17,7 @@ from typing import Any
 import openai
 import pytest
 
-from agcore_tools import LlmUsageError
+from agcore_tools import AgcoreError, LlmUsageError
 from agcore_tools.testing import CapturedRequest, Pause, RawResponse, RawStream, ScriptedChatServer
 
 S = ScriptedChatServer
@@ -194,8 +194,12 @@ def test_start_stop_leaves_no_thread_and_can_restart() -> None:
             post(server, {}).close()
         assert set(threading.enumerate()) == before
     assert server.port == 0
-    with pytest.raises(RuntimeError, match="not running"):
+    with pytest.raises(RuntimeError, match="not running") as info:
         _ = server.base_url
+    assert isinstance(info.value, AgcoreError)  # the library's one root, as every error
+    with server, pytest.raises(RuntimeError, match="already running") as info:
+        server.start()
+    assert isinstance(info.value, AgcoreError)
 
 
 def test_stop_closes_connections_still_open() -> None:

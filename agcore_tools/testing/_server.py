@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 from .._aio import with_timeout
-from ..error import LlmUsageError
+from ..error import LlmUsageError, _ScriptedServerError
 from ._formats import (
     CREATED,
     prompt_tokens,
@@ -217,7 +217,9 @@ class ScriptedChatServer:
     def base_url(self) -> str:
         """The URL to give an OpenAI client: ``http://127.0.0.1:<port>/v1``."""
         if not self.port:
-            raise RuntimeError("ScriptedChatServer is not running; use `with server:` first")
+            raise _ScriptedServerError(
+                "ScriptedChatServer is not running; use `with server:` first"
+            )
         return f"http://127.0.0.1:{self.port}/v1"
 
     def client(self, **options: Any) -> AsyncOpenAI:
@@ -236,17 +238,21 @@ class ScriptedChatServer:
     def start(self) -> Self:
         """Start serving in a background thread; returns once the port is bound."""
         if self._thread is not None:
-            raise RuntimeError("ScriptedChatServer is already running")
+            raise _ScriptedServerError("ScriptedChatServer is already running")
         self._ready.clear()
         self._failure = None
         self._thread = threading.Thread(target=self._run, name="scripted-chat-server", daemon=True)
         self._thread.start()
         if not self._ready.wait(_START_TIMEOUT):
-            raise RuntimeError(f"ScriptedChatServer did not start within {_START_TIMEOUT:g} s")
+            raise _ScriptedServerError(
+                f"ScriptedChatServer did not start within {_START_TIMEOUT:g} s"
+            )
         if self._failure is not None:
             self._thread.join(_STOP_TIMEOUT)
             self._thread = None
-            raise RuntimeError(f"ScriptedChatServer failed to start: {self._failure}")
+            raise _ScriptedServerError(
+                f"ScriptedChatServer failed to start: {self._failure}"
+            ) from self._failure
         return self
 
     def stop(self) -> None:
@@ -258,7 +264,9 @@ class ScriptedChatServer:
             loop.call_soon_threadsafe(stopping.set)
         thread.join(_STOP_TIMEOUT)
         if thread.is_alive():
-            raise RuntimeError(f"ScriptedChatServer did not stop within {_STOP_TIMEOUT:g} s")
+            raise _ScriptedServerError(
+                f"ScriptedChatServer did not stop within {_STOP_TIMEOUT:g} s"
+            )
         self._thread = None
         self.port = 0
 
