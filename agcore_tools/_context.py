@@ -24,6 +24,7 @@ from ._progress import (
     _Emitter,
     check_listener,
 )
+from .error import _OptionTypeError
 
 __all__ = ["ToolContext"]
 
@@ -419,14 +420,16 @@ _POSITIONAL = ("session_id", "trace_id", "call_id", "cancellation", "metadata")
 def _positional(args: tuple[Any, ...], *given: Any) -> list[Any]:
     # The deprecated positional form of ToolContext(...): the first five parameters.
     if len(args) > len(_POSITIONAL):
-        raise TypeError(
+        raise _OptionTypeError(
             f"ToolContext() takes at most {len(_POSITIONAL)} positional arguments "
             f"({len(args)} given); pass them by keyword"
         )
     values = list(given)
     for position, value in enumerate(args):
         if values[position] is not None:
-            raise TypeError(f"ToolContext() got multiple values for '{_POSITIONAL[position]}'")
+            raise _OptionTypeError(
+                f"ToolContext() got multiple values for '{_POSITIONAL[position]}'"
+            )
         values[position] = value
     named = ", ".join(f"{name}=..." for name in _POSITIONAL[: len(args)])
     warnings.warn(

@@ -31,7 +31,7 @@ from ._records import ToolCall, ToolInvocation
 from ._span_content import CONTENT_CHARS, TEXT_CHARS, bounded, content_json
 from ._version import __version__
 from .base import BaseTool, ToolContext
-from .error import ToolConfigError, ToolError
+from .error import ToolConfigError, ToolError, _OptionTypeError
 
 __all__ = ["configure_tracing"]
 
@@ -137,10 +137,12 @@ def configure_tracing(
     """
     global _settings, _cache, _meters
     if capture_content is not None and not isinstance(capture_content, bool):
-        raise TypeError(f"capture_content must be True, False or None, got {capture_content!r}")
+        raise _OptionTypeError(
+            f"capture_content must be True, False or None, got {capture_content!r}"
+        )
     if max_content_chars is not None:
         if not isinstance(max_content_chars, int) or isinstance(max_content_chars, bool):
-            raise TypeError(
+            raise _OptionTypeError(
                 f"max_content_chars must be an int or None, got {type(max_content_chars).__name__}"
             )
         if max_content_chars < _MIN_CONTENT_CHARS:

@@ -915,3 +915,8 @@ class _ScriptedServerError(AgcoreError, RuntimeError):
     """A :class:`~agcore_tools.testing.ScriptedChatServer` used in the wrong state (its
     URL asked for before it started, started twice) or that did not start or stop in
     time."""
+
+
+class _OptionTypeError(ToolError, TypeError):
+    """An option or argument of the wrong type given to the library (a mistake in the
+    caller's code), such as ``configure_tracing(capture_content="yes")``."""

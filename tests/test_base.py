@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from agcore_tools import (
+    AgcoreError,
     BaseTool,
     CancellationToken,
     Permission,
@@ -126,10 +127,12 @@ def test_positional_context_arguments_still_work_with_a_warning() -> None:
     with pytest.warns(DeprecationWarning, match=r"by keyword: ToolContext\(session_id=\.\.\."):
         ctx = ToolContext("s", "t", "c", metadata={"k": 1})
     assert (ctx.session_id, ctx.trace_id, ctx.call_id, ctx.metadata) == ("s", "t", "c", {"k": 1})
-    with pytest.raises(TypeError, match="multiple values for 'session_id'"):
+    with pytest.raises(TypeError, match="multiple values for 'session_id'") as info:
         ToolContext("s", session_id="x")
-    with pytest.raises(TypeError, match="at most 5 positional"):
+    assert isinstance(info.value, AgcoreError)
+    with pytest.raises(TypeError, match="at most 5 positional") as info:
         ToolContext("s", "t", "c", None, None, "extra")
+    assert isinstance(info.value, AgcoreError)
 
 
 def test_hooks_have_defaults_a_subclass_overrides() -> None:

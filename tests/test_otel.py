@@ -19,6 +19,7 @@ from pydantic import AfterValidator
 from pydantic_core import PydanticCustomError
 
 from agcore_tools import (
+    AgcoreError,
     Audio,
     CycleConfig,
     File,
@@ -402,8 +403,14 @@ async def test_a_cancelled_call_says_so_on_its_span() -> None:
 def test_configure_tracing_checks_max_content_chars() -> None:
     with pytest.raises(ToolConfigError, match="max_content_chars must be at least 256, got 10"):
         configure_tracing(max_content_chars=10)
-    with pytest.raises(TypeError, match="max_content_chars must be an int or None, got str"):
+    with pytest.raises(
+        TypeError, match="max_content_chars must be an int or None, got str"
+    ) as info:
         configure_tracing(max_content_chars="1000")  # type: ignore[arg-type]
+    assert isinstance(info.value, AgcoreError)
+    with pytest.raises(TypeError, match="capture_content must be True, False or None") as info:
+        configure_tracing(capture_content="yes")  # type: ignore[arg-type]
+    assert isinstance(info.value, AgcoreError)
     configure_tracing()
 
 
