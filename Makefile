@@ -291,6 +291,7 @@ bench: $(BENCH)/.installed node
 	$(BENCH)/bin/python benchmarks/bench_cycle.py
 	$(BENCH)/bin/python benchmarks/bench_mcp.py
 	$(BENCH)/bin/python benchmarks/bench_sync.py
+	$(BENCH)/bin/python benchmarks/bench_loop_stalls.py
 	$(BENCH)/bin/python benchmarks/bench_otel.py
 	$(BENCH)/bin/python benchmarks/bench_scale.py
 	$(BENCH)/bin/python benchmarks/plot_scale.py

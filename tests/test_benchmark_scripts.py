@@ -50,4 +50,6 @@ def test_every_benchmark_script_imports() -> None:
     assert errors == {}
     imported = [name for name, (state, _) in results.items() if state == "ok"]
     assert "bench_interop" in imported and "bench_search" in imported
+    # Needs agcore_tools alone at import (its peers are imported where they run).
+    assert "bench_loop_stalls" in imported
     assert len(imported) >= 20, results
