@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -358,7 +360,8 @@ async def test_errors_name_what_failed_and_leave_the_password_out(
     limit = RateLimit(1)
     for url in urls:
         async with RedisStore(url) as store:
-            assert secret not in repr(store) and ":***@" in repr(store)
+            assert secret not in repr(store) and "://***@" in repr(store)
+            assert "agent" not in repr(store)  # all between '://' and '@' is hidden
             attempts = [
                 ("reading cached result 'k'", store.get("k")),
                 ("caching result 'k'", store.set("k", "v", 1.0)),
@@ -381,6 +384,39 @@ async def test_errors_name_what_failed_and_leave_the_password_out(
             await encoded.get("k")
         assert "hunter" not in str(caught.value) and "hunter" not in repr(encoded)
     assert not [r for r in caplog.records if secret in r.getMessage()]
+
+
+@pytest.mark.parametrize(
+    "password",
+    [
+        "Zq8v/Kp2+T1mNw9xR4=",  # an Azure Cache for Redis key: base64
+        "9120/Kp2+T1mNw9xR4=",  # digits first: read as a port, no password sent
+        "hunter#2x",
+        "s3cr?et9",
+        "p@ss/w0rd",
+    ],
+)
+async def test_a_password_holding_url_delimiters_is_never_shown(
+    password: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Unencoded, redis-py would read part of the password as the host, port or path
+    # (and show it in its errors): the URL is refused, and the error hides it all.
+    caplog.set_level(logging.DEBUG)
+    pieces = [p for p in re.split(r"[/?#@]", password) if len(p) > 2]
+    with pytest.raises(ToolConfigError) as caught:
+        RedisStore(f"rediss://default:{password}@cache.example.net:6380/0")
+    text = str(caught.value)
+    assert text.startswith("RedisStore('rediss://***@cache.example.net:6380/0'): ")
+    assert "percent-encode the password" in text and "\n" not in text
+    assert not [p for p in pieces if p in text], text
+    # Percent-encoded, it is read whole and still never shown.
+    async with RedisStore(f"redis://agent:{quote(password, safe='')}@127.0.0.1:1/0") as store:
+        assert store.client.connection_pool.connection_kwargs["password"] == password
+        assert repr(store) == "RedisStore('redis://***@127.0.0.1:1/0', prefix='agcore:')"
+        with pytest.raises(ToolError) as failed:
+            await store.get("k")
+        assert not [p for p in pieces if p in str(failed.value)], str(failed.value)
+    assert not [r for r in caplog.records for p in pieces if p in r.getMessage()]
 
 
 async def test_a_password_in_the_query_is_left_out_too(
