@@ -255,6 +255,63 @@ async def test_a_full_redis_or_none_never_fails_a_call_that_ran(
     assert isinstance(error.__cause__, ToolError) and registry.unavailable_tools() == []
 
 
+async def test_a_redis_that_never_answers_leaves_the_tool_to_run_uncached(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A server that accepts connections and never answers (partitioned, stalled in a
+    # fork): each cache read and write gives up at its bound, within the call's time,
+    # and the tool runs. Nothing is a failure: not of the call, not to the breaker.
+    caplog.set_level(logging.WARNING, "agcore_tools.policies")
+    held: list[asyncio.StreamWriter] = []
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)  # read nothing, answer nothing
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    runs: list[str] = []
+    try:
+        async with RedisStore(f"redis://127.0.0.1:{port}/0") as store:
+            registry = ToolRegistry()
+            breaker = Breaker(failures=1)
+            cache = ResultCache(60, store=store, store_timeout=0.2)
+
+            @registry.tool(policy=ToolPolicy(cache=cache, breaker=breaker))
+            def lookup(order_id: str) -> str:
+                """Look an order up."""
+                runs.append(order_id)
+                return f"order {order_id}: shipped"
+
+            # The default bound (0.5 s) is cut to half the time left: the tool's own
+            # timeout of 0.6 s leaves it time to run.
+            slow = ResultCache(60, store=store)
+
+            @registry.tool(timeout=0.6, policy=ToolPolicy(cache=slow, breaker=breaker))
+            def stock(sku: str) -> int:
+                """Stock level."""
+                runs.append(sku)
+                return 3
+
+            (first,) = await registry.invoke_all([("lookup", {"order_id": "A1"})], timeout=2.0)
+            second = await registry.invoke("lookup", {"order_id": "A2"})  # no timeout at all
+            third = await registry.invoke("stock", {"sku": "B1"})
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    for result in (first, second, third):
+        assert result.ok and result.may_have_run and not result.cached, result.error
+    assert first.output == "order A1: shipped" and third.output == 3
+    assert runs == ["A1", "A2", "B1"] and registry.unavailable_tools() == []
+    # One warning a call, and no write after a read that failed; the own timeout's call
+    # read for half its 0.6 s at most, not the default 0.5 s.
+    read = "could not be read; the call runs uncached: no answer within "
+    warned = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.policies"]
+    bounds = [float(m.split(read)[1][:-2]) for m in warned if read in m]
+    assert len(warned) == 3 and bounds[:2] == [0.2, 0.2] and bounds[2] <= 0.3, warned
+
+
 _WORKER = textwrap.dedent(
     """
     import asyncio, json, sys, time
