@@ -15,6 +15,13 @@ process (web workers, Temporal workers), and they share one bucket and one cache
 - a cached result is one key, ``{prefix}cache:<key>``, written with ``SET ... PX`` (its
   TTL) and read with ``GET``.
 
+The ``prefix`` is the namespace, and the only one: every app (and every tenant) sharing
+a server needs a prefix of its own. Two apps on one prefix share their caches, so one
+app's tool can be answered with another's cached result (its data), and their tools of
+one name share a rate bucket. Left out, the prefix is ``"agcore:"``, and a store on a
+server reached over the network logs a warning, once per server; pass
+``prefix="agcore:"`` to keep that one knowingly.
+
 A failure talking to Redis is a :class:`~agcore_tools.ToolError` naming what failed,
 with redis-py's exception as its ``__cause__``; a URL's credentials never appear in a
 message, a log line or the store's ``repr``: everything between ``scheme://`` and the
@@ -187,6 +194,35 @@ def _safe_url(url: str) -> tuple[str, tuple[str, ...], str | None]:
     return shown, tuple(s for s in secrets if s), problem
 
 
+_DEFAULT_PREFIX = "agcore:"
+
+# The servers (as shown) whose default-prefix warning was logged: once each.
+_WARNED: set[str] = set()
+
+
+def _on_socket(client: Any) -> bool:
+    """Whether a client talks to its server over a unix socket: one host's own."""
+    kwargs: dict[str, Any] = getattr(client.connection_pool, "connection_kwargs", {})
+    return bool(kwargs.get("path"))
+
+
+def _warn_shared(where: str) -> None:
+    # Other apps on that server may leave the prefix out too: a warning, not an error,
+    # since changing the default would orphan the keys stores already wrote.
+    if where in _WARNED:
+        return
+    _WARNED.add(where)
+    logger.warning(
+        "RedisStore on %s uses the default key prefix %r: every app that leaves the prefix "
+        "out shares its cached results and rate buckets on that server (one app's tool "
+        "can be answered with another's cached data); give each app and tenant a prefix "
+        "of its own, or pass prefix=%r to keep this one (logged once per server)",
+        where,
+        _DEFAULT_PREFIX,
+        _DEFAULT_PREFIX,
+    )
+
+
 def _describe(client: Any) -> tuple[str, tuple[str, ...]]:
     """Where a client connects, without its password; and the password."""
     kwargs: dict[str, Any] = getattr(client.connection_pool, "connection_kwargs", {})
@@ -201,6 +237,11 @@ def _describe(client: Any) -> tuple[str, tuple[str, ...]]:
 class RedisStore:
     """A rate store and a result cache on a Redis server, shared by every process
     that uses the same server and ``prefix`` (see the module docstring).
+
+    ``prefix`` is the namespace: give each app (and tenant) on a server its own, or
+    their cached results answer each other's calls. Left out, it is ``"agcore:"``, and
+    a store on a server reached over TCP (not a unix socket) logs a warning once per
+    server.
 
     ``client`` is a ``redis.asyncio.Redis`` client, or a URL (``redis://``,
     ``rediss://`` or ``unix://``) the store makes its own client from; extra keyword
@@ -250,13 +291,13 @@ class RedisStore:
         self,
         client: redis.asyncio.Redis | str,
         *,
-        prefix: str = "agcore:",
+        prefix: str | None = None,
         **options: Any,
     ) -> None:
         module = _redis_asyncio()
-        if not isinstance(prefix, str):
+        if prefix is not None and not isinstance(prefix, str):
             raise ToolConfigError(f"RedisStore(prefix={prefix!r}): prefix must be a string")
-        self.prefix = prefix
+        self.prefix = _DEFAULT_PREFIX if prefix is None else prefix
         """What every key of this store starts with."""
         self._client: redis.asyncio.Redis
         if isinstance(client, str):
@@ -288,10 +329,12 @@ class RedisStore:
         self._errors: tuple[type[BaseException], ...] = (module.RedisError, OSError)
         self._reserve = self._client.register_script(_RESERVE)
         self._give_back = self._client.register_script(_GIVE_BACK)
-        logger.debug("RedisStore on %s, prefix %r", self._where, prefix)
+        logger.debug("RedisStore on %s, prefix %r", self._where, self.prefix)
+        if prefix is None and not _on_socket(self._client):
+            _warn_shared(self._where)
 
     @classmethod
-    def from_url(cls, url: str, *, prefix: str = "agcore:", **options: Any) -> RedisStore:
+    def from_url(cls, url: str, *, prefix: str | None = None, **options: Any) -> RedisStore:
         """A store with a client of its own on ``url``; ``options`` go to
         ``redis.asyncio.Redis.from_url``.
 

@@ -271,7 +271,7 @@ async def test_a_redis_that_never_answers_leaves_the_tool_to_run_uncached(
     port = server.sockets[0].getsockname()[1]
     runs: list[str] = []
     try:
-        async with RedisStore(f"redis://127.0.0.1:{port}/0") as store:
+        async with RedisStore(f"redis://127.0.0.1:{port}/0", prefix="t:") as store:
             registry = ToolRegistry()
             breaker = Breaker(failures=1)
             cache = ResultCache(60, store=store, store_timeout=0.2)
@@ -498,6 +498,38 @@ async def test_a_password_in_the_query_is_left_out_too(
             assert "password=***" in str(caught.value)
     assert "username=***" in repr(store) and "agent" not in repr(store)
     assert not [r for r in caplog.records if "hunter2" in r.getMessage()]
+
+
+async def test_the_default_prefix_on_a_server_over_tcp_is_a_warning_once(
+    redis_socket: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The prefix is the only namespace: apps that leave it out share their caches and
+    # rate buckets on a server they share. Said once per server; a prefix chosen, even
+    # the default, or a unix socket (one host's) says nothing.
+    caplog.set_level(logging.WARNING, "agcore_tools.policies")
+    host, other = (f"h{uuid.uuid4().hex[:10]}.invalid" for _ in range(2))
+    stores = [
+        RedisStore(f"redis://:s3cret@{host}:6379/0"),
+        RedisStore.from_url(f"redis://:s3cret@{host}:6379/0"),  # the same server
+        RedisStore(f"redis://{host}:6379/1", prefix="agcore:"),
+        RedisStore(f"unix://{redis_socket}"),
+        RedisStore(redis.asyncio.Redis(unix_socket_path=redis_socket)),
+        RedisStore(redis.asyncio.Redis(host=other, port=6380)),
+    ]
+    try:
+        assert {store.prefix for store in stores} == {"agcore:"}
+    finally:
+        for store in stores:
+            await store.aclose()
+        await stores[-2].client.aclose()
+        await stores[-1].client.aclose()
+    warned = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.policies"]
+    assert [m.split(" uses ")[0] for m in warned] == [
+        f"RedisStore on redis://***@{host}:6379/0",
+        f"RedisStore on redis://{other}:6380/0",
+    ]
+    assert all("default key prefix 'agcore:'" in m and "prefix='agcore:'" in m for m in warned)
+    assert "s3cret" not in "".join(warned)
 
 
 def test_without_redis_py_the_store_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
