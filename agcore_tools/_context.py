@@ -194,6 +194,11 @@ class ToolContext:
         API that deduplicates requests; MCP servers receive it in the request's
         ``_meta`` (``dev.agcore/idempotency-key``).
 
+        The loop gives every call of a history its own id (a server's id repeated from
+        an earlier turn is replaced), but it sees one history only: runs of separate
+        histories need separate run ids, or their calls can share a key (see the tool
+        policies guide, "Idempotency keys").
+
         Example:
             >>> ToolContext(run_id="r1").for_call("call_1", "pay").idempotency_key
             'r1:call_1'

@@ -156,7 +156,7 @@ async def execute(
     args: Mapping[str, Any],
     ctx: ToolContext | None,
     deadline: float | None = None,
-    admitted: list[bool] | None = None,
+    began: list[bool] | None = None,
     *,
     callers: bool = False,
 ) -> ToolInvocation:
@@ -165,7 +165,9 @@ async def execute(
     A tool with a policy is admitted by its guard first (breaker, rate, concurrency),
     whose refusal is raised like a permission's; a rate limit's wait ends by
     ``deadline``, on the library's clock. Then the cache answers, or the tool runs;
-    ``admitted`` (a one-item list) is set true once the policy lets it start.
+    ``began`` (a one-item list) is set true as a guarded tool starts to run: not for
+    a call refused, answered from the cache, or stopped before (waiting for its turn, a
+    slot or the cache's store).
 
     Cancelling the call cancels its context's token, so a sync tool (or generator) in
     its worker thread stops too. ``callers``: ``ctx`` is the caller's own, maybe shared
@@ -208,8 +210,8 @@ async def execute(
                 return ToolInvocation(
                     tool.name, args, error=late, call_id=ctx.call_id, may_have_run=False
                 )
-        if admitted is not None:
-            admitted[0] = True
+        if began is None:
+            began = [False]
     # The execution proper, inlined (one coroutine layer fewer per call); every call
     # of invoke_all() comes through here too.
     name = tool.name
@@ -234,17 +236,21 @@ async def execute(
         if guard is None:
             output = await tool.execute(call_args, ctx)
         else:
+            assert began is not None  # set above, for a guarded tool
             answering = guard.answer(
                 functools.partial(tool.execute, call_args, ctx),
                 call_args,
                 fresh=guard.caches and _asks(table, entry),
+                started=began,
             )
             if ends is None:
                 output, cached = await answering
             else:
                 limit = DEADLINE.set((ends, own or 0.0))  # the tool's own, inside the caller's
                 try:
-                    output, cached = await _within(answering, ends - clock(), own or 0.0, ctx, name)
+                    output, cached = await _within(
+                        answering, ends - clock(), own or 0.0, ctx, name, began
+                    )
                 finally:
                     DEADLINE.reset(limit)
     except ToolError as exc:
@@ -273,8 +279,10 @@ async def execute(
             THREADS.reset(noting)
     duration = clock() - started
     if guard is not None:
-        # A cached answer tells no breaker.
-        guard.release(ctx, error, ended=not cached, thread=unfinished(threads))
+        # A cached answer, or a call that timed out before its tool started, tells no
+        # breaker.
+        assert began is not None
+        guard.release(ctx, error, ended=began[0], thread=unfinished(threads))
     if ctx.listening:  # a helper thread's late report must not follow the call's end
         end_reports(ctx)
     if cached:  # answered, not executed: no call in the stats, nothing took effect
@@ -318,15 +326,21 @@ def _abandoned(
 
 
 async def _within(
-    answering: Awaitable[tuple[Any, bool]], left: float, own: float, ctx: ToolContext, name: str
+    answering: Awaitable[tuple[Any, bool]],
+    left: float,
+    own: float,
+    ctx: ToolContext,
+    name: str,
+    began: list[bool],
 ) -> tuple[Any, bool]:
     """A guarded call's answer within what its tool's own timeout ``own`` left after
-    its wait for a turn or a slot: the wait counts against the timeout, not on top."""
+    its wait for a turn or a slot: the wait counts against the timeout, not on top.
+    Out of time before the tool started (reading its cache), it never ran."""
     try:
         return await with_timeout(answering, max(left, 0.0))
     except TimeoutError as exc:
         ctx.cancellation.cancel()  # a sync tool's thread learns of it too
-        raise ToolTimeoutError(name, own) from exc
+        raise ToolTimeoutError(name, own, started=began[0]) from exc
 
 
 def _own_cancellation() -> bool:
@@ -353,16 +367,16 @@ async def guarded(
         call_ctx = ToolContext(call_id=call_id, tool_name=name)
     else:
         call_ctx = ctx.for_call(call_id, name)
-    # Whether a guarded tool got past its policy: a timeout while it waited its turn
-    # is no failure of the tool's.
-    admitted = [False]
+    # Whether a guarded tool started to run: a timeout while it waited its turn, or
+    # for its cache, is no failure of the tool's.
+    started = [False]
     try:
         # The deadline is set here rather than by _aio.with_timeout, so the call goes
         # straight down to execute() without passing back through this module.
         if timeout is None:
             return await execute(table, name, args, call_ctx)
         deadline = CLOCK.get()() + timeout  # a rate limit's wait ends by it
-        running = execute(table, name, args, call_ctx, deadline, admitted)
+        running = execute(table, name, args, call_ctx, deadline, started)
         # Set before the 3.10 path's task copies the context.
         limit = DEADLINE.set((deadline, timeout))
         try:
@@ -383,8 +397,8 @@ async def guarded(
         call_ctx.cancellation.cancel()
         entry = table.entries.get(name)
         guard = entry.guard if entry is not None else None
-        # A guarded call that timed out waiting for its turn never ran.
-        ran = guard is None or admitted[0]
+        # A guarded call that timed out waiting for its turn or its cache never ran.
+        ran = guard is None or started[0]
         if guard is not None and ran:
             guard.failed_after(call_ctx)  # a timeout is a failure to its breaker
         error = ToolTimeoutError(name, timeout or 0.0, started=ran)

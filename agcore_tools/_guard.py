@@ -21,13 +21,21 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any, Literal
 
-from ._aio import run_sync
-from ._clock import now
+from ._aio import run_sync, with_timeout
+from ._clock import DEADLINE, now
 from ._context import ToolContext
 from ._progress import ToolBreakerChanged
 from ._text import in_pieces, is_large
 from .error import InvalidArgumentsError, ToolConfigError, ToolError, ToolUnavailableError
-from .policies import Breaker, CacheStore, MemoryRateStore, RateStore, ResultCache, ToolPolicy
+from .policies import (
+    Breaker,
+    CacheStore,
+    MemoryCacheStore,
+    MemoryRateStore,
+    RateStore,
+    ResultCache,
+    ToolPolicy,
+)
 
 __all__ = ["Guard", "Slots", "cache_prefix"]
 
@@ -367,30 +375,43 @@ class Guard:
         return self._cache is not None
 
     async def answer(
-        self, execute: Callable[[], Awaitable[Any]], args: dict[str, Any], *, fresh: bool = False
+        self,
+        execute: Callable[[], Awaitable[Any]],
+        args: dict[str, Any],
+        *,
+        fresh: bool = False,
+        started: list[bool] | None = None,
     ) -> tuple[Any, bool]:
         """The call's output, from the cache or from ``execute``; and whether cached.
-        A ``fresh`` call (one a person approved) runs, and the cache never sees it."""
+        A ``fresh`` call (one a person approved) runs, and the cache never sees it.
+        ``started`` (a one-item list) is set true as ``execute`` is called: a call
+        answered from the cache, or stopped while the cache was read, never started."""
         cached = self._cache
         if cached is None or fresh:
+            _start(started)
             return await execute(), False
         import json  # loaded by the first cached call: `import agcore_tools` skips it
 
         cache, store = cached
         key = self.cache_key(args)
         if key is None:
+            _start(started)
             return await execute(), False
-        # A cache only saves work: a store that fails (down, full, read-only) leaves the
-        # call uncached, never failed. After a failed read the write is not tried: it
-        # would most likely fail too, after as long a wait.
+        # A cache only saves work: a store that fails (down, full, read-only) or is slow
+        # to answer leaves the call uncached, never failed, and leaves the tool the time
+        # to run. After a failed read the write is not tried: it would most likely fail
+        # too, after as long a wait.
+        bound = _store_bound(cache, store)
         try:
-            text = await store.get(key)
+            text = await with_timeout(store.get(key), bound)
         except Exception as exc:  # noqa: BLE001 - see above
-            self._cache_failed("read; the call runs uncached", exc)
+            self._cache_failed("read; the call runs uncached", exc, bound)
+            _start(started)
             return await execute(), False
         if text is not None:
             logger.debug("tool %r answered from its cache", self.name)
             return json.loads(text), True
+        _start(started)
         output = await execute()
 
         def dumps(value: Any) -> str:
@@ -410,16 +431,19 @@ class Guard:
         except (TypeError, ValueError):
             logger.debug("tool %r: a result that is not JSON is not cached", self.name)
             return output, False
+        bound = _store_bound(cache, store)  # of the time left now
         try:
-            await store.set(key, text, cache.ttl)
+            await with_timeout(store.set(key, text, cache.ttl), bound)
         except Exception as exc:  # noqa: BLE001 - the tool succeeded: so does its call
-            self._cache_failed("written; the result is returned uncached", exc)
+            self._cache_failed("written; the result is returned uncached", exc, bound)
         return output, False
 
-    def _cache_failed(self, what: str, exc: BaseException) -> None:
-        logger.warning(
-            "tool %r: its result cache could not be %s: %s", self.name, what, _described(exc)
-        )
+    def _cache_failed(self, what: str, exc: BaseException, bound: float | None) -> None:
+        if bound is not None and isinstance(exc, TimeoutError):
+            why = f"no answer within {bound:.3g} s"
+        else:
+            why = _described(exc)
+        logger.warning("tool %r: its result cache could not be %s: %s", self.name, what, why)
 
     def cache_key(self, args: dict[str, Any]) -> str | None:
         """The tool's name, version and canonical arguments, as one key; None for
@@ -511,6 +535,24 @@ def cache_prefix(name: str) -> str:
         'agcore:result:lookup:'
     """
     return f"agcore:result:{name}:"
+
+
+def _start(started: list[bool] | None) -> None:
+    if started is not None:
+        started[0] = True
+
+
+def _store_bound(cache: ResultCache, store: CacheStore) -> float | None:
+    """The seconds one read or write of a cache's ``store`` may take: its
+    ``store_timeout``, and at most half the time left to the call; None for the
+    in-process store, which never waits."""
+    if isinstance(store, MemoryCacheStore):
+        return None
+    bound = cache.store_timeout
+    limit = DEADLINE.get()
+    if limit is not None:
+        bound = min(bound, max((limit[0] - now()) / 2, 0.0))
+    return bound
 
 
 def _described(exc: BaseException) -> str:

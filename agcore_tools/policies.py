@@ -213,22 +213,34 @@ class ResultCache:
     A cache only saves work: when its store cannot be read, the call runs uncached;
     when it cannot be written, the call returns its result all the same. Either is
     logged as a warning (``agcore_tools.policies``), never reported as the call failing.
+    A store that is slow to answer counts as one that cannot be: each read and each
+    write waits at most ``store_timeout`` seconds, and at most half the time the call
+    has left (its timeout covers the cache's time too), so a hung store leaves the tool
+    time to run.
 
     Example:
-        >>> ResultCache(ttl=300).ttl
-        300
+        >>> ResultCache(ttl=300).ttl, ResultCache(ttl=300).store_timeout
+        (300, 0.5)
     """
 
     ttl: float
     """Seconds a result stays valid."""
     store: CacheStore | None = None
     """Where results live; None for this process."""
+    store_timeout: float = 0.5
+    """The most seconds one read or write of a shared ``store`` may take; past it, a
+    read is a miss and a write is skipped (each logged as a warning)."""
 
     def __post_init__(self) -> None:
         if not _positive(self.ttl) or self.ttl > _MAX_TTL:
             raise ToolConfigError(
                 f"ResultCache(ttl={self.ttl!r}): ttl must be a positive number of seconds, "
                 f"at most {_MAX_TTL} (ten years)"
+            )
+        if not _positive(self.store_timeout):
+            raise ToolConfigError(
+                f"ResultCache(store_timeout={self.store_timeout!r}): store_timeout must be a "
+                "positive number of seconds"
             )
 
 

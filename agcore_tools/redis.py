@@ -15,19 +15,34 @@ process (web workers, Temporal workers), and they share one bucket and one cache
 - a cached result is one key, ``{prefix}cache:<key>``, written with ``SET ... PX`` (its
   TTL) and read with ``GET``.
 
+The ``prefix`` is the namespace, and the only one: every app (and every tenant) sharing
+a server needs a prefix of its own. Two apps on one prefix share their caches, so one
+app's tool can be answered with another's cached result (its data), and their tools of
+one name share a rate bucket. Left out, the prefix is ``"agcore:"``, and a store on a
+server reached over the network logs a warning, once per server; pass
+``prefix="agcore:"`` to keep that one knowingly.
+
 A failure talking to Redis is a :class:`~agcore_tools.ToolError` naming what failed,
-with redis-py's exception as its ``__cause__``; a URL's password, in its userinfo or in
-its query (``?password=...``, as is a ``username`` there), never appears in a message,
-a log line or the store's ``repr``. Creating a store does not connect: the first call
-does.
+with redis-py's exception as its ``__cause__``; a URL's credentials never appear in a
+message, a log line or the store's ``repr``: everything between ``scheme://`` and the
+last ``@`` is shown as ``***``, whatever it holds, and so are a ``password`` or
+``username`` in the query (``?password=...``). A password holding ``/``, ``?``, ``#``
+or ``@`` must be percent-encoded (``urllib.parse.quote(password, safe='')``): unencoded,
+redis-py would read part of it as the host, port or path, so a URL with an ``@`` or a
+``#`` after its host is refused with a :class:`~agcore_tools.ToolConfigError`. Creating
+a store does not connect: the first call does.
 
 Example:
     >>> from agcore_tools import RateLimit, ResultCache, ToolPolicy
     >>> store = RedisStore("redis://:s3cret@localhost:6379/0", prefix="shop:")
     >>> store
-    RedisStore('redis://:***@localhost:6379/0', prefix='shop:')
+    RedisStore('redis://***@localhost:6379/0', prefix='shop:')
     >>> RedisStore("unix:///run/redis.sock?db=0&password=s3cret")
     RedisStore('unix:///run/redis.sock?db=0&password=***', prefix='agcore:')
+    >>> RedisStore("rediss://:Zq8v/Kp2+T1=@cache.example.net:6380/0")
+    Traceback (most recent call last):
+    ...
+    agcore_tools.error.ToolConfigError: RedisStore('rediss://***@cache.example.net:6380/0'): the URL has an '@' or '#' after its host, so redis-py would read part of the password as the host, port or path; percent-encode the password (urllib.parse.quote(password, safe='')), and any other '@' or '#' as %40 or %23
     >>> policy = ToolPolicy(rate=RateLimit(20, per=1.0, store=store),
     ...                     cache=ResultCache(ttl=300, store=store))
     >>> store.rate_key("tool:lookup"), store.cache_key("agcore:result:lookup::ab12")
@@ -42,7 +57,7 @@ import logging
 import math
 import re
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, unquote_plus, urlsplit
+from urllib.parse import unquote, unquote_plus
 
 from typing_extensions import Self
 
@@ -139,24 +154,73 @@ def _safe_query(query: str) -> tuple[str, list[str]]:
     return "&".join(kept), secrets
 
 
-def _safe_url(url: str) -> tuple[str, tuple[str, ...]]:
-    """The URL with its passwords (in the userinfo or the query) and a username given
-    in the query replaced by ``***``, and the passwords as written."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        found = re.findall(r"://[^/@:]*:([^@]+)@|[?&]password=([^&#]*)", url)
-        return "<a Redis URL that cannot be parsed>", tuple(s for pair in found for s in pair if s)
-    # Edited in place rather than by urlunsplit, which drops the '//' of an empty host
-    # (unix:///run/redis.sock?password=...).
-    base, mark, rest = url.partition("?") if parts.query else (url, "", "")
-    query, secrets = _safe_query(parts.query)
-    rest = query + rest[len(parts.query) :]
-    if parts.password:
-        secrets.append(parts.password)
-        netloc = f"{parts.username or ''}:***@{parts.netloc.rpartition('@')[2]}"
-        base = base.replace(f"//{parts.netloc}", f"//{netloc}", 1)
-    return f"{base}{mark}{rest}", tuple(secrets)
+def _safe_url(url: str) -> tuple[str, tuple[str, ...], str | None]:
+    """The URL as it may be shown, its secrets as written, and why it must be refused
+    (None for a URL redis-py reads as written).
+
+    Shown, everything between ``scheme://`` and the last ``@`` before the host is
+    ``***`` (whatever it holds), and so are the values of a query's password and
+    username and a fragment.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:  # redis-py refuses it for want of a scheme, which says why
+        scheme, rest = "", url
+    # Where the host part ends as redis-py (urllib) reads it: at the first '/', '?' or
+    # '#'. An unencoded one in a password ends it early, and the rest of the password
+    # is read as the host, port, database or socket path (with digits first, as a port
+    # to connect to without a password), then shown in redis-py's errors.
+    ends = re.search(r"[/?#]", rest)
+    tail = rest[ends.start() :] if ends else ""
+    problem = None
+    if sep and ("@" in tail or "#" in tail):
+        problem = (
+            "the URL has an '@' or '#' after its host, so redis-py would read part of the "
+            "password as the host, port or path; percent-encode the password "
+            "(urllib.parse.quote(password, safe='')), and any other '@' or '#' as %40 or %23"
+        )
+    secrets: list[str] = []
+    userinfo, at, after = rest.rpartition("@")
+    if at:  # the last '@' is the one before the host, however the password was written
+        if ":" in userinfo:  # a user name alone is no secret to scrub from redis-py's text
+            secrets += [userinfo, userinfo.partition(":")[2]]
+        rest = f"***@{after}"
+    rest, hash_mark, fragment = rest.partition("#")
+    base, mark, query = rest.partition("?")
+    query, hidden = _safe_query(query)
+    secrets += hidden
+    if fragment:
+        secrets.append(fragment)
+    shown = f"{scheme}{sep}{base}{mark}{query}{hash_mark}{'***' if fragment else ''}"
+    return shown, tuple(s for s in secrets if s), problem
+
+
+_DEFAULT_PREFIX = "agcore:"
+
+# The servers (as shown) whose default-prefix warning was logged: once each.
+_WARNED: set[str] = set()
+
+
+def _on_socket(client: Any) -> bool:
+    """Whether a client talks to its server over a unix socket: one host's own."""
+    kwargs: dict[str, Any] = getattr(client.connection_pool, "connection_kwargs", {})
+    return bool(kwargs.get("path"))
+
+
+def _warn_shared(where: str) -> None:
+    # Other apps on that server may leave the prefix out too: a warning, not an error,
+    # since changing the default would orphan the keys stores already wrote.
+    if where in _WARNED:
+        return
+    _WARNED.add(where)
+    logger.warning(
+        "RedisStore on %s uses the default key prefix %r: every app that leaves the prefix "
+        "out shares its cached results and rate buckets on that server (one app's tool "
+        "can be answered with another's cached data); give each app and tenant a prefix "
+        "of its own, or pass prefix=%r to keep this one (logged once per server)",
+        where,
+        _DEFAULT_PREFIX,
+        _DEFAULT_PREFIX,
+    )
 
 
 def _describe(client: Any) -> tuple[str, tuple[str, ...]]:
@@ -173,6 +237,11 @@ def _describe(client: Any) -> tuple[str, tuple[str, ...]]:
 class RedisStore:
     """A rate store and a result cache on a Redis server, shared by every process
     that uses the same server and ``prefix`` (see the module docstring).
+
+    ``prefix`` is the namespace: give each app (and tenant) on a server its own, or
+    their cached results answer each other's calls. Left out, it is ``"agcore:"``, and
+    a store on a server reached over TCP (not a unix socket) logs a warning once per
+    server.
 
     ``client`` is a ``redis.asyncio.Redis`` client, or a URL (``redis://``,
     ``rediss://`` or ``unix://``) the store makes its own client from; extra keyword
@@ -203,7 +272,7 @@ class RedisStore:
         >>> asyncio.run(store.get("k"))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        agcore_tools.error.ToolError: RedisStore on unix://:***@/no/such/redis.sock: reading cached result 'k' failed: ConnectionError: ...
+        agcore_tools.error.ToolError: RedisStore on unix://***@/no/such/redis.sock: reading cached result 'k' failed: ConnectionError: ...
         >>> asyncio.run(store.aclose())
     """
 
@@ -222,17 +291,19 @@ class RedisStore:
         self,
         client: redis.asyncio.Redis | str,
         *,
-        prefix: str = "agcore:",
+        prefix: str | None = None,
         **options: Any,
     ) -> None:
         module = _redis_asyncio()
-        if not isinstance(prefix, str):
+        if prefix is not None and not isinstance(prefix, str):
             raise ToolConfigError(f"RedisStore(prefix={prefix!r}): prefix must be a string")
-        self.prefix = prefix
+        self.prefix = _DEFAULT_PREFIX if prefix is None else prefix
         """What every key of this store starts with."""
         self._client: redis.asyncio.Redis
         if isinstance(client, str):
-            self._where, self._secrets = _safe_url(client)
+            self._where, self._secrets, problem = _safe_url(client)
+            if problem is not None:
+                raise ToolConfigError(f"RedisStore({self._where!r}): {problem}")
             try:
                 self._client = module.Redis.from_url(client, **options)
             except (ValueError, TypeError) as exc:
@@ -258,10 +329,12 @@ class RedisStore:
         self._errors: tuple[type[BaseException], ...] = (module.RedisError, OSError)
         self._reserve = self._client.register_script(_RESERVE)
         self._give_back = self._client.register_script(_GIVE_BACK)
-        logger.debug("RedisStore on %s, prefix %r", self._where, prefix)
+        logger.debug("RedisStore on %s, prefix %r", self._where, self.prefix)
+        if prefix is None and not _on_socket(self._client):
+            _warn_shared(self._where)
 
     @classmethod
-    def from_url(cls, url: str, *, prefix: str = "agcore:", **options: Any) -> RedisStore:
+    def from_url(cls, url: str, *, prefix: str | None = None, **options: Any) -> RedisStore:
         """A store with a client of its own on ``url``; ``options`` go to
         ``redis.asyncio.Redis.from_url``.
 

@@ -1066,6 +1066,57 @@ async def test_a_cache_that_fails_never_fails_the_call(caplog: pytest.LogCapture
     assert all(m.endswith((": ConnectionError", ": RuntimeError")) for m in failed)
 
 
+class LingeringCacheStore:
+    """A cache store whose client, cancelled, still waits ``grace`` seconds for its
+    server's reply before it gives up (which never comes)."""
+
+    def __init__(self, grace: float) -> None:
+        self.grace = grace
+        self.reads = 0
+
+    async def get(self, key: str) -> str | None:
+        self.reads += 1
+        try:
+            await asyncio.get_running_loop().create_future()  # no reply, ever
+        except asyncio.CancelledError:
+            await asyncio.sleep(self.grace)  # cancelled again meanwhile: gone at once
+            raise
+        return None  # pragma: no cover - never answered
+
+    async def set(self, key: str, value: str, ttl: float) -> None:
+        raise AssertionError("no write follows a read that never ended")
+
+
+async def test_a_call_out_of_time_while_its_cache_is_read_never_ran() -> None:
+    # The store outlives its bound (half the time left): the call's timeout ends while
+    # the cache is read, before the tool starts. Neither the model nor the breaker may
+    # take that for a run: may_have_run is False, and the breaker hears nothing.
+    runs: list[str] = []
+    store = LingeringCacheStore(grace=1.0)
+    registry = ToolRegistry()
+    cache = ResultCache(60, store=store)
+
+    @registry.tool(policy=ToolPolicy(cache=cache, breaker=Breaker(failures=1)))
+    async def quote(sku: str) -> str:
+        """Price quote."""
+        runs.append(sku)
+        return "10"
+
+    @registry.tool(timeout=0.2, policy=ToolPolicy(cache=cache, breaker=Breaker(failures=1)))
+    async def stock(sku: str) -> str:
+        """Stock level."""
+        runs.append(sku)
+        return "3"
+
+    (late,) = await registry.invoke_all([("quote", {"sku": "a"})], timeout=0.2)
+    own = await registry.invoke("stock", {"sku": "b"})  # its own timeout, no caller's
+    for result in (late, own):
+        assert isinstance(result.error, ToolTimeoutError), result.error
+        assert result.may_have_run is False and "it never started" in str(result.error)
+    assert runs == [] and store.reads == 2
+    assert registry.unavailable_tools() == []
+
+
 async def test_the_memory_stores_keep_their_bounds() -> None:
     store = MemoryCacheStore(max_entries=2)
     for key in "abc":

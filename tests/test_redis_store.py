@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -253,6 +255,63 @@ async def test_a_full_redis_or_none_never_fails_a_call_that_ran(
     assert isinstance(error.__cause__, ToolError) and registry.unavailable_tools() == []
 
 
+async def test_a_redis_that_never_answers_leaves_the_tool_to_run_uncached(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A server that accepts connections and never answers (partitioned, stalled in a
+    # fork): each cache read and write gives up at its bound, within the call's time,
+    # and the tool runs. Nothing is a failure: not of the call, not to the breaker.
+    caplog.set_level(logging.WARNING, "agcore_tools.policies")
+    held: list[asyncio.StreamWriter] = []
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)  # read nothing, answer nothing
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    runs: list[str] = []
+    try:
+        async with RedisStore(f"redis://127.0.0.1:{port}/0", prefix="t:") as store:
+            registry = ToolRegistry()
+            breaker = Breaker(failures=1)
+            cache = ResultCache(60, store=store, store_timeout=0.2)
+
+            @registry.tool(policy=ToolPolicy(cache=cache, breaker=breaker))
+            def lookup(order_id: str) -> str:
+                """Look an order up."""
+                runs.append(order_id)
+                return f"order {order_id}: shipped"
+
+            # The default bound (0.5 s) is cut to half the time left: the tool's own
+            # timeout of 0.6 s leaves it time to run.
+            slow = ResultCache(60, store=store)
+
+            @registry.tool(timeout=0.6, policy=ToolPolicy(cache=slow, breaker=breaker))
+            def stock(sku: str) -> int:
+                """Stock level."""
+                runs.append(sku)
+                return 3
+
+            (first,) = await registry.invoke_all([("lookup", {"order_id": "A1"})], timeout=2.0)
+            second = await registry.invoke("lookup", {"order_id": "A2"})  # no timeout at all
+            third = await registry.invoke("stock", {"sku": "B1"})
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    for result in (first, second, third):
+        assert result.ok and result.may_have_run and not result.cached, result.error
+    assert first.output == "order A1: shipped" and third.output == 3
+    assert runs == ["A1", "A2", "B1"] and registry.unavailable_tools() == []
+    # One warning a call, and no write after a read that failed; the own timeout's call
+    # read for half its 0.6 s at most, not the default 0.5 s.
+    read = "could not be read; the call runs uncached: no answer within "
+    warned = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.policies"]
+    bounds = [float(m.split(read)[1][:-2]) for m in warned if read in m]
+    assert len(warned) == 3 and bounds[:2] == [0.2, 0.2] and bounds[2] <= 0.3, warned
+
+
 _WORKER = textwrap.dedent(
     """
     import asyncio, json, sys, time
@@ -358,7 +417,8 @@ async def test_errors_name_what_failed_and_leave_the_password_out(
     limit = RateLimit(1)
     for url in urls:
         async with RedisStore(url) as store:
-            assert secret not in repr(store) and ":***@" in repr(store)
+            assert secret not in repr(store) and "://***@" in repr(store)
+            assert "agent" not in repr(store)  # all between '://' and '@' is hidden
             attempts = [
                 ("reading cached result 'k'", store.get("k")),
                 ("caching result 'k'", store.set("k", "v", 1.0)),
@@ -383,6 +443,39 @@ async def test_errors_name_what_failed_and_leave_the_password_out(
     assert not [r for r in caplog.records if secret in r.getMessage()]
 
 
+@pytest.mark.parametrize(
+    "password",
+    [
+        "Zq8v/Kp2+T1mNw9xR4=",  # an Azure Cache for Redis key: base64
+        "9120/Kp2+T1mNw9xR4=",  # digits first: read as a port, no password sent
+        "hunter#2x",
+        "s3cr?et9",
+        "p@ss/w0rd",
+    ],
+)
+async def test_a_password_holding_url_delimiters_is_never_shown(
+    password: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Unencoded, redis-py would read part of the password as the host, port or path
+    # (and show it in its errors): the URL is refused, and the error hides it all.
+    caplog.set_level(logging.DEBUG)
+    pieces = [p for p in re.split(r"[/?#@]", password) if len(p) > 2]
+    with pytest.raises(ToolConfigError) as caught:
+        RedisStore(f"rediss://default:{password}@cache.example.net:6380/0")
+    text = str(caught.value)
+    assert text.startswith("RedisStore('rediss://***@cache.example.net:6380/0'): ")
+    assert "percent-encode the password" in text and "\n" not in text
+    assert not [p for p in pieces if p in text], text
+    # Percent-encoded, it is read whole and still never shown.
+    async with RedisStore(f"redis://agent:{quote(password, safe='')}@127.0.0.1:1/0") as store:
+        assert store.client.connection_pool.connection_kwargs["password"] == password
+        assert repr(store) == "RedisStore('redis://***@127.0.0.1:1/0', prefix='agcore:')"
+        with pytest.raises(ToolError) as failed:
+            await store.get("k")
+        assert not [p for p in pieces if p in str(failed.value)], str(failed.value)
+    assert not [r for r in caplog.records for p in pieces if p in r.getMessage()]
+
+
 async def test_a_password_in_the_query_is_left_out_too(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -405,6 +498,38 @@ async def test_a_password_in_the_query_is_left_out_too(
             assert "password=***" in str(caught.value)
     assert "username=***" in repr(store) and "agent" not in repr(store)
     assert not [r for r in caplog.records if "hunter2" in r.getMessage()]
+
+
+async def test_the_default_prefix_on_a_server_over_tcp_is_a_warning_once(
+    redis_socket: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The prefix is the only namespace: apps that leave it out share their caches and
+    # rate buckets on a server they share. Said once per server; a prefix chosen, even
+    # the default, or a unix socket (one host's) says nothing.
+    caplog.set_level(logging.WARNING, "agcore_tools.policies")
+    host, other = (f"h{uuid.uuid4().hex[:10]}.invalid" for _ in range(2))
+    stores = [
+        RedisStore(f"redis://:s3cret@{host}:6379/0"),
+        RedisStore.from_url(f"redis://:s3cret@{host}:6379/0"),  # the same server
+        RedisStore(f"redis://{host}:6379/1", prefix="agcore:"),
+        RedisStore(f"unix://{redis_socket}"),
+        RedisStore(redis.asyncio.Redis(unix_socket_path=redis_socket)),
+        RedisStore(redis.asyncio.Redis(host=other, port=6380)),
+    ]
+    try:
+        assert {store.prefix for store in stores} == {"agcore:"}
+    finally:
+        for store in stores:
+            await store.aclose()
+        await stores[-2].client.aclose()
+        await stores[-1].client.aclose()
+    warned = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.policies"]
+    assert [m.split(" uses ")[0] for m in warned] == [
+        f"RedisStore on redis://***@{host}:6379/0",
+        f"RedisStore on redis://{other}:6380/0",
+    ]
+    assert all("default key prefix 'agcore:'" in m and "prefix='agcore:'" in m for m in warned)
+    assert "s3cret" not in "".join(warned)
 
 
 def test_without_redis_py_the_store_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

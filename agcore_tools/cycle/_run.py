@@ -78,7 +78,7 @@ from .profiles import (
 )
 from .requester import OpenAIRequester, Requester, TurnRequest
 
-__all__ = ["IDS_PAST_HISTORY", "Run", "Session"]
+__all__ = ["IDS_PAST_HISTORY", "UNIQUE_CALL_IDS", "Run", "Session", "call_ids"]
 
 Message = dict[str, Any]
 
@@ -151,6 +151,43 @@ def first_free_tag(messages: list[Message], floor: int) -> int:
 
 
 _GENERATED_ID = re.compile(r"call_([0-9]+)_[0-9]+")
+
+UNIQUE_CALL_IDS: ContextVar[bool] = ContextVar("agcore_tools_unique_call_ids", default=True)
+"""Whether a call whose server-given id an earlier call of the history has gets an id
+of its own (:func:`call_ids`). False only in a Temporal workflow run begun before that
+(the workflow sets it from ``workflow.patched``)."""
+
+
+def call_ids(messages: list[Message]) -> set[str]:
+    """Every tool call id in ``messages``: of assistant messages' calls, of tool
+    messages, and of Responses items. A new turn's call with one of them gets an id of
+    its own: a server that numbers each response's calls from "0" again would give a
+    new call an earlier call's id, and with it its idempotency key (the run id and the
+    call id), so a payment API would take the second charge for a retry of the first.
+    Read from the history alone, so a saved and resumed history, and a replay
+    (Temporal's), give each call the id it had.
+
+    Example:
+        >>> history = [{"role": "assistant", "content": "", "tool_calls": [{"id": "0"}]},
+        ...            {"role": "tool", "tool_call_id": "0", "content": "ok"},
+        ...            {"type": "function_call_output", "call_id": "fc_1", "output": "ok"}]
+        >>> sorted(call_ids(history))
+        ['0', 'fc_1']
+    """
+    found: set[str] = set()
+    for message in messages:
+        for key in ("tool_call_id", "call_id"):
+            value = message.get(key)
+            if isinstance(value, str):
+                found.add(value)
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            found.update(
+                call["id"]
+                for call in calls
+                if isinstance(call, dict) and isinstance(call.get("id"), str)
+            )
+    return found
 
 
 def _check_stop(ctx: ToolContext, usage: Usage) -> None:
@@ -360,6 +397,8 @@ class Run:
                 while True:
                     _check_stop(ctx, usage)
                     builder = wire.builder(str(session.requests), config.repair_arguments, trace)
+                    if UNIQUE_CALL_IDS.get():
+                        builder.avoid_ids(call_ids(messages))
                     if output is not None and output.mode == "tool":
                         builder.show_arguments(FINAL_TOOL)  # the answer streams as text
                     session.requests += 1

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +44,7 @@ from .events import (
     Usage,
 )
 
-__all__ = ["Turn", "TurnBuilder", "describe_body"]
+__all__ = ["Turn", "TurnBuilder", "describe_body", "renamed_call"]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
@@ -119,6 +120,7 @@ class TurnBuilder:
     """
 
     __slots__ = (
+        "_avoided",
         "_by_id",
         "_by_index",
         "_content",
@@ -150,6 +152,14 @@ class TurnBuilder:
         self._shown_tool: str | None = None
         self._shown: _Slot | None = None
         self._shown_parts = 0  # how many of its argument fragments were shown (-1: all)
+        self._avoided: Collection[str] = ()
+
+    def avoid_ids(self, ids: Collection[str]) -> None:
+        """Give a call whose server-given id is one of ``ids`` (the history's calls) an
+        id of its own, as a second call of one turn with an id already used gets: some
+        servers number each response's calls from "0" again, and each call needs its
+        own answer, approval and idempotency key."""
+        self._avoided = ids
 
     def show_arguments(self, tool_name: str) -> None:
         """Stream the arguments of the turn's first call of ``tool_name`` as
@@ -364,6 +374,8 @@ class TurnBuilder:
                 # its own approval), so the later one gets an id of its own.
                 logger.warning("the server gave two tool calls of one turn the id %r", call_id)
                 call_id = f"call_{self._turn_tag}_{position}"
+            elif call_id in self._avoided:
+                call_id = renamed_call(call_id, f"call_{self._turn_tag}_{position}")
             taken.add(call_id)
             arguments = slot.obj if slot.obj is not None else "".join(slot.parts)
             calls.append(
@@ -427,3 +439,16 @@ def _error_message(error: Any) -> str:
         message = error.get("message")
         return str(message) if message else str(error)
     return str(_field(error, "message") or error)
+
+
+def renamed_call(call_id: str, new_id: str) -> str:
+    """``new_id``, for a call whose server-given ``call_id`` an earlier call of the
+    history has (see :meth:`TurnBuilder.avoid_ids`); logged at debug level.
+
+    Example:
+        >>> renamed_call("0", "call_3_0")
+        'call_3_0'
+    """
+    # Servers that number each response's calls anew do so every turn: no warning.
+    logger.debug("tool call id %r is an earlier call's; the call is %r here", call_id, new_id)
+    return new_id

@@ -26,14 +26,14 @@ translates it (tools, ``tool_choice``, ``response_format``) just before sending.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .._sdk import sdk_field as _field
 from ..calls import CUT_CALLS_NOT_REPAIRED, ParsedCall, parse_call
 from ..error import LlmError
 from ._body import lighten, without_unused_tool_options
-from ._stream import Turn, describe_body
+from ._stream import Turn, describe_body, renamed_call
 from .config import CycleConfig
 from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
 
@@ -423,6 +423,7 @@ class ResponsesTurnBuilder:
 
     __slots__ = (
         "_arguments",
+        "_avoided",
         "_items",
         "_repair",
         "_response",
@@ -439,6 +440,12 @@ class ResponsesTurnBuilder:
         self._arguments: dict[int, list[str]] = {}
         self._shown_tool: str | None = None
         self._shown: int | None = None  # the output_index of the call shown
+        self._avoided: Collection[str] = ()
+
+    def avoid_ids(self, ids: Collection[str]) -> None:
+        """Give a call whose server-given id is one of ``ids`` (the history's calls) an
+        id of its own (see :meth:`TurnBuilder.avoid_ids`)."""
+        self._avoided = ids
 
     def show_arguments(self, tool_name: str) -> None:
         """Stream the arguments of the turn's first call of ``tool_name`` as
@@ -564,6 +571,8 @@ class ResponsesTurnBuilder:
                     logger.warning("the server gave two tool calls of one turn the id %r", call_id)
                 if not call_id or call_id in taken:
                     item["call_id"] = f"call_{self._turn_tag}_{len(calls)}"
+                elif call_id in self._avoided:
+                    item["call_id"] = renamed_call(call_id, f"call_{self._turn_tag}_{len(calls)}")
                 taken.add(item["call_id"])
                 call = parse_call(
                     item.get("name") or "",

@@ -20,6 +20,7 @@ __all__ = [
     "PERMISSIONS_PER_QUEUE",
     "REQUESTS_AS_TEXT",
     "UNAWAITED_CALLS_FAIL",
+    "UNIQUE_CALL_IDS",
 ]
 
 APPROVALS_ADD_UP = "agcore-approvals-add-up"
@@ -60,3 +61,7 @@ CUT_CALLS_NOT_REPAIRED = "agcore-cut-calls-not-repaired"
 arguments do not parse is answered with an error naming the limit (before: with
 ``repair_arguments=True``, its arguments were closed and the tool ran with its defaults
 for the arguments never written)."""
+UNIQUE_CALL_IDS = "agcore-call-ids-unique-in-history"
+"""A tool call whose server-given id an earlier call of the history has (a server that
+numbers each response's calls from "0" again) gets an id of its own, and so its own
+idempotency key (before: the two calls shared one id and one key)."""

@@ -29,6 +29,7 @@ from agcore_tools import (
     ToolPolicy,
     ToolRegistry,
 )
+from agcore_tools.cycle._run import UNIQUE_CALL_IDS
 from tests.mcp.conftest import HttpServer
 
 from .conftest import S, assert_history_valid, tool_messages
@@ -148,9 +149,12 @@ async def test_a_call_id_answered_in_an_earlier_turn_keeps_a_later_pause(
     serve, make_cycle, booking
 ):
     # Ids repeat across turns (a server's own, or those generated for servers that
-    # send none): the second pause of "c_book" must keep its saved state.
+    # send none): the second pause of "c_book" must keep its saved state. The loop
+    # gives a repeated id a new one, but a history saved before that, or a Temporal run
+    # begun before it, still holds repeats: as such a run does, this one keeps them.
     model = serve(BOOK, S.reply_text("Booked."), BOOK, S.reply_text("Booked again."))
     client, registry = await _registry(booking.url)
+    repeats = UNIQUE_CALL_IDS.set(False)
     try:
         cycle = make_cycle(model, approval_key=b"k" * 32)
         [first] = (await cycle.submit_with_tools("book for Ada", registry)).pending
@@ -167,6 +171,7 @@ async def test_a_call_id_answered_in_an_earlier_turn_keeps_a_later_pause(
             None, registry, approvals=[second.accept({"seats": 3})]
         )
     finally:
+        UNIQUE_CALL_IDS.reset(repeats)
         await client.close()
     assert done.text == "Booked again."
     assert fresh.messages[-2]["content"] == "booked 3 seats for Ada; asked 0 h ago; state intact"

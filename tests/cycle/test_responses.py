@@ -316,6 +316,33 @@ async def test_two_calls_of_one_turn_with_one_call_id_are_answered_apart(
     assert_history_valid(cycle.messages)
 
 
+@MODES
+async def test_a_call_id_the_server_gives_again_in_a_later_turn_gets_one_of_its_own(
+    serve, make_cycle, calc, stream
+):
+    # A server numbering each response's calls from "0" again: the second call had the
+    # first one's id, so its idempotency key, and its output matched the first call too.
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "0")]),
+        S.reply_tool_calls([("add", {"a": 3, "b": 4}, "0")]),
+        S.reply_text("3 then 7"),
+    )
+    cycle = make_cycle(server, api="responses")
+
+    response = await run(cycle, "Sums?", calc, stream)
+
+    assert response.text == "3 then 7"
+    sent = [(i["type"], i["call_id"]) for i in items(server.requests[2]) if "call_id" in i]
+    assert sent == [
+        ("function_call", "0"),
+        ("function_call_output", "0"),
+        ("function_call", "call_1_0"),
+        ("function_call_output", "call_1_0"),
+    ]
+    assert tool_messages(cycle.messages) == {"0": "3", "call_1_0": "7"}
+    assert_history_valid(cycle.messages)
+
+
 @pytest.mark.parametrize(
     ("body", "headers", "message"),
     [

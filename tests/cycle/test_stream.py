@@ -602,6 +602,44 @@ async def test_generated_ids_stay_unique_when_a_fresh_cycle_resumes_the_history(
     assert_history_valid(later.messages)
 
 
+async def test_a_call_id_the_server_gives_again_in_a_later_turn_gets_one_of_its_own(
+    serve, make_cycle
+):
+    # Some servers number each response's calls from "0" again: the second charge had
+    # the first one's id, so its idempotency key, and a payment API would drop it as a
+    # retry of the first. The new id is in the history, so the key stays the call's
+    # when the history is saved and resumed.
+    keys: dict[int, str] = {}
+    registry = ToolRegistry()
+
+    @registry.tool
+    def charge(amount: int, ctx: ToolContext) -> str:
+        """Charge the customer."""
+        keys[amount] = ctx.idempotency_key  # keyed by charge: sync calls run in threads
+        return f"charged {amount}"
+
+    server = serve(
+        S.reply_tool_calls([("charge", {"amount": 5}, "0")]),
+        S.reply_tool_calls([("charge", {"amount": 6}, "0")]),
+        S.reply_text("done"),
+    )
+    server.add(S.reply_tool_calls([("charge", {"amount": 7}, "0")]), S.reply_text("done"))
+    first = make_cycle(server)
+    await first.submit_with_tools("Charge", registry, ctx=ToolContext(run_id="order-42"))
+    later = make_cycle(server)  # after a restart
+    later.messages = json.loads(json.dumps(first.messages))
+
+    await later.submit_with_tools("Charge more", registry, ctx=ToolContext(run_id="order-42"))
+
+    ids = [m["tool_call_id"] for m in later.messages if m["role"] == "tool"]
+    assert ids == ["0", "call_1_0", "call_2_0"]
+    assert keys == {5: "order-42:0", 6: "order-42:call_1_0", 7: "order-42:call_2_0"}
+    assert later.messages[:6] == first.messages  # the earlier calls keep their ids
+    sent = server.requests[-1].json["messages"]
+    assert [c["id"] for m in sent for c in m.get("tool_calls", ())] == ids
+    assert_history_valid(later.messages)
+
+
 async def test_a_response_without_choices_is_an_llm_error(serve, make_cycle):
     server = serve(RawResponse(200, {"id": "x", "object": "chat.completion", "choices": []}))
     with pytest.raises(LlmError, match="no choices"):

@@ -103,6 +103,12 @@ UNPATCHED = {
     # Recorded by the workers of e3f6314, before "agcore-approval-checks-together": the
     # second call's agcore.needs_approval was scheduled once the first had ended.
     "two-checks": "two calls asked their needs_approval function in turn (in flight)",
+    # Recorded by the workers of fe64418, before "agcore-call-ids-unique-in-history": the
+    # model server gave both turns' calls the id "0", the second call waited for approval
+    # under that id (and ran with the first call's idempotency key), and the approve
+    # signal answered "0"; this version names that call call_1_0.
+    "repeated-id-approved": "a call id given again in the next turn; approved; finished",
+    "repeated-id-paused": "a call id given again in the next turn; paused (in flight)",
 }
 
 

@@ -196,6 +196,45 @@ async def test_a_call_cut_at_the_token_limit_is_not_repaired_in_a_run(client: Cl
     ]
 
 
+async def test_a_call_id_the_server_gives_again_has_its_own_in_a_run(client: Client) -> None:
+    # A run begun before the patch agcore-call-ids-unique-in-history kept the repeated
+    # id, and the second charge ran with the first one's idempotency key
+    # (tests/temporal/histories/unpatched-repeated-id-*.json).
+    keys: list[str | None] = []
+    tools = ToolRegistry()
+
+    @tools.tool
+    def charge(cents: int, ctx: ToolContext) -> str:
+        """Charge the customer."""
+        keys.append(ctx.idempotency_key)
+        return f"charged {cents}"
+
+    script = [
+        S.reply_tool_calls([("charge", {"cents": 500}, "0")]),
+        S.reply_tool_calls([("charge", {"cents": 900}, "0")]),
+        S.reply_text("done"),
+    ]
+    with S(script) as server:
+        async with (
+            server.client() as openai,
+            worker(client, "repeat", ToolActivities(tools, openai)),
+        ):
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of("charge twice", CycleConfig("m")),
+                id="repeat-1",
+                task_queue="repeat",
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            result = await finish(handle)
+    assert keys == ["repeat-1:0", "repeat-1:call_1_0"]
+    answered = [m["tool_call_id"] for m in result.messages if m["role"] == "tool"]
+    assert answered == ["0", "call_1_0"]
+    history = await handle.fetch_history()
+    replay = await strict_replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert replay.replay_failure is None
+
+
 async def test_an_image_from_a_tool_reaches_the_model_as_in_the_in_process_loop(
     client: Client, spawn: Spawn, model: Model, workdir: Path
 ) -> None:
