@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
-from ._text import record_fields, result_text, truncate_utf8
+from ._text import record_dump, record_fields, result_text, truncate_utf8
 from .content import CONTENT_KINDS, CONTENT_TYPES, Audio, Content, File, Image, sniff_image
 from .error import _BadContent
 
@@ -94,10 +94,12 @@ def _from_bytes(data: bytes | bytearray | memoryview) -> Image | str:
 def normalise(value: Any) -> Any:
     """``value`` as JSON-compatible data, keeping binary values as they are.
 
-    A pydantic model or dataclass holding one becomes a dict of its fields. Raw bytes
-    become an :class:`Image` (by magic number) or text (UTF-8); other bytes raise a
-    ``ValueError`` that is also a ``ToolError``. Values without binary parts are
-    converted exactly as before (``to_jsonable_python``).
+    A pydantic model or dataclass holding one is written as pydantic writes it (see
+    :func:`~agcore_tools._text.record_dump`: excluded fields left out, aliases and
+    computed fields as pydantic has them), each field that holds a binary value as that
+    value. Raw bytes become an :class:`Image` (by magic number) or text (UTF-8); other
+    bytes raise a ``ValueError`` that is also a ``ToolError``. Values without binary
+    parts are converted exactly as before (``to_jsonable_python``).
     """
     if not _holds_binary(value):
         return to_jsonable_python(value)
@@ -109,8 +111,11 @@ def normalise(value: Any) -> Any:
         return {_key(key): normalise(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [normalise(item) for item in value]
-    # A model or dataclass holding an image: a dict of its fields, as a dict holding it is.
-    return {name: normalise(item) for name, item in (record_fields(value) or {}).items()}
+    # A model or dataclass holding an image: as pydantic writes it, the image in its
+    # place. Read field by field, an excluded field (a secret) would be sent, and its
+    # aliases and computed fields lost.
+    data = record_dump(value, _holds_binary)
+    return normalise(data) if _holds_binary(data) else to_jsonable_python(value)
 
 
 def _key(key: Any) -> Any:
@@ -220,8 +225,10 @@ class _Labeller:
             return {key: self.replace(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.replace(item) for item in value]
-        named = record_fields(value) if _holds_binary(value) else None
-        return value if named is None else self.replace(named)
+        if record_fields(value) is None or not _holds_binary(value):
+            return value
+        data = record_dump(value, _holds_binary)  # as normalise() writes it
+        return self.replace(data) if _holds_binary(data) else value
 
 
 def render(

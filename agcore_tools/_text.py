@@ -3,8 +3,8 @@ keeps head and tail; and a copy of JSON values however deeply they nest.
 
 A leaf module: the renderer of binary values (``_attachments``) and ``calls/`` both cut
 text with it, and it and the spans' content writer (``_span_content``) both read a
-record's fields with it. The loop's events and approval requests copy a call's
-arguments with it.
+record's fields (and write a record as pydantic does) with it. The loop's events and
+approval requests copy a call's arguments with it.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ __all__ = [
     "in_pieces",
     "is_large",
     "own_copy",
+    "record_dump",
     "record_fields",
     "result_text",
     "truncate_utf8",
@@ -208,7 +209,9 @@ def truncate_utf8(text: str, max_bytes: int | None) -> str:
 
 def record_fields(value: Any) -> dict[str, Any] | None:
     """A pydantic model's or a dataclass instance's fields by name (the values
-    themselves, bytes not copied, as ``model_dump`` would), or None for other values.
+    themselves, bytes not copied), or None for other values. Every field is there,
+    excluded ones too: this is for looking into a record (for binary values, say); what
+    is written of it is :func:`record_dump`.
 
     Example:
         >>> from dataclasses import dataclass
@@ -224,6 +227,45 @@ def record_fields(value: Any) -> dict[str, Any] | None:
     if is_dataclass(value) and not isinstance(value, type):
         return {field.name: getattr(value, field.name) for field in fields(value)}
     return None
+
+
+def record_dump(value: Any, keep: Callable[[Any], bool]) -> Any:
+    """A record :func:`record_fields` reads, as pydantic writes it, but with each field
+    value for which ``keep`` is true left as it is (an ``Image``, a list of them).
+
+    A pydantic model is dumped as ``to_jsonable_python`` writes it, in Python mode: its
+    excluded fields are left out, its serialization aliases are the keys, its computed
+    fields and serializers apply. A field kept is written as its value, under its key,
+    and only when pydantic writes the field. (pydantic's Python mode writes an
+    ``Image`` as a dict of its bytes, and would cut it into pieces.) A dataclass is its
+    fields.
+
+    Example:
+        >>> from pydantic import BaseModel, Field, computed_field
+        >>> class Account(BaseModel):
+        ...     user_name: str = Field(serialization_alias="userName")
+        ...     token: str = Field(exclude=True)
+        ...     tags: tuple[str, ...] = ()
+        ...     @computed_field
+        ...     @property
+        ...     def initial(self) -> str:
+        ...         return self.user_name[0]
+        >>> account = Account(user_name="ann", token="secret", tags=("a",))
+        >>> record_dump(account, lambda item: isinstance(item, tuple))
+        {'userName': 'ann', 'tags': ('a',), 'initial': 'a'}
+    """
+    if not isinstance(value, BaseModel):
+        return record_fields(value)
+    data = value.model_dump(mode="python", by_alias=True)
+    if not isinstance(data, dict):  # a model_serializer's own shape: no field to put back
+        return data
+    fields_info = type(value).model_fields
+    for name, item in (record_fields(value) or {}).items():
+        info = fields_info.get(name)  # None for an extra field, written under its name
+        key = (info.serialization_alias if info is not None else None) or name
+        if key in data and keep(item):
+            data[key] = item
+    return data
 
 
 def own_copy(value: Any) -> Any:
