@@ -12,8 +12,9 @@ import copy
 import functools
 import inspect
 import types
+import typing
 import warnings
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator
 from dataclasses import replace
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
 
@@ -74,12 +75,22 @@ seconds, as much as converting them on the loop would."""
 def _to_json(value: Any) -> Any:
     if isinstance(value, _PLAIN_JSON):
         return value
+    if isinstance(value, Iterator):
+        # A generator expression, map(): its items, as pydantic lists them, but looked
+        # into for images first.
+        value = list(value)
     if type(value) in (list, tuple) and len(value) > _CHUNK:
         converted: list[Any] = []
         for start in range(0, len(value), _CHUNK):
             converted += normalise(value[start : start + _CHUNK])
         return converted
     return normalise(value)  # JSON data; Image, Audio and File values kept as they are
+
+
+def _declares_generator(annotation: Any) -> bool:
+    # -> Iterator[T] or -> Generator[T, None, None]: a sync function so annotated that
+    # returns a generator made elsewhere streams it, as a generator function would.
+    return (typing.get_origin(annotation) or annotation) in (Iterator, Generator)
 
 
 def _first_parameter(func: Callable[..., Any]) -> str | None:
@@ -137,9 +148,12 @@ class FunctionTool(BaseTool, Generic[P, R]):
 
     A sync function that returns a coroutine (a plain decorator around an async
     function) has that coroutine awaited on the loop, as an async function's. One that
-    returns a generator (a plain decorator around a generator function) has it drained
-    as a generator function's is. A sync function's result is made JSON in its thread,
-    so a lazy iterator it returns, or a large result, does not hold up the loop.
+    returns a generator has it drained as a generator function's is when it wraps a
+    generator function (a plain ``functools.wraps`` decorator) or is annotated to
+    return an ``Iterator`` or a ``Generator``; any other generator it returns (a
+    generator expression) is its result, listed whole, as ``map()``'s is. A sync
+    function's result is made JSON in its thread, so a lazy iterator it returns, or a
+    large result, does not hold up the loop.
 
     Past its timeout a sync function's thread runs on (threads cannot be stopped from
     outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
@@ -239,10 +253,14 @@ class FunctionTool(BaseTool, Generic[P, R]):
         call = getattr(func, "__call__", None)  # noqa: B004 - async callable objects
         self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
         self._streams, self._streams_directly = _streams(func, call, self._is_async)
+        # Whether a generator the sync function returns is drained (see _in_thread).
+        self._drains_returned = self._streams == "sync" or (
+            not self._is_async and _declares_generator(schema.returns)
+        )
         # Neither a generator nor given the context: it can report nothing while it
         # runs, so the streaming loop need not listen (see cycle/_tool_stream.py). Only
-        # an async one: a sync function may return a generator, whose values are
-        # reported as it is drained (_in_thread), and nothing tells before it runs.
+        # an async one: a sync function may return an async generator (a plain wrapper
+        # around one), whose values are reported as it is drained (_run).
         self.quiet = self._streams is None and self._context_param is None and self._is_async
         # An async function that is not a generator and takes no positional-only
         # parameter runs straight from execute() (see there).
@@ -505,14 +523,18 @@ class FunctionTool(BaseTool, Generic[P, R]):
     def _in_thread(self, make: Callable[[], Any], ctx: ToolContext) -> Any:
         # A sync function's whole call, in its worker thread: the call, then its value
         # made JSON here too, since a lazy iterator may block as it is consumed and a
-        # large result takes long to convert. A returned generator is drained as a
-        # generator function's is; a coroutine or an async generator goes back to the
-        # loop, which alone can run it.
+        # large result takes long to convert. A generator returned by a tool that
+        # streams (a plain wrapper around a generator function, or one annotated to
+        # return an Iterator) is drained as a generator function's is; a coroutine or
+        # an async generator goes back to the loop, which alone can run it.
         result = make()
         if inspect.iscoroutine(result) or inspect.isasyncgen(result):
             return result
-        if inspect.isgenerator(result):
+        if inspect.isgenerator(result) and self._drains_returned:
             return drain_sync(lambda: result, self._jsonable, ctx)
+        # Any other generator (an expression, `return (u.name for u in users)`) is the
+        # result itself: listed whole, as an async function's is, not drained for its
+        # last item.
         return self._jsonable(result)
 
     def _drain(self, make: Callable[[], Any], ctx: ToolContext) -> Awaitable[Any]:
