@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from typing_extensions import ParamSpec
 
 from ._aio import THREADS, run_tool, with_timeout
-from ._attachments import normalise
+from ._attachments import normalise, not_json_reason
 from ._binding import TakesClass, TakesReceiver
 from ._generators import drain_async, drain_sync
 from ._invalid_args import invalid_arguments, unknown_keys_error
@@ -45,6 +45,7 @@ from .error import (
     ToolError,
     ToolExecutionError,
     ToolTimeoutError,
+    _NotJson,
 )
 from .permission import Permission, PermissionLike
 from .policies import ToolPolicy
@@ -142,9 +143,14 @@ class FunctionTool(BaseTool, Generic[P, R]):
 
     Calling it calls the function unchanged. ``execute`` validates the arguments
     against the function's pydantic schema, runs a sync function in a worker
-    thread, and turns the return value into JSON-compatible data (keeping
-    :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio` and
-    :class:`~agcore_tools.File` values, and reading raw image bytes as an ``Image``).
+    thread, and turns the return value into JSON-compatible data as pydantic's
+    ``to_jsonable_python`` does (keeping :class:`~agcore_tools.Image`,
+    :class:`~agcore_tools.Audio` and :class:`~agcore_tools.File` values, and reading
+    raw image bytes as an ``Image``). Iterators, dict views (``d.values()``) and
+    ``range`` become lists, and numpy scalars and arrays (any value with a ``tolist()``
+    or ``item()`` method) Python numbers and lists; a value still of no JSON type fails
+    the call with a :class:`ToolExecutionError` that names its type and where it is
+    (``result['stats'][0]``).
 
     A sync function that returns a coroutine (a plain decorator around an async
     function) has that coroutine awaited on the loop, as an async function's. One that
@@ -547,12 +553,12 @@ class FunctionTool(BaseTool, Generic[P, R]):
     def _jsonable(self, result: Any) -> Any:
         try:
             return _to_json(result)
+        except _NotJson as exc:  # a value of no JSON type: say which, and where
+            raise ToolExecutionError(self.name, not_json_reason(result, exc)) from exc
         except ToolError as exc:  # bytes that are no known image and not UTF-8 text
             raise ToolExecutionError(self.name, exc.message) from exc
-        except Exception as exc:
-            raise ToolExecutionError(
-                self.name, f"returned a {type(result).__name__}, which is not JSON-compatible"
-            ) from exc
+        except Exception as exc:  # a circular value, one nested too deep
+            raise ToolExecutionError(self.name, not_json_reason(result, exc)) from exc
 
     async def _run(self, kwargs: dict[str, Any], ctx: ToolContext) -> Any:
         args = [kwargs.pop(p) for p in self._positional_only] if self._positional_only else ()
