@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic_core import to_jsonable_python
 
 from ._text import record_dump, record_fields, result_text, truncate_utf8
+from ._unicode import scrub
 from .content import CONTENT_KINDS, CONTENT_TYPES, Audio, Content, File, Image, sniff_image
 from .error import _BadContent, _NotJson
 
@@ -126,7 +127,23 @@ def _converted(value: Any) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
-    return to_jsonable_python(value, fallback=_converted)
+    try:
+        return to_jsonable_python(value, fallback=_converted)
+    except UnicodeEncodeError:
+        # pydantic takes no lone surrogate in a key (a dict keyed by os.listdir's names
+        # of files not named in UTF-8): U+FFFD there, as in the text the model reads.
+        return to_jsonable_python(_keys_scrubbed(value), fallback=_converted)
+
+
+def _keys_scrubbed(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            scrub(key) if isinstance(key, str) else key: _keys_scrubbed(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_keys_scrubbed(item) for item in value]
+    return value
 
 
 def not_json_reason(result: Any, error: Exception) -> str:
@@ -300,6 +317,9 @@ class _Labeller:
                 # MCP servers label PNG bytes "image/jpg" and the like; strict APIs
                 # refuse the whole request over a data URL whose type is wrong.
                 value = replace(value, media_type=sniffed)
+        if isinstance(value, File) and scrub(value.filename) is not value.filename:
+            # A name os.listdir decoded (not UTF-8): no request could carry it.
+            value = replace(value, filename=scrub(value.filename))
         kind = type(value).__name__.lower()
         self.counts[kind] = number = self.counts.get(kind, 0) + 1
         name = f"{kind} {number}"
@@ -343,7 +363,8 @@ def render(
 
     A binary value alone, or a list whose items are text and binary values, reads as
     its items in order, one per line; any other structure is JSON text with each
-    binary value replaced by its label. A value of a kind ``server`` does not take is
+    binary value replaced by its label. The text always encodes as UTF-8 (lone
+    surrogates become U+FFFD, in a ``File``'s name too). A value of a kind ``server`` does not take is
     left out, as one over the size limit is.
 
     Raises the ``ToolError`` of :func:`normalise` for bytes of unknown kind.
@@ -369,7 +390,9 @@ def render(
             lines.append(labeller.label(item))
         else:
             lines.append(result_text(labeller.replace(item)))
-    text = truncate_utf8("\n".join(lines), max_text_bytes)
+    # Lone surrogates (a file name os.listdir decoded) as U+FFFD, as in a result without
+    # binary values (calls._render.model_text): no request could carry them.
+    text = truncate_utf8(scrub("\n".join(lines)), max_text_bytes)
     return Rendered(text, tuple(labeller.attachments))
 
 

@@ -15,7 +15,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from pydantic_core import to_json
+from pydantic_core import to_json, to_jsonable_python
 
 __all__ = [
     "LARGE",
@@ -56,10 +56,34 @@ def result_text(output: Any) -> str:
         'plain text'
         >>> result_text({"ratio": float("nan")})
         '{"ratio":null}'
+
+    pydantic writes no lone surrogate (``os.listdir``'s name of a file whose name is
+    not UTF-8); JSON holding one is written by the json module instead, the surrogate
+    as it is, for the caller to replace (``_unicode.scrub``) as it does a string's:
+
+        >>> result_text({"files": ["caf\\udce9.txt"]})
+        '{"files":["caf\\udce9.txt"]}'
     """
     if isinstance(output, str):
         return output
-    return in_pieces(output, _to_json, b",").decode("utf-8")
+    try:
+        return in_pieces(output, _to_json, b",").decode("utf-8")
+    except ValueError as exc:  # PydanticSerializationError, UnicodeEncodeError
+        import json  # on first need: a plain `import agcore_tools` does not load json
+
+        try:
+            return json.dumps(output, ensure_ascii=False, separators=(",", ":"), default=_plain)
+        except (ValueError, TypeError, RecursionError):
+            raise exc from None  # pydantic's reason (a circular value, say) is the one
+
+
+def _plain(value: Any) -> Any:
+    # What the json module cannot write, as pydantic writes it: a model's excluded
+    # fields stay out, as its str() would not leave them.
+    try:
+        return to_jsonable_python(value, fallback=str, inf_nan_mode="null")
+    except ValueError:  # a lone surrogate in one of its keys: nothing of it is written
+        return f"[a {type(value).__name__} that cannot be written as JSON]"
 
 
 def _to_json(value: Any) -> bytes:
