@@ -364,8 +364,8 @@ def render(
     A binary value alone, or a list whose items are text and binary values, reads as
     its items in order, one per line; any other structure is JSON text with each
     binary value replaced by its label. The text always encodes as UTF-8 (lone
-    surrogates become U+FFFD, in a ``File``'s name too). A value of a kind ``server`` does not take is
-    left out, as one over the size limit is.
+    surrogates become U+FFFD, in a ``File``'s name too). A value of a kind ``server``
+    does not take is left out, as one over the size limit is.
 
     Raises the ``ToolError`` of :func:`normalise` for bytes of unknown kind.
     """

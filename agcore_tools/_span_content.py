@@ -124,7 +124,8 @@ def _walk(value: Any, depth: int) -> tuple[Any, bool]:
         return value, False  # written by pydantic (or as str)
     if any(_walk(item, depth + 1)[1] for item in named.values()):
         # As pydantic writes it, stubs in place: an excluded field (a secret) stays out.
-        stubbed, changed = _walk(record_dump(value, lambda item: _walk(item, depth)[1]), depth)
+        dumped = record_dump(value, lambda item: _walk(item, depth + 1)[1])
+        stubbed, changed = _walk(dumped, depth)
         if changed:
             return stubbed, True
     # A model without binary parts keeps pydantic's own form (aliases, serializers).
