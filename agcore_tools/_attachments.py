@@ -11,15 +11,16 @@ its label.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, ItemsView, KeysView, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
-from ._text import record_fields, result_text, truncate_utf8
+from ._text import record_dump, record_fields, result_text, truncate_utf8
+from ._unicode import scrub
 from .content import CONTENT_KINDS, CONTENT_TYPES, Audio, Content, File, Image, sniff_image
-from .error import _BadContent
+from .error import _BadContent, _NotJson
 
 __all__ = [
     "ANY_SERVER",
@@ -31,6 +32,7 @@ __all__ = [
     "function_call_output",
     "is_attachments_message",
     "normalise",
+    "not_json_reason",
     "render",
 ]
 
@@ -91,16 +93,132 @@ def _from_bytes(data: bytes | bytearray | memoryview) -> Image | str:
         ) from None
 
 
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"  # numpy.bool, not a "bool"
+
+
+def _a(value: Any) -> str:
+    name = _type_name(value)
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _converted(value: Any) -> Any:
+    """pydantic's fallback: a value it cannot write as JSON data it can (which it then
+    writes in turn), or :class:`_NotJson`."""
+    if isinstance(value, (KeysView, ValuesView, ItemsView, range)):  # d.values(), range(n)
+        return list(value)
+    # numpy's scalars and arrays (and tensors, pandas' Series) by their own methods,
+    # never by importing numpy: .tolist() makes plain lists and Python scalars.
+    for name in ("tolist", "item"):
+        method = getattr(value, name, None)
+        if not callable(method):
+            continue
+        try:
+            plain = method()
+        except Exception as exc:
+            raise _NotJson(f"{name}() of {_a(value)} failed: {exc}", value) from exc
+        if type(plain) is not type(value):  # numpy.longdouble's .tolist() is itself
+            return plain
+        break
+    raise _NotJson(f"{_a(value)} is not JSON-compatible", value)
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return to_jsonable_python(value, fallback=_converted)
+    except UnicodeEncodeError:
+        # pydantic takes no lone surrogate in a key (a dict keyed by os.listdir's names
+        # of files not named in UTF-8): U+FFFD there, as in the text the model reads.
+        return to_jsonable_python(_keys_scrubbed(value), fallback=_converted)
+
+
+def _keys_scrubbed(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            scrub(key) if isinstance(key, str) else key: _keys_scrubbed(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_keys_scrubbed(item) for item in value]
+    return value
+
+
+def not_json_reason(result: Any, error: Exception) -> str:
+    """Why ``result`` (a tool's value) cannot be JSON, for the tool's error message:
+    the value at fault, its type and where it is (``error`` is what :func:`normalise`
+    raised).
+
+    Example:
+        >>> from decimal import Decimal
+        >>> result = {"stats": [Decimal("1.5"), object()]}
+        >>> try:
+        ...     normalise(result)
+        ... except TypeError as exc:
+        ...     print(not_json_reason(result, exc))
+        returned an object at result['stats'][1], which is not JSON-compatible; convert it to a str, int, float, bool or None (or a list or dict of them)
+    """
+    if isinstance(error, RecursionError):
+        return (
+            f"returned {_a(result)} that is not JSON-compatible: it holds itself, or nests "
+            "deeper than Python's recursion limit"
+        )
+    if not isinstance(error, _NotJson):  # pydantic's reason: a circular value, say
+        return f"returned {_a(result)} that is not JSON-compatible: {error}"
+    path = _path_to(result, error.value)
+    if path is None:
+        where = f"{_a(result)} holding {_a(error.value)}"
+    elif path == "result":
+        where = _a(error.value)
+    else:
+        where = f"{_a(error.value)} at {path}"
+    if not error.message.endswith("is not JSON-compatible"):  # its tolist() failed
+        return f"returned {where}, which is not JSON-compatible: {error.message}"
+    return (
+        f"returned {where}, which is not JSON-compatible; convert it to a str, int, float, "
+        "bool or None (or a list or dict of them)"
+    )
+
+
+def _path_to(root: Any, target: Any) -> str | None:
+    # Depth first, each container once (a cycle ends): the first place target is found.
+    stack: list[tuple[Any, str]] = [(root, "result")]
+    seen: set[int] = set()
+    while stack:
+        value, path = stack.pop()
+        if value is target:
+            return path
+        if id(value) in seen or type(value) in _SCALARS:
+            continue
+        seen.add(id(value))
+        if isinstance(value, Mapping):
+            items = [(f"[{key!r}]", item) for key, item in value.items()]
+        elif isinstance(value, (list, tuple)):
+            items = [(f"[{index}]", item) for index, item in enumerate(value)]
+        else:
+            named = record_fields(value)
+            items = [(f".{name}", item) for name, item in (named or {}).items()]
+        stack.extend((item, path + step) for step, item in reversed(items))
+    return None
+
+
 def normalise(value: Any) -> Any:
     """``value`` as JSON-compatible data, keeping binary values as they are.
 
-    A pydantic model or dataclass holding one becomes a dict of its fields. Raw bytes
-    become an :class:`Image` (by magic number) or text (UTF-8); other bytes raise a
-    ``ValueError`` that is also a ``ToolError``. Values without binary parts are
-    converted exactly as before (``to_jsonable_python``).
+    A pydantic model or dataclass holding one is written as pydantic writes it (see
+    :func:`~agcore_tools._text.record_dump`: excluded fields left out, aliases and
+    computed fields as pydantic has them), each field that holds a binary value as that
+    value. Raw bytes become an :class:`Image` (by magic number) or text (UTF-8); other
+    bytes raise a ``ValueError`` that is also a ``ToolError``. Values without binary
+    parts are converted by ``to_jsonable_python``, with dict views, ``range`` and
+    numpy-style values (by their ``tolist()`` or ``item()``) as lists and scalars; a
+    value still not JSON-compatible raises a ``TypeError`` that is also a ``ToolError``
+    (:func:`not_json_reason` says where it is: ``result['stats'][0]``).
     """
     if not _holds_binary(value):
-        return to_jsonable_python(value)
+        return _jsonable(value)
     if isinstance(value, CONTENT_TYPES):
         return value
     if isinstance(value, _BINARY):
@@ -109,13 +227,16 @@ def normalise(value: Any) -> Any:
         return {_key(key): normalise(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [normalise(item) for item in value]
-    # A model or dataclass holding an image: a dict of its fields, as a dict holding it is.
-    return {name: normalise(item) for name, item in (record_fields(value) or {}).items()}
+    # A model or dataclass holding an image: as pydantic writes it, the image in its
+    # place. Read field by field, an excluded field (a secret) would be sent, and its
+    # aliases and computed fields lost.
+    data = record_dump(value, _holds_binary)
+    return normalise(data) if _holds_binary(data) else _jsonable(value)
 
 
 def _key(key: Any) -> Any:
     # pydantic's own conversion of a key (5 -> "5"), as for dicts without binary values.
-    return key if isinstance(key, str) else next(iter(to_jsonable_python({key: None})))
+    return key if isinstance(key, str) else next(iter(_jsonable({key: None})))
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +317,9 @@ class _Labeller:
                 # MCP servers label PNG bytes "image/jpg" and the like; strict APIs
                 # refuse the whole request over a data URL whose type is wrong.
                 value = replace(value, media_type=sniffed)
+        if isinstance(value, File) and scrub(value.filename) is not value.filename:
+            # A name os.listdir decoded (not UTF-8): no request could carry it.
+            value = replace(value, filename=scrub(value.filename))
         kind = type(value).__name__.lower()
         self.counts[kind] = number = self.counts.get(kind, 0) + 1
         name = f"{kind} {number}"
@@ -220,8 +344,10 @@ class _Labeller:
             return {key: self.replace(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.replace(item) for item in value]
-        named = record_fields(value) if _holds_binary(value) else None
-        return value if named is None else self.replace(named)
+        if record_fields(value) is None or not _holds_binary(value):
+            return value
+        data = record_dump(value, _holds_binary)  # as normalise() writes it
+        return self.replace(data) if _holds_binary(data) else value
 
 
 def render(
@@ -237,8 +363,9 @@ def render(
 
     A binary value alone, or a list whose items are text and binary values, reads as
     its items in order, one per line; any other structure is JSON text with each
-    binary value replaced by its label. A value of a kind ``server`` does not take is
-    left out, as one over the size limit is.
+    binary value replaced by its label. The text always encodes as UTF-8 (lone
+    surrogates become U+FFFD, in a ``File``'s name too). A value of a kind ``server``
+    does not take is left out, as one over the size limit is.
 
     Raises the ``ToolError`` of :func:`normalise` for bytes of unknown kind.
     """
@@ -263,7 +390,9 @@ def render(
             lines.append(labeller.label(item))
         else:
             lines.append(result_text(labeller.replace(item)))
-    text = truncate_utf8("\n".join(lines), max_text_bytes)
+    # Lone surrogates (a file name os.listdir decoded) as U+FFFD, as in a result without
+    # binary values (calls._render.model_text): no request could carry them.
+    text = truncate_utf8(scrub("\n".join(lines)), max_text_bytes)
     return Rendered(text, tuple(labeller.attachments))
 
 

@@ -24,6 +24,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ._aio import submit_sync, with_timeout
+from ._unicode import scrub
 from .base import definition_name
 from .error import DefinitionBudgetError
 
@@ -148,8 +149,12 @@ def count_tokens(text: str, model: str) -> int:
     """
     count = None if ESTIMATE_ONLY.get() else _loaded.get(model)
     if count is not None:
-        return count(text)
-    return -(-len(text.encode("utf-8")) // BYTES_PER_TOKEN)
+        try:
+            return count(text)
+        except UnicodeEncodeError:  # a lone surrogate: counted as the U+FFFD it is sent as
+            return count(scrub(text))
+    # A lone surrogate counts as the three bytes of U+FFFD, not as a failed request.
+    return -(-len(text.encode("utf-8", "surrogatepass")) // BYTES_PER_TOKEN)
 
 
 def json_text(value: Any) -> str:

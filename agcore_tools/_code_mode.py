@@ -50,6 +50,7 @@ from ._sandbox import (
     require_monty,
     with_printed,
 )
+from ._unicode import scrub_json
 from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext, definition_name
 from .calls import approval_requests
@@ -493,7 +494,10 @@ class _Program:
             try:
                 output = _as_listed(invocation.output, self._tool.table.get(invocation.tool_name))
                 value = program_value(output, invocation.tool_name)
-                self._done[number] = {"value": to_jsonable_python(value, fallback=str)}
+                # A lone surrogate (a file name os.listdir decoded) as U+FFFD, as the
+                # model reads it: the sandbox takes no text UTF-8 cannot encode.
+                plain = to_jsonable_python(value, fallback=str)
+                self._done[number] = {"value": scrub_json(plain)}
             except ValueError as exc:  # bytes deep in a model, say: the program is told
                 why = f"tool '{invocation.tool_name}' returned a value a program cannot receive: {exc}"  # fmt: skip
                 self._done[number] = {"error": ["RuntimeError", why]}

@@ -12,8 +12,9 @@ import copy
 import functools
 import inspect
 import types
+import typing
 import warnings
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator
 from dataclasses import replace
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
 
@@ -21,7 +22,7 @@ from pydantic import ValidationError
 from typing_extensions import ParamSpec
 
 from ._aio import THREADS, run_tool, with_timeout
-from ._attachments import normalise
+from ._attachments import normalise, not_json_reason
 from ._binding import TakesClass, TakesReceiver
 from ._generators import drain_async, drain_sync
 from ._invalid_args import invalid_arguments, unknown_keys_error
@@ -44,6 +45,7 @@ from .error import (
     ToolError,
     ToolExecutionError,
     ToolTimeoutError,
+    _NotJson,
 )
 from .permission import Permission, PermissionLike
 from .policies import ToolPolicy
@@ -74,12 +76,22 @@ seconds, as much as converting them on the loop would."""
 def _to_json(value: Any) -> Any:
     if isinstance(value, _PLAIN_JSON):
         return value
+    if isinstance(value, Iterator):
+        # A generator expression, map(): its items, as pydantic lists them, but looked
+        # into for images first.
+        value = list(value)
     if type(value) in (list, tuple) and len(value) > _CHUNK:
         converted: list[Any] = []
         for start in range(0, len(value), _CHUNK):
             converted += normalise(value[start : start + _CHUNK])
         return converted
     return normalise(value)  # JSON data; Image, Audio and File values kept as they are
+
+
+def _declares_generator(annotation: Any) -> bool:
+    # -> Iterator[T] or -> Generator[T, None, None]: a sync function so annotated that
+    # returns a generator made elsewhere streams it, as a generator function would.
+    return (typing.get_origin(annotation) or annotation) in (Iterator, Generator)
 
 
 def _first_parameter(func: Callable[..., Any]) -> str | None:
@@ -131,15 +143,23 @@ class FunctionTool(BaseTool, Generic[P, R]):
 
     Calling it calls the function unchanged. ``execute`` validates the arguments
     against the function's pydantic schema, runs a sync function in a worker
-    thread, and turns the return value into JSON-compatible data (keeping
-    :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio` and
-    :class:`~agcore_tools.File` values, and reading raw image bytes as an ``Image``).
+    thread, and turns the return value into JSON-compatible data as pydantic's
+    ``to_jsonable_python`` does (keeping :class:`~agcore_tools.Image`,
+    :class:`~agcore_tools.Audio` and :class:`~agcore_tools.File` values, and reading
+    raw image bytes as an ``Image``). Iterators, dict views (``d.values()``) and
+    ``range`` become lists, and numpy scalars and arrays (any value with a ``tolist()``
+    or ``item()`` method) Python numbers and lists; a value still of no JSON type fails
+    the call with a :class:`ToolExecutionError` that names its type and where it is
+    (``result['stats'][0]``).
 
     A sync function that returns a coroutine (a plain decorator around an async
     function) has that coroutine awaited on the loop, as an async function's. One that
-    returns a generator (a plain decorator around a generator function) has it drained
-    as a generator function's is. A sync function's result is made JSON in its thread,
-    so a lazy iterator it returns, or a large result, does not hold up the loop.
+    returns a generator has it drained as a generator function's is when it wraps a
+    generator function (a plain ``functools.wraps`` decorator) or is annotated to
+    return an ``Iterator`` or a ``Generator``; any other generator it returns (a
+    generator expression) is its result, listed whole, as ``map()``'s is. A sync
+    function's result is made JSON in its thread, so a lazy iterator it returns, or a
+    large result, does not hold up the loop.
 
     Past its timeout a sync function's thread runs on (threads cannot be stopped from
     outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
@@ -239,10 +259,14 @@ class FunctionTool(BaseTool, Generic[P, R]):
         call = getattr(func, "__call__", None)  # noqa: B004 - async callable objects
         self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
         self._streams, self._streams_directly = _streams(func, call, self._is_async)
+        # Whether a generator the sync function returns is drained (see _in_thread).
+        self._drains_returned = self._streams == "sync" or (
+            not self._is_async and _declares_generator(schema.returns)
+        )
         # Neither a generator nor given the context: it can report nothing while it
         # runs, so the streaming loop need not listen (see cycle/_tool_stream.py). Only
-        # an async one: a sync function may return a generator, whose values are
-        # reported as it is drained (_in_thread), and nothing tells before it runs.
+        # an async one: a sync function may return an async generator (a plain wrapper
+        # around one), whose values are reported as it is drained (_run).
         self.quiet = self._streams is None and self._context_param is None and self._is_async
         # An async function that is not a generator and takes no positional-only
         # parameter runs straight from execute() (see there).
@@ -505,14 +529,18 @@ class FunctionTool(BaseTool, Generic[P, R]):
     def _in_thread(self, make: Callable[[], Any], ctx: ToolContext) -> Any:
         # A sync function's whole call, in its worker thread: the call, then its value
         # made JSON here too, since a lazy iterator may block as it is consumed and a
-        # large result takes long to convert. A returned generator is drained as a
-        # generator function's is; a coroutine or an async generator goes back to the
-        # loop, which alone can run it.
+        # large result takes long to convert. A generator returned by a tool that
+        # streams (a plain wrapper around a generator function, or one annotated to
+        # return an Iterator) is drained as a generator function's is; a coroutine or
+        # an async generator goes back to the loop, which alone can run it.
         result = make()
         if inspect.iscoroutine(result) or inspect.isasyncgen(result):
             return result
-        if inspect.isgenerator(result):
+        if inspect.isgenerator(result) and self._drains_returned:
             return drain_sync(lambda: result, self._jsonable, ctx)
+        # Any other generator (an expression, `return (u.name for u in users)`) is the
+        # result itself: listed whole, as an async function's is, not drained for its
+        # last item.
         return self._jsonable(result)
 
     def _drain(self, make: Callable[[], Any], ctx: ToolContext) -> Awaitable[Any]:
@@ -525,12 +553,12 @@ class FunctionTool(BaseTool, Generic[P, R]):
     def _jsonable(self, result: Any) -> Any:
         try:
             return _to_json(result)
+        except _NotJson as exc:  # a value of no JSON type: say which, and where
+            raise ToolExecutionError(self.name, not_json_reason(result, exc)) from exc
         except ToolError as exc:  # bytes that are no known image and not UTF-8 text
             raise ToolExecutionError(self.name, exc.message) from exc
-        except Exception as exc:
-            raise ToolExecutionError(
-                self.name, f"returned a {type(result).__name__}, which is not JSON-compatible"
-            ) from exc
+        except Exception as exc:  # a circular value, one nested too deep
+            raise ToolExecutionError(self.name, not_json_reason(result, exc)) from exc
 
     async def _run(self, kwargs: dict[str, Any], ctx: ToolContext) -> Any:
         args = [kwargs.pop(p) for p in self._positional_only] if self._positional_only else ()

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from ._text import record_fields
+from ._text import record_dump, record_fields
 from .content import CONTENT_TYPES, File
 
 __all__ = ["CONTENT_CHARS", "TEXT_CHARS", "bounded", "content_json"]
@@ -122,9 +122,12 @@ def _walk(value: Any, depth: int) -> tuple[Any, bool]:
     named = record_fields(value)
     if named is None:
         return value, False  # written by pydantic (or as str)
-    items = {name: _walk(item, depth + 1) for name, item in named.items()}
-    if any(changed for _, changed in items.values()):
-        return {name: item for name, (item, _) in items.items()}, True
+    if any(_walk(item, depth + 1)[1] for item in named.values()):
+        # As pydantic writes it, stubs in place: an excluded field (a secret) stays out.
+        dumped = record_dump(value, lambda item: _walk(item, depth + 1)[1])
+        stubbed, changed = _walk(dumped, depth)
+        if changed:
+            return stubbed, True
     # A model without binary parts keeps pydantic's own form (aliases, serializers).
     return value, False
 

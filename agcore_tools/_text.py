@@ -3,8 +3,8 @@ keeps head and tail; and a copy of JSON values however deeply they nest.
 
 A leaf module: the renderer of binary values (``_attachments``) and ``calls/`` both cut
 text with it, and it and the spans' content writer (``_span_content``) both read a
-record's fields with it. The loop's events and approval requests copy a call's
-arguments with it.
+record's fields (and write a record as pydantic does) with it. The loop's events and
+approval requests copy a call's arguments with it.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from dataclasses import fields, is_dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from pydantic_core import to_json
+from pydantic_core import to_json, to_jsonable_python
 
 __all__ = [
     "LARGE",
     "in_pieces",
     "is_large",
     "own_copy",
+    "record_dump",
     "record_fields",
     "result_text",
     "truncate_utf8",
@@ -55,10 +56,34 @@ def result_text(output: Any) -> str:
         'plain text'
         >>> result_text({"ratio": float("nan")})
         '{"ratio":null}'
+
+    pydantic writes no lone surrogate (``os.listdir``'s name of a file whose name is
+    not UTF-8); JSON holding one is written by the json module instead, the surrogate
+    as it is, for the caller to replace (``_unicode.scrub``) as it does a string's:
+
+        >>> result_text({"files": ["caf\\udce9.txt"]})
+        '{"files":["caf\\udce9.txt"]}'
     """
     if isinstance(output, str):
         return output
-    return in_pieces(output, _to_json, b",").decode("utf-8")
+    try:
+        return in_pieces(output, _to_json, b",").decode("utf-8")
+    except ValueError as exc:  # PydanticSerializationError, UnicodeEncodeError
+        import json  # on first need: a plain `import agcore_tools` does not load json
+
+        try:
+            return json.dumps(output, ensure_ascii=False, separators=(",", ":"), default=_plain)
+        except (ValueError, TypeError, RecursionError):
+            raise exc from None  # pydantic's reason (a circular value, say) is the one
+
+
+def _plain(value: Any) -> Any:
+    # What the json module cannot write, as pydantic writes it: a model's excluded
+    # fields stay out, as its str() would not leave them.
+    try:
+        return to_jsonable_python(value, fallback=str, inf_nan_mode="null")
+    except ValueError:  # a lone surrogate in one of its keys: nothing of it is written
+        return f"[a {type(value).__name__} that cannot be written as JSON]"
 
 
 def _to_json(value: Any) -> bytes:
@@ -208,7 +233,9 @@ def truncate_utf8(text: str, max_bytes: int | None) -> str:
 
 def record_fields(value: Any) -> dict[str, Any] | None:
     """A pydantic model's or a dataclass instance's fields by name (the values
-    themselves, bytes not copied, as ``model_dump`` would), or None for other values.
+    themselves, bytes not copied), or None for other values. Every field is there,
+    excluded ones too: this is for looking into a record (for binary values, say); what
+    is written of it is :func:`record_dump`.
 
     Example:
         >>> from dataclasses import dataclass
@@ -224,6 +251,45 @@ def record_fields(value: Any) -> dict[str, Any] | None:
     if is_dataclass(value) and not isinstance(value, type):
         return {field.name: getattr(value, field.name) for field in fields(value)}
     return None
+
+
+def record_dump(value: Any, keep: Callable[[Any], bool]) -> Any:
+    """A record :func:`record_fields` reads, as pydantic writes it, but with each field
+    value for which ``keep`` is true left as it is (an ``Image``, a list of them).
+
+    A pydantic model is dumped as ``to_jsonable_python`` writes it, in Python mode: its
+    excluded fields are left out, its serialization aliases are the keys, its computed
+    fields and serializers apply. A field kept is written as its value, under its key,
+    and only when pydantic writes the field. (pydantic's Python mode writes an
+    ``Image`` as a dict of its bytes, and would cut it into pieces.) A dataclass is its
+    fields.
+
+    Example:
+        >>> from pydantic import BaseModel, Field, computed_field
+        >>> class Account(BaseModel):
+        ...     user_name: str = Field(serialization_alias="userName")
+        ...     token: str = Field(exclude=True)
+        ...     tags: tuple[str, ...] = ()
+        ...     @computed_field
+        ...     @property
+        ...     def initial(self) -> str:
+        ...         return self.user_name[0]
+        >>> account = Account(user_name="ann", token="secret", tags=("a",))
+        >>> record_dump(account, lambda item: isinstance(item, tuple))
+        {'userName': 'ann', 'tags': ('a',), 'initial': 'a'}
+    """
+    if not isinstance(value, BaseModel):
+        return record_fields(value)
+    data = value.model_dump(mode="python", by_alias=True)
+    if not isinstance(data, dict):  # a model_serializer's own shape: no field to put back
+        return data
+    fields_info = type(value).model_fields
+    for name, item in (record_fields(value) or {}).items():
+        info = fields_info.get(name)  # None for an extra field, written under its name
+        key = (info.serialization_alias if info is not None else None) or name
+        if key in data and keep(item):
+            data[key] = item
+    return data
 
 
 def own_copy(value: Any) -> Any:

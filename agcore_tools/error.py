@@ -888,6 +888,19 @@ class _BadContent(ToolError, ValueError):
     """A binary value that cannot be sent as given (a mistake in the tool's code)."""
 
 
+class _NotJson(ToolError, TypeError):
+    """A value in a tool's result that no rule makes JSON (a mistake in the tool's code);
+    ``value`` is that value, for the message to say where it is."""
+
+    def __init__(self, message: str, value: Any) -> None:
+        super().__init__(message)
+        self.value = value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The value may not pickle, and only the message tells a reader anything.
+        return (_rebuilt, (type(self), self.args), {**self.__dict__, "value": None})
+
+
 class _BadContentType(ToolError, TypeError):
     """A binary value built from something that is not bytes."""
 

@@ -7,7 +7,8 @@ import logging
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, computed_field
+from pydantic_core import to_jsonable_python
 
 from agcore_tools import Audio, File, Image, ToolError
 from agcore_tools._attachments import (
@@ -84,6 +85,68 @@ def test_a_model_or_dataclass_holding_an_image_is_a_dict_of_its_fields() -> None
         'user message]"}'
     )
     assert [a.value for a in rendered.attachments] == [Image(PNG)]
+
+
+class _Avatar(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    picture: Image | None
+    uploader_id: str = Field(exclude=True)
+
+
+class _Account(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    user_name: str = Field(serialization_alias="userName")
+    api_token: str = Field(exclude=True)
+    password: SecretStr
+    avatar: Image | None = None
+    history: list[_Avatar] = []
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def initial(self) -> str:
+        return self.user_name[0]
+
+
+def test_a_model_holding_an_image_is_written_as_pydantic_writes_it() -> None:
+    # Before: once it held an image, the model was read field by field: its excluded
+    # api_token (and the nested uploader_id) reached the model, userName became
+    # user_name and the computed field was lost.
+    plain = _Account(user_name="ann", api_token="tok_live_1", password=SecretStr("hunter2"))
+    account = plain.model_copy(
+        update={"avatar": Image(PNG), "history": [_Avatar(picture=Image(PNG), uploader_id="u7")]}
+    )
+    expected = to_jsonable_python(plain)
+    assert expected == {
+        "userName": "ann",
+        "password": "**********",
+        "avatar": None,
+        "history": [],
+        "initial": "a",
+    }
+    assert normalise(account) == {
+        **expected,
+        "avatar": Image(PNG),
+        "history": [{"picture": Image(PNG)}],
+    }
+    # A tool that is not @tool hands its model to render() as it is.
+    text = chat(account).text
+    assert "tok_live_1" not in text and "u7" not in text and "hunter2" not in text
+    assert text.startswith('{"userName":"ann","password":"**********","avatar":"[image 1 ')
+    assert text.endswith(
+        '"history":[{"picture":"[image 2 (image/png, 20.0 KB) is attached '
+        'in the next user message]"}],"initial":"a"}'
+    )
+
+
+def test_an_excluded_field_holding_the_only_image_sends_nothing() -> None:
+    class Scan(BaseModel):
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+        pages: int
+        original: Image = Field(exclude=True)
+
+    scan = Scan(pages=2, original=Image(PNG))
+    assert normalise(scan) == {"pages": 2}
+    assert chat(scan) == Rendered('{"pages":2}')
 
 
 def test_other_bytes_are_an_error_that_says_what_to_do() -> None:

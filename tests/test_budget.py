@@ -30,6 +30,19 @@ def test_without_a_known_model_the_cost_is_utf8_bytes_over_four_rounded_up():
     assert tokens > len(text) / BYTES_PER_TOKEN
 
 
+def test_a_lone_surrogate_is_counted_as_the_replacement_character_it_is_sent_as(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: counting a tool result holding one (os.listdir's name of a file not named
+    # in UTF-8) raised a bare UnicodeEncodeError out of the loop.
+    listed = b"caf\xe9".decode("utf-8", "surrogateescape")
+    assert _budget.count_tokens(listed, "not-a-known-model") == 2  # 6 bytes, as "caf\ufffd"
+    model = "agcore-test-utf8-counter"
+    # A counter that encodes its text as UTF-8, as an encoding's tokenizer does.
+    monkeypatch.setitem(_budget._loaded, model, lambda text: len(text.encode("utf-8")))
+    assert _budget.count_tokens(listed, model) == len("caf\ufffd".encode())
+
+
 def test_responses_definitions_are_named_too():
     flat = {"type": "function", "name": "f", "parameters": {}}
     assert definition_costs([flat], "m")[0][0] == "f"

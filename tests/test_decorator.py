@@ -401,6 +401,128 @@ async def test_unserialisable_return_is_an_execution_error(registry: ToolRegistr
     assert "not JSON-compatible" in str(inv.error)
 
 
+class _Vector:
+    """A numpy-style value: its own tolist() gives Python data."""
+
+    def __init__(self, *values: float) -> None:
+        self.values = values
+
+    def tolist(self) -> list[float]:
+        return list(self.values)
+
+
+class _Scalar:
+    """A numpy-style scalar with item() only."""
+
+    def item(self) -> int:
+        return 7
+
+
+async def test_dict_views_ranges_and_numpy_style_values_become_lists_and_numbers(
+    registry: ToolRegistry,
+) -> None:
+    # Before: each failed the call after the tool had run, as "returned a dict_values,
+    # which is not JSON-compatible".
+    counts = {"a": 1, "b": 2}
+
+    @registry.tool
+    def views() -> dict[str, Any]:
+        """Views of a dict."""
+        return {"keys": counts.keys(), "values": counts.values(), "items": counts.items()}
+
+    @registry.tool
+    def steps() -> range:
+        """A range."""
+        return range(3)
+
+    @registry.tool
+    def stats() -> dict[str, Any]:
+        """numpy-style values, nested."""
+        return {"vector": _Vector(0.5, 1.5), "n": _Scalar(), "in_view": {"v": _Scalar()}.values()}
+
+    assert (await registry.invoke("views", {})).output == {
+        "keys": ["a", "b"],
+        "values": [1, 2],
+        "items": [["a", 1], ["b", 2]],
+    }
+    assert (await registry.invoke("steps", {})).output == [0, 1, 2]
+    assert (await registry.invoke("stats", {})).output == {
+        "vector": [0.5, 1.5],
+        "n": 7,
+        "in_view": [7],
+    }
+
+
+async def test_numpy_results_become_json(registry: ToolRegistry) -> None:
+    np = pytest.importorskip("numpy")
+    orders = np.array([12, 25, 7])
+
+    @registry.tool
+    def order_stats() -> dict[str, Any]:
+        """Totals of the orders."""
+        return {"total": orders.sum(), "any_large": orders.max() > 20, "all": orders}
+
+    inv = await registry.invoke("order_stats", {})
+    assert inv.output == {"total": 44, "any_large": True, "all": [12, 25, 7]}
+    assert type(inv.output["any_large"]) is bool
+
+
+async def test_a_value_of_no_json_type_is_named_with_where_it_is(registry: ToolRegistry) -> None:
+    # Before: "returned a dict, which is not JSON-compatible", whatever and wherever the
+    # value was (a numpy.bool read "returned a bool").
+    class Money:
+        pass
+
+    class Report(BaseModel):
+        rows: list[Any]
+
+    @registry.tool
+    def nested() -> dict[str, Any]:
+        """A value of no JSON type, deep in the result."""
+        return {"stats": [1.5, {"cost": Money()}]}
+
+    @registry.tool
+    def in_model() -> Report:
+        """One in a model's field."""
+        return Report(rows=[0, Money()])
+
+    @registry.tool
+    def many() -> list[Any]:
+        """One far down a long list (converted a chunk at a time)."""
+        return [*range(2300), Money()]
+
+    @registry.tool
+    def alone() -> object:
+        """One alone."""
+        return Money()
+
+    @registry.tool
+    def circular() -> dict[str, Any]:
+        """A value that holds itself."""
+        looped: list[Any] = []
+        looped.append(looped)
+        return {"x": looped}
+
+    money = f"{__name__}.test_a_value_of_no_json_type_is_named_with_where_it_is.<locals>.Money"
+    fix = "which is not JSON-compatible; convert it to a str, int, float, bool or None"
+    for name, where in [
+        ("nested", f"a {money} at result['stats'][1]['cost']"),
+        ("in_model", f"a {money} at result.rows[1]"),
+        ("many", f"a {money} at result[2300]"),
+        ("alone", f"a {money}"),
+    ]:
+        inv = await registry.invoke(name, {})
+        assert isinstance(inv.error, ToolExecutionError)
+        assert isinstance(inv.error.__cause__, TypeError)
+        assert str(inv.error).startswith(f"tool '{name}' failed: returned {where}, {fix}"), name
+    inv = await registry.invoke("circular", {})
+    assert isinstance(inv.error, ToolExecutionError)
+    assert str(inv.error) == (
+        "tool 'circular' failed: returned a dict that is not JSON-compatible: it holds "
+        "itself, or nests deeper than Python's recursion limit"
+    )
+
+
 async def test_context_is_injected(registry: ToolRegistry) -> None:
     @registry.tool
     async def whoami(greeting: str, ctx: ToolContext) -> str:

@@ -6,13 +6,21 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+)
 from typing import Any
 
 import pytest
 
 from agcore_tools import (
     FunctionTool,
+    Image,
     ToolContext,
     ToolExecutionError,
     ToolPartialResult,
@@ -165,6 +173,41 @@ async def test_a_generator_a_sync_function_returns_is_drained_in_its_thread() ->
     assert result.output == "page 1"
     assert seen == [ToolPartialResult("pages", "c1", f"page {n}") for n in (0, 1)]
     assert len(threads) == 2 and threading.get_ident() not in threads
+
+
+async def test_a_generator_expression_a_tool_returns_is_its_whole_result() -> None:
+    # Before: a sync tool's generator expression was drained as a stream, so the model
+    # got its last item only ("carol"), while the same tool written async got them all.
+    registry = ToolRegistry()
+    users = [{"name": "alice"}, {"name": "bob"}, {"name": "carol"}]
+    pixel = Image(b"GIF89a" + bytes(10))
+
+    @registry.tool
+    def user_names() -> Iterable[str]:
+        """The names of all users."""
+        return (user["name"] for user in users)
+
+    @registry.tool
+    async def user_names_async() -> Iterable[str]:
+        """The names of all users."""
+        return (user["name"] for user in users)
+
+    @registry.tool
+    def avatars() -> list[Image]:
+        """Every user's avatar."""
+        return (pixel for _ in users)  # type: ignore[return-value]
+
+    seen: list[ToolEvent] = []
+    results = await registry.invoke_all(
+        [("user_names", {}), ("user_names_async", {}), ("avatars", {})],
+        ctx=ToolContext(on_event=seen.append),
+    )
+    assert [result.output for result in results] == [
+        ["alice", "bob", "carol"],
+        ["alice", "bob", "carol"],
+        [pixel, pixel, pixel],
+    ]
+    assert not [event for event in seen if isinstance(event, ToolPartialResult)]
 
 
 def test_schemas_are_built_for_generator_return_annotations() -> None:

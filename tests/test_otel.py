@@ -15,7 +15,7 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from agcore_tools import (
@@ -271,6 +271,21 @@ async def test_binary_results_are_recorded_as_stubs_and_never_change_a_run() -> 
         "report": '{"title":"Q3","pdf":{"type":"file","media_type":"application/pdf",'
         '"filename":"file.pdf","size":273}}',
     }
+
+
+def test_a_model_holding_an_image_is_recorded_as_pydantic_writes_it() -> None:
+    # A registry's own tool may return its model as it is. Before: read field by field,
+    # its excluded token was recorded on the span, and its alias lost.
+    class Profile(BaseModel):
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+        user_name: str = Field(serialization_alias="userName")
+        token: str = Field(exclude=True)
+        photo: Image
+
+    recorded = content_json(Profile(user_name="ann", token="tok_live_1", photo=Image(PNG)))
+    assert recorded == (
+        '{"userName":"ann","photo":{"type":"image","media_type":"image/png","size":264}}'
+    )
 
 
 async def test_raw_bytes_are_recorded_by_size_and_unwritable_content_as_a_placeholder() -> None:

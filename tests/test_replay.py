@@ -18,6 +18,8 @@ import pytest
 
 from agcore_tools import (
     CycleConfig,
+    File,
+    Image,
     LlmCycle,
     McpClient,
     McpTimeoutError,
@@ -40,6 +42,7 @@ from ._replay_runs import (
     five_turns,
     replayed_offline,
 )
+from .mcp.conftest import fixture_stdio
 
 REPLAY_BOUND = 0.100  # the target: five turns replayed in under 100 ms
 
@@ -278,6 +281,26 @@ async def test_a_changed_tool_result_is_allowed_and_the_model_side_stays_fixed(r
     assert results[0] == "6" and results[3] == "35"  # 2 * 3, 5 * 7
     same = [m for m in changed.messages if m["role"] != "tool"]
     assert same == [m for m in original.messages if m["role"] != "tool"]
+
+
+async def test_an_mcp_result_holding_an_embedded_image_and_pdf_replays_as_recorded(
+    tmp_path: Path,
+) -> None:
+    # An embedded resource's blob is an Image or File inside the part's typed JSON: the
+    # cassette kept only top-level images and sounds, and refused to record it.
+    path = tmp_path / "snapshot.json"
+
+    async def snapshot(cassette: Cassette) -> Any:
+        async with cassette.mcp(McpClient("fx", fixture_stdio())) as fx:
+            return await fx.call_tool("snapshot", {"kb": 1})
+
+    with Cassette(path, "rewrite") as cassette:
+        recorded = await snapshot(cassette)
+    assert isinstance(recorded[1]["resource"]["blob"], Image)
+    assert isinstance(recorded[2]["resource"]["blob"], File)
+    assert '"$file"' in path.read_text()  # tagged base64, as images are
+    with no_network(), Cassette(path, "none") as cassette:
+        assert await snapshot(cassette) == recorded
 
 
 async def test_an_mcp_call_the_cassette_does_not_hold_fails_the_replay(tmp_path: Path) -> None:

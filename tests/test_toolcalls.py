@@ -151,6 +151,51 @@ def test_model_text_replaces_lone_surrogates_in_results_and_errors() -> None:
     assert model_text(failed, None) == "Error: bad \ufffd"
 
 
+async def test_lone_surrogates_beside_binary_values_are_replaced_in_what_the_drop_in_gives() -> (
+    None
+):
+    # Before: text beside an image was not scrubbed, so the messages run_tool_calls gave
+    # could not be sent by the caller's own client ("surrogates not allowed").
+    registry = ToolRegistry()
+    listed = b"caf\xe9".decode("utf-8", "surrogateescape")  # os.listdir's name of it
+    pixel = Image(b"GIF89a" + bytes(10))
+
+    @registry.tool
+    def screenshot() -> list[Any]:
+        """Names, a screenshot and a file."""
+        return [f"files: {listed}.txt", pixel, File(b"%PDF-1.7\n", filename=f"{listed}.pdf")]
+
+    @registry.tool
+    def described() -> dict[str, Any]:
+        """Names in a structure, beside a screenshot."""
+        return {"names": [f"{listed}.txt"], "shot": pixel}
+
+    @registry.tool
+    def sizes() -> dict[str, int]:
+        """Sizes by name: the names are keys."""
+        return {f"{listed}.txt": 3}
+
+    calls = [("c1", "screenshot"), ("c2", "described"), ("c3", "sizes")]
+    chat = await registry.run_tool_calls([chat_call(id_, name, "{}") for id_, name in calls])
+    responses = await registry.run_tool_calls(
+        [{"type": "function_call", "call_id": "f1", "name": "screenshot", "arguments": "{}"}]
+    )
+    for messages in (chat, responses):
+        json.dumps(messages, ensure_ascii=False).encode("utf-8")  # what a client sends
+    assert chat[0]["content"].startswith("files: caf\ufffd.txt\n[image 1 (image/gif, 16 B)")
+    assert "file 1 (caf\ufffd.pdf)" in chat[0]["content"]
+    assert chat[1]["content"].startswith('{"names":["caf\ufffd.txt"],"shot":"[image 1 ')
+    assert chat[2]["content"] == '{"caf\ufffd.txt":3}'
+    assert chat[3]["content"][3] == {
+        "type": "text",
+        "text": "file 1 (caf\ufffd.pdf) of tool call c1 (screenshot):",
+    }
+    assert chat[3]["content"][4]["file"]["filename"] == "caf\ufffd.pdf"
+    text, _, pdf = responses[0]["output"]
+    assert text["text"].startswith("files: caf\ufffd.txt")
+    assert pdf["filename"] == "caf\ufffd.pdf"
+
+
 def test_a_result_that_cannot_be_written_as_json_reads_as_an_error() -> None:
     deep: list[Any] = []
     for _ in range(DEEP):

@@ -3,7 +3,6 @@ result byte limit, and the images, audio and files of its output."""
 
 from __future__ import annotations
 
-import json
 import logging
 from contextvars import ContextVar
 
@@ -82,14 +81,10 @@ def model_text(invocation: ToolInvocation, max_bytes: int | None) -> str:
 
 
 def _fallback_text(invocation: ToolInvocation, exc: BaseException) -> str:
-    # pydantic refuses lone surrogates that the json module writes as they are (and
-    # scrub() then replaces); anything json cannot write either is the tool's fault.
-    try:
-        return json.dumps(invocation.output, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (ValueError, RecursionError, TypeError):
-        reason = f"returned a result that cannot be written as JSON: {type(exc).__name__}: {exc}"
-        logger.warning("tool %r %s", invocation.tool_name, reason)
-        return error_text(ToolExecutionError(invocation.tool_name, reason))
+    # Neither pydantic nor the json module can write it (see result_text): the tool's fault.
+    reason = f"returned a result that cannot be written as JSON: {type(exc).__name__}: {exc}"
+    logger.warning("tool %r %s", invocation.tool_name, reason)
+    return error_text(ToolExecutionError(invocation.tool_name, reason))
 
 
 def model_result(

@@ -2,13 +2,13 @@
 
 * ``isError: true``: :class:`~agcore_tools.ToolExecutionError` carrying the text, so a
   model can read what went wrong and try again.
-* ``structuredContent`` present: that object; with image or audio parts beside it, a
-  list of the object and those parts (as below), so no picture is lost. A string in the
-  object that repeats such a part's base64 data (or its ``data:`` URL), as
-  server-filesystem's ``read_media_file`` sends, becomes a short label such as
-  ``"[image/png image, attached]"``, so the model gets the picture once, as a picture,
-  and not again as base64 text. (A code-mode program, which cannot see media, gets the
-  object alone.)
+* ``structuredContent`` present: that object; with image or audio parts (or resource
+  blobs a model reads, as below) beside it, a list of the object and those parts, so no
+  picture is lost. A string in the object that repeats such a part's base64 data (or
+  its ``data:`` URL), as server-filesystem's ``read_media_file`` sends, becomes a short
+  label such as ``"[image/png image, attached]"``, so the model gets the picture once,
+  as a picture, and not again as base64 text. (A code-mode program, which cannot see
+  media, gets the object alone.)
 * Only text parts, none with annotations: the text, several parts joined with newlines
   ("" when empty).
 * Any other part, or a text part with ``annotations`` (``audience``, ``priority``,
@@ -17,16 +17,22 @@
   and audio parts as :class:`~agcore_tools.Image` and :class:`~agcore_tools.Audio`
   (which a model then sees as images and sounds), the others (resource,
   resource_link) as typed JSON (``{"type": "resource", "resource": {...}}``), so
-  nothing is dropped.
+  nothing is dropped. An embedded resource whose ``blob`` is an image, a sound or a PDF
+  (by its ``mimeType``) keeps its typed JSON, its ``blob`` an ``Image``, ``Audio`` or
+  :class:`~agcore_tools.File` (named after the uri's last segment): the model sees the
+  picture or the document, and reads the uri beside it, where it read 16 KB of cut
+  base64 text.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import posixpath
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
-from ..content import Audio, Image
+from ..content import CONTENT_TYPES, Audio, Content, File, Image
 from ..error import ToolError, ToolExecutionError
 
 if TYPE_CHECKING:
@@ -46,7 +52,7 @@ def result_value(result: CallToolResult, tool_name: str) -> Any:
             text = json.dumps(_typed(content) or result.structured_content, default=str)
         raise ToolExecutionError(tool_name, text)
     if result.structured_content is not None:
-        parts = [part for part in content if _kind(part) in _MEDIA]
+        parts = [part for part in content if _binary(part) is not None]
         if not parts:
             return result.structured_content
         media = [_value(part, tool_name) for part in parts]
@@ -57,6 +63,31 @@ def result_value(result: CallToolResult, tool_name: str) -> Any:
 
 
 _MEDIA: dict[str, type[Image] | type[Audio]] = {"image": Image, "audio": Audio}
+_PDF = "application/pdf"  # the one kind of file the model APIs read
+
+
+def _binary(part: Any) -> tuple[str, str] | None:
+    """The base64 data and media type of a part a model sees as binary content: an
+    image or audio part, or an embedded resource's blob that is an image, a sound or a
+    PDF; None for any other part."""
+    kind = _kind(part)
+    if kind in _MEDIA:
+        return part.data, part.mime_type
+    if kind != "resource":
+        return None
+    blob, media_type = getattr(part.resource, "blob", None), part.resource.mime_type or ""
+    if isinstance(blob, str) and (media_type.split("/")[0] in _MEDIA or media_type == _PDF):
+        return blob, media_type
+    return None
+
+
+def _blob(part: Any, data: str, media_type: str) -> Content:
+    kind = media_type.split("/")[0]
+    if kind in _MEDIA:
+        return _MEDIA[kind].from_base64(data, media_type)
+    # file:///reports/q3%20final.pdf -> "q3 final.pdf"; File names it "file.pdf" if none.
+    name = posixpath.basename(unquote(urlsplit(str(part.resource.uri)).path))
+    return File.from_base64(data, media_type, filename=name)
 
 
 def _kind(part: Any) -> Any:
@@ -79,24 +110,43 @@ def _value(part: Any, tool_name: str) -> Any:
     kind = _kind(part)
     if kind == "text" and part.annotations is None:
         return part.text
-    media = _MEDIA.get(kind)
-    if media is not None:
+    binary = _binary(part)
+    if binary is not None:
         try:
-            return media.from_base64(part.data, part.mime_type)
+            if kind in _MEDIA:
+                return _MEDIA[kind].from_base64(*binary)
+            # The uri and media type stay beside the value, in the part's own shape.
+            typed = part.model_dump(
+                by_alias=True, mode="json", exclude_none=True, exclude={"resource": {"blob"}}
+            )
+            typed["resource"]["blob"] = _blob(part, *binary)
+            return typed
         except ToolError as exc:  # not base64, or a media type of the wrong kind
             logger.warning("MCP tool '%s' sent an unusable %s part: %s", tool_name, kind, exc)
     return part.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
+def _content(value: Any) -> Content | None:
+    # The binary value _value made of a part: itself, or a resource's blob.
+    if isinstance(value, CONTENT_TYPES):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("resource"), dict):
+        blob = value["resource"].get("blob")
+        return blob if isinstance(blob, CONTENT_TYPES) else None
+    return None
+
+
 def _attached_labels(parts: list[Any], values: list[Any]) -> dict[str, str]:
-    # Only a part that became Image or Audio is attached; a part kept as typed JSON still
-    # carries its data, so a copy of it in the structured value is not a duplicate.
+    # Only a part that became Image, Audio or File is attached; a part kept as typed JSON
+    # still carries its data, so a copy of it in the structured value is not a duplicate.
     labels: dict[str, str] = {}
     for part, value in zip(parts, values, strict=True):
-        if isinstance(value, (Image, Audio)):
-            label = f"[{part.mime_type} {part.type}, attached]"
-            labels[part.data] = label
-            labels[f"data:{part.mime_type};base64,{part.data}"] = label
+        content, binary = _content(value), _binary(part)
+        if content is not None and binary is not None:
+            data, media_type = binary
+            label = f"[{media_type} {type(content).__name__.lower()}, attached]"
+            labels[data] = label
+            labels[f"data:{media_type};base64,{data}"] = label
     return labels
 
 

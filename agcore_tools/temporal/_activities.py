@@ -25,6 +25,7 @@ from typing_extensions import deprecated
 from .._aio import positive_number
 from .._deprecated import renamed
 from .._sandbox import MontySandbox
+from .._unicode import scrub_json
 from ..base import ToolContext
 from ..calls import rule_verdict
 from ..cycle._wires import wire_for
@@ -608,7 +609,12 @@ class ToolActivities:
 
 def _text(value: Any) -> str:
     # What cannot be JSON (an object a tool returned) as its str(), as LlmCycle shows it.
-    return to_json(value, fallback=str).decode()
+    try:
+        return to_json(value, fallback=str).decode()
+    except ValueError:
+        # pydantic writes no lone surrogate (a file name os.listdir decoded): each becomes
+        # U+FFFD, as LlmCycle sends it, rather than a call that ran and failed.
+        return to_json(scrub_json(value), fallback=str).decode()
 
 
 def _converter() -> PayloadConverter:

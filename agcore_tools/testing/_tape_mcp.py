@@ -22,7 +22,7 @@ from typing import Any
 from typing_extensions import Self
 
 from ..base import BaseTool
-from ..content import Audio, Image
+from ..content import CONTENT_TYPES, Audio, File, Image
 from ..error import (
     CassetteError,
     CassetteMismatchError,
@@ -49,12 +49,18 @@ def _key(server: str, tool: str, args: Any) -> str:
 
 
 def encode_value(value: Any, tool: str) -> Any:
-    """A tool's value as JSON: images and audio as tagged base64."""
-    if isinstance(value, Image | Audio):
-        kind = "image" if isinstance(value, Image) else "audio"
-        return {f"${kind}": base64.b64encode(value.data).decode(), "media_type": value.media_type}
+    """A tool's value as JSON: images, audio and files as tagged base64, wherever they
+    are (an embedded resource's blob is one inside its typed JSON)."""
+    if isinstance(value, CONTENT_TYPES):
+        kind = type(value).__name__.lower()
+        tagged = {f"${kind}": base64.b64encode(value.data).decode(), "media_type": value.media_type}
+        if isinstance(value, File):
+            tagged["filename"] = value.filename
+        return tagged
     if isinstance(value, list):
         return [encode_value(item, tool) for item in value]
+    if isinstance(value, dict):
+        return {key: encode_value(item, tool) for key, item in value.items()}
     try:
         json.dumps(value)
     except (TypeError, ValueError) as exc:
@@ -71,8 +77,13 @@ def decode_value(value: Any) -> Any:
             return Image(base64.b64decode(value["$image"]), value["media_type"])
         if "$audio" in value:
             return Audio(base64.b64decode(value["$audio"]), value["media_type"])
+        if "$file" in value:
+            data = base64.b64decode(value["$file"])
+            return File(data, value["media_type"], value["filename"])
     if isinstance(value, list):
         return [decode_value(item) for item in value]
+    if isinstance(value, dict):
+        return {key: decode_value(item) for key, item in value.items()}
     return value
 
 

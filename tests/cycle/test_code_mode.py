@@ -143,6 +143,38 @@ async def test_a_program_calls_tools_at_once_and_the_model_reads_its_output(
     assert shop.entry("get_order").stats.calls == 2  # counted as direct calls are
 
 
+async def test_a_lone_surrogate_in_a_result_reaches_a_program_as_a_replacement_character(
+    serve, make_cycle
+):
+    # Before: the sandbox refused the text, and the program failed with
+    # "MontyRuntimeError: UnicodeEncodeError: ... surrogates not allowed".
+    registry = ToolRegistry()
+    listed = b"caf\xe9.txt".decode("utf-8", "surrogateescape")  # as os.listdir gives it
+
+    @registry.tool
+    def list_dir() -> list[str]:
+        """The names in a folder."""
+        return ["a.txt", listed]
+
+    @registry.tool
+    def sizes() -> dict[str, int]:
+        """Each file's size, by name."""
+        return {"a.txt": 1, listed: 2}
+
+    server = serve(
+        program(
+            """
+            names = await list_dir()
+            print(names[1], (await sizes())[names[1]])
+            """
+        ),
+        S.reply_text("ok"),
+    )
+    await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+
+    assert result_of(server, 1) == "caf\ufffd.txt 2"
+
+
 async def test_a_tool_error_is_an_exception_the_program_can_catch(serve, make_cycle, shop):
     server = serve(
         program(

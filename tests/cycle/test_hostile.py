@@ -21,6 +21,8 @@ from agcore_tools import (
     BaseTool,
     ChatResponse,
     CycleConfig,
+    File,
+    Image,
     InvalidArgumentsError,
     LlmCycle,
     LlmError,
@@ -160,6 +162,40 @@ async def test_a_lone_surrogate_echoed_by_a_tool_does_not_poison_the_history(
     assert response.invocations[0].output == "a\ud800b"  # the tool got what was sent
     assert tool_messages(cycle.messages)["c1"] == "a\ufffdb"  # the model reads clean text
     assert server.requests[1].json["messages"][-1]["content"] == "a\ufffdb"
+    assert (await cycle.submit("And now?")).text == "still talking"
+    assert_encodes(cycle.messages)
+
+
+# os.listdir's name of a file whose name is not UTF-8 (decoded with surrogateescape).
+LISTED = b"caf\xe9.txt".decode("utf-8", "surrogateescape")
+PIXEL = Image(b"GIF89a\x01\x00\x01\x00\x00\x00\x00;")
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_lone_surrogates_beside_an_image_or_a_file_are_replaced_too(serve, make_cycle, api):
+    # Before: only a result without binary values was scrubbed; beside an image the loop
+    # died with a bare UnicodeEncodeError (counting the result's tokens).
+    registry = ToolRegistry()
+
+    @registry.tool
+    def screenshot(folder: str) -> list[Any]:
+        """A folder's listing, a screenshot of it and one of its files."""
+        pdf = File(b"%PDF-1.7\n", filename=LISTED.replace(".txt", ".pdf"))
+        return [f"files: {LISTED}", PIXEL, pdf, {"names": [LISTED], "shot": PIXEL}]
+
+    server = serve(
+        S.reply_tool_calls([("screenshot", {"folder": "/x"}, "c1")]),
+        S.reply_text("done"),
+        S.reply_text("still talking"),
+    )
+    cycle = make_cycle(server, api=api)
+
+    response = await cycle.submit_with_tools("Look", registry)
+
+    assert response.text == "done"
+    sent = json.dumps(server.requests[1].json, ensure_ascii=False)
+    assert "caf\ufffd.txt" in sent and "caf\ufffd.pdf" in sent
+    assert "\udce9" not in sent  # the raw surrogate, which no request can carry
     assert (await cycle.submit("And now?")).text == "still talking"
     assert_encodes(cycle.messages)
 

@@ -14,6 +14,7 @@ import pytest
 from agcore_tools import (
     Audio,
     CycleConfig,
+    File,
     Image,
     LlmCycle,
     McpClient,
@@ -124,6 +125,127 @@ def test_an_unusable_image_part_stays_typed_json(
         value = result_value(types.CallToolResult(content=[image]), "draw")
     assert value == [{"type": "image", "data": data, "mimeType": mime_type}]
     assert "MCP tool 'draw' sent an unusable image part" in caplog.text
+
+
+def _blob(uri: str, mime_type: str, data: bytes) -> types.EmbeddedResource:
+    contents = types.BlobResourceContents(
+        uri=uri, mime_type=mime_type, blob=base64.b64encode(data).decode()
+    )
+    return types.EmbeddedResource(type="resource", resource=contents)
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
+PDF = b"%PDF-1.7\n" + bytes(64)
+
+
+def test_an_embedded_image_pdf_or_sound_blob_is_an_image_file_or_audio_beside_its_uri() -> None:
+    # Before: the blob stayed base64 text in the typed JSON, which the model read cut at
+    # 16 KB, and no picture or document was sent.
+    text = types.EmbeddedResource(
+        type="resource",
+        resource=types.TextResourceContents(uri="file:///a.txt", text="hi", mime_type="text/plain"),
+    )
+    other = _blob("file:///data.bin", "application/octet-stream", b"\x00\x01")
+    result = types.CallToolResult(
+        content=[
+            _blob("screenshot://1", "image/png", PNG),
+            _blob("file:///exports/q3%20final.pdf", "application/pdf", PDF),
+            _blob("audio://beep", "audio/wav", b"RIFF"),
+            text,
+            other,
+        ]
+    )
+    assert result_value(result, "t") == [
+        {
+            "type": "resource",
+            "resource": {"uri": "screenshot://1", "mimeType": "image/png", "blob": Image(PNG)},
+        },
+        {
+            "type": "resource",
+            "resource": {
+                "uri": "file:///exports/q3%20final.pdf",
+                "mimeType": "application/pdf",
+                "blob": File(PDF, "application/pdf", "q3 final.pdf"),
+            },
+        },
+        {
+            "type": "resource",
+            "resource": {
+                "uri": "audio://beep",
+                "mimeType": "audio/wav",
+                "blob": Audio(b"RIFF", "audio/wav"),
+            },
+        },
+        # A text resource, and a blob no model reads, stay as they were.
+        {
+            "type": "resource",
+            "resource": {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "hi"},
+        },
+        other.model_dump(by_alias=True, mode="json", exclude_none=True),
+    ]
+
+
+def test_an_embedded_blob_beside_structured_content_is_kept_and_not_repeated() -> None:
+    shot = _blob("screenshot://1", "image/png", PNG)
+    data = base64.b64encode(PNG).decode()
+    result = types.CallToolResult(
+        content=[shot], structured_content={"screenshot": data, "title": "home"}
+    )
+    assert result_value(result, "t") == [
+        {"screenshot": "[image/png image, attached]", "title": "home"},
+        {
+            "type": "resource",
+            "resource": {"uri": "screenshot://1", "mimeType": "image/png", "blob": Image(PNG)},
+        },
+    ]
+
+
+def test_an_unusable_embedded_blob_stays_typed_json(caplog: pytest.LogCaptureFixture) -> None:
+    broken = _blob("screenshot://1", "image/png", PNG)
+    broken.resource.blob = "not base64!"  # type: ignore[union-attr]
+    with caplog.at_level(logging.WARNING, "agcore_tools.mcp"):
+        value = result_value(types.CallToolResult(content=[broken]), "snap")
+    assert value == [broken.model_dump(by_alias=True, mode="json", exclude_none=True)]
+    assert "MCP tool 'snap' sent an unusable resource part" in caplog.text
+
+
+async def test_an_mcp_embedded_screenshot_and_pdf_reach_the_model_as_an_image_and_a_file() -> None:
+    from agcore_tools.testing import ScriptedChatServer as S
+
+    from .conftest import FIXTURE
+
+    script = [S.reply_tool_calls([("snapshot", {"kb": 40}, "call_snap")]), S.reply_text("Done.")]
+    async with McpClient(
+        "fixture", StdioTransport(sys.executable, [str(FIXTURE)]), timeout=15
+    ) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools())
+        with S(script) as server:
+            cycle = LlmCycle(CycleConfig("test-model"), client=server.client(timeout=10.0))
+            try:
+                await cycle.submit_with_tools("Show me page 1.", registry)
+            finally:
+                await asyncio.wait_for(cycle.client.close(), 5)
+            sent = server.requests[1].json["messages"]
+
+    png = b"\x89PNG\r\n\x1a\n" + bytes(i % 251 for i in range(40 * 1024))
+    pdf = b"%PDF-1.7\n" + bytes(40 * 1024)
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
+    text = sent[2]["content"]
+    assert len(text) < 700  # the uris and labels, no base64
+    assert text.startswith('["page 1:",{"type":"resource","resource":{"uri":"screenshot://')
+    assert (
+        '{"uri":"screenshot://page/1","mimeType":"image/png","blob":"[image 1 (image/png, '
+        '40.0 KB) is attached in the next user message]"}'
+    ) in text
+    assert '"blob":"[file 1 (page 1.pdf) (application/pdf, 40.0 KB) is attached' in text
+    assert '{"uri":"page://1/notes","mimeType":"text/plain","text":"2 charts"}' in text
+    parts = sent[3]["content"]
+    assert parts[2] == {"type": "image_url", "image_url": {"url": Image(png).data_url}}
+    assert parts[4] == {
+        "type": "file",
+        "file": {"file_data": File(pdf, "application/pdf").data_url, "filename": "page 1.pdf"},
+    }
 
 
 def test_is_error_raises_with_the_text() -> None:

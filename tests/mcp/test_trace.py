@@ -108,7 +108,7 @@ async def test_mcp_image_and_blob_results_are_recorded_as_stubs_and_never_fail_a
             registry.register_all(mcp.into_tools())
             [invocation] = await registry.invoke_all([("picture", {})])
     assert invocation.error is None
-    assert [type(part).__name__ for part in invocation.output] == ["str", "Image", "dict", "dict"]
+    assert [type(part).__name__ for part in invocation.output] == ["str", "Image", *["dict"] * 3]
     image = {"type": "image", "media_type": "image/png", "size": 264}
     expected = [
         "a chart:",
@@ -119,7 +119,20 @@ async def test_mcp_image_and_blob_results_are_recorded_as_stubs_and_never_fail_a
             "resource": {
                 "uri": "file:///r.pdf",
                 "mimeType": "application/pdf",
-                "blob": {"type": "blob", "media_type": "application/pdf", "size": 264},
+                "blob": {
+                    "type": "file",
+                    "media_type": "application/pdf",
+                    "filename": "r.pdf",
+                    "size": 264,
+                },
+            },
+        },
+        {
+            "type": "resource",
+            "resource": {
+                "uri": "file:///r.bin",
+                "mimeType": "application/octet-stream",
+                "blob": {"type": "blob", "media_type": "application/octet-stream", "size": 264},
             },
         },
     ]

@@ -262,6 +262,23 @@ async def test_a_result_that_cannot_be_returned_fails_without_retries() -> None:
     assert ran == [5]
 
 
+async def test_a_lone_surrogate_in_a_result_becomes_a_replacement_character() -> None:
+    # Before: pydantic refused to write it, so the call failed as ToolResultNotReturned
+    # (not retryable), while LlmCycle sends the same result with U+FFFD in its place.
+    tools = ToolRegistry()
+
+    @tools.tool
+    def list_dir() -> list[str]:
+        """The names in a folder: one was not UTF-8, as os.listdir decodes it."""
+        return ["report.txt", b"caf\xe9.txt".decode("utf-8", "surrogateescape")]
+
+    activities = ToolActivities(tools)
+    for as_text in (True, False):
+        done = await activities.call_tool(dataclasses.replace(call("list_dir"), as_text=as_text))
+        assert done.error is None
+        assert done.value() == ["report.txt", "caf\ufffd.txt"]
+
+
 def accented() -> ToolRegistry:
     tools = ToolRegistry()
 

@@ -31,12 +31,14 @@ from mcp.server.mcpserver.utilities.types import Image
 from mcp_types import (
     Annotations,
     AudioContent,
+    BlobResourceContents,
     Completion,
     CompletionArgument,
     CompletionContext,
     ElicitRequest,
     ElicitRequestFormParams,
     ElicitResult,
+    EmbeddedResource,
     EmptyResult,
     ImageContent,
     InputRequiredResult,
@@ -47,6 +49,7 @@ from mcp_types import (
     SetLevelRequestParams,
     SubscribeRequestParams,
     TextContent,
+    TextResourceContents,
     ToolAnnotations,
     UnsubscribeRequestParams,
 )
@@ -111,6 +114,28 @@ def chart(kb: int) -> list[TextContent | ImageContent]:
     return [
         TextContent(type="text", text="sales by month:"),
         ImageContent(type="image", data=base64.b64encode(png).decode(), mime_type="image/png"),
+    ]
+
+
+@server.tool(structured_output=False)
+def snapshot(kb: int) -> list[TextContent | EmbeddedResource]:
+    """A page's screenshot (a PNG of about ``kb`` KiB), its PDF and its notes, as
+    embedded resources: the MCP way many browser and document servers return them."""
+    png = b"\x89PNG\r\n\x1a\n" + bytes(i % 251 for i in range(kb * 1024))
+    pdf = b"%PDF-1.7\n" + bytes(kb * 1024)
+
+    def blob(uri: str, mime_type: str, data: bytes) -> EmbeddedResource:
+        contents = BlobResourceContents(
+            uri=uri, mime_type=mime_type, blob=base64.b64encode(data).decode()
+        )
+        return EmbeddedResource(type="resource", resource=contents)
+
+    notes = TextResourceContents(uri="page://1/notes", mime_type="text/plain", text="2 charts")
+    return [
+        TextContent(type="text", text="page 1:"),
+        blob("screenshot://page/1", "image/png", png),
+        blob("file:///exports/page%201.pdf", "application/pdf", pdf),
+        EmbeddedResource(type="resource", resource=notes),
     ]
 
 

@@ -43,14 +43,17 @@ PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
 
 @server.tool(structured_output=False)
 def picture() -> list[TextContent | ImageContent | EmbeddedResource]:
-    """A caption, a PNG, an image part of a media type no image has, and a PDF blob."""
+    """A caption, a PNG, an image part of a media type no image has, a PDF blob (a File
+    once received) and a blob of no kind a model reads (kept as typed JSON)."""
     data = base64.b64encode(PNG).decode()
     blob = BlobResourceContents(uri="file:///r.pdf", mime_type="application/pdf", blob=data)
+    raw = BlobResourceContents(uri="file:///r.bin", mime_type="application/octet-stream", blob=data)
     return [
         TextContent(type="text", text="a chart:"),
         ImageContent(type="image", data=data, mime_type="image/png"),
         ImageContent(type="image", data=data, mime_type="text/plain"),  # kept as typed JSON
         EmbeddedResource(type="resource", resource=blob),
+        EmbeddedResource(type="resource", resource=raw),
     ]
 
 
