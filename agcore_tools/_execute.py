@@ -120,7 +120,7 @@ class ToolTable:
         ``entry`` (one of :attr:`unchecked` never is)."""
         checker = self._checker if self.source is None else self.source.checker
         if checker is not None and entry.name not in self.unchecked:
-            checker.check(entry.name, entry.permissions)
+            checker.check(entry.name, entry.declared_permissions())
 
 
 def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
@@ -294,7 +294,7 @@ def _asks(table: ToolTable, entry: ToolEntry) -> bool:
     # Every call of a tool that PermissionConfig.ask puts to a person runs approved (or
     # not at all), and an approved action must take effect: never a cached answer.
     checker = table.checker
-    return checker is not None and checker.asking(entry.permissions) is not None
+    return checker is not None and checker.asking(entry.declared_permissions()) is not None
 
 
 def _abandoned(

@@ -54,7 +54,7 @@ def offered_entries(
             offered.append(entry)
             continue
         try:
-            checker.check(entry.name, entry.permissions)
+            checker.check(entry.name, entry.declared_permissions())
         except PermissionDeniedError as exc:
             # The error's own wording names the tool, the permission and the rule.
             refused.append(exc.message.removeprefix("permission denied: "))

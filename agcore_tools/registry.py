@@ -46,7 +46,7 @@ from ._function_tool import (
 from ._guard import Guard
 from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
-from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
+from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats, permission_edit
 from ._registry_sync import RegistrySync
 from ._tool_options import check_option_names
 from .approval import ApprovalDecision, ToolCallOutputs
@@ -192,6 +192,7 @@ class ToolRegistry(RegistrySync):
         # Each api's definitions, with the revision and checker they were built for.
         self._definitions: dict[str, tuple[int, PermissionChecker | None, list[Any]]] = {}
         self._revision = 0
+        self._edit_seen = permission_edit()
         self._hidden_logged: set[frozenset[str]] = set()
         self._policies = PolicyBook()
 
@@ -217,8 +218,9 @@ class ToolRegistry(RegistrySync):
     @property
     def revision(self) -> int:
         """A number that changes whenever this registry's tools, their policies or its
-        permission checker change: whoever keeps something built from the registry (a
-        run's tool list) compares it to know when to build it again.
+        permission checker change, or a tool's ``required_permissions`` is given another
+        value: whoever keeps something built from the registry (a run's tool list)
+        compares it to know when to build it again.
 
         Example:
             >>> from agcore_tools.testing import StaticTool
@@ -228,7 +230,19 @@ class ToolRegistry(RegistrySync):
             >>> registry.revision == before
             False
         """
+        self._reread_permissions()
         return self._revision
+
+    def _reread_permissions(self) -> None:
+        # A tool's permissions changed after registration (a config step, a notebook
+        # cell): the checks before each call read them live (ToolEntry.
+        # declared_permissions); what was built from the old ones is built again.
+        for entry in list(self._entries.values()):  # a copy: others may add meanwhile
+            entry.reread_permissions()
+        edit = permission_edit()
+        if edit != self._edit_seen:
+            self._edit_seen = edit
+            self._changed()
 
     def _changed(self) -> None:
         self._definitions.clear()
@@ -604,7 +618,7 @@ class ToolRegistry(RegistrySync):
         table = self._table
         # Read before the entries: a tool another thread registers while this builds
         # moves the revision on, so the list built without it is never served after.
-        revision = self._revision
+        revision = self.revision
         # A view's checker is its registry's, which can change without it knowing.
         checker = table.checker
         kept = self._definitions.get(api)

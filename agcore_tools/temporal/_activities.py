@@ -380,7 +380,7 @@ class ToolActivities:
                     tool.description,
                     tool.parameters,  # for a workflow of an earlier version
                     tool.strict,
-                    permission_names(entry.permissions),
+                    permission_names(entry.declared_permissions()),
                     approval,
                     list(entry.tags),
                     entry.category,
