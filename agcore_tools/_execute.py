@@ -9,6 +9,7 @@ a call goes down from the registry to the tool and back without re-entering it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import sys
@@ -43,6 +44,8 @@ __all__ = [
     "check_context",
     "execute",
     "guarded",
+    "note_unasked",
+    "run_one",
     "unknown_tool_error",
 ]
 
@@ -71,7 +74,7 @@ class ToolTable:
         ({}, None, None)
     """
 
-    __slots__ = ("_checker", "entries", "source", "unchecked", "withheld")
+    __slots__ = ("_checker", "entries", "source", "unasked", "unchecked", "withheld")
 
     def __init__(
         self, checker: PermissionChecker | None, *, source: ToolTable | None = None
@@ -91,6 +94,9 @@ class ToolTable:
         """For the tools one run offers (a view of its registry): how the model reaches
         a registered tool the run does not offer yet, or None for a name the registry
         lacks."""
+        self.unasked: set[str] = set()
+        """The tools whose approval a direct call (``invoke()`` and the like) has skipped
+        and logged: logged once per tool (see :func:`note_unasked`)."""
 
     @property
     def checker(self) -> PermissionChecker | None:
@@ -121,6 +127,45 @@ class ToolTable:
         checker = self._checker if self.source is None else self.source.checker
         if checker is not None and entry.name not in self.unchecked:
             checker.check(entry.name, entry.declared_permissions())
+
+
+def note_unasked(table: ToolTable, entry: ToolEntry, method: str) -> None:
+    """Log, once per tool, that ``method`` (a direct call, the app's own) runs a tool
+    that a model's call would have to ask about first: ``needs_approval=True``, or a
+    permission in ``PermissionConfig.ask``. A ``needs_approval`` function is not run
+    for this: it decides per call, and may be slow or have effects.
+
+    Example:
+        >>> import logging, sys
+        >>> from agcore_tools.testing import StaticTool
+        >>> logging.basicConfig(stream=sys.stdout, format="%(message)s")
+        >>> gated = StaticTool("pay")
+        >>> gated.needs_approval = True
+        >>> table = ToolTable(None)
+        >>> note_unasked(table, ToolEntry(gated), "invoke()")
+        invoke() runs tool 'pay' without asking for approval (needs_approval=True): a direct call is the app's own; run a model's calls with run_tool_calls() or LlmCycle, which ask first (logged once per tool)
+        >>> note_unasked(table, ToolEntry(gated), "invoke()")  # once
+    """
+    name = entry.name
+    if name in table.unasked:
+        return
+    checker = table.checker
+    if entry.tool.needs_approval is True:
+        why = "needs_approval=True"
+    else:
+        asked = checker.asking(entry.declared_permissions()) if checker is not None else None
+        if asked is None:
+            return
+        why = f"permission '{asked}' is in PermissionConfig.ask"
+    table.unasked.add(name)
+    logger.warning(
+        "%s runs tool %r without asking for approval (%s): a direct call is the app's own; "
+        "run a model's calls with run_tool_calls() or LlmCycle, which ask first "
+        "(logged once per tool)",
+        method,
+        name,
+        why,
+    )
 
 
 def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
@@ -159,6 +204,7 @@ async def execute(
     admitted: list[bool] | None = None,
     *,
     callers: bool = False,
+    direct: str | None = None,
 ) -> ToolInvocation:
     """Look up, check permissions, then execute one tool: ``ToolRegistry.invoke``.
 
@@ -170,6 +216,8 @@ async def execute(
     Cancelling the call cancels its context's token, so a sync tool (or generator) in
     its worker thread stops too. ``callers``: ``ctx`` is the caller's own, maybe shared
     by other calls; the call runs in a child of it, whose token alone is cancelled.
+    ``direct``: the registry method the app called (``"invoke()"``), for a call no
+    approval screen has seen (see :func:`note_unasked`).
     """
     if callers:
         check_name(name, "invoke()", "invoke({!r}, ...)")
@@ -177,6 +225,8 @@ async def execute(
     if entry is None:
         raise unknown_tool_error(table, name)
     table.check(entry)
+    if direct is not None:
+        note_unasked(table, entry, direct)
     tool = entry.tool
     guard = entry.guard
     if ctx is None or (ctx is _UNREAD and guard is not None):
@@ -341,11 +391,16 @@ def _own_cancellation() -> bool:
 
 
 async def guarded(
-    table: ToolTable, call: ToolCall, ctx: ToolContext | None, timeout: float | None
+    table: ToolTable,
+    call: ToolCall,
+    ctx: ToolContext | None,
+    timeout: float | None,
+    *,
+    direct: str | None = None,
 ) -> ToolInvocation:
     """One call of a batch, within ``timeout``, in a context derived from ``ctx`` (a
     fresh one of its own when None); what goes wrong is recorded in the invocation,
-    never raised."""
+    never raised. ``direct``: as for :func:`execute`."""
     name, args, call_id = call
     if ctx is None:
         # Its own, never a shared one: a tool reading its session, shared state or
@@ -360,9 +415,9 @@ async def guarded(
         # The deadline is set here rather than by _aio.with_timeout, so the call goes
         # straight down to execute() without passing back through this module.
         if timeout is None:
-            return await execute(table, name, args, call_ctx)
+            return await execute(table, name, args, call_ctx, direct=direct)
         deadline = CLOCK.get()() + timeout  # a rate limit's wait ends by it
-        running = execute(table, name, args, call_ctx, deadline, admitted)
+        running = execute(table, name, args, call_ctx, deadline, admitted, direct=direct)
         # Set before the 3.10 path's task copies the context.
         limit = DEADLINE.set((deadline, timeout))
         try:
@@ -408,11 +463,14 @@ async def as_completed(
     """Run ``calls`` concurrently; yield ``(position, invocation)`` as each ends (the
     body of :meth:`ToolRegistry.invoke_as_completed`). ``caller``, the method the calls
     were given to (``"invoke_all()"``), is named in the :class:`ToolConfigError` of a
-    call whose name is no str (nor None), which it is answered with: not run."""
+    call whose name is no str (nor None), which it is answered with: not run. The
+    calls of a ``caller`` are the app's own, which no approval screen has seen (see
+    :func:`note_unasked`)."""
     normalised = [as_call(call) for call in calls]
     if not normalised:
         return
-    traced = _otel.wrap_invoke(table, functools.partial(guarded, table))  # traced, if on
+    runner = functools.partial(guarded, table, direct=caller)
+    traced = _otel.wrap_invoke(table, runner)  # traced, if on
 
     def run(call: ToolCall, ctx: ToolContext | None) -> Awaitable[ToolInvocation]:
         name = call.name
@@ -453,6 +511,17 @@ async def as_completed(
                     len(stuck),
                     CANCEL_GRACE,
                 )
+
+
+async def run_one(
+    table: ToolTable, call: ToolCall, ctx: ToolContext | None, timeout: float | None
+) -> ToolInvocation:
+    """Run ``call`` as ``invoke_all()`` runs one (traced, within ``timeout``, what goes
+    wrong recorded), for a call an approval screen has seen: no direct call's log."""
+    async with contextlib.aclosing(as_completed(table, [call], ctx, timeout)) as finished:
+        async for _, invocation in finished:
+            return invocation
+    raise AssertionError("as_completed gave no result for one call")  # pragma: no cover
 
 
 async def _refused(call: ToolCall, error: ToolConfigError) -> ToolInvocation:

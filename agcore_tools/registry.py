@@ -661,6 +661,12 @@ class ToolRegistry(RegistrySync):
     ) -> Coroutine[Any, Any, ToolInvocation]:
         """Look up, check permissions, then execute one tool.
 
+        A direct call is the app's own: it asks no one, so a tool that needs approval
+        (``needs_approval``, or a permission in ``PermissionConfig.ask``) runs at once,
+        with a warning logged the first time for each tool. A permission the checker
+        denies still refuses the call. Run a model's tool calls with
+        :meth:`run_tool_calls` (or :class:`~agcore_tools.LlmCycle`), which ask first.
+
         Raises :class:`ToolNotFoundError` for an unknown name,
         :class:`PermissionDeniedError` when the permission checker refuses, and
         :class:`~agcore_tools.ToolUnavailableError` when the tool's
@@ -687,7 +693,7 @@ class ToolRegistry(RegistrySync):
             ...
             agcore_tools.error.ToolConfigError: invoke() takes a tool name (a str), got ToolEntry: use invoke('example', ...)
         """
-        return execute(self._table, name, args, ctx, callers=True)
+        return execute(self._table, name, args, ctx, callers=True, direct="invoke()")
 
     async def invoke_all(
         self,
@@ -697,6 +703,9 @@ class ToolRegistry(RegistrySync):
         timeout: float | None = 60.0,
     ) -> list[ToolInvocation]:
         """Run many calls concurrently; results come back in input order.
+
+        Direct calls, as for :meth:`invoke`: they skip approval (logged once per tool),
+        not the permission checker; run a model's calls with :meth:`run_tool_calls`.
 
         Each call has its own ``timeout`` (positive seconds, None for none; anything
         else is a :class:`~agcore_tools.ToolConfigError`), after which it is
@@ -740,6 +749,7 @@ class ToolRegistry(RegistrySync):
         timeout: float | None = 60.0,
     ) -> AsyncGenerator[tuple[int, ToolInvocation], None]:
         """Like :meth:`invoke_all`, but yield ``(position, invocation)`` as each call ends.
+        Direct calls, as for :meth:`invoke`: they skip approval, not the permission checker.
 
         For callers that report progress per call (the streaming loop does). Closing
         the iterator early (use ``contextlib.aclosing``), or cancelling its consumer,
