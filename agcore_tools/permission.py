@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -140,11 +140,26 @@ def _listed(values: object, what: str, fix: str = "") -> Iterable[PermissionLike
             f"{what} must be a list of permissions (Permission values or names such as "
             f"'read'), got {type(values).__name__}{fix}"
         )
+    if isinstance(values, Mapping):
+        # Iterated, a mapping gives its keys: {"read": True, "shell": False} allowed shell.
+        raise ToolConfigError(
+            f"{what} must be a list of permissions, got {type(values).__name__}: list the "
+            "ones that are on, [name for name, on in mapping.items() if on]"
+        )
     return values
 
 
+_DEFAULTS = {"allowed": "read, network", "denied": "delete, shell", "ask": "none"}
+
+
 def _permission_set(values: Iterable[PermissionLike] | None, field: str) -> frozenset[Permission]:
-    if values is not None and not isinstance(values, (str, Permission)):
+    if values is None:
+        # Read as "none", None turned the default whitelist or deny list off.
+        raise ToolConfigError(
+            f"PermissionConfig.{field} must be a list of permissions, got None: leave it "
+            f"out for the default ({_DEFAULTS[field]}), or pass [] for none"
+        )
+    if not isinstance(values, (str, Permission)):
         _listed(values, f"PermissionConfig.{field}")
     return frozenset(Permission.parse_all(values))
 
@@ -164,7 +179,10 @@ class PermissionConfig:
     """The static permission policy.
 
     ``allowed``, ``denied`` and ``ask`` take any iterable of :class:`Permission` or
-    names like ``"read"``, and are stored as frozensets of :class:`Permission`.
+    names like ``"read"``, and are stored as frozensets of :class:`Permission`. A
+    mapping (``{"read": True}``) or None is refused with a
+    :class:`~agcore_tools.error.ToolConfigError`: leave a field out for its default,
+    or pass ``[]`` for none.
 
     Example:
         >>> cfg = PermissionConfig(allowed=["read"], denied=[], allow_unspecified=False)
