@@ -25,6 +25,7 @@ from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
 from .base import BaseTool, ToolContext
 from .error import (
     InvalidArgumentsError,
+    PermissionDeniedError,
     ToolConfigError,
     ToolError,
     ToolExecutionError,
@@ -45,6 +46,7 @@ __all__ = [
     "execute",
     "guarded",
     "note_unasked",
+    "refusal",
     "run_one",
     "unknown_tool_error",
 ]
@@ -127,6 +129,36 @@ class ToolTable:
         checker = self._checker if self.source is None else self.source.checker
         if checker is not None and entry.name not in self.unchecked:
             checker.check(entry.name, entry.declared_permissions())
+
+
+def refusal(table: ToolTable, name: str) -> PermissionDeniedError | None:
+    """For a run's view of its registry (a table with a :attr:`~ToolTable.source`): the
+    checker's refusal of ``name``, a tool the registry has and the view leaves out
+    because the checker refuses it. A call to it is refused as without tool selection,
+    not answered as an unknown tool's. None for any other name.
+
+    Example:
+        >>> from agcore_tools.testing import StaticTool
+        >>> registry = ToolTable(PermissionChecker())
+        >>> shell = StaticTool("shell")
+        >>> shell.required_permissions = ("shell",)
+        >>> registry.entries["shell"] = ToolEntry.of(shell)
+        >>> str(refusal(ToolTable(None, source=registry), "shell"))
+        "permission denied: tool 'shell' needs 'shell', which is denied"
+        >>> refusal(registry, "shell") is None  # the registry itself holds it
+        True
+    """
+    source = table.source
+    if source is None or name in table.entries:
+        return None
+    entry = source.entries.get(name)
+    if entry is None:
+        return None
+    try:
+        table.check(entry)
+    except PermissionDeniedError as exc:
+        return exc
+    return None
 
 
 def note_unasked(table: ToolTable, entry: ToolEntry, method: str) -> None:

@@ -34,6 +34,7 @@ from ._run import (
     check_tool_calls,
     iter_invocations,
     preflight,
+    refusal,
     run_tool_calls,
     unknown_tool_error,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "model_text",
     "parse_call",
     "preflight",
+    "refusal",
     "result_text",
     "rule_verdict",
     "run_tool_calls",
