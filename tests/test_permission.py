@@ -120,6 +120,40 @@ def test_a_permission_set_given_as_a_mapping_or_none_is_refused(field: str, defa
     assert PermissionConfig(**{field: ["read"]}) == PermissionConfig(**{field: ("read",)})
 
 
+def test_every_permission_name_ignores_case_and_surrounding_spaces() -> None:
+    # Before: built-in names ignored case but custom ones were matched exactly, so
+    # denied=[custom("mcp:GitHub")], or "mcp:github " from a config file, denied nothing.
+    github = Permission.custom("mcp:github")
+    assert Permission.custom("mcp:GitHub") == Permission.custom(" mcp:github ") == github
+    assert Permission.custom("MCP:GitHub").name == "mcp:github"
+    assert Permission.parse(" Shell ") is Permission.SHELL
+    for spelt in ("mcp:GitHub", "mcp:github ", " MCP:GITHUB"):
+        checker = PermissionChecker(PermissionConfig(allowed=[], denied=[Permission.custom(spelt)]))
+        with pytest.raises(PermissionDeniedError, match="needs 'mcp:github', which is denied"):
+            checker.check("list_repos", ["write", github])
+    assert not PermissionChecker(PermissionConfig(denied=[" SHELL"])).is_allowed(["shell"])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Permission.custom("mcp:*"),
+        lambda: Permission.custom("billing:refun?"),
+        lambda: Permission.parse("*"),
+        lambda: PermissionConfig(denied=["mcp:*"]),
+    ],
+    ids=["custom-star", "custom-question-mark", "parse-star", "config-name"],
+)
+def test_a_permission_name_with_a_wildcard_is_refused(make: Any) -> None:
+    # Taken literally, denied=[custom("mcp:*")] matched no permission: it denied nothing.
+    with pytest.raises(ToolConfigError) as info:
+        make()
+    assert str(info.value).endswith(
+        "is a pattern, and patterns are not supported: list each permission"
+    )
+    assert isinstance(info.value, ValueError)
+
+
 def test_default_config_is_the_seeds() -> None:
     cfg = PermissionConfig()
     assert cfg.allowed == {Permission.READ, Permission.NETWORK}

@@ -18,6 +18,7 @@ __all__ = [
     "CUT_CALLS_NOT_REPAIRED",
     "IDS_PAST_HISTORY",
     "PERMISSIONS_PER_QUEUE",
+    "PERMISSION_NAMES_NORMALISED",
     "REQUESTS_AS_TEXT",
     "UNAWAITED_CALLS_FAIL",
 ]
@@ -60,3 +61,7 @@ CUT_CALLS_NOT_REPAIRED = "agcore-cut-calls-not-repaired"
 arguments do not parse is answered with an error naming the limit (before: with
 ``repair_arguments=True``, its arguments were closed and the tool ran with its defaults
 for the arguments never written)."""
+PERMISSION_NAMES_NORMALISED = "agcore-permission-names-normalised"
+"""The custom permission names the workers describe are read as ``Permission.custom``
+reads them: in lower case, without surrounding spaces (before: as recorded, so a tool's
+``mcp:GitHub`` and a policy's ``mcp:github`` did not match)."""

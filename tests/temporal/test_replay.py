@@ -103,6 +103,9 @@ UNPATCHED = {
     # Recorded by the workers of e3f6314, before "agcore-approval-checks-together": the
     # second call's agcore.needs_approval was scheduled once the first had ended.
     "two-checks": "two calls asked their needs_approval function in turn (in flight)",
+    # Recorded by the workers of cc606b7, before "agcore-permission-names-normalised": a
+    # tool needing custom "billing:Refund" ran under a policy denying "billing:refund".
+    "custom-names": "custom permission names that differ in case did not match: it ran",
 }
 
 
