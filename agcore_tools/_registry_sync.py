@@ -14,8 +14,9 @@ from typing import Any, Protocol
 
 from . import _sync
 from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
-from ._execute import ToolTable, execute
+from ._execute import execute
 from ._records import ToolInvocation
+from ._table import ToolTable
 from .approval import ApprovalDecision, ToolCallOutputs
 from .base import ToolContext
 

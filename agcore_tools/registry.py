@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 from typing_extensions import ParamSpec, Unpack, deprecated
 
 from ._deprecated import renamed
-from ._execute import ToolTable, as_completed, check_context, execute, listed_calls
+from ._execute import as_completed, check_context, execute, listed_calls
 from ._function_tool import (
     FunctionTool,
     ToolDecorator,
@@ -48,6 +48,7 @@ from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats, permission_edit
 from ._registry_sync import RegistrySync
+from ._table import ToolTable
 from ._tool_options import check_option_names
 from .approval import ApprovalDecision, ToolCallOutputs
 from .base import BaseTool, ToolContext, definition_name

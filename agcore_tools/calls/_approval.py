@@ -19,8 +19,8 @@ from contextvars import ContextVar
 from typing import Any
 
 from .._aio import run_tool, with_timeout
-from .._execute import ToolTable
 from .._records import ParsedCall, ToolEntry
+from .._table import ToolTable
 from ..approval import ApprovalDecision, ApprovalRequest, approval_signature
 from ..base import ToolContext
 from ..error import (
