@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from ._execute import ToolTable, as_completed
+from ._execute import as_completed
 from ._listing import parameters_of, python_signatures
 from ._otel import described
 from ._records import ParsedCall, ToolCall, ToolInvocation
@@ -50,6 +50,7 @@ from ._sandbox import (
     require_monty,
     with_printed,
 )
+from ._table import ToolTable
 from ._unicode import scrub_json
 from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext, definition_name

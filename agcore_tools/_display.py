@@ -168,7 +168,7 @@ def registry_rows(entries: Iterable[Any]) -> list[tuple[Any, ...]]:
         (
             e.name,
             e.tool.description,
-            ", ".join(p.name for p in e.permissions) or "-",
+            ", ".join(p.name for p in e.declared_permissions()) or "-",
             ", ".join(e.tags) or "-",
             e.category or "-",
             e.stats.calls,

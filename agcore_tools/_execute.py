@@ -2,13 +2,15 @@
 each with its own timeout, results reported the moment they exist, and every call still
 running cancelled when the caller gives up.
 
-A registry keeps its tools in a :class:`ToolTable` and runs every call through here, so
-a call goes down from the registry to the tool and back without re-entering it.
+A registry keeps its tools in a :class:`~agcore_tools._table.ToolTable` and runs every
+call through here, so a call goes down from the registry to the tool and back without
+re-entering it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import sys
@@ -21,35 +23,28 @@ from ._clock import CLOCK, DEADLINE
 from ._context import end_reports
 from ._guard import Guard
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
+from ._table import ToolTable, note_unasked, unknown_tool_error
 from .base import BaseTool, ToolContext
 from .error import (
     InvalidArgumentsError,
     ToolConfigError,
     ToolError,
     ToolExecutionError,
-    ToolNotFoundError,
-    ToolNotOfferedError,
     ToolTimeoutError,
 )
-from .permission import PermissionChecker
 
 __all__ = [
     "CANCEL_GRACE",
-    "LISTED_TOOLS",
     "Guarded",
-    "ToolTable",
     "as_call",
     "as_completed",
     "check_context",
     "execute",
     "guarded",
-    "unknown_tool_error",
+    "run_one",
 ]
 
 logger = logging.getLogger("agcore_tools.registry")
-
-LISTED_TOOLS = 30
-"""An unknown tool's error lists the registered tools when there are at most this many."""
 
 CANCEL_GRACE = 5.0
 """Seconds invoke_all() waits for cancelled calls to finish before it gives up on them."""
@@ -62,94 +57,6 @@ _UNREAD = ToolContext()
 """The context a call without one passes to a tool that never reads it."""
 
 
-class ToolTable:
-    """A registry's tools by name and its permission checker: all that running reads.
-
-    Example:
-        >>> table = ToolTable(None)
-        >>> table.entries, table.checker, table.get("nope")
-        ({}, None, None)
-    """
-
-    __slots__ = ("_checker", "entries", "source", "unchecked", "withheld")
-
-    def __init__(
-        self, checker: PermissionChecker | None, *, source: ToolTable | None = None
-    ) -> None:
-        self.entries: dict[str, ToolEntry] = {}
-        """The entries by tool name, in registration order."""
-        self._checker = checker
-        self.source = source
-        """The table whose checker this one reads, live (a registry view's reads its
-        registry's: a checker set there mid-run holds for the run's calls too), or None
-        for its own."""
-        self.unchecked: frozenset[str] = frozenset()
-        """The names of the library's own tools in a run's view (``run_python``,
-        ``search_tools``, ``load_tools``), which the checker is not asked about: they
-        act only through the registry's tools, each of which it checks."""
-        self.withheld: Callable[[str], str | None] | None = None
-        """For the tools one run offers (a view of its registry): how the model reaches
-        a registered tool the run does not offer yet, or None for a name the registry
-        lacks."""
-
-    @property
-    def checker(self) -> PermissionChecker | None:
-        """Consulted before each execution; None for no checks. Setting it gives the
-        table its own checker, no longer its :attr:`source`'s.
-
-        Example:
-            >>> parent = ToolTable(None)
-            >>> view = ToolTable(None, source=parent)
-            >>> parent.checker = PermissionChecker()
-            >>> view.checker is parent.checker
-            True
-        """
-        return self.source.checker if self.source is not None else self._checker
-
-    @checker.setter
-    def checker(self, checker: PermissionChecker | None) -> None:
-        self._checker, self.source = checker, None
-
-    def get(self, name: str) -> BaseTool | None:
-        """The tool of that name, or None."""
-        entry = self.entries.get(name)
-        return entry.tool if entry is not None else None
-
-    def check(self, entry: ToolEntry) -> None:
-        """Raise :class:`~agcore_tools.PermissionDeniedError` when the checker refuses
-        ``entry`` (one of :attr:`unchecked` never is)."""
-        checker = self._checker if self.source is None else self.source.checker
-        if checker is not None and entry.name not in self.unchecked:
-            checker.check(entry.name, entry.permissions)
-
-
-def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
-    """The error for a call to a tool the registry does not have: the tools it has, or,
-    when there are more than :data:`LISTED_TOOLS`, how many and the closest names (the
-    model reads this; a thousand names would cost it thousands of tokens).
-
-    A tool the registry has and the run does not offer (see :attr:`ToolTable.withheld`)
-    is a :class:`ToolNotOfferedError` saying how to reach it.
-
-    Example:
-        >>> str(unknown_tool_error(ToolTable(None), "nope"))
-        "tool 'nope' is not registered: the registered tools are: none"
-    """
-    if table.withheld is not None:
-        how = table.withheld(name)
-        if how is not None:
-            return ToolNotOfferedError(name, how)
-    names = list(table.entries)
-    if len(names) <= LISTED_TOOLS:
-        return ToolNotFoundError(name, f"the registered tools are: {', '.join(names) or 'none'}")
-    import difflib  # on this error only: `import agcore_tools` does not need it
-
-    # A batch's nameless call (None) has no close names.
-    close = difflib.get_close_matches(name, names, n=5, cutoff=0.5) if name else []
-    hint = f"; the closest names are: {', '.join(close)}" if close else ""
-    return ToolNotFoundError(name, f"{len(names)} tools are registered{hint}")
-
-
 async def execute(
     table: ToolTable,
     name: str,
@@ -159,6 +66,7 @@ async def execute(
     began: list[bool] | None = None,
     *,
     callers: bool = False,
+    direct: str | None = None,
 ) -> ToolInvocation:
     """Look up, check permissions, then execute one tool: ``ToolRegistry.invoke``.
 
@@ -172,6 +80,8 @@ async def execute(
     Cancelling the call cancels its context's token, so a sync tool (or generator) in
     its worker thread stops too. ``callers``: ``ctx`` is the caller's own, maybe shared
     by other calls; the call runs in a child of it, whose token alone is cancelled.
+    ``direct``: the registry method the app called (``"invoke()"``), for a call no
+    approval screen has seen (see :func:`note_unasked`).
     """
     if callers:
         check_name(name, "invoke()", "invoke({!r}, ...)")
@@ -179,6 +89,8 @@ async def execute(
     if entry is None:
         raise unknown_tool_error(table, name)
     table.check(entry)
+    if direct is not None:
+        note_unasked(table, entry, direct)
     tool = entry.tool
     guard = entry.guard
     if ctx is None or (ctx is _UNREAD and guard is not None):
@@ -302,7 +214,7 @@ def _asks(table: ToolTable, entry: ToolEntry) -> bool:
     # Every call of a tool that PermissionConfig.ask puts to a person runs approved (or
     # not at all), and an approved action must take effect: never a cached answer.
     checker = table.checker
-    return checker is not None and checker.asking(entry.permissions) is not None
+    return checker is not None and checker.asking(entry.declared_permissions()) is not None
 
 
 def _abandoned(
@@ -355,11 +267,16 @@ def _own_cancellation() -> bool:
 
 
 async def guarded(
-    table: ToolTable, call: ToolCall, ctx: ToolContext | None, timeout: float | None
+    table: ToolTable,
+    call: ToolCall,
+    ctx: ToolContext | None,
+    timeout: float | None,
+    *,
+    direct: str | None = None,
 ) -> ToolInvocation:
     """One call of a batch, within ``timeout``, in a context derived from ``ctx`` (a
     fresh one of its own when None); what goes wrong is recorded in the invocation,
-    never raised."""
+    never raised. ``direct``: as for :func:`execute`."""
     name, args, call_id = call
     if ctx is None:
         # Its own, never a shared one: a tool reading its session, shared state or
@@ -374,9 +291,9 @@ async def guarded(
         # The deadline is set here rather than by _aio.with_timeout, so the call goes
         # straight down to execute() without passing back through this module.
         if timeout is None:
-            return await execute(table, name, args, call_ctx)
+            return await execute(table, name, args, call_ctx, direct=direct)
         deadline = CLOCK.get()() + timeout  # a rate limit's wait ends by it
-        running = execute(table, name, args, call_ctx, deadline, started)
+        running = execute(table, name, args, call_ctx, deadline, started, direct=direct)
         # Set before the 3.10 path's task copies the context.
         limit = DEADLINE.set((deadline, timeout))
         try:
@@ -422,11 +339,14 @@ async def as_completed(
     """Run ``calls`` concurrently; yield ``(position, invocation)`` as each ends (the
     body of :meth:`ToolRegistry.invoke_as_completed`). ``caller``, the method the calls
     were given to (``"invoke_all()"``), is named in the :class:`ToolConfigError` of a
-    call whose name is no str (nor None), which it is answered with: not run."""
+    call whose name is no str (nor None), which it is answered with: not run. The
+    calls of a ``caller`` are the app's own, which no approval screen has seen (see
+    :func:`note_unasked`)."""
     normalised = [as_call(call) for call in calls]
     if not normalised:
         return
-    traced = _otel.wrap_invoke(table, functools.partial(guarded, table))  # traced, if on
+    runner = functools.partial(guarded, table, direct=caller)
+    traced = _otel.wrap_invoke(table, runner)  # traced, if on
 
     def run(call: ToolCall, ctx: ToolContext | None) -> Awaitable[ToolInvocation]:
         name = call.name
@@ -467,6 +387,17 @@ async def as_completed(
                     len(stuck),
                     CANCEL_GRACE,
                 )
+
+
+async def run_one(
+    table: ToolTable, call: ToolCall, ctx: ToolContext | None, timeout: float | None
+) -> ToolInvocation:
+    """Run ``call`` as ``invoke_all()`` runs one (traced, within ``timeout``, what goes
+    wrong recorded), for a call an approval screen has seen: no direct call's log."""
+    async with contextlib.aclosing(as_completed(table, [call], ctx, timeout)) as finished:
+        async for _, invocation in finished:
+            return invocation
+    raise AssertionError("as_completed gave no result for one call")  # pragma: no cover
 
 
 async def _refused(call: ToolCall, error: ToolConfigError) -> ToolInvocation:

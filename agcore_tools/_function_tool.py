@@ -32,6 +32,7 @@ from ._tool_options import (
     Registrar,
     ToolOptions,
     check_needs_approval,
+    check_not_a_tool,
     check_timeout,
     option_items,
 )
@@ -206,6 +207,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             func, method, binding = func.__func__, True, "class"
         if not callable(func):
             raise ToolDefinitionError(f"@tool needs a function, got {type(func).__name__}")
+        check_not_a_tool(func)
         check_timeout(timeout)
         if name is not None and (not isinstance(name, str) or not name.strip()):
             # "" would silently fall back to the function's name.

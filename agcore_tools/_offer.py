@@ -32,7 +32,7 @@ def offered_entries(
 ) -> list[ToolEntry]:
     """The entries ``checker`` allows, in order; logs the others once per set in ``logged``.
     The entries named in ``unchecked`` (the library's own tools in a run's view, see
-    :attr:`~agcore_tools._execute.ToolTable.unchecked`) are not asked about.
+    :attr:`~agcore_tools._table.ToolTable.unchecked`) are not asked about.
 
     Example:
         >>> from agcore_tools import PermissionConfig, ToolRegistry
@@ -54,7 +54,7 @@ def offered_entries(
             offered.append(entry)
             continue
         try:
-            checker.check(entry.name, entry.permissions)
+            checker.check(entry.name, entry.declared_permissions())
         except PermissionDeniedError as exc:
             # The error's own wording names the tool, the permission and the rule.
             refused.append(exc.message.removeprefix("permission denied: "))

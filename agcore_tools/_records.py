@@ -9,6 +9,7 @@ share them without importing each other.
 from __future__ import annotations
 
 import inspect
+import itertools
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -23,7 +24,14 @@ from .permission import Permission
 from .policies import ToolPolicy
 from .schema import ArgumentPlan, build_plan, strict_parameters
 
-__all__ = ["ParsedCall", "ToolCall", "ToolEntry", "ToolInvocation", "ToolStats"]
+__all__ = [
+    "ParsedCall",
+    "ToolCall",
+    "ToolEntry",
+    "ToolInvocation",
+    "ToolStats",
+    "permission_edit",
+]
 
 logger = logging.getLogger("agcore_tools.registry")
 
@@ -92,7 +100,9 @@ class ToolEntry:
     stats: ToolStats = field(default_factory=ToolStats)
     """Call counters, updated by every execution through the registry."""
     permissions: tuple[Permission, ...] = ()
-    """The tool's required permissions, parsed once at registration."""
+    """The tool's required permissions, parsed at registration, and again when the
+    registry finds the tool's ``required_permissions`` given another value (see
+    :meth:`declared_permissions`, which the checks before each execution read)."""
     strict: bool = False
     """Whether the tool is offered in OpenAI's strict mode, as the tool's own ``strict``
     or else the registry's asks; a schema strict mode cannot describe is offered
@@ -110,9 +120,12 @@ class ToolEntry:
     _strict_form: tuple[dict[str, Any] | None, str | None] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+    _declared: object = field(default=None, init=False, repr=False, compare=False)
+    """The tool's ``required_permissions`` that :attr:`permissions` was parsed from."""
 
     def __post_init__(self) -> None:
         tool = self.tool
+        self._declared = getattr(tool, "required_permissions", None)
         if self.strict and not tool.reads_null_as_default and isinstance(tool.parameters, Mapping):
             self.argument_plan = build_plan(tool.parameters, check_extras=False)
 
@@ -194,6 +207,50 @@ class ToolEntry:
         """The tool's name."""
         return self.tool.name
 
+    def declared_permissions(self) -> tuple[Permission, ...]:
+        """The permissions the tool declares now: :attr:`permissions`, unless the tool's
+        ``required_permissions`` was given another value since (or is a list, which can
+        change in place), which is then parsed. The checks before each execution read
+        this, as they read ``needs_approval``.
+
+        Example:
+            >>> from agcore_tools.testing import StaticTool
+            >>> entry = ToolEntry.of(StaticTool("purge"))
+            >>> entry.tool.required_permissions = ("delete",)
+            >>> entry.permissions, entry.declared_permissions()
+            ((), (Permission.DELETE,))
+        """
+        declared = self.tool.required_permissions
+        if declared is self._declared and isinstance(declared, _UNCHANGING):
+            return self.permissions
+        return Permission.parse_all(declared)
+
+    def reread_permissions(self) -> bool:
+        """Parse the tool's ``required_permissions`` into :attr:`permissions` again if
+        they changed since; True when they did (a registry then builds its definitions
+        again).
+
+        Example:
+            >>> from agcore_tools.testing import StaticTool
+            >>> entry = ToolEntry.of(StaticTool("purge"))
+            >>> entry.reread_permissions()
+            False
+            >>> entry.tool.required_permissions = ["delete"]
+            >>> entry.reread_permissions(), entry.permissions
+            (True, (Permission.DELETE,))
+        """
+        global _permission_edit
+        declared = self.tool.required_permissions
+        if declared is self._declared and isinstance(declared, _UNCHANGING):
+            return False
+        parsed = Permission.parse_all(declared)
+        self._declared = declared
+        if parsed == self.permissions:
+            return False
+        self.permissions = parsed
+        _permission_edit = next(_EDITS)
+        return True
+
     def strict_parameters(self) -> dict[str, Any] | None:
         """The parameters to offer in strict mode, or None when the entry is not strict
         or strict mode cannot describe them (logged once, with the reason).
@@ -214,6 +271,23 @@ class ToolEntry:
                     "tool %r is offered without strict mode: %s", self.name, self._strict_form[1]
                 )
         return self._strict_form[0]
+
+
+_UNCHANGING = (tuple, frozenset, str, Permission, type(None))
+"""The kinds of ``required_permissions`` that cannot change in place: one of these,
+still the same object, was parsed already."""
+
+_EDITS = itertools.count(1)
+_permission_edit = 0
+"""Moves on (from :data:`_EDITS`) whenever an entry's permissions are read again and
+differ: every registry holding that entry (its views too) then builds its definitions
+again, whichever of them noticed first."""
+
+
+def permission_edit() -> int:
+    """A number that changes whenever any entry's :attr:`ToolEntry.permissions` change
+    after registration (see :meth:`ToolEntry.reread_permissions`)."""
+    return _permission_edit
 
 
 _ATTRIBUTES: tuple[tuple[str, type | tuple[type, ...], str], ...] = (

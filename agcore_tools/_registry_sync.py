@@ -14,8 +14,9 @@ from typing import Any, Protocol
 
 from . import _sync
 from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
-from ._execute import ToolTable, execute
+from ._execute import execute
 from ._records import ToolInvocation
+from ._table import ToolTable
 from .approval import ApprovalDecision, ToolCallOutputs
 from .base import ToolContext
 
@@ -34,6 +35,8 @@ class RegistrySync:
         self: _HasTable, name: str, args: Mapping[str, Any], ctx: ToolContext | None = None
     ) -> ToolInvocation:
         """:meth:`invoke` for synchronous code: runs it on agcore_tools' own event loop.
+        A direct call, as :meth:`invoke` is: it skips approval (logged once per tool),
+        not the permission checker; run a model's calls with :meth:`run_tool_calls_sync`.
 
         Works in a plain script, from worker threads and inside a running loop (a
         notebook cell), where it blocks until the call ends. See the sync apps guide
@@ -47,7 +50,9 @@ class RegistrySync:
             >>> registry.invoke_sync("example", {}).output
             'ok'
         """
-        return _sync.run(execute(self.tool_table, name, args, ctx, callers=True))
+        return _sync.run(
+            execute(self.tool_table, name, args, ctx, callers=True, direct="invoke_sync()")
+        )
 
     def run_tool_calls_sync(
         self: _HasTable,

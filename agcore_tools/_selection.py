@@ -614,7 +614,8 @@ class RunOffer:
         """How the model reaches a tool this run does not offer yet (tool search); None
         for a name that is no tool it could be offered (unregistered, or refused by the
         permissions), and under a selector the app wrote, whose choice is final: such a
-        call is an unknown tool's."""
+        call is an unknown tool's, but for a refused tool's, which the loop refuses (see
+        :func:`~agcore_tools._table.refusal`)."""
         if name not in self._offerable:
             return None
         if self._load is not None:

@@ -8,7 +8,8 @@ a function, and every call then waited for an approval).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from typing_extensions import TypedDict
@@ -16,7 +17,7 @@ from typing_extensions import TypedDict
 from ._aio import positive_number
 from .approval import NeedsApproval
 from .base import BaseTool
-from .error import ToolConfigError
+from .error import ToolConfigError, ToolDefinitionError
 from .permission import PermissionLike
 from .policies import ToolPolicy
 
@@ -24,6 +25,7 @@ __all__ = [
     "Registrar",
     "ToolOptions",
     "check_needs_approval",
+    "check_not_a_tool",
     "check_option_names",
     "check_registrar",
     "check_timeout",
@@ -181,3 +183,37 @@ def check_registrar(registry: object) -> None:
             "a tool's registry must be a ToolRegistry (or None for the active one), "
             f"got {type(registry).__name__}"
         )
+
+
+def check_not_a_tool(func: Callable[..., Any]) -> None:
+    """Refuse a tool, or a wrapper of one (``functools.wraps``, a partial), given to
+    ``@tool`` as its function: the new tool would take only the options given now.
+
+    Example:
+        >>> from agcore_tools.testing import StaticTool
+        >>> check_not_a_tool(StaticTool("rm"))
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolDefinitionError: @tool got tool 'rm', not a function: a tool made from it would not keep its permissions and needs_approval; add the tool as it is with registry.register(tool), or decorate tool.func, giving every option again
+    """
+    # Before, an alias (a tool put in another registry with .tool(), stacked decorators)
+    # dropped the original's permissions and needs_approval, so a denied or
+    # approval-gated tool ran under a second name.
+    given: object = func
+    looked_at = given
+    for _ in range(100):  # a __wrapped__ cycle ends here
+        if isinstance(looked_at, BaseTool):
+            name = getattr(looked_at, "name", None)
+            what = f"tool {name!r}" if looked_at is given else f"a wrapper of tool {name!r}"
+            raise ToolDefinitionError(
+                f"@tool got {what}, not a function: a tool made from it would not keep "
+                "its permissions and needs_approval; add the tool as it is with "
+                "registry.register(tool), or decorate tool.func, giving every option again",
+                tool_name=name if isinstance(name, str) else None,
+            )
+        if isinstance(looked_at, functools.partial):
+            looked_at = looked_at.func
+        else:
+            looked_at = getattr(looked_at, "__wrapped__", None)
+            if looked_at is None:
+                return

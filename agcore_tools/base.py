@@ -57,7 +57,9 @@ class BaseTool(ABC):
     parameters: dict[str, Any] = {"type": "object", "properties": {}}  # noqa: RUF012
     """The JSON Schema of the arguments object."""
     required_permissions: Sequence[Permission | str] = ()
-    """Permissions checked before each execution (built-in names or :class:`Permission`)."""
+    """Permissions checked before each execution (built-in names or :class:`Permission`).
+    Given another value after registration, they hold from the next check on, and a
+    registry's definitions and runs follow them."""
     output_schema: dict[str, Any] | None = None
     """The JSON Schema of the value ``execute`` returns, as JSON, or None when unknown.
     Code mode shows it to the model as the function's return type. An MCP tool gives

@@ -103,7 +103,11 @@ def tool(
     whose last value is the final one (see :class:`~agcore_tools.ToolPartialResult`).
     Besides functions, ``func`` may be a ``functools.partial`` (its bound arguments are
     left out of the schema), a callable object (described by its ``__call__``
-    docstring; name it with ``name=``) or a method. A method decorated in a class body
+    docstring; name it with ``name=``) or a method, but not a tool (nor a wrapper of
+    one): a tool made from it would not keep the tool's permissions and
+    ``needs_approval``, so it is refused with a :class:`ToolDefinitionError`; add an
+    existing tool to a registry with ``registry.register(tool)``, or decorate
+    ``tool.func`` with every option it needs. A method decorated in a class body
     is bound through its instance and registered per instance, with
     ``registry.register(obj.method)``; ``self`` is never in the schema. A pydantic
     model refuses class attributes that are not fields, tools included: give it

@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -26,14 +26,17 @@ class Permission:
     """A permission a tool needs: one of the built-ins or a namespaced custom one.
 
     Built-ins are class attributes (``Permission.READ`` ...). Custom permissions come from
-    :meth:`custom`; they never equal a built-in, even with the same name.
+    :meth:`custom`; they never equal a built-in, even with the same name. Every name is
+    matched the same way: :meth:`parse` and :meth:`custom` ignore case and surrounding
+    spaces (the constructor keeps a name as it is given). Names are not patterns: one
+    with ``*`` or ``?`` is refused.
 
     Example:
-        >>> Permission.custom("db:write") == Permission.custom("db:write")
+        >>> Permission.custom("db:write") == Permission.custom(" DB:Write ")
         True
         >>> Permission.custom("read") == Permission.READ
         False
-        >>> Permission.parse("read") is Permission.READ
+        >>> Permission.parse(" Read") is Permission.READ
         True
     """
 
@@ -63,17 +66,23 @@ class Permission:
 
     @classmethod
     def custom(cls, name: str) -> Permission:
-        """A custom permission, by convention namespaced as ``"ns:name"``.
+        """A custom permission, by convention namespaced as ``"ns:name"``; its name in
+        lower case, without surrounding spaces, as built-in names are matched.
 
         Example:
-            >>> Permission.custom("billing:refund")
+            >>> Permission.custom("Billing:Refund ")
             Permission.custom('billing:refund')
+            >>> Permission.custom("mcp:*")
+            Traceback (most recent call last):
+            ...
+            agcore_tools.error.ToolConfigError: permission name 'mcp:*' is a pattern, and patterns are not supported: list each permission
         """
         if not isinstance(name, str) or not name.strip():
             raise ToolConfigError(
                 f"custom permission name must be a non-empty string, got {name!r}"
             )
-        return cls(name, True)
+        _refuse_pattern(name)
+        return cls(_normalised(name), True)
 
     @classmethod
     def parse(cls, value: PermissionLike) -> Permission:
@@ -86,9 +95,10 @@ class Permission:
         if isinstance(value, Permission):
             return value
         if isinstance(value, str):
-            builtin = cls._BUILTINS.get(value.lower())
+            builtin = cls._BUILTINS.get(_normalised(value))
             if builtin is not None:
                 return builtin
+            _refuse_pattern(value)
             names = ", ".join(cls._BUILTINS)
             raise ToolConfigError(
                 f"unknown permission {value!r}: built-ins are {names}; "
@@ -123,6 +133,21 @@ class Permission:
         return f"Permission.{self.name.upper()}"
 
 
+def _normalised(name: str) -> str:
+    # Built-in names ignored case, custom ones did not: denied=[custom("mcp:GitHub")]
+    # (or "mcp:github " from a config file) denied nothing.
+    return name.strip().lower()
+
+
+def _refuse_pattern(name: str) -> None:
+    # Taken literally, denied=[custom("mcp:*")] matched no permission, and refused nothing.
+    if "*" in name or "?" in name:
+        raise ToolConfigError(
+            f"permission name {name!r} is a pattern, and patterns are not supported: "
+            "list each permission"
+        )
+
+
 PermissionLike = Permission | str
 """A :class:`Permission`, or the name of a built-in one such as ``"read"``."""
 
@@ -140,11 +165,26 @@ def _listed(values: object, what: str, fix: str = "") -> Iterable[PermissionLike
             f"{what} must be a list of permissions (Permission values or names such as "
             f"'read'), got {type(values).__name__}{fix}"
         )
+    if isinstance(values, Mapping):
+        # Iterated, a mapping gives its keys: {"read": True, "shell": False} allowed shell.
+        raise ToolConfigError(
+            f"{what} must be a list of permissions, got {type(values).__name__}: list the "
+            "ones that are on, [name for name, on in mapping.items() if on]"
+        )
     return values
 
 
+_DEFAULTS = {"allowed": "read, network", "denied": "delete, shell", "ask": "none"}
+
+
 def _permission_set(values: Iterable[PermissionLike] | None, field: str) -> frozenset[Permission]:
-    if values is not None and not isinstance(values, (str, Permission)):
+    if values is None:
+        # Read as "none", None turned the default whitelist or deny list off.
+        raise ToolConfigError(
+            f"PermissionConfig.{field} must be a list of permissions, got None: leave it "
+            f"out for the default ({_DEFAULTS[field]}), or pass [] for none"
+        )
+    if not isinstance(values, (str, Permission)):
         _listed(values, f"PermissionConfig.{field}")
     return frozenset(Permission.parse_all(values))
 
@@ -164,7 +204,10 @@ class PermissionConfig:
     """The static permission policy.
 
     ``allowed``, ``denied`` and ``ask`` take any iterable of :class:`Permission` or
-    names like ``"read"``, and are stored as frozensets of :class:`Permission`.
+    names like ``"read"``, and are stored as frozensets of :class:`Permission`. A
+    mapping (``{"read": True}``) or None is refused with a
+    :class:`~agcore_tools.error.ToolConfigError`: leave a field out for its default,
+    or pass ``[]`` for none.
 
     Example:
         >>> cfg = PermissionConfig(allowed=["read"], denied=[], allow_unspecified=False)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 from typing_extensions import ParamSpec, Unpack, deprecated
 
 from ._deprecated import renamed
-from ._execute import ToolTable, as_completed, check_context, execute, listed_calls
+from ._execute import as_completed, check_context, execute, listed_calls
 from ._function_tool import (
     FunctionTool,
     ToolDecorator,
@@ -46,8 +46,9 @@ from ._function_tool import (
 from ._guard import Guard
 from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
-from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
+from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats, permission_edit
 from ._registry_sync import RegistrySync
+from ._table import ToolTable
 from ._tool_options import check_option_names
 from .approval import ApprovalDecision, ToolCallOutputs
 from .base import BaseTool, ToolContext, definition_name
@@ -192,6 +193,7 @@ class ToolRegistry(RegistrySync):
         # Each api's definitions, with the revision and checker they were built for.
         self._definitions: dict[str, tuple[int, PermissionChecker | None, list[Any]]] = {}
         self._revision = 0
+        self._edit_seen = permission_edit()
         self._hidden_logged: set[frozenset[str]] = set()
         self._policies = PolicyBook()
 
@@ -217,8 +219,9 @@ class ToolRegistry(RegistrySync):
     @property
     def revision(self) -> int:
         """A number that changes whenever this registry's tools, their policies or its
-        permission checker change: whoever keeps something built from the registry (a
-        run's tool list) compares it to know when to build it again.
+        permission checker change, or a tool's ``required_permissions`` is given another
+        value: whoever keeps something built from the registry (a run's tool list)
+        compares it to know when to build it again.
 
         Example:
             >>> from agcore_tools.testing import StaticTool
@@ -228,7 +231,19 @@ class ToolRegistry(RegistrySync):
             >>> registry.revision == before
             False
         """
+        self._reread_permissions()
         return self._revision
+
+    def _reread_permissions(self) -> None:
+        # A tool's permissions changed after registration (a config step, a notebook
+        # cell): the checks before each call read them live (ToolEntry.
+        # declared_permissions); what was built from the old ones is built again.
+        for entry in list(self._entries.values()):  # a copy: others may add meanwhile
+            entry.reread_permissions()
+        edit = permission_edit()
+        if edit != self._edit_seen:
+            self._edit_seen = edit
+            self._changed()
 
     def _changed(self) -> None:
         self._definitions.clear()
@@ -604,7 +619,7 @@ class ToolRegistry(RegistrySync):
         table = self._table
         # Read before the entries: a tool another thread registers while this builds
         # moves the revision on, so the list built without it is never served after.
-        revision = self._revision
+        revision = self.revision
         # A view's checker is its registry's, which can change without it knowing.
         checker = table.checker
         kept = self._definitions.get(api)
@@ -647,6 +662,12 @@ class ToolRegistry(RegistrySync):
     ) -> Coroutine[Any, Any, ToolInvocation]:
         """Look up, check permissions, then execute one tool.
 
+        A direct call is the app's own: it asks no one, so a tool that needs approval
+        (``needs_approval``, or a permission in ``PermissionConfig.ask``) runs at once,
+        with a warning logged the first time for each tool. A permission the checker
+        denies still refuses the call. Run a model's tool calls with
+        :meth:`run_tool_calls` (or :class:`~agcore_tools.LlmCycle`), which ask first.
+
         Raises :class:`ToolNotFoundError` for an unknown name,
         :class:`PermissionDeniedError` when the permission checker refuses, and
         :class:`~agcore_tools.ToolUnavailableError` when the tool's
@@ -673,7 +694,7 @@ class ToolRegistry(RegistrySync):
             ...
             agcore_tools.error.ToolConfigError: invoke() takes a tool name (a str), got ToolEntry: use invoke('example', ...)
         """
-        return execute(self._table, name, args, ctx, callers=True)
+        return execute(self._table, name, args, ctx, callers=True, direct="invoke()")
 
     async def invoke_all(
         self,
@@ -683,6 +704,9 @@ class ToolRegistry(RegistrySync):
         timeout: float | None = 60.0,
     ) -> list[ToolInvocation]:
         """Run many calls concurrently; results come back in input order.
+
+        Direct calls, as for :meth:`invoke`: they skip approval (logged once per tool),
+        not the permission checker; run a model's calls with :meth:`run_tool_calls`.
 
         Each call has its own ``timeout`` (positive seconds, None for none; anything
         else is a :class:`~agcore_tools.ToolConfigError`), after which it is
@@ -726,6 +750,7 @@ class ToolRegistry(RegistrySync):
         timeout: float | None = 60.0,
     ) -> AsyncGenerator[tuple[int, ToolInvocation], None]:
         """Like :meth:`invoke_all`, but yield ``(position, invocation)`` as each call ends.
+        Direct calls, as for :meth:`invoke`: they skip approval, not the permission checker.
 
         For callers that report progress per call (the streaming loop does). Closing
         the iterator early (use ``contextlib.aclosing``), or cancelling its consumer,

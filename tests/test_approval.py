@@ -18,6 +18,7 @@ from agcore_tools import (
     InvalidArgumentsError,
     PermissionChecker,
     PermissionConfig,
+    PermissionDeniedError,
     ResultCache,
     ToolCallOutputs,
     ToolConfigError,
@@ -489,3 +490,91 @@ async def test_the_needs_approval_checks_of_a_turn_run_together_in_the_calls_ord
         ("c4", f"tool 'refund' {returned}"),
         ("c5", f"tool 'pay' {returned}"),
     ]
+
+
+def _direct_registry(asked: list[dict[str, Any]]) -> ToolRegistry:
+    registry = ToolRegistry(permission_checker=PermissionChecker(PermissionConfig(ask=["write"])))
+
+    @registry.tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        return f"paid {amount}"
+
+    @registry.tool(permissions=["write"])
+    def save(text: str) -> str:
+        """Save a note."""
+        return f"saved {text}"
+
+    def rule(args: dict[str, Any], ctx: ToolContext) -> bool:
+        asked.append(args)
+        return True
+
+    @registry.tool(needs_approval=rule)
+    def send(text: str) -> str:
+        """Send a message."""
+        return f"sent {text}"
+
+    @registry.tool(permissions=["delete"], needs_approval=True)
+    def purge(path: str) -> str:
+        """Purge a path."""
+        raise AssertionError("never runs: delete is denied")
+
+    return registry
+
+
+def _unasked(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "without asking" in r.getMessage()]
+
+
+async def test_direct_calls_skip_approval_with_one_warning_per_tool(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Before: invoke() and its batch forms ran a tool needing approval at once, with no
+    # word: an app running a model's calls through invoke_all() had no approval at all.
+    # They still do (a direct call is the app's own), but say so, once per tool.
+    asked: list[dict[str, Any]] = []
+    registry = _direct_registry(asked)
+    with caplog.at_level("WARNING", logger="agcore_tools.registry"):
+        assert (await registry.invoke("pay", {"amount": 5})).output == "paid 5"
+        assert (await registry.invoke("pay", {"amount": 6})).output == "paid 6"
+        [saved] = await registry.invoke_all([("save", {"text": "a"})])
+        [(_, sent)] = [
+            pair async for pair in registry.invoke_as_completed([("send", {"text": "b"})])
+        ]
+        with pytest.raises(PermissionDeniedError, match="'purge' needs 'delete'"):
+            await registry.invoke("purge", {"path": "/"})  # denied still refuses
+        [refused] = await registry.invoke_all([("purge", {"path": "/"})])
+    assert saved.output == "saved a" and sent.output == "sent b"
+    assert isinstance(refused.error, PermissionDeniedError)
+    assert asked == []  # a needs_approval function is not run for the log
+    assert _unasked(caplog) == [
+        "invoke() runs tool 'pay' without asking for approval (needs_approval=True): a "
+        "direct call is the app's own; run a model's calls with run_tool_calls() or "
+        "LlmCycle, which ask first (logged once per tool)",
+        "invoke_all() runs tool 'save' without asking for approval (permission 'write' is "
+        "in PermissionConfig.ask): a direct call is the app's own; run a model's calls "
+        "with run_tool_calls() or LlmCycle, which ask first (logged once per tool)",
+    ]
+
+
+def test_invoke_sync_skips_approval_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    registry = _direct_registry([])
+    with caplog.at_level("WARNING", logger="agcore_tools.registry"):
+        assert registry.invoke_sync("save", {"text": "c"}).output == "saved c"
+    assert [m.split(" (permission")[0] for m in _unasked(caplog)] == [
+        "invoke_sync() runs tool 'save' without asking for approval"
+    ]
+
+
+async def test_calls_from_the_approval_screen_log_no_skipped_approval(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = _direct_registry([])
+    with caplog.at_level("WARNING", logger="agcore_tools.registry"):
+        first = await registry.run_tool_calls([_chat("pay", "c1", {"amount": 5})])
+        [request] = first.pending_approvals
+        outputs = await registry.run_tool_calls(
+            [_chat("pay", "c1", {"amount": 5})], approvals=[request.approve()]
+        )
+    assert [m["content"] for m in outputs] == ["paid 5"]
+    assert _unasked(caplog) == []

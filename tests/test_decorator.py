@@ -21,6 +21,8 @@ from agcore_tools import (
     FunctionTool,
     InvalidArgumentsError,
     Permission,
+    PermissionChecker,
+    PermissionConfig,
     ToolConfigError,
     ToolContext,
     ToolDefinitionError,
@@ -1108,3 +1110,74 @@ def _sockets_tool(registry: ToolRegistry) -> Any:
         return str(count)
 
     return send
+
+
+def _delete_file(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"
+
+
+def _wrapped(inner: Any) -> Any:
+    @functools.wraps(inner)
+    def logged(*args: Any, **kwargs: Any) -> Any:
+        return inner(*args, **kwargs)
+
+    return logged
+
+
+@pytest.mark.parametrize(
+    ("remake", "what"),
+    [
+        (lambda reg, t: reg.tool(name="remove_file")(t), "tool 'delete_file'"),
+        (lambda reg, t: reg.tool(t), "tool 'delete_file'"),
+        (
+            lambda reg, t: tool(t, registry=reg, name="rm", permissions=["write"]),
+            "tool 'delete_file'",
+        ),
+        (lambda reg, t: FunctionTool(t, name="rm"), "tool 'delete_file'"),
+        (lambda reg, t: reg.tool(name="rm")(_wrapped(t)), "a wrapper of tool 'delete_file'"),
+        (
+            lambda reg, t: reg.tool(name="rm")(functools.partial(t)),
+            "a wrapper of tool 'delete_file'",
+        ),
+    ],
+)
+def test_a_tool_made_from_a_tool_is_refused_rather_than_left_unguarded(
+    remake: Any, what: str
+) -> None:
+    # Before: the new tool took only the options given now, so an alias (or the tool
+    # passed to another registry's .tool(), or stacked decorators) had no permissions and
+    # no needs_approval: offered to the model and run where the original was denied.
+    original = FunctionTool(
+        _delete_file, name="delete_file", permissions=["delete"], needs_approval=True
+    )
+    guarded = ToolRegistry(PermissionChecker(PermissionConfig()))
+    with pytest.raises(ToolDefinitionError) as info:
+        remake(guarded, original)
+
+    assert isinstance(info.value, TypeError) and info.value.tool_name == "delete_file"
+    assert str(info.value) == (
+        f"@tool got {what}, not a function: a tool made from it would not keep its "
+        "permissions and needs_approval; add the tool as it is with "
+        "registry.register(tool), or decorate tool.func, giving every option again"
+    )
+    assert guarded.list_tools() == [] and guarded.definitions() == []
+    # What the message points to keeps every protection of the original.
+    entry = guarded.register(original)
+    assert entry.permissions == (Permission.DELETE,) and entry.tool.needs_approval is True
+    assert guarded.definitions() == []
+
+
+def test_stacked_tool_decorators_are_refused_at_the_definition() -> None:
+    registry = ToolRegistry(PermissionChecker(PermissionConfig()))
+    with pytest.raises(ToolDefinitionError, match="@tool got tool 'unlink', not a function"):
+
+        @registry.tool(name="rm")
+        @registry.tool(name="unlink", permissions=["delete"])
+        def unlink(path: str) -> str:
+            """Remove a file."""
+            return path
+
+    # The inner decorator registered its tool before the outer one refused the copy.
+    assert registry.list_tools() == ["unlink"]
+    assert registry.entry("unlink").permissions == (Permission.DELETE,)  # type: ignore[union-attr]

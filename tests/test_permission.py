@@ -95,6 +95,65 @@ def test_caller_mistakes_are_refused_when_made(make: Any, named: str) -> None:
     assert isinstance(info.value, ValueError) and "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("field", "default"),
+    [("allowed", "read, network"), ("denied", "delete, shell"), ("ask", "none")],
+)
+def test_a_permission_set_given_as_a_mapping_or_none_is_refused(field: str, default: str) -> None:
+    # Before: a mapping gave its keys ({"read": True, "shell": False} allowed shell), and
+    # None gave an empty set (allowed=None turned the whitelist off, denied=None the
+    # denial of delete and shell): each widened the policy without a word.
+    with pytest.raises(ToolConfigError) as info:
+        PermissionConfig(**{field: {"read": True, "shell": False}})
+    assert str(info.value) == (
+        f"PermissionConfig.{field} must be a list of permissions, got dict: list the ones "
+        "that are on, [name for name, on in mapping.items() if on]"
+    )
+    with pytest.raises(ToolConfigError) as info:
+        PermissionConfig(**{field: None})
+    assert str(info.value) == (
+        f"PermissionConfig.{field} must be a list of permissions, got None: leave it out "
+        f"for the default ({default}), or pass [] for none"
+    )
+    assert isinstance(info.value, ValueError)
+    # Leaving the field out, or naming the permissions, is what the messages say.
+    assert PermissionConfig(**{field: ["read"]}) == PermissionConfig(**{field: ("read",)})
+
+
+def test_every_permission_name_ignores_case_and_surrounding_spaces() -> None:
+    # Before: built-in names ignored case but custom ones were matched exactly, so
+    # denied=[custom("mcp:GitHub")], or "mcp:github " from a config file, denied nothing.
+    github = Permission.custom("mcp:github")
+    assert Permission.custom("mcp:GitHub") == Permission.custom(" mcp:github ") == github
+    assert Permission.custom("MCP:GitHub").name == "mcp:github"
+    assert Permission.parse(" Shell ") is Permission.SHELL
+    for spelt in ("mcp:GitHub", "mcp:github ", " MCP:GITHUB"):
+        checker = PermissionChecker(PermissionConfig(allowed=[], denied=[Permission.custom(spelt)]))
+        with pytest.raises(PermissionDeniedError, match="needs 'mcp:github', which is denied"):
+            checker.check("list_repos", ["write", github])
+    assert not PermissionChecker(PermissionConfig(denied=[" SHELL"])).is_allowed(["shell"])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Permission.custom("mcp:*"),
+        lambda: Permission.custom("billing:refun?"),
+        lambda: Permission.parse("*"),
+        lambda: PermissionConfig(denied=["mcp:*"]),
+    ],
+    ids=["custom-star", "custom-question-mark", "parse-star", "config-name"],
+)
+def test_a_permission_name_with_a_wildcard_is_refused(make: Any) -> None:
+    # Taken literally, denied=[custom("mcp:*")] matched no permission: it denied nothing.
+    with pytest.raises(ToolConfigError) as info:
+        make()
+    assert str(info.value).endswith(
+        "is a pattern, and patterns are not supported: list each permission"
+    )
+    assert isinstance(info.value, ValueError)
+
+
 def test_default_config_is_the_seeds() -> None:
     cfg = PermissionConfig()
     assert cfg.allowed == {Permission.READ, Permission.NETWORK}

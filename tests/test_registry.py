@@ -17,6 +17,7 @@ from agcore_tools import (
     BaseTool,
     FunctionTool,
     InvalidArgumentsError,
+    Permission,
     PermissionChecker,
     PermissionConfig,
     PermissionDeniedError,
@@ -498,6 +499,51 @@ async def test_permission_denied_raises_and_the_tool_never_runs() -> None:
         await registry.invoke("rm", {"path": "/"})
     assert rm.runs == []
     assert registry.entry("rm").stats.calls == 0  # type: ignore[union-attr]
+
+
+async def test_permissions_set_after_registration_hold_from_the_next_check() -> None:
+    # Before: the registry kept what it parsed at registration, so a tool given
+    # ("delete",) later was still offered and ran, although required_permissions is
+    # documented as checked before each execution (needs_approval set later held).
+    registry = ToolRegistry(PermissionChecker(PermissionConfig()))
+    purge, shell = Recorder("purge"), Recorder("shell", perms=["read"])
+    registry.register_all([purge, shell])
+    view = registry.view(registry.entries())
+    assert len(registry.definitions()) == len(view.definitions()) == 2
+    before = registry.revision
+
+    purge.required_permissions = ("delete",)  # a new value
+    shell.required_permissions.append("shell")  # a list changed in place
+    with pytest.raises(PermissionDeniedError, match="'purge' needs 'delete'"):
+        await registry.invoke("purge", {})
+    [refused] = await view.invoke_all([("shell", {})])
+    assert isinstance(refused.error, PermissionDeniedError)
+    messages = await registry.run_tool_calls(
+        [{"id": "c1", "type": "function", "function": {"name": "purge", "arguments": "{}"}}]
+    )
+    assert "needs 'delete', which is denied" in messages[0]["content"]
+    assert purge.runs == [] and shell.runs == []
+    # What was built from the old permissions is built again, in views too.
+    assert registry.revision != before
+    assert registry.definitions() == view.definitions() == []
+    assert registry.entry("purge").permissions == (Permission.DELETE,)  # type: ignore[union-attr]
+
+    # Loosened, the tool is offered and runs again.
+    purge.required_permissions = ["read"]
+    assert [d["function"]["name"] for d in view.definitions()] == ["purge"]
+    assert (await registry.invoke("purge", {})).ok and len(purge.runs) == 1
+
+
+async def test_an_ask_permission_set_after_registration_asks_before_the_call() -> None:
+    registry = ToolRegistry(PermissionChecker(PermissionConfig(ask=["write"])))
+    save = Recorder("save")
+    registry.register(save)
+    save.required_permissions = ("write",)
+    messages = await registry.run_tool_calls(
+        [{"id": "c1", "type": "function", "function": {"name": "save", "arguments": "{}"}}]
+    )
+    assert list(messages) == [] and save.runs == []
+    assert [request.tool_name for request in messages.pending_approvals] == ["save"]
 
 
 async def test_non_mapping_arguments_are_invalid() -> None:

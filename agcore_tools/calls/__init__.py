@@ -3,7 +3,7 @@ the model reads back.
 
 Shared by :class:`~agcore_tools.LlmCycle` and :meth:`ToolRegistry.run_tool_calls`, so
 both parse arguments, word errors and cut long results the same way. Everything here
-works over a registry's :class:`~agcore_tools._execute.ToolTable` (its entries and
+works over a registry's :class:`~agcore_tools._table.ToolTable` (its entries and
 permission checker, see :attr:`ToolRegistry.tool_table`) and runs calls through
 ``_execute``: ``calls/`` never imports the registry, and a call never turns back up
 into it.
@@ -34,6 +34,7 @@ from ._run import (
     check_tool_calls,
     iter_invocations,
     preflight,
+    refusal,
     run_tool_calls,
     unknown_tool_error,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "model_text",
     "parse_call",
     "preflight",
+    "refusal",
     "result_text",
     "rule_verdict",
     "run_tool_calls",

@@ -19,8 +19,8 @@ from contextvars import ContextVar
 from typing import Any
 
 from .._aio import run_tool, with_timeout
-from .._execute import ToolTable
 from .._records import ParsedCall, ToolEntry
+from .._table import ToolTable
 from ..approval import ApprovalDecision, ApprovalRequest, approval_signature
 from ..base import ToolContext
 from ..error import (
@@ -129,7 +129,7 @@ async def approval_requests(
         if entry is None:
             continue
         rule = entry.tool.needs_approval
-        asked = checker.asking(entry.permissions) if checker is not None else None
+        asked = checker.asking(entry.declared_permissions()) if checker is not None else None
         if (rule is False or rule is None) and asked is None:
             continue  # never put to a person: its arguments are the tool's to check
         try:

@@ -12,10 +12,11 @@ from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from typing import Any
 
 from .._attachments import Api, Rendered, attachments_message, function_call_output
-from .._execute import ToolTable, as_completed, check_context, unknown_tool_error
+from .._execute import as_completed, check_context
 from .._function_tool import check_timeout
 from .._records import ParsedCall, ToolCall, ToolInvocation
 from .._sdk import sdk_field
+from .._table import ToolTable, refusal, unknown_tool_error
 from ..approval import ApprovalDecision, ToolCallOutputs
 from ..base import ToolContext
 from ..error import PermissionDeniedError, ToolConfigError, ToolError, ToolNotFoundError
@@ -28,6 +29,7 @@ __all__ = [
     "check_tool_calls",
     "iter_invocations",
     "preflight",
+    "refusal",
     "run_tool_calls",
     "unknown_tool_error",
 ]
@@ -38,6 +40,8 @@ _UNREADABLE_CHAT_CALLS = ("custom", "function")
 
 def preflight(table: ToolTable, calls: Iterable[ParsedCall]) -> ToolError | None:
     """The first call the loop must refuse (unknown tool, denied permission), or None.
+    A run's view refuses a call to a tool the checker refuses as its registry would
+    (see :func:`~agcore_tools._table.refusal`).
 
     Checked for every call of a turn before any of them runs, so a refused call
     stops the loop without side effects from its siblings. A call already marked as
@@ -49,7 +53,7 @@ def preflight(table: ToolTable, calls: Iterable[ParsedCall]) -> ToolError | None
             continue
         entry = table.entries.get(call.name)
         if entry is None:
-            return unknown_tool_error(table, call.name)
+            return refusal(table, call.name) or unknown_tool_error(table, call.name)
         try:
             table.check(entry)
         except PermissionDeniedError as exc:

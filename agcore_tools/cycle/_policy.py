@@ -17,7 +17,7 @@ from typing import Any
 from .._attachments import is_attachments_message
 from .._code_mode import PROGRAM_STATE, RUN_PYTHON
 from .._unicode import scrub, scrub_json
-from ..calls import ParsedCall, aborted_text, parse_call, unknown_tool_error
+from ..calls import ParsedCall, aborted_text, parse_call, refusal, unknown_tool_error
 from ..error import ApprovalError, LlmConfigError, ToolNotOfferedError
 from ..pending import PAUSED_CALL
 from ..registry import ToolRegistry
@@ -143,7 +143,9 @@ def mark_unknown(
     registry has (``CycleConfig(unknown_tool="tell_model")``). With ``unoffered_only``,
     only calls to tools the run has and does not offer are marked (their
     :class:`~agcore_tools.ToolNotOfferedError` says how to reach them); whatever
-    ``unknown_tool`` says, the model can fix those.
+    ``unknown_tool`` says, the model can fix those. A call to a registered tool that a
+    run's view leaves out because the permission checker refuses it is not marked: the
+    loop refuses it (see ``calls._run.preflight``).
 
     Example:
         >>> registry = ToolRegistry()
@@ -152,9 +154,12 @@ def mark_unknown(
         "tool 'serch' is not registered: the registered tools are: none"
     """
     marked: list[ParsedCall] = []
+    table = registry.tool_table
     for call in calls:
-        if call.name not in registry:
-            error = unknown_tool_error(registry.tool_table, call.name)
+        # A tool the run leaves out because the checker refuses it is no unknown tool:
+        # preflight refuses its call, as without tool selection.
+        if call.name not in registry and refusal(table, call.name) is None:
+            error = unknown_tool_error(table, call.name)
             if not unoffered_only or isinstance(error, ToolNotOfferedError):
                 call = dataclasses.replace(call, error=error)
         marked.append(call)

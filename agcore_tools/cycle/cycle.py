@@ -268,7 +268,9 @@ class LlmCycle(TranscriptViews):
         ``select`` chooses the tools each request offers (names, a
         :class:`~agcore_tools.ToolSelection`, a :class:`~agcore_tools.ToolSearch`, or a
         callable ``(history, registry) -> names`` asked before each request); every
-        tool by default. A call to a tool that was not offered is an unknown tool's.
+        tool by default. A call to a tool that was not offered is an unknown tool's,
+        unless the permission checker refuses the tool: that stops the loop, as without
+        ``select``.
         (Calls a resumed history left open, with ``prompt=None``, were offered by an
         earlier request: they run against the whole registry.)
         ``CycleConfig(max_definition_tokens=...)`` refuses, unsent, a request whose

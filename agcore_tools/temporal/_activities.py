@@ -24,6 +24,7 @@ from typing_extensions import deprecated
 
 from .._aio import positive_number
 from .._deprecated import renamed
+from .._execute import run_one
 from .._sandbox import MontySandbox
 from .._unicode import scrub_json
 from ..base import ToolContext
@@ -40,7 +41,7 @@ from ..error import (
     ToolTimeoutError,
 )
 from ..pending import KEEPER
-from ..registry import ToolInvocation, ToolRegistry
+from ..registry import ToolCall, ToolInvocation, ToolRegistry
 from ._payloads import (
     APPROVAL_RULE_RAISED,
     CATALOGUE_TOO_LARGE,
@@ -381,7 +382,7 @@ class ToolActivities:
                     tool.description,
                     tool.parameters,  # for a workflow of an earlier version
                     tool.strict,
-                    permission_names(entry.permissions),
+                    permission_names(entry.declared_permissions()),
                     approval,
                     list(entry.tags),
                     entry.category,
@@ -434,9 +435,13 @@ class ToolActivities:
         timeout = limit.total_seconds() if limit is not None else None
         try:
             # Not registered here, or refused: recorded in the invocation, as an error no
-            # retry changes.
-            [invocation] = await self.registry.invoke_all(
-                [(call.name, call.arguments, call.call_id)], ctx=ctx, timeout=timeout
+            # retry changes. Not through invoke_all(): the workflow asked for approval
+            # before it scheduled the call, so this is no direct call that skips it.
+            invocation = await run_one(
+                self.registry.tool_table,
+                ToolCall(call.name, call.arguments, call.call_id),
+                ctx,
+                timeout,
             )
         finally:
             KEEPER.reset(kept)

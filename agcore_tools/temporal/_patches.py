@@ -18,6 +18,7 @@ __all__ = [
     "CUT_CALLS_NOT_REPAIRED",
     "IDS_PAST_HISTORY",
     "PERMISSIONS_PER_QUEUE",
+    "PERMISSION_NAMES_NORMALISED",
     "REQUESTS_AS_TEXT",
     "UNAWAITED_CALLS_FAIL",
     "UNIQUE_CALL_IDS",
@@ -65,3 +66,7 @@ UNIQUE_CALL_IDS = "agcore-call-ids-unique-in-history"
 """A tool call whose server-given id an earlier call of the history has (a server that
 numbers each response's calls from "0" again) gets an id of its own, and so its own
 idempotency key (before: the two calls shared one id and one key)."""
+PERMISSION_NAMES_NORMALISED = "agcore-permission-names-normalised"
+"""The custom permission names the workers describe are read as ``Permission.custom``
+reads them: in lower case, without surrounding spaces (before: as recorded, so a tool's
+``mcp:GitHub`` and a policy's ``mcp:github`` did not match)."""

@@ -133,24 +133,32 @@ def permission_names(permissions: Iterable[Permission]) -> list[str]:
     return [_CUSTOM + p.name if p.is_custom else p.name for p in permissions]
 
 
-def permissions_of(names: Iterable[str]) -> tuple[Permission, ...]:
-    """The permissions :func:`permission_names` wrote.
+def permissions_of(names: Iterable[str], *, verbatim: bool = False) -> tuple[Permission, ...]:
+    """The permissions :func:`permission_names` wrote. With ``verbatim`` (a run begun
+    before custom names were normalised), a custom name is kept as it was recorded.
 
     Example:
         >>> permissions_of(["read", "custom:read"])
         (Permission.READ, Permission.custom('read'))
+        >>> permissions_of(["custom:mcp:GitHub"]), permissions_of(["custom:mcp:GitHub"], verbatim=True)
+        ((Permission.custom('mcp:github'),), (Permission.custom('mcp:GitHub'),))
     """
     return tuple(
-        Permission.custom(name[len(_CUSTOM) :])
+        (
+            Permission(name[len(_CUSTOM) :], True)
+            if verbatim
+            else Permission.custom(name[len(_CUSTOM) :])
+        )
         if name.startswith(_CUSTOM)
         else Permission.parse(name)
         for name in names
     )
 
 
-def permission_config(fields: Mapping[str, Any]) -> PermissionConfig:
+def permission_config(fields: Mapping[str, Any], *, verbatim: bool = False) -> PermissionConfig:
     """The :class:`~agcore_tools.PermissionConfig` of a :class:`Catalogue`'s
-    ``permissions`` (its sets as :func:`permission_names` wrote them).
+    ``permissions`` (its sets as :func:`permission_names` wrote them; ``verbatim`` as
+    for :func:`permissions_of`).
 
     Example:
         >>> config = permission_config({"allowed": ["custom:billing:refund"], "denied": [],
@@ -159,10 +167,10 @@ def permission_config(fields: Mapping[str, Any]) -> PermissionConfig:
         frozenset({Permission.custom('billing:refund')})
     """
     return PermissionConfig(
-        allowed=permissions_of(fields["allowed"]),
-        denied=permissions_of(fields["denied"]),
+        allowed=permissions_of(fields["allowed"], verbatim=verbatim),
+        denied=permissions_of(fields["denied"], verbatim=verbatim),
         allow_unspecified=fields["allow_unspecified"],
-        ask=permissions_of(fields["ask"]),
+        ask=permissions_of(fields["ask"], verbatim=verbatim),
     )
 
 

@@ -55,14 +55,20 @@ class ActivityTool(BaseTool):
     real tool as an activity on the worker's task queue."""
 
     def __init__(
-        self, spec: ToolSpec, queue: str, config: CycleConfig, *, as_text: bool = True
+        self,
+        spec: ToolSpec,
+        queue: str,
+        config: CycleConfig,
+        *,
+        as_text: bool = True,
+        verbatim_names: bool = False,
     ) -> None:
         self.name = spec.name
         self.description = spec.description
         self.parameters = spec.parameters_schema()
         self.strict = spec.strict
         self.output_schema = spec.returns_schema()
-        self.required_permissions = permissions_of(spec.permissions)
+        self.required_permissions = permissions_of(spec.permissions, verbatim=verbatim_names)
         self.needs_approval = (
             self._asks if spec.approval == "per_call" else spec.approval == "always"
         )
@@ -143,6 +149,7 @@ async def stand_in_registry(
     *,
     per_queue: bool = True,
     as_text: bool = True,
+    verbatim_names: bool = False,
 ) -> ToolRegistry:
     """A registry of stand-ins for the tools the workers of the run's own task queue and
     of ``tool_task_queues`` describe (an activity each, so the run replays with the
@@ -154,6 +161,8 @@ async def stand_in_registry(
     for every tool. A tool that two queues describe (or one queue twice) fails the run
     with :class:`~agcore_tools.LlmConfigError` naming them. With ``as_text`` False (a
     run begun before that), the tools' results come as JSON values, their keys sorted.
+    With ``verbatim_names`` (a run begun before that), custom permission names are kept
+    as the workers recorded them, not normalised.
     """
     queues = [workflow.info().task_queue, *tool_task_queues]
     # The run's own queue is described by the worker running the run: a local activity,
@@ -166,12 +175,12 @@ async def stand_in_registry(
     catalogues: list[Catalogue] = await asyncio.gather(local, *remote)
     _refuse_shared_names(queues, catalogues)
     main = catalogues[0]
-    policies = [_policy(catalogue) for catalogue in catalogues]
+    policies = [_policy(catalogue, verbatim_names) for catalogue in catalogues]
     by_queue = QueuePolicies(policies[0]) if per_queue and tool_task_queues else None
     registry = ToolRegistry(by_queue or policies[0], strict=main.strict)
     for index, (queue, catalogue) in enumerate(zip(queues, catalogues, strict=True)):
         for spec in catalogue.tools:
-            tool = ActivityTool(spec, queue, config, as_text=as_text)
+            tool = ActivityTool(spec, queue, config, as_text=as_text, verbatim_names=verbatim_names)
             if by_queue is not None and index > 0:
                 by_queue.take(tool, policies[index], queue)
             registry.register(tool, tags=spec.tags, category=spec.category, version=spec.version)
@@ -198,10 +207,10 @@ def _refuse_shared_names(queues: Sequence[str], catalogues: Sequence[Catalogue])
             )
 
 
-def _policy(catalogue: Catalogue) -> PermissionChecker | None:
+def _policy(catalogue: Catalogue, verbatim_names: bool) -> PermissionChecker | None:
     if catalogue.permissions is None:
         return None
-    return PermissionChecker(permission_config(catalogue.permissions))
+    return PermissionChecker(permission_config(catalogue.permissions, verbatim=verbatim_names))
 
 
 class QueuePolicies(PermissionChecker):

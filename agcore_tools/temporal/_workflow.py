@@ -351,8 +351,11 @@ class ToolLoopWorkflow:
         as_text = workflow.patched(patches.REQUESTS_AS_TEXT)
         queues = args.tool_task_queues
         per_queue = bool(queues) and workflow.patched(patches.PERMISSIONS_PER_QUEUE)
+        verbatim_names = not workflow.patched(patches.PERMISSION_NAMES_NORMALISED)
         config = config_from_fields(args.config)
-        registry = await stand_in_registry(queues, config, per_queue=per_queue, as_text=as_text)
+        registry = await stand_in_registry(
+            queues, config, per_queue=per_queue, as_text=as_text, verbatim_names=verbatim_names
+        )
         self._registry = registry
         # Activities enforce each tool's time limit (overridable per tool).
         limits = dataclasses.replace(config.limits, tool_timeout=None)

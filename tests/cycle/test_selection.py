@@ -17,6 +17,7 @@ from agcore_tools import (
     LlmError,
     PermissionChecker,
     PermissionConfig,
+    PermissionDeniedError,
     ToolNotFoundError,
     ToolNotOfferedError,
     ToolRegistry,
@@ -108,6 +109,62 @@ async def test_a_callable_chooses_the_tools_before_each_request_from_the_history
     assert response.text == "3"
     assert sent(server) == [["add"], ["weather"]]
     assert seen == [1, 3]  # user; user, assistant, tool
+
+
+@pytest.mark.parametrize(
+    "select",
+    [["read_file", "delete_file"], ["read_file"], ToolSearch(core=["read_file"])],
+    ids=["selected", "not-selected", "tool-search"],
+)
+@pytest.mark.parametrize("unknown_tool", ["raise", "tell_model"])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_a_call_to_a_refused_tool_stops_the_loop_with_select_as_without(
+    serve, make_cycle, select, unknown_tool, stream
+):
+    # Before: with select=, the run's view did not hold the refused tool, so its call was
+    # "not registered" (a ToolNotFoundError, though the app had selected it), and with
+    # unknown_tool="tell_model" the run went on; without select= it stops on the
+    # PermissionDeniedError, as the permissions guide says.
+    registry = ToolRegistry(PermissionChecker(PermissionConfig()))
+    deleted: list[str] = []
+
+    @registry.tool(permissions=["read"])
+    def read_file(path: str) -> str:
+        """Read a text file."""
+        return "contents"
+
+    @registry.tool(permissions=["delete"])
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return "deleted"
+
+    server = serve(
+        S.reply_tool_calls(
+            [("read_file", {"path": "/a"}, "c1"), ("delete_file", {"path": "/a"}, "c2")]
+        ),
+        S.reply_text("never sent"),
+    )
+    cycle = make_cycle(server, unknown_tool=unknown_tool)
+
+    with pytest.raises(LlmError) as info:
+        if stream:
+            events = cycle.submit_stream_with_tools("tidy up", registry, select=select)
+            _ = [event async for event in events]
+        else:
+            await cycle.submit_with_tools("tidy up", registry, select=select)
+
+    assert isinstance(info.value.__cause__, PermissionDeniedError)
+    assert str(info.value) == (
+        "tool loop stopped: permission denied: tool 'delete_file' needs 'delete', which is denied"
+    )
+    answers = tool_messages(cycle.messages)
+    assert answers["c2"] == (
+        "Error: permission denied: tool 'delete_file' needs 'delete', which is denied"
+    )
+    assert deleted == [] and registry.entry("read_file").stats.calls == 0
+    assert "delete_file" not in sent(server)[0]
+    assert_history_valid(cycle.messages)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
@@ -367,7 +424,8 @@ async def test_a_registered_tool_not_found_yet_is_told_how_to_reach_it(
     assert tagged.entry("read_file").stats.calls == 0
     assert_history_valid(cycle.messages)
 
-    # A tool the permissions refuse is not offerable: it stays unknown to the model.
+    # A tool the permissions refuse is not offerable, and its call stops the loop on the
+    # refusal, as without selection (it was "not registered").
     guarded = ToolRegistry(PermissionChecker(PermissionConfig(denied=["filesystem"])))
     guarded.tool(tags=["math"])(tagged.entry("add").tool.func)  # type: ignore[attr-defined]
 
@@ -377,8 +435,9 @@ async def test_a_registered_tool_not_found_yet_is_told_how_to_reach_it(
         return "contents"
 
     server = serve(S.reply_tool_calls([("read_file", {"path": "notes.txt"}, "c1")]))
-    with pytest.raises(LlmError, match="tool 'read_file' is not registered"):
+    with pytest.raises(LlmError, match="tool 'read_file' needs 'filesystem'") as raised:
         await make_cycle(server).submit_with_tools("Read notes.txt", guarded, select=search)
+    assert isinstance(raised.value.__cause__, PermissionDeniedError)
 
 
 @pytest.mark.parametrize("two_stage", [False, True], ids=["search", "two-stage"])
@@ -419,8 +478,9 @@ async def test_a_strict_permission_checker_lets_the_search_tools_run(serve, make
     assert answers["w1"] == "sunny in Oslo"
 
     server = serve(S.reply_tool_calls([("forecast_archive", {"city": "Oslo"}, "c1")]))
-    with pytest.raises(LlmError, match="tool 'forecast_archive' is not registered"):
+    with pytest.raises(LlmError, match="tool 'forecast_archive' declares no perm") as raised:
         await make_cycle(server).submit_with_tools("Archive?", registry, select=search)
+    assert isinstance(raised.value.__cause__, PermissionDeniedError)
 
 
 @pytest.mark.parametrize(
@@ -457,8 +517,8 @@ async def test_a_permission_checker_set_mid_run_holds_for_the_selected_tools(
         await cycle.submit_with_tools("Read a and b", registry, select=select)
 
     # The run takes its tools again when the checker changes: read_file, refused, is
-    # no longer offered, and a call to it is an unknown tool's, as at the run's start.
-    assert isinstance(raised.value.__cause__, ToolNotFoundError)
+    # no longer offered, and a call to it is refused, as at the run's start.
+    assert isinstance(raised.value.__cause__, PermissionDeniedError)
     assert tool_messages(cycle.messages)["r1"] == "contents"
     assert registry.entry("read_file").stats.calls == 1
     assert_history_valid(cycle.messages)

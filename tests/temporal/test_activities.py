@@ -148,6 +148,17 @@ async def test_a_call_returns_its_output_or_its_error() -> None:
     )
 
 
+async def test_a_call_the_workflow_screened_logs_no_skipped_approval(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The workflow asked before it scheduled the call: the registry's warning for a
+    # direct call that skips approval (invoke_all()) would be a false alarm here.
+    activities = ToolActivities(registry())
+    with caplog.at_level("WARNING", logger="agcore_tools.registry"):
+        assert (await activities.call_tool(call("wipe"))).value() == "wiped"
+    assert "without asking" not in caplog.text
+
+
 async def test_a_per_call_approval_rule_runs_on_the_worker() -> None:
     activities = ToolActivities(registry())
     assert await activities.needs_approval(call("spend", n=3)) is True
