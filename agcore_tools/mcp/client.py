@@ -459,7 +459,10 @@ class McpClient(SyncClientMethods):
                 response stream is closed, which a server answering in JSON mode
                 may not notice).
             McpNotInitializedError: Not connected (never, closed, or the server is gone).
-            McpError: The server answered with a protocol error, or went away.
+            McpError: The server answered with a JSON-RPC error (recoverable, as a
+                model's wrong argument is often refused this way; ``may_have_run`` is
+                False when its code refuses the request unrun, such as -32602), or
+                went away.
 
         Example:
             >>> async def weather(client: McpClient) -> Any:

@@ -102,14 +102,35 @@ async def test_is_error_raises_a_recoverable_tool_execution_error(make_client: A
     assert info.value.is_recoverable()
 
 
-async def test_protocol_error_raises_mcp_error() -> None:
-    async with McpClient("paged", StdioTransport(sys.executable, [str(PAGED)])) as client:
-        with pytest.raises(McpError) as info:
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_json_rpc_error_answer_is_recoverable_and_says_whether_the_call_ran(
+    protocol: str,
+) -> None:
+    # Before: unrecoverable (a model's wrong argument stopped the tool loop), and even a
+    # refusal said the call "may have run".
+    transport = StdioTransport(sys.executable, [str(PAGED)], env={"API_TOKEN": "tok-S3CRET-42"})
+    client = McpClient("paged", transport, protocol=protocol)  # type: ignore[arg-type]
+    async with client:
+        with pytest.raises(McpError) as refused:
             await client.call_tool("protocol_error")
-    assert type(info.value) is McpError
-    assert "MCP server 'paged': tools/call 'protocol_error' failed" in str(info.value)
-    assert "(code -32602)" in str(info.value)
-    assert not info.value.is_recoverable()
+        assert type(refused.value) is McpError and refused.value.is_recoverable()
+        assert refused.value.may_have_run is False and refused.value.tool_name == "protocol_error"
+        assert str(refused.value) == (
+            "MCP server 'paged': tools/call 'protocol_error' was refused by the server: this "
+            "tool always answers with a protocol error (code -32602); the call was not run"
+        )
+        # Another code (mcp-go answers a failed handler with 0): the server ran the tool
+        # at least in part. What it says has the transport's secrets masked.
+        failing = {"code": 0, "message": "backend refused $API_TOKEN"}
+        with pytest.raises(McpError) as failed:
+            await client.call_tool("protocol_error", failing)
+        assert failed.value.is_recoverable() and failed.value.may_have_run is True
+        assert str(failed.value) == (
+            "MCP server 'paged': tools/call 'protocol_error' failed on the server: backend "
+            "refused *** (code 0); the call may have run on the server, so do not assume it "
+            "had no effect"
+        )
+        assert client.connected and await client.call_tool("tool_00") == "tool_00"
 
 
 async def test_timeout_raises_and_cancels_the_request_on_the_server(

@@ -1,11 +1,12 @@
 """A low-level MCP server for list behaviour: 25 tools over pages of 10, a tools/list
-counter, a protocol error, and an optional ttlMs hint (``--ttl-ms``); 25 resources and
+counter, a protocol error (a JSON-RPC error answer to tools/call), and an optional ttlMs hint (``--ttl-ms``); 25 resources and
 25 prompts over pages of 10, a resource-template list whose cursor never ends; and with
 ``--task-tool`` a 26th tool that requires task-augmented execution (SEP-1686)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 import anyio
@@ -72,7 +73,14 @@ async def list_tools(
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     if params.name == "protocol_error":
-        raise MCPError(types.INVALID_PARAMS, "this tool always answers with a protocol error")
+        # By default a refusal of the call (-32602, as TypeScript servers on the low-level
+        # Server answer a wrong argument); else the code and message asked for, as mcp-go
+        # answers a failed handler (code 0), echoing $API_TOKEN from the environment as a
+        # server failing on its credential does.
+        args = params.arguments or {}
+        message = str(args.get("message", "this tool always answers with a protocol error"))
+        message = message.replace("$API_TOKEN", os.environ.get("API_TOKEN", ""))
+        raise MCPError(int(args.get("code", types.INVALID_PARAMS)), message)
     if params.name == "research" and params.task is None:
         # What a server does with a task-requiring tool called without a task.
         raise MCPError(types.METHOD_NOT_FOUND, "tool 'research' requires task augmentation")
