@@ -36,6 +36,7 @@ from ..base import BaseTool
 from ..error import McpNotInitializedError, ToolConfigError
 from . import _prompts, _protocol_tools, _resources, _task_start, _utilities, models
 from ._adapter import make_adapters
+from ._requests import offers
 from ._session import Session, check_timeout
 from ._sync_api import SyncClientMethods
 from ._tasks import McpTask
@@ -665,18 +666,26 @@ class McpClient(SyncClientMethods):
         self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
     ) -> BaseTool:
         """A ``read_resource`` tool, so a model can read resources, such as the
-        ``resource_link`` parts tools return (``prefix``, ``policy`` as for :meth:`into_tools`)."""
+        ``resource_link`` parts tools return (``prefix``, ``policy`` as for :meth:`into_tools`).
+        Made for a connected server that offers no resources, it logs a warning."""
         return _protocol_tools.resource_reader_tool(
-            self, self._prefix(prefix), policy or self.permission_policy
+            self,
+            self._prefix(prefix),
+            policy or self.permission_policy,
+            offered=offers(self._session, "resources"),
         )
 
     def prompt_tool(
         self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
     ) -> BaseTool:
         """A ``get_prompt`` tool, so a model can get the server's prompts (``prefix``,
-        ``policy`` as for :meth:`into_tools`)."""
+        ``policy`` as for :meth:`into_tools`). Made for a connected server that offers
+        no prompts, it logs a warning."""
         return _protocol_tools.prompt_tool(
-            self, self._prefix(prefix), policy or self.permission_policy
+            self,
+            self._prefix(prefix),
+            policy or self.permission_policy,
+            offered=offers(self._session, "prompts"),
         )
 
     # -- internals ---------------------------------------------------------------------
