@@ -860,3 +860,64 @@ def test_the_first_connect_imports_the_mcp_sdk_off_the_event_loop() -> None:
     assert gap < min(0.25, imported / 2), (
         f"the loop stalled {gap:.2f} s; imports took {imported:.2f} s"
     )
+
+
+# A server with no imports to speak of (it starts in a few tens of milliseconds), for a
+# client whose SDK import is made slower than its timeout, as on a loaded machine.
+_QUICK_SERVER = """
+import json, sys
+for raw in sys.stdin:
+    message = json.loads(raw)
+    if "id" not in message:
+        continue
+    method = message["method"]
+    if method == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "quick", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "hello", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": "hi"}]}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+_SLOW_SDK_IMPORT = """
+import asyncio, importlib.abc, sys, time
+from agcore_tools import McpClient, StdioTransport
+
+TIMEOUT, IMPORT_TAKES, SERVER = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+
+
+class SlowImport(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "mcp_types":
+            time.sleep(IMPORT_TAKES)  # the import, slowed as a loaded machine slows it
+        return None
+
+
+sys.meta_path.insert(0, SlowImport())
+
+
+async def main():
+    transport = StdioTransport(sys.executable, ["-c", SERVER], stop_grace=1)
+    async with McpClient("quick", transport, protocol="legacy", timeout=TIMEOUT) as client:
+        print(await client.call_tool("hello"))
+
+asyncio.run(main())
+"""
+
+
+def test_the_first_connect_does_not_count_the_sdk_import_against_the_timeout() -> None:
+    # Before: McpTimeoutError "the MCP SDK did not finish importing within 3 s", on the
+    # client side, before the server was spawned.
+    done = subprocess.run(
+        [sys.executable, "-c", _SLOW_SDK_IMPORT, "3", "3.5", _QUICK_SERVER],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "hi\n"
