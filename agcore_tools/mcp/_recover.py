@@ -293,9 +293,23 @@ def _http_failure(
             name, f"{action} failed: {reason}", tool_name=tool_name, status_code=http.status
         )
         return Verdict(error, restart=True, never_ran=True)
+    from mcp.shared.exceptions import MCPError
+
+    detail = sdk_detail(exc)
+    if conn is not None:
+        detail = mask(detail, transport_secrets(conn.transport))
+    # On 2026-07-28 the server's JSON-RPC error answer comes with the HTTP status its
+    # code maps to (400 for -32602, 404 for -32601): a call refused, as over stdio.
+    code = exc.code if detail and isinstance(exc, MCPError) else None
+    refused = tool_name is not None and code in _UNRUN_CODES
+    what = (
+        f"was refused by the server: {http.describe()}{detail} (code {code})"
+        if refused
+        else f"failed: {http.describe()}{detail}"
+    )
     error = McpError(
         name,
-        f"{action} failed: {http.describe()}{sdk_detail(exc)}",
+        f"{action} {what}",
         tool_name=tool_name,
         status_code=http.status,
         retry_after=http.retry_after,
@@ -304,8 +318,8 @@ def _http_failure(
     )
     if http.status in (429, 503) and http.retry_after is not None:
         return Verdict(error, wait=http.retry_after, never_ran=True)
-    # Refused at the door (a credential, a rate limit): the server did not run it.
-    return Verdict(error, never_ran=http.status in (401, 403, 429))
+    # Refused at the door (a credential, a rate limit), or by its code: not run.
+    return Verdict(error, never_ran=refused or http.status in (401, 403, 429))
 
 
 async def send_again(

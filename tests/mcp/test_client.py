@@ -133,6 +133,20 @@ async def test_a_json_rpc_error_answer_is_recoverable_and_says_whether_the_call_
         assert client.connected and await client.call_tool("tool_00") == "tool_00"
 
 
+async def test_a_refusal_is_recoverable_and_not_run_over_each_transport(make_client: Any) -> None:
+    # Over HTTP, a 2026-07-28 server sends it with HTTP 400; before, that said "may
+    # have run" (and over stdio the error was unrecoverable too).
+    async with make_client() as client:
+        with pytest.raises(McpError) as refused:
+            await client.call_tool("open_vault", {"vault": "Notes"})
+        assert refused.value.is_recoverable() and refused.value.may_have_run is False
+        message = str(refused.value)
+        assert message.startswith("MCP server 'fixture': tools/call 'open_vault' was refused by")
+        assert message.endswith(
+            "Unknown vault: Notes. Available vaults: notes (code -32602); the call was not run"
+        )
+
+
 async def test_timeout_raises_and_cancels_the_request_on_the_server(
     make_client: Any, tmp_path: Path
 ) -> None:
