@@ -399,8 +399,9 @@ class McpError(ToolError):
     """The MCP server or the link to it failed.
 
     Unrecoverable by default. The failure of one request that leaves the connection
-    up (an HTTP error other than 401 and 403, one response stream that broke) is
-    created recoverable, so a model can try again.
+    up (an HTTP error other than 401 and 403, one response stream that broke, the
+    server's JSON-RPC error answer to a ``tools/call``) is created recoverable, so a
+    model can read it and try again.
 
     Over Streamable HTTP, ``status_code`` is the HTTP status of the failed request and
     ``retry_after`` the seconds its ``Retry-After`` header asked for (both None
@@ -409,7 +410,8 @@ class McpError(ToolError):
     A failed ``tools/call`` says whether the tool may have run (``may_have_run``): True
     when it failed after its request was sent (a lost connection, a timeout, a broken
     stream), as the server may have run it all the same; False when it was not sent
-    (not connected, restarts spent) or the server refused it unseen. The message then
+    (not connected, restarts spent) or the server refused it unrun (an HTTP 401, 403
+    or 429; a JSON-RPC error such as -32602 invalid params). The message then
     ends with what a model must know: "the call may have run on the server, so do not
     assume it had no effect", or "the call was not run".
 

@@ -64,6 +64,16 @@ __all__ = ["ClientSettings", "Connection"]
 # so the connect's own imports find them and the loop keeps running meanwhile.
 _SDK_MODULES = ("anyio", "mcp", "mcp_types")
 
+_SDK_IMPORT_TIMEOUT = 60.0
+"""Seconds the MCP SDK's import may take, once per process (the first connect's).
+
+Not the client's ``timeout``, which bounds the server's start-up: the import is the
+client's own cost, which no setting can shorten, and on a loaded machine (or with a
+cold disk cache) it can take seconds, so counting it would fail a short-timeout first
+connect before the server was even spawned. It runs in a worker thread, so the loop
+goes on meanwhile; this bound is only for an import that hangs (a stuck network mount).
+"""
+
 logger = logging.getLogger("agcore_tools.mcp")
 server_logger = logging.getLogger("agcore_tools.mcp.server")
 
@@ -184,12 +194,12 @@ class Connection:
 
     async def start(self) -> None:
         """Start the owner task and wait until the session is ready or start-up failed."""
-        timeout = self.settings.timeout
         try:
-            await import_off_loop(_SDK_MODULES, timeout)
+            await import_off_loop(_SDK_MODULES, _SDK_IMPORT_TIMEOUT)
         except TimeoutError as exc:
             raise McpTimeoutError(
-                self.server_name, f"the MCP SDK did not finish importing within {timeout:g} s"
+                self.server_name,
+                f"the MCP SDK did not finish importing within {_SDK_IMPORT_TIMEOUT:g} s",
             ) from exc
         except ImportError as exc:
             raise McpError(self.server_name, f"cannot import the MCP SDK: {exc}") from exc

@@ -14,6 +14,7 @@ that does not trust annotations requires what it requires of every tool.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol, TypeVar
 
@@ -29,6 +30,8 @@ from .policy import PermissionPolicy
 __all__ = ["ProtocolCaller", "prompt_tool", "resource_reader_tool"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger("agcore_tools.mcp")
 
 _READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
 
@@ -77,7 +80,9 @@ class _ProtocolTool(BaseTool):
     async def _asked(self, request: Awaitable[T]) -> T:
         """``request``'s answer; a server's refusal of it (an unknown URI or prompt, a
         missing argument: the model's mistake) becomes recoverable, so the model reads
-        it and can try again. Other failures keep their meaning."""
+        it and can try again. So is the client's refusal to send it to a server that
+        does not offer prompts (made recoverable where it is raised). Other failures
+        keep their meaning."""
         try:
             return await request
         except McpError as exc:
@@ -118,11 +123,31 @@ class PromptTool(_ProtocolTool):
         return [dict(message) for message in prompt.messages]
 
 
+def _warn_unoffered(server: str, offered: bool | None, capability: str, built: str) -> None:
+    # Not refused: an app that registers these for every server of a config file
+    # would fail to start on the first server with tools alone; the model reads a
+    # recoverable error should it call the tool all the same.
+    if offered is False:
+        logger.warning(
+            "MCP server '%s' offers no %s: %s() makes a tool whose every call fails; "
+            "leave it out for this server",
+            server,
+            capability,
+            built,
+        )
+
+
 def resource_reader_tool(
-    client: ProtocolCaller, prefix: str | None, policy: PermissionPolicy
+    client: ProtocolCaller,
+    prefix: str | None,
+    policy: PermissionPolicy,
+    *,
+    offered: bool | None = None,
 ) -> BaseTool:
-    """The ``read_resource`` adapter of ``client``."""
+    """The ``read_resource`` adapter of ``client``; ``offered`` says whether the server
+    declared resources (None: not known), and False logs a warning."""
     server = client.server_name
+    _warn_unoffered(server, offered, "resources", "resource_reader_tool")
     info = McpToolInfo(
         name="read_resource",
         description=(
@@ -141,9 +166,17 @@ def resource_reader_tool(
     return ResourceReaderTool(client, info, adapter_name(info.name, prefix), policy)
 
 
-def prompt_tool(client: ProtocolCaller, prefix: str | None, policy: PermissionPolicy) -> BaseTool:
-    """The ``get_prompt`` adapter of ``client``."""
+def prompt_tool(
+    client: ProtocolCaller,
+    prefix: str | None,
+    policy: PermissionPolicy,
+    *,
+    offered: bool | None = None,
+) -> BaseTool:
+    """The ``get_prompt`` adapter of ``client``; ``offered`` says whether the server
+    declared prompts (None: not known), and False logs a warning."""
     server = client.server_name
+    _warn_unoffered(server, offered, "prompts", "prompt_tool")
     info = McpToolInfo(
         name="get_prompt",
         description=(

@@ -19,6 +19,8 @@ server behind it is still there. So does an answer with a mismatched id (``_matc
 A ``tools/call`` that fails says whether it may have run (:func:`note_run`): once
 its request was sent, it may have, unless ``classify`` found that it never ran; every
 attempt counts, so a call re-sent after a restart may have run if either send may have.
+The server's JSON-RPC error answer to a ``tools/call`` is recoverable, as an
+``isError`` answer is, and never ran when its code refuses the request unrun.
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
+from .._redact import mask
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._matching import invalid_reason, mismatch_reason
 from ._state import State
+from ._stderr import transport_secrets
 
 __all__ = [
     "Restarts",
@@ -166,9 +170,7 @@ async def classify(
     if isinstance(exc, MCPError) and exc.code == URL_ELICITATION_REQUIRED:
         return _needs_links(name, exc, action, tool_name)
     if isinstance(exc, MCPError):
-        return Verdict(
-            McpError(name, f"{action} failed: {exc.message} (code {exc.code})", tool_name=tool_name)
-        )
+        return _answered(name, conn, exc, action, tool_name)
     if tool_name is not None and isinstance(exc, RuntimeError) and _OFF_SCHEMA.match(str(exc)):
         # The SDK checks a result against the tool's outputSchema after it arrived and
         # raises without the result. Servers with a slightly wrong schema are common, so
@@ -193,6 +195,36 @@ async def classify(
             name, f"{action} failed: {type(exc).__name__}: {_first_line(exc)}", tool_name=tool_name
         )
     )
+
+
+_UNRUN_CODES = frozenset({-32600, -32601, -32602, -32020, -32021, -32022})
+"""JSON-RPC error codes that refuse a request before it runs (``mcp_types``'
+INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, HEADER_MISMATCH,
+MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION). Any other code
+(INTERNAL_ERROR, 0, a server's own) may come from a tool that failed part way."""
+
+
+def _answered(
+    name: str, conn: Connection | None, exc: Any, action: str, tool_name: str | None
+) -> Verdict:
+    """The server's JSON-RPC error answer to the request: the connection is fine, and
+    the server refused or failed this request alone. The server's message has the
+    transport's secrets masked, as its log messages have, since a model may read it.
+
+    For a ``tools/call`` it is recoverable, as an ``isError`` answer is: mcp-go servers
+    and TypeScript servers on the low-level ``Server`` answer a model's wrong argument
+    this way ("Unknown vault: Notes. Available vaults: ..."), and the model must read
+    it to correct itself. Other requests keep their meaning (the adapters of
+    ``_protocol_tools`` decide for theirs)."""
+    said = exc.message if conn is None else mask(exc.message, transport_secrets(conn.transport))
+    if tool_name is None:
+        return Verdict(McpError(name, f"{action} failed: {said} (code {exc.code})"))
+    unrun = exc.code in _UNRUN_CODES
+    verb = "was refused by the server" if unrun else "failed on the server"
+    error = McpError(
+        name, f"{action} {verb}: {said} (code {exc.code})", tool_name=tool_name, recoverable=True
+    )
+    return Verdict(error, never_ran=unrun)
 
 
 def _needs_links(name: str, exc: Any, action: str, tool_name: str | None) -> Verdict:
@@ -261,9 +293,23 @@ def _http_failure(
             name, f"{action} failed: {reason}", tool_name=tool_name, status_code=http.status
         )
         return Verdict(error, restart=True, never_ran=True)
+    from mcp.shared.exceptions import MCPError
+
+    detail = sdk_detail(exc)
+    if conn is not None:
+        detail = mask(detail, transport_secrets(conn.transport))
+    # On 2026-07-28 the server's JSON-RPC error answer comes with the HTTP status its
+    # code maps to (400 for -32602, 404 for -32601): a call refused, as over stdio.
+    code = exc.code if detail and isinstance(exc, MCPError) else None
+    refused = tool_name is not None and code in _UNRUN_CODES
+    what = (
+        f"was refused by the server: {http.describe()}{detail} (code {code})"
+        if refused
+        else f"failed: {http.describe()}{detail}"
+    )
     error = McpError(
         name,
-        f"{action} failed: {http.describe()}{sdk_detail(exc)}",
+        f"{action} {what}",
         tool_name=tool_name,
         status_code=http.status,
         retry_after=http.retry_after,
@@ -272,8 +318,8 @@ def _http_failure(
     )
     if http.status in (429, 503) and http.retry_after is not None:
         return Verdict(error, wait=http.retry_after, never_ran=True)
-    # Refused at the door (a credential, a rate limit): the server did not run it.
-    return Verdict(error, never_ran=http.status in (401, 403, 429))
+    # Refused at the door (a credential, a rate limit), or by its code: not run.
+    return Verdict(error, never_ran=refused or http.status in (401, 403, 429))
 
 
 async def send_again(

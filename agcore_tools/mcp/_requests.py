@@ -22,7 +22,7 @@ from ._session import Meta, Session
 if TYPE_CHECKING:
     from mcp import Client
 
-__all__ = ["McpUsageError", "Meta", "all_pages", "require_capability"]
+__all__ = ["McpUsageError", "Meta", "all_pages", "offers", "require_capability"]
 
 X = TypeVar("X")
 P = TypeVar("P", bound=Page)
@@ -48,6 +48,21 @@ def _at(
     return lambda client, meta: fetch(client, cursor, meta)
 
 
+def offers(session: Session, capability: str) -> bool | None:
+    """Whether the connected server declared ``capability``; None while not connected
+    (capabilities are known from the handshake on).
+
+    Example:
+        >>> from agcore_tools import McpClient, StdioTransport
+        >>> print(offers(Session(McpClient("demo", StdioTransport("server"))), "prompts"))
+        None
+    """
+    client = session.client
+    if client is None:
+        return None
+    return getattr(client.server_capabilities, capability, None) is not None
+
+
 def require_capability(session: Session, what: str, capability: str) -> Connection:
     """The ready connection, once its server has declared ``capability``
     (``resources``, ``prompts``, ``completions``, ``logging``)."""
@@ -56,7 +71,11 @@ def require_capability(session: Session, what: str, capability: str) -> Connecti
     if client is None:
         raise session.not_usable(conn, None, what)
     if getattr(client.server_capabilities, capability, None) is None:
+        # Recoverable, as the server's own refusal would be: the connection is fine,
+        # and a model that asked (the get_prompt tool) reads why and goes on.
         raise McpError(
-            session.server_name, f"cannot send {what}: the server does not offer {capability}"
+            session.server_name,
+            f"cannot send {what}: the server does not offer {capability}",
+            recoverable=True,
         )
     return conn

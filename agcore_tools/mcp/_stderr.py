@@ -176,7 +176,12 @@ class StderrLog:
 
     def _report_suppressed(self) -> None:
         if self._suppressed:
-            logger.warning(
+            # At the level of the lines it counts: a reader of INFO learns some are
+            # missing, while an app logging WARNING and above (or nothing, where
+            # Python prints warnings to stderr) is not told on each connect that lines
+            # it would never have seen were left out (an mcp-1.x FastMCP server logs a
+            # burst of validation errors for the server/discover probe).
+            logger.info(
                 "[%s] %d stderr lines not logged (more than %d lines per second)",
                 self.server_name,
                 self._suppressed,

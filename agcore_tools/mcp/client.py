@@ -36,6 +36,7 @@ from ..base import BaseTool
 from ..error import McpNotInitializedError, ToolConfigError
 from . import _prompts, _protocol_tools, _resources, _task_start, _utilities, models
 from ._adapter import make_adapters
+from ._requests import offers
 from ._session import Session, check_timeout
 from ._sync_api import SyncClientMethods
 from ._tasks import McpTask
@@ -459,7 +460,10 @@ class McpClient(SyncClientMethods):
                 response stream is closed, which a server answering in JSON mode
                 may not notice).
             McpNotInitializedError: Not connected (never, closed, or the server is gone).
-            McpError: The server answered with a protocol error, or went away.
+            McpError: The server answered with a JSON-RPC error (recoverable, as a
+                model's wrong argument is often refused this way; ``may_have_run`` is
+                False when its code refuses the request unrun, such as -32602), or
+                went away.
 
         Example:
             >>> async def weather(client: McpClient) -> Any:
@@ -662,18 +666,26 @@ class McpClient(SyncClientMethods):
         self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
     ) -> BaseTool:
         """A ``read_resource`` tool, so a model can read resources, such as the
-        ``resource_link`` parts tools return (``prefix``, ``policy`` as for :meth:`into_tools`)."""
+        ``resource_link`` parts tools return (``prefix``, ``policy`` as for :meth:`into_tools`).
+        Made for a connected server that offers no resources, it logs a warning."""
         return _protocol_tools.resource_reader_tool(
-            self, self._prefix(prefix), policy or self.permission_policy
+            self,
+            self._prefix(prefix),
+            policy or self.permission_policy,
+            offered=offers(self._session, "resources"),
         )
 
     def prompt_tool(
         self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
     ) -> BaseTool:
         """A ``get_prompt`` tool, so a model can get the server's prompts (``prefix``,
-        ``policy`` as for :meth:`into_tools`)."""
+        ``policy`` as for :meth:`into_tools`). Made for a connected server that offers
+        no prompts, it logs a warning."""
         return _protocol_tools.prompt_tool(
-            self, self._prefix(prefix), policy or self.permission_policy
+            self,
+            self._prefix(prefix),
+            policy or self.permission_policy,
+            offered=offers(self._session, "prompts"),
         )
 
     # -- internals ---------------------------------------------------------------------

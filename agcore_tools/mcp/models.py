@@ -53,8 +53,9 @@ class McpToolInfo:
     """A display name, when the server gives one."""
     task_support: str | None = None
     """Its ``execution.taskSupport`` (2025-11-25 servers): ``"forbidden"``, ``"optional"``
-    or ``"required"``; None when absent. Tools that require tasks (SEP-1686) are left
-    out of :meth:`McpClient.into_tools`; :meth:`McpClient.start_task` runs them."""
+    or ``"required"``; None when absent. :meth:`McpClient.into_tools` offers tools that
+    require tasks (SEP-1686) too: their adapters run each call as a task, as
+    :meth:`McpClient.start_task` does."""
 
     def hint(self, name: str) -> bool | None:
         """A boolean annotation such as ``"readOnlyHint"``, or None when absent."""

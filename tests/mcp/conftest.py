@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 # The MCP SDK is imported here, at collection, not by the first connect of the run:
-# that import takes most of a second (more with cold caches), and it counts against
-# the first client's timeout, so a test bounding a start-up to 1 s would measure the
-# SDK's import instead of the server whenever it happened to run first.
+# that import takes most of a second (more with cold caches), and a test timing a
+# start-up would measure the SDK's import instead of the server whenever it happened
+# to run first (the client's timeout no longer counts it, but the clock does).
 import anyio  # noqa: F401
 import mcp  # noqa: F401
 import pytest

@@ -1,13 +1,17 @@
-"""Registry adapters: names, prefixes, collisions, permissions (no server needed), and
-the tools that run as tasks (a server that lists a task-requiring tool)."""
+"""Registry adapters: names, prefixes, collisions, permissions (no server needed), the
+tools that run as tasks (a server that lists a task-requiring tool), and a server's
+refusal of a call in the tool loop."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import pytest
 
 from agcore_tools import (
+    CycleConfig,
+    LlmCycle,
     McpClient,
     McpError,
     McpPermissionPolicy,
@@ -25,6 +29,7 @@ from agcore_tools import (
 )
 from agcore_tools.mcp import McpTool
 from agcore_tools.mcp._adapter import adapter_name
+from agcore_tools.testing import ScriptedChatServer as S
 
 from .conftest import PAGED, fixture_stdio
 
@@ -304,3 +309,34 @@ async def test_tasks_naming_a_tool_the_server_does_not_list_is_refused() -> None
             client.into_tools(tasks=[1])  # type: ignore[list-item]
         # One string is one name, not its letters (which would be refused as unknown).
         assert len(client.into_tools(tasks="research")) == 26
+
+
+async def test_a_model_reads_the_servers_refusal_of_its_call_and_the_loop_goes_on() -> None:
+    # A server that refuses a wrong argument with a JSON-RPC error (-32602) instead of
+    # isError, as TypeScript servers on the low-level Server and mcp-go servers do.
+    # Before: "tool loop stopped" after the first model request.
+    registry = ToolRegistry()
+    script = [
+        S.reply_tool_calls([("paged__protocol_error", {}, "call_wrong")]),
+        S.reply_tool_calls([("paged__tool_00", {}, "call_right")]),
+        S.reply_text("done"),
+    ]
+    async with McpClient("paged", StdioTransport(sys.executable, [str(PAGED)])) as client:
+        registry.register_all(client.into_tools(prefix=True))
+        with S(script) as server:
+            cycle = LlmCycle(CycleConfig("test-model"), client=server.client(timeout=10.0))
+            try:
+                response = await cycle.submit_with_tools("go", registry)
+            finally:
+                await asyncio.wait_for(cycle.client.close(), 5)
+            last = server.requests[-1].json
+    assert response.text == "done" and len(server.requests) == 3
+    answers = {m["tool_call_id"]: m["content"] for m in last["messages"] if m["role"] == "tool"}
+    assert answers["call_wrong"] == (
+        "Error: MCP server 'paged': tools/call for tool 'paged__protocol_error' was refused "
+        "by the server: this tool always answers with a protocol error (code -32602); the "
+        "call was not run"
+    )
+    assert answers["call_right"] == "tool_00"
+    [refused] = [i for i in response.invocations if i.tool_name == "paged__protocol_error"]
+    assert refused.may_have_run is False

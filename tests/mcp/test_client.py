@@ -102,14 +102,49 @@ async def test_is_error_raises_a_recoverable_tool_execution_error(make_client: A
     assert info.value.is_recoverable()
 
 
-async def test_protocol_error_raises_mcp_error() -> None:
-    async with McpClient("paged", StdioTransport(sys.executable, [str(PAGED)])) as client:
-        with pytest.raises(McpError) as info:
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_json_rpc_error_answer_is_recoverable_and_says_whether_the_call_ran(
+    protocol: str,
+) -> None:
+    # Before: unrecoverable (a model's wrong argument stopped the tool loop), and even a
+    # refusal said the call "may have run".
+    transport = StdioTransport(sys.executable, [str(PAGED)], env={"API_TOKEN": "tok-S3CRET-42"})
+    client = McpClient("paged", transport, protocol=protocol)  # type: ignore[arg-type]
+    async with client:
+        with pytest.raises(McpError) as refused:
             await client.call_tool("protocol_error")
-    assert type(info.value) is McpError
-    assert "MCP server 'paged': tools/call 'protocol_error' failed" in str(info.value)
-    assert "(code -32602)" in str(info.value)
-    assert not info.value.is_recoverable()
+        assert type(refused.value) is McpError and refused.value.is_recoverable()
+        assert refused.value.may_have_run is False and refused.value.tool_name == "protocol_error"
+        assert str(refused.value) == (
+            "MCP server 'paged': tools/call 'protocol_error' was refused by the server: this "
+            "tool always answers with a protocol error (code -32602); the call was not run"
+        )
+        # Another code (mcp-go answers a failed handler with 0): the server ran the tool
+        # at least in part. What it says has the transport's secrets masked.
+        failing = {"code": 0, "message": "backend refused $API_TOKEN"}
+        with pytest.raises(McpError) as failed:
+            await client.call_tool("protocol_error", failing)
+        assert failed.value.is_recoverable() and failed.value.may_have_run is True
+        assert str(failed.value) == (
+            "MCP server 'paged': tools/call 'protocol_error' failed on the server: backend "
+            "refused *** (code 0); the call may have run on the server, so do not assume it "
+            "had no effect"
+        )
+        assert client.connected and await client.call_tool("tool_00") == "tool_00"
+
+
+async def test_a_refusal_is_recoverable_and_not_run_over_each_transport(make_client: Any) -> None:
+    # Over HTTP, a 2026-07-28 server sends it with HTTP 400; before, that said "may
+    # have run" (and over stdio the error was unrecoverable too).
+    async with make_client() as client:
+        with pytest.raises(McpError) as refused:
+            await client.call_tool("open_vault", {"vault": "Notes"})
+        assert refused.value.is_recoverable() and refused.value.may_have_run is False
+        message = str(refused.value)
+        assert message.startswith("MCP server 'fixture': tools/call 'open_vault' was refused by")
+        assert message.endswith(
+            "Unknown vault: Notes. Available vaults: notes (code -32602); the call was not run"
+        )
 
 
 async def test_timeout_raises_and_cancels_the_request_on_the_server(
@@ -839,3 +874,64 @@ def test_the_first_connect_imports_the_mcp_sdk_off_the_event_loop() -> None:
     assert gap < min(0.25, imported / 2), (
         f"the loop stalled {gap:.2f} s; imports took {imported:.2f} s"
     )
+
+
+# A server with no imports to speak of (it starts in a few tens of milliseconds), for a
+# client whose SDK import is made slower than its timeout, as on a loaded machine.
+_QUICK_SERVER = """
+import json, sys
+for raw in sys.stdin:
+    message = json.loads(raw)
+    if "id" not in message:
+        continue
+    method = message["method"]
+    if method == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "quick", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "hello", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": "hi"}]}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+_SLOW_SDK_IMPORT = """
+import asyncio, importlib.abc, sys, time
+from agcore_tools import McpClient, StdioTransport
+
+TIMEOUT, IMPORT_TAKES, SERVER = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+
+
+class SlowImport(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "mcp_types":
+            time.sleep(IMPORT_TAKES)  # the import, slowed as a loaded machine slows it
+        return None
+
+
+sys.meta_path.insert(0, SlowImport())
+
+
+async def main():
+    transport = StdioTransport(sys.executable, ["-c", SERVER], stop_grace=1)
+    async with McpClient("quick", transport, protocol="legacy", timeout=TIMEOUT) as client:
+        print(await client.call_tool("hello"))
+
+asyncio.run(main())
+"""
+
+
+def test_the_first_connect_does_not_count_the_sdk_import_against_the_timeout() -> None:
+    # Before: McpTimeoutError "the MCP SDK did not finish importing within 3 s", on the
+    # client side, before the server was spawned.
+    done = subprocess.run(
+        [sys.executable, "-c", _SLOW_SDK_IMPORT, "3", "3.5", _QUICK_SERVER],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "hi\n"

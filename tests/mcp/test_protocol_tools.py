@@ -4,6 +4,8 @@ loop, where a model follows a resource_link a tool returned."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
 from typing import Any
 
 import pytest
@@ -24,7 +26,7 @@ from agcore_tools import (
 )
 from agcore_tools.testing import ScriptedChatServer as S
 
-from .conftest import fixture_stdio
+from .conftest import PAGED, fixture_stdio
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -107,3 +109,41 @@ async def test_a_model_follows_a_resource_link() -> None:
     answers = {m["tool_call_id"]: m["content"] for m in last["messages"] if m["role"] == "tool"}
     assert '"uri":"fixture://readme"' in answers["call_link"]
     assert answers["call_read"] == "A fixture server."
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_server_without_prompts_or_resources(
+    protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Before: get_prompt's refusal (the client's own capability check) stopped the tool
+    # loop, while read_resource's (the server's -32601) reached the model.
+    registry = ToolRegistry()
+    transport = StdioTransport(sys.executable, [str(PAGED), "--tools-only"])
+    async with McpClient("units", transport, protocol=protocol) as client:  # type: ignore[arg-type]
+        with caplog.at_level(logging.WARNING, logger="agcore_tools.mcp"):
+            registry.register(client.prompt_tool(prefix=True))
+            registry.register(client.resource_reader_tool(prefix=True))
+        assert [r.getMessage() for r in caplog.records] == [
+            "MCP server 'units' offers no prompts: prompt_tool() makes a tool whose every "
+            "call fails; leave it out for this server",
+            "MCP server 'units' offers no resources: resource_reader_tool() makes a tool "
+            "whose every call fails; leave it out for this server",
+        ]
+        prompt = await registry.invoke("units__get_prompt", {"name": "convert_recipe"})
+        assert isinstance(prompt.error, McpError) and prompt.error.is_recoverable()
+        assert str(prompt.error) == (
+            "MCP server 'units': cannot send prompts/get 'convert_recipe': the server does "
+            "not offer prompts"
+        )
+        read = await registry.invoke("units__read_resource", {"uri": "units://tables"})
+        assert isinstance(read.error, McpError) and read.error.is_recoverable()
+        assert "resources/read 'units://tables' failed: " in str(read.error)
+        assert client.connected
+
+
+def test_no_warning_before_the_capabilities_are_known(caplog: pytest.LogCaptureFixture) -> None:
+    client = McpClient("later", StdioTransport(sys.executable, [str(PAGED), "--tools-only"]))
+    with caplog.at_level(logging.WARNING, logger="agcore_tools.mcp"):
+        client.prompt_tool()
+        client.resource_reader_tool()
+    assert not caplog.records

@@ -27,9 +27,11 @@ def test_a_flood_is_counted_not_logged_and_memory_stays_bounded(
     for i in range(100):
         log.feed(b"".join(b"line %d-%d\n" % (i, j) for j in range(1000)))
     log.flush()
-    logged = [r for r in caplog.records if r.levelno == logging.INFO]
-    assert len(logged) <= 200
-    assert any("stderr lines not logged" in r.getMessage() for r in caplog.records)
+    notices = [r for r in caplog.records if "stderr lines not logged" in r.getMessage()]
+    assert notices and len(caplog.records) - len(notices) <= 200
+    # At the lines' own level: before, a WARNING that Python printed to stderr on every
+    # connect of a chatty server, in apps that configured no logging.
+    assert {r.levelno for r in notices} == {logging.INFO}
     assert log.tail().endswith("line 99-999")
     assert len(log.tail().split(" | ")) == 20
 

@@ -28,7 +28,9 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
 from mcp.server.mcpserver.utilities.types import Image
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INVALID_PARAMS,
     Annotations,
     AudioContent,
     BlobResourceContents,
@@ -150,6 +152,14 @@ def beep() -> list[AudioContent]:
 def fail(message: str) -> str:
     """Fail with the message (isError)."""
     raise ToolError(message)
+
+
+@server.tool()
+def open_vault(vault: str) -> str:
+    """Refuse any vault with a JSON-RPC error (-32602), not isError, as TypeScript
+    servers on the low-level Server refuse a wrong argument; on 2026-07-28 over HTTP it
+    comes with HTTP 400."""
+    raise MCPError(INVALID_PARAMS, f"Unknown vault: {vault}. Available vaults: notes")
 
 
 @server.tool(structured_output=False)

@@ -1,11 +1,14 @@
 """A low-level MCP server for list behaviour: 25 tools over pages of 10, a tools/list
-counter, a protocol error, and an optional ttlMs hint (``--ttl-ms``); 25 resources and
-25 prompts over pages of 10, a resource-template list whose cursor never ends; and with
-``--task-tool`` a 26th tool that requires task-augmented execution (SEP-1686)."""
+counter, a protocol error (a JSON-RPC error answer to tools/call), and an optional ttlMs
+hint (``--ttl-ms``); 25 resources and 25 prompts over pages of 10, a resource-template
+list whose cursor never ends; with ``--task-tool`` a 26th tool that requires
+task-augmented execution (SEP-1686); with ``--tools-only``, no resources or prompts (nor
+their capabilities)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 import anyio
@@ -72,7 +75,14 @@ async def list_tools(
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     if params.name == "protocol_error":
-        raise MCPError(types.INVALID_PARAMS, "this tool always answers with a protocol error")
+        # By default a refusal of the call (-32602, as TypeScript servers on the low-level
+        # Server answer a wrong argument); else the code and message asked for, as mcp-go
+        # answers a failed handler (code 0), echoing $API_TOKEN from the environment as a
+        # server failing on its credential does.
+        args = params.arguments or {}
+        message = str(args.get("message", "this tool always answers with a protocol error"))
+        message = message.replace("$API_TOKEN", os.environ.get("API_TOKEN", ""))
+        raise MCPError(int(args.get("code", types.INVALID_PARAMS)), message)
     if params.name == "research" and params.task is None:
         # What a server does with a task-requiring tool called without a task.
         raise MCPError(types.METHOD_NOT_FOUND, "tool 'research' requires task augmentation")
@@ -84,18 +94,23 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ttl-ms", type=int, default=None)
     parser.add_argument("--task-tool", action="store_true")
+    parser.add_argument("--tools-only", action="store_true")  # no resources, no prompts
     options = parser.parse_args()
     if options.task_tool:
         NAMES.append("research")
     hints = {"tools/list": CacheHint(ttl_ms=options.ttl_ms)} if options.ttl_ms is not None else None
+    # Capabilities follow the handlers given: without these, the server offers neither.
+    others: dict[str, Any] = (
+        {}
+        if options.tools_only
+        else {
+            "on_list_resources": list_resources,
+            "on_list_resource_templates": list_templates,
+            "on_list_prompts": list_prompts,
+        }
+    )
     server: Server[Any] = Server(
-        "paged",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_templates,
-        on_list_prompts=list_prompts,
-        cache_hints=hints,
+        "paged", on_list_tools=list_tools, on_call_tool=call_tool, cache_hints=hints, **others
     )
 
     async def run() -> None:
