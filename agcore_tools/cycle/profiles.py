@@ -543,20 +543,8 @@ def fit_request(
     """
     if profile is OPENAI:
         return stream, []
-    changed: list[str] = []
+    changed = _fit_tool_choice(params, profile)
     tools = params.get("tools") or []
-    choice = params.get("tool_choice")
-    if choice == "required" and not profile.tool_choice_required:
-        if len(tools) == 1:
-            name = tools[0].get("function", {}).get("name")
-            params["tool_choice"] = {"type": "function", "function": {"name": name}}
-            changed.append('tool_choice "required" -> named')
-        else:
-            params["tool_choice"] = "auto"
-            changed.append('tool_choice "required" -> "auto"')
-    elif isinstance(choice, Mapping) and not profile.tool_choice_named:
-        params["tool_choice"] = "auto"
-        changed.append('named tool_choice -> "auto"')
     if not profile.parallel_tool_calls and params.pop("parallel_tool_calls", None) is not None:
         changed.append("parallel_tool_calls dropped")
     if not profile.strict_tools and any(_strict(tool) for tool in tools):
@@ -587,8 +575,17 @@ def fit_responses_request(
     text}`` (the bridge passes their ``output_text`` parts on as list content, which a
     server behind it, llama-cpp-python's, refuses).
     Without ``responses_stream_tool_calls``, a turn that may call a tool is unstreamed.
+    ``tool_choice`` is fitted as :func:`fit_request` fits it (LiteLLM's bridge answers
+    ``"required"`` with a 500): the Responses wire then sends a named choice in its own
+    shape.
 
     Example:
+        >>> weather = {"type": "function", "function": {"name": "weather"}}
+        >>> params = {"messages": [], "tools": [weather], "tool_choice": "required"}
+        >>> fit_responses_request(params, LITELLM, stream=False)
+        (False, ['tool_choice "required" -> named'])
+        >>> params["tool_choice"]
+        {'type': 'function', 'function': {'name': 'weather'}}
         >>> call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
         >>> turn = {"role": "assistant", "content": "", "response": {"output": [call]}}
         >>> params = {"messages": [{"role": "user", "content": "hi"}, turn],
@@ -612,7 +609,7 @@ def fit_responses_request(
     """
     if profile is OPENAI:
         return stream, []
-    changed: list[str] = []
+    changed = _fit_tool_choice(params, profile)
     messages = params.get("messages")
     if profile.responses_assistant_text and isinstance(messages, list):
         groups = texts = 0
@@ -636,6 +633,26 @@ def fit_responses_request(
             params.pop("stream_options", None)
             changed.append("streamed tool turn -> unstreamed")
     return stream, changed
+
+
+def _fit_tool_choice(params: dict[str, Any], profile: ServerProfile) -> list[str]:
+    # Both APIs: the request is still in the Chat Completions shape here, and the
+    # Responses wire turns a named choice into its own shape when it sends it.
+    changed: list[str] = []
+    tools = params.get("tools") or []
+    choice = params.get("tool_choice")
+    if choice == "required" and not profile.tool_choice_required:
+        if len(tools) == 1:
+            name = tools[0].get("function", {}).get("name")
+            params["tool_choice"] = {"type": "function", "function": {"name": name}}
+            changed.append('tool_choice "required" -> named')
+        else:
+            params["tool_choice"] = "auto"
+            changed.append('tool_choice "required" -> "auto"')
+    elif isinstance(choice, Mapping) and not profile.tool_choice_named:
+        params["tool_choice"] = "auto"
+        changed.append('named tool_choice -> "auto"')
+    return changed
 
 
 _ASSISTANT_TEXT = {"role": "assistant", "content": ""}

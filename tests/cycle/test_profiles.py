@@ -16,6 +16,7 @@ from agcore_tools import (
     LlmCycle,
     LlmError,
     ReasoningDelta,
+    StructuredOutput,
     TurnComplete,
 )
 from agcore_tools.cycle.profiles import (
@@ -331,6 +332,44 @@ async def test_behind_litellm_a_streamed_responses_tool_turn_goes_unstreamed(
     assert response.text == "3"
     assert [r.stream for r in server.requests] == [False, True]
     assert "tool_choice" not in server.requests[1].json
+
+
+@pytest.mark.parametrize(
+    ("tools", "sent"),
+    [(["add"], {"type": "function", "name": "add"}), (["add", "weather"], "auto")],
+    ids=["one-tool", "two-tools"],
+)
+async def test_behind_litellm_a_required_responses_tool_choice_is_fitted_as_on_chat(
+    serve, make_cycle, calc, tools, sent
+):
+    # The bridge answered "required" with an empty 500, retried 3 times: the Chat
+    # request was fitted to the profile and the Responses one was not.
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2})]), S.reply_text("3"))
+    cycle = make_cycle(server, api="responses", tool_choice="required", profile="litellm")
+
+    response = await cycle.submit_with_tools(
+        "1 + 2?", calc.view([calc.entry(name) for name in tools])
+    )
+
+    assert response.text == "3"
+    assert server.requests[0].json["tool_choice"] == sent
+    assert "tool_choice" not in server.requests[1].json  # forced first, then free
+
+
+async def test_behind_litellm_the_output_tool_next_to_tools_is_not_required(
+    serve, make_cycle, calc
+):
+    # StructuredOutput(mode="tool") with other tools asks for "required": on the
+    # Responses API behind LiteLLM, "auto" (the bridge's 500 otherwise).
+    server = serve(S.reply_tool_calls([("final_result", {"name": "Rome", "population": 3})]))
+    cycle = make_cycle(server, api="responses", profile="litellm")
+
+    response = await cycle.submit_with_tools(
+        "Rome?", calc, output_type=StructuredOutput(City, mode="tool")
+    )
+
+    assert response.output == City(name="Rome", population=3)
+    assert server.requests[0].json["tool_choice"] == "auto"
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])

@@ -20,6 +20,8 @@ adds (docs/providers.md):
 - a streamed Responses function call ends with ``response.failed`` (an error in
   LiteLLM's own chunk builder) after all of its argument deltas, so the profile sends
   such a turn unstreamed.
+- its Responses bridge answers ``tool_choice: "required"`` with an empty 500, so the
+  profile fits a Responses ``tool_choice`` as it fits a Chat one (the one tool by name).
 
 Each quirk is pinned raw (the drop-in, or ``profile="openai"``) and the loop is shown
 answering with LiteLLM's profile, which it picks by itself: the proxy's ``GET /models``
@@ -280,6 +282,26 @@ async def test_the_responses_loop_through_the_bridge(litellm_proxy, litellm_clie
     answer = await plain.submit("Say hello.")
     assert answer.text and answer.usage.prompt_tokens > 0
     assert plain.messages[1]["response"]["output"][0]["type"] == "message"
+
+
+async def test_a_required_tool_choice_on_the_responses_loop_through_the_bridge(
+    litellm_proxy, litellm_client, tools
+):
+    # The bridge answers "required" with an empty 500 (and so does the server behind it,
+    # which takes no "required"): LiteLLM's profile sends the one tool offered by name,
+    # in the Responses shape, as it does on Chat Completions.
+    config = CycleConfig(
+        litellm_proxy.model, api="responses", tool_choice="required", **RESPONSES_OPTIONS
+    )
+    cycle = LlmCycle(config, client=litellm_client)
+
+    response = await cycle.submit_with_tools(
+        "What's the weather in Paris?", tools.view([tools.entry("get_weather")])
+    )
+
+    assert [name for name, _ in tools.runs] == ["get_weather"]
+    assert response.turns == 2 and response.text
+    assert [m["role"] for m in cycle.messages] == ["user", "assistant", "tool", "assistant"]
 
 
 @MODES
