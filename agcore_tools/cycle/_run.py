@@ -271,9 +271,12 @@ class Run:
             config = self.config
             profile = await self._profile()
             bare = not isinstance(self.output_type, StructuredOutput)
-            if output is not None and bare and output.plan.spec.mode != profile.structured_output:
+            mode = profile.output_mode(config.api)
+            if output is not None and bare and output.plan.spec.mode != mode:
                 # A bare output type asks the way this server's profile says.
-                output = start_output(self.output_type, config.request_options, registry, profile)
+                output = start_output(
+                    self.output_type, config.request_options, registry, profile, config.api
+                )
             if config.api == "responses" and not profile.responses_api:
                 raise LlmConfigError(
                     f"the {profile.name} server has no Responses API (its server profile "
@@ -393,9 +396,12 @@ class Run:
                         refused = read_refusal(str(exc), profile, params, stream)
                         if refused is None:
                             raise
+                        asked = profile.output_mode(config.api)
                         profile = self._adapt(refused)
-                        if output is not None and profile.structured_output != output.mode:
-                            output = output.in_mode(profile.structured_output)
+                        # Only a refused output mode changes it: another refusal (of
+                        # "required", say) leaves a StructuredOutput's own mode alone.
+                        if output is not None and profile.output_mode(config.api) != asked:
+                            output = output.in_mode(profile.output_mode(config.api))
                         relaxed = (
                             relaxed_tool_choice(config.request_options, profile)
                             if config.reset_tool_choice

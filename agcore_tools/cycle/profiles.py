@@ -120,6 +120,9 @@ class ServerProfile:
     responses_stream_tool_calls: bool = True
     """Whether a streamed Responses request may end in a function call; without it, a
     Responses turn that may call a tool is sent unstreamed."""
+    responses_structured_output: StructuredMode | None = None
+    """How a bare ``output_type`` asks for structured output on the Responses API; None
+    for as :attr:`structured_output` says (see :meth:`output_mode`)."""
     reasoning_field: str | None = None
     """The message field carrying reasoning text (``reasoning_content``), if any."""
     max_tools: int | None = None
@@ -131,6 +134,18 @@ class ServerProfile:
     ``"audio"``, ``"file"`` (text always goes). A tool's value of another kind is left
     out, its label in the result's text saying so, instead of failing every later
     request of the conversation."""
+
+    def output_mode(self, api: str) -> StructuredMode:
+        """How a bare ``output_type`` asks for structured output on ``api`` (``"chat"``
+        or ``"responses"``).
+
+        Example:
+            >>> LITELLM.output_mode("chat"), LITELLM.output_mode("responses")
+            ('json_object', 'tool')
+        """
+        if api == "responses" and self.responses_structured_output is not None:
+            return self.responses_structured_output
+        return self.structured_output
 
     def __post_init__(self) -> None:
         # A list (from JSON, a Temporal payload) would make the profile unhashable.
@@ -172,13 +187,15 @@ LITELLM = dataclasses.replace(
     responses_api=True,
     responses_assistant_text=True,
     responses_stream_tool_calls=False,
+    responses_structured_output="tool",
 )
 """LiteLLM's proxy: its Responses-to-Chat bridge, over the quirks of a local server
 behind it (llama-cpp-python's, as ``tests/real`` runs it). A proxy's capabilities are its
 backend's, which its model list does not tell, so the profile picked for it by itself
 assumes the most limited backend: every request works, at a cost on a capable one
-(``json_object`` output, tool turns unstreamed). In front of OpenAI's API, give
-``CycleConfig(profile="openai")``."""
+(``json_object`` output, tool turns unstreamed). The bridge passes a Responses
+``json_object`` format on without its schema, so there a bare ``output_type`` asks for
+the output tool. In front of OpenAI's API, give ``CycleConfig(profile="openai")``."""
 
 # Azure OpenAI serves OpenAI's models with OpenAI's request shape (the openai package's
 # AsyncAzureOpenAI): no source read for this profile shows any of these fields

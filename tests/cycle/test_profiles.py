@@ -3,6 +3,7 @@ the profile says the server accepts, and picks and logs the profile once."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -370,6 +371,51 @@ async def test_behind_litellm_the_output_tool_next_to_tools_is_not_required(
 
     assert response.output == City(name="Rome", population=3)
     assert server.requests[0].json["tool_choice"] == "auto"
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_behind_litellm_a_bare_output_type_asks_for_the_output_tool_on_responses(
+    serve, make_cycle, api
+):
+    # The bridge sends a Responses json_object format on without its schema, so the
+    # model wrote free JSON until the token limit; on Chat the schema reaches the server.
+    answer = {"name": "Rome", "population": 3}
+    if api == "chat":
+        server = serve(S.reply_text(json.dumps(answer)))
+    else:
+        server = serve(S.reply_tool_calls([("final_result", answer)]))
+    cycle = make_cycle(server, api=api, profile="litellm")
+
+    response = await cycle.submit("Rome?", output_type=City)
+
+    assert response.output == City(**answer)
+    sent = server.requests[0].json
+    if api == "chat":
+        assert sent["response_format"]["type"] == "json_object"
+    else:
+        assert "text" not in sent
+        assert [tool["name"] for tool in sent["tools"]] == ["final_result"]
+        assert sent["tool_choice"] == {"type": "function", "name": "final_result"}
+
+
+async def test_a_refusal_of_required_keeps_the_output_mode_asked_for(serve, make_cycle, calc):
+    # Any refusal used to put the output in the profile's mode: here json_schema, with
+    # the final_result tool gone from the retried request.
+    server = serve(
+        S.error(400, "tool_choice 'required' is not supported by this server"),
+        S.reply_tool_calls([("final_result", {"name": "Rome", "population": 3})]),
+    )
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools(
+        "Rome?", calc, output_type=StructuredOutput(City, mode="tool")
+    )
+
+    assert response.output == City(name="Rome", population=3)
+    first, second = (request.json for request in server.requests)
+    assert (first["tool_choice"], second["tool_choice"]) == ("required", "auto")
+    assert "response_format" not in second
+    assert second["tools"][-1]["function"]["name"] == "final_result"
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])

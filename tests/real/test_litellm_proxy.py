@@ -35,6 +35,7 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from agcore_tools import CycleConfig, FinishReason, LlmCycle, LlmError, MaxTurnsExceededError
 
@@ -302,6 +303,26 @@ async def test_a_required_tool_choice_on_the_responses_loop_through_the_bridge(
     assert [name for name, _ in tools.runs] == ["get_weather"]
     assert response.turns == 2 and response.text
     assert [m["role"] for m in cycle.messages] == ["user", "assistant", "tool", "assistant"]
+
+
+class Weather(BaseModel):
+    city: str
+    celsius: int
+
+
+async def test_a_bare_output_type_on_the_responses_loop_through_the_bridge(
+    litellm_proxy, litellm_client
+):
+    # The bridge passes a json_object format on without its schema: the model wrote free
+    # JSON until max_output_tokens, every time. LiteLLM's profile asks for the output tool
+    # on the Responses API, which a named tool_choice holds to the schema.
+    config = CycleConfig(litellm_proxy.model, api="responses", **RESPONSES_OPTIONS)
+    cycle = LlmCycle(config, client=litellm_client)
+
+    response = await cycle.submit("Weather in Paris?", output_type=Weather)
+
+    assert isinstance(response.output, Weather)
+    assert [call["function"]["name"] for call in response.message["tool_calls"]] == ["final_result"]
 
 
 @MODES
