@@ -50,6 +50,7 @@ from ._policy import (
     relaxed_tool_choice,
     unanswered_calls,
 )
+from ._stream import EMPTY_STREAM
 from ._tool_stream import run_context
 from ._tool_turn import run_tools
 from ._trace import RunTrace
@@ -75,6 +76,7 @@ from .profiles import (
     fit_request,
     fit_responses_request,
     read_refusal,
+    streams_auto_choice,
 )
 from .requester import OpenAIRequester, Requester, TurnRequest
 
@@ -358,15 +360,18 @@ class Run:
                 #    tool_choice serves the prompt's first request only, or a forced loop
                 #    could end at max_turns alone; a resume continues the same prompt.
                 # A request the server refuses, naming a capability (see profiles.py),
-                # is sent once more in the next mode, unless it had started streaming.
+                # is sent once more in the next mode, unless it had started streaming; one
+                # whose stream brought nothing, once more unstreamed, for the server's reason.
                 refused: Refusal | None = None
+                unstreamed = False  # an empty stream's request, sent again unstreamed
                 while True:
                     _check_stop(ctx, usage)
                     builder = wire.builder(str(session.requests), config.repair_arguments, trace)
                     if output is not None and output.mode == "tool":
                         builder.show_arguments(FINAL_TOOL)  # the answer streams as text
                     session.requests += 1
-                    params = wire.params(config, messages, tools, self.stream)
+                    stream = self.stream and not unstreamed
+                    params = wire.params(config, messages, tools, stream)
                     if relaxed is not None and (turn > 1 or served):
                         if relaxed is FREE:
                             params.pop("tool_choice", None)
@@ -374,7 +379,6 @@ class Run:
                             params["tool_choice"] = relaxed
                     if output is not None:
                         output.plan.prepare(params)
-                    stream = self.stream
                     stream, changed = fit(params, profile, stream)
                     if changed:
                         logger.debug("request fitted to %s: %s", profile.name, "; ".join(changed))
@@ -391,11 +395,25 @@ class Run:
                                 began = True
                                 yield event
                     except LlmError as exc:
-                        if began or refused is not None or not config.adapt:
+                        if began or refused is not None or unstreamed:
+                            raise
+                        empty = stream and str(exc).startswith(EMPTY_STREAM)
+                        if not config.adapt:
+                            if empty and streams_auto_choice(params, stream):
+                                raise LlmError(
+                                    f'{exc}; llama-cpp-python fails a streamed tool_choice "auto" '
+                                    "so: CycleConfig(adapt=True) sends it unstreamed"
+                                ) from exc
                             raise
                         refused = read_refusal(str(exc), profile, params, stream)
                         if refused is None:
-                            raise
+                            if not empty:
+                                raise
+                            # The server failed after its 200 and said nothing: unstreamed,
+                            # the same request brings back its error (or the lost answer).
+                            logger.warning("%s: sending it again unstreamed, once", exc)
+                            unstreamed = True
+                            continue
                         asked = profile.output_mode(config.api)
                         profile = self._adapt(refused)
                         # Only a refused output mode changes it: another refusal (of

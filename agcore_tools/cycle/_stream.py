@@ -43,11 +43,15 @@ from .events import (
     Usage,
 )
 
-__all__ = ["Turn", "TurnBuilder", "describe_body"]
+__all__ = ["EMPTY_STREAM", "Turn", "TurnBuilder", "describe_body"]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
 _NO_EVENTS: tuple[StreamEvent, ...] = ()
+EMPTY_STREAM = "the model's stream was cut before anything arrived"
+"""How :meth:`TurnBuilder.end_stream` begins the error of a stream that brought nothing:
+the server failed after its 200 and sent no reason."""
+_UNSTREAMED = "unstreamed, the same request brings back the server's error"
 # Providers name the reasoning field differently; the history must echo the same name.
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 _SNIPPET = 100  # characters of an unexpected body quoted in an error
@@ -200,18 +204,18 @@ class TurnBuilder:
         """Check that the stream, now ended, carried a ``finish_reason``.
 
         A stream without one was cut: the server failed after sending 200 (llama-cpp-
-        python does so for streamed ``tool_choice="auto"``) or the connection was
-        closed cleanly before the end. Its turn is incomplete, so it is an error rather
-        than an empty answer.
+        python does so for a streamed ``tool_choice="auto"``, or a prompt over its
+        context) or the connection was closed cleanly before the end. Its turn is
+        incomplete, so it is an error rather than an empty answer; a server that sent
+        nothing gave no reason, which the same request unstreamed brings back (the loop
+        sends it so, see ``CycleConfig.adapt``).
         """
+        arrived = self._content or self._reasoning or self._refusal or self._slots or self._usage
         if self._raw_reason is None:
-            if not (
-                self._content or self._reasoning or self._refusal or self._slots or self._usage
-            ):
+            if not arrived:
                 raise LlmError(
-                    "the model's stream was cut before anything arrived: it ended without "
-                    "a finish_reason (the server failed after sending 200, as "
-                    'llama-cpp-python does for a streamed tool_choice "auto")'
+                    f"{EMPTY_STREAM}: it ended without a finish_reason (the server failed "
+                    f"after sending 200, without saying why; {_UNSTREAMED})"
                 )
             raise LlmError(
                 "the model's stream was cut: it ended without a finish_reason (the server "

@@ -59,6 +59,7 @@ __all__ = [
     "profile_for_url",
     "read_refusal",
     "resolve_profile",
+    "streams_auto_choice",
 ]
 
 logger = logging.getLogger("agcore_tools.cycle")
@@ -484,8 +485,7 @@ def read_refusal(
         True
     """
     if "stream was cut before anything arrived" in error:
-        choice = params.get("tool_choice")
-        if stream and params.get("tools") and choice in (None, "auto"):
+        if streams_auto_choice(params, stream):
             adapted = dataclasses.replace(profile, stream_auto_tool_calls=False)
             return Refusal('streamed "auto" tool choice', "unstreamed", adapted)
         return None
@@ -514,6 +514,19 @@ def read_refusal(
         adapted = dataclasses.replace(profile, parallel_tool_calls=False)
         return Refusal("parallel_tool_calls", "left out", adapted)
     return None
+
+
+def streams_auto_choice(params: Mapping[str, Any], stream: bool) -> bool:
+    """Whether a request streams with the model free to call its tools (``"auto"``, or
+    no ``tool_choice``): llama-cpp-python fails such a stream after its 200.
+
+    Example:
+        >>> streams_auto_choice({"tools": [{}], "tool_choice": "auto"}, True)
+        True
+        >>> streams_auto_choice({"tools": [{}], "tool_choice": "none"}, True)
+        False
+    """
+    return stream and bool(params.get("tools")) and params.get("tool_choice") in (None, "auto")
 
 
 def check_tool_count(tools: Sized, profile: ServerProfile) -> None:

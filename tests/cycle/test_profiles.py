@@ -254,6 +254,56 @@ async def test_an_empty_cut_stream_of_auto_is_sent_again_unstreamed(serve, make_
     assert [r.json.get("stream", False) for r in server.requests] == [True, False]
 
 
+OVERFLOW = "This model's maximum context length is 512 tokens. However, you requested 3055"
+
+
+@pytest.mark.parametrize("shape", ["empty"])
+@pytest.mark.parametrize("then", ["error", "answer"])
+async def test_a_stream_that_brought_nothing_is_sent_again_unstreamed(
+    serve, make_cycle, shape, then
+):
+    # A prompt over the context, streamed: llama-cpp-python fails after its 200 and ends
+    # the stream empty (the error blamed a streamed "auto" that was never sent); LiteLLM
+    # in front closes it with a bare finish_reason "stop" (an empty answer joined the
+    # history). Unstreamed, the server says why, or gives the answer the stream lost.
+    server = serve()
+    if shape == "empty":
+        server.add(RawStream([], done=True))
+    else:
+        last = {**server.chunk(), "choices": [{"index": 0, "delta": {}}]}
+        server.add(RawStream([server.chunk({}, "stop"), last], done=True))
+    server.add(S.error(400, OVERFLOW) if then == "error" else S.reply_text("Hi"))
+    cycle = make_cycle(server, profile=LLAMA if shape == "empty" else "litellm")
+
+    if then == "error":
+        with pytest.raises(LlmError, match="maximum context length is 512 tokens") as caught:
+            await cycle.submit_stream("Hi").collect()
+        assert "tool_choice" not in str(caught.value)
+        assert cycle.messages == [{"role": "user", "content": "Hi"}]
+    else:
+        response = await cycle.submit_stream("Hi").collect()
+        assert response.text == "Hi" and cycle.messages[-1]["content"] == "Hi"
+    assert [r.json.get("stream", False) for r in server.requests] == [True, False]
+
+
+@pytest.mark.parametrize("tools", [False, True])
+async def test_without_adapt_a_stream_that_brought_nothing_names_auto_only_where_sent(
+    serve, make_cycle, calc, tools
+):
+    server = serve()
+    server.add(RawStream([], done=True), S.reply_text("3"))
+    cycle = make_cycle(server, profile="openai", adapt=False)
+
+    with pytest.raises(LlmError, match="stream was cut before anything arrived") as caught:
+        if tools:
+            await cycle.submit_stream_with_tools("1 + 2?", calc).collect()
+        else:
+            await cycle.submit_stream("1 + 2?").collect()
+
+    assert ('tool_choice "auto"' in str(caught.value)) is tools
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_a_200_html_page_to_a_streamed_auto_turn_is_an_error_not_a_refusal(
     serve, make_cycle, calc, api, caplog
