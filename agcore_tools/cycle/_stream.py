@@ -16,7 +16,9 @@ normalise tool calls identically. Provider quirks handled here:
 - an error object in a chunk, raised as :class:`~agcore_tools.LlmError`;
 - ``finish_reason`` in the same chunk as the last argument fragment;
 - a stream that ends without any ``finish_reason`` (cut), raised as
-  :class:`~agcore_tools.LlmError` by :meth:`TurnBuilder.end_stream`;
+  :class:`~agcore_tools.LlmError` by :meth:`TurnBuilder.end_stream`; so is one whose
+  only chunk is a ``finish_reason``, with no role, text or usage (LiteLLM's proxy
+  closes a stream that failed behind it so; a real empty answer has its role);
 - ``content`` always a string on the assistant message (``""`` next to tool calls),
   the one shape both OpenAI and llama-cpp-python's server accept;
 - DeepSeek/Qwen ``reasoning_content`` (or ``reasoning``) kept on the message;
@@ -126,6 +128,7 @@ class TurnBuilder:
         "_by_id",
         "_by_index",
         "_content",
+        "_opened",
         "_raw_reason",
         "_reasoning",
         "_reasoning_key",
@@ -143,6 +146,7 @@ class TurnBuilder:
         self._turn_tag = turn_tag
         self._repair = repair
         self._content: list[str] = []
+        self._opened = False  # a delta named its role, as every answer's first one does
         self._reasoning: list[str] = []
         self._reasoning_key = _REASONING_KEYS[0]
         self._refusal: list[str] = []
@@ -201,14 +205,16 @@ class TurnBuilder:
         return events
 
     def end_stream(self) -> None:
-        """Check that the stream, now ended, carried a ``finish_reason``.
+        """Check that the stream, now ended, carried a ``finish_reason`` and an answer.
 
         A stream without one was cut: the server failed after sending 200 (llama-cpp-
         python does so for a streamed ``tool_choice="auto"``, or a prompt over its
-        context) or the connection was closed cleanly before the end. Its turn is
-        incomplete, so it is an error rather than an empty answer; a server that sent
-        nothing gave no reason, which the same request unstreamed brings back (the loop
-        sends it so, see ``CycleConfig.adapt``).
+        context) or the connection was closed cleanly before the end. So was one whose
+        only chunk is a ``finish_reason``, with no role, text or usage: LiteLLM's proxy
+        ends a stream that failed behind it that way, where a real empty answer names
+        its role. Such a turn is incomplete, so it is an error rather than an empty
+        answer; the server sent no reason, which the same request unstreamed brings back
+        (the loop sends it so, see ``CycleConfig.adapt``).
         """
         arrived = self._content or self._reasoning or self._refusal or self._slots or self._usage
         if self._raw_reason is None:
@@ -220,6 +226,12 @@ class TurnBuilder:
             raise LlmError(
                 "the model's stream was cut: it ended without a finish_reason (the server "
                 "failed after sending 200, or closed the stream early)"
+            )
+        if not (arrived or self._opened):
+            raise LlmError(
+                f"{EMPTY_STREAM}: it carried a finish_reason ({self._raw_reason!r}) but no "
+                "role, text or usage (LiteLLM's proxy ends a stream that failed behind it "
+                f"so; {_UNSTREAMED})"
             )
 
     def feed_completion(self, completion: Any) -> None:
@@ -243,6 +255,8 @@ class TurnBuilder:
             self._take_call(call, whole=True)
 
     def _take_delta(self, delta: Any, events: list[StreamEvent]) -> None:
+        if not self._opened and _field(delta, "role"):
+            self._opened = True
         self._take_text(delta, events)
         calls = _field(delta, "tool_calls")
         if calls:

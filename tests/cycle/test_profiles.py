@@ -257,7 +257,7 @@ async def test_an_empty_cut_stream_of_auto_is_sent_again_unstreamed(serve, make_
 OVERFLOW = "This model's maximum context length is 512 tokens. However, you requested 3055"
 
 
-@pytest.mark.parametrize("shape", ["empty"])
+@pytest.mark.parametrize("shape", ["empty", "only-finish"])
 @pytest.mark.parametrize("then", ["error", "answer"])
 async def test_a_stream_that_brought_nothing_is_sent_again_unstreamed(
     serve, make_cycle, shape, then
@@ -284,6 +284,16 @@ async def test_a_stream_that_brought_nothing_is_sent_again_unstreamed(
         response = await cycle.submit_stream("Hi").collect()
         assert response.text == "Hi" and cycle.messages[-1]["content"] == "Hi"
     assert [r.json.get("stream", False) for r in server.requests] == [True, False]
+
+
+async def test_a_streamed_empty_answer_naming_its_role_stays_an_answer(serve, make_cycle):
+    server = serve()
+    server.add(RawStream([server.chunk({"role": "assistant"}), server.chunk({}, "stop")]))
+    cycle = make_cycle(server, profile="litellm")
+
+    response = await cycle.submit_stream("Hi").collect()
+
+    assert (response.text, len(server.requests)) == ("", 1)
 
 
 @pytest.mark.parametrize("tools", [False, True])
