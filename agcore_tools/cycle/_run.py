@@ -43,6 +43,7 @@ from ._policy import (
     answer_unanswered,
     check_open_calls,
     check_open_tools,
+    check_tool_choice,
     clean_turn,
     drop_program_states,
     forced_choice_served,
@@ -80,7 +81,7 @@ from .profiles import (
 )
 from .requester import OpenAIRequester, Requester, TurnRequest
 
-__all__ = ["IDS_PAST_HISTORY", "Run", "Session"]
+__all__ = ["IDS_PAST_HISTORY", "UNOFFERED_CHOICE_REFUSED", "Run", "Session"]
 
 Message = dict[str, Any]
 
@@ -125,6 +126,15 @@ False only in a Temporal workflow run that a 0.2.0 worker began, replayed and go
 after an upgrade: 0.2.0 went on from the cycle's own count, and the run's recorded
 approvals answer the ids it made then (the workflow sets it from ``workflow.patched``;
 the cycle knows nothing of Temporal)."""
+
+
+UNOFFERED_CHOICE_REFUSED: ContextVar[bool] = ContextVar(
+    "agcore_tools_unoffered_choice_refused", default=True
+)
+"""Whether a request whose ``tool_choice`` names a tool it does not offer is refused
+before it is sent (:func:`~agcore_tools.cycle._policy.check_tool_choice`). False only in
+a Temporal workflow run begun before that (its ``workflow.patched``): such a run sent
+the request, and a replay must schedule the same activity."""
 
 
 def first_free_tag(messages: list[Message], floor: int) -> int:
@@ -379,6 +389,8 @@ class Run:
                             params["tool_choice"] = relaxed
                     if output is not None:
                         output.plan.prepare(params)
+                    if UNOFFERED_CHOICE_REFUSED.get():
+                        check_tool_choice(params)
                     stream, changed = fit(params, profile, stream)
                     if changed:
                         logger.debug("request fitted to %s: %s", profile.name, "; ".join(changed))

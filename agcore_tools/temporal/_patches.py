@@ -20,6 +20,7 @@ __all__ = [
     "PERMISSIONS_PER_QUEUE",
     "REQUESTS_AS_TEXT",
     "UNAWAITED_CALLS_FAIL",
+    "UNOFFERED_CHOICE_REFUSED",
 ]
 
 APPROVALS_ADD_UP = "agcore-approvals-add-up"
@@ -60,3 +61,7 @@ CUT_CALLS_NOT_REPAIRED = "agcore-cut-calls-not-repaired"
 arguments do not parse is answered with an error naming the limit (before: with
 ``repair_arguments=True``, its arguments were closed and the tool ran with its defaults
 for the arguments never written)."""
+UNOFFERED_CHOICE_REFUSED = "agcore-unoffered-choice-refused"
+"""A request whose ``tool_choice`` names a tool it does not offer (a typo, a tool a
+``select=`` left out) fails the run before the model request is scheduled (before: the
+``agcore.model_request`` activity ran and the server's error failed the run)."""
