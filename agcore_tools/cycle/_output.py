@@ -54,6 +54,8 @@ _CUT = {
     "content_filter": "the content filter stopped the answer",
 }
 _FINAL_DESCRIPTION = "Give the final answer: its arguments are the answer. Call it once, last."
+_LIMITS = frozenset({"length", "max_output_tokens"})
+_FIRST_KEY = re.compile(r'\s*\{\s*("(?:[^"\\]|\\.)*")\s*:')
 
 
 class Verdict(enum.Enum):
@@ -81,6 +83,8 @@ class OutputPlan:
     """Drops a ``null`` the strict schema allowed where the type means "the default"."""
     extra: Mapping[str, Any]
     """What :meth:`prepare` puts in each request: ``response_format`` or the tool."""
+    fields: frozenset[str] | None = None
+    """The answer's top-level fields, when the schema allows no others."""
 
     def prepare(self, params: dict[str, Any]) -> None:
         """Add the output's ``response_format``, or its tool and ``tool_choice``."""
@@ -209,8 +213,23 @@ class OutputRun:
         # Asking again under the same limit or filter would be cut the same way, and the
         # model would read a misleading "not valid JSON".
         cause = _CUT.get(turn.raw_reason or "")
-        if cause is not None:
-            self._stop(raw, cause)
+        if cause is None:
+            return
+        astray = _astray(self.plan, raw) if turn.raw_reason in _LIMITS else None
+        if astray is not None:
+            # Held to the schema, the model could not have written it: what ran on to
+            # the limit is free text, which a higher limit only lengthens.
+            ignored = (
+                "the schema sent with json_object (LiteLLM's Responses bridge drops it)"
+                if self.mode == "json_object"
+                else "the json_schema format"
+            )
+            cause = (
+                f"the answer does not follow the schema ({astray}) and ran on to the token "
+                f"limit: the server ignored {ignored}, so a higher limit would not help; "
+                f"ask with StructuredOutput({self.plan.label}, mode='tool')"
+            )
+        self._stop(raw, cause)
 
     def _stop(self, raw: str, reason: str) -> NoReturn:
         self.attempts += 1
@@ -245,16 +264,17 @@ def start_output(
     request_options: Mapping[str, Any],
     registry: ToolRegistry | None,
     profile: ServerProfile = OPENAI,
+    api: str = "chat",
 ) -> OutputRun:
     """The :class:`OutputRun` of one call, or :class:`LlmConfigError` for a type pydantic
     cannot validate or describe, or a setting the output would silently override.
 
-    A bare type asks for it the way the server's profile says
-    (``ServerProfile.structured_output``); a :class:`StructuredOutput` says it itself."""
+    A bare type asks for it the way the server's profile says for ``api``
+    (``ServerProfile.output_mode``); a :class:`StructuredOutput` says it itself."""
     spec = (
         output_type
         if isinstance(output_type, StructuredOutput)
-        else StructuredOutput(output_type, mode=profile.structured_output)
+        else StructuredOutput(output_type, mode=profile.output_mode(api))
     )
     if spec.mode != "tool" and "response_format" in request_options:
         raise LlmConfigError(
@@ -317,7 +337,42 @@ def _plan(spec: StructuredOutput) -> OutputPlan:
     else:
         extra = tool_definition(FINAL_TOOL, _FINAL_DESCRIPTION, sent, strict=strict is not None)
     nulls = build_plan(schema, check_extras=False) if strict is not None else None
-    return OutputPlan(spec, label, adapter, wrapped, nulls, extra)
+    properties = sent.get("properties")
+    fields = (
+        frozenset(properties)
+        if isinstance(properties, Mapping) and sent.get("additionalProperties") is False
+        else None
+    )
+    return OutputPlan(spec, label, adapter, wrapped, nulls, extra, fields)
+
+
+def _astray(plan: OutputPlan, raw: str) -> str | None:
+    """How a cut answer shows, in what came before the cut, that it does not follow the
+    schema; None when it may (or when it asks for the output tool, whose arguments a
+    named ``tool_choice`` holds to the schema).
+
+    Example:
+        >>> plan = start_output(int, {}, None).plan
+        >>> _astray(plan, '{"result": 4'), _astray(plan, '{"Is it 4?": "ye')
+        (None, "its first field 'Is it 4?' is not one of int's")
+        >>> _astray(plan, "Sure! The answer is")
+        'it is not a JSON object'
+    """
+    text = raw.lstrip()
+    if plan.spec.mode == "tool" or plan.fields is None or not text:
+        return None
+    if not text.startswith("{"):
+        return "it is not a JSON object"
+    match = _FIRST_KEY.match(text)
+    if match is None:
+        return None  # cut before its first field was whole
+    try:
+        key = json.loads(match[1])
+    except ValueError:
+        return None
+    if key in plan.fields:
+        return None
+    return f"its first field {key!r} is not one of {plan.label}'s"
 
 
 def _label(output_type: Any) -> str:

@@ -7,6 +7,7 @@ Pure functions over the config, the registry and the history, kept out of
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import hmac
 import json
@@ -16,6 +17,7 @@ from typing import Any
 
 from .._attachments import is_attachments_message
 from .._code_mode import PROGRAM_STATE, RUN_PYTHON
+from .._table import LISTED_TOOLS
 from .._unicode import scrub, scrub_json
 from ..calls import ParsedCall, aborted_text, parse_call, refusal, unknown_tool_error
 from ..error import ApprovalError, LlmConfigError, ToolNotOfferedError
@@ -32,6 +34,7 @@ __all__ = [
     "answer_unanswered",
     "check_open_calls",
     "check_open_tools",
+    "check_tool_choice",
     "clean_turn",
     "drop_program_states",
     "forced_choice_served",
@@ -87,6 +90,57 @@ def relaxed_tool_choice(options: Mapping[str, Any], profile: ServerProfile = OPE
     if not profile.tool_results_in_prompt and choice is not None and choice != "none":
         return FREE
     return _relaxed(choice)
+
+
+def check_tool_choice(params: Mapping[str, Any]) -> None:
+    """Refuse (:class:`~agcore_tools.LlmConfigError`) a request whose ``tool_choice``
+    names a function it does not offer, before it is sent: a server answers that with
+    an error (llama-cpp-python's is a 500, retried as any 500), never with the call.
+    A request without tools sends no ``tool_choice`` at all.
+
+    Example:
+        >>> tools = [{"type": "function", "function": {"name": "get_weather"}}]
+        >>> check_tool_choice({"tools": tools, "tool_choice": "required"})
+        >>> check_tool_choice({"tools": tools, "tool_choice": {"type": "function", "name": "get_wether"}})
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmConfigError: tool_choice names 'get_wether', which this request does not offer (did you mean 'get_weather'?): the tools offered are get_weather; name one of them, or offer it (submit_with_tools' registry, its select=)
+    """
+    tools = params.get("tools")
+    name = _chosen(params.get("tool_choice"))
+    if not tools or name is None:
+        return
+    offered = [n for n in map(_tool_name, tools) if n is not None]
+    if name in offered:
+        return
+    close = difflib.get_close_matches(name, offered, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    listed = (
+        f"the tools offered are {', '.join(offered)}"
+        if len(offered) <= LISTED_TOOLS
+        else f"{len(offered)} tools are offered"
+    )
+    raise LlmConfigError(
+        f"tool_choice names {name!r}, which this request does not offer{hint}: {listed}; "
+        "name one of them, or offer it (submit_with_tools' registry, its select=)"
+    )
+
+
+def _chosen(choice: Any) -> str | None:
+    # The function a named tool_choice forces, in the Chat or the Responses shape.
+    if not isinstance(choice, Mapping) or choice.get("type") != "function":
+        return None
+    function = choice.get("function")
+    name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
+    return name if isinstance(name, str) else None
+
+
+def _tool_name(tool: Any) -> str | None:
+    if not isinstance(tool, Mapping):
+        return None
+    function = tool.get("function")
+    name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
+    return name if isinstance(name, str) else None
 
 
 def forced_choice_served(messages: Sequence[Message]) -> bool:

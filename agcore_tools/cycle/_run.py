@@ -43,6 +43,7 @@ from ._policy import (
     answer_unanswered,
     check_open_calls,
     check_open_tools,
+    check_tool_choice,
     clean_turn,
     drop_program_states,
     forced_choice_served,
@@ -50,6 +51,7 @@ from ._policy import (
     relaxed_tool_choice,
     unanswered_calls,
 )
+from ._stream import EMPTY_STREAM
 from ._tool_stream import run_context
 from ._tool_turn import run_tools
 from ._trace import RunTrace
@@ -75,10 +77,18 @@ from .profiles import (
     fit_request,
     fit_responses_request,
     read_refusal,
+    streams_auto_choice,
 )
 from .requester import OpenAIRequester, Requester, TurnRequest
 
-__all__ = ["IDS_PAST_HISTORY", "UNIQUE_CALL_IDS", "Run", "Session", "call_ids"]
+__all__ = [
+    "IDS_PAST_HISTORY",
+    "UNIQUE_CALL_IDS",
+    "UNOFFERED_CHOICE_REFUSED",
+    "Run",
+    "Session",
+    "call_ids",
+]
 
 Message = dict[str, Any]
 
@@ -123,6 +133,15 @@ False only in a Temporal workflow run that a 0.2.0 worker began, replayed and go
 after an upgrade: 0.2.0 went on from the cycle's own count, and the run's recorded
 approvals answer the ids it made then (the workflow sets it from ``workflow.patched``;
 the cycle knows nothing of Temporal)."""
+
+
+UNOFFERED_CHOICE_REFUSED: ContextVar[bool] = ContextVar(
+    "agcore_tools_unoffered_choice_refused", default=True
+)
+"""Whether a request whose ``tool_choice`` names a tool it does not offer is refused
+before it is sent (:func:`~agcore_tools.cycle._policy.check_tool_choice`). False only in
+a Temporal workflow run begun before that (its ``workflow.patched``): such a run sent
+the request, and a replay must schedule the same activity."""
 
 
 def first_free_tag(messages: list[Message], floor: int) -> int:
@@ -308,9 +327,12 @@ class Run:
             config = self.config
             profile = await self._profile()
             bare = not isinstance(self.output_type, StructuredOutput)
-            if output is not None and bare and output.plan.spec.mode != profile.structured_output:
+            mode = profile.output_mode(config.api)
+            if output is not None and bare and output.plan.spec.mode != mode:
                 # A bare output type asks the way this server's profile says.
-                output = start_output(self.output_type, config.request_options, registry, profile)
+                output = start_output(
+                    self.output_type, config.request_options, registry, profile, config.api
+                )
             if config.api == "responses" and not profile.responses_api:
                 raise LlmConfigError(
                     f"the {profile.name} server has no Responses API (its server profile "
@@ -392,8 +414,10 @@ class Run:
                 #    tool_choice serves the prompt's first request only, or a forced loop
                 #    could end at max_turns alone; a resume continues the same prompt.
                 # A request the server refuses, naming a capability (see profiles.py),
-                # is sent once more in the next mode, unless it had started streaming.
+                # is sent once more in the next mode, unless it had started streaming; one
+                # whose stream brought nothing, once more unstreamed, for the server's reason.
                 refused: Refusal | None = None
+                unstreamed = False  # an empty stream's request, sent again unstreamed
                 while True:
                     _check_stop(ctx, usage)
                     builder = wire.builder(str(session.requests), config.repair_arguments, trace)
@@ -402,7 +426,8 @@ class Run:
                     if output is not None and output.mode == "tool":
                         builder.show_arguments(FINAL_TOOL)  # the answer streams as text
                     session.requests += 1
-                    params = wire.params(config, messages, tools, self.stream)
+                    stream = self.stream and not unstreamed
+                    params = wire.params(config, messages, tools, stream)
                     if relaxed is not None and (turn > 1 or served):
                         if relaxed is FREE:
                             params.pop("tool_choice", None)
@@ -410,7 +435,8 @@ class Run:
                             params["tool_choice"] = relaxed
                     if output is not None:
                         output.plan.prepare(params)
-                    stream = self.stream
+                    if UNOFFERED_CHOICE_REFUSED.get():
+                        check_tool_choice(params)
                     stream, changed = fit(params, profile, stream)
                     if changed:
                         logger.debug("request fitted to %s: %s", profile.name, "; ".join(changed))
@@ -427,14 +453,31 @@ class Run:
                                 began = True
                                 yield event
                     except LlmError as exc:
-                        if began or refused is not None or not config.adapt:
+                        if began or refused is not None or unstreamed:
+                            raise
+                        empty = stream and str(exc).startswith(EMPTY_STREAM)
+                        if not config.adapt:
+                            if empty and streams_auto_choice(params, stream):
+                                raise LlmError(
+                                    f'{exc}; llama-cpp-python fails a streamed tool_choice "auto" '
+                                    "so: CycleConfig(adapt=True) sends it unstreamed"
+                                ) from exc
                             raise
                         refused = read_refusal(str(exc), profile, params, stream)
                         if refused is None:
-                            raise
+                            if not empty:
+                                raise
+                            # The server failed after its 200 and said nothing: unstreamed,
+                            # the same request brings back its error (or the lost answer).
+                            logger.warning("%s: sending it again unstreamed, once", exc)
+                            unstreamed = True
+                            continue
+                        asked = profile.output_mode(config.api)
                         profile = self._adapt(refused)
-                        if output is not None and profile.structured_output != output.mode:
-                            output = output.in_mode(profile.structured_output)
+                        # Only a refused output mode changes it: another refusal (of
+                        # "required", say) leaves a StructuredOutput's own mode alone.
+                        if output is not None and profile.output_mode(config.api) != asked:
+                            output = output.in_mode(profile.output_mode(config.api))
                         relaxed = (
                             relaxed_tool_choice(config.request_options, profile)
                             if config.reset_tool_choice

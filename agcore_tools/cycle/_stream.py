@@ -16,7 +16,9 @@ normalise tool calls identically. Provider quirks handled here:
 - an error object in a chunk, raised as :class:`~agcore_tools.LlmError`;
 - ``finish_reason`` in the same chunk as the last argument fragment;
 - a stream that ends without any ``finish_reason`` (cut), raised as
-  :class:`~agcore_tools.LlmError` by :meth:`TurnBuilder.end_stream`;
+  :class:`~agcore_tools.LlmError` by :meth:`TurnBuilder.end_stream`; so is one whose
+  only chunk is a ``finish_reason``, with no role, text or usage (LiteLLM's proxy
+  closes a stream that failed behind it so; a real empty answer has its role);
 - ``content`` always a string on the assistant message (``""`` next to tool calls),
   the one shape both OpenAI and llama-cpp-python's server accept;
 - DeepSeek/Qwen ``reasoning_content`` (or ``reasoning``) kept on the message;
@@ -44,11 +46,15 @@ from .events import (
     Usage,
 )
 
-__all__ = ["Turn", "TurnBuilder", "describe_body", "renamed_call"]
+__all__ = ["EMPTY_STREAM", "Turn", "TurnBuilder", "describe_body", "renamed_call"]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
 _NO_EVENTS: tuple[StreamEvent, ...] = ()
+EMPTY_STREAM = "the model's stream was cut before anything arrived"
+"""How :meth:`TurnBuilder.end_stream` begins the error of a stream that brought nothing:
+the server failed after its 200 and sent no reason."""
+_UNSTREAMED = "unstreamed, the same request brings back the server's error"
 # Providers name the reasoning field differently; the history must echo the same name.
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 _SNIPPET = 100  # characters of an unexpected body quoted in an error
@@ -124,6 +130,7 @@ class TurnBuilder:
         "_by_id",
         "_by_index",
         "_content",
+        "_opened",
         "_raw_reason",
         "_reasoning",
         "_reasoning_key",
@@ -141,6 +148,7 @@ class TurnBuilder:
         self._turn_tag = turn_tag
         self._repair = repair
         self._content: list[str] = []
+        self._opened = False  # a delta named its role, as every answer's first one does
         self._reasoning: list[str] = []
         self._reasoning_key = _REASONING_KEYS[0]
         self._refusal: list[str] = []
@@ -207,25 +215,33 @@ class TurnBuilder:
         return events
 
     def end_stream(self) -> None:
-        """Check that the stream, now ended, carried a ``finish_reason``.
+        """Check that the stream, now ended, carried a ``finish_reason`` and an answer.
 
         A stream without one was cut: the server failed after sending 200 (llama-cpp-
-        python does so for streamed ``tool_choice="auto"``) or the connection was
-        closed cleanly before the end. Its turn is incomplete, so it is an error rather
-        than an empty answer.
+        python does so for a streamed ``tool_choice="auto"``, or a prompt over its
+        context) or the connection was closed cleanly before the end. So was one whose
+        only chunk is a ``finish_reason``, with no role, text or usage: LiteLLM's proxy
+        ends a stream that failed behind it that way, where a real empty answer names
+        its role. Such a turn is incomplete, so it is an error rather than an empty
+        answer; the server sent no reason, which the same request unstreamed brings back
+        (the loop sends it so, see ``CycleConfig.adapt``).
         """
+        arrived = self._content or self._reasoning or self._refusal or self._slots or self._usage
         if self._raw_reason is None:
-            if not (
-                self._content or self._reasoning or self._refusal or self._slots or self._usage
-            ):
+            if not arrived:
                 raise LlmError(
-                    "the model's stream was cut before anything arrived: it ended without "
-                    "a finish_reason (the server failed after sending 200, as "
-                    'llama-cpp-python does for a streamed tool_choice "auto")'
+                    f"{EMPTY_STREAM}: it ended without a finish_reason (the server failed "
+                    f"after sending 200, without saying why; {_UNSTREAMED})"
                 )
             raise LlmError(
                 "the model's stream was cut: it ended without a finish_reason (the server "
                 "failed after sending 200, or closed the stream early)"
+            )
+        if not (arrived or self._opened):
+            raise LlmError(
+                f"{EMPTY_STREAM}: it carried a finish_reason ({self._raw_reason!r}) but no "
+                "role, text or usage (LiteLLM's proxy ends a stream that failed behind it "
+                f"so; {_UNSTREAMED})"
             )
 
     def feed_completion(self, completion: Any) -> None:
@@ -249,6 +265,8 @@ class TurnBuilder:
             self._take_call(call, whole=True)
 
     def _take_delta(self, delta: Any, events: list[StreamEvent]) -> None:
+        if not self._opened and _field(delta, "role"):
+            self._opened = True
         self._take_text(delta, events)
         calls = _field(delta, "tool_calls")
         if calls:

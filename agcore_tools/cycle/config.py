@@ -312,8 +312,10 @@ class CycleConfig:
     """Whether a request the server refuses, naming a capability (``response_format``,
     ``strict``, ``tool_choice``, a cut streamed ``"auto"``), is sent once more in the
     next mode, with a WARNING, and the fallback kept for the client (see
-    :func:`~agcore_tools.cycle.profiles.read_refusal`). A refusal naming none stays an
-    error."""
+    :func:`~agcore_tools.cycle.profiles.read_refusal`); and whether any other stream that
+    brought nothing (the server failed after its 200, without saying why) is sent once
+    more unstreamed, for that request only, to bring back the server's error. A refusal
+    naming none stays an error."""
 
     def __init__(
         self,

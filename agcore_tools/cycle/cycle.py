@@ -510,7 +510,7 @@ class LlmCycle(TranscriptViews):
         # plans it again if the server's profile asks for another mode.
         known = config.profile or self._session.profile or OPENAI
         output = (
-            start_output(output_type, config.request_options, registry, known)
+            start_output(output_type, config.request_options, registry, known, config.api)
             if output_type is not None
             else None
         )

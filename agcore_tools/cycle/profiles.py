@@ -59,6 +59,7 @@ __all__ = [
     "profile_for_url",
     "read_refusal",
     "resolve_profile",
+    "streams_auto_choice",
 ]
 
 logger = logging.getLogger("agcore_tools.cycle")
@@ -120,6 +121,9 @@ class ServerProfile:
     responses_stream_tool_calls: bool = True
     """Whether a streamed Responses request may end in a function call; without it, a
     Responses turn that may call a tool is sent unstreamed."""
+    responses_structured_output: StructuredMode | None = None
+    """How a bare ``output_type`` asks for structured output on the Responses API; None
+    for as :attr:`structured_output` says (see :meth:`output_mode`)."""
     reasoning_field: str | None = None
     """The message field carrying reasoning text (``reasoning_content``), if any."""
     max_tools: int | None = None
@@ -131,6 +135,18 @@ class ServerProfile:
     ``"audio"``, ``"file"`` (text always goes). A tool's value of another kind is left
     out, its label in the result's text saying so, instead of failing every later
     request of the conversation."""
+
+    def output_mode(self, api: str) -> StructuredMode:
+        """How a bare ``output_type`` asks for structured output on ``api`` (``"chat"``
+        or ``"responses"``).
+
+        Example:
+            >>> LITELLM.output_mode("chat"), LITELLM.output_mode("responses")
+            ('json_object', 'tool')
+        """
+        if api == "responses" and self.responses_structured_output is not None:
+            return self.responses_structured_output
+        return self.structured_output
 
     def __post_init__(self) -> None:
         # A list (from JSON, a Temporal payload) would make the profile unhashable.
@@ -172,13 +188,15 @@ LITELLM = dataclasses.replace(
     responses_api=True,
     responses_assistant_text=True,
     responses_stream_tool_calls=False,
+    responses_structured_output="tool",
 )
 """LiteLLM's proxy: its Responses-to-Chat bridge, over the quirks of a local server
 behind it (llama-cpp-python's, as ``tests/real`` runs it). A proxy's capabilities are its
 backend's, which its model list does not tell, so the profile picked for it by itself
 assumes the most limited backend: every request works, at a cost on a capable one
-(``json_object`` output, tool turns unstreamed). In front of OpenAI's API, give
-``CycleConfig(profile="openai")``."""
+(``json_object`` output, tool turns unstreamed). The bridge passes a Responses
+``json_object`` format on without its schema, so there a bare ``output_type`` asks for
+the output tool. In front of OpenAI's API, give ``CycleConfig(profile="openai")``."""
 
 # Azure OpenAI serves OpenAI's models with OpenAI's request shape (the openai package's
 # AsyncAzureOpenAI): no source read for this profile shows any of these fields
@@ -467,8 +485,7 @@ def read_refusal(
         True
     """
     if "stream was cut before anything arrived" in error:
-        choice = params.get("tool_choice")
-        if stream and params.get("tools") and choice in (None, "auto"):
+        if streams_auto_choice(params, stream):
             adapted = dataclasses.replace(profile, stream_auto_tool_calls=False)
             return Refusal('streamed "auto" tool choice', "unstreamed", adapted)
         return None
@@ -497,6 +514,19 @@ def read_refusal(
         adapted = dataclasses.replace(profile, parallel_tool_calls=False)
         return Refusal("parallel_tool_calls", "left out", adapted)
     return None
+
+
+def streams_auto_choice(params: Mapping[str, Any], stream: bool) -> bool:
+    """Whether a request streams with the model free to call its tools (``"auto"``, or
+    no ``tool_choice``): llama-cpp-python fails such a stream after its 200.
+
+    Example:
+        >>> streams_auto_choice({"tools": [{}], "tool_choice": "auto"}, True)
+        True
+        >>> streams_auto_choice({"tools": [{}], "tool_choice": "none"}, True)
+        False
+    """
+    return stream and bool(params.get("tools")) and params.get("tool_choice") in (None, "auto")
 
 
 def check_tool_count(tools: Sized, profile: ServerProfile) -> None:
@@ -543,20 +573,8 @@ def fit_request(
     """
     if profile is OPENAI:
         return stream, []
-    changed: list[str] = []
+    changed = _fit_tool_choice(params, profile)
     tools = params.get("tools") or []
-    choice = params.get("tool_choice")
-    if choice == "required" and not profile.tool_choice_required:
-        if len(tools) == 1:
-            name = tools[0].get("function", {}).get("name")
-            params["tool_choice"] = {"type": "function", "function": {"name": name}}
-            changed.append('tool_choice "required" -> named')
-        else:
-            params["tool_choice"] = "auto"
-            changed.append('tool_choice "required" -> "auto"')
-    elif isinstance(choice, Mapping) and not profile.tool_choice_named:
-        params["tool_choice"] = "auto"
-        changed.append('named tool_choice -> "auto"')
     if not profile.parallel_tool_calls and params.pop("parallel_tool_calls", None) is not None:
         changed.append("parallel_tool_calls dropped")
     if not profile.strict_tools and any(_strict(tool) for tool in tools):
@@ -587,8 +605,17 @@ def fit_responses_request(
     text}`` (the bridge passes their ``output_text`` parts on as list content, which a
     server behind it, llama-cpp-python's, refuses).
     Without ``responses_stream_tool_calls``, a turn that may call a tool is unstreamed.
+    ``tool_choice`` is fitted as :func:`fit_request` fits it (LiteLLM's bridge answers
+    ``"required"`` with a 500): the Responses wire then sends a named choice in its own
+    shape.
 
     Example:
+        >>> weather = {"type": "function", "function": {"name": "weather"}}
+        >>> params = {"messages": [], "tools": [weather], "tool_choice": "required"}
+        >>> fit_responses_request(params, LITELLM, stream=False)
+        (False, ['tool_choice "required" -> named'])
+        >>> params["tool_choice"]
+        {'type': 'function', 'function': {'name': 'weather'}}
         >>> call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
         >>> turn = {"role": "assistant", "content": "", "response": {"output": [call]}}
         >>> params = {"messages": [{"role": "user", "content": "hi"}, turn],
@@ -612,7 +639,7 @@ def fit_responses_request(
     """
     if profile is OPENAI:
         return stream, []
-    changed: list[str] = []
+    changed = _fit_tool_choice(params, profile)
     messages = params.get("messages")
     if profile.responses_assistant_text and isinstance(messages, list):
         groups = texts = 0
@@ -636,6 +663,26 @@ def fit_responses_request(
             params.pop("stream_options", None)
             changed.append("streamed tool turn -> unstreamed")
     return stream, changed
+
+
+def _fit_tool_choice(params: dict[str, Any], profile: ServerProfile) -> list[str]:
+    # Both APIs: the request is still in the Chat Completions shape here, and the
+    # Responses wire turns a named choice into its own shape when it sends it.
+    changed: list[str] = []
+    tools = params.get("tools") or []
+    choice = params.get("tool_choice")
+    if choice == "required" and not profile.tool_choice_required:
+        if len(tools) == 1:
+            name = tools[0].get("function", {}).get("name")
+            params["tool_choice"] = {"type": "function", "function": {"name": name}}
+            changed.append('tool_choice "required" -> named')
+        else:
+            params["tool_choice"] = "auto"
+            changed.append('tool_choice "required" -> "auto"')
+    elif isinstance(choice, Mapping) and not profile.tool_choice_named:
+        params["tool_choice"] = "auto"
+        changed.append('named tool_choice -> "auto"')
+    return changed
 
 
 _ASSISTANT_TEXT = {"role": "assistant", "content": ""}

@@ -22,6 +22,7 @@ __all__ = [
     "REQUESTS_AS_TEXT",
     "UNAWAITED_CALLS_FAIL",
     "UNIQUE_CALL_IDS",
+    "UNOFFERED_CHOICE_REFUSED",
 ]
 
 APPROVALS_ADD_UP = "agcore-approvals-add-up"
@@ -70,3 +71,7 @@ PERMISSION_NAMES_NORMALISED = "agcore-permission-names-normalised"
 """The custom permission names the workers describe are read as ``Permission.custom``
 reads them: in lower case, without surrounding spaces (before: as recorded, so a tool's
 ``mcp:GitHub`` and a policy's ``mcp:github`` did not match)."""
+UNOFFERED_CHOICE_REFUSED = "agcore-unoffered-choice-refused"
+"""A request whose ``tool_choice`` names a tool it does not offer (a typo, a tool a
+``select=`` left out) fails the run before the model request is scheduled (before: the
+``agcore.model_request`` activity ran and the server's error failed the run)."""

@@ -22,6 +22,7 @@ from agcore_tools import (
     TrimOldest,
     tool,
 )
+from agcore_tools.cycle._policy import check_tool_choice
 from agcore_tools.testing import ScriptedChatServer
 
 from .conftest import S, tool_messages
@@ -564,3 +565,54 @@ def test_a_setting_of_the_wrong_type_is_refused_at_construction(
     assert "\n" not in str(info.value)
     assert named in str(info.value)
     client.close()
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize(
+    ("name", "select", "hint", "offered"),
+    [
+        ("get_wether", None, " (did you mean 'get_weather'?)", "get_weather, add"),
+        ("get_weather", ["add"], "", "add"),
+    ],
+    ids=["typo", "left-out-by-select"],
+)
+async def test_a_tool_choice_naming_a_tool_not_offered_is_refused_before_sending(
+    serve: Serve,
+    make_cycle: Callable[..., LlmCycle],
+    api: str,
+    name: str,
+    select: list[str] | None,
+    hint: str,
+    offered: str,
+) -> None:
+    # It was sent: llama-cpp-python answered 500 "Tool with name ... not found in tools",
+    # retried 3 times.
+    server = serve(S.reply_text("never sent"))
+    choice = (
+        {"type": "function", "function": {"name": name}}
+        if api == "chat"
+        else {"type": "function", "name": name}
+    )
+    cycle = make_cycle(server, api=api, tool_choice=choice)
+
+    with pytest.raises(LlmConfigError) as info:
+        await cycle.submit_with_tools("Weather in Oslo?", list(_tools()), select=select)
+
+    assert isinstance(info.value, ValueError) and "\n" not in str(info.value)
+    assert str(info.value) == (
+        f"tool_choice names '{name}', which this request does not offer{hint}: the tools "
+        f"offered are {offered}; name one of them, or offer it (submit_with_tools' "
+        "registry, its select=)"
+    )
+    assert server.requests == [] and cycle.messages == []
+
+
+def test_a_tool_choice_naming_a_tool_not_offered_lists_a_bounded_number() -> None:
+    tools = [{"type": "function", "function": {"name": f"tool_{n}"}} for n in range(40)]
+    choice = {"type": "function", "function": {"name": "tool_x"}}
+
+    with pytest.raises(
+        LlmConfigError,
+        match=r"does not offer \(did you mean .tool_9.\?\): 40 tools are offered; name one",
+    ):
+        check_tool_choice({"tools": tools, "tool_choice": choice})

@@ -337,6 +337,33 @@ async def test_a_cut_answer_raises_at_once_naming_the_cause(serve, make_cycle, a
     assert len(server.requests) == 1  # the same limit would cut a retry too
 
 
+@pytest.mark.parametrize("mode", ["json_object", "json_schema"])
+@pytest.mark.parametrize(
+    ("cut", "astray"),
+    [
+        ('{\n  "Biggest city?"\n: 1.25,\n"Is it Tokyo? No, no, no, no,', "'Biggest city?'"),
+        ("The biggest city is Tokyo, which", "not a JSON object"),
+    ],
+    ids=["other-field", "prose"],
+)
+async def test_a_cut_answer_that_never_followed_the_schema_says_so(
+    serve, make_cycle, mode, cut, astray
+):
+    # LiteLLM's Responses bridge dropped json_object's schema: the model wrote free JSON
+    # until max_output_tokens, and the error said to raise the limit.
+    server = serve(S.reply_text(cut, finish_reason="length"))
+    cycle = make_cycle(server)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("Biggest city?", output_type=StructuredOutput(City, mode=mode))
+
+    message = str(caught.value)
+    assert "does not follow the schema" in message and astray in message
+    assert "ask with StructuredOutput(City, mode='tool')" in message
+    assert "raise max_" not in message
+    assert len(server.requests) == 1
+
+
 async def test_a_bare_submit_answered_with_tool_calls_is_retried(serve, make_cycle):
     server = serve(
         S.reply_tool_calls([("lookup", {"q": "Japan"})], text="Let me look."),

@@ -3,6 +3,7 @@ the profile says the server accepts, and picks and logs the profile once."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -16,6 +17,7 @@ from agcore_tools import (
     LlmCycle,
     LlmError,
     ReasoningDelta,
+    StructuredOutput,
     TurnComplete,
 )
 from agcore_tools.cycle.profiles import (
@@ -252,6 +254,66 @@ async def test_an_empty_cut_stream_of_auto_is_sent_again_unstreamed(serve, make_
     assert [r.json.get("stream", False) for r in server.requests] == [True, False]
 
 
+OVERFLOW = "This model's maximum context length is 512 tokens. However, you requested 3055"
+
+
+@pytest.mark.parametrize("shape", ["empty", "only-finish"])
+@pytest.mark.parametrize("then", ["error", "answer"])
+async def test_a_stream_that_brought_nothing_is_sent_again_unstreamed(
+    serve, make_cycle, shape, then
+):
+    # A prompt over the context, streamed: llama-cpp-python fails after its 200 and ends
+    # the stream empty (the error blamed a streamed "auto" that was never sent); LiteLLM
+    # in front closes it with a bare finish_reason "stop" (an empty answer joined the
+    # history). Unstreamed, the server says why, or gives the answer the stream lost.
+    server = serve()
+    if shape == "empty":
+        server.add(RawStream([], done=True))
+    else:
+        last = {**server.chunk(), "choices": [{"index": 0, "delta": {}}]}
+        server.add(RawStream([server.chunk({}, "stop"), last], done=True))
+    server.add(S.error(400, OVERFLOW) if then == "error" else S.reply_text("Hi"))
+    cycle = make_cycle(server, profile=LLAMA if shape == "empty" else "litellm")
+
+    if then == "error":
+        with pytest.raises(LlmError, match="maximum context length is 512 tokens") as caught:
+            await cycle.submit_stream("Hi").collect()
+        assert "tool_choice" not in str(caught.value)
+        assert cycle.messages == [{"role": "user", "content": "Hi"}]
+    else:
+        response = await cycle.submit_stream("Hi").collect()
+        assert response.text == "Hi" and cycle.messages[-1]["content"] == "Hi"
+    assert [r.json.get("stream", False) for r in server.requests] == [True, False]
+
+
+async def test_a_streamed_empty_answer_naming_its_role_stays_an_answer(serve, make_cycle):
+    server = serve()
+    server.add(RawStream([server.chunk({"role": "assistant"}), server.chunk({}, "stop")]))
+    cycle = make_cycle(server, profile="litellm")
+
+    response = await cycle.submit_stream("Hi").collect()
+
+    assert (response.text, len(server.requests)) == ("", 1)
+
+
+@pytest.mark.parametrize("tools", [False, True])
+async def test_without_adapt_a_stream_that_brought_nothing_names_auto_only_where_sent(
+    serve, make_cycle, calc, tools
+):
+    server = serve()
+    server.add(RawStream([], done=True), S.reply_text("3"))
+    cycle = make_cycle(server, profile="openai", adapt=False)
+
+    with pytest.raises(LlmError, match="stream was cut before anything arrived") as caught:
+        if tools:
+            await cycle.submit_stream_with_tools("1 + 2?", calc).collect()
+        else:
+            await cycle.submit_stream("1 + 2?").collect()
+
+    assert ('tool_choice "auto"' in str(caught.value)) is tools
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_a_200_html_page_to_a_streamed_auto_turn_is_an_error_not_a_refusal(
     serve, make_cycle, calc, api, caplog
@@ -331,6 +393,89 @@ async def test_behind_litellm_a_streamed_responses_tool_turn_goes_unstreamed(
     assert response.text == "3"
     assert [r.stream for r in server.requests] == [False, True]
     assert "tool_choice" not in server.requests[1].json
+
+
+@pytest.mark.parametrize(
+    ("tools", "sent"),
+    [(["add"], {"type": "function", "name": "add"}), (["add", "weather"], "auto")],
+    ids=["one-tool", "two-tools"],
+)
+async def test_behind_litellm_a_required_responses_tool_choice_is_fitted_as_on_chat(
+    serve, make_cycle, calc, tools, sent
+):
+    # The bridge answered "required" with an empty 500, retried 3 times: the Chat
+    # request was fitted to the profile and the Responses one was not.
+    server = serve(S.reply_tool_calls([("add", {"a": 1, "b": 2})]), S.reply_text("3"))
+    cycle = make_cycle(server, api="responses", tool_choice="required", profile="litellm")
+
+    response = await cycle.submit_with_tools(
+        "1 + 2?", calc.view([calc.entry(name) for name in tools])
+    )
+
+    assert response.text == "3"
+    assert server.requests[0].json["tool_choice"] == sent
+    assert "tool_choice" not in server.requests[1].json  # forced first, then free
+
+
+async def test_behind_litellm_the_output_tool_next_to_tools_is_not_required(
+    serve, make_cycle, calc
+):
+    # StructuredOutput(mode="tool") with other tools asks for "required": on the
+    # Responses API behind LiteLLM, "auto" (the bridge's 500 otherwise).
+    server = serve(S.reply_tool_calls([("final_result", {"name": "Rome", "population": 3})]))
+    cycle = make_cycle(server, api="responses", profile="litellm")
+
+    response = await cycle.submit_with_tools(
+        "Rome?", calc, output_type=StructuredOutput(City, mode="tool")
+    )
+
+    assert response.output == City(name="Rome", population=3)
+    assert server.requests[0].json["tool_choice"] == "auto"
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_behind_litellm_a_bare_output_type_asks_for_the_output_tool_on_responses(
+    serve, make_cycle, api
+):
+    # The bridge sends a Responses json_object format on without its schema, so the
+    # model wrote free JSON until the token limit; on Chat the schema reaches the server.
+    answer = {"name": "Rome", "population": 3}
+    if api == "chat":
+        server = serve(S.reply_text(json.dumps(answer)))
+    else:
+        server = serve(S.reply_tool_calls([("final_result", answer)]))
+    cycle = make_cycle(server, api=api, profile="litellm")
+
+    response = await cycle.submit("Rome?", output_type=City)
+
+    assert response.output == City(**answer)
+    sent = server.requests[0].json
+    if api == "chat":
+        assert sent["response_format"]["type"] == "json_object"
+    else:
+        assert "text" not in sent
+        assert [tool["name"] for tool in sent["tools"]] == ["final_result"]
+        assert sent["tool_choice"] == {"type": "function", "name": "final_result"}
+
+
+async def test_a_refusal_of_required_keeps_the_output_mode_asked_for(serve, make_cycle, calc):
+    # Any refusal used to put the output in the profile's mode: here json_schema, with
+    # the final_result tool gone from the retried request.
+    server = serve(
+        S.error(400, "tool_choice 'required' is not supported by this server"),
+        S.reply_tool_calls([("final_result", {"name": "Rome", "population": 3})]),
+    )
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools(
+        "Rome?", calc, output_type=StructuredOutput(City, mode="tool")
+    )
+
+    assert response.output == City(name="Rome", population=3)
+    first, second = (request.json for request in server.requests)
+    assert (first["tool_choice"], second["tool_choice"]) == ("required", "auto")
+    assert "response_format" not in second
+    assert second["tools"][-1]["function"]["name"] == "final_result"
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])

@@ -9,8 +9,10 @@ adds (docs/providers.md):
 
 - it drops ``content: null`` from an assistant message before forwarding it, so the
   llama server sees no ``content`` (a different 500 than for ``null`` sent directly);
-- it turns the llama server's cut ``"auto"`` stream into an empty answer with
-  ``finish_reason: "stop"``, so the client cannot tell the cut;
+- it closes a stream that failed behind it (the llama server's cut ``"auto"`` stream, a
+  prompt over its context) with a bare ``finish_reason: "stop"``: no role, text or usage,
+  which a real empty answer has, so the loop tells the cut and sends the request again
+  unstreamed, for the server's error;
 - its Responses bridge sends a follow-up's function call as an assistant message with
   no ``content``; an explicit empty assistant message before the call fills it, which
   LiteLLM's server profile sends (not with ``chain_responses``, out of its reach);
@@ -20,6 +22,8 @@ adds (docs/providers.md):
 - a streamed Responses function call ends with ``response.failed`` (an error in
   LiteLLM's own chunk builder) after all of its argument deltas, so the profile sends
   such a turn unstreamed.
+- its Responses bridge answers ``tool_choice: "required"`` with an empty 500, so the
+  profile fits a Responses ``tool_choice`` as it fits a Chat one (the one tool by name).
 
 Each quirk is pinned raw (the drop-in, or ``profile="openai"``) and the loop is shown
 answering with LiteLLM's profile, which it picks by itself: the proxy's ``GET /models``
@@ -33,6 +37,7 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from agcore_tools import CycleConfig, FinishReason, LlmCycle, LlmError, MaxTurnsExceededError
 
@@ -41,6 +46,7 @@ from .conftest import RealServer
 from .test_llama_cpp_server import (
     FORCE_ADD,
     MODES,
+    OVER_THE_CONTEXT,
     QUESTION,
     assert_answers,
     assert_tool_turns,
@@ -121,25 +127,63 @@ async def test_auto_tool_choice_loop_is_accepted_on_every_turn(
     await assert_answers(cycle, tools, stream=False)
 
 
-async def test_streamed_auto_tool_choice_cut_comes_back_as_an_empty_answer(
+async def test_streamed_auto_tool_choice_cut_is_told_from_an_empty_answer(
     litellm_proxy, litellm_client, tools
 ):
     # Direct, the llama server's stream ends without a finish_reason, and the loop
-    # raises a cut stream. The proxy closes that stream with finish_reason "stop" and no
-    # text: LiteLLM's doing, and a normal (empty) answer as far as any client can tell.
-    # Raw, so OpenAI's profile: LiteLLM's sends that turn unstreamed.
-    cycle = make_cycle(litellm_proxy, litellm_client, tool_choice="auto", profile="openai")
+    # raises a cut stream. The proxy closes that stream with finish_reason "stop", but
+    # with no role, text or usage, which a real empty answer has (stop=["I"] below): it
+    # used to come back as an empty answer, joining the history. Raw, so OpenAI's profile
+    # without adapt: LiteLLM's sends that turn unstreamed.
+    raw = await litellm_client.chat.completions.create(
+        model=litellm_proxy.model,
+        messages=[{"role": "user", "content": QUESTION}],
+        tools=tools.definitions(),
+        tool_choice="auto",
+        max_tokens=16,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = [chunk async for chunk in raw]
+    assert [c.choices[0].delta.role for c in chunks if c.choices] == [None, None]
+    assert chunks[0].choices[0].finish_reason == "stop" and chunks[-1].usage is None
+    empty = await litellm_client.chat.completions.create(
+        model=litellm_proxy.model,
+        messages=[{"role": "user", "content": "Say hi"}],
+        temperature=0,
+        max_tokens=5,
+        stop=["I"],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = [chunk async for chunk in empty]
+    assert chunks[0].choices[0].delta.role == "assistant" and chunks[-1].usage is not None
+    assert not "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    cycle = make_cycle(
+        litellm_proxy, litellm_client, tool_choice="auto", profile="openai", adapt=False
+    )
 
-    response = await cycle.submit_stream_with_tools(QUESTION, tools).collect()
+    with pytest.raises(LlmError, match="stream was cut before anything arrived"):
+        await cycle.submit_stream_with_tools(QUESTION, tools).collect()
 
-    assert (response.text, response.stop_reason) == ("", FinishReason.STOP)
     assert tools.runs == []
-    assert cycle.messages == [
-        {"role": "user", "content": QUESTION},
-        {"role": "assistant", "content": ""},
-    ]
+    assert cycle.messages == [{"role": "user", "content": QUESTION}]
     stop_forcing(cycle)
     await assert_answers(cycle, tools, stream=True)
+
+
+async def test_a_streamed_prompt_over_the_context_is_the_servers_error_not_an_empty_answer(
+    litellm_proxy, litellm_client
+):
+    # The llama server fails the stream after its 200 and the proxy closes it with a bare
+    # finish_reason: the loop sends the request again unstreamed, and the proxy's 400
+    # names the limit. It used to be an empty answer, silently.
+    cycle = make_cycle(litellm_proxy, litellm_client)
+
+    with pytest.raises(LlmError, match=r"ContextWindowExceededError.*maximum context length"):
+        await cycle.submit_stream(OVER_THE_CONTEXT).collect()
+
+    assert cycle.messages == [{"role": "user", "content": OVER_THE_CONTEXT}]
 
 
 async def test_chat_drop_in_through_the_proxy(litellm_proxy, litellm_client, tools):
@@ -280,6 +324,46 @@ async def test_the_responses_loop_through_the_bridge(litellm_proxy, litellm_clie
     answer = await plain.submit("Say hello.")
     assert answer.text and answer.usage.prompt_tokens > 0
     assert plain.messages[1]["response"]["output"][0]["type"] == "message"
+
+
+async def test_a_required_tool_choice_on_the_responses_loop_through_the_bridge(
+    litellm_proxy, litellm_client, tools
+):
+    # The bridge answers "required" with an empty 500 (and so does the server behind it,
+    # which takes no "required"): LiteLLM's profile sends the one tool offered by name,
+    # in the Responses shape, as it does on Chat Completions.
+    config = CycleConfig(
+        litellm_proxy.model, api="responses", tool_choice="required", **RESPONSES_OPTIONS
+    )
+    cycle = LlmCycle(config, client=litellm_client)
+
+    response = await cycle.submit_with_tools(
+        "What's the weather in Paris?", tools.view([tools.entry("get_weather")])
+    )
+
+    assert [name for name, _ in tools.runs] == ["get_weather"]
+    assert response.turns == 2 and response.text
+    assert [m["role"] for m in cycle.messages] == ["user", "assistant", "tool", "assistant"]
+
+
+class Weather(BaseModel):
+    city: str
+    celsius: int
+
+
+async def test_a_bare_output_type_on_the_responses_loop_through_the_bridge(
+    litellm_proxy, litellm_client
+):
+    # The bridge passes a json_object format on without its schema: the model wrote free
+    # JSON until max_output_tokens, every time. LiteLLM's profile asks for the output tool
+    # on the Responses API, which a named tool_choice holds to the schema.
+    config = CycleConfig(litellm_proxy.model, api="responses", **RESPONSES_OPTIONS)
+    cycle = LlmCycle(config, client=litellm_client)
+
+    response = await cycle.submit("Weather in Paris?", output_type=Weather)
+
+    assert isinstance(response.output, Weather)
+    assert [call["function"]["name"] for call in response.message["tool_calls"]] == ["final_result"]
 
 
 @MODES

@@ -37,6 +37,7 @@ from ..cycle.conftest import assert_history_valid
 from .conftest import RealServer
 
 QUESTION = "What is 2 + 3?"
+OVER_THE_CONTEXT = "Summarize this: " + "lorem ipsum dolor sit amet " * 300  # 3000 tokens
 FORCE_ADD = {"type": "function", "function": {"name": "add"}}
 FORCE_REPORT = {"type": "function", "function": {"name": "report"}}
 GIF = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"
@@ -163,13 +164,28 @@ async def test_streamed_auto_tool_choice_is_a_cut_stream(llama_server, llama_cli
         llama_server, llama_client, tool_choice="auto", profile="openai", adapt=False
     )
 
-    with pytest.raises(LlmError, match="stream was cut before anything arrived"):
+    with pytest.raises(LlmError, match=r'stream was cut before anything arrived.*"auto"'):
         await cycle.submit_stream_with_tools(QUESTION, tools).collect()
 
     assert cycle.messages == [{"role": "user", "content": QUESTION}]
     assert tools.runs == []
     stop_forcing(cycle)
     await assert_answers(cycle, tools, stream=True)
+
+
+async def test_a_streamed_prompt_over_the_context_shows_the_servers_reason(
+    llama_server, llama_client
+):
+    # The server fails after its 200 and ends the stream empty, its reason only in its
+    # own log: the error blamed a streamed "auto" tool choice, never sent. The loop sends
+    # the request again unstreamed, and the server's 400 names the limit.
+    cycle = make_cycle(llama_server, llama_client)
+
+    with pytest.raises(LlmError, match="maximum context length is 2048 tokens") as caught:
+        await cycle.submit_stream(OVER_THE_CONTEXT).collect()
+
+    assert "tool_choice" not in str(caught.value)
+    assert cycle.messages == [{"role": "user", "content": OVER_THE_CONTEXT}]
 
 
 @MODES

@@ -112,6 +112,10 @@ UNPATCHED = {
     # Recorded by the workers of cc606b7, before "agcore-permission-names-normalised": a
     # tool needing custom "billing:Refund" ran under a policy denying "billing:refund".
     "custom-names": "custom permission names that differ in case did not match: it ran",
+    # Recorded by the workers of 897867a, before "agcore-unoffered-choice-refused": the
+    # tool_choice named "ad", not offered; the request was sent, and the scripted model
+    # called add all the same. This version fails such a run before any activity.
+    "unoffered-choice": "a tool_choice naming a tool not offered, sent; the run finished",
 }
 
 
@@ -123,6 +127,16 @@ async def test_histories_of_runs_before_the_queue_and_text_patches_replay(name: 
     assert result.replay_failure is None, (
         f"{path.name} ({UNPATCHED[name]}): {result.replay_failure}"
     )
+
+
+def test_the_unoffered_choice_history_sent_its_requests() -> None:
+    events = json.loads((RECORDED / "unpatched-unoffered-choice.json").read_text())["events"]
+    scheduled = [
+        e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+        for e in events
+        if "activityTaskScheduledEventAttributes" in e
+    ]
+    assert scheduled == ["agcore.model_request", "agcore.call_tool", "agcore.model_request"]
 
 
 @pytest.mark.parametrize("name", ["cut-call", "cut-call-responses"])

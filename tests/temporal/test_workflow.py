@@ -235,6 +235,42 @@ async def test_a_call_id_the_server_gives_again_has_its_own_in_a_run(client: Cli
     assert replay.replay_failure is None
 
 
+async def test_a_tool_choice_naming_a_tool_not_offered_fails_a_run_before_any_request(
+    client: Client,
+) -> None:
+    # A run begun before the patch agcore-unoffered-choice-refused sent the request
+    # (tests/temporal/histories/unpatched-unoffered-choice.json).
+    tools = ToolRegistry()
+
+    @tools.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    config = CycleConfig("m", tool_choice={"type": "function", "function": {"name": "ad"}})
+    with S([S.reply_text("never sent")]) as server:
+        async with (
+            server.client() as openai,
+            worker(client, "unoffered", ToolActivities(tools, openai)),
+        ):
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of("add 2 and 3", config),
+                id="unoffered-1",
+                task_queue="unoffered",
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finish(handle)
+        assert server.requests == []
+    assert isinstance(failed.value.cause, ApplicationError)
+    assert failed.value.cause.type == "LlmConfigError"
+    assert failed.value.cause.message.startswith(
+        "tool_choice names 'ad', which this request does not offer (did you mean 'add'?)"
+    )
+    assert await activity_attempts(handle) == []
+
+
 async def test_an_image_from_a_tool_reaches_the_model_as_in_the_in_process_loop(
     client: Client, spawn: Spawn, model: Model, workdir: Path
 ) -> None:
