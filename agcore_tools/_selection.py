@@ -14,20 +14,17 @@ offered is a call to an unknown tool, handled by ``CycleConfig.unknown_tool``.
 
 from __future__ import annotations
 
-import copy
-import threading
-import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from ._aio import positive_number
-from ._budget import ESTIMATE_ONLY, definition_costs
 from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, SandboxFactory, require_monty
 from ._progress import is_async_callable
 from ._ranking import Embedder
 from ._sandbox import OWN_LIMITS, suspensions_for
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
+from ._snapshot import Definitions, Snapshot, copied, current_snapshot
 from .base import BaseTool
 from .error import LlmConfigError, LlmUsageError
 from .registry import ToolEntry, ToolRegistry
@@ -203,9 +200,9 @@ class ToolSearch:
             >>> import asyncio
             >>> asyncio.run(ToolSearch().build_index(ToolRegistry()))
         """
-        definitions = cast(Definitions, registry.definitions(unavailable=True))
+        snapshot = await current_snapshot(registry)  # the definitions runs search: one index
         await SearchTool(
-            definitions, set, _ignore, self.max_results, embedder=self.embedder
+            snapshot.definitions, set, _ignore, self.max_results, embedder=self.embedder
         ).index()
 
 
@@ -292,8 +289,6 @@ class CodeMode:
 def _positive_or_none(value: object) -> bool:
     return value is None or positive_number(value)
 
-
-Definitions: TypeAlias = list[dict[str, Any]]  # tool definitions, as plain dicts
 
 Selector: TypeAlias = (
     Iterable[str]
@@ -402,59 +397,24 @@ def _called_since_user(history: Sequence[Message]) -> list[str]:
     return list(dict.fromkeys(reversed(names)))
 
 
-class _Snapshot:
-    """A registry's definitions at one revision, shared by its runs, which never edit
-    them (they copy what they send), and what they cost per model, counted once."""
-
-    def __init__(self, registry: ToolRegistry) -> None:
-        self.revision = registry.revision
-        # The SDK's TypedDicts for apps; this module edits them as the plain dicts they
-        # are. With the tools whose breaker is open: turn() leaves them out while it
-        # is, and a call to one is then told to wait, not that no such tool exists.
-        self.definitions = (
-            cast(Definitions, registry.definitions(unavailable=True)) if len(registry) else []
-        )
-        self._costs: dict[tuple[str, bool], int] = {}
-
-    def cost(self, model: str) -> int:
-        key = (model, ESTIMATE_ONLY.get())
-        total = self._costs.get(key)
-        if total is None:
-            total = self._costs[key] = sum(t for _, t in definition_costs(self.definitions, model))
-        return total
-
-
-# Copying and counting 10,000 definitions takes the event loop half a second: done once
-# per registry revision, not at every run.
-_SNAPSHOTS: weakref.WeakKeyDictionary[ToolRegistry, _Snapshot] = weakref.WeakKeyDictionary()
-_SNAPSHOTS_LOCK = threading.Lock()  # runs on several loops, in several threads
-
-
-def _snapshot(registry: ToolRegistry) -> _Snapshot:
-    with _SNAPSHOTS_LOCK:
-        snapshot = _SNAPSHOTS.get(registry)
-    if snapshot is None or snapshot.revision != registry.revision:
-        snapshot = _Snapshot(registry)
-        with _SNAPSHOTS_LOCK:
-            _SNAPSHOTS[registry] = snapshot
-    return snapshot
-
-
 class RunOffer:
     """The tools one run offers: asked before each request for the definitions to send
     and the registry that runs the model's calls (only the offered tools).
 
     Without a selector every definition is sent and the registry itself runs the calls.
+    Made with :meth:`start`, which takes the registry's definitions off the event loop.
     """
 
-    def __init__(self, registry: ToolRegistry, select: Selector | None, model: str) -> None:
+    def __init__(
+        self, registry: ToolRegistry, select: Selector | None, model: str, snapshot: Snapshot
+    ) -> None:
         self._registry = registry
         self._select = select = _reusable(select) if select is not None else None
-        snapshot = _snapshot(registry)
+        self._snapshot = snapshot  # shared: read, never edited
         self._revision = snapshot.revision
-        self._all = snapshot.definitions  # shared: read, never edited
+        self._all = snapshot.definitions
         self._whole: Definitions | None = None  # this run's copy of all, when sent
-        self._offerable = {_name(d) for d in self._all}
+        self._offerable = snapshot.positions
         self._views: dict[tuple[str, ...], ToolRegistry] = {}
         self._found: list[str] = []
         self._resumed = False  # the history's open run's calls re-found (see _turn)
@@ -490,6 +450,15 @@ class RunOffer:
         tools: tuple[BaseTool | None, ...] = (self._code, self._search, self._load)
         self._own = frozenset(tool.name for tool in tools if tool is not None)
 
+    @classmethod
+    async def start(cls, registry: ToolRegistry, select: Selector | None, model: str) -> RunOffer:
+        """The offer of a run over ``registry``: its definitions copied (and, for a
+        :class:`ToolSearch` with a budget, counted for ``model``) in a worker thread,
+        once per registry revision."""
+        budget = select.budget if isinstance(select, ToolSearch) else None
+        snapshot = await current_snapshot(registry, model if budget is not None else None)
+        return cls(registry, select, model, snapshot)
+
     def _searching(self, select: ToolSearch) -> None:
         self._search = SearchTool(
             self._all,
@@ -503,7 +472,7 @@ class RunOffer:
         if select.two_stage:
             self._load = LoadTool(self._all, self._offered, self._add_found)
 
-    def _refresh(self) -> None:
+    async def _refresh(self) -> None:
         """Take the registry's tools again when they changed mid-run (a tool registered,
         unregistered or replaced, another permission checker): an unregistered tool is
         no longer offered nor run, a new one can be found. The found tools keep their
@@ -517,9 +486,9 @@ class RunOffer:
             # is now, so an unregistered tool no longer runs.
             self._revision, self._with_code = registry.revision, None
             return
-        snapshot = _snapshot(registry)
+        snapshot = self._snapshot = await current_snapshot(registry)
         self._revision, self._all, self._whole = snapshot.revision, snapshot.definitions, None
-        self._offerable = {_name(d) for d in self._all}
+        self._offerable = snapshot.positions
         self._views.clear()
         self._found = [name for name in self._found if name in self._offerable]
         if isinstance(self._select, ToolSearch) and self._search is not None:
@@ -531,18 +500,22 @@ class RunOffer:
     def _add_found(self, names: list[str]) -> None:
         self._found.extend(name for name in names if name not in self._found)
 
-    def turn(self, history: Sequence[Message]) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
+    async def turn(
+        self, history: Sequence[Message]
+    ) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
         """The definitions for the next request (None for none) and the registry that
         runs its calls. Tools whose circuit breaker is open are left out."""
-        self._refresh()
-        tools, view = self._turn(history)
+        await self._refresh()
+        tools, view = await self._turn(history)
         if tools:
             unavailable = self._registry.unavailable_tools()
             if unavailable:
                 tools = [d for d in tools if _name(d) not in unavailable] or None
         return tools, view
 
-    def _turn(self, history: Sequence[Message]) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
+    async def _turn(
+        self, history: Sequence[Message]
+    ) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
         select, search = self._select, self._search
         if self._code is not None:
             # Only run_python is offered (its definition through the registry's
@@ -552,7 +525,7 @@ class RunOffer:
             return offered, self.for_open_calls()
         if select is None or (isinstance(select, ToolSearch) and search is None):
             if self._whole is None:  # sent as it is to every request of the run
-                self._whole = copy.deepcopy(self._all)
+                self._whole = await copied(self._all)
             return (self._whole or None), self._registry
         if isinstance(select, ToolSearch) and search is not None:
             if not self._resumed:
@@ -565,18 +538,19 @@ class RunOffer:
             # Core tools in registration order, the search tool, then what was found in
             # the order found: each search only appends.
             core = self._core = _resolve(select.core, history, self._registry)
-            chosen = [d for d in self._all if _name(d) in core]
-            found = {_name(d): d for d in self._all if _name(d) in self._found}
+            snapshot = self._snapshot
+            chosen = snapshot.in_order(core)
             chosen.append(search.definition())
             if self._load is not None:
                 chosen.append(self._load.definition())
-            chosen.extend(found[name] for name in self._found if name not in core)
+            definitions, positions = snapshot.definitions, snapshot.positions
+            chosen.extend(definitions[positions[n]] for n in self._found if n not in core)
         else:
             names = _resolve(select, history, self._registry)
-            chosen = [d for d in self._all if _name(d) in names]
+            chosen = self._snapshot.in_order(names)
         view = self._view(tuple(_name(d) for d in chosen))
         # Copies: a caller's edit of a sent definition must not reach the next request.
-        return [copy.deepcopy(d) for d in chosen] or None, view
+        return (await copied(chosen)) or None, view
 
     def for_open_calls(self) -> ToolRegistry:
         """The registry that runs the calls a paused run left open: the registry's

@@ -1,0 +1,103 @@
+"""Tool search in the loop, large registries and registries that change mid-run.
+
+The captured requests of a real ScriptedChatServer show which tools each request sent.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Any
+
+import pytest
+
+from agcore_tools import ToolRegistry, ToolSearch
+from agcore_tools import _snapshot as snapshots
+from agcore_tools.schema import SchemaContext
+from agcore_tools.testing import ScriptedChatServer as S
+
+from .test_selection import sent
+
+
+class _Probe(dict[str, Any]):
+    """A part of a schema that notes the threads which copy it."""
+
+    threads: set[int] = set()  # noqa: RUF012 - one test's notes, cleared by it
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Probe:
+        _Probe.threads.add(threading.get_ident())
+        return _Probe(copy.deepcopy(dict(self), memo))
+
+
+def _probed(built: dict[str, set[int]]) -> ToolRegistry:
+    """A registry whose definitions note the threads that build and copy them: about
+    100 KB of JSON, large enough to be copied off the event loop."""
+
+    def probe(schema: dict[str, Any], ctx: SchemaContext) -> dict[str, Any]:
+        built.setdefault(ctx.tool_name, set()).add(threading.get_ident())
+        if "item" in schema["properties"]:
+            schema["properties"]["item"] = _Probe(schema["properties"]["item"])
+        return schema
+
+    def handle(item: str) -> str:
+        return item
+
+    registry = ToolRegistry(schema_transforms=[probe])
+    for n in range(40):
+        description = f"Handle records of kind {n}. " + "Usage notes. " * 200
+        registry.tool(name=f"crm__op_{n}", description=description)(handle)
+
+    @registry.tool
+    def add_tool() -> str:
+        """Register one more tool, as an MCP server's list_changed makes an app do."""
+        registry.tool(name="late__extra", description="A late tool.")(handle)
+        return "added"
+
+    return registry
+
+
+@pytest.mark.parametrize(
+    "select",
+    [None, ToolSearch(core=["add_tool"]), ToolSearch(core=["add_tool"], budget=10)],
+    ids=["all", "search", "budget"],
+)
+async def test_a_run_takes_copies_and_counts_the_definitions_off_the_event_loop(
+    serve, make_cycle, monkeypatch, select
+):
+    # A run built, copied and (with a budget) counted every definition on the event
+    # loop, at its start and after each registry change: 0.15 s at 1,500 tools, over a
+    # second at 10,000, with every other task of the app frozen meanwhile.
+    loop = threading.get_ident()
+    built: dict[str, set[int]] = {}
+    counted: set[int] = set()
+    costs = snapshots.definition_costs
+
+    def noted(definitions: Any, model: str) -> Any:
+        counted.add(threading.get_ident())
+        return costs(definitions, model)
+
+    monkeypatch.setattr(snapshots, "definition_costs", noted)
+    _Probe.threads.clear()
+    registry = _probed(built)
+    server = serve(S.reply_tool_calls([("add_tool", {}, "a1")]), S.reply_text("done"))
+
+    await make_cycle(server).submit_with_tools("?", registry, select=select)
+
+    assert "late__extra" in built  # the run took the registry again after add_tool
+    if select is None:
+        assert "late__extra" in sent(server)[1]
+    assert all(loop not in threads for threads in built.values())
+    assert _Probe.threads and loop not in _Probe.threads
+    if isinstance(select, ToolSearch) and select.budget is not None:
+        assert counted and loop not in counted
+
+
+async def test_build_index_takes_the_definitions_off_the_event_loop():
+    loop = threading.get_ident()
+    built: dict[str, set[int]] = {}
+    _Probe.threads.clear()
+
+    await ToolSearch().build_index(_probed(built))
+
+    assert built and all(loop not in threads for threads in built.values())
+    assert _Probe.threads and loop not in _Probe.threads
