@@ -15,8 +15,9 @@ import hashlib
 import importlib.util
 import logging
 import threading
+import types
 from collections import Counter, OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Any
 
@@ -35,7 +36,7 @@ LOAD_TOOL_NAME = "load_tools"
 logger = logging.getLogger("agcore_tools.search")
 
 _CACHED_INDEXES = 4
-_Key = tuple[int, bytes]  # the embedder's id, the definitions' hash
+_Key = tuple[Hashable, bytes]  # the embedder's identity (see _identity), the definitions' hash
 _INDEXES: OrderedDict[_Key, tuple[Embedder | None, ToolIndex]] = OrderedDict()
 _BUILDING: dict[_Key, tuple[Embedder | None, Future[ToolIndex]]] = {}
 _CACHE_LOCK = threading.Lock()  # indexes are built in worker threads
@@ -147,17 +148,17 @@ class SearchTool(BaseTool):
         # same tools: the index of the last few tool sets is kept (an embedder's pass
         # over 1,000 tools takes about a second, a large encoder's minutes).
         embedder = self._embedder
-        key = (id(embedder), hashlib.sha256(to_json(self._definitions)).digest())
+        key = (_identity(embedder), hashlib.sha256(to_json(self._definitions)).digest())
         with _CACHE_LOCK:
             # The embedder itself is kept with its index: an id is reused once freed.
             cached = _INDEXES.get(key)
-            if cached is not None and cached[0] is embedder:
+            if cached is not None and _same(cached[0], embedder):
                 _INDEXES.move_to_end(key)
                 done: Future[ToolIndex] = Future()
                 done.set_result(cached[1])
                 return done
             building = _BUILDING.get(key)
-            if building is not None and building[0] is embedder:
+            if building is not None and _same(building[0], embedder):
                 return building[1]
             future = submit_sync(self._build, key)
             _BUILDING[key] = (embedder, future)
@@ -286,6 +287,33 @@ class LoadTool(BaseTool):
                 f"{SEARCH_TOOL_NAME} listed."
             )
         return " ".join(parts)
+
+
+_METHODS = (types.MethodType, types.BuiltinMethodType)
+
+
+def _identity(embedder: Embedder | None) -> Hashable:
+    """What tells embedders apart in the index cache: the object and function of a
+    bound method, which is a new object at each access (``model.encode`` as given to
+    each run's ``ToolSearch``), else the embedder's id.
+
+    Example:
+        >>> class Model:
+        ...     def encode(self, texts): return [[1.0] for _ in texts]
+        >>> model = Model()
+        >>> model.encode is model.encode, _identity(model.encode) == _identity(model.encode)
+        (False, True)
+    """
+    if isinstance(embedder, _METHODS):
+        return (id(embedder.__self__), embedder.__name__)
+    return id(embedder)
+
+
+def _same(kept: Embedder | None, embedder: Embedder | None) -> bool:
+    """Whether the embedder ``kept`` with an index is ``embedder``: a bound method is
+    the same when its object is, and its function (``==``, which does not call the
+    object's own ``__eq__``)."""
+    return kept is embedder or (isinstance(embedder, _METHODS) and kept == embedder)
 
 
 def _description(definition: dict[str, Any]) -> str:

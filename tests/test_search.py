@@ -178,3 +178,44 @@ async def test_a_catalogue_search_given_a_server_that_is_no_string_says_to_give_
     text = await search.execute({"query": "commit", "server": server}, ToolContext())
 
     assert text == "Give server as one name (a string); the servers are git, web."
+
+
+async def test_a_bound_method_embedder_finds_the_index_another_access_to_it_built():
+    # `model.encode` is a new object at each access, and the index was kept by the
+    # embedder's identity: each run's ToolSearch(embedder=model.encode) embedded every
+    # tool again, and the index build_index made ahead was never used.
+    class Model:
+        def __init__(self) -> None:
+            self.passes: list[int] = []
+
+        def encode(self, texts: list[str]) -> list[list[float]]:
+            if len(texts) > 1:
+                self.passes.append(len(texts))
+            return [[1.0, float(len(text) % 5)] for text in texts]
+
+    model = Model()
+    registry = ToolRegistry()
+    for definition in TOOLS:
+        function = definition["function"]
+        registry.register(StaticTool(f"bound_{function['name']}", "ok", function["description"]))
+
+    await asyncio.wait_for(ToolSearch(embedder=model.encode).build_index(registry), 10)
+    with S(
+        [
+            S.reply_tool_calls([("search_tools", {"query": "current time"}, "s1")]),
+            S.reply_text("ok"),
+        ]
+        * 2
+    ) as server:
+        async with server.client() as client:
+            cycle = LlmCycle(CycleConfig("test-model"), client=client)
+            for _ in range(2):
+                search = ToolSearch(embedder=model.encode)
+                await cycle.submit_with_tools("What time is it?", registry, select=search)
+                assert "bound_get_current_time" in cycle.messages[-2]["content"]
+
+    assert model.passes == [len(TOOLS)]  # the runs used the index built ahead
+
+    other = Model()  # another model's encode is another embedder
+    await asyncio.wait_for(ToolSearch(embedder=other.encode).build_index(registry), 10)
+    assert other.passes == [len(TOOLS)]
