@@ -14,6 +14,7 @@ offered is a call to an unknown tool, handled by ``CycleConfig.unknown_tool``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
@@ -32,6 +33,8 @@ from .registry import ToolEntry, ToolRegistry
 __all__ = ["CodeMode", "RunOffer", "Selector", "ToolSearch", "ToolSelection", "check_selector"]
 
 Message = dict[str, Any]
+
+logger = logging.getLogger("agcore_tools.cycle")
 
 
 def _names_tuple(field: str, value: Iterable[str]) -> tuple[str, ...]:
@@ -353,8 +356,9 @@ def _check_known(registry: ToolRegistry, names: Iterable[str]) -> None:
 
 
 def _resolve(select: Selector, history: Sequence[Message], registry: ToolRegistry) -> set[str]:
+    """The names ``select`` chooses now, registered or not (see :meth:`RunOffer._chosen`)."""
     if isinstance(select, ToolSelection):
-        return set(select.names_in(registry))
+        return set(select.names).union(e.name for e in registry.entries() if select._matches(e))
     if isinstance(select, (ToolSearch, CodeMode)):  # a run's own selector, never a core
         raise LlmConfigError(f"a {type(select).__name__} cannot be the core of a ToolSearch")
     if isinstance(select, str):
@@ -366,7 +370,6 @@ def _resolve(select: Selector, history: Sequence[Message], registry: ToolRegistr
         chosen = set(names)
     else:
         chosen = set(select)
-    _check_known(registry, chosen)
     return chosen
 
 
@@ -418,6 +421,8 @@ class RunOffer:
         self._views: dict[tuple[str, ...], ToolRegistry] = {}
         self._found: list[str] = []
         self._resumed = False  # the history's open run's calls re-found (see _turn)
+        self._started = False  # a request's tools were given: names are checked before
+        self._dropped: set[str] = set()  # selected tools unregistered mid-run, logged
         self._search: SearchTool | None = None
         self._load: LoadTool | None = None
         self._code: RunPythonTool | None = None
@@ -507,6 +512,7 @@ class RunOffer:
         runs its calls. Tools whose circuit breaker is open are left out."""
         await self._refresh()
         tools, view = await self._turn(history)
+        self._started = True
         if tools:
             unavailable = self._registry.unavailable_tools()
             if unavailable:
@@ -537,7 +543,7 @@ class RunOffer:
                 self._add_found([n for n in _called_since_user(history) if n in self._offerable])
             # Core tools in registration order, the search tool, then what was found in
             # the order found: each search only appends.
-            core = self._core = _resolve(select.core, history, self._registry)
+            core = self._core = self._chosen(select.core, history)
             snapshot = self._snapshot
             chosen = snapshot.in_order(core)
             chosen.append(search.definition())
@@ -546,11 +552,32 @@ class RunOffer:
             definitions, positions = snapshot.definitions, snapshot.positions
             chosen.extend(definitions[positions[n]] for n in self._found if n not in core)
         else:
-            names = _resolve(select, history, self._registry)
-            chosen = self._snapshot.in_order(names)
+            chosen = self._snapshot.in_order(self._chosen(select, history))
         view = self._view(tuple(_name(d) for d in chosen))
         # Copies: a caller's edit of a sent definition must not reach the next request.
         return (await copied(chosen)) or None, view
+
+    def _chosen(self, select: Selector, history: Sequence[Message]) -> set[str]:
+        """The registered tools ``select`` chooses for the next request. A name the
+        registry does not have raises before the run's first request; after it, the
+        tool was unregistered while the run went on (an MCP server dropped it), and the
+        run goes on without it, as without a found tool unregistered: logged once."""
+        registry = self._registry
+        names = _resolve(select, history, registry)
+        missing = sorted(name for name in names if name not in registry)
+        if missing:
+            if not self._started:
+                _check_known(registry, missing)
+            dropped = [name for name in missing if name not in self._dropped]
+            if dropped:
+                self._dropped.update(dropped)
+                logger.warning(
+                    "select names tools unregistered during the run: %s; they are no "
+                    "longer offered, and the run goes on without them",
+                    ", ".join(dropped),
+                )
+            names.difference_update(missing)
+        return names
 
     def for_open_calls(self) -> ToolRegistry:
         """The registry that runs the calls a paused run left open: the registry's

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import ToolRegistry, ToolSearch
+from agcore_tools import LlmConfigError, ToolRegistry, ToolSearch, ToolSelection
 from agcore_tools import _snapshot as snapshots
 from agcore_tools.schema import SchemaContext
 from agcore_tools.testing import ScriptedChatServer as S
 
+from .conftest import tool_messages
 from .test_selection import sent
 
 
@@ -101,3 +102,71 @@ async def test_build_index_takes_the_definitions_off_the_event_loop():
 
     assert built and all(loop not in threads for threads in built.values())
     assert _Probe.threads and loop not in _Probe.threads
+
+
+def _files() -> ToolRegistry:
+    """``read_file``, ``stat``, and ``sync_servers``, which unregisters ``stat`` as an
+    app does when an MCP server drops a tool (list_changed)."""
+    registry = ToolRegistry()
+
+    @registry.tool
+    def read_file(path: str) -> str:
+        """Read a text file."""
+        return "contents"
+
+    @registry.tool
+    def stat(path: str) -> str:
+        """A file's size and dates."""
+        return "12 bytes"
+
+    @registry.tool
+    def sync_servers() -> str:
+        """Take the servers' tools again."""
+        registry.unregister("stat")
+        return "synced"
+
+    return registry
+
+
+@pytest.mark.parametrize(
+    ("select", "own"),
+    [
+        (["read_file", "stat", "sync_servers"], []),
+        (ToolSelection(names=["read_file", "stat", "sync_servers"]), []),
+        (lambda history, registry: ["read_file", "stat", "sync_servers"], []),
+        (ToolSearch(core=["read_file", "stat", "sync_servers"]), ["search_tools"]),
+    ],
+    ids=["names", "selection", "callable", "search-core"],
+)
+async def test_a_selected_tool_unregistered_mid_run_is_left_out_and_the_run_goes_on(
+    serve, make_cycle, caplog, select, own
+):
+    # The next request raised LlmConfigError ("select names tools the registry does
+    # not have"), and the run stopped halfway, though the guide says an unregistered
+    # tool is no longer offered and the run goes on.
+    server = serve(
+        S.reply_tool_calls([("sync_servers", {}, "x1")]),
+        S.reply_tool_calls([("read_file", {"path": "a"}, "r1")]),
+        S.reply_text("done"),
+    )
+    cycle = make_cycle(server)
+
+    with caplog.at_level("WARNING", logger="agcore_tools.cycle"):
+        response = await cycle.submit_with_tools("?", _files(), select=select)
+
+    assert response.text == "done"
+    assert sent(server) == [
+        ["read_file", "stat", "sync_servers", *own],
+        ["read_file", "sync_servers", *own],
+        ["read_file", "sync_servers", *own],
+    ]
+    assert tool_messages(cycle.messages) == {"x1": "synced", "r1": "contents"}
+    [warning] = [r for r in caplog.records if r.name == "agcore_tools.cycle"]
+    assert warning.getMessage() == (
+        "select names tools unregistered during the run: stat; they are no longer "
+        "offered, and the run goes on without them"
+    )
+
+    # A name the registry does not have when the run starts is still refused.
+    with pytest.raises(LlmConfigError, match="select names tools the registry does not have"):
+        await cycle.submit_with_tools("?", _files(), select=["read_file", "stat", "nope"])
