@@ -232,11 +232,14 @@ class SearchTool(BaseTool):
 class LoadTool(BaseTool):
     """The ``load_tools`` tool of a two-stage search: makes the named tools callable.
 
-    ``definitions`` are every tool of the run; ``offered`` gives the names already
-    offered; ``on_found`` adds names to the tools offered from the next request on.
+    ``definitions`` are every tool the run may offer; ``offered`` gives the names
+    already offered; ``on_found`` adds names to the tools offered from the next request
+    on, at most ``limit`` per call (a search's ``max_results``: the rest are named as
+    not loaded). ``refused`` tells a tool the permissions refuse (it is in no
+    definition) from a name no tool has.
 
     Example:
-        >>> LoadTool([], set, print).parameters["required"]
+        >>> LoadTool([], set, print, 5).parameters["required"]
         ['names']
     """
 
@@ -262,29 +265,49 @@ class LoadTool(BaseTool):
         definitions: list[dict[str, Any]],
         offered: Callable[[], set[str]],
         on_found: Callable[[list[str]], None],
+        limit: int,
+        *,
+        refused: Callable[[str], bool] = lambda name: False,
     ) -> None:
         self._known = {_name(d) for d in definitions}
         self._offered = offered
         self._on_found = on_found
+        self._limit = limit
+        self._refused = refused
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        """Add the known names to the offered tools; say which were not found."""
+        """Add the known names to the offered tools, at most ``limit`` new ones; say
+        which were not loaded, and why."""
         names = args.get("names")
         if isinstance(names, str):
             names = [names]
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             return f"Give names: a list of tool names, as {SEARCH_TOOL_NAME} listed them."
-        known = [n for n in dict.fromkeys(names) if n in self._known]
-        unknown = [n for n in names if n not in self._known]
+        names = list(dict.fromkeys(names))
         offered = self._offered()
-        self._on_found([n for n in known if n not in offered])
+        new = [n for n in names if n in self._known and n not in offered]
+        loaded, over = new[: self._limit], set(new[self._limit :])
+        self._on_found(loaded)
+        callable_now = [n for n in names if n in offered or n in loaded]
+        unknown = [n for n in names if n not in self._known]
+        refused = [n for n in unknown if self._refused(n)]
         parts = []
-        if known:
-            parts.append(f"Callable from your next step: {', '.join(known)}.")
-        if unknown:
+        if callable_now:
+            parts.append(f"Callable from your next step: {', '.join(callable_now)}.")
+        if over:
             parts.append(
-                f"No tool is named {', '.join(map(repr, unknown))}; use the names "
-                f"{SEARCH_TOOL_NAME} listed."
+                f"Not loaded, as one call loads at most {self._limit} tools: "
+                f"{', '.join(n for n in new if n in over)}; load the ones you need in "
+                "another call."
+            )
+        if refused:
+            parts.append(
+                f"Not available in this run (the permissions refuse them): {', '.join(refused)}."
+            )
+        if len(unknown) > len(refused):
+            parts.append(
+                f"No tool is named {', '.join(repr(n) for n in unknown if n not in refused)}; "
+                f"use the names {SEARCH_TOOL_NAME} listed."
             )
         return " ".join(parts)
 

@@ -27,7 +27,7 @@ from ._sandbox import OWN_LIMITS, suspensions_for
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
 from ._snapshot import Definitions, Snapshot, copied, current_snapshot
 from .base import BaseTool
-from .error import LlmConfigError, LlmUsageError
+from .error import LlmConfigError, LlmUsageError, PermissionDeniedError
 from .registry import ToolEntry, ToolRegistry
 
 __all__ = ["CodeMode", "RunOffer", "Selector", "ToolSearch", "ToolSelection", "check_selector"]
@@ -130,8 +130,8 @@ class ToolSearch:
     ``McpClient.into_tools(prefix=True)`` names them), and its ``server`` parameter
     narrows a search to one. With ``two_stage=True``, a search lists the tools it found
     (a name and a line each) without offering them, and ``load_tools(names)`` offers the
-    ones the model picks: fewer definitions per request when it picks fewer than
-    ``max_results``.
+    ones the model picks, ``max_results`` at most per call: fewer definitions per
+    request when it picks fewer.
 
     What was found lives in the run (one ``submit*_with_tools`` call): the next call
     with a new message starts from the core set again, and a resume after a pause from
@@ -150,7 +150,8 @@ class ToolSearch:
     """Tokens (counted as for ``CycleConfig.max_definition_tokens``) the full set may cost
     before searching is switched on; None to search always."""
     max_results: int = 5
-    """Most tools one search adds."""
+    """Most tools one search adds (or lists, and one ``load_tools`` call adds, with
+    ``two_stage``)."""
     embedder: Embedder | None = None
     """Texts to vectors, for a hybrid (BM25 + semantic) ranking; None for BM25 alone. A
     plain function: it runs in a worker thread, and an async one is refused."""
@@ -475,7 +476,9 @@ class RunOffer:
             two_stage=select.two_stage,
         )
         if select.two_stage:
-            self._load = LoadTool(self._all, self._offered, self._add_found)
+            self._load = LoadTool(
+                self._all, self._offered, self._add_found, select.max_results, refused=self._refused
+            )
 
     async def _refresh(self) -> None:
         """Take the registry's tools again when they changed mid-run (a tool registered,
@@ -610,6 +613,17 @@ class RunOffer:
             view.tool_table.withheld = self._withheld
             view.tool_table.unchecked = self._own
         return view
+
+    def _refused(self, name: str) -> bool:
+        """Whether the registry has the tool ``name`` and the permissions refuse it."""
+        entry = self._registry.entry(name)
+        if entry is None:
+            return False
+        try:
+            self._registry.tool_table.check(entry)
+        except PermissionDeniedError:
+            return True
+        return False
 
     def _withheld(self, name: str) -> str | None:
         """How the model reaches a tool this run does not offer yet (tool search); None

@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import LlmConfigError, ToolRegistry, ToolSearch, ToolSelection
+from agcore_tools import (
+    LlmConfigError,
+    PermissionChecker,
+    PermissionConfig,
+    ToolRegistry,
+    ToolSearch,
+    ToolSelection,
+)
 from agcore_tools import _snapshot as snapshots
 from agcore_tools.schema import SchemaContext
 from agcore_tools.testing import ScriptedChatServer as S
@@ -170,3 +177,43 @@ async def test_a_selected_tool_unregistered_mid_run_is_left_out_and_the_run_goes
     # A name the registry does not have when the run starts is still refused.
     with pytest.raises(LlmConfigError, match="select names tools the registry does not have"):
         await cycle.submit_with_tools("?", _files(), select=["read_file", "stat", "nope"])
+
+
+async def test_load_tools_loads_at_most_max_results_and_names_refused_tools_as_refused(
+    serve, make_cycle
+):
+    # One load_tools call loaded any number of tools (40 after a search listing 3, past
+    # max_definition_tokens with no turn left to fix it), and a tool the permissions
+    # refuse was answered "No tool is named", as if it did not exist.
+    registry = ToolRegistry(PermissionChecker(PermissionConfig(denied=["delete"])))
+
+    def handle(item: str) -> str:
+        return item
+
+    for n in range(4):
+        registry.tool(name=f"crm__op_{n}", description=f"Operation {n} on records.")(handle)
+    registry.tool(name="crm__purge", description="Purge records.", permissions=["delete"])(handle)
+    names = ["crm__op_0", "crm__op_0", "crm__op_1", "crm__op_2", "crm__op_3", "crm__purge"]
+    server = serve(
+        S.reply_tool_calls([("load_tools", {"names": [*names, "nope", "nope"]}, "l1")]),
+        S.reply_tool_calls([("load_tools", {"names": ["crm__op_1", "crm__op_3"]}, "l2")]),
+        S.reply_text("done"),
+    )
+    cycle = make_cycle(server)
+
+    await cycle.submit_with_tools("?", registry, select=ToolSearch(two_stage=True, max_results=2))
+
+    answers = tool_messages(cycle.messages)
+    assert answers["l1"] == (
+        "Callable from your next step: crm__op_0, crm__op_1. Not loaded, as one call "
+        "loads at most 2 tools: crm__op_2, crm__op_3; load the ones you need in another "
+        "call. Not available in this run (the permissions refuse them): crm__purge. No "
+        "tool is named 'nope'; use the names search_tools listed."
+    )
+    assert answers["l2"] == "Callable from your next step: crm__op_1, crm__op_3."
+    own = ["search_tools", "load_tools"]
+    assert sent(server) == [
+        own,
+        [*own, "crm__op_0", "crm__op_1"],
+        [*own, "crm__op_0", "crm__op_1", "crm__op_3"],
+    ]
