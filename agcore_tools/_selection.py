@@ -611,6 +611,12 @@ class RunOffer:
             # The same entry objects: stats and strict schemas stay shared.
             view = self._views[names] = registry.view(entries)
             view.tool_table.withheld = self._withheld
+            if self._search is not None:
+                # Not the view's tools, which are some of the registry's: the model
+                # would read that no other tool exists, when it may search for one.
+                view.tool_table.unknown = (
+                    f"no offered tool has that name; find the tool you need with {SEARCH_TOOL_NAME}"
+                )
             view.tool_table.unchecked = self._own
         return view
 

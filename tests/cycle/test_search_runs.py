@@ -13,6 +13,7 @@ import pytest
 
 from agcore_tools import (
     LlmConfigError,
+    LlmError,
     PermissionChecker,
     PermissionConfig,
     ToolRegistry,
@@ -217,3 +218,32 @@ async def test_load_tools_loads_at_most_max_results_and_names_refused_tools_as_r
         [*own, "crm__op_0", "crm__op_1"],
         [*own, "crm__op_0", "crm__op_1", "crm__op_3"],
     ]
+
+
+@pytest.mark.parametrize("two_stage", [False, True], ids=["search", "two-stage"])
+async def test_a_guessed_tool_name_under_search_is_told_to_search_not_the_offered_tools(
+    serve, make_cycle, two_stage
+):
+    # The model read "the registered tools are: read_file, search_tools", the tools
+    # offered, though the registry has more: it was told no other tool exists, when a
+    # search would find the one it guessed at.
+    registry = _files()
+    server = serve(
+        S.reply_tool_calls([("file_size", {"path": "a"}, "g1")]),
+        S.reply_text("I will search."),
+    )
+    cycle = make_cycle(server, unknown_tool="tell_model")
+    search = ToolSearch(core=["read_file"], two_stage=two_stage)
+
+    await cycle.submit_with_tools("How big is a?", registry, select=search)
+
+    assert tool_messages(cycle.messages)["g1"] == (
+        "Error: tool 'file_size' is not registered: no offered tool has that name; find "
+        "the tool you need with search_tools"
+    )
+
+    # By default (unknown_tool="raise") it still stops the run, saying the same.
+    server = serve(S.reply_tool_calls([("file_size", {"path": "a"}, "g1")]))
+    with pytest.raises(LlmError, match="no offered tool has that name") as raised:
+        await make_cycle(server).submit_with_tools("How big is a?", registry, select=search)
+    assert "read_file" not in str(raised.value)  # the offered tools are not listed
