@@ -179,6 +179,15 @@ class SearchTool(BaseTool):
                 _INDEXES.popitem(last=False)
         return index
 
+    async def _owned(self, query: str, server: str | None) -> list[str]:
+        """The tools ``query`` names, when they are all offered already (else none): a
+        search would skip them, and offer tools that only share a word with the name,
+        in every later request of the run."""
+        index = await self.index()
+        offered = self._offered()
+        named = [n for n in index.named(query) if server is None or server_of(n) == server]
+        return named if all(n in offered for n in named) else []
+
     async def _search(self, query: str, server: str | None) -> list[dict[str, Any]]:
         index = await self.index()
         offered = self._offered()
@@ -212,13 +221,19 @@ class SearchTool(BaseTool):
         if server is not None and server not in self._servers:
             return f"No server is named {server!r}; the servers are {servers}."
         try:
-            found = await self._search(query, server)
+            owned = await self._owned(query, server)
+            found = [] if owned else await self._search(query, server)
         except LlmConfigError as exc:
             # A misconfigured embedder fails every search: the run stops and the app
             # is told, rather than the model reading the fault and going on without tools.
             error = ToolConfigError(str(exc), tool_name=self.name)
             error.recoverable = False
             raise error from exc
+        if owned:
+            return (
+                f"Already callable: {', '.join(owned)}; call it. To find another tool, "
+                "describe what it does."
+            )
         if not found:
             return f"No other tool matches {query!r}; try other words."
         if self._two_stage:

@@ -219,3 +219,22 @@ async def test_a_bound_method_embedder_finds_the_index_another_access_to_it_buil
     other = Model()  # another model's encode is another embedder
     await asyncio.wait_for(ToolSearch(embedder=other.encode).build_index(registry), 10)
     assert other.passes == [len(TOOLS)]
+
+
+async def test_a_search_by_the_name_of_a_tool_already_offered_says_so_and_adds_nothing():
+    # The offered tool was skipped, and the tools sharing a word with its name were
+    # added instead ("These tools can be called"), to every later request of the run.
+    tools = [*TOOLS, _definition("upload_file", "Upload a file to a storage bucket.", "path")]
+    found: list[list[str]] = []
+    search = SearchTool(tools, lambda: {"readTextFile"}, found.append, 5)
+
+    text = await search.execute({"query": "read_text_file"}, ToolContext())
+
+    assert text == (
+        "Already callable: readTextFile; call it. To find another tool, describe what it does."
+    )
+    assert found == []
+
+    # A tool named and not offered yet is found first, as before.
+    text = await search.execute({"query": "upload_file"}, ToolContext())
+    assert found == [["upload_file"]] and "- upload_file: Upload a file" in text
