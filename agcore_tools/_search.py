@@ -198,7 +198,7 @@ class SearchTool(BaseTool):
         # share a word with the query (a BM25 score of 0 is never returned).
         logger.debug(
             "search_tools(%r): %d of %d tools not offered yet matched (max_results=%d)",
-            query,
+            _echoed(query),
             len(names),
             len(self._definitions) - len(offered),
             self._limit,
@@ -219,7 +219,7 @@ class SearchTool(BaseTool):
         if server is not None and not isinstance(server, str):  # a list: no one name
             return f"Give server as one name (a string); the servers are {servers}."
         if server is not None and server not in self._servers:
-            return f"No server is named {server!r}; the servers are {servers}."
+            return f"No server is named {_echoed(server)!r}; the servers are {servers}."
         try:
             owned = await self._owned(query, server)
             found = [] if owned else await self._search(query, server)
@@ -235,7 +235,7 @@ class SearchTool(BaseTool):
                 "describe what it does."
             )
         if not found:
-            return f"No other tool matches {query!r}; try other words."
+            return f"No other tool matches {_echoed(query)!r}; try other words."
         if self._two_stage:
             lines = [_line(_name(d), summary(_description(d))) for d in found]
             return f"Call {LOAD_TOOL_NAME} with the names you need:\n" + "\n".join(lines)
@@ -325,6 +325,21 @@ class LoadTool(BaseTool):
                 f"use the names {SEARCH_TOOL_NAME} listed."
             )
         return " ".join(parts)
+
+
+_ECHOED = 100
+"""The characters of a model's query or server an answer repeats: a query of 10 KB
+that matches nothing would cost the model 10 KB more context to be told so."""
+
+
+def _echoed(text: str) -> str:
+    """``text`` cut to its first :data:`_ECHOED` characters, marked when cut.
+
+    Example:
+        >>> _echoed("weather"), len(_echoed("x" * 500))
+        ('weather', 101)
+    """
+    return text if len(text) <= _ECHOED else text[:_ECHOED] + "…"
 
 
 _METHODS = (types.MethodType, types.BuiltinMethodType)

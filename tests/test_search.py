@@ -238,3 +238,16 @@ async def test_a_search_by_the_name_of_a_tool_already_offered_says_so_and_adds_n
     # A tool named and not offered yet is found first, as before.
     text = await search.execute({"query": "upload_file"}, ToolContext())
     assert found == [["upload_file"]] and "- upload_file: Upload a file" in text
+
+
+async def test_a_long_query_that_matches_nothing_is_echoed_cut(caplog):
+    # The answer repeated the whole query: 10 KB of it cost the model 10 KB of context.
+    search = SearchTool(list(TOOLS), set, lambda names: None, 5)
+    query = "zebra " * 2000
+
+    with caplog.at_level("DEBUG", logger="agcore_tools.search"):
+        text = await search.execute({"query": query}, ToolContext())
+
+    assert text == f"No other tool matches {query[:100] + '…'!r}; try other words."
+    [record] = [r for r in caplog.records if r.name == "agcore_tools.search"]
+    assert len(record.getMessage()) < 200
