@@ -205,6 +205,14 @@ class SearchTool(BaseTool):
         )
         return [self._by_name[name] for name in names]
 
+    def _server_named(self, name: str) -> str | None:
+        """The server ``name`` names: itself, or the one server whose name it is but
+        for case (a model writes "github" for "GitHub"); None for no server."""
+        if name in self._servers:
+            return name
+        folded = [server for server in self._servers if server.casefold() == name.casefold()]
+        return folded[0] if len(folded) == 1 else None
+
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Search, record what was found, and describe it to the model.
 
@@ -214,12 +222,13 @@ class SearchTool(BaseTool):
         query = args.get("query")
         if not isinstance(query, str) or not query.strip():
             return "Give a query: a few words describing the tool you need."
-        server = args.get("server") if self._servers else None
+        given = args.get("server") if self._servers else None
         servers = ", ".join(sorted(self._servers))
-        if server is not None and not isinstance(server, str):  # a list: no one name
+        if given is not None and not isinstance(given, str):  # a list: no one name
             return f"Give server as one name (a string); the servers are {servers}."
-        if server is not None and server not in self._servers:
-            return f"No server is named {_echoed(server)!r}; the servers are {servers}."
+        server = self._server_named(given) if given is not None else None
+        if given is not None and server is None:
+            return f"No server is named {_echoed(given)!r}; the servers are {servers}."
         try:
             owned = await self._owned(query, server)
             found = [] if owned else await self._search(query, server)

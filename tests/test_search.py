@@ -251,3 +251,26 @@ async def test_a_long_query_that_matches_nothing_is_echoed_cut(caplog):
     assert text == f"No other tool matches {query[:100] + '…'!r}; try other words."
     [record] = [r for r in caplog.records if r.name == "agcore_tools.search"]
     assert len(record.getMessage()) < 200
+
+
+async def test_a_catalogue_search_reads_a_server_name_in_any_case():
+    # server="github" against a server named GitHub was refused ("No server is named
+    # 'github'; the servers are GitHub, gitlab."), which cost the model a turn.
+    tools = [
+        _definition("GitHub__list_issues", "List the issues of a repository."),
+        _definition("gitlab__list_pipelines", "List the pipelines of a project."),
+        _definition("git__list_branches", "List the branches."),
+        _definition("Git__list_tags", "List the tags."),
+    ]
+    found: list[list[str]] = []
+    search = SearchTool(tools, set, found.append, 5, catalogue=True)
+
+    await search.execute({"query": "list", "server": "github"}, ToolContext())
+    await search.execute({"query": "list", "server": "GITLAB"}, ToolContext())
+    assert found == [["GitHub__list_issues"], ["gitlab__list_pipelines"]]
+
+    # Two servers whose names differ only in case: the exact name, or neither.
+    await search.execute({"query": "list", "server": "Git"}, ToolContext())
+    assert found[-1] == ["Git__list_tags"]
+    text = await search.execute({"query": "list", "server": "GIT"}, ToolContext())
+    assert text == "No server is named 'GIT'; the servers are Git, GitHub, git, gitlab."
