@@ -16,7 +16,7 @@ import importlib.util
 import logging
 import threading
 import types
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Any
@@ -59,9 +59,9 @@ class SearchTool(BaseTool):
     ``definitions`` are every tool of the run, indexed once (at the first search, off
     the event loop); ``offered`` gives the names already offered, which a search skips;
     ``on_found`` receives the names found, and adds them to the tools the run offers
-    from the next request on. With ``catalogue``, the description lists the servers of
-    prefixed tool names (``server__tool``) and a ``server`` parameter narrows a search
-    to one of them.
+    from the next request on. With ``catalogue``, a ``server`` parameter, whose enum
+    lists the servers of prefixed tool names (``server__tool``), narrows a search to
+    one of them.
 
     Example:
         >>> tool = SearchTool([], set, print, 5)
@@ -107,12 +107,14 @@ class SearchTool(BaseTool):
         self._embedder = embedder
         self._index: ToolIndex | None = None
         self._by_name = {_name(d): d for d in definitions}
-        self._servers: Counter[str] = Counter()
+        self._servers: frozenset[str] = frozenset()
         if catalogue:
-            self._servers = Counter(server for d in definitions if (server := server_of(_name(d))))
+            self._servers = frozenset(
+                server for d in definitions if (server := server_of(_name(d)))
+            )
         if self._servers:
-            listed = ", ".join(f"{name} ({n} tools)" for name, n in sorted(self._servers.items()))
-            self.description = f"{self.description} Servers: {listed}."
+            # Listed once, in the parameter's enum (which a strict model keeps to): a
+            # list in the description too cost about 7 tokens more per server.
             narrow: dict[str, Any] = {
                 "type": "string",
                 "enum": sorted(self._servers),

@@ -125,10 +125,10 @@ class ToolSearch:
     no search tool.
 
     An ``embedder`` (any callable from texts to vectors, see :class:`Embedder`) adds a
-    semantic ranking, fused with BM25's. With ``catalogue=True``, the search tool's
-    description lists the servers of prefixed tool names (``server__tool``, as
-    ``McpClient.into_tools(prefix=True)`` names them), and its ``server`` parameter
-    narrows a search to one. With ``two_stage=True``, a search lists the tools it found
+    semantic ranking, fused with BM25's. With ``catalogue=True``, the search tool has a
+    ``server`` parameter, whose enum lists the servers of prefixed tool names
+    (``server__tool``, as ``McpClient.into_tools(prefix=True)`` names them), to narrow
+    a search to one. With ``two_stage=True``, a search lists the tools it found
     (a name and a line each) without offering them, and ``load_tools(names)`` offers the
     ones the model picks, ``max_results`` at most per call: fewer definitions per
     request when it picks fewer.
@@ -156,7 +156,7 @@ class ToolSearch:
     """Texts to vectors, for a hybrid (BM25 + semantic) ranking; None for BM25 alone. A
     plain function: it runs in a worker thread, and an async one is refused."""
     catalogue: bool = False
-    """List the servers in the search tool's description, with a ``server`` filter."""
+    """Give the search tool a ``server`` filter, whose enum lists the servers."""
     two_stage: bool = False
     """A search lists names and one-line summaries (about 25 tokens each) and adds
     nothing; a second tool, ``load_tools(names)``, adds the tools the model picks."""
