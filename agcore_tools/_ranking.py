@@ -392,6 +392,17 @@ class ToolIndex:
             ranked = named + [i for i in ranked if i not in named]
         return [self.names[i] for i in ranked[:limit]]
 
+    def named(self, query: str) -> list[str]:
+        """The tools whose name ``query`` is (with or without its server's prefix, or as
+        the server named it), in the order given: those :meth:`search` puts first.
+
+        Example:
+            >>> index = ToolIndex([{"type": "function", "function": {"name": "fs__read_file"}}])
+            >>> index.named("read file"), index.named("read")
+            (['fs__read_file'], [])
+        """
+        return [self.names[i] for i in self._named.get(_name_key(query), ())]
+
     def _bm25(self, query: str, allowed: set[int] | None, limit: int | None) -> list[int]:
         terms = self._terms(_expand(_query_words(query)))
         if not terms:

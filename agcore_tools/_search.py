@@ -15,8 +15,9 @@ import hashlib
 import importlib.util
 import logging
 import threading
-from collections import Counter, OrderedDict
-from collections.abc import Callable
+import types
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Any
 
@@ -35,7 +36,7 @@ LOAD_TOOL_NAME = "load_tools"
 logger = logging.getLogger("agcore_tools.search")
 
 _CACHED_INDEXES = 4
-_Key = tuple[int, bytes]  # the embedder's id, the definitions' hash
+_Key = tuple[Hashable, bytes]  # the embedder's identity (see _identity), the definitions' hash
 _INDEXES: OrderedDict[_Key, tuple[Embedder | None, ToolIndex]] = OrderedDict()
 _BUILDING: dict[_Key, tuple[Embedder | None, Future[ToolIndex]]] = {}
 _CACHE_LOCK = threading.Lock()  # indexes are built in worker threads
@@ -58,9 +59,9 @@ class SearchTool(BaseTool):
     ``definitions`` are every tool of the run, indexed once (at the first search, off
     the event loop); ``offered`` gives the names already offered, which a search skips;
     ``on_found`` receives the names found, and adds them to the tools the run offers
-    from the next request on. With ``catalogue``, the description lists the servers of
-    prefixed tool names (``server__tool``) and a ``server`` parameter narrows a search
-    to one of them.
+    from the next request on. With ``catalogue``, a ``server`` parameter, whose enum
+    lists the servers of prefixed tool names (``server__tool``), narrows a search to
+    one of them.
 
     Example:
         >>> tool = SearchTool([], set, print, 5)
@@ -106,12 +107,14 @@ class SearchTool(BaseTool):
         self._embedder = embedder
         self._index: ToolIndex | None = None
         self._by_name = {_name(d): d for d in definitions}
-        self._servers: Counter[str] = Counter()
+        self._servers: frozenset[str] = frozenset()
         if catalogue:
-            self._servers = Counter(server for d in definitions if (server := server_of(_name(d))))
+            self._servers = frozenset(
+                server for d in definitions if (server := server_of(_name(d)))
+            )
         if self._servers:
-            listed = ", ".join(f"{name} ({n} tools)" for name, n in sorted(self._servers.items()))
-            self.description = f"{self.description} Servers: {listed}."
+            # Listed once, in the parameter's enum (which a strict model keeps to): a
+            # list in the description too cost about 7 tokens more per server.
             narrow: dict[str, Any] = {
                 "type": "string",
                 "enum": sorted(self._servers),
@@ -147,17 +150,17 @@ class SearchTool(BaseTool):
         # same tools: the index of the last few tool sets is kept (an embedder's pass
         # over 1,000 tools takes about a second, a large encoder's minutes).
         embedder = self._embedder
-        key = (id(embedder), hashlib.sha256(to_json(self._definitions)).digest())
+        key = (_identity(embedder), hashlib.sha256(to_json(self._definitions)).digest())
         with _CACHE_LOCK:
             # The embedder itself is kept with its index: an id is reused once freed.
             cached = _INDEXES.get(key)
-            if cached is not None and cached[0] is embedder:
+            if cached is not None and _same(cached[0], embedder):
                 _INDEXES.move_to_end(key)
                 done: Future[ToolIndex] = Future()
                 done.set_result(cached[1])
                 return done
             building = _BUILDING.get(key)
-            if building is not None and building[0] is embedder:
+            if building is not None and _same(building[0], embedder):
                 return building[1]
             future = submit_sync(self._build, key)
             _BUILDING[key] = (embedder, future)
@@ -178,6 +181,15 @@ class SearchTool(BaseTool):
                 _INDEXES.popitem(last=False)
         return index
 
+    async def _owned(self, query: str, server: str | None) -> list[str]:
+        """The tools ``query`` names, when they are all offered already (else none): a
+        search would skip them, and offer tools that only share a word with the name,
+        in every later request of the run."""
+        index = await self.index()
+        offered = self._offered()
+        named = [n for n in index.named(query) if server is None or server_of(n) == server]
+        return named if all(n in offered for n in named) else []
+
     async def _search(self, query: str, server: str | None) -> list[dict[str, Any]]:
         index = await self.index()
         offered = self._offered()
@@ -188,12 +200,20 @@ class SearchTool(BaseTool):
         # share a word with the query (a BM25 score of 0 is never returned).
         logger.debug(
             "search_tools(%r): %d of %d tools not offered yet matched (max_results=%d)",
-            query,
+            _echoed(query),
             len(names),
             len(self._definitions) - len(offered),
             self._limit,
         )
         return [self._by_name[name] for name in names]
+
+    def _server_named(self, name: str) -> str | None:
+        """The server ``name`` names: itself, or the one server whose name it is but
+        for case (a model writes "github" for "GitHub"); None for no server."""
+        if name in self._servers:
+            return name
+        folded = [server for server in self._servers if server.casefold() == name.casefold()]
+        return folded[0] if len(folded) == 1 else None
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Search, record what was found, and describe it to the model.
@@ -204,22 +224,29 @@ class SearchTool(BaseTool):
         query = args.get("query")
         if not isinstance(query, str) or not query.strip():
             return "Give a query: a few words describing the tool you need."
-        server = args.get("server") if self._servers else None
+        given = args.get("server") if self._servers else None
         servers = ", ".join(sorted(self._servers))
-        if server is not None and not isinstance(server, str):  # a list: no one name
+        if given is not None and not isinstance(given, str):  # a list: no one name
             return f"Give server as one name (a string); the servers are {servers}."
-        if server is not None and server not in self._servers:
-            return f"No server is named {server!r}; the servers are {servers}."
+        server = self._server_named(given) if given is not None else None
+        if given is not None and server is None:
+            return f"No server is named {_echoed(given)!r}; the servers are {servers}."
         try:
-            found = await self._search(query, server)
+            owned = await self._owned(query, server)
+            found = [] if owned else await self._search(query, server)
         except LlmConfigError as exc:
             # A misconfigured embedder fails every search: the run stops and the app
             # is told, rather than the model reading the fault and going on without tools.
             error = ToolConfigError(str(exc), tool_name=self.name)
             error.recoverable = False
             raise error from exc
+        if owned:
+            return (
+                f"Already callable: {', '.join(owned)}; call it. To find another tool, "
+                "describe what it does."
+            )
         if not found:
-            return f"No other tool matches {query!r}; try other words."
+            return f"No other tool matches {_echoed(query)!r}; try other words."
         if self._two_stage:
             lines = [_line(_name(d), summary(_description(d))) for d in found]
             return f"Call {LOAD_TOOL_NAME} with the names you need:\n" + "\n".join(lines)
@@ -231,11 +258,14 @@ class SearchTool(BaseTool):
 class LoadTool(BaseTool):
     """The ``load_tools`` tool of a two-stage search: makes the named tools callable.
 
-    ``definitions`` are every tool of the run; ``offered`` gives the names already
-    offered; ``on_found`` adds names to the tools offered from the next request on.
+    ``definitions`` are every tool the run may offer; ``offered`` gives the names
+    already offered; ``on_found`` adds names to the tools offered from the next request
+    on, at most ``limit`` per call (a search's ``max_results``: the rest are named as
+    not loaded). ``refused`` tells a tool the permissions refuse (it is in no
+    definition) from a name no tool has.
 
     Example:
-        >>> LoadTool([], set, print).parameters["required"]
+        >>> LoadTool([], set, print, 5).parameters["required"]
         ['names']
     """
 
@@ -261,31 +291,93 @@ class LoadTool(BaseTool):
         definitions: list[dict[str, Any]],
         offered: Callable[[], set[str]],
         on_found: Callable[[list[str]], None],
+        limit: int,
+        *,
+        refused: Callable[[str], bool] = lambda name: False,
     ) -> None:
         self._known = {_name(d) for d in definitions}
         self._offered = offered
         self._on_found = on_found
+        self._limit = limit
+        self._refused = refused
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        """Add the known names to the offered tools; say which were not found."""
+        """Add the known names to the offered tools, at most ``limit`` new ones; say
+        which were not loaded, and why."""
         names = args.get("names")
         if isinstance(names, str):
             names = [names]
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             return f"Give names: a list of tool names, as {SEARCH_TOOL_NAME} listed them."
-        known = [n for n in dict.fromkeys(names) if n in self._known]
-        unknown = [n for n in names if n not in self._known]
+        names = list(dict.fromkeys(names))
         offered = self._offered()
-        self._on_found([n for n in known if n not in offered])
+        new = [n for n in names if n in self._known and n not in offered]
+        loaded, over = new[: self._limit], set(new[self._limit :])
+        self._on_found(loaded)
+        callable_now = [n for n in names if n in offered or n in loaded]
+        unknown = [n for n in names if n not in self._known]
+        refused = [n for n in unknown if self._refused(n)]
         parts = []
-        if known:
-            parts.append(f"Callable from your next step: {', '.join(known)}.")
-        if unknown:
+        if callable_now:
+            parts.append(f"Callable from your next step: {', '.join(callable_now)}.")
+        if over:
             parts.append(
-                f"No tool is named {', '.join(map(repr, unknown))}; use the names "
-                f"{SEARCH_TOOL_NAME} listed."
+                f"Not loaded, as one call loads at most {self._limit} tools: "
+                f"{', '.join(n for n in new if n in over)}; load the ones you need in "
+                "another call."
+            )
+        if refused:
+            parts.append(
+                f"Not available in this run (the permissions refuse them): {', '.join(refused)}."
+            )
+        if len(unknown) > len(refused):
+            parts.append(
+                f"No tool is named {', '.join(repr(n) for n in unknown if n not in refused)}; "
+                f"use the names {SEARCH_TOOL_NAME} listed."
             )
         return " ".join(parts)
+
+
+_ECHOED = 100
+"""The characters of a model's query or server an answer repeats: a query of 10 KB
+that matches nothing would cost the model 10 KB more context to be told so."""
+
+
+def _echoed(text: str) -> str:
+    """``text`` cut to its first :data:`_ECHOED` characters, marked when cut.
+
+    Example:
+        >>> _echoed("weather"), len(_echoed("x" * 500))
+        ('weather', 101)
+    """
+    return text if len(text) <= _ECHOED else text[:_ECHOED] + "…"
+
+
+_METHODS = (types.MethodType, types.BuiltinMethodType)
+
+
+def _identity(embedder: Embedder | None) -> Hashable:
+    """What tells embedders apart in the index cache: the object and function of a
+    bound method, which is a new object at each access (``model.encode`` as given to
+    each run's ``ToolSearch``), else the embedder's id.
+
+    Example:
+        >>> class Model:
+        ...     def encode(self, texts): return [[1.0] for _ in texts]
+        >>> model = Model()
+        >>> model.encode is model.encode, _identity(model.encode) == _identity(model.encode)
+        (False, True)
+    """
+    if isinstance(embedder, _METHODS):
+        return (id(embedder.__self__), embedder.__name__)
+    return id(embedder)
+
+
+def _same(kept: Embedder | None, embedder: Embedder | None) -> bool:
+    """Whether the embedder ``kept`` with an index is ``embedder``: a bound method is
+    the same when its object is, and its function (``==``, which does not call the
+    object's own ``__eq__``)."""
+    return kept is embedder or (isinstance(embedder, _METHODS) and kept == embedder)
 
 
 def _description(definition: dict[str, Any]) -> str:

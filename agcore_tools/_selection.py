@@ -14,27 +14,27 @@ offered is a call to an unknown tool, handled by ``CycleConfig.unknown_tool``.
 
 from __future__ import annotations
 
-import copy
-import threading
-import weakref
+import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from ._aio import positive_number
-from ._budget import ESTIMATE_ONLY, definition_costs
 from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, SandboxFactory, require_monty
 from ._progress import is_async_callable
 from ._ranking import Embedder
 from ._sandbox import OWN_LIMITS, suspensions_for
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
+from ._snapshot import Definitions, Snapshot, copied, current_snapshot
 from .base import BaseTool
-from .error import LlmConfigError, LlmUsageError
+from .error import LlmConfigError, LlmUsageError, PermissionDeniedError
 from .registry import ToolEntry, ToolRegistry
 
 __all__ = ["CodeMode", "RunOffer", "Selector", "ToolSearch", "ToolSelection", "check_selector"]
 
 Message = dict[str, Any]
+
+logger = logging.getLogger("agcore_tools.cycle")
 
 
 def _names_tuple(field: str, value: Iterable[str]) -> tuple[str, ...]:
@@ -125,13 +125,13 @@ class ToolSearch:
     no search tool.
 
     An ``embedder`` (any callable from texts to vectors, see :class:`Embedder`) adds a
-    semantic ranking, fused with BM25's. With ``catalogue=True``, the search tool's
-    description lists the servers of prefixed tool names (``server__tool``, as
-    ``McpClient.into_tools(prefix=True)`` names them), and its ``server`` parameter
-    narrows a search to one. With ``two_stage=True``, a search lists the tools it found
+    semantic ranking, fused with BM25's. With ``catalogue=True``, the search tool has a
+    ``server`` parameter, whose enum lists the servers of prefixed tool names
+    (``server__tool``, as ``McpClient.into_tools(prefix=True)`` names them), to narrow
+    a search to one. With ``two_stage=True``, a search lists the tools it found
     (a name and a line each) without offering them, and ``load_tools(names)`` offers the
-    ones the model picks: fewer definitions per request when it picks fewer than
-    ``max_results``.
+    ones the model picks, ``max_results`` at most per call: fewer definitions per
+    request when it picks fewer.
 
     What was found lives in the run (one ``submit*_with_tools`` call): the next call
     with a new message starts from the core set again, and a resume after a pause from
@@ -150,12 +150,13 @@ class ToolSearch:
     """Tokens (counted as for ``CycleConfig.max_definition_tokens``) the full set may cost
     before searching is switched on; None to search always."""
     max_results: int = 5
-    """Most tools one search adds."""
+    """Most tools one search adds (or lists, and one ``load_tools`` call adds, with
+    ``two_stage``)."""
     embedder: Embedder | None = None
     """Texts to vectors, for a hybrid (BM25 + semantic) ranking; None for BM25 alone. A
     plain function: it runs in a worker thread, and an async one is refused."""
     catalogue: bool = False
-    """List the servers in the search tool's description, with a ``server`` filter."""
+    """Give the search tool a ``server`` filter, whose enum lists the servers."""
     two_stage: bool = False
     """A search lists names and one-line summaries (about 25 tokens each) and adds
     nothing; a second tool, ``load_tools(names)``, adds the tools the model picks."""
@@ -203,9 +204,9 @@ class ToolSearch:
             >>> import asyncio
             >>> asyncio.run(ToolSearch().build_index(ToolRegistry()))
         """
-        definitions = cast(Definitions, registry.definitions(unavailable=True))
+        snapshot = await current_snapshot(registry)  # the definitions runs search: one index
         await SearchTool(
-            definitions, set, _ignore, self.max_results, embedder=self.embedder
+            snapshot.definitions, set, _ignore, self.max_results, embedder=self.embedder
         ).index()
 
 
@@ -293,8 +294,6 @@ def _positive_or_none(value: object) -> bool:
     return value is None or positive_number(value)
 
 
-Definitions: TypeAlias = list[dict[str, Any]]  # tool definitions, as plain dicts
-
 Selector: TypeAlias = (
     Iterable[str]
     | ToolSelection
@@ -358,8 +357,9 @@ def _check_known(registry: ToolRegistry, names: Iterable[str]) -> None:
 
 
 def _resolve(select: Selector, history: Sequence[Message], registry: ToolRegistry) -> set[str]:
+    """The names ``select`` chooses now, registered or not (see :meth:`RunOffer._chosen`)."""
     if isinstance(select, ToolSelection):
-        return set(select.names_in(registry))
+        return set(select.names).union(e.name for e in registry.entries() if select._matches(e))
     if isinstance(select, (ToolSearch, CodeMode)):  # a run's own selector, never a core
         raise LlmConfigError(f"a {type(select).__name__} cannot be the core of a ToolSearch")
     if isinstance(select, str):
@@ -371,7 +371,6 @@ def _resolve(select: Selector, history: Sequence[Message], registry: ToolRegistr
         chosen = set(names)
     else:
         chosen = set(select)
-    _check_known(registry, chosen)
     return chosen
 
 
@@ -402,62 +401,29 @@ def _called_since_user(history: Sequence[Message]) -> list[str]:
     return list(dict.fromkeys(reversed(names)))
 
 
-class _Snapshot:
-    """A registry's definitions at one revision, shared by its runs, which never edit
-    them (they copy what they send), and what they cost per model, counted once."""
-
-    def __init__(self, registry: ToolRegistry) -> None:
-        self.revision = registry.revision
-        # The SDK's TypedDicts for apps; this module edits them as the plain dicts they
-        # are. With the tools whose breaker is open: turn() leaves them out while it
-        # is, and a call to one is then told to wait, not that no such tool exists.
-        self.definitions = (
-            cast(Definitions, registry.definitions(unavailable=True)) if len(registry) else []
-        )
-        self._costs: dict[tuple[str, bool], int] = {}
-
-    def cost(self, model: str) -> int:
-        key = (model, ESTIMATE_ONLY.get())
-        total = self._costs.get(key)
-        if total is None:
-            total = self._costs[key] = sum(t for _, t in definition_costs(self.definitions, model))
-        return total
-
-
-# Copying and counting 10,000 definitions takes the event loop half a second: done once
-# per registry revision, not at every run.
-_SNAPSHOTS: weakref.WeakKeyDictionary[ToolRegistry, _Snapshot] = weakref.WeakKeyDictionary()
-_SNAPSHOTS_LOCK = threading.Lock()  # runs on several loops, in several threads
-
-
-def _snapshot(registry: ToolRegistry) -> _Snapshot:
-    with _SNAPSHOTS_LOCK:
-        snapshot = _SNAPSHOTS.get(registry)
-    if snapshot is None or snapshot.revision != registry.revision:
-        snapshot = _Snapshot(registry)
-        with _SNAPSHOTS_LOCK:
-            _SNAPSHOTS[registry] = snapshot
-    return snapshot
-
-
 class RunOffer:
     """The tools one run offers: asked before each request for the definitions to send
     and the registry that runs the model's calls (only the offered tools).
 
     Without a selector every definition is sent and the registry itself runs the calls.
+    Made with :meth:`start`, which takes the registry's definitions off the event loop.
     """
 
-    def __init__(self, registry: ToolRegistry, select: Selector | None, model: str) -> None:
+    def __init__(
+        self, registry: ToolRegistry, select: Selector | None, model: str, snapshot: Snapshot
+    ) -> None:
         self._registry = registry
         self._select = select = _reusable(select) if select is not None else None
-        snapshot = _snapshot(registry)
+        self._snapshot = snapshot  # shared: read, never edited
         self._revision = snapshot.revision
-        self._all = snapshot.definitions  # shared: read, never edited
+        self._all = snapshot.definitions
         self._whole: Definitions | None = None  # this run's copy of all, when sent
-        self._offerable = {_name(d) for d in self._all}
+        self._offerable = snapshot.positions
         self._views: dict[tuple[str, ...], ToolRegistry] = {}
         self._found: list[str] = []
         self._resumed = False  # the history's open run's calls re-found (see _turn)
+        self._started = False  # a request's tools were given: names are checked before
+        self._dropped: set[str] = set()  # selected tools unregistered mid-run, logged
         self._search: SearchTool | None = None
         self._load: LoadTool | None = None
         self._code: RunPythonTool | None = None
@@ -490,6 +456,15 @@ class RunOffer:
         tools: tuple[BaseTool | None, ...] = (self._code, self._search, self._load)
         self._own = frozenset(tool.name for tool in tools if tool is not None)
 
+    @classmethod
+    async def start(cls, registry: ToolRegistry, select: Selector | None, model: str) -> RunOffer:
+        """The offer of a run over ``registry``: its definitions copied (and, for a
+        :class:`ToolSearch` with a budget, counted for ``model``) in a worker thread,
+        once per registry revision."""
+        budget = select.budget if isinstance(select, ToolSearch) else None
+        snapshot = await current_snapshot(registry, model if budget is not None else None)
+        return cls(registry, select, model, snapshot)
+
     def _searching(self, select: ToolSearch) -> None:
         self._search = SearchTool(
             self._all,
@@ -501,9 +476,11 @@ class RunOffer:
             two_stage=select.two_stage,
         )
         if select.two_stage:
-            self._load = LoadTool(self._all, self._offered, self._add_found)
+            self._load = LoadTool(
+                self._all, self._offered, self._add_found, select.max_results, refused=self._refused
+            )
 
-    def _refresh(self) -> None:
+    async def _refresh(self) -> None:
         """Take the registry's tools again when they changed mid-run (a tool registered,
         unregistered or replaced, another permission checker): an unregistered tool is
         no longer offered nor run, a new one can be found. The found tools keep their
@@ -517,9 +494,9 @@ class RunOffer:
             # is now, so an unregistered tool no longer runs.
             self._revision, self._with_code = registry.revision, None
             return
-        snapshot = _snapshot(registry)
+        snapshot = self._snapshot = await current_snapshot(registry)
         self._revision, self._all, self._whole = snapshot.revision, snapshot.definitions, None
-        self._offerable = {_name(d) for d in self._all}
+        self._offerable = snapshot.positions
         self._views.clear()
         self._found = [name for name in self._found if name in self._offerable]
         if isinstance(self._select, ToolSearch) and self._search is not None:
@@ -531,18 +508,23 @@ class RunOffer:
     def _add_found(self, names: list[str]) -> None:
         self._found.extend(name for name in names if name not in self._found)
 
-    def turn(self, history: Sequence[Message]) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
+    async def turn(
+        self, history: Sequence[Message]
+    ) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
         """The definitions for the next request (None for none) and the registry that
         runs its calls. Tools whose circuit breaker is open are left out."""
-        self._refresh()
-        tools, view = self._turn(history)
+        await self._refresh()
+        tools, view = await self._turn(history)
+        self._started = True
         if tools:
             unavailable = self._registry.unavailable_tools()
             if unavailable:
                 tools = [d for d in tools if _name(d) not in unavailable] or None
         return tools, view
 
-    def _turn(self, history: Sequence[Message]) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
+    async def _turn(
+        self, history: Sequence[Message]
+    ) -> tuple[list[dict[str, Any]] | None, ToolRegistry]:
         select, search = self._select, self._search
         if self._code is not None:
             # Only run_python is offered (its definition through the registry's
@@ -552,7 +534,7 @@ class RunOffer:
             return offered, self.for_open_calls()
         if select is None or (isinstance(select, ToolSearch) and search is None):
             if self._whole is None:  # sent as it is to every request of the run
-                self._whole = copy.deepcopy(self._all)
+                self._whole = await copied(self._all)
             return (self._whole or None), self._registry
         if isinstance(select, ToolSearch) and search is not None:
             if not self._resumed:
@@ -564,19 +546,41 @@ class RunOffer:
                 self._add_found([n for n in _called_since_user(history) if n in self._offerable])
             # Core tools in registration order, the search tool, then what was found in
             # the order found: each search only appends.
-            core = self._core = _resolve(select.core, history, self._registry)
-            chosen = [d for d in self._all if _name(d) in core]
-            found = {_name(d): d for d in self._all if _name(d) in self._found}
+            core = self._core = self._chosen(select.core, history)
+            snapshot = self._snapshot
+            chosen = snapshot.in_order(core)
             chosen.append(search.definition())
             if self._load is not None:
                 chosen.append(self._load.definition())
-            chosen.extend(found[name] for name in self._found if name not in core)
+            definitions, positions = snapshot.definitions, snapshot.positions
+            chosen.extend(definitions[positions[n]] for n in self._found if n not in core)
         else:
-            names = _resolve(select, history, self._registry)
-            chosen = [d for d in self._all if _name(d) in names]
+            chosen = self._snapshot.in_order(self._chosen(select, history))
         view = self._view(tuple(_name(d) for d in chosen))
         # Copies: a caller's edit of a sent definition must not reach the next request.
-        return [copy.deepcopy(d) for d in chosen] or None, view
+        return (await copied(chosen)) or None, view
+
+    def _chosen(self, select: Selector, history: Sequence[Message]) -> set[str]:
+        """The registered tools ``select`` chooses for the next request. A name the
+        registry does not have raises before the run's first request; after it, the
+        tool was unregistered while the run went on (an MCP server dropped it), and the
+        run goes on without it, as without a found tool unregistered: logged once."""
+        registry = self._registry
+        names = _resolve(select, history, registry)
+        missing = sorted(name for name in names if name not in registry)
+        if missing:
+            if not self._started:
+                _check_known(registry, missing)
+            dropped = [name for name in missing if name not in self._dropped]
+            if dropped:
+                self._dropped.update(dropped)
+                logger.warning(
+                    "select names tools unregistered during the run: %s; they are no "
+                    "longer offered, and the run goes on without them",
+                    ", ".join(dropped),
+                )
+            names.difference_update(missing)
+        return names
 
     def for_open_calls(self) -> ToolRegistry:
         """The registry that runs the calls a paused run left open: the registry's
@@ -607,8 +611,25 @@ class RunOffer:
             # The same entry objects: stats and strict schemas stay shared.
             view = self._views[names] = registry.view(entries)
             view.tool_table.withheld = self._withheld
+            if self._search is not None:
+                # Not the view's tools, which are some of the registry's: the model
+                # would read that no other tool exists, when it may search for one.
+                view.tool_table.unknown = (
+                    f"no offered tool has that name; find the tool you need with {SEARCH_TOOL_NAME}"
+                )
             view.tool_table.unchecked = self._own
         return view
+
+    def _refused(self, name: str) -> bool:
+        """Whether the registry has the tool ``name`` and the permissions refuse it."""
+        entry = self._registry.entry(name)
+        if entry is None:
+            return False
+        try:
+            self._registry.tool_table.check(entry)
+        except PermissionDeniedError:
+            return True
+        return False
 
     def _withheld(self, name: str) -> str | None:
         """How the model reaches a tool this run does not offer yet (tool search); None

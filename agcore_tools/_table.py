@@ -30,7 +30,15 @@ class ToolTable:
         ({}, None, None)
     """
 
-    __slots__ = ("_checker", "entries", "source", "unasked", "unchecked", "withheld")
+    __slots__ = (
+        "_checker",
+        "entries",
+        "source",
+        "unasked",
+        "unchecked",
+        "unknown",
+        "withheld",
+    )
 
     def __init__(
         self, checker: PermissionChecker | None, *, source: ToolTable | None = None
@@ -50,6 +58,10 @@ class ToolTable:
         """For the tools one run offers (a view of its registry): how the model reaches
         a registered tool the run does not offer yet, or None for a name the registry
         lacks."""
+        self.unknown: str | None = None
+        """What a call to a name that is no tool of the table (nor :attr:`withheld`) is
+        told instead of the table's tools: a tool search run's view offers only some of
+        the registry's, and the model finds the others by searching."""
         self.unasked: set[str] = set()
         """The tools whose approval a direct call (``invoke()`` and the like) has skipped
         and logged: logged once per tool (see :func:`note_unasked`)."""
@@ -158,7 +170,8 @@ def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
     model reads this; a thousand names would cost it thousands of tokens).
 
     A tool the registry has and the run does not offer (see :attr:`ToolTable.withheld`)
-    is a :class:`ToolNotOfferedError` saying how to reach it.
+    is a :class:`ToolNotOfferedError` saying how to reach it; any other name, in a run
+    whose table says how to find tools (:attr:`ToolTable.unknown`), is told that.
 
     Example:
         >>> str(unknown_tool_error(ToolTable(None), "nope"))
@@ -168,6 +181,8 @@ def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
         how = table.withheld(name)
         if how is not None:
             return ToolNotOfferedError(name, how)
+    if table.unknown is not None and name:
+        return ToolNotFoundError(name, table.unknown)
     names = list(table.entries)
     if len(names) <= LISTED_TOOLS:
         return ToolNotFoundError(name, f"the registered tools are: {', '.join(names) or 'none'}")

@@ -178,3 +178,99 @@ async def test_a_catalogue_search_given_a_server_that_is_no_string_says_to_give_
     text = await search.execute({"query": "commit", "server": server}, ToolContext())
 
     assert text == "Give server as one name (a string); the servers are git, web."
+
+
+async def test_a_bound_method_embedder_finds_the_index_another_access_to_it_built():
+    # `model.encode` is a new object at each access, and the index was kept by the
+    # embedder's identity: each run's ToolSearch(embedder=model.encode) embedded every
+    # tool again, and the index build_index made ahead was never used.
+    class Model:
+        def __init__(self) -> None:
+            self.passes: list[int] = []
+
+        def encode(self, texts: list[str]) -> list[list[float]]:
+            if len(texts) > 1:
+                self.passes.append(len(texts))
+            return [[1.0, float(len(text) % 5)] for text in texts]
+
+    model = Model()
+    registry = ToolRegistry()
+    for definition in TOOLS:
+        function = definition["function"]
+        registry.register(StaticTool(f"bound_{function['name']}", "ok", function["description"]))
+
+    await asyncio.wait_for(ToolSearch(embedder=model.encode).build_index(registry), 10)
+    with S(
+        [
+            S.reply_tool_calls([("search_tools", {"query": "current time"}, "s1")]),
+            S.reply_text("ok"),
+        ]
+        * 2
+    ) as server:
+        async with server.client() as client:
+            cycle = LlmCycle(CycleConfig("test-model"), client=client)
+            for _ in range(2):
+                search = ToolSearch(embedder=model.encode)
+                await cycle.submit_with_tools("What time is it?", registry, select=search)
+                assert "bound_get_current_time" in cycle.messages[-2]["content"]
+
+    assert model.passes == [len(TOOLS)]  # the runs used the index built ahead
+
+    other = Model()  # another model's encode is another embedder
+    await asyncio.wait_for(ToolSearch(embedder=other.encode).build_index(registry), 10)
+    assert other.passes == [len(TOOLS)]
+
+
+async def test_a_search_by_the_name_of_a_tool_already_offered_says_so_and_adds_nothing():
+    # The offered tool was skipped, and the tools sharing a word with its name were
+    # added instead ("These tools can be called"), to every later request of the run.
+    tools = [*TOOLS, _definition("upload_file", "Upload a file to a storage bucket.", "path")]
+    found: list[list[str]] = []
+    search = SearchTool(tools, lambda: {"readTextFile"}, found.append, 5)
+
+    text = await search.execute({"query": "read_text_file"}, ToolContext())
+
+    assert text == (
+        "Already callable: readTextFile; call it. To find another tool, describe what it does."
+    )
+    assert found == []
+
+    # A tool named and not offered yet is found first, as before.
+    text = await search.execute({"query": "upload_file"}, ToolContext())
+    assert found == [["upload_file"]] and "- upload_file: Upload a file" in text
+
+
+async def test_a_long_query_that_matches_nothing_is_echoed_cut(caplog):
+    # The answer repeated the whole query: 10 KB of it cost the model 10 KB of context.
+    search = SearchTool(list(TOOLS), set, lambda names: None, 5)
+    query = "zebra " * 2000
+
+    with caplog.at_level("DEBUG", logger="agcore_tools.search"):
+        text = await search.execute({"query": query}, ToolContext())
+
+    assert text == f"No other tool matches {query[:100] + '…'!r}; try other words."
+    [record] = [r for r in caplog.records if r.name == "agcore_tools.search"]
+    assert len(record.getMessage()) < 200
+
+
+async def test_a_catalogue_search_reads_a_server_name_in_any_case():
+    # server="github" against a server named GitHub was refused ("No server is named
+    # 'github'; the servers are GitHub, gitlab."), which cost the model a turn.
+    tools = [
+        _definition("GitHub__list_issues", "List the issues of a repository."),
+        _definition("gitlab__list_pipelines", "List the pipelines of a project."),
+        _definition("git__list_branches", "List the branches."),
+        _definition("Git__list_tags", "List the tags."),
+    ]
+    found: list[list[str]] = []
+    search = SearchTool(tools, set, found.append, 5, catalogue=True)
+
+    await search.execute({"query": "list", "server": "github"}, ToolContext())
+    await search.execute({"query": "list", "server": "GITLAB"}, ToolContext())
+    assert found == [["GitHub__list_issues"], ["gitlab__list_pipelines"]]
+
+    # Two servers whose names differ only in case: the exact name, or neither.
+    await search.execute({"query": "list", "server": "Git"}, ToolContext())
+    assert found[-1] == ["Git__list_tags"]
+    text = await search.execute({"query": "list", "server": "GIT"}, ToolContext())
+    assert text == "No server is named 'GIT'; the servers are Git, GitHub, git, gitlab."

@@ -25,8 +25,9 @@ __all__ = [
 logger = logging.getLogger("agcore_tools.toolcalls")
 
 RENDER_OFF_LOOP: ContextVar[bool] = ContextVar("agcore_tools_render_off_loop", default=True)
-"""Whether :func:`model_result_off_loop` may hand a large output to a worker thread
-(False in a Temporal workflow, whose code runs no threads)."""
+"""Whether :func:`model_result_off_loop` may hand a large output to a worker thread,
+and a run its registry's definitions to copy (False in a Temporal workflow, whose code
+runs no threads)."""
 
 
 def error_text(error: ToolError) -> str:

@@ -344,7 +344,11 @@ class Run:
             fit = fit_request if config.api == "chat" else fit_responses_request
             if registry is not None:  # tiktoken's data, read or fetched off the loop
                 await load_counter(config.model)
-            offer = RunOffer(registry, self.select, config.model) if registry is not None else None
+            offer = (
+                await RunOffer.start(registry, self.select, config.model)
+                if registry is not None
+                else None
+            )
             if registry is not None:  # what each tool costs: counted once, when the run ends
                 meter = CostMeter(
                     config.model,
@@ -407,7 +411,7 @@ class Run:
                     )
                 turn += 1
                 # 2. The tools this request offers (see _selection.py), within the budget.
-                tools, offered = offer.turn(messages) if offer else (None, registry)
+                tools, offered = await offer.turn(messages) if offer else (None, registry)
                 check_budget(tools or (), config.model, limits.max_definition_tokens)
                 check_tool_count(tools or (), profile)
                 # 3. One request; streamed text events pass straight through. A forced

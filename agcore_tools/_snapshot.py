@@ -1,0 +1,116 @@
+"""A registry's tool definitions at one revision, as the runs over it share them.
+
+Every run offers from the registry's definitions: all of them, a selection, or the
+tools a search finds among them. Copying (and, for a ``ToolSearch`` with a budget,
+counting) 10,000 definitions takes about a second, so it is done once per registry
+revision, and in a worker thread: a run waits for it, the event loop does not.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import weakref
+from collections.abc import Iterable
+from typing import Any, TypeAlias, cast
+
+from ._aio import run_sync
+from ._budget import ESTIMATE_ONLY, definition_costs
+from ._text import is_large
+from .calls import RENDER_OFF_LOOP
+from .registry import ToolRegistry
+
+__all__ = ["Definitions", "Snapshot", "copied", "current_snapshot"]
+
+Definitions: TypeAlias = list[dict[str, Any]]  # tool definitions, as plain dicts
+
+
+class Snapshot:
+    """A registry's definitions at one revision, shared by its runs, which never edit
+    them (they copy what they send), where each stands in the list, and what they cost
+    per model, counted once."""
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        self.revision = registry.revision
+        # The SDK's TypedDicts for apps; this module edits them as the plain dicts they
+        # are. With the tools whose breaker is open: turn() leaves them out while it
+        # is, and a call to one is then told to wait, not that no such tool exists.
+        self.definitions = (
+            cast(Definitions, registry.definitions(unavailable=True)) if len(registry) else []
+        )
+        self.positions = {_name(d): i for i, d in enumerate(self.definitions)}
+        self._costs: dict[tuple[str, bool], int] = {}
+
+    def counted(self, model: str) -> bool:
+        """Whether :meth:`cost` has counted ``model``'s tokens (then it costs nothing)."""
+        return (model, ESTIMATE_ONLY.get()) in self._costs
+
+    def cost(self, model: str) -> int:
+        """The tokens of every definition for ``model``: counted at the first call."""
+        key = (model, ESTIMATE_ONLY.get())
+        total = self._costs.get(key)
+        if total is None:
+            total = self._costs[key] = sum(t for _, t in definition_costs(self.definitions, model))
+        return total
+
+    def in_order(self, names: Iterable[str]) -> Definitions:
+        """The definitions of ``names`` (those it has), in registration order."""
+        positions = self.positions
+        return [self.definitions[i] for i in sorted(positions[n] for n in names if n in positions)]
+
+
+_SNAPSHOTS: weakref.WeakKeyDictionary[ToolRegistry, Snapshot] = weakref.WeakKeyDictionary()
+# One per registry: runs starting together over a changed registry wait for one copy
+# rather than each making its own.
+_MAKING: weakref.WeakKeyDictionary[ToolRegistry, threading.Lock] = weakref.WeakKeyDictionary()
+_SNAPSHOTS_LOCK = threading.Lock()  # runs on several loops, in several threads
+
+
+def _cached(registry: ToolRegistry) -> Snapshot | None:
+    with _SNAPSHOTS_LOCK:
+        snapshot = _SNAPSHOTS.get(registry)
+    return snapshot if snapshot is not None and snapshot.revision == registry.revision else None
+
+
+def _snapshot(registry: ToolRegistry, model: str | None) -> Snapshot:
+    """The registry's snapshot at its revision, made if need be, and with ``model``'s
+    cost counted (unless None). Blocking."""
+    snapshot = _cached(registry)
+    if snapshot is None:
+        snapshot = Snapshot(registry)
+        with _SNAPSHOTS_LOCK:
+            _SNAPSHOTS[registry] = snapshot
+    if model is not None:
+        snapshot.cost(model)
+    return snapshot
+
+
+def _snapshot_once(registry: ToolRegistry, model: str | None) -> Snapshot:
+    """:func:`_snapshot` in a worker thread, one at a time per registry."""
+    with _SNAPSHOTS_LOCK:
+        making = _MAKING.setdefault(registry, threading.Lock())
+    with making:
+        return _snapshot(registry, model)
+
+
+async def current_snapshot(registry: ToolRegistry, model: str | None = None) -> Snapshot:
+    """:func:`_snapshot`, at once when it is made (and counted) already, else in a
+    worker thread; on the loop where no thread runs (a Temporal workflow, which may
+    not even make a lock)."""
+    snapshot = _cached(registry)
+    if snapshot is not None and (model is None or snapshot.counted(model)):
+        return snapshot
+    if not RENDER_OFF_LOOP.get():
+        return _snapshot(registry, model)
+    return await run_sync(_snapshot_once, registry, model)
+
+
+async def copied(definitions: Definitions) -> Definitions:
+    """A deep copy of ``definitions``, made in a worker thread when they are large."""
+    if RENDER_OFF_LOOP.get() and is_large(definitions):
+        return await run_sync(copy.deepcopy, definitions)
+    return copy.deepcopy(definitions)
+
+
+def _name(definition: dict[str, Any]) -> str:
+    return str(definition["function"]["name"])
