@@ -21,7 +21,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._aio import import_off_loop, with_timeout
-from .._redact import mask
 from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from . import _sdklog
@@ -33,7 +32,7 @@ from ._matching import invalid_reason, mismatch_reason
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._relisten import describe, leaf, listen_tools_changed
 from ._state import State
-from ._stderr import transport_secrets
+from ._stderr import SentSecrets
 from ._stdio import ChildProcess
 from ._stream_state import NotificationStream
 from ._streams import watch_end
@@ -147,6 +146,8 @@ class Connection:
         self.lost_at = math.inf
         """When (``time.monotonic()``) the connection was lost."""
         self.http = not isinstance(self.transport, StdioTransport)
+        self.secrets = SentSecrets(self.transport)
+        """What the server's log messages are masked with (the credentials sent included)."""
         self._startup = HttpExchange()
         self.updates = UpdateFeeds()
         """The open resource subscriptions of a handshake-era session."""
@@ -437,6 +438,7 @@ class Connection:
                 lambda: self.state is State.READY,
                 lambda: self._given_up,
                 self.stream.event,
+                self.secrets,
             )
         return watch_end(opened, self._transport_ended)
 
@@ -527,9 +529,10 @@ class Connection:
     async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
         level = LOG_LEVELS.get(params.level, logging.INFO)
         if server_logger.isEnabledFor(level):
-            # Servers log their start-up settings this way too: the transport's secrets
-            # are masked as in a stdio server's stderr. The callback gets the data as sent.
-            text = mask(str(params.data), transport_secrets(self.transport))
+            # Servers log their start-up settings this way too: the transport's secrets,
+            # and the credentials sent, are masked as in a stdio server's stderr. The
+            # callback gets the data as sent.
+            text = self.secrets.mask(str(params.data))
             server_logger.log(level, "[%s] %s", self.server_name, text)
         settings = self._settings()  # None once the client is gone, and its on_log with it
         callback = settings.on_log if settings is not None else None

@@ -6,6 +6,8 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
 
 - records a failed answer's status and headers in the sender's :class:`HttpExchange`
   (the SDK keeps neither);
+- notes the credentials each request carries (:class:`SentSecrets`), whatever put them
+  there (an ``auth=`` flow's token), so that what the server writes back is masked;
 - once the session is up, turns a network error on one POST into a JSON-RPC error for
   that request alone. The SDK lets it escape the POST's task, which ends the whole
   transport and fails every call in flight. During start-up it is left alone: the
@@ -39,6 +41,7 @@ from ..error import ToolConfigError
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after
 from ._listen import ListenStream, StreamEvent
 from ._matching import JsonBodyCheck, SseCheck
+from ._stderr import SentSecrets
 from .transport import StreamableHttpTransport
 
 if TYPE_CHECKING:
@@ -64,6 +67,7 @@ class _Guard(httpx2.AsyncBaseTransport):
         close: Callable[[], Awaitable[None]],
         isolate: Callable[[], bool],
         given_up: Callable[[], bool],
+        secrets: SentSecrets,
         event_limit: int | None = None,
         listen: ListenStream | None = None,
     ) -> None:
@@ -76,11 +80,13 @@ class _Guard(httpx2.AsyncBaseTransport):
         self._close = close
         self._isolate = isolate
         self._given_up = given_up
+        self._secrets = secrets
         self._listen = listen
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if self._given_up():
             raise httpx2.ConnectError("the client gave this connection up", request=request)
+        self._secrets.note(request.headers.multi_items())
         listen = self._listen
         if (
             request.method == "GET"
@@ -258,12 +264,14 @@ def _build_client(
     isolate: Callable[[], bool],
     given_up: Callable[[], bool],
     listen: ListenStream | None,
+    secrets: SentSecrets,
 ) -> tuple[httpx2.AsyncClient, httpx2.AsyncClient | None]:
     """The client for the SDK, and the user's own client behind it (if a factory made one)."""
     headers = dict(transport.headers or {})
     timeout = httpx2.Timeout(transport.http_timeout, read=transport.sse_read_timeout)
     endpoint = httpx2.URL(transport.url)
     factory = transport.http_client_factory
+    event_limit = transport.max_sse_event_size
     if factory is None:
         inner = httpx2.AsyncHTTPTransport(
             verify=_tls_context(transport),
@@ -275,7 +283,8 @@ def _build_client(
             inner.aclose,
             isolate,
             given_up,
-            transport.max_sse_event_size,
+            secrets,
+            event_limit,
             listen,
         )
         client = httpx2.AsyncClient(
@@ -292,12 +301,15 @@ def _build_client(
     async def send(request: httpx2.Request) -> httpx2.Response:
         # The user's client adds its auth, hooks, TLS and proxies; redirects stay the
         # SDK's to follow (it checks they keep to the endpoint's origin).
-        return await user.send(request, stream=True, follow_redirects=False)
+        try:
+            return await user.send(request, stream=True, follow_redirects=False)
+        finally:
+            secrets.note(request.headers.multi_items())  # with what its auth added
 
     async def close() -> None:
         pass  # closed by open_streamable_http, which owns it
 
-    guard = _Guard(endpoint, send, close, isolate, given_up, transport.max_sse_event_size, listen)
+    guard = _Guard(endpoint, send, close, isolate, given_up, secrets, event_limit, listen)
     # No auth here: the user's client applies the one it was given.
     outer = httpx2.AsyncClient(headers=user.headers, timeout=user.timeout, transport=guard)
     return outer, user
@@ -309,17 +321,21 @@ async def open_streamable_http(
     isolate: Callable[[], bool] = lambda: False,
     given_up: Callable[[], bool] = lambda: False,
     on_listen: StreamEvent | None = None,
+    secrets: SentSecrets | None = None,
 ) -> AsyncIterator[TransportStreams]:
     """Yield the (read, write) message streams of a Streamable HTTP connection.
 
     ``isolate`` tells whether a network error on one request should fail that request
     alone (once the session is up); ``given_up`` whether to refuse every request;
-    ``on_listen`` hears what becomes of the GET stream (see :class:`ListenStream`).
+    ``on_listen`` hears what becomes of the GET stream (see :class:`ListenStream`);
+    ``secrets`` collects the credentials the requests carry.
     """
     from mcp.client.streamable_http import streamable_http_client
 
     listen = ListenStream(on_listen, given_up) if on_listen is not None else None
-    http, user = _build_client(transport, isolate, given_up, listen)
+    if secrets is None:
+        secrets = SentSecrets(transport)
+    http, user = _build_client(transport, isolate, given_up, listen, secrets)
     async with AsyncExitStack() as stack:
         if user is not None:
             await stack.enter_async_context(user)
