@@ -303,6 +303,8 @@ class Connection:
         except MCPError as exc:
             if exchange.session_gone:
                 return f"the server no longer knows the session ({exchange.describe()})"
+            if exchange.pool_full:
+                return None  # every connection of the client was busy: the server may be fine
             if exchange.network_error is not None:
                 return f"the server cannot be reached ({exchange.network_error})"
             if exc.code == CONNECTION_CLOSED:

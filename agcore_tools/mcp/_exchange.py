@@ -40,6 +40,9 @@ class HttpExchange:
     """The request got no HTTP answer at all: why (``ConnectError: ...``)."""
     never_sent: bool = False
     """No connection to the server could be made for it, so the server never saw it."""
+    pool_full: bool = False
+    """No connection of the HTTP client's pool came free for it in time: it was never
+    sent, and that says nothing of the server's health."""
 
     def describe(self) -> str:
         """One line for messages: ``HTTP 401 Unauthorized (WWW-Authenticate: Bearer ...)``."""

@@ -55,6 +55,10 @@ answers it at once; one that does not has its session ended by its own idle time
 
 _SESSION_HEADER = "mcp-session-id"
 _CONNECTION_CLOSED = -32000  # mcp_types.CONNECTION_CLOSED, the SDK's code for "no answer"
+_LIMITS = httpx2.Limits(max_connections=None, max_keepalive_connections=20)
+"""No cap on connections: each call in flight holds one for its response stream, any
+number of tasks may call at once, and each call is bounded by its own timeout. A cap
+(httpx2's default is 100) only made the calls beyond it wait, then fail unsent."""
 
 
 class _Guard(httpx2.AsyncBaseTransport):
@@ -107,10 +111,13 @@ class _Guard(httpx2.AsyncBaseTransport):
         except httpx2.TransportError as exc:
             if exchange is None or not self._isolate():
                 raise
-            exchange.network_error = _describe(exc)
+            exchange.pool_full = isinstance(exc, httpx2.PoolTimeout)
+            exchange.network_error = _pool_full(request) if exchange.pool_full else _describe(exc)
             # A connection that was never made carried nothing; a pooled connection
             # found dead on use fails with a read or write error instead.
-            exchange.never_sent = isinstance(exc, (httpx2.ConnectError, httpx2.ConnectTimeout))
+            exchange.never_sent = exchange.pool_full or isinstance(
+                exc, (httpx2.ConnectError, httpx2.ConnectTimeout)
+            )
             return _no_answer(request, exchange.network_error)
         if exchange is not None:
             if response.status_code >= 400:
@@ -231,6 +238,15 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else '(no message)'}"
 
 
+def _pool_full(request: httpx2.Request) -> str:
+    waited = request.extensions.get("timeout", {}).get("pool")
+    within = f" within {waited:g} s" if isinstance(waited, (int, float)) else ""
+    return (
+        f"no connection of the HTTP client came free{within}, all being in use (raise "
+        "httpx2.Limits(max_connections=...) on the client the http_client_factory makes)"
+    )
+
+
 def _environment_proxy(url: str) -> str | None:
     """The proxy the environment (``HTTPS_PROXY``, ``NO_PROXY``...) names for ``url``."""
     parts = urllib.parse.urlsplit(url)
@@ -276,6 +292,7 @@ def _build_client(
         inner = httpx2.AsyncHTTPTransport(
             verify=_tls_context(transport),
             proxy=transport.proxy or _environment_proxy(transport.url),
+            limits=_LIMITS,
         )
         guard = _Guard(
             endpoint,

@@ -124,6 +124,15 @@ async def classify(
         )
     if exchange is not None and exchange.status is not None:
         return _http_failure(name, conn, exc, exchange, action, tool_name)
+    if exchange is not None and exchange.pool_full:
+        # Never sent, and no sign of the server's health (a ping would wait in the pool too).
+        error = McpError(
+            name,
+            f"{action} was not sent: {exchange.network_error}",
+            tool_name=tool_name,
+            recoverable=True,
+        )
+        return Verdict(error, never_ran=True)
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
         if conn is None or conn.state is State.CLOSED:
             return Verdict(

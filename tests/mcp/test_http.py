@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx2
 import pytest
 
 from agcore_tools import McpClient, McpError, StreamableHttpTransport, ToolError
@@ -184,8 +185,6 @@ def test_the_environment_names_the_proxy_unless_no_proxy_says_otherwise(
 async def test_a_client_factory_makes_the_client_and_keeps_the_error_details(
     fault_server: FaultServer,
 ) -> None:
-    import httpx2
-
     made: list[httpx2.AsyncClient] = []
     requests: list[str] = []
 
@@ -239,6 +238,50 @@ async def test_sse_read_timeout_ends_a_silent_stream(
         assert time.monotonic() - started < 8
         assert info.value.is_recoverable()
         assert client.connected  # one stream went quiet; the server still answers
+
+
+async def test_more_calls_at_once_than_httpx2s_default_pool_holds_all_run(
+    fault_server: FaultServer,
+) -> None:
+    # Each call holds a connection for its response stream: past httpx2's default of
+    # 100 connections, the calls waited http_timeout for one, then failed unsent
+    # ("PoolTimeout: (no message)"), labelled as calls that may have run.
+    count = 120
+    transport = StreamableHttpTransport(fault_server.url, http_timeout=2)
+    async with McpClient("many", transport, timeout=60) as client:
+        calls = [client.call_tool("meet", {"count": count, "seconds": 30}) for _ in range(count)]
+        results = await asyncio.gather(*calls, return_exceptions=True)
+    assert results == ["met"] * count
+
+
+async def test_a_call_that_waits_out_the_pool_of_a_factorys_client_says_it_was_not_sent(
+    fault_server: FaultServer,
+) -> None:
+    def factory(**options: Any) -> httpx2.AsyncClient:
+        options["timeout"] = httpx2.Timeout(10, pool=0.5)
+        return httpx2.AsyncClient(**options, limits=httpx2.Limits(max_connections=3))
+
+    transport = StreamableHttpTransport(fault_server.url, http_client_factory=factory)
+    async with McpClient("pooled", transport, timeout=30) as client:
+        # Three connections (one perhaps the notification stream's) for six calls that
+        # hold theirs until all six are in, which cannot happen: the rest wait for one.
+        calls = [client.call_tool("meet", {"count": 6, "seconds": 3}) for _ in range(6)]
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        unsent = [r for r in results if isinstance(r, McpError)]
+        met = [r for r in results if isinstance(r, str)]
+        assert len(unsent) >= 3 and len(met) + len(unsent) == 6, results
+        assert all(answer.startswith("only ") for answer in met)
+        for error in unsent:
+            assert error.may_have_run is False and error.is_recoverable()
+            assert "tools/call 'meet' was not sent: no connection of the HTTP client came " in (
+                str(error)
+            )
+            assert "httpx2.Limits(max_connections=...)" in str(error)
+            assert str(error).endswith("; the call was not run")
+        assert client.connected  # the server was never in question
+        assert await client.call_tool("echo", {"text": "still"}) == "still"
+        state = await fault_server.control("state")
+        assert state["calls_seen"] == len(met) + 1
 
 
 @pytest.mark.parametrize(
