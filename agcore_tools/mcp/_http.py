@@ -20,6 +20,10 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
   carrying another id by an error answer for the request (see ``_matching``);
 - hands the GET stream of a 2025-11-25 session to a :class:`ListenStream`, which
   keeps it coming back where the SDK would give it up.
+
+Behind it, :class:`_Routes` sends each request the way its own URL calls for: through
+the ``proxy`` given, else through the proxy the environment names for that host (an
+OAuth token endpoint may be on the other side of ``NO_PROXY`` from the MCP server).
 """
 
 from __future__ import annotations
@@ -256,6 +260,41 @@ def _environment_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
+class _Routes:
+    """Sends each request directly or through its proxy: ``proxy`` if given (as httpx's
+    ``proxy=`` does), else the one the environment names for the request's own scheme
+    and host, looked up once per origin, as httpx2 does with ``trust_env``."""
+
+    def __init__(self, tls: ssl.SSLContext | bool, proxy: str | None) -> None:
+        self._tls = tls
+        self._proxy = proxy
+        self._by_origin: dict[tuple[str, str, int | None], str | None] = {}
+        self._by_proxy: dict[str | None, httpx2.AsyncHTTPTransport] = {}
+
+    def route(self, url: httpx2.URL) -> str | None:
+        """The proxy for ``url`` (None: direct)."""
+        if self._proxy is not None:
+            return self._proxy
+        origin = (url.scheme, url.host, url.port)
+        if origin not in self._by_origin:
+            self._by_origin[origin] = _environment_proxy(str(url))
+        return self._by_origin[origin]
+
+    async def send(self, request: httpx2.Request) -> httpx2.Response:
+        proxy = self.route(request.url)
+        transport = self._by_proxy.get(proxy)
+        if transport is None:
+            transport = httpx2.AsyncHTTPTransport(verify=self._tls, proxy=proxy, limits=_LIMITS)
+            self._by_proxy[proxy] = transport
+        return await transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        transports = list(self._by_proxy.values())
+        self._by_proxy.clear()
+        for transport in transports:
+            await transport.aclose()
+
+
 def _tls_context(transport: StreamableHttpTransport) -> ssl.SSLContext | bool:
     """``verify`` and ``cert`` as httpx2 wants them now: one SSL context (or a bool)."""
     verify, cert = transport.verify, transport.cert
@@ -289,20 +328,9 @@ def _build_client(
     factory = transport.http_client_factory
     event_limit = transport.max_sse_event_size
     if factory is None:
-        inner = httpx2.AsyncHTTPTransport(
-            verify=_tls_context(transport),
-            proxy=transport.proxy or _environment_proxy(transport.url),
-            limits=_LIMITS,
-        )
+        routes = _Routes(_tls_context(transport), transport.proxy)
         guard = _Guard(
-            endpoint,
-            inner.handle_async_request,
-            inner.aclose,
-            isolate,
-            given_up,
-            secrets,
-            event_limit,
-            listen,
+            endpoint, routes.send, routes.aclose, isolate, given_up, secrets, event_limit, listen
         )
         client = httpx2.AsyncClient(
             headers=headers, auth=transport.auth, timeout=timeout, transport=guard

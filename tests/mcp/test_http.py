@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -163,6 +163,50 @@ async def test_requests_go_through_the_proxy(fault_server: FaultServer) -> None:
         transport = StreamableHttpTransport(fault_server.url, proxy=proxy_url)
         assert await echo_through(transport, protocol="legacy") == "through"
     assert f"POST {fault_server.url}" in proxy.seen
+
+
+@pytest.fixture
+def no_proxy_settings(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    return monkeypatch
+
+
+class TokenFromElsewhere(httpx2.Auth):
+    """Asks another host for its token first, as an OAuth flow asks its token endpoint."""
+
+    def __init__(self, token_url: str) -> None:
+        self.token_url = token_url
+        self.token: str | None = None
+
+    async def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if self.token is None:
+            answer = yield httpx2.Request("POST", self.token_url, json={})
+            await answer.aread()
+            self.token = f"t-{answer.status_code}"
+        request.headers["Authorization"] = f"Bearer {self.token}"
+        yield request
+
+
+async def test_each_host_follows_the_environments_proxy_rules(
+    fault_server: FaultServer, no_proxy_settings: pytest.MonkeyPatch
+) -> None:
+    # The proxy chosen for the MCP server's URL carried every request, the token
+    # endpoint's too, though NO_PROXY lists its host.
+    token_url = f"http://localhost:{fault_server.port}/control/state"
+    proxy = ForwardProxy()
+    async with proxy as proxy_url:
+        no_proxy_settings.setenv("HTTP_PROXY", proxy_url)
+        no_proxy_settings.setenv("NO_PROXY", "localhost")
+        auth = TokenFromElsewhere(token_url)
+        transport = StreamableHttpTransport(fault_server.url, auth=auth)
+        assert await echo_through(transport, protocol="legacy") == "through"
+    assert auth.token == "t-200"
+    assert f"POST {fault_server.url}" in proxy.seen
+    assert not [seen for seen in proxy.seen if "localhost" in seen]
 
 
 def test_the_environment_names_the_proxy_unless_no_proxy_says_otherwise(
