@@ -23,7 +23,8 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
 
 Behind it, :class:`_Routes` sends each request the way its own URL calls for: through
 the ``proxy`` given, else through the proxy the environment names for that host (an
-OAuth token endpoint may be on the other side of ``NO_PROXY`` from the MCP server).
+OAuth token endpoint may be on the other side of ``NO_PROXY`` from the MCP server),
+naming the proxy in a network error.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import httpx2
 from pydantic_core import from_json
 
 from .._aio import with_timeout
+from .._redact import url_without_secrets
 from ..error import ToolConfigError
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after
 from ._listen import ListenStream, StreamEvent
@@ -260,39 +262,73 @@ def _environment_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
+def _proxy_origin(scheme: str, proxy: str) -> str:
+    """Where the environment's ``proxy`` for ``scheme`` came from, for messages."""
+    variables = urllib.request.getproxies_environment()
+    for key in (scheme, "all"):
+        if variables.get(key) == proxy:
+            return f"{key.upper()}_PROXY"
+    return "the system's proxy settings"
+
+
 class _Routes:
     """Sends each request directly or through its proxy: ``proxy`` if given (as httpx's
     ``proxy=`` does), else the one the environment names for the request's own scheme
-    and host, looked up once per origin, as httpx2 does with ``trust_env``."""
+    and host, looked up once per origin, as httpx2 does with ``trust_env``. A network
+    error through a proxy names it (without credentials) and where it came from."""
 
     def __init__(self, tls: ssl.SSLContext | bool, proxy: str | None) -> None:
         self._tls = tls
         self._proxy = proxy
-        self._by_origin: dict[tuple[str, str, int | None], str | None] = {}
+        self._by_origin: dict[tuple[str, str, int | None], tuple[str | None, str]] = {}
         self._by_proxy: dict[str | None, httpx2.AsyncHTTPTransport] = {}
 
-    def route(self, url: httpx2.URL) -> str | None:
-        """The proxy for ``url`` (None: direct)."""
+    def route(self, url: httpx2.URL) -> tuple[str | None, str]:
+        """The proxy for ``url`` (None: direct), and where it came from."""
         if self._proxy is not None:
-            return self._proxy
+            return self._proxy, "StreamableHttpTransport(proxy=...)"
         origin = (url.scheme, url.host, url.port)
-        if origin not in self._by_origin:
-            self._by_origin[origin] = _environment_proxy(str(url))
-        return self._by_origin[origin]
+        found = self._by_origin.get(origin)
+        if found is None:
+            proxy = _environment_proxy(str(url))
+            found = (proxy, "" if proxy is None else _proxy_origin(url.scheme, proxy))
+            self._by_origin[origin] = found
+        return found
 
     async def send(self, request: httpx2.Request) -> httpx2.Response:
-        proxy = self.route(request.url)
+        proxy, origin = self.route(request.url)
         transport = self._by_proxy.get(proxy)
         if transport is None:
             transport = httpx2.AsyncHTTPTransport(verify=self._tls, proxy=proxy, limits=_LIMITS)
             self._by_proxy[proxy] = transport
-        return await transport.handle_async_request(request)
+        try:
+            return await transport.handle_async_request(request)
+        except _THROUGH_PROXY as exc:
+            if proxy is None:
+                raise
+            text = str(exc).strip().splitlines()
+            said = text[0] if text else "(no message)"
+            shown = url_without_secrets(proxy)
+            raise type(exc)(
+                f"{said} (via the proxy {shown}, from {origin})", request=request
+            ) from exc
 
     async def aclose(self) -> None:
         transports = list(self._by_proxy.values())
         self._by_proxy.clear()
         for transport in transports:
             await transport.aclose()
+
+
+_THROUGH_PROXY = (
+    httpx2.NetworkError,
+    httpx2.ProxyError,
+    httpx2.RemoteProtocolError,
+    httpx2.ConnectTimeout,
+    httpx2.ReadTimeout,
+    httpx2.WriteTimeout,
+)
+"""What a dead, misspelled or failing proxy gives (not a pool wait, or a bad request)."""
 
 
 def _tls_context(transport: StreamableHttpTransport) -> ssl.SSLContext | bool:

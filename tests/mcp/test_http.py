@@ -209,6 +209,25 @@ async def test_each_host_follows_the_environments_proxy_rules(
     assert not [seen for seen in proxy.seen if "localhost" in seen]
 
 
+async def test_a_dead_proxy_is_named_with_where_it_came_from(
+    fault_server: FaultServer, no_proxy_settings: pytest.MonkeyPatch
+) -> None:
+    # The message named the server as unreachable, and the proxy not at all.
+    dead = "http://user:pr0xy-pw@127.0.0.1:1"
+    with pytest.raises(McpError) as info:
+        await echo_through(StreamableHttpTransport(fault_server.url, proxy=dead))
+    message = str(info.value)
+    assert f"cannot connect to {fault_server.url}: ConnectError: " in message
+    assert message.endswith(
+        "(via the proxy http://127.0.0.1:1, from StreamableHttpTransport(proxy=...))"
+    )
+    assert "pr0xy-pw" not in message
+    no_proxy_settings.setenv("HTTP_PROXY", dead)
+    with pytest.raises(McpError) as info:
+        await echo_through(StreamableHttpTransport(fault_server.url))
+    assert str(info.value).endswith("(via the proxy http://127.0.0.1:1, from HTTP_PROXY)")
+
+
 def test_the_environment_names_the_proxy_unless_no_proxy_says_otherwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
