@@ -4,8 +4,8 @@ httpx2 is the MCP SDK's HTTP client; passing a configured ``httpx2.AsyncClient``
 SDK's documented way to set headers, TLS and the rest. Every request goes through
 :class:`_Guard`, an httpx2 transport that
 
-- records a failed answer's status and headers in the sender's :class:`HttpExchange`
-  (the SDK keeps neither);
+- records a failed answer's status, headers and the reason its body gives in the
+  sender's :class:`HttpExchange` (the SDK keeps none of them);
 - notes the credentials each request carries (:class:`SentSecrets`), whatever put them
   there (an ``auth=`` flow's token), so that what the server writes back is masked;
 - once the session is up, turns a network error on one POST into a JSON-RPC error for
@@ -44,7 +44,7 @@ from pydantic_core import from_json
 from .._aio import with_timeout
 from .._redact import url_without_secrets
 from ..error import ToolConfigError
-from ._exchange import EXCHANGE, HttpExchange, parse_retry_after
+from ._exchange import EXCHANGE, HttpExchange, parse_retry_after, server_reason
 from ._listen import ListenStream, StreamEvent
 from ._matching import JsonBodyCheck, SseCheck
 from ._stderr import SentSecrets
@@ -61,6 +61,8 @@ answers it at once; one that does not has its session ended by its own idle time
 
 _SESSION_HEADER = "mcp-session-id"
 _CONNECTION_CLOSED = -32000  # mcp_types.CONNECTION_CLOSED, the SDK's code for "no answer"
+_BODY_PEEK = 1024
+"""Bytes of a failed answer's body read for its reason (the rest is left to the SDK)."""
 _LIMITS = httpx2.Limits(max_connections=None, max_keepalive_connections=20)
 """No cap on connections: each call in flight holds one for its response stream, any
 number of tasks may call at once, and each call is bounded by its own timeout. A cap
@@ -127,7 +129,7 @@ class _Guard(httpx2.AsyncBaseTransport):
             return _no_answer(request, exchange.network_error)
         if exchange is not None:
             if response.status_code >= 400:
-                await _record(exchange, request, response)
+                await _record(exchange, request, response, self._secrets)
             elif exchange.status is not None:
                 # An auth flow's retry (after a 401) was answered: forget the refusal.
                 exchange.status = None
@@ -207,23 +209,69 @@ class _Checked(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+class _Replayed(httpx2.AsyncByteStream):
+    """A body whose first chunks were read already: those, then the rest."""
+
+    def __init__(
+        self, read: list[bytes], rest: AsyncIterator[bytes] | None, inner: httpx2.AsyncByteStream
+    ) -> None:
+        self._read = read
+        self._rest = rest
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._read:
+            yield chunk
+        if self._rest is not None:
+            async for chunk in self._rest:
+                yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def _peek(response: httpx2.Response, size: int) -> bytes:
+    """The first ``size`` bytes (or so) of the body, which stays whole for the SDK."""
+    stream = response.stream
+    if not isinstance(stream, httpx2.AsyncByteStream):
+        return b""
+    if response.headers.get("content-encoding", "identity") != "identity":
+        return b""  # compressed: the client decodes it after this transport
+    read: list[bytes] = []
+    chunks = aiter(stream)
+    rest: AsyncIterator[bytes] | None = chunks
+    try:
+        while sum(map(len, read)) < size:
+            read.append(await anext(chunks))
+    except (StopAsyncIteration, httpx2.TransportError):
+        rest = None  # the body ended (or broke, which the SDK would have met too): that much
+    finally:
+        response.stream = _Replayed(read, rest, stream)
+    return b"".join(read)[:size]
+
+
 async def _record(
-    exchange: HttpExchange, request: httpx2.Request, response: httpx2.Response
+    exchange: HttpExchange,
+    request: httpx2.Request,
+    response: httpx2.Response,
+    secrets: SentSecrets,
 ) -> None:
     status = response.status_code
     exchange.status = status
     exchange.reason = response.reason_phrase
     exchange.retry_after = parse_retry_after(response.headers.get("retry-after"))
     exchange.www_authenticate = response.headers.get("www-authenticate")
+    body = await _peek(response, _BODY_PEEK)
+    kind = response.headers.get("content-type", "")
+    exchange.server_reason = server_reason(body, kind, response.reason_phrase, secrets.mask)
     if _SESSION_HEADER not in request.headers:
         return
     if status == 404:
         exchange.session_gone = True  # the spec's answer for a session it does not know
     elif status == 400:
         # Servers written before the spec settled on 404 answer 400 "No valid session
-        # ID provided"; the body is short, and read once (httpx2 keeps it for the SDK).
-        body = await response.aread()
-        exchange.session_gone = b"session" in body[:1024].lower()
+        # ID provided".
+        exchange.session_gone = b"session" in body.lower()
 
 
 def _no_answer(request: httpx2.Request, reason: str) -> httpx2.Response:

@@ -281,8 +281,8 @@ def _http_failure(
     )
     if http.status in (429, 503) and http.retry_after is not None:
         return Verdict(error, wait=http.retry_after, never_ran=True)
-    # Refused at the door (a credential, a rate limit): the server did not run it.
-    return Verdict(error, never_ran=http.status in (401, 403, 429))
+    # Refused at the door (a credential, a rate limit, a body too large): not run.
+    return Verdict(error, never_ran=http.refused)
 
 
 async def send_again(

@@ -6,7 +6,8 @@ front only adds what real deployments do to clients, when a test asks for it thr
 ``POST /control/<what>`` (JSON body):
 
 - ``fail``: answer the next ``times`` POSTs of JSON-RPC ``method`` (``tools/call``, or
-  any) with ``status``, ``headers`` and a plain-text body, before the server sees them;
+  any) with ``status``, ``headers`` and a ``body`` (plain text, "injected failure" unless
+  given), before the server sees them;
 - ``token``: from now on require ``Authorization: Bearer <token>`` (401 with a
   ``WWW-Authenticate`` challenge otherwise); ``null`` lifts it;
 - ``cut-listen``: end every open ``subscriptions/listen`` response stream, as a
@@ -161,7 +162,8 @@ class Faults:
             method = request_id = None
         failure = self._take_failure(method)
         if failure is not None:
-            await _respond(send, failure["status"], "injected failure", failure.get("headers", {}))
+            body = failure.get("body", "injected failure")
+            await _respond(send, failure["status"], body, failure.get("headers", {}))
             return
         replay = _replay(body, receive)
         if method == "subscriptions/listen":
