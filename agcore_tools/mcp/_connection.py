@@ -19,6 +19,7 @@ import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 from .._aio import import_off_loop, with_timeout
 from .._version import __version__
@@ -480,8 +481,9 @@ class Connection:
         elif self._startup.status is not None:
             http = self._startup
             # 405 to the handshake's POST: most often an old HTTP+SSE endpoint (".../sse"
-            # in Cursor's and Claude's configs), which answers GET only.
-            hint = _OLD_SSE_HINT if http.status == 405 else ""
+            # in Cursor's and Claude's configs), which answers GET only; Express servers
+            # answer such a POST with 404.
+            hint = _OLD_SSE_HINT if _old_sse(http.status, what) else ""
             error = McpError(
                 name,
                 f"cannot connect to {what}: {http.describe()}{hint}{sdk_detail(leaf(exc))}",
@@ -550,6 +552,12 @@ def _task_extensions(server_name: str) -> list[Any]:
     from ._task_wire import TasksExtension
 
     return [TasksExtension(server_name)]
+
+
+def _old_sse(status: int | None, url: str) -> bool:
+    """Whether a refused handshake POST suggests an old HTTP+SSE endpoint."""
+    path = urlsplit(url).path.rstrip("/")
+    return status == 405 or (status in (400, 404) and path.endswith("/sse"))
 
 
 def _wants_listen(client: Client) -> bool:

@@ -195,6 +195,25 @@ async def test_a_405_to_the_handshake_suggests_an_old_http_sse_endpoint(
     assert "deprecated HTTP+SSE transport" in str(info.value)
 
 
+async def test_a_404_to_the_handshake_of_an_sse_url_suggests_the_old_transport_too(
+    fault_server: FaultServer,
+) -> None:
+    # Express servers (the TypeScript SDK's) answer a POST to their old /sse endpoint
+    # with 404, not 405: the error said "HTTP 404 Not Found" and nothing more.
+    old = StreamableHttpTransport(f"{fault_server.base}/sse")
+    with pytest.raises(McpError) as info:
+        await client_for(fault_server, "legacy", transport=old).connect()
+    assert info.value.status_code == 404
+    assert "HTTP 404 Not Found (the server refused a POST: it may speak the deprecated " in str(
+        info.value
+    )
+    elsewhere = StreamableHttpTransport(f"{fault_server.base}/nowhere")
+    with pytest.raises(McpError) as info:
+        await client_for(fault_server, "legacy", transport=elsewhere).connect()
+    assert info.value.status_code == 404
+    assert "HTTP+SSE" not in str(info.value)
+
+
 async def test_an_http_errors_body_says_why_and_a_refusal_is_not_run(
     fault_server: FaultServer,
 ) -> None:
