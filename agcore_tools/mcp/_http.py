@@ -380,22 +380,50 @@ _THROUGH_PROXY = (
 
 
 def _tls_context(transport: StreamableHttpTransport) -> ssl.SSLContext | bool:
-    """``verify`` and ``cert`` as httpx2 wants them now: one SSL context (or a bool)."""
+    """``verify`` and ``cert`` as httpx2 wants them now: one SSL context (or a bool).
+
+    A path that names no file, or a file that is no certificate (or key), is reported
+    with the setting's name and the path: ``ssl`` names neither."""
     verify, cert = transport.verify, transport.cert
     if isinstance(verify, bool) and cert is None:
         return verify
     if isinstance(verify, str):
-        if os.path.isdir(verify):
-            context = ssl.create_default_context(capath=verify)
-        else:
-            context = ssl.create_default_context(cafile=verify)
+        _check_path("verify", "CA file or directory", verify)
+        try:
+            if os.path.isdir(verify):
+                context = ssl.create_default_context(capath=verify)
+            else:
+                context = ssl.create_default_context(cafile=verify)
+        except (ssl.SSLError, OSError) as exc:
+            raise ToolConfigError(
+                f"StreamableHttpTransport verify: cannot load the CA certificates in "
+                f"{verify!r}: {_describe(exc)}"
+            ) from exc
     elif isinstance(verify, bool):
         context = httpx2.create_ssl_context(verify=verify)  # a new one, httpx2's defaults
     else:
         return verify  # the caller's own context (with its client certificate, if any)
     if cert is not None:
-        context.load_cert_chain(*((cert,) if isinstance(cert, str) else cert))
+        files = (cert,) if isinstance(cert, str) else tuple(cert)
+        for path in files:
+            _check_path("cert", "client certificate or key file", path)
+        try:
+            context.load_cert_chain(*files)
+        except (ssl.SSLError, OSError) as exc:
+            raise ToolConfigError(
+                f"StreamableHttpTransport cert: cannot load the client certificate from "
+                f"{', '.join(map(repr, files))}: {_describe(exc)}"
+            ) from exc
     return context
+
+
+def _check_path(setting: str, what: str, path: str) -> None:
+    if os.path.exists(path):
+        return
+    where = "" if os.path.isabs(path) else f" (relative to {os.getcwd()!r})"
+    raise ToolConfigError(
+        f"StreamableHttpTransport {setting}: no such {what} {path!r}{where}; correct the path"
+    )
 
 
 def _build_client(

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import httpx2
 import pytest
 
-from agcore_tools import McpClient, McpError, StreamableHttpTransport, ToolError
+from agcore_tools import McpClient, McpError, StreamableHttpTransport, ToolConfigError, ToolError
 from agcore_tools.mcp._exchange import parse_retry_after
 from agcore_tools.mcp._http import _environment_proxy
 
@@ -100,6 +100,27 @@ async def test_client_certificates(mtls_server: FaultServer, pki: Pki) -> None:
     assert await echo_through(StreamableHttpTransport(mtls_server.url, verify=ca, cert=pair))
     one_file = str(pki.client_both)
     assert await echo_through(StreamableHttpTransport(mtls_server.url, verify=ca, cert=one_file))
+
+
+async def test_a_tls_file_that_is_not_there_or_no_certificate_is_named_with_its_setting(
+    tmp_path: Path,
+) -> None:
+    # ssl's own error names neither: "FileNotFoundError: [Errno 2] No such file or directory".
+    url = "https://127.0.0.1:1/mcp"
+    missing = str(tmp_path / "corp-ca.pme")
+    with pytest.raises(ToolConfigError) as info:
+        await echo_through(StreamableHttpTransport(url, verify=missing))
+    assert str(info.value) == (
+        f"StreamableHttpTransport verify: no such CA file or directory {missing!r}; correct the path"
+    )
+    with pytest.raises(ToolConfigError, match=r"cert: no such client certificate or key file "):
+        await echo_through(StreamableHttpTransport(url, cert=(missing, missing)))
+    garbage = tmp_path / "ca.pem"
+    garbage.write_text("not a certificate\n")
+    with pytest.raises(ToolConfigError, match=r"verify: cannot load the CA certificates in '"):
+        await echo_through(StreamableHttpTransport(url, verify=str(garbage)))
+    with pytest.raises(ToolConfigError, match=r"cert: cannot load the client certificate from '"):
+        await echo_through(StreamableHttpTransport(url, cert=str(garbage)))
 
 
 # -- a proxy ----------------------------------------------------------------------------
