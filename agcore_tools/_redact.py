@@ -18,6 +18,7 @@ __all__ = [
     "MIN_SECRET",
     "header_secrets",
     "mask",
+    "mask_credentials",
     "masked_error",
     "secret_values",
     "url_secrets",
@@ -86,6 +87,27 @@ def mask(text: str, secrets: Sequence[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, "***")
     return text
+
+
+_SCHEMED_CREDENTIAL = re.compile(
+    r"\b(bearer|basic|token)\s+"
+    r"(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/-]{8,}=*",
+    re.IGNORECASE,
+)
+"""A credential after its scheme, as a server quotes the ``Authorization`` it got. A
+digit or a token68 sign in it tells a token from a word (``Token authentication``)."""
+
+
+def mask_credentials(text: str) -> str:
+    """``text`` with the credential after ``Bearer``, ``Basic`` or ``Token`` shown as
+    ``***``, whoever put it on the request: the backstop for a credential this library
+    never saw (one that a client's own transport adds).
+
+    Example:
+        >>> mask_credentials("rejected Bearer eyJhbGciOi.eyJzdWIi.c2ln; Token authentication off")
+        'rejected Bearer ***; Token authentication off'
+    """
+    return _SCHEMED_CREDENTIAL.sub(lambda found: f"{found.group(1)} ***", text)
 
 
 def url_without_secrets(url: str) -> str:

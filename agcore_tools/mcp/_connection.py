@@ -19,9 +19,9 @@ import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 from .._aio import import_off_loop, with_timeout
-from .._redact import mask
 from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from . import _sdklog
@@ -33,7 +33,7 @@ from ._matching import invalid_reason, mismatch_reason
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._relisten import describe, leaf, listen_tools_changed
 from ._state import State
-from ._stderr import transport_secrets
+from ._stderr import SentSecrets
 from ._stdio import ChildProcess
 from ._stream_state import NotificationStream
 from ._streams import watch_end
@@ -157,6 +157,8 @@ class Connection:
         self.lost_at = math.inf
         """When (``time.monotonic()``) the connection was lost."""
         self.http = not isinstance(self.transport, StdioTransport)
+        self.secrets = SentSecrets(self.transport)
+        """What the server's log messages are masked with (the credentials sent included)."""
         self._startup = HttpExchange()
         self.updates = UpdateFeeds()
         """The open resource subscriptions of a handshake-era session."""
@@ -312,6 +314,8 @@ class Connection:
         except MCPError as exc:
             if exchange.session_gone:
                 return f"the server no longer knows the session ({exchange.describe()})"
+            if exchange.pool_full:
+                return None  # every connection of the client was busy: the server may be fine
             if exchange.network_error is not None:
                 return f"the server cannot be reached ({exchange.network_error})"
             if exc.code == CONNECTION_CLOSED:
@@ -447,6 +451,7 @@ class Connection:
                 lambda: self.state is State.READY,
                 lambda: self._given_up,
                 self.stream.event,
+                self.secrets,
             )
         return watch_end(opened, self._transport_ended)
 
@@ -486,8 +491,9 @@ class Connection:
         elif self._startup.status is not None:
             http = self._startup
             # 405 to the handshake's POST: most often an old HTTP+SSE endpoint (".../sse"
-            # in Cursor's and Claude's configs), which answers GET only.
-            hint = _OLD_SSE_HINT if http.status == 405 else ""
+            # in Cursor's and Claude's configs), which answers GET only; Express servers
+            # answer such a POST with 404.
+            hint = _OLD_SSE_HINT if _old_sse(http.status, what) else ""
             error = McpError(
                 name,
                 f"cannot connect to {what}: {http.describe()}{hint}{sdk_detail(leaf(exc))}",
@@ -537,9 +543,10 @@ class Connection:
     async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
         level = LOG_LEVELS.get(params.level, logging.INFO)
         if server_logger.isEnabledFor(level):
-            # Servers log their start-up settings this way too: the transport's secrets
-            # are masked as in a stdio server's stderr. The callback gets the data as sent.
-            text = mask(str(params.data), transport_secrets(self.transport))
+            # Servers log their start-up settings this way too: the transport's secrets,
+            # and the credentials sent, are masked as in a stdio server's stderr. The
+            # callback gets the data as sent.
+            text = self.secrets.mask(str(params.data))
             server_logger.log(level, "[%s] %s", self.server_name, text)
         settings = self._settings()  # None once the client is gone, and its on_log with it
         callback = settings.on_log if settings is not None else None
@@ -555,6 +562,12 @@ def _task_extensions(server_name: str) -> list[Any]:
     from ._task_wire import TasksExtension
 
     return [TasksExtension(server_name)]
+
+
+def _old_sse(status: int | None, url: str) -> bool:
+    """Whether a refused handshake POST suggests an old HTTP+SSE endpoint."""
+    path = urlsplit(url).path.rstrip("/")
+    return status == 405 or (status in (400, 404) and path.endswith("/sse"))
 
 
 def _wants_listen(client: Client) -> bool:

@@ -11,15 +11,28 @@ Kept free of SDK and httpx imports: the client checks it on every call.
 
 from __future__ import annotations
 
+import json
 import math
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-__all__ = ["EXCHANGE", "HttpExchange", "parse_retry_after", "sdk_detail"]
+__all__ = ["EXCHANGE", "HttpExchange", "parse_retry_after", "sdk_detail", "server_reason"]
 
 _SDK_STAND_INS = frozenset({"Server returned an error response", "Session terminated", "Not Found"})
 """The SDK's messages for an HTTP failure without a JSON-RPC body; the status says more."""
+
+_REFUSED = frozenset({400, 401, 403, 404, 405, 406, 411, 413, 414, 415, 422, 429, 431})
+"""Statuses by which a server refuses a request before running it: a malformed or
+oversized request, a credential, a method or media type it does not take, a rate limit.
+A 5xx, a 408 or a 409 may come after the work began."""
+
+REASON_LIMIT = 300
+"""Characters of a server's own words (from an error's body) a message shows at most."""
+_REASON_KEYS = ("error_description", "detail", "message", "error", "title")
+"""Where error bodies say what is wrong: OAuth's ``{"error", "error_description"}``,
+FastAPI's and RFC 9457's ``detail``, ``message`` (GitHub's, Express's), ``title``."""
 
 
 @dataclass(slots=True)
@@ -40,12 +53,30 @@ class HttpExchange:
     """The request got no HTTP answer at all: why (``ConnectError: ...``)."""
     never_sent: bool = False
     """No connection to the server could be made for it, so the server never saw it."""
+    pool_full: bool = False
+    """No connection of the HTTP client's pool came free for it in time: it was never
+    sent, and that says nothing of the server's health."""
+    server_reason: str = ""
+    """What the failed answer's body says is wrong (see :func:`server_reason`)."""
+
+    @property
+    def refused(self) -> bool:
+        """Whether the failed answer's status refuses the request before running it
+        (400, 401, 403, 404, 413, 422, 429 ...; not a 5xx).
+
+        Example:
+            >>> HttpExchange(status=413).refused, HttpExchange(status=500).refused
+            (True, False)
+        """
+        return self.status in _REFUSED
 
     def describe(self) -> str:
-        """One line for messages: ``HTTP 401 Unauthorized (WWW-Authenticate: Bearer ...)``."""
+        """One line for messages: ``HTTP 401 Unauthorized: "token expired" (WWW-Authenticate: Bearer ...)``."""
         if self.status is None:
             return self.network_error or "no answer"
         text = f"HTTP {self.status} {self.reason or _phrase(self.status)}".rstrip()
+        if self.server_reason:
+            text += f": {self.server_reason}"
         if self.www_authenticate:
             text += f" (WWW-Authenticate: {self.www_authenticate})"
         if self.retry_after is not None:
@@ -80,6 +111,61 @@ def parse_retry_after(value: str | None) -> float | None:
     if not math.isfinite(seconds):
         return None
     return max(0.0, seconds)
+
+
+def server_reason(
+    body: bytes, content_type: str, phrase: str, hide: Callable[[str], str] = str
+) -> str:
+    """What an HTTP error's ``body`` says is wrong, on one line of at most
+    :data:`REASON_LIMIT` characters, shown by ``hide`` (which masks secrets, before the
+    cut), in quotes; ``""`` when it says nothing more than the reason ``phrase``. A
+    JSON-RPC error is left out (the SDK reports it), and so is HTML (a page's markup).
+
+    Example:
+        >>> body = b'{"error": "insufficient_scope", "error_description": "token lacks the repo scope"}'
+        >>> server_reason(body, "application/json", "Forbidden")
+        '"insufficient_scope: token lacks the repo scope"'
+        >>> server_reason(b"Token expired\\nsign in again", "text/plain", "Unauthorized")
+        '"Token expired sign in again"'
+        >>> server_reason(b"Not Found", "text/plain", "Not Found"), server_reason(b"<html>", "text/html", "")
+        ('', '')
+    """
+    text = body.decode("utf-8", "replace").strip()
+    if not text or "html" in content_type.lower() or text.startswith("<"):
+        return ""
+    if "json" in content_type.lower() or text.startswith(("{", "[")):
+        said = _json_reason(text)
+        if said is None:
+            return ""
+        text = said or text
+    text = " ".join(hide(text).split())
+    if not text or text.lower() == phrase.lower():
+        return ""
+    if len(text) > REASON_LIMIT:
+        text = text[: REASON_LIMIT - 1] + "…"
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _json_reason(text: str) -> str | None:
+    """The message of a JSON error body; None for a JSON-RPC error, "" for none found."""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return ""  # cut short, or not JSON after all: its text, as it is
+    if not isinstance(parsed, dict):
+        return ""
+    if "jsonrpc" in parsed:
+        return None
+    error, description = parsed.get("error"), parsed.get("error_description")
+    if isinstance(error, str) and isinstance(description, str):
+        return f"{error}: {description}"
+    for key in _REASON_KEYS:
+        value = parsed.get(key)
+        if isinstance(value, dict):
+            value = value.get("message")
+        if isinstance(value, str) and value.strip():
+            return value
+    return ""
 
 
 def _phrase(status: int) -> str:

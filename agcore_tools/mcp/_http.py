@@ -4,8 +4,10 @@ httpx2 is the MCP SDK's HTTP client; passing a configured ``httpx2.AsyncClient``
 SDK's documented way to set headers, TLS and the rest. Every request goes through
 :class:`_Guard`, an httpx2 transport that
 
-- records a failed answer's status and headers in the sender's :class:`HttpExchange`
-  (the SDK keeps neither);
+- records a failed answer's status, headers and the reason its body gives in the
+  sender's :class:`HttpExchange` (the SDK keeps none of them);
+- notes the credentials each request carries (:class:`SentSecrets`), whatever put them
+  there (an ``auth=`` flow's token), so that what the server writes back is masked;
 - once the session is up, turns a network error on one POST into a JSON-RPC error for
   that request alone. The SDK lets it escape the POST's task, which ends the whole
   transport and fails every call in flight. During start-up it is left alone: the
@@ -18,6 +20,11 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
   carrying another id by an error answer for the request (see ``_matching``);
 - hands the GET stream of a 2025-11-25 session to a :class:`ListenStream`, which
   keeps it coming back where the SDK would give it up.
+
+Behind it, :class:`_Routes` sends each request the way its own URL calls for: through
+the ``proxy`` given, else through the proxy the environment names for that host (an
+OAuth token endpoint may be on the other side of ``NO_PROXY`` from the MCP server),
+naming the proxy in a network error.
 """
 
 from __future__ import annotations
@@ -35,10 +42,12 @@ import httpx2
 from pydantic_core import from_json
 
 from .._aio import with_timeout
+from .._redact import url_without_secrets
 from ..error import ToolConfigError
-from ._exchange import EXCHANGE, HttpExchange, parse_retry_after
+from ._exchange import EXCHANGE, HttpExchange, parse_retry_after, server_reason
 from ._listen import ListenStream, StreamEvent
 from ._matching import JsonBodyCheck, SseCheck
+from ._stderr import SentSecrets
 from .transport import StreamableHttpTransport
 
 if TYPE_CHECKING:
@@ -52,6 +61,12 @@ answers it at once; one that does not has its session ended by its own idle time
 
 _SESSION_HEADER = "mcp-session-id"
 _CONNECTION_CLOSED = -32000  # mcp_types.CONNECTION_CLOSED, the SDK's code for "no answer"
+_BODY_PEEK = 1024
+"""Bytes of a failed answer's body read for its reason (the rest is left to the SDK)."""
+_LIMITS = httpx2.Limits(max_connections=None, max_keepalive_connections=20)
+"""No cap on connections: each call in flight holds one for its response stream, any
+number of tasks may call at once, and each call is bounded by its own timeout. A cap
+(httpx2's default is 100) only made the calls beyond it wait, then fail unsent."""
 
 
 class _Guard(httpx2.AsyncBaseTransport):
@@ -64,6 +79,7 @@ class _Guard(httpx2.AsyncBaseTransport):
         close: Callable[[], Awaitable[None]],
         isolate: Callable[[], bool],
         given_up: Callable[[], bool],
+        secrets: SentSecrets,
         event_limit: int | None = None,
         listen: ListenStream | None = None,
     ) -> None:
@@ -76,11 +92,13 @@ class _Guard(httpx2.AsyncBaseTransport):
         self._close = close
         self._isolate = isolate
         self._given_up = given_up
+        self._secrets = secrets
         self._listen = listen
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if self._given_up():
             raise httpx2.ConnectError("the client gave this connection up", request=request)
+        self._secrets.note(request.headers.multi_items())
         listen = self._listen
         if (
             request.method == "GET"
@@ -101,14 +119,17 @@ class _Guard(httpx2.AsyncBaseTransport):
         except httpx2.TransportError as exc:
             if exchange is None or not self._isolate():
                 raise
-            exchange.network_error = _describe(exc)
+            exchange.pool_full = isinstance(exc, httpx2.PoolTimeout)
+            exchange.network_error = _pool_full(request) if exchange.pool_full else _describe(exc)
             # A connection that was never made carried nothing; a pooled connection
             # found dead on use fails with a read or write error instead.
-            exchange.never_sent = isinstance(exc, (httpx2.ConnectError, httpx2.ConnectTimeout))
+            exchange.never_sent = exchange.pool_full or isinstance(
+                exc, (httpx2.ConnectError, httpx2.ConnectTimeout)
+            )
             return _no_answer(request, exchange.network_error)
         if exchange is not None:
             if response.status_code >= 400:
-                await _record(exchange, request, response)
+                await _record(exchange, request, response, self._secrets)
             elif exchange.status is not None:
                 # An auth flow's retry (after a 401) was answered: forget the refusal.
                 exchange.status = None
@@ -188,23 +209,69 @@ class _Checked(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+class _Replayed(httpx2.AsyncByteStream):
+    """A body whose first chunks were read already: those, then the rest."""
+
+    def __init__(
+        self, read: list[bytes], rest: AsyncIterator[bytes] | None, inner: httpx2.AsyncByteStream
+    ) -> None:
+        self._read = read
+        self._rest = rest
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._read:
+            yield chunk
+        if self._rest is not None:
+            async for chunk in self._rest:
+                yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def _peek(response: httpx2.Response, size: int) -> bytes:
+    """The first ``size`` bytes (or so) of the body, which stays whole for the SDK."""
+    stream = response.stream
+    if not isinstance(stream, httpx2.AsyncByteStream):
+        return b""
+    if response.headers.get("content-encoding", "identity") != "identity":
+        return b""  # compressed: the client decodes it after this transport
+    read: list[bytes] = []
+    chunks = aiter(stream)
+    rest: AsyncIterator[bytes] | None = chunks
+    try:
+        while sum(map(len, read)) < size:
+            read.append(await anext(chunks))
+    except (StopAsyncIteration, httpx2.TransportError):
+        rest = None  # the body ended (or broke, which the SDK would have met too): that much
+    finally:
+        response.stream = _Replayed(read, rest, stream)
+    return b"".join(read)[:size]
+
+
 async def _record(
-    exchange: HttpExchange, request: httpx2.Request, response: httpx2.Response
+    exchange: HttpExchange,
+    request: httpx2.Request,
+    response: httpx2.Response,
+    secrets: SentSecrets,
 ) -> None:
     status = response.status_code
     exchange.status = status
     exchange.reason = response.reason_phrase
     exchange.retry_after = parse_retry_after(response.headers.get("retry-after"))
     exchange.www_authenticate = response.headers.get("www-authenticate")
+    body = await _peek(response, _BODY_PEEK)
+    kind = response.headers.get("content-type", "")
+    exchange.server_reason = server_reason(body, kind, response.reason_phrase, secrets.mask)
     if _SESSION_HEADER not in request.headers:
         return
     if status == 404:
         exchange.session_gone = True  # the spec's answer for a session it does not know
     elif status == 400:
         # Servers written before the spec settled on 404 answer 400 "No valid session
-        # ID provided"; the body is short, and read once (httpx2 keeps it for the SDK).
-        body = await response.aread()
-        exchange.session_gone = b"session" in body[:1024].lower()
+        # ID provided".
+        exchange.session_gone = b"session" in body.lower()
 
 
 def _no_answer(request: httpx2.Request, reason: str) -> httpx2.Response:
@@ -225,6 +292,15 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else '(no message)'}"
 
 
+def _pool_full(request: httpx2.Request) -> str:
+    waited = request.extensions.get("timeout", {}).get("pool")
+    within = f" within {waited:g} s" if isinstance(waited, (int, float)) else ""
+    return (
+        f"no connection of the HTTP client came free{within}, all being in use (raise "
+        "httpx2.Limits(max_connections=...) on the client the http_client_factory makes)"
+    )
+
+
 def _environment_proxy(url: str) -> str | None:
     """The proxy the environment (``HTTPS_PROXY``, ``NO_PROXY``...) names for ``url``."""
     parts = urllib.parse.urlsplit(url)
@@ -234,23 +310,120 @@ def _environment_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
+def _proxy_origin(scheme: str, proxy: str) -> str:
+    """Where the environment's ``proxy`` for ``scheme`` came from, for messages."""
+    variables = urllib.request.getproxies_environment()
+    for key in (scheme, "all"):
+        if variables.get(key) == proxy:
+            return f"{key.upper()}_PROXY"
+    return "the system's proxy settings"
+
+
+class _Routes:
+    """Sends each request directly or through its proxy: ``proxy`` if given (as httpx's
+    ``proxy=`` does), else the one the environment names for the request's own scheme
+    and host, looked up once per origin, as httpx2 does with ``trust_env``. A network
+    error through a proxy names it (without credentials) and where it came from."""
+
+    def __init__(self, tls: ssl.SSLContext | bool, proxy: str | None) -> None:
+        self._tls = tls
+        self._proxy = proxy
+        self._by_origin: dict[tuple[str, str, int | None], tuple[str | None, str]] = {}
+        self._by_proxy: dict[str | None, httpx2.AsyncHTTPTransport] = {}
+
+    def route(self, url: httpx2.URL) -> tuple[str | None, str]:
+        """The proxy for ``url`` (None: direct), and where it came from."""
+        if self._proxy is not None:
+            return self._proxy, "StreamableHttpTransport(proxy=...)"
+        origin = (url.scheme, url.host, url.port)
+        found = self._by_origin.get(origin)
+        if found is None:
+            proxy = _environment_proxy(str(url))
+            found = (proxy, "" if proxy is None else _proxy_origin(url.scheme, proxy))
+            self._by_origin[origin] = found
+        return found
+
+    async def send(self, request: httpx2.Request) -> httpx2.Response:
+        proxy, origin = self.route(request.url)
+        transport = self._by_proxy.get(proxy)
+        if transport is None:
+            transport = httpx2.AsyncHTTPTransport(verify=self._tls, proxy=proxy, limits=_LIMITS)
+            self._by_proxy[proxy] = transport
+        try:
+            return await transport.handle_async_request(request)
+        except _THROUGH_PROXY as exc:
+            if proxy is None:
+                raise
+            text = str(exc).strip().splitlines()
+            said = text[0] if text else "(no message)"
+            shown = url_without_secrets(proxy)
+            raise type(exc)(
+                f"{said} (via the proxy {shown}, from {origin})", request=request
+            ) from exc
+
+    async def aclose(self) -> None:
+        transports = list(self._by_proxy.values())
+        self._by_proxy.clear()
+        for transport in transports:
+            await transport.aclose()
+
+
+_THROUGH_PROXY = (
+    httpx2.NetworkError,
+    httpx2.ProxyError,
+    httpx2.RemoteProtocolError,
+    httpx2.ConnectTimeout,
+    httpx2.ReadTimeout,
+    httpx2.WriteTimeout,
+)
+"""What a dead, misspelled or failing proxy gives (not a pool wait, or a bad request)."""
+
+
 def _tls_context(transport: StreamableHttpTransport) -> ssl.SSLContext | bool:
-    """``verify`` and ``cert`` as httpx2 wants them now: one SSL context (or a bool)."""
+    """``verify`` and ``cert`` as httpx2 wants them now: one SSL context (or a bool).
+
+    A path that names no file, or a file that is no certificate (or key), is reported
+    with the setting's name and the path: ``ssl`` names neither."""
     verify, cert = transport.verify, transport.cert
     if isinstance(verify, bool) and cert is None:
         return verify
     if isinstance(verify, str):
-        if os.path.isdir(verify):
-            context = ssl.create_default_context(capath=verify)
-        else:
-            context = ssl.create_default_context(cafile=verify)
+        _check_path("verify", "CA file or directory", verify)
+        try:
+            if os.path.isdir(verify):
+                context = ssl.create_default_context(capath=verify)
+            else:
+                context = ssl.create_default_context(cafile=verify)
+        except (ssl.SSLError, OSError) as exc:
+            raise ToolConfigError(
+                f"StreamableHttpTransport verify: cannot load the CA certificates in "
+                f"{verify!r}: {_describe(exc)}"
+            ) from exc
     elif isinstance(verify, bool):
         context = httpx2.create_ssl_context(verify=verify)  # a new one, httpx2's defaults
     else:
         return verify  # the caller's own context (with its client certificate, if any)
     if cert is not None:
-        context.load_cert_chain(*((cert,) if isinstance(cert, str) else cert))
+        files = (cert,) if isinstance(cert, str) else tuple(cert)
+        for path in files:
+            _check_path("cert", "client certificate or key file", path)
+        try:
+            context.load_cert_chain(*files)
+        except (ssl.SSLError, OSError) as exc:
+            raise ToolConfigError(
+                f"StreamableHttpTransport cert: cannot load the client certificate from "
+                f"{', '.join(map(repr, files))}: {_describe(exc)}"
+            ) from exc
     return context
+
+
+def _check_path(setting: str, what: str, path: str) -> None:
+    if os.path.exists(path):
+        return
+    where = "" if os.path.isabs(path) else f" (relative to {os.getcwd()!r})"
+    raise ToolConfigError(
+        f"StreamableHttpTransport {setting}: no such {what} {path!r}{where}; correct the path"
+    )
 
 
 def _build_client(
@@ -258,25 +431,18 @@ def _build_client(
     isolate: Callable[[], bool],
     given_up: Callable[[], bool],
     listen: ListenStream | None,
+    secrets: SentSecrets,
 ) -> tuple[httpx2.AsyncClient, httpx2.AsyncClient | None]:
     """The client for the SDK, and the user's own client behind it (if a factory made one)."""
     headers = dict(transport.headers or {})
     timeout = httpx2.Timeout(transport.http_timeout, read=transport.sse_read_timeout)
     endpoint = httpx2.URL(transport.url)
     factory = transport.http_client_factory
+    event_limit = transport.max_sse_event_size
     if factory is None:
-        inner = httpx2.AsyncHTTPTransport(
-            verify=_tls_context(transport),
-            proxy=transport.proxy or _environment_proxy(transport.url),
-        )
+        routes = _Routes(_tls_context(transport), transport.proxy)
         guard = _Guard(
-            endpoint,
-            inner.handle_async_request,
-            inner.aclose,
-            isolate,
-            given_up,
-            transport.max_sse_event_size,
-            listen,
+            endpoint, routes.send, routes.aclose, isolate, given_up, secrets, event_limit, listen
         )
         client = httpx2.AsyncClient(
             headers=headers, auth=transport.auth, timeout=timeout, transport=guard
@@ -292,12 +458,15 @@ def _build_client(
     async def send(request: httpx2.Request) -> httpx2.Response:
         # The user's client adds its auth, hooks, TLS and proxies; redirects stay the
         # SDK's to follow (it checks they keep to the endpoint's origin).
-        return await user.send(request, stream=True, follow_redirects=False)
+        try:
+            return await user.send(request, stream=True, follow_redirects=False)
+        finally:
+            secrets.note(request.headers.multi_items())  # with what its auth added
 
     async def close() -> None:
         pass  # closed by open_streamable_http, which owns it
 
-    guard = _Guard(endpoint, send, close, isolate, given_up, transport.max_sse_event_size, listen)
+    guard = _Guard(endpoint, send, close, isolate, given_up, secrets, event_limit, listen)
     # No auth here: the user's client applies the one it was given.
     outer = httpx2.AsyncClient(headers=user.headers, timeout=user.timeout, transport=guard)
     return outer, user
@@ -309,17 +478,21 @@ async def open_streamable_http(
     isolate: Callable[[], bool] = lambda: False,
     given_up: Callable[[], bool] = lambda: False,
     on_listen: StreamEvent | None = None,
+    secrets: SentSecrets | None = None,
 ) -> AsyncIterator[TransportStreams]:
     """Yield the (read, write) message streams of a Streamable HTTP connection.
 
     ``isolate`` tells whether a network error on one request should fail that request
     alone (once the session is up); ``given_up`` whether to refuse every request;
-    ``on_listen`` hears what becomes of the GET stream (see :class:`ListenStream`).
+    ``on_listen`` hears what becomes of the GET stream (see :class:`ListenStream`);
+    ``secrets`` collects the credentials the requests carry.
     """
     from mcp.client.streamable_http import streamable_http_client
 
     listen = ListenStream(on_listen, given_up) if on_listen is not None else None
-    http, user = _build_client(transport, isolate, given_up, listen)
+    if secrets is None:
+        secrets = SentSecrets(transport)
+    http, user = _build_client(transport, isolate, given_up, listen, secrets)
     async with AsyncExitStack() as stack:
         if user is not None:
             await stack.enter_async_context(user)

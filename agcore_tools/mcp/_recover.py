@@ -33,13 +33,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
-from .._redact import mask
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._matching import invalid_reason, mismatch_reason
 from ._state import State
-from ._stderr import transport_secrets
 
 __all__ = [
     "Restarts",
@@ -128,6 +126,15 @@ async def classify(
         )
     if exchange is not None and exchange.status is not None:
         return _http_failure(name, conn, exc, exchange, action, tool_name)
+    if exchange is not None and exchange.pool_full:
+        # Never sent, and no sign of the server's health (a ping would wait in the pool too).
+        error = McpError(
+            name,
+            f"{action} was not sent: {exchange.network_error}",
+            tool_name=tool_name,
+            recoverable=True,
+        )
+        return Verdict(error, never_ran=True)
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
         if conn is None or conn.state is State.CLOSED:
             return Verdict(
@@ -209,14 +216,15 @@ def _answered(
 ) -> Verdict:
     """The server's JSON-RPC error answer to the request: the connection is fine, and
     the server refused or failed this request alone. The server's message has the
-    transport's secrets masked, as its log messages have, since a model may read it.
+    connection's secrets masked (the transport's, and the credentials its requests
+    carried), as its log messages have, since a model may read it.
 
     For a ``tools/call`` it is recoverable, as an ``isError`` answer is: mcp-go servers
     and TypeScript servers on the low-level ``Server`` answer a model's wrong argument
     this way ("Unknown vault: Notes. Available vaults: ..."), and the model must read
     it to correct itself. Other requests keep their meaning (the adapters of
     ``_protocol_tools`` decide for theirs)."""
-    said = exc.message if conn is None else mask(exc.message, transport_secrets(conn.transport))
+    said = exc.message if conn is None else conn.secrets.mask(exc.message)
     if tool_name is None:
         return Verdict(McpError(name, f"{action} failed: {said} (code {exc.code})"))
     unrun = exc.code in _UNRUN_CODES
@@ -297,7 +305,7 @@ def _http_failure(
 
     detail = sdk_detail(exc)
     if conn is not None:
-        detail = mask(detail, transport_secrets(conn.transport))
+        detail = conn.secrets.mask(detail)
     # On 2026-07-28 the server's JSON-RPC error answer comes with the HTTP status its
     # code maps to (400 for -32602, 404 for -32601): a call refused, as over stdio.
     code = exc.code if detail and isinstance(exc, MCPError) else None
@@ -318,8 +326,9 @@ def _http_failure(
     )
     if http.status in (429, 503) and http.retry_after is not None:
         return Verdict(error, wait=http.retry_after, never_ran=True)
-    # Refused at the door (a credential, a rate limit), or by its code: not run.
-    return Verdict(error, never_ran=refused or http.status in (401, 403, 429))
+    # Refused at the door (a credential, a rate limit, a body too large), or by its
+    # JSON-RPC code: not run.
+    return Verdict(error, never_ran=refused or http.refused)
 
 
 async def send_again(

@@ -9,7 +9,8 @@ A server that fails to start often echoes the credential it was given ("bad cred
 ghp_..."): the values of its ``env``, and those its command line shows as ``***``
 (``--api-key X``, ``-e NAME=X``), are masked in both the log and the tail. The same
 masking (see ``agcore_tools/_redact.py``) applies to the log notifications a server sends
-(``agcore_tools.mcp.server``).
+(``agcore_tools.mcp.server``), with the credentials an HTTP connection's requests carried
+(:class:`SentSecrets`): an ``auth=`` flow puts its token on them, not in the transport.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .._redact import header_secrets, mask, secret_values, url_secrets
+from .._redact import header_secrets, mask, mask_credentials, secret_values, url_secrets
 from .transport import (
     StdioTransport,
     StreamableHttpTransport,
@@ -32,7 +33,7 @@ from .transport import (
 if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream
 
-__all__ = ["StderrLog", "named_transport_secrets", "transport_secrets"]
+__all__ = ["SentSecrets", "StderrLog", "named_transport_secrets", "transport_secrets"]
 
 logger = logging.getLogger("agcore_tools.mcp.stderr")
 
@@ -91,6 +92,41 @@ def named_transport_secrets(transport: StdioTransport | StreamableHttpTransport)
         found += header_secrets(value for name, value in headers if _secret_name(name))
         found += url_secrets(transport.url, _secret_name)
     return sorted(set(found), key=lambda value: (-len(value), value))
+
+
+class SentSecrets:
+    """What one connection masks in what its server writes back: the
+    :func:`transport_secrets`, and the credentials its requests were seen to carry,
+    whatever put them there (an ``auth=`` flow's token, a header the client of an
+    ``http_client_factory`` adds), noted as they are sent; then, as a backstop, any
+    credential after ``Bearer``, ``Basic`` or ``Token`` (``_redact.mask_credentials``).
+
+    Example:
+        >>> secrets = SentSecrets(StreamableHttpTransport("https://x/mcp"))
+        >>> secrets.note([("accept", "application/json, text/event-stream"),
+        ...               ("authorization", "Bearer at-S3CRETt0ken")])
+        >>> secrets.mask("rejected at-S3CRETt0ken, accept: application/json, text/event-stream")
+        'rejected ***, accept: application/json, text/event-stream'
+    """
+
+    __slots__ = ("_noted", "_values")
+
+    def __init__(self, transport: StdioTransport | StreamableHttpTransport) -> None:
+        self._values = transport_secrets(transport)
+        self._noted: set[str] = set()
+
+    def note(self, headers: Iterable[tuple[str, str]]) -> None:
+        """Take the values of a request's headers named for a secret (``Authorization``,
+        ``Proxy-Authorization``, ``X-Api-Key``, ``Cookie``...): not every header, as
+        ``Accept`` or ``Content-Type`` values are words a log needs."""
+        new = [value for name, value in headers if value not in self._noted and _secret_name(name)]
+        if new:
+            self._noted.update(new)
+            self._values = secret_values([*self._values, *header_secrets(new)])
+
+    def mask(self, text: str) -> str:
+        """``text`` with every secret known so far shown as ``***``."""
+        return mask_credentials(mask(text, self._values))
 
 
 class StderrLog:

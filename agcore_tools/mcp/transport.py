@@ -165,9 +165,11 @@ class StreamableHttpTransport:
     """A client certificate: one PEM file with certificate and key, or (cert, key) files
     (with an :class:`ssl.SSLContext` in ``verify``, load it into that instead)."""
     proxy: str | None = None
-    """A proxy URL; None uses ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` (and ``NO_PROXY``)."""
+    """A proxy URL for every request; None has each request use the proxy that
+    ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` (and ``NO_PROXY``) name for its own host."""
     http_timeout: float = 30.0
-    """Seconds to connect, send a request, or wait for a pooled connection."""
+    """Seconds to connect, or send a request (and, with a client of
+    ``http_client_factory``, to wait for a connection of its pool)."""
     sse_read_timeout: float = 300.0
     """Seconds an open response stream may stay silent (the request timeout of
     :class:`McpClient` is what bounds a call)."""

@@ -27,7 +27,7 @@ from mcp.shared.auth import (
 )
 
 from agcore_tools import McpClient, McpError, StreamableHttpTransport, ToolIOError
-from agcore_tools.mcp import FileTokenStorage, InMemoryTokenStorage
+from agcore_tools.mcp import FileTokenStorage, InMemoryTokenStorage, McpLogMessage
 
 from .conftest import SERVERS, HttpServer
 
@@ -312,3 +312,42 @@ def test_tokens_reach_no_log_record_and_no_error_message(
     for secret in secrets:
         assert not [text for text in logged if secret in text], "a secret was logged"
         assert not [text for text in shown if secret in text], "a secret is in an error"
+
+
+@pytest.mark.parametrize("client_made_by", ["the library", "a factory"])
+def test_an_auth_token_the_server_logs_back_is_masked_as_a_header_token_is(
+    oauth_server: HttpServer, caplog: pytest.LogCaptureFixture, client_made_by: str
+) -> None:
+    # The token of auth= is in no setting of the transport: it is the one the requests
+    # carried (put there by the provider, or by the factory's client) that is masked.
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.server")
+    store = InMemoryTokenStorage()
+    auth = oauth(oauth_server.url, store, Browser())
+    factory = None
+    if client_made_by == "a factory":
+
+        def factory(**options: object) -> httpx2.AsyncClient:
+            return httpx2.AsyncClient(**options)  # type: ignore[arg-type]
+
+    received: list[object] = []
+    logged = asyncio.Event()
+
+    def on_log(message: McpLogMessage) -> None:  # called after the line is logged
+        received.append(message.data)
+        logged.set()
+
+    async def scenario() -> None:
+        transport = StreamableHttpTransport(
+            oauth_server.url, auth=auth, http_client_factory=factory
+        )
+        async with McpClient("remote", transport, timeout=20, on_log=on_log) as remote:
+            assert await remote.call_tool("log_credentials") == "logged"
+            await asyncio.wait_for(logged.wait(), 10)  # notifications may trail the answer
+
+    run(scenario())
+    tokens = run(store.get_tokens())
+    assert isinstance(tokens, OAuthToken)
+    shown = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.mcp.server"]
+    assert shown == ["[remote] upstream rejected credentials: ***; token ***"]
+    token = tokens.access_token
+    assert received == [f"upstream rejected credentials: Bearer {token}; token {token}"]

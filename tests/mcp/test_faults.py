@@ -11,7 +11,9 @@ own process, behind a layer that injects what deployments do to clients on reque
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +160,9 @@ async def test_a_401_names_the_status_and_challenge_then_a_valid_token_works(
     with pytest.raises(McpError) as info:
         await client_for(fault_server, "auto", transport=wrong).connect()
     assert info.value.status_code == 401
-    assert 'HTTP 401 Unauthorized (WWW-Authenticate: Bearer realm="fault"' in str(info.value)
+    assert 'HTTP 401 Unauthorized: "invalid token" (WWW-Authenticate: Bearer realm="fault"' in str(
+        info.value
+    )
     assert "wrong-token" not in str(info.value)
 
     right = StreamableHttpTransport(fault_server.url, {"Authorization": "Bearer right-token"})
@@ -184,10 +188,82 @@ async def test_a_405_to_the_handshake_suggests_an_old_http_sse_endpoint(
     with pytest.raises(McpError) as info:
         await client_for(fault_server, "legacy").connect()
     assert info.value.status_code == 405
-    assert "HTTP 405 Method Not Allowed (the server refused a POST: it may speak the " in str(
-        info.value
+    assert (
+        'HTTP 405 Method Not Allowed: "injected failure" (the server refused a POST: it may '
+        "speak the " in str(info.value)
     )
     assert "deprecated HTTP+SSE transport" in str(info.value)
+
+
+async def test_a_404_to_the_handshake_of_an_sse_url_suggests_the_old_transport_too(
+    fault_server: FaultServer,
+) -> None:
+    # Express servers (the TypeScript SDK's) answer a POST to their old /sse endpoint
+    # with 404, not 405: the error said "HTTP 404 Not Found" and nothing more.
+    old = StreamableHttpTransport(f"{fault_server.base}/sse")
+    with pytest.raises(McpError) as info:
+        await client_for(fault_server, "legacy", transport=old).connect()
+    assert info.value.status_code == 404
+    assert "HTTP 404 Not Found (the server refused a POST: it may speak the deprecated " in str(
+        info.value
+    )
+    elsewhere = StreamableHttpTransport(f"{fault_server.base}/nowhere")
+    with pytest.raises(McpError) as info:
+        await client_for(fault_server, "legacy", transport=elsewhere).connect()
+    assert info.value.status_code == 404
+    assert "HTTP+SSE" not in str(info.value)
+
+
+async def test_an_http_errors_body_says_why_and_a_refusal_is_not_run(
+    fault_server: FaultServer,
+) -> None:
+    # The status line alone reached the error, and a 413 (or any refusal but 401, 403
+    # and 429) was labelled "may have run".
+    token = "Bearer ghp_S3CRETt0ken00"
+    transport = StreamableHttpTransport(fault_server.url, {"Authorization": token})
+    scope = {"error": "insufficient_scope", "error_description": "token lacks the repo scope"}
+    too_big = "request body of 6291456 bytes exceeds the 1 MiB limit"
+    down = "database unavailable: connection pool exhausted\n  at db.connect (db.js:12)"
+    echoed = f"invalid credentials {token} for " + "x" * 400
+    html = "<html><body><h1>502 Bad Gateway</h1></body></html>"
+    json_kind, text = "application/json", "text/plain"
+    # (status, body, its content type, what the message quotes of it, may_have_run)
+    cases = [
+        (
+            403,
+            json.dumps(scope),
+            json_kind,
+            "insufficient_scope: token lacks the repo scope",
+            False,
+        ),
+        (413, too_big, text, too_big, False),
+        (
+            422,
+            json.dumps({"detail": "text: field required"}),
+            json_kind,
+            "text: field required",
+            False,
+        ),
+        (500, down, text, " ".join(down.split()), True),
+        (400, echoed, text, ("invalid credentials *** for " + "x" * 400)[:299] + "…", False),
+        (502, html, "text/html", "", True),
+    ]
+    async with client_for(fault_server, "legacy", transport=transport) as client:
+        for status, body, kind, said, may_have_run in cases:
+            headers = {"content-type": kind}
+            await fault_server.control(
+                "fail", status=status, method="tools/call", body=body, headers=headers
+            )
+            with pytest.raises(McpError) as info:
+                await client.call_tool("echo", {"text": "x"})
+            error = info.value
+            quoted = f": {json.dumps(said, ensure_ascii=False)}" if said else ""
+            expected = f"failed: HTTP {status} {HTTPStatus(status).phrase}{quoted}"
+            assert error.reason == f"tools/call 'echo' {expected}", error.reason
+            assert "ghp_S3CRETt0ken00" not in str(error)
+            assert (error.status_code, error.may_have_run) == (status, may_have_run)
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "fine"}) == "fine"
 
 
 async def test_a_retry_after_longer_than_the_timeout_is_reported(
@@ -201,7 +277,9 @@ async def test_a_retry_after_longer_than_the_timeout_is_reported(
             await client.call_tool("echo", {"text": "x"}, timeout=5)
         assert info.value.status_code == 429
         assert info.value.retry_after == 120
-        assert "HTTP 429 Too Many Requests; retry after 120 s" in str(info.value)
+        assert 'HTTP 429 Too Many Requests: "injected failure"; retry after 120 s' in str(
+            info.value
+        )
         assert str(info.value).endswith("; the call was not run")
 
 
@@ -241,7 +319,10 @@ async def test_a_recorded_429_replays_as_the_same_recoverable_error(
     error = info.value
     assert type(error) is McpError and error.is_recoverable()
     assert (error.status_code, error.retry_after, error.may_have_run) == (429, 120, False)
-    assert error.reason == "tools/call 'echo' failed: HTTP 429 Too Many Requests; retry after 120 s"
+    assert error.reason == (
+        """tools/call 'echo' failed: HTTP 429 Too Many Requests: "injected failure"; """
+        "retry after 120 s"
+    )
     assert str(error) == f"MCP server 'faulty': {error.reason}; the call was not run"
 
 

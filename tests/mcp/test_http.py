@@ -6,14 +6,15 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx2
 import pytest
 
-from agcore_tools import McpClient, McpError, StreamableHttpTransport, ToolError
+from agcore_tools import McpClient, McpError, StreamableHttpTransport, ToolConfigError, ToolError
 from agcore_tools.mcp._exchange import parse_retry_after
 from agcore_tools.mcp._http import _environment_proxy
 
@@ -101,6 +102,27 @@ async def test_client_certificates(mtls_server: FaultServer, pki: Pki) -> None:
     assert await echo_through(StreamableHttpTransport(mtls_server.url, verify=ca, cert=one_file))
 
 
+async def test_a_tls_file_that_is_not_there_or_no_certificate_is_named_with_its_setting(
+    tmp_path: Path,
+) -> None:
+    # ssl's own error names neither: "FileNotFoundError: [Errno 2] No such file or directory".
+    url = "https://127.0.0.1:1/mcp"
+    missing = str(tmp_path / "corp-ca.pme")
+    with pytest.raises(ToolConfigError) as info:
+        await echo_through(StreamableHttpTransport(url, verify=missing))
+    assert str(info.value) == (
+        f"StreamableHttpTransport verify: no such CA file or directory {missing!r}; correct the path"
+    )
+    with pytest.raises(ToolConfigError, match=r"cert: no such client certificate or key file "):
+        await echo_through(StreamableHttpTransport(url, cert=(missing, missing)))
+    garbage = tmp_path / "ca.pem"
+    garbage.write_text("not a certificate\n")
+    with pytest.raises(ToolConfigError, match=r"verify: cannot load the CA certificates in '"):
+        await echo_through(StreamableHttpTransport(url, verify=str(garbage)))
+    with pytest.raises(ToolConfigError, match=r"cert: cannot load the client certificate from '"):
+        await echo_through(StreamableHttpTransport(url, cert=str(garbage)))
+
+
 # -- a proxy ----------------------------------------------------------------------------
 
 
@@ -164,6 +186,69 @@ async def test_requests_go_through_the_proxy(fault_server: FaultServer) -> None:
     assert f"POST {fault_server.url}" in proxy.seen
 
 
+@pytest.fixture
+def no_proxy_settings(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    return monkeypatch
+
+
+class TokenFromElsewhere(httpx2.Auth):
+    """Asks another host for its token first, as an OAuth flow asks its token endpoint."""
+
+    def __init__(self, token_url: str) -> None:
+        self.token_url = token_url
+        self.token: str | None = None
+
+    async def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if self.token is None:
+            answer = yield httpx2.Request("POST", self.token_url, json={})
+            await answer.aread()
+            self.token = f"t-{answer.status_code}"
+        request.headers["Authorization"] = f"Bearer {self.token}"
+        yield request
+
+
+async def test_each_host_follows_the_environments_proxy_rules(
+    fault_server: FaultServer, no_proxy_settings: pytest.MonkeyPatch
+) -> None:
+    # The proxy chosen for the MCP server's URL carried every request, the token
+    # endpoint's too, though NO_PROXY lists its host.
+    token_url = f"http://localhost:{fault_server.port}/control/state"
+    proxy = ForwardProxy()
+    async with proxy as proxy_url:
+        no_proxy_settings.setenv("HTTP_PROXY", proxy_url)
+        no_proxy_settings.setenv("NO_PROXY", "localhost")
+        auth = TokenFromElsewhere(token_url)
+        transport = StreamableHttpTransport(fault_server.url, auth=auth)
+        assert await echo_through(transport, protocol="legacy") == "through"
+    assert auth.token == "t-200"
+    assert f"POST {fault_server.url}" in proxy.seen
+    assert not [seen for seen in proxy.seen if "localhost" in seen]
+
+
+async def test_a_dead_proxy_is_named_with_where_it_came_from(
+    fault_server: FaultServer, no_proxy_settings: pytest.MonkeyPatch
+) -> None:
+    # The message named the server as unreachable, and the proxy not at all.
+    dead = "http://user:pr0xy-pw@127.0.0.1:1"
+    with pytest.raises(McpError) as info:
+        await echo_through(StreamableHttpTransport(fault_server.url, proxy=dead))
+    message = str(info.value)
+    assert f"cannot connect to {fault_server.url}: ConnectError: " in message
+    assert message.endswith(
+        "(via the proxy http://127.0.0.1:1, from StreamableHttpTransport(proxy=...))"
+    )
+    assert "pr0xy-pw" not in message
+    no_proxy_settings.setenv("HTTP_PROXY", dead)
+    with pytest.raises(McpError) as info:
+        await echo_through(StreamableHttpTransport(fault_server.url))
+    assert str(info.value).endswith("(via the proxy http://127.0.0.1:1, from HTTP_PROXY)")
+
+
 def test_the_environment_names_the_proxy_unless_no_proxy_says_otherwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -184,8 +269,6 @@ def test_the_environment_names_the_proxy_unless_no_proxy_says_otherwise(
 async def test_a_client_factory_makes_the_client_and_keeps_the_error_details(
     fault_server: FaultServer,
 ) -> None:
-    import httpx2
-
     made: list[httpx2.AsyncClient] = []
     requests: list[str] = []
 
@@ -239,6 +322,50 @@ async def test_sse_read_timeout_ends_a_silent_stream(
         assert time.monotonic() - started < 8
         assert info.value.is_recoverable()
         assert client.connected  # one stream went quiet; the server still answers
+
+
+async def test_more_calls_at_once_than_httpx2s_default_pool_holds_all_run(
+    fault_server: FaultServer,
+) -> None:
+    # Each call holds a connection for its response stream: past httpx2's default of
+    # 100 connections, the calls waited http_timeout for one, then failed unsent
+    # ("PoolTimeout: (no message)"), labelled as calls that may have run.
+    count = 120
+    transport = StreamableHttpTransport(fault_server.url, http_timeout=2)
+    async with McpClient("many", transport, timeout=60) as client:
+        calls = [client.call_tool("meet", {"count": count, "seconds": 30}) for _ in range(count)]
+        results = await asyncio.gather(*calls, return_exceptions=True)
+    assert results == ["met"] * count
+
+
+async def test_a_call_that_waits_out_the_pool_of_a_factorys_client_says_it_was_not_sent(
+    fault_server: FaultServer,
+) -> None:
+    def factory(**options: Any) -> httpx2.AsyncClient:
+        options["timeout"] = httpx2.Timeout(10, pool=0.5)
+        return httpx2.AsyncClient(**options, limits=httpx2.Limits(max_connections=3))
+
+    transport = StreamableHttpTransport(fault_server.url, http_client_factory=factory)
+    async with McpClient("pooled", transport, timeout=30) as client:
+        # Three connections (one perhaps the notification stream's) for six calls that
+        # hold theirs until all six are in, which cannot happen: the rest wait for one.
+        calls = [client.call_tool("meet", {"count": 6, "seconds": 3}) for _ in range(6)]
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        unsent = [r for r in results if isinstance(r, McpError)]
+        met = [r for r in results if isinstance(r, str)]
+        assert len(unsent) >= 3 and len(met) + len(unsent) == 6, results
+        assert all(answer.startswith("only ") for answer in met)
+        for error in unsent:
+            assert error.may_have_run is False and error.is_recoverable()
+            assert "tools/call 'meet' was not sent: no connection of the HTTP client came " in (
+                str(error)
+            )
+            assert "httpx2.Limits(max_connections=...)" in str(error)
+            assert str(error).endswith("; the call was not run")
+        assert client.connected  # the server was never in question
+        assert await client.call_tool("echo", {"text": "still"}) == "still"
+        state = await fault_server.control("state")
+        assert state["calls_seen"] == len(met) + 1
 
 
 @pytest.mark.parametrize(

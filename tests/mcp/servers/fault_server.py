@@ -6,7 +6,8 @@ front only adds what real deployments do to clients, when a test asks for it thr
 ``POST /control/<what>`` (JSON body):
 
 - ``fail``: answer the next ``times`` POSTs of JSON-RPC ``method`` (``tools/call``, or
-  any) with ``status``, ``headers`` and a plain-text body, before the server sees them;
+  any) with ``status``, ``headers`` and a ``body`` (plain text, "injected failure" unless
+  given), before the server sees them;
 - ``token``: from now on require ``Authorization: Bearer <token>`` (401 with a
   ``WWW-Authenticate`` challenge otherwise); ``null`` lifts it;
 - ``cut-listen``: end every open ``subscriptions/listen`` response stream, as a
@@ -28,7 +29,8 @@ certificate signed by CA).
 streams were opened, and how many ``tools/call`` requests the server
 accepted (``calls_seen``: answered with a 2xx). Tools added here: ``blob`` (a large text result), ``hold`` and
 ``hold_read`` (the same, but annotated read-only: safe to call twice), which write
-"started" to a marker file, wait, then write "finished" to it.
+"started" to a marker file, wait, then write "finished" to it, and ``meet``, which
+answers once that many calls of it are in at the same time.
 """
 
 from __future__ import annotations
@@ -69,6 +71,29 @@ async def hold(seconds: float, marker: str) -> str:
 async def hold_read(seconds: float, marker: str) -> str:
     """Like hold, but read-only (safe to call twice)."""
     return await _hold(seconds, marker)
+
+
+class _Meeting:
+    """The calls of ``meet`` in so far."""
+
+    arrived = 0
+    full: asyncio.Event | None = None
+
+
+@server.tool(structured_output=False)
+async def meet(count: int, seconds: float) -> str:
+    """Answer "met" once `count` calls of meet are in at once, or after `seconds`, how many were."""
+    if _Meeting.full is None:
+        _Meeting.full = asyncio.Event()
+    full = _Meeting.full
+    _Meeting.arrived += 1
+    if _Meeting.arrived >= count:
+        full.set()
+    try:
+        await asyncio.wait_for(full.wait(), seconds)
+    except asyncio.TimeoutError:
+        return f"only {_Meeting.arrived} of {count} met"
+    return "met"
 
 
 Scope = dict[str, Any]
@@ -137,7 +162,8 @@ class Faults:
             method = request_id = None
         failure = self._take_failure(method)
         if failure is not None:
-            await _respond(send, failure["status"], "injected failure", failure.get("headers", {}))
+            body = failure.get("body", "injected failure")
+            await _respond(send, failure["status"], body, failure.get("headers", {}))
             return
         replay = _replay(body, receive)
         if method == "subscriptions/listen":

@@ -24,7 +24,7 @@ from mcp.server.auth.provider import (
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 SCOPE = "tools"
@@ -138,6 +138,15 @@ def build(base_url: str) -> MCPServer:
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
+
+    @server.tool(structured_output=False)
+    async def log_credentials(ctx: Context) -> str:
+        """Log the Authorization header it got, and its token alone, as a server whose
+        upstream refused it does."""
+        authorization = (ctx.headers or {}).get("authorization", "")
+        token = authorization.split()[-1]
+        await ctx.log("warning", f"upstream rejected credentials: {authorization}; token {token}")
+        return "logged"
 
     return server
 
