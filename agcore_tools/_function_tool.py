@@ -23,7 +23,7 @@ from typing_extensions import ParamSpec
 
 from ._aio import THREADS, run_tool, with_timeout
 from ._binding import TakesClass, TakesReceiver
-from ._generators import declares_generator, drain_async, generator_kind
+from ._generators import declares_generator, generator_kind
 from ._invalid_args import invalid_arguments, unknown_keys_error
 from ._origin import Origin, caller_stacklevel, interactive_run
 from ._returns import return_schema
@@ -35,7 +35,7 @@ from ._tool_options import (
     check_timeout,
     option_items,
 )
-from ._tool_result import PLAIN_JSON, drain, jsonable, jsonable_of, result_in_thread
+from ._tool_result import PLAIN_JSON, drain, jsonable_async, result_in_thread
 from .approval import NeedsApproval
 from .base import BaseTool, ToolContext, tool_definition
 from .error import (
@@ -64,10 +64,6 @@ R = TypeVar("R")
 T = TypeVar("T")
 P2 = ParamSpec("P2")
 R2 = TypeVar("R2")
-
-
-def _first_parameter(func: Callable[..., Any]) -> str | None:
-    return next(iter(inspect.signature(func).parameters), None)
 
 
 _NO_PROBLEMS: list[tuple[str, str]] = []  # shared, never changed: no allocation per call
@@ -107,7 +103,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
     return an ``Iterator`` or a ``Generator``; any other generator it returns (a
     generator expression) is its result, listed whole, as ``map()``'s is. A sync
     function's result is made JSON in its thread, so a lazy iterator it returns, or a
-    large result, does not hold up the loop.
+    large result, does not hold up the loop; an async function's (or generator's) large
+    result is made JSON in a worker thread too, a small one on the loop.
 
     Past its timeout a sync function's thread runs on (threads cannot be stopped from
     outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
@@ -160,7 +157,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
         tag_items = option_items(tags, "tags", (str,))
         approval = check_needs_approval(needs_approval)
         schema = function_schema(func, name=name, description=description, method=method)
-        if method is None and schema.method and _first_parameter(func) == "cls":
+        takes = inspect.signature(func).parameters if method is None and schema.method else {}
+        if next(iter(takes), None) == "cls":
             # classmethod(tool): the tool never sees its class, so nothing registers it.
             raise ToolDefinitionError(
                 f"cannot make tool '{schema.name}': {func.__qualname__} takes cls, so "
@@ -473,7 +471,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
                     self.name, result_in_thread, self.name, make, ctx, self._drains_returned
                 )
                 if inspect.isasyncgen(result):
-                    return await drain_async(result, jsonable_of(self.name), ctx)
+                    return await drain(self.name, "async", lambda: result, ctx)
                 if not inspect.iscoroutine(result):
                     return result  # made JSON in the thread
                 # A plain (functools.wraps) decorator around an async function: the
@@ -484,7 +482,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             raise
         except Exception as exc:
             raise ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}") from exc
-        return jsonable(self.name, result)
+        return await jsonable_async(self.name, result)
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Validate ``args``, run the function, return its JSON-compatible result.
@@ -523,7 +521,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
                 raise
             except Exception as exc:
                 raise ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}") from exc
-            return result if type(result) in PLAIN_JSON else jsonable(self.name, result)
+            return result if type(result) in PLAIN_JSON else await jsonable_async(self.name, result)
         kwargs = self._arguments(args)
         if not self._is_async:
             ctx.bind_loop()  # the worker thread's reports hop onto this loop
@@ -545,7 +543,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
             return await with_timeout(self._run(kwargs, local_ctx), self.timeout)
         except TimeoutError as exc:
             local_ctx.cancellation.cancel()
-            started = not threads or not all(thread.cancelled() for thread in threads)
+            # An async function started at once (a thread of its converts its result).
+            on_loop = self._is_async or (self._streams == "async" and self._streams_directly)
+            started = on_loop or not threads or not all(thread.cancelled() for thread in threads)
             raise ToolTimeoutError(self.name, self.timeout, started=started) from exc
         finally:
             THREADS.reset(noting)

@@ -16,7 +16,7 @@ import contextlib
 import functools
 import inspect
 import typing
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any, Literal
 
 from .base import ToolContext
@@ -74,13 +74,14 @@ def generator_kind(
 
 
 async def drain_async(
-    values: AsyncIterator[Any], jsonable: Callable[[Any], Any], ctx: ToolContext
+    values: AsyncIterator[Any], jsonable: Callable[[Any], Awaitable[Any]], ctx: ToolContext
 ) -> Any:
-    """Report each value ``values`` yields; return the last (None if there is none)."""
+    """Report each value ``values`` yields, as ``jsonable`` converts it (a large one in
+    a worker thread); return the last (None if there is none)."""
     last = None
     async with contextlib.aclosing(values) as running:  # type: ignore[type-var]
         async for value in running:
-            last = jsonable(value)
+            last = await jsonable(value)
             ctx.report_partial(last)
     return last
 
@@ -88,8 +89,9 @@ async def drain_async(
 def drain_sync(
     make: Callable[[], Iterator[Any]], jsonable: Callable[[Any], Any], ctx: ToolContext
 ) -> Any:
-    """:func:`drain_async` for a sync generator, in a worker thread; stops (closing the
-    generator) at the first ``yield`` after the call was given up on."""
+    """:func:`drain_async` for a sync generator, in a worker thread (``jsonable``
+    converts in it); stops (closing the generator) at the first ``yield`` after the call
+    was given up on."""
     last = None
     with contextlib.closing(make()) as running:  # type: ignore[type-var]
         while True:

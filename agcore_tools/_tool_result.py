@@ -4,9 +4,10 @@ Apart from :mod:`~agcore_tools._function_tool`, which makes the tool and calls i
 function, because how and where a value is converted is a job of its own: pydantic-core
 holds the GIL while it converts, so a long list is converted a run of items at a time;
 a sync function's value is converted in its worker thread (a lazy iterator may block as
-it is consumed); and a generator's values are drained, each converted as it comes. The
-function's own exceptions are its caller's to wrap; a value that cannot be converted
-fails the call here, with an error naming the tool.
+it is consumed), and so is a large value got on the event loop (an async function's),
+while a small one is converted there at once; a generator's values are drained, each
+converted as it comes. The function's own exceptions are its caller's to wrap; a value
+that cannot be converted fails the call here, with an error naming the tool.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from typing import Any, Literal
 from ._aio import run_tool
 from ._attachments import normalise, not_json_reason
 from ._generators import drain_async, drain_sync
+from ._text import is_large
 from .base import ToolContext
 from .error import ToolError, ToolExecutionError, _NotJson
 
-__all__ = ["PLAIN_JSON", "drain", "jsonable", "jsonable_of", "result_in_thread", "to_json"]
+__all__ = ["PLAIN_JSON", "drain", "jsonable", "jsonable_async", "result_in_thread", "to_json"]
 
 PLAIN_JSON = (str, int, float, bool, type(None))
 """The types a result is JSON as it is."""
@@ -78,10 +80,23 @@ def jsonable(tool: str, result: Any) -> Any:
         raise ToolExecutionError(tool, not_json_reason(result, exc)) from exc
 
 
-def jsonable_of(tool: str) -> Callable[[Any], Any]:
-    """:func:`jsonable` for the tool named ``tool``: what a generator's drain converts
-    each value with."""
-    return functools.partial(jsonable, tool)
+async def jsonable_async(tool: str, result: Any) -> Any:
+    """:func:`jsonable` for a value got on the event loop (an async function's): a large
+    one (:func:`~agcore_tools._text.is_large`, a bounded look) is converted in a worker
+    thread, a run of items at a time, so the loop runs on meanwhile; a small one, the
+    common case, here at once, as the hop to a thread would cost more than converting it.
+
+    Example:
+        >>> import asyncio
+        >>> asyncio.run(jsonable_async("ids", range(3)))
+        [0, 1, 2]
+    """
+    if type(result) in PLAIN_JSON:
+        return result
+    if is_large(result):
+        # On the loop, 300,000 rows held it up for most of a second.
+        return await run_tool(tool, jsonable, tool, result)
+    return jsonable(tool, result)
 
 
 def result_in_thread(
@@ -100,7 +115,7 @@ def result_in_thread(
     if inspect.iscoroutine(result) or inspect.isasyncgen(result):
         return result
     if inspect.isgenerator(result) and drains_returned:
-        return drain_sync(lambda: result, jsonable_of(tool), ctx)
+        return drain_sync(lambda: result, functools.partial(jsonable, tool), ctx)
     # Any other generator (an expression, `return (u.name for u in users)`) is the
     # result itself: listed whole, as an async function's is, not drained for its last
     # item.
@@ -111,7 +126,8 @@ def drain(
     tool: str, streams: Literal["async", "sync"], make: Callable[[], Any], ctx: ToolContext
 ) -> Awaitable[Any]:
     """Run a generator function (``make()`` calls it): each value it yields is reported
-    as a partial result, the last is the result. A sync one runs in a worker thread."""
+    as a partial result, the last is the result. A sync one runs in a worker thread; an
+    async one's values are converted as :func:`jsonable_async` converts them."""
     if streams == "async":
-        return drain_async(make(), jsonable_of(tool), ctx)
-    return run_tool(tool, drain_sync, make, jsonable_of(tool), ctx)
+        return drain_async(make(), functools.partial(jsonable_async, tool), ctx)
+    return run_tool(tool, drain_sync, make, functools.partial(jsonable, tool), ctx)
