@@ -11,8 +11,17 @@ its label.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, ItemsView, KeysView, Mapping, Sequence, ValuesView
+from collections.abc import (
+    Collection,
+    ItemsView,
+    Iterable,
+    KeysView,
+    Mapping,
+    Sequence,
+    ValuesView,
+)
 from dataclasses import dataclass, replace
+from itertools import chain
 from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
@@ -54,6 +63,9 @@ _CHAT_AUDIO_FORMATS = {
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_only_scalars = _SCALARS.issuperset
+_TABLE = 32
+"""Items past which a list or tuple is first looked at whole (see :func:`_plain_rows`)."""
 
 
 def _holds_binary(value: Any) -> bool:
@@ -64,6 +76,8 @@ def _holds_binary(value: Any) -> bool:
     if kind is dict:
         items: Any = value.values()
     elif kind is list or kind is tuple:
+        if len(value) > _TABLE and _plain_rows(value):
+            return False
         items = value
     elif isinstance(value, (*CONTENT_TYPES, *_BINARY)):
         return True
@@ -76,7 +90,34 @@ def _holds_binary(value: Any) -> bool:
         if named is None:
             return False
         items = named.values()
-    return any(type(item) not in _SCALARS and _holds_binary(item) for item in items)
+    return _any_binary(items)
+
+
+def _plain_rows(items: list[Any] | tuple[Any, ...]) -> bool:
+    # Scalars, or dicts of scalars (a table's rows), looked at in C loops: one by one,
+    # 300,000 rows cost 300,000 calls, three times as long (~120 ms against ~45 ms).
+    kinds = set(map(type, items))
+    if kinds <= _SCALARS:
+        return True
+    return kinds == {dict} and _only_scalars(
+        map(type, chain.from_iterable(map(dict.values, items)))
+    )
+
+
+def _any_binary(items: Iterable[Any]) -> bool:
+    for item in items:
+        kind = type(item)
+        if kind in _SCALARS:
+            continue
+        # A flat row (or list) answered here, without a call of its own.
+        if kind is dict:
+            if _only_scalars(map(type, item.values())):
+                continue
+        elif (kind is list or kind is tuple) and _only_scalars(map(type, item)):
+            continue
+        if _holds_binary(item):
+            return True
+    return False
 
 
 def _from_bytes(data: bytes | bytearray | memoryview) -> Image | str:

@@ -1,9 +1,10 @@
 """The tool a type-hinted function becomes: :class:`FunctionTool`.
 
-It validates arguments against the function's pydantic schema, runs a sync function in
-a worker thread, drains a generator's values as partial results and turns the return
-value into JSON-compatible data. ``@tool`` (in ``decorator``) makes one and registers
-it; this module knows nothing of registries beyond :class:`Registrar`.
+It validates arguments against the function's pydantic schema and calls the function,
+a sync one in a worker thread; ``_tool_result`` makes what it returns (or a generator's
+values, as partial results) the tool's JSON-compatible result. ``@tool`` (in
+``decorator``) makes one and registers it; this module knows nothing of registries
+beyond :class:`Registrar`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import copy
 import functools
 import inspect
 import types
-import typing
 import warnings
-from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
 
@@ -22,31 +22,30 @@ from pydantic import ValidationError
 from typing_extensions import ParamSpec
 
 from ._aio import THREADS, run_tool, with_timeout
-from ._attachments import normalise, not_json_reason
 from ._binding import TakesClass, TakesReceiver
-from ._generators import drain_async, drain_sync
+from ._generators import declares_generator, generator_kind
 from ._invalid_args import invalid_arguments, unknown_keys_error
 from ._origin import Origin, caller_stacklevel, interactive_run
 from ._returns import return_schema
 from ._tool_options import (
     Registrar,
     ToolOptions,
+    check_definition_options,
     check_needs_approval,
     check_not_a_tool,
     check_timeout,
     option_items,
 )
+from ._tool_result import PLAIN_JSON, drain, jsonable_async, result_in_thread
 from .approval import NeedsApproval
 from .base import BaseTool, ToolContext, tool_definition
 from .error import (
-    InvalidArgumentsError,
     ToolConfigError,
     ToolDefinitionError,
     ToolDefinitionWarning,
     ToolError,
     ToolExecutionError,
     ToolTimeoutError,
-    _NotJson,
 )
 from .permission import Permission, PermissionLike
 from .policies import ToolPolicy
@@ -66,61 +65,6 @@ R = TypeVar("R")
 T = TypeVar("T")
 P2 = ParamSpec("P2")
 R2 = TypeVar("R2")
-
-_PLAIN_JSON = (str, int, float, bool, type(None))
-_CHUNK = 1000
-"""Items of a long list converted per call: pydantic-core holds the GIL while it
-converts, so one call on 200,000 rows in a worker thread holds up the loop for
-seconds, as much as converting them on the loop would."""
-
-
-def _to_json(value: Any) -> Any:
-    if isinstance(value, _PLAIN_JSON):
-        return value
-    if isinstance(value, Iterator):
-        # A generator expression, map(): its items, as pydantic lists them, but looked
-        # into for images first.
-        value = list(value)
-    if type(value) in (list, tuple) and len(value) > _CHUNK:
-        converted: list[Any] = []
-        for start in range(0, len(value), _CHUNK):
-            converted += normalise(value[start : start + _CHUNK])
-        return converted
-    return normalise(value)  # JSON data; Image, Audio and File values kept as they are
-
-
-def _declares_generator(annotation: Any) -> bool:
-    # -> Iterator[T] or -> Generator[T, None, None]: a sync function so annotated that
-    # returns a generator made elsewhere streams it, as a generator function would.
-    return (typing.get_origin(annotation) or annotation) in (Iterator, Generator)
-
-
-def _first_parameter(func: Callable[..., Any]) -> str | None:
-    return next(iter(inspect.signature(func).parameters), None)
-
-
-def _streams(
-    func: Callable[..., Any], call: Any, is_async: bool
-) -> tuple[Literal["async", "sync"] | None, bool]:
-    # Whether the tool is a generator, async or sync, and whether func (or its
-    # __call__) is one itself rather than a sync wrapper around one: a plain
-    # functools.wraps decorator (logging, retries) around a generator function returns
-    # the generator, drained once the call has returned it (see _in_thread).
-    for directly, looked_at in ((True, func), (True, call), (False, func), (False, call)):
-        if not directly:
-            if is_async:  # an async wrapper: whatever it wraps, it is awaited
-                break
-            while isinstance(looked_at, functools.partial):
-                looked_at = looked_at.func
-            try:
-                looked_at = inspect.unwrap(looked_at)
-            except ValueError:  # a __wrapped__ cycle: nothing to see through
-                continue
-        if inspect.isasyncgenfunction(looked_at):
-            return "async", directly
-        if inspect.isgeneratorfunction(looked_at):
-            return "sync", directly
-    return None, False
 
 
 _NO_PROBLEMS: list[tuple[str, str]] = []  # shared, never changed: no allocation per call
@@ -160,7 +104,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
     return an ``Iterator`` or a ``Generator``; any other generator it returns (a
     generator expression) is its result, listed whole, as ``map()``'s is. A sync
     function's result is made JSON in its thread, so a lazy iterator it returns, or a
-    large result, does not hold up the loop.
+    large result, does not hold up the loop; an async function's (or generator's) large
+    result is made JSON in a worker thread too, a small one on the loop.
 
     Past its timeout a sync function's thread runs on (threads cannot be stopped from
     outside): give it a :class:`ToolContext` parameter and return once ``ctx.cancelled``
@@ -209,21 +154,13 @@ class FunctionTool(BaseTool, Generic[P, R]):
             raise ToolDefinitionError(f"@tool needs a function, got {type(func).__name__}")
         check_not_a_tool(func)
         check_timeout(timeout)
-        if name is not None and (not isinstance(name, str) or not name.strip()):
-            # "" would silently fall back to the function's name.
-            raise ToolConfigError(f"a tool's name must be a non-empty string, got {name!r}")
-        # Checked here: the definition would carry them as they are, for the API to refuse.
-        if description is not None and not isinstance(description, str):
-            raise ToolConfigError(
-                f"a tool's description must be a string or None, got {type(description).__name__}"
-            )
-        if strict is not None and not isinstance(strict, bool):
-            raise ToolConfigError(f"a tool's strict must be True, False or None, got {strict!r}")
+        check_definition_options(name, description, strict)
         required = Permission.parse_all(option_items(permissions, "permissions", (str, Permission)))
         tag_items = option_items(tags, "tags", (str,))
         approval = check_needs_approval(needs_approval)
         schema = function_schema(func, name=name, description=description, method=method)
-        if method is None and schema.method and _first_parameter(func) == "cls":
+        takes = inspect.signature(func).parameters if method is None and schema.method else {}
+        if next(iter(takes), None) == "cls":
             # classmethod(tool): the tool never sees its class, so nothing registers it.
             raise ToolDefinitionError(
                 f"cannot make tool '{schema.name}': {func.__qualname__} takes cls, so "
@@ -260,10 +197,10 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self._output_made = False  # made on first read: code mode alone reads it
         call = getattr(func, "__call__", None)  # noqa: B004 - async callable objects
         self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
-        self._streams, self._streams_directly = _streams(func, call, self._is_async)
-        # Whether a generator the sync function returns is drained (see _in_thread).
+        self._streams, self._streams_directly = generator_kind(func, call, self._is_async)
+        # Whether a generator the sync function returns is drained (see result_in_thread).
         self._drains_returned = self._streams == "sync" or (
-            not self._is_async and _declares_generator(schema.returns)
+            not self._is_async and declares_generator(schema.returns)
         )
         # Neither a generator nor given the context: it can report nothing while it
         # runs, so the streaming loop need not listen (see cycle/_tool_stream.py). Only
@@ -513,7 +450,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         try:
             validated = self._model.model_validate(args)
         except ValidationError as exc:
-            raise self._invalid(exc, unknown) from exc
+            raise invalid_arguments(self.name, exc, unknown) from exc
         if unknown:
             raise unknown_keys_error(self.name, unknown)
         # The fresh model instance is dropped, so its field dict can be the kwargs as is.
@@ -523,57 +460,20 @@ class FunctionTool(BaseTool, Generic[P, R]):
                 kwargs[param] = kwargs.pop(field_name)
         return kwargs
 
-    def _invalid(
-        self, exc: ValidationError, unknown: list[tuple[str, str]]
-    ) -> InvalidArgumentsError:
-        return invalid_arguments(self.name, exc, unknown)
-
-    def _in_thread(self, make: Callable[[], Any], ctx: ToolContext) -> Any:
-        # A sync function's whole call, in its worker thread: the call, then its value
-        # made JSON here too, since a lazy iterator may block as it is consumed and a
-        # large result takes long to convert. A generator returned by a tool that
-        # streams (a plain wrapper around a generator function, or one annotated to
-        # return an Iterator) is drained as a generator function's is; a coroutine or
-        # an async generator goes back to the loop, which alone can run it.
-        result = make()
-        if inspect.iscoroutine(result) or inspect.isasyncgen(result):
-            return result
-        if inspect.isgenerator(result) and self._drains_returned:
-            return drain_sync(lambda: result, self._jsonable, ctx)
-        # Any other generator (an expression, `return (u.name for u in users)`) is the
-        # result itself: listed whole, as an async function's is, not drained for its
-        # last item.
-        return self._jsonable(result)
-
-    def _drain(self, make: Callable[[], Any], ctx: ToolContext) -> Awaitable[Any]:
-        # A generator function: each value is reported as a preliminary result, the last
-        # is final.
-        if self._streams == "async":
-            return drain_async(make(), self._jsonable, ctx)
-        return run_tool(self.name, drain_sync, make, self._jsonable, ctx)
-
-    def _jsonable(self, result: Any) -> Any:
-        try:
-            return _to_json(result)
-        except _NotJson as exc:  # a value of no JSON type: say which, and where
-            raise ToolExecutionError(self.name, not_json_reason(result, exc)) from exc
-        except ToolError as exc:  # bytes that are no known image and not UTF-8 text
-            raise ToolExecutionError(self.name, exc.message) from exc
-        except Exception as exc:  # a circular value, one nested too deep
-            raise ToolExecutionError(self.name, not_json_reason(result, exc)) from exc
-
     async def _run(self, kwargs: dict[str, Any], ctx: ToolContext) -> Any:
         args = [kwargs.pop(p) for p in self._positional_only] if self._positional_only else ()
         make: Callable[[], Any] = functools.partial(self.func, *args, **kwargs)
         try:
-            if self._streams_directly:
-                return await self._drain(make, ctx)
+            if self._streams is not None and self._streams_directly:
+                return await drain(self.name, self._streams, make, ctx)
             if self._is_async:
                 result = await make()
             else:
-                result = await run_tool(self.name, self._in_thread, make, ctx)
+                result = await run_tool(
+                    self.name, result_in_thread, self.name, make, ctx, self._drains_returned
+                )
                 if inspect.isasyncgen(result):
-                    return await drain_async(result, self._jsonable, ctx)
+                    return await drain(self.name, "async", lambda: result, ctx)
                 if not inspect.iscoroutine(result):
                     return result  # made JSON in the thread
                 # A plain (functools.wraps) decorator around an async function: the
@@ -584,7 +484,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             raise
         except Exception as exc:
             raise ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}") from exc
-        return self._jsonable(result)
+        return await jsonable_async(self.name, result)
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Validate ``args``, run the function, return its JSON-compatible result.
@@ -612,7 +512,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
                 try:
                     kwargs = self._model.model_validate(args).__dict__
                 except ValidationError as exc:
-                    raise self._invalid(exc, _NO_PROBLEMS) from exc
+                    raise invalid_arguments(self.name, exc, _NO_PROBLEMS) from exc
             else:
                 kwargs = self._arguments(args)
             if self._context_param is not None:
@@ -623,7 +523,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
                 raise
             except Exception as exc:
                 raise ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}") from exc
-            return result if type(result) in _PLAIN_JSON else self._jsonable(result)
+            return result if type(result) in PLAIN_JSON else await jsonable_async(self.name, result)
         kwargs = self._arguments(args)
         if not self._is_async:
             ctx.bind_loop()  # the worker thread's reports hop onto this loop
@@ -645,7 +545,9 @@ class FunctionTool(BaseTool, Generic[P, R]):
             return await with_timeout(self._run(kwargs, local_ctx), self.timeout)
         except TimeoutError as exc:
             local_ctx.cancellation.cancel()
-            started = not threads or not all(thread.cancelled() for thread in threads)
+            # An async function started at once (a thread of its converts its result).
+            on_loop = self._is_async or (self._streams == "async" and self._streams_directly)
+            started = on_loop or not threads or not all(thread.cancelled() for thread in threads)
             raise ToolTimeoutError(self.name, self.timeout, started=started) from exc
         finally:
             THREADS.reset(noting)

@@ -24,6 +24,7 @@ from .policies import ToolPolicy
 __all__ = [
     "Registrar",
     "ToolOptions",
+    "check_definition_options",
     "check_needs_approval",
     "check_not_a_tool",
     "check_option_names",
@@ -80,6 +81,29 @@ def check_timeout(value: object, what: str = "tool timeout") -> None:
         raise ToolConfigError(
             f"{what} must be positive seconds (an int or a float) or None, got {value!r}"
         )
+
+
+def check_definition_options(name: object, description: object, strict: object) -> None:
+    """Refuse a tool's ``name``, ``description`` or ``strict`` of the wrong kind: each
+    is None or, in turn, a non-empty string, a string, a bool.
+
+    Example:
+        >>> check_definition_options("search", None, True)
+        >>> check_definition_options("", None, None)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: a tool's name must be a non-empty string, got ''
+    """
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        # "" would silently fall back to the function's name.
+        raise ToolConfigError(f"a tool's name must be a non-empty string, got {name!r}")
+    # Checked here: the definition would carry them as they are, for the API to refuse.
+    if description is not None and not isinstance(description, str):
+        raise ToolConfigError(
+            f"a tool's description must be a string or None, got {type(description).__name__}"
+        )
+    if strict is not None and not isinstance(strict, bool):
+        raise ToolConfigError(f"a tool's strict must be True, False or None, got {strict!r}")
 
 
 def check_needs_approval(value: object) -> NeedsApproval:

@@ -27,11 +27,13 @@ Paths, all in one process, in interleaved rounds whose order is shuffled each ro
     returned as is, so the tool's own work is nil):
 
     - floor: ``asyncio.to_thread(tool)``, the thread hop alone;
-    - agcore_tools ``registry.invoke``; ``registry.run_tool_calls`` (the tool message,
-      cut to 16 KiB as the model reads it); one tool turn of ``LlmCycle.
-      submit_with_tools`` against ``agcore_tools.testing.ScriptedChatServer`` (a tool
-      call, then a text answer); a ``ResultCache`` tool through ``invoke``, first call
-      (runs and stores) then second call (a hit), with a fresh key each round;
+    - agcore_tools ``registry.invoke``, and the same through an async tool returning
+      the rows (the library converts its result too, on the loop or, a large one, in
+      a worker thread); ``registry.run_tool_calls`` (the tool message, cut to 16 KiB
+      as the model reads it); one tool turn of ``LlmCycle.submit_with_tools`` against
+      ``agcore_tools.testing.ScriptedChatServer`` (a tool call, then a text answer); a
+      ``ResultCache`` tool through ``invoke``, first call (runs and stores) then second
+      call (a hit), with a fresh key each round;
     - openai-agents: ``function_tool(tool).on_invoke_tool(ToolContext, "{}")``, as its
       runner calls it; and the same followed by ``ItemHelpers.tool_call_output_item``,
       which its runner calls next to make the model's item (a tool without an output
@@ -112,6 +114,11 @@ ROWS: list[dict[str, Any]] = []
 
 def export_rows() -> list[dict[str, Any]]:
     """Export every customer row."""
+    return ROWS
+
+
+async def export_rows_async() -> list[dict[str, Any]]:
+    """Export every customer row, from an async tool."""
     return ROWS
 
 
@@ -220,6 +227,7 @@ def tool_call(name: str, args: str = "{}") -> list[dict[str, Any]]:
 def agcore_units(server: ScriptedChatServer, client: Any) -> list[Unit]:
     registry = ToolRegistry()
     registry.tool(name="export_rows")(export_rows)
+    registry.tool(name="export_rows_async")(export_rows_async)
 
     def export_rows_cached(key: int) -> list[dict[str, Any]]:
         """Export every customer row (cached)."""
@@ -237,6 +245,9 @@ def agcore_units(server: ScriptedChatServer, client: Any) -> list[Unit]:
 
     async def invoke(_: int) -> Any:
         return (await registry.invoke("export_rows", {})).output
+
+    async def invoke_async(_: int) -> Any:
+        return (await registry.invoke("export_rows_async", {})).output
 
     async def run_tool_calls(_: int) -> Any:
         return (await registry.run_tool_calls(tool_call("export_rows")))[0]["content"]
@@ -270,6 +281,15 @@ def agcore_units(server: ScriptedChatServer, client: Any) -> list[Unit]:
             )
         ],
         [Case(invoke_name, invoke, is_rows)],
+        [
+            Case(
+                "agcore_tools invoke, async tool",
+                invoke_async,
+                is_rows,
+                invoke_name,
+                "the same rows returned by an async tool, on the loop",
+            )
+        ],
         [
             Case(
                 "agcore_tools run_tool_calls",

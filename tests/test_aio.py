@@ -206,6 +206,41 @@ async def test_a_sync_call_that_timed_out_waiting_for_a_thread_never_ran(
     assert not ran  # the queued work was dropped, not run late
 
 
+async def test_an_async_tool_timed_out_while_its_result_waited_for_a_thread_did_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Its large result is converted in a worker thread; still queued at the timeout,
+    # that thread never ran, but the function did: the error must not say otherwise.
+    executor = _DaemonExecutor(1, "agcore-test")
+    monkeypatch.setattr(_aio, "_executor", executor)
+    registry = ToolRegistry()
+    release, holding = threading.Event(), threading.Event()
+
+    @registry.tool
+    def hold() -> str:
+        """Holds the pool's only thread."""
+        holding.set()
+        release.wait(30.0)
+        return "done"
+
+    @registry.tool(timeout=0.2)
+    async def export() -> list[dict[str, int]]:
+        """A large result."""
+        return [{"id": n} for n in range(50_000)]
+
+    held = asyncio.ensure_future(registry.invoke("hold", {}))
+    try:
+        assert await asyncio.to_thread(holding.wait, 20.0)
+        invocation = await registry.invoke("export", {})
+        assert isinstance(invocation.error, ToolTimeoutError)
+        assert "never started" not in str(invocation.error)
+        assert invocation.may_have_run is True
+    finally:
+        release.set()
+        assert (await asyncio.wait_for(held, 20.0)).output == "done"
+        await asyncio.to_thread(executor.shutdown)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_a_forked_child_gets_a_pool_of_its_own() -> None:
     # The child has none of the parent's worker threads; with the parent's pool it

@@ -62,6 +62,19 @@ def test_image_bytes_become_images_anywhere_and_text_bytes_stay_text() -> None:
     assert normalise(["x", image])[1] is image
 
 
+def test_binary_values_are_found_in_long_lists_and_tables_of_rows() -> None:
+    # Long lists are first looked at whole (all scalars, or rows of scalars): a binary
+    # value anywhere in them still sends them down the item-by-item walk.
+    rows = [{"id": n, "name": f"row {n}", "score": n / 2} for n in range(100)]
+    assert normalise(rows) == rows
+    assert normalise([*rows, {"id": 100, "chart": PNG}])[-1] == {"id": 100, "chart": Image(PNG)}
+    assert normalise([*rows, {"tags": ["a", PNG]}])[-1] == {"tags": ["a", Image(PNG)]}
+    assert normalise((*range(100), PNG))[-1] == Image(PNG)
+    assert normalise([*range(100), [1, Image(PNG)]])[-1] == [1, Image(PNG)]
+    assert normalise([[n, "x"] for n in range(100)]) == [[n, "x"] for n in range(100)]
+    assert chat([*rows, {"chart": PNG}]).attachments[0].value == Image(PNG)
+
+
 def test_a_model_or_dataclass_holding_an_image_is_a_dict_of_its_fields() -> None:
     # Refused as "not JSON-compatible" before, while a dict holding the image worked.
     class Chart(BaseModel):

@@ -393,6 +393,46 @@ async def test_a_sync_tools_result_is_made_json_in_its_worker_thread(
     assert len(threads) == 3 + 2500 and threading.get_ident() not in threads
 
 
+@pytest.mark.parametrize("options", [{}, {"timeout": 30.0}], ids=["direct", "with_timeout"])
+async def test_an_async_tools_large_result_is_made_json_in_a_worker_thread(
+    registry: ToolRegistry, options: dict[str, Any]
+) -> None:
+    # Before: an async tool's result was converted on the loop, so 300,000 rows held it
+    # up for most of a second. Now a large one is converted in a worker thread (a chunk
+    # at a time), and a small one still on the loop, with no thread hop.
+    threads: list[int] = []
+
+    class Stamp(BaseModel):
+        value: int
+
+        @field_serializer("value")
+        def _where(self, value: int) -> list[int]:
+            threads.append(threading.get_ident())
+            return [value]
+
+    @registry.tool(**options)
+    async def stamps(n: int) -> list[Stamp]:
+        """Many stamps."""
+        return [Stamp(value=i) for i in range(n)]
+
+    @registry.tool(**options)
+    async def report(n: int) -> dict[str, Any]:
+        """Rows, and a stamp."""
+        return {"rows": [{"id": i, "name": f"row {i}"} for i in range(n)], "stamp": Stamp(value=n)}
+
+    loop_thread = threading.get_ident()
+    assert (await registry.invoke("stamps", {"n": 3})).output == [{"value": [i]} for i in range(3)]
+    assert threads == [loop_thread] * 3
+    threads.clear()
+    stamped = (await registry.invoke("stamps", {"n": 20_000})).output
+    assert stamped == [{"value": [i]} for i in range(20_000)]
+    assert len(threads) == 20_000 and loop_thread not in threads
+    threads.clear()
+    rows = (await registry.invoke("report", {"n": 10_000})).output
+    assert rows["rows"][-1] == {"id": 9999, "name": "row 9999"}
+    assert rows["stamp"] == {"value": [10_000]} and threads != [loop_thread]
+
+
 async def test_unserialisable_return_is_an_execution_error(registry: ToolRegistry) -> None:
     @registry.tool
     def weird() -> object:

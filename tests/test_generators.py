@@ -17,6 +17,7 @@ from collections.abc import (
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, field_serializer
 
 from agcore_tools import (
     FunctionTool,
@@ -49,6 +50,35 @@ async def test_an_async_generator_reports_each_value_and_returns_the_last() -> N
     ]
     stats = registry.entry("search").stats  # type: ignore[union-attr]
     assert (stats.calls, stats.failures) == (1, 0)
+
+
+async def test_an_async_generators_large_values_are_made_json_in_a_worker_thread() -> None:
+    # Before: every value an async generator yielded was converted on the loop, a large
+    # one holding it up as long as an async function's large result did.
+    registry = ToolRegistry()
+    threads: list[int] = []
+
+    class Stamp(BaseModel):
+        value: int
+
+        @field_serializer("value")
+        def _where(self, value: int) -> int:
+            threads.append(threading.get_ident())
+            return value
+
+    @registry.tool
+    async def export(n: int) -> AsyncIterator[list[Stamp]]:
+        """Export a small page, then everything."""
+        yield [Stamp(value=0)]
+        yield [Stamp(value=i) for i in range(n)]
+
+    seen: list[ToolEvent] = []
+    done = await registry.invoke("export", {"n": 20_000}, ToolContext(on_event=seen.append))
+    assert done.output == [{"value": i} for i in range(20_000)]
+    assert [len(e.value) for e in seen if isinstance(e, ToolPartialResult)] == [1, 20_000]
+    loop_thread = threading.get_ident()
+    assert threads[0] == loop_thread  # the small page: on the loop, no thread hop
+    assert len(threads) == 20_001 and loop_thread not in threads[1:]
 
 
 async def test_a_sync_generator_runs_in_a_worker_thread() -> None:
