@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Coroutine
 from typing import Any, Protocol, TypeVar
 
+from ._aio import blocking
 from .error import SyncCallError
 
 __all__ = ["SyncCallError", "close_at_exit", "inherited", "is_library_loop", "run"]
@@ -176,20 +177,23 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         )
     loop = current.loop
     call = _Call(coro)
-    try:
+    # A sync tool calling this waits for work that may run sync tools of its own: its
+    # thread stops counting against the tool pool's limit first, so they get threads.
+    with blocking():
         try:
-            loop.call_soon_threadsafe(call.start, loop, context=contextvars.copy_context())
-        except RuntimeError as exc:  # the loop was closed at exit
-            coro.close()
-            raise SyncCallError(
-                f"cannot run a *_sync call: agcore_tools' event loop is closed ({exc})"
-            ) from exc
-        call.done.acquire()
-    except SyncCallError:
-        raise
-    except BaseException:
-        _abandon(loop, call)
-        raise
+            try:
+                loop.call_soon_threadsafe(call.start, loop, context=contextvars.copy_context())
+            except RuntimeError as exc:  # the loop was closed at exit
+                coro.close()
+                raise SyncCallError(
+                    f"cannot run a *_sync call: agcore_tools' event loop is closed ({exc})"
+                ) from exc
+            call.done.acquire()
+        except SyncCallError:
+            raise
+        except BaseException:
+            _abandon(loop, call)
+            raise
     error = call.error
     if error is not None:
         call.error = None  # no reference cycle through the traceback
