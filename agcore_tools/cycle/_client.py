@@ -6,10 +6,13 @@ blocking copy of the loop, the cycle builds an ``AsyncOpenAI`` with the same set
 and owns it (``aclose()``/``close_sync()`` close it; the caller's client stays theirs).
 
 A client the cycle builds (from the environment, or a sync client's twin) sends through
-:func:`~agcore_tools.cycle.sharded_http_client`: it costs what the SDK's default client
-costs for one conversation at a time, and stays cheap with hundreds in flight (see
-``docs/benchmarks.md``, "Scale"). Most users never read that page, so the default is the
-one that scales. With a proxy in the environment the SDK's default client is kept: an
+sharded pools (``_sharded.LibraryPooled``): it costs what the
+SDK's default client costs for one conversation at a time, and stays cheap with
+hundreds in flight (see ``docs/benchmarks.md``, "Scale"). Most users never read that
+page, so the default is the one that scales. On the library's loop (the ``*_sync``
+methods) those clients share one pool, so a cycle per request reuses its connections;
+building one costs about a millisecond, the TLS context being built once per process,
+at the first request, off the loop. With a proxy in the environment the SDK's default client is kept: an
 ``http_client`` with its own transport would ignore ``HTTPS_PROXY``. So it is with an
 OpenAI SDK older than 3.0, whose client is built on ``httpx``, not ``httpx2`` as the
 sharded transport is.
@@ -26,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._aio import run_sync, with_timeout
 from ..error import ClientTypeError, LlmConfigError, LlmError
-from .transport import sdk_is_httpx2_based, sharded_http_client
+from .transport import sdk_is_httpx2_based
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
@@ -214,8 +217,9 @@ def client_from_env() -> AsyncOpenAI:
 
 
 def _scaling_http_client() -> Any:
-    """The ``http_client`` of a client the cycle builds: sharded, unless a proxy is set
-    or the SDK predates httpx2.
+    """The ``http_client`` of a client the cycle builds: sharded, and on the library's
+    loop shared with the other clients the library builds (:class:`LibraryPooled`),
+    unless a proxy is set or the SDK predates httpx2.
 
     ``None`` (the SDK's own client) when the environment names a proxy, which only a
     client without a transport of its own honors, or when the installed OpenAI SDK is
@@ -223,7 +227,11 @@ def _scaling_http_client() -> Any:
     """
     if urllib.request.getproxies() or not sdk_is_httpx2_based():
         return None
-    return sharded_http_client()
+    from openai import DefaultAsyncHttpxClient
+
+    from ._sharded import LibraryPooled  # httpx2: loaded with the first client, not before
+
+    return DefaultAsyncHttpxClient(transport=LibraryPooled())
 
 
 _hinted = False
