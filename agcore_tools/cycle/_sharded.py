@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import ssl
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from types import TracebackType
@@ -40,6 +42,8 @@ from .._aio import submit_sync, with_timeout
 from ..error import LlmConfigError
 
 __all__ = ["LibraryPooled", "ShardedTransport", "shared_ssl_context"]
+
+logger = logging.getLogger("agcore_tools.cycle")
 
 SSL_CONTEXT_TIMEOUT = 60.0
 """Seconds a request waits for the process's TLS context to be built (it reads the CA
@@ -210,11 +214,14 @@ class LibraryPooled(httpx2.AsyncBaseTransport):
     reuses kept-alive connections, as one sync ``OpenAI`` client would. On any other
     loop the client has a pool of its own, made at its first request there and closed
     with it: no hook tells when an app's loop closes, and connections must not outlive
-    their loop. Closing the client leaves the shared pool open for the others.
+    their loop. Closing the client leaves the shared pool open for the others; closing
+    it after the loop of its own pool has closed drops that pool (its connections ended
+    with their loop, and nothing can run on it to close them).
     """
 
     def __init__(self) -> None:
         self._own: ShardedTransport | None = None
+        self._own_loop: Callable[[], asyncio.AbstractEventLoop | None] = _no_loop
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         global _library_pool
@@ -227,11 +234,20 @@ class LibraryPooled(httpx2.AsyncBaseTransport):
             transport = _library_pool[1]
         else:
             if self._own is None:
-                self._own = ShardedTransport(64, 16)
+                self._own, self._own_loop = ShardedTransport(64, 16), weakref.ref(loop)
             transport = self._own
         return await transport.handle_async_request(request)
 
     async def aclose(self) -> None:
         own, self._own = self._own, None
-        if own is not None:
-            await own.aclose()
+        if own is None:
+            return
+        loop = self._own_loop()
+        if loop is None or loop.is_closed():  # asyncio.run() ended before the close
+            logger.debug("a cycle's own connection pool outlived its event loop; dropped")
+            return
+        await own.aclose()
+
+
+def _no_loop() -> asyncio.AbstractEventLoop | None:
+    return None
