@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import importlib
@@ -11,7 +12,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Executor, Future
 from typing import Any, TypeGuard, TypeVar
 
@@ -119,7 +120,9 @@ class _DaemonExecutor(Executor):
 
     A thread whose call was given up on (:meth:`abandon`) does not count against the
     limit while it runs on: hung calls would otherwise use up the pool, and every later
-    call would wait in the queue behind them.
+    call would wait in the queue behind them. Nor does a worker while it waits in
+    :meth:`waiting` (a sync tool blocked in a ``*_sync`` call): the work it waits for
+    may itself need a thread of this pool.
     """
 
     def __init__(self, max_workers: int, name: str) -> None:
@@ -130,6 +133,7 @@ class _DaemonExecutor(Executor):
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._abandoned = 0  # threads still running a call its caller gave up on
+        self._waiting = 0  # workers blocked until other work (maybe queued here) ends
         self._warn_past = _ABANDONED_WARNING
         self._closed = False
 
@@ -167,6 +171,25 @@ class _DaemonExecutor(Executor):
             )
         future.add_done_callback(self._settle)  # at once, if it has ended since
 
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """While in this block, the calling worker does not count against the limit.
+
+        For a worker that blocks until other work ends (a sync tool in a ``*_sync``
+        call): that work may need a thread of this pool, and with every worker blocked
+        so, it would wait in the queue for good. Queued work gets a thread at once; once
+        the block is left, the pool shrinks back to its limit as calls end.
+        """
+        with self._lock:
+            self._waiting += 1
+            if not self._closed and not self._work.empty():
+                self._grow()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._waiting -= 1
+
     def _settle(self, _: Future[Any]) -> None:
         with self._lock:
             self._abandoned -= 1
@@ -175,12 +198,16 @@ class _DaemonExecutor(Executor):
 
     def _grow(self) -> None:
         # Called with the lock held: a new worker, unless the limit is reached.
-        if len(self._threads) - self._abandoned < self._max_workers:
+        if self._counted() < self._max_workers:
             worker = threading.Thread(
                 target=self._serve, name=f"{self._name}_{len(self._threads)}", daemon=True
             )
             worker.start()
             self._threads.append(worker)
+
+    def _counted(self) -> int:
+        # Called with the lock held: the threads that count against the limit.
+        return len(self._threads) - self._abandoned - self._waiting
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop each worker once the work queued before this call is done (or cancelled)."""
@@ -201,6 +228,7 @@ class _DaemonExecutor(Executor):
                 worker.join()
 
     def _serve(self) -> None:
+        _worker.pool = self
         while True:
             work = self._work.get()
             if work is None:
@@ -216,9 +244,10 @@ class _DaemonExecutor(Executor):
             # Drop references before waiting, so a finished call's objects can be freed.
             del work, future, call
             with self._lock:
-                # A thread back from a call given up on, while its replacement serves:
-                # one too many, so it ends and the pool shrinks back to its limit.
-                if len(self._threads) - self._abandoned > self._max_workers:
+                # A thread back from a call given up on (or from a wait), while its
+                # replacement serves: one too many, so it ends and the pool shrinks
+                # back to its limit.
+                if self._counted() > self._max_workers:
                     self._threads.remove(threading.current_thread())
                     return
             self._idle.release()
@@ -226,6 +255,8 @@ class _DaemonExecutor(Executor):
 
 _executor: _DaemonExecutor | None = None
 _executor_lock = threading.Lock()
+_worker = threading.local()
+"""In a worker thread of a :class:`_DaemonExecutor`: ``pool``, that executor."""
 
 
 def _tool_executor() -> _DaemonExecutor:
@@ -245,6 +276,28 @@ def _forget_executor() -> None:
 
 if hasattr(os, "register_at_fork"):  # pragma: no branch - absent on Windows only
     os.register_at_fork(after_in_child=_forget_executor)
+
+
+@contextlib.contextmanager
+def blocking() -> Iterator[None]:
+    """Around a wait for work on the library's loop: if the calling thread is one of
+    the tool pool's (a sync tool calling a ``*_sync`` method), it does not count against
+    the pool's limit until the wait ends, since that work may run sync tools too.
+
+    Without it, 64 sync tools each waiting on an inner sync tool would hold every
+    thread, and the inner calls (and every later one) would wait for a thread for good.
+
+    Example:
+        >>> with blocking():  # not a tool thread: nothing changes
+        ...     pass
+    """
+    pool: _DaemonExecutor | None = getattr(_worker, "pool", None)
+    # Only the current pool's: a forked child's thread may carry its parent's.
+    if pool is None or pool is not _executor:
+        yield
+        return
+    with pool.waiting():
+        yield
 
 
 THREADS: contextvars.ContextVar[list[Future[Any]] | None] = contextvars.ContextVar(

@@ -126,14 +126,19 @@ async def load_counter(model: str) -> None:
         # Shielded: one waiter cancelled (or out of time) leaves the load to the others.
         await with_timeout(asyncio.shield(asyncio.wrap_future(loading)), LOAD_TIMEOUT)
     except TimeoutError:
-        logger.warning(
-            "tiktoken did not load the encoding of %r within %g s; token counts are "
-            "estimated at one token per %d bytes in this process",
-            model,
-            LOAD_TIMEOUT,
-            BYTES_PER_TOKEN,
-        )
-        _loaded.setdefault(model, None)
+        # Said once: the cycles that waited together (many starting at once) would
+        # each say it otherwise.
+        with _loading_lock:
+            first = model not in _loaded
+            _loaded.setdefault(model, None)
+        if first:
+            logger.warning(
+                "tiktoken did not load the encoding of %r within %g s; token counts are "
+                "estimated at one token per %d bytes in this process",
+                model,
+                LOAD_TIMEOUT,
+                BYTES_PER_TOKEN,
+            )
 
 
 def count_tokens(text: str, model: str) -> int:

@@ -29,9 +29,17 @@ import weakref
 from collections.abc import Coroutine
 from typing import Any, Protocol, TypeVar
 
+from ._aio import blocking
 from .error import SyncCallError
 
-__all__ = ["SyncCallError", "close_at_exit", "inherited", "is_library_loop", "run"]
+__all__ = [
+    "SyncCallError",
+    "close_at_exit",
+    "inherited",
+    "is_library_loop",
+    "run",
+    "run_close",
+]
 
 logger = logging.getLogger("agcore_tools.sync")
 
@@ -176,26 +184,60 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         )
     loop = current.loop
     call = _Call(coro)
-    try:
+    # A sync tool calling this waits for work that may run sync tools of its own: its
+    # thread stops counting against the tool pool's limit first, so they get threads.
+    with blocking():
         try:
-            loop.call_soon_threadsafe(call.start, loop, context=contextvars.copy_context())
-        except RuntimeError as exc:  # the loop was closed at exit
-            coro.close()
-            raise SyncCallError(
-                f"cannot run a *_sync call: agcore_tools' event loop is closed ({exc})"
-            ) from exc
-        call.done.acquire()
-    except SyncCallError:
-        raise
-    except BaseException:
-        _abandon(loop, call)
-        raise
+            try:
+                loop.call_soon_threadsafe(call.start, loop, context=contextvars.copy_context())
+            except RuntimeError as exc:  # the loop was closed at exit
+                coro.close()
+                raise SyncCallError(
+                    f"cannot run a *_sync call: agcore_tools' event loop is closed ({exc})"
+                ) from exc
+            call.done.acquire()
+        except SyncCallError:
+            raise
+        except BaseException:
+            _abandon(loop, call)
+            raise
     error = call.error
     if error is not None:
         call.error = None  # no reference cycle through the traceback
         raise error
     result: T = call.result
     return result
+
+
+def run_close(coro: Coroutine[Any, Any, None]) -> None:
+    """:func:`run` for a ``close()``, which at interpreter exit returns quietly.
+
+    Once the wind-down at exit has begun, it cancels and closes what the loop holds
+    (and then the loop itself), so there is nothing left for the close to do; one
+    called then (a generator suspended in a ``with`` block, closed as the interpreter
+    clears its objects; a daemon thread) is logged at DEBUG instead of raising a
+    ``SyncCallError`` that Python would print as "Exception ignored".
+
+    Example:
+        >>> async def close() -> None:
+        ...     print("closed")
+        >>> run_close(close())
+        closed
+    """
+    if _exiting:
+        coro.close()
+        logger.debug("%s after the wind-down at exit: nothing left to close", _name(coro))
+        return
+    try:
+        run(coro)
+    except SyncCallError as exc:
+        if not _exiting:  # the interpreter is not exiting: a real failure
+            raise
+        logger.debug("%s at exit: %s", _name(coro), exc)
+
+
+def _name(coro: Coroutine[Any, Any, Any]) -> str:
+    return str(getattr(coro, "__qualname__", "a close"))
 
 
 def _abandon(loop: asyncio.AbstractEventLoop, call: _Call) -> None:

@@ -164,6 +164,47 @@ async def test_threads_of_calls_given_up_on_do_not_count_against_the_pool_limit(
         await asyncio.to_thread(executor.shutdown)
 
 
+async def test_sync_tools_waiting_on_inner_sync_calls_do_not_starve_the_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A pool of 2 threads stands in for the 64. Both threads run a sync tool that calls
+    # another sync tool through invoke_sync; while they wait, they must not hold the
+    # threads the inner calls need (before, every thread waited on inner calls queued
+    # behind them, for good: the outer calls' timeout is what ends this test then).
+    executor = _DaemonExecutor(2, "agcore-test")
+    monkeypatch.setattr(_aio, "_executor", executor)
+    registry = ToolRegistry()
+    both_running = threading.Barrier(2, timeout=20.0)
+
+    @registry.tool
+    def lookup(key: str) -> str:
+        """The inner call."""
+        return key.upper()
+
+    @registry.tool(timeout=10.0)
+    def enrich(key: str) -> str:
+        """The outer call: waits until both threads hold one, then calls lookup."""
+        both_running.wait()
+        return "enriched " + registry.invoke_sync("lookup", {"key": key}).result()
+
+    try:
+        calls = [registry.invoke("enrich", {"key": key}) for key in ("a", "b")]
+        outcomes = await asyncio.wait_for(asyncio.gather(*calls), 30.0)
+        assert [(i.output, i.error) for i in outcomes] == [
+            ("enriched A", None),
+            ("enriched B", None),
+        ]
+        # The threads started for the inner calls were extra: back to the limit of 2.
+        deadline = time.monotonic() + 20.0
+        while len(_pool_threads("agcore-test")) > 2:
+            assert time.monotonic() < deadline, _pool_threads("agcore-test")
+            await asyncio.sleep(0.01)
+        assert (await registry.invoke("lookup", {"key": "c"})).output == "C"
+    finally:
+        both_running.abort()
+        await asyncio.to_thread(executor.shutdown)
+
+
 def _pool_threads(prefix: str) -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith(f"{prefix}_")]
 

@@ -113,3 +113,27 @@ async def test_loading_an_encoding_never_blocks_the_loop_and_is_bounded(
         assert _budget.count_tokens("x" * 8, model) == 2
     finally:
         release.set()
+
+
+async def test_a_load_that_times_out_is_reported_once_however_many_waited(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Sixty-four cycles starting at once while the load stalled logged the same
+    # warning sixty-four times.
+    release = threading.Event()
+
+    def stalled(model: str) -> Callable[[str], int]:
+        release.wait(10)
+        return lambda text: 1
+
+    monkeypatch.setattr(_budget, "_load", stalled)
+    monkeypatch.setattr(_budget, "LOAD_TIMEOUT", 0.2)
+    model = "agcore-test-stalled-model-once"
+    try:
+        with caplog.at_level("WARNING", "agcore_tools"):
+            await asyncio.gather(*(_budget.load_counter(model) for _ in range(5)))
+        warnings = [r for r in caplog.records if "did not load the encoding" in r.getMessage()]
+        assert len(warnings) == 1
+        assert _budget.count_tokens("x" * 8, model) == 2
+    finally:
+        release.set()

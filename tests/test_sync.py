@@ -418,3 +418,58 @@ def test_the_loop_starts_once_on_the_first_sync_call_even_from_many_threads(
     result = run_script(script)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["8", "1", "1"]
+
+
+def test_closing_at_exit_after_the_wind_down_is_quiet(tmp_path: Path) -> None:
+    # Generators suspended inside `with` blocks (a streaming body whose client left)
+    # are closed as the interpreter clears its objects, after the wind-down at exit:
+    # each close raised "agcore_tools' event loop has shut down", printed by Python as
+    # "Exception ignored in: <generator ...>" with a traceback.
+    script = tmp_path / "close_at_exit.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import logging
+            import sys
+
+            from openai import OpenAI
+
+            from agcore_tools import AssistantTextDelta, CycleConfig, LlmCycle, McpClient
+            from agcore_tools.mcp import StdioTransport
+            from agcore_tools.testing import ScriptedChatServer
+
+            logging.basicConfig(level=logging.DEBUG, format="%(name)s %(message)s")
+            for noisy in ("asyncio", "httpcore2", "httpx2", "openai", "mcp"):
+                logging.getLogger(noisy).setLevel(logging.WARNING)
+            server = ScriptedChatServer([ScriptedChatServer.reply_text("one two")]).start()
+            client = OpenAI(base_url=server.base_url, api_key="-", max_retries=0)
+
+
+            def words():
+                cycle = LlmCycle(CycleConfig("m"), client=client)
+                with cycle, cycle.submit_stream_sync("x") as events:
+                    for event in events:
+                        if isinstance(event, AssistantTextDelta):
+                            yield event.text
+
+
+            def capitals():
+                transport = StdioTransport(sys.executable, ["examples/mcp_server.py"])
+                with McpClient("demo", transport) as mcp:
+                    yield mcp.call_tool_sync("capital_of", {"country": "France"})
+                    yield "never"
+
+
+            body, answers = words(), capitals()
+            print(next(body), next(answers), flush=True)
+            """
+        )
+    )
+    result = run_script(script)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == "Paris"
+    assert "Exception ignored" not in result.stderr, result.stderr
+    assert "SyncCallError" not in result.stderr, result.stderr
+    closes = [line for line in result.stderr.splitlines() if "nothing left to close" in line]
+    assert len(closes) == 3, result.stderr  # the stream, the cycle, the MCP client
+    assert all(line.startswith("agcore_tools.sync ") for line in closes)

@@ -6,10 +6,13 @@ blocking copy of the loop, the cycle builds an ``AsyncOpenAI`` with the same set
 and owns it (``aclose()``/``close_sync()`` close it; the caller's client stays theirs).
 
 A client the cycle builds (from the environment, or a sync client's twin) sends through
-:func:`~agcore_tools.cycle.sharded_http_client`: it costs what the SDK's default client
-costs for one conversation at a time, and stays cheap with hundreds in flight (see
-``docs/benchmarks.md``, "Scale"). Most users never read that page, so the default is the
-one that scales. With a proxy in the environment the SDK's default client is kept: an
+sharded pools (``_sharded.LibraryPooled``): it costs what the
+SDK's default client costs for one conversation at a time, and stays cheap with
+hundreds in flight (see ``docs/benchmarks.md``, "Scale"). Most users never read that
+page, so the default is the one that scales. On the library's loop (the ``*_sync``
+methods) those clients share one pool, so a cycle per request reuses its connections;
+building one costs about a millisecond, the TLS context being built once per process,
+at the first request, off the loop. With a proxy in the environment the SDK's default client is kept: an
 ``http_client`` with its own transport would ignore ``HTTPS_PROXY``. So it is with an
 OpenAI SDK older than 3.0, whose client is built on ``httpx``, not ``httpx2`` as the
 sharded transport is.
@@ -17,21 +20,31 @@ sharded transport is.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import logging
+import os
+import threading
 import urllib.request
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from .. import _sync
 from .._aio import run_sync, with_timeout
-from ..error import ClientTypeError, LlmConfigError, LlmError
-from .transport import sdk_is_httpx2_based, sharded_http_client
+from ..error import ClientTypeError, LlmConfigError, LlmError, LlmUsageError
+from .transport import sdk_is_httpx2_based
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
 
-__all__ = ["ClientTypeError", "accept_client", "client_from_env", "provided_keys"]
+__all__ = [
+    "ClientTypeError",
+    "accept_client",
+    "check_client_loop",
+    "client_from_env",
+    "provided_keys",
+]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
@@ -47,6 +60,15 @@ KEY_PROVIDER_TIMEOUT = 60.0
 # covers the ones still in use.
 KEPT_KEYS = 8
 _PROVIDED: weakref.WeakKeyDictionary[Any, collections.deque[str]] = weakref.WeakKeyDictionary()
+
+# The process and the event loop each client's connections belong to: those of its
+# first request through a cycle. Weak keys and, where the loop allows, a weak loop.
+_BOUND: weakref.WeakKeyDictionary[Any, tuple[int, Callable[[], asyncio.AbstractEventLoop | None]]]
+_BOUND = weakref.WeakKeyDictionary()
+_BOUND_LOCK = threading.Lock()
+# The clients a cycle built, each with whether it is on the shared-pool transport: on
+# the library's loop those send through that loop's pool, which binds them to no loop.
+_BUILT: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
 def accept_client(client: Any) -> tuple[AsyncOpenAI, bool]:
@@ -121,6 +143,7 @@ def async_twin(client: OpenAI) -> AsyncOpenAI:
     # Any: the stubs of the SDKs before api_key providers take a str only.
     keys: collections.deque[str] = collections.deque(maxlen=KEPT_KEYS)
     api_key: Any = _async_key_provider(provider, keys) if callable(provider) else client.api_key
+    http_client = _scaling_http_client()
     try:
         twin = AsyncOpenAI(
             api_key=api_key,
@@ -136,7 +159,7 @@ def async_twin(client: OpenAI) -> AsyncOpenAI:
             # sync client.
             default_headers=getattr(client, "_custom_headers", None) or None,
             default_query=client.default_query or None,  # public: exactly the caller's
-            http_client=_scaling_http_client(),
+            http_client=http_client,
         )
     except OpenAIError as exc:
         raise LlmConfigError(
@@ -145,6 +168,7 @@ def async_twin(client: OpenAI) -> AsyncOpenAI:
         ) from exc
     if callable(provider):
         _PROVIDED[twin] = keys
+    _BUILT[twin] = http_client is not None
     return twin
 
 
@@ -203,19 +227,82 @@ def client_from_env() -> AsyncOpenAI:
     """
     from openai import AsyncOpenAI, OpenAIError
 
+    http_client = _scaling_http_client()
     try:
-        return AsyncOpenAI(http_client=_scaling_http_client())
+        client = AsyncOpenAI(http_client=http_client)
     except OpenAIError as exc:
         reason = str(exc).strip().rstrip(".")
         raise LlmConfigError(
             f"cannot create the OpenAI client from the environment ({reason}): set "
             "OPENAI_API_KEY or pass client="
         ) from exc
+    _BUILT[client] = http_client is not None
+    return client
+
+
+def check_client_loop(client: object, loop: asyncio.AbstractEventLoop) -> None:
+    """Refuse, before anything is sent, a request of ``client`` from ``loop`` when the
+    client's connections belong to another event loop, or to the process this one was
+    forked from: its first request through a cycle tells which.
+
+    Sent anyway, the request reaches the model (and is billed), then asyncio's bare
+    ``RuntimeError`` ("Event loop is closed", "... is bound to a different event loop")
+    ends the call before its answer is read, every other time.
+
+    Example:
+        >>> class Client: ...
+        >>> client, first, second = Client(), asyncio.new_event_loop(), asyncio.new_event_loop()
+        >>> check_client_loop(client, first)
+        >>> check_client_loop(client, second)
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmUsageError: this AsyncOpenAI client's connections belong to the event loop of its first request, and this call runs in another (a new asyncio.run(), or a *_sync call after an await): use one client per event loop, for the *_sync calls a sync OpenAI client (the cycle builds its twin on agcore_tools' own loop)
+        >>> first.close(); second.close()
+    """
+    built = _BUILT.get(client)
+    if built and _sync.is_library_loop(loop):
+        return
+    pid = os.getpid()
+    with _BOUND_LOCK:
+        bound = _BOUND.get(client)
+        if bound is None:
+            _BOUND[client] = (pid, _weak(loop))
+            return
+    if bound[0] == pid and bound[1]() is loop:
+        return
+    if built is not None:  # the app never saw this client: the cycle is what it reused
+        raise LlmUsageError(
+            "this LlmCycle's own client has its connections in the event loop of the "
+            "cycle's first call, or the process this one was forked from, and this call "
+            "runs in another: make a new LlmCycle there (its *_sync methods run in "
+            "agcore_tools' own loop from anywhere)"
+        )
+    if bound[0] != pid:
+        raise LlmUsageError(
+            "this AsyncOpenAI client was used before this process was forked, and its "
+            "connections stay the parent's: make a new client in this process"
+        )
+    raise LlmUsageError(
+        "this AsyncOpenAI client's connections belong to the event loop of its first "
+        "request, and this call runs in another (a new asyncio.run(), or a *_sync call "
+        "after an await): use one client per event loop, for the *_sync calls a sync "
+        "OpenAI client (the cycle builds its twin on agcore_tools' own loop)"
+    )
+
+
+def _weak(loop: asyncio.AbstractEventLoop) -> Callable[[], asyncio.AbstractEventLoop | None]:
+    # Weak, so a closed loop is not kept for its client's sake; a loop type that cannot
+    # be weakly referenced is held.
+    try:
+        return weakref.ref(loop)
+    except TypeError:
+        return lambda: loop
 
 
 def _scaling_http_client() -> Any:
-    """The ``http_client`` of a client the cycle builds: sharded, unless a proxy is set
-    or the SDK predates httpx2.
+    """The ``http_client`` of a client the cycle builds: sharded, and on the library's
+    loop shared with the other clients the library builds (:class:`LibraryPooled`),
+    unless a proxy is set or the SDK predates httpx2.
 
     ``None`` (the SDK's own client) when the environment names a proxy, which only a
     client without a transport of its own honors, or when the installed OpenAI SDK is
@@ -223,7 +310,11 @@ def _scaling_http_client() -> Any:
     """
     if urllib.request.getproxies() or not sdk_is_httpx2_based():
         return None
-    return sharded_http_client()
+    from openai import DefaultAsyncHttpxClient
+
+    from ._sharded import LibraryPooled  # httpx2: loaded with the first client, not before
+
+    return DefaultAsyncHttpxClient(transport=LibraryPooled())
 
 
 _hinted = False

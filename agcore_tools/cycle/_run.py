@@ -34,6 +34,7 @@ from ..error import (
 )
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response
+from ._client import check_client_loop
 from ._costs import NO_TOOL_COSTS, CostMeter
 from ._outcome import Outcome
 from ._output import FINAL_TOOL, OutputRun, Verdict, start_output
@@ -306,11 +307,14 @@ class Run:
                 "conversation (each thread or request) its own LlmCycle"
             )
         forked = _sync.inherited(session.loop)
-        if forked and isinstance(self.requester, OpenAIRequester):
-            # Refused unsent: the SDK client would send on the parent's connections.
-            raise LlmUsageError(_FORKED)
-        session.busy = True
         loop = asyncio.get_running_loop()
+        if isinstance(self.requester, OpenAIRequester):
+            if forked:
+                # Refused unsent: the SDK client would send on the parent's connections.
+                raise LlmUsageError(_FORKED)
+            # A client shared by cycles on two loops: refused unsent, not failed after.
+            check_client_loop(self.requester.client, loop)
+        session.busy = True
         moved, session.loop = session.loop is not None and session.loop is not loop, loop
         if self.config.api == "responses":
             # A history the app built from its own response.output: its open calls as

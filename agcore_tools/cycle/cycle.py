@@ -455,8 +455,10 @@ class LlmCycle(TranscriptViews):
         return SyncEventStream(events)
 
     def close_sync(self) -> None:
-        """:meth:`close` for synchronous code (also called by ``with``)."""
-        _sync.run(self.close())
+        """:meth:`close` for synchronous code (also called by ``with``); at interpreter
+        exit, after the library's wind-down closed what the cycle held, it returns
+        quietly."""
+        _sync.run_close(self.close())
 
     def __enter__(self) -> Self:
         return self

@@ -88,8 +88,11 @@ class SyncEventStream(Iterator[StreamEvent]):
             >>> events = cycle.submit_stream_sync("Hi")  # doctest: +SKIP
             >>> first = next(events)  # doctest: +SKIP
             >>> events.close()  # doctest: +SKIP
+
+        At interpreter exit, after the library's wind-down closed the call, it returns
+        quietly.
         """
-        _sync.run(self._events.aclose())
+        _sync.run_close(self._events.aclose())
 
     def __enter__(self) -> Self:
         return self

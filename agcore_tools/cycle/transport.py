@@ -39,8 +39,9 @@ def sharded_http_client(shards: int = 64, connections_per_shard: int = 16) -> ht
     this keeps the client's CPU per request close to its cost at low concurrency; with a
     few it costs the same as the SDK's default client, and one conversation at a time
     reuses one connection, as that client does. ``LlmCycle`` builds the client it owns
-    on this one (unless a proxy is set in the environment, or the OpenAI SDK is older
-    than 3.0). The
+    on the same transport (unless a proxy is set in the environment, or the OpenAI SDK
+    is older than 3.0). The pools are made at the first request, with the TLS context
+    every such client in the process shares, built once, in a worker thread. The
     defaults, 64 pools of 16 (1,024 connections, the SDK's default client allows
     1,000), keep each pool's walk over its connections short: at 1,000 requests in
     flight they cost about 30% less CPU per request than 8 pools of 128 (see

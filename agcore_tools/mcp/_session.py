@@ -341,6 +341,11 @@ class Session:
     async def close(self) -> None:
         """Close the connection (see :meth:`McpClient.close`); idempotent."""
         conn = self.conn
+        if conn is not None and self.owner_pid not in (None, os.getpid()):
+            # A forked child's copy: the connection and its server stay the parent's,
+            # so the child has nothing to close (as an LlmCycle's close there).
+            self.conn = None
+            return
         if conn is not None and self.loop is not asyncio.get_running_loop():
             if self._alive_elsewhere(conn):
                 raise self.wrong_loop("close", None)

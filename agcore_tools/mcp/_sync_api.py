@@ -72,8 +72,10 @@ class SyncClientMethods:
         return _sync.run(self.call_tool(name, dict(args) if args else None, timeout=timeout))
 
     def close_sync(self: _AsyncClient) -> None:
-        """:meth:`close` for synchronous code (also called when a ``with`` block ends)."""
-        _sync.run(self.close())
+        """:meth:`close` for synchronous code (also called when a ``with`` block ends); at
+        interpreter exit, after the library's wind-down stopped the session, it returns
+        quietly."""
+        _sync.run_close(self.close())
 
     def __enter__(self: _Client) -> _Client:
         _sync.run(self.connect())
@@ -85,4 +87,4 @@ class SyncClientMethods:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        _sync.run(self.close())
+        _sync.run_close(self.close())

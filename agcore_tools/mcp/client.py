@@ -382,7 +382,8 @@ class McpClient(SyncClientMethods):
         """Close the session and stop the server; idempotent.
 
         A stdio server has its stdin closed, then gets SIGTERM, then SIGKILL; then any
-        process left in its process group gets the same.
+        process left in its process group gets the same. In a process forked after the
+        client connected, it only forgets the connection, which stays the parent's.
         """
         await self._session.close()
 

@@ -215,8 +215,8 @@ def test_an_async_client_keeps_its_connections_across_sync_calls(serve: Serve) -
 
 def test_a_cycle_used_from_a_second_event_loop_says_so(serve: Serve) -> None:
     # What asyncio.run() per call gives: the pool's connection belongs to the first,
-    # closed loop. asyncio's bare RuntimeError ("Event loop is closed") becomes one that
-    # names the cause and the fix.
+    # closed loop. Asyncio's bare RuntimeError ("Event loop is closed") came after the
+    # request was sent; now an error naming the cause and the fix comes before.
     server = serve(S.reply_text("one"), S.reply_text("two"))
     cycle = LlmCycle(CONFIG, client=server.client(timeout=10.0))
 
@@ -224,11 +224,75 @@ def test_a_cycle_used_from_a_second_event_loop_says_so(serve: Serve) -> None:
         return (await cycle.submit(prompt)).text
 
     assert asyncio.run(ask("1")) == "one"
-    with pytest.raises(LlmUsageError, match="last call ran in another event loop") as caught:
+    with pytest.raises(LlmUsageError, match="belong to the event loop of its first") as caught:
         asyncio.run(ask("2"))
-    assert isinstance(caught.value.__cause__, RuntimeError)
     assert isinstance(caught.value, TypeError)
-    assert " at 0x" not in str(caught.value)  # asyncio's object reprs stay in the cause
+    assert len(server.requests) == 1  # nothing sent, nothing billed
+    assert cycle.messages[-1] == {"role": "assistant", "content": "one"}  # history untouched
+
+
+def test_one_async_client_shared_by_cycles_in_two_event_loops_is_refused_unsent(
+    serve: Serve,
+) -> None:
+    # A new cycle per call on one AsyncOpenAI, as advised, but from two loops: a CLI's
+    # asyncio.run() per command, or a notebook cell that awaits and a later one that
+    # calls a *_sync helper. Every other call failed with asyncio's bare RuntimeError,
+    # after its request had reached the model.
+    server = serve(S.reply_text("hi"), repeat=True)
+    client = server.client(timeout=10.0)
+
+    async def command() -> str:
+        return (await LlmCycle(CONFIG, client=client).submit("x")).text
+
+    assert asyncio.run(command()) == "hi"
+    for _ in range(2):
+        with pytest.raises(LlmUsageError) as caught:
+            asyncio.run(command())
+        assert str(caught.value) == (
+            "this AsyncOpenAI client's connections belong to the event loop of its first "
+            "request, and this call runs in another (a new asyncio.run(), or a *_sync call "
+            "after an await): use one client per event loop, for the *_sync calls a sync "
+            "OpenAI client (the cycle builds its twin on agcore_tools' own loop)"
+        )
+    with pytest.raises(LlmUsageError, match="belong to the event loop of its first"):
+        LlmCycle(CONFIG, client=client).submit_sync("x")  # the notebook's sync helper
+    assert len(server.requests) == 1  # the refused calls sent nothing
+
+    # Its own loop still serves it; a cycle's own client, built per cycle, is free.
+    notebook = server.client(timeout=10.0)
+
+    async def kernel() -> list[str]:
+        first = (await LlmCycle(CONFIG, client=notebook).submit("x")).text
+        with LlmCycle(CONFIG, client=sync_client(server)) as helper:
+            return [first, helper.submit_sync("x").text]
+
+    assert asyncio.run(kernel()) == ["hi", "hi"]
+
+
+def test_a_cycles_own_client_follows_it_to_the_library_loop_but_not_to_a_second_one(
+    serve: Serve,
+) -> None:
+    # The twin of a sync client sends through the library loop's shared pool there,
+    # and through a pool of its own on the app's loop; a second app loop is refused.
+    server = serve(S.reply_text("hi"), repeat=True)
+    cycle = LlmCycle(CONFIG, client=sync_client(server))
+
+    async def ask() -> str:
+        return (await cycle.submit("x")).text
+
+    try:
+        assert cycle.submit_sync("x").text == "hi"
+        assert asyncio.run(ask()) == "hi"
+        assert cycle.submit_sync("x").text == "hi"
+        with pytest.raises(LlmUsageError) as caught:
+            asyncio.run(ask())
+        assert str(caught.value).startswith(
+            "this LlmCycle's own client has its connections in the event loop of the "
+            "cycle's first call"
+        )
+        assert len(server.requests) == 3
+    finally:
+        cycle.close_sync()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -12,22 +13,36 @@ from contextlib import AsyncExitStack
 
 import httpx2
 import pytest
+from openai import OpenAI
 
-from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, ToolRegistry
+from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError, ToolRegistry
 from agcore_tools.cycle import sharded_http_client
 from agcore_tools.cycle._sharded import ShardedTransport
 
 from .conftest import S
 
-_ANSWER = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+_ANSWER = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+_COMPLETION = json.dumps(
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+        ],
+    }
+).encode()
 
 
 class CountingServer:
-    """A loopback HTTP/1.1 server answering ``{}`` that counts the connections it accepts."""
+    """A loopback HTTP/1.1 server answering ``{}`` (or :attr:`body`) that counts the
+    connections it accepts."""
 
     def __init__(self) -> None:
         self.connections = 0
         self.url = ""
+        self.body = b"{}"
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -43,7 +58,7 @@ class CountingServer:
                     0,
                 )
                 await reader.readexactly(length)
-                writer.write(_ANSWER)
+                writer.write(_ANSWER % (len(self.body), self.body))
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client closed the connection
@@ -111,6 +126,45 @@ async def test_concurrent_requests_stay_within_each_shards_limit(counting):
     finally:
         await asyncio.wait_for(client.aclose(), 5)
     assert 3 <= counting.connections <= 6
+
+
+async def test_cycles_made_per_request_from_one_sync_client_reuse_one_connection(counting):
+    # The sync guide's pattern. Each cycle's twin of the sync client had a pool of its
+    # own: a new connection (a TLS handshake, against a real API) per request, besides
+    # the CA bundle loaded again for each cycle.
+    counting.body = _COMPLETION
+    client = OpenAI(base_url=counting.url + "v1", api_key="-", max_retries=0)
+
+    def ask() -> str:
+        with LlmCycle(CycleConfig("m"), client=client) as cycle:
+            return cycle.submit_sync("Hi").text
+
+    for _ in range(5):  # in a thread: this loop serves the requests meanwhile
+        assert await asyncio.wait_for(asyncio.to_thread(ask), 10) == "hi"
+    assert counting.connections == 1
+
+
+async def test_a_cycles_own_client_reads_the_certificates_at_its_first_request(
+    counting, monkeypatch, tmp_path
+):
+    # They were read in LlmCycle(), on the app's event loop in an async handler (25 ms
+    # of CPU and more, each time); now once per process, in a worker thread. A file
+    # that is missing shows when the first request needs them, with a clear error.
+    missing = tmp_path / "no-such-bundle.pem"
+    monkeypatch.setenv("SSL_CERT_FILE", str(missing))
+    monkeypatch.setenv("OPENAI_BASE_URL", counting.url + "v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "-")
+    counting.body = _COMPLETION
+    cycle = LlmCycle(CycleConfig("m"))
+    try:
+        with pytest.raises(LlmError) as caught:
+            await asyncio.wait_for(cycle.submit("Hi"), 10)
+    finally:
+        await asyncio.wait_for(cycle.close(), 5)
+    assert f"cannot load the TLS certificates (SSL_CERT_FILE={str(missing)!r}" in str(caught.value)
+    assert isinstance(caught.value.__cause__, LlmConfigError)
+    assert isinstance(caught.value.__cause__.__cause__, FileNotFoundError)
+    assert counting.connections == 0  # nothing was sent
 
 
 @pytest.mark.parametrize(("shards", "per_shard"), [(0, 10), (4, 0)])

@@ -150,15 +150,22 @@ def test_a_client_connected_before_a_fork_says_so_in_the_child() -> None:
 
         client = McpClient("fixture", StdioTransport(sys.executable, [{str(FIXTURE)!r}]))
         client.connect_sync()
+        server = client.pid
         pid = os.fork()
         if pid == 0:
             try:
                 client.call_tool_sync("echo", {{"text": "child"}})
             except McpNotInitializedError as exc:
                 print(exc, flush=True)
+            # A prefork worker's shutdown hook closing what it inherited: nothing of
+            # the child's to close, so quiet (it raised McpNotInitializedError).
+            client.close_sync()
+            with client:  # a `with` block's end closes too; its start connects anew
+                print(client.pid != server, flush=True)
             os._exit(0)
         _, status = os.waitpid(pid, 0)
         print(client.call_tool_sync("echo", {{"text": "parent"}}))
+        print(client.pid == server)
         client.close_sync()
         sys.exit(os.waitstatus_to_exitcode(status))
         """
@@ -167,10 +174,11 @@ def test_a_client_connected_before_a_fork_says_so_in_the_child() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    child, parent = done.stdout.splitlines()
+    child, own_server, parent, same_server = done.stdout.splitlines()
     assert "connected before this process was forked" in child
     assert "new McpClient in this process" in child
-    assert parent == "parent"  # the parent's session was not disturbed
+    assert own_server == "True"  # the child's own server, not the parent's
+    assert (parent, same_server) == ("parent", "True")  # the parent's session undisturbed
 
 
 # -- interpreter exit ------------------------------------------------------------------------
