@@ -312,7 +312,9 @@ async def test_a_generator_a_sync_tool_returns_reports_to_the_stream(
     serve: Serve, make_cycle: MakeCycle
 ) -> None:
     # Its values are reported as it is drained (as a generator function's are), but the
-    # tool counted as one that reports nothing, and the stream never listened.
+    # tool counted as one that reports nothing, and the stream never listened. The
+    # annotation says it streams: a returned generator a tool does not declare so is its
+    # whole result, listed (a generator expression is a sequence, not progress).
     registry = ToolRegistry()
 
     def steps(n: int) -> Iterator[dict[str, int]]:
@@ -320,7 +322,7 @@ async def test_a_generator_a_sync_tool_returns_reports_to_the_stream(
             yield {"done": done}
 
     @registry.tool
-    def count(n: int) -> Any:
+    def count(n: int) -> Iterator[dict[str, int]]:
         """Count to n, reporting progress."""
         return steps(n)  # a generator another function made
 
