@@ -22,10 +22,8 @@ import argparse
 import asyncio
 import functools
 import gc
-import importlib.metadata
 import json
 import os
-import platform
 import random
 import statistics
 import subprocess
@@ -38,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+from run_info import machine, versions
 
 from agcore_tools import ToolRegistry
 
@@ -375,42 +374,6 @@ def measure_imports(runs: int) -> dict[str, Any]:
 # -- report -------------------------------------------------------------------------
 
 
-def versions() -> dict[str, str]:
-    found: dict[str, str] = {}
-    for dist in (
-        "agcore-tools",
-        "pydantic",
-        "pydantic-core",
-        "openai-agents",
-        "pydantic-ai-slim",
-        "langchain-core",
-    ):
-        try:
-            found[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            found[dist] = "missing"
-    return found
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "cpus": os.cpu_count(),
-    }
-
-
 def call_table(title: str, impls: list[Impl], baseline: str) -> list[dict[str, Any]]:
     base = next(i for i in impls if i.name == baseline).median_us
     rows = []
@@ -484,7 +447,14 @@ def main() -> None:
         "benchmark": "core",
         "command": ".venv-bench/bin/python benchmarks/bench_core.py",
         "machine": machine(),
-        "versions": versions(),
+        "versions": versions(
+            "agcore-tools",
+            "pydantic",
+            "pydantic-core",
+            "openai-agents",
+            "pydantic-ai-slim",
+            "langchain-core",
+        ),
     }
     m = results["machine"]
     print(f"Python {m['python']} on {m['platform']}, {m['cpus']} CPUs ({m['cpu']})")

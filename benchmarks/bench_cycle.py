@@ -35,10 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import importlib.metadata
 import json
-import os
-import platform
 import random
 import statistics
 import sys
@@ -47,6 +44,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from run_info import machine, versions
 
 from agcore_tools import CycleConfig, LlmCycle, ToolRegistry
 from agcore_tools.testing import CapturedRequest, ScriptedChatServer, ScriptItem
@@ -387,24 +386,6 @@ async def measure(
             contender.cpu.append((time.thread_time() - cpu0) / turns)
 
 
-def versions() -> dict[str, str]:
-    found = {}
-    for dist in ("agcore-tools", "openai", "openai-agents", "httpx2", "pydantic"):
-        try:
-            found[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return found
-
-
-def machine() -> dict[str, Any]:
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-    }
-
-
 def table(contenders: list[Contender]) -> list[dict[str, Any]]:
     """Each row against its raw baseline: streaming rows against the raw streaming loop."""
     raw = {c.name: c for c in contenders if c.name.startswith("raw ")}
@@ -467,7 +448,9 @@ async def main() -> None:
                 "rounds": rounds,
                 "loops_per_round": args.loops,
                 "results": rows,
-                "versions": versions(),
+                "versions": versions(
+                    "agcore-tools", "openai", "openai-agents", "httpx2", "pydantic"
+                ),
                 "machine": machine(),
             },
             indent=2,

@@ -78,10 +78,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
-import importlib.metadata
 import json
-import os
-import platform
 import random
 import statistics
 import sys
@@ -90,6 +87,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from run_info import machine, versions
 
 from agcore_tools import (
     CycleConfig,
@@ -622,47 +621,6 @@ async def run(rounds: int, results: bool, progress: bool) -> list[Case]:
 # -- report --------------------------------------------------------------------------
 
 
-def versions() -> dict[str, str]:
-    found: dict[str, str] = {}
-    for dist in (
-        "agcore-tools",
-        "pydantic",
-        "pydantic-core",
-        "openai",
-        "openai-agents",
-        "pydantic-ai-slim",
-        "langchain-core",
-        "fastmcp",
-        "mcp",
-    ):
-        try:
-            found[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            found[dist] = "missing"
-    return found
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "cpus": os.cpu_count(),
-        "load_average": [round(x, 2) for x in load] if load else None,
-    }
-
-
 def table(title: str, paths: list[Case]) -> list[dict[str, Any]]:
     by_name = {p.name: p for p in paths}
     print(f"\n{title}")
@@ -719,7 +677,17 @@ def main() -> None:
         "measure": "longest gap between wake-ups of a task sleeping 1 ms, median over rounds",
         "rounds": rounds,
         "machine": machine(),
-        "versions": versions(),
+        "versions": versions(
+            "agcore-tools",
+            "pydantic",
+            "pydantic-core",
+            "openai",
+            "openai-agents",
+            "pydantic-ai-slim",
+            "langchain-core",
+            "fastmcp",
+            "mcp",
+        ),
     }
     m = results["machine"]
     print(f"Python {m['python']} on {m['platform']}, {m['cpus']} CPUs ({m['cpu']})")

@@ -24,7 +24,6 @@ import asyncio
 import gc
 import json
 import os
-import platform
 import random
 import statistics
 import threading
@@ -32,7 +31,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from run_info import machine
 
 from agcore_tools import ToolRegistry, _sync
 
@@ -178,25 +178,6 @@ def measure(contenders: list[Contender], rounds: int, batch: int) -> None:
             wall = contender.batch(batch)
             contender.cpu.append((time.process_time() - cpu) / batch)
             contender.samples.append(wall / batch)
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = next(
-                (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu
-            )
-    except OSError:
-        pass
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu": cpu,
-        "cpus": os.cpu_count(),
-        "load_average": load,
-    }
 
 
 def main() -> None:

@@ -7,12 +7,14 @@ import asyncio
 import base64
 import logging
 import sys
+from typing import Any
 
 import mcp_types as types
 import pytest
 
 from agcore_tools import (
     Audio,
+    ChatResponse,
     CycleConfig,
     File,
     Image,
@@ -209,12 +211,16 @@ def test_an_unusable_embedded_blob_stays_typed_json(caplog: pytest.LogCaptureFix
     assert "MCP tool 'snap' sent an unusable resource part" in caplog.text
 
 
-async def test_an_mcp_embedded_screenshot_and_pdf_reach_the_model_as_an_image_and_a_file() -> None:
+async def _one_call_through_the_fixture(
+    tool: str, args: dict[str, Any], prompt: str
+) -> tuple[ChatResponse, list[dict[str, Any]]]:
+    """A loop that calls one tool of the fixture server: its response, and the messages of
+    the request after the call (what the model was sent)."""
     from agcore_tools.testing import ScriptedChatServer as S
 
     from .conftest import FIXTURE
 
-    script = [S.reply_tool_calls([("snapshot", {"kb": 40}, "call_snap")]), S.reply_text("Done.")]
+    script = [S.reply_tool_calls([(tool, args, f"call_{tool}")]), S.reply_text("Done.")]
     async with McpClient(
         "fixture", StdioTransport(sys.executable, [str(FIXTURE)]), timeout=15
     ) as client:
@@ -223,10 +229,14 @@ async def test_an_mcp_embedded_screenshot_and_pdf_reach_the_model_as_an_image_an
         with S(script) as server:
             cycle = LlmCycle(CycleConfig("test-model"), client=server.client(timeout=10.0))
             try:
-                await cycle.submit_with_tools("Show me page 1.", registry)
+                response = await cycle.submit_with_tools(prompt, registry)
             finally:
                 await asyncio.wait_for(cycle.client.close(), 5)
-            sent = server.requests[1].json["messages"]
+            return response, server.requests[1].json["messages"]
+
+
+async def test_an_mcp_embedded_screenshot_and_pdf_reach_the_model_as_an_image_and_a_file() -> None:
+    _, sent = await _one_call_through_the_fixture("snapshot", {"kb": 40}, "Show me page 1.")
 
     png = b"\x89PNG\r\n\x1a\n" + bytes(i % 251 for i in range(40 * 1024))
     pdf = b"%PDF-1.7\n" + bytes(40 * 1024)
@@ -263,23 +273,9 @@ def test_is_error_without_text_still_says_something() -> None:
 
 async def test_an_mcp_image_reaches_the_model_whole_as_an_image() -> None:
     # Before: the image part became JSON text, cut at 16 KB in the middle of its base64.
-    from agcore_tools.testing import ScriptedChatServer as S
-
-    from .conftest import FIXTURE
-
-    script = [S.reply_tool_calls([("chart", {"kb": 40}, "call_chart")]), S.reply_text("Done.")]
-    async with McpClient(
-        "fixture", StdioTransport(sys.executable, [str(FIXTURE)]), timeout=15
-    ) as client:
-        registry = ToolRegistry()
-        registry.register_all(client.into_tools())
-        with S(script) as server:
-            cycle = LlmCycle(CycleConfig("test-model"), client=server.client(timeout=10.0))
-            try:
-                response = await cycle.submit_with_tools("Show me the sales chart.", registry)
-            finally:
-                await asyncio.wait_for(cycle.client.close(), 5)
-            sent = server.requests[1].json["messages"]
+    response, sent = await _one_call_through_the_fixture(
+        "chart", {"kb": 40}, "Show me the sales chart."
+    )
 
     png = b"\x89PNG\r\n\x1a\n" + bytes(i % 251 for i in range(40 * 1024))
     caption, image = response.invocations[0].output
