@@ -135,18 +135,10 @@ async def test_streamed_auto_tool_choice_cut_is_told_from_an_empty_answer(
     # with no role, text or usage, which a real empty answer has (stop=["I"] below): it
     # used to come back as an empty answer, joining the history. Raw, so OpenAI's profile
     # without adapt: LiteLLM's sends that turn unstreamed.
-    raw = await litellm_client.chat.completions.create(
-        model=litellm_proxy.model,
-        messages=[{"role": "user", "content": QUESTION}],
-        tools=tools.definitions(),
-        tool_choice="auto",
-        max_tokens=16,
-        stream=True,
-        stream_options={"include_usage": True},
-    )
-    chunks = [chunk async for chunk in raw]
-    assert [c.choices[0].delta.role for c in chunks if c.choices] == [None, None]
-    assert chunks[0].choices[0].finish_reason == "stop" and chunks[-1].usage is None
+    # The real empty answer first: the llama server closes its connection when the cut
+    # stream ends, and the proxy may send its next request down that closed connection
+    # (a 500 "Connection error"). The raw client does not retry; the loop's requests
+    # below retry a 500, as they would in an app.
     empty = await litellm_client.chat.completions.create(
         model=litellm_proxy.model,
         messages=[{"role": "user", "content": "Say hi"}],
@@ -159,6 +151,18 @@ async def test_streamed_auto_tool_choice_cut_is_told_from_an_empty_answer(
     chunks = [chunk async for chunk in empty]
     assert chunks[0].choices[0].delta.role == "assistant" and chunks[-1].usage is not None
     assert not "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    raw = await litellm_client.chat.completions.create(
+        model=litellm_proxy.model,
+        messages=[{"role": "user", "content": QUESTION}],
+        tools=tools.definitions(),
+        tool_choice="auto",
+        max_tokens=16,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = [chunk async for chunk in raw]
+    assert [c.choices[0].delta.role for c in chunks if c.choices] == [None, None]
+    assert chunks[0].choices[0].finish_reason == "stop" and chunks[-1].usage is None
     cycle = make_cycle(
         litellm_proxy, litellm_client, tool_choice="auto", profile="openai", adapt=False
     )
