@@ -760,7 +760,10 @@ async def test_a_large_result_is_written_to_the_cache_off_the_event_loop() -> No
     finally:
         ticking.cancel()
     small, large = store.written_at
-    assert small == returned_at[0]  # nothing else ran between the tool's end and its write
+    # A bounded store write (ResultCache.store_timeout) runs in a task of its own on
+    # Python 3.10 (see _aio.with_timeout): one turn of the loop, not a worker thread.
+    hop = 1 if sys.version_info < (3, 11) else 0
+    assert small == returned_at[0] + hop  # nothing else ran between the tool's end and its write
     assert large > returned_at[1]  # the loop went on while it was written
     assert list(store.texts.values())[1] == json.dumps(rows, ensure_ascii=False)
 
