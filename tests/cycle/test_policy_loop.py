@@ -213,7 +213,8 @@ async def test_a_tools_own_policy_holds_across_runs_given_the_tool_alone(
             await cycle.submit_with_tools(f"text the team ({run})", [send_sms])
     finally:
         CLOCK.reset(token)
-    assert sent == ["+155500", "+155501"]
+    # The first run's two calls run at once (sync tools, in threads): in either order.
+    assert sorted(sent) == ["+155500", "+155501"]
 
 
 async def test_a_method_tools_own_policy_holds_across_runs_given_it_alone(
