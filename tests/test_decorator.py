@@ -357,6 +357,20 @@ async def test_an_async_function_under_a_sync_decorator_is_awaited(
     assert list(fetch.parameters["properties"]) == ["url"]
 
 
+def _thread_noting_stamp(threads: list[int]) -> type[BaseModel]:
+    """A model whose serialiser notes the thread it runs in: where a result is converted."""
+
+    class Stamp(BaseModel):
+        value: int
+
+        @field_serializer("value")
+        def _where(self, value: int) -> list[int]:
+            threads.append(threading.get_ident())
+            return [value]
+
+    return Stamp
+
+
 async def test_a_sync_tools_result_is_made_json_in_its_worker_thread(
     registry: ToolRegistry,
 ) -> None:
@@ -368,13 +382,7 @@ async def test_a_sync_tools_result_is_made_json_in_its_worker_thread(
         threads.append(threading.get_ident())
         return page
 
-    class Stamp(BaseModel):
-        value: int
-
-        @field_serializer("value")
-        def _where(self, value: int) -> list[int]:
-            threads.append(threading.get_ident())
-            return [value]
+    Stamp = _thread_noting_stamp(threads)
 
     @registry.tool
     def pages(n: int) -> Any:
@@ -402,13 +410,7 @@ async def test_an_async_tools_large_result_is_made_json_in_a_worker_thread(
     # at a time), and a small one still on the loop, with no thread hop.
     threads: list[int] = []
 
-    class Stamp(BaseModel):
-        value: int
-
-        @field_serializer("value")
-        def _where(self, value: int) -> list[int]:
-            threads.append(threading.get_ident())
-            return [value]
+    Stamp = _thread_noting_stamp(threads)
 
     @registry.tool(**options)
     async def stamps(n: int) -> list[Stamp]:
