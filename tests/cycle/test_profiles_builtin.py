@@ -1,8 +1,8 @@
 """The built-in server profiles: each resolves by name, the hosts and model lists that
 name a server pick its profile, and where a profile differs from OpenAI's the request
 is fitted to it. The listings below have the shape each server's source builds (cited
-in ``agcore_tools/cycle/profiles.py``); the loop's requests go to the scripted loopback
-server, and no live server is called.
+in ``agcore_tools/cycle/_profile_detect.py``); the loop's requests go to the scripted
+loopback server, and no live server is called.
 """
 
 from __future__ import annotations

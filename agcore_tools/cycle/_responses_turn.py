@@ -1,0 +1,284 @@
+"""The Responses API's answer, a whole response or its stream events, assembled into
+the loop's :class:`~._stream.Turn`.
+
+Its own module because it is the other half of the Responses wire:
+:mod:`._wire_responses` builds the request from the history, and this reads what comes
+back into the assistant message the history keeps, with the response's output items
+under ``response`` for the next request to send back as they came.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from .._sdk import sdk_field as _field
+from ..calls import CUT_CALLS_NOT_REPAIRED, ParsedCall, parse_call
+from ..error import LlmError
+from ._stream import Turn, describe_body, renamed_call
+from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
+
+__all__ = ["ResponsesTurnBuilder", "usage_of"]
+
+logger = logging.getLogger("agcore_tools.cycle")
+
+_NO_EVENTS: tuple[StreamEvent, ...] = ()
+_INCOMPLETE = {
+    "max_output_tokens": FinishReason.LENGTH,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+_REASONING_DELTAS = frozenset(
+    {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
+)
+
+
+def usage_of(usage: Any) -> Usage:
+    """A Responses ``usage`` object's counts, cached and reasoning tokens included.
+
+    Example:
+        >>> usage_of({"input_tokens": 9, "output_tokens": 4, "total_tokens": 13,
+        ...           "input_tokens_details": {"cached_tokens": 8},
+        ...           "output_tokens_details": {"reasoning_tokens": 3}})
+        Usage(prompt_tokens=9, completion_tokens=4, total_tokens=13, cached_tokens=8, reasoning_tokens=3, requests=1, unreported=0)
+    """
+    prompt = _int(_field(usage, "input_tokens"))
+    completion = _int(_field(usage, "output_tokens"))
+    total = _int(_field(usage, "total_tokens")) or prompt + completion
+    cached = _int(_field(_field(usage, "input_tokens_details"), "cached_tokens"))
+    reasoning = _int(_field(_field(usage, "output_tokens_details"), "reasoning_tokens"))
+    return Usage(prompt, completion, total, cached, reasoning)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _json(value: Any) -> Any:
+    # SDK models become the plain JSON the history holds; unset and null fields are
+    # left out, as the API does not take some of them back as input.
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", exclude_none=True)
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+class ResponsesTurnBuilder:
+    """Accumulates one response (whole, or its stream events) into a :class:`Turn`."""
+
+    __slots__ = (
+        "_arguments",
+        "_avoided",
+        "_items",
+        "_repair",
+        "_response",
+        "_shown",
+        "_shown_tool",
+        "_turn_tag",
+    )
+
+    def __init__(self, turn_tag: str, *, repair: bool = False) -> None:
+        self._turn_tag = turn_tag
+        self._repair = repair
+        self._response: Any = None
+        self._items: dict[int, Any] = {}  # by output_index, from the stream
+        self._arguments: dict[int, list[str]] = {}
+        self._shown_tool: str | None = None
+        self._shown: int | None = None  # the output_index of the call shown
+        self._avoided: Collection[str] = ()
+
+    def avoid_ids(self, ids: Collection[str]) -> None:
+        """Give a call whose server-given id is one of ``ids`` (the history's calls) an
+        id of its own (see :meth:`TurnBuilder.avoid_ids`)."""
+        self._avoided = ids
+
+    def show_arguments(self, tool_name: str) -> None:
+        """Stream the arguments of the turn's first call of ``tool_name`` as
+        :class:`AssistantTextDelta` events: they are the answer (structured output's
+        ``final_result`` tool), not a call for the loop to run."""
+        self._shown_tool = tool_name
+
+    def feed(self, event: Any) -> tuple[StreamEvent, ...] | list[StreamEvent]:
+        """Take one stream event; return the text events it carries."""
+        kind = _field(event, "type")
+        # An empty delta is no event, as on Chat Completions (a first-token timer or a
+        # UI line opened on the first delta must not start on nothing).
+        if kind == "response.output_text.delta":
+            text = _field(event, "delta")
+            return [AssistantTextDelta(text)] if isinstance(text, str) and text else _NO_EVENTS
+        if kind in _REASONING_DELTAS:
+            text = _field(event, "delta")
+            return [ReasoningDelta(text)] if isinstance(text, str) and text else _NO_EVENTS
+        if kind == "response.function_call_arguments.delta":
+            index = _int(_field(event, "output_index"))
+            delta = _field(event, "delta") or ""
+            self._arguments.setdefault(index, []).append(delta)
+            if delta and index == self._shown:
+                return [AssistantTextDelta(delta)]
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            index = _int(_field(event, "output_index"))
+            item = self._items[index] = _json(_field(event, "item"))
+            if (
+                self._shown is None
+                and self._shown_tool is not None
+                and isinstance(item, Mapping)
+                and item.get("type") == "function_call"
+                and item.get("name") == self._shown_tool
+            ):
+                self._shown = index
+        elif kind in ("response.completed", "response.incomplete"):
+            self._response = _field(event, "response")
+        elif kind == "response.failed":
+            raise LlmError(
+                f"the model's stream reported an error: {_error(_field(event, 'response'))}"
+            )
+        elif kind == "error":
+            raise LlmError(f"the model's stream reported an error: {_field(event, 'message')}")
+        return _NO_EVENTS
+
+    # Read by the tracing hooks (_trace.py), under the names TurnBuilder gives them.
+    @property
+    def response_id(self) -> str | None:
+        """The response's id, None until it is complete."""
+        return _field(self._response, "id") or None
+
+    @property
+    def response_model(self) -> str | None:
+        """The model that answered, None until the response is complete."""
+        return _field(self._response, "model") or None
+
+    @property
+    def raw_reason(self) -> str | None:
+        """``incomplete_details.reason`` or else ``status``, None until complete."""
+        response = self._response
+        if response is None:
+            return None
+        reason = _field(_field(response, "incomplete_details"), "reason")
+        return str(reason or _field(response, "status") or "") or None
+
+    @property
+    def usage(self) -> Usage | None:
+        """The response's token counts, None until it is complete."""
+        usage = _field(self._response, "usage") if self._response is not None else None
+        return usage_of(usage) if usage is not None else None
+
+    def end_stream(self) -> None:
+        """Check that the stream, now ended, carried its ``response.completed``."""
+        if self._response is None:
+            raise LlmError(
+                "the model's stream was cut: it ended without response.completed (the "
+                "server failed after sending 200, or closed the stream early)"
+            )
+
+    def feed_completion(self, response: Any) -> None:
+        """Take a whole (non-streamed) response."""
+        status = _field(response, "status")
+        if status == "failed" or _field(response, "error"):
+            raise LlmError(f"the model reported an error: {_error(response)}")
+        if status is None and not isinstance(_field(response, "output"), list):
+            # A 200 from something else (a captive portal's HTML page, a proxy's JSON):
+            # taken as is, it would be an empty answer.
+            raise LlmError(
+                f"the model's response is not a Responses API response: {describe_body(response)}"
+            )
+        self._response = response
+
+    def build(self) -> Turn:
+        """The assembled turn and its assistant message."""
+        response = self._response
+        output = [_json(item) for item in _field(response, "output") or ()]
+        if not output:  # a bridge that leaves the final output empty: use the stream's
+            output = [self._streamed(index) for index in sorted(self._items)]
+        texts: list[str] = []
+        refusals: list[str] = []
+        thoughts: list[str] = []
+        calls: list[ParsedCall] = []
+        taken: set[str] = set()
+        incomplete = _field(_field(response, "incomplete_details"), "reason")
+        cut = incomplete == "max_output_tokens" and CUT_CALLS_NOT_REPAIRED.get()
+        cut_at = "max_output_tokens" if cut else None
+        for item in output:
+            kind = item.get("type")
+            if kind == "message":
+                for part in item.get("content") or ():
+                    if part.get("type") == "output_text":
+                        texts.append(part.get("text", ""))
+                    elif part.get("type") == "refusal":
+                        refusals.append(part.get("refusal", ""))
+            elif kind == "reasoning":  # what its summary and reasoning text deltas stream
+                for key in ("summary", "content"):
+                    thoughts.extend(_texts(item.get(key)))
+            elif kind == "function_call":
+                call_id = item.get("call_id")
+                if call_id in taken:
+                    # Each call needs its own answer (and approval, and idempotency
+                    # key); the item is rewritten too, so its output matches on resend.
+                    logger.warning("the server gave two tool calls of one turn the id %r", call_id)
+                if not call_id or call_id in taken:
+                    item["call_id"] = f"call_{self._turn_tag}_{len(calls)}"
+                elif call_id in self._avoided:
+                    item["call_id"] = renamed_call(call_id, f"call_{self._turn_tag}_{len(calls)}")
+                taken.add(item["call_id"])
+                call = parse_call(
+                    item.get("name") or "",
+                    item["call_id"],
+                    item.get("arguments"),
+                    repair=self._repair,
+                    cut_at=cut_at,
+                )
+                calls.append(call)
+        text = "".join(texts)
+        refusal = "".join(refusals) or None
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if refusal is not None:
+            # Read like Chat's; the refusal part itself goes back with the output items.
+            message["refusal"] = refusal
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.call_id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in calls
+            ]
+        message["response"] = {"id": _field(response, "id"), "output": output}
+        raw = incomplete or _field(response, "status")
+        if calls:
+            reason = FinishReason.TOOL_CALLS
+        elif incomplete is not None:
+            reason = _INCOMPLETE.get(incomplete, FinishReason.OTHER)
+        else:
+            reason = FinishReason.STOP
+        usage = _field(response, "usage")
+        return Turn(
+            message,
+            text,
+            reason,
+            raw,
+            tuple(calls),
+            usage_of(usage) if usage is not None else None,
+            refusal,
+            "".join(thoughts),
+        )
+
+    def _streamed(self, index: int) -> dict[str, Any]:
+        item = dict(self._items[index])
+        if item.get("type") == "function_call" and not item.get("arguments"):
+            item["arguments"] = "".join(self._arguments.get(index, ()))
+        return item
+
+
+def _texts(parts: Any) -> list[str]:
+    # A reasoning item's summary or content parts: their texts.
+    listed = parts if isinstance(parts, list) else ()
+    return [
+        part["text"]
+        for part in listed
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+    ]
+
+
+def _error(response: Any) -> str:
+    error = _field(response, "error")
+    message = _field(error, "message") if error is not None else None
+    return str(message or error or "no error message")
