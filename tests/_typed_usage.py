@@ -257,6 +257,8 @@ async def deprecated_names_are_flagged(
     print(turn.raw_reason)  # type: ignore[deprecated]
     print(CycleConfig("m").tool_timeout_secs)  # type: ignore[deprecated]
     print(CycleConfig("m").max_tool_result_bytes)  # type: ignore[deprecated]
+    CycleConfig("m", tool_timeout_secs=5)  # type: ignore[deprecated]
+    CycleConfig("m", max_tool_result_bytes=4096, temperature=0)  # type: ignore[deprecated]
     print(ToolActivityOptions(timeout=5).timeout_secs)  # type: ignore[deprecated]
     ToolActivityOptions(timeout_secs=5)  # type: ignore[deprecated]
     ToolContext("session-1")  # type: ignore[deprecated]
