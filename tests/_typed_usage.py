@@ -20,6 +20,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from typing_extensions import assert_type
 
 from agcore_tools import (
+    BaseTool,
     ChatResponse,
     CycleConfig,
     EventStream,
@@ -36,6 +37,7 @@ from agcore_tools import (
     tool,
 )
 from agcore_tools.temporal import ToolActivityOptions
+from agcore_tools.testing import Cassette, CassetteMcpClient
 
 registry = ToolRegistry(
     PermissionChecker(PermissionConfig(allowed=["read"], denied=["shell"], ask=["write"]))
@@ -229,6 +231,19 @@ async def a_subclass_keeps_its_type_in_with(config: CycleConfig) -> None:
     print(client.audit_log(), cycle.transcript(), sync_cycle.transcript())
 
 
+def adapters_of(client: McpClient) -> list[BaseTool]:
+    return client.into_tools(prefix=True)
+
+
+async def a_cassette_client_goes_where_an_mcp_client_does(cassette: Cassette) -> None:
+    # A test hands the cassette's client to the app's code, typed against McpClient.
+    async with cassette.mcp(McpClient("fs", StdioTransport("server"))) as fs:
+        assert_type(fs, CassetteMcpClient)
+        registry.register_all(adapters_of(fs))
+        print(fs.call_tool_sync("read", {"path": "a"}))
+        adapters_of(cassette)  # type: ignore[arg-type]
+
+
 async def deprecated_names_are_flagged(
     cycle: LlmCycle, client: McpClient, response: ChatResponse, turn: TurnComplete
 ) -> None:
@@ -242,6 +257,8 @@ async def deprecated_names_are_flagged(
     print(turn.raw_reason)  # type: ignore[deprecated]
     print(CycleConfig("m").tool_timeout_secs)  # type: ignore[deprecated]
     print(CycleConfig("m").max_tool_result_bytes)  # type: ignore[deprecated]
+    CycleConfig("m", tool_timeout_secs=5)  # type: ignore[deprecated]
+    CycleConfig("m", max_tool_result_bytes=4096, temperature=0)  # type: ignore[deprecated]
     print(ToolActivityOptions(timeout=5).timeout_secs)  # type: ignore[deprecated]
     ToolActivityOptions(timeout_secs=5)  # type: ignore[deprecated]
     ToolContext("session-1")  # type: ignore[deprecated]

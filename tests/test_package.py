@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import subprocess
@@ -135,10 +136,15 @@ def test_the_documented_patterns_pass_mypy_strict(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def _init_overload(cls: type) -> object:
-    # The deprecated overload of __init__, as typing.get_overloads() keeps it (from
-    # 3.11: typing.overload records none before).
-    return next(f for f in get_overloads(cls.__init__) if hasattr(f, "__deprecated__"))
+def _init_overload(cls: type, keyword: str | None = None) -> object:
+    # The deprecated overload of __init__ (the one taking ``keyword``), as
+    # typing.get_overloads() keeps it (from 3.11: typing.overload records none before).
+    return next(
+        f
+        for f in get_overloads(cls.__init__)
+        if hasattr(f, "__deprecated__")
+        and (keyword is None or keyword in inspect.signature(f).parameters)
+    )
 
 
 def _deprecated_uses() -> list[tuple[object, Callable[[], object] | None]]:
@@ -168,6 +174,13 @@ def _deprecated_uses() -> list[tuple[object, Callable[[], object] | None]]:
         uses.append(
             (_init_overload(ToolActivityOptions), lambda: ToolActivityOptions(timeout_secs=5))
         )
+        for keyword in ("tool_timeout_secs", "max_tool_result_bytes"):
+            uses.append(
+                (
+                    _init_overload(CycleConfig, keyword),
+                    functools.partial(CycleConfig, "m", **{keyword: 4096}),
+                )
+            )
     return uses
 
 

@@ -22,6 +22,7 @@ from agcore_tools import (
     Image,
     LlmCycle,
     McpClient,
+    McpNotInitializedError,
     McpTimeoutError,
     StdioTransport,
     ToolRegistry,
@@ -326,6 +327,38 @@ async def test_an_mcp_call_the_cassette_does_not_hold_fails_the_replay(tmp_path:
         r'with arguments \{"x": 2\} is not in the cassette',
     ):
         cassette.check()  # ...and the replay fails
+
+
+def test_the_cassettes_mcp_client_is_an_mcp_client_that_starts_nothing() -> None:
+    # It was a look-alike: code typed against McpClient refused it (tests/_typed_usage.py
+    # checks that), and it had none of the *_sync methods.
+    cassette = Cassette.from_interactions(
+        [
+            {"kind": "mcp", "server": "demo", "method": "tools/list", "tools": [{"name": "t"}]},
+            {"kind": "mcp", "server": "demo", "method": "tools/call", "tool": "t",
+             "arguments": {"x": 1}, "result": "one"},
+        ]
+    )  # fmt: skip
+    client = McpClient("demo", StdioTransport("no-such-server"))
+    demo = cassette.mcp(client)
+    assert isinstance(demo, McpClient) and not demo.connected
+    demo.connect_sync()
+    assert demo.connected
+    assert [d["function"]["name"] for d in demo.definitions_sync()] == ["t"]
+    assert demo.call_tool_sync("t", {"x": 1}) == "one"
+    assert [d["function"]["name"] for d in asyncio.run(demo.refresh_tools())] == ["t"]
+    demo.timeout = 5
+    assert client.timeout == 5.0 and demo.permission_policy is client.permission_policy
+    # What a cassette does not record fails as on a client never connected.
+    with pytest.raises(McpNotInitializedError, match="not connected"):
+        asyncio.run(demo.list_resources())
+    with pytest.raises(CassetteError, match="does not record MCP tasks") as info:
+        demo.into_tools(tasks=True)
+    assert isinstance(info.value, ValueError)
+    demo.close_sync()
+    assert not demo.connected
+    assert client.pid is None and not client.connected  # no server process, ever
+    cassette.check()
 
 
 async def test_an_mcp_error_from_an_older_cassette_replays_without_its_prefix_twice() -> None:

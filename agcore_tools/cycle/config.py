@@ -15,7 +15,7 @@ import inspect
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from typing_extensions import deprecated
 
@@ -200,8 +200,8 @@ class CycleConfig:
     ``retry_initial_delay``, ``retry_max_delay`` and ``max_tool_attachment_bytes`` for
     the fields named ``initial_delay``, ``max_delay`` and ``max_attachment_bytes``); a
     flat keyword given with a group replaces that field of it. ``tool_timeout_secs``
-    and ``max_tool_result_bytes`` still work, with a ``DeprecationWarning``: they are
-    ``tool_timeout`` and ``max_result_bytes`` now.
+    and ``max_tool_result_bytes`` still work, with a ``DeprecationWarning`` (and marked
+    deprecated for type checkers): they are ``tool_timeout`` and ``max_result_bytes`` now.
 
     A keyword that is neither one of the above nor a request option of the OpenAI SDK,
     but is spelt close to one (``max_turn=3``, ``temprature=0``), is a typo: it raises
@@ -316,6 +316,53 @@ class CycleConfig:
     brought nothing (the server failed after its 200, without saying why) is sent once
     more unstreamed, for that request only, to bring back the server's error. A refusal
     naming none stays an error."""
+
+    # The deprecated keywords' overloads come first: **options takes any keyword, so a
+    # checker would otherwise match every call to the current signature.
+    @overload
+    @deprecated(
+        "CycleConfig(tool_timeout_secs=...) is deprecated; use CycleConfig(tool_timeout=...)",
+        category=None,  # renamed() warns at run time
+    )
+    def __init__(self, model: str, *, tool_timeout_secs: float | None, **options: Any) -> None: ...
+
+    @overload
+    @deprecated(
+        "CycleConfig(max_tool_result_bytes=...) is deprecated; use "
+        "CycleConfig(max_result_bytes=...)",
+        category=None,
+    )
+    def __init__(
+        self, model: str, *, max_tool_result_bytes: int | None, **options: Any
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        model: str,
+        *,
+        limits: Limits | None = None,
+        retries: Retries | None = None,
+        max_turns: int | _Unset | None = _UNSET,
+        tool_timeout: float | _Unset | None = _UNSET,
+        max_result_bytes: int | _Unset | None = _UNSET,
+        max_tool_attachment_bytes: int | _Unset | None = _UNSET,
+        max_definition_tokens: int | _Unset | None = _UNSET,
+        max_retries: int | _Unset = _UNSET,
+        retry_initial_delay: float | _Unset = _UNSET,
+        retry_max_delay: float | _Unset = _UNSET,
+        unknown_tool: Literal["raise", "tell_model"] = "raise",
+        reset_tool_choice: bool = True,
+        repair_arguments: bool = False,
+        history: HistoryPolicy | None = None,
+        api: Literal["chat", "responses"] = "chat",
+        chain_responses: bool = False,
+        approval_key: bytes | None = None,
+        request_options: Mapping[str, Any] | None = None,
+        profile: ServerProfile | str | None = None,
+        adapt: bool = True,
+        **options: Any,
+    ) -> None: ...
 
     def __init__(
         self,

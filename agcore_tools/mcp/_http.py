@@ -302,19 +302,26 @@ def _pool_full(request: httpx2.Request) -> str:
 
 
 def _environment_proxy(url: str) -> str | None:
-    """The proxy the environment (``HTTPS_PROXY``, ``NO_PROXY``...) names for ``url``."""
+    """The proxy the environment (``HTTPS_PROXY``, ``NO_PROXY``...) names for ``url``:
+    ``http://`` when it names none, as httpx reads ``HTTP_PROXY=proxy:3128``."""
     parts = urllib.parse.urlsplit(url)
     if urllib.request.proxy_bypass(parts.hostname or ""):
         return None
     proxies = urllib.request.getproxies()
-    return proxies.get(parts.scheme) or proxies.get("all")
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    return _with_scheme(proxy) if proxy else None
+
+
+def _with_scheme(proxy: str) -> str:
+    return proxy if "://" in proxy else f"http://{proxy}"
 
 
 def _proxy_origin(scheme: str, proxy: str) -> str:
     """Where the environment's ``proxy`` for ``scheme`` came from, for messages."""
     variables = urllib.request.getproxies_environment()
     for key in (scheme, "all"):
-        if variables.get(key) == proxy:
+        value = variables.get(key)
+        if value and _with_scheme(value) == proxy:
             return f"{key.upper()}_PROXY"
     return "the system's proxy settings"
 

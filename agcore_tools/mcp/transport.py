@@ -166,7 +166,8 @@ class StreamableHttpTransport:
     (with an :class:`ssl.SSLContext` in ``verify``, load it into that instead)."""
     proxy: str | None = None
     """A proxy URL for every request; None has each request use the proxy that
-    ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` (and ``NO_PROXY``) name for its own host."""
+    ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` (and ``NO_PROXY``) name for its own host
+    (an ``http://`` one when the value has no scheme, as httpx reads it)."""
     http_timeout: float = 30.0
     """Seconds to connect, or send a request (and, with a client of
     ``http_client_factory``, to wait for a connection of its pool)."""

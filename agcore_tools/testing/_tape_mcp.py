@@ -14,7 +14,7 @@ import base64
 import collections
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict
 from types import TracebackType
 from typing import Any
@@ -31,6 +31,7 @@ from ..error import (
     McpTimeoutError,
     ToolError,
     ToolExecutionError,
+    _CassetteConfigError,
 )
 from ..mcp import McpClient
 from ..mcp._adapter import make_adapters
@@ -196,13 +197,15 @@ class McpTape:
         )
 
 
-class CassetteMcpClient:
-    """An :class:`~agcore_tools.McpClient` stand-in that records to or replays from a
-    cassette; :meth:`Cassette.mcp <agcore_tools.testing.Cassette.mcp>` makes one.
+class CassetteMcpClient(McpClient):
+    """An :class:`~agcore_tools.McpClient` that records to or replays from a cassette;
+    :meth:`Cassette.mcp <agcore_tools.testing.Cassette.mcp>` makes one.
 
-    It has the client's tool surface: ``async with``, :meth:`connect`, :meth:`close`,
-    :meth:`definitions`, :meth:`tool_infos`, :meth:`call_tool` and :meth:`into_tools`
-    (whose adapters call tools through it). Recording, each is passed to the real
+    It is an ``McpClient`` (so code typed against one takes it) whose tool surface goes
+    through the cassette: ``async with``, :meth:`connect`, :meth:`close`,
+    :meth:`definitions`, :meth:`refresh_tools`, :meth:`tool_infos`, :meth:`call_tool`
+    and :meth:`into_tools` (whose adapters call tools through it), and the ``*_sync``
+    methods, which call those. Recording, each is passed to the real
     client (:attr:`client`) and written down; replaying, nothing is started and the
     answers come from the cassette. A failed call replays as the error it raised: its
     class (``McpError``, ``McpTimeoutError``, ``McpNotInitializedError``; any other
@@ -210,8 +213,11 @@ class CassetteMcpClient:
     ``status_code`` and ``retry_after``. A ``tools/call`` is matched by tool name and
     arguments, in recorded order; one the cassette does not hold raises
     :class:`~agcore_tools.testing.CassetteMismatchError` (the loop turns it into an error
-    result, and the cassette raises it again when it closes). MCP tasks, resources and
-    prompts are not recorded.
+    result, and the cassette raises it again when it closes). MCP tasks, resources,
+    prompts and the rest of ``McpClient`` are not recorded: on this client they raise
+    :class:`~agcore_tools.McpNotInitializedError`, as on a client never connected, and
+    ``into_tools(tasks=...)`` raises :class:`~agcore_tools.testing.CassetteError`
+    (a ``ValueError`` too).
 
     Example:
         >>> import asyncio
@@ -222,6 +228,8 @@ class CassetteMcpClient:
         ...      "tools": [{"name": "capital_of", "description": "A capital.",
         ...                 "input_schema": {"type": "object", "properties": {
         ...                     "country": {"type": "string"}}}}]},
+        ...     {"kind": "mcp", "server": "demo", "method": "tools/call",
+        ...      "tool": "capital_of", "arguments": {"country": "Japan"}, "result": "Tokyo"},
         ...     {"kind": "mcp", "server": "demo", "method": "tools/call",
         ...      "tool": "capital_of", "arguments": {"country": "Japan"}, "result": "Tokyo"},
         ... ])
@@ -242,8 +250,8 @@ class CassetteMcpClient:
         A capital.
         MCP call 0 differs at arguments.country: recorded 'Japan', got 'Peru'
         Tokyo
-        >>> demo.server_name, demo.recording, demo.timeout
-        ('demo', False, 30.0)
+        >>> demo.server_name, demo.recording, demo.timeout, isinstance(demo, McpClient)
+        ('demo', False, 30.0, True)
         >>> type(demo.permission_policy).__name__  # the real client's, for into_tools()
         'McpPermissionPolicy'
 
@@ -253,11 +261,22 @@ class CassetteMcpClient:
         >>> async def plain() -> int:
         ...     await demo.connect()
         ...     try:
-        ...         return len(await demo.definitions())
+        ...         return len(await demo.refresh_tools())
         ...     finally:
         ...         await demo.close()
         >>> asyncio.run(plain())
         1
+
+        From synchronous code, as with an ``McpClient``:
+
+        >>> demo.connect_sync()
+        >>> demo.connected, [d["function"]["name"] for d in demo.definitions_sync()]
+        (True, ['capital_of'])
+        >>> demo.call_tool_sync("capital_of", {"country": "Japan"})
+        'Tokyo'
+        >>> demo.close_sync()
+        >>> demo.connected
+        False
     """
 
     def __init__(self, tape: McpTape, client: McpClient, *, recording: bool) -> None:
@@ -267,21 +286,43 @@ class CassetteMcpClient:
         """Whether calls go to the real server (and are recorded)."""
         self._tape = tape
         self._infos: list[McpToolInfo] | None = None
-
-    @property
-    def server_name(self) -> str:
-        """The real client's server name."""
-        return self.client.server_name
+        self._open = False  # replaying: between connect() and close()
+        # An McpClient of its own too, so that code typed against McpClient takes it.
+        # Never connected, and without recovery, its own session starts nothing: what
+        # this class does not override fails as on a client never connected.
+        super().__init__(
+            client.server_name,
+            client.transport,
+            timeout=client.timeout,
+            tools_ttl=client.tools_ttl,
+            permission_policy=client.permission_policy,
+            recovery=None,
+        )
 
     @property
     def timeout(self) -> float:
-        """The real client's per-request timeout."""
+        """The real client's per-request timeout; settable (it sets the real client's)."""
         return self.client.timeout
+
+    @timeout.setter
+    def timeout(self, timeout: float) -> None:
+        self.client.timeout = timeout
 
     @property
     def permission_policy(self) -> PermissionPolicy:
-        """The real client's permission policy, which :meth:`into_tools` applies."""
+        """The real client's permission policy, which :meth:`into_tools` applies;
+        settable (it sets the real client's)."""
         return self.client.permission_policy
+
+    @permission_policy.setter
+    def permission_policy(self, policy: PermissionPolicy) -> None:
+        self.client.permission_policy = policy
+
+    @property
+    def connected(self) -> bool:
+        """Recording, whether the real client is connected; replaying, whether
+        :meth:`connect` was called since the last :meth:`close`."""
+        return self.client.connected if self.recording else self._open
 
     async def connect(self) -> None:
         """Recording: connect the real client and record its tool list. Replaying: read
@@ -289,9 +330,11 @@ class CassetteMcpClient:
         if self.recording:
             await self.client.connect()
         await self.tool_infos()
+        self._open = True
 
     async def close(self) -> None:
         """Recording: close the real client. Replaying: nothing to close."""
+        self._open = False
         if self.recording:
             await self.client.close()
 
@@ -329,6 +372,13 @@ class CassetteMcpClient:
         """The tools as Chat Completions tool params, like :meth:`McpClient.definitions`."""
         return [definition(info) for info in await self.tool_infos()]
 
+    async def refresh_tools(self) -> list[dict[str, Any]]:
+        """Recording: re-read the real server's tool list (recorded if it changed).
+        Replaying: the cassette's, as :meth:`definitions` gives it."""
+        if self.recording:
+            await self.client.refresh_tools()
+        return await self.definitions()
+
     async def call_tool(
         self, name: str, args: Mapping[str, Any] | None = None, *, timeout: float | None = None
     ) -> Any:
@@ -361,10 +411,22 @@ class CassetteMcpClient:
         return value
 
     def into_tools(
-        self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
+        self,
+        *,
+        prefix: bool | str = False,
+        policy: PermissionPolicy | None = None,
+        tasks: bool | Collection[str] = False,
+        task_wait: float | None = None,
     ) -> list[BaseTool]:
         """Adapters for the tools, as :meth:`McpClient.into_tools` makes them, calling
-        through this client. Needs the tool list: :meth:`connect` first."""
+        through this client. Needs the tool list: :meth:`connect` first. MCP tasks are
+        not recorded: ``tasks`` other than False raises ``CassetteError`` (a
+        ``ValueError`` too), and ``task_wait`` is unused."""
+        if tasks is not False:
+            raise _CassetteConfigError(
+                f"MCP server '{self.server_name}': a cassette does not record MCP tasks; "
+                "call into_tools() without tasks= in tests that use one"
+            )
         if self._infos is None:
             raise CassetteError(
                 f"MCP server '{self.server_name}': no tool list yet; connect() first"

@@ -249,6 +249,24 @@ async def test_a_dead_proxy_is_named_with_where_it_came_from(
     assert str(info.value).endswith("(via the proxy http://127.0.0.1:1, from HTTP_PROXY)")
 
 
+async def test_a_proxy_in_the_environment_without_a_scheme_is_an_http_one(
+    fault_server: FaultServer, no_proxy_settings: pytest.MonkeyPatch
+) -> None:
+    # HTTP_PROXY=host:port, which httpx reads as http://host:port, was handed to the
+    # transport as it was, and every request failed on its unknown scheme.
+    proxy = ForwardProxy()
+    async with proxy as proxy_url:
+        no_proxy_settings.setenv("HTTP_PROXY", proxy_url.removeprefix("http://"))
+        transport = StreamableHttpTransport(fault_server.url)
+        assert await echo_through(transport, protocol="legacy") == "through"
+    assert f"POST {fault_server.url}" in proxy.seen
+    no_proxy_settings.setenv("HTTP_PROXY", "user:pr0xy-pw@127.0.0.1:1")
+    with pytest.raises(McpError) as info:
+        await echo_through(StreamableHttpTransport(fault_server.url))
+    assert str(info.value).endswith("(via the proxy http://127.0.0.1:1, from HTTP_PROXY)")
+    assert "pr0xy-pw" not in str(info.value)
+
+
 def test_the_environment_names_the_proxy_unless_no_proxy_says_otherwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -259,6 +277,10 @@ def test_the_environment_names_the_proxy_unless_no_proxy_says_otherwise(
     monkeypatch.setenv("HTTPS_PROXY", "http://corp-proxy:3128")
     assert _environment_proxy("https://mcp.example.com/mcp") == "http://corp-proxy:3128"
     assert _environment_proxy("http://mcp.example.com/mcp") is None
+    monkeypatch.setenv("HTTPS_PROXY", "corp-proxy:3128")  # as httpx reads it: http://
+    assert _environment_proxy("https://mcp.example.com/mcp") == "http://corp-proxy:3128"
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://corp-proxy:1080")
+    assert _environment_proxy("https://mcp.example.com/mcp") == "socks5://corp-proxy:1080"
     monkeypatch.setenv("NO_PROXY", "example.com")
     assert _environment_proxy("https://mcp.example.com/mcp") is None
 
