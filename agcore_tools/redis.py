@@ -25,12 +25,15 @@ server reached over the network logs a warning, once per server; pass
 A failure talking to Redis is a :class:`~agcore_tools.ToolError` naming what failed,
 with redis-py's exception as its ``__cause__``; a URL's credentials never appear in a
 message, a log line or the store's ``repr``: everything between ``scheme://`` and the
-last ``@`` is shown as ``***``, whatever it holds, and so are a ``password`` or
-``username`` in the query (``?password=...``). A password holding ``/``, ``?``, ``#``
-or ``@`` must be percent-encoded (``urllib.parse.quote(password, safe='')``): unencoded,
-redis-py would read part of it as the host, port or path, so a URL with an ``@`` or a
-``#`` after its host is refused with a :class:`~agcore_tools.ToolConfigError`. Creating
-a store does not connect: the first call does.
+last ``@`` before the host is shown as ``***``, whatever it holds, and so are a
+``password`` or ``username`` in the query (``?password=...``). A password holding
+``/``, ``?``, ``#`` or ``@`` must be percent-encoded
+(``urllib.parse.quote(password, safe='')``): unencoded, redis-py would read part of it
+as the host, port, path or query, so a URL with a ``#``, or an ``@`` that may end a
+password, after its host is refused with a :class:`~agcore_tools.ToolConfigError`, no
+part of it shown. An ``@`` in a socket's path, or in a query's value after the database
+number (``/0?password=p@ss``), is read as written. Creating a store does not connect:
+the first call does.
 
 Example:
     >>> from agcore_tools import RateLimit, ResultCache, ToolPolicy
@@ -39,10 +42,12 @@ Example:
     RedisStore('redis://***@localhost:6379/0', prefix='shop:')
     >>> RedisStore("unix:///run/redis.sock?db=0&password=s3cret")
     RedisStore('unix:///run/redis.sock?db=0&password=***', prefix='agcore:')
+    >>> RedisStore("redis://localhost:6379/0?password=s3@cret", prefix="shop:")
+    RedisStore('redis://localhost:6379/0?password=***', prefix='shop:')
     >>> RedisStore("rediss://:Zq8v/Kp2+T1=@cache.example.net:6380/0")
     Traceback (most recent call last):
     ...
-    agcore_tools.error.ToolConfigError: RedisStore('rediss://***@cache.example.net:6380/0'): the URL has an '@' or '#' after its host, so redis-py would read part of the password as the host, port or path; percent-encode the password (urllib.parse.quote(password, safe='')), and any other '@' or '#' as %40 or %23
+    agcore_tools.error.ToolConfigError: RedisStore('rediss://***@cache.example.net:6380/0'): the URL has an '@' or '#' after its host, where redis-py would read part of a password as the host, port, path or query; percent-encode the password (urllib.parse.quote(password, safe='')), and any other '@' or '#' as %40 or %23
     >>> policy = ToolPolicy(rate=RateLimit(20, per=1.0, store=store),
     ...                     cache=ResultCache(ttl=300, store=store))
     >>> store.rate_key("tool:lookup"), store.cache_key("agcore:result:lookup::ab12")
@@ -154,44 +159,91 @@ def _safe_query(query: str) -> tuple[str, list[str]]:
     return "&".join(kept), secrets
 
 
+# Where urllib (and so redis-py) ends a URL's authority: at the first '/', '?' or '#'.
+_AUTHORITY_END = re.compile(r"[/?#]")
+
+# A host as urllib reads it, with a port of digits (redis-py refuses any other port).
+_HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:\[\]]*)(:\d*)?")
+
+_AMBIGUOUS = (
+    "the URL has an '@' or '#' after its host, where redis-py would read part of a "
+    "password as the host, port, path or query; percent-encode the password "
+    "(urllib.parse.quote(password, safe='')), and any other '@' or '#' as %40 or %23"
+)
+
+
+def _problem(scheme: str, authority: str, after: str) -> str | None:
+    """Why redis-py might read a URL otherwise than it was meant, or None.
+
+    An unencoded '/' or '?' in a password ends the authority early, and the userinfo's
+    '@' lands in the path or the query. So an '@' there is refused, but where no
+    password is plausibly cut: in a socket URL with no host, and in a query's value
+    after a host, a port of digits and a database number (a password would have to be
+    digits, '/', digits, '?', a name and '=') or after an authority with no ':' (no
+    password to cut).
+    """
+    if "#" in after:  # it cuts a password, in the userinfo or the query alike
+        return _AMBIGUOUS
+    if "@" not in after:
+        return None
+    if scheme.lower() == "unix":  # names no host: one here is the start of a password
+        return _AMBIGUOUS if authority.rpartition("@")[2] else None
+    path, _, query = after.partition("?")
+    if "@" in path:
+        return _AMBIGUOUS
+    plain = re.fullmatch(r"/\d*", path) and _HOST_PORT.fullmatch(authority.rpartition("@")[2])
+    if ":" in authority and not plain:
+        return _AMBIGUOUS
+    if any("@" in piece.partition("=")[0] for piece in query.split("&")):
+        return _AMBIGUOUS
+    return None
+
+
+def _shown_tail(tail: str) -> str:
+    """A URL's text after its userinfo, with its query's secrets and any fragment
+    (the rest of a password a '#' cut) as ``***``."""
+    tail, hash_mark, fragment = tail.partition("#")
+    base, mark, query = tail.partition("?")
+    return f"{base}{mark}{_safe_query(query)[0]}{hash_mark}{'***' if fragment else ''}"
+
+
+def _shown_doubtful(rest: str) -> str:
+    """A URL's text after ``scheme://`` when how to read it is in doubt (refused, or no
+    scheme): ``***`` up to the last '@', unless that '@' may be a query value's (a
+    ``name=`` follows a '?' before it), where nothing of it is shown."""
+    before, at, tail = rest.rpartition("@")
+    if at and "=" in before.partition("?")[2]:
+        return "***"
+    return f"{'***' if at else ''}{at}{_shown_tail(tail)}"
+
+
 def _safe_url(url: str) -> tuple[str, tuple[str, ...], str | None]:
     """The URL as it may be shown, its secrets as written, and why it must be refused
-    (None for a URL redis-py reads as written).
+    (None for a URL redis-py reads as meant).
 
-    Shown, everything between ``scheme://`` and the last ``@`` before the host is
-    ``***`` (whatever it holds), and so are the values of a query's password and
-    username and a fragment.
+    Shown, the userinfo (everything between ``scheme://`` and the last ``@`` before
+    the host, whatever it holds) is ``***``, and so are the values of a query's
+    password and username.
     """
     scheme, sep, rest = url.partition("://")
     if not sep:  # redis-py refuses it for want of a scheme, which says why
-        scheme, rest = "", url
-    # Where the host part ends as redis-py (urllib) reads it: at the first '/', '?' or
-    # '#'. An unencoded one in a password ends it early, and the rest of the password
-    # is read as the host, port, database or socket path (with digits first, as a port
-    # to connect to without a password), then shown in redis-py's errors.
-    ends = re.search(r"[/?#]", rest)
-    tail = rest[ends.start() :] if ends else ""
-    problem = None
-    if sep and ("@" in tail or "#" in tail):
-        problem = (
-            "the URL has an '@' or '#' after its host, so redis-py would read part of the "
-            "password as the host, port or path; percent-encode the password "
-            "(urllib.parse.quote(password, safe='')), and any other '@' or '#' as %40 or %23"
-        )
+        return _shown_doubtful(url), (), None
+    ends = _AUTHORITY_END.search(rest)
+    authority, after = (rest[: ends.start()], rest[ends.start() :]) if ends else (rest, "")
+    problem = _problem(scheme, authority, after)
+    if problem is not None:
+        return f"{scheme}{sep}{_shown_doubtful(rest)}", (), problem
     secrets: list[str] = []
-    userinfo, at, after = rest.rpartition("@")
-    if at:  # the last '@' is the one before the host, however the password was written
+    userinfo, at, host = authority.rpartition("@")
+    if at:
         if ":" in userinfo:  # a user name alone is no secret to scrub from redis-py's text
             secrets += [userinfo, userinfo.partition(":")[2]]
-        rest = f"***@{after}"
-    rest, hash_mark, fragment = rest.partition("#")
-    base, mark, query = rest.partition("?")
+        authority = f"***@{host}"
+    path, mark, query = after.partition("?")
     query, hidden = _safe_query(query)
     secrets += hidden
-    if fragment:
-        secrets.append(fragment)
-    shown = f"{scheme}{sep}{base}{mark}{query}{hash_mark}{'***' if fragment else ''}"
-    return shown, tuple(s for s in secrets if s), problem
+    shown = f"{scheme}{sep}{authority}{path}{mark}{query}"
+    return shown, tuple(s for s in secrets if s), None
 
 
 _DEFAULT_PREFIX = "agcore:"

@@ -500,6 +500,80 @@ async def test_a_password_in_the_query_is_left_out_too(
     assert not [r for r in caplog.records if "hunter2" in r.getMessage()]
 
 
+async def test_an_at_sign_in_a_query_value_or_a_socket_path_is_read_as_written(
+    redis_socket: str, prefix: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Both were refused (an '@' after the host), and the refusal showed the password's
+    # end: RedisStore('redis://***@ss-Qz9'). There an '@' is the path's or a value's, as
+    # redis-py reads it, not the end of a cut password.
+    caplog.set_level(logging.DEBUG)
+    password, user = "p@ss-Qz9", f"u{uuid.uuid4().hex[:10]}"
+    folder = tmp_path / "run@1000"  # a socket's path with an '@', through a link
+    folder.mkdir()
+    (folder / "redis.sock").symlink_to(redis_socket)
+    admin = redis.asyncio.Redis(unix_socket_path=redis_socket)
+    try:
+        await admin.acl_setuser(
+            user, enabled=True, passwords=[f"+{password}"], keys="*", commands=["+@all"]
+        )
+        url = f"unix://{folder}/redis.sock?db=0&username={user}&password={password}"
+        async with RedisStore(url, prefix=prefix) as store:
+            kwargs = store.client.connection_pool.connection_kwargs
+            assert (kwargs["path"], kwargs["password"]) == (f"{folder}/redis.sock", password)
+            assert repr(store) == (
+                f"RedisStore('unix://{folder}/redis.sock?db=0&username=***&password=***', "
+                f"prefix='{prefix}')"
+            )
+            await store.set("k", "v", ttl=5)
+            assert await store.get("k") == "v"
+            assert await store.client.acl_whoami() == user  # signed in with it
+    finally:
+        await admin.acl_deluser(user)
+        await admin.aclose()
+    # Over TCP, after the database number: read whole, and never shown.
+    async with RedisStore(f"redis://127.0.0.1:1/0?password={password}") as tcp:
+        assert tcp.client.connection_pool.connection_kwargs["password"] == password
+        assert repr(tcp) == "RedisStore('redis://127.0.0.1:1/0?password=***', prefix='agcore:')"
+        with pytest.raises(ToolError) as caught:
+            await tcp.get("k")
+        assert "password=***" in str(caught.value)
+        assert "p@" not in str(caught.value) and "ss-Qz9" not in str(caught.value)
+    assert not [r for r in caplog.records if "ss-Qz9" in r.getMessage()]
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "pieces"),
+    [
+        # A '#' cuts the query's password: refused, and its '@' is not taken for the
+        # userinfo's (the old refusal showed RedisStore('redis://***@ss-Qz9#***')).
+        ("redis://localhost:6379/0?password=p@ss-Qz9#x", "redis://***", ["ss-Qz9"]),
+        # With no database number, the query may be the rest of a password 6379?...:
+        # refused, the '@' may be either, so nothing after '://' is shown.
+        ("redis://localhost:6379?password=p@ss-Qz9", "redis://***", ["ss-Qz9"]),
+        ("rediss://default:s3cr?e=t9Qz@cache.example.net:6380/0", "rediss://***", ["s3cr", "t9Qz"]),
+        # Behind a database number, but the "port" is no number: a password Kq/0?...
+        (
+            "rediss://default:Kq/0?password=Zt@cache.example.net:6380/0",
+            "rediss://***",
+            ["Kq", "Zt"],
+        ),
+        # A socket URL names no host: text before an '@' in its path is a password's.
+        ("unix://:s3cr/et9Qz@/run/redis.sock", "unix://***@/run/redis.sock", ["s3cr", "et9Qz"]),
+        ("unix://:s3cr?et9Qz@/run/redis.sock", "unix://***@/run/redis.sock", ["s3cr", "et9Qz"]),
+    ],
+)
+def test_a_url_refused_for_an_at_sign_shows_no_part_of_a_password(
+    url: str, shown: str, pieces: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(ToolConfigError) as caught:
+        RedisStore(url)
+    text = str(caught.value)
+    assert text.startswith(f"RedisStore({shown!r}): ") and "percent-encode the password" in text
+    assert not [p for p in pieces if p in text], text
+    assert not caplog.records
+
+
 async def test_the_default_prefix_on_a_server_over_tcp_is_a_warning_once(
     redis_socket: str, caplog: pytest.LogCaptureFixture
 ) -> None:

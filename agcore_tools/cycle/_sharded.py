@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import ssl
@@ -69,10 +70,21 @@ if hasattr(os, "register_at_fork"):  # pragma: no branch - absent on Windows onl
     os.register_at_fork(after_in_child=_forget_unbuilt)
 
 
+def _forget_failed(key: tuple[str | None, str | None], built: Future[ssl.SSLContext]) -> None:
+    # A failure may pass (a CA file mounted or written late, EMFILE under load): the
+    # requests already waiting for this build get its error, and the next one builds
+    # again rather than the whole process failing on it for good.
+    if built.cancelled() or built.exception() is not None:
+        with _contexts_lock:
+            if _contexts.get(key) is built:
+                del _contexts[key]
+
+
 async def shared_ssl_context() -> ssl.SSLContext:
     """httpx2's default TLS context (the CA bundle, or ``SSL_CERT_FILE`` /
     ``SSL_CERT_DIR``), built once per process in a worker thread; an ``SSLContext`` is
-    safe to share between connections, clients and threads.
+    safe to share between connections, clients and threads. A build that failed is not
+    kept: the next call builds it again.
 
     Raises ``httpx2.ConnectTimeout`` past :data:`SSL_CONTEXT_TIMEOUT`, as a connection
     attempt would, and :class:`~agcore_tools.error.LlmConfigError` (a ``ValueError``)
@@ -86,8 +98,11 @@ async def shared_ssl_context() -> ssl.SSLContext:
     key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
     with _contexts_lock:
         building = _contexts.get(key)
+        started = building is None
         if building is None:
             building = _contexts[key] = submit_sync(httpx2.create_ssl_context)
+    if started:  # outside the lock: a build already over runs the callback here, at once
+        building.add_done_callback(functools.partial(_forget_failed, key))
     try:
         if building.done():
             return building.result()

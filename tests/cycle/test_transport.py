@@ -13,11 +13,12 @@ from contextlib import AsyncExitStack
 
 import httpx2
 import pytest
+import trustme
 from openai import OpenAI
 
 from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError, ToolRegistry
 from agcore_tools.cycle import sharded_http_client
-from agcore_tools.cycle._sharded import ShardedTransport
+from agcore_tools.cycle._sharded import ShardedTransport, shared_ssl_context
 
 from .conftest import S
 
@@ -172,6 +173,32 @@ async def test_a_cycles_own_client_reads_the_certificates_at_its_first_request(
     assert isinstance(caught.value.__cause__, LlmConfigError)
     assert isinstance(caught.value.__cause__.__cause__, FileNotFoundError)
     assert counting.connections == 0  # nothing was sent
+
+
+async def test_certificates_that_failed_to_load_are_read_again_at_the_next_request(
+    counting, monkeypatch, tmp_path
+):
+    # The failed build was kept for the process: once the CA file was missing (a volume
+    # mounted late, a bundle an init step writes), every later request failed with the
+    # same error, though the file was there by then.
+    bundle = tmp_path / "late-bundle.pem"
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    monkeypatch.setenv("OPENAI_BASE_URL", counting.url + "v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "-")
+    counting.body = _COMPLETION
+    cycle = LlmCycle(CycleConfig("m"))
+    try:
+        with pytest.raises(LlmError, match="cannot load the TLS certificates"):
+            await asyncio.wait_for(cycle.submit("Hi"), 10)
+        assert counting.connections == 0
+        trustme.CA().cert_pem.write_to_path(str(bundle))
+        # The same client asks again: its pools were never made, so it builds anew.
+        assert (await asyncio.wait_for(cycle.submit("Hi"), 10)).text == "hi"
+    finally:
+        await asyncio.wait_for(cycle.close(), 5)
+    assert counting.connections == 1
+    context = await asyncio.wait_for(shared_ssl_context(), 10)
+    assert context is await asyncio.wait_for(shared_ssl_context(), 10)  # now kept
 
 
 @pytest.mark.parametrize(("shards", "per_shard"), [(0, 10), (4, 0)])
