@@ -249,14 +249,14 @@ def normalise(value: Any) -> Any:
     """``value`` as JSON-compatible data, keeping binary values as they are.
 
     A pydantic model or dataclass holding one is written as pydantic writes it (see
-    :func:`~agcore_tools._text.record_dump`: excluded fields left out, aliases and
-    computed fields as pydantic has them), each field that holds a binary value as that
-    value. Raw bytes become an :class:`Image` (by magic number) or text (UTF-8); other
-    bytes raise a ``ValueError`` that is also a ``ToolError``. Values without binary
-    parts are converted by ``to_jsonable_python``, with dict views, ``range`` and
-    numpy-style values (by their ``tolist()`` or ``item()``) as lists and scalars; a
-    value still not JSON-compatible raises a ``TypeError`` that is also a ``ToolError``
-    (:func:`not_json_reason` says where it is: ``result['stats'][0]``).
+    :func:`~agcore_tools._text.record_dump`: excluded fields left out, aliases, computed
+    fields and serializers as pydantic has them), each field that holds a binary value
+    as that value. Raw bytes become an :class:`Image` (by magic number) or text
+    (UTF-8); other bytes raise a ``ValueError`` that is also a ``ToolError``. Values
+    without binary parts are converted by ``to_jsonable_python``, with dict views,
+    ``range`` and numpy-style values (by their ``tolist()`` or ``item()``) as lists and
+    scalars; a value still not JSON-compatible raises a ``TypeError`` that is also a
+    ``ToolError`` (:func:`not_json_reason` says where it is: ``result['stats'][0]``).
     """
     if not _holds_binary(value):
         return _jsonable(value)

@@ -257,12 +257,13 @@ def record_dump(value: Any, keep: Callable[[Any], bool]) -> Any:
     """A record :func:`record_fields` reads, as pydantic writes it, but with each field
     value for which ``keep`` is true left as it is (an ``Image``, a list of them).
 
-    A pydantic model is dumped as ``to_jsonable_python`` writes it, in Python mode: its
-    excluded fields are left out, its serialization aliases are the keys, its computed
-    fields and serializers apply. A field kept is written as its value, under its key,
-    and only when pydantic writes the field. (pydantic's Python mode writes an
-    ``Image`` as a dict of its bytes, and would cut it into pieces.) A dataclass is its
-    fields.
+    A pydantic model or pydantic dataclass is dumped as ``to_jsonable_python`` writes
+    it, in Python mode: its excluded fields are left out, its serialization aliases are
+    the keys, its computed fields and serializers apply. A field kept is written as its
+    value, under the key pydantic writes it under, and only when pydantic writes the
+    field. (pydantic's Python mode writes an ``Image`` as a dict of its bytes, and would
+    cut it into pieces.) A standard-library dataclass is its fields, by name, as
+    ``to_jsonable_python`` writes one.
 
     Example:
         >>> from pydantic import BaseModel, Field, computed_field
@@ -278,18 +279,43 @@ def record_dump(value: Any, keep: Callable[[Any], bool]) -> Any:
         >>> record_dump(account, lambda item: isinstance(item, tuple))
         {'userName': 'ann', 'tags': ('a',), 'initial': 'a'}
     """
-    if not isinstance(value, BaseModel):
+    dump = _pydantic_dump(value)
+    if dump is None:
         return record_fields(value)
-    data = value.model_dump(mode="python", by_alias=True)
+    data = dump(value, mode="python", by_alias=True)
     if not isinstance(data, dict):  # a model_serializer's own shape: no field to put back
         return data
-    fields_info = type(value).model_fields
+    # Where pydantic writes a field (under its alias, or nowhere when excluded) is asked
+    # of pydantic itself, by dumping that field alone: alias generators, extra fields
+    # and the keys a model serializer adds whatever is included are all its to decide.
+    added = dump(value, mode="python", by_alias=True, include=set())
     for name, item in (record_fields(value) or {}).items():
-        info = fields_info.get(name)  # None for an extra field, written under its name
-        key = (info.serialization_alias if info is not None else None) or name
-        if key in data and keep(item):
-            data[key] = item
+        if not keep(item):
+            continue
+        written = dump(value, mode="python", by_alias=True, include={name})
+        keys = [key for key in written if key not in added] if isinstance(written, dict) else []
+        if len(keys) == 1 and keys[0] in data:
+            data[keys[0]] = item
     return data
+
+
+def _pydantic_dump(value: Any) -> Callable[..., Any] | None:
+    """How pydantic dumps ``value`` (``model_dump`` or a ``TypeAdapter``'s
+    ``dump_python``, which take the same options), or None for a value it writes by
+    inference: a standard-library dataclass (its fields, by name), anything else."""
+    if isinstance(value, BaseModel):
+        return type(value).model_dump
+    if not is_dataclass(value) or isinstance(value, type):
+        return None
+    # Here, not at import: pydantic.dataclasses loads pydantic.fields, which
+    # `import agcore_tools` does not pay for (a record holding an image is rare).
+    from pydantic import TypeAdapter
+    from pydantic.dataclasses import is_pydantic_dataclass
+
+    if not is_pydantic_dataclass(type(value)):
+        return None
+    adapter: TypeAdapter[Any] = TypeAdapter(type(value))  # its own serializer, not rebuilt
+    return adapter.dump_python
 
 
 def own_copy(value: Any) -> Any:

@@ -2,12 +2,14 @@
 
 Apart from :mod:`~agcore_tools._function_tool`, which makes the tool and calls its
 function, because how and where a value is converted is a job of its own: pydantic-core
-holds the GIL while it converts, so a long list is converted a run of items at a time;
-a sync function's value is converted in its worker thread (a lazy iterator may block as
-it is consumed), and so is a large value got on the event loop (an async function's),
-while a small one is converted there at once; a generator's values are drained, each
-converted as it comes. The function's own exceptions are its caller's to wrap; a value
-that cannot be converted fails the call here, with an error naming the tool.
+holds the GIL while it converts, so a long list is converted a run of items at a time
+(one a dict holds too: ``{"rows": [...], "count": n}`` is the usual shape of a large
+result); a sync function's value is converted in its worker thread (a lazy iterator may
+block as it is consumed), and so is a large value got on the event loop (an async
+function's), while a small one is converted there at once; a generator's values are
+drained, each converted as it comes. The function's own exceptions are its caller's to
+wrap; a value that cannot be converted fails the call here, with an error naming the
+tool.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ._aio import run_tool
 from ._attachments import normalise, not_json_reason
 from ._generators import drain_async, drain_sync
 from ._text import is_large
+from ._unicode import scrub
 from .base import ToolContext
 from .error import ToolError, ToolExecutionError, _NotJson
 
@@ -34,10 +37,15 @@ _CHUNK = 1000
 converts, so one call on 200,000 rows in a worker thread holds up the loop for
 seconds, as much as converting them on the loop would."""
 
+_NESTED = 3
+"""Dicts deep a long list is found in and converted :data:`_CHUNK` items at a time
+(bounded, so a dict that holds itself ends as pydantic ends it: an error)."""
+
 
 def to_json(value: Any) -> Any:
     """``value`` as JSON-compatible data (see :func:`~agcore_tools._attachments.normalise`),
-    an iterator listed first, and a long list converted :data:`_CHUNK` items at a time.
+    an iterator listed first, and a long list, or one a dict holds, converted
+    :data:`_CHUNK` items at a time: the same data as converting it in one go.
 
     Example:
         >>> to_json({"ids": range(3), "names": (n for n in "ab")})
@@ -49,12 +57,42 @@ def to_json(value: Any) -> Any:
         # A generator expression, map(): its items, as pydantic lists them, but looked
         # into for images first.
         value = list(value)
-    if type(value) in (list, tuple) and len(value) > _CHUNK:
+    return _in_chunks(value, 0)
+
+
+def _in_chunks(value: Any, depth: int) -> Any:
+    kind = type(value)
+    if (kind is list or kind is tuple) and len(value) > _CHUNK:
         converted: list[Any] = []
         for start in range(0, len(value), _CHUNK):
             converted += normalise(value[start : start + _CHUNK])
         return converted
+    if kind is dict and _holds_long_list(value, depth) and _keys_as_written(value):
+        # {"rows": [...300,000 rows...], "count": n} in one call held up the loop for
+        # ~200 ms. Item by item, each as normalise() converts it in the whole (whether
+        # or not the dict holds an image), in the same order: the same data.
+        return {key: _in_chunks(item, depth + 1) for key, item in value.items()}
     return normalise(value)  # JSON data; Image, Audio and File values kept as they are
+
+
+def _holds_long_list(value: dict[Any, Any], depth: int) -> bool:
+    # A dict of many keys is converted in one go, as before: not looked into either.
+    if depth >= _NESTED or len(value) > _CHUNK:
+        return False
+    for item in value.values():
+        kind = type(item)
+        if (kind is list or kind is tuple) and len(item) > _CHUNK:
+            return True
+        if kind is dict and _holds_long_list(item, depth + 1):
+            return True
+    return False
+
+
+def _keys_as_written(value: dict[Any, Any]) -> bool:
+    # Keys pydantic writes as they are, so the items can be converted one by one. A
+    # dict with any other (an int, an enum, a lone surrogate) is converted in one go,
+    # as before: how pydantic converts such keys is its own.
+    return all(type(key) is str and scrub(key) is key for key in value)
 
 
 def jsonable(tool: str, result: Any) -> Any:

@@ -7,7 +7,17 @@ import logging
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, computed_field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    SerializerFunctionWrapHandler,
+    computed_field,
+    field_serializer,
+    model_serializer,
+)
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic_core import to_jsonable_python
 
 from agcore_tools import Audio, File, Image, ToolError
@@ -160,6 +170,82 @@ def test_an_excluded_field_holding_the_only_image_sends_nothing() -> None:
     scan = Scan(pages=2, original=Image(PNG))
     assert normalise(scan) == {"pages": 2}
     assert chat(scan) == Rendered('{"pages":2}')
+
+
+@pydantic_dataclass(config=ConfigDict(arbitrary_types_allowed=True))
+class _Upload:
+    file_name: str = Field(serialization_alias="fileName")
+    api_token: str = Field(exclude=True)
+    picture: Image | None = None
+    taken: int = 0
+
+    @field_serializer("taken")
+    def _taken(self, taken: int) -> str:
+        return f"day {taken}"
+
+
+@dataclasses.dataclass
+class _Gallery:
+    owner: str
+    uploads: list[_Upload]
+    cover: Image | None = None
+    secret: str = dataclasses.field(default="s3", repr=False)
+
+
+def test_a_pydantic_dataclass_holding_an_image_is_written_as_pydantic_writes_it() -> None:
+    # Before: a pydantic dataclass holding an image was read field by field: its
+    # excluded api_token reached the model, fileName became file_name and the field
+    # serializer was skipped.
+    plain = _Upload(file_name="a.png", api_token="tok_live_1", taken=3)
+    upload = dataclasses.replace(plain, picture=Image(PNG))
+    expected = to_jsonable_python(plain)
+    assert expected == {"fileName": "a.png", "picture": None, "taken": "day 3"}
+    assert normalise(upload) == {**expected, "picture": Image(PNG)}
+    # A tool that is not @tool hands its dataclass to render() as it is.
+    assert chat(upload).text == (
+        '{"fileName":"a.png","picture":"[image 1 (image/png, 20.0 KB) is attached in '
+        'the next user message]","taken":"day 3"}'
+    )
+
+
+def test_a_dataclass_holding_an_image_is_its_fields_as_pydantic_writes_one() -> None:
+    # pydantic writes a standard-library dataclass by inference, every field by name:
+    # holding an image changes nothing but the image, and a pydantic record in it is
+    # still written as pydantic writes it.
+    plain = _Gallery("ann", [_Upload(file_name="a.png", api_token="tok_live_1")])
+    gallery = _Gallery(
+        "ann", [_Upload(file_name="a.png", api_token="tok_live_1", picture=Image(PNG))], Image(PNG)
+    )
+    expected = to_jsonable_python(plain)
+    assert expected == {
+        "owner": "ann",
+        "uploads": [{"fileName": "a.png", "picture": None, "taken": "day 0"}],
+        "cover": None,
+        "secret": "s3",
+    }
+    assert normalise(gallery) == {
+        **expected,
+        "uploads": [{"fileName": "a.png", "picture": Image(PNG), "taken": "day 0"}],
+        "cover": Image(PNG),
+    }
+    assert "tok_live_1" not in chat(gallery).text
+
+
+def test_a_model_serializers_own_keys_hold_the_binary_value() -> None:
+    # Before: the value was put back under the field's alias or name only, so under a
+    # key of the model serializer's own the audio stayed as pydantic's Python mode
+    # writes it, a dict of its bytes, and was sent as that text.
+    class Clip(BaseModel):
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+        title: str
+        sound: Audio
+
+        @model_serializer(mode="wrap")
+        def _tagged(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+            return {"kind": "clip", **{f"clip_{key}": v for key, v in handler(self).items()}}
+
+    clip = Clip(title="intro", sound=Audio(WAV))
+    assert normalise(clip) == {"kind": "clip", "clip_title": "intro", "clip_sound": Audio(WAV)}
 
 
 def test_other_bytes_are_an_error_that_says_what_to_do() -> None:

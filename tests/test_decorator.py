@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, field_serializer
 from agcore_tools import (
     BaseTool,
     FunctionTool,
+    Image,
     InvalidArgumentsError,
     Permission,
     PermissionChecker,
@@ -31,13 +32,20 @@ from agcore_tools import (
     ToolExecutionError,
     ToolRegistry,
     ToolTimeoutError,
+    _tool_result,
     default_registry,
     tool,
 )
+from agcore_tools._attachments import normalise
 from agcore_tools._function_tool import ToolOptions
+from agcore_tools._span_content import content_json
+from agcore_tools._tool_result import jsonable, to_json
 
 if TYPE_CHECKING:  # for type checkers only, as pandas or numpy types often are
     from decimal import Decimal
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
 
 
 @pytest.fixture
@@ -433,6 +441,91 @@ async def test_an_async_tools_large_result_is_made_json_in_a_worker_thread(
     rows = (await registry.invoke("report", {"n": 10_000})).output
     assert rows["rows"][-1] == {"id": 9999, "name": "row 9999"}
     assert rows["stamp"] == {"value": [10_000]} and threads != [loop_thread]
+
+
+async def test_a_long_list_a_dict_holds_is_converted_a_chunk_at_a_time(
+    registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: only a long list returned as it is was converted a chunk at a time;
+    # {"rows": [...], "count": n}, the usual shape, went to pydantic in one call, which
+    # holds the GIL throughout (300,000 rows: ~200 ms of the loop held up).
+    given: list[Any] = []
+
+    def noting(value: Any) -> Any:
+        given.append(value)
+        return normalise(value)
+
+    monkeypatch.setattr(_tool_result, "normalise", noting)
+    rows = [{"id": i, "name": f"row {i}"} for i in range(2500)]
+
+    @registry.tool
+    async def report() -> dict[str, Any]:
+        """Rows, and their count."""
+        return {"rows": rows, "count": len(rows)}
+
+    @registry.tool
+    def export() -> dict[str, Any]:
+        """Rows two dicts deep, after a small dict."""
+        return {"meta": {"page": 1}, "data": {"rows": tuple(rows[:1500]), "next": None}}
+
+    assert (await registry.invoke("report", {})).output == {"rows": rows, "count": 2500}
+    assert [len(value) if isinstance(value, list) else value for value in given] == [
+        1000,
+        1000,
+        500,
+        2500,
+    ]
+    given.clear()
+    exported = (await registry.invoke("export", {})).output
+    assert exported == {"meta": {"page": 1}, "data": {"rows": rows[:1500], "next": None}}
+    assert [len(value) if isinstance(value, tuple) else value for value in given] == [
+        {"page": 1},
+        1000,
+        500,
+        None,
+    ]
+
+
+class _Row(BaseModel):
+    row_id: int = Field(serialization_alias="rowId")
+    secret: str = Field(exclude=True, default="tok")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param({"rows": [{"id": i, "x": i / 3} for i in range(2500)], "n": 1}, id="rows"),
+        pytest.param(
+            {"z": 0, "a": {"b": {"rows": [_Row(row_id=i) for i in range(2100)]}, "c": (1,)}},
+            id="nested_models",
+        ),
+        pytest.param(
+            {"rows": [*range(1500), float("nan"), {"png": Image(PNG)}], "cover": PNG},
+            id="binary",
+        ),
+        pytest.param({"a": {"b": {"c": {"rows": list(range(1200))}}}}, id="deepest"),
+        pytest.param({1: list(range(1200)), "1": "later"}, id="int_key"),
+        pytest.param({"caf\udce9": list(range(1200))}, id="lone_surrogate_key"),
+    ],
+)
+def test_a_result_converted_in_chunks_is_the_same_data(value: dict[Any, Any]) -> None:
+    # Chunks change how a result is converted, never what it becomes: the same data
+    # (types and key order too, so the same bytes), as converting it in one call.
+    whole = normalise(value)
+    chunked = to_json(value)
+    assert repr(chunked) == repr(whole)
+    assert content_json(chunked, None) == content_json(whole, None)
+
+
+def test_a_dict_holding_itself_and_a_long_list_fails_as_before() -> None:
+    beside: dict[str, Any] = {"rows": list(range(1500))}
+    beside["self"] = beside
+    inside: dict[str, Any] = {"rows": list(range(1500))}
+    inside["rows"].append(inside)
+    for looped in (beside, inside):
+        with pytest.raises(ToolExecutionError, match="it holds itself, or nests deeper") as err:
+            jsonable("t", looped)
+        assert isinstance(err.value.__cause__, RecursionError)
 
 
 async def test_unserialisable_return_is_an_execution_error(registry: ToolRegistry) -> None:

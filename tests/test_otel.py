@@ -16,6 +16,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic_core import PydanticCustomError
 
 from agcore_tools import (
@@ -281,6 +282,20 @@ def test_a_model_holding_an_image_is_recorded_as_pydantic_writes_it() -> None:
         user_name: str = Field(serialization_alias="userName")
         token: str = Field(exclude=True)
         photo: Image
+
+    recorded = content_json(Profile(user_name="ann", token="tok_live_1", photo=Image(PNG)))
+    assert recorded == (
+        '{"userName":"ann","photo":{"type":"image","media_type":"image/png","size":264}}'
+    )
+
+
+def test_a_pydantic_dataclass_holding_an_image_is_recorded_as_pydantic_writes_it() -> None:
+    # Before: read field by field, its excluded token was recorded on the span.
+    @pydantic_dataclass(config=ConfigDict(arbitrary_types_allowed=True))
+    class Profile:
+        user_name: str = Field(serialization_alias="userName")
+        token: str = Field(exclude=True)
+        photo: Image | None = None
 
     recorded = content_json(Profile(user_name="ann", token="tok_live_1", photo=Image(PNG)))
     assert recorded == (
