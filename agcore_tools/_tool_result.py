@@ -132,9 +132,22 @@ async def jsonable_async(tool: str, result: Any) -> Any:
     if type(result) in PLAIN_JSON:
         return result
     if is_large(result):
-        # On the loop, 300,000 rows held it up for most of a second.
-        return await run_tool(tool, jsonable, tool, result)
+        # On the loop, 300,000 rows held it up for most of a second. The thread gets the
+        # containers it slices as they are now: the app's own list, changed by another
+        # task between two chunks, would come back in a state it never had.
+        return await run_tool(tool, jsonable, tool, _as_returned(result, 0))
     return jsonable(tool, result)
+
+
+def _as_returned(value: Any, depth: int) -> Any:
+    # A shallow copy of each container to_json() walks over time (a long list, the dicts
+    # down to it): about a millisecond for 300,000 rows, on the loop.
+    kind = type(value)
+    if kind is list:
+        return list(value)
+    if kind is dict and depth < _NESTED and len(value) <= _CHUNK:
+        return {key: _as_returned(item, depth + 1) for key, item in value.items()}
+    return value
 
 
 def result_in_thread(

@@ -443,6 +443,55 @@ async def test_an_async_tools_large_result_is_made_json_in_a_worker_thread(
     assert rows["stamp"] == {"value": [10_000]} and threads != [loop_thread]
 
 
+async def test_a_large_async_result_is_converted_as_the_tool_returned_it(
+    registry: ToolRegistry,
+) -> None:
+    # Before: the worker thread sliced the app's own list while the loop ran on, so a
+    # list another task changed between two chunks came back in a state it never had
+    # (an item put at its head repeated the last item of each later chunk).
+    loop = asyncio.get_running_loop()
+    changed = threading.Event()
+
+    changing: list[list[Any]] = []  # the list the loop changes, mid-result
+
+    def change_the_log() -> None:
+        changing[0].insert(0, -1)
+        changed.set()
+
+    class Entry(BaseModel):
+        value: int
+
+        @field_serializer("value")
+        def _first_changes_the_log(self, value: int) -> int:
+            if value == 0 and not changed.is_set():  # in the worker thread, mid-result
+                loop.call_soon_threadsafe(change_the_log)
+                assert changed.wait(10), "the loop never changed the log"
+            return value
+
+    # Large enough to be converted in a worker thread, a chunk at a time.
+    events: list[Any] = [Entry(value=i) for i in range(20_000)]
+    log: dict[str, Any] = {"rows": [Entry(value=i) for i in range(20_000)]}
+
+    @registry.tool
+    async def recent_events() -> list[Any]:
+        """The app's live event log."""
+        return events
+
+    @registry.tool
+    async def recent_rows() -> dict[str, Any]:
+        """The app's live log of rows."""
+        return log
+
+    expected = [{"value": i} for i in range(20_000)]
+    changing.append(events)
+    assert (await registry.invoke("recent_events", {})).output == expected
+    assert len(events) == 20_001
+    changed.clear()
+    changing[0] = log["rows"]
+    assert (await registry.invoke("recent_rows", {})).output == {"rows": expected}
+    assert len(log["rows"]) == 20_001
+
+
 async def test_a_long_list_a_dict_holds_is_converted_a_chunk_at_a_time(
     registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
