@@ -42,6 +42,7 @@ from typing import Protocol, runtime_checkable
 
 from ._aio import positive_number
 from ._clock import now
+from ._keywords import checks_init_keywords
 from .error import ToolConfigError
 
 __all__ = [
@@ -99,6 +100,7 @@ class CacheStore(Protocol):
         ...
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True)
 class RateLimit:
     """At most ``calls`` calls per ``per`` seconds, as a token bucket of ``burst``
@@ -155,6 +157,7 @@ class RateLimit:
         return self.burst if self.burst is not None else self.calls
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True)
 class Breaker:
     """A circuit breaker: after ``failures`` failed calls within ``window`` seconds the
@@ -198,6 +201,7 @@ class Breaker:
 _MAX_TTL = 10 * 365 * 86400
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True)
 class ResultCache:
     """Answer a repeat of a successful call from a cache for ``ttl`` seconds.
@@ -244,6 +248,7 @@ class ResultCache:
             )
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True)
 class ToolPolicy:
     """How a tool's calls are governed. Every part is optional; an empty policy

@@ -44,6 +44,7 @@ from ._function_tool import (
     register_function,
 )
 from ._guard import Guard
+from ._keywords import checks_keywords
 from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats, permission_edit
@@ -772,6 +773,7 @@ class ToolRegistry(RegistrySync):
         listed = listed_calls(calls, "invoke_as_completed()")
         return as_completed(self._table, listed, ctx, timeout, caller="invoke_as_completed()")
 
+    @checks_keywords
     async def run_tool_calls(
         self,
         tool_calls: Iterable[Any] | None,

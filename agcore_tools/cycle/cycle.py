@@ -19,6 +19,7 @@ from typing_extensions import Self, deprecated
 
 from .. import _sync
 from .._deprecated import renamed
+from .._keywords import checks_public_keywords
 from .._selection import Selector, check_selector
 from ..approval import ApprovalDecision
 from ..base import BaseTool, ToolContext
@@ -50,6 +51,7 @@ logger = logging.getLogger("agcore_tools.cycle")
 Message = dict[str, Any]
 
 
+@checks_public_keywords
 class LlmCycle(TranscriptViews):
     """A conversation with a model, with an automatic tool loop.
 
