@@ -129,7 +129,9 @@ class RateLimit:
     wait: bool = True
     """Whether a call over the limit waits its turn (True) or is refused at once."""
     store: RateStore | None = None
-    """Where the bucket lives; None for this process."""
+    """Where the bucket lives: a :class:`RateStore`, such as
+    ``agcore_tools.redis.RedisStore(url)`` (not the URL itself), or None for this
+    process."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.calls, int) or isinstance(self.calls, bool) or self.calls < 1:
@@ -145,6 +147,10 @@ class RateLimit:
             raise ToolConfigError(
                 f"RateLimit(burst={self.burst!r}): burst must be a positive integer or None"
             )
+        if not isinstance(self.wait, bool):
+            # wait="no" is truthy: the limit would wait, the opposite of what was meant.
+            raise ToolConfigError(f"RateLimit(wait={self.wait!r}): wait must be True or False")
+        _check_store("RateLimit", self.store, RateStore)
 
     @property
     def interval(self) -> float:
@@ -197,6 +203,20 @@ class Breaker:
                 raise ToolConfigError(f"Breaker({name}={value!r}): must be a positive number")
 
 
+def _check_store(owner: str, store: object, kind: type) -> None:
+    # Checked here: a store of the wrong kind failed every rate-limited call with a bare
+    # AttributeError, and left a cache off with a warning per call.
+    if store is None or isinstance(store, kind):
+        return
+    # Never the value: a Redis URL may hold a password.
+    url = ": wrap the URL, store=RedisStore(url)" if isinstance(store, str) else ""
+    raise ToolConfigError(
+        f"{owner}(store=...): store must be a {kind.__name__}, such as "
+        "agcore_tools.redis.RedisStore(url), or None for this process; got "
+        f"{type(store).__name__}{url}"
+    )
+
+
 # Ten years: far below what Redis accepts as an expiry (PX up to about 9e15 s from now).
 _MAX_TTL = 10 * 365 * 86400
 
@@ -230,7 +250,9 @@ class ResultCache:
     ttl: float
     """Seconds a result stays valid."""
     store: CacheStore | None = None
-    """Where results live; None for this process."""
+    """Where results live: a :class:`CacheStore`, such as
+    ``agcore_tools.redis.RedisStore(url)`` (not the URL itself), or None for this
+    process."""
     store_timeout: float = 0.5
     """The most seconds one read or write of a shared ``store`` may take; past it, a
     read is a miss and a write is skipped (each logged as a warning)."""
@@ -246,6 +268,7 @@ class ResultCache:
                 f"ResultCache(store_timeout={self.store_timeout!r}): store_timeout must be a "
                 "positive number of seconds"
             )
+        _check_store("ResultCache", self.store, CacheStore)
 
 
 @checks_init_keywords
