@@ -98,7 +98,7 @@ def checks_keywords(func: Callable[P, R]) -> Callable[P, R]:
         ...
         agcore_tools.error._UnknownKeywordError: connect() got an unknown keyword 'timout': did you mean timeout=...?
     """
-    parameters = inspect.signature(func).parameters.values()
+    parameters = list(inspect.signature(func).parameters.values())
     # Suggested: what a keyword may name (not self, nor a positional-only parameter).
     keywords = frozenset(
         p.name
@@ -108,14 +108,19 @@ def checks_keywords(func: Callable[P, R]) -> Callable[P, R]:
     if not keywords or any(p.kind is p.VAR_KEYWORD for p in parameters):
         return func  # no keyword to misspell, or every keyword binds (func checks them)
     taken = frozenset(p.name for p in parameters)
-    qualname = func.__qualname__.rsplit(".<locals>.", 1)[-1]
-    called = f"{qualname.removesuffix('.__init__')}()"
+    method = bool(parameters) and parameters[0].name == "self"
+    name = func.__qualname__.rsplit(".<locals>.", 1)[-1]
 
-    def mistake(given: Iterable[str]) -> _UnknownKeywordError | None:
+    def mistake(args: tuple[Any, ...], given: Iterable[str]) -> _UnknownKeywordError | None:
         # Only a keyword no parameter takes: the call then failed in binding, before
         # func ran, so the TypeError is Python's and not one func raised.
-        unknown = next((name for name in given if name not in taken), None)
-        return None if unknown is None else unknown_keyword(called, unknown, keywords)
+        unknown = next((key for key in given if key not in taken), None)
+        if unknown is None:
+            return None
+        # A method is named by the class the caller used (ToolRegistry, not the mixin
+        # that defines it; a subclass by its own name).
+        called = f"{type(args[0]).__name__}.{func.__name__}" if method and args else name
+        return unknown_keyword(f"{called.removesuffix('.__init__')}()", unknown, keywords)
 
     if inspect.iscoroutinefunction(func):
         start = cast(Callable[..., Coroutine[Any, Any, Any]], func)
@@ -125,7 +130,7 @@ def checks_keywords(func: Callable[P, R]) -> Callable[P, R]:
             try:
                 call = start(*args, **kwargs)  # binds; the body runs when awaited
             except TypeError as error:
-                refused = mistake(kwargs)
+                refused = mistake(args, kwargs)
                 if refused is None:
                     raise
                 raise refused from error
@@ -138,7 +143,7 @@ def checks_keywords(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except TypeError as error:
-            refused = mistake(kwargs)
+            refused = mistake(args, kwargs)
             if refused is None:
                 raise
             raise refused from error

@@ -199,6 +199,10 @@ def test_registry_tool_refuses_registry_and_unknown_options_as_they_are_given(
             lambda r: asyncio.run(r.run_tool_calls([], time_out=5)),
             "ToolRegistry.run_tool_calls() got an unknown keyword 'time_out'",
         ),
+        (
+            lambda r: r.run_tool_calls_sync([], time_out=5),
+            "ToolRegistry.run_tool_calls_sync() got an unknown keyword 'time_out'",
+        ),
     ],
     ids=[
         "tool",
@@ -209,6 +213,7 @@ def test_registry_tool_refuses_registry_and_unknown_options_as_they_are_given(
         "RateLimit",
         "ToolContext",
         "run_tool_calls",
+        "run_tool_calls_sync",
     ],
 )
 def test_a_misspelt_keyword_is_the_librarys_error_naming_the_right_one(
