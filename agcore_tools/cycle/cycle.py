@@ -38,7 +38,7 @@ from ._transcript import TranscriptViews
 from .config import CycleConfig
 from .events import ChatResponse
 from .profiles import OPENAI
-from .requester import OpenAIRequester, Requester
+from .requester import OpenAIRequester, Requester, checked_requester
 from .sync import SyncEventStream
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ class LlmCycle(TranscriptViews):
             requester = OpenAIRequester(driven if driven is not None else client_from_env())
         elif client is not None:
             raise ClientTypeError("LlmCycle takes client= or requester=, not both")
-        self.requester: Requester = requester
+        self.requester: Requester = checked_requester(requester)
         """What the cycle sends its requests through (see :class:`Requester`): the one
         given, or an :class:`OpenAIRequester` over ``client``."""
         self.client: AsyncOpenAI | None = (
