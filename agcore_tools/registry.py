@@ -131,7 +131,14 @@ def _transforms(value: object) -> tuple[SchemaTransform, ...]:
             "ToolRegistry(schema_transforms=...) takes a list of transforms, got "
             f"{type(value).__name__}{wrap}"
         )
-    return tuple(value)
+    transforms = tuple(value)
+    bad = next((i for i, item in enumerate(transforms) if not callable(item)), None)
+    if bad is not None:  # else it fails only when the first request builds definitions
+        raise ToolConfigError(
+            "ToolRegistry(schema_transforms=...) takes functions of (schema, ctx), such as "
+            f"portable_schema; item {bad} is a {type(transforms[bad]).__name__}"
+        )
+    return transforms
 
 
 def _each(values: object, kind: type, method: str, what: str, one: str) -> list[Any]:
