@@ -566,6 +566,11 @@ def test_the_wrong_items_are_a_caller_mistake_naming_the_entry_point_and_the_fix
             [{"type": "function_call", "arguments": "{}"}],
             "got a tool call without its 'call_id' .* and a function name: ",
         ),
+        # A plain ToolError, no ValueError, unlike a function call without its id.
+        (
+            [{"type": "custom", "custom": {"name": "grep", "input": "x"}}],
+            r"got a tool call without its 'id' \(the id its answer must carry\): \{",
+        ),
     ]:
         with pytest.raises(ToolConfigError, match=f"^run_tool_calls_sync\\(\\) {named}") as info:
             registry.run_tool_calls_sync(items)

@@ -286,7 +286,11 @@ def _unreadable_chat_call(item: Any, kind: str, method: str) -> ParsedCall:
     the model; a call without an id cannot be answered and is refused."""
     call_id = sdk_field(item, "id")
     if not call_id:
-        raise ToolError(f"{method}() got a tool call without an id: {item!r:.120}")
+        # A ValueError, as a function call's missing id is: the caller passed the item.
+        raise ToolConfigError(
+            f"{method}() got a tool call without its 'id' (the id its answer must carry): "
+            f"{item!r:.120}"
+        )
     custom = sdk_field(item, "custom")
     name = sdk_field(custom, "name") if custom is not None else None
     name = name if isinstance(name, str) else kind
