@@ -7,6 +7,7 @@ class, and below the tool model, whose ``execute`` receives one.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import random
 import warnings
@@ -15,6 +16,7 @@ from typing import Any, overload
 from typing_extensions import deprecated
 
 from ._cancel import CancellationToken
+from ._keywords import unknown_keyword
 from ._progress import (
     ToolEvent,
     ToolEventCallback,
@@ -140,7 +142,12 @@ class ToolContext:
         shared_state: dict[str, Any] | None = None,
         tool_name: str | None = None,
         run_id: str | None = None,
+        **unknown: Any,
     ) -> None:
+        # **unknown, not a wrapper (checks_keywords): a context is made per tool call,
+        # and the overloads above are all a type checker sees.
+        if unknown:
+            raise unknown_keyword("ToolContext()", next(iter(unknown)), _KEYWORDS)
         if args:
             session_id, trace_id, call_id, cancellation, metadata = _positional(
                 args, session_id, trace_id, call_id, cancellation, metadata
@@ -420,6 +427,7 @@ class ToolContext:
 
 
 _POSITIONAL = ("session_id", "trace_id", "call_id", "cancellation", "metadata")
+_KEYWORDS = tuple(inspect.signature(ToolContext).parameters)[1:-1]  # not *args, **unknown
 
 
 def _positional(args: tuple[Any, ...], *given: Any) -> list[Any]:

@@ -25,6 +25,7 @@ from ._aio import THREADS, run_tool, with_timeout
 from ._binding import TakesClass, TakesReceiver
 from ._generators import declares_generator, generator_kind
 from ._invalid_args import invalid_arguments, unknown_keys_error
+from ._keywords import checks_init_keywords
 from ._origin import Origin, caller_stacklevel, interactive_run
 from ._returns import return_schema
 from ._tool_options import (
@@ -83,6 +84,7 @@ class ToolDecorator(Protocol):
         ...
 
 
+@checks_init_keywords
 class FunctionTool(BaseTool, Generic[P, R]):
     """A :class:`BaseTool` built from a type-hinted function; ``@tool`` returns one.
 

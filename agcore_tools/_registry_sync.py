@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from . import _sync
 from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
 from ._execute import execute
+from ._keywords import checks_keywords
 from ._records import ToolInvocation
 from ._table import ToolTable
 from .approval import ApprovalDecision, ToolCallOutputs
@@ -54,6 +55,7 @@ class RegistrySync:
             execute(self.tool_table, name, args, ctx, callers=True, direct="invoke_sync()")
         )
 
+    @checks_keywords
     def run_tool_calls_sync(
         self: _HasTable,
         tool_calls: Iterable[Any] | None,

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from typing_extensions import TypedDict
 
 from ._aio import positive_number
+from ._keywords import unknown_keyword
 from .approval import NeedsApproval
 from .base import BaseTool
 from .error import ToolConfigError, ToolDefinitionError
@@ -168,10 +169,16 @@ _OPTIONS = frozenset(ToolOptions.__annotations__)
 
 def check_option_names(options: Iterable[str]) -> None:
     """Refuse ``@registry.tool(...)`` options that ``FunctionTool`` does not take, when
-    they are given (not when the function is decorated), naming them.
+    they are given (not when the function is decorated), naming them and the closest
+    valid one. An unknown one is a ``TypeError`` as well as a ``ToolConfigError``, as
+    ``tool()``'s is.
 
     Example:
         >>> check_option_names(["name", "tags"])
+        >>> check_option_names(["timout"])
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error._UnknownKeywordError: registry.tool() got an unknown keyword 'timout': did you mean timeout=...?
         >>> check_option_names(["registry"])
         Traceback (most recent call last):
         ...
@@ -184,10 +191,7 @@ def check_option_names(options: Iterable[str]) -> None:
                 "use tool(registry=...) to register elsewhere"
             )
         if option not in _OPTIONS:
-            raise ToolConfigError(
-                f"registry.tool() got an unknown option {option!r}; its options are "
-                f"{', '.join(sorted(_OPTIONS))}"
-            )
+            raise unknown_keyword("registry.tool()", option, _OPTIONS)
 
 
 def check_registrar(registry: object) -> None:

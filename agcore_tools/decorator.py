@@ -28,6 +28,7 @@ from typing import Any, TypeVar, cast, overload
 from typing_extensions import ParamSpec
 
 from ._function_tool import FunctionTool, ToolDecorator, register_function
+from ._keywords import checks_keywords
 from ._tool_options import check_registrar
 from .approval import NeedsApproval
 from .permission import PermissionLike
@@ -78,6 +79,7 @@ def tool(
 ) -> ToolDecorator: ...
 
 
+@checks_keywords
 def tool(
     func: Callable[..., Any] | None = None,
     /,

@@ -935,3 +935,11 @@ class _ScriptedServerError(AgcoreError, RuntimeError):
 class _OptionTypeError(ToolError, TypeError):
     """An option or argument of the wrong type given to the library (a mistake in the
     caller's code), such as ``configure_tracing(capture_content="yes")``."""
+
+
+class _UnknownKeywordError(ToolConfigError, LlmUsageError):
+    """A keyword the function called does not take, such as ``tool(timout=5)``: a
+    mistake in the caller's code. One type for every entry point, so one ``except``
+    catches ``tool()`` and ``registry.tool()`` alike: a :class:`TypeError`, as Python's
+    own error for it is, and a :class:`ToolConfigError` and an :class:`LlmUsageError`,
+    as the tool options' and the loop's errors for it were."""

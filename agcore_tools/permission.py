@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ._keywords import checks_init_keywords
 from .error import PermissionDeniedError, ToolConfigError, ToolDefinitionError
 
 __all__ = ["Permission", "PermissionChecker", "PermissionConfig", "PermissionLike"]
@@ -199,6 +200,7 @@ def _as_tuple(permissions: Iterable[PermissionLike], method: str) -> tuple[Permi
     return tuple(_listed(permissions, f"PermissionChecker.{method}() permissions", fix))
 
 
+@checks_init_keywords
 @dataclass(frozen=True, init=False)
 class PermissionConfig:
     """The static permission policy.

@@ -42,6 +42,7 @@ from typing import Protocol, runtime_checkable
 
 from ._aio import positive_number
 from ._clock import now
+from ._keywords import checks_init_keywords
 from .error import ToolConfigError
 
 __all__ = [
@@ -99,6 +100,7 @@ class CacheStore(Protocol):
         ...
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True)
 class RateLimit:
     """At most ``calls`` calls per ``per`` seconds, as a token bucket of ``burst``
@@ -127,7 +129,9 @@ class RateLimit:
     wait: bool = True
     """Whether a call over the limit waits its turn (True) or is refused at once."""
     store: RateStore | None = None
-    """Where the bucket lives; None for this process."""
+    """Where the bucket lives: a :class:`RateStore`, such as
+    ``agcore_tools.redis.RedisStore(url)`` (not the URL itself), or None for this
+    process."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.calls, int) or isinstance(self.calls, bool) or self.calls < 1:
@@ -143,6 +147,10 @@ class RateLimit:
             raise ToolConfigError(
                 f"RateLimit(burst={self.burst!r}): burst must be a positive integer or None"
             )
+        if not isinstance(self.wait, bool):
+            # wait="no" is truthy: the limit would wait, the opposite of what was meant.
+            raise ToolConfigError(f"RateLimit(wait={self.wait!r}): wait must be True or False")
+        _check_store("RateLimit", self.store, RateStore)
 
     @property
     def interval(self) -> float:
@@ -155,6 +163,7 @@ class RateLimit:
         return self.burst if self.burst is not None else self.calls
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True)
 class Breaker:
     """A circuit breaker: after ``failures`` failed calls within ``window`` seconds the
@@ -194,10 +203,25 @@ class Breaker:
                 raise ToolConfigError(f"Breaker({name}={value!r}): must be a positive number")
 
 
+def _check_store(owner: str, store: object, kind: type) -> None:
+    # Checked here: a store of the wrong kind failed every rate-limited call with a bare
+    # AttributeError, and left a cache off with a warning per call.
+    if store is None or isinstance(store, kind):
+        return
+    # Never the value: a Redis URL may hold a password.
+    url = ": wrap the URL, store=RedisStore(url)" if isinstance(store, str) else ""
+    raise ToolConfigError(
+        f"{owner}(store=...): store must be a {kind.__name__}, such as "
+        "agcore_tools.redis.RedisStore(url), or None for this process; got "
+        f"{type(store).__name__}{url}"
+    )
+
+
 # Ten years: far below what Redis accepts as an expiry (PX up to about 9e15 s from now).
 _MAX_TTL = 10 * 365 * 86400
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True)
 class ResultCache:
     """Answer a repeat of a successful call from a cache for ``ttl`` seconds.
@@ -226,7 +250,9 @@ class ResultCache:
     ttl: float
     """Seconds a result stays valid."""
     store: CacheStore | None = None
-    """Where results live; None for this process."""
+    """Where results live: a :class:`CacheStore`, such as
+    ``agcore_tools.redis.RedisStore(url)`` (not the URL itself), or None for this
+    process."""
     store_timeout: float = 0.5
     """The most seconds one read or write of a shared ``store`` may take; past it, a
     read is a miss and a write is skipped (each logged as a warning)."""
@@ -242,8 +268,10 @@ class ResultCache:
                 f"ResultCache(store_timeout={self.store_timeout!r}): store_timeout must be a "
                 "positive number of seconds"
             )
+        _check_store("ResultCache", self.store, CacheStore)
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True)
 class ToolPolicy:
     """How a tool's calls are governed. Every part is optional; an empty policy

@@ -44,6 +44,7 @@ from ._function_tool import (
     register_function,
 )
 from ._guard import Guard
+from ._keywords import checks_keywords
 from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats, permission_edit
@@ -130,7 +131,14 @@ def _transforms(value: object) -> tuple[SchemaTransform, ...]:
             "ToolRegistry(schema_transforms=...) takes a list of transforms, got "
             f"{type(value).__name__}{wrap}"
         )
-    return tuple(value)
+    transforms = tuple(value)
+    bad = next((i for i, item in enumerate(transforms) if not callable(item)), None)
+    if bad is not None:  # else it fails only when the first request builds definitions
+        raise ToolConfigError(
+            "ToolRegistry(schema_transforms=...) takes functions of (schema, ctx), such as "
+            f"portable_schema; item {bad} is a {type(transforms[bad]).__name__}"
+        )
+    return transforms
 
 
 def _each(values: object, kind: type, method: str, what: str, one: str) -> list[Any]:
@@ -772,6 +780,7 @@ class ToolRegistry(RegistrySync):
         listed = listed_calls(calls, "invoke_as_completed()")
         return as_completed(self._table, listed, ctx, timeout, caller="invoke_as_completed()")
 
+    @checks_keywords
     async def run_tool_calls(
         self,
         tool_calls: Iterable[Any] | None,

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,6 +18,7 @@ import pytest
 from pydantic import BaseModel, Field, field_serializer
 
 from agcore_tools import (
+    AgcoreError,
     BaseTool,
     FunctionTool,
     Image,
@@ -24,12 +26,14 @@ from agcore_tools import (
     Permission,
     PermissionChecker,
     PermissionConfig,
+    RateLimit,
     ToolConfigError,
     ToolContext,
     ToolDefinitionError,
     ToolDefinitionWarning,
     ToolError,
     ToolExecutionError,
+    ToolPolicy,
     ToolRegistry,
     ToolTimeoutError,
     _tool_result,
@@ -179,12 +183,69 @@ def test_registry_tool_refuses_registry_and_unknown_options_as_they_are_given(
     with pytest.raises(ToolConfigError, match=r"takes no registry=; use tool\(registry=") as info:
         registry.tool(registry=registry)  # type: ignore[call-overload]
     assert str(info.value).startswith("registry.tool() registers into its own registry")
-    with pytest.raises(ToolConfigError, match="unknown option 'permission'; its options are"):
+    with pytest.raises(ToolConfigError, match="keyword 'permission': did you mean permissions="):
         registry.tool(permission=["read"])  # type: ignore[call-overload]
+    with pytest.raises(ToolConfigError, match="keyword 'colour'; its keywords are category, "):
+        registry.tool(colour="red")  # type: ignore[call-overload]
     with pytest.raises(ToolConfigError, match="registry must be a ToolRegistry"):
         tool(registry="main")  # type: ignore[call-overload]
     made = registry.tool(_refund, needs_approval=None)  # None: no approval, as False
     assert made.needs_approval is False
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda r: tool(timout=5), "tool() got an unknown keyword 'timout'"),  # type: ignore[call-overload]
+        (lambda r: r.tool(timout=5), "registry.tool() got an unknown keyword 'timout'"),
+        (lambda r: FunctionTool(_refund, timout=5), "FunctionTool() got an unknown"),  # type: ignore[call-arg]
+        (lambda r: PermissionConfig(alowed=["read"]), "PermissionConfig() got an"),  # type: ignore[call-arg]
+        (lambda r: ToolPolicy(conccurency=1), "ToolPolicy() got an unknown"),  # type: ignore[call-arg]
+        (lambda r: RateLimit(5, pre=60), "RateLimit() got an unknown keyword 'pre'"),  # type: ignore[call-arg]
+        (lambda r: ToolContext(sesion_id="u1"), "ToolContext() got an unknown"),  # type: ignore[call-overload]
+        (
+            lambda r: asyncio.run(r.run_tool_calls([], time_out=5)),
+            "ToolRegistry.run_tool_calls() got an unknown keyword 'time_out'",
+        ),
+        (
+            lambda r: r.run_tool_calls_sync([], time_out=5),
+            "ToolRegistry.run_tool_calls_sync() got an unknown keyword 'time_out'",
+        ),
+    ],
+    ids=[
+        "tool",
+        "registry.tool",
+        "FunctionTool",
+        "PermissionConfig",
+        "ToolPolicy",
+        "RateLimit",
+        "ToolContext",
+        "run_tool_calls",
+        "run_tool_calls_sync",
+    ],
+)
+def test_a_misspelt_keyword_is_the_librarys_error_naming_the_right_one(
+    registry: ToolRegistry, call: Callable[[ToolRegistry], object], message: str
+) -> None:
+    # Before: Python's bare TypeError, outside AgcoreError, naming no valid keyword,
+    # except registry.tool()'s ToolConfigError, which was no TypeError: no one except
+    # clause caught tool(timout=5) and registry.tool(timout=5) alike.
+    with pytest.raises(TypeError) as info:
+        call(registry)
+
+    error = info.value
+    assert isinstance(error, ToolConfigError) and isinstance(error, AgcoreError)
+    assert str(error).startswith(message) and "\n" not in str(error)
+    assert str(error).endswith("...?")  # did you mean <the right one>=...?
+    assert len(registry) == 0
+
+
+def test_other_mistakes_in_a_call_keep_pythons_error() -> None:
+    # Only a keyword no parameter takes is turned into the library's error: the
+    # function never ran then, so the TypeError cannot be one it raised.
+    with pytest.raises(TypeError, match="missing 1 required positional argument") as info:
+        FunctionTool()  # type: ignore[call-arg]
+    assert not isinstance(info.value, AgcoreError)
 
 
 async def test_validation_errors_name_each_bad_field(registry: ToolRegistry) -> None:

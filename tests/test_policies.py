@@ -995,6 +995,33 @@ def test_policy_values_refuse_nonsense() -> None:
         RateLimit(5, burst=True)
 
 
+@pytest.mark.parametrize("store", ["redis://:hunter2@cache.internal:6379/0", {}, 5])
+def test_a_store_of_the_wrong_kind_is_refused_when_the_policy_is_made(store: Any) -> None:
+    # Before: accepted; every rate-limited call was then refused ("its rate limit
+    # could not be checked: AttributeError"), and the cache stayed off, with a
+    # warning per call.
+    for kind, make in (
+        ("RateLimit", lambda: RateLimit(5, store=store)),
+        ("ResultCache", lambda: ResultCache(60, store=store)),
+    ):
+        with pytest.raises(ToolConfigError) as info:
+            make()
+        message = str(info.value)
+        protocol = "RateStore" if kind == "RateLimit" else "CacheStore"
+        assert message.startswith(f"{kind}(store=...): store must be a {protocol}, such as ")
+        assert message.split("; got ")[1].startswith(type(store).__name__)
+        assert "hunter2" not in message  # a Redis URL may carry a password
+    assert RateLimit(5, store=MemoryRateStore()).store is not None
+    assert ResultCache(60, store=MemoryCacheStore()).store is not None
+
+
+@pytest.mark.parametrize("wait", ["no", 0, None])
+def test_a_rate_limits_wait_must_be_a_bool(wait: Any) -> None:
+    # "no" is truthy: the limit waited, the opposite of what was meant.
+    with pytest.raises(ToolConfigError, match=r"RateLimit\(wait=.*\): wait must be True or False"):
+        RateLimit(5, wait=wait)
+
+
 async def test_a_tool_and_a_resource_of_one_name_have_two_rate_buckets() -> None:
     registry = ToolRegistry()
     once = RateLimit(1, per=60, wait=False)

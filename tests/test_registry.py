@@ -265,6 +265,13 @@ def test_caller_mistakes_on_the_registry_surface_are_named() -> None:
             lambda: ToolRegistry(schema_transforms=portable_schema),  # type: ignore[arg-type]
         ),
         (
+            # Before: accepted; the first request failed when it built the definitions.
+            ToolConfigError,
+            "ToolRegistry(schema_transforms=...) takes functions of (schema, ctx), such as "
+            "portable_schema; item 1 is a str",
+            lambda: ToolRegistry(schema_transforms=[portable_schema, "grammar_safe"]),  # type: ignore[list-item]
+        ),
+        (
             ToolConfigError,
             "ToolRegistry(strict=...) takes True or False, got 'no'",
             lambda: ToolRegistry(strict="no"),  # type: ignore[arg-type]

@@ -566,12 +566,63 @@ def test_the_wrong_items_are_a_caller_mistake_naming_the_entry_point_and_the_fix
             [{"type": "function_call", "arguments": "{}"}],
             "got a tool call without its 'call_id' .* and a function name: ",
         ),
+        # A plain ToolError, no ValueError, unlike a function call without its id.
+        (
+            [{"type": "custom", "custom": {"name": "grep", "input": "x"}}],
+            r"got a tool call without its 'id' \(the id its answer must carry\): \{",
+        ),
     ]:
         with pytest.raises(ToolConfigError, match=f"^run_tool_calls_sync\\(\\) {named}") as info:
             registry.run_tool_calls_sync(items)
         assert isinstance(info.value, ValueError)
         with pytest.raises(ToolConfigError, match=f"^run_tool_calls\\(\\) {named}"):
             asyncio.run(registry.run_tool_calls(items))
+
+
+def test_the_sdk_object_holding_the_calls_is_refused_naming_what_to_pass(registry) -> None:
+    # The drop-in's likely slips: the message without .tool_calls, the completion, the
+    # response without .output, one call without a list. The SDK's objects are pydantic
+    # models, which iterate as (field, value) pairs: the error named ('content', None).
+    with (
+        S(
+            [
+                S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]),
+                S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c2")]),
+            ]
+        ) as server,
+        OpenAI(base_url=server.base_url, api_key="-", max_retries=0) as client,
+    ):
+        completion = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "1 + 2?"}]
+        )
+        response = client.responses.create(model="m", input="1 + 2?")
+    message = completion.choices[0].message
+    assert message.tool_calls is not None
+    for passed, named in [
+        (message, "ChatCompletionMessage; that is a message: pass message.tool_calls"),
+        (
+            completion,
+            "ChatCompletion; that is a completion: pass completion.choices[0].message.tool_calls",
+        ),
+        (response, "Response; that is a response: pass response.output"),
+        (message.tool_calls[0], "; that is one tool call: pass a list of them, such as [call]"),
+        (response.output[0], "; that is one tool call: pass a list of them, such as [call]"),
+        (completion.to_dict(), "dict; that is a completion: pass completion.choices[0]"),
+    ]:
+        with pytest.raises(ToolConfigError) as info:
+            asyncio.run(registry.run_tool_calls(passed))
+        text = str(info.value)
+        assert text.startswith(
+            "run_tool_calls() takes a list of tool calls (message.tool_calls, or "
+            "response.output), got "
+        )
+        assert named in text and "('" not in text  # no (field, value) pair
+        with pytest.raises(ToolConfigError, match=r"^run_tool_calls_sync\(\) takes a list"):
+            registry.run_tool_calls_sync(passed)
+    # What the hints name runs.
+    outputs = registry.run_tool_calls_sync(message.tool_calls)
+    assert outputs[0]["content"] == "3"
+    assert registry.run_tool_calls_sync(response.output)[0]["output"] == "3"
 
 
 async def test_cancelling_run_tool_calls_cancels_the_running_tools() -> None:

@@ -11,6 +11,8 @@ import contextlib
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 from .._attachments import Api, Rendered, attachments_message, function_call_output
 from .._execute import as_completed, check_context
 from .._function_tool import check_timeout
@@ -99,8 +101,10 @@ async def iter_invocations(
 
 
 def check_tool_calls(tool_calls: object, method: str = "run_tool_calls") -> None:
-    """Refuse what cannot be a model's tool calls (a number, one call's dict, text) with
-    a :class:`~agcore_tools.ToolConfigError` naming ``method``, before anything iterates
+    """Refuse what cannot be a model's tool calls (a number, one call's dict, text, the
+    SDK's message, completion or response itself) with a
+    :class:`~agcore_tools.ToolConfigError` naming ``method`` and, for a message, a
+    completion, a response or one call, what to pass instead, before anything iterates
     it.
 
     Example:
@@ -109,13 +113,20 @@ def check_tool_calls(tool_calls: object, method: str = "run_tool_calls") -> None
         Traceback (most recent call last):
         ...
         agcore_tools.error.ToolConfigError: run_tool_calls() takes a list of tool calls (message.tool_calls, or response.output), got int
+        >>> check_tool_calls({"role": "assistant", "tool_calls": []})
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: run_tool_calls() takes a list of tool calls (message.tool_calls, or response.output), got dict; that is a message: pass message.tool_calls
     """
+    # An SDK object is a pydantic model, which iterates as (field, value) pairs: the
+    # error then named a pair such as ('content', None), not the object passed.
     if tool_calls is not None and (
-        not isinstance(tool_calls, Iterable) or isinstance(tool_calls, (str, bytes, Mapping))
+        not isinstance(tool_calls, Iterable)
+        or isinstance(tool_calls, (str, bytes, Mapping, BaseModel))
     ):
         raise ToolConfigError(
             f"{method}() takes a list of tool calls (message.tool_calls, or "
-            f"response.output), got {type(tool_calls).__name__}"
+            f"response.output), got {type(tool_calls).__name__}{_hint(tool_calls)}"
         )
 
 
@@ -256,11 +267,17 @@ def _missing(call_id: object, name: object, id_field: str) -> str:
 
 
 def _hint(item: Any) -> str:
-    # The fix for the likely slips: a message, or a completion's choices, for its calls.
+    # The fix for the likely slips: passing what holds the calls instead of the calls.
+    if sdk_field(item, "choices") is not None:
+        return "; that is a completion: pass completion.choices[0].message.tool_calls"
+    if sdk_field(item, "output") is not None and sdk_field(item, "type") is None:
+        return "; that is a response: pass response.output"
     if sdk_field(item, "tool_calls") is not None or sdk_field(item, "role") is not None:
         return "; that is a message: pass message.tool_calls"
     if sdk_field(item, "message") is not None:
         return "; that is a choice: pass completion.choices[0].message.tool_calls"
+    if sdk_field(item, "type") in ("function", "function_call"):
+        return "; that is one tool call: pass a list of them, such as [call]"
     return ""
 
 
@@ -269,7 +286,11 @@ def _unreadable_chat_call(item: Any, kind: str, method: str) -> ParsedCall:
     the model; a call without an id cannot be answered and is refused."""
     call_id = sdk_field(item, "id")
     if not call_id:
-        raise ToolError(f"{method}() got a tool call without an id: {item!r:.120}")
+        # A ValueError, as a function call's missing id is: the caller passed the item.
+        raise ToolConfigError(
+            f"{method}() got a tool call without its 'id' (the id its answer must carry): "
+            f"{item!r:.120}"
+        )
     custom = sdk_field(item, "custom")
     name = sdk_field(custom, "name") if custom is not None else None
     name = name if isinstance(name, str) else kind

@@ -18,11 +18,18 @@ import functools
 import json
 import logging
 import re
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from pydantic import PydanticSchemaGenerationError, PydanticUserError, TypeAdapter, ValidationError
+from pydantic import (
+    PydanticInvalidForJsonSchema,
+    PydanticSchemaGenerationError,
+    PydanticUserError,
+    TypeAdapter,
+    ValidationError,
+)
 from typing_extensions import TypedDict
 
 from .._unicode import scrub_json
@@ -317,7 +324,15 @@ def _plan(spec: StructuredOutput) -> OutputPlan:
             wrapper = TypedDict("Output", {_WRAP_KEY: spec.output_type})  # type: ignore[misc]
             adapter = TypeAdapter(wrapper)
             schema = adapter.json_schema()
-    except (PydanticUserError, PydanticSchemaGenerationError) as exc:
+    except (PydanticSchemaGenerationError, PydanticInvalidForJsonSchema) as exc:
+        # pydantic's text is advice to whoever writes a pydantic type (model_config,
+        # __get_pydantic_core_schema__): kept as the cause, not in the message.
+        raise LlmConfigError(
+            f"output_type {label} is not a type pydantic can validate and describe as JSON: "
+            "use a pydantic model, a dataclass, a TypedDict or a builtin type such as "
+            "list[str]"
+        ) from exc
+    except PydanticUserError as exc:  # such as a model not fully defined: its fix
         raise LlmConfigError(
             f"output_type {label} cannot be validated or described by pydantic: {exc}"
         ) from exc
@@ -378,6 +393,8 @@ def _astray(plan: OutputPlan, raw: str) -> str | None:
 def _label(output_type: Any) -> str:
     if isinstance(output_type, type):
         return output_type.__name__
+    if isinstance(output_type, types.ModuleType):  # its repr holds its file's path
+        return f"(the module {output_type.__name__})"
     return repr(output_type).replace("typing.", "").replace("typing_extensions.", "")
 
 

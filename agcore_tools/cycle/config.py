@@ -8,7 +8,6 @@ the flat keywords they replace stay accepted as shorthands.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import enum
 import functools
 import inspect
@@ -21,6 +20,7 @@ from typing_extensions import deprecated
 
 from .._aio import positive_number
 from .._deprecated import renamed
+from .._keywords import nearest_keyword, unknown_keyword
 from ..error import LlmConfigError, LlmUsageError
 from .history import HistoryPolicy, TrimOldest
 from .profiles import ServerProfile, resolve_profile
@@ -254,7 +254,7 @@ class CycleConfig:
         >>> CycleConfig("m", max_turn=3)
         Traceback (most recent call last):
         ...
-        agcore_tools.error.LlmUsageError: CycleConfig got an unknown keyword 'max_turn': did you mean max_turns=...? (an option only your server knows goes in extra_body={'max_turn': ...})
+        agcore_tools.error._UnknownKeywordError: CycleConfig got an unknown keyword 'max_turn': did you mean max_turns=...? (an option only your server knows goes in extra_body={'max_turn': ...})
         >>> CycleConfig("m", api="responses", max_tokens=200)
         Traceback (most recent call last):
         ...
@@ -593,12 +593,9 @@ def _refuse_typo(name: str) -> None:
     # A flat keyword that is no request option the SDK knows but looks like a known name.
     if name in _KNOWN_OPTIONS or name in _RESERVED_OPTIONS:  # those get their own error
         return
-    near = difflib.get_close_matches(name, _VALID_KEYWORDS, n=1, cutoff=0.75)
+    near = nearest_keyword(name, _VALID_KEYWORDS, cutoff=0.75)
     if near:
-        raise LlmUsageError(
-            f"CycleConfig got an unknown keyword {name!r}: did you mean {near[0]}=...? "
-            f"(an option only your server knows goes in extra_body={{{name!r}: ...}})"
-        )
+        raise unknown_keyword("CycleConfig", name, near=near, note=_EXTRA_BODY.format(name))
 
 
 def _refuse_unknown(name: str, api: str) -> None:
@@ -607,13 +604,17 @@ def _refuse_unknown(name: str, api: str) -> None:
     # message joined the history. One a newer SDK added passes.
     if name in _KNOWN_OPTIONS or name in _sdk_options(api):
         return
-    near = difflib.get_close_matches(name, _VALID_KEYWORDS, n=1, cutoff=0.6)
-    hint = f"; did you mean {near[0]}=...?" if near else ""
-    raise LlmUsageError(
-        f"CycleConfig got an unknown keyword {name!r}: neither a CycleConfig keyword nor "
-        f"an option of the installed openai package's {_CREATE[api]}(){hint} (an option "
-        f"only your server knows goes in extra_body={{{name!r}: ...}})"
+    raise unknown_keyword(
+        "CycleConfig",
+        name,
+        near=nearest_keyword(name, _VALID_KEYWORDS),
+        reason="neither a CycleConfig keyword nor an option of the installed openai "
+        f"package's {_CREATE[api]}()",
+        note=_EXTRA_BODY.format(name),
     )
+
+
+_EXTRA_BODY = " (an option only your server knows goes in extra_body={{{!r}: ...}})"
 
 
 @functools.cache

@@ -19,6 +19,7 @@ from typing_extensions import Self, deprecated
 
 from .. import _sync
 from .._deprecated import renamed
+from .._keywords import checks_public_keywords
 from .._selection import Selector, check_selector
 from ..approval import ApprovalDecision
 from ..base import BaseTool, ToolContext
@@ -37,7 +38,7 @@ from ._transcript import TranscriptViews
 from .config import CycleConfig
 from .events import ChatResponse
 from .profiles import OPENAI
-from .requester import OpenAIRequester, Requester
+from .requester import OpenAIRequester, Requester, checked_requester
 from .sync import SyncEventStream
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ logger = logging.getLogger("agcore_tools.cycle")
 Message = dict[str, Any]
 
 
+@checks_public_keywords
 class LlmCycle(TranscriptViews):
     """A conversation with a model, with an automatic tool loop.
 
@@ -148,7 +150,7 @@ class LlmCycle(TranscriptViews):
             requester = OpenAIRequester(driven if driven is not None else client_from_env())
         elif client is not None:
             raise ClientTypeError("LlmCycle takes client= or requester=, not both")
-        self.requester: Requester = requester
+        self.requester: Requester = checked_requester(requester)
         """What the cycle sends its requests through (see :class:`Requester`): the one
         given, or an :class:`OpenAIRequester` over ``client``."""
         self.client: AsyncOpenAI | None = (

@@ -22,7 +22,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._redact import header_secrets, mask, masked_error, secret_values, url_without_secrets
-from ..error import LlmConfigError, LlmError
+from ..error import ClientTypeError, LlmConfigError, LlmError
 from ._client import provided_keys
 from ._requester import retryless
 from ._retry import RetryPolicy
@@ -35,7 +35,7 @@ from .profiles import ServerProfile, profile_for_models, profile_for_url
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["OpenAIRequester", "Requester", "TurnRequest"]
+__all__ = ["OpenAIRequester", "Requester", "TurnRequest", "checked_requester"]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
@@ -166,6 +166,29 @@ class Requester(abc.ABC):
             {'gen_ai.provider.name': 'openai'}
         """
         return {"gen_ai.provider.name": "openai"}
+
+
+def checked_requester(requester: object) -> Requester:
+    """``requester``, refused with a :class:`~agcore_tools.error.ClientTypeError` when it
+    is not a :class:`Requester`: accepted, it failed the first request with a bare
+    ``AttributeError`` that named no argument.
+
+    Example:
+        >>> checked_requester("http://localhost:8000/v1")
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ClientTypeError: LlmCycle(requester=...) takes an agcore_tools.cycle.Requester, got str: subclass Requester, or give an OpenAI SDK client as client=
+    """
+    if isinstance(requester, Requester):
+        return requester
+    if type(requester).__module__.partition(".")[0] == "openai":
+        fix = "an OpenAI SDK client goes in client="
+    else:
+        fix = "subclass Requester, or give an OpenAI SDK client as client="
+    raise ClientTypeError(
+        "LlmCycle(requester=...) takes an agcore_tools.cycle.Requester, got "
+        f"{type(requester).__name__}: {fix}"
+    )
 
 
 class OpenAIRequester(Requester):

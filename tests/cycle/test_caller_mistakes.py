@@ -16,8 +16,10 @@ from agcore_tools import (
     LlmConfigError,
     LlmCycle,
     LlmError,
+    LlmUsageError,
     PermissionChecker,
     PermissionConfig,
+    ToolConfigError,
     ToolRegistry,
     TrimOldest,
     tool,
@@ -321,6 +323,47 @@ def test_a_misspelt_keyword_names_the_nearest_valid_one(typo: str, meant: str) -
         f"CycleConfig got an unknown keyword {typo!r}: did you mean {meant}=...? "
         f"(an option only your server knows goes in extra_body={{{typo!r}: ...}})"
     )
+
+
+@pytest.mark.parametrize(
+    ("method", "options", "message"),
+    [
+        ("LlmCycle", {"sytem_prompt": "Be brief."}, "LlmCycle() got an unknown keyword "),
+        ("submit", {"output": int}, "LlmCycle.submit() got an unknown keyword 'output'"),
+        ("submit_with_tools", {"selct": ["add"]}, "LlmCycle.submit_with_tools() got an "),
+        ("submit_with_tools_sync", {"selct": ["add"]}, "LlmCycle.submit_with_tools_sync() "),
+        ("submit_stream_with_tools", {"selct": ["add"]}, "LlmCycle.submit_stream_with_tools"),
+    ],
+)
+async def test_a_misspelt_keyword_of_llmcycle_names_the_right_one(
+    serve: Serve,
+    make_cycle: Callable[..., LlmCycle],
+    method: str,
+    options: dict[str, Any],
+    message: str,
+) -> None:
+    # Before: Python's bare TypeError, outside AgcoreError, though LlmUsageError's
+    # docstring promised one for a misspelt keyword.
+    server = serve(S.reply_text("Hi."))
+    cycle = make_cycle(server)
+
+    with pytest.raises(TypeError) as info:
+        if method == "LlmCycle":
+            LlmCycle(cycle.config, client=cycle.client, **options)
+        elif method == "submit_with_tools_sync":
+            cycle.submit_with_tools_sync("hi", list(_tools()), **options)
+        elif method == "submit":
+            await cycle.submit("hi", **options)
+        else:
+            run = getattr(cycle, method)("hi", list(_tools()), **options)
+            if method == "submit_with_tools":
+                await run
+
+    _assert_caller_mistake(info.value)
+    assert isinstance(info.value, LlmUsageError) and isinstance(info.value, ToolConfigError)
+    assert str(info.value).startswith(message) and "did you mean " in str(info.value)
+    assert type(info.value.__cause__) is TypeError  # Python's, kept
+    assert cycle.messages == [] and server.requests == []
 
 
 def test_request_options_the_sdk_knows_and_unlike_any_name_still_pass() -> None:

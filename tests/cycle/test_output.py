@@ -11,11 +11,12 @@ import json
 import logging
 import sys
 import uuid
+from collections.abc import Callable
 from typing import Any, Literal
 
 import pytest
 from openai import OpenAI
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PydanticUserError
 from typing_extensions import TypedDict
 
 from agcore_tools import (
@@ -651,6 +652,38 @@ async def test_caller_mistakes_raise_before_any_request(serve, make_cycle):
         StructuredOutput(City, retries=-1)
     assert server.requests == []
     assert cycle.messages == []
+
+
+class _Opaque:
+    """A class pydantic has no schema for."""
+
+
+@pytest.mark.parametrize(
+    ("output_type", "label"),
+    [(json, "(the module json)"), (_Opaque, "_Opaque"), (Callable[[int], int], None)],
+    ids=["module", "plain-class", "callable"],
+)
+async def test_an_output_type_pydantic_cannot_handle_is_told_without_pydantics_advice(
+    serve, make_cycle, output_type, label
+):
+    # Before: the message carried pydantic's paragraph for authors of pydantic types
+    # (arbitrary_types_allowed, __get_pydantic_core_schema__, a docs URL), 781
+    # characters for output_type=json.
+    server = serve()
+    cycle = make_cycle(server)
+
+    with pytest.raises(LlmConfigError) as info:
+        await cycle.submit("?", output_type=output_type)
+
+    message = str(info.value)
+    assert message.startswith(f"output_type {label or ''}")
+    assert message.endswith(
+        " is not a type pydantic can validate and describe as JSON: use a pydantic model, "
+        "a dataclass, a TypedDict or a builtin type such as list[str]"
+    )
+    assert "arbitrary_types_allowed" not in message and "errors.pydantic.dev" not in message
+    assert isinstance(info.value.__cause__, PydanticUserError)  # pydantic's, kept
+    assert server.requests == [] and cycle.messages == []
 
 
 async def test_a_type_strict_mode_cannot_describe_is_sent_non_strict_with_a_warning(

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import CycleConfig, LlmConfigError, LlmCycle, LlmError
+from agcore_tools import ClientTypeError, CycleConfig, LlmConfigError, LlmCycle, LlmError
 from agcore_tools._redact import mask, masked_error
 from agcore_tools.cycle import OpenAIRequester, Requester, StreamEvent, TurnRequest
 from agcore_tools.cycle._client import provided_keys
@@ -123,6 +123,27 @@ def test_client_and_requester_together_are_refused() -> None:
 
     with pytest.raises(TypeError, match="client= or requester="):
         LlmCycle(CycleConfig("m"), client=AsyncOpenAI(api_key="-"), requester=Scripted())
+
+
+async def test_a_requester_that_is_not_one_is_refused_when_the_cycle_is_made() -> None:
+    # Before: accepted; the first submit failed with a bare AttributeError
+    # ('str' object has no attribute 'server_profile') naming no argument.
+    from openai import AsyncOpenAI
+
+    async with AsyncOpenAI(api_key="-", base_url="http://127.0.0.1:9/v1") as client:
+        for given, fix in (
+            (
+                "http://127.0.0.1:8000/v1",
+                "str: subclass Requester, or give an OpenAI SDK client as client=",
+            ),
+            (client, "AsyncOpenAI: an OpenAI SDK client goes in client="),
+        ):
+            with pytest.raises(ClientTypeError) as info:
+                LlmCycle(CycleConfig("m"), requester=given)  # type: ignore[arg-type]
+            assert isinstance(info.value, TypeError)
+            assert str(info.value) == (
+                f"LlmCycle(requester=...) takes an agcore_tools.cycle.Requester, got {fix}"
+            )
 
 
 async def test_a_requester_error_is_the_loops_error() -> None:
