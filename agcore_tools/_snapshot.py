@@ -1,24 +1,26 @@
 """A registry's tool definitions at one revision, as the runs over it share them.
 
 Every run offers from the registry's definitions: all of them, a selection, or the
-tools a search finds among them. Copying (and, for a ``ToolSearch`` with a budget,
-counting) 10,000 definitions takes about a second, so it is done once per registry
-revision, and in a worker thread: a run waits for it, the event loop does not.
+tools a search finds among them. Runs share the registry's own (see
+:func:`~agcore_tools.registry.shared_definitions`) and copy only what a request sends.
+Building (and, for a ``ToolSearch`` with a budget, counting) 10,000 definitions takes
+about a second, so it is done once per registry revision, and in a worker thread: a
+run waits for it, the event loop does not.
 """
 
 from __future__ import annotations
 
-import copy
 import threading
 import weakref
 from collections.abc import Iterable
-from typing import Any, TypeAlias, cast
+from typing import Any, TypeAlias
 
 from ._aio import run_sync
 from ._budget import ESTIMATE_ONLY, definition_costs
+from ._offer import copied_definitions
 from ._text import is_large
 from .calls import RENDER_OFF_LOOP
-from .registry import ToolRegistry
+from .registry import ToolRegistry, shared_definitions
 
 __all__ = ["Definitions", "Snapshot", "copied", "current_snapshot"]
 
@@ -28,15 +30,15 @@ Definitions: TypeAlias = list[dict[str, Any]]  # tool definitions, as plain dict
 class Snapshot:
     """A registry's definitions at one revision, shared by its runs, which never edit
     them (they copy what they send), where each stands in the list, and what they cost
-    per model, counted once."""
+    per model, counted once. The definitions are the registry's own, not copied."""
 
     def __init__(self, registry: ToolRegistry) -> None:
         self.revision = registry.revision
-        # The SDK's TypedDicts for apps; this module edits them as the plain dicts they
-        # are. With the tools whose breaker is open: turn() leaves them out while it
-        # is, and a call to one is then told to wait, not that no such tool exists.
-        self.definitions = (
-            cast(Definitions, registry.definitions(unavailable=True)) if len(registry) else []
+        # With the tools whose breaker is open: turn() leaves them out while it is, and
+        # a call to one is then told to wait, not that no such tool exists. A list of
+        # its own, so no edit of it can reach the registry's.
+        self.definitions: Definitions = (
+            list(shared_definitions(registry, unavailable=True)) if len(registry) else []
         )
         self.positions = {_name(d): i for i, d in enumerate(self.definitions)}
         self._costs: dict[tuple[str, bool], int] = {}
@@ -106,10 +108,11 @@ async def current_snapshot(registry: ToolRegistry, model: str | None = None) -> 
 
 
 async def copied(definitions: Definitions) -> Definitions:
-    """A deep copy of ``definitions``, made in a worker thread when they are large."""
+    """A copy of each of ``definitions`` (see :func:`~agcore_tools._offer.copied_definitions`),
+    made in a worker thread when they are large."""
     if RENDER_OFF_LOOP.get() and is_large(definitions):
-        return await run_sync(copy.deepcopy, definitions)
-    return copy.deepcopy(definitions)
+        return await run_sync(copied_definitions, definitions)
+    return copied_definitions(definitions)
 
 
 def _name(definition: dict[str, Any]) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import copy
 import logging
 import threading
 import weakref
@@ -45,7 +44,7 @@ from ._function_tool import (
 )
 from ._guard import Guard
 from ._keywords import checks_keywords
-from ._offer import offered_definition, offered_entries
+from ._offer import copied_definitions, offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats, permission_edit
 from ._registry_sync import RegistrySync
@@ -624,6 +623,11 @@ class ToolRegistry(RegistrySync):
             >>> registry.entries()[0].strict_parameters()  # the parameters offered
             {'type': 'object', 'properties': {}, 'additionalProperties': False, 'required': []}
         """
+        # A copy: a caller editing a definition must not change later requests.
+        return copied_definitions(self._built(api, unavailable))
+
+    def _built(self, api: Literal["chat", "responses"], unavailable: bool) -> list[dict[str, Any]]:
+        """The definitions as kept, shared by every caller: see :func:`shared_definitions`."""
         table = self._table
         # Read before the entries: a tool another thread registers while this builds
         # moves the revision on, so the list built without it is never served after.
@@ -645,8 +649,7 @@ class ToolRegistry(RegistrySync):
             hidden = set(self._policies.open_breakers())
             if hidden:
                 cached = [d for d in cached if definition_name(d) not in hidden]
-        # A deep copy: a caller editing a definition must not change later requests.
-        return copy.deepcopy(cached)
+        return cached
 
     def find_by_tag(self, tag: str) -> list[ToolEntry]:
         """Entries carrying ``tag``, in registration order."""
@@ -856,6 +859,32 @@ class ToolRegistry(RegistrySync):
             approvals=approvals,
             approval_key=approval_key,
         )
+
+
+def shared_definitions(
+    registry: ToolRegistry,
+    api: Literal["chat", "responses"] = "chat",
+    *,
+    unavailable: bool = False,
+) -> list[dict[str, Any]]:
+    """:meth:`ToolRegistry.definitions` as the registry keeps them, not copied: the same
+    objects for every caller until the registry changes. For the library's runs, which
+    share them (see :mod:`agcore_tools._snapshot`): read them, copy what a request sends,
+    and never hand them to an app, whose edit would reach every later request.
+
+    Copying 10,000 definitions per run made hundreds of thousands of objects, enough to
+    set off a full garbage collection, which froze every thread for over a second.
+
+    Example:
+        >>> from agcore_tools.testing import StaticTool
+        >>> registry = ToolRegistry()
+        >>> _ = registry.register(StaticTool("example"))
+        >>> shared_definitions(registry) == registry.definitions()
+        True
+        >>> shared_definitions(registry)[0] is shared_definitions(registry)[0]
+        True
+    """
+    return registry._built(api, unavailable)
 
 
 _HOLDING: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()

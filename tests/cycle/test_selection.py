@@ -24,6 +24,7 @@ from agcore_tools import (
     ToolSearch,
     ToolSelection,
 )
+from agcore_tools import _snapshot as snapshots
 from agcore_tools.cycle.profiles import OPENAI
 from agcore_tools.testing import ScriptedChatServer as S
 from agcore_tools.testing import StaticTool
@@ -565,19 +566,19 @@ async def test_a_search_run_follows_tools_registered_and_unregistered_mid_run(
     assert_history_valid(cycle.messages)
 
 
-async def test_runs_over_an_unchanged_registry_share_one_copy_of_its_definitions(
+async def test_runs_over_an_unchanged_registry_take_its_definitions_once(
     serve, make_cycle, tagged, monkeypatch
 ):
     # Each run deep-copied (and, with a budget, counted) every definition on the event
     # loop: about half a second per run at 10,000 tools, even to offer one tool.
     taken: list[int] = []
-    definitions = tagged.definitions
+    shared = snapshots.shared_definitions
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        taken.append(len(tagged))
-        return definitions(*args, **kwargs)
+    def counted(registry: ToolRegistry, *args: Any, **kwargs: Any) -> Any:
+        taken.append(len(registry))
+        return shared(registry, *args, **kwargs)
 
-    monkeypatch.setattr(tagged, "definitions", counted)
+    monkeypatch.setattr(snapshots, "shared_definitions", counted)
     server = serve(*[S.reply_text("ok")] * 5)
     cycle = make_cycle(server)
     search = ToolSearch(budget=10_000)  # under it: every tool, counted once
