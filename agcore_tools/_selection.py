@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from ._aio import positive_number
+from ._budget import check_budget
 from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, SandboxFactory, require_monty
 from ._progress import is_async_callable
 from ._ranking import Embedder
@@ -501,6 +502,11 @@ class RunOffer:
         self._found = [name for name in self._found if name in self._offerable]
         if isinstance(self._select, ToolSearch) and self._search is not None:
             self._searching(self._select)
+
+    def check_budget(self, tools: Definitions | None, model: str, budget: int | None) -> None:
+        """:func:`~agcore_tools._budget.check_budget` of the tools :meth:`turn` gave,
+        each of the registry's counted once (see :meth:`Snapshot.costs`)."""
+        check_budget(tools or (), model, budget, costs=self._snapshot.costs)
 
     def _offered(self) -> set[str]:
         return self._core.union(self._found)

@@ -23,8 +23,10 @@ from agcore_tools import (
     ToolRegistry,
     ToolSearch,
     ToolSelection,
+    _budget,
 )
 from agcore_tools import _snapshot as snapshots
+from agcore_tools.base import definition_name
 from agcore_tools.cycle.profiles import OPENAI
 from agcore_tools.testing import ScriptedChatServer as S
 from agcore_tools.testing import StaticTool
@@ -768,6 +770,41 @@ async def test_a_refused_prompt_leaves_a_paused_call_open_and_signed(serve, make
     )
     assert (response.text, runs) == ("Done.", [7])
     assert_history_valid(cycle.messages)
+
+
+async def test_a_run_counts_each_registered_definition_once_not_per_request(
+    serve, make_cycle, tagged, monkeypatch
+):
+    # Each request counted every definition it offered again, on the event loop (its
+    # JSON, then its tokens): about 60 ms per request at 10,000 tools, turn after turn.
+    counted: list[str] = []
+    text = _budget.json_text
+
+    def noted(value: Any) -> str:
+        counted.append(definition_name(value))
+        return text(value)
+
+    monkeypatch.setattr(_budget, "json_text", noted)
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]),
+        S.reply_tool_calls([("add", {"a": 3, "b": 4}, "c2")]),
+        S.reply_text("3, then 7."),
+        S.reply_text("Still 7."),
+    )
+    cycle = make_cycle(server, max_definition_tokens=1000)
+
+    await cycle.submit_with_tools("1 + 2, then 3 + 4?", tagged)
+    await cycle.submit_with_tools("And again?", tagged)
+
+    assert len(server.requests) == 4
+    assert sorted(counted) == sorted(tagged.list_tools())
+
+    # A tool replaced is counted anew: the counts are the registry's as it is.
+    tagged.unregister("weather")
+    tagged.register(StaticTool("weather", "sunny", "The weather. " * 400))
+    with pytest.raises(DefinitionBudgetError) as raised:
+        await cycle.submit_with_tools("Weather?", tagged)
+    assert raised.value.costs[0][0] == "weather" and len(server.requests) == 4
 
 
 async def test_a_selection_under_the_budget_is_sent(serve, make_cycle, tagged):
