@@ -269,6 +269,35 @@ async def test_selecting_a_tool_the_registry_lacks_fails_before_any_request(
     assert server.requests == []
 
 
+async def test_selecting_unknown_tools_of_a_large_registry_names_a_few_close_ones(
+    serve, make_cycle
+):
+    # The error listed every registered tool: at 10,000 tools, 177,000 characters.
+    registry = ToolRegistry()
+    for n in range(40):
+        registry.register(StaticTool(f"tool_{n}"))
+    registry.register(StaticTool("search_issues"))
+    server = serve()
+    cycle = make_cycle(server)
+
+    with pytest.raises(LlmConfigError) as raised:
+        await cycle.submit_with_tools("hi", registry, select=["serch_issues", "nope"])
+    assert str(raised.value) == (
+        "select names tools the registry does not have: nope, serch_issues (41 tools are "
+        "registered; the closest names are: search_issues)"
+    )
+
+    many = [f"gone_{n:02}" for n in range(12)]
+    with pytest.raises(LlmConfigError) as raised:
+        await cycle.submit_with_tools("hi", registry, select=many)
+    assert str(raised.value) == (
+        "select names tools the registry does not have: gone_00, gone_01, gone_02, "
+        "gone_03, gone_04, gone_05, gone_06, gone_07, gone_08, gone_09 and 2 more "
+        "(41 tools are registered)"
+    )
+    assert server.requests == []
+
+
 def test_a_string_is_not_a_list_of_names():
     with pytest.raises(ValueError, match="list of strings"):
         ToolSelection(names="add")
