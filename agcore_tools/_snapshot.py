@@ -2,10 +2,10 @@
 
 Every run offers from the registry's definitions: all of them, a selection, or the
 tools a search finds among them. Runs share the registry's own (see
-:func:`~agcore_tools.registry.shared_definitions`) and copy only what a request sends.
-Building (and, for a ``ToolSearch`` with a budget, counting) 10,000 definitions takes
-about a second, so it is done once per registry revision, and in a worker thread: a
-run waits for it, the event loop does not.
+:func:`~agcore_tools._registry_definitions.shared_definitions`) and copy only what a
+request sends. Building (and, for a ``ToolSearch`` with a budget, counting) 10,000
+definitions takes about a second, so it is done once per registry revision, and in a
+worker thread: a run waits for it, the event loop does not.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from typing import Any, TypeAlias
 from ._aio import run_sync
 from ._budget import ESTIMATE_ONLY, definition_costs
 from ._offer import copied_definitions
+from ._registry_definitions import shared_definitions
 from ._text import is_large
 from .base import definition_name
 from .calls import RENDER_OFF_LOOP
-from .registry import ToolRegistry, shared_definitions
+from .registry import ToolRegistry
 
 __all__ = ["Definitions", "Snapshot", "copied", "current_snapshot"]
 
