@@ -30,6 +30,7 @@ from .error import DefinitionBudgetError
 
 __all__ = [
     "BYTES_PER_TOKEN",
+    "Costs",
     "check_budget",
     "count_tokens",
     "definition_costs",
@@ -182,8 +183,20 @@ def definition_costs(definitions: Sequence[dict[str, Any]], model: str) -> list[
     return [(definition_name(d), count_tokens(json_text(d), model)) for d in definitions]
 
 
-def check_budget(definitions: Sequence[dict[str, Any]], model: str, budget: int | None) -> None:
-    """Raise :class:`DefinitionBudgetError` when ``definitions`` cost more than ``budget``.
+Costs = Callable[[Sequence[dict[str, Any]], str], list[tuple[str, int]]]
+"""What counts definitions for :func:`check_budget`: :func:`definition_costs`, or a
+run's snapshot, which counts each of the registry's definitions once."""
+
+
+def check_budget(
+    definitions: Sequence[dict[str, Any]],
+    model: str,
+    budget: int | None,
+    *,
+    costs: Costs = definition_costs,
+) -> None:
+    """Raise :class:`DefinitionBudgetError` when ``definitions`` cost more than ``budget``,
+    as ``costs`` counts them.
 
     Example:
         >>> check_budget([{"type": "function", "function": {"name": "f"}}], "m", 11)
@@ -194,7 +207,7 @@ def check_budget(definitions: Sequence[dict[str, Any]], model: str, budget: int 
     """
     if budget is None or not definitions:
         return
-    costs = definition_costs(definitions, model)
-    total = sum(tokens for _, tokens in costs)
+    counted = costs(definitions, model)
+    total = sum(tokens for _, tokens in counted)
     if total > budget:
-        raise DefinitionBudgetError(total, budget, costs)
+        raise DefinitionBudgetError(total, budget, counted)

@@ -14,18 +14,21 @@ offered is a call to an unknown tool, handled by ``CycleConfig.unknown_tool``.
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from ._aio import positive_number
+from ._budget import check_budget
 from ._code_mode import DEFAULT_LIMITS, RUN_PYTHON, RunPythonTool, SandboxFactory, require_monty
 from ._progress import is_async_callable
 from ._ranking import Embedder
 from ._sandbox import OWN_LIMITS, suspensions_for
 from ._search import LOAD_TOOL_NAME, SEARCH_TOOL_NAME, LoadTool, SearchTool, require_bm25s
 from ._snapshot import Definitions, Snapshot, copied, current_snapshot
+from ._table import LISTED_TOOLS
 from .base import BaseTool
 from .error import LlmConfigError, LlmUsageError, PermissionDeniedError
 from .registry import ToolEntry, ToolRegistry
@@ -346,14 +349,46 @@ def _reusable(select: Selector) -> Selector:
     return select
 
 
+_NAMED = 10
+"""The most unknown names the error for ``select=`` names; it counts the others."""
+
+
 def _check_known(registry: ToolRegistry, names: Iterable[str]) -> None:
+    """Refuse names the registry does not have: named, with the registered tools, or,
+    past :data:`~agcore_tools._table.LISTED_TOOLS` of them, their count and the names
+    closest to the first few unknown ones (10,000 names made a 177,000-character
+    message).
+
+    Example:
+        >>> registry = ToolRegistry()
+        >>> @registry.tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> _check_known(registry, ["ad"])
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.LlmConfigError: select names tools the registry does not have: ad (registered: add)
+    """
     unknown = [name for name in names if name not in registry]
-    if unknown:
-        known = ", ".join(registry.list_tools()) or "none"
-        raise LlmConfigError(
-            f"select names tools the registry does not have: {', '.join(unknown)} "
-            f"(registered: {known})"
+    if not unknown:
+        return
+    named = ", ".join(unknown[:_NAMED])
+    if len(unknown) > _NAMED:
+        named += f" and {len(unknown) - _NAMED} more"
+    known = registry.list_tools()
+    if len(known) <= LISTED_TOOLS:
+        where = f"registered: {', '.join(known) or 'none'}"
+    else:
+        # Each name is compared with every tool's: a few names bound the time it takes.
+        close = dict.fromkeys(
+            match
+            for name in unknown[:3]
+            for match in difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         )
+        hint = f"; the closest names are: {', '.join(list(close)[:5])}" if close else ""
+        where = f"{len(known)} tools are registered{hint}"
+    raise LlmConfigError(f"select names tools the registry does not have: {named} ({where})")
 
 
 def _resolve(select: Selector, history: Sequence[Message], registry: ToolRegistry) -> set[str]:
@@ -501,6 +536,11 @@ class RunOffer:
         self._found = [name for name in self._found if name in self._offerable]
         if isinstance(self._select, ToolSearch) and self._search is not None:
             self._searching(self._select)
+
+    def check_budget(self, tools: Definitions | None, model: str, budget: int | None) -> None:
+        """:func:`~agcore_tools._budget.check_budget` of the tools :meth:`turn` gave,
+        each of the registry's counted once (see :meth:`Snapshot.costs`)."""
+        check_budget(tools or (), model, budget, costs=self._snapshot.costs)
 
     def _offered(self) -> set[str]:
         return self._core.union(self._found)

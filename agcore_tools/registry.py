@@ -1,5 +1,9 @@
 """The tool registry: registration, discovery, permission checks and execution.
 
+Its definitions and revision are in :mod:`agcore_tools._registry_definitions`, its
+calls in :mod:`agcore_tools._registry_calls` and their sync forms in
+:mod:`agcore_tools._registry_sync`, the bases of :class:`ToolRegistry`.
+
 Example:
     >>> import asyncio
     >>> from agcore_tools import ToolRegistry
@@ -14,56 +18,31 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
-import copy
 import logging
 import threading
 import weakref
-from collections.abc import (
-    AsyncGenerator,
-    Callable,
-    Coroutine,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
+from typing import Any, TypeVar, cast, overload
 
 from typing_extensions import ParamSpec, Unpack, deprecated
 
 from ._deprecated import renamed
-from ._execute import as_completed, check_context, execute, listed_calls
-from ._function_tool import (
-    FunctionTool,
-    ToolDecorator,
-    ToolOptions,
-    check_timeout,
-    register_function,
-)
+from ._function_tool import FunctionTool, ToolDecorator, ToolOptions, register_function
 from ._guard import Guard
-from ._keywords import checks_keywords
-from ._offer import offered_definition, offered_entries
 from ._policy_book import PolicyBook
-from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats, permission_edit
+from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
+from ._registry_calls import RegistryCalls
+from ._registry_definitions import RegistryDefinitions
 from ._registry_sync import RegistrySync
 from ._table import ToolTable
 from ._tool_options import check_option_names
-from .approval import ApprovalDecision, ToolCallOutputs
-from .base import BaseTool, ToolContext, definition_name
-from .error import (
-    ToolConfigError,
-)
+from .base import BaseTool
+from .error import ToolConfigError
 from .permission import PermissionChecker, PermissionConfig
 from .policies import ToolPolicy
 from .schema import SchemaTransform
-
-if TYPE_CHECKING:
-    # Types only: `import agcore_tools` loads no openai (tests/test_package.py).
-    from openai.types.chat import ChatCompletionToolParam
-    from openai.types.responses import FunctionToolParam
 
 __all__ = [
     "ToolCall",
@@ -154,15 +133,15 @@ def _each(values: object, kind: type, method: str, what: str, one: str) -> list[
     return items
 
 
-class ToolRegistry(RegistrySync):
+class ToolRegistry(RegistryDefinitions, RegistryCalls, RegistrySync):
     """Holds tools by name and runs them with permission checks, timeouts and stats.
 
     Registration order is kept everywhere (``list_tools``, ``definitions``), so the
     tool list sent to a model is byte-stable across requests, which keeps provider
     prompt caches warm. With ``strict=True``, tools that do not say otherwise are
-    offered in OpenAI's strict mode (see :meth:`definitions`). ``schema_transforms``
-    rewrite what the model reads of each tool's parameters, never what the tool
-    accepts (see :func:`~agcore_tools.portable_schema`).
+    offered in OpenAI's strict mode (see :meth:`~agcore_tools.ToolRegistry.definitions`).
+    ``schema_transforms`` rewrite what the model reads of each tool's parameters, never
+    what the tool accepts (see :func:`~agcore_tools.portable_schema`).
 
     Example:
         >>> from agcore_tools import PermissionChecker, PermissionConfig
@@ -192,18 +171,12 @@ class ToolRegistry(RegistrySync):
         strict: bool = False,
         schema_transforms: Sequence[SchemaTransform] = (),
     ) -> None:
-        self._table = ToolTable(_permission_checker(permission_checker))
-        self._entries = self._table.entries  # the same dict: the table is what runs
+        table = ToolTable(_permission_checker(permission_checker))
         if not isinstance(strict, bool):
             raise ToolConfigError(f"ToolRegistry(strict=...) takes True or False, got {strict!r}")
+        super().__init__(table, _transforms(schema_transforms), PolicyBook())
+        self._entries = table.entries  # the same dict: the table is what runs
         self._strict = strict
-        self._schema_transforms = _transforms(schema_transforms)
-        # Each api's definitions, with the revision and checker they were built for.
-        self._definitions: dict[str, tuple[int, PermissionChecker | None, list[Any]]] = {}
-        self._revision = 0
-        self._edit_seen = permission_edit()
-        self._hidden_logged: set[frozenset[str]] = set()
-        self._policies = PolicyBook()
 
     # -- configuration -------------------------------------------------------------
 
@@ -225,42 +198,9 @@ class ToolRegistry(RegistrySync):
         self._changed()
 
     @property
-    def revision(self) -> int:
-        """A number that changes whenever this registry's tools, their policies or its
-        permission checker change, or a tool's ``required_permissions`` is given another
-        value: whoever keeps something built from the registry (a run's tool list)
-        compares it to know when to build it again.
-
-        Example:
-            >>> from agcore_tools.testing import StaticTool
-            >>> registry = ToolRegistry()
-            >>> before = registry.revision
-            >>> _ = registry.register(StaticTool("example"))
-            >>> registry.revision == before
-            False
-        """
-        self._reread_permissions()
-        return self._revision
-
-    def _reread_permissions(self) -> None:
-        # A tool's permissions changed after registration (a config step, a notebook
-        # cell): the checks before each call read them live (ToolEntry.
-        # declared_permissions); what was built from the old ones is built again.
-        for entry in list(self._entries.values()):  # a copy: others may add meanwhile
-            entry.reread_permissions()
-        edit = permission_edit()
-        if edit != self._edit_seen:
-            self._edit_seen = edit
-            self._changed()
-
-    def _changed(self) -> None:
-        self._definitions.clear()
-        self._revision += 1
-
-    @property
     def strict(self) -> bool:
         """Whether tools that do not say otherwise (``strict=None``) are offered in
-        OpenAI's strict mode; see :meth:`definitions`."""
+        OpenAI's strict mode; see :meth:`~agcore_tools.ToolRegistry.definitions`."""
         return self._strict
 
     @deprecated(
@@ -454,7 +394,7 @@ class ToolRegistry(RegistrySync):
         view = ToolRegistry(strict=self._strict, schema_transforms=self._schema_transforms)
         # Read live, not copied: a checker set here mid-run must hold for a run's calls,
         # which go through a view of the tools it offers.
-        view._table.source = self._table
+        view.tool_table.source = self._table
         for entry in chosen:
             view._add(entry)  # with its guard as it is: policies hold across views
         return view
@@ -507,8 +447,8 @@ class ToolRegistry(RegistrySync):
 
     def unavailable_tools(self) -> list[str]:
         """The tools whose circuit breaker is open now (see
-        :class:`~agcore_tools.Breaker`): left out of :meth:`definitions` until their
-        cool-down ends.
+        :class:`~agcore_tools.Breaker`): left out of
+        :meth:`~agcore_tools.ToolRegistry.definitions` until their cool-down ends.
 
         Example:
             >>> ToolRegistry().unavailable_tools()
@@ -571,83 +511,6 @@ class ToolRegistry(RegistrySync):
     def __iter__(self) -> Iterator[BaseTool]:
         return (entry.tool for entry in list(self._entries.values()))
 
-    @overload
-    def definitions(
-        self, api: Literal["chat"] = "chat", *, unavailable: bool = False
-    ) -> list[ChatCompletionToolParam]: ...
-
-    @overload
-    def definitions(
-        self, api: Literal["responses"], *, unavailable: bool = False
-    ) -> list[FunctionToolParam]: ...
-
-    @overload
-    def definitions(
-        self, api: Literal["chat", "responses"], *, unavailable: bool = False
-    ) -> list[Any]: ...
-
-    def definitions(
-        self, api: Literal["chat", "responses"] = "chat", *, unavailable: bool = False
-    ) -> list[Any]:
-        """Tool params for a model request, in registration order.
-
-        ``api="chat"`` (default) gives Chat Completions params
-        (``{"type": "function", "function": {...}}``); ``api="responses"`` gives the
-        flat Responses API function tools; type checkers see the OpenAI SDK's
-        ``ChatCompletionToolParam`` and ``FunctionToolParam``, which the ``tools=`` of
-        ``create()`` takes (their keys are optional or nullable to a type checker: to
-        inspect a schema, read :meth:`ToolEntry.strict_parameters`, ``entry.tool.parameters``
-        or a tool's ``definition()``, plain dicts). Tools the registry's permission checker
-        refuses are left out: offering the model a tool it may not run only wastes
-        tokens and ends the loop when the model calls it (:meth:`list_tools` still
-        lists every tool). They are logged, once per set of tools, with the rule.
-        So are tools whose circuit breaker is open (see :meth:`unavailable_tools`),
-        unless ``unavailable=True``: tool selection keeps them in a run's tools and
-        leaves them out of each request while their breaker is open.
-        The registry's ``schema_transforms`` run on each tool's parameters first.
-
-        A tool whose :attr:`ToolEntry.strict` is set is offered in OpenAI's strict mode
-        (``"strict": true``): every object closed, every property required, optional
-        ones nullable (a ``null`` then means "use the default"), and only the keywords
-        strict mode accepts. A schema it cannot describe (``typing.Any``, a
-        ``dict[str, ...]``) is offered non-strict, with a logged warning naming the tool.
-
-        Example:
-            >>> from agcore_tools.testing import StaticTool
-            >>> registry = ToolRegistry(strict=True)
-            >>> _ = registry.register(StaticTool("example"))
-            >>> registry.definitions()[0]["function"]["name"]
-            'example'
-            >>> flat = registry.definitions(api="responses")[0]
-            >>> flat["name"], flat["strict"]
-            ('example', True)
-            >>> registry.entries()[0].strict_parameters()  # the parameters offered
-            {'type': 'object', 'properties': {}, 'additionalProperties': False, 'required': []}
-        """
-        table = self._table
-        # Read before the entries: a tool another thread registers while this builds
-        # moves the revision on, so the list built without it is never served after.
-        revision = self.revision
-        # A view's checker is its registry's, which can change without it knowing.
-        checker = table.checker
-        kept = self._definitions.get(api)
-        if kept is not None and kept[0] == revision and kept[1] is checker:
-            cached = kept[2]
-        else:
-            if api not in ("chat", "responses"):
-                raise ToolConfigError(f"unknown api {api!r}: expected 'chat' or 'responses'")
-            entries = list(self._entries.values())  # one copy: others may add meanwhile
-            offered = offered_entries(entries, checker, self._hidden_logged, table.unchecked)
-            transforms = self._schema_transforms
-            cached = [offered_definition(e, transforms, api) for e in offered]
-            self._definitions[api] = (revision, checker, cached)
-        if self._policies.breakers and not unavailable:
-            hidden = set(self._policies.open_breakers())
-            if hidden:
-                cached = [d for d in cached if definition_name(d) not in hidden]
-        # A deep copy: a caller editing a definition must not change later requests.
-        return copy.deepcopy(cached)
-
     def find_by_tag(self, tag: str) -> list[ToolEntry]:
         """Entries carrying ``tag``, in registration order."""
         return [entry for entry in self._entries.values() if tag in entry.tags]
@@ -662,200 +525,6 @@ class ToolRegistry(RegistrySync):
         for entry in self._entries.values():
             grouped.setdefault(entry.category, []).append(entry)
         return grouped
-
-    # -- execution -----------------------------------------------------------------
-
-    def invoke(
-        self, name: str, args: Mapping[str, Any], ctx: ToolContext | None = None
-    ) -> Coroutine[Any, Any, ToolInvocation]:
-        """Look up, check permissions, then execute one tool.
-
-        A direct call is the app's own: it asks no one, so a tool that needs approval
-        (``needs_approval``, or a permission in ``PermissionConfig.ask``) runs at once,
-        with a warning logged the first time for each tool. A permission the checker
-        denies still refuses the call. Run a model's tool calls with
-        :meth:`run_tool_calls` (or :class:`~agcore_tools.LlmCycle`), which ask first.
-
-        Raises :class:`ToolNotFoundError` for an unknown name,
-        :class:`PermissionDeniedError` when the permission checker refuses, and
-        :class:`~agcore_tools.ToolUnavailableError` when the tool's
-        :class:`~agcore_tools.ToolPolicy` turns the call away (an open breaker, a rate
-        limit that does not wait): the tool never runs.
-        Failures during execution are recorded in the returned invocation, not raised;
-        so is the tool's own timeout ending while the call waits for a concurrency slot
-        (a :class:`ToolTimeoutError`, with ``may_have_run=False``).
-        Cancelling the call cancels its context's token (a child of ``ctx``'s, which
-        stays as it was), so a sync tool or generator in its worker thread stops too.
-        A ``name`` that is not a tool's name as a non-empty string (the tool object
-        itself, None) is a mistake in the caller's code, as is a ``ctx`` that is not a
-        :class:`ToolContext`: :class:`~agcore_tools.ToolConfigError`.
-
-        Example:
-            >>> import asyncio
-            >>> from agcore_tools.testing import StaticTool
-            >>> registry = ToolRegistry()
-            >>> entry = registry.register(StaticTool("example"))
-            >>> asyncio.run(registry.invoke("example", {})).output
-            'ok'
-            >>> asyncio.run(registry.invoke(entry, {}))
-            Traceback (most recent call last):
-            ...
-            agcore_tools.error.ToolConfigError: invoke() takes a tool name (a str), got ToolEntry: use invoke('example', ...)
-        """
-        return execute(self._table, name, args, ctx, callers=True, direct="invoke()")
-
-    async def invoke_all(
-        self,
-        calls: Iterable[ToolCall | tuple[Any, ...]],
-        *,
-        ctx: ToolContext | None = None,
-        timeout: float | None = 60.0,
-    ) -> list[ToolInvocation]:
-        """Run many calls concurrently; results come back in input order.
-
-        Direct calls, as for :meth:`invoke`: they skip approval (logged once per tool),
-        not the permission checker; run a model's calls with :meth:`run_tool_calls`.
-
-        Each call has its own ``timeout`` (positive seconds, None for none; anything
-        else is a :class:`~agcore_tools.ToolConfigError`), after which it is
-        cancelled and its invocation holds a :class:`ToolTimeoutError`. The timeout
-        works by cancelling the call's task: an async tool that swallows the
-        cancellation keeps the batch waiting until it returns (with no bound), and
-        its result then counts as a success. Nothing is raised for a call:
-        not-found and permission errors are recorded in the invocations too (a call
-        with an empty name gets a :class:`~agcore_tools.ToolNotFoundError`, one whose
-        name is no str, such as the tool object, a
-        :class:`~agcore_tools.ToolConfigError` naming the fix, and does not run).
-        Only ``calls`` that is no list of calls, or holds an item that is no call,
-        raises (a :class:`~agcore_tools.ToolConfigError`), as do a bad ``timeout``
-        or ``ctx``. Cancelling the caller cancels every call still running.
-
-        Example:
-            >>> import asyncio
-            >>> from agcore_tools.testing import StaticTool
-            >>> registry = ToolRegistry()
-            >>> _ = registry.register(StaticTool("example"))
-            >>> results = asyncio.run(registry.invoke_all([("example", {}), ("nope", {})]))
-            >>> [r.ok for r in results]
-            [True, False]
-        """
-        check_timeout(timeout, "invoke_all() timeout")
-        check_context(ctx, "invoke_all()")
-        normalised = listed_calls(calls, "invoke_all()")
-        results: list[ToolInvocation | None] = [None] * len(normalised)
-        async with contextlib.aclosing(
-            as_completed(self._table, normalised, ctx, timeout, caller="invoke_all()")
-        ) as finished:
-            async for position, invocation in finished:
-                results[position] = invocation
-        return results  # type: ignore[return-value]  # every position is filled
-
-    def invoke_as_completed(
-        self,
-        calls: Iterable[ToolCall | tuple[Any, ...]],
-        *,
-        ctx: ToolContext | None = None,
-        timeout: float | None = 60.0,
-    ) -> AsyncGenerator[tuple[int, ToolInvocation], None]:
-        """Like :meth:`invoke_all`, but yield ``(position, invocation)`` as each call ends.
-        Direct calls, as for :meth:`invoke`: they skip approval, not the permission checker.
-
-        For callers that report progress per call (the streaming loop does). Closing
-        the iterator early (use ``contextlib.aclosing``), or cancelling its consumer,
-        cancels the calls still running and their contexts' cancellation tokens.
-
-        Example:
-            >>> import asyncio
-            >>> from agcore_tools.testing import StaticTool
-            >>> async def main() -> list[int]:
-            ...     registry = ToolRegistry()
-            ...     _ = registry.register(StaticTool("example"))
-            ...     calls = [("example", {}), ("example", {})]
-            ...     return sorted([i async for i, _ in registry.invoke_as_completed(calls)])
-            >>> asyncio.run(main())
-            [0, 1]
-        """
-        check_timeout(timeout, "invoke_as_completed() timeout")
-        check_context(ctx, "invoke_as_completed()")
-        listed = listed_calls(calls, "invoke_as_completed()")
-        return as_completed(self._table, listed, ctx, timeout, caller="invoke_as_completed()")
-
-    @checks_keywords
-    async def run_tool_calls(
-        self,
-        tool_calls: Iterable[Any] | None,
-        *,
-        ctx: ToolContext | None = None,
-        timeout: float | None = 60.0,
-        max_result_bytes: int | None = 16384,
-        max_attachment_bytes: int | None = 5 * 1024 * 1024,
-        repair_arguments: bool = False,
-        approvals: Iterable[ApprovalDecision] | None = None,
-        approval_key: bytes | None = None,
-    ) -> ToolCallOutputs:
-        """Run a model's tool calls and return the messages that answer them.
-
-        A drop-in for apps that drive the OpenAI SDK themselves. It takes either:
-
-        - Chat Completions ``message.tool_calls`` (SDK objects or dicts), and returns
-          ``{"role": "tool", "tool_call_id", "content"}`` messages to append, followed
-          by one user message carrying the images, audio and files the tools returned,
-          if any (tool messages carry text only);
-        - Responses API ``function_call`` items (``response.output`` is fine: other
-          items are skipped), and returns ``function_call_output`` items, whose
-          ``output`` is a list of ``input_text``, ``input_image`` and ``input_file``
-          parts when a tool returned an image or a file.
-
-        Calls run concurrently, each with ``timeout`` seconds, and the outputs come
-        back in the calls' order. Every failure (unknown tool, denied permission,
-        arguments that are not a JSON object, exceptions, a Chat Completions call that
-        is not a function call, such as a custom tool's) becomes error text for the
-        model, as in :class:`~agcore_tools.LlmCycle`; result text past
-        ``max_result_bytes`` UTF-8 bytes keeps its head and tail, and an image, sound
-        or file over ``max_attachment_bytes`` is left out, with the reason in the text
-        (see :mod:`agcore_tools.content`). Both limits are integers (at least 64 and 1,
-        as in :class:`~agcore_tools.cycle.Limits`) or None for no limit; another value raises
-        :class:`~agcore_tools.ToolConfigError`. With ``repair_arguments``, arguments that are
-        not valid JSON get one deterministic repair first, as ``CycleConfig`` describes.
-
-        A call that needs approval (see :mod:`agcore_tools.approval`) does not run and
-        gets no message: its :class:`~agcore_tools.ApprovalRequest` is in the result's
-        ``pending_approvals`` (a ``needs_approval`` function that runs past ``timeout``
-        asks too). Ask the user, then pass the waiting calls again with
-        ``approvals=[request.approve(), ...]``: given ``approvals`` (even ``[]``), only
-        the answered calls run and get a message, and every other call that needs
-        approval is listed again, so pass only the calls still waiting (those of the
-        last ``pending_approvals``), never one answered in an earlier round. Leave
-        ``approvals`` out on a turn's first call. With ``approval_key`` (non-empty
-        bytes, as for ``CycleConfig``), requests are signed and answers must carry the
-        signature. On Chat Completions, put the
-        tool messages that come back then ahead of the first outputs' attachments
-        message, if there was one: a turn's tool messages must follow its calls.
-
-        Example:
-            >>> import asyncio
-            >>> from agcore_tools.testing import StaticTool
-            >>> registry = ToolRegistry()
-            >>> _ = registry.register(StaticTool("example"))
-            >>> calls = [{"id": "call_1", "type": "function",
-            ...           "function": {"name": "example", "arguments": "{}"}}]
-            >>> asyncio.run(registry.run_tool_calls(calls))
-            [{'role': 'tool', 'tool_call_id': 'call_1', 'content': 'ok'}]
-        """
-        # Loaded on first use: it brings json and hmac, which `import agcore_tools` skips.
-        from .calls import run_tool_calls
-
-        return await run_tool_calls(
-            self._table,
-            tool_calls,
-            ctx=ctx,
-            timeout=timeout,
-            max_result_bytes=max_result_bytes,
-            max_attachment_bytes=max_attachment_bytes,
-            repair_arguments=repair_arguments,
-            approvals=approvals,
-            approval_key=approval_key,
-        )
 
 
 _HOLDING: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
@@ -883,6 +552,6 @@ def checked_in(tool: BaseTool) -> ToolRegistry | None:
         holding = list(_HOLDING)
     for registry in holding:
         entry = registry._entries.get(tool.name)
-        if entry is not None and entry.tool == tool and registry._table.checker is not None:
+        if entry is not None and entry.tool == tool and registry.permission_checker is not None:
             return registry
     return None

@@ -10,6 +10,9 @@
   of the site) becomes a link to the file in the repository when ``repo_url`` is set,
   else its plain text; a link to a file that does not exist is a warning, which
   ``mkdocs build --strict`` turns into a failure.
+- A class built on the package's private mixins (``ToolRegistry`` on ``RegistrySync``)
+  shows their members as its own: they are its API, and the reference has no page of
+  theirs.
 - The fence options the snippet tests read (```` ```python no-run ````) are dropped, so
   the blocks highlight as Python.
 """
@@ -17,6 +20,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import posixpath
 import re
@@ -65,6 +69,19 @@ def _modules() -> list[Any]:
     return found
 
 
+def _page(identifier: str, obj: Any) -> str:
+    """The stub of ``obj``'s page, with the members of its private mixins."""
+    mixed: list[str] = []
+    for base in obj.__mro__[1:] if inspect.isclass(obj) else ():
+        parts = base.__module__.split(".")
+        if parts[0] != "agcore_tools" or not any(p.startswith("_") for p in parts):
+            break  # a public class (or object): its own page shows its members
+        mixed += [name for name in vars(base) if not name.startswith("_")]
+    if not mixed:
+        return f"::: {identifier}\n"
+    return f"::: {identifier}\n    options:\n      inherited_members: [{', '.join(mixed)}]\n"
+
+
 def _reference() -> tuple[dict[str, str], list[Any]]:
     """The generated pages (path -> Markdown) and their navigation."""
     pages: dict[str, str] = {}
@@ -91,7 +108,7 @@ def _reference() -> tuple[dict[str, str], list[Any]]:
                 continue
             documented[id(obj)] = identifier
             page = f"{folder}/{public}.md"
-            pages[page] = f"::: {identifier}\n"
+            pages[page] = _page(identifier, obj)
             section.append({public: page})
             listing.append(f"- [`{public}`][{identifier}]")
         pages[f"{folder}/index.md"] = (

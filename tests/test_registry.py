@@ -352,6 +352,20 @@ def test_definitions_are_ordered_byte_stable_and_support_responses() -> None:
         registry.definitions(api="grpc")  # type: ignore[arg-type]
 
 
+def test_editing_one_returned_definition_changes_no_other() -> None:
+    # Tools of one class share its parameters schema. definitions() deep-copied the
+    # list as a whole, which kept the sharing: adding a property to one tool's copy
+    # added it to every other tool's in the same list.
+    registry = ToolRegistry()
+    registry.register_all([Recorder("a"), Recorder("b")])
+    first, second = registry.definitions()
+
+    first["function"]["parameters"]["properties"]["limit"] = {"type": "integer"}
+
+    assert second["function"]["parameters"] == {"type": "object", "properties": {}}
+    assert Recorder.parameters == {"type": "object", "properties": {}}
+
+
 def test_metadata_tags_categories_groups() -> None:
     registry = ToolRegistry()
     registry.register(Recorder("search"), tags=["web", "read"], category="data", version="1.2")

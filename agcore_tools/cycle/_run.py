@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _otel, _sync
-from .._budget import check_budget, load_counter
+from .._budget import load_counter
 from .._selection import RunOffer, Selector
 from ..base import ToolContext
 from ..error import (
@@ -416,7 +416,8 @@ class Run:
                 turn += 1
                 # 2. The tools this request offers (see _selection.py), within the budget.
                 tools, offered = await offer.turn(messages) if offer else (None, registry)
-                check_budget(tools or (), config.model, limits.max_definition_tokens)
+                if offer is not None:
+                    offer.check_budget(tools, config.model, limits.max_definition_tokens)
                 check_tool_count(tools or (), profile)
                 # 3. One request; streamed text events pass straight through. A forced
                 #    tool_choice serves the prompt's first request only, or a forced loop

@@ -29,12 +29,12 @@ from .test_selection import sent
 
 
 class _Probe(dict[str, Any]):
-    """A part of a schema that notes the threads which copy it."""
+    """A part of a schema that notes the threads which copy it, once per copy."""
 
-    threads: set[int] = set()  # noqa: RUF012 - one test's notes, cleared by it
+    threads: list[int] = []  # noqa: RUF012 - one test's notes, cleared by it
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Probe:
-        _Probe.threads.add(threading.get_ident())
+        _Probe.threads.append(threading.get_ident())
         return _Probe(copy.deepcopy(dict(self), memo))
 
 
@@ -96,9 +96,34 @@ async def test_a_run_takes_copies_and_counts_the_definitions_off_the_event_loop(
     if select is None:
         assert "late__extra" in sent(server)[1]
     assert all(loop not in threads for threads in built.values())
-    assert _Probe.threads and loop not in _Probe.threads
+    assert loop not in _Probe.threads
+    if select is None:  # the run copied what it sent (a search run sends none of these)
+        assert _Probe.threads
     if isinstance(select, ToolSearch) and select.budget is not None:
         assert counted and loop not in counted
+
+
+async def test_a_run_copies_only_the_definitions_it_sends(serve, make_cycle):
+    # Every run copied each of the registry's definitions once, to share among its
+    # requests: at 10,000 tools, 50,000 objects a run, enough to set off a full garbage
+    # collection that froze every thread for over a second. Runs now share the
+    # registry's own, and copy only what each request sends.
+    registry = _probed({})
+    _Probe.threads.clear()
+    server = serve(
+        S.reply_tool_calls([("search_tools", {"query": "records of kind 7"}, "s1")]),
+        S.reply_text("done"),
+    )
+
+    await make_cycle(server).submit_with_tools(
+        "?", registry, select=ToolSearch(core=["add_tool"], max_results=2)
+    )
+
+    requests = sent(server)
+    found = [name for name in requests[1] if name.startswith("crm__op_")]
+    assert requests[0] == ["add_tool", "search_tools"] and len(found) == 2
+    assert len(_Probe.threads) == len(found)  # the found tools' copies, for the request
+    assert registry.definitions()[0] is not registry.definitions()[0]
 
 
 async def test_build_index_takes_the_definitions_off_the_event_loop():
@@ -109,7 +134,7 @@ async def test_build_index_takes_the_definitions_off_the_event_loop():
     await ToolSearch().build_index(_probed(built))
 
     assert built and all(loop not in threads for threads in built.values())
-    assert _Probe.threads and loop not in _Probe.threads
+    assert not _Probe.threads  # an index reads the definitions: it copies none
 
 
 def _files() -> ToolRegistry:

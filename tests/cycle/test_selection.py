@@ -23,7 +23,10 @@ from agcore_tools import (
     ToolRegistry,
     ToolSearch,
     ToolSelection,
+    _budget,
 )
+from agcore_tools import _snapshot as snapshots
+from agcore_tools.base import definition_name
 from agcore_tools.cycle.profiles import OPENAI
 from agcore_tools.testing import ScriptedChatServer as S
 from agcore_tools.testing import StaticTool
@@ -263,6 +266,35 @@ async def test_selecting_a_tool_the_registry_lacks_fails_before_any_request(
     with pytest.raises(LlmConfigError, match=r"does not have: ad \(registered: add, multiply"):
         await cycle.submit_with_tools("hi", tagged, select=select)
 
+    assert server.requests == []
+
+
+async def test_selecting_unknown_tools_of_a_large_registry_names_a_few_close_ones(
+    serve, make_cycle
+):
+    # The error listed every registered tool: at 10,000 tools, 177,000 characters.
+    registry = ToolRegistry()
+    for n in range(40):
+        registry.register(StaticTool(f"tool_{n}"))
+    registry.register(StaticTool("search_issues"))
+    server = serve()
+    cycle = make_cycle(server)
+
+    with pytest.raises(LlmConfigError) as raised:
+        await cycle.submit_with_tools("hi", registry, select=["serch_issues", "nope"])
+    assert str(raised.value) == (
+        "select names tools the registry does not have: nope, serch_issues (41 tools are "
+        "registered; the closest names are: search_issues)"
+    )
+
+    many = [f"gone_{n:02}" for n in range(12)]
+    with pytest.raises(LlmConfigError) as raised:
+        await cycle.submit_with_tools("hi", registry, select=many)
+    assert str(raised.value) == (
+        "select names tools the registry does not have: gone_00, gone_01, gone_02, "
+        "gone_03, gone_04, gone_05, gone_06, gone_07, gone_08, gone_09 and 2 more "
+        "(41 tools are registered)"
+    )
     assert server.requests == []
 
 
@@ -565,19 +597,19 @@ async def test_a_search_run_follows_tools_registered_and_unregistered_mid_run(
     assert_history_valid(cycle.messages)
 
 
-async def test_runs_over_an_unchanged_registry_share_one_copy_of_its_definitions(
+async def test_runs_over_an_unchanged_registry_take_its_definitions_once(
     serve, make_cycle, tagged, monkeypatch
 ):
     # Each run deep-copied (and, with a budget, counted) every definition on the event
     # loop: about half a second per run at 10,000 tools, even to offer one tool.
     taken: list[int] = []
-    definitions = tagged.definitions
+    shared = snapshots.shared_definitions
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        taken.append(len(tagged))
-        return definitions(*args, **kwargs)
+    def counted(registry: ToolRegistry, *args: Any, **kwargs: Any) -> Any:
+        taken.append(len(registry))
+        return shared(registry, *args, **kwargs)
 
-    monkeypatch.setattr(tagged, "definitions", counted)
+    monkeypatch.setattr(snapshots, "shared_definitions", counted)
     server = serve(*[S.reply_text("ok")] * 5)
     cycle = make_cycle(server)
     search = ToolSearch(budget=10_000)  # under it: every tool, counted once
@@ -767,6 +799,41 @@ async def test_a_refused_prompt_leaves_a_paused_call_open_and_signed(serve, make
     )
     assert (response.text, runs) == ("Done.", [7])
     assert_history_valid(cycle.messages)
+
+
+async def test_a_run_counts_each_registered_definition_once_not_per_request(
+    serve, make_cycle, tagged, monkeypatch
+):
+    # Each request counted every definition it offered again, on the event loop (its
+    # JSON, then its tokens): about 60 ms per request at 10,000 tools, turn after turn.
+    counted: list[str] = []
+    text = _budget.json_text
+
+    def noted(value: Any) -> str:
+        counted.append(definition_name(value))
+        return text(value)
+
+    monkeypatch.setattr(_budget, "json_text", noted)
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "c1")]),
+        S.reply_tool_calls([("add", {"a": 3, "b": 4}, "c2")]),
+        S.reply_text("3, then 7."),
+        S.reply_text("Still 7."),
+    )
+    cycle = make_cycle(server, max_definition_tokens=1000)
+
+    await cycle.submit_with_tools("1 + 2, then 3 + 4?", tagged)
+    await cycle.submit_with_tools("And again?", tagged)
+
+    assert len(server.requests) == 4
+    assert sorted(counted) == sorted(tagged.list_tools())
+
+    # A tool replaced is counted anew: the counts are the registry's as it is.
+    tagged.unregister("weather")
+    tagged.register(StaticTool("weather", "sunny", "The weather. " * 400))
+    with pytest.raises(DefinitionBudgetError) as raised:
+        await cycle.submit_with_tools("Weather?", tagged)
+    assert raised.value.costs[0][0] == "weather" and len(server.requests) == 4
 
 
 async def test_a_selection_under_the_budget_is_sent(serve, make_cycle, tagged):
