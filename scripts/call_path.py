@@ -40,6 +40,10 @@ logger = logging.getLogger("call_path")
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "agcore_tools"
+TRANSPARENT = frozenset({f"{PACKAGE}._keywords"})
+"""Modules of decorators whose wrappers only pass a call on to the function they wrap
+(``checks_keywords`` turns a misspelt keyword into the library's error): no step of
+the path, though the wrapper sits in a low layer and the function it wraps above it."""
 
 registry = ToolRegistry()
 
@@ -78,6 +82,7 @@ def chain(frame: FrameType | None) -> list[str]:
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
         ours = name.startswith(PACKAGE + ".") and not name.startswith(PACKAGE + ".testing")
+        ours = ours and name not in TRANSPARENT
         if ours and (not modules or modules[-1] != name):
             modules.append(name)
         frame = frame.f_back
@@ -102,7 +107,8 @@ chains: dict[tuple[str, ...], None] = {}
 
 
 def _hook(frame: FrameType, event: str, arg: Any) -> None:
-    if event == "call" and frame.f_globals.get("__name__", "").startswith(PACKAGE + "."):
+    name = frame.f_globals.get("__name__", "")
+    if event == "call" and name.startswith(PACKAGE + ".") and name not in TRANSPARENT:
         chains.setdefault(tuple(chain(frame)), None)
 
 
