@@ -510,6 +510,65 @@ def test_the_loop_starts_once_on_the_first_sync_call_even_from_many_threads(
     assert result.stdout.split() == ["8", "1", "1"]
 
 
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_ctrl_c_as_the_loop_starts_leaves_no_loop_behind(tmp_path: Path, when: str) -> None:
+    # A Ctrl-C landing in the first sync call's Thread.start() (which waits for the new
+    # thread) left that loop running in its thread, never used, with its descriptors
+    # (or, landing before the thread was made, left the loop open): the next call
+    # started a second "one loop". The interrupt is put in start() here, before or
+    # after the thread itself starts, where a real SIGINT lands only by chance.
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("counts descriptors in /proc/self/fd")
+    script = tmp_path / "interrupted_start.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os
+            import threading
+
+            from agcore_tools import _sync
+
+            real_start = threading.Thread.start
+            interrupted = []
+
+            def start(self):
+                if self.name == "agcore-tools-loop" and not interrupted:
+                    interrupted.append(True)
+                    if {when!r} == "after":
+                        real_start(self)
+                    raise KeyboardInterrupt  # the Ctrl-C, as start() waits
+                real_start(self)
+
+            threading.Thread.start = start
+
+            async def ping():
+                return "pong"
+
+            def loop_threads():
+                return [
+                    t for t in threading.enumerate()
+                    if t.name == "agcore-tools-loop" and t.is_alive()
+                ]
+
+            descriptors = len(os.listdir("/proc/self/fd"))
+            try:
+                _sync.run(ping())
+            except KeyboardInterrupt:
+                print("interrupted")
+            for thread in loop_threads():
+                thread.join(5)  # an abandoned loop's thread ends at once
+            print(len(loop_threads()), len(os.listdir("/proc/self/fd")) - descriptors)
+            print(_sync.run(ping()), len(loop_threads()))
+            """
+        )
+    )
+    result = run_script(script, env={"PYTHONWARNINGS": "always::ResourceWarning"}, timeout=30)
+    assert result.returncode == 0, result.stderr
+    # No loop thread nor descriptor left after the interrupt; then one loop, as ever.
+    assert result.stdout.split() == ["interrupted", "0", "0", "pong", "1"], result.stdout
+    assert "ResourceWarning" not in result.stderr
+
+
 def test_closing_at_exit_after_the_wind_down_is_quiet(tmp_path: Path) -> None:
     # Generators suspended inside `with` blocks (a streaming body whose client left)
     # are closed as the interpreter clears its objects, after the wind-down at exit:
