@@ -11,8 +11,9 @@ import contextlib
 import os
 import threading
 import weakref
+from collections.abc import Callable
 
-__all__ = ["CancellationToken"]
+__all__ = ["CancellationToken", "off_cancel", "on_cancel"]
 
 # Guards the tokens' children and waiters against a cancel from another thread (a sync
 # app's Stop button) racing the loop's thread as it adds a child or starts to wait.
@@ -44,10 +45,12 @@ class CancellationToken:
         True
     """
 
-    __slots__ = ("__weakref__", "_cancelled", "_children", "_event", "_loop")
+    __slots__ = ("__weakref__", "_cancelled", "_children", "_event", "_hooks", "_loop")
 
     def __init__(self) -> None:
         self._cancelled = False
+        self._hooks: set[Callable[[], None]] | None = None
+        """What :func:`on_cancel` asked to call in the cancelling thread."""
         self._event: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         """The loop :attr:`_event` is awaited on."""
@@ -86,6 +89,7 @@ class CancellationToken:
             self._cancelled = True
             children, self._children = self._children, None
             event, loop = self._event, self._loop
+            hooks, self._hooks = self._hooks, None
         if event is not None and loop is not None:
             if _running_loop() is loop:
                 event.set()
@@ -93,6 +97,8 @@ class CancellationToken:
                 # A closed loop raises RuntimeError: nothing waits on it any more.
                 with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(event.set)
+        for hook in hooks or ():
+            hook()
         for child in list(children or ()):
             child.cancel()
 
@@ -129,6 +135,51 @@ class CancellationToken:
 
     def __repr__(self) -> str:
         return f"CancellationToken(cancelled={self._cancelled})"
+
+
+def on_cancel(token: CancellationToken, hook: Callable[[], None]) -> bool:
+    """Have ``token``'s cancel (or a parent's) call ``hook``, once, in the cancelling
+    thread, until :func:`off_cancel`: how a call hears of its caller's cancel with no
+    task or thread waiting for it. False, and no hook, for a token cancelled already.
+
+    Example:
+        >>> token, heard = CancellationToken(), []
+        >>> on_cancel(token, lambda: heard.append("stop"))
+        True
+        >>> token.child().cancel()  # a child's cancel is not the token's
+        >>> token.cancel()
+        >>> token.cancel()  # again: nothing more happens
+        >>> heard, on_cancel(token, print)
+        (['stop'], False)
+    """
+    with _TREE:
+        if token._cancelled:
+            return False
+        if token._hooks is None:
+            token._hooks = set()
+        token._hooks.add(hook)
+    return True
+
+
+def off_cancel(token: CancellationToken, hook: Callable[[], None]) -> None:
+    """Stop calling ``hook`` on ``token``'s cancel (one under way in another thread may
+    still call it).
+
+    Example:
+        >>> token, heard = CancellationToken(), []
+        >>> def hook() -> None:
+        ...     heard.append("stop")
+        >>> on_cancel(token, hook)
+        True
+        >>> off_cancel(token, hook)
+        >>> token.cancel()
+        >>> heard
+        []
+    """
+    with _TREE:
+        hooks = token._hooks
+        if hooks is not None:
+            hooks.discard(hook)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -23,6 +23,7 @@ from ._clock import CLOCK, DEADLINE
 from ._context import end_reports
 from ._guard import Guard
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
+from ._stop import StopWatch
 from ._table import ToolTable, note_unasked, unknown_tool_error
 from .base import BaseTool, ToolContext
 from .error import (
@@ -79,12 +80,20 @@ async def execute(
 
     Cancelling the call cancels its context's token, so a sync tool (or generator) in
     its worker thread stops too. ``callers``: ``ctx`` is the caller's own, maybe shared
-    by other calls; the call runs in a child of it, whose token alone is cancelled.
+    by other calls; the call runs in a child of it, whose token alone is cancelled, and
+    cancelling the caller's token (from any thread) stops the call: it raises
+    :class:`~agcore_tools.RunStoppedError` (see :class:`~agcore_tools._stop.StopWatch`).
     ``direct``: the registry method the app called (``"invoke()"``), for a call no
     approval screen has seen (see :func:`note_unasked`).
     """
     if callers:
         check_name(name, "invoke()", "invoke({!r}, ...)")
+        if ctx is not None:
+            check_context(ctx, "invoke()")
+            with StopWatch(ctx.cancellation, direct or "invoke()"):
+                # Its events name the tool.
+                mine = ctx.for_call(ctx.call_id, name)
+                return await execute(table, name, args, mine, deadline, began, direct=direct)
     entry = table.entries.get(name)
     if entry is None:
         raise unknown_tool_error(table, name)
@@ -97,9 +106,6 @@ async def execute(
         # A guard tells calls apart by their context (its breaker's probe): its own.
         uses = tool.uses_context or guard is not None
         ctx = ToolContext(tool_name=entry.name) if uses else _UNREAD
-    elif callers:
-        check_context(ctx, "invoke()")
-        ctx = ctx.for_call(ctx.call_id, entry.name)  # its events name the tool
     # A guarded tool's own timeout covers its wait for a turn or a slot and its run, when
     # it ends before the caller's deadline (which bounds both otherwise).
     # A subclass's own `timeout` of another kind (a timedelta, an HTTP client's Timeout)
@@ -341,7 +347,9 @@ async def as_completed(
     were given to (``"invoke_all()"``), is named in the :class:`ToolConfigError` of a
     call whose name is no str (nor None), which it is answered with: not run. The
     calls of a ``caller`` are the app's own, which no approval screen has seen (see
-    :func:`note_unasked`)."""
+    :func:`note_unasked`); cancelling the ``ctx`` it gave (from any thread) stops them:
+    the calls still running are cancelled, and :class:`~agcore_tools.RunStoppedError`
+    is raised in place of the next result."""
     normalised = [as_call(call) for call in calls]
     if not normalised:
         return
@@ -354,16 +362,36 @@ async def as_completed(
             return traced(call, ctx, timeout)
         return _refused(call, name_mistake(name, caller, "({!r}, args)"))
 
+    watched = caller is not None and ctx is not None
     if len(normalised) == 1:
         # The call's own token, a child of ctx's, is cancelled with it (in guarded).
-        yield 0, await run(normalised[0], ctx)
+        if not watched:
+            yield 0, await run(normalised[0], ctx)
+            return
+        assert ctx is not None and caller is not None
+        with StopWatch(ctx.cancellation, caller):  # not around the yield: the caller's code
+            invocation = await run(normalised[0], ctx)
+        yield 0, invocation
         return
     # One child token for the batch: cancelling it reaches every call's token, so
     # sync tools in worker threads learn of a cancelled caller too.
     batch = (ctx if ctx is not None else ToolContext()).for_call(None)
-    # Done-callbacks feed a queue, so each result is reported the moment it exists.
-    finished: asyncio.Queue[asyncio.Task[ToolInvocation]] = asyncio.Queue()
+    # Done-callbacks feed a queue, so each result is reported the moment it exists; a
+    # stop puts None in it.
+    finished: asyncio.Queue[asyncio.Task[ToolInvocation] | None] = asyncio.Queue()
     tasks: dict[asyncio.Task[ToolInvocation], int] = {}
+    stop: StopWatch | None = None
+    if watched:
+        assert ctx is not None and caller is not None
+
+        def stopped() -> None:  # on the loop: the calls stop now, not at the next result
+            finished.put_nowait(None)
+            _cancel_all(batch, tasks)
+
+        stop = StopWatch(ctx.cancellation, caller, stopped)
+        if stop.stopped:  # cancelled before the call: nothing runs
+            stop.end()
+            raise stop.error()
     for position, call in enumerate(normalised):
         task = asyncio.ensure_future(run(call, batch))
         task.add_done_callback(finished.put_nowait)
@@ -371,14 +399,16 @@ async def as_completed(
     try:
         for _ in range(len(tasks)):
             # Bounded by each call's own timeout, enforced in guarded().
-            task = await finished.get()
-            yield tasks[task], task.result()
+            ended = await finished.get()
+            if stop is not None and stop.stopped:  # set at once, by the cancelling thread
+                raise stop.error()
+            assert ended is not None  # only a stop puts None
+            yield tasks[ended], ended.result()
     finally:
-        pending = [task for task in tasks if not task.done()]
+        if stop is not None:
+            stop.end()
+        pending = _cancel_all(batch, tasks)
         if pending:
-            batch.cancellation.cancel()
-            for task in pending:
-                task.cancel()
             # Bounded: a tool that swallows its cancellation must not hang the caller.
             _, stuck = await asyncio.wait(pending, timeout=CANCEL_GRACE)
             if stuck:
@@ -387,6 +417,18 @@ async def as_completed(
                     len(stuck),
                     CANCEL_GRACE,
                 )
+
+
+def _cancel_all(
+    batch: ToolContext, tasks: Iterable[asyncio.Task[ToolInvocation]]
+) -> list[asyncio.Task[ToolInvocation]]:
+    """Cancel the calls of a batch still running, and its token; the cancelled tasks."""
+    pending = [task for task in tasks if not task.done()]
+    if pending:
+        batch.cancellation.cancel()
+        for task in pending:
+            task.cancel()
+    return pending
 
 
 async def run_one(

@@ -55,6 +55,10 @@ class RegistryCalls:
         (a :class:`ToolTimeoutError`, with ``may_have_run=False``).
         Cancelling the call cancels its context's token (a child of ``ctx``'s, which
         stays as it was), so a sync tool or generator in its worker thread stops too.
+        Cancelling ``ctx`` itself (a Stop button: ``ctx.cancellation.cancel()``, from
+        any thread) stops the call as it stops an ``LlmCycle`` run: the tool is
+        cancelled and :class:`~agcore_tools.RunStoppedError` is raised (at once, with
+        nothing run, for a ``ctx`` cancelled already).
         A ``name`` that is not a tool's name as a non-empty string (the tool object
         itself, None) is a mistake in the caller's code, as is a ``ctx`` that is not a
         :class:`ToolContext`: :class:`~agcore_tools.ToolConfigError`.
@@ -99,7 +103,9 @@ class RegistryCalls:
         :class:`~agcore_tools.ToolConfigError` naming the fix, and does not run).
         Only ``calls`` that is no list of calls, or holds an item that is no call,
         raises (a :class:`~agcore_tools.ToolConfigError`), as do a bad ``timeout``
-        or ``ctx``. Cancelling the caller cancels every call still running.
+        or ``ctx``. Cancelling the caller cancels every call still running; so does
+        cancelling ``ctx`` (a Stop button, from any thread), which then raises
+        :class:`~agcore_tools.RunStoppedError` instead of returning results.
 
         Example:
             >>> import asyncio
@@ -136,6 +142,8 @@ class RegistryCalls:
         For callers that report progress per call (the streaming loop does). Closing
         the iterator early (use ``contextlib.aclosing``), or cancelling its consumer,
         cancels the calls still running and their contexts' cancellation tokens.
+        Cancelling ``ctx`` (a Stop button, from any thread) cancels them too, and the
+        iteration raises :class:`~agcore_tools.RunStoppedError`.
 
         Example:
             >>> import asyncio
@@ -205,6 +213,12 @@ class RegistryCalls:
         signature. On Chat Completions, put the
         tool messages that come back then ahead of the first outputs' attachments
         message, if there was one: a turn's tool messages must follow its calls.
+
+        Cancelling ``ctx`` (a Stop button: ``ctx.cancellation.cancel()``, from any
+        thread) stops the calls as it stops an ``LlmCycle`` run: running tools and
+        ``needs_approval`` checks are cancelled, and :class:`~agcore_tools.RunStoppedError`
+        is raised; the calls then have no answers, so drop their assistant message (or
+        answer them) before sending the history again.
 
         Example:
             >>> import asyncio

@@ -40,7 +40,10 @@ class RegistrySync:
         not the permission checker; run a model's calls with :meth:`run_tool_calls_sync`.
 
         Works in a plain script, from worker threads and inside a running loop (a
-        notebook cell), where it blocks until the call ends. See the sync apps guide
+        notebook cell), where it blocks until the call ends. Cancelling ``ctx`` from
+        another thread (a Stop button: ``ctx.cancellation.cancel()``) ends it at once:
+        the tool is cancelled (a sync tool's thread is left to end by itself) and it
+        raises :class:`~agcore_tools.RunStoppedError`. See the sync apps guide
         (``docs/guides/sync.md``).
 
         Example:
@@ -72,7 +75,9 @@ class RegistrySync:
 
         Runs the calls on agcore_tools' own event loop, concurrently as the async method
         does, and blocks until the messages are ready. Interrupting it (Ctrl-C) cancels
-        the calls still running.
+        the calls still running; so does cancelling ``ctx`` from another thread (a Stop
+        button), after which it raises :class:`~agcore_tools.RunStoppedError` and the
+        calls get no messages.
 
         Example:
             >>> from agcore_tools import ToolRegistry

@@ -53,17 +53,49 @@ Longer than the registry's own wait for tools that ignore cancellation (5 s)."""
 class _Loop:
     """The running loop and its thread."""
 
-    __slots__ = ("ident", "loop", "thread")
+    __slots__ = ("abandoned", "guard", "ident", "loop", "serving", "thread")
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self._serve, name="agcore-tools-loop", daemon=True)
+        try:
+            self.guard = threading.Lock()  # orders a start given up on and the thread's own
+            self.serving = self.abandoned = False
+            self.thread = threading.Thread(
+                target=self._serve, name="agcore-tools-loop", daemon=True
+            )
+            self.ident: int | None = None
+        except BaseException:
+            self.loop.close()  # interrupted (Ctrl-C) before there was a thread
+            raise
+
+    def start(self) -> None:
+        """Start the loop's thread."""
         self.thread.start()
         self.ident = self.thread.ident
 
+    def abandon(self) -> None:
+        """Undo a start that was interrupted (a Ctrl-C in ``thread.start()``, which waits
+        for the thread): the loop stops, or never runs, and is closed, so no thread or
+        descriptor of it is left behind."""
+        with self.guard:
+            self.abandoned = True
+            serving = self.serving
+        if serving:  # its thread closes it once run_forever() has returned
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        else:  # a thread that starts later finds it abandoned, and leaves at once
+            self.loop.close()
+
     def _serve(self) -> None:
+        with self.guard:
+            if self.abandoned:
+                return
+            self.serving = True
         asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
+        try:
+            self.loop.run_forever()
+        finally:
+            if self.abandoned:
+                self.loop.close()
 
 
 _current: _Loop | None = None
@@ -94,7 +126,16 @@ def _library_loop() -> _Loop:
                     "cannot run a *_sync call: agcore_tools' event loop has shut down "
                     "(the interpreter is exiting)"
                 )
-            _current = _Loop()
+            made = _Loop()
+            try:
+                made.start()
+                _current = made
+            except BaseException:
+                # A Ctrl-C as the thread starts: no loop is left running unseen, and
+                # the next call starts the one loop afresh.
+                if _current is not made:
+                    made.abandon()
+                raise
         return _current
 
 

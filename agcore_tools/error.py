@@ -726,22 +726,39 @@ class RunStoppedError(LlmError):
     later call needs a new ``ToolContext``: this one stays cancelled. A streamed call's
     iteration simply ends, as after ``aclose()``; its ``collect()`` raises this.
 
+    A registry's direct call (``invoke``, ``invoke_all``, ``invoke_as_completed``,
+    ``run_tool_calls`` and their ``_sync`` forms) stopped the same way raises it too,
+    with ``call`` naming the method: no tool call started after the stop, and those
+    running were cancelled (they may have taken effect); their results are dropped.
+
     Example:
         >>> err = RunStoppedError()
         >>> str(err)
         'the run was stopped by its ToolContext (ctx.cancellation.cancel()): no request was sent after that, and the history is valid; pass a new ToolContext to go on'
         >>> err.usage.requests
         0
+        >>> str(RunStoppedError(call="invoke_sync()"))
+        'invoke_sync() was stopped by its ToolContext (ctx.cancellation.cancel()): no tool call started after that, and those running were cancelled (they may have taken effect); pass a new ToolContext to go on'
     """
 
-    def __init__(self, usage: Usage | None = None) -> None:
-        super().__init__(
-            "the run was stopped by its ToolContext (ctx.cancellation.cancel()): no "
-            "request was sent after that, and the history is valid; pass a new "
-            "ToolContext to go on"
-        )
+    def __init__(self, usage: Usage | None = None, *, call: str | None = None) -> None:
+        if call is None:
+            super().__init__(
+                "the run was stopped by its ToolContext (ctx.cancellation.cancel()): no "
+                "request was sent after that, and the history is valid; pass a new "
+                "ToolContext to go on"
+            )
+        else:
+            super().__init__(
+                f"{call} was stopped by its ToolContext (ctx.cancellation.cancel()): no "
+                "tool call started after that, and those running were cancelled (they may "
+                "have taken effect); pass a new ToolContext to go on"
+            )
         self.usage: Usage = usage if usage is not None else ZERO_USAGE
         """Token counts summed over the requests answered before the stop."""
+        self.call = call
+        """The registry method that was stopped (``"invoke()"``), or None for a
+        ``submit*`` call."""
 
 
 class OutputValidationError(LlmError):

@@ -21,6 +21,7 @@ from agcore_tools import (
     PermissionChecker,
     PermissionConfig,
     PermissionDeniedError,
+    RunStoppedError,
     ToolCall,
     ToolConfigError,
     ToolContext,
@@ -883,6 +884,148 @@ async def test_closing_invoke_as_completed_early_cancels_the_rest() -> None:
     assert position == 1
     await asyncio.wait_for(stream.aclose(), 2)
     assert slow.cancelled
+
+
+# -- a Stop: the caller's ToolContext cancelled ------------------------------------------
+
+
+class Held(BaseTool):
+    """An async tool that waits (for at most 30 s) until released, noting its start and
+    whether it was cancelled; it never reads its context."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.description = f"Held {name}."
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+        self.cancelled = False
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        self.started.set()
+        try:
+            await asyncio.wait_for(self.release.wait(), 30)
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        return "done"
+
+
+async def _run_entry(registry: ToolRegistry, entry: str, ctx: ToolContext) -> Any:
+    call = {"id": "c1", "type": "function", "function": {"name": "held", "arguments": "{}"}}
+    if entry == "invoke":
+        return await registry.invoke("held", {}, ctx)
+    if entry == "invoke_all":
+        return await registry.invoke_all([("held", {}), ("held", {})], ctx=ctx)
+    if entry == "invoke_all one call":
+        return await registry.invoke_all([("held", {})], ctx=ctx)
+    if entry == "invoke_as_completed":
+        return [pair async for pair in registry.invoke_as_completed([("held", {})], ctx=ctx)]
+    return await registry.run_tool_calls([call], ctx=ctx)
+
+
+ENTRIES = ["invoke", "invoke_all", "invoke_all one call", "invoke_as_completed", "run_tool_calls"]
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+async def test_a_stop_cancels_the_running_call_and_raises_run_stopped(entry: str) -> None:
+    # The ToolContext's cancel (the sync guide's Stop button) stopped an LlmCycle run
+    # only: a direct call ran its async tool to the end and returned it as a success.
+    registry = ToolRegistry()
+    held = Held("held")
+    registry.register(held)
+    ctx = ToolContext()
+    call = asyncio.ensure_future(_run_entry(registry, entry, ctx))
+    await asyncio.wait_for(held.started.wait(), 5)
+    ctx.cancellation.cancel()  # as a Stop button's handler on the loop would
+    with pytest.raises(RunStoppedError, match=r"was stopped by its ToolContext") as info:
+        await asyncio.wait_for(call, 5)  # never the tool's 30 s
+    assert held.cancelled
+    assert info.value.call == ("invoke_all()" if entry.startswith("invoke_all") else f"{entry}()")
+    stats = registry.entry("held").stats  # type: ignore[union-attr]
+    assert stats.failures == stats.calls >= 1  # no success
+    assert not [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+async def test_a_stop_from_another_thread_cancels_the_running_call(entry: str) -> None:
+    registry = ToolRegistry()
+    held = Held("held")
+    registry.register(held)
+    ctx = ToolContext()
+    call = asyncio.ensure_future(_run_entry(registry, entry, ctx))
+    await asyncio.wait_for(held.started.wait(), 5)
+    stop = threading.Thread(target=ctx.cancellation.cancel)  # a sync app's Stop button
+    stop.start()
+    with pytest.raises(RunStoppedError):
+        await asyncio.wait_for(call, 5)
+    stop.join(5)
+    assert held.cancelled
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+async def test_a_call_given_a_cancelled_context_runs_nothing(entry: str) -> None:
+    registry = ToolRegistry()
+    held = Held("held")
+    registry.register(held)
+    ctx = ToolContext()
+    ctx.cancellation.cancel()
+    with pytest.raises(RunStoppedError):
+        await asyncio.wait_for(_run_entry(registry, entry, ctx), 5)
+    assert not held.started.is_set()
+
+
+async def test_a_stop_after_the_call_ended_leaves_the_caller_alone() -> None:
+    # Each call watches its context only while it runs: a Stop afterwards cancels no
+    # task, and nothing watching stays behind on a context the app keeps.
+    registry = ToolRegistry()
+    registry.register(Recorder("quick"))
+    ctx = ToolContext()
+    for _ in range(3):
+        assert (await registry.invoke("quick", {}, ctx)).ok
+        assert [r.ok for r in await registry.invoke_all([("quick", {})] * 2, ctx=ctx)] == [
+            True,
+            True,
+        ]
+        calls = [{"id": "c", "type": "function", "function": {"name": "quick", "arguments": "{}"}}]
+        assert "echo" in (await registry.run_tool_calls(calls, ctx=ctx))[0]["content"]
+    assert not ctx.cancellation._hooks  # every call's watch has ended
+    ctx.cancellation.cancel()
+    for _ in range(3):
+        await asyncio.sleep(0)  # a stale watch's stop would cancel this task here
+    if sys.version_info >= (3, 11):
+        assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+async def test_a_stop_leaves_no_cancel_request_on_the_callers_task() -> None:
+    registry = ToolRegistry()
+    held = Held("held")
+    registry.register(held)
+    ctx = ToolContext()
+    asyncio.get_running_loop().call_soon(ctx.cancellation.cancel)
+    with pytest.raises(RunStoppedError):
+        await registry.invoke("held", {}, ctx)
+    if sys.version_info >= (3, 11):
+        assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+    held.release.set()
+    # The task goes on (no cancel is left to land), and a new context runs the tool.
+    assert (await registry.invoke("held", {}, ToolContext())).output == "done"
+
+
+async def test_a_cancel_of_the_callers_task_stays_a_cancel_beside_a_stop() -> None:
+    registry = ToolRegistry()
+    held = Held("held")
+    registry.register(held)
+    ctx = ToolContext()
+    call = asyncio.ensure_future(registry.invoke("held", {}, ctx))
+    await asyncio.wait_for(held.started.wait(), 5)
+    call.cancel()  # the caller gives up ...
+    ctx.cancellation.cancel()  # ... and a Stop comes too, before the call has seen either
+    # Python 3.10 cannot tell a second cancel of a task apart from the first.
+    expected: tuple[type[BaseException], ...] = (asyncio.CancelledError,)
+    if sys.version_info < (3, 11):
+        expected = (asyncio.CancelledError, RunStoppedError)
+    with pytest.raises(expected):
+        await asyncio.wait_for(call, 5)
 
 
 def test_definitions_leave_out_tools_the_checker_refuses() -> None:

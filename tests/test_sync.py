@@ -23,7 +23,14 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-from agcore_tools import LlmError, ToolContext, ToolError, ToolRegistry, _sync
+from agcore_tools import (
+    LlmError,
+    RunStoppedError,
+    ToolContext,
+    ToolError,
+    ToolRegistry,
+    _sync,
+)
 from agcore_tools.testing import ScriptedChatServer
 from tests._scripts import run_script
 
@@ -115,31 +122,114 @@ def test_invoke_sync_returns_the_invocation(registry: ToolRegistry) -> None:
         registry.invoke_sync("nope", {})
 
 
-def test_cancelling_from_the_apps_thread_wakes_an_async_tool_in_invoke_sync() -> None:
+def test_a_stop_from_the_apps_thread_ends_invoke_sync_of_an_async_tool_on_its_token() -> None:
     # cancel() set the token's asyncio.Event off its loop's thread, so the tool awaiting
-    # it on the library's loop never woke: invoke_sync() hung after a Stop button.
+    # it on the library's loop never woke: invoke_sync() hung after a Stop button. The
+    # Stop now ends the call itself, as it ends an LlmCycle run.
     registry = ToolRegistry()
-    waiting = threading.Event()
+    waiting, ended = threading.Event(), threading.Event()
 
     @registry.tool
     async def wait_for_stop(ctx: ToolContext) -> str:
         """Wait until cancelled."""
         # Set once the loop runs again, which is once this call waits on the token.
         asyncio.get_running_loop().call_soon(waiting.set)
-        await ctx.cancellation.wait()
+        try:
+            await ctx.cancellation.wait()
+        finally:
+            ended.set()
         return "stopped"
 
     ctx = ToolContext()
     result: list[Any] = []
-    worker = threading.Thread(
-        target=lambda: result.append(registry.invoke_sync("wait_for_stop", {}, ctx)), daemon=True
-    )
+
+    def call() -> None:
+        try:
+            result.append(registry.invoke_sync("wait_for_stop", {}, ctx))
+        except RunStoppedError as exc:
+            result.append(exc)
+
+    worker = threading.Thread(target=call, daemon=True)
     worker.start()
     assert waiting.wait(10)
     ctx.cancellation.cancel()  # from this thread: neither the loop's nor the caller's
     ctx.cancellation.cancel()  # again: nothing more happens
     worker.join(10)
-    assert not worker.is_alive() and result[0].output == "stopped"
+    assert not worker.is_alive() and ended.is_set()
+    assert isinstance(result[0], RunStoppedError) and result[0].call == "invoke_sync()"
+
+
+@pytest.mark.parametrize(
+    ("entry", "tool"),
+    [
+        ("invoke_sync", "fetch"),
+        ("invoke_sync", "query"),
+        ("run_tool_calls_sync", "fetch"),
+        ("run_tool_calls_sync", "query"),
+        ("run_tool_calls_sync", "checked"),
+    ],
+)
+def test_a_stop_button_ends_a_sync_call_whose_tool_ignores_its_context(
+    entry: str, tool: str
+) -> None:
+    # The sync guide's Stop button stopped an LlmCycle run only: invoke_sync() and
+    # run_tool_calls_sync() kept the app waiting until the tool (or its needs_approval
+    # check) was done, then gave its result as a success.
+    registry = ToolRegistry()
+    started, release = threading.Event(), threading.Event()
+
+    @registry.tool
+    async def fetch() -> str:
+        """Wait for a slow service (an async tool that never reads its context)."""
+        started.set()
+        await asyncio.to_thread(release.wait, 30)  # a client's request in flight
+        return "done"
+
+    @registry.tool
+    def query() -> str:
+        """A sync tool blocked in I/O it cannot interrupt."""
+        started.set()
+        release.wait(30)
+        return "done"
+
+    def slow_check(args: dict[str, Any], ctx: ToolContext) -> bool:
+        started.set()
+        release.wait(30)
+        return False
+
+    @registry.tool(needs_approval=slow_check)
+    def checked() -> str:
+        """Checked first, slowly."""
+        return "done"
+
+    ctx = ToolContext()
+    outcome: list[Any] = []
+
+    def call() -> None:
+        try:
+            if entry == "invoke_sync":
+                outcome.append(registry.invoke_sync(tool, {}, ctx))
+            else:
+                asked = [
+                    {"id": "c1", "type": "function", "function": {"name": tool, "arguments": "{}"}}
+                ]
+                outcome.append(registry.run_tool_calls_sync(asked, ctx=ctx))
+        except RunStoppedError as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    try:
+        assert started.wait(10)
+        ctx.cancellation.cancel()  # the Stop button's handler, in this thread
+        worker.join(5)  # at once, never after the tool's 30 s
+        assert not worker.is_alive(), f"{entry}() kept waiting for {tool} after the Stop"
+        assert isinstance(outcome[0], RunStoppedError), outcome
+        assert outcome[0].call == f"{entry}()"
+    finally:
+        release.set()
+    # The library's loop is free: the next call, with a new context, runs.
+    assert registry.invoke_sync("fetch", {}, ToolContext()).output == "done"
 
 
 # -- where sync calls may come from -----------------------------------------------------
@@ -418,6 +508,65 @@ def test_the_loop_starts_once_on_the_first_sync_call_even_from_many_threads(
     result = run_script(script)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["8", "1", "1"]
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_ctrl_c_as_the_loop_starts_leaves_no_loop_behind(tmp_path: Path, when: str) -> None:
+    # A Ctrl-C landing in the first sync call's Thread.start() (which waits for the new
+    # thread) left that loop running in its thread, never used, with its descriptors
+    # (or, landing before the thread was made, left the loop open): the next call
+    # started a second "one loop". The interrupt is put in start() here, before or
+    # after the thread itself starts, where a real SIGINT lands only by chance.
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("counts descriptors in /proc/self/fd")
+    script = tmp_path / "interrupted_start.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os
+            import threading
+
+            from agcore_tools import _sync
+
+            real_start = threading.Thread.start
+            interrupted = []
+
+            def start(self):
+                if self.name == "agcore-tools-loop" and not interrupted:
+                    interrupted.append(True)
+                    if {when!r} == "after":
+                        real_start(self)
+                    raise KeyboardInterrupt  # the Ctrl-C, as start() waits
+                real_start(self)
+
+            threading.Thread.start = start
+
+            async def ping():
+                return "pong"
+
+            def loop_threads():
+                return [
+                    t for t in threading.enumerate()
+                    if t.name == "agcore-tools-loop" and t.is_alive()
+                ]
+
+            descriptors = len(os.listdir("/proc/self/fd"))
+            try:
+                _sync.run(ping())
+            except KeyboardInterrupt:
+                print("interrupted")
+            for thread in loop_threads():
+                thread.join(5)  # an abandoned loop's thread ends at once
+            print(len(loop_threads()), len(os.listdir("/proc/self/fd")) - descriptors)
+            print(_sync.run(ping()), len(loop_threads()))
+            """
+        )
+    )
+    result = run_script(script, env={"PYTHONWARNINGS": "always::ResourceWarning"}, timeout=30)
+    assert result.returncode == 0, result.stderr
+    # No loop thread nor descriptor left after the interrupt; then one loop, as ever.
+    assert result.stdout.split() == ["interrupted", "0", "0", "pong", "1"], result.stdout
+    assert "ResourceWarning" not in result.stderr
 
 
 def test_closing_at_exit_after_the_wind_down_is_quiet(tmp_path: Path) -> None:

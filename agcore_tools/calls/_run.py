@@ -8,6 +8,7 @@ table; the loop uses :func:`preflight` and :func:`iter_invocations` the same way
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from .._execute import as_completed, check_context
 from .._function_tool import check_timeout
 from .._records import ParsedCall, ToolCall, ToolInvocation
 from .._sdk import sdk_field
+from .._stop import StopWatch
 from .._table import ToolTable, refusal, unknown_tool_error
 from ..approval import ApprovalDecision, ToolCallOutputs
 from ..base import ToolContext
@@ -214,10 +216,40 @@ async def run_tool_calls(
             f"{method}() got Chat Completions and Responses calls mixed together: pass "
             "one turn's calls, message.tool_calls or response.output"
         )
+    check_context(ctx, "run_tool_calls()")
+    answer = functools.partial(
+        _answer,
+        table,
+        calls,
+        "responses" if "responses" in shapes else "chat",
+        timeout=timeout,
+        max_result_bytes=max_result_bytes,
+        max_attachment_bytes=max_attachment_bytes,
+        approvals=approvals,
+        approval_key=approval_key,
+    )
+    if ctx is None:
+        return await answer(ToolContext())
+    # The app's Stop (its ctx cancelled, from any thread) ends the calls, as in the loop.
+    with StopWatch(ctx.cancellation, f"{method}()"):
+        return await answer(ctx)
+
+
+async def _answer(
+    table: ToolTable,
+    calls: list[ParsedCall],
+    api: Api,
+    ctx: ToolContext,
+    *,
+    timeout: float | None,
+    max_result_bytes: int | None,
+    max_attachment_bytes: int | None,
+    approvals: Iterable[ApprovalDecision] | None,
+    approval_key: bytes | None,
+) -> ToolCallOutputs:
+    """The outputs of :func:`run_tool_calls` for the ``calls`` it read."""
     # 2. Calls that need approval wait for the app's answer (see _approval.py); then
     #    the rest run, and failures of any kind become error text for the model.
-    check_context(ctx, "run_tool_calls()")
-    ctx = ctx or ToolContext()
     screened, waiting = await screen_calls(table, calls, ctx, approvals, approval_key, timeout)
     calls = list(screened)
     invocations: list[ToolInvocation | None] = [None] * len(calls)
@@ -225,7 +257,6 @@ async def run_tool_calls(
         invocations[position] = invocation
     # 3. One output per call, in the calls' order; on Chat Completions, the images,
     #    audio and files follow the tool messages in one user message.
-    api: Api = "responses" if "responses" in shapes else "chat"
     results: list[Rendered] = []
     for done in invocations:
         assert done is not None  # iter_invocations yields every position once

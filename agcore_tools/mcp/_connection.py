@@ -235,6 +235,8 @@ class Connection:
             self._scope.cancel()  # still starting: abandon the handshake
         self._stop.set()
         task = self._task
+        if task is None and self.state is State.STARTING:
+            self.state = State.CLOSED  # no owner ever ran (a connect stopped in the SDK import)
         if task is None or task.done():
             return
         bound = self._close_bound()

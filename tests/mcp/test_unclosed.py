@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import textwrap
 import time
 import warnings
 import weakref
+from pathlib import Path
 
 import pytest
 
 from agcore_tools import McpClient, ToolRegistry
+from tests._scripts import run_script
 
-from .conftest import fixture_stdio, pid_alive
+from .conftest import FIXTURE, fixture_stdio, pid_alive
 from .test_faults import wait_for
 
 pytestmark = pytest.mark.timeout(90)
@@ -75,6 +78,59 @@ async def test_a_closed_client_is_collected_without_a_warning() -> None:
         warnings.simplefilter("always")
         assert collected(ref)
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+def test_a_first_connect_cancelled_as_it_imports_the_sdk_then_closed_warns_nothing(
+    tmp_path: Path,
+) -> None:
+    # The process's first connect imports the MCP SDK in a worker thread (most of a
+    # second): cancelled there, before its owner task existed, its connection stayed
+    # "starting" through close(), and the collected client warned "unclosed McpClient"
+    # though close() had been awaited. A fresh process: this one has imported the SDK.
+    script = tmp_path / "cancelled_first_connect.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import asyncio
+            import gc
+            import sys
+            import warnings
+            import weakref
+
+            from agcore_tools import McpClient, StdioTransport
+
+            async def main() -> None:
+                client = McpClient(
+                    "fx", StdioTransport(sys.executable, [{str(FIXTURE)!r}]), timeout=20
+                )
+                connecting = asyncio.ensure_future(client.connect())
+                await asyncio.sleep(0)  # the connect now waits for the SDK's import
+                connecting.cancel()
+                try:
+                    await connecting
+                except asyncio.CancelledError:
+                    print("cancelled")
+                await client.close()  # as the app is told to
+                ref = weakref.ref(client)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    del client, connecting
+                    # The import's thread holds the cancelled call (and so the client)
+                    # until it is done.
+                    for _ in range(600):
+                        gc.collect()
+                        if ref() is None:
+                            break
+                        await asyncio.sleep(0.05)
+                print(ref() is None, [str(w.message) for w in caught])
+
+            asyncio.run(main())
+            """
+        )
+    )
+    result = run_script(script, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["cancelled", "True []"], result.stdout
 
 
 def test_a_client_whose_tools_are_registered_is_kept_and_a_replaced_one_stops() -> None:
