@@ -14,7 +14,8 @@ stored in ``cassettes/<name>.json`` beside the test file (override the
 ``once`` (the default: record a cassette that does not exist yet, replay the rest),
 ``rewrite`` (record them all again, against the real model and servers) or ``none``
 (replay only; a missing cassette fails). With pytest-recording installed, its own
-``--record-mode`` is read instead (its ``all`` means ``rewrite``).
+``--record-mode`` is read instead (its ``all`` means ``rewrite``), whichever of the two
+plugins loads first.
 
 A replaying test runs with the network blocked (:func:`~agcore_tools.testing.no_network`),
 and fails at teardown on any difference the replay met, even one the code under test
@@ -30,9 +31,10 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any, cast, get_args
 
@@ -45,12 +47,40 @@ from ._network import no_network
 __all__ = ["cassette", "cassette_dir", "cassette_name", "record_mode"]
 
 _ENV = "AGCORE_RECORD_MODE"
+_RECORDING = "recording"  # pytest-recording's name as a plugin (its pytest11 entry point)
 _ALIASES = {"all": "rewrite", "new_episodes": "once", "none": "none", "once": "once"}
 _PASSED = pytest.StashKey[bool]()
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--record-mode`` (unless pytest-recording added it already)."""
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """Add ``--record-mode``, unless pytest-recording adds it (it is installed and not
+    disabled): then its option, with the same meaning, is read."""
+    # A plugin loaded with -p registers before the installed ones load, so pytest-recording
+    # may add the option after this; two plugins adding it stop pytest, whichever is second.
+    if not _recording_may_load(pluginmanager):
+        _add_record_mode(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(parser: pytest.Parser) -> Generator[None, None, None]:
+    """Add ``--record-mode`` now if it was left to pytest-recording, which did not load
+    (``-p no:recording`` in ``addopts``, or plugins not loaded automatically)."""
+    yield
+    _add_record_mode(parser)
+
+
+def _recording_may_load(pluginmanager: pytest.PytestPluginManager) -> bool:
+    if pluginmanager.has_plugin(_RECORDING):
+        return True
+    if pluginmanager.is_blocked(_RECORDING):
+        return False
+    return any(
+        entry.name == _RECORDING and entry.module.partition(".")[0] == "pytest_recording"
+        for entry in importlib.metadata.entry_points(group="pytest11")
+    )
+
+
+def _add_record_mode(parser: pytest.Parser) -> None:
     group = parser.getgroup("agcore_tools", "agcore_tools cassettes")
     with contextlib.suppress(ValueError):  # pytest-recording's option, with the same meaning
         group.addoption(
