@@ -95,3 +95,49 @@ def test_the_plugin_loaded_with_p_runs_beside_pytest_recording(tmp_path: Path) -
         conftest=False, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
     )  # fmt: skip
     assert "1 passed" in out and "REPLAYING" in out, out
+
+
+PARAMETRIZED = """
+import pytest
+from agcore_tools import CycleConfig, LlmCycle
+from agcore_tools.testing import ScriptedChatServer
+
+async def ask(cassette, prompt):
+    if not cassette.recording:
+        async with cassette.client() as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
+    with ScriptedChatServer([ScriptedChatServer.reply_text(f"re: {prompt}")]) as server:
+        async with cassette.client(base_url=server.base_url, api_key="k") as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
+
+@pytest.mark.parametrize("prompt", ["What is 2+2?", "What is 2*2?", "What is 2-2?"])
+async def test_math(cassette, prompt):
+    assert await ask(cassette, prompt) == f"re: {prompt}"
+
+@pytest.mark.parametrize("city", ["Paris", "paris"])
+async def test_city(cassette, city):
+    assert await ask(cassette, city) == f"re: {city}"
+"""
+
+
+def test_parametrized_tests_whose_ids_differ_in_punctuation_get_their_own_cassettes(
+    tmp_path: Path,
+) -> None:
+    # [What is 2+2?] and [What is 2*2?] were both test_math_What_is_2_2.json: the second
+    # replayed the first's cassette and failed.
+    out = _pytest(tmp_path, PARAMETRIZED)
+    assert "4 passed, 1 error" in out, out
+    assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == [
+        "test_plugin_run.test_city_Paris.json",  # an id with nothing to replace keeps its name
+        "test_plugin_run.test_math_What_is_2-2-37bd359d.json",
+        "test_plugin_run.test_math_What_is_2_2-6f27123f.json",  # 2*2
+        "test_plugin_run.test_math_What_is_2_2-b8e04007.json",  # 2+2
+    ]
+    # Names that differ only in case are one file on macOS and Windows: refused.
+    assert (
+        "cassette test_plugin_run.test_city_paris.json of test_plugin_run.py::test_city[paris] "
+        "and test_plugin_run.test_city_Paris.json in "
+    ) in out, out
+    assert "differ only in case, which makes them one file on macOS and Windows" in out, out
+    out = _pytest(tmp_path, PARAMETRIZED, "--record-mode=none")
+    assert "4 passed, 1 error" in out, out
