@@ -164,7 +164,8 @@ class Cassette:
         """Every recorded exchange in order: ``{"kind": "http", "request": ...,
         "response": ...}`` and ``{"kind": "mcp", "method": "tools/list" or
         "tools/call", ...}``."""
-        self._base_url: str | None = data.get("base_url")
+        self._base_urls = _recorded_base_urls(data)  # each client()'s, in order
+        self._clients = 0  # replaying: the client() calls so far
         self._named = named
         self._secrets: set[str] = set()  # found in the requests while recording
         self._http = HttpTape(self.interactions, self._secrets)
@@ -183,7 +184,8 @@ class Cassette:
         cassette.mode = "none"
         cassette.recording = False
         cassette.interactions = [dict(i) for i in interactions]
-        cassette._base_url = None
+        cassette._base_urls = []
+        cassette._clients = 0
         cassette._named = frozenset()
         cassette._secrets = set()
         cassette._http = HttpTape(cassette.interactions, cassette._secrets)
@@ -249,7 +251,10 @@ class Cassette:
 
         Recording, ``options`` go to ``AsyncOpenAI`` (``base_url``, ``api_key``, or the
         ``OPENAI_*`` variables as usual). Replaying, the key is a dummy and the base
-        URL the recorded one; ``options`` other than those two still apply.
+        URL the one recorded for the client made in the same place: the n-th call
+        replays against the n-th recorded client's, so that a run with clients of two
+        providers (``.../v1`` and ``https://openrouter.ai/api/v1``) replays; ``options``
+        other than those two still apply.
 
         Example:
             >>> Cassette.from_interactions([]).client().api_key
@@ -260,15 +265,16 @@ class Cassette:
         options.setdefault("max_retries", 0)
         if not self.recording:
             options["api_key"] = "replay"
-            options["base_url"] = self._replay_base_url()
+            options["base_url"] = self._replay_base_url(self._clients)
+            self._clients += 1
             return AsyncOpenAI(http_client=self.http_client(), **options)
         client = AsyncOpenAI(http_client=self.http_client(), **options)
-        self._base_url = _scrubbed_base(str(client.base_url))
+        self._base_urls.append(_scrubbed_base(str(client.base_url)))
         return client
 
-    def _replay_base_url(self) -> str:
-        if self._base_url:
-            return self._base_url
+    def _replay_base_url(self, number: int) -> str:
+        if self._base_urls:  # a run that makes more clients than recorded: the last one's
+            return self._base_urls[min(number, len(self._base_urls) - 1)]
         for interaction in self.interactions:
             if interaction.get("kind") == "http":
                 url = str(interaction["request"]["url"]).split("?", 1)[0]
@@ -311,6 +317,7 @@ class Cassette:
         """
         self._http.rewind()
         self._mcp.rewind()
+        self._clients = 0
         self._http.mismatch = self._mcp.mismatch = None
 
     def check(self) -> None:
@@ -353,9 +360,11 @@ class Cassette:
         data = {
             "version": _VERSION,
             "recorded_with": f"agcore_tools {__version__}",
-            "base_url": self._base_url,
+            "base_url": self._base_urls[0] if self._base_urls else None,
             "interactions": self.interactions,
         }
+        if len(set(self._base_urls)) > 1:
+            data["base_urls"] = self._base_urls
         self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(_scrub(data, secrets), indent=1, ensure_ascii=False)
         self.path.write_text(text + "\n", encoding="utf-8")
@@ -413,6 +422,14 @@ def _named_secrets(secrets: Iterable[str]) -> frozenset[str]:
         if secret:
             named.add(secret)
     return frozenset(named)
+
+
+def _recorded_base_urls(data: Mapping[str, Any]) -> list[str]:
+    # One base URL, or none, is kept as "base_url"; "base_urls" holds each client's in
+    # order when they differ.
+    if "base_urls" in data:
+        return list(data["base_urls"])
+    return [data["base_url"]] if data.get("base_url") else []
 
 
 def _scrubbed_base(url: str) -> str:

@@ -270,19 +270,21 @@ class HttpTape:
         compared) whose body matches, tool results aside: so
         identical requests are answered in their recorded order, and runs made
         concurrently replay though they now send their requests in another order.
-        When none matches, raises :class:`CassetteMismatchError` at the first
-        difference from the oldest unplayed request on the route.
+        When none matches, raises :class:`CassetteMismatchError`: saying where the
+        same request was recorded, if it was on another path (a client replaying
+        against another base URL), or else at the first difference from the oldest
+        unplayed request on the route.
         """
         route = _route(got["method"], got["url"])
+        theirs = _body(got)
         queue = self._queues.get(route)
         if not queue:  # a recorded path with a secret in it, scrubbed
             queue = next(
                 (q for r, q in self._queues.items() if q and scrubbed_match(r, route)), None
             )
         if not queue:
-            self._fail(self._mismatch_route(route))
+            self._fail(self._moved(route, theirs) or self._mismatch_route(route))
         assert queue is not None
-        theirs = _body(got)
         differences = []
         for index, interaction in queue:
             found = first_difference(_body(interaction["request"]), theirs)
@@ -293,7 +295,8 @@ class HttpTape:
             index, (path, old, new) = differences[0]
             if path and path[0] in ("json", "text", "sse", "base64"):
                 path = path[1:]
-            self._fail(CassetteMismatchError(index, json_path(path), old, new))
+            moved = self._moved(route, theirs)
+            self._fail(moved or CassetteMismatchError(index, json_path(path), old, new))
         del queue[len(differences)]
         self._played.add(index)
         response: dict[str, Any] | None = interaction.get("response")
@@ -303,6 +306,27 @@ class HttpTape:
                 "cut off while recording; record the cassette again"
             )
         return response
+
+    def _moved(self, route: str, body: dict[str, Any]) -> CassetteMismatchError | None:
+        """The error for a request recorded, unplayed, on another path to the same
+        endpoint only (``/v1/chat/completions``, ``/api/v1/chat/completions``)."""
+        endpoint = route.rsplit("/", 1)[-1]
+        for recorded, queue in self._queues.items():
+            if recorded == route or recorded.split(" ", 1)[0] != route.split(" ", 1)[0]:
+                continue
+            if recorded.rsplit("/", 1)[-1] != endpoint or scrubbed_match(recorded, route):
+                continue
+            for index, interaction in queue:
+                if first_difference(_body(interaction["request"]), body) is None:
+                    return CassetteMismatchError(
+                        index,
+                        "url",
+                        recorded,
+                        route,
+                        message=f"request {index} was recorded as {recorded!r} and replayed "
+                        f"as {route!r}: the client's base URL differs from the recording's",
+                    )
+        return None
 
     def _mismatch_route(self, route: str) -> CassetteMismatchError:
         waiting = self.unplayed()

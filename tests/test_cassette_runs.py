@@ -1,0 +1,79 @@
+"""Cassettes in the runs a new user makes: clients of several providers, assertions on
+what a replay sent, saving over a good cassette, hand-edited files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools.testing import Cassette, CassetteMismatchError, ScriptedChatServer, no_network
+
+S = ScriptedChatServer
+
+
+async def _ask(client: Any, model: str, question: str) -> str:
+    reply = await client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": question}]
+    )
+    return str(reply.choices[0].message.content)
+
+
+async def test_clients_of_two_providers_replay_against_their_own_base_urls(
+    tmp_path: Path,
+) -> None:
+    # The cassette kept the last client's base URL and replayed every client against it:
+    # the router's request went to /api/v1 and failed at "model: recorded 'big', got 'small'".
+    path = tmp_path / "two.json"
+
+    async def run(cassette: Cassette, **providers: dict[str, str]) -> tuple[str, str]:
+        async with (
+            cassette.client(**providers.get("small", {})) as router,
+            cassette.client(**providers.get("big", {})) as main,
+        ):
+            return await _ask(router, "small", "route?"), await _ask(main, "big", "answer?")
+
+    with (
+        S([S.reply_text("to-big")]) as first,
+        S([S.reply_text("42")]) as second,
+        Cassette(path, "rewrite") as cassette,
+    ):
+        other = second.base_url.replace("/v1", "/api/v1")  # as https://openrouter.ai/api/v1
+        recorded = await run(
+            cassette,
+            small={"base_url": first.base_url, "api_key": "k1"},
+            big={"base_url": other, "api_key": "k2"},
+        )
+    assert recorded == ("to-big", "42")
+    data = json.loads(path.read_text())
+    assert [url.rsplit(":", 1)[1].partition("/")[2] for url in data["base_urls"]] == [
+        "v1",
+        "api/v1",
+    ]
+    with no_network(), Cassette(path, "none") as cassette:
+        assert await run(cassette) == recorded
+        cassette.rewind()
+        assert await run(cassette) == recorded
+
+
+async def test_a_request_replayed_against_another_base_url_is_told_so() -> None:
+    def chat(url: str, model: str) -> dict[str, Any]:
+        return {
+            "kind": "http",
+            "request": {"method": "POST", "url": f"{url}/chat/completions",
+                        "json": {"messages": [{"role": "user", "content": "hi"}], "model": model}},
+            "response": {"status": 200, "json": {}},
+        }  # fmt: skip
+
+    cassette = Cassette.from_interactions(
+        [chat("http://a.example/v1", "small"), chat("http://b.example/api/v1", "big")]
+    )
+    async with cassette.client() as client:  # against the first request's base URL
+        with pytest.raises(CassetteMismatchError) as caught:
+            await _ask(client, "big", "hi")
+    assert str(caught.value) == (
+        "request 1 was recorded as 'POST /api/v1/chat/completions' and replayed as "
+        "'POST /v1/chat/completions': the client's base URL differs from the recording's"
+    )
