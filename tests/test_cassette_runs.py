@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agcore_tools import CycleConfig, LlmCycle, ToolRegistry
 from agcore_tools.testing import Cassette, CassetteMismatchError, ScriptedChatServer, no_network
 
 S = ScriptedChatServer
@@ -77,3 +78,42 @@ async def test_a_request_replayed_against_another_base_url_is_told_so() -> None:
         "request 1 was recorded as 'POST /api/v1/chat/completions' and replayed as "
         "'POST /v1/chat/completions': the client's base URL differs from the recording's"
     )
+
+
+def _customer_registry(ssn: str) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def customer(id: int) -> dict[str, str]:
+        """Look a customer up."""
+        return {"name": "Ann", "ssn": ssn}
+
+    return registry
+
+
+async def test_cassette_sent_holds_what_a_replay_sent_the_model(tmp_path: Path) -> None:
+    # Only the recording's bodies were kept: a replay's tool results, which may differ,
+    # could not be asserted on, and cassette.requests showed the recording's instead.
+    path = tmp_path / "customer.json"
+
+    async def run(cassette: Cassette, registry: ToolRegistry, **options: Any) -> None:
+        async with cassette.client(**options) as client:
+            cycle = LlmCycle(CycleConfig("m"), client=client)
+            await cycle.submit_with_tools("Who is customer 7?", registry)
+
+    script = [S.reply_tool_calls([("customer", {"id": 7})]), S.reply_text("Ann.")]
+    with S(script) as server, Cassette(path, "rewrite") as cassette:
+        await run(
+            cassette, _customer_registry("123-45-6789"), base_url=server.base_url, api_key="k"
+        )
+        assert cassette.sent == cassette.requests and len(cassette.sent) == 3
+    with no_network(), Cassette(path, "none") as cassette:
+        assert cassette.sent == []
+        await run(cassette, _customer_registry("[redacted]"))  # the tool redacts now
+        assert len(cassette.sent) == 3
+        sent = cassette.sent[2]["messages"][-1]["content"]
+        assert sent == '{"name":"Ann","ssn":"[redacted]"}'
+        assert "123-45-6789" not in json.dumps(cassette.sent)
+        assert "123-45-6789" in cassette.requests[2]["messages"][-1]["content"]  # recorded
+    cassette.rewind()
+    assert cassette.sent == []

@@ -100,6 +100,8 @@ class Cassette:
         True
         >>> cassette.requests[2]["messages"][-1]["content"]  # the tool's result
         '5'
+        >>> cassette.sent[2]["messages"][-1]["content"]  # this run's tool result
+        '5'
         >>> cassette.path == path, len(cassette.interactions)
         (True, 3)
 
@@ -206,12 +208,17 @@ class Cassette:
     @property
     def requests(self) -> list[Any]:
         """The recorded request bodies (parsed JSON), in order; None for a request with
-        no body (the loop's ``GET /models``)."""
-        return [
-            i["request"].get("json", i["request"].get("text"))
-            for i in self.interactions
-            if i.get("kind") == "http"
-        ]
+        no body (the loop's ``GET /models``). Replaying, these are the recording's,
+        whose tool results may differ from this run's: :attr:`sent` has this run's."""
+        return [_body_of(i["request"]) for i in self.interactions if i.get("kind") == "http"]
+
+    @property
+    def sent(self) -> list[Any]:
+        """The request bodies this run sent (parsed JSON), in order, as :attr:`requests`
+        gives them: what to assert on for what the model was sent. Recording, the
+        recorded ones; replaying, the code under test's, tool results included (the
+        replay does not compare them to the recording's). :meth:`rewind` empties it."""
+        return [_body_of(entry) for entry in self._http.sent]
 
     def http_client(self, transport: httpx2.AsyncBaseTransport | None = None) -> httpx2.AsyncClient:
         """An ``http_client`` for ``AsyncOpenAI``: recording through ``transport`` (by
@@ -430,6 +437,10 @@ def _recorded_base_urls(data: Mapping[str, Any]) -> list[str]:
     if "base_urls" in data:
         return list(data["base_urls"])
     return [data["base_url"]] if data.get("base_url") else []
+
+
+def _body_of(request: Mapping[str, Any]) -> Any:
+    return request.get("json", request.get("text"))
 
 
 def _scrubbed_base(url: str) -> str:

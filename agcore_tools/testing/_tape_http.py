@@ -240,6 +240,8 @@ class HttpTape:
         """Secret values seen while recording (the cassette scrubs them on save)."""
         self.mismatch: CassetteMismatchError | None = None
         """The first difference met while replaying, if any."""
+        self.sent: list[dict[str, Any]] = []
+        """The requests (as :func:`request_entry` gives them) this run sent, in order."""
         self._queues: dict[str, collections.deque[tuple[int, dict[str, Any]]]] = {}
         self._order: list[dict[str, Any]] = []
         self._played: set[int] = set()
@@ -253,10 +255,12 @@ class HttpTape:
             request = interaction["request"]
             self._queues[_route(request["method"], request["url"])].append((index, interaction))
         self._played = set()
+        self.sent = []
 
     def record(self, interaction: dict[str, Any]) -> None:
         """Add a new interaction (its response may be filled in later)."""
         self.interactions.append(interaction)
+        self.sent.append(interaction["request"])
 
     def unplayed(self) -> list[int]:
         """The indexes of the recorded requests no replayed request asked for."""
@@ -275,6 +279,7 @@ class HttpTape:
         against another base URL), or else at the first difference from the oldest
         unplayed request on the route.
         """
+        self.sent.append(got)
         route = _route(got["method"], got["url"])
         theirs = _body(got)
         queue = self._queues.get(route)
