@@ -4,13 +4,24 @@ what a replay sent, saving over a good cassette, hand-edited files."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agcore_tools import CycleConfig, LlmCycle, ToolRegistry
-from agcore_tools.testing import Cassette, CassetteMismatchError, ScriptedChatServer, no_network
+from agcore_tools.testing import (
+    Cassette,
+    CassetteMismatchError,
+    RawStream,
+    ScriptedChatServer,
+    no_network,
+)
+
+from ._replay_runs import ROOT
 
 S = ScriptedChatServer
 
@@ -117,3 +128,72 @@ async def test_cassette_sent_holds_what_a_replay_sent_the_model(tmp_path: Path) 
         assert "123-45-6789" in cassette.requests[2]["messages"][-1]["content"]  # recorded
     cassette.rewind()
     assert cassette.sent == []
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+async def test_a_stream_splitting_an_emoji_saves_over_a_good_cassette_and_replays(
+    tmp_path: Path,
+) -> None:
+    # Each half of the emoji's surrogate pair came escaped in its own chunk: the save
+    # failed to encode the lone halves, after emptying the good cassette already there.
+    path = tmp_path / "emoji.json"
+
+    async def run(cassette: Cassette, **options: Any) -> Any:
+        async with cassette.client(**options) as client:
+            cycle = LlmCycle(CycleConfig("m"), client=client)
+            async with cycle.submit_stream_with_tools("hi", []) as events:
+                async for _ in events:
+                    pass
+        return cycle.messages[-1]["content"]
+
+    with S([S.reply_text("Hi")]) as server, Cassette(path, "rewrite") as cassette:
+        await run(cassette, base_url=server.base_url, api_key="k")
+    split = S()
+    split.add(
+        RawStream(
+            [
+                split.chunk({"role": "assistant", "content": "Hi "}),
+                split.chunk({"content": "\ud83d"}),
+                split.chunk({"content": "\ude00"}),
+                split.chunk({}, "stop"),
+            ]
+        )
+    )
+    with split, Cassette(path, "rewrite") as cassette:  # recorded again
+        assert await run(cassette, base_url=split.base_url, api_key="k") == "Hi 😀"
+    assert "\\ud83d" in path.read_text(encoding="utf-8")
+    assert _names(tmp_path) == ["emoji.json"]  # nothing left beside it
+    with no_network(), Cassette(path, "none") as cassette:
+        assert await run(cassette) == "Hi 😀"
+
+
+SAVE_PAST_A_SIZE_LIMIT = """
+import resource, signal, sys
+from agcore_tools.testing import Cassette, CassetteError
+
+cassette = Cassette(sys.argv[1], "rewrite")
+cassette.interactions.append({"kind": "note", "text": "x" * 10_000})
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+try:
+    cassette.save()
+except CassetteError as exc:
+    print(type(exc.__cause__).__name__, exc)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_a_save_that_fails_leaves_the_cassette_that_was_there(tmp_path: Path) -> None:
+    # The file was truncated before it was written: a failed save emptied a good cassette.
+    path = tmp_path / "good.json"
+    path.write_text('{"version": 1, "interactions": []}\n')
+    done = subprocess.run(
+        [sys.executable, "-c", SAVE_PAST_A_SIZE_LIMIT, str(path)],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.stdout.startswith(f"OSError cassette {path} cannot be written: "), done
+    assert path.read_text() == '{"version": 1, "interactions": []}\n'
+    assert _names(tmp_path) == ["good.json"]

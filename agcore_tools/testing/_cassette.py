@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import urllib.parse
+import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -23,7 +24,7 @@ from ..error import (
 )
 from ..mcp import McpClient, StdioTransport, StreamableHttpTransport
 from ..mcp._stderr import named_transport_secrets
-from ._tape_http import SCRUBBED, HttpTape, collect_header_secrets, secret_named
+from ._tape_http import SCRUBBED, HttpTape, collect_header_secrets, json_bytes, secret_named
 from ._tape_mcp import CassetteMcpClient, McpTape
 
 if TYPE_CHECKING:
@@ -357,6 +358,10 @@ class Cassette:
     def save(self) -> None:
         """Write the file (recording only), with every secret seen replaced.
 
+        The file is written beside the cassette and then put in its place, so a save
+        that fails leaves the cassette that was there. Raises ``CassetteError`` when
+        the file cannot be written.
+
         Example:
             >>> Cassette.from_interactions([]).save()  # replaying: nothing to write
         """
@@ -372,9 +377,12 @@ class Cassette:
         }
         if len(set(self._base_urls)) > 1:
             data["base_urls"] = self._base_urls
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(_scrub(data, secrets), indent=1, ensure_ascii=False)
-        self.path.write_text(text + "\n", encoding="utf-8")
+        content = json_bytes(_scrub(data, secrets), indent=1) + b"\n"
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _replace(self.path, content)
+        except OSError as exc:
+            raise CassetteError(f"cassette {self.path} cannot be written: {exc}") from exc
         logger.info("recorded %d interaction(s) to %s", len(self.interactions), self.path)
 
     def close(self) -> None:
@@ -437,6 +445,19 @@ def _recorded_base_urls(data: Mapping[str, Any]) -> list[str]:
     if "base_urls" in data:
         return list(data["base_urls"])
     return [data["base_url"]] if data.get("base_url") else []
+
+
+def _replace(path: Path, content: bytes) -> None:
+    # Opened by name, not by tempfile, so that the cassette gets the usual permissions
+    # (mkstemp's are the owner's only).
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        with open(temporary, "xb") as file:
+            file.write(content)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def _body_of(request: Mapping[str, Any]) -> Any:

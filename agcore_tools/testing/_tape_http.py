@@ -35,6 +35,7 @@ __all__ = [
     "collect_header_secrets",
     "decode_body",
     "encode_body",
+    "json_bytes",
     "request_entry",
     "secret_named",
 ]
@@ -57,6 +58,20 @@ _BOUNDARY = re.compile(r'multipart/.*;\s*boundary="?([^";]+)', re.IGNORECASE)
 _FIXED_BOUNDARY = b"agcore-cassette-boundary"
 KEPT_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry")
 """The response headers a cassette keeps."""
+
+
+def json_bytes(value: Any, indent: int | None = None) -> bytes:
+    """``value`` as UTF-8 JSON, non-ASCII text as it is unless a string holds a lone
+    surrogate, which only an escape can carry: then all of it escaped.
+
+    Example:
+        >>> json_bytes({"t": "é"}), json_bytes({"t": "\\ud83d"})
+        (b'{"t": "\\xc3\\xa9"}', b'{"t": "\\\\ud83d"}')
+    """
+    try:  # half an emoji, when a stream splits its surrogate pair between two chunks
+        return json.dumps(value, indent=indent, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, indent=indent).encode()
 
 
 def _parse_sse(text: str) -> list[dict[str, Any]]:
@@ -88,16 +103,16 @@ def _parse_sse(text: str) -> list[dict[str, Any]]:
 
 
 def _render_sse(events: list[dict[str, Any]]) -> bytes:
-    parts: list[str] = []
+    parts: list[bytes] = []
     for event in events:
         if "raw" in event:
-            parts.append(f"{event['raw']}\n\n")
+            parts.append(f"{event['raw']}\n\n".encode())
             continue
         data = event.get("data", "")
-        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        text = data.encode() if isinstance(data, str) else json_bytes(data)
         head = f"event: {event['event']}\n" if "event" in event else ""
-        parts.append(f"{head}data: {text}\n\n")
-    return "".join(parts).encode()
+        parts.append(f"{head}data: ".encode() + text + b"\n\n")
+    return b"".join(parts)
 
 
 def encode_body(content_type: str, body: bytes) -> dict[str, Any]:
@@ -126,7 +141,7 @@ def encode_body(content_type: str, body: bytes) -> dict[str, Any]:
 def decode_body(entry: dict[str, Any]) -> bytes:
     """The bytes of a body kept by :func:`encode_body`."""
     if "json" in entry:
-        return json.dumps(entry["json"], ensure_ascii=False).encode()
+        return json_bytes(entry["json"])
     if "sse" in entry:
         return _render_sse(entry["sse"])
     if "text" in entry:
