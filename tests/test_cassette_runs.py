@@ -3,8 +3,11 @@ what a replay sent, saving over a good cassette, hand-edited files."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +18,7 @@ import pytest
 from agcore_tools import CycleConfig, LlmCycle, ToolRegistry
 from agcore_tools.testing import (
     Cassette,
+    CassetteError,
     CassetteMismatchError,
     RawStream,
     ScriptedChatServer,
@@ -197,3 +201,46 @@ def test_a_save_that_fails_leaves_the_cassette_that_was_there(tmp_path: Path) ->
     assert done.stdout.startswith(f"OSError cassette {path} cannot be written: "), done
     assert path.read_text() == '{"version": 1, "interactions": []}\n'
     assert _names(tmp_path) == ["good.json"]
+
+
+def _loopback_socketpair(
+    family: int = socket.AF_INET, type: int = socket.SOCK_STREAM, proto: int = 0
+) -> tuple[socket.socket, socket.socket]:
+    """socket.socketpair() where the platform has none (Windows), as CPython's
+    Lib/socket.py makes it (before 3.12's _fallback_socketpair): a loopback connection
+    to a listener of its own."""
+    listener = socket.socket(family, type, proto)
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        client = socket.socket(family, type, proto)
+        try:
+            client.setblocking(False)
+            with contextlib.suppress(BlockingIOError, InterruptedError):
+                client.connect(listener.getsockname()[:2])
+            client.setblocking(True)
+            server, _ = listener.accept()
+        except BaseException:
+            client.close()
+            raise
+    finally:
+        listener.close()
+    return server, client
+
+
+def test_no_network_lets_an_event_loop_make_its_socketpair_where_it_is_emulated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On Windows every event loop's self-pipe is such a loopback connection: no_network()
+    # refused it, so a replay could not even start asyncio.run().
+    fallback = getattr(socket, "_fallback_socketpair", _loopback_socketpair)
+    monkeypatch.setattr(socket, "socketpair", fallback)  # the stdlib's, as on Windows
+
+    async def replayed() -> str:
+        return "replayed"
+
+    with no_network() as guard:
+        assert asyncio.run(replayed()) == "replayed"
+    assert guard.attempts == []
+    with pytest.raises(CassetteError, match="while the network is blocked"), no_network():
+        socket.create_connection(("127.0.0.1", 9), timeout=1)  # any other: still refused
