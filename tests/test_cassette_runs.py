@@ -244,3 +244,59 @@ def test_no_network_lets_an_event_loop_make_its_socketpair_where_it_is_emulated(
     assert guard.attempts == []
     with pytest.raises(CassetteError, match="while the network is blocked"), no_network():
         socket.create_connection(("127.0.0.1", 9), timeout=1)  # any other: still refused
+
+
+def _hand_edited() -> dict[str, Any]:
+    return {
+        "version": 1,
+        "base_url": "http://model/v1",
+        "interactions": [
+            {"kind": "mcp", "server": "demo", "method": "tools/list", "tools": [{"name": "t"}]},
+            {"kind": "http",
+             "request": {"method": "POST", "url": "http://model/v1/chat/completions",
+                         "json": {"model": "m"}},
+             "response": {"status": 200, "headers": {"content-type": "application/json"},
+                          "json": {}}},
+            {"kind": "mcp", "server": "demo", "method": "tools/call", "tool": "t",
+             "arguments": {}, "result": "ok"},
+        ],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda d: d["interactions"][1].update(req=d["interactions"][1].pop("request")),
+         'interactions[1] has no "request"'),
+        (lambda d: d["interactions"][1]["request"].pop("method"),
+         'interactions[1].request has no "method"'),
+        (lambda d: d.update(interactions={"a": 1}), "interactions must be a list, got dict"),
+        (lambda d: d["interactions"][2].pop("method"), 'interactions[2] has no "method"'),
+        (lambda d: d["interactions"][1]["response"].update(status="200"),
+         "interactions[1].response.status must be an integer, got str"),
+        (lambda d: d["interactions"][2].pop("result"),
+         'interactions[2] has no "result" or "error"'),
+        (lambda d: d["interactions"][0]["tools"][0].update(input_shema={}),
+         'interactions[0].tools[0] has a field "input_shema" a tool does not have'),
+        (lambda d: d["interactions"][1].update(kind="htp"),
+         'interactions[1].kind must be "http" or "mcp", got \'htp\''),
+    ],
+    ids=["request", "method", "interactions", "mcp-method", "status", "result", "tool", "kind"],
+)  # fmt: skip
+def test_a_hand_edited_cassette_with_a_broken_field_names_the_file_and_the_field(
+    tmp_path: Path, edit: Any, said: str
+) -> None:
+    # The replay failed with a bare KeyError, AttributeError or TypeError naming neither.
+    data = _hand_edited()
+    edit(data)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(CassetteError) as caught:
+        Cassette(path, "none")
+    assert str(caught.value) == (
+        f"cassette {path}: {said} (record the cassette again, or mend the file)"
+    )
+    if isinstance(data["interactions"], list):
+        with pytest.raises(CassetteError) as caught:
+            Cassette.from_interactions(data["interactions"])
+        assert str(caught.value).startswith(f"Cassette.from_interactions(): {said}")

@@ -24,6 +24,7 @@ from ..error import (
 )
 from ..mcp import McpClient, StdioTransport, StreamableHttpTransport
 from ..mcp._stderr import named_transport_secrets
+from ._check import check_cassette
 from ._tape_http import SCRUBBED, HttpTape, collect_header_secrets, json_bytes, secret_named
 from ._tape_mcp import CassetteMcpClient, McpTape
 
@@ -144,7 +145,9 @@ class Cassette:
 
         Raises:
             CassetteError: ``mode`` is not one of the three (then a ``ValueError`` too),
-                or ``"none"`` and the file is missing, or the file is not a cassette;
+                or ``"none"`` and the file is missing, or the file is not a cassette, or
+                one with a field missing or of the wrong type (a hand edit), named by
+                its JSON path (``interactions[1].request has no "method"``);
                 also a ``TypeError`` when ``secrets`` is one string rather than a list
                 of them, or holds a value that is not a string.
         """
@@ -178,6 +181,9 @@ class Cassette:
     def from_interactions(cls, interactions: Iterable[Mapping[str, Any]]) -> Cassette:
         """A replaying cassette held in memory, with no file (for tests of tests).
 
+        Raises ``CassetteError`` for an interaction a replay cannot use (a field missing
+        or of the wrong type), naming it.
+
         Example:
             >>> Cassette.from_interactions([]).recording
             False
@@ -187,6 +193,7 @@ class Cassette:
         cassette.mode = "none"
         cassette.recording = False
         cassette.interactions = [dict(i) for i in interactions]
+        check_cassette({"interactions": cassette.interactions}, "Cassette.from_interactions()")
         cassette._base_urls = []
         cassette._clients = 0
         cassette._named = frozenset()
@@ -202,6 +209,7 @@ class Cassette:
             raise CassetteError(f"cassette {self.path} cannot be read: {exc}") from exc
         if not isinstance(data, dict) or data.get("version") != _VERSION:
             raise CassetteError(f"cassette {self.path} is not a version-{_VERSION} cassette")
+        check_cassette(data, f"cassette {self.path}")
         return data
 
     # -- the model's side ----------------------------------------------------------------
