@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import urllib.parse
+import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -23,7 +24,8 @@ from ..error import (
 )
 from ..mcp import McpClient, StdioTransport, StreamableHttpTransport
 from ..mcp._stderr import named_transport_secrets
-from ._tape_http import SCRUBBED, HttpTape, collect_header_secrets, secret_named
+from ._check import check_cassette
+from ._tape_http import SCRUBBED, HttpTape, collect_header_secrets, json_bytes, secret_named
 from ._tape_mcp import CassetteMcpClient, McpTape
 
 if TYPE_CHECKING:
@@ -100,6 +102,8 @@ class Cassette:
         True
         >>> cassette.requests[2]["messages"][-1]["content"]  # the tool's result
         '5'
+        >>> cassette.sent[2]["messages"][-1]["content"]  # this run's tool result
+        '5'
         >>> cassette.path == path, len(cassette.interactions)
         (True, 3)
 
@@ -141,7 +145,9 @@ class Cassette:
 
         Raises:
             CassetteError: ``mode`` is not one of the three (then a ``ValueError`` too),
-                or ``"none"`` and the file is missing, or the file is not a cassette;
+                or ``"none"`` and the file is missing, or the file is not a cassette, or
+                one with a field missing or of the wrong type (a hand edit), named by
+                its JSON path (``interactions[1].request has no "method"``);
                 also a ``TypeError`` when ``secrets`` is one string rather than a list
                 of them, or holds a value that is not a string.
         """
@@ -164,7 +170,8 @@ class Cassette:
         """Every recorded exchange in order: ``{"kind": "http", "request": ...,
         "response": ...}`` and ``{"kind": "mcp", "method": "tools/list" or
         "tools/call", ...}``."""
-        self._base_url: str | None = data.get("base_url")
+        self._base_urls = _recorded_base_urls(data)  # each client()'s, in order
+        self._clients = 0  # replaying: the client() calls so far
         self._named = named
         self._secrets: set[str] = set()  # found in the requests while recording
         self._http = HttpTape(self.interactions, self._secrets)
@@ -173,6 +180,9 @@ class Cassette:
     @classmethod
     def from_interactions(cls, interactions: Iterable[Mapping[str, Any]]) -> Cassette:
         """A replaying cassette held in memory, with no file (for tests of tests).
+
+        Raises ``CassetteError`` for an interaction a replay cannot use (a field missing
+        or of the wrong type), naming it.
 
         Example:
             >>> Cassette.from_interactions([]).recording
@@ -183,7 +193,9 @@ class Cassette:
         cassette.mode = "none"
         cassette.recording = False
         cassette.interactions = [dict(i) for i in interactions]
-        cassette._base_url = None
+        check_cassette({"interactions": cassette.interactions}, "Cassette.from_interactions()")
+        cassette._base_urls = []
+        cassette._clients = 0
         cassette._named = frozenset()
         cassette._secrets = set()
         cassette._http = HttpTape(cassette.interactions, cassette._secrets)
@@ -197,6 +209,7 @@ class Cassette:
             raise CassetteError(f"cassette {self.path} cannot be read: {exc}") from exc
         if not isinstance(data, dict) or data.get("version") != _VERSION:
             raise CassetteError(f"cassette {self.path} is not a version-{_VERSION} cassette")
+        check_cassette(data, f"cassette {self.path}")
         return data
 
     # -- the model's side ----------------------------------------------------------------
@@ -204,12 +217,17 @@ class Cassette:
     @property
     def requests(self) -> list[Any]:
         """The recorded request bodies (parsed JSON), in order; None for a request with
-        no body (the loop's ``GET /models``)."""
-        return [
-            i["request"].get("json", i["request"].get("text"))
-            for i in self.interactions
-            if i.get("kind") == "http"
-        ]
+        no body (the loop's ``GET /models``). Replaying, these are the recording's,
+        whose tool results may differ from this run's: :attr:`sent` has this run's."""
+        return [_body_of(i["request"]) for i in self.interactions if i.get("kind") == "http"]
+
+    @property
+    def sent(self) -> list[Any]:
+        """The request bodies this run sent (parsed JSON), in order, as :attr:`requests`
+        gives them: what to assert on for what the model was sent. Recording, the
+        recorded ones; replaying, the code under test's, tool results included (the
+        replay does not compare them to the recording's). :meth:`rewind` empties it."""
+        return [_body_of(entry) for entry in self._http.sent]
 
     def http_client(self, transport: httpx2.AsyncBaseTransport | None = None) -> httpx2.AsyncClient:
         """An ``http_client`` for ``AsyncOpenAI``: recording through ``transport`` (by
@@ -249,7 +267,10 @@ class Cassette:
 
         Recording, ``options`` go to ``AsyncOpenAI`` (``base_url``, ``api_key``, or the
         ``OPENAI_*`` variables as usual). Replaying, the key is a dummy and the base
-        URL the recorded one; ``options`` other than those two still apply.
+        URL the one recorded for the client made in the same place: the n-th call
+        replays against the n-th recorded client's, so that a run with clients of two
+        providers (``.../v1`` and ``https://openrouter.ai/api/v1``) replays; ``options``
+        other than those two still apply.
 
         Example:
             >>> Cassette.from_interactions([]).client().api_key
@@ -260,15 +281,16 @@ class Cassette:
         options.setdefault("max_retries", 0)
         if not self.recording:
             options["api_key"] = "replay"
-            options["base_url"] = self._replay_base_url()
+            options["base_url"] = self._replay_base_url(self._clients)
+            self._clients += 1
             return AsyncOpenAI(http_client=self.http_client(), **options)
         client = AsyncOpenAI(http_client=self.http_client(), **options)
-        self._base_url = _scrubbed_base(str(client.base_url))
+        self._base_urls.append(_scrubbed_base(str(client.base_url)))
         return client
 
-    def _replay_base_url(self) -> str:
-        if self._base_url:
-            return self._base_url
+    def _replay_base_url(self, number: int) -> str:
+        if self._base_urls:  # a run that makes more clients than recorded: the last one's
+            return self._base_urls[min(number, len(self._base_urls) - 1)]
         for interaction in self.interactions:
             if interaction.get("kind") == "http":
                 url = str(interaction["request"]["url"]).split("?", 1)[0]
@@ -311,6 +333,7 @@ class Cassette:
         """
         self._http.rewind()
         self._mcp.rewind()
+        self._clients = 0
         self._http.mismatch = self._mcp.mismatch = None
 
     def check(self) -> None:
@@ -343,6 +366,10 @@ class Cassette:
     def save(self) -> None:
         """Write the file (recording only), with every secret seen replaced.
 
+        The file is written beside the cassette and then put in its place, so a save
+        that fails leaves the cassette that was there. Raises ``CassetteError`` when
+        the file cannot be written.
+
         Example:
             >>> Cassette.from_interactions([]).save()  # replaying: nothing to write
         """
@@ -353,12 +380,17 @@ class Cassette:
         data = {
             "version": _VERSION,
             "recorded_with": f"agcore_tools {__version__}",
-            "base_url": self._base_url,
+            "base_url": self._base_urls[0] if self._base_urls else None,
             "interactions": self.interactions,
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(_scrub(data, secrets), indent=1, ensure_ascii=False)
-        self.path.write_text(text + "\n", encoding="utf-8")
+        if len(set(self._base_urls)) > 1:
+            data["base_urls"] = self._base_urls
+        content = json_bytes(_scrub(data, secrets), indent=1) + b"\n"
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _replace(self.path, content)
+        except OSError as exc:
+            raise CassetteError(f"cassette {self.path} cannot be written: {exc}") from exc
         logger.info("recorded %d interaction(s) to %s", len(self.interactions), self.path)
 
     def close(self) -> None:
@@ -413,6 +445,31 @@ def _named_secrets(secrets: Iterable[str]) -> frozenset[str]:
         if secret:
             named.add(secret)
     return frozenset(named)
+
+
+def _recorded_base_urls(data: Mapping[str, Any]) -> list[str]:
+    # One base URL, or none, is kept as "base_url"; "base_urls" holds each client's in
+    # order when they differ.
+    if "base_urls" in data:
+        return list(data["base_urls"])
+    return [data["base_url"]] if data.get("base_url") else []
+
+
+def _replace(path: Path, content: bytes) -> None:
+    # Opened by name, not by tempfile, so that the cassette gets the usual permissions
+    # (mkstemp's are the owner's only).
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        with open(temporary, "xb") as file:
+            file.write(content)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _body_of(request: Mapping[str, Any]) -> Any:
+    return request.get("json", request.get("text"))
 
 
 def _scrubbed_base(url: str) -> str:

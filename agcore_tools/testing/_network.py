@@ -8,10 +8,12 @@ is used (audit hooks cannot be removed), and does nothing while no block is open
 
 from __future__ import annotations
 
+import socket
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import CodeType
 from typing import Any
 
 from ..error import CassetteError
@@ -44,10 +46,26 @@ class NetworkGuard:
 def _hook(event: str, args: tuple[Any, ...]) -> None:
     if not _OPEN or event != "socket.connect":
         return
+    if _pairing(args, sys._getframe(1).f_code):
+        return
     address = repr(args[1]) if len(args) > 1 else "?"
     for guard in _OPEN:
         guard.attempts.append(address)
     raise CassetteError(f"a socket tried to connect to {address} while the network is blocked")
+
+
+def _pairing(args: tuple[Any, ...], caller: CodeType) -> bool:
+    """Whether the connection is the one ``socket.socketpair()`` makes to itself.
+
+    Where the platform has no socketpair (Windows), ``socket.py`` makes the pair by
+    connecting to a listener of its own on the loopback; every asyncio event loop makes
+    a pair for itself, so refusing that connection would refuse every event loop.
+    """
+    address = args[1] if len(args) > 1 else None
+    if not (isinstance(address, tuple) and address and address[0] in ("127.0.0.1", "::1")):
+        return False
+    pair = (socket.socketpair, getattr(socket, "_fallback_socketpair", None))
+    return any(caller is getattr(function, "__code__", None) for function in pair)
 
 
 @contextmanager
@@ -57,7 +75,9 @@ def no_network() -> Iterator[NetworkGuard]:
     A connection attempt raises :class:`~agcore_tools.testing.CassetteError` where it is made,
     and again when the block ends (in case the code that tried swallowed the first),
     naming the address. Listening and accepting are allowed (a server in another
-    test's thread is not disturbed); connecting is what a replay must never do.
+    test's thread is not disturbed); connecting is what a replay must never do, except
+    the loopback connection ``socket.socketpair()`` makes to itself where the platform
+    has no socketpair (Windows), which every asyncio event loop needs.
 
     Example:
         >>> import socket

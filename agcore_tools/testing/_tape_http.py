@@ -35,6 +35,7 @@ __all__ = [
     "collect_header_secrets",
     "decode_body",
     "encode_body",
+    "json_bytes",
     "request_entry",
     "secret_named",
 ]
@@ -57,6 +58,20 @@ _BOUNDARY = re.compile(r'multipart/.*;\s*boundary="?([^";]+)', re.IGNORECASE)
 _FIXED_BOUNDARY = b"agcore-cassette-boundary"
 KEPT_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry")
 """The response headers a cassette keeps."""
+
+
+def json_bytes(value: Any, indent: int | None = None) -> bytes:
+    """``value`` as UTF-8 JSON, non-ASCII text as it is unless a string holds a lone
+    surrogate, which only an escape can carry: then all of it escaped.
+
+    Example:
+        >>> json_bytes({"t": "é"}), json_bytes({"t": "\\ud83d"})
+        (b'{"t": "\\xc3\\xa9"}', b'{"t": "\\\\ud83d"}')
+    """
+    try:  # half an emoji, when a stream splits its surrogate pair between two chunks
+        return json.dumps(value, indent=indent, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, indent=indent).encode()
 
 
 def _parse_sse(text: str) -> list[dict[str, Any]]:
@@ -88,16 +103,16 @@ def _parse_sse(text: str) -> list[dict[str, Any]]:
 
 
 def _render_sse(events: list[dict[str, Any]]) -> bytes:
-    parts: list[str] = []
+    parts: list[bytes] = []
     for event in events:
         if "raw" in event:
-            parts.append(f"{event['raw']}\n\n")
+            parts.append(f"{event['raw']}\n\n".encode())
             continue
         data = event.get("data", "")
-        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        text = data.encode() if isinstance(data, str) else json_bytes(data)
         head = f"event: {event['event']}\n" if "event" in event else ""
-        parts.append(f"{head}data: {text}\n\n")
-    return "".join(parts).encode()
+        parts.append(f"{head}data: ".encode() + text + b"\n\n")
+    return b"".join(parts)
 
 
 def encode_body(content_type: str, body: bytes) -> dict[str, Any]:
@@ -126,7 +141,7 @@ def encode_body(content_type: str, body: bytes) -> dict[str, Any]:
 def decode_body(entry: dict[str, Any]) -> bytes:
     """The bytes of a body kept by :func:`encode_body`."""
     if "json" in entry:
-        return json.dumps(entry["json"], ensure_ascii=False).encode()
+        return json_bytes(entry["json"])
     if "sse" in entry:
         return _render_sse(entry["sse"])
     if "text" in entry:
@@ -240,6 +255,8 @@ class HttpTape:
         """Secret values seen while recording (the cassette scrubs them on save)."""
         self.mismatch: CassetteMismatchError | None = None
         """The first difference met while replaying, if any."""
+        self.sent: list[dict[str, Any]] = []
+        """The requests (as :func:`request_entry` gives them) this run sent, in order."""
         self._queues: dict[str, collections.deque[tuple[int, dict[str, Any]]]] = {}
         self._order: list[dict[str, Any]] = []
         self._played: set[int] = set()
@@ -253,10 +270,12 @@ class HttpTape:
             request = interaction["request"]
             self._queues[_route(request["method"], request["url"])].append((index, interaction))
         self._played = set()
+        self.sent = []
 
     def record(self, interaction: dict[str, Any]) -> None:
         """Add a new interaction (its response may be filled in later)."""
         self.interactions.append(interaction)
+        self.sent.append(interaction["request"])
 
     def unplayed(self) -> list[int]:
         """The indexes of the recorded requests no replayed request asked for."""
@@ -270,19 +289,22 @@ class HttpTape:
         compared) whose body matches, tool results aside: so
         identical requests are answered in their recorded order, and runs made
         concurrently replay though they now send their requests in another order.
-        When none matches, raises :class:`CassetteMismatchError` at the first
-        difference from the oldest unplayed request on the route.
+        When none matches, raises :class:`CassetteMismatchError`: saying where the
+        same request was recorded, if it was on another path (a client replaying
+        against another base URL), or else at the first difference from the oldest
+        unplayed request on the route.
         """
+        self.sent.append(got)
         route = _route(got["method"], got["url"])
+        theirs = _body(got)
         queue = self._queues.get(route)
         if not queue:  # a recorded path with a secret in it, scrubbed
             queue = next(
                 (q for r, q in self._queues.items() if q and scrubbed_match(r, route)), None
             )
         if not queue:
-            self._fail(self._mismatch_route(route))
+            self._fail(self._moved(route, theirs) or self._mismatch_route(route))
         assert queue is not None
-        theirs = _body(got)
         differences = []
         for index, interaction in queue:
             found = first_difference(_body(interaction["request"]), theirs)
@@ -293,7 +315,8 @@ class HttpTape:
             index, (path, old, new) = differences[0]
             if path and path[0] in ("json", "text", "sse", "base64"):
                 path = path[1:]
-            self._fail(CassetteMismatchError(index, json_path(path), old, new))
+            moved = self._moved(route, theirs)
+            self._fail(moved or CassetteMismatchError(index, json_path(path), old, new))
         del queue[len(differences)]
         self._played.add(index)
         response: dict[str, Any] | None = interaction.get("response")
@@ -303,6 +326,27 @@ class HttpTape:
                 "cut off while recording; record the cassette again"
             )
         return response
+
+    def _moved(self, route: str, body: dict[str, Any]) -> CassetteMismatchError | None:
+        """The error for a request recorded, unplayed, on another path to the same
+        endpoint only (``/v1/chat/completions``, ``/api/v1/chat/completions``)."""
+        endpoint = route.rsplit("/", 1)[-1]
+        for recorded, queue in self._queues.items():
+            if recorded == route or recorded.split(" ", 1)[0] != route.split(" ", 1)[0]:
+                continue
+            if recorded.rsplit("/", 1)[-1] != endpoint or scrubbed_match(recorded, route):
+                continue
+            for index, interaction in queue:
+                if first_difference(_body(interaction["request"]), body) is None:
+                    return CassetteMismatchError(
+                        index,
+                        "url",
+                        recorded,
+                        route,
+                        message=f"request {index} was recorded as {recorded!r} and replayed "
+                        f"as {route!r}: the client's base URL differs from the recording's",
+                    )
+        return None
 
     def _mismatch_route(self, route: str) -> CassetteMismatchError:
         waiting = self.unplayed()

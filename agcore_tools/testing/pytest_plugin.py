@@ -8,13 +8,19 @@ A test that takes the ``cassette`` fixture gets a :class:`~agcore_tools.testing.
 stored in ``cassettes/<name>.json`` beside the test file (override the
 ``cassette_dir`` fixture to move them). ``<name>`` is the marker's argument,
 ``@pytest.mark.cassette("weather_run")``, or else ``<module>.<test name>``, or
-``<module>.<Class>.<test name>`` for a test in a class.
+``<module>.<Class>.<test name>`` for a test in a class. It is made file-name safe
+(each run of characters other than letters, digits, ``.`` and ``-`` becomes ``_``), and
+the name of a parametrized test whose parameters' id holds such characters
+(``test_math[What is 2+2?]``) ends with a short hash of the id, so that ids which differ
+only there keep cassettes of their own. Two names that differ only in case are refused
+(they are one file on macOS and Windows).
 
 ``--record-mode`` (or the ``AGCORE_RECORD_MODE`` variable) says when to record:
 ``once`` (the default: record a cassette that does not exist yet, replay the rest),
 ``rewrite`` (record them all again, against the real model and servers) or ``none``
 (replay only; a missing cassette fails). With pytest-recording installed, its own
-``--record-mode`` is read instead (its ``all`` means ``rewrite``).
+``--record-mode`` is read instead (its ``all`` means ``rewrite``), whichever of the two
+plugins loads first.
 
 A replaying test runs with the network blocked (:func:`~agcore_tools.testing.no_network`),
 and fails at teardown on any difference the replay met, even one the code under test
@@ -25,14 +31,20 @@ Example:
     'test_agent.test_weather_sse'
     >>> cassette_name("tests/test_agent.py", "TestWeather.test_answer")
     'test_agent.TestWeather.test_answer'
+    >>> cassette_name("tests/test_math.py", "test_math[What is 2+2?]")
+    'test_math.test_math_What_is_2_2-b8e04007'
+    >>> cassette_name("tests/test_math.py", "test_math[What is 2*2?]")
+    'test_math.test_math_What_is_2_2-6f27123f'
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import importlib.metadata
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any, cast, get_args
 
@@ -45,12 +57,41 @@ from ._network import no_network
 __all__ = ["cassette", "cassette_dir", "cassette_name", "record_mode"]
 
 _ENV = "AGCORE_RECORD_MODE"
+_RECORDING = "recording"  # pytest-recording's name as a plugin (its pytest11 entry point)
 _ALIASES = {"all": "rewrite", "new_episodes": "once", "none": "none", "once": "once"}
 _PASSED = pytest.StashKey[bool]()
+_UNSAFE = r"[^\w.-]+"  # what a cassette's file name does not keep
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--record-mode`` (unless pytest-recording added it already)."""
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """Add ``--record-mode``, unless pytest-recording adds it (it is installed and not
+    disabled): then its option, with the same meaning, is read."""
+    # A plugin loaded with -p registers before the installed ones load, so pytest-recording
+    # may add the option after this; two plugins adding it stop pytest, whichever is second.
+    if not _recording_may_load(pluginmanager):
+        _add_record_mode(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(parser: pytest.Parser) -> Generator[None, None, None]:
+    """Add ``--record-mode`` now if it was left to pytest-recording, which did not load
+    (``-p no:recording`` in ``addopts``, or plugins not loaded automatically)."""
+    yield
+    _add_record_mode(parser)
+
+
+def _recording_may_load(pluginmanager: pytest.PytestPluginManager) -> bool:
+    if pluginmanager.has_plugin(_RECORDING):
+        return True
+    if pluginmanager.is_blocked(_RECORDING):
+        return False
+    return any(
+        entry.name == _RECORDING and entry.module.partition(".")[0] == "pytest_recording"
+        for entry in importlib.metadata.entry_points(group="pytest11")
+    )
+
+
+def _add_record_mode(parser: pytest.Parser) -> None:
     group = parser.getgroup("agcore_tools", "agcore_tools cassettes")
     with contextlib.suppress(ValueError):  # pytest-recording's option, with the same meaning
         group.addoption(
@@ -81,8 +122,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def cassette_name(path: str | os.PathLike[str], test: str) -> str:
     """The default cassette name of a test: ``<module>.<test>``, file-name safe; the
-    fixture passes ``<Class>.<test>`` as ``test`` for a test in a class."""
-    return re.sub(r"[^\w.-]+", "_", f"{Path(path).stem}.{test}").strip("_")
+    fixture passes ``<Class>.<test>`` as ``test`` for a test in a class. When the
+    parameters' id (``[...]``) holds characters a file name cannot, the name ends with a
+    short hash of ``test``: ``[2+2]`` and ``[2*2]`` would both be ``_2_2``."""
+    name = re.sub(_UNSAFE, "_", f"{Path(path).stem}.{test}").strip("_")
+    _, bracket, params = test.partition("[")
+    if bracket and re.search(_UNSAFE, params.removesuffix("]")):
+        digest = hashlib.sha256(test.encode("utf-8", "surrogatepass")).hexdigest()
+        name = f"{name}-{digest[:8]}"
+    return name
 
 
 def record_mode(config: pytest.Config) -> RecordMode:
@@ -115,7 +163,15 @@ def cassette(request: pytest.FixtureRequest, cassette_dir: Path) -> Iterator[Cas
     name = marker.args[0] if marker and marker.args else None
     classes = [node.name for node in request.node.listchain() if isinstance(node, pytest.Class)]
     name = name or cassette_name(request.path, ".".join([*classes, request.node.name]))
-    tape = Cassette(cassette_dir / f"{name}.json", record_mode(request.config))
+    file = f"{name}.json"
+    twin = _case_twin(cassette_dir, file)
+    if twin is not None:
+        raise _CassetteConfigError(
+            f"cassette {file} of {request.node.nodeid} and {twin} in {cassette_dir} differ "
+            "only in case, which makes them one file on macOS and Windows: remove the one "
+            'no test uses, or name the test\'s cassette with @pytest.mark.cassette("...")'
+        )
+    tape = Cassette(cassette_dir / file, record_mode(request.config))
     if tape.recording:
         yield tape
         if request.node.stash.get(_PASSED, False):
@@ -125,3 +181,11 @@ def cassette(request: pytest.FixtureRequest, cassette_dir: Path) -> Iterator[Cas
         yield tape
     if request.node.stash.get(_PASSED, False):
         tape.check()
+
+
+def _case_twin(folder: Path, file: str) -> str | None:
+    """Another cassette in ``folder`` whose name differs from ``file`` only in case."""
+    if not folder.is_dir():
+        return None
+    folded = file.casefold()
+    return next((n for n in os.listdir(folder) if n != file and n.casefold() == folded), None)

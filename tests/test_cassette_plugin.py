@@ -1,0 +1,143 @@
+"""The cassette pytest plugin in a pytest run of its own: how it is loaded beside
+pytest-recording, and the names it gives cassettes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from ._replay_runs import ROOT
+
+ONE_TEST = """
+from agcore_tools import CycleConfig, LlmCycle
+from agcore_tools.testing import ScriptedChatServer
+
+async def test_hello(cassette):
+    if cassette.recording:
+        with ScriptedChatServer([ScriptedChatServer.reply_text("Hello!")]) as server:
+            async with cassette.client(base_url=server.base_url, api_key="k") as client:
+                response = await LlmCycle(CycleConfig("m"), client=client).submit("Hi")
+    else:
+        async with cassette.client() as client:
+            response = await LlmCycle(CycleConfig("m"), client=client).submit("Hi")
+    assert response.text == "Hello!"
+    print("RECORDING" if cassette.recording else "REPLAYING")
+"""
+
+# What pytest-recording 0.15 does at load time that matters here: its pytest11 entry
+# point, named "recording", adds --record-mode with no dest of its own.
+RECORDING_STAND_IN = """
+RECORD_MODES = ("once", "new_episodes", "none", "all", "rewrite")
+
+def pytest_addoption(parser):
+    group = parser.getgroup("recording")
+    group.addoption("--record-mode", action="store", default=None, choices=RECORD_MODES,
+                    help="VCR.py record mode.")
+"""
+
+
+def _install_recording_stand_in(site: Path) -> None:
+    (site / "pytest_recording").mkdir(parents=True)
+    (site / "pytest_recording" / "__init__.py").write_text("")
+    (site / "pytest_recording" / "plugin.py").write_text(RECORDING_STAND_IN)
+    info = site / "pytest_recording-0.15.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: pytest-recording\nVersion: 0.15.0\n"
+    )
+    (info / "entry_points.txt").write_text("[pytest11]\nrecording = pytest_recording.plugin\n")
+
+
+def _pytest(
+    folder: Path,
+    test: str,
+    *args: str,
+    site: Path | None = None,
+    conftest: bool = True,
+    env: dict[str, str] | None = None,
+) -> str:
+    conftest_file = folder / "conftest.py"
+    if conftest:
+        conftest_file.write_text('pytest_plugins = ["agcore_tools.testing.pytest_plugin"]\n')
+    elif conftest_file.exists():
+        conftest_file.unlink()
+    (folder / "test_plugin_run.py").write_text(textwrap.dedent(test))
+    path = os.pathsep.join(str(p) for p in (ROOT, site) if p is not None)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto", *args],
+        cwd=folder, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": path, **(env or {})},
+    )  # fmt: skip
+    return out.stdout + out.stderr
+
+
+def test_the_plugin_loaded_with_p_runs_beside_pytest_recording(tmp_path: Path) -> None:
+    # Loaded with -p (addopts, or the guide's pytest.main), the plugin added --record-mode
+    # before pytest-recording loaded, which then failed to add it: pytest did not start.
+    site = tmp_path / "site"
+    _install_recording_stand_in(site)
+    project = tmp_path / "project"
+    project.mkdir()
+    plugin = ("-p", "agcore_tools.testing.pytest_plugin")
+    out = _pytest(project, ONE_TEST, *plugin, site=site, conftest=False)
+    assert "1 passed" in out and "RECORDING" in out, out
+    out = _pytest(project, ONE_TEST, *plugin, "--record-mode=none", site=site, conftest=False)
+    assert "1 passed" in out and "REPLAYING" in out, out
+    # Loaded after it, from a conftest.py: pytest-recording's option, its "all" read too.
+    out = _pytest(project, ONE_TEST, "--record-mode=all", site=site)
+    assert "1 passed" in out and "RECORDING" in out, out
+    # pytest-recording installed but not loaded: the plugin's own option.
+    out = _pytest(
+        project, ONE_TEST, *plugin, "-p", "asyncio", "--record-mode=none", site=site,
+        conftest=False, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )  # fmt: skip
+    assert "1 passed" in out and "REPLAYING" in out, out
+
+
+PARAMETRIZED = """
+import pytest
+from agcore_tools import CycleConfig, LlmCycle
+from agcore_tools.testing import ScriptedChatServer
+
+async def ask(cassette, prompt):
+    if not cassette.recording:
+        async with cassette.client() as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
+    with ScriptedChatServer([ScriptedChatServer.reply_text(f"re: {prompt}")]) as server:
+        async with cassette.client(base_url=server.base_url, api_key="k") as client:
+            return (await LlmCycle(CycleConfig("m"), client=client).submit(prompt)).text
+
+@pytest.mark.parametrize("prompt", ["What is 2+2?", "What is 2*2?", "What is 2-2?"])
+async def test_math(cassette, prompt):
+    assert await ask(cassette, prompt) == f"re: {prompt}"
+
+@pytest.mark.parametrize("city", ["Paris", "paris"])
+async def test_city(cassette, city):
+    assert await ask(cassette, city) == f"re: {city}"
+"""
+
+
+def test_parametrized_tests_whose_ids_differ_in_punctuation_get_their_own_cassettes(
+    tmp_path: Path,
+) -> None:
+    # [What is 2+2?] and [What is 2*2?] were both test_math_What_is_2_2.json: the second
+    # replayed the first's cassette and failed.
+    out = _pytest(tmp_path, PARAMETRIZED)
+    assert "4 passed, 1 error" in out, out
+    assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == [
+        "test_plugin_run.test_city_Paris.json",  # an id with nothing to replace keeps its name
+        "test_plugin_run.test_math_What_is_2-2-37bd359d.json",
+        "test_plugin_run.test_math_What_is_2_2-6f27123f.json",  # 2*2
+        "test_plugin_run.test_math_What_is_2_2-b8e04007.json",  # 2+2
+    ]
+    # Names that differ only in case are one file on macOS and Windows: refused.
+    assert (
+        "cassette test_plugin_run.test_city_paris.json of test_plugin_run.py::test_city[paris] "
+        "and test_plugin_run.test_city_Paris.json in "
+    ) in out, out
+    assert "differ only in case, which makes them one file on macOS and Windows" in out, out
+    out = _pytest(tmp_path, PARAMETRIZED, "--record-mode=none")
+    assert "4 passed, 1 error" in out, out
