@@ -352,17 +352,7 @@ class McpTool(BaseTool):
                 may_have_run=True,
             )
         [answer] = answers.values()
-        try:
-            outcome = await live.go_on(answer)
-        except ToolError:
-            raise
-        except Exception as exc:  # the SDK's own errors, after the request went out
-            raise McpError(
-                server,
-                f"tools/call '{raw}' failed after its question: {exc}",
-                tool_name=raw,
-                may_have_run=True,
-            ) from exc
+        outcome = await live.go_on(answer)
         return outcome if isinstance(outcome, LiveQuestion) else result_value(outcome, raw)
 
     def __repr__(self) -> str:

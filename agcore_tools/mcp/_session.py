@@ -27,7 +27,7 @@ from ._connection import ClientSettings, Connection
 from ._exchange import EXCHANGE, HttpExchange
 from ._input_pause import ServerQuestion
 from ._progress import call_meta, progress_callback
-from ._recover import classify, note_run, send_again
+from ._recover import cause_of, classify, note_run, send_again
 from ._restarts import Circuit, RestartBudget
 from ._results import result_value
 from ._state import State
@@ -467,7 +467,8 @@ class Session:
         tool_name: str | None,
     ) -> ToolError:
         """The :class:`ToolError` for a request that failed with ``exc``, sent with
-        ``exchange`` (for HTTP status details), without sending it again."""
+        ``exchange`` (for HTTP status details), without sending it again; raise it
+        from ``_recover.cause_of``, which masks the secrets on ``exc``'s chain."""
         verdict = await classify(
             self.server_name, conn, exc, exchange, action, limit, tool_name, time.monotonic()
         )
@@ -598,9 +599,10 @@ class Session:
         try:
             remaining = started + limit - time.monotonic()
             return await with_timeout(call(client, conn.request_meta), remaining + BACKSTOP)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - raised translated, chained from it masked
             if not resend:
-                raise await self.translate(conn, exc, exchange, what, limit, None) from exc
+                error = await self.translate(conn, exc, exchange, what, limit, None)
+                raise error from cause_of(error, exc, conn)
 
             async def again(new: Connection, remaining: float) -> T:
                 if new.client is None:
