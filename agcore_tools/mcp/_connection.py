@@ -131,11 +131,14 @@ class Connection:
     """The owner task of one connection, and what other tasks may read from it.
 
     ``on_tools_changed`` is told (with the reason) when the server's tool list may have
-    changed: a ``notifications/tools/list_changed``, or its stream reopened.
-    """
+    changed: a ``notifications/tools/list_changed``, or its stream reopened. ``secrets``
+    (the client's) notes the credentials its requests carry, and masks what it reports."""
 
     def __init__(
-        self, settings: ClientSettings, on_tools_changed: Callable[[str | None], None]
+        self,
+        settings: ClientSettings,
+        on_tools_changed: Callable[[str | None], None],
+        secrets: SentSecrets,
     ) -> None:
         # Weakly: the owner task must not keep the client alive (see _unclosed).
         self._settings = weakref.ref(settings)
@@ -148,9 +151,8 @@ class Connection:
         """The SDK client, set while the connection is READY."""
         self.call_tool: Any = None
         """What sends ``tools/call`` (see :func:`tool_caller`), set with :attr:`client`."""
-        self.secrets = SentSecrets(self.transport)
-        """What the server's log messages and errors are masked with (the credentials
-        sent included)."""
+        self.secrets = secrets
+        """What the server's log messages and errors are masked with."""
         self.questions = LiveQuestions(settings.server_name, settings.timeout, self.secrets)
         """Questions asked on this connection (2025-11-25) with no handler to answer
         them: declined, or held for the one call that can pause (see _elicitation)."""

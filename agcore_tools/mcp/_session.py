@@ -31,6 +31,7 @@ from ._recover import cause_of, classify, note_run, send_again
 from ._restarts import Circuit, RestartBudget
 from ._results import result_value
 from ._state import State
+from ._stderr import SentSecrets
 from ._unclosed import Tracked, watch, weak_method
 
 if TYPE_CHECKING:
@@ -109,6 +110,9 @@ class Session:
         """The id of the process whose loop :attr:`loop` is (a forked child's id differs)."""
         self.budget = RestartBudget()
         """The restarts counted against the recovery policy (a circuit breaker)."""
+        self.secrets = SentSecrets(settings.transport)
+        """The transport's secrets and the credentials the requests of every connection
+        carried (kept across restarts): masked in what the server sends back."""
         self._connect_lock = asyncio.Lock()
         # The restarts waiting out their backoff: close() wakes them, so a caller
         # waiting for a restart learns of the close at once, not after the backoff.
@@ -154,8 +158,10 @@ class Session:
         if old is not None:
             self.conn = None
             await old.stop()
+        if self.secrets.transport is not self.settings.transport:  # the client got another
+            self.secrets = SentSecrets(self.settings.transport)
         # A weak method: the connection's tasks must not keep the client alive.
-        conn = Connection(self.settings, weak_method(self._tools_changed))
+        conn = Connection(self.settings, weak_method(self._tools_changed), self.secrets)
         self.conn, self.failed = conn, None
         self._tracked.follow(conn, self.loop)
         try:

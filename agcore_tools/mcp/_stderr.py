@@ -105,11 +105,12 @@ def named_transport_secrets(transport: StdioTransport | StreamableHttpTransport)
 
 
 class SentSecrets:
-    """What one connection masks in what its server writes back: the
+    """What a client's connections mask in what its server writes back: the
     :func:`transport_secrets`, and the credentials its requests were seen to carry,
     whatever put them there (an ``auth=`` flow's token, a header the client of an
     ``http_client_factory`` adds), noted as they are sent; then, as a backstop, any
     credential after ``Bearer``, ``Basic`` or ``Token`` (``_redact.mask_credentials``).
+    One for all the connections of a client, so that a restart forgets none.
 
     Example:
         >>> secrets = SentSecrets(StreamableHttpTransport("https://x/mcp"))
@@ -117,11 +118,15 @@ class SentSecrets:
         ...               ("authorization", "Bearer at-S3CRETt0ken")])
         >>> secrets.mask("rejected at-S3CRETt0ken, accept: application/json, text/event-stream")
         'rejected ***, accept: application/json, text/event-stream'
+        >>> sorted(secrets.carried())
+        ['Bearer at-S3CRETt0ken', 'at-S3CRETt0ken']
     """
 
-    __slots__ = ("_noted", "_values")
+    __slots__ = ("_noted", "_values", "transport")
 
     def __init__(self, transport: StdioTransport | StreamableHttpTransport) -> None:
+        self.transport = transport
+        """The transport whose secrets these are."""
         self._values = transport_secrets(transport)
         self._noted: set[str] = set()
 
@@ -133,6 +138,12 @@ class SentSecrets:
         if new:
             self._noted.update(new)
             self._values = secret_values([*self._values, *header_secrets(new)])
+
+    def carried(self) -> frozenset[str]:
+        """The credentials noted so far (see :meth:`note`): each value, and the one after
+        its scheme (the token of ``Bearer ...``). Not the transport's, which a cassette
+        judges by its own rules."""
+        return frozenset(header_secrets(self._noted))
 
     def mask(self, text: str) -> str:
         """``text`` with every secret known so far shown as ``***``."""

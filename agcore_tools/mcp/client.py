@@ -357,6 +357,21 @@ class McpClient(SyncClientMethods):
         conn = self._session.conn or self._session.failed
         return conn.child.stderr.tail() if conn is not None and conn.child is not None else ""
 
+    @property
+    def sent_credentials(self) -> frozenset[str]:
+        """The credentials the HTTP requests of this client carried so far, whatever put
+        them there (a header named for a secret, the token of an ``auth=`` flow, a
+        header your ``http_client_factory``'s client adds), each with the token after
+        its scheme: what the client masks as ``***`` in what the server sends back, as it
+        does its transport's secrets, and what a :class:`~agcore_tools.testing.Cassette`
+        scrubs from its file. Empty over stdio.
+
+        Example:
+            >>> McpClient("web", StreamableHttpTransport("https://x/mcp")).sent_credentials
+            frozenset()
+        """
+        return self._session.secrets.carried()
+
     async def connect(self) -> None:
         """Start the server (stdio) or reach it (HTTP), and negotiate the protocol.
 

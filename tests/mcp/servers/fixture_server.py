@@ -167,6 +167,12 @@ def _rejected(ctx: Context) -> MCPError:
     return MCPError(0, f"upstream rejected credentials: {authorization}")
 
 
+@server.tool(structured_output=False)
+def whoami(ctx: Context) -> str:
+    """Say which credential the request carried, as an account tool may."""
+    return f"signed in with {(ctx.headers or {}).get('authorization', '(none)')}"
+
+
 @server.tool()
 def reject_credentials(ctx: Context) -> str:
     """Fail with a JSON-RPC error (code 0, as mcp-go answers a failed handler) quoting
