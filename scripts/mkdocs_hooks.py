@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import posixpath
 import re
@@ -65,6 +66,20 @@ def _modules() -> list[Any]:
     return found
 
 
+def _mixed_in(obj: Any) -> list[str]:
+    """The public members a class gets from mixins in private modules of the package
+    (``McpClient``'s tool and sync methods, ``ToolRegistry``'s sync ones): its own by
+    design, so shown on its page, where mkdocstrings shows no inherited member."""
+    if not inspect.isclass(obj):
+        return []
+    names: list[str] = []
+    for base in obj.__mro__[1:]:
+        parts = base.__module__.split(".")
+        if parts[0] == "agcore_tools" and any(part.startswith("_") for part in parts[1:]):
+            names += [n for n in vars(base) if not n.startswith("_") and n not in names]
+    return names
+
+
 def _reference() -> tuple[dict[str, str], list[Any]]:
     """The generated pages (path -> Markdown) and their navigation."""
     pages: dict[str, str] = {}
@@ -92,6 +107,9 @@ def _reference() -> tuple[dict[str, str], list[Any]]:
             documented[id(obj)] = identifier
             page = f"{folder}/{public}.md"
             pages[page] = f"::: {identifier}\n"
+            mixed_in = _mixed_in(obj)
+            if mixed_in:
+                pages[page] += f"    options:\n      inherited_members: [{', '.join(mixed_in)}]\n"
             section.append({public: page})
             listing.append(f"- [`{public}`][{identifier}]")
         pages[f"{folder}/index.md"] = (

@@ -36,7 +36,14 @@ from ._tasks import McpTask
 from .models import McpToolInfo
 from .policy import PermissionPolicy
 
-__all__ = ["McpTool", "ToolCaller", "adapter_name", "adapter_names", "make_adapters"]
+__all__ = [
+    "McpTool",
+    "ToolCaller",
+    "adapter_name",
+    "adapter_names",
+    "make_adapters",
+    "prefix_for",
+]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -65,6 +72,19 @@ class ToolCaller(Protocol):
     ) -> Any:
         """Call the tool ``name`` on the server and return its value."""
         ...
+
+
+def prefix_for(server_name: str, prefix: bool | str) -> str | None:
+    """The prefix of a client's adapter names: ``prefix=True`` is the server's name, a
+    string itself, and False (or ``""``) none.
+
+    Example:
+        >>> prefix_for("fs", True), prefix_for("fs", "files"), prefix_for("fs", False)
+        ('fs', 'files', None)
+    """
+    if prefix is True:
+        return server_name
+    return prefix or None
 
 
 def adapter_name(tool_name: str, prefix: str | None = None) -> str:
