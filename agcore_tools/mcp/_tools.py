@@ -24,6 +24,7 @@ from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange
 from ._protocol import pages
 from ._recover import cause_of, is_safe_to_repeat, send_again
+from ._sending import translate
 from ._session import BACKSTOP, Session
 from .models import McpToolInfo
 
@@ -140,7 +141,7 @@ class ToolCache:
         except _PageFailed as failed:
             exc, exchange = failed.exc, failed.exchange
             if not recover:
-                error = await session.translate(conn, exc, exchange, "tools/list", limit, None)
+                error = await translate(session, conn, exc, exchange, "tools/list", limit, None)
                 raise error from cause_of(error, exc, conn)
 
             # A restart fetches the whole list itself (cursors need not survive it).

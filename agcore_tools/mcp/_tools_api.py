@@ -4,7 +4,7 @@ calls (plain and as tasks) and the adapters that bring its tools into a
 
 Kept out of :mod:`agcore_tools.mcp.client`, which holds the client's settings and its
 lifecycle, so each module reads as one job: these methods only hand their work to the
-session (``_session``: sending, recovery), the tool cache (``_tools``), the task calls
+session (``_session``, ``_sending``: sending, recovery), the tool cache (``_tools``), the task calls
 (``_task_start``) and the adapters (``_adapter``). The mixin reaches the client through
 the attributes it declares, which :class:`~agcore_tools.McpClient` sets.
 """

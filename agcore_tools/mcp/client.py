@@ -4,8 +4,8 @@ prompts, completion, ping, log level, roots).
 
 The protocol itself (JSON-RPC, version negotiation, server-to-client requests) is the
 official MCP SDK's. :class:`McpClient` is a façade over the parts that add to it, each
-in its own module: the session (``_session``: the connection, its event loop, restarts
-and sending), the tool cache (``_tools``: listing), error translation into
+in its own module: the session (``_session``: the connection, its event loop, restarts;
+``_sending``: sending requests), the tool cache (``_tools``: listing), error translation into
 :class:`~agcore_tools.ToolError` subclasses (``_recover``), the registry adapters
 (``_adapter``, ``_protocol_tools``), and the requests beyond tools (``_resources``,
 ``_prompts``, ``_utilities``). This module holds the client's settings and lifecycle;
