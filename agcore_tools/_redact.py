@@ -1,14 +1,15 @@
 """Secrets the library knows, masked in the text it logs or raises.
 
 A leaf module: the MCP client masks a stdio server's ``env`` values and an HTTP
-server's header values in what the server writes (its stderr, its log messages), and
-the model loop masks its client's API key and header values in the errors a server's
+server's header values in what the server writes (its stderr, its log messages, its
+errors and the SDK errors they are chained from), and the model loop masks its client's API key and header values in the errors a server's
 answer becomes (a proxy that echoes the bearer token in its 401 body), the errors they
 are chained from included, and the query values of the server's URL it names.
 """
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -158,8 +159,10 @@ def url_secrets(url: str, named: Callable[[str], bool] | None = None) -> list[st
 
 def masked_error(exc: BaseException, redact: Callable[[str], str]) -> BaseException:
     """``exc`` to chain an error from: itself when ``redact`` changes no text on its
-    chain (its message and notes, its causes' and contexts'), else a stand-in of its
-    type, with its traceback and attributes, showing the text ``redact`` returns.
+    chain (its message and notes, its causes' and contexts', an exception group's
+    members'), else a stand-in of its type, with its traceback and attributes (strings
+    in their dicts, lists, tuples and pydantic models masked too), showing the text
+    ``redact`` returns.
 
     A traceback (``logger.exception`` too) prints every exception on the chain, so
     masking the new error's own message is not enough when ``exc`` quotes the secret.
@@ -176,12 +179,22 @@ def masked_error(exc: BaseException, redact: Callable[[str], str]) -> BaseExcept
         >>> masked_error(clean, hide) is clean
         True
     """
+    return _masked_link(exc, redact, {})
+
+
+def _masked_link(
+    exc: BaseException, redact: Callable[[str], str], done: dict[int, BaseException]
+) -> BaseException:
+    """:func:`_masked`, or, for an exception it cannot mask, a plain one with its text:
+    the rest of the chain keeps its types."""
     try:
-        return _masked(exc, redact, {})
+        return _masked(exc, redact, done)
     except Exception:  # noqa: BLE001 - a masking bug must never hide the error it masks
         # Not from exc, nor with its text unmasked: the secret would print with it.
         kind = type(exc)
-        return Exception(f"{kind.__module__}.{kind.__qualname__}: {_safe_text(exc, redact)}")
+        plain = Exception(f"{kind.__module__}.{kind.__qualname__}: {_safe_text(exc, redact)}")
+        done[id(exc)] = plain
+        return plain
 
 
 def _safe_text(exc: BaseException, redact: Callable[[str], str]) -> str:
@@ -197,8 +210,10 @@ def _masked(
     if id(exc) in done:  # the cause that is also the context, or a cycle
         return done[id(exc)]
     done[id(exc)] = exc
-    cause = None if exc.__cause__ is None else _masked(exc.__cause__, redact, done)
-    context = None if exc.__context__ is None else _masked(exc.__context__, redact, done)
+    cause = None if exc.__cause__ is None else _masked_link(exc.__cause__, redact, done)
+    context = None if exc.__context__ is None else _masked_link(exc.__context__, redact, done)
+    members = _members(exc)
+    shown_members = [_masked_link(member, redact, done) for member in members]
     text = str(exc)
     shown = redact(text)
     notes = getattr(exc, "__notes__", None)  # printed too; kept in vars(exc)
@@ -207,9 +222,13 @@ def _masked(
         and not (isinstance(notes, list) and any(_changes(note, redact) for note in notes))
         and cause is exc.__cause__
         and context is exc.__context__
+        and all(map(operator.is_, shown_members, members))
     ):
         return exc
-    stand_in = _stand_in(exc, shown, redact)
+    if members:
+        stand_in = _group_stand_in(exc, shown, shown_members, redact)
+    else:
+        stand_in = _stand_in(exc, shown, redact)
     stand_in.__cause__ = cause
     stand_in.__context__ = context
     stand_in.__suppress_context__ = exc.__suppress_context__
@@ -232,6 +251,28 @@ def _stand_in(exc: BaseException, shown: str, redact: Callable[[str], str]) -> B
     return stand_in
 
 
+def _members(exc: BaseException) -> list[BaseException]:
+    """The exceptions an exception group holds (a traceback prints each), else none."""
+    members = getattr(exc, "exceptions", None)
+    if isinstance(members, tuple) and all(isinstance(m, BaseException) for m in members):
+        return list(members)
+    return []
+
+
+def _group_stand_in(
+    exc: BaseException, shown: str, members: list[BaseException], redact: Callable[[str], str]
+) -> BaseException:
+    """An exception group like ``exc`` holding ``members``; its message masked."""
+    kind = type(exc)
+    message = getattr(exc, "message", "")
+    try:
+        stand_in = kind(redact(message), members)
+    except Exception:  # noqa: BLE001 - a group type made another way: shown as text
+        return Exception(f"{kind.__module__}.{kind.__qualname__}: {shown}")
+    vars(stand_in).update({k: _masked_value(v, redact) for k, v in vars(exc).items()})
+    return stand_in
+
+
 def _changes(note: object, redact: Callable[[str], str]) -> bool:
     return isinstance(note, str) and redact(note) != note
 
@@ -250,6 +291,11 @@ def _masked_value(value: Any, redact: Callable[[str], str]) -> Any:
     """
     if isinstance(value, str):
         return redact(value)
+    if callable(getattr(type(value), "model_copy", None)) and hasattr(value, "__dict__"):
+        # A pydantic model (the MCP SDK's MCPError keeps its message in one, and its
+        # str() reads it there): a copy with its fields masked, not validated again.
+        fields = {k: _masked_value(v, redact) for k, v in vars(value).items()}
+        return value.model_copy(update=fields)
     if not _is_container(value):
         return value
     copies: dict[int, Any] = {}

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx2
 from openai import AsyncOpenAI
 
 from agcore_tools import McpClient, StreamableHttpTransport, ToolExecutionError
@@ -205,3 +207,40 @@ def test_an_mcp_servers_ordinary_env_and_header_values_stay_in_the_file_as_recor
         "region production-eu-west",
         "given [scrubbed]",
     ]
+
+
+class FixedToken(httpx2.Auth):
+    """An ``auth=`` that puts its token on every request (as an OAuth provider does
+    once signed in): no setting of the transport holds it."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def auth_flow(self, request: httpx2.Request) -> Iterator[httpx2.Request]:
+        request.headers["Authorization"] = f"Bearer {self.token}"
+        yield request
+
+
+def test_the_token_of_an_mcp_auth_flow_is_scrubbed_from_the_file(tmp_path: Path) -> None:
+    # Only the transport's own secrets (its headers=) were scrubbed: a server quoting
+    # the token an auth= flow put on its requests wrote it to the cassette.
+    token = "AUTHFLOW-4444444444"
+    path = tmp_path / "auth.json"
+
+    async def run(cassette: Cassette, url: str) -> list[object]:
+        client = McpClient("web", StreamableHttpTransport(url, auth=FixedToken(token)))
+        async with cassette.mcp(client) as web:
+            return [await web.call_tool("whoami"), await web.call_tool("echo", {"text": "hi"})]
+
+    server = HttpServer()
+    try:
+        with Cassette(path, "rewrite") as cassette:
+            recorded = asyncio.run(run(cassette, server.url))
+    finally:
+        server.stop()
+    assert recorded == [f"signed in with Bearer {token}", "hi"]
+    assert token not in path.read_text()
+
+    with no_network(), Cassette(path, "none") as cassette:
+        replayed = asyncio.run(run(cassette, "http://127.0.0.1:9/mcp"))
+    assert replayed == ["signed in with [scrubbed]", "hi"]  # the whole header value

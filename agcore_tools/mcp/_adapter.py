@@ -36,7 +36,14 @@ from ._tasks import McpTask
 from .models import McpToolInfo
 from .policy import PermissionPolicy
 
-__all__ = ["McpTool", "ToolCaller", "adapter_name", "adapter_names", "make_adapters"]
+__all__ = [
+    "McpTool",
+    "ToolCaller",
+    "adapter_name",
+    "adapter_names",
+    "make_adapters",
+    "prefix_for",
+]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -65,6 +72,19 @@ class ToolCaller(Protocol):
     ) -> Any:
         """Call the tool ``name`` on the server and return its value."""
         ...
+
+
+def prefix_for(server_name: str, prefix: bool | str) -> str | None:
+    """The prefix of a client's adapter names: ``prefix=True`` is the server's name, a
+    string itself, and False (or ``""``) none.
+
+    Example:
+        >>> prefix_for("fs", True), prefix_for("fs", "files"), prefix_for("fs", False)
+        ('fs', 'files', None)
+    """
+    if prefix is True:
+        return server_name
+    return prefix or None
 
 
 def adapter_name(tool_name: str, prefix: str | None = None) -> str:
@@ -352,17 +372,7 @@ class McpTool(BaseTool):
                 may_have_run=True,
             )
         [answer] = answers.values()
-        try:
-            outcome = await live.go_on(answer)
-        except ToolError:
-            raise
-        except Exception as exc:  # the SDK's own errors, after the request went out
-            raise McpError(
-                server,
-                f"tools/call '{raw}' failed after its question: {exc}",
-                tool_name=raw,
-                may_have_run=True,
-            ) from exc
+        outcome = await live.go_on(answer)
         return outcome if isinstance(outcome, LiveQuestion) else result_value(outcome, raw)
 
     def __repr__(self) -> str:

@@ -131,11 +131,14 @@ class Connection:
     """The owner task of one connection, and what other tasks may read from it.
 
     ``on_tools_changed`` is told (with the reason) when the server's tool list may have
-    changed: a ``notifications/tools/list_changed``, or its stream reopened.
-    """
+    changed: a ``notifications/tools/list_changed``, or its stream reopened. ``secrets``
+    (the client's) notes the credentials its requests carry, and masks what it reports."""
 
     def __init__(
-        self, settings: ClientSettings, on_tools_changed: Callable[[str | None], None]
+        self,
+        settings: ClientSettings,
+        on_tools_changed: Callable[[str | None], None],
+        secrets: SentSecrets,
     ) -> None:
         # Weakly: the owner task must not keep the client alive (see _unclosed).
         self._settings = weakref.ref(settings)
@@ -148,7 +151,9 @@ class Connection:
         """The SDK client, set while the connection is READY."""
         self.call_tool: Any = None
         """What sends ``tools/call`` (see :func:`tool_caller`), set with :attr:`client`."""
-        self.questions = LiveQuestions(settings.server_name, settings.timeout)
+        self.secrets = secrets
+        """What the server's log messages and errors are masked with."""
+        self.questions = LiveQuestions(settings.server_name, settings.timeout, self.secrets)
         """Questions asked on this connection (2025-11-25) with no handler to answer
         them: declined, or held for the one call that can pause (see _elicitation)."""
         self.child: ChildProcess | None = None
@@ -157,8 +162,6 @@ class Connection:
         self.lost_at = math.inf
         """When (``time.monotonic()``) the connection was lost."""
         self.http = not isinstance(self.transport, StdioTransport)
-        self.secrets = SentSecrets(self.transport)
-        """What the server's log messages are masked with (the credentials sent included)."""
         self._startup = HttpExchange()
         self.updates = UpdateFeeds()
         """The open resource subscriptions of a handshake-era session."""
@@ -364,15 +367,16 @@ class Connection:
                 timed_out = scope.cancelled_caught and not self._stop.is_set()
                 self._error = self._startup_error(None, timed_out=timed_out)
         except Exception as exc:  # every failure is reported; none escapes the task
+            shown = self.secrets.masked(exc)  # what the server echoed may be a credential
             if self.state is State.STARTING:
                 self._error = self._startup_error(exc, timed_out=False)
-                logger.debug("MCP server '%s' failed to start", self.server_name, exc_info=exc)
+                logger.debug("MCP server '%s' failed to start", self.server_name, exc_info=shown)
             else:
                 if self.state is State.LOST and self.lost_reason == _GENERIC_END:
                     # The end of the read stream was seen first; this is why it ended.
-                    self.lost_reason = describe(exc)
-                self.mark_lost(describe(exc))
-                logger.debug("MCP server '%s' connection failed", self.server_name, exc_info=exc)
+                    self.lost_reason = describe(shown)
+                self.mark_lost(describe(shown))
+                logger.debug("MCP server '%s' connection failed", self.server_name, exc_info=shown)
         finally:
             if self.state is State.LOST and self.child is not None and not self._given_up:
                 if self.child.returncode is not None:
@@ -472,7 +476,7 @@ class Connection:
         tail = self.child.stderr.tail() if self.child is not None else ""
         stderr = f"; stderr: {tail}" if tail else ""
         if isinstance(exc, ToolError):
-            return exc
+            return self.secrets.masked_error(exc)
         child = self.child
         if self._stop.is_set():
             error: ToolError = McpNotInitializedError(name, "closed while connecting")
@@ -505,7 +509,8 @@ class Connection:
         else:
             error = McpError(name, f"cannot connect to {what}: {describe(exc)}{stderr}")
         error.__cause__ = exc
-        return error
+        # What the server said (its refusal, in the SDK's errors too) may echo a credential.
+        return self.secrets.masked_error(error)
 
     def _unanswered(self) -> str:
         """Which handshake request a stdio server left unanswered, for the timeout's message."""
@@ -538,9 +543,8 @@ class Connection:
         elif isinstance(message, ResourceUpdatedNotification):
             self.updates.deliver(message.params.uri)
         elif isinstance(message, Exception):
-            logger.warning(
-                "MCP server '%s': transport error: %s", self.server_name, describe(message)
-            )
+            said = self.secrets.mask(describe(message))
+            logger.warning("MCP server '%s': transport error: %s", self.server_name, said)
 
     async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
         level = LOG_LEVELS.get(params.level, logging.INFO)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._aio import with_timeout
+from ._stderr import SentSecrets
 
 __all__ = ["LiveQuestions", "ParkedQuestion", "declining_handler"]
 
@@ -69,9 +70,11 @@ class LiveQuestions:
     wire does not say which call asked) it is declined, as before.
     """
 
-    def __init__(self, server_name: str, timeout: float) -> None:
+    def __init__(self, server_name: str, timeout: float, secrets: SentSecrets) -> None:
         self.server_name = server_name
         self.timeout = timeout
+        self.secrets = secrets
+        """The connection's secrets, masked in the errors of a call that asked."""
         self._armed: list[asyncio.Future[ParkedQuestion]] = []
         self._decline = declining_handler(server_name)
 

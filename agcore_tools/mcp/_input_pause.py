@@ -30,7 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from ..error import McpError, McpTimeoutError
+from ..error import McpError, McpTimeoutError, ToolError
 from ..pending import CallPaused, InputRequest
 from ._elicitation import LiveQuestions, ParkedQuestion
 
@@ -169,7 +169,8 @@ class LiveQuestion(ServerQuestion):
     async def go_on(self, answer: Mapping[str, Any]) -> Any:
         """Send the user's ``answer`` and wait on: the call's result, or its next question.
         An answer that comes after the question timed out (the server got ``cancel``)
-        raises a recoverable :class:`~agcore_tools.McpError`: call the tool again."""
+        raises a recoverable :class:`~agcore_tools.McpError`: call the tool again. So
+        does a failure of the call (unrecoverable), the connection's secrets masked."""
         from mcp_types import ElicitResult
 
         if self.parked.answer.done():
@@ -185,7 +186,19 @@ class LiveQuestion(ServerQuestion):
                 may_have_run=True,
             )
         self.parked.answer.set_result(ElicitResult.model_validate(dict(answer)))
-        return await first_of(self.call, self.questions, self.tool_name, bounded=True)
+        try:
+            return await first_of(self.call, self.questions, self.tool_name, bounded=True)
+        except ToolError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the SDK's, raised as an McpError chained from it
+            secrets = self.questions.secrets  # what the server said may echo a credential
+            raise McpError(
+                self.questions.server_name,
+                f"tools/call '{self.tool_name}' failed after its question: "
+                f"{secrets.mask(str(exc))}",
+                tool_name=self.tool_name,
+                may_have_run=True,
+            ) from secrets.masked(exc)
 
 
 def _retrieve(call: asyncio.Future[Any]) -> None:

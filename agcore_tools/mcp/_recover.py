@@ -42,12 +42,14 @@ from ._state import State
 __all__ = [
     "Restarts",
     "Verdict",
+    "cause_of",
     "classify",
     "is_safe_to_repeat",
     "malformed",
     "note_run",
     "refused_by_server",
     "send_again",
+    "shown",
 ]
 
 T = TypeVar("T")
@@ -105,7 +107,42 @@ async def classify(
     tool_name: str | None,
     failed_at: float,
 ) -> Verdict:
-    """Read the failure ``exc`` of ``action`` sent on ``conn`` to the server ``name``."""
+    """Read the failure ``exc`` of ``action`` sent on ``conn`` to the server ``name``.
+
+    The error has ``conn``'s secrets masked (the transport's, and the credentials its
+    requests carried): in its text, and, when ``exc`` is the library's own error raised
+    inside the request (a task's, quoting the server), on its chain too. Raise it
+    from :func:`cause_of`."""
+    verdict = await _classify(name, conn, exc, exchange, action, limit, tool_name, failed_at)
+    if conn is not None:
+        verdict.error = conn.secrets.masked_error(verdict.error)
+    return verdict
+
+
+def shown(exc: Exception, conn: Connection | None) -> BaseException:
+    """``exc`` as a traceback may print it, to chain an error from: with ``conn``'s
+    secrets masked on its whole chain (a server's error, in the SDK's, may echo the
+    credential it got)."""
+    return exc if conn is None else conn.secrets.masked(exc)
+
+
+def cause_of(error: ToolError, exc: Exception, conn: Connection | None) -> BaseException | None:
+    """What ``error``, :func:`classify`'s verdict on ``exc``, is raised from: ``exc``
+    (:func:`shown`); or, when ``exc`` is the library's own error raised inside the
+    request, which ``error`` is then (masked), that error's own cause."""
+    return error.__cause__ if isinstance(exc, ToolError) else shown(exc, conn)
+
+
+async def _classify(
+    name: str,
+    conn: Connection | None,
+    exc: Exception,
+    exchange: HttpExchange | None,
+    action: str,
+    limit: float,
+    tool_name: str | None,
+    failed_at: float,
+) -> Verdict:
     from mcp.shared.exceptions import MCPError
     from mcp_types import CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT, URL_ELICITATION_REQUIRED
     from pydantic import ValidationError
@@ -177,7 +214,7 @@ async def classify(
     if isinstance(exc, MCPError) and exc.code == URL_ELICITATION_REQUIRED:
         return _needs_links(name, exc, action, tool_name)
     if isinstance(exc, MCPError):
-        return _answered(name, conn, exc, action, tool_name)
+        return _answered(name, exc, action, tool_name)
     if tool_name is not None and isinstance(exc, RuntimeError) and _OFF_SCHEMA.match(str(exc)):
         # The SDK checks a result against the tool's outputSchema after it arrived and
         # raises without the result. Servers with a slightly wrong schema are common, so
@@ -211,20 +248,18 @@ MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION). Any other cod
 (INTERNAL_ERROR, 0, a server's own) may come from a tool that failed part way."""
 
 
-def _answered(
-    name: str, conn: Connection | None, exc: Any, action: str, tool_name: str | None
-) -> Verdict:
+def _answered(name: str, exc: Any, action: str, tool_name: str | None) -> Verdict:
     """The server's JSON-RPC error answer to the request: the connection is fine, and
-    the server refused or failed this request alone. The server's message has the
-    connection's secrets masked (the transport's, and the credentials its requests
-    carried), as its log messages have, since a model may read it.
+    the server refused or failed this request alone. The server's message gets the
+    connection's secrets masked (by :func:`classify`), as its log messages do, since a
+    model may read it.
 
     For a ``tools/call`` it is recoverable, as an ``isError`` answer is: mcp-go servers
     and TypeScript servers on the low-level ``Server`` answer a model's wrong argument
     this way ("Unknown vault: Notes. Available vaults: ..."), and the model must read
     it to correct itself. Other requests keep their meaning (the adapters of
     ``_protocol_tools`` decide for theirs)."""
-    said = exc.message if conn is None else conn.secrets.mask(exc.message)
+    said = exc.message
     if tool_name is None:
         return Verdict(McpError(name, f"{action} failed: {said} (code {exc.code})"))
     unrun = exc.code in _UNRUN_CODES
@@ -304,8 +339,6 @@ def _http_failure(
     from mcp.shared.exceptions import MCPError
 
     detail = sdk_detail(exc)
-    if conn is not None:
-        detail = conn.secrets.mask(detail)
     # On 2026-07-28 the server's JSON-RPC error answer comes with the HTTP status its
     # code maps to (400 for -32602, 404 for -32601): a call refused, as over stdio.
     code = exc.code if detail and isinstance(exc, MCPError) else None
@@ -368,15 +401,15 @@ async def send_again(
             try:
                 conn = await session.restart_within(conn, action, tool_name, started, limit)
             except ToolError as failed:
-                raise note_run(failed, ran, tool_name) from exc
+                raise note_run(failed, ran, tool_name) from shown(exc, conn)
         else:
-            raise note_run(verdict.error, ran, tool_name) from exc
+            raise note_run(verdict.error, ran, tool_name) from cause_of(verdict.error, exc, conn)
         remaining = started + limit - time.monotonic()
         if remaining <= 0:
             timed_out = McpTimeoutError(
                 session.server_name, f"{action} timed out after {limit:g} s", tool_name=tool_name
             )
-            raise note_run(timed_out, ran, tool_name) from exc
+            raise note_run(timed_out, ran, tool_name) from shown(exc, conn)
         exchange = HttpExchange() if conn.http else None
         token = EXCHANGE.set(exchange)
         try:

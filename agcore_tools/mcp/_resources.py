@@ -268,7 +268,8 @@ class McpResourceSubscription:
             try:
                 event = await stream.__anext__()
             except SubscriptionLost as exc:
-                raise self._end(conn, conn.lost_reason or str(exc)) from exc
+                lost = conn.lost_reason or conn.secrets.mask(str(exc))
+                raise self._end(conn, lost) from conn.secrets.masked(exc)
             if isinstance(event, ResourceUpdated):
                 return event.uri
 

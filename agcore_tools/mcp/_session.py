@@ -1,13 +1,15 @@
 """The session behind an :class:`~agcore_tools.McpClient`: its connection, the event loop
-it is bound to, restarts after the connection is lost, and sending requests.
+it is bound to, and restarts after the connection is lost.
 
 One :class:`Session` per client. It starts and replaces :class:`Connection` objects
 (``connect()``, restarts under :class:`~agcore_tools.McpRecovery`, ``close()``),
 refuses requests from an event loop other than the connection's, and sends every
-request: ``tools/call`` (the hot path, :meth:`Session.call_tool`) and the rest of the
-protocol (:meth:`Session.send`), with the client's timeout, error translation (see
-``_recover``) and recovery. The tool list is not its business: a :class:`ToolListing`
-(the tool cache) is told when a connection starts and when the list may have changed.
+request through ``_sending``: ``tools/call`` (the hot path, :meth:`Session.call_tool`)
+and the rest of the protocol (:meth:`Session.send`), with the client's timeout, error
+translation (see ``_recover``) and recovery. The tool list is not its business: a
+:class:`ToolListing` (the tool cache) is told when a connection starts and when the
+list may have changed. The names of ``_sending`` the other modules use (``BACKSTOP``,
+``GRACE``, ``Meta``, ``check_timeout``) are exported here too, beside the session.
 """
 
 from __future__ import annotations
@@ -18,47 +20,27 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .. import _sync
 from .._aio import with_timeout
-from ..error import McpNotInitializedError, McpTimeoutError, ToolConfigError, ToolError
+from ..error import McpNotInitializedError, McpTimeoutError, ToolError
+from . import _sending
 from ._connection import ClientSettings, Connection
-from ._exchange import EXCHANGE, HttpExchange
-from ._input_pause import ServerQuestion
-from ._progress import call_meta, progress_callback
-from ._recover import classify, note_run, send_again
 from ._restarts import Circuit, RestartBudget
-from ._results import result_value
+from ._sending import BACKSTOP, GRACE, Meta, check_timeout
 from ._state import State
+from ._stderr import SentSecrets
 from ._unclosed import Tracked, watch, weak_method
 
 if TYPE_CHECKING:
     from mcp import Client
-    from mcp_types import RequestParamsMeta
 
 __all__ = ["BACKSTOP", "GRACE", "Meta", "Session", "ToolListing", "check_timeout"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
 T = TypeVar("T")
-
-BACKSTOP = 0.25
-"""Extra seconds after the request timeout before the caller stops waiting regardless
-(the SDK's clock does not run while a request is still being written)."""
-GRACE = 0.25
-"""Extra seconds after a request's timeout for telling why it failed (a ping, a stdio
-child's exit status) before the caller gets a timeout instead: a request with timeout
-``t`` returns or raises within ``t`` + this (+ the event loop's latency)."""
-_UNTIMED = math.inf
-"""The SDK read timeout of a ``tools/call``: none, as the connection's watchdog bounds
-it. The SDK's per-request clock arms and cancels a timer for every request (about 4 %
-of a stdio call's client CPU, docs/benchmarks.md); a request cancelled by the watchdog
-still gets its ``notifications/cancelled``, which the SDK sends for any abandoned
-request. ``math.inf``, not None: None would select the session's default timeout."""
-
-Meta: TypeAlias = "RequestParamsMeta | None"
-"""The ``_meta`` a request carries beyond what the SDK stamps (None: nothing)."""
 
 
 class ToolListing(Protocol):
@@ -109,6 +91,9 @@ class Session:
         """The id of the process whose loop :attr:`loop` is (a forked child's id differs)."""
         self.budget = RestartBudget()
         """The restarts counted against the recovery policy (a circuit breaker)."""
+        self.secrets = SentSecrets(settings.transport)
+        """The transport's secrets and the credentials the requests of every connection
+        carried (kept across restarts): masked in what the server sends back."""
         self._connect_lock = asyncio.Lock()
         # The restarts waiting out their backoff: close() wakes them, so a caller
         # waiting for a restart learns of the close at once, not after the backoff.
@@ -154,8 +139,10 @@ class Session:
         if old is not None:
             self.conn = None
             await old.stop()
+        if self.secrets.transport is not self.settings.transport:  # the client got another
+            self.secrets = SentSecrets(self.settings.transport)
         # A weak method: the connection's tasks must not keep the client alive.
-        conn = Connection(self.settings, weak_method(self._tools_changed))
+        conn = Connection(self.settings, weak_method(self._tools_changed), self.secrets)
         self.conn, self.failed = conn, None
         self._tracked.follow(conn, self.loop)
         try:
@@ -277,7 +264,7 @@ class Session:
             return "open"
         return self.budget.state(policy, time.monotonic())
 
-    async def _usable(
+    async def usable_connection(
         self,
         conn: Connection | None,
         action: str,
@@ -318,7 +305,7 @@ class Session:
         client's timeout, from now), and in this event loop."""
         conn = self.conn
         if conn is None or not conn.usable:
-            conn = await self._usable(
+            conn = await self.usable_connection(
                 conn,
                 what,
                 None,
@@ -457,119 +444,14 @@ class Session:
             )
         return McpNotInitializedError(self.server_name, reason, tool_name=tool_name)
 
-    async def translate(
-        self,
-        conn: Connection | None,
-        exc: Exception,
-        exchange: HttpExchange | None,
-        action: str,
-        limit: float,
-        tool_name: str | None,
-    ) -> ToolError:
-        """The :class:`ToolError` for a request that failed with ``exc``, sent with
-        ``exchange`` (for HTTP status details), without sending it again."""
-        verdict = await classify(
-            self.server_name, conn, exc, exchange, action, limit, tool_name, time.monotonic()
-        )
-        return verdict.error
-
-    # -- sending -----------------------------------------------------------------------
+    # -- sending (in _sending) ----------------------------------------------------------
 
     async def call_tool(
         self, name: str, args: Mapping[str, Any] | None, timeout: float | None
     ) -> Any:
-        """Send ``tools/call`` and return the tool's value (see :meth:`McpClient.call_tool`)."""
-        settings = self.settings
-        limit = settings.timeout if timeout is None else check_timeout(self.server_name, timeout)
-        started = time.monotonic()
-        conn = self.conn
-        remaining = limit
-        if conn is None or conn.state is not State.READY:
-            try:
-                conn = await self._usable(conn, f"tools/call '{name}'", name, started, limit)
-            except ToolError as exc:
-                raise note_run(exc, False, name)  # noqa: B904 - its cause is kept: see note_run
-            remaining = started + limit - time.monotonic()
-        if self.loop is not asyncio.get_running_loop():
-            raise note_run(self.wrong_loop(f"tools/call '{name}'", name), False, name)
-        progress = progress_callback(settings.on_progress, self.server_name, name)
-        arguments = dict(args) if args else {}
-        # Over HTTP, the guard in _http reports what the server answered into this.
-        exchange = HttpExchange() if conn.http else None
-        token = EXCHANGE.set(exchange)
-        try:
-            result = await self._send_call(conn, remaining, name, arguments, progress)
-        except Exception as exc:  # noqa: BLE001 - send_again raises it translated, or retries
-            tools = self.tools
-            recovering = self._within(
-                send_again(
-                    self,
-                    conn,
-                    exc,
-                    exchange,
-                    action=f"tools/call '{name}'",
-                    tool_name=name,
-                    limit=limit,
-                    started=started,
-                    safe=lambda: tools is not None and tools.safe_to_repeat(name),
-                    send=lambda conn, remaining: self._send_call(
-                        conn, remaining, name, arguments, progress
-                    ),
-                ),
-                f"tools/call '{name}'",
-                name,
-                started,
-                limit,
-            )
-            try:
-                result = await recovering
-            except McpTimeoutError as timed_out:  # the bound, after the request went out
-                raise note_run(timed_out, True, name)  # noqa: B904 - its cause is kept
-        finally:
-            EXCHANGE.reset(token)
-        self.budget.clear()
-        if isinstance(result, ServerQuestion):
-            return result  # a question for the user: the adapter pauses the loop on it
-        return result_value(result, name)
-
-    async def _within(
-        self,
-        recovery: Awaitable[T],
-        action: str,
-        tool_name: str | None,
-        started: float,
-        limit: float,
-    ) -> T:
-        """Await ``recovery`` (a failed request's diagnosis, waits and resending) until
-        :data:`GRACE` past the request's deadline; then raise a timeout."""
-        remaining = started + limit + GRACE - time.monotonic()
-        try:
-            return await with_timeout(recovery, max(0.0, remaining))
-        except TimeoutError as exc:
-            # Raised by the bound itself: send_again turns the others into ToolErrors.
-            raise McpTimeoutError(
-                self.server_name, f"{action} timed out after {limit:g} s", tool_name=tool_name
-            ) from exc
-
-    def _send_call(
-        self,
-        conn: Connection,
-        limit: float,
-        name: str,
-        arguments: dict[str, Any],
-        progress: Any,
-    ) -> Awaitable[Any]:
-        """The one place a ``tools/call`` is sent: on ``conn``, bounded by its watchdog."""
-        return conn.watchdog.bound(
-            conn.call_tool(
-                name,
-                arguments,
-                read_timeout_seconds=_UNTIMED,
-                progress_callback=progress,
-                meta=call_meta(conn.request_meta),
-            ),
-            limit,
-        )
+        """Send ``tools/call`` and return the tool's value (see :meth:`McpClient.call_tool`
+        and ``_sending.call_tool``)."""
+        return await _sending.call_tool(self, name, args, timeout)
 
     async def send(
         self,
@@ -578,71 +460,6 @@ class Session:
         *,
         resend: bool = True,
     ) -> T:
-        """Run ``call`` on the connected SDK client within the client's timeout.
-
-        ``call`` gets the SDK client and the ``_meta`` to send with the request (see
-        :attr:`Connection.request_meta`). Failures become the :class:`ToolError` that
-        ``call_tool`` would raise for them, and recover like it (see ``_recover``): these
-        requests read, so they are safe to send again after a restart. ``resend=False``
-        is for requests bound to the connection they started on (a subscription): they
-        are never sent again, on a new connection or the same one.
-        """
-        limit = self.settings.timeout
-        started = time.monotonic()
-        conn = await self.ready(what, started, limit)
-        client = conn.client
-        if client is None:  # the connection ended between the check and here
-            raise self.not_usable(conn, None, what)
-        exchange = HttpExchange() if conn.http else None
-        token = EXCHANGE.set(exchange)
-        try:
-            remaining = started + limit - time.monotonic()
-            return await with_timeout(call(client, conn.request_meta), remaining + BACKSTOP)
-        except Exception as exc:
-            if not resend:
-                raise await self.translate(conn, exc, exchange, what, limit, None) from exc
-
-            async def again(new: Connection, remaining: float) -> T:
-                if new.client is None:
-                    raise self.not_usable(new, None, what)
-                return await with_timeout(call(new.client, new.request_meta), remaining + BACKSTOP)
-
-            return await self._within(
-                send_again(
-                    self,
-                    conn,
-                    exc,
-                    exchange,
-                    action=what,
-                    tool_name=None,
-                    limit=limit,
-                    started=started,
-                    safe=lambda: True,
-                    send=again,
-                ),
-                what,
-                None,
-                started,
-                limit,
-            )
-        finally:
-            EXCHANGE.reset(token)
-
-
-def check_timeout(server_name: str, value: float) -> float:
-    """``value`` as seconds, once it is a positive number.
-
-    Example:
-        >>> check_timeout("demo", 5)
-        5.0
-    """
-    try:  # a bool is no number of seconds (True would be 1 s), nor is a string
-        seconds = float("nan") if isinstance(value, (bool, str)) else float(value)
-    except (TypeError, ValueError):
-        seconds = float("nan")
-    if not seconds > 0:
-        raise ToolConfigError(
-            f"MCP server '{server_name}': timeout must be a positive number of seconds, "
-            f"got {value!r}"
-        )
-    return seconds
+        """Run ``call`` on the connected SDK client within the client's timeout, failing
+        and recovering as :meth:`call_tool` does (see ``_sending.send``)."""
+        return await _sending.send(self, what, call, resend=resend)

@@ -11,6 +11,8 @@ ghp_..."): the values of its ``env``, and those its command line shows as ``***`
 masking (see ``agcore_tools/_redact.py``) applies to the log notifications a server sends
 (``agcore_tools.mcp.server``), with the credentials an HTTP connection's requests carried
 (:class:`SentSecrets`): an ``auth=`` flow puts its token on them, not in the transport.
+So does a server's error, both in the library's message and in the SDK errors it is
+chained from (a traceback prints them too).
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .._redact import header_secrets, mask, mask_credentials, secret_values, url_secrets
+from .._redact import (
+    header_secrets,
+    mask,
+    mask_credentials,
+    masked_error,
+    secret_values,
+    url_secrets,
+)
+from ..error import ToolError
 from .transport import (
     StdioTransport,
     StreamableHttpTransport,
@@ -95,11 +105,12 @@ def named_transport_secrets(transport: StdioTransport | StreamableHttpTransport)
 
 
 class SentSecrets:
-    """What one connection masks in what its server writes back: the
+    """What a client's connections mask in what its server writes back: the
     :func:`transport_secrets`, and the credentials its requests were seen to carry,
     whatever put them there (an ``auth=`` flow's token, a header the client of an
     ``http_client_factory`` adds), noted as they are sent; then, as a backstop, any
     credential after ``Bearer``, ``Basic`` or ``Token`` (``_redact.mask_credentials``).
+    One for all the connections of a client, so that a restart forgets none.
 
     Example:
         >>> secrets = SentSecrets(StreamableHttpTransport("https://x/mcp"))
@@ -107,11 +118,15 @@ class SentSecrets:
         ...               ("authorization", "Bearer at-S3CRETt0ken")])
         >>> secrets.mask("rejected at-S3CRETt0ken, accept: application/json, text/event-stream")
         'rejected ***, accept: application/json, text/event-stream'
+        >>> sorted(secrets.carried())
+        ['Bearer at-S3CRETt0ken', 'at-S3CRETt0ken']
     """
 
-    __slots__ = ("_noted", "_values")
+    __slots__ = ("_noted", "_values", "transport")
 
     def __init__(self, transport: StdioTransport | StreamableHttpTransport) -> None:
+        self.transport = transport
+        """The transport whose secrets these are."""
         self._values = transport_secrets(transport)
         self._noted: set[str] = set()
 
@@ -124,9 +139,47 @@ class SentSecrets:
             self._noted.update(new)
             self._values = secret_values([*self._values, *header_secrets(new)])
 
+    def carried(self) -> frozenset[str]:
+        """The credentials noted so far (see :meth:`note`): each value, and the one after
+        its scheme (the token of ``Bearer ...``). Not the transport's, which a cassette
+        judges by its own rules."""
+        return frozenset(header_secrets(self._noted))
+
     def mask(self, text: str) -> str:
         """``text`` with every secret known so far shown as ``***``."""
         return mask_credentials(mask(text, self._values))
+
+    def masked(self, exc: BaseException) -> BaseException:
+        """``exc`` to chain an error from or to log: itself, or a stand-in of its type
+        with every text on its chain masked (``_redact.masked_error``), since a
+        traceback prints the whole chain, a server's words in the SDK's errors too.
+
+        Example:
+            >>> secrets = SentSecrets(StreamableHttpTransport("https://x/mcp"))
+            >>> secrets.note([("authorization", "Bearer at-S3CRETt0ken")])
+            >>> str(secrets.masked(ValueError("upstream refused at-S3CRETt0ken")))
+            'upstream refused ***'
+        """
+        return masked_error(exc, self.mask)
+
+    def masked_error(self, error: ToolError) -> ToolError:
+        """:meth:`masked` for the library's own ``error``: a stand-in of its type, its
+        message and attributes masked, with its chain masked (a part of the chain that
+        cannot be read is shown as plain text instead).
+
+        Example:
+            >>> from agcore_tools import McpError
+            >>> secrets = SentSecrets(StreamableHttpTransport("https://x/mcp"))
+            >>> secrets.note([("authorization", "Bearer at-S3CRETt0ken")])
+            >>> shown = secrets.masked_error(McpError("api", "refused at-S3CRETt0ken"))
+            >>> type(shown).__name__, shown.reason
+            ('McpError', 'refused ***')
+        """
+        shown = self.masked(error)
+        if isinstance(shown, ToolError):
+            return shown
+        # Not reached (a ToolError's own text and attributes always read): its text, then.
+        return ToolError(str(shown), tool_name=error.tool_name)
 
 
 class StderrLog:

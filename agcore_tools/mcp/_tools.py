@@ -23,7 +23,8 @@ from ..error import McpUsageError, ToolConfigError
 from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange
 from ._protocol import pages
-from ._recover import is_safe_to_repeat, send_again
+from ._recover import cause_of, is_safe_to_repeat, send_again
+from ._sending import translate
 from ._session import BACKSTOP, Session
 from .models import McpToolInfo
 
@@ -140,9 +141,8 @@ class ToolCache:
         except _PageFailed as failed:
             exc, exchange = failed.exc, failed.exchange
             if not recover:
-                raise await session.translate(
-                    conn, exc, exchange, "tools/list", limit, None
-                ) from exc
+                error = await translate(session, conn, exc, exchange, "tools/list", limit, None)
+                raise error from cause_of(error, exc, conn)
 
             # A restart fetches the whole list itself (cursors need not survive it).
             async def fetch_again(new: Connection, remaining: float) -> list[McpToolInfo]:

@@ -4,11 +4,13 @@ prompts, completion, ping, log level, roots).
 
 The protocol itself (JSON-RPC, version negotiation, server-to-client requests) is the
 official MCP SDK's. :class:`McpClient` is a façade over the parts that add to it, each
-in its own module: the session (``_session``: the connection, its event loop, restarts
-and sending), the tool cache (``_tools``: listing), error translation into
+in its own module: the session (``_session``: the connection, its event loop, restarts;
+``_sending``: sending requests), the tool cache (``_tools``: listing), error translation into
 :class:`~agcore_tools.ToolError` subclasses (``_recover``), the registry adapters
 (``_adapter``, ``_protocol_tools``), and the requests beyond tools (``_resources``,
-``_prompts``, ``_utilities``).
+``_prompts``, ``_utilities``). This module holds the client's settings and lifecycle;
+its methods are in mixins by job: the tool surface (``_tools_api``), the requests
+beyond tools (``_protocol_api``) and the synchronous entry points (``_sync_api``).
 
 Example:
     >>> import asyncio
@@ -24,26 +26,21 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import Self, deprecated
 
-from .. import _otel
 from .._deprecated import renamed
-from ..base import BaseTool
-from ..error import McpNotInitializedError, ToolConfigError
-from . import _prompts, _protocol_tools, _resources, _task_start, _utilities, models
-from ._adapter import make_adapters
-from ._requests import offers
+from ..error import ToolConfigError
+from ._protocol_api import ProtocolClientMethods
 from ._session import Session, check_timeout
 from ._sync_api import SyncClientMethods
-from ._tasks import McpTask
-from ._tools import ToolCache, check_arguments, check_ttl, definition
-from ._trace import traced_call_tool
+from ._tools import ToolCache, check_ttl
+from ._tools_api import ToolClientMethods
 from ._utilities import check_log_level
-from .models import McpLogMessage, McpProgress, McpToolInfo
+from .models import McpLogMessage, McpProgress
 from .policy import McpPermissionPolicy, PermissionPolicy
 from .recovery import McpRecovery
 from .transport import StdioTransport, StreamableHttpTransport
@@ -59,7 +56,7 @@ ProgressCallback = Callable[[McpProgress], "Awaitable[None] | None"]
 """Receives each progress update of a tool call."""
 
 
-class McpClient(SyncClientMethods):
+class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
     """A client for one MCP server, over stdio or Streamable HTTP.
 
     ``connect()`` starts (or reaches) the server and negotiates the protocol version
@@ -357,6 +354,21 @@ class McpClient(SyncClientMethods):
         conn = self._session.conn or self._session.failed
         return conn.child.stderr.tail() if conn is not None and conn.child is not None else ""
 
+    @property
+    def sent_credentials(self) -> frozenset[str]:
+        """The credentials the HTTP requests of this client carried so far, whatever put
+        them there (a header named for a secret, the token of an ``auth=`` flow, a
+        header your ``http_client_factory``'s client adds), each with the token after
+        its scheme: what the client masks as ``***`` in what the server sends back, as it
+        does its transport's secrets, and what a :class:`~agcore_tools.testing.Cassette`
+        scrubs from its file. Empty over stdio.
+
+        Example:
+            >>> McpClient("web", StreamableHttpTransport("https://x/mcp")).sent_credentials
+            frozenset()
+        """
+        return self._session.secrets.carried()
+
     async def connect(self) -> None:
         """Start the server (stdio) or reach it (HTTP), and negotiate the protocol.
 
@@ -398,315 +410,6 @@ class McpClient(SyncClientMethods):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
-
-    # -- tools (listed by the tool cache in _tools) -------------------------------------
-
-    async def definitions(self) -> list[dict[str, Any]]:
-        """The server's tools as Chat Completions tool params, like
-        :meth:`ToolRegistry.definitions`, with the server's own names.
-
-        The list is cached: pages are followed once, then served from the cache until
-        the server reports a change, :attr:`tools_ttl` (or the server's ``ttlMs``)
-        expires, or :meth:`refresh_tools` is called.
-
-        Example:
-            >>> async def names(client: McpClient) -> list[str]:
-            ...     return [d["function"]["name"] for d in await client.definitions()]
-        """
-        return [definition(info) for info in await self._tool_cache.current()]
-
-    @deprecated("McpClient.list_tools() is deprecated; use McpClient.definitions()", category=None)
-    async def list_tools(self) -> list[dict[str, Any]]:
-        """Deprecated: use :meth:`definitions` (same result; ``ToolRegistry.list_tools()``
-        returns names, this returned definitions).
-
-        Example:
-            >>> async def old_and_new(client: McpClient) -> bool:
-            ...     return await client.list_tools() == await client.definitions()  # warns
-        """
-        renamed("McpClient.list_tools()", "McpClient.definitions()")
-        return await self.definitions()
-
-    async def refresh_tools(self) -> list[dict[str, Any]]:
-        """Re-read the tool list from the server and return it like :meth:`definitions`."""
-        self._tool_cache.invalidate(None)
-        return await self.definitions()
-
-    async def tool_infos(self) -> list[McpToolInfo]:
-        """The server's tools with their schemas and annotations (cached like :meth:`definitions`)."""
-        return await self._tool_cache.current()
-
-    async def call_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> Any:
-        """Call a tool and return its value.
-
-        Returns ``structuredContent`` when the server sends it, else the text content
-        (several text parts joined with newlines); when other parts are present, the
-        list of all parts in order: text as strings, image and audio parts as
-        :class:`~agcore_tools.Image` and :class:`~agcore_tools.Audio`, resource and
-        resource_link parts as typed JSON.
-
-        Raises:
-            ToolExecutionError: The server answered ``isError: true``; the message is
-                its text (a model can read it and try again).
-            McpTimeoutError: No answer within ``timeout`` (default :attr:`timeout`),
-                which covers the whole call, any sampling or elicitation the server asks
-                for during it included; the request is cancelled on the server
-                (``notifications/cancelled`` on a legacy session; on 2026-07-28, its
-                response stream is closed, which a server answering in JSON mode
-                may not notice).
-            McpNotInitializedError: Not connected (never, closed, or the server is gone).
-            McpError: The server answered with a JSON-RPC error (recoverable, as a
-                model's wrong argument is often refused this way; ``may_have_run`` is
-                False when its code refuses the request unrun, such as -32602), or
-                went away.
-
-        Example:
-            >>> async def weather(client: McpClient) -> Any:
-            ...     return await client.call_tool("get_weather", {"city": "Paris"})
-        """
-        check_arguments("call_tool", name, args)
-        tracer = _otel.tracer()
-        if tracer is None:
-            return await self._session.call_tool(name, args, timeout)
-        return await traced_call_tool(tracer, self._session, name, args, timeout)
-
-    async def start_task(
-        self,
-        name: str,
-        args: Mapping[str, Any] | None = None,
-        *,
-        ttl: float | None = None,
-        timeout: float | None = None,
-    ) -> McpTask:
-        """Call a tool as a task (MCP Tasks) and return its handle at once.
-
-        The server runs the tool on after this returns; :meth:`McpTask.result` waits for
-        its value, :meth:`McpTask.status` and :meth:`McpTask.cancel` follow and stop it,
-        and :meth:`McpTask.to_json` saves it, for :meth:`task` to pick up in another
-        client or process. The ``tools/call`` is sent once: never again after a
-        restart, as the task may exist.
-
-        On 2025-11-25 the server must offer tasks for ``tools/call``; ``ttl`` asks it to
-        keep the task that many seconds. On 2026-07-28 the client must be created with
-        ``tasks=True`` and the server must offer the tasks extension; ``ttl`` is not
-        sent (the server decides), and the server may answer a tool whose task support
-        is "optional" at once: the handle is then already complete (``task_id`` None,
-        ``result()`` returns the value, ``to_json()`` refuses).
-
-        Raises:
-            McpError: The server offers no tasks (the message says which opt-in or
-                capability is missing), or the request failed as in :meth:`call_tool`.
-            McpTimeoutError: The server did not answer within ``timeout`` (default
-                :attr:`timeout`); this bounds creating the task, not running it.
-
-        Example:
-            >>> async def build(client: McpClient) -> Any:
-            ...     task = await client.start_task("build", {"seconds": 5, "label": "x"})
-            ...     return await task.result(timeout=60)
-        """
-        check_arguments("start_task", name, args)
-        return await _task_start.start_task(self._session, name, args, ttl, timeout)
-
-    def task(self, saved: Mapping[str, Any] | str) -> McpTask:
-        """The handle of a task started earlier, from :meth:`McpTask.to_json` or its id.
-
-        Nothing is sent: :meth:`McpTask.status` or :meth:`McpTask.result` asks the
-        server, and raises :class:`~agcore_tools.McpError` if it no longer knows the
-        task (expired, or forgotten in a restart).
-
-        Raises:
-            McpUsageError: ``saved`` was started on another server (by name), or has no
-                task id. It is a ``ValueError``.
-
-        Example:
-            >>> client = McpClient("ci", StdioTransport("server"))
-            >>> client.task("t-42").task_id
-            't-42'
-            >>> client.task({"server": "other", "task_id": "t-1"})
-            Traceback (most recent call last):
-            ...
-            agcore_tools.error.McpUsageError: task 't-1' was started on MCP server 'other', not on 'ci'
-        """
-        return _task_start.attach(self._session, saved)
-
-    def into_tools(
-        self,
-        *,
-        prefix: bool | str = False,
-        policy: PermissionPolicy | None = None,
-        tasks: bool | Collection[str] = False,
-        task_wait: float | None = None,
-    ) -> list[BaseTool]:
-        """Adapters for the server's tools, to register in a :class:`ToolRegistry`.
-
-        Uses the tool list fetched by ``connect()`` (or the last ``definitions()``).
-        Each adapter's ``execute`` calls :meth:`call_tool` on this client, so it keeps
-        working across reconnects.
-
-        Args:
-            prefix: False keeps the server's names; True prefixes them with the server
-                name (``server__tool``); a string prefixes them with that string. Names
-                are cut to the 64-character ``[a-zA-Z0-9_-]`` limit of model APIs.
-            policy: Overrides :attr:`permission_policy` for these adapters.
-            tasks: Run calls as MCP tasks for these tools (server names), or True for
-                every tool that supports them; a tool whose server requires tasks
-                always does. On 2026-07-28 the client needs ``tasks=True``.
-            task_wait: Seconds a task call waits for its task (default
-                :attr:`timeout`); still running then, it pauses the loop
-                (``response.pending`` lists a :class:`~agcore_tools.RunningTask`),
-                and a resume waits for the same task.
-
-        Raises:
-            McpNotInitializedError: No tool list has been fetched yet.
-            ToolError: Two tools would get the same name.
-            ToolConfigError: ``tasks`` names a tool the server does not list.
-
-        Example:
-            >>> from agcore_tools import ToolRegistry
-            >>> async def bridge(client: McpClient, registry: ToolRegistry) -> None:
-            ...     await client.connect()
-            ...     registry.register_all(client.into_tools(prefix=True))
-        """
-        infos = self._tool_cache.infos
-        if infos is None:
-            raise McpNotInitializedError(
-                self.server_name, "no tool list yet; call connect() or definitions() first"
-            )
-        chosen = policy or self.permission_policy
-        if task_wait is not None:
-            task_wait = check_timeout(self.server_name, task_wait)
-        return make_adapters(self, infos, self._prefix(prefix), chosen, tasks, task_wait)
-
-    # -- resources, prompts, completion, utilities (in _resources, _prompts, _utilities) --
-
-    @property
-    def instructions(self) -> str | None:
-        """The server's instructions for using it (for a system prompt), while connected."""
-        client = self._session.client
-        return client.instructions if client is not None else None
-
-    async def list_resources(self) -> list[models.McpResourceInfo]:
-        """The server's resources, every page followed (fetched on each call)."""
-        return await _resources.list_resources(self._session)
-
-    async def list_resource_templates(self) -> list[models.McpResourceTemplateInfo]:
-        """The server's resource templates (URI patterns), every page followed."""
-        return await _resources.list_resource_templates(self._session)
-
-    async def read_resource(self, uri: str) -> list[models.McpResourceContents]:
-        """The parts (text or blob) of the resource at ``uri``; fails like :meth:`call_tool`."""
-        return await _resources.read_resource(self._session, uri)
-
-    def subscribe_resource(self, uri: str) -> _resources.McpResourceSubscription:
-        """Updates of the resource at ``uri``: ``async with`` it, then iterate it.
-
-        Example:
-            >>> async def watch(client: McpClient) -> None:
-            ...     async with client.subscribe_resource("file:///todo.txt") as updates:
-            ...         async for uri in updates:  # each time the server says it changed
-            ...             print((await client.read_resource(uri))[0].text)
-        """
-        return _resources.McpResourceSubscription(self, uri, self._session)
-
-    async def list_prompts(self) -> list[models.McpPromptInfo]:
-        """The server's prompts, every page followed."""
-        return await _prompts.list_prompts(self._session)
-
-    async def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None
-    ) -> models.McpPrompt:
-        """The prompt ``name``, filled in by the server with ``arguments``."""
-        return await _prompts.get_prompt(self._session, name, arguments)
-
-    async def complete(
-        self,
-        argument: str,
-        value: str,
-        *,
-        prompt: str | None = None,
-        resource_template: str | None = None,
-        context: Mapping[str, str] | None = None,
-    ) -> models.McpCompletion:
-        """Suggestions for ``argument`` of a ``prompt`` or a ``resource_template`` (give
-        one), given its ``value`` so far and the arguments already chosen (``context``)."""
-        return await _prompts.complete(
-            self._session, argument, value, prompt, resource_template, context
-        )
-
-    async def ping(self) -> float:
-        """Seconds for one round trip (``server/discover`` on 2026-07-28, which has no ping)."""
-        return await _utilities.ping(self._session)
-
-    async def set_log_level(self, level: str) -> None:
-        """Ask for server log messages at ``level`` and above (``logging/setLevel``; on
-        2026-07-28, sent with each later request). Later connections use it too.
-
-        Example:
-            >>> async def quiet(client: McpClient) -> None:
-            ...     await client.set_log_level("error")
-        """
-        await _utilities.set_log_level(self._session, level)
-
-    async def notify_roots_changed(self) -> bool:
-        """Tell the server ``roots_handler`` now answers differently; False when there is
-        nothing to send (2026-07-28 servers ask for the roots each time).
-
-        Example:
-            >>> async def moved(client: McpClient) -> None:
-            ...     await client.notify_roots_changed()
-        """
-        return await _utilities.notify_roots_changed(self._session)
-
-    def resource_reader_tool(
-        self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
-    ) -> BaseTool:
-        """A ``read_resource`` tool, so a model can read resources, such as the
-        ``resource_link`` parts tools return (``prefix``, ``policy`` as for :meth:`into_tools`).
-        Made for a connected server that offers no resources, it logs a warning."""
-        return _protocol_tools.resource_reader_tool(
-            self,
-            self._prefix(prefix),
-            policy or self.permission_policy,
-            offered=offers(self._session, "resources"),
-        )
-
-    def prompt_tool(
-        self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
-    ) -> BaseTool:
-        """A ``get_prompt`` tool, so a model can get the server's prompts (``prefix``,
-        ``policy`` as for :meth:`into_tools`). Made for a connected server that offers
-        no prompts, it logs a warning."""
-        return _protocol_tools.prompt_tool(
-            self,
-            self._prefix(prefix),
-            policy or self.permission_policy,
-            offered=offers(self._session, "prompts"),
-        )
-
-    # -- internals ---------------------------------------------------------------------
-
-    def _prefix(self, prefix: bool | str) -> str | None:
-        if prefix is True:
-            return self.server_name
-        return prefix or None
-
-    @property
-    def _tools(self) -> list[McpToolInfo] | None:
-        # The cached tool list, as tests that fake a listing set it.
-        return self._tool_cache.infos
-
-    @_tools.setter
-    def _tools(self, infos: list[McpToolInfo] | None) -> None:
-        self._tool_cache.infos = infos
-
-    def _invalidate_tools(self, reason: str | None) -> None:
-        self._tool_cache.invalidate(reason)
 
     def __repr__(self) -> str:
         state = "connected" if self.connected else "not connected"

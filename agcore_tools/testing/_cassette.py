@@ -59,7 +59,8 @@ class Cassette:
     too. :meth:`save` (or leaving ``with``) writes the file, with no request header,
     no value of a secret-looking query parameter or JSON body field, and no copy of
     any key or cookie the requests carried, or of a wrapped MCP server's ``env``,
-    header or command-line secrets, anywhere (see the testing guide for the list).
+    header or command-line secrets or of the credentials its requests carried,
+    anywhere (see the testing guide for the list).
 
     Replaying, the same calls answer from the file: no socket, no server process.
     Each request must match the recorded one (the model, the messages, the tools, the
@@ -174,6 +175,7 @@ class Cassette:
         self._clients = 0  # replaying: the client() calls so far
         self._named = named
         self._secrets: set[str] = set()  # found in the requests while recording
+        self._recorded_clients: list[McpClient] = []  # their requests' credentials, on save
         self._http = HttpTape(self.interactions, self._secrets)
         self._mcp = McpTape(self.interactions)
 
@@ -198,6 +200,7 @@ class Cassette:
         cassette._clients = 0
         cassette._named = frozenset()
         cassette._secrets = set()
+        cassette._recorded_clients = []
         cassette._http = HttpTape(cassette.interactions, cassette._secrets)
         cassette._mcp = McpTape(cassette.interactions)
         return cassette
@@ -307,12 +310,15 @@ class Cassette:
         Use the result where the client was used: ``async with``, ``definitions()``,
         ``call_tool()``, ``into_tools()``. Replaying, ``client`` is never connected.
         Recording, its transport's secrets are scrubbed from the file too, since a
-        server may quote its token in an error: the values of a stdio server's ``env``
-        entries and an HTTP server's headers whose names look secret (``API_TOKEN``,
-        ``Authorization`` and the token after ``Bearer``), and what its command line
-        shows as ``***`` for such a name or a key's known prefix. Not ordinary values
-        (``NODE_ENV=production``): scrubbed from the whole file, they would change
-        what is replayed.
+        server may quote its token in an error or a result: the values of a stdio
+        server's ``env`` entries and an HTTP server's headers whose names look secret
+        (``API_TOKEN``, ``Authorization`` and the token after ``Bearer``), and what its
+        command line shows as ``***`` for such a name or a key's known prefix; and every
+        credential its requests carried, whatever put it there (the token of an
+        ``auth=`` flow, a header of an ``http_client_factory``'s client: see
+        :attr:`McpClient.sent_credentials <agcore_tools.McpClient.sent_credentials>`).
+        Not ordinary values (``NODE_ENV=production``): scrubbed from the whole file,
+        they would change what is replayed.
 
         Example:
             >>> from agcore_tools import McpClient, StdioTransport
@@ -321,6 +327,7 @@ class Cassette:
         """
         if self.recording:
             self._secrets.update(_transport_secrets(client.transport))
+            self._recorded_clients.append(client)
         return CassetteMcpClient(self._mcp, client, recording=self.recording)
 
     # -- the end ---------------------------------------------------------------------------
@@ -375,7 +382,8 @@ class Cassette:
         """
         if not self.recording:
             return
-        found = {s for s in self._secrets if len(s) >= _MIN_SECRET}
+        carried = {s for client in self._recorded_clients for s in client.sent_credentials}
+        found = {s for s in self._secrets | carried if len(s) >= _MIN_SECRET}
         secrets = sorted(found | self._named, key=len, reverse=True)
         data = {
             "version": _VERSION,

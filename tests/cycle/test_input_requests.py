@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from agcore_tools import (
     ApprovalError,
     InputAnswer,
     InputRequest,
+    LlmError,
     McpClient,
+    McpError,
     StreamableHttpTransport,
     ToolInputRequested,
     ToolPolicy,
@@ -527,3 +530,32 @@ async def test_on_2025_an_answer_after_the_timeout_is_not_read_as_a_cancel(
     told = tool_messages(model.requests[1].json["messages"])["c_ask"]
     assert "the question asked during tools/call 'ask' was lost" in told
     assert "after the client's timeout (2 s)" in told and "call the tool again" in told
+
+
+async def test_on_2025_a_call_that_fails_after_its_question_shows_no_echoed_token(
+    serve, make_cycle, booking
+):
+    # The error said what the server answered, and was chained from the SDK's error,
+    # both with the token the server quoted from its request unmasked.
+    token = "ghp_S3CRETt0ken00"
+    model = serve(
+        S.reply_tool_calls([("ask_then_reject", {"question": "Your colour?"}, "c_ask")]),
+        S.reply_text("It failed."),
+    )
+    transport = StreamableHttpTransport(booking.url, {"Authorization": f"Bearer {token}"})
+    client = McpClient("shop", transport, protocol="legacy", timeout=20.0)
+    registry = ToolRegistry()
+    async with client:
+        registry.register_all(client.into_tools())
+        cycle = make_cycle(model)
+        [question] = (await cycle.submit_with_tools("colour?", registry)).pending
+        assert isinstance(question, InputRequest)
+        answer = question.accept({"answer": "blue"})
+        with pytest.raises(LlmError) as stopped:  # the error stops the loop
+            await cycle.submit_with_tools(None, registry, approvals=[answer])
+    failed = stopped.value.__cause__
+    assert isinstance(failed, McpError)
+    assert "failed after its question: upstream rejected credentials: ***" in str(failed)
+    shown = "".join(traceback.format_exception(stopped.value))
+    assert token not in shown, shown
+    assert "MCPError: upstream rejected credentials: ***" in shown  # its cause, masked

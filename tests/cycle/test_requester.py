@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import sys
 import traceback
 from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from agcore_tools import ClientTypeError, CycleConfig, LlmConfigError, LlmCycle, LlmError
 from agcore_tools._redact import mask, masked_error
@@ -20,6 +22,9 @@ from agcore_tools.cycle._client import provided_keys
 from agcore_tools.testing import RawResponse, RawStream, ScriptedChatServer
 
 from .conftest import S
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import ExceptionGroup
 
 
 class CountingExecutor(ThreadPoolExecutor):
@@ -384,6 +389,46 @@ def test_masking_an_error_never_raises_in_its_place() -> None:
     assert type(shown) is Exception and shown.__cause__ is None and shown.__context__ is None
     assert str(shown).endswith("Unprintable: (its message could not be read and masked)")
     assert key not in "".join(traceback.format_exception(shown))
+
+
+def test_masking_reaches_group_members_and_pydantic_fields_and_keeps_the_types_it_can() -> None:
+    # An exception group's members were left as they were (a traceback prints them),
+    # an error whose str() reads a pydantic model (the MCP SDK's MCPError) became a
+    # plain Exception, and so did the whole chain when one cause could not be masked.
+    key = "sk-SECRET-123456789"
+
+    def hide(text: str) -> str:
+        return mask(text, [key])
+
+    class Said(BaseModel):
+        message: str
+
+    class Answered(Exception):
+        def __init__(self, message: str) -> None:
+            super().__init__(message)
+            self.said = Said(message=message)
+
+        def __str__(self) -> str:
+            return self.said.message
+
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError(f"cannot print {key}")
+
+    group = ExceptionGroup("the task group failed", [Answered(f"bad key {key}"), KeyError("x")])
+    shown = masked_error(group, hide)
+    assert (
+        type(shown) is ExceptionGroup and str(shown) == "the task group failed (2 sub-exceptions)"
+    )
+    answered, other = shown.exceptions  # type: ignore[attr-defined]
+    assert type(answered) is Answered and str(answered) == "bad key ***"
+    assert answered.said == Said(message="bad key ***") and other is group.exceptions[1]
+    assert key not in "".join(traceback.format_exception(shown))
+    error = ValueError(f"refused {key}")
+    error.__cause__ = Unprintable()
+    shown = masked_error(error, hide)
+    assert type(shown) is ValueError and str(shown) == "refused ***"
+    assert str(shown.__cause__).endswith("Unprintable: (its message could not be read and masked)")
 
 
 async def test_the_error_chained_under_the_loops_error_has_the_key_masked(

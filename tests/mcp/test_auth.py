@@ -25,6 +25,7 @@ from mcp.shared.auth import (
     OAuthClientMetadata,
     OAuthToken,
 )
+from mcp.shared.exceptions import MCPError
 
 from agcore_tools import McpClient, McpError, StreamableHttpTransport, ToolIOError
 from agcore_tools.mcp import FileTokenStorage, InMemoryTokenStorage, McpLogMessage
@@ -351,3 +352,33 @@ def test_an_auth_token_the_server_logs_back_is_masked_as_a_header_token_is(
     assert shown == ["[remote] upstream rejected credentials: ***; token ***"]
     token = tokens.access_token
     assert received == [f"upstream rejected credentials: Bearer {token}; token {token}"]
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+def test_an_auth_token_the_server_echoes_in_its_error_is_in_no_part_of_the_traceback(
+    oauth_server: HttpServer, protocol: str
+) -> None:
+    # The error's message had it masked, but the SDK's error it was chained from kept
+    # the server's words: a printed traceback (logger.exception, an app's crash) showed
+    # the token, which the auth= flow put on the request and no setting of the client holds.
+    store = InMemoryTokenStorage()
+    auth = oauth(oauth_server.url, store, Browser())
+    caught: list[McpError] = []
+
+    async def scenario() -> None:
+        transport = StreamableHttpTransport(oauth_server.url, auth=auth)
+        client = McpClient("remote", transport, timeout=20, protocol=protocol)  # type: ignore[arg-type]
+        async with client:
+            with pytest.raises(McpError) as rejected:
+                await client.call_tool("reject_credentials")
+            caught.append(rejected.value)
+
+    run(scenario())
+    tokens = run(store.get_tokens())
+    assert isinstance(tokens, OAuthToken) and tokens.access_token
+    [error] = caught
+    shown = "".join(traceback.format_exception(error))
+    assert tokens.access_token not in shown, shown
+    cause = error.__cause__  # still there, of its type, with the server's words masked
+    assert type(cause) is MCPError and str(cause) == "upstream rejected credentials: ***"
+    assert f"{type(cause).__module__}.MCPError: upstream rejected credentials: ***" in shown

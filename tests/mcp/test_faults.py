@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import traceback
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from agcore_tools import (
     CycleConfig,
@@ -264,6 +266,49 @@ async def test_an_http_errors_body_says_why_and_a_refusal_is_not_run(
             assert (error.status_code, error.may_have_run) == (status, may_have_run)
         assert client.connected
         assert await client.call_tool("echo", {"text": "fine"}) == "fine"
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_token_the_server_echoes_in_its_error_is_in_no_part_of_the_traceback(
+    fault_server: FaultServer, protocol: str
+) -> None:
+    # The error's message had it masked, but the SDK's error it was chained from (its
+    # __cause__) kept the server's words: a printed traceback (logger.exception, an
+    # app's crash) showed the token. The cause is still there, of its type, masked.
+    secret = "ghp_S3CRETt0ken00"
+    transport = StreamableHttpTransport(fault_server.url, {"Authorization": f"Bearer {secret}"})
+    said = {"code": -32603, "message": f"token {secret} revoked"}
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": said})
+    kind = {"content-type": "application/json"}
+    caught: list[McpError] = []
+    async with client_for(fault_server, protocol, transport=transport) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools())
+        with pytest.raises(McpError) as answered:  # its JSON-RPC error answer
+            await client.call_tool("reject_credentials")
+        caught.append(answered.value)
+        # As the loop meets it: the adapter's error, chained from the client's.
+        invoked = await registry.invoke("reject_credentials", {})
+        assert isinstance(invoked.error, McpError)
+        caught.append(invoked.error)
+        await fault_server.control("fail", status=403, method="tools/call", body=body, headers=kind)
+        with pytest.raises(McpError) as refused:  # an HTTP refusal with a JSON-RPC body
+            await client.call_tool("echo", {"text": "x"})
+        caught.append(refused.value)
+    if protocol == "legacy":  # "auto" answers a refused probe by falling back to it
+        await fault_server.control("fail", status=401, body=body, headers=kind)
+        with pytest.raises(McpError) as handshake:  # its refusal of the handshake
+            await client_for(fault_server, protocol, transport=transport).connect()
+        caught.append(handshake.value)
+    for error in caught:
+        shown = "".join(traceback.format_exception(error))
+        assert secret not in shown, shown
+        assert "*** revoked" in shown or "upstream rejected credentials: ***" in shown
+    answer, _, http_error, *_ = (error.__cause__ for error in caught)
+    assert type(answer) is MCPError and answer.code == 0
+    assert str(answer) == "upstream rejected credentials: ***"
+    assert type(http_error) is MCPError and http_error.code == -32603
+    assert http_error.message == "token *** revoked"
 
 
 async def test_a_retry_after_longer_than_the_timeout_is_reported(

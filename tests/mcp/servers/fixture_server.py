@@ -162,6 +162,24 @@ def open_vault(vault: str) -> str:
     raise MCPError(INVALID_PARAMS, f"Unknown vault: {vault}. Available vaults: notes")
 
 
+def _rejected(ctx: Context) -> MCPError:
+    authorization = (ctx.headers or {}).get("authorization", "(none)")
+    return MCPError(0, f"upstream rejected credentials: {authorization}")
+
+
+@server.tool(structured_output=False)
+def whoami(ctx: Context) -> str:
+    """Say which credential the request carried, as an account tool may."""
+    return f"signed in with {(ctx.headers or {}).get('authorization', '(none)')}"
+
+
+@server.tool()
+def reject_credentials(ctx: Context) -> str:
+    """Fail with a JSON-RPC error (code 0, as mcp-go answers a failed handler) quoting
+    the Authorization header it got, as a server whose upstream refused it does."""
+    raise _rejected(ctx)
+
+
 @server.tool(structured_output=False)
 async def slow(seconds: float, marker: str = "") -> str:
     """Sleep; if cancelled and `marker` is set, write 'cancelled' to that file."""
@@ -248,6 +266,13 @@ async def ask(question: str, ctx: Context) -> str:
     """Ask the client (elicitation)."""
     result = await ctx.elicit(question, Answer)
     return f"{result.action}: {result.data.answer if result.data else ''}"
+
+
+@server.tool(structured_output=False)
+async def ask_then_reject(question: str, ctx: Context) -> str:
+    """Ask the client, then fail as reject_credentials does."""
+    await ctx.elicit(question, Answer)
+    raise _rejected(ctx)
 
 
 @server.tool(structured_output=False)

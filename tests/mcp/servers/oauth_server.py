@@ -26,6 +26,7 @@ from mcp.server.auth.provider import (
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.exceptions import MCPError
 
 SCOPE = "tools"
 LIFETIME = 3600
@@ -147,6 +148,13 @@ def build(base_url: str) -> MCPServer:
         token = authorization.split()[-1]
         await ctx.log("warning", f"upstream rejected credentials: {authorization}; token {token}")
         return "logged"
+
+    @server.tool(structured_output=False)
+    def reject_credentials(ctx: Context) -> str:
+        """Fail with a JSON-RPC error quoting the Authorization header it got, as a
+        server whose upstream refused the credential does."""
+        authorization = (ctx.headers or {}).get("authorization", "")
+        raise MCPError(0, f"upstream rejected credentials: {authorization}")
 
     return server
 
