@@ -119,12 +119,16 @@ def test_public_members_are_documented_and_exemplified(name: str) -> None:
             continue
         if "Example" in doc:
             continue
-        # Shown in an example of the class (or a subclass's), or of its module.
+        # Shown in an example of the class (or a subclass's), or of its module; for a
+        # member of a mixin, of the class between that uses it (McpClient's, for the
+        # testing kit's subclass of it).
+        between = [base.__doc__ for base in cls.__mro__[1:] if owner in base.__mro__]
         context = "".join(
             example_section(text)
             for text in (
                 cls.__doc__,
                 owner.__doc__,
+                *between,
                 inspect.getmodule(owner).__doc__,
                 inspect.getmodule(cls).__doc__,
             )
