@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo demo-temporal test test-interop test-llama-server llama-server lint typecheck unit \
   unit-real unit-mcp unit-rest unit-mcp-slow bench node real-servers redis-server clean clean-room \
-  test-all release-check openai-floor
+  test-all release-check openai-floor old-mcp-sdk
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -104,6 +104,23 @@ $(LITELLM_STAMP): tests/real/litellm-constraints.txt $(STAMP)
 
 real-servers: $(LLAMA_CHECKED) $(LITELLM_STAMP)
 
+# A stdio MCP server on the MCP Python SDK 1.6.0, as chroma-mcp pins it: SDKs up to 1.8
+# exit on the server/discover probe (tests/mcp/test_probe_fallback.py). That SDK gets a
+# venv of its own in the cache, pinned whole by tests/mcp/old-sdk-requirements.txt; the
+# tests run tests/mcp/servers/old_sdk_server.py with its Python. OLD_MCP_SDK must match
+# tests/mcp/conftest.py. A few seconds, once.
+OLD_MCP_SDK := 1.6.0
+OLD_MCP := $(CACHE)/mcp-sdk-$(OLD_MCP_SDK)
+OLD_MCP_STAMP := $(OLD_MCP)/.installed-$(shell sha256sum tests/mcp/old-sdk-requirements.txt | cut -c1-12)
+
+$(OLD_MCP_STAMP): tests/mcp/old-sdk-requirements.txt
+	test -x $(OLD_MCP)/bin/python || $(PYTHON) -m venv $(OLD_MCP)
+	$(OLD_MCP)/bin/python -m pip install --quiet -r tests/mcp/old-sdk-requirements.txt
+	$(OLD_MCP)/bin/python -c 'import mcp.server.fastmcp, importlib.metadata as m; assert m.version("mcp") == "$(OLD_MCP_SDK)"'
+	touch $(OLD_MCP_STAMP)
+
+old-mcp-sdk: $(OLD_MCP_STAMP)
+
 # llama.cpp's own llama-server, a third real server: opt-in (`make test-llama-server`),
 # never part of `make test` or `make test-interop`. Built from the llama.cpp that the
 # llama-cpp-python $(LLAMA_VERSION) sdist vendors, with the wheel's portable flags, only the
@@ -183,7 +200,7 @@ UNIT_MARKERS := not interop and not real_snippets and not llama_server
 MCP_WITH_REAL := tests/mcp/test_client.py tests/mcp/test_conformance.py \
   tests/mcp/test_faults.py tests/mcp/test_recovery.py
 unit: $(STAMP)
-	$(MAKE) --no-print-directory -j4 node real-servers redis-server chromium
+	$(MAKE) --no-print-directory -j4 node real-servers redis-server chromium old-mcp-sdk
 	$(MAKE) --no-print-directory -j3 --output-sync=target unit-real unit-mcp unit-rest
 
 # The Python the test parts run under (test-py3.X sets another venv's).
@@ -250,7 +267,7 @@ python_for = $(or $(firstword $(wildcard $(HOME)/.pyenv/versions/$(1).*/bin/pyth
 	touch $@
 
 test-py%: .venv-py%/.installed
-	$(MAKE) --no-print-directory -j2 node redis-server
+	$(MAKE) --no-print-directory -j2 node redis-server old-mcp-sdk
 	$(MAKE) --no-print-directory -j3 --output-sync=target TEST_PY=.venv-py$*/bin/python \
 	  unit-mcp-slow unit-mcp unit-rest
 

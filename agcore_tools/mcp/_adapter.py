@@ -441,7 +441,10 @@ def make_adapters(
     tasks: bool | Collection[str] = False,
     task_wait: float | None = None,
 ) -> list[BaseTool]:
-    """One :class:`McpTool` per tool, named by :func:`adapter_names`.
+    """One :class:`McpTool` per tool the model may see, named by :func:`adapter_names`.
+
+    A tool the server offers to its app alone (:attr:`McpToolInfo.app_only`, MCP Apps)
+    gets none: it is left out, and an INFO names it.
 
     A tool whose server requires tasks runs its calls as tasks; so does one the app
     opted in (``tasks``: True for every tool that supports them, or server names of
@@ -457,7 +460,17 @@ def make_adapters(
 
         modern = getattr(client, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
     listed: dict[str, McpToolInfo] = {}
+    app_only = [info.name for info in infos if info.app_only]
+    if app_only:
+        logger.info(
+            "MCP server '%s': %s left out of the model's tools: the server offers them to "
+            "its app alone (MCP Apps _meta.ui.visibility); call_tool() still reaches them",
+            client.server_name,
+            ", ".join(repr(name) for name in app_only),
+        )
     for info in infos:
+        if info.app_only:
+            continue
         if info.name in listed:
             # A call names its tool, so the server has one tool by that name: the first.
             logger.warning(

@@ -19,17 +19,15 @@ import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
-from urllib.parse import urlsplit
 
 from .._aio import import_off_loop, with_timeout
 from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
-from . import _sdklog
+from . import _handshake, _sdklog
 from ._callbacks import call_user, guarded_handler
 from ._elicitation import LiveQuestions
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
-from ._matching import invalid_reason, mismatch_reason
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._relisten import describe, leaf, listen_tools_changed
 from ._state import State
@@ -95,12 +93,6 @@ _PROBE_TIMEOUT = 5.0
 _GENERIC_END = "the server closed the connection"
 
 
-_OLD_SSE_HINT = (
-    " (the server refused a POST: it may speak the deprecated HTTP+SSE transport, which "
-    "McpClient does not; use the server's Streamable HTTP endpoint, often /mcp)"
-)
-
-
 class ClientSettings(Protocol):
     """What a connection (and the session around it) reads of the client's settings.
 
@@ -163,6 +155,8 @@ class Connection:
         """When (``time.monotonic()``) the connection was lost."""
         self.http = not isinstance(self.transport, StdioTransport)
         self._startup = HttpExchange()
+        self._first_try: str | None = None
+        """How the first start-up went, when the probe broke it (see ``_handshake``)."""
         self.updates = UpdateFeeds()
         """The open resource subscriptions of a handshake-era session."""
         self.request_meta: RequestParamsMeta | None = None
@@ -356,15 +350,15 @@ class Connection:
         _sdklog.install()
         _sdklog.CONNECTION.set(self.server_name)  # this task's, and the SDK tasks it starts
         try:
-            with anyio.CancelScope() as scope:
-                self._scope = scope
-                scope.deadline = anyio.current_time() + self.settings.timeout
-                if self._stop.is_set():
-                    scope.cancel()
-                await self._serve(scope)
+            deadline = anyio.current_time() + self.settings.timeout
+            mode = "legacy" if _handshake.remembered(self.settings) else self.settings.protocol
+            try:
+                timed_out = await self._attempt(mode, deadline)
+            except Exception as exc:
+                if mode != "auto" or not self._probe_broke_it(exc, deadline):
+                    raise
+                timed_out = await self._attempt("legacy", deadline)
             if self.state is State.STARTING:
-                # A cancelled scope means the deadline passed, unless close() cancelled it.
-                timed_out = scope.cancelled_caught and not self._stop.is_set()
                 self._error = self._startup_error(None, timed_out=timed_out)
         except Exception as exc:  # every failure is reported; none escapes the task
             shown = self.secrets.masked(exc)  # what the server echoed may be a credential
@@ -388,7 +382,35 @@ class Connection:
             self.call_tool = None
             self._ready.set()
 
-    async def _serve(self, scope: anyio.CancelScope) -> None:
+    async def _attempt(self, mode: Literal["auto", "legacy"], deadline: float) -> bool:
+        """Start the server (or reach it) and serve until stopped; whether the start-up
+        deadline passed (a failed start-up raises)."""
+        import anyio
+
+        with anyio.CancelScope(deadline=deadline) as scope:
+            self._scope = scope
+            if self._stop.is_set():
+                scope.cancel()
+            await self._serve(scope, mode)
+        # A cancelled scope means the deadline passed, unless close() cancelled it.
+        return scope.cancelled_caught and not self._stop.is_set()
+
+    def _probe_broke_it(self, exc: Exception, deadline: float) -> bool:
+        """Whether a start-up that failed with ``exc`` is tried again with the
+        ``initialize`` handshake alone (see ``_handshake``), before ``deadline``."""
+        import anyio
+
+        if self._stop.is_set() or anyio.current_time() >= deadline:
+            return False
+        http = self._startup if self.http else None
+        reason = _handshake.probe_failure(exc, self.child, http)
+        if self.state is not State.STARTING or reason is None:
+            return False
+        _handshake.warn(self.server_name, self.transport.describe(), reason, exc)
+        self._first_try, self._startup = reason, HttpExchange()
+        return True
+
+    async def _serve(self, scope: anyio.CancelScope, mode: Literal["auto", "legacy"]) -> None:
         import anyio
         from mcp import Client
         from mcp_types import Implementation
@@ -396,7 +418,7 @@ class Connection:
         settings = self.settings
         client = Client(
             self._open_transport(),
-            mode=settings.protocol,
+            mode=mode,
             read_timeout_seconds=settings.timeout,
             sampling_callback=guarded_handler(
                 settings.sampling_handler, "sampling_handler", settings.server_name
@@ -430,6 +452,8 @@ class Connection:
 
                 self.call_tool = resolving_tasks(self.call_tool, client.session, self.server_name)
             self.state = State.READY
+            if self._first_try is not None and not self.http:
+                _handshake.remember(settings)  # the handshake worked where the probe did not
             self._ready.set()
             interval = settings.recovery.ping_interval if settings.recovery is not None else None
             del settings  # while it serves, this task must not keep the client alive
@@ -474,7 +498,9 @@ class Connection:
         name = self.server_name
         what = self.transport.describe()
         tail = self.child.stderr.tail() if self.child is not None else ""
-        stderr = f"; stderr: {tail}" if tail else ""
+        first = self._first_try
+        retried = _handshake.attempts_note(first) if first is not None else ""
+        stderr = f"{retried}; stderr: {tail}" if tail else retried
         if isinstance(exc, ToolError):
             return self.secrets.masked_error(exc)
         child = self.child
@@ -487,7 +513,7 @@ class Connection:
                 f"{what} did not complete the MCP handshake within "
                 f"{self.settings.timeout:g} s{self._unanswered()}{stderr}",
             )
-        elif (answer := _handshake_answer(exc)) is not None and self._startup.status is None:
+        elif (answer := _handshake.answer(exc)) is not None and self._startup.status is None:
             # Checked before the exit: a stdio child exits once its stdin is closed.
             error = McpError(name, f"cannot connect to {what}: {answer}{stderr}")
         elif child is not None and child.returncode is not None:
@@ -499,10 +525,11 @@ class Connection:
             # 405 to the handshake's POST: most often an old HTTP+SSE endpoint (".../sse"
             # in Cursor's and Claude's configs), which answers GET only; Express servers
             # answer such a POST with 404.
-            hint = _OLD_SSE_HINT if _old_sse(http.status, what) else ""
+            hint = _handshake.old_sse_hint(http.status, what)
             error = McpError(
                 name,
-                f"cannot connect to {what}: {http.describe()}{hint}{sdk_detail(leaf(exc))}",
+                f"cannot connect to {what}: {http.describe()}{hint}"
+                f"{sdk_detail(leaf(exc))}{retried}",
                 status_code=http.status,
                 retry_after=http.retry_after,
             )
@@ -570,12 +597,6 @@ def _task_extensions(server_name: str) -> list[Any]:
     return [TasksExtension(server_name)]
 
 
-def _old_sse(status: int | None, url: str) -> bool:
-    """Whether a refused handshake POST suggests an old HTTP+SSE endpoint."""
-    path = urlsplit(url).path.rstrip("/")
-    return status == 405 or (status in (400, 404) and path.endswith("/sse"))
-
-
 def _wants_listen(client: Client) -> bool:
     tools = client.server_capabilities.tools
     return is_modern(client) and tools is not None and bool(tools.list_changed)
@@ -583,20 +604,3 @@ def _wants_listen(client: Client) -> bool:
 
 def _exit_text(child: ChildProcess) -> str:
     return child.exit_text()
-
-
-def _handshake_answer(exc: BaseException | None) -> str | None:
-    """What the server answered, when an error answer (or an invalid one) ended start-up."""
-    from mcp.shared.exceptions import MCPError
-    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-
-    inner = leaf(exc) if exc is not None else None
-    if not isinstance(inner, MCPError) or inner.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
-        return None
-    problem = invalid_reason(inner.data, inner.message)
-    if problem is not None:
-        return f"the handshake got an invalid answer: {problem}"
-    stray = mismatch_reason(inner.data, inner.message)
-    if stray is not None:
-        return f"the handshake failed: {stray}"
-    return f"the server refused the handshake: {inner.message} (code {inner.code})"

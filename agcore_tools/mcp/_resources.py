@@ -72,15 +72,28 @@ async def list_resources(session: Session) -> list[McpResourceInfo]:
 
 
 async def list_resource_templates(session: Session) -> list[McpResourceTemplateInfo]:
-    """Every resource template the server lists, all pages followed."""
+    """Every resource template the server lists, all pages followed; none when it offers
+    resources but answers -32601 (method not found) for their templates."""
     what = "resources/templates/list"
     require_capability(session, what, "resources")
-    templates = await all_pages(
-        session,
-        what,
-        lambda client, cursor, meta: client.list_resource_templates(cursor=cursor, meta=meta),
-        lambda page: page.resource_templates,
-    )
+    try:
+        templates = await all_pages(
+            session,
+            what,
+            lambda client, cursor, meta: client.list_resource_templates(cursor=cursor, meta=meta),
+            lambda page: page.resource_templates,
+        )
+    except McpError as exc:
+        if not _method_not_found(exc):
+            raise
+        # Templates are optional within the capability: servers on the SDK's low-level
+        # Server that registered no handler for them (mcp-dice) answer this way.
+        logger.debug(
+            "MCP server '%s' answered %s with -32601 (method not found): it has no templates",
+            session.server_name,
+            what,
+        )
+        return []
     return [
         McpResourceTemplateInfo(
             uri_template=t.uri_template,
@@ -108,6 +121,15 @@ async def read_resource(session: Session, uri: str) -> list[McpResourceContents]
         )
         for part in result.contents
     ]
+
+
+def _method_not_found(error: McpError) -> bool:
+    """Whether the server answered the request with -32601 (method not found)."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import METHOD_NOT_FOUND
+
+    cause = error.__cause__
+    return isinstance(cause, MCPError) and cause.code == METHOD_NOT_FOUND
 
 
 def contents_value(contents: Sequence[McpResourceContents]) -> Any:

@@ -225,6 +225,7 @@ def _info(tool: Any) -> McpToolInfo:
         annotations=annotations,
         title=tool.title,
         task_support=tool.execution.task_support if tool.execution is not None else None,
+        meta=tool.meta or {},
     )
 
 

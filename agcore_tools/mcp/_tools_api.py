@@ -43,7 +43,8 @@ class ToolClientMethods:
 
     async def definitions(self) -> list[dict[str, Any]]:
         """The server's tools as Chat Completions tool params, like
-        :meth:`ToolRegistry.definitions`, with the server's own names.
+        :meth:`ToolRegistry.definitions`, with the server's own names; not those it
+        offers to its app alone (:attr:`McpToolInfo.app_only`).
 
         The list is cached: pages are followed once, then served from the cache until
         the server reports a change, :attr:`tools_ttl` (or the server's ``ttlMs``)
@@ -53,7 +54,7 @@ class ToolClientMethods:
             >>> async def names(client: McpClient) -> list[str]:
             ...     return [d["function"]["name"] for d in await client.definitions()]
         """
-        return [definition(info) for info in await self._tool_cache.current()]
+        return [definition(i) for i in await self._tool_cache.current() if not i.app_only]
 
     @deprecated("McpClient.list_tools() is deprecated; use McpClient.definitions()", category=None)
     async def list_tools(self) -> list[dict[str, Any]]:

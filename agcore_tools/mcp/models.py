@@ -33,6 +33,8 @@ class McpToolInfo:
         >>> info = McpToolInfo("read_file", annotations={"readOnlyHint": True})
         >>> info.hint("readOnlyHint"), info.hint("openWorldHint")
         (True, None)
+        >>> McpToolInfo("save_pdf", meta={"ui": {"visibility": ["app"]}}).app_only
+        True
     """
 
     name: str
@@ -56,11 +58,35 @@ class McpToolInfo:
     or ``"required"``; None when absent. :meth:`McpClient.into_tools` offers tools that
     require tasks (SEP-1686) too: their adapters run each call as a task, as
     :meth:`McpClient.start_task` does."""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    """Its ``_meta`` as the server sent it (extensions' data, such as the MCP Apps
+    ``ui`` key); empty when it sent none."""
 
     def hint(self, name: str) -> bool | None:
         """A boolean annotation such as ``"readOnlyHint"``, or None when absent."""
         value = self.annotations.get(name)
         return value if isinstance(value, bool) else None
+
+    @property
+    def app_only(self) -> bool:
+        """Whether the server offers the tool to its app alone, not to the model: its
+        MCP Apps visibility (``_meta.ui.visibility``, or the older flat
+        ``_meta["ui/visibility"]``) lists ``"app"`` without ``"model"``. Such a tool is
+        for the app the server renders (an iframe's callbacks): :meth:`McpClient.into_tools`
+        and :meth:`McpClient.definitions` leave it out, and :meth:`McpClient.call_tool`
+        still calls it. No visibility, or an empty one, means both.
+
+        Example:
+            >>> McpToolInfo("show", meta={"ui": {"visibility": ["model", "app"]}}).app_only
+            False
+            >>> McpToolInfo("poll", meta={"ui/visibility": ["app"]}).app_only
+            True
+        """
+        ui = self.meta.get("ui")
+        seen = ui.get("visibility") if isinstance(ui, Mapping) else None
+        if seen is None:
+            seen = self.meta.get("ui/visibility")
+        return isinstance(seen, (list, tuple)) and bool(seen) and "model" not in seen
 
 
 @dataclass(frozen=True, slots=True)

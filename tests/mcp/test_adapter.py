@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -31,7 +32,7 @@ from agcore_tools.mcp import McpTool
 from agcore_tools.mcp._adapter import adapter_name
 from agcore_tools.testing import ScriptedChatServer as S
 
-from .conftest import PAGED, fixture_stdio
+from .conftest import PAGED, SERVERS, fixture_stdio
 
 
 def _client(*infos: McpToolInfo, **options: object) -> McpClient:
@@ -135,6 +136,48 @@ def test_a_tool_listed_twice_is_registered_once(caplog: pytest.LogCaptureFixture
         tools = _client(READ, McpToolInfo("read_file", "Another listing.")).into_tools()
     assert [(t.name, t.description) for t in tools] == [("read_file", "Read a file.")]
     assert "lists the tool 'read_file' twice; the first listing is used" in caplog.text
+
+
+def test_tools_the_server_offers_to_its_app_alone_get_no_adapter(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # MCP Apps: a viewer's callbacks are for the page the host renders, not the model.
+    save = McpToolInfo("save_pdf", "Overwrite the PDF.", meta={"ui": {"visibility": ["app"]}})
+    poll = McpToolInfo("poll_commands", meta={"ui/visibility": ["app"]})  # the older flat key
+    both = McpToolInfo("display_pdf", meta={"ui": {"visibility": ["model", "app"]}})
+    with caplog.at_level("INFO", logger="agcore_tools.mcp"):
+        tools = _client(READ, save, poll, both).into_tools(prefix=True)
+    assert [t.name for t in tools] == ["files__read_file", "files__display_pdf"]
+    assert (
+        "MCP server 'files': 'save_pdf', 'poll_commands' left out of the model's tools: the "
+        "server offers them to its app alone"
+    ) in caplog.text
+
+
+async def test_an_mcp_apps_servers_app_only_tools_stay_out_of_what_the_model_sees(
+    tmp_path: Path,
+) -> None:
+    saved = tmp_path / "saved"
+    script = str(SERVERS / "apps_server.py")
+    transport = StdioTransport(sys.executable, [script], env={"SAVED_TO": str(saved)})
+    async with McpClient("viewer", transport, timeout=15) as client:
+        infos = {info.name: info for info in await client.tool_infos()}
+        assert infos["save"].meta == {
+            "ui": {"resourceUri": "ui://viewer/app.html", "visibility": ["app"]}
+        }
+        assert [name for name, info in infos.items() if info.app_only] == ["save", "poll"]
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(prefix=True))
+        offered = [d["function"]["name"] for d in registry.definitions()]
+        assert offered == ["viewer__show", "viewer__zoom", "viewer__echo"]
+        assert [d["function"]["name"] for d in await client.definitions()] == [
+            "show",
+            "zoom",
+            "echo",
+        ]
+        # The app's own calls (the page's, through the host) still reach them.
+        await client.call_tool("save", {"name": "a.pdf", "text": "new"})
+        assert saved.read_text() == "a.pdf: new"
 
 
 async def test_every_tool_of_a_server_is_callable_when_names_collide_once_made_valid() -> None:

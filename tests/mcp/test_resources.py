@@ -14,7 +14,7 @@ from agcore_tools import McpClient, McpError, McpNotInitializedError, StdioTrans
 from agcore_tools.mcp import McpResourceContents, McpResourceInfo, McpResourceTemplateInfo
 from agcore_tools.mcp._resources import UpdateFeeds, contents_value
 
-from .conftest import PAGED, assert_no_stray_tasks, fixture_stdio
+from .conftest import PAGED, SERVERS, assert_no_stray_tasks, fixture_stdio
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -67,6 +67,24 @@ async def test_lists_follow_every_page_and_refuse_a_repeated_cursor(protocol: st
         assert [p.name for p in prompts] == [f"p{i:02d}" for i in range(25)]
         with pytest.raises(McpError, match="resources/templates/list repeated the cursor 'again'"):
             await client.list_resource_templates()
+
+
+@ERAS
+async def test_a_server_with_resources_but_no_templates_handler_lists_none(
+    protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As mcp-dice (the SDK's low-level Server): resources advertised, -32601 for templates.
+    caplog.set_level("DEBUG", logger="agcore_tools.mcp")
+    transport = StdioTransport(sys.executable, [str(SERVERS / "no_templates_server.py")])
+    client = McpClient("dice", transport, timeout=15, protocol=protocol)  # type: ignore[arg-type]
+    async with client:
+        assert [r.uri for r in await client.list_resources()] == ["dice://2d6"]
+        assert await client.list_resource_templates() == []
+        assert client.connected
+    assert (
+        "MCP server 'dice' answered resources/templates/list with -32601 (method not found): "
+        "it has no templates"
+    ) in caplog.messages
 
 
 async def test_requests_need_a_connection_and_a_capability() -> None:

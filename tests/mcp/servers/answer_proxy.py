@@ -5,6 +5,9 @@ except for the requests of METHOD (of TOOL alone, for ``tools/call``):
 
 - ``ignore``: the request is dropped, neither passed on nor answered, as a server does
   that ignores requests it does not know (instead of answering -32601);
+- ``unknown``: the request is answered here, not passed on, with -32601 "Method not
+  found", as a 2025-era server answers a method it does not know;
+- ``unknown-no-code``: the same, but the error object has no ``code`` (an invalid answer);
 - ``no-code``: the answer is an error object without ``code``;
 - ``null-result``: the answer carries ``"result": null``;
 - ``no-jsonrpc``: the answer lacks the ``"jsonrpc"`` member;
@@ -57,6 +60,15 @@ def main() -> None:
         if tool is not None and message["params"]["name"] != tool:
             return line
         if fault == "ignore":
+            return IGNORED
+        if fault in ("unknown", "unknown-no-code"):
+            error: dict[str, object] = {"message": "Method not found"}
+            if fault == "unknown":
+                error["code"] = -32601
+            answer = {"jsonrpc": "2.0", "id": message["id"], "error": error}
+            # One write per line: the main thread writes the server's lines too.
+            sys.stdout.buffer.write(json.dumps(answer).encode() + b"\n")
+            sys.stdout.buffer.flush()
             return IGNORED
         if fault == "json-log":
             for log in json_logs(message["id"]):

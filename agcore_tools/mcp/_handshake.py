@@ -1,0 +1,169 @@
+"""A handshake that failed: what its error says, and the second attempt when the
+``server/discover`` probe broke the server.
+
+With ``protocol="auto"`` a connection sends ``server/discover`` first. The SDK already
+falls back to ``initialize`` on the same connection when the probe is answered with an
+error or an invalid answer. It cannot when the probe ends the connection: servers built
+on the MCP Python SDK 1.8 and older (chroma-mcp pins 1.6.0) cannot validate a request
+they do not know, and exit with code 1 and a pydantic dump on stderr. So the owner task
+(``_connection``) starts such a server once more, with the ``initialize`` handshake
+alone, within the same start-up deadline, and logs a WARNING naming
+``protocol="legacy"``, which skips the probe. Once that handshake succeeds, the client's
+later restarts of a stdio server skip the probe too (an HTTP server is probed again: a
+5xx may have been a passing outage of a 2026-07-28 server).
+
+The restart needs evidence that the probe was the cause. Every server that exits during
+start-up (a missing config file, a bad token) also leaves the probe unanswered, and
+starting those twice would double their side effects and bury their own error: so a
+stdio server is started again only when its stderr names ``server/discover`` (the
+validation errors of pydantic and serde quote the method they refused). Over HTTP a new
+connection costs one request and starts nothing, so it is tried when the server was
+reached and failed the handshake without refusing it (a 5xx, a dropped connection, an
+error answer), not when it refused it at the door (401, 404, 405) or never answered.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import Any
+from urllib.parse import urlsplit
+
+from ._exchange import HttpExchange
+from ._matching import invalid_reason, mismatch_reason
+from ._relisten import describe, leaf
+from ._stdio import ChildProcess
+
+__all__ = [
+    "PROBE",
+    "answer",
+    "attempts_note",
+    "old_sse_hint",
+    "probe_failure",
+    "remember",
+    "remembered",
+    "warn",
+]
+
+logger = logging.getLogger("agcore_tools.mcp")
+
+PROBE = "server/discover"
+"""The request of the 2026-07-28 version probe."""
+
+_OLD_SSE_HINT = (
+    " (the server refused a POST: it may speak the deprecated HTTP+SSE transport, which "
+    "McpClient does not; use the server's Streamable HTTP endpoint, often /mcp)"
+)
+
+# Weakly: the set must not keep a client alive (see _unclosed). Keyed by the client
+# object: each client finds out for itself, and forgets with it.
+_LEGACY: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def remembered(settings: object) -> bool:
+    """Whether this client's server failed the probe and then took the handshake."""
+    return settings in _LEGACY
+
+
+def remember(settings: object) -> None:
+    """Skip the probe on this client's later connections."""
+    _LEGACY.add(settings)
+
+
+def probe_failure(
+    exc: BaseException, child: ChildProcess | None, http: HttpExchange | None
+) -> str | None:
+    """How a start-up that sent the probe failed, when a second one with the handshake
+    alone may do better (see the module docs); else None. ``http`` is the handshake's
+    HTTP outcome (None for stdio, whose ``child`` is then the process).
+
+    Example:
+        >>> probe_failure(ConnectionResetError("reset by peer"), None, HttpExchange())
+        'failed: ConnectionResetError: reset by peer'
+        >>> print(probe_failure(RuntimeError("x"), None, HttpExchange(status=401)))
+        None
+    """
+    if http is None:
+        return _stdio_failure(child)
+    import httpx2
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import REQUEST_TIMEOUT, UNSUPPORTED_PROTOCOL_VERSION
+
+    inner = leaf(exc)
+    if http.status is not None:
+        return f"failed: {http.describe()}" if http.status >= 500 else None
+    if isinstance(inner, (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)):
+        return None  # nothing reached the server
+    if isinstance(inner, MCPError):
+        if inner.code in (UNSUPPORTED_PROTOCOL_VERSION, REQUEST_TIMEOUT):
+            return None  # a server of 2026-07-28 alone, or one that did not answer in time
+        return f"failed: {inner.message} (code {inner.code})"
+    return f"failed: {describe(inner)}"
+
+
+def _stdio_failure(child: ChildProcess | None) -> str | None:
+    """How a child the probe ended went (``exited with code 1``); None when it is still
+    running, the client stopped it, it answered the probe, or its stderr does not name it."""
+    if child is None or child.returncode is None or child.stop_signal is not None:
+        return None
+    reader = child.reader
+    if reader is None or PROBE not in reader.unanswered() or PROBE not in child.stderr.tail():
+        return None
+    return child.exit_text()
+
+
+def warn(server_name: str, what: str, reason: str, exc: BaseException) -> None:
+    """Say that the probe broke the server, and how to skip it."""
+    logger.warning(
+        "MCP server '%s': %s %s on the %s protocol probe; trying again with the "
+        'initialize handshake alone (McpClient(..., protocol="legacy") skips the probe)',
+        server_name,
+        what,
+        reason,
+        PROBE,
+    )
+    logger.debug("MCP server '%s': the probe's failure", server_name, exc_info=exc)
+
+
+def attempts_note(first: str) -> str:
+    """What the error of a failed second attempt adds, naming the first.
+
+    Example:
+        >>> attempts_note("exited with code 1")
+        ' (second attempt, with the initialize handshake alone; the first, with the server/discover probe, exited with code 1)'
+    """
+    return (
+        f" (second attempt, with the initialize handshake alone; the first, with the "
+        f"{PROBE} probe, {first})"
+    )
+
+
+def old_sse_hint(status: int | None, url: str) -> str:
+    """The hint for a refused handshake POST that suggests an old HTTP+SSE endpoint
+    (405; 400 or 404 from a path ending in ``/sse``), else ``""``.
+
+    Example:
+        >>> old_sse_hint(404, "http://localhost:8000/sse").startswith(" (the server refused a POST")
+        True
+    """
+    path = urlsplit(url).path.rstrip("/")
+    if status == 405 or (status in (400, 404) and path.endswith("/sse")):
+        return _OLD_SSE_HINT
+    return ""
+
+
+def answer(exc: BaseException | None) -> str | None:
+    """What the server answered, when an error answer (or an invalid one) ended start-up."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    inner = leaf(exc) if exc is not None else None
+    if not isinstance(inner, MCPError) or inner.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+        return None
+    problem = invalid_reason(inner.data, inner.message)
+    if problem is not None:
+        return f"the handshake got an invalid answer: {problem}"
+    stray = mismatch_reason(inner.data, inner.message)
+    if stray is not None:
+        return f"the handshake failed: {stray}"
+    return f"the server refused the handshake: {inner.message} (code {inner.code})"

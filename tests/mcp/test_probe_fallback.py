@@ -1,0 +1,175 @@
+"""``protocol="auto"`` against servers the ``server/discover`` probe breaks: the start-up
+is tried once more with the ``initialize`` handshake alone (see ``mcp/_handshake.py``).
+
+The real case is a server on the MCP Python SDK 1.6.0 (as chroma-mcp pins it), run from
+the venv ``make old-mcp-sdk`` builds; the others are servers made to fail here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agcore_tools import McpClient, McpError, StdioTransport, StreamableHttpTransport
+
+from .conftest import OLD_SDK, SERVERS, FaultServer, live_children, old_sdk_python
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def probe_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "agcore_tools.mcp" and "protocol probe" in r.getMessage()
+    ]
+
+
+async def wait_until(condition: Any, what: str, seconds: float = 15) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+def launcher(tmp_path: Path, body: str) -> StdioTransport:
+    """A stdio server that notes each start in ``starts`` beside it, then runs ``body``."""
+    script = tmp_path / "server.py"
+    log = tmp_path / "starts"
+    script.write_text(f"with open({str(log)!r}, 'a') as log:\n    log.write('start\\n')\n{body}")
+    return StdioTransport(sys.executable, [str(script)], stop_grace=0.5)
+
+
+def starts(tmp_path: Path) -> int:
+    log = tmp_path / "starts"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+async def test_a_server_on_the_mcp_python_sdk_1_6_connects_with_the_default_protocol(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # It exits (code 1) on server/discover; the client starts it again with initialize.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    transport = StdioTransport(str(old_sdk_python()), [str(OLD_SDK)], stop_grace=1)
+    before = live_children()
+    async with McpClient("old", transport, timeout=60) as client:
+        assert client.protocol_version == "2024-11-05"
+        # Text: SDK 1.6.0 has no structured output yet.
+        assert await client.call_tool("add", {"a": 1, "b": 2}) == "3"
+        assert live_children() - before == {client.pid}, "the first process is gone"
+        [warning] = probe_warnings(caplog)
+        assert "exited with code 1 on the server/discover protocol probe" in warning
+        assert 'McpClient(..., protocol="legacy") skips the probe' in warning
+
+        # Its restart goes straight to the handshake: no probe, so no second warning.
+        first = client.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        await wait_until(lambda: not client.connected, "the death to be noticed")
+        assert await client.call_tool("add", {"a": 2, "b": 2}) == "4"
+        assert client.pid != first
+        assert len(probe_warnings(caplog)) == 1
+
+
+async def test_a_server_that_exits_on_the_probe_and_on_the_handshake_names_both(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    refuse = (
+        "import sys\n"
+        "sys.stdin.readline()\n"
+        "print(\"ClientRequest.method | Input should be 'ping' [input_value='server/discover']\","
+        " file=sys.stderr)\n"
+        "sys.exit(1)\n"
+    )
+    client = McpClient("old", launcher(tmp_path, refuse), timeout=20)
+    with pytest.raises(McpError) as info:
+        await client.connect()
+    assert starts(tmp_path) == 2
+    assert str(info.value) == (
+        "MCP server 'old': "
+        f"`{sys.executable} {tmp_path / 'server.py'}` exited with code 1 during start-up "
+        "(second attempt, with the initialize handshake alone; the first, with the "
+        "server/discover probe, exited with code 1); stderr: ClientRequest.method | "
+        "Input should be 'ping' [input_value='server/discover']"
+    )
+    assert len(probe_warnings(caplog)) == 1
+
+
+async def test_a_server_that_exits_for_its_own_reason_is_started_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its stderr does not name the probe: starting it again would only repeat its error.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    crash = "import sys\nsys.stdin.readline()\nsys.exit('config.toml not found')\n"
+    with pytest.raises(McpError) as info:
+        await McpClient("broken", launcher(tmp_path, crash), timeout=20).connect()
+    assert starts(tmp_path) == 1
+    assert str(info.value).endswith(
+        "exited with code 1 during start-up; stderr: config.toml not found"
+    )
+    assert probe_warnings(caplog) == []
+
+
+@pytest.mark.parametrize("fault", ["unknown", "unknown-no-code"])
+async def test_a_probe_answered_with_an_error_or_an_invalid_answer_falls_back_at_once(
+    fault: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As a 2025-era server answers a method it does not know: the SDK sends initialize
+    # on the same connection, and nothing is started again.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    args = [str(SERVERS / "answer_proxy.py"), fault, "server/discover"]
+    transport = StdioTransport(sys.executable, args, stop_grace=1)
+    async with McpClient("old", transport, timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+        assert await client.call_tool("echo", {"text": "hi"}) == "hi"
+    assert probe_warnings(caplog) == []
+
+
+async def test_an_http_server_failing_the_probe_and_the_handshake_is_tried_again(
+    fault_server: FaultServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The probe's POST and the SDK's initialize after it get a 500; a new connection
+    # with the handshake alone gets through.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    await fault_server.control("fail", status=500, times=2)
+    async with McpClient("flaky", StreamableHttpTransport(fault_server.url), timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+        assert await client.call_tool("echo", {"text": "hi"}) == "hi"
+    [warning] = probe_warnings(caplog)
+    assert 'failed: HTTP 500 Internal Server Error: "injected failure" on the server/discover' in (
+        warning
+    )
+
+
+async def test_an_http_server_failing_both_attempts_names_both(
+    fault_server: FaultServer,
+) -> None:
+    await fault_server.control("fail", status=500, times=3)
+    with pytest.raises(McpError) as info:
+        await McpClient("flaky", StreamableHttpTransport(fault_server.url), timeout=20).connect()
+    assert str(info.value) == (
+        f"MCP server 'flaky': cannot connect to {fault_server.url}: HTTP 500 Internal Server "
+        'Error: "injected failure" (second attempt, with the initialize handshake alone; the '
+        "first, with the server/discover probe, failed: HTTP 500 Internal Server Error: "
+        '"injected failure")'
+    )
+    assert info.value.status_code == 500
+
+
+async def test_an_http_server_refusing_the_client_is_not_tried_again(
+    fault_server: FaultServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    await fault_server.control("token", token="s3cret-t0ken")
+    with pytest.raises(McpError, match="HTTP 401"):
+        await McpClient("locked", StreamableHttpTransport(fault_server.url), timeout=20).connect()
+    assert probe_warnings(caplog) == []
