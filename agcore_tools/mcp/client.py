@@ -356,12 +356,14 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
 
     @property
     def sent_credentials(self) -> frozenset[str]:
-        """The credentials the HTTP requests of this client carried so far, whatever put
-        them there (a header named for a secret, the token of an ``auth=`` flow, a
-        header your ``http_client_factory``'s client adds), each with the token after
-        its scheme: what the client masks as ``***`` in what the server sends back, as it
-        does its transport's secrets, and what a :class:`~agcore_tools.testing.Cassette`
-        scrubs from its file. Empty over stdio.
+        """The credentials the HTTP requests of this client carried, whatever put them
+        there (a header named for a secret, the token of an ``auth=`` flow, a header your
+        ``http_client_factory``'s client adds), each with the token after its scheme:
+        what the client masks as ``***`` in what the server sends back, as it does its
+        transport's secrets, and what a :class:`~agcore_tools.testing.Cassette` scrubs
+        from its file. The last 64 distinct values (one sent again counts as recent
+        again), not all: an auth that signs each request sends a new one every time.
+        Empty over stdio.
 
         Example:
             >>> McpClient("web", StreamableHttpTransport("https://x/mcp")).sent_credentials
