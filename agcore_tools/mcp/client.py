@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from typing_extensions import Self, deprecated
 
 from .._deprecated import renamed
+from .._keywords import checks_init_keywords
 from ..error import ToolConfigError
 from ._protocol_api import ProtocolClientMethods
 from ._session import Session, check_timeout
@@ -56,6 +57,7 @@ ProgressCallback = Callable[[McpProgress], "Awaitable[None] | None"]
 """Receives each progress update of a tool call."""
 
 
+@checks_init_keywords
 class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
     """A client for one MCP server, over stdio or Streamable HTTP.
 
@@ -198,6 +200,9 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
                 tool that supports tasks as one; :meth:`call_tool` polls such a task to
                 its end and returns its value as usual. Off, plain calls pay nothing for
                 tasks. 2025-11-25 tasks need no opt-in (each request asks for its own).
+
+        A misspelt keyword is refused with the library's error for it (a ``TypeError``
+        too), naming the keyword meant.
         """
         if not isinstance(server_name, str) or not server_name.strip():
             raise ToolConfigError(

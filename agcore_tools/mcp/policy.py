@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from .._keywords import checks_init_keywords
 from .._progress import is_async_callable
 from ..error import ToolConfigError
 from ..permission import Permission, PermissionLike
@@ -52,6 +53,7 @@ PermissionPolicy: TypeAlias = Callable[[McpToolInfo], Iterable[PermissionLike]]
 """Any function from an MCP tool to the permissions it requires."""
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True)
 class McpPermissionPolicy:
     """The default policy: the table in this module's docstring, plus ``extra``.

@@ -19,6 +19,7 @@ import mcp_types as types
 import pytest
 
 from agcore_tools import (
+    AgcoreError,
     Audio,
     Image,
     McpClient,
@@ -33,7 +34,7 @@ from agcore_tools import (
     ToolRegistry,
 )
 from agcore_tools.error import McpUsageError
-from agcore_tools.mcp import McpLogMessage, McpProgress
+from agcore_tools.mcp import McpLogMessage, McpPermissionPolicy, McpProgress, McpRecovery
 
 from .conftest import (
     FIXTURE,
@@ -221,6 +222,42 @@ def test_a_bad_setting_is_refused_when_the_client_is_made(
         McpClient("x", fixture_stdio(), **options)
     assert message in str(raised.value)
     assert isinstance(raised.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: McpClient("x", fixture_stdio(), timout=5),  # type: ignore[call-arg]
+            "McpClient() got an unknown keyword 'timout': did you mean timeout=...?",
+        ),
+        (
+            lambda: StdioTransport("python", argz=[]),  # type: ignore[call-arg]
+            "StdioTransport() got an unknown keyword 'argz': did you mean args=...?",
+        ),
+        (
+            lambda: StreamableHttpTransport("http://127.0.0.1/mcp", header={}),  # type: ignore[call-arg]
+            "StreamableHttpTransport() got an unknown keyword 'header': did you mean headers=",
+        ),
+        (
+            lambda: McpPermissionPolicy(trust_anotations=False),  # type: ignore[call-arg]
+            "McpPermissionPolicy() got an unknown keyword 'trust_anotations': did you mean ",
+        ),
+        (
+            lambda: McpRecovery(max_restart=2),  # type: ignore[call-arg]
+            "McpRecovery() got an unknown keyword 'max_restart': did you mean max_restarts=",
+        ),
+    ],
+    ids=["McpClient", "StdioTransport", "StreamableHttpTransport", "policy", "recovery"],
+)
+def test_a_misspelt_keyword_of_an_mcp_class_names_the_right_one(make: Any, message: str) -> None:
+    # Python's bare TypeError, outside AgcoreError, naming no valid keyword.
+    with pytest.raises(TypeError) as raised:
+        make()
+    error = raised.value
+    assert str(error).startswith(message), str(error)
+    assert isinstance(error, ToolConfigError) and isinstance(error, AgcoreError)
+    assert type(error.__cause__) is TypeError  # Python's, kept
 
 
 def test_no_cache_no_log_level_and_mcps_levels_are_taken() -> None:
