@@ -55,8 +55,9 @@ def load_mcp_servers(
     Raises:
         ToolError: The file cannot be read or parsed, or an entry is malformed; the
             message names the server and the field. A ``config`` that is no path or
-            mapping, and a keyword that :class:`McpClient` does not take, are refused
-            before the file is read.
+            mapping (the JSON text itself, which holds tokens, is not quoted), and a
+            keyword that :class:`McpClient` does not take, are refused before the file
+            is read.
 
     Example:
         >>> import asyncio
@@ -110,6 +111,12 @@ def _read(config: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, An
         raise ToolConfigError(
             "load_mcp_servers() takes the path of an MCP config file (a str or a Path) or "
             f"the parsed document (a dict), got {type(config).__name__}"
+        )
+    if isinstance(config, str) and (config.lstrip().startswith(("{", "[")) or "\n" in config):
+        # Not quoted, unlike a path: a config's text holds its servers' tokens.
+        raise ToolConfigError(
+            "load_mcp_servers() takes the path of an MCP config file or the parsed "
+            "document, got the text of one, not a path: pass json.loads(text)"
         )
     path = Path(config)
     try:

@@ -148,6 +148,22 @@ def test_a_config_that_is_no_path_or_mapping_is_refused(config: object) -> None:
     )
 
 
+@pytest.mark.parametrize("indent", [None, 2])
+def test_the_text_of_a_config_given_for_its_path_is_not_echoed(indent: int | None) -> None:
+    # It was taken as a file name, and the error quoted it whole, tokens and all.
+    remote = {"url": "https://mcp.example.com/mcp", "headers": {"X-Api-Key": "k-S3CRET-0123"}}
+    config = {"mcpServers": {**CLAUDE_DESKTOP["mcpServers"], "keyed": remote}}
+    text = json.dumps(config, indent=indent)
+    with pytest.raises(ToolConfigError) as info:
+        load_mcp_servers(text)
+    assert "S3CRET" not in str(info.value)
+    assert str(info.value) == (
+        "load_mcp_servers() takes the path of an MCP config file or the parsed document, "
+        "got the text of one, not a path: pass json.loads(text)"
+    )
+    assert load_mcp_servers(json.loads(text))[0].server_name == "filesystem"
+
+
 def test_json_scalars_in_env_and_args_reach_the_server_as_json_spells_them() -> None:
     # JSON true reached the server as Python's "True".
     entry = {"command": "x", "env": {"DEBUG": True, "PORT": 8080}, "args": ["--v", False, 2]}
