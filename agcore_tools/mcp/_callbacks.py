@@ -2,7 +2,9 @@
 tasks: sync or async alike, and a callback's failure is logged, never raised into the
 SDK, where it would break the connection. The handlers that answer the server
 (``sampling_handler``, ``elicitation_handler``) are guarded too: a failure is told to
-the server as a generic error, never its text, which may hold secrets."""
+the server as a generic error, never its text, which may hold secrets. What is no
+function at all is refused when the client is made (:func:`check_callback`): called,
+it failed at each message instead, with a traceback logged for each."""
 
 from __future__ import annotations
 
@@ -10,9 +12,48 @@ import inspect
 import logging
 from typing import Any
 
-__all__ = ["call_user", "guarded_handler"]
+from ..error import ToolConfigError
+
+__all__ = ["call_user", "check_callback", "guarded_handler"]
 
 logger = logging.getLogger("agcore_tools.mcp")
+
+_TAKES = {
+    "on_log": "a function of each McpLogMessage (sync or async), such as "
+    "lambda message: logger.info(message.data)",
+    "on_progress": "a function of each McpProgress (sync or async), such as "
+    "lambda update: print(update.progress, update.total)",
+    "sampling_handler": "an async function of (context, params), as the MCP SDK's "
+    "sampling callback is",
+    "elicitation_handler": "an async function of (context, params), as the MCP SDK's "
+    "elicitation callback is",
+    "roots_handler": "an async function of (context), as the MCP SDK's list-roots callback is",
+}
+"""What each of :class:`~agcore_tools.McpClient`'s callbacks takes, for its error."""
+
+
+def check_callback(server_name: str, what: str, callback: object) -> None:
+    """Refuse ``McpClient(<what>=callback)`` when ``callback`` is neither a function
+    (anything callable) nor None.
+
+    Example:
+        >>> import logging
+        >>> check_callback("demo", "on_log", print)
+        >>> check_callback("demo", "on_log", logging.getLogger("app"))
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: MCP server 'demo': on_log must be a function of each McpLogMessage (sync or async), such as lambda message: logger.info(message.data), or None; got a Logger
+    """
+    if callback is None or callable(callback):
+        return
+    raise ToolConfigError(
+        f"MCP server '{server_name}': {what} must be {_TAKES[what]}, or None; got "
+        f"{_a(type(callback).__name__)}"
+    )
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 async def call_user(callback: Any, value: Any, server_name: str) -> None:

@@ -4,8 +4,9 @@ httpx2 is the MCP SDK's HTTP client; passing a configured ``httpx2.AsyncClient``
 SDK's documented way to set headers, TLS and the rest. Every request goes through
 :class:`_Guard`, an httpx2 transport that
 
-- records a failed answer's status, headers and the reason its body gives in the
-  sender's :class:`HttpExchange` (the SDK keeps none of them);
+- records a failed answer's status, headers and the reason its body gives (what of it
+  comes within a second) in the sender's :class:`HttpExchange` (the SDK keeps none of
+  them);
 - notes the credentials each request carries (:class:`SentSecrets`), whatever put them
   there (an ``auth=`` flow's token), so that what the server writes back is masked;
 - once the session is up, turns a network error on one POST into a JSON-RPC error for
@@ -63,6 +64,11 @@ _SESSION_HEADER = "mcp-session-id"
 _CONNECTION_CLOSED = -32000  # mcp_types.CONNECTION_CLOSED, the SDK's code for "no answer"
 _BODY_PEEK = 1024
 """Bytes of a failed answer's body read for its reason (the rest is left to the SDK)."""
+_BODY_WAIT = 1.0
+"""Seconds a failed answer's body may take to come, for its reason. The status is the
+error; the reason only adds to it, so a server, gateway or proxy that sends the status
+line and headers and then stalls has its error reported with what came by then, not
+held until the call's own timeout (a ``McpTimeoutError`` that lost the status)."""
 _LIMITS = httpx2.Limits(max_connections=None, max_keepalive_connections=20)
 """No cap on connections: each call in flight holds one for its response stream, any
 number of tasks may call at once, and each call is bounded by its own timeout. A cap
@@ -230,8 +236,10 @@ class _Replayed(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
-async def _peek(response: httpx2.Response, size: int) -> bytes:
-    """The first ``size`` bytes (or so) of the body, which stays whole for the SDK."""
+async def _peek(response: httpx2.Response, size: int, wait: float) -> bytes:
+    """The first ``size`` bytes (or so) of the body, or what came of them within
+    ``wait`` seconds. The SDK then reads the body whole, or, when it was late, only
+    what came: it reads a JSON error body to its end, which would wait for the rest."""
     stream = response.stream
     if not isinstance(stream, httpx2.AsyncByteStream):
         return b""
@@ -241,13 +249,25 @@ async def _peek(response: httpx2.Response, size: int) -> bytes:
     chunks = aiter(stream)
     rest: AsyncIterator[bytes] | None = chunks
     try:
-        while sum(map(len, read)) < size:
-            read.append(await anext(chunks))
-    except (StopAsyncIteration, httpx2.TransportError):
-        rest = None  # the body ended (or broke, which the SDK would have met too): that much
+        if await with_timeout(_read_into(read, chunks, size), wait):
+            rest = None
+    except TimeoutError:
+        # Cut there: closing the response (the SDK does) drops its connection.
+        rest = None
     finally:
         response.stream = _Replayed(read, rest, stream)
     return b"".join(read)[:size]
+
+
+async def _read_into(read: list[bytes], chunks: AsyncIterator[bytes], size: int) -> bool:
+    """Append chunks to ``read`` until it holds ``size`` bytes; True if the body ended
+    first (or broke, which the SDK would have met too)."""
+    try:
+        while sum(map(len, read)) < size:
+            read.append(await anext(chunks))
+    except (StopAsyncIteration, httpx2.TransportError):
+        return True
+    return False
 
 
 async def _record(
@@ -261,7 +281,7 @@ async def _record(
     exchange.reason = response.reason_phrase
     exchange.retry_after = parse_retry_after(response.headers.get("retry-after"))
     exchange.www_authenticate = response.headers.get("www-authenticate")
-    body = await _peek(response, _BODY_PEEK)
+    body = await _peek(response, _BODY_PEEK, _BODY_WAIT)
     kind = response.headers.get("content-type", "")
     exchange.server_reason = server_reason(body, kind, response.reason_phrase, secrets.mask)
     if _SESSION_HEADER not in request.headers:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -51,6 +51,11 @@ _CHUNK = 65536
 _TAIL_LINES = 20
 _MAX_LINE = 2000
 _LINES_PER_SECOND = 200
+_RECENT_CREDENTIALS = 64
+"""Distinct credential header values :class:`SentSecrets` keeps from the requests, the
+most recently sent. A server echoes what it was sent lately; an auth that signs each
+request (an HMAC or SigV4 signature, a JWT per request) sends a new value every time,
+and keeping them all grew without end, as did the loop time each request spent on them."""
 
 
 def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> list[str]:
@@ -108,9 +113,10 @@ class SentSecrets:
     """What a client's connections mask in what its server writes back: the
     :func:`transport_secrets`, and the credentials its requests were seen to carry,
     whatever put them there (an ``auth=`` flow's token, a header the client of an
-    ``http_client_factory`` adds), noted as they are sent; then, as a backstop, any
-    credential after ``Bearer``, ``Basic`` or ``Token`` (``_redact.mask_credentials``).
-    One for all the connections of a client, so that a restart forgets none.
+    ``http_client_factory`` adds), noted as they are sent: the last 64 distinct values
+    (a value sent again counts as recent again); then, as a backstop, any credential
+    after ``Bearer``, ``Basic`` or ``Token`` (``_redact.mask_credentials``). One for all
+    the connections of a client, so that a restart forgets none.
 
     Example:
         >>> secrets = SentSecrets(StreamableHttpTransport("https://x/mcp"))
@@ -122,32 +128,56 @@ class SentSecrets:
         ['Bearer at-S3CRETt0ken', 'at-S3CRETt0ken']
     """
 
-    __slots__ = ("_noted", "_values", "transport")
+    __slots__ = ("_noted", "_static", "_values", "transport")
 
     def __init__(self, transport: StdioTransport | StreamableHttpTransport) -> None:
         self.transport = transport
         """The transport whose secrets these are."""
-        self._values = transport_secrets(transport)
-        self._noted: set[str] = set()
+        self._static = transport_secrets(transport)
+        # The header values noted, least recently sent first (the values are unused).
+        self._noted: OrderedDict[str, None] = OrderedDict()
+        # Both, longest first (a secret holding another is masked whole), made again
+        # by mask() after a change: not per request, which may bring a new value each.
+        self._values: list[str] | None = self._static
 
     def note(self, headers: Iterable[tuple[str, str]]) -> None:
         """Take the values of a request's headers named for a secret (``Authorization``,
         ``Proxy-Authorization``, ``X-Api-Key``, ``Cookie``...): not every header, as
-        ``Accept`` or ``Content-Type`` values are words a log needs."""
-        new = [value for name, value in headers if value not in self._noted and _secret_name(name)]
-        if new:
-            self._noted.update(new)
-            self._values = secret_values([*self._values, *header_secrets(new)])
+        ``Accept`` or ``Content-Type`` values are words a log needs. The least recently
+        sent value goes once there are more than 64.
+
+        Example:
+            >>> secrets = SentSecrets(StreamableHttpTransport("https://x/mcp"))
+            >>> for n in range(100):
+            ...     secrets.note([("authorization", f"Bearer sig-{n:04}"), ("x-api-key", "k-S3CRET")])
+            >>> len(secrets.carried()), "k-S3CRET" in secrets.carried()
+            (127, True)
+            >>> secrets.mask("signatures sig-0099 and sig-0000; key k-S3CRET")
+            'signatures *** and sig-0000; key ***'
+        """
+        noted = self._noted
+        for name, value in headers:
+            if value in noted:
+                noted.move_to_end(value)
+            elif _secret_name(name):
+                noted[value] = None
+                if len(noted) > _RECENT_CREDENTIALS:
+                    noted.popitem(last=False)
+                self._values = None
 
     def carried(self) -> frozenset[str]:
-        """The credentials noted so far (see :meth:`note`): each value, and the one after
-        its scheme (the token of ``Bearer ...``). Not the transport's, which a cassette
+        """The credentials noted (see :meth:`note`): each value, and the one after its
+        scheme (the token of ``Bearer ...``). Not the transport's, which a cassette
         judges by its own rules."""
-        return frozenset(header_secrets(self._noted))
+        return frozenset(header_secrets(tuple(self._noted)))
 
     def mask(self, text: str) -> str:
         """``text`` with every secret known so far shown as ``***``."""
-        return mask_credentials(mask(text, self._values))
+        values = self._values
+        if values is None:
+            values = secret_values([*self._static, *header_secrets(tuple(self._noted))])
+            self._values = values
+        return mask_credentials(mask(text, values))
 
     def masked(self, exc: BaseException) -> BaseException:
         """``exc`` to chain an error from or to log: itself, or a stand-in of its type

@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from typing_extensions import Self, deprecated
 
 from .._deprecated import renamed
+from .._keywords import checks_init_keywords
 from ..error import ToolConfigError
+from ._callbacks import check_callback
 from ._protocol_api import ProtocolClientMethods
 from ._session import Session, check_timeout
 from ._sync_api import SyncClientMethods
@@ -41,7 +43,7 @@ from ._tools import ToolCache, check_ttl
 from ._tools_api import ToolClientMethods
 from ._utilities import check_log_level
 from .models import McpLogMessage, McpProgress
-from .policy import McpPermissionPolicy, PermissionPolicy
+from .policy import PermissionPolicy, check_permission_policy
 from .recovery import McpRecovery
 from .transport import StdioTransport, StreamableHttpTransport
 
@@ -56,6 +58,7 @@ ProgressCallback = Callable[[McpProgress], "Awaitable[None] | None"]
 """Receives each progress update of a tool call."""
 
 
+@checks_init_keywords
 class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
     """A client for one MCP server, over stdio or Streamable HTTP.
 
@@ -198,6 +201,12 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
                 tool that supports tasks as one; :meth:`call_tool` polls such a task to
                 its end and returns its value as usual. Off, plain calls pay nothing for
                 tasks. 2025-11-25 tasks need no opt-in (each request asks for its own).
+
+        A setting of the wrong kind (a callback or handler that is no function, a
+        :class:`~agcore_tools.PermissionConfig` as ``permission_policy``, ``tasks`` that
+        is not a bool...) is refused here with a :class:`~agcore_tools.ToolConfigError`,
+        and a misspelt keyword with the library's error for it (a ``TypeError`` too),
+        naming the keyword meant.
         """
         if not isinstance(server_name, str) or not server_name.strip():
             raise ToolConfigError(
@@ -217,6 +226,20 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
                 f"MCP server '{server_name}': recovery must be an McpRecovery or None, "
                 f"got {type(recovery).__name__}"
             )
+        if not isinstance(tasks, bool):  # "no" would be read as True
+            raise ToolConfigError(
+                f"MCP server '{server_name}': tasks must be True or False, got "
+                f"{type(tasks).__name__} {tasks!r:.40}"
+            )
+        policy = check_permission_policy(server_name, permission_policy)
+        for what, callback in (
+            ("sampling_handler", sampling_handler),
+            ("elicitation_handler", elicitation_handler),
+            ("roots_handler", roots_handler),
+            ("on_log", on_log),
+            ("on_progress", on_progress),
+        ):
+            check_callback(server_name, what, callback)
         self.server_name = server_name
         """The name given at construction."""
         self.transport = transport
@@ -224,7 +247,7 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
         self._timeout = check_timeout(server_name, timeout)
         self.tools_ttl = check_ttl(server_name, tools_ttl)
         """Seconds a fetched tool list stays fresh (None: until invalidated)."""
-        self.permission_policy: PermissionPolicy = permission_policy or McpPermissionPolicy()
+        self.permission_policy: PermissionPolicy = policy
         """Decides each adapter's ``required_permissions``."""
         self.sampling_handler = sampling_handler
         """The SDK sampling callback, or None (sampling not advertised)."""
@@ -242,7 +265,7 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
         """``"auto"`` or ``"legacy"``."""
         self.recovery = recovery
         """How lost connections are restarted (None: never)."""
-        self.tasks = bool(tasks)
+        self.tasks = tasks
         """Whether 2026-07-28 sessions opt into the tasks extension (read at connect)."""
         self._session = Session(self)
         self._tool_cache = ToolCache(self._session)
@@ -356,12 +379,14 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
 
     @property
     def sent_credentials(self) -> frozenset[str]:
-        """The credentials the HTTP requests of this client carried so far, whatever put
-        them there (a header named for a secret, the token of an ``auth=`` flow, a
-        header your ``http_client_factory``'s client adds), each with the token after
-        its scheme: what the client masks as ``***`` in what the server sends back, as it
-        does its transport's secrets, and what a :class:`~agcore_tools.testing.Cassette`
-        scrubs from its file. Empty over stdio.
+        """The credentials the HTTP requests of this client carried, whatever put them
+        there (a header named for a secret, the token of an ``auth=`` flow, a header your
+        ``http_client_factory``'s client adds), each with the token after its scheme:
+        what the client masks as ``***`` in what the server sends back, as it does its
+        transport's secrets, and what a :class:`~agcore_tools.testing.Cassette` scrubs
+        from its file. The last 64 distinct values (one sent again counts as recent
+        again), not all: an auth that signs each request sends a new one every time.
+        Empty over stdio.
 
         Example:
             >>> McpClient("web", StreamableHttpTransport("https://x/mcp")).sent_credentials

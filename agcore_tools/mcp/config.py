@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -26,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._keywords import unknown_keyword
 from ..error import ToolConfigError
 from .client import McpClient
 from .transport import StdioTransport, StreamableHttpTransport
@@ -33,6 +35,11 @@ from .transport import StdioTransport, StreamableHttpTransport
 __all__ = ["load_mcp_servers"]
 
 _HTTP_TYPES = ("http", "streamable-http", "streamableHttp", "streamable_http")
+_CLIENT_OPTIONS = frozenset(
+    p.name for p in inspect.signature(McpClient).parameters.values() if p.kind is p.KEYWORD_ONLY
+)
+"""The keywords of :class:`McpClient` that ``load_mcp_servers`` passes on: not its
+server name and transport, which each entry gives."""
 
 
 def load_mcp_servers(
@@ -47,7 +54,10 @@ def load_mcp_servers(
 
     Raises:
         ToolError: The file cannot be read or parsed, or an entry is malformed; the
-            message names the server and the field.
+            message names the server and the field. A ``config`` that is no path or
+            mapping (the JSON text itself, which holds tokens, is not quoted), and a
+            keyword that :class:`McpClient` does not take, are refused before the file
+            is read.
 
     Example:
         >>> import asyncio
@@ -58,6 +68,7 @@ def load_mcp_servers(
         ...         await client.connect()
         ...         registry.register_all(client.into_tools(prefix=True))
     """
+    _check_options(client_options)
     document = _read(config)
     servers = _servers(document)
     clients = []
@@ -78,9 +89,35 @@ def load_mcp_servers(
     return clients
 
 
+def _check_options(options: Mapping[str, Any]) -> None:
+    """Refuse a keyword each :class:`McpClient` would refuse, naming this function, not
+    the class the caller never called."""
+    for name in options:
+        if name in ("server_name", "transport"):
+            raise unknown_keyword(
+                "load_mcp_servers()",
+                name,
+                _CLIENT_OPTIONS,
+                reason="the config gives each server its name and transport",
+            )
+        if name not in _CLIENT_OPTIONS:
+            raise unknown_keyword("load_mcp_servers()", name, _CLIENT_OPTIONS)
+
+
 def _read(config: str | os.PathLike[str] | Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(config, Mapping):
         return config
+    if not isinstance(config, (str, os.PathLike)):
+        raise ToolConfigError(
+            "load_mcp_servers() takes the path of an MCP config file (a str or a Path) or "
+            f"the parsed document (a dict), got {type(config).__name__}"
+        )
+    if isinstance(config, str) and (config.lstrip().startswith(("{", "[")) or "\n" in config):
+        # Not quoted, unlike a path: a config's text holds its servers' tokens.
+        raise ToolConfigError(
+            "load_mcp_servers() takes the path of an MCP config file or the parsed "
+            "document, got the text of one, not a path: pass json.loads(text)"
+        )
     path = Path(config)
     try:
         text = path.read_text(encoding="utf-8-sig")  # a BOM, as Windows editors write one

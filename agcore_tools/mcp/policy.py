@@ -39,19 +39,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, cast
 
+from .._keywords import checks_init_keywords
 from .._progress import is_async_callable
 from ..error import ToolConfigError
-from ..permission import Permission, PermissionLike
+from ..permission import Permission, PermissionChecker, PermissionConfig, PermissionLike
 from .models import McpToolInfo
 
-__all__ = ["McpPermissionPolicy", "PermissionPolicy"]
+__all__ = ["McpPermissionPolicy", "PermissionPolicy", "check_permission_policy"]
 
 PermissionPolicy: TypeAlias = Callable[[McpToolInfo], Iterable[PermissionLike]]
 """Any function from an MCP tool to the permissions it requires."""
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True)
 class McpPermissionPolicy:
     """The default policy: the table in this module's docstring, plus ``extra``.
@@ -153,3 +155,48 @@ class McpPermissionPolicy:
         if open_world:
             required.append(Permission.NETWORK)
         return Permission.parse_all([*required, *self.extra])
+
+
+def check_permission_policy(server_name: str, policy: object) -> PermissionPolicy:
+    """``McpClient(permission_policy=...)``, once it is a plain function (anything
+    callable, not async) or None, which is the default :class:`McpPermissionPolicy`.
+    Anything else was taken, and failed at ``into_tools()``, after the server had been
+    started, with a bare ``TypeError``.
+
+    Example:
+        >>> check_permission_policy("demo", None)
+        McpPermissionPolicy(trust_annotations=True, extra=(), needs_approval=False)
+        >>> check_permission_policy("demo", PermissionConfig(allowed=["read"]))
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error.ToolConfigError: MCP server 'demo': permission_policy must be a function of McpToolInfo returning the permissions its tool requires (such as McpPermissionPolicy(...)), got a PermissionConfig: a PermissionConfig says what is allowed, and goes to ToolRegistry(PermissionChecker(config))
+    """
+    if policy is None:
+        return McpPermissionPolicy()
+    if isinstance(policy, (PermissionConfig, PermissionChecker)):
+        # Both are about permissions, and read as if they went here.
+        kind = type(policy).__name__
+        goes = "ToolRegistry(PermissionChecker(config))"
+        if isinstance(policy, PermissionChecker):
+            goes = "ToolRegistry(checker)"
+        raise ToolConfigError(
+            f"MCP server '{server_name}': permission_policy must be a function of "
+            "McpToolInfo returning the permissions its tool requires (such as "
+            f"McpPermissionPolicy(...)), got a {kind}: a {kind} says what is allowed, "
+            f"and goes to {goes}"
+        )
+    if not callable(policy):
+        raise ToolConfigError(
+            f"MCP server '{server_name}': permission_policy must be a function of "
+            "McpToolInfo returning the permissions its tool requires (such as "
+            f"McpPermissionPolicy(...)), or None; got {type(policy).__name__} {policy!r:.40}"
+        )
+    if is_async_callable(policy):
+        # Its coroutine, never awaited, is no list of permissions.
+        name = getattr(policy, "__name__", type(policy).__name__)
+        raise ToolConfigError(
+            f"MCP server '{server_name}': permission_policy takes a plain function, not the "
+            f"async function {name}: it is called without awaiting, as into_tools() makes "
+            "the tools; decide from the McpToolInfo (its name and annotations) in a plain function"
+        )
+    return cast(PermissionPolicy, policy)

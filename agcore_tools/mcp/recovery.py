@@ -12,11 +12,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .._keywords import checks_init_keywords
 from ..error import ToolConfigError
 
 __all__ = ["McpRecovery"]
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True)
 class McpRecovery:
     """Restarts, session renewal and the liveness check of an :class:`~agcore_tools.McpClient`.

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, TypeAlias
 
 from .._aio import positive_number
+from .._keywords import checks_init_keywords
 from .._redact import header_secrets, url_secrets, url_without_secrets
 from ..error import ToolConfigError, _AuthTypeError
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["McpTransport", "StdioTransport", "StreamableHttpTransport"]
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True, repr=False)
 class StdioTransport:
     """Start the server as a child process and exchange JSON-RPC lines over its stdin/stdout.
@@ -132,6 +134,7 @@ class StdioTransport:
         )
 
 
+@checks_init_keywords
 @dataclass(frozen=True, slots=True, repr=False)
 class StreamableHttpTransport:
     """Talk to a server at a Streamable HTTP endpoint (MCP's HTTP transport).

@@ -313,9 +313,9 @@ class Cassette:
         server may quote its token in an error or a result: the values of a stdio
         server's ``env`` entries and an HTTP server's headers whose names look secret
         (``API_TOKEN``, ``Authorization`` and the token after ``Bearer``), and what its
-        command line shows as ``***`` for such a name or a key's known prefix; and every
-        credential its requests carried, whatever put it there (the token of an
-        ``auth=`` flow, a header of an ``http_client_factory``'s client: see
+        command line shows as ``***`` for such a name or a key's known prefix; and the
+        credentials its requests carried (the last 64), whatever put them there (the token
+        of an ``auth=`` flow, a header of an ``http_client_factory``'s client: see
         :attr:`McpClient.sent_credentials <agcore_tools.McpClient.sent_credentials>`).
         Not ordinary values (``NODE_ENV=production``): scrubbed from the whole file,
         they would change what is replayed.

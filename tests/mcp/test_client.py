@@ -19,12 +19,15 @@ import mcp_types as types
 import pytest
 
 from agcore_tools import (
+    AgcoreError,
     Audio,
     Image,
     McpClient,
     McpError,
     McpNotInitializedError,
     McpTimeoutError,
+    PermissionChecker,
+    PermissionConfig,
     StdioTransport,
     StreamableHttpTransport,
     ToolConfigError,
@@ -33,7 +36,7 @@ from agcore_tools import (
     ToolRegistry,
 )
 from agcore_tools.error import McpUsageError
-from agcore_tools.mcp import McpLogMessage, McpProgress
+from agcore_tools.mcp import McpLogMessage, McpPermissionPolicy, McpProgress, McpRecovery
 
 from .conftest import (
     FIXTURE,
@@ -221,6 +224,111 @@ def test_a_bad_setting_is_refused_when_the_client_is_made(
         McpClient("x", fixture_stdio(), **options)
     assert message in str(raised.value)
     assert isinstance(raised.value, ValueError)
+
+
+async def _async_policy(info: Any) -> list[str]:
+    return ["read"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        # Each was taken; permission_policy then failed into_tools() with a bare
+        # TypeError after the server was started, and on_log or on_progress logged a
+        # traceback for each message, losing it ("yes" for tasks was read as True).
+        (
+            {"permission_policy": PermissionConfig(allowed=["read"])},
+            "MCP server 'x': permission_policy must be a function of McpToolInfo returning "
+            "the permissions its tool requires (such as McpPermissionPolicy(...)), got a "
+            "PermissionConfig: a PermissionConfig says what is allowed, and goes to "
+            "ToolRegistry(PermissionChecker(config))",
+        ),
+        (
+            {"permission_policy": PermissionChecker()},
+            "got a PermissionChecker: a PermissionChecker says what is allowed, and goes to "
+            "ToolRegistry(checker)",
+        ),
+        ({"permission_policy": "trust"}, "(such as McpPermissionPolicy(...)), or None; got str"),
+        ({"permission_policy": _async_policy}, "not the async function _async_policy"),
+        (
+            {"on_log": logging.getLogger("myapp")},
+            "MCP server 'x': on_log must be a function of each McpLogMessage (sync or async), "
+            "such as lambda message: logger.info(message.data), or None; got a Logger",
+        ),
+        ({"on_progress": "print"}, "on_progress must be a function of each McpProgress"),
+        ({"sampling_handler": 1}, "sampling_handler must be an async function of (context, "),
+        ({"elicitation_handler": "ask"}, "elicitation_handler must be an async function of "),
+        ({"roots_handler": ["/tmp"]}, "roots_handler must be an async function of (context)"),
+        ({"tasks": "yes"}, "MCP server 'x': tasks must be True or False, got str 'yes'"),
+        ({"tasks": 1}, "tasks must be True or False, got int 1"),
+    ],
+)
+def test_a_callback_policy_or_flag_of_the_wrong_kind_is_refused_when_the_client_is_made(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ToolConfigError) as raised:
+        McpClient("x", fixture_stdio(), **options)
+    assert message in str(raised.value)
+    assert isinstance(raised.value, ValueError) and "\n" not in str(raised.value)
+
+
+def test_callbacks_and_policies_that_are_functions_are_taken() -> None:
+    def policy(info: Any) -> list[str]:
+        return ["read"]
+
+    async def answer(context: Any, params: Any) -> None:
+        return None
+
+    handler: Any = answer  # the SDK's callback types, which the client only stores here
+    updates: list[McpProgress] = []
+    client = McpClient(
+        "x",
+        fixture_stdio(),
+        permission_policy=policy,
+        on_log=print,
+        on_progress=updates.append,
+        sampling_handler=handler,
+        elicitation_handler=handler,
+        tasks=True,
+    )
+    assert (client.permission_policy, client.on_log, client.tasks) == (policy, print, True)
+    assert isinstance(McpClient("x", fixture_stdio()).permission_policy, McpPermissionPolicy)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: McpClient("x", fixture_stdio(), timout=5),  # type: ignore[call-arg]
+            "McpClient() got an unknown keyword 'timout': did you mean timeout=...?",
+        ),
+        (
+            lambda: StdioTransport("python", argz=[]),  # type: ignore[call-arg]
+            "StdioTransport() got an unknown keyword 'argz': did you mean args=...?",
+        ),
+        (
+            lambda: StreamableHttpTransport("http://127.0.0.1/mcp", header={}),  # type: ignore[call-arg]
+            "StreamableHttpTransport() got an unknown keyword 'header': did you mean headers=",
+        ),
+        (
+            lambda: McpPermissionPolicy(trust_anotations=False),  # type: ignore[call-arg]
+            "McpPermissionPolicy() got an unknown keyword 'trust_anotations': did you mean ",
+        ),
+        (
+            lambda: McpRecovery(max_restart=2),  # type: ignore[call-arg]
+            "McpRecovery() got an unknown keyword 'max_restart': did you mean max_restarts=",
+        ),
+    ],
+    ids=["McpClient", "StdioTransport", "StreamableHttpTransport", "policy", "recovery"],
+)
+def test_a_misspelt_keyword_of_an_mcp_class_names_the_right_one(make: Any, message: str) -> None:
+    # Python's bare TypeError, outside AgcoreError, naming no valid keyword.
+    with pytest.raises(TypeError) as raised:
+        make()
+    error = raised.value
+    assert str(error).startswith(message), str(error)
+    assert isinstance(error, ToolConfigError) and isinstance(error, AgcoreError)
+    assert type(error.__cause__) is TypeError  # Python's, kept
 
 
 def test_no_cache_no_log_level_and_mcps_levels_are_taken() -> None:

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from agcore_tools import (
+    AgcoreError,
     McpClient,
     StdioTransport,
     StreamableHttpTransport,
+    ToolConfigError,
     ToolError,
     ToolRegistry,
     load_mcp_servers,
@@ -108,6 +110,58 @@ def test_an_entry_that_is_not_an_object_is_not_echoed() -> None:
     with pytest.raises(ToolError) as info:
         load_mcp_servers({"mcpServers": {"gh": "npx srv --token sk-S3CRET"}})
     assert str(info.value) == "MCP config: server 'gh' must be an object, got str"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"timout": 5}, "load_mcp_servers() got an unknown keyword 'timout': did you mean "),
+        ({"colour": "red"}, "load_mcp_servers() got an unknown keyword 'colour'; its keywords "),
+        (
+            {"transport": None},
+            "load_mcp_servers() got an unknown keyword 'transport': the config gives each "
+            "server its name and transport; its keywords are elicitation_handler, log_level, ",
+        ),
+    ],
+)
+def test_a_keyword_no_client_takes_is_refused_naming_load_mcp_servers(
+    options: dict[str, object], message: str
+) -> None:
+    # Python's bare TypeError, naming McpClient.__init__, which the caller never called
+    # (and for "transport", "got multiple values"); none with an empty config.
+    empty: dict[str, object] = {"mcpServers": {}}
+    for config in (CLAUDE_DESKTOP, empty):
+        with pytest.raises(TypeError) as info:
+            load_mcp_servers(config, **options)
+        assert str(info.value).startswith(message), str(info.value)
+        assert isinstance(info.value, ToolConfigError) and isinstance(info.value, AgcoreError)
+
+
+@pytest.mark.parametrize("config", [5, b"mcp.json", ["mcp.json"], None])
+def test_a_config_that_is_no_path_or_mapping_is_refused(config: object) -> None:
+    # Python's bare TypeError from pathlib.
+    with pytest.raises(ToolConfigError) as info:
+        load_mcp_servers(config)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "load_mcp_servers() takes the path of an MCP config file (a str or a Path) or the "
+        f"parsed document (a dict), got {type(config).__name__}"
+    )
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_the_text_of_a_config_given_for_its_path_is_not_echoed(indent: int | None) -> None:
+    # It was taken as a file name, and the error quoted it whole, tokens and all.
+    remote = {"url": "https://mcp.example.com/mcp", "headers": {"X-Api-Key": "k-S3CRET-0123"}}
+    config = {"mcpServers": {**CLAUDE_DESKTOP["mcpServers"], "keyed": remote}}
+    text = json.dumps(config, indent=indent)
+    with pytest.raises(ToolConfigError) as info:
+        load_mcp_servers(text)
+    assert "S3CRET" not in str(info.value)
+    assert str(info.value) == (
+        "load_mcp_servers() takes the path of an MCP config file or the parsed document, "
+        "got the text of one, not a path: pass json.loads(text)"
+    )
+    assert load_mcp_servers(json.loads(text))[0].server_name == "filesystem"
 
 
 def test_json_scalars_in_env_and_args_reach_the_server_as_json_spells_them() -> None:

@@ -26,6 +26,7 @@ from agcore_tools import (
     LlmCycle,
     McpClient,
     McpError,
+    McpTimeoutError,
     StreamableHttpTransport,
     ToolRegistry,
 )
@@ -264,6 +265,48 @@ async def test_an_http_errors_body_says_why_and_a_refusal_is_not_run(
             assert error.reason == f"tools/call 'echo' {expected}", error.reason
             assert "ghp_S3CRETt0ken00" not in str(error)
             assert (error.status_code, error.may_have_run) == (status, may_have_run)
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "fine"}) == "fine"
+
+
+async def test_an_http_error_whose_body_stalls_is_reported_at_once_by_its_status(
+    fault_server: FaultServer,
+) -> None:
+    # The guard waited for the first KiB of the body with no bound but the read timeout
+    # (300 s): a gateway that sent a 500's headers and then nothing held the call for
+    # its whole timeout, which ended it as McpTimeoutError ("may have run"), the status,
+    # Retry-After and the verdict lost. The body now gets about a second.
+    body = "rate limit exceeded; the next window opens in 2 minutes"
+    json_kind, text = "application/json", "text/plain"
+    # (status, its content type, bytes of the body sent, what the message quotes)
+    cases = [
+        (500, text, 0, ""),
+        # The SDK reads a JSON error body whole: it must not wait for the rest either.
+        (503, json_kind, 0, ""),
+        # What came in time is quoted, as the first KiB of a long body is.
+        (429, text, 19, '"rate limit exceeded"'),
+    ]
+    async with client_for(fault_server, "legacy", timeout=8) as client:
+        for status, kind, sent, said in cases:
+            # Longer than the timeout: reported, not waited for.
+            headers = {"content-type": kind, "retry-after": "120"}
+            await fault_server.control(
+                "fail",
+                status=status,
+                method="tools/call",
+                body=body,
+                headers=headers,
+                stall_after=sent,
+            )
+            with pytest.raises(McpError) as info:
+                await client.call_tool("echo", {"text": "x"})
+            error = info.value
+            assert not isinstance(error, McpTimeoutError), error
+            quoted = f": {said}" if said else ""
+            expected = f"HTTP {status} {HTTPStatus(status).phrase}{quoted}; retry after 120 s"
+            assert error.reason == f"tools/call 'echo' failed: {expected}", error.reason
+            assert (error.status_code, error.retry_after) == (status, 120)
+            assert error.may_have_run is (status == 500)
         assert client.connected
         assert await client.call_tool("echo", {"text": "fine"}) == "fine"
 

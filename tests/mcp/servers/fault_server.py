@@ -7,7 +7,8 @@ front only adds what real deployments do to clients, when a test asks for it thr
 
 - ``fail``: answer the next ``times`` POSTs of JSON-RPC ``method`` (``tools/call``, or
   any) with ``status``, ``headers`` and a ``body`` (plain text, "injected failure" unless
-  given), before the server sees them;
+  given), before the server sees them; with ``stall_after``, only that many bytes of
+  the body are sent, then nothing until the client goes away;
 - ``token``: from now on require ``Authorization: Bearer <token>`` (401 with a
   ``WWW-Authenticate`` challenge otherwise); ``null`` lifts it;
 - ``cut-listen``: end every open ``subscriptions/listen`` response stream, as a
@@ -163,7 +164,17 @@ class Faults:
         failure = self._take_failure(method)
         if failure is not None:
             body = failure.get("body", "injected failure")
-            await _respond(send, failure["status"], body, failure.get("headers", {}))
+            if "stall_after" in failure:
+                await _respond_stalled(
+                    receive,
+                    send,
+                    failure["status"],
+                    body,
+                    failure["stall_after"],
+                    failure.get("headers", {}),
+                )
+            else:
+                await _respond(send, failure["status"], body, failure.get("headers", {}))
             return
         replay = _replay(body, receive)
         if method == "subscriptions/listen":
@@ -305,6 +316,26 @@ async def _respond(
         }
     )
     await send({"type": "http.response.body", "body": text.encode(), "more_body": False})
+
+
+async def _respond_stalled(
+    receive: Any, send: Any, status: int, text: str, sent: int, headers: dict[str, str]
+) -> None:
+    """The answer of a server, gateway or proxy that sends the status line, the headers
+    (with the ``Content-Length`` of all of ``text``) and ``sent`` bytes of the body, then
+    nothing more until the client goes away."""
+    body = text.encode()
+    headers = {"content-type": "text/plain", **headers, "content-length": str(len(body))}
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+        }
+    )
+    await send({"type": "http.response.body", "body": body[:sent], "more_body": True})
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def main() -> None:
