@@ -269,7 +269,11 @@ def _group_stand_in(
         stand_in = kind(redact(message), members)
     except Exception:  # noqa: BLE001 - a group type made another way: shown as text
         return Exception(f"{kind.__module__}.{kind.__qualname__}: {shown}")
-    vars(stand_in).update({k: _masked_value(v, redact) for k, v in vars(exc).items()})
+    # Not what the group was made with: the exceptiongroup backport (Python 3.10) keeps
+    # its message and members in its dict, which would bring the unmasked ones back.
+    made = vars(stand_in).keys()
+    kept = {k: v for k, v in vars(exc).items() if k not in made}
+    vars(stand_in).update({k: _masked_value(v, redact) for k, v in kept.items()})
     return stand_in
 
 
