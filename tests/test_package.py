@@ -51,7 +51,8 @@ def test_the_loop_and_mcp_packages_load_on_first_use() -> None:
     code = (
         "import sys, agcore_tools\n"
         "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
-        "(['agcore_tools', 'cycle'], ['agcore_tools', 'mcp'], ['agcore_tools', '_selection'])))\n"
+        "(['agcore_tools', 'cycle'], ['agcore_tools', 'mcp'], ['agcore_tools', '_selection'],"
+        " ['agcore_tools', '_run_offer'])))\n"
         "agcore_tools.LlmCycle, agcore_tools.McpClient\n"
         "print('agcore_tools.cycle' in sys.modules, 'agcore_tools.mcp' in sys.modules)"
     )

@@ -8,7 +8,9 @@ the run ends, :meth:`CostMeter.settle` counts once, with
 token per 4 bytes of UTF-8), per tool:
 
 - its definition's compact JSON, once per request that offered it (a definition the
-  run sent several times is counted once and multiplied);
+  run sent several times as the same object, as a run without ``select=`` does, is
+  counted once and multiplied; a run with ``select=`` sends each request its own
+  copies, each counted);
 - the arguments text of each of its calls the model wrote in the run;
 - the text of each tool message answering one of its calls in the run;
 
@@ -314,7 +316,8 @@ class CostMeter:
                 found = parts[name] = [0, 0, 0, 0, 0, 0, 0.0]
             return found
 
-        # Definitions: each distinct definition counted once, times the requests sent it.
+        # Definitions: each definition object counted once, times the requests that sent it
+        # (by id: a select= run's requests each send their own copies, counted each).
         counted: dict[int, tuple[str, int]] = {}
         tool_shape = self._tool_shape
         for _, definitions in self._sent:

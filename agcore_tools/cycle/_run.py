@@ -22,7 +22,8 @@ from typing import Any
 
 from .. import _otel, _sync
 from .._budget import load_counter
-from .._selection import RunOffer, Selector
+from .._run_offer import RunOffer
+from .._selection import Selector
 from ..base import ToolContext
 from ..error import (
     LlmConfigError,
@@ -414,7 +415,7 @@ class Run:
                         history_length=len(messages),
                     )
                 turn += 1
-                # 2. The tools this request offers (see _selection.py), within the budget.
+                # 2. The tools this request offers (see _run_offer.py), within the budget.
                 tools, offered = await offer.turn(messages) if offer else (None, registry)
                 if offer is not None:
                     offer.check_budget(tools, config.model, limits.max_definition_tokens)
