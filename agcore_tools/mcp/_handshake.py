@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 from ._exchange import HttpExchange
 from ._matching import invalid_reason, mismatch_reason
 from ._relisten import describe, leaf
+from ._stderr import SentSecrets
 from ._stdio import ChildProcess
 
 __all__ = [
@@ -112,17 +113,22 @@ def _stdio_failure(child: ChildProcess | None) -> str | None:
     return child.exit_text()
 
 
-def warn(server_name: str, what: str, reason: str, exc: BaseException) -> None:
-    """Say that the probe broke the server, and how to skip it."""
+def warn(
+    server_name: str, what: str, reason: str, exc: BaseException, secrets: SentSecrets
+) -> None:
+    """Say that the probe broke the server, and how to skip it. ``reason`` and ``exc``
+    are shown masked by ``secrets``: a server's error answer may repeat the credential
+    the request carried, as the other records and errors of a failed start-up know."""
     logger.warning(
         "MCP server '%s': %s %s on the %s protocol probe; trying again with the "
         'initialize handshake alone (McpClient(..., protocol="legacy") skips the probe)',
         server_name,
         what,
-        reason,
+        secrets.mask(reason),
         PROBE,
     )
-    logger.debug("MCP server '%s': the probe's failure", server_name, exc_info=exc)
+    shown = secrets.masked(exc)
+    logger.debug("MCP server '%s': the probe's failure", server_name, exc_info=shown)
 
 
 def attempts_note(first: str) -> str:
