@@ -19,7 +19,9 @@ stdio server is started again only when its stderr names ``server/discover`` (th
 validation errors of pydantic and serde quote the method they refused). Over HTTP a new
 connection costs one request and starts nothing, so it is tried when the server was
 reached and failed the handshake without refusing it (a 5xx, a dropped connection, an
-error answer), not when it refused it at the door (401, 404, 405) or never answered.
+error answer), not when it refused it at the door (401, 404, 405) or never answered, and
+not for any other error: the client's own (a ``verify=`` path that is wrong) would only
+come again, after a WARNING blaming the probe.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ _OLD_SSE_HINT = (
     "McpClient does not; use the server's Streamable HTTP endpoint, often /mcp)"
 )
 
+_DROPPED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, EOFError)
+"""How a server that was reached and then dropped the connection fails, besides httpx2's
+read, write and protocol errors (imported with the SDK, at the first connect)."""
+
 # Weakly: the set must not keep a client alive (see _unclosed). Keyed by the client
 # object: each client finds out for itself, and forgets with it.
 _LEGACY: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -83,6 +89,9 @@ def probe_failure(
         'failed: ConnectionResetError: reset by peer'
         >>> print(probe_failure(RuntimeError("x"), None, HttpExchange(status=401)))
         None
+        >>> from agcore_tools import ToolConfigError
+        >>> print(probe_failure(ToolConfigError("verify: no such CA file"), None, HttpExchange()))
+        None
     """
     if http is None:
         return _stdio_failure(child)
@@ -93,13 +102,18 @@ def probe_failure(
     inner = leaf(exc)
     if http.status is not None:
         return f"failed: {http.describe()}" if http.status >= 500 else None
-    if isinstance(inner, (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)):
-        return None  # nothing reached the server
     if isinstance(inner, MCPError):
         if inner.code in (UNSUPPORTED_PROTOCOL_VERSION, REQUEST_TIMEOUT):
             return None  # a server of 2026-07-28 alone, or one that did not answer in time
         return f"failed: {inner.message} (code {inner.code})"
-    return f"failed: {describe(inner)}"
+    dropped = (httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError, *_DROPPED)
+    if isinstance(inner, dropped):
+        return f"failed: {describe(inner)}"
+    # Anything else says nothing against the server: nothing reached it (a refused
+    # connection, a TLS failure), it did not answer in time, or the client's own setup
+    # failed (a verify= path that is wrong, an auth flow's error), which a second
+    # attempt would only repeat after a WARNING blaming the probe.
+    return None
 
 
 def _stdio_failure(child: ChildProcess | None) -> str | None:

@@ -181,6 +181,41 @@ async def test_an_http_server_refusing_the_client_is_not_tried_again(
     assert probe_warnings(caplog) == []
 
 
+async def test_an_http_server_dropping_the_connection_is_tried_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # One of the server failures that earn the second attempt (the client's own errors
+    # do not: see tests/mcp/test_http.py), each on a new connection.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    accepted = 0
+
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted
+        accepted += 1
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
+        length = head.split("content-length:", 1)[1].split("\r\n", 1)[0]
+        await reader.readexactly(int(length))
+        writer.close()
+        await writer.wait_closed()
+
+    server = await asyncio.start_server(drop, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+    try:
+        with pytest.raises(McpError) as info:
+            await McpClient("dropping", StreamableHttpTransport(url), timeout=20).connect()
+    finally:
+        server.close()
+        await server.wait_closed()
+    dropped = "RemoteProtocolError: Server disconnected without sending a response."
+    assert str(info.value) == (
+        f"MCP server 'dropping': cannot connect to {url}: {dropped} (second attempt, with "
+        f"the initialize handshake alone; the first, with the server/discover probe, "
+        f"failed: {dropped})"
+    )
+    assert len(probe_warnings(caplog)) == 1
+    assert accepted == 2
+
+
 @contextmanager
 def echoing_server(status: int) -> Iterator[str]:
     """An HTTP endpoint answering every request with ``status`` and a JSON-RPC error
