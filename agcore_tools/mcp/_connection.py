@@ -406,7 +406,7 @@ class Connection:
         reason = _handshake.probe_failure(exc, self.child, http)
         if self.state is not State.STARTING or reason is None:
             return False
-        _handshake.warn(self.server_name, self.transport.describe(), reason, exc)
+        _handshake.warn(self.server_name, self.transport.describe(), reason, exc, self.secrets)
         self._first_try, self._startup = reason, HttpExchange()
         return True
 

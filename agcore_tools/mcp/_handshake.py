@@ -19,7 +19,9 @@ stdio server is started again only when its stderr names ``server/discover`` (th
 validation errors of pydantic and serde quote the method they refused). Over HTTP a new
 connection costs one request and starts nothing, so it is tried when the server was
 reached and failed the handshake without refusing it (a 5xx, a dropped connection, an
-error answer), not when it refused it at the door (401, 404, 405) or never answered.
+error answer), not when it refused it at the door (401, 404, 405) or never answered, and
+not for any other error: the client's own (a ``verify=`` path that is wrong) would only
+come again, after a WARNING blaming the probe.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from urllib.parse import urlsplit
 from ._exchange import HttpExchange
 from ._matching import invalid_reason, mismatch_reason
 from ._relisten import describe, leaf
+from ._stderr import SentSecrets
 from ._stdio import ChildProcess
 
 __all__ = [
@@ -54,6 +57,10 @@ _OLD_SSE_HINT = (
     " (the server refused a POST: it may speak the deprecated HTTP+SSE transport, which "
     "McpClient does not; use the server's Streamable HTTP endpoint, often /mcp)"
 )
+
+_DROPPED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, EOFError)
+"""How a server that was reached and then dropped the connection fails, besides httpx2's
+read, write and protocol errors (imported with the SDK, at the first connect)."""
 
 # Weakly: the set must not keep a client alive (see _unclosed). Keyed by the client
 # object: each client finds out for itself, and forgets with it.
@@ -82,6 +89,9 @@ def probe_failure(
         'failed: ConnectionResetError: reset by peer'
         >>> print(probe_failure(RuntimeError("x"), None, HttpExchange(status=401)))
         None
+        >>> from agcore_tools import ToolConfigError
+        >>> print(probe_failure(ToolConfigError("verify: no such CA file"), None, HttpExchange()))
+        None
     """
     if http is None:
         return _stdio_failure(child)
@@ -92,13 +102,18 @@ def probe_failure(
     inner = leaf(exc)
     if http.status is not None:
         return f"failed: {http.describe()}" if http.status >= 500 else None
-    if isinstance(inner, (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)):
-        return None  # nothing reached the server
     if isinstance(inner, MCPError):
         if inner.code in (UNSUPPORTED_PROTOCOL_VERSION, REQUEST_TIMEOUT):
             return None  # a server of 2026-07-28 alone, or one that did not answer in time
         return f"failed: {inner.message} (code {inner.code})"
-    return f"failed: {describe(inner)}"
+    dropped = (httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError, *_DROPPED)
+    if isinstance(inner, dropped):
+        return f"failed: {describe(inner)}"
+    # Anything else says nothing against the server: nothing reached it (a refused
+    # connection, a TLS failure), it did not answer in time, or the client's own setup
+    # failed (a verify= path that is wrong, an auth flow's error), which a second
+    # attempt would only repeat after a WARNING blaming the probe.
+    return None
 
 
 def _stdio_failure(child: ChildProcess | None) -> str | None:
@@ -112,17 +127,22 @@ def _stdio_failure(child: ChildProcess | None) -> str | None:
     return child.exit_text()
 
 
-def warn(server_name: str, what: str, reason: str, exc: BaseException) -> None:
-    """Say that the probe broke the server, and how to skip it."""
+def warn(
+    server_name: str, what: str, reason: str, exc: BaseException, secrets: SentSecrets
+) -> None:
+    """Say that the probe broke the server, and how to skip it. ``reason`` and ``exc``
+    are shown masked by ``secrets``: a server's error answer may repeat the credential
+    the request carried, as the other records and errors of a failed start-up know."""
     logger.warning(
         "MCP server '%s': %s %s on the %s protocol probe; trying again with the "
         'initialize handshake alone (McpClient(..., protocol="legacy") skips the probe)',
         server_name,
         what,
-        reason,
+        secrets.mask(reason),
         PROBE,
     )
-    logger.debug("MCP server '%s': the probe's failure", server_name, exc_info=exc)
+    shown = secrets.masked(exc)
+    logger.debug("MCP server '%s': the probe's failure", server_name, exc_info=shown)
 
 
 def attempts_note(first: str) -> str:

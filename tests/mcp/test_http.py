@@ -4,6 +4,7 @@ the test's own, client certificates, a forward proxy, the client factory, timeou
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 import time
 from collections.abc import AsyncGenerator, Iterator
@@ -121,6 +122,31 @@ async def test_a_tls_file_that_is_not_there_or_no_certificate_is_named_with_its_
         await echo_through(StreamableHttpTransport(url, verify=str(garbage)))
     with pytest.raises(ToolConfigError, match=r"cert: cannot load the client certificate from '"):
         await echo_through(StreamableHttpTransport(url, cert=str(garbage)))
+
+
+@pytest.mark.parametrize("setting", ["verify", "cert"])
+async def test_a_tls_file_mistake_fails_once_without_blaming_the_probe(
+    tls_server: FaultServer, tmp_path: Path, caplog: pytest.LogCaptureFixture, setting: str
+) -> None:
+    # The client's own mistake was taken for a server the server/discover probe broke:
+    # a WARNING told the user to try protocol="legacy" (which cannot help), and the
+    # transport was built a second time before the ToolConfigError came out.
+    caplog.set_level(logging.DEBUG, logger="agcore_tools")
+    garbage = tmp_path / "corp.pem"
+    garbage.write_text("not a certificate\n")
+    missing = str(tmp_path / "corp-ca.pme")
+    if setting == "verify":
+        transport = StreamableHttpTransport(tls_server.url, verify=missing)
+        expected = f"verify: no such CA file or directory {missing!r}; correct the path"
+    else:
+        transport = StreamableHttpTransport(tls_server.url, cert=str(garbage))
+        expected = f"cert: cannot load the client certificate from {str(garbage)!r}: "
+    with pytest.raises(ToolConfigError) as info:
+        await McpClient("tls", transport, timeout=20).connect()
+    assert str(info.value).startswith(f"StreamableHttpTransport {expected}")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    [failed] = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.mcp"]
+    assert failed == "MCP server 'tls' failed to start"  # one attempt, no probe retry
 
 
 # -- a proxy ----------------------------------------------------------------------------

@@ -8,11 +8,17 @@ the venv ``make old-mcp-sdk`` builds; the others are servers made to fail here.
 from __future__ import annotations
 
 import asyncio
+import http.server
+import json
 import logging
 import os
 import signal
 import sys
+import threading
 import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +179,97 @@ async def test_an_http_server_refusing_the_client_is_not_tried_again(
     with pytest.raises(McpError, match="HTTP 401"):
         await McpClient("locked", StreamableHttpTransport(fault_server.url), timeout=20).connect()
     assert probe_warnings(caplog) == []
+
+
+async def test_an_http_server_dropping_the_connection_is_tried_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # One of the server failures that earn the second attempt (the client's own errors
+    # do not: see tests/mcp/test_http.py), each on a new connection.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    accepted = 0
+
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted
+        accepted += 1
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
+        length = head.split("content-length:", 1)[1].split("\r\n", 1)[0]
+        await reader.readexactly(int(length))
+        writer.close()
+        await writer.wait_closed()
+
+    server = await asyncio.start_server(drop, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp"
+    try:
+        with pytest.raises(McpError) as info:
+            await McpClient("dropping", StreamableHttpTransport(url), timeout=20).connect()
+    finally:
+        server.close()
+        await server.wait_closed()
+    dropped = "RemoteProtocolError: Server disconnected without sending a response."
+    assert str(info.value) == (
+        f"MCP server 'dropping': cannot connect to {url}: {dropped} (second attempt, with "
+        f"the initialize handshake alone; the first, with the server/discover probe, "
+        f"failed: {dropped})"
+    )
+    assert len(probe_warnings(caplog)) == 1
+    assert accepted == 2
+
+
+@contextmanager
+def echoing_server(status: int) -> Iterator[str]:
+    """An HTTP endpoint answering every request with ``status`` and a JSON-RPC error
+    that repeats the request's ``Authorization`` header; yields its URL."""
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            if "id" not in sent:  # a notification
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            said = {"code": -32603, "message": f"refused {self.headers.get('Authorization')}"}
+            body = json.dumps({"jsonrpc": "2.0", "id": sent["id"], "error": said}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.mark.parametrize("status", [500, 200])
+async def test_a_token_the_server_echoes_on_the_probe_is_in_no_log_record_of_the_retry(
+    caplog: pytest.LogCaptureFixture, status: int
+) -> None:
+    # The retry logged the probe's failure at DEBUG with the SDK's error as the server
+    # sent it (the token in the traceback), and an error answer's words in its WARNING,
+    # where every other record and error of a failed start-up was masked.
+    caplog.set_level(logging.DEBUG, logger="agcore_tools")
+    secret = "ghp_S3CRETt0ken00"
+    with echoing_server(status) as url:
+        transport = StreamableHttpTransport(url, {"Authorization": f"Bearer {secret}"})
+        with pytest.raises(McpError) as info:
+            await McpClient("echoing", transport, timeout=20).connect()
+    assert "refused ***" in str(info.value)
+    [warning] = probe_warnings(caplog)  # the second attempt was made
+    assert "on the server/discover protocol probe" in warning
+    assert any("the probe's failure" in r.getMessage() and r.exc_info for r in caplog.records)
+    formatter = logging.Formatter()
+    for record in caplog.records:
+        shown = formatter.format(record)  # the message with its args, and the traceback
+        assert secret not in shown, shown
+    assert secret not in "".join(traceback.format_exception(info.value))
