@@ -7,16 +7,20 @@ escapes and ``\\r`` would clear or overwrite a terminal's lines or hide text, an
 chatty or hostile server could write millions of records, or one of a gigabyte. So each
 record shows the control characters as escapes, is cut past :data:`MAX_LINE`
 characters, and at most :data:`LINES_PER_SECOND` records a second are logged per
-server, the others counted in one record. Used by stderr's log (``_stderr``).
+server, the others counted in one record. The same rules for stderr (``_stderr``) and
+for the log notifications (:class:`ServerLog`).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
 
-__all__ = ["LINES_PER_SECOND", "MAX_LINE", "LogBudget", "safe_text"]
+__all__ = ["LINES_PER_SECOND", "MAX_LINE", "LogBudget", "ServerLog", "safe_text"]
+
+server_logger = logging.getLogger("agcore_tools.mcp.server")
 
 MAX_LINE = 2000
 """Characters of a server's text shown in one log record; the rest is cut."""
@@ -112,3 +116,45 @@ class LogBudget:
         if self.dropped:
             dropped, self.dropped = self.dropped, 0
             self._report(dropped)
+
+
+class ServerLog:
+    """Logs one connection's log notifications on ``agcore_tools.mcp.server``, at their
+    level: masked with ``mask``, made safe (:func:`safe_text`), within a
+    :class:`LogBudget`. The count of those left out is logged at the highest level
+    among them, so an app that logs errors only learns that errors were left out.
+    """
+
+    __slots__ = ("_budget", "_dropped_level", "_mask", "server_name")
+
+    def __init__(self, server_name: str, mask: Callable[[str], str]) -> None:
+        self.server_name = server_name
+        self._mask = mask
+        self._budget = LogBudget(self._report)
+        self._dropped_level = logging.NOTSET
+
+    def relay(self, level: int, data: object) -> None:
+        """Log one message's ``data`` (any JSON value) at ``level``, if the logger
+        takes that level and the budget allows it."""
+        if not server_logger.isEnabledFor(level):
+            return  # not counted either: the app asked not to see it
+        if not self._budget.take():
+            self._dropped_level = max(self._dropped_level, level)
+            return
+        # Masked before the cut, so a secret across it never shows in part.
+        text = safe_text(self._mask(str(data)))
+        server_logger.log(level, "[%s] %s", self.server_name, text)
+
+    def flush(self) -> None:
+        """Log the count of the messages left out, if any (the connection ended)."""
+        self._budget.flush()
+
+    def _report(self, dropped: int) -> None:
+        level, self._dropped_level = self._dropped_level, logging.NOTSET
+        server_logger.log(
+            level,
+            "[%s] %d log messages not logged (more than %d a second)",
+            self.server_name,
+            dropped,
+            LINES_PER_SECOND,
+        )
