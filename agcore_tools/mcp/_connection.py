@@ -30,6 +30,7 @@ from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
 from ._protocol import LOG_LEVELS, is_modern, round_trip
 from ._relisten import describe, leaf, listen_tools_changed
+from ._serverlog import ServerLog
 from ._state import State
 from ._stderr import SentSecrets
 from ._stdio import ChildProcess
@@ -73,7 +74,6 @@ goes on meanwhile; this bound is only for an import that hangs (a stuck network 
 """
 
 logger = logging.getLogger("agcore_tools.mcp")
-server_logger = logging.getLogger("agcore_tools.mcp.server")
 
 _CLOSE_SLACK = 5.0
 """Seconds a close may take beyond the stdio shutdown escalation's own waits."""
@@ -145,6 +145,8 @@ class Connection:
         """What sends ``tools/call`` (see :func:`tool_caller`), set with :attr:`client`."""
         self.secrets = secrets
         """What the server's log messages and errors are masked with."""
+        self.log = ServerLog(settings.server_name, secrets.mask)
+        """Where the server's log messages are logged (masked, escaped, cut, budgeted)."""
         self.questions = LiveQuestions(settings.server_name, settings.timeout, self.secrets)
         """Questions asked on this connection (2025-11-25) with no handler to answer
         them: declined, or held for the one call that can pause (see _elicitation)."""
@@ -380,6 +382,7 @@ class Connection:
             self.updates.end(self.lost_reason if self.state is State.LOST else None)
             self.client = None
             self.call_tool = None
+            self.log.flush()  # no more messages come to count the last second's
             self._ready.set()
 
     async def _attempt(self, mode: Literal["auto", "legacy"], deadline: float) -> bool:
@@ -574,13 +577,10 @@ class Connection:
             logger.warning("MCP server '%s': transport error: %s", self.server_name, said)
 
     async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
-        level = LOG_LEVELS.get(params.level, logging.INFO)
-        if server_logger.isEnabledFor(level):
-            # Servers log their start-up settings this way too: the transport's secrets,
-            # and the credentials sent, are masked as in a stdio server's stderr. The
-            # callback gets the data as sent.
-            text = self.secrets.mask(str(params.data))
-            server_logger.log(level, "[%s] %s", self.server_name, text)
+        # Servers log their start-up settings this way too: the transport's secrets, and
+        # the credentials sent, are masked as in a stdio server's stderr. The callback
+        # gets the data as sent: the app chose to read it, and judges it itself.
+        self.log.relay(LOG_LEVELS.get(params.level, logging.INFO), params.data)
         settings = self._settings()  # None once the client is gone, and its on_log with it
         callback = settings.on_log if settings is not None else None
         if callback is not None:

@@ -3,7 +3,9 @@
 A server that floods stderr must never stall: if nobody read the pipe, the child would
 block on its next write and stop answering. So the pipe is always drained at full
 speed; only the logging is bounded (a per-second line budget, the rest counted and
-reported), and the last lines are kept for start-up error messages.
+reported), and the last lines are kept for start-up error messages. Each line is shown
+as ``_serverlog`` shows a server's text (control characters escaped, cut), in the log
+and the tail, which error messages quote.
 
 A server that fails to start often echoes the credential it was given ("bad credentials:
 ghp_..."): the values of its ``env``, and those its command line shows as ``***``
@@ -18,7 +20,6 @@ chained from (a traceback prints them too).
 from __future__ import annotations
 
 import logging
-import time
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -32,6 +33,7 @@ from .._redact import (
     url_secrets,
 )
 from ..error import ToolError
+from ._serverlog import LINES_PER_SECOND, MAX_LINE, LogBudget, safe_text
 from .transport import (
     StdioTransport,
     StreamableHttpTransport,
@@ -49,8 +51,6 @@ logger = logging.getLogger("agcore_tools.mcp.stderr")
 
 _CHUNK = 65536
 _TAIL_LINES = 20
-_MAX_LINE = 2000
-_LINES_PER_SECOND = 200
 _RECENT_CREDENTIALS = 64
 """Distinct credential header values :class:`SentSecrets` keeps from the requests, the
 most recently sent. A server echoes what it was sent lately; an auth that signs each
@@ -225,24 +225,14 @@ class StderrLog:
         'starting | bad credentials: ***'
     """
 
-    __slots__ = (
-        "_budget",
-        "_partial",
-        "_secrets",
-        "_suppressed",
-        "_tail",
-        "_window",
-        "server_name",
-    )
+    __slots__ = ("_budget", "_partial", "_secrets", "_tail", "server_name")
 
     def __init__(self, server_name: str, secrets: Iterable[str] = ()) -> None:
         self.server_name = server_name
         self._secrets = secret_values(secrets)
         self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._partial = b""
-        self._window = 0.0
-        self._budget = _LINES_PER_SECOND
-        self._suppressed = 0
+        self._budget = LogBudget(self._report_suppressed)
 
     async def pump(self, stream: ByteReceiveStream) -> None:
         """Read ``stream`` until end of file (or until cancelled)."""
@@ -260,16 +250,16 @@ class StderrLog:
         """Take one chunk of stderr output."""
         lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
-        if len(self._partial) > _MAX_LINE:
+        if len(self._partial) > MAX_LINE:
             # A line with no end in sight: emit what we have rather than buffer without bound.
             lines.append(self._partial)
             self._partial = b""
         # Only the lines that can still be logged or reach the tail are decoded: a flood
         # costs one split per chunk, not one decode per line.
-        keep = max(_TAIL_LINES, self._remaining_budget())
+        keep = max(_TAIL_LINES, self._budget.remaining())
         skipped = len(lines) - keep
         if skipped > 0:
-            self._suppressed += skipped
+            self._budget.drop(skipped)
             lines = lines[skipped:]
         for raw in lines:
             self._line(raw)
@@ -279,47 +269,35 @@ class StderrLog:
         if self._partial:
             self._line(self._partial)
             self._partial = b""
-        self._report_suppressed()
+        self._budget.flush()
 
     def tail(self) -> str:
         """The last lines, joined with ``" | "`` for one-line error messages."""
         return " | ".join(self._tail)
 
-    def _remaining_budget(self) -> int:
-        now = time.monotonic()
-        if now - self._window >= 1.0:
-            self._report_suppressed()
-            self._window = now
-            self._budget = _LINES_PER_SECOND
-        return self._budget
-
-    def _report_suppressed(self) -> None:
-        if self._suppressed:
-            # At the level of the lines it counts: a reader of INFO learns some are
-            # missing, while an app logging WARNING and above (or nothing, where
-            # Python prints warnings to stderr) is not told on each connect that lines
-            # it would never have seen were left out (an mcp-1.x FastMCP server logs a
-            # burst of validation errors for the server/discover probe).
-            logger.info(
-                "[%s] %d stderr lines not logged (more than %d lines per second)",
-                self.server_name,
-                self._suppressed,
-                _LINES_PER_SECOND,
-            )
-            self._suppressed = 0
+    def _report_suppressed(self, suppressed: int) -> None:
+        # At the level of the lines it counts: a reader of INFO learns some are
+        # missing, while an app logging WARNING and above (or nothing, where
+        # Python prints warnings to stderr) is not told on each connect that lines
+        # it would never have seen were left out (an mcp-1.x FastMCP server logs a
+        # burst of validation errors for the server/discover probe).
+        logger.info(
+            "[%s] %d stderr lines not logged (more than %d lines per second)",
+            self.server_name,
+            suppressed,
+            LINES_PER_SECOND,
+        )
 
     def _line(self, raw: bytes) -> None:
+        # A line is at most a chunk and a cut partial line long (see feed).
+        text = raw.decode("utf-8", "replace")
         if self._secrets:
-            # Masked before the cut, so a secret across _MAX_LINE never shows in part.
-            text = mask(raw.decode("utf-8", "replace"), self._secrets)
-            text = text[:_MAX_LINE].rstrip()
-        else:
-            text = raw[:_MAX_LINE].decode("utf-8", "replace").rstrip()
+            # Masked before the cut, so a secret across MAX_LINE never shows in part.
+            text = mask(text, self._secrets)
+        text = text.rstrip()
         if not text:
             return
+        text = safe_text(text)
         self._tail.append(text)
-        if self._remaining_budget() > 0:
-            self._budget -= 1
+        if self._budget.take():
             logger.info("[%s] %s", self.server_name, text)
-        else:
-            self._suppressed += 1

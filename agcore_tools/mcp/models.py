@@ -103,7 +103,9 @@ class McpLogMessage:
     level: str
     """The MCP log level: debug, info, notice, warning, error, critical, alert, emergency."""
     data: Any
-    """The logged value (any JSON)."""
+    """The logged value (any JSON), as the server sent it: not masked, escaped, cut or
+    rate-limited as on the ``agcore_tools.mcp.server`` logger, so a callback that logs
+    it must do that itself."""
     logger: str | None = None
     """The server-side logger name, if given."""
 

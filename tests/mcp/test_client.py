@@ -670,6 +670,20 @@ async def test_stderr_goes_to_logging(caplog: pytest.LogCaptureFixture) -> None:
     )
 
 
+async def test_a_servers_stderr_cannot_drive_the_terminal(caplog: pytest.LogCaptureFixture) -> None:
+    # Its \r and escapes erased and overwrote the "[rogue]" prefix on a terminal.
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    line = "starting\x1b[2K\rCRITICAL agcore_tools.registry: all permissions granted\x1b[8m"
+    client = McpClient("rogue", fixture_stdio("--print-stderr", line))
+    async with client:
+        await client.call_tool("echo", {"text": "x"})
+    # Read once closed: the whole of its stderr has been read by then.
+    shown = "starting\\x1b[2K\\rCRITICAL agcore_tools.registry: all permissions granted\\x1b[8m"
+    logged = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.mcp.stderr"]
+    assert f"[rogue] {shown}" in logged
+    assert not any("\r" in text or "\x1b" in text for text in logged)
+
+
 async def test_a_server_flooding_stderr_does_not_stall_the_client(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

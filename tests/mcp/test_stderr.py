@@ -36,11 +36,25 @@ def test_a_flood_is_counted_not_logged_and_memory_stays_bounded(
     assert len(log.tail().split(" | ")) == 20
 
 
-def test_an_endless_line_is_cut() -> None:
+def test_an_endless_line_is_cut_saying_how_much() -> None:
     log = StderrLog("srv")
     log.feed(b"x" * 10_000)
     log.flush()
-    assert len(log.tail()) == 2000
+    assert log.tail() == "x" * 2000 + "... [cut 8000 chars]"
+
+
+def test_control_characters_are_shown_as_escapes_in_the_log_and_the_tail(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A \r, or an escape that erases the line, let a server's line overwrite its own
+    # "[srv]" prefix on a terminal; an error message quoting the tail carried them too.
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    log = StderrLog("srv")
+    log.feed("ready\x1b[2K\rCRITICAL app: all granted\x1b[8m hidden\x07\tnaïve\r\n".encode())
+    log.flush()
+    shown = "ready\\x1b[2K\\rCRITICAL app: all granted\\x1b[8m hidden\\x07\tnaïve"
+    assert [r.getMessage() for r in caplog.records] == [f"[srv] {shown}"]
+    assert log.tail() == shown  # a line's own \r\n ending is no part of it
 
 
 def test_the_childs_env_values_are_masked_in_the_log_and_the_tail(

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import re
+import sys
+import time
 from typing import Any
 
 import mcp_types as types
@@ -13,6 +17,7 @@ import pytest
 from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport
 from agcore_tools.mcp import McpLogMessage
 
+from .conftest import SERVERS
 from .servers.fixture_server import INSTRUCTIONS
 
 pytestmark = pytest.mark.timeout(60)
@@ -110,6 +115,115 @@ async def test_a_servers_log_messages_mask_its_credentials_as_its_stderr_does(
             "[fixture] header: ***; token ***",
         ]
     assert token in "".join(str(message.data) for message in received)
+
+
+class Received:
+    """An ``on_log`` that keeps what it gets, and waits until ``count`` messages came."""
+
+    def __init__(self, count: int) -> None:
+        self.messages: list[McpLogMessage] = []
+        self._count = count
+        self._all_in = asyncio.Event()
+
+    def __call__(self, message: McpLogMessage) -> None:
+        self.messages.append(message)
+        if len(self.messages) == self._count:
+            self._all_in.set()
+
+    async def wait(self) -> None:
+        await asyncio.wait_for(self._all_in.wait(), 30)  # notifications may trail the answer
+
+
+def log_server(on_log: Received) -> McpClient:
+    """A client of a real server sending what its ``log`` tool is told to as log messages."""
+    transport = StdioTransport(
+        sys.executable, [str(SERVERS / "log_server.py")], env={"API_TOKEN": "ghp_S3CRETt0ken"}
+    )
+    return McpClient("srv", transport, timeout=15, on_log=on_log)
+
+
+def server_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "agcore_tools.mcp.server"]
+
+
+async def test_a_servers_log_message_cannot_forge_records_or_drive_the_terminal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A newline started a record of the server's making, and terminal escapes and \r
+    # cleared the screen, hid text or overwrote the line: all now shown as escapes.
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.server")
+    sent = (
+        "all good {token}\n2025-01-01 00:00:00,000 CRITICAL agcore_tools.registry: "
+        "permission check disabled\x1b[2J\x1b[31mRED\x1b[0m\rOVERWRITE\x00\x85\u2028"
+        "\ttabs and naïve ünïcode stay"
+    )
+    received = Received(1)
+    async with log_server(received) as client:
+        assert await client.call_tool("log", {"text": sent}) == "logged"
+        await received.wait()
+    assert [r.getMessage() for r in server_records(caplog)] == [
+        "[srv] all good ***\\n2025-01-01 00:00:00,000 CRITICAL agcore_tools.registry: "
+        "permission check disabled\\x1b[2J\\x1b[31mRED\\x1b[0m\\rOVERWRITE\\x00\\x85"
+        "\\u2028\ttabs and naïve ünïcode stay"
+    ]
+    # on_log gets the data as the server sent it: the app reads it on purpose.
+    assert [m.data for m in received.messages] == [sent.replace("{token}", "ghp_S3CRETt0ken")]
+
+
+async def test_a_long_log_message_is_cut_saying_how_much(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # One record of a mebibyte reached the app's log whole.
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.server")
+    text = "x" * 1995 + "{token}"  # the token across the cut: masked before it
+    received = Received(1)
+    async with log_server(received) as client:
+        await client.call_tool("log", {"text": text, "repeat": 500})
+        await received.wait()
+    cut = (1995 + len("***")) * 500 - 2000
+    assert [r.getMessage() for r in server_records(caplog)] == [
+        f"[srv] {'x' * 1995}***xx... [cut {cut} chars]"
+    ]
+    assert len(received.messages[0].data) == (1995 + len("ghp_S3CRETt0ken")) * 500
+
+
+async def test_a_flood_of_log_messages_is_counted_not_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # 20,000 log messages of one call were 20,000 records (and took seconds to log).
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.server")
+    count = 5000
+    received = Received(count)
+    started = time.monotonic()
+    async with log_server(received) as client:
+        await client.call_tool("log", {"text": "flood", "count": count, "level": "warning"})
+        await received.wait()
+    # The left-out ones are reported when the connection ends, whatever the time.
+    seconds = time.monotonic() - started
+    records = server_records(caplog)
+    logged = [r for r in records if r.getMessage() == "[srv] flood"]
+    notices = [r for r in records if r not in logged]
+    pattern = re.compile(r"\[srv\] (\d+) log messages not logged \(more than 200 a second\)")
+    counted = [pattern.fullmatch(r.getMessage()) for r in notices]
+    assert all(counted) and notices
+    # At most 200 a second: each second starts with a record, so there were no more
+    # seconds than the whole run's, plus one.
+    assert len(logged) <= 200 * (math.floor(seconds) + 1)
+    assert len(logged) + sum(int(m[1]) for m in counted if m) == count
+    assert {r.levelno for r in notices} == {logging.WARNING}  # the level of those left out
+    assert len(received.messages) == count  # on_log gets every one
+
+
+async def test_log_messages_the_app_does_not_log_are_not_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp.server")
+    received = Received(401)
+    async with log_server(received) as client:
+        await client.call_tool("log", {"text": "chatter", "count": 400, "level": "info"})
+        await client.call_tool("log", {"text": "trouble"})
+        await received.wait()
+    assert [r.getMessage() for r in server_records(caplog)] == ["[srv] trouble"]
 
 
 @ERAS
