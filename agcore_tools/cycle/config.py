@@ -20,7 +20,7 @@ from typing_extensions import deprecated
 
 from .._aio import positive_number
 from .._deprecated import renamed
-from .._keywords import nearest_keyword, unknown_keyword
+from .._keywords import checks_init_keywords, nearest_keyword, unknown_keyword
 from ..error import LlmConfigError, LlmUsageError
 from .history import HistoryPolicy, TrimOldest
 from .profiles import ServerProfile, resolve_profile
@@ -99,6 +99,7 @@ class _Unset(enum.Enum):
 _UNSET = _Unset.UNSET
 
 
+@checks_init_keywords
 @dataclass(frozen=True)
 class Limits:
     """How far one ``submit*`` call may go: turns, tool time, result sizes, definitions.
@@ -139,6 +140,7 @@ class Limits:
         _count("Limits.max_definition_tokens", self.max_definition_tokens, 1)
 
 
+@checks_init_keywords
 @dataclass(frozen=True)
 class Retries:
     """How a failed request is retried (408, 409, 429, 5xx, timeouts, connection errors).

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from typing_extensions import Self, deprecated
 
 from .._deprecated import renamed
-from .._keywords import checks_init_keywords
+from .._keywords import checks_public_keywords
 from ..error import ToolConfigError
 from ._callbacks import check_callback
 from ._protocol_api import ProtocolClientMethods
@@ -58,7 +58,7 @@ ProgressCallback = Callable[[McpProgress], "Awaitable[None] | None"]
 """Receives each progress update of a tool call."""
 
 
-@checks_init_keywords
+@checks_public_keywords
 class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
     """A client for one MCP server, over stdio or Streamable HTTP.
 
@@ -88,6 +88,10 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
     open from one sync call to the next. An MCP session belongs to the event loop that
     connected it: a call from another loop is refused with an
     :class:`~agcore_tools.McpNotInitializedError` that says so.
+
+    A keyword a method does not take (``call_tool(..., timout=5)``) raises a
+    :class:`~agcore_tools.ToolConfigError` that is also a ``TypeError``, naming the
+    keyword meant, before anything is sent.
 
     Example:
         >>> client = McpClient("demo", StdioTransport("python", ["examples/mcp_server.py"]))

@@ -331,6 +331,71 @@ def test_a_misspelt_keyword_of_an_mcp_class_names_the_right_one(make: Any, messa
     assert type(error.__cause__) is TypeError  # Python's, kept
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda c: c.call_tool("echo", {"text": "hi"}, timout=5),
+            "McpClient.call_tool() got an unknown keyword 'timout': did you mean timeout=...?",
+        ),
+        (
+            lambda c: c.into_tools(prefx=True),
+            "McpClient.into_tools() got an unknown keyword 'prefx': did you mean prefix=...?",
+        ),
+        (
+            lambda c: c.read_resource(url="demo://x"),
+            "McpClient.read_resource() got an unknown keyword 'url': did you mean uri=...?",
+        ),
+        (
+            lambda c: c.get_prompt("trip", args={"country": "Peru"}),
+            "McpClient.get_prompt() got an unknown keyword 'args': did you mean arguments=...?",
+        ),
+        (
+            lambda c: c.start_task("build", tl=60),
+            "McpClient.start_task() got an unknown keyword 'tl': did you mean ttl=...?",
+        ),
+        (
+            lambda c: c.call_tool_sync("echo", timout=5),
+            "McpClient.call_tool_sync() got an unknown keyword 'timout': did you mean timeout=...?",
+        ),
+        (
+            lambda c: c.list_tools(refresh=True),
+            "McpClient.list_tools() got an unknown keyword 'refresh': it takes no keywords",
+        ),
+        (
+            lambda c: c.connect(timeout=5),
+            "McpClient.connect() got an unknown keyword 'timeout': it takes no keywords",
+        ),
+    ],
+    ids=[
+        "call_tool",
+        "into_tools",
+        "read_resource",
+        "get_prompt",
+        "start_task",
+        "call_tool_sync",
+        "list_tools",
+        "connect",
+    ],
+)
+async def test_a_misspelt_keyword_of_an_mcp_client_method_is_the_librarys_error(
+    call: Any, message: str
+) -> None:
+    # Before: Python's bare TypeError, outside AgcoreError and naming no valid keyword,
+    # though McpClient(timout=5) itself named timeout. Nothing is sent: the call fails
+    # as it is made (an async one when awaited), before any connection.
+    client = McpClient("x", fixture_stdio())
+    with pytest.raises(TypeError) as raised:
+        made = call(client)
+        if asyncio.iscoroutine(made):
+            await made
+    error = raised.value
+    assert str(error) == message
+    assert isinstance(error, ToolConfigError) and isinstance(error, AgcoreError)
+    assert type(error.__cause__) is TypeError  # Python's, kept
+    assert not client.connected
+
+
 def test_no_cache_no_log_level_and_mcps_levels_are_taken() -> None:
     client = McpClient("x", fixture_stdio(), tools_ttl=0, log_level=None)
     assert (client.tools_ttl, client.log_level) == (0, None)
