@@ -77,8 +77,9 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
     keep their client, so registered tools never lose theirs.
 
     Server-to-client requests: ``ping`` is answered. Sampling and roots are advertised
-    only with a handler, then routed to it (the SDK's callback signatures and types);
-    elicitation always is, declined (and logged) without a handler. Log messages go to the
+    only with a handler, then routed to it (the SDK's callback signatures and types; a
+    sync handler runs in a worker thread); elicitation always is, declined (and logged)
+    without a handler. Log messages go to the
     ``agcore_tools.mcp.server`` logger and ``on_log``; progress updates to the
     ``agcore_tools.mcp.progress`` logger (DEBUG) and ``on_progress``.
 
@@ -186,9 +187,11 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
                 default :class:`McpPermissionPolicy` (see its table).
             sampling_handler: Answers ``sampling/createMessage``; advertised only if given.
             elicitation_handler: Answers ``elicitation/create``; without one, declines.
-                A sampling or elicitation handler that raises is logged (its exception
-                type) and the server told only that it failed, never the error's text.
-            roots_handler: Answers ``roots/list``; advertised only if given.
+            roots_handler: Answers ``roots/list``; advertised only if given. Each
+                handler may be sync or async: a sync one runs in a worker thread, off
+                the event loop, as a sync tool does. One that raises is logged (its
+                exception type) and the server told only that it failed, never the
+                error's text.
             on_log: Called with each :class:`McpLogMessage` (sync or async).
             on_progress: Called with each :class:`McpProgress` of a tool call.
             log_level: The lowest level of log messages to ask 2026-07-28 servers for,
