@@ -86,8 +86,8 @@ def unknown_keyword(
 def checks_keywords(func: Callable[P, R]) -> Callable[P, R]:
     """``func``, raising :func:`unknown_keyword`'s error for a keyword it does not take
     instead of Python's bare ``TypeError``. An async function stays one (its error then
-    comes when the call is awaited). A function that takes no keyword, or any keyword
-    (``**kwargs``), is returned as it is.
+    comes when the call is awaited). A function that takes any keyword (``**kwargs``) is
+    returned as it is; one that takes none says so (``client.connect(timeout=5)``).
 
     Example:
         >>> @checks_keywords
@@ -97,6 +97,13 @@ def checks_keywords(func: Callable[P, R]) -> Callable[P, R]:
         Traceback (most recent call last):
         ...
         agcore_tools.error._UnknownKeywordError: connect() got an unknown keyword 'timout': did you mean timeout=...?
+        >>> @checks_keywords
+        ... def ping() -> float:
+        ...     return 0.0
+        >>> ping(timeout=1)  # type: ignore[call-arg]
+        Traceback (most recent call last):
+        ...
+        agcore_tools.error._UnknownKeywordError: ping() got an unknown keyword 'timeout': it takes no keywords
     """
     parameters = list(inspect.signature(func).parameters.values())
     # Suggested: what a keyword may name (not self, nor a positional-only parameter).
@@ -105,8 +112,8 @@ def checks_keywords(func: Callable[P, R]) -> Callable[P, R]:
         for p in parameters
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in ("self", "cls")
     )
-    if not keywords or any(p.kind is p.VAR_KEYWORD for p in parameters):
-        return func  # no keyword to misspell, or every keyword binds (func checks them)
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return func  # every keyword binds: func checks them
     taken = frozenset(p.name for p in parameters)
     method = bool(parameters) and parameters[0].name == "self"
     name = func.__qualname__.rsplit(".<locals>.", 1)[-1]
@@ -120,7 +127,10 @@ def checks_keywords(func: Callable[P, R]) -> Callable[P, R]:
         # A method is named by the class the caller used (ToolRegistry, not the mixin
         # that defines it; a subclass by its own name).
         called = f"{type(args[0]).__name__}.{func.__name__}" if method and args else name
-        return unknown_keyword(f"{called.removesuffix('.__init__')}()", unknown, keywords)
+        none = "" if keywords else "it takes no keywords"
+        return unknown_keyword(
+            f"{called.removesuffix('.__init__')}()", unknown, keywords, reason=none
+        )
 
     if inspect.iscoroutinefunction(func):
         start = cast(Callable[..., Coroutine[Any, Any, Any]], func)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from ._execute import as_completed, check_context, execute, listed_calls
 from ._function_tool import check_timeout
-from ._keywords import checks_keywords
+from ._keywords import checks_public_keywords
 from ._records import ToolCall, ToolInvocation
 from ._table import ToolTable
 from .approval import ApprovalDecision, ToolCallOutputs
@@ -29,6 +29,7 @@ class _HasTable(Protocol):
     def tool_table(self) -> ToolTable: ...
 
 
+@checks_public_keywords
 class RegistryCalls:
     """``invoke``, ``invoke_all``, ``invoke_as_completed`` and ``run_tool_calls`` of a
     registry."""
@@ -162,7 +163,6 @@ class RegistryCalls:
         listed = listed_calls(calls, "invoke_as_completed()")
         return as_completed(self.tool_table, listed, ctx, timeout, caller="invoke_as_completed()")
 
-    @checks_keywords
     async def run_tool_calls(
         self: _HasTable,
         tool_calls: Iterable[Any] | None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from ._keywords import checks_keywords
 from ._offer import copied_definitions, offered_definition, offered_entries
 from ._policy_book import PolicyBook
 from ._records import permission_edit
@@ -94,6 +95,7 @@ class RegistryDefinitions:
         self, api: Literal["chat", "responses"], *, unavailable: bool = False
     ) -> list[Any]: ...
 
+    @checks_keywords
     def definitions(
         self, api: Literal["chat", "responses"] = "chat", *, unavailable: bool = False
     ) -> list[Any]:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from . import _sync
 from ._display import REGISTRY_HEADERS, html_table, markdown_table, registry_rows
 from ._execute import execute
-from ._keywords import checks_keywords
+from ._keywords import checks_public_keywords
 from ._records import ToolInvocation
 from ._table import ToolTable
 from .approval import ApprovalDecision, ToolCallOutputs
@@ -29,6 +29,7 @@ class _HasTable(Protocol):
     def tool_table(self) -> ToolTable: ...
 
 
+@checks_public_keywords
 class RegistrySync:
     """``invoke_sync``, ``run_tool_calls_sync`` and the notebook tables of a registry."""
 
@@ -58,7 +59,6 @@ class RegistrySync:
             execute(self.tool_table, name, args, ctx, callers=True, direct="invoke_sync()")
         )
 
-    @checks_keywords
     def run_tool_calls_sync(
         self: _HasTable,
         tool_calls: Iterable[Any] | None,

@@ -31,6 +31,7 @@ from typing_extensions import ParamSpec, Unpack, deprecated
 from ._deprecated import renamed
 from ._function_tool import FunctionTool, ToolDecorator, ToolOptions, register_function
 from ._guard import Guard
+from ._keywords import checks_public_keywords
 from ._policy_book import PolicyBook
 from ._records import ToolCall, ToolEntry, ToolInvocation, ToolStats
 from ._registry_calls import RegistryCalls
@@ -133,6 +134,7 @@ def _each(values: object, kind: type, method: str, what: str, one: str) -> list[
     return items
 
 
+@checks_public_keywords
 class ToolRegistry(RegistryDefinitions, RegistryCalls, RegistrySync):
     """Holds tools by name and runs them with permission checks, timeouts and stats.
 
@@ -142,6 +144,10 @@ class ToolRegistry(RegistryDefinitions, RegistryCalls, RegistrySync):
     offered in OpenAI's strict mode (see :meth:`~agcore_tools.ToolRegistry.definitions`).
     ``schema_transforms`` rewrite what the model reads of each tool's parameters, never
     what the tool accepts (see :func:`~agcore_tools.portable_schema`).
+
+    A keyword the constructor or a method does not take (``invoke(..., context=ctx)``)
+    raises a :class:`~agcore_tools.ToolConfigError` that is also a ``TypeError``, as
+    Python's own error for it is, naming the keyword meant (``ctx=``).
 
     Example:
         >>> from agcore_tools import PermissionChecker, PermissionConfig

@@ -211,6 +211,43 @@ def test_registry_tool_refuses_registry_and_unknown_options_as_they_are_given(
             lambda r: r.run_tool_calls_sync([], time_out=5),
             "ToolRegistry.run_tool_calls_sync() got an unknown keyword 'time_out'",
         ),
+        (lambda r: ToolRegistry(stict=True), "ToolRegistry() got an unknown keyword 'stict'"),  # type: ignore[call-arg]
+        (
+            lambda r: r.register(FunctionTool(_refund), tag=["billing"]),  # type: ignore[call-arg]
+            "ToolRegistry.register() got an unknown keyword 'tag': did you mean tags=",
+        ),
+        (
+            lambda r: r.register_all(tool=[FunctionTool(_refund)]),  # type: ignore[call-arg]
+            "ToolRegistry.register_all() got an unknown keyword 'tool'",
+        ),
+        (
+            lambda r: asyncio.run(r.invoke("refund", {}, context=ToolContext())),  # type: ignore[call-arg]
+            "ToolRegistry.invoke() got an unknown keyword 'context': did you mean ctx=",
+        ),
+        (
+            lambda r: r.invoke_sync("refund", {}, context=ToolContext()),  # type: ignore[call-arg]
+            "ToolRegistry.invoke_sync() got an unknown keyword 'context'",
+        ),
+        (
+            lambda r: asyncio.run(r.invoke_all([], timout=5)),  # type: ignore[call-arg]
+            "ToolRegistry.invoke_all() got an unknown keyword 'timout'",
+        ),
+        (
+            lambda r: r.invoke_as_completed([], timout=5),  # type: ignore[call-arg]
+            "ToolRegistry.invoke_as_completed() got an unknown keyword 'timout'",
+        ),
+        (
+            lambda r: r.definitions(unavailble=True),  # type: ignore[call-overload]
+            "ToolRegistry.definitions() got an unknown keyword 'unavailble'",
+        ),
+        (
+            lambda r: r.set_policy(ToolPolicy(concurrency=1), tags="db"),  # type: ignore[call-arg]
+            "ToolRegistry.set_policy() got an unknown keyword 'tags': did you mean tag=",
+        ),
+        (
+            lambda r: r.view(entires=[]),  # type: ignore[call-arg]
+            "ToolRegistry.view() got an unknown keyword 'entires'",
+        ),
     ],
     ids=[
         "tool",
@@ -222,6 +259,16 @@ def test_registry_tool_refuses_registry_and_unknown_options_as_they_are_given(
         "ToolContext",
         "run_tool_calls",
         "run_tool_calls_sync",
+        "ToolRegistry",
+        "register",
+        "register_all",
+        "invoke",
+        "invoke_sync",
+        "invoke_all",
+        "invoke_as_completed",
+        "definitions",
+        "set_policy",
+        "view",
     ],
 )
 def test_a_misspelt_keyword_is_the_librarys_error_naming_the_right_one(
@@ -238,6 +285,21 @@ def test_a_misspelt_keyword_is_the_librarys_error_naming_the_right_one(
     assert str(error).startswith(message) and "\n" not in str(error)
     assert str(error).endswith("...?")  # did you mean <the right one>=...?
     assert len(registry) == 0
+
+
+def test_a_keyword_to_a_registry_method_that_takes_none_is_the_librarys_error(
+    registry: ToolRegistry,
+) -> None:
+    # Before: Python's bare TypeError, as for every registry method but run_tool_calls.
+    with pytest.raises(TypeError) as info:
+        registry.list_tools(all=True)  # type: ignore[call-arg]
+
+    error = info.value
+    assert isinstance(error, ToolConfigError) and isinstance(error, AgcoreError)
+    assert (
+        str(error) == "ToolRegistry.list_tools() got an unknown keyword 'all': it takes no keywords"
+    )
+    assert type(error.__cause__) is TypeError  # Python's, kept
 
 
 def test_other_mistakes_in_a_call_keep_pythons_error() -> None:

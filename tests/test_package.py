@@ -191,6 +191,10 @@ def test_deprecated_apis_are_marked_for_checkers_and_warn_once() -> None:
     for marked, use in _deprecated_uses():
         message = getattr(marked, "__deprecated__", None)
         assert message, f"{marked} is not marked @deprecated"
+        # The library's own keyword check wraps a method (its __wrapped__); under it,
+        # the function must be as it was written.
+        while getattr(marked, "__globals__", {}).get("__name__") == "agcore_tools._keywords":
+            marked = marked.__wrapped__  # type: ignore[attr-defined]
         assert not hasattr(marked, "__wrapped__"), f"{marked} warns a second time"
         if use is None:
             continue
@@ -199,3 +203,6 @@ def test_deprecated_apis_are_marked_for_checkers_and_warn_once() -> None:
             use()
         assert [w.category for w in caught] == [DeprecationWarning], marked
         assert str(caught[0].message).startswith(message.split(";")[0])
+        # At the caller's line (here), which Python's default filters show in __main__;
+        # through a keyword-checking wrapper, it pointed at agcore_tools/_keywords.py.
+        assert caught[0].filename == __file__, (marked, caught[0].filename)

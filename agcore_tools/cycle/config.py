@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import inspect
 import types
 from collections.abc import Mapping
@@ -18,76 +17,28 @@ from typing import Any, Literal, overload
 
 from typing_extensions import deprecated
 
-from .._aio import positive_number
 from .._deprecated import renamed
-from .._keywords import nearest_keyword, unknown_keyword
+from .._keywords import checks_init_keywords
 from ..error import LlmConfigError, LlmUsageError
+from ._config_checks import (
+    FLAT_CHECKS,
+    KNOWN_OPTIONS,
+    RESERVED_FIXES,
+    RESERVED_OPTIONS,
+    check_count,
+    check_number,
+    check_responses_options,
+    refuse_other_apis_options,
+    refuse_typo,
+    refuse_unknown,
+)
 from .history import HistoryPolicy, TrimOldest
 from .profiles import ServerProfile, resolve_profile
 
 __all__ = ["CycleConfig", "Limits", "Retries"]
 
-# The loop sets these itself; accepting them as options would silently conflict. Each
-# with where it goes instead.
-_RESERVED_FIXES = {
-    "input": "the prompt goes to submit*(), the history in cycle.messages",
-    "messages": "give them to submit_messages(), or set cycle.messages",
-    "model": "pass it as CycleConfig's first argument, CycleConfig('gpt-4o-mini')",
-    "previous_response_id": "set chain_responses=True with api='responses', and the loop sends it",
-    "stream": "call submit_stream() or submit_stream_with_tools() for a streamed run",
-    "tools": "register tools in a ToolRegistry and pass it to submit_with_tools()",
-}
-_RESERVED_OPTIONS = frozenset(_RESERVED_FIXES)
-# The request options of chat.completions.create and responses.create (openai 3.60), by
-# the API that takes them. A keyword that is none of them nor a CycleConfig keyword, but
-# close to one, is a typo refused at construction; one close to nothing passes only if
-# the installed SDK's create() takes it (a newer SDK's option).
-_CHAT_ONLY_OPTIONS = frozenset(
-    {
-        "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs",
-        "max_completion_tokens", "max_tokens", "modalities", "n", "prediction",
-        "presence_penalty", "reasoning_effort", "response_format", "seed", "stop",
-        "verbosity", "web_search_options",
-    }
-)  # fmt: skip
-_RESPONSES_ONLY_OPTIONS = frozenset(
-    {
-        "access_programs", "background", "background_options", "context_management",
-        "conversation", "image",
-        "include", "instructions", "max_output_tokens", "max_tool_calls", "prompt",
-        "reasoning", "text", "truncation",
-    }
-)  # fmt: skip
-_SHARED_OPTIONS = frozenset(
-    {
-        "extra_body", "extra_headers", "extra_query", "metadata", "moderation",
-        "parallel_tool_calls", "prompt_cache_key", "prompt_cache_options",
-        "prompt_cache_retention", "safety_identifier", "service_tier", "store",
-        "stream_options", "temperature", "timeout", "tool_choice", "top_logprobs", "top_p",
-        "user",
-    }
-)  # fmt: skip
-_KNOWN_OPTIONS = _CHAT_ONLY_OPTIONS | _RESPONSES_ONLY_OPTIONS | _SHARED_OPTIONS
-# What each API's create() refuses (it takes no **kwargs): sent anyway, the SDK raises a
-# bare TypeError at the first request, after the user's message joined the history. The
-# Responses wire translates response_format into text.format itself.
-_OTHER_APIS_OPTIONS = {
-    "chat": _RESPONSES_ONLY_OPTIONS,
-    "responses": _CHAT_ONLY_OPTIONS - {"response_format"},
-}
-_CREATE = {"chat": "chat.completions.create", "responses": "responses.create"}
 # Header and query values may be credentials (Authorization, api-key): repr shows names.
 _SECRET_OPTIONS = ("extra_headers", "extra_query")
-# The option the other API has for the same thing.
-_EQUIVALENTS = {
-    "max_tokens": "max_output_tokens=...",
-    "max_completion_tokens": "max_output_tokens=...",
-    "reasoning_effort": "reasoning={'effort': ...}",
-    "verbosity": "text={'verbosity': ...}",
-    "max_output_tokens": "max_completion_tokens=...",
-    "reasoning": "reasoning_effort=...",
-    "text": "response_format=... or verbosity=...",
-}
 _UNKNOWN_TOOL_POLICIES = ("raise", "tell_model")
 _APIS = ("chat", "responses")
 
@@ -99,6 +50,7 @@ class _Unset(enum.Enum):
 _UNSET = _Unset.UNSET
 
 
+@checks_init_keywords
 @dataclass(frozen=True)
 class Limits:
     """How far one ``submit*`` call may go: turns, tool time, result sizes, definitions.
@@ -132,13 +84,16 @@ class Limits:
     naming the costliest tools. None for no limit."""
 
     def __post_init__(self) -> None:
-        _count("Limits.max_turns", self.max_turns, 1)
-        _check("Limits.tool_timeout", self.tool_timeout, minimum=0.0, optional=True, strict=True)
-        _count("Limits.max_result_bytes", self.max_result_bytes, 64)
-        _count("Limits.max_attachment_bytes", self.max_attachment_bytes, 1)
-        _count("Limits.max_definition_tokens", self.max_definition_tokens, 1)
+        check_count("Limits.max_turns", self.max_turns, 1)
+        check_number(
+            "Limits.tool_timeout", self.tool_timeout, minimum=0.0, optional=True, strict=True
+        )
+        check_count("Limits.max_result_bytes", self.max_result_bytes, 64)
+        check_count("Limits.max_attachment_bytes", self.max_attachment_bytes, 1)
+        check_count("Limits.max_definition_tokens", self.max_definition_tokens, 1)
 
 
+@checks_init_keywords
 @dataclass(frozen=True)
 class Retries:
     """How a failed request is retried (408, 409, 429, 5xx, timeouts, connection errors).
@@ -157,9 +112,9 @@ class Retries:
     of up to 60 s is honoured even when longer)."""
 
     def __post_init__(self) -> None:
-        _check("Retries.max_retries", self.max_retries, minimum=0, integer=True)
-        _check("Retries.initial_delay", self.initial_delay, minimum=0.0)
-        _check("Retries.max_delay", self.max_delay, minimum=0.0)
+        check_number("Retries.max_retries", self.max_retries, minimum=0, integer=True)
+        check_number("Retries.initial_delay", self.initial_delay, minimum=0.0)
+        check_number("Retries.max_delay", self.max_delay, minimum=0.0)
 
 
 # Flat keywords of CycleConfig -> (group, field there, the new name when deprecated).
@@ -393,16 +348,16 @@ class CycleConfig:
         **options: Any,
     ) -> None:
         for name in options:
-            _refuse_typo(name)
+            refuse_typo(name, _VALID_KEYWORDS)
         if request_options is not None and not isinstance(request_options, Mapping):
             raise LlmUsageError(
                 "CycleConfig.request_options must be a mapping of option names to values, "
                 f"such as request_options={{'temperature': 0.2}}, got {type(request_options).__name__}"
             )
         merged = {**(request_options or {}), **options}
-        reserved = sorted(_RESERVED_OPTIONS.intersection(merged))
+        reserved = sorted(RESERVED_OPTIONS.intersection(merged))
         if reserved:
-            fixes = "; ".join(f"{name}: {_RESERVED_FIXES[name]}" for name in reserved)
+            fixes = "; ".join(f"{name}: {RESERVED_FIXES[name]}" for name in reserved)
             raise LlmConfigError(
                 f"CycleConfig cannot take {', '.join(reserved)} as request options: the loop "
                 f"sets them ({fixes})"
@@ -426,7 +381,7 @@ class CycleConfig:
             group, target, new = _FLAT[name]
             if new is not None:
                 renamed(f"CycleConfig({name}=...)", f"CycleConfig({new}=...)")
-            _FLAT_CHECKS[name](f"CycleConfig.{name}", value)
+            FLAT_CHECKS[name](f"CycleConfig.{name}", value)
             changes[group][target] = value
         limits = limits if limits is not None else Limits()
         retries = retries if retries is not None else Retries()
@@ -453,10 +408,10 @@ class CycleConfig:
             )
         if api not in _APIS:
             raise LlmConfigError(f"CycleConfig.api must be 'chat' or 'responses', got {api!r}")
-        _refuse_other_apis_options(api, merged)
-        _check_responses_options(merged)
+        refuse_other_apis_options(api, merged)
+        check_responses_options(merged)
         for name in options:
-            _refuse_unknown(name, api)
+            refuse_unknown(name, api, _VALID_KEYWORDS)
         if not isinstance(chain_responses, bool):
             raise LlmConfigError(
                 f"CycleConfig.chain_responses must be True or False, got {chain_responses!r}"
@@ -589,152 +544,7 @@ class CycleConfig:
         return self.limits.max_result_bytes
 
 
-def _refuse_typo(name: str) -> None:
-    # A flat keyword that is no request option the SDK knows but looks like a known name.
-    if name in _KNOWN_OPTIONS or name in _RESERVED_OPTIONS:  # those get their own error
-        return
-    near = nearest_keyword(name, _VALID_KEYWORDS, cutoff=0.75)
-    if near:
-        raise unknown_keyword("CycleConfig", name, near=near, note=_EXTRA_BODY.format(name))
-
-
-def _refuse_unknown(name: str, api: str) -> None:
-    # A flat keyword far from every known name: sent to create(), one the installed SDK
-    # does not take fails at the first request as its bare TypeError, after the user's
-    # message joined the history. One a newer SDK added passes.
-    if name in _KNOWN_OPTIONS or name in _sdk_options(api):
-        return
-    raise unknown_keyword(
-        "CycleConfig",
-        name,
-        near=nearest_keyword(name, _VALID_KEYWORDS),
-        reason="neither a CycleConfig keyword nor an option of the installed openai "
-        f"package's {_CREATE[api]}()",
-        note=_EXTRA_BODY.format(name),
-    )
-
-
-_EXTRA_BODY = " (an option only your server knows goes in extra_body={{{!r}: ...}})"
-
-
-@functools.cache
-def _sdk_options(api: str) -> frozenset[str] | _Anything:
-    """The keywords the installed SDK's ``create()`` of ``api`` takes. Read on the first
-    unknown keyword only: ``import agcore_tools`` does not load openai."""
-    from openai.resources.chat.completions import AsyncCompletions
-    from openai.resources.responses import AsyncResponses
-
-    create = AsyncCompletions.create if api == "chat" else AsyncResponses.create
-    parameters = inspect.signature(create).parameters.values()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        return _Anything()
-    return frozenset(p.name for p in parameters) - {"self"}
-
-
-class _Anything:
-    """Every keyword: a ``create()`` that takes ``**kwargs``."""
-
-    def __contains__(self, name: object) -> bool:
-        return True
-
-
-def _refuse_other_apis_options(api: str, options: Mapping[str, Any]) -> None:
-    # The mapping too: replace(config, api=...) passes every option through it.
-    wrong = sorted(_OTHER_APIS_OPTIONS[api].intersection(options))
-    if wrong:
-        name = wrong[0]
-        instead = f": use {_EQUIVALENTS[name]} instead" if name in _EQUIVALENTS else ""
-        raise LlmConfigError(
-            f"CycleConfig(api={api!r}) cannot send {name}=..., which {_CREATE[api]} does "
-            f"not take{instead}"
-        )
-
-
-def _check_responses_options(options: Mapping[str, Any]) -> None:
-    # Checked here: the wire would send a string include as its characters, and a text
-    # that is not a mapping fails only at the first request, after the user's message
-    # joined the history.
-    include = options.get("include")
-    if include is not None and (
-        not isinstance(include, (list, tuple)) or not all(isinstance(i, str) for i in include)
-    ):
-        example = include if isinstance(include, str) else "reasoning.encrypted_content"
-        raise LlmConfigError(
-            "CycleConfig.include must be a list of strings, such as "
-            f"include=[{example!r}], got {type(include).__name__}"
-        )
-    text = options.get("text")
-    if text is not None and not isinstance(text, Mapping):
-        raise LlmConfigError(
-            "CycleConfig.text must be a mapping, such as text={'verbosity': 'low'}, "
-            f"got {type(text).__name__}"
-        )
-    # A number that is no positive one made every request time out at once, as an
-    # APITimeoutError after the retries; an openai.Timeout is the SDK's to read.
-    timeout = options.get("timeout")
-    if isinstance(timeout, (int, float)) and not positive_number(timeout):
-        raise LlmConfigError(
-            "CycleConfig.timeout (each request's time limit) must be positive seconds, an "
-            f"openai.Timeout or None, got {timeout!r}"
-        )
-
-
-def _check(
-    name: str,
-    value: float | None,
-    *,
-    minimum: float,
-    optional: bool = False,
-    strict: bool = False,
-    integer: bool = False,
-) -> None:
-    if value is None and optional:
-        return
-    # A count is an int: 2.5 turns would allow 3 requests.
-    ok = isinstance(value, int if integer else (int, float)) and not isinstance(value, bool)
-    if ok and value is not None:
-        ok = value > minimum if strict else value >= minimum
-    if not ok:
-        bound = f"greater than {minimum:g}" if strict else f"at least {minimum:g}"
-        kind = "an integer " if integer else ""
-        none = " or None" if optional else ""
-        raise LlmConfigError(f"{name} must be {kind}{bound}{none}, got {value!r}")
-
-
-def _count(name: str, value: int | None, minimum: int) -> None:
-    _check(name, value, minimum=minimum, optional=True, integer=True)
-
-
-def _limit(minimum: float, *, strict: bool = False, integer: bool = False) -> Any:
-    def check(name: str, value: Any) -> None:
-        _check(name, value, minimum=minimum, optional=True, strict=strict, integer=integer)
-
-    return check
-
-
-def _number(minimum: float, *, integer: bool = False) -> Any:
-    def check(name: str, value: Any) -> None:
-        _check(name, value, minimum=minimum, integer=integer)
-
-    return check
-
-
-# The flat keywords' checks, naming the keyword as the caller spelt it.
-_FLAT_CHECKS: dict[str, Any] = {
-    "max_turns": _limit(1, integer=True),
-    "tool_timeout": _limit(0.0, strict=True),
-    "max_result_bytes": _limit(64, integer=True),
-    "max_tool_attachment_bytes": _limit(1, integer=True),
-    "max_definition_tokens": _limit(1, integer=True),
-    "tool_timeout_secs": _limit(0.0, strict=True),
-    "max_tool_result_bytes": _limit(64, integer=True),
-    "max_retries": _number(0, integer=True),
-    "retry_initial_delay": _number(0.0),
-    "retry_max_delay": _number(0.0),
-}
-
-
 # Every keyword CycleConfig takes, and the SDK request options it passes on.
 _VALID_KEYWORDS = sorted(
-    (set(inspect.signature(CycleConfig.__init__).parameters) - {"self", "options"}) | _KNOWN_OPTIONS
+    (set(inspect.signature(CycleConfig.__init__).parameters) - {"self", "options"}) | KNOWN_OPTIONS
 )

@@ -1,10 +1,13 @@
 """Calling the user's callbacks (``on_log``, ``on_progress``) from inside the MCP SDK's
 tasks: sync or async alike, and a callback's failure is logged, never raised into the
 SDK, where it would break the connection. The handlers that answer the server
-(``sampling_handler``, ``elicitation_handler``) are guarded too: a failure is told to
-the server as a generic error, never its text, which may hold secrets. What is no
-function at all is refused when the client is made (:func:`check_callback`): called,
-it failed at each message instead, with a traceback logged for each."""
+(``sampling_handler``, ``elicitation_handler``, ``roots_handler``) are guarded too: a
+failure is told to the server as a generic error, never its text, which may hold
+secrets. They may be sync or async as well: a sync one runs in a worker thread, as a
+sync tool or ``needs_approval`` function does (the SDK awaited it, and each request
+failed with a ``TypeError``). What is no function at all is refused when the client is
+made (:func:`check_callback`): called, it failed at each message instead, with a
+traceback logged for each."""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ import inspect
 import logging
 from typing import Any
 
+from .._aio import run_tool
+from .._progress import is_async_callable
 from ..error import ToolConfigError
 
 __all__ = ["call_user", "check_callback", "guarded_handler"]
@@ -23,11 +28,12 @@ _TAKES = {
     "lambda message: logger.info(message.data)",
     "on_progress": "a function of each McpProgress (sync or async), such as "
     "lambda update: print(update.progress, update.total)",
-    "sampling_handler": "an async function of (context, params), as the MCP SDK's "
-    "sampling callback is",
-    "elicitation_handler": "an async function of (context, params), as the MCP SDK's "
-    "elicitation callback is",
-    "roots_handler": "an async function of (context), as the MCP SDK's list-roots callback is",
+    "sampling_handler": "a function of (context, params) (sync or async) answering as "
+    "the MCP SDK's sampling callback does",
+    "elicitation_handler": "a function of (context, params) (sync or async) answering as "
+    "the MCP SDK's elicitation callback does",
+    "roots_handler": "a function of (context) (sync or async) answering as the MCP SDK's "
+    "list-roots callback does",
 }
 """What each of :class:`~agcore_tools.McpClient`'s callbacks takes, for its error."""
 
@@ -67,9 +73,11 @@ async def call_user(callback: Any, value: Any, server_name: str) -> None:
 
 
 def guarded_handler(handler: Any, what: str, server_name: str) -> Any:
-    """``handler`` (an app's async SDK callback: ``context, params``) whose failure the
-    server gets as a JSON-RPC error saying only that ``what`` failed; the exception's
-    type is logged at WARNING (not its text, which may hold secrets). None stays None.
+    """``handler`` (an app's SDK callback: ``context, params``, or ``context`` alone for
+    roots) as the SDK's async callback, whose failure the server gets as a JSON-RPC
+    error saying only that ``what`` failed; the exception's type is logged at WARNING
+    (not its text, which may hold secrets). A sync handler runs in a worker thread, off
+    the event loop, and an awaitable it returns is awaited. None stays None.
 
     Example:
         >>> import asyncio
@@ -77,14 +85,26 @@ def guarded_handler(handler: Any, what: str, server_name: str) -> Any:
         ...     raise RuntimeError("token sk-123 rejected")
         >>> asyncio.run(guarded_handler(broken, "sampling_handler", "demo")(None, None)).message
         "the client's sampling_handler failed"
+        >>> asyncio.run(guarded_handler(lambda context: "roots", "roots_handler", "demo")(None))
+        'roots'
     """
     if handler is None:
         return None
     from mcp_types import INTERNAL_ERROR, ErrorData
 
-    async def guarded(context: Any, params: Any) -> Any:
+    awaited = is_async_callable(handler)
+    label = f"{what} of MCP server '{server_name}'"
+
+    async def guarded(*args: Any) -> Any:
         try:
-            return await handler(context, params)
+            if awaited:
+                return await handler(*args)
+            # Cancelled (the client closing), the thread runs on and its answer is
+            # dropped: no thread can be stopped from outside.
+            answer = await run_tool(label, handler, *args)
+            if inspect.isawaitable(answer):  # a sync callable wrapping an async one
+                answer = await answer
+            return answer
         except Exception as exc:  # noqa: BLE001 - its text may hold secrets: not logged, not sent
             logger.warning(
                 "MCP server '%s': the client's %s raised %s; the server was told it failed",

@@ -430,7 +430,9 @@ class Connection:
                 settings.elicitation_handler, "elicitation_handler", settings.server_name
             )
             or self.questions.handler,
-            list_roots_callback=settings.roots_handler,
+            list_roots_callback=guarded_handler(
+                settings.roots_handler, "roots_handler", settings.server_name
+            ),
             logging_callback=self._on_log,
             log_level=settings.log_level,  # type: ignore[arg-type]
             message_handler=self._on_message,

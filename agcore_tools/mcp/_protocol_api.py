@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .._keywords import checks_public_keywords
 from ..base import BaseTool
 from . import _prompts, _protocol_tools, _resources, _utilities, models
 from ._adapter import prefix_for
@@ -23,6 +24,7 @@ from .policy import PermissionPolicy
 __all__ = ["ProtocolClientMethods"]
 
 
+@checks_public_keywords
 class ProtocolClientMethods:
     """Resources, prompts, completion, ``ping``, ``set_log_level``,
     ``notify_roots_changed``, ``resource_reader_tool`` and ``prompt_tool`` of

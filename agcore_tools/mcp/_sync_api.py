@@ -16,6 +16,7 @@ from typing_extensions import deprecated
 
 from .. import _sync
 from .._deprecated import renamed
+from .._keywords import checks_public_keywords
 
 __all__ = ["SyncClientMethods"]
 
@@ -35,6 +36,7 @@ class _AsyncClient(Protocol):
 _Client = TypeVar("_Client", bound=_AsyncClient)
 
 
+@checks_public_keywords
 class SyncClientMethods:
     """``connect_sync``, ``definitions_sync``, ``call_tool_sync``, ``close_sync`` and
     ``with McpClient(...) as client:``."""

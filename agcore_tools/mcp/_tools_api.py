@@ -18,6 +18,7 @@ from typing_extensions import deprecated
 
 from .. import _otel
 from .._deprecated import renamed
+from .._keywords import checks_public_keywords
 from ..base import BaseTool
 from ..error import McpNotInitializedError
 from . import _task_start
@@ -32,6 +33,7 @@ from .policy import PermissionPolicy
 __all__ = ["ToolClientMethods"]
 
 
+@checks_public_keywords
 class ToolClientMethods:
     """``definitions``, ``tool_infos``, ``refresh_tools``, ``call_tool``, ``start_task``,
     ``task`` and ``into_tools`` of :class:`~agcore_tools.McpClient`."""

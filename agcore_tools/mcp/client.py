@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from typing_extensions import Self, deprecated
 
 from .._deprecated import renamed
-from .._keywords import checks_init_keywords
+from .._keywords import checks_public_keywords
 from ..error import ToolConfigError
 from ._callbacks import check_callback
 from ._protocol_api import ProtocolClientMethods
@@ -58,7 +58,7 @@ ProgressCallback = Callable[[McpProgress], "Awaitable[None] | None"]
 """Receives each progress update of a tool call."""
 
 
-@checks_init_keywords
+@checks_public_keywords
 class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
     """A client for one MCP server, over stdio or Streamable HTTP.
 
@@ -77,8 +77,9 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
     keep their client, so registered tools never lose theirs.
 
     Server-to-client requests: ``ping`` is answered. Sampling and roots are advertised
-    only with a handler, then routed to it (the SDK's callback signatures and types);
-    elicitation always is, declined (and logged) without a handler. Log messages go to the
+    only with a handler, then routed to it (the SDK's callback signatures and types; a
+    sync handler runs in a worker thread); elicitation always is, declined (and logged)
+    without a handler. Log messages go to the
     ``agcore_tools.mcp.server`` logger and ``on_log``; progress updates to the
     ``agcore_tools.mcp.progress`` logger (DEBUG) and ``on_progress``.
 
@@ -88,6 +89,10 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
     open from one sync call to the next. An MCP session belongs to the event loop that
     connected it: a call from another loop is refused with an
     :class:`~agcore_tools.McpNotInitializedError` that says so.
+
+    A keyword a method does not take (``call_tool(..., timout=5)``) raises a
+    :class:`~agcore_tools.ToolConfigError` that is also a ``TypeError``, naming the
+    keyword meant, before anything is sent.
 
     Example:
         >>> client = McpClient("demo", StdioTransport("python", ["examples/mcp_server.py"]))
@@ -182,9 +187,11 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
                 default :class:`McpPermissionPolicy` (see its table).
             sampling_handler: Answers ``sampling/createMessage``; advertised only if given.
             elicitation_handler: Answers ``elicitation/create``; without one, declines.
-                A sampling or elicitation handler that raises is logged (its exception
-                type) and the server told only that it failed, never the error's text.
-            roots_handler: Answers ``roots/list``; advertised only if given.
+            roots_handler: Answers ``roots/list``; advertised only if given. Each
+                handler may be sync or async: a sync one runs in a worker thread, off
+                the event loop, as a sync tool does. One that raises is logged (its
+                exception type) and the server told only that it failed, never the
+                error's text.
             on_log: Called with each :class:`McpLogMessage` (sync or async).
             on_progress: Called with each :class:`McpProgress` of a tool call.
             log_level: The lowest level of log messages to ask 2026-07-28 servers for,

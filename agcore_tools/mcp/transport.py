@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, TypeAlias
+from urllib.parse import urlsplit
 
 from .._aio import positive_number
 from .._keywords import checks_init_keywords
@@ -168,9 +169,12 @@ class StreamableHttpTransport:
     """A client certificate: one PEM file with certificate and key, or (cert, key) files
     (with an :class:`ssl.SSLContext` in ``verify``, load it into that instead)."""
     proxy: str | None = None
-    """A proxy URL for every request; None has each request use the proxy that
+    """A proxy URL for every request (``http``, ``https``, ``socks5`` or ``socks5h``;
+    ``proxy:3128``, with no scheme, is kept as ``http://proxy:3128``, as the environment's
+    value is read); None has each request use the proxy that
     ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` (and ``NO_PROXY``) name for its own host
-    (an ``http://`` one when the value has no scheme, as httpx reads it)."""
+    (an ``http://`` one when the value has no scheme, as httpx reads it). One that is no
+    such URL is refused here, with a :class:`~agcore_tools.ToolConfigError`."""
     http_timeout: float = 30.0
     """Seconds to connect, or send a request (and, with a client of
     ``http_client_factory``, to wait for a connection of its pool)."""
@@ -189,6 +193,8 @@ class StreamableHttpTransport:
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
             raise ToolConfigError(f"StreamableHttpTransport needs an http(s) URL, got {self.url!r}")
         object.__setattr__(self, "headers", _header_values(self.headers or {}))
+        if isinstance(self.proxy, str):
+            object.__setattr__(self, "proxy", _proxy_url(self.proxy))
         if self.auth is not None:
             _check_auth(self.auth)
         _check_http_settings(self)
@@ -441,6 +447,36 @@ def _check_auth(auth: object) -> None:
             f"StreamableHttpTransport auth must be an httpx2.Auth, such as the MCP SDK's "
             f"OAuthClientProvider, got {type(auth).__name__}"
         )
+
+
+_PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
+"""The proxies httpx2 speaks to."""
+
+
+def _proxy_url(proxy: str) -> str:
+    """``proxy`` with ``http://`` when it names no scheme, as ``HTTP_PROXY=proxy:3128``
+    is read (and httpx and curl read it); refused when it is no proxy URL even so. Given
+    as ``proxy=``, such a value failed only at the first request, on its unknown scheme.
+
+    Example:
+        >>> _proxy_url("proxy:3128"), _proxy_url("socks5://proxy:1080")
+        ('http://proxy:3128', 'socks5://proxy:1080')
+    """
+    url = proxy.strip()
+    url = url if "://" in url else f"http://{url}"
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - reading it checks it: "proxy:abc" fails here
+    except ValueError:
+        ok = False
+    else:
+        ok = parts.scheme.lower() in _PROXY_SCHEMES and bool(parts.hostname)
+    if not ok:
+        raise ToolConfigError(
+            "StreamableHttpTransport proxy must be a proxy URL such as 'http://proxy:3128' "
+            f"(http, https, socks5 or socks5h), got {url_without_secrets(url)!r}"
+        )
+    return url
 
 
 def _check_http_settings(t: StreamableHttpTransport) -> None:

@@ -4,6 +4,7 @@ for tools passed without a registry, simply works."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from agcore_tools import (
     TrimOldest,
     tool,
 )
+from agcore_tools.cycle import Limits, Retries
 from agcore_tools.cycle._policy import check_tool_choice
 from agcore_tools.testing import ScriptedChatServer
 
@@ -323,6 +325,37 @@ def test_a_misspelt_keyword_names_the_nearest_valid_one(typo: str, meant: str) -
         f"CycleConfig got an unknown keyword {typo!r}: did you mean {meant}=...? "
         f"(an option only your server knows goes in extra_body={{{typo!r}: ...}})"
     )
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: Limits(max_turn=3),  # type: ignore[call-arg]
+            "Limits() got an unknown keyword 'max_turn': did you mean max_turns=...?",
+        ),
+        (
+            lambda: Retries(max_retry=0),  # type: ignore[call-arg]
+            "Retries() got an unknown keyword 'max_retry': did you mean max_retries=...?",
+        ),
+        (
+            lambda: replace(Limits(), tool_timout=5),
+            "Limits() got an unknown keyword 'tool_timout': did you mean tool_timeout=...?",
+        ),
+    ],
+    ids=["Limits", "Retries", "replace"],
+)
+def test_a_misspelt_keyword_of_limits_or_retries_names_the_right_one(
+    make: Callable[[], object], message: str
+) -> None:
+    # Before: Python's bare TypeError (they are dataclasses), outside AgcoreError and
+    # naming no field, though CycleConfig(max_turn=3) beside them named max_turns.
+    with pytest.raises(TypeError) as info:
+        make()
+
+    _assert_caller_mistake(info.value)
+    assert str(info.value) == message
+    assert type(info.value.__cause__) is TypeError  # Python's, kept
 
 
 @pytest.mark.parametrize(

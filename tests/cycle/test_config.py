@@ -12,7 +12,7 @@ from openai.resources.responses import AsyncResponses
 
 from agcore_tools import CycleConfig, LlmConfigError, LlmError, TrimOldest
 from agcore_tools.cycle import Limits
-from agcore_tools.cycle.config import _OTHER_APIS_OPTIONS
+from agcore_tools.cycle._config_checks import OTHER_APIS_OPTIONS
 
 
 def test_defaults_follow_the_contract() -> None:
@@ -166,15 +166,15 @@ def test_the_options_refused_for_an_api_are_none_its_sdk_create_takes() -> None:
         "chat": set(inspect.signature(AsyncCompletions.create).parameters),
         "responses": set(inspect.signature(AsyncResponses.create).parameters),
     }
-    for api, refused in _OTHER_APIS_OPTIONS.items():
+    for api, refused in OTHER_APIS_OPTIONS.items():
         assert not refused & takes[api], api
     # And every option only the other API's create() takes is refused, but those the
     # loop sets itself (messages, input, previous_response_id): none was left out.
     own = {"messages", "input", "previous_response_id"}
-    assert takes["responses"] - takes["chat"] - own <= _OTHER_APIS_OPTIONS["chat"]
+    assert takes["responses"] - takes["chat"] - own <= OTHER_APIS_OPTIONS["chat"]
     assert (
         takes["chat"] - takes["responses"] - own - {"response_format"}
-        <= (_OTHER_APIS_OPTIONS["responses"])
+        <= (OTHER_APIS_OPTIONS["responses"])
     )
 
 

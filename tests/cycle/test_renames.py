@@ -123,8 +123,10 @@ async def test_close_closes_an_owned_client_and_aclose_warns(
     assert cycle.client is not None
     await cycle.close()
     assert cycle.client.is_closed()
-    with pytest.warns(DeprecationWarning, match=r"LlmCycle.close\(\)"):
+    with pytest.warns(DeprecationWarning, match=r"LlmCycle.close\(\)") as caught:
         await LlmCycle(CycleConfig("m")).aclose()
+    # At the awaiting line, through the keyword-checking wrapper's coroutine.
+    assert caught[0].filename == __file__
 
 
 def test_tool_activity_options_take_timeout_and_the_old_name_warns() -> None:

@@ -11,6 +11,7 @@ import logging
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -256,9 +257,9 @@ async def _async_policy(info: Any) -> list[str]:
             "such as lambda message: logger.info(message.data), or None; got a Logger",
         ),
         ({"on_progress": "print"}, "on_progress must be a function of each McpProgress"),
-        ({"sampling_handler": 1}, "sampling_handler must be an async function of (context, "),
-        ({"elicitation_handler": "ask"}, "elicitation_handler must be an async function of "),
-        ({"roots_handler": ["/tmp"]}, "roots_handler must be an async function of (context)"),
+        ({"sampling_handler": 1}, "sampling_handler must be a function of (context, params) "),
+        ({"elicitation_handler": "ask"}, "elicitation_handler must be a function of (context, "),
+        ({"roots_handler": ["/tmp"]}, "roots_handler must be a function of (context) (sync or "),
         ({"tasks": "yes"}, "MCP server 'x': tasks must be True or False, got str 'yes'"),
         ({"tasks": 1}, "tasks must be True or False, got int 1"),
     ],
@@ -329,6 +330,71 @@ def test_a_misspelt_keyword_of_an_mcp_class_names_the_right_one(make: Any, messa
     assert str(error).startswith(message), str(error)
     assert isinstance(error, ToolConfigError) and isinstance(error, AgcoreError)
     assert type(error.__cause__) is TypeError  # Python's, kept
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda c: c.call_tool("echo", {"text": "hi"}, timout=5),
+            "McpClient.call_tool() got an unknown keyword 'timout': did you mean timeout=...?",
+        ),
+        (
+            lambda c: c.into_tools(prefx=True),
+            "McpClient.into_tools() got an unknown keyword 'prefx': did you mean prefix=...?",
+        ),
+        (
+            lambda c: c.read_resource(url="demo://x"),
+            "McpClient.read_resource() got an unknown keyword 'url': did you mean uri=...?",
+        ),
+        (
+            lambda c: c.get_prompt("trip", args={"country": "Peru"}),
+            "McpClient.get_prompt() got an unknown keyword 'args': did you mean arguments=...?",
+        ),
+        (
+            lambda c: c.start_task("build", tl=60),
+            "McpClient.start_task() got an unknown keyword 'tl': did you mean ttl=...?",
+        ),
+        (
+            lambda c: c.call_tool_sync("echo", timout=5),
+            "McpClient.call_tool_sync() got an unknown keyword 'timout': did you mean timeout=...?",
+        ),
+        (
+            lambda c: c.list_tools(refresh=True),
+            "McpClient.list_tools() got an unknown keyword 'refresh': it takes no keywords",
+        ),
+        (
+            lambda c: c.connect(timeout=5),
+            "McpClient.connect() got an unknown keyword 'timeout': it takes no keywords",
+        ),
+    ],
+    ids=[
+        "call_tool",
+        "into_tools",
+        "read_resource",
+        "get_prompt",
+        "start_task",
+        "call_tool_sync",
+        "list_tools",
+        "connect",
+    ],
+)
+async def test_a_misspelt_keyword_of_an_mcp_client_method_is_the_librarys_error(
+    call: Any, message: str
+) -> None:
+    # Before: Python's bare TypeError, outside AgcoreError and naming no valid keyword,
+    # though McpClient(timout=5) itself named timeout. Nothing is sent: the call fails
+    # as it is made (an async one when awaited), before any connection.
+    client = McpClient("x", fixture_stdio())
+    with pytest.raises(TypeError) as raised:
+        made = call(client)
+        if asyncio.iscoroutine(made):
+            await made
+    error = raised.value
+    assert str(error) == message
+    assert isinstance(error, ToolConfigError) and isinstance(error, AgcoreError)
+    assert type(error.__cause__) is TypeError  # Python's, kept
+    assert not client.connected
 
 
 def test_no_cache_no_log_level_and_mcps_levels_are_taken() -> None:
@@ -798,16 +864,68 @@ async def test_handlers_are_advertised_and_routed(make_client: Any) -> None:
         assert await client.call_tool("roots") == "file:///srv/project"
 
 
+async def test_sync_handlers_answer_from_a_worker_thread(make_client: Any) -> None:
+    # Before: the SDK awaited what a plain function returned, so every request failed
+    # with a TypeError: logged as a WARNING for sampling and elicitation, sent to the
+    # server as its text (with the SDK's traceback logged) for roots.
+    loop_thread = threading.get_ident()
+    ran_on: list[int] = []
+
+    def sample(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        ran_on.append(threading.get_ident())
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="sampled!"), model="x"
+        )
+
+    def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        ran_on.append(threading.get_ident())
+        return types.ElicitResult(action="accept", content={"answer": f"blue ({params.message})"})
+
+    def roots(ctx: Any) -> types.ListRootsResult:
+        ran_on.append(threading.get_ident())
+        return types.ListRootsResult(roots=[types.Root(uri="file:///srv/project")])
+
+    handlers: dict[str, Any] = {
+        "sampling_handler": sample,
+        "elicitation_handler": elicit,
+        "roots_handler": roots,
+    }
+    async with make_client(**handlers) as client:
+        advertised = await client.call_tool("capabilities")
+        for capability in ("sampling", "elicitation", "roots"):
+            assert f'"{capability}"' in advertised
+        assert await client.call_tool("ask_each_era", {"question": "colour?"}) == (
+            "accept: blue (colour?)"
+        )
+    async with make_client(protocol="legacy", **handlers) as client:
+        assert await client.call_tool("ask", {"question": "colour?"}) == "accept: blue (colour?)"
+        assert await client.call_tool("sample", {"prompt": "hi"}) == "sampled!"
+        assert await client.call_tool("roots") == "file:///srv/project"
+    # Off the event loop, where a blocking handler (input(), a sync SDK) would stop it.
+    assert len(ran_on) == 4 and loop_thread not in ran_on
+
+
 async def test_a_failing_handler_tells_the_server_no_details(
     make_client: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def leaky(ctx: Any, params: Any) -> Any:
         raise RuntimeError("upstream refused key sk-SECRET-42")
 
-    handlers = {"elicitation_handler": leaky, "sampling_handler": leaky}
+    def leaky_roots(ctx: Any) -> Any:  # sync: it runs in a worker thread
+        raise RuntimeError("upstream refused key sk-SECRET-42")
+
+    handlers = {
+        "elicitation_handler": leaky,
+        "sampling_handler": leaky,
+        "roots_handler": leaky_roots,
+    }
     caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
     async with make_client(protocol="legacy", **handlers) as client:
-        for tool, args in (("sample", {"prompt": "hi"}), ("ask", {"question": "colour?"})):
+        for tool, args in (
+            ("sample", {"prompt": "hi"}),
+            ("ask", {"question": "colour?"}),
+            ("roots", {}),
+        ):
             with pytest.raises(ToolError) as caught:
                 await client.call_tool(tool, args)
             # What the server reports back is all it was sent: no secret in it.
@@ -816,6 +934,7 @@ async def test_a_failing_handler_tells_the_server_no_details(
     assert "sk-SECRET" not in caplog.text
     assert "the client's sampling_handler raised RuntimeError" in caplog.text
     assert "the client's elicitation_handler raised RuntimeError" in caplog.text
+    assert "the client's roots_handler raised RuntimeError" in caplog.text
 
 
 async def test_a_call_refused_for_want_of_a_listing_is_sent_again_after_one(

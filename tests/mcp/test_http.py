@@ -293,6 +293,29 @@ async def test_a_proxy_in_the_environment_without_a_scheme_is_an_http_one(
     assert "pr0xy-pw" not in str(info.value)
 
 
+async def test_a_proxy_given_without_a_scheme_is_an_http_one_as_in_the_environment(
+    fault_server: FaultServer,
+) -> None:
+    # proxy="host:port", which HTTP_PROXY=host:port beside it is read as, was kept as it
+    # was, and the first request failed on its unknown scheme ("proxy").
+    proxy = ForwardProxy()
+    async with proxy as proxy_url:
+        transport = StreamableHttpTransport(fault_server.url, proxy=proxy_url[len("http://") :])
+        assert transport.proxy == proxy_url
+        assert await echo_through(transport, protocol="legacy") == "through"
+    assert f"POST {fault_server.url}" in proxy.seen
+
+
+@pytest.mark.parametrize("proxy", ["htp://proxy:3128", "me:pr0xy-pw@proxy:port", ":3128"])
+def test_a_proxy_that_is_no_proxy_url_is_refused_where_the_transport_is_made(proxy: str) -> None:
+    # Each was taken, and failed only at the first request.
+    with pytest.raises(ToolConfigError) as info:
+        StreamableHttpTransport("http://127.0.0.1:8000/mcp", proxy=proxy)
+    message = str(info.value)
+    assert message.startswith("StreamableHttpTransport proxy must be a proxy URL such as ")
+    assert "pr0xy-pw" not in message and "\n" not in message
+
+
 def test_the_environment_names_the_proxy_unless_no_proxy_says_otherwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
