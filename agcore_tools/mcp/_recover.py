@@ -33,7 +33,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
@@ -41,6 +41,9 @@ from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._matching import invalid_reason, mismatch_reason
 from ._state import State
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "Restarts",
@@ -236,7 +239,17 @@ async def _classify(
                 recoverable=True,
             )
         )
-    if isinstance(exc, (ValidationError, RuntimeError)):
+    if isinstance(exc, ValidationError):
+        # pydantic's first line only counts the errors ("1 validation error for
+        # ListToolsResult"): the one line names where the answer is wrong, and how.
+        return Verdict(
+            McpError(
+                name,
+                f"{action} got an invalid answer: {_validation_line(exc)}",
+                tool_name=tool_name,
+            )
+        )
+    if isinstance(exc, RuntimeError):
         return Verdict(
             McpError(
                 name, f"{action} got an invalid answer: {_first_line(exc)}", tool_name=tool_name
@@ -546,6 +559,33 @@ _OFF_SCHEMA = re.compile(
 )
 """The MCP SDK's messages (``ClientSession.validate_tool_result``) for a received
 ``tools/call`` result that its tool's ``outputSchema`` refuses, or cannot check."""
+
+
+def _validation_line(exc: ValidationError) -> str:
+    """One line for pydantic's ``exc``: where in the answer its first error is (a
+    listed tool by its index on the page, from 0), what is wrong there, and how many
+    more errors there are. The values are not shown: they may hold anything.
+
+    Example:
+        >>> from mcp_types import ListToolsResult
+        >>> from pydantic import ValidationError
+        >>> tools = [{"name": "ok", "inputSchema": {}}, {"name": "odd", "inputSchema": "object"}]
+        >>> try:
+        ...     ListToolsResult.model_validate({"tools": tools})
+        ... except ValidationError as exc:
+        ...     print(_validation_line(exc))
+        tools[1].inputSchema: Input should be a valid dictionary
+    """
+    errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    if not errors:
+        return _first_line(exc)
+    first = errors[0]
+    where = ""
+    for step in first["loc"]:
+        where += f"[{step}]" if isinstance(step, int) else f"{'.' if where else ''}{step}"
+    more = len(errors) - 1
+    tail = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
+    return f"{where}: {first['msg']}{tail}" if where else f"{first['msg']}{tail}"
 
 
 def _first_line(exc: BaseException) -> str:
