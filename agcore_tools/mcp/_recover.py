@@ -21,6 +21,9 @@ its request was sent, it may have, unless ``classify`` found that it never ran; 
 attempt counts, so a call re-sent after a restart may have run if either send may have.
 The server's JSON-RPC error answer to a ``tools/call`` is recoverable, as an
 ``isError`` answer is, and never ran when its code refuses the request unrun.
+The SDK's own failures have codes that servers use for their errors too (-32000, a
+closed connection; -32001, its timeout): a server's answer with one is an answer like
+any other (:func:`_sdk_own`), not a lost connection or a timeout.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
@@ -38,6 +41,9 @@ from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._matching import invalid_reason, mismatch_reason
 from ._state import State
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "Restarts",
@@ -60,6 +66,8 @@ _END_WAIT = 2.0
 """Seconds to wait for a broken HTTP connection's owner task to report why it broke."""
 _GENERIC_CLOSE = "Connection closed"
 """The SDK's message when its dispatcher shut down (the transport ended)."""
+_SDK_TIMEOUT = re.compile(r"Request .* timed out")
+"""The SDK's message when its own clock ran out on a request (``Request 'ping' timed out``)."""
 
 
 class Restarts(Protocol):
@@ -149,7 +157,10 @@ async def _classify(
 
     if isinstance(exc, ToolError):
         return Verdict(exc)
-    if isinstance(exc, TimeoutError) or (isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT):
+    http = conn is None or conn.http
+    if isinstance(exc, TimeoutError) or (
+        isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT and _sdk_own(exc, http)
+    ):
         return Verdict(
             McpTimeoutError(name, f"{action} timed out after {limit:g} s", tool_name=tool_name)
         )
@@ -172,7 +183,7 @@ async def _classify(
             recoverable=True,
         )
         return Verdict(error, never_ran=True)
-    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED and _sdk_own(exc, http):
         if conn is None or conn.state is State.CLOSED:
             return Verdict(
                 McpNotInitializedError(
@@ -228,7 +239,17 @@ async def _classify(
                 recoverable=True,
             )
         )
-    if isinstance(exc, (ValidationError, RuntimeError)):
+    if isinstance(exc, ValidationError):
+        # pydantic's first line only counts the errors ("1 validation error for
+        # ListToolsResult"): the one line names where the answer is wrong, and how.
+        return Verdict(
+            McpError(
+                name,
+                f"{action} got an invalid answer: {_validation_line(exc)}",
+                tool_name=tool_name,
+            )
+        )
+    if isinstance(exc, RuntimeError):
         return Verdict(
             McpError(
                 name, f"{action} got an invalid answer: {_first_line(exc)}", tool_name=tool_name
@@ -239,6 +260,35 @@ async def _classify(
             name, f"{action} failed: {type(exc).__name__}: {_first_line(exc)}", tool_name=tool_name
         )
     )
+
+
+def _sdk_own(exc: Any, http: bool) -> bool:
+    """Whether ``exc``, an SDK ``MCPError`` with code -32000 (connection closed) or
+    -32001 (request timed out), is the SDK's own failure, not the server's error answer.
+
+    The SDK's timeout says ``Request 'ping' timed out``; over stdio its closed
+    connection says ``Connection closed`` (as an MCP Python SDK server answers requests
+    in flight when it shuts down); neither has data. Over HTTP a broken stream fails its
+    request with -32000 and a reason, so any -32000 is taken for one (then a ping decides).
+
+    Example:
+        >>> from mcp.shared.exceptions import MCPError
+        >>> _sdk_own(MCPError(-32001, "Request 'ping' timed out"), http=False)
+        True
+        >>> _sdk_own(MCPError(-32001, "upstream API timed out after 30 s"), http=False)
+        False
+        >>> _sdk_own(MCPError(-32000, "Connection closed"), http=False)
+        True
+        >>> _sdk_own(MCPError(-32000, "quota exceeded"), http=False)
+        False
+    """
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    if exc.code == REQUEST_TIMEOUT:
+        return exc.data is None and _SDK_TIMEOUT.fullmatch(exc.message) is not None
+    if exc.code == CONNECTION_CLOSED:
+        return http or (exc.data is None and exc.message == _GENERIC_CLOSE)
+    return False
 
 
 _UNRUN_CODES = frozenset({-32600, -32601, -32602, -32020, -32021, -32022})
@@ -314,7 +364,12 @@ def refused_by_server(error: ToolError) -> bool:
         type(error) is McpError  # what classify() makes of an answered error, and no other
         and error.status_code is None
         and isinstance(cause, MCPError)
-        and cause.code not in (CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT)
+        # The SDK's own failures have these codes too; the server's answer with one is
+        # what classify() quoted with its code (see _answered).
+        and (
+            cause.code not in (CONNECTION_CLOSED, PARSE_ERROR, REQUEST_TIMEOUT)
+            or error.reason.endswith(f" (code {cause.code})")
+        )
         and mismatch_reason(cause.data, cause.message) is None
         and invalid_reason(cause.data, cause.message) is None
     )
@@ -504,6 +559,33 @@ _OFF_SCHEMA = re.compile(
 )
 """The MCP SDK's messages (``ClientSession.validate_tool_result``) for a received
 ``tools/call`` result that its tool's ``outputSchema`` refuses, or cannot check."""
+
+
+def _validation_line(exc: ValidationError) -> str:
+    """One line for pydantic's ``exc``: where in the answer its first error is (a
+    listed tool by its index on the page, from 0), what is wrong there, and how many
+    more errors there are. The values are not shown: they may hold anything.
+
+    Example:
+        >>> from mcp_types import ListToolsResult
+        >>> from pydantic import ValidationError
+        >>> tools = [{"name": "ok", "inputSchema": {}}, {"name": "odd", "inputSchema": "object"}]
+        >>> try:
+        ...     ListToolsResult.model_validate({"tools": tools})
+        ... except ValidationError as exc:
+        ...     print(_validation_line(exc))
+        tools[1].inputSchema: Input should be a valid dictionary
+    """
+    errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    if not errors:
+        return _first_line(exc)
+    first = errors[0]
+    where = ""
+    for step in first["loc"]:
+        where += f"[{step}]" if isinstance(step, int) else f"{'.' if where else ''}{step}"
+    more = len(errors) - 1
+    tail = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
+    return f"{where}: {first['msg']}{tail}" if where else f"{first['msg']}{tail}"
 
 
 def _first_line(exc: BaseException) -> str:

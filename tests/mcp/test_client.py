@@ -137,6 +137,35 @@ async def test_a_json_rpc_error_answer_is_recoverable_and_says_whether_the_call_
         assert client.connected and await client.call_tool("tool_00") == "tool_00"
 
 
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+@pytest.mark.parametrize("code", [-32000, -32001])
+async def test_a_servers_own_error_with_a_code_the_sdk_also_uses_is_its_answer(
+    protocol: str, code: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    # JSON-RPC leaves -32000 to -32099 to servers; the SDK uses -32000 for a closed
+    # connection and -32001 for its own timeout. Before: the server's -32000 read as
+    # "connection lost" (its message dropped, the healthy server stopped and started
+    # again, the tool loop stopped), its -32001 as "timed out after 20 s", at once.
+    transport = StdioTransport(sys.executable, [str(PAGED)], stop_grace=1)
+    client = McpClient("paged", transport, protocol=protocol, timeout=20)  # type: ignore[arg-type]
+    async with client:
+        failing = {"code": code, "message": "quota exceeded for project X"}
+        started = time.monotonic()
+        with pytest.raises(McpError) as failed:
+            await client.call_tool("protocol_error", failing)
+        assert time.monotonic() - started < 5
+        assert type(failed.value) is McpError and failed.value.is_recoverable()
+        assert str(failed.value) == (
+            "MCP server 'paged': tools/call 'protocol_error' failed on the server: quota "
+            f"exceeded for project X (code {code}); the call may have run on the server, so "
+            "do not assume it had no effect"
+        )
+        assert failed.value.may_have_run is True
+        assert client.connected
+        assert await client.call_tool("tool_00") == "tool_00"
+    assert not [r for r in caplog.records if "connection lost" in r.getMessage()]
+
+
 async def test_a_refusal_is_recoverable_and_not_run_over_each_transport(make_client: Any) -> None:
     # Over HTTP, a 2026-07-28 server sends it with HTTP 400; before, that said "may
     # have run" (and over stdio the error was unrecoverable too).

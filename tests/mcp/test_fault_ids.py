@@ -235,6 +235,26 @@ async def test_a_json_log_line_carrying_a_waiting_calls_id_is_skipped_not_taken_
     assert skipped and "handling tool call" in skipped[0]
 
 
+async def test_a_tool_list_with_a_malformed_tool_names_the_tool_and_what_is_wrong() -> None:
+    # Before: "tools/list got an invalid answer: 1 validation error for ListToolsResult",
+    # naming neither the tool nor the fault (pydantic's detail was on the next lines).
+    transport = StdioTransport(
+        sys.executable, [str(ANSWERS), "bad-schema", "tools/list"], stop_grace=1
+    )
+    client = McpClient("odd", transport, protocol="legacy", timeout=TIMEOUT)
+    with pytest.raises(McpError) as info:
+        await client.connect()
+    message = str(info.value)
+    assert message.startswith(
+        "MCP server 'odd': tools/list got an invalid answer: tools[1].inputSchema: Input "
+        "should be a valid dictionary"
+    )
+    assert "\n" not in message and "validation error" not in message
+    # pydantic's whole report stays on the SDK's error, the cause.
+    assert "ListToolsResult" in str(info.value.__cause__)
+    await assert_no_stray_tasks()
+
+
 async def test_an_invalid_answer_to_the_handshake_fails_the_start_at_once_saying_why() -> None:
     transport = StdioTransport(
         sys.executable, [str(ANSWERS), "no-jsonrpc", "initialize"], stop_grace=1

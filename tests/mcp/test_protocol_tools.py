@@ -141,6 +141,27 @@ async def test_a_server_without_prompts_or_resources(
         assert client.connected
 
 
+@pytest.mark.parametrize("code", [-32000, -32001])
+async def test_a_servers_own_error_with_a_code_the_sdk_also_uses_reaches_the_model(
+    code: int,
+) -> None:
+    # The SDK uses -32000 for a closed connection and -32001 for its own timeout; servers
+    # use them for their own errors. Before: over stdio, a lost connection (or a
+    # timeout), which stopped the tool loop.
+    registry = ToolRegistry()
+    transport = StdioTransport(sys.executable, [str(PAGED)], stop_grace=1)
+    async with McpClient("archive", transport) as client:
+        registry.register(client.resource_reader_tool())
+        read = await registry.invoke("read_resource", {"uri": f"paged://fail/{code}"})
+        assert type(read.error) is McpError and read.error.is_recoverable()
+        assert str(read.error) == (
+            f"MCP server 'archive': resources/read 'paged://fail/{code}' failed: the archive "
+            f"is offline (code {code})"
+        )
+        assert client.connected
+        assert await client.read_resource("paged://01")
+
+
 def test_no_warning_before_the_capabilities_are_known(caplog: pytest.LogCaptureFixture) -> None:
     client = McpClient("later", StdioTransport(sys.executable, [str(PAGED), "--tools-only"]))
     with caplog.at_level(logging.WARNING, logger="agcore_tools.mcp"):

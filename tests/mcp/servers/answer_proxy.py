@@ -11,6 +11,8 @@ except for the requests of METHOD (of TOOL alone, for ``tools/call``):
 - ``no-code``: the answer is an error object without ``code``;
 - ``null-result``: the answer carries ``"result": null``;
 - ``no-jsonrpc``: the answer lacks the ``"jsonrpc"`` member;
+- ``bad-schema``: the second tool of a ``tools/list`` answer has the string
+  ``"object"`` for its ``inputSchema`` (a valid answer, but no valid tool list);
 - ``json-log``: the answer is left alone, but before the request is passed on, log
   lines carrying its id (as a server with a JSON logger on stdout writes them) are
   written to stdout: one with ``"id"`` alone, one with an ``"error"`` besides.
@@ -38,6 +40,9 @@ def spoiled(fault: str, answer: dict[str, Any]) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": answer["id"], "result": None}
     if fault == "no-jsonrpc":
         return {key: value for key, value in answer.items() if key != "jsonrpc"}
+    if fault == "bad-schema":
+        answer["result"]["tools"][1]["inputSchema"] = "object"
+        return answer
     raise SystemExit(f"unknown fault {fault!r}")
 
 

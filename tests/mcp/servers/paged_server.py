@@ -1,7 +1,8 @@
 """A low-level MCP server for list behaviour: 25 tools over pages of 10, a tools/list
 counter, a protocol error (a JSON-RPC error answer to tools/call), and an optional ttlMs
 hint (``--ttl-ms``); 25 resources and 25 prompts over pages of 10, a resource-template
-list whose cursor never ends; with ``--task-tool`` a 26th tool that requires
+list whose cursor never ends, a resource read answered with a JSON-RPC error
+(``paged://fail/CODE``); with ``--task-tool`` a 26th tool that requires
 task-augmented execution (SEP-1686); with ``--tools-only``, no resources or prompts (nor
 their capabilities)."""
 
@@ -43,6 +44,17 @@ async def list_resources(
     numbers, cursor = _page(params, 25)
     resources = [types.Resource(uri=f"paged://{i:02d}", name=f"r{i:02d}") for i in numbers]
     return types.ListResourcesResult(resources=resources, next_cursor=cursor)
+
+
+async def read_resource(
+    ctx: Any, params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    # paged://fail/CODE is answered with a JSON-RPC error of that code (a server's own,
+    # such as -32000); any other resource reads as its URI.
+    uri = str(params.uri)
+    if uri.startswith("paged://fail/"):
+        raise MCPError(int(uri.removeprefix("paged://fail/")), "the archive is offline")
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=uri)])
 
 
 async def list_prompts(
@@ -105,6 +117,7 @@ def main() -> None:
         if options.tools_only
         else {
             "on_list_resources": list_resources,
+            "on_read_resource": read_resource,
             "on_list_resource_templates": list_templates,
             "on_list_prompts": list_prompts,
         }
