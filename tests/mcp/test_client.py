@@ -872,12 +872,7 @@ async def _roots(ctx: Any) -> types.ListRootsResult:
     return types.ListRootsResult(roots=[types.Root(uri="file:///srv/project")])
 
 
-async def test_handlers_are_advertised_and_routed(make_client: Any) -> None:
-    handlers = {
-        "elicitation_handler": _elicit,
-        "sampling_handler": _sample,
-        "roots_handler": _roots,
-    }
+async def _check_handlers_routed(make_client: Any, handlers: dict[str, Any]) -> None:
     async with make_client(**handlers) as client:
         advertised = await client.call_tool("capabilities")
         for capability in ("sampling", "elicitation", "roots"):
@@ -891,6 +886,15 @@ async def test_handlers_are_advertised_and_routed(make_client: Any) -> None:
         assert await client.call_tool("ask", {"question": "colour?"}) == "accept: blue (colour?)"
         assert await client.call_tool("sample", {"prompt": "hi"}) == "sampled!"
         assert await client.call_tool("roots") == "file:///srv/project"
+
+
+async def test_handlers_are_advertised_and_routed(make_client: Any) -> None:
+    handlers = {
+        "elicitation_handler": _elicit,
+        "sampling_handler": _sample,
+        "roots_handler": _roots,
+    }
+    await _check_handlers_routed(make_client, handlers)
 
 
 async def test_sync_handlers_answer_from_a_worker_thread(make_client: Any) -> None:
@@ -919,17 +923,7 @@ async def test_sync_handlers_answer_from_a_worker_thread(make_client: Any) -> No
         "elicitation_handler": elicit,
         "roots_handler": roots,
     }
-    async with make_client(**handlers) as client:
-        advertised = await client.call_tool("capabilities")
-        for capability in ("sampling", "elicitation", "roots"):
-            assert f'"{capability}"' in advertised
-        assert await client.call_tool("ask_each_era", {"question": "colour?"}) == (
-            "accept: blue (colour?)"
-        )
-    async with make_client(protocol="legacy", **handlers) as client:
-        assert await client.call_tool("ask", {"question": "colour?"}) == "accept: blue (colour?)"
-        assert await client.call_tool("sample", {"prompt": "hi"}) == "sampled!"
-        assert await client.call_tool("roots") == "file:///srv/project"
+    await _check_handlers_routed(make_client, handlers)
     # Off the event loop, where a blocking handler (input(), a sync SDK) would stop it.
     assert len(ran_on) == 4 and loop_thread not in ran_on
 
