@@ -312,6 +312,34 @@ async def test_an_http_error_whose_body_stalls_is_reported_at_once_by_its_status
 
 
 @pytest.mark.parametrize("protocol", ERAS)
+async def test_a_server_mounted_at_mcp_has_its_http_errors_read_after_its_redirect(
+    protocol: str,
+) -> None:
+    # FastMCP 1.x mounted its app at /mcp: Starlette answers /mcp with a 307 to /mcp/,
+    # which the SDK follows. The guard watched /mcp alone, so a 500 from /mcp/ read
+    # "Server returned an error response (code -32603)", without its status, and a
+    # 503's Retry-After was not waited out.
+    server = FaultServer("--mounted")
+    try:
+        async with client_for(server, protocol) as client:
+            assert await client.call_tool("echo", {"text": "hi"}) == "hi"
+            await server.control("fail", status=500, method="tools/call", body="disk full")
+            with pytest.raises(McpError) as info:
+                await client.call_tool("echo", {"text": "x"})
+            error = info.value
+            assert error.reason == (
+                "tools/call 'echo' failed: HTTP 500 Internal Server Error: \"disk full\""
+            ), error.reason
+            assert (error.status_code, error.may_have_run) == (500, True)
+            await server.control(
+                "fail", status=503, method="tools/call", headers={"Retry-After": "1"}
+            )
+            assert await client.call_tool("echo", {"text": "again"}, timeout=10) == "again"
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("protocol", ERAS)
 async def test_a_token_the_server_echoes_in_its_error_is_in_no_part_of_the_traceback(
     fault_server: FaultServer, protocol: str
 ) -> None:
