@@ -32,6 +32,7 @@ from ..error import (
     McpInputRequiredError,
     McpTimeoutError,
     McpUsageError,
+    ToolError,
     ToolExecutionError,
 )
 from ._protocol import is_modern
@@ -150,8 +151,8 @@ class McpTask:
         Raises:
             ToolExecutionError: The tool answered ``isError``, or the task was cancelled
                 (a model reading it can decide what to do next).
-            McpError: The task failed (with the server's error; recoverable, so a
-                model reads it), or the server no longer knows it (expired, or
+            McpError: The task failed (with the server's error, the connection's
+                secrets masked; recoverable, so a model reads it), or the server no longer knows it (expired, or
                 forgotten in a restart; not recoverable), or (2026-07-28) it waits
                 for input (:class:`~agcore_tools.McpInputRequiredError`).
             McpTimeoutError: Still running after ``timeout`` seconds (default: no limit).
@@ -325,8 +326,9 @@ class McpTask:
         )
         try:
             status = parse_status(raw)
-        except ValueError as exc:
-            raise McpError(self.server_name, f"tasks/get '{self.task_id}': {exc}") from exc
+        except ValueError as exc:  # quoting the server's answer
+            error = McpError(self.server_name, f"tasks/get '{self.task_id}': {exc}")
+            raise self._masked(error, exc)  # noqa: B904 - its cause is set, masked
         self.last_status = status
         return status, raw
 
@@ -429,10 +431,10 @@ class McpTask:
             tool_name=self.tool_name or None,
         )
 
-    def _failed(self, detail: str | None) -> McpError:
+    def _failed(self, detail: str | None) -> ToolError:
         # The tool ran and failed, as an isError result says on the plain path: the
         # model reads it and the loop goes on (a task that no longer exists stops it).
-        return McpError(
+        error = McpError(
             self.server_name,
             f"task '{self.task_id}' of tool '{self.tool_name}' failed: "
             f"{detail or 'the server gave no reason'}",
@@ -440,6 +442,15 @@ class McpTask:
             recoverable=True,
             may_have_run=True,
         )
+        return self._masked(error)
+
+    def _masked(self, error: ToolError, cause: BaseException | None = None) -> ToolError:
+        """``error`` (raised from ``cause``) with the connection's secrets masked, its
+        chain too: what the server says of a task (read after its request returned, so
+        not masked with that request's errors, see ``_recover.classify``) may echo the
+        credential it was sent."""
+        error.__cause__ = cause
+        return self._session.secrets.masked_error(error)
 
 
 def _left(deadline: float | None) -> float | None:
