@@ -382,6 +382,25 @@ async def test_a_token_the_server_echoes_in_its_error_is_in_no_part_of_the_trace
     assert http_error.message == "token *** revoked"
 
 
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_token_in_the_urls_query_that_the_server_echoes_is_masked(
+    fault_server: FaultServer, protocol: str
+) -> None:
+    # A key in the URL (?token=..., as hosted servers take keys) was hidden in the
+    # library's own messages, but shown where the server quoted it: in the error's
+    # message and in the SDK's error under it. A short value (mode=fast) is no secret.
+    secret = "qs-S3CRETt0ken00"
+    transport = StreamableHttpTransport(f"{fault_server.url}?token={secret}&mode=fast")
+    async with client_for(fault_server, protocol, transport=transport) as client:
+        with pytest.raises(McpError) as answered:
+            await client.call_tool("reject_credentials")
+    error = answered.value
+    shown = "".join(traceback.format_exception(error))
+    assert secret not in shown, shown
+    assert error.reason.endswith("upstream rejected credentials: (none); ?token=*** (code 0)")
+    assert str(error.__cause__) == "upstream rejected credentials: (none); ?token=***"
+
+
 async def test_a_retry_after_longer_than_the_timeout_is_reported(
     fault_server: FaultServer,
 ) -> None:

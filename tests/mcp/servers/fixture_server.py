@@ -162,9 +162,17 @@ def open_vault(vault: str) -> str:
     raise MCPError(INVALID_PARAMS, f"Unknown vault: {vault}. Available vaults: notes")
 
 
+def _credentials(ctx: Context) -> str:
+    """The credentials the request came with: its ``Authorization``, and its URL's
+    ``?token=`` (over HTTP) when it has one."""
+    said = (ctx.headers or {}).get("authorization", "(none)")
+    query = getattr(ctx.request_context.request, "query_params", None)
+    token = query.get("token") if query is not None else None
+    return f"{said}; ?token={token}" if token else said
+
+
 def _rejected(ctx: Context) -> MCPError:
-    authorization = (ctx.headers or {}).get("authorization", "(none)")
-    return MCPError(0, f"upstream rejected credentials: {authorization}")
+    return MCPError(0, f"upstream rejected credentials: {_credentials(ctx)}")
 
 
 @server.tool(structured_output=False)
