@@ -202,7 +202,7 @@ async def call_tool(
     session.budget.clear()
     if isinstance(result, ServerQuestion):
         return result  # a question for the user: the adapter pauses the loop on it
-    return result_value(result, name)
+    return result_value(result, name, hide=conn.secrets.mask)
 
 
 async def _within(

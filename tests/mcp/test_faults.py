@@ -28,6 +28,7 @@ from agcore_tools import (
     McpError,
     McpTimeoutError,
     StreamableHttpTransport,
+    ToolExecutionError,
     ToolRegistry,
 )
 from agcore_tools.testing import Cassette, ScriptedChatServer, no_network
@@ -399,6 +400,29 @@ async def test_a_token_in_the_urls_query_that_the_server_echoes_is_masked(
     assert secret not in shown, shown
     assert error.reason.endswith("upstream rejected credentials: (none); ?token=*** (code 0)")
     assert str(error.__cause__) == "upstream rejected credentials: (none); ?token=***"
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_token_a_failed_tool_quotes_in_its_error_result_is_masked(
+    fault_server: FaultServer, protocol: str
+) -> None:
+    # A tool that fails answers isError, whose text the model reads as it reads a
+    # JSON-RPC error answer: the credential it quoted was masked in the one, not in the
+    # other (a header's token, or the URL's).
+    header, query = "ghp_S3CRETt0ken00", "qs-S3CRETt0ken00"
+    url = f"{fault_server.url}?token={query}"
+    transport = StreamableHttpTransport(url, {"Authorization": f"Bearer {header}"})
+    async with client_for(fault_server, protocol, transport=transport) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools())
+        with pytest.raises(ToolExecutionError) as failed:
+            await client.call_tool("refuse_credentials")
+        invoked = await registry.invoke("refuse_credentials", {})  # as the loop meets it
+    assert isinstance(invoked.error, ToolExecutionError)
+    for error in (failed.value, invoked.error):
+        shown = "".join(traceback.format_exception(error))
+        assert header not in shown and query not in shown, shown
+        assert str(error).endswith("upstream rejected credentials: ***; ?token=***"), error
 
 
 async def test_a_retry_after_longer_than_the_timeout_is_reported(

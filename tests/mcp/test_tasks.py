@@ -300,6 +300,21 @@ async def test_the_credentials_a_failed_task_quotes_are_masked(
     assert error.is_recoverable() and error.may_have_run is True
 
 
+async def test_a_plain_call_run_as_a_failed_task_has_the_credentials_it_quotes_masked(
+    task_server: TaskServer,
+) -> None:
+    # On 2026-07-28 the server may run a plain tools/call as a task; its failure comes
+    # back as an isError result, whose text the model reads: it showed the token.
+    secret = "ghp_S3CRETt0ken00"
+    transport = StreamableHttpTransport(task_server.url, {"Authorization": f"Bearer {secret}"})
+    async with McpClient("ci", transport, timeout=15, tasks=True) as client:
+        with pytest.raises(ToolExecutionError) as info:
+            await client.call_tool("fail_build")
+    shown = "".join(traceback.format_exception(info.value))
+    assert secret not in shown, shown
+    assert "failed: the compiler crashed (the registry refused ***)" in str(info.value)
+
+
 @pytest.mark.parametrize(("options", "era"), ERAS)
 async def test_cancel_failed_and_unknown(
     task_server: TaskServer, options: dict[str, Any], era: str

@@ -188,6 +188,13 @@ def reject_credentials(ctx: Context) -> str:
     raise _rejected(ctx)
 
 
+@server.tool()
+def refuse_credentials(ctx: Context) -> str:
+    """Fail with isError quoting the credentials it got, as a tool whose upstream refused
+    them does (reject_credentials answers a JSON-RPC error instead)."""
+    raise ToolError(f"upstream rejected credentials: {_credentials(ctx)}")
+
+
 @server.tool(structured_output=False)
 async def slow(seconds: float, marker: str = "") -> str:
     """Sleep; if cancelled and `marker` is set, write 'cancelled' to that file."""
