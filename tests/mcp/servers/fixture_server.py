@@ -238,10 +238,10 @@ def add_routed_tool() -> str:
 
 
 @server.tool(structured_output=False)
-async def progress(steps: int, ctx: Context) -> str:
-    """Report progress `steps` times, and log one message."""
+async def progress(steps: int, ctx: Context, label: str = "step") -> str:
+    """Report progress `steps` times ("<label> <n>"), and log one message."""
     for i in range(steps):
-        await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+        await ctx.report_progress(i + 1, steps, f"{label} {i + 1}")
     await ctx.warning("progress tool finished")
     return "done"
 
