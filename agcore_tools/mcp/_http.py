@@ -90,6 +90,21 @@ def _place(url: httpx2.URL) -> _Place:
     return (url.scheme, url.host, url.port, url.path)
 
 
+def _keeps_method(status: int, method: str) -> bool:
+    """Whether httpx2 sends the request that follows a ``status`` redirect of a
+    ``method`` request with the same method: the SDK follows no other.
+
+    Example:
+        >>> _keeps_method(307, "POST"), _keeps_method(302, "POST"), _keeps_method(301, "GET")
+        (True, False, True)
+    """
+    if status in (307, 308):
+        return True
+    if status in (302, 303):
+        return method in ("GET", "HEAD")
+    return status == 301 and method != "POST"
+
+
 def _same_origin(url: httpx2.URL, target: httpx2.URL) -> bool:
     """Whether a redirect from ``url`` to ``target`` is one the SDK follows: to the same
     scheme, host and port, or the https upgrade of the same host on the default ports
@@ -175,10 +190,11 @@ class _Guard(httpx2.AsyncBaseTransport):
     def _note_redirect(self, request: httpx2.Request, response: httpx2.Response) -> None:
         """Watch where the endpoint redirects to as the endpoint itself: FastMCP 1.x
         answers ``/mcp`` with a 307 to ``/mcp/``, which the SDK follows, and an error
-        there must be read as one at the endpoint. Only a place the SDK follows to (the
-        same origin, or its https upgrade); the SDK sends nothing elsewhere."""
+        there must be read as one at the endpoint. Only a redirect the SDK follows (the
+        same method, to the same origin or its https upgrade); it sends nothing
+        elsewhere, so nothing else is watched (a login page a 302 points to)."""
         location = response.headers.get("location")
-        if not 300 <= response.status_code < 400 or location is None:
+        if location is None or not _keeps_method(response.status_code, request.method):
             return
         try:
             target = request.url.join(location)
