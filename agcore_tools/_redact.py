@@ -1,8 +1,9 @@
 """Secrets the library knows, masked in the text it logs or raises.
 
 A leaf module: the MCP client masks a stdio server's ``env`` values and an HTTP
-server's header values in what the server writes (its stderr, its log messages, its
-errors and the SDK errors they are chained from), and the model loop masks its client's API key and header values in the errors a server's
+server's header values (and its URL's query values) in what the server writes (its
+stderr, its log messages, its errors and the SDK errors they are chained from), and
+the model loop masks its client's API key and header values in the errors a server's
 answer becomes (a proxy that echoes the bearer token in its 401 body), the errors they
 are chained from included, and the query values of the server's URL it names.
 """

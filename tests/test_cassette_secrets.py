@@ -117,10 +117,11 @@ def test_what_an_mcp_servers_transport_hides_is_scrubbed_from_the_file(tmp_path:
         headers = {"Authorization": f"Bearer {header_token}"}
         http = McpClient("web", StreamableHttpTransport(http_url, headers))
         async with cassette.mcp(http) as web:
+            seen.append(await web.call_tool("whoami"))
             try:
                 await web.call_tool("fail", {"message": f"upstream 401: {header_token}"})
             except ToolExecutionError as exc:
-                seen.append(str(exc))
+                seen.append(str(exc))  # the client masks it: the recording has it
         return seen
 
     server = HttpServer()
@@ -130,13 +131,15 @@ def test_what_an_mcp_servers_transport_hides_is_scrubbed_from_the_file(tmp_path:
     finally:
         server.stop()
     assert env_token in seen[0] and arg_token in seen[1] and header_token in seen[2]
+    assert seen[3].endswith("upstream 401: ***")
     text = path.read_text()
     assert not [s for s in (env_token, arg_token, header_token) if s in text]
 
     with no_network(), Cassette(path, "none") as cassette:
         replayed = asyncio.run(run(cassette, "http://127.0.0.1:9/mcp"))
     assert "[scrubbed]" in replayed[0] and replayed[1] == "given [scrubbed]"
-    assert replayed[2].endswith("upstream 401: [scrubbed]")
+    assert replayed[2] == "signed in with [scrubbed]"
+    assert replayed[3] == seen[3]  # a failed call replays as the error it raised
 
 
 def test_an_mcp_servers_ordinary_env_and_header_values_stay_in_the_file_as_recorded(

@@ -30,7 +30,6 @@ from ..schema._jsonschema import resolve_ref
 from ..schema._validate import check_against_schema
 from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, new_nonce, responses
 from ._progress import CALL_KEY, CALLER
-from ._results import result_value
 from ._task_call import TaskCaller, paused_on, run_task
 from ._tasks import McpTask
 from .models import McpToolInfo
@@ -372,8 +371,7 @@ class McpTool(BaseTool):
                 may_have_run=True,
             )
         [answer] = answers.values()
-        outcome = await live.go_on(answer)
-        return outcome if isinstance(outcome, LiveQuestion) else result_value(outcome, raw)
+        return await live.go_on(answer)
 
     def __repr__(self) -> str:
         return f"<McpTool {self.name!r} on {self.client.server_name!r}>"

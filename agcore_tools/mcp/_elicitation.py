@@ -4,13 +4,15 @@ A server may ask the user for input in the middle of a tool call (``elicitation/
 With no handler the client still advertises elicitation. A question to a call the loop
 made, that can pause, is held for the app (:class:`LiveQuestions`); any other is
 declined, so the server's tool sees a plain "the user declined" instead of a protocol
-error, and the app's log says what was asked and how to answer it.
+error, and the app's log says what was asked (the connection's secrets masked) and how
+to answer it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +24,10 @@ __all__ = ["LiveQuestions", "ParkedQuestion", "declining_handler"]
 logger = logging.getLogger("agcore_tools.mcp")
 
 
-def declining_handler(server_name: str) -> Any:
-    """An SDK elicitation callback that declines every request, logging why.
+def declining_handler(server_name: str, hide: Callable[[str], str] = str) -> Any:
+    """An SDK elicitation callback that declines every request, logging why (the
+    question as ``hide`` shows it: the connection's secrets masked, as in the server's
+    own log messages).
 
     Example:
         >>> import asyncio
@@ -42,7 +46,7 @@ def declining_handler(server_name: str) -> Any:
             "MCP server '%s' asked for user input (%.200r); declined: the McpClient has no "
             "elicitation_handler (pass McpClient(elicitation_handler=...) to answer)",
             server_name,
-            getattr(params, "message", ""),
+            hide(str(getattr(params, "message", ""))),
         )
         return ElicitResult(action="decline")
 
@@ -76,7 +80,7 @@ class LiveQuestions:
         self.secrets = secrets
         """The connection's secrets, masked in the errors of a call that asked."""
         self._armed: list[asyncio.Future[ParkedQuestion]] = []
-        self._decline = declining_handler(server_name)
+        self._decline = declining_handler(server_name, secrets.mask)
 
     def arm(self) -> asyncio.Future[ParkedQuestion]:
         """A future that gets the next question, while the caller's call runs."""
@@ -116,7 +120,7 @@ class LiveQuestions:
             logger.warning(
                 "MCP server '%s': no answer to its question (%.200r) within %g s; cancelled",
                 self.server_name,
-                asked.get("message", ""),
+                self.secrets.mask(str(asked.get("message", ""))),
                 self.timeout,
             )
             return ElicitResult(action="cancel")

@@ -22,6 +22,10 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
 - hands the GET stream of a 2025-11-25 session to a :class:`ListenStream`, which
   keeps it coming back where the SDK would give it up.
 
+What it does for the MCP endpoint, it does where the endpoint redirects to on its own
+origin as well, as the SDK follows such a redirect: FastMCP 1.x answers ``/mcp`` with
+a 307 to ``/mcp/``.
+
 Behind it, :class:`_Routes` sends each request the way its own URL calls for: through
 the ``proxy`` given, else through the proxy the environment names for that host (an
 OAuth token endpoint may be on the other side of ``NO_PROXY`` from the MCP server),
@@ -37,7 +41,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import httpx2
 from pydantic_core import from_json
@@ -75,6 +79,42 @@ number of tasks may call at once, and each call is bounded by its own timeout. A
 (httpx2's default is 100) only made the calls beyond it wait, then fail unsent."""
 
 
+_REDIRECTS_KEPT = 8
+"""Places the endpoint redirected to that :class:`_Guard` watches, the latest."""
+
+_Place: TypeAlias = tuple[str, str, int | None, str]
+"""A URL's scheme, host, port and path: a request is to the endpoint if these match."""
+
+
+def _place(url: httpx2.URL) -> _Place:
+    return (url.scheme, url.host, url.port, url.path)
+
+
+def _keeps_method(status: int, method: str) -> bool:
+    """Whether httpx2 sends the request that follows a ``status`` redirect of a
+    ``method`` request with the same method: the SDK follows no other.
+
+    Example:
+        >>> _keeps_method(307, "POST"), _keeps_method(302, "POST"), _keeps_method(301, "GET")
+        (True, False, True)
+    """
+    if status in (307, 308):
+        return True
+    if status in (302, 303):
+        return method in ("GET", "HEAD")
+    return status == 301 and method != "POST"
+
+
+def _same_origin(url: httpx2.URL, target: httpx2.URL) -> bool:
+    """Whether a redirect from ``url`` to ``target`` is one the SDK follows: to the same
+    scheme, host and port, or the https upgrade of the same host on the default ports
+    (``mcp.shared._httpx_utils``; httpx2 keeps the ``Authorization`` header then)."""
+    if (url.scheme, url.host, url.port) == (target.scheme, target.host, target.port):
+        return True
+    upgrade = (url.scheme, url.port, target.scheme, target.port) == ("http", None, "https", None)
+    return upgrade and url.host == target.host
+
+
 class _Guard(httpx2.AsyncBaseTransport):
     """Forwards requests to ``send``, watching what comes back (see the module docs)."""
 
@@ -90,8 +130,10 @@ class _Guard(httpx2.AsyncBaseTransport):
         listen: ListenStream | None = None,
     ) -> None:
         # Only MCP messages to the endpoint are watched, not an auth flow's own requests
-        # (a token endpoint, client registration) that go through the same client.
-        self._endpoint = (endpoint.scheme, endpoint.host, endpoint.port, endpoint.path)
+        # (a token endpoint, client registration) that go through the same client; and
+        # where the endpoint redirects to, as the SDK follows (see _note_redirect).
+        self._endpoint = _place(endpoint)
+        self._redirected: dict[_Place, None] = {}
         self._where = f"MCP server at {endpoint}"
         self._event_limit = event_limit
         self._send = send
@@ -106,19 +148,18 @@ class _Guard(httpx2.AsyncBaseTransport):
             raise httpx2.ConnectError("the client gave this connection up", request=request)
         self._secrets.note(request.headers.multi_items())
         listen = self._listen
-        if (
-            request.method == "GET"
-            and listen is not None
-            and self._to_endpoint(request)
-            and listen.owns(request)
-        ):
-            return await listen.send(request, self._send, _describe)
+        place = _place(request.url)
+        to_endpoint = place == self._endpoint or place in self._redirected
+        if request.method == "GET" and listen is not None and to_endpoint and listen.owns(request):
+            response = await listen.send(request, self._send, _describe)
+            self._note_redirect(request, response)
+            return response
         exchange = EXCHANGE.get()
-        mcp_post = request.method == "POST" and self._to_endpoint(request)
+        mcp_post = request.method == "POST" and to_endpoint
         if not mcp_post:
             exchange = None
         try:
-            if request.method == "DELETE" and self._to_endpoint(request):
+            if request.method == "DELETE" and to_endpoint:
                 response = await self._send_delete(request)
             else:
                 response = await self._send(request)
@@ -142,7 +183,29 @@ class _Guard(httpx2.AsyncBaseTransport):
                 exchange.www_authenticate = None
         if mcp_post and response.status_code < 300:
             self._check_answer(request, response)
+        elif to_endpoint:
+            self._note_redirect(request, response)
         return response
+
+    def _note_redirect(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        """Watch where the endpoint redirects to as the endpoint itself: FastMCP 1.x
+        answers ``/mcp`` with a 307 to ``/mcp/``, which the SDK follows, and an error
+        there must be read as one at the endpoint. Only a redirect the SDK follows (the
+        same method, to the same origin or its https upgrade); it sends nothing
+        elsewhere, so nothing else is watched (a login page a 302 points to)."""
+        location = response.headers.get("location")
+        if location is None or not _keeps_method(response.status_code, request.method):
+            return
+        try:
+            target = request.url.join(location)
+        except httpx2.InvalidURL:
+            return  # the SDK's client refuses such a redirect itself
+        if not _same_origin(request.url, target):
+            return
+        redirected = self._redirected
+        redirected[_place(target)] = None
+        if len(redirected) > _REDIRECTS_KEPT:  # a server that redirects to ever new paths
+            del redirected[next(iter(redirected))]
 
     def _check_answer(self, request: httpx2.Request, response: httpx2.Response) -> None:
         """Have the answer to a POSTed request checked for its id as the SDK reads it.
@@ -185,10 +248,6 @@ class _Guard(httpx2.AsyncBaseTransport):
                 f"no answer to the session's closing DELETE within {CLOSE_TIMEOUT:g} s",
                 request=request,
             ) from exc
-
-    def _to_endpoint(self, request: httpx2.Request) -> bool:
-        url = request.url
-        return (url.scheme, url.host, url.port, url.path) == self._endpoint
 
     async def aclose(self) -> None:
         await self._close()

@@ -33,6 +33,7 @@ from typing import Any
 from ..error import McpError, McpTimeoutError, ToolError
 from ..pending import CallPaused, InputRequest
 from ._elicitation import LiveQuestions, ParkedQuestion
+from ._results import result_value
 
 __all__ = [
     "ROUND",
@@ -167,10 +168,11 @@ class LiveQuestion(ServerQuestion):
         return CallPaused((question,), {"server": server_name, "live": True, "nonce": nonce})
 
     async def go_on(self, answer: Mapping[str, Any]) -> Any:
-        """Send the user's ``answer`` and wait on: the call's result, or its next question.
-        An answer that comes after the question timed out (the server got ``cancel``)
-        raises a recoverable :class:`~agcore_tools.McpError`: call the tool again. So
-        does a failure of the call (unrecoverable), the connection's secrets masked."""
+        """Send the user's ``answer`` and wait on: the call's value (see ``_results``),
+        or its next question. An answer that comes after the question timed out (the
+        server got ``cancel``) raises a recoverable :class:`~agcore_tools.McpError`: call
+        the tool again. So does a failure of the call (unrecoverable), the connection's
+        secrets masked."""
         from mcp_types import ElicitResult
 
         if self.parked.answer.done():
@@ -186,12 +188,12 @@ class LiveQuestion(ServerQuestion):
                 may_have_run=True,
             )
         self.parked.answer.set_result(ElicitResult.model_validate(dict(answer)))
+        secrets = self.questions.secrets  # what the server said may echo a credential
         try:
-            return await first_of(self.call, self.questions, self.tool_name, bounded=True)
+            outcome = await first_of(self.call, self.questions, self.tool_name, bounded=True)
         except ToolError:
             raise
         except Exception as exc:  # noqa: BLE001 - the SDK's, raised as an McpError chained from it
-            secrets = self.questions.secrets  # what the server said may echo a credential
             raise McpError(
                 self.questions.server_name,
                 f"tools/call '{self.tool_name}' failed after its question: "
@@ -199,6 +201,9 @@ class LiveQuestion(ServerQuestion):
                 tool_name=self.tool_name,
                 may_have_run=True,
             ) from secrets.masked(exc)
+        if isinstance(outcome, LiveQuestion):
+            return outcome
+        return result_value(outcome, self.tool_name, hide=secrets.mask)
 
 
 def _retrieve(call: asyncio.Future[Any]) -> None:

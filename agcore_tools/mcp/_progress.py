@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from ..base import ToolContext
@@ -54,16 +55,21 @@ def call_meta(meta: Any) -> Any:
     return {**(meta or {}), IDEMPOTENCY_META_KEY: key}
 
 
-def progress_callback(callback: Any, server: str, tool_name: str) -> Any:
+def progress_callback(
+    callback: Any, server: str, tool_name: str, hide: Callable[[str], str] = str
+) -> Any:
     """The SDK's ``progress_callback`` for one call, or None when nobody listens (a
-    progress token makes the server send updates, so it is only asked for then)."""
+    progress token makes the server send updates, so it is only asked for then). The
+    log line shows the message as ``hide`` does (the connection's secrets masked, as in
+    the server's own log messages); the callback and the caller get it as sent."""
     caller = CALLER.get()
     if callback is None and caller is None and not progress_logger.isEnabledFor(logging.DEBUG):
         return None
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         update = McpProgress(server, tool_name, progress, total, message)
-        progress_logger.debug("[%s] %s: %s/%s %s", server, tool_name, progress, total, message)
+        shown = None if message is None else hide(message)
+        progress_logger.debug("[%s] %s: %s/%s %s", server, tool_name, progress, total, shown)
         if caller is not None:
             caller.report_progress(progress, total, message)
         if callback is not None:

@@ -1,7 +1,7 @@
 """From an MCP ``CallToolResult`` to the value a tool call returns.
 
-* ``isError: true``: :class:`~agcore_tools.ToolExecutionError` carrying the text, so a
-  model can read what went wrong and try again.
+* ``isError: true``: :class:`~agcore_tools.ToolExecutionError` carrying the text (the
+  connection's secrets masked), so a model can read what went wrong and try again.
 * ``structuredContent`` present: that object; with image or audio parts (or resource
   blobs a model reads, as below) beside it, a list of the object and those parts, so no
   picture is lost. A string in the object that repeats such a part's base64 data (or
@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -43,14 +44,19 @@ __all__ = ["result_value"]
 logger = logging.getLogger("agcore_tools.mcp")
 
 
-def result_value(result: CallToolResult, tool_name: str) -> Any:
-    """The value of a tool call, or :class:`ToolExecutionError` when ``isError`` is set."""
+def result_value(
+    result: CallToolResult, tool_name: str, *, hide: Callable[[str], str] | None = None
+) -> Any:
+    """The value of a tool call, or :class:`ToolExecutionError` when ``isError`` is set,
+    its text shown by ``hide``: the client's connections pass theirs, which masks their
+    secrets, since a tool that failed may quote the credential it was sent, as a
+    server's error answer may."""
     content = result.content
     if result.is_error:
         text = _text_only(content, annotated=True)
         if text is None or not text.strip():
             text = json.dumps(_typed(content) or result.structured_content, default=str)
-        raise ToolExecutionError(tool_name, text)
+        raise ToolExecutionError(tool_name, text if hide is None else hide(text))
     if result.structured_content is not None:
         parts = [part for part in content if _binary(part) is not None]
         if not parts:

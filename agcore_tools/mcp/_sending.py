@@ -165,7 +165,7 @@ async def call_tool(
         remaining = started + limit - time.monotonic()
     if session.loop is not asyncio.get_running_loop():
         raise note_run(session.wrong_loop(f"tools/call '{name}'", name), False, name)
-    progress = progress_callback(settings.on_progress, session.server_name, name)
+    progress = progress_callback(settings.on_progress, session.server_name, name, conn.secrets.mask)
     arguments = dict(args) if args else {}
     # Over HTTP, the guard in _http reports what the server answered into this.
     exchange = HttpExchange() if conn.http else None
@@ -202,7 +202,7 @@ async def call_tool(
     session.budget.clear()
     if isinstance(result, ServerQuestion):
         return result  # a question for the user: the adapter pauses the loop on it
-    return result_value(result, name)
+    return result_value(result, name, hide=conn.secrets.mask)
 
 
 async def _within(

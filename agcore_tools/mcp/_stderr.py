@@ -62,20 +62,25 @@ def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> li
     """What a server may echo that a log must not show (``_redact.secret_values``): a
     stdio server's ``env`` values and the arguments its command line shows as ``***``
     (see :meth:`StdioTransport.describe`); an HTTP server's header values, and the
-    credential after an authentication scheme (the token of ``Bearer ...``).
+    credential after an authentication scheme (the token of ``Bearer ...``), and what
+    its URL shows as ``***`` (hosted servers take keys as ``?token=...``): its password
+    and query values, but for those of ``api-version``, ``version`` and ``format``.
 
     Example:
         >>> http = StreamableHttpTransport("https://x/mcp", {"Authorization": "Bearer ghp_S3CRETt0ken",
         ...                                                  "Accept": "application/json, text/event-stream"})
         >>> transport_secrets(http)
         ['application/json, text/event-stream', 'Bearer ghp_S3CRETt0ken', 'ghp_S3CRETt0ken']
+        >>> transport_secrets(StreamableHttpTransport("https://x/mcp?tavilyApiKey=tvly-S3CRET&mode=fast"))
+        ['tvly-S3CRET']
         >>> transport_secrets(StdioTransport("npx", ["srv", "--api-key", "sk-S3CRETkey"],
         ...                                  env={"DB_PASSWORD": "hunter2-pw"}))
         ['sk-S3CRETkey', 'hunter2-pw']
     """
     if isinstance(transport, StdioTransport):
         return secret_values([*(transport.env or {}).values(), *_arg_secrets(transport.args)])
-    return secret_values(header_secrets((transport.headers or {}).values()))
+    headers = header_secrets((transport.headers or {}).values())
+    return secret_values([*headers, *url_secrets(transport.url)])
 
 
 def named_transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> list[str]:

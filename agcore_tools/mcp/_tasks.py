@@ -32,6 +32,7 @@ from ..error import (
     McpInputRequiredError,
     McpTimeoutError,
     McpUsageError,
+    ToolError,
     ToolExecutionError,
 )
 from ._protocol import is_modern
@@ -148,17 +149,19 @@ class McpTask:
         speaks is refused (its wire differs): re-attach with the same ``protocol=``.
 
         Raises:
-            ToolExecutionError: The tool answered ``isError``, or the task was cancelled
-                (a model reading it can decide what to do next).
-            McpError: The task failed (with the server's error; recoverable, so a
-                model reads it), or the server no longer knows it (expired, or
-                forgotten in a restart; not recoverable), or (2026-07-28) it waits
-                for input (:class:`~agcore_tools.McpInputRequiredError`).
+            ToolExecutionError: The tool answered ``isError`` (its text with the
+                connection's secrets masked), or the task was cancelled (a model
+                reading it can decide what to do next).
+            McpError: The task failed (with the server's error, the connection's
+                secrets masked; recoverable, so a model reads it), or the server no
+                longer knows it (expired, or forgotten in a restart; not recoverable),
+                or (2026-07-28) it waits for input
+                (:class:`~agcore_tools.McpInputRequiredError`).
             McpTimeoutError: Still running after ``timeout`` seconds (default: no limit).
                 The task is not cancelled: a later ``result()`` can still get it.
         """
         if self.task_id is None:
-            return result_value(self._done, self.tool_name)
+            return result_value(self._done, self.tool_name, hide=self._hide)
         limit = None if timeout is None else check_timeout(self.server_name, timeout)
         deadline = None if limit is None else time.monotonic() + limit
         from ._task_wire import FIRST_POLL, next_wait
@@ -186,7 +189,7 @@ class McpTask:
                 status, raw = await self._get()
                 if on_status is not None and (status.status, status.message) != seen:
                     await _notify(on_status, status)
-                return result_value(payload, self._label)
+                return result_value(payload, self._label, hide=self._hide)
             asked = (raw.get("inputRequests") or {}) if status.status == "input_required" else {}
             # Keys already answered stay listed until the server reads the update.
             fresh = {k: v for k, v in asked.items() if k not in answered}
@@ -325,8 +328,9 @@ class McpTask:
         )
         try:
             status = parse_status(raw)
-        except ValueError as exc:
-            raise McpError(self.server_name, f"tasks/get '{self.task_id}': {exc}") from exc
+        except ValueError as exc:  # quoting the server's answer
+            error = McpError(self.server_name, f"tasks/get '{self.task_id}': {exc}")
+            raise self._masked(error, exc)  # noqa: B904 - its cause is set, masked
         self.last_status = status
         return status, raw
 
@@ -384,11 +388,11 @@ class McpTask:
                         tool_name=self.tool_name or None,
                     )
                 result = CallToolResult.model_validate(payload, by_name=False)
-                return result_value(result, self._label)
+                return result_value(result, self._label, hide=self._hide)
             error = raw.get("error")
             detail = error.get("message") if isinstance(error, Mapping) else status.message
             raise self._failed(detail)
-        return result_value(await self._payload(status, left), self._label)
+        return result_value(await self._payload(status, left), self._label, hide=self._hide)
 
     async def _payload(self, status: McpTaskStatus, left: float | None) -> Any:
         """``tasks/result`` (2025-11-25): the task's ``CallToolResult``."""
@@ -429,10 +433,10 @@ class McpTask:
             tool_name=self.tool_name or None,
         )
 
-    def _failed(self, detail: str | None) -> McpError:
+    def _failed(self, detail: str | None) -> ToolError:
         # The tool ran and failed, as an isError result says on the plain path: the
         # model reads it and the loop goes on (a task that no longer exists stops it).
-        return McpError(
+        error = McpError(
             self.server_name,
             f"task '{self.task_id}' of tool '{self.tool_name}' failed: "
             f"{detail or 'the server gave no reason'}",
@@ -440,6 +444,19 @@ class McpTask:
             recoverable=True,
             may_have_run=True,
         )
+        return self._masked(error)
+
+    def _masked(self, error: ToolError, cause: BaseException | None = None) -> ToolError:
+        """``error`` (raised from ``cause``) with the connection's secrets masked, its
+        chain too: what the server says of a task (read after its request returned, so
+        not masked with that request's errors, see ``_recover.classify``) may echo the
+        credential it was sent."""
+        error.__cause__ = cause
+        return self._session.secrets.masked_error(error)
+
+    def _hide(self, text: str) -> str:
+        """``text`` with the connection's secrets masked (a failed tool's own words)."""
+        return self._session.secrets.mask(text)
 
 
 def _left(deadline: float | None) -> float | None:

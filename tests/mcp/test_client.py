@@ -999,6 +999,34 @@ async def test_log_and_progress_notifications_reach_logging_and_callbacks(
     assert any(name == "agcore_tools.mcp.progress" and "step 2" in m for name, _, m in messages)
 
 
+async def test_a_credential_in_a_progress_message_or_a_declined_question_is_masked_in_logs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The server's log messages were logged with the transport's secrets masked, but
+    # its progress messages (DEBUG) and a question declined for want of an
+    # elicitation_handler (WARNING) were logged as the server sent them.
+    secret = "ghp_S3CRETt0ken00"
+    caplog.set_level(logging.DEBUG, logger="agcore_tools.mcp")
+    updates: list[McpProgress] = []
+    last = asyncio.Event()
+
+    def on_progress(update: McpProgress) -> None:  # called after the line is logged
+        updates.append(update)
+        last.set()
+
+    transport = fixture_stdio(env={"API_TOKEN": secret})
+    async with McpClient("fx", transport, on_progress=on_progress) as client:
+        label = f"uploading with {secret}"
+        assert await client.call_tool("progress", {"steps": 1, "label": label}) == "done"
+        await asyncio.wait_for(last.wait(), 10)  # notifications may trail the answer
+        asked = {"question": f"is {secret} yours?"}
+        assert await client.call_tool("ask_each_era", asked) == "decline: "
+    assert secret not in caplog.text, caplog.text
+    assert "[fx] progress: 1.0/1.0 uploading with *** 1" in caplog.text
+    assert "asked for user input ('is *** yours?'); declined" in caplog.text
+    assert updates[0].message == f"{label} 1"  # the callback gets it as sent, as on_log
+
+
 async def test_a_raising_callback_is_logged_not_fatal(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

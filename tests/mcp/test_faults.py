@@ -28,6 +28,7 @@ from agcore_tools import (
     McpError,
     McpTimeoutError,
     StreamableHttpTransport,
+    ToolExecutionError,
     ToolRegistry,
 )
 from agcore_tools.testing import Cassette, ScriptedChatServer, no_network
@@ -312,6 +313,34 @@ async def test_an_http_error_whose_body_stalls_is_reported_at_once_by_its_status
 
 
 @pytest.mark.parametrize("protocol", ERAS)
+async def test_a_server_mounted_at_mcp_has_its_http_errors_read_after_its_redirect(
+    protocol: str,
+) -> None:
+    # FastMCP 1.x mounted its app at /mcp: Starlette answers /mcp with a 307 to /mcp/,
+    # which the SDK follows. The guard watched /mcp alone, so a 500 from /mcp/ read
+    # "Server returned an error response (code -32603)", without its status, and a
+    # 503's Retry-After was not waited out.
+    server = FaultServer("--mounted")
+    try:
+        async with client_for(server, protocol) as client:
+            assert await client.call_tool("echo", {"text": "hi"}) == "hi"
+            await server.control("fail", status=500, method="tools/call", body="disk full")
+            with pytest.raises(McpError) as info:
+                await client.call_tool("echo", {"text": "x"})
+            error = info.value
+            assert error.reason == (
+                "tools/call 'echo' failed: HTTP 500 Internal Server Error: \"disk full\""
+            ), error.reason
+            assert (error.status_code, error.may_have_run) == (500, True)
+            await server.control(
+                "fail", status=503, method="tools/call", headers={"Retry-After": "1"}
+            )
+            assert await client.call_tool("echo", {"text": "again"}, timeout=10) == "again"
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("protocol", ERAS)
 async def test_a_token_the_server_echoes_in_its_error_is_in_no_part_of_the_traceback(
     fault_server: FaultServer, protocol: str
 ) -> None:
@@ -352,6 +381,48 @@ async def test_a_token_the_server_echoes_in_its_error_is_in_no_part_of_the_trace
     assert str(answer) == "upstream rejected credentials: ***"
     assert type(http_error) is MCPError and http_error.code == -32603
     assert http_error.message == "token *** revoked"
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_token_in_the_urls_query_that_the_server_echoes_is_masked(
+    fault_server: FaultServer, protocol: str
+) -> None:
+    # A key in the URL (?token=..., as hosted servers take keys) was hidden in the
+    # library's own messages, but shown where the server quoted it: in the error's
+    # message and in the SDK's error under it. A short value (mode=fast) is no secret.
+    secret = "qs-S3CRETt0ken00"
+    transport = StreamableHttpTransport(f"{fault_server.url}?token={secret}&mode=fast")
+    async with client_for(fault_server, protocol, transport=transport) as client:
+        with pytest.raises(McpError) as answered:
+            await client.call_tool("reject_credentials")
+    error = answered.value
+    shown = "".join(traceback.format_exception(error))
+    assert secret not in shown, shown
+    assert error.reason.endswith("upstream rejected credentials: (none); ?token=*** (code 0)")
+    assert str(error.__cause__) == "upstream rejected credentials: (none); ?token=***"
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_token_a_failed_tool_quotes_in_its_error_result_is_masked(
+    fault_server: FaultServer, protocol: str
+) -> None:
+    # A tool that fails answers isError, whose text the model reads as it reads a
+    # JSON-RPC error answer: the credential it quoted was masked in the one, not in the
+    # other (a header's token, or the URL's).
+    header, query = "ghp_S3CRETt0ken00", "qs-S3CRETt0ken00"
+    url = f"{fault_server.url}?token={query}"
+    transport = StreamableHttpTransport(url, {"Authorization": f"Bearer {header}"})
+    async with client_for(fault_server, protocol, transport=transport) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools())
+        with pytest.raises(ToolExecutionError) as failed:
+            await client.call_tool("refuse_credentials")
+        invoked = await registry.invoke("refuse_credentials", {})  # as the loop meets it
+    assert isinstance(invoked.error, ToolExecutionError)
+    for error in (failed.value, invoked.error):
+        shown = "".join(traceback.format_exception(error))
+        assert header not in shown and query not in shown, shown
+        assert str(error).endswith("upstream rejected credentials: ***; ?token=***"), error
 
 
 async def test_a_retry_after_longer_than_the_timeout_is_reported(

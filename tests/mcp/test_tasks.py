@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -276,6 +277,42 @@ async def test_start_follow_and_get_the_result(
         if era == "2025-11-25":
             assert final.ttl == 120.0  # the ttl asked for
     assert task_server.counts()["calls"] == {"build": 1}
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_the_credentials_a_failed_task_quotes_are_masked(
+    task_server: TaskServer, options: dict[str, Any], era: str
+) -> None:
+    # The error of a failed task was made after its tasks/get returned, outside the
+    # request whose errors are masked: on 2026-07-28, whose failure comes with the
+    # task, a server quoting the token it was sent had it shown, in the message that
+    # the model reads too.
+    secret = "ghp_S3CRETt0ken00"
+    transport = StreamableHttpTransport(task_server.url, {"Authorization": f"Bearer {secret}"})
+    async with McpClient("ci", transport, timeout=15, **options) as client:
+        failing = await client.start_task("fail_build")
+        with pytest.raises(McpError) as info:
+            await failing.result(timeout=10)
+    error = info.value
+    shown = "".join(traceback.format_exception(error))
+    assert secret not in shown, shown
+    assert "failed: the compiler crashed (the registry refused ***)" in str(error)
+    assert error.is_recoverable() and error.may_have_run is True
+
+
+async def test_a_plain_call_run_as_a_failed_task_has_the_credentials_it_quotes_masked(
+    task_server: TaskServer,
+) -> None:
+    # On 2026-07-28 the server may run a plain tools/call as a task; its failure comes
+    # back as an isError result, whose text the model reads: it showed the token.
+    secret = "ghp_S3CRETt0ken00"
+    transport = StreamableHttpTransport(task_server.url, {"Authorization": f"Bearer {secret}"})
+    async with McpClient("ci", transport, timeout=15, tasks=True) as client:
+        with pytest.raises(ToolExecutionError) as info:
+            await client.call_tool("fail_build")
+    shown = "".join(traceback.format_exception(info.value))
+    assert secret not in shown, shown
+    assert "failed: the compiler crashed (the registry refused ***)" in str(info.value)
 
 
 @pytest.mark.parametrize(("options", "era"), ERAS)

@@ -20,6 +20,9 @@ front only adds what real deployments do to clients, when a test asks for it thr
 - ``malformed``: answer the next ``tools/call`` itself with the text ``raw`` (as
   ``application/json`` or SSE, ``as``).
 
+``--mounted`` serves MCP as FastMCP 1.x did, mounted (Starlette's ``Mount``) at ``/mcp``:
+Starlette answers ``/mcp`` with a 307 to ``/mcp/``, where the server is.
+
 ``--event-store`` keeps every event in memory, so a client can resume a request's SSE
 stream after it is cut (``Last-Event-ID``), as servers with resumable streams allow.
 
@@ -338,12 +341,38 @@ async def _respond_stalled(
         pass
 
 
+def mounted(faults: Faults) -> Any:
+    """``faults`` as FastMCP 1.x served its MCP endpoint: a Starlette ``Mount`` at
+    ``/mcp``, whose router redirects ``/mcp`` to ``/mcp/`` (307, an absolute URL)."""
+    from starlette.routing import Mount, Router
+    from starlette.types import Receive, Send
+    from starlette.types import Scope as Mounted
+
+    async def at_mcp(scope: Mounted, receive: Receive, send: Send) -> None:
+        # The SDK's app routes /mcp alone; the mount hands it /mcp/.
+        await faults({**scope, "path": "/mcp", "root_path": ""}, receive, send)
+
+    async def control(scope: Mounted, receive: Receive, send: Send) -> None:
+        await faults(dict(scope), receive, send)
+
+    router = Router([Mount("/mcp", app=at_mcp), Mount("/control", app=control)])
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await faults(scope, receive, send)  # the SDK's session manager starts there
+        else:
+            await router(scope, receive, send)
+
+    return app
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http-fd", type=int, default=None)
     parser.add_argument("--tls", nargs=3, metavar=("CERT", "KEY", "CA"), default=None)
     parser.add_argument("--client-cert-required", action="store_true")
     parser.add_argument("--event-store", action="store_true")
+    parser.add_argument("--mounted", action="store_true")
     options = parser.parse_args()
     if options.http_fd is None:
         server.run()
@@ -354,7 +383,8 @@ def main() -> None:
 
     sock = socket.socket(fileno=options.http_fd)
     events = MemoryEvents() if options.event_store else None
-    app = Faults(server.streamable_http_app(event_store=events))
+    faults = Faults(server.streamable_http_app(event_store=events))
+    app = mounted(faults) if options.mounted else faults
     tls: dict[str, Any] = {}
     if options.tls:
         cert, key, ca = options.tls

@@ -162,9 +162,17 @@ def open_vault(vault: str) -> str:
     raise MCPError(INVALID_PARAMS, f"Unknown vault: {vault}. Available vaults: notes")
 
 
+def _credentials(ctx: Context) -> str:
+    """The credentials the request came with: its ``Authorization``, and its URL's
+    ``?token=`` (over HTTP) when it has one."""
+    said = (ctx.headers or {}).get("authorization", "(none)")
+    query = getattr(ctx.request_context.request, "query_params", None)
+    token = query.get("token") if query is not None else None
+    return f"{said}; ?token={token}" if token else said
+
+
 def _rejected(ctx: Context) -> MCPError:
-    authorization = (ctx.headers or {}).get("authorization", "(none)")
-    return MCPError(0, f"upstream rejected credentials: {authorization}")
+    return MCPError(0, f"upstream rejected credentials: {_credentials(ctx)}")
 
 
 @server.tool(structured_output=False)
@@ -178,6 +186,13 @@ def reject_credentials(ctx: Context) -> str:
     """Fail with a JSON-RPC error (code 0, as mcp-go answers a failed handler) quoting
     the Authorization header it got, as a server whose upstream refused it does."""
     raise _rejected(ctx)
+
+
+@server.tool()
+def refuse_credentials(ctx: Context) -> str:
+    """Fail with isError quoting the credentials it got, as a tool whose upstream refused
+    them does (reject_credentials answers a JSON-RPC error instead)."""
+    raise ToolError(f"upstream rejected credentials: {_credentials(ctx)}")
 
 
 @server.tool(structured_output=False)
@@ -223,10 +238,10 @@ def add_routed_tool() -> str:
 
 
 @server.tool(structured_output=False)
-async def progress(steps: int, ctx: Context) -> str:
-    """Report progress `steps` times, and log one message."""
+async def progress(steps: int, ctx: Context, label: str = "step") -> str:
+    """Report progress `steps` times ("<label> <n>"), and log one message."""
     for i in range(steps):
-        await ctx.report_progress(i + 1, steps, f"step {i + 1}")
+        await ctx.report_progress(i + 1, steps, f"{label} {i + 1}")
     await ctx.warning("progress tool finished")
     return "done"
 

@@ -17,7 +17,8 @@ from the wall clock and its creation time in the store, so no worker has to run.
 
 Tools: ``build(seconds, label)`` (tasks required; done ``seconds`` after creation, status
 "step k/3" meanwhile), ``report(n)`` (tasks optional: on 2026-07-28 the server answers at
-once), ``fail_build()`` (tasks required; fails), ``ask(question)`` (tasks required; on
+once), ``fail_build()`` (tasks required; fails, quoting the credentials the request
+carried over HTTP), ``ask(question)`` (tasks required; on
 2026-07-28 waits for input, ``inputRequests``, for ever), ``plain_echo(text)`` (no tasks) and
 ``calls_made()`` (no tasks: every ``tools/call`` received, per tool, and the times of
 the ``tasks/get`` requests per task). Over HTTP on 2026-07-28 it refuses a ``tasks/*``
@@ -123,7 +124,9 @@ def iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def create(name: str, arguments: dict[str, Any], ttl_ms: int | None) -> dict[str, Any]:
+def create(
+    name: str, arguments: dict[str, Any], ttl_ms: int | None, ctx: ServerRequestContext[Any, Any]
+) -> dict[str, Any]:
     record = {
         "id": uuid.uuid4().hex,
         "tool": name,
@@ -131,6 +134,7 @@ def create(name: str, arguments: dict[str, Any], ttl_ms: int | None) -> dict[str
         "created": now(),
         "ttl_ms": ttl_ms or DEFAULT_TTL_MS,
         "cancelled_at": None,
+        "credentials": credentials(ctx),
     }
 
     def add(data: dict[str, Any]) -> None:
@@ -139,6 +143,16 @@ def create(name: str, arguments: dict[str, Any], ttl_ms: int | None) -> dict[str
 
     store().update(add)
     return record
+
+
+def credentials(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The credentials the request came with over HTTP (its ``Authorization``, the
+    URL's ``?token=``), which ``fail_build`` echoes as servers quote what they refused."""
+    request = ctx.request
+    if request is None:
+        return ""
+    given = [request.headers.get("authorization"), request.query_params.get("token")]
+    return " ".join(value for value in given if value)
 
 
 def evaluate(record: dict[str, Any], now: float) -> dict[str, Any]:
@@ -169,10 +183,12 @@ def evaluate(record: dict[str, Any], now: float) -> dict[str, Any]:
         }
     if record["tool"] == "fail_build":
         if elapsed >= 0.2:
-            error = {"code": INTERNAL_ERROR, "message": "the compiler crashed"}
+            given = record.get("credentials")
+            said = "the compiler crashed" + (f" (the registry refused {given})" if given else "")
+            error = {"code": INTERNAL_ERROR, "message": said}
             return {
                 "status": "failed",
-                "message": "the compiler crashed",
+                "message": said,
                 "at": created + 0.2,
                 "error": error,
             }
@@ -352,7 +368,7 @@ class ServerTasks(Extension):
                     MISSING_REQUIRED_CLIENT_CAPABILITY,
                     f"tool {params.name} runs only as a task ({TASKS})",
                 )
-            record = create(params.name, params.arguments or {}, None)
+            record = create(params.name, params.arguments or {}, None, ctx)
             _, state = find(record["id"])
             return {"resultType": "task", **task_json(record, state, True)}
         count_call(params.name)
@@ -370,7 +386,8 @@ async def legacy_tasks(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
         name = params.get("name")
         if name not in SUPPORT:
             raise MCPError(INVALID_PARAMS, f"tool {name} does not support tasks")
-        record = create(str(name), params.get("arguments") or {}, params["task"].get("ttl"))
+        ttl = params["task"].get("ttl")
+        record = create(str(name), params.get("arguments") or {}, ttl, ctx)
         _, state = find(record["id"])
         return {"task": task_json(record, state, False)}
     result = await call_next(ctx)
