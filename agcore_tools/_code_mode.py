@@ -38,6 +38,7 @@ from ._execute import as_completed
 from ._listing import parameters_of, python_signatures
 from ._otel import described
 from ._records import ParsedCall, ToolCall, ToolInvocation
+from ._returns import wraps_plain_value
 from ._sandbox import (
     DEFAULT_LIMITS,
     MAX_PRINTED,
@@ -72,6 +73,7 @@ __all__ = [
     "PROGRAM_STATE",
     "RUN_PYTHON",
     "UNAWAITED_CALLS_FAIL",
+    "WRAPPED_AGAIN",
     "ProgramPaused",
     "RunPythonTool",
     "SandboxFactory",
@@ -94,6 +96,11 @@ CALLS_LIMITED: ContextVar[bool] = ContextVar("agcore_tools_calls_limited", defau
 ``max_calls``. Before, only Monty's ``max_suspensions`` bounded them, restarting at
 every restore: a Temporal workflow started before keeps that on replay
 (``workflow.patched``)."""
+
+WRAPPED_AGAIN: ContextVar[bool] = ContextVar("agcore_tools_wrapped_again", default=True)
+"""Whether a plain value an MCP adapter unwrapped for the model reaches a program as
+the ``{"result": v}`` its listing promises. A Temporal workflow started before keeps
+the value as it came on replay (``workflow.patched``)."""
 
 PROGRAM_STATE = "program_state"
 """The key of a paused program's state on its open ``run_python`` call in the history."""
@@ -292,7 +299,8 @@ def _as_listed(output: Any, tool: BaseTool | None) -> Any:
     """An object-returning tool's output as its listing says: an MCP tool's
     ``structuredContent`` sent with images or sounds arrives as ``[object, *media]``
     (see :mod:`agcore_tools.mcp._results`), and a program, which cannot see the media,
-    gets the object alone."""
+    gets the object alone; a plain value the adapter unwrapped for the model arrives
+    as ``v``, and a program gets ``{"result": v}``."""
     schema = tool.output_schema if tool is not None else None
     if (
         isinstance(schema, Mapping)
@@ -303,6 +311,8 @@ def _as_listed(output: Any, tool: BaseTool | None) -> Any:
         and all(isinstance(part, CONTENT_TYPES) for part in output[1:])
     ):
         return output[0]
+    if wraps_plain_value(schema) and not isinstance(output, Mapping) and WRAPPED_AGAIN.get():
+        return {"result": output}
     return output
 
 

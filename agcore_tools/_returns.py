@@ -3,7 +3,9 @@ read the way the result is written (pydantic's serialization schema, every field
 model present).
 
 Code mode lists it as each function's return type, so that a program need not spend a
-call finding out; MCP's ``outputSchema`` plays the same part for a server's tools.
+call finding out; MCP's ``outputSchema`` plays the same part for a server's tools. A
+server's plain value wrapped as ``{"result": v}`` is listed so, and a program gets it
+so, while the model reads ``v`` (:func:`wraps_plain_value`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import inspect
 import logging
 import types
 import typing
+from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from pydantic.json_schema import GenerateJsonSchema
@@ -19,9 +23,33 @@ from pydantic_core import core_schema
 
 from .content import CONTENT_TYPES
 
-__all__ = ["return_schema"]
+__all__ = ["UNWRAPS", "return_schema", "wraps_plain_value"]
 
 logger = logging.getLogger("agcore_tools.code_mode")
+
+UNWRAPS: ContextVar[bool] = ContextVar("agcore_tools_unwraps", default=True)
+"""Whether an MCP tool's adapter gives the model a wrapped plain value as the value
+itself. A Temporal activity says False for a workflow of an earlier version, which
+would hand a code-mode program the bare value where its listing promises
+``{result: ...}``."""
+
+
+def wraps_plain_value(schema: Any) -> bool:
+    """Whether an output schema is the object FastMCP and the MCP Python SDK wrap a
+    plain return value in (a string, a list, a number): one property, ``result``
+    (FastMCP 4 also marks it ``x-fastmcp-wrap-result``). The listing then promises a
+    program ``{result: ...}``.
+
+    Example:
+        >>> wraps_plain_value({"type": "object", "properties": {"result": {"type": "string"}}})
+        True
+        >>> wraps_plain_value({"type": "object", "properties": {"result": {}, "total": {}}})
+        False
+    """
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        return False
+    properties = schema.get("properties")
+    return isinstance(properties, Mapping) and list(properties) == ["result"]
 
 
 class _AsReceived(GenerateJsonSchema):

@@ -21,6 +21,7 @@ from typing import Any, Protocol, cast
 
 from .._names import registered_name, with_digest, with_original_name
 from .._ranking import words
+from .._returns import UNWRAPS, wraps_plain_value
 from ..base import BaseTool, ToolContext
 from ..error import McpError, ToolConfigError, ToolError
 from ..pending import KEEPER, CallPaused
@@ -30,6 +31,7 @@ from ..schema._jsonschema import resolve_ref
 from ..schema._validate import check_against_schema
 from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, new_nonce, responses
 from ._progress import CALL_KEY, CALLER
+from ._results import READ_BY_MODEL
 from ._task_call import TaskCaller, paused_on, run_task
 from ._tasks import McpTask
 from .models import McpToolInfo
@@ -227,7 +229,8 @@ class McpTool(BaseTool):
         if _reads_otherwise(name, info.name):
             self.description = with_original_name(info.description, info.name)
         self.parameters = wire_parameters(client.server_name, info)
-        # A call returns the structuredContent this describes (see _results.py).
+        # A call returns the structuredContent this describes (see _results.py), or the
+        # plain value it wraps, which code mode wraps again for a program.
         schema = info.output_schema
         self.output_schema = dict(schema) if isinstance(schema, Mapping) and schema else None
         self.required_permissions = tuple(permissions)
@@ -297,6 +300,11 @@ class McpTool(BaseTool):
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors.
 
+        One difference: a plain value that FastMCP or the MCP Python SDK sends wrapped,
+        as ``structuredContent`` ``{"result": v}`` beside a text saying the same, is
+        ``v``, so the model reads a note as its text rather than as escaped JSON (a
+        code-mode program still gets the ``{"result": v}`` its listing promises).
+
         Errors name the tool as the model sees it (``server__tool`` with a prefix), not
         as the server does. In the loop, a question from the server that no
         ``elicitation_handler`` answers pauses the call, and so does a task still
@@ -309,6 +317,9 @@ class McpTool(BaseTool):
         # The server's progress updates reach a listening context as its own reports.
         listened = CALLER.set(ctx) if ctx.listening else None
         keyed = CALL_KEY.set(ctx.idempotency_key) if call_id else None
+        # A plain value FastMCP wrapped as {"result": v} comes back as v (see _results).
+        unwraps = wraps_plain_value(self.output_schema) and UNWRAPS.get()
+        unwrapping = READ_BY_MODEL.set(True) if unwraps else None
         try:
             if call_id and resume is not None and resume["state"].get("live"):
                 value = await self._answer_live(resume["state"], resume["answers"])
@@ -343,6 +354,8 @@ class McpTool(BaseTool):
                 CALLER.reset(listened)
             if keyed is not None:
                 CALL_KEY.reset(keyed)
+            if unwrapping is not None:
+                READ_BY_MODEL.reset(unwrapping)
         if call_id and isinstance(value, ServerQuestion):
             nonce = new_nonce()
             if isinstance(value, LiveQuestion):

@@ -11,7 +11,7 @@ declares, which :class:`~agcore_tools.McpClient` sets.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from .._keywords import checks_public_keywords
 from ..base import BaseTool
@@ -126,14 +126,25 @@ class ProtocolClientMethods:
         )
 
     def prompt_tool(
-        self, *, prefix: bool | str = False, policy: PermissionPolicy | None = None
+        self,
+        *,
+        prefix: bool | str = False,
+        policy: PermissionPolicy | None = None,
+        prompts: Sequence[models.McpPromptInfo] | None = None,
     ) -> BaseTool:
         """A ``get_prompt`` tool, so a model can get the server's prompts (``prefix``,
         ``policy`` as for :meth:`into_tools`). Made for a connected server that offers
-        no prompts, it logs a warning."""
+        no prompts, it logs a warning. Given ``prompts=await client.list_prompts()``,
+        it names them and their arguments to the model (make it again when they change).
+
+        Example:
+            >>> async def prompts(client: McpClient) -> BaseTool:
+            ...     return client.prompt_tool(prefix=True, prompts=await client.list_prompts())
+        """
         return _protocol_tools.prompt_tool(
             self,
             prefix_for(self.server_name, prefix),
             policy or self.permission_policy,
             offered=offers(self._session, "prompts"),
+            prompts=prompts,
         )

@@ -8,7 +8,10 @@
   its ``data:`` URL), as server-filesystem's ``read_media_file`` sends, becomes a short
   label such as ``"[image/png image, attached]"``, so the model gets the picture once,
   as a picture, and not again as base64 text. (A code-mode program, which cannot see
-  media, gets the object alone.)
+  media, gets the object alone.) For a model (:data:`READ_BY_MODEL`), a plain value
+  that FastMCP or the MCP Python SDK wrapped as ``{"result": v}`` is ``v`` when the
+  text parts say the same: a note reads as its text, not as one line of JSON with every
+  newline and quote escaped.
 * Only text parts, none with annotations: the text, several parts joined with newlines
   ("" when empty).
 * Any other part, or a text part with ``annotations`` (``audience``, ``priority``,
@@ -30,6 +33,7 @@ import json
 import logging
 import posixpath
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -39,9 +43,15 @@ from ..error import ToolError, ToolExecutionError
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
-__all__ = ["result_value"]
+__all__ = ["READ_BY_MODEL", "result_value"]
 
 logger = logging.getLogger("agcore_tools.mcp")
+
+READ_BY_MODEL: ContextVar[bool] = ContextVar("agcore_mcp_read_by_model", default=False)
+"""True while an adapter whose tool's output schema wraps a plain value
+(:func:`~agcore_tools._returns.wraps_plain_value`) makes a call: its value is what the
+model reads. :meth:`McpClient.call_tool` itself returns the ``structuredContent`` as
+documented, and a code-mode program gets ``{"result": v}`` back (``_code_mode``)."""
 
 
 def result_value(
@@ -60,12 +70,36 @@ def result_value(
     if result.structured_content is not None:
         parts = [part for part in content if _binary(part) is not None]
         if not parts:
+            if READ_BY_MODEL.get():
+                return _unwrapped(result.structured_content, content)
             return result.structured_content
         media = [_value(part, tool_name) for part in parts]
         labels = _attached_labels(parts, media)
         return [_without_copies(result.structured_content, labels), *media]
     text = _text_only(content)
     return text if text is not None else [_value(part, tool_name) for part in content]
+
+
+def _unwrapped(structured: dict[str, Any], content: list[Any]) -> Any:
+    """``v`` of ``{"result": v}`` when the text parts say the same (``v`` itself, or its
+    JSON); else ``structured``: a server's own text that differs (a summary) is not
+    the value, and an object stays one, as a program gets it back (``_code_mode``)."""
+    value = structured.get("result")
+    text = _text_only(content)
+    if list(structured) != ["result"] or text is None or isinstance(value, dict):
+        return structured
+    if isinstance(value, str):
+        return value if text == value else structured
+    try:
+        same = _canonical(json.loads(text)) == _canonical(value)
+    except (ValueError, RecursionError):  # not JSON, or too deep: not the value's JSON
+        return structured
+    return value if same else structured
+
+
+def _canonical(value: Any) -> str:
+    # 1 and true, 1 and 1.0, are the same to ==, not to a model reading the JSON.
+    return json.dumps(value, sort_keys=True)
 
 
 _MEDIA: dict[str, type[Image] | type[Audio]] = {"image": Image, "audio": Audio}

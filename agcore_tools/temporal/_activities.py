@@ -25,6 +25,7 @@ from typing_extensions import deprecated
 from .._aio import positive_number
 from .._deprecated import renamed
 from .._execute import run_one
+from .._returns import UNWRAPS
 from .._sandbox import MontySandbox
 from .._unicode import scrub_json
 from ..base import ToolContext
@@ -427,6 +428,7 @@ class ToolActivities:
         # attempt retried after a lost worker waits for it instead of starting it again.
         keeper = HeartbeatKeeper.of_this_attempt() if activity.in_activity() else None
         kept = KEEPER.set(keeper)
+        unwrapping = UNWRAPS.set(call.unwraps)  # False: the workflow cannot wrap it again
         beating = asyncio.ensure_future(keeper.beat()) if keeper is not None else None
         # The attempt ends by itself at its start-to-close timeout: Temporal only tells a
         # worker of a timed-out attempt through heartbeats, and without this the retry
@@ -445,6 +447,7 @@ class ToolActivities:
             )
         finally:
             KEEPER.reset(kept)
+            UNWRAPS.reset(unwrapping)
             if beating is not None:
                 beating.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -23,6 +23,7 @@ __all__ = [
     "UNAWAITED_CALLS_FAIL",
     "UNIQUE_CALL_IDS",
     "UNOFFERED_CHOICE_REFUSED",
+    "WRAPPED_AGAIN",
 ]
 
 APPROVALS_ADD_UP = "agcore-approvals-add-up"
@@ -75,3 +76,8 @@ UNOFFERED_CHOICE_REFUSED = "agcore-unoffered-choice-refused"
 """A request whose ``tool_choice`` names a tool it does not offer (a typo, a tool a
 ``select=`` left out) fails the run before the model request is scheduled (before: the
 ``agcore.model_request`` activity ran and the server's error failed the run)."""
+WRAPPED_AGAIN = "agcore-mcp-plain-values-unwrapped"
+"""A plain value an MCP server wraps as ``{"result": v}`` (FastMCP, the MCP Python SDK)
+reaches the model as ``v`` (``ToolCallInput.unwraps``), and a code-mode program as the
+``{"result": v}`` its listing promises (before: the activity returned the object, and
+the model read it as JSON)."""

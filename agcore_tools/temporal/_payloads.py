@@ -238,6 +238,10 @@ class ToolCallInput:
     # earlier version, like a workflow of one, knows nothing of: its output is in
     # ``output``, as that workflow reads it.
     as_text: bool = False
+    # The workflow gives a code-mode program the {"result": v} of a plain value an MCP
+    # adapter unwraps for the model; one of an earlier version does not, and its calls
+    # keep such values wrapped, as it lists them.
+    unwraps: bool = False
 
 
 @dataclass(frozen=True)

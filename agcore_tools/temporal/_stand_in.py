@@ -62,6 +62,7 @@ class ActivityTool(BaseTool):
         *,
         as_text: bool = True,
         verbatim_names: bool = False,
+        unwraps: bool = True,
     ) -> None:
         self.name = spec.name
         self.description = spec.description
@@ -81,6 +82,7 @@ class ActivityTool(BaseTool):
         beats = spec.heartbeat_secs
         self._heartbeat = timedelta(seconds=beats) if beats else None
         self._as_text = as_text
+        self._unwraps = unwraps
 
     def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolCallInput:
         return ToolCallInput(
@@ -91,6 +93,7 @@ class ActivityTool(BaseTool):
             ctx.trace_id,
             ctx.metadata,
             self._as_text,
+            self._unwraps,
         )
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
@@ -150,6 +153,7 @@ async def stand_in_registry(
     per_queue: bool = True,
     as_text: bool = True,
     verbatim_names: bool = False,
+    unwraps: bool = True,
 ) -> ToolRegistry:
     """A registry of stand-ins for the tools the workers of the run's own task queue and
     of ``tool_task_queues`` describe (an activity each, so the run replays with the
@@ -162,7 +166,9 @@ async def stand_in_registry(
     with :class:`~agcore_tools.LlmConfigError` naming them. With ``as_text`` False (a
     run begun before that), the tools' results come as JSON values, their keys sorted.
     With ``verbatim_names`` (a run begun before that), custom permission names are kept
-    as the workers recorded them, not normalised.
+    as the workers recorded them, not normalised. With ``unwraps`` False (a run begun
+    before that), an MCP tool's wrapped plain value stays ``{"result": v}`` for the
+    model too (see :data:`~agcore_tools._returns.UNWRAPS`).
     """
     queues = [workflow.info().task_queue, *tool_task_queues]
     # The run's own queue is described by the worker running the run: a local activity,
@@ -180,7 +186,9 @@ async def stand_in_registry(
     registry = ToolRegistry(by_queue or policies[0], strict=main.strict)
     for index, (queue, catalogue) in enumerate(zip(queues, catalogues, strict=True)):
         for spec in catalogue.tools:
-            tool = ActivityTool(spec, queue, config, as_text=as_text, verbatim_names=verbatim_names)
+            tool = ActivityTool(
+                spec, queue, config, as_text=as_text, verbatim_names=verbatim_names, unwraps=unwraps
+            )
             if by_queue is not None and index > 0:
                 by_queue.take(tool, policies[index], queue)
             registry.register(tool, tags=spec.tags, category=spec.category, version=spec.version)

@@ -27,7 +27,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from .._aio import positive_number
 from .._budget import ESTIMATE_ONLY
 from .._clock import CLOCK
-from .._code_mode import CALLS_LIMITED, UNAWAITED_CALLS_FAIL
+from .._code_mode import CALLS_LIMITED, UNAWAITED_CALLS_FAIL, WRAPPED_AGAIN
 from .._sandbox import Functions, Segment, turn_deadline
 from .._selection import CodeMode
 from ..approval import ApprovalDecision, ApprovalRequest
@@ -345,6 +345,8 @@ class ToolLoopWorkflow:
         IDS_PAST_HISTORY.set(workflow.patched(patches.IDS_PAST_HISTORY))
         UNAWAITED_CALLS_FAIL.set(workflow.patched(patches.UNAWAITED_CALLS_FAIL))
         CALLS_LIMITED.set(workflow.patched(patches.CALLS_LIMITED))
+        unwraps = workflow.patched(patches.WRAPPED_AGAIN)
+        WRAPPED_AGAIN.set(unwraps)
         CUT_CALLS_NOT_REPAIRED.set(workflow.patched(patches.CUT_CALLS_NOT_REPAIRED))
         CHECKS_TOGETHER.set(workflow.patched(patches.CHECKS_TOGETHER))
         UNIQUE_CALL_IDS.set(workflow.patched(patches.UNIQUE_CALL_IDS))
@@ -355,7 +357,12 @@ class ToolLoopWorkflow:
         verbatim_names = not workflow.patched(patches.PERMISSION_NAMES_NORMALISED)
         config = config_from_fields(args.config)
         registry = await stand_in_registry(
-            queues, config, per_queue=per_queue, as_text=as_text, verbatim_names=verbatim_names
+            queues,
+            config,
+            per_queue=per_queue,
+            as_text=as_text,
+            verbatim_names=verbatim_names,
+            unwraps=unwraps,
         )
         self._registry = registry
         # Activities enforce each tool's time limit (overridable per tool).

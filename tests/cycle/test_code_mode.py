@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import sys
 import textwrap
 import threading
 import time
@@ -30,6 +31,7 @@ from agcore_tools import (
     Permission,
     PermissionChecker,
     PermissionConfig,
+    StdioTransport,
     ToolContext,
     ToolIOError,
     ToolRegistry,
@@ -37,7 +39,7 @@ from agcore_tools import (
 from agcore_tools.cycle._programs import state_mac
 from agcore_tools.mcp._results import result_value
 from tests._scripts import run_script
-from tests.mcp.conftest import fixture_stdio
+from tests.mcp.conftest import SERVERS, fixture_stdio
 
 from .conftest import S, assert_history_valid, tool_messages
 
@@ -1163,3 +1165,26 @@ async def test_the_listing_shows_an_mcp_tools_output_schema_as_the_program_gets_
     assert "    Returns: {result: int}\n" in description
     assert "async def echo(text: str) -> Any:" in description  # no output schema
     assert result_of(server, 1) == "Paris 21.5 3 plain"
+
+
+async def test_a_program_gets_the_wrapped_object_of_a_value_the_model_reads_as_text(
+    serve, make_cycle
+):
+    # The adapter hands the model a plain value the server wrapped as {"result": v} as v
+    # (mcp/_results.py); a program still gets the object its listing promises.
+    registry = ToolRegistry()
+    transport = StdioTransport(sys.executable, [str(SERVERS / "wrapped_server.py")])
+    async with McpClient("notes", transport) as client:
+        registry.register_all(client.into_tools())
+        code = """
+        note = await read_note()
+        n = await count("a b c")
+        print(type(note).__name__, note["result"].count("\\n"), n["result"], await tags())
+        """
+        server = serve(program(code), S.reply_text("ok"))
+        await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+
+    description = server.requests[0].json["tools"][0]["function"]["description"]
+    assert "async def read_note() -> dict:" in description
+    assert "    Returns: {result: str}\n" in description
+    assert result_of(server, 1) == "dict 45 3 {'result': ['ops', 'db']}"

@@ -24,6 +24,8 @@ from agcore_tools import (
     StdioTransport,
     ToolRegistry,
 )
+from agcore_tools.error import McpUsageError
+from agcore_tools.mcp import McpPromptInfo
 from agcore_tools.testing import ScriptedChatServer as S
 
 from .conftest import PAGED, fixture_stdio
@@ -168,3 +170,65 @@ def test_no_warning_before_the_capabilities_are_known(caplog: pytest.LogCaptureF
         client.prompt_tool()
         client.resource_reader_tool()
     assert not caplog.records
+
+
+async def test_get_prompt_is_offered_strict_with_its_arguments_as_pairs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Before: arguments as a map with free keys, so a strict registry offered it
+    # non-strict, with a warning the user could do nothing about.
+    async with McpClient("fixture", fixture_stdio(), timeout=15) as client:
+        registry = ToolRegistry(strict=True)
+        registry.register(client.prompt_tool())
+        with caplog.at_level(logging.WARNING):
+            [offered] = [d["function"] for d in registry.definitions()]
+        assert not caplog.records
+        assert offered["strict"] is True
+        [pairs, _] = offered["parameters"]["properties"]["arguments"]["anyOf"]
+        assert pairs["items"]["required"] == ["name", "value"]
+
+        # As a strict model sends them: every pair whole, arguments left out as null.
+        trip = {"name": "trip", "arguments": [{"name": "country", "value": "Peru"}]}
+        got = await registry.invoke("get_prompt", trip)
+        assert got.result()[0]["content"]["text"] == "Plan a trip to the capital, Peru."
+        greet = await registry.invoke("get_prompt", {"name": "greet", "arguments": None})
+        # greet without its required argument: the server refuses it, and the model reads why.
+        assert isinstance(greet.error, McpError) and greet.error.is_recoverable()
+        twice = {"name": "trip", "arguments": [{"name": "country", "value": "a"}] * 2}
+        bad = await registry.invoke("get_prompt", twice)
+        assert isinstance(bad.error, InvalidArgumentsError)
+        assert "arguments: 'country' is given twice" in str(bad.error)
+
+
+async def test_get_prompt_made_with_the_servers_prompts_names_them() -> None:
+    # Before: "Get a prompt of the MCP server 'fixture' by name", and no name in sight.
+    async with McpClient("fixture", fixture_stdio(), timeout=15) as client:
+        tool = client.prompt_tool(prefix=True, prompts=await client.list_prompts())
+    assert tool.description.endswith(
+        "Returns the prompt's messages. Its prompts (? marks an optional argument):\n"
+        "- greet(name): Greet someone.\n"
+        "- trip(country, city?): Plan a trip."
+    )
+    properties = tool.parameters["properties"]
+    assert properties["name"]["enum"] == ["greet", "trip"]
+    assert properties["arguments"]["items"]["properties"]["name"]["enum"] == [
+        "name",
+        "country",
+        "city",
+    ]
+
+
+def test_get_prompt_describes_twenty_prompts_and_names_the_rest() -> None:
+    client = McpClient("many", StdioTransport("unused"))
+    prompts = [
+        McpPromptInfo(f"p{i}", description=f"Prompt {i}.\nMore.", arguments=({"name": "x"},))
+        for i in range(25)
+    ]
+    tool = client.prompt_tool(prompts=prompts)
+    lines = tool.description.splitlines()
+    assert lines[1:3] == ["- p0(x?): Prompt 0.", "- p1(x?): Prompt 1."]
+    assert len(lines) == 22 and lines[-1] == "... and 5 more, named in the enum of name."
+    assert tool.parameters["properties"]["name"]["enum"] == [f"p{i}" for i in range(25)]
+    assert client.prompt_tool(prompts=[]).description.endswith("The server lists no prompts.")
+    with pytest.raises(McpUsageError, match=r"takes the list that await client\.list_prompts\(\)"):
+        client.prompt_tool(prompts="p0")  # type: ignore[arg-type]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 import sys
 from typing import Any
@@ -25,7 +26,7 @@ from agcore_tools import (
     ToolExecutionError,
     ToolRegistry,
 )
-from agcore_tools.mcp._results import result_value
+from agcore_tools.mcp._results import READ_BY_MODEL, result_value
 
 
 def _text(text: str) -> types.TextContent:
@@ -256,6 +257,86 @@ async def test_an_mcp_embedded_screenshot_and_pdf_reach_the_model_as_an_image_an
         "type": "file",
         "file": {"file_data": File(pdf, "application/pdf").data_url, "filename": "page 1.pdf"},
     }
+
+
+@pytest.mark.parametrize(
+    ("texts", "value", "read"),
+    [
+        (['line 1\nsay "hi"'], 'line 1\nsay "hi"', 'line 1\nsay "hi"'),
+        (["3"], 3, 3),
+        (['[\n  "ops",\n  "db"\n]'], ["ops", "db"], ["ops", "db"]),  # FastMCP's list
+        # The text says something else: the server's own summary, or 1 for true.
+        (["3 notes"], "a\nb\nc", {"result": "a\nb\nc"}),
+        (["1"], True, {"result": True}),
+        (["ops", "db"], ["ops", "db"], {"result": ["ops", "db"]}),  # the SDK's, per item
+        ([], None, {"result": None}),
+        (['{"a": 1}'], {"a": 1}, {"result": {"a": 1}}),  # an object stays one
+    ],
+)
+def test_a_wrapped_plain_value_is_unwrapped_for_the_model_when_its_text_says_the_same(
+    texts: list[str], value: object, read: object
+) -> None:
+    result = types.CallToolResult(
+        content=[_text(t) for t in texts], structured_content={"result": value}
+    )
+    token = READ_BY_MODEL.set(True)
+    try:
+        assert result_value(result, "t") == read
+    finally:
+        READ_BY_MODEL.reset(token)
+    assert result_value(result, "t") == {"result": value}  # call_tool(): as documented
+
+
+def test_a_wrapped_value_with_other_keys_or_parts_is_not_unwrapped() -> None:
+    token = READ_BY_MODEL.set(True)
+    try:
+        more = types.CallToolResult(
+            content=[_text("x")], structured_content={"result": "x", "n": 1}
+        )
+        assert result_value(more, "t") == {"result": "x", "n": 1}
+        annotated = types.TextContent(
+            type="text", text="x", annotations=types.Annotations(audience=["user"])
+        )
+        marked = types.CallToolResult(content=[annotated], structured_content={"result": "x"})
+        assert result_value(marked, "t") == {"result": "x"}
+    finally:
+        READ_BY_MODEL.reset(token)
+
+
+async def test_a_wrapped_string_reaches_the_model_as_the_servers_text() -> None:
+    # FastMCP and the SDK's MCPServer send a `-> str` tool's value as structuredContent
+    # {"result": s} beside s as text. Before: the model read {"result":"---\ntitle: ..."},
+    # one line with every newline and quote escaped (2,912 characters for 2,694).
+    from .conftest import SERVERS
+
+    transport = StdioTransport(sys.executable, [str(SERVERS / "wrapped_server.py")])
+    async with McpClient("notes", transport, timeout=15) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(prefix=True))
+        calls = [
+            {
+                "id": name,
+                "type": "function",
+                "function": {"name": f"notes__{name}", "arguments": args},
+            }
+            for name, args in [
+                ("read_note", "{}"),
+                ("count", '{"text": "one two three"}'),
+                ("summary", "{}"),
+                ("verdict", "{}"),
+            ]
+        ]
+        read = {m["tool_call_id"]: m["content"] for m in await registry.run_tool_calls(calls)}
+        wrapped = await client.call_tool("read_note")  # as documented: the object
+
+    note = wrapped["result"]
+    assert note.startswith("---\ntitle: Runbook\n") and note.count('"') == 160
+    assert read["read_note"] == note
+    assert read["count"] == "3"
+    # A text that says less than the value, and an object whose one field is "result"
+    # (its text is the object's JSON), keep the object.
+    assert json.loads(read["summary"]) == {"result": note}
+    assert read["verdict"] == '{"result":"pass"}'
 
 
 def test_is_error_raises_with_the_text() -> None:

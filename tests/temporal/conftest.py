@@ -45,6 +45,8 @@ PROGRAMS = {
     "program-many": "n = 0\nfor i in range(6):\n    n = await add(n, 1)\nn",
     # Fails in its third stretch, after two calls and a print.
     "program-fails": "a = await add(2, 3)\nprint('sum', a)\nb = await add(a, 1)\n{'id': b}['email']",
+    # An MCP tool whose plain value the SDK wraps: the program reads its "result" key.
+    "program-wrapped": "n = await fx__word_count('one two three')\nn['result']",
     # A snapshot of ~1.9 MB fits in a payload; with the 400 kB result it resumes with,
     # the next step's input does not.
     "program-big-input": (
@@ -72,6 +74,7 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
         ("remove", {"path": "b.txt"}, "call_remove_b"),
     ],
     "mixed": [("add", {"a": 1, "b": 2}, "call_add"), ("fx__echo", {"text": "hi"}, "call_echo")],
+    "wrapped": [("fx__word_count", {"text": "one two three"}, "call_count")],
     "nope": [("nope", {}, "call_nope")],
     # An MCP server's question in a workflow: declined, as the activity cannot hold it.
     "mcp-ask": [("fx__ask_each_era", {"question": "colour?"}, "call_ask")],
@@ -100,6 +103,7 @@ PLANS: dict[str, list[tuple[str, Any, str]]] = {
     "program-many": [("run_python", {"code": PROGRAMS["program-many"]}, "call_prog")],
     "program-fails": [("run_python", {"code": PROGRAMS["program-fails"]}, "call_prog")],
     "program-big-input": [("run_python", {"code": PROGRAMS["program-big-input"]}, "call_prog")],
+    "program-wrapped": [("run_python", {"code": PROGRAMS["program-wrapped"]}, "call_prog")],
 }
 
 

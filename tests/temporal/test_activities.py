@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,9 +19,11 @@ from temporalio.testing import ActivityEnvironment
 
 from agcore_tools import (
     BaseTool,
+    McpClient,
     Permission,
     PermissionChecker,
     PermissionConfig,
+    StdioTransport,
     ToolConfigError,
     ToolContext,
     ToolRegistry,
@@ -35,6 +38,7 @@ from agcore_tools.temporal._payloads import (
     permissions_of,
 )
 from agcore_tools.testing import ScriptedChatServer
+from tests.mcp.conftest import SERVERS
 
 S = ScriptedChatServer
 
@@ -71,8 +75,10 @@ def registry() -> ToolRegistry:
 
 
 def call(name: str, **arguments: object) -> ToolCallInput:
-    # As a workflow of this version sends it: asking for the result as JSON text.
-    return ToolCallInput(name, dict(arguments), "c1", "run-1", "trace-1", {"user": "ann"}, True)
+    # As a workflow of this version sends it: asking for the result as JSON text, and
+    # wrapping an MCP tool's plain value again for a program.
+    metadata = {"user": "ann"}
+    return ToolCallInput(name, dict(arguments), "c1", "run-1", "trace-1", metadata, True, True)
 
 
 def test_options_for_tools_the_registry_lacks_are_a_caller_error() -> None:
@@ -132,6 +138,20 @@ async def test_custom_permissions_stay_custom_through_the_description() -> None:
     assert catalogue.permissions is not None
     assert permission_config(catalogue.permissions) == config
     assert permissions_of(catalogue.tools[0].permissions) == (read, Permission.READ)
+
+
+async def test_an_mcp_plain_value_stays_wrapped_for_a_workflow_that_cannot_wrap_it_again() -> None:
+    # The SDK sends count's int as {"result": 3}. A workflow of an earlier version hands
+    # a program what the activity returns, and its listing says {result: int}.
+    transport = StdioTransport(sys.executable, [str(SERVERS / "wrapped_server.py")])
+    async with McpClient("notes", transport, timeout=15) as client:
+        tools = ToolRegistry()
+        tools.register_all(client.into_tools())
+        activities = ToolActivities(tools)
+        counted = call("count", text="one two three")
+        assert (await activities.call_tool(counted)).value() == 3
+        earlier = dataclasses.replace(counted, unwraps=False)
+        assert (await activities.call_tool(earlier)).value() == {"result": 3}
 
 
 async def test_a_call_returns_its_output_or_its_error() -> None:

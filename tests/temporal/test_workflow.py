@@ -441,6 +441,26 @@ async def test_mcp_tools_run_on_the_workers_that_hold_the_connection(
     assert [c["worker"] for c in calls(workdir, "mixed-1")] == ["w1"]  # add; echo is MCP's
 
 
+async def test_an_mcp_tools_wrapped_value_reaches_the_model_as_text_and_a_program_as_listed(
+    client: Client, spawn: Spawn
+) -> None:
+    # The fixture's word_count returns an int, which the SDK sends as {"result": 3}.
+    pytest.importorskip("pydantic_monty")
+    spawn("wrap", "w1")
+    spawn("wrap-mcp", "m1", mcp=True)
+    direct = await start(client, "wrapped-1", "wrapped", "wrap", tool_task_queues=["wrap-mcp"])
+    assert (await finish(direct)).text == "done: 3"  # before: done: {"result":3}
+    program = await start(
+        client,
+        "wrapped-2",
+        "program-wrapped",
+        "wrap",
+        tool_task_queues=["wrap-mcp"],
+        code_mode=CodeMode(),
+    )
+    assert (await finish(program)).text == "done: result: 3"  # n["result"], as listed
+
+
 async def test_a_tool_task_queue_no_worker_polls_fails_the_run_by_name(
     client: Client, model: Model, workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
