@@ -168,7 +168,8 @@ class LineReader(ClosedOnExit):
                 pending = self._pending
                 answers = pending.invalid(line) if pending is not None else None
                 if answers is not None:
-                    # The answer to a waiting request, malformed: it fails at once.
+                    # The answer to a waiting request, malformed or too deep to read:
+                    # it fails at once.
                     self._deliver(answers)
                     continue
                 # Servers print banners and logs to stdout; the connection stays up.

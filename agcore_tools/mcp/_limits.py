@@ -1,4 +1,5 @@
-"""Answers the client cannot take: larger than ``max_message_size``.
+"""Answers the client cannot take: larger than ``max_message_size``, or nested deeper
+than the JSON parser reads.
 
 Such an answer is not parsed, so its id is not known the usual way. Over stdio one line
 carries each message and the client must tell which waiting request it answers from
@@ -21,13 +22,28 @@ from typing import Any, Literal
 
 __all__ = [
     "HEAD",
+    "JSON_DEPTH",
     "TAIL",
     "answer_id",
     "over_limit_answer",
     "over_limit_reason",
+    "too_deep",
     "too_large",
 ]
 
+JSON_DEPTH = 201
+"""The deepest nesting of arrays and objects that pydantic-core's JSON parser (the
+SDK's, and this library's) reads.
+
+Example:
+    >>> from pydantic_core import from_json
+    >>> len(str(from_json("[" * JSON_DEPTH + "]" * JSON_DEPTH)))
+    403
+    >>> from_json("[" * (JSON_DEPTH + 1) + "]" * (JSON_DEPTH + 1))
+    Traceback (most recent call last):
+    ...
+    ValueError: recursion limit exceeded at line 1 column 202
+"""
 HEAD = 4096
 """Bytes of the start of a line that cannot be parsed searched for its id."""
 TAIL = 512
@@ -63,9 +79,15 @@ def too_large(limit: int, setting: str) -> tuple[str, str]:
     )
 
 
+def too_deep() -> tuple[str, str]:
+    """What is wrong with an answer nested deeper than :data:`JSON_DEPTH` levels (no
+    setting changes it), for :func:`over_limit_answer`."""
+    return f"is nested deeper than {JSON_DEPTH} levels, which the JSON parser does not read", ""
+
+
 def over_limit_answer(request_id: Any, problem: tuple[str, str]) -> dict[str, Any]:
     """The JSON-RPC error answer, for request ``request_id``, that stands in for an
-    answer with ``problem`` (from :func:`too_large`).
+    answer with ``problem`` (from :func:`too_large` or :func:`too_deep`).
 
     Example:
         >>> answer = over_limit_answer(3, too_large(1024, "StdioTransport"))
@@ -98,7 +120,7 @@ def answer_id(head: bytes, tail: bytes | None) -> tuple[Literal["answer", "other
     answer whose id is not found; or ``("other", None)``, no answer.
 
     An answer's ``"result"`` or ``"error"`` is an object, and that object is what makes
-    a line long: so only the plain members before the first nested one are
+    a line long or deep: so only the plain members before the first nested one are
     read at the start, and that nested one must be the ``"result"`` or ``"error"``
     (a ``"method"``, or ``"params"``, or a log line's long text make no answer). At the
     end, only the last plain members are read: nothing nested is taken for the

@@ -25,8 +25,9 @@ Where the request is known:
   skipped as stray output while the request waits out its timeout. A line counts as
   an answer only if it has ``"result"`` or ``"error"``, and, without
   ``"jsonrpc": "2.0"``, no other members than an answer's: a JSON log line that merely
-  has an ``"id"`` stays stray output. A line over the size limit is not parsed:
-  :meth:`PendingIds.unreadable` fails the request it answers at once (see ``_limits``).
+  has an ``"id"`` stays stray output. A line over the size limit, or nested deeper than
+  the JSON parser reads, is not parsed: :meth:`PendingIds.unreadable` fails the request
+  it answers at once (see ``_limits``).
 
 Kept free of SDK and httpx imports at module level: the framing and the guard load it.
 JSON is read with ``pydantic_core.from_json``, a few microseconds per answer.
@@ -41,7 +42,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from ._limits import answer_id, over_limit_answer, too_large
+from ._limits import HEAD, TAIL, answer_id, over_limit_answer, too_deep, too_large
 
 __all__ = [
     "JsonBodyCheck",
@@ -200,12 +201,14 @@ def _violation(where: str, expected: Any, answered: Any) -> None:
     )
 
 
-def _stray_id(payload: bytes | str, expected: Any) -> tuple[bool, Any]:
-    """(True, the id) if ``payload`` is a JSON-RPC answer whose id is not ``expected``."""
+def _stray_id(payload: bytes, expected: Any) -> tuple[bool | None, Any]:
+    """(True, the id) if ``payload`` is a JSON-RPC answer whose id is not ``expected``;
+    (None, None) if it is nested too deeply to parse."""
     try:
         message = from_json(payload)  # pydantic's parser: several times json.loads' speed
-    except ValueError:
-        return False, None  # not JSON: the SDK reports it
+    except ValueError as exc:
+        # Not JSON: the SDK reports it. Too deep: the SDK's parser would say "malformed".
+        return (None if "recursion limit" in str(exc) else False), None
     if not isinstance(message, dict) or "method" in message:
         return False, None  # a request or notification from the server, or a batch
     if "result" not in message and "error" not in message:
@@ -261,9 +264,12 @@ class JsonBodyCheck:
         return b""
 
     def end(self) -> bytes:
-        """The body, or an error answer in its place if it answers another id."""
+        """The body, or an error answer in its place if it answers another id (or is
+        nested too deeply to read)."""
         body = b"".join(self._chunks)
         stray, answered = _stray_id(body, self._expected)
+        if stray is None:
+            return _stand_in(self._where, self._expected, too_deep())
         if not stray:
             return body
         _violation(self._where, self._expected, answered)
@@ -338,7 +344,11 @@ class SseCheck:
                 kind = value
         if kind != b"message" or not data:
             return event
-        stray, answered = _stray_id(b"\n".join(data), self._expected)
+        payload = b"\n".join(data)
+        stray, answered = _stray_id(payload, self._expected)
+        if stray is None and answer_id(payload[:HEAD], payload[-TAIL:])[0] == "answer":
+            answer = _stand_in(self._where, self._expected, too_deep()).decode()
+            return f"event: message\ndata: {answer}\n\n".encode()
         if not stray:
             return event
         _violation(self._where, self._expected, answered)
@@ -401,12 +411,15 @@ class PendingIds:
 
     def invalid(self, line: bytes) -> list[dict[str, Any]] | None:
         """A line that is no valid JSON-RPC message: if it is an answer carrying a pending
-        request's id, the error answer that fails that request at once; else None (stray
+        request's id, the error answer that fails that request at once; if it is nested
+        too deeply to parse, what :meth:`unreadable` makes of it; else None (stray
         output, to be skipped)."""
         try:
             message = from_json(line)
-        except ValueError:
-            return None
+        except ValueError as exc:
+            if "recursion limit" not in str(exc):
+                return None
+            return self.unreadable(line[:HEAD], line[-TAIL:], too_deep())
         if not isinstance(message, dict) or not _looks_like_answer(message):
             return None  # stray output, such as a JSON log line that has an "id" field
         request_id = message.get("id")

@@ -163,8 +163,8 @@ async def _classify(
             McpError(name, f"{action} got an invalid answer: {problem}", tool_name=tool_name)
         )
     if isinstance(exc, MCPError) and (dropped := over_limit_reason(exc.data, exc.message)):
-        # The server and the connection are fine: only this answer was too big to take,
-        # as with an SSE event over the limit.
+        # The server and the connection are fine: only this answer was too big (or too
+        # deep) to take, as with an SSE event over the limit.
         error = McpError(name, f"{action} failed: {dropped}", tool_name=tool_name, recoverable=True)
         return Verdict(error)
     if exchange is not None and exchange.status is not None:

@@ -1,7 +1,7 @@
 """Answers the client cannot take: over ``max_message_size`` (on every transport, a
-compressed one counted as it inflates). Such an answer fails the call it answers at
-once, with a recoverable error that says why, and the connection goes on; nothing of
-it is kept beyond the limit.
+compressed one counted as it inflates), or nested deeper than the JSON parser reads.
+Either fails the call it answers at once, with a recoverable error that says why, and
+the connection goes on; nothing of such an answer is kept beyond the limit.
 
 Over stdio the server is the fixture server behind ``servers/answer_proxy.py``, which
 spoils the answers to one tool; over Streamable HTTP it is ``servers/fault_server.py``,
@@ -32,6 +32,10 @@ BIG = 200_000  # bytes of text in an answer over LIMIT
 TIMEOUT = 20  # far above PROMPT: a call that waited for its timeout fails the test
 PROMPT = 5.0
 TOO_LARGE = "failed: the answer exceeded the 65536 byte limit, so it was dropped; "
+TOO_DEEP = (
+    "failed: the answer is nested deeper than 201 levels, which the JSON parser does not "
+    "read, so it was dropped"
+)
 
 
 def spoiling(fault: str, method: str = "tools/call", *tool: str, **options: Any) -> McpClient:
@@ -88,6 +92,35 @@ async def test_a_notification_over_the_limit_is_dropped_and_fails_no_call(
     assert "not JSON-RPC" not in caplog.text
 
 
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_an_answer_nested_too_deeply_fails_its_call_at_once_over_stdio(
+    protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # It used to be skipped as stray output ("logs belong on stderr"), and the call
+    # waited out its timeout.
+    async with spoiling("deep", "tools/call", "echo", protocol=protocol) as client:
+        started = time.monotonic()
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "mine"})
+        assert time.monotonic() - started < PROMPT
+        assert str(info.value).startswith(f"MCP server 'big': tools/call 'echo' {TOO_DEEP}; ")
+        assert info.value.is_recoverable()
+        assert "not JSON-RPC" not in caplog.text
+        assert client.connected
+        assert await client.call_tool("weather", {"city": "Lima"}) == {
+            "city": "Lima",
+            "temperature": 21.5,
+        }
+
+
+async def test_a_tool_list_nested_too_deeply_fails_the_start_at_once() -> None:
+    client = spoiling("deep", "tools/list", protocol="legacy")
+    started = time.monotonic()
+    with pytest.raises(McpError, match=f"tools/list {TOO_DEEP}"):
+        await client.connect()
+    assert time.monotonic() - started < PROMPT
+
+
 # -- Streamable HTTP ----------------------------------------------------------------------
 
 
@@ -138,6 +171,22 @@ async def test_a_compressed_answer_is_read_and_its_id_checked(
         with pytest.raises(McpError, match=r"mismatched id \(999999, not "):
             await client.call_tool("echo", {"text": "mine"})
         assert [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert client.connected
+
+
+@pytest.mark.parametrize("form", ["json", "sse"])
+async def test_an_answer_nested_too_deeply_fails_its_call_as_over_stdio(
+    fault_server: FaultServer, form: str
+) -> None:
+    deep = text_answer("z").replace(
+        '"result": {', '"result": {"_meta": ' + "[" * 250 + "]" * 250 + ", "
+    )
+    async with limited(fault_server, "legacy") as client:
+        await fault_server.control("answer", raw=deep, **{"as": form})
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "mine"})
+        assert str(info.value).startswith(f"MCP server 'faulty': tools/call 'echo' {TOO_DEEP}; ")
+        assert info.value.is_recoverable()
         assert client.connected
 
 

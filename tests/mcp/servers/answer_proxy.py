@@ -20,7 +20,8 @@ except for the requests of METHOD (of TOOL alone, for ``tools/call``):
 - ``unended``: the same, but its line is not ended: the newline comes with the next
   line the relay writes;
 - ``huge-log``: the answer is left alone, but a log notification ``ANSWER_BYTES`` long
-  comes before it.
+  comes before it;
+- ``deep``: the answer's result carries a ``_meta`` nested 250 levels deep.
 """
 
 from __future__ import annotations
@@ -40,12 +41,21 @@ IGNORED = b""  # what the relay writes in place of a request it drops (nothing)
 SIZE = int(os.environ.get("ANSWER_BYTES", "200000"))
 
 
+def nested(depth: int) -> object:
+    tree: object = "leaf"
+    for _ in range(depth):
+        tree = [tree]
+    return tree
+
+
 def spoiled(fault: str, answer: dict[str, Any]) -> dict[str, Any]:
     if fault in ("huge", "unended"):
         return {**answer, "result": {"content": [{"type": "text", "text": "x" * SIZE}]}}
     if fault == "huge-id-last":
         result = {"content": [{"type": "text", "text": "x" * SIZE}]}
         return {"jsonrpc": "2.0", "result": result, "id": answer["id"]}
+    if fault == "deep":
+        return {**answer, "result": {**answer["result"], "_meta": {"tree": nested(250)}}}
     if fault == "no-code":
         return {"jsonrpc": "2.0", "id": answer["id"], "error": {"message": "no code here"}}
     if fault == "null-result":
