@@ -22,6 +22,7 @@ from agcore_tools import (
     LlmCycle,
     McpClient,
     StdioTransport,
+    StreamableHttpTransport,
     ToolContext,
     ToolRegistry,
     TurnComplete,
@@ -162,6 +163,10 @@ def _deprecated_uses() -> list[tuple[object, Callable[[], object] | None]]:
         (vars(CycleConfig)["max_tool_result_bytes"].fget, lambda: config.max_tool_result_bytes),
         (vars(ToolActivityOptions)["timeout_secs"].fget, lambda: options.timeout_secs),
         (
+            vars(StreamableHttpTransport)["max_sse_event_size"].fget,
+            lambda: StreamableHttpTransport("http://x/mcp").max_sse_event_size,
+        ),
+        (
             ToolRegistry.with_permission_checker,
             lambda: ToolRegistry().with_permission_checker(None),
         ),
@@ -174,6 +179,12 @@ def _deprecated_uses() -> list[tuple[object, Callable[[], object] | None]]:
         uses.append((_init_overload(ToolContext), lambda: ToolContext("session-1")))
         uses.append(
             (_init_overload(ToolActivityOptions), lambda: ToolActivityOptions(timeout_secs=5))
+        )
+        uses.append(
+            (
+                _init_overload(StreamableHttpTransport),
+                lambda: StreamableHttpTransport("http://x/mcp", max_sse_event_size=1024),
+            )
         )
         for keyword in ("tool_timeout_secs", "max_tool_result_bytes"):
             uses.append(

@@ -11,9 +11,11 @@ Parsing is the SDK's: ``mcp_types.jsonrpc_message_adapter``.
 from __future__ import annotations
 
 import logging
+import sys
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ._limits import HEAD, TAIL, too_large
 from ._matching import PendingIds
 from ._streams import ClosedOnExit
 
@@ -37,19 +39,29 @@ class LineReader(ClosedOnExit):
     With ``pending`` (shared with the :class:`LineWriter`), an answer whose id no
     request has is dropped, and the request it came for fails; so does a request whose
     answer is not valid JSON-RPC (see ``_matching``).
+
+    A line longer than ``limit`` bytes is not kept: once that much of it has come,
+    the request it answers fails (with ``pending``; see ``_limits``), and the rest of
+    it is read and dropped. The next line is whole again: JSON text holds no raw line
+    break, so a newline always ends a message, and the connection goes on.
     """
 
     __slots__ = (
         "_adapter",
         "_answers",
         "_closed",
+        "_dropping",
         "_endings",
+        "_head",
         "_invalid",
+        "_limit",
         "_message",
         "_partial",
         "_pending",
         "_ready",
+        "_size",
         "_stdout",
+        "_tail",
         "_where",
         "ended",
         "eof",
@@ -61,6 +73,7 @@ class LineReader(ClosedOnExit):
         stdout: ByteReceiveStream,
         pending: PendingIds | None = None,
         where: str = "MCP server",
+        limit: int | None = None,
     ) -> None:
         import anyio
         import mcp_types
@@ -71,6 +84,15 @@ class LineReader(ClosedOnExit):
         self._where = where  # which server, in the warning about stray output
         self._ready: deque[SessionMessage] = deque()
         self._partial: list[bytes] = []
+        self._size = 0
+        """Bytes in ``_partial``."""
+        self._limit = sys.maxsize if limit is None else limit
+        self._dropping = False
+        """Whether the line being read is over the limit, and dropped as it comes."""
+        self._head = b""
+        """The start of that line, while what it answers is still to be told."""
+        self._tail = b""
+        """Its last bytes so far, meanwhile."""
         self._closed = False
         self.ended = anyio.Event()
         """Set once reading has ended, whatever ended it."""
@@ -112,30 +134,43 @@ class LineReader(ClosedOnExit):
         return ready.popleft()
 
     def _split(self, chunk: bytes) -> None:
+        if self._dropping:
+            end = chunk.find(b"\n")
+            self._dropped(chunk if end < 0 else chunk[:end], ended=end >= 0)
+            chunk = chunk[end + 1 :] if end >= 0 else b""
+            if not chunk:
+                return
         partial = self._partial
         if b"\n" not in chunk:
             partial.append(chunk)
+            self._size += len(chunk)
+            if self._size > self._limit:
+                self._overflow()
             return
         if partial:
             partial.append(chunk)
             chunk = b"".join(partial)
             partial.clear()
         *lines, rest = chunk.split(b"\n")
+        self._size = len(rest)
         if rest:
             partial.append(rest)
         for line in lines:
             if not line.strip():
                 continue
+            if len(line) > self._limit:
+                self._head, self._tail = line[:HEAD], b""
+                self._dropped(line, ended=True)
+                continue
             try:
                 message = self._adapter.validate_json(line, by_name=False)
             except self._invalid:
                 pending = self._pending
-                answer = pending.invalid(line) if pending is not None else None
-                if answer is not None:
-                    # The answer to a waiting request, malformed: it fails at once.
-                    self._ready.append(
-                        self._message(self._adapter.validate_python(answer, by_name=False))
-                    )
+                answers = pending.invalid(line) if pending is not None else None
+                if answers is not None:
+                    # The answer to a waiting request, malformed or too deep to read:
+                    # it fails at once.
+                    self._deliver(answers)
                     continue
                 # Servers print banners and logs to stdout; the connection stays up.
                 # The first such line is worth a WARNING; a server that does it once
@@ -153,12 +188,55 @@ class LineReader(ClosedOnExit):
             if self._pending is not None and isinstance(message, self._answers):
                 instead = self._pending.answered(message.id)
                 if instead is not None:
-                    self._ready.extend(
-                        self._message(self._adapter.validate_python(answer, by_name=False))
-                        for answer in instead
-                    )
+                    self._deliver(instead)
                     continue
             self._ready.append(self._message(message))
+        if self._size > self._limit:
+            self._overflow()
+
+    def _deliver(self, answers: list[dict[str, Any]]) -> None:
+        """Hand on error answers built in place of what was read."""
+        self._ready.extend(
+            self._message(self._adapter.validate_python(answer, by_name=False))
+            for answer in answers
+        )
+
+    def _overflow(self) -> None:
+        """The line being read has passed the limit: drop what came of it, and the rest
+        as it comes."""
+        partial = self._partial
+        head = bytearray()
+        for piece in partial:
+            head += piece[: HEAD - len(head)]
+            if len(head) >= HEAD:
+                break
+        self._head, self._tail = bytes(head), b""
+        last = partial[-1]
+        partial.clear()
+        self._size = 0
+        self._dropped(last, ended=False, first=True)
+
+    def _dropped(self, piece: bytes, *, ended: bool, first: bool = False) -> None:
+        """``piece`` of a line over the limit was read (its last, if ``ended``): once
+        what it answers can be told (from its start, else at its end), fail that
+        request."""
+        self._dropping = not ended
+        if not self._head:
+            return  # told already
+        self._tail = (self._tail + piece[-TAIL:])[-TAIL:]
+        if not (ended or first):
+            return  # its start told nothing: only its end can
+        problem = too_large(self._limit, "StdioTransport")
+        pending = self._pending
+        if pending is None:
+            logger.warning("%s wrote a line to stdout that %s; dropped", self._where, problem[0])
+            answers: list[dict[str, Any]] | None = []
+        else:
+            answers = pending.unreadable(self._head, self._tail if ended else None, problem)
+        if answers is None:
+            return  # an answer whose id may come at its end
+        self._head = self._tail = b""
+        self._deliver(answers)
 
     def unanswered(self) -> list[str]:
         """The methods of the requests written to the child that no answer has come for

@@ -18,7 +18,11 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
   ``DELETE`` :data:`CLOSE_TIMEOUT` seconds at most in any case, so ``close()`` is
   bounded even before a frozen server has been noticed;
 - reads the answer to each POSTed request before the SDK does, and replaces an answer
-  carrying another id by an error answer for the request (see ``_matching``);
+  carrying another id by an error answer for the request (see ``_matching``), as it
+  does an ``application/json`` answer over ``max_message_size`` as soon as it passes
+  it (an SSE event over it fails in the SDK); a compressed answer is decoded here, by
+  httpx2's own decoders, so that what is checked and counted is what the SDK reads
+  (httpx2 would decode it after this transport, a 300 KiB gzip body into 300 MiB);
 - hands the GET stream of a 2025-11-25 session to a :class:`ListenStream`, which
   keeps it coming back where the SDK would give it up.
 
@@ -49,6 +53,7 @@ from pydantic_core import from_json
 from .._aio import with_timeout
 from .._redact import url_without_secrets
 from ..error import ToolConfigError
+from ._bodies import BodyCut, decode_here
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after, server_reason
 from ._listen import ListenStream, StreamEvent
 from ._matching import JsonBodyCheck, SseCheck
@@ -126,7 +131,7 @@ class _Guard(httpx2.AsyncBaseTransport):
         isolate: Callable[[], bool],
         given_up: Callable[[], bool],
         secrets: SentSecrets,
-        event_limit: int | None = None,
+        limit: int | None = None,
         listen: ListenStream | None = None,
     ) -> None:
         # Only MCP messages to the endpoint are watched, not an auth flow's own requests
@@ -135,7 +140,7 @@ class _Guard(httpx2.AsyncBaseTransport):
         self._endpoint = _place(endpoint)
         self._redirected: dict[_Place, None] = {}
         self._where = f"MCP server at {endpoint}"
-        self._event_limit = event_limit
+        self._limit = limit
         self._send = send
         self._close = close
         self._isolate = isolate
@@ -174,6 +179,8 @@ class _Guard(httpx2.AsyncBaseTransport):
                 exc, (httpx2.ConnectError, httpx2.ConnectTimeout)
             )
             return _no_answer(request, exchange.network_error)
+        if mcp_post:
+            decode_here(request, response)
         if exchange is not None:
             if response.status_code >= 400:
                 await _record(exchange, request, response, self._secrets)
@@ -183,6 +190,14 @@ class _Guard(httpx2.AsyncBaseTransport):
                 exchange.www_authenticate = None
         if mcp_post and response.status_code < 300:
             self._check_answer(request, response)
+        elif (
+            mcp_post
+            and response.status_code >= 400
+            and self._limit is not None
+            and isinstance(response.stream, httpx2.AsyncByteStream)
+        ):
+            # The SDK reads a JSON error body whole, for the JSON-RPC error in it.
+            response.stream = _Checked(response.stream, BodyCut(self._limit))
         elif to_endpoint:
             self._note_redirect(request, response)
         return response
@@ -219,8 +234,6 @@ class _Guard(httpx2.AsyncBaseTransport):
         dispatcher drops it and the request waits out its timeout). The id is rewritten
         only to resume a stream, where it needs no rewriting either.
         """
-        if response.headers.get("content-encoding", "identity") != "identity":
-            return  # compressed: the SDK's client decodes it after this transport
         stream = response.stream
         if not isinstance(stream, httpx2.AsyncByteStream):
             return
@@ -233,9 +246,9 @@ class _Guard(httpx2.AsyncBaseTransport):
         kind = response.headers.get("content-type", "").lower()
         check: JsonBodyCheck | SseCheck
         if kind.startswith("application/json"):
-            check = JsonBodyCheck(sent["id"], self._where)
+            check = JsonBodyCheck(sent["id"], self._where, self._limit)
         elif kind.startswith("text/event-stream"):
-            check = SseCheck(sent["id"], self._where, self._event_limit)
+            check = SseCheck(sent["id"], self._where, self._limit)
         else:
             return
         response.stream = _Checked(stream, check)
@@ -254,9 +267,12 @@ class _Guard(httpx2.AsyncBaseTransport):
 
 
 class _Checked(httpx2.AsyncByteStream):
-    """A response body passed through a :class:`JsonBodyCheck` or :class:`SseCheck`."""
+    """A response body passed through a :class:`JsonBodyCheck` or :class:`SseCheck`
+    (or cut)."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream, check: JsonBodyCheck | SseCheck) -> None:
+    def __init__(
+        self, inner: httpx2.AsyncByteStream, check: JsonBodyCheck | SseCheck | BodyCut
+    ) -> None:
         self._inner = inner
         self._check = check
 
@@ -266,6 +282,8 @@ class _Checked(httpx2.AsyncByteStream):
             passed = check.feed(chunk)
             if passed:
                 yield passed
+            if check.done:
+                return  # the rest is not read: closing the response drops its connection
         rest = check.end()
         if rest:
             yield rest
@@ -303,7 +321,7 @@ async def _peek(response: httpx2.Response, size: int, wait: float) -> bytes:
     if not isinstance(stream, httpx2.AsyncByteStream):
         return b""
     if response.headers.get("content-encoding", "identity") != "identity":
-        return b""  # compressed: the client decodes it after this transport
+        return b""  # compressed (not an MCP POST's answer): the client decodes it
     read: list[bytes] = []
     chunks = aiter(stream)
     rest: AsyncIterator[bytes] | None = chunks
@@ -524,11 +542,11 @@ def _build_client(
     timeout = httpx2.Timeout(transport.http_timeout, read=transport.sse_read_timeout)
     endpoint = httpx2.URL(transport.url)
     factory = transport.http_client_factory
-    event_limit = transport.max_sse_event_size
+    limit = transport.max_message_size
     if factory is None:
         routes = _Routes(_tls_context(transport), transport.proxy)
         guard = _Guard(
-            endpoint, routes.send, routes.aclose, isolate, given_up, secrets, event_limit, listen
+            endpoint, routes.send, routes.aclose, isolate, given_up, secrets, limit, listen
         )
         client = httpx2.AsyncClient(
             headers=headers, auth=transport.auth, timeout=timeout, transport=guard
@@ -552,7 +570,7 @@ def _build_client(
     async def close() -> None:
         pass  # closed by open_streamable_http, which owns it
 
-    guard = _Guard(endpoint, send, close, isolate, given_up, secrets, event_limit, listen)
+    guard = _Guard(endpoint, send, close, isolate, given_up, secrets, limit, listen)
     # No auth here: the user's client applies the one it was given.
     outer = httpx2.AsyncClient(headers=user.headers, timeout=user.timeout, transport=guard)
     return outer, user
@@ -585,7 +603,7 @@ async def open_streamable_http(
         await stack.enter_async_context(http)
         streams: Any = await stack.enter_async_context(
             streamable_http_client(
-                transport.url, http_client=http, max_sse_event_size=transport.max_sse_event_size
+                transport.url, http_client=http, max_sse_event_size=transport.max_message_size
             )
         )
         yield streams

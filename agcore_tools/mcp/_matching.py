@@ -25,7 +25,9 @@ Where the request is known:
   skipped as stray output while the request waits out its timeout. A line counts as
   an answer only if it has ``"result"`` or ``"error"``, and, without
   ``"jsonrpc": "2.0"``, no other members than an answer's: a JSON log line that merely
-  has an ``"id"`` stays stray output.
+  has an ``"id"`` stays stray output. A line over the size limit, or nested deeper than
+  the JSON parser reads, is not parsed: :meth:`PendingIds.unreadable` fails the request
+  it answers at once (see ``_limits``).
 
 Kept free of SDK and httpx imports at module level: the framing and the guard load it.
 JSON is read with ``pydantic_core.from_json``, a few microseconds per answer.
@@ -39,6 +41,8 @@ import re
 from typing import Any
 
 from pydantic_core import from_json
+
+from ._limits import HEAD, TAIL, answer_id, over_limit_answer, too_deep, too_large
 
 __all__ = [
     "JsonBodyCheck",
@@ -116,7 +120,7 @@ def invalid_reason(data: Any, message: str) -> str | None:
     Example:
         >>> pending = PendingIds("MCP server 'demo'")
         >>> pending.sent(3, "tools/call")
-        >>> answer = pending.invalid(b'{"jsonrpc": "2.0", "id": 3, "error": {"message": "x"}}')
+        >>> [answer] = pending.invalid(b'{"jsonrpc": "2.0", "id": 3, "error": {"message": "x"}}')
         >>> invalid_reason(answer["error"]["data"], answer["error"]["message"])
         'its "error" has no "code"'
     """
@@ -197,12 +201,14 @@ def _violation(where: str, expected: Any, answered: Any) -> None:
     )
 
 
-def _stray_id(payload: bytes | str, expected: Any) -> tuple[bool, Any]:
-    """(True, the id) if ``payload`` is a JSON-RPC answer whose id is not ``expected``."""
+def _stray_id(payload: bytes, expected: Any) -> tuple[bool | None, Any]:
+    """(True, the id) if ``payload`` is a JSON-RPC answer whose id is not ``expected``;
+    (None, None) if it is nested too deeply to parse."""
     try:
         message = from_json(payload)  # pydantic's parser: several times json.loads' speed
-    except ValueError:
-        return False, None  # not JSON: the SDK reports it
+    except ValueError as exc:
+        # Not JSON: the SDK reports it. Too deep: the SDK's parser would say "malformed".
+        return (None if "recursion limit" in str(exc) else False), None
     if not isinstance(message, dict) or "method" in message:
         return False, None  # a request or notification from the server, or a batch
     if "result" not in message and "error" not in message:
@@ -215,25 +221,55 @@ def _stray_id(payload: bytes | str, expected: Any) -> tuple[bool, Any]:
     return True, answered
 
 
+def _stand_in(where: str, expected: Any, problem: tuple[str, str]) -> bytes:
+    """The error answer to request ``expected`` that stands in for one with ``problem``."""
+    logger.warning(
+        "%s: the answer to request %r %s; dropped, the request fails", where, expected, problem[0]
+    )
+    return json.dumps(over_limit_answer(expected, problem)).encode()
+
+
 class JsonBodyCheck:
-    """The ``application/json`` answer to one POSTed request, checked once it is whole."""
+    """The ``application/json`` answer to one POSTed request, checked once it is whole,
+    or, once it passes ``limit`` bytes, replaced by an error answer at once (``done``:
+    the rest is not to be read)."""
 
-    __slots__ = ("_chunks", "_expected", "_where")
+    __slots__ = ("_chunks", "_expected", "_limit", "_size", "_where", "done")
 
-    def __init__(self, expected: Any, where: str) -> None:
+    def __init__(self, expected: Any, where: str, limit: int | None = None) -> None:
         self._expected = expected
         self._where = where
+        self._limit = limit
         self._chunks: list[bytes] = []
+        self._size = 0
+        self.done = False
+        """Whether what was passed on stands for the whole body."""
 
     def feed(self, chunk: bytes) -> bytes:
-        """Keep ``chunk``; nothing is passed on before the end."""
+        """Keep ``chunk``; nothing is passed on before the end, unless the body is over
+        the limit: then the error answer that stands for it.
+
+        Example:
+            >>> check = JsonBodyCheck(5, "test", limit=16)
+            >>> check.feed(b'{"jsonrpc": "2.0", "id": 5, '), check.done
+            (b'{"jsonrpc": "2.0", "id": 5, "error": {"code": -32603, "message": "the answer exceeded the 16 byte limit, so it was dropped; StreamableHttpTransport(max_message_size=...) raises the limit", "data": {"agcore_tools.answer_over_limit": true}}}', True)
+        """
+        self._size += len(chunk)
+        if self._limit is not None and self._size > self._limit:
+            self._chunks.clear()
+            self.done = True
+            problem = too_large(self._limit, "StreamableHttpTransport")
+            return _stand_in(self._where, self._expected, problem)
         self._chunks.append(chunk)
         return b""
 
     def end(self) -> bytes:
-        """The body, or an error answer in its place if it answers another id."""
+        """The body, or an error answer in its place if it answers another id (or is
+        nested too deeply to read)."""
         body = b"".join(self._chunks)
         stray, answered = _stray_id(body, self._expected)
+        if stray is None:
+            return _stand_in(self._where, self._expected, too_deep())
         if not stray:
             return body
         _violation(self._where, self._expected, answered)
@@ -252,6 +288,9 @@ class SseCheck:
     event carrying another id is replaced by an error answer for the request."""
 
     __slots__ = ("_buffer", "_expected", "_limit", "_scanned", "_unchecked", "_where")
+
+    done = False
+    """Never: the SDK reads every event of the stream."""
 
     def __init__(self, expected: Any, where: str, limit: int | None = None) -> None:
         self._expected = expected
@@ -305,7 +344,11 @@ class SseCheck:
                 kind = value
         if kind != b"message" or not data:
             return event
-        stray, answered = _stray_id(b"\n".join(data), self._expected)
+        payload = b"\n".join(data)
+        stray, answered = _stray_id(payload, self._expected)
+        if stray is None and answer_id(payload[:HEAD], payload[-TAIL:])[0] == "answer":
+            answer = _stand_in(self._where, self._expected, too_deep()).decode()
+            return f"event: message\ndata: {answer}\n\n".encode()
         if not stray:
             return event
         _violation(self._where, self._expected, answered)
@@ -366,14 +409,17 @@ class PendingIds:
             del self._methods[k]
         return [mismatch_answer(k, request_id, len(waiting)) for k in waiting]
 
-    def invalid(self, line: bytes | str) -> dict[str, Any] | None:
+    def invalid(self, line: bytes) -> list[dict[str, Any]] | None:
         """A line that is no valid JSON-RPC message: if it is an answer carrying a pending
-        request's id, the error answer that fails that request at once; else None (stray
+        request's id, the error answer that fails that request at once; if it is nested
+        too deeply to parse, what :meth:`unreadable` makes of it; else None (stray
         output, to be skipped)."""
         try:
             message = from_json(line)
-        except ValueError:
-            return None
+        except ValueError as exc:
+            if "recursion limit" not in str(exc):
+                return None
+            return self.unreadable(line[:HEAD], line[-TAIL:], too_deep())
         if not isinstance(message, dict) or not _looks_like_answer(message):
             return None  # stray output, such as a JSON log line that has an "id" field
         request_id = message.get("id")
@@ -392,8 +438,66 @@ class PendingIds:
             method,
             problem,
         )
-        return {
-            "jsonrpc": "2.0",
-            "id": key,
-            "error": {"code": _INTERNAL_ERROR, "message": problem, "data": {_INVALID: True}},
-        }
+        return [
+            {
+                "jsonrpc": "2.0",
+                "id": key,
+                "error": {"code": _INTERNAL_ERROR, "message": problem, "data": {_INVALID: True}},
+            }
+        ]
+
+    def unreadable(
+        self, head: bytes, tail: bytes | None, problem: tuple[str, str]
+    ) -> list[dict[str, Any]] | None:
+        """A line that cannot be parsed for ``problem`` (see ``_limits``), of which
+        ``head`` is the start and ``tail`` the end (None: not read yet): the error
+        answers that fail at once the request it answers (every waiting one when its
+        id is not found, as for an unknown id), none for a line that answers none, or
+        None while that cannot be told before its end.
+
+        Example:
+            >>> from ._limits import too_large
+            >>> pending = PendingIds("MCP server 'demo'")
+            >>> pending.sent(3, "tools/call")
+            >>> head = b'{"jsonrpc": "2.0", "id": 3, "result": {"content": [{"text": "xxxx'
+            >>> [answer] = pending.unreadable(head, None, too_large(1024, "StdioTransport"))
+            >>> answer["id"], answer["error"]["message"][:40], pending.waiting()
+            (3, 'the answer exceeded the 1024 byte limit,', [])
+        """
+        kind, answered = answer_id(head, tail)
+        what = problem[0]
+        if kind == "other":
+            logger.warning("%s wrote a message that %s to stdout; dropped", self._where, what)
+            return []
+        if kind == "unknown":
+            if tail is None:
+                return None
+            waiting = [k for k, method in self._methods.items() if method not in _LONG_LIVED]
+            logger.warning(
+                "%s wrote an answer that %s, with no id found in it, to stdout; dropped, "
+                "and the %d requests waiting fail",
+                self._where,
+                what,
+                len(waiting),
+            )
+            for k in waiting:
+                del self._methods[k]
+            return [over_limit_answer(k, problem) for k in waiting]
+        key = coerce_id(answered)
+        method = self._methods.pop(key, None) if type(answered) in (int, str) else None
+        if method is None:
+            logger.warning(
+                "%s wrote an answer that %s, for request %r, which none waits for; dropped",
+                self._where,
+                what,
+                answered,
+            )
+            return []
+        logger.warning(
+            "%s: the answer to request %r (%s) %s; dropped, the request fails",
+            self._where,
+            answered,
+            method,
+            what,
+        )
+        return [over_limit_answer(key, problem)]

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
+from ._limits import over_limit_reason
 from ._matching import invalid_reason, mismatch_reason
 from ._state import State
 
@@ -172,6 +173,11 @@ async def _classify(
         return Verdict(
             McpError(name, f"{action} got an invalid answer: {problem}", tool_name=tool_name)
         )
+    if isinstance(exc, MCPError) and (dropped := over_limit_reason(exc.data, exc.message)):
+        # The server and the connection are fine: only this answer was too big (or too
+        # deep) to take, as with an SSE event over the limit.
+        error = McpError(name, f"{action} failed: {dropped}", tool_name=tool_name, recoverable=True)
+        return Verdict(error)
     if exchange is not None and exchange.status is not None:
         return _http_failure(name, conn, exc, exchange, action, tool_name)
     if exchange is not None and exchange.pool_full:
@@ -372,6 +378,7 @@ def refused_by_server(error: ToolError) -> bool:
         )
         and mismatch_reason(cause.data, cause.message) is None
         and invalid_reason(cause.data, cause.message) is None
+        and over_limit_reason(cause.data, cause.message) is None
     )
 
 
@@ -510,7 +517,7 @@ def note_run(error: ToolError, may_have_run: bool, tool_name: str | None) -> Too
 
 def _size_hint(message: str) -> str:
     if "byte limit" in message:
-        return "; StreamableHttpTransport(max_sse_event_size=...) raises the limit"
+        return "; StreamableHttpTransport(max_message_size=...) raises the limit"
     return ""
 
 

@@ -128,7 +128,7 @@ async def open_stdio(
     assert process.stdin is not None and process.stdout is not None
     where = f"MCP server '{server_name}'"
     pending = PendingIds(where)
-    read_stream = LineReader(process.stdout, pending, where)
+    read_stream = LineReader(process.stdout, pending, where, transport.max_message_size)
     write_stream = LineWriter(process.stdin, process.stdout, pending)
     child = ChildProcess(
         process.pid, StderrLog(server_name, transport_secrets(transport)), process, read_stream

@@ -11,15 +11,19 @@ Example:
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, overload
 from urllib.parse import urlsplit
 
+from typing_extensions import deprecated
+
 from .._aio import positive_number
+from .._deprecated import renamed
 from .._keywords import checks_init_keywords
 from .._redact import header_secrets, url_secrets, url_without_secrets
 from ..error import ToolConfigError, _AuthTypeError
@@ -30,6 +34,17 @@ if TYPE_CHECKING:
     import httpx2
 
 __all__ = ["McpTransport", "StdioTransport", "StreamableHttpTransport"]
+
+_MAX_MESSAGE_SIZE = 32 * 1024 * 1024
+"""The default of ``max_message_size``: the largest message taken from a server, in
+bytes (32 MiB)."""
+
+
+class _Unset(enum.Enum):
+    UNSET = enum.auto()
+
+
+_UNSET = _Unset.UNSET
 
 
 @checks_init_keywords
@@ -64,6 +79,12 @@ class StdioTransport:
     stop_grace: float = 2.0
     """Seconds ``close()`` waits after closing the child's stdin, and again after
     SIGTERM, before escalating (to SIGTERM, then SIGKILL)."""
+    max_message_size: int | None = _MAX_MESSAGE_SIZE
+    """The longest line taken from the child's stdout, in bytes (a message, a result
+    with it, is one line); None for no limit. A longer one is not kept: the request it
+    answers fails at once with a recoverable :class:`~agcore_tools.McpError` naming the
+    limit, the rest of the line is read and dropped, and the connection goes on with
+    the next line."""
 
     def __post_init__(self) -> None:
         if isinstance(self.command, os.PathLike):
@@ -97,6 +118,7 @@ class StdioTransport:
             raise ToolConfigError(
                 f"StdioTransport stop_grace must be positive, got {self.stop_grace!r}"
             )
+        _check_size("StdioTransport", self.max_message_size)
 
     def describe(self) -> str:
         """The command line as a shell would take it, in backticks, for messages, with
@@ -131,25 +153,28 @@ class StdioTransport:
         env = None if self.env is None else dict.fromkeys(self.env, "***")
         return (
             f"StdioTransport(command={self.command!r}, args={_shown_args(self.args)!r}, "
-            f"env={env!r}, cwd={self.cwd!r}, stop_grace={self.stop_grace!r})"
+            f"env={env!r}, cwd={self.cwd!r}, stop_grace={self.stop_grace!r}, "
+            f"max_message_size={self.max_message_size!r})"
         )
 
 
 @checks_init_keywords
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, init=False, repr=False)
 class StreamableHttpTransport:
     """Talk to a server at a Streamable HTTP endpoint (MCP's HTTP transport).
 
     The HTTP settings (TLS, proxy, timeouts) configure the client this library builds
     on the MCP SDK's HTTP stack; ``http_client_factory`` replaces that client with
     yours (then leave ``verify``, ``cert`` and ``proxy`` alone: configure your client).
+    ``max_sse_event_size=`` still works, with a ``DeprecationWarning``: it is
+    ``max_message_size``, which now bounds every answer, not only those over SSE.
 
     Example:
         >>> t = StreamableHttpTransport("https://mcp.example.com/mcp", {"Authorization": "Bearer ..."})
         >>> sorted(t.headers)
         ['Authorization']
         >>> StreamableHttpTransport("https://mcp.internal/mcp", verify="/etc/ssl/corp-ca.pem",
-        ...     cert=("client.pem", "client.key"), proxy="http://proxy:3128").max_sse_event_size
+        ...     cert=("client.pem", "client.key"), proxy="http://proxy:3128").max_message_size
         33554432
     """
 
@@ -181,13 +206,110 @@ class StreamableHttpTransport:
     sse_read_timeout: float = 300.0
     """Seconds an open response stream may stay silent (the request timeout of
     :class:`McpClient` is what bounds a call)."""
-    max_sse_event_size: int | None = 32 * 1024 * 1024
-    """The largest server-sent event accepted, in bytes (a result travels as one);
-    None for no limit."""
+    max_message_size: int | None = _MAX_MESSAGE_SIZE
+    """The largest message taken from the server, in bytes: an ``application/json``
+    answer, or one server-sent event (a result travels as one), counted once
+    decompressed; None for no limit. A larger answer is not read on: its request
+    fails at once with a recoverable :class:`~agcore_tools.McpError` naming the limit,
+    and the connection stays up."""
     http_client_factory: Callable[..., httpx2.AsyncClient] | None = None
     """Makes the HTTP client instead of this library, called with the MCP SDK's
     ``McpHttpClientFactory`` keywords (``headers``, ``timeout``, ``auth``) once per
     connection; the connection closes the client."""
+
+    @overload
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        auth: httpx2.Auth | None = None,
+        verify: bool | str | ssl.SSLContext = True,
+        cert: str | tuple[str, str] | None = None,
+        proxy: str | None = None,
+        http_timeout: float = 30.0,
+        sse_read_timeout: float = 300.0,
+        max_message_size: int | None = _MAX_MESSAGE_SIZE,
+        http_client_factory: Callable[..., httpx2.AsyncClient] | None = None,
+    ) -> None: ...
+
+    @overload
+    @deprecated(
+        "StreamableHttpTransport(max_sse_event_size=...) is deprecated; use "
+        "StreamableHttpTransport(max_message_size=...)",
+        category=None,  # renamed() warns at run time
+    )
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        auth: httpx2.Auth | None = None,
+        verify: bool | str | ssl.SSLContext = True,
+        cert: str | tuple[str, str] | None = None,
+        proxy: str | None = None,
+        http_timeout: float = 30.0,
+        sse_read_timeout: float = 300.0,
+        max_message_size: int | None = _MAX_MESSAGE_SIZE,
+        http_client_factory: Callable[..., httpx2.AsyncClient] | None = None,
+        *,
+        max_sse_event_size: int | None,
+    ) -> None: ...
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        auth: httpx2.Auth | None = None,
+        verify: bool | str | ssl.SSLContext = True,
+        cert: str | tuple[str, str] | None = None,
+        proxy: str | None = None,
+        http_timeout: float = 30.0,
+        sse_read_timeout: float = 300.0,
+        max_message_size: int | None = _MAX_MESSAGE_SIZE,
+        http_client_factory: Callable[..., httpx2.AsyncClient] | None = None,
+        *,
+        max_sse_event_size: int | _Unset | None = _UNSET,
+    ) -> None:
+        if max_sse_event_size is not _UNSET:
+            renamed(
+                "StreamableHttpTransport(max_sse_event_size=...)",
+                "StreamableHttpTransport(max_message_size=...)",
+                stacklevel=4,  # past checks_init_keywords' wrapper, at the caller's line
+            )
+            if max_message_size not in (_MAX_MESSAGE_SIZE, max_sse_event_size):
+                raise ToolConfigError(
+                    "StreamableHttpTransport takes max_message_size or its old name "
+                    "max_sse_event_size, not both: give max_message_size alone"
+                )
+            max_message_size = max_sse_event_size
+        given: tuple[object, ...] = (url, headers, auth, verify, cert, proxy, http_timeout)
+        given += (sse_read_timeout, max_message_size, http_client_factory)
+        for spec, value in zip(fields(self), given, strict=True):
+            object.__setattr__(self, spec.name, value)
+        self.__post_init__()
+
+    @property
+    @deprecated(
+        "StreamableHttpTransport.max_sse_event_size is deprecated; use "
+        "StreamableHttpTransport.max_message_size",
+        category=None,
+    )
+    def max_sse_event_size(self) -> int | None:
+        """Deprecated: use :attr:`max_message_size`.
+
+        Example:
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:  # it warns
+            ...     warnings.simplefilter("always")
+            ...     StreamableHttpTransport("https://x/mcp", max_message_size=1024).max_sse_event_size
+            1024
+            >>> caught[0].category.__name__
+            'DeprecationWarning'
+        """
+        renamed(
+            "StreamableHttpTransport.max_sse_event_size",
+            "StreamableHttpTransport.max_message_size",
+        )
+        return self.max_message_size
 
     def __post_init__(self) -> None:
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
@@ -486,11 +608,7 @@ def _check_http_settings(t: StreamableHttpTransport) -> None:
             raise ToolConfigError(
                 f"StreamableHttpTransport {name} must be a positive number, got {value!r}"
             )
-    size = t.max_sse_event_size
-    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
-        raise ToolConfigError(
-            f"StreamableHttpTransport max_sse_event_size must be a positive int or None, got {size!r}"
-        )
+    _check_size("StreamableHttpTransport", t.max_message_size)
     if t.cert is not None and not isinstance(t.verify, (bool, str)):
         raise ToolConfigError(
             "StreamableHttpTransport: with an SSLContext in verify, load the client "
@@ -504,6 +622,13 @@ def _check_http_settings(t: StreamableHttpTransport) -> None:
                 "StreamableHttpTransport: with http_client_factory, set verify, cert and proxy "
                 "on the client the factory makes"
             )
+
+
+def _check_size(owner: str, size: object) -> None:
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+        raise ToolConfigError(
+            f"{owner} max_message_size must be a positive int (bytes) or None, got {size!r}"
+        )
 
 
 McpTransport: TypeAlias = "StdioTransport | StreamableHttpTransport"

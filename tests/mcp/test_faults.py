@@ -138,13 +138,13 @@ async def test_a_call_cut_off_by_a_restart_fails_alone_on_2026_07_28(
 async def test_an_event_over_the_size_limit_fails_that_call_alone(
     fault_server: FaultServer,
 ) -> None:
-    transport = StreamableHttpTransport(fault_server.url, max_sse_event_size=1024 * 1024)
+    transport = StreamableHttpTransport(fault_server.url, max_message_size=1024 * 1024)
     async with client_for(fault_server, "legacy", transport=transport) as client:
         with pytest.raises(McpError) as info:
             await client.call_tool("blob", {"mebibytes": 1.5})
         message = str(info.value)
         assert "SSE stream failed" in message and "1048576 byte limit" in message
-        assert "max_sse_event_size" in message
+        assert "StreamableHttpTransport(max_message_size=...) raises the limit" in message
         assert info.value.is_recoverable()
         assert client.connected
         assert await client.call_tool("echo", {"text": "fine"}) == "fine"

@@ -444,7 +444,7 @@ async def test_a_call_that_waits_out_the_pool_of_a_factorys_client_says_it_was_n
     [
         ({"http_timeout": 0}, "http_timeout must be a positive number"),
         ({"sse_read_timeout": "long"}, "sse_read_timeout must be a positive number"),
-        ({"max_sse_event_size": 0}, "max_sse_event_size must be a positive int or None"),
+        ({"max_message_size": 0}, r"max_message_size must be a positive int \(bytes\) or None"),
         ({"http_client_factory": 3}, "http_client_factory must be callable"),
     ],
 )

@@ -1,11 +1,14 @@
 """McpClient's public names: ``definitions()`` (the old ``list_tools()``), the settable
-``timeout`` (the old ``with_timeout()``), and the DeprecationWarning each old name gives."""
+``timeout`` (the old ``with_timeout()``), ``StreamableHttpTransport(max_message_size=)``
+(the old ``max_sse_event_size``), and the DeprecationWarning each old name gives."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from agcore_tools import McpClient, StdioTransport, ToolConfigError
+from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport, ToolConfigError
 
 from .conftest import fixture_stdio
 
@@ -58,3 +61,18 @@ def test_with_timeout_still_works_and_names_the_timeout_property() -> None:
         assert client.with_timeout(4) is client
     assert client.timeout == 4.0
     assert caught[0].filename == __file__
+
+
+def test_max_sse_event_size_still_works_and_names_max_message_size() -> None:
+    url = "http://127.0.0.1:1/mcp"
+    with pytest.warns(
+        DeprecationWarning, match=r"use StreamableHttpTransport\(max_message_size"
+    ) as caught:
+        old = StreamableHttpTransport(url, max_sse_event_size=1024)
+    assert caught[0].filename == __file__
+    assert old == StreamableHttpTransport(url, max_message_size=1024)
+    assert dataclasses.replace(old, max_message_size=2048).max_message_size == 2048
+    with pytest.warns(DeprecationWarning, match=r"StreamableHttpTransport\.max_message_size"):
+        assert old.max_sse_event_size == 1024
+    with pytest.warns(DeprecationWarning), pytest.raises(ToolConfigError, match="not both"):
+        StreamableHttpTransport(url, max_message_size=4096, max_sse_event_size=1024)

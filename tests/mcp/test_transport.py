@@ -49,7 +49,7 @@ def test_no_secret_of_a_transport_shows_in_its_repr_or_in_messages() -> None:
     stdio = StdioTransport("python", ["server.py"], env={"GITHUB_TOKEN": "ghp-SECRET1"})
     assert repr(stdio) == (
         "StdioTransport(command='python', args=('server.py',), env={'GITHUB_TOKEN': '***'}, "
-        "cwd=None, stop_grace=2.0)"
+        "cwd=None, stop_grace=2.0, max_message_size=33554432)"
     )
     http = StreamableHttpTransport(
         "https://user:SECRET2@mcp.example.com/mcp?token=SECRET3&v=2",

@@ -15,12 +15,21 @@ except for the requests of METHOD (of TOOL alone, for ``tools/call``):
   ``"object"`` for its ``inputSchema`` (a valid answer, but no valid tool list);
 - ``json-log``: the answer is left alone, but before the request is passed on, log
   lines carrying its id (as a server with a JSON logger on stdout writes them) are
-  written to stdout: one with ``"id"`` alone, one with an ``"error"`` besides.
+  written to stdout: one with ``"id"`` alone, one with an ``"error"`` besides;
+- ``huge``: the answer's text is ``ANSWER_BYTES`` (an environment variable) long;
+- ``huge-id-last``: the same, written with ``"id"`` as its last member, as the JSON-RPC
+  specification's examples write it;
+- ``unended``: the same, but its line is not ended: the newline comes with the next
+  line the relay writes;
+- ``huge-log``: the answer is left alone, but a log notification ``ANSWER_BYTES`` long
+  comes before it;
+- ``deep``: the answer's result carries a ``_meta`` nested 250 levels deep.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -31,9 +40,24 @@ from _relay import relay  # the script's directory is on sys.path
 FIXTURE = Path(__file__).with_name("fixture_server.py")
 
 IGNORED = b""  # what the relay writes in place of a request it drops (nothing)
+SIZE = int(os.environ.get("ANSWER_BYTES", "200000"))
+
+
+def nested(depth: int) -> object:
+    tree: object = "leaf"
+    for _ in range(depth):
+        tree = [tree]
+    return tree
 
 
 def spoiled(fault: str, answer: dict[str, Any]) -> dict[str, Any]:
+    if fault in ("huge", "unended"):
+        return {**answer, "result": {"content": [{"type": "text", "text": "x" * SIZE}]}}
+    if fault == "huge-id-last":
+        result = {"content": [{"type": "text", "text": "x" * SIZE}]}
+        return {"jsonrpc": "2.0", "result": result, "id": answer["id"]}
+    if fault == "deep":
+        return {**answer, "result": {**answer["result"], "_meta": {"tree": nested(250)}}}
     if fault == "no-code":
         return {"jsonrpc": "2.0", "id": answer["id"], "error": {"message": "no code here"}}
     if fault == "null-result":
@@ -85,13 +109,23 @@ def main() -> None:
             targets.add(message["id"])
         return line
 
+    unended: list[bytes] = []  # the newline owed to a line left unended
+
     def rewrite(line: bytes) -> bytes:
         message = json.loads(line)
         with lock:
             target = "method" not in message and message.get("id") in targets
+        owed = unended.pop() if unended else b""
         if not target:
-            return line
-        return json.dumps(spoiled(fault, message)).encode() + b"\n"
+            return owed + line
+        if fault == "huge-log":
+            log = {"level": "info", "data": "y" * SIZE}
+            notice = {"jsonrpc": "2.0", "method": "notifications/message", "params": log}
+            return owed + json.dumps(notice).encode() + b"\n" + line
+        if fault == "unended":
+            unended.append(b"\n")
+            return owed + json.dumps(spoiled(fault, message)).encode()
+        return owed + json.dumps(spoiled(fault, message)).encode() + b"\n"
 
     relay(FIXTURE, note_target, rewrite)
 

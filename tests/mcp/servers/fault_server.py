@@ -18,7 +18,11 @@ front only adds what real deployments do to clients, when a test asks for it thr
   well-formed result ("a stray answer") carrying ``id`` (or, with ``id`` null, the id
   of another ``tools/call`` in flight), as ``application/json`` or SSE (``as``);
 - ``malformed``: answer the next ``tools/call`` itself with the text ``raw`` (as
-  ``application/json`` or SSE, ``as``).
+  ``application/json`` or SSE, ``as``);
+- ``answer``: the same, ``__ID__`` in ``raw`` standing for the request's id.
+
+With ``gzip``, the answers of ``wrong-id``, ``malformed`` and ``answer`` are sent
+compressed (``Content-Encoding: gzip``).
 
 ``--mounted`` serves MCP as FastMCP 1.x did, mounted (Starlette's ``Mount``) at ``/mcp``:
 Starlette answers ``/mcp`` with a 307 to ``/mcp/``, where the server is.
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 import socket
 from pathlib import Path
@@ -201,11 +206,20 @@ class Faults:
             [wrong] = [i for i in self.calls_in_flight if i != request_id]
         result = {"content": [{"type": "text", "text": "a stray answer"}], "isError": False}
         answer = fault.get("raw") or json.dumps({"jsonrpc": "2.0", "id": wrong, "result": result})
+        answer = answer.replace("__ID__", json.dumps(request_id))
         if fault.get("as") == "json":
-            await _respond(send, 200, answer, {"content-type": "application/json"})
+            body, headers = answer, {"content-type": "application/json"}
         else:
-            stream = f"event: message\ndata: {answer}\n\n"
-            await _respond(send, 200, stream, {"content-type": "text/event-stream"})
+            body, headers = (
+                f"event: message\ndata: {answer}\n\n",
+                {"content-type": "text/event-stream"},
+            )
+        if fault.get("gzip"):
+            await _respond(
+                send, 200, gzip.compress(body.encode()), {**headers, "content-encoding": "gzip"}
+            )
+        else:
+            await _respond(send, 200, body, headers)
 
     def _take_failure(self, method: str | None) -> dict[str, Any] | None:
         for failure in self.failures:
@@ -264,7 +278,7 @@ class Faults:
             self.cut = anyio.Event()
         elif what == "no-get":
             self.no_get = True
-        elif what in ("wrong-id", "malformed"):
+        elif what in ("wrong-id", "malformed", "answer"):
             self.wrong_ids.append(options)
         elif what != "state":
             await _respond(send, 404, f"no control {what!r}")
@@ -308,7 +322,7 @@ def _replay(body: bytes, receive: Any) -> Any:
 
 
 async def _respond(
-    send: Any, status: int, text: str, headers: dict[str, str] | None = None
+    send: Any, status: int, text: str | bytes, headers: dict[str, str] | None = None
 ) -> None:
     headers = {"content-type": "text/plain", **(headers or {})}
     await send(
@@ -318,7 +332,8 @@ async def _respond(
             "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
         }
     )
-    await send({"type": "http.response.body", "body": text.encode(), "more_body": False})
+    body = text.encode() if isinstance(text, str) else text
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 async def _respond_stalled(
