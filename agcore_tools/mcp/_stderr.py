@@ -33,14 +33,9 @@ from .._redact import (
     url_secrets,
 )
 from ..error import ToolError
+from ._command_secrets import arg_secrets, named_arg_secrets, secret_name
 from ._serverlog import LINES_PER_SECOND, MAX_LINE, LogBudget, safe_text
-from .transport import (
-    StdioTransport,
-    StreamableHttpTransport,
-    _arg_secrets,
-    _named_arg_secrets,
-    _secret_name,
-)
+from .transport import StdioTransport, StreamableHttpTransport
 
 if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream
@@ -78,7 +73,7 @@ def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> li
         ['sk-S3CRETkey', 'hunter2-pw']
     """
     if isinstance(transport, StdioTransport):
-        return secret_values([*(transport.env or {}).values(), *_arg_secrets(transport.args)])
+        return secret_values([*(transport.env or {}).values(), *arg_secrets(transport.args)])
     headers = header_secrets((transport.headers or {}).values())
     return secret_values([*headers, *url_secrets(transport.url)])
 
@@ -106,11 +101,11 @@ def named_transport_secrets(transport: StdioTransport | StreamableHttpTransport)
     if isinstance(transport, StdioTransport):
         # An env entry is what docker's -e NAME=value is: named by NAME, or by its content.
         env = [f"{name}={value}" for name, value in (transport.env or {}).items()]
-        found += _named_arg_secrets([*transport.args, *env])
+        found += named_arg_secrets([*transport.args, *env])
     else:
         headers = (transport.headers or {}).items()
-        found += header_secrets(value for name, value in headers if _secret_name(name))
-        found += url_secrets(transport.url, _secret_name)
+        found += header_secrets(value for name, value in headers if secret_name(name))
+        found += url_secrets(transport.url, secret_name)
     return sorted(set(found), key=lambda value: (-len(value), value))
 
 
@@ -164,7 +159,7 @@ class SentSecrets:
         for name, value in headers:
             if value in noted:
                 noted.move_to_end(value)
-            elif _secret_name(name):
+            elif secret_name(name):
                 noted[value] = None
                 if len(noted) > _RECENT_CREDENTIALS:
                     noted.popitem(last=False)

@@ -1,0 +1,174 @@
+"""Which words of a stdio server's command line are secrets, and the line shown without them.
+
+``StdioTransport.describe()`` and its ``repr`` show a command with its credentials as
+``***``, and the server's stderr is masked with what was hidden: a token passed as
+``--token X``, ``-e GITHUB_TOKEN=X``, ``-H "Authorization: Bearer X"``, a URL's password or
+query, or a key known by its prefix (``ghp_...``, ``sk-...``). Its own module because the
+transport (what to show) and the stderr relay (what to mask) both read it.
+
+Example:
+    >>> shown_args(["--token", "t0ps3cret", "-e", "NODE_ENV=production", "serve"])
+    ('--token', '***', '-e', 'NODE_ENV=***', 'serve')
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .._redact import header_secrets, url_secrets, url_without_secrets
+
+__all__ = ["arg_secrets", "named_arg_secrets", "secret_name", "shown_args"]
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+# A name ending in one of these words (GITHUB_PERSONAL_ACCESS_TOKEN, --api-key, db_password,
+# --pat, a connection string's Pwd= or AccountKey=) names a secret; one merely containing
+# it (--key-file, --auth-url, --path) does not.
+_SECRET_NAME = re.compile(
+    r"(?:[A-Za-z0-9]+[-_])*(?:token|password|passwd|pass|pwd|passphrase|key|apikey|secret|"
+    r"credentials?|auth|pat|jwt|cookie|accountkey|sharedaccesskey|sharedaccesssignature)",
+    re.IGNORECASE,
+)
+# Keys whose prefix says what they are (OpenAI's, GitHub's, Slack's, GitLab's, AWS's, ...),
+# wherever they stand. At least 16 characters and a digit after the prefix: package names
+# and words with such a start (sk-learn, hf_transfer) stay shown.
+_KNOWN_KEY = re.compile(
+    r"(?<![A-Za-z0-9_-])"
+    r"(?:sk-|(?:sk|rk)_(?:live|test)_|gh[pousr]_|github_pat_|xox[abeoprs]-|xapp-|glpat-|"
+    r"hf_|npm_|pypi-|AKIA|ASIA|AIza)"
+    r"(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{16,}"
+)
+# Names of secrets that end in no such word: the HTTP credential headers, and query
+# parameters carrying keys (Azure Functions' ?code=) or signatures (a SAS's sig=).
+_OTHER_SECRET_NAME = re.compile(
+    r"(?:proxy-)?authorization|code|(?:[A-Za-z0-9]+[-_])*(?:sig|signature)", re.IGNORECASE
+)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# docker run's and podman's: their values are the server's environment, whose values
+# repr() hides for env= too, whatever the name.
+_ENV_OPTIONS = ("-e", "--env")
+# mcp-remote's, supergateway's and curl's: header values carry credentials under
+# names too varied to list (Authorization, Cookie, X-Api-Key, PRIVATE-TOKEN, ...).
+_HEADER_OPTIONS = ("-H", "--header")
+
+
+class _Hidden:
+    """What :meth:`StdioTransport.describe` shows as ``***``, by why it does."""
+
+    __slots__ = ("named", "placed")
+
+    def __init__(self) -> None:
+        self.named: list[str] = []
+        """Hidden because a name or a prefix says it is a secret (``--token X``,
+        ``GITHUB_TOKEN=X``, ``Authorization: X``, ``ghp_...``), or a URL's password."""
+        self.placed: list[str] = []
+        """Hidden only for where it stands: any ``-e`` value or header value, a URL's
+        query value, whatever its name (``-e NODE_ENV=production``)."""
+
+
+def shown_args(args: Sequence[str], hidden: _Hidden | None = None) -> tuple[str, ...]:
+    # `hidden` collects what is shown as ***: the server's stderr is masked with it.
+    into = _Hidden() if hidden is None else hidden
+    return tuple(_shown_arg(arg, "" if n == 0 else args[n - 1], into) for n, arg in enumerate(args))
+
+
+def arg_secrets(args: Sequence[str]) -> list[str]:
+    """The values in ``args`` that :meth:`StdioTransport.describe` shows as ``***``."""
+    hidden = _Hidden()
+    shown_args(args, hidden)
+    return [*hidden.named, *hidden.placed]
+
+
+def named_arg_secrets(args: Sequence[str]) -> list[str]:
+    """Those of :func:`arg_secrets` that a name or a prefix marks as secrets: not the
+    value of ``-e NODE_ENV=production`` or ``--header 'Accept: application/json'``.
+
+    Example:
+        >>> named_arg_secrets(["-e", "NODE_ENV=production", "-e", "API_KEY=k1",
+        ...                     "--header", "Accept: text/html", "-H", "Authorization: Bearer t1",
+        ...                     "https://x/mcp?workspace=w1&token=t2"])
+        ['k1', 'Bearer t1', 't1', 't2']
+    """
+    hidden = _Hidden()
+    shown_args(args, hidden)
+    return hidden.named
+
+
+def secret_name(name: str) -> bool:
+    """Whether ``name`` (of an option, a variable, a header or a query parameter) names
+    a secret: it ends in ``token``, ``key``, ``password``, ``secret``, ``pat``, ... (see
+    :meth:`StdioTransport.describe`), or it is ``Authorization``, or a query's ``code``
+    or ``sig`` (Azure's keys and signatures).
+
+    Example:
+        >>> [secret_name(n) for n in ("GITHUB_TOKEN", "X-Api-Key", "Authorization", "NODE_ENV")]
+        [True, True, True, False]
+    """
+    name = name.lstrip("-").strip()
+    return bool(_SECRET_NAME.fullmatch(name) or _OTHER_SECRET_NAME.fullmatch(name))
+
+
+def _shown_arg(arg: str, before: str, hidden: _Hidden) -> str:
+    # `before` is the argument ahead of this one: the option this may be the value of.
+    if before.startswith("-") and not arg.startswith("-"):
+        if before in _HEADER_OPTIONS:
+            return _shown_header(arg, hidden)
+        if before in _ENV_OPTIONS:
+            return _shown_variable(arg, hidden)
+        if _SECRET_NAME.fullmatch(before.lstrip("-")):
+            hidden.named.append(arg)
+            return "***"
+    if _URL.match(arg):
+        hidden.named.extend(url_secrets(arg, secret_name))
+        hidden.placed.extend(url_secrets(arg))
+        return _shown_words(url_without_secrets(arg), hidden)
+    name, equals, value = arg.partition("=")
+    if not equals:
+        return _shown_words(arg, hidden)
+    if name in _HEADER_OPTIONS:
+        return f"{name}={_shown_header(value, hidden)}"
+    if name in _ENV_OPTIONS:
+        return f"{name}={_shown_variable(value, hidden)}"
+    if _SECRET_NAME.fullmatch(name.lstrip("-").strip()):
+        hidden.named.append(value)
+        return f"{name}=***"
+    if ";" in value:
+        # A connection string (Server=db;User Id=app;Password=...): each part on its own.
+        return ";".join(_shown_arg(part, "", hidden) for part in arg.split(";"))
+    # The value may be a URL (--db=redis://:pw@r, DATABASE_URL=postgresql://...) or
+    # another NAME=value (--env=API_KEY=..., --set=api_key=...).
+    return f"{name}={_shown_arg(value, '', hidden)}"
+
+
+def _shown_words(text: str, hidden: _Hidden) -> str:
+    # What no name marks as a secret: only the keys known by their prefix are hidden.
+    def hide(found: re.Match[str]) -> str:
+        hidden.named.append(found.group())
+        return "***"
+
+    return _KNOWN_KEY.sub(hide, text)
+
+
+def _shown_header(header: str, hidden: _Hidden) -> str:
+    name, colon, value = header.partition(":")
+    if not colon or _URL.match(header):
+        return _shown_arg(header, "", hidden)
+    found = header_secrets([value.strip()])  # and the token of "Bearer ..."
+    if secret_name(name):
+        hidden.named.extend(found)
+    else:
+        hidden.placed.extend(found)
+        _shown_arg(value.strip(), "", hidden)  # a key or a URL's password in it is named
+    return f"{name}: ***"
+
+
+def _shown_variable(variable: str, hidden: _Hidden) -> str:
+    name, equals, value = variable.partition("=")
+    if not (equals and _ENV_NAME.fullmatch(name)):
+        return _shown_arg(variable, "", hidden)
+    if _SECRET_NAME.fullmatch(name):
+        hidden.named.append(value)
+    else:
+        hidden.placed.append(value)
+        _shown_arg(value, "", hidden)  # a key or a URL's password in it is named
+    return f"{name}=***"
