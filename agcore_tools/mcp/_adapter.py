@@ -28,7 +28,7 @@ from ..pending import KEEPER, CallPaused
 from ..permission import Permission
 from ..schema import mend_unambiguous
 from ..schema._jsonschema import resolve_ref
-from ..schema._validate import check_against_schema
+from ..schema._validate import check_with, schema_check
 from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, new_nonce, responses
 from ._progress import CALL_KEY, CALLER
 from ._results import READ_BY_MODEL
@@ -246,6 +246,9 @@ class McpTool(BaseTool):
         # the conversations that share this adapter.
         self._live: dict[str, LiveQuestion] = {}
         self._started: dict[str, list[McpTask]] = {}
+        # The schema last compiled and its validator: compiling costs milliseconds, a
+        # check with it a fraction of one. Recompiled if `parameters` is replaced.
+        self._check: tuple[object, Any] | None = None
 
     def stopped(self, call_id: str) -> CallPaused | None:
         """The task call ``call_id`` left running when the run stopped before it ended
@@ -280,10 +283,12 @@ class McpTool(BaseTool):
         return other.client is self.client or other.client.server_name == self.client.server_name
 
     def check_arguments(self, args: dict[str, Any]) -> None:
-        """Validate ``args`` against the tool's input schema (as the model sees it)
-        without calling the server; raises :class:`~agcore_tools.InvalidArgumentsError`
-        naming the first bad field. A schema the validator cannot read (a broken
-        ``$ref``) leaves the check to the server, when the call runs.
+        """Validate ``args`` against the tool's input schema, :attr:`parameters` (the
+        server's, with only the faults that have one meaning mended; a registry's
+        ``schema_transforms`` change what the model reads, not this) without calling the
+        server; raises :class:`~agcore_tools.InvalidArgumentsError` naming the first bad
+        field. A schema the validator cannot read (a broken ``$ref``) leaves the check
+        to the server, when the call runs.
 
         Example:
             >>> from agcore_tools import McpClient, StdioTransport
@@ -295,7 +300,10 @@ class McpTool(BaseTool):
             ...
             agcore_tools.error.InvalidArgumentsError: tool 'echo' got invalid arguments: text: 12 is not of type 'string'
         """
-        check_against_schema(self.name, self.parameters, args)
+        held = self._check
+        if held is None or held[0] is not self.parameters:
+            held = self._check = (self.parameters, schema_check(self.parameters))
+        check_with(self.name, held[1], args)
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors.
