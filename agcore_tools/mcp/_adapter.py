@@ -287,8 +287,8 @@ class McpTool(BaseTool):
         server's, with only the faults that have one meaning mended; a registry's
         ``schema_transforms`` change what the model reads, not this) without calling the
         server; raises :class:`~agcore_tools.InvalidArgumentsError` naming the first bad
-        field. A schema the validator cannot read (a broken ``$ref``) leaves the check
-        to the server, when the call runs.
+        field. :meth:`execute` runs the same check before it sends a call. A schema the
+        validator cannot read (a broken ``$ref``) leaves the check to the server.
 
         Example:
             >>> from agcore_tools import McpClient, StdioTransport
@@ -308,10 +308,15 @@ class McpTool(BaseTool):
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors.
 
-        One difference: a plain value that FastMCP or the MCP Python SDK sends wrapped,
-        as ``structuredContent`` ``{"result": v}`` beside a text saying the same, is
-        ``v``, so the model reads a note as its text rather than as escaped JSON (a
-        code-mode program still gets the ``{"result": v}`` its listing promises).
+        Two differences. Arguments that do not satisfy the tool's input schema
+        (:meth:`check_arguments`) are not sent: the call fails with
+        :class:`~agcore_tools.InvalidArgumentsError`, recoverable, and did not run. A
+        resumed call (the answer to the server's question, a task waited for again) is
+        not checked again: the server has its arguments already. And a plain value that
+        FastMCP or the MCP Python SDK sends wrapped, as ``structuredContent`` ``{"result":
+        v}`` beside a text saying the same, is ``v``, so the model reads a note as its
+        text rather than as escaped JSON (a code-mode program still gets the
+        ``{"result": v}`` its listing promises).
 
         Errors name the tool as the model sees it (``server__tool`` with a prefix), not
         as the server does. In the loop, a question from the server that no
@@ -322,6 +327,8 @@ class McpTool(BaseTool):
         call_id = ctx.call_id
         held = _RESUMES.get()
         resume = held.pop((id(self), call_id), None) if call_id and held else None
+        if resume is None:
+            self.check_arguments(args)
         # The server's progress updates reach a listening context as its own reports.
         listened = CALLER.set(ctx) if ctx.listening else None
         keyed = CALL_KEY.set(ctx.idempotency_key) if call_id else None
