@@ -28,7 +28,7 @@ from ..pending import KEEPER, CallPaused
 from ..permission import Permission
 from ..schema import mend_unambiguous
 from ..schema._jsonschema import resolve_ref
-from ..schema._validate import check_against_schema
+from ..schema._validate import check_with, schema_check
 from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, new_nonce, responses
 from ._progress import CALL_KEY, CALLER
 from ._results import READ_BY_MODEL
@@ -246,6 +246,9 @@ class McpTool(BaseTool):
         # the conversations that share this adapter.
         self._live: dict[str, LiveQuestion] = {}
         self._started: dict[str, list[McpTask]] = {}
+        # The schema last compiled and its validator: compiling costs milliseconds, a
+        # check with it a fraction of one. Recompiled if `parameters` is replaced.
+        self._check: tuple[object, Any] | None = None
 
     def stopped(self, call_id: str) -> CallPaused | None:
         """The task call ``call_id`` left running when the run stopped before it ended
@@ -280,10 +283,12 @@ class McpTool(BaseTool):
         return other.client is self.client or other.client.server_name == self.client.server_name
 
     def check_arguments(self, args: dict[str, Any]) -> None:
-        """Validate ``args`` against the tool's input schema (as the model sees it)
-        without calling the server; raises :class:`~agcore_tools.InvalidArgumentsError`
-        naming the first bad field. A schema the validator cannot read (a broken
-        ``$ref``) leaves the check to the server, when the call runs.
+        """Validate ``args`` against the tool's input schema, :attr:`parameters` (the
+        server's, with only the faults that have one meaning mended; a registry's
+        ``schema_transforms`` change what the model reads, not this) without calling the
+        server; raises :class:`~agcore_tools.InvalidArgumentsError` naming the first bad
+        field. :meth:`execute` runs the same check before it sends a call. A schema the
+        validator cannot read (a broken ``$ref``) leaves the check to the server.
 
         Example:
             >>> from agcore_tools import McpClient, StdioTransport
@@ -295,15 +300,23 @@ class McpTool(BaseTool):
             ...
             agcore_tools.error.InvalidArgumentsError: tool 'echo' got invalid arguments: text: 12 is not of type 'string'
         """
-        check_against_schema(self.name, self.parameters, args)
+        held = self._check
+        if held is None or held[0] is not self.parameters:
+            held = self._check = (self.parameters, schema_check(self.parameters))
+        check_with(self.name, held[1], args)
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Call the tool on the server; see :meth:`McpClient.call_tool` for results and errors.
 
-        One difference: a plain value that FastMCP or the MCP Python SDK sends wrapped,
-        as ``structuredContent`` ``{"result": v}`` beside a text saying the same, is
-        ``v``, so the model reads a note as its text rather than as escaped JSON (a
-        code-mode program still gets the ``{"result": v}`` its listing promises).
+        Two differences. Arguments that do not satisfy the tool's input schema
+        (:meth:`check_arguments`) are not sent: the call fails with
+        :class:`~agcore_tools.InvalidArgumentsError`, recoverable, and did not run. A
+        resumed call (the answer to the server's question, a task waited for again) is
+        not checked again: the server has its arguments already. And a plain value that
+        FastMCP or the MCP Python SDK sends wrapped, as ``structuredContent`` ``{"result":
+        v}`` beside a text saying the same, is ``v``, so the model reads a note as its
+        text rather than as escaped JSON (a code-mode program still gets the
+        ``{"result": v}`` its listing promises).
 
         Errors name the tool as the model sees it (``server__tool`` with a prefix), not
         as the server does. In the loop, a question from the server that no
@@ -314,6 +327,8 @@ class McpTool(BaseTool):
         call_id = ctx.call_id
         held = _RESUMES.get()
         resume = held.pop((id(self), call_id), None) if call_id and held else None
+        if resume is None:
+            self.check_arguments(args)
         # The server's progress updates reach a listening context as its own reports.
         listened = CALLER.set(ctx) if ctx.listening else None
         keyed = CALL_KEY.set(ctx.idempotency_key) if call_id else None

@@ -93,7 +93,11 @@ def test_a_connection_made_under_asyncio_run_explains_why_it_is_gone() -> None:
         client.call_tool_sync("echo", {"text": "x"})
     assert "use connect_sync()" in str(info.value)
     # A model calling the tool is told the same, not "call connect() first".
-    call = {"id": "c", "type": "function", "function": {"name": "echo", "arguments": "{}"}}
+    call = {
+        "id": "c",
+        "type": "function",
+        "function": {"name": "echo", "arguments": '{"text": "x"}'},
+    }
     [answer] = registry.run_tool_calls_sync([call])
     assert "event loop that has since ended" in answer["content"]
 
