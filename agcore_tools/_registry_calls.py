@@ -212,7 +212,9 @@ class RegistryCalls:
         bytes, as for ``CycleConfig``), requests are signed and answers must carry the
         signature. On Chat Completions, put the
         tool messages that come back then ahead of the first outputs' attachments
-        message, if there was one: a turn's tool messages must follow its calls.
+        message, if there was one: a turn's tool messages must follow its calls. When
+        calls share one id and one of them needs approval, only the first is asked
+        about and can run; the others are answered, with the first, as not run.
 
         Cancelling ``ctx`` (a Stop button: ``ctx.cancellation.cancel()``, from any
         thread) stops the calls as it stops an ``LlmCycle`` run: running tools and

@@ -578,3 +578,59 @@ async def test_calls_from_the_approval_screen_log_no_skipped_approval(
         )
     assert [m["content"] for m in outputs] == ["paid 5"]
     assert _unasked(caplog) == []
+
+
+_REPEAT = (
+    "Error: call id 'c' was already used by another call of this turn, so this call was not run"
+)
+
+
+@pytest.mark.parametrize("key", [None, b"k"], ids=["unsigned", "signed"])
+async def test_one_answer_runs_one_of_two_calls_a_model_gave_one_id(
+    key: bytes | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The app answers by id and must send back the model's ids, so two calls sharing one
+    # could not be told apart: one yes ran both, answering each was refused, and with
+    # other arguments no answer was taken at all.
+    registry = _registry()
+    for twin in ({"text": "hi"}, {"text": "ho"}):
+        registry.runs.clear()  # type: ignore[attr-defined]
+        calls = [_chat("save", "c", {"text": "hi"}), _chat("save", "c", twin)]
+        with caplog.at_level("WARNING", logger="agcore_tools.approval"):
+            first = await registry.run_tool_calls(calls, approval_key=key)
+        assert "the server gave 2 tool calls of one turn the id 'c'" in caplog.text
+        [request] = first.pending_approvals  # only the first call is asked about
+        assert first == [] and (request.call_id, request.arguments) == ("c", {"text": "hi"})
+
+        # Passing the waiting calls (by id: both) with the one answer runs the first only;
+        # the other gets its own message, so the history answers every call.
+        done = await registry.run_tool_calls(calls, approvals=[request.approve()], approval_key=key)
+        assert [m["tool_call_id"] for m in done] == ["c", "c"] and done.pending_approvals == ()
+        assert done[0]["content"] == "saved hi" and done[1]["content"].startswith(_REPEAT)
+        assert registry.runs == ["hi"]  # type: ignore[attr-defined]
+
+        declined = await registry.run_tool_calls(
+            calls, approvals=[request.reject("no")], approval_key=key
+        )
+        assert [m["content"][:38] for m in declined] == [
+            "Error: the user declined the call to t",
+            _REPEAT[:38],
+        ]
+        assert registry.runs == ["hi"]  # type: ignore[attr-defined]
+
+
+async def test_a_repeated_id_without_approval_still_runs_each_call_and_the_asked_one_waits() -> (
+    None
+):
+    registry = _registry()
+    item = {"type": "function_call", "call_id": "c", "name": "echo", "arguments": '{"text": "a"}'}
+    # Nobody is asked: both run, as before.
+    both = await registry.run_tool_calls([item, {**item, "arguments": '{"text": "b"}'}])
+    assert [m["output"] for m in both] == ["a", "b"]
+    # The first runs at once, the repeat that needs approval is never asked about, and
+    # its "not run" comes in the same round.
+    save = {**item, "name": "save"}
+    mixed = await registry.run_tool_calls([item, save])
+    assert mixed.pending_approvals == ()
+    assert [m["output"][:45] for m in mixed] == ["a", _REPEAT[:45]]
+    assert registry.runs == []  # type: ignore[attr-defined]

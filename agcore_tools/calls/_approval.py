@@ -14,7 +14,7 @@ import hmac
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -27,6 +27,7 @@ from ..error import (
     ApprovalError,
     InvalidArgumentsError,
     PermissionDeniedError,
+    ToolError,
     ToolRejectedError,
 )
 from ..pending import InputAnswer
@@ -265,16 +266,72 @@ async def screen_calls(
     With ``approvals`` (even an empty list: nothing answered yet), only the calls they
     name run: the app passes the waiting calls again to answer them, and any other
     call passed along already ran and was answered by the first call, so running it
-    again would repeat its effects.
+    again would repeat its effects. Of calls sharing an id that a call asks about,
+    only the first is asked about and may run (see :func:`_unrepeated`).
     """
     calls, requests = await approval_requests(table, calls, ctx, key, timeout)
     answers = answers_by_id(approvals)
+    calls, requests, repeats = _unrepeated(calls, requests, answers)
     if requests is None and approvals is None:
         return calls, []
-    runnable, waiting = apply_answers(table, calls, requests, answers, key)
+    runnable, waiting = apply_answers(table, calls, requests, answers, key, unanswered=repeats)
     if approvals is not None:
         runnable = [call for call in runnable if call.call_id in answers]
+    else:
+        # A repeat's "not run" goes out with its first call's answer, in the same round:
+        # given earlier, it would come back again when the app passes the id's calls.
+        held = {request.call_id for request in waiting}
+        runnable = [call for call in runnable if call.call_id not in held]
     return runnable, waiting
+
+
+def _unrepeated(
+    calls: Sequence[ParsedCall],
+    requests: list[ApprovalRequest | None] | None,
+    answers: Mapping[str, ApprovalDecision],
+) -> tuple[Sequence[ParsedCall], list[ApprovalRequest | None] | None, set[int]]:
+    """``calls`` and ``requests`` with each later call of a repeated id that a call asks
+    about (or an answer names) marked not to run, and asking nothing; and the positions
+    of those calls, which no answer may apply to.
+
+    The app answers a call by its id, and its tool messages must carry the model's ids,
+    so the drop-in cannot rename them as the loop does: an answer could not tell two
+    such calls apart, and one yes would run both. The first call is the one asked
+    about; the model is told to call the others again, and each still gets its message.
+    Calls of a repeated id that nobody is asked about run, as before.
+    """
+    positions: dict[str, list[int]] = {}
+    for position, call in enumerate(calls):
+        positions.setdefault(call.call_id, []).append(position)
+    marked: list[ParsedCall] | None = None
+    repeats: set[int] = set()
+    for call_id, group in positions.items():
+        if len(group) < 2:
+            continue
+        asks = requests is not None and any(requests[p] is not None for p in group)
+        if not asks and call_id not in answers:
+            continue
+        logger.warning(
+            "the server gave %d tool calls of one turn the id %r; only the first can be "
+            "approved and run",
+            len(group),
+            call_id,
+        )
+        marked = list(calls) if marked is None else marked
+        requests = list(requests) if requests is not None else None
+        for position in group[1:]:
+            call = calls[position]
+            error = ToolError(
+                f"call id '{call_id}' was already used by another call of this turn, so "
+                "this call was not run: call the tool again",
+                tool_name=call.name,
+            )
+            error.may_have_run = False
+            marked[position] = dataclasses.replace(call, error=error)
+            repeats.add(position)
+            if requests is not None:
+                requests[position] = None
+    return (calls if marked is None else marked), requests, repeats
 
 
 def apply_answers(
@@ -283,9 +340,13 @@ def apply_answers(
     requests: Sequence[ApprovalRequest | None] | None,
     answers: Mapping[str, ApprovalDecision],
     key: bytes | None,
+    *,
+    unanswered: Collection[int] = (),
 ) -> tuple[list[ParsedCall], list[ApprovalRequest]]:
     """The calls to run (a rejected one carries its :class:`ToolRejectedError`, an
-    edited one its new arguments) and the requests still waiting for an answer.
+    edited one its new arguments) and the requests still waiting for an answer. The
+    calls at the positions ``unanswered`` take no answer (the drop-in's repeats of an
+    id, which must not run on the answer to the call they repeat).
 
     Every answer is checked before anything runs: it must name one of ``calls``, with
     the same tool and arguments, carry a valid signature when there is a ``key`` (and
@@ -302,7 +363,7 @@ def apply_answers(
     runnable: list[ParsedCall] = []
     waiting_requests: list[ApprovalRequest] = []
     for position, call in enumerate(calls):
-        answer = answers.get(call.call_id)
+        answer = answers.get(call.call_id) if position not in unanswered else None
         request = requests[position] if requests is not None else None
         if answer is not None:
             runnable.append(_answered(table, call, answer, key))

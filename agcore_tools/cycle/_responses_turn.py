@@ -9,19 +9,16 @@ under ``response`` for the next request to send back as they came.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from .._sdk import sdk_field as _field
 from ..calls import CUT_CALLS_NOT_REPAIRED, ParsedCall, parse_call
 from ..error import LlmError
-from ._stream import Turn, describe_body, renamed_call
+from ._stream import DERIVED_IDS_RESERVED, Turn, describe_body, turn_call_id
 from .events import AssistantTextDelta, FinishReason, ReasoningDelta, StreamEvent, Usage
 
 __all__ = ["ResponsesTurnBuilder", "usage_of"]
-
-logger = logging.getLogger("agcore_tools.cycle")
 
 _NO_EVENTS: tuple[StreamEvent, ...] = ()
 _INCOMPLETE = {
@@ -208,15 +205,16 @@ class ResponsesTurnBuilder:
                 for key in ("summary", "content"):
                     thoughts.extend(_texts(item.get(key)))
             elif kind == "function_call":
-                call_id = item.get("call_id")
-                if call_id in taken:
-                    # Each call needs its own answer (and approval, and idempotency
-                    # key); the item is rewritten too, so its output matches on resend.
-                    logger.warning("the server gave two tool calls of one turn the id %r", call_id)
-                if not call_id or call_id in taken:
-                    item["call_id"] = f"call_{self._turn_tag}_{len(calls)}"
-                elif call_id in self._avoided:
-                    item["call_id"] = renamed_call(call_id, f"call_{self._turn_tag}_{len(calls)}")
+                given = item.get("call_id")
+                fresh = f"call_{self._turn_tag}_{len(calls)}"
+                if given and not isinstance(given, str) and not DERIVED_IDS_RESERVED.get():
+                    # A Temporal run begun before kept such an id when it was unique.
+                    unique = given not in taken and given not in self._avoided
+                    item["call_id"] = given if unique else fresh
+                else:  # rewritten in the item too, so that its output matches on resend
+                    item["call_id"] = turn_call_id(
+                        given if isinstance(given, str) else None, fresh, taken, self._avoided
+                    )
                 taken.add(item["call_id"])
                 call = parse_call(
                     item.get("name") or "",

@@ -8,7 +8,10 @@ normalise tool calls identically. Provider quirks handled here:
 - the function name repeated on every delta of one call (MiniMax through NVIDIA NIM),
   told from a reused index by the arguments so far: a new call starts only after
   complete ones;
-- missing or empty ids: stable ones are generated (``call_<turn>_<n>``);
+- missing or empty ids: stable ones are generated (``call_<turn>_<n>``); a server's id
+  that repeats an earlier call's, or holds ``~`` (the library's ids for a call's parts,
+  such as a code-mode program's calls, are ``<id>~...``), is replaced by one too
+  (:func:`turn_call_id`);
 - an id split across chunks of one index (the rest without a name), joined;
 - empty-string ``name``/``id`` on continuation deltas, treated as absent;
 - ``arguments`` sent as a JSON object instead of a string (llama.cpp, TGI);
@@ -32,6 +35,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Collection
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +50,15 @@ from .events import (
     Usage,
 )
 
-__all__ = ["EMPTY_STREAM", "Turn", "TurnBuilder", "describe_body", "renamed_call"]
+__all__ = [
+    "DERIVED_IDS_RESERVED",
+    "EMPTY_STREAM",
+    "Turn",
+    "TurnBuilder",
+    "describe_body",
+    "renamed_call",
+    "turn_call_id",
+]
 
 logger = logging.getLogger("agcore_tools.cycle")
 
@@ -59,6 +71,14 @@ _UNSTREAMED = "unstreamed, the same request brings back the server's error"
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 _SNIPPET = 100  # characters of an unexpected body quoted in an error
 _VALUE_ENDS = frozenset('}]"el0123456789')  # the last character of a whole JSON value
+
+DERIVED_IDS_RESERVED: ContextVar[bool] = ContextVar(
+    "agcore_tools_derived_ids_reserved", default=True
+)
+"""Whether :func:`turn_call_id` keeps a server's ids apart from those the library makes:
+a server's id holding ``~`` is replaced, and a generated id never repeats another call's.
+False only in a Temporal workflow run begun before that (the workflow sets it from
+``workflow.patched``): such a run kept those ids."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,14 +406,8 @@ class TurnBuilder:
         for position, slot in enumerate(self._slots):
             if slot.name is None and not slot.has_arguments:
                 continue  # a stray empty delta
-            call_id = slot.id or f"call_{self._turn_tag}_{position}"
-            if call_id in taken:
-                # A server that gave two calls one id: each needs its own answer (and
-                # its own approval), so the later one gets an id of its own.
-                logger.warning("the server gave two tool calls of one turn the id %r", call_id)
-                call_id = f"call_{self._turn_tag}_{position}"
-            elif call_id in self._avoided:
-                call_id = renamed_call(call_id, f"call_{self._turn_tag}_{position}")
+            fresh = f"call_{self._turn_tag}_{position}"
+            call_id = turn_call_id(slot.id, fresh, taken, self._avoided)
             taken.add(call_id)
             arguments = slot.obj if slot.obj is not None else "".join(slot.parts)
             calls.append(
@@ -457,6 +471,50 @@ def _error_message(error: Any) -> str:
         message = error.get("message")
         return str(message) if message else str(error)
     return str(_field(error, "message") or error)
+
+
+def turn_call_id(
+    given: str | None, fresh: str, taken: Collection[str], avoided: Collection[str]
+) -> str:
+    """The id a call of a turn goes by: ``given``, the server's, or else ``fresh`` (a
+    generated ``call_<turn>_<n>``).
+
+    ``given`` is replaced when it is missing, an earlier call's of the turn (``taken``;
+    a server gave two calls one id, logged as a warning), an earlier call's of the
+    history (``avoided``, see :meth:`TurnBuilder.avoid_ids`), or holds ``~``: the
+    library names a call's parts ``<id>~...`` (a code-mode program's calls, an input
+    request, an MCP task), and a server's ``c1~0`` would share its id with the program
+    call ``c1`` makes. Each call needs its own answer, approval and idempotency key. A
+    generated id that another call of the turn already has (a server's ``call_0_1``)
+    gets a suffix.
+
+    Example:
+        >>> turn_call_id("c1", "call_0_1", {"c0"}, ())
+        'c1'
+        >>> turn_call_id("c1~0", "call_0_1", {"c1"}, ())
+        'call_0_1'
+        >>> turn_call_id(None, "call_0_1", {"call_0_1"}, ())
+        'call_0_1_1'
+    """
+    reserved = DERIVED_IDS_RESERVED.get()
+    if given and given not in taken and given not in avoided and not (reserved and "~" in given):
+        return given
+    call_id, suffix = fresh, 0
+    while reserved and (call_id in taken or call_id in avoided):
+        suffix += 1
+        call_id = f"{fresh}_{suffix}"
+    if given and given in taken:
+        logger.warning("the server gave two tool calls of one turn the id %r", given)
+    elif given and given in avoided:
+        renamed_call(given, call_id)
+    elif given:
+        logger.debug(
+            "tool call id %r holds '~', which the library keeps for its own ids; the call "
+            "is %r here",
+            given,
+            call_id,
+        )
+    return call_id
 
 
 def renamed_call(call_id: str, new_id: str) -> str:

@@ -16,6 +16,7 @@ __all__ = [
     "CANCEL_ENDS_RUN",
     "CHECKS_TOGETHER",
     "CUT_CALLS_NOT_REPAIRED",
+    "DERIVED_IDS_RESERVED",
     "IDS_PAST_HISTORY",
     "PERMISSIONS_PER_QUEUE",
     "PERMISSION_NAMES_NORMALISED",
@@ -68,6 +69,11 @@ UNIQUE_CALL_IDS = "agcore-call-ids-unique-in-history"
 """A tool call whose server-given id an earlier call of the history has (a server that
 numbers each response's calls from "0" again) gets an id of its own, and so its own
 idempotency key (before: the two calls shared one id and one key)."""
+DERIVED_IDS_RESERVED = "agcore-derived-call-ids-reserved"
+"""A tool call whose server-given id holds ``~`` gets an id of its own, so that it
+never shares one with a code-mode program's call (``<id>~<n>``), and a generated id
+never repeats another call's of the turn (before: a server's ``c1~0`` kept its id, and
+two pending approvals shared it with the call the program ``c1`` made)."""
 PERMISSION_NAMES_NORMALISED = "agcore-permission-names-normalised"
 """The custom permission names the workers describe are read as ``Permission.custom``
 reads them: in lower case, without surrounding spaces (before: as recorded, so a tool's

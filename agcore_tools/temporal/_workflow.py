@@ -35,6 +35,7 @@ from ..base import ToolContext
 from ..calls import CHECKS_TOGETHER, CUT_CALLS_NOT_REPAIRED, RENDER_OFF_LOOP
 from ..cycle._given import given_messages, kind
 from ..cycle._run import IDS_PAST_HISTORY, UNIQUE_CALL_IDS, UNOFFERED_CHOICE_REFUSED
+from ..cycle._stream import DERIVED_IDS_RESERVED
 from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
 from ..cycle.events import StreamEvent
@@ -350,6 +351,7 @@ class ToolLoopWorkflow:
         CUT_CALLS_NOT_REPAIRED.set(workflow.patched(patches.CUT_CALLS_NOT_REPAIRED))
         CHECKS_TOGETHER.set(workflow.patched(patches.CHECKS_TOGETHER))
         UNIQUE_CALL_IDS.set(workflow.patched(patches.UNIQUE_CALL_IDS))
+        DERIVED_IDS_RESERVED.set(workflow.patched(patches.DERIVED_IDS_RESERVED))
         UNOFFERED_CHOICE_REFUSED.set(workflow.patched(patches.UNOFFERED_CHOICE_REFUSED))
         as_text = workflow.patched(patches.REQUESTS_AS_TEXT)
         queues = args.tool_task_queues

@@ -1188,3 +1188,41 @@ async def test_a_program_gets_the_wrapped_object_of_a_value_the_model_reads_as_t
     assert "async def read_note() -> dict:" in description
     assert "    Returns: {result: str}\n" in description
     assert result_of(server, 1) == "dict 45 3 {'result': ['ops', 'db']}"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_direct_call_with_a_programs_call_id_gets_one_of_its_own(
+    serve, make_cycle, shop, api, stream
+):
+    # A program's calls are "<id>~<n>": a direct call the model gave the id "c1~0" made
+    # two pending approvals share one id, so answering both was refused and answering
+    # one left the other waiting, with no way to tell which had run.
+    server = serve(
+        S.reply_tool_calls(
+            [
+                ("run_python", {"code": "print(await refund(1, 5.0))"}, "c1"),
+                ("refund", {"order_id": 2, "amount": 900.0}, "c1~0"),
+            ]
+        ),
+        S.reply_text("done"),
+    )
+    cycle = make_cycle(server, api=api)
+    paused = await (
+        cycle.submit_stream_with_tools("go", shop, select=CodeMode()).collect()
+        if stream
+        else cycle.submit_with_tools("go", shop, select=CodeMode())
+    )
+    asked = {r.call_id: r.arguments for r in paused.pending_approvals}
+    assert asked == {
+        "c1~0": {"order_id": 1, "amount": 5.0},  # the program's call keeps its id
+        "call_0_1": {"order_id": 2, "amount": 900.0},
+    }
+    assert [c["id"] for c in cycle.messages[-1]["tool_calls"]] == ["c1", "call_0_1"]
+
+    done = await cycle.submit_with_tools(
+        None, shop, select=CodeMode(), approvals=[r.approve() for r in paused.pending_approvals]
+    )
+    assert done.text == "done"
+    assert sorted(shop.runs) == [("refund", (1, 5.0)), ("refund", (2, 900.0))]  # type: ignore[attr-defined]
+    assert_history_valid(cycle.messages)

@@ -18,7 +18,7 @@ from agcore_tools import (
     ToolRegistry,
     TurnComplete,
 )
-from agcore_tools.cycle._stream import TurnBuilder
+from agcore_tools.cycle._stream import DERIVED_IDS_RESERVED, TurnBuilder
 from agcore_tools.testing import RawResponse, RawStream, ScriptedChatServer
 
 from .conftest import S, assert_history_valid, tool_messages
@@ -638,6 +638,51 @@ async def test_a_call_id_the_server_gives_again_in_a_later_turn_gets_one_of_its_
     sent = server.requests[-1].json["messages"]
     assert [c["id"] for m in sent for c in m.get("tool_calls", ())] == ids
     assert_history_valid(later.messages)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_renamed_call_never_takes_an_id_another_call_of_the_turn_has(
+    serve, make_cycle, echo, api, stream
+):
+    # The second "call_0_1" was renamed to the id generated for its place, call_0_1
+    # again: both calls still shared it, and with it their answers and approvals.
+    twins = [("add", {"a": 1, "b": 2}, "call_0_1"), ("add", {"a": 3, "b": 4}, "call_0_1")]
+    server = serve(S.reply_tool_calls(twins), S.reply_text("3 and 7"))
+    cycle = make_cycle(server, api=api)
+    response = await (
+        cycle.submit_stream_with_tools("Sums?", echo).collect()
+        if stream
+        else cycle.submit_with_tools("Sums?", echo)
+    )
+    assert response.text == "3 and 7"
+    assert tool_messages(cycle.messages) == {"call_0_1": "3", "call_0_1_1": "7"}
+    assert_history_valid(cycle.messages)
+
+
+def test_a_run_begun_before_derived_ids_were_reserved_keeps_its_ids() -> None:
+    # What a Temporal run started before the patch agcore-derived-call-ids-reserved
+    # replays with: a server's "c1~0" kept, and a renamed repeat given its place's id.
+    completion = {
+        "choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [
+            {"id": "c1~0", "type": "function", "function": {"name": "echo", "arguments": "{}"}},
+            {"id": "call_0_2", "type": "function", "function": {"name": "echo", "arguments": "{}"}},
+            {"id": "call_0_2", "type": "function", "function": {"name": "echo", "arguments": "{}"}},
+        ]}}]
+    }  # fmt: skip
+    ids = {}
+    for reserved in (True, False):
+        token = DERIVED_IDS_RESERVED.set(reserved)
+        try:
+            builder = TurnBuilder("0")
+            builder.feed_completion(completion)
+            ids[reserved] = [c.call_id for c in builder.build().calls]
+        finally:
+            DERIVED_IDS_RESERVED.reset(token)
+    assert ids == {
+        True: ["call_0_0", "call_0_2", "call_0_2_1"],
+        False: ["c1~0", "call_0_2", "call_0_2"],
+    }
 
 
 async def test_a_response_without_choices_is_an_llm_error(serve, make_cycle):

@@ -116,6 +116,11 @@ UNPATCHED = {
     # tool_choice named "ad", not offered; the request was sent, and the scripted model
     # called add all the same. This version fails such a run before any activity.
     "unoffered-choice": "a tool_choice naming a tool not offered, sent; the run finished",
+    # Recorded by the workers of 13aefbd, before "agcore-derived-call-ids-reserved": the
+    # model server gave a call needing approval the id "r~1", which it kept, and the
+    # approve signal answered "r~1"; this version names that call call_0_0.
+    "tilde-id-approved": "a server's call id holding '~', kept; approved; finished",
+    "tilde-id-paused": "a server's call id holding '~', kept; paused (in flight)",
 }
 
 

@@ -235,6 +235,49 @@ async def test_a_call_id_the_server_gives_again_has_its_own_in_a_run(client: Cli
     assert replay.replay_failure is None
 
 
+async def test_a_server_call_id_in_the_form_of_a_programs_calls_has_its_own_in_a_run(
+    client: Client,
+) -> None:
+    # A run begun before the patch agcore-derived-call-ids-reserved kept "r~1", an id
+    # of the form the loop gives a program's calls ("<id>~<n>"), and a generated id
+    # could repeat a server's call_0_2 (tests/temporal/histories/unpatched-tilde-id-*).
+    tools = ToolRegistry()
+
+    @tools.tool(needs_approval=True)
+    def refund(cents: int) -> str:
+        """Refund the customer."""
+        return f"refunded {cents}"
+
+    given = [("refund", {"cents": 5}, "r~1"), ("refund", {"cents": 7}, "call_0_2")]
+    script = [S.reply_tool_calls([*given, ("refund", {"cents": 9}, "call_0_2")])]
+    with S([*script, S.reply_text("done")]) as server:
+        async with (
+            server.client() as openai,
+            worker(client, "tilde", ToolActivities(tools, openai)),
+        ):
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of("refund", CycleConfig("m")),
+                id="tilde-1",
+                task_queue="tilde",
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            asked = await pending_approvals(handle)
+            assert [r.call_id for r in asked] == ["call_0_0", "call_0_2", "call_0_2_1"]
+            await handle.signal(ToolLoopWorkflow.approve, [r.approve() for r in asked])
+            result = await finish(handle)
+    assert result.text == "done"
+    answered = {m["tool_call_id"]: m["content"] for m in result.messages if m["role"] == "tool"}
+    assert answered == {
+        "call_0_0": "refunded 5",
+        "call_0_2": "refunded 7",
+        "call_0_2_1": "refunded 9",
+    }
+    history = await handle.fetch_history()
+    replay = await strict_replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert replay.replay_failure is None
+
+
 async def test_a_tool_choice_naming_a_tool_not_offered_fails_a_run_before_any_request(
     client: Client,
 ) -> None:
