@@ -431,6 +431,41 @@ def test_masking_reaches_group_members_and_pydantic_fields_and_keeps_the_types_i
     assert str(shown.__cause__).endswith("Unprintable: (its message could not be read and masked)")
 
 
+def test_masking_a_chain_that_comes_back_round_leaves_no_original_with_the_secret() -> None:
+    # A (quoting the key) has the cause B, whose context is A again. The stand-in of A
+    # was chained to B itself, and B's context led back to the unmasked A: a printed
+    # traceback showed the key.
+    key = "sk-SECRET-123456789"
+
+    def hide(text: str) -> str:
+        return mask(text, [key])
+
+    a = RuntimeError(f"server said bad key {key}")
+    b = ValueError("inner")
+    a.__cause__, b.__context__ = b, a
+    shown = masked_error(a, hide)
+    assert type(shown) is RuntimeError and str(shown) == "server said bad key ***"
+    cause = shown.__cause__
+    assert type(cause) is ValueError and cause is not b and str(cause) == "inner"
+    assert cause.__context__ is shown
+    assert key not in "".join(traceback.format_exception(shown))
+    assert a.__cause__ is b and b.__context__ is a  # the originals are left as they were
+
+    # The same through an exception group's member, whose context is the group.
+    member = KeyError("x")
+    group = ExceptionGroup(f"failed with {key}", [member])
+    member.__context__ = group
+    shown = masked_error(group, hide)
+    [copied] = shown.exceptions  # type: ignore[attr-defined]
+    assert copied is not member and copied.__context__ is shown
+    assert key not in "".join(traceback.format_exception(shown))
+
+    # Nothing to mask on a chain with a cycle: the error itself, nothing copied.
+    clean = ValueError("clean")
+    clean.__cause__, b.__context__ = b, clean
+    assert masked_error(clean, hide) is clean
+
+
 async def test_the_error_chained_under_the_loops_error_has_the_key_masked(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
