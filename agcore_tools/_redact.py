@@ -161,8 +161,8 @@ def masked_error(exc: BaseException, redact: Callable[[str], str]) -> BaseExcept
     """``exc`` to chain an error from: itself when ``redact`` changes no text on its
     chain (its message and notes, its causes' and contexts', an exception group's
     members'), else a stand-in of its type, with its traceback and attributes (strings
-    in their dicts, lists, tuples and pydantic models masked too), showing the text
-    ``redact`` returns.
+    in their dicts, lists, tuples and pydantic models masked too; an ``OSError``'s
+    ``errno``, ``strerror`` and file names), showing the text ``redact`` returns.
 
     A traceback (``logger.exception`` too) prints every exception on the chain, so
     masking the new error's own message is not enough when ``exc`` quotes the secret.
@@ -308,9 +308,13 @@ def _make(
 
 def _stand_in(exc: BaseException, shown: str, redact: Callable[[str], str]) -> BaseException:
     kind = type(exc)
+    stand_in: BaseException | None
     try:
-        # Not through __init__: the SDK's errors want the request, the response.
-        stand_in = kind.__new__(kind, shown)
+        if isinstance(exc, OSError) and exc.errno is not None:
+            stand_in = _os_stand_in(exc, redact)
+        else:
+            # Not through __init__: the SDK's errors want the request, the response.
+            stand_in = kind.__new__(kind, shown)
     except TypeError:  # a type that needs more to be made (an ExceptionGroup)
         stand_in = None
     if stand_in is not None:
@@ -318,6 +322,23 @@ def _stand_in(exc: BaseException, shown: str, redact: Callable[[str], str]) -> B
         vars(stand_in).update({k: _masked_value(v, redact) for k, v in vars(exc).items()})
     if stand_in is None or shown not in str(stand_in):  # its str() reads other fields
         return Exception(f"{kind.__module__}.{kind.__qualname__}: {shown}")
+    return stand_in
+
+
+def _os_stand_in(exc: OSError, redact: Callable[[str], str]) -> OSError:
+    """An ``OSError`` like ``exc``, its ``errno``, ``strerror`` and file names kept
+    (masked): they are slots, not in its dict, and its str() reads them."""
+    fields: list[Any] = [exc.errno, _masked_value(exc.strerror, redact)]
+    names = [_masked_value(exc.filename, redact), _masked_value(exc.filename2, redact)]
+    if names[1] is not None:
+        fields += [names[0], getattr(exc, "winerror", None), names[1]]
+    elif names[0] is not None:
+        fields.append(names[0])
+    kind = type(exc)
+    stand_in: OSError = kind.__new__(kind, *fields)
+    # A subclass with an __init__ of its own reads the fields in OSError's __init__,
+    # not in __new__; for the others it does nothing.
+    OSError.__init__(stand_in, *fields)
     return stand_in
 
 

@@ -466,6 +466,37 @@ def test_masking_a_chain_that_comes_back_round_leaves_no_original_with_the_secre
     assert masked_error(clean, hide) is clean
 
 
+def test_a_masked_os_error_keeps_its_errno_strerror_and_file_names() -> None:
+    # The stand-in was made from its formatted text alone: its str() was right, but
+    # errno, strerror and filename were None.
+    key = "sk-SECRET-123456789"
+
+    def hide(text: str) -> str:
+        return mask(text, [key])
+
+    class Refused(ConnectionRefusedError):
+        def __init__(self, *args: Any) -> None:  # a subclass that reads its own fields
+            super().__init__(*args)
+
+    for error in (
+        ConnectionRefusedError(111, f"refused {key}"),
+        Refused(111, f"refused {key}"),
+        FileNotFoundError(2, "No such file", f"/run/{key}.pem"),
+        OSError(18, "Cross-device link", f"/a/{key}", f"/b/{key}"),
+    ):
+        try:
+            raise RuntimeError("failed") from error
+        except RuntimeError as outer:
+            shown = masked_error(outer, hide)
+        cause: Any = shown.__cause__
+        assert type(cause) is type(error) and str(cause) == hide(str(error))
+        assert cause.errno == error.errno and cause.strerror == hide(error.strerror or "")
+        assert cause.filename == (error.filename and hide(error.filename))
+        assert cause.filename2 == (error.filename2 and hide(error.filename2))
+        assert cause.args == tuple(hide(a) if isinstance(a, str) else a for a in error.args)
+        assert key not in "".join(traceback.format_exception(shown))
+
+
 async def test_the_error_chained_under_the_loops_error_has_the_key_masked(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
