@@ -1,5 +1,12 @@
-"""What the library's MCP errors say of a failure: the SDK's own failures and reports,
-read for what they are, in one line.
+"""What the library's MCP errors say of a failure: a server's words, quoted safely, and
+the SDK's own failures and reports, read for what they are, in one line.
+
+A server's words (a JSON-RPC error answer's message, an ``isError`` result's text, a
+task's failure) go into the library's errors, which apps log and print, so
+:func:`quoted` shows them as the server's log messages are logged (``_serverlog``):
+masked first, then its control characters escaped (a newline or a terminal escape
+would forge a log record or drive the terminal), and cut past
+:data:`~agcore_tools.mcp._serverlog.MAX_LINE` characters.
 
 The SDK's own failures have codes that servers use for their errors too (-32000, a
 closed connection; -32001, its timeout): :func:`sdk_own` tells them apart by the SDK's
@@ -9,7 +16,10 @@ exact messages, so that a server's answer with one is read as an answer like any
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from ._serverlog import safe_text
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -18,6 +28,7 @@ __all__ = [
     "GENERIC_CLOSE",
     "first_line",
     "malformed",
+    "quoted",
     "sdk_own",
     "size_hint",
     "validation_line",
@@ -27,6 +38,20 @@ GENERIC_CLOSE = "Connection closed"
 """The SDK's message when its dispatcher shut down (the transport ended)."""
 _SDK_TIMEOUT = re.compile(r"Request .* timed out")
 """The SDK's message when its own clock ran out on a request (``Request 'ping' timed out``)."""
+
+
+def quoted(text: str, hide: Callable[[str], str] = str) -> str:
+    r"""A server's ``text`` as a message of the library quotes it: masked by ``hide``
+    (the connection's secrets), then on one line with its control characters escaped,
+    and cut past :data:`~agcore_tools.mcp._serverlog.MAX_LINE` characters (after the
+    masking, so that a cut never shows part of a secret).
+
+    Example:
+        >>> print(quoted("denied tok-S3CRET\n2025-01-01 CRITICAL app: forged\x1b[2J",
+        ...              lambda text: text.replace("tok-S3CRET", "***")))
+        denied ***\n2025-01-01 CRITICAL app: forged\x1b[2J
+    """
+    return safe_text(hide(text))
 
 
 def sdk_own(exc: Any, http: bool) -> bool:

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from ._error_text import quoted
 from ._exchange import HttpExchange
 from ._matching import invalid_reason, mismatch_reason
 from ._relisten import describe, leaf
@@ -78,11 +80,15 @@ def remember(settings: object) -> None:
 
 
 def probe_failure(
-    exc: BaseException, child: ChildProcess | None, http: HttpExchange | None
+    exc: BaseException,
+    child: ChildProcess | None,
+    http: HttpExchange | None,
+    hide: Callable[[str], str] = str,
 ) -> str | None:
     """How a start-up that sent the probe failed, when a second one with the handshake
     alone may do better (see the module docs); else None. ``http`` is the handshake's
-    HTTP outcome (None for stdio, whose ``child`` is then the process).
+    HTTP outcome (None for stdio, whose ``child`` is then the process). A server's error
+    answer is quoted masked by ``hide`` (see ``_error_text.quoted``).
 
     Example:
         >>> probe_failure(ConnectionResetError("reset by peer"), None, HttpExchange())
@@ -105,7 +111,7 @@ def probe_failure(
     if isinstance(inner, MCPError):
         if inner.code in (UNSUPPORTED_PROTOCOL_VERSION, REQUEST_TIMEOUT):
             return None  # a server of 2026-07-28 alone, or one that did not answer in time
-        return f"failed: {inner.message} (code {inner.code})"
+        return f"failed: {quoted(inner.message, hide)} (code {inner.code})"
     dropped = (httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError, *_DROPPED)
     if isinstance(inner, dropped):
         return f"failed: {describe(inner)}"
@@ -172,8 +178,9 @@ def old_sse_hint(status: int | None, url: str) -> str:
     return ""
 
 
-def answer(exc: BaseException | None) -> str | None:
-    """What the server answered, when an error answer (or an invalid one) ended start-up."""
+def answer(exc: BaseException | None, hide: Callable[[str], str] = str) -> str | None:
+    """What the server answered, when an error answer (or an invalid one) ended start-up;
+    its words masked by ``hide`` and made safe to quote (``_error_text.quoted``)."""
     from mcp.shared.exceptions import MCPError
     from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -182,8 +189,8 @@ def answer(exc: BaseException | None) -> str | None:
         return None
     problem = invalid_reason(inner.data, inner.message)
     if problem is not None:
-        return f"the handshake got an invalid answer: {problem}"
+        return f"the handshake got an invalid answer: {quoted(problem, hide)}"
     stray = mismatch_reason(inner.data, inner.message)
     if stray is not None:
-        return f"the handshake failed: {stray}"
-    return f"the server refused the handshake: {inner.message} (code {inner.code})"
+        return f"the handshake failed: {quoted(stray, hide)}"
+    return f"the server refused the handshake: {quoted(inner.message, hide)} (code {inner.code})"

@@ -38,7 +38,15 @@ from urllib.parse import urlsplit
 
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from ._connection import Connection
-from ._error_text import GENERIC_CLOSE, first_line, malformed, sdk_own, size_hint, validation_line
+from ._error_text import (
+    GENERIC_CLOSE,
+    first_line,
+    malformed,
+    quoted,
+    sdk_own,
+    size_hint,
+    validation_line,
+)
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._limits import over_limit_reason
 from ._matching import invalid_reason, mismatch_reason
@@ -152,6 +160,11 @@ async def _classify(
     if isinstance(exc, ToolError):
         return Verdict(exc)
     http = conn is None or conn.http
+    hide = conn.secrets.mask if conn is not None else str
+
+    def quote(text: str) -> str:  # the server's words, or the SDK's quoting them
+        return quoted(text, hide)
+
     if isinstance(exc, TimeoutError) or (
         isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT and sdk_own(exc, http)
     ):
@@ -161,18 +174,20 @@ async def _classify(
     if isinstance(exc, MCPError) and (stray := mismatch_reason(exc.data, exc.message)):
         # The connection stays up, but a server that mixes up its answers is not to be
         # asked again: unrecoverable, like any McpError.
-        return Verdict(McpError(name, f"{action} failed: {stray}", tool_name=tool_name))
+        return Verdict(McpError(name, f"{action} failed: {quote(stray)}", tool_name=tool_name))
     if isinstance(exc, MCPError) and (problem := invalid_reason(exc.data, exc.message)):
         return Verdict(
-            McpError(name, f"{action} got an invalid answer: {problem}", tool_name=tool_name)
+            McpError(name, f"{action} got an invalid answer: {quote(problem)}", tool_name=tool_name)
         )
     if isinstance(exc, MCPError) and (dropped := over_limit_reason(exc.data, exc.message)):
         # The server and the connection are fine: only this answer was too big (or too
         # deep) to take, as with an SSE event over the limit.
-        error = McpError(name, f"{action} failed: {dropped}", tool_name=tool_name, recoverable=True)
+        error = McpError(
+            name, f"{action} failed: {quote(dropped)}", tool_name=tool_name, recoverable=True
+        )
         return Verdict(error)
     if exchange is not None and exchange.status is not None:
-        return _http_failure(name, conn, exc, exchange, action, tool_name)
+        return _http_failure(name, conn, exc, exchange, action, tool_name, hide)
     if exchange is not None and exchange.pool_full:
         # Never sent, and no sign of the server's health (a ping would wait in the pool too).
         error = McpError(
@@ -197,7 +212,7 @@ async def _classify(
                 return Verdict(
                     McpError(
                         name,
-                        f"{action} failed: {exc.message}{size_hint(exc.message)}",
+                        f"{action} failed: {quote(exc.message)}{size_hint(exc.message)}",
                         tool_name=tool_name,
                         recoverable=True,
                     )
@@ -210,7 +225,9 @@ async def _classify(
         # Unrecoverable, as a dead server is (seed acceptance 17): the tool loop stops,
         # and the next request starts the server again.
         return Verdict(
-            McpError(name, f"{action} failed: connection lost ({reason})", tool_name=tool_name),
+            McpError(
+                name, f"{action} failed: connection lost ({quote(reason)})", tool_name=tool_name
+            ),
             restart=True,
             never_ran=exchange is not None and exchange.never_sent,
         )
@@ -219,12 +236,12 @@ async def _classify(
         # line names what was malformed and the first complaint; the SDK's error, the
         # __cause__, keeps the rest.
         return Verdict(
-            McpError(name, f"{action} failed: {malformed(exc.message)}", tool_name=tool_name)
+            McpError(name, f"{action} failed: {quote(malformed(exc.message))}", tool_name=tool_name)
         )
     if isinstance(exc, MCPError) and exc.code == URL_ELICITATION_REQUIRED:
-        return _needs_links(name, exc, action, tool_name)
+        return _needs_links(name, exc, action, tool_name, quote)
     if isinstance(exc, MCPError):
-        return _answered(name, exc, action, tool_name)
+        return _answered(name, exc, action, tool_name, quote)
     if tool_name is not None and isinstance(exc, RuntimeError) and _OFF_SCHEMA.match(str(exc)):
         # The SDK checks a result against the tool's outputSchema after it arrived and
         # raises without the result. Servers with a slightly wrong schema are common, so
@@ -233,7 +250,7 @@ async def _classify(
             McpError(
                 name,
                 f"{action} answered with a result that does not match the tool's own output "
-                f"schema, so the result was dropped: {first_line(exc)}",
+                f"schema, so the result was dropped: {quote(first_line(exc))}",
                 tool_name=tool_name,
                 recoverable=True,
             )
@@ -244,19 +261,23 @@ async def _classify(
         return Verdict(
             McpError(
                 name,
-                f"{action} got an invalid answer: {validation_line(exc)}",
+                f"{action} got an invalid answer: {quote(validation_line(exc))}",
                 tool_name=tool_name,
             )
         )
     if isinstance(exc, RuntimeError):
         return Verdict(
             McpError(
-                name, f"{action} got an invalid answer: {first_line(exc)}", tool_name=tool_name
+                name,
+                f"{action} got an invalid answer: {quote(first_line(exc))}",
+                tool_name=tool_name,
             )
         )
     return Verdict(
         McpError(
-            name, f"{action} failed: {type(exc).__name__}: {first_line(exc)}", tool_name=tool_name
+            name,
+            f"{action} failed: {type(exc).__name__}: {quote(first_line(exc))}",
+            tool_name=tool_name,
         )
     )
 
@@ -268,18 +289,20 @@ MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION). Any other cod
 (INTERNAL_ERROR, 0, a server's own) may come from a tool that failed part way."""
 
 
-def _answered(name: str, exc: Any, action: str, tool_name: str | None) -> Verdict:
+def _answered(
+    name: str, exc: Any, action: str, tool_name: str | None, quote: Callable[[str], str]
+) -> Verdict:
     """The server's JSON-RPC error answer to the request: the connection is fine, and
-    the server refused or failed this request alone. The server's message gets the
-    connection's secrets masked (by :func:`classify`), as its log messages do, since a
-    model may read it.
+    the server refused or failed this request alone. The server's message is shown by
+    ``quote``: the connection's secrets masked, as in its log messages, since a model
+    may read it, and its control characters escaped, since an app may log it.
 
     For a ``tools/call`` it is recoverable, as an ``isError`` answer is: mcp-go servers
     and TypeScript servers on the low-level ``Server`` answer a model's wrong argument
     this way ("Unknown vault: Notes. Available vaults: ..."), and the model must read
     it to correct itself. Other requests keep their meaning (the adapters of
     ``_protocol_tools`` decide for theirs)."""
-    said = exc.message
+    said = quote(exc.message)
     if tool_name is None:
         return Verdict(McpError(name, f"{action} failed: {said} (code {exc.code})"))
     unrun = exc.code in _UNRUN_CODES
@@ -290,7 +313,9 @@ def _answered(name: str, exc: Any, action: str, tool_name: str | None) -> Verdic
     return Verdict(error, never_ran=unrun)
 
 
-def _needs_links(name: str, exc: Any, action: str, tool_name: str | None) -> Verdict:
+def _needs_links(
+    name: str, exc: Any, action: str, tool_name: str | None, quote: Callable[[str], str]
+) -> Verdict:
     """The server's ``URLElicitationRequiredError``: the user must open a link (to sign
     in, to consent) before the server runs the request. Recoverable: the model reads it,
     and the app shows the links from :attr:`McpError.elicitations`. The message names
@@ -304,11 +329,11 @@ def _needs_links(name: str, exc: Any, action: str, tool_name: str | None) -> Ver
     )
     hosts = sorted({urlsplit(link["url"]).hostname or "?" for link in links})
     said = "; ".join(sorted({str(link["message"]) for link in links if link.get("message")}))
+    where = quote(f"{', '.join(hosts) or 'no host given'}{f': {said}' if said else ''}")
     error = McpError(
         name,
-        f"{action} needs the user to open a link first (at {', '.join(hosts) or 'no host given'}"
-        f"{f': {said}' if said else ''}); the app has the link: call again once the user "
-        "has opened it",
+        f"{action} needs the user to open a link first (at {where}); the app has the link: "
+        "call again once the user has opened it",
         tool_name=tool_name,
         recoverable=True,
     )
@@ -353,6 +378,7 @@ def _http_failure(
     http: HttpExchange,
     action: str,
     tool_name: str | None,
+    hide: Callable[[str], str],
 ) -> Verdict:
     if http.session_gone:
         reason = f"the server no longer knows the session ({http.describe()})"
@@ -364,7 +390,7 @@ def _http_failure(
         return Verdict(error, restart=True, never_ran=True)
     from mcp.shared.exceptions import MCPError
 
-    detail = sdk_detail(exc)
+    detail = sdk_detail(exc, hide)
     # On 2026-07-28 the server's JSON-RPC error answer comes with the HTTP status its
     # code maps to (400 for -32602, 404 for -32601): a call refused, as over stdio.
     code = exc.code if detail and isinstance(exc, MCPError) else None
