@@ -520,7 +520,9 @@ class Connection:
                 f"{what} did not complete the MCP handshake within "
                 f"{self.settings.timeout:g} s{self._unanswered()}{stderr}",
             )
-        elif (answer := _handshake.answer(exc, self.secrets.mask)) and self._startup.status is None:
+        elif self._startup.status is None and (
+            answer := _handshake.answer(exc, self.http, self.secrets.mask)
+        ):
             # Checked before the exit: a stdio child exits once its stdin is closed.
             error = McpError(name, f"cannot connect to {what}: {answer}{stderr}")
         elif child is not None and child.returncode is not None:

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from ._error_text import quoted
+from ._error_text import quoted, sdk_own
 from ._exchange import HttpExchange
 from ._matching import invalid_reason, mismatch_reason
 from ._relisten import describe, leaf
@@ -109,8 +109,10 @@ def probe_failure(
     if http.status is not None:
         return f"failed: {http.describe()}" if http.status >= 500 else None
     if isinstance(inner, MCPError):
-        if inner.code in (UNSUPPORTED_PROTOCOL_VERSION, REQUEST_TIMEOUT):
-            return None  # a server of 2026-07-28 alone, or one that did not answer in time
+        if inner.code == UNSUPPORTED_PROTOCOL_VERSION:
+            return None  # a server of 2026-07-28 alone
+        if inner.code == REQUEST_TIMEOUT and sdk_own(inner, http=True):
+            return None  # it did not answer in time (a server's own -32001 is an answer)
         return f"failed: {quoted(inner.message, hide)} (code {inner.code})"
     dropped = (httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError, *_DROPPED)
     if isinstance(inner, dropped):
@@ -178,14 +180,23 @@ def old_sse_hint(status: int | None, url: str) -> str:
     return ""
 
 
-def answer(exc: BaseException | None, hide: Callable[[str], str] = str) -> str | None:
+def answer(exc: BaseException | None, http: bool, hide: Callable[[str], str] = str) -> str | None:
     """What the server answered, when an error answer (or an invalid one) ended start-up;
-    its words masked by ``hide`` and made safe to quote (``_error_text.quoted``)."""
+    its words masked by ``hide`` and made safe to quote (``_error_text.quoted``). Not
+    the SDK's own failures with the codes servers use too (``_error_text.sdk_own``):
+    a server's own -32000 or -32001 is its answer.
+
+    Example:
+        >>> from mcp.shared.exceptions import MCPError
+        >>> answer(MCPError(-32001, "upstream identity service timed out"), http=False)
+        'the server refused the handshake: upstream identity service timed out (code -32001)'
+        >>> print(answer(MCPError(-32001, "Request 'initialize' timed out"), http=False))
+        None
+    """
     from mcp.shared.exceptions import MCPError
-    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
     inner = leaf(exc) if exc is not None else None
-    if not isinstance(inner, MCPError) or inner.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+    if not isinstance(inner, MCPError) or sdk_own(inner, http):
         return None
     problem = invalid_reason(inner.data, inner.message)
     if problem is not None:

@@ -217,9 +217,10 @@ async def test_an_http_server_dropping_the_connection_is_tried_again(
 
 
 @contextmanager
-def echoing_server(status: int) -> Iterator[str]:
+def echoing_server(status: int, code: int = -32603, message: str | None = None) -> Iterator[str]:
     """An HTTP endpoint answering every request with ``status`` and a JSON-RPC error
-    that repeats the request's ``Authorization`` header; yields its URL."""
+    with ``code`` that repeats the request's ``Authorization`` header (or says
+    ``message``); yields its URL."""
 
     class Echo(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -229,7 +230,10 @@ def echoing_server(status: int) -> Iterator[str]:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            said = {"code": -32603, "message": f"refused {self.headers.get('Authorization')}"}
+            said = {
+                "code": code,
+                "message": message or f"refused {self.headers.get('Authorization')}",
+            }
             body = json.dumps({"jsonrpc": "2.0", "id": sent["id"], "error": said}).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -273,3 +277,49 @@ async def test_a_token_the_server_echoes_on_the_probe_is_in_no_log_record_of_the
         shown = formatter.format(record)  # the message with its args, and the traceback
         assert secret not in shown, shown
     assert secret not in "".join(traceback.format_exception(info.value))
+
+
+SAID = "upstream identity service timed out"
+"""A server's own error with a code the MCP SDK uses too."""
+
+
+@pytest.mark.parametrize("code", [-32000, -32001])
+async def test_a_servers_own_error_with_a_code_the_sdk_uses_refuses_the_handshake(
+    tmp_path: Path, code: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its -32001 was read as the SDK's timeout, its -32000 as the SDK's closed
+    # connection: the error said the server "exited with code 0 during start-up" (it
+    # exits once the client closes its stdin), and not what the server said.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    answer_all = (
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    sent = json.loads(line)\n"
+        "    if 'id' in sent:\n"
+        f"        said = {{'code': {code}, 'message': {SAID!r}}}\n"
+        "        print(json.dumps({'jsonrpc': '2.0', 'id': sent['id'], 'error': said}), flush=True)\n"
+    )
+    with pytest.raises(McpError) as info:
+        await McpClient("srv", launcher(tmp_path, answer_all), timeout=20).connect()
+    assert str(info.value) == (
+        f"MCP server 'srv': cannot connect to `{sys.executable} {tmp_path / 'server.py'}`: "
+        f"the server refused the handshake: {SAID} (code {code})"
+    )
+    assert starts(tmp_path) == 1 and probe_warnings(caplog) == []
+
+
+async def test_an_http_servers_own_minus_32001_at_start_up_is_its_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Read as the SDK's timeout: not tried again without the probe, as an error answer
+    # is, and the error did not say the server refused the handshake.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    with echoing_server(200, code=-32001, message=SAID) as url, pytest.raises(McpError) as info:
+        await McpClient("srv", StreamableHttpTransport(url), timeout=20).connect()
+    assert str(info.value) == (
+        f"MCP server 'srv': cannot connect to {url}: the server refused the handshake: "
+        f"{SAID} (code -32001) (second attempt, with the initialize handshake alone; the "
+        f"first, with the server/discover probe, failed: {SAID} (code -32001))"
+    )
+    [warning] = probe_warnings(caplog)
+    assert f"failed: {SAID} (code -32001) on the server/discover protocol probe" in warning
