@@ -307,9 +307,11 @@ async def _async_policy(info: Any) -> list[str]:
         ({"permission_policy": "trust"}, "(such as McpPermissionPolicy(...)), or None; got str"),
         ({"permission_policy": _async_policy}, "not the async function _async_policy"),
         (
+            # The example logs the data with %r: as sent, a newline in it would forge
+            # a record.
             {"on_log": logging.getLogger("myapp")},
             "MCP server 'x': on_log must be a function of each McpLogMessage (sync or async), "
-            "such as lambda message: logger.info(message.data), or None; got a Logger",
+            'such as lambda message: logger.info("%r", message.data), or None; got a Logger',
         ),
         ({"on_progress": "print"}, "on_progress must be a function of each McpProgress"),
         ({"sampling_handler": 1}, "sampling_handler must be a function of (context, params) "),
