@@ -511,6 +511,7 @@ class Connection:
         if isinstance(exc, ToolError):
             return self.secrets.masked_error(exc)
         child = self.child
+        answer = _handshake.answer(exc, self.http, self.secrets.mask)
         if self._stop.is_set():
             error: ToolError = McpNotInitializedError(name, "closed while connecting")
         elif timed_out:
@@ -518,11 +519,9 @@ class Connection:
             error = McpTimeoutError(
                 name,
                 f"{what} did not complete the MCP handshake within "
-                f"{self.settings.timeout:g} s{self._unanswered()}{stderr}",
+                f"{self.settings.timeout:g} s{_handshake.unanswered(child)}{stderr}",
             )
-        elif self._startup.status is None and (
-            answer := _handshake.answer(exc, self.http, self.secrets.mask)
-        ):
+        elif answer is not None and self._startup.status is None:
             # Checked before the exit: a stdio child exits once its stdin is closed.
             error = McpError(name, f"cannot connect to {what}: {answer}{stderr}")
         elif child is not None and child.returncode is not None:
@@ -547,17 +546,6 @@ class Connection:
         error.__cause__ = exc
         # What the server said (its refusal, in the SDK's errors too) may echo a credential.
         return self.secrets.masked_error(error)
-
-    def _unanswered(self) -> str:
-        """Which handshake request a stdio server left unanswered, for the timeout's message."""
-        reader = self.child.reader if self.child is not None else None
-        waiting = reader.unanswered() if reader is not None else []
-        if "server/discover" in waiting:
-            return (
-                "; it never answered server/discover, the protocol version probe (a server "
-                'that ignores requests it does not know needs McpClient(..., protocol="legacy"))'
-            )
-        return f"; it never answered {waiting[0]}" if waiting else ""
 
     # -- server-to-client traffic ----------------------------------------------------
 

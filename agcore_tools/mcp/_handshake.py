@@ -47,6 +47,7 @@ __all__ = [
     "probe_failure",
     "remember",
     "remembered",
+    "unanswered",
     "warn",
 ]
 
@@ -151,6 +152,18 @@ def warn(
     )
     shown = secrets.masked(exc)
     logger.debug("MCP server '%s': the probe's failure", server_name, exc_info=shown)
+
+
+def unanswered(child: ChildProcess | None) -> str:
+    """Which handshake request a stdio server left unanswered, for the timeout's message."""
+    reader = child.reader if child is not None else None
+    waiting = reader.unanswered() if reader is not None else []
+    if PROBE in waiting:
+        return (
+            f"; it never answered {PROBE}, the protocol version probe (a server that "
+            'ignores requests it does not know needs McpClient(..., protocol="legacy"))'
+        )
+    return f"; it never answered {waiting[0]}" if waiting else ""
 
 
 def attempts_note(first: str) -> str:
