@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from ._error_text import quoted, sdk_own
+from ._error_text import malformed, quoted, sdk_own
 from ._exchange import HttpExchange
 from ._matching import invalid_reason, mismatch_reason
 from ._relisten import describe, leaf
@@ -104,7 +104,7 @@ def probe_failure(
         return _stdio_failure(child)
     import httpx2
     from mcp.shared.exceptions import MCPError
-    from mcp_types import REQUEST_TIMEOUT, UNSUPPORTED_PROTOCOL_VERSION
+    from mcp_types import PARSE_ERROR, REQUEST_TIMEOUT, UNSUPPORTED_PROTOCOL_VERSION
 
     inner = leaf(exc)
     if http.status is not None:
@@ -114,6 +114,8 @@ def probe_failure(
             return None  # a server of 2026-07-28 alone
         if inner.code == REQUEST_TIMEOUT and sdk_own(inner, http=True):
             return None  # it did not answer in time (a server's own -32001 is an answer)
+        if inner.code == PARSE_ERROR:
+            return f"failed: {quoted(malformed(inner.message), hide)}"
         return f"failed: {quoted(inner.message, hide)} (code {inner.code})"
     dropped = (httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError, *_DROPPED)
     if isinstance(inner, dropped):
@@ -207,10 +209,15 @@ def answer(exc: BaseException | None, http: bool, hide: Callable[[str], str] = s
         None
     """
     from mcp.shared.exceptions import MCPError
+    from mcp_types import PARSE_ERROR
 
     inner = leaf(exc) if exc is not None else None
     if not isinstance(inner, MCPError) or sdk_own(inner, http):
         return None
+    if inner.code == PARSE_ERROR:
+        # The SDK's report echoes the answer, cut short by pydantic: a credential in it
+        # is cut too, and no longer masked. One line of it, without the echo (as _recover).
+        return f"the handshake got an invalid answer: {quoted(malformed(inner.message), hide)}"
     problem = invalid_reason(inner.data, inner.message)
     if problem is not None:
         return f"the handshake got an invalid answer: {quoted(problem, hide)}"

@@ -217,10 +217,12 @@ async def test_an_http_server_dropping_the_connection_is_tried_again(
 
 
 @contextmanager
-def echoing_server(status: int, code: int = -32603, message: str | None = None) -> Iterator[str]:
+def echoing_server(
+    status: int, code: int = -32603, message: str | None = None, *, cut: bool = False
+) -> Iterator[str]:
     """An HTTP endpoint answering every request with ``status`` and a JSON-RPC error
     with ``code`` that repeats the request's ``Authorization`` header (or says
-    ``message``); yields its URL."""
+    ``message``), its last character cut off if ``cut`` (no JSON then); yields its URL."""
 
     class Echo(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -235,6 +237,7 @@ def echoing_server(status: int, code: int = -32603, message: str | None = None) 
                 "message": message or f"refused {self.headers.get('Authorization')}",
             }
             body = json.dumps({"jsonrpc": "2.0", "id": sent["id"], "error": said}).encode()
+            body = body[:-1] if cut else body
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -323,3 +326,26 @@ async def test_an_http_servers_own_minus_32001_at_start_up_is_its_answer(
     )
     [warning] = probe_warnings(caplog)
     assert f"failed: {SAID} (code -32001) on the server/discover protocol probe" in warning
+
+
+async def test_an_answer_the_sdk_cannot_parse_at_start_up_is_named_without_its_echo(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The error quoted the SDK's parse error whole, as "the server refused the
+    # handshake": pydantic's report echoes the answer cut short in the middle, a token in
+    # it too, so the mask missed the part left ("...3CRETt0ken00"); in the WARNING too.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    secret = "ghp_S3CRETt0ken00"
+    with echoing_server(200, cut=True) as url:
+        transport = StreamableHttpTransport(url, {"Authorization": f"Bearer {secret}"})
+        with pytest.raises(McpError) as info:
+            await McpClient("srv", transport, timeout=20).connect()
+    malformed = "the server's answer (application/json) is malformed: Invalid JSON: EOF while"
+    assert str(info.value).startswith(
+        f"MCP server 'srv': cannot connect to {url}: the handshake got an invalid answer: "
+        f"{malformed} parsing an object at line 1 column "
+    )
+    assert f"the first, with the server/discover probe, failed: {malformed}" in str(info.value)
+    [warning] = probe_warnings(caplog)
+    for shown in (str(info.value), warning):
+        assert secret[-8:] not in shown and "input_value" not in shown, shown
