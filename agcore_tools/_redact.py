@@ -10,7 +10,6 @@ are chained from included, and the query values of the server's URL it names.
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -162,11 +161,14 @@ def masked_error(exc: BaseException, redact: Callable[[str], str]) -> BaseExcept
     """``exc`` to chain an error from: itself when ``redact`` changes no text on its
     chain (its message and notes, its causes' and contexts', an exception group's
     members'), else a stand-in of its type, with its traceback and attributes (strings
-    in their dicts, lists, tuples and pydantic models masked too), showing the text
-    ``redact`` returns.
+    in their dicts, lists, tuples and pydantic models masked too; an ``OSError``'s
+    ``errno``, ``strerror`` and file names), showing the text ``redact`` returns.
 
     A traceback (``logger.exception`` too) prints every exception on the chain, so
     masking the new error's own message is not enough when ``exc`` quotes the secret.
+    Each exception on the chain that leads to one showing a secret is a stand-in too,
+    linked to the stand-ins of the others: a chain that comes back round (a cause whose
+    context is ``exc``) never leads to an original that shows the secret.
 
     Example:
         >>> hide = lambda text: mask(text, ["ghp_S3CRETt0ken"])
@@ -180,22 +182,17 @@ def masked_error(exc: BaseException, redact: Callable[[str], str]) -> BaseExcept
         >>> masked_error(clean, hide) is clean
         True
     """
-    return _masked_link(exc, redact, {})
-
-
-def _masked_link(
-    exc: BaseException, redact: Callable[[str], str], done: dict[int, BaseException]
-) -> BaseException:
-    """:func:`_masked`, or, for an exception it cannot mask, a plain one with its text:
-    the rest of the chain keeps its types."""
     try:
-        return _masked(exc, redact, done)
+        return _masked_chain(exc, redact)
     except Exception:  # noqa: BLE001 - a masking bug must never hide the error it masks
-        # Not from exc, nor with its text unmasked: the secret would print with it.
-        kind = type(exc)
-        plain = Exception(f"{kind.__module__}.{kind.__qualname__}: {_safe_text(exc, redact)}")
-        done[id(exc)] = plain
-        return plain
+        return _unmaskable(exc, redact)
+
+
+def _unmaskable(exc: BaseException, redact: Callable[[str], str]) -> BaseException:
+    """The stand-in of an exception that cannot be masked: a plain one with its masked
+    text (not from ``exc``, nor with its text unmasked: the secret would print with it)."""
+    kind = type(exc)
+    return Exception(f"{kind.__module__}.{kind.__qualname__}: {_safe_text(exc, redact)}")
 
 
 def _safe_text(exc: BaseException, redact: Callable[[str], str]) -> str:
@@ -205,43 +202,119 @@ def _safe_text(exc: BaseException, redact: Callable[[str], str]) -> str:
         return "(its message could not be read and masked)"
 
 
-def _masked(
-    exc: BaseException, redact: Callable[[str], str], done: dict[int, BaseException]
-) -> BaseException:
-    if id(exc) in done:  # the cause that is also the context, or a cycle
-        return done[id(exc)]
-    done[id(exc)] = exc
-    cause = None if exc.__cause__ is None else _masked_link(exc.__cause__, redact, done)
-    context = None if exc.__context__ is None else _masked_link(exc.__context__, redact, done)
-    members = _members(exc)
-    shown_members = [_masked_link(member, redact, done) for member in members]
-    text = str(exc)
-    shown = redact(text)
-    notes = getattr(exc, "__notes__", None)  # printed too; kept in vars(exc)
-    if (
-        shown == text
-        and not (isinstance(notes, list) and any(_changes(note, redact) for note in notes))
-        and cause is exc.__cause__
-        and context is exc.__context__
-        and all(map(operator.is_, shown_members, members))
-    ):
+def _masked_chain(exc: BaseException, redact: Callable[[str], str]) -> BaseException:
+    found = _reachable(exc)
+    shown = {key: _shown(node, redact) for key, node in found.items()}
+    changed = [key for key, node in found.items() if _changes(node, shown[key], redact)]
+    if not changed:
         return exc
-    if members:
-        stand_in = _group_stand_in(exc, shown, shown_members, redact)
-    else:
-        stand_in = _stand_in(exc, shown, redact)
-    stand_in.__cause__ = cause
-    stand_in.__context__ = context
-    stand_in.__suppress_context__ = exc.__suppress_context__
-    done[id(exc)] = stand_in
-    return stand_in.with_traceback(exc.__traceback__)
+    # Decided for the whole chain before any stand-in is made, and linked once all are:
+    # in a cycle through a link that shows nothing (B, the cause of A, whose context is
+    # A), B's stand-in leads back to A's, where B itself would lead to A.
+    linked_from: dict[int, list[int]] = {}
+    for key, node in found.items():
+        for link in _links(node):
+            linked_from.setdefault(id(link), []).append(key)
+    copied = set(changed)
+    todo = list(changed)
+    while todo:
+        for key in linked_from.get(todo.pop(), ()):
+            if key not in copied:
+                copied.add(key)
+                todo.append(key)
+    order = [key for key in found if key in copied]
+    made: dict[int, BaseException] = {}
+    for key in order:
+        _make(found[key], shown, copied, made, redact)
+    for key in order:
+        node, stand_in = found[key], made[key]
+        cause, context = node.__cause__, node.__context__
+        stand_in.__cause__ = None if cause is None else made.get(id(cause), cause)
+        stand_in.__context__ = None if context is None else made.get(id(context), context)
+        stand_in.__suppress_context__ = node.__suppress_context__
+        stand_in.__traceback__ = node.__traceback__
+    return made[id(exc)]
+
+
+def _reachable(exc: BaseException) -> dict[int, BaseException]:
+    """Every exception on ``exc``'s chain, by id, each once: no recursion, as a chain
+    may be longer than Python recurses."""
+    found: dict[int, BaseException] = {}
+    todo = [exc]
+    while todo:
+        node = todo.pop()
+        if id(node) not in found:
+            found[id(node)] = node
+            todo.extend(_links(node))
+    return found
+
+
+def _links(exc: BaseException) -> list[BaseException]:
+    """What a traceback of ``exc`` prints besides it: its cause, its context, and an
+    exception group's members."""
+    linked = [link for link in (exc.__cause__, exc.__context__) if link is not None]
+    return linked + _members(exc)
+
+
+def _shown(exc: BaseException, redact: Callable[[str], str]) -> tuple[str, str] | None:
+    """``exc``'s text, and masked; None when it cannot be read or masked."""
+    try:
+        text = str(exc)
+        return text, redact(text)
+    except Exception:  # noqa: BLE001 - then its stand-in says so (see _unmaskable)
+        return None
+
+
+def _changes(
+    exc: BaseException, shown: tuple[str, str] | None, redact: Callable[[str], str]
+) -> bool:
+    """Whether a traceback shows ``exc`` itself (its message, its notes) differently
+    once masked."""
+    if shown is None or shown[0] != shown[1]:
+        return True
+    notes = getattr(exc, "__notes__", None)  # printed too; kept in vars(exc)
+    return isinstance(notes, list) and any(_note_changes(note, redact) for note in notes)
+
+
+def _make(
+    exc: BaseException,
+    shown: dict[int, tuple[str, str] | None],
+    copied: set[int],
+    made: dict[int, BaseException],
+    redact: Callable[[str], str],
+) -> BaseException:
+    """The stand-in of ``exc``, one of ``copied``, put in ``made``. An exception group
+    holds its members from the start: theirs are made first."""
+    key = id(exc)
+    if key in made:  # made already, or a group that holds itself
+        return made[key]
+    plain = made[key] = _unmaskable(exc, redact)
+    read = shown[key]
+    if read is None:
+        return plain
+    try:
+        members = [
+            _make(member, shown, copied, made, redact) if id(member) in copied else member
+            for member in _members(exc)
+        ]
+        if members:
+            made[key] = _group_stand_in(exc, read[1], members, redact)
+        else:
+            made[key] = _stand_in(exc, read[1], redact)
+    except Exception:  # noqa: BLE001 - a masking bug must never hide the error it masks
+        made[key] = plain  # the rest of the chain keeps its types
+    return made[key]
 
 
 def _stand_in(exc: BaseException, shown: str, redact: Callable[[str], str]) -> BaseException:
     kind = type(exc)
+    stand_in: BaseException | None
     try:
-        # Not through __init__: the SDK's errors want the request, the response.
-        stand_in = kind.__new__(kind, shown)
+        if isinstance(exc, OSError) and exc.errno is not None:
+            stand_in = _os_stand_in(exc, redact)
+        else:
+            # Not through __init__: the SDK's errors want the request, the response.
+            stand_in = kind.__new__(kind, shown)
     except TypeError:  # a type that needs more to be made (an ExceptionGroup)
         stand_in = None
     if stand_in is not None:
@@ -249,6 +322,23 @@ def _stand_in(exc: BaseException, shown: str, redact: Callable[[str], str]) -> B
         vars(stand_in).update({k: _masked_value(v, redact) for k, v in vars(exc).items()})
     if stand_in is None or shown not in str(stand_in):  # its str() reads other fields
         return Exception(f"{kind.__module__}.{kind.__qualname__}: {shown}")
+    return stand_in
+
+
+def _os_stand_in(exc: OSError, redact: Callable[[str], str]) -> OSError:
+    """An ``OSError`` like ``exc``, its ``errno``, ``strerror`` and file names kept
+    (masked): they are slots, not in its dict, and its str() reads them."""
+    fields: list[Any] = [exc.errno, _masked_value(exc.strerror, redact)]
+    names = [_masked_value(exc.filename, redact), _masked_value(exc.filename2, redact)]
+    if names[1] is not None:
+        fields += [names[0], getattr(exc, "winerror", None), names[1]]
+    elif names[0] is not None:
+        fields.append(names[0])
+    kind = type(exc)
+    stand_in: OSError = kind.__new__(kind, *fields)
+    # A subclass with an __init__ of its own reads the fields in OSError's __init__,
+    # not in __new__; for the others it does nothing.
+    OSError.__init__(stand_in, *fields)
     return stand_in
 
 
@@ -278,7 +368,7 @@ def _group_stand_in(
     return stand_in
 
 
-def _changes(note: object, redact: Callable[[str], str]) -> bool:
+def _note_changes(note: object, redact: Callable[[str], str]) -> bool:
     return isinstance(note, str) and redact(note) != note
 
 

@@ -24,8 +24,9 @@ __all__ = ["call_user", "check_callback", "guarded_handler"]
 logger = logging.getLogger("agcore_tools.mcp")
 
 _TAKES = {
+    # %r escapes the server's newlines and terminal escapes, which would forge records.
     "on_log": "a function of each McpLogMessage (sync or async), such as "
-    "lambda message: logger.info(message.data)",
+    'lambda message: logger.info("%r", message.data)',
     "on_progress": "a function of each McpProgress (sync or async), such as "
     "lambda update: print(update.progress, update.total)",
     "sampling_handler": "a function of (context, params) (sync or async) answering as "
@@ -48,7 +49,7 @@ def check_callback(server_name: str, what: str, callback: object) -> None:
         >>> check_callback("demo", "on_log", logging.getLogger("app"))
         Traceback (most recent call last):
         ...
-        agcore_tools.error.ToolConfigError: MCP server 'demo': on_log must be a function of each McpLogMessage (sync or async), such as lambda message: logger.info(message.data), or None; got a Logger
+        agcore_tools.error.ToolConfigError: MCP server 'demo': on_log must be a function of each McpLogMessage (sync or async), such as lambda message: logger.info("%r", message.data), or None; got a Logger
     """
     if callback is None or callable(callback):
         return

@@ -406,7 +406,7 @@ class Connection:
         if self._stop.is_set() or anyio.current_time() >= deadline:
             return False
         http = self._startup if self.http else None
-        reason = _handshake.probe_failure(exc, self.child, http)
+        reason = _handshake.probe_failure(exc, self.child, http, self.secrets.mask)
         if self.state is not State.STARTING or reason is None:
             return False
         _handshake.warn(self.server_name, self.transport.describe(), reason, exc, self.secrets)
@@ -438,7 +438,7 @@ class Connection:
             message_handler=self._on_message,
             client_info=Implementation(name="agcore-tools", version=__version__),
             cache=None,  # the client keeps its own tool cache (pagination, list_changed, TTL)
-            extensions=_task_extensions(settings.server_name) if settings.tasks else None,
+            extensions=_task_extensions(settings, self.secrets.mask),
         )
         token = EXCHANGE.set(self._startup)  # the handshake's HTTP outcome (see _exchange)
         async with client, anyio.create_task_group() as tasks:
@@ -455,7 +455,9 @@ class Connection:
             if settings.tasks and is_modern(client):
                 from ._task_wire import resolving_tasks
 
-                self.call_tool = resolving_tasks(self.call_tool, client.session, self.server_name)
+                self.call_tool = resolving_tasks(
+                    self.call_tool, client.session, self.server_name, self.secrets.mask
+                )
             self.state = State.READY
             if self._first_try is not None and not self.http:
                 _handshake.remember(settings)  # the handshake worked where the probe did not
@@ -509,6 +511,7 @@ class Connection:
         if isinstance(exc, ToolError):
             return self.secrets.masked_error(exc)
         child = self.child
+        answer = _handshake.answer(exc, self.http, self.secrets.mask)
         if self._stop.is_set():
             error: ToolError = McpNotInitializedError(name, "closed while connecting")
         elif timed_out:
@@ -516,9 +519,9 @@ class Connection:
             error = McpTimeoutError(
                 name,
                 f"{what} did not complete the MCP handshake within "
-                f"{self.settings.timeout:g} s{self._unanswered()}{stderr}",
+                f"{self.settings.timeout:g} s{_handshake.unanswered(child)}{stderr}",
             )
-        elif (answer := _handshake.answer(exc)) is not None and self._startup.status is None:
+        elif answer is not None and self._startup.status is None:
             # Checked before the exit: a stdio child exits once its stdin is closed.
             error = McpError(name, f"cannot connect to {what}: {answer}{stderr}")
         elif child is not None and child.returncode is not None:
@@ -534,7 +537,7 @@ class Connection:
             error = McpError(
                 name,
                 f"cannot connect to {what}: {http.describe()}{hint}"
-                f"{sdk_detail(leaf(exc))}{retried}",
+                f"{sdk_detail(leaf(exc), self.secrets.mask)}{retried}",
                 status_code=http.status,
                 retry_after=http.retry_after,
             )
@@ -543,17 +546,6 @@ class Connection:
         error.__cause__ = exc
         # What the server said (its refusal, in the SDK's errors too) may echo a credential.
         return self.secrets.masked_error(error)
-
-    def _unanswered(self) -> str:
-        """Which handshake request a stdio server left unanswered, for the timeout's message."""
-        reader = self.child.reader if self.child is not None else None
-        waiting = reader.unanswered() if reader is not None else []
-        if "server/discover" in waiting:
-            return (
-                "; it never answered server/discover, the protocol version probe (a server "
-                'that ignores requests it does not know needs McpClient(..., protocol="legacy"))'
-            )
-        return f"; it never answered {waiting[0]}" if waiting else ""
 
     # -- server-to-client traffic ----------------------------------------------------
 
@@ -590,13 +582,15 @@ class Connection:
             await call_user(callback, message, self.server_name)
 
 
-def _task_extensions(server_name: str) -> list[Any]:
+def _task_extensions(settings: ClientSettings, hide: Callable[[str], str]) -> list[Any] | None:
     """The 2026-07-28 tasks extension, for a client created with ``tasks=True`` only:
     it is advertised on every request of the session, and adds a result shape that
     every ``tools/call`` answer is parsed against (see ``_tasks``)."""
+    if not settings.tasks:
+        return None
     from ._task_wire import TasksExtension
 
-    return [TasksExtension(server_name)]
+    return [TasksExtension(settings.server_name, hide)]
 
 
 def _wants_listen(client: Client) -> bool:

@@ -18,6 +18,9 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from ._error_text import quoted
+from ._serverlog import safe_text
+
 __all__ = ["EXCHANGE", "HttpExchange", "parse_retry_after", "sdk_detail", "server_reason"]
 
 _SDK_STAND_INS = frozenset({"Server returned an error response", "Session terminated", "Not Found"})
@@ -81,7 +84,8 @@ class HttpExchange:
             text += f" (WWW-Authenticate: {self.www_authenticate})"
         if self.retry_after is not None:
             text += f"; retry after {self.retry_after:g} s"
-        return text
+        # The reason phrase and the header are the server's too, as its body's words are.
+        return safe_text(text)
 
 
 EXCHANGE: ContextVar[HttpExchange | None] = ContextVar("agcore_mcp_http_exchange", default=None)
@@ -177,10 +181,11 @@ def _phrase(status: int) -> str:
         return ""
 
 
-def sdk_detail(exc: BaseException) -> str:
-    """``": <the JSON-RPC error's message>"`` when it adds to the HTTP status, else ""."""
+def sdk_detail(exc: BaseException, hide: Callable[[str], str] = str) -> str:
+    """``": <the JSON-RPC error's message>"`` when it adds to the HTTP status, else "";
+    the message masked by ``hide``, then made safe to quote (``_error_text.quoted``)."""
     from mcp.shared.exceptions import MCPError
 
     if isinstance(exc, MCPError) and exc.message not in _SDK_STAND_INS:
-        return f": {exc.message}"
+        return f": {quoted(exc.message, hide)}"
     return ""

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from ._error_text import malformed, quoted, sdk_own
 from ._exchange import HttpExchange
 from ._matching import invalid_reason, mismatch_reason
 from ._relisten import describe, leaf
@@ -45,6 +47,7 @@ __all__ = [
     "probe_failure",
     "remember",
     "remembered",
+    "unanswered",
     "warn",
 ]
 
@@ -78,11 +81,15 @@ def remember(settings: object) -> None:
 
 
 def probe_failure(
-    exc: BaseException, child: ChildProcess | None, http: HttpExchange | None
+    exc: BaseException,
+    child: ChildProcess | None,
+    http: HttpExchange | None,
+    hide: Callable[[str], str] = str,
 ) -> str | None:
     """How a start-up that sent the probe failed, when a second one with the handshake
     alone may do better (see the module docs); else None. ``http`` is the handshake's
-    HTTP outcome (None for stdio, whose ``child`` is then the process).
+    HTTP outcome (None for stdio, whose ``child`` is then the process). A server's error
+    answer is quoted masked by ``hide`` (see ``_error_text.quoted``).
 
     Example:
         >>> probe_failure(ConnectionResetError("reset by peer"), None, HttpExchange())
@@ -97,15 +104,19 @@ def probe_failure(
         return _stdio_failure(child)
     import httpx2
     from mcp.shared.exceptions import MCPError
-    from mcp_types import REQUEST_TIMEOUT, UNSUPPORTED_PROTOCOL_VERSION
+    from mcp_types import PARSE_ERROR, REQUEST_TIMEOUT, UNSUPPORTED_PROTOCOL_VERSION
 
     inner = leaf(exc)
     if http.status is not None:
         return f"failed: {http.describe()}" if http.status >= 500 else None
     if isinstance(inner, MCPError):
-        if inner.code in (UNSUPPORTED_PROTOCOL_VERSION, REQUEST_TIMEOUT):
-            return None  # a server of 2026-07-28 alone, or one that did not answer in time
-        return f"failed: {inner.message} (code {inner.code})"
+        if inner.code == UNSUPPORTED_PROTOCOL_VERSION:
+            return None  # a server of 2026-07-28 alone
+        if inner.code == REQUEST_TIMEOUT and sdk_own(inner, http=True):
+            return None  # it did not answer in time (a server's own -32001 is an answer)
+        if inner.code == PARSE_ERROR:
+            return f"failed: {quoted(malformed(inner.message), hide)}"
+        return f"failed: {quoted(inner.message, hide)} (code {inner.code})"
     dropped = (httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError, *_DROPPED)
     if isinstance(inner, dropped):
         return f"failed: {describe(inner)}"
@@ -145,6 +156,18 @@ def warn(
     logger.debug("MCP server '%s': the probe's failure", server_name, exc_info=shown)
 
 
+def unanswered(child: ChildProcess | None) -> str:
+    """Which handshake request a stdio server left unanswered, for the timeout's message."""
+    reader = child.reader if child is not None else None
+    waiting = reader.unanswered() if reader is not None else []
+    if PROBE in waiting:
+        return (
+            f"; it never answered {PROBE}, the protocol version probe (a server that "
+            'ignores requests it does not know needs McpClient(..., protocol="legacy"))'
+        )
+    return f"; it never answered {waiting[0]}" if waiting else ""
+
+
 def attempts_note(first: str) -> str:
     """What the error of a failed second attempt adds, naming the first.
 
@@ -172,18 +195,33 @@ def old_sse_hint(status: int | None, url: str) -> str:
     return ""
 
 
-def answer(exc: BaseException | None) -> str | None:
-    """What the server answered, when an error answer (or an invalid one) ended start-up."""
+def answer(exc: BaseException | None, http: bool, hide: Callable[[str], str] = str) -> str | None:
+    """What the server answered, when an error answer (or an invalid one) ended start-up;
+    its words masked by ``hide`` and made safe to quote (``_error_text.quoted``). Not
+    the SDK's own failures with the codes servers use too (``_error_text.sdk_own``):
+    a server's own -32000 or -32001 is its answer.
+
+    Example:
+        >>> from mcp.shared.exceptions import MCPError
+        >>> answer(MCPError(-32001, "upstream identity service timed out"), http=False)
+        'the server refused the handshake: upstream identity service timed out (code -32001)'
+        >>> print(answer(MCPError(-32001, "Request 'initialize' timed out"), http=False))
+        None
+    """
     from mcp.shared.exceptions import MCPError
-    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+    from mcp_types import PARSE_ERROR
 
     inner = leaf(exc) if exc is not None else None
-    if not isinstance(inner, MCPError) or inner.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+    if not isinstance(inner, MCPError) or sdk_own(inner, http):
         return None
+    if inner.code == PARSE_ERROR:
+        # The SDK's report echoes the answer, cut short by pydantic: a credential in it
+        # is cut too, and no longer masked. One line of it, without the echo (as _recover).
+        return f"the handshake got an invalid answer: {quoted(malformed(inner.message), hide)}"
     problem = invalid_reason(inner.data, inner.message)
     if problem is not None:
-        return f"the handshake got an invalid answer: {problem}"
+        return f"the handshake got an invalid answer: {quoted(problem, hide)}"
     stray = mismatch_reason(inner.data, inner.message)
     if stray is not None:
-        return f"the handshake failed: {stray}"
-    return f"the server refused the handshake: {inner.message} (code {inner.code})"
+        return f"the handshake failed: {quoted(stray, hide)}"
+    return f"the server refused the handshake: {quoted(inner.message, hide)} (code {inner.code})"

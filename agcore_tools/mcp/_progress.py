@@ -17,6 +17,7 @@ from typing import Any
 
 from ..base import ToolContext
 from ._callbacks import call_user
+from ._serverlog import safe_text
 from .models import McpProgress
 
 __all__ = ["CALLER", "CALL_KEY", "IDEMPOTENCY_META_KEY", "call_meta", "progress_callback"]
@@ -60,15 +61,16 @@ def progress_callback(
 ) -> Any:
     """The SDK's ``progress_callback`` for one call, or None when nobody listens (a
     progress token makes the server send updates, so it is only asked for then). The
-    log line shows the message as ``hide`` does (the connection's secrets masked, as in
-    the server's own log messages); the callback and the caller get it as sent."""
+    log line shows the message as the server's own log messages are logged: masked by
+    ``hide`` (the connection's secrets), its control characters escaped, and cut
+    (``_serverlog.safe_text``); the callback and the caller get it as sent."""
     caller = CALLER.get()
     if callback is None and caller is None and not progress_logger.isEnabledFor(logging.DEBUG):
         return None
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         update = McpProgress(server, tool_name, progress, total, message)
-        shown = None if message is None else hide(message)
+        shown = None if message is None else safe_text(hide(message))
         progress_logger.debug("[%s] %s: %s/%s %s", server, tool_name, progress, total, shown)
         if caller is not None:
             caller.report_progress(progress, total, message)

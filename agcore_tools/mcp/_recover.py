@@ -23,7 +23,7 @@ The server's JSON-RPC error answer to a ``tools/call`` is recoverable, as an
 ``isError`` answer is, and never ran when its code refuses the request unrun.
 The SDK's own failures have codes that servers use for their errors too (-32000, a
 closed connection; -32001, its timeout): a server's answer with one is an answer like
-any other (:func:`_sdk_own`), not a lost connection or a timeout.
+any other (``_error_text.sdk_own``), not a lost connection or a timeout.
 """
 
 from __future__ import annotations
@@ -33,18 +33,24 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from ._connection import Connection
+from ._error_text import (
+    GENERIC_CLOSE,
+    first_line,
+    malformed,
+    quoted,
+    sdk_own,
+    size_hint,
+    validation_line,
+)
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._limits import over_limit_reason
 from ._matching import invalid_reason, mismatch_reason
 from ._state import State
-
-if TYPE_CHECKING:
-    from pydantic import ValidationError
 
 __all__ = [
     "Restarts",
@@ -52,7 +58,6 @@ __all__ = [
     "cause_of",
     "classify",
     "is_safe_to_repeat",
-    "malformed",
     "note_run",
     "refused_by_server",
     "send_again",
@@ -65,10 +70,6 @@ _MAX_WAITS = 5
 """Retry-After waits within one call, at most."""
 _END_WAIT = 2.0
 """Seconds to wait for a broken HTTP connection's owner task to report why it broke."""
-_GENERIC_CLOSE = "Connection closed"
-"""The SDK's message when its dispatcher shut down (the transport ended)."""
-_SDK_TIMEOUT = re.compile(r"Request .* timed out")
-"""The SDK's message when its own clock ran out on a request (``Request 'ping' timed out``)."""
 
 
 class Restarts(Protocol):
@@ -159,8 +160,13 @@ async def _classify(
     if isinstance(exc, ToolError):
         return Verdict(exc)
     http = conn is None or conn.http
+    hide = conn.secrets.mask if conn is not None else str
+
+    def quote(text: str) -> str:  # the server's words, or the SDK's quoting them
+        return quoted(text, hide)
+
     if isinstance(exc, TimeoutError) or (
-        isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT and _sdk_own(exc, http)
+        isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT and sdk_own(exc, http)
     ):
         return Verdict(
             McpTimeoutError(name, f"{action} timed out after {limit:g} s", tool_name=tool_name)
@@ -168,18 +174,20 @@ async def _classify(
     if isinstance(exc, MCPError) and (stray := mismatch_reason(exc.data, exc.message)):
         # The connection stays up, but a server that mixes up its answers is not to be
         # asked again: unrecoverable, like any McpError.
-        return Verdict(McpError(name, f"{action} failed: {stray}", tool_name=tool_name))
+        return Verdict(McpError(name, f"{action} failed: {quote(stray)}", tool_name=tool_name))
     if isinstance(exc, MCPError) and (problem := invalid_reason(exc.data, exc.message)):
         return Verdict(
-            McpError(name, f"{action} got an invalid answer: {problem}", tool_name=tool_name)
+            McpError(name, f"{action} got an invalid answer: {quote(problem)}", tool_name=tool_name)
         )
     if isinstance(exc, MCPError) and (dropped := over_limit_reason(exc.data, exc.message)):
         # The server and the connection are fine: only this answer was too big (or too
         # deep) to take, as with an SSE event over the limit.
-        error = McpError(name, f"{action} failed: {dropped}", tool_name=tool_name, recoverable=True)
+        error = McpError(
+            name, f"{action} failed: {quote(dropped)}", tool_name=tool_name, recoverable=True
+        )
         return Verdict(error)
     if exchange is not None and exchange.status is not None:
-        return _http_failure(name, conn, exc, exchange, action, tool_name)
+        return _http_failure(name, conn, exc, exchange, action, tool_name, hide)
     if exchange is not None and exchange.pool_full:
         # Never sent, and no sign of the server's health (a ping would wait in the pool too).
         error = McpError(
@@ -189,14 +197,14 @@ async def _classify(
             recoverable=True,
         )
         return Verdict(error, never_ran=True)
-    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED and _sdk_own(exc, http):
+    if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED and sdk_own(exc, http):
         if conn is None or conn.state is State.CLOSED:
             return Verdict(
                 McpNotInitializedError(
                     name, f"{action} failed: the client was closed", tool_name=tool_name
                 )
             )
-        if conn.http and conn.state is State.READY and exc.message != _GENERIC_CLOSE:
+        if conn.http and conn.state is State.READY and exc.message != GENERIC_CLOSE:
             # One request got no answer: its stream broke, or its POST failed. The
             # connection is lost only if the server is gone too.
             gone = await conn.check_alive(failed_at)
@@ -204,7 +212,7 @@ async def _classify(
                 return Verdict(
                     McpError(
                         name,
-                        f"{action} failed: {exc.message}{_size_hint(exc.message)}",
+                        f"{action} failed: {quote(exc.message)}{size_hint(exc.message)}",
                         tool_name=tool_name,
                         recoverable=True,
                     )
@@ -217,7 +225,9 @@ async def _classify(
         # Unrecoverable, as a dead server is (seed acceptance 17): the tool loop stops,
         # and the next request starts the server again.
         return Verdict(
-            McpError(name, f"{action} failed: connection lost ({reason})", tool_name=tool_name),
+            McpError(
+                name, f"{action} failed: connection lost ({quote(reason)})", tool_name=tool_name
+            ),
             restart=True,
             never_ran=exchange is not None and exchange.never_sent,
         )
@@ -226,12 +236,12 @@ async def _classify(
         # line names what was malformed and the first complaint; the SDK's error, the
         # __cause__, keeps the rest.
         return Verdict(
-            McpError(name, f"{action} failed: {malformed(exc.message)}", tool_name=tool_name)
+            McpError(name, f"{action} failed: {quote(malformed(exc.message))}", tool_name=tool_name)
         )
     if isinstance(exc, MCPError) and exc.code == URL_ELICITATION_REQUIRED:
-        return _needs_links(name, exc, action, tool_name)
+        return _needs_links(name, exc, action, tool_name, quote)
     if isinstance(exc, MCPError):
-        return _answered(name, exc, action, tool_name)
+        return _answered(name, exc, action, tool_name, quote)
     if tool_name is not None and isinstance(exc, RuntimeError) and _OFF_SCHEMA.match(str(exc)):
         # The SDK checks a result against the tool's outputSchema after it arrived and
         # raises without the result. Servers with a slightly wrong schema are common, so
@@ -240,7 +250,7 @@ async def _classify(
             McpError(
                 name,
                 f"{action} answered with a result that does not match the tool's own output "
-                f"schema, so the result was dropped: {_first_line(exc)}",
+                f"schema, so the result was dropped: {quote(first_line(exc))}",
                 tool_name=tool_name,
                 recoverable=True,
             )
@@ -251,50 +261,25 @@ async def _classify(
         return Verdict(
             McpError(
                 name,
-                f"{action} got an invalid answer: {_validation_line(exc)}",
+                f"{action} got an invalid answer: {quote(validation_line(exc))}",
                 tool_name=tool_name,
             )
         )
     if isinstance(exc, RuntimeError):
         return Verdict(
             McpError(
-                name, f"{action} got an invalid answer: {_first_line(exc)}", tool_name=tool_name
+                name,
+                f"{action} got an invalid answer: {quote(first_line(exc))}",
+                tool_name=tool_name,
             )
         )
     return Verdict(
         McpError(
-            name, f"{action} failed: {type(exc).__name__}: {_first_line(exc)}", tool_name=tool_name
+            name,
+            f"{action} failed: {type(exc).__name__}: {quote(first_line(exc))}",
+            tool_name=tool_name,
         )
     )
-
-
-def _sdk_own(exc: Any, http: bool) -> bool:
-    """Whether ``exc``, an SDK ``MCPError`` with code -32000 (connection closed) or
-    -32001 (request timed out), is the SDK's own failure, not the server's error answer.
-
-    The SDK's timeout says ``Request 'ping' timed out``; over stdio its closed
-    connection says ``Connection closed`` (as an MCP Python SDK server answers requests
-    in flight when it shuts down); neither has data. Over HTTP a broken stream fails its
-    request with -32000 and a reason, so any -32000 is taken for one (then a ping decides).
-
-    Example:
-        >>> from mcp.shared.exceptions import MCPError
-        >>> _sdk_own(MCPError(-32001, "Request 'ping' timed out"), http=False)
-        True
-        >>> _sdk_own(MCPError(-32001, "upstream API timed out after 30 s"), http=False)
-        False
-        >>> _sdk_own(MCPError(-32000, "Connection closed"), http=False)
-        True
-        >>> _sdk_own(MCPError(-32000, "quota exceeded"), http=False)
-        False
-    """
-    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-
-    if exc.code == REQUEST_TIMEOUT:
-        return exc.data is None and _SDK_TIMEOUT.fullmatch(exc.message) is not None
-    if exc.code == CONNECTION_CLOSED:
-        return http or (exc.data is None and exc.message == _GENERIC_CLOSE)
-    return False
 
 
 _UNRUN_CODES = frozenset({-32600, -32601, -32602, -32020, -32021, -32022})
@@ -304,18 +289,20 @@ MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION). Any other cod
 (INTERNAL_ERROR, 0, a server's own) may come from a tool that failed part way."""
 
 
-def _answered(name: str, exc: Any, action: str, tool_name: str | None) -> Verdict:
+def _answered(
+    name: str, exc: Any, action: str, tool_name: str | None, quote: Callable[[str], str]
+) -> Verdict:
     """The server's JSON-RPC error answer to the request: the connection is fine, and
-    the server refused or failed this request alone. The server's message gets the
-    connection's secrets masked (by :func:`classify`), as its log messages do, since a
-    model may read it.
+    the server refused or failed this request alone. The server's message is shown by
+    ``quote``: the connection's secrets masked, as in its log messages, since a model
+    may read it, and its control characters escaped, since an app may log it.
 
     For a ``tools/call`` it is recoverable, as an ``isError`` answer is: mcp-go servers
     and TypeScript servers on the low-level ``Server`` answer a model's wrong argument
     this way ("Unknown vault: Notes. Available vaults: ..."), and the model must read
     it to correct itself. Other requests keep their meaning (the adapters of
     ``_protocol_tools`` decide for theirs)."""
-    said = exc.message
+    said = quote(exc.message)
     if tool_name is None:
         return Verdict(McpError(name, f"{action} failed: {said} (code {exc.code})"))
     unrun = exc.code in _UNRUN_CODES
@@ -326,7 +313,9 @@ def _answered(name: str, exc: Any, action: str, tool_name: str | None) -> Verdic
     return Verdict(error, never_ran=unrun)
 
 
-def _needs_links(name: str, exc: Any, action: str, tool_name: str | None) -> Verdict:
+def _needs_links(
+    name: str, exc: Any, action: str, tool_name: str | None, quote: Callable[[str], str]
+) -> Verdict:
     """The server's ``URLElicitationRequiredError``: the user must open a link (to sign
     in, to consent) before the server runs the request. Recoverable: the model reads it,
     and the app shows the links from :attr:`McpError.elicitations`. The message names
@@ -340,11 +329,11 @@ def _needs_links(name: str, exc: Any, action: str, tool_name: str | None) -> Ver
     )
     hosts = sorted({urlsplit(link["url"]).hostname or "?" for link in links})
     said = "; ".join(sorted({str(link["message"]) for link in links if link.get("message")}))
+    where = quote(f"{', '.join(hosts) or 'no host given'}{f': {said}' if said else ''}")
     error = McpError(
         name,
-        f"{action} needs the user to open a link first (at {', '.join(hosts) or 'no host given'}"
-        f"{f': {said}' if said else ''}); the app has the link: call again once the user "
-        "has opened it",
+        f"{action} needs the user to open a link first (at {where}); the app has the link: "
+        "call again once the user has opened it",
         tool_name=tool_name,
         recoverable=True,
     )
@@ -389,6 +378,7 @@ def _http_failure(
     http: HttpExchange,
     action: str,
     tool_name: str | None,
+    hide: Callable[[str], str],
 ) -> Verdict:
     if http.session_gone:
         reason = f"the server no longer knows the session ({http.describe()})"
@@ -400,7 +390,7 @@ def _http_failure(
         return Verdict(error, restart=True, never_ran=True)
     from mcp.shared.exceptions import MCPError
 
-    detail = sdk_detail(exc)
+    detail = sdk_detail(exc, hide)
     # On 2026-07-28 the server's JSON-RPC error answer comes with the HTTP status its
     # code maps to (400 for -32602, 404 for -32601): a call refused, as over stdio.
     code = exc.code if detail and isinstance(exc, MCPError) else None
@@ -515,89 +505,12 @@ def note_run(error: ToolError, may_have_run: bool, tool_name: str | None) -> Too
     return noted
 
 
-def _size_hint(message: str) -> str:
-    if "byte limit" in message:
-        return "; StreamableHttpTransport(max_message_size=...) raises the limit"
-    return ""
-
-
-_PARSED = {
-    "Failed to parse JSON response": "the server's answer (application/json)",
-    "Failed to parse SSE message": "an SSE event of the server's answer",
-}
-"""The SDK's parse-error prefixes, and what each says was malformed."""
-_PYDANTIC_DETAIL = re.compile(r" \[type=.*$")
-
-
-def malformed(message: str) -> str:
-    r"""One line for the SDK's parse error ``message``: what was malformed, and the
-    first of pydantic's complaints, without its input echo and documentation URL.
-
-    Example:
-        >>> malformed(
-        ...     "Failed to parse JSON response: 1 validation error for union[JSONRPCRequest]\n"
-        ...     "  Invalid JSON: EOF while parsing a value at line 1 column 33 "
-        ...     "[type=json_invalid, input_value=b'{', input_type=bytes]\n"
-        ...     "    For further information visit https://errors.pydantic.dev/2.14/v/json_invalid"
-        ... )
-        "the server's answer (application/json) is malformed: Invalid JSON: EOF while parsing a value at line 1 column 33"
-    """
-    head, _, detail = message.partition(": ")
-    what = _PARSED.get(head)
-    if what is None:
-        what, detail = "the server's answer", message
-    lines = [
-        line.strip()
-        for line in detail.splitlines()
-        if line.strip() and "errors.pydantic.dev" not in line
-    ]
-    for i, line in enumerate(lines):
-        if " [type=" in line:
-            complaint = _PYDANTIC_DETAIL.sub("", line)
-            # Before the complaint: where (a field), unless it is pydantic's summary.
-            where = lines[i - 1] if i > 1 else ""
-            return f"{what} is malformed: {f'{where}: ' if where else ''}{complaint}"
-    return f"{what} is malformed: {lines[0] if lines else '(no detail)'}"
-
-
 _OFF_SCHEMA = re.compile(
     r"Invalid structured content returned by tool |Invalid schema for tool "
     r"|Tool .* has an output schema but did not return structured content"
 )
 """The MCP SDK's messages (``ClientSession.validate_tool_result``) for a received
 ``tools/call`` result that its tool's ``outputSchema`` refuses, or cannot check."""
-
-
-def _validation_line(exc: ValidationError) -> str:
-    """One line for pydantic's ``exc``: where in the answer its first error is (a
-    listed tool by its index on the page, from 0), what is wrong there, and how many
-    more errors there are. The values are not shown: they may hold anything.
-
-    Example:
-        >>> from mcp_types import ListToolsResult
-        >>> from pydantic import ValidationError
-        >>> tools = [{"name": "ok", "inputSchema": {}}, {"name": "odd", "inputSchema": "object"}]
-        >>> try:
-        ...     ListToolsResult.model_validate({"tools": tools})
-        ... except ValidationError as exc:
-        ...     print(_validation_line(exc))
-        tools[1].inputSchema: Input should be a valid dictionary
-    """
-    errors = exc.errors(include_url=False, include_context=False, include_input=False)
-    if not errors:
-        return _first_line(exc)
-    first = errors[0]
-    where = ""
-    for step in first["loc"]:
-        where += f"[{step}]" if isinstance(step, int) else f"{'.' if where else ''}{step}"
-    more = len(errors) - 1
-    tail = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
-    return f"{where}: {first['msg']}{tail}" if where else f"{first['msg']}{tail}"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else "(no message)"
 
 
 def is_safe_to_repeat(annotations: Mapping[str, Any]) -> bool:

@@ -8,6 +8,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from ._serverlog import safe_text
 from ._stream_state import NotificationStream
 
 if TYPE_CHECKING:
@@ -79,15 +80,20 @@ async def listen_tools_changed(
 
 
 def describe(exc: BaseException) -> str:
-    """One line naming the innermost real cause, looking inside exception groups.
+    """One line naming the innermost real cause, looking inside exception groups, its
+    control characters escaped (the SDK's errors may quote a server), not cut: it is
+    masked where it is used.
 
     Example:
         >>> describe(ValueError("bad port\\nmore"))
         'ValueError: bad port'
+        >>> print(describe(RuntimeError("refused \\x1b[2J")))
+        RuntimeError: refused \\x1b[2J
     """
     inner = leaf(exc)
     text = str(inner).strip() or "(no message)"
-    return f"{type(inner).__name__}: {text}".splitlines()[0]
+    line = f"{type(inner).__name__}: {text}".splitlines()[0]
+    return safe_text(line, len(line))
 
 
 def leaf(exc: BaseException) -> BaseException:

@@ -1,7 +1,9 @@
 """From an MCP ``CallToolResult`` to the value a tool call returns.
 
 * ``isError: true``: :class:`~agcore_tools.ToolExecutionError` carrying the text (the
-  connection's secrets masked), so a model can read what went wrong and try again.
+  connection's secrets masked; as an error, which apps log, its control characters
+  escaped and cut past 2,000 characters), so a model can read what went wrong and try
+  again.
 * ``structuredContent`` present: that object; with image or audio parts (or resource
   blobs a model reads, as below) beside it, a list of the object and those parts, so no
   picture is lost. A string in the object that repeats such a part's base64 data (or
@@ -39,6 +41,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..content import CONTENT_TYPES, Audio, Content, File, Image
 from ..error import ToolError, ToolExecutionError
+from ._error_text import quoted
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
@@ -60,13 +63,13 @@ def result_value(
     """The value of a tool call, or :class:`ToolExecutionError` when ``isError`` is set,
     its text shown by ``hide``: the client's connections pass theirs, which masks their
     secrets, since a tool that failed may quote the credential it was sent, as a
-    server's error answer may."""
+    server's error answer may; then made safe to log (``_error_text.quoted``)."""
     content = result.content
     if result.is_error:
         text = _text_only(content, annotated=True)
         if text is None or not text.strip():
             text = json.dumps(_typed(content) or result.structured_content, default=str)
-        raise ToolExecutionError(tool_name, text if hide is None else hide(text))
+        raise ToolExecutionError(tool_name, quoted(text, str if hide is None else hide))
     if result.structured_content is not None:
         parts = [part for part in content if _binary(part) is not None]
         if not parts:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
@@ -39,6 +39,7 @@ from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
 
 from ..error import McpError
+from ._error_text import quoted
 from .models import McpTaskStatus
 
 __all__ = [
@@ -248,7 +249,12 @@ def update_params(task_id: str, responses: Mapping[str, Mapping[str, Any]]) -> d
 
 
 async def drive(
-    session: ClientSession, server_name: str, task_id: str, tool_name: str, deadline: float
+    session: ClientSession,
+    server_name: str,
+    task_id: str,
+    tool_name: str,
+    deadline: float,
+    hide: Callable[[str], str],
 ) -> CallToolResult:
     """Poll a 2026-07-28 task to its end and return its ``CallToolResult``; a failed,
     cancelled or forgotten task becomes an ``isError`` result naming it (what a plain
@@ -256,7 +262,7 @@ async def drive(
     input gets the answers of the client's callbacks (:func:`ask_client`) by
     ``tasks/update``. Any other failure raises an :class:`~agcore_tools.McpError`
     naming the task, which runs on (so the call is not sent again: it is no longer
-    safe to)."""
+    safe to), quoting what the server said masked by ``hide`` (``_error_text.quoted``)."""
     from mcp.shared.exceptions import MCPError
 
     delay = FIRST_POLL
@@ -277,7 +283,8 @@ async def drive(
             raise McpError(
                 server_name,
                 f"tools/call '{tool_name}' runs as task '{task_id}', which could not be "
-                f"followed ({exc.message}); McpClient.task('{task_id}') picks it up",
+                f"followed ({quoted(exc.message, hide)}); McpClient.task('{task_id}') picks "
+                "it up",
                 tool_name=tool_name,
             ) from exc
         status = parse_status(raw)
@@ -302,7 +309,8 @@ async def drive(
                 raise McpError(
                     server_name,
                     f"tools/call '{tool_name}' runs as task '{task_id}', which refused its "
-                    f"answers ({exc.message}); McpClient.task('{task_id}') picks it up",
+                    f"answers ({quoted(exc.message, hide)}); McpClient.task('{task_id}') "
+                    "picks it up",
                     tool_name=tool_name,
                 ) from exc
             answered.update(fresh)
@@ -326,8 +334,10 @@ class TasksExtension(ClientExtension):
 
     identifier = TASKS_EXTENSION
 
-    def __init__(self, server_name: str) -> None:
+    def __init__(self, server_name: str, hide: Callable[[str], str]) -> None:
         self.server_name = server_name
+        self.hide = hide
+        """Masks the connection's secrets in what the server says of a task."""
 
     def claims(self) -> Sequence[ResultClaim[Any]]:
         """The ``task`` result shape of ``tools/call``."""
@@ -337,7 +347,9 @@ class TasksExtension(ClientExtension):
         limit = ctx.read_timeout_seconds
         deadline = time.monotonic() + (limit if limit is not None and limit < 1e9 else 1e9)
         return await _followed(
-            drive(ctx.session, self.server_name, created.task_id, ctx.tool_name, deadline),
+            drive(
+                ctx.session, self.server_name, created.task_id, ctx.tool_name, deadline, self.hide
+            ),
             self.server_name,
             created.task_id,
             ctx.tool_name,
@@ -361,10 +373,13 @@ async def _followed(driving: Any, server_name: str, task_id: str, tool_name: str
     return result
 
 
-def resolving_tasks(caller: Any, session: ClientSession, server_name: str) -> Any:
+def resolving_tasks(
+    caller: Any, session: ClientSession, server_name: str, hide: Callable[[str], str]
+) -> Any:
     """``caller`` (what sends a plain ``tools/call``) on a session that opted into tasks:
     a call the server chose to run as a task is polled to its end, so ``call_tool``
-    still returns the tool's result. The watchdog around the call bounds the polling."""
+    still returns the tool's result. The watchdog around the call bounds the polling;
+    ``hide`` masks the connection's secrets in what the server says of the task."""
     from mcp.client.extension import UnexpectedClaimedResult
 
     async def call_tool(name: str, arguments: dict[str, Any], **options: Any) -> Any:
@@ -377,7 +392,7 @@ def resolving_tasks(caller: Any, session: ClientSession, server_name: str) -> An
         logger.debug("tools/call '%s' runs as task '%s'; polling it", name, created.task_id)
         deadline = time.monotonic() + 1e9  # the watchdog around the call bounds it
         return await _followed(
-            drive(session, server_name, created.task_id, name, deadline),
+            drive(session, server_name, created.task_id, name, deadline, hide),
             server_name,
             created.task_id,
             name,

@@ -35,6 +35,7 @@ from ..error import (
     ToolError,
     ToolExecutionError,
 )
+from ._error_text import quoted
 from ._protocol import is_modern
 from ._results import result_value
 from ._session import Session, check_timeout
@@ -329,7 +330,7 @@ class McpTask:
         try:
             status = parse_status(raw)
         except ValueError as exc:  # quoting the server's answer
-            error = McpError(self.server_name, f"tasks/get '{self.task_id}': {exc}")
+            error = McpError(self.server_name, f"tasks/get '{self.task_id}': {self._quote(exc)}")
             raise self._masked(error, exc)  # noqa: B904 - its cause is set, masked
         self.last_status = status
         return status, raw
@@ -367,7 +368,7 @@ class McpTask:
         return McpError(
             self.server_name,
             f"task '{self.task_id}' no longer exists on server '{self.server_name}' (it "
-            f"expired, or the server forgot it in a restart): {detail}",
+            f"expired, or the server forgot it in a restart): {self._quote(detail)}",
             tool_name=self.tool_name or None,
         )
 
@@ -439,7 +440,7 @@ class McpTask:
         error = McpError(
             self.server_name,
             f"task '{self.task_id}' of tool '{self.tool_name}' failed: "
-            f"{detail or 'the server gave no reason'}",
+            f"{self._quote(detail) if detail else 'the server gave no reason'}",
             tool_name=self.tool_name or None,
             recoverable=True,
             may_have_run=True,
@@ -457,6 +458,11 @@ class McpTask:
     def _hide(self, text: str) -> str:
         """``text`` with the connection's secrets masked (a failed tool's own words)."""
         return self._session.secrets.mask(text)
+
+    def _quote(self, said: object) -> str:
+        """What the server ``said`` of the task, in an error: masked, and made safe to log
+        (``_error_text.quoted``)."""
+        return quoted(str(said), self._hide)
 
 
 def _left(deadline: float | None) -> float | None:

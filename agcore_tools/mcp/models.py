@@ -105,7 +105,7 @@ class McpLogMessage:
     data: Any
     """The logged value (any JSON), as the server sent it: not masked, escaped, cut or
     rate-limited as on the ``agcore_tools.mcp.server`` logger, so a callback that logs
-    it must do that itself."""
+    it must do that itself (``logger.info("%r", message.data)`` escapes it)."""
     logger: str | None = None
     """The server-side logger name, if given."""
 

@@ -431,6 +431,72 @@ def test_masking_reaches_group_members_and_pydantic_fields_and_keeps_the_types_i
     assert str(shown.__cause__).endswith("Unprintable: (its message could not be read and masked)")
 
 
+def test_masking_a_chain_that_comes_back_round_leaves_no_original_with_the_secret() -> None:
+    # A (quoting the key) has the cause B, whose context is A again. The stand-in of A
+    # was chained to B itself, and B's context led back to the unmasked A: a printed
+    # traceback showed the key.
+    key = "sk-SECRET-123456789"
+
+    def hide(text: str) -> str:
+        return mask(text, [key])
+
+    a = RuntimeError(f"server said bad key {key}")
+    b = ValueError("inner")
+    a.__cause__, b.__context__ = b, a
+    shown = masked_error(a, hide)
+    assert type(shown) is RuntimeError and str(shown) == "server said bad key ***"
+    cause = shown.__cause__
+    assert type(cause) is ValueError and cause is not b and str(cause) == "inner"
+    assert cause.__context__ is shown
+    assert key not in "".join(traceback.format_exception(shown))
+    assert a.__cause__ is b and b.__context__ is a  # the originals are left as they were
+
+    # The same through an exception group's member, whose context is the group.
+    member = KeyError("x")
+    group = ExceptionGroup(f"failed with {key}", [member])
+    member.__context__ = group
+    shown = masked_error(group, hide)
+    [copied] = shown.exceptions  # type: ignore[attr-defined]
+    assert copied is not member and copied.__context__ is shown
+    assert key not in "".join(traceback.format_exception(shown))
+
+    # Nothing to mask on a chain with a cycle: the error itself, nothing copied.
+    clean = ValueError("clean")
+    clean.__cause__, b.__context__ = b, clean
+    assert masked_error(clean, hide) is clean
+
+
+def test_a_masked_os_error_keeps_its_errno_strerror_and_file_names() -> None:
+    # The stand-in was made from its formatted text alone: its str() was right, but
+    # errno, strerror and filename were None.
+    key = "sk-SECRET-123456789"
+
+    def hide(text: str) -> str:
+        return mask(text, [key])
+
+    class Refused(ConnectionRefusedError):
+        def __init__(self, *args: Any) -> None:  # a subclass that reads its own fields
+            super().__init__(*args)
+
+    for error in (
+        ConnectionRefusedError(111, f"refused {key}"),
+        Refused(111, f"refused {key}"),
+        FileNotFoundError(2, "No such file", f"/run/{key}.pem"),
+        OSError(18, "Cross-device link", f"/a/{key}", f"/b/{key}"),
+    ):
+        try:
+            raise RuntimeError("failed") from error
+        except RuntimeError as outer:
+            shown = masked_error(outer, hide)
+        cause: Any = shown.__cause__
+        assert type(cause) is type(error) and str(cause) == hide(str(error))
+        assert cause.errno == error.errno and cause.strerror == hide(error.strerror or "")
+        assert cause.filename == (error.filename and hide(error.filename))
+        assert cause.filename2 == (error.filename2 and hide(error.filename2))
+        assert cause.args == tuple(hide(a) if isinstance(a, str) else a for a in error.args)
+        assert key not in "".join(traceback.format_exception(shown))
+
+
 async def test_the_error_chained_under_the_loops_error_has_the_key_masked(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -180,6 +180,32 @@ async def test_a_refusal_is_recoverable_and_not_run_over_each_transport(make_cli
         )
 
 
+FORGED = "x\n2025-01-01 CRITICAL agcore_tools.registry: checks off\x1b[2J\x9b1m"
+"""A server's words with a line of its own making and terminal escapes (ESC, and C1's CSI)."""
+ESCAPED = "x\\n2025-01-01 CRITICAL agcore_tools.registry: checks off\\x1b[2J\\x9b1m"
+"""The same as the library's errors and log lines show it (as its log messages are)."""
+
+
+async def test_a_servers_words_in_an_error_are_escaped_as_its_log_messages_are(
+    make_client: Any,
+) -> None:
+    # Its JSON-RPC error answer (HTTP 400 on 2026-07-28) and its isError text went into
+    # the library's errors as sent, but for newlines made spaces: an app that logs the
+    # error let the server clear the terminal, or set its colours.
+    async with make_client() as client:
+        with pytest.raises(McpError) as refused:
+            await client.call_tool("open_vault", {"vault": FORGED})
+        with pytest.raises(ToolExecutionError) as failed:
+            await client.call_tool("fail", {"message": FORGED})
+        with pytest.raises(ToolExecutionError) as long:
+            await client.call_tool("fail", {"message": "y" * 2500})
+    assert f"Unknown vault: {ESCAPED}. Available vaults: notes (code -32602)" in str(refused.value)
+    assert str(failed.value) == f"tool 'fail' failed: Error executing tool fail: {ESCAPED}"
+    assert str(long.value).endswith("y... [cut 527 chars]")
+    for error in (refused.value, failed.value):
+        assert not re.search("[\x00-\x1f\x7f-\x9f]", str(error)), str(error)
+
+
 async def test_timeout_raises_and_cancels_the_request_on_the_server(
     make_client: Any, tmp_path: Path
 ) -> None:
@@ -281,9 +307,11 @@ async def _async_policy(info: Any) -> list[str]:
         ({"permission_policy": "trust"}, "(such as McpPermissionPolicy(...)), or None; got str"),
         ({"permission_policy": _async_policy}, "not the async function _async_policy"),
         (
+            # The example logs the data with %r: as sent, a newline in it would forge
+            # a record.
             {"on_log": logging.getLogger("myapp")},
             "MCP server 'x': on_log must be a function of each McpLogMessage (sync or async), "
-            "such as lambda message: logger.info(message.data), or None; got a Logger",
+            'such as lambda message: logger.info("%r", message.data), or None; got a Logger',
         ),
         ({"on_progress": "print"}, "on_progress must be a function of each McpProgress"),
         ({"sampling_handler": 1}, "sampling_handler must be a function of (context, params) "),
@@ -1025,6 +1053,25 @@ async def test_a_credential_in_a_progress_message_or_a_declined_question_is_mask
     assert "[fx] progress: 1.0/1.0 uploading with *** 1" in caplog.text
     assert "asked for user input ('is *** yours?'); declined" in caplog.text
     assert updates[0].message == f"{label} 1"  # the callback gets it as sent, as on_log
+
+
+async def test_a_progress_message_is_logged_escaped(caplog: pytest.LogCaptureFixture) -> None:
+    # Logged at DEBUG as the server sent it, masked only: a newline in it made a record
+    # of the server's own making, an escape sequence drove the terminal.
+    caplog.set_level(logging.DEBUG, logger="agcore_tools.mcp.progress")
+    updates: list[McpProgress] = []
+    last = asyncio.Event()
+
+    def on_progress(update: McpProgress) -> None:  # called after the line is logged
+        updates.append(update)
+        last.set()
+
+    async with McpClient("fx", fixture_stdio(), on_progress=on_progress) as client:
+        assert await client.call_tool("progress", {"steps": 1, "label": FORGED}) == "done"
+        await asyncio.wait_for(last.wait(), 10)  # notifications may trail the answer
+    [line] = [r.getMessage() for r in caplog.records if r.name == "agcore_tools.mcp.progress"]
+    assert line == f"[fx] progress: 1.0/1.0 {ESCAPED} 1"
+    assert updates[0].message == f"{FORGED} 1"  # the callback gets it as sent
 
 
 async def test_a_raising_callback_is_logged_not_fatal(

@@ -217,9 +217,12 @@ async def test_an_http_server_dropping_the_connection_is_tried_again(
 
 
 @contextmanager
-def echoing_server(status: int) -> Iterator[str]:
+def echoing_server(
+    status: int, code: int = -32603, message: str | None = None, *, cut: bool = False
+) -> Iterator[str]:
     """An HTTP endpoint answering every request with ``status`` and a JSON-RPC error
-    that repeats the request's ``Authorization`` header; yields its URL."""
+    with ``code`` that repeats the request's ``Authorization`` header (or says
+    ``message``), its last character cut off if ``cut`` (no JSON then); yields its URL."""
 
     class Echo(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -229,8 +232,12 @@ def echoing_server(status: int) -> Iterator[str]:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            said = {"code": -32603, "message": f"refused {self.headers.get('Authorization')}"}
+            said = {
+                "code": code,
+                "message": message or f"refused {self.headers.get('Authorization')}",
+            }
             body = json.dumps({"jsonrpc": "2.0", "id": sent["id"], "error": said}).encode()
+            body = body[:-1] if cut else body
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -273,3 +280,72 @@ async def test_a_token_the_server_echoes_on_the_probe_is_in_no_log_record_of_the
         shown = formatter.format(record)  # the message with its args, and the traceback
         assert secret not in shown, shown
     assert secret not in "".join(traceback.format_exception(info.value))
+
+
+SAID = "upstream identity service timed out"
+"""A server's own error with a code the MCP SDK uses too."""
+
+
+@pytest.mark.parametrize("code", [-32000, -32001])
+async def test_a_servers_own_error_with_a_code_the_sdk_uses_refuses_the_handshake(
+    tmp_path: Path, code: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its -32001 was read as the SDK's timeout, its -32000 as the SDK's closed
+    # connection: the error said the server "exited with code 0 during start-up" (it
+    # exits once the client closes its stdin), and not what the server said.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    answer_all = (
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    sent = json.loads(line)\n"
+        "    if 'id' in sent:\n"
+        f"        said = {{'code': {code}, 'message': {SAID!r}}}\n"
+        "        print(json.dumps({'jsonrpc': '2.0', 'id': sent['id'], 'error': said}), flush=True)\n"
+    )
+    with pytest.raises(McpError) as info:
+        await McpClient("srv", launcher(tmp_path, answer_all), timeout=20).connect()
+    assert str(info.value) == (
+        f"MCP server 'srv': cannot connect to `{sys.executable} {tmp_path / 'server.py'}`: "
+        f"the server refused the handshake: {SAID} (code {code})"
+    )
+    assert starts(tmp_path) == 1 and probe_warnings(caplog) == []
+
+
+async def test_an_http_servers_own_minus_32001_at_start_up_is_its_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Read as the SDK's timeout: not tried again without the probe, as an error answer
+    # is, and the error did not say the server refused the handshake.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    with echoing_server(200, code=-32001, message=SAID) as url, pytest.raises(McpError) as info:
+        await McpClient("srv", StreamableHttpTransport(url), timeout=20).connect()
+    assert str(info.value) == (
+        f"MCP server 'srv': cannot connect to {url}: the server refused the handshake: "
+        f"{SAID} (code -32001) (second attempt, with the initialize handshake alone; the "
+        f"first, with the server/discover probe, failed: {SAID} (code -32001))"
+    )
+    [warning] = probe_warnings(caplog)
+    assert f"failed: {SAID} (code -32001) on the server/discover protocol probe" in warning
+
+
+async def test_an_answer_the_sdk_cannot_parse_at_start_up_is_named_without_its_echo(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The error quoted the SDK's parse error whole, as "the server refused the
+    # handshake": pydantic's report echoes the answer cut short in the middle, a token in
+    # it too, so the mask missed the part left ("...3CRETt0ken00"); in the WARNING too.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    secret = "ghp_S3CRETt0ken00"
+    with echoing_server(200, cut=True) as url:
+        transport = StreamableHttpTransport(url, {"Authorization": f"Bearer {secret}"})
+        with pytest.raises(McpError) as info:
+            await McpClient("srv", transport, timeout=20).connect()
+    malformed = "the server's answer (application/json) is malformed: Invalid JSON: EOF while"
+    assert str(info.value).startswith(
+        f"MCP server 'srv': cannot connect to {url}: the handshake got an invalid answer: "
+        f"{malformed} parsing an object at line 1 column "
+    )
+    assert f"the first, with the server/discover probe, failed: {malformed}" in str(info.value)
+    [warning] = probe_warnings(caplog)
+    for shown in (str(info.value), warning):
+        assert secret[-8:] not in shown and "input_value" not in shown, shown
