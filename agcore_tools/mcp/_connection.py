@@ -350,7 +350,7 @@ class Connection:
         import anyio
 
         _sdklog.install()
-        _sdklog.CONNECTION.set(self.server_name)  # this task's, and the SDK tasks it starts
+        _sdklog.CONNECTION.set(_sdklog.Routed(self.server_name, self.secrets))  # and its SDK tasks'
         try:
             deadline = anyio.current_time() + self.settings.timeout
             mode = "legacy" if _handshake.remembered(self.settings) else self.settings.protocol

@@ -10,21 +10,39 @@ an ERROR with a traceback too. The client's own line says what happened ("connec
 traceback kept, so an application's log carries that one line.
 
 Only records logged inside a connection's owner task (and the SDK tasks it starts)
-are routed: :data:`CONNECTION` names its server there. The SDK used by other code in
-the same process logs as before.
+are routed: :data:`CONNECTION` names its server there, with what masks its secrets,
+since the SDK quotes what the server sent (an answer echoing the request's token). The
+SDK used by other code in the same process logs as before.
 """
 
 from __future__ import annotations
 
 import logging
 from contextvars import ContextVar
+from typing import NamedTuple, Protocol
 
-__all__ = ["CONNECTION", "install"]
+__all__ = ["CONNECTION", "Routed", "install"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
-CONNECTION: ContextVar[str | None] = ContextVar("agcore_tools_mcp_connection", default=None)
-"""The server name of the connection whose owner task (or an SDK task it started) runs."""
+
+class Masker(Protocol):
+    """What hides a connection's secrets (its ``SentSecrets``)."""
+
+    def mask(self, text: str) -> str: ...
+
+    def masked(self, exc: BaseException) -> BaseException: ...
+
+
+class Routed(NamedTuple):
+    """The connection whose owner task (or an SDK task it started) runs."""
+
+    server: str
+    secrets: Masker
+
+
+CONNECTION: ContextVar[Routed | None] = ContextVar("agcore_tools_mcp_connection", default=None)
+"""The connection whose owner task (or an SDK task it started) runs, if any."""
 
 _ROUTED = {
     "mcp.client.streamable_http": (
@@ -48,17 +66,18 @@ class _Router(logging.Filter):
         self.prefixes = prefixes
 
     def filter(self, record: logging.LogRecord) -> bool:
-        server = CONNECTION.get()
-        if server is None:
+        routed = CONNECTION.get()
+        if routed is None:
             return True
         message = record.getMessage()
         if not message.startswith(self.prefixes):
             return True
+        error = record.exc_info[1] if record.exc_info else None
         logger.debug(
             "MCP server '%s': the MCP SDK reported: %s",
-            server,
-            message,
-            exc_info=record.exc_info,
+            routed.server,
+            routed.secrets.mask(message),
+            exc_info=routed.secrets.masked(error) if error is not None else None,
         )
         return False
 

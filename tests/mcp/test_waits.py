@@ -9,6 +9,7 @@ Calls to a frozen server, and the restarts they trigger, are cases 8 and 9 of
 from __future__ import annotations
 
 import http.server
+import json
 import logging
 import threading
 import time
@@ -120,3 +121,43 @@ async def test_an_endpoint_answering_no_mcp_message_fails_with_one_clear_line(
     assert [r.getMessage() for r in loud if r.name.startswith("mcp")] == []
     routed = [r.getMessage() for r in caplog.records if "the MCP SDK reported" in r.getMessage()]
     assert routed, "the SDK's record is kept, at DEBUG"
+
+
+async def test_a_token_the_server_echoes_in_an_answer_the_sdk_cannot_parse_is_masked_in_its_record(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The SDK logs "Error parsing JSON response" with the body it failed on, which the
+    # client routes to DEBUG; it held the token whole, in the message and traceback.
+    token = "ghp_S3CRETt0ken00"
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            body = f'{{"id": {sent.get("id", 0)}, "t": "{token}"'.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        caplog.set_level(logging.DEBUG)
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        headers = {"Authorization": f"Bearer {token}"}
+        client = McpClient("echo", StreamableHttpTransport(url, headers), timeout=10)
+        with pytest.raises(McpError):
+            await client.connect()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    routed = [r for r in caplog.records if "the MCP SDK reported" in r.getMessage()]
+    assert routed, "the SDK's record is kept, at DEBUG"
+    formatter = logging.Formatter()
+    assert [r.getMessage() for r in caplog.records if token in formatter.format(r)] == []
