@@ -23,6 +23,8 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
   it (an SSE event over it fails in the SDK); a compressed answer is decoded here, by
   httpx2's own decoders, so that what is checked and counted is what the SDK reads
   (httpx2 would decode it after this transport, a 300 KiB gzip body into 300 MiB);
+  a body the SDK reads whole only for its status (an error's, a redirect's, the closing
+  ``DELETE``'s) is decoded here too, and read no further than ``max_message_size``;
 - hands the GET stream of a 2025-11-25 session to a :class:`ListenStream`, which
   keeps it coming back where the SDK would give it up.
 
@@ -157,6 +159,8 @@ class _Guard(httpx2.AsyncBaseTransport):
         to_endpoint = place == self._endpoint or place in self._redirected
         if request.method == "GET" and listen is not None and to_endpoint and listen.owns(request):
             response = await listen.send(request, self._send, _describe)
+            if 300 <= response.status_code < 400:
+                self._cut(request, response)  # the SDK drains a redirect's body
             self._note_redirect(request, response)
             return response
         exchange = EXCHANGE.get()
@@ -190,17 +194,23 @@ class _Guard(httpx2.AsyncBaseTransport):
                 exchange.www_authenticate = None
         if mcp_post and response.status_code < 300:
             self._check_answer(request, response)
-        elif (
-            mcp_post
-            and response.status_code >= 400
-            and self._limit is not None
-            and isinstance(response.stream, httpx2.AsyncByteStream)
-        ):
-            # The SDK reads a JSON error body whole, for the JSON-RPC error in it.
-            response.stream = _Checked(response.stream, BodyCut(self._limit))
         elif to_endpoint:
+            if mcp_post or request.method == "DELETE" or 300 <= response.status_code < 400:
+                # The SDK reads these bodies whole: an error's for the JSON-RPC error in
+                # it, a redirect's to drain it (before it follows), the closing DELETE's
+                # to drop it.
+                self._cut(request, response)
             self._note_redirect(request, response)
         return response
+
+    def _cut(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        """Have ``response``'s body read no further than the limit, counted decoded (its
+        status, or its redirect, is what counts: a body past the limit adds only memory)."""
+        if self._limit is None:
+            return
+        decode_here(request, response)  # else httpx2 inflates it after the cut
+        if isinstance(response.stream, httpx2.AsyncByteStream):
+            response.stream = _Checked(response.stream, BodyCut(self._limit))
 
     def _note_redirect(self, request: httpx2.Request, response: httpx2.Response) -> None:
         """Watch where the endpoint redirects to as the endpoint itself: FastMCP 1.x

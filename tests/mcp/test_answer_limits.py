@@ -15,6 +15,8 @@ import json
 import logging
 import sys
 import time
+import tracemalloc
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -255,3 +257,57 @@ async def test_an_error_answers_body_is_read_no_further_than_the_limit(
         # the start of the body (what the client reads of any failed answer) remain.
         assert "w" * 1000 not in str(info.value)
         assert client.connected
+
+
+async def peak_memory(action: Awaitable[Any]) -> int:
+    """The most memory Python held at once while ``action`` ran, above what it held
+    before."""
+    tracemalloc.start()
+    try:
+        await action
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak
+
+
+MIB = 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("gzip", "repeat"), [(False, 32 * 1024), (True, 100 * 1024)], ids=["plain", "gzip"]
+)
+async def test_a_redirects_body_is_read_no_further_than_the_limit(
+    fault_server: FaultServer, gzip: bool, repeat: int
+) -> None:
+    # The SDK drains the body of a redirect it follows, and the guard had decoded it
+    # whole: a 100 KiB gzip body on a 307 held 100 MiB, whatever max_message_size.
+    async with limited(fault_server, "legacy") as client:
+        await fault_server.control(
+            "fail",
+            status=307,
+            method="tools/call",
+            headers={"location": fault_server.url},
+            body="r" * 1024,
+            repeat=repeat,
+            gzip=gzip,
+        )
+        held = await peak_memory(client.call_tool("echo", {"text": "mine"}))
+        assert held < 8 * MIB, f"{held / MIB:.1f} MiB"
+        # The redirect was followed: the call was answered where it led.
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "next"}) == "next"
+
+
+async def test_the_closing_deletes_body_is_read_no_further_than_the_limit(
+    fault_server: FaultServer,
+) -> None:
+    client = limited(fault_server, "legacy")
+    await client.connect()
+    try:
+        await fault_server.control(
+            "fail-delete", status=200, body="d" * 1024, repeat=100 * 1024, gzip=True
+        )
+    finally:
+        held = await peak_memory(client.close())
+    assert held < 8 * MIB, f"{held / MIB:.1f} MiB"
