@@ -55,7 +55,7 @@ from pydantic_core import from_json
 from .._aio import with_timeout
 from .._redact import url_without_secrets
 from ..error import ToolConfigError
-from ._bodies import BodyCut, decode_here
+from ._bodies import BodyCut, decode_here, peek
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after, server_reason
 from ._listen import ListenStream, StreamEvent
 from ._matching import JsonBodyCheck, SseCheck
@@ -302,61 +302,6 @@ class _Checked(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
-class _Replayed(httpx2.AsyncByteStream):
-    """A body whose first chunks were read already: those, then the rest."""
-
-    def __init__(
-        self, read: list[bytes], rest: AsyncIterator[bytes] | None, inner: httpx2.AsyncByteStream
-    ) -> None:
-        self._read = read
-        self._rest = rest
-        self._inner = inner
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self._read:
-            yield chunk
-        if self._rest is not None:
-            async for chunk in self._rest:
-                yield chunk
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-async def _peek(response: httpx2.Response, size: int, wait: float) -> bytes:
-    """The first ``size`` bytes (or so) of the body, or what came of them within
-    ``wait`` seconds. The SDK then reads the body whole, or, when it was late, only
-    what came: it reads a JSON error body to its end, which would wait for the rest."""
-    stream = response.stream
-    if not isinstance(stream, httpx2.AsyncByteStream):
-        return b""
-    if response.headers.get("content-encoding", "identity") != "identity":
-        return b""  # compressed (not an MCP POST's answer): the client decodes it
-    read: list[bytes] = []
-    chunks = aiter(stream)
-    rest: AsyncIterator[bytes] | None = chunks
-    try:
-        if await with_timeout(_read_into(read, chunks, size), wait):
-            rest = None
-    except TimeoutError:
-        # Cut there: closing the response (the SDK does) drops its connection.
-        rest = None
-    finally:
-        response.stream = _Replayed(read, rest, stream)
-    return b"".join(read)[:size]
-
-
-async def _read_into(read: list[bytes], chunks: AsyncIterator[bytes], size: int) -> bool:
-    """Append chunks to ``read`` until it holds ``size`` bytes; True if the body ended
-    first (or broke, which the SDK would have met too)."""
-    try:
-        while sum(map(len, read)) < size:
-            read.append(await anext(chunks))
-    except (StopAsyncIteration, httpx2.TransportError):
-        return True
-    return False
-
-
 async def _record(
     exchange: HttpExchange,
     request: httpx2.Request,
@@ -368,7 +313,7 @@ async def _record(
     exchange.reason = response.reason_phrase
     exchange.retry_after = parse_retry_after(response.headers.get("retry-after"))
     exchange.www_authenticate = response.headers.get("www-authenticate")
-    body = await _peek(response, _BODY_PEEK, _BODY_WAIT)
+    body = await peek(response, _BODY_PEEK, _BODY_WAIT)
     kind = response.headers.get("content-type", "")
     exchange.server_reason = server_reason(body, kind, response.reason_phrase, secrets.mask)
     if _SESSION_HEADER not in request.headers:
