@@ -1,4 +1,5 @@
-"""Answers' bodies as the guard in ``_http`` hands them to the SDK: decoded, or cut.
+"""Answers' bodies as the guard in ``_http`` hands them to the SDK: decoded, cut, or
+with their start read ahead (:func:`peek`, for an error's reason).
 
 httpx2 decodes a compressed body in the client, after every transport, so the guard
 would see, and count, only the compressed bytes: a 300 KiB gzip body inflates to 300
@@ -13,7 +14,9 @@ from collections.abc import AsyncIterator
 
 import httpx2
 
-__all__ = ["BodyCut", "decode_here"]
+from .._aio import with_timeout
+
+__all__ = ["BodyCut", "decode_here", "peek"]
 
 
 class BodyCut:
@@ -73,3 +76,58 @@ def decode_here(request: httpx2.Request, response: httpx2.Response) -> None:
     response.stream = _Decoded(raw)
     del response.headers["content-encoding"]
     response.headers.pop("content-length", None)
+
+
+class _Replayed(httpx2.AsyncByteStream):
+    """A body whose first chunks were read already: those, then the rest."""
+
+    def __init__(
+        self, read: list[bytes], rest: AsyncIterator[bytes] | None, inner: httpx2.AsyncByteStream
+    ) -> None:
+        self._read = read
+        self._rest = rest
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._read:
+            yield chunk
+        if self._rest is not None:
+            async for chunk in self._rest:
+                yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def peek(response: httpx2.Response, size: int, wait: float) -> bytes:
+    """The first ``size`` bytes (or so) of the body, or what came of them within
+    ``wait`` seconds. The SDK then reads the body whole, or, when it was late, only
+    what came: it reads a JSON error body to its end, which would wait for the rest."""
+    stream = response.stream
+    if not isinstance(stream, httpx2.AsyncByteStream):
+        return b""
+    if response.headers.get("content-encoding", "identity") != "identity":
+        return b""  # compressed (not an MCP POST's answer): the client decodes it
+    read: list[bytes] = []
+    chunks = aiter(stream)
+    rest: AsyncIterator[bytes] | None = chunks
+    try:
+        if await with_timeout(_read_into(read, chunks, size), wait):
+            rest = None
+    except TimeoutError:
+        # Cut there: closing the response (the SDK does) drops its connection.
+        rest = None
+    finally:
+        response.stream = _Replayed(read, rest, stream)
+    return b"".join(read)[:size]
+
+
+async def _read_into(read: list[bytes], chunks: AsyncIterator[bytes], size: int) -> bool:
+    """Append chunks to ``read`` until it holds ``size`` bytes; True if the body ended
+    first (or broke, which the SDK would have met too)."""
+    try:
+        while sum(map(len, read)) < size:
+            read.append(await anext(chunks))
+    except (StopAsyncIteration, httpx2.TransportError):
+        return True
+    return False

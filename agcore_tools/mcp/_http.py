@@ -23,6 +23,8 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
   it (an SSE event over it fails in the SDK); a compressed answer is decoded here, by
   httpx2's own decoders, so that what is checked and counted is what the SDK reads
   (httpx2 would decode it after this transport, a 300 KiB gzip body into 300 MiB);
+  a body the SDK reads whole only for its status (an error's, a redirect's, the closing
+  ``DELETE``'s) is decoded here too, and read no further than ``max_message_size``;
 - hands the GET stream of a 2025-11-25 session to a :class:`ListenStream`, which
   keeps it coming back where the SDK would give it up.
 
@@ -53,7 +55,7 @@ from pydantic_core import from_json
 from .._aio import with_timeout
 from .._redact import url_without_secrets
 from ..error import ToolConfigError
-from ._bodies import BodyCut, decode_here
+from ._bodies import BodyCut, decode_here, peek
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after, server_reason
 from ._listen import ListenStream, StreamEvent
 from ._matching import JsonBodyCheck, SseCheck
@@ -157,6 +159,8 @@ class _Guard(httpx2.AsyncBaseTransport):
         to_endpoint = place == self._endpoint or place in self._redirected
         if request.method == "GET" and listen is not None and to_endpoint and listen.owns(request):
             response = await listen.send(request, self._send, _describe)
+            if 300 <= response.status_code < 400:
+                self._cut(request, response)  # the SDK drains a redirect's body
             self._note_redirect(request, response)
             return response
         exchange = EXCHANGE.get()
@@ -190,17 +194,23 @@ class _Guard(httpx2.AsyncBaseTransport):
                 exchange.www_authenticate = None
         if mcp_post and response.status_code < 300:
             self._check_answer(request, response)
-        elif (
-            mcp_post
-            and response.status_code >= 400
-            and self._limit is not None
-            and isinstance(response.stream, httpx2.AsyncByteStream)
-        ):
-            # The SDK reads a JSON error body whole, for the JSON-RPC error in it.
-            response.stream = _Checked(response.stream, BodyCut(self._limit))
         elif to_endpoint:
+            if mcp_post or request.method == "DELETE" or 300 <= response.status_code < 400:
+                # The SDK reads these bodies whole: an error's for the JSON-RPC error in
+                # it, a redirect's to drain it (before it follows), the closing DELETE's
+                # to drop it.
+                self._cut(request, response)
             self._note_redirect(request, response)
         return response
+
+    def _cut(self, request: httpx2.Request, response: httpx2.Response) -> None:
+        """Have ``response``'s body read no further than the limit, counted decoded (its
+        status, or its redirect, is what counts: a body past the limit adds only memory)."""
+        if self._limit is None:
+            return
+        decode_here(request, response)  # else httpx2 inflates it after the cut
+        if isinstance(response.stream, httpx2.AsyncByteStream):
+            response.stream = _Checked(response.stream, BodyCut(self._limit))
 
     def _note_redirect(self, request: httpx2.Request, response: httpx2.Response) -> None:
         """Watch where the endpoint redirects to as the endpoint itself: FastMCP 1.x
@@ -292,61 +302,6 @@ class _Checked(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
-class _Replayed(httpx2.AsyncByteStream):
-    """A body whose first chunks were read already: those, then the rest."""
-
-    def __init__(
-        self, read: list[bytes], rest: AsyncIterator[bytes] | None, inner: httpx2.AsyncByteStream
-    ) -> None:
-        self._read = read
-        self._rest = rest
-        self._inner = inner
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self._read:
-            yield chunk
-        if self._rest is not None:
-            async for chunk in self._rest:
-                yield chunk
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-async def _peek(response: httpx2.Response, size: int, wait: float) -> bytes:
-    """The first ``size`` bytes (or so) of the body, or what came of them within
-    ``wait`` seconds. The SDK then reads the body whole, or, when it was late, only
-    what came: it reads a JSON error body to its end, which would wait for the rest."""
-    stream = response.stream
-    if not isinstance(stream, httpx2.AsyncByteStream):
-        return b""
-    if response.headers.get("content-encoding", "identity") != "identity":
-        return b""  # compressed (not an MCP POST's answer): the client decodes it
-    read: list[bytes] = []
-    chunks = aiter(stream)
-    rest: AsyncIterator[bytes] | None = chunks
-    try:
-        if await with_timeout(_read_into(read, chunks, size), wait):
-            rest = None
-    except TimeoutError:
-        # Cut there: closing the response (the SDK does) drops its connection.
-        rest = None
-    finally:
-        response.stream = _Replayed(read, rest, stream)
-    return b"".join(read)[:size]
-
-
-async def _read_into(read: list[bytes], chunks: AsyncIterator[bytes], size: int) -> bool:
-    """Append chunks to ``read`` until it holds ``size`` bytes; True if the body ended
-    first (or broke, which the SDK would have met too)."""
-    try:
-        while sum(map(len, read)) < size:
-            read.append(await anext(chunks))
-    except (StopAsyncIteration, httpx2.TransportError):
-        return True
-    return False
-
-
 async def _record(
     exchange: HttpExchange,
     request: httpx2.Request,
@@ -358,7 +313,7 @@ async def _record(
     exchange.reason = response.reason_phrase
     exchange.retry_after = parse_retry_after(response.headers.get("retry-after"))
     exchange.www_authenticate = response.headers.get("www-authenticate")
-    body = await _peek(response, _BODY_PEEK, _BODY_WAIT)
+    body = await peek(response, _BODY_PEEK, _BODY_WAIT)
     kind = response.headers.get("content-type", "")
     exchange.server_reason = server_reason(body, kind, response.reason_phrase, secrets.mask)
     if _SESSION_HEADER not in request.headers:

@@ -117,7 +117,7 @@ def over_limit_reason(data: Any, message: str) -> str | None:
 def answer_id(head: bytes, tail: bytes | None) -> tuple[Literal["answer", "other", "unknown"], Any]:
     """What a line that cannot be parsed is, from ``head``, its start, and ``tail``, its
     end (None while it has not come): ``("answer", id)``; ``("unknown", None)``, an
-    answer whose id is not found; or ``("other", None)``, no answer.
+    answer whose id is not found, or is not JSON; or ``("other", None)``, no answer.
 
     An answer's ``"result"`` or ``"error"`` is an object, and that object is what makes
     a line long or deep: so only the plain members before the first nested one are
@@ -137,6 +137,8 @@ def answer_id(head: bytes, tail: bytes | None) -> tuple[Literal["answer", "other
         ('other', None)
         >>> answer_id(b'{"level": "info", "id": 7, "msg": "xxxxxxxx', None)
         ('other', None)
+        >>> answer_id(b'{"jsonrpc": "2.0", "id": 007, "result": {"content": [{"id": 1', b"}]}}")
+        ('unknown', None)
     """
     opened = _OPEN.match(head)
     if opened is None:
@@ -155,4 +157,9 @@ def answer_id(head: bytes, tail: bytes | None) -> tuple[Literal["answer", "other
         found = last.group(1)
     if found is None:
         return "unknown", None
-    return "answer", json.loads(found)
+    try:
+        return "answer", json.loads(found)
+    except ValueError:
+        # The patterns take what only looks like JSON (007, "\q"): no request has
+        # such an id, and the reader must go on; so it is an id not found.
+        return "unknown", None

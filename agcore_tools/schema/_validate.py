@@ -1,10 +1,16 @@
 """Arguments checked against a tool's JSON Schema: an MCP tool's before each call is
 sent, and an approval's edit without running the tool. By jsonschema, which comes with
-the mcp dependency."""
+the mcp dependency, with two keywords read as the servers that write them mean them:
+``multipleOf`` exactly (19.99 is a multiple of 0.01, which it is not in binary floating
+point), and OpenAPI 3.0's ``nullable: true`` as adding null to the ``type``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import math
+from collections.abc import Callable, Iterator, Mapping
+from decimal import Decimal
+from fractions import Fraction
 from itertools import pairwise
 from typing import Any
 
@@ -24,11 +30,19 @@ def schema_check(schema: Mapping[str, Any]) -> Any:
     Compiling checks the schema against its metaschema, which costs milliseconds:
     a caller checking many calls keeps the result.
 
+    Two keywords are read as the servers that write them mean them, so that what the
+    server takes is not refused here: ``multipleOf`` is checked on the numbers as
+    written in JSON, exactly (19.99 is a multiple of 0.01), and OpenAPI 3.0's
+    ``nullable: true`` lets null through the ``type`` beside it.
+
     Example:
         >>> schema_check({"type": "object"}) is not None
         True
         >>> schema_check({"type": "int"}) is None  # not a JSON Schema type
         True
+        >>> amount = schema_check({"type": "number", "multipleOf": 0.01})
+        >>> check_with("refund", amount, 19.99)
+        >>> check_with("refund", schema_check({"type": "string", "nullable": True}), None)
     """
     if not isinstance(schema.get("$schema", ""), str):
         return None  # jsonschema fails with an AttributeError on it
@@ -39,7 +53,7 @@ def schema_check(schema: Mapping[str, Any]) -> Any:
         validator_class.check_schema(schema)
     except (jsonschema.exceptions.SchemaError, Unresolvable):
         return None
-    return validator_class(schema)
+    return _as_servers_mean(validator_class)(schema)
 
 
 def check_with(tool_name: str, check: Any, args: Any) -> None:
@@ -106,3 +120,44 @@ def _bare_path(error: Any) -> str:
     return "/".join(
         str(p) if isinstance(p, int) or p in named else "*" for p in error.absolute_path
     )
+
+
+@functools.cache
+def _as_servers_mean(validator_class: Any) -> Any:
+    # Cached: extend() builds a new class, and every schema of one draft can share it.
+    stock_type = validator_class.VALIDATORS["type"]
+
+    def type_or_nullable(validator: Any, types: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        # OpenAPI 3.0: "a true value adds null to the allowed types specified by the
+        # type keyword"; its other keywords (an enum without null) still apply.
+        if instance is None and schema.get("nullable") is True:
+            return
+        yield from stock_type(validator, types, instance, schema)
+
+    replaced: dict[str, Callable[[Any, Any, Any, Any], Iterator[Any]]] = {"type": type_or_nullable}
+    # Draft 3 names it divisibleBy.
+    for keyword in ("multipleOf", "divisibleBy"):
+        if keyword in validator_class.VALIDATORS:
+            replaced[keyword] = _multiple_of
+    return jsonschema.validators.extend(validator_class, replaced)
+
+
+def _multiple_of(validator: Any, multiple: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    # jsonschema divides in binary floating point, where 19.99 / 0.01 is
+    # 1998.9999999999998: money amounts a server takes would be refused.
+    if not validator.is_type(instance, "number"):
+        return
+    value, step = _exact(instance), _exact(multiple)
+    if value is None or step is None or (value / step).denominator != 1:
+        yield jsonschema.exceptions.ValidationError(f"{instance!r} is not a multiple of {multiple}")
+
+
+def _exact(number: Any) -> Fraction | None:
+    # A float's repr is the shortest text that reads back as it: the number as the JSON
+    # held it (19.99, not the binary fraction nearest to it). None: NaN or an infinity,
+    # which Python's json reads and which is no multiple of anything.
+    if isinstance(number, float):
+        return Fraction(repr(number)) if math.isfinite(number) else None
+    if isinstance(number, Decimal) and not number.is_finite():
+        return None
+    return Fraction(number)

@@ -581,7 +581,8 @@ def _misfit(
     as the signal comes: in the loop, a misfit fails the run with an ApprovalError.
     (Only signals under patches.APPROVALS_ADD_UP come here, and no released version had that
     patch, so no run took an edit this refuses: the edit check needs no patch of its
-    own. The stand-in tools check nothing in the loop, so 0.2.0's runs go on as then.)"""
+    own, nor do changes to what it accepts, such as an exact ``multipleOf``. The
+    stand-in tools check nothing in the loop, so 0.2.0's runs go on as then.)"""
     if request is None:
         return "no call with this id awaits approval"
     if decision.call_id in answers:

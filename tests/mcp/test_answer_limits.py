@@ -15,6 +15,8 @@ import json
 import logging
 import sys
 import time
+import tracemalloc
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -113,6 +115,32 @@ async def test_an_answer_nested_too_deeply_fails_its_call_at_once_over_stdio(
         }
 
 
+@pytest.mark.parametrize(
+    ("fault", "problem"),
+    [("huge-bad-id", TOO_LARGE), ("huge-bad-id-last", TOO_LARGE), ("deep-bad-id-last", TOO_DEEP)],
+)
+async def test_an_unreadable_answer_whose_id_is_no_json_fails_the_calls_not_the_connection(
+    fault: str, problem: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An id that only looks like JSON (07, "\q7") made the line reader raise: the
+    # connection was lost, and the server stopped. Its id unknown, the answer fails the
+    # requests waiting, as one whose id is not found does.
+    async with spoiling(fault, "tools/call", "echo", protocol="legacy") as client:
+        started = time.monotonic()
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "mine"})
+        assert time.monotonic() - started < PROMPT
+        assert str(info.value).startswith(f"MCP server 'big': tools/call 'echo' {problem}")
+        assert info.value.is_recoverable()
+        assert "with no id found in it, to stdout; dropped" in caplog.text
+        assert "connection lost" not in caplog.text
+        assert client.connected
+        assert await client.call_tool("weather", {"city": "Lima"}) == {
+            "city": "Lima",
+            "temperature": 21.5,
+        }
+
+
 async def test_a_tool_list_nested_too_deeply_fails_the_start_at_once() -> None:
     client = spoiling("deep", "tools/list", protocol="legacy")
     started = time.monotonic()
@@ -190,6 +218,25 @@ async def test_an_answer_nested_too_deeply_fails_its_call_as_over_stdio(
         assert client.connected
 
 
+async def test_a_too_deep_sse_answer_whose_id_is_no_json_fails_its_call_as_malformed(
+    fault_server: FaultServer,
+) -> None:
+    # Its id (07, last) made the guard raise inside the SSE stream, which the SDK read
+    # as "SSE stream ended without a response": now the event goes on to the SDK, as
+    # one whose id is not found, and the call fails naming what is wrong with it.
+    result = '{"_meta": ' + "[" * 250 + "]" * 250 + ', "content": []}'
+    deep = '{"jsonrpc": "2.0", "result": ' + result + ', "id": 0__ID__}'
+    async with limited(fault_server, "legacy") as client:
+        await fault_server.control("answer", raw=deep, **{"as": "sse"})
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "mine"})
+        assert "an SSE event of the server's answer is malformed: Invalid JSON: recursion " in (
+            str(info.value)
+        )
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "next"}) == "next"
+
+
 async def test_an_error_answers_body_is_read_no_further_than_the_limit(
     fault_server: FaultServer,
 ) -> None:
@@ -210,3 +257,57 @@ async def test_an_error_answers_body_is_read_no_further_than_the_limit(
         # the start of the body (what the client reads of any failed answer) remain.
         assert "w" * 1000 not in str(info.value)
         assert client.connected
+
+
+async def peak_memory(action: Awaitable[Any]) -> int:
+    """The most memory Python held at once while ``action`` ran, above what it held
+    before."""
+    tracemalloc.start()
+    try:
+        await action
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak
+
+
+MIB = 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("gzip", "repeat"), [(False, 32 * 1024), (True, 100 * 1024)], ids=["plain", "gzip"]
+)
+async def test_a_redirects_body_is_read_no_further_than_the_limit(
+    fault_server: FaultServer, gzip: bool, repeat: int
+) -> None:
+    # The SDK drains the body of a redirect it follows, and the guard had decoded it
+    # whole: a 100 KiB gzip body on a 307 held 100 MiB, whatever max_message_size.
+    async with limited(fault_server, "legacy") as client:
+        await fault_server.control(
+            "fail",
+            status=307,
+            method="tools/call",
+            headers={"location": fault_server.url},
+            body="r" * 1024,
+            repeat=repeat,
+            gzip=gzip,
+        )
+        held = await peak_memory(client.call_tool("echo", {"text": "mine"}))
+        assert held < 8 * MIB, f"{held / MIB:.1f} MiB"
+        # The redirect was followed: the call was answered where it led.
+        assert client.connected
+        assert await client.call_tool("echo", {"text": "next"}) == "next"
+
+
+async def test_the_closing_deletes_body_is_read_no_further_than_the_limit(
+    fault_server: FaultServer,
+) -> None:
+    client = limited(fault_server, "legacy")
+    await client.connect()
+    try:
+        await fault_server.control(
+            "fail-delete", status=200, body="d" * 1024, repeat=100 * 1024, gzip=True
+        )
+    finally:
+        held = await peak_memory(client.close())
+    assert held < 8 * MIB, f"{held / MIB:.1f} MiB"

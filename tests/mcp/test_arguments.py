@@ -24,6 +24,7 @@ from agcore_tools import (
     portable_schema,
 )
 from agcore_tools.mcp import McpTool
+from agcore_tools.schema._validate import check_against_schema
 from agcore_tools.testing import ScriptedChatServer as S
 
 from .conftest import SERVERS
@@ -133,6 +134,82 @@ async def test_the_servers_own_schema_is_checked_not_the_transformed_one() -> No
         "tool 'pets__list_pets' got invalid arguments: limit: 500 is greater than the "
         "maximum of 100"
     )
+
+
+async def test_decimal_amounts_are_exact_multiples_and_are_sent() -> None:
+    # jsonschema divides in binary floating point, where 19.99 / 0.01 is
+    # 1998.9999999999998: money amounts the server takes were refused, never sent.
+    registry = ToolRegistry()
+    amounts = [19.99, 0.07, 4.35, 12.34]
+    async with bridge() as client:
+        registry.register_all(client.into_tools(prefix=True))
+        done = [await registry.invoke("pets__refund", {"amount": a}) for a in amounts]
+        refused = await registry.invoke("pets__refund", {"amount": 0.005})
+        assert await received(client) == [["refund", {"amount": a}] for a in amounts]
+    assert [d.output for d in done] == [f'POST /refunds {{"amount": {a}}}' for a in amounts]
+    assert str(refused.error) == (
+        "tool 'pets__refund' got invalid arguments: amount: 0.005 is not a multiple of 0.01"
+    )
+
+
+async def test_null_for_an_openapi_nullable_property_is_sent() -> None:
+    # OpenAPI 3.0 bridges copy `"nullable": true` verbatim: the model reads it, and the
+    # server takes null; JSON Schema alone refused it ("None is not of type 'string'").
+    registry = ToolRegistry()
+    async with bridge() as client:
+        registry.register_all(client.into_tools(prefix=True))
+        done = await registry.invoke("pets__refund", {"amount": 5, "note": None})
+        refused = await registry.invoke("pets__refund", {"amount": 5, "note": 7})
+        assert await received(client) == [["refund", {"amount": 5, "note": None}]]
+    assert done.ok, done.error
+    assert str(refused.error) == (
+        "tool 'pets__refund' got invalid arguments: note: 7 is not of type 'string'"
+    )
+
+
+REFUND = {
+    "type": "object",
+    "properties": {
+        "amount": {"type": "number", "multipleOf": 0.01},
+        "note": {"type": "string", "nullable": True},
+        "kind": {"type": "string", "enum": ["full", "part"], "nullable": True},
+    },
+}
+
+
+@pytest.mark.parametrize("draft", [None, "http://json-schema.org/draft-04/schema#"])
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        ({"amount": 19.99, "note": None}, None),
+        ({"amount": 0.07}, None),
+        ({"amount": 4.35}, None),
+        ({"amount": 1e300}, None),
+        ({"amount": 0.005}, "amount: 0.005 is not a multiple of 0.01"),
+        ({"amount": float("nan")}, "amount: nan is not a multiple of 0.01"),
+        # OpenAPI 3.0.3: nullable adds null to the type; an enum without null still holds.
+        ({"kind": None}, "kind: None is not one of ['full', 'part']"),
+    ],
+)
+def test_an_approvals_edit_and_a_workflows_edit_are_checked_the_same_way(
+    draft: str | None, args: dict[str, Any], reason: str | None
+) -> None:
+    # An approval's edit is checked by the tool's check_arguments, a Temporal run's
+    # approve signal by check_against_schema: both as the call would be before it is sent.
+    schema = dict(REFUND, **({"$schema": draft} if draft else {}))
+    tool = McpTool(
+        McpClient("shop", StdioTransport("unused")),
+        McpToolInfo("refund", input_schema=schema),
+        "refund",
+        [],
+    )
+    for check in (tool.check_arguments, lambda a: check_against_schema("refund", schema, a)):
+        if reason is None:
+            check(args)
+        else:
+            with pytest.raises(InvalidArgumentsError) as refused:
+                check(args)
+            assert str(refused.value) == f"tool 'refund' got invalid arguments: {reason}"
 
 
 async def test_the_model_reads_what_is_wrong_and_its_next_call_is_sent() -> None:

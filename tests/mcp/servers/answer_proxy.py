@@ -23,7 +23,10 @@ except for the requests of METHOD (of TOOL alone, for ``tools/call``):
   line the relay writes;
 - ``huge-log``: the answer is left alone, but a log notification ``ANSWER_BYTES`` long
   comes before it;
-- ``deep``: the answer's result carries a ``_meta`` nested 250 levels deep.
+- ``deep``: the answer's result carries a ``_meta`` nested 250 levels deep;
+- ``huge-bad-id``, ``huge-bad-id-last``, ``deep-bad-id-last``: as ``huge`` or ``deep``,
+  with an id that only looks like JSON: ``07`` first (a leading zero), ``"\\q7"`` last
+  (an invalid escape), ``07`` last.
 """
 
 from __future__ import annotations
@@ -68,6 +71,24 @@ def spoiled(fault: str, answer: dict[str, Any]) -> dict[str, Any]:
         answer["result"]["tools"][1]["inputSchema"] = "object"
         return answer
     raise SystemExit(f"unknown fault {fault!r}")
+
+
+# The fault spoiling the answer, where its id goes, and how it is written.
+BAD_IDS = {
+    "huge-bad-id": ("huge", "first", "0{}"),
+    "huge-bad-id-last": ("huge", "last", '"\\q{}"'),
+    "deep-bad-id-last": ("deep", "last", "0{}"),
+}
+
+
+def with_bad_id(fault: str, answer: dict[str, Any]) -> bytes:
+    spoiling, where, form = BAD_IDS[fault]
+    rest = {key: value for key, value in spoiled(spoiling, answer).items() if key != "id"}
+    member = '"id": ' + form.format(answer["id"])
+    text = json.dumps(rest)
+    if where == "first":
+        return ("{" + member + ", " + text[1:]).encode()
+    return (text[:-1] + ", " + member + "}").encode()
 
 
 def json_logs(request_id: object) -> list[dict[str, object]]:
@@ -125,6 +146,8 @@ def main() -> None:
         if fault == "unended":
             unended.append(b"\n")
             return owed + json.dumps(spoiled(fault, message)).encode()
+        if fault in BAD_IDS:
+            return owed + with_bad_id(fault, message) + b"\n"
         return owed + json.dumps(spoiled(fault, message)).encode() + b"\n"
 
     relay(FIXTURE, note_target, rewrite)

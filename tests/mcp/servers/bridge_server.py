@@ -2,9 +2,10 @@
 checks arguments against them: it acts on whatever a call carries. Over stdio:
 ``python bridge_server.py``.
 
-``delete_pet`` (``petId`` an integer), ``list_pets`` (no key but ``limit`` and ``tag``)
-and ``add_pet`` (an optional ``tag`` and a nested optional ``owner.phone``) answer with
-the request they would send to the pet API. ``received`` answers with the arguments of
+``delete_pet`` (``petId`` an integer), ``list_pets`` (no key but ``limit`` and ``tag``),
+``add_pet`` (an optional ``tag`` and a nested optional ``owner.phone``) and ``refund``
+(an ``amount`` in cents, ``multipleOf: 0.01``, and OpenAPI 3.0's ``nullable`` ``note``)
+answer with the request they would send to the pet API. ``received`` answers with the arguments of
 every call the server got before it, as JSON: what reached the server, and so what a
 bridge would have sent on.
 """
@@ -48,6 +49,15 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "required": ["name"],
         "additionalProperties": False,
     },
+    "refund": {
+        "type": "object",
+        "properties": {
+            "amount": {"type": "number", "minimum": 0, "multipleOf": 0.01},
+            "note": {"type": "string", "nullable": True},
+        },
+        "required": ["amount"],
+        "additionalProperties": False,
+    },
     "received": {"type": "object", "properties": {}},
 }
 
@@ -71,6 +81,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
             text = f"DELETE /pets/{args.get('petId')}"
         elif params.name == "list_pets":
             text = "GET /pets?" + "&".join(f"{k}={v}" for k, v in args.items())
+        elif params.name == "refund":
+            text = f"POST /refunds {json.dumps(args)}"
         else:
             text = f"POST /pets {json.dumps(args)}"
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])

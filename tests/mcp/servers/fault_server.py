@@ -8,7 +8,10 @@ front only adds what real deployments do to clients, when a test asks for it thr
 - ``fail``: answer the next ``times`` POSTs of JSON-RPC ``method`` (``tools/call``, or
   any) with ``status``, ``headers`` and a ``body`` (plain text, "injected failure" unless
   given), before the server sees them; with ``stall_after``, only that many bytes of
-  the body are sent, then nothing until the client goes away;
+  the body are sent, then nothing until the client goes away; with ``repeat``, the body
+  is that many times ``body``, and with ``gzip``, it is sent compressed;
+- ``fail-delete``: the same for the next session-closing ``DELETE`` (it still ends the
+  session);
 - ``token``: from now on require ``Authorization: Bearer <token>`` (401 with a
   ``WWW-Authenticate`` challenge otherwise); ``null`` lifts it;
 - ``cut-listen``: end every open ``subscriptions/listen`` response stream, as a
@@ -145,6 +148,7 @@ class Faults:
         self.wrong_ids: list[dict[str, Any]] = []
         self.calls_in_flight: list[Any] = []
         self.calls_seen = 0
+        self.failed_deletes: list[dict[str, Any]] = []
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -159,6 +163,15 @@ class Faults:
             return
         if scope["method"] == "GET" and self.no_get:
             await _respond(send, 405, "no GET stream here")
+            return
+        if scope["method"] == "DELETE" and self.failed_deletes:
+            failure = self.failed_deletes.pop(0)
+
+            async def dropped(message: dict[str, Any]) -> None:
+                pass  # the session ends; the client reads the failure instead
+
+            await self.app(scope, receive, dropped)
+            await _respond_failure(send, failure)
             return
         if scope["method"] != "POST":
             await self.app(scope, receive, send)
@@ -182,7 +195,7 @@ class Faults:
                     failure.get("headers", {}),
                 )
             else:
-                await _respond(send, failure["status"], body, failure.get("headers", {}))
+                await _respond_failure(send, failure)
             return
         replay = _replay(body, receive)
         if method == "subscriptions/listen":
@@ -271,6 +284,8 @@ class Faults:
         if what == "fail":
             options.setdefault("times", 1)
             self.failures.append(options)
+        elif what == "fail-delete":
+            self.failed_deletes.append(options)
         elif what == "token":
             self.token = options.get("token")
         elif what == "cut-listen":
@@ -334,6 +349,15 @@ async def _respond(
     )
     body = text.encode() if isinstance(text, str) else text
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _respond_failure(send: Any, failure: dict[str, Any]) -> None:
+    body = failure.get("body", "injected failure").encode() * failure.get("repeat", 1)
+    headers = dict(failure.get("headers", {}))
+    if failure.get("gzip"):
+        body = gzip.compress(body, compresslevel=1)
+        headers["content-encoding"] = "gzip"
+    await _respond(send, failure["status"], body, headers)
 
 
 async def _respond_stalled(
