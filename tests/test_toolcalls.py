@@ -81,6 +81,16 @@ def test_unusable_arguments_give_an_invalid_arguments_error(raw: Any, reason: st
     assert call.input == call.arguments  # the raw text is what a UI shows
 
 
+def test_an_integer_too_long_to_read_is_an_error_not_a_crash() -> None:
+    call = parse_call("pay", "c1", '{"a": ' + "1" * 5000 + "}")
+    assert isinstance(call.error, InvalidArgumentsError)
+    assert isinstance(call.error.__cause__, ValueError)
+    assert call.error.reason == (
+        "arguments hold an integer with too many digits to read; send a shorter number"
+    )
+    assert parse_call("pay", "c1", '{"a": ' + "1" * 4000 + "}").args == {"a": int("1" * 4000)}
+
+
 def test_a_json_error_keeps_the_decoder_error_as_cause() -> None:
 
     call = parse_call("add", "c1", '{"a": }')

@@ -45,7 +45,8 @@ def parse_call(
     """Parse a tool call's arguments: JSON text, or an object some servers send as is.
 
     Empty arguments mean ``{}``. Text that is not JSON, JSON that is not an object, and
-    JSON nested too deeply to parse give a call whose ``error`` is an
+    JSON nested too deeply (or holding an integer too long) to parse give a call whose
+    ``error`` is an
     :class:`InvalidArgumentsError` for the model. Lone surrogates in the name, id and
     arguments text become U+FFFD, so the history always encodes as UTF-8. With
     ``repair``, text that is not JSON gets one deterministic repair first (closing a
@@ -103,6 +104,9 @@ def parse_call(
             return ParsedCall(call_id, name, text, None, _invalid(name, reason, exc))
         except RecursionError as exc:
             return ParsedCall(call_id, name, text, None, _invalid(name, _TOO_DEEP, exc))
+        except ValueError as exc:
+            # An integer past sys.get_int_max_str_digits() (4300): int() refuses it.
+            return ParsedCall(call_id, name, text, None, _invalid(name, _TOO_LONG, exc))
     else:
         value = arguments
         try:
@@ -116,6 +120,7 @@ def parse_call(
 
 
 _TOO_DEEP = "arguments nest too deeply to parse; send a flatter JSON object"
+_TOO_LONG = "arguments hold an integer with too many digits to read; send a shorter number"
 
 
 def _invalid(name: str, reason: str, cause: BaseException) -> InvalidArgumentsError:

@@ -138,6 +138,56 @@ async def test_a_response_nested_too_deeply_is_an_llm_error(serve, make_cycle, s
     assert isinstance(raised.value.__cause__, RecursionError)
 
 
+# -- numbers JSON cannot hold, or Python cannot read ----------------------------------------
+
+
+def over_limit_refunds() -> tuple[ToolRegistry, list[Any], list[Any]]:
+    """approval.md's per-call rule; the lists of the arguments it weighed and of the
+    amounts refunded."""
+    registry = ToolRegistry()
+    weighed: list[Any] = []
+    refunded: list[Any] = []
+
+    def over_limit(args: dict[str, Any], ctx: ToolContext) -> bool:
+        weighed.append(args)
+        return bool(args["amount"] > 100)
+
+    @registry.tool(needs_approval=over_limit)
+    def refund(order: int, amount: float) -> str:
+        """Refund an order."""
+        refunded.append(amount)
+        return f"refunded {amount} on order {order}"
+
+    return registry, weighed, refunded
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_an_integer_too_long_to_read_goes_back_to_the_model(serve, make_cycle, stream):
+    # json.loads raised int()'s ValueError (over 4300 digits), which was no
+    # JSONDecodeError: the run ended with it, bare.
+    registry, weighed, refunded = over_limit_refunds()
+    arguments = '{"order": ' + "9" * 5000 + ', "amount": 1}'
+    server = serve(
+        S.reply_tool_calls([("refund", arguments, "c1")]),
+        S.reply_text("I will send a shorter number"),
+        chunk_chars=4096,
+    )
+    cycle = make_cycle(server)
+
+    if stream:
+        response = await cycle.submit_stream_with_tools("Refund", registry).collect()
+    else:
+        response = await cycle.submit_with_tools("Refund", registry)
+
+    assert response.text == "I will send a shorter number"
+    assert (weighed, refunded) == ([], [])
+    assert tool_messages(cycle.messages)["c1"] == (
+        "Error: tool 'refund' got invalid arguments: arguments hold an integer with too many "
+        "digits to read; send a shorter number"
+    )
+    assert_history_valid(cycle.messages)
+
+
 # -- lone surrogates ------------------------------------------------------------------------
 
 
