@@ -81,6 +81,34 @@ def test_unusable_arguments_give_an_invalid_arguments_error(raw: Any, reason: st
     assert call.input == call.arguments  # the raw text is what a UI shows
 
 
+@pytest.mark.parametrize(
+    ("raw", "path", "problem"),
+    [
+        ('{"amount": NaN}', "amount", "NaN is not a JSON number"),
+        ('{"a": {"b": [1, -Infinity]}}', "a.b.1", "-Infinity is not a JSON number"),
+        ('{"a": 1e999}', "a", "1e999 is past the range of a 64-bit float (about 1.8e308)"),
+        ('{"a": -1' + "0" * 400 + ".5}", "a", "-1000000000000000000... is past the range"),
+        ({"amount": float("inf")}, "amount", "Infinity is not a JSON number"),  # an object
+    ],
+)
+def test_numbers_json_cannot_hold_are_refused_naming_the_argument(
+    raw: Any, path: str, problem: str
+) -> None:
+    call = parse_call("pay", "c1", raw)
+    assert call.args is None
+    assert isinstance(call.error, InvalidArgumentsError)
+    assert call.error.reason.startswith(f"{path}: {problem}")
+    assert call.error.reason.endswith("; send a finite number")
+    [(field, _)] = call.error.errors
+    assert field == path
+
+
+def test_finite_numbers_and_strings_spelling_nan_are_arguments() -> None:
+    call = parse_call("pay", "c1", '{"a": 1.7976931348623157e308, "b": "NaN", "c": -0.0}')
+    assert call.error is None
+    assert call.args == {"a": 1.7976931348623157e308, "b": "NaN", "c": -0.0}
+
+
 def test_an_integer_too_long_to_read_is_an_error_not_a_crash() -> None:
     call = parse_call("pay", "c1", '{"a": ' + "1" * 5000 + "}")
     assert isinstance(call.error, InvalidArgumentsError)

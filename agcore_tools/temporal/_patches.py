@@ -18,6 +18,7 @@ __all__ = [
     "CUT_CALLS_NOT_REPAIRED",
     "DERIVED_IDS_RESERVED",
     "IDS_PAST_HISTORY",
+    "NON_FINITE_REFUSED",
     "PERMISSIONS_PER_QUEUE",
     "PERMISSION_NAMES_NORMALISED",
     "REQUESTS_AS_TEXT",
@@ -82,6 +83,12 @@ UNOFFERED_CHOICE_REFUSED = "agcore-unoffered-choice-refused"
 """A request whose ``tool_choice`` names a tool it does not offer (a typo, a tool a
 ``select=`` left out) fails the run before the model request is scheduled (before: the
 ``agcore.model_request`` activity ran and the server's error failed the run)."""
+NON_FINITE_REFUSED = "agcore-non-finite-arguments-refused"
+"""A model's tool call whose arguments hold ``NaN``, ``Infinity``, ``-Infinity`` or a
+number past a float's range (a code-mode program's call too, and an approval's edited
+arguments) is answered with an ``InvalidArgumentsError`` naming the argument, and
+neither asks for approval nor runs (before: Python's ``json`` read them as floats, a
+``needs_approval`` rule comparing them said no, and ``agcore.call_tool`` ran)."""
 WRAPPED_AGAIN = "agcore-mcp-plain-values-unwrapped"
 """A plain value an MCP server wraps as ``{"result": v}`` (FastMCP, the MCP Python SDK)
 reaches the model as ``v`` (``ToolCallInput.unwraps``), and a code-mode program as the

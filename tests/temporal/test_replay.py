@@ -121,6 +121,10 @@ UNPATCHED = {
     # approve signal answered "r~1"; this version names that call call_0_0.
     "tilde-id-approved": "a server's call id holding '~', kept; approved; finished",
     "tilde-id-paused": "a server's call id holding '~', kept; paused (in flight)",
+    # Recorded by the workers of 13aefbd, before "agcore-non-finite-arguments-refused":
+    # the model sent {"order": 2, "amount": NaN}, the needs_approval function weighed
+    # nan > 100 (False) and agcore.call_tool ran; this version tells the model at once.
+    "nan-ran": "a call whose amount was NaN, weighed by its needs_approval rule and run",
 }
 
 
@@ -142,6 +146,21 @@ def test_the_unoffered_choice_history_sent_its_requests() -> None:
         if "activityTaskScheduledEventAttributes" in e
     ]
     assert scheduled == ["agcore.model_request", "agcore.call_tool", "agcore.model_request"]
+
+
+def test_the_nan_history_ran_the_call() -> None:
+    events = json.loads((RECORDED / "unpatched-nan-ran.json").read_text())["events"]
+    scheduled = [
+        e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+        for e in events
+        if "activityTaskScheduledEventAttributes" in e
+    ]
+    assert scheduled == [
+        "agcore.model_request",
+        "agcore.needs_approval",
+        "agcore.call_tool",
+        "agcore.model_request",
+    ]
 
 
 @pytest.mark.parametrize("name", ["cut-call", "cut-call-responses"])

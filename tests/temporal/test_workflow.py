@@ -278,6 +278,56 @@ async def test_a_server_call_id_in_the_form_of_a_programs_calls_has_its_own_in_a
     assert replay.replay_failure is None
 
 
+async def test_nan_in_a_calls_arguments_or_in_an_edit_never_runs_in_a_run(client: Client) -> None:
+    # A run begun before the patch agcore-non-finite-arguments-refused asked its
+    # needs_approval function, which said no to NaN, and ran the tool
+    # (tests/temporal/histories/unpatched-nan-ran.json).
+    refunded: list[float] = []
+    tools = ToolRegistry()
+
+    @tools.tool(needs_approval=True)
+    def refund(order: int, amount: float) -> str:
+        """Refund an order."""
+        refunded.append(amount)
+        return f"refunded {amount}"
+
+    script = [
+        S.reply_tool_calls(
+            [
+                ("refund", '{"order": 2, "amount": NaN}', "call_nan"),
+                ("refund", '{"order": 3, "amount": 5}', "call_five"),
+            ]
+        ),
+        S.reply_text("done"),
+    ]
+    with S(script) as server:
+        async with server.client() as openai, worker(client, "nan", ToolActivities(tools, openai)):
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of("refund", CycleConfig("m")),
+                id="nan-1",
+                task_queue="nan",
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            [request] = await pending_approvals(handle)  # the NaN call asks nobody
+            assert request.call_id == "call_five"
+            nan = dataclasses.replace(
+                request.approve(), edited_arguments={"order": 3, "amount": float("nan")}
+            )
+            await handle.signal(ToolLoopWorkflow.approve, [nan])  # dropped
+            await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
+            result = await finish(handle)
+    assert refunded == [5.0]
+    assert result.messages[2]["content"] == (
+        "Error: tool 'refund' got invalid arguments: amount: NaN is not a JSON number; "
+        "send a finite number"
+    )
+    replay = await strict_replayer().replay_workflow(
+        await handle.fetch_history(), raise_on_replay_failure=False
+    )
+    assert replay.replay_failure is None
+
+
 async def test_a_tool_choice_naming_a_tool_not_offered_fails_a_run_before_any_request(
     client: Client,
 ) -> None:
