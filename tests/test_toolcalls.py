@@ -449,10 +449,10 @@ async def test_every_failure_becomes_error_text_and_nothing_is_raised(registry) 
     )
     contents = [m["content"] for m in messages]
     # The same text as the loop's (CycleConfig(unknown_tool="tell_model")): the model
-    # learns which tools there are.
+    # learns which tools it may call, not shell, which the permissions deny (it listed
+    # shell, and the model's call to it was refused).
     assert contents[0] == (
-        "Error: tool 'missing' is not registered: the registered tools are: "
-        "add, nap, long_text, shell"
+        "Error: tool 'missing' is not registered: the tools offered are: add, nap, long_text"
     )
     assert contents[1].startswith("Error: permission denied: tool 'shell' needs 'shell'")
     assert contents[2].startswith(

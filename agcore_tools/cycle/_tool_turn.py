@@ -249,5 +249,10 @@ async def run_tools(
 
 
 def _why(refused: ToolError) -> str:
-    # What stopped the turn, for its other calls: no such tool, or a refusal.
-    return "is not registered" if isinstance(refused, ToolNotFoundError) else "was refused"
+    # What stopped the turn, for its other calls: no such tool (or none offered), or a
+    # refusal.
+    if isinstance(refused, ToolNotFoundError):
+        return (
+            "is not available in this conversation" if refused.registered else "is not registered"
+        )
+    return "was refused"

@@ -184,8 +184,8 @@ class CycleConfig:
 
     A call to a tool the registry does not have stops the loop with an ``LlmError``
     (``unknown_tool="raise"``, the default). With ``unknown_tool="tell_model"`` the
-    call's result is instead the error text, which lists the registered tools, and
-    the loop goes on; a denied permission still stops it.
+    call's result is instead the error text, which lists the tools offered (never one
+    the permissions deny), and the loop goes on; a denied permission still stops it.
 
     Example:
         >>> config = CycleConfig("gpt-4o-mini", max_turns=5, temperature=0.2)
@@ -227,7 +227,7 @@ class CycleConfig:
     unknown_tool: Literal["raise", "tell_model"]
     """What a call to an unregistered tool does: ``"raise"`` stops the loop with an
     ``LlmError``; ``"tell_model"`` answers the call with the error text (listing the
-    registered tools) and goes on."""
+    tools offered) and goes on."""
     reset_tool_choice: bool
     """Whether a forced ``tool_choice`` becomes ``"auto"`` after a prompt's first request
     (a resume of the same prompt included)."""

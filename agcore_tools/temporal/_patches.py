@@ -19,6 +19,7 @@ __all__ = [
     "DERIVED_IDS_RESERVED",
     "IDS_PAST_HISTORY",
     "NON_FINITE_REFUSED",
+    "OFFERED_LISTED",
     "PERMISSIONS_PER_QUEUE",
     "PERMISSION_NAMES_NORMALISED",
     "REQUESTS_AS_TEXT",
@@ -89,6 +90,13 @@ number past a float's range (a code-mode program's call too, and an approval's e
 arguments) is answered with an ``InvalidArgumentsError`` naming the argument, and
 neither asks for approval nor runs (before: Python's ``json`` read them as floats, a
 ``needs_approval`` rule comparing them said no, and ``agcore.call_tool`` ran)."""
+OFFERED_LISTED = "agcore-unknown-tool-lists-offered"
+"""An unknown tool's error (``unknown_tool="tell_model"``, or the ``LlmError`` of
+``"raise"``) lists only the tools the permissions allow, as the requests offer them
+(before: every registered tool, a denied one too, which the model then called and its
+refusal failed the run). Only the text the model reads changes, which a replay does not
+check: gated so that a run's history, and its ``messages`` query, keep what the model
+read."""
 WRAPPED_AGAIN = "agcore-mcp-plain-values-unwrapped"
 """A plain value an MCP server wraps as ``{"result": v}`` (FastMCP, the MCP Python SDK)
 reaches the model as ``v`` (``ToolCallInput.unwraps``), and a code-mode program as the

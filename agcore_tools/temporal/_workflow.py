@@ -30,6 +30,7 @@ from .._clock import CLOCK
 from .._code_mode import CALLS_LIMITED, UNAWAITED_CALLS_FAIL, WRAPPED_AGAIN
 from .._sandbox import Functions, Segment, turn_deadline
 from .._selection import CodeMode
+from .._table import OFFERED_LISTED
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import ToolContext
 from ..calls import (
@@ -360,6 +361,7 @@ class ToolLoopWorkflow:
         DERIVED_IDS_RESERVED.set(workflow.patched(patches.DERIVED_IDS_RESERVED))
         UNOFFERED_CHOICE_REFUSED.set(workflow.patched(patches.UNOFFERED_CHOICE_REFUSED))
         NON_FINITE_REFUSED.set(workflow.patched(patches.NON_FINITE_REFUSED))
+        OFFERED_LISTED.set(workflow.patched(patches.OFFERED_LISTED))
         as_text = workflow.patched(patches.REQUESTS_AS_TEXT)
         queues = args.tool_task_queues
         per_queue = bool(queues) and workflow.patched(patches.PERMISSIONS_PER_QUEUE)

@@ -328,6 +328,42 @@ async def test_nan_in_a_calls_arguments_or_in_an_edit_never_runs_in_a_run(client
     assert replay.replay_failure is None
 
 
+async def test_an_unknown_tools_error_in_a_run_names_no_tool_the_policy_denies(
+    client: Client,
+) -> None:
+    # A run begun before the patch agcore-unknown-tool-lists-offered listed delete_file.
+    tools = ToolRegistry(PermissionChecker(PermissionConfig()))  # delete is denied
+
+    @tools.tool(permissions=["read"])
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return path
+
+    @tools.tool(permissions=["delete"])
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        raise AssertionError("never runs")
+
+    script = [
+        S.reply_tool_calls([("delete_files", {"path": "x"}, "call_typo")]),
+        S.reply_text("ok"),
+    ]
+    config = CycleConfig("m", unknown_tool="tell_model")
+    with S(script) as server:
+        async with server.client() as openai, worker(client, "told", ToolActivities(tools, openai)):
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of("tidy up", config),
+                id="told-1",
+                task_queue="told",
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            result = await finish(handle)
+    assert result.messages[2]["content"] == (
+        "Error: tool 'delete_files' is not registered: the tools offered are: read_file"
+    )
+
+
 async def test_a_tool_choice_naming_a_tool_not_offered_fails_a_run_before_any_request(
     client: Client,
 ) -> None:
@@ -630,7 +666,7 @@ async def test_a_stopped_loop_fails_the_run_with_the_loops_error(
     assert isinstance(failed.value.cause, ApplicationError)
     assert failed.value.cause.type == "LlmError"
     assert failed.value.cause.message == (
-        "tool loop stopped: tool 'nope' is not registered: the registered tools are: "
+        "tool loop stopped: tool 'nope' is not registered: the tools offered are: "
         "add, meet, snap, dump, stall, gate, remove"
     )
 
