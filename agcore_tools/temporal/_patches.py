@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__ = [
     "APPROVALS_ADD_UP",
     "CALLS_LIMITED",
+    "CALLS_PER_TURN_LIMITED",
     "CANCEL_ENDS_RUN",
     "CHECKS_TOGETHER",
     "CUT_CALLS_NOT_REPAIRED",
@@ -97,6 +98,10 @@ OFFERED_LISTED = "agcore-unknown-tool-lists-offered"
 refusal failed the run). Only the text the model reads changes, which a replay does not
 check: gated so that a run's history, and its ``messages`` query, keep what the model
 read."""
+CALLS_PER_TURN_LIMITED = "agcore-tool-calls-per-turn-limited"
+"""The tool calls of one model answer past ``Limits.max_tool_calls_per_turn`` (128 by
+default) are answered "not run" and schedule no ``agcore.call_tool`` (before: every
+call of the answer ran, as an activity each)."""
 WRAPPED_AGAIN = "agcore-mcp-plain-values-unwrapped"
 """A plain value an MCP server wraps as ``{"result": v}`` (FastMCP, the MCP Python SDK)
 reaches the model as ``v`` (``ToolCallInput.unwraps``), and a code-mode program as the

@@ -33,13 +33,8 @@ from .._selection import CodeMode
 from .._table import OFFERED_LISTED
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import ToolContext
-from ..calls import (
-    CHECKS_TOGETHER,
-    CUT_CALLS_NOT_REPAIRED,
-    NON_FINITE_REFUSED,
-    RENDER_OFF_LOOP,
-    non_finite,
-)
+from ..calls import CHECKS_TOGETHER, CUT_CALLS_NOT_REPAIRED, NON_FINITE_REFUSED, RENDER_OFF_LOOP
+from ..calls._parse import non_finite
 from ..cycle._given import given_messages, kind
 from ..cycle._run import IDS_PAST_HISTORY, UNIQUE_CALL_IDS, UNOFFERED_CHOICE_REFUSED
 from ..cycle._stream import DERIVED_IDS_RESERVED
@@ -362,6 +357,7 @@ class ToolLoopWorkflow:
         UNOFFERED_CHOICE_REFUSED.set(workflow.patched(patches.UNOFFERED_CHOICE_REFUSED))
         NON_FINITE_REFUSED.set(workflow.patched(patches.NON_FINITE_REFUSED))
         OFFERED_LISTED.set(workflow.patched(patches.OFFERED_LISTED))
+        limited = workflow.patched(patches.CALLS_PER_TURN_LIMITED)
         as_text = workflow.patched(patches.REQUESTS_AS_TEXT)
         queues = args.tool_task_queues
         per_queue = bool(queues) and workflow.patched(patches.PERMISSIONS_PER_QUEUE)
@@ -377,7 +373,10 @@ class ToolLoopWorkflow:
         )
         self._registry = registry
         # Activities enforce each tool's time limit (overridable per tool).
-        limits = dataclasses.replace(config.limits, tool_timeout=None)
+        per_turn = config.limits.max_tool_calls_per_turn if limited else None
+        limits = dataclasses.replace(
+            config.limits, tool_timeout=None, max_tool_calls_per_turn=per_turn
+        )
         loop_config = dataclasses.replace(config, limits=limits)
         requester = _ActivityRequester(args.model_timeout_secs, as_text=as_text)
         cycle = LlmCycle(loop_config, requester=requester)

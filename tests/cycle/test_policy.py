@@ -173,6 +173,80 @@ async def test_by_default_an_unknown_tool_still_stops_the_loop(serve, make_cycle
     assert "the tools offered are: add, weather, fail" in tool_messages(cycle.messages)["typo"]
 
 
+# -- tool calls per turn --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("api", "stream"),
+    [("chat", False), ("chat", True), ("responses", False), ("responses", True)],
+    ids=["chat-json", "chat-sse", "responses-json", "responses-sse"],
+)
+async def test_the_calls_of_an_answer_past_its_limit_are_answered_not_run_nor_asked(
+    serve, make_cycle, api, stream
+):
+    # One answer of 3,000 calls ran them all: max_turns counts requests.
+    registry = ToolRegistry()
+    ran: list[str] = []
+
+    @registry.tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        ran.append(path)
+        return f"content of {path}"
+
+    @registry.tool(needs_approval=True)
+    def refund(order: int) -> str:
+        """Refund an order."""
+        raise AssertionError("never runs")
+
+    calls = [("read_file", {"path": p}, f"c_{p}") for p in "abc"]
+    server = serve(
+        S.reply_tool_calls([*calls, ("refund", {"order": 1}, "c_refund"), ("nope", {}, "c_nope")]),
+        S.reply_text("I will send the rest"),
+    )
+    cycle = make_cycle(server, api=api, max_tool_calls_per_turn=2)
+
+    if stream:
+        response = await cycle.submit_stream_with_tools("Read a, b, c", registry).collect()
+    else:
+        response = await cycle.submit_with_tools("Read a, b, c", registry)
+
+    assert response.text == "I will send the rest"
+    assert ran == ["a", "b"]
+    assert response.pending_approvals == ()  # refund is past the limit: no one is asked
+    not_run = (
+        "Error: not run: more than 2 tool calls in one answer; send the rest in your next turn"
+    )
+    sent = server.requests[1].body.decode()
+    assert sent.count(json.dumps(not_run)[1:-1]) == 3  # c, refund and the unknown nope
+    assert [i.error is None for i in response.invocations] == [True, True, False, False, False]
+    assert all(i.may_have_run is False for i in response.invocations[2:])
+    if api == "chat":
+        answers = tool_messages(cycle.messages)
+        assert [answers[f"c_{n}"] for n in ("c", "refund", "nope")] == [not_run] * 3
+        assert_history_valid(cycle.messages)
+
+
+async def test_by_default_an_answer_runs_at_most_128_calls(serve, make_cycle, calc):
+    calls = [("add", {"a": n, "b": 1}, f"c{n}") for n in range(130)]
+    server = serve(S.reply_tool_calls(calls), S.reply_text("done"))
+    cycle = make_cycle(server)
+
+    await cycle.submit_with_tools("Add them", calc)
+
+    assert len(calc.runs) == 128
+    answers = tool_messages(cycle.messages)
+    assert answers["c127"] == "128"
+    assert (
+        answers["c128"]
+        == answers["c129"]
+        == (
+            "Error: not run: more than 128 tool calls in one answer; send the rest in your next turn"
+        )
+    )
+    assert_history_valid(cycle.messages)
+
+
 # -- forced tool_choice ---------------------------------------------------------------------
 
 

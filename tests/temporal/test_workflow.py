@@ -364,6 +364,38 @@ async def test_an_unknown_tools_error_in_a_run_names_no_tool_the_policy_denies(
     )
 
 
+async def test_the_calls_of_an_answer_past_the_limit_are_not_run_in_a_run(client: Client) -> None:
+    # A run begun before the patch agcore-tool-calls-per-turn-limited ran every call
+    # (tests/temporal/histories/unpatched-many-calls.json.gz).
+    ran: list[int] = []
+    tools = ToolRegistry()
+
+    @tools.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        ran.append(a)
+        return a + b
+
+    calls = [("add", {"a": n, "b": 1}, f"call_{n}") for n in range(3)]
+    config = CycleConfig("m", max_tool_calls_per_turn=2)
+    with S([S.reply_tool_calls(calls), S.reply_text("done")]) as server:
+        async with server.client() as openai, worker(client, "many", ToolActivities(tools, openai)):
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of("add", config),
+                id="many-1",
+                task_queue="many",
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            result = await finish(handle)
+    assert sorted(ran) == [0, 1]
+    assert result.messages[-2]["content"] == (
+        "Error: not run: more than 2 tool calls in one answer; send the rest in your next turn"
+    )
+    request, call = "agcore.model_request", "agcore.call_tool"
+    assert [name for name, _ in await activity_attempts(handle)] == [request, call, call, request]
+
+
 async def test_a_tool_choice_naming_a_tool_not_offered_fails_a_run_before_any_request(
     client: Client,
 ) -> None:
