@@ -55,7 +55,7 @@ from ._table import ToolTable
 from ._unicode import scrub_json
 from .approval import ApprovalRequest
 from .base import BaseTool, ToolContext, definition_name
-from .calls import approval_requests
+from .calls import NON_FINITE_REFUSED, approval_requests, non_finite, not_a_number
 from .content import CONTENT_TYPES
 from .error import (
     ApprovalError,
@@ -453,6 +453,12 @@ class _Program:
         return "\n".join(parts) or "(the program printed nothing and returned None)"
 
     async def _call(self, number: int, tool: str, args: dict[str, Any]) -> None:
+        found = non_finite(args) if NON_FINITE_REFUSED.get() else None
+        if found is not None:
+            # float("nan") is the model's to fix, as its direct call's NaN is: no
+            # needs_approval rule can weigh it (every comparison is False).
+            self._start(number, tool, args, not_a_number(tool, *found))
+            return
         call_id = inner_call_id(self._outer, number)
         parsed = ParsedCall(call_id, tool, json.dumps(args, default=str), args)
         table, timeout = self._tool.table, self._tool.call_timeout

@@ -7,18 +7,32 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextvars import ContextVar
 
 from ._records import ToolEntry
 from .base import BaseTool
 from .error import PermissionDeniedError, ToolNotFoundError, ToolNotOfferedError
 from .permission import PermissionChecker
 
-__all__ = ["LISTED_TOOLS", "ToolTable", "note_unasked", "refusal", "unknown_tool_error"]
+__all__ = [
+    "LISTED_TOOLS",
+    "OFFERED_LISTED",
+    "ToolTable",
+    "note_unasked",
+    "refusal",
+    "unknown_tool_error",
+]
 
 logger = logging.getLogger("agcore_tools.registry")
 
 LISTED_TOOLS = 30
-"""An unknown tool's error lists the registered tools when there are at most this many."""
+"""An unknown tool's error lists the tools offered when there are at most this many."""
+
+OFFERED_LISTED: ContextVar[bool] = ContextVar("agcore_tools_offered_listed", default=True)
+"""Whether an unknown tool's error lists only the tools offered, and tells a registered
+tool a ``select=`` left out apart (see :func:`unknown_tool_error`). False only in a
+Temporal run begun before that (its ``workflow.patched``), whose history the model read
+with every registered tool listed: a replay gives it back the same text."""
 
 
 class ToolTable:
@@ -165,17 +179,22 @@ def note_unasked(table: ToolTable, entry: ToolEntry, method: str) -> None:
 
 
 def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
-    """The error for a call to a tool the registry does not have: the tools it has, or,
+    """The error for a call to a tool the table does not have: the tools it offers (those
+    its permission checker allows, as :meth:`ToolRegistry.definitions` offers them), or,
     when there are more than :data:`LISTED_TOOLS`, how many and the closest names (the
-    model reads this; a thousand names would cost it thousands of tokens).
+    model reads this; a thousand names would cost it thousands of tokens). A tool the
+    checker refuses is never named: the model would call it, and its refusal stop the
+    loop.
 
     A tool the registry has and the run does not offer (see :attr:`ToolTable.withheld`)
     is a :class:`ToolNotOfferedError` saying how to reach it; any other name, in a run
-    whose table says how to find tools (:attr:`ToolTable.unknown`), is told that.
+    whose table says how to find tools (:attr:`ToolTable.unknown`), is told that. One
+    a run's ``select=`` left out is not available in this conversation (its
+    ``registered`` is True); a refused one reads as any unknown name.
 
     Example:
         >>> str(unknown_tool_error(ToolTable(None), "nope"))
-        "tool 'nope' is not registered: the registered tools are: none"
+        "tool 'nope' is not registered: the tools offered are: none"
     """
     if table.withheld is not None:
         how = table.withheld(name)
@@ -183,12 +202,44 @@ def unknown_tool_error(table: ToolTable, name: str) -> ToolNotFoundError:
             return ToolNotOfferedError(name, how)
     if table.unknown is not None and name:
         return ToolNotFoundError(name, table.unknown)
-    names = list(table.entries)
+    if not OFFERED_LISTED.get():
+        return _every_registered(table, name)
+    names = [n for n, entry in list(table.entries.items()) if _allowed(table, entry)]
+    source = table.source
+    left_out = (
+        source is not None
+        and name not in table.entries
+        and name in source.entries
+        and refusal(table, name) is None
+    )
     if len(names) <= LISTED_TOOLS:
-        return ToolNotFoundError(name, f"the registered tools are: {', '.join(names) or 'none'}")
+        listed = f"the tools offered are: {', '.join(names) or 'none'}"
+        return ToolNotFoundError(name, listed, registered=left_out)
+    return ToolNotFoundError(
+        name, f"{len(names)} tools are offered{_closest(name, names)}", registered=left_out
+    )
+
+
+def _allowed(table: ToolTable, entry: ToolEntry) -> bool:
+    try:
+        table.check(entry)
+    except PermissionDeniedError:
+        return False
+    return True
+
+
+def _closest(name: str, names: list[str]) -> str:
     import difflib  # on this error only: `import agcore_tools` does not need it
 
     # A batch's nameless call (None) has no close names.
     close = difflib.get_close_matches(name, names, n=5, cutoff=0.5) if name else []
-    hint = f"; the closest names are: {', '.join(close)}" if close else ""
-    return ToolNotFoundError(name, f"{len(names)} tools are registered{hint}")
+    return f"; the closest names are: {', '.join(close)}" if close else ""
+
+
+def _every_registered(table: ToolTable, name: str) -> ToolNotFoundError:
+    # Before OFFERED_LISTED: every entry, refused ones too, and "not registered" for a
+    # tool a select= left out.
+    names = list(table.entries)
+    if len(names) <= LISTED_TOOLS:
+        return ToolNotFoundError(name, f"the registered tools are: {', '.join(names) or 'none'}")
+    return ToolNotFoundError(name, f"{len(names)} tools are registered{_closest(name, names)}")

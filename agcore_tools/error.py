@@ -143,24 +143,35 @@ class ToolError(AgcoreError):
 
 
 class ToolNotFoundError(ToolError):
-    """No tool of that name is registered (unrecoverable).
+    """No tool of that name is registered, or the run does not offer it (unrecoverable).
+
+    ``registered`` says the registry has the tool, and the run's ``select=`` left it
+    out: the message says that it is not available in this conversation.
 
     Example:
         >>> str(ToolNotFoundError("nope"))
         "tool 'nope' is not registered"
+        >>> str(ToolNotFoundError("refund", registered=True))
+        "tool 'refund' is not available in this conversation"
     """
 
     recoverable = False
     may_have_run = False
+    registered: bool = False
+    """Whether the registry has the tool, which the run does not offer."""
 
-    def __init__(self, tool_name: str, detail: str | None = None) -> None:
+    def __init__(
+        self, tool_name: str, detail: str | None = None, *, registered: bool = False
+    ) -> None:
         # A nameless call (a server's stream quirk) would read as "tool '' ...".
-        message = (
-            f"tool '{tool_name}' is not registered"
-            if tool_name
-            else "the model sent a tool call without a name"
-        )
+        if not tool_name:
+            message = "the model sent a tool call without a name"
+        elif registered:
+            message = f"tool '{tool_name}' is not available in this conversation"
+        else:
+            message = f"tool '{tool_name}' is not registered"
         super().__init__(f"{message}: {detail}" if detail else message, tool_name=tool_name)
+        self.registered = registered
 
 
 class ToolNotOfferedError(ToolNotFoundError):

@@ -315,6 +315,44 @@ async def test_no_one_is_asked_about_a_call_whose_arguments_the_tool_refuses() -
     assert failed[0]["content"].startswith("Error: tool 'refund' got invalid arguments")
 
 
+async def test_nan_in_a_models_or_an_edited_call_is_refused_before_anyone_is_asked() -> None:
+    registry = ToolRegistry()
+    asked: list[dict[str, Any]] = []
+    refunded: list[float] = []
+
+    def over_limit(args: dict[str, Any], ctx: ToolContext) -> bool:  # the guide's rule
+        asked.append(args)
+        return bool(args["amount"] > 100)
+
+    @registry.tool(needs_approval=over_limit)
+    def refund(order: int, amount: float) -> str:
+        """Refund an order."""
+        refunded.append(amount)
+        return f"refunded {amount}"
+
+    nan = {"id": "c1", "type": "function",
+           "function": {"name": "refund", "arguments": '{"order": 2, "amount": NaN}'}}  # fmt: skip
+
+    outputs = await registry.run_tool_calls([nan])
+
+    assert outputs.pending_approvals == () and asked == refunded == []
+    assert outputs[0]["content"] == (
+        "Error: tool 'refund' got invalid arguments: amount: NaN is not a JSON number; "
+        "send a finite number"
+    )
+    # An answer editing a call's arguments into NaN is the app's mistake: nothing runs.
+    call = _chat("refund", "c2", {"order": 2, "amount": 900})
+    [request] = (await registry.run_tool_calls([call])).pending_approvals
+    edit = request.approve(arguments={"order": 2, "amount": float("-inf")})
+    with pytest.raises(ApprovalError) as raised:
+        await registry.run_tool_calls([call], approvals=[edit])
+    assert str(raised.value) == (
+        "the approval of call 'c2' edits the arguments into invalid ones: tool 'refund' got "
+        "invalid arguments: amount: -Infinity is not a JSON number; send a finite number"
+    )
+    assert isinstance(raised.value, ValueError) and refunded == []
+
+
 async def test_a_sync_needs_approval_returning_an_awaitable_is_awaited() -> None:
     registry = ToolRegistry()
 

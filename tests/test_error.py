@@ -185,7 +185,7 @@ def _one_of_each() -> dict[str, Any]:
     return {
         "AgcoreError": E.AgcoreError("x"),
         "ToolError": E.ToolError("boom", tool_name="t"),
-        "ToolNotFoundError": E.ToolNotFoundError("nope", "the registered tools are: add"),
+        "ToolNotFoundError": E.ToolNotFoundError("nope", "the tools offered are: add"),
         "ToolNotOfferedError": E.ToolNotOfferedError("nope", "search first"),
         "ToolExecutionError": E.ToolExecutionError("div", "ZeroDivisionError: x"),
         "ProgramError": E.ProgramError("KeyError", "Traceback ..."),

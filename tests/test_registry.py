@@ -479,7 +479,7 @@ async def test_a_batch_call_with_an_empty_or_no_str_name_fails_alone_and_the_oth
     for number in range(40):
         registry.register(Recorder(f"tool_{number}"))
     [none] = await registry.invoke_all([ToolCall(None, {})])  # type: ignore[arg-type]
-    assert str(none.error) == "the model sent a tool call without a name: 41 tools are registered"
+    assert str(none.error) == "the model sent a tool call without a name: 41 tools are offered"
     # An item that is no call at all is still refused, as the list that is none is.
     with pytest.raises(ToolConfigError, match=r"takes \(name, args\) pairs"):
         await registry.invoke_all([("search", {}), "search"])  # type: ignore[list-item]
@@ -507,7 +507,7 @@ async def test_an_unknown_tool_in_a_large_registry_names_the_closest_not_all() -
     registry.register_all([Recorder("search_issues"), Recorder("search_code")])
     [result] = await registry.invoke_all([("serch_issues", {})])
     assert str(result.error) == (
-        "tool 'serch_issues' is not registered: 200 tools are registered; the closest "
+        "tool 'serch_issues' is not registered: 200 tools are offered; the closest "
         "names are: search_issues, search_code"
     )
 

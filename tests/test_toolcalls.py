@@ -81,6 +81,44 @@ def test_unusable_arguments_give_an_invalid_arguments_error(raw: Any, reason: st
     assert call.input == call.arguments  # the raw text is what a UI shows
 
 
+@pytest.mark.parametrize(
+    ("raw", "path", "problem"),
+    [
+        ('{"amount": NaN}', "amount", "NaN is not a JSON number"),
+        ('{"a": {"b": [1, -Infinity]}}', "a.b.1", "-Infinity is not a JSON number"),
+        ('{"a": 1e999}', "a", "1e999 is past the range of a 64-bit float (about 1.8e308)"),
+        ('{"a": -1' + "0" * 400 + ".5}", "a", "-1000000000000000000... is past the range"),
+        ({"amount": float("inf")}, "amount", "Infinity is not a JSON number"),  # an object
+    ],
+)
+def test_numbers_json_cannot_hold_are_refused_naming_the_argument(
+    raw: Any, path: str, problem: str
+) -> None:
+    call = parse_call("pay", "c1", raw)
+    assert call.args is None
+    assert isinstance(call.error, InvalidArgumentsError)
+    assert call.error.reason.startswith(f"{path}: {problem}")
+    assert call.error.reason.endswith("; send a finite number")
+    [(field, _)] = call.error.errors
+    assert field == path
+
+
+def test_finite_numbers_and_strings_spelling_nan_are_arguments() -> None:
+    call = parse_call("pay", "c1", '{"a": 1.7976931348623157e308, "b": "NaN", "c": -0.0}')
+    assert call.error is None
+    assert call.args == {"a": 1.7976931348623157e308, "b": "NaN", "c": -0.0}
+
+
+def test_an_integer_too_long_to_read_is_an_error_not_a_crash() -> None:
+    call = parse_call("pay", "c1", '{"a": ' + "1" * 5000 + "}")
+    assert isinstance(call.error, InvalidArgumentsError)
+    assert isinstance(call.error.__cause__, ValueError)
+    assert call.error.reason == (
+        "arguments hold an integer with too many digits to read; send a shorter number"
+    )
+    assert parse_call("pay", "c1", '{"a": ' + "1" * 4000 + "}").args == {"a": int("1" * 4000)}
+
+
 def test_a_json_error_keeps_the_decoder_error_as_cause() -> None:
 
     call = parse_call("add", "c1", '{"a": }')
@@ -411,10 +449,10 @@ async def test_every_failure_becomes_error_text_and_nothing_is_raised(registry) 
     )
     contents = [m["content"] for m in messages]
     # The same text as the loop's (CycleConfig(unknown_tool="tell_model")): the model
-    # learns which tools there are.
+    # learns which tools it may call, not shell, which the permissions deny (it listed
+    # shell, and the model's call to it was refused).
     assert contents[0] == (
-        "Error: tool 'missing' is not registered: the registered tools are: "
-        "add, nap, long_text, shell"
+        "Error: tool 'missing' is not registered: the tools offered are: add, nap, long_text"
     )
     assert contents[1].startswith("Error: permission denied: tool 'shell' needs 'shell'")
     assert contents[2].startswith(

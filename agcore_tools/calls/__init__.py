@@ -21,7 +21,7 @@ from ._approval import (
     rule_verdict,
     screen_calls,
 )
-from ._parse import CUT_CALLS_NOT_REPAIRED, parse_call
+from ._parse import CUT_CALLS_NOT_REPAIRED, NON_FINITE_REFUSED, non_finite, not_a_number, parse_call
 from ._render import (
     RENDER_OFF_LOOP,
     aborted_text,
@@ -42,6 +42,7 @@ from ._run import (
 __all__ = [
     "CHECKS_TOGETHER",
     "CUT_CALLS_NOT_REPAIRED",
+    "NON_FINITE_REFUSED",
     "RENDER_OFF_LOOP",
     "ParsedCall",
     "aborted_text",
@@ -56,6 +57,8 @@ __all__ = [
     "model_result",
     "model_result_off_loop",
     "model_text",
+    "non_finite",
+    "not_a_number",
     "parse_call",
     "preflight",
     "refusal",

@@ -32,6 +32,7 @@ from ..error import (
 )
 from ..pending import InputAnswer
 from ..permission import Permission
+from ._parse import NON_FINITE_REFUSED, non_finite, not_a_number
 
 __all__ = [
     "CHECKS_TOGETHER",
@@ -428,6 +429,12 @@ def _answered(
 
 
 def _check(entry: ToolEntry, args: Mapping[str, Any]) -> None:
+    # Edited arguments holding NaN would get past a needs_approval rule's comparisons
+    # on a later check, and past pydantic's float, as a model's would (refused as they
+    # were parsed).
+    found = non_finite(args) if NON_FINITE_REFUSED.get() else None
+    if found is not None:
+        raise not_a_number(entry.name, *found)
     # The arguments as execute() hands them to the tool: in strict mode the model sends
     # null for an optional property, and the entry's plan drops those nulls first.
     checked = dict(args)

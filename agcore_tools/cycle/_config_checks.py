@@ -262,6 +262,7 @@ FLAT_CHECKS: dict[str, Any] = {
     "max_result_bytes": _limit(64, integer=True),
     "max_tool_attachment_bytes": _limit(1, integer=True),
     "max_definition_tokens": _limit(1, integer=True),
+    "max_tool_calls_per_turn": _limit(1, integer=True),
     "tool_timeout_secs": _limit(0.0, strict=True),
     "max_tool_result_bytes": _limit(64, integer=True),
     "max_retries": _number(0, integer=True),

@@ -193,8 +193,8 @@ def mark_unknown(
 ) -> tuple[ParsedCall, ...]:
     """``calls``, each call to an unregistered tool carrying the error the model reads.
 
-    Such a call never runs; its result is the error text, which lists the tools the
-    registry has (``CycleConfig(unknown_tool="tell_model")``). With ``unoffered_only``,
+    Such a call never runs; its result is the error text, which lists the tools offered
+    (``CycleConfig(unknown_tool="tell_model")``). With ``unoffered_only``,
     only calls to tools the run has and does not offer are marked (their
     :class:`~agcore_tools.ToolNotOfferedError` says how to reach them); whatever
     ``unknown_tool`` says, the model can fix those. A call to a registered tool that a
@@ -205,7 +205,7 @@ def mark_unknown(
         >>> registry = ToolRegistry()
         >>> [call] = mark_unknown(registry, [parse_call("serch", "c1", "{}")])
         >>> str(call.error)
-        "tool 'serch' is not registered: the registered tools are: none"
+        "tool 'serch' is not registered: the tools offered are: none"
     """
     marked: list[ParsedCall] = []
     table = registry.tool_table

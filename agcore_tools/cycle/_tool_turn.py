@@ -8,6 +8,7 @@ left open), with the cycle's settings and history.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
@@ -59,7 +60,10 @@ async def run_tools(
     calls = resume_programs(messages, calls, registry, gate, config.approval_key)
     #    A call paused on a question goes on with the app's answers (or stays open).
     calls, resumed = resume_calls(messages, calls, registry, gate, config.approval_key)
-    # 1. An unknown or forbidden tool stops the loop before any call of the turn
+    # 1. The calls past Limits.max_tool_calls_per_turn are answered, never run nor
+    #    looked at: a denied or unknown tool among them stops nothing.
+    calls, past = _within_limit(calls, config.limits.max_tool_calls_per_turn)
+    #    An unknown or forbidden tool stops the loop before any call of the turn
     #    runs; every call still gets a tool message so the history stays valid.
     #    With unknown_tool="tell_model" an unknown tool's call is answered with its
     #    error instead, like bad arguments, and only a forbidden tool stops the loop.
@@ -67,6 +71,7 @@ async def run_tools(
     calls = mark_unknown(registry, calls, unoffered_only=config.unknown_tool != "tell_model")
     table = registry.tool_table
     refused = preflight(table, calls)
+    calls = (*calls, *past)
     if refused is not None:
         for call in calls:
             text = (
@@ -248,6 +253,27 @@ async def run_tools(
         raise LlmError(f"tool loop stopped: {stop}") from stop
 
 
+def _within_limit(
+    calls: Sequence[ParsedCall], limit: int | None
+) -> tuple[Sequence[ParsedCall], list[ParsedCall]]:
+    """The first ``limit`` calls, and the others, each carrying the error that answers it
+    (see ``Limits.max_tool_calls_per_turn``)."""
+    if limit is None or len(calls) <= limit:
+        return calls, []
+    reason = f"not run: more than {limit} tool calls in one answer; send the rest in your next turn"
+    past = []
+    for call in calls[limit:]:
+        error = ToolError(reason, tool_name=call.name)
+        error.may_have_run = False
+        past.append(dataclasses.replace(call, error=error))
+    return calls[:limit], past
+
+
 def _why(refused: ToolError) -> str:
-    # What stopped the turn, for its other calls: no such tool, or a refusal.
-    return "is not registered" if isinstance(refused, ToolNotFoundError) else "was refused"
+    # What stopped the turn, for its other calls: no such tool (or none offered), or a
+    # refusal.
+    if isinstance(refused, ToolNotFoundError):
+        return (
+            "is not available in this conversation" if refused.registered else "is not registered"
+        )
+    return "was refused"

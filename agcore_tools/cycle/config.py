@@ -53,12 +53,15 @@ _UNSET = _Unset.UNSET
 @checks_init_keywords
 @dataclass(frozen=True)
 class Limits:
-    """How far one ``submit*`` call may go: turns, tool time, result sizes, definitions.
+    """How far one ``submit*`` call may go: turns, tool calls per turn, tool time, result
+    sizes, definitions.
 
     Example:
         >>> limits = Limits(max_turns=5, tool_timeout=None)
         >>> limits.max_turns, limits.tool_timeout, limits.max_result_bytes
         (5, None, 16384)
+        >>> limits.max_tool_calls_per_turn
+        128
         >>> Limits(max_turns=0)
         Traceback (most recent call last):
         ...
@@ -82,6 +85,18 @@ class Limits:
     ``tiktoken`` for a model it knows, else estimated: the ``tokens`` extra);
     a request over it is not sent and raises :class:`~agcore_tools.DefinitionBudgetError`
     naming the costliest tools. None for no limit."""
+    max_tool_calls_per_turn: int | None = 128
+    """Most tool calls of one model answer that run, in the answer's order; None for no
+    limit. Each call past it is not run, nor asked about, and is answered with an error
+    the model reads ("not run: more than 128 tool calls in one answer; send the rest in
+    your next turn"), so the history stays valid and the model can go on.
+
+    ``max_turns`` counts requests, not calls: without this, one answer of 3,000 calls ran
+    them all. Models answer with a few calls at once, and a fan-out over a list with
+    tens; 128, the most functions one OpenAI request may offer, lets a model call every
+    tool it could be offered once, and past it is a looping or steered model. A code-mode
+    program's calls have their own limit (``CodeMode(limits={"max_calls": ...})``, 500),
+    and ``run_tool_calls`` runs the calls it is given: a hand-written loop decides."""
 
     def __post_init__(self) -> None:
         check_count("Limits.max_turns", self.max_turns, 1)
@@ -91,6 +106,7 @@ class Limits:
         check_count("Limits.max_result_bytes", self.max_result_bytes, 64)
         check_count("Limits.max_attachment_bytes", self.max_attachment_bytes, 1)
         check_count("Limits.max_definition_tokens", self.max_definition_tokens, 1)
+        check_count("Limits.max_tool_calls_per_turn", self.max_tool_calls_per_turn, 1)
 
 
 @checks_init_keywords
@@ -124,6 +140,7 @@ _FLAT: dict[str, tuple[str, str, str | None]] = {
     "max_result_bytes": ("limits", "max_result_bytes", None),
     "max_tool_attachment_bytes": ("limits", "max_attachment_bytes", None),
     "max_definition_tokens": ("limits", "max_definition_tokens", None),
+    "max_tool_calls_per_turn": ("limits", "max_tool_calls_per_turn", None),
     "tool_timeout_secs": ("limits", "tool_timeout", "tool_timeout"),
     "max_tool_result_bytes": ("limits", "max_result_bytes", "max_result_bytes"),
     "max_retries": ("retries", "max_retries", None),
@@ -165,9 +182,9 @@ class CycleConfig:
     (``history_policy=``), rather than the SDK's own at the first request. An option
     only your server knows (``top_k``) goes in ``extra_body={...}``, as the SDK wants;
     the ``request_options`` mapping is not checked (for a custom
-    :class:`~agcore_tools.cycle.Requester`). The counts (``max_turns``, the byte and
-    token limits, ``max_retries``) must be ints, and a ``timeout`` given in seconds
-    must be positive.
+    :class:`~agcore_tools.cycle.Requester`). The counts (``max_turns``, the calls per
+    turn, the byte and token limits, ``max_retries``) must be ints, and a ``timeout``
+    given in seconds must be positive.
     An option only the other API takes (``max_tokens`` or ``seed`` with
     ``api="responses"``, ``max_output_tokens`` or ``reasoning`` with ``api="chat"``),
     given either way, raises an ``LlmConfigError`` naming this API's equivalent where
@@ -184,8 +201,8 @@ class CycleConfig:
 
     A call to a tool the registry does not have stops the loop with an ``LlmError``
     (``unknown_tool="raise"``, the default). With ``unknown_tool="tell_model"`` the
-    call's result is instead the error text, which lists the registered tools, and
-    the loop goes on; a denied permission still stops it.
+    call's result is instead the error text, which lists the tools offered (never one
+    the permissions deny), and the loop goes on; a denied permission still stops it.
 
     Example:
         >>> config = CycleConfig("gpt-4o-mini", max_turns=5, temperature=0.2)
@@ -206,6 +223,8 @@ class CycleConfig:
         (4096, 5242880, None)
         >>> flat.retry_initial_delay, flat.retry_max_delay, flat.tool_timeout
         (0.5, 2.0, 60.0)
+        >>> flat.max_tool_calls_per_turn
+        128
         >>> CycleConfig("m", max_turn=3)
         Traceback (most recent call last):
         ...
@@ -227,7 +246,7 @@ class CycleConfig:
     unknown_tool: Literal["raise", "tell_model"]
     """What a call to an unregistered tool does: ``"raise"`` stops the loop with an
     ``LlmError``; ``"tell_model"`` answers the call with the error text (listing the
-    registered tools) and goes on."""
+    tools offered) and goes on."""
     reset_tool_choice: bool
     """Whether a forced ``tool_choice`` becomes ``"auto"`` after a prompt's first request
     (a resume of the same prompt included)."""
@@ -303,6 +322,7 @@ class CycleConfig:
         max_result_bytes: int | _Unset | None = _UNSET,
         max_tool_attachment_bytes: int | _Unset | None = _UNSET,
         max_definition_tokens: int | _Unset | None = _UNSET,
+        max_tool_calls_per_turn: int | _Unset | None = _UNSET,
         max_retries: int | _Unset = _UNSET,
         retry_initial_delay: float | _Unset = _UNSET,
         retry_max_delay: float | _Unset = _UNSET,
@@ -330,6 +350,7 @@ class CycleConfig:
         max_result_bytes: int | _Unset | None = _UNSET,
         max_tool_attachment_bytes: int | _Unset | None = _UNSET,
         max_definition_tokens: int | _Unset | None = _UNSET,
+        max_tool_calls_per_turn: int | _Unset | None = _UNSET,
         max_retries: int | _Unset = _UNSET,
         retry_initial_delay: float | _Unset = _UNSET,
         retry_max_delay: float | _Unset = _UNSET,
@@ -368,6 +389,7 @@ class CycleConfig:
             "max_result_bytes": max_result_bytes,
             "max_tool_attachment_bytes": max_tool_attachment_bytes,
             "max_definition_tokens": max_definition_tokens,
+            "max_tool_calls_per_turn": max_tool_calls_per_turn,
             "tool_timeout_secs": tool_timeout_secs,
             "max_tool_result_bytes": max_tool_result_bytes,
             "max_retries": max_retries,
@@ -488,6 +510,11 @@ class CycleConfig:
     def max_definition_tokens(self) -> int | None:
         """``limits.max_definition_tokens``: most tokens of one request's definitions."""
         return self.limits.max_definition_tokens
+
+    @property
+    def max_tool_calls_per_turn(self) -> int | None:
+        """``limits.max_tool_calls_per_turn``: most tool calls of one answer that run."""
+        return self.limits.max_tool_calls_per_turn
 
     @property
     def max_retries(self) -> int:

@@ -13,11 +13,14 @@ from __future__ import annotations
 __all__ = [
     "APPROVALS_ADD_UP",
     "CALLS_LIMITED",
+    "CALLS_PER_TURN_LIMITED",
     "CANCEL_ENDS_RUN",
     "CHECKS_TOGETHER",
     "CUT_CALLS_NOT_REPAIRED",
     "DERIVED_IDS_RESERVED",
     "IDS_PAST_HISTORY",
+    "NON_FINITE_REFUSED",
+    "OFFERED_LISTED",
     "PERMISSIONS_PER_QUEUE",
     "PERMISSION_NAMES_NORMALISED",
     "REQUESTS_AS_TEXT",
@@ -82,6 +85,23 @@ UNOFFERED_CHOICE_REFUSED = "agcore-unoffered-choice-refused"
 """A request whose ``tool_choice`` names a tool it does not offer (a typo, a tool a
 ``select=`` left out) fails the run before the model request is scheduled (before: the
 ``agcore.model_request`` activity ran and the server's error failed the run)."""
+NON_FINITE_REFUSED = "agcore-non-finite-arguments-refused"
+"""A model's tool call whose arguments hold ``NaN``, ``Infinity``, ``-Infinity`` or a
+number past a float's range (a code-mode program's call too, and an approval's edited
+arguments) is answered with an ``InvalidArgumentsError`` naming the argument, and
+neither asks for approval nor runs (before: Python's ``json`` read them as floats, a
+``needs_approval`` rule comparing them said no, and ``agcore.call_tool`` ran)."""
+OFFERED_LISTED = "agcore-unknown-tool-lists-offered"
+"""An unknown tool's error (``unknown_tool="tell_model"``, or the ``LlmError`` of
+``"raise"``) lists only the tools the permissions allow, as the requests offer them
+(before: every registered tool, a denied one too, which the model then called and its
+refusal failed the run). Only the text the model reads changes, which a replay does not
+check: gated so that a run's history, and its ``messages`` query, keep what the model
+read."""
+CALLS_PER_TURN_LIMITED = "agcore-tool-calls-per-turn-limited"
+"""The tool calls of one model answer past ``Limits.max_tool_calls_per_turn`` (128 by
+default) are answered "not run" and schedule no ``agcore.call_tool`` (before: every
+call of the answer ran, as an activity each)."""
 WRAPPED_AGAIN = "agcore-mcp-plain-values-unwrapped"
 """A plain value an MCP server wraps as ``{"result": v}`` (FastMCP, the MCP Python SDK)
 reaches the model as ``v`` (``ToolCallInput.unwraps``), and a code-mode program as the

@@ -363,6 +363,7 @@ _PLAIN = {
     "chain_responses": ("chain_responses",),
     "adapt": ("adapt",),
 }
+_PER_TURN = Limits().max_tool_calls_per_turn  # absent from a run's input when it is this
 
 
 def config_fields(config: CycleConfig) -> dict[str, Any]:
@@ -387,6 +388,10 @@ def config_fields(config: CycleConfig) -> dict[str, Any]:
             f"{type(config.history).__name__}"
         )
     fields = {key: _read(config, path) for key, path in _PLAIN.items()}
+    per_turn = config.limits.max_tool_calls_per_turn
+    if per_turn != _PER_TURN:
+        # Only then: a worker of an earlier version fails a setting it does not know.
+        fields["max_tool_calls_per_turn"] = per_turn
     fields["history"] = dataclasses.asdict(config.history)
     fields["request_options"] = dict(config.request_options)
     if config.profile is not None:  # absent from histories stored before profiles

@@ -30,9 +30,11 @@ from .._clock import CLOCK
 from .._code_mode import CALLS_LIMITED, UNAWAITED_CALLS_FAIL, WRAPPED_AGAIN
 from .._sandbox import Functions, Segment, turn_deadline
 from .._selection import CodeMode
+from .._table import OFFERED_LISTED
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import ToolContext
-from ..calls import CHECKS_TOGETHER, CUT_CALLS_NOT_REPAIRED, RENDER_OFF_LOOP
+from ..calls import CHECKS_TOGETHER, CUT_CALLS_NOT_REPAIRED, NON_FINITE_REFUSED, RENDER_OFF_LOOP
+from ..calls._parse import non_finite
 from ..cycle._given import given_messages, kind
 from ..cycle._run import IDS_PAST_HISTORY, UNIQUE_CALL_IDS, UNOFFERED_CHOICE_REFUSED
 from ..cycle._stream import DERIVED_IDS_RESERVED
@@ -353,6 +355,9 @@ class ToolLoopWorkflow:
         UNIQUE_CALL_IDS.set(workflow.patched(patches.UNIQUE_CALL_IDS))
         DERIVED_IDS_RESERVED.set(workflow.patched(patches.DERIVED_IDS_RESERVED))
         UNOFFERED_CHOICE_REFUSED.set(workflow.patched(patches.UNOFFERED_CHOICE_REFUSED))
+        NON_FINITE_REFUSED.set(workflow.patched(patches.NON_FINITE_REFUSED))
+        OFFERED_LISTED.set(workflow.patched(patches.OFFERED_LISTED))
+        limited = workflow.patched(patches.CALLS_PER_TURN_LIMITED)
         as_text = workflow.patched(patches.REQUESTS_AS_TEXT)
         queues = args.tool_task_queues
         per_queue = bool(queues) and workflow.patched(patches.PERMISSIONS_PER_QUEUE)
@@ -368,7 +373,10 @@ class ToolLoopWorkflow:
         )
         self._registry = registry
         # Activities enforce each tool's time limit (overridable per tool).
-        limits = dataclasses.replace(config.limits, tool_timeout=None)
+        per_turn = config.limits.max_tool_calls_per_turn if limited else None
+        limits = dataclasses.replace(
+            config.limits, tool_timeout=None, max_tool_calls_per_turn=per_turn
+        )
         loop_config = dataclasses.replace(config, limits=limits)
         requester = _ActivityRequester(args.model_timeout_secs, as_text=as_text)
         cycle = LlmCycle(loop_config, requester=requester)
@@ -591,6 +599,11 @@ def _misfit(
         return f"it names tool '{decision.tool_name}', but the call is to '{request.tool_name}'"
     if decision.arguments != request.arguments:
         return "it is for other arguments than the call's"
+    edited = decision.edited_arguments
+    # Memoised: the run asked the same as it began, before any call could wait.
+    found = non_finite(edited) if edited and workflow.patched(patches.NON_FINITE_REFUSED) else None
+    if found is not None:
+        return f"its edited arguments are invalid: {found[0]}: {found[1]}"
     entry = registry.entry(request.tool_name) if registry is not None else None
     if decision.edited_arguments is not None and entry is not None:
         # The worker's tool would refuse them, and the model would read that it sent

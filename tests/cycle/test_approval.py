@@ -128,6 +128,13 @@ async def test_approval_with_edited_arguments_runs_the_edited_call(serve, make_c
             ),
             "invalid ones",
         ),
+        (
+            # NaN would pass a needs_approval rule's comparison on a later check.
+            ApprovalDecision(
+                "c_refund", "refund", {"order": 7, "amount": 20.0}, True, {"amount": float("nan")}
+            ),
+            "invalid ones: tool 'refund' got invalid arguments: amount: NaN is not a JSON number",
+        ),
     ],
 )
 async def test_an_approval_that_does_not_match_the_pending_call_is_refused(

@@ -197,6 +197,32 @@ async def test_a_tool_error_is_an_exception_the_program_can_catch(serve, make_cy
     assert text.endswith('result: "went on"')
 
 
+async def test_a_programs_call_with_nan_is_refused_before_anyone_is_asked(serve, make_cycle, shop):
+    # A needs_approval rule comparing the amount (args["amount"] > 100) is False for
+    # NaN, and pydantic's float takes it: refused as a direct call's NaN is.
+    server = serve(
+        program(
+            """
+            import math
+            for amount in [float("nan"), -math.inf]:
+                try:
+                    await refund(3, amount)
+                except RuntimeError as exc:
+                    print("refused:", exc)
+            """
+        ),
+        S.reply_text("ok"),
+    )
+    response = await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())
+
+    assert response.pending_approvals == () and shop.runs == []
+    assert result_of(server, 1).splitlines() == [
+        f"refused: tool 'refund' got invalid arguments: amount: {literal} is not a JSON "
+        "number; send a finite number"
+        for literal in ("NaN", "-Infinity")
+    ]
+
+
 async def test_an_uncaught_error_reaches_the_model_as_a_traceback(serve, make_cycle, shop):
     server = serve(program("x = await get_order(1)\nx['missing']\n"), S.reply_text("I will fix it"))
     response = await make_cycle(server).submit_with_tools("go", shop, select=CodeMode())

@@ -61,6 +61,8 @@ def test_options_the_loop_sets_are_refused(option: str) -> None:
         ("tool_timeout_secs", 0),
         ("max_tool_result_bytes", 10),
         ("max_tool_attachment_bytes", 0),
+        ("max_tool_calls_per_turn", 0),
+        ("max_tool_calls_per_turn", 2.5),
         ("max_retries", -1),
         ("retry_initial_delay", -0.5),
         ("max_turns", "3"),
@@ -100,6 +102,16 @@ def test_a_count_must_be_an_integer() -> None:
         Limits(max_turns=2.5)  # type: ignore[arg-type]
     assert str(raised.value) == "Limits.max_turns must be an integer at least 1 or None, got 2.5"
     assert CycleConfig("m", max_turns=3, tool_timeout=2.5).max_turns == 3
+
+
+def test_the_calls_per_turn_limit_is_a_field_of_limits_and_a_flat_keyword() -> None:
+    assert CycleConfig("m").max_tool_calls_per_turn == 128
+    flat = CycleConfig("m", max_tool_calls_per_turn=None)
+    assert flat == CycleConfig("m", limits=Limits(max_tool_calls_per_turn=None))
+    assert flat.limits.max_tool_calls_per_turn is None
+    # The Responses API's own max_tool_calls (built-in tools) stays a request option.
+    options = CycleConfig("m", api="responses", max_tool_calls=3).request_options
+    assert dict(options) == {"max_tool_calls": 3}
 
 
 def test_none_means_no_limit_where_allowed() -> None:

@@ -138,6 +138,123 @@ async def test_a_response_nested_too_deeply_is_an_llm_error(serve, make_cycle, s
     assert isinstance(raised.value.__cause__, RecursionError)
 
 
+# -- numbers JSON cannot hold, or Python cannot read ----------------------------------------
+
+
+def over_limit_refunds() -> tuple[ToolRegistry, list[Any], list[Any]]:
+    """approval.md's per-call rule; the lists of the arguments it weighed and of the
+    amounts refunded."""
+    registry = ToolRegistry()
+    weighed: list[Any] = []
+    refunded: list[Any] = []
+
+    def over_limit(args: dict[str, Any], ctx: ToolContext) -> bool:
+        weighed.append(args)
+        return bool(args["amount"] > 100)
+
+    @registry.tool(needs_approval=over_limit)
+    def refund(order: int, amount: float) -> str:
+        """Refund an order."""
+        refunded.append(amount)
+        return f"refunded {amount} on order {order}"
+
+    return registry, weighed, refunded
+
+
+NOT_JSON = {
+    "NaN": "NaN is not a JSON number",
+    "-Infinity": "-Infinity is not a JSON number",
+    "Infinity": "Infinity is not a JSON number",
+    "1e999": "1e999 is past the range of a 64-bit float (about 1.8e308)",
+}
+
+
+@pytest.mark.parametrize("literal", list(NOT_JSON))
+@pytest.mark.parametrize(
+    ("api", "stream"),
+    [("chat", False), ("chat", True), ("responses", False), ("responses", True)],
+    ids=["chat-json", "chat-sse", "responses-json", "responses-sse"],
+)
+async def test_nan_or_infinity_in_arguments_go_back_to_the_model_unasked_and_unrun(
+    serve, make_cycle, literal, api, stream
+):
+    # Python's json reads NaN and the infinities, which are no JSON: the rule saw
+    # nan > 100 == False, nobody was asked, and refund ran with amount=nan.
+    registry, weighed, refunded = over_limit_refunds()
+    server = serve(
+        S.reply_tool_calls([("refund", f'{{"order": 2, "amount": {literal}}}', "c1")]),
+        S.reply_text("I will send a number"),
+    )
+    cycle = make_cycle(server, api=api)
+
+    if stream:
+        response = await cycle.submit_stream_with_tools("Refund order 2", registry).collect()
+    else:
+        response = await cycle.submit_with_tools("Refund order 2", registry)
+
+    assert response.text == "I will send a number"
+    assert response.pending_approvals == ()
+    assert (weighed, refunded) == ([], [])
+    [invocation] = response.invocations
+    assert isinstance(invocation.error, InvalidArgumentsError)
+    expected = f"amount: {NOT_JSON[literal]}; send a finite number"
+    assert invocation.error.reason == expected
+    assert invocation.error.errors == [("amount", NOT_JSON[literal])]
+    assert "amount" not in invocation.error.redacted  # a key the model may have made up
+    assert expected in server.requests[1].body.decode()  # what the model read
+    if api == "chat":
+        assert_history_valid(cycle.messages)
+
+
+async def test_nan_in_arguments_a_server_sends_as_an_object_is_refused_too(serve, make_cycle):
+    registry, weighed, refunded = over_limit_refunds()
+    call = {"id": "c1", "type": "function", "function": {"name": "refund", "arguments": None}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}  # fmt: skip
+    raw = json.dumps(body).replace('"arguments": null', '"arguments": {"order": 2, "amount": NaN}')
+    server = serve(RawResponse(200, raw.encode(), {"Content-Type": "application/json"}))
+    server.add(S.reply_text("I will send a number"))
+    cycle = make_cycle(server)
+
+    response = await cycle.submit_with_tools("Refund order 2", registry)
+
+    assert (response.pending_approvals, weighed, refunded) == ((), [], [])
+    assert tool_messages(cycle.messages)["c1"] == (
+        "Error: tool 'refund' got invalid arguments: amount: NaN is not a JSON number; "
+        "send a finite number"
+    )
+    assert_history_valid(cycle.messages)
+    assert_encodes(cycle.messages)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_an_integer_too_long_to_read_goes_back_to_the_model(serve, make_cycle, stream):
+    # json.loads raised int()'s ValueError (over 4300 digits), which was no
+    # JSONDecodeError: the run ended with it, bare.
+    registry, weighed, refunded = over_limit_refunds()
+    arguments = '{"order": ' + "9" * 5000 + ', "amount": 1}'
+    server = serve(
+        S.reply_tool_calls([("refund", arguments, "c1")]),
+        S.reply_text("I will send a shorter number"),
+        chunk_chars=4096,
+    )
+    cycle = make_cycle(server)
+
+    if stream:
+        response = await cycle.submit_stream_with_tools("Refund", registry).collect()
+    else:
+        response = await cycle.submit_with_tools("Refund", registry)
+
+    assert response.text == "I will send a shorter number"
+    assert (weighed, refunded) == ([], [])
+    assert tool_messages(cycle.messages)["c1"] == (
+        "Error: tool 'refund' got invalid arguments: arguments hold an integer with too many "
+        "digits to read; send a shorter number"
+    )
+    assert_history_valid(cycle.messages)
+
+
 # -- lone surrogates ------------------------------------------------------------------------
 
 

@@ -21,7 +21,10 @@ from agcore_tools import (
     ToolRegistry,
     TurnComplete,
 )
+from agcore_tools._table import OFFERED_LISTED
+from agcore_tools.calls import unknown_tool_error
 from agcore_tools.cycle._policy import answer_unanswered, relaxed_tool_choice, unanswered_calls
+from agcore_tools.testing import StaticTool
 
 from .conftest import S, assert_history_valid, tool_messages
 
@@ -58,7 +61,7 @@ async def test_tell_model_answers_an_unknown_tool_with_the_tool_list_and_goes_on
     assert response is not None and response.text == "4"
     answers = tool_messages(cycle.messages)
     assert answers["typo"] == (
-        "Error: tool 'ad' is not registered: the registered tools are: add, weather, fail"
+        "Error: tool 'ad' is not registered: the tools offered are: add, weather, fail"
     )
     assert answers["ok"] == "3"  # the sibling ran
     assert calc.runs == [("add", {"a": 1, "b": 2}), ("add", {"a": 2, "b": 2})]
@@ -67,6 +70,74 @@ async def test_tell_model_answers_an_unknown_tool_with_the_tool_list_and_goes_on
     assert len(server.requests) == 3
     assert server.requests[1].json["messages"][-2:] == cycle.messages[2:4]
     assert_history_valid(cycle.messages)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+async def test_tell_model_never_names_a_tool_the_permissions_deny(serve, make_cycle, stream):
+    # It listed every registered tool: the model learnt delete_file, which no request
+    # offers, called it, and the refusal ended the run tell_model was to keep going.
+    registry = ToolRegistry(PermissionChecker(PermissionConfig()))  # delete is denied
+
+    def add(name: str, permission: str) -> None:
+        tool = StaticTool(name)
+        tool.required_permissions = (permission,)
+        registry.register(tool)
+
+    add("read_file", "read")
+    add("delete_file", "delete")
+    server = serve(S.reply_tool_calls([("delete_files", {"path": "x"}, "c1")]), S.reply_text("ok"))
+    cycle = make_cycle(server, unknown_tool="tell_model")
+
+    if stream:
+        response = await cycle.submit_stream_with_tools("Tidy up", registry).collect()
+    else:
+        response = await cycle.submit_with_tools("Tidy up", registry)
+
+    assert response.text == "ok"
+    assert tool_messages(cycle.messages)["c1"] == (
+        "Error: tool 'delete_files' is not registered: the tools offered are: read_file"
+    )
+    assert [t["function"]["name"] for t in server.requests[0].json["tools"]] == ["read_file"]
+    # Past 30 tools, the closest names are of the tools offered too.
+    for number in range(30):
+        add(f"read_{number}", "read")
+    add("delete_note", "read")
+    server.add(S.reply_tool_calls([("delete_files", {"path": "x"}, "c2")]), S.reply_text("ok"))
+
+    await cycle.submit_with_tools("Again", registry)
+
+    assert tool_messages(cycle.messages)["c2"] == (
+        "Error: tool 'delete_files' is not registered: 32 tools are offered; the closest "
+        "names are: delete_note, read_file"
+    )
+    assert_history_valid(cycle.messages)
+
+
+def test_a_temporal_run_begun_before_the_offered_list_still_lists_every_tool() -> None:
+    registry = ToolRegistry(PermissionChecker(PermissionConfig()))
+    shell = StaticTool("shell")
+    shell.required_permissions = ("shell",)
+    registry.register_all([StaticTool("ls"), StaticTool("cat"), shell])
+    view = registry.view([registry.entry("ls")]).tool_table  # a select=["ls"] run's
+    before = OFFERED_LISTED.set(False)  # ToolLoopWorkflow, without its patch marker
+    try:
+        old = [
+            str(unknown_tool_error(registry.tool_table, "rm")),
+            str(unknown_tool_error(view, "cat")),
+        ]
+    finally:
+        OFFERED_LISTED.reset(before)
+    assert old == [
+        "tool 'rm' is not registered: the registered tools are: ls, cat, shell",
+        "tool 'cat' is not registered: the registered tools are: ls",
+    ]
+    assert [
+        str(unknown_tool_error(registry.tool_table, "rm")),
+        str(unknown_tool_error(view, "cat")),
+    ] == [
+        "tool 'rm' is not registered: the tools offered are: ls, cat",
+        "tool 'cat' is not available in this conversation: the tools offered are: ls",
+    ]
 
 
 async def test_tell_model_still_stops_on_a_denied_permission(serve, make_cycle):
@@ -99,7 +170,81 @@ async def test_by_default_an_unknown_tool_still_stops_the_loop(serve, make_cycle
         await cycle.submit_with_tools("1 + 2?", calc)
 
     assert isinstance(raised.value.__cause__, ToolNotFoundError)
-    assert "the registered tools are: add, weather, fail" in tool_messages(cycle.messages)["typo"]
+    assert "the tools offered are: add, weather, fail" in tool_messages(cycle.messages)["typo"]
+
+
+# -- tool calls per turn --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("api", "stream"),
+    [("chat", False), ("chat", True), ("responses", False), ("responses", True)],
+    ids=["chat-json", "chat-sse", "responses-json", "responses-sse"],
+)
+async def test_the_calls_of_an_answer_past_its_limit_are_answered_not_run_nor_asked(
+    serve, make_cycle, api, stream
+):
+    # One answer of 3,000 calls ran them all: max_turns counts requests.
+    registry = ToolRegistry()
+    ran: list[str] = []
+
+    @registry.tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        ran.append(path)
+        return f"content of {path}"
+
+    @registry.tool(needs_approval=True)
+    def refund(order: int) -> str:
+        """Refund an order."""
+        raise AssertionError("never runs")
+
+    calls = [("read_file", {"path": p}, f"c_{p}") for p in "abc"]
+    server = serve(
+        S.reply_tool_calls([*calls, ("refund", {"order": 1}, "c_refund"), ("nope", {}, "c_nope")]),
+        S.reply_text("I will send the rest"),
+    )
+    cycle = make_cycle(server, api=api, max_tool_calls_per_turn=2)
+
+    if stream:
+        response = await cycle.submit_stream_with_tools("Read a, b, c", registry).collect()
+    else:
+        response = await cycle.submit_with_tools("Read a, b, c", registry)
+
+    assert response.text == "I will send the rest"
+    assert ran == ["a", "b"]
+    assert response.pending_approvals == ()  # refund is past the limit: no one is asked
+    not_run = (
+        "Error: not run: more than 2 tool calls in one answer; send the rest in your next turn"
+    )
+    sent = server.requests[1].body.decode()
+    assert sent.count(json.dumps(not_run)[1:-1]) == 3  # c, refund and the unknown nope
+    assert [i.error is None for i in response.invocations] == [True, True, False, False, False]
+    assert all(i.may_have_run is False for i in response.invocations[2:])
+    if api == "chat":
+        answers = tool_messages(cycle.messages)
+        assert [answers[f"c_{n}"] for n in ("c", "refund", "nope")] == [not_run] * 3
+        assert_history_valid(cycle.messages)
+
+
+async def test_by_default_an_answer_runs_at_most_128_calls(serve, make_cycle, calc):
+    calls = [("add", {"a": n, "b": 1}, f"c{n}") for n in range(130)]
+    server = serve(S.reply_tool_calls(calls), S.reply_text("done"))
+    cycle = make_cycle(server)
+
+    await cycle.submit_with_tools("Add them", calc)
+
+    assert len(calc.runs) == 128
+    answers = tool_messages(cycle.messages)
+    assert answers["c127"] == "128"
+    assert (
+        answers["c128"]
+        == answers["c129"]
+        == (
+            "Error: not run: more than 128 tool calls in one answer; send the rest in your next turn"
+        )
+    )
+    assert_history_valid(cycle.messages)
 
 
 # -- forced tool_choice ---------------------------------------------------------------------

@@ -191,12 +191,36 @@ async def test_a_call_to_a_tool_not_offered_is_an_unknown_tool_told_to_the_model
     assert response is not None and response.text == "5"
     answers = tool_messages(cycle.messages)
     assert answers["c1"] == (
-        "Error: tool 'multiply' is not registered: the registered tools are: add"
+        "Error: tool 'multiply' is not available in this conversation: the tools offered are: add"
     )
     assert answers["c2"] == "5"
     assert [i.tool_name for i in response.invocations] == ["multiply", "add"]
+    assert isinstance(response.invocations[0].error, ToolNotFoundError)
+    assert response.invocations[0].error.registered
     assert tagged.entry("multiply").stats.calls == 0  # never ran
     assert sent(server) == [["add"]] * 3
+    assert_history_valid(cycle.messages)
+
+
+async def test_by_default_a_call_to_a_tool_not_offered_stops_the_loop_saying_so(
+    serve, make_cycle, tagged
+):
+    server = serve(
+        S.reply_tool_calls([("multiply", {"a": 2, "b": 3}, "c1"), ("add", {"a": 1, "b": 1}, "c2")])
+    )
+    cycle = make_cycle(server)
+
+    with pytest.raises(LlmError) as raised:
+        await cycle.submit_with_tools("2 * 3?", tagged, select=["add"])
+
+    assert str(raised.value) == (
+        "tool loop stopped: tool 'multiply' is not available in this conversation: the "
+        "tools offered are: add"
+    )
+    assert tool_messages(cycle.messages)["c2"] == (
+        "Error: aborted; tool 'add' did not complete: tool 'multiply' is not available in "
+        "this conversation"
+    )
     assert_history_valid(cycle.messages)
 
 

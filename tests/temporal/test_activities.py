@@ -163,9 +163,7 @@ async def test_a_call_returns_its_output_or_its_error() -> None:
     unknown = await activities.call_tool(call("nope"))
     assert unknown.recoverable is False
     assert unknown.error is not None
-    assert unknown.error.startswith(
-        "tool 'nope' is not registered: the registered tools are: add, "
-    )
+    assert unknown.error.startswith("tool 'nope' is not registered: the tools offered are: add, ")
 
 
 async def test_a_call_the_workflow_screened_logs_no_skipped_approval(

@@ -42,6 +42,17 @@ def test_a_config_survives_the_trip_through_json() -> None:
     assert config_from_fields(fields) == config
 
 
+def test_the_calls_per_turn_limit_is_stored_only_when_it_is_not_the_default() -> None:
+    # A worker of an earlier version refuses a setting it does not know: the default,
+    # which it cannot honour anyway, is left out, so it can still run such a run.
+    assert "max_tool_calls_per_turn" not in config_fields(CycleConfig("m"))
+    for limit in (5, None):
+        config = CycleConfig("m", max_tool_calls_per_turn=limit)
+        fields = json.loads(json.dumps(config_fields(config)))
+        assert fields["max_tool_calls_per_turn"] == limit
+        assert config_from_fields(fields) == config
+
+
 def test_an_approval_key_is_refused_rather_than_stored_in_history() -> None:
     with pytest.raises(LlmConfigError, match="approval_key") as raised:
         config_fields(CycleConfig("m", approval_key=b"secret"))

@@ -5,6 +5,7 @@ random number or I/O in the loop's code fails the replay."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import time
@@ -121,13 +122,33 @@ UNPATCHED = {
     # approve signal answered "r~1"; this version names that call call_0_0.
     "tilde-id-approved": "a server's call id holding '~', kept; approved; finished",
     "tilde-id-paused": "a server's call id holding '~', kept; paused (in flight)",
+    # Recorded by the workers of 13aefbd, before "agcore-non-finite-arguments-refused":
+    # the model sent {"order": 2, "amount": NaN}, the needs_approval function weighed
+    # nan > 100 (False) and agcore.call_tool ran; this version tells the model at once.
+    "nan-ran": "a call whose amount was NaN, weighed by its needs_approval rule and run",
+    # Recorded by the workers of 13aefbd, before "agcore-tool-calls-per-turn-limited":
+    # one answer of 130 add calls, each an agcore.call_tool; this version runs 128.
+    # Gzipped: 130 activities are 455 kB of JSON.
+    "many-calls": "one answer of 130 tool calls, all run",
 }
+
+
+def unpatched(name: str) -> Path:
+    """The recorded history of UNPATCHED's ``name``: JSON, or gzipped JSON."""
+    path = RECORDED / f"unpatched-{name}.json"
+    return path if path.exists() else path.with_name(f"{path.name}.gz")
+
+
+def read_history(path: Path) -> WorkflowHistory:
+    raw = path.read_bytes()
+    text = gzip.decompress(raw).decode() if path.suffix == ".gz" else raw.decode()
+    return WorkflowHistory.from_json(path.name.split(".")[0], text)
 
 
 @pytest.mark.parametrize("name", sorted(UNPATCHED))
 async def test_histories_of_runs_before_the_queue_and_text_patches_replay(name: str) -> None:
-    path = RECORDED / f"unpatched-{name}.json"
-    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    path = unpatched(name)
+    history = read_history(path)
     result = await strict_replayer().replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, (
         f"{path.name} ({UNPATCHED[name]}): {result.replay_failure}"
@@ -144,6 +165,32 @@ def test_the_unoffered_choice_history_sent_its_requests() -> None:
     assert scheduled == ["agcore.model_request", "agcore.call_tool", "agcore.model_request"]
 
 
+def scheduled(name: str) -> list[str]:
+    """The activity types the UNPATCHED run ``name`` scheduled, in order."""
+    path = unpatched(name)
+    raw = path.read_bytes()
+    events = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)["events"]
+    return [
+        e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+        for e in events
+        if "activityTaskScheduledEventAttributes" in e
+    ]
+
+
+def test_the_nan_history_ran_the_call() -> None:
+    assert scheduled("nan-ran") == [
+        "agcore.model_request",
+        "agcore.needs_approval",
+        "agcore.call_tool",
+        "agcore.model_request",
+    ]
+
+
+def test_the_many_calls_history_ran_every_call_of_the_answer() -> None:
+    request = "agcore.model_request"
+    assert scheduled("many-calls") == [request, *["agcore.call_tool"] * 130, request]
+
+
 @pytest.mark.parametrize("name", ["cut-call", "cut-call-responses"])
 def test_the_cut_call_histories_ran_the_repaired_call(name: str) -> None:
     # What makes them worth replaying: this version schedules other activities.
@@ -157,9 +204,8 @@ def test_the_cut_call_histories_ran_the_repaired_call(name: str) -> None:
 
 
 def test_every_unpatched_history_is_replayed() -> None:
-    assert sorted(p.name for p in RECORDED.glob("unpatched-*.json")) == sorted(
-        f"unpatched-{name}.json" for name in UNPATCHED
-    )
+    found = [p.name.removesuffix(".gz") for p in RECORDED.glob("unpatched-*.json*")]
+    assert sorted(found) == sorted(f"unpatched-{name}.json" for name in UNPATCHED)
 
 
 async def test_fresh_runs_replay(client: Client, spawn: Callable[..., WorkerProcess]) -> None:

@@ -278,6 +278,124 @@ async def test_a_server_call_id_in_the_form_of_a_programs_calls_has_its_own_in_a
     assert replay.replay_failure is None
 
 
+async def test_nan_in_a_calls_arguments_or_in_an_edit_never_runs_in_a_run(client: Client) -> None:
+    # A run begun before the patch agcore-non-finite-arguments-refused asked its
+    # needs_approval function, which said no to NaN, and ran the tool
+    # (tests/temporal/histories/unpatched-nan-ran.json).
+    refunded: list[float] = []
+    tools = ToolRegistry()
+
+    @tools.tool(needs_approval=True)
+    def refund(order: int, amount: float) -> str:
+        """Refund an order."""
+        refunded.append(amount)
+        return f"refunded {amount}"
+
+    script = [
+        S.reply_tool_calls(
+            [
+                ("refund", '{"order": 2, "amount": NaN}', "call_nan"),
+                ("refund", '{"order": 3, "amount": 5}', "call_five"),
+            ]
+        ),
+        S.reply_text("done"),
+    ]
+    with S(script) as server:
+        async with server.client() as openai, worker(client, "nan", ToolActivities(tools, openai)):
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of("refund", CycleConfig("m")),
+                id="nan-1",
+                task_queue="nan",
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            [request] = await pending_approvals(handle)  # the NaN call asks nobody
+            assert request.call_id == "call_five"
+            nan = dataclasses.replace(
+                request.approve(), edited_arguments={"order": 3, "amount": float("nan")}
+            )
+            await handle.signal(ToolLoopWorkflow.approve, [nan])  # dropped
+            await handle.signal(ToolLoopWorkflow.approve, [request.approve()])
+            result = await finish(handle)
+    assert refunded == [5.0]
+    assert result.messages[2]["content"] == (
+        "Error: tool 'refund' got invalid arguments: amount: NaN is not a JSON number; "
+        "send a finite number"
+    )
+    replay = await strict_replayer().replay_workflow(
+        await handle.fetch_history(), raise_on_replay_failure=False
+    )
+    assert replay.replay_failure is None
+
+
+async def test_an_unknown_tools_error_in_a_run_names_no_tool_the_policy_denies(
+    client: Client,
+) -> None:
+    # A run begun before the patch agcore-unknown-tool-lists-offered listed delete_file.
+    tools = ToolRegistry(PermissionChecker(PermissionConfig()))  # delete is denied
+
+    @tools.tool(permissions=["read"])
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return path
+
+    @tools.tool(permissions=["delete"])
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        raise AssertionError("never runs")
+
+    script = [
+        S.reply_tool_calls([("delete_files", {"path": "x"}, "call_typo")]),
+        S.reply_text("ok"),
+    ]
+    config = CycleConfig("m", unknown_tool="tell_model")
+    with S(script) as server:
+        async with server.client() as openai, worker(client, "told", ToolActivities(tools, openai)):
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of("tidy up", config),
+                id="told-1",
+                task_queue="told",
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            result = await finish(handle)
+    assert result.messages[2]["content"] == (
+        "Error: tool 'delete_files' is not registered: the tools offered are: read_file"
+    )
+
+
+async def test_the_calls_of_an_answer_past_the_limit_are_not_run_in_a_run(client: Client) -> None:
+    # A run begun before the patch agcore-tool-calls-per-turn-limited ran every call
+    # (tests/temporal/histories/unpatched-many-calls.json.gz).
+    ran: list[int] = []
+    tools = ToolRegistry()
+
+    @tools.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        ran.append(a)
+        return a + b
+
+    calls = [("add", {"a": n, "b": 1}, f"call_{n}") for n in range(3)]
+    config = CycleConfig("m", max_tool_calls_per_turn=2)
+    with S([S.reply_tool_calls(calls), S.reply_text("done")]) as server:
+        async with server.client() as openai, worker(client, "many", ToolActivities(tools, openai)):
+            handle = await client.start_workflow(
+                ToolLoopWorkflow.run,
+                ToolLoopInput.of("add", config),
+                id="many-1",
+                task_queue="many",
+                execution_timeout=timedelta(seconds=RUN_TIMEOUT),
+            )
+            result = await finish(handle)
+    assert sorted(ran) == [0, 1]
+    assert result.messages[-2]["content"] == (
+        "Error: not run: more than 2 tool calls in one answer; send the rest in your next turn"
+    )
+    request, call = "agcore.model_request", "agcore.call_tool"
+    assert [name for name, _ in await activity_attempts(handle)] == [request, call, call, request]
+
+
 async def test_a_tool_choice_naming_a_tool_not_offered_fails_a_run_before_any_request(
     client: Client,
 ) -> None:
@@ -580,7 +698,7 @@ async def test_a_stopped_loop_fails_the_run_with_the_loops_error(
     assert isinstance(failed.value.cause, ApplicationError)
     assert failed.value.cause.type == "LlmError"
     assert failed.value.cause.message == (
-        "tool loop stopped: tool 'nope' is not registered: the registered tools are: "
+        "tool loop stopped: tool 'nope' is not registered: the tools offered are: "
         "add, meet, snap, dump, stall, gate, remove"
     )
 
