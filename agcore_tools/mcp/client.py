@@ -377,10 +377,11 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
 
     @property
     def stderr_tail(self) -> str:
-        """The last lines the stdio server wrote to stderr ("" if none); after a failed
-        ``connect()``, those of the server that failed. The transport's ``env`` values
-        and the arguments its ``describe()`` hides (8 characters or more) are shown as
-        ``***``."""
+        """The first 10 and the last 20 lines the stdio server wrote to stderr ("" if
+        none), with the count of those between and the last of them that looks like an
+        error (``Error: ...``); after a failed ``connect()``, those of the server that
+        failed. The transport's ``env`` values and the arguments its ``describe()``
+        hides (8 characters or more) are shown as ``***``."""
         conn = self._session.conn or self._session.failed
         return conn.child.stderr.tail() if conn is not None and conn.child is not None else ""
 
