@@ -198,8 +198,10 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
                 one of MCP's (``"debug"`` to ``"emergency"``, in any case: ``"WARNING"``
                 is taken as ``"warning"``), or None to ask for none; older servers
                 choose themselves.
-            protocol: ``"auto"`` tries 2026-07-28 first; ``"legacy"`` goes straight to
-                the ``initialize`` handshake, saving a round trip with older servers.
+            protocol: ``"auto"`` tries 2026-07-28 first (and connects again with the
+                ``initialize`` handshake when the server then refuses requests for want
+                of it); ``"legacy"`` goes straight to the handshake, saving a round trip
+                with older servers.
             recovery: Restarts after a lost connection or session, and the optional
                 liveness ping (:class:`McpRecovery`); None turns both off.
             tasks: Opt into the 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``),
