@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
-from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
 
 __all__ = [
     "MIN_SECRET",
@@ -121,6 +121,8 @@ def url_without_secrets(url: str) -> str:
         'https://gw.example.com:8443/v1?api-key=***&x=***'
         >>> url_without_secrets("https://res.openai.azure.com/openai?api-version=2024-10-21")
         'https://res.openai.azure.com/openai?api-version=2024-10-21'
+        >>> url_without_secrets("sqlite:///var/data/app.db?key=s3cret")
+        'sqlite:///var/data/app.db?key=***'
     """
     parts = urlsplit(url)
     query = "&".join(
@@ -130,7 +132,20 @@ def url_without_secrets(url: str) -> str:
         for name in [part.partition("=")[0]]
     )
     host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, query, parts.fragment))
+    if host == parts.netloc and query == parts.query:
+        # As written: a user copies it from an error to run the command again.
+        return url
+    # Not urlunsplit: it drops the "//" of an empty host (sqlite:///abs/path.db).
+    after_scheme = url.partition(":")[2] if parts.scheme else url
+    shown = f"{parts.scheme}:" if parts.scheme else ""
+    if parts.netloc or after_scheme.startswith("//"):
+        shown += f"//{host}"
+    shown += parts.path
+    if query:
+        shown += f"?{query}"
+    if parts.fragment:
+        shown += f"#{parts.fragment}"
+    return shown
 
 
 def url_secrets(url: str, named: Callable[[str], bool] | None = None) -> list[str]:

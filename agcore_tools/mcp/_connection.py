@@ -274,6 +274,14 @@ class Connection:
         self.updates.end(self.lost_reason)
         self._stop.set()
 
+    def retire(self, reason: str) -> None:
+        """Refuse further requests as a lost connection does, with no WARNING: the
+        session replaces it on purpose (``reason``)."""
+        if self.state in (State.STARTING, State.READY):
+            self.state = State.LOST
+            self.lost_reason = reason
+            self.lost_at = time.monotonic()
+
     def failed_restart(self, reason: str) -> None:
         """A restart that failed leaves the client lost, so a later request tries again."""
         self.state = State.LOST

@@ -22,33 +22,50 @@ reached and failed the handshake without refusing it (a 5xx, a dropped connectio
 error answer), not when it refused it at the door (401, 404, 405) or never answered, and
 not for any other error: the client's own (a ``verify=`` path that is wrong) would only
 come again, after a WARNING blaming the probe.
+
+A server may also answer the probe, agree on 2026-07-28, answer ``tools/list``, and then
+refuse every other request until it gets ``initialize`` (kglite-mcp-server 0.21 answers
+``tools/call`` with -32600 "initialize is required"). Such a refusal
+(:func:`wants_initialize`) was not run, so the session connects again with the
+``initialize`` handshake, within the request's deadline, remembers it for the client's
+later connections (over HTTP too: this is what the server said, not a passing
+outage), logs a WARNING naming ``protocol="legacy"`` (:func:`warn_initialize`), and
+sends the request again (``_recover.send_again``).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ._error_text import malformed, quoted, sdk_own
 from ._exchange import HttpExchange
 from ._matching import invalid_reason, mismatch_reason
+from ._protocol import is_modern
 from ._relisten import describe, leaf
 from ._stderr import SentSecrets
 from ._stdio import ChildProcess
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 __all__ = [
     "PROBE",
     "answer",
     "attempts_note",
+    "initialize_note",
     "old_sse_hint",
     "probe_failure",
     "remember",
     "remembered",
     "unanswered",
+    "wants_initialize",
     "warn",
+    "warn_initialize",
 ]
 
 logger = logging.getLogger("agcore_tools.mcp")
@@ -225,3 +242,64 @@ def answer(exc: BaseException | None, http: bool, hide: Callable[[str], str] = s
     if stray is not None:
         return f"the handshake failed: {quoted(stray, hide)}"
     return f"the server refused the handshake: {quoted(inner.message, hide)} (code {inner.code})"
+
+
+_UNINITIALIZED_CODES = frozenset({-32600, -32002})
+"""The codes of a refusal for want of ``initialize``: -32600 (invalid request, as
+kglite-mcp-server answers), and -32002, LSP's "server not initialized", which servers
+borrow."""
+_UNINITIALIZED = re.compile("initiali[sz]", re.IGNORECASE)
+"""What the refusal's message says of it ("initialize is required", "Server not
+initialized"); a refusal with one of those codes for any other reason is left alone."""
+
+
+def wants_initialize(client: Client | None, exc: BaseException) -> str | None:
+    """The server's refusal (its message and code) when ``exc`` is its answer, on a
+    2026-07-28 session of ``client``, that refuses a request until the client sends
+    ``initialize``; else None.
+
+    Example:
+        >>> from mcp.shared.exceptions import MCPError
+        >>> from types import SimpleNamespace
+        >>> modern = SimpleNamespace(protocol_version="2026-07-28")
+        >>> wants_initialize(modern, MCPError(-32600, "initialize is required"))
+        'initialize is required (code -32600)'
+        >>> print(wants_initialize(modern, MCPError(-32600, "arguments must be an object")))
+        None
+    """
+    from mcp.shared.exceptions import MCPError
+
+    if client is None or not isinstance(exc, MCPError) or not is_modern(client):
+        return None
+    if exc.code not in _UNINITIALIZED_CODES or not _UNINITIALIZED.search(exc.message):
+        return None
+    return f"{exc.message} (code {exc.code})"
+
+
+def warn_initialize(server_name: str, version: str, action: str, said: str) -> None:
+    """Say that the server, on protocol ``version``, refused ``action`` for want of
+    ``initialize`` (``said``, its words, masked and made safe by the caller), and how
+    to use the handshake from the start."""
+    logger.warning(
+        "MCP server '%s' agreed on protocol %s, which has no initialize handshake, then "
+        "refused %s: %s; connecting again with the initialize handshake "
+        '(McpClient(..., protocol="legacy") uses it from the start)',
+        server_name,
+        version,
+        action,
+        said,
+    )
+
+
+def initialize_note(said: str) -> str:
+    """What the error of a request that failed again after connecting with the
+    ``initialize`` handshake adds, naming the first refusal (``said``).
+
+    Example:
+        >>> initialize_note("initialize is required (code -32600)")
+        ' (second attempt, after connecting again with the initialize handshake; the first, without it, was refused: initialize is required (code -32600))'
+    """
+    return (
+        " (second attempt, after connecting again with the initialize handshake; the "
+        f"first, without it, was refused: {said})"
+    )

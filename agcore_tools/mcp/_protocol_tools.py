@@ -108,7 +108,8 @@ class ResourceReaderTool(_ProtocolTool):
     """``resources/read`` as a tool: ``{"uri": ...}`` in, the resource's content out."""
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        """Read the resource; text when it is all text, else its parts as typed JSON."""
+        """Read the resource; text when it is all text, else its parts as typed JSON,
+        an image, a sound or a PDF attached for the model to see."""
         uri = self._string(args, "uri")
         return contents_value(await self._asked(self.client.read_resource(uri)))
 
@@ -181,7 +182,8 @@ def resource_reader_tool(
         description=(
             f"Read a resource of the MCP server '{server}' by its URI, such as the uri of "
             "a resource_link that one of its tools returned. Returns the text, or the "
-            "parts (text, or base64 blob) as JSON."
+            "parts (text, or base64 blob) as JSON; an image, a sound or a PDF is attached "
+            "for you to see."
         ),
         input_schema={
             "type": "object",

@@ -10,7 +10,10 @@ whether the request may be sent again:
 - after a restart of the connection: the server forgot the session (HTTP 404; it did
   not run the request either), or the connection is gone; then the request is sent
   again only if it never ran, or if it is safe to repeat (``tools/list``, or a tool
-  annotated ``readOnlyHint`` or ``idempotentHint``).
+  annotated ``readOnlyHint`` or ``idempotentHint``);
+- after connecting again with the ``initialize`` handshake: the server agreed on
+  2026-07-28 and then refused the request, unrun, until it gets ``initialize`` (see
+  ``_handshake.wants_initialize``); if it fails again, its error names both.
 
 A stream that failed on its own (an SSE event over the size limit, a response cut
 off) fails its request alone, with the SDK's reason; a ping decides whether the
@@ -48,6 +51,7 @@ from ._error_text import (
     validation_line,
 )
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
+from ._handshake import initialize_note, wants_initialize
 from ._limits import over_limit_reason
 from ._matching import invalid_reason, mismatch_reason
 from ._state import State
@@ -59,6 +63,7 @@ __all__ = [
     "classify",
     "is_safe_to_repeat",
     "note_run",
+    "noted",
     "refused_by_server",
     "send_again",
     "shown",
@@ -86,10 +91,19 @@ class Restarts(Protocol):
         ...
 
     async def restart_within(
-        self, conn: Connection, action: str, tool_name: str | None, started: float, limit: float
+        self,
+        conn: Connection,
+        action: str,
+        tool_name: str | None,
+        started: float,
+        limit: float,
+        *,
+        wants_initialize: str | None = None,
     ) -> Connection:
         """A usable connection in place of ``conn``, which was lost, within ``limit``
-        seconds of ``started`` (else :class:`McpTimeoutError`)."""
+        seconds of ``started`` (else :class:`McpTimeoutError`); one made with the
+        ``initialize`` handshake when the server refused ``action`` for want of it
+        (``wants_initialize``, its words)."""
         ...
 
 
@@ -105,6 +119,9 @@ class Verdict:
     """The connection (or its session) is gone; a restart may send it again."""
     never_ran: bool = False
     """The server provably did not run it."""
+    wants_initialize: str | None = None
+    """The server refused it unrun until it gets ``initialize`` (its words, masked):
+    connecting again with the handshake may send it."""
 
 
 async def classify(
@@ -126,7 +143,15 @@ async def classify(
     verdict = await _classify(name, conn, exc, exchange, action, limit, tool_name, failed_at)
     if conn is not None:
         verdict.error = conn.secrets.masked_error(verdict.error)
+        _note_wants_initialize(verdict, conn, exc)
     return verdict
+
+
+def _note_wants_initialize(verdict: Verdict, conn: Connection, exc: Exception) -> None:
+    said = wants_initialize(conn.client, exc)
+    if said is not None:
+        verdict.wants_initialize = quoted(said, conn.secrets.mask)
+        verdict.never_ran = True
 
 
 def shown(exc: Exception, conn: Connection | None) -> BaseException:
@@ -434,6 +459,7 @@ async def send_again(
     waits = 0
     restarted = False
     ran = False  # whether a failed send may have run the request
+    first = ""  # what the error adds once connected again for want of initialize
     while True:
         verdict = await classify(
             session.server_name, conn, exc, exchange, action, limit, tool_name, time.monotonic()
@@ -443,6 +469,19 @@ async def send_again(
         if verdict.wait is not None and waits < _MAX_WAITS and verdict.wait < remaining:
             waits += 1
             await asyncio.sleep(verdict.wait)
+        elif verdict.wants_initialize is not None and not first:
+            first = initialize_note(verdict.wants_initialize)
+            try:
+                conn = await session.restart_within(
+                    conn,
+                    action,
+                    tool_name,
+                    started,
+                    limit,
+                    wants_initialize=verdict.wants_initialize,
+                )
+            except ToolError as failed:
+                raise note_run(noted(failed, first), ran, tool_name) from shown(exc, conn)
         elif (
             verdict.restart
             and not restarted
@@ -453,15 +492,16 @@ async def send_again(
             try:
                 conn = await session.restart_within(conn, action, tool_name, started, limit)
             except ToolError as failed:
-                raise note_run(failed, ran, tool_name) from shown(exc, conn)
+                raise note_run(noted(failed, first), ran, tool_name) from shown(exc, conn)
         else:
-            raise note_run(verdict.error, ran, tool_name) from cause_of(verdict.error, exc, conn)
+            error = noted(verdict.error, first)
+            raise note_run(error, ran, tool_name) from cause_of(verdict.error, exc, conn)
         remaining = started + limit - time.monotonic()
         if remaining <= 0:
             timed_out = McpTimeoutError(
                 session.server_name, f"{action} timed out after {limit:g} s", tool_name=tool_name
             )
-            raise note_run(timed_out, ran, tool_name) from shown(exc, conn)
+            raise note_run(noted(timed_out, first), ran, tool_name) from shown(exc, conn)
         exchange = HttpExchange() if conn.http else None
         token = EXCHANGE.set(exchange)
         try:
@@ -470,6 +510,28 @@ async def send_again(
             exc = again
         finally:
             EXCHANGE.reset(token)
+
+
+def noted(error: ToolError, note: str) -> ToolError:
+    """``error`` with ``note`` (naming an earlier attempt) after its reason: a copy,
+    with the same cause; itself when there is no note, or it is not an
+    :class:`McpError`."""
+    if not note or not isinstance(error, McpError):
+        return error
+    copy = type(error).__new__(type(error))
+    copy.__dict__.update(error.__dict__)
+    McpError.__init__(
+        copy,
+        error.server_name,
+        f"{error.reason}{note}",
+        tool_name=error.tool_name,
+        status_code=error.status_code,
+        retry_after=error.retry_after,
+        may_have_run=error.may_have_run,
+    )
+    copy.__cause__ = error.__cause__
+    copy.__suppress_context__ = True
+    return copy
 
 
 def note_run(error: ToolError, may_have_run: bool, tool_name: str | None) -> ToolError:

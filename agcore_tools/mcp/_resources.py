@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Self
 
-from ..error import McpError, McpUsageError
+from ..error import McpError, McpUsageError, ToolError
 from ._connection import Connection
 from ._feeds import Feed, UpdateFeeds
 from ._protocol import is_modern
 from ._requests import all_pages, require_capability
+from ._results import blob_content, model_reads
+from ._serverlog import safe_text
 from ._session import Session
 from ._state import State
 from .models import McpResourceContents, McpResourceInfo, McpResourceTemplateInfo
@@ -135,22 +137,46 @@ def _method_not_found(error: McpError) -> bool:
 def contents_value(contents: Sequence[McpResourceContents]) -> Any:
     """What a model gets for a read: the text when every part is text (parts joined
     with newlines), else every part as typed JSON (``uri``, ``mimeType``, ``text`` or
-    ``blob``), in order."""
+    ``blob``), in order. A ``blob`` that is an image, a sound or a PDF (by its
+    ``mimeType``) is an :class:`~agcore_tools.Image`, :class:`~agcore_tools.Audio` or
+    :class:`~agcore_tools.File` there, as in a tool's result
+    (:mod:`agcore_tools.mcp._results`): the model sees the picture, where it read its
+    base64 text, cut at the result's byte limit.
+
+    Example:
+        >>> contents_value([McpResourceContents("shot://1", "image/png", blob="iVBORw0KGgo=")])
+        [{'uri': 'shot://1', 'mimeType': 'image/png', 'blob': Image(media_type='image/png', size=8)}]
+        >>> contents_value([McpResourceContents("a://z", "application/zip", blob="UEsDBA==")])
+        [{'uri': 'a://z', 'mimeType': 'application/zip', 'blob': 'UEsDBA=='}]
+    """
     if all(part.text is not None for part in contents):
         return "\n".join(part.text or "" for part in contents)
-    return [
-        {
-            key: value
-            for key, value in (
-                ("uri", part.uri),
-                ("mimeType", part.mime_type),
-                ("text", part.text),
-                ("blob", part.blob),
+    return [_part_value(part) for part in contents]
+
+
+def _part_value(part: McpResourceContents) -> dict[str, Any]:
+    typed: dict[str, Any] = {
+        key: value
+        for key, value in (
+            ("uri", part.uri),
+            ("mimeType", part.mime_type),
+            ("text", part.text),
+            ("blob", part.blob),
+        )
+        if value is not None
+    }
+    media_type = part.mime_type or ""
+    if part.blob is not None and model_reads(media_type):
+        try:
+            typed["blob"] = blob_content(part.blob, media_type, part.uri)
+        except ToolError as exc:  # not base64, or a media type of the wrong kind
+            logger.warning(
+                "MCP resource %s has an unusable %s blob, given as base64 text: %s",
+                safe_text(repr(part.uri), 200),
+                safe_text(media_type, 100),
+                exc,
             )
-            if value is not None
-        }
-        for part in contents
-    ]
+    return typed
 
 
 class McpResourceSubscription:

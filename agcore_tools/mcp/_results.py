@@ -46,7 +46,7 @@ from ._error_text import quoted
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
-__all__ = ["READ_BY_MODEL", "result_value"]
+__all__ = ["READ_BY_MODEL", "blob_content", "model_reads", "result_value"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -109,6 +109,36 @@ _MEDIA: dict[str, type[Image] | type[Audio]] = {"image": Image, "audio": Audio}
 _PDF = "application/pdf"  # the one kind of file the model APIs read
 
 
+def model_reads(media_type: str) -> bool:
+    """Whether a resource's blob of ``media_type`` is one a model sees: an image, a
+    sound or a PDF.
+
+    Example:
+        >>> [model_reads(t) for t in ("image/png", "audio/wav", "application/pdf", "application/zip")]
+        [True, True, True, False]
+    """
+    return media_type.split("/")[0] in _MEDIA or media_type == _PDF
+
+
+def blob_content(data: str, media_type: str, uri: str) -> Content:
+    """A resource's base64 ``data`` of a ``media_type`` :func:`model_reads`, as the
+    model is to see it: an :class:`~agcore_tools.Image`, an
+    :class:`~agcore_tools.Audio`, or a :class:`~agcore_tools.File` named after the last
+    segment of ``uri``. Raises :class:`~agcore_tools.error.ToolError` (a ValueError)
+    when ``data`` is not base64 or not of that kind.
+
+    Example:
+        >>> blob_content("JVBERi0xLjc=", "application/pdf", "file:///reports/q3%20final.pdf")
+        File(media_type='application/pdf', filename='q3 final.pdf', size=8)
+    """
+    kind = media_type.split("/")[0]
+    if kind in _MEDIA:
+        return _MEDIA[kind].from_base64(data, media_type)
+    # file:///reports/q3%20final.pdf -> "q3 final.pdf"; File names it "file.pdf" if none.
+    name = posixpath.basename(unquote(urlsplit(uri).path))
+    return File.from_base64(data, media_type, filename=name)
+
+
 def _binary(part: Any) -> tuple[str, str] | None:
     """The base64 data and media type of a part a model sees as binary content: an
     image or audio part, or an embedded resource's blob that is an image, a sound or a
@@ -119,18 +149,9 @@ def _binary(part: Any) -> tuple[str, str] | None:
     if kind != "resource":
         return None
     blob, media_type = getattr(part.resource, "blob", None), part.resource.mime_type or ""
-    if isinstance(blob, str) and (media_type.split("/")[0] in _MEDIA or media_type == _PDF):
+    if isinstance(blob, str) and model_reads(media_type):
         return blob, media_type
     return None
-
-
-def _blob(part: Any, data: str, media_type: str) -> Content:
-    kind = media_type.split("/")[0]
-    if kind in _MEDIA:
-        return _MEDIA[kind].from_base64(data, media_type)
-    # file:///reports/q3%20final.pdf -> "q3 final.pdf"; File names it "file.pdf" if none.
-    name = posixpath.basename(unquote(urlsplit(str(part.resource.uri)).path))
-    return File.from_base64(data, media_type, filename=name)
 
 
 def _kind(part: Any) -> Any:
@@ -162,7 +183,7 @@ def _value(part: Any, tool_name: str) -> Any:
             typed = part.model_dump(
                 by_alias=True, mode="json", exclude_none=True, exclude={"resource": {"blob"}}
             )
-            typed["resource"]["blob"] = _blob(part, *binary)
+            typed["resource"]["blob"] = blob_content(*binary, str(part.resource.uri))
             return typed
         except ToolError as exc:  # not base64, or a media type of the wrong kind
             logger.warning("MCP tool '%s' sent an unusable %s part: %s", tool_name, kind, exc)

@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from .. import _sync
 from .._aio import with_timeout
 from ..error import McpNotInitializedError, McpTimeoutError, ToolError
-from . import _sending
+from . import _handshake, _sending
 from ._connection import ClientSettings, Connection
+from ._error_text import quoted
+from ._recover import noted
 from ._restarts import Circuit, RestartBudget
 from ._sending import BACKSTOP, GRACE, Meta, check_timeout
 from ._state import State
@@ -134,32 +136,61 @@ class Session:
             await self._start_locked(restarting=False)
 
     async def _start_locked(self, *, restarting: bool) -> Connection:
-        """Replace the connection with a new one (the connect lock is held)."""
-        old = self.conn
-        if old is not None:
-            self.conn = None
-            await old.stop()
-        if self.secrets.transport is not self.settings.transport:  # the client got another
-            self.secrets = SentSecrets(self.settings.transport)
-        # A weak method: the connection's tasks must not keep the client alive.
-        conn = Connection(self.settings, weak_method(self._tools_changed), self.secrets)
-        self.conn, self.failed = conn, None
-        self._tracked.follow(conn, self.loop)
-        try:
-            await conn.start()
-            if self.tools is not None:
-                self.tools.invalidate(None)
-                await self.tools.prime(conn)
-        except BaseException as exc:
-            if self.conn is conn:
-                if restarting and isinstance(exc, ToolError):
-                    # Stay lost: the next request tries again, after its backoff.
-                    conn.failed_restart(exc.message)
-                else:
-                    self.conn, self.failed = None, conn
-            await conn.stop()
-            raise
-        return conn
+        """Replace the connection with a new one (the connect lock is held); once more,
+        with the ``initialize`` handshake, when the server refused to list its tools for
+        want of it (see :meth:`with_handshake`)."""
+        note = ""  # what an error adds once started again for want of initialize
+        while True:
+            old = self.conn
+            if old is not None:
+                self.conn = None
+                await old.stop()
+            if self.secrets.transport is not self.settings.transport:  # the client got another
+                self.secrets = SentSecrets(self.settings.transport)
+            # A weak method: the connection's tasks must not keep the client alive.
+            conn = Connection(self.settings, weak_method(self._tools_changed), self.secrets)
+            self.conn, self.failed = conn, None
+            self._tracked.follow(conn, self.loop)
+            try:
+                await conn.start()
+                if self.tools is not None:
+                    self.tools.invalidate(None)
+                    await self.tools.prime(conn)
+            except BaseException as exc:
+                said = self._wants_initialize(conn, exc) if not note else None
+                if said is not None:
+                    self._to_handshake(conn, "tools/list", said)
+                    note = _handshake.initialize_note(said)
+                    continue
+                if self.conn is conn:
+                    if restarting and isinstance(exc, ToolError):
+                        # Stay lost: the next request tries again, after its backoff.
+                        conn.failed_restart(exc.message)
+                    else:
+                        self.conn, self.failed = None, conn
+                await conn.stop()
+                if note and isinstance(exc, ToolError):
+                    raise noted(exc, note) from exc.__cause__
+                raise
+            return conn
+
+    def _wants_initialize(self, conn: Connection, exc: BaseException) -> str | None:
+        """The server's words (masked, made safe), when ``exc`` is its refusal of a
+        request on ``conn`` for want of the ``initialize`` handshake."""
+        if not isinstance(exc, ToolError) or exc.__cause__ is None:
+            return None
+        said = _handshake.wants_initialize(conn.client, exc.__cause__)
+        return None if said is None else quoted(said, conn.secrets.mask)
+
+    def _to_handshake(self, conn: Connection, action: str, said: str) -> None:
+        """Say that the server refused ``action`` on ``conn`` for want of ``initialize``
+        (``said``), and have ``conn`` and the client's later connections replaced by
+        ones made with it."""
+        client = conn.client
+        version = client.protocol_version if client is not None else "?"
+        _handshake.warn_initialize(self.server_name, version, action, said)
+        _handshake.remember(self.settings)
+        conn.retire(f"the server asked for the initialize handshake: {said}")
 
     def _tools_changed(self, reason: str | None) -> None:
         if self.tools is not None:
@@ -197,16 +228,50 @@ class Session:
             finally:
                 self.budget.spend(policy, time.monotonic())
 
-    async def restart_within(
-        self, conn: Connection, action: str, tool_name: str | None, started: float, limit: float
+    async def with_handshake(
+        self, conn: Connection, action: str, tool_name: str | None, said: str
     ) -> Connection:
-        """:meth:`restart`, waited for until ``limit`` seconds after ``started`` at most.
+        """A connection made with the ``initialize`` handshake in place of ``conn``,
+        whose server refused ``action`` for want of it (``said``, its words, masked; see
+        ``_handshake.wants_initialize``). Not a restart after a failure: it is not
+        counted against the recovery policy, and needs none. The client's later
+        connections use the handshake too."""
+        async with self._connect_lock:
+            current = self.conn
+            if current is not conn:
+                # Another request's refusal connected again meanwhile, or close() ran.
+                if current is not None and current.usable:
+                    return current
+                raise self.not_usable(current, tool_name, action)
+            self._to_handshake(conn, action, said)
+            # The calls in flight on it get their refusals first, to send again on the
+            # new one: stopped now, they would fail as if they may have run.
+            await conn.watchdog.idle(self.settings.timeout)
+            return await self._start_locked(restarting=True)
+
+    async def restart_within(
+        self,
+        conn: Connection,
+        action: str,
+        tool_name: str | None,
+        started: float,
+        limit: float,
+        *,
+        wants_initialize: str | None = None,
+    ) -> Connection:
+        """:meth:`restart`, waited for until ``limit`` seconds after ``started`` at most;
+        or, when the server refused ``action`` for want of ``initialize``
+        (``wants_initialize``, its words), :meth:`with_handshake`.
 
         The restart runs in a task of its own (bounded by the client's timeout, and
         ended by :meth:`close`): a caller whose time runs out raises
         :class:`McpTimeoutError` and leaves it to finish for the next request.
         """
-        task = asyncio.create_task(self.restart(conn, action, tool_name))
+        if wants_initialize is not None:
+            work = self.with_handshake(conn, action, tool_name, wants_initialize)
+        else:
+            work = self.restart(conn, action, tool_name)
+        task = asyncio.create_task(work)
         self._restarting.add(task)
         task.add_done_callback(self._restarting.discard)
         try:

@@ -1,11 +1,13 @@
-"""A stdio server's stderr: drained continuously, logged within a budget, tail kept for errors.
+"""A stdio server's stderr: drained continuously, logged within a budget, head and tail kept for errors.
 
 A server that floods stderr must never stall: if nobody read the pipe, the child would
 block on its next write and stop answering. So the pipe is always drained at full
 speed; only the logging is bounded (a per-second line budget, the rest counted and
-reported), and the last lines are kept for start-up error messages. Each line is shown
-as ``_serverlog`` shows a server's text (control characters escaped, cut), in the log
-and the tail, which error messages quote.
+reported), and the first and last lines are kept for start-up error messages: a Node
+server names its fault on the first line of a crash and a stack of frames follows it,
+while Python names it on the last line. Each line is shown as ``_serverlog`` shows a
+server's text (control characters escaped, cut), in the log and the tail, which error
+messages quote.
 
 A server that fails to start often echoes the credential it was given ("bad credentials:
 ghp_..."): the values of its ``env``, and those its command line shows as ``***``
@@ -20,6 +22,7 @@ chained from (a traceback prints them too).
 from __future__ import annotations
 
 import logging
+import re
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -45,7 +48,16 @@ __all__ = ["SentSecrets", "StderrLog", "named_transport_secrets", "transport_sec
 logger = logging.getLogger("agcore_tools.mcp.stderr")
 
 _CHUNK = 65536
+_HEAD_LINES = 10
 _TAIL_LINES = 20
+_HEAD_CHARS = 2500
+_TAIL_CHARS = 4000
+"""What :meth:`StderrLog.tail` shows of the first lines and of the last, in characters:
+an error message quoting them stays readable (each line may be 2,000 characters)."""
+_CAUSE = re.compile(r"\b\w*(?:Error|Exception)(?: \[\w+\])?:|\bpanicked at\b|^panic: ")
+"""A line that names what failed: ``Error: ...``, ``TypeError [ERR_X]: ...``,
+``sqlite3.OperationalError: ...``, Rust's ``thread 'main' panicked at``, Go's
+``panic: ``; not a stack frame, nor the paths a Node error lists."""
 _RECENT_CREDENTIALS = 64
 """Distinct credential header values :class:`SentSecrets` keeps from the requests, the
 most recently sent. A server echoes what it was sent lately; an auth that signs each
@@ -225,12 +237,28 @@ class StderrLog:
         'starting | bad credentials: ***'
     """
 
-    __slots__ = ("_budget", "_partial", "_secrets", "_tail", "server_name")
+    __slots__ = (
+        "_after_cause",
+        "_budget",
+        "_cause",
+        "_head",
+        "_left_out",
+        "_partial",
+        "_secrets",
+        "_tail",
+        "server_name",
+    )
 
     def __init__(self, server_name: str, secrets: Iterable[str] = ()) -> None:
         self.server_name = server_name
         self._secrets = secret_values(secrets)
+        self._head: list[str] = []
         self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
+        # The lines between head and tail: how many, the last that looked like an
+        # error, and how many of them came after it.
+        self._left_out = 0
+        self._cause: str | None = None
+        self._after_cause = 0
         self._partial = b""
         self._budget = LogBudget(self._report_suppressed)
 
@@ -254,13 +282,20 @@ class StderrLog:
             # A line with no end in sight: emit what we have rather than buffer without bound.
             lines.append(self._partial)
             self._partial = b""
-        # Only the lines that can still be logged or reach the tail are decoded: a flood
-        # costs one split per chunk, not one decode per line.
+        # Only the lines that can still be logged or reach the head or the tail are
+        # decoded: a flood costs one split per chunk, not one decode per line.
+        first = _HEAD_LINES - len(self._head)
         keep = max(_TAIL_LINES, self._budget.remaining())
-        skipped = len(lines) - keep
+        skipped = len(lines) - max(first, 0) - keep
         if skipped > 0:
             self._budget.drop(skipped)
-            lines = lines[skipped:]
+            # The tail's lines came before the skipped ones, and the lines kept after
+            # them fill the tail again.
+            while self._tail:
+                self._leave_out(self._tail.popleft())
+            self._left_out += skipped
+            self._after_cause += skipped
+            lines = lines[:first] + lines[first + skipped :] if first > 0 else lines[skipped:]
         for raw in lines:
             self._line(raw)
 
@@ -272,8 +307,35 @@ class StderrLog:
         self._budget.flush()
 
     def tail(self) -> str:
-        """The last lines, joined with ``" | "`` for one-line error messages."""
-        return " | ".join(self._tail)
+        """The first 10 lines and the last 20, joined with ``" | "`` for one-line error
+        messages; between them, how many lines were left out, and the last of those
+        that looks like an error (``Error: ...``, ``panicked at``). At most about 8,500
+        characters: the first lines cut at their end, the last at their start.
+
+        Example:
+            >>> log = StderrLog("db")
+            >>> log.feed(b"".join(b"starting %d\\n" % n for n in range(10)))
+            >>> log.feed(b"Error: no bindings file\\n" + b"    at load\\n" * 25)
+            >>> shown = log.tail().split(" | ")
+            >>> shown[:2], shown[9:13], len(shown)
+            (['starting 0', 'starting 1'], ['starting 9', 'Error: no bindings file', '... 5 lines ...', '    at load'], 32)
+        """
+        between: list[str] = []
+        if self._cause is not None:
+            before = self._left_out - self._after_cause - 1
+            between += [f"... {before} lines ..."] if before else []
+            between.append(self._cause)
+            if self._after_cause:
+                between.append(f"... {self._after_cause} lines ...")
+        elif self._left_out:
+            between.append(f"... {self._left_out} lines ...")
+        head = " | ".join(self._head)
+        if len(head) > _HEAD_CHARS:
+            head = f"{head[:_HEAD_CHARS]}... [cut {len(head) - _HEAD_CHARS} chars]"
+        tail = " | ".join(self._tail)
+        if len(tail) > _TAIL_CHARS:
+            tail = f"[cut {len(tail) - _TAIL_CHARS} chars] ...{tail[-_TAIL_CHARS:]}"
+        return " | ".join(part for part in (head, *between, tail) if part)
 
     def _report_suppressed(self, suppressed: int) -> None:
         # At the level of the lines it counts: a reader of INFO learns some are
@@ -298,6 +360,21 @@ class StderrLog:
         if not text:
             return
         text = safe_text(text)
-        self._tail.append(text)
+        if len(self._head) < _HEAD_LINES:
+            self._head.append(text)
+        else:
+            self._to_tail(text)
         if self._budget.take():
             logger.info("[%s] %s", self.server_name, text)
+
+    def _to_tail(self, text: str) -> None:
+        if len(self._tail) == _TAIL_LINES:
+            self._leave_out(self._tail.popleft())
+        self._tail.append(text)
+
+    def _leave_out(self, text: str) -> None:
+        self._left_out += 1
+        if _CAUSE.search(text) is not None:
+            self._cause, self._after_cause = text, 0
+        else:
+            self._after_cause += 1

@@ -56,7 +56,7 @@ class ChildProcess:
     pid: int
     """The child's pid; also its process group id (it starts a new session)."""
     stderr: StderrLog
-    """Its stderr reader, which keeps the last lines."""
+    """Its stderr reader, which keeps the first and last lines."""
     process: Process | None = field(default=None, repr=False)
     """The anyio process handle while it runs."""
     reader: LineReader | None = field(default=None, repr=False)

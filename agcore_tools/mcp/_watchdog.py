@@ -33,13 +33,14 @@ _SLACK = 0.001
 class Watchdog:
     """Bounds the calls in flight on one event loop (a connection lives on one)."""
 
-    __slots__ = ("_armed_for", "_deadlines", "_expired", "_handle")
+    __slots__ = ("_armed_for", "_deadlines", "_expired", "_handle", "_idle")
 
     def __init__(self) -> None:
         self._deadlines: dict[asyncio.Task[Any], float] = {}
         self._expired: set[asyncio.Task[Any]] = set()
         self._handle: asyncio.TimerHandle | None = None
         self._armed_for = math.inf
+        self._idle: asyncio.Event | None = None  # set once no call is in flight
 
     async def bound(self, awaitable: Awaitable[T], seconds: float) -> T:
         """Await ``awaitable``; after ``seconds``, cancel it and raise ``TimeoutError``.
@@ -86,6 +87,33 @@ class Watchdog:
                 self._expired.discard(task)
                 if not handled:  # it ended some other way: take our request back
                     task.uncancel()
+            if self._idle is not None and not self._deadlines:
+                self._idle.set()
+
+    async def idle(self, seconds: float) -> bool:
+        """Wait until no call is in flight, ``seconds`` at most; whether none is.
+
+        Example:
+            >>> import asyncio
+            >>> async def demo() -> list[bool]:
+            ...     watchdog = Watchdog()
+            ...     call = asyncio.create_task(watchdog.bound(asyncio.sleep(0.01), 5))
+            ...     await asyncio.sleep(0)  # the call is in flight
+            ...     return [await watchdog.idle(0), await watchdog.idle(5), call.done()]
+            >>> asyncio.run(demo())
+            [False, True, True]
+        """
+        if not self._deadlines:
+            return True
+        idle = self._idle = self._idle or asyncio.Event()
+        try:
+            await with_timeout(idle.wait(), seconds)
+        except TimeoutError:
+            return False
+        finally:
+            if not self._deadlines:
+                self._idle = None
+        return True
 
     def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
         if self._handle is not None:

@@ -198,8 +198,10 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
                 one of MCP's (``"debug"`` to ``"emergency"``, in any case: ``"WARNING"``
                 is taken as ``"warning"``), or None to ask for none; older servers
                 choose themselves.
-            protocol: ``"auto"`` tries 2026-07-28 first; ``"legacy"`` goes straight to
-                the ``initialize`` handshake, saving a round trip with older servers.
+            protocol: ``"auto"`` tries 2026-07-28 first (and connects again with the
+                ``initialize`` handshake when the server then refuses requests for want
+                of it); ``"legacy"`` goes straight to the handshake, saving a round trip
+                with older servers.
             recovery: Restarts after a lost connection or session, and the optional
                 liveness ping (:class:`McpRecovery`); None turns both off.
             tasks: Opt into the 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``),
@@ -377,10 +379,11 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
 
     @property
     def stderr_tail(self) -> str:
-        """The last lines the stdio server wrote to stderr ("" if none); after a failed
-        ``connect()``, those of the server that failed. The transport's ``env`` values
-        and the arguments its ``describe()`` hides (8 characters or more) are shown as
-        ``***``."""
+        """The first 10 and the last 20 lines the stdio server wrote to stderr ("" if
+        none), with the count of those between and the last of them that looks like an
+        error (``Error: ...``); after a failed ``connect()``, those of the server that
+        failed. The transport's ``env`` values and the arguments its ``describe()``
+        hides (8 characters or more) are shown as ``***``."""
         conn = self._session.conn or self._session.failed
         return conn.child.stderr.tail() if conn is not None and conn.child is not None else ""
 

@@ -349,3 +349,121 @@ async def test_an_answer_the_sdk_cannot_parse_at_start_up_is_named_without_its_e
     [warning] = probe_warnings(caplog)
     for shown in (str(info.value), warning):
         assert secret[-8:] not in shown and "input_value" not in shown, shown
+
+
+GATE = SERVERS / "initialize_gate.py"
+
+
+def gated(tmp_path: Path, *args: str) -> StdioTransport:
+    """The fixture server behind ``initialize_gate.py``, noting each start in ``starts``."""
+    env = {"GATE_STARTS": str(tmp_path / "starts")}
+    return StdioTransport(sys.executable, [str(GATE), *args], env=env, stop_grace=0.5)
+
+
+def initialize_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "agcore_tools.mcp" and "connecting again with the initialize" in r.getMessage()
+    ]
+
+
+async def test_a_server_that_wants_initialize_after_the_probe_is_connected_again_with_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # kglite-mcp-server 0.21: server/discover and tools/list answered on 2026-07-28, then
+    # every tools/call refused with -32600 "initialize is required", unrun. Nothing
+    # connected again, and nothing named protocol="legacy", which made it work.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    async with McpClient("kg", gated(tmp_path), timeout=20) as client:
+        assert client.protocol_version == "2026-07-28"
+        assert "echo" in [tool.name for tool in client.into_tools()]
+        # Two calls refused at once: one connects again, both are sent again.
+        both = await asyncio.gather(
+            client.call_tool("echo", {"text": "one"}), client.call_tool("echo", {"text": "two"})
+        )
+        assert both == ["one", "two"]
+        assert client.protocol_version == "2025-11-25"
+        assert starts(tmp_path) == 2
+        [warning] = initialize_warnings(caplog)
+        assert warning == (
+            "MCP server 'kg' agreed on protocol 2026-07-28, which has no initialize "
+            "handshake, then refused tools/call 'echo': initialize is required (code "
+            "-32600); connecting again with the initialize handshake "
+            '(McpClient(..., protocol="legacy") uses it from the start)'
+        )
+        assert [r for r in caplog.records if r.levelno >= logging.WARNING] == [
+            r for r in caplog.records if "connecting again with the initialize" in r.getMessage()
+        ]
+
+        # Remembered: a restart uses the handshake at once.
+        first = client.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        await wait_until(lambda: not client.connected, "the death to be noticed")
+        assert await client.call_tool("echo", {"text": "three"}) == "three"
+        assert client.protocol_version == "2025-11-25"
+        assert starts(tmp_path) == 3
+        assert len(initialize_warnings(caplog)) == 1
+
+
+async def test_a_read_refused_for_want_of_initialize_is_sent_again_after_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    async with McpClient("kg", gated(tmp_path, "resources/read"), timeout=20) as client:
+        (readme,) = await client.read_resource("fixture://readme")
+        assert readme.text == "A fixture server."
+        assert client.protocol_version == "2025-11-25"
+    [warning] = initialize_warnings(caplog)
+    assert "then refused resources/read 'fixture://readme': initialize is required" in warning
+
+
+async def test_a_call_refused_again_after_the_handshake_names_both_refusals(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    async with McpClient("kg", gated(tmp_path, "always"), timeout=20) as client:
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "hi"})
+        assert str(info.value) == (
+            "MCP server 'kg': tools/call 'echo' was refused by the server: initialize is "
+            "required (code -32600) (second attempt, after connecting again with the "
+            "initialize handshake; the first, without it, was refused: initialize is "
+            "required (code -32600)); the call was not run"
+        )
+        assert info.value.may_have_run is False and info.value.is_recoverable()
+        assert starts(tmp_path) == 2
+        assert len(initialize_warnings(caplog)) == 1
+        # The handshake's session is not left for another: the next refusal is the error.
+        with pytest.raises(McpError, match=r"\(code -32600\); the call was not run$"):
+            await client.call_tool("echo", {"text": "hi"})
+        assert starts(tmp_path) == 2
+
+
+async def test_a_tool_list_refused_for_want_of_initialize_is_listed_after_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # connect() lists the tools: a server refusing that until initialize failed it.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    async with McpClient("kg", gated(tmp_path, "tools/list"), timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+        assert "echo" in [tool.name for tool in client.into_tools()]
+        assert await client.call_tool("echo", {"text": "hi"}) == "hi"
+    assert starts(tmp_path) == 2
+    [warning] = initialize_warnings(caplog)
+    assert "then refused tools/list: initialize is required (code -32600)" in warning
+
+
+async def test_a_tool_list_refused_again_after_the_handshake_names_both_refusals(
+    tmp_path: Path,
+) -> None:
+    client = McpClient("kg", gated(tmp_path, "always", "tools/list"), timeout=20)
+    with pytest.raises(McpError) as info:
+        await client.connect()
+    assert str(info.value) == (
+        "MCP server 'kg': tools/list failed: initialize is required (code -32600) (second "
+        "attempt, after connecting again with the initialize handshake; the first, without "
+        "it, was refused: initialize is required (code -32600))"
+    )
+    assert not client.connected and starts(tmp_path) == 2

@@ -12,6 +12,7 @@ import pytest
 
 from agcore_tools import (
     CycleConfig,
+    Image,
     InvalidArgumentsError,
     LlmCycle,
     McpClient,
@@ -62,7 +63,7 @@ async def test_adapters_in_a_guarded_registry(make_client: Any, protocol: str) -
         assert read.result() == "A fixture server."
         logo = await registry.invoke("fixture__read_resource", {"uri": "fixture://logo"})
         assert logo.result() == [
-            {"uri": "fixture://logo", "mimeType": "image/png", "blob": "iVBORw0K"}
+            {"uri": "fixture://logo", "mimeType": "image/png", "blob": Image(b"\x89PNG\r\n\x1a\n")}
         ]
         prompt = await registry.invoke(
             "get_prompt", {"name": "trip", "arguments": {"country": "Peru"}}
@@ -111,6 +112,32 @@ async def test_a_model_follows_a_resource_link() -> None:
     answers = {m["tool_call_id"]: m["content"] for m in last["messages"] if m["role"] == "tool"}
     assert '"uri":"fixture://readme"' in answers["call_link"]
     assert answers["call_read"] == "A fixture server."
+
+
+async def test_a_model_sees_an_image_resource_as_an_image() -> None:
+    # A screenshot read through read_resource reached the model as base64 JSON text
+    # (7,481 characters for a 5 KB PNG), cut at the result's byte limit when larger.
+    registry = ToolRegistry()
+    script = [
+        S.reply_tool_calls([("read_resource", {"uri": "fixture://logo"}, "call_read")]),
+        S.reply_text("A PNG."),
+    ]
+    async with McpClient("fixture", fixture_stdio(), timeout=15) as client:
+        registry.register(client.resource_reader_tool())
+        with S(script) as server:
+            cycle = LlmCycle(CycleConfig("test-model"), client=server.client(timeout=10.0))
+            try:
+                await cycle.submit_with_tools("What is the logo?", registry)
+            finally:
+                await asyncio.wait_for(cycle.client.close(), 5)
+            sent = server.requests[-1].json["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[2]["content"] == (
+        '[{"uri":"fixture://logo","mimeType":"image/png","blob":"[image 1 (image/png, 8 B) '
+        'is attached in the next user message]"}]'
+    )
+    logo = Image(b"\x89PNG\r\n\x1a\n")
+    assert {"type": "image_url", "image_url": {"url": logo.data_url}} in sent[3]["content"]
 
 
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])

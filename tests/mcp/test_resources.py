@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import sys
 from typing import Any
 
 import pytest
 
-from agcore_tools import McpClient, McpError, McpNotInitializedError, StdioTransport
+from agcore_tools import (
+    Audio,
+    File,
+    Image,
+    McpClient,
+    McpError,
+    McpNotInitializedError,
+    StdioTransport,
+)
 from agcore_tools.mcp import McpResourceContents, McpResourceInfo, McpResourceTemplateInfo
 from agcore_tools.mcp._resources import UpdateFeeds, contents_value
 
@@ -51,7 +60,7 @@ async def test_list_templates_and_read(make_client: Any, protocol: str) -> None:
         ]
         (logo,) = await client.read_resource("fixture://logo")
         assert logo.text is None and logo.mime_type == "image/png"
-        assert logo.data == b"\x89PNG\r\n" and base64.b64decode(logo.blob or "") == logo.data
+        assert logo.data == b"\x89PNG\r\n\x1a\n" and base64.b64decode(logo.blob or "") == logo.data
         (filled,) = await client.read_resource("fixture://notes/milk")
         assert filled.text == "Note milk"
         with pytest.raises(McpError, match="resources/read 'fixture://nope' failed: "):
@@ -182,11 +191,33 @@ def test_update_feeds_match_sub_resources_and_merge_repeats() -> None:
     asyncio.run(run())
 
 
-def test_contents_value_is_text_or_typed_parts() -> None:
+def test_contents_value_is_text_or_typed_parts(caplog: pytest.LogCaptureFixture) -> None:
     text = McpResourceContents("a://1", "text/plain", text="one")
-    blob = McpResourceContents("a://2", "image/png", blob="AAE=")
+    blob = McpResourceContents("a://2", "application/octet-stream", blob="AAE=")
     assert contents_value([text, text]) == "one\none"
     assert contents_value([text, blob]) == [
         {"uri": "a://1", "mimeType": "text/plain", "text": "one"},
-        {"uri": "a://2", "mimeType": "image/png", "blob": "AAE="},
+        {"uri": "a://2", "mimeType": "application/octet-stream", "blob": "AAE="},
     ]
+    # An image, a sound or a PDF is what a model sees, not base64 text it reads.
+    media = [
+        McpResourceContents("screenshot://inv", "image/png", blob="iVBORw0KGgo="),
+        McpResourceContents("memo://1", "audio/wav", blob="UklGRg=="),
+        McpResourceContents("file:///q3%20final.pdf", "application/pdf", blob="JVBERi0xLjc="),
+    ]
+    assert contents_value(media) == [
+        {"uri": "screenshot://inv", "mimeType": "image/png", "blob": Image(b"\x89PNG\r\n\x1a\n")},
+        {"uri": "memo://1", "mimeType": "audio/wav", "blob": Audio(b"RIFF", "audio/wav")},
+        {
+            "uri": "file:///q3%20final.pdf",
+            "mimeType": "application/pdf",
+            "blob": File(b"%PDF-1.7", "application/pdf", filename="q3 final.pdf"),
+        },
+    ]
+    # Data that is no base64 stays as the server sent it, with a warning.
+    broken = McpResourceContents("shot://2", "image/png", blob="not base64!")
+    with caplog.at_level(logging.WARNING, logger="agcore_tools.mcp"):
+        assert contents_value([broken]) == [
+            {"uri": "shot://2", "mimeType": "image/png", "blob": "not base64!"}
+        ]
+    assert "MCP resource 'shot://2' has an unusable image/png blob" in caplog.text

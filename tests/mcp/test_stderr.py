@@ -1,12 +1,16 @@
-"""The bounded stderr reader on its own."""
+"""The bounded stderr reader, on its own and in start-up errors."""
 
 from __future__ import annotations
 
 import logging
+import sys
 
 import pytest
 
+from agcore_tools import McpClient, McpError, StdioTransport
 from agcore_tools.mcp._stderr import StderrLog
+
+from .conftest import system_node
 
 
 def test_lines_are_logged_and_the_tail_kept(caplog: pytest.LogCaptureFixture) -> None:
@@ -32,8 +36,9 @@ def test_a_flood_is_counted_not_logged_and_memory_stays_bounded(
     # At the lines' own level: before, a WARNING that Python printed to stderr on every
     # connect of a chatty server, in apps that configured no logging.
     assert {r.levelno for r in notices} == {logging.INFO}
-    assert log.tail().endswith("line 99-999")
-    assert len(log.tail().split(" | ")) == 20
+    shown = log.tail().split(" | ")
+    assert shown[:2] == ["line 0-0", "line 0-1"] and shown[-1] == "line 99-999"
+    assert shown[10] == "... 99970 lines ..." and len(shown) == 31
 
 
 def test_an_endless_line_is_cut_saying_how_much() -> None:
@@ -70,3 +75,89 @@ def test_the_childs_env_values_are_masked_in_the_log_and_the_tail(
     assert logged[:2] == ["[gh] bad credentials: ***", "[gh] prefix ***, 1 try"]
     assert "ghp_" not in log.tail() and "ghp_" not in "".join(logged)
     assert log.tail().startswith("bad credentials: *** | prefix ***, 1 try | xxx")
+
+
+def test_the_first_lines_and_the_last_error_between_are_kept_with_the_last_lines() -> None:
+    # A Node crash names its fault on its first line, then 20 and more lines of frames
+    # and paths: the tail kept only those, and the fault was in no error message.
+    log = StderrLog("db")
+    log.feed(b"".join(b"banner %d\n" % n for n in range(10)))
+    log.feed(b"Error: Could not locate the bindings file\n")
+    log.feed(b"".join(b"    at frame %d\n" % n for n in range(30)))
+    shown = log.tail().split(" | ")
+    assert shown[:10] == [f"banner {n}" for n in range(10)]
+    assert shown[10:13] == [
+        "Error: Could not locate the bindings file",
+        "... 10 lines ...",
+        "    at frame 10",
+    ]
+    assert shown[-1] == "    at frame 29" and len(shown) == 32
+    # A later error between the head and the tail is the one shown.
+    log.feed(b"TypeError [ERR_X]: the second fault\n" + b"    at frame\n" * 30)
+    assert (
+        "... 31 lines ... | TypeError [ERR_X]: the second fault | ... 10 lines ... |" in log.tail()
+    )
+
+
+def test_the_shown_lines_are_bounded_even_when_each_is_long() -> None:
+    log = StderrLog("db")
+    log.feed(b"".join(b"%d%s\n" % (n, b"h" * 1500) for n in range(10)))
+    log.feed(b"Error: " + b"e" * 3000 + b"\n")
+    log.feed(b"".join(b"%d%s\n" % (n, b"t" * 1500) for n in range(20)))
+    shown = log.tail()
+    assert len(shown) < 9000
+    assert shown.startswith("0hhh") and shown.endswith("19" + "t" * 1500)
+    # The first lines cut at their end, the last at their start, the error on its own.
+    assert f" | 1{'h' * 995}... [cut 12537 chars] | Error: eee" in shown
+    assert f"e... [cut 1007 chars] | [cut 26087 chars] ...{'t' * 990} | 18tt" in shown
+
+
+NODE_CRASH = r"""
+console.error('Connecting to 1 database source(s)...');
+function load() {
+  const e = new Error('Could not locate the bindings file');
+  e.tries = Array.from({length: 13}, (_, i) => '/app/node_modules/better-sqlite3/build/' + i);
+  throw e;
+}
+try { load(); } catch (e) {
+  console.error('Failed to connect to SQLite database:', e);
+  process.exit(1);
+}
+"""
+
+# The fault, raised in a deep stack, is chained to the error the start-up raised in
+# another deep stack: its line is neither among the first lines nor among the last.
+PYTHON_CRASH = "\n".join(
+    [
+        *(f"def f{n}(): f{n + 1}()" for n in range(25)),
+        "def f25(): open('/nonexistent/app.db')",
+        *(f"def g{n}(): g{n + 1}()" for n in range(25)),
+        "def g25():",
+        "    try: f0()",
+        "    except OSError as exc: raise RuntimeError('server failed to start') from exc",
+        "g0()",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "cause"),
+    [
+        ("node", "Failed to connect to SQLite database: Error: Could not locate the bindings file"),
+        (
+            sys.executable,
+            "FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/app.db'",
+        ),
+    ],
+    ids=["node", "python"],
+)
+async def test_a_start_up_crash_with_a_long_stack_names_its_cause(command: str, cause: str) -> None:
+    if command == "node":
+        transport = StdioTransport(system_node(), ["-e", NODE_CRASH])
+    else:
+        transport = StdioTransport(command, ["-c", PYTHON_CRASH])
+    client = McpClient("db", transport, timeout=20)
+    with pytest.raises(McpError, match="exited with code 1 during start-up") as caught:
+        await client.connect()
+    assert cause in str(caught.value)
+    assert cause in client.stderr_tail

@@ -83,6 +83,24 @@ async def test_a_secret_in_a_stdio_servers_args_shows_neither_in_its_repr_nor_in
     assert not [text for text in shown if "SECRET" in text], shown
 
 
+async def test_a_url_argument_with_nothing_to_hide_is_shown_as_written() -> None:
+    # sqlite:///var/data/app.db was shown as sqlite:/var/data/app.db: a user copying the
+    # command from the start-up error ran another argument than the one that failed.
+    words = ["sqlite:///var/data/app.db", "file:///home/me/notes", "HTTPS://Example.com/x?"]
+    hiding = "sqlite:///var/data/app.db?key=SECRET1"
+    stdio = StdioTransport(sys.executable, ["-c", "import sys; sys.exit(1)", *words, hiding])
+    shown = ", ".join(repr(word) for word in words)
+    assert repr(stdio).startswith(
+        f"StdioTransport(command={sys.executable!r}, args=('-c', 'import sys; sys.exit(1)', "
+        f"{shown}, 'sqlite:///var/data/app.db?key=***'), env=None"
+    )
+    with pytest.raises(McpError, match="exited with code 1 during start-up") as caught:
+        await McpClient("db", stdio, timeout=10).connect()
+    assert " sqlite:///var/data/app.db file:///home/me/notes " in str(caught.value)
+    assert "sqlite:///var/data/app.db?key=***" in str(caught.value)
+    assert "SECRET1" not in str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [

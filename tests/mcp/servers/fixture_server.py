@@ -415,7 +415,8 @@ def readme() -> str:
 
 @server.resource("fixture://logo", mime_type="image/png")
 def logo() -> bytes:
-    return b"\x89PNG\r\n"
+    # PNG's whole signature: the tool loop attaches only what it knows to be an image.
+    return b"\x89PNG\r\n\x1a\n"
 
 
 @server.resource("fixture://counter", mime_type="text/plain")

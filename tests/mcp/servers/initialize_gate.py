@@ -1,0 +1,51 @@
+"""The fixture server over stdio, behind a relay that refuses requests until
+``initialize``, as kglite-mcp-server 0.21 does: it answers ``server/discover`` with
+2026-07-28 among its versions, and ``tools/list``, then refuses ``tools/call`` with
+-32600 "initialize is required".
+
+Run: ``python initialize_gate.py [always] [METHOD...]``. Requests of each METHOD
+(``tools/call`` when none is given) are answered here, not passed on, with that
+refusal until an ``initialize`` request has passed (``always``: after it too). Each
+start is noted as a line in the file ``GATE_STARTS`` names, if set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from _relay import relay  # the script's directory is on sys.path
+
+FIXTURE = Path(__file__).with_name("fixture_server.py")
+REFUSAL = {"code": -32600, "message": "initialize is required"}
+
+
+def main() -> None:
+    always = sys.argv[1:2] == ["always"]
+    gated = set(sys.argv[2 if always else 1 :] or ["tools/call"])
+    if starts := os.environ.get("GATE_STARTS"):
+        with open(starts, "a") as log:
+            log.write("start\n")
+    initialized = False
+
+    def gate(line: bytes) -> bytes:
+        nonlocal initialized
+        message = json.loads(line)
+        method = message.get("method")
+        if method == "initialize":
+            initialized = True
+        if method not in gated or "id" not in message or (initialized and not always):
+            return line
+        answer = {"jsonrpc": "2.0", "id": message["id"], "error": REFUSAL}
+        # One write per line: the main thread writes the server's lines too.
+        sys.stdout.buffer.write(json.dumps(answer).encode() + b"\n")
+        sys.stdout.buffer.flush()
+        return b""
+
+    relay(FIXTURE, gate)
+
+
+if __name__ == "__main__":
+    main()
