@@ -196,15 +196,22 @@ class Session:
         if self.tools is not None:
             self.tools.invalidate(reason)
 
+    def _replaced(self, conn: Connection, action: str, tool_name: str | None) -> Connection | None:
+        """None while ``conn`` is still the client's connection; else the usable one
+        another task put in its place meanwhile (a restart, a refusal's new handshake),
+        or the error to raise when there is none (close() ran)."""
+        current = self.conn
+        if current is conn:
+            return None
+        if current is not None and current.usable:
+            return current
+        raise self.not_usable(current, tool_name, action)
+
     async def restart(self, conn: Connection, action: str, tool_name: str | None) -> Connection:
         """A usable connection in place of ``conn``, which was lost (see :class:`McpRecovery`)."""
         async with self._connect_lock:
-            current = self.conn
-            if current is not conn:
-                # Another task restarted it meanwhile, or close() ran.
-                if current is not None and current.usable:
-                    return current
-                raise self.not_usable(current, tool_name, action)
+            if (replaced := self._replaced(conn, action, tool_name)) is not None:
+                return replaced
             policy = self.settings.recovery
             now = time.monotonic()
             if policy is None or self.budget.next_at(policy, now) > now:
@@ -237,12 +244,8 @@ class Session:
         counted against the recovery policy, and needs none. The client's later
         connections use the handshake too."""
         async with self._connect_lock:
-            current = self.conn
-            if current is not conn:
-                # Another request's refusal connected again meanwhile, or close() ran.
-                if current is not None and current.usable:
-                    return current
-                raise self.not_usable(current, tool_name, action)
+            if (replaced := self._replaced(conn, action, tool_name)) is not None:
+                return replaced
             self._to_handshake(conn, action, said)
             # The calls in flight on it get their refusals first, to send again on the
             # new one: stopped now, they would fail as if they may have run.
