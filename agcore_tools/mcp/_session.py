@@ -250,6 +250,8 @@ class Session:
             # The calls in flight on it get their refusals first, to send again on the
             # new one: stopped now, they would fail as if they may have run.
             await conn.watchdog.idle(self.settings.timeout)
+            if self.conn is not conn:  # close() ran meanwhile: start nothing after it
+                raise self.not_usable(self.conn, tool_name, action)
             return await self._start_locked(restarting=True)
 
     async def restart_within(
@@ -285,6 +287,8 @@ class Session:
             task.add_done_callback(self._restart_unwatched)
             raise
         if task in done:
+            if task.cancelled():  # by close(), not by this caller's own cancellation
+                raise self.not_usable(self.conn, tool_name, action)
             return task.result()
         task.add_done_callback(self._restart_unwatched)
         raise McpTimeoutError(

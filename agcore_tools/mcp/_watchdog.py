@@ -33,14 +33,15 @@ _SLACK = 0.001
 class Watchdog:
     """Bounds the calls in flight on one event loop (a connection lives on one)."""
 
-    __slots__ = ("_armed_for", "_deadlines", "_expired", "_handle", "_idle")
+    __slots__ = ("_armed_for", "_deadlines", "_expired", "_handle", "_idle", "_running")
 
     def __init__(self) -> None:
         self._deadlines: dict[asyncio.Task[Any], float] = {}
         self._expired: set[asyncio.Task[Any]] = set()
         self._handle: asyncio.TimerHandle | None = None
         self._armed_for = math.inf
-        self._idle: asyncio.Event | None = None  # set once no call is in flight
+        self._running = 0  # the calls in flight, by either path of bound()
+        self._idle: asyncio.Event | None = None  # what idle() waits on, set at 0 running
 
     async def bound(self, awaitable: Awaitable[T], seconds: float) -> T:
         """Await ``awaitable``; after ``seconds``, cancel it and raise ``TimeoutError``.
@@ -62,8 +63,12 @@ class Watchdog:
         task = asyncio.current_task()
         if task is None or task in self._deadlines or sys.version_info < (3, 11):
             # Nested in another bounded call of this task (or no Task.uncancel): the
-            # general form.
-            return await with_timeout(awaitable, seconds)
+            # general form, in flight all the same for idle().
+            self._running += 1
+            try:
+                return await with_timeout(awaitable, seconds)
+            finally:
+                self._ended()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         self._deadlines[task] = deadline
@@ -71,6 +76,7 @@ class Watchdog:
             self._arm(loop, deadline)
         cancelling = task.cancelling()
         handled = False
+        self._running += 1
         try:
             return await awaitable
         except asyncio.CancelledError as exc:
@@ -87,8 +93,14 @@ class Watchdog:
                 self._expired.discard(task)
                 if not handled:  # it ended some other way: take our request back
                     task.uncancel()
-            if self._idle is not None and not self._deadlines:
-                self._idle.set()
+            self._ended()
+
+    def _ended(self) -> None:
+        self._running -= 1
+        if self._running == 0 and self._idle is not None:
+            # Those waiting keep this event; a later idle() waits on a new one.
+            self._idle.set()
+            self._idle = None
 
     async def idle(self, seconds: float) -> bool:
         """Wait until no call is in flight, ``seconds`` at most; whether none is.
@@ -103,16 +115,14 @@ class Watchdog:
             >>> asyncio.run(demo())
             [False, True, True]
         """
-        if not self._deadlines:
+        if self._running == 0:
             return True
-        idle = self._idle = self._idle or asyncio.Event()
+        if self._idle is None:
+            self._idle = asyncio.Event()
         try:
-            await with_timeout(idle.wait(), seconds)
+            await with_timeout(self._idle.wait(), seconds)
         except TimeoutError:
             return False
-        finally:
-            if not self._deadlines:
-                self._idle = None
         return True
 
     def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:

@@ -467,3 +467,44 @@ async def test_a_tool_list_refused_again_after_the_handshake_names_both_refusals
         "it, was refused: initialize is required (code -32600))"
     )
     assert not client.connected and starts(tmp_path) == 2
+
+
+async def test_close_while_a_refusal_waits_to_connect_again_starts_no_server(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A refused read's new handshake waits for the calls in flight; close() then ended
+    # that wait, a second server was started after close(), and the read's caller got a
+    # bare CancelledError when close() cancelled that start (or, with a server quick to
+    # start, close() returned with the client connected again).
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    seen = tmp_path / "seen"
+    transport = StdioTransport(
+        sys.executable,
+        [str(GATE), "resources/read"],
+        env={"GATE_STARTS": str(tmp_path / "starts"), "GATE_SEEN": str(seen)},
+        stop_grace=0.5,
+    )
+
+    async def until(condition: Any, what: str) -> None:
+        deadline = time.monotonic() + 15
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            await asyncio.sleep(0.02)
+
+    client = McpClient("kg", transport, timeout=20)
+    await client.connect()
+    try:
+        slow = asyncio.create_task(client.call_tool("slow", {"seconds": 60}))
+        await until(
+            lambda: seen.exists() and "tools/call slow" in seen.read_text(), "the slow call"
+        )
+        read = asyncio.create_task(client.read_resource("fixture://readme"))
+        await until(lambda: initialize_warnings(caplog), "the refusal's new handshake")
+        await asyncio.wait_for(client.close(), 10)
+        assert not client.connected
+        for call in (slow, read):
+            with pytest.raises(McpError):
+                await asyncio.wait_for(call, 10)
+        assert starts(tmp_path) == 1
+    finally:
+        await client.close()

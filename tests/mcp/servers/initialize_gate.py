@@ -6,7 +6,8 @@
 Run: ``python initialize_gate.py [always] [METHOD...]``. Requests of each METHOD
 (``tools/call`` when none is given) are answered here, not passed on, with that
 refusal until an ``initialize`` request has passed (``always``: after it too). Each
-start is noted as a line in the file ``GATE_STARTS`` names, if set.
+start is noted as a line in the file ``GATE_STARTS`` names, if set, and each request
+passed on as its method and tool name in the file ``GATE_SEEN`` names, if set.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def main() -> None:
         with open(starts, "a") as log:
             log.write("start\n")
     initialized = False
+    seen = os.environ.get("GATE_SEEN")
 
     def gate(line: bytes) -> bytes:
         nonlocal initialized
@@ -36,6 +38,9 @@ def main() -> None:
         method = message.get("method")
         if method == "initialize":
             initialized = True
+        if seen and "id" in message:
+            with open(seen, "a") as log:
+                log.write(f"{method} {(message.get('params') or {}).get('name', '')}\n")
         if method not in gated or "id" not in message or (initialized and not always):
             return line
         answer = {"jsonrpc": "2.0", "id": message["id"], "error": REFUSAL}
