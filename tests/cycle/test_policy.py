@@ -212,7 +212,7 @@ async def test_the_calls_of_an_answer_past_its_limit_are_answered_not_run_nor_as
         response = await cycle.submit_with_tools("Read a, b, c", registry)
 
     assert response.text == "I will send the rest"
-    assert ran == ["a", "b"]
+    assert sorted(ran) == ["a", "b"]  # sync tools run in threads, in no set order
     assert response.pending_approvals == ()  # refund is past the limit: no one is asked
     not_run = (
         "Error: not run: more than 2 tool calls in one answer; send the rest in your next turn"
