@@ -4,8 +4,9 @@ the SDK's own failures and reports, read for what they are, in one line.
 A server's words (a JSON-RPC error answer's message, an ``isError`` result's text, a
 task's failure) go into the library's errors, which apps log and print, so
 :func:`quoted` shows them as the server's log messages are logged (``_serverlog``):
-masked first, then its control characters escaped (a newline or a terminal escape
-would forge a log record or drive the terminal), and cut past
+masked first, then its control and invisible format characters escaped (a newline or
+a terminal escape would forge a log record or drive the terminal, a bidi override
+would make it read otherwise), and cut past
 :data:`~agcore_tools.mcp._serverlog.MAX_LINE` characters.
 
 The SDK's own failures have codes that servers use for their errors too (-32000, a
@@ -42,9 +43,10 @@ _SDK_TIMEOUT = re.compile(r"Request .* timed out")
 
 def quoted(text: str, hide: Callable[[str], str] = str) -> str:
     r"""A server's ``text`` as a message of the library quotes it: masked by ``hide``
-    (the connection's secrets), then on one line with its control characters escaped,
-    and cut past :data:`~agcore_tools.mcp._serverlog.MAX_LINE` characters (after the
-    masking, so that a cut never shows part of a secret).
+    (the connection's secrets), then on one line with its control and invisible format
+    characters escaped (``_serverlog.safe_text``), and cut past
+    :data:`~agcore_tools.mcp._serverlog.MAX_LINE` characters (after the masking, so
+    that a cut never shows part of a secret).
 
     Example:
         >>> print(quoted("denied tok-S3CRET\n2025-01-01 CRITICAL app: forged\x1b[2J",

@@ -206,6 +206,26 @@ async def test_a_servers_words_in_an_error_are_escaped_as_its_log_messages_are(
         assert not re.search("[\x00-\x1f\x7f-\x9f]", str(error)), str(error)
 
 
+TROJAN = "\u202eadmin\u2066 \u2069ok\u200b\u2028\U000e0041 naïve 東京 🚀"
+"""A server's words that read other than they hold: a right-to-left override, isolates,
+a zero-width space, a line separator and a tag character, next to text that stays."""
+TROJAN_SHOWN = "\\u202eadmin\\u2066 \\u2069ok\\u200b\\u2028\\U000e0041 naïve 東京 🚀"
+
+
+async def test_a_servers_words_in_an_error_have_their_invisible_characters_escaped(
+    make_client: Any,
+) -> None:
+    # Bidi overrides and zero-width characters went into the library's errors as sent:
+    # a logged or printed error read otherwise than it held ("Trojan Source").
+    async with make_client() as client:
+        with pytest.raises(McpError) as refused:
+            await client.call_tool("open_vault", {"vault": TROJAN})
+        with pytest.raises(ToolExecutionError) as failed:
+            await client.call_tool("fail", {"message": TROJAN})
+    assert f"Unknown vault: {TROJAN_SHOWN}. Available vaults" in str(refused.value)
+    assert str(failed.value) == f"tool 'fail' failed: Error executing tool fail: {TROJAN_SHOWN}"
+
+
 async def test_timeout_raises_and_cancels_the_request_on_the_server(
     make_client: Any, tmp_path: Path
 ) -> None:
