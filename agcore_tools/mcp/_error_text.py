@@ -10,8 +10,9 @@ would make it read otherwise), and cut past
 :data:`~agcore_tools.mcp._serverlog.MAX_LINE` characters.
 
 The SDK's own failures have codes that servers use for their errors too (-32000, a
-closed connection; -32001, its timeout): :func:`sdk_own` tells them apart by the SDK's
-exact messages, so that a server's answer with one is read as an answer like any other.
+closed connection; -32001, its timeout; -32700, an answer it could not parse):
+:func:`sdk_own` and :func:`sdk_parse_error` tell them apart by the SDK's exact
+messages, so that a server's answer with one is read as an answer like any other.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "malformed",
     "quoted",
     "sdk_own",
+    "sdk_parse_error",
     "size_hint",
     "validation_line",
 ]
@@ -83,6 +85,21 @@ def sdk_own(exc: Any, http: bool) -> bool:
     if exc.code == CONNECTION_CLOSED:
         return http or (exc.data is None and exc.message == GENERIC_CLOSE)
     return False
+
+
+def sdk_parse_error(exc: Any) -> bool:
+    """Whether ``exc``, an SDK ``MCPError`` with code -32700, is the SDK's own report of
+    an answer it could not read (over HTTP, ``Failed to parse JSON response: ...``), not
+    the server's answer saying that it could not read the request.
+
+    Example:
+        >>> from mcp.shared.exceptions import MCPError
+        >>> sdk_parse_error(MCPError(-32700, "Failed to parse SSE message: 1 validation error"))
+        True
+        >>> sdk_parse_error(MCPError(-32700, "Parse error: unexpected end of input"))
+        False
+    """
+    return any(exc.message.startswith(f"{head}: ") for head in _PARSED)
 
 
 def size_hint(message: str) -> str:
