@@ -1,11 +1,12 @@
 """Secrets the library knows, masked in the text it logs or raises.
 
 A leaf module: the MCP client masks a stdio server's ``env`` values and an HTTP
-server's header values (and its URL's query values) in what the server writes (its
-stderr, its log messages, its errors and the SDK errors they are chained from), and
-the model loop masks its client's API key and header values in the errors a server's
-answer becomes (a proxy that echoes the bearer token in its 401 body), the errors they
-are chained from included, and the query values of the server's URL it names.
+server's header values (and its URL's query values and path keys) in what the server
+writes (its stderr, its log messages, its errors and the SDK errors they are chained
+from), and the model loop masks its client's API key and header values in the errors a
+server's answer becomes (a proxy that echoes the bearer token in its 401 body), the
+errors they are chained from included, and the query values and path keys of the
+server's URL it names.
 """
 
 from __future__ import annotations
@@ -41,8 +42,25 @@ _PLAIN_QUERY = re.compile(r"(?:api[-_]?)?version|format", re.IGNORECASE)
 as they tell which API a message is about."""
 
 
+_RUN = re.compile(r"[A-Za-z0-9]{20,}")
+"""An unbroken run of letters and digits as long as a random token's: Slack's and
+Discord's webhook secrets, a Telegram bot's token after ``bot<id>:``, a hex or
+base64url key. Names are short words joined by ``-`` or ``.``
+(``gpt-4o-mini-2024-07-18``, ``Meta-Llama-3.1-8B-Instruct``), and long words hold no
+digit."""
+_UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+"""A UUID, which hosted MCP servers take as the credential in their URL's path."""
+
+
 def _plain(name: str) -> bool:
     return _PLAIN_QUERY.fullmatch(unquote_plus(name)) is not None
+
+
+def _token_runs(segment: str) -> list[str]:
+    """The parts of a URL path's ``segment`` that make it a token: its UUIDs, and its
+    runs of 20 or more letters and digits holding both (none: an ordinary segment)."""
+    runs = [run for run in _RUN.findall(segment) if not (run.isalpha() or run.isdigit())]
+    return [*_UUID.findall(segment), *runs]
 
 
 def secret_values(values: Iterable[str]) -> list[str]:
@@ -112,9 +130,13 @@ def mask_credentials(text: str) -> str:
 
 
 def url_without_secrets(url: str) -> str:
-    """``url`` with no user or password, and its query's values shown as ``***``
+    """``url`` with no user or password, its query's values shown as ``***``
     (gateways and hosted servers take keys as ``?api-key=...``), but for those of
-    parameters plainly no secret (``api-version``, ``version``, ``format``).
+    parameters plainly no secret (``api-version``, ``version``, ``format``), and each
+    segment of its path that holds a token shown as ``***``: a UUID, or a run of 20 or
+    more letters and digits with both among them (webhooks and hosted MCP servers take
+    their key in the path). Ordinary segments (``/v1/chat/completions``, a model's name
+    such as ``gpt-4o-mini-2024-07-18``, a numeric id) are shown.
 
     Example:
         >>> url_without_secrets("https://u:pw@gw.example.com:8443/v1?api-key=s3cret&x")
@@ -123,6 +145,12 @@ def url_without_secrets(url: str) -> str:
         'https://res.openai.azure.com/openai?api-version=2024-10-21'
         >>> url_without_secrets("sqlite:///var/data/app.db?key=s3cret")
         'sqlite:///var/data/app.db?key=***'
+        >>> url_without_secrets("https://hooks.slack.com/services/T0001/B0001/ghyQ7Ysl6WtM5lbTxVrX0mIa")
+        'https://hooks.slack.com/services/T0001/B0001/***'
+        >>> url_without_secrets("https://api.telegram.org/bot1234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe")
+        'https://api.telegram.org/***/getMe'
+        >>> url_without_secrets("https://router.huggingface.co/models/meta-llama/Meta-Llama-3.1-8B-Instruct/v1")
+        'https://router.huggingface.co/models/meta-llama/Meta-Llama-3.1-8B-Instruct/v1'
     """
     parts = urlsplit(url)
     query = "&".join(
@@ -131,8 +159,9 @@ def url_without_secrets(url: str) -> str:
         if part
         for name in [part.partition("=")[0]]
     )
+    path = "/".join("***" if _token_runs(seg) else seg for seg in parts.path.split("/"))
     host = parts.netloc.rpartition("@")[2]
-    if host == parts.netloc and query == parts.query:
+    if host == parts.netloc and query == parts.query and path == parts.path:
         # As written: a user copies it from an error to run the command again.
         return url
     # Not urlunsplit: it drops the "//" of an empty host (sqlite:///abs/path.db).
@@ -140,7 +169,7 @@ def url_without_secrets(url: str) -> str:
     shown = f"{parts.scheme}:" if parts.scheme else ""
     if parts.netloc or after_scheme.startswith("//"):
         shown += f"//{host}"
-    shown += parts.path
+    shown += path
     if query:
         shown += f"?{query}"
     if parts.fragment:
@@ -149,16 +178,20 @@ def url_without_secrets(url: str) -> str:
 
 
 def url_secrets(url: str, named: Callable[[str], bool] | None = None) -> list[str]:
-    """The secrets :func:`url_without_secrets` hides: the password and the query's
-    values, each as written and decoded (a server may echo either); of the query, only
-    those whose parameter's name ``named`` accepts, if given. Not the user name, which
-    is no secret and often an ordinary word ("postgres").
+    """The secrets :func:`url_without_secrets` hides: the password, the query's values
+    and the path's tokens (each such segment, and the token runs in it), each as
+    written and decoded (a server may echo either); of the query, only those whose
+    parameter's name ``named`` accepts, if given, and then none of the path, which has
+    no names. Not the user name, which is no secret and often an ordinary word
+    ("postgres").
 
     Example:
         >>> url_secrets("postgresql://app:p%40ss@db/prod?sslkey=k%2B1&version=2024-10-21")
         ['p%40ss', 'p@ss', 'k%2B1', 'k+1']
         >>> url_secrets("https://x/mcp?token=t1&workspace=w1", named=lambda name: name == "token")
         ['t1']
+        >>> url_secrets("https://api.telegram.org/bot1234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe")
+        ['bot1234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw', 'AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw']
     """
     parts = urlsplit(url)
     written = [parts.password]
@@ -166,6 +199,10 @@ def url_secrets(url: str, named: Callable[[str], bool] | None = None) -> list[st
         name, _, value = part.partition("=")
         if not _plain(name) and (named is None or named(unquote_plus(name))):
             written.append(value)
+    if named is None:
+        for segment in parts.path.split("/"):
+            runs = _token_runs(segment)
+            written += [segment, *runs] if runs else []
     found: dict[str, None] = {}
     for value in filter(None, written):
         found.update(dict.fromkeys((value, unquote(value), unquote_plus(value))))

@@ -21,7 +21,14 @@ from ._approval import (
     rule_verdict,
     screen_calls,
 )
-from ._parse import CUT_CALLS_NOT_REPAIRED, NON_FINITE_REFUSED, non_finite, not_a_number, parse_call
+from ._parse import (
+    CUT_CALLS_NOT_REPAIRED,
+    NON_FINITE_REFUSED,
+    loads_finite,
+    non_finite,
+    not_a_number,
+    parse_call,
+)
 from ._render import (
     RENDER_OFF_LOOP,
     aborted_text,
@@ -54,6 +61,7 @@ __all__ = [
     "check_tool_calls",
     "error_text",
     "iter_invocations",
+    "loads_finite",
     "model_result",
     "model_result_off_loop",
     "model_text",

@@ -18,6 +18,7 @@ from ..error import InvalidArgumentsError
 __all__ = [
     "CUT_CALLS_NOT_REPAIRED",
     "NON_FINITE_REFUSED",
+    "loads_finite",
     "non_finite",
     "not_a_number",
     "parse_call",
@@ -173,10 +174,31 @@ def _loads(text: str) -> tuple[Any, bool]:
     return json.loads(text, parse_constant=number, parse_float=floating), bool(seen)
 
 
-def non_finite(value: Any) -> tuple[str, str] | None:
+def loads_finite(text: str, whole: str = "(arguments)") -> tuple[Any, tuple[str, str] | None]:
+    """``(json.loads(text), None)``, or ``(None, (path, problem))`` when the text holds a
+    number JSON cannot (``NaN``, an infinity, a literal past a float's range), named as
+    :func:`non_finite` names it (``whole`` when the text is that number). Raises as
+    ``json.loads`` does for text that is not JSON.
+
+    A model's structured answer is read with it: pydantic's JSON parser, like Python's
+    ``json``, takes ``NaN`` for a ``float`` field.
+
+    Example:
+        >>> loads_finite('{"amount": 12.5}')
+        ({'amount': 12.5}, None)
+        >>> loads_finite('{"lines": [{"price": Infinity}]}')
+        (None, ('lines.0.price', 'Infinity is not a JSON number'))
+    """
+    value, odd = _loads(text)
+    found = non_finite(value, whole) if odd else None
+    return (None, found) if found is not None else (value, None)
+
+
+def non_finite(value: Any, whole: str = "(arguments)") -> tuple[str, str] | None:
     """The first number of ``value`` (a call's arguments) that JSON cannot hold (NaN,
     an infinity), as ``(path, problem)``: the path's keys and list positions joined by
-    dots, as an argument's errors name it; None when there is none.
+    dots, as an argument's errors name it (``whole`` when ``value`` is that number);
+    None when there is none.
 
     A comparison with NaN is always False, so ``args["amount"] > 100`` would let a
     ``needs_approval`` rule pass it, and pydantic's ``float`` takes it: a model's
@@ -209,10 +231,10 @@ def non_finite(value: Any) -> tuple[str, str] | None:
         elif isinstance(item, (list, tuple)):
             stack.extend((v, (*path, i)) for i, v in reversed(list(enumerate(item))))
         elif isinstance(item, _Number):
-            return _dotted(path), _problem(item.text)
+            return _dotted(path, whole), _problem(item.text)
         elif isinstance(item, float) and not math.isfinite(item):
             literal = "NaN" if math.isnan(item) else "Infinity" if item > 0 else "-Infinity"
-            return _dotted(path), _problem(literal)
+            return _dotted(path, whole), _problem(literal)
     return None
 
 
@@ -242,8 +264,8 @@ def _problem(literal: str) -> str:
     return f"{shown} is past the range of a 64-bit float (about 1.8e308)"
 
 
-def _dotted(path: tuple[Any, ...]) -> str:
-    dotted = ".".join(str(part) for part in path) or "(arguments)"
+def _dotted(path: tuple[Any, ...], whole: str) -> str:
+    dotted = ".".join(str(part) for part in path) or whole
     return dotted if len(dotted) <= 100 else f"{dotted[:97]}..."
 
 

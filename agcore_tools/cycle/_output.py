@@ -34,7 +34,7 @@ from typing_extensions import TypedDict
 
 from .._unicode import scrub_json
 from ..base import tool_definition
-from ..calls import aborted_text
+from ..calls import aborted_text, loads_finite
 from ..error import LlmConfigError, OutputValidationError
 from ..registry import ToolRegistry
 from ..schema import ArgumentPlan, build_plan, strict_parameters
@@ -108,8 +108,15 @@ class OutputPlan:
     def validate(self, text: str) -> tuple[bool, Any, list[str]]:
         """``(True, value, [])`` for a valid answer, else ``(False, None, problems)``."""
         try:
+            data, found = loads_finite(text, whole="")
+            if found is not None:
+                # pydantic's JSON takes NaN and Infinity for a float, and NaN compares
+                # False with everything: refused, as in a tool call's arguments.
+                where, problem = found
+                fix = f"{problem}; send a finite number"
+                return False, None, [f"{where}: {fix}" if where else fix]
             # Escaped lone surrogates ("\\ud800") parse, but pydantic's JSON refuses them.
-            data = scrub_json(json.loads(text))
+            data = scrub_json(data)
             if self.nulls is not None and isinstance(data, dict):
                 data, _ = self.nulls.apply(data)
             # Validated as JSON, not as Python values: a strict type takes "2024-05-06"

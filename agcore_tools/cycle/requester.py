@@ -412,9 +412,9 @@ def _unreached(exc: BaseException, client: Any) -> str:
 
 
 def _shown(client: Any) -> str:
-    """The client's base URL without its userinfo and with its query's values as ``***``
-    (a password or a gateway's ``?api-key=`` stays out; Azure's ``api-version`` is
-    shown), as MCP transports show theirs.
+    """The client's base URL without its userinfo and with its query's values and its
+    path's keys as ``***`` (a password, a gateway's ``?api-key=`` or ``/k/<key>/`` stays
+    out; Azure's ``api-version`` is shown), as MCP transports show theirs.
 
     Example:
         >>> from openai import AsyncOpenAI

@@ -4,13 +4,15 @@ the SDK's own failures and reports, read for what they are, in one line.
 A server's words (a JSON-RPC error answer's message, an ``isError`` result's text, a
 task's failure) go into the library's errors, which apps log and print, so
 :func:`quoted` shows them as the server's log messages are logged (``_serverlog``):
-masked first, then its control characters escaped (a newline or a terminal escape
-would forge a log record or drive the terminal), and cut past
+masked first, then its control and invisible format characters escaped (a newline or
+a terminal escape would forge a log record or drive the terminal, a bidi override
+would make it read otherwise), and cut past
 :data:`~agcore_tools.mcp._serverlog.MAX_LINE` characters.
 
 The SDK's own failures have codes that servers use for their errors too (-32000, a
-closed connection; -32001, its timeout): :func:`sdk_own` tells them apart by the SDK's
-exact messages, so that a server's answer with one is read as an answer like any other.
+closed connection; -32001, its timeout; -32700, an answer it could not parse):
+:func:`sdk_own` and :func:`sdk_parse_error` tell them apart by the SDK's exact
+messages, so that a server's answer with one is read as an answer like any other.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "malformed",
     "quoted",
     "sdk_own",
+    "sdk_parse_error",
     "size_hint",
     "validation_line",
 ]
@@ -42,9 +45,10 @@ _SDK_TIMEOUT = re.compile(r"Request .* timed out")
 
 def quoted(text: str, hide: Callable[[str], str] = str) -> str:
     r"""A server's ``text`` as a message of the library quotes it: masked by ``hide``
-    (the connection's secrets), then on one line with its control characters escaped,
-    and cut past :data:`~agcore_tools.mcp._serverlog.MAX_LINE` characters (after the
-    masking, so that a cut never shows part of a secret).
+    (the connection's secrets), then on one line with its control and invisible format
+    characters escaped (``_serverlog.safe_text``), and cut past
+    :data:`~agcore_tools.mcp._serverlog.MAX_LINE` characters (after the masking, so
+    that a cut never shows part of a secret).
 
     Example:
         >>> print(quoted("denied tok-S3CRET\n2025-01-01 CRITICAL app: forged\x1b[2J",
@@ -81,6 +85,21 @@ def sdk_own(exc: Any, http: bool) -> bool:
     if exc.code == CONNECTION_CLOSED:
         return http or (exc.data is None and exc.message == GENERIC_CLOSE)
     return False
+
+
+def sdk_parse_error(exc: Any) -> bool:
+    """Whether ``exc``, an SDK ``MCPError`` with code -32700, is the SDK's own report of
+    an answer it could not read (over HTTP, ``Failed to parse JSON response: ...``), not
+    the server's answer saying that it could not read the request.
+
+    Example:
+        >>> from mcp.shared.exceptions import MCPError
+        >>> sdk_parse_error(MCPError(-32700, "Failed to parse SSE message: 1 validation error"))
+        True
+        >>> sdk_parse_error(MCPError(-32700, "Parse error: unexpected end of input"))
+        False
+    """
+    return any(exc.message.startswith(f"{head}: ") for head in _PARSED)
 
 
 def size_hint(message: str) -> str:

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ._error_text import malformed, quoted, sdk_own
+from ._error_text import malformed, quoted, sdk_own, sdk_parse_error
 from ._exchange import HttpExchange
 from ._matching import invalid_reason, mismatch_reason
 from ._protocol import is_modern
@@ -131,7 +131,7 @@ def probe_failure(
             return None  # a server of 2026-07-28 alone
         if inner.code == REQUEST_TIMEOUT and sdk_own(inner, http=True):
             return None  # it did not answer in time (a server's own -32001 is an answer)
-        if inner.code == PARSE_ERROR:
+        if inner.code == PARSE_ERROR and sdk_parse_error(inner):
             return f"failed: {quoted(malformed(inner.message), hide)}"
         return f"failed: {quoted(inner.message, hide)} (code {inner.code})"
     dropped = (httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError, *_DROPPED)
@@ -216,7 +216,9 @@ def answer(exc: BaseException | None, http: bool, hide: Callable[[str], str] = s
     """What the server answered, when an error answer (or an invalid one) ended start-up;
     its words masked by ``hide`` and made safe to quote (``_error_text.quoted``). Not
     the SDK's own failures with the codes servers use too (``_error_text.sdk_own``):
-    a server's own -32000 or -32001 is its answer.
+    a server's own -32000 or -32001 is its answer, and so is its -32700 (it could not
+    parse the request), which the SDK's report of an answer it could not parse is not
+    (``_error_text.sdk_parse_error``).
 
     Example:
         >>> from mcp.shared.exceptions import MCPError
@@ -231,7 +233,7 @@ def answer(exc: BaseException | None, http: bool, hide: Callable[[str], str] = s
     inner = leaf(exc) if exc is not None else None
     if not isinstance(inner, MCPError) or sdk_own(inner, http):
         return None
-    if inner.code == PARSE_ERROR:
+    if inner.code == PARSE_ERROR and sdk_parse_error(inner):
         # The SDK's report echoes the answer, cut short by pydantic: a credential in it
         # is cut too, and no longer masked. One line of it, without the echo (as _recover).
         return f"the handshake got an invalid answer: {quoted(malformed(inner.message), hide)}"

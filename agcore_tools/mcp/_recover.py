@@ -25,8 +25,9 @@ attempt counts, so a call re-sent after a restart may have run if either send ma
 The server's JSON-RPC error answer to a ``tools/call`` is recoverable, as an
 ``isError`` answer is, and never ran when its code refuses the request unrun.
 The SDK's own failures have codes that servers use for their errors too (-32000, a
-closed connection; -32001, its timeout): a server's answer with one is an answer like
-any other (``_error_text.sdk_own``), not a lost connection or a timeout.
+closed connection; -32001, its timeout; -32700, an answer it could not parse): a
+server's answer with one is an answer like any other (``_error_text.sdk_own``,
+``sdk_parse_error``), not a lost connection, a timeout or a malformed answer.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from ._error_text import (
     malformed,
     quoted,
     sdk_own,
+    sdk_parse_error,
     size_hint,
     validation_line,
 )
@@ -256,7 +258,7 @@ async def _classify(
             restart=True,
             never_ran=exchange is not None and exchange.never_sent,
         )
-    if isinstance(exc, MCPError) and exc.code == PARSE_ERROR:
+    if isinstance(exc, MCPError) and exc.code == PARSE_ERROR and sdk_parse_error(exc):
         # The SDK's message holds pydantic's whole report (its URL included): the one
         # line names what was malformed and the first complaint; the SDK's error, the
         # __cause__, keeps the rest.
@@ -307,8 +309,8 @@ async def _classify(
     )
 
 
-_UNRUN_CODES = frozenset({-32600, -32601, -32602, -32020, -32021, -32022})
-"""JSON-RPC error codes that refuse a request before it runs (``mcp_types``'
+_UNRUN_CODES = frozenset({-32700, -32600, -32601, -32602, -32020, -32021, -32022})
+"""JSON-RPC error codes that refuse a request before it runs (``mcp_types``' PARSE_ERROR,
 INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, HEADER_MISMATCH,
 MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION). Any other code
 (INTERNAL_ERROR, 0, a server's own) may come from a tool that failed part way."""

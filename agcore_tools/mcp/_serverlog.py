@@ -4,8 +4,10 @@ What a server writes to its stderr and sends as log notifications (``notificatio
 message``) is logged, and it is untrusted: a newline in it would start a record of its
 own making ("... CRITICAL agcore_tools.registry: permission check disabled"), terminal
 escapes and ``\\r`` would clear or overwrite a terminal's lines or hide text, and a
-chatty or hostile server could write millions of records, or one of a gigabyte. So each
-record shows the control characters as escapes, is cut past :data:`MAX_LINE`
+chatty or hostile server could write millions of records, or one of a gigabyte; bidi
+overrides and zero-width characters would make a record read otherwise than it holds.
+So each record shows the control and invisible format characters as escapes
+(:func:`safe_text`), is cut past :data:`MAX_LINE`
 characters, and at most :data:`LINES_PER_SECOND` records a second are logged per
 server, the others counted in one record. The same rules for stderr (``_stderr``) and
 for the log notifications (:class:`ServerLog`).
@@ -28,9 +30,27 @@ MAX_LINE = 2000
 LINES_PER_SECOND = 200
 """Records a second logged from one server's stderr, and from its log notifications."""
 
-# C0 and C1 controls (tab aside: it moves the cursor, and overwrites nothing), and the
-# Unicode line and paragraph separators, which log viewers and splitlines() break on.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+# What a reader cannot see as it is: C0 and C1 controls (category Cc; tab aside, as it
+# moves the cursor and overwrites nothing); the line and paragraph separators (Zl, Zp),
+# which log viewers and splitlines() break on; the format characters (Cf: bidi
+# overrides, isolates and marks, which reorder what a line shows, as in "Trojan
+# Source"; zero-width characters; the tag characters, which can carry hidden ASCII);
+# and lone surrogates (Cs), which a log handler cannot encode. Listed from Unicode 15.1:
+# the re module has no category classes, and working them out from unicodedata over
+# every code point would cost a third of a second at import (a test holds the list to
+# the running Python's unicodedata).
+_HIDDEN = (
+    "\x00-\x08\x0a-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+    "\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff"
+    "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
+# The zero-width non-joiner and joiner (also Cf) are part of how Persian and Indic
+# words are written, and join an emoji sequence (a family, a flag): between two
+# characters of such text they stay; next to ASCII, a line's ends, or another hidden
+# character, they are escaped too.
+_TEXT = f"[^\\x00-\\x7f{_HIDDEN}]"
+_CONTROL = re.compile(f"[{_HIDDEN}]|(?<!{_TEXT})[\u200c\u200d]|[\u200c\u200d](?!{_TEXT})")
 _NAMED = {"\n": "\\n", "\r": "\\r"}
 
 
@@ -40,21 +60,32 @@ def _escape(match: re.Match[str]) -> str:
     if named is not None:
         return named
     code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def safe_text(text: str, limit: int = MAX_LINE) -> str:
-    """``text`` fit for one log record: its control characters (other than tab) shown
-    as escapes, ``\\n`` and ``\\r`` by name, the others by code (``\\x1b``); other
-    characters as they are. Past ``limit`` of its characters, the rest is cut, and the
-    record says how many characters were. Mask secrets before: a cut must not show
-    part of one.
+    """``text`` fit for one log record: the characters a reader cannot see as they are
+    shown as escapes: control characters (other than tab), ``\\n`` and ``\\r`` by
+    name, the others by code (``\\x1b``); the line and paragraph separators
+    (``\\u2028``); the invisible format characters, such as the bidi overrides and
+    isolates that make a line read other than it holds (``\\u202e``) and the
+    zero-width ones (but a joiner or non-joiner inside non-ASCII text, as Persian
+    words and emoji sequences have); and lone surrogates. Other characters (accents,
+    CJK, emoji) stay as they are. Past ``limit`` of its characters, the rest
+    is cut, and the record says how many characters were. Mask secrets before: a cut
+    must not show part of one.
 
     Example:
         >>> print(safe_text("all good\\n2025-01-01 CRITICAL app: forged\\x1b[2J\\rover"))
         all good\\n2025-01-01 CRITICAL app: forged\\x1b[2J\\rover
         >>> safe_text("tab\\tand naïve café \\u2028")
         'tab\\tand naïve café \\\\u2028'
+        >>> print(safe_text("access \\u202edenied\\u202c 東京 🚀 a\\u200bb ad\\u200cmin"))
+        access \\u202edenied\\u202c 東京 🚀 a\\u200bb ad\\u200cmin
+        >>> safe_text("می\\u200cخواهم 👩\\u200d💻") == "می\\u200cخواهم 👩\\u200d💻"
+        True
         >>> safe_text("x" * 2500)[-22:]
         'xxx... [cut 500 chars]'
     """

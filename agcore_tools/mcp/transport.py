@@ -322,8 +322,9 @@ class StreamableHttpTransport:
         _check_http_settings(self)
 
     def describe(self) -> str:
-        """The URL without credentials, for messages: no user or password, and the
-        query's values hidden (hosted servers take keys as ``?token=...``).
+        """The URL without credentials, for messages: no user or password, the query's
+        values hidden (hosted servers take keys as ``?token=...``), and the path's
+        segments that hold a key (``/u/<key>/mcp``; see ``_redact.url_without_secrets``).
 
         Example:
             >>> StreamableHttpTransport("https://u:pw@mcp.example.com/mcp?key=s3cret").describe()

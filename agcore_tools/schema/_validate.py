@@ -83,12 +83,10 @@ def check_with(tool_name: str, check: Any, args: Any) -> None:
         return
     if not errors:
         return
-    problems = [
-        ("/".join(str(p) for p in e.absolute_path) or "(arguments)", e.message) for e in errors
-    ]
+    problems = [(_path(e) or "(arguments)", _message(e)) for e in errors]
     best = jsonschema.exceptions.best_match(errors)
-    where = "/".join(str(p) for p in best.absolute_path)
-    reason = f"{where}: {best.message}" if where else best.message
+    where = _path(best)
+    reason = f"{where}: {_message(best)}" if where else _message(best)
     bare = _bare_path(best)
     rule = f"the {best.validator!r} rule failed"
     raise InvalidArgumentsError(
@@ -111,6 +109,54 @@ def check_against_schema(tool_name: str, schema: Mapping[str, Any], args: Any) -
         agcore_tools.error.InvalidArgumentsError: tool 'echo' got invalid arguments: text: 12 is not of type 'string'
     """
     check_with(tool_name, schema_check(schema), args)
+
+
+_SHOWN = 80
+"""Characters of a value (or of a key on a field's path) a message quotes whole."""
+_LONGEST = 400
+"""Characters of one problem's message past which its middle is cut."""
+
+
+def _path(error: Any) -> str:
+    # The keys are the model's (a free map's): one of a megabyte would come back whole.
+    return "/".join(_cut(str(part)) for part in error.absolute_path)
+
+
+def _message(error: Any) -> str:
+    """jsonschema's message of ``error`` with the value it quotes cut to an excerpt.
+
+    Its messages quote the whole value (``'xxx...' is too long``): a model that sent a
+    megabyte would read it back. The excerpt keeps the value's start and says its size;
+    a message still too long (an unexpected key listed, a long ``enum``) keeps its start
+    and end, where the field and the rule are named.
+
+    Example:
+        >>> check = schema_check({"type": "string", "maxLength": 4})
+        >>> _message(next(check.iter_errors("x" * 10_000)))
+        "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... (10000 characters) is too long"
+        >>> _message(next(check.iter_errors("x" * 5)))
+        "'xxxxx' is too long"
+    """
+    message: str = error.message
+    instance = error.instance
+    if isinstance(instance, (str, list, dict)) and len(message) > _SHOWN:
+        whole = repr(instance)
+        if len(whole) > _SHOWN and whole in message:
+            message = message.replace(whole, _excerpt(instance, whole), 1)
+    if len(message) > _LONGEST:
+        message = f"{message[: _LONGEST - 100]} ... {message[-95:]}"
+    return message
+
+
+def _excerpt(value: str | list[Any] | dict[Any, Any], whole: str) -> str:
+    if isinstance(value, str):
+        return f"{value[: _SHOWN - 10]!r}... ({len(value)} characters)"
+    size = f"{len(value)} {'items' if isinstance(value, list) else 'keys'}"
+    return f"{whole[: _SHOWN - 10]}... ({size})"
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _SHOWN else f"{text[: _SHOWN - 10]}... ({len(text)} characters)"
 
 
 def _bare_path(error: Any) -> str:

@@ -291,6 +291,49 @@ async def test_retries_are_configurable(serve, make_cycle):
     assert len(server.requests) == 5
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["unstreamed", "streamed"])
+@pytest.mark.parametrize("mode", ["json_schema", "tool"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_nan_and_infinities_in_an_answer_are_refused_and_retried(
+    serve, make_cycle, api, mode, stream
+):
+    # pydantic's JSON parser takes NaN and Infinity for a float field, as Python's json
+    # does: the app would get a float nan, which compares False with everything.
+    def answer(text: str) -> Any:
+        if mode == "tool":
+            return S.reply_tool_calls([("final_result", text)])
+        return S.reply_text(text)
+
+    server = serve(
+        answer('{"x": NaN, "y": 1}'), answer('{"x": 1, "y": -1e999}'), answer('{"x": 1, "y": 2}')
+    )
+    cycle = make_cycle(server, api=api)
+    output = StructuredOutput(Point, mode=mode, retries=2)
+
+    if stream:
+        response = await cycle.submit_stream("Where?", output_type=output).collect()
+    else:
+        response = await cycle.submit("Where?", output_type=output)
+
+    assert response.output == Point(1.0, 2.0)
+    feedback = [json.dumps(request.json) for request in server.requests[1:]]
+    assert len(feedback) == 2
+    assert "x: NaN is not a JSON number; send a finite number" in feedback[0]
+    assert "y: -1e999 is past the range of a 64-bit float" in feedback[1]
+
+
+async def test_an_infinity_in_the_last_answer_raises_naming_where_it_is(serve, make_cycle):
+    server = serve(S.reply_text('{"result": [1.5, Infinity]}'))
+    cycle = make_cycle(server)
+
+    with pytest.raises(OutputValidationError) as caught:
+        await cycle.submit("Numbers?", output_type=StructuredOutput(list[float], retries=0))
+
+    error = caught.value
+    assert error.problems == ("result.1: Infinity is not a JSON number; send a finite number",)
+    assert error.raw_text == '{"result": [1.5, Infinity]}'
+
+
 def _refusal_body(api: str, refusal: str) -> dict[str, Any]:
     if api == "chat":
         message = {"role": "assistant", "content": None, "refusal": refusal}

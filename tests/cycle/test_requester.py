@@ -317,6 +317,23 @@ async def test_a_key_in_the_base_urls_query_is_not_shown_when_no_server_answers(
     assert key not in "".join(traceback.format_exception(caught.value))
 
 
+async def test_a_key_in_the_base_urls_path_is_not_shown_when_no_server_answers() -> None:
+    # A gateway that takes its key in the path (/k/<key>/v1) had it shown whole.
+    from openai import AsyncOpenAI
+
+    key = "Zq8v1S3CRETk3yABCDEFGH0123"
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = AsyncOpenAI(api_key="sk-test", base_url=f"http://127.0.0.1:{port}/k/{key}/v1")
+    cycle = LlmCycle(CycleConfig("m", max_retries=0), client=client)
+    with pytest.raises(LlmError) as caught:
+        await cycle.submit("hi")
+    await client.close()
+    assert f"; server http://127.0.0.1:{port}/k/***/v1/)" in str(caught.value)
+    assert key not in "".join(traceback.format_exception(caught.value))
+
+
 async def test_an_echoed_key_with_a_deeply_nested_error_body_still_gives_the_loops_error() -> None:
     # Masking the SDK error's body recursed: 900 levels of JSON under an echoed key
     # raised RecursionError in place of the LlmError, chained to the unmasked error.

@@ -310,3 +310,62 @@ def test_a_refusal_for_spans_and_logs_holds_no_value_or_key_the_model_wrote(
         tool.check_arguments(args)
     assert str(refused.value) == f"tool 'demo__tally' got invalid arguments: {reason}"
     assert refused.value.redacted == f"tool 'demo__tally' got invalid arguments: {redacted}"
+
+
+async def test_a_huge_value_is_quoted_back_to_the_model_as_a_short_excerpt() -> None:
+    # jsonschema's messages quote the whole value: a model that sent a megabyte read a
+    # megabyte back in the tool's result.
+    huge = "three" * 200_000
+    registry = ToolRegistry()
+    script = [
+        S.reply_tool_calls([("pets__delete_pet", {"petId": huge}, "call_huge")]),
+        S.reply_text("done"),
+    ]
+    async with bridge() as client:
+        registry.register_all(client.into_tools(prefix=True))
+        with S(script) as server:
+            cycle = LlmCycle(CycleConfig("test-model"), client=server.client(timeout=10.0))
+            try:
+                await cycle.submit_with_tools("delete pet three", registry)
+            finally:
+                await asyncio.wait_for(cycle.client.close(), 5)
+            last = server.requests[-1].json
+        assert await received(client) == []
+    [answer] = [m["content"] for m in last["messages"] if m["role"] == "tool"]
+    assert answer == (
+        f"Error: tool 'pets__delete_pet' got invalid arguments: petId: {huge[:70]!r}... "
+        "(1000000 characters) is not of type 'integer'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        ({"pin": "1" * 5000}, f"pin: {'1' * 70!r}... (5000 characters) is too long"),
+        (
+            {"counts": {"k" * 5000: "many"}},
+            f"counts/{'k' * 70}... (5000 characters): 'many' is not of type 'integer'",
+        ),
+        (
+            {"counts": {"a": list(range(5000))}},
+            f"counts/a: {str(list(range(5000)))[:70]}... (5000 items) is not of type 'integer'",
+        ),
+    ],
+)
+def test_long_values_and_keys_are_cut_in_the_refusal_naming_the_field_and_the_rule(
+    args: dict[str, object], reason: str
+) -> None:
+    tool = McpTool(McpClient("demo", StdioTransport("unused")), TALLY, "demo__tally", [])
+    with pytest.raises(InvalidArgumentsError) as refused:
+        tool.check_arguments(args)
+    assert str(refused.value) == f"tool 'demo__tally' got invalid arguments: {reason}"
+    assert refused.value.errors == [(reason.split(": ", 1)[0], reason.split(": ", 1)[1])]
+
+
+def test_a_long_unexpected_key_is_cut_keeping_the_rule() -> None:
+    tool = McpTool(McpClient("demo", StdioTransport("unused")), TALLY, "demo__tally", [])
+    with pytest.raises(InvalidArgumentsError) as refused:
+        tool.check_arguments({"note " * 10_000: 1})
+    reason = refused.value.reason
+    assert reason.startswith("Additional properties are not allowed ('note note")
+    assert reason.endswith("note ' was unexpected)") and len(reason) <= 400

@@ -166,6 +166,44 @@ async def test_a_servers_own_error_with_a_code_the_sdk_also_uses_is_its_answer(
     assert not [r for r in caplog.records if "connection lost" in r.getMessage()]
 
 
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+@pytest.mark.parametrize(
+    ("code", "ran"),
+    [(-32700, False), (-32600, False), (-32601, False), (-32602, False), (-32603, True)],
+)
+async def test_a_servers_standard_json_rpc_error_is_its_answer_quoted_and_split_by_code(
+    protocol: str, code: int, ran: bool
+) -> None:
+    # The SDK reports an answer it cannot parse with -32700 too. Before: the server's
+    # own -32700 (it could not parse the request) read as "the server's answer is
+    # malformed", unrecoverable, and said the call may have run.
+    transport = StdioTransport(
+        sys.executable, [str(PAGED)], env={"API_TOKEN": "tok-S3CRET-42"}, stop_grace=1
+    )
+    client = McpClient("paged", transport, protocol=protocol, timeout=20)  # type: ignore[arg-type]
+    async with client:
+        pid = client.pid
+        said = {"code": code, "message": "bad request \u202e$API_TOKEN\x1b[2J"}
+        with pytest.raises(McpError) as answered:
+            await client.call_tool("protocol_error", said)
+        error = answered.value
+        assert type(error) is McpError and error.is_recoverable()
+        assert error.may_have_run is ran
+        verb = "failed on the server" if ran else "was refused by the server"
+        outcome = (
+            "the call may have run on the server, so do not assume it had no effect"
+            if ran
+            else "the call was not run"
+        )
+        assert str(error) == (
+            f"MCP server 'paged': tools/call 'protocol_error' {verb}: bad request "
+            f"\\u202e***\\x1b[2J (code {code}); {outcome}"
+        )
+        # The healthy server was neither stopped nor started again.
+        assert client.connected and client.pid == pid
+        assert await client.call_tool("tool_00") == "tool_00"
+
+
 async def test_a_refusal_is_recoverable_and_not_run_over_each_transport(make_client: Any) -> None:
     # Over HTTP, a 2026-07-28 server sends it with HTTP 400; before, that said "may
     # have run" (and over stdio the error was unrecoverable too).
@@ -204,6 +242,26 @@ async def test_a_servers_words_in_an_error_are_escaped_as_its_log_messages_are(
     assert str(long.value).endswith("y... [cut 527 chars]")
     for error in (refused.value, failed.value):
         assert not re.search("[\x00-\x1f\x7f-\x9f]", str(error)), str(error)
+
+
+TROJAN = "\u202eadmin\u2066 \u2069ok\u200b\u2028\U000e0041 naïve 東京 🚀"
+"""A server's words that read other than they hold: a right-to-left override, isolates,
+a zero-width space, a line separator and a tag character, next to text that stays."""
+TROJAN_SHOWN = "\\u202eadmin\\u2066 \\u2069ok\\u200b\\u2028\\U000e0041 naïve 東京 🚀"
+
+
+async def test_a_servers_words_in_an_error_have_their_invisible_characters_escaped(
+    make_client: Any,
+) -> None:
+    # Bidi overrides and zero-width characters went into the library's errors as sent:
+    # a logged or printed error read otherwise than it held ("Trojan Source").
+    async with make_client() as client:
+        with pytest.raises(McpError) as refused:
+            await client.call_tool("open_vault", {"vault": TROJAN})
+        with pytest.raises(ToolExecutionError) as failed:
+            await client.call_tool("fail", {"message": TROJAN})
+    assert f"Unknown vault: {TROJAN_SHOWN}. Available vaults" in str(refused.value)
+    assert str(failed.value) == f"tool 'fail' failed: Error executing tool fail: {TROJAN_SHOWN}"
 
 
 async def test_timeout_raises_and_cancels_the_request_on_the_server(

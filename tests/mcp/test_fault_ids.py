@@ -12,6 +12,7 @@ rewrites the id of one tool's answers. ``legacy`` is the 2025-11-25 handshake,
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 import time
@@ -162,6 +163,40 @@ async def test_a_malformed_answer_is_named_in_one_line_without_pydantic_noise(
         assert "input_value" not in message
         # pydantic's whole report stays on the SDK's error, the cause.
         assert "errors.pydantic.dev" in str(info.value.__cause__)
+        assert client.connected
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("form", ["json", "sse", "http-400"])
+async def test_a_servers_own_parse_error_is_its_refusal_not_a_malformed_answer(
+    fault_server: FaultServer, protocol: str, form: str
+) -> None:
+    # The SDK reports an answer it cannot parse with -32700, as a server reports a
+    # request it cannot parse. Before: the server's -32700 read as "the server's answer
+    # is malformed", unrecoverable, and said the call may have run.
+    error = {"code": -32700, "message": "Parse error: unexpected end of input\u202e"}
+    async with client_for(fault_server, protocol, timeout=TIMEOUT) as client:
+        if form == "http-400":  # as the SDK's own 2026-07-28 server answers it
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error})
+            headers = {"content-type": "application/json"}
+            await fault_server.control(
+                "fail", status=400, method="tools/call", body=body, headers=headers
+            )
+        else:
+            raw = json.dumps({"jsonrpc": "2.0", "id": 0, "error": error})
+            await fault_server.control(
+                "answer", raw=raw.replace('"id": 0', '"id": __ID__'), **{"as": form}
+            )
+        with pytest.raises(McpError) as info:
+            await client.call_tool("echo", {"text": "mine"})
+        refused = info.value
+        assert refused.is_recoverable() and refused.may_have_run is False
+        status = "HTTP 400 Bad Request: " if form == "http-400" else ""
+        assert str(refused) == (
+            f"MCP server 'faulty': tools/call 'echo' was refused by the server: {status}Parse "
+            "error: unexpected end of input\\u202e (code -32700); the call was not run"
+        )
+        assert await client.call_tool("echo", {"text": "again"}) == "again"
         assert client.connected
 
 

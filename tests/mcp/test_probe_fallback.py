@@ -286,13 +286,14 @@ SAID = "upstream identity service timed out"
 """A server's own error with a code the MCP SDK uses too."""
 
 
-@pytest.mark.parametrize("code", [-32000, -32001])
+@pytest.mark.parametrize("code", [-32000, -32001, -32700])
 async def test_a_servers_own_error_with_a_code_the_sdk_uses_refuses_the_handshake(
     tmp_path: Path, code: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Its -32001 was read as the SDK's timeout, its -32000 as the SDK's closed
     # connection: the error said the server "exited with code 0 during start-up" (it
-    # exits once the client closes its stdin), and not what the server said.
+    # exits once the client closes its stdin), and not what the server said. Its -32700
+    # (it could not parse the request) read as the SDK's report of a malformed answer.
     caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
     answer_all = (
         "import json, sys\n"
@@ -311,21 +312,23 @@ async def test_a_servers_own_error_with_a_code_the_sdk_uses_refuses_the_handshak
     assert starts(tmp_path) == 1 and probe_warnings(caplog) == []
 
 
-async def test_an_http_servers_own_minus_32001_at_start_up_is_its_answer(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize("code", [-32001, -32700])
+async def test_an_http_servers_own_error_with_a_code_the_sdk_uses_at_start_up_is_its_answer(
+    caplog: pytest.LogCaptureFixture, code: int
 ) -> None:
     # Read as the SDK's timeout: not tried again without the probe, as an error answer
-    # is, and the error did not say the server refused the handshake.
+    # is, and the error did not say the server refused the handshake. Its -32700 read
+    # as the SDK's report of a malformed answer.
     caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
-    with echoing_server(200, code=-32001, message=SAID) as url, pytest.raises(McpError) as info:
+    with echoing_server(200, code=code, message=SAID) as url, pytest.raises(McpError) as info:
         await McpClient("srv", StreamableHttpTransport(url), timeout=20).connect()
     assert str(info.value) == (
         f"MCP server 'srv': cannot connect to {url}: the server refused the handshake: "
-        f"{SAID} (code -32001) (second attempt, with the initialize handshake alone; the "
-        f"first, with the server/discover probe, failed: {SAID} (code -32001))"
+        f"{SAID} (code {code}) (second attempt, with the initialize handshake alone; the "
+        f"first, with the server/discover probe, failed: {SAID} (code {code}))"
     )
     [warning] = probe_warnings(caplog)
-    assert f"failed: {SAID} (code -32001) on the server/discover protocol probe" in warning
+    assert f"failed: {SAID} (code {code}) on the server/discover protocol probe" in warning
 
 
 async def test_an_answer_the_sdk_cannot_parse_at_start_up_is_named_without_its_echo(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import unicodedata
 
 import pytest
 
@@ -60,6 +61,47 @@ def test_control_characters_are_shown_as_escapes_in_the_log_and_the_tail(
     shown = "ready\\x1b[2K\\rCRITICAL app: all granted\\x1b[8m hidden\\x07\tnaïve"
     assert [r.getMessage() for r in caplog.records] == [f"[srv] {shown}"]
     assert log.tail() == shown  # a line's own \r\n ending is no part of it
+
+
+TROJAN = "if user == \u202eadmin\u2066 \u2069 ok\u200b\u200f\ufeff\u2028\u0085\U000e0041"
+"""A line that reads other than it holds: a right-to-left override and isolates
+("Trojan Source"), zero-width characters, a line separator, NEL, and a tag character."""
+TROJAN_SHOWN = (
+    "if user == \\u202eadmin\\u2066 \\u2069 ok\\u200b\\u200f\\ufeff\\u2028\\x85\\U000e0041"
+)
+
+
+def test_invisible_format_characters_are_shown_as_escapes_and_other_text_as_it_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Bidi overrides and isolates, zero-width characters and the tag characters went
+    # to the log as they were: a line (or an error quoting it) read otherwise than it
+    # held, or carried text no one saw.
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    log = StderrLog("srv")
+    # A joiner inside Persian words and emoji sequences is part of the text: kept.
+    kept = "naïve 東京 🚀 می\u200cخواهم 👩\u200d💻"
+    log.feed(f"{TROJAN} | {kept} | ad\u200dmin\n".encode())
+    log.flush()
+    shown = f"{TROJAN_SHOWN} | {kept} | ad\\u200dmin"
+    assert [r.getMessage() for r in caplog.records] == [f"[srv] {shown}"]
+    assert log.tail() == shown
+
+
+def test_every_control_format_and_separator_character_is_escaped() -> None:
+    # The escaped set is listed by hand (re has no Unicode categories): held here to
+    # the categories of the running Python's Unicode database.
+    hidden = [
+        chr(code)
+        for code in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(code)) in ("Cc", "Cf", "Zl", "Zp") and chr(code) not in "\t\n"
+    ]
+    log = StderrLog("srv")
+    log.feed("".join(hidden).encode() + b"\n")
+    log.flush()
+    tail = log.tail()
+    assert not [char for char in tail if char in hidden]
+    assert tail.count("\\") == len(hidden)
 
 
 def test_the_childs_env_values_are_masked_in_the_log_and_the_tail(

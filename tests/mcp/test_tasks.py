@@ -316,6 +316,29 @@ async def test_a_plain_call_run_as_a_failed_task_has_the_credentials_it_quotes_m
 
 
 @pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_a_failed_tasks_status_message_has_its_invisible_characters_escaped(
+    task_server: TaskServer, options: dict[str, Any], era: str
+) -> None:
+    # The status message of a failed task is the server's words in the library's
+    # error: its bidi override and zero-width characters made it read otherwise.
+    reason = "disk \u202elluf\u202c\u200b on 東京-1\u2028"
+    shown = "disk \\u202elluf\\u202c\\u200b on 東京-1\\u2028"
+    async with task_server.client(**options) as client:
+        failing = await client.start_task("fail_build", {"reason": reason})
+        with pytest.raises(McpError) as info:
+            await failing.result(timeout=10)
+        assert (await failing.status()).message == reason  # the app's data, as sent
+        plain: ToolExecutionError | None = None
+        if era == "2026-07-28":  # a plain call the server runs as a task
+            with pytest.raises(ToolExecutionError) as caught:
+                await client.call_tool("fail_build", {"reason": reason})
+            plain = caught.value
+    assert f"of tool 'fail_build' failed: {shown}; the call may have run" in str(info.value)
+    if plain is not None:
+        assert str(plain).endswith(f"failed: {shown}")
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
 async def test_cancel_failed_and_unknown(
     task_server: TaskServer, options: dict[str, Any], era: str
 ) -> None:

@@ -3,10 +3,15 @@ messages show."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import logging
 import sys
-from collections.abc import Callable
+import threading
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -59,6 +64,98 @@ def test_no_secret_of_a_transport_shows_in_its_repr_or_in_messages() -> None:
     assert not [text for text in shown if "SECRET" in text], shown
     assert http.describe() == "https://mcp.example.com/mcp?token=***&v=***"
     assert "proxy='http://proxy:3128'" in repr(http)
+
+
+SLACK = "ghyQ7Ysl6WtM5lbTxVrX0mIa"
+TELEGRAM = "bot1234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+HEX_KEY = "3f9a1c2e7b4d5a6f8091a2b3c4d5e6f7"
+UUID_KEY = "4b7f2a1e-9c3d-4e5f-8a6b-1c2d3e4f5a6b"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        # Hidden: a webhook's or hosted server's key in the path.
+        (
+            f"https://hooks.slack.com/services/T01ABCD2EFG/B02HIJK3LMN/{SLACK}",
+            "https://hooks.slack.com/services/T01ABCD2EFG/B02HIJK3LMN/***",
+        ),
+        (f"https://api.telegram.org/{TELEGRAM}/getMe", "https://api.telegram.org/***/getMe"),
+        (f"https://mcp.example.com/u/{HEX_KEY}/mcp", "https://mcp.example.com/u/***/mcp"),
+        (
+            f"https://eu2.make.com/mcp/api/v1/u/{UUID_KEY}/sse",
+            "https://eu2.make.com/mcp/api/v1/u/***/sse",
+        ),
+        # Kept: ordinary paths, names with digits, numeric ids, long words.
+        ("https://mcp.example.com/mcp", "https://mcp.example.com/mcp"),
+        (
+            "https://api.openai.com/v1/chat/completions",
+            "https://api.openai.com/v1/chat/completions",
+        ),
+        (
+            "https://api.github.com/repos/octocat/hello-world",
+            "https://api.github.com/repos/octocat/hello-world",
+        ),
+        (
+            "https://r.openai.azure.com/openai/deployments/gpt-4o-mini-2024-07-18",
+            "https://r.openai.azure.com/openai/deployments/gpt-4o-mini-2024-07-18",
+        ),
+        (
+            "https://router.huggingface.co/models/meta-llama/Meta-Llama-3.1-8B-Instruct/v1",
+            "https://router.huggingface.co/models/meta-llama/Meta-Llama-3.1-8B-Instruct/v1",
+        ),
+        (
+            "https://discord.com/api/webhooks/123456789012345678/internationalization",
+            "https://discord.com/api/webhooks/123456789012345678/internationalization",
+        ),
+    ],
+)
+def test_a_key_in_the_urls_path_is_hidden_and_ordinary_paths_are_kept(url: str, shown: str) -> None:
+    # Webhooks and hosted MCP servers take their key in the path: the query's values and
+    # the password were hidden, and such a path was shown whole.
+    transport = StreamableHttpTransport(url)
+    assert transport.describe() == shown
+    assert f"url={shown!r}" in repr(transport)
+
+
+@contextlib.contextmanager
+def express_404() -> Iterator[str]:
+    """An HTTP endpoint answering every POST with 404 and, as text, Express's words for
+    a route it lacks: ``Cannot POST <path>``, the path echoed. Yields its base URL."""
+
+    class NoRoute(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = f"Cannot POST {self.path}".encode()
+            self.send_response(404)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoRoute)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+async def test_a_key_in_the_urls_path_is_hidden_in_errors_and_in_what_the_server_echoes() -> None:
+    with express_404() as base:
+        client = McpClient("keyed", StreamableHttpTransport(f"{base}/u/{HEX_KEY}/mcp"), timeout=20)
+        with pytest.raises(McpError) as failed:
+            await client.connect()
+    message = str(failed.value)
+    assert message.startswith(f"MCP server 'keyed': cannot connect to {base}/u/***/mcp: ")
+    assert "Cannot POST /u/***/mcp" in message
+    assert HEX_KEY not in "".join(traceback.format_exception(failed.value))
 
 
 async def test_a_secret_in_a_stdio_servers_args_shows_neither_in_its_repr_nor_in_messages() -> None:

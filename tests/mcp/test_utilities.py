@@ -170,6 +170,24 @@ async def test_a_servers_log_message_cannot_forge_records_or_drive_the_terminal(
     assert [m.data for m in received.messages] == [sent.replace("{token}", "ghp_S3CRETt0ken")]
 
 
+async def test_a_servers_log_message_cannot_read_otherwise_than_it_holds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Bidi overrides and isolates, zero-width characters and tag characters reached
+    # the log as sent: a record read otherwise than it held ("Trojan Source").
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.server")
+    sent = "user \u202enimda\u202c \u2066x\u2069 ok\u200b\u200e\ufeff\U000e0041 naïve 東京 🚀"
+    received = Received(1)
+    async with log_server(received) as client:
+        await client.call_tool("log", {"text": sent})
+        await received.wait()
+    assert [r.getMessage() for r in server_records(caplog)] == [
+        "[srv] user \\u202enimda\\u202c \\u2066x\\u2069 ok\\u200b\\u200e\\ufeff\\U000e0041 "
+        "naïve 東京 🚀"
+    ]
+    assert [m.data for m in received.messages] == [sent]
+
+
 async def test_a_long_log_message_is_cut_saying_how_much(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -17,8 +17,8 @@ from the wall clock and its creation time in the store, so no worker has to run.
 
 Tools: ``build(seconds, label)`` (tasks required; done ``seconds`` after creation, status
 "step k/3" meanwhile), ``report(n)`` (tasks optional: on 2026-07-28 the server answers at
-once), ``fail_build()`` (tasks required; fails, quoting the credentials the request
-carried over HTTP), ``ask(question)`` (tasks required; on
+once), ``fail_build(reason)`` (tasks required; fails saying ``reason``, else quoting
+the credentials the request carried over HTTP), ``ask(question)`` (tasks required; on
 2026-07-28 waits for input, ``inputRequests``, for ever), ``plain_echo(text)`` (no tasks) and
 ``calls_made()`` (no tasks: every ``tools/call`` received, per tool, and the times of
 the ``tasks/get`` requests per task). Over HTTP on 2026-07-28 it refuses a ``tasks/*``
@@ -185,6 +185,7 @@ def evaluate(record: dict[str, Any], now: float) -> dict[str, Any]:
         if elapsed >= 0.2:
             given = record.get("credentials")
             said = "the compiler crashed" + (f" (the registry refused {given})" if given else "")
+            said = str(args.get("reason") or said)
             error = {"code": INTERNAL_ERROR, "message": said}
             return {
                 "status": "failed",
@@ -413,8 +414,8 @@ def build(seconds: float, label: str) -> dict[str, Any]:
 
 
 @server.tool()
-def fail_build() -> str:
-    """A build that fails (runs as a task only)."""
+def fail_build(reason: str = "") -> str:
+    """A build that fails, saying ``reason`` if given (runs as a task only)."""
     raise RuntimeError("fail_build runs as a task only")
 
 
