@@ -592,3 +592,23 @@ async def test_a_server_that_refused_the_probe_and_took_the_handshake_is_not_pro
     assert second[0] == "initialize" and "server/discover" not in second
     assert second[-1] == "tools/call"
     assert probe_warnings(caplog) == []
+
+
+async def test_the_lines_a_server_logs_for_the_probe_are_left_out_of_its_stderr_tail(
+    tmp_path: Path,
+) -> None:
+    # They were the tail's first 10 lines, and 10 of its last 20 when the server
+    # crashed soon after: a crash's message read as if a validation error caused it.
+    async with McpClient("sdk1x", launcher(tmp_path, SDK_1X), timeout=20) as client:
+        listed = "INFO - Processing request of type ListToolsRequest"
+        assert client.stderr_tail == f"... 62 lines before the handshake ... | {listed}"
+        with pytest.raises(McpError, match="connection lost"):
+            await client.call_tool("crash", {})
+        assert client.stderr_tail.split(" | ") == [
+            "... 62 lines before the handshake ...",
+            listed,
+            "INFO - Processing request of type CallToolRequest",
+            "Traceback (most recent call last):",
+            '  File "server.py", line 40, in crash',
+            "OSError: [Errno 28] No space left on device",
+        ]
