@@ -467,8 +467,7 @@ class Connection:
                     self.call_tool, client.session, self.server_name, self.secrets.mask
                 )
             self.state = State.READY
-            if self._first_try is not None and not self.http:
-                _handshake.remember(settings)  # the handshake worked where the probe did not
+            _handshake.connected(settings, client, self.child, mode, self._first_try is not None)
             self._ready.set()
             interval = settings.recovery.ping_interval if settings.recovery is not None else None
             del settings  # while it serves, this task must not keep the client alive

@@ -13,10 +13,13 @@ from __future__ import annotations
 import logging
 import sys
 from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._redact import mask
 from ._limits import HEAD, TAIL, too_large
 from ._matching import PendingIds
+from ._serverlog import safe_text
 from ._streams import ClosedOnExit
 
 if TYPE_CHECKING:
@@ -28,11 +31,16 @@ __all__ = ["LineReader", "LineWriter"]
 logger = logging.getLogger("agcore_tools.mcp")
 
 _CHUNK = 65536
+_SHOWN = 200
+"""Characters of a line that is not JSON-RPC shown in its log record: enough to tell
+which banner or log line it is."""
 
 
 class LineReader(ClosedOnExit):
     """The messages on ``stdout``; a line that is not JSON-RPC is skipped and counted
-    (``skipped``), the first one logged at WARNING, the rest at DEBUG.
+    (``skipped``), the first one logged at WARNING, the rest at DEBUG: as text (UTF-8),
+    each of ``secrets`` (see ``_stderr.transport_secrets``) shown as ``***``, escaped
+    and cut as stderr lines are (``_serverlog.safe_text``), to its first 200 characters.
 
     Ends (``anyio.EndOfStream``) at the end of stdout, once the pipe fails, or once
     closed. Reading stops while nobody receives: the child then blocks on a full pipe.
@@ -59,6 +67,7 @@ class LineReader(ClosedOnExit):
         "_partial",
         "_pending",
         "_ready",
+        "_secrets",
         "_size",
         "_stdout",
         "_tail",
@@ -74,6 +83,7 @@ class LineReader(ClosedOnExit):
         pending: PendingIds | None = None,
         where: str = "MCP server",
         limit: int | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         import anyio
         import mcp_types
@@ -82,6 +92,7 @@ class LineReader(ClosedOnExit):
 
         self._stdout = stdout
         self._where = where  # which server, in the warning about stray output
+        self._secrets = secrets
         self._ready: deque[SessionMessage] = deque()
         self._partial: list[bytes] = []
         self._size = 0
@@ -172,18 +183,7 @@ class LineReader(ClosedOnExit):
                     # it fails at once.
                     self._deliver(answers)
                     continue
-                # Servers print banners and logs to stdout; the connection stays up.
-                # The first such line is worth a WARNING; a server that does it once
-                # does it on every message, and the rest would drown the app's log.
-                self.skipped += 1
-                level = logging.WARNING if self.skipped == 1 else logging.DEBUG
-                logger.log(
-                    level,
-                    "%s wrote a line to stdout that is not JSON-RPC; skipped "
-                    "(stdout carries MCP messages only, logs belong on stderr): %.200r",
-                    self._where,
-                    line,
-                )
+                self._stray(line)
                 continue
             if self._pending is not None and isinstance(message, self._answers):
                 instead = self._pending.answered(message.id)
@@ -193,6 +193,26 @@ class LineReader(ClosedOnExit):
             self._ready.append(self._message(message))
         if self._size > self._limit:
             self._overflow()
+
+    def _stray(self, line: bytes) -> None:
+        """Count and log a line that is not JSON-RPC."""
+        # Servers print banners and logs to stdout; the connection stays up. The first
+        # such line is worth a WARNING; a server that does it once does it on every
+        # message, and the rest would drown the app's log.
+        self.skipped += 1
+        level = logging.WARNING if self.skipped == 1 else logging.DEBUG
+        if not logger.isEnabledFor(level):
+            return
+        # As text: a banner's box drawing and emoji read as themselves, not as escaped
+        # bytes. Masked before the cut, so a secret across it never shows in part.
+        text = mask(line.decode("utf-8", "replace"), self._secrets)
+        logger.log(
+            level,
+            "%s wrote a line to stdout that is not JSON-RPC; skipped "
+            "(stdout carries MCP messages only, logs belong on stderr): %s",
+            self._where,
+            safe_text(text.rstrip(), _SHOWN),
+        )
 
     def _deliver(self, answers: list[dict[str, Any]]) -> None:
         """Hand on error answers built in place of what was read."""

@@ -12,6 +12,13 @@ alone, within the same start-up deadline, and logs a WARNING naming
 later restarts of a stdio server skip the probe too (an HTTP server is probed again: a
 5xx may have been a passing outage of a 2026-07-28 server).
 
+So do the restarts of a stdio server that answered the probe with an error and took the
+handshake on the same connection (:func:`connected`): later MCP Python SDK 1.x releases
+do, and log a validation error of about 90 lines on stderr for the probe, at every
+start. Those lines are also left out of that connection's stderr tail, which a later
+crash's message would otherwise open with, as if they told its cause. Over HTTP such a
+probe costs one request and prints nothing: it is sent again.
+
 The restart needs evidence that the probe was the cause. Every server that exits during
 start-up (a missing config file, a bad token) also leaves the probe unanswered, and
 starting those twice would double their side effects and bury their own error: so a
@@ -57,6 +64,7 @@ __all__ = [
     "PROBE",
     "answer",
     "attempts_note",
+    "connected",
     "initialize_note",
     "old_sse_hint",
     "probe_failure",
@@ -95,6 +103,26 @@ def remembered(settings: object) -> bool:
 def remember(settings: object) -> None:
     """Skip the probe on this client's later connections."""
     _LEGACY.add(settings)
+
+
+def connected(
+    settings: object, client: Client, child: ChildProcess | None, mode: str, retried: bool
+) -> None:
+    """After the handshake of a connection of ``settings``'s client succeeded, on
+    ``client``'s session: for a stdio server (``child``) that took the ``initialize``
+    handshake where the probe failed, on a second start-up (``retried``) or on the same
+    connection (``mode`` "auto", and a session of the 2025 era), skip the probe on the
+    client's later connections; in the second case, leave what the server wrote on
+    stderr so far out of its tail (see the module docs)."""
+    if child is None:
+        return  # HTTP: probed again (see the module docs)
+    if retried:
+        remember(settings)
+    elif mode == "auto" and not is_modern(client):
+        remember(settings)
+        # The lines it wrote for the probe have been read: they came before its answer
+        # on stdout, and the handshake took one more round trip.
+        child.stderr.restart_tail()
 
 
 def probe_failure(

@@ -239,6 +239,7 @@ class StderrLog:
 
     __slots__ = (
         "_after_cause",
+        "_before",
         "_budget",
         "_cause",
         "_head",
@@ -259,6 +260,8 @@ class StderrLog:
         self._left_out = 0
         self._cause: str | None = None
         self._after_cause = 0
+        self._before = 0
+        """Lines left out of the tail as written before the handshake (see :meth:`restart_tail`)."""
         self._partial = b""
         self._budget = LogBudget(self._report_suppressed)
 
@@ -306,11 +309,32 @@ class StderrLog:
             self._partial = b""
         self._budget.flush()
 
+    def restart_tail(self) -> None:
+        """Leave the lines so far out of :meth:`tail`, which counts them (``... N lines
+        before the handshake ...``) and keeps the first and the last of those that come
+        next. They are still logged.
+
+        Example:
+            >>> log = StderrLog("db")
+            >>> log.feed(b"Failed to validate request\\n  Input should be 'ping'\\n")
+            >>> log.restart_tail()
+            >>> log.feed(b"Traceback (most recent call last):\\nOSError: disk full\\n")
+            >>> log.tail()
+            '... 2 lines before the handshake ... | Traceback (most recent call last): | OSError: disk full'
+        """
+        self._before += len(self._head) + self._left_out + len(self._tail)
+        self._head.clear()
+        self._tail.clear()
+        self._left_out = self._after_cause = 0
+        self._cause = None
+
     def tail(self) -> str:
         """The first 10 lines and the last 20, joined with ``" | "`` for one-line error
         messages; between them, how many lines were left out, and the last of those
-        that looks like an error (``Error: ...``, ``panicked at``). At most about 8,500
-        characters: the first lines cut at their end, the last at their start.
+        that looks like an error (``Error: ...``, ``panicked at``); after
+        :meth:`restart_tail`, of the lines since, after the count of those before. At
+        most about 8,500 characters: the first lines cut at their end, the last at
+        their start.
 
         Example:
             >>> log = StderrLog("db")
@@ -335,7 +359,8 @@ class StderrLog:
         tail = " | ".join(self._tail)
         if len(tail) > _TAIL_CHARS:
             tail = f"[cut {len(tail) - _TAIL_CHARS} chars] ...{tail[-_TAIL_CHARS:]}"
-        return " | ".join(part for part in (head, *between, tail) if part)
+        earlier = f"... {self._before} lines before the handshake ..." if self._before else ""
+        return " | ".join(part for part in (earlier, head, *between, tail) if part)
 
     def _report_suppressed(self, suppressed: int) -> None:
         # At the level of the lines it counts: a reader of INFO learns some are

@@ -128,11 +128,10 @@ async def open_stdio(
     assert process.stdin is not None and process.stdout is not None
     where = f"MCP server '{server_name}'"
     pending = PendingIds(where)
-    read_stream = LineReader(process.stdout, pending, where, transport.max_message_size)
+    secrets = transport_secrets(transport)
+    read_stream = LineReader(process.stdout, pending, where, transport.max_message_size, secrets)
     write_stream = LineWriter(process.stdin, process.stdout, pending)
-    child = ChildProcess(
-        process.pid, StderrLog(server_name, transport_secrets(transport)), process, read_stream
-    )
+    child = ChildProcess(process.pid, StderrLog(server_name, secrets), process, read_stream)
     on_spawn(child)
     exit_watch = _exit_watch(process)
     stderr_done = anyio.Event()

@@ -382,8 +382,11 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
         """The first 10 and the last 20 lines the stdio server wrote to stderr ("" if
         none), with the count of those between and the last of them that looks like an
         error (``Error: ...``); after a failed ``connect()``, those of the server that
-        failed. The transport's ``env`` values and the arguments its ``describe()``
-        hides (8 characters or more) are shown as ``***``."""
+        failed. For a server that refused the ``server/discover`` probe and then took
+        the handshake, the lines before the handshake are only counted (an MCP Python
+        SDK 1.x server logs a long validation error for the probe). The transport's
+        ``env`` values and the arguments its ``describe()`` hides (8 characters or
+        more) are shown as ``***``."""
         conn = self._session.conn or self._session.failed
         return conn.child.stderr.tail() if conn is not None and conn.child is not None else ""
 

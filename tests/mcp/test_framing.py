@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -153,3 +154,47 @@ async def test_a_call_to_a_server_that_stopped_reading_fails_at_once_not_at_its_
             await client.call_tool("echo", {})
         assert time.monotonic() - started < 5
         assert not client.connected
+
+
+# A hand-written server on 2025-11-25 that prints a FastMCP-style banner to stdout first,
+# with the token its environment gives it, and answers the handshake and the tool list.
+BANNER_SERVER = (
+    "import json, os, sys\n"
+    "banner = '\\u256d\\u2500 \\U0001f680 Server started on stdio \\x1b[32m\\u2713\\x1b[0m token '\n"
+    "line = banner + os.environ['API_TOKEN'] + ' ' + '\\u2500' * 250 + '\\u256e\\n'\n"
+    "sys.stdout.buffer.write(line.encode())\n"
+    "sys.stdout.flush()\n"
+    "for raw in sys.stdin:\n"
+    "    message = json.loads(raw)\n"
+    "    if 'id' not in message:\n"
+    "        continue\n"
+    "    if message['method'] == 'initialize':\n"
+    "        result = {'protocolVersion': '2025-11-25', 'capabilities': {'tools': {}},\n"
+    "                  'serverInfo': {'name': 'banner', 'version': '1'}}\n"
+    "    else:\n"
+    "        result = {'tools': []}\n"
+    "    print(json.dumps({'jsonrpc': '2.0', 'id': message['id'], 'result': result}), flush=True)\n"
+)
+
+
+async def test_a_non_ascii_banner_on_stdout_is_logged_as_text_escaped_masked_and_cut(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The warning showed the line's bytes repr cut at 200 repr characters: a box-drawing
+    # banner read b'\xe2\x95\xad\xe2\x94\x80...', about 16 of its characters.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    transport = StdioTransport(
+        sys.executable,
+        ["-c", BANNER_SERVER],
+        env={"API_TOKEN": "S3CRETt0ken99"},
+        stop_grace=0.5,
+    )
+    async with McpClient("banner", transport, protocol="legacy", timeout=30) as client:
+        assert await client.definitions() == []
+    head = "\u256d\u2500 \U0001f680 Server started on stdio \x1b[32m\u2713\x1b[0m token *** "
+    kept = 200 - len(head)
+    shown = head.replace("\x1b", "\\x1b") + "\u2500" * kept + f"... [cut {251 - kept} chars]"
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        "MCP server 'banner' wrote a line to stdout that is not JSON-RPC; skipped (stdout "
+        f"carries MCP messages only, logs belong on stderr): {shown}"
+    ]

@@ -140,6 +140,110 @@ async def test_a_probe_answered_with_an_error_or_an_invalid_answer_falls_back_at
     assert probe_warnings(caplog) == []
 
 
+SDK_1X = """\
+import json, os, sys
+
+seen = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seen")
+
+
+def note(line):
+    with open(seen, "a") as file:
+        file.write(line + "\\n")
+
+
+def log(*lines):
+    sys.stderr.write("".join(line + "\\n" for line in lines))
+    sys.stderr.flush()
+
+
+note("-- start")
+log("INFO - Starting the server (STDIO)")
+for raw in sys.stdin:
+    message = json.loads(raw)
+    method = message.get("method")
+    note(method)
+    if "id" not in message:
+        continue
+    if method == "server/discover":
+        log(
+            "WARNING - Failed to validate request: 30 validation errors for ClientRequest",
+            *(
+                f"Request{n}.method\\n  Input should be 'm{n}' [type=literal_error, "
+                "input_value='server/discover', input_type=str]"
+                for n in range(30)
+            ),
+        )
+        reply = {"error": {"code": -32602, "message": "Invalid request parameters", "data": ""}}
+    elif method == "initialize":
+        version = message["params"]["protocolVersion"]
+        info = {"name": "sdk1x", "version": "1"}
+        capabilities = {"tools": {}}
+        reply = {"result": {"protocolVersion": version, "capabilities": capabilities, "serverInfo": info}}
+    elif method == "tools/list":
+        log("INFO - Processing request of type ListToolsRequest")
+        tools = [{"name": name, "inputSchema": {"type": "object"}} for name in ("crash", "echo")]
+        reply = {"result": {"tools": tools}}
+    elif method == "tools/call" and message["params"]["name"] == "crash":
+        log(
+            "INFO - Processing request of type CallToolRequest",
+            "Traceback (most recent call last):",
+            '  File "server.py", line 40, in crash',
+            "OSError: [Errno 28] No space left on device",
+        )
+        os._exit(1)
+    elif method == "tools/call":
+        reply = {"result": {"content": [{"type": "text", "text": "pong"}]}}
+    else:
+        reply = {"result": {}}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], **reply}), flush=True)
+"""
+"""A stdio server as those on the MCP Python SDK 1.9 and later 1.x releases are: it logs
+a validation error of many lines on stderr for the server/discover probe, answers it
+with an error, and takes the initialize handshake on the same connection. Its ``crash``
+tool logs a stack and exits. It notes each start and each method it gets in ``seen``,
+beside it."""
+
+
+async def test_a_server_that_refused_the_probe_and_took_the_handshake_is_not_probed_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Each restart sent server/discover again, and the server logged its dump again.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    async with McpClient("sdk1x", launcher(tmp_path, SDK_1X), timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+        with pytest.raises(McpError, match="connection lost"):
+            await client.call_tool("crash", {})
+        assert await client.call_tool("echo", {}) == "pong"  # on a new process
+        assert client.protocol_version == "2025-11-25"
+    first, second = [
+        start.splitlines() for start in (tmp_path / "seen").read_text().split("-- start\n")[1:]
+    ]
+    assert first[:2] == ["server/discover", "initialize"]
+    assert second[0] == "initialize" and "server/discover" not in second
+    assert second[-1] == "tools/call"
+    assert probe_warnings(caplog) == []
+
+
+async def test_the_lines_a_server_logs_for_the_probe_are_left_out_of_its_stderr_tail(
+    tmp_path: Path,
+) -> None:
+    # They were the tail's first 10 lines, and 10 of its last 20 when the server
+    # crashed soon after: a crash's message read as if a validation error caused it.
+    async with McpClient("sdk1x", launcher(tmp_path, SDK_1X), timeout=20) as client:
+        listed = "INFO - Processing request of type ListToolsRequest"
+        assert client.stderr_tail == f"... 62 lines before the handshake ... | {listed}"
+        with pytest.raises(McpError, match="connection lost"):
+            await client.call_tool("crash", {})
+        assert client.stderr_tail.split(" | ") == [
+            "... 62 lines before the handshake ...",
+            listed,
+            "INFO - Processing request of type CallToolRequest",
+            "Traceback (most recent call last):",
+            '  File "server.py", line 40, in crash',
+            "OSError: [Errno 28] No space left on device",
+        ]
+
+
 async def test_an_http_server_failing_the_probe_and_the_handshake_is_tried_again(
     fault_server: FaultServer, caplog: pytest.LogCaptureFixture
 ) -> None:
