@@ -353,6 +353,42 @@ async def test_nan_in_a_models_or_an_edited_call_is_refused_before_anyone_is_ask
     assert isinstance(raised.value, ValueError) and refunded == []
 
 
+async def test_an_edit_holding_an_integer_too_long_to_write_is_an_approval_error() -> None:
+    # Before: json.dumps' bare ValueError ("Exceeds the limit (4300 digits) ...") escaped
+    # run_tool_calls, although NaN and the like were refused with an ApprovalError.
+    registry = ToolRegistry()
+    paid: list[int] = []
+
+    @registry.tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return "paid"
+
+    call = _chat("pay", "c1", {"amount": 5})
+    [request] = (await registry.run_tool_calls([call])).pending_approvals
+    huge = 10**5000
+    with pytest.raises(ApprovalError) as raised:
+        await registry.run_tool_calls(
+            [call], approvals=[request.approve(arguments={"amount": huge})]
+        )
+    assert str(raised.value) == (
+        "the approval of call 'c1' edits the arguments into ones that cannot be written as "
+        "JSON: Exceeds the limit (4300 digits) for integer string conversion; give values "
+        "JSON can hold, such as a shorter number"
+    )
+    assert isinstance(raised.value.__cause__, ValueError) and paid == []
+    # An answer for other arguments holding one is named without quoting them.
+    other = ApprovalDecision("c1", "pay", {"amount": huge}, True)
+    with pytest.raises(ApprovalError, match="arguments that cannot be written as JSON approved"):
+        await registry.run_tool_calls([call], approvals=[other])
+    # The app can answer again.
+    again = await registry.run_tool_calls(
+        [call], approvals=[request.approve(arguments={"amount": 7})]
+    )
+    assert again[0]["content"] == "paid" and paid == [7]
+
+
 async def test_a_sync_needs_approval_returning_an_awaitable_is_awaited() -> None:
     registry = ToolRegistry()
 

@@ -422,7 +422,18 @@ def _answered(
     if edited is None:
         return call
     _validate(table, call.name, edited, where)
-    text = json.dumps(edited, ensure_ascii=False, default=str)
+    try:
+        text = json.dumps(edited, ensure_ascii=False, default=str)
+    except ValueError as exc:
+        # An integer past sys.get_int_max_str_digits() (4300 digits), or a container
+        # holding itself: a schema lets both through, and neither can be sent. Python's
+        # reason names no value.
+        reason = str(exc).split(";", 1)[0]
+        raise ApprovalError(
+            f"{where} edits the arguments into ones that cannot be written as JSON: "
+            f"{reason}; give values JSON can hold, such as a shorter number",
+            tool_name=call.name,
+        ) from exc
     # Edited arguments the tool accepts replace the model's, and so their error.
     error = None if isinstance(call.error, InvalidArgumentsError) else call.error
     return dataclasses.replace(call, arguments=text, args=dict(edited), error=error)
@@ -478,5 +489,8 @@ def _differing(approved: Any, pending: Mapping[str, Any] | None) -> str:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except ValueError:  # an integer too long to write, or a container holding itself
+        return "arguments that cannot be written as JSON"
     return text if len(text) <= 120 else f"{text[:117]}..."

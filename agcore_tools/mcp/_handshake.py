@@ -49,7 +49,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ._error_text import malformed, quoted, sdk_own, sdk_parse_error
+from pydantic import ValidationError
+
+from ._error_text import malformed, quoted, sdk_own, sdk_parse_error, validation_line
 from ._exchange import HttpExchange
 from ._matching import invalid_reason, mismatch_reason
 from ._protocol import is_modern
@@ -240,13 +242,18 @@ def old_sse_hint(status: int | None, url: str) -> str:
     return ""
 
 
+_HANDSHAKE_RESULTS = frozenset({"InitializeResult", "DiscoverResult"})
+"""The SDK's models of the handshake's answers: pydantic names the one an answer failed."""
+
+
 def answer(exc: BaseException | None, http: bool, hide: Callable[[str], str] = str) -> str | None:
     """What the server answered, when an error answer (or an invalid one) ended start-up;
     its words masked by ``hide`` and made safe to quote (``_error_text.quoted``). Not
     the SDK's own failures with the codes servers use too (``_error_text.sdk_own``):
     a server's own -32000 or -32001 is its answer, and so is its -32700 (it could not
     parse the request), which the SDK's report of an answer it could not parse is not
-    (``_error_text.sdk_parse_error``).
+    (``_error_text.sdk_parse_error``). An answer the SDK's model refuses (no
+    ``capabilities``) is named by its first fault, without the value.
 
     Example:
         >>> from mcp.shared.exceptions import MCPError
@@ -254,11 +261,21 @@ def answer(exc: BaseException | None, http: bool, hide: Callable[[str], str] = s
         'the server refused the handshake: upstream identity service timed out (code -32001)'
         >>> print(answer(MCPError(-32001, "Request 'initialize' timed out"), http=False))
         None
+        >>> from mcp_types import InitializeResult
+        >>> try:
+        ...     InitializeResult.model_validate({"protocolVersion": "2025-06-18"})
+        ... except ValidationError as exc:
+        ...     print(answer(exc, http=False))
+        the handshake got an invalid answer: capabilities: Field required (and 1 more error)
     """
     from mcp.shared.exceptions import MCPError
     from mcp_types import PARSE_ERROR
 
     inner = leaf(exc) if exc is not None else None
+    if isinstance(inner, ValidationError) and inner.title in _HANDSHAKE_RESULTS:
+        # pydantic's own text echoes the answer's values (input_value=...), which may
+        # hold a credential: one line naming the field, as tools/list's (_recover).
+        return f"the handshake got an invalid answer: {quoted(validation_line(inner), hide)}"
     if not isinstance(inner, MCPError) or sdk_own(inner, http):
         return None
     if inner.code == PARSE_ERROR and sdk_parse_error(inner):

@@ -12,8 +12,9 @@
   as a picture, and not again as base64 text. (A code-mode program, which cannot see
   media, gets the object alone.) For a model (:data:`READ_BY_MODEL`), a plain value
   that FastMCP or the MCP Python SDK wrapped as ``{"result": v}`` is ``v`` when the
-  text parts say the same: a note reads as its text, not as one line of JSON with every
-  newline and quote escaped.
+  text parts say the same (a list's also when they say its items, one part each, as
+  the MCP Python SDK sends a list): a note reads as its text, not as one line of JSON
+  with every newline and quote escaped.
 * Only text parts, none with annotations: the text, several parts joined with newlines
   ("" when empty).
 * Any other part, or a text part with ``annotations`` (``audience``, ``priority``,
@@ -85,19 +86,29 @@ def result_value(
 
 def _unwrapped(structured: dict[str, Any], content: list[Any]) -> Any:
     """``v`` of ``{"result": v}`` when the text parts say the same (``v`` itself, or its
-    JSON); else ``structured``: a server's own text that differs (a summary) is not
-    the value, and an object stays one, as a program gets it back (``_code_mode``)."""
+    JSON), or, for a list, when there is one part per item and each says its item (the
+    MCP Python SDK sends ``["ops", "db"]`` as the parts ``ops`` and ``db``); else
+    ``structured``: a server's own text that differs (a summary) is not the value, and
+    an object stays one, as a program gets it back (``_code_mode``)."""
     value = structured.get("result")
-    text = _text_only(content)
-    if list(structured) != ["result"] or text is None or isinstance(value, dict):
+    texts = _texts(content)
+    if list(structured) != ["result"] or texts is None or isinstance(value, dict):
         return structured
+    if _says("\n".join(texts), value):
+        return value
+    if isinstance(value, list) and len(texts) == len(value) and all(map(_says, texts, value)):
+        return value
+    return structured
+
+
+def _says(text: str, value: Any) -> bool:
+    """Whether ``text`` is ``value`` itself (a string) or its JSON."""
     if isinstance(value, str):
-        return value if text == value else structured
+        return text == value
     try:
-        same = _canonical(json.loads(text)) == _canonical(value)
+        return _canonical(json.loads(text)) == _canonical(value)
     except (ValueError, RecursionError):  # not JSON, or too deep: not the value's JSON
-        return structured
-    return value if same else structured
+        return False
 
 
 def _canonical(value: Any) -> str:
@@ -159,6 +170,11 @@ def _kind(part: Any) -> Any:
 
 
 def _text_only(content: list[Any], *, annotated: bool = False) -> str | None:
+    texts = _texts(content, annotated=annotated)
+    return None if texts is None else "\n".join(texts)
+
+
+def _texts(content: list[Any], *, annotated: bool = False) -> list[str] | None:
     # An error's message is its text, annotated or not; a value keeps annotations.
     texts = []
     for part in content:
@@ -167,7 +183,7 @@ def _text_only(content: list[Any], *, annotated: bool = False) -> str | None:
         if part.annotations is not None and not annotated:
             return None
         texts.append(part.text)
-    return "\n".join(texts)
+    return texts
 
 
 def _value(part: Any, tool_name: str) -> Any:

@@ -12,7 +12,9 @@ Example:
 from __future__ import annotations
 
 import enum
+import ipaddress
 import os
+import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -421,11 +423,33 @@ def _check_auth(auth: object) -> None:
 _PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
 """The proxies httpx2 speaks to."""
 
+_HOST_NAME = re.compile(r"[\w-]+(?:\.[\w-]+)*\.?")
+"""A host name: dot-separated labels of letters (of any script: IDNA is httpx2's),
+digits, ``-`` and ``_``; an IPv4 address is one too."""
+
+
+def _is_host(host: str) -> bool:
+    """Whether ``host`` (a URL's, brackets off) can name a proxy: a host name or an IP
+    address, so that ``proxy="not a url"`` (host "not a url") is refused up front.
+
+    Example:
+        >>> _is_host("proxy.internal"), _is_host("::1"), _is_host("not a url")
+        (True, True, False)
+    """
+    if ":" in host:
+        try:
+            ipaddress.IPv6Address(host)  # a zone (%eth0) included
+        except ValueError:
+            return False
+        return True
+    return _HOST_NAME.fullmatch(host) is not None
+
 
 def _proxy_url(proxy: str) -> str:
     """``proxy`` with ``http://`` when it names no scheme, as ``HTTP_PROXY=proxy:3128``
-    is read (and httpx and curl read it); refused when it is no proxy URL even so. Given
-    as ``proxy=``, such a value failed only at the first request, on its unknown scheme.
+    is read (and httpx and curl read it); refused when it is no proxy URL even so (another
+    scheme, no host, a host that is no name or address, a port that is no number). Given
+    as ``proxy=``, such a value failed only at the first request.
 
     Example:
         >>> _proxy_url("proxy:3128"), _proxy_url("socks5://proxy:1080")
@@ -433,18 +457,25 @@ def _proxy_url(proxy: str) -> str:
     """
     url = proxy.strip()
     url = url if "://" in url else f"http://{url}"
-    parts = urlsplit(url)
+    refused = (
+        "StreamableHttpTransport proxy must be a proxy URL such as 'http://proxy:3128' "
+        "(http, https, socks5 or socks5h), got"
+    )
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        # A bracketed host that is no IPv6 address. The value is not shown: it cannot be
+        # split to leave out its password.
+        raise ToolConfigError(f"{refused} one whose host in brackets is no address") from exc
     try:
         parts.port  # noqa: B018 - reading it checks it: "proxy:abc" fails here
     except ValueError:
         ok = False
     else:
-        ok = parts.scheme.lower() in _PROXY_SCHEMES and bool(parts.hostname)
+        host = parts.hostname
+        ok = parts.scheme.lower() in _PROXY_SCHEMES and host is not None and _is_host(host)
     if not ok:
-        raise ToolConfigError(
-            "StreamableHttpTransport proxy must be a proxy URL such as 'http://proxy:3128' "
-            f"(http, https, socks5 or socks5h), got {url_without_secrets(url)!r}"
-        )
+        raise ToolConfigError(f"{refused} {url_without_secrets(url)!r}")
     return url
 
 

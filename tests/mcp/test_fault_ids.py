@@ -12,15 +12,20 @@ rewrites the id of one tool's answers. ``legacy`` is the 2025-11-25 handshake,
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
 import logging
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agcore_tools import McpClient, McpError, StdioTransport
+from agcore_tools import McpClient, McpError, StdioTransport, StreamableHttpTransport
 
 from .conftest import SERVERS, FaultServer, assert_no_stray_tasks
 from .test_faults import ERAS, client_for, wait_for
@@ -300,4 +305,93 @@ async def test_an_invalid_answer_to_the_handshake_fails_the_start_at_once_saying
         await client.connect()
     assert time.monotonic() - started < PROMPT
     assert 'the handshake got an invalid answer: it has no "jsonrpc": "2.0"' in str(info.value)
+    await assert_no_stray_tasks()
+
+
+# A server whose initialize answer lacks "capabilities" (and serverInfo's "version"),
+# which the SDK's InitializeResult requires; server/discover is a method it does not know.
+NO_CAPABILITIES = {"protocolVersion": "2025-06-18", "serverInfo": {"name": "mini"}}
+RAW_SERVER = f"""\
+import json, sys
+for line in sys.stdin:
+    sent = json.loads(line)
+    if "id" not in sent:
+        continue
+    if sent["method"] == "initialize":
+        out = {{"jsonrpc": "2.0", "id": sent["id"], "result": {NO_CAPABILITIES!r}}}
+    else:
+        error = {{"code": -32601, "message": "Method not found"}}
+        out = {{"jsonrpc": "2.0", "id": sent["id"], "error": error}}
+    print(json.dumps(out), flush=True)
+"""
+INVALID = "the handshake got an invalid answer: capabilities: Field required (and 1 more error)"
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_handshake_answer_the_sdks_model_refuses_is_named_not_read_as_an_exit(
+    protocol: str, tmp_path: Path
+) -> None:
+    # Before: "`python server.py` exited with code 0 during start-up" (the client had
+    # closed its stdin), or "ValidationError: 2 validation errors for InitializeResult"
+    # when it had not exited yet; the fault was only in the cause.
+    server = tmp_path / "server.py"
+    server.write_text(RAW_SERVER)
+    transport = StdioTransport(sys.executable, [str(server)], stop_grace=1)
+    with pytest.raises(McpError) as info:
+        await McpClient("mini", transport, protocol=protocol, timeout=TIMEOUT).connect()
+    assert str(info.value) == (
+        f"MCP server 'mini': cannot connect to `{sys.executable} {server}`: {INVALID}"
+    )
+    await assert_no_stray_tasks()
+
+
+@contextmanager
+def answering_server() -> Iterator[str]:
+    """An HTTP endpoint that answers as ``RAW_SERVER`` does; yields its URL."""
+
+    class Raw(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            if "id" not in sent:  # a notification
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if sent["method"] == "initialize":
+                out = {"jsonrpc": "2.0", "id": sent["id"], "result": NO_CAPABILITIES}
+            else:
+                error = {"code": -32601, "message": "Method not found"}
+                out = {"jsonrpc": "2.0", "id": sent["id"], "error": error}
+            body = json.dumps(out).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Raw)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_handshake_answer_the_sdks_model_refuses_over_http_is_named(
+    protocol: str,
+) -> None:
+    # Before: "cannot connect to ...: ValidationError: 1 validation error for
+    # InitializeResult", naming neither the field nor the fault.
+    with answering_server() as url, pytest.raises(McpError) as info:
+        transport = StreamableHttpTransport(url)
+        await McpClient("mini", transport, protocol=protocol, timeout=TIMEOUT).connect()
+    assert str(info.value) == f"MCP server 'mini': cannot connect to {url}: {INVALID}"
+    assert "input_value" not in str(info.value)
     await assert_no_stray_tasks()

@@ -306,9 +306,20 @@ async def test_a_proxy_given_without_a_scheme_is_an_http_one_as_in_the_environme
     assert f"POST {fault_server.url}" in proxy.seen
 
 
-@pytest.mark.parametrize("proxy", ["htp://proxy:3128", "me:pr0xy-pw@proxy:port", ":3128"])
+@pytest.mark.parametrize(
+    "proxy",
+    [
+        "htp://proxy:3128",
+        "me:pr0xy-pw@proxy:port",
+        ":3128",
+        "not a url",
+        "http://me:pr0xy-pw@proxy host:3128",
+        "http://[not:an:address]:3128",
+    ],
+)
 def test_a_proxy_that_is_no_proxy_url_is_refused_where_the_transport_is_made(proxy: str) -> None:
-    # Each was taken, and failed only at the first request.
+    # Each was taken, and failed only at the first request ("not a url" as the host
+    # "not a url", on a DNS error).
     with pytest.raises(ToolConfigError) as info:
         StreamableHttpTransport("http://127.0.0.1:8000/mcp", proxy=proxy)
     message = str(info.value)

@@ -268,7 +268,14 @@ async def test_an_mcp_embedded_screenshot_and_pdf_reach_the_model_as_an_image_an
         # The text says something else: the server's own summary, or 1 for true.
         (["3 notes"], "a\nb\nc", {"result": "a\nb\nc"}),
         (["1"], True, {"result": True}),
-        (["ops", "db"], ["ops", "db"], {"result": ["ops", "db"]}),  # the SDK's, per item
+        (["ops", "db"], ["ops", "db"], ["ops", "db"]),  # the SDK's list: a part per item
+        (["3", "40"], [3, 40], [3, 40]),
+        ([], [], []),
+        # A part per item, but one says something else, or not one per item.
+        (["ops", "and db"], ["ops", "db"], {"result": ["ops", "db"]}),
+        (["ops, db"], ["ops", "db"], {"result": ["ops", "db"]}),
+        (["1", "2", "3", "4"], [[1, 2], [3, 4]], {"result": [[1, 2], [3, 4]]}),
+        (["1", "0"], [True, False], {"result": [True, False]}),
         ([], None, {"result": None}),
         (['{"a": 1}'], {"a": 1}, {"result": {"a": 1}}),  # an object stays one
     ],
@@ -324,6 +331,9 @@ async def test_a_wrapped_string_reaches_the_model_as_the_servers_text() -> None:
                 ("count", '{"text": "one two three"}'),
                 ("summary", "{}"),
                 ("verdict", "{}"),
+                ("tags", "{}"),
+                ("sizes", "{}"),
+                ("grid", "{}"),
             ]
         ]
         read = {m["tool_call_id"]: m["content"] for m in await registry.run_tool_calls(calls)}
@@ -337,6 +347,11 @@ async def test_a_wrapped_string_reaches_the_model_as_the_servers_text() -> None:
     # (its text is the object's JSON), keep the object.
     assert json.loads(read["summary"]) == {"result": note}
     assert read["verdict"] == '{"result":"pass"}'
+    # A list the SDK sends as a text part per item. Before: {"result":["ops","db"]}.
+    assert read["tags"] == '["ops","db"]'
+    assert read["sizes"] == "[3,40]"
+    # Its parts are the grid's four numbers, which do not say its two rows.
+    assert read["grid"] == '{"result":[[1,2],[3,4]]}'
 
 
 def test_is_error_raises_with_the_text() -> None:

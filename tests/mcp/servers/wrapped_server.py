@@ -38,6 +38,18 @@ def tags() -> list[str]:
 
 
 @server.tool()
+def sizes() -> list[int]:
+    """The sizes of the note's sections (one text part per item, each its JSON)."""
+    return [3, 40]
+
+
+@server.tool()
+def grid() -> list[list[int]]:
+    """A grid of two rows (the SDK sends one text part per innermost item)."""
+    return [[1, 2], [3, 4]]
+
+
+@server.tool()
 def summary() -> Annotated[CallToolResult, str]:
     """The note, with a text of the server's own that says less than the value."""
     text = TextContent(type="text", text="A runbook of 40 steps.")
