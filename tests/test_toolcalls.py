@@ -119,6 +119,20 @@ def test_an_integer_too_long_to_read_is_an_error_not_a_crash() -> None:
     assert parse_call("pay", "c1", '{"a": ' + "1" * 4000 + "}").args == {"a": int("1" * 4000)}
 
 
+def test_an_integer_too_long_to_write_in_mapping_arguments_is_named_as_such() -> None:
+    call = parse_call("pay", "c1", {"a": 10**5000})
+    assert isinstance(call.error, InvalidArgumentsError)
+    assert isinstance(call.error.__cause__, ValueError)
+    assert call.error.reason == (
+        "arguments hold an integer with too many digits to read; send a shorter number"
+    )
+    cyclic: dict[str, object] = {}
+    cyclic["self"] = cyclic
+    assert parse_call("pay", "c1", cyclic).error.reason == (
+        "arguments nest too deeply to parse; send a flatter JSON object"
+    )
+
+
 def test_a_json_error_keeps_the_decoder_error_as_cause() -> None:
 
     call = parse_call("add", "c1", '{"a": }')

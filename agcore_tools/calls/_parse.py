@@ -131,8 +131,11 @@ def parse_call(
         value, odd = arguments, refuse
         try:
             text = scrub(json.dumps(arguments, ensure_ascii=False, default=str))
-        except (RecursionError, ValueError) as exc:  # ValueError: a circular reference
-            return ParsedCall(call_id, name, "{}", None, _invalid(name, _TOO_DEEP, exc))
+        except (RecursionError, ValueError) as exc:
+            # ValueError: a circular reference, or an integer past
+            # sys.get_int_max_str_digits() that str() refuses to write.
+            reason = _TOO_LONG if "integer string conversion" in str(exc) else _TOO_DEEP
+            return ParsedCall(call_id, name, "{}", None, _invalid(name, reason, exc))
     if isinstance(value, Mapping):
         found = non_finite(value) if odd else None
         if found is not None:
