@@ -245,7 +245,15 @@ class MontySandbox:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self._stack.aclose()
+        try:
+            await self._stack.aclose()
+        finally:
+            # A program that stopped while waiting (paused, timed out, cancelled) left its
+            # snapshot here, holding self._print: a cycle through Monty's Rust objects,
+            # which gc cannot see, so it would keep this sandbox alive for good.
+            self._waiting = None
+            self._session = None
+            self._printed = []
 
     async def start(self, code: str) -> Segment:
         """Run ``code`` until it waits for calls or ends."""

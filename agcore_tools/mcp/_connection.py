@@ -390,6 +390,7 @@ class Connection:
             self.updates.end(self.lost_reason if self.state is State.LOST else None)
             self.client = None
             self.call_tool = None
+            self.watchdog.close()
             self.log.flush()  # no more messages come to count the last second's
             self._ready.set()
 

@@ -9,11 +9,16 @@ a call only records its deadline, and the timer, when it fires, cancels the call
 past theirs (which then raise ``TimeoutError``, as ``asyncio.timeout`` would, and the
 SDK sends ``notifications/cancelled`` for each) and re-arms itself for the earliest
 deadline left, or not at all once nothing is in flight.
+
+The timer outlives the calls that armed it (the next call reuses it), so it runs in an
+empty context: a copy of the caller's would keep whatever the caller's context
+variables hold alive until it fires. A connection that ends stops it (:meth:`close`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 import sys
 from collections.abc import Awaitable
@@ -33,7 +38,15 @@ _SLACK = 0.001
 class Watchdog:
     """Bounds the calls in flight on one event loop (a connection lives on one)."""
 
-    __slots__ = ("_armed_for", "_deadlines", "_expired", "_handle", "_idle", "_running")
+    __slots__ = (
+        "_armed_for",
+        "_closed",
+        "_deadlines",
+        "_expired",
+        "_handle",
+        "_idle",
+        "_running",
+    )
 
     def __init__(self) -> None:
         self._deadlines: dict[asyncio.Task[Any], float] = {}
@@ -42,6 +55,7 @@ class Watchdog:
         self._armed_for = math.inf
         self._running = 0  # the calls in flight, by either path of bound()
         self._idle: asyncio.Event | None = None  # what idle() waits on, set at 0 running
+        self._closed = False
 
     async def bound(self, awaitable: Awaitable[T], seconds: float) -> T:
         """Await ``awaitable``; after ``seconds``, cancel it and raise ``TimeoutError``.
@@ -93,6 +107,8 @@ class Watchdog:
                 self._expired.discard(task)
                 if not handled:  # it ended some other way: take our request back
                     task.uncancel()
+            if self._closed and not self._deadlines:
+                self._disarm()
             self._ended()
 
     def _ended(self) -> None:
@@ -125,11 +141,41 @@ class Watchdog:
             return False
         return True
 
+    def close(self) -> None:
+        """Stop the timer once no call is in flight: the connection has ended, so no
+        call will reuse it.
+
+        Example:
+            >>> import asyncio
+            >>> async def demo() -> tuple[bool, bool]:
+            ...     watchdog = Watchdog()
+            ...     await watchdog.bound(asyncio.sleep(0), 30)
+            ...     armed = watchdog.armed
+            ...     watchdog.close()
+            ...     return armed, watchdog.armed
+            >>> asyncio.run(demo())
+            (True, False)
+        """
+        self._closed = True
+        if not self._deadlines:
+            self._disarm()
+
+    @property
+    def armed(self) -> bool:
+        """Whether the timer is set (it stays set between calls, for the next one)."""
+        return self._handle is not None
+
     def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
         if self._handle is not None:
             self._handle.cancel()
         self._armed_for = when
-        self._handle = loop.call_at(when, self._fire, loop)
+        self._handle = loop.call_at(when, self._fire, loop, context=contextvars.Context())
+
+    def _disarm(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._armed_for = math.inf
 
     def _fire(self, loop: asyncio.AbstractEventLoop) -> None:
         self._handle = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -369,3 +370,56 @@ async def test_a_tool_function_used_as_a_value_is_told_to_call_it_directly(
     assert "not defined" not in text
     description = server.requests[0].json["tools"][0]["function"]["description"]
     assert "it cannot be stored in a variable or a dict, or passed to map()" in description
+
+
+def live_sandboxes() -> int:
+    """The MontySandbox objects alive, after a full collection."""
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if type(o) is sandbox.MontySandbox)
+
+
+async def test_a_program_ended_while_it_waits_on_a_tool_leaves_no_sandbox_behind(
+    serve, make_cycle, rows
+):
+    # The waiting Monty snapshot holds the sandbox's print callback: a cycle through a
+    # Rust object, which gc cannot break; the sandbox must drop it when its block ends.
+    started = asyncio.Event()
+    never = asyncio.Event()
+
+    @rows.tool
+    async def report(table: str) -> str:
+        """A report that never comes."""
+        started.set()
+        await never.wait()
+        return "report"
+
+    printed = "print('x' * 1000)\n"
+    before = live_sandboxes()
+    for _ in range(2):
+        # Cancelled by the app while the program waits (first: the loop lets go of the
+        # cancelled task's exception, and with it the run, a step later).
+        started.clear()
+        server = serve(program(printed + "await report('t')"))
+        run = asyncio.create_task(
+            make_cycle(server).submit_with_tools("go", rows, select=CodeMode())
+        )
+        await asyncio.wait_for(started.wait(), 10)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        del run
+
+        # Ended by the loop's tool_timeout.
+        server = serve(program(printed + "await report('t')"), S.reply_text("ok"))
+        await make_cycle(server, tool_timeout=0.3).submit_with_tools("go", rows, select=CodeMode())
+        assert "tool_timeout" in result_of(server, 1)
+
+        # Paused for approval, then resumed from the history.
+        server = serve(program(printed + "await archive('t')"), S.reply_text("ok"))
+        cycle = make_cycle(server)
+        paused = await cycle.submit_with_tools("go", rows, select=CodeMode())
+        [request] = paused.pending_approvals
+        await cycle.submit_with_tools(None, rows, select=CodeMode(), approvals=[request.approve()])
+        assert result_of(server, 1).endswith('result: "archived"')
+
+    assert live_sandboxes() == before

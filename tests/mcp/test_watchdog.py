@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import gc
 import sys
+import weakref
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
+from agcore_tools import McpClient
 from agcore_tools.mcp._watchdog import Watchdog
 
 pytestmark = pytest.mark.skipif(
@@ -104,3 +110,79 @@ async def test_a_nested_bound_call_in_the_same_task_still_times_out() -> None:
     with pytest.raises(TimeoutError):
         await watchdog.bound(outer(), 30)
     assert not watchdog._deadlines
+
+
+async def test_closing_stops_the_timer_once_the_calls_in_flight_end() -> None:
+    watchdog = Watchdog()
+    started = asyncio.Event()
+
+    async def waiting() -> None:
+        started.set()
+        await _never()
+
+    call = asyncio.create_task(watchdog.bound(waiting(), 30))
+    await started.wait()
+    watchdog.close()
+    assert watchdog.armed  # still bounding the call in flight
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert not watchdog.armed
+
+
+REQUEST: contextvars.ContextVar[object] = contextvars.ContextVar("REQUEST")
+
+
+class _Request:
+    """What an app keeps in a context variable while it serves a request."""
+
+
+async def _served(
+    request: Callable[[], Coroutine[Any, Any, weakref.ref[_Request]]],
+) -> weakref.ref[_Request]:
+    """Run ``request`` in a task (and so a context) of its own, as a web app runs each
+    request; waited on, not awaited: the loop step that resumes an await of a task
+    still holds it, and so its context."""
+    served = asyncio.create_task(request())
+    await asyncio.wait({served}, timeout=60)
+    ref = served.result()
+    del served
+    gc.collect()
+    return ref
+
+
+async def test_the_timer_kept_for_the_next_call_holds_nothing_of_the_callers_context() -> None:
+    watchdog = Watchdog()
+
+    async def request() -> weakref.ref[_Request]:
+        held = _Request()
+        REQUEST.set(held)
+        assert await watchdog.bound(_value(1), 600) == 1
+        return weakref.ref(held)
+
+    held = await _served(request)
+    assert watchdog.armed
+    assert held() is None
+
+
+async def test_a_closed_client_keeps_no_timer_and_nothing_of_its_callers_context(
+    make_client: Callable[..., McpClient],
+) -> None:
+    # A long timeout: the timer would otherwise hold a copy of the caller's context
+    # (and so the request) for ten minutes after the client closed.
+    client = make_client(timeout=600)
+
+    async def request() -> weakref.ref[_Request]:
+        held = _Request()
+        REQUEST.set(held)
+        assert await client.call_tool("echo", {"text": "hi"}) == "hi"
+        return weakref.ref(held)
+
+    async with client:
+        conn = client._session.conn
+        assert conn is not None
+        watchdog = conn.watchdog
+        held = await _served(request)
+    gc.collect()
+    assert not watchdog.armed
+    assert held() is None
