@@ -83,6 +83,27 @@ async def test_close_of_a_client_whose_server_froze_is_bounded(
     await assert_no_stray_tasks()
 
 
+async def test_close_is_bounded_when_the_closing_delete_holds_its_body(
+    fault_server: FaultServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A server (or a proxy) that sends the DELETE's status and headers, then holds the
+    # body: the SDK reads it whole, which only the owner task's 5 s bound ended, with
+    # an ERROR that the server "did not shut down" (a trickle, a byte now and then, is
+    # not ended by httpx2's read timeout either).
+    caplog.set_level(logging.DEBUG)
+    client = client_for(fault_server, "legacy")
+    await client.connect()
+    await fault_server.control("fail-delete", status=200, body="d" * 1024, stall_after=1)
+    took, _ = await timed(client.close())
+    assert took < CLOSE_BOUND, f"close() took {took:.2f} s"
+    assert not client.connected
+    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert loud == []
+    routed = [r.getMessage() for r in caplog.records if "the MCP SDK reported" in r.getMessage()]
+    assert any("no answer to the session's closing DELETE within 1 s" in m for m in routed)
+    await assert_no_stray_tasks()
+
+
 @pytest.mark.parametrize(
     ("content_type", "body"),
     [("text/html", b"<html><body>Sign in</body></html>"), ("application/json", b"{not json")],

@@ -11,7 +11,7 @@ front only adds what real deployments do to clients, when a test asks for it thr
   the body are sent, then nothing until the client goes away; with ``repeat``, the body
   is that many times ``body``, and with ``gzip``, it is sent compressed;
 - ``fail-delete``: the same for the next session-closing ``DELETE`` (it still ends the
-  session);
+  session; ``stall_after`` too);
 - ``token``: from now on require ``Authorization: Bearer <token>`` (401 with a
   ``WWW-Authenticate`` challenge otherwise); ``null`` lifts it;
 - ``cut-listen``: end every open ``subscriptions/listen`` response stream, as a
@@ -171,7 +171,17 @@ class Faults:
                 pass  # the session ends; the client reads the failure instead
 
             await self.app(scope, receive, dropped)
-            await _respond_failure(send, failure)
+            if "stall_after" in failure:
+                await _respond_stalled(
+                    receive,
+                    send,
+                    failure["status"],
+                    failure.get("body", "injected failure"),
+                    failure["stall_after"],
+                    failure.get("headers", {}),
+                )
+            else:
+                await _respond_failure(send, failure)
             return
         if scope["method"] != "POST":
             await self.app(scope, receive, send)
