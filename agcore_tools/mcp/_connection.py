@@ -165,6 +165,10 @@ class Connection:
         """``_meta`` sent with later requests (a log level set on a 2026-07-28 session)."""
         self.watchdog = Watchdog()
         """The time bound of the tool calls sent on this connection."""
+        self.deadline = math.inf
+        """When (``time.monotonic()``) its start must be done by, once :meth:`start` runs:
+        the deadline of the ``connect()``, restart or new handshake that started it,
+        which the ``tools/list`` sent once it is up keeps to as well."""
         self._error: ToolError | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
@@ -193,8 +197,10 @@ class Connection:
 
     # -- driven by the session (_session.py) ----------------------------------------
 
-    async def start(self) -> None:
-        """Start the owner task and wait until the session is ready or start-up failed."""
+    async def start(self, deadline: float | None = None) -> None:
+        """Start the owner task and wait until the session is ready or start-up failed,
+        by ``deadline`` (``time.monotonic()``; default: the client's timeout from when
+        the MCP SDK is imported, which the first connect of a process does first)."""
         try:
             await import_off_loop(_SDK_MODULES, _SDK_IMPORT_TIMEOUT)
         except TimeoutError as exc:
@@ -204,11 +210,14 @@ class Connection:
             ) from exc
         except ImportError as exc:
             raise McpError(self.server_name, f"cannot import the MCP SDK: {exc}") from exc
+        now = time.monotonic()
+        self.deadline = now + self.settings.timeout if deadline is None else deadline
         self._task = asyncio.create_task(self._run(), name=f"mcp-client:{self.server_name}")
         try:
             # The owner enforces the start-up deadline itself; this outer bound only
             # guards against a transport that hangs while unwinding a failed start.
-            await with_timeout(self._ready.wait(), self.settings.timeout + self._close_bound())
+            left = max(0.0, self.deadline - now)
+            await with_timeout(self._ready.wait(), left + self._close_bound())
         except asyncio.CancelledError:
             await self.stop()
             raise
@@ -360,7 +369,8 @@ class Connection:
         _sdklog.install()
         _sdklog.CONNECTION.set(_sdklog.Routed(self.server_name, self.secrets))  # and its SDK tasks'
         try:
-            deadline = anyio.current_time() + self.settings.timeout
+            # On anyio's clock, which need not be time.monotonic().
+            deadline = anyio.current_time() + (self.deadline - time.monotonic())
             mode = "legacy" if _handshake.remembered(self.settings) else self.settings.protocol
             try:
                 timed_out = await self._attempt(mode, deadline)

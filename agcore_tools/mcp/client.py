@@ -179,7 +179,7 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
         Args:
             server_name: Names the server in messages, logs and prefixed tool names.
             transport: A :class:`StdioTransport` or a :class:`StreamableHttpTransport`.
-            timeout: Seconds for start-up and for each request.
+            timeout: Seconds for start-up (``connect()`` as a whole) and for each request.
             tools_ttl: Seconds (0 or more) a tool list stays cached; None keeps it
                 until the server says it changed or :meth:`refresh_tools` is called. A
                 server's own ``ttlMs`` (2026-07-28) shortens it.
@@ -413,7 +413,12 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
         Does nothing when already connected; after the server was lost, starts a new
         connection. Raises an :class:`~agcore_tools.McpError` subclass within
         :attr:`timeout` when the command is missing, the server exits during start-up
-        or never answers; the server's stderr tail is in the message.
+        or never answers; the server's stderr tail is in the message. The whole of it
+        keeps to :attr:`timeout`: the ``tools/list`` it sends once connected, and a
+        second connection with the ``initialize`` handshake when the server wants one
+        (see ``docs/guides/mcp.md``), count against it too; stopping what a start that
+        timed out started comes on top, and the first connect of a process imports
+        the MCP SDK first, outside it.
 
         Example:
             >>> import asyncio, sys

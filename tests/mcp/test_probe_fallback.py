@@ -24,7 +24,13 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import McpClient, McpError, StdioTransport, StreamableHttpTransport
+from agcore_tools import (
+    McpClient,
+    McpError,
+    McpTimeoutError,
+    StdioTransport,
+    StreamableHttpTransport,
+)
 
 from .conftest import OLD_SDK, SERVERS, FaultServer, live_children, old_sdk_python
 
@@ -615,3 +621,86 @@ async def test_close_while_a_refusal_waits_to_connect_again_starts_no_server(
         assert starts(tmp_path) == 1
     finally:
         await client.close()
+
+
+# -- the initialize handshake after the probe, over HTTP, and its deadline ---------------
+
+STOPPED = 1.5
+"""What a start-up that timed out may take beyond its timeout: stopping what it started
+(the stdio gate and its server end once their stdin closes), and the loop's latency."""
+
+
+def silent_after_the_first(tmp_path: Path, refused: str) -> StdioTransport:
+    """The gate refusing ``refused`` 3 s late; started again, it answers nothing."""
+    env = {"GATE_STARTS": str(tmp_path / "starts"), "GATE_DELAY": "3", "GATE_SILENT_FROM": "2"}
+    return StdioTransport(sys.executable, [str(GATE), refused], env=env, stop_grace=0.5)
+
+
+async def test_connect_keeps_to_its_timeout_when_it_connects_again_with_initialize(
+    tmp_path: Path,
+) -> None:
+    # The second connection, with the initialize handshake after the refused tools/list,
+    # had a timeout of its own: connect() took the time of the first (3 s and more here)
+    # on top of its 8 s timeout, and could take three times it (its tools/list had one).
+    import mcp  # noqa: F401 - the first connect imports it, outside its timeout: not timed here
+
+    client = McpClient("kg", silent_after_the_first(tmp_path, "tools/list"), timeout=8)
+    started = time.monotonic()
+    with pytest.raises(McpTimeoutError) as info:
+        await client.connect()
+    took = time.monotonic() - started
+    assert took < 8 + STOPPED, f"connect() took {took:.2f} s"
+    assert starts(tmp_path) == 2
+    assert str(info.value).endswith(
+        "did not complete the MCP handshake within 8 s; it never answered initialize (second "
+        "attempt, after connecting again with the initialize handshake; the first, without "
+        "it, was refused: initialize is required (code -32600))"
+    )
+    assert not client.connected
+
+
+async def test_connect_keeps_to_its_timeout_listing_tools_after_the_second_handshake(
+    tmp_path: Path,
+) -> None:
+    # The tools/list after the second handshake had a timeout of its own too: refused
+    # (again) 4 s late, as the first was, it failed after 8 s and the two start-ups,
+    # past the 8 s timeout.
+    import mcp  # noqa: F401 - the first connect imports it, outside its timeout: not timed here
+
+    env = {"GATE_STARTS": str(tmp_path / "starts"), "GATE_DELAY": "4"}
+    transport = StdioTransport(
+        sys.executable, [str(GATE), "always", "tools/list"], env=env, stop_grace=0.5
+    )
+    client = McpClient("kg", transport, timeout=8)
+    started = time.monotonic()
+    with pytest.raises(McpTimeoutError) as info:
+        await client.connect()
+    took = time.monotonic() - started
+    assert took < 8 + STOPPED, f"connect() took {took:.2f} s"
+    assert "within 8 s" in str(info.value) or "timed out after 8 s" in str(info.value)
+    assert str(info.value).endswith(
+        "(second attempt, after connecting again with the initialize handshake; the first, "
+        "without it, was refused: initialize is required (code -32600))"
+    )
+
+
+async def test_connect_over_http_keeps_to_its_timeout_when_it_connects_again_with_initialize(
+    fault_server: FaultServer,
+) -> None:
+    await fault_server.control("wants-initialize", methods=["tools/list"], delay=3)
+    # The second connection's initialize is answered with headers and no body, ever.
+    json_headers = {"content-type": "application/json"}
+    await fault_server.control(
+        "fail", method="initialize", status=200, stall_after=0, headers=json_headers
+    )
+    client = McpClient("kg", StreamableHttpTransport(fault_server.url), timeout=6)
+    started = time.monotonic()
+    with pytest.raises(McpTimeoutError) as info:
+        await client.connect()
+    took = time.monotonic() - started
+    assert took < 6 + STOPPED, f"connect() took {took:.2f} s"
+    assert str(info.value) == (
+        f"MCP server 'kg': {fault_server.url} did not complete the MCP handshake within 6 s "
+        "(second attempt, after connecting again with the initialize handshake; the first, "
+        "without it, was refused: initialize is required (code -32600))"
+    )
