@@ -704,3 +704,60 @@ async def test_connect_over_http_keeps_to_its_timeout_when_it_connects_again_wit
         "(second attempt, after connecting again with the initialize handshake; the first, "
         "without it, was refused: initialize is required (code -32600))"
     )
+
+
+async def test_a_call_keeps_to_its_timeout_when_it_connects_again_with_initialize(
+    fault_server: FaultServer,
+) -> None:
+    # The new connection is made in a task of its own, which the call leaves at its
+    # deadline; close() then ends it.
+    async with McpClient("kg", StreamableHttpTransport(fault_server.url), timeout=20) as client:
+        await fault_server.control("wants-initialize", delay=1.5)
+        json_headers = {"content-type": "application/json"}
+        await fault_server.control(
+            "fail", method="initialize", status=200, stall_after=0, headers=json_headers
+        )
+        started = time.monotonic()
+        with pytest.raises(McpTimeoutError) as info:
+            await client.call_tool("echo", {"text": "hi"}, timeout=3)
+        took = time.monotonic() - started
+        assert took < 3 + 0.5, f"the call took {took:.2f} s"
+        assert str(info.value).startswith(
+            "MCP server 'kg': tools/call 'echo' timed out after 3 s, waiting for the server "
+            "to start again (second attempt, after connecting again with the initialize "
+            "handshake; the first, without it, was refused: initialize is required (code "
+            "-32600))"
+        )
+        assert info.value.may_have_run is False
+        started = time.monotonic()
+    took = time.monotonic() - started
+    assert took < 1.5, f"close() took {took:.2f} s"
+
+
+@pytest.mark.parametrize("refused", ["tools/call", "tools/list"])
+async def test_an_http_server_that_wants_initialize_after_the_probe_is_connected_again_with_it(
+    fault_server: FaultServer, caplog: pytest.LogCaptureFixture, refused: str
+) -> None:
+    # The stdio case above, over Streamable HTTP: the 2026-07-28 requests carry no
+    # session, and the server refuses them until a session made by initialize.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    await fault_server.control("wants-initialize", methods=[refused])
+    async with McpClient("kg", StreamableHttpTransport(fault_server.url), timeout=20) as client:
+        if refused == "tools/call":
+            assert client.protocol_version == "2026-07-28"
+        both = await asyncio.gather(
+            client.call_tool("echo", {"text": "one"}), client.call_tool("echo", {"text": "two"})
+        )
+        assert both == ["one", "two"]
+        assert client.protocol_version == "2025-11-25"
+        assert "echo" in [tool.name for tool in client.into_tools()]
+        [warning] = initialize_warnings(caplog)
+        action = "tools/call 'echo'" if refused == "tools/call" else "tools/list"
+        assert f"then refused {action}: initialize is required (code -32600)" in warning
+        assert len((await fault_server.control("state"))["sessions"]) == 1
+
+        # Remembered over HTTP too: the next connection uses the handshake at once.
+        fault_server.restart()
+        assert await client.call_tool("echo", {"text": "three"}) == "three"
+        assert client.protocol_version == "2025-11-25"
+        assert len(initialize_warnings(caplog)) == 1
