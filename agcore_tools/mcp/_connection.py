@@ -24,7 +24,7 @@ from .._aio import import_off_loop, with_timeout
 from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from . import _handshake, _sdklog
-from ._callbacks import call_user, guarded_handler
+from ._callbacks import call_user, guarded_handler, window
 from ._elicitation import LiveQuestions
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
@@ -437,19 +437,22 @@ class Connection:
         from mcp_types import Implementation
 
         settings = self.settings
+        name = settings.server_name
+        # Read when a request comes: the client's timeout may change meanwhile.
+        answer_within = window(self.watchdog, lambda: self.settings.timeout)
         client = Client(
             self._open_transport(),
             mode=mode,
             read_timeout_seconds=settings.timeout,
             sampling_callback=guarded_handler(
-                settings.sampling_handler, "sampling_handler", settings.server_name
+                settings.sampling_handler, "sampling_handler", name, answer_within
             ),
             elicitation_callback=guarded_handler(
-                settings.elicitation_handler, "elicitation_handler", settings.server_name
+                settings.elicitation_handler, "elicitation_handler", name, answer_within
             )
             or self.questions.handler,
             list_roots_callback=guarded_handler(
-                settings.roots_handler, "roots_handler", settings.server_name
+                settings.roots_handler, "roots_handler", name, answer_within
             ),
             logging_callback=self._on_log,
             log_level=settings.log_level,  # type: ignore[arg-type]

@@ -33,10 +33,19 @@ _SLACK = 0.001
 class Watchdog:
     """Bounds the calls in flight on one event loop (a connection lives on one)."""
 
-    __slots__ = ("_armed_for", "_deadlines", "_expired", "_handle", "_idle", "_running")
+    __slots__ = (
+        "_armed_for",
+        "_deadlines",
+        "_expired",
+        "_general",
+        "_handle",
+        "_idle",
+        "_running",
+    )
 
     def __init__(self) -> None:
         self._deadlines: dict[asyncio.Task[Any], float] = {}
+        self._general: list[float] = []  # the deadlines of the calls bounded the general way
         self._expired: set[asyncio.Task[Any]] = set()
         self._handle: asyncio.TimerHandle | None = None
         self._armed_for = math.inf
@@ -63,11 +72,14 @@ class Watchdog:
         task = asyncio.current_task()
         if task is None or task in self._deadlines or sys.version_info < (3, 11):
             # Nested in another bounded call of this task (or no Task.uncancel): the
-            # general form, in flight all the same for idle().
+            # general form, in flight all the same for idle() and latest().
+            deadline = asyncio.get_running_loop().time() + seconds
+            self._general.append(deadline)
             self._running += 1
             try:
                 return await with_timeout(awaitable, seconds)
             finally:
+                self._general.remove(deadline)
                 self._ended()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
@@ -124,6 +136,24 @@ class Watchdog:
         except TimeoutError:
             return False
         return True
+
+    def latest(self) -> float:
+        """The latest deadline (the loop's clock) of the calls in flight; ``-inf`` when
+        none is.
+
+        Example:
+            >>> import asyncio, math
+            >>> async def demo() -> bool:
+            ...     watchdog = Watchdog()
+            ...     call = asyncio.create_task(watchdog.bound(asyncio.sleep(0.01), 5))
+            ...     await asyncio.sleep(0)  # the call is in flight
+            ...     in_flight = watchdog.latest() - asyncio.get_running_loop().time()
+            ...     await call
+            ...     return 4 < in_flight <= 5 and watchdog.latest() == -math.inf
+            >>> asyncio.run(demo())
+            True
+        """
+        return max((*self._deadlines.values(), *self._general), default=-math.inf)
 
     def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
         if self._handle is not None:

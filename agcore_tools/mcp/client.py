@@ -78,8 +78,9 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
 
     Server-to-client requests: ``ping`` is answered. Sampling and roots are advertised
     only with a handler, then routed to it (the SDK's callback signatures and types; a
-    sync handler runs in a worker thread); elicitation always is, declined (and logged)
-    without a handler. Log messages go to the
+    sync handler runs in a worker thread; one that has not answered within
+    :attr:`timeout`, or the deadline of a later call in flight, is given up on, and the
+    server told so); elicitation always is, declined (and logged) without a handler. Log messages go to the
     ``agcore_tools.mcp.server`` logger and ``on_log``; progress updates to the
     ``agcore_tools.mcp.progress`` logger (DEBUG) and ``on_progress``.
 
@@ -191,7 +192,8 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
                 handler may be sync or async: a sync one runs in a worker thread, off
                 the event loop, as a sync tool does. One that raises is logged (its
                 exception type) and the server told only that it failed, never the
-                error's text.
+                error's text; one that has not answered within ``timeout`` (or a
+                later call's deadline) is given up on, its thread left to run on.
             on_log: Called with each :class:`McpLogMessage` (sync or async).
             on_progress: Called with each :class:`McpProgress` of a tool call.
             log_level: The lowest level of log messages to ask 2026-07-28 servers for,
