@@ -642,8 +642,6 @@ async def test_connect_keeps_to_its_timeout_when_it_connects_again_with_initiali
     # The second connection, with the initialize handshake after the refused tools/list,
     # had a timeout of its own: connect() took the time of the first (3 s and more here)
     # on top of its 8 s timeout, and could take three times it (its tools/list had one).
-    import mcp  # noqa: F401 - the first connect imports it, outside its timeout: not timed here
-
     client = McpClient("kg", silent_after_the_first(tmp_path, "tools/list"), timeout=8)
     started = time.monotonic()
     with pytest.raises(McpTimeoutError) as info:
@@ -665,8 +663,6 @@ async def test_connect_keeps_to_its_timeout_listing_tools_after_the_second_hands
     # The tools/list after the second handshake had a timeout of its own too: refused
     # (again) 4 s late, as the first was, it failed after 8 s and the two start-ups,
     # past the 8 s timeout.
-    import mcp  # noqa: F401 - the first connect imports it, outside its timeout: not timed here
-
     env = {"GATE_STARTS": str(tmp_path / "starts"), "GATE_DELAY": "4"}
     transport = StdioTransport(
         sys.executable, [str(GATE), "always", "tools/list"], env=env, stop_grace=0.5
