@@ -8,13 +8,11 @@ the venv ``make old-mcp-sdk`` builds; the others are servers made to fail here.
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import logging
 import os
 import signal
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Iterator
@@ -32,7 +30,15 @@ from agcore_tools import (
     StreamableHttpTransport,
 )
 
-from .conftest import OLD_SDK, SERVERS, FaultServer, live_children, old_sdk_python
+from .conftest import (
+    OLD_SDK,
+    SERVERS,
+    FaultServer,
+    QuietHandler,
+    handwritten,
+    live_children,
+    old_sdk_python,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -334,7 +340,7 @@ def echoing_server(
     with ``code`` that repeats the request's ``Authorization`` header (or says
     ``message``), its last character cut off if ``cut`` (no JSON then); yields its URL."""
 
-    class Echo(http.server.BaseHTTPRequestHandler):
+    class Echo(QuietHandler):
         def do_POST(self) -> None:
             sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             if "id" not in sent:  # a notification
@@ -354,18 +360,8 @@ def echoing_server(
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with handwritten(Echo) as url:
+        yield url
 
 
 @pytest.mark.parametrize("status", [500, 200])
