@@ -726,14 +726,17 @@ async def test_a_call_keeps_to_its_timeout_when_it_connects_again_with_initializ
     assert took < 1.5, f"close() took {took:.2f} s"
 
 
-@pytest.mark.parametrize("refused", ["tools/call", "tools/list"])
+@pytest.mark.parametrize(
+    ("refused", "status"), [("tools/call", 200), ("tools/list", 200), ("tools/call", 400)]
+)
 async def test_an_http_server_that_wants_initialize_after_the_probe_is_connected_again_with_it(
-    fault_server: FaultServer, caplog: pytest.LogCaptureFixture, refused: str
+    fault_server: FaultServer, caplog: pytest.LogCaptureFixture, refused: str, status: int
 ) -> None:
     # The stdio case above, over Streamable HTTP: the 2026-07-28 requests carry no
-    # session, and the server refuses them until a session made by initialize.
+    # session, and the server refuses them until a session made by initialize (its
+    # refusal with HTTP 400, as 2026-07-28 servers answer a request they refuse, too).
     caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
-    await fault_server.control("wants-initialize", methods=[refused])
+    await fault_server.control("wants-initialize", methods=[refused], status=status)
     async with McpClient("kg", StreamableHttpTransport(fault_server.url), timeout=20) as client:
         if refused == "tools/call":
             assert client.protocol_version == "2026-07-28"

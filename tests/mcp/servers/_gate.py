@@ -36,12 +36,12 @@ def refusal(scope: dict[str, Any], body: bytes, methods: Collection[str]) -> byt
     return json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": REFUSAL}).encode()
 
 
-async def refuse(send: Any, answer: bytes, delay: float = 0.0) -> None:
-    """Send ``answer`` (from :func:`refusal`) as a 200 ``application/json`` answer, after
-    ``delay`` seconds."""
+async def refuse(send: Any, answer: bytes, delay: float = 0.0, status: int = 200) -> None:
+    """Send ``answer`` (from :func:`refusal`) as an ``application/json`` answer with
+    ``status``, after ``delay`` seconds."""
     await anyio.sleep(delay)
     headers = [(b"content-type", b"application/json")]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": answer, "more_body": False})
 
 

@@ -15,7 +15,7 @@ front only adds what real deployments do to clients, when a test asks for it thr
 - ``wants-initialize``: from now on refuse the requests of ``methods``
   (``["tools/call"]`` unless given) sent outside a session, until ``initialize``, as
   kglite-mcp-server 0.21 does on 2026-07-28 (see ``_gate.py``), after ``delay`` seconds
-  (none unless given);
+  (none unless given), with HTTP ``status`` (200 unless given);
 - ``token``: from now on require ``Authorization: Bearer <token>`` (401 with a
   ``WWW-Authenticate`` challenge otherwise); ``null`` lifts it;
 - ``cut-listen``: end every open ``subscriptions/listen`` response stream, as a
@@ -216,7 +216,7 @@ class Faults:
         gate = self.gate
         refused = refusal(scope, body, gate.get("methods", ["tools/call"])) if gate else None
         if gate is not None and refused is not None:
-            await refuse(send, refused, gate.get("delay", 0))
+            await refuse(send, refused, gate.get("delay", 0), gate.get("status", 200))
             return
         replay = _replay(body, receive)
         if method == "subscriptions/listen":
