@@ -1,5 +1,6 @@
-"""Answers' bodies as the guard in ``_http`` hands them to the SDK: decoded, cut, or
-with their start read ahead (:func:`peek`, for an error's reason).
+"""Answers' bodies as the guard in ``_http`` hands them to the SDK: decoded, cut, with
+their start read ahead (:func:`peek`, for an error's reason), or due by a deadline
+(:func:`due_by`).
 
 httpx2 decodes a compressed body in the client, after every transport, so the guard
 would see, and count, only the compressed bytes: a 300 KiB gzip body inflates to 300
@@ -10,13 +11,14 @@ client then reads it as sent uncompressed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import httpx2
 
 from .._aio import with_timeout
 
-__all__ = ["BodyCut", "decode_here", "peek"]
+__all__ = ["BodyCut", "decode_here", "due_by", "peek"]
 
 
 class BodyCut:
@@ -131,3 +133,43 @@ async def _read_into(read: list[bytes], chunks: AsyncIterator[bytes], size: int)
     except (StopAsyncIteration, httpx2.TransportError):
         return True
     return False
+
+
+class _Due(httpx2.AsyncByteStream):
+    """A body that must have come whole by ``deadline`` (the event loop's clock)."""
+
+    def __init__(
+        self, inner: httpx2.AsyncByteStream, deadline: float, request: httpx2.Request, late: str
+    ) -> None:
+        self._inner = inner
+        self._deadline = deadline
+        self._request = request
+        self._late = late
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        loop = asyncio.get_running_loop()
+        chunks = aiter(self._inner)
+        while True:
+            left = max(0.0, self._deadline - loop.time())
+            try:
+                chunk = await with_timeout(anext(chunks), left)
+            except StopAsyncIteration:
+                return
+            except TimeoutError as exc:
+                # Not read on: closing the response (the SDK does) drops its connection.
+                raise httpx2.ReadTimeout(self._late, request=self._request) from exc
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def due_by(request: httpx2.Request, response: httpx2.Response, deadline: float, late: str) -> None:
+    """Have ``response``'s body fail with ``httpx2.ReadTimeout`` (saying ``late``) when
+    it has not come whole by ``deadline`` (``loop.time()``). httpx2's own read timeout
+    bounds each wait for a chunk, not the body: a server that sends its headers and
+    then holds the body, or sends it a byte at a time, would hold its reader for as
+    long as it likes."""
+    stream = response.stream
+    if isinstance(stream, httpx2.AsyncByteStream):
+        response.stream = _Due(stream, deadline, request, late)

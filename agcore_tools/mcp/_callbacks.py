@@ -5,21 +5,27 @@ SDK, where it would break the connection. The handlers that answer the server
 failure is told to the server as a generic error, never its text, which may hold
 secrets. They may be sync or async as well: a sync one runs in a worker thread, as a
 sync tool or ``needs_approval`` function does (the SDK awaited it, and each request
-failed with a ``TypeError``). What is no function at all is refused when the client is
-made (:func:`check_callback`): called, it failed at each message instead, with a
-traceback logged for each."""
+failed with a ``TypeError``). A handler that does not answer in time (:func:`window`)
+is given up on, and the server told so: a request the server sent on its own, outside
+any call, waited for ever, and a stuck sync handler held a thread of the tool pool until
+``close()``. What is no function at all is refused when the client is made
+(:func:`check_callback`): called, it failed at each message instead, with a traceback
+logged for each."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from .._aio import run_tool
+from .._aio import run_tool, with_timeout
 from .._progress import is_async_callable
 from ..error import ToolConfigError
+from ._watchdog import Watchdog
 
-__all__ = ["call_user", "check_callback", "guarded_handler"]
+__all__ = ["call_user", "check_callback", "guarded_handler", "window"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -73,21 +79,57 @@ async def call_user(callback: Any, value: Any, server_name: str) -> None:
         logger.exception("MCP server '%s': callback %r raised", server_name, callback)
 
 
-def guarded_handler(handler: Any, what: str, server_name: str) -> Any:
+def window(watchdog: Watchdog, timeout: Callable[[], float]) -> Callable[[], float]:
+    """The seconds a handler has to answer a server's request that comes now: the
+    client's ``timeout()``, or longer while a tool call in flight on the connection
+    (``watchdog``) has a later deadline, as a call's ``timeout=`` may set (2025-era
+    requests do not say which call they are for, and it may be that one).
+
+    Example:
+        >>> async def now() -> float:
+        ...     return window(Watchdog(), lambda: 30.0)()
+        >>> asyncio.run(now())
+        30.0
+    """
+
+    def seconds() -> float:
+        left = watchdog.latest() - asyncio.get_running_loop().time()
+        return max(timeout(), left)
+
+    return seconds
+
+
+class _Failed(Exception):
+    """A handler's own failure, told apart from the end of its time."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__()
+        self.exc = exc
+
+
+def guarded_handler(handler: Any, what: str, server_name: str, seconds: Callable[[], float]) -> Any:
     """``handler`` (an app's SDK callback: ``context, params``, or ``context`` alone for
     roots) as the SDK's async callback, whose failure the server gets as a JSON-RPC
     error saying only that ``what`` failed; the exception's type is logged at WARNING
     (not its text, which may hold secrets). A sync handler runs in a worker thread, off
-    the event loop, and an awaitable it returns is awaited. None stays None.
+    the event loop, and an awaitable it returns is awaited. One that has not answered
+    within ``seconds()`` (see :func:`window`) is given up on, with a WARNING, and the
+    server told it did not answer in time. None stays None.
 
     Example:
-        >>> import asyncio
         >>> async def broken(context: Any, params: Any) -> Any:
         ...     raise RuntimeError("token sk-123 rejected")
-        >>> asyncio.run(guarded_handler(broken, "sampling_handler", "demo")(None, None)).message
+        >>> guarded = guarded_handler(broken, "sampling_handler", "demo", lambda: 5.0)
+        >>> asyncio.run(guarded(None, None)).message
         "the client's sampling_handler failed"
-        >>> asyncio.run(guarded_handler(lambda context: "roots", "roots_handler", "demo")(None))
+        >>> roots = guarded_handler(lambda context: "roots", "roots_handler", "demo", lambda: 5.0)
+        >>> asyncio.run(roots(None))
         'roots'
+        >>> async def stuck(context: Any, params: Any) -> Any:
+        ...     await asyncio.Event().wait()
+        >>> late = guarded_handler(stuck, "sampling_handler", "demo", lambda: 0.01)
+        >>> asyncio.run(late(None, None)).message
+        "the client's sampling_handler did not answer within 0.01 s"
     """
     if handler is None:
         return None
@@ -96,22 +138,40 @@ def guarded_handler(handler: Any, what: str, server_name: str) -> Any:
     awaited = is_async_callable(handler)
     label = f"{what} of MCP server '{server_name}'"
 
-    async def guarded(*args: Any) -> Any:
+    async def answer(args: tuple[Any, ...]) -> Any:
         try:
             if awaited:
                 return await handler(*args)
-            # Cancelled (the client closing), the thread runs on and its answer is
-            # dropped: no thread can be stopped from outside.
-            answer = await run_tool(label, handler, *args)
-            if inspect.isawaitable(answer):  # a sync callable wrapping an async one
-                answer = await answer
-            return answer
-        except Exception as exc:  # noqa: BLE001 - its text may hold secrets: not logged, not sent
+            # Cancelled (out of time, or the client closing), the thread runs on and its
+            # answer is dropped: no thread can be stopped from outside.
+            answered = await run_tool(label, handler, *args)
+            if inspect.isawaitable(answered):  # a sync callable wrapping an async one
+                answered = await answered
+            return answered
+        except Exception as exc:
+            raise _Failed(exc) from exc
+
+    async def guarded(*args: Any) -> Any:
+        limit = seconds()
+        try:
+            return await with_timeout(answer(args), limit)
+        except TimeoutError:
+            logger.warning(
+                "MCP server '%s': the client's %s did not answer within %g s; the server "
+                "was told so%s",
+                server_name,
+                what,
+                limit,
+                "" if awaited else " (its thread runs on: Python cannot stop a thread)",
+            )
+            message = f"the client's {what} did not answer within {limit:g} s"
+            return ErrorData(code=INTERNAL_ERROR, message=message)
+        except _Failed as failed:  # its text may hold secrets: not logged, not sent
             logger.warning(
                 "MCP server '%s': the client's %s raised %s; the server was told it failed",
                 server_name,
                 what,
-                type(exc).__name__,
+                type(failed.exc).__name__,
             )
             return ErrorData(code=INTERNAL_ERROR, message=f"the client's {what} failed")
 

@@ -24,7 +24,7 @@ from .._aio import import_off_loop, with_timeout
 from .._version import __version__
 from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
 from . import _handshake, _sdklog
-from ._callbacks import call_user, guarded_handler
+from ._callbacks import call_user, guarded_handler, window
 from ._elicitation import LiveQuestions
 from ._exchange import EXCHANGE, HttpExchange, sdk_detail
 from ._feeds import UpdateFeeds
@@ -165,6 +165,10 @@ class Connection:
         """``_meta`` sent with later requests (a log level set on a 2026-07-28 session)."""
         self.watchdog = Watchdog()
         """The time bound of the tool calls sent on this connection."""
+        self.deadline = math.inf
+        """When (``time.monotonic()``) its start must be done by, once :meth:`start` runs:
+        the deadline of the ``connect()``, restart or new handshake that started it,
+        which the ``tools/list`` sent once it is up keeps to as well."""
         self._error: ToolError | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
@@ -193,8 +197,10 @@ class Connection:
 
     # -- driven by the session (_session.py) ----------------------------------------
 
-    async def start(self) -> None:
-        """Start the owner task and wait until the session is ready or start-up failed."""
+    async def start(self, deadline: float | None = None) -> None:
+        """Start the owner task and wait until the session is ready or start-up failed,
+        by ``deadline`` (``time.monotonic()``; default: the client's timeout from when
+        the MCP SDK is imported, which the first connect of a process does first)."""
         try:
             await import_off_loop(_SDK_MODULES, _SDK_IMPORT_TIMEOUT)
         except TimeoutError as exc:
@@ -204,11 +210,14 @@ class Connection:
             ) from exc
         except ImportError as exc:
             raise McpError(self.server_name, f"cannot import the MCP SDK: {exc}") from exc
+        now = time.monotonic()
+        self.deadline = now + self.settings.timeout if deadline is None else deadline
         self._task = asyncio.create_task(self._run(), name=f"mcp-client:{self.server_name}")
         try:
             # The owner enforces the start-up deadline itself; this outer bound only
             # guards against a transport that hangs while unwinding a failed start.
-            await with_timeout(self._ready.wait(), self.settings.timeout + self._close_bound())
+            left = max(0.0, self.deadline - now)
+            await with_timeout(self._ready.wait(), left + self._close_bound())
         except asyncio.CancelledError:
             await self.stop()
             raise
@@ -360,7 +369,8 @@ class Connection:
         _sdklog.install()
         _sdklog.CONNECTION.set(_sdklog.Routed(self.server_name, self.secrets))  # and its SDK tasks'
         try:
-            deadline = anyio.current_time() + self.settings.timeout
+            # On anyio's clock, which need not be time.monotonic().
+            deadline = anyio.current_time() + (self.deadline - time.monotonic())
             mode = "legacy" if _handshake.remembered(self.settings) else self.settings.protocol
             try:
                 timed_out = await self._attempt(mode, deadline)
@@ -428,19 +438,22 @@ class Connection:
         from mcp_types import Implementation
 
         settings = self.settings
+        name = settings.server_name
+        # Read when a request comes: the client's timeout may change meanwhile.
+        answer_within = window(self.watchdog, lambda: self.settings.timeout)
         client = Client(
             self._open_transport(),
             mode=mode,
             read_timeout_seconds=settings.timeout,
             sampling_callback=guarded_handler(
-                settings.sampling_handler, "sampling_handler", settings.server_name
+                settings.sampling_handler, "sampling_handler", name, answer_within
             ),
             elicitation_callback=guarded_handler(
-                settings.elicitation_handler, "elicitation_handler", settings.server_name
+                settings.elicitation_handler, "elicitation_handler", name, answer_within
             )
             or self.questions.handler,
             list_roots_callback=guarded_handler(
-                settings.roots_handler, "roots_handler", settings.server_name
+                settings.roots_handler, "roots_handler", name, answer_within
             ),
             logging_callback=self._on_log,
             log_level=settings.log_level,  # type: ignore[arg-type]

@@ -15,8 +15,8 @@ SDK's documented way to set headers, TLS and the rest. Every request goes throug
   SDK's version negotiation must see a network error as one, not as a protocol answer;
 - fails requests at once when the connection has been given up (a frozen server
   would hold the SDK's closing ``DELETE`` until the HTTP timeout), and gives that
-  ``DELETE`` :data:`CLOSE_TIMEOUT` seconds at most in any case, so ``close()`` is
-  bounded even before a frozen server has been noticed;
+  ``DELETE`` :data:`CLOSE_TIMEOUT` seconds at most in any case, its answer's body
+  included, so ``close()`` is bounded even before a frozen server has been noticed;
 - reads the answer to each POSTed request before the SDK does, and replaces an answer
   carrying another id by an error answer for the request (see ``_matching``), as it
   does an ``application/json`` answer over ``max_message_size`` as soon as it passes
@@ -40,6 +40,7 @@ naming the proxy in a network error.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import ssl
@@ -55,7 +56,7 @@ from pydantic_core import from_json
 from .._aio import with_timeout
 from .._redact import url_without_secrets
 from ..error import ToolConfigError
-from ._bodies import BodyCut, decode_here, peek
+from ._bodies import BodyCut, decode_here, due_by, peek
 from ._exchange import EXCHANGE, HttpExchange, parse_retry_after, server_reason
 from ._listen import ListenStream, StreamEvent
 from ._matching import JsonBodyCheck, SseCheck
@@ -264,13 +265,16 @@ class _Guard(httpx2.AsyncBaseTransport):
         response.stream = _Checked(stream, check)
 
     async def _send_delete(self, request: httpx2.Request) -> httpx2.Response:
+        late = f"no answer to the session's closing DELETE within {CLOSE_TIMEOUT:g} s"
+        deadline = asyncio.get_running_loop().time() + CLOSE_TIMEOUT
         try:
-            return await with_timeout(self._send(request), CLOSE_TIMEOUT)
+            response = await with_timeout(self._send(request), CLOSE_TIMEOUT)
         except TimeoutError as exc:
-            raise httpx2.ReadTimeout(
-                f"no answer to the session's closing DELETE within {CLOSE_TIMEOUT:g} s",
-                request=request,
-            ) from exc
+            raise httpx2.ReadTimeout(late, request=request) from exc
+        # The SDK reads the body whole before close() goes on: its headers in time are
+        # not enough.
+        due_by(request, response, deadline, late)
+        return response
 
     async def aclose(self) -> None:
         await self._close()

@@ -53,7 +53,8 @@ class ToolListing(Protocol):
         ...
 
     async def prime(self, conn: Connection) -> None:
-        """A connection has just started: list its tools (failures raise)."""
+        """A connection has just started: list its tools by the deadline of its start
+        (``conn.deadline``); failures raise."""
         ...
 
     def new_loop(self) -> None:
@@ -135,10 +136,13 @@ class Session:
             self.budget.clear()
             await self._start_locked(restarting=False)
 
-    async def _start_locked(self, *, restarting: bool) -> Connection:
+    async def _start_locked(self, *, restarting: bool, deadline: float | None = None) -> Connection:
         """Replace the connection with a new one (the connect lock is held); once more,
         with the ``initialize`` handshake, when the server refused to list its tools for
-        want of it (see :meth:`with_handshake`)."""
+        want of it (see :meth:`with_handshake`). All of it by ``deadline``
+        (``time.monotonic()``; default: the client's timeout from the start, see
+        :meth:`Connection.start`), the tools listed and the second try included: a
+        second try with a timeout of its own made ``connect()`` take twice its timeout."""
         note = ""  # what an error adds once started again for want of initialize
         while True:
             old = self.conn
@@ -152,7 +156,8 @@ class Session:
             self.conn, self.failed = conn, None
             self._tracked.follow(conn, self.loop)
             try:
-                await conn.start()
+                await conn.start(deadline)
+                deadline = conn.deadline
                 if self.tools is not None:
                     self.tools.invalidate(None)
                     await self.tools.prime(conn)
@@ -247,12 +252,14 @@ class Session:
             if (replaced := self._replaced(conn, action, tool_name)) is not None:
                 return replaced
             self._to_handshake(conn, action, said)
+            # One timeout for the wait below and the new connection's start.
+            deadline = time.monotonic() + self.settings.timeout
             # The calls in flight on it get their refusals first, to send again on the
             # new one: stopped now, they would fail as if they may have run.
             await conn.watchdog.idle(self.settings.timeout)
             if self.conn is not conn:  # close() ran meanwhile: start nothing after it
                 raise self.not_usable(self.conn, tool_name, action)
-            return await self._start_locked(restarting=True)
+            return await self._start_locked(restarting=True, deadline=deadline)
 
     async def restart_within(
         self,

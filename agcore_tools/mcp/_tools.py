@@ -104,14 +104,15 @@ class ToolCache:
         return any(i.name == tool_name and is_safe_to_repeat(i.annotations) for i in infos)
 
     async def prime(self, conn: Connection) -> None:
-        """List the tools of a connection that just started, if its server has tools.
+        """List the tools of a connection that just started, if its server has tools, by
+        the deadline of its start (``conn.deadline``).
 
         One tools/list then: ``into_tools()`` can work without awaiting, and the SDK
         learns the tools' output schemas before the first call.
         """
         client = conn.client
         if client is not None and client.server_capabilities.tools is not None:
-            await self._fetch(conn)
+            await self._fetch(conn, deadline=conn.deadline)
 
     async def current(self) -> list[McpToolInfo]:
         """The tools, from the cache while it is fresh, else listed again."""
@@ -124,7 +125,11 @@ class ToolCache:
                 return list(self.infos)
             return list(await self._fetch(conn, recover=True))
 
-    async def _fetch(self, conn: Connection, *, recover: bool = False) -> list[McpToolInfo]:
+    async def _fetch(
+        self, conn: Connection, *, recover: bool = False, deadline: float | None = None
+    ) -> list[McpToolInfo]:
+        """The tools listed on ``conn``, each page within the client's timeout, and all
+        of them by ``deadline`` (``time.monotonic()``) if given."""
         session = self.session
         client = conn.client
         if client is None:
@@ -132,11 +137,17 @@ class ToolCache:
         generation = self._generation
         started = time.monotonic()
         limit = session.settings.timeout
+
+        def bound() -> float:
+            if deadline is None:
+                return limit
+            return min(limit, max(0.0, deadline - time.monotonic()))
+
         try:
             listed = await pages(
                 session.server_name,
                 "tools/list",
-                lambda cursor: _page(client, conn.http, cursor, limit),
+                lambda cursor: _page(client, conn.http, cursor, bound()),
             )
         except _PageFailed as failed:
             exc, exchange = failed.exc, failed.exchange

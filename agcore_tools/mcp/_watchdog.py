@@ -43,6 +43,7 @@ class Watchdog:
         "_closed",
         "_deadlines",
         "_expired",
+        "_general",
         "_handle",
         "_idle",
         "_running",
@@ -56,6 +57,7 @@ class Watchdog:
         self._running = 0  # the calls in flight, by either path of bound()
         self._idle: asyncio.Event | None = None  # what idle() waits on, set at 0 running
         self._closed = False
+        self._general: list[float] = []  # the deadlines of the calls bounded the general way
 
     async def bound(self, awaitable: Awaitable[T], seconds: float) -> T:
         """Await ``awaitable``; after ``seconds``, cancel it and raise ``TimeoutError``.
@@ -77,11 +79,14 @@ class Watchdog:
         task = asyncio.current_task()
         if task is None or task in self._deadlines or sys.version_info < (3, 11):
             # Nested in another bounded call of this task (or no Task.uncancel): the
-            # general form, in flight all the same for idle().
+            # general form, in flight all the same for idle() and latest().
+            deadline = asyncio.get_running_loop().time() + seconds
+            self._general.append(deadline)
             self._running += 1
             try:
                 return await with_timeout(awaitable, seconds)
             finally:
+                self._general.remove(deadline)
                 self._ended()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
@@ -164,6 +169,24 @@ class Watchdog:
     def armed(self) -> bool:
         """Whether the timer is set (it stays set between calls, for the next one)."""
         return self._handle is not None
+
+    def latest(self) -> float:
+        """The latest deadline (the loop's clock) of the calls in flight; ``-inf`` when
+        none is.
+
+        Example:
+            >>> import asyncio, math
+            >>> async def demo() -> bool:
+            ...     watchdog = Watchdog()
+            ...     call = asyncio.create_task(watchdog.bound(asyncio.sleep(0.01), 5))
+            ...     await asyncio.sleep(0)  # the call is in flight
+            ...     in_flight = watchdog.latest() - asyncio.get_running_loop().time()
+            ...     await call
+            ...     return 4 < in_flight <= 5 and watchdog.latest() == -math.inf
+            >>> asyncio.run(demo())
+            True
+        """
+        return max((*self._deadlines.values(), *self._general), default=-math.inf)
 
     def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
         if self._handle is not None:

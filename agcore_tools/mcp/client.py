@@ -78,8 +78,9 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
 
     Server-to-client requests: ``ping`` is answered. Sampling and roots are advertised
     only with a handler, then routed to it (the SDK's callback signatures and types; a
-    sync handler runs in a worker thread); elicitation always is, declined (and logged)
-    without a handler. Log messages go to the
+    sync handler runs in a worker thread; one that has not answered within
+    :attr:`timeout`, or the deadline of a later call in flight, is given up on, and the
+    server told so); elicitation always is, declined (and logged) without a handler. Log messages go to the
     ``agcore_tools.mcp.server`` logger and ``on_log``; progress updates to the
     ``agcore_tools.mcp.progress`` logger (DEBUG) and ``on_progress``.
 
@@ -179,7 +180,7 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
         Args:
             server_name: Names the server in messages, logs and prefixed tool names.
             transport: A :class:`StdioTransport` or a :class:`StreamableHttpTransport`.
-            timeout: Seconds for start-up and for each request.
+            timeout: Seconds for start-up (``connect()`` as a whole) and for each request.
             tools_ttl: Seconds (0 or more) a tool list stays cached; None keeps it
                 until the server says it changed or :meth:`refresh_tools` is called. A
                 server's own ``ttlMs`` (2026-07-28) shortens it.
@@ -191,7 +192,8 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
                 handler may be sync or async: a sync one runs in a worker thread, off
                 the event loop, as a sync tool does. One that raises is logged (its
                 exception type) and the server told only that it failed, never the
-                error's text.
+                error's text; one that has not answered within ``timeout`` (or a
+                later call's deadline) is given up on, its thread left to run on.
             on_log: Called with each :class:`McpLogMessage` (sync or async).
             on_progress: Called with each :class:`McpProgress` of a tool call.
             log_level: The lowest level of log messages to ask 2026-07-28 servers for,
@@ -413,7 +415,12 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
         Does nothing when already connected; after the server was lost, starts a new
         connection. Raises an :class:`~agcore_tools.McpError` subclass within
         :attr:`timeout` when the command is missing, the server exits during start-up
-        or never answers; the server's stderr tail is in the message.
+        or never answers; the server's stderr tail is in the message. The whole of it
+        keeps to :attr:`timeout`: the ``tools/list`` it sends once connected, and a
+        second connection with the ``initialize`` handshake when the server wants one
+        (see ``docs/guides/mcp.md``), count against it too; stopping what a start that
+        timed out started comes on top, and the first connect of a process imports
+        the MCP SDK first, outside it.
 
         Example:
             >>> import asyncio, sys

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import http.server
 import os
 import shutil
 import signal
@@ -11,8 +12,10 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -240,6 +243,29 @@ class FaultServer:
     def stop(self) -> None:
         self._end()
         self.sock.close()
+
+
+class QuietHandler(http.server.BaseHTTPRequestHandler):
+    """The handler of a handwritten endpoint (see :func:`handwritten`): it logs nothing."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def handwritten(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` serving on a free port of 127.0.0.1, from threads of this process, for
+    a server that misbehaves in a way the fault server does not; yields its URL, the
+    path ``/mcp``."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
 
 
 @pytest.fixture

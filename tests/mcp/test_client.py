@@ -1014,6 +1014,64 @@ async def test_sync_handlers_answer_from_a_worker_thread(make_client: Any) -> No
     assert len(ran_on) == 4 and loop_thread not in ran_on
 
 
+async def _sampled_later(client: McpClient) -> str:
+    """How the fixture server's ``sample_later`` request went, once it has (15 s at most)."""
+    deadline = time.monotonic() + 15
+    while (outcome := await client.call_tool("sampled_later")) == "waiting":
+        assert time.monotonic() < deadline, "the server's request was never answered"
+        await asyncio.sleep(0.05)
+    return str(outcome)
+
+
+async def test_a_handler_that_does_not_answer_in_time_is_given_up_on(
+    make_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A sync handler stuck (a console prompt nobody answers, a model client that hangs):
+    # a request the server sent on its own, outside any call, was never answered, and
+    # the handler's thread counted against the tool pool until close().
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    release = threading.Event()
+
+    def sample(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        release.wait(60)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="late"), model="x"
+        )
+
+    try:
+        async with make_client(protocol="legacy", timeout=3, sampling_handler=sample) as client:
+            assert await client.call_tool("sample_later", {"prompt": "hi"}) == "asking"
+            started = time.monotonic()
+            outcome = await _sampled_later(client)
+            took = time.monotonic() - started
+            assert outcome == "refused: the client's sampling_handler did not answer within 3 s"
+            assert took < 3 + 1, f"answered after {took:.2f} s"
+            started = time.monotonic()
+        took = time.monotonic() - started
+        assert took < 2, f"close() took {took:.2f} s"
+    finally:
+        release.set()
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning == (
+        "MCP server 'fixture': the client's sampling_handler did not answer within 3 s; the "
+        "server was told so (its thread runs on: Python cannot stop a thread)"
+    )
+
+
+async def test_a_handler_has_as_long_as_the_call_that_asked(make_client: Any) -> None:
+    # A call's own timeout= (longer than the client's) bounds the person or model its
+    # tool asks through the handler, as the guide says.
+    def sample(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        time.sleep(2)  # a slow model: the answer takes longer than the client's timeout
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="slow"), model="x"
+        )
+
+    async with make_client(protocol="legacy", sampling_handler=sample) as client:
+        client.timeout = 1  # once connected: the server's start-up may take longer
+        assert await client.call_tool("sample", {"prompt": "hi"}, timeout=10) == "slow"
+
+
 async def test_a_failing_handler_tells_the_server_no_details(
     make_client: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -8,13 +8,11 @@ the venv ``make old-mcp-sdk`` builds; the others are servers made to fail here.
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import logging
 import os
 import signal
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Iterator
@@ -24,9 +22,23 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import McpClient, McpError, StdioTransport, StreamableHttpTransport
+from agcore_tools import (
+    McpClient,
+    McpError,
+    McpTimeoutError,
+    StdioTransport,
+    StreamableHttpTransport,
+)
 
-from .conftest import OLD_SDK, SERVERS, FaultServer, live_children, old_sdk_python
+from .conftest import (
+    OLD_SDK,
+    SERVERS,
+    FaultServer,
+    QuietHandler,
+    handwritten,
+    live_children,
+    old_sdk_python,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -328,7 +340,7 @@ def echoing_server(
     with ``code`` that repeats the request's ``Authorization`` header (or says
     ``message``), its last character cut off if ``cut`` (no JSON then); yields its URL."""
 
-    class Echo(http.server.BaseHTTPRequestHandler):
+    class Echo(QuietHandler):
         def do_POST(self) -> None:
             sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             if "id" not in sent:  # a notification
@@ -348,18 +360,8 @@ def echoing_server(
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with handwritten(Echo) as url:
+        yield url
 
 
 @pytest.mark.parametrize("status", [500, 200])
@@ -615,3 +617,142 @@ async def test_close_while_a_refusal_waits_to_connect_again_starts_no_server(
         assert starts(tmp_path) == 1
     finally:
         await client.close()
+
+
+# -- the initialize handshake after the probe, over HTTP, and its deadline ---------------
+
+STOPPED = 1.5
+"""What a start-up that timed out may take beyond its timeout: stopping what it started
+(the stdio gate and its server end once their stdin closes), and the loop's latency."""
+
+
+def silent_after_the_first(tmp_path: Path, refused: str) -> StdioTransport:
+    """The gate refusing ``refused`` 3 s late; started again, it answers nothing."""
+    env = {"GATE_STARTS": str(tmp_path / "starts"), "GATE_DELAY": "3", "GATE_SILENT_FROM": "2"}
+    return StdioTransport(sys.executable, [str(GATE), refused], env=env, stop_grace=0.5)
+
+
+async def test_connect_keeps_to_its_timeout_when_it_connects_again_with_initialize(
+    tmp_path: Path,
+) -> None:
+    # The second connection, with the initialize handshake after the refused tools/list,
+    # had a timeout of its own: connect() took the time of the first (3 s and more here)
+    # on top of its 8 s timeout, and could take three times it (its tools/list had one).
+    client = McpClient("kg", silent_after_the_first(tmp_path, "tools/list"), timeout=8)
+    started = time.monotonic()
+    with pytest.raises(McpTimeoutError) as info:
+        await client.connect()
+    took = time.monotonic() - started
+    assert took < 8 + STOPPED, f"connect() took {took:.2f} s"
+    assert starts(tmp_path) == 2
+    assert str(info.value).endswith(
+        "did not complete the MCP handshake within 8 s; it never answered initialize (second "
+        "attempt, after connecting again with the initialize handshake; the first, without "
+        "it, was refused: initialize is required (code -32600))"
+    )
+    assert not client.connected
+
+
+async def test_connect_keeps_to_its_timeout_listing_tools_after_the_second_handshake(
+    tmp_path: Path,
+) -> None:
+    # The tools/list after the second handshake had a timeout of its own too: refused
+    # (again) 4 s late, as the first was, it failed after 8 s and the two start-ups,
+    # past the 8 s timeout.
+    env = {"GATE_STARTS": str(tmp_path / "starts"), "GATE_DELAY": "4"}
+    transport = StdioTransport(
+        sys.executable, [str(GATE), "always", "tools/list"], env=env, stop_grace=0.5
+    )
+    client = McpClient("kg", transport, timeout=8)
+    started = time.monotonic()
+    with pytest.raises(McpTimeoutError) as info:
+        await client.connect()
+    took = time.monotonic() - started
+    assert took < 8 + STOPPED, f"connect() took {took:.2f} s"
+    assert "within 8 s" in str(info.value) or "timed out after 8 s" in str(info.value)
+    assert str(info.value).endswith(
+        "(second attempt, after connecting again with the initialize handshake; the first, "
+        "without it, was refused: initialize is required (code -32600))"
+    )
+
+
+async def test_connect_over_http_keeps_to_its_timeout_when_it_connects_again_with_initialize(
+    fault_server: FaultServer,
+) -> None:
+    await fault_server.control("wants-initialize", methods=["tools/list"], delay=3)
+    # The second connection's initialize is answered with headers and no body, ever.
+    json_headers = {"content-type": "application/json"}
+    await fault_server.control(
+        "fail", method="initialize", status=200, stall_after=0, headers=json_headers
+    )
+    client = McpClient("kg", StreamableHttpTransport(fault_server.url), timeout=6)
+    started = time.monotonic()
+    with pytest.raises(McpTimeoutError) as info:
+        await client.connect()
+    took = time.monotonic() - started
+    assert took < 6 + STOPPED, f"connect() took {took:.2f} s"
+    assert str(info.value) == (
+        f"MCP server 'kg': {fault_server.url} did not complete the MCP handshake within 6 s "
+        "(second attempt, after connecting again with the initialize handshake; the first, "
+        "without it, was refused: initialize is required (code -32600))"
+    )
+
+
+async def test_a_call_keeps_to_its_timeout_when_it_connects_again_with_initialize(
+    fault_server: FaultServer,
+) -> None:
+    # The new connection is made in a task of its own, which the call leaves at its
+    # deadline; close() then ends it.
+    async with McpClient("kg", StreamableHttpTransport(fault_server.url), timeout=20) as client:
+        await fault_server.control("wants-initialize", delay=1.5)
+        json_headers = {"content-type": "application/json"}
+        await fault_server.control(
+            "fail", method="initialize", status=200, stall_after=0, headers=json_headers
+        )
+        started = time.monotonic()
+        with pytest.raises(McpTimeoutError) as info:
+            await client.call_tool("echo", {"text": "hi"}, timeout=3)
+        took = time.monotonic() - started
+        assert took < 3 + 0.5, f"the call took {took:.2f} s"
+        assert str(info.value).startswith(
+            "MCP server 'kg': tools/call 'echo' timed out after 3 s, waiting for the server "
+            "to start again (second attempt, after connecting again with the initialize "
+            "handshake; the first, without it, was refused: initialize is required (code "
+            "-32600))"
+        )
+        assert info.value.may_have_run is False
+        started = time.monotonic()
+    took = time.monotonic() - started
+    assert took < 1.5, f"close() took {took:.2f} s"
+
+
+@pytest.mark.parametrize(
+    ("refused", "status"), [("tools/call", 200), ("tools/list", 200), ("tools/call", 400)]
+)
+async def test_an_http_server_that_wants_initialize_after_the_probe_is_connected_again_with_it(
+    fault_server: FaultServer, caplog: pytest.LogCaptureFixture, refused: str, status: int
+) -> None:
+    # The stdio case above, over Streamable HTTP: the 2026-07-28 requests carry no
+    # session, and the server refuses them until a session made by initialize (its
+    # refusal with HTTP 400, as 2026-07-28 servers answer a request they refuse, too).
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    await fault_server.control("wants-initialize", methods=[refused], status=status)
+    async with McpClient("kg", StreamableHttpTransport(fault_server.url), timeout=20) as client:
+        if refused == "tools/call":
+            assert client.protocol_version == "2026-07-28"
+        both = await asyncio.gather(
+            client.call_tool("echo", {"text": "one"}), client.call_tool("echo", {"text": "two"})
+        )
+        assert both == ["one", "two"]
+        assert client.protocol_version == "2025-11-25"
+        assert "echo" in [tool.name for tool in client.into_tools()]
+        [warning] = initialize_warnings(caplog)
+        action = "tools/call 'echo'" if refused == "tools/call" else "tools/list"
+        assert f"then refused {action}: initialize is required (code -32600)" in warning
+        assert len((await fault_server.control("state"))["sessions"]) == 1
+
+        # Remembered over HTTP too: the next connection uses the handshake at once.
+        fault_server.restart()
+        assert await client.call_tool("echo", {"text": "three"}) == "three"
+        assert client.protocol_version == "2025-11-25"
+        assert len(initialize_warnings(caplog)) == 1

@@ -607,3 +607,31 @@ async def test_a_create_call_is_sent_once(
         task = await client.start_task("build", {"seconds": 0.2, "label": "once"})
         assert await task.result(timeout=20) == {"label": "once", "seconds": 0.2}
     assert task_server.counts()["calls"] == {"build": 1}
+
+
+async def test_a_task_on_a_server_that_wants_initialize_after_the_probe(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server that agrees on 2026-07-28 and then refuses every tools/call until
+    ``initialize`` (kglite-mcp-server 0.21; see test_probe_fallback.py) refuses the task's
+    create call unrun: the client connects again with the handshake and creates the task
+    there, on 2025-11-25, once; the handle follows it on that connection."""
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    gated = TaskServer(
+        tmp_path / "tasks.json", "--poll-ms", "100", "--wants-initialize", "tools/call"
+    )
+    try:
+        async with gated.client(tasks=True) as client:
+            assert client.protocol_version == "2026-07-28"
+            task = await client.start_task("build", {"seconds": 0.5, "label": "gated"})
+            assert task.protocol == client.protocol_version == "2025-11-25"
+            assert await task.result(timeout=20) == {"label": "gated", "seconds": 0.5}
+            assert (await task.status()).status == "completed"
+            assert await client.call_tool("plain_echo", {"text": "hi"}) == {"result": "hi"}
+        assert gated.counts()["calls"] == {"build": 1, "plain_echo": 1}
+    finally:
+        gated.stop()
+        gated.sock.close()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1
+    assert "then refused tools/call 'build' as a task: initialize is required" in warnings[0]

@@ -8,10 +8,8 @@ Calls to a frozen server, and the restarts they trigger, are cases 8 and 9 of
 
 from __future__ import annotations
 
-import http.server
 import json
 import logging
-import threading
 import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
@@ -21,7 +19,7 @@ import pytest
 from agcore_tools import McpClient, McpError, StreamableHttpTransport
 from agcore_tools.mcp._http import CLOSE_TIMEOUT
 
-from .conftest import FaultServer, assert_no_stray_tasks
+from .conftest import FaultServer, QuietHandler, assert_no_stray_tasks, handwritten
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -83,6 +81,27 @@ async def test_close_of_a_client_whose_server_froze_is_bounded(
     await assert_no_stray_tasks()
 
 
+async def test_close_is_bounded_when_the_closing_delete_holds_its_body(
+    fault_server: FaultServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A server (or a proxy) that sends the DELETE's status and headers, then holds the
+    # body: the SDK reads it whole, which only the owner task's 5 s bound ended, with
+    # an ERROR that the server "did not shut down" (a trickle, a byte now and then, is
+    # not ended by httpx2's read timeout either).
+    caplog.set_level(logging.DEBUG)
+    client = client_for(fault_server, "legacy")
+    await client.connect()
+    await fault_server.control("fail-delete", status=200, body="d" * 1024, stall_after=1)
+    took, _ = await timed(client.close())
+    assert took < CLOSE_BOUND, f"close() took {took:.2f} s"
+    assert not client.connected
+    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert loud == []
+    routed = [r.getMessage() for r in caplog.records if "the MCP SDK reported" in r.getMessage()]
+    assert any("no answer to the session's closing DELETE within 1 s" in m for m in routed)
+    await assert_no_stray_tasks()
+
+
 @pytest.mark.parametrize(
     ("content_type", "body"),
     [("text/html", b"<html><body>Sign in</body></html>"), ("application/json", b"{not json")],
@@ -92,7 +111,7 @@ async def test_an_endpoint_answering_no_mcp_message_fails_with_one_clear_line(
 ) -> None:
     # A login page or a proxy's error page: the SDK logged an ERROR with a traceback
     # beside the client's own error, on stderr when the app configures no logging.
-    class Page(http.server.BaseHTTPRequestHandler):
+    class Page(QuietHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             self.send_response(200)
@@ -101,22 +120,11 @@ async def test_an_endpoint_answering_no_mcp_message_fails_with_one_clear_line(
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with handwritten(Page) as url:
         caplog.set_level(logging.DEBUG)
-        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
         client = McpClient("page", StreamableHttpTransport(url), timeout=10)
         with pytest.raises(McpError, match="MCP server 'page': cannot connect"):
             await client.connect()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
     loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [r.getMessage() for r in loud if r.name.startswith("mcp")] == []
     routed = [r.getMessage() for r in caplog.records if "the MCP SDK reported" in r.getMessage()]
@@ -130,7 +138,7 @@ async def test_a_token_the_server_echoes_in_an_answer_the_sdk_cannot_parse_is_ma
     # client routes to DEBUG; it held the token whole, in the message and traceback.
     token = "ghp_S3CRETt0ken00"
 
-    class Echo(http.server.BaseHTTPRequestHandler):
+    class Echo(QuietHandler):
         def do_POST(self) -> None:
             sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             body = f'{{"id": {sent.get("id", 0)}, "t": "{token}"'.encode()
@@ -140,23 +148,12 @@ async def test_a_token_the_server_echoes_in_an_answer_the_sdk_cannot_parse_is_ma
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with handwritten(Echo) as url:
         caplog.set_level(logging.DEBUG)
-        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
         headers = {"Authorization": f"Bearer {token}"}
         client = McpClient("echo", StreamableHttpTransport(url, headers), timeout=10)
         with pytest.raises(McpError):
             await client.connect()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
     routed = [r for r in caplog.records if "the MCP SDK reported" in r.getMessage()]
     assert routed, "the SDK's record is kept, at DEBUG"
     formatter = logging.Formatter()

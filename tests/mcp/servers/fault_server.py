@@ -11,7 +11,11 @@ front only adds what real deployments do to clients, when a test asks for it thr
   the body are sent, then nothing until the client goes away; with ``repeat``, the body
   is that many times ``body``, and with ``gzip``, it is sent compressed;
 - ``fail-delete``: the same for the next session-closing ``DELETE`` (it still ends the
-  session);
+  session; ``stall_after`` too);
+- ``wants-initialize``: from now on refuse the requests of ``methods``
+  (``["tools/call"]`` unless given) sent outside a session, until ``initialize``, as
+  kglite-mcp-server 0.21 does on 2026-07-28 (see ``_gate.py``), after ``delay`` seconds
+  (none unless given), with HTTP ``status`` (200 unless given);
 - ``token``: from now on require ``Authorization: Bearer <token>`` (401 with a
   ``WWW-Authenticate`` challenge otherwise); ``null`` lifts it;
 - ``cut-listen``: end every open ``subscriptions/listen`` response stream, as a
@@ -55,7 +59,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from fixture_server import server  # the script's directory is on sys.path
+from _gate import refusal, refuse  # the script's directory is on sys.path
+from fixture_server import server
 from mcp.server.streamable_http import EventMessage, EventStore
 from mcp_types import ToolAnnotations
 
@@ -149,6 +154,7 @@ class Faults:
         self.calls_in_flight: list[Any] = []
         self.calls_seen = 0
         self.failed_deletes: list[dict[str, Any]] = []
+        self.gate: dict[str, Any] | None = None
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -171,7 +177,17 @@ class Faults:
                 pass  # the session ends; the client reads the failure instead
 
             await self.app(scope, receive, dropped)
-            await _respond_failure(send, failure)
+            if "stall_after" in failure:
+                await _respond_stalled(
+                    receive,
+                    send,
+                    failure["status"],
+                    failure.get("body", "injected failure"),
+                    failure["stall_after"],
+                    failure.get("headers", {}),
+                )
+            else:
+                await _respond_failure(send, failure)
             return
         if scope["method"] != "POST":
             await self.app(scope, receive, send)
@@ -196,6 +212,11 @@ class Faults:
                 )
             else:
                 await _respond_failure(send, failure)
+            return
+        gate = self.gate
+        refused = refusal(scope, body, gate.get("methods", ["tools/call"])) if gate else None
+        if gate is not None and refused is not None:
+            await refuse(send, refused, gate.get("delay", 0), gate.get("status", 200))
             return
         replay = _replay(body, receive)
         if method == "subscriptions/listen":
@@ -286,6 +307,8 @@ class Faults:
             self.failures.append(options)
         elif what == "fail-delete":
             self.failed_deletes.append(options)
+        elif what == "wants-initialize":
+            self.gate = options
         elif what == "token":
             self.token = options.get("token")
         elif what == "cut-listen":

@@ -303,6 +303,49 @@ async def sample(prompt: str, ctx: Context) -> str:
     return content.text if isinstance(content, TextContent) else str(content)
 
 
+_LATER: dict[str, str] = {}
+"""How the last ``sample_later`` request went ("waiting" until it is answered)."""
+_ASKING: set[asyncio.Task[None]] = set()
+
+
+@server.tool(structured_output=False)
+async def sample_later(prompt: str, ctx: Context) -> str:
+    """Ask the client's model (sampling) once this call has returned, as a server's own
+    background work does; ``sampled_later`` tells how it went."""
+    from mcp_types import SamplingMessage
+
+    session = ctx.session
+    _LATER["outcome"] = "waiting"
+
+    async def ask() -> None:
+        try:
+            result = await session.create_message(
+                messages=[
+                    SamplingMessage(role="user", content=TextContent(type="text", text=prompt))
+                ],
+                max_tokens=20,
+            )
+        except MCPError as exc:
+            _LATER["outcome"] = f"refused: {exc.message}"
+            return
+        except Exception as exc:
+            _LATER["outcome"] = f"failed: {type(exc).__name__}: {exc}"
+            return
+        content = result.content
+        _LATER["outcome"] = f"answered: {content.text if isinstance(content, TextContent) else ''}"
+
+    task = asyncio.get_running_loop().create_task(ask())
+    _ASKING.add(task)
+    task.add_done_callback(_ASKING.discard)
+    return "asking"
+
+
+@server.tool(structured_output=False)
+def sampled_later() -> str:
+    """How the last ``sample_later`` request went."""
+    return _LATER.get("outcome", "never asked")
+
+
 @server.tool(structured_output=False)
 async def roots(ctx: Context) -> str:
     """The client's roots."""

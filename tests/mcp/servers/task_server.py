@@ -26,6 +26,8 @@ request without the ``Mcp-Name`` header naming the task (HEADER_MISMATCH).
 
 Run: ``python task_server.py --stdio --store PATH`` or ``--http PORT`` (127.0.0.1), or
 ``--http-fd FD`` on a socket the caller bound. ``--poll-ms`` sets the poll interval.
+``--wants-initialize METHOD`` (over HTTP, again for each method) refuses its requests
+until ``initialize``, as kglite-mcp-server 0.21 does (see ``_gate.py``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from _gate import InitializeGate  # the script's directory is on sys.path
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import MCPServer
@@ -456,6 +459,7 @@ def main() -> None:
     parser.add_argument("--poll-ms", type=int, default=200)
     parser.add_argument("--clock-file", type=Path, help="seconds to add to the clock")
     parser.add_argument("--ttl-ms", type=int, default=DEFAULT_TTL_MS, help="a task's default ttl")
+    parser.add_argument("--wants-initialize", action="append", default=[], metavar="METHOD")
     options = parser.parse_args()
     OPTIONS.poll_ms = options.poll_ms
     OPTIONS.clock_file = options.clock_file
@@ -467,6 +471,8 @@ def main() -> None:
     import uvicorn
 
     app = server.streamable_http_app()
+    if options.wants_initialize:
+        app = InitializeGate(app, options.wants_initialize)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     if options.http_fd is not None:
         sock = socket.socket(fileno=options.http_fd)
