@@ -66,6 +66,30 @@ def test_no_secret_of_a_transport_shows_in_its_repr_or_in_messages() -> None:
     assert "proxy='http://proxy:3128'" in repr(http)
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "ftp://me:SECRET1@mcp.example.com/mcp?token=SECRET2",
+            "ftp://mcp.example.com/mcp?token=***",
+        ),
+        ("mcp.example.com/mcp?api_key=SECRET3", "mcp.example.com/mcp?api_key=***"),
+        (
+            "wss://mcp.example.com/u/4b7f2a1e-9c3d-4e5f-8a6b-1c2d3e4f5a6b/mcp",
+            "wss://mcp.example.com/u/***/mcp",
+        ),
+    ],
+)
+def test_a_url_that_is_not_http_is_refused_without_its_secrets(url: str, shown: str) -> None:
+    # Its refusal quoted the URL whole: the password and the key in its query with it.
+    with pytest.raises(ToolConfigError) as caught:
+        StreamableHttpTransport(url)
+    assert str(caught.value) == f"StreamableHttpTransport needs an http(s) URL, got {shown!r}"
+    with pytest.raises(ToolConfigError) as caught:
+        StreamableHttpTransport(httpx2.URL("https://me:SECRET5@mcp.example.com/mcp"))  # type: ignore[call-overload]
+    assert str(caught.value) == "StreamableHttpTransport needs an http(s) URL as a str, got URL"
+
+
 SLACK = "ghyQ7Ysl6WtM5lbTxVrX0mIa"
 TELEGRAM = "bot1234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 HEX_KEY = "3f9a1c2e7b4d5a6f8091a2b3c4d5e6f7"
