@@ -24,6 +24,7 @@ from agcore_tools import (
     ToolConfigError,
     ToolError,
 )
+from agcore_tools.mcp._stderr import transport_secrets
 
 
 def test_auth_takes_an_httpx2_auth_and_nothing_else() -> None:
@@ -140,6 +141,29 @@ def test_a_key_in_the_urls_path_is_hidden_and_ordinary_paths_are_kept(url: str, 
     transport = StreamableHttpTransport(url)
     assert transport.describe() == shown
     assert f"url={shown!r}" in repr(transport)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "masked"),
+    [
+        # OAuth's implicit flow puts the token in the fragment: it was shown whole.
+        (
+            "https://mcp.example.com/mcp#access_token=ya29.S3cretT0ken&expires_in=3600",
+            "https://mcp.example.com/mcp#access_token=***&expires_in=***",
+            ["ya29.S3cretT0ken"],
+        ),
+        (f"https://mcp.example.com/mcp#{HEX_KEY}", "https://mcp.example.com/mcp#***", [HEX_KEY]),
+        # An anchor is no secret.
+        ("https://mcp.example.com/mcp#section-2", "https://mcp.example.com/mcp#section-2", []),
+    ],
+)
+def test_a_secret_in_the_urls_fragment_is_hidden_and_an_anchor_kept(
+    url: str, shown: str, masked: list[str]
+) -> None:
+    transport = StreamableHttpTransport(url)
+    assert transport.describe() == shown
+    # And masked in what the server writes back.
+    assert transport_secrets(transport) == masked
 
 
 @contextlib.contextmanager
