@@ -74,13 +74,20 @@ def validation_problems(exc: ValidationError) -> tuple[Problems, Problems, int]:
 
 
 def reason(problems: Problems) -> str:
-    """The problems as one reason: ``field: problem; ...``.
+    """The problems as one reason: ``field: problem; ...``, the first
+    :attr:`InvalidArgumentsError.LISTED <agcore_tools.InvalidArgumentsError.LISTED>` of
+    them, then how many more (a list of 100,000 bad items made a message of megabytes).
 
     Example:
         >>> reason([("a", "Field required"), ("b", "Input should be a valid integer")])
         'a: Field required; b: Input should be a valid integer'
+        >>> reason([(f"n.{i}", "Field required") for i in range(25)])[-54:]
+        'n.18: Field required; n.19: Field required; and 5 more'
     """
-    return "; ".join(f"{field}: {message}" for field, message in problems)
+    listed = InvalidArgumentsError.LISTED
+    shown = "; ".join(f"{field}: {message}" for field, message in problems[:listed])
+    more = len(problems) - listed
+    return f"{shown}; and {more} more" if more > 0 else shown
 
 
 def _bare_reason(bare: Problems, unknown: int) -> str:

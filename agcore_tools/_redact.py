@@ -1,12 +1,12 @@
 """Secrets the library knows, masked in the text it logs or raises.
 
 A leaf module: the MCP client masks a stdio server's ``env`` values and an HTTP
-server's header values (and its URL's query values and path keys) in what the server
-writes (its stderr, its log messages, its errors and the SDK errors they are chained
-from), and the model loop masks its client's API key and header values in the errors a
-server's answer becomes (a proxy that echoes the bearer token in its 401 body), the
-errors they are chained from included, and the query values and path keys of the
-server's URL it names.
+server's header values (and its URL's query and fragment values and path keys) in what
+the server writes (its stderr, its log messages, its errors and the SDK errors they are
+chained from), and the model loop masks its client's API key and header values in the
+errors a server's answer becomes (a proxy that echoes the bearer token in its 401 body),
+the errors they are chained from included, and the query and fragment values and path
+keys of the server's URL it names.
 """
 
 from __future__ import annotations
@@ -129,6 +129,27 @@ def mask_credentials(text: str) -> str:
     return _SCHEMED_CREDENTIAL.sub(lambda found: f"{found.group(1)} ***", text)
 
 
+def _pairs(text: str) -> str:
+    """``text``, a query or a fragment of ``name=value`` pairs, with the values shown
+    as ``***``, but for those of parameters plainly no secret."""
+    return "&".join(
+        part if _plain(name) else f"{name}=***"
+        for part in text.split("&")
+        if part
+        for name in [part.partition("=")[0]]
+    )
+
+
+def _fragment(fragment: str) -> str:
+    """``fragment`` with what may be a secret in it shown as ``***``: its values, when
+    it holds ``name=value`` pairs (``#access_token=...``, as OAuth's implicit flow
+    sends the token); all of it, when it holds a token as a path segment may; else
+    (an anchor, ``#section-2``) as written."""
+    if "=" in fragment:
+        return _pairs(fragment)
+    return "***" if _token_runs(fragment) else fragment
+
+
 def url_without_secrets(url: str) -> str:
     """``url`` with no user or password, its query's values shown as ``***``
     (gateways and hosted servers take keys as ``?api-key=...``), but for those of
@@ -136,7 +157,10 @@ def url_without_secrets(url: str) -> str:
     segment of its path that holds a token shown as ``***``: a UUID, or a run of 20 or
     more letters and digits with both among them (webhooks and hosted MCP servers take
     their key in the path). Ordinary segments (``/v1/chat/completions``, a model's name
-    such as ``gpt-4o-mini-2024-07-18``, a numeric id) are shown.
+    such as ``gpt-4o-mini-2024-07-18``, a numeric id) are shown. A fragment of
+    ``name=value`` pairs has its values hidden as the query's are (OAuth's implicit flow
+    puts the token there: ``#access_token=...``), one that holds a token is hidden
+    whole, and an anchor (``#section-2``) is shown.
 
     Example:
         >>> url_without_secrets("https://u:pw@gw.example.com:8443/v1?api-key=s3cret&x")
@@ -151,17 +175,18 @@ def url_without_secrets(url: str) -> str:
         'https://api.telegram.org/***/getMe'
         >>> url_without_secrets("https://router.huggingface.co/models/meta-llama/Meta-Llama-3.1-8B-Instruct/v1")
         'https://router.huggingface.co/models/meta-llama/Meta-Llama-3.1-8B-Instruct/v1'
+        >>> url_without_secrets("https://app.example.com/cb#access_token=ya29.S3cret&token_type=Bearer")
+        'https://app.example.com/cb#access_token=***&token_type=***'
+        >>> url_without_secrets("https://docs.example.com/guide?version=2#section-2")
+        'https://docs.example.com/guide?version=2#section-2'
     """
     parts = urlsplit(url)
-    query = "&".join(
-        part if _plain(name) else f"{name}=***"
-        for part in parts.query.split("&")
-        if part
-        for name in [part.partition("=")[0]]
-    )
+    query = _pairs(parts.query)
     path = "/".join("***" if _token_runs(seg) else seg for seg in parts.path.split("/"))
+    fragment = _fragment(parts.fragment)
     host = parts.netloc.rpartition("@")[2]
-    if host == parts.netloc and query == parts.query and path == parts.path:
+    unchanged = query == parts.query and path == parts.path and fragment == parts.fragment
+    if host == parts.netloc and unchanged:
         # As written: a user copies it from an error to run the command again.
         return url
     # Not urlunsplit: it drops the "//" of an empty host (sqlite:///abs/path.db).
@@ -172,18 +197,18 @@ def url_without_secrets(url: str) -> str:
     shown += path
     if query:
         shown += f"?{query}"
-    if parts.fragment:
-        shown += f"#{parts.fragment}"
+    if fragment:
+        shown += f"#{fragment}"
     return shown
 
 
 def url_secrets(url: str, named: Callable[[str], bool] | None = None) -> list[str]:
-    """The secrets :func:`url_without_secrets` hides: the password, the query's values
-    and the path's tokens (each such segment, and the token runs in it), each as
-    written and decoded (a server may echo either); of the query, only those whose
-    parameter's name ``named`` accepts, if given, and then none of the path, which has
-    no names. Not the user name, which is no secret and often an ordinary word
-    ("postgres").
+    """The secrets :func:`url_without_secrets` hides: the password, the values of the
+    query and of a fragment of ``name=value`` pairs, and the tokens of the path and of
+    the fragment (each such segment, and the token runs in it), each as written and
+    decoded (a server may echo either); of the query and the fragment, only those whose
+    parameter's name ``named`` accepts, if given, and then no token, which has no name.
+    Not the user name, which is no secret and often an ordinary word ("postgres").
 
     Example:
         >>> url_secrets("postgresql://app:p%40ss@db/prod?sslkey=k%2B1&version=2024-10-21")
@@ -192,15 +217,23 @@ def url_secrets(url: str, named: Callable[[str], bool] | None = None) -> list[st
         ['t1']
         >>> url_secrets("https://api.telegram.org/bot1234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe")
         ['bot1234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw', 'AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw']
+        >>> url_secrets("https://app.example.com/cb#access_token=ya29.S3cret&expires_in=3600")
+        ['ya29.S3cret', '3600']
     """
     parts = urlsplit(url)
     written = [parts.password]
-    for part in parts.query.split("&"):
+    pairs = parts.query.split("&")
+    if "=" in parts.fragment:
+        pairs += parts.fragment.split("&")
+    for part in pairs:
         name, _, value = part.partition("=")
         if not _plain(name) and (named is None or named(unquote_plus(name))):
             written.append(value)
     if named is None:
-        for segment in parts.path.split("/"):
+        segments = parts.path.split("/")
+        if "=" not in parts.fragment:
+            segments.append(parts.fragment)
+        for segment in segments:
             runs = _token_runs(segment)
             written += [segment, *runs] if runs else []
     found: dict[str, None] = {}

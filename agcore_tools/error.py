@@ -275,9 +275,11 @@ class InvalidArgumentsError(ToolError):
     """The arguments did not match the tool's schema (recoverable).
 
     ``errors`` lists one ``(field, problem)`` pair per bad field, so a model can
-    correct itself. The message may quote the bad values (the model needs them);
-    ``redacted`` is the message without them, for spans and logs that must not record
-    arguments: give ``redacted_reason`` when ``reason`` quotes a value.
+    correct itself: the first :attr:`LISTED` of them, then one pair counting the rest
+    (an array of 100,000 bad items is not 100,000 pairs). The message may quote the bad
+    values (the model needs them); ``redacted`` is the message without them, for spans
+    and logs that must not record arguments: give ``redacted_reason`` when ``reason``
+    quotes a value.
 
     Example:
         >>> e = InvalidArgumentsError("add", "b: Field required", errors=[("b", "Field required")])
@@ -286,9 +288,15 @@ class InvalidArgumentsError(ToolError):
         >>> InvalidArgumentsError("add", "b: not an integer (got 'x')",
         ...                       redacted_reason="b: not an integer").redacted
         "tool 'add' got invalid arguments: b: not an integer"
+        >>> bad = [(f"items/{i}", "not an integer") for i in range(1000)]
+        >>> InvalidArgumentsError("total", "items/0: not an integer", errors=bad).errors[-2:]
+        [('items/19', 'not an integer'), ('...', '980 more problems not listed')]
     """
 
     may_have_run = False
+    LISTED = 20
+    """The ``(field, problem)`` pairs listed in :attr:`errors` at most, besides the one
+    that counts the rest."""
 
     def __init__(
         self,
@@ -300,7 +308,13 @@ class InvalidArgumentsError(ToolError):
     ) -> None:
         super().__init__(f"tool '{tool_name}' got invalid arguments: {reason}", tool_name=tool_name)
         self.reason = _one_line(reason)
-        self.errors = errors or []
+        listed = list(errors or [])
+        if len(listed) > self.LISTED:
+            more = len(listed) - self.LISTED
+            listed[self.LISTED :] = [
+                ("...", f"{more} more problem{'s' if more > 1 else ''} not listed")
+            ]
+        self.errors = listed
         self.redacted = (
             str(self)
             if redacted_reason is None

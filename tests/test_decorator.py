@@ -328,6 +328,36 @@ async def test_validation_errors_name_each_bad_field(registry: ToolRegistry) -> 
     assert "\n" not in text
 
 
+async def test_many_bad_items_list_the_first_problems_and_count_the_rest(
+    registry: ToolRegistry,
+) -> None:
+    # A list of 100,000 bad items made 100,000 pairs in errors and a message of 9 MB.
+    @registry.tool
+    def total(items: list[int]) -> int:
+        return sum(items)
+
+    inv = await registry.invoke("total", {"items": ["x"] * 1000})
+    error = inv.error
+    assert isinstance(error, InvalidArgumentsError)
+    assert error.errors[:2] == [
+        (
+            "items.0",
+            "Input should be a valid integer, unable to parse string as an integer (got 'x')",
+        ),
+        (
+            "items.1",
+            "Input should be a valid integer, unable to parse string as an integer (got 'x')",
+        ),
+    ]
+    assert len(error.errors) == 21 and error.errors[-1] == ("...", "980 more problems not listed")
+    assert str(error).endswith(
+        "items.19: Input should be a valid integer, unable to parse string as an integer (got 'x'); and 980 more"
+    )
+    assert error.redacted.endswith(
+        "items.19: Input should be a valid integer, unable to parse string as an integer; and 980 more"
+    )
+
+
 async def test_lax_coercion_and_defaults(registry: ToolRegistry) -> None:
     @registry.tool
     async def scale(x: float, factor: int = 2) -> float:

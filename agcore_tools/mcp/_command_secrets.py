@@ -1,10 +1,12 @@
-"""Which words of a stdio server's command line are secrets, and the line shown without them.
+"""Which words of a stdio server's command line, and which of its ``env`` values, are
+secrets, and the line shown without them.
 
 ``StdioTransport.describe()`` and its ``repr`` show a command with its credentials as
 ``***``, and the server's stderr is masked with what was hidden: a token passed as
 ``--token X``, ``-e GITHUB_TOKEN=X``, ``-H "Authorization: Bearer X"``, a URL's password or
-query, or a key known by its prefix (``ghp_...``, ``sk-...``). Its own module because the
-transport (what to show) and the stderr relay (what to mask) both read it.
+query, or a key known by its prefix (``ghp_...``, ``sk-...``); and with the ``env``
+values :func:`env_secrets` picks. Its own module because the transport (what to show)
+and the stderr relay (what to mask) both read it.
 
 Example:
     >>> shown_args(["--token", "t0ps3cret", "-e", "NODE_ENV=production", "serve"])
@@ -14,11 +16,12 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from urllib.parse import urlsplit
 
-from .._redact import header_secrets, url_secrets, url_without_secrets
+from .._redact import MIN_SECRET, header_secrets, url_secrets, url_without_secrets
 
-__all__ = ["arg_secrets", "named_arg_secrets", "secret_name", "shown_args"]
+__all__ = ["arg_secrets", "env_secrets", "named_arg_secrets", "secret_name", "shown_args"]
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 # A name ending in one of these words (GITHUB_PERSONAL_ACCESS_TOKEN, --api-key, db_password,
@@ -44,6 +47,15 @@ _OTHER_SECRET_NAME = re.compile(
     r"(?:proxy-)?authorization|code|(?:[A-Za-z0-9]+[-_])*(?:sig|signature)", re.IGNORECASE
 )
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# An env variable whose name holds one of these words anywhere (MYSQL_PASSWORD,
+# GRAFANA_SERVICE_ACCOUNT_TOKEN, AWS_SESSION_TOKEN, KEYCLOAK_CREDENTIALS_FILE) has its
+# value masked whole, whatever the value is: a secret's name is often not the last word.
+_SECRET_ENV_WORD = re.compile(
+    r"token|key|secret|pass|pwd|auth|cred|cookie|session|private|signature", re.IGNORECASE
+)
+# An absolute file path: POSIX, home-relative, or a Windows drive's. No whitespace, and
+# none of base64's "+" and "=", which a path seldom has and a key often does.
+_PATH = re.compile(r"(?:/|~/|[A-Za-z]:[\\/])[^\s+=]*")
 # docker run's and podman's: their values are the server's environment, whose values
 # repr() hides for env= too, whatever the name.
 _ENV_OPTIONS = ("-e", "--env")
@@ -106,6 +118,60 @@ def secret_name(name: str) -> bool:
     """
     name = name.lstrip("-").strip()
     return bool(_SECRET_NAME.fullmatch(name) or _OTHER_SECRET_NAME.fullmatch(name))
+
+
+def env_secrets(env: Mapping[str, str]) -> list[str]:
+    """What of a stdio server's ``env`` values its text is masked with (not what its
+    ``repr`` shows: every value is ``***`` there): the whole value of a variable whose
+    name holds a secret's word (``TOKEN``, ``KEY``, ``SECRET``, ``PASS``, ``PWD``,
+    ``AUTH``, ``CRED``, ``COOKIE``, ``SESSION``, ``PRIVATE``, ``SIGNATURE``, or ends in
+    one :func:`secret_name` knows); of a URL, only what its messages hide (its
+    password, with the user before it, its query's values, a token in its path or as
+    its user);
+    of an absolute file path, nothing (unless it holds a token or a known key); of any
+    other value, all of it. A server's error quoting its endpoint (``Get
+    "http://127.0.0.1:18999/api": connection refused``) or its data path is what tells
+    the model and the developer what is wrong: masked, it told nothing, and hid no
+    secret. :func:`~agcore_tools._redact.secret_values` then keeps those of
+    :data:`~agcore_tools._redact.MIN_SECRET` characters or more, as for every value.
+
+    Example:
+        >>> env_secrets({"GRAFANA_URL": "http://127.0.0.1:18999", "CHDB_DATA_PATH": "/data/chdb",
+        ...              "GRAFANA_SERVICE_ACCOUNT_TOKEN": "glsa_S3CRET", "DB_HOST": "db.internal",
+        ...              "DATABASE_URL": "postgresql://app:pw-S3CRET@db/prod?sslkey=k%2B1"})
+        ['glsa_S3CRET', 'db.internal', 'pw-S3CRET', 'k%2B1', 'k+1', 'app:pw-S3CRET']
+    """
+    found: list[str] = []
+    for name, value in env.items():
+        if _SECRET_ENV_WORD.search(name) or secret_name(name):
+            found.append(value)
+        elif _URL.match(value) and not any(c.isspace() for c in value):
+            found += _url_env_secrets(value)
+        elif not (_PATH.fullmatch(value) and _plain_path(value)):
+            found.append(value)
+    return found
+
+
+def _url_env_secrets(url: str) -> list[str]:
+    parts = urlsplit(url)
+    found = [*url_secrets(url), *_KNOWN_KEY.findall(url)]
+    userinfo = parts.netloc.rpartition("@")[0]
+    if parts.password:
+        # The user and password as the URL writes them: a server echoes the URL whole,
+        # where a password shorter than MIN_SECRET would show; and the scheme before
+        # them too when even that is shorter ("redis://:pw@cache").
+        found.append(userinfo if len(userinfo) >= MIN_SECRET else f"{parts.scheme}://{userinfo}")
+    elif userinfo and not _plain_path(f"/{userinfo}"):
+        # A token standing alone as the user (https://<token>@github.com); a user name
+        # ("postgres") is no secret, and masked it would garble every mention of it.
+        found.append(userinfo)
+    return found
+
+
+def _plain_path(path: str) -> bool:
+    # Its segments read as a URL's path: a token among them (a UUID, a long run of
+    # letters and digits) or a known key makes it no plain path.
+    return not url_secrets(path.replace("\\", "/")) and not _KNOWN_KEY.search(path)
 
 
 def _shown_arg(arg: str, before: str, hidden: _Hidden) -> str:

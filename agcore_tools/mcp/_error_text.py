@@ -7,7 +7,8 @@ task's failure) go into the library's errors, which apps log and print, so
 masked first, then its control and invisible format characters escaped (a newline or
 a terminal escape would forge a log record or drive the terminal, a bidi override
 would make it read otherwise), and cut past
-:data:`~agcore_tools.mcp._serverlog.MAX_LINE` characters.
+:data:`~agcore_tools.mcp._serverlog.MAX_LINE` characters; :func:`server_word` shows a
+short word it chose (a task's id, its status) the same way, cut shorter.
 
 The SDK's own failures have codes that servers use for their errors too (-32000, a
 closed connection; -32001, its timeout; -32700, an answer it could not parse):
@@ -33,6 +34,7 @@ __all__ = [
     "quoted",
     "sdk_own",
     "sdk_parse_error",
+    "server_word",
     "size_hint",
     "validation_line",
 ]
@@ -56,6 +58,26 @@ def quoted(text: str, hide: Callable[[str], str] = str) -> str:
         denied ***\n2025-01-01 CRITICAL app: forged\x1b[2J
     """
     return safe_text(hide(text))
+
+
+WORD_LIMIT = 100
+"""Characters of a short word a server chooses (a task's id, its status) shown in an
+error or a log record: a UUID is 36, and a longer one says nothing more."""
+
+
+def server_word(word: object) -> str:
+    r"""A short word a server chose (a task's id, its status, an input request's key)
+    as the library's errors and logs show it: on one line with its control and invisible
+    format characters escaped (``_serverlog.safe_text``), as a hostile server's newline
+    would forge a log record, and cut past :data:`WORD_LIMIT` characters.
+
+    Example:
+        >>> print(server_word("t-1\n2025-01-01 CRITICAL app: forged\x1b[2J"))
+        t-1\n2025-01-01 CRITICAL app: forged\x1b[2J
+        >>> server_word("x" * 150)[-21:]
+        'xxx... [cut 50 chars]'
+    """
+    return safe_text(str(word), WORD_LIMIT)
 
 
 def sdk_own(exc: Any, http: bool) -> bool:

@@ -142,7 +142,7 @@ class _Guard(httpx2.AsyncBaseTransport):
         # where the endpoint redirects to, as the SDK follows (see _note_redirect).
         self._endpoint = _place(endpoint)
         self._redirected: dict[_Place, None] = {}
-        self._where = f"MCP server at {endpoint}"
+        self._where = f"MCP server at {url_without_secrets(str(endpoint))}"  # logged
         self._limit = limit
         self._send = send
         self._close = close

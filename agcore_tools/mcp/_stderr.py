@@ -36,7 +36,7 @@ from .._redact import (
     url_secrets,
 )
 from ..error import ToolError
-from ._command_secrets import arg_secrets, named_arg_secrets, secret_name
+from ._command_secrets import arg_secrets, env_secrets, named_arg_secrets, secret_name
 from ._serverlog import LINES_PER_SECOND, MAX_LINE, LogBudget, safe_text
 from .transport import StdioTransport, StreamableHttpTransport
 
@@ -67,8 +67,10 @@ and keeping them all grew without end, as did the loop time each request spent o
 
 def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> list[str]:
     """What a server may echo that a log must not show (``_redact.secret_values``): a
-    stdio server's ``env`` values and the arguments its command line shows as ``***``
-    (see :meth:`StdioTransport.describe`); an HTTP server's header values, and the
+    stdio server's ``env`` values (but a plain file path, and of a URL only its
+    password, query values and path tokens, unless the variable's name marks a secret:
+    ``_command_secrets.env_secrets``) and the arguments its command line shows as
+    ``***`` (see :meth:`StdioTransport.describe`); an HTTP server's header values, and the
     credential after an authentication scheme (the token of ``Bearer ...``), and what
     its URL shows as ``***`` (hosted servers take keys as ``?token=...``): its password
     and query values, but for those of ``api-version``, ``version`` and ``format``.
@@ -85,7 +87,7 @@ def transport_secrets(transport: StdioTransport | StreamableHttpTransport) -> li
         ['sk-S3CRETkey', 'hunter2-pw']
     """
     if isinstance(transport, StdioTransport):
-        return secret_values([*(transport.env or {}).values(), *arg_secrets(transport.args)])
+        return secret_values([*env_secrets(transport.env or {}), *arg_secrets(transport.args)])
     headers = header_secrets((transport.headers or {}).values())
     return secret_values([*headers, *url_secrets(transport.url)])
 

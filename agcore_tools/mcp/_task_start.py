@@ -16,6 +16,7 @@ from typing import Any
 from .._aio import positive_number, with_timeout
 from ..error import McpError, McpTimeoutError, McpUsageError, ToolError
 from ._connection import Connection
+from ._error_text import server_word
 from ._exchange import EXCHANGE, HttpExchange
 from ._progress import call_meta
 from ._protocol import is_modern
@@ -123,7 +124,10 @@ async def _create_legacy(
         return McpTask(session, None, name, client.protocol_version, done=done)
     status = parse_status(raw)
     logger.debug(
-        "MCP server '%s': tool '%s' runs as task '%s'", session.server_name, name, status.task_id
+        "MCP server '%s': tool '%s' runs as task '%s'",
+        session.server_name,
+        name,
+        server_word(status.task_id),
     )
     return McpTask(session, status.task_id, name, client.protocol_version, status=status)
 

@@ -39,7 +39,7 @@ from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
 
 from ..error import McpError
-from ._error_text import quoted
+from ._error_text import quoted, server_word
 from .models import McpTaskStatus
 
 __all__ = [
@@ -216,14 +216,16 @@ async def ask_client(
 
     requests: TypeAdapter[Any] = TypeAdapter(InputRequest)
     answers: dict[str, Any] = {}
+    task = server_word(task_id)
     for key, raw in asked.items():
-        what = raw.get("method") if isinstance(raw, Mapping) else None
+        what = server_word(raw.get("method")) if isinstance(raw, Mapping) else None
+        asking = server_word(key)
         try:
             request = requests.validate_python(raw)
         except ValidationError as exc:
             raise McpError(
                 server_name,
-                f"task '{task_id}' of tool '{tool_name}' asked for input {key!r} "
+                f"task '{task}' of tool '{tool_name}' asked for input '{asking}' "
                 f"({what or 'no method'}) in a form this client cannot read",
                 tool_name=tool_name,
             ) from exc
@@ -235,7 +237,7 @@ async def ask_client(
         if isinstance(answer, ErrorData):
             raise McpError(
                 server_name,
-                f"task '{task_id}' of tool '{tool_name}' asked for input {key!r} ({what}), "
+                f"task '{task}' of tool '{tool_name}' asked for input '{asking}' ({what}), "
                 f"which this client cannot give: {answer.message}",
                 tool_name=tool_name,
             )
@@ -267,6 +269,7 @@ async def drive(
 
     delay = FIRST_POLL
     answered: set[str] = set()
+    task = server_word(task_id)  # as the errors and results below show it
     while True:
         remaining = deadline - time.monotonic()
         try:
@@ -279,11 +282,11 @@ async def drive(
             )
         except MCPError as exc:
             if exc.code == INVALID_PARAMS:  # the server no longer knows it
-                return _error_result(f"task '{task_id}' no longer exists: {exc.message}")
+                return _error_result(f"task '{task}' no longer exists: {exc.message}")
             raise McpError(
                 server_name,
-                f"tools/call '{tool_name}' runs as task '{task_id}', which could not be "
-                f"followed ({quoted(exc.message, hide)}); McpClient.task('{task_id}') picks "
+                f"tools/call '{tool_name}' runs as task '{task}', which could not be "
+                f"followed ({quoted(exc.message, hide)}); McpClient.task('{task}') picks "
                 "it up",
                 tool_name=tool_name,
             ) from exc
@@ -293,7 +296,8 @@ async def drive(
         if status.terminal:
             error = raw.get("error")
             detail = error.get("message") if isinstance(error, Mapping) else status.message
-            return _error_result(f"task '{task_id}' {status.status}: {detail or 'no reason given'}")
+            said = detail or "no reason given"
+            return _error_result(f"task '{task}' {server_word(status.status)}: {said}")
         asked = raw.get("inputRequests") if status.status == "input_required" else None
         # Keys already answered stay listed until the server reads the update.
         fresh = {k: v for k, v in (asked or {}).items() if k not in answered}
@@ -308,8 +312,8 @@ async def drive(
             except MCPError as exc:
                 raise McpError(
                     server_name,
-                    f"tools/call '{tool_name}' runs as task '{task_id}', which refused its "
-                    f"answers ({quoted(exc.message, hide)}); McpClient.task('{task_id}') "
+                    f"tools/call '{tool_name}' runs as task '{task}', which refused its "
+                    f"answers ({quoted(exc.message, hide)}); McpClient.task('{task}') "
                     "picks it up",
                     tool_name=tool_name,
                 ) from exc
@@ -318,7 +322,7 @@ async def drive(
             continue
         wait = next_wait(delay, status)
         if time.monotonic() + wait > deadline:
-            raise TimeoutError(f"task '{task_id}' of tool '{tool_name}' still running")
+            raise TimeoutError(f"task '{task}' of tool '{tool_name}' still running")
         await asyncio.sleep(wait)
         delay *= 2
 
@@ -361,13 +365,14 @@ async def _followed(driving: Any, server_name: str, task_id: str, tool_name: str
     try:
         result: CallToolResult = await driving
     except (asyncio.CancelledError, TimeoutError):
+        task = server_word(task_id)  # a hostile server's newline would forge a record
         logger.warning(
             "MCP server '%s': tools/call '%s' ran as task '%s', left running on the server "
-            "(McpClient.task(%r) picks it up)",
+            "(McpClient.task('%s') picks it up)",
             server_name,
             tool_name,
-            task_id,
-            task_id,
+            task,
+            task,
         )
         raise
     return result
@@ -389,7 +394,9 @@ def resolving_tasks(
             created = claimed.result
             if not isinstance(created, CreatedTask):
                 raise
-        logger.debug("tools/call '%s' runs as task '%s'; polling it", name, created.task_id)
+        logger.debug(
+            "tools/call '%s' runs as task '%s'; polling it", name, server_word(created.task_id)
+        )
         deadline = time.monotonic() + 1e9  # the watchdog around the call bounds it
         return await _followed(
             drive(session, server_name, created.task_id, name, deadline, hide),

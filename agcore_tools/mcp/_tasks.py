@@ -35,7 +35,7 @@ from ..error import (
     ToolError,
     ToolExecutionError,
 )
-from ._error_text import quoted
+from ._error_text import quoted, server_word
 from ._protocol import is_modern
 from ._results import result_value
 from ._session import Session, check_timeout
@@ -205,9 +205,9 @@ class McpTask:
                 # Else the caller answers with answer() (the loop pauses on it).
                 raise McpInputRequiredError(
                     self.server_name,
-                    f"task '{self.task_id}' of tool '{self.tool_name}' waits for input "
-                    f"({', '.join(sorted(asked)) or 'unnamed'}); answer it with "
-                    "McpTask.answer() (it waits on the server)",
+                    f"task '{self._shown_id}' of tool '{self.tool_name}' waits for input "
+                    f"({', '.join(server_word(key) for key in sorted(asked)) or 'unnamed'}); "
+                    "answer it with McpTask.answer() (it waits on the server)",
                     asked,
                     tool_name=self.tool_name or None,
                 )
@@ -241,7 +241,7 @@ class McpTask:
 
         if not self._modern():
             raise McpUsageError(
-                f"task '{self.task_id}': answer() is for 2026-07-28 tasks; on 2025-11-25 "
+                f"task '{self._shown_id}': answer() is for 2026-07-28 tasks; on 2025-11-25 "
                 "the client's elicitation_handler answers a task's questions"
             )
         assert self.task_id is not None  # a task answered at once asks nothing
@@ -284,7 +284,12 @@ class McpTask:
     @property
     def _label(self) -> str:
         # What a ToolExecutionError names: the tool, or the task when re-attached by id.
-        return self.tool_name or f"task {self.task_id}"
+        return self.tool_name or f"task {self._shown_id}"
+
+    @property
+    def _shown_id(self) -> str:
+        # The server chose the id: errors and logs show it escaped and cut.
+        return server_word(self.task_id)
 
     def _answerable(self, asked: Mapping[str, Any]) -> bool:
         # Whether the client has a handler for each input request (by its method).
@@ -306,7 +311,7 @@ class McpTask:
         task_id, tool = self.task_id, self.tool_name
         # Bounded by the client's timeout; not asked again on a new connection.
         return await self._session.send(
-            f"input requests of task '{task_id}'",
+            f"input requests of task '{self._shown_id}'",
             lambda client, _: ask_client(client.session, self.server_name, task_id, tool, asked),
             resend=False,
         )
@@ -330,7 +335,7 @@ class McpTask:
         try:
             status = parse_status(raw)
         except ValueError as exc:  # quoting the server's answer
-            error = McpError(self.server_name, f"tasks/get '{self.task_id}': {self._quote(exc)}")
+            error = McpError(self.server_name, f"tasks/get '{self._shown_id}': {self._quote(exc)}")
             raise self._masked(error, exc)  # noqa: B904 - its cause is set, masked
         self.last_status = status
         return status, raw
@@ -349,7 +354,7 @@ class McpTask:
                     raise self._gone(exc.message) from exc
                 raise
 
-        return await self._session.send(f"{what} '{self.task_id}'", guarded)
+        return await self._session.send(f"{what} '{self._shown_id}'", guarded)
 
     def _check_era(self, client: Any) -> None:
         from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -359,7 +364,7 @@ class McpTask:
             self.protocol = now  # re-attached by id alone: this session's era
         elif (self.protocol in MODERN_PROTOCOL_VERSIONS) != (now in MODERN_PROTOCOL_VERSIONS):
             raise McpUsageError(
-                f"MCP server '{self.server_name}': task '{self.task_id}' was created on "
+                f"MCP server '{self.server_name}': task '{self._shown_id}' was created on "
                 f"protocol {self.protocol}, and this connection speaks {now}, whose tasks "
                 "wire differs; re-attach from a client with the same protocol= setting"
             )
@@ -367,7 +372,7 @@ class McpTask:
     def _gone(self, detail: str) -> McpError:
         return McpError(
             self.server_name,
-            f"task '{self.task_id}' no longer exists on server '{self.server_name}' (it "
+            f"task '{self._shown_id}' no longer exists on server '{self.server_name}' (it "
             f"expired, or the server forgot it in a restart): {self._quote(detail)}",
             tool_name=self.tool_name or None,
         )
@@ -378,14 +383,14 @@ class McpTask:
         from mcp_types import CallToolResult
 
         if status.status == "cancelled":
-            raise ToolExecutionError(self._label, f"task '{self.task_id}' was cancelled")
+            raise ToolExecutionError(self._label, f"task '{self._shown_id}' was cancelled")
         if self._modern():
             payload = raw.get("result")
             if status.status == "completed":
                 if not isinstance(payload, Mapping):
                     raise McpError(
                         self.server_name,
-                        f"task '{self.task_id}' completed without a result",
+                        f"task '{self._shown_id}' completed without a result",
                         tool_name=self.tool_name or None,
                     )
                 result = CallToolResult.model_validate(payload, by_name=False)
@@ -428,7 +433,8 @@ class McpTask:
     def _still(self, status: McpTaskStatus, limit: float | None) -> McpTimeoutError:
         return McpTimeoutError(
             self.server_name,
-            f"task '{self.task_id}' of tool '{self.tool_name}' still {status.status} "
+            f"task '{self._shown_id}' of tool '{self.tool_name}' still "
+            f"{server_word(status.status)} "
             f"after {limit or 0:g} s; it runs on (result() again waits for it, cancel() "
             "stops it)",
             tool_name=self.tool_name or None,
@@ -439,7 +445,7 @@ class McpTask:
         # model reads it and the loop goes on (a task that no longer exists stops it).
         error = McpError(
             self.server_name,
-            f"task '{self.task_id}' of tool '{self.tool_name}' failed: "
+            f"task '{self._shown_id}' of tool '{self.tool_name}' failed: "
             f"{self._quote(detail) if detail else 'the server gave no reason'}",
             tool_name=self.tool_name or None,
             recoverable=True,

@@ -387,8 +387,9 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
         failed. For a server that refused the ``server/discover`` probe and then took
         the handshake, the lines before the handshake are only counted (an MCP Python
         SDK 1.x server logs a long validation error for the probe). The transport's
-        ``env`` values and the arguments its ``describe()`` hides (8 characters or
-        more) are shown as ``***``."""
+        ``env`` values (but a plain file path, and of a URL only its secrets, unless
+        the variable's name marks a secret) and the arguments its ``describe()`` hides
+        (8 characters or more) are shown as ``***``."""
         conn = self._session.conn or self._session.failed
         return conn.child.stderr.tail() if conn is not None and conn.child is not None else ""
 

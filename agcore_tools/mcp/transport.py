@@ -314,8 +314,16 @@ class StreamableHttpTransport:
         return self.max_message_size
 
     def __post_init__(self) -> None:
-        if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
-            raise ToolConfigError(f"StreamableHttpTransport needs an http(s) URL, got {self.url!r}")
+        if not isinstance(self.url, str):
+            kind = type(self.url).__name__  # not its repr: a URL object shows its password
+            raise ToolConfigError(
+                f"StreamableHttpTransport needs an http(s) URL as a str, got {kind}"
+            )
+        if not self.url.startswith(("http://", "https://")):
+            raise ToolConfigError(  # its password, and a key in its query or path, hidden
+                "StreamableHttpTransport needs an http(s) URL, got "
+                f"{url_without_secrets(self.url)!r}"
+            )
         object.__setattr__(self, "headers", _header_values(self.headers or {}))
         if isinstance(self.proxy, str):
             object.__setattr__(self, "proxy", _proxy_url(self.proxy))

@@ -187,6 +187,20 @@ async def test_a_json_answer_over_the_limit_fails_its_call_at_once_counted_infla
         assert await client.call_tool("echo", {"text": "next"}) == "next"
 
 
+async def test_the_warning_of_a_dropped_answer_hides_the_urls_key(
+    fault_server: FaultServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The warning named the server by its URL as given: the key in its query with it.
+    url = f"{fault_server.url}?token=S3CRET-url-token&v=2"
+    transport = StreamableHttpTransport(url, max_message_size=LIMIT)
+    async with client_for(fault_server, "legacy", transport=transport) as client:
+        await fault_server.control("answer", raw=text_answer("x" * BIG), **{"as": "json"})
+        with caplog.at_level(logging.WARNING, "agcore_tools.mcp"), pytest.raises(McpError):
+            await client.call_tool("echo", {"text": "mine"})
+    assert f"MCP server at {fault_server.url}?token=***&v=***: the answer to request" in caplog.text
+    assert "S3CRET" not in caplog.text
+
+
 @pytest.mark.parametrize("form", ["json", "sse"])
 async def test_a_compressed_answer_is_read_and_its_id_checked(
     fault_server: FaultServer, form: str, caplog: pytest.LogCaptureFixture

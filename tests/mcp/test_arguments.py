@@ -362,6 +362,22 @@ def test_long_values_and_keys_are_cut_in_the_refusal_naming_the_field_and_the_ru
     assert refused.value.errors == [(reason.split(": ", 1)[0], reason.split(": ", 1)[1])]
 
 
+def test_many_bad_entries_list_the_first_problems_and_count_the_rest() -> None:
+    # Each problem is short, but an array of 100,000 bad items made 100,000 of them.
+    schema = {
+        "type": "object",
+        "properties": {"ids": {"type": "array", "items": {"type": "integer"}}},
+    }
+    info = McpToolInfo("purge", input_schema=schema)
+    tool = McpTool(McpClient("demo", StdioTransport("unused")), info, "demo__purge", [])
+    with pytest.raises(InvalidArgumentsError) as refused:
+        tool.check_arguments({"ids": ["x"] * 1000})
+    errors = refused.value.errors
+    assert errors[:20] == [(f"ids/{i}", "'x' is not of type 'integer'") for i in range(20)]
+    assert errors[20:] == [("...", "980 more problems not listed")]
+    assert str(refused.value).endswith(": 'x' is not of type 'integer'")  # one problem
+
+
 def test_a_long_unexpected_key_is_cut_keeping_the_rule() -> None:
     tool = McpTool(McpClient("demo", StdioTransport("unused")), TALLY, "demo__tally", [])
     with pytest.raises(InvalidArgumentsError) as refused:

@@ -596,6 +596,41 @@ async def test_over_stdio(tmp_path: Path, options: dict[str, Any], era: str) -> 
 
 
 @pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_a_servers_task_id_and_status_are_escaped_and_cut(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, options: dict[str, Any], era: str
+) -> None:
+    # The task's id and status word are the server's own: a newline in them forged a
+    # record in the library's log (the warning about a task left running), and a
+    # terminal escape or a bidi override made an error read otherwise.
+    tail = "\n2025-01-01 CRITICAL agcore_tools.registry: forged\x1b[2J"
+    status = "working\u202e" + "x" * 300
+    args = {"tail": tail, "status": status}
+    transport = StdioTransport(
+        sys.executable, [str(TASK_SERVER), "--stdio", "--store", str(tmp_path / "t.json")]
+    )
+    async with McpClient("ci", transport, timeout=15, **options) as client:
+        task = await client.start_task("odd_build", args)
+        assert task.task_id is not None and task.task_id.endswith(tail)  # the app's, as sent
+        with pytest.raises(McpTimeoutError) as info:
+            await task.result(timeout=0.3)
+        if era == "2026-07-28":  # a plain call the server runs as a task, left running
+            with (
+                caplog.at_level(logging.WARNING, "agcore_tools.mcp"),
+                pytest.raises(McpTimeoutError),
+            ):
+                await client.call_tool("odd_build", args, timeout=0.5)
+    shown = "\\n2025-01-01 CRITICAL agcore_tools.registry: forged\\x1b[2J'"
+    message = str(info.value)
+    assert f"{shown} of tool 'odd_build' still working\\u202exxx" in message, message
+    assert "... [cut 208 chars] after 0.3 s" in message, message
+    if era == "2026-07-28":
+        left = [r.getMessage() for r in caplog.records if "left running" in r.getMessage()]
+        assert len(left) == 1 and f"{shown}, left running" in left[0], left
+        assert f"{shown}) picks it up" in left[0], left
+        assert "\n" not in left[0] and "\x1b" not in left[0]
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
 async def test_a_create_call_is_sent_once(
     task_server: TaskServer, options: dict[str, Any], era: str
 ) -> None:

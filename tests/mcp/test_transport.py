@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import logging
+import socket
 import sys
 import threading
 import traceback
@@ -24,6 +25,9 @@ from agcore_tools import (
     ToolConfigError,
     ToolError,
 )
+from agcore_tools.mcp._stderr import transport_secrets
+
+from .conftest import fixture_stdio
 
 
 def test_auth_takes_an_httpx2_auth_and_nothing_else() -> None:
@@ -64,6 +68,30 @@ def test_no_secret_of_a_transport_shows_in_its_repr_or_in_messages() -> None:
     assert not [text for text in shown if "SECRET" in text], shown
     assert http.describe() == "https://mcp.example.com/mcp?token=***&v=***"
     assert "proxy='http://proxy:3128'" in repr(http)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "ftp://me:SECRET1@mcp.example.com/mcp?token=SECRET2",
+            "ftp://mcp.example.com/mcp?token=***",
+        ),
+        ("mcp.example.com/mcp?api_key=SECRET3", "mcp.example.com/mcp?api_key=***"),
+        (
+            "wss://mcp.example.com/u/4b7f2a1e-9c3d-4e5f-8a6b-1c2d3e4f5a6b/mcp",
+            "wss://mcp.example.com/u/***/mcp",
+        ),
+    ],
+)
+def test_a_url_that_is_not_http_is_refused_without_its_secrets(url: str, shown: str) -> None:
+    # Its refusal quoted the URL whole: the password and the key in its query with it.
+    with pytest.raises(ToolConfigError) as caught:
+        StreamableHttpTransport(url)
+    assert str(caught.value) == f"StreamableHttpTransport needs an http(s) URL, got {shown!r}"
+    with pytest.raises(ToolConfigError) as caught:
+        StreamableHttpTransport(httpx2.URL("https://me:SECRET5@mcp.example.com/mcp"))  # type: ignore[call-overload]
+    assert str(caught.value) == "StreamableHttpTransport needs an http(s) URL as a str, got URL"
 
 
 SLACK = "ghyQ7Ysl6WtM5lbTxVrX0mIa"
@@ -116,6 +144,84 @@ def test_a_key_in_the_urls_path_is_hidden_and_ordinary_paths_are_kept(url: str, 
     transport = StreamableHttpTransport(url)
     assert transport.describe() == shown
     assert f"url={shown!r}" in repr(transport)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "masked"),
+    [
+        # OAuth's implicit flow puts the token in the fragment: it was shown whole.
+        (
+            "https://mcp.example.com/mcp#access_token=ya29.S3cretT0ken&expires_in=3600",
+            "https://mcp.example.com/mcp#access_token=***&expires_in=***",
+            ["ya29.S3cretT0ken"],
+        ),
+        (f"https://mcp.example.com/mcp#{HEX_KEY}", "https://mcp.example.com/mcp#***", [HEX_KEY]),
+        # An anchor is no secret.
+        ("https://mcp.example.com/mcp#section-2", "https://mcp.example.com/mcp#section-2", []),
+    ],
+)
+def test_a_secret_in_the_urls_fragment_is_hidden_and_an_anchor_kept(
+    url: str, shown: str, masked: list[str]
+) -> None:
+    transport = StreamableHttpTransport(url)
+    assert transport.describe() == shown
+    # And masked in what the server writes back.
+    assert transport_secrets(transport) == masked
+
+
+async def test_a_servers_error_shows_its_endpoint_and_path_but_no_secret_of_its_env(
+    tmp_path: Path,
+) -> None:
+    # Every env value of 8 characters or more was masked: mcp-grafana's error read
+    # 'Get "***/api/datasources": ... connection refused', and the model lost the one
+    # fact that told what was wrong, while no secret was kept from it.
+    refusing = socket.socket()  # bound, never listening: a connection is refused
+    refusing.bind(("127.0.0.1", 0))
+    endpoint = f"http://127.0.0.1:{refusing.getsockname()[1]}"
+    data = str(tmp_path / "chdb")
+    env = {
+        "UPSTREAM_URL": endpoint,
+        "DATA_PATH": data,
+        "MIRROR_URL": "https://svc:pw-S3CRET-1@mirror.example.com/v1?api_key=k-S3CRET-2",
+        "UPSTREAM_ORG": "org-S3CRET-3",  # no name or shape says what it is: masked
+        "UPSTREAM_AUTH": "/run/secrets/S3CRET-4",  # a path, but named a secret: masked
+    }
+    try:
+        async with McpClient("graf", fixture_stdio(env=env), timeout=20) as client:
+            with pytest.raises(ToolError) as failed:
+                await client.call_tool("upstream")
+    finally:
+        refusing.close()
+    message = str(failed.value)
+    assert f'Get "{endpoint}/api/datasources": [Errno 111] Connection refused' in message
+    assert f"DATA_PATH={data}," in message
+    assert "MIRROR_URL=https://***@mirror.example.com/v1?api_key=***," in message
+    assert "UPSTREAM_ORG=***, UPSTREAM_AUTH=***)" in message
+    assert "S3CRET" not in "".join(traceback.format_exception(failed.value))
+
+
+@pytest.mark.parametrize(
+    ("value", "masked"),
+    [
+        ("http://127.0.0.1:18999", []),
+        ("/usr/bin:/bin", []),
+        ("C:\\ProgramData\\chdb", []),
+        # A URL's password, short as it is, with the user (and scheme) before it.
+        ("redis://:pw@cache:6379/0", ["redis://:pw"]),
+        ("postgresql://app:hunter2-pw@db/prod", ["app:hunter2-pw", "hunter2-pw"]),
+        # A user name is no secret; a token standing as the user is.
+        ("postgresql://postgres@db/prod", []),
+        (f"https://{HEX_KEY}@github.com/org/repo", [HEX_KEY]),
+        # A path holding a key, or with base64's signs, is masked whole, as an opaque value.
+        (f"/var/lib/app/{UUID_KEY}", [f"/var/lib/app/{UUID_KEY}"]),
+        ("/k3J+abc/DEF123==", ["/k3J+abc/DEF123=="]),
+        ("db.internal", ["db.internal"]),
+    ],
+)
+def test_which_env_values_a_servers_text_is_masked_with(value: str, masked: list[str]) -> None:
+    assert transport_secrets(StdioTransport("srv", env={"SETTING": value})) == masked
+    # Whatever the value, a name that marks a secret masks it whole.
+    assert transport_secrets(StdioTransport("srv", env={"DB_PASSWORD": value})) == [value]
 
 
 @contextlib.contextmanager

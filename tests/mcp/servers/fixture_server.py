@@ -20,6 +20,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Annotated
 
@@ -250,6 +252,24 @@ async def progress(steps: int, ctx: Context, label: str = "step") -> str:
 def environment() -> dict[str, str]:
     """The environment variables this process sees."""
     return dict(os.environ)
+
+
+@server.tool(structured_output=False)
+def upstream(path: str = "/api/datasources") -> str:
+    """Fetch ``path`` from the ``UPSTREAM_URL`` of this process's environment, failing
+    as mcp-grafana does: its error quotes the URL, and the other settings it was given
+    (``MIRROR_URL``, ``DATA_PATH``, ``UPSTREAM_ORG``, ``UPSTREAM_AUTH``)."""
+    url = os.environ["UPSTREAM_URL"] + path
+    try:
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy
+        with direct.open(url, timeout=10) as answer:
+            return str(answer.status)
+    except urllib.error.URLError as exc:
+        settings = ", ".join(
+            f"{name}={os.environ.get(name, '-')}"
+            for name in ("MIRROR_URL", "DATA_PATH", "UPSTREAM_ORG", "UPSTREAM_AUTH")
+        )
+        raise ToolError(f'Get "{url}": {exc.reason} ({settings})') from exc
 
 
 @server.tool(structured_output=False)

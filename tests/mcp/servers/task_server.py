@@ -19,7 +19,8 @@ Tools: ``build(seconds, label)`` (tasks required; done ``seconds`` after creatio
 "step k/3" meanwhile), ``report(n)`` (tasks optional: on 2026-07-28 the server answers at
 once), ``fail_build(reason)`` (tasks required; fails saying ``reason``, else quoting
 the credentials the request carried over HTTP), ``ask(question)`` (tasks required; on
-2026-07-28 waits for input, ``inputRequests``, for ever), ``plain_echo(text)`` (no tasks) and
+2026-07-28 waits for input, ``inputRequests``, for ever), ``odd_build(tail, status)`` (tasks required; its id ends in ``tail``, its status stays
+``status``: a hostile server's words), ``plain_echo(text)`` (no tasks) and
 ``calls_made()`` (no tasks: every ``tools/call`` received, per tool, and the times of
 the ``tasks/get`` requests per task). Over HTTP on 2026-07-28 it refuses a ``tasks/*``
 request without the ``Mcp-Name`` header naming the task (HEADER_MISMATCH).
@@ -63,7 +64,13 @@ from pydantic import Field
 
 TASKS = "io.modelcontextprotocol/tasks"
 CAPS = "io.modelcontextprotocol/clientCapabilities"
-SUPPORT = {"build": "required", "fail_build": "required", "report": "optional", "ask": "required"}
+SUPPORT = {
+    "build": "required",
+    "fail_build": "required",
+    "report": "optional",
+    "ask": "required",
+    "odd_build": "required",
+}
 DEFAULT_TTL_MS = 600_000
 
 
@@ -131,7 +138,7 @@ def create(
     name: str, arguments: dict[str, Any], ttl_ms: int | None, ctx: ServerRequestContext[Any, Any]
 ) -> dict[str, Any]:
     record = {
-        "id": uuid.uuid4().hex,
+        "id": uuid.uuid4().hex + (str(arguments.get("tail", "")) if name == "odd_build" else ""),
         "tool": name,
         "args": arguments,
         "created": now(),
@@ -184,6 +191,8 @@ def evaluate(record: dict[str, Any], now: float) -> dict[str, Any]:
             "message": f"step {step}/3",
             "at": created + (step - 1) * seconds / 3,
         }
+    if record["tool"] == "odd_build":  # a hostile server's words: its id and status
+        return {"status": str(args.get("status") or "working"), "message": "odd", "at": created}
     if record["tool"] == "fail_build":
         if elapsed >= 0.2:
             given = record.get("credentials")
@@ -420,6 +429,13 @@ def build(seconds: float, label: str) -> dict[str, Any]:
 def fail_build(reason: str = "") -> str:
     """A build that fails, saying ``reason`` if given (runs as a task only)."""
     raise RuntimeError("fail_build runs as a task only")
+
+
+@server.tool()
+def odd_build(tail: str = "", status: str = "working") -> str:
+    """A task whose id ends in ``tail`` and whose status stays ``status`` (a hostile
+    server's words; runs as a task only)."""
+    raise RuntimeError("odd_build runs as a task only")
 
 
 @server.tool()
