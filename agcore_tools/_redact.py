@@ -5,8 +5,9 @@ server's header values (and its URL's query and fragment values and path keys) i
 the server writes (its stderr, its log messages, its errors and the SDK errors they are
 chained from), and the model loop masks its client's API key and header values in the
 errors a server's answer becomes (a proxy that echoes the bearer token in its 401 body),
-the errors they are chained from included, and the query and fragment values and path
-keys of the server's URL it names.
+the errors they are chained from included, and its base URL's password, query and
+fragment values and path keys, in the URL it names and where the server echoes them
+(a router's "Unknown route: POST /k/<key>/...").
 """
 
 from __future__ import annotations
