@@ -5,8 +5,9 @@ server's header values (and its URL's query and fragment values and path keys) i
 the server writes (its stderr, its log messages, its errors and the SDK errors they are
 chained from), and the model loop masks its client's API key and header values in the
 errors a server's answer becomes (a proxy that echoes the bearer token in its 401 body),
-the errors they are chained from included, and the query and fragment values and path
-keys of the server's URL it names.
+the errors they are chained from included, and its base URL's password, query and
+fragment values and path keys, in the URL it names and where the server echoes them
+(a router's "Unknown route: POST /k/<key>/...").
 """
 
 from __future__ import annotations
@@ -54,6 +55,13 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 
 def _plain(name: str) -> bool:
     return _PLAIN_QUERY.fullmatch(unquote_plus(name)) is not None
+
+
+def _flag(part: str) -> bool:
+    """Whether ``part``, a query's part with no ``=``, is shown: a flag (``?wsdl``,
+    ``?debug``), a word of fewer than :data:`MIN_SECRET` letters, or a parameter plainly
+    no secret. Any other is a key given bare (``?sk9Ab8...``), and hidden whole."""
+    return _plain(part) or (len(part) < MIN_SECRET and part.isascii() and part.isalpha())
 
 
 def _token_runs(segment: str) -> list[str]:
@@ -131,13 +139,17 @@ def mask_credentials(text: str) -> str:
 
 def _pairs(text: str) -> str:
     """``text``, a query or a fragment of ``name=value`` pairs, with the values shown
-    as ``***``, but for those of parameters plainly no secret."""
-    return "&".join(
-        part if _plain(name) else f"{name}=***"
-        for part in text.split("&")
-        if part
-        for name in [part.partition("=")[0]]
-    )
+    as ``***``, but for those of parameters plainly no secret, and a part with no ``=``
+    as ``***`` unless it is a flag (see :func:`_flag`)."""
+    return "&".join(_pair(part) for part in text.split("&") if part)
+
+
+def _pair(part: str) -> str:
+    name, equals, _ = part.partition("=")
+    if not equals:
+        # Not "name=***": a bare part is the value, and would be shown whole.
+        return part if _flag(part) else "***"
+    return part if _plain(name) else f"{name}=***"
 
 
 def _fragment(fragment: str) -> str:
@@ -153,7 +165,8 @@ def _fragment(fragment: str) -> str:
 def url_without_secrets(url: str) -> str:
     """``url`` with no user or password, its query's values shown as ``***``
     (gateways and hosted servers take keys as ``?api-key=...``), but for those of
-    parameters plainly no secret (``api-version``, ``version``, ``format``), and each
+    parameters plainly no secret (``api-version``, ``version``, ``format``), and a
+    part with no ``=`` shown as ``***`` unless it is a short word (``?wsdl``), and each
     segment of its path that holds a token shown as ``***``: a UUID, or a run of 20 or
     more letters and digits with both among them (webhooks and hosted MCP servers take
     their key in the path). Ordinary segments (``/v1/chat/completions``, a model's name
@@ -164,7 +177,9 @@ def url_without_secrets(url: str) -> str:
 
     Example:
         >>> url_without_secrets("https://u:pw@gw.example.com:8443/v1?api-key=s3cret&x")
-        'https://gw.example.com:8443/v1?api-key=***&x=***'
+        'https://gw.example.com:8443/v1?api-key=***&x'
+        >>> url_without_secrets("https://api.example.com/v1?sk9Ab8Cd7Ef6Gh5Ij4Kl3Mn2&debug")
+        'https://api.example.com/v1?***&debug'
         >>> url_without_secrets("https://res.openai.azure.com/openai?api-version=2024-10-21")
         'https://res.openai.azure.com/openai?api-version=2024-10-21'
         >>> url_without_secrets("sqlite:///var/data/app.db?key=s3cret")
@@ -204,10 +219,11 @@ def url_without_secrets(url: str) -> str:
 
 def url_secrets(url: str, named: Callable[[str], bool] | None = None) -> list[str]:
     """The secrets :func:`url_without_secrets` hides: the password, the values of the
-    query and of a fragment of ``name=value`` pairs, and the tokens of the path and of
-    the fragment (each such segment, and the token runs in it), each as written and
-    decoded (a server may echo either); of the query and the fragment, only those whose
-    parameter's name ``named`` accepts, if given, and then no token, which has no name.
+    query and of a fragment of ``name=value`` pairs, and their parts with no ``=``
+    that are no flag, and the tokens of the path and of the fragment (each such
+    segment, and the token runs in it), each as written and decoded (a server may echo
+    either); of the query and the fragment, only those whose parameter's name ``named``
+    accepts, if given, and then no bare part or token, which has no name.
     Not the user name, which is no secret and often an ordinary word ("postgres").
 
     Example:
@@ -219,6 +235,8 @@ def url_secrets(url: str, named: Callable[[str], bool] | None = None) -> list[st
         ['bot1234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw', 'AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw']
         >>> url_secrets("https://app.example.com/cb#access_token=ya29.S3cret&expires_in=3600")
         ['ya29.S3cret', '3600']
+        >>> url_secrets("https://api.example.com/v1?sk9Ab8Cd7Ef6Gh5Ij4Kl3Mn2&debug")
+        ['sk9Ab8Cd7Ef6Gh5Ij4Kl3Mn2']
     """
     parts = urlsplit(url)
     written = [parts.password]
@@ -226,8 +244,10 @@ def url_secrets(url: str, named: Callable[[str], bool] | None = None) -> list[st
     if "=" in parts.fragment:
         pairs += parts.fragment.split("&")
     for part in pairs:
-        name, _, value = part.partition("=")
-        if not _plain(name) and (named is None or named(unquote_plus(name))):
+        name, equals, value = part.partition("=")
+        if not equals:
+            written += [] if named is not None or _flag(part) else [part]
+        elif not _plain(name) and (named is None or named(unquote_plus(name))):
             written.append(value)
     if named is None:
         segments = parts.path.split("/")

@@ -21,7 +21,14 @@ import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._redact import header_secrets, mask, masked_error, secret_values, url_without_secrets
+from .._redact import (
+    header_secrets,
+    mask,
+    masked_error,
+    secret_values,
+    url_secrets,
+    url_without_secrets,
+)
 from ..error import ClientTypeError, LlmConfigError, LlmError
 from ._client import provided_keys
 from ._requester import retryless
@@ -225,8 +232,10 @@ class OpenAIRequester(Requester):
 
     def _secrets(self, params: Mapping[str, Any]) -> list[str]:
         """What a server may echo that an error must not show: the client's API key, the
-        keys a sync client's api_key provider returned lately, and the values of its
-        ``default_headers`` and of the request's ``extra_headers``.
+        keys a sync client's api_key provider returned lately, the values of its
+        ``default_headers`` and of the request's ``extra_headers``, and what its
+        ``base_url`` shows as ``***`` (a password, a gateway's ``?api-key=`` or
+        ``/k/<key>/``, echoed in a router's "Unknown route: POST /k/<key>/...").
 
         Read when masking, not before sending: with an api_key provider the SDK sets
         ``api_key`` (on the copy that sends) while it prepares the request."""
@@ -241,6 +250,7 @@ class OpenAIRequester(Requester):
             *provided_keys(client),
             *header_secrets(headers.values() if isinstance(headers, Mapping) else ()),
             *header_secrets(extra.values() if isinstance(extra, Mapping) else ()),
+            *url_secrets(str(getattr(client, "base_url", ""))),
         ]
 
     def _redact(self, params: Mapping[str, Any], text: str) -> str:

@@ -126,9 +126,10 @@ def env_secrets(env: Mapping[str, str]) -> list[str]:
     name holds a secret's word (``TOKEN``, ``KEY``, ``SECRET``, ``PASS``, ``PWD``,
     ``AUTH``, ``CRED``, ``COOKIE``, ``SESSION``, ``PRIVATE``, ``SIGNATURE``, or ends in
     one :func:`secret_name` knows); of a URL, only what its messages hide (its
-    password, with the user before it, its query's values, a token in its path or as
-    its user);
-    of an absolute file path, nothing (unless it holds a token or a known key); of any
+    password, with the user before it, its query's values and bare parts, a token in
+    its path or as its user), but all from after ``://`` to its last ``@`` when that
+    holds a ``/``, ``?`` or ``#`` (a password urlsplit does not read), and all of it
+    when it has a ``#`` after its host or urlsplit cannot read it; of an absolute file path, nothing (unless it holds a token or a known key); of any
     other value, all of it. A server's error quoting its endpoint (``Get
     "http://127.0.0.1:18999/api": connection refused``) or its data path is what tells
     the model and the developer what is wrong: masked, it told nothing, and hid no
@@ -153,14 +154,30 @@ def env_secrets(env: Mapping[str, str]) -> list[str]:
 
 
 def _url_env_secrets(url: str) -> list[str]:
-    parts = urlsplit(url)
+    scheme, _, after = url.partition("://")
+    userinfo, _, location = after.rpartition("@")
+    rest = f"{scheme}://{location}"
+    try:
+        parts = urlsplit(url)
+        urlsplit(rest)
+    except ValueError:  # not read as a URL (an unclosed "[" of an IPv6 host)
+        return [url]
+    if "#" in location:
+        # Neither an endpoint nor a connection string has a fragment: an unencoded "#"
+        # in a key or a query value ends it early, and the rest would read as an anchor.
+        return [url]
+    # The user and password as the URL writes them: a server echoes the URL whole,
+    # where a password shorter than MIN_SECRET would show; and the scheme before them
+    # too when even that is shorter ("redis://:pw@cache").
+    written = userinfo if len(userinfo) >= MIN_SECRET else f"{scheme}://{userinfo}"
+    if userinfo != parts.netloc.rpartition("@")[0]:
+        # A password holding an unencoded "/", "?" or "#": urlsplit ends the user info
+        # there, finds no password, and reads the rest as the path. The user info runs
+        # to the last "@"; an "@" in a query value makes this hide more, never less.
+        return [written, userinfo.partition(":")[2], *url_secrets(rest), *_KNOWN_KEY.findall(url)]
     found = [*url_secrets(url), *_KNOWN_KEY.findall(url)]
-    userinfo = parts.netloc.rpartition("@")[0]
     if parts.password:
-        # The user and password as the URL writes them: a server echoes the URL whole,
-        # where a password shorter than MIN_SECRET would show; and the scheme before
-        # them too when even that is shorter ("redis://:pw@cache").
-        found.append(userinfo if len(userinfo) >= MIN_SECRET else f"{parts.scheme}://{userinfo}")
+        found.append(written)
     elif userinfo and not _plain_path(f"/{userinfo}"):
         # A token standing alone as the user (https://<token>@github.com); a user name
         # ("postgres") is no secret, and masked it would garble every mention of it.
@@ -171,7 +188,11 @@ def _url_env_secrets(url: str) -> list[str]:
 def _plain_path(path: str) -> bool:
     # Its segments read as a URL's path: a token among them (a UUID, a long run of
     # letters and digits) or a known key makes it no plain path.
-    return not url_secrets(path.replace("\\", "/")) and not _KNOWN_KEY.search(path)
+    try:
+        tokens = url_secrets(path.replace("\\", "/"))
+    except ValueError:  # "//[..." read as an IPv6 host that is none: not plain either
+        return False
+    return not tokens and not _KNOWN_KEY.search(path)
 
 
 def _shown_arg(arg: str, before: str, hidden: _Hidden) -> str:

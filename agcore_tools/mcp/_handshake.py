@@ -15,8 +15,9 @@ later restarts of a stdio server skip the probe too (an HTTP server is probed ag
 So do the restarts of a stdio server that answered the probe with an error and took the
 handshake on the same connection (:func:`connected`): later MCP Python SDK 1.x releases
 do, and log a validation error of about 90 lines on stderr for the probe, at every
-start. Those lines are also left out of that connection's stderr tail, which a later
-crash's message would otherwise open with, as if they told its cause. Over HTTP such a
+start. That report (from its first line, when a line names ``server/discover``) is also
+left out of that connection's stderr tail, which a later crash's message would
+otherwise open with, as if it told its cause; the lines before it stay. Over HTTP such a
 probe costs one request and prints nothing: it is sent again.
 
 The restart needs evidence that the probe was the cause. Every server that exits during
@@ -114,8 +115,8 @@ def connected(
     ``client``'s session: for a stdio server (``child``) that took the ``initialize``
     handshake where the probe failed, on a second start-up (``retried``) or on the same
     connection (``mode`` "auto", and a session of the 2025 era), skip the probe on the
-    client's later connections; in the second case, leave what the server wrote on
-    stderr so far out of its tail (see the module docs)."""
+    client's later connections; in the second case, leave the report it wrote on stderr
+    for the probe, if any, out of its tail (see the module docs)."""
     if child is None:
         return  # HTTP: probed again (see the module docs)
     if retried:
@@ -123,8 +124,9 @@ def connected(
     elif mode == "auto" and not is_modern(client):
         remember(settings)
         # The lines it wrote for the probe have been read: they came before its answer
-        # on stdout, and the handshake took one more round trip.
-        child.stderr.restart_tail()
+        # on stdout, and the handshake took one more round trip. Only those: a server
+        # that wrote nothing for it (a TypeScript SDK's) keeps its start-up lines.
+        child.stderr.leave_out_probe_dump()
 
 
 def probe_failure(

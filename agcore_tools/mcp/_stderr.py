@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from .._redact import (
@@ -58,6 +58,16 @@ _CAUSE = re.compile(r"\b\w*(?:Error|Exception)(?: \[\w+\])?:|\bpanicked at\b|^pa
 """A line that names what failed: ``Error: ...``, ``TypeError [ERR_X]: ...``,
 ``sqlite3.OperationalError: ...``, Rust's ``thread 'main' panicked at``, Go's
 ``panic: ``; not a stack frame, nor the paths a Node error lists."""
+_PROBE = "server/discover"
+"""The version probe's method (``_handshake.PROBE``): the validation errors of an MCP
+Python SDK 1.x server quote it."""
+_DUMP_HEADER = re.compile(r"Failed to validate request|validation errors? for", re.IGNORECASE)
+"""The first line of such a report (pydantic's ``N validation errors for
+ClientRequest``, after the SDK's ``Failed to validate request:``)."""
+_DUMP_LOOKBACK = 8
+"""How many lines before the first naming the probe its report's first line may be:
+pydantic quotes the method two lines after it, and a rich log handler's wrapping adds a
+few. Fewer than the tail holds, so those lines are still in it."""
 _RECENT_CREDENTIALS = 64
 """Distinct credential header values :class:`SentSecrets` keeps from the requests, the
 most recently sent. A server echoes what it was sent lately; an auth that signs each
@@ -244,10 +254,14 @@ class StderrLog:
         "_before",
         "_budget",
         "_cause",
+        "_dump",
         "_head",
+        "_header",
+        "_kept",
         "_left_out",
         "_partial",
         "_secrets",
+        "_seen",
         "_tail",
         "server_name",
     )
@@ -263,7 +277,13 @@ class StderrLog:
         self._cause: str | None = None
         self._after_cause = 0
         self._before = 0
-        """Lines left out of the tail as written before the handshake (see :meth:`restart_tail`)."""
+        """Lines left out of the tail as the probe's report (see :meth:`leave_out_probe_dump`)."""
+        self._kept = ""
+        """What the tail showed of the lines before that report, once it is left out."""
+        self._seen = 0  # lines so far, the ones skipped in a flood included
+        self._header: int | None = None  # the last line that may open a probe's report
+        # Where the probe's report began, and what the tail showed of the lines before it.
+        self._dump: tuple[int, str] | None = None
         self._partial = b""
         self._budget = LogBudget(self._report_suppressed)
 
@@ -300,6 +320,7 @@ class StderrLog:
                 self._leave_out(self._tail.popleft())
             self._left_out += skipped
             self._after_cause += skipped
+            self._seen += skipped
             lines = lines[:first] + lines[first + skipped :] if first > 0 else lines[skipped:]
         for raw in lines:
             self._line(raw)
@@ -311,20 +332,29 @@ class StderrLog:
             self._partial = b""
         self._budget.flush()
 
-    def restart_tail(self) -> None:
-        """Leave the lines so far out of :meth:`tail`, which counts them (``... N lines
-        before the handshake ...``) and keeps the first and the last of those that come
-        next. They are still logged.
+    def leave_out_probe_dump(self) -> None:
+        """Leave the report the server wrote for the ``server/discover`` probe out of
+        :meth:`tail`, which counts its lines (``... N lines for the server/discover
+        probe ...``), shows the lines before it as it did, and keeps the first and the
+        last of those that come next. The report runs from its first line (``Failed to
+        validate request``, ``validation error``) or, with none just before, from the
+        first line naming the probe, to now; with no line naming the probe, nothing is
+        left out. Every line is still logged.
 
         Example:
             >>> log = StderrLog("db")
-            >>> log.feed(b"Failed to validate request\\n  Input should be 'ping'\\n")
-            >>> log.restart_tail()
+            >>> log.feed(b"Starting the server\\nFailed to validate request: 1 validation error\\n"
+            ...          b"  Input should be 'ping' [input_value='server/discover']\\n")
+            >>> log.leave_out_probe_dump()
             >>> log.feed(b"Traceback (most recent call last):\\nOSError: disk full\\n")
             >>> log.tail()
-            '... 2 lines before the handshake ... | Traceback (most recent call last): | OSError: disk full'
+            'Starting the server | ... 2 lines for the server/discover probe ... | Traceback (most recent call last): | OSError: disk full'
         """
-        self._before += len(self._head) + self._left_out + len(self._tail)
+        if self._dump is None:
+            return
+        start, self._kept = self._dump
+        self._dump = None
+        self._before = self._seen - start
         self._head.clear()
         self._tail.clear()
         self._left_out = self._after_cause = 0
@@ -334,8 +364,9 @@ class StderrLog:
         """The first 10 lines and the last 20, joined with ``" | "`` for one-line error
         messages; between them, how many lines were left out, and the last of those
         that looks like an error (``Error: ...``, ``panicked at``); after
-        :meth:`restart_tail`, of the lines since, after the count of those before. At
-        most about 8,500 characters: the first lines cut at their end, the last at
+        :meth:`leave_out_probe_dump`, the lines before the probe's report, the count of
+        its lines, then those of the lines since. At most about 8,500 characters (11,000
+        with a probe's report left out): the first lines cut at their end, the last at
         their start.
 
         Example:
@@ -346,23 +377,45 @@ class StderrLog:
             >>> shown[:2], shown[9:13], len(shown)
             (['starting 0', 'starting 1'], ['starting 9', 'Error: no bindings file', '... 5 lines ...', '    at load'], 32)
         """
+        probe = f"... {_lines(self._before)} for the {_PROBE} probe ..." if self._before else ""
+        now = self._shown(self._head, self._tail)
+        return " | ".join(part for part in (self._kept, probe, now) if part)
+
+    def _shown(self, head: Sequence[str], tail: Sequence[str]) -> str:
         between: list[str] = []
         if self._cause is not None:
             before = self._left_out - self._after_cause - 1
-            between += [f"... {before} lines ..."] if before else []
+            between += [f"... {_lines(before)} ..."] if before else []
             between.append(self._cause)
             if self._after_cause:
-                between.append(f"... {self._after_cause} lines ...")
+                between.append(f"... {_lines(self._after_cause)} ...")
         elif self._left_out:
-            between.append(f"... {self._left_out} lines ...")
-        head = " | ".join(self._head)
-        if len(head) > _HEAD_CHARS:
-            head = f"{head[:_HEAD_CHARS]}... [cut {len(head) - _HEAD_CHARS} chars]"
-        tail = " | ".join(self._tail)
-        if len(tail) > _TAIL_CHARS:
-            tail = f"[cut {len(tail) - _TAIL_CHARS} chars] ...{tail[-_TAIL_CHARS:]}"
-        earlier = f"... {self._before} lines before the handshake ..." if self._before else ""
-        return " | ".join(part for part in (earlier, head, *between, tail) if part)
+            between.append(f"... {_lines(self._left_out)} ...")
+        first = " | ".join(head)
+        if len(first) > _HEAD_CHARS:
+            first = f"{first[:_HEAD_CHARS]}... [cut {len(first) - _HEAD_CHARS} chars]"
+        last = " | ".join(tail)
+        if len(last) > _TAIL_CHARS:
+            last = f"[cut {len(last) - _TAIL_CHARS} chars] ...{last[-_TAIL_CHARS:]}"
+        return " | ".join(part for part in (first, *between, last) if part)
+
+    def _mark_dump(self, line: int) -> None:
+        """``line`` is the first to name the probe: note where its report began (its
+        first line, if just before) and what the tail shows of the lines before it."""
+        start = line
+        if self._header is not None and line - self._header < _DUMP_LOOKBACK:
+            start = self._header
+        # The report's lines are the last ones taken: in the tail, or in the head while
+        # no line was left out between them.
+        head, tail = list(self._head), list(self._tail)
+        taken = min(line + 1 - start, len(tail) + (0 if self._left_out else len(head)))
+        from_tail = min(taken, len(tail))
+        tail = tail[: len(tail) - from_tail]
+        head = head[: len(head) - (taken - from_tail)]
+        shown = self._shown(head, tail)
+        if len(shown) > _HEAD_CHARS:
+            shown = f"{shown[:_HEAD_CHARS]}... [cut {len(shown) - _HEAD_CHARS} chars]"
+        self._dump = (line + 1 - taken, shown)
 
     def _report_suppressed(self, suppressed: int) -> None:
         # At the level of the lines it counts: a reader of INFO learns some are
@@ -391,6 +444,11 @@ class StderrLog:
             self._head.append(text)
         else:
             self._to_tail(text)
+        line, self._seen = self._seen, self._seen + 1
+        if _DUMP_HEADER.search(text) is not None:
+            self._header = line
+        if self._dump is None and _PROBE in text:
+            self._mark_dump(line)
         if self._budget.take():
             logger.info("[%s] %s", self.server_name, text)
 
@@ -405,3 +463,7 @@ class StderrLog:
             self._cause, self._after_cause = text, 0
         else:
             self._after_cause += 1
+
+
+def _lines(count: int) -> str:
+    return f"{count} line" if count == 1 else f"{count} lines"

@@ -385,8 +385,9 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
         none), with the count of those between and the last of them that looks like an
         error (``Error: ...``); after a failed ``connect()``, those of the server that
         failed. For a server that refused the ``server/discover`` probe and then took
-        the handshake, the lines before the handshake are only counted (an MCP Python
-        SDK 1.x server logs a long validation error for the probe). The transport's
+        the handshake, the report it wrote for the probe (an MCP Python SDK 1.x server
+        logs a long validation error, naming ``server/discover``) is only counted, from
+        its first line to the handshake; the lines before it are kept. The transport's
         ``env`` values (but a plain file path, and of a URL only its secrets, unless
         the variable's name marks a secret) and the arguments its ``describe()`` hides
         (8 characters or more) are shown as ``***``."""

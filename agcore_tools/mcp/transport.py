@@ -333,8 +333,9 @@ class StreamableHttpTransport:
 
     def describe(self) -> str:
         """The URL without credentials, for messages: no user or password, the query's
-        values hidden (hosted servers take keys as ``?token=...``), and the path's
-        segments that hold a key (``/u/<key>/mcp``; see ``_redact.url_without_secrets``).
+        values hidden (hosted servers take keys as ``?token=...``), and its parts with no
+        ``=`` but for short words (``?<key>``, not ``?debug``), and the path's segments
+        that hold a key (``/u/<key>/mcp``; see ``_redact.url_without_secrets``).
 
         Example:
             >>> StreamableHttpTransport("https://u:pw@mcp.example.com/mcp?key=s3cret").describe()

@@ -334,6 +334,30 @@ async def test_a_key_in_the_base_urls_path_is_not_shown_when_no_server_answers()
     assert key not in "".join(traceback.format_exception(caught.value))
 
 
+async def test_a_key_in_the_base_urls_path_is_masked_where_the_server_echoes_it() -> None:
+    # A gateway's router answering a wrong route with the path it got ("Unknown route:
+    # POST /k/<key>/v2/chat/completions"): the key was masked in the URL the loop names,
+    # not in the server's words, in the loop's error and the SDK error under it.
+    from openai import AsyncOpenAI
+
+    key = "gw9f8A7b6C5d4E3f2G1h0JkLmN"
+    with ScriptedChatServer(repeat=True) as server:
+        server.add(lambda request: S.error(404, f"Unknown route: POST {request.path}"))
+        base_url = f"{server.base_url.removesuffix('/v1')}/k/{key}/v2"
+        client = AsyncOpenAI(api_key="sk-test", base_url=base_url, max_retries=0)
+        cycle = LlmCycle(CycleConfig("m", max_retries=0), client=client)
+        with pytest.raises(LlmError) as caught:
+            await cycle.submit("hi")
+        with pytest.raises(LlmError) as streamed:
+            await cycle.submit_stream("hi").collect()
+        await client.close()
+    assert [request.path for request in server.requests] == [f"/k/{key}/v2/chat/completions"] * 2
+    for error in (caught.value, streamed.value):
+        assert str(error).endswith("404 - Unknown route: POST /k/***/v2/chat/completions")
+        assert key not in "".join(traceback.format_exception(error))
+        assert key not in str(error.__cause__.body)  # type: ignore[union-attr]
+
+
 async def test_an_echoed_key_with_a_deeply_nested_error_body_still_gives_the_loops_error() -> None:
     # Masking the SDK error's body recursed: 900 levels of JSON under an echoed key
     # raised RecursionError in place of the LlmError, chained to the unmasked error.

@@ -241,18 +241,72 @@ async def test_the_lines_a_server_logs_for_the_probe_are_left_out_of_its_stderr_
 ) -> None:
     # They were the tail's first 10 lines, and 10 of its last 20 when the server
     # crashed soon after: a crash's message read as if a validation error caused it.
+    # The line it wrote at start, before the report, stays.
     async with McpClient("sdk1x", launcher(tmp_path, SDK_1X), timeout=20) as client:
+        started = "INFO - Starting the server (STDIO)"
+        probe = "... 61 lines for the server/discover probe ..."
         listed = "INFO - Processing request of type ListToolsRequest"
-        assert client.stderr_tail == f"... 62 lines before the handshake ... | {listed}"
+        assert client.stderr_tail == f"{started} | {probe} | {listed}"
         with pytest.raises(McpError, match="connection lost"):
             await client.call_tool("crash", {})
         assert client.stderr_tail.split(" | ") == [
-            "... 62 lines before the handshake ...",
+            started,
+            probe,
             listed,
             "INFO - Processing request of type CallToolRequest",
             "Traceback (most recent call last):",
             '  File "server.py", line 40, in crash',
             "OSError: [Errno 28] No space left on device",
+        ]
+
+
+TS_LIKE = """\
+import json, os, sys
+
+sys.stderr.write("Error: SEARCH_API_KEY is not set; search will fail\\n")
+sys.stderr.flush()
+for raw in sys.stdin:
+    message = json.loads(raw)
+    method = message.get("method")
+    if "id" not in message:
+        continue
+    if method == "initialize":
+        info = {"name": "ts", "version": "1"}
+        version = message["params"]["protocolVersion"]
+        reply = {"result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}}
+    elif method == "tools/list":
+        reply = {"result": {"tools": [{"name": "search", "inputSchema": {"type": "object"}}]}}
+    elif method == "tools/call":
+        sys.stderr.write("Traceback (most recent call last):\\n  File \\"server.py\\", line 40, in search\\n")
+        sys.stderr.write("TypeError: 'NoneType' object is not subscriptable\\n")
+        sys.stderr.flush()
+        os._exit(1)
+    else:
+        reply = {"error": {"code": -32601, "message": f"Method not found: {method}"}}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], **reply}), flush=True)
+"""
+"""A stdio server as those on the TypeScript SDK of the 2025 era are: it answers the
+server/discover probe with -32601 and writes nothing about it. It warns at start that its
+key is missing; its ``search`` tool then fails on it and exits."""
+
+
+async def test_a_server_that_refused_the_probe_quietly_keeps_its_start_up_lines_in_its_tail(
+    tmp_path: Path,
+) -> None:
+    # Every start-up line of a stdio server that took the handshake after the probe was
+    # left out of its tail ("... 1 lines before the handshake ..."), though it wrote
+    # nothing for the probe: the line that told why it crashed was gone.
+    warned = "Error: SEARCH_API_KEY is not set; search will fail"
+    async with McpClient("search", launcher(tmp_path, TS_LIKE), timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+        assert client.stderr_tail == warned
+        with pytest.raises(McpError, match="connection lost"):
+            await client.call_tool("search", {})
+        assert client.stderr_tail.split(" | ") == [
+            warned,
+            "Traceback (most recent call last):",
+            '  File "server.py", line 40, in search',
+            "TypeError: 'NoneType' object is not subscriptable",
         ]
 
 

@@ -141,6 +141,67 @@ def test_the_first_lines_and_the_last_error_between_are_kept_with_the_last_lines
     )
 
 
+PROBE_REPORT = (
+    b"WARNING - Failed to validate request: 30 validation errors for ClientRequest\n"
+    + b"".join(
+        b"Request%d.method\n  Input should be 'm%d' [input_value='server/discover']\n" % (n, n)
+        for n in range(30)
+    )
+)
+"""What an MCP Python SDK 1.x server logs for the server/discover probe (61 lines)."""
+
+
+def test_only_the_probes_report_is_left_out_of_the_tail() -> None:
+    # All the lines before the handshake were left out, those before the report too.
+    log = StderrLog("sdk1x")
+    log.feed(b"".join(b"starting %d\n" % n for n in range(12)))
+    log.feed(
+        b"Error: SEARCH_API_KEY is not set\n" + b"".join(b"config %d\n" % n for n in range(25))
+    )
+    log.feed(PROBE_REPORT)
+    log.leave_out_probe_dump()
+    log.feed(b"Traceback (most recent call last):\nOSError: disk full\n")
+    shown = log.tail().split(" | ")
+    assert shown[:10] == [f"starting {n}" for n in range(10)]
+    assert shown[10:13] == [
+        "... 2 lines ...",
+        "Error: SEARCH_API_KEY is not set",
+        "... 8 lines ...",
+    ]
+    assert shown[13:] == [  # the tail less the report's first 3 lines, which it held
+        *(f"config {n}" for n in range(8, 25)),
+        "... 61 lines for the server/discover probe ...",
+        "Traceback (most recent call last):",
+        "OSError: disk full",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [
+        # Nothing names the probe (a TypeScript server answers it with -32601, silently).
+        (b"Error: API_KEY is not set\n", "Error: API_KEY is not set"),
+        (b"1 validation error for Settings\n", "1 validation error for Settings"),
+        # A validation error well before the line naming the probe is not its report.
+        (
+            b"1 validation error for Settings\n"
+            + b"ready\n" * 8
+            + b"unknown method server/discover\n",
+            "1 validation error for Settings | "
+            + " | ".join(["ready"] * 8)
+            + " | ... 1 line for the server/discover probe ...",
+        ),
+    ],
+)
+def test_the_lines_before_the_handshake_stay_unless_they_are_the_probes_report(
+    written: bytes, shown: str
+) -> None:
+    log = StderrLog("srv")
+    log.feed(written)
+    log.leave_out_probe_dump()
+    assert log.tail() == shown
+
+
 def test_the_shown_lines_are_bounded_even_when_each_is_long() -> None:
     log = StderrLog("db")
     log.feed(b"".join(b"%d%s\n" % (n, b"h" * 1500) for n in range(10)))

@@ -25,6 +25,7 @@ from agcore_tools import (
     ToolConfigError,
     ToolError,
 )
+from agcore_tools._redact import url_secrets, url_without_secrets
 from agcore_tools.mcp._stderr import transport_secrets
 
 from .conftest import fixture_stdio
@@ -169,6 +170,41 @@ def test_a_secret_in_the_urls_fragment_is_hidden_and_an_anchor_kept(
     assert transport_secrets(transport) == masked
 
 
+@pytest.mark.parametrize(
+    ("url", "shown", "masked"),
+    [
+        # A key given bare was shown as "<key>=***": the key, with "=***" after it.
+        (f"https://mcp.example.com/sse?{HEX_KEY}", "https://mcp.example.com/sse?***", [HEX_KEY]),
+        (
+            f"https://mcp.example.com/sse?workspace=w1&{SLACK}",
+            "https://mcp.example.com/sse?workspace=***&***",
+            [SLACK],
+        ),
+        (
+            f"https://mcp.example.com/cb#state=s1&{HEX_KEY}",
+            "https://mcp.example.com/cb#state=***&***",
+            [HEX_KEY],
+        ),
+        # A flag, a short word, stays as written; a plain parameter's name too.
+        (
+            "https://mcp.example.com/sse?debug&format",
+            "https://mcp.example.com/sse?debug&format",
+            [],
+        ),
+    ],
+)
+def test_a_query_part_with_no_value_is_hidden_unless_a_flag(
+    url: str, shown: str, masked: list[str]
+) -> None:
+    assert url_without_secrets(url) == shown
+    assert set(masked) <= set(url_secrets(url))
+    # A bare part has no name for `named` to accept.
+    assert not set(masked) & set(url_secrets(url, named=lambda name: True))
+    transport = StreamableHttpTransport(url)
+    assert transport.describe() == shown and f"url={shown!r}" in repr(transport)
+    assert transport_secrets(transport) == masked
+
+
 async def test_a_servers_error_shows_its_endpoint_and_path_but_no_secret_of_its_env(
     tmp_path: Path,
 ) -> None:
@@ -201,6 +237,48 @@ async def test_a_servers_error_shows_its_endpoint_and_path_but_no_secret_of_its_
 
 
 @pytest.mark.parametrize(
+    ("mirror", "shown", "secret"),
+    [
+        # A generated password with an unencoded "/" and "#": urlsplit ends the user info
+        # at the "/", found no password, and the URL was shown whole.
+        (
+            "postgresql://app:Xy7/q#R2pL9w@db.internal:5432/prod",
+            "postgresql://***@db.internal:5432/prod",
+            "Xy7/q#R2pL9w",
+        ),
+        ("redis://:p/w#1@cache:6379/0", "***@cache:6379/0", "p/w#1"),
+        # A key given as a bare query part was shown, as "<key>=***" was in describe().
+        (
+            "https://api.example.com/v1?sk9Ab8Cd7Ef6Gh5Ij4Kl3Mn2",
+            "https://api.example.com/v1?***",
+            "sk9Ab8Cd7Ef6Gh5Ij4Kl3Mn2",
+        ),
+        # Read no further: an unencoded "#" in a query value ends it, the rest read as an
+        # anchor; an IPv6 host never closed. Masked whole, as any other value.
+        ("https://api.example.com/v1?key=Ab3#S3CRET9kLmN", "***", "S3CRET9kLmN"),
+        ("http://[fe80::1/v1?token=S3CRET-7", "***", "S3CRET-7"),
+    ],
+)
+async def test_a_url_env_value_the_url_rule_reads_wrong_shows_no_secret(
+    mirror: str, shown: str, secret: str
+) -> None:
+    # The env values had been masked whole; then only the parts a URL's rule hides were,
+    # and a password or a key that urlsplit reads as a path, an anchor or a bare query
+    # part showed in the server's error.
+    refusing = socket.socket()  # bound, never listening: a connection is refused
+    refusing.bind(("127.0.0.1", 0))
+    env = {"UPSTREAM_URL": f"http://127.0.0.1:{refusing.getsockname()[1]}", "MIRROR_URL": mirror}
+    try:
+        async with McpClient("graf", fixture_stdio(env=env), timeout=20) as client:
+            with pytest.raises(ToolError) as failed:
+                await client.call_tool("upstream")
+    finally:
+        refusing.close()
+    assert f"(MIRROR_URL={shown}, DATA_PATH=-," in str(failed.value)
+    assert secret not in "".join(traceback.format_exception(failed.value))
+
+
+@pytest.mark.parametrize(
     ("value", "masked"),
     [
         ("http://127.0.0.1:18999", []),
@@ -216,6 +294,22 @@ async def test_a_servers_error_shows_its_endpoint_and_path_but_no_secret_of_its_
         (f"/var/lib/app/{UUID_KEY}", [f"/var/lib/app/{UUID_KEY}"]),
         ("/k3J+abc/DEF123==", ["/k3J+abc/DEF123=="]),
         ("db.internal", ["db.internal"]),
+        # A password urlsplit does not read ("/", "?" or "#" unencoded): the user info
+        # up to the last "@", with the scheme when short.
+        (
+            "postgresql://app:Xy7/q#R2pL9w@db.internal:5432/prod",
+            ["app:Xy7/q#R2pL9w", "Xy7/q#R2pL9w"],
+        ),
+        ("redis://:p?w@cache:6379/0", ["redis://:p?w"]),
+        # A bare query part: the key itself; a short word is a flag.
+        (f"https://api.example.com/v1?{HEX_KEY}&debug", [HEX_KEY]),
+        # What the URL rule cannot read: whole.
+        (
+            "https://api.example.com/v1?key=Ab3#xYz9kLmN",
+            ["https://api.example.com/v1?key=Ab3#xYz9kLmN"],
+        ),
+        ("http://[fe80::1/v1", ["http://[fe80::1/v1"]),
+        ("//[fe80::1/data", ["//[fe80::1/data"]),
     ],
 )
 def test_which_env_values_a_servers_text_is_masked_with(value: str, masked: list[str]) -> None:
