@@ -1015,6 +1015,25 @@ def test_a_store_of_the_wrong_kind_is_refused_when_the_policy_is_made(store: Any
     assert ResultCache(60, store=MemoryCacheStore()).store is not None
 
 
+async def test_a_cache_keeps_its_results_in_the_store_it_is_given_while_that_is_empty() -> None:
+    # An empty MemoryCacheStore is false (it has a length): `store or default` put the
+    # results in the default store instead, so the given one stayed empty for good.
+    mine = MemoryCacheStore(max_entries=5)
+    registry = ToolRegistry()
+    runs: list[int] = []
+
+    @registry.tool(policy=ToolPolicy(cache=ResultCache(60, store=mine)))
+    def square(x: int) -> int:
+        """Square a number."""
+        runs.append(x)
+        return x * x
+
+    first = await registry.invoke("square", {"x": 3})
+    again = await registry.invoke("square", {"x": 3})
+    assert (first.output, again.output, again.cached, runs) == (9, 9, True, [3])
+    assert len(mine) == 1
+
+
 @pytest.mark.parametrize("wait", ["no", 0, None])
 def test_a_rate_limits_wait_must_be_a_bool(wait: Any) -> None:
     # "no" is truthy: the limit waited, the opposite of what was meant.
