@@ -1179,6 +1179,44 @@ async def test_the_memory_stores_keep_their_bounds() -> None:
     assert await rates.reserve("k", limit, 1.5) is None  # would wait ~2 s: nothing taken
 
 
+async def test_the_memory_cache_drops_expired_results_and_keeps_to_its_bytes() -> None:
+    # Before: an expired result stayed until its own key was read or 1,024 newer ones
+    # pushed it out, and nothing bounded their size (1,024 pages of 200 KB: 200 MB).
+    moment = [0.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        store = MemoryCacheStore()
+        for page in range(200):
+            await store.set(f"page:{page}", "x" * 1000, ttl=1.0)
+        moment[0] = 2.0  # every page expired
+        await store.set("fresh", "y", ttl=1.0)
+        assert len(store) == 1  # the next result stored dropped them all
+
+        # Expired results behind a live one (a longer TTL) go within as many results
+        # stored as the store holds.
+        await store.set("rates", "r" * 1000, ttl=3600.0)
+        for page in range(200):
+            await store.set(f"page:{page}", "x" * 1000, ttl=1.0)
+        moment[0] = 4.0
+        held = len(store)
+        for more in range(held):
+            await store.set(f"more:{more}", "z", ttl=60.0)
+        assert len(store) == 1 + held  # rates and the new ones
+        assert await store.get("rates") == "r" * 1000
+
+        small = MemoryCacheStore(max_bytes=10_000)
+        for page in range(20):
+            await small.set(f"page:{page}", "x" * 1000, ttl=60.0)
+        kept = [page for page in range(20) if await small.get(f"page:{page}")]
+        assert kept == list(range(20 - len(kept), 20)) and 5 <= len(kept) < 10  # newest
+        await small.set("huge", "h" * 20_000, ttl=60.0)  # bigger than the whole budget
+        assert await small.get("huge") is None and len(small) == len(kept)
+        with pytest.raises(ToolConfigError, match=r"MemoryCacheStore\(max_bytes=0\)"):
+            MemoryCacheStore(max_bytes=0)
+    finally:
+        CLOCK.reset(token)
+
+
 def test_the_memory_stores_hold_across_threads() -> None:
     # One registry serves every thread that uses it. Deterministic: a first thread is
     # paused inside a reservation (and a cache read), between reading the entry and
