@@ -183,7 +183,11 @@ class PolicyBook:
 
     def __init__(self) -> None:
         self.rules: list[tuple[Matches, ToolPolicy]] = []
-        self.slots: dict[str, Slots] = {}
+        # Weak: a cap lives while a guard holds it (a tool, a run's view of one, a
+        # call of a replaced definition), and goes with the last one, so the names
+        # of tools that came and went (an MCP server's changing list) leave nothing.
+        # One no guard holds has no call running nor waiting: a new one is the same.
+        self.slots: weakref.WeakValueDictionary[str, Slots] = weakref.WeakValueDictionary()
         # Made when a policy first needs one: they hold a lock, which a Temporal
         # workflow's sandbox (where the loop builds a registry of stand-ins) refuses.
         self.rate_store: MemoryRateStore | None = None

@@ -370,11 +370,12 @@ class MemoryRateStore:
         [0.0, 0.0, None]
     """
 
-    __slots__ = ("_lock", "_next")
+    __slots__ = ("_lock", "_next", "_prune_at")
 
     def __init__(self) -> None:
         self._next: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._prune_at = _PRUNE_FROM
 
     async def reserve(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
         """See :meth:`RateStore.reserve`."""
@@ -389,12 +390,22 @@ class MemoryRateStore:
             wait = arrival - limit.capacity * interval - moment
             if wait <= 0:
                 self._next[key] = arrival
+                self._prune(moment)
                 return 0.0
             seconds = wait / _NS
             if seconds > max_wait:
                 return None
             self._next[key] = arrival
             return seconds
+
+    def _prune(self, moment: int) -> None:
+        # A bucket whose next arrival has passed is full, as a bucket never used is:
+        # such buckets go once the buckets have doubled since the last time (O(1) a
+        # call), so the keys of tools that came and went leave nothing.
+        if len(self._next) < self._prune_at:
+            return
+        self._next = {key: arrival for key, arrival in self._next.items() if arrival > moment}
+        self._prune_at = max(2 * len(self._next), _PRUNE_FROM)
 
     async def give_back(self, key: str, limit: RateLimit) -> None:
         """Return one reserved turn to ``key``'s bucket, for a call that never started
@@ -419,6 +430,17 @@ class MemoryRateStore:
             arrival = self._next.get(key)
             if arrival is not None:
                 self._next[key] = max(arrival - _nanoseconds(limit.interval), _nanoseconds(now()))
+
+    def __len__(self) -> int:
+        """The buckets held: those used since the last look for full ones, which go
+        once the buckets have doubled.
+
+        Example:
+            >>> store = MemoryRateStore()
+            >>> store.reserve_now("k", RateLimit(1, per=60.0), 0.0), len(store)
+            (0.0, 1)
+        """
+        return len(self._next)
 
 
 class MemoryCacheStore:
@@ -531,6 +553,7 @@ class MemoryCacheStore:
 
 
 _NS = 1_000_000_000
+_PRUNE_FROM = 64  # buckets a MemoryRateStore holds before it first looks for full ones
 
 
 def _nanoseconds(seconds: float) -> int:

@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -41,6 +42,7 @@ from agcore_tools import (
 from agcore_tools._clock import CLOCK
 from agcore_tools._policy_book import _BOUND, own_state
 from agcore_tools.policies import MemoryCacheStore, MemoryRateStore
+from agcore_tools.testing import StaticTool
 
 from ._policy_tools import flaky_charge
 
@@ -1213,6 +1215,55 @@ async def test_the_memory_cache_drops_expired_results_and_keeps_to_its_bytes() -
         assert await small.get("huge") is None and len(small) == len(kept)
         with pytest.raises(ToolConfigError, match=r"MemoryCacheStore\(max_bytes=0\)"):
             MemoryCacheStore(max_bytes=0)
+    finally:
+        CLOCK.reset(token)
+
+
+async def test_a_registry_keeps_no_policy_state_for_the_tools_that_came_and_went() -> None:
+    # Before: the group rule's cap and rate bucket of every name that ever had it
+    # stayed for good (an MCP server's changing tool list: 50,000 names, +64 MB).
+    moment = [0.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        registry = ToolRegistry()
+        quota = ToolPolicy(concurrency=1, rate=RateLimit(100, per=1.0))
+        registry.set_policy(quota, category="mcp:docs")
+        caps = []
+        buckets = MemoryRateStore()
+        for version in range(300):
+            name = f"doc_v{version}"
+            registry.register(StaticTool(name, result="x"), category="mcp:docs")
+            guard = registry.entry(name).guard  # type: ignore[union-attr]
+            assert guard is not None and isinstance(guard.rate_store, MemoryRateStore)
+            caps.append(weakref.ref(guard.slots))
+            buckets = guard.rate_store
+            assert (await registry.invoke(name, {})).ok
+            registry.unregister(name)
+            moment[0] += 1.0  # its bucket is full again
+        del guard
+        gc.collect()
+        assert [cap for cap in caps if cap() is not None] == []
+        assert len(buckets) <= 128
+
+        # A cap a running call holds stays: the tool registered again counts that call.
+        started, release = asyncio.Event(), asyncio.Event()
+
+        @registry.tool(category="mcp:docs")
+        async def build() -> str:
+            """Build."""
+            started.set()
+            await release.wait()
+            return "built"
+
+        held = registry.entry("build").guard.slots  # type: ignore[union-attr]
+        running = asyncio.ensure_future(registry.invoke("build", {}))
+        await asyncio.wait_for(started.wait(), 10)
+        registry.unregister("build")
+        gc.collect()
+        registry.register(FunctionTool(build.func, name="build"), category="mcp:docs")
+        assert registry.entry("build").guard.slots is held  # type: ignore[union-attr]
+        release.set()
+        assert (await running).output == "built"
     finally:
         CLOCK.reset(token)
 
