@@ -896,6 +896,47 @@ async def test_group_policies_apply_to_tools_now_and_later_and_override_the_tool
         registry.set_policy(ToolPolicy(concurrency=2, resource="db"), tag="x")
 
 
+async def test_setting_a_groups_policy_again_replaces_it() -> None:
+    # Before: each set_policy() added a rule. The earlier one's parts still applied,
+    # and every set_policy() and register() went through all of them (a refresh
+    # handler's 1,200 rules: 120 ms and 6 ms each).
+    registry = ToolRegistry()
+
+    @registry.tool(tags=["api"], category="mcp:search")
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return q
+
+    registry.set_policy(ToolPolicy(breaker=Breaker()), category="mcp:search")
+    once_a_minute = ToolPolicy(concurrency=1, rate=RateLimit(1, per=60.0, wait=False))
+    registry.set_policy(once_a_minute, tag="api")
+    for _ in range(3):  # a refresh handler, run again and again
+        registry.set_policy(ToolPolicy(concurrency=3), tag="api")
+    replaced = ToolPolicy(concurrency=3, breaker=Breaker())  # the other group's stays
+    assert registry.entry("lookup").policy == replaced  # type: ignore[union-attr]
+    calls = await registry.invoke_all([("lookup", {"q": f"q{n}"}) for n in range(3)])
+    assert [call.ok for call in calls] == [True] * 3  # the old rate limit is gone
+
+    # A replacement a tool refuses leaves the group's rule as it was, for later tools too.
+    @registry.tool(tags=["api"], needs_approval=True)
+    def purge(q: str) -> str:
+        """Purge the index (needs approval, so no cache)."""
+        return q
+
+    with pytest.raises(ToolConfigError, match="tool 'purge' needs approval"):
+        registry.set_policy(ToolPolicy(cache=ResultCache(60)), tag="api")
+    later = registry.register(StaticTool("later"), tags=["api"])
+    assert later.policy == registry.entry("purge").policy == ToolPolicy(concurrency=3)  # type: ignore[union-attr]
+
+    # ToolPolicy() lifts the group's rule; the same names in another order are the group.
+    registry.set_policy(ToolPolicy(), tag="api")
+    assert registry.entry("lookup").policy == ToolPolicy(breaker=Breaker())  # type: ignore[union-attr]
+    assert registry.entry("later").policy is None  # type: ignore[union-attr]
+    registry.set_policy(ToolPolicy(concurrency=2), names=["lookup", "later"])
+    registry.set_policy(ToolPolicy(concurrency=4), names=["later", "lookup"])
+    assert registry.entry("later").policy == ToolPolicy(concurrency=4)  # type: ignore[union-attr]
+
+
 def test_a_resources_cap_changes_when_no_other_tool_holds_it() -> None:
     registry = ToolRegistry()
 
