@@ -33,6 +33,7 @@ from .error import (
     ToolExecutionError,
     ToolTimeoutError,
 )
+from .pending import LEFT_RUNNING
 
 __all__ = [
     "CANCEL_GRACE",
@@ -279,10 +280,13 @@ async def guarded(
     timeout: float | None,
     *,
     direct: str | None = None,
+    left: dict[str, list[Any]] | None = None,
 ) -> ToolInvocation:
     """One call of a batch, within ``timeout``, in a context derived from ``ctx`` (a
     fresh one of its own when None); what goes wrong is recorded in the invocation,
-    never raised. ``direct``: as for :func:`execute`."""
+    never raised. ``direct``: as for :func:`execute`. ``left``: the loop's turn's
+    :data:`~agcore_tools.pending.LEFT_RUNNING`, which the call sees (any other call
+    sees none, not even one made by a tool of the turn)."""
     name, args, call_id = call
     if ctx is None:
         # Its own, never a shared one: a tool reading its session, shared state or
@@ -293,6 +297,9 @@ async def guarded(
     # Whether a guarded tool started to run: a timeout while it waited its turn, or
     # for its cache, is no failure of the tool's.
     started = [False]
+    # Set before the 3.10 path's task copies the context.
+    inherited = LEFT_RUNNING.get()
+    leaving = LEFT_RUNNING.set(left) if left is not None or inherited is not None else None
     try:
         # The deadline is set here rather than by _aio.with_timeout, so the call goes
         # straight down to execute() without passing back through this module.
@@ -332,6 +339,9 @@ async def guarded(
     except asyncio.CancelledError:
         call_ctx.cancellation.cancel()  # a sync tool's thread learns of it too
         raise
+    finally:
+        if leaving is not None:
+            LEFT_RUNNING.reset(leaving)
 
 
 async def as_completed(
@@ -341,6 +351,7 @@ async def as_completed(
     timeout: float | None,
     *,
     caller: str | None = None,
+    left: dict[str, list[Any]] | None = None,
 ) -> AsyncGenerator[tuple[int, ToolInvocation], None]:
     """Run ``calls`` concurrently; yield ``(position, invocation)`` as each ends (the
     body of :meth:`ToolRegistry.invoke_as_completed`). ``caller``, the method the calls
@@ -349,11 +360,12 @@ async def as_completed(
     calls of a ``caller`` are the app's own, which no approval screen has seen (see
     :func:`note_unasked`); cancelling the ``ctx`` it gave (from any thread) stops them:
     the calls still running are cancelled, and :class:`~agcore_tools.RunStoppedError`
-    is raised in place of the next result."""
+    is raised in place of the next result. ``left``: as for :func:`guarded` (the loop's
+    turn gives it)."""
     normalised = [as_call(call) for call in calls]
     if not normalised:
         return
-    runner = functools.partial(guarded, table, direct=caller)
+    runner = functools.partial(guarded, table, direct=caller, left=left)
     traced = _otel.wrap_invoke(table, runner)  # traced, if on
 
     def run(call: ToolCall, ctx: ToolContext | None) -> Awaitable[ToolInvocation]:

@@ -273,11 +273,13 @@ class Guard:
         self._bucket = f"resource:{policy.resource}" if policy.resource else f"tool:{name}"
         self._rate_store: RateStore | None = None
         if rate is not None:
-            self._rate_store = rate.store or rate_store or MemoryRateStore()
+            # `is None`, not `or`: a store may be empty, so false (it has a length).
+            given = rate.store if rate.store is not None else rate_store
+            self._rate_store = given if given is not None else MemoryRateStore()
         cache = policy.cache
         self._cache: tuple[ResultCache, CacheStore] | None = None
         if cache is not None:
-            store = cache.store or cache_store
+            store = cache.store if cache.store is not None else cache_store
             if store is None:
                 raise ToolConfigError(
                     f"tool '{name}' has a ResultCache and no store to keep it in", tool_name=name

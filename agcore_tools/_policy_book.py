@@ -30,6 +30,8 @@ from .policies import MemoryCacheStore, MemoryRateStore, RateStore, ToolPolicy
 __all__ = ["OwnState", "PolicyBook", "own_state"]
 
 Matches = Callable[[ToolEntry], bool]
+Group = tuple[str | None, str | None, frozenset[str] | None]
+"""A group rule's tag, category and names."""
 
 
 class OwnState:
@@ -173,17 +175,25 @@ class PolicyBook:
     Example:
         >>> from agcore_tools.testing import StaticTool
         >>> book = PolicyBook()
-        >>> matches = book.add_rule(ToolPolicy(concurrency=2), "slow", None, None)
+        >>> matches, _ = book.add_rule(ToolPolicy(concurrency=2), "slow", None, None)
         >>> entry = ToolEntry(StaticTool("example"), tags=("slow",))
         >>> matches(entry), book.guard(entry).slots.limit
         (True, 2)
+        >>> _ = book.add_rule(ToolPolicy(concurrency=3), "slow", None, None)  # replaces it
+        >>> len(book.rules), book.guard(entry).slots.limit
+        (1, 3)
     """
 
     __slots__ = ("breakers", "cache_store", "rate_store", "rules", "slots")
 
     def __init__(self) -> None:
-        self.rules: list[tuple[Matches, ToolPolicy]] = []
-        self.slots: dict[str, Slots] = {}
+        self.rules: dict[Group, tuple[Matches, ToolPolicy]] = {}
+        """The group rules by group, the one set last last."""
+        # Weak: a cap lives while a guard holds it (a tool, a run's view of one, a
+        # call of a replaced definition), and goes with the last one, so the names
+        # of tools that came and went (an MCP server's changing list) leave nothing.
+        # One no guard holds has no call running nor waiting: a new one is the same.
+        self.slots: weakref.WeakValueDictionary[str, Slots] = weakref.WeakValueDictionary()
         # Made when a policy first needs one: they hold a lock, which a Temporal
         # workflow's sandbox (where the loop builds a registry of stand-ins) refuses.
         self.rate_store: MemoryRateStore | None = None
@@ -197,8 +207,11 @@ class PolicyBook:
         tag: str | None,
         category: str | None,
         names: Iterable[str] | None,
-    ) -> Matches:
-        """Keep a group rule; return the test of which entries it applies to."""
+    ) -> tuple[Matches, Callable[[], None]]:
+        """Keep a group rule, in place of the group's earlier one (none for an empty
+        ``policy``): it comes last, so its parts override other groups' rules'. Return
+        the test of which entries it applies to, and what puts the rules back as they
+        were (for a rule a tool refuses)."""
         if not isinstance(policy, ToolPolicy):
             raise ToolConfigError(f"set_policy() takes a ToolPolicy, got {type(policy).__name__}")
         if isinstance(names, str):
@@ -226,8 +239,16 @@ class PolicyBook:
                 and (chosen is None or entry.name in chosen)
             )
 
-        self.rules.append((matches, policy))
-        return matches
+        group = (tag, category, chosen)
+        before = dict(self.rules)
+        self.rules.pop(group, None)
+        if not policy.empty:
+            self.rules[group] = (matches, policy)
+
+        def undo() -> None:
+            self.rules = before
+
+        return matches, undo
 
     def guard(
         self,
@@ -262,7 +283,7 @@ class PolicyBook:
         own: ToolPolicy | None = getattr(tool, "policy", None)
         policy = own
         ruled: set[str] = set()  # the parts a rule sets: their state is the registry's
-        for matches, rule in self.rules:
+        for matches, rule in self.rules.values():
             if matches(entry):
                 policy = rule if policy is None else policy.merged(rule)
                 ruled.update(f.name for f in fields(rule) if getattr(rule, f.name) is not None)

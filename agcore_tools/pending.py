@@ -48,6 +48,7 @@ from .error import ApprovalError
 
 __all__ = [
     "KEEPER",
+    "LEFT_RUNNING",
     "PAUSED_CALL",
     "CallPaused",
     "InputAction",
@@ -208,7 +209,8 @@ class ResumableTool(Protocol):
 
     It may also have ``stopped(call_id) -> CallPaused | None``: what a call leaves
     running when the run stops before the call ends (an MCP task), so the call stays
-    open in the history with it instead of being answered "cancelled".
+    open in the history with it instead of being answered "cancelled". The loop asks
+    with the turn's :data:`LEFT_RUNNING` set, where the cancelled call put it.
     """
 
     def resume_next(self, call_id: str, resume: Mapping[str, Any]) -> None:
@@ -240,6 +242,16 @@ class WorkKeeper(Protocol):
 
 KEEPER: ContextVar[WorkKeeper | None] = ContextVar("agcore_work_keeper", default=None)
 """The :class:`WorkKeeper` of the call running in this context, if any."""
+
+LEFT_RUNNING: ContextVar[dict[str, list[Any]] | None] = ContextVar(
+    "agcore_left_running", default=None
+)
+"""Where the calls of the loop's current tool turn, cancelled before they ended, leave
+the work they started (an MCP task's handle), by call id, for the tool's
+``stopped(call_id)``. Set only in a turn, which asks only about the calls it leaves
+unanswered: what a call cut off by its timeout left goes with the turn, and a call
+cancelled elsewhere (``invoke_all()``) leaves nothing behind. One per turn, since
+call ids repeat across the conversations that share a tool, never within a turn."""
 
 
 class ToolInputRequested:

@@ -35,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, fields
@@ -369,11 +370,12 @@ class MemoryRateStore:
         [0.0, 0.0, None]
     """
 
-    __slots__ = ("_lock", "_next")
+    __slots__ = ("_lock", "_next", "_prune_at")
 
     def __init__(self) -> None:
         self._next: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._prune_at = _PRUNE_FROM
 
     async def reserve(self, key: str, limit: RateLimit, max_wait: float) -> float | None:
         """See :meth:`RateStore.reserve`."""
@@ -388,12 +390,22 @@ class MemoryRateStore:
             wait = arrival - limit.capacity * interval - moment
             if wait <= 0:
                 self._next[key] = arrival
+                self._prune(moment)
                 return 0.0
             seconds = wait / _NS
             if seconds > max_wait:
                 return None
             self._next[key] = arrival
             return seconds
+
+    def _prune(self, moment: int) -> None:
+        # A bucket whose next arrival has passed is full, as a bucket never used is:
+        # such buckets go once the buckets have doubled since the last time (O(1) a
+        # call), so the keys of tools that came and went leave nothing.
+        if len(self._next) < self._prune_at:
+            return
+        self._next = {key: arrival for key, arrival in self._next.items() if arrival > moment}
+        self._prune_at = max(2 * len(self._next), _PRUNE_FROM)
 
     async def give_back(self, key: str, limit: RateLimit) -> None:
         """Return one reserved turn to ``key``'s bucket, for a call that never started
@@ -419,11 +431,25 @@ class MemoryRateStore:
             if arrival is not None:
                 self._next[key] = max(arrival - _nanoseconds(limit.interval), _nanoseconds(now()))
 
+    def __len__(self) -> int:
+        """The buckets held: those used since the last look for full ones, which go
+        once the buckets have doubled.
+
+        Example:
+            >>> store = MemoryRateStore()
+            >>> store.reserve_now("k", RateLimit(1, per=60.0), 0.0), len(store)
+            (0.0, 1)
+        """
+        return len(self._next)
+
 
 class MemoryCacheStore:
     """Results in this process (the default :class:`CacheStore`): at most
-    ``max_entries``, the least recently used dropped first, each expiring after its TTL
-    by the library's clock. Safe to share across threads and loops (under a lock).
+    ``max_entries``, taking at most ``max_bytes`` of memory, the least recently used
+    dropped first, each expiring after its TTL by the library's clock. Expired results
+    are dropped as the store is used (a result stored or read), and a result larger
+    than ``max_bytes`` is not kept. Safe to share across threads and loops (under a
+    lock).
 
     Example:
         >>> import asyncio
@@ -433,16 +459,22 @@ class MemoryCacheStore:
         ('"v"', None)
     """
 
-    __slots__ = ("_items", "_lock", "max_entries")
+    __slots__ = ("_bytes", "_items", "_lock", "_stored", "max_bytes", "max_entries")
 
-    def __init__(self, max_entries: int = 1024) -> None:
-        if not isinstance(max_entries, int) or max_entries < 1:
-            raise ToolConfigError(
-                f"MemoryCacheStore(max_entries={max_entries!r}): must be a positive integer"
-            )
+    def __init__(self, max_entries: int = 1024, max_bytes: int = 64 * 1024 * 1024) -> None:
+        for name, value in (("max_entries", max_entries), ("max_bytes", max_bytes)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ToolConfigError(
+                    f"MemoryCacheStore({name}={value!r}): must be a positive integer"
+                )
         self.max_entries = max_entries
         """The most results kept."""
-        self._items: OrderedDict[str, tuple[float, str]] = OrderedDict()
+        self.max_bytes = max_bytes
+        """The most memory the results' text may take, in bytes (64 MiB by default)."""
+        # Each result with its expiry and its size, least recently used first.
+        self._items: OrderedDict[str, tuple[float, str, int]] = OrderedDict()
+        self._bytes = 0
+        self._stored = 0  # results stored since every expired one was last dropped
         self._lock = threading.Lock()
 
     async def get(self, key: str) -> str | None:
@@ -451,19 +483,53 @@ class MemoryCacheStore:
             item = self._items.get(key)
             if item is None:
                 return None
-            if item[0] <= now():
-                del self._items[key]
+            moment = now()
+            self._expire(moment, sweep=False)
+            if item[0] <= moment:
+                self._drop(key)
                 return None
             self._items.move_to_end(key)
             return item[1]
 
     async def set(self, key: str, value: str, ttl: float) -> None:
         """See :meth:`CacheStore.set`."""
+        size = sys.getsizeof(value)  # the text's own memory: nothing is serialised
         with self._lock:
-            self._items[key] = (now() + ttl, value)
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
+            moment = now()
+            self._drop(key)
+            if size > self.max_bytes:
+                return  # it would push every other result out, and still not fit
+            self._items[key] = (moment + ttl, value, size)
+            self._bytes += size
+            self._expire(moment, sweep=True)
+            while len(self._items) > self.max_entries or self._bytes > self.max_bytes:
+                self._drop(next(iter(self._items)))
+
+    def _expire(self, moment: float, *, sweep: bool) -> None:
+        """Drop the results expired at ``moment`` at the front; with ``sweep`` (a result
+        stored), all of them now and then, at O(1) a result stored."""
+        items = self._items
+        # A store's results mostly share one TTL (a tool's own, a group rule's), so
+        # the least recently used expire first: those at the front.
+        while items:
+            first = next(iter(items))
+            if items[first][0] > moment:
+                break
+            self._drop(first)
+        # Those a read moved back, or stored with a shorter TTL behind a live one, go
+        # in a sweep once as many results were stored as the store holds.
+        if not sweep:
+            return
+        self._stored += 1
+        if self._stored >= len(items):
+            self._stored = 0
+            for key in [key for key, item in items.items() if item[0] <= moment]:
+                self._drop(key)
+
+    def _drop(self, key: str) -> None:
+        item = self._items.pop(key, None)
+        if item is not None:
+            self._bytes -= item[2]
 
     def forget(self, prefix: str) -> int:
         """Drop every result whose key starts with ``prefix``; return how many.
@@ -479,7 +545,7 @@ class MemoryCacheStore:
         with self._lock:
             gone = [key for key in self._items if key.startswith(prefix)]
             for key in gone:
-                del self._items[key]
+                self._drop(key)
             return len(gone)
 
     def __len__(self) -> int:
@@ -487,6 +553,7 @@ class MemoryCacheStore:
 
 
 _NS = 1_000_000_000
+_PRUNE_FROM = 64  # buckets a MemoryRateStore holds before it first looks for full ones
 
 
 def _nanoseconds(seconds: float) -> int:

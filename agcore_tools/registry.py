@@ -417,7 +417,10 @@ class ToolRegistry(RegistryDefinitions, RegistryCalls, RegistrySync):
         MCP server's tools are of category ``"mcp:<server name>"``) or named in
         ``names``; with several, those matching all. Tools registered later that match
         get it too. Every part the policy sets overrides the tool's own; the others
-        stay. Returns the entries it applies to now.
+        stay. Set again for the same group (the same ``tag``, ``category`` and
+        ``names``), the policy replaces the group's earlier one, whose parts no longer
+        apply; ``ToolPolicy()`` lifts it. Where several groups' policies set one part
+        of a tool's, the one set last wins. Returns the entries it applies to now.
 
         Example:
             >>> from agcore_tools import ToolPolicy
@@ -431,10 +434,13 @@ class ToolRegistry(RegistryDefinitions, RegistryCalls, RegistrySync):
             ['insert_order']
             >>> registry.entry("insert_order").policy.resource
             'orders-db'
+            >>> _ = registry.set_policy(ToolPolicy(concurrency=2), tag="db")  # replaces it
+            >>> registry.entry("insert_order").policy
+            ToolPolicy(concurrency=2, resource=None, rate=None, breaker=None, cache=None)
         """
         book = self._policies
         with _REGISTERING:  # no tool comes or goes while the rule is planned
-            matches = book.add_rule(policy, tag, category, names)
+            matches, undo = book.add_rule(policy, tag, category, names)
             applied = [entry for entry in self._entries.values() if matches(entry)]
             staying = self._staying({entry.name for entry in applied})
             planned: list[tuple[ToolPolicy | None, Guard | None]] = []
@@ -443,7 +449,7 @@ class ToolRegistry(RegistryDefinitions, RegistryCalls, RegistrySync):
                     planned.append(book.plan(entry, staying))
                     staying.append(planned[-1][1])
             except ToolConfigError:
-                book.rules.pop()  # nor is the refused rule kept for tools registered later
+                undo()  # nor is the refused rule kept for tools registered later
                 raise
             for entry, (entry_policy, guard) in zip(applied, planned, strict=True):
                 entry.policy, entry.guard = entry_policy, guard

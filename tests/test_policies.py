@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -41,6 +42,7 @@ from agcore_tools import (
 from agcore_tools._clock import CLOCK
 from agcore_tools._policy_book import _BOUND, own_state
 from agcore_tools.policies import MemoryCacheStore, MemoryRateStore
+from agcore_tools.testing import StaticTool
 
 from ._policy_tools import flaky_charge
 
@@ -894,6 +896,47 @@ async def test_group_policies_apply_to_tools_now_and_later_and_override_the_tool
         registry.set_policy(ToolPolicy(concurrency=2, resource="db"), tag="x")
 
 
+async def test_setting_a_groups_policy_again_replaces_it() -> None:
+    # Before: each set_policy() added a rule. The earlier one's parts still applied,
+    # and every set_policy() and register() went through all of them (a refresh
+    # handler's 1,200 rules: 120 ms and 6 ms each).
+    registry = ToolRegistry()
+
+    @registry.tool(tags=["api"], category="mcp:search")
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return q
+
+    registry.set_policy(ToolPolicy(breaker=Breaker()), category="mcp:search")
+    once_a_minute = ToolPolicy(concurrency=1, rate=RateLimit(1, per=60.0, wait=False))
+    registry.set_policy(once_a_minute, tag="api")
+    for _ in range(3):  # a refresh handler, run again and again
+        registry.set_policy(ToolPolicy(concurrency=3), tag="api")
+    replaced = ToolPolicy(concurrency=3, breaker=Breaker())  # the other group's stays
+    assert registry.entry("lookup").policy == replaced  # type: ignore[union-attr]
+    calls = await registry.invoke_all([("lookup", {"q": f"q{n}"}) for n in range(3)])
+    assert [call.ok for call in calls] == [True] * 3  # the old rate limit is gone
+
+    # A replacement a tool refuses leaves the group's rule as it was, for later tools too.
+    @registry.tool(tags=["api"], needs_approval=True)
+    def purge(q: str) -> str:
+        """Purge the index (needs approval, so no cache)."""
+        return q
+
+    with pytest.raises(ToolConfigError, match="tool 'purge' needs approval"):
+        registry.set_policy(ToolPolicy(cache=ResultCache(60)), tag="api")
+    later = registry.register(StaticTool("later"), tags=["api"])
+    assert later.policy == registry.entry("purge").policy == ToolPolicy(concurrency=3)  # type: ignore[union-attr]
+
+    # ToolPolicy() lifts the group's rule; the same names in another order are the group.
+    registry.set_policy(ToolPolicy(), tag="api")
+    assert registry.entry("lookup").policy == ToolPolicy(breaker=Breaker())  # type: ignore[union-attr]
+    assert registry.entry("later").policy is None  # type: ignore[union-attr]
+    registry.set_policy(ToolPolicy(concurrency=2), names=["lookup", "later"])
+    registry.set_policy(ToolPolicy(concurrency=4), names=["later", "lookup"])
+    assert registry.entry("later").policy == ToolPolicy(concurrency=4)  # type: ignore[union-attr]
+
+
 def test_a_resources_cap_changes_when_no_other_tool_holds_it() -> None:
     registry = ToolRegistry()
 
@@ -1013,6 +1056,25 @@ def test_a_store_of_the_wrong_kind_is_refused_when_the_policy_is_made(store: Any
         assert "hunter2" not in message  # a Redis URL may carry a password
     assert RateLimit(5, store=MemoryRateStore()).store is not None
     assert ResultCache(60, store=MemoryCacheStore()).store is not None
+
+
+async def test_a_cache_keeps_its_results_in_the_store_it_is_given_while_that_is_empty() -> None:
+    # An empty MemoryCacheStore is false (it has a length): `store or default` put the
+    # results in the default store instead, so the given one stayed empty for good.
+    mine = MemoryCacheStore(max_entries=5)
+    registry = ToolRegistry()
+    runs: list[int] = []
+
+    @registry.tool(policy=ToolPolicy(cache=ResultCache(60, store=mine)))
+    def square(x: int) -> int:
+        """Square a number."""
+        runs.append(x)
+        return x * x
+
+    first = await registry.invoke("square", {"x": 3})
+    again = await registry.invoke("square", {"x": 3})
+    assert (first.output, again.output, again.cached, runs) == (9, 9, True, [3])
+    assert len(mine) == 1
 
 
 @pytest.mark.parametrize("wait", ["no", 0, None])
@@ -1158,6 +1220,93 @@ async def test_the_memory_stores_keep_their_bounds() -> None:
     wait = await rates.reserve("k", limit, 5.0)
     assert wait is not None and 0.9 < wait <= 1.0
     assert await rates.reserve("k", limit, 1.5) is None  # would wait ~2 s: nothing taken
+
+
+async def test_the_memory_cache_drops_expired_results_and_keeps_to_its_bytes() -> None:
+    # Before: an expired result stayed until its own key was read or 1,024 newer ones
+    # pushed it out, and nothing bounded their size (1,024 pages of 200 KB: 200 MB).
+    moment = [0.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        store = MemoryCacheStore()
+        for page in range(200):
+            await store.set(f"page:{page}", "x" * 1000, ttl=1.0)
+        moment[0] = 2.0  # every page expired
+        await store.set("fresh", "y", ttl=1.0)
+        assert len(store) == 1  # the next result stored dropped them all
+
+        # Expired results behind a live one (a longer TTL) go within as many results
+        # stored as the store holds.
+        await store.set("rates", "r" * 1000, ttl=3600.0)
+        for page in range(200):
+            await store.set(f"page:{page}", "x" * 1000, ttl=1.0)
+        moment[0] = 4.0
+        held = len(store)
+        for more in range(held):
+            await store.set(f"more:{more}", "z", ttl=60.0)
+        assert len(store) == 1 + held  # rates and the new ones
+        assert await store.get("rates") == "r" * 1000
+
+        small = MemoryCacheStore(max_bytes=10_000)
+        for page in range(20):
+            await small.set(f"page:{page}", "x" * 1000, ttl=60.0)
+        kept = [page for page in range(20) if await small.get(f"page:{page}")]
+        assert kept == list(range(20 - len(kept), 20)) and 5 <= len(kept) < 10  # newest
+        await small.set("huge", "h" * 20_000, ttl=60.0)  # bigger than the whole budget
+        assert await small.get("huge") is None and len(small) == len(kept)
+        with pytest.raises(ToolConfigError, match=r"MemoryCacheStore\(max_bytes=0\)"):
+            MemoryCacheStore(max_bytes=0)
+    finally:
+        CLOCK.reset(token)
+
+
+async def test_a_registry_keeps_no_policy_state_for_the_tools_that_came_and_went() -> None:
+    # Before: the group rule's cap and rate bucket of every name that ever had it
+    # stayed for good (an MCP server's changing tool list: 50,000 names, +64 MB).
+    moment = [0.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        registry = ToolRegistry()
+        quota = ToolPolicy(concurrency=1, rate=RateLimit(100, per=1.0))
+        registry.set_policy(quota, category="mcp:docs")
+        caps = []
+        buckets = MemoryRateStore()
+        for version in range(300):
+            name = f"doc_v{version}"
+            registry.register(StaticTool(name, result="x"), category="mcp:docs")
+            guard = registry.entry(name).guard  # type: ignore[union-attr]
+            assert guard is not None and isinstance(guard.rate_store, MemoryRateStore)
+            caps.append(weakref.ref(guard.slots))
+            buckets = guard.rate_store
+            assert (await registry.invoke(name, {})).ok
+            registry.unregister(name)
+            moment[0] += 1.0  # its bucket is full again
+        del guard
+        gc.collect()
+        assert [cap for cap in caps if cap() is not None] == []
+        assert len(buckets) <= 128
+
+        # A cap a running call holds stays: the tool registered again counts that call.
+        started, release = asyncio.Event(), asyncio.Event()
+
+        @registry.tool(category="mcp:docs")
+        async def build() -> str:
+            """Build."""
+            started.set()
+            await release.wait()
+            return "built"
+
+        held = registry.entry("build").guard.slots  # type: ignore[union-attr]
+        running = asyncio.ensure_future(registry.invoke("build", {}))
+        await asyncio.wait_for(started.wait(), 10)
+        registry.unregister("build")
+        gc.collect()
+        registry.register(FunctionTool(build.func, name="build"), category="mcp:docs")
+        assert registry.entry("build").guard.slots is held  # type: ignore[union-attr]
+        release.set()
+        assert (await running).output == "built"
+    finally:
+        CLOCK.reset(token)
 
 
 def test_the_memory_stores_hold_across_threads() -> None:

@@ -71,12 +71,15 @@ async def iter_invocations(
     *,
     ctx: ToolContext,
     timeout: float | None,
+    left: dict[str, list[Any]] | None = None,
 ) -> AsyncGenerator[tuple[int, ToolInvocation], None]:
     """Run a turn's calls concurrently; yield ``(position, invocation)`` as each ends.
 
     Calls with unusable arguments yield their error at once and never run; the others
     go through ``_execute.as_completed`` (what :meth:`ToolRegistry.invoke_as_completed`
-    runs), which owns their timeouts, error handling and cancellation.
+    runs), which owns their timeouts, error handling and cancellation. ``left``: where
+    a call cancelled before it ended leaves the work it started (see
+    :data:`~agcore_tools.pending.LEFT_RUNNING`), for the loop's turn.
     """
     runnable: list[tuple[int, ToolCall]] = []
     for position, call in enumerate(calls):
@@ -96,7 +99,7 @@ async def iter_invocations(
     if not runnable:
         return
     async with contextlib.aclosing(
-        as_completed(table, [c for _, c in runnable], ctx, timeout)
+        as_completed(table, [c for _, c in runnable], ctx, timeout, left=left)
     ) as finished:
         async for index, invocation in finished:
             yield runnable[index][0], invocation

@@ -27,7 +27,7 @@ from ..calls import (
     preflight,
 )
 from ..error import ApprovalError, LlmError, ToolError, ToolNotFoundError
-from ..pending import CallPaused, InputRequest, ToolInputRequested
+from ..pending import LEFT_RUNNING, CallPaused, InputRequest, ToolInputRequested
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate
 from ._paused import hold_call, prepare_call_resume, resume_calls
@@ -104,6 +104,9 @@ async def run_tools(
     asking: list[CallPaused | None] = [None] * len(calls)
     stop: ToolError | None = None
     unrendered: tuple[int, ToolInvocation] | None = None  # a result being made in a thread
+    # This turn's own: call ids repeat across the conversations sharing a tool, and
+    # what a timed-out call left must not outlive the turn.
+    left: dict[str, list[Any]] = {}
     for call in calls:
         # A copy: the calls run once these events are taken, and a consumer that edits
         # what it shows (masking a secret) must not edit what the tool runs with.
@@ -114,7 +117,7 @@ async def run_tools(
         while batch:
             turn_calls = [call for _, call in batch]
             running = with_tool_events(
-                iter_invocations(table, turn_calls, ctx=ctx, timeout=timeout),
+                iter_invocations(table, turn_calls, ctx=ctx, timeout=timeout, left=left),
                 ctx,
                 registry,
                 turn_calls,
@@ -232,10 +235,9 @@ async def run_tools(
             if answer is None:
                 # A call that leaves work running (an MCP task) stays open with it, so a
                 # resume waits for that work instead of calling again.
-                stopped = getattr(registry.get(call.name), "stopped", None)
-                left = stopped(call.call_id) if stopped is not None else None
-                if isinstance(left, CallPaused):
-                    hold_call(messages, call, left, gate, config.approval_key)
+                work = _left_running(registry, call, left)
+                if isinstance(work, CallPaused):
+                    hold_call(messages, call, work, gate, config.approval_key)
                     continue
                 answer = aborted_text(call, "the tool loop was cancelled")
             messages.append(tool_message(call, answer))
@@ -251,6 +253,19 @@ async def run_tools(
         if isinstance(stop, ApprovalError):
             raise stop  # a paused program that cannot resume: the app's, as a refusal is
         raise LlmError(f"tool loop stopped: {stop}") from stop
+
+
+def _left_running(registry: ToolRegistry, call: ParsedCall, left: dict[str, list[Any]]) -> object:
+    """What ``call``, cancelled, left running (its tool's ``stopped(call_id)``), asked
+    with the turn's ``left`` as :data:`~agcore_tools.pending.LEFT_RUNNING`."""
+    stopped = getattr(registry.get(call.name), "stopped", None)
+    if stopped is None:
+        return None
+    showing = LEFT_RUNNING.set(left)
+    try:
+        return stopped(call.call_id)
+    finally:
+        LEFT_RUNNING.reset(showing)
 
 
 def _within_limit(

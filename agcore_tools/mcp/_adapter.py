@@ -24,7 +24,7 @@ from .._ranking import words
 from .._returns import UNWRAPS, wraps_plain_value
 from ..base import BaseTool, ToolContext
 from ..error import McpError, ToolConfigError, ToolError
-from ..pending import KEEPER, CallPaused
+from ..pending import KEEPER, LEFT_RUNNING, CallPaused
 from ..permission import Permission
 from ..schema import mend_unambiguous
 from ..schema._jsonschema import resolve_ref
@@ -33,7 +33,6 @@ from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, new_n
 from ._progress import CALL_KEY, CALLER
 from ._results import READ_BY_MODEL
 from ._task_call import TaskCaller, paused_on, run_task
-from ._tasks import McpTask
 from .models import McpToolInfo
 from .policy import PermissionPolicy
 
@@ -245,15 +244,18 @@ class McpTool(BaseTool):
         # Live questions by their pause's nonce, not the call id: call ids repeat across
         # the conversations that share this adapter.
         self._live: dict[str, LiveQuestion] = {}
-        self._started: dict[str, list[McpTask]] = {}
         # The schema last compiled and its validator: compiling costs milliseconds, a
         # check with it a fraction of one. Recompiled if `parameters` is replaced.
         self._check: tuple[object, Any] | None = None
 
     def stopped(self, call_id: str) -> CallPaused | None:
         """The task call ``call_id`` left running when the run stopped before it ended
-        (the loop keeps the call open with it), or None."""
-        return paused_on(self._started, call_id, self.name)
+        (the loop keeps the call open with it), or None. Only the loop asks, in the
+        turn the call was cancelled in (see :data:`~agcore_tools.pending.LEFT_RUNNING`):
+        the handle is that turn's, so a call of another conversation with the same id
+        never takes it, and a call that timed out leaves nothing in the adapter."""
+        left = LEFT_RUNNING.get()
+        return paused_on(left, call_id, self.name) if left is not None else None
 
     def resume_next(self, call_id: str, resume: Mapping[str, Any]) -> None:
         """Make the next run of call ``call_id`` answer the server's question:
@@ -341,9 +343,7 @@ class McpTool(BaseTool):
             elif self.as_task or (resume is not None and "task" in resume["state"]):
                 caller = cast("TaskCaller", self.client)
                 wait = self.task_wait if self.task_wait is not None else caller_timeout(self.client)
-                value = await run_task(
-                    caller, self.info.name, self.name, args, ctx, resume, self._started, wait
-                )
+                value = await run_task(caller, self.info.name, self.name, args, ctx, resume, wait)
             else:
                 # A call can pause on a question only where the loop can hold it: not
                 # in a Temporal activity (a WorkKeeper), where the question is declined.

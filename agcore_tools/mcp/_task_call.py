@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from ..base import ToolContext
 from ..error import McpInputRequiredError, McpTimeoutError
-from ..pending import KEEPER, CallPaused, InputRequest, RunningTask
+from ..pending import KEEPER, LEFT_RUNNING, CallPaused, InputRequest, RunningTask
 from ._input_pause import new_nonce, question_id
 from ._tasks import McpTask
 from .models import McpTaskStatus
@@ -56,14 +56,14 @@ async def run_task(
     args: Mapping[str, Any],
     ctx: ToolContext,
     resume: Mapping[str, Any] | None,
-    started: dict[str, list[McpTask]],
     wait: float,
 ) -> Any:
     """Start (or, with ``saved``, re-attach to) the task of ``tool`` (registered as
     ``name``) and wait for it: its value, or, still running after the client's timeout,
-    the call's pause once it has waited ``wait`` seconds. While it runs the handle is in
-    ``started`` under the call id, for :func:`paused_on`; the call's own pause is made
-    from its own handle, since another conversation's call may share its id."""
+    the call's pause once it has waited ``wait`` seconds. Cancelled in a loop's tool
+    turn, the call leaves the handle in the turn's
+    :data:`~agcore_tools.pending.LEFT_RUNNING` under its call id, for
+    :func:`paused_on`; cancelled anywhere else, it leaves nothing behind."""
     keeper = KEEPER.get()
     saved = resume["state"]["task"] if resume is not None else None
     if saved is None and keeper is not None:
@@ -73,12 +73,9 @@ async def run_task(
         keys: Mapping[str, str] = resume["state"].get("keys") or {}
         await task.answer({keys[i]: answer for i, answer in resume["answers"].items()})
     call_id = ctx.call_id
-    if task.task_id is not None:
-        if keeper is not None:
-            keeper.keep(task.to_json())
-            wait = keeper.wait if keeper.wait is not None else _FOREVER
-        if call_id:
-            started.setdefault(call_id, []).append(task)
+    if task.task_id is not None and keeper is not None:
+        keeper.keep(task.to_json())
+        wait = keeper.wait if keeper.wait is not None else _FOREVER
     seen = 0
 
     def report(status: McpTaskStatus) -> None:
@@ -87,29 +84,25 @@ async def run_task(
         text = status.status if status.message is None else f"{status.status}: {status.message}"
         ctx.report_progress(seen, None, text)
 
-    cancelled = False
     try:
         value = await task.result(timeout=wait, on_status=report)
     except asyncio.CancelledError:
-        cancelled = True  # the handle stays for paused_on: the loop keeps the call open
+        left = LEFT_RUNNING.get()
+        if left is not None and call_id and task.task_id is not None:
+            left.setdefault(call_id, []).append(task)  # the loop may keep the call open
         raise
     except McpTimeoutError:
         if not call_id or task.task_id is None or keeper is not None:
             raise
-        _forget(started, call_id, task)
         return _pause(task, call_id, name)
     except McpInputRequiredError as asked:
         questions = _questions(asked.input_requests, call_id, name, new_nonce())
         if not call_id or keeper is not None or questions is None:
             raise
-        _forget(started, call_id, task)
         paused = _pause(task, call_id, name)
         keys = {q.request_id: key for q, key in questions}
         state = {**paused.state, "keys": keys}
         return CallPaused((*(q for q, _ in questions), *paused.requests), state)
-    finally:
-        if call_id and not cancelled:
-            _forget(started, call_id, task)
     return value
 
 
@@ -134,18 +127,11 @@ def _questions(
     return found
 
 
-def _forget(started: dict[str, list[McpTask]], call_id: str, task: McpTask) -> None:
-    tasks = started.get(call_id, [])
-    if task in tasks:
-        tasks.remove(task)
-    if not tasks:
-        started.pop(call_id, None)
-
-
-def paused_on(started: dict[str, list[McpTask]], call_id: str, tool_name: str) -> CallPaused | None:
-    """The pause of call ``call_id`` whose task runs on, taken out of ``started``; None
-    when the call has no task running, or when calls of several conversations share the
-    id (which task is whose cannot be told: none is put in another's history)."""
+def paused_on(started: dict[str, list[Any]], call_id: str, tool_name: str) -> CallPaused | None:
+    """The pause of call ``call_id`` whose task runs on, taken out of ``started`` (a
+    turn's :data:`~agcore_tools.pending.LEFT_RUNNING`); None when the call has no task
+    running, or when several calls left one under the id (which task is whose cannot be
+    told: none is put in another's history)."""
     tasks = started.pop(call_id, [])
     if len(tasks) > 1:
         logger.warning(

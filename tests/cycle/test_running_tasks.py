@@ -24,7 +24,10 @@ from agcore_tools import (
     McpClient,
     RunningTask,
     StreamableHttpTransport,
+    ToolContext,
+    ToolProgress,
     ToolRegistry,
+    ToolTimeoutError,
 )
 from tests.mcp.test_tasks import TaskServer
 
@@ -142,6 +145,44 @@ async def test_a_run_cancelled_while_its_task_runs_keeps_the_task_in_the_history
     assert tasks.counts()["calls"] == {"build": 1}
 
 
+@pytest.mark.parametrize("cut_off", ["tool_timeout", "invoke_all"])
+async def test_a_task_call_cut_off_by_its_timeout_leaves_no_claim_on_a_later_calls_task(
+    serve, make_cycle, tasks, clock, cut_off: str
+):
+    # Cut off, the call stayed in the adapter under its id for good, and the next call
+    # of that id (another conversation) cancelled mid-task lost its task: two running
+    # tasks shared the id, so the call was answered "cancelled" and its task orphaned.
+    earlier = [BUILD, S.reply_text("It timed out.")] if cut_off == "tool_timeout" else []
+    model = serve(*earlier, BUILD, S.reply_text("Built after all."))
+    client = _client(tasks, "2026-07-28")
+    async with client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["build"]))
+        if cut_off == "tool_timeout":
+            await make_cycle(model, tool_timeout=1.0).submit_with_tools("build", registry)
+            told = tool_messages(model.requests[1].json["messages"])["c_build"]
+            assert "timed out after 1" in told
+        else:
+            args = {"seconds": 2 * HOURS, "label": "release"}
+            [cut] = await registry.invoke_all([("build", args, "c_build")], timeout=1.0)
+            assert isinstance(cut.error, ToolTimeoutError)
+        assert tasks.counts()["calls"] == {"build": 1}  # the task was started, and runs on
+        polled = asyncio.Event()
+        cycle = make_cycle(model)
+        ctx = ToolContext(on_event=lambda e: isinstance(e, ToolProgress) and polled.set())
+        run = asyncio.ensure_future(cycle.submit_with_tools("build", registry, ctx=ctx))
+        await asyncio.wait_for(polled.wait(), 20)  # this conversation's task runs
+        run.cancel()  # the app closes
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        held = cycle.messages[-1]["tool_calls"][0]["paused_call"]
+        assert held["requests"][0]["kind"] == "task"
+        clock.write_text(str(2 * HOURS))
+        done = await cycle.submit_with_tools(None, registry)
+    assert done.text == "Built after all."
+    assert tasks.counts()["calls"] == {"build": 2}  # the kept task was waited for
+
+
 async def test_a_task_the_server_forgot_in_a_restart_is_a_clear_error(
     serve, make_cycle, tasks, clock
 ):
@@ -235,8 +276,6 @@ async def test_on_2026_with_an_elicitation_handler_a_tasks_question_does_not_pau
 async def test_a_streaming_consumer_sees_the_tasks_status_as_progress(
     serve, make_cycle, tasks, clock
 ):
-    from agcore_tools import ToolProgress
-
     model = serve(BUILD, S.reply_text("Built."))
     client = _client(tasks, "2025-11-25")
     seen: list[str | None] = []
