@@ -35,8 +35,9 @@ from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import ToolContext
 from ..calls import CHECKS_TOGETHER, CUT_CALLS_NOT_REPAIRED, NON_FINITE_REFUSED, RENDER_OFF_LOOP
 from ..calls._parse import non_finite
+from ..cycle._call_ids import IDS_PAST_HISTORY, UNIQUE_CALL_IDS
 from ..cycle._given import given_messages, kind
-from ..cycle._run import IDS_PAST_HISTORY, UNIQUE_CALL_IDS, UNOFFERED_CHOICE_REFUSED
+from ..cycle._run import UNOFFERED_CHOICE_REFUSED
 from ..cycle._stream import DERIVED_IDS_RESERVED
 from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
