@@ -21,9 +21,8 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
 from pydantic import ValidationError
 from typing_extensions import ParamSpec
 
-from ._aio import THREADS, run_tool, with_timeout
 from ._binding import TakesClass, TakesReceiver
-from ._generators import declares_generator, generator_kind
+from ._function_run import Calling, call_function, call_within
 from ._invalid_args import invalid_arguments, unknown_keys_error
 from ._keywords import checks_init_keywords
 from ._origin import Origin, caller_stacklevel, interactive_run
@@ -37,7 +36,7 @@ from ._tool_options import (
     check_timeout,
     option_items,
 )
-from ._tool_result import PLAIN_JSON, drain, jsonable_async, result_in_thread
+from ._tool_result import PLAIN_JSON, jsonable_async
 from .approval import NeedsApproval
 from .base import BaseTool, ToolContext, tool_definition
 from .error import (
@@ -46,7 +45,6 @@ from .error import (
     ToolDefinitionWarning,
     ToolError,
     ToolExecutionError,
-    ToolTimeoutError,
 )
 from .permission import Permission, PermissionLike
 from .policies import ToolPolicy
@@ -197,21 +195,15 @@ class FunctionTool(BaseTool, Generic[P, R]):
         self._returns = schema.returns
         self._output: dict[str, Any] | None = None
         self._output_made = False  # made on first read: code mode alone reads it
-        call = getattr(func, "__call__", None)  # noqa: B004 - async callable objects
-        self._is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
-        self._streams, self._streams_directly = generator_kind(func, call, self._is_async)
-        # Whether a generator the sync function returns is drained (see result_in_thread).
-        self._drains_returned = self._streams == "sync" or (
-            not self._is_async and declares_generator(schema.returns)
-        )
+        self._calling = calling = Calling.of(func, schema.returns)
         # Neither a generator nor given the context: it can report nothing while it
         # runs, so the streaming loop need not listen (see cycle/_tool_stream.py). Only
         # an async one: a sync function may return an async generator (a plain wrapper
-        # around one), whose values are reported as it is drained (_run).
-        self.quiet = self._streams is None and self._context_param is None and self._is_async
+        # around one), whose values are reported as it is drained (_function_run).
+        self.quiet = calling.streams is None and self._context_param is None and calling.is_async
         # An async function that is not a generator and takes no positional-only
         # parameter runs straight from execute() (see there).
-        self._direct = self._is_async and self._streams is None and not self._positional_only
+        self._direct = calling.is_async and calling.streams is None and not self._positional_only
         self._plain_args = self._plan is None and not self._renamed
         self.timeout = timeout  # also sets uses_context
         self._origin = Origin.of(func)
@@ -277,7 +269,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             {'items': {'type': 'string'}, 'type': 'array'}
         """
         if not self._output_made:
-            streams = self._streams is not None
+            streams = self._calling.streams is not None
             self._output = None if streams else return_schema(self._returns, self.name)
             self._output_made = True
         return self._output
@@ -464,29 +456,8 @@ class FunctionTool(BaseTool, Generic[P, R]):
 
     async def _run(self, kwargs: dict[str, Any], ctx: ToolContext) -> Any:
         args = [kwargs.pop(p) for p in self._positional_only] if self._positional_only else ()
-        make: Callable[[], Any] = functools.partial(self.func, *args, **kwargs)
-        try:
-            if self._streams is not None and self._streams_directly:
-                return await drain(self.name, self._streams, make, ctx)
-            if self._is_async:
-                result = await make()
-            else:
-                result = await run_tool(
-                    self.name, result_in_thread, self.name, make, ctx, self._drains_returned
-                )
-                if inspect.isasyncgen(result):
-                    return await drain(self.name, "async", lambda: result, ctx)
-                if not inspect.iscoroutine(result):
-                    return result  # made JSON in the thread
-                # A plain (functools.wraps) decorator around an async function: the
-                # schema is the async function's, so is the call. Its coroutine runs
-                # here, on the loop; a wrapper that ran it itself returned its value.
-                result = await result
-        except ToolError:
-            raise
-        except Exception as exc:
-            raise ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}") from exc
-        return await jsonable_async(self.name, result)
+        make = functools.partial(self.func, *args, **kwargs)
+        return await call_function(self.name, make, ctx, self._calling)
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Validate ``args``, run the function, return its JSON-compatible result.
@@ -527,7 +498,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
                 raise ToolExecutionError(self.name, f"{type(exc).__name__}: {exc}") from exc
             return result if type(result) in PLAIN_JSON else await jsonable_async(self.name, result)
         kwargs = self._arguments(args)
-        if not self._is_async:
+        if not self._calling.is_async:
             ctx.bind_loop()  # the worker thread's reports hop onto this loop
         if self.timeout is None:
             if self._context_param is not None:
@@ -538,23 +509,10 @@ class FunctionTool(BaseTool, Generic[P, R]):
         local_ctx = ctx.for_call(ctx.call_id)
         if self._context_param is not None:
             kwargs[self._context_param] = local_ctx
-        # A sync call's thread is noted: work still queued for a thread at the timeout
-        # never ran, and the error says so.
-        outer = THREADS.get()
-        threads: list[Any] = []
-        noting = THREADS.set(threads)
-        try:
-            return await with_timeout(self._run(kwargs, local_ctx), self.timeout)
-        except TimeoutError as exc:
-            local_ctx.cancellation.cancel()
-            # An async function started at once (a thread of its converts its result).
-            on_loop = self._is_async or (self._streams == "async" and self._streams_directly)
-            started = on_loop or not threads or not all(thread.cancelled() for thread in threads)
-            raise ToolTimeoutError(self.name, self.timeout, started=started) from exc
-        finally:
-            THREADS.reset(noting)
-            if outer is not None:  # a capped tool's slot waits for the thread's end
-                outer.extend(threads)
+        on_loop = self._calling.on_loop
+        return await call_within(
+            self.name, self._run(kwargs, local_ctx), self.timeout, local_ctx, on_loop=on_loop
+        )
 
     def __repr__(self) -> str:
         return f"<FunctionTool {self.name!r}>"

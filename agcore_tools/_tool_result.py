@@ -1,15 +1,15 @@
 """From what a tool's function returns to the tool's result: JSON-compatible data.
 
-Apart from :mod:`~agcore_tools._function_tool`, which makes the tool and calls its
-function, because how and where a value is converted is a job of its own: pydantic-core
-holds the GIL while it converts, so a long list is converted a run of items at a time
-(one a dict holds too: ``{"rows": [...], "count": n}`` is the usual shape of a large
-result); a sync function's value is converted in its worker thread (a lazy iterator may
-block as it is consumed), and so is a large value got on the event loop (an async
-function's), while a small one is converted there at once; a generator's values are
-drained, each converted as it comes. The function's own exceptions are its caller's to
-wrap; a value that cannot be converted fails the call here, with an error naming the
-tool.
+Apart from :mod:`~agcore_tools._function_tool`, which makes the tool, and
+:mod:`~agcore_tools._function_run`, which calls its function, because how and where a
+value is converted is a job of its own: pydantic-core holds the GIL while it converts,
+so a long list is converted a run of items at a time (one a dict holds too:
+``{"rows": [...], "count": n}`` is the usual shape of a large result); a sync
+function's value is converted in its worker thread (a lazy iterator may block as it is
+consumed), and so is a large value got on the event loop (an async function's), while a
+small one is converted there at once; a generator's values are drained, each converted
+as it comes. The function's own exceptions are its caller's to wrap; a value that
+cannot be converted fails the call here, with an error naming the tool.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import re
 from collections.abc import AsyncGenerator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from ..error import (
 )
 from ..registry import ToolInvocation, ToolRegistry
 from ._approval import Gate, decline_open, paused_response
+from ._call_ids import IDS_PAST_HISTORY, UNIQUE_CALL_IDS, call_ids, first_free_tag
 from ._client import check_client_loop
 from ._costs import NO_TOOL_COSTS, CostMeter
 from ._outcome import Outcome
@@ -83,14 +83,7 @@ from .profiles import (
 )
 from .requester import OpenAIRequester, Requester, TurnRequest
 
-__all__ = [
-    "IDS_PAST_HISTORY",
-    "UNIQUE_CALL_IDS",
-    "UNOFFERED_CHOICE_REFUSED",
-    "Run",
-    "Session",
-    "call_ids",
-]
+__all__ = ["UNOFFERED_CHOICE_REFUSED", "Run", "Session"]
 
 Message = dict[str, Any]
 
@@ -129,14 +122,6 @@ class Session:
     """The event loop of the last call: an SDK client's connections belong to it."""
 
 
-IDS_PAST_HISTORY: ContextVar[bool] = ContextVar("agcore_tools_ids_past_history", default=True)
-"""Whether a run moves its generated ids past the history's (:func:`first_free_tag`).
-False only in a Temporal workflow run that a 0.2.0 worker began, replayed and going on
-after an upgrade: 0.2.0 went on from the cycle's own count, and the run's recorded
-approvals answer the ids it made then (the workflow sets it from ``workflow.patched``;
-the cycle knows nothing of Temporal)."""
-
-
 UNOFFERED_CHOICE_REFUSED: ContextVar[bool] = ContextVar(
     "agcore_tools_unoffered_choice_refused", default=True
 )
@@ -144,71 +129,6 @@ UNOFFERED_CHOICE_REFUSED: ContextVar[bool] = ContextVar(
 before it is sent (:func:`~agcore_tools.cycle._policy.check_tool_choice`). False only in
 a Temporal workflow run begun before that (its ``workflow.patched``): such a run sent
 the request, and a replay must schedule the same activity."""
-
-
-def first_free_tag(messages: list[Message], floor: int) -> int:
-    """The first tag, from ``floor`` on, that no generated tool call id in ``messages``
-    (``call_{tag}_{n}``) has: a resumed history's calls and the new ones keep distinct
-    ids, and so distinct idempotency keys. Read from the history alone, so a replay
-    (Temporal's) generates the same ids.
-
-    Example:
-        >>> history = [{"role": "tool", "tool_call_id": "call_0_0", "content": "ok"},
-        ...            {"role": "assistant", "content": "", "tool_calls": [{"id": "call_3_1"}]}]
-        >>> first_free_tag(history, 0), first_free_tag(history, 7), first_free_tag([], 2)
-        (4, 7, 2)
-    """
-    tag = floor
-    for message in messages:
-        ids = [message.get("tool_call_id")]
-        calls = message.get("tool_calls")
-        if isinstance(calls, list):
-            ids += [call.get("id") for call in calls if isinstance(call, dict)]
-        for call_id in ids:
-            generated = _GENERATED_ID.fullmatch(call_id) if isinstance(call_id, str) else None
-            if generated is not None and int(generated[1]) >= tag:
-                tag = int(generated[1]) + 1
-    return tag
-
-
-_GENERATED_ID = re.compile(r"call_([0-9]+)_[0-9]+")
-
-UNIQUE_CALL_IDS: ContextVar[bool] = ContextVar("agcore_tools_unique_call_ids", default=True)
-"""Whether a call whose server-given id an earlier call of the history has gets an id
-of its own (:func:`call_ids`). False only in a Temporal workflow run begun before that
-(the workflow sets it from ``workflow.patched``)."""
-
-
-def call_ids(messages: list[Message]) -> set[str]:
-    """Every tool call id in ``messages``: of assistant messages' calls, of tool
-    messages, and of Responses items. A new turn's call with one of them gets an id of
-    its own: a server that numbers each response's calls from "0" again would give a
-    new call an earlier call's id, and with it its idempotency key (the run id and the
-    call id), so a payment API would take the second charge for a retry of the first.
-    Read from the history alone, so a saved and resumed history, and a replay
-    (Temporal's), give each call the id it had.
-
-    Example:
-        >>> history = [{"role": "assistant", "content": "", "tool_calls": [{"id": "0"}]},
-        ...            {"role": "tool", "tool_call_id": "0", "content": "ok"},
-        ...            {"type": "function_call_output", "call_id": "fc_1", "output": "ok"}]
-        >>> sorted(call_ids(history))
-        ['0', 'fc_1']
-    """
-    found: set[str] = set()
-    for message in messages:
-        for key in ("tool_call_id", "call_id"):
-            value = message.get(key)
-            if isinstance(value, str):
-                found.add(value)
-        calls = message.get("tool_calls")
-        if isinstance(calls, list):
-            found.update(
-                call["id"]
-                for call in calls
-                if isinstance(call, dict) and isinstance(call.get("id"), str)
-            )
-    return found
 
 
 def _check_stop(ctx: ToolContext, usage: Usage) -> None:

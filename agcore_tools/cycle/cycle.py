@@ -22,10 +22,10 @@ from .._deprecated import renamed
 from .._keywords import checks_public_keywords
 from .._selection import Selector, check_selector
 from ..approval import ApprovalDecision
-from ..base import BaseTool, ToolContext
+from ..base import ToolContext
 from ..error import LlmUsageError
 from ..pending import InputAnswer
-from ..registry import ToolRegistry, checked_in
+from ..registry import ToolRegistry
 from ._approval import Gate, answer_list
 from ._client import ClientTypeError, accept_client, client_from_env
 from ._event_stream import EventStream
@@ -33,6 +33,7 @@ from ._given import check_history, given_messages, kind
 from ._outcome import Outcome
 from ._output import start_output
 from ._run import Run, Session
+from ._submit_args import Tools, as_registry, prompt_messages, user_message
 from ._trace import run_trace
 from ._transcript import TranscriptViews
 from .config import CycleConfig
@@ -176,7 +177,9 @@ class LlmCycle(TranscriptViews):
             >>> async def main(cycle):  # doctest: +SKIP
             ...     return (await cycle.submit("Say hi")).text
         """
-        return await self._start([_user(prompt)], None, None, None, False, output_type).collect()
+        return await self._start(
+            [user_message(prompt)], None, None, None, False, output_type
+        ).collect()
 
     async def submit_messages(
         self, messages: Iterable[Mapping[str, Any] | BaseModel], *, output_type: Any = None
@@ -222,7 +225,7 @@ class LlmCycle(TranscriptViews):
             ...         if isinstance(event, AssistantTextDelta):
             ...             print(event.text, end="")
         """
-        return self._start([_user(prompt)], None, None, None, True, output_type)
+        return self._start([user_message(prompt)], None, None, None, True, output_type)
 
     async def submit_with_tools(
         self,
@@ -290,7 +293,7 @@ class LlmCycle(TranscriptViews):
         """
         tools = as_registry(registry, "submit_with_tools")
         return await self._start(
-            _prompt(prompt), tools, ctx, select, False, output_type, approvals
+            prompt_messages(prompt), tools, ctx, select, False, output_type, approvals
         ).collect()
 
     def submit_stream_with_tools(
@@ -339,7 +342,9 @@ class LlmCycle(TranscriptViews):
             TurnComplete
         """
         tools = as_registry(registry, "submit_stream_with_tools")
-        return self._start(_prompt(prompt), tools, ctx, select, True, output_type, approvals)
+        return self._start(
+            prompt_messages(prompt), tools, ctx, select, True, output_type, approvals
+        )
 
     async def close(self) -> None:
         """Close the SDK client if this cycle created it.
@@ -541,69 +546,9 @@ class LlmCycle(TranscriptViews):
         return EventStream(run.events(), outcome, trace, stop)
 
 
-Tools = ToolRegistry | BaseTool | Iterable[BaseTool]
-"""What the ``submit*_with_tools`` methods take: a registry, one tool, or some tools."""
-
-
-def as_registry(tools: Tools, method: str) -> ToolRegistry:
-    """``tools`` as a :class:`ToolRegistry`: a registry as it is; one tool (such as a
-    function decorated with ``@tool``), or an iterable of them, in a fresh registry.
-
-    Anything else raises :class:`~agcore_tools.error.LlmUsageError` (a ``TypeError``)
-    naming what ``method`` accepts.
-
-    Example:
-        >>> from agcore_tools.testing import StaticTool
-        >>> [t.name for t in as_registry([StaticTool("a"), StaticTool("b")], "submit_with_tools")]
-        ['a', 'b']
-        >>> as_registry(None, "submit_with_tools")
-        Traceback (most recent call last):
-        ...
-        agcore_tools.error.LlmUsageError: submit_with_tools() got None instead of tools: pass a ToolRegistry, a tool or a list of tools (ToolRegistry() for none), or call submit() to chat without tools
-    """
-    if isinstance(tools, ToolRegistry):
-        return tools
-    if isinstance(tools, BaseTool):
-        tools = [tools]
-    if tools is None:
-        raise LlmUsageError(
-            f"{method}() got None instead of tools: pass a ToolRegistry, a tool or a list of "
-            "tools (ToolRegistry() for none), or call submit() to chat without tools"
-        )
-    accepted = "a ToolRegistry, a tool (a function decorated with @tool) or a list of tools"
-    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
-        raise LlmUsageError(f"{method}() takes {accepted}, got {kind(tools)}")
-    registry = ToolRegistry()
-    for item in tools:
-        if not isinstance(item, BaseTool):
-            raise LlmUsageError(f"{method}() takes {accepted}, got a list holding {kind(item)}")
-        if checked_in(item) is not None:
-            raise LlmUsageError(
-                f"{method}(): tool '{item.name}' belongs to a ToolRegistry with a permission "
-                "checker, which a tool passed on its own would bypass: pass that registry "
-                "(select=[...] offers some of its tools)"
-            )
-        registry.register(item)
-    return registry
-
-
 def _config_type_error(config: object) -> LlmUsageError:
     model = repr(config) if isinstance(config, str) else '"gpt-4o-mini"'
     return LlmUsageError(
         f"LlmCycle takes a CycleConfig, got {type(config).__name__}: "
         f"use LlmCycle(CycleConfig({model}), ...)"
     )
-
-
-def _user(prompt: str) -> Message:
-    if not isinstance(prompt, str):
-        # Sent as is, a None or a number would stay in the history, and servers refuse it.
-        raise LlmUsageError(
-            f"a prompt is a string, got {kind(prompt)}; to go on from the history with "
-            "no new message, call submit_with_tools(None, registry) or submit_messages([])"
-        )
-    return {"role": "user", "content": prompt}
-
-
-def _prompt(prompt: str | None) -> list[Message]:
-    return [] if prompt is None else [_user(prompt)]

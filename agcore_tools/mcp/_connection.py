@@ -20,17 +20,18 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .._aio import import_off_loop, with_timeout
+from .._aio import with_timeout
 from .._version import __version__
-from ..error import McpError, McpNotInitializedError, McpTimeoutError, ToolError
+from ..error import McpNotInitializedError, McpTimeoutError, ToolError
 from . import _handshake, _sdklog
 from ._callbacks import call_user, guarded_handler, window
 from ._elicitation import LiveQuestions
-from ._exchange import EXCHANGE, HttpExchange, sdk_detail
+from ._exchange import EXCHANGE, HttpExchange
 from ._feeds import UpdateFeeds
 from ._protocol import LOG_LEVELS, is_modern, round_trip
-from ._relisten import describe, leaf, listen_tools_changed
+from ._relisten import describe, listen_tools_changed
 from ._serverlog import ServerLog
+from ._startup import Startup, import_sdk
 from ._state import State
 from ._stderr import SentSecrets
 from ._stdio import ChildProcess
@@ -58,20 +59,6 @@ if TYPE_CHECKING:
     from mcp_types import LoggingMessageNotificationParams, RequestParamsMeta
 
 __all__ = ["ClientSettings", "Connection"]
-
-# What the first connect imports (most of a second): loaded in a worker thread first,
-# so the connect's own imports find them and the loop keeps running meanwhile.
-_SDK_MODULES = ("anyio", "mcp", "mcp_types")
-
-_SDK_IMPORT_TIMEOUT = 60.0
-"""Seconds the MCP SDK's import may take, once per process (the first connect's).
-
-Not the client's ``timeout``, which bounds the server's start-up: the import is the
-client's own cost, which no setting can shorten, and on a loaded machine (or with a
-cold disk cache) it can take seconds, so counting it would fail a short-timeout first
-connect before the server was even spawned. It runs in a worker thread, so the loop
-goes on meanwhile; this bound is only for an import that hangs (a stuck network mount).
-"""
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -156,9 +143,7 @@ class Connection:
         self.lost_at = math.inf
         """When (``time.monotonic()``) the connection was lost."""
         self.http = not isinstance(self.transport, StdioTransport)
-        self._startup = HttpExchange()
-        self._first_try: str | None = None
-        """How the first start-up went, when the probe broke it (see ``_handshake``)."""
+        self._startup = Startup(settings.server_name, self.transport, secrets)
         self.updates = UpdateFeeds()
         """The open resource subscriptions of a handshake-era session."""
         self.request_meta: RequestParamsMeta | None = None
@@ -201,15 +186,7 @@ class Connection:
         """Start the owner task and wait until the session is ready or start-up failed,
         by ``deadline`` (``time.monotonic()``; default: the client's timeout from when
         the MCP SDK is imported, which the first connect of a process does first)."""
-        try:
-            await import_off_loop(_SDK_MODULES, _SDK_IMPORT_TIMEOUT)
-        except TimeoutError as exc:
-            raise McpTimeoutError(
-                self.server_name,
-                f"the MCP SDK did not finish importing within {_SDK_IMPORT_TIMEOUT:g} s",
-            ) from exc
-        except ImportError as exc:
-            raise McpError(self.server_name, f"cannot import the MCP SDK: {exc}") from exc
+        await import_sdk(self.server_name)
         now = time.monotonic()
         self.deadline = now + self.settings.timeout if deadline is None else deadline
         self._task = asyncio.create_task(self._run(), name=f"mcp-client:{self.server_name}")
@@ -424,13 +401,7 @@ class Connection:
 
         if self._stop.is_set() or anyio.current_time() >= deadline:
             return False
-        http = self._startup if self.http else None
-        reason = _handshake.probe_failure(exc, self.child, http, self.secrets.mask)
-        if self.state is not State.STARTING or reason is None:
-            return False
-        _handshake.warn(self.server_name, self.transport.describe(), reason, exc, self.secrets)
-        self._first_try, self._startup = reason, HttpExchange()
-        return True
+        return self.state is State.STARTING and self._startup.retry_legacy(exc, self.child)
 
     async def _serve(self, scope: anyio.CancelScope, mode: Literal["auto", "legacy"]) -> None:
         import anyio
@@ -462,7 +433,7 @@ class Connection:
             cache=None,  # the client keeps its own tool cache (pagination, list_changed, TTL)
             extensions=_task_extensions(settings, self.secrets.mask),
         )
-        token = EXCHANGE.set(self._startup)  # the handshake's HTTP outcome (see _exchange)
+        token = EXCHANGE.set(self._startup.exchange)  # the handshake's HTTP outcome
         async with client, anyio.create_task_group() as tasks:
             EXCHANGE.reset(token)  # tasks started from here on report nothing into it
             if _wants_listen(client):
@@ -481,7 +452,8 @@ class Connection:
                     self.call_tool, client.session, self.server_name, self.secrets.mask
                 )
             self.state = State.READY
-            _handshake.connected(settings, client, self.child, mode, self._first_try is not None)
+            retried = self._startup.first_try is not None
+            _handshake.connected(settings, client, self.child, mode, retried)
             self._ready.set()
             interval = settings.recovery.ping_interval if settings.recovery is not None else None
             del settings  # while it serves, this task must not keep the client alive
@@ -523,50 +495,10 @@ class Connection:
                 self.mark_lost(reason)
 
     def _startup_error(self, exc: BaseException | None, *, timed_out: bool) -> ToolError:
-        name = self.server_name
-        what = self.transport.describe()
-        tail = self.child.stderr.tail() if self.child is not None else ""
-        first = self._first_try
-        retried = _handshake.attempts_note(first) if first is not None else ""
-        stderr = f"{retried}; stderr: {tail}" if tail else retried
-        if isinstance(exc, ToolError):
-            return self.secrets.masked_error(exc)
-        child = self.child
-        answer = _handshake.answer(exc, self.http, self.secrets.mask)
-        if self._stop.is_set():
-            error: ToolError = McpNotInitializedError(name, "closed while connecting")
-        elif timed_out:
-            # Checked first: the child then stopped on our signal, not on its own.
-            error = McpTimeoutError(
-                name,
-                f"{what} did not complete the MCP handshake within "
-                f"{self.settings.timeout:g} s{_handshake.unanswered(child)}{stderr}",
-            )
-        elif answer is not None and self._startup.status is None:
-            # Checked before the exit: a stdio child exits once its stdin is closed.
-            error = McpError(name, f"cannot connect to {what}: {answer}{stderr}")
-        elif child is not None and child.returncode is not None:
-            error = McpError(name, f"{what} {_exit_text(child)} during start-up{stderr}")
-        elif exc is None:
-            error = McpNotInitializedError(name, "start-up ended without a session")
-        elif self._startup.status is not None:
-            http = self._startup
-            # 405 to the handshake's POST: most often an old HTTP+SSE endpoint (".../sse"
-            # in Cursor's and Claude's configs), which answers GET only; Express servers
-            # answer such a POST with 404.
-            hint = _handshake.old_sse_hint(http.status, what)
-            error = McpError(
-                name,
-                f"cannot connect to {what}: {http.describe()}{hint}"
-                f"{sdk_detail(leaf(exc), self.secrets.mask)}{retried}",
-                status_code=http.status,
-                retry_after=http.retry_after,
-            )
-        else:
-            error = McpError(name, f"cannot connect to {what}: {describe(exc)}{stderr}")
-        error.__cause__ = exc
-        # What the server said (its refusal, in the SDK's errors too) may echo a credential.
-        return self.secrets.masked_error(error)
+        # The client's timeout is read only for a start-up that timed out.
+        return self._startup.error(
+            exc, self.child, self._stop.is_set(), timed_out, lambda: self.settings.timeout
+        )
 
     # -- server-to-client traffic ----------------------------------------------------
 

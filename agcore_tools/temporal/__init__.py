@@ -13,7 +13,8 @@ from __future__ import annotations
 from ..error import LlmConfigError
 
 try:
-    from ._activities import ToolActivities, ToolActivityOptions
+    from ._activities import ToolActivities
+    from ._activity_options import ToolActivityOptions
     from ._devserver import dev_server
     from ._worker import sandbox_runner, worker
     from ._workflow import ToolLoopInput, ToolLoopResult, ToolLoopWorkflow

@@ -19,8 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 # The sandbox decides how these load (see _worker.sandbox_runner): passed through on a
 # worker, re-imported under its restrictions by the replay test.
@@ -28,15 +27,15 @@ from .._aio import positive_number
 from .._budget import ESTIMATE_ONLY
 from .._clock import CLOCK
 from .._code_mode import CALLS_LIMITED, UNAWAITED_CALLS_FAIL, WRAPPED_AGAIN
-from .._sandbox import Functions, Segment, turn_deadline
 from .._selection import CodeMode
 from .._table import OFFERED_LISTED
 from ..approval import ApprovalDecision, ApprovalRequest
 from ..base import ToolContext
 from ..calls import CHECKS_TOGETHER, CUT_CALLS_NOT_REPAIRED, NON_FINITE_REFUSED, RENDER_OFF_LOOP
 from ..calls._parse import non_finite
+from ..cycle._call_ids import IDS_PAST_HISTORY, UNIQUE_CALL_IDS
 from ..cycle._given import given_messages, kind
-from ..cycle._run import IDS_PAST_HISTORY, UNIQUE_CALL_IDS, UNOFFERED_CHOICE_REFUSED
+from ..cycle._run import UNOFFERED_CHOICE_REFUSED
 from ..cycle._stream import DERIVED_IDS_RESERVED
 from ..cycle.config import CycleConfig
 from ..cycle.cycle import LlmCycle
@@ -47,24 +46,20 @@ from ..error import (
     LlmConfigError,
     LlmError,
     LlmUsageError,
-    ProgramError,
     ToolError,
-    ToolExecutionError,
 )
 from ..registry import ToolRegistry
 from ..schema._validate import check_against_schema
 from . import _patches as patches
 from ._payloads import (
     MODEL_REFUSED,
-    PROGRAM_TOO_LARGE,
     ModelRequest,
-    ProgramStepInput,
-    ProgramStepOutput,
     config_fields,
     config_from_fields,
     oversize,
 )
 from ._stand_in import failure_reason, raise_if_cancelled, retry_policy, stand_in_registry
+from ._step_sandbox import StepSandbox
 
 __all__ = ["ToolLoopInput", "ToolLoopResult", "ToolLoopWorkflow"]
 
@@ -391,7 +386,7 @@ class ToolLoopWorkflow:
             # Each tool call of a program is its tool's activity, which has its own
             # timeout: no workflow timer per call.
             select = CodeMode(
-                limits=args.code_mode["limits"], call_timeout=None, sandbox=_StepSandbox
+                limits=args.code_mode["limits"], call_timeout=None, sandbox=StepSandbox
             )
         response = await cycle.submit_with_tools(args.prompt, registry, ctx=ctx, select=select)
         # Each submit counts its own part: the result gives the whole run's.
@@ -492,91 +487,6 @@ class ToolLoopWorkflow:
     def messages(self) -> list[dict[str, Any]]:
         """The history so far."""
         return list(self._cycle.messages) if self._cycle is not None else []
-
-
-class _StepSandbox:
-    """Code mode's sandbox in a workflow: each stretch of the program is the
-    ``agcore.program_step`` activity, which starts or restores the program in a Monty
-    worker and hands back its snapshot. The workflow itself runs no sandbox."""
-
-    def __init__(self, functions: Functions, limits: Mapping[str, Any]) -> None:
-        self._functions = {
-            name: [tool, list(order), list(required)]
-            for name, (tool, order, required) in functions.items()
-        }
-        self._limits = dict(limits)
-        self._code = ""
-        self._snapshot: str | None = None
-        self._pending: list[int] = []
-
-    async def __aenter__(self) -> _StepSandbox:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-    async def start(self, code: str) -> Segment:
-        self._code = code
-        return await self._step(ProgramStepInput(code, self._functions, self._limits))
-
-    async def restore(self, code: str, snapshot: str, pending: list[int]) -> Segment:
-        self._code, self._snapshot, self._pending = code, snapshot, list(pending)
-        return Segment([], list(pending))
-
-    async def resume(self, results: Any) -> Segment:
-        given = {str(number): dict(result) for number, result in results.items()}
-        step = ProgramStepInput(
-            self._code, self._functions, self._limits, self._snapshot, self._pending, given
-        )
-        return await self._step(step)
-
-    async def snapshot(self) -> str:
-        if self._snapshot is None:
-            raise ToolExecutionError("run_python", "the program is not waiting for any call")
-        return self._snapshot
-
-    async def _step(self, step: ProgramStepInput) -> Segment:
-        too_big = oversize(
-            workflow.payload_converter(),
-            step,
-            "the next step of the code-mode program (its code, snapshot and the results it "
-            "resumes with)",
-            "keep less data in the program's variables, or have its tools return less",
-        )
-        if too_big is not None:
-            error = ToolError(too_big, tool_name="run_python")
-            error.recoverable = False
-            raise error
-        try:
-            done = await workflow.execute_activity(
-                "agcore.program_step",
-                step,
-                result_type=ProgramStepOutput,
-                # Twice a turn's deadline on the worker: a program's own long time limit
-                # stops it there first (60 s for the default limits, as always).
-                start_to_close_timeout=timedelta(seconds=2 * turn_deadline(self._limits)),
-                retry_policy=RetryPolicy(
-                    maximum_attempts=3,
-                    non_retryable_error_types=[PROGRAM_TOO_LARGE, "CodeModeUnavailable"],
-                ),
-            )
-        except ActivityError as exc:
-            raise_if_cancelled(exc)
-            cause = exc.cause
-            if isinstance(cause, ApplicationError) and cause.non_retryable:
-                error = ToolError(cause.message, tool_name="run_python")
-                error.recoverable = False  # the run fails, naming the limit
-                raise error from exc
-            raise ToolExecutionError("run_python", failure_reason(exc)) from exc
-        if done.error is not None:
-            # With its report, the loop shows the model what LlmCycle would: the
-            # program's output, its traceback and the calls that ran.
-            if done.report is not None:
-                raise ProgramError(done.error, done.report)
-            raise ToolExecutionError("run_python", done.error)
-        self._snapshot, self._pending = done.snapshot, list(done.pending or ())
-        calls = [(int(number), str(tool), dict(args)) for number, tool, args in done.calls]
-        return Segment(calls, done.pending, done.output, done.printed, done.dropped)
 
 
 def _misfit(

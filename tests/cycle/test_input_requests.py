@@ -32,7 +32,7 @@ from agcore_tools import (
     ToolPolicy,
     ToolRegistry,
 )
-from agcore_tools.cycle._run import UNIQUE_CALL_IDS
+from agcore_tools.cycle._call_ids import UNIQUE_CALL_IDS
 from tests.mcp.conftest import HttpServer
 
 from .conftest import S, assert_history_valid, tool_messages
