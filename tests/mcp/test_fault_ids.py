@@ -16,7 +16,6 @@ import http.server
 import json
 import logging
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +26,7 @@ import pytest
 
 from agcore_tools import McpClient, McpError, StdioTransport, StreamableHttpTransport
 
-from .conftest import SERVERS, FaultServer, assert_no_stray_tasks
+from .conftest import SERVERS, FaultServer, assert_no_stray_tasks, handwritten
 from .test_faults import ERAS, client_for, wait_for
 
 pytestmark = pytest.mark.timeout(90)
@@ -372,15 +371,8 @@ def answering_server() -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Raw)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with handwritten(Raw) as url:
+        yield url
 
 
 @pytest.mark.parametrize("protocol", ERAS)
