@@ -55,6 +55,10 @@ _SECRET_ENV_WORD = re.compile(
 )
 # An absolute file path: POSIX, home-relative, or a Windows drive's. No whitespace, and
 # none of base64's "+" and "=", which a path seldom has and a key often does.
+_HOST_ON = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%-]+)(?::[0-9]*)?(?:[/?].*)?", re.DOTALL)
+"""What follows a URL's user info: a host (a name, an address, a bracketed IPv6
+address), a port, then the path or query; not an e-mail's domain run on into a query
+(``example.com&key=...``)."""
 _PATH = re.compile(r"(?:/|~/|[A-Za-z]:[\\/])[^\s+=]*")
 # docker run's and podman's: their values are the server's environment, whose values
 # repr() hides for env= too, whatever the name.
@@ -127,9 +131,11 @@ def env_secrets(env: Mapping[str, str]) -> list[str]:
     ``AUTH``, ``CRED``, ``COOKIE``, ``SESSION``, ``PRIVATE``, ``SIGNATURE``, or ends in
     one :func:`secret_name` knows); of a URL, only what its messages hide (its
     password, with the user before it, its query's values and bare parts, a token in
-    its path or as its user), but all from after ``://`` to its last ``@`` when that
-    holds a ``/``, ``?`` or ``#`` (a password urlsplit does not read), and all of it
-    when it has a ``#`` after its host or urlsplit cannot read it; of an absolute file path, nothing (unless it holds a token or a known key); of any
+    its path or as its user), and also all from after ``://`` to its last ``@`` when
+    that holds a ``:`` and a ``/``, ``?`` or ``#`` and a host follows it (a password
+    urlsplit does not read), and all of it when it has a ``#`` after its host or
+    urlsplit cannot read it; of an absolute file path, nothing (unless it holds a token
+    or a known key); of any
     other value, all of it. A server's error quoting its endpoint (``Get
     "http://127.0.0.1:18999/api": connection refused``) or its data path is what tells
     the model and the developer what is wrong: masked, it told nothing, and hid no
@@ -166,23 +172,34 @@ def _url_env_secrets(url: str) -> list[str]:
         # Neither an endpoint nor a connection string has a fragment: an unencoded "#"
         # in a key or a query value ends it early, and the rest would read as an anchor.
         return [url]
+    found = [*url_secrets(url), *_KNOWN_KEY.findall(url)]
+    read = parts.netloc.rpartition("@")[0]
+    if userinfo != read and ":" in userinfo and _HOST_ON.fullmatch(location):
+        # A password holding an unencoded "/", "?" or "#": urlsplit ends the user info
+        # there, finds no password, and reads the rest as the path. Then the user info
+        # runs to the last "@", before a host. An "@" elsewhere (an e-mail in the query,
+        # a "/@alice" path) is no such thing; either way urlsplit's reading is kept too,
+        # so a misjudged "@" hides more, never less.
+        return [
+            _as_written(scheme, userinfo),
+            userinfo.partition(":")[2],
+            *url_secrets(rest),
+            *found,
+        ]
+    if parts.password:
+        found.append(_as_written(scheme, read))
+    elif read and not _plain_path(f"/{read}"):
+        # A token standing alone as the user (https://<token>@github.com); a user name
+        # ("postgres") is no secret, and masked it would garble every mention of it.
+        found.append(read)
+    return found
+
+
+def _as_written(scheme: str, userinfo: str) -> str:
     # The user and password as the URL writes them: a server echoes the URL whole,
     # where a password shorter than MIN_SECRET would show; and the scheme before them
     # too when even that is shorter ("redis://:pw@cache").
-    written = userinfo if len(userinfo) >= MIN_SECRET else f"{scheme}://{userinfo}"
-    if userinfo != parts.netloc.rpartition("@")[0]:
-        # A password holding an unencoded "/", "?" or "#": urlsplit ends the user info
-        # there, finds no password, and reads the rest as the path. The user info runs
-        # to the last "@"; an "@" in a query value makes this hide more, never less.
-        return [written, userinfo.partition(":")[2], *url_secrets(rest), *_KNOWN_KEY.findall(url)]
-    found = [*url_secrets(url), *_KNOWN_KEY.findall(url)]
-    if parts.password:
-        found.append(written)
-    elif userinfo and not _plain_path(f"/{userinfo}"):
-        # A token standing alone as the user (https://<token>@github.com); a user name
-        # ("postgres") is no secret, and masked it would garble every mention of it.
-        found.append(userinfo)
-    return found
+    return userinfo if len(userinfo) >= MIN_SECRET else f"{scheme}://{userinfo}"
 
 
 def _plain_path(path: str) -> bool:

@@ -300,7 +300,17 @@ async def test_a_url_env_value_the_url_rule_reads_wrong_shows_no_secret(
             "postgresql://app:Xy7/q#R2pL9w@db.internal:5432/prod",
             ["app:Xy7/q#R2pL9w", "Xy7/q#R2pL9w"],
         ),
-        ("redis://:p?w@cache:6379/0", ["redis://:p?w"]),
+        # urlsplit's own reading is masked too ("w@cache:6379/0", a bare query part), in
+        # case the "@" was not the user info's end: more hidden, never less.
+        ("redis://:p?w@cache:6379/0", ["w@cache:6379/0", "redis://:p?w"]),
+        # An "@" after the host (an e-mail in the query, a "/@alice" path) ends no user
+        # info: the query's values and the path's keys are masked, the endpoint shown.
+        (
+            f"https://api.example.com/v1/send?to=ops@example.com&apikey={HEX_KEY}",
+            [HEX_KEY, "ops@example.com"],
+        ),
+        (f"https://mcp.example.com/u/{UUID_KEY}/mcp?by=@jane", [UUID_KEY]),
+        ("https://mastodon.social/@alice", []),
         # A bare query part: the key itself; a short word is a flag.
         (f"https://api.example.com/v1?{HEX_KEY}&debug", [HEX_KEY]),
         # What the URL rule cannot read: whole.
