@@ -194,8 +194,13 @@ def url_without_secrets(url: str) -> str:
         'https://app.example.com/cb#access_token=***&token_type=***'
         >>> url_without_secrets("https://docs.example.com/guide?version=2#section-2")
         'https://docs.example.com/guide?version=2#section-2'
+        >>> url_without_secrets("http://[::1/mcp")  # urlsplit cannot read it
+        '***'
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not read as a URL (an unclosed "[" of an IPv6 host): none of it
+        return "***"
     query = _pairs(parts.query)
     path = "/".join("***" if _token_runs(seg) else seg for seg in parts.path.split("/"))
     fragment = _fragment(parts.fragment)
@@ -238,7 +243,10 @@ def url_secrets(url: str, named: Callable[[str], bool] | None = None) -> list[st
         >>> url_secrets("https://api.example.com/v1?sk9Ab8Cd7Ef6Gh5Ij4Kl3Mn2&debug")
         ['sk9Ab8Cd7Ef6Gh5Ij4Kl3Mn2']
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not read as a URL: all of it, as url_without_secrets shows it
+        return [url]
     written = [parts.password]
     pairs = parts.query.split("&")
     if "=" in parts.fragment:

@@ -324,6 +324,15 @@ class StreamableHttpTransport:
                 "StreamableHttpTransport needs an http(s) URL, got "
                 f"{url_without_secrets(self.url)!r}"
             )
+        try:
+            urlsplit(self.url)
+        except ValueError as exc:
+            # A bracketed host that is no IPv6 address ("http://[::1/mcp"). The value is
+            # not shown: it cannot be split to leave out its password.
+            raise ToolConfigError(
+                "StreamableHttpTransport needs an http(s) URL, got one whose host in "
+                "brackets is no address"
+            ) from exc
         object.__setattr__(self, "headers", _header_values(self.headers or {}))
         if isinstance(self.proxy, str):
             object.__setattr__(self, "proxy", _proxy_url(self.proxy))

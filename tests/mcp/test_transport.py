@@ -95,6 +95,21 @@ def test_a_url_that_is_not_http_is_refused_without_its_secrets(url: str, shown: 
     assert str(caught.value) == "StreamableHttpTransport needs an http(s) URL as a str, got URL"
 
 
+def test_a_url_urlsplit_cannot_read_is_refused_or_shown_masked_not_a_crash() -> None:
+    # A bracketed host that is no IPv6 address: repr() and describe() of a stdio
+    # transport with such an argument raised urlsplit's bare ValueError, and the HTTP
+    # transport took such a URL and failed when it was shown.
+    stdio = StdioTransport("srv", ["--db", "http://[::1:SECRET6@x/db"])
+    assert repr(stdio).startswith("StdioTransport(command='srv', args=('--db', '***'), ")
+    assert stdio.describe() == "`srv --db '***'`"
+    with pytest.raises(ToolConfigError) as caught:
+        StreamableHttpTransport("http://[::1:SECRET6@x/mcp")
+    assert str(caught.value) == (
+        "StreamableHttpTransport needs an http(s) URL, got one whose host in brackets is no address"
+    )
+    assert isinstance(caught.value.__cause__, ValueError)
+
+
 SLACK = "ghyQ7Ysl6WtM5lbTxVrX0mIa"
 TELEGRAM = "bot1234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 HEX_KEY = "3f9a1c2e7b4d5a6f8091a2b3c4d5e6f7"
