@@ -20,6 +20,7 @@ import sys
 import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from .._redact import (
     header_secrets,
@@ -235,7 +236,9 @@ class OpenAIRequester(Requester):
         keys a sync client's api_key provider returned lately, the values of its
         ``default_headers`` and of the request's ``extra_headers``, and what its
         ``base_url`` shows as ``***`` (a password, a gateway's ``?api-key=`` or
-        ``/k/<key>/``, echoed in a router's "Unknown route: POST /k/<key>/...").
+        ``/k/<key>/``, echoed in a router's "Unknown route: POST /k/<key>/..."), and the
+        values of its ``default_query`` and the request's ``extra_query`` the same way
+        (the SDK puts them on the URL the router echoes).
 
         Read when masking, not before sending: with an api_key provider the SDK sets
         ``api_key`` (on the copy that sends) while it prepares the request."""
@@ -251,6 +254,8 @@ class OpenAIRequester(Requester):
             *header_secrets(headers.values() if isinstance(headers, Mapping) else ()),
             *header_secrets(extra.values() if isinstance(extra, Mapping) else ()),
             *url_secrets(str(getattr(client, "base_url", ""))),
+            *_query_secrets(getattr(client, "default_query", None)),
+            *_query_secrets(params.get("extra_query")),
         ]
 
     def _redact(self, params: Mapping[str, Any], text: str) -> str:
@@ -496,3 +501,19 @@ def _root_cause(exc: BaseException) -> str:
     if root is exc or str(root) == str(exc):  # httpcore's error under httpx's, say
         return ""
     return f" (root cause: {type(root).__name__}: {root})"
+
+
+def _query_secrets(query: object) -> list[str]:
+    """The values of ``query`` (a client's ``default_query``, a request's
+    ``extra_query``) that a URL's query would hide: all but those of parameters plainly
+    no secret (``api-version``).
+
+    Example:
+        >>> _query_secrets({"api-version": "2024-10-21", "key": "S3cretKey"})
+        ['S3cretKey']
+        >>> _query_secrets(None)
+        []
+    """
+    if not isinstance(query, Mapping) or not query:
+        return []
+    return url_secrets("http://x/?" + urlencode({str(k): str(v) for k, v in query.items()}))

@@ -358,6 +358,34 @@ async def test_a_key_in_the_base_urls_path_is_masked_where_the_server_echoes_it(
         assert key not in str(error.__cause__.body)  # type: ignore[union-attr]
 
 
+async def test_a_key_in_the_clients_default_query_is_masked_where_the_server_echoes_it() -> None:
+    # The SDK puts default_query (and a request's extra_query) on the URL, which a
+    # router echoes: the key showed in the loop's error and the SDK error under it.
+    from openai import AsyncOpenAI
+
+    key = "qk7Y6x5W4v3U2t1SsEcReT"
+    with ScriptedChatServer(repeat=True) as server:
+        server.add(lambda request: S.error(404, f"Unknown route: POST {request.path}"))
+        client = AsyncOpenAI(
+            api_key="sk-test",
+            base_url=server.base_url,
+            default_query={"api-version": "2024-10-21", "subscription-key": key},
+            max_retries=0,
+        )
+        cycle = LlmCycle(CycleConfig("m", max_retries=0), client=client)
+        with pytest.raises(LlmError) as caught:
+            await cycle.submit("hi")
+        await client.close()
+    [request] = server.requests
+    assert request.path == f"/v1/chat/completions?api-version=2024-10-21&subscription-key={key}"
+    error = caught.value
+    assert str(error).endswith(
+        "404 - Unknown route: POST /v1/chat/completions?api-version=2024-10-21&subscription-key=***"
+    )
+    assert key not in "".join(traceback.format_exception(error))
+    assert key not in str(error.__cause__.body)  # type: ignore[union-attr]
+
+
 async def test_an_echoed_key_with_a_deeply_nested_error_body_still_gives_the_loops_error() -> None:
     # Masking the SDK error's body recursed: 900 levels of JSON under an echoed key
     # raised RecursionError in place of the LlmError, chained to the unmasked error.
