@@ -374,8 +374,8 @@ async def test_an_edit_holding_an_integer_too_long_to_write_is_an_approval_error
         )
     assert str(raised.value) == (
         "the approval of call 'c1' edits the arguments into ones that cannot be written as "
-        "JSON: Exceeds the limit (4300 digits) for integer string conversion; give values "
-        "JSON can hold, such as a shorter number"
+        "JSON: an integer has too many digits; give values JSON can hold, such as a shorter "
+        "number"
     )
     assert isinstance(raised.value.__cause__, ValueError) and paid == []
     # An answer for other arguments holding one is named without quoting them.

@@ -426,9 +426,10 @@ def _answered(
         text = json.dumps(edited, ensure_ascii=False, default=str)
     except ValueError as exc:
         # An integer past sys.get_int_max_str_digits() (4300 digits), or a container
-        # holding itself: a schema lets both through, and neither can be sent. Python's
-        # reason names no value.
-        reason = str(exc).split(";", 1)[0]
+        # holding itself: a schema lets both through, and neither can be sent. Our own
+        # words: Python's differ between versions.
+        too_long = "integer string conversion" in str(exc)
+        reason = "an integer has too many digits" if too_long else "a value holds itself"
         raise ApprovalError(
             f"{where} edits the arguments into ones that cannot be written as JSON: "
             f"{reason}; give values JSON can hold, such as a shorter number",
