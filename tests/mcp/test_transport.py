@@ -8,7 +8,6 @@ import http.server
 import logging
 import socket
 import sys
-import threading
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,7 +27,7 @@ from agcore_tools import (
 from agcore_tools._redact import url_secrets, url_without_secrets
 from agcore_tools.mcp._stderr import transport_secrets
 
-from .conftest import fixture_stdio
+from .conftest import fixture_stdio, handwritten
 
 
 def test_auth_takes_an_httpx2_auth_and_nothing_else() -> None:
@@ -361,15 +360,8 @@ def express_404() -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoRoute)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with handwritten(NoRoute) as url:
+        yield url.removesuffix("/mcp")
 
 
 async def test_a_key_in_the_urls_path_is_hidden_in_errors_and_in_what_the_server_echoes() -> None:
