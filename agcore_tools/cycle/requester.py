@@ -22,10 +22,10 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from .._masked_error import masked_error
 from .._redact import (
     header_secrets,
     mask,
-    masked_error,
     secret_values,
     url_secrets,
     url_without_secrets,

@@ -19,7 +19,13 @@ import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
-from .._redact import MIN_SECRET, header_secrets, url_secrets, url_without_secrets
+from .._redact import (
+    MIN_SECRET,
+    header_secrets,
+    misread_userinfo,
+    url_secrets,
+    url_without_secrets,
+)
 
 __all__ = ["arg_secrets", "env_secrets", "named_arg_secrets", "secret_name", "shown_args"]
 
@@ -55,10 +61,6 @@ _SECRET_ENV_WORD = re.compile(
 )
 # An absolute file path: POSIX, home-relative, or a Windows drive's. No whitespace, and
 # none of base64's "+" and "=", which a path seldom has and a key often does.
-_HOST_ON = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%-]+)(?::[0-9]*)?(?:[/?].*)?", re.DOTALL)
-"""What follows a URL's user info: a host (a name, an address, a bracketed IPv6
-address), a port, then the path or query; not an e-mail's domain run on into a query
-(``example.com&key=...``)."""
 _PATH = re.compile(r"(?:/|~/|[A-Za-z]:[\\/])[^\s+=]*")
 # docker run's and podman's: their values are the server's environment, whose values
 # repr() hides for env= too, whatever the name.
@@ -160,33 +162,21 @@ def env_secrets(env: Mapping[str, str]) -> list[str]:
 
 
 def _url_env_secrets(url: str) -> list[str]:
-    scheme, _, after = url.partition("://")
-    userinfo, _, location = after.rpartition("@")
-    rest = f"{scheme}://{location}"
+    scheme = url.partition("://")[0]
     try:
-        parts = urlsplit(url)
-        urlsplit(rest)
+        read = urlsplit(url).netloc.rpartition("@")[0]
     except ValueError:  # not read as a URL (an unclosed "[" of an IPv6 host)
         return [url]
-    if "#" in location:
+    misread = misread_userinfo(url)
+    if "#" in (url if misread is None else misread[1]):
         # Neither an endpoint nor a connection string has a fragment: an unencoded "#"
         # in a key or a query value ends it early, and the rest would read as an anchor.
         return [url]
     found = [*url_secrets(url), *_KNOWN_KEY.findall(url)]
-    read = parts.netloc.rpartition("@")[0]
-    if userinfo != read and ":" in userinfo and _HOST_ON.fullmatch(location):
-        # A password holding an unencoded "/", "?" or "#": urlsplit ends the user info
-        # there, finds no password, and reads the rest as the path. Then the user info
-        # runs to the last "@", before a host. An "@" elsewhere (an e-mail in the query,
-        # a "/@alice" path) is no such thing; either way urlsplit's reading is kept too,
-        # so a misjudged "@" hides more, never less.
-        return [
-            _as_written(scheme, userinfo),
-            userinfo.partition(":")[2],
-            *url_secrets(rest),
-            *found,
-        ]
-    if parts.password:
+    if misread is not None:
+        # A server echoes the user and the password together, as the URL writes them.
+        return [_as_written(scheme, misread[0]), *found]
+    if ":" in read:
         found.append(_as_written(scheme, read))
     elif read and not _plain_path(f"/{read}"):
         # A token standing alone as the user (https://<token>@github.com); a user name

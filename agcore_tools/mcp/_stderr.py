@@ -27,11 +27,11 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from .._masked_error import masked_error
 from .._redact import (
     header_secrets,
     mask,
     mask_credentials,
-    masked_error,
     secret_values,
     url_secrets,
 )

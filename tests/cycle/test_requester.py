@@ -16,7 +16,8 @@ import pytest
 from pydantic import BaseModel
 
 from agcore_tools import ClientTypeError, CycleConfig, LlmConfigError, LlmCycle, LlmError
-from agcore_tools._redact import mask, masked_error
+from agcore_tools._masked_error import masked_error
+from agcore_tools._redact import mask
 from agcore_tools.cycle import OpenAIRequester, Requester, StreamEvent, TurnRequest
 from agcore_tools.cycle._client import provided_keys
 from agcore_tools.testing import RawResponse, RawStream, ScriptedChatServer

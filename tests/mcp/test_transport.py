@@ -342,6 +342,29 @@ def test_which_env_values_a_servers_text_is_masked_with(value: str, masked: list
     assert transport_secrets(StdioTransport("srv", env={"DB_PASSWORD": value})) == [value]
 
 
+@pytest.mark.parametrize(
+    ("url", "shown", "secret"),
+    [
+        # A generated password with an unencoded "/" and "#": urlsplit ended the user info
+        # at the "/", found the password "Xy7", and describe() showed the rest whole.
+        ("postgresql://app:Xy7/q#R2pL9w@db/prod", "postgresql://db/prod", "Xy7/q#R2pL9w"),
+        ("postgresql://app:Xy7q?R2pL9w@db/prod", "postgresql://db/prod", "Xy7q?R2pL9w"),
+        ("mysql://root:S3cr/et-pw@localhost:3306/app", "mysql://localhost:3306/app", "S3cr/et-pw"),
+        # An "@" in a path after a port ends no user info.
+        ("https://social.example:8443/@alice", "https://social.example:8443/@alice", None),
+    ],
+)
+def test_a_password_urlsplit_misreads_in_a_stdio_argument_is_hidden(
+    url: str, shown: str, secret: str | None
+) -> None:
+    # Stop 48 hid such passwords in env values, and the same URL given as an argument
+    # still showed in describe() and repr(), and was not masked in the server's stderr.
+    transport = StdioTransport("srv", ["--db", url])
+    assert transport.describe() == f"`srv --db {shown}`"
+    assert f"args=('--db', {shown!r})" in repr(transport)
+    assert secret is None or secret in transport_secrets(transport)
+
+
 @contextlib.contextmanager
 def express_404() -> Iterator[str]:
     """An HTTP endpoint answering every POST with 404 and, as text, Express's words for
