@@ -156,11 +156,15 @@ def note_unasked(table: ToolTable, entry: ToolEntry, method: str) -> None:
         >>> table.unasked  # and is not logged again for this tool
         {'pay'}
     """
-    name = entry.name
+    tool = entry.tool
+    checker = table._checker if table.source is None else table.source.checker
+    if checker is None and tool.needs_approval is not True:
+        # Most direct calls: the cheapest tests first, on the path of every invoke().
+        return
+    name = tool.name
     if name in table.unasked:
         return
-    checker = table.checker
-    if entry.tool.needs_approval is True:
+    if tool.needs_approval is True:
         why = "needs_approval=True"
     else:
         asked = checker.asking(entry.declared_permissions()) if checker is not None else None
