@@ -54,11 +54,17 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 """A UUID, which hosted MCP servers take as the credential in their URL's path."""
 
 
-_HOST_ON = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~%-]+)(?::[0-9]*)?(?:[/?].*)?", re.DOTALL)
+_HOST = r"(?:\[[0-9A-Fa-f:.]+(?:%25[A-Za-z0-9._~-]+)?\]|[A-Za-z0-9._~%-]+)(?::[0-9]*)?"
+_HOST_ON = re.compile(rf"{_HOST}(?:,{_HOST})*(?:[/?].*)?", re.DOTALL)
 """What follows a URL's user info: a host (a name, an address, a bracketed IPv6
-address), a port, then the path or query; not an e-mail's domain run on into a query
-(``example.com&key=...``)."""
-_PORT_THEN_PATH = re.compile(r"[0-9]+/.*", re.DOTALL)
+address with its zone), a port, or a list of them (a MongoDB replica set's, a
+multi-host PostgreSQL URL's), then the path or query; not an e-mail's domain run on into
+a query (``example.com&key=...``)."""
+_PORT_THEN = re.compile(r"[0-9]+(?:[/?#].*)?", re.DOTALL)
+_WEB = frozenset({"http", "https", "ws", "wss"})
+"""Schemes whose paths and queries may hold an ``@`` after a port (``/@alice``): for
+the others (``postgresql``, ``mongodb``, ``redis``), a password of digits and a ``/``
+is likelier than an ``@`` in the path."""
 
 
 def misread_userinfo(url: str) -> tuple[str, str] | None:
@@ -66,24 +72,32 @@ def misread_userinfo(url: str) -> tuple[str, str] | None:
     password that ``urlsplit`` does not read: one with an unencoded ``/``, ``?`` or
     ``#``, where ``urlsplit`` ends the user info and reads the rest, password and host
     included, as the path, query or fragment. The user info then runs to the last ``@``
-    before a host; None for any other URL. An ``@`` in a path after a port
-    (``https://host:8080/@alice``) is no such thing.
+    before a host; None for any other URL. An ``@`` after a user name that holds a
+    ``/``, ``?``, ``#`` or ``[`` (a path's, a query's: ``?t=10:30&to=ops@example.com``),
+    or, in a web URL, after a port (``https://host:8080/@alice``) is no such thing.
 
     Example:
         >>> misread_userinfo("postgresql://app:Xy7/q#R2pL9w@db/prod")
         ('app:Xy7/q#R2pL9w', 'postgresql://db/prod')
+        >>> misread_userinfo("mongodb://app:Xy7/q9@db1:27017,db2:27017/prod")
+        ('app:Xy7/q9', 'mongodb://db1:27017,db2:27017/prod')
         >>> misread_userinfo("postgresql://app:pw@db/prod") is None  # urlsplit reads it
+        True
+        >>> misread_userinfo("http://127.0.0.1:9?notify=ops@example.com") is None
         True
     """
     scheme, separator, after = url.partition("://")
     userinfo, at, location = after.rpartition("@")
-    if not (separator and at and ":" in userinfo and _HOST_ON.fullmatch(location)):
+    user, colon, password = userinfo.partition(":")
+    if not (separator and at and colon and _HOST_ON.fullmatch(location)):
+        return None
+    if any(sign in user for sign in "/?#[]"):  # where urlsplit ends a URL's authority
         return None
     try:
         read = urlsplit(url).netloc.rpartition("@")[0]
     except ValueError:  # an unclosed "[": no URL to read at all, which callers hide whole
         return None
-    if userinfo == read or _PORT_THEN_PATH.fullmatch(userinfo.partition(":")[2]):
+    if userinfo == read or (scheme.lower() in _WEB and _PORT_THEN.fullmatch(password)):
         return None
     return userinfo, f"{scheme}://{location}"
 

@@ -511,9 +511,16 @@ def _query_secrets(query: object) -> list[str]:
     Example:
         >>> _query_secrets({"api-version": "2024-10-21", "key": "S3cretKey"})
         ['S3cretKey']
+        >>> _query_secrets({"key": ["k1-S3cret", "k2-S3cret"]})
+        ['k1-S3cret', 'k2-S3cret']
         >>> _query_secrets(None)
         []
     """
     if not isinstance(query, Mapping) or not query:
         return []
-    return url_secrets("http://x/?" + urlencode({str(k): str(v) for k, v in query.items()}))
+    pairs: list[tuple[str, str]] = []
+    for name, value in query.items():
+        # A list goes out as one value each ("key[]=k1&key[]=k2" from the SDK).
+        values = value if isinstance(value, (list, tuple)) else [value]
+        pairs += [(str(name), str(item)) for item in values]
+    return url_secrets("http://x/?" + urlencode(pairs))

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
@@ -162,7 +163,6 @@ def env_secrets(env: Mapping[str, str]) -> list[str]:
 
 
 def _url_env_secrets(url: str) -> list[str]:
-    scheme = url.partition("://")[0]
     try:
         read = urlsplit(url).netloc.rpartition("@")[0]
     except ValueError:  # not read as a URL (an unclosed "[" of an IPv6 host)
@@ -172,17 +172,27 @@ def _url_env_secrets(url: str) -> list[str]:
         # Neither an endpoint nor a connection string has a fragment: an unencoded "#"
         # in a key or a query value ends it early, and the rest would read as an anchor.
         return [url]
-    found = [*url_secrets(url), *_KNOWN_KEY.findall(url)]
-    if misread is not None:
-        # A server echoes the user and the password together, as the URL writes them.
-        return [_as_written(scheme, misread[0]), *found]
-    if ":" in read:
-        found.append(_as_written(scheme, read))
-    elif read and not _plain_path(f"/{read}"):
+    found = [*url_secrets(url), *_KNOWN_KEY.findall(url), *_userinfo_secrets(url)]
+    if misread is None and ":" not in read and read and not _plain_path(f"/{read}"):
         # A token standing alone as the user (https://<token>@github.com); a user name
         # ("postgres") is no secret, and masked it would garble every mention of it.
         found.append(read)
     return found
+
+
+def _userinfo_secrets(url: str) -> list[str]:
+    # What a server echoing the URL shows of its password beyond the password itself:
+    # the user and the password together, as written; and of a password urlsplit
+    # misreads, its start, which clients read as the port ('invalid integer value
+    # "Xy7" for connection option "port"'). For masking text only: a cassette scrubbed
+    # of a password's start would garble what it replays.
+    scheme = url.partition("://")[0]
+    misread = misread_userinfo(url)
+    if misread is not None:
+        password = misread[0].partition(":")[2]
+        return [_as_written(scheme, misread[0]), re.split(r"[/?#]", password, maxsplit=1)[0]]
+    read = urlsplit(url).netloc.rpartition("@")[0]
+    return [_as_written(scheme, read)] if ":" in read else []
 
 
 def _as_written(scheme: str, userinfo: str) -> str:
@@ -215,6 +225,8 @@ def _shown_arg(arg: str, before: str, hidden: _Hidden) -> str:
     if _URL.match(arg):
         hidden.named.extend(url_secrets(arg, secret_name))
         hidden.placed.extend(url_secrets(arg))
+        with contextlib.suppress(ValueError):  # unreadable: url_without_secrets hides it all
+            hidden.placed.extend(_userinfo_secrets(arg))
         return _shown_words(url_without_secrets(arg), hidden)
     name, equals, value = arg.partition("=")
     if not equals:

@@ -205,7 +205,7 @@ class SentSecrets:
 
     def masked(self, exc: BaseException) -> BaseException:
         """``exc`` to chain an error from or to log: itself, or a stand-in of its type
-        with every text on its chain masked (``_redact.masked_error``), since a
+        with every text on its chain masked (``_masked_error.masked_error``), since a
         traceback prints the whole chain, a server's words in the SDK's errors too.
 
         Example:

@@ -26,7 +26,7 @@ from typing_extensions import deprecated
 from .._aio import positive_number
 from .._deprecated import renamed
 from .._keywords import checks_init_keywords
-from .._redact import url_without_secrets
+from .._redact import misread_userinfo, url_without_secrets
 from ..error import ToolConfigError, _AuthTypeError
 from ._command_secrets import shown_args
 
@@ -333,6 +333,14 @@ class StreamableHttpTransport:
                 "StreamableHttpTransport needs an http(s) URL, got one whose host in "
                 "brackets is no address"
             ) from exc
+        if misread_userinfo(self.url) is not None:
+            # Every client reads the password's start as the port ("Invalid port: ..."):
+            # it could never connect, and the error would show that part of the password.
+            raise ToolConfigError(
+                "StreamableHttpTransport got a URL whose password holds an unencoded '/', "
+                f"'?' or '#' ({url_without_secrets(self.url)!r}): percent-encode them "
+                "(%2F, %3F, %23)"
+            )
         object.__setattr__(self, "headers", _header_values(self.headers or {}))
         if isinstance(self.proxy, str):
             object.__setattr__(self, "proxy", _proxy_url(self.proxy))

@@ -387,6 +387,27 @@ async def test_a_key_in_the_clients_default_query_is_masked_where_the_server_ech
     assert key not in str(error.__cause__.body)  # type: ignore[union-attr]
 
 
+async def test_keys_given_as_a_list_in_the_default_query_are_masked_where_echoed() -> None:
+    # The SDK sends a list as "key[]=k1&key[]=k2"; each value showed in the loop's error.
+    from openai import AsyncOpenAI
+
+    keys = ["qk7Y6x5W4v3U2t1SsEcReT", "rk8Z7y6X5w4V3u2TtFdSfU"]
+    with ScriptedChatServer(repeat=True) as server:
+        server.add(lambda request: S.error(404, f"Unknown route: POST {request.path}"))
+        client = AsyncOpenAI(
+            api_key="sk-test", base_url=server.base_url, default_query={"key": keys}, max_retries=0
+        )
+        cycle = LlmCycle(CycleConfig("m", max_retries=0), client=client)
+        with pytest.raises(LlmError) as caught:
+            await cycle.submit("hi")
+        await client.close()
+    [request] = server.requests
+    assert all(key in request.path for key in keys)
+    shown = "".join(traceback.format_exception(caught.value))
+    assert "Unknown route: POST /v1/chat/completions?key%5B%5D=***&key%5B%5D=***" in shown
+    assert not any(key in shown for key in keys)
+
+
 async def test_an_echoed_key_with_a_deeply_nested_error_body_still_gives_the_loops_error() -> None:
     # Masking the SDK error's body recursed: 900 levels of JSON under an echoed key
     # raised RecursionError in place of the LlmError, chained to the unmasked error.

@@ -314,6 +314,13 @@ async def test_a_url_env_value_the_url_rule_reads_wrong_shows_no_secret(
             "postgresql://app:Xy7/q#R2pL9w@db.internal:5432/prod",
             ["app:Xy7/q#R2pL9w", "Xy7/q#R2pL9w"],
         ),
+        # A replica set's host list; a password of digits and a "/" (no port outside the
+        # web); and the start clients read as the port.
+        (
+            "mongodb://app:Xy7/q9RzT2pL@db1:27017,db2:27017/prod",
+            ["app:Xy7/q9RzT2pL", "Xy7/q9RzT2pL"],
+        ),
+        ("postgresql://app:2024/S3cretPw@db/prod", ["app:2024/S3cretPw", "2024/S3cretPw"]),
         # urlsplit's own reading is masked too ("w@cache:6379/0", a bare query part), in
         # case the "@" was not the user info's end: more hidden, never less.
         ("redis://:p?w@cache:6379/0", ["w@cache:6379/0", "redis://:p?w"]),
@@ -350,8 +357,28 @@ def test_which_env_values_a_servers_text_is_masked_with(value: str, masked: list
         ("postgresql://app:Xy7/q#R2pL9w@db/prod", "postgresql://db/prod", "Xy7/q#R2pL9w"),
         ("postgresql://app:Xy7q?R2pL9w@db/prod", "postgresql://db/prod", "Xy7q?R2pL9w"),
         ("mysql://root:S3cr/et-pw@localhost:3306/app", "mysql://localhost:3306/app", "S3cr/et-pw"),
-        # An "@" in a path after a port ends no user info.
+        # A replica set's or a multi-host URL's host list; a password of digits and a "/"
+        # (outside web URLs, not a port and a path).
+        (
+            "mongodb://app:Xy7/q9RzT2pL@db1:27017,db2:27017/prod",
+            "mongodb://db1:27017,db2:27017/prod",
+            "Xy7/q9RzT2pL",
+        ),
+        ("postgresql://app:2024/S3cretPw@db/prod", "postgresql://db/prod", "2024/S3cretPw"),
+        # An "@" in a web URL's path after a port, or in a query (after a user name that
+        # cannot be one), ends no user info: the URL was shown with another host.
         ("https://social.example:8443/@alice", "https://social.example:8443/@alice", None),
+        ("http://127.0.0.1:9?notify=ops@example.com", "'http://127.0.0.1:9?notify=***'", None),
+        (
+            "https://a.example/s?t=10:30&to=b@example.com",
+            "'https://a.example/s?t=***&to=***'",
+            None,
+        ),
+        (
+            "https://web.archive.org/web/2020/https://x.example/@alice",
+            "https://web.archive.org/web/2020/https://x.example/@alice",
+            None,
+        ),
     ],
 )
 def test_a_password_urlsplit_misreads_in_a_stdio_argument_is_hidden(
@@ -361,8 +388,37 @@ def test_a_password_urlsplit_misreads_in_a_stdio_argument_is_hidden(
     # still showed in describe() and repr(), and was not masked in the server's stderr.
     transport = StdioTransport("srv", ["--db", url])
     assert transport.describe() == f"`srv --db {shown}`"
-    assert f"args=('--db', {shown!r})" in repr(transport)
+    assert f"args=('--db', {shown.strip(chr(39))!r})" in repr(transport)
     assert secret is None or secret in transport_secrets(transport)
+
+
+def test_an_http_url_whose_password_holds_a_slash_is_refused_without_it() -> None:
+    # Every client read the password's start as the port: the connection failed with
+    # "Invalid port: 'LongPrefix12'", that part of the password in the error and logs.
+    with pytest.raises(ToolConfigError) as caught:
+        StreamableHttpTransport("http://user:LongPrefix12/x@127.0.0.1:9/mcp")
+    assert str(caught.value) == (
+        "StreamableHttpTransport got a URL whose password holds an unencoded '/', '?' or "
+        "'#' ('http://127.0.0.1:9/mcp'): percent-encode them (%2F, %3F, %23)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "echoed"),
+    [
+        # A short password, hidden in describe(), showed where the server echoed the URL.
+        ("mysql://root:pw@localhost:3306/app", "mysql://root:pw@localhost:3306/app"),
+        # The start of a misread password is what a driver reads as the port.
+        ("postgresql://app:LongPrefix12/x@db/prod", 'invalid integer value "LongPrefix12"'),
+    ],
+)
+def test_a_stdio_argument_urls_password_is_masked_in_what_the_server_writes(
+    url: str, echoed: str
+) -> None:
+    hidden = [
+        secret for secret in transport_secrets(StdioTransport("srv", [url])) if secret in echoed
+    ]
+    assert hidden, f"nothing of {echoed!r} is masked"
 
 
 @contextlib.contextmanager
