@@ -38,6 +38,7 @@ from ._stdio import ChildProcess
 from ._stream_state import NotificationStream
 from ._streams import watch_end
 from ._tool_caller import tool_caller
+from ._tool_vetting import ToolListVetting
 from ._watchdog import Watchdog
 from .models import McpLogMessage
 from .recovery import McpRecovery
@@ -483,7 +484,12 @@ class Connection:
                 self.stream.event,
                 self.secrets,
             )
-        return watch_end(opened, self._transport_ended)
+        vetting = ToolListVetting(self.server_name, self._protocol_version, self.secrets.mask)
+        return watch_end(opened, self._transport_ended, vetting)
+
+    def _protocol_version(self) -> str | None:
+        client = self.client
+        return client.protocol_version if client is not None else None
 
     def _spawned(self, child: ChildProcess) -> None:
         self.child = child

@@ -19,7 +19,7 @@ messages, so that a server's answer with one is read as an answer like any other
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._serverlog import safe_text
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GENERIC_CLOSE",
     "first_line",
+    "location",
     "malformed",
     "quoted",
     "sdk_own",
@@ -189,12 +190,23 @@ def validation_line(exc: ValidationError) -> str:
     if not errors:
         return first_line(exc)
     first = errors[0]
-    where = ""
-    for step in first["loc"]:
-        where += f"[{step}]" if isinstance(step, int) else f"{'.' if where else ''}{step}"
+    where = location(first["loc"])
     more = len(errors) - 1
     tail = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
     return f"{where}: {first['msg']}{tail}" if where else f"{first['msg']}{tail}"
+
+
+def location(loc: Sequence[int | str]) -> str:
+    """Where in an answer pydantic's error location ``loc`` is, as JSON paths read.
+
+    Example:
+        >>> location(("tools", 1, "inputSchema")), location(("icons", 0, "src")), location(())
+        ('tools[1].inputSchema', 'icons[0].src', '')
+    """
+    where = ""
+    for step in loc:
+        where += f"[{step}]" if isinstance(step, int) else f"{'.' if where else ''}{step}"
+    return where
 
 
 def first_line(exc: BaseException) -> str:

@@ -1,6 +1,7 @@
 """Session streams: a read stream that reports its own end, so a dead server is noticed
 with no call in flight; a write stream on which a courtesy cancel never holds up its
-sender; and the ``async with`` support the SDK's stream protocols ask of every stream."""
+sender; the answers to ``tools/list`` vetted on their way (``_tool_vetting``); and the
+``async with`` support the SDK's stream protocols ask of every stream."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from mcp.client._transport import ReadStream, TransportStreams, WriteStream
     from mcp.shared.message import SessionMessage
 
+    from ._tool_vetting import ToolListVetting
+
 __all__ = ["CANCEL_WRITE_TIMEOUT", "ClosedOnExit", "watch_end"]
 
 logger = logging.getLogger("agcore_tools.mcp")
@@ -28,6 +31,7 @@ CANCEL_WRITE_TIMEOUT = 5.0
 """Seconds a courtesy cancel may wait, in the background, for the transport to take it
 (the SDK's own bound for that write, ``_ABANDON_WRITE_TIMEOUT``)."""
 _CANCELLED = "notifications/cancelled"
+_LIST_TOOLS = "tools/list"
 
 
 class ClosedOnExit:
@@ -52,22 +56,35 @@ class ClosedOnExit:
 
 class _WatchedReadStream(ClosedOnExit):
     """Forwards to ``inner``; awaits ``on_end`` once when the stream ends or is closed.
+    While a ``tools/list`` request waits, what comes passes through ``vetting``.
 
     The end is reported before it is passed on, so whoever reads the stream next sees
     the connection already marked with the reason ``on_end`` found.
     """
 
-    __slots__ = ("_end_of_stream", "_ended", "_endings", "_inner", "_on_end")
+    __slots__ = (
+        "_end_of_stream",
+        "_ended",
+        "_endings",
+        "_inner",
+        "_on_end",
+        "_vetting",
+        "_waiting",
+    )
 
     def __init__(
         self,
         inner: ReadStream[SessionMessage | Exception],
         on_end: Callable[[], Awaitable[None]],
+        vetting: ToolListVetting | None = None,
     ) -> None:
         import anyio
 
         self._inner = inner
         self._on_end = on_end
+        self._vetting = vetting
+        # Read for every message: an empty dict (nothing listed) costs a test of it.
+        self._waiting = vetting.waiting if vetting is not None else {}
         self._ended = False
         # Looked up once: receive() runs for every message.
         self._end_of_stream = anyio.EndOfStream
@@ -87,23 +104,29 @@ class _WatchedReadStream(ClosedOnExit):
 
     async def receive(self) -> SessionMessage | Exception:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except self._endings:
             await self._end()
             raise
+        if self._waiting and self._vetting is not None:
+            return self._vetting.received(item)
+        return item
 
     def __aiter__(self) -> _WatchedReadStream:
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except self._end_of_stream:
             await self._end()
             raise StopAsyncIteration from None
         except self._endings:
             await self._end()
             raise
+        if self._waiting and self._vetting is not None:
+            return self._vetting.received(item)
+        return item
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -111,7 +134,8 @@ class _WatchedReadStream(ClosedOnExit):
 
 class _CourteousWriteStream(ClosedOnExit):
     """Forwards to ``inner``, except that a ``notifications/cancelled`` is handed to a
-    task of its own, so its sender goes on at once.
+    task of its own, so its sender goes on at once; tells ``vetting`` of the
+    ``tools/list`` requests and of the cancels.
 
     The SDK writes a courtesy cancel when a request is abandoned (its caller timed out
     or was cancelled), in the caller's task and shielded from cancellation, for up to
@@ -122,17 +146,30 @@ class _CourteousWriteStream(ClosedOnExit):
     and logged), after the request it cancels, and the caller returns in time.
     """
 
-    __slots__ = ("_inner", "_tasks")
+    __slots__ = ("_inner", "_tasks", "_vetting")
 
-    def __init__(self, inner: WriteStream[SessionMessage], tasks: anyio.abc.TaskGroup) -> None:
+    def __init__(
+        self,
+        inner: WriteStream[SessionMessage],
+        tasks: anyio.abc.TaskGroup,
+        vetting: ToolListVetting | None = None,
+    ) -> None:
         self._inner = inner
         self._tasks = tasks
+        self._vetting = vetting
 
     async def send(self, item: SessionMessage, /) -> None:
-        if getattr(item.message, "method", None) == _CANCELLED:
+        message: Any = item.message
+        method = getattr(message, "method", None)
+        if method == _CANCELLED:
+            if self._vetting is not None:
+                self._vetting.cancelled(message.params)
             self._tasks.start_soon(self._send_late, item)
-        else:
-            await self._inner.send(item)
+            return
+        if method == _LIST_TOOLS and self._vetting is not None and hasattr(message, "id"):
+            # Before it is sent: its answer may be read before send() returns.
+            self._vetting.sent(message.id)
+        await self._inner.send(item)
 
     async def _send_late(self, item: SessionMessage) -> None:
         import anyio
@@ -156,12 +193,16 @@ class _CourteousWriteStream(ClosedOnExit):
 async def watch_end(
     transport: AbstractAsyncContextManager[TransportStreams],
     on_end: Callable[[], Awaitable[None]],
+    vetting: ToolListVetting | None = None,
 ) -> AsyncIterator[Any]:
     """Enter ``transport`` and yield its streams, the read one reporting its end to
     ``on_end``, the write one sending courtesy cancels from tasks of their own (ended
-    with the transport)."""
+    with the transport), the answers to ``tools/list`` passing through ``vetting``."""
     import anyio
 
     async with transport as (read_stream, write_stream), anyio.create_task_group() as tasks:
-        yield _WatchedReadStream(read_stream, on_end), _CourteousWriteStream(write_stream, tasks)
+        yield (
+            _WatchedReadStream(read_stream, on_end, vetting),
+            _CourteousWriteStream(write_stream, tasks, vetting),
+        )
         tasks.cancel_scope.cancel()

@@ -4,7 +4,8 @@
 connection, then served from the cache until the server says the list changed
 (``notifications/tools/list_changed``), the client's ``tools_ttl`` or the server's
 own ``ttlMs`` runs out, or :meth:`ToolCache.invalidate` is called. Concurrent readers
-share one fetch.
+share one fetch. A malformed tool is left out of the list (see ``_tool_vetting``),
+with a WARNING; a list with no tool left fails, as an invalid answer.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from .._aio import with_timeout
 from ..base import tool_definition
-from ..error import McpUsageError, ToolConfigError
+from ..error import McpError, McpUsageError, ToolConfigError
 from ._connection import Connection
 from ._exchange import EXCHANGE, HttpExchange
 from ._protocol import pages
-from ._recover import cause_of, is_safe_to_repeat, send_again
+from ._recover import cause_of, is_safe_to_repeat, send_again, shown
 from ._sending import translate
 from ._session import BACKSTOP, Session
+from ._tool_vetting import LISTING, Listing, MalformedTool
 from .models import McpToolInfo
 
 if TYPE_CHECKING:
@@ -81,6 +83,9 @@ class ToolCache:
         """The session the lists are fetched through."""
         self.infos: list[McpToolInfo] | None = None
         """The tools as last listed (None before the first list)."""
+        self.malformed: tuple[MalformedTool, ...] = ()
+        """The tools the last list left out as malformed (all it listed, if it failed
+        for want of a valid one)."""
         self._fresh_until = -1.0
         self._generation = 0
         self._lock = asyncio.Lock()
@@ -143,11 +148,12 @@ class ToolCache:
                 return limit
             return min(limit, max(0.0, deadline - time.monotonic()))
 
+        listing = Listing()
         try:
             listed = await pages(
                 session.server_name,
                 "tools/list",
-                lambda cursor: _page(client, conn.http, cursor, bound()),
+                lambda cursor: _page(client, conn.http, cursor, bound(), listing),
             )
         except _PageFailed as failed:
             exc, exchange = failed.exc, failed.exchange
@@ -174,6 +180,7 @@ class ToolCache:
                 send=fetch_again,
             )
         infos = [_info(tool) for page in listed for tool in page.tools]
+        self._left_out(conn, listing.malformed, bool(infos))
         ttl = session.settings.tools_ttl
         for page in listed:
             ttl = _shorter(ttl, _server_ttl(page))
@@ -184,15 +191,43 @@ class ToolCache:
             self._fresh_until = started + ttl if ttl is not None else float("inf")
         return infos
 
+    def _left_out(self, conn: Connection, malformed: list[MalformedTool], kept: bool) -> None:
+        """Log the tools a list left out (at DEBUG those the last list left out too), or
+        fail the list when it kept none: all its tools are malformed."""
+        server_name = self.session.server_name
+        said_before = {str(tool) for tool in self.malformed}
+        self.malformed = tuple(malformed)
+        if malformed and not kept:
+            first = malformed[0]
+            more = len(malformed) - 1
+            tail = f" (and {more} more malformed tool{'s' if more > 1 else ''})" if more else ""
+            error = McpError(
+                server_name,
+                f"tools/list got an invalid answer: {first.place}: {first.reason}{tail}",
+            )
+            raise error from (shown(first.error, conn) if first.error is not None else None)
+        for tool in malformed:
+            logger.log(
+                logging.DEBUG if str(tool) in said_before else logging.WARNING,
+                "MCP server '%s': tools/list: left out the malformed tool %s; the server's "
+                "other tools are usable",
+                server_name,
+                tool,
+            )
 
-async def _page(client: Client, http: bool, cursor: str | None, limit: float) -> ListToolsResult:
+
+async def _page(
+    client: Client, http: bool, cursor: str | None, limit: float, listing: Listing
+) -> ListToolsResult:
     exchange = HttpExchange() if http else None
     token = EXCHANGE.set(exchange)
+    listed = LISTING.set(listing)  # what the answer leaves out goes there (_tool_vetting)
     try:
         return await with_timeout(client.list_tools(cursor=cursor), limit + BACKSTOP)
     except Exception as exc:
         raise _PageFailed(exc, exchange) from exc
     finally:
+        LISTING.reset(listed)
         EXCHANGE.reset(token)
 
 

@@ -35,8 +35,9 @@ __all__ = ["ToolClientMethods"]
 
 @checks_public_keywords
 class ToolClientMethods:
-    """``definitions``, ``tool_infos``, ``refresh_tools``, ``call_tool``, ``start_task``,
-    ``task`` and ``into_tools`` of :class:`~agcore_tools.McpClient`."""
+    """``definitions``, ``tool_infos``, ``refresh_tools``, ``malformed_tools``,
+    ``call_tool``, ``start_task``, ``task`` and ``into_tools`` of
+    :class:`~agcore_tools.McpClient`."""
 
     server_name: str
     permission_policy: PermissionPolicy
@@ -78,6 +79,25 @@ class ToolClientMethods:
     async def tool_infos(self) -> list[McpToolInfo]:
         """The server's tools with their schemas and annotations (cached like :meth:`definitions`)."""
         return await self._tool_cache.current()
+
+    @property
+    def malformed_tools(self) -> tuple[str, ...]:
+        """The tools the last tool list left out as malformed, one line each: the tool's
+        name, where its listing is wrong and how, as the WARNING logged for it said
+        (``"'search' (tools[1].inputSchema: Input should be a valid dictionary)"``).
+
+        A server's tool whose listing breaks the protocol's schema (an ``inputSchema``
+        that is no object, an annotation of the wrong type) is left out, so that its
+        other tools stay usable; a list with no valid tool fails. Empty when none was
+        left out, or before the first list. To refuse such a server, check it after
+        ``connect()``.
+
+        Example:
+            >>> from agcore_tools import McpClient, StdioTransport
+            >>> McpClient("x", StdioTransport("server")).malformed_tools
+            ()
+        """
+        return tuple(str(tool) for tool in self._tool_cache.malformed)
 
     async def call_tool(
         self,

@@ -12,7 +12,7 @@ except for the requests of METHOD (of TOOL alone, for ``tools/call``):
 - ``null-result``: the answer carries ``"result": null``;
 - ``no-jsonrpc``: the answer lacks the ``"jsonrpc"`` member;
 - ``bad-schema``: the second tool of a ``tools/list`` answer has the string
-  ``"object"`` for its ``inputSchema`` (a valid answer, but no valid tool list);
+  ``"object"`` for its ``inputSchema`` (a valid answer, with a malformed tool);
 - ``json-log``: the answer is left alone, but before the request is passed on, log
   lines carrying its id (as a server with a JSON logger on stdout writes them) are
   written to stdout: one with ``"id"`` alone, one with an ``"error"`` besides;
