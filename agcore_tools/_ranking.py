@@ -38,7 +38,9 @@ extra, imported when an index is built.
 
 from __future__ import annotations
 
+import logging
 import re
+import sys
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -323,10 +325,16 @@ class ToolIndex:
     def __init__(
         self, definitions: Sequence[Mapping[str, Any]], embedder: Embedder | None = None
     ) -> None:
+        first_import = "bm25s" not in sys.modules
         import bm25s
         import numpy
         import Stemmer
         from bm25s.stopwords import STOPWORDS_EN
+
+        if first_import and logging.getLogger("bm25s").level == logging.DEBUG:
+            # bm25s sets its own logger to DEBUG when imported: an app logging at
+            # WARNING printed "Building index from tokens" at every search's index.
+            logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
         self._np = numpy
         self._stop = frozenset(STOPWORDS_EN)

@@ -385,7 +385,12 @@ def _description(definition: dict[str, Any]) -> str:
 
 
 def _line(name: str, text: str) -> str:
-    return f"- {name}: {text}".rstrip()
+    # A description's own lines indented under its tool's: a markdown list in one
+    # ("- Single line: ...") read as more tools found.
+    first, *rest = [line.rstrip() for line in text.strip().splitlines()] or [""]
+    return "\n".join(
+        [f"- {name}: {first}".rstrip(), *(f"  {line}" if line else "" for line in rest)]
+    )
 
 
 def _name(definition: dict[str, Any]) -> str:

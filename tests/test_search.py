@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -274,3 +276,40 @@ async def test_a_catalogue_search_reads_a_server_name_in_any_case():
     assert found[-1] == ["Git__list_tags"]
     text = await search.execute({"query": "list", "server": "GIT"}, ToolContext())
     assert text == "No server is named 'GIT'; the servers are Git, GitHub, git, gitlab."
+
+
+async def test_a_description_with_a_list_in_it_does_not_read_as_more_tools_found():
+    # Each line of a found tool's description came as written after "- name: ": a
+    # markdown list in it ("- Single line: ...") read as more tools found.
+    commit = _definition(
+        "git_commit",
+        "Create a commit.\n\n**Examples:**\n- Single line: feat: add login\n- Multi-line: fix",
+        "message",
+    )
+    search = SearchTool([commit, TOOLS[0]], set, lambda names: None, 5)
+
+    text = await search.execute({"query": "commit"}, ToolContext())
+
+    assert text == (
+        "These tools can be called from your next step:\n"
+        "- git_commit: Create a commit.\n"
+        "\n"
+        "  **Examples:**\n"
+        "  - Single line: feat: add login\n"
+        "  - Multi-line: fix"
+    )
+
+
+def test_bm25s_leaves_an_apps_warning_level_logging_quiet():
+    # bm25s sets its own logger to DEBUG when imported: an app logging at WARNING got
+    # "DEBUG bm25s: Building index from tokens" at every index built.
+    code = (
+        "import logging; logging.basicConfig(level=logging.WARNING)\n"
+        "from agcore_tools._ranking import ToolIndex\n"
+        "tool = {'type': 'function', 'function': {'name': 'read_file', 'description': 'Read.'}}\n"
+        "assert ToolIndex([tool]).search('read', 5) == ['read_file']\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "bm25s" not in ran.stderr, ran.stderr

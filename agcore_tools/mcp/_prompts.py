@@ -47,8 +47,10 @@ async def get_prompt(session: Session, name: str, arguments: Mapping[str, Any] |
     values = _strings(session, f"prompt '{name}'", arguments)
     what = f"prompts/get '{name}'"
     require_capability(session, what, "prompts")
+    # Sent even when empty: TypeScript SDK servers refuse a prompt whose arguments are
+    # all optional when "arguments" is absent ("expected object, received undefined").
     result = await session.send(
-        what, lambda client, meta: client.get_prompt(name, values or None, meta=meta)
+        what, lambda client, meta: client.get_prompt(name, values, meta=meta)
     )
     return McpPrompt(
         name=name,

@@ -7,8 +7,12 @@ from typing import Any
 
 import pytest
 
-from agcore_tools import McpClient, McpError, StdioTransport, ToolError
+from agcore_tools import McpClient, McpError, StdioTransport, ToolError, ToolRegistry
 from agcore_tools.mcp import McpCompletion, McpPrompt, McpPromptInfo
+
+from .conftest import NODE_MODULES, SERVERS, require_node_modules, system_node
+
+SDK_1_9 = NODE_MODULES / "mcp-sdk-1-9" / "package.json"  # the TypeScript SDK 1.9.0
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -57,3 +61,22 @@ async def test_mistakes_in_the_call_are_value_errors() -> None:
         await client.get_prompt("trip", {"country": "Peru", "days": 3})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="a prompt name must be a non-empty string"):
         await client.get_prompt("")
+
+
+async def test_a_prompt_whose_arguments_are_all_optional_is_got_without_any() -> None:
+    # get_prompt(name) sent no "arguments", and the TypeScript SDK refused the request
+    # ("expected object, received undefined"): so did the prompt tool a model called
+    # without arguments. An empty map is sent now.
+    require_node_modules(SDK_1_9)
+    transport = StdioTransport(system_node(), [str(SERVERS / "optional_prompt.mjs")])
+    async with McpClient("ts", transport, timeout=20) as client:
+        for arguments in (None, {}):
+            prompt = await client.get_prompt("wrapup", arguments)
+            assert prompt.messages[0]["content"]["text"] == "Wrap up."
+        tagged = await client.get_prompt("wrapup", {"tag": "v1"})
+        assert tagged.messages[0]["content"]["text"] == "Wrap up and tag v1."
+        registry = ToolRegistry()
+        registry.register(client.prompt_tool())
+        [name] = [entry.name for entry in registry.entries()]
+        invocation = await registry.invoke(name, {"name": "wrapup"})
+        assert invocation.output[0]["content"]["text"] == "Wrap up."
