@@ -147,7 +147,9 @@ class McpTask:
         raises ends the wait (the task runs on).
 
         A task created on the other protocol era than the client's connection now
-        speaks is refused (its wire differs): re-attach with the same ``protocol=``.
+        speaks is refused (its wire differs): re-attach with the same ``protocol=``. So is
+        a 2026-07-28 task once the client has fallen back to the ``initialize``
+        handshake on its own (the server asked for it): the error says so.
 
         Raises:
             ToolExecutionError: The tool answered ``isError`` (its text with the
@@ -362,12 +364,26 @@ class McpTask:
         now = client.protocol_version
         if not self.protocol:
             self.protocol = now  # re-attached by id alone: this session's era
-        elif (self.protocol in MODERN_PROTOCOL_VERSIONS) != (now in MODERN_PROTOCOL_VERSIONS):
+            return
+        modern = now in MODERN_PROTOCOL_VERSIONS
+        if (self.protocol in MODERN_PROTOCOL_VERSIONS) == modern:
+            return
+        if not modern and self._session.settings.protocol != "legacy":
+            # Not the app's setting: the client fell back to the handshake on its own
+            # (the server asked for it, or broke on the probe; see _handshake).
             raise McpUsageError(
                 f"MCP server '{self.server_name}': task '{self._shown_id}' was created on "
-                f"protocol {self.protocol}, and this connection speaks {now}, whose tasks "
-                "wire differs; re-attach from a client with the same protocol= setting"
+                f"protocol {self.protocol}, and this client has since fallen back to the "
+                f"initialize handshake with the server ({now}, whose tasks wire differs), "
+                "so the task cannot be re-attached on this connection (it may still run "
+                "on the server): start the call again, or re-attach from a new McpClient, "
+                f"which tries {self.protocol} first"
             )
+        raise McpUsageError(
+            f"MCP server '{self.server_name}': task '{self._shown_id}' was created on "
+            f"protocol {self.protocol}, and this connection speaks {now}, whose tasks "
+            "wire differs; re-attach from a client with the same protocol= setting"
+        )
 
     def _gone(self, detail: str) -> McpError:
         return McpError(

@@ -770,3 +770,37 @@ async def test_a_task_on_a_server_that_wants_initialize_after_the_probe(
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1
     assert "then refused tools/call 'build' as a task: initialize is required" in warnings[0]
+
+
+async def test_a_task_made_before_the_client_fell_back_to_initialize_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server that agrees on 2026-07-28, creates a task there, and then refuses
+    tasks/get until ``initialize``: the client connects again with the handshake, on
+    its own, and the 2026-07-28 task cannot be followed on that wire. The error says
+    what happened; it told the app to use "the same protocol= setting", which it never
+    set."""
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    gated = TaskServer(
+        tmp_path / "tasks.json", "--poll-ms", "100", "--wants-initialize", "tasks/get"
+    )
+    try:
+        async with gated.client(tasks=True) as client:
+            task = await client.start_task("build", {"seconds": 30, "label": "before"})
+            assert task.protocol == "2026-07-28"
+            with pytest.raises(McpUsageError) as refused:
+                await task.status()
+            assert client.protocol_version == "2025-11-25"
+    finally:
+        gated.stop()
+        gated.sock.close()
+    message = str(refused.value)
+    assert "was created on protocol 2026-07-28, and this client has since fallen back to " in (
+        message
+    )
+    assert "the initialize handshake with the server (2025-11-25" in message
+    assert "cannot be re-attached on this connection" in message
+    assert "start the call again, or re-attach from a new McpClient" in message
+    assert "protocol=" not in message
+    [warned] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "then refused tasks/get" in warned and 'protocol="legacy"' in warned
