@@ -135,7 +135,10 @@ class Connection:
         """What the server's log messages and errors are masked with."""
         self.log = ServerLog(settings.server_name, secrets.mask)
         """Where the server's log messages are logged (masked, escaped, cut, budgeted)."""
-        self.questions = LiveQuestions(settings.server_name, settings.timeout, self.secrets)
+        # Read when a question comes: the client's timeout may change meanwhile.
+        self.questions = LiveQuestions(
+            settings.server_name, lambda: self.settings.timeout, self.secrets
+        )
         """Questions asked on this connection (2025-11-25) with no handler to answer
         them: declined, or held for the one call that can pause (see _elicitation)."""
         self.child: ChildProcess | None = None
