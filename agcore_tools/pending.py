@@ -249,9 +249,10 @@ LEFT_RUNNING: ContextVar[dict[str, list[Any]] | None] = ContextVar(
 """Where the calls of the loop's current tool turn, cancelled before they ended, leave
 the work they started (an MCP task's handle), by call id, for the tool's
 ``stopped(call_id)``. Set only in a turn, which asks only about the calls it leaves
-unanswered: what a call cut off by its timeout left goes with the turn, and a call
-cancelled elsewhere (``invoke_all()``) leaves nothing behind. One per turn, since
-call ids repeat across the conversations that share a tool, never within a turn."""
+unanswered: a call cut off by its timeout leaves nothing here (an MCP task call
+cancels its task), nor does a call cancelled elsewhere (``invoke_all()``). One per
+turn, since call ids repeat across the conversations that share a tool, never within a
+turn."""
 
 
 class ToolInputRequested:

@@ -13,6 +13,7 @@ task: requests travel over memory streams and wait on their own response slot.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import math
 import time
@@ -135,7 +136,10 @@ class Connection:
         """What the server's log messages and errors are masked with."""
         self.log = ServerLog(settings.server_name, secrets.mask)
         """Where the server's log messages are logged (masked, escaped, cut, budgeted)."""
-        self.questions = LiveQuestions(settings.server_name, settings.timeout, self.secrets)
+        # Read when a question comes: the client's timeout may change meanwhile.
+        self.questions = LiveQuestions(
+            settings.server_name, lambda: self.settings.timeout, self.secrets
+        )
         """Questions asked on this connection (2025-11-25) with no handler to answer
         them: declined, or held for the one call that can pause (see _elicitation)."""
         self.child: ChildProcess | None = None
@@ -190,7 +194,15 @@ class Connection:
         await import_sdk(self.server_name)
         now = time.monotonic()
         self.deadline = now + self.settings.timeout if deadline is None else deadline
-        self._task = asyncio.create_task(self._run(), name=f"mcp-client:{self.server_name}")
+        # In an empty context: the owner, and the SDK's tasks it starts (those that
+        # read the server's messages and answer its requests), live as long as the
+        # connection, and a copy of the caller's context would keep what its variables
+        # hold (a request's objects) alive as long, and make the span current at
+        # connect the parent of the spans of every request the server sends. Nothing
+        # it runs reads the caller's: what it needs it sets itself (_sdklog, EXCHANGE).
+        self._task = contextvars.Context().run(
+            asyncio.create_task, self._run(), name=f"mcp-client:{self.server_name}"
+        )
         try:
             # The owner enforces the start-up deadline itself; this outer bound only
             # guards against a transport that hangs while unwinding a failed start.

@@ -61,6 +61,8 @@ class ParkedQuestion:
     """The ``elicitation/create`` params, as JSON (message, requestedSchema)."""
     answer: asyncio.Future[Any]
     """Set to the SDK ``ElicitResult`` to answer the server."""
+    limit: float
+    """Seconds the answer may take, and then the call to go on: its call's timeout."""
 
 
 class LiveQuestions:
@@ -70,28 +72,33 @@ class LiveQuestions:
     tool call waits. When exactly one call that can pause (a call the loop made, see
     :mod:`._input_pause`) is running on the connection, the question is parked for it
     and the loop pauses; the answer is sent when the app resumes, in this process,
-    within the client's ``timeout``. Otherwise (no such call, or several, since the
-    wire does not say which call asked) it is declined, as before.
+    within that call's timeout (its ``timeout=``, else the client's ``timeout()`` when
+    it was made). Otherwise (no such call, or several, since the wire does not say
+    which call asked) it is declined, as before.
     """
 
-    def __init__(self, server_name: str, timeout: float, secrets: SentSecrets) -> None:
+    def __init__(
+        self, server_name: str, timeout: Callable[[], float], secrets: SentSecrets
+    ) -> None:
         self.server_name = server_name
         self.timeout = timeout
+        """The client's timeout now: the bound of a call that armed with none of its own."""
         self.secrets = secrets
         """The connection's secrets, masked in the errors of a call that asked."""
-        self._armed: list[asyncio.Future[ParkedQuestion]] = []
+        # Each armed call's timeout (None: the client's), by the future its question goes to.
+        self._armed: dict[asyncio.Future[ParkedQuestion], float | None] = {}
         self._decline = declining_handler(server_name, secrets.mask)
 
-    def arm(self) -> asyncio.Future[ParkedQuestion]:
-        """A future that gets the next question, while the caller's call runs."""
+    def arm(self, limit: float | None = None) -> asyncio.Future[ParkedQuestion]:
+        """A future that gets the next question, while the caller's call runs; ``limit``:
+        the call's timeout, which bounds the wait for the answer (None: the client's)."""
         waiter: asyncio.Future[ParkedQuestion] = asyncio.get_running_loop().create_future()
-        self._armed.append(waiter)
+        self._armed[waiter] = limit
         return waiter
 
     def disarm(self, waiter: asyncio.Future[ParkedQuestion]) -> None:
         """Stop waiting for a question (the call ended or was cancelled)."""
-        if waiter in self._armed:
-            self._armed.remove(waiter)
+        self._armed.pop(waiter, None)
         waiter.cancel()
 
     async def handler(self, context: Any, params: Any) -> Any:
@@ -109,18 +116,22 @@ class LiveQuestions:
                 )
             return await self._decline(context, params)
         waiter = armed[0]
-        self._armed.remove(waiter)
+        limit = self._armed.pop(waiter)
+        if limit is None:
+            limit = self.timeout()
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         asked = params.model_dump(by_alias=True, mode="json", exclude_none=True)
-        waiter.set_result(ParkedQuestion(asked, answer))
+        waiter.set_result(ParkedQuestion(asked, answer, limit))
         try:
-            # Bounded: the call waiting on this answer ends within the client's timeout.
-            return await with_timeout(answer, self.timeout)
+            # Bounded as the call that asked is: its timeout= may be longer or shorter
+            # than the client's.
+            return await with_timeout(answer, limit)
         except TimeoutError:
             logger.warning(
-                "MCP server '%s': no answer to its question (%.200r) within %g s; cancelled",
+                "MCP server '%s': no answer to its question (%.200r) within %g s (its "
+                "call's timeout); cancelled",
                 self.server_name,
                 self.secrets.mask(str(asked.get("message", ""))),
-                self.timeout,
+                limit,
             )
             return ElicitResult(action="cancel")

@@ -11,7 +11,7 @@ returns a :class:`ServerQuestion` instead of a value, and the adapter turns it i
   ``inputResponses`` on a new ``tools/call``, which the server runs from its start.
 - 2025-11-25 (:class:`LiveQuestion`): the question is a request on the connection,
   and the call waits for it. The call goes on running in this process; the answer is
-  sent when the app resumes here, within the client's ``timeout``. It cannot outlive
+  sent when the app resumes here, within the call's timeout. It cannot outlive
   the connection: a resume in another process tells the model the question was lost.
   Each pause gets a random ``nonce``, kept in its state in the history: the adapter
   finds the live question by it, never by the call id alone, since call ids repeat
@@ -69,12 +69,15 @@ def question_id(call_id: str | None, key: str, nonce: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class InputRound:
-    """One ``tools/call`` made by an adapter: whether a question may pause it, and the
-    answers and state of the round it resumes (None on a first call)."""
+    """One ``tools/call`` made by an adapter: whether a question may pause it, the
+    answers and state of the round it resumes (None on a first call), and, once sent,
+    the call's timeout (``_sending`` sets it), which bounds a 2025-11-25 question's wait
+    for its answer."""
 
     can_pause: bool
     answers: Mapping[str, Mapping[str, Any]] | None = None
     request_state: str | None = None
+    limit: float | None = None
 
 
 ROUND: ContextVar[InputRound | None] = ContextVar("agcore_mcp_input_round", default=None)
@@ -176,12 +179,12 @@ class LiveQuestion(ServerQuestion):
         from mcp_types import ElicitResult
 
         if self.parked.answer.done():
-            # The client's timeout came first and the server was told "cancel": this
+            # The call's timeout came first and the server was told "cancel": this
             # answer cannot reach it, and the model must not read the cancel as the user's.
             raise McpError(
                 self.questions.server_name,
                 f"the question asked during tools/call '{self.tool_name}' was lost: the "
-                f"answer came after the client's timeout ({self.questions.timeout:g} s), "
+                f"answer came after the call's timeout ({self.parked.limit:g} s), "
                 "and the server was told it was cancelled; call the tool again",
                 tool_name=self.tool_name,
                 recoverable=True,
@@ -190,7 +193,9 @@ class LiveQuestion(ServerQuestion):
         self.parked.answer.set_result(ElicitResult.model_validate(dict(answer)))
         secrets = self.questions.secrets  # what the server said may echo a credential
         try:
-            outcome = await first_of(self.call, self.questions, self.tool_name, bounded=True)
+            outcome = await first_of(
+                self.call, self.questions, self.tool_name, self.parked.limit, bounded=True
+            )
         except ToolError:
             raise
         except Exception as exc:  # noqa: BLE001 - the SDK's, raised as an McpError chained from it
@@ -214,12 +219,21 @@ def _retrieve(call: asyncio.Future[Any]) -> None:
 
 
 async def first_of(
-    call: asyncio.Future[Any], questions: LiveQuestions, tool_name: str, *, bounded: bool
+    call: asyncio.Future[Any],
+    questions: LiveQuestions,
+    tool_name: str,
+    limit: float | None,
+    *,
+    bounded: bool,
 ) -> Any:
     """Wait for ``call`` (a running ``tools/call``) to end or to ask a question: its
-    ``CallToolResult``, or a :class:`LiveQuestion`. ``bounded``: within the client's
-    timeout (a resumed call; a first call is bounded by its caller's watchdog)."""
-    waiter = questions.arm()
+    ``CallToolResult``, or a :class:`LiveQuestion`. ``limit``: the call's timeout (None:
+    the client's), which bounds the wait for the answer to a question it asks, and,
+    ``bounded``, this wait (a resumed call; a first call is bounded by its caller's
+    watchdog)."""
+    waiter = questions.arm(limit)
+    if limit is None:
+        limit = questions.timeout()
 
     def ended(_: asyncio.Future[Any]) -> None:
         if not waiter.done():
@@ -228,7 +242,7 @@ async def first_of(
     call.add_done_callback(ended)
     try:
         if bounded:
-            parked = await asyncio.wait_for(asyncio.shield(waiter), questions.timeout)
+            parked = await asyncio.wait_for(asyncio.shield(waiter), limit)
         else:
             parked = await waiter
     except TimeoutError as exc:
@@ -236,7 +250,7 @@ async def first_of(
         call.cancel()
         raise McpTimeoutError(
             questions.server_name,
-            f"tools/call '{tool_name}' timed out after {questions.timeout:g} s",
+            f"tools/call '{tool_name}' timed out after {limit:g} s",
             tool_name=tool_name,
             may_have_run=True,
         ) from exc

@@ -14,13 +14,14 @@ import asyncio
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from .._aio import with_timeout
 from ..error import McpNotInitializedError, McpTimeoutError, ToolConfigError, ToolError
 from ._connection import ClientSettings, Connection
 from ._exchange import EXCHANGE, HttpExchange
-from ._input_pause import ServerQuestion
+from ._input_pause import ROUND, ServerQuestion
 from ._progress import call_meta, progress_callback
 from ._recover import Restarts, cause_of, classify, note_run, send_again
 from ._restarts import RestartBudget
@@ -170,6 +171,12 @@ async def call_tool(
     # Over HTTP, the guard in _http reports what the server answered into this.
     exchange = HttpExchange() if conn.http else None
     token = EXCHANGE.set(exchange)
+    # A call that can pause on a question: the question waits for its answer as long
+    # as the call may take (see _elicitation).
+    round_ = ROUND.get()
+    timing = None
+    if round_ is not None and round_.can_pause:
+        timing = ROUND.set(replace(round_, limit=limit))
     try:
         result = await _send_call(conn, remaining, name, arguments, progress)
     except Exception as exc:  # noqa: BLE001 - send_again raises it translated, or retries
@@ -198,6 +205,8 @@ async def call_tool(
         except McpTimeoutError as timed_out:  # the bound, after the request went out
             raise note_run(timed_out, True, name)  # noqa: B904 - its cause is kept
     finally:
+        if timing is not None:
+            ROUND.reset(timing)
         EXCHANGE.reset(token)
     session.budget.clear()
     if isinstance(result, ServerQuestion):

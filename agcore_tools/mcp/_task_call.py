@@ -7,7 +7,9 @@ The adapter starts the task (:meth:`McpClient.start_task`) and waits for it up t
 cancelled) pauses the call: :class:`~agcore_tools.pending.RunningTask` goes in
 ``response.pending``, and the task's handle (:meth:`McpTask.to_json`) rides on the
 open call in the history. The next ``submit_with_tools(None, registry)``, in any
-process, re-attaches to the same task: the ``tools/call`` is never sent again.
+process, re-attaches to the same task: the ``tools/call`` is never sent again. A call
+that stops waiting with its handle kept nowhere (cut off by its time limit, cancelled
+outside the loop) cancels the task (``_tasks.give_up``).
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from .._clock import expired_limit
 from ..base import ToolContext
 from ..error import McpInputRequiredError, McpTimeoutError
 from ..pending import KEEPER, LEFT_RUNNING, CallPaused, InputRequest, RunningTask
 from ._input_pause import new_nonce, question_id
-from ._tasks import McpTask
+from ._tasks import McpTask, give_up
 from .models import McpTaskStatus
 
 __all__ = ["TaskCaller", "paused_on", "run_task"]
@@ -61,9 +64,11 @@ async def run_task(
     """Start (or, with ``saved``, re-attach to) the task of ``tool`` (registered as
     ``name``) and wait for it: its value, or, still running after the client's timeout,
     the call's pause once it has waited ``wait`` seconds. Cancelled in a loop's tool
-    turn, the call leaves the handle in the turn's
+    turn (not by its time limit), the call leaves the handle in the turn's
     :data:`~agcore_tools.pending.LEFT_RUNNING` under its call id, for
-    :func:`paused_on`; cancelled anywhere else, it leaves nothing behind."""
+    :func:`paused_on`; cut off by its time limit, or cancelled anywhere else, it
+    cancels the task (``tasks/cancel``, best effort), as it does when it has no call id
+    to pause with, unless a keeper (a Temporal activity) holds the handle."""
     keeper = KEEPER.get()
     saved = resume["state"]["task"] if resume is not None else None
     if saved is None and keeper is not None:
@@ -88,11 +93,17 @@ async def run_task(
         value = await task.result(timeout=wait, on_status=report)
     except asyncio.CancelledError:
         left = LEFT_RUNNING.get()
-        if left is not None and call_id and task.task_id is not None:
+        timed_out = expired_limit() is not None  # the call's time limit, not the loop's stop
+        if left is not None and call_id and task.task_id is not None and not timed_out:
             left.setdefault(call_id, []).append(task)  # the loop may keep the call open
+        elif keeper is None:
+            why = "its call timed out" if timed_out else "its call was cancelled"
+            await give_up(task, why)
         raise
     except McpTimeoutError:
         if not call_id or task.task_id is None or keeper is not None:
+            if keeper is None:
+                await give_up(task, "its call timed out")
             raise
         return _pause(task, call_id, name)
     except McpInputRequiredError as asked:

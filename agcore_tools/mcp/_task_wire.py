@@ -14,6 +14,10 @@ turns tasks on (``McpClient(tasks=True)``), by the connection.
 
 Every ``tasks/*`` request sets ``name_param = "taskId"``, so it carries the
 ``Mcp-Name`` header SEP-2663 requires over HTTP.
+
+A task the client gives up on with no handle left to anyone (its call timed out, or was
+cancelled) gets a ``tasks/cancel`` (:func:`cancel_left`): best effort, within
+:data:`GIVE_UP_WAIT`, where the server offers it (:func:`cancel_offered`).
 """
 
 from __future__ import annotations
@@ -40,9 +44,11 @@ from pydantic.alias_generators import to_camel
 
 from ..error import McpError
 from ._error_text import quoted, server_word
+from ._exchange import EXCHANGE
 from .models import McpTaskStatus
 
 __all__ = [
+    "GIVE_UP_WAIT",
     "TASKS_EXTENSION",
     "CancelTask",
     "CreatedTask",
@@ -51,6 +57,8 @@ __all__ = [
     "RawResult",
     "TasksExtension",
     "ask_client",
+    "cancel_left",
+    "cancel_offered",
     "parse_status",
     "send_unvalidated",
     "update_params",
@@ -68,6 +76,9 @@ MIN_POLL = 0.02
 """The shortest wait between two polls, so a ``pollInterval`` of 0 cannot spin."""
 DEFAULT_POLL_CAP = 1.0
 """The longest wait between two polls when the server suggests no interval."""
+GIVE_UP_WAIT = 1.0
+"""Seconds the ``tasks/cancel`` of a task given up on may take (as the closing
+``DELETE`` of a session may): the caller that gave up waits that long at most."""
 
 
 class GetTask(GetTaskRequest):
@@ -327,6 +338,97 @@ async def drive(
         delay *= 2
 
 
+def cancel_offered(capabilities: Any, modern: bool) -> bool:
+    """Whether a server with ``capabilities`` (its ``ServerCapabilities``, or None)
+    takes ``tasks/cancel``: on 2025-11-25 it advertises ``tasks.cancel``; on 2026-07-28
+    ``tasks/cancel`` is one of the three methods of the tasks extension it advertises.
+
+    Example:
+        >>> from mcp_types import ServerCapabilities
+        >>> legacy = ServerCapabilities.model_validate({"tasks": {"requests": {}}})
+        >>> cancel_offered(legacy, False), cancel_offered(None, True)
+        (False, False)
+        >>> modern = ServerCapabilities.model_validate({"extensions": {TASKS_EXTENSION: {}}})
+        >>> cancel_offered(modern, True)
+        True
+    """
+    if capabilities is None:
+        return False
+    if modern:
+        return TASKS_EXTENSION in (capabilities.extensions or {})
+    tasks = capabilities.tasks
+    return tasks is not None and tasks.cancel is not None
+
+
+async def cancel_left(
+    session: ClientSession,
+    server_name: str,
+    task_id: str,
+    tool_name: str,
+    why: str,
+    hide: Callable[[str], str],
+) -> bool:
+    """Send ``tasks/cancel`` for task ``task_id`` of tool ``tool_name``, which the client
+    gives up on (``why``: "its call timed out"): best effort, within
+    :data:`GIVE_UP_WAIT` (shielded from the cancel scopes around it, not from a new
+    cancellation of the caller), never raising. Whether the server accepted it; if not,
+    a WARNING says the task may run on (DEBUG when the server no longer knows it), with
+    what the server said masked by ``hide``. The caller checks :func:`cancel_offered`."""
+    import anyio
+    from mcp.shared.exceptions import MCPError
+
+    task = server_word(task_id)  # a hostile server's newline would forge a record
+    # The request the caller gave up on may have its HTTP outcome noted (see
+    # _exchange): this one's must not be read as that request's.
+    token = EXCHANGE.set(None)
+    try:
+        with anyio.fail_after(GIVE_UP_WAIT, shield=True):
+            await session.send_request(
+                CancelTask(params={"taskId": task_id}),  # type: ignore[arg-type]
+                RawResult,
+                request_read_timeout_seconds=GIVE_UP_WAIT,
+            )
+    except MCPError as exc:
+        gone = exc.code == INVALID_PARAMS  # it ended, or expired, meanwhile
+        logger.log(
+            logging.DEBUG if gone else logging.WARNING,
+            "MCP server '%s': task '%s' of tool '%s' (%s) may run on: the server refused "
+            "its tasks/cancel: %s",
+            server_name,
+            task,
+            tool_name,
+            why,
+            quoted(exc.message, hide),
+        )
+        return False
+    except Exception as exc:  # noqa: BLE001 - best effort: logged, the caller's error goes on
+        if isinstance(exc, TimeoutError):
+            said = f"got no answer within {GIVE_UP_WAIT:g} s"
+        else:
+            said = f"failed: {quoted(str(exc) or type(exc).__name__, hide)}"
+        logger.warning(
+            "MCP server '%s': task '%s' of tool '%s' (%s) may run on: its tasks/cancel %s "
+            "(McpClient.task('%s').cancel() stops it)",
+            server_name,
+            task,
+            tool_name,
+            why,
+            said,
+            task,
+        )
+        return False
+    finally:
+        EXCHANGE.reset(token)
+    logger.debug(
+        "MCP server '%s': task '%s' of tool '%s' (%s): tasks/cancel sent and accepted",
+        server_name,
+        task,
+        tool_name,
+        why,
+    )
+    return True
+
+
 def _error_result(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
@@ -354,26 +456,42 @@ class TasksExtension(ClientExtension):
             drive(
                 ctx.session, self.server_name, created.task_id, ctx.tool_name, deadline, self.hide
             ),
+            ctx.session,
             self.server_name,
             created.task_id,
             ctx.tool_name,
+            self.hide,
         )
 
 
-async def _followed(driving: Any, server_name: str, task_id: str, tool_name: str) -> CallToolResult:
-    """``driving``; a wait cut short (timeout, cancellation) logs the task it leaves."""
+async def _followed(
+    driving: Any,
+    session: ClientSession,
+    server_name: str,
+    task_id: str,
+    tool_name: str,
+    hide: Callable[[str], str],
+) -> CallToolResult:
+    """``driving``; a wait cut short (timeout, cancellation) leaves a task nobody holds
+    a handle of: it is cancelled (:func:`cancel_left`) where the server offers that,
+    else logged as left running."""
     try:
         result: CallToolResult = await driving
     except (asyncio.CancelledError, TimeoutError):
-        task = server_word(task_id)  # a hostile server's newline would forge a record
-        logger.warning(
-            "MCP server '%s': tools/call '%s' ran as task '%s', left running on the server "
-            "(McpClient.task('%s') picks it up)",
-            server_name,
-            tool_name,
-            task,
-            task,
-        )
+        # The watchdog's timeout reaches here as a cancellation too: not told apart.
+        if cancel_offered(session.server_capabilities, True):
+            why = "its call was cut short"
+            await cancel_left(session, server_name, task_id, tool_name, why, hide)
+        else:
+            task = server_word(task_id)  # a hostile server's newline would forge a record
+            logger.warning(
+                "MCP server '%s': tools/call '%s' ran as task '%s', left running on the "
+                "server (McpClient.task('%s') picks it up)",
+                server_name,
+                tool_name,
+                task,
+                task,
+            )
         raise
     return result
 
@@ -400,9 +518,11 @@ def resolving_tasks(
         deadline = time.monotonic() + 1e9  # the watchdog around the call bounds it
         return await _followed(
             drive(session, server_name, created.task_id, name, deadline, hide),
+            session,
             server_name,
             created.task_id,
             name,
+            hide,
         )
 
     return call_tool

@@ -41,7 +41,7 @@ from ._results import result_value
 from ._session import Session, check_timeout
 from .models import McpTaskStatus
 
-__all__ = ["McpTask", "StatusCallback"]
+__all__ = ["McpTask", "StatusCallback", "give_up"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -147,7 +147,9 @@ class McpTask:
         raises ends the wait (the task runs on).
 
         A task created on the other protocol era than the client's connection now
-        speaks is refused (its wire differs): re-attach with the same ``protocol=``.
+        speaks is refused (its wire differs): re-attach with the same ``protocol=``. So is
+        a 2026-07-28 task once the client has fallen back to the ``initialize``
+        handshake on its own (the server asked for it): the error says so.
 
         Raises:
             ToolExecutionError: The tool answered ``isError`` (its text with the
@@ -362,12 +364,26 @@ class McpTask:
         now = client.protocol_version
         if not self.protocol:
             self.protocol = now  # re-attached by id alone: this session's era
-        elif (self.protocol in MODERN_PROTOCOL_VERSIONS) != (now in MODERN_PROTOCOL_VERSIONS):
+            return
+        modern = now in MODERN_PROTOCOL_VERSIONS
+        if (self.protocol in MODERN_PROTOCOL_VERSIONS) == modern:
+            return
+        if not modern and self._session.settings.protocol != "legacy":
+            # Not the app's setting: the client fell back to the handshake on its own
+            # (the server asked for it, or broke on the probe; see _handshake).
             raise McpUsageError(
                 f"MCP server '{self.server_name}': task '{self._shown_id}' was created on "
-                f"protocol {self.protocol}, and this connection speaks {now}, whose tasks "
-                "wire differs; re-attach from a client with the same protocol= setting"
+                f"protocol {self.protocol}, and this client has since fallen back to the "
+                f"initialize handshake with the server ({now}, whose tasks wire differs), "
+                "so the task cannot be re-attached on this connection (it may still run "
+                "on the server): start the call again, or re-attach from a new McpClient, "
+                f"which tries {self.protocol} first"
             )
+        raise McpUsageError(
+            f"MCP server '{self.server_name}': task '{self._shown_id}' was created on "
+            f"protocol {self.protocol}, and this connection speaks {now}, whose tasks "
+            "wire differs; re-attach from a client with the same protocol= setting"
+        )
 
     def _gone(self, detail: str) -> McpError:
         return McpError(
@@ -469,6 +485,49 @@ class McpTask:
         """What the server ``said`` of the task, in an error: masked, and made safe to log
         (``_error_text.quoted``)."""
         return quoted(str(said), self._hide)
+
+
+async def give_up(task: McpTask, why: str) -> bool:
+    """Cancel ``task`` (``tasks/cancel``), which its caller gives up on with no handle left
+    to anyone (``why``: "its call timed out"), best effort (see ``_task_wire.cancel_left``:
+    within a second, never raising); whether the server accepted it. Nothing is sent for
+    a task that has ended, on a connection that is gone or speaks the other era, or to a
+    server that does not offer ``tasks/cancel``: a WARNING then says the task may run on.
+    """
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    from ._task_wire import cancel_left, cancel_offered
+
+    status = task.last_status
+    if task.task_id is None or (status is not None and status.terminal):
+        return False
+    session = task._session
+    conn = session.conn
+    client = conn.client if conn is not None and conn.usable else None
+    modern = client is not None and is_modern(client)
+    if client is None:
+        reason = "the connection is closed"
+    elif (task.protocol in MODERN_PROTOCOL_VERSIONS) != modern:
+        reason = f"this connection speaks {client.protocol_version}, not its era"
+    elif not cancel_offered(client.server_capabilities, modern):
+        reason = "the server does not offer tasks/cancel"
+    else:
+        hide = session.secrets.mask
+        return await cancel_left(
+            client.session, task.server_name, task.task_id, task.tool_name, why, hide
+        )
+    shown = task._shown_id
+    logger.warning(
+        "MCP server '%s': task '%s' of tool '%s' (%s) runs on, unattached: not cancelled, "
+        "as %s (McpClient.task('%s') picks it up)",
+        task.server_name,
+        shown,
+        task.tool_name,
+        why,
+        reason,
+        shown,
+    )
+    return False
 
 
 def _left(deadline: float | None) -> float | None:

@@ -108,6 +108,7 @@ def _legacy_caller(session: ClientSession, questions: LiveQuestions) -> Any:
         round_ = ROUND.get()
         if round_ is None or not round_.can_pause:
             return await sending
-        return await first_of(asyncio.ensure_future(sending), questions, name, bounded=False)
+        call = asyncio.ensure_future(sending)
+        return await first_of(call, questions, name, round_.limit, bounded=False)
 
     return call_tool

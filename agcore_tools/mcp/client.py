@@ -210,8 +210,10 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
                 which :meth:`start_task` needs on that protocol. The opt-in goes with
                 every request of the session, so the server may then run any call of a
                 tool that supports tasks as one; :meth:`call_tool` polls such a task to
-                its end and returns its value as usual. Off, plain calls pay nothing for
-                tasks. 2025-11-25 tasks need no opt-in (each request asks for its own).
+                its end and returns its value as usual (cut short by its timeout or
+                cancelled, it cancels the task: ``tasks/cancel``, best effort). Off,
+                plain calls pay nothing for tasks. 2025-11-25 tasks need no opt-in
+                (each request asks for its own).
 
         A setting of the wrong kind (a callback or handler that is no function, a
         :class:`~agcore_tools.PermissionConfig` as ``permission_policy``, ``tasks`` that

@@ -529,7 +529,37 @@ async def test_on_2025_an_answer_after_the_timeout_is_not_read_as_a_cancel(
     assert done.text == "I will ask again."
     told = tool_messages(model.requests[1].json["messages"])["c_ask"]
     assert "the question asked during tools/call 'ask' was lost" in told
-    assert "after the client's timeout (2 s)" in told and "call the tool again" in told
+    assert "after the call's timeout (2 s)" in told and "call the tool again" in told
+
+
+async def test_on_2025_a_held_question_is_bounded_by_its_calls_timeout_not_the_connections(
+    serve, make_cycle, booking, caplog
+):
+    # The held question was bounded by the timeout the connection started with (20 s
+    # here), not by the timeout of the call that asked: a client.timeout set later, for
+    # longer or shorter calls, did not apply to it.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    model = serve(ASK, S.reply_text("I will ask again."))
+    client, registry = await _legacy(booking.url, timeout=20.0)
+    client.timeout = 1.5  # the call's timeout, set after the connection started
+    try:
+        cycle = make_cycle(model)
+        [question] = (await cycle.submit_with_tools("colour?", registry)).pending
+        assert isinstance(question, InputRequest)
+        deadline = time.monotonic() + 15
+        while "no answer to its question" not in caplog.text:
+            assert time.monotonic() < deadline, "the question was not bounded by its call"
+            await asyncio.sleep(0.05)
+        done = await cycle.submit_with_tools(
+            None, registry, approvals=[question.accept({"answer": "blue"})]
+        )
+    finally:
+        await client.close()
+    [warned] = [r.getMessage() for r in caplog.records if "no answer" in r.getMessage()]
+    assert "within 1.5 s (its call's timeout); cancelled" in warned
+    assert done.text == "I will ask again."
+    told = tool_messages(model.requests[1].json["messages"])["c_ask"]
+    assert "after the call's timeout (1.5 s)" in told
 
 
 async def test_on_2025_a_call_that_fails_after_its_question_shows_no_echoed_token(

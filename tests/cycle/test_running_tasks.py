@@ -143,6 +143,7 @@ async def test_a_run_cancelled_while_its_task_runs_keeps_the_task_in_the_history
         done = await cycle.submit_with_tools(None, registry)
     assert done.text == "Built after all."
     assert tasks.counts()["calls"] == {"build": 1}
+    assert "cancels" not in tasks.counts()  # kept for the resume, not cancelled
 
 
 @pytest.mark.parametrize("cut_off", ["tool_timeout", "invoke_all"])
@@ -166,7 +167,10 @@ async def test_a_task_call_cut_off_by_its_timeout_leaves_no_claim_on_a_later_cal
             args = {"seconds": 2 * HOURS, "label": "release"}
             [cut] = await registry.invoke_all([("build", args, "c_build")], timeout=1.0)
             assert isinstance(cut.error, ToolTimeoutError)
-        assert tasks.counts()["calls"] == {"build": 1}  # the task was started, and runs on
+        # The task was started; given up on with no handle kept, it was cancelled.
+        [cut_task] = tasks.counts()["tasks"]
+        assert tasks.counts()["calls"] == {"build": 1}
+        assert tasks.counts()["cancels"] == [cut_task]
         polled = asyncio.Event()
         cycle = make_cycle(model)
         ctx = ToolContext(on_event=lambda e: isinstance(e, ToolProgress) and polled.set())
@@ -181,6 +185,7 @@ async def test_a_task_call_cut_off_by_its_timeout_leaves_no_claim_on_a_later_cal
         done = await cycle.submit_with_tools(None, registry)
     assert done.text == "Built after all."
     assert tasks.counts()["calls"] == {"build": 2}  # the kept task was waited for
+    assert tasks.counts()["cancels"] == [cut_task]  # and not cancelled when the run stopped
 
 
 async def test_a_task_the_server_forgot_in_a_restart_is_a_clear_error(

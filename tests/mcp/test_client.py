@@ -6,6 +6,7 @@ Each test in "Lifecycle and failure behaviour" of the issue has a section here.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import re
@@ -1390,3 +1391,38 @@ def test_the_first_connect_does_not_count_the_sdk_import_against_the_timeout() -
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == "hi\n"
+
+
+_REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("_REQUEST")
+
+
+async def test_a_connection_keeps_nothing_of_the_context_it_was_made_in(
+    make_client: Any,
+) -> None:
+    # The connection's owner task, and the SDK tasks it starts, which read the server's
+    # messages and answer its own requests, ran in a copy of the context that
+    # connected, for the client's life: what the app's context variables held then (a
+    # request's objects, the span current then) stayed alive, and every request the
+    # server sent on its own was handled as part of that long-gone request.
+    seen: list[str] = []
+
+    def sample(ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        seen.append(_REQUEST.get("none"))
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="ok"), model="x"
+        )
+
+    client = make_client(protocol="legacy", sampling_handler=sample)
+
+    async def request() -> None:
+        _REQUEST.set("the request that connected")
+        await client.connect()
+
+    try:
+        await asyncio.create_task(request())
+        # The server asks once the call has returned, as its own background work does.
+        assert await client.call_tool("sample_later", {"prompt": "hi"}) == "asking"
+        assert await _sampled_later(client) == "answered: ok"
+    finally:
+        await client.close()
+    assert seen == ["none"]

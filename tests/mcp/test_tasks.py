@@ -31,11 +31,15 @@ from agcore_tools import (
     McpClient,
     StdioTransport,
     StreamableHttpTransport,
+    ToolContext,
     ToolExecutionError,
+    ToolProgress,
     ToolRegistry,
+    ToolTimeoutError,
 )
 from agcore_tools.error import McpError, McpTimeoutError, McpUsageError
 from agcore_tools.mcp import McpTask, McpTaskStatus
+from agcore_tools.mcp._tasks import give_up
 from agcore_tools.testing import ScriptedChatServer as S
 
 from .conftest import ROOT, SERVERS, HttpServer, stop_child
@@ -470,11 +474,14 @@ async def test_plain_calls_and_the_opt_in(
         # input_required rounds) resolves a task through the extension's claim.
         resolved = await sdk.call_tool("build", {"seconds": 0.2, "label": "sdk"})
         assert resolved.structured_content == {"label": "sdk", "seconds": 0.2}
-        # A plain call cut short by its timeout leaves the task, and says which.
+        # A plain call cut short by its timeout leaves a task nobody has a handle of: it
+        # is cancelled (it ran on, unattached, and a WARNING gave its id).
         with caplog.at_level(logging.WARNING, "agcore_tools.mcp"), pytest.raises(McpTimeoutError):
             await client.call_tool("build", {"seconds": 30, "label": "t"}, timeout=0.5)
-        left = [r.getMessage() for r in caplog.records if "left running" in r.getMessage()]
-        assert len(left) == 1 and "McpClient.task(" in left[0]
+        [cut] = [i for i, t in task_server.counts()["tasks"].items() if t["args"]["label"] == "t"]
+        assert task_server.counts()["cancels"] == [cut]
+        assert (await client.task(cut).status()).status == "cancelled"
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
         # A task of one era is not followed on the other's wire.
         era_2025 = client.task({"server": "ci", "task_id": "t", "protocol": "2025-11-25"})
         with pytest.raises(McpUsageError, match="re-attach from a client with the same"):
@@ -584,6 +591,100 @@ async def test_a_timeout_leaves_the_task_running(
     assert task_server.counts()["calls"] == {"build": 1}
 
 
+async def _started(registry: ToolRegistry, args: dict[str, Any]) -> asyncio.Future[Any]:
+    """``registry.invoke("build", args)`` running, once its task has been created (its
+    first status came)."""
+    polled = asyncio.Event()
+    ctx = ToolContext(on_event=lambda e: isinstance(e, ToolProgress) and polled.set())
+    call = asyncio.ensure_future(registry.invoke("build", args, ctx))
+    await asyncio.wait_for(polled.wait(), 20)
+    return call
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_a_task_call_given_up_on_cancels_its_task(
+    task_server: TaskServer, options: dict[str, Any], era: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A registry call run as a task and cut off by its timeout, or cancelled by its
+    caller, leaves no handle to anyone: the client cancels the task (tasks/cancel), which
+    ran on, unattached, until it expired. McpTask.result(timeout=) leaves it to its
+    holder (test_a_timeout_leaves_the_task_running)."""
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    async with task_server.client(**options) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["build"]))
+        [cut] = await registry.invoke_all(
+            [("build", {"seconds": 30, "label": "cut"}, "c1")], timeout=0.5
+        )
+        assert isinstance(cut.error, ToolTimeoutError)
+        call = await _started(registry, {"seconds": 30, "label": "dropped"})
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        made = {t["args"]["label"]: i for i, t in task_server.counts()["tasks"].items()}
+        assert task_server.counts()["cancels"] == [made["cut"], made["dropped"]]
+        for task_id in made.values():
+            assert (await client.task(task_id).status()).status == "cancelled"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_a_task_given_up_on_runs_on_where_the_server_offers_no_cancel(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 2025-11-25 server without the tasks.cancel capability is sent no tasks/cancel:
+    the task runs on, and a WARNING names it. A task that has ended is not cancelled."""
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    server = TaskServer(tmp_path / "tasks.json", "--poll-ms", "100", "--no-cancel")
+    try:
+        async with server.client(protocol="legacy") as client:
+            registry = ToolRegistry()
+            registry.register_all(client.into_tools(tasks=["build"]))
+            [cut] = await registry.invoke_all(
+                [("build", {"seconds": 30, "label": "cut"}, "c1")], timeout=0.5
+            )
+            assert isinstance(cut.error, ToolTimeoutError)
+            [task_id] = server.counts()["tasks"]
+            assert (await client.task(task_id).status()).status == "working"
+            done = await client.start_task("build", {"seconds": 0.1, "label": "done"})
+            assert await done.result(timeout=20) == {"label": "done", "seconds": 0.1}
+            assert not await give_up(done, "its call timed out")
+        assert "cancels" not in server.counts()
+    finally:
+        server.stop()
+        server.sock.close()
+    [warned] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert f"task '{task_id}' of tool 'build' (its call timed out) runs on" in warned
+    assert "not cancelled, as the server does not offer tasks/cancel" in warned
+
+
+@pytest.mark.parametrize(("options", "era"), ERAS)
+async def test_a_tasks_cancel_never_answered_holds_the_caller_a_second_at_most(
+    tmp_path: Path, options: dict[str, Any], era: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    server = TaskServer(tmp_path / "tasks.json", "--poll-ms", "100", "--cancel-delay", "30")
+    try:
+        async with server.client(**options) as client:
+            registry = ToolRegistry()
+            registry.register_all(client.into_tools(tasks=["build"]))
+            call = await _started(registry, {"seconds": 30, "label": "slow"})
+            started = time.monotonic()
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            waited = time.monotonic() - started
+            assert 0.9 <= waited < 3.0, waited  # GIVE_UP_WAIT (1 s), and the loop's latency
+            assert client.connected  # a late answer costs nothing more
+            assert await client.call_tool("plain_echo", {"text": "hi"}) == {"result": "hi"}
+    finally:
+        server.stop()
+        server.sock.close()
+    [warned] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "(its call was cancelled) may run on: its tasks/cancel got no answer within 1 s" in (
+        warned
+    )
+
+
 @pytest.mark.parametrize(("options", "era"), ERAS)
 async def test_over_stdio(tmp_path: Path, options: dict[str, Any], era: str) -> None:
     transport = StdioTransport(
@@ -613,9 +714,9 @@ async def test_a_servers_task_id_and_status_are_escaped_and_cut(
         assert task.task_id is not None and task.task_id.endswith(tail)  # the app's, as sent
         with pytest.raises(McpTimeoutError) as info:
             await task.result(timeout=0.3)
-        if era == "2026-07-28":  # a plain call the server runs as a task, left running
+        if era == "2026-07-28":  # a plain call the server runs as a task, given up on
             with (
-                caplog.at_level(logging.WARNING, "agcore_tools.mcp"),
+                caplog.at_level(logging.DEBUG, "agcore_tools.mcp"),
                 pytest.raises(McpTimeoutError),
             ):
                 await client.call_tool("odd_build", args, timeout=0.5)
@@ -624,10 +725,9 @@ async def test_a_servers_task_id_and_status_are_escaped_and_cut(
     assert f"{shown} of tool 'odd_build' still working\\u202exxx" in message, message
     assert "... [cut 208 chars] after 0.3 s" in message, message
     if era == "2026-07-28":
-        left = [r.getMessage() for r in caplog.records if "left running" in r.getMessage()]
-        assert len(left) == 1 and f"{shown}, left running" in left[0], left
-        assert f"{shown}) picks it up" in left[0], left
-        assert "\n" not in left[0] and "\x1b" not in left[0]
+        said = [r.getMessage() for r in caplog.records if "tasks/cancel" in r.getMessage()]
+        assert len(said) == 1 and f"{shown} of tool 'odd_build' (its call" in said[0], said
+        assert "\n" not in said[0] and "\x1b" not in said[0]
 
 
 @pytest.mark.parametrize(("options", "era"), ERAS)
@@ -670,3 +770,37 @@ async def test_a_task_on_a_server_that_wants_initialize_after_the_probe(
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1
     assert "then refused tools/call 'build' as a task: initialize is required" in warnings[0]
+
+
+async def test_a_task_made_before_the_client_fell_back_to_initialize_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server that agrees on 2026-07-28, creates a task there, and then refuses
+    tasks/get until ``initialize``: the client connects again with the handshake, on
+    its own, and the 2026-07-28 task cannot be followed on that wire. The error says
+    what happened; it told the app to use "the same protocol= setting", which it never
+    set."""
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    gated = TaskServer(
+        tmp_path / "tasks.json", "--poll-ms", "100", "--wants-initialize", "tasks/get"
+    )
+    try:
+        async with gated.client(tasks=True) as client:
+            task = await client.start_task("build", {"seconds": 30, "label": "before"})
+            assert task.protocol == "2026-07-28"
+            with pytest.raises(McpUsageError) as refused:
+                await task.status()
+            assert client.protocol_version == "2025-11-25"
+    finally:
+        gated.stop()
+        gated.sock.close()
+    message = str(refused.value)
+    assert "was created on protocol 2026-07-28, and this client has since fallen back to " in (
+        message
+    )
+    assert "the initialize handshake with the server (2025-11-25" in message
+    assert "cannot be re-attached on this connection" in message
+    assert "start the call again, or re-attach from a new McpClient" in message
+    assert "protocol=" not in message
+    [warned] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "then refused tasks/get" in warned and 'protocol="legacy"' in warned

@@ -23,12 +23,15 @@ the credentials the request carried over HTTP), ``ask(question)`` (tasks require
 ``status``: a hostile server's words), ``plain_echo(text)`` (no tasks) and
 ``calls_made()`` (no tasks: every ``tools/call`` received, per tool, and the times of
 the ``tasks/get`` requests per task). Over HTTP on 2026-07-28 it refuses a ``tasks/*``
-request without the ``Mcp-Name`` header naming the task (HEADER_MISMATCH).
+request without the ``Mcp-Name`` header naming the task (HEADER_MISMATCH). The store
+lists the ids of the ``tasks/cancel`` requests received (``cancels``).
 
 Run: ``python task_server.py --stdio --store PATH`` or ``--http PORT`` (127.0.0.1), or
 ``--http-fd FD`` on a socket the caller bound. ``--poll-ms`` sets the poll interval.
 ``--wants-initialize METHOD`` (over HTTP, again for each method) refuses its requests
-until ``initialize``, as kglite-mcp-server 0.21 does (see ``_gate.py``).
+until ``initialize``, as kglite-mcp-server 0.21 does (see ``_gate.py``). ``--no-cancel``
+leaves ``tasks.cancel`` out of its 2025-11-25 capabilities; ``--cancel-delay SECONDS``
+answers ``tasks/cancel`` that much later.
 """
 
 from __future__ import annotations
@@ -104,7 +107,7 @@ class Store:
             return self._read()
 
 
-OPTIONS = argparse.Namespace(poll_ms=200, clock_file=None)
+OPTIONS = argparse.Namespace(poll_ms=200, clock_file=None, no_cancel=False, cancel_delay=0.0)
 
 
 def now() -> float:
@@ -298,6 +301,13 @@ async def cancel_task(
     ctx: ServerRequestContext[Any, Any], params: GetTaskRequestParams
 ) -> HandlerResult:
     check_name(ctx, params.task_id)
+
+    def log(data: dict[str, Any]) -> None:
+        data.setdefault("cancels", []).append(params.task_id)
+
+    store().update(log)
+    if OPTIONS.cancel_delay:
+        await asyncio.sleep(OPTIONS.cancel_delay)
     record, state = find(params.task_id)
     if state["status"] in ("working", "input_required"):
 
@@ -407,7 +417,7 @@ async def legacy_tasks(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
     if ctx.method == "initialize" and isinstance(result, dict):
         result["capabilities"]["tasks"] = {
             "list": {},
-            "cancel": {},
+            **({} if OPTIONS.no_cancel else {"cancel": {}}),
             "requests": {"tools": {"call": {}}},
         }
     elif ctx.method == "tools/list" and isinstance(result, dict):
@@ -476,9 +486,13 @@ def main() -> None:
     parser.add_argument("--clock-file", type=Path, help="seconds to add to the clock")
     parser.add_argument("--ttl-ms", type=int, default=DEFAULT_TTL_MS, help="a task's default ttl")
     parser.add_argument("--wants-initialize", action="append", default=[], metavar="METHOD")
+    parser.add_argument("--no-cancel", action="store_true", help="2025: no tasks.cancel")
+    parser.add_argument("--cancel-delay", type=float, default=0.0, metavar="SECONDS")
     options = parser.parse_args()
     OPTIONS.poll_ms = options.poll_ms
     OPTIONS.clock_file = options.clock_file
+    OPTIONS.no_cancel = options.no_cancel
+    OPTIONS.cancel_delay = options.cancel_delay
     DEFAULT_TTL_MS = options.ttl_ms
     STORE = Store(options.store, options.forget)
     if options.stdio:
