@@ -24,7 +24,7 @@ from ..base import ToolContext
 from ..error import McpInputRequiredError, McpTimeoutError
 from ..pending import KEEPER, LEFT_RUNNING, CallPaused, InputRequest, RunningTask
 from ._input_pause import new_nonce, question_id
-from ._tasks import McpTask, give_up
+from ._tasks import McpTask, give_up, give_up_timed_out
 from .models import McpTaskStatus
 
 __all__ = ["TaskCaller", "paused_on", "run_task"]
@@ -100,10 +100,10 @@ async def run_task(
             why = "its call timed out" if timed_out else "its call was cancelled"
             await give_up(task, why)
         raise
-    except McpTimeoutError:
+    except McpTimeoutError as timed_out:
         if not call_id or task.task_id is None or keeper is not None:
             if keeper is None:
-                await give_up(task, "its call timed out")
+                raise await give_up_timed_out(task, timed_out) from timed_out
             raise
         return _pause(task, call_id, name)
     except McpInputRequiredError as asked:

@@ -375,9 +375,9 @@ class McpTask:
                 f"MCP server '{self.server_name}': task '{self._shown_id}' was created on "
                 f"protocol {self.protocol}, and this client has since fallen back to the "
                 f"initialize handshake with the server ({now}, whose tasks wire differs), "
-                "so the task cannot be re-attached on this connection (it may still run "
-                "on the server): start the call again, or re-attach from a new McpClient, "
-                f"which tries {self.protocol} first"
+                "so the task cannot be re-attached (it may still run on the server): start "
+                "the call again; an McpClient made with protocol='legacy' starts on the "
+                "handshake this server wants, and its tasks can be re-attached"
             )
         raise McpUsageError(
             f"MCP server '{self.server_name}': task '{self._shown_id}' was created on "
@@ -528,6 +528,24 @@ async def give_up(task: McpTask, why: str) -> bool:
         shown,
     )
     return False
+
+
+async def give_up_timed_out(task: McpTask, error: McpTimeoutError) -> McpTimeoutError:
+    """:func:`give_up` on ``task``, whose call timed out with ``error`` (written for a
+    caller who still holds the task: "it runs on (result() again waits for it, ...)"),
+    and the error to raise instead, saying what became of the task."""
+    shown = task._shown_id
+    if await give_up(task, "its call timed out"):
+        fate = "the client cancelled it (tasks/cancel)"
+    else:
+        fate = f"it may run on, on the server (McpClient.task('{shown}') picks it up)"
+    status = task.last_status
+    still = f" still {server_word(status.status)}" if status is not None else ""
+    return McpTimeoutError(
+        task.server_name,
+        f"task '{shown}' of tool '{task.tool_name}'{still} when its call timed out; {fate}",
+        tool_name=task.tool_name or None,
+    )
 
 
 def _left(deadline: float | None) -> float | None:

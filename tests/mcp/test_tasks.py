@@ -625,6 +625,18 @@ async def test_a_task_call_given_up_on_cancels_its_task(
         assert task_server.counts()["cancels"] == [made["cut"], made["dropped"]]
         for task_id in made.values():
             assert (await client.task(task_id).status()).status == "cancelled"
+    # A call with no call id that outlasts the client's timeout: its error said the task
+    # "runs on (result() again waits for it, cancel() stops it)", to a caller with no
+    # handle, of a task the client had just cancelled.
+    async with task_server.client(timeout=1, **options) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["build"]))
+        outlasting = await registry.invoke("build", {"seconds": 30, "label": "outlasting"})
+        task_id = task_server.counts()["cancels"][-1]
+        assert str(outlasting.error) == (
+            f"MCP server 'ci': task '{task_id}' of tool 'build' still working when its call "
+            "timed out; the client cancelled it (tasks/cancel)"
+        )
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
@@ -799,8 +811,8 @@ async def test_a_task_made_before_the_client_fell_back_to_initialize_says_so(
         message
     )
     assert "the initialize handshake with the server (2025-11-25" in message
-    assert "cannot be re-attached on this connection" in message
-    assert "start the call again, or re-attach from a new McpClient" in message
-    assert "protocol=" not in message
+    assert "so the task cannot be re-attached (it may still run on the server)" in message
+    assert "start the call again; an McpClient made with protocol='legacy'" in message
+    assert "the same protocol= setting" not in message
     [warned] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert "then refused tasks/get" in warned and 'protocol="legacy"' in warned

@@ -338,6 +338,16 @@ async def sample_later(prompt: str, ctx: Context) -> str:
     _LATER["outcome"] = "waiting"
 
     async def ask() -> None:
+        # Over HTTP a request sent outside any call goes on the client's GET stream, which
+        # the client opens after connecting, in its own time, and one sent before it is
+        # open is dropped. An answered ping says it is open; one dropped (no answer within
+        # its 0.2 s) is sent again: a ping does no harm twice.
+        for _ in range(100):
+            try:
+                await asyncio.wait_for(session.send_ping(), 0.2)
+                break
+            except asyncio.TimeoutError:
+                continue
         try:
             result = await session.create_message(
                 messages=[
