@@ -517,10 +517,7 @@ async def test_on_2025_an_answer_after_the_timeout_is_not_read_as_a_cancel(
         [question] = (await cycle.submit_with_tools("colour?", registry)).pending
         assert isinstance(question, InputRequest)
         # The person answers late: the server was told "cancel" after the client's timeout.
-        deadline = time.monotonic() + 15
-        while "no answer to its question" not in caplog.text:
-            assert time.monotonic() < deadline, "the question never timed out"
-            await asyncio.sleep(0.05)
+        await _given_up_asking(caplog, "the question never timed out")
         done = await cycle.submit_with_tools(
             None, registry, approvals=[question.accept({"answer": "blue"})]
         )
@@ -530,6 +527,15 @@ async def test_on_2025_an_answer_after_the_timeout_is_not_read_as_a_cancel(
     told = tool_messages(model.requests[1].json["messages"])["c_ask"]
     assert "the question asked during tools/call 'ask' was lost" in told
     assert "after the call's timeout (2 s)" in told and "call the tool again" in told
+
+
+async def _given_up_asking(caplog: pytest.LogCaptureFixture, otherwise: str) -> None:
+    """Once the client has logged that its question got no answer in time (15 s at most,
+    else fail saying ``otherwise``)."""
+    deadline = time.monotonic() + 15
+    while "no answer to its question" not in caplog.text:
+        assert time.monotonic() < deadline, otherwise
+        await asyncio.sleep(0.05)
 
 
 async def test_on_2025_a_held_question_is_bounded_by_its_calls_timeout_not_the_connections(
@@ -546,10 +552,7 @@ async def test_on_2025_a_held_question_is_bounded_by_its_calls_timeout_not_the_c
         cycle = make_cycle(model)
         [question] = (await cycle.submit_with_tools("colour?", registry)).pending
         assert isinstance(question, InputRequest)
-        deadline = time.monotonic() + 15
-        while "no answer to its question" not in caplog.text:
-            assert time.monotonic() < deadline, "the question was not bounded by its call"
-            await asyncio.sleep(0.05)
+        await _given_up_asking(caplog, "the question was not bounded by its call")
         done = await cycle.submit_with_tools(
             None, registry, approvals=[question.accept({"answer": "blue"})]
         )

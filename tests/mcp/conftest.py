@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import http.server
+import json
 import os
 import shutil
 import signal
@@ -250,6 +251,16 @@ class QuietHandler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def posted(self) -> Any:
+        """The JSON-RPC message POSTed; None for a notification, answered 202 here."""
+        sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        if "id" in sent:
+            return sent
+        self.send_response(202)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return None
 
 
 @contextmanager

@@ -12,7 +12,6 @@ rewrites the id of one tool's answers. ``legacy`` is the 2025-11-25 handshake,
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import logging
 import sys
@@ -20,13 +19,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agcore_tools import McpClient, McpError, StdioTransport, StreamableHttpTransport
 
-from .conftest import SERVERS, FaultServer, assert_no_stray_tasks, handwritten
+from .conftest import SERVERS, FaultServer, QuietHandler, assert_no_stray_tasks, handwritten
 from .test_faults import ERAS, client_for, wait_for
 
 pytestmark = pytest.mark.timeout(90)
@@ -346,13 +344,10 @@ async def test_a_handshake_answer_the_sdks_model_refuses_is_named_not_read_as_an
 def answering_server() -> Iterator[str]:
     """An HTTP endpoint that answers as ``RAW_SERVER`` does; yields its URL."""
 
-    class Raw(http.server.BaseHTTPRequestHandler):
+    class Raw(QuietHandler):
         def do_POST(self) -> None:
-            sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            if "id" not in sent:  # a notification
-                self.send_response(202)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+            sent = self.posted()
+            if sent is None:
                 return
             if sent["method"] == "initialize":
                 out = {"jsonrpc": "2.0", "id": sent["id"], "result": NO_CAPABILITIES}
@@ -365,9 +360,6 @@ def answering_server() -> Iterator[str]:
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
 
     with handwritten(Raw) as url:
         yield url

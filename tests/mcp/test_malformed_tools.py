@@ -216,11 +216,8 @@ def tool_server(tools: list[Any]) -> Iterator[str]:
 
     class Server(QuietHandler):
         def do_POST(self) -> None:
-            sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            if "id" not in sent:  # a notification
-                self.send_response(202)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+            sent = self.posted()
+            if sent is None:
                 return
             result = _answer(sent["method"], sent.get("params") or {}, tools)
             answer: dict[str, Any] = {"jsonrpc": "2.0", "id": sent["id"]}

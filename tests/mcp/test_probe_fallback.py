@@ -396,11 +396,8 @@ def echoing_server(
 
     class Echo(QuietHandler):
         def do_POST(self) -> None:
-            sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            if "id" not in sent:  # a notification
-                self.send_response(202)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+            sent = self.posted()
+            if sent is None:
                 return
             said = {
                 "code": code,
