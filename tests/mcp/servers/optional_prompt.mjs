@@ -1,5 +1,5 @@
 // A server on the TypeScript SDK 1.9.0 (npm alias mcp-sdk-1-9), with a prompt whose
-// arguments are all optional. Up to SDK 1.2x, McpServer checked a prompts/get
+// arguments are all optional. Before SDK 1.32, McpServer checked a prompts/get
 // request's "arguments" as sent against the prompt's schema, and refused a request
 // without any ("Expected object, received undefined"); many published servers pin
 // such a version.
