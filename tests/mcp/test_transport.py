@@ -219,35 +219,42 @@ def test_a_query_part_with_no_value_is_hidden_unless_a_flag(
     assert transport_secrets(transport) == masked
 
 
+async def _upstream_refused(env: dict[str, str]) -> tuple[str, ToolError]:
+    """The fixture server's ``upstream`` tool run with ``env`` and ``UPSTREAM_URL`` set to
+    an endpoint that refuses connections: that endpoint, and the error the call raised."""
+    refusing = socket.socket()  # bound, never listening: a connection is refused
+    refusing.bind(("127.0.0.1", 0))
+    endpoint = f"http://127.0.0.1:{refusing.getsockname()[1]}"
+    try:
+        stdio = fixture_stdio(env={"UPSTREAM_URL": endpoint, **env})
+        async with McpClient("graf", stdio, timeout=20) as client:
+            with pytest.raises(ToolError) as failed:
+                await client.call_tool("upstream")
+    finally:
+        refusing.close()
+    return endpoint, failed.value
+
+
 async def test_a_servers_error_shows_its_endpoint_and_path_but_no_secret_of_its_env(
     tmp_path: Path,
 ) -> None:
     # Every env value of 8 characters or more was masked: mcp-grafana's error read
     # 'Get "***/api/datasources": ... connection refused', and the model lost the one
     # fact that told what was wrong, while no secret was kept from it.
-    refusing = socket.socket()  # bound, never listening: a connection is refused
-    refusing.bind(("127.0.0.1", 0))
-    endpoint = f"http://127.0.0.1:{refusing.getsockname()[1]}"
     data = str(tmp_path / "chdb")
     env = {
-        "UPSTREAM_URL": endpoint,
         "DATA_PATH": data,
         "MIRROR_URL": "https://svc:pw-S3CRET-1@mirror.example.com/v1?api_key=k-S3CRET-2",
         "UPSTREAM_ORG": "org-S3CRET-3",  # no name or shape says what it is: masked
         "UPSTREAM_AUTH": "/run/secrets/S3CRET-4",  # a path, but named a secret: masked
     }
-    try:
-        async with McpClient("graf", fixture_stdio(env=env), timeout=20) as client:
-            with pytest.raises(ToolError) as failed:
-                await client.call_tool("upstream")
-    finally:
-        refusing.close()
-    message = str(failed.value)
+    endpoint, failed = await _upstream_refused(env)
+    message = str(failed)
     assert f'Get "{endpoint}/api/datasources": [Errno 111] Connection refused' in message
     assert f"DATA_PATH={data}," in message
     assert "MIRROR_URL=https://***@mirror.example.com/v1?api_key=***," in message
     assert "UPSTREAM_ORG=***, UPSTREAM_AUTH=***)" in message
-    assert "S3CRET" not in "".join(traceback.format_exception(failed.value))
+    assert "S3CRET" not in "".join(traceback.format_exception(failed))
 
 
 @pytest.mark.parametrize(
@@ -279,17 +286,9 @@ async def test_a_url_env_value_the_url_rule_reads_wrong_shows_no_secret(
     # The env values had been masked whole; then only the parts a URL's rule hides were,
     # and a password or a key that urlsplit reads as a path, an anchor or a bare query
     # part showed in the server's error.
-    refusing = socket.socket()  # bound, never listening: a connection is refused
-    refusing.bind(("127.0.0.1", 0))
-    env = {"UPSTREAM_URL": f"http://127.0.0.1:{refusing.getsockname()[1]}", "MIRROR_URL": mirror}
-    try:
-        async with McpClient("graf", fixture_stdio(env=env), timeout=20) as client:
-            with pytest.raises(ToolError) as failed:
-                await client.call_tool("upstream")
-    finally:
-        refusing.close()
-    assert f"(MIRROR_URL={shown}, DATA_PATH=-," in str(failed.value)
-    assert secret not in "".join(traceback.format_exception(failed.value))
+    _, failed = await _upstream_refused({"MIRROR_URL": mirror})
+    assert f"(MIRROR_URL={shown}, DATA_PATH=-," in str(failed)
+    assert secret not in "".join(traceback.format_exception(failed))
 
 
 @pytest.mark.parametrize(
