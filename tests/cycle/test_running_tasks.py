@@ -134,16 +134,24 @@ async def test_a_run_cancelled_while_its_task_runs_keeps_the_task_in_the_history
         while not tasks.store.exists() or not tasks.counts().get("gets"):
             assert time.monotonic() < deadline, "the task was never polled"
             await asyncio.sleep(0.02)
-        run.cancel()  # the app closes
-        with pytest.raises(asyncio.CancelledError):
-            await run
-        held = cycle.messages[-1]["tool_calls"][0]["paused_call"]
-        assert held["requests"][0]["kind"] == "task"
-        clock.write_text(str(2 * HOURS))
-        done = await cycle.submit_with_tools(None, registry)
+        done = await _closed_then_resumed(cycle, run, registry, clock)
     assert done.text == "Built after all."
     assert tasks.counts()["calls"] == {"build": 1}
     assert "cancels" not in tasks.counts()  # kept for the resume, not cancelled
+
+
+async def _closed_then_resumed(
+    cycle: Any, run: asyncio.Future[Any], registry: ToolRegistry, clock: Path
+) -> Any:
+    """Cancel ``run`` while its task runs (the app closes), check the task is held in the
+    history, let the task end (two hours on the server's clock) and resume the run."""
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    held = cycle.messages[-1]["tool_calls"][0]["paused_call"]
+    assert held["requests"][0]["kind"] == "task"
+    clock.write_text(str(2 * HOURS))
+    return await cycle.submit_with_tools(None, registry)
 
 
 @pytest.mark.parametrize("cut_off", ["tool_timeout", "invoke_all"])
@@ -176,13 +184,7 @@ async def test_a_task_call_cut_off_by_its_timeout_leaves_no_claim_on_a_later_cal
         ctx = ToolContext(on_event=lambda e: isinstance(e, ToolProgress) and polled.set())
         run = asyncio.ensure_future(cycle.submit_with_tools("build", registry, ctx=ctx))
         await asyncio.wait_for(polled.wait(), 20)  # this conversation's task runs
-        run.cancel()  # the app closes
-        with pytest.raises(asyncio.CancelledError):
-            await run
-        held = cycle.messages[-1]["tool_calls"][0]["paused_call"]
-        assert held["requests"][0]["kind"] == "task"
-        clock.write_text(str(2 * HOURS))
-        done = await cycle.submit_with_tools(None, registry)
+        done = await _closed_then_resumed(cycle, run, registry, clock)
     assert done.text == "Built after all."
     assert tasks.counts()["calls"] == {"build": 2}  # the kept task was waited for
     assert tasks.counts()["cancels"] == [cut_task]  # and not cancelled when the run stopped
