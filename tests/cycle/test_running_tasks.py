@@ -150,7 +150,7 @@ async def _closed_then_resumed(
         await run
     held = cycle.messages[-1]["tool_calls"][0]["paused_call"]
     assert held["requests"][0]["kind"] == "task"
-    clock.write_text(str(2 * HOURS))
+    await asyncio.to_thread(clock.write_text, str(2 * HOURS))
     return await cycle.submit_with_tools(None, registry)
 
 
