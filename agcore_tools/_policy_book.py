@@ -174,7 +174,7 @@ def default_cache_store() -> MemoryCacheStore:
 
 def _new_scope(kind: str) -> str:
     """A prefix of keys in :func:`default_cache_store` no other tool or registry of the
-    process has (``next`` on a count is atomic under the GIL)."""
+    process has; called under ``_OWN_LOCK``."""
     return f"{kind}:{next(_SCOPES)}:"
 
 
@@ -232,7 +232,8 @@ class PolicyBook:
         # Made when a policy first needs one: they hold a lock, which a Temporal
         # workflow's sandbox (where the loop builds a registry of stand-ins) refuses.
         self.rate_store: MemoryRateStore | None = None
-        self.cache_scope = _new_scope("registry")
+        with _OWN_LOCK:
+            self.cache_scope = _new_scope("registry")
         """The prefix of the keys of this registry's group rules' caches in
         :func:`default_cache_store`."""
         self.caches = False
