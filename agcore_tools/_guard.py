@@ -260,6 +260,7 @@ class Guard:
         *,
         rate_store: RateStore | None = None,
         cache_store: CacheStore | None = None,
+        cache_scope: str = "",
     ) -> None:
         self.name = name
         self.version = version
@@ -277,14 +278,20 @@ class Guard:
             given = rate.store if rate.store is not None else rate_store
             self._rate_store = given if given is not None else MemoryRateStore()
         cache = policy.cache
-        self._cache: tuple[ResultCache, CacheStore] | None = None
+        self._cache: tuple[ResultCache, CacheStore, str] | None = None
         if cache is not None:
-            store = cache.store if cache.store is not None else cache_store
-            if store is None:
+            # A store the policy names holds the keys as they are (a fleet's processes
+            # must agree on them); the default one, shared by the process's tools and
+            # registries, under the scope of the tool's own policy or the registry.
+            if cache.store is not None:
+                store, cache_scope = cache.store, ""
+            elif cache_store is not None:
+                store = cache_store
+            else:
                 raise ToolConfigError(
                     f"tool '{name}' has a ResultCache and no store to keep it in", tool_name=name
                 )
-            self._cache = (cache, store)
+            self._cache = (cache, store, cache_scope)
 
     @property
     def rate_store(self) -> RateStore | None:
@@ -394,11 +401,12 @@ class Guard:
             return await execute(), False
         import json  # loaded by the first cached call: `import agcore_tools` skips it
 
-        cache, store = cached
+        cache, store, scope = cached
         key = self.cache_key(args)
         if key is None:
             _start(started)
             return await execute(), False
+        key = scope + key
         # A cache only saves work: a store that fails (down, full, read-only) or is slow
         # to answer leaves the call uncached, never failed, and leaves the tool the time
         # to run. After a failed read the write is not tried: it would most likely fail

@@ -1,6 +1,6 @@
 """A registry's policies: the rules it sets for groups of tools, the concurrency caps
-its tools' resources share, its in-process rate and cache stores, and which of its
-tools have a breaker (the only ones ``definitions()`` must look at).
+its tools' resources share, its in-process rate store, and which of its tools have a
+breaker (the only ones ``definitions()`` must look at).
 
 It gives each entry its :class:`~agcore_tools._guard.Guard`, and the guard rides on
 the entry, so every view of the registry (a run's offered tools) shares it.
@@ -11,10 +11,17 @@ class and its instance: every registry that holds the tool shares its cap, its r
 bucket, its breaker and its cached results, as a tool passed on its own to each run
 (``submit_with_tools(prompt, [tool])``, a fresh registry every time) must. What a
 registry's group rule sets stays the registry's.
+
+Cached results kept in this process all go to one store, :func:`default_cache_store`,
+bounded as a whole: a store per tool (and per registry) let an app of 50 cached tools
+hold 50 times the bound. Each tool's own policy and each registry has a scope of its
+own, a prefix of its keys, so two tools of one name (in two registries, or a tool and
+the one that replaced it) never answer from each other's results.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from collections.abc import Callable, Iterable
@@ -27,7 +34,7 @@ from .base import BaseTool
 from .error import ToolConfigError
 from .policies import MemoryCacheStore, MemoryRateStore, RateStore, ToolPolicy
 
-__all__ = ["OwnState", "PolicyBook", "own_state"]
+__all__ = ["OwnState", "PolicyBook", "default_cache_store", "own_state"]
 
 Matches = Callable[[ToolEntry], bool]
 Group = tuple[str | None, str | None, frozenset[str] | None]
@@ -44,15 +51,15 @@ class OwnState:
         (True, True)
     """
 
-    __slots__ = ("breaker", "cache_store", "rate_store", "slots")
+    __slots__ = ("breaker", "cache_scope", "rate_store", "slots")
 
     def __init__(self) -> None:
         self.slots: dict[str, Slots] = {}
         """The concurrency caps, by bucket name (the tool's, or its resource's)."""
         self.rate_store: RateStore | None = None
         """The store of the tool's rate bucket (its resource's, when it names one)."""
-        self.cache_store: MemoryCacheStore | None = None
-        """The tool's cached results."""
+        self.cache_scope: str | None = None
+        """The prefix of the tool's keys in :func:`default_cache_store`."""
         self.breaker: _BreakerState | None = None
         """The tool's circuit breaker."""
 
@@ -76,12 +83,13 @@ class OwnState:
             self.rate_store = store
             return store
 
-    def take_cache_store(self) -> MemoryCacheStore:
-        """The store of the tool's cached results."""
+    def take_cache_scope(self) -> str:
+        """The prefix of the tool's keys in :func:`default_cache_store`, made on first
+        need."""
         with _OWN_LOCK:
-            if self.cache_store is None:
-                self.cache_store = MemoryCacheStore()
-            return self.cache_store
+            if self.cache_scope is None:
+                self.cache_scope = _new_scope("tool")
+            return self.cache_scope
 
     def take_breaker(self, made: _BreakerState) -> _BreakerState:
         """The breaker kept, if its settings are ``made``'s, else ``made`` from now on."""
@@ -94,6 +102,8 @@ class OwnState:
 
 
 _OWN_LOCK = threading.Lock()  # two registries' first plans of one tool make one state
+_SCOPES = itertools.count(1)
+_DEFAULT_CACHE: list[MemoryCacheStore] = []
 _OWN: weakref.WeakKeyDictionary[BaseTool, OwnState] = weakref.WeakKeyDictionary()
 _OWN_BY_ID: dict[int, OwnState] = {}
 """The states of tools that cannot be hashed (a dataclass tool), by identity."""
@@ -127,6 +137,8 @@ def own_state(tool: BaseTool, replaces: BaseTool | None = None) -> OwnState:
         old = _kept(replaces) if replaces is not None else None
         if old is not None:
             state.slots, state.rate_store = dict(old.slots), old.rate_store
+            if old.cache_scope is not None and _DEFAULT_CACHE:
+                _DEFAULT_CACHE[0].forget(old.cache_scope)  # the old code's: never read again
         method = _method(tool)
         if method is not None:
             unbound, receiver = method
@@ -141,6 +153,29 @@ def own_state(tool: BaseTool, replaces: BaseTool | None = None) -> OwnState:
             _OWN_BY_ID[key] = state
             weakref.finalize(tool, _OWN_BY_ID.pop, key, None)
         return state
+
+
+def default_cache_store() -> MemoryCacheStore:
+    """The in-process store of every :class:`~agcore_tools.ResultCache` that names no
+    store of its own, made on first need: one for the process, so its bounds (1,024
+    results, 64 MiB of their text) hold for all of its tools together.
+
+    Example:
+        >>> default_cache_store() is default_cache_store()
+        True
+    """
+    with _OWN_LOCK:
+        if not _DEFAULT_CACHE:
+            # Made when a cache first needs it, never at import: it holds a lock, which
+            # a Temporal workflow's sandbox refuses.
+            _DEFAULT_CACHE.append(MemoryCacheStore())
+        return _DEFAULT_CACHE[0]
+
+
+def _new_scope(kind: str) -> str:
+    """A prefix of keys in :func:`default_cache_store` no other tool or registry of the
+    process has; called under ``_OWN_LOCK``."""
+    return f"{kind}:{next(_SCOPES)}:"
 
 
 def _kept(tool: BaseTool) -> OwnState | None:
@@ -184,7 +219,7 @@ class PolicyBook:
         (1, 3)
     """
 
-    __slots__ = ("breakers", "cache_store", "rate_store", "rules", "slots")
+    __slots__ = ("breakers", "cache_scope", "caches", "rate_store", "rules", "slots")
 
     def __init__(self) -> None:
         self.rules: dict[Group, tuple[Matches, ToolPolicy]] = {}
@@ -197,7 +232,12 @@ class PolicyBook:
         # Made when a policy first needs one: they hold a lock, which a Temporal
         # workflow's sandbox (where the loop builds a registry of stand-ins) refuses.
         self.rate_store: MemoryRateStore | None = None
-        self.cache_store: MemoryCacheStore | None = None
+        with _OWN_LOCK:
+            self.cache_scope = _new_scope("registry")
+        """The prefix of the keys of this registry's group rules' caches in
+        :func:`default_cache_store`."""
+        self.caches = False
+        """Whether a group rule's cache has used :func:`default_cache_store`."""
         self.breakers: dict[str, Guard] = {}
         """The guards with a breaker, by tool name."""
 
@@ -328,17 +368,23 @@ class PolicyBook:
                 if self.rate_store is None:
                     self.rate_store = MemoryRateStore()
                 rate_store = self.rate_store
-        cache_store = None
-        if policy.cache is not None:
+        cache_store, cache_scope = None, ""
+        if policy.cache is not None and policy.cache.store is None:
+            cache_store = default_cache_store()
             holder = kept("cache")
             if holder is not None:
-                cache_store = holder.take_cache_store()
+                cache_scope = holder.take_cache_scope()
             else:
-                if self.cache_store is None:
-                    self.cache_store = MemoryCacheStore()
-                cache_store = self.cache_store
+                self.caches = True
+                cache_scope = self.cache_scope
         guard = Guard(
-            name, entry.version, policy, slots, rate_store=rate_store, cache_store=cache_store
+            name,
+            entry.version,
+            policy,
+            slots,
+            rate_store=rate_store,
+            cache_store=cache_store,
+            cache_scope=cache_scope,
         )
         if guard.breaker is not None:
             holder = kept("breaker")
@@ -402,8 +448,8 @@ class PolicyBook:
         breaker is no longer tracked, and the results this registry's store cached for
         it (the old code's) are dropped."""
         self.breakers.pop(name, None)
-        if self.cache_store is not None:
-            self.cache_store.forget(cache_prefix(name))
+        if self.caches:
+            default_cache_store().forget(self.cache_scope + cache_prefix(name))
 
     def open_breakers(self) -> list[str]:
         """The tools whose breaker is open now, in registration order."""

@@ -232,8 +232,10 @@ class ResultCache:
     never stored, nor results that are not JSON (images, files), and a registry refuses
     it on a tool that needs approval. A call ``PermissionConfig.ask`` puts to a person
     runs once approved: the cache neither answers nor stores it. ``store`` shares the
-    cache across processes (the default keeps it in this one). ``ttl`` is at most ten
-    years.
+    cache across processes; the default keeps it in this one, in a
+    :class:`MemoryCacheStore` every tool's cache of the process shares, so its bounds
+    hold for all of them together (each tool's results kept apart). ``ttl`` is at most
+    ten years.
 
     A cache only saves work: when its store cannot be read, the call runs uncached;
     when it cannot be written, the call returns its result all the same. Either is
@@ -449,7 +451,9 @@ class MemoryCacheStore:
     dropped first, each expiring after its TTL by the library's clock. Expired results
     are dropped as the store is used (a result stored or read), and a result larger
     than ``max_bytes`` is not kept. Safe to share across threads and loops (under a
-    lock).
+    lock). The default store, for every :class:`ResultCache` that names none, is one
+    for the whole process, with the default bounds: they hold for all its tools
+    together. A store given to a ``ResultCache`` is bounded on its own.
 
     Example:
         >>> import asyncio

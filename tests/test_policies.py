@@ -1260,6 +1260,141 @@ async def test_the_memory_cache_drops_expired_results_and_keeps_to_its_bytes() -
         CLOCK.reset(token)
 
 
+_MANY_CACHED_TOOLS = """
+import asyncio, gc, json, tracemalloc
+from agcore_tools import ResultCache, ToolPolicy, ToolRegistry
+
+SIZE = 4 * 1024 * 1024 - 200  # a result's JSON text: just under 4 MiB, 16 fit in 64 MiB
+registry = ToolRegistry()
+
+def add(i):
+    @registry.tool(name=f"page_{i}", policy=ToolPolicy(cache=ResultCache(ttl=600)))
+    async def page(n: int) -> str:  # on the loop: no worker thread keeps its result
+        "A page."
+        return f"{i}:{n}:" + "x" * SIZE
+
+async def cached(i, n):
+    return (await registry.invoke(f"page_{i}", {"n": n})).cached
+
+async def main():
+    for i in range(6):
+        add(i)
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    calls = [(i, n) for n in range(3) for i in range(6)]
+    for i, n in calls[:16]:  # the bound, full
+        assert not await cached(i, n)
+    assert await cached(0, 0)  # read: now the most recently used
+    for i, n in calls[16:]:  # two more: the two least recently used go
+        assert not await cached(i, n)
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - base
+    kept = [await cached(i, n) for i, n in [(5, 2), (0, 0), (1, 0), (2, 0)]]
+    print(json.dumps({"held": held, "kept": kept}))
+
+asyncio.run(main())
+"""
+
+
+def test_the_in_process_cache_is_bounded_for_all_tools_together() -> None:
+    # Each tool with a cache of its own policy had a store of its own, bounded at
+    # 64 MiB: 50 such tools could hold 3.2 GB (here, 6 tools held 72 MiB). One store
+    # now holds every tool's results, the least recently used dropped first, across
+    # tools. In a process of its own: the store is the process's.
+    done = subprocess.run(
+        [sys.executable, "-c", _MANY_CACHED_TOOLS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["held"] <= 65 * 1024 * 1024, found["held"] / 2**20  # 64 MiB and the keys
+    # The newest and the one read stayed; the two least recently used (tools 1, 2) went.
+    assert found["kept"] == [True, True, False, False]
+
+
+async def test_tools_sharing_the_in_process_cache_keep_their_results_and_ttls_apart() -> None:
+    from agcore_tools._policy_book import default_cache_store
+
+    moment = [0.0]
+    token = CLOCK.set(lambda: moment[0])
+    try:
+        runs: list[str] = []
+        cell = """
+@tool(name="price", policy=ToolPolicy(cache=ResultCache(ttl)), registry=registry)
+def price(sku: str) -> str:
+    '''A price.'''
+    runs.append(label)
+    return f"{label} {sku}"
+"""
+
+        def run_cell(label: str, ttl: float, registry: ToolRegistry) -> None:
+            names = {"label": label, "ttl": ttl, "registry": registry, "runs": runs}
+            names.update(tool=tool, ToolPolicy=ToolPolicy, ResultCache=ResultCache)
+            exec(compile(cell, "<ipython-input-5>", "exec"), names)
+
+        # Two tools of one name (one per registry) and a registry's group rule: the
+        # same name and arguments, three scopes in the one store.
+        chat, batch, grouped = ToolRegistry(), ToolRegistry(), ToolRegistry()
+        run_cell("chat", 30, chat)
+        run_cell("batch", 100, batch)
+        grouped.set_policy(ToolPolicy(cache=ResultCache(50)), tag="api")
+        grouped.register(StaticTool("price", "group"), tags=["api"])
+        registries = [chat, batch, grouped]
+        first = [await r.invoke("price", {"sku": "A"}) for r in registries]
+        again = [await r.invoke("price", {"sku": "A"}) for r in registries]
+        assert runs == ["chat", "batch"]
+        assert [r.output for r in first] == [r.output for r in again]
+        assert [r.output for r in again] == ["chat A", "batch A", "group"]
+        assert [r.cached for r in again] == [True, True, True]
+
+        moment[0] = 40.0  # past chat's TTL, within the others'
+        results = [await r.invoke("price", {"sku": "A"}) for r in registries]
+        assert [r.cached for r in results] == [False, True, True]
+        moment[0] = 60.0  # past the group rule's; chat's result of 40.0 stays
+        results = [await r.invoke("price", {"sku": "A"}) for r in registries]
+        assert [r.cached for r in results] == [True, True, False]
+
+        # A tool redefined leaves nothing of the old one's in the store.
+        store = default_cache_store()
+        before = len(store)
+        run_cell("chat, fixed", 30, chat)  # the cell edited and run again
+        assert len(store) == before - 1
+        assert (await chat.invoke("price", {"sku": "A"})).output == "chat, fixed A"
+    finally:
+        CLOCK.reset(token)
+
+
+def test_threads_sharing_the_in_process_cache_keep_its_count_of_bytes() -> None:
+    from agcore_tools._policy_book import default_cache_store
+
+    registry = ToolRegistry()
+    for i in range(4):
+
+        @registry.tool(name=f"echo_{i}", policy=ToolPolicy(cache=ResultCache(60)))
+        def echo(n: int) -> str:
+            """Echo a number, padded."""
+            return str(n) * 1000
+
+    def work(offset: int) -> None:
+        for n in range(200):
+            registry.invoke_sync(f"echo_{(n + offset) % 4}", {"n": n % 50})
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads)
+    store = default_cache_store()
+    items = list(store._items.values())
+    assert store._bytes == sum(item[2] for item in items) <= store.max_bytes
+    assert len(items) <= store.max_entries
+
+
 async def test_a_registry_keeps_no_policy_state_for_the_tools_that_came_and_went() -> None:
     # Before: the group rule's cap and rate bucket of every name that ever had it
     # stayed for good (an MCP server's changing tool list: 50,000 names, +64 MB).
