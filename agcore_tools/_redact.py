@@ -53,17 +53,18 @@ digit; a run of letters only is a token when it reads as no words do (see
 :func:`_random_letters`)."""
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 """The words of a camelCase, PascalCase, lower or upper case name."""
-_COMMON_PAIRS = frozenset(
+_PAIRS = (
     "ab ac ad ag ai al am an ap ar as at au ba be bl bu ca cc ce ch ci ck cl co cr ct cu da "
     "de di ea ec ed ef el em en ep eq er es et ev ex fi fo ge gr gu ha he ho ia ib ic id ie "
     "if ig il im in io is it iv ke la le li ll lo lt lu ma me mi mo mp na nc nd ne nf ng ni "
     "no ns nt oc od ol om on op or ot ou ow pa pe pl po pr pt pu qu ra rc re ri rk rm ro rr "
     "rs rt rv ry sa sc se si so sp ss st su ta te th ti to tr ts tt tu ty ue ul un up ur us "
-    "ut va ve vi wo".split()
+    "ut va ve vi wo"
 )
+_COMMON_PAIRS = frozenset(_PAIRS.split())
 """The 150 letter pairs commonest inside the words of 43,000 names of 20 letters or
 more (Python's standard library's, and those of the npm and PyPI packages the tests
-install; base64 and DNA data left out), 150 of the 676 pairs there are. In a word
+install; base64 and DNA data left out), of the 676 there are. In a word
 or a name made of words, most pairs are among them (``internationalization`` 84%,
 ``StreamableHttpTransport`` 90%, ``Datenschutzgrundverordnung`` 68%); in random
 letters, about a fifth."""
@@ -86,6 +87,8 @@ def _random_letters(run: str) -> bool:
     words = [word.lower() for word in _WORD.findall(run)]
     pairs = [word[n : n + 2] for word in words for n in range(len(word) - 1)]
     return sum(pair in _COMMON_PAIRS for pair in pairs) * 2 < len(pairs)
+
+
 _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 """A UUID, which hosted MCP servers take as the credential in their URL's path."""
 

@@ -94,7 +94,9 @@ def test_random_letters_in_a_path_are_keys_and_words_and_names_are_not() -> None
         for size in (20, 24, 32, 43)
         for _ in range(50)
     ]
-    hidden = [key for key in drawn if url_without_secrets(f"https://x/h/{key}") == "https://x/h/***"]
+    hidden = [
+        key for key in drawn if url_without_secrets(f"https://x/h/{key}") == "https://x/h/***"
+    ]
     # 97% of random strings of 20 letters read as no words do, 99% of 32: with this draw,
     # 597 of the 600.
     assert len(hidden) == 597
