@@ -5,12 +5,15 @@ secrets, and the line shown without them.
 ``***``, and the server's stderr is masked with what was hidden: a token passed as
 ``--token X``, ``-e GITHUB_TOKEN=X``, ``-H "Authorization: Bearer X"``, a URL's password or
 query, or a key known by its prefix (``ghp_...``, ``sk-...``); and with the ``env``
-values :func:`env_secrets` picks. Its own module because the transport (what to show)
-and the stderr relay (what to mask) both read it.
+values :func:`env_secrets` picks, which docker's ``-e NAME=value`` are shown by too.
+Its own module because the transport (what to show) and the stderr relay (what to
+mask) both read it.
 
 Example:
     >>> shown_args(["--token", "t0ps3cret", "-e", "NODE_ENV=production", "serve"])
     ('--token', '***', '-e', 'NODE_ENV=***', 'serve')
+    >>> shown_args(["-e", "GRAFANA_URL=http://127.0.0.1:3000", "-e", "DATA=/data/chdb"])
+    ('-e', 'GRAFANA_URL=http://127.0.0.1:3000', '-e', 'DATA=/data/chdb')
 """
 
 from __future__ import annotations
@@ -63,9 +66,12 @@ _SECRET_ENV_WORD = re.compile(
 # An absolute file path: POSIX, home-relative, or a Windows drive's. No whitespace, and
 # none of base64's "+" and "=", which a path seldom has and a key often does.
 _PATH = re.compile(r"(?:/|~/|[A-Za-z]:[\\/])[^\s+=]*")
-# docker run's and podman's: their values are the server's environment, whose values
-# repr() hides for env= too, whatever the name.
+# docker run's and podman's: their values are the server's environment, shown as the
+# server's text is masked for env= (see _shown_variable).
 _ENV_OPTIONS = ("-e", "--env")
+# docker's -e with its NAME=value attached (-eAPI_TOKEN=...): a name in capitals, as
+# environment variables are written, so that an option such as -encoding=utf8 is none.
+_ATTACHED_ENV = re.compile(r"-e[A-Z_][A-Z0-9_]*")
 # mcp-remote's, supergateway's and curl's: header values carry credentials under
 # names too varied to list (Authorization, Cookie, X-Api-Key, PRIVATE-TOKEN, ...).
 _HEADER_OPTIONS = ("-H", "--header")
@@ -81,8 +87,9 @@ class _Hidden:
         """Hidden because a name or a prefix says it is a secret (``--token X``,
         ``GITHUB_TOKEN=X``, ``Authorization: X``, ``ghp_...``), or a URL's password."""
         self.placed: list[str] = []
-        """Hidden only for where it stands: any ``-e`` value or header value, a URL's
-        query value, whatever its name (``-e NODE_ENV=production``)."""
+        """Hidden only for where it stands: an ``-e`` value that is no URL or plain
+        path, any header value, a URL's query value, whatever its name
+        (``-e NODE_ENV=production``)."""
 
 
 def shown_args(args: Sequence[str], hidden: _Hidden | None = None) -> tuple[str, ...]:
@@ -235,6 +242,8 @@ def _shown_arg(arg: str, before: str, hidden: _Hidden) -> str:
         return f"{name}={_shown_header(value, hidden)}"
     if name in _ENV_OPTIONS:
         return f"{name}={_shown_variable(value, hidden)}"
+    if _ATTACHED_ENV.fullmatch(name):
+        return f"-e{_shown_variable(arg[2:], hidden)}"
     if _SECRET_NAME.fullmatch(name.lstrip("-").strip()):
         hidden.named.append(value)
         return f"{name}=***"
@@ -269,12 +278,27 @@ def _shown_header(header: str, hidden: _Hidden) -> str:
 
 
 def _shown_variable(variable: str, hidden: _Hidden) -> str:
+    # docker's -e NAME=value is an env entry: shown by env_secrets' rule, as the server's
+    # own env is masked. A secret-named variable's value, and a value that is neither a
+    # URL nor a plain absolute path (NODE_ENV=production), hidden whole; a URL with what
+    # its messages hide hidden; a plain path shown.
     name, equals, value = variable.partition("=")
     if not (equals and _ENV_NAME.fullmatch(name)):
         return _shown_arg(variable, "", hidden)
     if _SECRET_NAME.fullmatch(name):
         hidden.named.append(value)
-    else:
+        return f"{name}=***"
+    if _SECRET_ENV_WORD.search(name) or secret_name(name):
         hidden.placed.append(value)
         _shown_arg(value, "", hidden)  # a key or a URL's password in it is named
+        return f"{name}=***"
+    if _URL.match(value) and not any(c.isspace() for c in value):
+        found = _url_env_secrets(value)
+        if found != [value]:  # a URL the URL rule reads (else hidden whole, below)
+            hidden.placed.extend(found)  # a token as its user, as env_secrets masks it
+            return f"{name}={_shown_arg(value, '', hidden)}"
+    elif _PATH.fullmatch(value) and _plain_path(value):
+        return variable
+    hidden.placed.append(value)
+    _shown_arg(value, "", hidden)  # a key or a URL's password in it is named
     return f"{name}=***"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+import unicodedata
 from collections.abc import Callable
 
 __all__ = ["LINES_PER_SECOND", "MAX_LINE", "LogBudget", "ServerLog", "safe_text"]
@@ -40,18 +41,49 @@ LINES_PER_SECOND = 200
 # every code point would cost a third of a second at import (a test holds the list to
 # the running Python's unicodedata).
 _HIDDEN = (
-    "\x00-\x08\x0a-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
-    "\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff"
+    "\x00-\x08\x0a-\x1f\x7f-\x9f\xad\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2"
+    "\u180e\u200b\u2028-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff"
     "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
 )
+# The soft hyphen (U+00AD) among them, though text from HTML carries it (&shy;): a log
+# line is not hyphenated for layout, so it serves no word there, and most viewers show
+# it as nothing, hiding a break inside a word: "ad\xadmin" reads as "admin" while a
+# search for the name misses it, as with a zero-width space.
+_MARKS = "\u061c\u200e\u200f"
+# The left-to-right, right-to-left and Arabic letter marks (Cf too) are how Hebrew and
+# Arabic text is written right: each acts as one invisible letter of its direction. They
+# open no embedding and reverse no letters, as the overrides, embeddings and isolates
+# do ("Trojan Source": rustc's text_direction_codepoint_in_literal lint, made against
+# it, names those nine only); what a mark can do is what any right-to-left letter does to
+# the digits and punctuation beside it: lay them out right to left ("port \u200f80 443"
+# shows as "port 443 80" in a terminal, as "שלום 80 443" shows "443 80 שלום"). So they
+# stay as they are in a line that holds a right-to-left letter, which a reader sees and
+# knows the line for; in a line with none they serve no script and are escaped, so that
+# no number of a line in Latin letters is laid out otherwise than it is written.
 # The zero-width non-joiner and joiner (also Cf) are part of how Persian and Indic
 # words are written, and join an emoji sequence (a family, a flag): between two
 # characters of such text they stay; next to ASCII, a line's ends, or another hidden
 # character, they are escaped too.
-_TEXT = f"[^\\x00-\\x7f{_HIDDEN}]"
-_CONTROL = re.compile(f"[{_HIDDEN}]|(?<!{_TEXT})[\u200c\u200d]|[\u200c\u200d](?!{_TEXT})")
+_TEXT = f"[^\\x00-\\x7f{_HIDDEN}{_MARKS}]"
+_JOINERS = f"(?<!{_TEXT})[\u200c\u200d]|[\u200c\u200d](?!{_TEXT})"
+_CONTROL = re.compile(f"[{_HIDDEN}]|{_JOINERS}")
+_CONTROL_OR_MARK = re.compile(f"[{_HIDDEN}{_MARKS}]|{_JOINERS}")
+_MARK = re.compile(f"[{_MARKS}]")
+_RIGHT_TO_LEFT = frozenset({"R", "AL"})
+"""The bidi classes of Hebrew's, Arabic's, Syriac's, Thaana's (...) letters."""
 _NAMED = {"\n": "\\n", "\r": "\\r"}
+
+
+def _escaped(text: str) -> str:
+    """``text`` with what :func:`safe_text` escapes escaped: the bidi marks too, unless
+    a right-to-left letter is shown in it (not one of the escaped characters, such as
+    the Syriac abbreviation mark, which is of class AL too)."""
+    if _MARK.search(text) is None:
+        return _CONTROL.sub(_escape, text)
+    shown = _CONTROL_OR_MARK.sub("", text)
+    right_to_left = any(unicodedata.bidirectional(char) in _RIGHT_TO_LEFT for char in shown)
+    return (_CONTROL if right_to_left else _CONTROL_OR_MARK).sub(_escape, text)
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -72,10 +104,12 @@ def safe_text(text: str, limit: int = MAX_LINE) -> str:
     (``\\u2028``); the invisible format characters, such as the bidi overrides and
     isolates that make a line read other than it holds (``\\u202e``) and the
     zero-width ones (but a joiner or non-joiner inside non-ASCII text, as Persian
-    words and emoji sequences have); and lone surrogates. Other characters (accents,
-    CJK, emoji) stay as they are. Past ``limit`` of its characters, the rest
-    is cut, and the record says how many characters were. Mask secrets before: a cut
-    must not show part of one.
+    words and emoji sequences have), and the soft hyphen; the left-to-right,
+    right-to-left and Arabic letter marks, unless the text shows a right-to-left
+    letter (Hebrew and Arabic text is written with them); and lone surrogates. Other
+    characters (accents, CJK, emoji) stay as they are. Past ``limit`` of its
+    characters, the rest is cut, and the record says how many characters were. Mask
+    secrets before: a cut must not show part of one.
 
     Example:
         >>> print(safe_text("all good\\n2025-01-01 CRITICAL app: forged\\x1b[2J\\rover"))
@@ -86,13 +120,17 @@ def safe_text(text: str, limit: int = MAX_LINE) -> str:
         access \\u202edenied\\u202c 東京 🚀 a\\u200bb ad\\u200cmin
         >>> safe_text("می\\u200cخواهم 👩\\u200d💻") == "می\\u200cخواهم 👩\\u200d💻"
         True
+        >>> safe_text("שלום!\\u200f port \\u202e80") == "שלום!\\u200f port \\\\u202e80"
+        True
+        >>> print(safe_text("port \\u200f80 443, ad\\xadmin"))
+        port \\u200f80 443, ad\\xadmin
         >>> safe_text("x" * 2500)[-22:]
         'xxx... [cut 500 chars]'
     """
     cut = len(text) - limit
     if cut > 0:
-        return f"{_CONTROL.sub(_escape, text[:limit])}... [cut {cut} chars]"
-    return _CONTROL.sub(_escape, text)
+        return f"{_escaped(text[:limit])}... [cut {cut} chars]"
+    return _escaped(text)
 
 
 class LogBudget:

@@ -127,8 +127,11 @@ class StdioTransport:
         its secrets hidden: a URL's user and password and its query's values; the
         value of an option or ``NAME=value`` named for a secret (``--token``,
         ``--api-key``, ``--password``, ``--pat``, ``GITHUB_PERSONAL_ACCESS_TOKEN=``,
-        ...), in a connection string too (``Server=db;Password=...``); every value of
-        ``-e``/``--env`` (docker's, like ``env``'s); every header's value after
+        ...), in a connection string too (``Server=db;Password=...``); of a
+        ``-e``/``--env`` value (docker's), what the server's text is masked with for an
+        ``env`` value (whole when its name marks a secret or it is no URL or plain
+        absolute path; of a URL, its password, query values and path keys; of a plain
+        path, nothing); every header's value after
         ``--header``/``-H`` (mcp-remote's); and, wherever it stands, a key known by
         its prefix (``sk-``, ``ghp_``, ``github_pat_``, ``xoxb-``, ``glpat-``,
         ``AKIA``, ...) followed by 16 or more characters, a digit among them.
@@ -140,6 +143,9 @@ class StdioTransport:
             >>> StdioTransport("docker", ["run", "-i", "--rm", "-e", "GITHUB_TOKEN=ghp_1",
             ...                           "ghcr.io/github/github-mcp-server"]).describe()
             "`docker run -i --rm -e 'GITHUB_TOKEN=***' ghcr.io/github/github-mcp-server`"
+            >>> StdioTransport("docker", ["run", "-e", "GRAFANA_URL=http://127.0.0.1:3000",
+            ...                           "-e", "DB_URL=postgresql://app:pw@db/prod"]).describe()
+            '`docker run -e GRAFANA_URL=http://127.0.0.1:3000 -e DB_URL=postgresql://db/prod`'
             >>> StdioTransport("npx", ["mcp-remote", "https://mcp.example.com/sse",
             ...                        "--header", "Authorization: Bearer t1"]).describe()
             "`npx mcp-remote https://mcp.example.com/sse --header 'Authorization: ***'`"

@@ -81,11 +81,39 @@ def test_invisible_format_characters_are_shown_as_escapes_and_other_text_as_it_i
     log = StderrLog("srv")
     # A joiner inside Persian words and emoji sequences is part of the text: kept.
     kept = "naïve 東京 🚀 می\u200cخواهم 👩\u200d💻"
-    log.feed(f"{TROJAN} | {kept} | ad\u200dmin\n".encode())
+    # (On a line of its own: beside the Persian words, the right-to-left mark would stay.)
+    log.feed(f"{TROJAN}\n{kept} | ad\u200dmin\n".encode())
     log.flush()
-    shown = f"{TROJAN_SHOWN} | {kept} | ad\\u200dmin"
-    assert [r.getMessage() for r in caplog.records] == [f"[srv] {shown}"]
-    assert log.tail() == shown
+    shown = [TROJAN_SHOWN, f"{kept} | ad\\u200dmin"]
+    assert [r.getMessage() for r in caplog.records] == [f"[srv] {line}" for line in shown]
+    assert log.tail() == " | ".join(shown)
+
+
+def test_bidi_marks_stay_in_right_to_left_text_and_overrides_are_escaped_there_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The left-to-right, right-to-left and Arabic letter marks were shown as escapes in
+    # Hebrew and Arabic lines, which are written with them: "שלום!\u200f" could not be read.
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    log = StderrLog("srv")
+    hebrew = "שגיאה: הקובץ config.json\u200f לא נמצא (קוד 2)\u200f"
+    arabic = "خطأ\u061c: المنفذ 8080 مشغول\u200e C++ \u200f"
+    # In such a line, the overrides, embeddings and isolates, which reverse letters,
+    # are still escaped, as are the soft hyphen and the zero-width space.
+    forged = "משתמש \u202enimda\u202c \u2067x\u2069 \u202bא\u202c ad\xadmin a\u200bb"
+    # With no right-to-left letter, a mark serves no script and would only lay numbers
+    # out otherwise than written ("port \u200f80 443" shows as "port 443 80"); a Syriac
+    # abbreviation mark (of class AL, escaped) makes no line right-to-left.
+    latin = "port \u200f80 443 \u061c1 2 \u200e3 \u070f"
+    for line in (hebrew, arabic, forged, latin):
+        log.feed(f"{line}\n".encode())
+    log.flush()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"[srv] {hebrew}",
+        f"[srv] {arabic}",
+        "[srv] משתמש \\u202enimda\\u202c \\u2067x\\u2069 \\u202bא\\u202c ad\\xadmin a\\u200bb",
+        "[srv] port \\u200f80 443 \\u061c1 2 \\u200e3 \\u070f",
+    ]
 
 
 def test_every_control_format_and_separator_character_is_escaped() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import logging
+import shlex
 import socket
 import sys
 import traceback
@@ -612,6 +613,58 @@ async def test_docker_env_values_and_mcp_remote_headers_show_neither_in_repr_nor
         await client.connect()
     shown = [str(caught.value), repr(stdio), stdio.describe(), repr(client)]
     assert not [text for text in shown if "SECRET" in text], shown
+
+
+async def test_docker_env_values_are_shown_and_masked_as_the_servers_env_values_are(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Every -e/--env value was hidden whole: the endpoint docker passed to the server
+    # (-e GRAFANA_URL=http://127.0.0.1:3000) was "***" in describe() and in the start-up
+    # error, where the env= rule shows an endpoint and a path and hides a URL's password.
+    caplog.set_level(logging.INFO, logger="agcore_tools.mcp.stderr")
+    code = "import sys; print('rejected:', *sys.argv[1:], file=sys.stderr); sys.exit(3)"
+    args = [
+        *("-e", "GRAFANA_URL=http://127.0.0.1:3000"),
+        *("--env", "DATA_PATH=/data/chdb"),
+        "--env=DB_URL=postgresql://app:S3CRET-pw-1@db/prod",
+        "-eMIRROR_URL=https://svc:S3CRET-pw-2@mirror.example.com/v1?api_key=S3CRET-key-3",
+        *("-e", "API_TOKEN=S3CRET-4"),  # a secret's name: whole, whatever the value
+        *("-e", "UPSTREAM_AUTH=/run/secrets/S3CRET-5"),
+        *("-e", "UPSTREAM_ORG=S3CRET-org-6"),  # no name or shape says what it is
+        f"-eHOOK_URL=https://mcp.example.com/u/{HEX_KEY}/mcp",
+        *("-e", f"GIT_URL=https://{UUID_KEY}@github.com/o/r"),  # a token as the user
+        "-eNODE_ENV=production",
+    ]
+    stdio = StdioTransport(sys.executable, ["-c", code, *args])
+    shown = (
+        "-e GRAFANA_URL=http://127.0.0.1:3000 --env DATA_PATH=/data/chdb "
+        "--env=DB_URL=postgresql://db/prod "
+        "'-eMIRROR_URL=https://mirror.example.com/v1?api_key=***' -e 'API_TOKEN=***' "
+        "-e 'UPSTREAM_AUTH=***' -e 'UPSTREAM_ORG=***' '-eHOOK_URL=https://mcp.example.com/u/***/mcp' "
+        "-e GIT_URL=https://github.com/o/r '-eNODE_ENV=***'"
+    )
+    assert stdio.describe().endswith(f" {shown}`")
+    assert repr(stdio).startswith(
+        f"StdioTransport(command={sys.executable!r}, args=('-c', {code!r}, "
+        + ", ".join(repr(arg) for arg in shlex.split(shown))
+        + "), env=None"
+    )
+    client = McpClient("srv", stdio, timeout=10)
+    with pytest.raises(McpError, match="exited with code 3 during start-up") as caught:
+        await client.connect()
+    message = str(caught.value)
+    # What the server echoes is masked with the same values: the endpoint stays readable.
+    assert message.endswith(
+        "stderr: rejected: -e GRAFANA_URL=http://127.0.0.1:3000 --env DATA_PATH=/data/chdb "
+        "--env=DB_URL=postgresql://***@db/prod "
+        "-eMIRROR_URL=https://***@mirror.example.com/v1?api_key=*** "
+        "-e API_TOKEN=*** -e UPSTREAM_AUTH=*** -e UPSTREAM_ORG=*** "
+        "-eHOOK_URL=https://mcp.example.com/u/***/mcp -e GIT_URL=https://***@github.com/o/r "
+        "-eNODE_ENV=***"
+    )
+    texts = [message, repr(stdio), stdio.describe(), repr(client), client.stderr_tail, caplog.text]
+    secrets = ["S3CRET", HEX_KEY, UUID_KEY, "production"]
+    assert not [(s, t) for s in secrets for t in texts if s in t]
 
 
 async def test_connection_string_passwords_pats_and_prefixed_keys_are_hidden_and_masked(
