@@ -276,10 +276,11 @@ class InvalidArgumentsError(ToolError):
 
     ``errors`` lists one ``(field, problem)`` pair per bad field, so a model can
     correct itself: the first :attr:`LISTED` of them, then one pair counting the rest
-    (an array of 100,000 bad items is not 100,000 pairs). The message may quote the bad
-    values (the model needs them); ``redacted`` is the message without them, for spans
-    and logs that must not record arguments: give ``redacted_reason`` when ``reason``
-    quotes a value.
+    (an array of 100,000 bad items is not 100,000 pairs); ``complete=False`` says that
+    ``errors`` are the first problems found and that there are more, not looked for:
+    the rest are counted as "at least". The message may quote the bad values (the model
+    needs them); ``redacted`` is the message without them, for spans and logs that must
+    not record arguments: give ``redacted_reason`` when ``reason`` quotes a value.
 
     Example:
         >>> e = InvalidArgumentsError("add", "b: Field required", errors=[("b", "Field required")])
@@ -291,6 +292,9 @@ class InvalidArgumentsError(ToolError):
         >>> bad = [(f"items/{i}", "not an integer") for i in range(1000)]
         >>> InvalidArgumentsError("total", "items/0: not an integer", errors=bad).errors[-2:]
         [('items/19', 'not an integer'), ('...', '980 more problems not listed')]
+        >>> InvalidArgumentsError("total", "items/0: not an integer", errors=bad,
+        ...                       complete=False).errors[-1]
+        ('...', 'at least 980 more problems not listed')
     """
 
     may_have_run = False
@@ -305,14 +309,16 @@ class InvalidArgumentsError(ToolError):
         *,
         errors: list[tuple[str, str]] | None = None,
         redacted_reason: str | None = None,
+        complete: bool = True,
     ) -> None:
         super().__init__(f"tool '{tool_name}' got invalid arguments: {reason}", tool_name=tool_name)
         self.reason = _one_line(reason)
         listed = list(errors or [])
         if len(listed) > self.LISTED:
             more = len(listed) - self.LISTED
+            at_least = "" if complete else "at least "
             listed[self.LISTED :] = [
-                ("...", f"{more} more problem{'s' if more > 1 else ''} not listed")
+                ("...", f"{at_least}{more} more problem{'s' if more > 1 else ''} not listed")
             ]
         self.errors = listed
         self.redacted = (

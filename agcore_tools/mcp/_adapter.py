@@ -28,7 +28,7 @@ from ..pending import KEEPER, LEFT_RUNNING, CallPaused
 from ..permission import Permission
 from ..schema import mend_unambiguous
 from ..schema._jsonschema import resolve_ref
-from ..schema._validate import check_with, schema_check
+from ..schema._validate import check_with, larger_than, schema_check
 from ._input_pause import ROUND, InputRound, LiveQuestion, ServerQuestion, new_nonce, responses
 from ._progress import CALL_KEY, CALLER
 from ._results import READ_BY_MODEL
@@ -47,6 +47,9 @@ __all__ = [
 
 logger = logging.getLogger("agcore_tools.mcp")
 
+_CHECKED_ON_THE_LOOP = 1000
+"""Values (in lists and maps, all levels) of arguments checked on the event loop at most,
+a few ms; larger arguments are checked in a worker thread."""
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "$ref")
 
 
@@ -330,7 +333,14 @@ class McpTool(BaseTool):
         held = _RESUMES.get()
         resume = held.pop((id(self), call_id), None) if call_id and held else None
         if resume is None:
-            self.check_arguments(args)
+            if larger_than(args, _CHECKED_ON_THE_LOOP):
+                import anyio.to_thread
+
+                # 100,000 values take jsonschema most of a second: not on the loop. The
+                # thread is waited for (it ends with the check), cancelled or not.
+                await anyio.to_thread.run_sync(self.check_arguments, args)
+            else:
+                self.check_arguments(args)
         # The server's progress updates reach a listening context as its own reports.
         listened = CALLER.set(ctx) if ctx.listening else None
         keyed = CALL_KEY.set(ctx.idempotency_key) if call_id else None

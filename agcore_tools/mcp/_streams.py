@@ -109,7 +109,7 @@ class _WatchedReadStream(ClosedOnExit):
             await self._end()
             raise
         if self._waiting and self._vetting is not None:
-            return self._vetting.received(item)
+            return await self._vetting.received(item)
         return item
 
     def __aiter__(self) -> _WatchedReadStream:
@@ -125,7 +125,7 @@ class _WatchedReadStream(ClosedOnExit):
             await self._end()
             raise
         if self._waiting and self._vetting is not None:
-            return self._vetting.received(item)
+            return await self._vetting.received(item)
         return item
 
     async def aclose(self) -> None:

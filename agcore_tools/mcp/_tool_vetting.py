@@ -28,8 +28,9 @@ DEBUG: the tool cache's lists have said it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,7 +43,7 @@ from ._matching import coerce_id
 if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
 
-__all__ = ["LISTING", "Listing", "MalformedTool", "ToolListVetting", "vet"]
+__all__ = ["LISTING", "SLICE", "Listing", "MalformedTool", "ToolListVetting", "vet"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -103,12 +104,22 @@ class Listing:
         """The tools left out, in the order listed."""
 
 
+SLICE = 64
+"""Tools checked at most between two turns of the event loop: a slice of the largest
+recorded servers' tools takes about 2 ms (``docs/benchmarks.md``)."""
+
+_Vetted = tuple[list[Any], list[MalformedTool]] | None
+
+
 def vet(
     result: Mapping[str, Any], version: str, mask: Callable[[str], str] = str, page: int = 1
-) -> tuple[list[Any], list[MalformedTool]] | None:
+) -> _Vetted:
     """The tools of ``result`` (a ``tools/list`` answer of a ``version`` session) that
     pass the SDK's checks and those that do not, shown with ``mask``; None when the
     answer is to be left as it came: it passes, or it is malformed as a whole.
+
+    :meth:`ToolListVetting.received` does the same work in slices of :data:`SLICE`
+    tools, letting the event loop run between them.
 
     Example:
         >>> good = {"name": "echo", "inputSchema": {"type": "object"}}
@@ -120,6 +131,24 @@ def vet(
         >>> vet({"tools": "none"}, "2025-11-25") is None
         True
     """
+    steps = _vetting(result, version, mask, page)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            vetted: _Vetted = done.value
+            return vetted
+
+
+def _vetting(
+    result: Mapping[str, Any], version: str, mask: Callable[[str], str], page: int
+) -> Generator[None, None, _Vetted]:
+    """:func:`vet`, pausing (a ``yield``) after each :data:`SLICE` tools checked.
+
+    The SDK's checks of a list are its checks of each tool and of the answer's other
+    members (no rule spans two tools), so the answer is checked a slice at a time, each
+    slice with those members: an answer all valid is checked once, as the SDK checks
+    it; a slice that fails is checked tool by tool."""
     import mcp_types
     from mcp_types import methods
 
@@ -130,32 +159,55 @@ def vet(
     ttl = rest.get("ttlMs")
     if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl < 0:
         rest["ttlMs"] = 0  # as the SDK floors it before its checks (a 2026-07-28 SHOULD)
+    wire = _wire_check(version)
+    sdk_model = mcp_types.ListToolsResult.model_validate
 
     def check(listed: list[Any]) -> None:
-        # What ClientSession.send_request checks: the version's wire schema, then the
-        # SDK's own model (whose other members were checked on the wire schema).
-        methods.validate_server_result("tools/list", version, {**rest, "tools": listed})
-        mcp_types.ListToolsResult.model_validate({"tools": listed}, by_name=False)
+        # What ClientSession.send_request checks: the version's wire schema
+        # (methods.validate_server_result, without the dump it makes of what passed),
+        # then the SDK's own model (whose other members were checked on the wire schema).
+        wire({**rest, "tools": listed}, by_name=False)
+        sdk_model({"tools": listed}, by_name=False)
 
-    try:
-        check(tools)
-        return None
-    except ValidationError:
-        pass  # some tool is malformed, or the rest of the answer: which is found below
-    try:
-        check([])
-    except ValidationError:
-        return None
     kept: list[Any] = []
     left_out: list[MalformedTool] = []
-    for index, tool in enumerate(tools):
+    rest_valid = False
+    for start in range(0, len(tools), SLICE):
+        if start:
+            yield
+        part = tools[start : start + SLICE]
         try:
-            check([tool])
-        except ValidationError as exc:
-            left_out.append(_malformed(index, tool, exc, mask, page))
+            check(part)
+        except ValidationError:
+            pass  # some tool is malformed, or the rest of the answer: which is found below
         else:
-            kept.append(tool)
+            kept.extend(part)
+            rest_valid = True
+            continue
+        if not rest_valid:
+            try:
+                check([])
+            except ValidationError:
+                return None
+            rest_valid = True
+        for index, tool in enumerate(part, start):
+            try:
+                check([tool])
+            except ValidationError as exc:
+                left_out.append(_malformed(index, tool, exc, mask, page))
+            else:
+                kept.append(tool)
     return (kept, left_out) if left_out else None
+
+
+@functools.cache
+def _wire_check(version: str) -> Callable[..., Any]:
+    """The validation of ``version``'s wire schema for a ``tools/list`` answer."""
+    from mcp_types import methods
+    from pydantic import TypeAdapter
+
+    row: Any = methods.SERVER_RESULTS[("tools/list", version)]
+    return TypeAdapter(row).validate_python
 
 
 def _malformed(
@@ -197,7 +249,15 @@ class ToolListVetting:
         {}
     """
 
-    __slots__ = ("_answers", "_mask", "_response", "_server_name", "_version", "waiting")
+    __slots__ = (
+        "_answers",
+        "_mask",
+        "_response",
+        "_server_name",
+        "_turn",
+        "_version",
+        "waiting",
+    )
 
     def __init__(
         self,
@@ -205,9 +265,11 @@ class ToolListVetting:
         version: Callable[[], str | None],
         mask: Callable[[str], str] = str,
     ) -> None:
+        import anyio.lowlevel
         import mcp_types
 
         self._server_name = server_name
+        self._turn = anyio.lowlevel.checkpoint
         self._version = version
         self._mask = mask
         self._response = mcp_types.JSONRPCResponse
@@ -229,9 +291,10 @@ class ToolListVetting:
         if self.waiting and params is not None:
             self.waiting.pop(coerce_id(params.get("requestId")), None)
 
-    def received(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
+    async def received(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
         """``item``, read from the server; an answer to a ``tools/list`` request without
-        its malformed tools."""
+        its malformed tools. A long answer is vetted in slices of :data:`SLICE` tools,
+        with a turn of the event loop between two (see :func:`vet`)."""
         if isinstance(item, Exception):
             return item
         message = item.message
@@ -248,7 +311,14 @@ class ToolListVetting:
         if listing is not None:
             listing.pages += 1
             page = listing.pages
-        vetted = vet(message.result, version, self._mask, page)
+        steps = _vetting(message.result, version, self._mask, page)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                vetted: _Vetted = done.value
+                break
+            await self._turn()
         if vetted is None:
             return item
         kept, left_out = vetted

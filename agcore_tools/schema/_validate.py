@@ -7,6 +7,7 @@ point), and OpenAPI 3.0's ``nullable: true`` as adding null to the ``type``."""
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
@@ -19,7 +20,11 @@ from referencing.exceptions import Unresolvable  # jsonschema's own dependency
 
 from ..error import InvalidArgumentsError
 
-__all__ = ["check_against_schema", "check_with", "schema_check"]
+__all__ = ["PROBLEMS_SOUGHT", "check_against_schema", "check_with", "larger_than", "schema_check"]
+
+PROBLEMS_SOUGHT = 1000
+"""Problems counted at most in one check of arguments; past them, the check finds one
+more, which says there are more, and stops."""
 
 
 def schema_check(schema: Mapping[str, Any]) -> Any:
@@ -61,6 +66,10 @@ def check_with(tool_name: str, check: Any, args: Any) -> None:
     the schema compiled into ``check`` (:func:`schema_check`), naming the first bad
     field. None, or a ``$ref`` the validator cannot resolve, checks nothing.
 
+    The search stops past :data:`PROBLEMS_SOUGHT` problems: the one named is
+    jsonschema's ``best_match`` among those found, and the rest are counted as "at
+    least" (each problem costs jsonschema about 20 µs: 100,000 bad items took 3.4 s).
+
     The error's ``redacted`` form names the rule that failed and the schema's property
     names on the way to it, never a value or a key the caller wrote (``*`` stands for
     such a key).
@@ -77,12 +86,17 @@ def check_with(tool_name: str, check: Any, args: Any) -> None:
     """
     if check is None:
         return
+    found = check.iter_errors(args)
     try:
-        errors = list(check.iter_errors(args))
+        # One past the bound: it tells whether there are more.
+        errors = list(itertools.islice(found, PROBLEMS_SOUGHT + 1))
     except Unresolvable:
         return
+    finally:
+        found.close()
     if not errors:
         return
+    more = len(errors) > PROBLEMS_SOUGHT
     problems = [(_path(e) or "(arguments)", _message(e)) for e in errors]
     best = jsonschema.exceptions.best_match(errors)
     where = _path(best)
@@ -90,7 +104,11 @@ def check_with(tool_name: str, check: Any, args: Any) -> None:
     bare = _bare_path(best)
     rule = f"the {best.validator!r} rule failed"
     raise InvalidArgumentsError(
-        tool_name, reason, errors=problems, redacted_reason=f"{bare}: {rule}" if bare else rule
+        tool_name,
+        reason,
+        errors=problems,
+        redacted_reason=f"{bare}: {rule}" if bare else rule,
+        complete=not more,
     )
 
 
@@ -109,6 +127,34 @@ def check_against_schema(tool_name: str, schema: Mapping[str, Any], args: Any) -
         agcore_tools.error.InvalidArgumentsError: tool 'echo' got invalid arguments: text: 12 is not of type 'string'
     """
     check_with(tool_name, schema_check(schema), args)
+
+
+def larger_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` holds more than ``limit`` values in its lists and maps, all
+    levels counted; it stops counting there, so a large value costs what a small one
+    does. What checking ``value`` against a schema costs grows with that count (about
+    6 µs a value with jsonschema).
+
+    Example:
+        >>> larger_than({"ids": list(range(100_000))}, 1000), larger_than({"a": [1, 2]}, 1000)
+        (True, False)
+    """
+    stack = [value]
+    seen = 0
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            seen += len(item)
+            inner: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            seen += len(item)
+            inner = item
+        else:
+            continue
+        if seen > limit:
+            return True
+        stack.extend(inner)
+    return False
 
 
 _SHOWN = 80

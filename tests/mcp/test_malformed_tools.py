@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from agcore_tools import McpClient, McpError, StdioTransport, StreamableHttpTransport, ToolRegistry
+from agcore_tools.mcp._tool_vetting import SLICE
 
 from .conftest import SERVERS, QuietHandler, assert_no_stray_tasks, handwritten
 from .test_faults import wait_for
@@ -282,4 +283,27 @@ async def test_over_http_a_list_with_no_valid_tool_fails_naming_the_fault(
         "should be a valid dictionary or instance of InputSchema"
     )
     assert left_out(caplog) == []
+    await assert_no_stray_tasks()
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_over_http_a_long_list_is_vetted_in_slices_naming_each_tool_at_its_place(
+    protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Checked a slice at a time (SLICE tools), each tool named at its place in the answer.
+    long = [{**GOOD[1], "name": f"shout_{i}"} for i in range(3 * SLICE)]
+    long[2 * SLICE + 3 : 2 * SLICE + 3] = [BAD]
+    with tool_server([*long, GOOD[0]]) as url:
+        transport = StreamableHttpTransport(url)
+        client = McpClient("web", transport, protocol=protocol, timeout=TIMEOUT)  # type: ignore[arg-type]
+        async with client:
+            names = [d["function"]["name"] for d in await client.definitions()]
+            assert len(names) == 3 * SLICE + 1 and "bad_schema" not in names
+            assert await client.call_tool("add", {"a": 1, "b": 2}) == {"sum": 3}
+    line = (
+        f"'bad_schema' (tools[{2 * SLICE + 3}].inputSchema: Input should be a valid "
+        "dictionary or instance of InputSchema)"
+    )
+    assert client.malformed_tools == (line,)
+    assert left_out(caplog) == warned("web", (line,))
     await assert_no_stray_tasks()
