@@ -241,6 +241,9 @@ class _DaemonExecutor(Executor):
                     future.set_exception(exc)
                 else:
                     future.set_result(result)
+                    # An idle thread would otherwise keep its last result (a large
+                    # answer, a file) alive until its next call.
+                    del result
             # Drop references before waiting, so a finished call's objects can be freed.
             del work, future, call
             with self._lock:

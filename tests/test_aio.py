@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -367,3 +369,28 @@ async def test_a_cancel_as_a_tool_call_ends_within_its_timeout_is_not_lost() -> 
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(callers[0], 2.0)
     assert after == []
+
+
+@pytest.mark.timeout(30)
+async def test_an_idle_worker_keeps_no_reference_to_its_last_result() -> None:
+    class Answer:
+        """A large result, as a tool returns one."""
+
+    freed = threading.Event()
+
+    def answer() -> Answer:
+        made = Answer()
+        weakref.finalize(made, freed.set)
+        return made
+
+    executor = _DaemonExecutor(1, "agcore-idle")
+    loop = asyncio.get_running_loop()
+    try:
+        got = await loop.run_in_executor(executor, answer)
+        assert isinstance(got, Answer)
+        del got
+        gc.collect()
+        # The worker drops it as it goes idle; before, it held it until its next call.
+        assert await asyncio.to_thread(freed.wait, 5.0)
+    finally:
+        await asyncio.to_thread(executor.shutdown)
