@@ -24,7 +24,7 @@ from ..base import ToolContext
 from ..error import McpInputRequiredError, McpTimeoutError
 from ..pending import KEEPER, LEFT_RUNNING, CallPaused, InputRequest, RunningTask
 from ._input_pause import new_nonce, question_id
-from ._tasks import McpTask, give_up, give_up_timed_out
+from ._tasks import McpTask, give_up, give_up_asking, give_up_timed_out
 from .models import McpTaskStatus
 
 __all__ = ["TaskCaller", "paused_on", "run_task"]
@@ -107,9 +107,13 @@ async def run_task(
             raise
         return _pause(task, call_id, name)
     except McpInputRequiredError as asked:
+        if keeper is not None:
+            # No one can answer in a keeper's call (a Temporal activity), nor would a
+            # retry: the task would wait on, unattached.
+            raise await give_up_asking(task, asked) from asked
         questions = _questions(asked.input_requests, call_id, name, new_nonce())
-        if not call_id or keeper is not None or questions is None:
-            raise
+        if not call_id or questions is None:
+            raise  # to the caller, with the task's handle (asked.task) to answer it
         paused = _pause(task, call_id, name)
         keys = {q.request_id: key for q, key in questions}
         state = {**paused.state, "keys": keys}
