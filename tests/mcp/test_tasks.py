@@ -762,6 +762,35 @@ async def test_a_loop_stopped_by_a_tasks_question_it_cannot_pause_on_gives_the_t
             assert await task.result(timeout=10) == "sampled: hello"
 
 
+@pytest.mark.parametrize(
+    ("tool", "args", "said"),
+    [
+        ("lost_build", {"label": "x"}, "which could not be followed (the task store is "),
+        ("sample", {"prompt": "hi"}, "(sampling/createMessage), which this client cannot "),
+    ],
+    ids=["tasks-get-fails", "a-question-no-one-answers"],
+)
+async def test_a_plain_call_whose_task_cannot_be_followed_cancels_it(
+    task_server: TaskServer, tool: str, args: dict[str, Any], said: str
+) -> None:
+    """2026-07-28: a plain call_tool() the server runs as a task the client cannot
+    follow (every tasks/get of it fails; it asks for a completion and the client has no
+    sampling_handler) failed naming the task, which ran on with no handle to anyone.
+    The client cancels it now, and the error says so."""
+    async with task_server.client(tasks=True) as client:
+        with pytest.raises(McpError) as info:
+            await client.call_tool(tool, args)
+        assert client.connected
+    counted = task_server.counts()
+    [task_id] = counted["cancels"]
+    assert counted["tasks"][task_id]["cancelled_at"] is not None
+    error = str(info.value)
+    assert error.startswith("MCP server 'ci': ") and f"task '{task_id}'" in error
+    assert said in error
+    assert "; the client cancelled it (tasks/cancel); the call may have run" in error
+    assert "picks it up" not in error
+
+
 @pytest.mark.parametrize(("options", "era"), ERAS)
 async def test_over_stdio(tmp_path: Path, options: dict[str, Any], era: str) -> None:
     transport = StdioTransport(
