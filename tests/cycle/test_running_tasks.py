@@ -205,8 +205,11 @@ async def test_a_task_a_tool_of_the_turn_started_is_cancelled_when_the_run_stops
 
         async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
             builds = [{"seconds": 2 * HOURS, "label": label} for label in ("a", "b")]
-            done = await asyncio.gather(*(registry.invoke("build", b, ctx) for b in builds))
-            return [d.output for d in done]
+            # Awaits both calls to their end when cancelled (a plain gather would end at
+            # the first, and the second's own stop would cut its tasks/cancel short).
+            calls = (registry.invoke("build", b, ctx) for b in builds)
+            done = await asyncio.gather(*calls, return_exceptions=True)
+            return [getattr(d, "output", None) for d in done]
 
     model = serve(S.reply_tool_calls([("nightly", {}, "c_nightly")]), S.reply_text("unused"))
     async with _client(tasks, "2026-07-28") as client:
