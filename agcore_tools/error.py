@@ -502,15 +502,19 @@ class McpInputRequiredError(McpError):
 
     ``input_requests`` holds them by the server's keys, as it sent them; answer with
     :meth:`~agcore_tools.mcp.McpTask.answer` (``tasks/update``) and wait again. The
-    task waits on the server meanwhile. Not raised when the client has a handler for
-    each request (``elicitation_handler``...): they answer. In the loop, with no
-    ``elicitation_handler``, this pauses the run instead (see :mod:`agcore_tools.pending`).
+    task waits on the server meanwhile. ``task`` is its saved handle: a caller that has
+    no :class:`~agcore_tools.mcp.McpTask` (a registry call of a tool run as a task)
+    gets one with ``McpClient.task(error.task)``. Not raised when the client has a
+    handler for each request (``elicitation_handler``...): they answer. In the loop,
+    with no ``elicitation_handler``, a form question pauses the run instead (see
+    :mod:`agcore_tools.pending`).
 
     Example:
         >>> err = McpInputRequiredError("ci", "task 't1' waits for input (q1)",
-        ...                             {"q1": {"method": "elicitation/create"}})
-        >>> sorted(err.input_requests), isinstance(err, McpError)
-        (['q1'], True)
+        ...                             {"q1": {"method": "elicitation/create"}},
+        ...                             task={"server": "ci", "task_id": "t1"})
+        >>> sorted(err.input_requests), err.task["task_id"], isinstance(err, McpError)
+        (['q1'], 't1', True)
     """
 
     def __init__(
@@ -520,10 +524,14 @@ class McpInputRequiredError(McpError):
         input_requests: Mapping[str, Any],
         *,
         tool_name: str | None = None,
+        task: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(server_name, reason, tool_name=tool_name)
         self.input_requests = dict(input_requests)
         """The task's questions by the server's keys (``{"method": ..., "params": ...}``)."""
+        self.task = dict(task) if task is not None else None
+        """The waiting task's saved handle (:meth:`~agcore_tools.mcp.McpTask.to_json`):
+        ``McpClient.task(error.task)`` re-attaches to it, to answer or cancel it."""
 
 
 class McpUsageError(ToolError, ValueError):

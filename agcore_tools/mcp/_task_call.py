@@ -9,7 +9,8 @@ cancelled) pauses the call: :class:`~agcore_tools.pending.RunningTask` goes in
 open call in the history. The next ``submit_with_tools(None, registry)``, in any
 process, re-attaches to the same task: the ``tools/call`` is never sent again. A call
 that stops waiting with its handle kept nowhere (cut off by its time limit, cancelled
-outside the loop) cancels the task (``_tasks.give_up``).
+outside the loop, asked for input in a Temporal activity) cancels the task
+(``_tasks.give_up``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..base import ToolContext
 from ..error import McpInputRequiredError, McpTimeoutError
 from ..pending import KEEPER, LEFT_RUNNING, CallPaused, InputRequest, RunningTask
 from ._input_pause import new_nonce, question_id
-from ._tasks import McpTask, give_up, give_up_timed_out
+from ._tasks import McpTask, give_up, give_up_asking, give_up_timed_out
 from .models import McpTaskStatus
 
 __all__ = ["TaskCaller", "paused_on", "run_task"]
@@ -68,7 +69,10 @@ async def run_task(
     :data:`~agcore_tools.pending.LEFT_RUNNING` under its call id, for
     :func:`paused_on`; cut off by its time limit, or cancelled anywhere else, it
     cancels the task (``tasks/cancel``, best effort), as it does when it has no call id
-    to pause with, unless a keeper (a Temporal activity) holds the handle."""
+    to pause with, unless a keeper (a Temporal activity) holds the handle. A task that
+    waits for input no handler answers, and that the call cannot pause on (no call id,
+    no form), raises its :class:`~agcore_tools.McpInputRequiredError`, which carries
+    the handle; under a keeper, where no one can answer, the task is cancelled."""
     keeper = KEEPER.get()
     saved = resume["state"]["task"] if resume is not None else None
     if saved is None and keeper is not None:
@@ -107,9 +111,13 @@ async def run_task(
             raise
         return _pause(task, call_id, name)
     except McpInputRequiredError as asked:
+        if keeper is not None:
+            # No one can answer in a keeper's call (a Temporal activity), nor would a
+            # retry: the task would wait on, unattached.
+            raise await give_up_asking(task, asked) from asked
         questions = _questions(asked.input_requests, call_id, name, new_nonce())
-        if not call_id or keeper is not None or questions is None:
-            raise
+        if not call_id or questions is None:
+            raise  # to the caller, with the task's handle (asked.task) to answer it
         paused = _pause(task, call_id, name)
         keys = {q.request_id: key for q, key in questions}
         state = {**paused.state, "keys": keys}

@@ -273,9 +273,10 @@ async def drive(
     cancelled or forgotten task becomes an ``isError`` result naming it (what a plain
     ``tools/call`` that the server chose to run as a task returns). A task waiting for
     input gets the answers of the client's callbacks (:func:`ask_client`) by
-    ``tasks/update``. Any other failure raises an :class:`~agcore_tools.McpError`
-    naming the task, which runs on (so the call is not sent again: it is no longer
-    safe to), quoting what the server said masked by ``hide`` (``_error_text.quoted``)."""
+    ``tasks/update``. Any other failure (a ``tasks/get`` or ``tasks/update`` refused, a
+    question the client cannot answer) raises an :class:`~agcore_tools.McpError` naming
+    the task, quoting what the server said masked by ``hide``
+    (``_error_text.quoted``); :func:`_followed` then gives the task up."""
     from mcp.shared.exceptions import MCPError
 
     delay = FIRST_POLL
@@ -297,8 +298,7 @@ async def drive(
             raise McpError(
                 server_name,
                 f"tools/call '{tool_name}' runs as task '{task}', which could not be "
-                f"followed ({quoted(exc.message, hide)}); McpClient.task('{task}') picks "
-                "it up",
+                f"followed ({quoted(exc.message, hide)})",
                 tool_name=tool_name,
             ) from exc
         status = parse_status(raw)
@@ -324,8 +324,7 @@ async def drive(
                 raise McpError(
                     server_name,
                     f"tools/call '{tool_name}' runs as task '{task}', which refused its "
-                    f"answers ({quoted(exc.message, hide)}); McpClient.task('{task}') "
-                    "picks it up",
+                    f"answers ({quoted(exc.message, hide)})",
                     tool_name=tool_name,
                 ) from exc
             answered.update(fresh)
@@ -472,28 +471,49 @@ async def _followed(
     tool_name: str,
     hide: Callable[[str], str],
 ) -> CallToolResult:
-    """``driving``; a wait cut short (timeout, cancellation) leaves a task nobody holds
-    a handle of: it is cancelled (:func:`cancel_left`) where the server offers that,
-    else logged as left running."""
+    """``driving``; a wait cut short (timeout, cancellation), or a task that could not
+    be followed (:func:`drive`'s :class:`~agcore_tools.McpError`), leaves a task nobody
+    holds a handle of: it is cancelled (:func:`cancel_left`) where the server offers
+    that, else logged as left running. The error then says which."""
     try:
         result: CallToolResult = await driving
     except (asyncio.CancelledError, TimeoutError):
         # The watchdog's timeout reaches here as a cancellation too: not told apart.
-        if cancel_offered(session.server_capabilities, True):
-            why = "its call was cut short"
-            await cancel_left(session, server_name, task_id, tool_name, why, hide)
-        else:
-            task = server_word(task_id)  # a hostile server's newline would forge a record
-            logger.warning(
-                "MCP server '%s': tools/call '%s' ran as task '%s', left running on the "
-                "server (McpClient.task('%s') picks it up)",
-                server_name,
-                tool_name,
-                task,
-                task,
-            )
+        await _left_behind(session, server_name, task_id, tool_name, "its call was cut short", hide)
         raise
+    except McpError as exc:
+        why = "it could not be followed"
+        if await _left_behind(session, server_name, task_id, tool_name, why, hide):
+            fate = "the client cancelled it (tasks/cancel)"
+        else:
+            task = server_word(task_id)
+            fate = f"it may run on, on the server (McpClient.task('{task}') picks it up)"
+        raise McpError(server_name, f"{exc.reason}; {fate}", tool_name=tool_name) from exc
     return result
+
+
+async def _left_behind(
+    session: ClientSession,
+    server_name: str,
+    task_id: str,
+    tool_name: str,
+    why: str,
+    hide: Callable[[str], str],
+) -> bool:
+    """:func:`cancel_left` on a task nobody holds, where the server offers
+    ``tasks/cancel``, else a WARNING that it runs on; whether it was cancelled."""
+    if cancel_offered(session.server_capabilities, True):
+        return await cancel_left(session, server_name, task_id, tool_name, why, hide)
+    task = server_word(task_id)  # a hostile server's newline would forge a record
+    logger.warning(
+        "MCP server '%s': tools/call '%s' ran as task '%s', left running on the "
+        "server (McpClient.task('%s') picks it up)",
+        server_name,
+        tool_name,
+        task,
+        task,
+    )
+    return False
 
 
 def resolving_tasks(

@@ -208,10 +208,12 @@ class McpTask:
                 raise McpInputRequiredError(
                     self.server_name,
                     f"task '{self._shown_id}' of tool '{self.tool_name}' waits for input "
-                    f"({', '.join(server_word(key) for key in sorted(asked)) or 'unnamed'}); "
-                    "answer it with McpTask.answer() (it waits on the server)",
+                    f"({_keys(asked)}) on the server; answer it with McpTask.answer(), "
+                    "then wait again with result() (McpClient.task(error.task) gives "
+                    "the McpTask)",
                     asked,
                     tool_name=self.tool_name or None,
+                    task=self.to_json(),
                 )
             wait = next_wait(delay, status)
             left = _left(deadline)
@@ -546,6 +548,29 @@ async def give_up_timed_out(task: McpTask, error: McpTimeoutError) -> McpTimeout
         f"task '{shown}' of tool '{task.tool_name}'{still} when its call timed out; {fate}",
         tool_name=task.tool_name or None,
     )
+
+
+async def give_up_asking(task: McpTask, asked: McpInputRequiredError) -> McpError:
+    """:func:`give_up` on ``task``, which waits for input (``asked``) that no one can
+    give where its call runs (a Temporal activity cannot pause for it), and the error
+    to raise instead, saying what became of the task (unrecoverable, as ``asked``)."""
+    shown = task._shown_id
+    if await give_up(task, "no one can answer its input requests"):
+        fate = "the client cancelled it (tasks/cancel)"
+    else:
+        fate = f"it may wait on, on the server (McpClient.task('{shown}') picks it up)"
+    return McpError(
+        task.server_name,
+        f"task '{shown}' of tool '{task.tool_name}' waits for input "
+        f"({_keys(asked.input_requests)}) that this client has no handler for, and its "
+        f"call cannot pause for an answer here; {fate}",
+        tool_name=task.tool_name or None,
+    )
+
+
+def _keys(asked: Mapping[str, Any]) -> str:
+    # The server's keys of its input requests, escaped and cut (they are its words).
+    return ", ".join(server_word(key) for key in sorted(asked)) or "unnamed"
 
 
 def _left(deadline: float | None) -> float | None:

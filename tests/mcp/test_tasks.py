@@ -37,7 +37,13 @@ from agcore_tools import (
     ToolRegistry,
     ToolTimeoutError,
 )
-from agcore_tools.error import McpError, McpTimeoutError, McpUsageError
+from agcore_tools.error import (
+    LlmError,
+    McpError,
+    McpInputRequiredError,
+    McpTimeoutError,
+    McpUsageError,
+)
 from agcore_tools.mcp import McpTask, McpTaskStatus
 from agcore_tools.mcp._tasks import give_up
 from agcore_tools.testing import ScriptedChatServer as S
@@ -695,6 +701,94 @@ async def test_a_tasks_cancel_never_answered_holds_the_caller_a_second_at_most(
     assert "(its call was cancelled) may run on: its tasks/cancel got no answer within 1 s" in (
         warned
     )
+
+
+async def test_a_registry_call_whose_task_waits_for_input_gives_its_caller_the_task(
+    task_server: TaskServer,
+) -> None:
+    """2026-07-28: a registry call with no call id (a direct invoke()) whose task waits
+    for input the client has no handler for raises McpInputRequiredError. It said
+    "answer it with McpTask.answer()" to a caller with no McpTask; it carries the task's
+    handle now, which answers it. The task is not cancelled: the caller holds it."""
+    async with task_server.client(tasks=True) as client:
+        registry = ToolRegistry()
+        registry.register_all(client.into_tools(tasks=["ask"]))
+        asked = (await registry.invoke("ask", {"question": "Colour?"})).error
+        assert isinstance(asked, McpInputRequiredError), asked
+        [task_id] = task_server.counts()["tasks"]
+        assert str(asked) == (
+            f"MCP server 'ci': task '{task_id}' of tool 'ask' waits for input (q1) on the "
+            "server; answer it with McpTask.answer(), then wait again with result() "
+            "(McpClient.task(error.task) gives the McpTask)"
+        )
+        assert asked.task is not None
+        task = client.task(asked.task)
+        assert task.tool_name == "ask"
+        await task.answer({"q1": {"action": "accept", "content": {"answer": "blue"}}})
+        assert await task.result(timeout=10) == "accept: blue"
+    assert task_server.counts()["calls"] == {"ask": 1}
+    assert "cancels" not in task_server.counts()
+
+
+async def test_a_loop_stopped_by_a_tasks_question_it_cannot_pause_on_gives_the_task(
+    task_server: TaskServer,
+) -> None:
+    """2026-07-28: in the loop, a task's question that is no form (here a completion,
+    with no sampling_handler) cannot pause the run: it stops with the task's
+    McpInputRequiredError as its cause, which now carries the task's handle."""
+    script = [S.reply_tool_calls([("sample", {"prompt": "hi"}, "c1")]), S.reply_text("ok")]
+    with S(script) as model:
+        async with task_server.client(tasks=True) as client:
+            registry = ToolRegistry()
+            registry.register_all(client.into_tools(tasks=["sample"]))
+            cycle = LlmCycle(CycleConfig("m"), client=model.client(timeout=10))
+            try:
+                with pytest.raises(LlmError) as stopped:
+                    await cycle.submit_with_tools("sample it", registry)
+            finally:
+                await cycle.client.close()
+            asked = stopped.value.__cause__
+            assert isinstance(asked, McpInputRequiredError) and asked.task is not None
+            task = client.task(asked.task)
+            await task.answer(
+                {
+                    "s1": {
+                        "role": "assistant",
+                        "model": "m",
+                        "content": {"type": "text", "text": "hello"},
+                    }
+                }
+            )
+            assert await task.result(timeout=10) == "sampled: hello"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "said"),
+    [
+        ("lost_build", {"label": "x"}, "which could not be followed (the task store is "),
+        ("sample", {"prompt": "hi"}, "(sampling/createMessage), which this client cannot "),
+    ],
+    ids=["tasks-get-fails", "a-question-no-one-answers"],
+)
+async def test_a_plain_call_whose_task_cannot_be_followed_cancels_it(
+    task_server: TaskServer, tool: str, args: dict[str, Any], said: str
+) -> None:
+    """2026-07-28: a plain call_tool() the server runs as a task the client cannot
+    follow (every tasks/get of it fails; it asks for a completion and the client has no
+    sampling_handler) failed naming the task, which ran on with no handle to anyone.
+    The client cancels it now, and the error says so."""
+    async with task_server.client(tasks=True) as client:
+        with pytest.raises(McpError) as info:
+            await client.call_tool(tool, args)
+        assert client.connected
+    counted = task_server.counts()
+    [task_id] = counted["cancels"]
+    assert counted["tasks"][task_id]["cancelled_at"] is not None
+    error = str(info.value)
+    assert error.startswith("MCP server 'ci': ") and f"task '{task_id}'" in error
+    assert said in error
+    assert "; the client cancelled it (tasks/cancel); the call may have run" in error
+    assert "picks it up" not in error
 
 
 @pytest.mark.parametrize(("options", "era"), ERAS)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -152,6 +154,31 @@ async def test_an_mcp_plain_value_stays_wrapped_for_a_workflow_that_cannot_wrap_
         assert (await activities.call_tool(counted)).value() == 3
         earlier = dataclasses.replace(counted, unwraps=False)
         assert (await activities.call_tool(earlier)).value() == {"result": 3}
+
+
+async def test_an_mcp_task_waiting_for_input_no_one_can_give_is_cancelled(
+    tmp_path: Path,
+) -> None:
+    # A 2026-07-28 task asking a question with no elicitation_handler to answer it: an
+    # activity cannot pause the run for it, and nothing retries it. The call failed
+    # saying "answer it with McpTask.answer()", and the task waited on the server.
+    store = tmp_path / "tasks.json"
+    server = [str(SERVERS / "task_server.py"), "--stdio", "--store", str(store)]
+    async with McpClient("ci", StdioTransport(sys.executable, server), timeout=15, tasks=True) as c:
+        tools = ToolRegistry()
+        tools.register_all(c.into_tools(tasks=["ask"]))
+        done = await ActivityEnvironment().run(
+            ToolActivities(tools).call_tool, call("ask", question="Colour?")
+        )
+    data = json.loads(store.read_text())
+    [(task_id, record)] = data["tasks"].items()
+    assert data["cancels"] == [task_id] and record["cancelled_at"] is not None
+    assert done.recoverable is False
+    assert done.error == (
+        f"MCP server 'ci': task '{task_id}' of tool 'ask' waits for input (q1) that this "
+        "client has no handler for, and its call cannot pause for an answer here; the "
+        "client cancelled it (tasks/cancel)"
+    )
 
 
 async def test_a_call_returns_its_output_or_its_error() -> None:

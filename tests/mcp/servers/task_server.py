@@ -19,7 +19,10 @@ Tools: ``build(seconds, label)`` (tasks required; done ``seconds`` after creatio
 "step k/3" meanwhile), ``report(n)`` (tasks optional: on 2026-07-28 the server answers at
 once), ``fail_build(reason)`` (tasks required; fails saying ``reason``, else quoting
 the credentials the request carried over HTTP), ``ask(question)`` (tasks required; on
-2026-07-28 waits for input, ``inputRequests``, for ever), ``odd_build(tail, status)`` (tasks required; its id ends in ``tail``, its status stays
+2026-07-28 waits for input, ``inputRequests``, for ever), ``sample(prompt)`` (tasks
+required; on 2026-07-28 asks the client for a completion, ``sampling/createMessage``),
+``lost_build(label)`` (tasks required; runs on for ever, and every ``tasks/get`` of it
+fails with an internal error), ``odd_build(tail, status)`` (tasks required; its id ends in ``tail``, its status stays
 ``status``: a hostile server's words), ``plain_echo(text)`` (no tasks) and
 ``calls_made()`` (no tasks: every ``tools/call`` received, per tool, and the times of
 the ``tasks/get`` requests per task). Over HTTP on 2026-07-28 it refuses a ``tasks/*``
@@ -73,6 +76,8 @@ SUPPORT = {
     "report": "optional",
     "ask": "required",
     "odd_build": "required",
+    "lost_build": "required",
+    "sample": "required",
 }
 DEFAULT_TTL_MS = 600_000
 
@@ -214,6 +219,28 @@ def evaluate(record: dict[str, Any], now: float) -> dict[str, Any]:
         text = f"{answer.get('action')}: {(answer.get('content') or {}).get('answer', '')}"
         result = {"content": [{"type": "text", "text": text}], "isError": False}
         return {"status": "completed", "message": "answered", "at": created, "result": result}
+    if record["tool"] == "sample" and record.get("answers"):  # answered with tasks/update
+        said = ((record["answers"].get("s1") or {}).get("content") or {}).get("text", "")
+        result = {"content": [{"type": "text", "text": f"sampled: {said}"}], "isError": False}
+        return {"status": "completed", "message": "answered", "at": created, "result": result}
+    if record["tool"] == "sample":  # asks for a completion (tasks/update, 2026-07-28)
+        question = {
+            "method": "sampling/createMessage",
+            "params": {
+                "messages": [
+                    {"role": "user", "content": {"type": "text", "text": str(args.get("prompt"))}}
+                ],
+                "maxTokens": 10,
+            },
+        }
+        return {
+            "status": "input_required",
+            "message": "sampling",
+            "at": created,
+            "input": {"s1": question},
+        }
+    if record["tool"] == "lost_build":  # runs on; its tasks/get fails (see get_task)
+        return {"status": "working", "message": "step 1/3", "at": created}
     if record["tool"] == "ask":  # waits for an answer (tasks/update, 2026-07-28)
         question = {
             "method": "elicitation/create",
@@ -286,6 +313,8 @@ async def get_task(
 
     store().update(log)
     record, state = find(params.task_id)
+    if record["tool"] == "lost_build":
+        raise MCPError(INTERNAL_ERROR, "the task store is unreachable")
     wire = task_json(record, state, is_modern(ctx))
     if is_modern(ctx):
         if "result" in state:
@@ -446,6 +475,19 @@ def odd_build(tail: str = "", status: str = "working") -> str:
     """A task whose id ends in ``tail`` and whose status stays ``status`` (a hostile
     server's words; runs as a task only)."""
     raise RuntimeError("odd_build runs as a task only")
+
+
+@server.tool()
+def lost_build(label: str = "") -> str:
+    """A task that runs on while every tasks/get of it fails (runs as a task only)."""
+    raise RuntimeError("lost_build runs as a task only")
+
+
+@server.tool()
+def sample(prompt: str) -> str:
+    """A task that asks the client for a completion (sampling/createMessage) on
+    2026-07-28 (runs as a task only)."""
+    raise RuntimeError("sample runs as a task only")
 
 
 @server.tool()
