@@ -60,8 +60,11 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # An env variable whose name holds one of these words anywhere (MYSQL_PASSWORD,
 # GRAFANA_SERVICE_ACCOUNT_TOKEN, AWS_SESSION_TOKEN, KEYCLOAK_CREDENTIALS_FILE) has its
 # value masked whole, whatever the value is: a secret's name is often not the last word.
+# A webhook's URL is its own credential, and its key need not look like one
+# (hooks.zapier.com/hooks/catch/1234567/abcde12/): SLACK_WEBHOOK_URL is hidden whole.
 _SECRET_ENV_WORD = re.compile(
-    r"token|key|secret|pass|pwd|auth|cred|cookie|session|private|signature", re.IGNORECASE
+    r"token|key|secret|pass|pwd|auth|cred|cookie|session|private|signature|hook",
+    re.IGNORECASE,
 )
 # An absolute file path: POSIX, home-relative, or a Windows drive's. No whitespace, and
 # none of base64's "+" and "=", which a path seldom has and a key often does.
@@ -138,7 +141,7 @@ def env_secrets(env: Mapping[str, str]) -> list[str]:
     """What of a stdio server's ``env`` values its text is masked with (not what its
     ``repr`` shows: every value is ``***`` there): the whole value of a variable whose
     name holds a secret's word (``TOKEN``, ``KEY``, ``SECRET``, ``PASS``, ``PWD``,
-    ``AUTH``, ``CRED``, ``COOKIE``, ``SESSION``, ``PRIVATE``, ``SIGNATURE``, or ends in
+    ``AUTH``, ``CRED``, ``COOKIE``, ``SESSION``, ``PRIVATE``, ``SIGNATURE``, ``HOOK``, or ends in
     one :func:`secret_name` knows); of a URL, only what its messages hide (its
     password, with the user before it, its query's values and bare parts, a token in
     its path or as its user), and also all from after ``://`` to its last ``@`` when

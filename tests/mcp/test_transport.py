@@ -631,7 +631,9 @@ async def test_docker_env_values_are_shown_and_masked_as_the_servers_env_values_
         *("-e", "API_TOKEN=S3CRET-4"),  # a secret's name: whole, whatever the value
         *("-e", "UPSTREAM_AUTH=/run/secrets/S3CRET-5"),
         *("-e", "UPSTREAM_ORG=S3CRET-org-6"),  # no name or shape says what it is
-        f"-eHOOK_URL=https://mcp.example.com/u/{HEX_KEY}/mcp",
+        f"-eMCP_URL=https://mcp.example.com/u/{HEX_KEY}/mcp",
+        # A webhook's URL is its credential, with no key-shaped part to find.
+        *("-e", "SLACK_WEBHOOK_URL=https://hooks.zapier.com/hooks/catch/1234567/S3CRET7/"),
         *("-e", f"GIT_URL=https://{UUID_KEY}@github.com/o/r"),  # a token as the user
         "-eNODE_ENV=production",
     ]
@@ -640,7 +642,8 @@ async def test_docker_env_values_are_shown_and_masked_as_the_servers_env_values_
         "-e GRAFANA_URL=http://127.0.0.1:3000 --env DATA_PATH=/data/chdb "
         "--env=DB_URL=postgresql://db/prod "
         "'-eMIRROR_URL=https://mirror.example.com/v1?api_key=***' -e 'API_TOKEN=***' "
-        "-e 'UPSTREAM_AUTH=***' -e 'UPSTREAM_ORG=***' '-eHOOK_URL=https://mcp.example.com/u/***/mcp' "
+        "-e 'UPSTREAM_AUTH=***' -e 'UPSTREAM_ORG=***' '-eMCP_URL=https://mcp.example.com/u/***/mcp' "
+        "-e 'SLACK_WEBHOOK_URL=***' "
         "-e GIT_URL=https://github.com/o/r '-eNODE_ENV=***'"
     )
     assert stdio.describe().endswith(f" {shown}`")
@@ -659,7 +662,8 @@ async def test_docker_env_values_are_shown_and_masked_as_the_servers_env_values_
         "--env=DB_URL=postgresql://***@db/prod "
         "-eMIRROR_URL=https://***@mirror.example.com/v1?api_key=*** "
         "-e API_TOKEN=*** -e UPSTREAM_AUTH=*** -e UPSTREAM_ORG=*** "
-        "-eHOOK_URL=https://mcp.example.com/u/***/mcp -e GIT_URL=https://***@github.com/o/r "
+        "-eMCP_URL=https://mcp.example.com/u/***/mcp -e SLACK_WEBHOOK_URL=*** "
+        "-e GIT_URL=https://***@github.com/o/r "
         "-eNODE_ENV=***"
     )
     texts = [message, repr(stdio), stdio.describe(), repr(client), client.stderr_tail, caplog.text]
