@@ -83,24 +83,12 @@ async def execute(
     its worker thread stops too. ``callers``: ``ctx`` is the caller's own, maybe shared
     by other calls; the call runs in a child of it, whose token alone is cancelled, and
     cancelling the caller's token (from any thread) stops the call: it raises
-    :class:`~agcore_tools.RunStoppedError` (see :class:`~agcore_tools._stop.StopWatch`);
-    it sees no :data:`~agcore_tools.pending.LEFT_RUNNING` (it is no call of a turn).
+    :class:`~agcore_tools.RunStoppedError` (see :class:`~agcore_tools._stop.StopWatch`).
     ``direct``: the registry method the app called (``"invoke()"``), for a call no
     approval screen has seen (see :func:`note_unasked`).
     """
     if callers:
         check_name(name, "invoke()", "invoke({!r}, ...)")
-        if LEFT_RUNNING.get() is not None:
-            # A tool's own invoke() in a loop's turn is none of the turn's calls, which
-            # alone are asked what they left running: its work (an MCP task) is given up
-            # as any call's outside the loop, not left where no one takes it.
-            outside = LEFT_RUNNING.set(None)
-            try:
-                return await execute(
-                    table, name, args, ctx, deadline, began, callers=True, direct=direct
-                )
-            finally:
-                LEFT_RUNNING.reset(outside)
         if ctx is not None:
             check_context(ctx, "invoke()")
             with StopWatch(ctx.cancellation, direct or "invoke()"):

@@ -250,8 +250,7 @@ LEFT_RUNNING: ContextVar[dict[str, list[Any]] | None] = ContextVar(
 the work they started (an MCP task's handle), by call id, for the tool's
 ``stopped(call_id)``. Set only in a turn, which asks only about the calls it leaves
 unanswered: a call cut off by its timeout leaves nothing here (an MCP task call
-cancels its task), nor does a call cancelled elsewhere (``invoke_all()``, or a tool's
-own ``invoke()`` in the turn). One per
+cancels its task), nor does a call cancelled elsewhere (``invoke_all()``). One per
 turn, since call ids repeat across the conversations that share a tool, never within a
 turn."""
 

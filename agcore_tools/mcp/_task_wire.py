@@ -273,10 +273,12 @@ async def drive(
     cancelled or forgotten task becomes an ``isError`` result naming it (what a plain
     ``tools/call`` that the server chose to run as a task returns). A task waiting for
     input gets the answers of the client's callbacks (:func:`ask_client`) by
-    ``tasks/update``. Any other failure (a ``tasks/get`` or ``tasks/update`` refused, a
-    question the client cannot answer) raises an :class:`~agcore_tools.McpError` naming
-    the task, quoting what the server said masked by ``hide``
-    (``_error_text.quoted``); :func:`_followed` then gives the task up."""
+    ``tasks/update``. Any other failure raises an :class:`~agcore_tools.McpError`
+    naming the task, quoting what the server said masked by ``hide``
+    (``_error_text.quoted``): a ``tasks/get`` refused leaves the task running and says
+    how to pick it up (a 503 or a 429 from a proxy passes, and the task may still end
+    well); a question the client cannot answer, or ``tasks/update`` refused, gives the
+    task up (:func:`_left_behind`), since no one else can answer it either."""
     from mcp.shared.exceptions import MCPError
 
     delay = FIRST_POLL
@@ -298,7 +300,8 @@ async def drive(
             raise McpError(
                 server_name,
                 f"tools/call '{tool_name}' runs as task '{task}', which could not be "
-                f"followed ({quoted(exc.message, hide)})",
+                f"followed ({quoted(exc.message, hide)}); McpClient.task('{task}') picks "
+                "it up",
                 tool_name=tool_name,
             ) from exc
         status = parse_status(raw)
@@ -313,7 +316,10 @@ async def drive(
         # Keys already answered stay listed until the server reads the update.
         fresh = {k: v for k, v in (asked or {}).items() if k not in answered}
         if fresh:
-            responses = await ask_client(session, server_name, task_id, tool_name, fresh)
+            try:
+                responses = await ask_client(session, server_name, task_id, tool_name, fresh)
+            except McpError as exc:
+                raise await _given_up(session, task_id, tool_name, exc, hide) from exc
             try:
                 await session.send_request(
                     UpdateTask(params=update_params(task_id, responses)),
@@ -321,12 +327,13 @@ async def drive(
                     request_read_timeout_seconds=max(deadline - time.monotonic(), MIN_POLL),
                 )
             except MCPError as exc:
-                raise McpError(
+                refused = McpError(
                     server_name,
                     f"tools/call '{tool_name}' runs as task '{task}', which refused its "
                     f"answers ({quoted(exc.message, hide)})",
                     tool_name=tool_name,
-                ) from exc
+                )
+                raise await _given_up(session, task_id, tool_name, refused, hide) from exc
             answered.update(fresh)
             delay = FIRST_POLL
             continue
@@ -471,25 +478,34 @@ async def _followed(
     tool_name: str,
     hide: Callable[[str], str],
 ) -> CallToolResult:
-    """``driving``; a wait cut short (timeout, cancellation), or a task that could not
-    be followed (:func:`drive`'s :class:`~agcore_tools.McpError`), leaves a task nobody
-    holds a handle of: it is cancelled (:func:`cancel_left`) where the server offers
-    that, else logged as left running. The error then says which."""
+    """``driving``; a wait cut short (timeout, cancellation) leaves a task nobody holds
+    a handle of: it is cancelled (:func:`cancel_left`) where the server offers that,
+    else logged as left running."""
     try:
         result: CallToolResult = await driving
     except (asyncio.CancelledError, TimeoutError):
         # The watchdog's timeout reaches here as a cancellation too: not told apart.
         await _left_behind(session, server_name, task_id, tool_name, "its call was cut short", hide)
         raise
-    except McpError as exc:
-        why = "it could not be followed"
-        if await _left_behind(session, server_name, task_id, tool_name, why, hide):
-            fate = "the client cancelled it (tasks/cancel)"
-        else:
-            task = server_word(task_id)
-            fate = f"it may run on, on the server (McpClient.task('{task}') picks it up)"
-        raise McpError(server_name, f"{exc.reason}; {fate}", tool_name=tool_name) from exc
     return result
+
+
+async def _given_up(
+    session: ClientSession,
+    task_id: str,
+    tool_name: str,
+    error: McpError,
+    hide: Callable[[str], str],
+) -> McpError:
+    """``error``, of a task the client cannot take further, once the task is given up
+    (:func:`_left_behind`), saying what became of it."""
+    why = "it could not be followed"
+    if await _left_behind(session, error.server_name, task_id, tool_name, why, hide):
+        fate = "the client cancelled it (tasks/cancel)"
+    else:
+        task = server_word(task_id)
+        fate = f"it may run on, on the server (McpClient.task('{task}') picks it up)"
+    return McpError(error.server_name, f"{error.reason}; {fate}", tool_name=tool_name)
 
 
 async def _left_behind(

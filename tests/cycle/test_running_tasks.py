@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from agcore_tools import (
-    BaseTool,
     InputRequest,
     LlmError,
     McpClient,
@@ -189,45 +188,6 @@ async def test_a_task_call_cut_off_by_its_timeout_leaves_no_claim_on_a_later_cal
     assert done.text == "Built after all."
     assert tasks.counts()["calls"] == {"build": 2}  # the kept task was waited for
     assert tasks.counts()["cancels"] == [cut_task]  # and not cancelled when the run stopped
-
-
-async def test_a_task_a_tool_of_the_turn_started_is_cancelled_when_the_run_stops(
-    serve, make_cycle, tasks
-):
-    # A tool of the turn that calls a task tool itself (registry.invoke with its own
-    # context, so with its call id) put the task in the turn's LEFT_RUNNING when the run
-    # was cancelled. Only the turn's own calls are asked for what they left there, so
-    # the task ran on with no handle to anyone (two such calls shared the call id).
-    registry = ToolRegistry()
-
-    class Nightly(BaseTool):
-        name, description = "nightly", "Build tonight's release twice."
-
-        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-            builds = [{"seconds": 2 * HOURS, "label": label} for label in ("a", "b")]
-            # Awaits both calls to their end when cancelled (a plain gather would end at
-            # the first, and the second's own stop would cut its tasks/cancel short).
-            calls = (registry.invoke("build", b, ctx) for b in builds)
-            done = await asyncio.gather(*calls, return_exceptions=True)
-            return [getattr(d, "output", None) for d in done]
-
-    model = serve(S.reply_tool_calls([("nightly", {}, "c_nightly")]), S.reply_text("unused"))
-    async with _client(tasks, "2026-07-28") as client:
-        registry.register_all(client.into_tools(tasks=["build"]))
-        registry.register(Nightly())
-        run = asyncio.ensure_future(make_cycle(model).submit_with_tools("build", registry))
-        deadline = time.monotonic() + 20
-        # Both tasks polled: their calls wait on them. Polls the server's store, bounded.
-        while len((await asyncio.to_thread(tasks.counts))["gets"]) < 2:
-            assert time.monotonic() < deadline, "the two tasks were never polled"
-            await asyncio.sleep(0.02)
-        run.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await run
-        made = tasks.counts()["tasks"]
-        assert len(made) == 2 and sorted(tasks.counts()["cancels"]) == sorted(made)
-        for task_id in made:
-            assert (await client.task(task_id).status()).status == "cancelled"
 
 
 async def test_a_task_the_server_forgot_in_a_restart_is_a_clear_error(

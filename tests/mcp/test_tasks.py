@@ -762,33 +762,43 @@ async def test_a_loop_stopped_by_a_tasks_question_it_cannot_pause_on_gives_the_t
             assert await task.result(timeout=10) == "sampled: hello"
 
 
-@pytest.mark.parametrize(
-    ("tool", "args", "said"),
-    [
-        ("lost_build", {"label": "x"}, "which could not be followed (the task store is "),
-        ("sample", {"prompt": "hi"}, "(sampling/createMessage), which this client cannot "),
-    ],
-    ids=["tasks-get-fails", "a-question-no-one-answers"],
-)
-async def test_a_plain_call_whose_task_cannot_be_followed_cancels_it(
-    task_server: TaskServer, tool: str, args: dict[str, Any], said: str
+async def test_a_plain_call_whose_task_asks_what_no_one_answers_cancels_it(
+    task_server: TaskServer,
 ) -> None:
-    """2026-07-28: a plain call_tool() the server runs as a task the client cannot
-    follow (every tasks/get of it fails; it asks for a completion and the client has no
-    sampling_handler) failed naming the task, which ran on with no handle to anyone.
-    The client cancels it now, and the error says so."""
+    """2026-07-28: a plain call_tool() the server runs as a task that asks for a
+    completion, from a client with no sampling_handler, failed naming the task, which
+    waited on with no handle to anyone. The client cancels it now, and the error says
+    so."""
     async with task_server.client(tasks=True) as client:
         with pytest.raises(McpError) as info:
-            await client.call_tool(tool, args)
+            await client.call_tool("sample", {"prompt": "hi"})
         assert client.connected
     counted = task_server.counts()
     [task_id] = counted["cancels"]
     assert counted["tasks"][task_id]["cancelled_at"] is not None
     error = str(info.value)
     assert error.startswith("MCP server 'ci': ") and f"task '{task_id}'" in error
-    assert said in error
+    assert "(sampling/createMessage), which this client cannot " in error
     assert "; the client cancelled it (tasks/cancel); the call may have run" in error
     assert "picks it up" not in error
+
+
+async def test_a_plain_call_whose_task_cannot_be_polled_leaves_it_to_be_picked_up(
+    task_server: TaskServer,
+) -> None:
+    """2026-07-28: a refused tasks/get (a proxy's 503 or 429 answers so too) does not
+    mean the task failed: it is left running, and the error says how to pick it up."""
+    async with task_server.client(tasks=True) as client:
+        with pytest.raises(McpError) as info:
+            await client.call_tool("lost_build", {"label": "x"})
+        assert client.connected
+    counted = task_server.counts()
+    assert "cancels" not in counted  # the server counts none until one comes
+    [task_id] = counted["tasks"]
+    assert counted["tasks"][task_id]["cancelled_at"] is None
+    error = str(info.value)
+    assert "which could not be followed (the task store is " in error
+    assert f"McpClient.task('{task_id}') picks it up" in error
 
 
 @pytest.mark.parametrize(("options", "era"), ERAS)
