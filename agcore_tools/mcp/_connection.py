@@ -37,7 +37,7 @@ from ._state import State
 from ._stderr import SentSecrets
 from ._stdio import ChildProcess
 from ._stream_state import NotificationStream
-from ._streams import watch_end
+from ._streams import DiscoverAnswer, watch_end
 from ._tool_caller import tool_caller
 from ._tool_vetting import ToolListVetting
 from ._watchdog import Watchdog
@@ -143,6 +143,8 @@ class Connection:
         """Questions asked on this connection (2025-11-25) with no handler to answer
         them: declined, or held for the one call that can pause (see _elicitation)."""
         self.child: ChildProcess | None = None
+        self.discovered = DiscoverAnswer()
+        """What the ``server/discover`` answer said outside what the SDK reads."""
         """The stdio child, once spawned."""
         self.lost_reason: str | None = None
         self.lost_at = math.inf
@@ -509,7 +511,8 @@ class Connection:
                 self.secrets,
             )
         vetting = ToolListVetting(self.server_name, self._protocol_version, self.secrets.mask)
-        return watch_end(opened, self._transport_ended, vetting)
+        self.discovered = DiscoverAnswer()  # this attempt's
+        return watch_end(opened, self._transport_ended, vetting, self.discovered)
 
     def _protocol_version(self) -> str | None:
         client = self.client
