@@ -37,7 +37,7 @@ from ._state import State
 from ._stderr import SentSecrets
 from ._stdio import ChildProcess
 from ._stream_state import NotificationStream
-from ._streams import watch_end
+from ._streams import DiscoverAnswer, watch_end
 from ._tool_caller import tool_caller
 from ._tool_vetting import ToolListVetting
 from ._watchdog import Watchdog
@@ -143,6 +143,8 @@ class Connection:
         """Questions asked on this connection (2025-11-25) with no handler to answer
         them: declined, or held for the one call that can pause (see _elicitation)."""
         self.child: ChildProcess | None = None
+        self.discovered = DiscoverAnswer()
+        """What the ``server/discover`` answer said outside what the SDK reads."""
         """The stdio child, once spawned."""
         self.lost_reason: str | None = None
         self.lost_at = math.inf
@@ -358,10 +360,12 @@ class Connection:
 
         _sdklog.install()
         _sdklog.CONNECTION.set(_sdklog.Routed(self.server_name, self.secrets))  # and its SDK tasks'
+        learned = False  # the handshake alone, as remembered, not as asked (see _handshake)
         try:
             # On anyio's clock, which need not be time.monotonic().
             deadline = anyio.current_time() + (self.deadline - time.monotonic())
             mode = "legacy" if _handshake.remembered(self.settings) else self.settings.protocol
+            learned = mode != self.settings.protocol
             try:
                 timed_out = await self._attempt(mode, deadline)
             except Exception as exc:
@@ -370,10 +374,12 @@ class Connection:
                 timed_out = await self._attempt("legacy", deadline)
             if self.state is State.STARTING:
                 self._error = self._startup_error(None, timed_out=timed_out)
+                self._unlearn(learned)
         except Exception as exc:  # every failure is reported; none escapes the task
             shown = self.secrets.masked(exc)  # what the server echoed may be a credential
             if self.state is State.STARTING:
                 self._error = self._startup_error(exc, timed_out=False)
+                self._unlearn(learned)
                 logger.debug("MCP server '%s' failed to start", self.server_name, exc_info=shown)
             else:
                 if self.state is State.LOST and self.lost_reason == _GENERIC_END:
@@ -406,6 +412,14 @@ class Connection:
             await self._serve(scope, mode)
         # A cancelled scope means the deadline passed, unless close() cancelled it.
         return scope.cancelled_caught and not self._stop.is_set()
+
+    def _unlearn(self, learned: bool) -> None:
+        """After a failed start-up: if it used the handshake alone only because the
+        server was remembered as needing it (``learned``), and the client did not stop
+        it, let new clients probe the server again (see ``_handshake``)."""
+        settings = self._settings()
+        if learned and settings is not None and not self._stop.is_set():
+            _handshake.forget(settings)
 
     def _probe_broke_it(self, exc: Exception, deadline: float) -> bool:
         """Whether a start-up that failed with ``exc`` is tried again with the
@@ -497,7 +511,8 @@ class Connection:
                 self.secrets,
             )
         vetting = ToolListVetting(self.server_name, self._protocol_version, self.secrets.mask)
-        return watch_end(opened, self._transport_ended, vetting)
+        self.discovered = DiscoverAnswer()  # this attempt's
+        return watch_end(opened, self._transport_ended, vetting, self.discovered)
 
     def _protocol_version(self) -> str | None:
         client = self.client

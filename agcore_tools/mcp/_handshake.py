@@ -39,15 +39,33 @@ refuse every other request until it gets ``initialize`` (kglite-mcp-server 0.21 
 later connections (over HTTP too: this is what the server said, not a passing
 outage), logs a WARNING naming ``protocol="legacy"`` (:func:`warn_initialize`), and
 sends the request again (``_recover.send_again``).
+
+What a client learns this way is also remembered for the process, by server
+(:func:`server_key`: a stdio server's command, arguments, working directory and
+environment; an HTTP server's URL): a new client of the same server starts with the
+``initialize`` handshake at once, instead of starting the server twice (rmcp, the Rust
+SDK, exits on the probe in its 0.x and 1.x releases). An app that makes a client per
+request or per user pays the probe once. Each WARNING above is logged once per server
+and process, and at DEBUG after that. Both memories are bounded (the
+:data:`SERVERS_KEPT` servers last used), keep digests of the keys (no argument or
+header is held), and are shared by the process's threads and loops under a lock. A
+start-up with the handshake alone that a remembered server fails makes the process
+forget it (:func:`forget`): the next new client probes again, as a server upgraded to
+2026-07-28 alone would need.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 import re
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
@@ -59,20 +77,25 @@ from ._protocol import is_modern
 from ._relisten import describe, leaf
 from ._stderr import SentSecrets
 from ._stdio import ChildProcess
+from .transport import StdioTransport, StreamableHttpTransport
 
 if TYPE_CHECKING:
     from mcp import Client
 
 __all__ = [
     "PROBE",
+    "SERVERS_KEPT",
     "answer",
     "attempts_note",
     "connected",
+    "forget",
+    "forget_all",
     "initialize_note",
     "old_sse_hint",
     "probe_failure",
     "remember",
     "remembered",
+    "server_key",
     "unanswered",
     "wants_initialize",
     "warn",
@@ -93,23 +116,116 @@ _DROPPED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, EOFEr
 """How a server that was reached and then dropped the connection fails, besides httpx2's
 read, write and protocol errors (imported with the SDK, at the first connect)."""
 
+SERVERS_KEPT = 64
+"""How many servers the process remembers as needing the ``initialize`` handshake (and,
+apart, as warned about): the least recently used is dropped first."""
+
+
+class _Recent:
+    """A bounded set of keys, the least recently used dropped first; thread-safe."""
+
+    def __init__(self, size: int) -> None:
+        self._keys: OrderedDict[str, None] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            if key not in self._keys:
+                return False
+            self._keys.move_to_end(str(key))
+            return True
+
+    def add(self, key: str) -> bool:
+        """Add ``key`` (or mark it used); whether it was new."""
+        with self._lock:
+            new = key not in self._keys
+            self._keys[key] = None
+            self._keys.move_to_end(key)
+            while len(self._keys) > self._size:
+                self._keys.popitem(last=False)
+            return new
+
+    def discard(self, key: str) -> None:
+        with self._lock:
+            self._keys.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._keys.clear()
+
+
+class _Client(Protocol):
+    """What the memories read of a client's settings."""
+
+    @property
+    def transport(self) -> StdioTransport | StreamableHttpTransport: ...
+
+
 # Weakly: the set must not keep a client alive (see _unclosed). Keyed by the client
-# object: each client finds out for itself, and forgets with it.
+# object: its own restarts skip the probe even once the process's memory dropped it.
 _LEGACY: weakref.WeakSet[Any] = weakref.WeakSet()
+_NEEDS_INITIALIZE = _Recent(SERVERS_KEPT)
+"""The servers (:func:`server_key`) that new clients connect to with the handshake."""
+_WARNED = _Recent(SERVERS_KEPT)
+"""The servers (by kind of warning) already warned about at WARNING level."""
 
 
-def remembered(settings: object) -> bool:
-    """Whether this client's server failed the probe and then took the handshake."""
-    return settings in _LEGACY
+def server_key(transport: StdioTransport | StreamableHttpTransport) -> str:
+    """What identifies ``transport``'s server for the process's memories: a digest of a
+    stdio server's command, arguments, working directory and environment, or of an
+    HTTP server's URL (a digest, so no credential in them is kept).
+
+    Example:
+        >>> server_key(StdioTransport("srv", ["--a"])) == server_key(StdioTransport("srv", ["--a"]))
+        True
+        >>> server_key(StdioTransport("srv", ["--a"])) == server_key(StdioTransport("srv", ["--b"]))
+        False
+    """
+    parts: list[Any]
+    if isinstance(transport, StdioTransport):
+        cwd = os.fspath(transport.cwd) if transport.cwd is not None else None
+        env = sorted((transport.env or {}).items())
+        parts = ["stdio", transport.command, list(transport.args), cwd, env]
+    else:
+        parts = ["http", transport.url]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def remember(settings: object) -> None:
-    """Skip the probe on this client's later connections."""
+def remembered(settings: _Client) -> bool:
+    """Whether this client's server failed the probe and then took the handshake, on
+    one of this client's connections or (see the module docs) another client's."""
+    return settings in _LEGACY or server_key(settings.transport) in _NEEDS_INITIALIZE
+
+
+def remember(settings: _Client) -> None:
+    """Skip the probe on this client's later connections, and on new clients' of the
+    same server."""
     _LEGACY.add(settings)
+    _NEEDS_INITIALIZE.add(server_key(settings.transport))
+
+
+def forget(settings: _Client) -> None:
+    """Probe this client's server again on new clients' connections (its start-up with
+    the handshake alone failed); this client's own memory stays."""
+    _NEEDS_INITIALIZE.discard(server_key(settings.transport))
+
+
+def forget_all() -> None:
+    """Forget every server the process remembered, and that it warned about them."""
+    _NEEDS_INITIALIZE.clear()
+    _WARNED.clear()
+
+
+def _level(kind: str, transport: StdioTransport | StreamableHttpTransport) -> int:
+    """WARNING for the first warning of ``kind`` about ``transport``'s server in the
+    process, DEBUG for later ones."""
+    first = _WARNED.add(f"{kind} {server_key(transport)}")
+    return logging.WARNING if first else logging.DEBUG
 
 
 def connected(
-    settings: object, client: Client, child: ChildProcess | None, mode: str, retried: bool
+    settings: _Client, client: Client, child: ChildProcess | None, mode: str, retried: bool
 ) -> None:
     """After the handshake of a connection of ``settings``'s client succeeded, on
     ``client``'s session: for a stdio server (``child``) that took the ``initialize``
@@ -188,16 +304,22 @@ def _stdio_failure(child: ChildProcess | None) -> str | None:
 
 
 def warn(
-    server_name: str, what: str, reason: str, exc: BaseException, secrets: SentSecrets
+    server_name: str,
+    transport: StdioTransport | StreamableHttpTransport,
+    reason: str,
+    exc: BaseException,
+    secrets: SentSecrets,
 ) -> None:
-    """Say that the probe broke the server, and how to skip it. ``reason`` and ``exc``
-    are shown masked by ``secrets``: a server's error answer may repeat the credential
-    the request carried, as the other records and errors of a failed start-up know."""
-    logger.warning(
+    """Say that the probe broke the server, and how to skip it: at WARNING the first
+    time for this server in the process, then at DEBUG. ``reason`` and ``exc`` are
+    shown masked by ``secrets``: a server's error answer may repeat the credential the
+    request carried, as the other records and errors of a failed start-up know."""
+    logger.log(
+        _level("probe", transport),
         "MCP server '%s': %s %s on the %s protocol probe; trying again with the "
         'initialize handshake alone (McpClient(..., protocol="legacy") skips the probe)',
         server_name,
-        what,
+        transport.describe(),
         secrets.mask(reason),
         PROBE,
     )
@@ -325,11 +447,19 @@ def wants_initialize(client: Client | None, exc: BaseException) -> str | None:
     return f"{exc.message} (code {exc.code})"
 
 
-def warn_initialize(server_name: str, version: str, action: str, said: str) -> None:
+def warn_initialize(
+    server_name: str,
+    transport: StdioTransport | StreamableHttpTransport,
+    version: str,
+    action: str,
+    said: str,
+) -> None:
     """Say that the server, on protocol ``version``, refused ``action`` for want of
     ``initialize`` (``said``, its words, masked and made safe by the caller), and how
-    to use the handshake from the start."""
-    logger.warning(
+    to use the handshake from the start: at WARNING the first time for this server in
+    the process, then at DEBUG."""
+    logger.log(
+        _level("initialize", transport),
         "MCP server '%s' agreed on protocol %s, which has no initialize handshake, then "
         "refused %s: %s; connecting again with the initialize handshake "
         '(McpClient(..., protocol="legacy") uses it from the start)',

@@ -113,6 +113,7 @@ async def read_resource(session: Session, uri: str) -> list[McpResourceContents]
     """The parts of the resource at ``uri``."""
     _check_uri(session.server_name, uri)
     what = f"resources/read '{uri}'"
+    require_capability(session, what, "resources")
     result = await session.send(what, lambda client, meta: client.read_resource(uri, meta=meta))
     return [
         McpResourceContents(

@@ -193,7 +193,7 @@ class Session:
         ones made with it."""
         client = conn.client
         version = client.protocol_version if client is not None else "?"
-        _handshake.warn_initialize(self.server_name, version, action, said)
+        _handshake.warn_initialize(self.server_name, self.settings.transport, version, action, said)
         _handshake.remember(self.settings)
         conn.retire(f"the server asked for the initialize handshake: {said}")
 

@@ -86,7 +86,7 @@ class Startup:
         reason = _handshake.probe_failure(exc, child, http, self.secrets.mask)
         if reason is None:
             return False
-        _handshake.warn(self.server_name, self.transport.describe(), reason, exc, self.secrets)
+        _handshake.warn(self.server_name, self.transport, reason, exc, self.secrets)
         self.first_try, self.exchange = reason, HttpExchange()
         return True
 

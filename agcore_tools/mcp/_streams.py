@@ -1,7 +1,9 @@
 """Session streams: a read stream that reports its own end, so a dead server is noticed
 with no call in flight; a write stream on which a courtesy cancel never holds up its
-sender; the answers to ``tools/list`` vetted on their way (``_tool_vetting``); and the
-``async with`` support the SDK's stream protocols ask of every stream."""
+sender; the answers to ``tools/list`` vetted on their way (``_tool_vetting``); the
+``serverInfo`` a ``server/discover`` answer carries outside its ``_meta``
+(:class:`DiscoverAnswer`); and the ``async with`` support the SDK's stream protocols ask
+of every stream."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
     from ._tool_vetting import ToolListVetting
 
-__all__ = ["CANCEL_WRITE_TIMEOUT", "ClosedOnExit", "watch_end"]
+__all__ = ["CANCEL_WRITE_TIMEOUT", "ClosedOnExit", "DiscoverAnswer", "watch_end"]
 
 logger = logging.getLogger("agcore_tools.mcp")
 
@@ -32,6 +34,67 @@ CANCEL_WRITE_TIMEOUT = 5.0
 (the SDK's own bound for that write, ``_ABANDON_WRITE_TIMEOUT``)."""
 _CANCELLED = "notifications/cancelled"
 _LIST_TOOLS = "tools/list"
+_DISCOVER = "server/discover"
+
+
+class DiscoverAnswer:
+    """The ``serverInfo`` at the top level of a server's ``server/discover`` answer.
+
+    The 2026-07-28 spec puts the server's name and version in the answer's ``_meta``
+    (``io.modelcontextprotocol/serverInfo``), and the SDK reads only that; the C#
+    SDK's servers send a top-level ``serverInfo``, as ``initialize`` answers have it,
+    which the SDK's model drops. The write stream tells :meth:`sent` the probe's id,
+    the read stream :meth:`received` what comes while it waits.
+
+    Example:
+        >>> from mcp.shared.message import SessionMessage
+        >>> from mcp_types import JSONRPCResponse
+        >>> answer = DiscoverAnswer()
+        >>> answer.sent(1)
+        >>> info = {"name": "Template MCP Server", "version": "0.0.12"}
+        >>> reply = JSONRPCResponse(jsonrpc="2.0", id=1, result={"serverInfo": info})
+        >>> _ = answer.received(SessionMessage(reply))
+        >>> answer.server_info
+        {'name': 'Template MCP Server', 'version': '0.0.12'}
+    """
+
+    __slots__ = ("_id", "server_info", "waiting")
+
+    def __init__(self) -> None:
+        self._id: Any = None
+        self.waiting = False
+        """True while the probe's answer has not come (read for every message)."""
+        self.server_info: dict[str, Any] | None = None
+        """The top-level ``serverInfo`` of the answer, if it had a valid one."""
+
+    def sent(self, request_id: Any) -> None:
+        """The probe went out with ``request_id``."""
+        from ._matching import coerce_id
+
+        self._id, self.waiting = coerce_id(request_id), True
+
+    def received(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
+        """``item``, read from the server, unchanged; the probe's answer is read."""
+        from mcp_types import Implementation, JSONRPCError, JSONRPCResponse
+        from pydantic import ValidationError
+
+        from ._matching import coerce_id
+
+        message = getattr(item, "message", None)
+        if not isinstance(message, (JSONRPCResponse, JSONRPCError)):
+            return item
+        if coerce_id(message.id) != self._id:
+            return item
+        self.waiting = False
+        result = getattr(message, "result", None)
+        raw = result.get("serverInfo") if isinstance(result, dict) else None
+        if raw is not None:
+            try:  # display-only, as the SDK reads the _meta stamp: an invalid one is none
+                info = Implementation.model_validate(raw)
+            except ValidationError:
+                return item
+            self.server_info = info.model_dump(mode="json", exclude_none=True)
+        return item
 
 
 class ClosedOnExit:
@@ -56,13 +119,15 @@ class ClosedOnExit:
 
 class _WatchedReadStream(ClosedOnExit):
     """Forwards to ``inner``; awaits ``on_end`` once when the stream ends or is closed.
-    While a ``tools/list`` request waits, what comes passes through ``vetting``.
+    While a ``tools/list`` request waits, what comes passes through ``vetting``; while
+    the ``server/discover`` probe waits, through ``discover``.
 
     The end is reported before it is passed on, so whoever reads the stream next sees
     the connection already marked with the reason ``on_end`` found.
     """
 
     __slots__ = (
+        "_discover",
         "_end_of_stream",
         "_ended",
         "_endings",
@@ -77,9 +142,11 @@ class _WatchedReadStream(ClosedOnExit):
         inner: ReadStream[SessionMessage | Exception],
         on_end: Callable[[], Awaitable[None]],
         vetting: ToolListVetting | None = None,
+        discover: DiscoverAnswer | None = None,
     ) -> None:
         import anyio
 
+        self._discover = discover
         self._inner = inner
         self._on_end = on_end
         self._vetting = vetting
@@ -108,6 +175,8 @@ class _WatchedReadStream(ClosedOnExit):
         except self._endings:
             await self._end()
             raise
+        if self._discover is not None and self._discover.waiting:
+            item = self._discover.received(item)
         if self._waiting and self._vetting is not None:
             return await self._vetting.received(item)
         return item
@@ -124,6 +193,8 @@ class _WatchedReadStream(ClosedOnExit):
         except self._endings:
             await self._end()
             raise
+        if self._discover is not None and self._discover.waiting:
+            item = self._discover.received(item)
         if self._waiting and self._vetting is not None:
             return await self._vetting.received(item)
         return item
@@ -135,7 +206,7 @@ class _WatchedReadStream(ClosedOnExit):
 class _CourteousWriteStream(ClosedOnExit):
     """Forwards to ``inner``, except that a ``notifications/cancelled`` is handed to a
     task of its own, so its sender goes on at once; tells ``vetting`` of the
-    ``tools/list`` requests and of the cancels.
+    ``tools/list`` requests and of the cancels, and ``discover`` of the probe.
 
     The SDK writes a courtesy cancel when a request is abandoned (its caller timed out
     or was cancelled), in the caller's task and shielded from cancellation, for up to
@@ -146,14 +217,16 @@ class _CourteousWriteStream(ClosedOnExit):
     and logged), after the request it cancels, and the caller returns in time.
     """
 
-    __slots__ = ("_inner", "_tasks", "_vetting")
+    __slots__ = ("_discover", "_inner", "_tasks", "_vetting")
 
     def __init__(
         self,
         inner: WriteStream[SessionMessage],
         tasks: anyio.abc.TaskGroup,
         vetting: ToolListVetting | None = None,
+        discover: DiscoverAnswer | None = None,
     ) -> None:
+        self._discover = discover
         self._inner = inner
         self._tasks = tasks
         self._vetting = vetting
@@ -169,6 +242,8 @@ class _CourteousWriteStream(ClosedOnExit):
         if method == _LIST_TOOLS and self._vetting is not None and hasattr(message, "id"):
             # Before it is sent: its answer may be read before send() returns.
             self._vetting.sent(message.id)
+        elif method == _DISCOVER and self._discover is not None and hasattr(message, "id"):
+            self._discover.sent(message.id)
         await self._inner.send(item)
 
     async def _send_late(self, item: SessionMessage) -> None:
@@ -194,15 +269,17 @@ async def watch_end(
     transport: AbstractAsyncContextManager[TransportStreams],
     on_end: Callable[[], Awaitable[None]],
     vetting: ToolListVetting | None = None,
+    discover: DiscoverAnswer | None = None,
 ) -> AsyncIterator[Any]:
     """Enter ``transport`` and yield its streams, the read one reporting its end to
     ``on_end``, the write one sending courtesy cancels from tasks of their own (ended
-    with the transport), the answers to ``tools/list`` passing through ``vetting``."""
+    with the transport), the answers to ``tools/list`` passing through ``vetting``, the
+    answer to ``server/discover`` through ``discover``."""
     import anyio
 
     async with transport as (read_stream, write_stream), anyio.create_task_group() as tasks:
         yield (
-            _WatchedReadStream(read_stream, on_end, vetting),
-            _CourteousWriteStream(write_stream, tasks, vetting),
+            _WatchedReadStream(read_stream, on_end, vetting, discover),
+            _CourteousWriteStream(write_stream, tasks, vetting, discover),
         )
         tasks.cancel_scope.cancel()

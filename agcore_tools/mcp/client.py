@@ -36,6 +36,7 @@ from .._deprecated import renamed
 from .._keywords import checks_public_keywords
 from ..error import ToolConfigError
 from ._callbacks import check_callback
+from ._protocol import is_modern
 from ._protocol_api import ProtocolClientMethods
 from ._session import Session, check_timeout
 from ._sync_api import SyncClientMethods
@@ -352,10 +353,18 @@ class McpClient(ToolClientMethods, ProtocolClientMethods, SyncClientMethods):
 
     @property
     def server_info(self) -> dict[str, Any] | None:
-        """The server's name and version as it reports them, while connected."""
-        client = self._session.client
-        info = client.server_info if client is not None else None
-        return info.model_dump(mode="json", exclude_none=True) if info is not None else None
+        """The server's name and version as it reports them, while connected.
+
+        On 2026-07-28 from the ``server/discover`` answer's ``_meta``, or else from its
+        top-level ``serverInfo`` (the C# SDK's servers send it there)."""
+        conn = self._session.conn
+        client = conn.client if conn is not None else None
+        if conn is None or client is None:
+            return None
+        info = client.server_info
+        if info is not None:
+            return info.model_dump(mode="json", exclude_none=True)
+        return conn.discovered.server_info if is_modern(client) else None
 
     @property
     def notification_stream(self) -> Literal["open", "lost", "none"] | None:

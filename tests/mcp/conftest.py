@@ -29,6 +29,7 @@ import mcp  # noqa: F401
 import pytest
 
 from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport
+from agcore_tools.mcp import _handshake
 from agcore_tools.mcp._stdio import group_members
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -335,6 +336,16 @@ def live_children() -> set[int]:
         if int(fields[1]) == me and fields[0] not in (b"Z", b"X"):
             found.add(int(entry))
     return found
+
+
+@pytest.fixture(autouse=True)
+def fresh_server_memory() -> Iterator[None]:
+    """Each test starts with no server remembered as needing the initialize handshake,
+    nor warned about (the process's memory, see ``mcp/_handshake.py``): a fixture
+    server's command, or a port the system hands out again, is not a test's own."""
+    _handshake.forget_all()
+    yield
+    _handshake.forget_all()
 
 
 @pytest.fixture(autouse=True)

@@ -57,6 +57,17 @@ pytestmark = pytest.mark.timeout(60)
 # -- handshake, list, call (seed acceptance 14-16) ---------------------------------------
 
 
+async def test_server_info_is_read_from_the_top_of_a_discover_answer_without_the_stamp() -> None:
+    # The C# SDK's servers send serverInfo beside capabilities, not in _meta, where the
+    # MCP SDK reads it: server_info was None on 2026-07-28 (and their name on legacy).
+    args = [str(SERVERS / "answer_proxy.py"), "info-top-level", "server/discover"]
+    transport = StdioTransport(sys.executable, args, stop_grace=1)
+    async with McpClient("csharp", transport, timeout=20) as client:
+        assert client.protocol_version == "2026-07-28"
+        assert client.server_info == {"name": "fixture", "version": "1.0.0"}
+    assert client.server_info is None
+
+
 async def test_connect_negotiates_and_lists_tools_like_a_registry(make_client: Any) -> None:
     async with make_client() as client:
         assert client.connected

@@ -97,6 +97,108 @@ async def test_a_server_on_the_mcp_python_sdk_1_6_connects_with_the_default_prot
         assert len(probe_warnings(caplog)) == 1
 
 
+async def test_a_new_client_of_a_server_the_probe_broke_starts_it_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # rmcp (the Rust SDK) exits on the probe too: every new client of the same command
+    # started it twice and logged the WARNING again. The process remembers it now.
+    caplog.set_level(logging.DEBUG, logger="agcore_tools.mcp")
+    script = tmp_path / "old.py"
+    script.write_text(
+        f"with open({str(tmp_path / 'starts')!r}, 'a') as log:\n    log.write('start\\n')\n"
+        f"import runpy\nrunpy.run_path({str(OLD_SDK)!r}, run_name='__main__')\n"
+    )
+    python = str(old_sdk_python())
+    async with McpClient("old", StdioTransport(python, [str(script)]), timeout=60) as first:
+        assert first.protocol_version == "2024-11-05"
+    assert starts(tmp_path) == 2
+    assert len(probe_warnings(caplog)) == 1
+    for number in (2, 3):
+        # Its transport made afresh, as load_mcp_servers does for each new client.
+        transport = StdioTransport(python, [str(script)], stop_grace=1)
+        async with McpClient(f"old{number}", transport, timeout=60) as client:
+            assert client.protocol_version == "2024-11-05"
+            assert await client.call_tool("add", {"a": 1, "b": 2}) == "3"
+        assert starts(tmp_path) == number + 1, "started once, without the probe"
+    assert len(probe_warnings(caplog)) == 1
+
+
+async def test_a_probe_failure_is_a_warning_once_per_server_then_debug(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A server that exits on the handshake too is not remembered, and each new client
+    # probes it again: the WARNING is not repeated.
+    caplog.set_level(logging.DEBUG, logger="agcore_tools.mcp")
+    refuse = (
+        "import sys\n"
+        "sys.stdin.readline()\n"
+        "print(\"ClientRequest.method | Input should be 'ping' [input_value='server/discover']\","
+        " file=sys.stderr)\n"
+        "sys.exit(1)\n"
+    )
+    for _ in range(2):
+        with pytest.raises(McpError, match="second attempt"):
+            await McpClient("old", launcher(tmp_path, refuse), timeout=20).connect()
+    assert starts(tmp_path) == 4
+    levels = [
+        r.levelno
+        for r in caplog.records
+        if r.name == "agcore_tools.mcp" and "protocol probe" in r.getMessage()
+    ]
+    assert levels == [logging.WARNING, logging.DEBUG]
+
+
+LEGACY_ONLY = """\
+import json, pathlib, sys
+
+mode = (pathlib.Path(__file__).parent / "mode").read_text()
+if mode == "broken":
+    sys.exit("config.toml not found")
+for raw in sys.stdin:
+    message = json.loads(raw)
+    method = message.get("method")
+    if method == "server/discover":
+        print(f"expect initialized request, but received: {method}", file=sys.stderr)
+        sys.exit(1)
+    if "id" not in message:
+        continue
+    if method == "initialize":
+        version = message["params"]["protocolVersion"]
+        info = {"name": "rmcp-like", "version": "1"}
+        reply = {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}
+    elif method == "tools/list":
+        reply = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+    else:
+        reply = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": reply}), flush=True)
+"""
+"""A stdio server as rmcp's are: it exits on any first request but initialize. Started
+with ``broken`` in the ``mode`` file beside it, it exits at once for its own reason."""
+
+
+async def test_a_remembered_server_that_fails_the_handshake_alone_is_probed_again(
+    tmp_path: Path,
+) -> None:
+    # What the process remembered may be out of date (the server was upgraded, or
+    # broke): a failed start-up with the handshake alone lets the next client probe.
+    mode = tmp_path / "mode"
+    mode.write_text("legacy")
+    async with McpClient("rmcp", launcher(tmp_path, LEGACY_ONLY), timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+    assert starts(tmp_path) == 2
+    mode.write_text("broken")
+    with pytest.raises(McpError, match=r"config\.toml not found"):
+        await McpClient("rmcp", launcher(tmp_path, LEGACY_ONLY), timeout=20).connect()
+    assert starts(tmp_path) == 3, "started once, with the handshake alone"
+    mode.write_text("legacy")
+    async with McpClient("rmcp", launcher(tmp_path, LEGACY_ONLY), timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+    assert starts(tmp_path) == 5, "probed again, then started with the handshake"
+    async with McpClient("rmcp", launcher(tmp_path, LEGACY_ONLY), timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+    assert starts(tmp_path) == 6, "remembered again"
+
+
 async def test_a_server_that_exits_on_the_probe_and_on_the_handshake_names_both(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -565,6 +667,20 @@ async def test_a_server_that_wants_initialize_after_the_probe_is_connected_again
         assert client.protocol_version == "2025-11-25"
         assert starts(tmp_path) == 3
         assert len(initialize_warnings(caplog)) == 1
+
+
+async def test_a_new_client_of_a_server_that_wants_initialize_uses_it_from_the_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="agcore_tools.mcp")
+    async with McpClient("kg", gated(tmp_path), timeout=20) as client:
+        assert await client.call_tool("echo", {"text": "one"}) == "one"
+    assert starts(tmp_path) == 2
+    async with McpClient("kg", gated(tmp_path), timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+        assert await client.call_tool("echo", {"text": "two"}) == "two"
+    assert starts(tmp_path) == 3
+    assert len(initialize_warnings(caplog)) == 1
 
 
 async def test_a_read_refused_for_want_of_initialize_is_sent_again_after_it(

@@ -145,7 +145,8 @@ async def test_a_server_without_prompts_or_resources(
     protocol: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Before: get_prompt's refusal (the client's own capability check) stopped the tool
-    # loop, while read_resource's (the server's -32601) reached the model.
+    # loop, while read_resource's (the server's -32601) reached the model. Both are the
+    # client's own check now, and recoverable when called directly too.
     registry = ToolRegistry()
     transport = StdioTransport(sys.executable, [str(PAGED), "--tools-only"])
     async with McpClient("units", transport, protocol=protocol) as client:  # type: ignore[arg-type]
@@ -166,7 +167,20 @@ async def test_a_server_without_prompts_or_resources(
         )
         read = await registry.invoke("units__read_resource", {"uri": "units://tables"})
         assert isinstance(read.error, McpError) and read.error.is_recoverable()
-        assert "resources/read 'units://tables' failed: " in str(read.error)
+        refused = (
+            "MCP server 'units': cannot send resources/read 'units://tables': the server "
+            "does not offer resources"
+        )
+        assert str(read.error) == refused
+        with pytest.raises(McpError) as info:
+            await client.read_resource("units://tables")
+        assert str(info.value) == refused and info.value.is_recoverable()
+        with pytest.raises(McpError) as info:
+            await client.list_resources()
+        assert str(info.value) == (
+            "MCP server 'units': cannot send resources/list: the server does not offer resources"
+        )
+        assert info.value.is_recoverable()
         assert client.connected
 
 

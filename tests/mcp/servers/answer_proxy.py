@@ -23,6 +23,8 @@ except for the requests of METHOD (of TOOL alone, for ``tools/call``):
   line the relay writes;
 - ``huge-log``: the answer is left alone, but a log notification ``ANSWER_BYTES`` long
   comes before it;
+- ``info-top-level``: the ``serverInfo`` stamp of the answer's ``_meta`` is moved to a
+  top-level ``serverInfo``, as the C# SDK's servers answer ``server/discover``;
 - ``deep``: the answer's result carries a ``_meta`` nested 250 levels deep;
 - ``huge-bad-id``, ``huge-bad-id-last``, ``deep-bad-id-last``: as ``huge`` or ``deep``,
   with an id that only looks like JSON: ``07`` first (a leading zero), ``"\\q7"`` last
@@ -61,6 +63,13 @@ def spoiled(fault: str, answer: dict[str, Any]) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "result": result, "id": answer["id"]}
     if fault == "deep":
         return {**answer, "result": {**answer["result"], "_meta": {"tree": nested(250)}}}
+    if fault == "info-top-level":
+        result = dict(answer["result"])
+        meta = dict(result.pop("_meta", None) or {})
+        result["serverInfo"] = meta.pop("io.modelcontextprotocol/serverInfo")
+        if meta:
+            result["_meta"] = meta
+        return {**answer, "result": result}
     if fault == "no-code":
         return {"jsonrpc": "2.0", "id": answer["id"], "error": {"message": "no code here"}}
     if fault == "null-result":
