@@ -15,16 +15,17 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 # The MCP SDK is imported here, at collection, not by the first connect of the run:
 # that import takes most of a second (more with cold caches), and a test timing a
 # start-up would measure the SDK's import instead of the server whenever it happened
 # to run first (the client's timeout no longer counts it, but the clock does).
-import anyio  # noqa: F401
+import anyio
+import anyio.lowlevel
 import mcp  # noqa: F401
 import pytest
 
@@ -377,3 +378,30 @@ async def assert_no_stray_tasks() -> None:
     await asyncio.sleep(0)
     others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
     assert not others, f"tasks left running: {others}"
+
+
+T = TypeVar("T")
+
+
+async def loop_turns_during(work: Callable[[], Awaitable[T]]) -> tuple[T, int]:
+    """What ``work()`` gives, and how many times another task ran on the loop while it
+    was awaited: 0 when it held the loop throughout."""
+    turns = 0
+    running = True
+
+    async def other_task() -> None:
+        nonlocal turns
+        while running:
+            await anyio.lowlevel.checkpoint()
+            turns += 1
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(other_task)
+        await anyio.lowlevel.checkpoint()  # it starts
+        before = turns
+        try:
+            done = await work()
+        finally:
+            running = False
+        during = turns - before
+    return done, during

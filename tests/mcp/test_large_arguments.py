@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
-import anyio.lowlevel
 import pytest
 
 from agcore_tools import InvalidArgumentsError, McpClient, McpToolInfo, StdioTransport, ToolContext
 from agcore_tools.mcp import McpTool
 from agcore_tools.schema._validate import PROBLEMS_SOUGHT
 
-from .conftest import assert_no_stray_tasks
+from .conftest import assert_no_stray_tasks, loop_turns_during
 
 SCHEMA = {
     "type": "object",
@@ -56,24 +54,14 @@ def test_as_many_problems_as_are_sought_are_all_counted() -> None:
 async def turns_while_refused(args: dict[str, Any]) -> int:
     """How many times another task ran while the tool refused ``args``, whose last item
     is the only bad one."""
-    turns = 0
-    running = True
 
-    async def other_task() -> None:
-        nonlocal turns
-        while running:
-            await anyio.lowlevel.checkpoint()
-            turns += 1
-
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(other_task)
-        await anyio.lowlevel.checkpoint()  # it starts
-        before = turns
+    async def refuse() -> InvalidArgumentsError:
         with pytest.raises(InvalidArgumentsError) as refused:
             await purge().execute(args, ToolContext())
-        during = turns - before
-        running = False
-    assert refused.value.errors == [(f"ids/{len(args['ids']) - 1}", NOT_AN_INTEGER)]
+        return refused.value
+
+    refusal, during = await loop_turns_during(refuse)
+    assert refusal.errors == [(f"ids/{len(args['ids']) - 1}", NOT_AN_INTEGER)]
     return during
 
 

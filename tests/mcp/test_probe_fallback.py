@@ -66,6 +66,17 @@ def launcher(tmp_path: Path, body: str) -> StdioTransport:
     return StdioTransport(sys.executable, [str(script)], stop_grace=0.5)
 
 
+EXITS_ON_ANY_REQUEST = (
+    "import sys\n"
+    "sys.stdin.readline()\n"
+    "print(\"ClientRequest.method | Input should be 'ping' [input_value='server/discover']\","
+    " file=sys.stderr)\n"
+    "sys.exit(1)\n"
+)
+"""A server that exits on its first request, saying what SDK 1.x servers say of the
+probe: on the probe, and on the handshake alone too."""
+
+
 def starts(tmp_path: Path) -> int:
     log = tmp_path / "starts"
     return len(log.read_text().splitlines()) if log.exists() else 0
@@ -129,16 +140,9 @@ async def test_a_probe_failure_is_a_warning_once_per_server_then_debug(
     # A server that exits on the handshake too is not remembered, and each new client
     # probes it again: the WARNING is not repeated.
     caplog.set_level(logging.DEBUG, logger="agcore_tools.mcp")
-    refuse = (
-        "import sys\n"
-        "sys.stdin.readline()\n"
-        "print(\"ClientRequest.method | Input should be 'ping' [input_value='server/discover']\","
-        " file=sys.stderr)\n"
-        "sys.exit(1)\n"
-    )
     for _ in range(2):
         with pytest.raises(McpError, match="second attempt"):
-            await McpClient("old", launcher(tmp_path, refuse), timeout=20).connect()
+            await McpClient("old", launcher(tmp_path, EXITS_ON_ANY_REQUEST), timeout=20).connect()
     assert starts(tmp_path) == 4
     levels = [
         r.levelno
@@ -203,14 +207,7 @@ async def test_a_server_that_exits_on_the_probe_and_on_the_handshake_names_both(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
-    refuse = (
-        "import sys\n"
-        "sys.stdin.readline()\n"
-        "print(\"ClientRequest.method | Input should be 'ping' [input_value='server/discover']\","
-        " file=sys.stderr)\n"
-        "sys.exit(1)\n"
-    )
-    client = McpClient("old", launcher(tmp_path, refuse), timeout=20)
+    client = McpClient("old", launcher(tmp_path, EXITS_ON_ANY_REQUEST), timeout=20)
     with pytest.raises(McpError) as info:
         await client.connect()
     assert starts(tmp_path) == 2

@@ -22,7 +22,7 @@ from mcp.shared.message import SessionMessage
 from agcore_tools.mcp._streams import _WatchedReadStream
 from agcore_tools.mcp._tool_vetting import SLICE, ToolListVetting, vet
 
-from .conftest import assert_no_stray_tasks
+from .conftest import assert_no_stray_tasks, loop_turns_during
 
 MODERN = {"resultType": "complete", "ttlMs": 60000, "cacheScope": "private"}
 ERAS = {"2025-11-25": {}, "2026-07-28": MODERN}
@@ -48,25 +48,10 @@ async def read_counting_turns(
         pass
 
     stream = _WatchedReadStream(receive, ended, vetting)
-    turns = 0
-    reading = True
-
-    async def other_task() -> None:
-        nonlocal turns
-        while reading:
-            await anyio.lowlevel.checkpoint()
-            turns += 1
-
     message = mcp_types.JSONRPCResponse(jsonrpc="2.0", id=1, result=answer)
-    async with send, stream, anyio.create_task_group() as tasks:
+    async with send, stream:
         await send.send(SessionMessage(message))
-        tasks.start_soon(other_task)
-        await anyio.lowlevel.checkpoint()  # it starts
-        before = turns
-        item = await stream.receive()
-        during = turns - before
-        reading = False
-    return item, during
+        return await loop_turns_during(stream.receive)
 
 
 def tools_read(item: SessionMessage | Exception) -> list[Any]:
