@@ -143,9 +143,9 @@ class Connection:
         """Questions asked on this connection (2025-11-25) with no handler to answer
         them: declined, or held for the one call that can pause (see _elicitation)."""
         self.child: ChildProcess | None = None
+        """The stdio child, once spawned."""
         self.discovered = DiscoverAnswer()
         """What the ``server/discover`` answer said outside what the SDK reads."""
-        """The stdio child, once spawned."""
         self.lost_reason: str | None = None
         self.lost_at = math.inf
         """When (``time.monotonic()``) the connection was lost."""

@@ -16,7 +16,7 @@ __all__ = ["complete", "get_prompt", "list_prompts"]
 async def list_prompts(session: Session) -> list[McpPromptInfo]:
     """Every prompt the server lists, all pages followed."""
     what = "prompts/list"
-    require_capability(session, what, "prompts")
+    await require_capability(session, what, "prompts")
     prompts = await all_pages(
         session,
         what,
@@ -46,7 +46,7 @@ async def get_prompt(session: Session, name: str, arguments: Mapping[str, Any] |
         )
     values = _strings(session, f"prompt '{name}'", arguments)
     what = f"prompts/get '{name}'"
-    require_capability(session, what, "prompts")
+    await require_capability(session, what, "prompts")
     # Sent even when empty: TypeScript SDK servers refuse a prompt whose arguments are
     # all optional when "arguments" is absent ("expected object, received undefined").
     result = await session.send(
@@ -89,7 +89,7 @@ async def complete(
         ref = types.ResourceTemplateReference(type="ref/resource", uri=str(resource_template))
     context_values = _strings(session, "completion context", context)
     what = f"completion/complete '{argument}'"
-    require_capability(session, what, "completions")
+    await require_capability(session, what, "completions")
     result = await session.send(
         what,
         lambda client, _meta: client.complete(

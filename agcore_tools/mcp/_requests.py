@@ -63,10 +63,12 @@ def offers(session: Session, capability: str) -> bool | None:
     return getattr(client.server_capabilities, capability, None) is not None
 
 
-def require_capability(session: Session, what: str, capability: str) -> Connection:
+async def require_capability(session: Session, what: str, capability: str) -> Connection:
     """The ready connection, once its server has declared ``capability``
-    (``resources``, ``prompts``, ``completions``, ``logging``)."""
-    conn = session.require(what)
+    (``resources``, ``prompts``, ``completions``, ``logging``): restarted first if it
+    was lost (:meth:`Session.ready`), as a call's is, since the capabilities are the
+    new server's."""
+    conn = await session.ready(what)
     client = conn.client
     if client is None:
         raise session.not_usable(conn, None, what)

@@ -52,7 +52,7 @@ logger = logging.getLogger("agcore_tools.mcp")
 async def list_resources(session: Session) -> list[McpResourceInfo]:
     """Every resource the server lists, all pages followed."""
     what = "resources/list"
-    require_capability(session, what, "resources")
+    await require_capability(session, what, "resources")
     resources = await all_pages(
         session,
         what,
@@ -77,7 +77,7 @@ async def list_resource_templates(session: Session) -> list[McpResourceTemplateI
     """Every resource template the server lists, all pages followed; none when it offers
     resources but answers -32601 (method not found) for their templates."""
     what = "resources/templates/list"
-    require_capability(session, what, "resources")
+    await require_capability(session, what, "resources")
     try:
         templates = await all_pages(
             session,
@@ -113,7 +113,7 @@ async def read_resource(session: Session, uri: str) -> list[McpResourceContents]
     """The parts of the resource at ``uri``."""
     _check_uri(session.server_name, uri)
     what = f"resources/read '{uri}'"
-    require_capability(session, what, "resources")
+    await require_capability(session, what, "resources")
     result = await session.send(what, lambda client, meta: client.read_resource(uri, meta=meta))
     return [
         McpResourceContents(
@@ -218,7 +218,7 @@ class McpResourceSubscription:
                 f"{self!r} is already open; make a new one with subscribe_resource()"
             )
         session, uri = self._session, self.uri
-        conn = require_capability(session, "resources/subscribe", "resources")
+        conn = await require_capability(session, "resources/subscribe", "resources")
         client = conn.client
         capability = client.server_capabilities.resources if client is not None else None
         if client is None or capability is None or not capability.subscribe:

@@ -67,7 +67,7 @@ async def set_log_level(session: Session, level: str) -> None:
             f"MCP server '{session.server_name}': unknown log level {level!r}; "
             f"use one of {', '.join(LOG_LEVELS)}"
         )
-    conn = session.require("logging/setLevel")
+    conn = await session.ready("logging/setLevel")
     client = conn.client
     if client is not None and is_modern(client):
         # The level travels in each request's _meta; setLevel no longer exists.
@@ -78,7 +78,7 @@ async def set_log_level(session: Session, level: str) -> None:
         return
     import mcp_types as types
 
-    require_capability(session, "logging/setLevel", "logging")
+    await require_capability(session, "logging/setLevel", "logging")
     request = types.SetLevelRequest(params=types.SetLevelRequestParams(level=level))  # type: ignore[arg-type]
     await session.send(
         "logging/setLevel",

@@ -221,3 +221,22 @@ def test_contents_value_is_text_or_typed_parts(caplog: pytest.LogCaptureFixture)
             {"uri": "shot://2", "mimeType": "image/png", "blob": "not base64!"}
         ]
     assert "MCP resource 'shot://2' has an unusable image/png blob" in caplog.text
+
+
+@ERAS
+async def test_resources_and_prompts_restart_a_server_that_died(protocol: str) -> None:
+    # Their capability check wanted a live connection: after a crash every read,
+    # list or prompt failed "not connected" until a tools/call restarted the server.
+    client = McpClient("fixture", fixture_stdio(), timeout=15, protocol=protocol)  # type: ignore[arg-type]
+    async with client:
+        with pytest.raises(McpError):
+            await client.call_tool("die", {"code": 3})
+        [part] = await client.read_resource("fixture://readme")
+        assert part.text == "A fixture server."
+        with pytest.raises(McpError):
+            await client.call_tool("die", {"code": 3})
+        assert "fixture://readme" in [r.uri for r in await client.list_resources()]
+        with pytest.raises(McpError):
+            await client.call_tool("die", {"code": 3})
+        prompt = await client.get_prompt("greet", {"name": "Ada"})
+        assert "Say hello to Ada." in str(prompt)
