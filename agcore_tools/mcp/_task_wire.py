@@ -304,7 +304,15 @@ async def drive(
                 "it up",
                 tool_name=tool_name,
             ) from exc
-        status = parse_status(raw)
+        try:
+            status = parse_status(raw)
+        except ValueError as exc:  # an answer of no task's shape: nothing to follow
+            raise McpError(
+                server_name,
+                f"tools/call '{tool_name}' runs as task '{task}', which could not be "
+                f"followed ({quoted(str(exc), hide)}); McpClient.task('{task}') picks it up",
+                tool_name=tool_name,
+            ) from exc
         if status.status == "completed" and isinstance(raw.get("result"), Mapping):
             return CallToolResult.model_validate(raw["result"], by_name=False)
         if status.terminal:

@@ -783,21 +783,31 @@ async def test_a_plain_call_whose_task_asks_what_no_one_answers_cancels_it(
     assert "picks it up" not in error
 
 
+@pytest.mark.parametrize(
+    ("tool", "said"),
+    [
+        ("lost_build", "which could not be followed (the task store is "),
+        ("shapeless_build", "which could not be followed (not a task: {"),
+    ],
+    ids=["refused", "of-no-task-shape"],
+)
 async def test_a_plain_call_whose_task_cannot_be_polled_leaves_it_to_be_picked_up(
-    task_server: TaskServer,
+    task_server: TaskServer, tool: str, said: str
 ) -> None:
     """2026-07-28: a refused tasks/get (a proxy's 503 or 429 answers so too) does not
-    mean the task failed: it is left running, and the error says how to pick it up."""
+    mean the task failed: it is left running, and the error says how to pick it up. An
+    answer of no task's shape failed the call with the ValueError's text, naming no
+    task to pick up."""
     async with task_server.client(tasks=True) as client:
         with pytest.raises(McpError) as info:
-            await client.call_tool("lost_build", {"label": "x"})
+            await client.call_tool(tool, {"label": "x"})
         assert client.connected
     counted = task_server.counts()
     assert "cancels" not in counted  # the server counts none until one comes
     [task_id] = counted["tasks"]
     assert counted["tasks"][task_id]["cancelled_at"] is None
     error = str(info.value)
-    assert "which could not be followed (the task store is " in error
+    assert said in error
     assert f"McpClient.task('{task_id}') picks it up" in error
 
 

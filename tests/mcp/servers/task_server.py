@@ -22,7 +22,8 @@ the credentials the request carried over HTTP), ``ask(question)`` (tasks require
 2026-07-28 waits for input, ``inputRequests``, for ever), ``sample(prompt)`` (tasks
 required; on 2026-07-28 asks the client for a completion, ``sampling/createMessage``),
 ``lost_build(label)`` (tasks required; runs on for ever, and every ``tasks/get`` of it
-fails with an internal error), ``odd_build(tail, status)`` (tasks required; its id ends in ``tail``, its status stays
+fails with an internal error), ``shapeless_build(label)`` (the same, every ``tasks/get``
+answered with a number for its status), ``odd_build(tail, status)`` (tasks required; its id ends in ``tail``, its status stays
 ``status``: a hostile server's words), ``plain_echo(text)`` (no tasks) and
 ``calls_made()`` (no tasks: every ``tools/call`` received, per tool, and the times of
 the ``tasks/get`` requests per task). Over HTTP on 2026-07-28 it refuses a ``tasks/*``
@@ -77,6 +78,7 @@ SUPPORT = {
     "ask": "required",
     "odd_build": "required",
     "lost_build": "required",
+    "shapeless_build": "required",
     "sample": "required",
 }
 DEFAULT_TTL_MS = 600_000
@@ -239,7 +241,7 @@ def evaluate(record: dict[str, Any], now: float) -> dict[str, Any]:
             "at": created,
             "input": {"s1": question},
         }
-    if record["tool"] == "lost_build":  # runs on; its tasks/get fails (see get_task)
+    if record["tool"] in ("lost_build", "shapeless_build"):  # runs on (see get_task)
         return {"status": "working", "message": "step 1/3", "at": created}
     if record["tool"] == "ask":  # waits for an answer (tasks/update, 2026-07-28)
         question = {
@@ -315,6 +317,8 @@ async def get_task(
     record, state = find(params.task_id)
     if record["tool"] == "lost_build":
         raise MCPError(INTERNAL_ERROR, "the task store is unreachable")
+    if record["tool"] == "shapeless_build":  # of no task's shape: a number for a status
+        return {"taskId": params.task_id, "status": 3}
     wire = task_json(record, state, is_modern(ctx))
     if is_modern(ctx):
         if "result" in state:
@@ -481,6 +485,13 @@ def odd_build(tail: str = "", status: str = "working") -> str:
 def lost_build(label: str = "") -> str:
     """A task that runs on while every tasks/get of it fails (runs as a task only)."""
     raise RuntimeError("lost_build runs as a task only")
+
+
+@server.tool()
+def shapeless_build(label: str = "") -> str:
+    """A task that runs on while every tasks/get of it answers a number for its status
+    (runs as a task only)."""
+    raise RuntimeError("shapeless_build runs as a task only")
 
 
 @server.tool()
