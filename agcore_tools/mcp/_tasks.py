@@ -166,7 +166,8 @@ class McpTask:
         if self.task_id is None:
             return result_value(self._done, self.tool_name, hide=self._hide)
         limit = None if timeout is None else check_timeout(self.server_name, timeout)
-        deadline = None if limit is None else time.monotonic() + limit
+        began = time.monotonic()
+        deadline = None if limit is None else began + limit
         from ._task_wire import FIRST_POLL, next_wait
 
         delay = FIRST_POLL
@@ -188,7 +189,12 @@ class McpTask:
                 except McpTimeoutError as exc:
                     if deadline is None:
                         continue  # the client's timeout cut tasks/result short; no limit here
-                    raise self._still(status, limit) from exc
+                    # Cut short by the client's timeout, maybe long before the deadline
+                    # (a Temporal activity's is a year): say how long it waited.
+                    waited = round(time.monotonic() - began, 1)
+                    raise self._still(
+                        status, waited if limit is None else min(limit, waited)
+                    ) from exc
                 status, raw = await self._get()
                 if on_status is not None and (status.status, status.message) != seen:
                     await _notify(on_status, status)

@@ -930,3 +930,20 @@ async def test_a_task_made_before_the_client_fell_back_to_initialize_says_so(
     assert "the same protocol= setting" not in message
     [warned] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert "then refused tasks/get" in warned and 'protocol="legacy"' in warned
+
+
+async def test_a_2025_task_whose_result_wait_the_client_cut_short_says_how_long_it_waited(
+    task_server: TaskServer,
+) -> None:
+    """2025-11-25: a question asked in tasks/result that no handler answers keeps the
+    request open; the client's own timeout (2 s) cuts it short long before result()'s
+    (600 s; a Temporal activity's is a year), and the error claimed the longer wait."""
+    async with task_server.client(protocol="legacy", timeout=2) as client:
+        task = await client.start_task("ask", {"question": "which?"})
+        with pytest.raises(McpTimeoutError) as info:
+            await task.result(timeout=600)
+        said = str(info.value)
+        assert "still input_required after " in said and "after 600 s" not in said
+        waited = float(said.split("after ")[1].split(" s;")[0])
+        assert 2 <= waited < 30
+        await task.cancel()
