@@ -234,18 +234,23 @@ class _DaemonExecutor(Executor):
             if work is None:
                 return
             future, call = work
-            if future.set_running_or_notify_cancel():
+            del work
+            # The call (its arguments, a closure's values) is dropped before its caller
+            # wakes, and the result once handed over: an idle thread keeps neither, and
+            # a caller that goes on finds them freed (a cache's bound holds at once).
+            if not future.set_running_or_notify_cancel():
+                del call
+            else:
                 try:
                     result = call()
                 except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                    del call
                     future.set_exception(exc)
                 else:
+                    del call
                     future.set_result(result)
-                    # An idle thread would otherwise keep its last result (a large
-                    # answer, a file) alive until its next call.
                     del result
-            # Drop references before waiting, so a finished call's objects can be freed.
-            del work, future, call
+            del future
             with self._lock:
                 # A thread back from a call given up on (or from a wait), while its
                 # replacement serves: one too many, so it ends and the pool shrinks

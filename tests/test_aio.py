@@ -394,3 +394,34 @@ async def test_an_idle_worker_keeps_no_reference_to_its_last_result() -> None:
         assert await asyncio.to_thread(freed.wait, 5.0)
     finally:
         await asyncio.to_thread(executor.shutdown)
+
+
+@pytest.mark.timeout(30)
+async def test_a_worker_lets_go_of_its_call_before_the_caller_wakes() -> None:
+    # A cached tool's result was dumped in a worker thread from a closure holding it:
+    # the thread kept the closure until just after it woke the caller, so a caller
+    # measuring at once (a busy machine) found one result more than its cache's bound.
+    class Payload:
+        """What a call takes: arguments, or a closure's values."""
+
+    payload = Payload()
+    freed = weakref.ref(payload)
+    gate = threading.Event()
+    seen: list[bool] = []
+
+    def take(value: Payload) -> str:
+        assert gate.wait(10)
+        return type(value).__name__
+
+    executor = _DaemonExecutor(1, "agcore-let-go")
+    try:
+        future = executor.submit(take, payload)
+        del payload
+        # Done callbacks run in the worker, as it sets the result: what the caller sees.
+        future.add_done_callback(lambda _: seen.append(freed() is None))
+        gate.set()
+        assert await asyncio.wrap_future(future) == "Payload"
+        assert seen == [True]
+    finally:
+        await asyncio.to_thread(executor.shutdown)
+
