@@ -424,4 +424,3 @@ async def test_a_worker_lets_go_of_its_call_before_the_caller_wakes() -> None:
         assert seen == [True]
     finally:
         await asyncio.to_thread(executor.shutdown)
-
