@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Self
 
+from ._matching import coerce_id
+
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
@@ -69,16 +71,12 @@ class DiscoverAnswer:
 
     def sent(self, request_id: Any) -> None:
         """The probe went out with ``request_id``."""
-        from ._matching import coerce_id
-
         self._id, self.waiting = coerce_id(request_id), True
 
     def received(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
         """``item``, read from the server, unchanged; the probe's answer is read."""
         from mcp_types import Implementation, JSONRPCError, JSONRPCResponse
         from pydantic import ValidationError
-
-        from ._matching import coerce_id
 
         message = getattr(item, "message", None)
         if not isinstance(message, (JSONRPCResponse, JSONRPCError)):
