@@ -32,6 +32,7 @@ import pytest
 from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport
 from agcore_tools.mcp import _handshake
 from agcore_tools.mcp._stdio import group_members
+from tests._forkserver import FORKSERVER, ForkedProcess, spawn
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVERS = Path(__file__).parent / "servers"
@@ -91,15 +92,13 @@ def fixture_stdio(*args: str, env: dict[str, str] | None = None) -> StdioTranspo
     return StdioTransport(sys.executable, [str(FIXTURE), *args], env=env)
 
 
-def stop_child(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a server process: SIGTERM, then SIGKILL after 10 s (each wait bounded)."""
+def end_test_server(proc: ForkedProcess) -> None:
+    """Stop a test's HTTP server once the test is over: SIGKILL, as nothing is left to
+    see of it (uvicorn's graceful shutdown took 0.2 s, some 250 times a run)."""
     if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        os.kill(proc.pid, signal.SIGCONT)  # if a test froze it
+        proc.kill()
+    proc.wait(10)
 
 
 class HttpServer:
@@ -118,7 +117,7 @@ class HttpServer:
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.proc = subprocess.Popen(
+        self.proc = spawn(
             [sys.executable, str(script), "--http-fd", str(self.sock.fileno())],
             pass_fds=[self.sock.fileno()],
             env={**os.environ, **(env or {})},
@@ -141,7 +140,7 @@ class HttpServer:
             connection.close()
 
     def stop(self) -> None:
-        stop_child(self.proc)
+        end_test_server(self.proc)
 
 
 class FaultServer:
@@ -187,8 +186,8 @@ class FaultServer:
         finally:
             connection.close()
 
-    def _spawn(self) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
+    def _spawn(self) -> ForkedProcess:
+        return spawn(
             [sys.executable, str(FAULTS), "--http-fd", str(self.sock.fileno()), *self.options],
             pass_fds=[self.sock.fileno()],
             stdin=subprocess.DEVNULL,
@@ -233,18 +232,8 @@ class FaultServer:
         self.proc = self._spawn()
         self._wait_until_serving()
 
-    def _end(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGCONT)
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-
     def stop(self) -> None:
-        self._end()
+        end_test_server(self.proc)
         self.sock.close()
 
 
@@ -323,8 +312,9 @@ def make_client(request: pytest.FixtureRequest) -> Iterator[Callable[..., McpCli
 
 
 def live_children() -> set[int]:
-    """Pids of this process's live (non-zombie) children."""
-    me = os.getpid()
+    """Pids of this process's live (non-zombie) children, and of the test servers its
+    forkserver started (not of the forkserver itself, which lives as long as the run)."""
+    parents = {os.getpid(), FORKSERVER.pid}
     found = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -334,9 +324,9 @@ def live_children() -> set[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if int(fields[1]) == me and fields[0] not in (b"Z", b"X"):
+        if int(fields[1]) in parents and fields[0] not in (b"Z", b"X"):
             found.add(int(entry))
-    return found
+    return found - {FORKSERVER.pid}
 
 
 @pytest.fixture(autouse=True)

@@ -82,37 +82,14 @@ def starts(tmp_path: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
-async def test_a_server_on_the_mcp_python_sdk_1_6_connects_with_the_default_protocol(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    # It exits (code 1) on server/discover; the client starts it again with initialize.
-    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
-    transport = StdioTransport(str(old_sdk_python()), [str(OLD_SDK)], stop_grace=1)
-    before = live_children()
-    async with McpClient("old", transport, timeout=60) as client:
-        assert client.protocol_version == "2024-11-05"
-        # Text: SDK 1.6.0 has no structured output yet.
-        assert await client.call_tool("add", {"a": 1, "b": 2}) == "3"
-        assert live_children() - before == {client.pid}, "the first process is gone"
-        [warning] = probe_warnings(caplog)
-        assert "exited with code 1 on the server/discover protocol probe" in warning
-        assert 'McpClient(..., protocol="legacy") skips the probe' in warning
-
-        # Its restart goes straight to the handshake: no probe, so no second warning.
-        first = client.pid
-        assert first is not None
-        os.kill(first, signal.SIGKILL)
-        await wait_until(lambda: not client.connected, "the death to be noticed")
-        assert await client.call_tool("add", {"a": 2, "b": 2}) == "4"
-        assert client.pid != first
-        assert len(probe_warnings(caplog)) == 1
-
-
-async def test_a_new_client_of_a_server_the_probe_broke_starts_it_once(
+async def test_a_server_on_the_mcp_python_sdk_1_6_connects_and_later_starts_skip_the_probe(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # rmcp (the Rust SDK) exits on the probe too: every new client of the same command
-    # started it twice and logged the WARNING again. The process remembers it now.
+    # It exits (code 1) on server/discover; the client starts it again with initialize.
+    # Its restarts, and new clients of the same command, go straight to the handshake:
+    # rmcp (the Rust SDK) exits on the probe too, and every new client started it twice
+    # and logged the WARNING again. One test, as each probe of this server costs the
+    # SDK's 10 s wait for its answer (the server exits only once the handshake comes).
     caplog.set_level(logging.DEBUG, logger="agcore_tools.mcp")
     script = tmp_path / "old.py"
     script.write_text(
@@ -120,16 +97,31 @@ async def test_a_new_client_of_a_server_the_probe_broke_starts_it_once(
         f"import runpy\nrunpy.run_path({str(OLD_SDK)!r}, run_name='__main__')\n"
     )
     python = str(old_sdk_python())
-    async with McpClient("old", StdioTransport(python, [str(script)]), timeout=60) as first:
-        assert first.protocol_version == "2024-11-05"
-    assert starts(tmp_path) == 2
-    assert len(probe_warnings(caplog)) == 1
+    before = live_children()
+    transport = StdioTransport(python, [str(script)], stop_grace=1)
+    async with McpClient("old", transport, timeout=60) as client:
+        assert client.protocol_version == "2024-11-05"
+        # Text: SDK 1.6.0 has no structured output yet.
+        assert await client.call_tool("add", {"a": 1, "b": 2}) == "3"
+        assert live_children() - before == {client.pid}, "the first process is gone"
+        assert starts(tmp_path) == 2
+        [warning] = probe_warnings(caplog)
+        assert "exited with code 1 on the server/discover protocol probe" in warning
+        assert 'McpClient(..., protocol="legacy") skips the probe' in warning
+
+        first = client.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        await wait_until(lambda: not client.connected, "the death to be noticed")
+        assert await client.call_tool("add", {"a": 2, "b": 2}) == "4"
+        assert client.pid != first
+        assert starts(tmp_path) == 3, "started again without the probe"
     # Its transport made afresh, as load_mcp_servers does for each new client.
     transport = StdioTransport(python, [str(script)], stop_grace=1)
     async with McpClient("old2", transport, timeout=60) as client:
         assert client.protocol_version == "2024-11-05"
         assert await client.call_tool("add", {"a": 1, "b": 2}) == "3"
-    assert starts(tmp_path) == 3, "started once, without the probe"
+    assert starts(tmp_path) == 4, "a new client started it once, without the probe"
     assert len(probe_warnings(caplog)) == 1
 
 

@@ -47,8 +47,9 @@ from agcore_tools.error import (
 from agcore_tools.mcp import McpTask, McpTaskStatus
 from agcore_tools.mcp._tasks import give_up
 from agcore_tools.testing import ScriptedChatServer as S
+from tests._forkserver import ForkedProcess, spawn
 
-from .conftest import ROOT, SERVERS, HttpServer, stop_child
+from .conftest import ROOT, SERVERS, HttpServer, end_test_server
 from .test_reference_servers import everything_stdio  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.timeout(90)
@@ -74,10 +75,10 @@ class TaskServer:
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/mcp"
         self.proc = self._spawn()
 
-    def _spawn(self, *extra: str) -> subprocess.Popen[bytes]:
+    def _spawn(self, *extra: str) -> ForkedProcess:
         fd = self.sock.fileno()
         args = ["--http-fd", str(fd), "--store", str(self.store), *self.options, *extra]
-        proc = subprocess.Popen(
+        proc = spawn(
             [sys.executable, str(TASK_SERVER), *args], pass_fds=[fd], stdin=subprocess.DEVNULL
         )
         self.proc = proc
@@ -101,7 +102,7 @@ class TaskServer:
         self._spawn(*extra)
 
     def stop(self) -> None:
-        stop_child(self.proc)
+        end_test_server(self.proc)
 
     def client(self, name: str = "ci", **options: Any) -> McpClient:
         options.setdefault("timeout", 15)
