@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
+import io
 import json
 import os
 import selectors
@@ -37,7 +39,7 @@ import threading
 import time
 from typing import Any
 
-_PRELOADED = (
+MCP_SERVERS = (
     "mcp.server.mcpserver",
     "mcp.server.streamable_http",
     "mcp.server.streamable_http_manager",
@@ -58,7 +60,19 @@ _PRELOADED = (
     "starlette.routing",
     "sse_starlette",
 )
-"""What the server scripts import from outside their folder, imported once here."""
+"""What the MCP server scripts import from outside their folder."""
+
+TEMPORAL_WORKERS = (
+    "temporalio.client",
+    "temporalio.worker",
+    "openai",
+    "agcore_tools",
+    "agcore_tools.temporal",
+)
+"""What ``tests/temporal/worker_process.py`` imports (1.2 s of CPU, 35 times a run)."""
+
+DOC_SNIPPETS = ("openai", "agcore_tools", "agcore_tools.mcp", "mcp.client", "mcp_types")
+"""What the documents' code blocks import (``tests/test_docs_snippets.py``)."""
 
 _HIGH_FD = 200
 """Where a child parks the descriptors it was sent before moving them into place."""
@@ -115,9 +129,11 @@ class ForkedProcess:
 
 
 class _Forkserver:
-    """The test process's handle on its forkserver, started on first use."""
+    """The test process's handle on a forkserver that imported ``preload``, started on
+    first use."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: tuple[str, ...]) -> None:
+        self.preload = preload
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._control: socket.socket | None = None
@@ -129,7 +145,7 @@ class _Forkserver:
     def _start(self) -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._proc = subprocess.Popen(
-            [sys.executable, __file__, str(theirs.fileno())],
+            [sys.executable, __file__, str(theirs.fileno()), *self.preload],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -147,19 +163,19 @@ class _Forkserver:
         argv: list[str],
         pass_fds: tuple[int, ...],
         env: dict[str, str] | None,
-        stdin: int | None,
+        streams: tuple[int | None, int, int],
+        cwd: str | None,
     ) -> ForkedProcess:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         opened = []
-        if stdin == subprocess.DEVNULL:
+        stdin, stdout, stderr = streams
+        if stdin is None:
             opened.append(os.open(os.devnull, os.O_RDONLY))
-            stdin_fd = opened[-1]
-        else:
-            stdin_fd = 0
+            stdin = opened[-1]
         request = {
             "argv": argv,
             "env": dict(os.environ if env is None else env),
-            "cwd": os.getcwd(),
+            "cwd": cwd or os.getcwd(),
             "targets": [0, 1, 2, *pass_fds],
         }
         try:
@@ -168,7 +184,7 @@ class _Forkserver:
                 socket.send_fds(
                     control,
                     [json.dumps(request).encode() + b"\n"],
-                    [theirs.fileno(), stdin_fd, 1, 2, *pass_fds],
+                    [theirs.fileno(), stdin, stdout, stderr, *pass_fds],
                 )
         finally:
             theirs.close()
@@ -197,7 +213,7 @@ class _Forkserver:
                 self._proc = None
 
 
-FORKSERVER = _Forkserver()
+FORKSERVERS = {p: _Forkserver(p) for p in (MCP_SERVERS, TEMPORAL_WORKERS, DOC_SNIPPETS)}
 
 
 def spawn(
@@ -205,17 +221,74 @@ def spawn(
     *,
     pass_fds: tuple[int, ...] | list[int] = (),
     env: dict[str, str] | None = None,
-    stdin: int | None = None,
+    stdout: int = 1,
+    stderr: int = 2,
+    cwd: str | os.PathLike[str] | None = None,
+    preload: tuple[str, ...] = MCP_SERVERS,
 ) -> ForkedProcess:
     """Run ``argv`` (``[sys.executable, script, *args]``) as ``subprocess.Popen`` would,
-    in a child forked from the forkserver; ``pass_fds`` keep their numbers in it.
+    in a child forked from the forkserver that imported ``preload`` (one of this
+    module's tuples); ``pass_fds`` keep their numbers in it.
 
-    ``stdin`` is ``subprocess.DEVNULL`` or None (this process's); stdout and stderr are
-    this process's, as a ``Popen`` child inherits them (pytest's capture included).
+    Its stdin is ``/dev/null``; its stdout and stderr are this process's (pytest's
+    capture included), as a ``Popen`` child inherits them, unless given as descriptors.
     """
     if argv[0] != sys.executable or len(argv) < 2:
         raise ValueError(f"the forkserver runs scripts with this Python only: {argv!r}")
-    return FORKSERVER.spawn(list(argv), tuple(pass_fds), env, stdin)
+    forkserver = FORKSERVERS[preload]
+    streams = (None, stdout, stderr)
+    return forkserver.spawn(list(argv), tuple(pass_fds), env, streams, cwd and os.fspath(cwd))
+
+
+def run(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    cwd: str | os.PathLike[str],
+    timeout: float,
+    preload: tuple[str, ...],
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run(argv, capture_output=True, text=True, timeout=...)``, forked."""
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    try:
+        proc = spawn(argv, env=env, stdout=out_write, stderr=err_write, cwd=cwd, preload=preload)
+    finally:
+        os.close(out_write)
+        os.close(err_write)
+    received: dict[int, bytearray] = {out_read: bytearray(), err_read: bytearray()}
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        for fd in received:
+            selector.register(fd, selectors.EVENT_READ)
+        try:
+            while selector.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    proc.kill()
+                    proc.wait(10)
+                    raise subprocess.TimeoutExpired(argv, timeout, bytes(received[out_read]))
+                for key, _ in selector.select(left):
+                    if data := os.read(key.fd, 1 << 16):
+                        received[key.fd] += data
+                    else:
+                        selector.unregister(key.fd)
+        finally:
+            for fd in received:
+                os.close(fd)
+        code = proc.wait(max(deadline - time.monotonic(), 0.1))
+
+    def text(data: bytearray) -> str:  # as text=True decodes: universal newlines
+        return io.TextIOWrapper(io.BytesIO(bytes(data))).read()
+
+    return subprocess.CompletedProcess(
+        argv, code, text(received[out_read]), text(received[err_read])
+    )
+
+
+def forkserver_pids() -> set[int]:
+    """The forkservers running (their children are the test servers)."""
+    return {pid for server in FORKSERVERS.values() if (pid := server.pid) is not None}
 
 
 # -- the forkserver ------------------------------------------------------------------
@@ -239,6 +312,9 @@ def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int]) -> i
         os.close(parked_fd)
     os.environ.clear()
     os.environ.update(request["env"])
+    # As Python's start-up reads PYTHONPATH (the forkserver read the test process's).
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:0] = [p for p in extra if p not in sys.path]
     os.chdir(request["cwd"])
     script = request["argv"][1]
     sys.argv = request["argv"][1:]
@@ -253,16 +329,19 @@ def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int]) -> i
     except BaseException:
         traceback.print_exc()
         code = 1
-    threading._shutdown()  # type: ignore[attr-defined]  # as a normal exit joins threads
+    # What a normal exit does before the process ends: join the threads, run the atexit
+    # functions, and collect what is left (finalizers that warn of unclosed objects).
+    threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
+    gc.collect()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
     return code
 
 
-def _serve(control: socket.socket) -> None:
-    for name in _PRELOADED:
+def _serve(control: socket.socket, preload: list[str]) -> None:
+    for name in preload:
         with contextlib.suppress(ImportError):
             __import__(name)
     wake_read, wake_write = os.pipe()
@@ -325,4 +404,4 @@ def _reap(statuses: dict[int, socket.socket]) -> None:
 
 if __name__ == "__main__":
     del sys.path[0]  # tests/, whose mcp/ package would hide the SDK
-    _serve(socket.socket(fileno=int(sys.argv[1])))
+    _serve(socket.socket(fileno=int(sys.argv[1])), sys.argv[2:])

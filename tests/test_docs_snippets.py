@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from agcore_tools.testing import ScriptedChatServer, ScriptItem
-from tests._scripts import run_script
+from tests._scripts import run_snippet
 from tests.mcp.conftest import SERVERS, HttpServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -433,7 +433,7 @@ def test_snippet_runs(block: Block, tmp_path: Path) -> None:
             mcp_server = HttpServer(setup.http_server)
             stack.callback(mcp_server.stop)
             env.update(MCP_SERVER_URL=mcp_server.url, HOME=str(tmp_path))
-        result = run_script(script_file, env=env)
+        result = run_snippet(script_file, env=env)
     where = f"{block.document}, block at line {block.line}"
     assert result.returncode == 0, f"{where} failed:\n{result.stderr}"
     position = 0

@@ -11,7 +11,6 @@ import shutil
 import signal
 import socket
 import ssl
-import subprocess
 import sys
 import threading
 import time
@@ -32,7 +31,7 @@ import pytest
 from agcore_tools import McpClient, StdioTransport, StreamableHttpTransport
 from agcore_tools.mcp import _handshake
 from agcore_tools.mcp._stdio import group_members
-from tests._forkserver import FORKSERVER, ForkedProcess, spawn
+from tests._forkserver import ForkedProcess, forkserver_pids, spawn
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVERS = Path(__file__).parent / "servers"
@@ -121,7 +120,6 @@ class HttpServer:
             [sys.executable, str(script), "--http-fd", str(self.sock.fileno())],
             pass_fds=[self.sock.fileno()],
             env={**os.environ, **(env or {})},
-            stdin=subprocess.DEVNULL,
         )
         self.sock.close()  # the child holds its own copy of the listening socket
         self._wait_until_serving()
@@ -190,7 +188,6 @@ class FaultServer:
         return spawn(
             [sys.executable, str(FAULTS), "--http-fd", str(self.sock.fileno()), *self.options],
             pass_fds=[self.sock.fileno()],
-            stdin=subprocess.DEVNULL,
         )
 
     async def control(self, what: str, **options: Any) -> dict[str, Any]:
@@ -313,8 +310,9 @@ def make_client(request: pytest.FixtureRequest) -> Iterator[Callable[..., McpCli
 
 def live_children() -> set[int]:
     """Pids of this process's live (non-zombie) children, and of the test servers its
-    forkserver started (not of the forkserver itself, which lives as long as the run)."""
-    parents = {os.getpid(), FORKSERVER.pid}
+    forkservers started (not of the forkservers, which live as long as the run)."""
+    forkservers = forkserver_pids()
+    parents = {os.getpid(), *forkservers}
     found = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -326,7 +324,7 @@ def live_children() -> set[int]:
         fields = stat[stat.rfind(b")") + 2 :].split()
         if int(fields[1]) in parents and fields[0] not in (b"Z", b"X"):
             found.add(int(entry))
-    return found - {FORKSERVER.pid}
+    return found - forkservers
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import socket
-import subprocess
 import sys
 import time
 import traceback
@@ -78,9 +77,7 @@ class TaskServer:
     def _spawn(self, *extra: str) -> ForkedProcess:
         fd = self.sock.fileno()
         args = ["--http-fd", str(fd), "--store", str(self.store), *self.options, *extra]
-        proc = spawn(
-            [sys.executable, str(TASK_SERVER), *args], pass_fds=[fd], stdin=subprocess.DEVNULL
-        )
+        proc = spawn([sys.executable, str(TASK_SERVER), *args], pass_fds=[fd])
         self.proc = proc
         # The socket already listens: the kernel queues this until uvicorn accepts it.
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)

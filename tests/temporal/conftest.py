@@ -24,6 +24,8 @@ from temporalio.client import Client
 from agcore_tools.error import LlmConfigError
 from agcore_tools.temporal._devserver import start_dev_command
 from agcore_tools.testing import CapturedRequest, ScriptedChatServer, ScriptItem
+from tests import _forkserver
+from tests._forkserver import TEMPORAL_WORKERS, ForkedProcess
 
 S = ScriptedChatServer
 HERE = Path(__file__).resolve().parent
@@ -195,7 +197,7 @@ def model() -> Iterator[Model]:
 class WorkerProcess:
     """One ``worker_process.py`` child."""
 
-    def __init__(self, process: subprocess.Popen[bytes], identity: str) -> None:
+    def __init__(self, process: ForkedProcess, identity: str) -> None:
         self.process = process
         self.identity = identity
 
@@ -237,8 +239,10 @@ def spawn(
         args += ["--mcp"] if mcp else []
         args += ["--tasks", tasks] if tasks else []
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        process = subprocess.Popen(
-            [sys.executable, str(HERE / "worker_process.py"), *args], env=env
+        process = _forkserver.spawn(
+            [sys.executable, str(HERE / "worker_process.py"), *args],
+            env=env,
+            preload=TEMPORAL_WORKERS,
         )
         worker = WorkerProcess(process, identity)
         started.append(worker)
