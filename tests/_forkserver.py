@@ -16,17 +16,21 @@ the library starts, watches and stops it is what those tests check.
 Two halves in one file. :func:`spawn` (the test's side) returns a
 :class:`ForkedProcess`, which answers the few ``subprocess.Popen`` calls the fixtures
 make (``pid``, ``poll``, ``wait``, ``kill``, ``terminate``). ``python _forkserver.py``
-(the server's side) reads requests on a socket pair, forks, and reports each child's
-exit status on a socket of that child's own, which is how ``wait`` learns it (only the
-parent can reap a child). The server ends, killing what it started, when the test
-process closes its end or dies.
+(the server's side) reads requests on a socket pair and forks. On a socket of each
+child's own it sends the child's pid with a pidfd, which signals that process and no
+other even once its pid is free again, and later the child's exit status, which is how
+``wait`` learns it (only the parent can reap a child). The child returns from the
+forkserver's loop to the top of this file and runs its script there, so it ends as
+``python script.py`` would: its uncaught exception, ``sys.exit`` and interpreter
+shutdown are the interpreter's own. The forkserver ends, killing what it started, when
+the test process closes its end or dies.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import gc
+import fcntl
 import io
 import json
 import os
@@ -74,20 +78,18 @@ TEMPORAL_WORKERS = (
 DOC_SNIPPETS = ("openai", "agcore_tools", "agcore_tools.mcp", "mcp.client", "mcp_types")
 """What the documents' code blocks import (``tests/test_docs_snippets.py``)."""
 
-_HIGH_FD = 200
-"""Where a child parks the descriptors it was sent before moving them into place."""
-
 
 class ForkedProcess:
     """A forked test server, with the part of ``subprocess.Popen``'s API the fixtures use.
 
-    ``pid`` is the server's own process id (``os.kill`` works on it: SIGSTOP freezes it);
-    its exit status comes from the forkserver, its parent, over ``status``.
+    ``pid`` is the server's own process id; signals go through a pidfd
+    (:meth:`send_signal`), and the exit status comes from the forkserver, its parent.
     """
 
-    def __init__(self, pid: int, status: socket.socket, received: bytes) -> None:
+    def __init__(self, pid: int, pidfd: int, status: socket.socket, received: bytes) -> None:
         self.pid = pid
         self.returncode: int | None = None
+        self._pidfd = pidfd
         self._status = status
         self._received = received  # what came after the pid: the status, if it has
 
@@ -99,27 +101,29 @@ class ForkedProcess:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
+        if self.returncode is None and timeout is not None and timeout <= 0:
+            self.poll()  # a zero timeout would make the socket non-blocking, not timed
+        elif self.returncode is None:
             self._status.setblocking(True)
             self._status.settimeout(timeout)
-            try:
+            with contextlib.suppress(TimeoutError):
                 self._read_status()
-            except TimeoutError:
-                raise subprocess.TimeoutExpired(
-                    ["forked server", str(self.pid)], timeout or 0
-                ) from None
-        assert self.returncode is not None
+        if self.returncode is None:
+            raise subprocess.TimeoutExpired(["forked", str(self.pid)], timeout or 0)
         return self.returncode
 
     def _read_status(self) -> None:
         data = self._received or self._status.recv(64)
-        # Nothing: the forkserver ended without reporting (the test process is ending).
+        # Nothing: the forkserver ended without saying (the test process is ending).
         self.returncode = int(data) if data else -signal.SIGKILL
         self._status.close()
+        os.close(self._pidfd)
 
     def send_signal(self, signum: int) -> None:
-        if self.poll() is None:
-            os.kill(self.pid, signum)
+        """Signal the process, unless it has ended (never another that took its pid)."""
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):  # ended, not yet waited for
+                signal.pidfd_send_signal(self._pidfd, signum)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
@@ -144,17 +148,26 @@ class _Forkserver:
 
     def _start(self) -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # What the preloaded modules read at import is the forkserver's, for every child:
+        # none of the model's settings, which the documents' code blocks are run without.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AZURE_"))}
         self._proc = subprocess.Popen(
             [sys.executable, __file__, str(theirs.fileno()), *self.preload],
             pass_fds=[theirs.fileno()],
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
         )
         theirs.close()
-        ours.settimeout(60)
-        if ours.recv(16) != b"ready\n":  # its imports done, or its failure on stderr
-            raise RuntimeError("the test servers' forkserver failed to start")
         self._control = ours
+        ours.settimeout(60)
+        try:
+            ready = ours.recv(16)
+        except OSError:
+            ready = b""
+        if ready != b"ready\n":  # its imports done, or its failure on stderr
+            self._end()
+            raise RuntimeError(f"the forkserver preloading {self.preload[0]} failed to start")
         atexit.register(self.stop)
         return ours
 
@@ -181,36 +194,48 @@ class _Forkserver:
         try:
             with self._lock:
                 control = self._control or self._start()
-                socket.send_fds(
-                    control,
-                    [json.dumps(request).encode() + b"\n"],
-                    [theirs.fileno(), stdin, stdout, stderr, *pass_fds],
-                )
+                try:
+                    socket.send_fds(
+                        control,
+                        [json.dumps(request).encode()],
+                        [theirs.fileno(), stdin, stdout, stderr, *pass_fds],
+                    )
+                except OSError as exc:
+                    self._end()
+                    raise RuntimeError(f"the forkserver is gone: {exc}") from exc
         finally:
             theirs.close()
             for fd in opened:
                 os.close(fd)
         ours.settimeout(60)
-        answer = b""
-        while b"\n" not in answer and (more := ours.recv(64)):
-            answer += more
-        pid, _, rest = answer.partition(b"\n")
-        if not pid.startswith(b"pid "):
+        try:
+            answer, fds, _, _ = socket.recv_fds(ours, 64, 1)
+            while answer and b"\n" not in answer:
+                answer += ours.recv(64)
+        except BaseException:
+            ours.close()
+            raise
+        line, _, rest = answer.partition(b"\n")
+        if not line.startswith(b"pid ") or len(fds) != 1:
+            ours.close()
             raise RuntimeError(f"the forkserver did not start {argv[1]}: {answer!r}")
-        return ForkedProcess(int(pid.split()[1]), ours, rest)
+        return ForkedProcess(int(line.split()[1]), fds[0], ours, rest)
+
+    def _end(self) -> None:
+        if self._control is not None:
+            self._control.close()  # it kills what it started, and ends
+            self._control = None
+        if self._proc is not None:
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(10)
+            self._proc = None
 
     def stop(self) -> None:
         with self._lock:
-            if self._control is not None:
-                self._control.close()  # it kills what it started, and ends
-                self._control = None
-            if self._proc is not None:
-                try:
-                    self._proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    self._proc.kill()
-                    self._proc.wait(10)
-                self._proc = None
+            self._end()
 
 
 FORKSERVERS = {p: _Forkserver(p) for p in (MCP_SERVERS, TEMPORAL_WORKERS, DOC_SNIPPETS)}
@@ -251,32 +276,32 @@ def run(
     """``subprocess.run(argv, capture_output=True, text=True, timeout=...)``, forked."""
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
+    received: dict[int, bytearray] = {out_read: bytearray(), err_read: bytearray()}
     try:
         proc = spawn(argv, env=env, stdout=out_write, stderr=err_write, cwd=cwd, preload=preload)
-    finally:
         os.close(out_write)
         os.close(err_write)
-    received: dict[int, bytearray] = {out_read: bytearray(), err_read: bytearray()}
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        for fd in received:
-            selector.register(fd, selectors.EVENT_READ)
-        try:
-            while selector.get_map():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    proc.kill()
-                    proc.wait(10)
-                    raise subprocess.TimeoutExpired(argv, timeout, bytes(received[out_read]))
+        out_write = err_write = -1
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            for fd in received:
+                selector.register(fd, selectors.EVENT_READ)
+            while selector.get_map() and (left := deadline - time.monotonic()) > 0:
                 for key, _ in selector.select(left):
                     if data := os.read(key.fd, 1 << 16):
                         received[key.fd] += data
                     else:
                         selector.unregister(key.fd)
-        finally:
-            for fd in received:
+        try:
+            code = proc.wait(max(deadline - time.monotonic(), 0))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+            raise subprocess.TimeoutExpired(argv, timeout, bytes(received[out_read])) from None
+    finally:
+        for fd in (*received, out_write, err_write):
+            if fd >= 0:
                 os.close(fd)
-        code = proc.wait(max(deadline - time.monotonic(), 0.1))
 
     def text(data: bytearray) -> str:  # as text=True decodes: universal newlines
         return io.TextIOWrapper(io.BytesIO(bytes(data))).read()
@@ -293,54 +318,14 @@ def forkserver_pids() -> set[int]:
 
 # -- the forkserver ------------------------------------------------------------------
 
-
-def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int]) -> int:
-    """In the forked child: take the request's streams and sockets, then run its script."""
-    import runpy
-    import traceback
-
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    parked = [os.dup2(fd, _HIGH_FD + i) for i, fd in enumerate(fds)]
-    for fd in {*fds, *keep_closed}:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    for parked_fd, target in zip(parked, request["targets"], strict=True):
-        os.dup2(parked_fd, target)
-    for parked_fd in parked:
-        os.close(parked_fd)
-    os.environ.clear()
-    os.environ.update(request["env"])
-    # As Python's start-up reads PYTHONPATH (the forkserver read the test process's).
-    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    sys.path[:0] = [p for p in extra if p not in sys.path]
-    os.chdir(request["cwd"])
-    script = request["argv"][1]
-    sys.argv = request["argv"][1:]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    code = 0
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if exc.code is not None and not isinstance(exc.code, int):
-            print(exc.code, file=sys.stderr)
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    # What a normal exit does before the process ends: join the threads, run the atexit
-    # functions, and collect what is left (finalizers that warn of unclosed objects).
-    threading._shutdown()  # type: ignore[attr-defined]
-    atexit._run_exitfuncs()
-    gc.collect()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    return code
+_Job = tuple[dict[str, Any], list[int]]
+"""What a forked child returns with from the forkserver's loop: its request and the
+descriptors it was sent (stdin, stdout, stderr, then the sockets to pass)."""
 
 
-def _serve(control: socket.socket, preload: list[str]) -> None:
+def _serve(control: socket.socket, preload: list[str]) -> _Job | None:
+    """The forkserver's loop. Returns None in the forkserver, once the test process
+    has gone; returns the child's job in a forked child."""
     for name in preload:
         with contextlib.suppress(ImportError):
             __import__(name)
@@ -354,37 +339,72 @@ def _serve(control: socket.socket, preload: list[str]) -> None:
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
     control.sendall(b"ready\n")
+    job: _Job | None = None
     try:
-        while True:
+        while job is None:
             for key, _ in selector.select():
                 if key.fileobj == wake_read:
                     os.read(wake_read, 512)
                     _reap(statuses)
                     continue
                 # A sequenced-packet socket: one request, whole, with its descriptors.
-                line, fds, _, _ = socket.recv_fds(control, 1 << 20, 32)
-                if not line:
-                    return
-                status = socket.socket(fileno=fds[0])
-                pid = os.fork()
-                if pid == 0:
-                    keep_closed = [control.fileno(), selector.fileno(), wake_read, wake_write]
-                    keep_closed += [s.fileno() for s in statuses.values()]
-                    os._exit(_child(json.loads(line), fds[1:], [fds[0], *keep_closed]))
-                for fd in fds[1:]:
-                    os.close(fd)
-                status.sendall(f"pid {pid}\n".encode())
-                statuses[pid] = status
+                message, fds, _, _ = socket.recv_fds(control, 1 << 20, 32)
+                if not message:
+                    return None
+                job = _fork(json.loads(message), fds, statuses)
+                if job is not None:
+                    break
                 _reap(statuses)
+        # The child: nothing of the forkserver's stays open in it.
+        for sibling in statuses.values():
+            sibling.close()
+        statuses.clear()
+        selector.close()
+        control.close()
+        signal.set_wakeup_fd(-1)
+        os.close(wake_read)
+        os.close(wake_write)
+        return job
     finally:
-        for pid in statuses:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while statuses and time.monotonic() < deadline:
-            _reap(statuses)
-            time.sleep(0.01)
+        if job is None:  # the forkserver itself, ending: it ends what it started
+            for pid in statuses:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+                    os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while statuses and time.monotonic() < deadline:
+                _reap(statuses)
+                time.sleep(0.01)
+
+
+def _fork(
+    request: dict[str, Any], fds: list[int], statuses: dict[int, socket.socket]
+) -> _Job | None:
+    """Fork for one request: the child's job in the child, None in the forkserver
+    (which answers on the request's status socket, whatever happens)."""
+    status = socket.socket(fileno=fds[0])
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            status.sendall(f"error: {exc}\n".encode())
+        status.close()
+        for fd in fds[1:]:
+            os.close(fd)
+        return None
+    if pid == 0:
+        status.close()
+        return request, fds[1:]
+    statuses[pid] = status  # before anything can fail: it is reaped and reported
+    for fd in fds[1:]:
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)  # not yet reaped: it is this child, alive or a zombie
+    try:
+        with contextlib.suppress(OSError):  # the test gave up waiting; it still ends
+            socket.send_fds(status, [f"pid {pid}\n".encode()], [pidfd])
+    finally:
+        os.close(pidfd)
+    return None
 
 
 def _reap(statuses: dict[int, socket.socket]) -> None:
@@ -402,6 +422,37 @@ def _reap(statuses: dict[int, socket.socket]) -> None:
             sock.close()
 
 
+def _become(request: dict[str, Any], fds: list[int]) -> None:
+    """In a forked child: take the request's streams, sockets, environment, working
+    directory and arguments, as a new ``python script.py`` would have them."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    targets: list[int] = request["targets"]
+    # Out of the way of every target first, then into place.
+    above = max([*targets, *fds]) + 1
+    parked = [fcntl.fcntl(fd, fcntl.F_DUPFD, above) for fd in fds]
+    for fd in fds:
+        os.close(fd)
+    for parked_fd, target in zip(parked, targets, strict=True):
+        os.dup2(parked_fd, target)
+        os.close(parked_fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    script = request["argv"][1]
+    sys.argv = request["argv"][1:]
+    # As Python's start-up sets them: the script's folder, then PYTHONPATH's entries.
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:0] = [os.path.dirname(os.path.abspath(script))]
+    sys.path[1:1] = [p for p in extra if p not in sys.path]
+
+
 if __name__ == "__main__":
     del sys.path[0]  # tests/, whose mcp/ package would hide the SDK
-    _serve(socket.socket(fileno=int(sys.argv[1])), sys.argv[2:])
+    job = _serve(socket.socket(fileno=int(sys.argv[1])), sys.argv[2:])
+    if job is not None:
+        import runpy
+
+        _become(*job)
+        # What the script raises ends this process as it would end `python script.py`.
+        runpy.run_path(sys.argv[0], run_name="__main__")

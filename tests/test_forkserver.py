@@ -71,3 +71,52 @@ def test_a_forked_server_keeps_its_socket_number_and_answers_signals(tmp_path: P
         proc.kill()
         assert proc.wait(10) == -signal.SIGKILL
     assert proc.poll() == -signal.SIGKILL
+
+
+def test_a_child_that_cannot_start_fails_alone(tmp_path: Path) -> None:
+    # A child failing before its script runs (here, a working directory that is gone)
+    # once ran the forkserver's own clean-up in the child, killing its siblings.
+    sleeper = tmp_path / "sleeper.py"
+    sleeper.write_text("import time\ntime.sleep(60)\n")
+    sibling = _forkserver.spawn([sys.executable, str(sleeper)])
+    try:
+        broken = _forkserver.spawn([sys.executable, str(sleeper)], cwd=tmp_path / "gone")
+        assert broken.wait(30) == 1
+        assert sibling.poll() is None
+        # A spawn its caller gave up on (its status socket closed at once) does not end
+        # the forkserver either: the next one starts.
+        forkserver = _forkserver.FORKSERVERS[_forkserver.MCP_SERVERS]
+        given_up = forkserver.spawn([sys.executable, str(sleeper)], (), None, (None, 1, 2), None)
+        given_up._status.close()
+        again = _forkserver.spawn([sys.executable, str(sleeper)])
+        again.kill()
+        assert again.wait(10) == -signal.SIGKILL
+        assert sibling.poll() is None
+        given_up.kill()
+    finally:
+        sibling.kill()
+        assert sibling.wait(10) == -signal.SIGKILL
+        sibling.kill()  # ended and waited for: signals nothing, raises nothing
+
+
+def test_a_forked_script_ends_as_the_interpreter_ends_it(tmp_path: Path) -> None:
+    # The child runs its script at the top of _forkserver.py, not inside its loop: an
+    # interrupt ends it by SIGINT, and what runs at interpreter exit runs.
+    script = tmp_path / "ends.py"
+    script.write_text(
+        "import sys\n"
+        "class Late:\n"
+        "    def __del__(self):\n"
+        "        print('finalized', flush=True)\n"
+        "keep = Late()\n"
+        "if sys.argv[1] == 'interrupt':\n"
+        "    raise KeyboardInterrupt\n"
+        "sys.exit('a message')\n"
+    )
+    env, cwd = dict(os.environ), tmp_path
+    argv = [sys.executable, str(script)]
+    done = _forkserver.run([*argv, "interrupt"], env=env, cwd=cwd, timeout=30, preload=PRELOAD)
+    assert done.returncode == -signal.SIGINT
+    assert done.stderr.endswith("KeyboardInterrupt\n")
+    done = _forkserver.run([*argv, "exit"], env=env, cwd=cwd, timeout=30, preload=PRELOAD)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "finalized\n", "a message\n")

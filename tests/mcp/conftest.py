@@ -94,9 +94,8 @@ def fixture_stdio(*args: str, env: dict[str, str] | None = None) -> StdioTranspo
 def end_test_server(proc: ForkedProcess) -> None:
     """Stop a test's HTTP server once the test is over: SIGKILL, as nothing is left to
     see of it (uvicorn's graceful shutdown took 0.2 s, some 250 times a run)."""
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGCONT)  # if a test froze it
-        proc.kill()
+    proc.send_signal(signal.SIGCONT)  # if a test froze it
+    proc.kill()
     proc.wait(10)
 
 
@@ -211,7 +210,7 @@ class FaultServer:
     def freeze(self) -> None:
         """Stop the server process (SIGSTOP): it holds its connections and answers
         nothing, as a server stuck in a long GC pause or on a dead host does."""
-        os.kill(self.proc.pid, signal.SIGSTOP)
+        self.proc.send_signal(signal.SIGSTOP)
 
     def go_down(self) -> None:
         """An outage: kill the server and close its socket, so that new connections

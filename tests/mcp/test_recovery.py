@@ -290,7 +290,7 @@ async def test_a_call_failed_by_the_liveness_ping_may_have_run_and_says_so(
     assert "do not assume it had no effect" in model_text(invocation, None)
 
     # It did run: it wrote its marker before the freeze.
-    os.kill(fault_server.proc.pid, signal.SIGCONT)
+    fault_server.proc.send_signal(signal.SIGCONT)
     if protocol == "legacy":
         # Once resumed, the server runs it to its end (its session outlives the stream
         # the client gave up on). A 2026-07-28 server ends the call with its request's
