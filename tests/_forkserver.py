@@ -34,6 +34,7 @@ import fcntl
 import io
 import json
 import os
+import runpy
 import selectors
 import signal
 import socket
@@ -451,8 +452,6 @@ if __name__ == "__main__":
     del sys.path[0]  # tests/, whose mcp/ package would hide the SDK
     job = _serve(socket.socket(fileno=int(sys.argv[1])), sys.argv[2:])
     if job is not None:
-        import runpy
-
         _become(*job)
         # What the script raises ends this process as it would end `python script.py`.
         runpy.run_path(sys.argv[0], run_name="__main__")

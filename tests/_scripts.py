@@ -1,4 +1,5 @@
-"""Run a Python script as a real subprocess, the way a user would, for the tests."""
+"""Run a Python script the way a user would, for the tests: as a real subprocess, or
+forked from a process that has already imported what it needs (:func:`run_snippet`)."""
 
 from __future__ import annotations
 
@@ -12,19 +13,24 @@ from tests import _forkserver
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _offline_env(env: dict[str, str] | None) -> dict[str, str]:
+    """This process's environment without its OPENAI_* variables, then ``env``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    clean.update(env or {})
+    return clean
+
+
 def run_script(
     script: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     """Run ``script`` from the repository root without the caller's OPENAI_* variables
     (so it is offline unless ``env`` says otherwise)."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    clean.update(env or {})
     return subprocess.run(
         [sys.executable, str(script), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=clean,
+        env=_offline_env(env),
         cwd=ROOT,
         check=False,
     )
@@ -39,8 +45,6 @@ def run_snippet(
     for each of about 75 blocks. Not for a script whose test is about its start-up or
     its interpreter's exit (import cost, what is left running at exit): those need
     :func:`run_script`."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    clean.update(env or {})
     argv = [sys.executable, str(script)]
-    preload = _forkserver.DOC_SNIPPETS
-    return _forkserver.run(argv, env=clean, cwd=ROOT, timeout=timeout, preload=preload)
+    env, preload = _offline_env(env), _forkserver.DOC_SNIPPETS
+    return _forkserver.run(argv, env=env, cwd=ROOT, timeout=timeout, preload=preload)
