@@ -31,6 +31,7 @@ __all__ = ["LineReader", "LineWriter"]
 logger = logging.getLogger("agcore_tools.mcp")
 
 _CHUNK = 65536
+PROBE = "server/discover"
 _SHOWN = 200
 """Characters of a line that is not JSON-RPC shown in its log record: enough to tell
 which banner or log line it is."""
@@ -300,6 +301,7 @@ class LineWriter(ClosedOnExit):
         "_request",
         "_stdin",
         "_stdout",
+        "probing",
     )
 
     def __init__(
@@ -316,6 +318,8 @@ class LineWriter(ClosedOnExit):
         self._closed = False
         self._broken = False
         self._failures = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
+        self.probing = anyio.Event()
+        """Set once a ``server/discover`` probe is written."""
 
     async def send(self, message: SessionMessage, /) -> None:
         """Write ``message`` and wait while the pipe is full."""
@@ -330,9 +334,22 @@ class LineWriter(ClosedOnExit):
             sent = message.message
             if isinstance(sent, self._request):
                 pending.sent(sent.id, sent.method)
+                if sent.method == PROBE:
+                    self.probing.set()
             elif isinstance(sent, self._cancel) and sent.method == "notifications/cancelled":
                 pending.cancelled((sent.params or {}).get("requestId"))
-        line = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        await self._write(message.message.model_dump_json(by_alias=True, exclude_unset=True))
+
+    async def nudge(self, number: int) -> None:
+        """Write a ``ping`` of the framing's own (the ``number``-th), whose answer is
+        dropped: see ``_stdio.nudge_probe`` for why."""
+        if self._closed or self._broken or self._pending is None:
+            return
+        request_id = f"agcore-nudge-{number}"
+        self._pending.own(request_id)
+        await self._write(f'{{"jsonrpc":"2.0","id":"{request_id}","method":"ping"}}')
+
+    async def _write(self, line: str) -> None:
         try:
             await self._stdin.send(line.encode() + b"\n")
         except self._failures as exc:

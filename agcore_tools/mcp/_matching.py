@@ -359,13 +359,15 @@ class SseCheck:
 class PendingIds:
     """The requests written to a stdio server and not yet answered (see module docs)."""
 
-    __slots__ = ("_methods", "_newest", "_where")
+    __slots__ = ("_methods", "_newest", "_own", "_where")
 
     def __init__(self, where: str) -> None:
         self._where = where
         self._methods: dict[Any, str] = {}
         self._newest = -1
         """The highest integer id issued: the SDK counts up from 0."""
+        self._own: set[Any] = set()
+        """Requests the framing wrote itself (pings), whose answers no one awaits."""
 
     def sent(self, request_id: Any, method: str) -> None:
         """A request was written."""
@@ -385,6 +387,17 @@ class PendingIds:
         """
         return list(self._methods.values())
 
+    def own(self, request_id: Any) -> None:
+        """The framing wrote a request of its own: its answer is dropped, not passed on.
+
+        Example:
+            >>> pending = PendingIds("MCP server 'demo'")
+            >>> pending.own("agcore-nudge-1")
+            >>> pending.answered("agcore-nudge-1"), pending.waiting()
+            ([], [])
+        """
+        self._own.add(coerce_id(request_id))
+
     def cancelled(self, request_id: Any) -> None:
         """The client gave the request up: its answer, if one comes, is late, not stray."""
         self._methods.pop(coerce_id(request_id), None)
@@ -395,6 +408,9 @@ class PendingIds:
         key = coerce_id(request_id)
         if self._methods.pop(key, None) is not None:
             return None
+        if key in self._own:
+            self._own.discard(key)
+            return []
         if key is None or (isinstance(key, int) and 0 <= key <= self._newest):
             return None  # a late answer, to a request the client stopped waiting for
         waiting = [k for k, method in self._methods.items() if method not in _LONG_LIVED]
@@ -426,6 +442,9 @@ class PendingIds:
         if type(request_id) not in (int, str):
             return None  # no id, or one that no request of the SDK's (integers) has
         key = coerce_id(request_id)
+        if key in self._own:
+            self._own.discard(key)
+            return []  # the framing's own ping: nobody awaits it
         method = self._methods.pop(key, None)
         if method is None:
             return None  # a late answer to a request given up, or no answer of ours

@@ -15,6 +15,10 @@ The child's own exit ends the connection, not the end of its stdout: a process i
 started may hold the pipes open long after (a wrapper script that died during
 start-up). Once the child has exited and what it wrote has been read, the client stops
 reading, and start-up or the calls in flight fail at once with its exit code.
+
+While the ``server/discover`` probe goes unanswered, a ``ping`` follows it each second
+(:func:`nudge_probe`): a server on the MCP Python SDK 1.8 or older has then already
+failed on the probe, but exits only once another line reaches it.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..error import McpError
-from ._framing import LineReader, LineWriter
+from ._framing import PROBE, LineReader, LineWriter
 from ._matching import PendingIds
 from ._stderr import StderrLog, transport_secrets
 from .transport import StdioTransport, split_command_hint
@@ -47,6 +51,9 @@ _EXIT_DRAIN = 0.5
 """Seconds to read what an exited child wrote, while a process it started holds stdout."""
 # Seconds each stop step waits for a child that never completed its start-up.
 _ABANDON_GRACE = 0.1
+NUDGE_EVERY = 1.0
+"""Seconds between the pings that follow an unanswered probe."""
+_NUDGES = 9  # the SDK waits 10 s for the probe's answer
 
 
 @dataclass(slots=True)
@@ -162,6 +169,7 @@ async def open_stdio(
         async with anyio.create_task_group() as tg:
             tg.start_soon(pump_stderr)
             tg.start_soon(end_on_exit)
+            tg.start_soon(nudge_probe, write_stream, pending)
             try:
                 yield read_stream, write_stream
             finally:
@@ -178,6 +186,30 @@ async def open_stdio(
         if exit_watch is not None:
             os.close(exit_watch)
         await _aclose_process(process)
+
+
+async def nudge_probe(writer: LineWriter, pending: PendingIds) -> None:
+    """Follow an unanswered ``server/discover`` probe with a ``ping`` each second.
+
+    Why: a server on the MCP Python SDK 1.8 or older (chroma-mcp pins 1.6.0) fails on
+    the probe, a method it cannot validate, but its stdin reader thread is blocked on
+    the next line, so the process neither answers nor exits, and the SDK waits 10 s
+    (``DISCOVER_TIMEOUT_SECONDS``) before it sends ``initialize``. A line makes it exit
+    (code 1, naming the probe on stderr), and the client starts it again with
+    ``initialize`` alone (see ``_handshake``) about a second in. A ping is the one
+    request every protocol version takes before the handshake, and its answer is
+    dropped by the framing (``PendingIds.own``); a server that answers the probe at
+    once never sees one, and a slow one only answers pings it was sent.
+    """
+    import anyio
+
+    await writer.probing.wait()
+    for number in range(1, _NUDGES + 1):
+        await anyio.sleep(NUDGE_EVERY)
+        if PROBE not in pending.waiting():
+            return
+        logger.debug("the server/discover probe is unanswered after %d s; pinging", number)
+        await writer.nudge(number)
 
 
 def _signal_name(number: int) -> str:

@@ -31,6 +31,7 @@ from agcore_tools import (
 )
 
 from .conftest import (
+    FIXTURE,
     OLD_SDK,
     SERVERS,
     FaultServer,
@@ -192,6 +193,68 @@ async def test_a_remembered_server_that_fails_the_handshake_alone_is_probed_agai
     async with McpClient("rmcp", launcher(tmp_path, LEGACY_ONLY), timeout=20) as client:
         assert client.protocol_version == "2025-11-25"
     assert starts(tmp_path) == 6, "remembered again"
+
+
+FAILS_ON_THE_PROBE_AT_THE_NEXT_LINE = """\
+import json, pathlib, sys
+
+for raw in sys.stdin:
+    message = json.loads(raw)
+    method = message.get("method")
+    if method == "server/discover":
+        # As the MCP Python SDK 1.8 and older do: the probe fails validation, and the
+        # process exits only once its stdin reader thread gets another line.
+        after = sys.stdin.readline()
+        (pathlib.Path(__file__).parent / "after_probe").write_text(after)
+        print("ClientRequest.method | Input should be 'ping' [input_value='server/discover']", file=sys.stderr)
+        sys.exit(1)
+    if "id" not in message:
+        continue
+    if method == "initialize":
+        version = message["params"]["protocolVersion"]
+        info = {"name": "sdk-1.6-like", "version": "1"}
+        reply = {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}
+    elif method == "tools/list":
+        reply = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+    else:
+        reply = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": reply}), flush=True)
+"""
+
+
+async def test_a_server_stuck_after_failing_the_probe_is_pinged_into_exiting(
+    tmp_path: Path,
+) -> None:
+    # Without the ping the line it waits for is initialize, sent after the SDK's 10 s
+    # wait for the probe's answer.
+    transport = launcher(tmp_path, FAILS_ON_THE_PROBE_AT_THE_NEXT_LINE)
+    async with McpClient("stuck", transport, timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+        assert [d["function"]["name"] for d in await client.definitions()] == ["echo"]
+    after = json.loads((tmp_path / "after_probe").read_text())
+    assert after == {"jsonrpc": "2.0", "id": "agcore-nudge-1", "method": "ping"}
+    assert starts(tmp_path) == 2
+
+
+async def test_a_server_slow_to_read_the_probe_answers_it_and_the_pings_go_unseen(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # It reads stdin only after 2.5 s (an npx download, say): the pings queue behind the
+    # probe, it answers all of them, and their answers reach neither the SDK nor a log.
+    caplog.set_level(logging.DEBUG, logger="agcore_tools.mcp")
+    script = tmp_path / "slow.py"
+    script.write_text(
+        "import runpy, sys, time\ntime.sleep(2.5)\n"
+        f"sys.argv = [{str(FIXTURE)!r}]\nrunpy.run_path({str(FIXTURE)!r}, run_name='__main__')\n"
+    )
+    async with McpClient(
+        "slow", StdioTransport(sys.executable, [str(script)]), timeout=20
+    ) as client:
+        assert client.protocol_version == "2026-07-28"
+        assert await client.call_tool("echo", {"text": "hi"}) == "hi"
+    pinged = [r for r in caplog.records if "probe is unanswered" in r.getMessage()]
+    assert len(pinged) >= 2
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 async def test_a_server_that_exits_on_the_probe_and_on_the_handshake_names_both(
