@@ -367,7 +367,7 @@ class PendingIds:
         self._newest = -1
         """The highest integer id issued: the SDK counts up from 0."""
         self._own: set[Any] = set()
-        """Requests the framing wrote itself (pings), whose answers no one awaits."""
+        """Requests the framing wrote itself (a few pings), whose answers no one awaits."""
 
     def sent(self, request_id: Any, method: str) -> None:
         """A request was written."""
@@ -395,6 +395,8 @@ class PendingIds:
             >>> pending.own("agcore-nudge-1")
             >>> pending.answered("agcore-nudge-1"), pending.waiting()
             ([], [])
+            >>> pending.answered("agcore-nudge-1")  # answered twice: still no one's
+            []
         """
         self._own.add(coerce_id(request_id))
 
@@ -409,7 +411,7 @@ class PendingIds:
         if self._methods.pop(key, None) is not None:
             return None
         if key in self._own:
-            self._own.discard(key)
+            # Kept: a second answer to it would otherwise fail the requests waiting.
             return []
         if key is None or (isinstance(key, int) and 0 <= key <= self._newest):
             return None  # a late answer, to a request the client stopped waiting for
@@ -443,7 +445,6 @@ class PendingIds:
             return None  # no id, or one that no request of the SDK's (integers) has
         key = coerce_id(request_id)
         if key in self._own:
-            self._own.discard(key)
             return []  # the framing's own ping: nobody awaits it
         method = self._methods.pop(key, None)
         if method is None:

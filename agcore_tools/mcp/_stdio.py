@@ -17,8 +17,8 @@ start-up). Once the child has exited and what it wrote has been read, the client
 reading, and start-up or the calls in flight fail at once with its exit code.
 
 While the ``server/discover`` probe goes unanswered, a ``ping`` follows it each second
-(:func:`nudge_probe`): a server on the MCP Python SDK 1.8 or older has then already
-failed on the probe, but exits only once another line reaches it.
+(:func:`nudge_probe`): a server on an old MCP Python SDK (chroma-mcp pins 1.6.0) has
+then already failed on the probe, but exits only once another line reaches it.
 """
 
 from __future__ import annotations
@@ -191,15 +191,16 @@ async def open_stdio(
 async def nudge_probe(writer: LineWriter, pending: PendingIds) -> None:
     """Follow an unanswered ``server/discover`` probe with a ``ping`` each second.
 
-    Why: a server on the MCP Python SDK 1.8 or older (chroma-mcp pins 1.6.0) fails on
-    the probe, a method it cannot validate, but its stdin reader thread is blocked on
-    the next line, so the process neither answers nor exits, and the SDK waits 10 s
+    Why: a server on an old MCP Python SDK (chroma-mcp pins 1.6.0) fails on the probe,
+    a method it cannot validate, but its stdin reader thread is blocked on the next
+    line, so the process neither answers nor exits, and the SDK waits 10 s
     (``DISCOVER_TIMEOUT_SECONDS``) before it sends ``initialize``. A line makes it exit
     (code 1, naming the probe on stderr), and the client starts it again with
-    ``initialize`` alone (see ``_handshake``) about a second in. A ping is the one
-    request every protocol version takes before the handshake, and its answer is
-    dropped by the framing (``PendingIds.own``); a server that answers the probe at
-    once never sees one, and a slow one only answers pings it was sent.
+    ``initialize`` alone (see ``_handshake``) about a second in. A ping is the request
+    servers of most SDKs answer before the handshake; whatever comes back for it, an
+    answer or an error, is dropped by the framing (``PendingIds.own``). A server that
+    answers the probe within a second never sees one; a slow one answers the pings it
+    was sent (some Python SDK 1.x releases with an error, and a line on stderr each).
     """
     import anyio
 

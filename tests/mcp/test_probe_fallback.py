@@ -257,6 +257,46 @@ async def test_a_server_slow_to_read_the_probe_answers_it_and_the_pings_go_unsee
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
+ANSWERS_A_PING_TWICE = """\
+import json, sys
+
+def send(message):
+    print(json.dumps({"jsonrpc": "2.0", **message}), flush=True)
+
+probe = None
+for raw in sys.stdin:
+    message = json.loads(raw)
+    method = message.get("method")
+    if method == "server/discover":
+        probe = message["id"]  # held until the first ping
+    elif method == "ping" and probe is not None:
+        send({"id": message["id"], "result": {}})
+        send({"id": message["id"], "result": {}})
+        send({"id": probe, "error": {"code": -32601, "message": "Method not found"}})
+        probe = None
+    elif method == "initialize":
+        version = message["params"]["protocolVersion"]
+        info = {"name": "twice", "version": "1"}
+        send({"id": message["id"], "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}})
+    elif method == "tools/list":
+        send({"id": message["id"], "result": {"tools": []}})
+    elif "id" in message:
+        send({"id": message["id"], "result": {}})
+"""
+
+
+async def test_a_ping_answered_twice_fails_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The second answer to the framing's own ping is dropped too: it must not read as
+    # an answer no request has, which fails the requests waiting.
+    caplog.set_level(logging.WARNING, logger="agcore_tools.mcp")
+    async with McpClient("twice", launcher(tmp_path, ANSWERS_A_PING_TWICE), timeout=20) as client:
+        assert client.protocol_version == "2025-11-25"
+    assert starts(tmp_path) == 1
+    assert [r.getMessage() for r in caplog.records] == []
+
+
 async def test_a_server_that_exits_on_the_probe_and_on_the_handshake_names_both(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
