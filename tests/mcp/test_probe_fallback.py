@@ -89,8 +89,8 @@ async def test_a_server_on_the_mcp_python_sdk_1_6_connects_and_later_starts_skip
     # It exits (code 1) on server/discover; the client starts it again with initialize.
     # Its restarts, and new clients of the same command, go straight to the handshake:
     # rmcp (the Rust SDK) exits on the probe too, and every new client started it twice
-    # and logged the WARNING again. One test, as each probe of this server costs the
-    # SDK's 10 s wait for its answer (the server exits only once the handshake comes).
+    # and logged the WARNING again. The server exits on the probe only once another line
+    # comes: the client's ping, a second in (see test_..._pinged_into_exiting).
     caplog.set_level(logging.DEBUG, logger="agcore_tools.mcp")
     script = tmp_path / "old.py"
     script.write_text(
@@ -153,6 +153,12 @@ if mode == "broken":
 for raw in sys.stdin:
     message = json.loads(raw)
     method = message.get("method")
+    if method == "server/discover" and mode == "stuck":
+        # As an old MCP Python SDK does: the probe fails validation, and the process
+        # exits only once its stdin reader thread gets another line.
+        (pathlib.Path(__file__).parent / "after_probe").write_text(sys.stdin.readline())
+        print("ClientRequest.method | Input should be 'ping' [input_value='server/discover']", file=sys.stderr)
+        sys.exit(1)
     if method == "server/discover":
         print(f"expect initialized request, but received: {method}", file=sys.stderr)
         sys.exit(1)
@@ -169,7 +175,9 @@ for raw in sys.stdin:
     print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": reply}), flush=True)
 """
 """A stdio server as rmcp's are: it exits on any first request but initialize. Started
-with ``broken`` in the ``mode`` file beside it, it exits at once for its own reason."""
+with ``broken`` in the ``mode`` file beside it, it exits at once for its own reason;
+with ``stuck``, it exits on the probe only once the next line comes, noting that line
+in ``after_probe``."""
 
 
 async def test_a_remembered_server_that_fails_the_handshake_alone_is_probed_again(
@@ -195,40 +203,13 @@ async def test_a_remembered_server_that_fails_the_handshake_alone_is_probed_agai
     assert starts(tmp_path) == 6, "remembered again"
 
 
-FAILS_ON_THE_PROBE_AT_THE_NEXT_LINE = """\
-import json, pathlib, sys
-
-for raw in sys.stdin:
-    message = json.loads(raw)
-    method = message.get("method")
-    if method == "server/discover":
-        # As the MCP Python SDK 1.8 and older do: the probe fails validation, and the
-        # process exits only once its stdin reader thread gets another line.
-        after = sys.stdin.readline()
-        (pathlib.Path(__file__).parent / "after_probe").write_text(after)
-        print("ClientRequest.method | Input should be 'ping' [input_value='server/discover']", file=sys.stderr)
-        sys.exit(1)
-    if "id" not in message:
-        continue
-    if method == "initialize":
-        version = message["params"]["protocolVersion"]
-        info = {"name": "sdk-1.6-like", "version": "1"}
-        reply = {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}
-    elif method == "tools/list":
-        reply = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
-    else:
-        reply = {}
-    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": reply}), flush=True)
-"""
-
-
 async def test_a_server_stuck_after_failing_the_probe_is_pinged_into_exiting(
     tmp_path: Path,
 ) -> None:
     # Without the ping the line it waits for is initialize, sent after the SDK's 10 s
     # wait for the probe's answer.
-    transport = launcher(tmp_path, FAILS_ON_THE_PROBE_AT_THE_NEXT_LINE)
-    async with McpClient("stuck", transport, timeout=20) as client:
+    (tmp_path / "mode").write_text("stuck")
+    async with McpClient("stuck", launcher(tmp_path, LEGACY_ONLY), timeout=20) as client:
         assert client.protocol_version == "2025-11-25"
         assert [d["function"]["name"] for d in await client.definitions()] == ["echo"]
     after = json.loads((tmp_path / "after_probe").read_text())
