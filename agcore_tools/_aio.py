@@ -12,7 +12,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from concurrent.futures import Executor, Future
 from typing import Any, TypeGuard, TypeVar
 
@@ -89,6 +89,48 @@ async def wait_task(work: asyncio.Future[T], timeout: float) -> T:
         return work.result()  # it ended before it saw the cancel
     except asyncio.CancelledError as exc:
         raise TimeoutError(f"timed out after {timeout:g} s") from exc
+
+
+async def first_done(tasks: Collection[asyncio.Future[Any]]) -> None:
+    """Wait until one of ``tasks`` is done (at once if one is); none is cancelled, even
+    when the wait is.
+
+    Not ``asyncio.wait``, whose result sets Temporal's workflow sandbox warns of as
+    non-deterministic (a code-mode program's calls are awaited here inside a
+    ``ToolLoopWorkflow``). Bounded by the tasks: each call has its own timeout.
+
+    Example:
+        >>> async def main() -> list[bool]:
+        ...     fast = asyncio.ensure_future(asyncio.sleep(0))
+        ...     slow = asyncio.ensure_future(asyncio.sleep(10))
+        ...     await first_done([slow, fast])
+        ...     done = [fast.done(), slow.done()]
+        ...     slow.cancel()
+        ...     return done
+        >>> asyncio.run(main())
+        [True, False]
+    """
+    if any(task.done() for task in tasks):
+        return
+    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake(_: asyncio.Future[Any]) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    for task in tasks:
+        task.add_done_callback(wake)
+    try:
+        await woken
+    finally:
+        for task in tasks:
+            task.remove_done_callback(wake)
+
+
+async def all_done(tasks: Collection[asyncio.Future[Any]]) -> None:
+    """Wait until every one of ``tasks`` is done; as :func:`first_done`, cancels none."""
+    while pending := [task for task in tasks if not task.done()]:
+        await first_done(pending)
 
 
 async def _cancel_and_wait(work: asyncio.Future[Any]) -> None:

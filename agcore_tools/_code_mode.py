@@ -24,6 +24,7 @@ snapshot and delivers the answers: calls made before the pause are never run aga
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -34,6 +35,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from ._aio import all_done, first_done, with_timeout
 from ._execute import as_completed
 from ._listing import parameters_of, python_signatures
 from ._otel import described
@@ -542,14 +544,13 @@ class _Program:
             if not tasks:
                 raise ToolExecutionError(RUN_PYTHON, "the program waits for a call that never started")  # fmt: skip
             # Bounded: each call has its own timeout (as_completed enforces it).
-            finished, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for number in [n for n, t in self._running.items() if t in finished]:
+            await first_done(tasks)
+            for number in [n for n, t in self._running.items() if t.done()]:
                 self._settle(number, self._running.pop(number))
         return {n: _settled(self._done.pop(n)) for n in pending if n in self._done}
 
     async def _settle_all(self) -> None:
-        if self._running:
-            await asyncio.wait(list(self._running.values()))  # bounded as above
+        await all_done(list(self._running.values()))  # bounded as above
         running, self._running = self._running, {}
         for number, task in running.items():
             self._settle(number, task)
@@ -583,8 +584,8 @@ class _Program:
         tasks = [task for task in running.values() if not task.done()]
         for task in tasks:
             task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=5.0)
+        with contextlib.suppress(TimeoutError):
+            await with_timeout(all_done(tasks), 5.0)
         for number, task in running.items():
             if task.done() and not task.cancelled() and task.exception() is None:
                 self._note_ended(task.result())
