@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError, to_json
 from typing_extensions import ParamSpec
 
 from ._binding import TakesClass, TakesReceiver
@@ -188,6 +189,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             raise ToolConfigError(f"policy must be a ToolPolicy, got {type(policy).__name__}")
         self.policy = policy
         self._model = schema.model
+        self._as_json = takes_json(schema.model)  # a strict model takes JSON as JSON
         self._plan = schema.plan
         self._context_param = schema.context_param
         self._positional_only = schema.positional_only
@@ -442,7 +444,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
         if self._plan is not None:
             args, unknown = self._plan.apply(args)
         try:
-            validated = self._model.model_validate(args)
+            validated = validated_arguments(self._model, args, self._as_json)
         except ValidationError as exc:
             raise invalid_arguments(self.name, exc, unknown) from exc
         if unknown:
@@ -483,7 +485,7 @@ class FunctionTool(BaseTool, Generic[P, R]):
             # The common case, without the layers below: a plain async function.
             if self._plain_args:  # _arguments() inlined: no plan, no renamed field
                 try:
-                    kwargs = self._model.model_validate(args).__dict__
+                    kwargs = validated_arguments(self._model, args, self._as_json).__dict__
                 except ValidationError as exc:
                     raise invalid_arguments(self.name, exc, _NO_PROBLEMS) from exc
             else:
@@ -557,3 +559,54 @@ def register_function(
     else:
         registry.register(built)
     return built
+
+
+def validated_arguments(model: type[BaseModel], args: dict[str, Any], as_json: bool) -> BaseModel:
+    """``args`` validated by a tool's arguments ``model``; raises its ``ValidationError``.
+
+    With ``as_json`` (see :func:`takes_json`), in pydantic's JSON mode: arguments come
+    as JSON, which a strict model or field takes only there (a datetime, an enum, a
+    UUID or a tuple written as JSON writes it). Arguments that are no JSON (a Python
+    caller's object) are validated in Python mode, as without ``as_json``.
+
+    Example:
+        >>> from pydantic import ConfigDict
+        >>> class Box(BaseModel):
+        ...     model_config = ConfigDict(strict=True)
+        ...     size: tuple[int, int]
+        >>> validated_arguments(Box, {"size": [2, 3]}, takes_json(Box)).size  # a JSON array
+        (2, 3)
+    """
+    if as_json:
+        try:
+            text = to_json(args)
+        except PydanticSerializationError:
+            pass
+        else:
+            return model.model_validate_json(text)
+    return model.model_validate(args)
+
+
+def takes_json(model: type[BaseModel]) -> bool:
+    """Whether ``model`` or a field in it is strict, and so takes the model's JSON
+    arguments only in JSON mode (see :func:`validated_arguments`).
+
+    Example:
+        >>> from pydantic import Field
+        >>> class Loose(BaseModel):
+        ...     n: int
+        >>> class Tight(BaseModel):
+        ...     n: int = Field(strict=True)
+        >>> takes_json(Loose), takes_json(Tight)
+        (False, True)
+    """
+    stack: list[Any] = [model.__pydantic_core_schema__]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("strict") is True:
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False

@@ -116,6 +116,46 @@ async def test_a_key_only_another_shape_of_a_union_knows_is_reported() -> None:
     )
 
 
+def gather(
+    one_or_many: Address | list[Address],
+    either_list: list[Cat] | list[Address],
+    list_or_map: list[Address] | dict[str, Address],
+    one_or_map: Address | dict[str, Address],
+) -> str:
+    """Gather addresses."""
+    return f"{one_or_many!r} {either_list!r} {list_or_map!r} {one_or_map!r}"
+
+
+async def test_a_union_of_an_object_and_an_array_plans_each_kind() -> None:
+    # Only the object shapes of a union were planned: in `Address | list[Address]` a
+    # list's unknown keys were dropped without a word.
+    tool = FunctionTool(gather)
+    args = {
+        "one_or_many": [{"street": "a", "floor": 1}],
+        "either_list": [{"street": "b", "zip": 2}],
+        "list_or_map": {"k": {"street": "c", "door": 3}},
+        "one_or_map": {"street": "d"},
+    }
+    with pytest.raises(InvalidArgumentsError) as info:
+        await tool.execute(args, ToolContext())
+    assert info.value.errors == [
+        ("one_or_many.0.floor", "Extra inputs are not permitted"),
+        ("either_list.0.zip", "Extra inputs are not permitted"),
+        ("list_or_map.k.door", "Extra inputs are not permitted"),
+    ]
+    # An object or a map of objects: a map's keys are not an object's unknown keys.
+    fine = {
+        "one_or_many": {"street": "a"},
+        "either_list": [{"kind": "cat"}],
+        "list_or_map": [{"street": "c"}],
+        "one_or_map": {"k": {"street": "d"}},
+    }
+    assert await tool.execute(fine, ToolContext()) == (
+        "Address(street='a', unit='1') [Cat(kind='cat', indoor=True)] "
+        "[Address(street='c', unit='1')] {'k': Address(street='d', unit='1')}"
+    )
+
+
 async def test_unknown_keys_are_reported_with_the_other_problems() -> None:
     tool = FunctionTool(ship)
     with pytest.raises(InvalidArgumentsError) as info:

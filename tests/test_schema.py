@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+import datetime
+import json
+import math
+import uuid
 from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any, Literal, Optional
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
-from agcore_tools import ToolContext, ToolError
+from agcore_tools import FunctionTool, InvalidArgumentsError, ToolContext, ToolError
 from agcore_tools.schema import function_schema, parse_docstring
 
 
@@ -383,3 +387,75 @@ def test_methods_partials_and_callable_objects_are_read_through() -> None:
         """Self is just a name here."""
 
     assert list(function_schema(outer_self).parameters["properties"]) == ["self"]
+
+
+class _Colour(Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class _StrictMeeting(BaseModel):
+    model_config = ConfigDict(strict=True)
+    title: str
+    start: datetime.datetime
+    colour: _Colour
+    ref: uuid.UUID
+    size: tuple[int, int]
+
+
+def _book(
+    meeting: _StrictMeeting,
+    day: Annotated[datetime.date, Strict()],
+    copies: int = Field(1, strict=True),
+) -> str:
+    """Book a meeting."""
+    return f"{meeting.start:%H:%M} {meeting.colour.value} {meeting.size} {day:%d} {copies}"
+
+
+async def test_strict_models_and_fields_take_arguments_as_json_writes_them() -> None:
+    # A strict model validated in Python mode wants a datetime, an Enum member, a UUID
+    # and a tuple: no model could send one, so every call failed.
+    tool = FunctionTool(_book)
+    args = {
+        "meeting": {
+            "title": "sync",
+            "start": "2025-03-01T10:00:00",
+            "colour": "red",
+            "ref": "12345678-1234-5678-1234-567812345678",
+            "size": [2, 3],
+        },
+        "day": "2025-03-04",
+        "copies": 2,
+    }
+    assert await tool.execute(args, ToolContext()) == "10:00 red (2, 3) 04 2"
+    with pytest.raises(InvalidArgumentsError) as info:
+        await tool.execute({**args, "day": "soon", "copies": "2"}, ToolContext())
+    assert [field for field, _ in info.value.errors] == ["day", "copies"]
+
+
+def _search(query: str, max_price: float = math.inf) -> str:
+    """Search, under a price."""
+    return f"{query} {max_price}"
+
+
+async def test_a_default_json_cannot_write_is_left_out_of_the_schema() -> None:
+    # "default": Infinity in the schema made every request offering the tool fail to
+    # encode ("Out of range float values are not JSON compliant"), naming no tool.
+    tool = FunctionTool(_search)
+    properties = tool.parameters["properties"]
+    assert properties["max_price"] == {"type": "number"}
+    json.dumps(tool.definition(), allow_nan=False)
+    assert await tool.execute({"query": "tea"}, ToolContext()) == "tea inf"
+
+
+def _days_until(day: datetime.date) -> int:
+    """Days until a day."""
+    return (day - datetime.date(2026, 12, 1)).days
+
+
+def test_a_module_level_function_made_a_tool_in_a_function_ignores_its_locals() -> None:
+    # Its string annotation resolved in the caller's locals first: a local `datetime`
+    # (a string here) made "datetime.date" fail to resolve, or resolve to another type.
+    datetime = "2026-12-07"  # noqa: F841
+    tool = FunctionTool(_days_until)
+    assert tool.parameters["properties"]["day"] == {"type": "string", "format": "date"}

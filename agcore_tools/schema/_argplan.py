@@ -70,7 +70,16 @@ class _Choice:
     merged: _Object
 
 
-_Node = _Object | _Array | _Map | _Tuple | _Choice
+@dataclass(eq=False)
+class _Either:
+    """A union of an object shape and an array shape (``M | list[M]``): the value's
+    own kind picks the plan."""
+
+    on_dict: _Node
+    on_list: _Node
+
+
+_Node = _Object | _Array | _Map | _Tuple | _Choice | _Either
 
 
 class _Builder:
@@ -164,16 +173,50 @@ class _Builder:
         built = [self.build(o) for o in options]
         if len(built) == 1:
             return built[0]
-        objects = [node for node in built if isinstance(node, _Object)]
-        if not objects:
+        # A union may take an object or an array: each kind gets the plan of its shapes.
+        on_dict = self._objects_union(
+            [(o, n) for o, n in zip(options, built, strict=True) if not isinstance(n, _LISTS)]
+        )
+        on_list = self._arrays_union([n for n in built if isinstance(n, _LISTS)])
+        if on_dict is None or on_list is None:
+            return on_dict or on_list
+        return self._add(_Either(on_dict, on_list))
+
+    def _objects_union(self, shapes: list[tuple[Any, _Node | None]]) -> _Node | None:
+        planned = [node for _, node in shapes if node is not None]
+        objects = [node for node in planned if isinstance(node, _Object)]
+        if len(planned) == 1 and not objects:
+            return planned[0]  # a map (dict[str, M]) beside types with no plan
+        if not objects or len(objects) != len(planned):
+            # An object or a map (M | dict[str, M]): a value's keys do not tell which it
+            # is, and reporting a map's keys as unknown would refuse a valid value.
             return None
         merged = _merged(objects)
         self.nodes.append(merged)
-        tag = _tag([self._resolved(o) for o in options]) if len(objects) == len(built) else None
+        tag = _tag([self._resolved(o) for o, _ in shapes]) if len(objects) == len(shapes) else None
         if tag is None:
             return merged
         key, values = tag
         return self._add(_Choice(key, dict(zip(values, objects, strict=True)), merged))
+
+    def _arrays_union(self, arrays: list[_Node]) -> _Node | None:
+        if not arrays:
+            return None
+        if len(arrays) == 1:
+            return arrays[0]
+        if not all(isinstance(node, _Array) for node in arrays):
+            return None  # a tuple among them: left to the validator
+        items = self._union_of([node.items for node in arrays if isinstance(node, _Array)])
+        return self._add(_Array(items)) if items is not None else None
+
+    def _union_of(self, nodes: list[_Node]) -> _Node | None:
+        """The plan of built nodes that are alternatives (the items of ``list[M] |
+        list[N]``), as :meth:`_union` makes it of schemas."""
+        on_dict = self._objects_union([(None, n) for n in nodes if not isinstance(n, _LISTS)])
+        on_list = self._arrays_union([n for n in nodes if isinstance(n, _LISTS)])
+        if on_dict is None or on_list is None:
+            return on_dict or on_list
+        return self._add(_Either(on_dict, on_list))
 
     def _resolved(self, schema: Any) -> Any:
         ref = schema.get("$ref") if isinstance(schema, dict) else None
@@ -211,6 +254,9 @@ def _tag(shapes: list[Any]) -> tuple[str, list[Any]] | None:
 _NO_CONSTANT = object()
 
 
+_LISTS = (_Array, _Tuple)
+
+
 def _constant(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return _NO_CONSTANT
@@ -236,6 +282,8 @@ def _children(node: _Node) -> tuple[_Node, ...]:
         return (node.values,)
     if isinstance(node, _Choice):
         return (*node.shapes.values(), node.merged)
+    if isinstance(node, _Either):
+        return (node.on_dict, node.on_list)
     return tuple(item for item in node.items if item is not None)
 
 
@@ -289,6 +337,8 @@ def build_plan(schema: Mapping[str, Any], *, check_extras: bool) -> ArgumentPlan
 
 
 def _apply(node: _Node, value: Any, path: str, problems: list[tuple[str, str]]) -> Any:
+    if isinstance(node, _Either):
+        return _apply(node.on_list if isinstance(value, list) else node.on_dict, value, path, problems)  # fmt: skip
     if isinstance(node, (_Array, _Tuple)):
         if not isinstance(value, list):
             return value

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import math
 import re
 import sys
 import types
@@ -92,12 +93,36 @@ class _ToolArguments(GenerateJsonSchema):
             json_schema["propertyNames"] = {"pattern": "^-?[0-9]+$"}
         return json_schema
 
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        # A default of inf or NaN is no JSON: every request offering the tool would fail
+        # to encode. Left out, as pydantic leaves out a default it cannot serialize.
+        json_schema = super().default_schema(schema)
+        if "default" in json_schema and not _json_finite(json_schema["default"]):
+            del json_schema["default"]
+        return json_schema
+
     def is_subclass_schema(self, schema: core_schema.IsSubclassSchema) -> JsonSchemaValue:
         # type[X]: pydantic writes {} (any value), yet no JSON value is a class. Refused
         # as a type pydantic cannot describe (see _unsupported_type).
         return self.handle_invalid_for_json_schema(
             schema, f"core_schema.IsSubclassSchema ({schema['cls']})"
         )
+
+
+def _json_finite(value: Any) -> bool:
+    """Whether ``value`` holds no infinite or NaN number, which JSON cannot write.
+
+    Example:
+        >>> _json_finite({"a": [1.5, "x"]}), _json_finite([float("inf")])
+        (True, False)
+    """
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_json_finite(item) for item in value.values())
+    if isinstance(value, list):
+        return all(_json_finite(item) for item in value)
+    return True
 
 
 @dataclass(frozen=True)
@@ -220,7 +245,9 @@ def _enclosing_locals(qualname: str) -> dict[str, Any]:
     while frame is not None and frame.f_globals.get("__name__", "").startswith("agcore_tools."):
         frame = frame.f_back
     merged: dict[str, Any] = {}
-    first = True
+    # A function defined at module level (or in a class there) has no local scope: the
+    # caller's names, where it was made into a tool later, are not its own.
+    first = "<locals>" in qualname
     while frame is not None and frame.f_code.co_name != "<module>":
         enclosing = bool(scopes) and frame.f_code.co_name == scopes[-1]
         if not (first or enclosing):
