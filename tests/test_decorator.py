@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import pytest
 from pydantic import BaseModel, Field, field_serializer
@@ -1309,8 +1309,19 @@ def test_a_callable_object_or_class_is_described_by_its_own_docstring_only() -> 
     class Order(BaseModel):
         item: str
 
+    # And a dataclass's or NamedTuple's stand-in docstring, its signature ("Point(x:
+    # int, y: int = 0)"), was the description.
+    @dataclass
+    class Point:
+        x: int
+        y: int = 0
+
+    class Pair(NamedTuple):
+        a: int
+        b: int
+
     assert FunctionTool(Adder(3)).description == "Add a fixed number to x."
-    for made in (Undocumented(), Order):
+    for made in (Undocumented(), Order, Point, Pair):
         with pytest.warns(ToolDefinitionWarning, match="has no docstring"):
             assert FunctionTool(made).description == ""
 

@@ -195,6 +195,8 @@ def _docstring(documented: Any) -> str | None:
     """
     if inspect.isclass(documented):
         doc = vars(documented).get("__doc__")
+        if isinstance(doc, str) and _generated(documented, doc):
+            doc = None
     else:
         doc = getattr(documented, "__doc__", None)
         if doc is None and inspect.ismethod(documented):
@@ -206,6 +208,23 @@ def _docstring(documented: Any) -> str | None:
                     if doc is not None:
                         break
     return inspect.cleandoc(doc) if isinstance(doc, str) else None
+
+
+def _generated(cls: type, doc: str) -> bool:
+    """Whether ``doc`` is the stand-in that ``@dataclass`` or ``NamedTuple`` writes for
+    a class without a docstring (``Point(x: int, y: int = 0)``): its signature, not a
+    description.
+
+    Example:
+        >>> from typing import NamedTuple
+        >>> class Pair(NamedTuple):
+        ...     a: int
+        ...     b: int
+        >>> _generated(Pair, Pair.__doc__), _generated(Pair, "A pair (a, b).")
+        (True, False)
+    """
+    record = is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields"))
+    return record and "\n" not in doc and doc.startswith(f"{cls.__name__}(") and doc.endswith(")")
 
 
 def _is_record_class(cls: type) -> bool:
