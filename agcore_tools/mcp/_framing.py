@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._redact import mask
 from ._limits import HEAD, TAIL, too_large
 from ._matching import PendingIds
+from ._protocol import PROBE
 from ._serverlog import safe_text
 from ._streams import ClosedOnExit
 
@@ -31,7 +32,6 @@ __all__ = ["LineReader", "LineWriter"]
 logger = logging.getLogger("agcore_tools.mcp")
 
 _CHUNK = 65536
-PROBE = "server/discover"
 _SHOWN = 200
 """Characters of a line that is not JSON-RPC shown in its log record: enough to tell
 which banner or log line it is."""

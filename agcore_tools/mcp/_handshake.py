@@ -73,7 +73,7 @@ from pydantic import ValidationError
 from ._error_text import malformed, quoted, sdk_own, sdk_parse_error, validation_line
 from ._exchange import HttpExchange
 from ._matching import invalid_reason, mismatch_reason
-from ._protocol import is_modern
+from ._protocol import PROBE, is_modern
 from ._relisten import describe, leaf
 from ._stderr import SentSecrets
 from ._stdio import ChildProcess
@@ -83,7 +83,6 @@ if TYPE_CHECKING:
     from mcp import Client
 
 __all__ = [
-    "PROBE",
     "SERVERS_KEPT",
     "answer",
     "attempts_note",
@@ -103,9 +102,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agcore_tools.mcp")
-
-PROBE = "server/discover"
-"""The request of the 2026-07-28 version probe."""
 
 _OLD_SSE_HINT = (
     " (the server refused a POST: it may speak the deprecated HTTP+SSE transport, which "

@@ -17,7 +17,11 @@ from ..error import McpError
 if TYPE_CHECKING:
     from mcp import Client
 
-__all__ = ["LOG_LEVELS", "MAX_PAGES", "Page", "is_modern", "pages", "round_trip"]
+__all__ = ["LOG_LEVELS", "MAX_PAGES", "PROBE", "Page", "is_modern", "pages", "round_trip"]
+
+PROBE = "server/discover"
+"""The request of the 2026-07-28 version probe, which a server of an older protocol may
+refuse, fail on, or leave unanswered (see ``_handshake``)."""
 
 MAX_PAGES = 1000
 """Pages a list may have before the client gives up (a server that never ends a list)."""

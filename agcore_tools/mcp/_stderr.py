@@ -37,6 +37,7 @@ from .._redact import (
 )
 from ..error import ToolError
 from ._command_secrets import arg_secrets, env_secrets, named_arg_secrets, secret_name
+from ._protocol import PROBE
 from ._serverlog import LINES_PER_SECOND, MAX_LINE, LogBudget, safe_text
 from .transport import StdioTransport, StreamableHttpTransport
 
@@ -58,9 +59,6 @@ _CAUSE = re.compile(r"\b\w*(?:Error|Exception)(?: \[\w+\])?:|\bpanicked at\b|^pa
 """A line that names what failed: ``Error: ...``, ``TypeError [ERR_X]: ...``,
 ``sqlite3.OperationalError: ...``, Rust's ``thread 'main' panicked at``, Go's
 ``panic: ``; not a stack frame, nor the paths a Node error lists."""
-_PROBE = "server/discover"
-"""The version probe's method (``_handshake.PROBE``): the validation errors of an MCP
-Python SDK 1.x server quote it."""
 _DUMP_HEADER = re.compile(r"Failed to validate request|validation errors? for", re.IGNORECASE)
 """The first line of such a report (pydantic's ``N validation errors for
 ClientRequest``, after the SDK's ``Failed to validate request:``)."""
@@ -377,7 +375,7 @@ class StderrLog:
             >>> shown[:2], shown[9:13], len(shown)
             (['starting 0', 'starting 1'], ['starting 9', 'Error: no bindings file', '... 5 lines ...', '    at load'], 32)
         """
-        probe = f"... {_lines(self._before)} for the {_PROBE} probe ..." if self._before else ""
+        probe = f"... {_lines(self._before)} for the {PROBE} probe ..." if self._before else ""
         now = self._shown(self._head, self._tail)
         return " | ".join(part for part in (self._kept, probe, now) if part)
 
@@ -447,7 +445,7 @@ class StderrLog:
         line, self._seen = self._seen, self._seen + 1
         if _DUMP_HEADER.search(text) is not None:
             self._header = line
-        if self._dump is None and _PROBE in text:
+        if self._dump is None and PROBE in text:
             self._mark_dump(line)
         if self._budget.take():
             logger.info("[%s] %s", self.server_name, text)

@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..error import McpError
-from ._framing import PROBE, LineReader, LineWriter
+from ._framing import LineReader, LineWriter
 from ._matching import PendingIds
+from ._protocol import PROBE
 from ._stderr import StderrLog, transport_secrets
 from .transport import StdioTransport, split_command_hint
 

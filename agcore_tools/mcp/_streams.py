@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import Self
 
 from ._matching import coerce_id
+from ._protocol import PROBE
+from ._tool_vetting import ToolListVetting
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -25,7 +27,6 @@ if TYPE_CHECKING:
     from mcp.client._transport import ReadStream, TransportStreams, WriteStream
     from mcp.shared.message import SessionMessage
 
-    from ._tool_vetting import ToolListVetting
 
 __all__ = ["CANCEL_WRITE_TIMEOUT", "ClosedOnExit", "DiscoverAnswer", "watch_end"]
 
@@ -36,7 +37,6 @@ CANCEL_WRITE_TIMEOUT = 5.0
 (the SDK's own bound for that write, ``_ABANDON_WRITE_TIMEOUT``)."""
 _CANCELLED = "notifications/cancelled"
 _LIST_TOOLS = "tools/list"
-_DISCOVER = "server/discover"
 
 
 class DiscoverAnswer:
@@ -240,7 +240,7 @@ class _CourteousWriteStream(ClosedOnExit):
         if method == _LIST_TOOLS and self._vetting is not None and hasattr(message, "id"):
             # Before it is sent: its answer may be read before send() returns.
             self._vetting.sent(message.id)
-        elif method == _DISCOVER and self._discover is not None and hasattr(message, "id"):
+        elif method == PROBE and self._discover is not None and hasattr(message, "id"):
             self._discover.sent(message.id)
         await self._inner.send(item)
 
