@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Collection, Iterable, Sequence
 from typing import Any
 
 from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
@@ -201,10 +201,11 @@ def paused_response(
     )
 
 
-def decline_open(messages: list[dict[str, Any]]) -> None:
+def decline_open(messages: list[dict[str, Any]], answered: Collection[str] = ()) -> None:
     """Answer the calls a paused run left open, as declined, before a new prompt: the
-    app moved on without answering them, and the API needs every call answered."""
-    open_calls = unanswered_calls(messages)
+    app moved on without answering them, and the API needs every call answered. The
+    calls in ``answered`` are left for the answers the app sends with the prompt."""
+    open_calls = [call for call in unanswered_calls(messages) if call.call_id not in answered]
     if not open_calls:
         return
     reason = "no answer was given before the conversation went on"

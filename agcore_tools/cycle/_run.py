@@ -149,6 +149,13 @@ def _answers(message: Message) -> bool:
     )
 
 
+def _answered_id(message: Message) -> str:
+    """The call an answer (:func:`_answers`) is for."""
+    return str(
+        message.get("tool_call_id") if message.get("role") == "tool" else message.get("call_id")
+    )
+
+
 @dataclass
 class Run:
     """Everything one ``submit*`` call's loop reads, and the holders it writes.
@@ -294,10 +301,10 @@ class Run:
                 self.ctx, None if added else session.shared, self.stream and registry is not None
             )
             session.shared = ctx.shared_state
-            if added and (registry is not None or not any(map(_answers, added))):
+            if added:
                 # A paused run the app moved on from, with or without tools (the API needs
-                # every call answered); unless the app answers the calls itself.
-                decline_open(messages)
+                # every call answered), but for the calls the app answers itself.
+                decline_open(messages, {_answered_id(m) for m in added if _answers(m)})
             messages.extend(added)
             drop_program_states(messages)  # open calls the app answered itself
             served = forced_choice_served(messages)

@@ -234,8 +234,10 @@ async def test_one_answer_given_bare_is_refused_naming_the_fix(serve, make_cycle
 async def test_the_librarys_own_keys_on_open_calls_are_never_sent_to_the_model(
     serve, make_cycle, api
 ):
-    # An app answering only some open calls itself (submit_messages) leaves the others
-    # open, marked: the request must not carry the marks (a MAC, a program's state).
+    # An app answering only some open calls itself (submit_messages): the request must
+    # not carry the library's marks on the others (a MAC, a program's state), and they
+    # are declined, as a new prompt declines them. They were left open, and every later
+    # request had a call with no answer, which the API refuses.
     server = serve(TWO_CALLS, S.reply_text("ok"))
     cycle = make_cycle(server, api=api, approval_key=b"app secret")
     registry = ToolRegistry()
@@ -259,8 +261,9 @@ async def test_the_librarys_own_keys_on_open_calls_are_never_sent_to_the_model(
     sent = json.dumps(server.requests[-1].json)
     for key in ("open_call_mac", "program_state", "paused_call"):
         assert key not in sent
-    assert "c_bal" in sent  # the open call itself goes, as the app left it
-    assert "open_call_mac" in json.dumps(cycle.messages)  # the history keeps its mark
+    assert sent.count("c_bal") == 2, "the call, and its answer"
+    assert "no answer was given before the conversation went on" in sent
+    assert '"no"' in sent  # the app's own answer stands
 
 
 async def test_the_loops_needs_approval_checks_run_together_within_its_tool_timeout(
