@@ -253,7 +253,7 @@ def _open_calls(messages: Sequence[Message], start: int = 0) -> list[dict[str, A
     for index in range(len(messages) - 1, start - 1, -1):
         message = messages[index]
         role = message.get("role")
-        if role == "tool":
+        if role == "tool" or _is_output_item(message):
             continue
         # The images a sibling call returned follow the turn's tool messages; a call
         # still waiting belongs to the turn all the same.
@@ -261,7 +261,10 @@ def _open_calls(messages: Sequence[Message], start: int = 0) -> list[dict[str, A
             continue
         if role != "assistant":
             break
-        answered = {m.get("tool_call_id") for m in messages[index + 1 :]}
+        answered = {
+            m.get("call_id") if _is_output_item(m) else m.get("tool_call_id")
+            for m in messages[index + 1 :]
+        }
         # Without an id, no tool message could answer a call anyway.
         return [
             call
@@ -271,6 +274,13 @@ def _open_calls(messages: Sequence[Message], start: int = 0) -> list[dict[str, A
             and call["id"] not in answered
         ]
     return []
+
+
+def _is_output_item(message: Message) -> bool:
+    """Whether ``message`` is a Responses ``function_call_output`` item an app put in
+    the history as it was (its output no tool message can hold, such as a list of
+    parts): it answers its call as a tool message does."""
+    return "role" not in message and message.get("type") == "function_call_output"
 
 
 def _function(call: Mapping[str, Any]) -> tuple[str, Any]:

@@ -199,7 +199,9 @@ def fold_output_items(messages: list[Message]) -> None:
     messages, so the calls become the message's ``tool_calls`` (to be run, or answered
     as declined before a new prompt); the items go back as they came, under
     ``response.output``, as the cycle's own responses do. ``function_call_output``
-    items the app added after them, with text output, become tool messages.
+    items the app added after them become tool messages, but for those whose output
+    is no text (a list of parts, an image's), which follow as they came and answer
+    their calls all the same.
 
     Example:
         >>> history = [{"role": "user", "content": "Weather in Rome?"},
@@ -220,8 +222,8 @@ def fold_output_items(messages: list[Message]) -> None:
     items = [dict(item) for item in messages[begin:end]]
     answers = messages[end:]
     calls = [item for item in items if item.get("type") == "function_call"]
-    if not calls or not all(isinstance(answer.get("output"), str) for answer in answers):
-        return  # nothing open, or an answer a tool message cannot hold: left as they are
+    if not calls:
+        return
     texts = [_text_of(item.get("content")) for item in items if item.get("type") == "message"]
     message: Message = {
         "role": "assistant",
@@ -238,6 +240,8 @@ def fold_output_items(messages: list[Message]) -> None:
     }
     tools = [
         {"role": "tool", "tool_call_id": answer.get("call_id"), "content": answer["output"]}
+        if isinstance(answer.get("output"), str)
+        else answer
         for answer in answers
     ]
     messages[begin:] = [message, *tools]

@@ -609,6 +609,38 @@ async def test_the_apps_own_answer_given_to_submit_messages_is_the_calls_only_an
     assert outputs == [{"type": "function_call_output", "call_id": "c2", "output": "2"}]
 
 
+async def test_an_output_item_of_parts_answers_its_call_and_the_others_stay_open(
+    serve, make_cycle, calc
+):
+    # An app's function_call_output whose output is a list of parts (what a tool
+    # returning an image gives) was left unfolded, and the open-call search stopped at
+    # it: the other call was never run, and went unanswered in every later request.
+    two = [("add", {"a": 2, "b": 3}, "c1"), ("add", {"a": 1, "b": 1}, "c2")]
+    server = serve(S.reply_tool_calls(two), S.reply_text("done"), S.reply_text("ok"))
+    cycle = make_cycle(server, api="responses")
+    parts = [{"type": "input_text", "text": "5"}]
+    answer = {"type": "function_call_output", "call_id": "c1", "output": parts}
+    cycle.messages[:] = [*await app_history(cycle, calc), answer]
+
+    assert (await cycle.submit_with_tools(None, calc)).text == "done"
+
+    assert calc.runs == [("add", {"a": 1, "b": 1})]
+    outputs = {i["call_id"]: i["output"] for i in items(server.requests[1]) if "output" in i}
+    assert outputs == {"c1": parts, "c2": "2"}
+    # The cycle's own paused turn, one call answered by the app's item, the other not:
+    # a new prompt declines that one.
+    call = {"id": "c3", "type": "function", "function": {"name": "add", "arguments": "{}"}}
+    cycle.messages[:] = [
+        {"role": "user", "content": "1 + 1?"},
+        {"role": "assistant", "content": "", "tool_calls": [call, {**call, "id": "c4"}]},
+        {"type": "function_call_output", "call_id": "c4", "output": "by the app"},
+    ]
+    await cycle.submit_with_tools("never mind", calc)
+    answers = {i["call_id"]: i["output"] for i in items(server.requests[2]) if "output" in i}
+    assert sorted(answers) == ["c3", "c4"]
+    assert "declined" in answers["c3"] and answers["c4"] == "by the app"
+
+
 async def test_the_apps_own_output_message_item_is_sent_as_it_came(serve, make_cycle, calc):
     # Its id ties it to the reasoning item in front of it: rewritten as a bare
     # {"role": "assistant", ...} message, the reasoning item would be left alone (a 400).
