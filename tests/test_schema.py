@@ -459,3 +459,10 @@ def test_a_module_level_function_made_a_tool_in_a_function_ignores_its_locals() 
     datetime = "2026-12-07"  # noqa: F841
     tool = FunctionTool(_days_until)
     assert tool.parameters["properties"]["day"] == {"type": "string", "format": "date"}
+
+
+def test_a_google_type_with_parentheses_keeps_its_description() -> None:
+    doc = parse_docstring(
+        "Place a marker.\n\nArgs:\n    point (tuple(int, int)): Where it goes.\n    label (str): Its text.\n"
+    )
+    assert doc.params == {"point": "Where it goes.", "label": "Its text."}

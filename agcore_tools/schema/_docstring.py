@@ -34,7 +34,8 @@ _OTHER_SECTIONS = {
 _SECTION_RE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*):\s*$")
 # One name, or several sharing an entry ("x, y (float): ...").
 _NAMES = r"(\*{0,2}[A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*\*{0,2}[A-Za-z_][A-Za-z0-9_]*)*)"
-_ARG_RE = re.compile(rf"^\s*{_NAMES}\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+# The type may hold parentheses of its own, one level deep: "point (tuple(int, int)):".
+_ARG_RE = re.compile(rf"^\s*{_NAMES}\s*(?:\((?:[^()]|\([^()]*\))*\))?\s*:\s*(.*)$")
 
 
 def _names(group: str) -> list[str]:
