@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError, to_json
+from pydantic_core import to_json
 from typing_extensions import ParamSpec
 
 from ._binding import TakesClass, TakesReceiver
@@ -564,10 +564,13 @@ def register_function(
 def validated_arguments(model: type[BaseModel], args: dict[str, Any], as_json: bool) -> BaseModel:
     """``args`` validated by a tool's arguments ``model``; raises its ``ValidationError``.
 
-    With ``as_json`` (see :func:`takes_json`), in pydantic's JSON mode: arguments come
-    as JSON, which a strict model or field takes only there (a datetime, an enum, a
-    UUID or a tuple written as JSON writes it). Arguments that are no JSON (a Python
-    caller's object) are validated in Python mode, as without ``as_json``.
+    In pydantic's Python mode, as any call is; with ``as_json`` (see :func:`takes_json`)
+    arguments that mode refuses are read again in JSON mode when they are plain JSON
+    (dicts, lists, strings, numbers, booleans and None): a strict model or field takes
+    the model's JSON only there (a datetime, an enum, a UUID or a tuple written as JSON
+    writes it), and JSON mode's verdict is then the one raised. Arguments Python mode
+    takes, and a Python caller's objects, are never read as JSON: that could change
+    them (a union may pick another branch; a secret would be masked).
 
     Example:
         >>> from pydantic import ConfigDict
@@ -577,14 +580,28 @@ def validated_arguments(model: type[BaseModel], args: dict[str, Any], as_json: b
         >>> validated_arguments(Box, {"size": [2, 3]}, takes_json(Box)).size  # a JSON array
         (2, 3)
     """
-    if as_json:
-        try:
-            text = to_json(args)
-        except PydanticSerializationError:
-            pass
-        else:
-            return model.model_validate_json(text)
-    return model.model_validate(args)
+    try:
+        return model.model_validate(args)
+    except ValidationError:
+        if not (as_json and _plain_json(args)):
+            raise
+    return model.model_validate_json(to_json(args))
+
+
+def _plain_json(value: Any) -> bool:
+    """Whether ``value`` is made of JSON's own types only (so reading it as JSON text
+    changes nothing).
+
+    Example:
+        >>> _plain_json({"a": [1, 2.5, None, True, "x"]}), _plain_json({"a": (1, 2)})
+        (True, False)
+    """
+    kind = type(value)
+    if kind is dict:
+        return all(type(key) is str and _plain_json(item) for key, item in value.items())
+    if kind is list:
+        return all(_plain_json(item) for item in value)
+    return kind in (str, int, float, bool) or value is None
 
 
 def takes_json(model: type[BaseModel]) -> bool:

@@ -156,6 +156,19 @@ async def test_a_union_of_an_object_and_an_array_plans_each_kind() -> None:
     )
 
 
+def loose(rows: list[Address] | list[dict[str, Any]], counts: Address | dict[str, int]) -> str:
+    """Take rows and counts."""
+    return f"{rows!r} {counts!r}"
+
+
+async def test_a_union_kind_a_shape_without_a_plan_takes_is_left_to_the_validator() -> None:
+    # `list[dict]` and `dict[str, int]` take any keys: planning the list or the object
+    # as Address alone reported their keys as unknown, refusing valid values.
+    tool = FunctionTool(loose)
+    args = {"rows": [{"z": 1}], "counts": {"a": 1}}
+    assert await tool.execute(args, ToolContext()) == "[{'z': 1}] {'a': 1}"
+
+
 async def test_unknown_keys_are_reported_with_the_other_problems() -> None:
     tool = FunctionTool(ship)
     with pytest.raises(InvalidArgumentsError) as info:

@@ -1320,6 +1320,14 @@ def test_a_callable_object_or_class_is_described_by_its_own_docstring_only() -> 
         a: int
         b: int
 
+    @dataclass
+    class Resize:
+        """Resize(w, h)"""
+
+        w: int
+        h: int
+
+    assert FunctionTool(Resize).description == "Resize(w, h)"  # written, not generated
     assert FunctionTool(Adder(3)).description == "Add a fixed number to x."
     for made in (Undocumented(), Order, Point, Pair):
         with pytest.warns(ToolDefinitionWarning, match="has no docstring"):

@@ -9,7 +9,7 @@ from enum import Enum
 from typing import Annotated, Any, Literal, Optional
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, Strict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, Strict
 
 from agcore_tools import FunctionTool, InvalidArgumentsError, ToolContext, ToolError
 from agcore_tools.schema import function_schema, parse_docstring
@@ -466,3 +466,21 @@ def test_a_google_type_with_parentheses_keeps_its_description() -> None:
         "Place a marker.\n\nArgs:\n    point (tuple(int, int)): Where it goes.\n    label (str): Its text.\n"
     )
     assert doc.params == {"point": "Where it goes.", "label": "Its text."}
+
+
+class _Vault(BaseModel):
+    model_config = ConfigDict(strict=True)
+    token: SecretStr
+
+
+def _unlock(vault: _Vault, ref: str | uuid.UUID) -> str:
+    """Unlock a vault."""
+    return f"{vault.token.get_secret_value()} {type(ref).__name__}"
+
+
+async def test_arguments_python_mode_takes_are_never_read_as_json() -> None:
+    # Read as JSON text, a caller's SecretStr came out masked ("**********"), and the
+    # model's UUID string took the union's other branch.
+    tool = FunctionTool(_unlock)
+    args = {"vault": _Vault(token=SecretStr("hunter2")), "ref": str(uuid.UUID(int=1))}
+    assert await tool.execute(args, ToolContext()) == "hunter2 str"

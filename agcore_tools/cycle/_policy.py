@@ -32,12 +32,14 @@ __all__ = [
     "SAVED_KEYS",
     "HistoryMark",
     "answer_unanswered",
+    "answered_id",
     "check_open_calls",
     "check_open_tools",
     "check_tool_choice",
     "clean_turn",
     "drop_program_states",
     "forced_choice_served",
+    "is_answer",
     "mark_history",
     "mark_unknown",
     "open_call_mac",
@@ -253,7 +255,7 @@ def _open_calls(messages: Sequence[Message], start: int = 0) -> list[dict[str, A
     for index in range(len(messages) - 1, start - 1, -1):
         message = messages[index]
         role = message.get("role")
-        if role == "tool" or _is_output_item(message):
+        if is_answer(message):
             continue
         # The images a sibling call returned follow the turn's tool messages; a call
         # still waiting belongs to the turn all the same.
@@ -261,10 +263,7 @@ def _open_calls(messages: Sequence[Message], start: int = 0) -> list[dict[str, A
             continue
         if role != "assistant":
             break
-        answered = {
-            m.get("call_id") if _is_output_item(m) else m.get("tool_call_id")
-            for m in messages[index + 1 :]
-        }
+        answered = {answered_id(m) for m in messages[index + 1 :]}
         # Without an id, no tool message could answer a call anyway.
         return [
             call
@@ -276,11 +275,31 @@ def _open_calls(messages: Sequence[Message], start: int = 0) -> list[dict[str, A
     return []
 
 
-def _is_output_item(message: Message) -> bool:
-    """Whether ``message`` is a Responses ``function_call_output`` item an app put in
-    the history as it was (its output no tool message can hold, such as a list of
-    parts): it answers its call as a tool message does."""
-    return "role" not in message and message.get("type") == "function_call_output"
+def answered_id(message: Message) -> Any:
+    """The id of the call ``message`` answers, or None when it is no answer: a tool
+    message, or a Responses ``function_call_output`` item an app put in the history as
+    it was (its output no tool message can hold, such as a list of parts).
+
+    Example:
+        >>> answered_id({"role": "tool", "tool_call_id": "c1", "content": "5"})
+        'c1'
+        >>> answered_id({"type": "function_call_output", "call_id": "c2", "output": []})
+        'c2'
+        >>> answered_id({"role": "user", "content": "hi"}) is None
+        True
+    """
+    if message.get("role") == "tool":
+        return message.get("tool_call_id")
+    if "role" not in message and message.get("type") == "function_call_output":
+        return message.get("call_id")
+    return None
+
+
+def is_answer(message: Message) -> bool:
+    """Whether ``message`` answers a call (see :func:`answered_id`)."""
+    return message.get("role") == "tool" or (
+        "role" not in message and message.get("type") == "function_call_output"
+    )
 
 
 def _function(call: Mapping[str, Any]) -> tuple[str, Any]:
@@ -425,11 +444,8 @@ def tidy_answers(messages: list[Message]) -> None:
         return
     order = {call.get("id"): n for n, call in enumerate(message.get("tool_calls") or ())}
     tail = messages[index + 1 :]
-    tools = sorted(
-        (m for m in tail if m.get("role") == "tool"),
-        key=lambda m: order.get(m.get("tool_call_id"), len(order)),
-    )
-    messages[index + 1 :] = tools + [m for m in tail if m.get("role") != "tool"]
+    tools = sorted(filter(is_answer, tail), key=lambda m: order.get(answered_id(m), len(order)))
+    messages[index + 1 :] = tools + [m for m in tail if not is_answer(m)]
 
 
 @dataclass(frozen=True)
@@ -495,7 +511,7 @@ def drop_program_states(messages: Sequence[Message]) -> None:
         return
     # Only the tool messages after that assistant message answer its calls: ids repeat
     # across turns (a server's, or those generated for servers that send none).
-    answered = {m.get("tool_call_id") for m in messages[last + 1 :] if m.get("role") == "tool"}
+    answered = {answered_id(m) for m in messages[last + 1 :] if is_answer(m)}
     for raw in calls:
         if isinstance(raw, dict) and raw.get("id") in answered:
             for saved in SAVED_KEYS:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import logging
 from collections.abc import AsyncGenerator
 from contextvars import ContextVar
@@ -43,12 +44,14 @@ from ._policy import (
     FREE,
     HistoryMark,
     answer_unanswered,
+    answered_id,
     check_open_calls,
     check_open_tools,
     check_tool_choice,
     clean_turn,
     drop_program_states,
     forced_choice_served,
+    is_answer,
     mark_history,
     relaxed_tool_choice,
     unanswered_calls,
@@ -140,20 +143,6 @@ def _check_stop(ctx: ToolContext, usage: Usage) -> None:
     """
     if ctx.cancelled:
         raise RunStoppedError(usage)
-
-
-def _answers(message: Message) -> bool:
-    # A Responses output the fold left as it was (its output is no text) answers too.
-    return message.get("role") == "tool" or (
-        "role" not in message and message.get("type") == "function_call_output"
-    )
-
-
-def _answered_id(message: Message) -> str:
-    """The call an answer (:func:`_answers`) is for."""
-    return str(
-        message.get("tool_call_id") if message.get("role") == "tool" else message.get("call_id")
-    )
 
 
 @dataclass
@@ -304,7 +293,10 @@ class Run:
             if added:
                 # A paused run the app moved on from, with or without tools (the API needs
                 # every call answered), but for the calls the app answers itself.
-                decline_open(messages, {_answered_id(m) for m in added if _answers(m)})
+                # Only the answers heading the added messages answer the open calls: a
+                # later turn in them may reuse an id.
+                leading = itertools.takewhile(is_answer, added)
+                decline_open(messages, {answered_id(m) for m in leading})
             messages.extend(added)
             drop_program_states(messages)  # open calls the app answered itself
             served = forced_choice_served(messages)

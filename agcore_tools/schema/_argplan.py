@@ -173,11 +173,19 @@ class _Builder:
         built = [self.build(o) for o in options]
         if len(built) == 1:
             return built[0]
-        # A union may take an object or an array: each kind gets the plan of its shapes.
-        on_dict = self._objects_union(
-            [(o, n) for o, n in zip(options, built, strict=True) if not isinstance(n, _LISTS)]
+        # A union may take an object or an array: each kind gets the plan of its shapes,
+        # unless a shape with no plan takes that kind too (list[dict], dict[str, int],
+        # Any), whose keys a plan would report as unknown.
+        unplanned = frozenset().union(
+            *(self._kinds(o) for o, n in zip(options, built, strict=True) if n is None)
         )
-        on_list = self._arrays_union([n for n in built if isinstance(n, _LISTS)])
+        on_dict = None
+        if "object" not in unplanned:
+            shapes = zip(options, built, strict=True)
+            on_dict = self._objects_union([(o, n) for o, n in shapes if not isinstance(n, _LISTS)])
+        on_list = None
+        if "array" not in unplanned:
+            on_list = self._arrays_union([n for n in built if isinstance(n, _LISTS)])
         if on_dict is None or on_list is None:
             return on_dict or on_list
         return self._add(_Either(on_dict, on_list))
@@ -218,6 +226,20 @@ class _Builder:
             return on_dict or on_list
         return self._add(_Either(on_dict, on_list))
 
+    def _kinds(self, schema: Any) -> frozenset[str]:
+        """Which of "object" and "array" a schema takes (both for one saying nothing,
+        as ``Any``'s ``{}``)."""
+        schema = self._resolved(schema)
+        if not isinstance(schema, dict):
+            return frozenset()
+        options = schema.get("anyOf") or schema.get("oneOf") or schema.get("allOf")
+        if isinstance(options, list):
+            return frozenset().union(*(self._kinds(o) for o in options))
+        kind = schema.get("type")
+        if kind is None:
+            return frozenset() if "enum" in schema or "const" in schema else _CONTAINERS
+        return _CONTAINERS.intersection([kind] if isinstance(kind, str) else kind)
+
     def _resolved(self, schema: Any) -> Any:
         ref = schema.get("$ref") if isinstance(schema, dict) else None
         return resolve_ref(self.root, ref) if isinstance(ref, str) else schema
@@ -255,6 +277,7 @@ _NO_CONSTANT = object()
 
 
 _LISTS = (_Array, _Tuple)
+_CONTAINERS = frozenset({"object", "array"})
 
 
 def _constant(schema: Any) -> Any:

@@ -220,11 +220,18 @@ def _generated(cls: type, doc: str) -> bool:
         >>> class Pair(NamedTuple):
         ...     a: int
         ...     b: int
-        >>> _generated(Pair, Pair.__doc__), _generated(Pair, "A pair (a, b).")
+        >>> _generated(Pair, Pair.__doc__), _generated(Pair, "Pair(a, b) of numbers.")
         (True, False)
     """
-    record = is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields"))
-    return record and "\n" not in doc and doc.startswith(f"{cls.__name__}(") and doc.endswith(")")
+    if is_dataclass(cls):
+        try:  # as dataclasses writes it
+            return doc == cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            return False
+    fields = getattr(cls, "_fields", None)
+    if issubclass(cls, tuple) and isinstance(fields, tuple):  # as namedtuple writes it
+        return doc == f"{cls.__name__}({', '.join(map(str, fields))})"
+    return False
 
 
 def _is_record_class(cls: type) -> bool:
