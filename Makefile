@@ -194,11 +194,13 @@ typecheck: $(STAMP)
 # servers' (tests/real), the MCP servers' (tests/mcp, about 1.5 s a test), the snippets'
 # and Temporal's (the rest); pytest's own process keeps about one core busy. So the
 # suite runs as three parts of about the same length, side by side, each printing its
-# report when it ends: the real servers with the slowest MCP files, the other MCP
-# files, and the rest.
+# report when it ends: the real servers with the slowest MCP files and Temporal's, the
+# other MCP files, and the rest.
 UNIT_MARKERS := not interop and not real_snippets and not llama_server
 MCP_WITH_REAL := tests/mcp/test_client.py tests/mcp/test_conformance.py \
   tests/mcp/test_faults.py tests/mcp/test_recovery.py
+# What unit-real runs beside tests/real: the slowest MCP files, and Temporal's.
+WITH_REAL := $(MCP_WITH_REAL) tests/temporal
 unit: $(STAMP)
 	$(MAKE) --no-print-directory -j4 node real-servers redis-server chromium old-mcp-sdk
 	$(MAKE) --no-print-directory -j3 --output-sync=target unit-real unit-mcp unit-rest
@@ -208,17 +210,18 @@ TEST_PY ?= $(BIN)/python
 
 unit-real: $(STAMP)
 	AGCORE_LITELLM=$(LITELLM)/bin/litellm $(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" \
-	  tests/real $(MCP_WITH_REAL)
+	  tests/real $(WITH_REAL)
 
 unit-mcp: $(STAMP)
 	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" tests/mcp $(addprefix --ignore=,$(MCP_WITH_REAL))
 
 unit-rest: $(STAMP)
-	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" --ignore=tests/real --ignore=tests/mcp
+	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" --ignore=tests/real --ignore=tests/mcp \
+	  --ignore=tests/temporal
 
-# The slow MCP files unit-real runs beside tests/real, alone (for test-py3.X).
+# The files unit-real runs beside tests/real, alone (for test-py3.X).
 unit-mcp-slow: $(STAMP)
-	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" $(MCP_WITH_REAL)
+	$(TEST_PY) -m pytest -m "$(UNIT_MARKERS)" $(WITH_REAL)
 
 test: lint typecheck docs unit openai-floor
 

@@ -297,9 +297,7 @@ def answered_id(message: Message) -> Any:
 
 def is_answer(message: Message) -> bool:
     """Whether ``message`` answers a call (see :func:`answered_id`)."""
-    return message.get("role") == "tool" or (
-        "role" not in message and message.get("type") == "function_call_output"
-    )
+    return message.get("role") == "tool" or answered_id(message) is not None
 
 
 def _function(call: Mapping[str, Any]) -> tuple[str, Any]:
