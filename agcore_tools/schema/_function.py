@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import logging
+import math
 import re
 import sys
 import types
@@ -97,11 +97,8 @@ class _ToolArguments(GenerateJsonSchema):
         # A default of inf or NaN is no JSON: every request offering the tool would fail
         # to encode. Left out, as pydantic leaves out a default it cannot serialize.
         json_schema = super().default_schema(schema)
-        if "default" in json_schema:
-            try:
-                json.dumps(json_schema["default"], allow_nan=False)
-            except ValueError:
-                del json_schema["default"]
+        if "default" in json_schema and not _json_finite(json_schema["default"]):
+            del json_schema["default"]
         return json_schema
 
     def is_subclass_schema(self, schema: core_schema.IsSubclassSchema) -> JsonSchemaValue:
@@ -110,6 +107,23 @@ class _ToolArguments(GenerateJsonSchema):
         return self.handle_invalid_for_json_schema(
             schema, f"core_schema.IsSubclassSchema ({schema['cls']})"
         )
+
+
+def _json_finite(value: Any) -> bool:
+    """Whether ``value`` holds no infinite or NaN number, which JSON cannot write (not
+    ``json.dumps(allow_nan=False)``: ``import agcore_tools`` does not load json).
+
+    Example:
+        >>> _json_finite({"a": [1.5, "x"]}), _json_finite([float("inf")])
+        (True, False)
+    """
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_json_finite(item) for item in value.values())
+    if isinstance(value, list):
+        return all(_json_finite(item) for item in value)
+    return True
 
 
 @dataclass(frozen=True)
