@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
+from ._inline import InlineEvent
 from ._text import own_copy
 from .base import ToolContext
 from .error import ApprovalError
@@ -203,13 +204,13 @@ class ApprovalRequest:
         return replace(self, signature=signature)
 
 
-class ToolApprovalRequested:
+class ToolApprovalRequested(InlineEvent):
     """Stream event: a call needs approval before it can run.
 
     It comes after the turn's ``TurnComplete`` and before the turn's
     ``ToolExecutionStarted`` events. Answer it inline with :meth:`approve` or
     :meth:`reject` before asking for the next event, and the stream goes on with the
-    call run (or declined). Left unanswered, the other calls still run and the stream
+    call run (or declined); an answer given after that raises :class:`ApprovalError`. Left unanswered, the other calls still run and the stream
     ends with a response whose ``pending_approvals`` lists it: resume later with
     ``submit_with_tools(None, registry, approvals=[...])``. So does an inline answer
     the loop refuses (edited arguments the tool rejects, say), with a warning on the
@@ -226,6 +227,7 @@ class ToolApprovalRequested:
     __slots__ = ("decision", "request")
 
     def __init__(self, request: ApprovalRequest) -> None:
+        super().__init__()
         self.request = request
         """The call waiting for approval."""
         self.decision: ApprovalDecision | None = None
@@ -253,11 +255,13 @@ class ToolApprovalRequested:
 
     def approve(self, *, arguments: Mapping[str, Any] | None = None) -> ApprovalDecision:
         """Let the call run now (with ``arguments`` instead of the model's, if given)."""
+        self._check_open(self.call_id)
         self.decision = self.request.approve(arguments=arguments)
         return self.decision
 
     def reject(self, message: str | None = None) -> ApprovalDecision:
         """Decline the call now; the model reads ``message``."""
+        self._check_open(self.call_id)
         self.decision = self.request.reject(message)
         return self.decision
 

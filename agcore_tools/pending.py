@@ -44,6 +44,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ._inline import InlineEvent
 from .error import ApprovalError
 
 __all__ = [
@@ -255,10 +256,11 @@ turn, since call ids repeat across the conversations that share a tool, never wi
 turn."""
 
 
-class ToolInputRequested:
+class ToolInputRequested(InlineEvent):
     """A stream event: a tool call asks the user something. Answer it inline with
-    :meth:`accept`, :meth:`decline` or :meth:`cancel` and the call goes on in the same
-    run; leave it unanswered and the run pauses with it in ``response.pending``.
+    :meth:`accept`, :meth:`decline` or :meth:`cancel` before asking for the next event
+    and the call goes on in the same run; leave it unanswered and the run pauses with it
+    in ``response.pending`` (a later answer raises :class:`ApprovalError`).
 
     Example:
         >>> q = InputRequest("c1~q", "c1", "t", "Sure?", {"type": "object"})
@@ -272,6 +274,7 @@ class ToolInputRequested:
     __slots__ = ("answer", "request")
 
     def __init__(self, request: InputRequest) -> None:
+        super().__init__()
         self.request = request
         """The question."""
         self.answer: InputAnswer | None = None
@@ -279,16 +282,19 @@ class ToolInputRequested:
 
     def accept(self, content: Mapping[str, Any]) -> InputAnswer:
         """Answer with ``content`` (checked against the schema); the call goes on."""
+        self._check_open(self.request.call_id)
         self.answer = self.request.accept(content)
         return self.answer
 
     def decline(self) -> InputAnswer:
         """Answer that the user said no; the call goes on."""
+        self._check_open(self.request.call_id)
         self.answer = self.request.decline()
         return self.answer
 
     def cancel(self) -> InputAnswer:
         """Answer that the user dismissed the question; the call goes on."""
+        self._check_open(self.request.call_id)
         self.answer = self.request.cancel()
         return self.answer
 

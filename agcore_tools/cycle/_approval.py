@@ -12,6 +12,7 @@ import logging
 from collections.abc import AsyncGenerator, Collection, Iterable, Sequence
 from typing import Any
 
+from .._inline import close_answers
 from ..approval import ApprovalDecision, ApprovalRequest, ToolApprovalRequested
 from ..base import ToolContext
 from ..calls import (
@@ -155,7 +156,10 @@ class Gate:
             # The event's own copy: should its answer be refused, the request listed
             # as still waiting shows the call's arguments, whatever the app changed.
             event = ToolApprovalRequested(dataclasses.replace(request))
-            yield event
+            try:
+                yield event
+            finally:
+                close_answers(event)
             if event.decision is None:
                 continue
             try:

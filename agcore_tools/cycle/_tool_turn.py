@@ -14,6 +14,7 @@ from typing import Any
 
 from .._attachments import Rendered, Server, attachments_message
 from .._code_mode import RUN_PYTHON, ProgramPaused, RunPythonTool
+from .._inline import close_answers
 from .._text import own_copy
 from ..approval import ToolApprovalRequested
 from ..base import ToolContext
@@ -181,7 +182,10 @@ async def run_tools(
                 decisions = {}
                 for request in program.requests:
                     event = ToolApprovalRequested(request.signed(key) if key else request)
-                    yield event
+                    try:
+                        yield event
+                    finally:
+                        close_answers(event)
                     if event.decision is not None:
                         decisions[request.call_id] = event.decision
                 if len(decisions) == len(program.requests):
@@ -202,7 +206,10 @@ async def run_tools(
                 answers = {}
                 for asked in asked_now:
                     inline = ToolInputRequested(asked)
-                    yield inline
+                    try:
+                        yield inline
+                    finally:
+                        close_answers(inline)
                     if inline.answer is not None:
                         answers[asked.request_id] = inline.answer
                 if len(answers) == len(asked_now):

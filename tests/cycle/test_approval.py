@@ -399,6 +399,27 @@ async def test_stream_left_unanswered_ends_with_the_pending_requests(serve, make
     assert bank.runs == [("balance", {"account": "a"})]
 
 
+async def test_stream_an_answer_after_the_next_event_is_refused(serve, make_cycle, bank):
+    server = serve(TWO_CALLS)
+    cycle = make_cycle(server)
+    asked: list[ToolApprovalRequested] = []
+    async with cycle.submit_stream_with_tools("refund", bank) as events:
+        async for event in events:
+            if asked:
+                # Too late: the loop read no answer and moved on. Before, this was
+                # taken and ignored, and the refund stayed waiting without a word.
+                with pytest.raises(ApprovalError, match="came after the stream moved on"):
+                    asked[0].approve()
+                with pytest.raises(ValueError, match="'c_refund'"):
+                    asked[0].reject("no")
+                assert asked[0].decision is None
+                break
+            if isinstance(event, ToolApprovalRequested):
+                asked.append(event)
+    assert asked, "the stream asked for approval"
+    assert bank.runs == []  # nothing ran: the stream stopped at the next event
+
+
 # -- the history is the state: resume in another process ----------------------------------
 
 RESUME = textwrap.dedent(

@@ -252,6 +252,26 @@ async def test_a_stream_consumer_answers_the_question_inline(serve, make_cycle, 
     )
 
 
+async def test_an_inline_answer_after_the_stream_moved_on_is_refused(serve, make_cycle, booking):
+    model = serve(BOOK)
+    client, registry = await _registry(booking.url)
+    asked: list[ToolInputRequested] = []
+    try:
+        stream = make_cycle(model).submit_stream_with_tools("book", registry)
+        async for event in stream:
+            if isinstance(event, ToolInputRequested):
+                asked.append(event)
+        response = stream.response
+    finally:
+        await client.close()
+    [event] = asked
+    assert response is not None and [p.call_id for p in response.pending] == ["c_book"]
+    # The run paused with the question open; an answer now would change nothing.
+    with pytest.raises(ApprovalError, match="'c_book' came after the stream moved on"):
+        event.accept({"seats": 2})
+    assert event.answer is None
+
+
 async def test_with_an_elicitation_handler_the_handler_answers_and_nothing_pauses(
     serve, make_cycle, booking
 ):
