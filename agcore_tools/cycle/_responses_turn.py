@@ -190,6 +190,7 @@ class ResponsesTurnBuilder:
         thoughts: list[str] = []
         calls: list[ParsedCall] = []
         taken: set[str] = set()
+        server_ids: dict[str, str] = {}  # a call's own id -> the id the server gave it
         incomplete = _field(_field(response, "incomplete_details"), "reason")
         cut = incomplete == "max_output_tokens" and CUT_CALLS_NOT_REPAIRED.get()
         cut_at = "max_output_tokens" if cut else None
@@ -216,6 +217,8 @@ class ResponsesTurnBuilder:
                         given if isinstance(given, str) else None, fresh, taken, self._avoided
                     )
                 taken.add(item["call_id"])
+                if isinstance(given, str) and item["call_id"] != given:
+                    server_ids[item["call_id"]] = given
                 call = parse_call(
                     item.get("name") or "",
                     item["call_id"],
@@ -240,6 +243,10 @@ class ResponsesTurnBuilder:
                 for c in calls
             ]
         message["response"] = {"id": _field(response, "id"), "output": output}
+        if server_ids:
+            # A chained request answers the calls of the response the server stored,
+            # which knows them by its own ids (see ResponsesWire.params).
+            message["response"]["call_ids"] = server_ids
         raw = incomplete or _field(response, "status")
         if calls:
             reason = FinishReason.TOOL_CALLS

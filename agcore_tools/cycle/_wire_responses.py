@@ -75,7 +75,7 @@ class ResponsesWire:
         if last is not None:
             index, response_id = last
             params["previous_response_id"] = response_id
-            params["messages"] = messages[index + 1 :]
+            params["messages"] = _with_server_ids(messages[index], messages[index + 1 :])
         else:
             params["messages"] = config.history.select(messages)
         if tools:
@@ -119,6 +119,23 @@ def _last_response(messages: Sequence[Message]) -> tuple[int, str] | None:
             if isinstance(response_id, str) and response_id:
                 return index, response_id
     return None
+
+
+def _with_server_ids(turn: Message, following: Sequence[Message]) -> list[Message]:
+    """``following`` with each answer to a call of ``turn`` the loop gave an id of its
+    own (the server repeated one) under the server's id: a chained request's answers
+    go into the response the server stored, which knows only its ids."""
+    server_ids = turn["response"].get("call_ids")
+    if not isinstance(server_ids, Mapping) or not server_ids:
+        return list(following)
+    answers: list[Message] = []
+    for message in following:
+        key = "tool_call_id" if message.get("role") == "tool" else "call_id"
+        own = message.get(key)
+        if isinstance(own, str) and own in server_ids:
+            message = {**message, key: server_ids[own]}
+        answers.append(message)
+    return answers
 
 
 # -- history -> input ------------------------------------------------------------------

@@ -421,6 +421,32 @@ async def test_chaining_sends_only_what_follows_the_last_response(serve, make_cy
     assert third["input"] == [{"role": "user", "content": "Thanks"}]
 
 
+@MODES
+async def test_chaining_answers_a_repeated_call_id_under_the_servers_own_id(
+    serve, make_cycle, calc, stream
+):
+    # The second response's call "0" gets an id of its own in the history, but the
+    # server stored it as "0": the chained answer went back as "call_1_0", an id that
+    # response does not have.
+    server = serve(
+        S.reply_tool_calls([("add", {"a": 1, "b": 2}, "0")]),
+        S.reply_tool_calls([("add", {"a": 3, "b": 4}, "0")]),
+        S.reply_text("3 then 7"),
+    )
+    cycle = make_cycle(server, api="responses", chain_responses=True)
+
+    response = await run(cycle, "Sums?", calc, stream)
+
+    assert response.text == "3 then 7"
+    second, third = (r.json for r in server.requests[1:])
+    assert second["input"] == [{"type": "function_call_output", "call_id": "0", "output": "3"}]
+    assert third["previous_response_id"] == cycle.messages[3]["response"]["id"]
+    assert third["input"] == [{"type": "function_call_output", "call_id": "0", "output": "7"}]
+    # The history keeps the calls apart, and so their approvals and idempotency keys.
+    assert tool_messages(cycle.messages) == {"0": "3", "call_1_0": "7"}
+    assert_history_valid(cycle.messages)
+
+
 async def test_trimming_never_separates_reasoning_or_calls_from_what_follows(
     serve, make_cycle, calc
 ):
