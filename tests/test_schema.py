@@ -341,6 +341,37 @@ def test_a_rule_under_plain_text_is_not_a_section() -> None:
     assert doc.params == {}
 
 
+def test_lists_tables_and_examples_keep_their_lines_and_wrapped_text_is_joined() -> None:
+    doc = parse_docstring(
+        """Search the index.
+
+        Use it for:
+        - finding documents that
+          mention a term
+        * listing tags
+        1. first
+        2) second
+
+        | field | meaning |
+        | q | the query |
+
+        >>> search("cats")
+        ['a.txt']
+
+        Wrapped prose
+        goes on one line.
+        """
+    )
+    # Before, each paragraph became one line: "Use it for: - finding documents ...".
+    assert doc.description == (
+        "Search the index.\n\n"
+        "Use it for:\n- finding documents that mention a term\n* listing tags\n"
+        "1. first\n2) second\n\n"
+        "| field | meaning |\n| q | the query |\n\n"
+        ">>> search(\"cats\")\n['a.txt']\n\nWrapped prose goes on one line."
+    )
+
+
 def test_docstring_parser_tolerates_no_sections_and_none() -> None:
     assert parse_docstring(None).description == ""
     doc = parse_docstring("Just a line.")

@@ -188,6 +188,24 @@ def _numpy(lines: list[str]) -> Docstring:
 
 
 def _paragraphs(lines: list[str]) -> str:
-    # Rejoin wrapped lines inside paragraphs; keep paragraph breaks.
+    # Rejoin wrapped lines inside paragraphs; keep paragraph breaks, and the line
+    # breaks before list items, table rows and doctest prompts, which the model reads
+    # as structure ("- a - b" reads as one run-on sentence).
     text = "\n".join(lines).strip()
-    return "\n\n".join(" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip())
+    return "\n\n".join(_paragraph(p) for p in re.split(r"\n\s*\n", text) if p.strip())
+
+
+_OWN_LINE = re.compile(r"\s*(?:[-*+\u2022]\s|\d{1,3}[.)]\s|\||>>>)")
+
+
+def _paragraph(text: str) -> str:
+    kept: list[str] = []
+    for line in text.splitlines():
+        words = " ".join(line.split())
+        if not words:
+            continue
+        if kept and not _OWN_LINE.match(line) and not kept[-1].startswith(">>>"):
+            kept[-1] = f"{kept[-1]} {words}"
+        else:
+            kept.append(words)
+    return "\n".join(kept)
