@@ -245,6 +245,19 @@ class RunPythonTool(BaseTool):
             finally:
                 await program.cancel()
 
+    def cut_short(self, call_id: str, reason: str) -> str | None:
+        """The report of call ``call_id``'s program, which the loop's cancellation cut
+        short, under ``reason``: what it printed and the calls that ran or may have run,
+        which the model must know of before it writes the program again. None when no
+        program of that call was cut short.
+
+        Example:
+            >>> RunPythonTool(ToolTable(None), [], {}, 60.0).cut_short("c1", "cancelled") is None
+            True
+        """
+        report = self._cut_short.pop(call_id, None)
+        return None if report is None else report(reason)
+
     def timed_out(self, invocation: ToolInvocation) -> ToolInvocation:
         """``invocation``, a call of this tool; when the loop's ``tool_timeout`` cut its
         program short, with a :class:`~agcore_tools.ProgramError` in place of the
@@ -342,6 +355,9 @@ class _Program:
         self._ran: list[str] = []
         self._started: dict[int, tuple[str, dict[str, Any]]] = {}
         self._calls = 0  # the tool calls the program made, across its pauses
+        # The calls the program awaited (alone or in a gather), across its pauses: one
+        # whose result it never read (a failed gather's siblings) was still awaited.
+        self._awaited: set[int] = set()
         # A tool error's message delivered to the program -> its redacted form (see
         # redacted()): the program raises it as its own, and that becomes a span status.
         self._redactions: dict[str, str] = {}
@@ -381,6 +397,9 @@ class _Program:
         self._ran = [str(line) for line in state.get("ran", ())]  # absent in older states
         self._calls = int(state.get("calls", len(self._ran) + len(self._waiting)))  # so is this
         pending = [int(n) for n in state.get("pending", ())]
+        # Absent in older states: each call they had made counts as awaited.
+        awaited = state.get("awaited", [*self._done, *self._waiting, *pending])
+        self._awaited = {int(n) for n in awaited}
         try:
             segment = await self._sandbox.restore(code, state["snapshot"], pending)
         except ApprovalError as exc:  # the loop raises it to the app: the call never ran
@@ -412,6 +431,7 @@ class _Program:
                 if UNAWAITED_CALLS_FAIL.get():
                     await self._refuse_unawaited()
                 return self._text(segment.output)
+            self._awaited.update(segment.pending)
             if any(number in self._waiting for number in segment.pending):
                 await self._settle_all()
                 return await self._pause(segment.pending)
@@ -431,10 +451,12 @@ class _Program:
         """Fail an ended program that called tools without awaiting them. It read a
         coroutine in place of each result (and likely printed it), so its output is
         wrong; the calls had started, so they finish and the report lists them."""
-        numbers = sorted({*self._running, *self._done, *self._waiting})
+        numbers = sorted({*self._running, *self._done, *self._waiting} - self._awaited)
+        # A call awaited in a gather that failed first runs to its end, as in Python:
+        # the program went on, so the call is not cut off with its effect unknown.
+        await self._settle_all()
         if not numbers:
             return
-        await self._settle_all()
         function = {tool: name for name, (tool, _, _) in self._tool.functions.items()}
         tools = [self._started[n][0] if n in self._started else self._waiting[n]["tool"] for n in numbers]  # fmt: skip
         called = list(dict.fromkeys(function.get(tool, tool) for tool in tools))
@@ -565,6 +587,7 @@ class _Program:
             "dropped": self._dropped,
             "ran": list(self._ran),  # for the report, should the resumed program fail
             "calls": self._calls,
+            "awaited": sorted(self._awaited),
             "redactions": dict(self._redactions),
         }
         requests = tuple(

@@ -151,18 +151,22 @@ def _returns(schema: Any) -> tuple[str, str]:
 
 
 def parameters_of(definition: Mapping[str, Any]) -> tuple[list[str], Mapping[str, Any], set[str]]:
-    """A tool definition's parameter names in order, their schemas, and the required
-    ones; none for a malformed schema.
+    """A tool definition's parameter names in the order a program passes them
+    positionally (the required ones first, as the listing shows them, then the schema's
+    order), their schemas, and the required ones; none for a malformed schema.
 
     Example:
         >>> parameters_of({"parameters": {"properties": {"a": {}, "b": {}}, "required": ["b"]}})
-        (['a', 'b'], {'a': {}, 'b': {}}, {'b'})
+        (['b', 'a'], {'a': {}, 'b': {}}, {'b'})
     """
     schema = definition.get("parameters") or {}
     properties = schema.get("properties")
     if not isinstance(properties, Mapping):  # a malformed schema lists no parameters
         properties = {}
-    return list(properties), properties, required_names(schema)
+    required = required_names(schema)
+    # One order for the signature shown and the positional values read: a schema
+    # listing an optional key first (Go servers sort keys) must not shift them.
+    return sorted(properties, key=lambda n: n not in required), properties, required
 
 
 def _stub(function: str, definition: Mapping[str, Any], output: Any = None) -> str:
@@ -171,8 +175,7 @@ def _stub(function: str, definition: Mapping[str, Any], output: Any = None) -> s
     annotations = {n: reader.render(properties[n], False) for n in names}
     plain = all(n.isidentifier() and not keyword.iskeyword(n) for n in names)
     if plain:
-        ordered = sorted(names, key=lambda n: n not in required)  # required first
-        params = [f"{n}: {annotations[n]}" + ("" if n in required else " = None") for n in ordered]
+        params = [f"{n}: {annotations[n]}" + ("" if n in required else " = None") for n in names]
         signature, note = ", ".join(params), ""
     else:
         # Keys that are no Python names ("from", "api-version") are passed as **{...};

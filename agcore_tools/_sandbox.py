@@ -360,7 +360,9 @@ class MontySandbox:
         return {"future": ...}
 
     async def _value(self, value: Any) -> Any:
-        if value is None and re.search(r"^\s*result\s*=", self._code, re.MULTILINE):
+        if value is None and re.search(
+            r"^\s*result\s*(?::[^=\n]*)?=(?!=)", self._code, re.MULTILINE
+        ):
             with contextlib.suppress(self._monty.MontyError):  # no `result` after all
                 value = await self._session.feed_run("result")
         if isinstance(value, str) and len(value) > MAX_PRINTED:

@@ -104,6 +104,7 @@ def resume_programs(
     states = {
         c.get("id"): c[PROGRAM_STATE] for c in last_tool_calls(messages) if PROGRAM_STATE in c
     }
+    _check_states_kept(calls, states, gate)
     if not states:
         return list(calls)
     tool = registry.get(RUN_PYTHON)
@@ -125,6 +126,22 @@ def resume_programs(
     for call, state, waiting in paused:
         prepare_resume(call, state, gate.take(waiting), tool, key)
     return list(calls)
+
+
+def _check_states_kept(calls: Sequence[ParsedCall], states: Mapping[Any, Any], gate: Gate) -> None:
+    """Refuse answers to a program's calls (``<id>~<n>``) when the history lost that
+    program's state: the call would start the program again, re-running every call it
+    made before the pause. A store that keeps only a tool call's standard fields does
+    this."""
+    stateless = {c.call_id for c in calls if c.name == RUN_PYTHON and c.call_id not in states}
+    for call_id in gate.answered:
+        outer, tilde, number = call_id.rpartition("~")
+        if tilde and number.isdigit() and outer in stateless:
+            raise ApprovalError(
+                f"call '{call_id}' belongs to the paused program of call '{outer}', whose "
+                f"state is missing from the history (its tool call has no '{PROGRAM_STATE}' "
+                "key): save and load cycle.messages whole, as JSON"
+            )
 
 
 def _waiting(call: ParsedCall, state: Any) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
@@ -38,6 +39,8 @@ from ._tool_stream import with_tool_events
 from .config import CycleConfig
 from .events import StreamEvent, ToolExecutionCompleted, ToolExecutionStarted
 from .profiles import ServerProfile
+
+logger = logging.getLogger("agcore_tools.approval")
 
 __all__ = ["run_tools"]
 
@@ -115,6 +118,7 @@ async def run_tools(
     try:
         timeout = limits.tool_timeout
         batch = list(enumerate(calls))
+        asked_inline: set[str] = set()  # a paused program's calls put to the app
         while batch:
             turn_calls = [call for _, call in batch]
             running = with_tool_events(
@@ -181,6 +185,9 @@ async def run_tools(
                     continue
                 decisions = {}
                 for request in program.requests:
+                    if request.call_id in asked_inline:
+                        continue  # left unanswered once: it waits for a resume
+                    asked_inline.add(request.call_id)
                     event = ToolApprovalRequested(request.signed(key) if key else request)
                     try:
                         yield event
@@ -188,12 +195,26 @@ async def run_tools(
                         close_answers(event)
                     if event.decision is not None:
                         decisions[request.call_id] = event.decision
-                if len(decisions) == len(program.requests):
-                    tool = registry.get(RUN_PYTHON)
-                    assert isinstance(tool, RunPythonTool)  # it made the program
+                if not decisions:
+                    continue
+                tool = registry.get(RUN_PYTHON)
+                assert isinstance(tool, RunPythonTool)  # it made the program
+                try:
+                    # The answered calls run now, as a direct call's do; the program
+                    # pauses again for the others.
                     prepare_resume(calls[position], program.state, decisions, tool, key)
-                    paused[position] = None
-                    batch.append((position, calls[position]))
+                except ApprovalError as exc:
+                    # As for a direct call (Gate.screen): the calls keep waiting.
+                    logger.warning(
+                        "the inline answers to the program of call %r were refused, so its "
+                        "calls still wait for approval (in the response's "
+                        "pending_approvals): %s",
+                        calls[position].call_id,
+                        exc.redacted,
+                    )
+                    continue
+                paused[position] = None
+                batch.append((position, calls[position]))
             # 3c. So can a call's questions to the user (also those of a task it waits for).
             for position, question in enumerate(asking):
                 asked_now = (
@@ -247,6 +268,10 @@ async def run_tools(
                     hold_call(messages, call, work, gate, config.approval_key)
                     continue
                 answer = aborted_text(call, "the tool loop was cancelled")
+                code = registry.get(RUN_PYTHON) if call.name == RUN_PYTHON else None
+                if isinstance(code, RunPythonTool):
+                    report = code.cut_short(call.call_id, "the program was cut off")
+                    answer = answer if report is None else f"{answer}\n{report}"
             messages.append(tool_message(call, answer))
         drop_program_states(messages)
         # Tool messages carry text only: the images, audio and files follow them.
