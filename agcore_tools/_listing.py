@@ -244,12 +244,18 @@ def python_signatures(
         >>> names
         {'github__list_issues': 'github__list-issues'}
     """
-    taken: set[str] = set()
+    functions = [definition.get("function", definition) for definition in definitions]
+    # A name that is an identifier already keeps it, whatever came first: which tool
+    # `gh__list_issues` calls must not hang on the order the tools were registered in.
+    taken = {
+        str(f["name"])
+        for f in functions
+        if str(f["name"]) == valid_identifier(str(f["name"]), set())
+    }
     stubs, names = [], {}
-    for definition in definitions:
-        function = definition.get("function", definition)
+    for function in functions:
         tool = str(function["name"])
-        identifier = valid_identifier(tool, taken)
+        identifier = tool if tool in taken else valid_identifier(tool, taken)
         names[identifier] = tool
         stubs.append(_stub(identifier, function, (outputs or {}).get(tool)))
     return "\n\n".join(stubs), names

@@ -255,3 +255,36 @@ async def test_answers_to_a_program_whose_state_the_history_lost_are_refused(
     with pytest.raises(ApprovalError, match="state is missing from the history"):
         await fresh.submit_with_tools(None, flaky, select=CodeMode(), approvals=[request.approve()])
     assert flaky.runs == [("fetch", 1)]  # the program did not start again
+
+
+async def test_a_name_that_is_an_identifier_keeps_it_whatever_was_registered_first(
+    serve, make_cycle
+):
+    registry = ToolRegistry()
+    for name in ("gh__list-issues", "gh__list_issues"):  # the dashed one first
+        registry.register(Named(name))
+
+    server = serve(program('print(await gh__list_issues("x"))'), S.reply_text("ok"))
+    await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+
+    listing = server.requests[0].json["tools"][0]["function"]["description"]
+    assert "async def gh__list_issues(" in listing and "async def gh__list_issues_2(" in listing
+    # Before, the plain name went to the dashed tool, registered first.
+    assert result_of(server, 1) == "gh__list_issues ran"
+
+
+class Named(BaseTool):
+    """A tool that says which name it was called by."""
+
+    description = "List issues."
+    parameters = {  # noqa: RUF012
+        "type": "object",
+        "properties": {"repo": {"type": "string"}},
+        "required": ["repo"],
+    }
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        return f"{self.name} ran"
