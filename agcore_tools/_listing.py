@@ -202,17 +202,22 @@ def _described(name: str, schema: Any, reader: _Schema) -> str:
     shape = reader.render(schema, True)
     keys = f" ({_short(shape, RETURNS_LIMIT)})" if reader.keyed else ""
     if not text:
-        return f"    {name}{keys}" if keys else ""
-    return f"    {name}{keys}: {_short(text, 120)}"
+        return f"    {_in_docstring(name)}{keys}" if keys else ""
+    return f"    {_in_docstring(name)}{keys}: {_short(text, 120)}"
 
 
 def _short(text: Any, limit: int) -> str:
     words = " ".join(str(text or "").split())
     if len(words) > limit:
         words = words[: limit - 3] + "..."
+    return _in_docstring(words)
+
+
+def _in_docstring(text: str) -> str:
     # A stub is Python source: a backslash is doubled (a description's "C:\Users" holds
-    # no \U escape), and three quotes cannot end the docstring early.
-    return words.replace("\\", "\\\\").replace('"""', "'''")
+    # no \U escape), three quotes cannot end the docstring early, and a NUL, which no
+    # source may hold, goes.
+    return text.replace("\\", "\\\\").replace('"""', "'''").replace("\x00", "")
 
 
 def python_signatures(

@@ -236,3 +236,41 @@ def test_flat_tools_have_no_plan_and_raw_schemas_check_no_keys() -> None:
     assert plan.apply({"q": "x", "n": None, "other": 1}) == ({"q": "x", "other": 1}, [])
     raw["required"] = ["q", "n"]
     assert build_plan(raw, check_extras=False) is None
+
+
+def test_a_definition_that_only_names_another_gets_that_ones_plan() -> None:
+    # {"Query": {"$ref": "#/definitions/QueryBody"}}: the alias got no plan, so the null
+    # strict mode sends for the optional "limit" reached the check and was refused.
+    schema = {
+        "type": "object",
+        "definitions": {
+            "Query": {"$ref": "#/definitions/QueryBody"},
+            "QueryBody": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}, "limit": {"type": "integer"}},
+                "required": ["text"],
+            },
+        },
+        "properties": {"query": {"$ref": "#/definitions/Query"}},
+        "required": ["query"],
+    }
+    plan = build_plan(schema, check_extras=False)
+    assert plan is not None
+    assert plan.apply({"query": {"text": "cats", "limit": None}})[0] == {"query": {"text": "cats"}}
+
+
+def test_a_union_that_names_itself_is_planned_without_recursing_forever() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/A"}},
+        "$defs": {
+            "A": {
+                "anyOf": [
+                    {"$ref": "#/$defs/A"},
+                    {"type": "object", "properties": {"x": {"type": "integer"}}},
+                ]
+            }
+        },
+    }
+    plan = build_plan(schema, check_extras=True)  # RecursionError before
+    assert plan is not None and plan.apply({"a": {"x": 1}}) == ({"a": {"x": 1}}, [])

@@ -427,3 +427,26 @@ def test_enum_and_model_parameters_are_read_through_their_refs() -> None:
     doc = (ast.get_docstring(function) or "").splitlines()
     assert "box ({w: int, h?: int}): The box to paint." in doc
     assert "boxes (list[{w: int, h?: int}])" in doc
+
+
+def test_the_listing_parses_whatever_the_parameter_names_and_descriptions_hold() -> None:
+
+    odd = {
+        "C:\\Users": {"type": "string", "description": "a path"},
+        'a"""b': {"type": "object", "properties": {"k": {"type": "string"}}},
+    }
+    text, _ = python_signatures(
+        [
+            {
+                "function": {
+                    "name": "t",
+                    "description": "Do it.\x00",
+                    "parameters": {"type": "object", "properties": odd},
+                }
+            }
+        ]
+    )
+    # Before: "truncated \\UXXXXXXXX escape", an early end of the docstring, and
+    # "source code string cannot contain null bytes".
+    ast.parse(text)
+    assert "C:\\\\Users: a path" in text

@@ -375,3 +375,67 @@ async def test_null_for_an_optional_parameter_means_its_default() -> None:
     refused = pytest.raises(InvalidArgumentsError, match="city: Input should be a valid string")
     with refused:
         await tool.execute({"city": None}, ToolContext())  # a required one stays required
+
+
+def test_a_recursive_reference_with_a_sibling_keyword_is_refused_not_a_crash() -> None:
+    # pydantic and zod write a described reference as {"$ref", "description"}: OpenAI's
+    # transform inlined it forever, and definitions() raised RecursionError for every tool.
+    node = {"$ref": "#/$defs/Node", "description": "A child node."}
+    raw = {
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/Node"}},
+        "required": ["root"],
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "children": {"type": "array", "items": node},
+                },
+                "required": ["name"],
+            }
+        },
+    }
+    assert strict_parameters(raw) == (
+        None,
+        "it has a recursive $ref with sibling keywords, which strict mode cannot inline",
+    )
+
+
+def test_a_nullable_object_written_as_a_type_list_is_closed() -> None:
+    # Go and TypeScript servers write ["object", "null"]; the transform closed only
+    # "object", so the definition said strict and OpenAI would refuse the open object.
+    status = {"type": ["object", "null"], "properties": {"state": {"type": "string"}}}
+    strict, why = strict_parameters({"type": "object", "properties": {"status": status}})
+    assert why is None and strict is not None
+    closed = strict["properties"]["status"]  # nullable already: no anyOf added
+    assert closed["type"] == ["object", "null"]
+    assert closed["additionalProperties"] is False and closed["required"] == ["state"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        ({"type": "object", "properties": {"path": {"type": "string"}}}, "the arguments object"),
+        ({"type": "object"}, "the arguments object"),
+        (
+            {
+                "type": "object",
+                "properties": {"opts": {"type": "object", "properties": {"a": {"type": "string"}}}},
+                "required": ["opts"],
+            },
+            "'opts'",
+        ),
+    ],
+)
+def test_a_required_key_the_object_does_not_declare_keeps_the_tool_non_strict(
+    schema: dict[str, Any], where: str
+) -> None:
+    # Closed to its declared keys, the object could never hold "mode", and every call
+    # the model made in strict mode was refused for missing it.
+    node = schema["properties"]["opts"] if "opts" in schema.get("properties", {}) else schema
+    node["required"] = [*node.get("required", ()), "mode"]
+    assert strict_parameters(schema) == (
+        None,
+        f"{where} requires 'mode', which it does not declare, so strict mode could never send it",
+    )

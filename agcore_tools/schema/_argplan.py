@@ -97,7 +97,12 @@ class _Builder:
             if ref not in self.refs:
                 self.refs[ref] = None  # a cycle through a non-object gets no plan
                 target = resolve_ref(self.root, ref)
-                self.refs[ref] = self._object(target, ref) if target is not None else None
+                if isinstance(target, dict) and _alias(target):
+                    # A definition that only names another ({"$ref": ...}): its plan is
+                    # that one's, or the nulls strict mode sends through it stay.
+                    self.refs[ref] = self.build(target)
+                else:
+                    self.refs[ref] = self._object(target, ref) if target is not None else None
             return self.refs[ref]
         return self._object(schema, None)
 
@@ -226,15 +231,20 @@ class _Builder:
             return on_dict or on_list
         return self._add(_Either(on_dict, on_list))
 
-    def _kinds(self, schema: Any) -> frozenset[str]:
+    def _kinds(self, schema: Any, seen: frozenset[str] = frozenset()) -> frozenset[str]:
         """Which of "object" and "array" a schema takes (both for one saying nothing,
         as ``Any``'s ``{}``)."""
+        ref = schema.get("$ref") if isinstance(schema, dict) else None
+        if isinstance(ref, str):
+            if ref in seen:  # a union that names itself adds nothing by doing so
+                return frozenset()
+            seen = seen | {ref}
         schema = self._resolved(schema)
         if not isinstance(schema, dict):
             return frozenset()
         options = schema.get("anyOf") or schema.get("oneOf") or schema.get("allOf")
         if isinstance(options, list):
-            return frozenset().union(*(self._kinds(o) for o in options))
+            return frozenset().union(*(self._kinds(o, seen) for o in options))
         kind = schema.get("type")
         if kind is None:
             return frozenset() if "enum" in schema or "const" in schema else _CONTAINERS
@@ -243,6 +253,13 @@ class _Builder:
     def _resolved(self, schema: Any) -> Any:
         ref = schema.get("$ref") if isinstance(schema, dict) else None
         return resolve_ref(self.root, ref) if isinstance(ref, str) else schema
+
+
+def _alias(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` only names another schema: a ``$ref`` with no shape of its own."""
+    return isinstance(schema.get("$ref"), str) and not any(
+        key in schema for key in ("properties", "items", "anyOf", "oneOf", "allOf", "type")
+    )
 
 
 def _merged(objects: list[_Object]) -> _Object:

@@ -131,6 +131,13 @@ def strict_parameters(schema: Mapping[str, Any]) -> tuple[dict[str, Any] | None,
         return None, problems[0]
     try:
         transformed = _openai_transform(prepared)
+    except RecursionError:
+        # A recursive reference with a sibling keyword ({"$ref": "#/$defs/Node",
+        # "description": ...}): the transform inlines it, and the copy again, forever.
+        return (
+            None,
+            "it has a recursive $ref with sibling keywords, which strict mode cannot inline",
+        )
     except (TypeError, ValueError, KeyError, AssertionError) as exc:
         return None, f"OpenAI's strict transform refused it ({type(exc).__name__}: {exc})"
     _finish(transformed, (), problems)
@@ -244,7 +251,22 @@ def _prepare(
         return
     if node.get("additionalProperties") is True:
         node["additionalProperties"] = False  # declared properties stay; extras go
+    kind = node.get("type")
+    if isinstance(kind, list) and "object" in kind and "additionalProperties" not in node:
+        # A nullable object (["object", "null"], as Go and TypeScript servers write it):
+        # OpenAI's transform closes only a node whose type is "object" itself.
+        node["additionalProperties"] = False
     properties = node.get("properties")
+    undeclared = sorted(set(required_names(node)) - set(properties or ()))
+    if undeclared and (isinstance(properties, dict) or node is root):
+        # Closed to its declared keys, the object could never hold the required one,
+        # and every call would be refused.
+        where = f"'{'.'.join(path)}'" if path else "the arguments object"
+        problems.append(
+            f"{where} requires {undeclared[0]!r}, which it does not declare, so strict mode "
+            "could never send it"
+        )
+        return
     if isinstance(properties, dict):
         required = required_names(node)
         for name, sub in list(properties.items()):
