@@ -210,7 +210,8 @@ class ToolApprovalRequested(InlineEvent):
     It comes after the turn's ``TurnComplete`` and before the turn's
     ``ToolExecutionStarted`` events. Answer it inline with :meth:`approve` or
     :meth:`reject` before asking for the next event, and the stream goes on with the
-    call run (or declined); an answer given after that raises :class:`ApprovalError`. Left unanswered, the other calls still run and the stream
+    call run (or declined); an answer given after that is logged as a warning, as this
+    run did not use it. Left unanswered, the other calls still run and the stream
     ends with a response whose ``pending_approvals`` lists it: resume later with
     ``submit_with_tools(None, registry, approvals=[...])``. So does an inline answer
     the loop refuses (edited arguments the tool rejects, say), with a warning on the
@@ -255,13 +256,13 @@ class ToolApprovalRequested(InlineEvent):
 
     def approve(self, *, arguments: Mapping[str, Any] | None = None) -> ApprovalDecision:
         """Let the call run now (with ``arguments`` instead of the model's, if given)."""
-        self._check_open(self.call_id)
+        self._note_answer(self.call_id)
         self.decision = self.request.approve(arguments=arguments)
         return self.decision
 
     def reject(self, message: str | None = None) -> ApprovalDecision:
         """Decline the call now; the model reads ``message``."""
-        self._check_open(self.call_id)
+        self._note_answer(self.call_id)
         self.decision = self.request.reject(message)
         return self.decision
 

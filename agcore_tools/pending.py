@@ -260,7 +260,8 @@ class ToolInputRequested(InlineEvent):
     """A stream event: a tool call asks the user something. Answer it inline with
     :meth:`accept`, :meth:`decline` or :meth:`cancel` before asking for the next event
     and the call goes on in the same run; leave it unanswered and the run pauses with it
-    in ``response.pending`` (a later answer raises :class:`ApprovalError`).
+    in ``response.pending`` (a later answer is logged as a warning: this run did not
+    use it).
 
     Example:
         >>> q = InputRequest("c1~q", "c1", "t", "Sure?", {"type": "object"})
@@ -282,19 +283,19 @@ class ToolInputRequested(InlineEvent):
 
     def accept(self, content: Mapping[str, Any]) -> InputAnswer:
         """Answer with ``content`` (checked against the schema); the call goes on."""
-        self._check_open(self.request.call_id)
+        self._note_answer(self.request.call_id)
         self.answer = self.request.accept(content)
         return self.answer
 
     def decline(self) -> InputAnswer:
         """Answer that the user said no; the call goes on."""
-        self._check_open(self.request.call_id)
+        self._note_answer(self.request.call_id)
         self.answer = self.request.decline()
         return self.answer
 
     def cancel(self) -> InputAnswer:
         """Answer that the user dismissed the question; the call goes on."""
-        self._check_open(self.request.call_id)
+        self._note_answer(self.request.call_id)
         self.answer = self.request.cancel()
         return self.answer
 

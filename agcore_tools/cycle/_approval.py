@@ -156,10 +156,8 @@ class Gate:
             # The event's own copy: should its answer be refused, the request listed
             # as still waiting shows the call's arguments, whatever the app changed.
             event = ToolApprovalRequested(dataclasses.replace(request))
-            try:
-                yield event
-            finally:
-                close_answers(event)
+            yield event
+            close_answers(event)  # not on a stop at the event: see _inline
             if event.decision is None:
                 continue
             try:

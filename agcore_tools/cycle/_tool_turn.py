@@ -189,10 +189,8 @@ async def run_tools(
                         continue  # left unanswered once: it waits for a resume
                     asked_inline.add(request.call_id)
                     event = ToolApprovalRequested(request.signed(key) if key else request)
-                    try:
-                        yield event
-                    finally:
-                        close_answers(event)
+                    yield event
+                    close_answers(event)  # not on a stop at the event: see _inline
                     if event.decision is not None:
                         decisions[request.call_id] = event.decision
                 if not decisions:
@@ -227,10 +225,8 @@ async def run_tools(
                 answers = {}
                 for asked in asked_now:
                     inline = ToolInputRequested(asked)
-                    try:
-                        yield inline
-                    finally:
-                        close_answers(inline)
+                    yield inline
+                    close_answers(inline)  # not on a stop at the event: see _inline
                     if inline.answer is not None:
                         answers[asked.request_id] = inline.answer
                 if len(answers) == len(asked_now):

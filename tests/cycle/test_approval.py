@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -399,25 +400,45 @@ async def test_stream_left_unanswered_ends_with_the_pending_requests(serve, make
     assert bank.runs == [("balance", {"account": "a"})]
 
 
-async def test_stream_an_answer_after_the_next_event_is_refused(serve, make_cycle, bank):
-    server = serve(TWO_CALLS)
+async def test_stream_an_answer_after_the_next_event_is_logged_and_serves_a_resume(
+    serve, make_cycle, bank, caplog
+):
+    server = serve(TWO_CALLS, S.reply_text("Done."))
     cycle = make_cycle(server)
     asked: list[ToolApprovalRequested] = []
-    async with cycle.submit_stream_with_tools("refund", bank) as events:
-        async for event in events:
-            if asked:
-                # Too late: the loop read no answer and moved on. Before, this was
-                # taken and ignored, and the refund stayed waiting without a word.
-                with pytest.raises(ApprovalError, match="came after the stream moved on"):
-                    asked[0].approve()
-                with pytest.raises(ValueError, match="'c_refund'"):
-                    asked[0].reject("no")
-                assert asked[0].decision is None
-                break
-            if isinstance(event, ToolApprovalRequested):
-                asked.append(event)
-    assert asked, "the stream asked for approval"
-    assert bank.runs == []  # nothing ran: the stream stopped at the next event
+    with caplog.at_level(logging.WARNING, logger="agcore_tools.approval"):
+        async with cycle.submit_stream_with_tools("refund", bank) as events:
+            async for event in events:
+                if isinstance(event, ToolApprovalRequested):
+                    asked.append(event)
+                elif asked and not caplog.records:
+                    # Too late: the loop read no answer and moved on. Before, this was
+                    # taken and ignored, and the refund stayed waiting without a word.
+                    decision = asked[0].approve()
+    assert "the inline answer to call 'c_refund' came after the stream moved on" in caplog.text
+    assert bank.runs == [("balance", {"account": "a"})]  # this run did not use it
+    response = events.response
+    assert response is not None and [r.call_id for r in response.pending_approvals] == ["c_refund"]
+    # The decision still serves a resume.
+    done = await cycle.submit_with_tools(None, bank, approvals=[decision])
+    assert done.text == "Done." and ("refund", {"order": 7, "amount": 20.0}) in bank.runs
+
+
+async def test_stream_an_answer_made_after_stopping_at_the_event_is_not_logged(
+    serve, make_cycle, bank, caplog
+):
+    server = serve(TWO_CALLS, S.reply_text("Done."))
+    cycle = make_cycle(server)
+    with caplog.at_level(logging.WARNING, logger="agcore_tools.approval"):
+        async with cycle.submit_stream_with_tools("refund", bank) as events:
+            async for event in events:
+                if isinstance(event, ToolApprovalRequested):
+                    waiting = event
+                    break  # ask the user later
+        decision = waiting.approve()  # for the resume: the documented way
+    assert caplog.records == []
+    done = await cycle.submit_with_tools(None, bank, approvals=[decision])
+    assert done.text == "Done."
 
 
 # -- the history is the state: resume in another process ----------------------------------
