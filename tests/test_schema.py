@@ -372,6 +372,30 @@ def test_lists_tables_and_examples_keep_their_lines_and_wrapped_text_is_joined()
     )
 
 
+@pytest.mark.parametrize(
+    ("doc", "description"),
+    [
+        # Prose wrapped before a "+" or a "1." is prose, not a list.
+        (
+            "Sum a and b, where the\n+ operator is elementwise.",
+            "Sum a and b, where the + operator is elementwise.",
+        ),
+        (
+            "Pages are numbered from\n1. Larger values wrap.",
+            "Pages are numbered from 1. Larger values wrap.",
+        ),
+        ("Reads a|b where a\n| b means or.", "Reads a|b where a | b means or."),
+        # An example keeps its continuation and output lines.
+        (
+            "Count.\n\n>>> for i in range(2):\n...     print(i)\n0\n1",
+            "Count.\n\n>>> for i in range(2):\n... print(i)\n0\n1",
+        ),
+    ],
+)
+def test_wrapped_prose_is_not_read_as_structure(doc: str, description: str) -> None:
+    assert parse_docstring(doc).description == description
+
+
 def test_docstring_parser_tolerates_no_sections_and_none() -> None:
     assert parse_docstring(None).description == ""
     doc = parse_docstring("Just a line.")

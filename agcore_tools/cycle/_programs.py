@@ -215,8 +215,8 @@ def _is_bool(value: Any) -> bool:
 
 
 _STATE_KEYS = {
-    # key: (required, check, what it must be); "ran" and "calls" are absent from the
-    # states of earlier versions.
+    # key: (required, check, what it must be); "ran", "calls" and "awaited" are absent
+    # from the states of earlier versions.
     "snapshot": (True, _is_base64, "the program's snapshot (base64 text)"),
     "pending": (True, _is_numbers, "a list of call numbers"),
     "done": (True, _is_done, "an object of results by call number ({value} or {error})"),
@@ -224,6 +224,7 @@ _STATE_KEYS = {
     "dropped": (False, _is_bool, "true or false"),
     "ran": (False, _is_texts, "a list of texts"),
     "calls": (False, _is_int, "a number of calls"),
+    "awaited": (False, _is_numbers, "a list of call numbers"),
 }
 
 

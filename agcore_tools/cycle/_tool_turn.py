@@ -197,20 +197,27 @@ async def run_tools(
                     continue
                 tool = registry.get(RUN_PYTHON)
                 assert isinstance(tool, RunPythonTool)  # it made the program
-                try:
-                    # The answered calls run now, as a direct call's do; the program
-                    # pauses again for the others.
-                    prepare_resume(calls[position], program.state, decisions, tool, key)
-                except ApprovalError as exc:
-                    # As for a direct call (Gate.screen): the calls keep waiting.
-                    logger.warning(
-                        "the inline answers to the program of call %r were refused, so its "
-                        "calls still wait for approval (in the response's "
-                        "pending_approvals): %s",
-                        calls[position].call_id,
-                        exc.redacted,
-                    )
+                # Each answer checked on its own, as a direct call's is (Gate.screen):
+                # a refused one leaves its call waiting, the others run now and the
+                # program pauses again for the rest.
+                accepted = {}
+                for call_id, decision in decisions.items():
+                    try:
+                        prepare_resume(
+                            calls[position], program.state, {call_id: decision}, tool, key
+                        )
+                    except ApprovalError as exc:
+                        logger.warning(
+                            "the inline answer to call %r was refused, so the call still "
+                            "waits for approval (in the response's pending_approvals): %s",
+                            call_id,
+                            exc.redacted,
+                        )
+                        continue
+                    accepted[call_id] = decision
+                if not accepted:
                     continue
+                prepare_resume(calls[position], program.state, accepted, tool, key)
                 paused[position] = None
                 batch.append((position, calls[position]))
             # 3c. So can a call's questions to the user (also those of a task it waits for).

@@ -195,17 +195,32 @@ def _paragraphs(lines: list[str]) -> str:
     return "\n\n".join(_paragraph(p) for p in re.split(r"\n\s*\n", text) if p.strip())
 
 
-_OWN_LINE = re.compile(r"\s*(?:[-*+\u2022]\s|\d{1,3}[.)]\s|\||>>>)")
+_ITEM = re.compile(r"\s*(?:[-*+\u2022]|\d{1,3}[.)])\s")
+_ENDS_LINE = (":", ".", "!", "?", ";")
 
 
 def _paragraph(text: str) -> str:
+    # A list item or table row starts a line where one can start (the paragraph's
+    # first line, after a colon or a sentence, after another item or row), so prose
+    # wrapped before a "+" or "1." still joins; an example keeps every line from its
+    # first ">>>" to the paragraph's end (its "..." lines and its output).
     kept: list[str] = []
+    example = in_list = False
     for line in text.splitlines():
         words = " ".join(line.split())
         if not words:
             continue
-        if kept and not _OWN_LINE.match(line) and not kept[-1].startswith(">>>"):
-            kept[-1] = f"{kept[-1]} {words}"
+        example = example or words.startswith(">>>")
+        after = kept[-1] if kept else ""
+        if example:
+            kept.append(words)
+        elif _ITEM.match(line) and (not kept or in_list or after.endswith(_ENDS_LINE)):
+            kept.append(words)
+            in_list = True
+        elif words.startswith("|") and (not kept or after.startswith("|") or after.endswith(":")):
+            kept.append(words)
+        elif kept:
+            kept[-1] = f"{after} {words}"
         else:
             kept.append(words)
     return "\n".join(kept)

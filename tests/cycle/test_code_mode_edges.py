@@ -219,23 +219,43 @@ async def test_a_partial_inline_answer_runs_the_answered_program_call(serve, mak
     assert result_of(server, 1) == "['paid', 'paid']"
 
 
-async def test_an_inline_edit_the_tool_refuses_leaves_the_program_call_waiting(
+async def test_an_inline_edit_the_tool_refuses_leaves_only_that_program_call_waiting(
     serve, make_cycle, flaky, caplog
 ):
-    server = serve(program('print(await pay("ann", 1.0))'), S.reply_text("ok"))
+    server = serve(program(GATHERED_PAYMENTS), S.reply_text("ok"))
     cycle = make_cycle(server)
     with caplog.at_level(logging.WARNING, logger="agcore_tools.approval"):
         async with cycle.submit_stream_with_tools("go", flaky, select=CodeMode()) as events:
             async for event in events:
                 if isinstance(event, ToolApprovalRequested):
-                    event.approve(arguments={"who": "ann", "amount": "lots"})
-    # Before, the ApprovalError came out of the stream; the guide says it is dropped
-    # with a warning and the call keeps waiting, as for a direct call.
+                    if event.input["who"] == "ann":
+                        event.approve(arguments={"who": "ann", "amount": "lots"})
+                    else:
+                        event.approve()
+    # Before, the ApprovalError came out of the stream; the guide says a refused answer
+    # is dropped with a warning and its call keeps waiting, as for a direct call, and
+    # the other answers stand.
     response = events.response
     assert response is not None
     assert [p.call_id for p in response.pending_approvals] == ["c_prog~0"]
-    assert "the inline answers to the program of call 'c_prog' were refused" in caplog.text
-    assert flaky.runs == []
+    assert "the inline answer to call 'c_prog~0' was refused" in caplog.text
+    assert flaky.runs == [("pay", "bob", 2.0)]
+
+
+@pytest.mark.parametrize("awaited", ["x", 5, [1, "b"]])
+async def test_a_malformed_awaited_list_in_a_paused_state_is_refused_naming_it(
+    serve, make_cycle, flaky, awaited
+):
+    server = serve(program('await fetch(1)\nprint(await pay("ann", 1.0))'), S.reply_text("ok"))
+    cycle = make_cycle(server)
+    paused = await cycle.submit_with_tools("go", flaky, select=CodeMode())
+    [request] = paused.pending_approvals
+    [open_call] = cycle.messages[-1]["tool_calls"]
+    open_call["program_state"]["awaited"] = awaited
+
+    with pytest.raises(ApprovalError, match="malformed state in the history: 'awaited'"):
+        await cycle.submit_with_tools(None, flaky, select=CodeMode(), approvals=[request.approve()])
+    assert flaky.runs == [("fetch", 1)]
 
 
 async def test_answers_to_a_program_whose_state_the_history_lost_are_refused(
