@@ -439,3 +439,19 @@ def test_a_required_key_the_object_does_not_declare_keeps_the_tool_non_strict(
         None,
         f"{where} requires 'mode', which it does not declare, so strict mode could never send it",
     )
+
+
+def test_draft_4_exclusive_bounds_take_the_form_strict_mode_knows() -> None:
+    # OpenAPI 3.0 bridges write {"minimum": 0, "exclusiveMinimum": true}; the boolean
+    # went into the strict definition, where a number is expected.
+    count = {"type": "integer", "minimum": 0, "exclusiveMinimum": True, "maximum": 9}
+    ratio = {"type": "number", "maximum": 1, "exclusiveMaximum": False}
+    schema = {
+        "type": "object",
+        "properties": {"count": count, "ratio": ratio},
+        "required": ["count", "ratio"],
+    }
+    strict, why = strict_parameters(schema)
+    assert why is None and strict is not None
+    assert strict["properties"]["count"] == {"type": "integer", "exclusiveMinimum": 0, "maximum": 9}
+    assert strict["properties"]["ratio"] == {"type": "number", "maximum": 1}

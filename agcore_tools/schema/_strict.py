@@ -342,6 +342,12 @@ def _finish(node: dict[str, Any], path: tuple[str, ...], problems: list[str]) ->
             del node[key]
     if node.get("format") not in FORMATS:
         node.pop("format", None)
+    for exclusive, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        # Draft 4 and OpenAPI 3.0 write a flag next to the bound; strict mode takes the
+        # later form, the bound itself.
+        flag = node.pop(exclusive) if isinstance(node.get(exclusive), bool) else None
+        if flag and bound in node:
+            node[exclusive] = node.pop(bound)
     extra = node.get("additionalProperties")
     if isinstance(extra, dict) or extra is True:
         problems.append(
