@@ -68,6 +68,7 @@ class ResponsesTurnBuilder:
         "_items",
         "_repair",
         "_response",
+        "_said",
         "_shown",
         "_shown_tool",
         "_turn_tag",
@@ -79,6 +80,10 @@ class ResponsesTurnBuilder:
         self._response: Any = None
         self._items: dict[int, Any] = {}  # by output_index, from the stream
         self._arguments: dict[int, list[str]] = {}
+        # What the text, reasoning and argument events said, by output_index and kind
+        # ("text", "reasoning", "arguments"): a bridge that leaves the final output
+        # empty (and its items bare) has the turn only there.
+        self._said: dict[tuple[int, str], list[str]] = {}
         self._shown_tool: str | None = None
         self._shown: int | None = None  # the output_index of the call shown
         self._avoided: Collection[str] = ()
@@ -101,10 +106,16 @@ class ResponsesTurnBuilder:
         # UI line opened on the first delta must not start on nothing).
         if kind == "response.output_text.delta":
             text = _field(event, "delta")
+            self._note(event, "text", text)
             return [AssistantTextDelta(text)] if isinstance(text, str) and text else _NO_EVENTS
         if kind in _REASONING_DELTAS:
             text = _field(event, "delta")
+            self._note(event, "reasoning", text)
             return [ReasoningDelta(text)] if isinstance(text, str) and text else _NO_EVENTS
+        if kind == "response.output_text.done":  # the whole text: it wins over the deltas
+            self._note(event, "text", _field(event, "text"), whole=True)
+        elif kind == "response.function_call_arguments.done":
+            self._note(event, "arguments", _field(event, "arguments"), whole=True)
         if kind == "response.function_call_arguments.delta":
             index = _int(_field(event, "output_index"))
             delta = _field(event, "delta") or ""
@@ -131,6 +142,15 @@ class ResponsesTurnBuilder:
         elif kind == "error":
             raise LlmError(f"the model's stream reported an error: {_field(event, 'message')}")
         return _NO_EVENTS
+
+    def _note(self, event: Any, kind: str, text: Any, *, whole: bool = False) -> None:
+        if not isinstance(text, str):
+            return
+        said = self._said.setdefault((_int(_field(event, "output_index")), kind), [])
+        if whole:
+            said[:] = [text]
+        else:
+            said.append(text)
 
     # Read by the tracing hooks (_trace.py), under the names TurnBuilder gives them.
     @property
@@ -184,7 +204,8 @@ class ResponsesTurnBuilder:
         response = self._response
         output = [_json(item) for item in _field(response, "output") or ()]
         if not output:  # a bridge that leaves the final output empty: use the stream's
-            output = [self._streamed(index) for index in sorted(self._items)]
+            indexes = {*self._items, *(index for index, kind in self._said if kind == "text")}
+            output = [self._streamed(index) for index in sorted(indexes)]
         texts: list[str] = []
         refusals: list[str] = []
         thoughts: list[str] = []
@@ -267,9 +288,23 @@ class ResponsesTurnBuilder:
         )
 
     def _streamed(self, index: int) -> dict[str, Any]:
-        item = dict(self._items[index])
-        if item.get("type") == "function_call" and not item.get("arguments"):
-            item["arguments"] = "".join(self._arguments.get(index, ()))
+        """Output item ``index`` as the stream told it: its item event's, completed
+        from the text, reasoning and argument events where the item is bare."""
+        found = self._items.get(index)
+        item = dict(found) if isinstance(found, Mapping) else {}
+        kind = item.get("type")
+        if not item:  # text with no item event at all
+            item = {"type": "message", "role": "assistant", "content": []}
+            kind = "message"
+        if kind == "function_call" and not item.get("arguments"):
+            said = self._said.get((index, "arguments"))
+            item["arguments"] = "".join(said if said else self._arguments.get(index, []))
+        elif kind == "message" and not item.get("content") and (index, "text") in self._said:
+            text = "".join(self._said[(index, "text")])
+            item["content"] = [{"type": "output_text", "text": text, "annotations": []}]
+        elif kind == "reasoning" and not item.get("summary") and (index, "reasoning") in self._said:
+            text = "".join(self._said[(index, "reasoning")])
+            item["summary"] = [{"type": "summary_text", "text": text}]
         return item
 
 

@@ -111,10 +111,19 @@ class _Slot:
     name: str | None = None
     parts: list[str] = field(default_factory=list)
     obj: Any = None
+    echo: bool = False
+    """Opened by a name repeated after a call's arguments were whole: a second call of
+    the same tool, or only the first one's closing delta (a server naming the call on
+    every delta), which brings no arguments and is no call."""
 
     @property
     def has_arguments(self) -> bool:
         return bool(self.parts) or self.obj is not None
+
+    @property
+    def says_something(self) -> bool:
+        """Whether the arguments hold more than whitespace."""
+        return self.obj is not None or any(part.strip() for part in self.parts)
 
     @property
     def complete(self) -> bool:
@@ -373,20 +382,25 @@ class TurnBuilder:
         #    repeat the name on every delta of one call.
         if index is not None:
             slot = self._by_index.get(index)
-            if slot is None:
-                return self._new_slot(index)
-            if (
-                name is not None
-                and slot.name is not None
-                and slot.has_arguments
-                and (name != slot.name or slot.complete)
-            ):
-                return self._new_slot(index)
-            return slot
-        # 3. Neither: a name starts a new call, anything else continues the last one.
-        if not self._slots or (name is not None and self._slots[-1].name is not None):
+            return self._new_slot(index) if slot is None else self._named(slot, name, index)
+        # 3. Neither: a name starts a new call on the same terms, anything else continues
+        #    the last one.
+        if not self._slots:
             return self._new_slot(None)
-        return self._slots[-1]
+        return self._named(self._slots[-1], name, None)
+
+    def _named(self, slot: _Slot, name: str | None, index: int | None) -> _Slot:
+        """``slot``, or a new call where ``name`` shows the delta starts one: another
+        tool's name, or the same one's after the arguments were whole."""
+        if name is None or slot.name is None:
+            return slot
+        if name != slot.name:
+            return self._new_slot(index)
+        if slot.has_arguments and slot.complete:
+            echo = self._new_slot(index)
+            echo.echo = True
+            return echo
+        return slot
 
     def _new_slot(self, index: int | None) -> _Slot:
         slot = _Slot(index)
@@ -406,6 +420,8 @@ class TurnBuilder:
         for position, slot in enumerate(self._slots):
             if slot.name is None and not slot.has_arguments:
                 continue  # a stray empty delta
+            if slot.echo and not slot.says_something:
+                continue  # the name repeated on a call's closing delta
             fresh = f"call_{self._turn_tag}_{position}"
             call_id = turn_call_id(slot.id, fresh, taken, self._avoided)
             taken.add(call_id)

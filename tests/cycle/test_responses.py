@@ -857,6 +857,45 @@ async def test_a_stream_whose_final_output_is_empty_is_built_from_its_events(ser
     assert (sent["call_id"], sent["arguments"]) == ("c1", '{"a": 2, "b": 3}')
 
 
+async def test_a_stream_with_an_empty_final_output_keeps_its_text_and_done_arguments(
+    serve, make_cycle, calc
+):
+    # new-api and older agentgateway close with output: [] and bare items: the text the
+    # user saw stream was "" in the response and the history, and arguments sent only
+    # in function_call_arguments.done ran the tool with {}.
+    message = {"type": "message", "id": "m1", "role": "assistant", "content": []}
+    call = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "add", "arguments": ""}
+    empty = {"id": "resp_1", "status": "completed", "output": []}
+    at = {"output_index": 0, "item_id": "m1", "content_index": 0}
+    steps = [
+        _event("response.output_item.added", output_index=0, item=message),
+        _event("response.output_text.delta", **at, delta="Adding "),
+        _event("response.output_text.delta", **at, delta="now."),
+        _event("response.output_item.added", output_index=1, item=call),
+        _event(
+            "response.function_call_arguments.done",
+            output_index=1,
+            item_id="fc_1",
+            arguments='{"a": 2, "b": 3}',
+        ),
+        _event("response.completed", response=empty),
+    ]
+    text_only = [
+        _event("response.output_text.delta", output_index=0, item_id="m2", delta="It is 5."),
+        _event("response.completed", response={**empty, "id": "resp_2"}),
+    ]
+    server = serve(RawStream(steps, done=False), RawStream(text_only, done=False))
+    cycle = make_cycle(server, api="responses")
+
+    response = await cycle.submit_stream_with_tools("2 + 3?", calc).collect()
+
+    assert response.text == "It is 5."  # even with no item event at all
+    assert cycle.messages[1]["content"] == "Adding now."
+    assert tool_messages(cycle.messages) == {"c1": "5"}
+    sent = [i for i in items(server.requests[1]) if i.get("type") == "function_call"]
+    assert [(i["call_id"], i["arguments"]) for i in sent] == [("c1", '{"a": 2, "b": 3}')]
+
+
 async def test_tool_images_go_as_input_image_parts(serve, make_cycle):
     from agcore_tools import Image
 

@@ -760,6 +760,39 @@ def test_interleaved_parallel_calls_are_assembled_by_index() -> None:
     assert turn.raw_reason is None
 
 
+@pytest.mark.parametrize("closing", ["", "\n", None])
+@pytest.mark.parametrize("index", [0, None])
+def test_a_name_on_every_delta_with_a_closing_delta_makes_one_call(closing, index) -> None:
+    # MiniMax through NIM names the call on every delta; a last delta bringing no
+    # arguments opened a second call of the same tool, which ran with its defaults.
+    # Without an index, every fragment was a call of its own.
+    builder = TurnBuilder("t")
+    builder.feed(_chunk([call(index, "c1", "echo", '{"text":')]))
+    builder.feed(_chunk([call(index, None, "echo", ' "z"}')]))
+    builder.feed(_chunk([call(index, None, "echo", closing)], "tool_calls"))
+    turn = builder.build()
+    assert [(c.call_id, c.name, c.args) for c in turn.calls] == [("c1", "echo", {"text": "z"})]
+
+
+def test_a_second_call_of_the_same_tool_on_a_reused_index_is_still_its_own() -> None:
+    builder = TurnBuilder("t")
+    builder.feed(_chunk([call(0, None, "echo", '{"text": "a"}')]))
+    builder.feed(_chunk([call(0, None, "echo", "")]))
+    builder.feed(_chunk([call(0, None, None, '{"text": "b"}')], "tool_calls"))
+    turn = builder.build()
+    assert [c.args for c in turn.calls] == [{"text": "a"}, {"text": "b"}]
+
+
+def test_another_tools_name_on_a_reused_index_starts_a_call_even_after_empty_arguments() -> None:
+    # Every parallel call on index 0 and no ids: get_time's "" took get_weather's
+    # arguments, and get_weather was lost.
+    builder = TurnBuilder("t")
+    builder.feed(_chunk([call(0, None, "now", "")]))
+    builder.feed(_chunk([call(0, None, "echo", '{"text": "Rome"}')], "tool_calls"))
+    turn = builder.build()
+    assert [(c.name, c.args) for c in turn.calls] == [("now", {}), ("echo", {"text": "Rome"})]
+
+
 def test_a_stray_empty_delta_makes_no_call() -> None:
     builder = TurnBuilder("t")
     builder.feed(_chunk([{"index": 0}]))
