@@ -14,6 +14,7 @@ import contextlib
 import functools
 import logging
 import sys
+import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -186,6 +187,16 @@ async def execute(
         # Nobody cancelled this call: the tool awaited something someone else
         # cancelled. Its failure, reported as any other.
         error = ToolExecutionError(name, "CancelledError: something it awaited was cancelled")
+        error.__cause__ = exc
+    except KeyboardInterrupt as exc:
+        if threading.current_thread() is threading.main_thread():
+            _abandoned(stats, guard, ctx, clock() - started, threads)
+            raise  # maybe the user's Ctrl-C: it goes on up, as any BaseException below
+        # Python raises a Ctrl-C in the main thread only, so on another thread's loop
+        # (the library's, for every *_sync call) this is the tool's own raise: a
+        # failure of its call, which must not stop that loop.
+        detail = f": {exc}" if str(exc) else ""
+        error = ToolExecutionError(name, f"KeyboardInterrupt{detail} (raised by the tool)")
         error.__cause__ = exc
     except BaseException:
         # KeyboardInterrupt, a test framework's outcome (pytest.fail/skip), another

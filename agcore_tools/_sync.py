@@ -11,7 +11,12 @@ Why not anyio's ``BlockingPortal``: it does the same thing with a task group and
 cancel scope around every call, which costs about twice as much per call as this
 module (see benchmarks/bench_sync.py); nothing here needs the task group.
 
-The loop starts on the first sync call. At interpreter exit its remaining tasks (an
+The loop starts on the first sync call, and outlives what its code raises: asyncio lets a
+``SystemExit`` or ``KeyboardInterrupt`` from any task stop ``run_forever()`` (so a Ctrl-C
+ends ``asyncio.run()``), but on this thread neither is ever the user's Ctrl-C (Python
+raises that in the main thread), so the loop goes on serving. Should its thread end all
+the same, the next sync call starts a new loop, and a call waiting on the old one fails
+instead of waiting forever. At interpreter exit its remaining tasks (an
 MCP session nobody closed, say) are cancelled, so their clean-up runs, within a bound;
 then the clients the library built for sync calls and nobody closed (an ``LlmCycle``'s
 twin of a sync ``OpenAI``) are closed, as the sync client's own sockets would be.
@@ -49,17 +54,20 @@ _GRACE = 10.0
 """Seconds an interrupted call, or the shutdown at exit, waits for cancelled work to end.
 Longer than the registry's own wait for tools that ignore cancellation (5 s)."""
 
+_PULSE = 1.0
+"""Seconds between a waiting sync call's checks that the loop's thread is still alive."""
+
 
 class _Loop:
     """The running loop and its thread."""
 
-    __slots__ = ("abandoned", "guard", "ident", "loop", "serving", "thread")
+    __slots__ = ("abandoned", "guard", "ident", "loop", "serving", "stopping", "thread")
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         try:
             self.guard = threading.Lock()  # orders a start given up on and the thread's own
-            self.serving = self.abandoned = False
+            self.serving = self.abandoned = self.stopping = False
             self.thread = threading.Thread(
                 target=self._serve, name="agcore-tools-loop", daemon=True
             )
@@ -81,9 +89,18 @@ class _Loop:
             self.abandoned = True
             serving = self.serving
         if serving:  # its thread closes it once run_forever() has returned
-            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.stop()
         else:  # a thread that starts later finds it abandoned, and leaves at once
             self.loop.close()
+
+    def stop(self) -> None:
+        """Have the loop's thread end once the loop's current step is done."""
+        self.stopping = True
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+    def alive(self) -> bool:
+        """Whether the loop's thread still runs (code on the loop may stop it too)."""
+        return self.thread.is_alive()
 
     def _serve(self) -> None:
         with self.guard:
@@ -92,7 +109,24 @@ class _Loop:
             self.serving = True
         asyncio.set_event_loop(self.loop)
         try:
-            self.loop.run_forever()
+            while True:
+                try:
+                    self.loop.run_forever()
+                    return
+                except (SystemExit, KeyboardInterrupt) as exc:
+                    # asyncio lets these out of any task or callback, to stop the loop
+                    # on a Ctrl-C; here they are never one (Python raises that in the
+                    # main thread): a task keeps its exception for whoever awaits it (a
+                    # tool's call fails with it), and the loop goes on, unless it was
+                    # being stopped (run_forever() forgets a stop() when it raises).
+                    if self.stopping or self.abandoned:
+                        return
+                    logger.warning(
+                        "%s escaped a task or callback on agcore_tools' event loop; "
+                        "the loop goes on",
+                        type(exc).__name__,
+                        exc_info=exc,
+                    )
         finally:
             if self.abandoned:
                 self.loop.close()
@@ -120,6 +154,9 @@ _owned: weakref.WeakSet[Closeable] = weakref.WeakSet()
 def _library_loop() -> _Loop:
     global _current
     with _lock:
+        if _current is not None and not _current.alive():
+            _close_ended(_current)  # and a new one starts below
+            _current = None
         if _current is None:
             if _exiting:
                 raise SyncCallError(
@@ -137,6 +174,19 @@ def _library_loop() -> _Loop:
                     made.abandon()
                 raise
         return _current
+
+
+def _close_ended(ended: _Loop) -> None:
+    """Give up on a loop whose thread has ended (code on it stopped it, or raised out
+    of it): closed, so what is still bound to it fails instead of waiting for it."""
+    logger.warning(
+        "agcore_tools' event loop thread had ended; what was bound to that loop (a "
+        "connected MCP client, an SDK client's connections) is unusable and must be made again"
+    )
+    try:
+        ended.loop.close()
+    except RuntimeError as exc:  # still marked running: nothing else to do
+        logger.debug("could not close the ended event loop: %s", exc)
 
 
 class _Call:
@@ -210,7 +260,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     and awaited (bounded) before the exception propagates, so nothing keeps running.
     """
     current = _current
-    if current is None:
+    if current is None or not current.alive():
         try:
             current = _library_loop()
         except BaseException:
@@ -236,7 +286,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
                 raise SyncCallError(
                     f"cannot run a *_sync call: agcore_tools' event loop is closed ({exc})"
                 ) from exc
-            call.done.acquire()
+            _wait(current, call)
         except SyncCallError:
             raise
         except BaseException:
@@ -248,6 +298,17 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         raise error
     result: T = call.result
     return result
+
+
+def _wait(current: _Loop, call: _Call) -> None:
+    """Wait for ``call`` to end; fail it if the loop's thread ends first, which it would
+    never do then."""
+    while not call.done.acquire(timeout=_PULSE):
+        if not current.alive() and not call.done.acquire(blocking=False):
+            raise SyncCallError(
+                "the *_sync call was lost: agcore_tools' event loop thread ended before "
+                "the call did"
+            )
 
 
 def run_close(coro: Coroutine[Any, Any, None]) -> None:
@@ -361,11 +422,14 @@ def _shutdown() -> None:
     if current is None:
         return
     loop = current.loop
+    if not current.alive():  # nothing would run the wind-down: don't wait for it
+        _close_ended(current)
+        return
     try:
         asyncio.run_coroutine_threadsafe(_wind_down(), loop).result(2 * _GRACE)
     except Exception as exc:  # noqa: BLE001 - exiting anyway; say why it was not clean
         logger.warning("agcore_tools' event loop did not wind down cleanly: %r", exc)
-    loop.call_soon_threadsafe(loop.stop)
+    current.stop()
     current.thread.join(_GRACE)
     if not current.thread.is_alive():
         loop.close()

@@ -6,6 +6,7 @@ ScriptedChatServer, the way a sync app does.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextvars
 import inspect
@@ -15,10 +16,10 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from openai import OpenAI
@@ -35,6 +36,7 @@ from agcore_tools.testing import ScriptedChatServer
 from tests._scripts import run_script
 
 S = ScriptedChatServer
+T = TypeVar("T")
 ADD_CALL = {
     "id": "call_1",
     "type": "function",
@@ -356,6 +358,168 @@ def test_work_cancelled_on_the_loop_reaches_the_caller_as_an_error_not_a_result(
         _sync.run(cancelled_by_someone())
 
 
+# -- what a tool raises on the library's loop ----------------------------------------------
+
+
+def _within(seconds: float, call: Callable[[], T]) -> T:
+    """``call()`` in a thread of its own, which must end within ``seconds``: a call that
+    hangs fails the test instead of hanging it."""
+    outcome: list[Any] = []
+    worker = threading.Thread(target=lambda: outcome.append(call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"the sync call still waits after {seconds} s"
+    assert outcome, "the sync call raised (see the thread's traceback)"
+    result: T = outcome[0]
+    return result
+
+
+def _loop_thread() -> threading.Thread:
+    async def thread() -> threading.Thread:
+        return threading.current_thread()
+
+    return _within(10, lambda: _sync.run(thread()))
+
+
+def test_a_sys_exit_in_a_tools_own_task_fails_its_call_and_the_loop_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # asyncio lets a SystemExit out of a task's step to stop run_forever(): one raised
+    # in a task an async tool made (gather's, wait_for's) ended the library's loop
+    # thread, silently, and its call and every later sync call waited forever.
+    registry = ToolRegistry()
+
+    def cli(argv: list[str]) -> dict[str, Any]:
+        parser = argparse.ArgumentParser(prog="helper")
+        parser.add_argument("--count", type=int)
+        return vars(parser.parse_args(argv))  # sys.exit(2) on a bad argument
+
+    @registry.tool
+    async def count_things(count: str) -> dict[str, Any]:
+        """Run a CLI helper in a thread, with a timeout."""
+        return await asyncio.wait_for(asyncio.to_thread(cli, ["--count", count]), 10)
+
+    @registry.tool
+    async def fan_out() -> list[int]:
+        """Two helpers at once; one gives up."""
+
+        async def helper(n: int) -> int:
+            if n:
+                sys.exit("helper gave up")
+            return n
+
+        return await asyncio.gather(helper(0), helper(1))
+
+    loop_thread = _loop_thread()
+    with caplog.at_level("WARNING", "agcore_tools.sync"):
+        bad_args = _within(10, lambda: registry.invoke_sync("count_things", {"count": "x"}))
+        gave_up = _within(10, lambda: registry.invoke_sync("fan_out", {}))
+    assert str(bad_args.error) == "tool 'count_things' failed: SystemExit: 2"
+    assert str(gave_up.error) == "tool 'fan_out' failed: SystemExit: helper gave up"
+    # Said, not silent (wait_for() makes a task of its own before Python 3.12 only).
+    assert {r.getMessage() for r in caplog.records} == {
+        "SystemExit escaped a task or callback on agcore_tools' event loop; the loop goes on"
+    }
+    # The same loop, in the same thread, runs the next call.
+    assert _loop_thread() is loop_thread and loop_thread.is_alive()
+    assert _within(10, lambda: registry.invoke_sync("count_things", {"count": "3"})).output == {
+        "count": 3
+    }
+
+
+@pytest.mark.parametrize("where", ["sync tool", "async tool's task"])
+def test_a_keyboard_interrupt_a_tool_raises_fails_its_call_not_the_loop(where: str) -> None:
+    # A Ctrl-C is raised in the main thread only: a KeyboardInterrupt on the library's
+    # loop is a tool's own. It left execute() (a sync tool's, through its call's task)
+    # and stopped the loop's thread, and run_tool_calls_sync() waited forever.
+    registry = ToolRegistry()
+
+    @registry.tool
+    def boom() -> str:
+        """Raises KeyboardInterrupt in its worker thread."""
+        raise KeyboardInterrupt
+
+    @registry.tool
+    async def aboom() -> str:
+        """Raises KeyboardInterrupt in a task of its own."""
+
+        async def inner() -> str:
+            raise KeyboardInterrupt("from inner")
+
+        return await asyncio.create_task(inner())
+
+    name = "boom" if where == "sync tool" else "aboom"
+    calls = [
+        {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+        for i in range(2)
+    ]
+    loop_thread = _loop_thread()
+    answers = _within(10, lambda: registry.run_tool_calls_sync(calls))
+    reason = "KeyboardInterrupt (raised by the tool)"
+    if name == "aboom":
+        reason = "KeyboardInterrupt: from inner (raised by the tool)"
+    assert [a["content"] for a in answers] == [f"Error: tool '{name}' failed: {reason}"] * 2
+    invocation = _within(10, lambda: registry.invoke_sync(name, {}))
+    assert isinstance(invocation.error, ToolError)
+    assert isinstance(invocation.error.__cause__, KeyboardInterrupt)
+    assert _loop_thread() is loop_thread and loop_thread.is_alive()
+    if threading.current_thread() is threading.main_thread():
+        # On the app's own loop in the main thread, it may be the user's Ctrl-C: it
+        # goes on up, as before.
+        with pytest.raises(KeyboardInterrupt):
+            asyncio.run(registry.invoke(name, {}))
+
+
+def test_a_sync_call_whose_loop_thread_ended_fails_and_the_next_call_starts_a_new_loop(
+    tmp_path: Path,
+) -> None:
+    # Should the loop's thread end all the same (here code on it stops the loop), a call
+    # waiting on it fails instead of waiting forever, the next call starts a new loop
+    # (a reused thread id made it raise "called from agcore_tools' own event loop"),
+    # and the exit does not wait ~20 s for a wind-down nothing runs.
+    script = tmp_path / "loop_ended.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+            import threading
+
+            from agcore_tools import SyncCallError, ToolRegistry, _sync
+
+            registry = ToolRegistry()
+
+            @registry.tool
+            async def halt() -> str:
+                \"""Stops the loop it runs on.\"""
+                asyncio.get_running_loop().stop()
+                await asyncio.Event().wait()
+                return "never"
+
+            async def loop_thread():
+                return threading.current_thread()
+
+            for _ in range(2):
+                first = _sync.run(loop_thread())
+                try:
+                    registry.invoke_sync("halt", {})
+                except SyncCallError as exc:
+                    print(exc)
+                second = _sync.run(loop_thread())
+                print(second is not first, not first.is_alive(), second.is_alive())
+            try:  # the loop's thread ends again, and the interpreter exits at once
+                registry.invoke_sync("halt", {})
+            except SyncCallError:
+                print("lost")
+            """
+        )
+    )
+    result = run_script(script, timeout=20)
+    assert result.returncode == 0, result.stderr
+    lost = "the *_sync call was lost: agcore_tools' event loop thread ended before the call did"
+    assert result.stdout.splitlines() == [lost, "True True True", lost, "True True True", "lost"]
+    assert result.stderr.count("agcore_tools' event loop thread had ended") == 3, result.stderr
+
+
 # -- interrupting a sync call --------------------------------------------------------------
 
 
@@ -442,7 +606,7 @@ def test_a_sync_call_interrupted_before_the_loop_started_it_ends_at_once(
         # Blocks the loop (as a sync call inside an async tool does) until the main
         # thread's call is queued behind it, interrupted, and its cancel queued too.
         hogging_the_loop.set()
-        _wait_until_blocked_in(main, _sync.run, "call.done.acquire()")
+        _wait_until_blocked_in(main, _sync._wait, "call.done.acquire(timeout")
         signal.pthread_kill(main, signal.SIGUSR1)
         _wait_until_blocked_in(main, _sync._abandon, "call.done.acquire(")
 
