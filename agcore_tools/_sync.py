@@ -150,6 +150,10 @@ class Closeable(Protocol):
 _owned: weakref.WeakSet[Closeable] = weakref.WeakSet()
 """What the wind-down at exit closes, if it is still alive then."""
 
+_closing: set[asyncio.Task[None]] = set()
+"""Closes called on the loop's own thread, running there: held until they end (the
+loop holds its tasks weakly)."""
+
 
 def _library_loop() -> _Loop:
     global _current
@@ -320,6 +324,11 @@ def run_close(coro: Coroutine[Any, Any, None]) -> None:
     clears its objects; a daemon thread) is logged at DEBUG instead of raising a
     ``SyncCallError`` that Python would print as "Exception ignored".
 
+    Called on the loop's own thread (a ``__del__`` or ``weakref.finalize`` callback
+    that garbage collection ran there, a ``with`` block's end in an async tool), where
+    waiting would deadlock, the close is started on the loop and not waited for; what
+    it raises is logged on ``agcore_tools.sync``.
+
     Example:
         >>> async def close() -> None:
         ...     print("closed")
@@ -330,6 +339,10 @@ def run_close(coro: Coroutine[Any, Any, None]) -> None:
         coro.close()
         logger.debug("%s after the wind-down at exit: nothing left to close", _name(coro))
         return
+    current = _current
+    if current is not None and threading.get_ident() == current.ident:
+        _close_later(current.loop, coro)
+        return
     try:
         run(coro)
     except SyncCallError as exc:
@@ -338,8 +351,35 @@ def run_close(coro: Coroutine[Any, Any, None]) -> None:
         logger.debug("%s at exit: %s", _name(coro), exc)
 
 
-def _name(coro: Coroutine[Any, Any, Any]) -> str:
+def _name(coro: object) -> str:
     return str(getattr(coro, "__qualname__", "a close"))
+
+
+def _close_later(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]) -> None:
+    """Start a close on the loop whose thread this is, without waiting for it."""
+    try:
+        task = loop.create_task(coro)
+    except RuntimeError as exc:  # the loop is closed: nothing of it is left to close
+        coro.close()
+        logger.debug("%s on agcore_tools' closed event loop: %s", _name(coro), exc)
+        return
+    _closing.add(task)
+    task.add_done_callback(_closed)
+
+
+def _closed(task: asyncio.Task[None]) -> None:
+    _closing.discard(task)
+    if task.cancelled():  # the wind-down at exit, which closes what is left itself
+        return
+    error = task.exception()
+    if error is not None:
+        # Nobody waits for this close: the log is where its failure goes.
+        logger.warning(
+            "%s, called on agcore_tools' event loop and run there, failed: %r",
+            _name(task.get_coro()),
+            error,
+            exc_info=error,
+        )
 
 
 def _abandon(loop: asyncio.AbstractEventLoop, call: _Call) -> None:
@@ -452,10 +492,10 @@ def _forget_after_fork() -> None:
     # processes share, and the parent's loop would no longer wake up.
     # What the parent built is the parent's to close: closing it here could end a TLS
     # session the two processes share.
-    global _current, _lock, _inherited, _owned
+    global _closing, _current, _lock, _inherited, _owned
     if _current is not None:
         _inherited = _current.loop
-    _current, _lock, _owned = None, threading.Lock(), weakref.WeakSet()
+    _current, _lock, _owned, _closing = None, threading.Lock(), weakref.WeakSet(), set()
 
 
 atexit.register(_shutdown)

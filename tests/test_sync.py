@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextvars
+import gc
 import inspect
 import json
 import signal
@@ -25,6 +26,8 @@ import pytest
 from openai import OpenAI
 
 from agcore_tools import (
+    CycleConfig,
+    LlmCycle,
     LlmError,
     RunStoppedError,
     ToolContext,
@@ -344,6 +347,79 @@ def test_a_refused_coroutine_is_closed_not_left_unawaited() -> None:
         return coro.cr_frame  # None once closed
 
     assert _sync.run(outer()) is None
+
+
+def test_a_close_sync_that_garbage_collection_runs_on_the_loop_closes_the_cycle() -> None:
+    # Cyclic garbage is collected in whichever thread allocates, in a sync app mostly
+    # the library loop's: an app's __del__ calling close_sync() raised SyncCallError
+    # there ("await the async method instead"), and the cycle was never closed.
+    ran_in: list[str] = []
+    errors: list[Exception] = []
+    twins: list[Any] = []
+
+    class Session:
+        """An app's helper: owns a cycle, closes it when dropped."""
+
+        def __init__(self, client: OpenAI) -> None:
+            self.cycle = LlmCycle(CycleConfig("m"), client=client)
+            self.me = self  # a reference cycle, as bound methods kept on self make
+
+        def __del__(self) -> None:
+            ran_in.append(threading.current_thread().name)
+            twins.append(self.cycle.client)  # the AsyncOpenAI the cycle built
+            try:
+                self.cycle.close_sync()
+            except Exception as exc:  # the SyncCallError it raised on the loop
+                errors.append(exc)
+
+    async def collect() -> None:
+        gc.collect()
+
+    async def closes_ended() -> None:
+        if _sync._closing:
+            await asyncio.wait(list(_sync._closing), timeout=10)
+
+    with S([S.reply_text("hi")], repeat=True) as server, sync_client(server) as client:
+        collecting = gc.isenabled()
+        gc.disable()  # no collection but the one on the loop below
+        try:
+            session = Session(client)
+            assert session.cycle.submit_sync("hello").text == "hi"
+            del session
+            _sync.run(collect())
+        finally:
+            if collecting:
+                gc.enable()
+        assert ran_in == ["agcore-tools-loop"] and errors == []
+        _sync.run(closes_ended())
+        assert twins[0].is_closed()
+
+
+def test_a_close_called_on_the_loop_runs_there_and_its_failure_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ran: list[str] = []
+
+    async def close_fine() -> None:
+        ran.append("fine")
+
+    async def close_broken() -> None:
+        raise ConnectionResetError("peer went away")
+
+    async def on_loop() -> list[str]:
+        _sync.run_close(close_fine())
+        _sync.run_close(close_broken())
+        assert ran == []  # started, not waited for: that would deadlock
+        await asyncio.wait(list(_sync._closing), timeout=10)
+        return ran
+
+    with caplog.at_level("WARNING", "agcore_tools.sync"):
+        assert _sync.run(on_loop()) == ["fine"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{close_broken.__qualname__}, called on agcore_tools' event loop and run there, "
+        "failed: ConnectionResetError('peer went away')"
+    ]
+    assert not _sync._closing  # nothing held once they have ended
 
 
 def test_work_cancelled_on_the_loop_reaches_the_caller_as_an_error_not_a_result() -> None:
