@@ -35,7 +35,8 @@ class CancellationToken:
     """A cancellation signal a tool can poll (also from a worker thread) or await.
 
     Cancelling a token cancels its children too. Any thread may cancel it: an async
-    tool awaiting :meth:`wait` on its event loop wakes up all the same.
+    tool awaiting :meth:`wait` on its event loop wakes up all the same, and waits on
+    several loops at once (an app's, the library's) each wake up on their own.
 
     Example:
         >>> token = CancellationToken()
@@ -45,15 +46,15 @@ class CancellationToken:
         True
     """
 
-    __slots__ = ("__weakref__", "_cancelled", "_children", "_event", "_hooks", "_loop")
+    __slots__ = ("__weakref__", "_cancelled", "_children", "_hooks", "_waiters")
 
     def __init__(self) -> None:
         self._cancelled = False
         self._hooks: set[Callable[[], None]] | None = None
         """What :func:`on_cancel` asked to call in the cancelling thread."""
-        self._event: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        """The loop :attr:`_event` is awaited on."""
+        self._waiters: set[asyncio.Future[None]] | None = None
+        """One future for each :meth:`wait` under way, on the waiter's own loop (one
+        Event for all would bind the token to the first loop that waits)."""
         # Weak, so a long conversation's context does not keep every finished call's
         # token alive.
         self._children: weakref.WeakSet[CancellationToken] | None = None
@@ -88,15 +89,18 @@ class CancellationToken:
                 return
             self._cancelled = True
             children, self._children = self._children, None
-            event, loop = self._event, self._loop
+            waiters, self._waiters = self._waiters, None
             hooks, self._hooks = self._hooks, None
-        if event is not None and loop is not None:
-            if _running_loop() is loop:
-                event.set()
-            else:
-                # A closed loop raises RuntimeError: nothing waits on it any more.
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(event.set)
+        if waiters:
+            running = _running_loop()
+            for waiter in waiters:
+                loop = waiter.get_loop()
+                if loop is running:
+                    _wake(waiter)
+                else:
+                    # A closed loop raises RuntimeError: nothing waits on it any more.
+                    with contextlib.suppress(RuntimeError):
+                        loop.call_soon_threadsafe(_wake, waiter)
         for hook in hooks or ():
             hook()
         for child in list(children or ()):
@@ -124,14 +128,20 @@ class CancellationToken:
         """
         if self._cancelled:
             return
-        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         with _TREE:
             if self._cancelled:
                 return
-            if self._event is None:
-                self._event, self._loop = asyncio.Event(), loop
-            event = self._event
-        await event.wait()
+            if self._waiters is None:
+                self._waiters = set()
+            self._waiters.add(waiter)
+        try:
+            await waiter
+        finally:
+            # A wait given up on (a timeout) is not kept until a cancel that may never come.
+            with _TREE:
+                if self._waiters is not None:
+                    self._waiters.discard(waiter)
 
     def __repr__(self) -> str:
         return f"CancellationToken(cancelled={self._cancelled})"
@@ -180,6 +190,11 @@ def off_cancel(token: CancellationToken, hook: Callable[[], None]) -> None:
         hooks = token._hooks
         if hooks is not None:
             hooks.discard(hook)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():  # a wait given up on is cancelled already
+        waiter.set_result(None)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -92,6 +93,48 @@ async def test_cancellation_can_be_awaited() -> None:
     assert token.cancelled
     # A child of a cancelled token starts cancelled.
     await asyncio.wait_for(token.child().wait(), 1)
+
+
+def test_a_token_is_awaited_on_any_loop_and_a_cancel_from_any_thread_wakes_them_all() -> None:
+    # wait() bound the token to the first loop that awaited it: a wait on another loop
+    # (an asyncio.run() after an earlier one, the app's loop and the library's) raised
+    # RuntimeError "... is bound to a different event loop".
+    token = CancellationToken()
+
+    async def waits_then_gives_up() -> None:
+        waiting = asyncio.ensure_future(token.wait())
+        await asyncio.sleep(0)  # token.wait() has started: it waits now
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    asyncio.run(waits_then_gives_up())  # the first loop to wait, closed since
+    waiting = [threading.Event(), threading.Event()]
+    woken: list[int] = []
+
+    def waiter(index: int) -> None:
+        async def main() -> None:
+            wait = asyncio.ensure_future(token.wait())
+            await asyncio.sleep(0)  # token.wait() has started: it waits now
+            waiting[index].set()
+            await asyncio.wait_for(wait, 10)
+            woken.append(index)
+
+        asyncio.run(main())
+
+    threads = [threading.Thread(target=waiter, args=(i,), daemon=True) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    assert all(event.wait(10) for event in waiting)
+    token.cancel()  # from this thread, which runs neither loop
+    for thread in threads:
+        thread.join(10)
+    assert sorted(woken) == [0, 1]
+    asyncio.run(asyncio.wait_for(token.wait(), 10))  # cancelled already: at once
+    # A wait given up on is not kept until a cancel that may never come.
+    token = CancellationToken()
+    asyncio.run(waits_then_gives_up())
+    assert not token._waiters
 
 
 def test_finished_children_are_not_kept_alive() -> None:
