@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._redact import mask
 from ._limits import HEAD, TAIL, too_large
-from ._matching import PendingIds
+from ._matching import PendingIds, without_lone_surrogates
 from ._protocol import PROBE
 from ._serverlog import safe_text
 from ._streams import ClosedOnExit
@@ -177,6 +177,8 @@ class LineReader(ClosedOnExit):
             try:
                 message = self._adapter.validate_json(line, by_name=False)
             except self._invalid:
+                message = self._repaired(line)
+            if message is None:
                 pending = self._pending
                 answers = pending.invalid(line) if pending is not None else None
                 if answers is not None:
@@ -194,6 +196,17 @@ class LineReader(ClosedOnExit):
             self._ready.append(self._message(message))
         if self._size > self._limit:
             self._overflow()
+
+    def _repaired(self, line: bytes) -> Any:
+        """The message ``line`` holds once its lone surrogates are U+FFFD, or None
+        (see ``_matching.without_lone_surrogates``)."""
+        fixed = without_lone_surrogates(line)
+        if fixed is None:
+            return None
+        try:
+            return self._adapter.validate_json(fixed, by_name=False)
+        except self._invalid:
+            return None
 
     def _stray(self, line: bytes) -> None:
         """Count and log a line that is not JSON-RPC."""

@@ -42,6 +42,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
+from .._unicode import scrub_json
 from ._limits import HEAD, TAIL, answer_id, over_limit_answer, too_deep, too_large
 
 __all__ = [
@@ -201,6 +202,34 @@ def _violation(where: str, expected: Any, answered: Any) -> None:
     )
 
 
+def without_lone_surrogates(payload: bytes) -> bytes | None:
+    """``payload``, JSON that pydantic's parser refuses only for its lone surrogate
+    escapes, with each as U+FFFD; None for any other payload.
+
+    JavaScript's ``JSON.stringify`` of a string cut inside an emoji, and Python's
+    ``json.dumps`` of a file name that is no UTF-8, write a lone ``\\udXXX`` escape. The
+    SDK's strict parser refuses the whole message: a stdio answer would be taken for
+    stray output (its call waiting for its timeout), an HTTP one would fail as
+    malformed. The model reads such text as U+FFFD everywhere else (``_unicode.scrub``).
+
+    Example:
+        >>> without_lone_surrogates(b'{"text": "cut \\ud83d"}').decode()
+        '{"text": "cut \ufffd"}'
+        >>> without_lone_surrogates(b'{"text": "fine"}') is None
+        True
+    """
+    if b"\\u" not in payload:
+        return None
+    try:
+        value = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    scrubbed = scrub_json(value)
+    if scrubbed is value:  # nothing to scrub: refused for another reason
+        return None
+    return json.dumps(scrubbed, ensure_ascii=False).encode("utf-8")
+
+
 def _stray_id(payload: bytes, expected: Any) -> tuple[bool | None, Any]:
     """(True, the id) if ``payload`` is a JSON-RPC answer whose id is not ``expected``;
     (None, None) if it is nested too deeply to parse."""
@@ -268,6 +297,9 @@ class JsonBodyCheck:
         nested too deeply to read)."""
         body = b"".join(self._chunks)
         stray, answered = _stray_id(body, self._expected)
+        if stray is False and (fixed := without_lone_surrogates(body)) is not None:
+            body = fixed
+            stray, answered = _stray_id(body, self._expected)
         if stray is None:
             return _stand_in(self._where, self._expected, too_deep())
         if not stray:
@@ -346,6 +378,9 @@ class SseCheck:
             return event
         payload = b"\n".join(data)
         stray, answered = _stray_id(payload, self._expected)
+        if stray is False and (fixed := without_lone_surrogates(payload)) is not None:
+            payload, event = fixed, b"event: message\ndata: " + fixed + b"\n\n"
+            stray, answered = _stray_id(payload, self._expected)
         if stray is None and answer_id(payload[:HEAD], payload[-TAIL:])[0] == "answer":
             answer = _stand_in(self._where, self._expected, too_deep()).decode()
             return f"event: message\ndata: {answer}\n\n".encode()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import time
@@ -16,6 +17,7 @@ from mcp.shared.message import SessionMessage
 
 from agcore_tools import McpClient, McpError, StdioTransport
 from agcore_tools.mcp._framing import LineReader, LineWriter
+from agcore_tools.mcp._matching import JsonBodyCheck, SseCheck
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -198,3 +200,36 @@ async def test_a_non_ascii_banner_on_stdout_is_logged_as_text_escaped_masked_and
         "MCP server 'banner' wrote a line to stdout that is not JSON-RPC; skipped (stdout "
         f"carries MCP messages only, logs belong on stderr): {shown}"
     ]
+
+
+LONE_SURROGATE = b'{"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "great \\ud83d"}]}}'
+"""An answer whose text was cut inside an emoji by JavaScript's JSON.stringify: a lone
+surrogate escape, which pydantic's parser (the SDK's) refuses."""
+
+
+async def test_a_stdio_answer_with_a_lone_surrogate_escape_arrives_with_u_fffd() -> None:
+    # Before, the answer was logged as stray output and skipped: its call waited for
+    # its timeout, and the tool loop stopped.
+    line = LONE_SURROGATE + b"\n"
+    code = f"import sys\nsys.stdout.buffer.write({line!r})\nsys.stdout.flush()\n"
+    async with child(code) as process:
+        assert process.stdout is not None
+        reader = LineReader(process.stdout)
+        with anyio.fail_after(20):
+            items = [item async for item in reader]
+    assert reader.skipped == 0
+    [answer] = items
+    assert isinstance(answer, SessionMessage)
+    dumped = answer.message.model_dump(by_alias=True, exclude_none=True)
+    assert dumped["result"]["content"][0]["text"] == "great \ufffd"
+
+
+def test_an_http_answer_with_a_lone_surrogate_escape_is_passed_on_with_u_fffd() -> None:
+    body = JsonBodyCheck(1, "test")
+    assert body.feed(LONE_SURROGATE) == b""
+    assert json.loads(body.end())["result"]["content"][0]["text"] == "great \ufffd"
+    events = SseCheck(1, "test")
+    passed = events.feed(b"event: message\ndata: " + LONE_SURROGATE + b"\n\n")
+    assert passed.startswith(b"event: message\ndata: {")
+    data = passed.split(b"data: ", 1)[1]
+    assert json.loads(data)["result"]["content"][0]["text"] == "great \ufffd"
