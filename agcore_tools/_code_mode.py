@@ -323,12 +323,26 @@ def _as_listed(output: Any, tool: BaseTool | None) -> Any:
         and isinstance(output, list)
         and len(output) > 1
         and isinstance(output[0], Mapping)
-        and all(isinstance(part, CONTENT_TYPES) for part in output[1:])
+        and all(_media(part) for part in output[1:])
     ):
         return output[0]
     if wraps_plain_value(schema) and not isinstance(output, Mapping) and WRAPPED_AGAIN.get():
         return {"result": output}
     return output
+
+
+def _media(part: Any) -> bool:
+    """Whether ``part``, beside an MCP tool's structured value, is media a program
+    cannot see: an image, sound or file; an embedded resource's blob; or an image or
+    audio part kept as the server sent it (its data was no base64 of its type)."""
+    if isinstance(part, CONTENT_TYPES):
+        return True
+    if not isinstance(part, Mapping):
+        return False
+    resource = part.get("resource")
+    if part.get("type") == "resource" and isinstance(resource, Mapping):
+        return "blob" in resource
+    return part.get("type") in ("image", "audio") and "data" in part
 
 
 def _settled(entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -294,7 +294,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         except SyncCallError:
             raise
         except BaseException:
-            _abandon(loop, call)
+            _abandon(current, call)
             raise
     error = call.error
     if error is not None:
@@ -382,20 +382,26 @@ def _closed(task: asyncio.Task[None]) -> None:
         )
 
 
-def _abandon(loop: asyncio.AbstractEventLoop, call: _Call) -> None:
+def _abandon(current: _Loop, call: _Call) -> None:
     """Cancel an interrupted call and wait (bounded) until it has ended."""
     if call.ended:
         return
     try:
-        loop.call_soon_threadsafe(call.cancel)
+        current.loop.call_soon_threadsafe(call.cancel)
     except RuntimeError:  # the loop is closed: nothing runs on it any more
         return
-    if not call.done.acquire(timeout=_GRACE):
-        logger.warning(
-            "an interrupted *_sync call did not end within %.0f s of being cancelled; "
-            "leaving it behind",
-            _GRACE,
-        )
+    waited = 0.0
+    while not call.done.acquire(timeout=_PULSE):
+        if not current.alive():  # its thread ended: nothing will end the call
+            return
+        waited += _PULSE
+        if waited >= _GRACE:
+            logger.warning(
+                "an interrupted *_sync call did not end within %.0f s of being "
+                "cancelled; leaving it behind",
+                _GRACE,
+            )
+            return
 
 
 def close_at_exit(resource: Closeable) -> None:

@@ -390,6 +390,10 @@ def test_lists_tables_and_examples_keep_their_lines_and_wrapped_text_is_joined()
             "Count.\n\n>>> for i in range(2):\n...     print(i)\n0\n1",
             "Count.\n\n>>> for i in range(2):\n... print(i)\n0\n1",
         ),
+        # Two or more items or rows in a row are a list or a table, whatever comes before.
+        ("Modes\n- fast: quick\n- slow: careful", "Modes\n- fast: quick\n- slow: careful"),
+        ("Steps\n1. fetch\n2. parse", "Steps\n1. fetch\n2. parse"),
+        ("Rates\n| a | b |\n| 1 | 2 |", "Rates\n| a | b |\n| 1 | 2 |"),
     ],
 )
 def test_wrapped_prose_is_not_read_as_structure(doc: str, description: str) -> None:

@@ -426,6 +426,14 @@ def test_a_nullable_object_written_as_a_type_list_is_closed() -> None:
             },
             "'opts'",
         ),
+        (
+            {
+                "type": "object",
+                "properties": {"opts": {"type": "object", "additionalProperties": False}},
+                "required": ["opts"],
+            },
+            "'opts'",
+        ),
     ],
 )
 def test_a_required_key_the_object_does_not_declare_keeps_the_tool_non_strict(

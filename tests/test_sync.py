@@ -862,3 +862,46 @@ def test_closing_at_exit_after_the_wind_down_is_quiet(tmp_path: Path) -> None:
     closes = [line for line in result.stderr.splitlines() if "nothing left to close" in line]
     assert len(closes) == 3, result.stderr  # the stream, the cycle, the MCP client
     assert all(line.startswith("agcore_tools.sync ") for line in closes)
+
+
+def test_a_ctrl_c_while_waiting_on_a_loop_whose_thread_ended_returns_at_once(
+    tmp_path: Path,
+) -> None:
+    # The interrupted call's cancel was sent to a loop nothing runs any more, and the
+    # Ctrl-C came back only after the 10 s grace.
+    script = tmp_path / "interrupted.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import asyncio, os, signal, threading, time
+
+            from agcore_tools import ToolRegistry
+
+            registry = ToolRegistry()
+            stopped = threading.Event()
+
+            @registry.tool
+            async def halt() -> str:
+                \"""Stops the loop it runs on.\"""
+                asyncio.get_running_loop().stop()
+                stopped.set()
+                await asyncio.Event().wait()
+                return "never"
+
+            def interrupt():
+                stopped.wait(10)  # well before the waiting call's first pulse (1 s)
+                os.kill(os.getpid(), signal.SIGINT)
+
+            threading.Thread(target=interrupt, daemon=True).start()
+            started = time.monotonic()
+            try:
+                registry.invoke_sync("halt", {})
+            except KeyboardInterrupt:
+                print(f"interrupted after {time.monotonic() - started:.1f} s")
+            """
+        )
+    )
+    result = run_script(script, timeout=30)
+    assert result.returncode == 0, result.stderr
+    seconds = float(result.stdout.split("interrupted after ")[1].split(" s")[0])
+    assert seconds < 5, result.stdout  # the pulse notices the ended thread within 1 s

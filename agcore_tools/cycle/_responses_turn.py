@@ -80,10 +80,11 @@ class ResponsesTurnBuilder:
         self._response: Any = None
         self._items: dict[int, Any] = {}  # by output_index, from the stream
         self._arguments: dict[int, list[str]] = {}
-        # What the text, reasoning and argument events said, by output_index and kind
-        # ("text", "reasoning", "arguments"): a bridge that leaves the final output
-        # empty (and its items bare) has the turn only there.
-        self._said: dict[tuple[int, str], list[str]] = {}
+        # What the text, reasoning and argument events said, by output_index, kind
+        # ("text", "reasoning", "arguments") and part (content_index or summary_index):
+        # a bridge that leaves the final output empty (and its items bare) has the
+        # turn only there.
+        self._said: dict[tuple[int, str], dict[int, list[str]]] = {}
         self._shown_tool: str | None = None
         self._shown: int | None = None  # the output_index of the call shown
         self._avoided: Collection[str] = ()
@@ -146,11 +147,23 @@ class ResponsesTurnBuilder:
     def _note(self, event: Any, kind: str, text: Any, *, whole: bool = False) -> None:
         if not isinstance(text, str):
             return
-        said = self._said.setdefault((_int(_field(event, "output_index")), kind), [])
+        parts = self._said.setdefault((_int(_field(event, "output_index")), kind), {})
+        part = _field(event, "content_index")
+        if part is None:
+            part = _field(event, "summary_index")
+        said = parts.setdefault(part if isinstance(part, int) else 0, [])
         if whole:
             said[:] = [text]
         else:
             said.append(text)
+
+    def _told(self, index: int, kind: str) -> str | None:
+        """What the events told of output item ``index``'s ``kind``, its parts in
+        order, or None if they told nothing."""
+        parts = self._said.get((index, kind))
+        if parts is None:
+            return None
+        return "".join("".join(parts[part]) for part in sorted(parts))
 
     # Read by the tracing hooks (_trace.py), under the names TurnBuilder gives them.
     @property
@@ -297,14 +310,16 @@ class ResponsesTurnBuilder:
             item = {"type": "message", "role": "assistant", "content": []}
             kind = "message"
         if kind == "function_call" and not item.get("arguments"):
-            said = self._said.get((index, "arguments"))
-            item["arguments"] = "".join(said if said else self._arguments.get(index, []))
-        elif kind == "message" and not item.get("content") and (index, "text") in self._said:
-            text = "".join(self._said[(index, "text")])
-            item["content"] = [{"type": "output_text", "text": text, "annotations": []}]
-        elif kind == "reasoning" and not item.get("summary") and (index, "reasoning") in self._said:
-            text = "".join(self._said[(index, "reasoning")])
-            item["summary"] = [{"type": "summary_text", "text": text}]
+            told = self._told(index, "arguments")
+            item["arguments"] = told if told else "".join(self._arguments.get(index, []))
+        elif kind == "message" and not item.get("content"):
+            text = self._told(index, "text")
+            if text is not None:
+                item["content"] = [{"type": "output_text", "text": text, "annotations": []}]
+        elif kind == "reasoning" and not item.get("summary"):
+            text = self._told(index, "reasoning")
+            if text is not None:
+                item["summary"] = [{"type": "summary_text", "text": text}]
         return item
 
 

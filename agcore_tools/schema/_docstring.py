@@ -201,26 +201,37 @@ _ENDS_LINE = (":", ".", "!", "?", ";")
 
 def _paragraph(text: str) -> str:
     # A list item or table row starts a line where one can start (the paragraph's
-    # first line, after a colon or a sentence, after another item or row), so prose
-    # wrapped before a "+" or "1." still joins; an example keeps every line from its
-    # first ">>>" to the paragraph's end (its "..." lines and its output).
+    # first line, after a colon or a sentence, after another item or row, or in a run
+    # of two or more such lines), so prose wrapped before a lone "+" or "1." still
+    # joins; an example keeps every line from its first ">>>" to the paragraph's end
+    # (its "..." lines and its output).
+    lines = [line for line in text.splitlines() if line.strip()]
+    items = [bool(_ITEM.match(line)) for line in lines]
+    rows = [line.lstrip().startswith("|") for line in lines]
     kept: list[str] = []
     example = in_list = False
-    for line in text.splitlines():
+    for at, line in enumerate(lines):
         words = " ".join(line.split())
-        if not words:
-            continue
         example = example or words.startswith(">>>")
         after = kept[-1] if kept else ""
         if example:
             kept.append(words)
-        elif _ITEM.match(line) and (not kept or in_list or after.endswith(_ENDS_LINE)):
+        elif items[at] and (
+            not kept or in_list or after.endswith(_ENDS_LINE) or _in_run(items, at)
+        ):
             kept.append(words)
             in_list = True
-        elif words.startswith("|") and (not kept or after.startswith("|") or after.endswith(":")):
+        elif rows[at] and (
+            not kept or after.startswith("|") or after.endswith(":") or _in_run(rows, at)
+        ):
             kept.append(words)
         elif kept:
             kept[-1] = f"{after} {words}"
         else:
             kept.append(words)
     return "\n".join(kept)
+
+
+def _in_run(marks: list[bool], at: int) -> bool:
+    """Whether line ``at`` is marked and so is the line before or after it."""
+    return marks[at] and ((at > 0 and marks[at - 1]) or (at + 1 < len(marks) and marks[at + 1]))

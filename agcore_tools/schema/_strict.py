@@ -258,7 +258,8 @@ def _prepare(
         node["additionalProperties"] = False
     properties = node.get("properties")
     undeclared = sorted(set(required_names(node)) - set(properties or ()))
-    if undeclared and (isinstance(properties, dict) or node is root):
+    is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
+    if undeclared and (isinstance(properties, dict) or node is root or is_object):
         # Closed to its declared keys, the object could never hold the required one,
         # and every call would be refused.
         where = f"'{'.'.join(path)}'" if path else "the arguments object"

@@ -758,6 +758,43 @@ async def test_an_image_result_reaches_a_program_as_a_text_naming_it(serve, make
     assert second.startswith("caught: tool 'blob' returned a value a program cannot receive:")
 
 
+PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        # An embedded resource's blob, and an image whose data is no base64 (kept as the
+        # server sent it): the program got the list, not the dict its listing promised.
+        mcp_types.EmbeddedResource(
+            type="resource",
+            resource=mcp_types.BlobResourceContents(
+                uri="shot://1", mime_type="image/png", blob=PNG_B64
+            ),
+        ),
+        mcp_types.ImageContent(type="image", data="not base64!", mime_type="image/png"),
+    ],
+    ids=["resource blob", "unusable image"],
+)
+async def test_an_mcp_object_sent_with_other_media_reaches_a_program_as_the_listed_dict(
+    serve, make_cycle, part
+):
+    class ShotTool(BaseTool):
+        name = "shot"
+        description = "A shot and its picture."
+        output_schema = {"type": "object", "properties": {"title": {"type": "string"}}}  # noqa: RUF012
+
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+            sent = mcp_types.CallToolResult(content=[part], structured_content={"title": "p"})
+            return result_value(sent, self.name)
+
+    registry = ToolRegistry()
+    registry.register(ShotTool())
+    server = serve(program('s = await shot()\nprint(type(s).__name__, s["title"])'), S.reply_text("ok"))  # fmt: skip
+    await make_cycle(server).submit_with_tools("go", registry, select=CodeMode())
+    assert result_of(server, 1) == "dict p"
+
+
 async def test_an_mcp_object_sent_with_an_image_reaches_a_program_as_the_listed_dict(
     serve, make_cycle, shop
 ):

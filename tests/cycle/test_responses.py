@@ -867,10 +867,13 @@ async def test_a_stream_with_an_empty_final_output_keeps_its_text_and_done_argum
     call = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "add", "arguments": ""}
     empty = {"id": "resp_1", "status": "completed", "output": []}
     at = {"output_index": 0, "item_id": "m1", "content_index": 0}
+    second = {**at, "content_index": 1}
     steps = [
         _event("response.output_item.added", output_index=0, item=message),
         _event("response.output_text.delta", **at, delta="Adding "),
-        _event("response.output_text.delta", **at, delta="now."),
+        _event("response.output_text.done", **at, text="Adding "),
+        _event("response.output_text.delta", **second, delta="now."),
+        _event("response.output_text.done", **second, text="now."),
         _event("response.output_item.added", output_index=1, item=call),
         _event(
             "response.function_call_arguments.done",
