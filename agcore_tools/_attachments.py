@@ -28,7 +28,16 @@ from pydantic_core import to_jsonable_python
 
 from ._text import record_dump, record_fields, result_text, truncate_utf8
 from ._unicode import scrub
-from .content import CONTENT_KINDS, CONTENT_TYPES, Audio, Content, File, Image, sniff_image
+from .content import (
+    CONTENT_KINDS,
+    CONTENT_TYPES,
+    Audio,
+    Content,
+    File,
+    Image,
+    sniff_audio,
+    sniff_image,
+)
 from .error import _BadContent, _NotJson
 
 __all__ = [
@@ -337,9 +346,14 @@ def _why_not(value: Content, api: Api, max_bytes: int | None, server: Server) ->
         # Sent anyway, the part would fail this request and every later one of the
         # conversation, which keeps it in its history.
         return f"the {server.name} server takes no {kind} in messages (its server profile says so)"
+    # Bytes that are not what they claim (a proxy's HTML error page, an SVG): the API
+    # would refuse the whole request, and every later one that holds the part.
     if isinstance(value, Image) and sniff_image(value.data) is None:
-        # An SVG, or bytes that are no image: the API would refuse the whole request.
         return "it is not a PNG, JPEG, GIF or WebP image, the kinds the model APIs take"
+    if isinstance(value, Audio) and sniff_audio(value.data) is None:
+        return "it is not WAV or MP3 audio, the kinds the model APIs take"
+    if value.media_type == "application/pdf" and not value.data.startswith(b"%PDF-"):
+        return "its bytes are not a PDF, though its media type says so"
     return None
 
 

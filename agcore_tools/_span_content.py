@@ -27,6 +27,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from ._text import record_dump, record_fields
+from ._unicode import scrub
 from .content import CONTENT_TYPES, File
 
 __all__ = ["CONTENT_CHARS", "TEXT_CHARS", "bounded", "content_json"]
@@ -76,7 +77,9 @@ def content_json(value: Any, limit: int | None = CONTENT_CHARS) -> str:
         'as it is'
     """
     if isinstance(value, str):
-        return bounded(value, limit)
+        # A lone surrogate (a file name os.listdir decoded) as U+FFFD, as the model
+        # reads it: OTLP's protobuf cannot encode it, nor to_json write it.
+        return bounded(scrub(value), limit)
     try:
         text = to_json(_stubbed(value, 0), fallback=str, inf_nan_mode="null").decode("utf-8")
     except Exception as exc:  # noqa: BLE001 - recorded as the placeholder, never raised
@@ -91,8 +94,15 @@ def _stubbed(value: Any, depth: int) -> Any:
     return _walk(value, depth)[0]
 
 
+def _key(key: Any) -> Any:
+    return scrub(key) if isinstance(key, str) else key
+
+
 def _walk(value: Any, depth: int) -> tuple[Any, bool]:
     """``value`` with stubs for its binary parts, and whether any part was replaced."""
+    if isinstance(value, str):
+        scrubbed = scrub(value)
+        return scrubbed, scrubbed is not value
     if isinstance(value, _SCALARS):
         return value, False
     if depth >= _MAX_DEPTH:
@@ -110,8 +120,8 @@ def _walk(value: Any, depth: int) -> tuple[Any, bool]:
         part = _mcp_part(value)
         if part is not None:
             return part, True
-        items = {key: _walk(item, depth + 1) for key, item in value.items()}
-        if any(changed for _, changed in items.values()):
+        items = {_key(key): _walk(item, depth + 1) for key, item in value.items()}
+        if any(changed for _, changed in items.values()) or not all(map(items.__contains__, value)):
             return {key: item for key, (item, _) in items.items()}, True
         return value, False
     if isinstance(value, (list, tuple, set, frozenset)):

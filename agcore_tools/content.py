@@ -73,7 +73,8 @@ def sniff_image(data: bytes) -> str | None:
     return None
 
 
-def _sniff_audio(data: bytes) -> str | None:
+def sniff_audio(data: bytes) -> str | None:
+    """The media type of WAV or MP3 audio by its header, or None."""
     if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
         return "audio/wav"
     # An ID3 tag, or an MPEG audio frame header (11 sync bits, then layer III).
@@ -234,7 +235,7 @@ class Audio:
 
     def __post_init__(self) -> None:
         data = _bytes("Audio", self.data)
-        media_type = self.media_type or _sniff_audio(data)
+        media_type = self.media_type or sniff_audio(data)
         if media_type is None:
             raise _BadContent("Audio: the bytes are not WAV or MP3; give media_type")
         if not media_type.startswith("audio/"):

@@ -319,6 +319,17 @@ def test_an_image_the_model_apis_do_not_take_is_not_sent(render: Any) -> None:
     )
 
 
+def test_audio_or_a_pdf_whose_bytes_are_not_what_they_claim_is_not_sent() -> None:
+    # A proxy's error page under an audio or PDF label was sent, and the API refused
+    # the request (and every later one holding it), as for a fake image.
+    page = b"<html>502 Bad Gateway</html>"
+    rendered = chat([Audio(page, "audio/wav"), File(page, "application/pdf", "r.pdf"), Audio(WAV)])
+    assert [a.dropped is None for a in rendered.attachments] == [False, False, True]
+    assert "[audio 1 (audio/wav, 28 B) was not sent: it is not WAV or MP3 audio" in rendered.text
+    assert "was not sent: its bytes are not a PDF, though its media type says so" in rendered.text
+    assert chat(File(PDF, "application/pdf", "ok.pdf")).attachments[0].dropped is None
+
+
 def test_an_image_goes_under_the_media_type_its_bytes_tell() -> None:
     # MCP servers often label PNG bytes "image/jpg": a strict API refuses the data URL.
     rendered = chat(Image(PNG, "image/jpg"))

@@ -333,6 +333,24 @@ async def test_raw_bytes_are_recorded_by_size_and_unwritable_content_as_a_placeh
     assert text.endswith('"[deeper than 64 levels]"' + "]" * 64)
 
 
+async def test_a_lone_surrogate_in_a_result_is_recorded_as_the_model_reads_it() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def listing() -> dict[str, Any]:
+        """Names of files (os.listdir decodes a name that is no UTF-8 to a surrogate)."""
+        return {"files": ["caf\udce9.txt"], "caf\udce9": 1}
+
+    with recording(capture_content=True) as spans:
+        [result] = await registry.invoke_all([("listing", {})])
+    assert result.ok
+    # Before: "[not recorded: PydanticSerializationError]", and a plain string went on
+    # the span raw, which OTLP's protobuf cannot encode.
+    recorded = attributes(spans.one("execute_tool listing"))["gen_ai.tool.call.result"]
+    assert recorded == '{"files":["caf\ufffd.txt"],"caf\ufffd":1}'
+    assert content_json("caf\udce9.txt") == "caf\ufffd.txt"
+
+
 async def test_argument_values_stay_out_of_logs_and_of_error_spans_unless_content_is_recorded(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
