@@ -11,6 +11,7 @@ its label.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import (
     Collection,
     ItemsView,
@@ -62,6 +63,8 @@ MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024
 """Default limit of each binary value a tool returns, in bytes."""
 
 _BINARY = (bytes, bytearray, memoryview)
+_SEQUENCES = (list, tuple, set, frozenset, deque, KeysView, ValuesView, ItemsView)
+"""What is written as a JSON array: a binary value inside one is found there too."""
 _HEADER = "Attachments of the tool results above:"
 _CHAT_AUDIO_FORMATS = {
     "audio/wav": "wav",
@@ -92,7 +95,7 @@ def _holds_binary(value: Any) -> bool:
         return True
     elif isinstance(value, Mapping):
         items = value.values()
-    elif isinstance(value, (list, tuple)):
+    elif isinstance(value, _SEQUENCES):
         items = value
     else:
         named = record_fields(value)
@@ -275,7 +278,7 @@ def normalise(value: Any) -> Any:
         return _from_bytes(value)
     if isinstance(value, Mapping):
         return {_key(key): normalise(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, _SEQUENCES):
         return [normalise(item) for item in value]
     # A model or dataclass holding an image: as pydantic writes it, the image in its
     # place. Read field by field, an excluded field (a secret) would be sent, and its
@@ -397,7 +400,7 @@ class _Labeller:
             return self.replace(_from_bytes(value))
         if isinstance(value, Mapping):
             return {key: self.replace(item) for key, item in value.items()}
-        if isinstance(value, (list, tuple)):
+        if isinstance(value, _SEQUENCES):
             return [self.replace(item) for item in value]
         if record_fields(value) is None or not _holds_binary(value):
             return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 from typing import Any
@@ -317,6 +318,20 @@ def test_an_image_the_model_apis_do_not_take_is_not_sent(render: Any) -> None:
     assert "[image 1 (image/svg+xml, 41 B) was not sent: it is not a PNG, JPEG, GIF or WebP" in (
         rendered.text
     )
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [lambda images: {"a": images[0], "b": images[1]}.values(), collections.deque, frozenset],
+    ids=["dict values", "deque", "frozenset"],
+)
+def test_images_in_any_array_like_value_are_attached(holder: Any) -> None:
+    # Before: "returned a dict_values that is not JSON-compatible: 'utf-8' codec can't
+    # decode", or (bytes that happen to be UTF-8) the bytes sent as text.
+    gif = Image(b"GIF89a\x01\x00\x01\x00\x00\x00\x00;")
+    rendered = chat({"thumbs": holder([Image(PNG), gif])})
+    assert sorted(a.value.media_type for a in rendered.attachments) == ["image/gif", "image/png"]
+    assert rendered.text.count("is attached in the next user message") == 2
 
 
 def test_audio_or_a_pdf_whose_bytes_are_not_what_they_claim_is_not_sent() -> None:
