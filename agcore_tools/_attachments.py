@@ -353,11 +353,27 @@ def _why_not(value: Content, api: Api, max_bytes: int | None, server: Server) ->
     # would refuse the whole request, and every later one that holds the part.
     if isinstance(value, Image) and sniff_image(value.data) is None:
         return "it is not a PNG, JPEG, GIF or WebP image, the kinds the model APIs take"
-    if isinstance(value, Audio) and sniff_audio(value.data) is None:
-        return "it is not WAV or MP3 audio, the kinds the model APIs take"
-    if value.media_type == "application/pdf" and not value.data.startswith(b"%PDF-"):
+    if isinstance(value, Audio) and sniff_audio(value.data) is None and _text_like(value.data):
+        return "its bytes are text, not WAV or MP3 audio"
+    kind = value.media_type.partition(";")[0].strip().lower()
+    if kind == "application/pdf" and b"%PDF-" not in value.data[:1024]:
+        # Readers take a header anywhere in the first 1,024 bytes (after a BOM, say).
         return "its bytes are not a PDF, though its media type says so"
     return None
+
+
+def _text_like(data: bytes) -> bool:
+    """Whether ``data`` starts as text (an HTML error page a proxy sent): the audio
+    headers are not all known here (padding before an MP3's first frame, RF64), but
+    audio is never text."""
+    head = data[:512]
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:  # cut inside a character at 512 bytes is text too
+        if exc.start < len(head) - 3:
+            return False
+        text = head[: exc.start].decode("utf-8")
+    return bool(text) and all(char.isprintable() or char in "\t\r\n" for char in text)
 
 
 class _Labeller:
@@ -375,6 +391,11 @@ class _Labeller:
                 # MCP servers label PNG bytes "image/jpg" and the like; strict APIs
                 # refuse the whole request over a data URL whose type is wrong.
                 value = replace(value, media_type=sniffed)
+        if isinstance(value, Audio):
+            heard = sniff_audio(value.data)
+            if heard is not None and _CHAT_AUDIO_FORMATS.get(value.media_type) != _CHAT_AUDIO_FORMATS[heard]:  # fmt: skip
+                # WAV bytes labelled audio/mpeg went out as format "mp3".
+                value = replace(value, media_type=heard)
         if isinstance(value, File) and scrub(value.filename) is not value.filename:
             # A name os.listdir decoded (not UTF-8): no request could carry it.
             value = replace(value, filename=scrub(value.filename))

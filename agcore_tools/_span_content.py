@@ -24,10 +24,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from ._text import record_dump, record_fields
-from ._unicode import scrub
+from ._unicode import scrub, scrub_json
 from .content import CONTENT_TYPES, File
 
 __all__ = ["CONTENT_CHARS", "TEXT_CHARS", "bounded", "content_json"]
@@ -81,7 +81,16 @@ def content_json(value: Any, limit: int | None = CONTENT_CHARS) -> str:
         # reads it: OTLP's protobuf cannot encode it, nor to_json write it.
         return bounded(scrub(value), limit)
     try:
-        text = to_json(_stubbed(value, 0), fallback=str, inf_nan_mode="null").decode("utf-8")
+        stubbed = _stubbed(value, 0)
+        try:
+            text = to_json(stubbed, fallback=str, inf_nan_mode="null").decode("utf-8")
+        except PydanticSerializationError:
+            # A lone surrogate pydantic met only as it wrote a value (a Path's name, a
+            # str() fallback's text): once more, its JSON form scrubbed.
+            scrubbed = _scrubbed_json(stubbed)
+            if scrubbed is None:
+                raise
+            text = scrubbed
     except Exception as exc:  # noqa: BLE001 - recorded as the placeholder, never raised
         # The span notes the failure; the call it describes has already run as it ran.
         logger.debug("span content not recorded: %s", type(exc).__name__)
@@ -92,6 +101,16 @@ def content_json(value: Any, limit: int | None = CONTENT_CHARS) -> str:
 def _stubbed(value: Any, depth: int) -> Any:
     """``value`` with its binary parts replaced by stubs (itself when it has none)."""
     return _walk(value, depth)[0]
+
+
+def _scrubbed_json(value: Any) -> str | None:
+    """``value`` as JSON text, each string's lone surrogates as U+FFFD; None if it
+    cannot be written even so."""
+    try:
+        plain = to_jsonable_python(value, fallback=lambda v: scrub(str(v)), inf_nan_mode="null")
+        return to_json(scrub_json(plain), inf_nan_mode="null").decode("utf-8")
+    except Exception:  # noqa: BLE001 - the caller records the first failure
+        return None
 
 
 def _key(key: Any) -> Any:

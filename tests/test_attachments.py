@@ -340,9 +340,29 @@ def test_audio_or_a_pdf_whose_bytes_are_not_what_they_claim_is_not_sent() -> Non
     page = b"<html>502 Bad Gateway</html>"
     rendered = chat([Audio(page, "audio/wav"), File(page, "application/pdf", "r.pdf"), Audio(WAV)])
     assert [a.dropped is None for a in rendered.attachments] == [False, False, True]
-    assert "[audio 1 (audio/wav, 28 B) was not sent: it is not WAV or MP3 audio" in rendered.text
+    assert (
+        "[audio 1 (audio/wav, 28 B) was not sent: its bytes are text, not WAV or MP3"
+        in rendered.text
+    )
     assert "was not sent: its bytes are not a PDF, though its media type says so" in rendered.text
     assert chat(File(PDF, "application/pdf", "ok.pdf")).attachments[0].dropped is None
+    # A header after a BOM, and audio whose header is not known here but is no text,
+    # are sent; a label's case or parameters do not hide an error page.
+    assert (
+        chat(File(b"\xef\xbb\xbf" + PDF, "application/pdf", "bom.pdf")).attachments[0].dropped
+        is None
+    )
+    assert chat(Audio(bytes(8) + WAV[4:], "audio/mpeg")).attachments[0].dropped is None
+    odd = chat(File(page, "application/PDF; charset=binary", "r.pdf")).attachments[0]
+    assert odd.dropped == "its bytes are not a PDF, though its media type says so"
+
+
+def test_audio_goes_under_the_format_its_bytes_tell() -> None:
+    # WAV bytes labelled audio/mpeg went out as format "mp3".
+    message = attachments_message([("c1", "say")], [chat(Audio(WAV, "audio/mpeg"))])
+    assert message is not None
+    [part] = [p for p in message["content"] if p["type"] == "input_audio"]
+    assert part["input_audio"]["format"] == "wav"
 
 
 def test_an_image_goes_under_the_media_type_its_bytes_tell() -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -349,6 +350,8 @@ async def test_a_lone_surrogate_in_a_result_is_recorded_as_the_model_reads_it() 
     recorded = attributes(spans.one("execute_tool listing"))["gen_ai.tool.call.result"]
     assert recorded == '{"files":["caf\ufffd.txt"],"caf\ufffd":1}'
     assert content_json("caf\udce9.txt") == "caf\ufffd.txt"
+    # Met only as pydantic writes the value: a Path's name.
+    assert content_json({"files": [Path("/d/caf\udce9.txt")]}) == '{"files":["/d/caf\ufffd.txt"]}'
 
 
 async def test_argument_values_stay_out_of_logs_and_of_error_spans_unless_content_is_recorded(

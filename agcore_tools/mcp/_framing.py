@@ -174,13 +174,16 @@ class LineReader(ClosedOnExit):
                 self._head, self._tail = line[:HEAD], b""
                 self._dropped(line, ended=True)
                 continue
+            fixed = None
+            message: Any
             try:
                 message = self._adapter.validate_json(line, by_name=False)
             except self._invalid:
-                message = self._repaired(line)
+                fixed = without_lone_surrogates(line)
+                message = self._repaired(fixed) if fixed is not None else None
             if message is None:
                 pending = self._pending
-                answers = pending.invalid(line) if pending is not None else None
+                answers = pending.invalid(fixed or line) if pending is not None else None
                 if answers is not None:
                     # The answer to a waiting request, malformed or too deep to read:
                     # it fails at once.
@@ -197,12 +200,9 @@ class LineReader(ClosedOnExit):
         if self._size > self._limit:
             self._overflow()
 
-    def _repaired(self, line: bytes) -> Any:
-        """The message ``line`` holds once its lone surrogates are U+FFFD, or None
-        (see ``_matching.without_lone_surrogates``)."""
-        fixed = without_lone_surrogates(line)
-        if fixed is None:
-            return None
+    def _repaired(self, fixed: bytes) -> Any:
+        """The message a line holds once its lone surrogates are U+FFFD (``fixed``, see
+        ``_matching.without_lone_surrogates``), or None if it is still no message."""
         try:
             return self._adapter.validate_json(fixed, by_name=False)
         except self._invalid:

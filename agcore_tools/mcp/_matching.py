@@ -221,7 +221,9 @@ def without_lone_surrogates(payload: bytes) -> bytes | None:
     if b"\\u" not in payload:
         return None
     try:
-        value = json.loads(payload)
+        # Decoded strictly first: json.loads(bytes) would let raw surrogate bytes
+        # (no UTF-8 at all) through as well.
+        value = json.loads(payload.decode("utf-8"))
     except (ValueError, RecursionError):
         return None
     scrubbed = scrub_json(value)
@@ -230,24 +232,33 @@ def without_lone_surrogates(payload: bytes) -> bytes | None:
     return json.dumps(scrubbed, ensure_ascii=False).encode("utf-8")
 
 
-def _stray_id(payload: bytes, expected: Any) -> tuple[bool | None, Any]:
-    """(True, the id) if ``payload`` is a JSON-RPC answer whose id is not ``expected``;
-    (None, None) if it is nested too deeply to parse."""
+def _stray_id(payload: bytes, expected: Any) -> tuple[bool | None, Any, bytes | None]:
+    """(True, the id, _) if ``payload`` is a JSON-RPC answer whose id is not
+    ``expected``; (None, None, None) if it is nested too deeply to parse. The third item
+    is the payload to pass on in its place: itself with its lone surrogates as U+FFFD
+    when only they kept it from parsing (see :func:`without_lone_surrogates`), else
+    None."""
     try:
         message = from_json(payload)  # pydantic's parser: several times json.loads' speed
     except ValueError as exc:
-        # Not JSON: the SDK reports it. Too deep: the SDK's parser would say "malformed".
-        return (None if "recursion limit" in str(exc) else False), None
+        # Too deep: the SDK's parser would say "malformed".
+        if "recursion limit" in str(exc):
+            return None, None, None
+        fixed = without_lone_surrogates(payload)
+        if fixed is None:
+            return False, None, None  # not JSON: the SDK reports it
+        stray, answered, _ = _stray_id(fixed, expected)
+        return stray, answered, fixed
     if not isinstance(message, dict) or "method" in message:
-        return False, None  # a request or notification from the server, or a batch
+        return False, None, None  # a request or notification from the server, or a batch
     if "result" not in message and "error" not in message:
-        return False, None
+        return False, None, None
     answered = message.get("id")
     if answered is None and "error" in message:
-        return False, None  # "could not read your request": JSON-RPC's id null
+        return False, None, None  # "could not read your request": JSON-RPC's id null
     if coerce_id(answered) == coerce_id(expected):
-        return False, None
-    return True, answered
+        return False, None, None
+    return True, answered, None
 
 
 def _stand_in(where: str, expected: Any, problem: tuple[str, str]) -> bytes:
@@ -296,10 +307,8 @@ class JsonBodyCheck:
         """The body, or an error answer in its place if it answers another id (or is
         nested too deeply to read)."""
         body = b"".join(self._chunks)
-        stray, answered = _stray_id(body, self._expected)
-        if stray is False and (fixed := without_lone_surrogates(body)) is not None:
-            body = fixed
-            stray, answered = _stray_id(body, self._expected)
+        stray, answered, fixed = _stray_id(body, self._expected)
+        body = body if fixed is None else fixed
         if stray is None:
             return _stand_in(self._where, self._expected, too_deep())
         if not stray:
@@ -377,10 +386,9 @@ class SseCheck:
         if kind != b"message" or not data:
             return event
         payload = b"\n".join(data)
-        stray, answered = _stray_id(payload, self._expected)
-        if stray is False and (fixed := without_lone_surrogates(payload)) is not None:
-            payload, event = fixed, b"event: message\ndata: " + fixed + b"\n\n"
-            stray, answered = _stray_id(payload, self._expected)
+        stray, answered, fixed = _stray_id(payload, self._expected)
+        if fixed is not None:
+            payload, event = fixed, _with_data(event, fixed)
         if stray is None and answer_id(payload[:HEAD], payload[-TAIL:])[0] == "answer":
             answer = _stand_in(self._where, self._expected, too_deep()).decode()
             return f"event: message\ndata: {answer}\n\n".encode()
@@ -389,6 +397,13 @@ class SseCheck:
         _violation(self._where, self._expected, answered)
         answer = json.dumps(mismatch_answer(self._expected, answered))
         return f"event: message\ndata: {answer}\n\n".encode()
+
+
+def _with_data(event: bytes, data: bytes) -> bytes:
+    """SSE ``event`` with ``data`` in place of its data lines; its other fields (``id``,
+    ``retry``: the SDK resumes a dropped stream from them) kept."""
+    fields = [line for line in _LINE.split(event) if line and not line.startswith(b"data")]
+    return b"\n".join([*fields, b"data: " + data]) + b"\n\n"
 
 
 class PendingIds:

@@ -17,7 +17,7 @@ from mcp.shared.message import SessionMessage
 
 from agcore_tools import McpClient, McpError, StdioTransport
 from agcore_tools.mcp._framing import LineReader, LineWriter
-from agcore_tools.mcp._matching import JsonBodyCheck, SseCheck
+from agcore_tools.mcp._matching import JsonBodyCheck, PendingIds, SseCheck
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -229,7 +229,22 @@ def test_an_http_answer_with_a_lone_surrogate_escape_is_passed_on_with_u_fffd() 
     assert body.feed(LONE_SURROGATE) == b""
     assert json.loads(body.end())["result"]["content"][0]["text"] == "great \ufffd"
     events = SseCheck(1, "test")
-    passed = events.feed(b"event: message\ndata: " + LONE_SURROGATE + b"\n\n")
-    assert passed.startswith(b"event: message\ndata: {")
+    passed = events.feed(b"event: message\nid: e41\nretry: 500\ndata: " + LONE_SURROGATE + b"\n\n")
+    # Its other fields kept: the SDK resumes a dropped stream from the id.
+    assert passed.startswith(b"event: message\nid: e41\nretry: 500\ndata: {")
     data = passed.split(b"data: ", 1)[1]
     assert json.loads(data)["result"]["content"][0]["text"] == "great \ufffd"
+
+
+async def test_an_invalid_stdio_answer_with_a_lone_surrogate_fails_its_call_at_once() -> None:
+    pending = PendingIds("MCP server 'demo'")
+    pending.sent(1, "tools/call")
+    line = b'{"jsonrpc": "2.0", "id": 1, "error": {"message": "cut \\ud83d"}}\n'
+    code = f"import sys\nsys.stdout.buffer.write({line!r})\nsys.stdout.flush()\n"
+    async with child(code) as process:
+        assert process.stdout is not None
+        reader = LineReader(process.stdout, pending=pending)
+        with anyio.fail_after(20):
+            items = [item async for item in reader]
+    # Before, it was skipped as stray output, and the call waited for its timeout.
+    assert reader.skipped == 0 and len(items) == 1
