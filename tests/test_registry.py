@@ -603,15 +603,26 @@ async def test_non_mapping_arguments_are_invalid() -> None:
 
 
 async def test_invoke_all_runs_concurrently_in_input_order() -> None:
+    started: list[str] = []
+    everyone = asyncio.Event()
+
+    class Gathered(Recorder):
+        async def execute(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+            started.append(self.name)
+            if len(started) == 10:
+                everyone.set()
+            # Run one after another, the first would wait here alone until its timeout
+            # (no wall-clock bound, which a loaded machine breaks).
+            await asyncio.wait_for(everyone.wait(), 10)
+            return await super().execute(args, ctx)
+
     registry = ToolRegistry()
-    for i in range(10):
-        registry.register(Recorder(f"t{i}", delay=0.2 - i * 0.01))
-    started = time.perf_counter()
+    for i in range(10):  # the later ones end first
+        registry.register(Gathered(f"t{i}", delay=0.1 - i * 0.01))
     results = await registry.invoke_all(
-        [ToolCall(f"t{i}", {"i": i}, f"id{i}") for i in range(10)], timeout=5
+        [ToolCall(f"t{i}", {"i": i}, f"id{i}") for i in range(10)], timeout=15
     )
-    elapsed = time.perf_counter() - started
-    assert elapsed < 1.0  # serial would be ~1.55 s
+    assert all(r.ok for r in results), [r.error for r in results]
     assert [r.call_id for r in results] == [f"id{i}" for i in range(10)]
     assert [r.output["echo"]["i"] for r in results] == list(range(10))
 
@@ -754,16 +765,17 @@ async def test_cancelling_invoke_all_cancels_running_tools() -> None:
 async def test_sync_tools_block_in_parallel_threads() -> None:
     registry = ToolRegistry()
 
+    pairs = threading.Barrier(2, timeout=10)
+
     @registry.tool
     def block(i: int) -> int:
-        time.sleep(0.2)
+        # Each waits in a blocking call for a partner: run one at a time, the first
+        # would wait alone until the barrier's timeout and fail.
+        pairs.wait()
         return i
 
-    started = time.perf_counter()
-    results = await registry.invoke_all([("block", {"i": i}) for i in range(20)])
-    elapsed = time.perf_counter() - started
-    assert [r.output for r in results] == list(range(20))
-    assert elapsed < 2.0  # serial would be 4 s
+    results = await registry.invoke_all([("block", {"i": i}) for i in range(20)], timeout=15)
+    assert [r.output for r in results] == list(range(20)), [r.error for r in results]
 
 
 async def test_as_default_is_context_local_across_tasks() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 import pytest
@@ -553,23 +552,28 @@ async def test_a_slow_tool_times_out_and_the_model_is_told(serve, make_cycle):
 
 async def test_calls_of_a_turn_run_concurrently(serve, make_cycle):
     registry = ToolRegistry()
+    running: list[int] = []
+    all_running = asyncio.Event()
 
     @registry.tool
     async def wait(n: int) -> int:
-        """Wait 0.3 s."""
-        await asyncio.sleep(0.3)
+        """Wait until all five calls run."""
+        running.append(n)
+        if len(running) == 5:
+            all_running.set()
+        # Calls run one after another would never all be running: this one would time
+        # out (no wall-clock bound, which a loaded machine breaks).
+        await asyncio.wait_for(all_running.wait(), 10)
         return n
 
     server = serve(
         S.reply_tool_calls([("wait", {"n": i}) for i in range(5)]),
         S.reply_text("all done"),
     )
-    started = time.perf_counter()
     response = await make_cycle(server).submit_with_tools("Wait", registry)
-    elapsed = time.perf_counter() - started
 
     assert [inv.output for inv in response.invocations] == [0, 1, 2, 3, 4]
-    assert elapsed < 1.0  # serial would take 1.5 s
+    assert sorted(running) == [0, 1, 2, 3, 4]
 
 
 # -- truncation ------------------------------------------------------------------------
