@@ -78,6 +78,8 @@ _ATTACHED_ENV = re.compile(r"-e[A-Z_][A-Z0-9_]*")
 # mcp-remote's, supergateway's and curl's: header values carry credentials under
 # names too varied to list (Authorization, Cookie, X-Api-Key, PRIVATE-TOKEN, ...).
 _HEADER_OPTIONS = ("-H", "--header")
+# A header's name alone (an HTTP token), as mcp-proxy's two-word -H NAME VALUE has it.
+_HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
 
 
 class _Hidden:
@@ -98,7 +100,28 @@ class _Hidden:
 def shown_args(args: Sequence[str], hidden: _Hidden | None = None) -> tuple[str, ...]:
     # `hidden` collects what is shown as ***: the server's stderr is masked with it.
     into = _Hidden() if hidden is None else hidden
-    return tuple(_shown_arg(arg, "" if n == 0 else args[n - 1], into) for n, arg in enumerate(args))
+    # docker run's and podman run's -e NAME takes the host's value, and what follows is
+    # the image or another option: a two-word -e is mcp-proxy's only.
+    pairs_env = "run" not in args
+    shown = []
+    for n, arg in enumerate(args):
+        before = args[n - 1] if n > 0 else ""
+        pair = _pair_value(args[n - 2], before, arg, into, pairs_env) if n > 1 else None
+        shown.append(pair if pair is not None else _shown_arg(arg, before, into))
+    return tuple(shown)
+
+
+def _pair_value(option: str, name: str, arg: str, hidden: _Hidden, env: bool) -> str | None:
+    """``arg`` as shown when it is the value of a two-word option, mcp-proxy's
+    ``-H``/``--headers NAME VALUE`` and (with ``env``) ``-e NAME VALUE``; else None. The
+    value is shown as ``-H 'Name: value'`` or ``-e NAME=value`` would show it."""
+    if arg.startswith("-"):
+        return None
+    if option in (*_HEADER_OPTIONS, "--headers") and _HEADER_NAME.fullmatch(name):
+        return _shown_header(f"{name}: {arg}", hidden).partition(": ")[2]
+    if env and option in _ENV_OPTIONS and _ENV_NAME.fullmatch(name):
+        return _shown_variable(f"{name}={arg}", hidden).partition("=")[2]
+    return None
 
 
 def arg_secrets(args: Sequence[str]) -> list[str]:

@@ -63,8 +63,9 @@ def schema_check(schema: Mapping[str, Any]) -> Any:
 
 def check_with(tool_name: str, check: Any, args: Any) -> None:
     """Raise :class:`~agcore_tools.InvalidArgumentsError` when ``args`` do not satisfy
-    the schema compiled into ``check`` (:func:`schema_check`), naming the first bad
-    field. None, or a ``$ref`` the validator cannot resolve, checks nothing.
+    the schema compiled into ``check`` (:func:`schema_check`), naming each bad field
+    (jsonschema's ``best_match`` first). None, or a ``$ref`` the validator cannot
+    resolve, checks nothing.
 
     The search stops past :data:`PROBLEMS_SOUGHT` problems: the one named is
     jsonschema's ``best_match`` among those found, and the rest are counted as "at
@@ -101,6 +102,19 @@ def check_with(tool_name: str, check: Any, args: Any) -> None:
     best = jsonschema.exceptions.best_match(errors)
     where = _path(best)
     reason = f"{where}: {_message(best)}" if where else _message(best)
+    # Every bad field, the best match first, so a model fixes them in one turn, as a
+    # function tool's message lets it.
+    others = {}
+    for error in errors:
+        field = _path(error) or "(arguments)"
+        if field != (where or "(arguments)") and field not in others:
+            others[field] = _message(error)
+    listed = [f"{field}: {message}" for field, message in others.items()]
+    room = InvalidArgumentsError.LISTED - 1
+    if len(listed) > room or more:
+        extra = len(listed) - room
+        listed = [*listed[:room], f"and {'at least ' if more else ''}{max(extra, 1)} more"]
+    reason = "; ".join([reason, *listed])
     bare = _bare_path(best)
     rule = f"the {best.validator!r} rule failed"
     raise InvalidArgumentsError(

@@ -375,7 +375,25 @@ def test_many_bad_entries_list_the_first_problems_and_count_the_rest() -> None:
     errors = refused.value.errors
     assert errors[:20] == [(f"ids/{i}", "'x' is not of type 'integer'") for i in range(20)]
     assert errors[20:] == [("...", "980 more problems not listed")]
-    assert str(refused.value).endswith(": 'x' is not of type 'integer'")  # one problem
+    # The message lists the first 20 (the best match first), then counts the rest.
+    message = str(refused.value)
+    assert message.count("is not of type 'integer'") == 20 and message.endswith("; and 980 more")
+
+
+def test_every_bad_field_is_named_so_the_model_fixes_them_in_one_turn() -> None:
+    # Only jsonschema's best match was named; a function tool's message names each.
+    schema = {
+        "type": "object",
+        "properties": {"identifier": {"type": "string"}, "page": {"type": "integer"}},
+    }
+    info = McpToolInfo("read", input_schema=schema)
+    tool = McpTool(McpClient("demo", StdioTransport("unused")), info, "demo__read", [])
+    with pytest.raises(InvalidArgumentsError) as refused:
+        tool.check_arguments({"identifier": 5, "page": "two"})
+    assert str(refused.value) == (
+        "tool 'demo__read' got invalid arguments: page: 'two' is not of type 'integer'; "
+        "identifier: 5 is not of type 'string'"
+    )
 
 
 def test_a_long_unexpected_key_is_cut_keeping_the_rule() -> None:

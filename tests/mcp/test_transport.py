@@ -615,6 +615,30 @@ async def test_docker_env_values_and_mcp_remote_headers_show_neither_in_repr_nor
     assert not [text for text in shown if "SECRET" in text], shown
 
 
+def test_mcp_proxys_two_word_headers_and_env_are_masked_but_docker_images_shown() -> None:
+    # mcp-proxy takes `-H NAME VALUE`, `--headers NAME VALUE` and `-e NAME VALUE`: their
+    # values were shown in clear in repr(), describe() and the start-up error.
+    token = "Zq8pLr2Xv9Tn4Wm7Kc1Hs5"  # no known prefix
+    proxy = StdioTransport(
+        "mcp-proxy",
+        [
+            *("-H", "Authorization", f"Bearer {token}"),
+            *("--headers", "X-Api-Key", token),
+            *("-e", "GITHUB_TOKEN", token),
+            *("-e", "DATA_DIR", "/srv/data"),  # a plain path, shown as env= shows it
+            "http://127.0.0.1:9/mcp",
+        ],
+    )
+    assert proxy.describe() == (
+        "`mcp-proxy -H Authorization '***' --headers X-Api-Key '***' -e GITHUB_TOKEN '***' "
+        "-e DATA_DIR /srv/data http://127.0.0.1:9/mcp`"
+    )
+    assert token not in repr(proxy)
+    # docker run's -e NAME passes the host's value: the image after it is no value.
+    docker = StdioTransport("docker", ["run", "-i", "--rm", "-e", "GITHUB_TOKEN", "ghcr.io/o/s"])
+    assert docker.describe() == "`docker run -i --rm -e GITHUB_TOKEN ghcr.io/o/s`"
+
+
 async def test_docker_env_values_are_shown_and_masked_as_the_servers_env_values_are(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
