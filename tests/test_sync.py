@@ -546,6 +546,26 @@ def test_a_keyboard_interrupt_a_tool_raises_fails_its_call_not_the_loop(where: s
             asyncio.run(registry.invoke(name, {}))
 
 
+HALTING_TOOL = """
+import asyncio, threading
+
+from agcore_tools import ToolRegistry
+
+registry = ToolRegistry()
+stopped = threading.Event()
+
+@registry.tool
+async def halt() -> str:
+    \"""Stops the loop it runs on.\"""
+    asyncio.get_running_loop().stop()
+    stopped.set()
+    await asyncio.Event().wait()
+    return "never"
+"""
+"""A script's start: ``halt``, a tool that ends the library loop's thread (code on the
+loop stops it), and ``stopped``, set once it has."""
+
+
 def test_a_sync_call_whose_loop_thread_ended_fails_and_the_next_call_starts_a_new_loop(
     tmp_path: Path,
 ) -> None:
@@ -555,21 +575,10 @@ def test_a_sync_call_whose_loop_thread_ended_fails_and_the_next_call_starts_a_ne
     # and the exit does not wait ~20 s for a wind-down nothing runs.
     script = tmp_path / "loop_ended.py"
     script.write_text(
-        textwrap.dedent(
+        HALTING_TOOL
+        + textwrap.dedent(
             """
-            import asyncio
-            import threading
-
-            from agcore_tools import SyncCallError, ToolRegistry, _sync
-
-            registry = ToolRegistry()
-
-            @registry.tool
-            async def halt() -> str:
-                \"""Stops the loop it runs on.\"""
-                asyncio.get_running_loop().stop()
-                await asyncio.Event().wait()
-                return "never"
+            from agcore_tools import SyncCallError, _sync
 
             async def loop_thread():
                 return threading.current_thread()
@@ -871,22 +880,10 @@ def test_a_ctrl_c_while_waiting_on_a_loop_whose_thread_ended_returns_at_once(
     # Ctrl-C came back only after the 10 s grace.
     script = tmp_path / "interrupted.py"
     script.write_text(
-        textwrap.dedent(
+        HALTING_TOOL
+        + textwrap.dedent(
             """
-            import asyncio, os, signal, threading, time
-
-            from agcore_tools import ToolRegistry
-
-            registry = ToolRegistry()
-            stopped = threading.Event()
-
-            @registry.tool
-            async def halt() -> str:
-                \"""Stops the loop it runs on.\"""
-                asyncio.get_running_loop().stop()
-                stopped.set()
-                await asyncio.Event().wait()
-                return "never"
+            import os, signal, time
 
             def interrupt():
                 stopped.wait(10)  # well before the waiting call's first pulse (1 s)
