@@ -30,7 +30,7 @@ from ..registry import ToolInvocation, ToolRegistry
 from ._policy import drop_program_states, tidy_answers, tool_message, unanswered_calls
 from .events import ChatResponse, FinishReason, Usage
 
-__all__ = ["Gate", "Pending", "answer_list", "decline_open", "paused_response"]
+__all__ = ["Gate", "Pending", "answer_list", "decline_open", "log_refused_answer", "paused_response"]
 
 Pending = ApprovalRequest | InputRequest | RunningTask
 """One item a paused run waits for: a call's approval, a question a call asked, or a
@@ -165,12 +165,7 @@ class Gate:
             except ApprovalError as exc:
                 # As if unanswered: raised, it would stop the turn, and its other calls
                 # (which need no answer) would never run. A resume can answer it.
-                logger.warning(
-                    "the inline answer to call %r was refused, so the call still waits for "
-                    "approval (in the response's pending_approvals): %s",
-                    request.call_id,
-                    exc.redacted,
-                )
+                log_refused_answer(request.call_id, exc)
                 continue
             answers[request.call_id] = event.decision
         self.calls, self._approvals = apply_answers(
@@ -200,6 +195,17 @@ def paused_response(
         tuple(invocations),
         pending_approvals=tuple(w for w in waiting if isinstance(w, ApprovalRequest)),
         pending=tuple(waiting),
+    )
+
+
+def log_refused_answer(call_id: str, error: ApprovalError) -> None:
+    """Say that an inline answer was refused and its call still waits (for a direct
+    call and for a program's alike)."""
+    logger.warning(
+        "the inline answer to call %r was refused, so the call still waits for approval "
+        "(in the response's pending_approvals): %s",
+        call_id,
+        error.redacted,
     )
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
@@ -31,7 +30,7 @@ from ..calls import (
 from ..error import ApprovalError, LlmError, ToolError, ToolNotFoundError
 from ..pending import LEFT_RUNNING, CallPaused, InputRequest, ToolInputRequested
 from ..registry import ToolInvocation, ToolRegistry
-from ._approval import Gate
+from ._approval import Gate, log_refused_answer
 from ._paused import hold_call, prepare_call_resume, resume_calls
 from ._policy import drop_program_states, mark_unknown, tidy_answers, tool_message
 from ._programs import hold_paused, prepare_resume, resume_programs
@@ -39,8 +38,6 @@ from ._tool_stream import with_tool_events
 from .config import CycleConfig
 from .events import StreamEvent, ToolExecutionCompleted, ToolExecutionStarted
 from .profiles import ServerProfile
-
-logger = logging.getLogger("agcore_tools.approval")
 
 __all__ = ["run_tools"]
 
@@ -207,12 +204,7 @@ async def run_tools(
                             calls[position], program.state, {call_id: decision}, tool, key
                         )
                     except ApprovalError as exc:
-                        logger.warning(
-                            "the inline answer to call %r was refused, so the call still "
-                            "waits for approval (in the response's pending_approvals): %s",
-                            call_id,
-                            exc.redacted,
-                        )
+                        log_refused_answer(call_id, exc)
                         continue
                     accepted[call_id] = decision
                 if not accepted:
