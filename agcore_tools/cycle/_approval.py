@@ -30,7 +30,14 @@ from ..registry import ToolInvocation, ToolRegistry
 from ._policy import drop_program_states, tidy_answers, tool_message, unanswered_calls
 from .events import ChatResponse, FinishReason, Usage
 
-__all__ = ["Gate", "Pending", "answer_list", "decline_open", "log_refused_answer", "paused_response"]
+__all__ = [
+    "Gate",
+    "Pending",
+    "answer_list",
+    "decline_open",
+    "log_refused_answer",
+    "paused_response",
+]
 
 Pending = ApprovalRequest | InputRequest | RunningTask
 """One item a paused run waits for: a call's approval, a question a call asked, or a
