@@ -25,9 +25,17 @@ _INCOMPLETE = {
     "max_output_tokens": FinishReason.LENGTH,
     "content_filter": FinishReason.CONTENT_FILTER,
 }
-_REASONING_DELTAS = frozenset(
-    {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
-)
+# A reasoning item streams two texts, each rebuilt into its own field when a bridge
+# leaves the final output empty: the summary, and the raw reasoning (gpt-oss, vLLM).
+_REASONING_DELTAS = {
+    "response.reasoning_summary_text.delta": "summary",
+    "response.reasoning_text.delta": "content",
+}
+_REASONING_DONE = {
+    "response.reasoning_summary_text.done": "summary",
+    "response.reasoning_text.done": "content",
+}
+_REASONING_PART = {"summary": "summary_text", "content": "reasoning_text"}
 
 
 def usage_of(usage: Any) -> Usage:
@@ -81,7 +89,7 @@ class ResponsesTurnBuilder:
         self._items: dict[int, Any] = {}  # by output_index, from the stream
         self._arguments: dict[int, list[str]] = {}
         # What the text, reasoning and argument events said, by output_index, kind
-        # ("text", "reasoning", "arguments") and part (content_index or summary_index):
+        # ("text", "summary", "content", "arguments") and part (content_index or summary_index):
         # a bridge that leaves the final output empty (and its items bare) has the
         # turn only there.
         self._said: dict[tuple[int, str], dict[int, list[str]]] = {}
@@ -111,10 +119,12 @@ class ResponsesTurnBuilder:
             return [AssistantTextDelta(text)] if isinstance(text, str) and text else _NO_EVENTS
         if kind in _REASONING_DELTAS:
             text = _field(event, "delta")
-            self._note(event, "reasoning", text)
+            self._note(event, _REASONING_DELTAS[kind], text)
             return [ReasoningDelta(text)] if isinstance(text, str) and text else _NO_EVENTS
         if kind == "response.output_text.done":  # the whole text: it wins over the deltas
             self._note(event, "text", _field(event, "text"), whole=True)
+        elif kind in _REASONING_DONE:
+            self._note(event, _REASONING_DONE[kind], _field(event, "text"), whole=True)
         elif kind == "response.function_call_arguments.done":
             self._note(event, "arguments", _field(event, "arguments"), whole=True)
         if kind == "response.function_call_arguments.delta":
@@ -160,10 +170,15 @@ class ResponsesTurnBuilder:
     def _told(self, index: int, kind: str) -> str | None:
         """What the events told of output item ``index``'s ``kind``, its parts in
         order, or None if they told nothing."""
+        parts = self._parts(index, kind)
+        return None if parts is None else "".join(parts)
+
+    def _parts(self, index: int, kind: str) -> list[str] | None:
+        """The texts of output item ``index``'s ``kind``, one per part, in order."""
         parts = self._said.get((index, kind))
         if parts is None:
             return None
-        return "".join("".join(parts[part]) for part in sorted(parts))
+        return ["".join(parts[part]) for part in sorted(parts)]
 
     # Read by the tracing hooks (_trace.py), under the names TurnBuilder gives them.
     @property
@@ -316,10 +331,11 @@ class ResponsesTurnBuilder:
             text = self._told(index, "text")
             if text is not None:
                 item["content"] = [{"type": "output_text", "text": text, "annotations": []}]
-        elif kind == "reasoning" and not item.get("summary"):
-            text = self._told(index, "reasoning")
-            if text is not None:
-                item["summary"] = [{"type": "summary_text", "text": text}]
+        elif kind == "reasoning":
+            for field, part in _REASONING_PART.items():
+                texts = self._parts(index, field)
+                if not item.get(field) and texts is not None:
+                    item[field] = [{"type": part, "text": text} for text in texts]
         return item
 
 

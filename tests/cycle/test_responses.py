@@ -899,6 +899,44 @@ async def test_a_stream_with_an_empty_final_output_keeps_its_text_and_done_argum
     assert [(i["call_id"], i["arguments"]) for i in sent] == [("c1", '{"a": 2, "b": 3}')]
 
 
+async def test_an_empty_final_output_keeps_a_reasoning_summary_apart_from_its_raw_text(
+    serve, make_cycle, calc
+):
+    # The summary and the raw reasoning (gpt-oss behind a bridge) stream on the same
+    # item; rebuilt from the events, each goes back in its own field, part by part,
+    # instead of all of it joined into one summary.
+    thought = {"type": "reasoning", "id": "rs_1", "summary": []}
+    call = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "add", "arguments": ""}
+    on = {"output_index": 0, "item_id": "rs_1"}
+    steps = [
+        _event("response.output_item.added", output_index=0, item=thought),
+        _event("response.reasoning_text.delta", **on, content_index=0, delta="2 plus "),
+        _event("response.reasoning_text.delta", **on, content_index=0, delta="3, by tool"),
+        _event("response.reasoning_summary_text.delta", **on, summary_index=0, delta="Plan."),
+        _event("response.reasoning_summary_text.delta", **on, summary_index=1, delta="Add."),
+        _event("response.reasoning_summary_text.done", **on, summary_index=1, text="Add it."),
+        _event("response.output_item.added", output_index=1, item=call),
+        _event("response.function_call_arguments.delta", output_index=1, delta='{"a": 2, "b": 3}'),
+        _event(
+            "response.completed", response={"id": "resp_1", "status": "completed", "output": []}
+        ),
+    ]
+    server = serve(RawStream(steps, done=False), S.reply_text("5"))
+    cycle = make_cycle(server, api="responses")
+
+    events = [e async for e in cycle.submit_stream_with_tools("2 + 3?", calc)]
+
+    streamed = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
+    assert streamed == "2 plus 3, by toolPlan.Add."
+    [sent] = [i for i in items(server.requests[1]) if i.get("type") == "reasoning"]
+    assert sent["summary"] == [
+        {"type": "summary_text", "text": "Plan."},
+        {"type": "summary_text", "text": "Add it."},
+    ]
+    assert sent["content"] == [{"type": "reasoning_text", "text": "2 plus 3, by tool"}]
+    assert tool_messages(cycle.messages) == {"c1": "5"}
+
+
 async def test_tool_images_go_as_input_image_parts(serve, make_cycle):
     from agcore_tools import Image
 
